@@ -1,0 +1,69 @@
+"""ctxpack decides what a large language model sees.
+
+It packs a raw conversation into a message list that fits a token budget, keeps what the next
+answer needs, and records every cut.
+"""
+
+from .errors import BudgetExceededError as BudgetExceededError
+from .errors import ConfigError as ConfigError
+from .errors import CtxpackError as CtxpackError
+from .errors import InvalidMessageError as InvalidMessageError
+from .errors import TokenizerUnavailableError as TokenizerUnavailableError
+from .messages import FunctionCall as FunctionCall
+from .messages import Message as Message
+from .messages import ToolCall as ToolCall
+from .messages import ensure_messages as ensure_messages
+from .packing import default_pipeline as default_pipeline
+from .packing import pack as pack
+from .pipeline import Decision as Decision
+from .pipeline import PackContext as PackContext
+from .pipeline import Pipeline as Pipeline
+from .pipeline import Stage as Stage
+from .result import PackResult as PackResult
+from .stages import CitationInheritor as CitationInheritor
+from .stages import Deduplicator as Deduplicator
+from .stages import ExtractiveCompressor as ExtractiveCompressor
+from .stages import GreedyPacker as GreedyPacker
+from .stages import MemorySelector as MemorySelector
+from .stages import PromptComposer as PromptComposer
+from .stages import RelevanceScorer as RelevanceScorer
+from .stages.compress import compress_lines as compress_lines
+from .tokens import ApproximateTokenCountWarning as ApproximateTokenCountWarning
+from .tokens import TokenCounter as TokenCounter
+from .tokens import count_tokens as count_tokens
+from .tokens import count_tokens_approx as count_tokens_approx
+from .tokens import get_counter as get_counter
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ApproximateTokenCountWarning",
+    "BudgetExceededError",
+    "CitationInheritor",
+    "ConfigError",
+    "CtxpackError",
+    "Decision",
+    "Deduplicator",
+    "ExtractiveCompressor",
+    "FunctionCall",
+    "GreedyPacker",
+    "InvalidMessageError",
+    "MemorySelector",
+    "Message",
+    "PackContext",
+    "PackResult",
+    "Pipeline",
+    "PromptComposer",
+    "RelevanceScorer",
+    "Stage",
+    "TokenCounter",
+    "TokenizerUnavailableError",
+    "ToolCall",
+    "compress_lines",
+    "count_tokens",
+    "count_tokens_approx",
+    "default_pipeline",
+    "ensure_messages",
+    "get_counter",
+    "pack",
+]

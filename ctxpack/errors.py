@@ -1,0 +1,68 @@
+"""One exception tree for ctxpack.
+
+Every error derives from :class:`CtxpackError`; each leaf also derives from the builtin a caller
+would naturally catch (``ValueError`` for bad input, ``RuntimeError`` for a missing tokenizer), so
+``except ValueError`` keeps working for code that does not know ctxpack.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = [
+    "BudgetExceededError",
+    "ConfigError",
+    "CtxpackError",
+    "InvalidMessageError",
+    "TokenizerUnavailableError",
+]
+
+
+class CtxpackError(Exception):
+    """Root of every error raised by ctxpack."""
+
+
+class InvalidMessageError(CtxpackError, ValueError):
+    """A message (or a provider payload) is malformed.
+
+    Attributes:
+        index: Position of the offending message in the input, or ``None`` for the payload itself.
+        field: The offending field (``"role"``, ``"tool_calls[0].function.arguments"``...), or
+            ``None`` when the whole entry is wrong.
+    """
+
+    def __init__(self, detail: str, *, index: int | None = None, field: str | None = None) -> None:
+        self.index = index
+        self.field = field
+        self.detail = detail
+        prefix = f"message {index}: " if index is not None else ""
+        super().__init__(prefix + detail)
+
+
+class BudgetExceededError(CtxpackError, ValueError):
+    """What must be kept (system and pinned messages, the reserve) does not fit in the budget.
+
+    Attributes:
+        required: Tokens the mandatory messages need, reply priming and reserve included.
+        budget: The budget that was asked for.
+        pinned_ids: Ids of the messages that cannot be dropped.
+    """
+
+    def __init__(self, *, required: int, budget: int, pinned_ids: Sequence[str]) -> None:
+        self.required = required
+        self.budget = budget
+        self.pinned_ids = list(pinned_ids)
+        shown = ", ".join(repr(i) for i in self.pinned_ids[:5])
+        more = f" and {len(self.pinned_ids) - 5} more" if len(self.pinned_ids) > 5 else ""
+        super().__init__(
+            f"the system and pinned messages need {required} tokens but the budget is {budget}; "
+            f"raise the budget, lower the reserve, or unpin some of: {shown}{more}"
+        )
+
+
+class TokenizerUnavailableError(CtxpackError, RuntimeError):
+    """No tokenizer could be loaded for the requested model or encoding."""
+
+
+class ConfigError(CtxpackError, ValueError):
+    """A stage, pipeline or function was configured with an invalid value."""

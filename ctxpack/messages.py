@@ -1,0 +1,239 @@
+"""Messages: the pydantic models at ctxpack's boundary.
+
+Everything public accepts plain OpenAI-style dicts as well as :class:`Message` objects; both go
+through :func:`ensure_messages`, which validates them and names the index and the field of the
+first problem it finds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from .errors import InvalidMessageError
+
+__all__ = [
+    "ROLES",
+    "FunctionCall",
+    "Message",
+    "Role",
+    "ToolCall",
+    "ensure_messages",
+]
+
+Role = Literal["system", "developer", "user", "assistant", "tool"]
+ROLES: tuple[str, ...] = get_args(Role)
+
+# Keys a Message understands; anything else in an input dict is kept verbatim in ``extras`` so
+# that provider fields we do not model (``refusal``, ``audio``...) survive a round trip.
+_KNOWN_KEYS = frozenset(
+    {
+        "role",
+        "content",
+        "id",
+        "name",
+        "tool_calls",
+        "tool_call_id",
+        "priority",
+        "pinned",
+        "source",
+        "timestamp",
+        "metadata",
+        "extras",
+    }
+)
+
+
+class FunctionCall(BaseModel):
+    """The function half of an OpenAI tool call: a name and its JSON-encoded arguments."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    arguments: str
+
+
+class ToolCall(BaseModel):
+    """A tool call made by an assistant message (OpenAI shape)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    type: Literal["function"] = "function"
+    function: FunctionCall
+
+
+class Message(BaseModel):
+    """One chat message.
+
+    Args:
+        role: One of ``system``, ``developer``, ``user``, ``assistant``, ``tool``.
+        content: A string, a list of content parts (``{"type": "text", "text": ...}``,
+            ``{"type": "image_url", ...}``...), or ``None`` for an assistant turn that only calls
+            tools.
+        id: Stable identifier used by every decision. Kept when given; otherwise
+            :func:`ensure_messages` derives one from the position and the content.
+        name: Optional participant name (OpenAI ``name``).
+        tool_calls: Tool calls made by an assistant message.
+        tool_call_id: For a ``tool`` message, the id of the call it answers.
+        priority: Added to the message's packing score; higher survives longer.
+        pinned: A pinned message is never dropped, deduplicated or compressed.
+        source: Where the content comes from (a URL, a document id); a citation.
+        timestamp: When the message was written.
+        metadata: Free-form data for your own use; ctxpack reads ``metadata["important"]``.
+        extras: Provider fields ctxpack does not model, kept verbatim for round trips.
+
+    Example:
+        >>> Message(role="user", content="Hello", id="u1").text
+        'Hello'
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    role: Role
+    content: str | list[dict[str, Any]] | None = None
+    id: str = ""
+    name: str | None = None
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: str | None = None
+    priority: float = 0.0
+    pinned: bool = False
+    source: str | None = None
+    timestamp: datetime | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    extras: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check_consistency(self) -> Message:
+        if self.role == "tool" and not self.tool_call_id:
+            raise ValueError("tool_call_id: a tool message needs the id of the call it answers")
+        if self.tool_calls and self.role != "assistant":
+            raise ValueError(
+                f"tool_calls: only an assistant message may call tools, not {self.role}"
+            )
+        if self.content is None and not self.tool_calls and "function_call" not in self.extras:
+            raise ValueError(
+                "content: missing (only an assistant message with tool_calls may omit it)"
+            )
+        if isinstance(self.content, list):
+            for i, part in enumerate(self.content):
+                if not isinstance(part.get("type"), str):
+                    raise ValueError(f"content[{i}].type: every content part needs a string type")
+        return self
+
+    @property
+    def text(self) -> str:
+        """The message's text: the content string, or its text parts joined by newlines."""
+        return content_text(self.content)
+
+    @property
+    def is_tool_exchange(self) -> bool:
+        """Whether this message belongs to a tool exchange (it calls tools or answers a call)."""
+        return bool(self.tool_calls) or self.role == "tool"
+
+
+def content_text(content: str | list[dict[str, Any]] | None) -> str:
+    """Text of a content value: the string itself, or the text parts joined by newlines."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    return "\n".join(
+        str(part.get("text", "")) for part in content if part.get("type") in ("text", "input_text")
+    )
+
+
+def stable_id(index: int, role: str, text: str) -> str:
+    """A deterministic id for a message that has none: its position plus a content digest."""
+    digest = hashlib.blake2b(f"{role}\x00{text}".encode(), digest_size=4).hexdigest()
+    return f"m{index}-{digest}"
+
+
+def _format_loc(loc: Sequence[int | str]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _from_mapping(index: int, data: Mapping[str, Any]) -> Message:
+    role = data.get("role")
+    if role is None:
+        raise InvalidMessageError("role is missing", index=index, field="role")
+    if role not in ROLES:
+        raise InvalidMessageError(
+            f"role {role!r} is not one of {', '.join(ROLES)}", index=index, field="role"
+        )
+    if "id" in data and data["id"] is not None and not isinstance(data["id"], str):
+        raise InvalidMessageError(
+            f"id must be a string, got {type(data['id']).__name__}", index=index, field="id"
+        )
+    fields = {k: v for k, v in data.items() if k in _KNOWN_KEYS}
+    extra = {k: v for k, v in data.items() if k not in _KNOWN_KEYS}
+    if extra:
+        fields["extras"] = {**dict(fields.get("extras") or {}), **extra}
+    if fields.get("id") is None:
+        fields.pop("id", None)
+    try:
+        return Message.model_validate(fields)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = _format_loc(err["loc"])
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        if loc:
+            # pydantic reports union members as separate locs; the first segment is the field.
+            field = loc.split(".")[0].split("[")[0]
+            raise InvalidMessageError(f"{loc}: {msg}", index=index, field=field) from exc
+        head = msg.split(":", 1)[0] if ":" in msg else None
+        raise InvalidMessageError(msg, index=index, field=head) from exc
+
+
+def ensure_messages(messages: Iterable[Message | Mapping[str, Any]]) -> list[Message]:
+    """Validate ``messages`` and return them as :class:`Message` objects with unique ids.
+
+    Args:
+        messages: ``Message`` objects or OpenAI-style dicts, in chronological order.
+
+    Returns:
+        A new list; the input is never mutated. Messages without an id get :func:`stable_id`.
+
+    Raises:
+        InvalidMessageError: naming the index and the field of the first problem.
+
+    Example:
+        >>> [m.id for m in ensure_messages([{"role": "user", "content": "hi", "id": "q"}])]
+        ['q']
+    """
+    if isinstance(messages, (str, bytes, Mapping)):
+        raise InvalidMessageError(
+            f"expected a list of messages, got {type(messages).__name__}", field=None
+        )
+    out: list[Message] = []
+    seen: dict[str, int] = {}
+    for index, item in enumerate(messages):
+        if isinstance(item, Message):
+            msg = item
+        elif isinstance(item, Mapping):
+            msg = _from_mapping(index, item)
+        else:
+            raise InvalidMessageError(
+                f"expected a Message or a dict, got {type(item).__name__}", index=index
+            )
+        if not msg.id:
+            msg = msg.model_copy(update={"id": stable_id(index, msg.role, msg.text)})
+        if msg.id in seen:
+            raise InvalidMessageError(
+                f"id {msg.id!r} repeats the id of message {seen[msg.id]}; ids must be unique",
+                index=index,
+                field="id",
+            )
+        seen[msg.id] = index
+        out.append(msg)
+    return out

@@ -1,0 +1,239 @@
+"""The stage contract, the pipeline that chains stages, and the trace of decisions.
+
+A stage is anything callable as ``stage(ctx) -> ctx`` where ``ctx`` is a :class:`PackContext`:
+context in, new context out, the input never mutated. A plain function qualifies, and so does a
+:class:`Pipeline`, which is itself a stage.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict
+
+from .errors import ConfigError
+from .messages import Message
+from .tokens import TokenCounter
+
+__all__ = [
+    "Action",
+    "Decision",
+    "PackContext",
+    "Pipeline",
+    "Stage",
+]
+
+Action = Literal[
+    "kept", "dropped", "deduped", "compressed", "cited", "pinned", "selected", "merged", "cleared"
+]
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+class Decision(BaseModel):
+    """One recorded step of what happened to one message.
+
+    Attributes:
+        stage: Name of the stage that decided.
+        action: ``kept``, ``dropped``, ``deduped``, ``compressed``, ``cited``, ``pinned``,
+            ``selected``, ``merged`` or ``cleared``.
+        message_id: Id of the message concerned.
+        reason: Why, in words.
+        score: The message's score when the stage used one.
+        tokens_before: The message's tokens before the stage acted.
+        tokens_after: Its tokens after (0 when dropped).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    stage: str
+    action: Action
+    message_id: str
+    reason: str
+    score: float | None = None
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+
+
+@dataclass(frozen=True)
+class PackContext:
+    """What flows through a pipeline. Stages return a new one with :meth:`evolve`.
+
+    Attributes:
+        messages: The current messages, chronological.
+        budget: Token budget for the prompt (framing and reply priming included).
+        counter: The token counter in use.
+        reserve: Tokens kept free for the reply; the prompt must fit in ``budget - reserve``.
+        query: What the next answer is about (by default the last user message).
+        model: The model name the caller gave, if any.
+        decisions: Every decision so far, in order.
+        protected: Ids that must not be dropped (system, pinned, the current question).
+        signals: Per message id, named scores that stages contribute for the packer
+            (``{"m3": {"relevance": 0.8}}``).
+        artifacts: Originals of messages that a stage shortened, by id: nothing is lost.
+    """
+
+    messages: tuple[Message, ...]
+    budget: int
+    counter: TokenCounter
+    reserve: int = 0
+    query: str | None = None
+    model: str | None = None
+    decisions: tuple[Decision, ...] = ()
+    protected: frozenset[str] = frozenset()
+    signals: Mapping[str, Mapping[str, float]] = field(default_factory=lambda: _EMPTY)
+    artifacts: Mapping[str, Message] = field(default_factory=lambda: _EMPTY)
+
+    def evolve(self, **changes: Any) -> PackContext:
+        """A copy with ``changes`` applied."""
+        return dataclasses.replace(self, **changes)
+
+    def decide(self, *decisions: Decision, **changes: Any) -> PackContext:
+        """A copy with ``decisions`` appended and ``changes`` applied."""
+        return dataclasses.replace(self, decisions=self.decisions + decisions, **changes)
+
+    def tokens(self, message: Message) -> int:
+        """Tokens ``message`` adds to the prompt, framing included."""
+        return self.counter.count_message(message)
+
+    def with_signal(self, name: str, values: Mapping[str, float]) -> PackContext:
+        """A copy where each message id in ``values`` gets the named signal."""
+        merged: dict[str, Mapping[str, float]] = dict(self.signals)
+        for message_id, value in values.items():
+            merged[message_id] = {**merged.get(message_id, {}), name: value}
+        return dataclasses.replace(self, signals=MappingProxyType(merged))
+
+    @property
+    def available(self) -> int:
+        """Tokens the prompt may use: ``budget - reserve``."""
+        return self.budget - self.reserve
+
+
+@runtime_checkable
+class Stage(Protocol):
+    """Anything that maps a :class:`PackContext` to a new one, without mutating it."""
+
+    def __call__(self, ctx: PackContext, /) -> PackContext: ...
+
+
+def stage_name(stage: Stage | Callable[..., Any]) -> str:
+    """The default step name of a stage: its ``name`` attribute, function name or class name."""
+    name = getattr(stage, "name", None)
+    if isinstance(name, str) and name:
+        return name
+    fn_name = getattr(stage, "__name__", None)
+    if isinstance(fn_name, str) and fn_name != "<lambda>":
+        return fn_name
+    return type(stage).__name__.lower()
+
+
+StepSpec = Stage | tuple[str, Stage]
+
+
+class Pipeline:
+    """Stages run in order; itself a stage.
+
+    Args:
+        steps: Stages, or ``(name, stage)`` pairs. Unnamed steps are named after the stage.
+
+    Example:
+        >>> from ctxpack.stages import Deduplicator, GreedyPacker
+        >>> p = Pipeline([Deduplicator(), GreedyPacker()])
+        >>> p.names
+        ['dedupe', 'pack']
+        >>> p.replace("dedupe", Deduplicator(case_sensitive=True)).names
+        ['dedupe', 'pack']
+    """
+
+    name = "pipeline"
+
+    def __init__(self, steps: Iterable[StepSpec]) -> None:
+        named: list[tuple[str, Stage]] = []
+        seen: set[str] = set()
+        for i, spec in enumerate(steps):
+            if isinstance(spec, tuple):
+                if len(spec) != 2 or not isinstance(spec[0], str):
+                    raise ConfigError(f"step {i}: expected a stage or a (name, stage) pair")
+                step_name, stage = spec
+            else:
+                stage = spec
+                step_name = stage_name(stage)
+            if not callable(stage):
+                raise ConfigError(
+                    f"step {i} ({step_name!r}): {type(stage).__name__} is not callable; a stage "
+                    "is a function or object taking a PackContext and returning one"
+                )
+            if step_name in seen:
+                raise ConfigError(
+                    f"step {i}: the name {step_name!r} is already used; name the step "
+                    f"explicitly with a ({step_name!r}_2, stage) pair"
+                )
+            seen.add(step_name)
+            named.append((step_name, stage))
+        self._steps: tuple[tuple[str, Stage], ...] = tuple(named)
+
+    @property
+    def steps(self) -> list[tuple[str, Stage]]:
+        """The ``(name, stage)`` pairs, in order."""
+        return list(self._steps)
+
+    @property
+    def names(self) -> list[str]:
+        """The step names, in order."""
+        return [name for name, _ in self._steps]
+
+    def __getitem__(self, name: str) -> Stage:
+        for step_name, stage in self._steps:
+            if step_name == name:
+                return stage
+        raise KeyError(f"no step named {name!r}; steps are {self.names}")
+
+    def __iter__(self) -> Iterator[tuple[str, Stage]]:
+        return iter(self._steps)
+
+    def __len__(self) -> int:
+        return len(self._steps)
+
+    def replace(self, name: str, stage: Stage) -> Pipeline:
+        """A new pipeline where the step ``name`` runs ``stage`` instead."""
+        self[name]  # raises a KeyError that lists the names
+        return Pipeline([(n, stage if n == name else s) for n, s in self._steps])
+
+    def without(self, name: str) -> Pipeline:
+        """A new pipeline without the step ``name``."""
+        self[name]
+        return Pipeline([(n, s) for n, s in self._steps if n != name])
+
+    def insert(self, before: str, step: StepSpec) -> Pipeline:
+        """A new pipeline with ``step`` inserted before the step named ``before``."""
+        self[before]
+        out: list[StepSpec] = []
+        for n, s in self._steps:
+            if n == before:
+                out.append(step)
+            out.append((n, s))
+        return Pipeline(out)
+
+    def __call__(self, ctx: PackContext, /) -> PackContext:
+        for step_name, stage in self._steps:
+            result = stage(ctx)
+            if not isinstance(result, PackContext):
+                raise ConfigError(
+                    f"step {step_name!r} returned {type(result).__name__}, not a PackContext; "
+                    "a stage must return the (new) context"
+                )
+            ctx = result
+        return ctx
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"({n!r}, {s!r})" for n, s in self._steps)
+        return f"Pipeline([{inner}])"
+
+
+def message_index(messages: Sequence[Message]) -> dict[str, int]:
+    """Position of each message id in ``messages``."""
+    return {m.id: i for i, m in enumerate(messages)}

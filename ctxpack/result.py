@@ -1,0 +1,134 @@
+"""PackResult: what pack() returns, with the trace of every decision."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict
+
+from .messages import Message
+from .pipeline import Decision
+
+if TYPE_CHECKING:
+    from .adapters.anthropic import AnthropicPayload
+
+__all__ = ["PackResult"]
+
+
+class PackResult(BaseModel):
+    """The packed conversation and how it came to be.
+
+    Attributes:
+        messages: The messages to send, chronological.
+        tokens: Exactly what they cost as a prompt with ``counter``
+            (``count_tokens(result.messages, model=...)``).
+        budget: The budget asked for.
+        reserve: Tokens kept free for the reply.
+        input_tokens: What the whole input would have cost.
+        counter: Name of the token counter used (``cl100k_base``, ``approx``...).
+        exact: Whether that counter is the model's own tokenizer.
+        query: The query the packing was done for.
+        decisions: Every decision, in pipeline order; every input message has at least one.
+        artifacts: Originals of messages that were compressed or cleared, by id.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    messages: list[Message]
+    tokens: int
+    budget: int
+    reserve: int = 0
+    input_tokens: int
+    input_ids: list[str]
+    counter: str
+    exact: bool
+    query: str | None = None
+    decisions: list[Decision]
+    artifacts: dict[str, Message] = {}
+
+    @property
+    def kept_ids(self) -> list[str]:
+        """Ids of the packed messages, in order."""
+        return [m.id for m in self.messages]
+
+    @property
+    def dropped_ids(self) -> list[str]:
+        """Ids of input messages that are not in the result, in input order."""
+        kept = set(self.kept_ids)
+        return [i for i in self.input_ids if i not in kept]
+
+    def decisions_for(self, message_id: str) -> list[Decision]:
+        """Every decision about one message, in order."""
+        return [d for d in self.decisions if d.message_id == message_id]
+
+    def original(self, message_id: str) -> Message | None:
+        """The original of a compressed or cleared message, or ``None`` if it was not changed."""
+        return self.artifacts.get(message_id)
+
+    def to_openai(self) -> list[dict[str, Any]]:
+        """The messages as OpenAI Chat Completions dicts."""
+        from .adapters.openai import to_openai
+
+        return to_openai(self.messages)
+
+    def to_anthropic(self) -> AnthropicPayload:
+        """The messages as an Anthropic Messages payload: ``{"system": ..., "messages": [...]}``."""
+        from .adapters.anthropic import to_anthropic
+
+        return to_anthropic(self.messages)
+
+    def to_langchain(self) -> list[Any]:
+        """The messages as LangChain message objects (needs ``langchain-core``)."""
+        from .adapters.langchain import to_langchain
+
+        return to_langchain(self.messages)
+
+    def summary(self) -> str:
+        """One line: messages and tokens before and after."""
+        return (
+            f"{len(self.input_ids)} messages, {self.input_tokens} tokens -> "
+            f"{len(self.messages)} messages, {self.tokens} tokens "
+            f"(budget {self.budget}, reserve {self.reserve}, counter {self.counter}"
+            f"{'' if self.exact else ', approximate'})"
+        )
+
+    def report(self, *, width: int = 120) -> str:
+        """A readable table: per input message its final fate, tokens before -> after, the
+        actions taken on it and the last reason, then the summary."""
+        first_tokens: dict[str, int] = {}
+        last: dict[str, Decision] = {}
+        actions: dict[str, list[str]] = {}
+        for d in self.decisions:
+            actions.setdefault(d.message_id, []).append(d.action)
+            if d.tokens_before is not None:
+                first_tokens.setdefault(d.message_id, d.tokens_before)
+            last[d.message_id] = d
+        rows = [f"{'id':<14} {'final':<10} {'tokens':>11}  {'actions':<26} reason", "-" * width]
+        kept = {m.id: m for m in self.messages}
+        for mid in self.input_ids:
+            done = actions.get(mid, [])
+            if mid in kept:
+                final = next((a for a in ("compressed", "cleared", "merged") if a in done), "kept")
+                after = str(self.tokens_of(kept[mid]))
+            else:
+                final = "deduped" if "deduped" in done else "dropped"
+                after = "0"
+            before = first_tokens.get(mid)
+            tokens = f"{before}->{after}" if before is not None else ""
+            chain = ",".join(dict.fromkeys(done))
+            reason = last[mid].reason if mid in last else ""
+            line = f"{mid[:14]:<14} {final:<10} {tokens:>11}  {chain[:26]:<26} {reason}"
+            rows.append(line[:width])
+        rows.append("-" * width)
+        rows.append(self.summary())
+        return "\n".join(rows)
+
+    def tokens_of(self, message: Message) -> int:
+        """Tokens of one packed message as recorded by the packer (framing included)."""
+        for d in reversed(self.decisions):
+            if d.message_id == message.id and d.tokens_after is not None:
+                return d.tokens_after
+        return 0
+
+    def __str__(self) -> str:
+        return self.summary()

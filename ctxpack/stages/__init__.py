@@ -1,0 +1,19 @@
+"""The built-in stages, one per module, in the order the default pipeline runs them."""
+
+from .citations import CitationInheritor as CitationInheritor
+from .compose import PromptComposer as PromptComposer
+from .compress import ExtractiveCompressor as ExtractiveCompressor
+from .dedupe import Deduplicator as Deduplicator
+from .memory import MemorySelector as MemorySelector
+from .pack import GreedyPacker as GreedyPacker
+from .relevance import RelevanceScorer as RelevanceScorer
+
+__all__ = [
+    "CitationInheritor",
+    "Deduplicator",
+    "ExtractiveCompressor",
+    "GreedyPacker",
+    "MemorySelector",
+    "PromptComposer",
+    "RelevanceScorer",
+]

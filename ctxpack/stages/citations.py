@@ -1,0 +1,58 @@
+"""Inherit citations: a message without a source takes the nearest earlier one (seed 004)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..messages import Message
+from ..pipeline import Decision, PackContext
+
+__all__ = ["CitationInheritor"]
+
+
+class CitationInheritor(BaseModel):
+    """Give each message without a ``source`` the source of the nearest earlier message that has
+    one, so a figure can always be traced back ("Selon wikipedia.org, le PIB..." then "Donc le PIB
+    par habitant..." both cite wikipedia.org).
+
+    Args:
+        roles: Roles that inherit; system and developer instructions cite nothing by default.
+        max_distance: Inherit only from at most this many messages back (``None``: no limit).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    name: Literal["citations"] = Field(default="citations", exclude=True, repr=False)
+
+    roles: tuple[str, ...] = ("user", "assistant", "tool")
+    max_distance: int | None = Field(default=None, ge=1)
+
+    def __call__(self, ctx: PackContext, /) -> PackContext:
+        out: list[Message] = []
+        decisions = []
+        current: tuple[str, str, int] | None = None  # (source, message id, position)
+        for i, msg in enumerate(ctx.messages):
+            if msg.source:
+                current = (msg.source, msg.id, i)
+                out.append(msg)
+                continue
+            if (
+                current is not None
+                and msg.role in self.roles
+                and (self.max_distance is None or i - current[2] <= self.max_distance)
+            ):
+                out.append(msg.model_copy(update={"source": current[0]}))
+                decisions.append(
+                    Decision(
+                        stage=self.name,
+                        action="cited",
+                        message_id=msg.id,
+                        reason=f"inherits source {current[0]!r} from message {current[1]!r}",
+                    )
+                )
+                continue
+            out.append(msg)
+        if not decisions:
+            return ctx
+        return ctx.decide(*decisions, messages=tuple(out))

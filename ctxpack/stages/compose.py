@@ -1,0 +1,97 @@
+"""Compose the prompt: system + developer + user, the system prompt pinned (seed 004, step 1)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..messages import Message
+from ..pipeline import Decision, PackContext
+
+__all__ = ["PromptComposer"]
+
+
+class PromptComposer(BaseModel):
+    """Put the instructions in front and protect what the next answer cannot do without.
+
+    ``system`` and ``developer``, when given, are inserted at the start (after any existing
+    system messages) unless a message with the same text is already there. Every system message
+    is then protected, and so is the last user message (the current question) when
+    ``keep_last_user`` is set: the packer never drops protected messages.
+
+    Args:
+        system: A system prompt to add.
+        developer: Developer instructions to add.
+        keep_last_user: Protect the last user message.
+        protect_developer: Protect developer messages as well.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    name: Literal["compose"] = Field(default="compose", exclude=True, repr=False)
+
+    system: str | None = None
+    developer: str | None = None
+    keep_last_user: bool = True
+    protect_developer: bool = False
+
+    def __call__(self, ctx: PackContext, /) -> PackContext:
+        messages = list(ctx.messages)
+        texts = {(m.role, m.text) for m in messages}
+        head = 0
+        while head < len(messages) and messages[head].role == "system":
+            head += 1
+        added = []
+        if self.system is not None and ("system", self.system) not in texts:
+            added.append(
+                Message(role="system", content=self.system, id=_free_id("system", messages))
+            )
+        if self.developer is not None and ("developer", self.developer) not in texts:
+            added.append(
+                Message(
+                    role="developer", content=self.developer, id=_free_id("developer", messages)
+                )
+            )
+        messages[head:head] = added
+
+        protected = set(ctx.protected)
+        decisions = []
+        for msg in messages:
+            if (
+                msg.role == "system"
+                or msg.pinned
+                or (self.protect_developer and msg.role == "developer")
+            ):
+                reason = (
+                    "system prompt"
+                    if msg.role == "system"
+                    else ("pinned" if msg.pinned else "developer instructions")
+                )
+                protected.add(msg.id)
+                decisions.append(
+                    Decision(stage=self.name, action="pinned", message_id=msg.id, reason=reason)
+                )
+        if self.keep_last_user:
+            for msg in reversed(messages):
+                if msg.role == "user":
+                    if msg.id not in protected:
+                        protected.add(msg.id)
+                        decisions.append(
+                            Decision(
+                                stage=self.name,
+                                action="pinned",
+                                message_id=msg.id,
+                                reason="the current question (last user message)",
+                            )
+                        )
+                    break
+        return ctx.decide(*decisions, messages=tuple(messages), protected=frozenset(protected))
+
+
+def _free_id(base: str, messages: list[Message]) -> str:
+    taken = {m.id for m in messages}
+    candidate, n = base, 1
+    while candidate in taken:
+        n += 1
+        candidate = f"{base}-{n}"
+    return candidate

@@ -1,0 +1,75 @@
+"""Deduplicate: keep only the most recent copy of a repeated message (seed 004, step 3)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..messages import Message
+from ..pipeline import Decision, PackContext
+
+__all__ = ["Deduplicator"]
+
+
+def _key(msg: Message, case_sensitive: bool) -> tuple[str, str]:
+    text = " ".join(msg.text.split())
+    return msg.role, text if case_sensitive else text.casefold()
+
+
+class Deduplicator(BaseModel):
+    """Drop older copies of a message, scanning from the end so the most recent copy stays.
+
+    Two messages are copies when they have the same role and the same text after collapsing
+    whitespace (and case, unless ``case_sensitive``). Protected and pinned messages, tool
+    exchanges (dropping one half would orphan the other) and messages with non-text parts are
+    never removed. When the removed copy had a ``source`` and the kept one has none, the kept one
+    takes it, so no citation is lost.
+
+    Args:
+        case_sensitive: Compare text with case.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    name: Literal["dedupe"] = Field(default="dedupe", exclude=True, repr=False)
+
+    case_sensitive: bool = False
+
+    def __call__(self, ctx: PackContext, /) -> PackContext:
+        seen: dict[tuple[str, str], int] = {}
+        kept: list[Message] = []
+        decisions = []
+        for msg in reversed(ctx.messages):
+            removable = not (
+                msg.pinned
+                or msg.id in ctx.protected
+                or msg.is_tool_exchange
+                or (
+                    isinstance(msg.content, list)
+                    and any(p.get("type") != "text" for p in msg.content)
+                )
+                or not msg.text.strip()
+            )
+            key = _key(msg, self.case_sensitive)
+            if removable and key in seen:
+                pos = seen[key]
+                newer = kept[pos]
+                if msg.source and not newer.source:
+                    kept[pos] = newer.model_copy(update={"source": msg.source})
+                decisions.append(
+                    Decision(
+                        stage=self.name,
+                        action="deduped",
+                        message_id=msg.id,
+                        reason=f"duplicate of the more recent message {newer.id!r}",
+                        tokens_before=ctx.tokens(msg),
+                        tokens_after=0,
+                    )
+                )
+                continue
+            seen.setdefault(key, len(kept))
+            kept.append(msg)
+        if not decisions:
+            return ctx
+        decisions.reverse()
+        return ctx.decide(*decisions, messages=tuple(reversed(kept)))

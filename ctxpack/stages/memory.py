@@ -1,0 +1,62 @@
+"""Select memory: a rolling window of recent turns plus episodic memory (seed 004, step 2)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..pipeline import Decision, PackContext
+
+__all__ = ["MemorySelector"]
+
+
+class MemorySelector(BaseModel):
+    """Tag each message as recent, episodic or a candidate for dropping.
+
+    Recent: within the last ``window`` user turns (a turn is a user message and everything up to
+    the next one). Episodic: pinned, ``metadata["important"]`` true, or ``priority >=
+    important_priority``. Both get the ``memory`` signal (1.0), which the packer adds to their
+    score with its ``memory_weight``; the rest are candidates. Nothing is dropped here.
+
+    Args:
+        window: How many of the latest user turns form the rolling window.
+        important_priority: Priority from which a message counts as episodic memory.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    name: Literal["memory"] = Field(default="memory", exclude=True, repr=False)
+
+    window: int = Field(default=3, ge=0)
+    important_priority: float = 1.0
+
+    def __call__(self, ctx: PackContext, /) -> PackContext:
+        messages = ctx.messages
+        start = len(messages)
+        turns = 0
+        if self.window > 0:
+            for i in range(len(messages) - 1, -1, -1):
+                if messages[i].role == "user":
+                    turns += 1
+                    start = i
+                    if turns == self.window:
+                        break
+        signal: dict[str, float] = {}
+        decisions = []
+        for i, msg in enumerate(messages):
+            if i >= start:
+                signal[msg.id] = 1.0
+                reason = f"recent: within the last {self.window} user turns"
+            elif (
+                msg.pinned
+                or msg.metadata.get("important")
+                or msg.priority >= self.important_priority
+            ):
+                signal[msg.id] = 1.0
+                reason = "episodic: pinned, flagged important or high priority"
+            else:
+                continue
+            decisions.append(
+                Decision(stage=self.name, action="selected", message_id=msg.id, reason=reason)
+            )
+        return ctx.with_signal("memory", signal).decide(*decisions)

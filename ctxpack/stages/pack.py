@@ -1,0 +1,190 @@
+"""Pack greedily under the budget by score, then restore chronological order (seed 004, step 4).
+
+The promise: the result is the chronological subsequence of the messages that holds every system,
+pinned and protected message, keeps or drops each tool exchange whole, and adds the other units in
+decreasing score (ties: the more recent first) whenever they still fit, so that the prompt never
+exceeds ``budget - reserve`` tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import BudgetExceededError
+from ..messages import Message
+from ..pipeline import Decision, PackContext
+from ..tokens import REPLY_PRIMING
+
+__all__ = ["DEFAULT_ROLE_WEIGHTS", "GreedyPacker", "tool_units"]
+
+# Seed 004: system 10, developer 8, user 6, assistant 4. A tool result gets 3: it is usually the
+# bulkiest and the first to go stale, and it still rides with its call (a unit scores as its
+# best member), so a relevant exchange survives through the assistant turn that asked for it.
+DEFAULT_ROLE_WEIGHTS: Mapping[str, float] = {
+    "system": 10.0,
+    "developer": 8.0,
+    "user": 6.0,
+    "assistant": 4.0,
+    "tool": 3.0,
+}
+
+
+def tool_units(messages: tuple[Message, ...] | list[Message]) -> tuple[list[list[int]], list[int]]:
+    """Group message positions into units kept or dropped together.
+
+    An assistant message with tool calls and the tool messages answering those calls form one
+    unit; every other message is a unit by itself.
+
+    Returns:
+        ``(units, orphans)``: units as lists of positions (chronological), and the positions of
+        tool messages whose call is not in ``messages``.
+    """
+    units: list[list[int]] = []
+    owner: dict[str, int] = {}
+    orphans: list[int] = []
+    for i, msg in enumerate(messages):
+        if msg.role == "tool":
+            unit = owner.get(msg.tool_call_id or "")
+            if unit is None:
+                orphans.append(i)
+            else:
+                units[unit].append(i)
+            continue
+        units.append([i])
+        for call in msg.tool_calls or ():
+            owner[call.id] = len(units) - 1
+    return units, orphans
+
+
+class GreedyPacker(BaseModel):
+    """Score every message, add units in decreasing score while they fit, restore order.
+
+    Score of a message = role weight + ``priority`` + ``recency_weight`` x position (0 for the
+    oldest, 1 for the newest) + the stages' signals times ``signal_weights``. A unit (a tool
+    exchange) scores as its best member and costs the sum of its members.
+
+    Args:
+        role_weights: Weight per role (seed 004 defaults, tool 3).
+        recency_weight: Weight of recency.
+        signal_weights: Weight of each named signal set by earlier stages (``relevance`` from
+            the relevance scorer, ``memory`` from the memory selector).
+
+    Raises:
+        BudgetExceededError: the protected messages alone do not fit in ``budget - reserve``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    name: Literal["pack"] = Field(default="pack", exclude=True, repr=False)
+
+    role_weights: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_ROLE_WEIGHTS))
+    recency_weight: float = 2.0
+    signal_weights: dict[str, float] = Field(
+        default_factory=lambda: {"relevance": 10.0, "memory": 2.0}
+    )
+
+    def score(self, msg: Message, position: int, count: int, ctx: PackContext) -> tuple[float, str]:
+        """A message's score and its breakdown in words."""
+        role = self.role_weights.get(msg.role, 0.0)
+        recency = self.recency_weight * (position / (count - 1) if count > 1 else 1.0)
+        parts = [f"{msg.role} {role:g}"]
+        total = role + recency
+        if msg.priority:
+            total += msg.priority
+            parts.append(f"priority {msg.priority:+g}")
+        for signal, value in ctx.signals.get(msg.id, {}).items():
+            weight = self.signal_weights.get(signal, 0.0)
+            if weight and value:
+                total += weight * value
+                parts.append(f"{signal} {weight * value:.2f}")
+        parts.append(f"recency {recency:.2f}")
+        return total, " + ".join(parts)
+
+    def __call__(self, ctx: PackContext, /) -> PackContext:
+        messages = ctx.messages
+        count = len(messages)
+        sizes = [ctx.tokens(m) for m in messages]
+        units, orphans = tool_units(messages)
+        decisions: dict[int, Decision] = {}
+
+        def mandatory(i: int) -> bool:
+            m = messages[i]
+            return m.role == "system" or m.pinned or m.id in ctx.protected
+
+        for i in orphans:
+            if mandatory(i):
+                units.append([i])
+                continue
+            decisions[i] = Decision(
+                stage=self.name,
+                action="dropped",
+                message_id=messages[i].id,
+                reason="tool result whose call is not in the conversation (an orphan the "
+                "provider would reject)",
+                tokens_before=sizes[i],
+                tokens_after=0,
+            )
+
+        scored = [self.score(m, i, count, ctx) for i, m in enumerate(messages)]
+        used = REPLY_PRIMING
+        keep: list[int] = []
+        optional: list[tuple[float, int, list[int]]] = []
+        for unit in units:
+            if any(mandatory(i) for i in unit):
+                keep.extend(unit)
+                used += sum(sizes[i] for i in unit)
+            else:
+                optional.append((max(scored[i][0] for i in unit), unit[-1], unit))
+        if used > ctx.available:
+            pinned = [messages[i].id for i in sorted(keep)]
+            raise BudgetExceededError(
+                required=used + ctx.reserve, budget=ctx.budget, pinned_ids=pinned
+            )
+        for i in keep:
+            decisions[i] = Decision(
+                stage=self.name,
+                action="kept",
+                message_id=messages[i].id,
+                reason="protected: "
+                + (
+                    "system prompt"
+                    if messages[i].role == "system"
+                    else "pinned"
+                    if messages[i].pinned
+                    else "an earlier stage protected it (the current question by default)"
+                ),
+                score=scored[i][0],
+                tokens_before=sizes[i],
+                tokens_after=sizes[i],
+            )
+        # Highest score first; among equals the more recent unit wins.
+        optional.sort(key=lambda u: (-u[0], -u[1]))
+        for unit_score, _, unit in optional:
+            cost = sum(sizes[i] for i in unit)
+            fits = used + cost <= ctx.available
+            if fits:
+                used += cost
+                keep.extend(unit)
+            for i in unit:
+                together = f" (with its tool exchange, {cost} tokens)" if len(unit) > 1 else ""
+                decisions[i] = Decision(
+                    stage=self.name,
+                    action="kept" if fits else "dropped",
+                    message_id=messages[i].id,
+                    reason=(
+                        f"score {unit_score:.2f} = {scored[i][1]}{together}"
+                        if fits
+                        else f"score {unit_score:.2f} ({scored[i][1]}): needs {cost} "
+                        f"tokens{together}, {ctx.available - used} left"
+                    ),
+                    score=unit_score,
+                    tokens_before=sizes[i],
+                    tokens_after=sizes[i] if fits else 0,
+                )
+        keep.sort()
+        return ctx.decide(
+            *(decisions[i] for i in range(count) if i in decisions),
+            messages=tuple(messages[i] for i in keep),
+        )
