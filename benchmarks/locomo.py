@@ -985,12 +985,16 @@ def plot(summary: Mapping[str, Any], budgets: Sequence[int], path: Path) -> None
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for method, per_budget in summary.items():
+    # Distinct markers and dashes: recency and trim_messages nearly coincide.
+    styles = [("o", "-"), ("s", "--"), ("^", ":"), ("D", "-."), ("v", "-")]
+    for i, (method, per_budget) in enumerate(summary.items()):
         values = [per_budget[str(b)]["overall"]["recall"] for b in budgets]
+        marker, linestyle = styles[i % len(styles)]
         ax.plot(
             list(budgets),
             [math.nan if v is None else 100 * v for v in values],
-            marker="o",
+            marker=marker,
+            linestyle=linestyle,
             label=method,
         )
     ax.set_xscale("log", base=2)
@@ -1036,6 +1040,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--limit", type=int, default=None, help="questions per conversation (default: all)"
     )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="default: %(default)s")
+    parser.add_argument(
+        "--per-question",
+        action="store_true",
+        help="also store every question's hits in the JSON (about 250 kB for the dev split)",
+    )
     args = parser.parse_args(argv)
     if any(b <= 0 for b in args.budgets):
         parser.error("budgets must be positive")
@@ -1089,12 +1098,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     (out / "locomo_recall.md").write_text(markdown + "\n", encoding="utf-8")
-    per_question: dict[str, dict[str, list[list[Any]]]] = defaultdict(lambda: defaultdict(list))
-    for r in records:
-        per_question[r.method][str(r.budget)].append(
-            [r.sample_id, r.question, r.category, r.hits, r.total, r.tokens]
-        )
-    payload = {
+    payload: dict[str, Any] = {
         "config": {
             "data": [str(Path(p).resolve()) for p in args.data],
             "conversations": [c.sample_id for c in conversations],
@@ -1109,9 +1113,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         },
         "results": summary,
         "unmatched_evidence": _unmatched_json(conversations),
-        "per_question_fields": ["conversation", "qa_index", "category", "hits", "total", "tokens"],
-        "per_question": per_question,
     }
+    if args.per_question:
+        per_question: dict[str, dict[str, list[list[Any]]]] = defaultdict(lambda: defaultdict(list))
+        for r in records:
+            per_question[r.method][str(r.budget)].append(
+                [r.sample_id, r.question, r.category, r.hits, r.total, r.tokens]
+            )
+        payload["per_question_fields"] = [
+            "conversation",
+            "qa_index",
+            "category",
+            "hits",
+            "total",
+            "tokens",
+        ]
+        payload["per_question"] = per_question
     (out / "locomo_recall.json").write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
     plot(summary, budgets, out / "locomo_recall.png")
     print(f"wrote {out / 'locomo_recall.md'}, .json and .png in {elapsed:.1f}s", file=sys.stderr)

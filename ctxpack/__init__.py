@@ -4,6 +4,15 @@ It packs a raw conversation into a message list that fits a token budget, keeps 
 answer needs, and records every cut.
 """
 
+from .adapters import AnthropicPayload as AnthropicPayload
+from .adapters import from_anthropic as from_anthropic
+from .adapters import from_langchain as from_langchain
+from .adapters import from_openai as from_openai
+from .adapters import to_anthropic as to_anthropic
+from .adapters import to_langchain as to_langchain
+from .adapters import to_openai as to_openai
+from .adapters import validate_anthropic as validate_anthropic
+from .adapters import validate_openai as validate_openai
 from .errors import BudgetExceededError as BudgetExceededError
 from .errors import ConfigError as ConfigError
 from .errors import CtxpackError as CtxpackError
@@ -27,16 +36,20 @@ from .stages import GreedyPacker as GreedyPacker
 from .stages import MemorySelector as MemorySelector
 from .stages import PromptComposer as PromptComposer
 from .stages import RelevanceScorer as RelevanceScorer
+from .stages.alternate import TurnAlternator as TurnAlternator
 from .stages.compress import compress_lines as compress_lines
 from .tokens import ApproximateTokenCountWarning as ApproximateTokenCountWarning
 from .tokens import TokenCounter as TokenCounter
+from .tokens import anthropic_approx_counter as anthropic_approx_counter
 from .tokens import count_tokens as count_tokens
 from .tokens import count_tokens_approx as count_tokens_approx
 from .tokens import get_counter as get_counter
+from .tokens import tool_definition_tokens as tool_definition_tokens
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AnthropicPayload",
     "ApproximateTokenCountWarning",
     "BudgetExceededError",
     "CitationInheritor",
@@ -59,11 +72,22 @@ __all__ = [
     "TokenCounter",
     "TokenizerUnavailableError",
     "ToolCall",
+    "TurnAlternator",
+    "anthropic_approx_counter",
     "compress_lines",
     "count_tokens",
     "count_tokens_approx",
     "default_pipeline",
     "ensure_messages",
+    "from_anthropic",
+    "from_langchain",
+    "from_openai",
     "get_counter",
     "pack",
+    "to_anthropic",
+    "to_langchain",
+    "to_openai",
+    "tool_definition_tokens",
+    "validate_anthropic",
+    "validate_openai",
 ]

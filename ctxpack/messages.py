@@ -47,6 +47,8 @@ _KNOWN_KEYS = frozenset(
     }
 )
 
+_NULL_CONTENT_KEYS = frozenset({"function_call", "refusal", "audio"})
+
 
 class FunctionCall(BaseModel):
     """The function half of an OpenAI tool call: a name and its JSON-encoded arguments."""
@@ -115,7 +117,12 @@ class Message(BaseModel):
             raise ValueError(
                 f"tool_calls: only an assistant message may call tools, not {self.role}"
             )
-        if self.content is None and not self.tool_calls and "function_call" not in self.extras:
+        # OpenAI replies with content null beside a legacy function_call, a refusal or audio.
+        if (
+            self.content is None
+            and not self.tool_calls
+            and not _NULL_CONTENT_KEYS & self.extras.keys()
+        ):
             raise ValueError(
                 "content: missing (only an assistant message with tool_calls may omit it)"
             )

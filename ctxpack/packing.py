@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
 
-from .errors import ConfigError
+from .adapters.validate import check_openai_message
+from .errors import ConfigError, InvalidMessageError
 from .messages import Message, ensure_messages
 from .pipeline import Decision, PackContext, Pipeline, Stage
 from .result import PackResult
@@ -18,9 +19,12 @@ from .stages import (
     PromptComposer,
     RelevanceScorer,
 )
-from .tokens import CounterLike, get_counter
+from .stages.alternate import TurnAlternator
+from .tokens import CounterLike, get_counter, tool_definition_tokens
 
-__all__ = ["default_pipeline", "pack"]
+__all__ = ["Provider", "default_pipeline", "pack"]
+
+Provider = Literal["openai", "anthropic"]
 
 
 def default_pipeline() -> Pipeline:
@@ -52,6 +56,29 @@ def _last_user_text(messages: list[Message]) -> str | None:
     return None
 
 
+def _resolve_provider(provider: str | None, messages: Sequence[Message]) -> Provider:
+    if provider is None:
+        # Messages made by from_anthropic() say so; anything else is OpenAI-shaped.
+        return "anthropic" if any("anthropic" in m.metadata for m in messages) else "openai"
+    if provider not in ("openai", "anthropic"):
+        raise ConfigError(f"provider must be 'openai' or 'anthropic', got {provider!r}")
+    return "anthropic" if provider == "anthropic" else "openai"
+
+
+def _validated(messages: Iterable[Message | Mapping[str, Any]]) -> list[Message]:
+    if isinstance(messages, (str, bytes, Mapping)):
+        return ensure_messages(messages)
+    items = list(messages)
+    for index, item in enumerate(items):
+        if not isinstance(item, (Message, Mapping)):
+            raise InvalidMessageError(
+                f"expected a Message or a dict, got {type(item).__name__}", index=index
+            )
+        if isinstance(item, Mapping):
+            check_openai_message(item, index)
+    return ensure_messages(items)
+
+
 def pack(
     messages: Iterable[Message | Mapping[str, Any]],
     *,
@@ -61,12 +88,17 @@ def pack(
     query: str | None = None,
     reserve: int = 0,
     pipeline: Stage | None = None,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    provider: Provider | None = None,
 ) -> PackResult:
     """Fit a conversation into ``budget`` tokens, keeping what the next answer needs.
 
     The promise: the result holds every system and pinned message and the current question,
     keeps or drops each tool exchange whole, keeps the original order, and never exceeds
-    ``budget - reserve`` tokens; every input message gets at least one recorded decision.
+    ``budget - reserve`` tokens; every input message gets at least one recorded decision. The
+    result is valid for the provider: no tool result without its call, no call without its
+    result (except in a trailing assistant message), and for Anthropic a user message first and
+    alternating turns.
 
     Args:
         messages: ``Message`` objects or OpenAI-style dicts, chronological. Never mutated.
@@ -76,6 +108,12 @@ def pack(
         query: What the next answer is about; defaults to the last user message.
         reserve: Tokens to leave free for the reply.
         pipeline: The stages to run; :func:`default_pipeline` when ``None``.
+        tools: Tool definitions sent with the request (OpenAI or Anthropic format); their tokens
+            count against the budget and are included in ``result.tokens``.
+        provider: ``"openai"`` or ``"anthropic"``: whose rules the result must follow. By default
+            ``"anthropic"`` for messages made by :func:`ctxpack.from_anthropic`, else
+            ``"openai"``. For Anthropic, :class:`~ctxpack.stages.alternate.TurnAlternator` runs
+            after the pipeline.
 
     Returns:
         A :class:`PackResult`.
@@ -84,7 +122,8 @@ def pack(
         InvalidMessageError: a message is malformed (the error names its index and field).
         BudgetExceededError: the system and pinned messages alone do not fit.
         TokenizerUnavailableError: the model's encoding cannot be loaded.
-        ConfigError: ``budget``/``reserve`` are invalid, or the pipeline misbehaves.
+        ConfigError: ``budget``/``reserve``/``provider`` are invalid, or the pipeline
+            misbehaves.
 
     Example:
         >>> history = [
@@ -104,7 +143,9 @@ def pack(
     if isinstance(reserve, bool) or not isinstance(reserve, int) or not 0 <= reserve < budget:
         raise ConfigError(f"reserve must be an int in [0, budget), got {reserve!r}")
     resolved = get_counter(model, counter)
-    msgs = ensure_messages(messages)
+    msgs = _validated(messages)
+    target = _resolve_provider(provider, msgs)
+    tool_tokens = tool_definition_tokens(tools, resolved) if tools else 0
     input_ids = [m.id for m in msgs]
     if query is None:
         query = _last_user_text(msgs)
@@ -112,7 +153,8 @@ def pack(
         messages=tuple(msgs),
         budget=budget,
         counter=resolved,
-        reserve=reserve,
+        # Tool definitions ride with every request, so stages see them as reserved room.
+        reserve=reserve + tool_tokens,
         query=query,
         model=model,
     )
@@ -120,8 +162,10 @@ def pack(
     out = stage(ctx)
     if not isinstance(out, PackContext):
         raise ConfigError(f"the pipeline returned {type(out).__name__}, not a PackContext")
-    tokens = resolved.count_messages(out.messages)
-    if tokens > out.available:
+    if target == "anthropic":
+        out = TurnAlternator()(out)
+    tokens = resolved.count_messages(out.messages) + tool_tokens
+    if tokens > out.available + tool_tokens:
         raise ConfigError(
             f"the pipeline produced {tokens} tokens for a budget of {budget} (reserve {reserve}); "
             "a custom pipeline must end with a packer such as GreedyPacker()"
@@ -145,7 +189,8 @@ def pack(
         tokens=tokens,
         budget=budget,
         reserve=reserve,
-        input_tokens=resolved.count_messages(msgs),
+        input_tokens=resolved.count_messages(msgs) + tool_tokens,
+        tool_tokens=tool_tokens,
         input_ids=input_ids,
         counter=resolved.name,
         exact=resolved.exact,

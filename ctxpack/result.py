@@ -25,6 +25,8 @@ class PackResult(BaseModel):
         budget: The budget asked for.
         reserve: Tokens kept free for the reply.
         input_tokens: What the whole input would have cost.
+        tool_tokens: What the tool definitions given to :func:`ctxpack.pack` cost (included in
+            ``tokens`` and ``input_tokens``).
         counter: Name of the token counter used (``cl100k_base``, ``approx``...).
         exact: Whether that counter is the model's own tokenizer.
         query: The query the packing was done for.
@@ -39,6 +41,7 @@ class PackResult(BaseModel):
     budget: int
     reserve: int = 0
     input_tokens: int
+    tool_tokens: int = 0
     input_ids: list[str]
     counter: str
     exact: bool

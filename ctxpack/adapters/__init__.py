@@ -1,6 +1,26 @@
-"""Provider adapters: convert between ctxpack messages and OpenAI, Anthropic and LangChain."""
+"""Provider adapters: convert between ctxpack messages and OpenAI, Anthropic and LangChain.
 
+The LangChain adapter imports ``langchain-core`` only when called, so ctxpack works without it.
+"""
+
+from .anthropic import AnthropicPayload as AnthropicPayload
+from .anthropic import from_anthropic as from_anthropic
+from .anthropic import to_anthropic as to_anthropic
+from .langchain import from_langchain as from_langchain
+from .langchain import to_langchain as to_langchain
 from .openai import from_openai as from_openai
 from .openai import to_openai as to_openai
+from .validate import validate_anthropic as validate_anthropic
+from .validate import validate_openai as validate_openai
 
-__all__ = ["from_openai", "to_openai"]
+__all__ = [
+    "AnthropicPayload",
+    "from_anthropic",
+    "from_langchain",
+    "from_openai",
+    "to_anthropic",
+    "to_langchain",
+    "to_openai",
+    "validate_anthropic",
+    "validate_openai",
+]

@@ -1,4 +1,10 @@
-"""OpenAI Chat Completions messages <-> ctxpack messages."""
+"""OpenAI Chat Completions messages <-> ctxpack messages.
+
+ctxpack's :class:`~ctxpack.messages.Message` has the OpenAI shape, so the mapping is direct: keys
+ctxpack does not model (``refusal``, ``audio``, the legacy ``function_call``...) are kept verbatim
+in ``extras``, and :func:`to_openai` writes back exactly the keys that were there, so
+``to_openai(from_openai(x)) == x``.
+"""
 
 from __future__ import annotations
 
@@ -6,22 +12,74 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..messages import Message, ensure_messages
+from .anthropic import META, anthropic_parts_to_openai
+from .validate import validate_openai
 
 __all__ = ["from_openai", "to_openai"]
 
+# Marks a message that had no "content" key at all, as opposed to "content": null.
+_NO_CONTENT = "openai_no_content"
+
 
 def from_openai(messages: Iterable[Mapping[str, Any]]) -> list[Message]:
-    """OpenAI message dicts -> :class:`Message` objects (unknown fields kept in ``extras``)."""
-    return ensure_messages(messages)
+    """OpenAI Chat Completions message dicts -> :class:`Message` objects.
+
+    Args:
+        messages: The ``messages`` of a Chat Completions request: content strings or parts
+            (text, images...), ``name``, ``tool_calls``, ``tool`` messages, the legacy
+            ``function_call``. Unknown keys are kept in ``extras``.
+
+    Returns:
+        One message per dict, with stable ids (see :func:`ctxpack.ensure_messages`).
+
+    Raises:
+        InvalidMessageError: a message is malformed (index and field named). Tool pairing is not
+            checked here: :func:`ctxpack.pack` repairs it; call :func:`validate_openai` to check.
+
+    Example:
+        >>> msgs = from_openai([{"role": "user", "content": "Hi", "name": "ana"}])
+        >>> msgs[0].name, to_openai(msgs)
+        ('ana', [{'role': 'user', 'content': 'Hi', 'name': 'ana'}])
+    """
+    entries = list(messages)
+    validate_openai(entries, tool_pairing=False)
+    out: list[Mapping[str, Any]] = []
+    for entry in entries:
+        if "content" not in entry:
+            entry = {**entry, "metadata": {**dict(entry.get("metadata") or {}), _NO_CONTENT: True}}
+        out.append(entry)
+    return ensure_messages(out)
 
 
-def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
-    """:class:`Message` objects -> OpenAI message dicts, without ctxpack-only fields."""
+def _openai_content(msg: Message) -> str | list[dict[str, Any]] | None:
+    if META not in msg.metadata:
+        return msg.content
+    converted = anthropic_parts_to_openai(msg.content, text_only=msg.role == "tool")
+    if isinstance(converted, list) and not converted:
+        # Nothing OpenAI can take is left (say, only thinking blocks).
+        return None if msg.tool_calls else ""
+    return converted
+
+
+def to_openai(messages: Iterable[Message | Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """:class:`Message` objects (or dicts) -> OpenAI Chat Completions message dicts.
+
+    ctxpack-only fields (id, priority, pinned, source, metadata...) are left out; ``extras`` are
+    written back verbatim. Messages that came from an Anthropic payload are translated: images
+    become ``image_url`` parts, thinking blocks are left out.
+
+    Example:
+        >>> to_openai([{"role": "assistant", "content": None, "tool_calls": [
+        ...     {"id": "c1", "type": "function",
+        ...      "function": {"name": "f", "arguments": "{}"}}]}])[0]["content"] is None
+        True
+    """
     out: list[dict[str, Any]] = []
-    for msg in messages:
+    for msg in ensure_messages(messages):
         item: dict[str, Any] = {"role": msg.role}
-        if msg.content is not None or msg.tool_calls:
-            item["content"] = msg.content
+        content = _openai_content(msg)
+        if not (content is None and msg.metadata.get(_NO_CONTENT)):
+            item["content"] = content
         if msg.name is not None:
             item["name"] = msg.name
         if msg.tool_calls:

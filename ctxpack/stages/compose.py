@@ -55,7 +55,16 @@ class PromptComposer(BaseModel):
         messages[head:head] = added
 
         protected = set(ctx.protected)
-        decisions = []
+        # An added message is announced like any other change, even when nothing protects it.
+        decisions = [
+            Decision(
+                stage=self.name,
+                action="kept",
+                message_id=msg.id,
+                reason=f"added: the {msg.role} text given to PromptComposer",
+            )
+            for msg in added
+        ]
         for msg in messages:
             if (
                 msg.role == "system"

@@ -1,7 +1,8 @@
 """Pack greedily under the budget by score, then restore chronological order (seed 004, step 4).
 
 The promise: the result is the chronological subsequence of the messages that holds every system,
-pinned and protected message, keeps or drops each tool exchange whole, and adds the other units in
+pinned and protected message, keeps or drops each tool exchange whole (a call without a result,
+or a result without its call, is removed first: providers reject both), and adds the other units in
 decreasing score (ties: the more recent first) whenever they still fit, so that the prompt never
 exceeds ``budget - reserve`` tokens.
 """
@@ -18,7 +19,13 @@ from ..messages import Message
 from ..pipeline import Decision, PackContext
 from ..tokens import REPLY_PRIMING
 
-__all__ = ["DEFAULT_ROLE_WEIGHTS", "GreedyPacker", "tool_units"]
+__all__ = [
+    "DEFAULT_ROLE_WEIGHTS",
+    "GreedyPacker",
+    "strip_unanswered_calls",
+    "tool_units",
+    "unanswered_calls",
+]
 
 # Seed 004: system 10, developer 8, user 6, assistant 4. A tool result gets 3: it is usually the
 # bulkiest and the first to go stale, and it still rides with its call (a unit scores as its
@@ -57,6 +64,70 @@ def tool_units(messages: tuple[Message, ...] | list[Message]) -> tuple[list[list
         for call in msg.tool_calls or ():
             owner[call.id] = len(units) - 1
     return units, orphans
+
+
+def unanswered_calls(messages: tuple[Message, ...] | list[Message]) -> dict[int, list[str]]:
+    """Tool calls that no later tool message answers, by position of their assistant message.
+
+    The last message is left out: an assistant turn at the end may still be waiting for its
+    results. Every other unanswered call makes the provider reject the request.
+    """
+    answered_at = {m.tool_call_id: i for i, m in enumerate(messages) if m.role == "tool"}
+    out: dict[int, list[str]] = {}
+    for i, msg in enumerate(messages[:-1]):
+        missing = [c.id for c in msg.tool_calls or () if answered_at.get(c.id, -1) < i]
+        if missing:
+            out[i] = missing
+    return out
+
+
+def strip_unanswered_calls(ctx: PackContext, stage: str) -> PackContext:
+    """Remove the calls :func:`unanswered_calls` finds; drop a message left with nothing.
+
+    The original of each changed message is kept as an artifact, and every change is recorded.
+    """
+    fixes = unanswered_calls(ctx.messages)
+    if not fixes:
+        return ctx
+    out: list[Message] = []
+    decisions: list[Decision] = []
+    artifacts = dict(ctx.artifacts)
+    for i, msg in enumerate(ctx.messages):
+        missing = fixes.get(i)
+        if missing is None:
+            out.append(msg)
+            continue
+        calls = [c for c in msg.tool_calls or () if c.id not in missing]
+        before = ctx.tokens(msg)
+        named = ", ".join(repr(c) for c in missing)
+        if not calls and msg.content in (None, "", []):
+            decisions.append(
+                Decision(
+                    stage=stage,
+                    action="dropped",
+                    message_id=msg.id,
+                    reason=f"its tool calls ({named}) have no results and it says nothing else; "
+                    "the provider would reject an unanswered call",
+                    tokens_before=before,
+                    tokens_after=0,
+                )
+            )
+            continue
+        new = msg.model_copy(update={"tool_calls": calls or None})
+        artifacts.setdefault(msg.id, msg)
+        out.append(new)
+        decisions.append(
+            Decision(
+                stage=stage,
+                action="cleared",
+                message_id=msg.id,
+                reason=f"removed the tool calls {named}, which no tool message answers (the "
+                "provider would reject them); original kept as an artifact",
+                tokens_before=before,
+                tokens_after=ctx.tokens(new),
+            )
+        )
+    return ctx.decide(*decisions, messages=tuple(out), artifacts=artifacts)
 
 
 class GreedyPacker(BaseModel):
@@ -103,6 +174,7 @@ class GreedyPacker(BaseModel):
         return total, " + ".join(parts)
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
+        ctx = strip_unanswered_calls(ctx, self.name)
         messages = ctx.messages
         count = len(messages)
         sizes = [ctx.tokens(m) for m in messages]

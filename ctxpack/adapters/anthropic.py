@@ -1,0 +1,351 @@
+"""Anthropic Messages payloads <-> ctxpack messages.
+
+ctxpack's :class:`~ctxpack.messages.Message` is OpenAI-shaped, so an Anthropic payload is mapped
+onto it: ``system`` becomes a system message; text, image, document and thinking blocks become
+content parts kept verbatim; ``tool_use`` blocks become ``tool_calls`` (``arguments`` is the JSON
+of ``input``); and each ``tool_result`` block of a user message becomes its own ``tool`` message,
+so a tool exchange is an assistant message and the tool messages after it, exactly as for OpenAI.
+What the mapping cannot hold (the place of each ``tool_use`` among the other blocks, a
+``tool_result``'s ``is_error`` and ``cache_control``) rides in ``metadata["anthropic"]``, so
+``to_anthropic(from_anthropic(m, system=s)) == {"system": s, "messages": m}``.
+
+:func:`to_anthropic` merges consecutive messages with the same Anthropic role into one turn (tool
+messages and user messages are both the user's turn), which is how the round trip puts the tool
+results back into their user message.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any, TypedDict
+
+from ..messages import Message, ensure_messages
+from .validate import validate_anthropic
+
+__all__ = ["AnthropicPayload", "from_anthropic", "to_anthropic"]
+
+# The key in Message.metadata where the Anthropic-only details live. Its presence also marks a
+# message as coming from an Anthropic payload (pack() then conforms to Anthropic's turn rules).
+META = "anthropic"
+
+_PART, _CALL = "p", "t"
+
+
+class AnthropicPayload(TypedDict):
+    """The part of an Anthropic Messages request ctxpack produces: pass it with ``**``.
+
+    ``system`` is ``None`` when there is no system prompt; leave it out of the request then.
+    """
+
+    system: str | list[dict[str, Any]] | None
+    messages: list[dict[str, Any]]
+
+
+def _meta(**fields: Any) -> dict[str, Any]:
+    return {META: {k: v for k, v in fields.items() if v is not None}}
+
+
+def _without(block: Mapping[str, Any], *keys: str) -> dict[str, Any] | None:
+    rest = {k: v for k, v in block.items() if k not in keys}
+    return rest or None
+
+
+def _user_messages(content: str | list[dict[str, Any]], turn: int) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"role": "user", "content": content, "metadata": _meta(turn=turn)}]
+    out: list[dict[str, Any]] = []
+    run: list[dict[str, Any]] = []
+    for block in content:
+        if block["type"] != "tool_result":
+            run.append(block)
+            continue
+        if run:
+            out.append({"role": "user", "content": run, "metadata": _meta(turn=turn)})
+            run = []
+        inner = block.get("content")
+        out.append(
+            {
+                "role": "tool",
+                "tool_call_id": block["tool_use_id"],
+                # A result without content is legal; Message needs a value, and the flag below
+                # restores the absence.
+                "content": "" if inner is None else inner,
+                "metadata": _meta(
+                    turn=turn,
+                    block=_without(block, "type", "tool_use_id", "content"),
+                    no_content=True if "content" not in block else None,
+                ),
+            }
+        )
+    if run:
+        out.append({"role": "user", "content": run, "metadata": _meta(turn=turn)})
+    return out
+
+
+def _assistant_message(content: str | list[dict[str, Any]], turn: int) -> dict[str, Any]:
+    if isinstance(content, str):
+        return {"role": "assistant", "content": content, "metadata": _meta(turn=turn)}
+    parts: list[dict[str, Any]] = []
+    calls: list[dict[str, Any]] = []
+    layout = ""
+    call_extras: dict[str, dict[str, Any]] = {}
+    for block in content:
+        if block["type"] != "tool_use":
+            parts.append(block)
+            layout += _PART
+            continue
+        layout += _CALL
+        calls.append(
+            {
+                "id": block["id"],
+                "type": "function",
+                "function": {
+                    "name": block["name"],
+                    "arguments": json.dumps(block["input"], ensure_ascii=False),
+                },
+            }
+        )
+        extra = _without(block, "type", "id", "name", "input")
+        if extra:
+            call_extras[block["id"]] = extra
+    msg: dict[str, Any] = {"role": "assistant", "content": parts or None}
+    if calls:
+        msg["tool_calls"] = calls
+    msg["metadata"] = _meta(
+        turn=turn, layout=layout if calls else None, tool_use=call_extras or None
+    )
+    return msg
+
+
+def from_anthropic(
+    messages: Iterable[Mapping[str, Any]],
+    *,
+    system: str | list[dict[str, Any]] | None = None,
+) -> list[Message]:
+    """Anthropic Messages (and the ``system`` prompt) -> :class:`Message` objects.
+
+    Args:
+        messages: The payload's ``messages`` list.
+        system: The payload's ``system``: a string or a list of text blocks.
+
+    Returns:
+        A system message (when ``system`` is given), then one message per Anthropic message,
+        except that each ``tool_result`` block becomes a ``tool`` message of its own.
+
+    Raises:
+        InvalidMessageError: the payload is malformed (index and field named). Tool pairing is
+            not checked here: :func:`ctxpack.pack` repairs it.
+
+    Example:
+        >>> call = {"type": "tool_use", "id": "t1", "name": "weather", "input": {"city": "Oslo"}}
+        >>> result = {"type": "tool_result", "tool_use_id": "t1", "content": "3 C"}
+        >>> msgs = from_anthropic(
+        ...     [{"role": "user", "content": "Weather?"},
+        ...      {"role": "assistant", "content": [call]},
+        ...      {"role": "user", "content": [result]}],
+        ...     system="Be brief.")
+        >>> [(m.role, m.text) for m in msgs]
+        [('system', 'Be brief.'), ('user', 'Weather?'), ('assistant', ''), ('tool', '3 C')]
+    """
+    entries = list(messages)
+    validate_anthropic({"system": system, "messages": entries}, tool_pairing=False)
+    dicts: list[dict[str, Any]] = []
+    if system is not None:
+        dicts.append({"role": "system", "content": system, "metadata": _meta(system=True)})
+    for turn, entry in enumerate(entries):
+        content = entry["content"]
+        if entry["role"] == "user":
+            produced = _user_messages(content, turn)
+        else:
+            produced = [_assistant_message(content, turn)]
+        extra = _without(entry, "role", "content")
+        if extra:
+            # Fields beside role and content are not part of the API today; keep them anyway.
+            produced[0]["metadata"][META]["message"] = extra
+        dicts.extend(produced)
+    return ensure_messages(dicts)
+
+
+# ------------------------------------------------------------------------- ctxpack -> Anthropic
+
+
+def _image_block(part: Mapping[str, Any]) -> dict[str, Any]:
+    inner = part.get("image_url")
+    url = str(inner.get("url", "")) if isinstance(inner, Mapping) else str(inner or "")
+    if url.startswith("data:") and ";base64," in url:
+        head, data = url[5:].split(";base64,", 1)
+        return {
+            "type": "image",
+            "source": {"type": "base64", "media_type": head or "image/png", "data": data},
+        }
+    return {"type": "image", "source": {"type": "url", "url": url}}
+
+
+def _to_blocks(content: str | list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """Content as Anthropic blocks: Anthropic blocks verbatim, OpenAI parts translated."""
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    out: list[dict[str, Any]] = []
+    for part in content:
+        kind = part.get("type")
+        if kind == "image_url":
+            out.append(_image_block(part))
+        elif kind == "input_text":
+            out.append({"type": "text", "text": str(part.get("text", ""))})
+        elif kind == "refusal":
+            out.append({"type": "text", "text": str(part.get("refusal", ""))})
+        else:
+            out.append(dict(part))
+    return out
+
+
+def _tool_input(arguments: str) -> dict[str, Any]:
+    try:
+        value = json.loads(arguments) if arguments.strip() else {}
+    except json.JSONDecodeError:
+        # A model can emit broken JSON; Anthropic needs an object, so keep the text inside one.
+        return {"arguments": arguments}
+    return value if isinstance(value, dict) else {"value": value}
+
+
+def _assistant_blocks(msg: Message, meta: Mapping[str, Any]) -> list[dict[str, Any]]:
+    parts = _to_blocks(msg.content)
+    extras = meta.get("tool_use") or {}
+    uses = [
+        {
+            "type": "tool_use",
+            "id": call.id,
+            "name": call.function.name,
+            "input": _tool_input(call.function.arguments),
+            **extras.get(call.id, {}),
+        }
+        for call in msg.tool_calls or ()
+    ]
+    layout = meta.get("layout")
+    if (
+        isinstance(layout, str)
+        and layout.count(_PART) == len(parts)
+        and layout.count(_CALL) == len(uses)
+    ):
+        it_parts, it_uses = iter(parts), iter(uses)
+        return [next(it_uses) if slot == _CALL else next(it_parts) for slot in layout]
+    return parts + uses
+
+
+def _tool_result_block(msg: Message, meta: Mapping[str, Any]) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": msg.tool_call_id}
+    if not (meta.get("no_content") and msg.content == ""):
+        block["content"] = msg.content if isinstance(msg.content, str) else _to_blocks(msg.content)
+    block.update(meta.get("block") or {})
+    return block
+
+
+def _turn_content(msg: Message, meta: Mapping[str, Any]) -> tuple[str | None, list[dict[str, Any]]]:
+    """``(string, blocks)``: the string when the message alone may be sent as a plain string."""
+    if msg.role == "tool":
+        return None, [_tool_result_block(msg, meta)]
+    if msg.role == "assistant" and (msg.tool_calls or isinstance(msg.content, list)):
+        return None, _assistant_blocks(msg, meta)
+    refusal = msg.extras.get("refusal")
+    if msg.content is None and isinstance(refusal, str) and refusal:
+        return None, [{"type": "text", "text": refusal}]
+    if isinstance(msg.content, str):
+        return msg.content, _to_blocks(msg.content)
+    return None, _to_blocks(msg.content)
+
+
+def _system_value(messages: list[Message]) -> str | list[dict[str, Any]] | None:
+    if not messages:
+        return None
+    if len(messages) == 1:
+        only = messages[0].content
+        return only if isinstance(only, str) or only is None else [dict(b) for b in only]
+    blocks: list[dict[str, Any]] = []
+    for msg in messages:
+        blocks.extend(b for b in _to_blocks(msg.content) if b.get("type") == "text")
+    return blocks
+
+
+def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> AnthropicPayload:
+    """:class:`Message` objects (or OpenAI-style dicts) -> an Anthropic Messages payload.
+
+    System and developer messages become ``system`` (one string, or text blocks when there are
+    several). Consecutive messages of the same Anthropic role are merged into one turn, so tool
+    results join the user turn they belong to. OpenAI parts are translated (``image_url`` to an
+    ``image`` block, a ``refusal`` to text; ``name`` and the legacy ``function_call`` have no
+    Anthropic equivalent and are left out, and so is a message left with no content). It does
+    not repair tool pairing or turn order: :func:`ctxpack.pack` makes the conversation valid for
+    Anthropic first, and records how.
+
+    Returns:
+        ``{"system": ..., "messages": [...]}``; ``system`` is ``None`` without a system prompt.
+
+    Example:
+        >>> to_anthropic([{"role": "system", "content": "Be brief."},
+        ...               {"role": "user", "content": "Hi"}])
+        {'system': 'Be brief.', 'messages': [{'role': 'user', 'content': 'Hi'}]}
+    """
+    msgs = ensure_messages(messages)
+    system: list[Message] = []
+    turns: list[tuple[str, list[tuple[str | None, list[dict[str, Any]]]], dict[str, Any]]] = []
+    for msg in msgs:
+        if msg.role in ("system", "developer"):
+            system.append(msg)
+            continue
+        meta = msg.metadata.get(META)
+        meta = meta if isinstance(meta, Mapping) else {}
+        role = "assistant" if msg.role == "assistant" else "user"
+        piece = _turn_content(msg, meta)
+        if piece[0] is None and not piece[1]:
+            continue  # nothing Anthropic can take (say, only a legacy function_call)
+        if turns and turns[-1][0] == role:
+            turns[-1][1].append(piece)
+        else:
+            extra = meta.get("message")
+            turns.append((role, [piece], dict(extra) if isinstance(extra, Mapping) else {}))
+    out: list[dict[str, Any]] = []
+    for role, pieces, extra in turns:
+        content: str | list[dict[str, Any]]
+        if len(pieces) == 1 and pieces[0][0] is not None:
+            content = pieces[0][0]
+        else:
+            content = [block for _, blocks in pieces for block in blocks]
+        out.append({"role": role, "content": content, **extra})
+    return {"system": _system_value(system), "messages": out}
+
+
+def anthropic_parts_to_openai(
+    content: str | list[dict[str, Any]] | None, *, text_only: bool = False
+) -> str | list[dict[str, Any]] | None:
+    """Anthropic blocks held as parts -> OpenAI parts; blocks OpenAI cannot take are left out.
+
+    Thinking and server-tool blocks only mean something to Anthropic, so they are dropped; an
+    image becomes an ``image_url`` part (a data URL for base64 sources); a text document or a
+    search result becomes text.
+    """
+    if not isinstance(content, list):
+        return content
+    out: list[dict[str, Any]] = []
+    for block in content:
+        kind = block.get("type")
+        source = block.get("source")
+        src: Mapping[str, Any] = source if isinstance(source, Mapping) else {}
+        if kind == "text":
+            out.append({"type": "text", "text": str(block.get("text", ""))})
+        elif kind == "image" and not text_only:
+            if src.get("type") == "base64":
+                url = f"data:{src.get('media_type')};base64,{src.get('data')}"
+            else:
+                url = str(src.get("url", ""))
+            out.append({"type": "image_url", "image_url": {"url": url}})
+        elif kind == "document" and src.get("type") == "text":
+            out.append({"type": "text", "text": str(src.get("data", ""))})
+        elif kind == "search_result":
+            texts = [str(b.get("text", "")) for b in block.get("content") or [] if b.get("text")]
+            out.append({"type": "text", "text": "\n".join([str(block.get("title", "")), *texts])})
+        elif kind in ("image_url", "input_audio", "file", "refusal") and not text_only:
+            out.append(dict(block))
+    return out

@@ -1,0 +1,172 @@
+"""LangChain messages <-> ctxpack messages (needs ``langchain-core``).
+
+``SystemMessage``, ``HumanMessage``, ``AIMessage`` (with ``tool_calls``), ``ToolMessage`` and
+``ChatMessage`` map onto the roles of :class:`~ctxpack.messages.Message`. The fields ctxpack does
+not model (``additional_kwargs``, ``response_metadata``, LangChain's own ``id``...) ride in
+``metadata["langchain"]``, so ``to_langchain(from_langchain(x)) == x``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..errors import InvalidMessageError
+from ..messages import Message, ensure_messages
+
+__all__ = ["from_langchain", "to_langchain"]
+
+META = "langchain"
+INSTALL_HINT = (
+    "the LangChain adapter needs langchain-core; install it with "
+    "pip install 'ctxpack[langchain]' (or pip install langchain-core)"
+)
+
+_ROLE_OF_TYPE = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool"}
+# Fields written by ctxpack itself; everything else LangChain dumps is kept for the round trip.
+_MAPPED = frozenset({"type", "content", "name", "tool_calls", "tool_call_id", "role"})
+
+
+def _messages_module() -> Any:
+    try:
+        import langchain_core.messages as lc_messages
+    except ImportError as exc:
+        raise ImportError(INSTALL_HINT) from exc
+    return lc_messages
+
+
+def _content_in(content: Any) -> str | list[dict[str, Any]]:
+    if isinstance(content, str):
+        return content
+    return [
+        {"type": "text", "text": part} if isinstance(part, str) else dict(part) for part in content
+    ]
+
+
+def from_langchain(messages: Iterable[Any]) -> list[Message]:
+    """LangChain message objects -> :class:`Message` objects.
+
+    Raises:
+        ImportError: ``langchain-core`` is not installed (with the install command).
+        InvalidMessageError: an entry is not a LangChain message ctxpack can map.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> [(m.role, m.text) for m in from_langchain([HumanMessage("Hi")])]
+        [('user', 'Hi')]
+    """
+    lc = _messages_module()
+    dicts: list[dict[str, Any]] = []
+    for index, msg in enumerate(messages):
+        if not isinstance(msg, lc.BaseMessage):
+            raise InvalidMessageError(
+                f"expected a LangChain message, got {type(msg).__name__}", index=index
+            )
+        dumped = msg.model_dump()
+        role = dumped.get("role") if msg.type == "chat" else _ROLE_OF_TYPE.get(msg.type)
+        if role is None:
+            raise InvalidMessageError(
+                f"LangChain message type {msg.type!r} has no ctxpack role; use SystemMessage, "
+                "HumanMessage, AIMessage, ToolMessage or ChatMessage",
+                index=index,
+                field="type",
+            )
+        str_parts = (
+            [j for j, part in enumerate(msg.content) if isinstance(part, str)]
+            if isinstance(msg.content, list)
+            else []
+        )
+        item: dict[str, Any] = {
+            "role": role,
+            "content": _content_in(msg.content),
+            "metadata": {
+                META: {
+                    "type": msg.type,
+                    "fields": {k: v for k, v in dumped.items() if k not in _MAPPED},
+                    "str_parts": str_parts,
+                }
+            },
+        }
+        if msg.name is not None:
+            item["name"] = msg.name
+        if msg.type == "tool":
+            item["tool_call_id"] = msg.tool_call_id
+        calls = getattr(msg, "tool_calls", None) or []
+        if calls:
+            item["tool_calls"] = [
+                {
+                    "id": call.get("id") or f"lc-{index}-{k}",
+                    "type": "function",
+                    "function": {
+                        "name": call["name"],
+                        "arguments": json.dumps(call.get("args", {}), ensure_ascii=False),
+                    },
+                }
+                for k, call in enumerate(calls)
+            ]
+        dicts.append(item)
+    return ensure_messages(dicts)
+
+
+def _content_out(msg: Message, meta: Mapping[str, Any]) -> str | list[Any]:
+    content = msg.content
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    str_parts = set(meta.get("str_parts") or ())
+    return [
+        str(part.get("text", "")) if j in str_parts and part.get("type") == "text" else part
+        for j, part in enumerate(content)
+    ]
+
+
+def _args(arguments: str) -> dict[str, Any]:
+    try:
+        value = json.loads(arguments) if arguments.strip() else {}
+    except json.JSONDecodeError:
+        return {"arguments": arguments}
+    return value if isinstance(value, dict) else {"value": value}
+
+
+def to_langchain(messages: Iterable[Message | Mapping[str, Any]]) -> list[Any]:
+    """:class:`Message` objects (or OpenAI-style dicts) -> LangChain message objects.
+
+    Raises:
+        ImportError: ``langchain-core`` is not installed (with the install command).
+
+    Example:
+        >>> [type(m).__name__ for m in to_langchain([{"role": "user", "content": "Hi"}])]
+        ['HumanMessage']
+    """
+    lc = _messages_module()
+    out: list[Any] = []
+    for msg in ensure_messages(messages):
+        raw = msg.metadata.get(META)
+        meta: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+        fields: dict[str, Any] = dict(meta.get("fields") or {})
+        fields["content"] = _content_out(msg, meta)
+        if msg.name is not None:
+            fields["name"] = msg.name
+        if msg.role == "developer" or (meta.get("type") == "chat" and msg.role != "tool"):
+            # LangChain has no class for developer messages; ChatMessage carries any role.
+            out.append(lc.ChatMessage(role=msg.role, **fields))
+        elif msg.role == "system":
+            out.append(lc.SystemMessage(**fields))
+        elif msg.role == "user":
+            out.append(lc.HumanMessage(**fields))
+        elif msg.role == "assistant":
+            fields["tool_calls"] = [
+                {
+                    "name": call.function.name,
+                    "args": _args(call.function.arguments),
+                    "id": call.id,
+                    "type": "tool_call",
+                }
+                for call in msg.tool_calls or ()
+            ]
+            out.append(lc.AIMessage(**fields))
+        else:
+            out.append(lc.ToolMessage(tool_call_id=msg.tool_call_id, **fields))
+    return out

@@ -1,0 +1,495 @@
+"""Validate provider payloads before they reach a provider (or ctxpack).
+
+Both validators raise :class:`~ctxpack.errors.InvalidMessageError` at the first problem, naming
+the message index and the field (``content[1].tool_use_id``), with what is valid instead. With
+``tool_pairing=True`` (the default) they also check what providers reject about tool exchanges:
+a tool result whose call is not there, a call that never got its result, and for Anthropic the
+order of turns. :func:`ctxpack.pack` runs them with ``tool_pairing=False``: it repairs pairing
+itself by dropping what would be orphaned, and records why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..errors import InvalidMessageError
+
+__all__ = ["validate_anthropic", "validate_openai"]
+
+OPENAI_ROLES = ("system", "developer", "user", "assistant", "tool")
+# Chat Completions part types, plus the Responses API spellings ctxpack also reads.
+OPENAI_PART_TYPES = frozenset(
+    {"text", "image_url", "input_audio", "file", "refusal", "input_text", "input_image"}
+)
+
+ANTHROPIC_ROLES = ("user", "assistant")
+# Block types a request may carry, and the role that may carry each (None: either role).
+ANTHROPIC_BLOCKS: Mapping[str, str | None] = {
+    "text": None,
+    "image": "user",
+    "document": "user",
+    "search_result": "user",
+    "tool_use": "assistant",
+    "tool_result": "user",
+    "thinking": "assistant",
+    "redacted_thinking": "assistant",
+    "server_tool_use": "assistant",
+    "web_search_tool_result": "assistant",
+}
+# What a tool_result's content list may hold.
+_TOOL_RESULT_BLOCKS = frozenset({"text", "image", "document", "search_result"})
+
+
+def _fail(detail: str, index: int | None, field: str | None) -> InvalidMessageError:
+    where = f"{field}: " if field else ""
+    return InvalidMessageError(where + detail, index=index, field=field)
+
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _require_str(entry: Mapping[str, Any], key: str, index: int | None, field: str) -> None:
+    if key not in entry:
+        raise _fail("is missing", index, field)
+    if not isinstance(entry[key], str):
+        raise _fail(f"must be a string, got {_type_name(entry[key])}", index, field)
+
+
+def _check_list(messages: Any, what: str) -> Sequence[Any]:
+    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
+        raise _fail(f"expected a list of {what} messages, got {_type_name(messages)}", None, None)
+    return messages
+
+
+# --------------------------------------------------------------------------------------- OpenAI
+
+
+def _check_openai_parts(parts: list[Any], index: int, role: str) -> None:
+    if not parts:
+        raise _fail("an empty list of parts; give at least one part or a string", index, "content")
+    for j, part in enumerate(parts):
+        field = f"content[{j}]"
+        if not isinstance(part, Mapping):
+            raise _fail(f"a content part must be an object, got {_type_name(part)}", index, field)
+        kind = part.get("type")
+        if not isinstance(kind, str):
+            raise _fail("every content part needs a string type", index, f"{field}.type")
+        if kind not in OPENAI_PART_TYPES:
+            raise _fail(
+                f"unknown part type {kind!r}; expected one of "
+                + ", ".join(sorted(OPENAI_PART_TYPES)),
+                index,
+                f"{field}.type",
+            )
+        if kind in ("text", "input_text"):
+            _require_str(part, "text", index, f"{field}.text")
+        elif kind == "refusal":
+            _require_str(part, "refusal", index, f"{field}.refusal")
+        elif kind == "image_url":
+            inner = part.get("image_url")
+            if not isinstance(inner, Mapping):
+                raise _fail(
+                    'must be an object like {"url": "https://..."}, got ' + _type_name(inner),
+                    index,
+                    f"{field}.image_url",
+                )
+            _require_str(inner, "url", index, f"{field}.image_url.url")
+        if role in ("system", "developer", "tool") and kind not in ("text", "input_text"):
+            raise _fail(f"a {role} message may only hold text parts, not {kind!r}", index, field)
+
+
+def _check_openai_function(
+    function: Any, index: int, field: str, *, what: str = "tool call"
+) -> None:
+    if not isinstance(function, Mapping):
+        raise _fail(
+            'must be an object {"name": ..., "arguments": "<JSON string>"}, got '
+            + _type_name(function),
+            index,
+            field,
+        )
+    _require_str(function, "name", index, f"{field}.name")
+    if "arguments" not in function:
+        raise _fail(
+            f'a {what} needs its arguments as a JSON string ("{{}}" for none)',
+            index,
+            f"{field}.arguments",
+        )
+    if not isinstance(function["arguments"], str):
+        raise _fail(
+            f"must be a JSON string, got {_type_name(function['arguments'])}; "
+            "encode it with json.dumps",
+            index,
+            f"{field}.arguments",
+        )
+
+
+def check_openai_message(entry: Any, index: int) -> None:
+    if not isinstance(entry, Mapping):
+        raise _fail(f"a message must be an object, got {_type_name(entry)}", index, None)
+    role = entry.get("role")
+    if role is None:
+        raise _fail("is missing", index, "role")
+    if role == "function":
+        raise _fail(
+            "the legacy 'function' role is not supported; answer tool calls with role 'tool' "
+            "and a tool_call_id",
+            index,
+            "role",
+        )
+    if role not in OPENAI_ROLES:
+        raise _fail(f"{role!r} is not one of {', '.join(OPENAI_ROLES)}", index, "role")
+    if "name" in entry and not isinstance(entry["name"], str):
+        raise _fail(f"must be a string, got {_type_name(entry['name'])}", index, "name")
+    calls = entry.get("tool_calls")
+    if "tool_calls" in entry and calls is not None:
+        if role != "assistant":
+            raise _fail(
+                f"only an assistant message may call tools, not {role}", index, "tool_calls"
+            )
+        if not isinstance(calls, list):
+            raise _fail(f"must be a list, got {_type_name(calls)}", index, "tool_calls")
+        for k, call in enumerate(calls):
+            field = f"tool_calls[{k}]"
+            if not isinstance(call, Mapping):
+                raise _fail(f"a tool call must be an object, got {_type_name(call)}", index, field)
+            _require_str(call, "id", index, f"{field}.id")
+            if call.get("type", "function") != "function":
+                raise _fail(f"{call.get('type')!r} is not 'function'", index, f"{field}.type")
+            if "function" not in call:
+                raise _fail("is missing", index, f"{field}.function")
+            _check_openai_function(call["function"], index, f"{field}.function")
+    if "function_call" in entry and entry["function_call"] is not None:
+        if role != "assistant":
+            raise _fail(
+                f"only an assistant message may call a function, not {role}",
+                index,
+                "function_call",
+            )
+        _check_openai_function(entry["function_call"], index, "function_call", what="function call")
+    if role == "tool":
+        if "tool_call_id" not in entry or entry["tool_call_id"] is None:
+            raise _fail(
+                "is missing; a tool message needs the id of the call it answers",
+                index,
+                "tool_call_id",
+            )
+        if not isinstance(entry["tool_call_id"], str) or not entry["tool_call_id"]:
+            raise _fail("must be a non-empty string", index, "tool_call_id")
+    content = entry.get("content")
+    if content is None:
+        may_omit = role == "assistant" and any(
+            entry.get(k) for k in ("tool_calls", "function_call", "refusal", "audio")
+        )
+        if not may_omit:
+            raise _fail(
+                "is missing (only an assistant message that calls tools may omit it)",
+                index,
+                "content",
+            )
+    elif isinstance(content, list):
+        _check_openai_parts(content, index, role)
+    elif not isinstance(content, str):
+        raise _fail(
+            f"must be a string or a list of parts, got {_type_name(content)}", index, "content"
+        )
+
+
+def validate_openai(messages: Any, *, tool_pairing: bool = True) -> None:
+    """Check an OpenAI Chat Completions message list; raise at the first problem.
+
+    Args:
+        messages: The ``messages`` list of a Chat Completions request (dicts).
+        tool_pairing: Also check that every tool message answers a call made by an earlier
+            assistant message, and that every call is answered (a trailing assistant message
+            may still be waiting for its results).
+
+    Raises:
+        InvalidMessageError: naming the message index and the field.
+
+    Example:
+        >>> try:
+        ...     validate_openai([{"role": "tool", "content": "42"}])
+        ... except InvalidMessageError as err:
+        ...     print(err.index, err.field)
+        0 tool_call_id
+    """
+    entries = _check_list(messages, "OpenAI")
+    for index, entry in enumerate(entries):
+        check_openai_message(entry, index)
+    if tool_pairing:
+        _check_openai_pairing(entries)
+
+
+def _check_openai_pairing(entries: Sequence[Mapping[str, Any]]) -> None:
+    pending: dict[str, int] = {}  # call id -> index of the assistant message that made it
+    answered: set[str] = set()
+    seen_calls: dict[str, int] = {}
+    for index, entry in enumerate(entries):
+        if entry["role"] == "tool":
+            call_id = entry["tool_call_id"]
+            if call_id not in seen_calls:
+                raise _fail(
+                    f"{call_id!r} answers no tool call of an earlier assistant message (an "
+                    "orphaned tool result)",
+                    index,
+                    "tool_call_id",
+                )
+            if call_id in answered:
+                raise _fail(f"{call_id!r} is already answered", index, "tool_call_id")
+            answered.add(call_id)
+            pending.pop(call_id, None)
+            continue
+        _report_unanswered(pending, entries)
+        for k, call in enumerate(entry.get("tool_calls") or ()):
+            if call["id"] in seen_calls:
+                raise _fail(
+                    f"{call['id']!r} repeats the id of a call in message {seen_calls[call['id']]}",
+                    index,
+                    f"tool_calls[{k}].id",
+                )
+            seen_calls[call["id"]] = index
+            pending[call["id"]] = index
+    # Calls of the last assistant message may still be waiting for their results.
+    last_assistant = len(entries) - 1
+    if any(i != last_assistant for i in pending.values()):
+        _report_unanswered(pending, entries)
+
+
+def _report_unanswered(pending: Mapping[str, int], entries: Sequence[Mapping[str, Any]]) -> None:
+    for call_id, index in pending.items():
+        calls = entries[index].get("tool_calls") or []
+        k = next(i for i, c in enumerate(calls) if c["id"] == call_id)
+        raise _fail(
+            f"tool call {call_id!r} has no tool message answering it before the next message "
+            "(only a trailing assistant message may wait for its results)",
+            index,
+            f"tool_calls[{k}]",
+        )
+
+
+# ------------------------------------------------------------------------------------ Anthropic
+
+
+def _check_anthropic_block(block: Any, index: int | None, field: str, role: str) -> str:
+    if not isinstance(block, Mapping):
+        raise _fail(f"a content block must be an object, got {_type_name(block)}", index, field)
+    kind = block.get("type")
+    if not isinstance(kind, str):
+        raise _fail("every content block needs a string type", index, f"{field}.type")
+    if kind not in ANTHROPIC_BLOCKS:
+        raise _fail(
+            f"unknown block type {kind!r}; expected one of {', '.join(ANTHROPIC_BLOCKS)}",
+            index,
+            f"{field}.type",
+        )
+    allowed = ANTHROPIC_BLOCKS[kind]
+    if allowed is not None and allowed != role:
+        article = "an" if allowed == "assistant" else "a"
+        raise _fail(
+            f"a {kind} block belongs in {article} {allowed} message, not {role}", index, field
+        )
+    if kind == "text":
+        _require_str(block, "text", index, f"{field}.text")
+    elif kind in ("image", "document"):
+        source = block.get("source")
+        if not isinstance(source, Mapping):
+            raise _fail(
+                'must be an object like {"type": "base64", "media_type": ..., "data": ...}, got '
+                + _type_name(source),
+                index,
+                f"{field}.source",
+            )
+        stype = source.get("type")
+        if stype == "base64":
+            _require_str(source, "media_type", index, f"{field}.source.media_type")
+            _require_str(source, "data", index, f"{field}.source.data")
+        elif stype == "url":
+            _require_str(source, "url", index, f"{field}.source.url")
+        elif stype not in ("file", "text", "content"):
+            raise _fail(
+                f"{stype!r} is not a source type (base64, url, file)",
+                index,
+                f"{field}.source.type",
+            )
+    elif kind in ("tool_use", "server_tool_use"):
+        _require_str(block, "id", index, f"{field}.id")
+        _require_str(block, "name", index, f"{field}.name")
+        if "input" not in block:
+            raise _fail("a tool_use block needs its input object", index, f"{field}.input")
+        if not isinstance(block["input"], Mapping):
+            raise _fail(
+                f"must be an object, got {_type_name(block['input'])}", index, f"{field}.input"
+            )
+    elif kind == "tool_result":
+        _require_str(block, "tool_use_id", index, f"{field}.tool_use_id")
+        if "is_error" in block and not isinstance(block["is_error"], bool):
+            raise _fail("must be true or false", index, f"{field}.is_error")
+        inner = block.get("content")
+        if isinstance(inner, list):
+            for k, sub in enumerate(inner):
+                sub_field = f"{field}.content[{k}]"
+                sub_kind = _check_anthropic_block(sub, index, sub_field, "user")
+                if sub_kind not in _TOOL_RESULT_BLOCKS:
+                    raise _fail(
+                        f"a tool_result may hold {', '.join(sorted(_TOOL_RESULT_BLOCKS))} "
+                        f"blocks, not {sub_kind!r}",
+                        index,
+                        f"{sub_field}.type",
+                    )
+        elif inner is not None and not isinstance(inner, str):
+            raise _fail(
+                f"must be a string or a list of blocks, got {_type_name(inner)}",
+                index,
+                f"{field}.content",
+            )
+    elif kind == "thinking":
+        _require_str(block, "thinking", index, f"{field}.thinking")
+        _require_str(block, "signature", index, f"{field}.signature")
+    elif kind == "redacted_thinking":
+        _require_str(block, "data", index, f"{field}.data")
+    return kind
+
+
+def _check_anthropic_message(entry: Any, index: int) -> None:
+    if not isinstance(entry, Mapping):
+        raise _fail(f"a message must be an object, got {_type_name(entry)}", index, None)
+    role = entry.get("role")
+    if role is None:
+        raise _fail("is missing", index, "role")
+    if role == "system":
+        raise _fail(
+            "Anthropic takes the system prompt as the payload's 'system', not as a message",
+            index,
+            "role",
+        )
+    if role not in ANTHROPIC_ROLES:
+        raise _fail(f"{role!r} is not one of user, assistant", index, "role")
+    if "content" not in entry or entry["content"] is None:
+        raise _fail("is missing", index, "content")
+    content = entry["content"]
+    if isinstance(content, str):
+        return
+    if not isinstance(content, list):
+        raise _fail(
+            f"must be a string or a list of blocks, got {_type_name(content)}", index, "content"
+        )
+    if not content:
+        raise _fail("an empty list of blocks; give at least one block", index, "content")
+    for j, block in enumerate(content):
+        _check_anthropic_block(block, index, f"content[{j}]", role)
+
+
+def _check_anthropic_system(system: Any) -> None:
+    if system is None or isinstance(system, str):
+        return
+    if not isinstance(system, list):
+        raise _fail(
+            f"must be a string or a list of text blocks, got {_type_name(system)}", None, "system"
+        )
+    for j, block in enumerate(system):
+        kind = _check_anthropic_block(block, None, f"system[{j}]", "user")
+        if kind != "text":
+            raise _fail(
+                f"the system prompt holds text blocks only, not {kind!r}", None, f"system[{j}]"
+            )
+
+
+def validate_anthropic(payload: Any, *, tool_pairing: bool = True) -> None:
+    """Check an Anthropic Messages payload; raise at the first problem.
+
+    Args:
+        payload: ``{"system": ..., "messages": [...]}`` (``system`` optional: a string or a list
+            of text blocks), or just the ``messages`` list.
+        tool_pairing: Also check what the API rejects about the order of turns: the first
+            message is a user message, roles alternate, every ``tool_result`` answers a
+            ``tool_use`` of the assistant message right before it, and every ``tool_use`` gets its
+            result in the next message (unless its assistant message is the last one).
+
+    Raises:
+        InvalidMessageError: naming the message index (``None`` for the payload itself or the
+            system prompt) and the field.
+
+    Example:
+        >>> payload = {"messages": [{"role": "user", "content": [{"type": "video"}]}]}
+        >>> try:
+        ...     validate_anthropic(payload)
+        ... except InvalidMessageError as err:
+        ...     print(err.index, err.field)
+        0 content[0].type
+    """
+    if isinstance(payload, Mapping):
+        # Other request fields (model, tools, max_tokens...) are the caller's business.
+        if "messages" not in payload:
+            raise _fail("is missing", None, "messages")
+        _check_anthropic_system(payload.get("system"))
+        messages: Any = payload["messages"]
+    else:
+        messages = payload
+    entries = _check_list(messages, "Anthropic")
+    for index, entry in enumerate(entries):
+        _check_anthropic_message(entry, index)
+    if tool_pairing:
+        _check_anthropic_turns(entries)
+
+
+def _blocks(entry: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    content = entry["content"]
+    return content if isinstance(content, list) else []
+
+
+def _check_anthropic_turns(entries: Sequence[Mapping[str, Any]]) -> None:
+    if entries and entries[0]["role"] != "user":
+        raise _fail("the first message must be a user message", 0, "role")
+    for index in range(1, len(entries)):
+        if entries[index]["role"] == entries[index - 1]["role"]:
+            raise _fail(
+                f"two {entries[index]['role']} messages in a row; roles must alternate "
+                "(merge them into one message)",
+                index,
+                "role",
+            )
+    seen: dict[str, int] = {}
+    for index, entry in enumerate(entries):
+        blocks = _blocks(entry)
+        if entry["role"] == "assistant":
+            calls = [(j, b["id"]) for j, b in enumerate(blocks) if b["type"] == "tool_use"]
+            for j, call_id in calls:
+                if call_id in seen:
+                    raise _fail(
+                        f"{call_id!r} repeats the id of a tool_use in message {seen[call_id]}",
+                        index,
+                        f"content[{j}].id",
+                    )
+                seen[call_id] = index
+            if calls and index + 1 < len(entries):
+                answered = {
+                    b["tool_use_id"]
+                    for b in _blocks(entries[index + 1])
+                    if b["type"] == "tool_result"
+                }
+                for j, call_id in calls:
+                    if call_id not in answered:
+                        raise _fail(
+                            f"tool_use {call_id!r} has no tool_result in the next message "
+                            "(only the last message may wait for its results)",
+                            index,
+                            f"content[{j}]",
+                        )
+            continue
+        previous = entries[index - 1] if index > 0 else None
+        called = (
+            {b["id"] for b in _blocks(previous) if b["type"] == "tool_use"}
+            if previous is not None
+            else set()
+        )
+        for j, block in enumerate(blocks):
+            if block["type"] == "tool_result" and block["tool_use_id"] not in called:
+                raise _fail(
+                    f"{block['tool_use_id']!r} answers no tool_use of the previous assistant "
+                    "message (an orphaned tool_result)",
+                    index,
+                    f"content[{j}].tool_use_id",
+                )

@@ -1,0 +1,135 @@
+"""Conform a packed conversation to Anthropic's turn rules, recording every merge and drop.
+
+Anthropic takes the system prompt apart and then wants turns that start with the user and
+alternate; a ``tool_result`` must answer a ``tool_use`` of the assistant turn right before it, and
+every ``tool_use`` must be answered in the next turn (unless it ends the conversation). Packing
+drops messages, which can leave two user turns in a row or an assistant turn first.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..messages import Message
+from ..pipeline import Decision, PackContext
+from .pack import strip_unanswered_calls
+
+__all__ = ["TurnAlternator"]
+
+
+def anthropic_side(msg: Message) -> str:
+    """The Anthropic role a message is sent under: system, user (tool results too) or assistant."""
+    if msg.role in ("system", "developer"):
+        return "system"
+    return "assistant" if msg.role == "assistant" else "user"
+
+
+def _turn_of(msg: Message) -> object:
+    meta = msg.metadata.get("anthropic")
+    return meta.get("turn") if isinstance(meta, dict) else None
+
+
+class TurnAlternator(BaseModel):
+    """Make the conversation valid for Anthropic: user first, alternating turns, tools paired.
+
+    Assistant messages before the first user message are dropped with their tool results
+    (unless pinned or protected). Tool results that do not answer the assistant turn right
+    before them are dropped, and calls left unanswered are removed. Consecutive messages with
+    the same Anthropic role are sent as one turn by :func:`ctxpack.to_anthropic`; each such merge
+    of two separate turns is recorded as ``merged``. It only removes, so a packed conversation
+    still fits its budget. :func:`ctxpack.pack` runs it last when packing for Anthropic.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    name: Literal["alternate"] = Field(default="alternate", exclude=True, repr=False)
+
+    def __call__(self, ctx: PackContext, /) -> PackContext:
+        # Each pass only removes; a removal can orphan a neighbour, so repeat until stable.
+        for _ in range(len(ctx.messages) + 1):
+            changed = self._drop_leading_assistant(ctx)
+            changed = self._drop_unpaired_results(changed)
+            changed = strip_unanswered_calls(changed, self.name)
+            if changed.messages == ctx.messages:
+                break
+            ctx = changed
+        return self._record_merges(ctx)
+
+    def _drop(self, ctx: PackContext, drop: dict[str, str]) -> PackContext:
+        if not drop:
+            return ctx
+        decisions = [
+            Decision(
+                stage=self.name,
+                action="dropped",
+                message_id=m.id,
+                reason=drop[m.id],
+                tokens_before=ctx.tokens(m),
+                tokens_after=0,
+            )
+            for m in ctx.messages
+            if m.id in drop
+        ]
+        kept = tuple(m for m in ctx.messages if m.id not in drop)
+        return ctx.decide(*decisions, messages=kept)
+
+    def _drop_leading_assistant(self, ctx: PackContext) -> PackContext:
+        first = next((m for m in ctx.messages if anthropic_side(m) != "system"), None)
+        if first is None or first.role != "assistant":
+            return ctx
+        if first.pinned or first.id in ctx.protected:
+            return ctx
+        calls = {c.id for c in first.tool_calls or ()}
+        drop = {first.id: "Anthropic needs the conversation to start with a user message"}
+        for m in ctx.messages:
+            if m.role == "tool" and m.tool_call_id in calls:
+                drop[m.id] = "its tool call was dropped with the assistant message leading the "
+                drop[m.id] += "conversation (Anthropic needs a user message first)"
+        return self._drop(ctx, drop)
+
+    def _drop_unpaired_results(self, ctx: PackContext) -> PackContext:
+        drop: dict[str, str] = {}
+        previous_calls: set[str] = set()
+        current_calls: set[str] = set()
+        side = ""
+        for m in ctx.messages:
+            m_side = anthropic_side(m)
+            if m_side == "system":
+                continue
+            if m_side != side:
+                if m_side == "user":
+                    previous_calls = current_calls
+                current_calls = set()
+                side = m_side
+            if m.role == "assistant":
+                current_calls.update(c.id for c in m.tool_calls or ())
+            elif m.role == "tool" and m.tool_call_id not in previous_calls:
+                drop[m.id] = (
+                    f"tool result for {m.tool_call_id!r} does not answer the assistant turn "
+                    "right before it (Anthropic would reject an orphaned tool_result)"
+                )
+        return self._drop(ctx, drop)
+
+    def _record_merges(self, ctx: PackContext) -> PackContext:
+        decisions = []
+        previous: Message | None = None
+        for m in ctx.messages:
+            if anthropic_side(m) == "system":
+                continue
+            if previous is not None and anthropic_side(previous) == anthropic_side(m):
+                same_turn = _turn_of(m) is not None and _turn_of(m) == _turn_of(previous)
+                # Results of one assistant turn always travel together in one user turn.
+                both_results = m.role == previous.role == "tool"
+                if not (same_turn or both_results):
+                    decisions.append(
+                        Decision(
+                            stage=self.name,
+                            action="merged",
+                            message_id=m.id,
+                            reason=f"sent in the same {anthropic_side(m)} turn as {previous.id!r}"
+                            " (Anthropic needs alternating turns)",
+                        )
+                    )
+            previous = m
+        return ctx.decide(*decisions) if decisions else ctx

@@ -1,0 +1,218 @@
+"""A conformance check for stages, like scikit-learn's ``check_estimator``.
+
+Run :func:`check_stage` in your test suite on any stage you write; it fails with an
+``AssertionError`` that names the broken rule and the sample it broke on.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from .messages import Message, ensure_messages
+from .pipeline import PackContext, Stage, stage_name
+from .tokens import get_counter
+
+__all__ = ["check_stage", "sample_contexts"]
+
+_LONG_LOG = "\n".join(
+    [f"PASSED tests/test_module_{i:02d}.py::test_case_{i} [{i * 3}%]" for i in range(1, 30)]
+    + ["FAILED tests/test_auth.py::test_refresh_expired_token - expiresAt undefined (auth.py:88)"]
+)
+
+_REPORT = "\n".join(
+    [
+        "# Rapport de réunion",
+        "Introduction générale sur le projet",
+        "- Objectifs atteints à 85%",
+        "Discussions diverses sur l'équipe",
+        "- Budget de 150 000 euros alloué",
+        "Commentaires généraux",
+        "# Décisions importantes",
+        "- Lancement prévu le 15 mars 2025",
+        "Autres remarques sans importance",
+        "Marie Dubois sera responsable technique",
+        "- Budget supplémentaire de 25 000 euros",
+        "Conclusion générale du rapport",
+    ]
+    * 3
+)
+
+_CALL = {"id": "call_1", "type": "function", "function": {"name": "run_tests", "arguments": "{}"}}
+
+_SAMPLES: dict[str, tuple[list[dict[str, Any]], int]] = {
+    "short chat": (
+        [
+            {"role": "system", "content": "You are terse.", "id": "sys"},
+            {"role": "user", "content": "Name a prime.", "id": "u1"},
+            {"role": "assistant", "content": "7", "id": "a1"},
+            {"role": "user", "content": "Another one?", "id": "u2"},
+        ],
+        10_000,
+    ),
+    "tools, repeats and sources under a tight budget": (
+        [
+            {"role": "system", "content": "You are a CI assistant.", "id": "sys"},
+            {"role": "developer", "content": "Name the failing test first.", "id": "dev"},
+            {"role": "user", "content": "Hi! We migrate login to refresh tokens.", "id": "u1"},
+            {
+                "role": "assistant",
+                "content": "Selon wikipedia.org, a refresh token lives 30 days.",
+                "id": "a1",
+                "source": "https://en.wikipedia.org/wiki/Access_token",
+            },
+            {"role": "assistant", "content": "So two refreshes a month suffice.", "id": "a2"},
+            {"role": "assistant", "content": None, "id": "a3", "tool_calls": [_CALL]},
+            {"role": "tool", "content": _LONG_LOG, "tool_call_id": "call_1", "id": "t1"},
+            {"role": "assistant", "content": _REPORT, "id": "a4"},
+            {"role": "user", "content": "Hi! We migrate login to refresh tokens.", "id": "u2"},
+            {"role": "user", "content": "No cookies, ever.", "id": "u3", "pinned": True},
+            {"role": "user", "content": "Why does the refresh test fail?", "id": "u4"},
+        ],
+        260,
+    ),
+    "single question": ([{"role": "user", "content": "What is 2 + 2?", "id": "q"}], 50),
+}
+
+
+def sample_contexts() -> list[tuple[str, PackContext]]:
+    """The built-in samples :func:`check_stage` runs on, as ``(label, context)`` pairs.
+
+    System, pinned and last-user messages are protected, as :class:`~ctxpack.PromptComposer`
+    would do, and the query is the last user message.
+    """
+    out = []
+    for label, (raw, budget) in _SAMPLES.items():
+        messages = ensure_messages(raw)
+        last_user = next((m for m in reversed(messages) if m.role == "user"), None)
+        protected = {m.id for m in messages if m.role == "system" or m.pinned}
+        if last_user is not None:
+            protected.add(last_user.id)
+        out.append(
+            (
+                label,
+                PackContext(
+                    messages=tuple(messages),
+                    budget=budget,
+                    counter=get_counter(),
+                    query=last_user.text if last_user else None,
+                    protected=frozenset(protected),
+                ),
+            )
+        )
+    return out
+
+
+def _snapshot(ctx: PackContext) -> dict[str, Any]:
+    # model_dump copies nested dicts and lists, so in-place edits of a message's metadata or
+    # content parts show up as a difference.
+    return {
+        "messages": [m.model_dump() for m in ctx.messages],
+        "message_objects": [id(m) for m in ctx.messages],
+        "budget": ctx.budget,
+        "reserve": ctx.reserve,
+        "query": ctx.query,
+        "decisions": [d.model_dump() for d in ctx.decisions],
+        "protected": sorted(ctx.protected),
+        "signals": {k: dict(v) for k, v in ctx.signals.items()},
+        "artifacts": {k: m.model_dump() for k, m in ctx.artifacts.items()},
+    }
+
+
+def _outcome(ctx: PackContext) -> dict[str, Any]:
+    snap = _snapshot(ctx)
+    del snap["message_objects"]
+    return snap
+
+
+def _as_context(example: PackContext | Sequence[Message | Mapping[str, Any]]) -> PackContext:
+    if isinstance(example, PackContext):
+        return example
+    return PackContext(
+        messages=tuple(ensure_messages(example)), budget=10_000, counter=get_counter()
+    )
+
+
+def check_stage(
+    stage: Stage,
+    *,
+    examples: Iterable[PackContext | Sequence[Message | Mapping[str, Any]]] | None = None,
+) -> None:
+    """Check that ``stage`` keeps the stage contract, on the built-in samples or on ``examples``.
+
+    The contract: the stage returns a :class:`~ctxpack.PackContext`; it does not mutate the
+    context it gets (nor its messages); the same input gives the same output; it keeps earlier
+    decisions; every message it removes, adds or rewrites has a decision naming its id; it keeps
+    the protected messages; and the messages that survive keep their order.
+
+    Args:
+        stage: Any stage: a built-in one, a function ``ctx -> ctx``, a pipeline.
+        examples: Contexts (or message lists, packed with a 10 000-token budget) to run on
+            instead of :func:`sample_contexts`.
+
+    Raises:
+        AssertionError: naming the stage, the sample and the rule it broke.
+
+    Example:
+        >>> from ctxpack import Deduplicator
+        >>> check_stage(Deduplicator())
+    """
+    name = stage_name(stage)
+    if examples is None:
+        cases = sample_contexts()
+    else:
+        cases = [(f"example {i}", _as_context(e)) for i, e in enumerate(examples)]
+    for label, ctx in cases:
+        where = f"stage {name!r} on sample {label!r}"
+        before = _snapshot(ctx)
+        frozen_copy = copy.copy(ctx)
+        out = stage(ctx)
+        assert isinstance(out, PackContext), (
+            f"{where} returned {type(out).__name__}, not a PackContext; a stage must return the "
+            "(new) context, e.g. ctx.evolve(...) or ctx.decide(...)"
+        )
+        assert _snapshot(ctx) == before and _snapshot(frozen_copy) == before, (
+            f"{where} mutated its input context or its messages; build new messages with "
+            "message.model_copy(update=...) and return ctx.evolve(...)"
+        )
+        again = stage(ctx)
+        assert isinstance(again, PackContext) and _outcome(again) == _outcome(out), (
+            f"{where} is not deterministic: the same context gave two different results"
+        )
+        assert out.decisions[: len(ctx.decisions)] == ctx.decisions, (
+            f"{where} lost or rewrote earlier decisions; append with ctx.decide(...)"
+        )
+        decided = {d.message_id for d in out.decisions[len(ctx.decisions) :]}
+        old = {m.id: m for m in ctx.messages}
+        new = {m.id: m for m in out.messages}
+        assert len(new) == len(out.messages), f"{where} returned messages with repeated ids"
+        for mid in old.keys() - new.keys():
+            assert mid in decided, (
+                f"{where} removed message {mid!r} without a Decision naming it; record every "
+                "drop (Decision(stage=..., action='dropped', message_id=..., reason=...))"
+            )
+        for mid in new.keys() - old.keys():
+            assert mid in decided, (
+                f"{where} added message {mid!r} without a Decision naming it; added messages "
+                "must be announced"
+            )
+        for mid in old.keys() & new.keys():
+            a, b = old[mid], new[mid]
+            if (a.role, a.content, a.tool_calls) != (b.role, b.content, b.tool_calls):
+                assert mid in decided, (
+                    f"{where} rewrote message {mid!r} without a Decision naming it; record "
+                    "every cut (action='compressed' or 'cleared') and keep the original in "
+                    "ctx.artifacts"
+                )
+        lost = sorted(mid for mid in ctx.protected if mid in old and mid not in new)
+        assert not lost, f"{where} dropped protected messages {lost}"
+        assert ctx.protected <= out.protected, (
+            f"{where} unprotected ids {sorted(ctx.protected - out.protected)}"
+        )
+        position = {mid: i for i, mid in enumerate(old)}
+        order = [position[m.id] for m in out.messages if m.id in position]
+        assert order == sorted(order), (
+            f"{where} reordered the messages; surviving messages must keep their chronological "
+            f"order (got input positions {order})"
+        )

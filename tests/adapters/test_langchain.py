@@ -1,0 +1,74 @@
+"""The LangChain adapter: round trips, PackResult.to_langchain(), the install hint."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+import ctxpack
+from ctxpack import from_langchain, pack, to_langchain
+
+lc = pytest.importorskip("langchain_core.messages")
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _conversation() -> list[object]:
+    return [
+        lc.SystemMessage("Be brief."),
+        lc.HumanMessage(content=["look", {"type": "text", "text": "here"}], name="ana", id="h1"),
+        lc.AIMessage(
+            content="",
+            tool_calls=[{"name": "search", "args": {"q": "oslo", "n": [1, 2]}, "id": "c1"}],
+            response_metadata={"model_name": "gpt-4o"},
+        ),
+        lc.ToolMessage("3 C", tool_call_id="c1", status="success", artifact={"raw": 3}),
+        lc.ChatMessage(role="developer", content="Use metric units."),
+        lc.AIMessage("It is 3 C in Oslo."),
+    ]
+
+
+def test_langchain_round_trip_is_exact() -> None:
+    original = _conversation()
+    assert to_langchain(from_langchain(original)) == original
+
+
+def test_langchain_messages_map_to_roles_and_tool_calls() -> None:
+    msgs = from_langchain(_conversation())
+    assert [m.role for m in msgs] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "developer",
+        "assistant",
+    ]
+    call = (msgs[2].tool_calls or [])[0]
+    assert (call.id, json.loads(call.function.arguments)) == ("c1", {"q": "oslo", "n": [1, 2]})
+    assert msgs[3].tool_call_id == "c1"
+
+
+def test_pack_result_converts_to_langchain() -> None:
+    messages = json.loads((FIXTURES / "openai_tools.json").read_text(encoding="utf-8"))
+    result = pack(messages, budget=120, model="gpt-4")
+    converted = result.to_langchain()
+    assert len(converted) == len(result.messages)
+    called = {c["id"] for m in converted if isinstance(m, lc.AIMessage) for c in m.tool_calls}
+    assert all(m.tool_call_id in called for m in converted if isinstance(m, lc.ToolMessage))
+
+
+def test_missing_langchain_core_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "langchain_core.messages", None)
+    with pytest.raises(ImportError, match=r"pip install 'ctxpack\[langchain\]'"):
+        ctxpack.to_langchain([{"role": "user", "content": "hi"}])
+    with pytest.raises(ImportError, match="langchain-core"):
+        from_langchain([])
+
+
+def test_non_langchain_entries_are_rejected() -> None:
+    with pytest.raises(ctxpack.InvalidMessageError) as info:
+        from_langchain([lc.HumanMessage("hi"), {"role": "user", "content": "x"}])
+    assert info.value.index == 1

@@ -1,0 +1,314 @@
+"""pack() never leaves an orphaned tool call or result, for OpenAI and for Anthropic.
+
+Random conversations full of tool exchanges are packed at random budgets; the output is checked
+with checkers written here, independent of ctxpack's own validators.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ctxpack
+from ctxpack import BudgetExceededError, count_tokens, from_anthropic, pack
+
+WORDS = ["weather", "oslo", "paris", "flight", "price", "hotel", "check", "please", "file", "42"]
+
+
+def _text(draw: st.DrawFn, most: int) -> str:
+    return " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=most)))
+
+
+@st.composite
+def conversations(draw: st.DrawFn) -> dict[str, Any]:
+    """A provider-neutral conversation: turns of a user text, tool rounds, an answer."""
+    turns = []
+    next_id = 0
+    for _ in range(draw(st.integers(1, 5))):
+        rounds = []
+        for _ in range(draw(st.integers(0, 2))):
+            calls = []
+            for _ in range(draw(st.integers(1, 3))):
+                calls.append(
+                    (f"call_{next_id}", {"q": _text(draw, 6)}, _text(draw, 60), draw(st.booleans()))
+                )
+                next_id += 1
+            rounds.append((draw(st.sampled_from([None, "Let me check."])), calls))
+        answer = draw(st.one_of(st.none(), st.just(_text(draw, 30))))
+        turns.append((_text(draw, 25), rounds, answer))
+    trailing = draw(st.booleans())
+    return {"system": "You are a careful travel agent.", "turns": turns, "trailing": trailing}
+
+
+def as_openai(conv: dict[str, Any]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{"role": "system", "content": conv["system"]}]
+    for question, rounds, answer in conv["turns"]:
+        out.append({"role": "user", "content": question})
+        for text, calls in rounds:
+            out.append(
+                {
+                    "role": "assistant",
+                    "content": text,
+                    "tool_calls": [
+                        {
+                            "id": cid,
+                            "type": "function",
+                            "function": {"name": "search", "arguments": json.dumps(args)},
+                        }
+                        for cid, args, _, _ in calls
+                    ],
+                }
+            )
+            out.extend({"role": "tool", "tool_call_id": c[0], "content": c[2]} for c in calls)
+        if answer is not None:
+            out.append({"role": "assistant", "content": answer})
+    if conv["trailing"]:
+        call = {"id": "pending", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        out.append({"role": "assistant", "content": None, "tool_calls": [call]})
+    return out
+
+
+def as_anthropic(conv: dict[str, Any]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+
+    def say(role: str, blocks: list[dict[str, Any]]) -> None:
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+
+    for question, rounds, answer in conv["turns"]:
+        say("user", [{"type": "text", "text": question}])
+        for text, calls in rounds:
+            blocks = [{"type": "text", "text": text}] if text else []
+            blocks += [
+                {"type": "tool_use", "id": cid, "name": "search", "input": args}
+                for cid, args, _, _ in calls
+            ]
+            say("assistant", blocks)
+            say(
+                "user",
+                [
+                    {"type": "tool_result", "tool_use_id": cid, "content": res, "is_error": err}
+                    for cid, _, res, err in calls
+                ],
+            )
+        if answer is not None:
+            say("assistant", [{"type": "text", "text": answer}])
+    if conv["trailing"]:
+        say("assistant", [{"type": "tool_use", "id": "pending", "name": "f", "input": {}}])
+    return out
+
+
+def assert_valid_openai(messages: list[dict[str, Any]]) -> None:
+    called: set[str] = set()
+    for i, msg in enumerate(messages):
+        if msg["role"] == "tool":
+            assert msg["tool_call_id"] in called, f"orphaned tool message at {i}"
+        for call in msg.get("tool_calls") or []:
+            called.add(call["id"])
+            if i == len(messages) - 1:
+                continue
+            later = {m.get("tool_call_id") for m in messages[i + 1 :]}
+            assert call["id"] in later, f"unanswered call {call['id']} at {i}"
+
+
+def assert_valid_anthropic(payload: dict[str, Any]) -> None:
+    messages = payload["messages"]
+    assert messages[0]["role"] == "user"
+    for prev, cur in itertools.pairwise(messages):
+        assert prev["role"] != cur["role"], "roles must alternate"
+
+    def blocks(m: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+        content = m["content"]
+        return [b for b in content if b["type"] == kind] if isinstance(content, list) else []
+
+    for i, msg in enumerate(messages):
+        for result in blocks(msg, "tool_result"):
+            assert i > 0
+            ids = {b["id"] for b in blocks(messages[i - 1], "tool_use")}
+            assert result["tool_use_id"] in ids, f"orphaned tool_result at {i}"
+        if i + 1 < len(messages):
+            answered = {b["tool_use_id"] for b in blocks(messages[i + 1], "tool_result")}
+            for use in blocks(msg, "tool_use"):
+                assert use["id"] in answered, f"unanswered tool_use at {i}"
+
+
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(conv=conversations(), data=st.data())
+def test_openai_packs_never_orphan_a_tool_message(conv: dict[str, Any], data: Any) -> None:
+    messages = as_openai(conv)
+    full = count_tokens(messages, model="gpt-4")
+    budget = data.draw(st.integers(1, full + 10), label="budget")
+    last_user = next(m for m in reversed(messages) if m["role"] == "user")
+    must = count_tokens([messages[0], last_user], model="gpt-4")
+    try:
+        result = pack(messages, budget=budget, model="gpt-4")
+    except BudgetExceededError:
+        assert must > budget, "raised although system + last user fit"
+        return
+    out = result.to_openai()
+    assert_valid_openai(out)
+    ctxpack.validate_openai(out)
+    assert result.tokens <= budget
+    assert out[0] == messages[0] and last_user in out
+
+
+@SETTINGS
+@given(conv=conversations(), data=st.data())
+def test_anthropic_packs_stay_valid(conv: dict[str, Any], data: Any) -> None:
+    messages = as_anthropic(conv)
+    system = conv["system"]
+    converted = from_anthropic(messages, system=system)
+    full = count_tokens(converted)
+    budget = data.draw(st.integers(1, full + 10), label="budget")
+    last_user = next(m for m in reversed(converted) if m.role == "user")
+    must = count_tokens([converted[0], last_user])
+    try:
+        result = pack(converted, budget=budget)
+    except BudgetExceededError:
+        assert must > budget, "raised although system + last user fit"
+        return
+    payload = result.to_anthropic()
+    assert payload["system"] == system
+    assert_valid_anthropic(payload)
+    ctxpack.validate_anthropic(payload)
+    assert result.tokens <= budget
+
+
+@pytest.mark.parametrize("budget", range(40, 400, 7))
+def test_openai_fixture_at_many_budgets(budget: int) -> None:
+    from .test_roundtrip import _load
+
+    messages = _load("openai_tools.json")
+    result = pack(messages, budget=budget, model="gpt-4")
+    assert_valid_openai(result.to_openai())
+    assert result.tokens <= budget
+
+
+@pytest.mark.parametrize("budget", range(30, 2600, 37))
+def test_anthropic_fixture_at_many_budgets(budget: int) -> None:
+    from .test_roundtrip import _load
+
+    payload = _load("anthropic_tools.json")
+    result = pack(from_anthropic(payload["messages"], system=payload["system"]), budget=budget)
+    assert_valid_anthropic(result.to_anthropic())
+    assert result.tokens <= budget
+
+
+def _call(cid: str) -> dict[str, Any]:
+    return {"id": cid, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+
+
+def test_a_tool_exchange_is_kept_or_dropped_whole() -> None:
+    messages = [
+        {"role": "user", "content": "old question"},
+        {"role": "assistant", "content": None, "tool_calls": [_call("a"), _call("b")]},
+        {"role": "tool", "tool_call_id": "a", "content": "short"},
+        {"role": "tool", "tool_call_id": "b", "content": "long result " * 200},
+        {"role": "user", "content": "new question"},
+    ]
+    for budget in range(20, 700, 10):
+        kept = {m.get("tool_call_id") for m in pack(messages, budget=budget).to_openai()}
+        assert {"a", "b"} <= kept or not {"a", "b"} & kept
+
+
+def test_unanswered_calls_are_removed_and_recorded() -> None:
+    messages = [
+        {"role": "user", "content": "q", "id": "u1"},
+        {"role": "assistant", "content": "checking", "tool_calls": [_call("a"), _call("b")],
+         "id": "a1"},
+        {"role": "tool", "tool_call_id": "a", "content": "1", "id": "t1"},
+        {"role": "user", "content": "and?", "id": "u2"},
+    ]  # fmt: skip
+    result = pack(messages, budget=1000)
+    out = result.to_openai()
+    assert [c["id"] for c in out[1]["tool_calls"]] == ["a"]
+    assert any(d.action == "cleared" and "'b'" in d.reason for d in result.decisions_for("a1"))
+    assert result.original("a1") is not None
+    assert_valid_openai(out)
+
+
+def test_a_trailing_call_waits_for_its_result() -> None:
+    messages = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": None, "tool_calls": [_call("a")]},
+    ]
+    out = pack(messages, budget=1000).to_openai()
+    assert out[-1]["tool_calls"][0]["id"] == "a"
+
+
+def test_orphaned_results_are_dropped_not_rejected() -> None:
+    messages = [
+        {"role": "user", "content": "q"},
+        {"role": "tool", "tool_call_id": "gone", "content": "stale", "id": "t"},
+        {"role": "user", "content": "next"},
+    ]
+    result = pack(messages, budget=1000)
+    assert "t" in result.dropped_ids
+    assert "orphan" in result.decisions_for("t")[-1].reason
+
+
+def test_anthropic_merges_and_leading_drops_are_recorded() -> None:
+    messages = [
+        {"role": "user", "content": "first " * 300},
+        {"role": "assistant", "content": "reply one"},
+        {"role": "user", "content": "second"},
+        {"role": "assistant", "content": "reply two " * 300},
+        {"role": "user", "content": "third"},
+    ]
+    converted = from_anthropic(messages)
+    # Room for the two short user turns and the short reply but not the long ones.
+    budget = count_tokens([converted[i] for i in (1, 2, 4)]) + 1
+    result = pack(converted, budget=budget)
+    payload = result.to_anthropic()
+    assert_valid_anthropic(payload)
+    # "reply one" would lead once "first" is gone; "second" and "third" become one user turn.
+    assert [m.text for m in result.messages] == ["second", "third"]
+    leading, merged = converted[1].id, converted[4].id
+    assert [(d.stage, d.action) for d in result.decisions_for(leading)][-1] == (
+        "alternate",
+        "dropped",
+    )
+    assert ("alternate", "merged") in [(d.stage, d.action) for d in result.decisions_for(merged)]
+    second, third = ({"type": "text", "text": t} for t in ("second", "third"))
+    assert payload["messages"] == [{"role": "user", "content": [second, third]}]
+
+
+def test_provider_anthropic_can_be_forced_for_openai_shaped_messages() -> None:
+    messages = [
+        {"role": "system", "content": "s"},
+        {"role": "assistant", "content": "I start the conversation.", "id": "a0"},
+        {"role": "user", "content": "hello", "id": "u1"},
+    ]
+    result = pack(messages, budget=1000, provider="anthropic")
+    assert result.kept_ids == [m.id for m in result.messages]
+    assert "a0" in result.dropped_ids
+    assert result.decisions_for("a0")[-1].stage == "alternate"
+    assert_valid_anthropic(result.to_anthropic())
+    with pytest.raises(ctxpack.ConfigError):
+        pack(messages, budget=1000, provider="gemini")  # type: ignore[arg-type]
+
+
+def test_the_checkers_catch_orphans() -> None:
+    with pytest.raises(AssertionError):
+        assert_valid_openai(
+            [{"role": "user", "content": "q"}, {"role": "tool", "tool_call_id": "x"}]
+        )
+    calling = {"role": "assistant", "content": None, "tool_calls": [_call("a")]}
+    with pytest.raises(AssertionError):
+        assert_valid_openai([calling, {"role": "user", "content": "q"}])
+    use = {"type": "tool_use", "id": "t", "name": "f", "input": {}}
+    with pytest.raises(AssertionError):
+        assert_valid_anthropic(
+            {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": [use]},
+                          {"role": "user", "content": "no result"}]}
+        )  # fmt: skip

@@ -1,0 +1,139 @@
+"""Golden round trips and cross-provider conversions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ctxpack
+from ctxpack import from_anthropic, from_openai, to_anthropic, to_openai
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _load(name: str) -> Any:
+    return json.loads((FIXTURES / name).read_text(encoding="utf-8"))
+
+
+def test_openai_golden_round_trip_is_exact() -> None:
+    original = _load("openai_tools.json")
+    assert to_openai(from_openai(original)) == original
+
+
+def test_openai_round_trip_keeps_absent_and_null_content_apart() -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    absent = [{"role": "assistant", "tool_calls": [call]}]
+    null = [{"role": "assistant", "content": None, "tool_calls": [call]}]
+    assert "content" not in to_openai(from_openai(absent))[0]
+    assert to_openai(from_openai(null))[0]["content"] is None
+
+
+@pytest.mark.parametrize("system", [None, "Be brief.", "", "golden"])
+def test_anthropic_golden_round_trip_is_exact(system: Any) -> None:
+    payload = _load("anthropic_tools.json")
+    if system == "golden":
+        system = payload["system"]
+    messages = payload["messages"]
+    assert to_anthropic(from_anthropic(messages, system=system)) == {
+        "system": system,
+        "messages": messages,
+    }
+
+
+def test_anthropic_tool_results_become_tool_messages() -> None:
+    payload = _load("anthropic_tools.json")
+    msgs = from_anthropic(payload["messages"], system=payload["system"])
+    assert [m.role for m in msgs] == [
+        "system", "user", "assistant", "tool", "tool", "user", "assistant", "tool",
+        "assistant", "user",
+    ]  # fmt: skip
+    calling = msgs[2]
+    assert [c.id for c in calling.tool_calls or []] == ["toolu_1", "toolu_2"]
+    assert json.loads((calling.tool_calls or [])[1].function.arguments) == {
+        "city": "Paris",
+        "unit": "C",
+        "days": [1, 2],
+    }
+    assert [m.tool_call_id for m in msgs if m.role == "tool"] == ["toolu_1", "toolu_2", "toolu_3"]
+
+
+@pytest.mark.parametrize(
+    ("source", "convert", "golden"),
+    [
+        ("openai_tools.json", "to_anthropic", "openai_tools.as_anthropic.json"),
+        ("anthropic_tools.json", "to_openai", "anthropic_tools.as_openai.json"),
+    ],
+)
+def test_cross_provider_snapshots(source: str, convert: str, golden: str) -> None:
+    data = _load(source)
+    if isinstance(data, dict):
+        msgs = from_anthropic(data["messages"], system=data["system"])
+    else:
+        msgs = from_openai(data)
+    converted = getattr(ctxpack, convert)(msgs)
+    assert converted == _load(golden)
+    if convert == "to_anthropic":
+        ctxpack.validate_anthropic(converted)
+    else:
+        ctxpack.validate_openai(converted)
+
+
+def test_to_anthropic_merges_same_role_neighbours_and_hoists_system() -> None:
+    payload = to_anthropic(
+        [
+            {"role": "user", "content": "a"},
+            {"role": "system", "content": "late instructions"},
+            {"role": "user", "content": [{"type": "text", "text": "b"}]},
+            {"role": "assistant", "content": "c"},
+        ]
+    )
+    a, b = ({"type": "text", "text": t} for t in "ab")
+    assert payload == {
+        "system": "late instructions",
+        "messages": [{"role": "user", "content": [a, b]}, {"role": "assistant", "content": "c"}],
+    }
+
+
+def test_data_url_images_become_base64_blocks_and_back() -> None:
+    url = "data:image/jpeg;base64,/9j/4AAQ"
+    payload = to_anthropic(
+        [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}}]}]
+    )
+    block = payload["messages"][0]["content"][0]
+    assert block == {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/jpeg", "data": "/9j/4AAQ"},
+    }
+    back = to_openai(from_anthropic(payload["messages"]))
+    assert back[0]["content"] == [{"type": "image_url", "image_url": {"url": url}}]
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    inputs=st.lists(st.dictionaries(st.text(max_size=6), _json, max_size=4), min_size=1, max_size=3)
+)
+def test_tool_inputs_survive_the_round_trip(inputs: list[dict[str, Any]]) -> None:
+    uses = [
+        {"type": "tool_use", "id": f"t{i}", "name": "f", "input": v} for i, v in enumerate(inputs)
+    ]
+    results = [{"type": "tool_result", "tool_use_id": f"t{i}"} for i in range(len(inputs))]
+    messages = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": uses},
+        {"role": "user", "content": results},
+    ]
+    assert to_anthropic(from_anthropic(messages)) == {"system": None, "messages": messages}

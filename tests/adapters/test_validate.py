@@ -1,0 +1,105 @@
+"""validate_openai / validate_anthropic over a corpus of malformed payloads."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ctxpack
+from ctxpack import InvalidMessageError, validate_anthropic, validate_openai
+
+from .malformed import ANTHROPIC, OPENAI, Case
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _load(name: str) -> Any:
+    return json.loads((FIXTURES / name).read_text(encoding="utf-8"))
+
+
+def test_the_corpus_is_large_enough() -> None:
+    assert len(OPENAI) + len(ANTHROPIC) >= 30
+    assert len({c.name for c in OPENAI}) == len(OPENAI)
+    assert len({c.name for c in ANTHROPIC}) == len(ANTHROPIC)
+
+
+def _check(validate: Any, case: Case) -> None:
+    with pytest.raises(InvalidMessageError) as info:
+        validate(case.payload)
+    err = info.value
+    assert (err.index, err.field) == (case.index, case.field)
+    assert case.says in str(err)
+    if case.index is not None:
+        assert str(err).startswith(f"message {case.index}: ")
+
+
+@pytest.mark.parametrize("case", OPENAI, ids=lambda c: c.name)
+def test_validate_openai_names_index_and_field(case: Case) -> None:
+    _check(validate_openai, case)
+
+
+@pytest.mark.parametrize("case", ANTHROPIC, ids=lambda c: c.name)
+def test_validate_anthropic_names_index_and_field(case: Case) -> None:
+    _check(validate_anthropic, case)
+
+
+@pytest.mark.parametrize("case", [c for c in OPENAI if c.pairing], ids=lambda c: c.name)
+def test_openai_pairing_mistakes_pass_without_pairing_checks(case: Case) -> None:
+    validate_openai(case.payload, tool_pairing=False)
+
+
+@pytest.mark.parametrize("case", [c for c in ANTHROPIC if c.pairing], ids=lambda c: c.name)
+def test_anthropic_pairing_mistakes_pass_without_pairing_checks(case: Case) -> None:
+    validate_anthropic(case.payload, tool_pairing=False)
+
+
+def test_the_error_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="tool_call_id"):
+        validate_openai([{"role": "tool", "content": "1"}])
+
+
+def test_valid_fixtures_pass() -> None:
+    validate_openai(_load("openai_tools.json"))
+    validate_anthropic(_load("anthropic_tools.json"))
+    validate_anthropic(_load("anthropic_tools.json")["messages"])
+
+
+def test_a_trailing_call_may_wait_for_its_result() -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    validate_openai(
+        [{"role": "user", "content": "hi"}, {"role": "assistant", "tool_calls": [call]}]
+    )
+    use = {"type": "tool_use", "id": "t1", "name": "f", "input": {}}
+    validate_anthropic(
+        {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": [use]}]}
+    )
+
+
+@pytest.mark.parametrize(
+    "case", [c for c in OPENAI if not c.pairing and c.index is not None], ids=lambda c: c.name
+)
+def test_pack_rejects_malformed_openai_messages(case: Case) -> None:
+    with pytest.raises(InvalidMessageError) as info:
+        ctxpack.pack(case.payload, budget=1000, model="gpt-4")
+    assert (info.value.index, info.value.field) == (case.index, case.field)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        c
+        for c in ANTHROPIC
+        if not c.pairing
+        and isinstance(c.payload, dict)
+        and isinstance(c.payload.get("messages"), list)
+    ],
+    ids=lambda c: c.name,
+)
+def test_from_anthropic_rejects_malformed_payloads(case: Case) -> None:
+    payload = case.payload
+    with pytest.raises(InvalidMessageError) as info:
+        ctxpack.from_anthropic(payload["messages"], system=payload.get("system"))
+    assert (info.value.index, info.value.field) == (case.index, case.field)

@@ -1,0 +1,35 @@
+"""Small builders shared by the tests."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import ctxpack
+
+
+def ctx_of(
+    messages: Sequence[ctxpack.Message | Mapping[str, Any]],
+    *,
+    budget: int = 10_000,
+    reserve: int = 0,
+    query: str | None = None,
+    protected: Sequence[str] = (),
+) -> ctxpack.PackContext:
+    """A PackContext over ``messages`` counted with exact cl100k_base."""
+    return ctxpack.PackContext(
+        messages=tuple(ctxpack.ensure_messages(messages)),
+        budget=budget,
+        counter=ctxpack.get_counter(model="gpt-4"),
+        reserve=reserve,
+        query=query,
+        protected=frozenset(protected),
+    )
+
+
+def ids(ctx: ctxpack.PackContext) -> list[str]:
+    return [m.id for m in ctx.messages]
+
+
+def call(call_id: str, name: str = "lookup", arguments: str = "{}") -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}

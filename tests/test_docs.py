@@ -1,0 +1,147 @@
+"""The documentation's examples run: every ```python block of README.md and docs/, and the
+doctests of every ctxpack module.
+
+Blocks of one file run in order and share one namespace, like a reader going down the page. A
+block preceded by an ``<!-- skip -->`` line (blank lines allowed in between) is not run.
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import pkgutil
+import re
+from pathlib import Path
+
+import pytest
+
+import ctxpack
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC_FILES = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
+
+_FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n`]*)$")
+_SKIP = "<!-- skip -->"
+
+
+def python_blocks(text: str) -> list[tuple[int, str]]:
+    """The runnable ```python blocks of a Markdown text, as (first code line number, code)."""
+    lines = text.splitlines()
+    blocks: list[tuple[int, str]] = []
+    i = 0
+    while i < len(lines):
+        match = _FENCE.match(lines[i])
+        if match is None:
+            i += 1
+            continue
+        fence, indent = match["fence"], match["indent"]
+        language = (match["info"].split() or [""])[0].lower()
+        start = i + 1
+        end = start
+        while end < len(lines) and not lines[end].strip().startswith(fence):
+            end += 1
+        previous = next((line.strip() for line in reversed(lines[:i]) if line.strip()), "")
+        if language in ("python", "py") and previous != _SKIP:
+            code = "\n".join(line.removeprefix(indent) for line in lines[start:end])
+            blocks.append((start + 1, code))
+        i = end + 1
+    return blocks
+
+
+def test_the_block_finder_sees_fences_and_skip_markers() -> None:
+    text = "\n".join(
+        [
+            "# Title",
+            "```python",
+            "x = 1",
+            "```",
+            "<!-- skip -->",
+            "",
+            "```python",
+            "raise SystemExit",
+            "```",
+            "```bash",
+            "ls",
+            "```",
+            "````python",
+            "y = '```'",
+            "````",
+        ]
+    )
+    assert python_blocks(text) == [(3, "x = 1"), (14, "y = '```'")]
+
+
+@pytest.mark.parametrize("path", DOC_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_python_blocks_run(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Examples that write files write them in a scratch folder.
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, object] = {"__name__": f"docs_{path.stem}"}
+    relative = path.relative_to(ROOT)
+    for line, code in python_blocks(path.read_text(encoding="utf-8")):
+        # Padding keeps the traceback's line numbers those of the Markdown file.
+        compiled = compile("\n" * (line - 1) + code, str(relative), "exec")
+        try:
+            exec(compiled, namespace)
+        except Exception as exc:
+            pytest.fail(f"{relative}, block at line {line}: {type(exc).__name__}: {exc}")
+
+
+def _ctxpack_modules() -> list[str]:
+    names = ["ctxpack"]
+    for info in pkgutil.walk_packages(ctxpack.__path__, prefix="ctxpack."):
+        # ``python -m ctxpack`` runs the command line on import.
+        if info.name.rsplit(".", 1)[-1] != "__main__":
+            names.append(info.name)
+    return sorted(names)
+
+
+@pytest.mark.parametrize("module_name", _ctxpack_modules())
+def test_doctests(module_name: str) -> None:
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and not exc.name.startswith("ctxpack"):
+            pytest.skip(f"{module_name} needs the optional package {exc.name!r}")
+        raise
+    finder = doctest.DocTestFinder(exclude_empty=True)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    report: list[str] = []
+    for test in finder.find(module, module_name):
+        runner.run(test, out=report.append)
+    results = runner.summarize(verbose=False)
+    assert results.failed == 0, "".join(report)
+
+
+def _normalise(text: str) -> str:
+    return " ".join(text.replace("`", "").split()).casefold()
+
+
+def promise_quote(path: Path) -> str:
+    """The block quote of the ``## The promise`` section of a Markdown file."""
+    text = path.read_text(encoding="utf-8")
+    section = text.split("## The promise", 1)[1].split("\n## ", 1)[0]
+    quote = [line[1:] for line in section.splitlines() if line.startswith(">")]
+    assert quote, f"{path.relative_to(ROOT)}: no block quote in 'The promise'"
+    return _normalise(" ".join(quote))
+
+
+@pytest.mark.parametrize(
+    ("page", "module_name", "attribute"),
+    [
+        ("README.md", "ctxpack.packing", "pack"),
+        ("docs/concepts.md", "ctxpack.packing", "pack"),
+        ("docs/stages/pack.md", "ctxpack.stages.pack", None),
+    ],
+)
+def test_the_quoted_promise_is_the_docstring_one(
+    page: str, module_name: str, attribute: str | None
+) -> None:
+    module = importlib.import_module(module_name)
+    documented = getattr(module, attribute) if attribute else module
+    assert promise_quote(ROOT / page) in _normalise(documented.__doc__ or "")
+
+
+def test_the_api_reference_lists_every_public_name() -> None:
+    text = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    listed = set(re.findall(r"^::: ctxpack\.(\w+)\s*$", text, re.MULTILINE))
+    assert sorted(set(ctxpack.__all__) - listed) == []

