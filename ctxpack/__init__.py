@@ -13,6 +13,7 @@ from .adapters import to_langchain as to_langchain
 from .adapters import to_openai as to_openai
 from .adapters import validate_anthropic as validate_anthropic
 from .adapters import validate_openai as validate_openai
+from .embeddings import MiniLMEmbedder as MiniLMEmbedder
 from .errors import BudgetExceededError as BudgetExceededError
 from .errors import ConfigError as ConfigError
 from .errors import CtxpackError as CtxpackError
@@ -36,8 +37,10 @@ from .stages import GreedyPacker as GreedyPacker
 from .stages import MemorySelector as MemorySelector
 from .stages import PromptComposer as PromptComposer
 from .stages import RelevanceScorer as RelevanceScorer
+from .stages import SemanticScorer as SemanticScorer
 from .stages.alternate import TurnAlternator as TurnAlternator
 from .stages.compress import compress_lines as compress_lines
+from .stages.semantic import semantic_pipeline as semantic_pipeline
 from .tokens import ApproximateTokenCountWarning as ApproximateTokenCountWarning
 from .tokens import TokenCounter as TokenCounter
 from .tokens import anthropic_approx_counter as anthropic_approx_counter
@@ -63,11 +66,13 @@ __all__ = [
     "InvalidMessageError",
     "MemorySelector",
     "Message",
+    "MiniLMEmbedder",
     "PackContext",
     "PackResult",
     "Pipeline",
     "PromptComposer",
     "RelevanceScorer",
+    "SemanticScorer",
     "Stage",
     "TokenCounter",
     "TokenizerUnavailableError",
@@ -84,6 +89,7 @@ __all__ = [
     "from_openai",
     "get_counter",
     "pack",
+    "semantic_pipeline",
     "to_anthropic",
     "to_langchain",
     "to_openai",

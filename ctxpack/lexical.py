@@ -7,10 +7,16 @@ from __future__ import annotations
 
 import math
 import re
+from array import array
+from collections import OrderedDict
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any
 
-__all__ = ["STOP_WORDS", "bm25_scores", "terms"]
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["STOP_WORDS", "InvertedIndex", "bm25_scores", "shared_index", "terms"]
 
 _TOKEN = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
 
@@ -322,3 +328,118 @@ def bm25_scores(
             s += idf[term] * f * (k1 + 1.0) / (f + norm)
         scores.append(s)
     return scores
+
+
+class InvertedIndex:
+    """A BM25 index over a list of texts that grows with the conversation.
+
+    :meth:`sync` makes the index describe exactly ``texts``: it keeps the longest prefix it
+    already indexed and only analyses what changed after it, so packing the same history with a
+    new question costs the question, not the history.
+    """
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self._doc_terms: list[dict[str, int]] = []
+        self._lengths = array("d")
+        self._postings: dict[str, tuple[array[int], array[int]]] = {}
+        self._total_length = 0.0
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def _common_prefix(self, texts: Sequence[str]) -> int:
+        n = min(len(texts), len(self.texts))
+        if n and self.texts[n - 1] is texts[n - 1] and self.texts[:n] == list(texts[:n]):
+            return n
+        lo, hi = 0, n
+        # Binary search on prefix equality: histories usually share a long prefix.
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.texts[:mid] == list(texts[:mid]):
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    def _truncate(self, n: int) -> None:
+        touched: set[str] = set()
+        for doc in range(n, len(self.texts)):
+            touched.update(self._doc_terms[doc])
+            self._total_length -= self._lengths[doc]
+        for term in touched:
+            docs, counts = self._postings[term]
+            # Postings are appended in document order, so the removed ones sit at the end.
+            while docs and docs[-1] >= n:
+                docs.pop()
+                counts.pop()
+            if not docs:
+                del self._postings[term]
+        del self.texts[n:]
+        del self._doc_terms[n:]
+        del self._lengths[n:]
+
+    def sync(self, texts: Sequence[str]) -> None:
+        """Make the index cover exactly ``texts`` (in order)."""
+        keep = self._common_prefix(texts)
+        if keep < len(self.texts):
+            self._truncate(keep)
+        for position in range(keep, len(texts)):
+            text = texts[position]
+            tf: dict[str, int] = {}
+            for term in terms(text):
+                tf[term] = tf.get(term, 0) + 1
+            length = float(sum(tf.values()))
+            self.texts.append(text)
+            self._doc_terms.append(tf)
+            self._lengths.append(length)
+            self._total_length += length
+            for term, count in tf.items():
+                entry = self._postings.get(term)
+                if entry is None:
+                    entry = (array("i"), array("i"))
+                    self._postings[term] = entry
+                entry[0].append(position)
+                entry[1].append(count)
+
+    def bm25(self, query: Sequence[str], *, k1: float = 1.2, b: float = 0.75) -> npt.NDArray[Any]:
+        """BM25 score of every indexed text for ``query`` (same formula as :func:`bm25_scores`)."""
+        n = len(self.texts)
+        scores = np.zeros(n)
+        if n == 0:
+            return scores
+        lengths = np.frombuffer(self._lengths, dtype=np.float64) if n else np.zeros(0)
+        avg = self._total_length / n or 1.0
+        norm = k1 * (1.0 - b + b * lengths / avg)
+        for term in set(query):
+            entry = self._postings.get(term)
+            if entry is None:
+                continue
+            docs = np.frombuffer(entry[0], dtype=np.int32)
+            tf = np.frombuffer(entry[1], dtype=np.int32).astype(np.float64)
+            idf = math.log(1.0 + (n - len(docs) + 0.5) / (len(docs) + 0.5))
+            scores[docs] += idf * tf * (k1 + 1.0) / (tf + norm[docs])
+        return scores
+
+
+_INDEXES: OrderedDict[tuple[str, ...], InvertedIndex] = OrderedDict()
+_MAX_INDEXES = 16
+
+
+def shared_index(texts: Sequence[str]) -> InvertedIndex:
+    """The cached index for a conversation, synced to ``texts``.
+
+    Conversations are told apart by their first texts, so a backend serving several users keeps
+    one index per conversation (the least recently used of more than 16 is forgotten).
+    """
+    key = tuple(texts[:3])
+    index = _INDEXES.get(key)
+    if index is None:
+        index = InvertedIndex()
+        _INDEXES[key] = index
+        if len(_INDEXES) > _MAX_INDEXES:
+            _INDEXES.popitem(last=False)
+    else:
+        _INDEXES.move_to_end(key)
+    index.sync(texts)
+    return index

@@ -7,8 +7,9 @@ first problem it finds.
 
 from __future__ import annotations
 
+import copy
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal, get_args
 
@@ -135,7 +136,8 @@ class Message(BaseModel):
     @property
     def text(self) -> str:
         """The message's text: the content string, or its text parts joined by newlines."""
-        return content_text(self.content)
+        content = self.content
+        return content if isinstance(content, str) else content_text(content)
 
     @property
     def is_tool_exchange(self) -> bool:
@@ -202,14 +204,54 @@ def _from_mapping(index: int, data: Mapping[str, Any]) -> Message:
         raise InvalidMessageError(msg, index=index, field=head) from exc
 
 
-def ensure_messages(messages: Iterable[Message | Mapping[str, Any]]) -> list[Message]:
+# Conversion cache: a chatbot packs the same history again every turn, and validating thousands
+# of dicts with pydantic each time would dominate the cost. Entries are keyed by the dict's
+# identity and trusted only while the dict still equals the snapshot taken at conversion, so a
+# dict mutated in place (or a new dict at a recycled address) is validated again.
+_CACHE_LIMIT = 500_000
+_CONVERTED: dict[int, tuple[dict[str, Any], Message, bool]] = {}
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _snapshot(data: Mapping[str, Any]) -> dict[str, Any]:
+    if all(isinstance(v, _SCALARS) for v in data.values()):
+        return dict(data)
+    return copy.deepcopy(dict(data))
+
+
+def _convert(
+    index: int,
+    item: Mapping[str, Any],
+    check: Callable[[Mapping[str, Any], int], None] | None,
+) -> Message:
+    key = id(item)
+    hit = _CONVERTED.get(key)
+    if hit is not None and hit[0] == item and (hit[2] or check is None):
+        return hit[1]
+    if check is not None:
+        check(item, index)
+    msg = _from_mapping(index, item)
+    if len(_CONVERTED) >= _CACHE_LIMIT:
+        _CONVERTED.clear()
+    _CONVERTED[key] = (_snapshot(item), msg, check is not None)
+    return msg
+
+
+def ensure_messages(
+    messages: Iterable[Message | Mapping[str, Any]],
+    *,
+    check: Callable[[Mapping[str, Any], int], None] | None = None,
+) -> list[Message]:
     """Validate ``messages`` and return them as :class:`Message` objects with unique ids.
 
     Args:
         messages: ``Message`` objects or OpenAI-style dicts, in chronological order.
+        check: An extra validation ``check(dict, index)`` run on each dict before conversion
+            (``pack()`` passes the OpenAI payload rules); it raises ``InvalidMessageError``.
 
     Returns:
         A new list; the input is never mutated. Messages without an id get :func:`stable_id`.
+        Converting the same dicts again is cached.
 
     Raises:
         InvalidMessageError: naming the index and the field of the first problem.
@@ -225,16 +267,17 @@ def ensure_messages(messages: Iterable[Message | Mapping[str, Any]]) -> list[Mes
     out: list[Message] = []
     seen: dict[str, int] = {}
     for index, item in enumerate(messages):
-        if isinstance(item, Message):
+        # ``type(...) is dict`` first: the abstract Mapping check is slow on long histories.
+        if type(item) is dict or (not isinstance(item, Message) and isinstance(item, Mapping)):
+            msg = _convert(index, item, check)
+        elif isinstance(item, Message):
             msg = item
-        elif isinstance(item, Mapping):
-            msg = _from_mapping(index, item)
         else:
             raise InvalidMessageError(
                 f"expected a Message or a dict, got {type(item).__name__}", index=index
             )
         if not msg.id:
-            msg = msg.model_copy(update={"id": stable_id(index, msg.role, msg.text)})
+            msg = _with_stable_id(index, msg)
         if msg.id in seen:
             raise InvalidMessageError(
                 f"id {msg.id!r} repeats the id of message {seen[msg.id]}; ids must be unique",
@@ -244,3 +287,19 @@ def ensure_messages(messages: Iterable[Message | Mapping[str, Any]]) -> list[Mes
         seen[msg.id] = index
         out.append(msg)
     return out
+
+
+_WITH_ID: dict[tuple[int, int], tuple[Message, Message]] = {}
+
+
+def _with_stable_id(index: int, msg: Message) -> Message:
+    # The generated id depends on the position too, so the cache key is (message, position).
+    key = (id(msg), index)
+    hit = _WITH_ID.get(key)
+    if hit is not None and hit[0] is msg:
+        return hit[1]
+    named = msg.model_copy(update={"id": stable_id(index, msg.role, msg.text)})
+    if len(_WITH_ID) >= _CACHE_LIMIT:
+        _WITH_ID.clear()
+    _WITH_ID[key] = (msg, named)
+    return named

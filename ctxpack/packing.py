@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from .adapters.validate import check_openai_message
-from .errors import ConfigError, InvalidMessageError
+from .errors import ConfigError
 from .messages import Message, ensure_messages
 from .pipeline import Decision, PackContext, Pipeline, Stage
 from .result import PackResult
@@ -66,17 +66,7 @@ def _resolve_provider(provider: str | None, messages: Sequence[Message]) -> Prov
 
 
 def _validated(messages: Iterable[Message | Mapping[str, Any]]) -> list[Message]:
-    if isinstance(messages, (str, bytes, Mapping)):
-        return ensure_messages(messages)
-    items = list(messages)
-    for index, item in enumerate(items):
-        if not isinstance(item, (Message, Mapping)):
-            raise InvalidMessageError(
-                f"expected a Message or a dict, got {type(item).__name__}", index=index
-            )
-        if isinstance(item, Mapping):
-            check_openai_message(item, index)
-    return ensure_messages(items)
+    return ensure_messages(messages, check=check_openai_message)
 
 
 def pack(

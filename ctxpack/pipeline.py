@@ -72,8 +72,8 @@ class PackContext:
         model: The model name the caller gave, if any.
         decisions: Every decision so far, in order.
         protected: Ids that must not be dropped (system, pinned, the current question).
-        signals: Per message id, named scores that stages contribute for the packer
-            (``{"m3": {"relevance": 0.8}}``).
+        signals: Named scores that stages contribute for the packer, per signal then per
+            message id (``{"relevance": {"m3": 0.8}}``); a missing id scores 0.
         artifacts: Originals of messages that a stage shortened, by id: nothing is lost.
     """
 
@@ -101,11 +101,14 @@ class PackContext:
         return self.counter.count_message(message)
 
     def with_signal(self, name: str, values: Mapping[str, float]) -> PackContext:
-        """A copy where each message id in ``values`` gets the named signal."""
-        merged: dict[str, Mapping[str, float]] = dict(self.signals)
-        for message_id, value in values.items():
-            merged[message_id] = {**merged.get(message_id, {}), name: value}
+        """A copy where the signal ``name`` is ``values`` (message id -> score), replacing any
+        earlier values of that signal."""
+        merged = {**self.signals, name: MappingProxyType(dict(values))}
         return dataclasses.replace(self, signals=MappingProxyType(merged))
+
+    def signal(self, name: str) -> Mapping[str, float]:
+        """The values of one signal (message id -> score); empty when no stage set it."""
+        return self.signals.get(name, _EMPTY)
 
     @property
     def available(self) -> int:

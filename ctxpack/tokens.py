@@ -68,6 +68,9 @@ _MODEL_PREFIXES: tuple[tuple[str, str], ...] = (
 
 DEFAULT_ENCODING = "cl100k_base"
 
+# Bound on each count cache; past it the cache starts over rather than growing without end.
+_CACHE_LIMIT = 1_000_000
+
 
 class ApproximateTokenCountWarning(UserWarning):
     """Token counts come from an approximation, not from the model's tokenizer."""
@@ -105,6 +108,9 @@ class _FramedCounter:
 
     def __init__(self) -> None:
         self._cache: dict[str, int] = {}
+        # Messages are frozen, so a message object's count never changes: keyed by identity
+        # (the entry holds the message, so its id cannot be recycled while cached).
+        self._message_cache: dict[int, tuple[Message, int]] = {}
 
     def _count_uncached(self, text: str) -> int:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -113,6 +119,8 @@ class _FramedCounter:
         cached = self._cache.get(text)
         if cached is None:
             cached = self._count_uncached(text)
+            if len(self._cache) >= _CACHE_LIMIT:
+                self._cache.clear()
             self._cache[text] = cached
         return cached
 
@@ -135,6 +143,16 @@ class _FramedCounter:
         return total
 
     def count_message(self, message: Message) -> int:
+        hit = self._message_cache.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        total = self._count_message_uncached(message)
+        if len(self._message_cache) >= _CACHE_LIMIT:
+            self._message_cache.clear()
+        self._message_cache[id(message)] = (message, total)
+        return total
+
+    def _count_message_uncached(self, message: Message) -> int:
         total = TOKENS_PER_MESSAGE + self.count(message.role)
         total += self._count_content(message.content)
         if message.name:

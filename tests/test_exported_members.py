@@ -41,8 +41,12 @@ EXPECTED = {
     "MemorySelector",
     "PromptComposer",
     "RelevanceScorer",
+    "SemanticScorer",
     "TurnAlternator",
     "compress_lines",
+    "semantic_pipeline",
+    # embeddings
+    "MiniLMEmbedder",
     # adapters
     "AnthropicPayload",
     "from_anthropic",

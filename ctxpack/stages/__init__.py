@@ -7,6 +7,7 @@ from .dedupe import Deduplicator as Deduplicator
 from .memory import MemorySelector as MemorySelector
 from .pack import GreedyPacker as GreedyPacker
 from .relevance import RelevanceScorer as RelevanceScorer
+from .semantic import SemanticScorer as SemanticScorer
 
 __all__ = [
     "CitationInheritor",
@@ -16,4 +17,5 @@ __all__ = [
     "MemorySelector",
     "PromptComposer",
     "RelevanceScorer",
+    "SemanticScorer",
 ]

@@ -37,7 +37,11 @@ class PromptComposer(BaseModel):
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
         messages = list(ctx.messages)
-        texts = {(m.role, m.text) for m in messages}
+        texts = (
+            {(m.role, m.text) for m in messages if m.role in ("system", "developer")}
+            if self.system is not None or self.developer is not None
+            else set()
+        )
         head = 0
         while head < len(messages) and messages[head].role == "system":
             head += 1

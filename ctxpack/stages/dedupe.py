@@ -12,9 +12,21 @@ from ..pipeline import Decision, PackContext
 __all__ = ["Deduplicator"]
 
 
+_NORMALIZED: dict[tuple[str, bool], str] = {}
+
+
 def _key(msg: Message, case_sensitive: bool) -> tuple[str, str]:
-    text = " ".join(msg.text.split())
-    return msg.role, text if case_sensitive else text.casefold()
+    # Cached per text: a long history is deduplicated again on every pack.
+    text = msg.text
+    norm = _NORMALIZED.get((text, case_sensitive))
+    if norm is None:
+        norm = " ".join(text.split())
+        if not case_sensitive:
+            norm = norm.casefold()
+        if len(_NORMALIZED) >= 500_000:
+            _NORMALIZED.clear()
+        _NORMALIZED[(text, case_sensitive)] = norm
+    return msg.role, norm
 
 
 class Deduplicator(BaseModel):
@@ -40,17 +52,18 @@ class Deduplicator(BaseModel):
         kept: list[Message] = []
         decisions = []
         for msg in reversed(ctx.messages):
+            key = _key(msg, self.case_sensitive)
             removable = not (
                 msg.pinned
                 or msg.id in ctx.protected
-                or msg.is_tool_exchange
+                or msg.tool_calls
+                or msg.role == "tool"
                 or (
                     isinstance(msg.content, list)
                     and any(p.get("type") != "text" for p in msg.content)
                 )
-                or not msg.text.strip()
+                or not key[1]
             )
-            key = _key(msg, self.case_sensitive)
             if removable and key in seen:
                 pos = seen[key]
                 newer = kept[pos]

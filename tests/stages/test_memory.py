@@ -23,7 +23,7 @@ HISTORY: list[dict[str, Any]] = [
 
 
 def _memory(signals: Mapping[str, Mapping[str, float]]) -> set[str]:
-    return {mid for mid, sig in signals.items() if sig.get("memory")}
+    return {mid for mid, value in signals.get("memory", {}).items() if value}
 
 
 def test_rolling_window_and_episodic_memory() -> None:

@@ -1,0 +1,153 @@
+"""Mix a sentence-embedding similarity into the ``relevance`` signal (opt-in, after BM25)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..embeddings import MiniLMEmbedder
+from ..errors import ConfigError
+from ..pipeline import Decision, PackContext
+from .relevance import RelevanceScorer, spread_to_neighbors
+
+if TYPE_CHECKING:
+    from ..pipeline import Pipeline
+
+__all__ = ["SemanticScorer", "semantic_pipeline"]
+
+_SHARED: MiniLMEmbedder | None = None
+
+
+def _shared_embedder() -> MiniLMEmbedder:
+    # One model per process: its per-text cache then serves every later pack of the same chat.
+    global _SHARED
+    if _SHARED is None:
+        _SHARED = MiniLMEmbedder()
+    return _SHARED
+
+
+class SemanticScorer(BaseModel):
+    """Mix each message's embedding similarity to the query into its ``relevance`` signal.
+
+    Runs after :class:`RelevanceScorer` (BM25) and finds what BM25 cannot: a message that says
+    the same thing in other words. The query and every unprotected message with text are
+    embedded; cosines are rescaled so that the median message gets 0 and the best gets 1
+    (``clip((cos - median) / (max - median), 0, 1)``), spread to neighbours like BM25 relevance,
+    and mixed in: ``relevance = (1 - weight) x bm25 + weight x semantic``. Protected messages
+    score 0. Messages with a semantic score of at least 0.5 get a ``selected`` decision.
+
+    Args:
+        embedder: A callable ``list[str] -> array (n, d)`` of unit vectors. ``None``: the
+            shared :class:`~ctxpack.MiniLMEmbedder`, created on first use (needs the optional
+            model, see the docs' semantic stage page).
+        weight: Share of the semantic score in the mixed relevance, 0 to 1 (0: the stage does
+            nothing).
+        neighbors: How many messages on each side receive a share of the semantic score.
+        neighbor_share: Share of a message's semantic score its direct neighbours receive
+            (``neighbor_share ** d`` at distance ``d``).
+
+    Raises:
+        ConfigError: the embedder returns an array of the wrong shape, or (default embedder)
+            the model or the ``tokenizers`` package is not installed.
+
+    Example:
+        >>> import numpy as np
+        >>> from ctxpack import PackContext, ensure_messages, get_counter
+        >>> vectors = {"car": [1.0, 0.0], "vehicle": [0.9, 0.436], "lunch": [0.0, 1.0],
+        ...            "soup": [0.1, 0.995]}
+        >>> fake = lambda texts: np.array([vectors[t] for t in texts])
+        >>> history = ensure_messages([{"role": "user", "content": t, "id": t}
+        ...                            for t in ("vehicle", "lunch", "soup")])
+        >>> ctx = PackContext(messages=tuple(history), budget=100, counter=get_counter(),
+        ...                   query="car")
+        >>> out = SemanticScorer(embedder=fake, neighbors=0)(ctx)
+        >>> dict(out.signal("relevance"))
+        {'vehicle': 0.5}
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    name: Literal["semantic"] = Field(default="semantic", exclude=True, repr=False)
+
+    embedder: Any = None
+    weight: float = Field(default=0.5, ge=0.0, le=1.0)
+    neighbors: int = Field(default=2, ge=0)
+    neighbor_share: float = Field(default=0.5, ge=0.0, le=1.0)
+
+    def _embed(self, texts: list[str]) -> np.ndarray[Any, np.dtype[np.float64]]:
+        embedder = self.embedder if self.embedder is not None else _shared_embedder()
+        vectors = np.asarray(embedder(texts), dtype=np.float64)
+        if vectors.ndim != 2 or vectors.shape[0] != len(texts):
+            raise ConfigError(
+                f"the embedder returned an array of shape {vectors.shape} for {len(texts)} "
+                "texts; it must return one vector per text, shape (n, d)"
+            )
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return vectors / np.maximum(norms, 1e-12)  # type: ignore[no-any-return]
+
+    def __call__(self, ctx: PackContext, /) -> PackContext:
+        if not ctx.query or self.weight == 0:
+            return ctx
+        messages = ctx.messages
+        scored = [i for i, m in enumerate(messages) if m.id not in ctx.protected and m.text.strip()]
+        if not scored:
+            return ctx
+        vectors = self._embed([ctx.query, *(messages[i].text for i in scored)])
+        cosines = vectors[1:] @ vectors[0]
+        median, best = float(np.median(cosines)), float(cosines.max())
+        if best - median <= 1e-9:
+            return ctx  # every message is as similar as the median: nothing to rank
+        own = [0.0] * len(messages)
+        cosine_at: dict[int, float] = {}
+        for i, cos in zip(scored, cosines.tolist(), strict=True):
+            own[i] = min(max((cos - median) / (best - median), 0.0), 1.0)
+            cosine_at[i] = cos
+        spread = spread_to_neighbors(own, self.neighbors, self.neighbor_share).tolist()
+        signal: dict[str, float] = {}
+        decisions: list[Decision] = []
+        bm25 = ctx.signal("relevance")
+        for i, m in enumerate(messages):
+            old = bm25.get(m.id, 0.0)
+            semantic = 0.0 if m.id in ctx.protected else spread[i]
+            new = (1.0 - self.weight) * old + self.weight * semantic
+            if old or new:
+                signal[m.id] = new
+            if own[i] >= 0.5:
+                decisions.append(
+                    Decision(
+                        stage=self.name,
+                        action="selected",
+                        message_id=m.id,
+                        reason=f"semantic similarity {cosine_at[i]:.2f} to the query "
+                        f"(semantic score {own[i]:.2f}; relevance {old:.2f} -> {new:.2f})",
+                        score=own[i],
+                    )
+                )
+        return ctx.with_signal("relevance", signal).decide(*decisions)
+
+
+def semantic_pipeline(embedder: Any = None, weight: float = 0.5) -> Pipeline:
+    """The default pipeline with a :class:`SemanticScorer` right after the relevance step.
+
+    compose -> memory -> dedupe -> citations -> relevance -> semantic -> compress -> pack. The
+    scorer spreads to neighbours as the pipeline's :class:`RelevanceScorer` does.
+
+    Args:
+        embedder: See :class:`SemanticScorer`; ``None`` for the shared MiniLM model.
+        weight: Share of the semantic score in the mixed relevance, 0 to 1.
+
+    Example:
+        >>> semantic_pipeline(embedder=lambda texts: ...).names
+        ['compose', 'memory', 'dedupe', 'citations', 'relevance', 'semantic', 'compress', 'pack']
+    """
+    # Imported here: ctxpack.packing imports the stages package, which imports this module.
+    from ..packing import default_pipeline
+
+    pipeline = default_pipeline()
+    relevance = pipeline["relevance"]
+    spreading: dict[str, Any] = {}
+    if isinstance(relevance, RelevanceScorer):
+        spreading = {"neighbors": relevance.neighbors, "neighbor_share": relevance.neighbor_share}
+    scorer = SemanticScorer(embedder=embedder, weight=weight, **spreading)
+    return pipeline.insert("compress", scorer)
