@@ -350,9 +350,12 @@ class InvertedIndex:
 
     def _common_prefix(self, texts: Sequence[str]) -> int:
         n = min(len(texts), len(self.texts))
-        if n and self.texts[n - 1] is texts[n - 1] and self.texts[:n] == list(texts[:n]):
+        if n and self.texts[:n] == list(texts[:n]):
             return n
-        lo, hi = 0, n
+        # The common case on a chatbot's next turn: only the last message (the question) changed.
+        if n > 1 and self.texts[: n - 1] == list(texts[: n - 1]):
+            return n - 1
+        lo, hi = 0, n - 1
         # Binary search on prefix equality: histories usually share a long prefix.
         while lo < hi:
             mid = (lo + hi + 1) // 2

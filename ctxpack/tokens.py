@@ -36,7 +36,8 @@ __all__ = [
 # Chat framing from OpenAI's published recipe (cookbook "How to count tokens with tiktoken"):
 # every message costs 3 tokens around its role and content, a name costs 1 more, and every reply
 # is primed with 3 tokens. Tool-call framing is not published; 3 tokens per call around the
-# function name and arguments matches the token usage the API reports to within a few tokens.
+# function name and arguments is an estimate (not checked against the API, which tests cannot
+# reach offline).
 TOKENS_PER_MESSAGE = 3
 TOKENS_PER_NAME = 1
 TOKENS_PER_TOOL_CALL = 3
@@ -272,8 +273,9 @@ class ScaledCounter(_FramedCounter):
 
 
 # Calibration for Claude models: their tokenizer is not public. On English prose and code,
-# Anthropic's count-tokens endpoint reports roughly 5-20% more tokens than cl100k_base for the
-# same text, so cl100k x 1.25 over-counts in the common case: packs made with it fit.
+# Public comparisons put Anthropic's counts roughly 5-20% above cl100k_base for the same English
+# prose or code (not measured here: it needs the network), so cl100k x 1.25 is meant to
+# over-count in the common case, and packs made with it fit.
 ANTHROPIC_FACTOR = 1.25
 
 

@@ -179,7 +179,7 @@ class GreedyPacker(BaseModel):
         messages = ctx.messages
         n = len(messages)
         weights = self.role_weights
-        total = np.fromiter((weights.get(m.role, 0.0) + m.priority for m in messages), float, n)
+        total = np.array([weights.get(m.role, 0.0) + m.priority for m in messages], dtype=float)
         if n > 1:
             total += self.recency_weight * np.arange(n) / (n - 1)
         else:
@@ -187,7 +187,8 @@ class GreedyPacker(BaseModel):
         for signal, weight in self.signal_weights.items():
             values = ctx.signal(signal)
             if weight and values:
-                total += weight * np.fromiter((values.get(m.id, 0.0) for m in messages), float, n)
+                get = values.get
+                total += weight * np.array([get(m.id, 0.0) for m in messages], dtype=float)
         return total.tolist()  # type: ignore[no-any-return]
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
@@ -199,12 +200,10 @@ class GreedyPacker(BaseModel):
         decisions: dict[int, Decision] = {}
         protected = ctx.protected
 
-        def mandatory(i: int) -> bool:
-            m = messages[i]
-            return m.role == "system" or m.pinned or m.id in protected
+        must = [m.role == "system" or m.pinned or m.id in protected for m in messages]
 
         for i in orphans:
-            if mandatory(i):
+            if must[i]:
                 units.append([i])
                 continue
             decisions[i] = Decision(
@@ -220,21 +219,24 @@ class GreedyPacker(BaseModel):
         scores = self.scores(ctx)
         used = REPLY_PRIMING
         keep: list[int] = []
+        # (-score, -position of its last message, ...): a plain tuple sort puts the highest
+        # score first and, among equals, the more recent unit; positions are unique, so the
+        # comparison never reaches the lists.
         optional: list[tuple[float, int, list[int], int]] = []
         for unit in units:
             if len(unit) == 1:
                 i = unit[0]
-                if mandatory(i):
+                if must[i]:
                     keep.append(i)
                     used += sizes[i]
                 else:
-                    optional.append((scores[i], i, unit, sizes[i]))
-            elif any(mandatory(i) for i in unit):
+                    optional.append((-scores[i], -i, unit, sizes[i]))
+            elif any(must[i] for i in unit):
                 keep.extend(unit)
                 used += sum(sizes[i] for i in unit)
             else:
                 cost = sum(sizes[i] for i in unit)
-                optional.append((max(scores[i] for i in unit), unit[-1], unit, cost))
+                optional.append((-max(scores[i] for i in unit), -unit[-1], unit, cost))
         if used > ctx.available:
             pinned = [messages[i].id for i in sorted(keep)]
             raise BudgetExceededError(
@@ -258,31 +260,36 @@ class GreedyPacker(BaseModel):
                 tokens_before=sizes[i],
                 tokens_after=sizes[i],
             )
-        # Highest score first; among equals the more recent unit wins.
-        optional.sort(key=lambda u: (-u[0], -u[1]))
-        for unit_score, _, unit, cost in optional:
-            fits = used + cost <= ctx.available
-            together = f" (with its tool exchange, {cost} tokens)" if len(unit) > 1 else ""
-            if fits:
+        optional.sort()
+        available = ctx.available
+        trusted = Decision.trusted
+        name = self.name
+        for negative_score, _, unit, cost in optional:
+            unit_score = -negative_score
+            if used + cost <= available:
                 used += cost
                 keep.extend(unit)
-            for i in unit:
-                if fits:
-                    reason = f"score {unit_score:.2f} = {self.score(messages[i], i, count, ctx)[1]}"
-                else:
-                    # Dropped messages are most of a long history: a short reason keeps packing
-                    # fast; the score itself is in the decision.
-                    reason = (
-                        f"score {unit_score:.2f}: needs {cost} tokens, {ctx.available - used} left"
+                together = f" (with its tool exchange, {cost} tokens)" if len(unit) > 1 else ""
+                for i in unit:
+                    breakdown = self.score(messages[i], i, count, ctx)[1]
+                    decisions[i] = trusted(
+                        name,
+                        "kept",
+                        messages[i].id,
+                        f"score {unit_score:.2f} = {breakdown}{together}",
+                        unit_score,
+                        sizes[i],
+                        sizes[i],
                     )
-                decisions[i] = Decision(
-                    stage=self.name,
-                    action="kept" if fits else "dropped",
-                    message_id=messages[i].id,
-                    reason=reason + together,
-                    score=unit_score,
-                    tokens_before=sizes[i],
-                    tokens_after=sizes[i] if fits else 0,
+                continue
+            # Dropped messages are most of a long history: a short reason keeps packing fast;
+            # the score itself is in the decision.
+            reason = f"score {unit_score:.2f}: needs {cost} tokens, {available - used} left"
+            if len(unit) > 1:
+                reason += f" (with its tool exchange, {cost} tokens)"
+            for i in unit:
+                decisions[i] = trusted(
+                    name, "dropped", messages[i].id, reason, unit_score, sizes[i], 0
                 )
         keep.sort()
         return ctx.decide(

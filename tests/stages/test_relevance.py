@@ -1,0 +1,142 @@
+"""RelevanceScorer: BM25 ranking, ties, neighbours, protected messages, effect on packing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import ctxpack
+from ctxpack import GreedyPacker, Pipeline, PromptComposer, RelevanceScorer
+from ctxpack.stages.relevance import spread_to_neighbors
+
+from ..helpers import ctx_of, ids
+
+HISTORY: list[dict[str, Any]] = [
+    {"role": "user", "content": "Our Postgres backups run nightly at 02:00 UTC.", "id": "u1"},
+    {"role": "assistant", "content": "Noted, nightly backups at 02:00.", "id": "a1"},
+    {"role": "user", "content": "The frontend uses React 18 and Vite.", "id": "u2"},
+    {"role": "assistant", "content": "Good choice for fast builds.", "id": "a2"},
+    {"role": "user", "content": "Lunch is at noon on Fridays.", "id": "u3"},
+    {"role": "assistant", "content": "Enjoy the pizza.", "id": "a3"},
+    {"role": "user", "content": "When do the backups run?", "id": "q"},
+]
+
+
+def relevance(**kwargs: Any) -> dict[str, float]:
+    ctx = ctx_of(HISTORY, query="When do the backups run?", protected=["q"])
+    return dict(RelevanceScorer(**kwargs)(ctx).signal("relevance"))
+
+
+def test_best_match_scores_one_and_ranks_first() -> None:
+    scores = relevance(neighbors=0)
+    assert scores["u1"] == 1.0
+    assert 0 < scores["a1"] < 1.0, "a1 matches 'backups' once, in a shorter text"
+    assert set(scores) == {"u1", "a1"}, "texts sharing no term get no relevance"
+
+
+def test_neighbours_get_a_decaying_share() -> None:
+    scores = relevance(neighbors=2, neighbor_share=0.5)
+    assert scores["u2"] == pytest.approx(max(0.5 * scores["a1"], 0.25 * scores["u1"]))
+    assert "a3" not in scores
+
+
+def test_protected_messages_get_no_relevance() -> None:
+    assert "q" not in relevance()
+
+
+def test_no_query_is_a_no_op() -> None:
+    ctx = ctx_of(HISTORY)
+    assert RelevanceScorer()(ctx) is ctx
+
+
+def test_stemming_matches_word_forms() -> None:
+    ctx = ctx_of(
+        [
+            {"role": "user", "content": "I painted two sunrises last year.", "id": "p"},
+            {"role": "user", "content": "Something else entirely.", "id": "x"},
+        ],
+        query="When did she paint a sunrise?",
+    )
+    assert dict(RelevanceScorer(neighbors=0)(ctx).signal("relevance")) == {"p": 1.0}
+
+
+def test_decisions_say_why() -> None:
+    ctx = ctx_of(HISTORY, query="When do the backups run?", protected=["q"])
+    out = RelevanceScorer()(ctx)
+    reasons = {d.message_id: d.reason for d in out.decisions}
+    assert reasons["u1"] == "relevance 1.00 to the query"
+    assert "neighbour of a relevant message" in reasons["u2"]
+
+
+def test_relevance_decides_what_the_packer_keeps() -> None:
+    # Room for the question and one more message: the relevant old one beats the recent ones.
+    ctx = ctx_of(HISTORY, query="When do the backups run?")
+    room = 3 + ctx.tokens(ctx.messages[0]) + ctx.tokens(ctx.messages[-1])
+    pipeline = Pipeline([PromptComposer(), RelevanceScorer(), GreedyPacker()])
+    assert ids(pipeline(ctx_of(HISTORY, budget=room, query="When do the backups run?"))) == [
+        "u1",
+        "q",
+    ]
+
+
+def test_ties_go_to_the_more_recent_message() -> None:
+    same = "The deploy key rotates monthly."
+    history = [
+        {"role": "user", "content": same, "id": "old"},
+        {"role": "user", "content": same + " ", "id": "new"},
+        {"role": "user", "content": "How often does the deploy key rotate?", "id": "q"},
+    ]
+    ctx = ctx_of(history, query="How often does the deploy key rotate?")
+    room = 3 + ctx.tokens(ctx.messages[1]) + ctx.tokens(ctx.messages[2])
+    packer = GreedyPacker(recency_weight=0.0)
+    pipeline = Pipeline([PromptComposer(), RelevanceScorer(neighbors=0), packer])
+    assert ids(pipeline(ctx_of(history, budget=room, query=ctx.query))) == ["new", "q"]
+
+
+def test_budget_edges_one_token_short_drops_the_message() -> None:
+    history = HISTORY[:1] + HISTORY[-1:]
+    ctx = ctx_of(history, query="When do the backups run?")
+    exact = 3 + sum(ctx.tokens(m) for m in ctx.messages)
+    pipeline = Pipeline([PromptComposer(), RelevanceScorer(), GreedyPacker()])
+    assert ids(pipeline(ctx_of(history, budget=exact, query=ctx.query))) == ["u1", "q"]
+    assert ids(pipeline(ctx_of(history, budget=exact - 1, query=ctx.query))) == ["q"]
+
+
+def test_repacking_a_grown_history_matches_a_fresh_index() -> None:
+    # The index behind the scorer is cached and grows with the conversation; a history that
+    # changes in the middle must still be scored as if indexed from scratch.
+    query = "When do the backups run?"
+    first = RelevanceScorer()(ctx_of(HISTORY, query=query)).signal("relevance")
+    edited = [dict(m) for m in HISTORY]
+    edited[2] = {"role": "user", "content": "Backups also run at noon.", "id": "u2"}
+    after_edit = RelevanceScorer()(ctx_of(edited, query=query)).signal("relevance")
+    assert after_edit["u2"] > first["u2"]
+    again = RelevanceScorer()(ctx_of(HISTORY, query=query)).signal("relevance")
+    assert dict(again) == dict(first)
+
+
+def test_spread_to_neighbors() -> None:
+    assert spread_to_neighbors([0.0, 0.0, 1.0, 0.0, 0.0], 1, 0.5).tolist() == [
+        0.0,
+        0.5,
+        1.0,
+        0.5,
+        0.0,
+    ]
+    assert spread_to_neighbors([1.0, 0.0, 0.8], 1, 0.5).tolist() == [1.0, 0.5, 0.8]
+    assert spread_to_neighbors([], 2, 0.5).tolist() == []
+    assert spread_to_neighbors([0.3], 2, 0.5).tolist() == [0.3]
+
+
+def test_config_is_validated() -> None:
+    with pytest.raises(ValueError):
+        RelevanceScorer(neighbors=-1)
+    with pytest.raises(ValueError):
+        RelevanceScorer(neighbor_share=1.5)
+
+
+def test_default_pipeline_keeps_the_relevant_old_turn() -> None:
+    result = ctxpack.pack(HISTORY, budget=45, model="gpt-4")
+    assert "u1" in result.kept_ids
+    assert "u3" not in result.kept_ids

@@ -1,0 +1,50 @@
+"""Terms, BM25 and the incremental index behind relevance scoring."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxpack.lexical import InvertedIndex, bm25_scores, shared_index, terms
+
+WORDS = ["alpha", "beta", "gamma", "delta", "backup", "backups", "the", "Caroline's", "42"]
+texts_st = st.lists(
+    st.lists(st.sampled_from(WORDS), max_size=8).map(" ".join), min_size=0, max_size=25
+)
+
+
+def test_terms_lowercase_stem_and_drop_stop_words() -> None:
+    assert terms("The Backups ran at 02:00") == ("backup", "ran", "02", "00")
+    assert terms("Caroline's paintings") == ("carolin", "paint")
+
+
+def test_bm25_prefers_rarer_terms_and_handles_empty_inputs() -> None:
+    docs = [terms("alpha beta"), terms("alpha"), terms("alpha gamma")]
+    scores = bm25_scores(terms("alpha gamma"), docs)
+    assert scores[2] == max(scores)
+    assert bm25_scores(terms("alpha"), []) == []
+    assert bm25_scores((), docs) == [0.0, 0.0, 0.0]
+
+
+@settings(max_examples=150, deadline=None)
+@given(first=texts_st, second=texts_st, keep=st.integers(0, 25), query=st.sampled_from(WORDS))
+def test_incremental_index_equals_a_fresh_one(
+    first: list[str], second: list[str], keep: int, query: str
+) -> None:
+    # Sync to one history, then to another sharing a prefix of it: the scores must be those of
+    # an index built from scratch on the second.
+    index = InvertedIndex()
+    index.sync(first)
+    target = first[:keep] + second
+    index.sync(target)
+    expected = bm25_scores(terms(query), [terms(t) for t in target])
+    assert np.allclose(index.bm25(terms(query)), expected)
+    assert len(index) == len(target)
+
+
+def test_shared_index_is_reused_for_a_growing_conversation() -> None:
+    history = ["system prompt xyz", "first turn", "second turn"]
+    index = shared_index(history)
+    assert shared_index([*history, "a new question"]) is index
+    assert len(index) == 4
