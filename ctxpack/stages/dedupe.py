@@ -69,14 +69,16 @@ class Deduplicator(BaseModel):
                 newer = kept[pos]
                 if msg.source and not newer.source:
                     kept[pos] = newer.model_copy(update={"source": msg.source})
+                # A long history can hold thousands of copies: the unvalidated constructor.
                 decisions.append(
-                    Decision(
-                        stage=self.name,
-                        action="deduped",
-                        message_id=msg.id,
-                        reason=f"duplicate of the more recent message {newer.id!r}",
-                        tokens_before=ctx.tokens(msg),
-                        tokens_after=0,
+                    Decision.trusted(
+                        self.name,
+                        "deduped",
+                        msg.id,
+                        f"duplicate of the more recent message {newer.id!r}",
+                        None,
+                        ctx.tokens(msg),
+                        0,
                     )
                 )
                 continue
