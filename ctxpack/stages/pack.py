@@ -284,7 +284,7 @@ class GreedyPacker(BaseModel):
                 continue
             # Dropped messages are most of a long history: a short reason keeps packing fast;
             # the score itself is in the decision.
-            reason = f"score {unit_score:.2f}: needs {cost} tokens, {available - used} left"
+            reason = f"needs {cost} tokens, {available - used} left after higher-scored messages"
             if len(unit) > 1:
                 reason += f" (with its tool exchange, {cost} tokens)"
             for i in unit:

@@ -76,14 +76,14 @@ class RelevanceScorer(BaseModel):
         nonzero = np.flatnonzero(final)
         signal = {messages[i].id: float(final[i]) for i in nonzero}
         decisions = [
-            Decision(
-                stage=self.name,
-                action="selected",
-                message_id=messages[i].id,
-                reason=f"relevance {final[i]:.2f} to the query"
+            Decision.trusted(
+                self.name,
+                "selected",
+                messages[i].id,
+                f"relevance {final[i]:.2f} to the query"
                 + ("" if final[i] == own[i] else " (neighbour of a relevant message)"),
-                score=float(final[i]),
+                float(final[i]),
             )
-            for i in np.flatnonzero(final >= 0.25)
+            for i in np.flatnonzero(final >= 0.25).tolist()
         ]
         return ctx.with_signal("relevance", signal).decide(*decisions)
