@@ -126,12 +126,18 @@ def _check_openai_function(
         )
 
 
-def check_openai_message(entry: Any, index: int) -> None:
+def _role_of(entry: Any, index: int) -> Any:
+    """The entry's role, after checking that it is an object that has one."""
     if not isinstance(entry, Mapping):
         raise _fail(f"a message must be an object, got {_type_name(entry)}", index, None)
     role = entry.get("role")
     if role is None:
         raise _fail("is missing", index, "role")
+    return role
+
+
+def check_openai_message(entry: Any, index: int) -> None:
+    role = _role_of(entry, index)
     if role == "function":
         raise _fail(
             "the legacy 'function' role is not supported; answer tool calls with role 'tool' "
@@ -354,11 +360,7 @@ def _check_anthropic_block(block: Any, index: int | None, field: str, role: str)
 
 
 def _check_anthropic_message(entry: Any, index: int) -> None:
-    if not isinstance(entry, Mapping):
-        raise _fail(f"a message must be an object, got {_type_name(entry)}", index, None)
-    role = entry.get("role")
-    if role is None:
-        raise _fail("is missing", index, "role")
+    role = _role_of(entry, index)
     if role == "system":
         raise _fail(
             "Anthropic takes the system prompt as the payload's 'system', not as a message",
