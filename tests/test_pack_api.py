@@ -186,3 +186,29 @@ def test_to_openai_round_trip() -> None:
     payload = result.to_openai()
     assert [m["role"] for m in payload] == [m.role for m in result.messages]
     assert count_tokens(payload, model="gpt-4") == result.tokens
+
+
+def test_repacking_sees_messages_edited_in_place() -> None:
+    # Conversions are cached per dict; an edit made in place between two packs must show.
+    history: list[dict[str, Any]] = [
+        {"role": "system", "content": "Be brief.", "id": "s"},
+        {"role": "user", "content": "The code word is apple.", "id": "u1"},
+        {"role": "user", "content": [{"type": "text", "text": "nested part"}], "id": "u2"},
+        {"role": "user", "content": "What is the code word?", "id": "q"},
+    ]
+    first = ctxpack.pack(history, budget=200, model="gpt-4")
+    history[1]["content"] = "The code word is banana."
+    history[2]["content"][0]["text"] = "edited nested part"
+    second = ctxpack.pack(history, budget=200, model="gpt-4")
+    texts = {m.id: m.text for m in second.messages}
+    assert texts["u1"] == "The code word is banana."
+    assert texts["u2"] == "edited nested part"
+    assert {m.id: m.text for m in first.messages}["u1"] == "The code word is apple."
+
+
+def test_an_invalid_edit_is_caught_on_repack() -> None:
+    history: list[dict[str, Any]] = [{"role": "user", "content": "hi", "id": "u"}]
+    ctxpack.pack(history, budget=50, model="gpt-4")
+    history[0]["role"] = "wizard"
+    with pytest.raises(ctxpack.InvalidMessageError, match="message 0: role"):
+        ctxpack.pack(history, budget=50, model="gpt-4")
