@@ -9,7 +9,9 @@ from collections.abc import Sequence
 from importlib import resources
 from typing import Any
 
+from .adapters import from_anthropic, from_openai
 from .errors import CtxpackError
+from .messages import Message
 from .packing import pack
 from .result import PackResult
 
@@ -27,7 +29,7 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(message)
 
 
-def _read_messages(path: str) -> Any:
+def _read_json(path: str) -> Any:
     try:
         if path == "-":
             raw = sys.stdin.read()
@@ -37,16 +39,27 @@ def _read_messages(path: str) -> Any:
     except OSError as exc:
         raise _UsageError(f"cannot read {path}: {exc.strerror or exc}") from exc
     try:
-        data = json.loads(raw)
+        return json.loads(raw)
     except json.JSONDecodeError as exc:
         raise _UsageError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}") from exc
+
+
+def _read_messages(path: str, provider: str) -> list[Message]:
+    data = _read_json(path)
+    if provider == "anthropic":
+        if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
+            raise _UsageError(
+                f"{path} must hold an Anthropic payload: an object with a 'messages' list "
+                "(and optionally 'system')"
+            )
+        return from_anthropic(data["messages"], system=data.get("system"))
     if isinstance(data, dict) and "messages" in data:
         data = data["messages"]
     if not isinstance(data, list):
         raise _UsageError(
             f"{path} must hold a JSON list of messages (or an object with a 'messages' list)"
         )
-    return data
+    return from_openai(data)
 
 
 def explain_table(result: PackResult) -> str:
@@ -93,6 +106,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--model", default=None, help="model name (picks the tokenizer), e.g. gpt-4")
     p.add_argument("--query", default=None, help="what the next answer is about")
     p.add_argument("--reserve", type=int, default=0, help="tokens to keep free for the reply")
+    p.add_argument(
+        "--provider",
+        choices=("openai", "anthropic"),
+        default="openai",
+        help="input and output format: an OpenAI message list (default) or an Anthropic "
+        "payload {'system': ..., 'messages': [...]}",
+    )
     p.add_argument("--explain", action="store_true", help="print the decisions as a table")
     d = sub.add_parser("demo", help="pack the bundled example conversation and explain it")
     d.add_argument("--budget", type=int, default=600, help="token budget (default 600)")
@@ -101,13 +121,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "demo":
             print(_demo(args.budget))
             return 0
-        messages = _read_messages(args.file)
+        messages = _read_messages(args.file, args.provider)
         result = pack(
             messages,
             budget=args.budget,
             model=args.model,
             query=args.query,
             reserve=args.reserve,
+            provider=args.provider,
         )
     except (_UsageError, CtxpackError) as exc:
         print(f"ctxpack: error: {exc}", file=sys.stderr)
@@ -115,7 +136,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.explain:
         print(explain_table(result))
     else:
-        print(json.dumps(result.to_openai(), ensure_ascii=False, indent=2))
+        payload = result.to_anthropic() if args.provider == "anthropic" else result.to_openai()
+        print(json.dumps(payload, ensure_ascii=False, indent=2))
     return 0
 
 

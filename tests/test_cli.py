@@ -126,3 +126,38 @@ def test_demo(capsys: pytest.CaptureFixture[str]) -> None:
 def test_demo_with_a_budget(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--budget", "400"]) == 0
     assert "into 400 tokens" in capsys.readouterr().out
+
+
+ANTHROPIC = Path(__file__).parent / "adapters" / "fixtures" / "anthropic_tools.json"
+
+
+@pytest.mark.parametrize("budget", ["60", "150", "400", "5000"])
+def test_anthropic_payload_in_and_out(budget: str, capsys: pytest.CaptureFixture[str]) -> None:
+    payload = json.loads(ANTHROPIC.read_text("utf-8"))
+    assert main(["pack", str(ANTHROPIC), "--budget", budget, "--provider", "anthropic"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    expected = ctxpack.pack(
+        ctxpack.from_anthropic(payload["messages"], system=payload["system"]), budget=int(budget)
+    )
+    assert out == expected.to_anthropic()
+    ctxpack.validate_anthropic(out)
+    assert out["messages"][0]["role"] == "user"
+
+
+def test_anthropic_needs_a_payload_object(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "list.json"
+    path.write_text(json.dumps([{"role": "user", "content": "hi"}]), "utf-8")
+    assert main(["pack", str(path), "--budget", "100", "--provider", "anthropic"]) == 2
+    assert "must hold an Anthropic payload" in _error_line(capsys)
+
+
+def test_anthropic_bad_block_names_index_and_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "bad.json"
+    bad = {"messages": [{"role": "user", "content": [{"type": "wizard"}]}]}
+    path.write_text(json.dumps(bad), "utf-8")
+    assert main(["pack", str(path), "--budget", "100", "--provider", "anthropic"]) == 2
+    assert "message 0" in _error_line(capsys)
