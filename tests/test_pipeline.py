@@ -144,3 +144,18 @@ def test_repr_lists_the_steps() -> None:
 def test_default_pipeline_order() -> None:
     assert ctxpack.default_pipeline().names[:2] == ["compose", "memory"]
     assert ctxpack.default_pipeline().names[-1] == "pack"
+
+
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (lambda: ctxpack.MemorySelector(window=-1), "MemorySelector: window=-1"),
+        (lambda: ctxpack.GreedyPacker(recency_weight="x"), "GreedyPacker: recency_weight='x'"),
+        (lambda: ctxpack.Deduplicator(case_sensitve=True), "valid options are case_sensitive"),
+        (lambda: ctxpack.RelevanceScorer(neighbor_share=2.0), "RelevanceScorer: neighbor_share"),
+    ],
+)
+def test_bad_stage_options_raise_config_error(make: Any, expected: str) -> None:
+    with pytest.raises(ctxpack.ConfigError, match=expected) as info:
+        make()
+    assert isinstance(info.value, ValueError)

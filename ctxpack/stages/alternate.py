@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ..messages import Message
 from ..pipeline import Decision, PackContext
+from ._base import StageModel
 from .pack import strip_unanswered_calls
 
 __all__ = ["TurnAlternator"]
@@ -31,7 +32,7 @@ def _turn_of(msg: Message) -> object:
     return meta.get("turn") if isinstance(meta, dict) else None
 
 
-class TurnAlternator(BaseModel):
+class TurnAlternator(StageModel):
     """Make the conversation valid for Anthropic: user first, alternating turns, tools paired.
 
     Assistant messages before the first user message are dropped with their tool results
@@ -42,7 +43,6 @@ class TurnAlternator(BaseModel):
     still fits its budget. :func:`ctxpack.pack` runs it last when packing for Anthropic.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
     name: Literal["alternate"] = Field(default="alternate", exclude=True, repr=False)
 
     def __call__(self, ctx: PackContext, /) -> PackContext:

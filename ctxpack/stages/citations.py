@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ..messages import Message
 from ..pipeline import Decision, PackContext
+from ._base import StageModel
 
 __all__ = ["CitationInheritor"]
 
 
-class CitationInheritor(BaseModel):
+class CitationInheritor(StageModel):
     """Give each message without a ``source`` the source of the nearest earlier message that has
     one, so a figure can always be traced back ("Selon wikipedia.org, le PIB..." then "Donc le PIB
     par habitant..." both cite wikipedia.org).
@@ -22,7 +23,6 @@ class CitationInheritor(BaseModel):
         max_distance: Inherit only from at most this many messages back (``None``: no limit).
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
     name: Literal["citations"] = Field(default="citations", exclude=True, repr=False)
 
     roles: tuple[str, ...] = ("user", "assistant", "tool")

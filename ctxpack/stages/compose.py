@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ..messages import Message
 from ..pipeline import Decision, PackContext
+from ._base import StageModel
 
 __all__ = ["PromptComposer"]
 
 
-class PromptComposer(BaseModel):
+class PromptComposer(StageModel):
     """Put the instructions in front and protect what the next answer cannot do without.
 
     ``system`` and ``developer``, when given, are inserted at the start (after any existing
@@ -27,7 +28,6 @@ class PromptComposer(BaseModel):
         protect_developer: Protect developer messages as well.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
     name: Literal["compose"] = Field(default="compose", exclude=True, repr=False)
 
     system: str | None = None

@@ -13,12 +13,13 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ..errors import ConfigError
 from ..lexical import terms
 from ..messages import Message
 from ..pipeline import Decision, PackContext
+from ._base import StageModel
 
 __all__ = ["ExtractiveCompressor", "compress_lines", "score_line"]
 
@@ -210,7 +211,7 @@ def compress_lines(
     return "\n".join(lines[i] for i in _select_lines(lines, max_lines, query, detector))
 
 
-class ExtractiveCompressor(BaseModel):
+class ExtractiveCompressor(StageModel):
     """Shorten long messages with :func:`compress_lines`, keeping their originals as artifacts.
 
     A message is compressed when it has more than ``min_tokens`` tokens and more than
@@ -228,7 +229,6 @@ class ExtractiveCompressor(BaseModel):
         spacy_model: See :func:`compress_lines`.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
     name: Literal["compress"] = Field(default="compress", exclude=True, repr=False)
 
     max_lines: int = Field(default=12, ge=1)

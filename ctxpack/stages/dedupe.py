@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ..messages import Message
 from ..pipeline import Decision, PackContext
+from ._base import StageModel
 
 __all__ = ["Deduplicator"]
 
@@ -29,7 +30,7 @@ def _key(msg: Message, case_sensitive: bool) -> tuple[str, str]:
     return msg.role, norm
 
 
-class Deduplicator(BaseModel):
+class Deduplicator(StageModel):
     """Drop older copies of a message, scanning from the end so the most recent copy stays.
 
     Two messages are copies when they have the same role and the same text after collapsing
@@ -42,7 +43,6 @@ class Deduplicator(BaseModel):
         case_sensitive: Compare text with case.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
     name: Literal["dedupe"] = Field(default="dedupe", exclude=True, repr=False)
 
     case_sensitive: bool = False

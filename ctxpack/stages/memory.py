@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ..pipeline import Decision, PackContext
+from ._base import StageModel
 
 __all__ = ["MemorySelector"]
 
 
-class MemorySelector(BaseModel):
+class MemorySelector(StageModel):
     """Tag each message as recent, episodic or a candidate for dropping.
 
     Recent: within the last ``window`` user turns (a turn is a user message and everything up to
@@ -24,7 +25,6 @@ class MemorySelector(BaseModel):
         important_priority: Priority from which a message counts as episodic memory.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
     name: Literal["memory"] = Field(default="memory", exclude=True, repr=False)
 
     window: int = Field(default=3, ge=0)

@@ -13,12 +13,13 @@ from collections.abc import Mapping
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ..errors import BudgetExceededError
 from ..messages import Message
 from ..pipeline import Decision, PackContext
 from ..tokens import REPLY_PRIMING
+from ._base import StageModel
 
 __all__ = [
     "DEFAULT_ROLE_WEIGHTS",
@@ -131,7 +132,7 @@ def strip_unanswered_calls(ctx: PackContext, stage: str) -> PackContext:
     return ctx.decide(*decisions, messages=tuple(out), artifacts=artifacts)
 
 
-class GreedyPacker(BaseModel):
+class GreedyPacker(StageModel):
     """Score every message, add units in decreasing score while they fit, restore order.
 
     Score of a message = role weight + ``priority`` + ``recency_weight`` x position (0 for the
@@ -148,7 +149,6 @@ class GreedyPacker(BaseModel):
         BudgetExceededError: the protected messages alone do not fit in ``budget - reserve``.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
     name: Literal["pack"] = Field(default="pack", exclude=True, repr=False)
 
     role_weights: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_ROLE_WEIGHTS))

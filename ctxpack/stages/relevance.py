@@ -7,10 +7,11 @@ from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ..lexical import shared_index, terms
 from ..pipeline import Decision, PackContext
+from ._base import StageModel
 
 __all__ = ["RelevanceScorer", "spread_to_neighbors"]
 
@@ -34,7 +35,7 @@ def spread_to_neighbors(
     return out  # type: ignore[no-any-return]
 
 
-class RelevanceScorer(BaseModel):
+class RelevanceScorer(StageModel):
     """Set the ``relevance`` signal (0 to 1) of every message from its BM25 score for the query.
 
     Terms are lower-cased, stemmed words without stop words. Scores are divided by the best one,
@@ -50,7 +51,6 @@ class RelevanceScorer(BaseModel):
         b: BM25 length normalisation.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
     name: Literal["relevance"] = Field(default="relevance", exclude=True, repr=False)
 
     neighbors: int = Field(default=2, ge=0)

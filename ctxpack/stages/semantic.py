@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from ..embeddings import MiniLMEmbedder
 from ..errors import ConfigError
 from ..pipeline import Decision, PackContext
+from ._base import StageModel
 from .relevance import RelevanceScorer, spread_to_neighbors
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ def _shared_embedder() -> MiniLMEmbedder:
     return _SHARED
 
 
-class SemanticScorer(BaseModel):
+class SemanticScorer(StageModel):
     """Mix each message's embedding similarity to the query into its ``relevance`` signal.
 
     Runs after :class:`RelevanceScorer` (BM25) and finds what BM25 cannot: a message that says
