@@ -51,6 +51,9 @@ def tool_units(messages: tuple[Message, ...] | list[Message]) -> tuple[list[list
         ``(units, orphans)``: units as lists of positions (chronological), and the positions of
         tool messages whose call is not in ``messages``.
     """
+    if not any(m.tool_calls or m.role == "tool" for m in messages):
+        # The common chat without tools: every message is its own unit.
+        return [[i] for i in range(len(messages))], []
     units: list[list[int]] = []
     owner: dict[str, int] = {}
     orphans: list[int] = []
@@ -74,6 +77,8 @@ def unanswered_calls(messages: tuple[Message, ...] | list[Message]) -> dict[int,
     The last message is left out: an assistant turn at the end may still be waiting for its
     results. Every other unanswered call makes the provider reject the request.
     """
+    if not any(m.tool_calls for m in messages):
+        return {}
     answered_at = {m.tool_call_id: i for i, m in enumerate(messages) if m.role == "tool"}
     out: dict[int, list[str]] = {}
     for i, msg in enumerate(messages[:-1]):
