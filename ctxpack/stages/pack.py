@@ -269,6 +269,7 @@ class GreedyPacker(StageModel):
         available = ctx.available
         trusted = Decision.trusted
         name = self.name
+        reasons: dict[tuple[int, int, bool], str] = {}
         for negative_score, _, unit, cost in optional:
             unit_score = -negative_score
             if used + cost <= available:
@@ -289,9 +290,14 @@ class GreedyPacker(StageModel):
                 continue
             # Dropped messages are most of a long history: a short reason keeps packing fast;
             # the score itself is in the decision.
-            reason = f"needs {cost} tokens, {available - used} left after higher-scored messages"
-            if len(unit) > 1:
-                reason += f" (with its tool exchange, {cost} tokens)"
+            # Once the budget is spent, "left" stops changing, so reasons repeat per cost.
+            key = (cost, available - used, len(unit) > 1)
+            reason = reasons.get(key)
+            if reason is None:
+                reason = f"needs {cost} tokens, {key[1]} left after higher-scored messages"
+                if key[2]:
+                    reason += f" (with its tool exchange, {cost} tokens)"
+                reasons[key] = reason
             for i in unit:
                 decisions[i] = trusted(
                     name, "dropped", messages[i].id, reason, unit_score, sizes[i], 0
