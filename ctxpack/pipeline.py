@@ -8,7 +8,7 @@ context in, new context out, the input never mutated. A plain function qualifies
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -275,7 +275,3 @@ class Pipeline:
         inner = ", ".join(f"({n!r}, {s!r})" for n, s in self._steps)
         return f"Pipeline([{inner}])"
 
-
-def message_index(messages: Sequence[Message]) -> dict[str, int]:
-    """Position of each message id in ``messages``."""
-    return {m.id: i for i, m in enumerate(messages)}
