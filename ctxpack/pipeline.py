@@ -274,4 +274,3 @@ class Pipeline:
     def __repr__(self) -> str:
         inner = ", ".join(f"({n!r}, {s!r})" for n, s in self._steps)
         return f"Pipeline([{inner}])"
-
