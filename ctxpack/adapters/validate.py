@@ -66,23 +66,28 @@ def _check_list(messages: Any, what: str) -> Sequence[Any]:
 # --------------------------------------------------------------------------------------- OpenAI
 
 
+def _typed_entry(entry: Any, noun: str, allowed: list[str], index: int | None, field: str) -> str:
+    """The ``type`` of a content part or block, checked against ``allowed`` (listed in order)."""
+    if not isinstance(entry, Mapping):
+        raise _fail(f"a content {noun} must be an object, got {_type_name(entry)}", index, field)
+    kind = entry.get("type")
+    if not isinstance(kind, str):
+        raise _fail(f"every content {noun} needs a string type", index, f"{field}.type")
+    if kind not in allowed:
+        raise _fail(
+            f"unknown {noun} type {kind!r}; expected one of {', '.join(allowed)}",
+            index,
+            f"{field}.type",
+        )
+    return kind
+
+
 def _check_openai_parts(parts: list[Any], index: int, role: str) -> None:
     if not parts:
         raise _fail("an empty list of parts; give at least one part or a string", index, "content")
     for j, part in enumerate(parts):
         field = f"content[{j}]"
-        if not isinstance(part, Mapping):
-            raise _fail(f"a content part must be an object, got {_type_name(part)}", index, field)
-        kind = part.get("type")
-        if not isinstance(kind, str):
-            raise _fail("every content part needs a string type", index, f"{field}.type")
-        if kind not in OPENAI_PART_TYPES:
-            raise _fail(
-                f"unknown part type {kind!r}; expected one of "
-                + ", ".join(sorted(OPENAI_PART_TYPES)),
-                index,
-                f"{field}.type",
-            )
+        kind = _typed_entry(part, "part", sorted(OPENAI_PART_TYPES), index, field)
         if kind in ("text", "input_text"):
             _require_str(part, "text", index, f"{field}.text")
         elif kind == "refusal":
@@ -280,17 +285,7 @@ def _report_unanswered(pending: Mapping[str, int], entries: Sequence[Mapping[str
 
 
 def _check_anthropic_block(block: Any, index: int | None, field: str, role: str) -> str:
-    if not isinstance(block, Mapping):
-        raise _fail(f"a content block must be an object, got {_type_name(block)}", index, field)
-    kind = block.get("type")
-    if not isinstance(kind, str):
-        raise _fail("every content block needs a string type", index, f"{field}.type")
-    if kind not in ANTHROPIC_BLOCKS:
-        raise _fail(
-            f"unknown block type {kind!r}; expected one of {', '.join(ANTHROPIC_BLOCKS)}",
-            index,
-            f"{field}.type",
-        )
+    kind = _typed_entry(block, "block", list(ANTHROPIC_BLOCKS), index, field)
     allowed = ANTHROPIC_BLOCKS[kind]
     if allowed is not None and allowed != role:
         article = "an" if allowed == "assistant" else "a"
