@@ -299,35 +299,13 @@ def bm25_scores(
     """Okapi BM25 score of every document for ``query`` (both given as term sequences).
 
     Repeated query terms count once. Uses the non-negative IDF ``log(1 + (N - df + 0.5) /
-    (df + 0.5))`` so that a term present everywhere scores ~0 rather than negative.
+    (df + 0.5))`` so that a term present everywhere scores ~0 rather than negative. The same
+    formula as :meth:`InvertedIndex.bm25`, through a throw-away index.
     """
-    n = len(documents)
-    if n == 0:
-        return []
-    query_set = set(query)
-    if not query_set:
-        return [0.0] * n
-    lengths = [len(d) for d in documents]
-    avg = sum(lengths) / n or 1.0
-    df: dict[str, int] = dict.fromkeys(query_set, 0)
-    tfs: list[dict[str, int]] = []
+    index = InvertedIndex()
     for doc in documents:
-        tf: dict[str, int] = {}
-        for term in doc:
-            if term in query_set:
-                tf[term] = tf.get(term, 0) + 1
-        for term in tf:
-            df[term] += 1
-        tfs.append(tf)
-    idf = {t: math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
-    scores = []
-    for tf, length in zip(tfs, lengths, strict=True):
-        s = 0.0
-        norm = k1 * (1.0 - b + b * length / avg)
-        for term, f in tf.items():
-            s += idf[term] * f * (k1 + 1.0) / (f + norm)
-        scores.append(s)
-    return scores
+        index.append_terms("", doc)
+    return [float(x) for x in index.bm25(query, k1=k1, b=b)]
 
 
 class InvertedIndex:
@@ -388,25 +366,29 @@ class InvertedIndex:
         if keep < len(self.texts):
             self._truncate(keep)
         for position in range(keep, len(texts)):
-            text = texts[position]
-            tf: dict[str, int] = {}
-            for term in terms(text):
-                tf[term] = tf.get(term, 0) + 1
-            length = float(sum(tf.values()))
-            self.texts.append(text)
-            self._doc_terms.append(tf)
-            self._lengths.append(length)
-            self._total_length += length
-            for term, count in tf.items():
-                entry = self._postings.get(term)
-                if entry is None:
-                    entry = (array("i"), array("i"))
-                    self._postings[term] = entry
-                entry[0].append(position)
-                entry[1].append(count)
+            self.append_terms(texts[position], terms(texts[position]))
+
+    def append_terms(self, text: str, doc_terms: Sequence[str]) -> None:
+        """Index one more document, given its text (for :meth:`sync`) and its terms."""
+        position = len(self.texts)
+        tf: dict[str, int] = {}
+        for term in doc_terms:
+            tf[term] = tf.get(term, 0) + 1
+        length = float(len(doc_terms))
+        self.texts.append(text)
+        self._doc_terms.append(tf)
+        self._lengths.append(length)
+        self._total_length += length
+        for term, count in tf.items():
+            entry = self._postings.get(term)
+            if entry is None:
+                entry = (array("i"), array("i"))
+                self._postings[term] = entry
+            entry[0].append(position)
+            entry[1].append(count)
 
     def bm25(self, query: Sequence[str], *, k1: float = 1.2, b: float = 0.75) -> npt.NDArray[Any]:
-        """BM25 score of every indexed text for ``query`` (same formula as :func:`bm25_scores`)."""
+        """BM25 score of every indexed text for ``query`` (see :func:`bm25_scores`)."""
         n = len(self.texts)
         scores = np.zeros(n)
         if n == 0:
