@@ -12,7 +12,7 @@ import json
 import math
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, Protocol, runtime_checkable
 
 from .errors import ConfigError, TokenizerUnavailableError
@@ -279,11 +279,13 @@ class ScaledCounter(_FramedCounter):
 ANTHROPIC_FACTOR = 1.25
 
 
+@lru_cache(maxsize=16)
 def anthropic_approx_counter(factor: float = ANTHROPIC_FACTOR) -> TokenCounter:
     """Approximate counter for Claude models: cl100k_base counts times ``factor`` (>= 1).
 
     It is an approximation (``exact=False``); for exact packing pass your own count function,
-    e.g. one that calls Anthropic's count-tokens endpoint, as ``counter=``.
+    e.g. one that calls Anthropic's count-tokens endpoint, as ``counter=``. One counter per
+    factor is shared by the process, so its counts stay cached between packs.
     """
     return ScaledCounter(
         _shared_tiktoken_counter(DEFAULT_ENCODING),
@@ -429,6 +431,13 @@ def _shared_tiktoken_counter(encoding: str) -> TiktokenCounter:
     return TiktokenCounter(encoding)
 
 
+@lru_cache(maxsize=64)
+def _shared_callable_counter(func: Callable[[str], int]) -> CallableCounter:
+    # A plain function passed as counter= on every pack (say, a provider's count endpoint)
+    # must not be called again for texts it has already counted.
+    return CallableCounter(func)
+
+
 def encoding_for_model(model: str) -> str:
     """The tiktoken encoding name OpenAI uses for ``model``.
 
@@ -486,7 +495,7 @@ def get_counter(model: str | None = None, counter: CounterLike | None = None) ->
         if isinstance(counter, TokenCounter):
             return counter
         if callable(counter):
-            return CallableCounter(counter)
+            return _shared_callable_counter(counter)
         raise ConfigError(
             f"counter must be a TokenCounter, an encoding name or a function, got "
             f"{type(counter).__name__}"

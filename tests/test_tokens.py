@@ -125,6 +125,28 @@ def test_same_text_is_tokenized_once() -> None:
     assert calls.count("user") == 1
 
 
+def test_a_plain_function_counter_keeps_its_cache_across_packs() -> None:
+    # A count function (say, a provider's endpoint) passed on every pack is asked once per text.
+    calls: list[str] = []
+
+    def endpoint(text: str) -> int:
+        calls.append(text)
+        return len(text.split())
+
+    history = [
+        {"role": "user", "content": "the deploy fails", "id": "u1"},
+        {"role": "assistant", "content": "which region", "id": "a1"},
+    ]
+    for question in ("why?", "and now?"):
+        ctxpack.pack(
+            [*history, {"role": "user", "content": question, "id": "q"}],
+            budget=100,
+            counter=endpoint,
+        )
+    assert calls.count("the deploy fails") == 1
+    assert calls.count("which region") == 1
+
+
 def test_counters_are_shared_per_encoding() -> None:
     # The shared counter's cache is what makes repacking the same history cheap.
     assert ctxpack.get_counter("gpt-4") is ctxpack.get_counter("gpt-3.5-turbo")
