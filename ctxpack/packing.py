@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import gc
+from collections.abc import Iterable, Iterator, Mapping, Sequence, Sized
+from contextlib import contextmanager
+from operator import attrgetter
 from typing import Any, Literal
 
+from ._columns import ANTHROPIC, flags
+from ._columns import ids as message_ids
 from .adapters.validate import check_openai_message
 from .errors import ConfigError
 from .messages import Message, ensure_messages
@@ -20,11 +25,20 @@ from .stages import (
     RelevanceScorer,
 )
 from .stages.alternate import TurnAlternator
-from .tokens import CounterLike, get_counter, tool_definition_tokens
+from .tokens import (
+    REPLY_PRIMING,
+    CounterLike,
+    TokenCounter,
+    get_counter,
+    message_sizes,
+    tool_definition_tokens,
+)
 
 __all__ = ["Provider", "default_pipeline", "pack"]
 
 Provider = Literal["openai", "anthropic"]
+
+_DECISION_ID = attrgetter("message_id")
 
 
 def default_pipeline() -> Pipeline:
@@ -49,7 +63,7 @@ def default_pipeline() -> Pipeline:
     )
 
 
-def _last_user_text(messages: list[Message]) -> str | None:
+def _last_user_text(messages: Sequence[Message]) -> str | None:
     for msg in reversed(messages):
         if msg.role == "user":
             return msg.text
@@ -59,7 +73,7 @@ def _last_user_text(messages: list[Message]) -> str | None:
 def _resolve_provider(provider: str | None, messages: Sequence[Message]) -> Provider:
     if provider is None:
         # Messages made by from_anthropic() say so; anything else is OpenAI-shaped.
-        return "anthropic" if any("anthropic" in m.metadata for m in messages) else "openai"
+        return "anthropic" if (flags(messages) & ANTHROPIC).any() else "openai"
     if provider not in ("openai", "anthropic"):
         raise ConfigError(f"provider must be 'openai' or 'anthropic', got {provider!r}")
     return "anthropic" if provider == "anthropic" else "openai"
@@ -133,14 +147,51 @@ def pack(
     if isinstance(reserve, bool) or not isinstance(reserve, int) or not 0 <= reserve < budget:
         raise ConfigError(f"reserve must be an int in [0, budget), got {reserve!r}")
     resolved = get_counter(model, counter)
-    msgs = _validated(messages)
+    args = (messages, budget, model, resolved, query, reserve, pipeline, tools, provider)
+    if isinstance(messages, Sized) and len(messages) >= _BULK:
+        with _collector_paused():
+            return _pack(*args)
+    return _pack(*args)
+
+
+# From this many messages, pack() pauses the cyclic garbage collector. Packing allocates only
+# acyclic objects (messages, decisions, index entries), so a collection during it frees nothing,
+# yet on a long history the collector's full passes over the growing heap cost as much as the
+# work itself (about 250 ms of a 1.2 s cold pack of 60,000 messages). Reference counting still
+# frees everything as usual; the collector resumes, if it was on, when pack() returns.
+_BULK = 5_000
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _pack(
+    messages: Iterable[Message | Mapping[str, Any]],
+    budget: int,
+    model: str | None,
+    resolved: TokenCounter,
+    query: str | None,
+    reserve: int,
+    pipeline: Stage | None,
+    tools: Sequence[Mapping[str, Any]] | None,
+    provider: Provider | None,
+) -> PackResult:
+    msgs = tuple(_validated(messages))
     target = _resolve_provider(provider, msgs)
     tool_tokens = tool_definition_tokens(tools, resolved) if tools else 0
-    input_ids = [m.id for m in msgs]
+    input_ids = list(message_ids(msgs))
     if query is None:
         query = _last_user_text(msgs)
     ctx = PackContext(
-        messages=tuple(msgs),
+        messages=msgs,
         budget=budget,
         counter=resolved,
         # Tool definitions ride with every request, so stages see them as reserved room.
@@ -161,9 +212,9 @@ def pack(
             "a custom pipeline must end with a packer such as GreedyPacker()"
         )
     decisions = list(out.decisions)
-    decided = {d.message_id for d in decisions}
+    decided = set(map(_DECISION_ID, decisions))
     final_ids = {m.id for m in out.messages}
-    for mid in input_ids:
+    for mid in input_ids if len(decided) < len(input_ids) else ():
         if mid not in decided:
             kept = mid in final_ids
             decisions.append(
@@ -181,7 +232,7 @@ def pack(
         tokens=tokens,
         budget=budget,
         reserve=reserve,
-        input_tokens=resolved.count_messages(msgs) + tool_tokens,
+        input_tokens=REPLY_PRIMING + sum(message_sizes(resolved, msgs)) + tool_tokens,
         tool_tokens=tool_tokens,
         input_ids=input_ids,
         counter=resolved.name,

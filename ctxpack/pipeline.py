@@ -15,6 +15,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
+from ._trusted import trusted_instance
 from .errors import ConfigError
 from .messages import Message
 from .tokens import TokenCounter
@@ -74,11 +75,8 @@ class Decision(BaseModel):
         The packer records one decision per message, thousands per call on a long history;
         skipping validation halves what each costs. Use the normal constructor everywhere else.
         """
-        decision = cls.__new__(cls)
-        _set = object.__setattr__
-        _set(
-            decision,
-            "__dict__",
+        return trusted_instance(
+            cls,
             {
                 "stage": stage,
                 "action": action,
@@ -88,11 +86,8 @@ class Decision(BaseModel):
                 "tokens_before": tokens_before,
                 "tokens_after": tokens_after,
             },
+            _ALL_DECISION_FIELDS,
         )
-        _set(decision, "__pydantic_fields_set__", _ALL_DECISION_FIELDS)
-        _set(decision, "__pydantic_extra__", None)
-        _set(decision, "__pydantic_private__", None)
-        return decision
 
 
 _ALL_DECISION_FIELDS = frozenset(Decision.model_fields)

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from .._columns import DEVELOPER, PINNED, SYSTEM, flags, positions
 from ..messages import Message
 from ..pipeline import Decision, PackContext
 from ._base import StageModel
@@ -36,7 +37,7 @@ class PromptComposer(StageModel):
     protect_developer: bool = False
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
-        messages = list(ctx.messages)
+        messages = ctx.messages
         texts = (
             {(m.role, m.text) for m in messages if m.role in ("system", "developer")}
             if self.system is not None or self.developer is not None
@@ -56,7 +57,8 @@ class PromptComposer(StageModel):
                     role="developer", content=self.developer, id=_free_id("developer", messages)
                 )
             )
-        messages[head:head] = added
+        if added:
+            messages = (*messages[:head], *added, *messages[head:])
 
         protected = set(ctx.protected)
         # An added message is announced like any other change, even when nothing protects it.
@@ -69,21 +71,18 @@ class PromptComposer(StageModel):
             )
             for msg in added
         ]
-        for msg in messages:
-            if (
-                msg.role == "system"
-                or msg.pinned
-                or (self.protect_developer and msg.role == "developer")
-            ):
-                reason = (
-                    "system prompt"
-                    if msg.role == "system"
-                    else ("pinned" if msg.pinned else "developer instructions")
-                )
-                protected.add(msg.id)
-                decisions.append(
-                    Decision(stage=self.name, action="pinned", message_id=msg.id, reason=reason)
-                )
+        wanted = SYSTEM | PINNED | (DEVELOPER if self.protect_developer else 0)
+        for i in positions(flags(messages) & wanted):
+            msg = messages[i]
+            reason = (
+                "system prompt"
+                if msg.role == "system"
+                else ("pinned" if msg.pinned else "developer instructions")
+            )
+            protected.add(msg.id)
+            decisions.append(
+                Decision(stage=self.name, action="pinned", message_id=msg.id, reason=reason)
+            )
         if self.keep_last_user:
             for msg in reversed(messages):
                 if msg.role == "user":
@@ -98,10 +97,10 @@ class PromptComposer(StageModel):
                             )
                         )
                     break
-        return ctx.decide(*decisions, messages=tuple(messages), protected=frozenset(protected))
+        return ctx.decide(*decisions, messages=messages, protected=frozenset(protected))
 
 
-def _free_id(base: str, messages: list[Message]) -> str:
+def _free_id(base: str, messages: tuple[Message, ...]) -> str:
     taken = {m.id for m in messages}
     candidate, n = base, 1
     while candidate in taken:

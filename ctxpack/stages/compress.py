@@ -13,12 +13,14 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, Literal
 
+import numpy as np
 from pydantic import Field
 
 from ..errors import ConfigError
 from ..lexical import terms
 from ..messages import Message
 from ..pipeline import Decision, PackContext
+from ..tokens import REPLY_PRIMING, message_sizes
 from ._base import StageModel
 
 __all__ = ["ExtractiveCompressor", "compress_lines", "score_line"]
@@ -240,15 +242,16 @@ class ExtractiveCompressor(StageModel):
 
     def _targets(self, ctx: PackContext) -> set[int]:
         """Positions of the messages this stage would shorten."""
-        roles, protected, counter = self.roles, ctx.protected, ctx.counter
+        roles, protected, messages = self.roles, ctx.protected, ctx.messages
+        sizes = np.fromiter(message_sizes(ctx.counter, messages), dtype=np.int64)
+        # Only long messages can qualify: check the rest on those alone.
         return {
             i
-            for i, msg in enumerate(ctx.messages)
-            if msg.role in roles
+            for i in np.flatnonzero(sizes > self.min_tokens).tolist()
+            if (msg := messages[i]).role in roles
             and isinstance(msg.content, str)
             and not msg.pinned
             and msg.id not in protected
-            and counter.count_message(msg) > self.min_tokens
             and sum(1 for line in msg.content.splitlines() if line.strip()) > self.max_lines
         }
 
@@ -256,7 +259,8 @@ class ExtractiveCompressor(StageModel):
         targets = self._targets(ctx)
         if not targets:
             return ctx
-        if self.only_when_over_budget and ctx.counter.count_messages(ctx.messages) <= ctx.available:
+        over = sum(message_sizes(ctx.counter, ctx.messages)) + REPLY_PRIMING > ctx.available
+        if self.only_when_over_budget and not over:
             return ctx
         detector: Callable[[str], bool] | None = None
         out: list[Message] = []

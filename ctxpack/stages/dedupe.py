@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from functools import partial
+from itertools import repeat
+from operator import attrgetter, is_
 from typing import Literal
 
+import numpy as np
 from pydantic import Field
 
+from .._columns import ids as message_ids
+from .._columns import positions, take
+from .._prefix import PrefixMemo
 from ..messages import Message
 from ..pipeline import Decision, PackContext
+from ..tokens import message_sizes
 from ._base import StageModel
 
 __all__ = ["Deduplicator"]
@@ -30,8 +38,29 @@ def _key(msg: Message, case_sensitive: bool) -> tuple[str, str]:
     return msg.role, norm
 
 
+def _removable(msg: Message) -> bool:
+    """Whether ``msg`` may ever be removed as a copy (protection aside, which varies per call)."""
+    return not (
+        msg.pinned
+        or msg.tool_calls
+        or msg.role == "tool"
+        or (isinstance(msg.content, list) and any(p.get("type") != "text" for p in msg.content))
+        or not _key(msg, False)[1]
+    )
+
+
+# Per-message facts, memoised across packs of a growing history (see ctxpack._prefix).
+_KEYS: dict[bool, PrefixMemo[Message, tuple[str, str]]] = {
+    flag: PrefixMemo(partial(_key, case_sensitive=flag)) for flag in (False, True)
+}
+_REMOVABLE: PrefixMemo[Message, bool] = PrefixMemo(_removable)
+_SOURCES: PrefixMemo[Message, str | None] = PrefixMemo(attrgetter("source"))
+# A long history repeats the same copies on every pack: their decisions are made once.
+_DECISIONS: dict[tuple[str, str, str, int], Decision] = {}
+
+
 class Deduplicator(StageModel):
-    """Drop older copies of a message, scanning from the end so the most recent copy stays.
+    """Drop older copies of a message, so the most recent copy stays.
 
     Two messages are copies when they have the same role and the same text after collapsing
     whitespace (and case, unless ``case_sensitive``). Protected and pinned messages, tool
@@ -48,43 +77,52 @@ class Deduplicator(StageModel):
     case_sensitive: bool = False
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
-        seen: dict[tuple[str, str], int] = {}
-        kept: list[Message] = []
-        decisions = []
-        for msg in reversed(ctx.messages):
-            key = _key(msg, self.case_sensitive)
-            removable = not (
-                msg.pinned
-                or msg.id in ctx.protected
-                or msg.tool_calls
-                or msg.role == "tool"
-                or (
-                    isinstance(msg.content, list)
-                    and any(p.get("type") != "text" for p in msg.content)
-                )
-                or not key[1]
-            )
-            if removable and key in seen:
-                pos = seen[key]
-                newer = kept[pos]
-                if msg.source and not newer.source:
-                    kept[pos] = newer.model_copy(update={"source": msg.source})
-                # A long history can hold thousands of copies: the unvalidated constructor.
-                decisions.append(
-                    Decision.trusted(
-                        self.name,
+        messages = ctx.messages
+        n = len(messages)
+        keys = _KEYS[self.case_sensitive](messages)
+        # dict() keeps the last position of each key: the newest copy. All of this runs in C.
+        newest_of = dict(zip(keys, range(n), strict=True))
+        if len(newest_of) == n:
+            return ctx
+        newest = np.fromiter(map(newest_of.__getitem__, keys), dtype=np.intp, count=n)
+        older = newest != np.arange(n)
+        older &= np.fromiter(_REMOVABLE(messages), dtype=bool, count=n)
+        ids = message_ids(messages)
+        if ctx.protected:
+            older &= ~np.fromiter(map(ctx.protected.__contains__, ids), dtype=bool, count=n)
+        copies = positions(older)
+        if not copies:
+            return ctx
+        sizes = message_sizes(ctx.counter, messages)
+        newer = take(ids, newest[copies].tolist())
+        # A long history repeats its copies on every pack: their decisions are made once, and
+        # looked up in C.
+        lookups = list(zip(repeat(self.name), take(ids, copies), newer, take(sizes, copies)))
+        decisions: list[Decision | None] = list(map(_DECISIONS.get, lookups))
+        # ``None in decisions`` would call Decision.__eq__ on every element.
+        if any(map(is_, decisions, repeat(None))):
+            if len(_DECISIONS) >= 500_000:
+                _DECISIONS.clear()
+            for at, (decision, key) in enumerate(zip(decisions, lookups, strict=True)):
+                if decision is None:
+                    # Thousands per call on a long history: the unvalidated constructor.
+                    decisions[at] = _DECISIONS[key] = Decision.trusted(
+                        key[0],
                         "deduped",
-                        msg.id,
-                        f"duplicate of the more recent message {newer.id!r}",
+                        key[1],
+                        f"duplicate of the more recent message {key[2]!r}",
                         None,
-                        ctx.tokens(msg),
+                        key[3],
                         0,
                     )
-                )
-                continue
-            seen.setdefault(key, len(kept))
-            kept.append(msg)
-        if not decisions:
-            return ctx
-        decisions.reverse()
-        return ctx.decide(*decisions, messages=tuple(reversed(kept)))
+        kept = list(take(messages, positions(~older)))
+        sources = _SOURCES(messages)
+        donors = positions(older & np.fromiter(map(bool, sources), dtype=bool, count=n))
+        if donors:
+            # The newest removed copy with a source gives it to a kept copy that has none.
+            position = {m.id: p for p, m in enumerate(kept)}
+            for i in reversed(donors):
+                p = position[ids[newest[i]]]
+                if not kept[p].source:
+                    kept[p] = kept[p].model_copy(update={"source": sources[i]})
+        return ctx.decide(*decisions, messages=tuple(kept))  # type: ignore[arg-type]  # no None left

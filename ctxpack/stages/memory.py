@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from .._columns import IMPORTANT, PINNED, PRIORITY, flags, positions
 from ..pipeline import Decision, PackContext
 from ._base import StageModel
 
@@ -43,19 +44,22 @@ class MemorySelector(StageModel):
                         break
         signal: dict[str, float] = {}
         decisions = []
-        for i, msg in enumerate(messages):
+        column = flags(messages)
+        # Episodic candidates: pinned, flagged important, or with a priority to compare.
+        candidates = positions(column[:start] & (PINNED | IMPORTANT | PRIORITY))
+        for i in [*candidates, *range(start, len(messages))]:
+            msg = messages[i]
             if i >= start:
-                signal[msg.id] = 1.0
                 reason = f"recent: within the last {self.window} user turns"
             elif (
                 msg.pinned
                 or msg.metadata.get("important")
                 or msg.priority >= self.important_priority
             ):
-                signal[msg.id] = 1.0
                 reason = "episodic: pinned, flagged important or high priority"
             else:
                 continue
+            signal[msg.id] = 1.0
             decisions.append(
                 Decision(stage=self.name, action="selected", message_id=msg.id, reason=reason)
             )

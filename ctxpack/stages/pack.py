@@ -10,15 +10,19 @@ exceeds ``budget - reserve`` tokens.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import repeat
 from typing import Literal
 
 import numpy as np
+import numpy.typing as npt
 from pydantic import Field
 
+from .._columns import PINNED, PRIORITY, SYSTEM, TOOL, flags, positions, role_codes
+from .._columns import ids as message_ids
 from ..errors import BudgetExceededError
-from ..messages import Message
+from ..messages import ROLES, Message
 from ..pipeline import Decision, PackContext
-from ..tokens import REPLY_PRIMING
+from ..tokens import REPLY_PRIMING, message_sizes
 from ._base import StageModel
 
 __all__ = [
@@ -181,31 +185,68 @@ class GreedyPacker(StageModel):
 
     def scores(self, ctx: PackContext) -> list[float]:
         """Every message's score, in one vectorised pass (same values as :meth:`score`)."""
+        return self._scores(ctx)[0].tolist()  # type: ignore[no-any-return]
+
+    def _scores(
+        self, ctx: PackContext
+    ) -> tuple[npt.NDArray[np.float64], list[tuple[str, npt.NDArray[np.float64]]]]:
+        """The scores, and each weighted signal's column (for the reasons of kept messages)."""
         messages = ctx.messages
         n = len(messages)
         weights = self.role_weights
-        total = np.array([weights.get(m.role, 0.0) + m.priority for m in messages], dtype=float)
+        total = np.array([weights.get(role, 0.0) for role in ROLES])[role_codes(messages)]
+        for i in positions(flags(messages) & PRIORITY):
+            total[i] += messages[i].priority
         if n > 1:
             total += self.recency_weight * np.arange(n) / (n - 1)
         else:
             total += self.recency_weight
+        columns = []
+        ids = None
         for signal, weight in self.signal_weights.items():
             values = ctx.signal(signal)
             if weight and values:
-                get = values.get
-                total += weight * np.array([get(m.id, 0.0) for m in messages], dtype=float)
-        return total.tolist()  # type: ignore[no-any-return]
+                ids = ids or message_ids(messages)
+                column = np.fromiter(map(values.get, ids, repeat(0.0)), dtype=float, count=n)
+                column *= weight
+                total += column
+                columns.append((signal, column))
+        return total, columns
+
+    def _breakdown(
+        self,
+        msg: Message,
+        position: int,
+        count: int,
+        columns: list[tuple[str, npt.NDArray[np.float64]]],
+    ) -> str:
+        # Same words as score(), read from the columns _scores() computed.
+        recency = self.recency_weight * (position / (count - 1) if count > 1 else 1.0)
+        parts = [f"{msg.role} {self.role_weights.get(msg.role, 0.0):g}"]
+        if msg.priority:
+            parts.append(f"priority {msg.priority:+g}")
+        for signal, column in columns:
+            value = column[position]
+            if value:
+                parts.append(f"{signal} {value:.2f}")
+        parts.append(f"recency {recency:.2f}")
+        return " + ".join(parts)
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
         ctx = strip_unanswered_calls(ctx, self.name)
         messages = ctx.messages
         count = len(messages)
-        sizes = [ctx.counter.count_message(m) for m in messages]
-        units, orphans = tool_units(messages)
+        sizes = message_sizes(ctx.counter, messages)
+        column = flags(messages)
+        ids = message_ids(messages)
+        must = (column & (SYSTEM | PINNED)) != 0
+        if ctx.protected:
+            must |= np.fromiter(map(ctx.protected.__contains__, ids), dtype=bool, count=count)
+        if (column & TOOL).any():
+            units, orphans = tool_units(messages)
+        else:
+            units, orphans = [], []
         decisions: dict[int, Decision] = {}
-        protected = ctx.protected
-
-        must = [m.role == "system" or m.pinned or m.id in protected for m in messages]
 
         for i in orphans:
             if must[i]:
@@ -214,36 +255,38 @@ class GreedyPacker(StageModel):
             decisions[i] = Decision(
                 stage=self.name,
                 action="dropped",
-                message_id=messages[i].id,
+                message_id=ids[i],
                 reason="tool result whose call is not in the conversation (an orphan the "
                 "provider would reject)",
                 tokens_before=sizes[i],
                 tokens_after=0,
             )
 
-        scores = self.scores(ctx)
-        used = REPLY_PRIMING
-        keep: list[int] = []
-        # (-score, -position of its last message, ...): a plain tuple sort puts the highest
-        # score first and, among equals, the more recent unit; positions are unique, so the
-        # comparison never reaches the lists.
-        optional: list[tuple[float, int, list[int], int]] = []
-        for unit in units:
-            if len(unit) == 1:
-                i = unit[0]
-                if must[i]:
-                    keep.append(i)
-                    used += sizes[i]
+        score_array, columns = self._scores(ctx)
+        scores = score_array.tolist()
+        keep = positions(must) if not units else []
+        used = REPLY_PRIMING + sum(sizes[i] for i in keep)
+        # Units in decreasing score, the more recent first among equals: (position of its last
+        # message, members, cost).
+        optional: list[tuple[int, list[int] | None, int]] = []
+        if not units:
+            # Without tools every message is its own unit: sort them all in numpy.
+            free = np.flatnonzero(~must)
+            order = free[np.lexsort((-free, -score_array[free]))].tolist()
+            optional = [(i, None, sizes[i]) for i in order]
+        else:
+            ranked: list[tuple[float, int, list[int], int]] = []
+            for unit in units:
+                if any(must[i] for i in unit):
+                    keep.extend(unit)
+                    used += sum(sizes[i] for i in unit)
                 else:
-                    optional.append((-scores[i], -i, unit, sizes[i]))
-            elif any(must[i] for i in unit):
-                keep.extend(unit)
-                used += sum(sizes[i] for i in unit)
-            else:
-                cost = sum(sizes[i] for i in unit)
-                optional.append((-max(scores[i] for i in unit), -unit[-1], unit, cost))
+                    cost = sum(sizes[i] for i in unit)
+                    ranked.append((-max(scores[i] for i in unit), -unit[-1], unit, cost))
+            ranked.sort()
+            optional = [(-last, unit, cost) for _, last, unit, cost in ranked]
         if used > ctx.available:
-            pinned = [messages[i].id for i in sorted(keep)]
+            pinned = [ids[i] for i in sorted(keep)]
             raise BudgetExceededError(
                 required=used + ctx.reserve, budget=ctx.budget, pinned_ids=pinned
             )
@@ -265,23 +308,23 @@ class GreedyPacker(StageModel):
                 tokens_before=sizes[i],
                 tokens_after=sizes[i],
             )
-        optional.sort()
         available = ctx.available
         trusted = Decision.trusted
         name = self.name
         reasons: dict[tuple[int, int, bool], str] = {}
-        for negative_score, _, unit, cost in optional:
-            unit_score = -negative_score
+        for last, members, cost in optional:
+            unit = members or [last]
+            unit_score = max(scores[i] for i in unit) if members else scores[last]
             if used + cost <= available:
                 used += cost
                 keep.extend(unit)
                 together = f" (with its tool exchange, {cost} tokens)" if len(unit) > 1 else ""
                 for i in unit:
-                    breakdown = self.score(messages[i], i, count, ctx)[1]
+                    breakdown = self._breakdown(messages[i], i, count, columns)
                     decisions[i] = trusted(
                         name,
                         "kept",
-                        messages[i].id,
+                        ids[i],
                         f"score {unit_score:.2f} = {breakdown}{together}",
                         unit_score,
                         sizes[i],
@@ -299,9 +342,7 @@ class GreedyPacker(StageModel):
                     reason += f" (with its tool exchange, {cost} tokens)"
                 reasons[key] = reason
             for i in unit:
-                decisions[i] = trusted(
-                    name, "dropped", messages[i].id, reason, unit_score, sizes[i], 0
-                )
+                decisions[i] = trusted(name, "dropped", ids[i], reason, unit_score, sizes[i], 0)
         keep.sort()
         return ctx.decide(
             *(decisions[i] for i in range(count) if i in decisions),

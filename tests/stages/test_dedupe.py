@@ -2,9 +2,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ctxpack
 from ctxpack import Deduplicator
 
 from ..helpers import call, ctx_of, ids
+from ..strategies import Conversation, conversations
 
 
 def test_keeps_only_the_most_recent_copy() -> None:
@@ -98,3 +103,51 @@ def test_input_context_is_untouched() -> None:
     Deduplicator()(ctx)
     assert ids(ctx) == ["u1", "u2"]
     assert ctx.messages[1].source is None
+
+
+def _reference(ctx: ctxpack.PackContext, case_sensitive: bool) -> tuple[list[Any], list[Any]]:
+    """The first, plain-loop implementation: scan from the end, keep the first copy seen."""
+    seen: dict[tuple[str, str], int] = {}
+    kept: list[ctxpack.Message] = []
+    decisions = []
+    for msg in reversed(ctx.messages):
+        norm = " ".join(msg.text.split())
+        key = (msg.role, norm if case_sensitive else norm.casefold())
+        removable = not (
+            msg.pinned
+            or msg.id in ctx.protected
+            or msg.tool_calls
+            or msg.role == "tool"
+            or (isinstance(msg.content, list) and any(p.get("type") != "text" for p in msg.content))
+            or not key[1]
+        )
+        if removable and key in seen:
+            newer = kept[seen[key]]
+            if msg.source and not newer.source:
+                kept[seen[key]] = newer.model_copy(update={"source": msg.source})
+            decisions.append((msg.id, f"duplicate of the more recent message {newer.id!r}"))
+            continue
+        seen.setdefault(key, len(kept))
+        kept.append(msg)
+    return list(reversed(kept)), list(reversed(decisions))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(conversations(), st.data(), st.booleans())
+def test_matches_the_reference_implementation(
+    conv: Conversation, data: st.DataObject, case_sensitive: bool
+) -> None:
+    messages = ctxpack.ensure_messages(conv.items)
+    all_ids = [m.id for m in messages]
+    protected = data.draw(st.lists(st.sampled_from(all_ids), max_size=3))
+    # Twice, the second time with one more message: the second call reuses the first's work.
+    for extra in ([], [{"role": "user", "content": messages[-1].text}]):
+        ctx = ctx_of([*messages, *extra], protected=protected)
+        out = Deduplicator(case_sensitive=case_sensitive)(ctx)
+        kept, decisions = _reference(ctx, case_sensitive)
+        assert list(out.messages) == kept
+        assert [(d.message_id, d.reason) for d in out.decisions] == decisions
+        by_id = {m.id: m for m in ctx.messages}
+        for d in out.decisions:
+            assert d.tokens_before == ctx.tokens(by_id[d.message_id])
+            assert d.tokens_after == 0

@@ -5,11 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import ctxpack
 from ctxpack import BudgetExceededError, GreedyPacker
 
 from ..helpers import call, ctx_of, ids
+from ..strategies import Conversation, conversations
 
 # Role weights alone decide, so each test isolates one rule.
 ROLES_ONLY = GreedyPacker(recency_weight=0.0, signal_weights={})
@@ -169,3 +172,31 @@ def test_every_message_gets_a_decision_with_its_tokens() -> None:
 
 def test_packer_is_a_stage() -> None:
     assert isinstance(GreedyPacker(), ctxpack.Stage)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(conversations(), st.integers(min_value=60, max_value=600))
+def test_decisions_carry_the_score_and_its_breakdown(conv: Conversation, budget: int) -> None:
+    messages = ctxpack.ensure_messages(conv.items)
+    query = "budget token Marie"
+    ctx = ctx_of(messages, budget=budget, query=query, protected=[messages[0].id])
+    ctx = ctxpack.RelevanceScorer()(ctxpack.MemorySelector()(ctx))
+    packer = GreedyPacker()
+    try:
+        out = packer(ctx)
+    except BudgetExceededError:
+        return
+    scores = packer.scores(ctx)
+    count = len(ctx.messages)
+    for i, msg in enumerate(ctx.messages):
+        total, words = packer.score(msg, i, count, ctx)
+        assert scores[i] == pytest.approx(total)
+        decision = next((d for d in out.decisions if d.message_id == msg.id), None)
+        if decision is None or decision.action != "kept" or decision.reason.startswith("protected"):
+            continue
+        if msg.is_tool_exchange:
+            # A unit scores as its best member: each member still shows its own breakdown.
+            assert f"= {words} (with its tool exchange, " in decision.reason
+        else:
+            assert decision.reason == f"score {total:.2f} = {words}"
+            assert decision.score == pytest.approx(total)

@@ -1,0 +1,95 @@
+"""Per-message facts that stages scan the whole history for, memoised across packs.
+
+Each is a column over a message sequence, computed by :class:`~ctxpack._prefix.PrefixMemo`, so
+packing a 60,000-message history again with one new question reads them back instead of walking
+every message in Python.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from operator import itemgetter
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from ._prefix import PrefixMemo
+from .messages import ROLES, Message
+
+__all__ = [
+    "ANTHROPIC",
+    "DEVELOPER",
+    "IMPORTANT",
+    "PINNED",
+    "PRIORITY",
+    "SYSTEM",
+    "TOOL",
+    "USER",
+    "flags",
+    "ids",
+    "positions",
+    "role_codes",
+    "take",
+]
+
+SYSTEM = 1
+DEVELOPER = 2
+USER = 4
+PINNED = 8
+IMPORTANT = 16  # metadata["important"] is truthy
+PRIORITY = 32  # priority is not 0
+TOOL = 64  # calls tools or answers a call
+ANTHROPIC = 128  # made by from_anthropic()
+
+T = TypeVar("T")
+
+_ROLE_FLAG = {"system": SYSTEM, "developer": DEVELOPER, "user": USER}
+
+
+def _flags(msg: Message) -> int:
+    value = _ROLE_FLAG.get(msg.role, 0)
+    if msg.pinned:
+        value |= PINNED
+    if msg.metadata:
+        if msg.metadata.get("important"):
+            value |= IMPORTANT
+        if "anthropic" in msg.metadata:
+            value |= ANTHROPIC
+    if msg.priority:
+        value |= PRIORITY
+    if msg.tool_calls or msg.role == "tool":
+        value |= TOOL
+    return value
+
+
+_FLAGS: PrefixMemo[Message, int] = PrefixMemo(_flags)
+_IDS: PrefixMemo[Message, str] = PrefixMemo(lambda msg: msg.id)
+_ROLE_CODES: PrefixMemo[Message, int] = PrefixMemo(lambda msg: ROLES.index(msg.role))
+
+
+def flags(messages: Sequence[Message]) -> npt.NDArray[np.uint8]:
+    """The flags above, one byte per message (test with ``&``)."""
+    return np.frombuffer(bytes(_FLAGS(messages)), dtype=np.uint8)
+
+
+def ids(messages: Sequence[Message]) -> tuple[str, ...]:
+    """Every message's id."""
+    return _IDS(messages)
+
+
+def role_codes(messages: Sequence[Message]) -> npt.NDArray[np.uint8]:
+    """Every message's role as its index in :data:`ctxpack.messages.ROLES`."""
+    return np.frombuffer(bytes(_ROLE_CODES(messages)), dtype=np.uint8)
+
+
+def take(values: Sequence[T], where: Sequence[int]) -> tuple[T, ...]:
+    """``tuple(values[i] for i in where)``, in C."""
+    if len(where) > 1:
+        return itemgetter(*where)(values)  # type: ignore[no-any-return]
+    return (values[where[0]],) if where else ()
+
+
+def positions(mask: npt.NDArray[Any]) -> list[int]:
+    """Positions where ``mask`` is true, as Python ints."""
+    return np.flatnonzero(mask).tolist()  # type: ignore[no-any-return]

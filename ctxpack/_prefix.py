@@ -1,0 +1,103 @@
+"""Per-message values reused across calls for the prefix a history shares with an earlier one.
+
+A chatbot packs the same history again every turn, with one or two messages more. Messages are
+frozen, so anything derived from one message alone (its token count, its dedupe key, its flags)
+is the same as last time; what changes is the tail. :class:`PrefixMemo` finds, in C, the
+longest prefix a new sequence shares *by identity* with a sequence it has seen, reuses the values
+computed for it and computes only the rest. That turns per-message Python loops over a
+60,000-message history into a few list operations.
+"""
+
+from __future__ import annotations
+
+import operator
+import threading
+from collections.abc import Callable, Sequence
+from typing import Generic, TypeVar
+
+__all__ = ["PrefixMemo", "common_prefix", "likely_prefix"]
+
+T = TypeVar("T")
+V = TypeVar("V")
+
+
+def common_prefix(a: Sequence[object], b: Sequence[object]) -> int:
+    """How many leading items ``a`` and ``b`` share by identity (``a[i] is b[i]``).
+
+    Example:
+        >>> x, y = object(), object()
+        >>> common_prefix([x, y, x], [x, y]), common_prefix([x], [y])
+        (2, 0)
+    """
+    # map() stops at the shorter sequence, and both it and list.index run in C.
+    same = list(map(operator.is_, a, b))
+    try:
+        return same.index(False)
+    except ValueError:
+        return len(same)
+
+
+def likely_prefix(a: Sequence[object], b: Sequence[object]) -> int:
+    """A fast guess at :func:`common_prefix` from a binary search on identity (about 16 probes
+    for 60,000 items). Exact when the sequences agree up to one point and differ after it; may
+    overestimate when an item was replaced in the middle, so callers verify their pick."""
+    if a is b:
+        return len(a)
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[mid - 1] is b[mid - 1]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+class PrefixMemo(Generic[T, V]):
+    """``[fn(x) for x in items]``, reusing the values of the longest prefix (by identity)
+    shared with one of the last ``slots`` sequences seen.
+
+    ``fn`` must depend on the item alone (items are treated as immutable). The memo holds
+    references to the items it remembers, so an identity is never recycled while remembered.
+    Thread-safe: concurrent callers may compute the same values twice, never wrong ones.
+
+    Example:
+        >>> calls = []
+        >>> memo = PrefixMemo(lambda s: calls.append(s) or len(s))
+        >>> a, b, c = "x", "yy", "zzz"
+        >>> memo([a, b]), memo([a, b, c]), calls
+        ((1, 2), (1, 2, 3), ['x', 'yy', 'zzz'])
+    """
+
+    def __init__(self, fn: Callable[[T], V], slots: int = 8) -> None:
+        self._fn = fn
+        self._slots = slots
+        # Most recent first: (items, values).
+        self._entries: list[tuple[tuple[T, ...], tuple[V, ...]]] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, items: Sequence[T]) -> tuple[V, ...]:
+        items = tuple(items)
+        with self._lock:
+            entries = self._entries
+        guesses = [likely_prefix(items, seen) for seen, _ in entries]
+        best = max(range(len(entries)), key=guesses.__getitem__, default=-1)
+        k = 0
+        if best >= 0 and guesses[best]:
+            seen, values = entries[best]
+            k = len(items) if seen is items else common_prefix(items, seen)
+            if k == len(items) == len(seen):
+                return values
+        head = entries[best][1][:k] if k else ()
+        values = head + tuple(map(self._fn, items[k:]))
+        # An entry the new sequence fully extends is superseded by it: the memo stays small.
+        superseded = entries[best] if k and k == len(entries[best][0]) else None
+        with self._lock:
+            kept = [e for e in self._entries if e is not superseded]
+            self._entries = [(items, values), *kept][: self._slots]
+        return values
+
+    def clear(self) -> None:
+        """Forget every sequence."""
+        with self._lock:
+            self._entries = []

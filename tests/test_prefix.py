@@ -1,0 +1,231 @@
+"""Reuse across calls: PrefixMemo, the prefix path of ensure_messages, the plain-dict fast path,
+and the garbage-collector pause of pack() on long histories."""
+
+from __future__ import annotations
+
+import gc
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ctxpack
+from ctxpack import InvalidMessageError, Message, ensure_messages
+from ctxpack._prefix import PrefixMemo, common_prefix, likely_prefix
+from ctxpack.adapters.validate import check_openai_message
+from ctxpack.messages import _RECENT, _from_mapping, _plain_message
+
+
+class Box:
+    """A distinct object per instance, compared by identity like messages are."""
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+
+def test_common_and_likely_prefix() -> None:
+    a = [Box(i) for i in range(10)]
+    b = [*a[:6], Box(6), *a[7:]]
+    assert common_prefix(a, b) == 6
+    assert common_prefix(a, a[:4]) == 4
+    assert common_prefix([], a) == 0
+    assert likely_prefix(a, [*a[:7], Box(0)]) == 7
+    # An item replaced in the middle fools the binary search; callers verify with
+    # common_prefix.
+    assert likely_prefix(a, b) >= common_prefix(a, b)
+
+
+def test_memo_computes_only_what_is_new() -> None:
+    calls: list[int] = []
+
+    def fn(box: Box) -> int:
+        calls.append(box.value)
+        return box.value * 10
+
+    memo: PrefixMemo[Box, int] = PrefixMemo(fn)
+    history = [Box(i) for i in range(5)]
+    assert memo(history) == (0, 10, 20, 30, 40)
+    assert memo([*history, Box(5)]) == (0, 10, 20, 30, 40, 50)
+    assert calls == [0, 1, 2, 3, 4, 5]
+    # A new question replacing the last one: only it is computed.
+    assert memo([*history, Box(6)]) == (0, 10, 20, 30, 40, 60)
+    assert calls[-1:] == [6] and len(calls) == 7
+    # An item replaced in the middle: everything from it on is computed again.
+    edited = [*history[:2], Box(9), *history[3:]]
+    assert memo(edited) == (0, 10, 90, 30, 40)
+    assert calls[7:] == [9, 3, 4]
+
+
+def test_memo_keeps_several_conversations() -> None:
+    calls: list[int] = []
+    memo: PrefixMemo[Box, int] = PrefixMemo(lambda b: calls.append(b.value) or b.value)
+    first = [Box(i) for i in range(3)]
+    second = [Box(i) for i in range(10, 13)]
+    memo(first)
+    memo(second)
+    calls.clear()
+    assert memo([*first, Box(3)]) == (0, 1, 2, 3)
+    assert memo([*second, Box(13)]) == (10, 11, 12, 13)
+    assert calls == [3, 13]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["append", "replace", "truncate", "new"]), st.data())))
+def test_memo_always_equals_a_fresh_map(steps: list[tuple[str, st.DataObject]]) -> None:
+    memo: PrefixMemo[Box, int] = PrefixMemo(lambda b: b.value * 3 + 1, slots=3)
+    sequences: list[list[Box]] = [[Box(0)]]
+    counter = 1
+    for op, data in steps:
+        base = list(data.draw(st.sampled_from(sequences)))
+        if op == "append":
+            base.append(Box(counter))
+        elif op == "replace" and base:
+            base[data.draw(st.integers(0, len(base) - 1))] = Box(counter)
+        elif op == "truncate":
+            base = base[: data.draw(st.integers(0, len(base)))]
+        else:
+            base = [Box(counter + k) for k in range(3)]
+        counter += 5
+        sequences.append(base)
+        assert memo(base) == tuple(b.value * 3 + 1 for b in base)
+
+
+def _plain_history(n: int) -> list[dict[str, Any]]:
+    return [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i}", "id": f"t{i}"}
+        for i in range(n)
+    ]
+
+
+def test_a_dict_edited_in_place_is_converted_again() -> None:
+    history = _plain_history(6)
+    before = ensure_messages(history)
+    history[2]["content"] = "edited"
+    after = ensure_messages(history)
+    assert after[2].text == "edited"
+    assert [m.text for m in after] != [m.text for m in before]
+    history[3]["role"] = "wizard"
+    with pytest.raises(InvalidMessageError, match="message 3"):
+        ensure_messages(history)
+
+
+def test_ids_are_checked_against_the_reused_prefix() -> None:
+    history = _plain_history(5)
+    ensure_messages(history)
+    with pytest.raises(InvalidMessageError, match=r"message 5: .*'t1'.*message 1"):
+        ensure_messages([*history, {"role": "user", "content": "again", "id": "t1"}])
+    # The id of a message that is no longer there is free again.
+    shorter = history[:4]
+    out = ensure_messages([*shorter, {"role": "user", "content": "new", "id": "t4"}])
+    assert [m.id for m in out] == ["t0", "t1", "t2", "t3", "t4"]
+    assert out[4].text == "new"
+
+
+def test_a_conversion_without_checks_is_not_reused_for_a_checked_one() -> None:
+    # Valid as a Message, rejected by the OpenAI payload rules (name must be a string).
+    odd = {"role": "user", "content": "hi", "name": None, "id": "odd"}
+    history = [*_plain_history(3), odd]
+    assert [m.id for m in ensure_messages(history)][-1] == "odd"
+    with pytest.raises(InvalidMessageError, match="message 3"):
+        ensure_messages(history, check=check_openai_message)
+
+
+_ROLES = st.sampled_from(["system", "developer", "user", "assistant"])
+_VALUES = st.text(max_size=12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["keep", "append", "edit", "replace", "drop"]), st.data()),
+        max_size=8,
+    )
+)
+def test_ensure_messages_equals_a_fresh_conversion(steps: list[tuple[str, Any]]) -> None:
+    history: list[Any] = [{"role": "system", "content": "rules"}]
+    for n, (op, data) in enumerate(steps):
+        if op == "append":
+            item: dict[str, Any] = {"role": data.draw(_ROLES), "content": data.draw(_VALUES)}
+            if data.draw(st.booleans()):
+                item["id"] = f"x{n}"
+            history = [*history, item if data.draw(st.booleans()) else Message(**item)]
+        elif op == "edit" and len(history) > 1:
+            at = data.draw(st.integers(1, len(history) - 1))
+            if isinstance(history[at], dict):
+                history[at]["content"] = data.draw(_VALUES)
+        elif op == "replace" and len(history) > 1:
+            at = data.draw(st.integers(1, len(history) - 1))
+            history = [*history[:at], {"role": "user", "content": f"r{n}"}, *history[at + 1 :]]
+        elif op == "drop" and len(history) > 1:
+            history = history[:-1]
+        got = ensure_messages(history, check=check_openai_message)
+        saved = list(_RECENT)
+        _RECENT.clear()
+        try:
+            fresh = ensure_messages(history, check=check_openai_message)
+        finally:
+            _RECENT[:] = saved
+        assert got == fresh
+        assert [m.model_fields_set for m in got] == [m.model_fields_set for m in fresh]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    role=_ROLES,
+    content=_VALUES,
+    mid=st.one_of(st.none(), _VALUES),
+    name=st.one_of(st.none(), _VALUES),
+)
+def test_plain_dicts_skip_validation_without_changing_the_result(
+    role: str, content: str, mid: str | None, name: str | None
+) -> None:
+    item: dict[str, Any] = {"role": role, "content": content}
+    if mid is not None:
+        item["id"] = mid
+    if name is not None:
+        item["name"] = name
+    fast = _plain_message(item)
+    assert fast is not None
+    slow = _from_mapping(0, item)
+    assert fast == slow
+    assert list(fast.__dict__) == list(slow.__dict__)
+    assert fast.model_fields_set == slow.model_fields_set
+    assert fast.model_dump() == slow.model_dump()
+    # Each message owns its mutable fields.
+    assert fast.metadata is not _plain_message(item).metadata  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        {"role": "tool", "content": "x", "tool_call_id": "c"},
+        {"role": "user", "content": None},
+        {"role": "user", "content": [{"type": "text", "text": "x"}]},
+        {"role": "user", "content": "x", "id": None},
+        {"role": "user", "content": "x", "name": None},
+        {"role": "user", "content": "x", "pinned": True},
+        {"role": "user", "content": "x", "refusal": "no"},
+    ],
+)
+def test_other_dicts_take_the_validated_path(item: dict[str, Any]) -> None:
+    assert _plain_message(item) is None
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_pack_restores_the_garbage_collector(enabled: bool) -> None:
+    history = [{"role": "system", "content": "rules"}, *_plain_history(5_001)]
+    was = gc.isenabled()
+    try:
+        if not enabled:
+            gc.disable()
+        ctxpack.pack(history, budget=200, model="gpt-4")
+        assert gc.isenabled() is enabled
+        with pytest.raises(InvalidMessageError):
+            ctxpack.pack([*history, {"role": "wizard", "content": "x"}], budget=200)
+        assert gc.isenabled() is enabled
+    finally:
+        if was:
+            gc.enable()
+        else:  # pragma: no cover - the suite runs with the collector on
+            gc.disable()
