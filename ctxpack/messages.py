@@ -213,7 +213,8 @@ def _from_mapping(index: int, data: Mapping[str, Any]) -> Message:
 # identity and trusted only while the dict still equals the snapshot taken at conversion, so a
 # dict mutated in place (or a new dict at a recycled address) is validated again.
 _CACHE_LIMIT = 500_000
-_CONVERTED: dict[int, tuple[dict[str, Any], Message, bool]] = {}
+_Check = Callable[[Mapping[str, Any], int], None]
+_CONVERTED: dict[int, tuple[dict[str, Any], Message, _Check | None]] = {}
 _SCALARS = (str, int, float, bool, type(None))
 
 
@@ -272,19 +273,20 @@ def _convert(
 ) -> tuple[dict[str, Any], Message]:
     key = id(item)
     hit = _CONVERTED.get(key)
-    if hit is not None and hit[0] == item and (hit[2] or check is None):
+    # A conversion is reused by a call with the same check, or with none.
+    if hit is not None and hit[0] == item and (check is None or hit[2] is check):
         return hit[0], hit[1]
+    if check is not None:
+        check(item, index)
     msg = _plain_message(item)
     if msg is not None:
         snapshot = dict(item)
     else:
-        if check is not None:
-            check(item, index)
         msg = _from_mapping(index, item)
         snapshot = _snapshot(item)
     if len(_CONVERTED) >= _CACHE_LIMIT:
         _CONVERTED.clear()
-    _CONVERTED[key] = (snapshot, msg, check is not None)
+    _CONVERTED[key] = (snapshot, msg, check)
     return snapshot, msg
 
 
@@ -294,7 +296,7 @@ class _Seen(NamedTuple):
     items: tuple[Any, ...]  # the caller's dicts and Messages
     snapshots: tuple[Any, ...]  # per item: a copy of the dict as converted, or the Message
     messages: tuple[Message, ...]
-    checked: bool
+    check: _Check | None  # the check the dicts passed
     positions: dict[str, int]  # message id -> index
     kind: str  # "dicts", "messages" or "mixed": how the prefix check must compare
 
@@ -312,14 +314,14 @@ def _unchanged(item: Any, snapshot: Any) -> bool:
     return item is snapshot or (not isinstance(item, Message) and item == snapshot)
 
 
-def _reusable(items: tuple[Any, ...], checked: bool) -> tuple[_Seen | None, int]:
+def _reusable(items: tuple[Any, ...], check: _Check | None) -> tuple[_Seen | None, int]:
     """The remembered sequence sharing the longest prefix with ``items``, and its length.
 
     Shared means the same objects, and, for dicts, still equal to what was converted: a dict
     edited in place since ends the prefix.
     """
     with _RECENT_LOCK:
-        recent = [seen for seen in _RECENT if seen.checked or not checked]
+        recent = [seen for seen in _RECENT if check is None or seen.check is check]
     guesses = [likely_prefix(items, seen.items) for seen in recent]
     if not guesses or max(guesses) == 0:
         return None, 0
@@ -372,7 +374,7 @@ def ensure_messages(
             f"expected a list of messages, got {type(messages).__name__}", field=None
         )
     items = tuple(messages)
-    base, shared = _reusable(items, check is not None)
+    base, shared = _reusable(items, check)
     if base is None or shared == 0:
         base, shared = None, 0
         out: list[Message] = []
@@ -414,7 +416,7 @@ def ensure_messages(
             kinds.add(base.kind)
         kind = kinds.pop() if len(kinds) == 1 else "mixed"
         _remember(
-            _Seen(items, tuple(snapshots), tuple(out), check is not None, positions, kind),
+            _Seen(items, tuple(snapshots), tuple(out), check, positions, kind),
             base if base is not None and shared == len(base.items) else None,
         )
     return out

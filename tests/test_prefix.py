@@ -229,3 +229,19 @@ def test_pack_restores_the_garbage_collector(enabled: bool) -> None:
             gc.enable()
         else:  # pragma: no cover - the suite runs with the collector on
             gc.disable()
+
+
+def test_a_custom_check_runs_on_every_dict_once() -> None:
+    seen: list[int] = []
+
+    def check(item: Any, index: int) -> None:
+        seen.append(index)
+
+    history = _plain_history(3)
+    ensure_messages(history, check=check)
+    ensure_messages([*history, {"role": "user", "content": "more"}], check=check)
+    assert seen == [0, 1, 2, 3]
+    # Another check is not satisfied by conversions made under the first one.
+    other: list[int] = []
+    ensure_messages(history, check=lambda item, index: other.append(index))
+    assert other == [0, 1, 2]

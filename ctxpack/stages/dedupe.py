@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import partial
 from itertools import repeat
 from operator import attrgetter, is_
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 from pydantic import Field
@@ -125,4 +125,4 @@ class Deduplicator(StageModel):
                 p = position[ids[newest[i]]]
                 if not kept[p].source:
                     kept[p] = kept[p].model_copy(update={"source": sources[i]})
-        return ctx.decide(*decisions, messages=tuple(kept))  # type: ignore[arg-type]  # no None left
+        return ctx.decide(*cast("list[Decision]", decisions), messages=tuple(kept))
