@@ -9,7 +9,7 @@ import math
 import re
 from array import array
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -387,24 +387,68 @@ class InvertedIndex:
             entry[0].append(position)
             entry[1].append(count)
 
-    def bm25(self, query: Sequence[str], *, k1: float = 1.2, b: float = 0.75) -> npt.NDArray[Any]:
-        """BM25 score of every indexed text for ``query`` (see :func:`bm25_scores`)."""
+    def bm25(
+        self,
+        query: Sequence[str] | Mapping[str, float],
+        *,
+        k1: float = 1.2,
+        b: float = 0.75,
+        spread: Sequence[float] = (),
+        silent: Sequence[int] = (),
+    ) -> npt.NDArray[Any]:
+        """BM25 score of every indexed text for ``query`` (see :func:`bm25_scores`).
+
+        Args:
+            query: Terms, or terms with weights (a weighted term adds ``weight`` times its score).
+            k1: Term-frequency saturation.
+            b: Length normalisation.
+            spread: Document expansion: each text also counts ``spread[d - 1]`` times the terms
+                (and length) of the texts ``d`` positions before and after it. In a dialogue
+                the answer often only makes sense with the question next to it.
+            silent: Positions whose terms are not lent to their neighbours (the current
+                question: it would otherwise make the turn just before it match every query).
+        """
         n = len(self.texts)
         scores = np.zeros(n)
         if n == 0:
             return scores
-        lengths = np.frombuffer(self._lengths, dtype=np.float64) if n else np.zeros(0)
-        avg = self._total_length / n or 1.0
+        lengths = np.frombuffer(self._lengths, dtype=np.float64)
+        if spread:
+            lengths = _spread(lengths, spread, silent)
+        avg = float(lengths.mean()) or 1.0
         norm = k1 * (1.0 - b + b * lengths / avg)
-        for term in set(query):
+        weighted = query.items() if isinstance(query, Mapping) else ((t, 1.0) for t in set(query))
+        for term, weight in weighted:
             entry = self._postings.get(term)
-            if entry is None:
+            if entry is None or not weight:
                 continue
-            docs = np.frombuffer(entry[0], dtype=np.int32)
+            docs: npt.NDArray[Any] = np.frombuffer(entry[0], dtype=np.int32)
             tf = np.frombuffer(entry[1], dtype=np.int32).astype(np.float64)
-            idf = math.log(1.0 + (n - len(docs) + 0.5) / (len(docs) + 0.5))
+            idf = weight * math.log(1.0 + (n - len(docs) + 0.5) / (len(docs) + 0.5))
+            if spread:
+                column = np.zeros(n)
+                column[docs] = tf
+                column = _spread(column, spread, silent)
+                docs = np.flatnonzero(column)
+                tf = column[docs]
             scores[docs] += idf * tf * (k1 + 1.0) / (tf + norm[docs])
         return scores
+
+
+def _spread(
+    values: npt.NDArray[np.float64], weights: Sequence[float], silent: Sequence[int]
+) -> npt.NDArray[np.float64]:
+    """``values`` plus ``weights[d - 1]`` times the values ``d`` positions away on each side."""
+    lent = values.copy()
+    if len(silent):
+        lent[list(silent)] = 0.0
+    out: npt.NDArray[np.float64] = values.copy()
+    for d, weight in enumerate(weights, start=1):
+        if d >= len(values):
+            break
+        out[d:] += weight * lent[:-d]
+        out[:-d] += weight * lent[d:]
+    return out
 
 
 _INDEXES: OrderedDict[tuple[str, ...], InvertedIndex] = OrderedDict()

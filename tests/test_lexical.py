@@ -71,3 +71,76 @@ def test_shared_index_is_reused_for_a_growing_conversation() -> None:
     index = shared_index(history)
     assert shared_index([*history, "a new question"]) is index
     assert len(index) == 4
+
+
+def reference_expanded_bm25(
+    query: dict[str, float],
+    documents: Sequence[Sequence[str]],
+    spread: Sequence[float],
+    silent: set[int],
+    k1: float = 1.2,
+    b: float = 0.75,
+) -> list[float]:
+    """Document expansion written out: each document's term counts and length plus ``spread[d-1]``
+    times those of the documents ``d`` away (the silent ones lend nothing); IDF from the plain
+    documents."""
+    n = len(documents)
+    counts = [{t: float(d.count(t)) for t in set(d)} for d in documents]
+    lengths = [float(len(d)) for d in documents]
+    expanded, expanded_lengths = [], []
+    for i in range(n):
+        tf = dict(counts[i])
+        length = lengths[i]
+        for d, w in enumerate(spread, start=1):
+            for j in (i - d, i + d):
+                if 0 <= j < n and j not in silent:
+                    for t, c in counts[j].items():
+                        tf[t] = tf.get(t, 0.0) + w * c
+                    length += w * lengths[j]
+        expanded.append(tf)
+        expanded_lengths.append(length)
+    avg = (sum(expanded_lengths) / n if n else 0.0) or 1.0
+    scores = []
+    for i in range(n):
+        score = 0.0
+        for term, weight in query.items():
+            df = sum(1 for d in documents if term in d)
+            tf = expanded[i].get(term, 0.0)
+            if tf and df:
+                idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+                norm = k1 * (1.0 - b + b * expanded_lengths[i] / avg)
+                score += weight * idf * tf * (k1 + 1.0) / (tf + norm)
+        scores.append(score)
+    return scores
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    texts=texts_st,
+    spread=st.lists(st.sampled_from([0.0, 0.15, 0.3, 0.5]), max_size=3),
+    silent=st.sets(st.integers(0, 24), max_size=3),
+    weights=st.dictionaries(st.sampled_from(WORDS), st.sampled_from([0.2, 0.5, 1.0]), max_size=3),
+)
+def test_expanded_and_weighted_bm25_equals_the_written_out_formula(
+    texts: list[str], spread: list[float], silent: set[int], weights: dict[str, float]
+) -> None:
+    index = InvertedIndex()
+    index.sync(texts)
+    query = {terms(w)[0]: v for w, v in weights.items() if terms(w)}
+    silent_here = sorted(i for i in silent if i < len(texts))
+    got = index.bm25(query, spread=spread, silent=silent_here)
+    docs = [terms(t) for t in texts]
+    expected = reference_expanded_bm25(query, docs, spread, set(silent_here))
+    assert np.allclose(got, expected)
+
+
+def test_expansion_reaches_a_turn_through_its_neighbour() -> None:
+    texts = ["When is the backup?", "Every night at two.", "Lunch is at noon."]
+    index = InvertedIndex()
+    index.sync(texts)
+    plain = index.bm25(terms("backup"))
+    expanded = index.bm25(terms("backup"), spread=(0.3,))
+    assert plain[1] == 0.0 < expanded[1] < expanded[0]
+    assert expanded[2] == 0.0
+    # A silent text lends nothing: the current question must not make its neighbour relevant.
+    assert index.bm25(terms("backup"), spread=(0.3,), silent=[0])[1] == 0.0

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import Field
+from pydantic import Field, field_validator
 
+from .._prefix import PrefixMemo
 from ..lexical import shared_index, terms
+from ..messages import Message
 from ..pipeline import Decision, PackContext
 from ._base import StageModel
 
-__all__ = ["RelevanceScorer", "spread_to_neighbors"]
+__all__ = ["RelevanceScorer", "named_speaker", "spread_to_neighbors"]
 
 
 def spread_to_neighbors(
@@ -35,18 +39,67 @@ def spread_to_neighbors(
     return out  # type: ignore[no-any-return]
 
 
+# "Caroline: I went hiking." A speaker is one to four capitalised words before a colon.
+_SPEAKER = re.compile(r"\s*([A-Z][\w'’.-]*(?: [A-Z][\w'’.-]*){0,3}):\s")
+_WORDS = re.compile(r"[^\W_]+")
+
+
+def _speaker(msg: Message) -> str | None:
+    if msg.name:
+        return msg.name
+    match = _SPEAKER.match(msg.text[:80])
+    return match.group(1) if match else None
+
+
+_SPEAKERS: PrefixMemo[Message, str | None] = PrefixMemo(_speaker)
+
+
+def named_speaker(query: str, speakers: Sequence[str | None]) -> str | None:
+    """The one speaker of the conversation the query names, if exactly one.
+
+    Speakers are the ``name`` of messages or a ``Name:`` prefix on their text. They count only
+    when at least two of them speak three times or more and together they start at least half of
+    the messages, so that an occasional ``Note:`` is never taken for a participant. The query
+    names a speaker when it contains the speaker's first name, capitalised.
+
+    Example:
+        >>> speakers = ["Ann", "Bob", "Ann", "Bob", "Ann", "Bob", None]
+        >>> named_speaker("What did Ann say?", speakers)
+        'Ann'
+        >>> named_speaker("What did they say?", speakers) is None
+        True
+    """
+    counts = Counter(speakers)
+    counts.pop(None, None)
+    regular = [name for name, count in counts.items() if name is not None and count >= 3]
+    if len(regular) < 2 or 2 * sum(counts[name] for name in regular) < len(speakers):
+        return None
+    words = set(_WORDS.findall(query))
+    named = [name for name in regular if name.split()[0] in words]
+    return named[0] if len(named) == 1 else None
+
+
 class RelevanceScorer(StageModel):
     """Set the ``relevance`` signal (0 to 1) of every message from its BM25 score for the query.
 
-    Terms are lower-cased, stemmed words without stop words. Scores are divided by the best one,
-    so the most relevant message gets 1. A message near a relevant one inherits ``neighbor_share
-    ** d`` of its relevance at distance ``d <= neighbors`` (an answer often sits in the turn
-    after the one that names the topic). The index behind it is cached per conversation and
-    grows with it, so a new question on the same history only analyses the question.
+    Terms are lower-cased, stemmed words without stop words. Each message is indexed with a share
+    of its neighbours' terms too (``expansion``): in a dialogue, an answer ("Yes, last May!")
+    often only matches the query through the question before it. Scores are divided by the best
+    one, so the most relevant message gets 1. A message near a relevant one inherits
+    ``neighbor_share ** d`` of its relevance at distance ``d <= neighbors``. When the
+    conversation's messages carry speakers (``Name:`` prefixes or ``name``) and the query names
+    exactly one of them, the other speakers' messages keep ``speaker_focus`` of their relevance:
+    "What did Caroline paint?" is answered by Caroline. The index behind it is cached per
+    conversation and grows with it, so a new question on the same history only analyses the
+    question.
 
     Args:
         neighbors: How many messages on each side receive a share.
         neighbor_share: Share of a message's relevance its direct neighbours receive.
+        expansion: Weights of the neighbours' terms in a message's index entry, by distance
+            (``()`` turns document expansion off).
+        speaker_focus: Share of relevance kept by messages of speakers the query does not name
+            (1 turns speaker focus off).
         k1: BM25 term-frequency saturation.
         b: BM25 length normalisation.
     """
@@ -55,8 +108,17 @@ class RelevanceScorer(StageModel):
 
     neighbors: int = Field(default=2, ge=0)
     neighbor_share: float = Field(default=0.5, ge=0.0, le=1.0)
+    expansion: tuple[float, ...] = (0.3, 0.15)
+    speaker_focus: float = Field(default=0.3, ge=0.0, le=1.0)
     k1: float = Field(default=1.2, gt=0)
     b: float = Field(default=0.75, ge=0.0, le=1.0)
+
+    @field_validator("expansion")
+    @classmethod
+    def _non_negative(cls, value: tuple[float, ...]) -> tuple[float, ...]:
+        if any(w < 0 for w in value):
+            raise ValueError("expansion weights must be >= 0")
+        return value
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
         if not ctx.query:
@@ -64,26 +126,50 @@ class RelevanceScorer(StageModel):
         query = terms(ctx.query)
         messages = ctx.messages
         index = shared_index([m.text for m in messages])
-        raw = index.bm25(query, k1=self.k1, b=self.b)
         protected = [i for i, m in enumerate(messages) if m.id in ctx.protected]
+        raw = index.bm25(query, k1=self.k1, b=self.b, spread=self.expansion, silent=protected)
         raw[protected] = 0.0
         best = float(raw.max(initial=0.0))
         if best <= 0:
             return ctx
         own = raw / best
         final = spread_to_neighbors(own, self.neighbors, self.neighbor_share)
+        spread = final.copy()
+        damped: npt.NDArray[np.bool_] | None = None
+        speaker = None
+        if self.speaker_focus < 1.0:
+            speakers = _SPEAKERS(messages)
+            speaker = named_speaker(ctx.query, speakers)
+            if speaker is not None:
+                # After the spread: the other speaker's question still lends its share to the
+                # answer next to it, then counts less itself.
+                others = (s is not None and s != speaker for s in speakers)
+                damped = np.fromiter(others, dtype=bool, count=len(messages))
+                final[damped] *= self.speaker_focus
         final[protected] = 0.0
         nonzero = np.flatnonzero(final)
         signal = {messages[i].id: float(final[i]) for i in nonzero}
+        asked = set(query)
         decisions = [
             Decision.trusted(
                 self.name,
                 "selected",
                 messages[i].id,
                 f"relevance {final[i]:.2f} to the query"
-                + ("" if final[i] == own[i] else " (neighbour of a relevant message)"),
+                + (
+                    ""
+                    # Relevant through neighbours: by the spread, or by their terms alone.
+                    if spread[i] == own[i] and asked.intersection(terms(messages[i].text))
+                    else " (neighbour of a relevant message)"
+                )
+                + (
+                    f" (x{self.speaker_focus:g}: the query is about {speaker})"
+                    if damped is not None and damped[i]
+                    else ""
+                ),
                 float(final[i]),
             )
-            for i in np.flatnonzero(final >= 0.25).tolist()
+            # Messages that speaker focus damps still say why they scored less.
+            for i in np.flatnonzero((spread >= 0.25) & (final > 0)).tolist()
         ]
         return ctx.with_signal("relevance", signal).decide(*decisions)

@@ -8,7 +8,7 @@ import pytest
 
 import ctxpack
 from ctxpack import GreedyPacker, Pipeline, PromptComposer, RelevanceScorer
-from ctxpack.stages.relevance import spread_to_neighbors
+from ctxpack.stages.relevance import named_speaker, spread_to_neighbors
 
 from ..helpers import ctx_of, ids
 
@@ -24,6 +24,8 @@ HISTORY: list[dict[str, Any]] = [
 
 
 def relevance(**kwargs: Any) -> dict[str, float]:
+    # Plain BM25 unless a test asks for document expansion.
+    kwargs.setdefault("expansion", ())
     ctx = ctx_of(HISTORY, query="When do the backups run?", protected=["q"])
     return dict(RelevanceScorer(**kwargs)(ctx).signal("relevance"))
 
@@ -58,7 +60,8 @@ def test_stemming_matches_word_forms() -> None:
         ],
         query="When did she paint a sunrise?",
     )
-    assert dict(RelevanceScorer(neighbors=0)(ctx).signal("relevance")) == {"p": 1.0}
+    scores = RelevanceScorer(neighbors=0, expansion=())(ctx).signal("relevance")
+    assert dict(scores) == {"p": 1.0}
 
 
 def test_decisions_say_why() -> None:
@@ -134,9 +137,77 @@ def test_config_is_validated() -> None:
         RelevanceScorer(neighbors=-1)
     with pytest.raises(ValueError):
         RelevanceScorer(neighbor_share=1.5)
+    with pytest.raises(ValueError, match="expansion"):
+        RelevanceScorer(expansion=(0.3, -0.1))
+    with pytest.raises(ValueError):
+        RelevanceScorer(speaker_focus=1.5)
 
 
 def test_default_pipeline_keeps_the_relevant_old_turn() -> None:
     result = ctxpack.pack(HISTORY, budget=45, model="gpt-4")
     assert "u1" in result.kept_ids
     assert "u3" not in result.kept_ids
+
+
+def test_expansion_scores_the_answer_next_to_the_question() -> None:
+    scores = relevance(neighbors=0, expansion=(0.3,))
+    # u2 shares no term with the query but sits next to a1, which does.
+    assert 0 < scores["u2"] < scores["a1"]
+    assert "a3" not in scores, "the question lends its terms to nobody"
+
+
+DIALOGUE: list[dict[str, Any]] = [
+    {"role": "user", "content": "Ann: I started painting landscapes.", "id": "a1"},
+    {"role": "assistant", "content": "Bob: Painting? I took up painting too.", "id": "b1"},
+    {"role": "user", "content": "Ann: We should go hiking.", "id": "a2"},
+    {"role": "assistant", "content": "Bob: Sure, next weekend.", "id": "b2"},
+    {"role": "user", "content": "Ann: Great.", "id": "a3"},
+    {"role": "assistant", "content": "Bob: See you.", "id": "b3"},
+]
+
+
+def _dialogue_scores(question: str, **kwargs: Any) -> tuple[dict[str, float], Any]:
+    history = [*DIALOGUE, {"role": "user", "content": question, "id": "q"}]
+    ctx = ctx_of(history, query=question, protected=["q"])
+    out = RelevanceScorer(neighbors=0, expansion=(), **kwargs)(ctx)
+    return dict(out.signal("relevance")), out
+
+
+def test_speaker_focus_favours_the_named_speaker() -> None:
+    focused, out = _dialogue_scores("What does Bob paint?")
+    plain, _ = _dialogue_scores("What does Bob paint?", speaker_focus=1.0)
+    assert focused["b1"] == plain["b1"] == 1.0
+    assert focused["a1"] == pytest.approx(0.3 * plain["a1"])
+    reasons = {d.message_id: d.reason for d in out.decisions}
+    assert "x0.3: the query is about Bob" in reasons["a1"]
+    # Nobody named, or both named: no focus.
+    assert _dialogue_scores("Who paints?")[0] == _dialogue_scores("Who paints?", speaker_focus=1)[0]
+    both = "Do Ann and Bob paint?"
+    assert _dialogue_scores(both)[0] == _dialogue_scores(both, speaker_focus=1.0)[0]
+
+
+def test_speaker_focus_uses_the_name_field_too() -> None:
+    history = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": text, "name": name}
+        for i, (name, text) in enumerate(
+            [("ann", "I paint."), ("bob", "I paint too."), ("ann", "ok"), ("bob", "ok")] * 2
+        )
+    ]
+    question = {"role": "user", "content": "What does bob paint?", "name": "carl", "id": "q"}
+    ctx = ctx_of([*history, question], query=question["content"], protected=["q"])
+    scores = RelevanceScorer(neighbors=0, expansion=())(ctx).signal("relevance")
+    ids_ = [m.id for m in ctx.messages]
+    assert scores[ids_[1]] == 1.0
+    assert scores[ids_[0]] == pytest.approx(0.3 * scores[ids_[1]], rel=0.2)
+
+
+def test_named_speaker_needs_regular_speakers() -> None:
+    two = ["Ann", "Bob"] * 3
+    assert named_speaker("Did Ann go?", two) == "Ann"
+    assert named_speaker("did ann go?", two) is None, "a name is capitalised"
+    assert named_speaker("Did Ann go?", ["Ann"] * 6) is None, "one speaker is no dialogue"
+    assert named_speaker("Did Ann go?", ["Ann", "Bob"] * 2) is None, "three times each"
+    # An occasional "Note:" in a chat without speakers is not a participant.
+    notes = ["Note", None, None, "Note", None, "Note", "Todo", None, "Todo", None, "Todo", None]
+    assert named_speaker("Any Note about it?", [*notes, None]) is None
+    assert named_speaker("Any Note about it?", notes) == "Note", "half the messages is enough"
