@@ -326,6 +326,10 @@ class InvertedIndex:
     def __len__(self) -> int:
         return len(self.texts)
 
+    def __contains__(self, term: object) -> bool:
+        """Whether some indexed text holds ``term``."""
+        return term in self._postings
+
     def _common_prefix(self, texts: Sequence[str]) -> int:
         n = min(len(texts), len(self.texts))
         if n and self.texts[:n] == list(texts[:n]):
@@ -418,20 +422,42 @@ class InvertedIndex:
         avg = float(lengths.mean()) or 1.0
         norm = k1 * (1.0 - b + b * lengths / avg)
         weighted = query.items() if isinstance(query, Mapping) else ((t, 1.0) for t in set(query))
-        for term, weight in weighted:
-            entry = self._postings.get(term)
-            if entry is None or not weight:
-                continue
-            docs: npt.NDArray[Any] = np.frombuffer(entry[0], dtype=np.int32)
-            tf = np.frombuffer(entry[1], dtype=np.int32).astype(np.float64)
-            idf = weight * math.log(1.0 + (n - len(docs) + 0.5) / (len(docs) + 0.5))
-            if spread:
-                column = np.zeros(n)
-                column[docs] = tf
-                column = _spread(column, spread, silent)
-                docs = np.flatnonzero(column)
-                tf = column[docs]
-            scores[docs] += idf * tf * (k1 + 1.0) / (tf + norm[docs])
+        found = [(self._postings[t], w) for t, w in weighted if w and t in self._postings]
+        if not found:
+            return scores
+        if not spread:
+            for (doc_array, tf_array), weight in found:
+                docs = np.frombuffer(doc_array, dtype=np.int32)
+                tf = np.frombuffer(tf_array, dtype=np.int32).astype(np.float64)
+                idf = weight * math.log(1.0 + (n - len(docs) + 0.5) / (len(docs) + 0.5))
+                scores[docs] += idf * tf * (k1 + 1.0) / (tf + norm[docs])
+            return scores
+        # Document expansion, every term at once: each posting lends ``spread[d - 1]`` of its
+        # count to the texts d away, summed per (term, text) by one bincount.
+        docs = np.concatenate([np.frombuffer(entry[0], dtype=np.int32) for entry, _ in found])
+        tf = np.concatenate([np.frombuffer(entry[1], dtype=np.int32) for entry, _ in found])
+        df = np.array([len(entry[0]) for entry, _ in found])
+        idfs = np.array([w for _, w in found]) * np.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        row = np.repeat(np.arange(len(found)), df)
+        muted = np.zeros(n, dtype=bool)
+        muted[list(silent)] = True
+        lend = ~muted[docs]
+        lenders, lent, lender_row = docs[lend], tf[lend].astype(np.float64), row[lend]
+        keys, counts = [row * n + docs], [tf.astype(np.float64)]
+        for d, share in enumerate(spread, start=1):
+            for target in (lenders - d, lenders + d):
+                inside = (target >= 0) & (target < n)
+                keys.append(lender_row[inside] * n + target[inside])
+                counts.append(share * lent[inside])
+        expanded = np.bincount(
+            np.concatenate(keys), np.concatenate(counts), minlength=len(found) * n
+        ).reshape(len(found), n)
+        weights = idfs[:, None] * (k1 + 1.0)
+        # Only where a count is: an empty text with b = 1 has a zero norm.
+        saturation = np.divide(
+            expanded, expanded + norm, out=np.zeros_like(expanded), where=expanded > 0
+        )
+        scores += (weights * saturation).sum(axis=0)
         return scores
 
 

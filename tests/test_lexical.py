@@ -120,17 +120,18 @@ def reference_expanded_bm25(
     spread=st.lists(st.sampled_from([0.0, 0.15, 0.3, 0.5]), max_size=3),
     silent=st.sets(st.integers(0, 24), max_size=3),
     weights=st.dictionaries(st.sampled_from(WORDS), st.sampled_from([0.2, 0.5, 1.0]), max_size=3),
+    b=st.sampled_from([0.0, 0.75, 1.0]),
 )
 def test_expanded_and_weighted_bm25_equals_the_written_out_formula(
-    texts: list[str], spread: list[float], silent: set[int], weights: dict[str, float]
+    texts: list[str], spread: list[float], silent: set[int], weights: dict[str, float], b: float
 ) -> None:
     index = InvertedIndex()
     index.sync(texts)
     query = {terms(w)[0]: v for w, v in weights.items() if terms(w)}
     silent_here = sorted(i for i in silent if i < len(texts))
-    got = index.bm25(query, spread=spread, silent=silent_here)
+    got = index.bm25(query, spread=spread, silent=silent_here, b=b)
     docs = [terms(t) for t in texts]
-    expected = reference_expanded_bm25(query, docs, spread, set(silent_here))
+    expected = reference_expanded_bm25(query, docs, spread, set(silent_here), b=b)
     assert np.allclose(got, expected)
 
 

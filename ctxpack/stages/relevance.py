@@ -5,16 +5,20 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 from pydantic import Field, field_validator
 
+from .._columns import ids as message_ids
+from .._columns import positions, take
 from .._prefix import PrefixMemo
-from ..lexical import shared_index, terms
+from ..lexical import InvertedIndex, shared_index, terms
 from ..messages import Message
 from ..pipeline import Decision, PackContext
+from ..wordvectors import default_stem_vectors
 from ._base import StageModel
 
 __all__ = ["RelevanceScorer", "named_speaker", "spread_to_neighbors"]
@@ -42,6 +46,7 @@ def spread_to_neighbors(
 # "Caroline: I went hiking." A speaker is one to four capitalised words before a colon.
 _SPEAKER = re.compile(r"\s*([A-Z][\w'’.-]*(?: [A-Z][\w'’.-]*){0,3}):\s")
 _WORDS = re.compile(r"[^\W_]+")
+_QUERY_WORDS = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 
 
 def _speaker(msg: Message) -> str | None:
@@ -52,6 +57,7 @@ def _speaker(msg: Message) -> str | None:
 
 
 _SPEAKERS: PrefixMemo[Message, str | None] = PrefixMemo(_speaker)
+_TEXTS: PrefixMemo[Message, str] = PrefixMemo(attrgetter("text"))
 
 
 def named_speaker(query: str, speakers: Sequence[str | None]) -> str | None:
@@ -82,7 +88,10 @@ def named_speaker(query: str, speakers: Sequence[str | None]) -> str | None:
 class RelevanceScorer(StageModel):
     """Set the ``relevance`` signal (0 to 1) of every message from its BM25 score for the query.
 
-    Terms are lower-cased, stemmed words without stop words. Each message is indexed with a share
+    Terms are lower-cased, stemmed words without stop words. Each query word that is not a name
+    is expanded with the conversation's words closest to it in meaning ("bicycle" also looks for
+    "bike"), from a static word table shipped with ctxpack (no model runs). Each message is
+    indexed with a share
     of its neighbours' terms too (``expansion``): in a dialogue, an answer ("Yes, last May!")
     often only matches the query through the question before it. Scores are divided by the best
     one, so the most relevant message gets 1. A message near a relevant one inherits
@@ -100,6 +109,10 @@ class RelevanceScorer(StageModel):
             (``()`` turns document expansion off).
         speaker_focus: Share of relevance kept by messages of speakers the query does not name
             (1 turns speaker focus off).
+        related: Weight, times their cosine similarity, of the related words a query word is
+            expanded with (0 turns query expansion off).
+        related_top: At most this many related words per query word, among the conversation's.
+        related_min: Only related words at least this similar (cosine in the word table).
         k1: BM25 term-frequency saturation.
         b: BM25 length normalisation.
     """
@@ -110,6 +123,9 @@ class RelevanceScorer(StageModel):
     neighbor_share: float = Field(default=0.5, ge=0.0, le=1.0)
     expansion: tuple[float, ...] = (0.3, 0.15)
     speaker_focus: float = Field(default=0.3, ge=0.0, le=1.0)
+    related: float = Field(default=0.3, ge=0.0)
+    related_top: int = Field(default=5, ge=0)
+    related_min: float = Field(default=0.5, ge=-1.0, le=1.0)
     k1: float = Field(default=1.2, gt=0)
     b: float = Field(default=0.75, ge=0.0, le=1.0)
 
@@ -125,9 +141,14 @@ class RelevanceScorer(StageModel):
             return ctx
         query = terms(ctx.query)
         messages = ctx.messages
-        index = shared_index([m.text for m in messages])
-        protected = [i for i, m in enumerate(messages) if m.id in ctx.protected]
-        raw = index.bm25(query, k1=self.k1, b=self.b, spread=self.expansion, silent=protected)
+        index = shared_index(_TEXTS(messages))
+        related = self._related_terms(ctx.query, query, index)
+        weights = {**related, **dict.fromkeys(query, 1.0)}
+        ids = message_ids(messages)
+        protected = positions(
+            np.fromiter(map(ctx.protected.__contains__, ids), dtype=bool, count=len(ids))
+        )
+        raw = index.bm25(weights, k1=self.k1, b=self.b, spread=self.expansion, silent=protected)
         raw[protected] = 0.0
         best = float(raw.max(initial=0.0))
         if best <= 0:
@@ -143,25 +164,21 @@ class RelevanceScorer(StageModel):
             if speaker is not None:
                 # After the spread: the other speaker's question still lends its share to the
                 # answer next to it, then counts less itself.
-                others = (s is not None and s != speaker for s in speakers)
-                damped = np.fromiter(others, dtype=bool, count=len(messages))
+                other = {s: s is not None and s != speaker for s in set(speakers)}
+                marks = map(other.__getitem__, speakers)
+                damped = np.fromiter(marks, dtype=bool, count=len(messages))
                 final[damped] *= self.speaker_focus
         final[protected] = 0.0
-        nonzero = np.flatnonzero(final)
-        signal = {messages[i].id: float(final[i]) for i in nonzero}
-        asked = set(query)
+        nonzero = positions(final)
+        signal = dict(zip(take(ids, nonzero), final[nonzero].tolist(), strict=True))
+        asked, expanded = set(query), set(related)
         decisions = [
             Decision.trusted(
                 self.name,
                 "selected",
                 messages[i].id,
                 f"relevance {final[i]:.2f} to the query"
-                + (
-                    ""
-                    # Relevant through neighbours: by the spread, or by their terms alone.
-                    if spread[i] == own[i] and asked.intersection(terms(messages[i].text))
-                    else " (neighbour of a relevant message)"
-                )
+                + self._how(terms(messages[i].text), asked, expanded, spread[i] == own[i])
                 + (
                     f" (x{self.speaker_focus:g}: the query is about {speaker})"
                     if damped is not None and damped[i]
@@ -173,3 +190,38 @@ class RelevanceScorer(StageModel):
             for i in np.flatnonzero((spread >= 0.25) & (final > 0)).tolist()
         ]
         return ctx.with_signal("relevance", signal).decide(*decisions)
+
+    def _related_terms(
+        self, text: str, query: Sequence[str], index: InvertedIndex
+    ) -> dict[str, float]:
+        """Query expansion: the conversation's terms related to the query's words, weighted."""
+        if not self.related or not self.related_top:
+            return {}
+        table = default_stem_vectors()
+        asked = set(query)
+        weights: dict[str, float] = {}
+        for position, word in enumerate(_QUERY_WORDS.findall(text)):
+            stems = terms(word)
+            # A capitalised word inside the question is a name: "Melanie" has no synonyms.
+            if len(stems) != 1 or (position and word[0].isupper()):
+                continue
+            found = 0
+            for other, cosine in table.nearest(stems[0]):
+                if found == self.related_top or cosine < self.related_min:
+                    break
+                if other in asked or other not in index:
+                    continue
+                found += 1
+                weights[other] = max(weights.get(other, 0.0), self.related * cosine)
+        return weights
+
+    @staticmethod
+    def _how(held: Sequence[str], asked: set[str], related: set[str], own: bool) -> str:
+        """How a message came to be relevant, for its decision."""
+        if own and not asked.isdisjoint(held):
+            return ""
+        through = sorted(related.intersection(held))
+        if own and through:
+            return f" (through related words: {', '.join(through[:3])})"
+        # By the spread, or by the terms of its neighbours alone.
+        return " (neighbour of a relevant message)"

@@ -24,8 +24,9 @@ HISTORY: list[dict[str, Any]] = [
 
 
 def relevance(**kwargs: Any) -> dict[str, float]:
-    # Plain BM25 unless a test asks for document expansion.
+    # Plain BM25 unless a test asks for document or query expansion.
     kwargs.setdefault("expansion", ())
+    kwargs.setdefault("related", 0.0)
     ctx = ctx_of(HISTORY, query="When do the backups run?", protected=["q"])
     return dict(RelevanceScorer(**kwargs)(ctx).signal("relevance"))
 
@@ -60,7 +61,7 @@ def test_stemming_matches_word_forms() -> None:
         ],
         query="When did she paint a sunrise?",
     )
-    scores = RelevanceScorer(neighbors=0, expansion=())(ctx).signal("relevance")
+    scores = RelevanceScorer(neighbors=0, expansion=(), related=0)(ctx).signal("relevance")
     assert dict(scores) == {"p": 1.0}
 
 
@@ -169,7 +170,7 @@ DIALOGUE: list[dict[str, Any]] = [
 def _dialogue_scores(question: str, **kwargs: Any) -> tuple[dict[str, float], Any]:
     history = [*DIALOGUE, {"role": "user", "content": question, "id": "q"}]
     ctx = ctx_of(history, query=question, protected=["q"])
-    out = RelevanceScorer(neighbors=0, expansion=(), **kwargs)(ctx)
+    out = RelevanceScorer(neighbors=0, expansion=(), related=0, **kwargs)(ctx)
     return dict(out.signal("relevance")), out
 
 
@@ -195,7 +196,7 @@ def test_speaker_focus_uses_the_name_field_too() -> None:
     ]
     question = {"role": "user", "content": "What does bob paint?", "name": "carl", "id": "q"}
     ctx = ctx_of([*history, question], query=question["content"], protected=["q"])
-    scores = RelevanceScorer(neighbors=0, expansion=())(ctx).signal("relevance")
+    scores = RelevanceScorer(neighbors=0, expansion=(), related=0)(ctx).signal("relevance")
     ids_ = [m.id for m in ctx.messages]
     assert scores[ids_[1]] == 1.0
     assert scores[ids_[0]] == pytest.approx(0.3 * scores[ids_[1]], rel=0.2)
@@ -211,3 +212,35 @@ def test_named_speaker_needs_regular_speakers() -> None:
     notes = ["Note", None, None, "Note", None, "Note", "Todo", None, "Todo", None, "Todo", None]
     assert named_speaker("Any Note about it?", [*notes, None]) is None
     assert named_speaker("Any Note about it?", notes) == "Note", "half the messages is enough"
+
+
+def test_query_words_are_expanded_with_related_words_of_the_conversation() -> None:
+    history = [
+        {"role": "user", "content": "I bought a new bike last week.", "id": "bike"},
+        {"role": "assistant", "content": "The tax return is due in May.", "id": "tax"},
+        {"role": "user", "content": "Where is Bicycle Street?", "id": "street"},
+        {"role": "user", "content": "Did Ann get a bicycle?", "id": "q"},
+    ]
+    ctx = ctx_of(history, query="Did Ann get a bicycle?", protected=["q"])
+    plain = RelevanceScorer(neighbors=0, expansion=(), related=0)(ctx)
+    assert "bike" not in plain.signal("relevance")
+    out = RelevanceScorer(neighbors=0, expansion=())(ctx)
+    scores = out.signal("relevance")
+    # "bike" is related to "bicycle": a share of a match (0.3 x cosine 0.93), below the
+    # exact match, and nothing for the unrelated message.
+    assert 0 < scores["bike"] < scores["street"] == 1.0
+    assert "tax" not in scores
+    reasons = {d.message_id: d.reason for d in out.decisions}
+    assert reasons["bike"].endswith("(through related words: bike)")
+
+
+def test_names_are_not_expanded() -> None:
+    # "Paris" is capitalised inside the question: a name, whose neighbours in the word table
+    # (other cities) must not count as matches.
+    history = [
+        {"role": "user", "content": "We loved London and Rome.", "id": "cities"},
+        {"role": "user", "content": "When did Marie visit Paris?", "id": "q"},
+    ]
+    ctx = ctx_of(history, query="When did Marie visit Paris?", protected=["q"])
+    expanded = RelevanceScorer(neighbors=0, expansion=())(ctx).signal("relevance")
+    assert "cities" not in expanded

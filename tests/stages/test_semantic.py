@@ -62,9 +62,11 @@ def relevance(ctx: ctxpack.PackContext) -> dict[str, float]:
 def scored(stage: SemanticScorer, history: list[dict[str, Any]] = HISTORY) -> tuple[Any, Any]:
     """(context after BM25, context after BM25 then ``stage``) with the question protected.
 
-    Plain BM25 (no document expansion), so that only the semantic stage reaches the paraphrase.
+    Plain BM25 (no document or query expansion), so that only the semantic stage reaches the
+    paraphrase.
     """
-    lexical = RelevanceScorer(expansion=())(ctx_of(history, query=QUERY, protected=["q"]))
+    plain = RelevanceScorer(expansion=(), related=0)
+    lexical = plain(ctx_of(history, query=QUERY, protected=["q"]))
     return lexical, stage(lexical)
 
 
