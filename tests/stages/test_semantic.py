@@ -71,7 +71,7 @@ def scored(stage: SemanticScorer, history: list[dict[str, Any]] = HISTORY) -> tu
 
 
 def test_a_paraphrase_without_shared_words_gets_relevance() -> None:
-    lexical, out = scored(SemanticScorer(embedder=fake_embed))
+    lexical, out = scored(SemanticScorer(embedder=fake_embed, weight=0.5))
     # BM25 sees nothing in common between the paraphrase and the question...
     assert "para" not in relevance(lexical)
     assert relevance(lexical)["wiki"] == 1.0  # "backup" matches
@@ -125,7 +125,7 @@ def test_protected_messages_get_no_semantic_score() -> None:
     assert "sys" not in relevance(out)
     assert "q" not in relevance(out)
     assert {d.message_id for d in out.decisions} & {"sys", "q"} == set()
-    assert relevance(out)["para"] == pytest.approx(0.5)
+    assert relevance(out)["para"] == pytest.approx(0.3)  # the default weight x semantic 1
 
 
 @pytest.mark.parametrize("query", [None, ""])
@@ -172,7 +172,7 @@ def test_configuration_is_validated_and_loads_nothing() -> None:
         SemanticScorer(embeder=fake_embed)  # type: ignore[call-arg]
     # No model is loaded until the stage runs.
     assert SemanticScorer().embedder is None
-    assert "weight=0.5" in repr(SemanticScorer())
+    assert "weight=0.3" in repr(SemanticScorer())
 
 
 def test_the_stage_keeps_the_contract() -> None:
