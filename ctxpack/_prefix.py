@@ -80,8 +80,15 @@ class PrefixMemo(Generic[T, V]):
         items = tuple(items)
         with self._lock:
             entries = self._entries
-        guesses = [likely_prefix(items, seen) for seen, _ in entries]
-        best = max(range(len(entries)), key=guesses.__getitem__, default=-1)
+        # Most recent first, stopping at an entry the new sequence fully extends: that is the
+        # next turn of the conversation last packed, almost always the best reuse there is (any
+        # pick is correct; a worse one only computes more).
+        guesses: list[int] = []
+        for seen, _ in entries:
+            guesses.append(likely_prefix(items, seen))
+            if guesses[-1] == len(seen):
+                break
+        best = max(range(len(guesses)), key=guesses.__getitem__, default=-1)
         k = 0
         if best >= 0 and guesses[best]:
             seen, values = entries[best]

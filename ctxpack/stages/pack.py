@@ -81,7 +81,7 @@ def unanswered_calls(messages: tuple[Message, ...] | list[Message]) -> dict[int,
     The last message is left out: an assistant turn at the end may still be waiting for its
     results. Every other unanswered call makes the provider reject the request.
     """
-    if not any(m.tool_calls for m in messages):
+    if not (flags(messages) & TOOL).any():
         return {}
     answered_at = {m.tool_call_id: i for i, m in enumerate(messages) if m.role == "tool"}
     out: dict[int, list[str]] = {}
@@ -345,6 +345,6 @@ class GreedyPacker(StageModel):
                 decisions[i] = trusted(name, "dropped", ids[i], reason, unit_score, sizes[i], 0)
         keep.sort()
         return ctx.decide(
-            *(decisions[i] for i in range(count) if i in decisions),
+            *(decisions[i] for i in sorted(decisions)),
             messages=tuple(messages[i] for i in keep),
         )
