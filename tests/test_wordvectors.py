@@ -14,7 +14,7 @@ import pytest
 
 import ctxpack.wordvectors as wordvectors
 from ctxpack.lexical import terms
-from ctxpack.wordvectors import StemVectors, default_stem_vectors
+from ctxpack.wordvectors import StemVectors, default_stem_vectors, neighbour_lists
 
 SHIPPED = Path(wordvectors.__file__).parent / "data" / "stem_vectors.npz"
 
@@ -251,3 +251,20 @@ def test_nearest_ranks_the_whole_table() -> None:
     assert [s for s, _ in near] == [s for s, _ in expected]
     assert table.nearest("bicycl", top=10) is near, "cached"
     assert table.nearest("zzzqqq") == ()
+
+
+def test_shipped_neighbour_lists_match_the_vectors() -> None:
+    # The lists in the npz are a cache of what neighbour_lists computes from the vectors: a
+    # table rebuilt without them, or with stale ones, would expand queries wrongly.
+    table = default_stem_vectors()
+    vectors = table._vectors[:-1]
+    sample = list(range(0, len(table), 997))
+    ranked, cosines = neighbour_lists(vectors, 32, rows=sample)
+    for k, row in enumerate(sample):
+        stored = table.nearest(table._stems[row])
+        assert [s for s, _ in stored] == [table._stems[i] for i in ranked[k]]
+        assert np.allclose([c for _, c in stored], cosines[k], atol=1e-3)
+    # Deeper than the stored lists: computed on the spot, the stored part first.
+    deep = table.nearest("bicycl", top=40)
+    assert len(deep) == 40
+    assert [s for s, _ in deep[:32]] == [s for s, _ in table.nearest("bicycl")]

@@ -1,4 +1,4 @@
-"""Score each message's relevance to the query (BM25), spreading some of it to neighbours."""
+"""Score each message's relevance to the query: BM25 with related words, neighbours, speakers."""
 
 from __future__ import annotations
 
@@ -91,11 +91,10 @@ class RelevanceScorer(StageModel):
     Terms are lower-cased, stemmed words without stop words. Each query word that is not a name
     is expanded with the conversation's words closest to it in meaning ("bicycle" also looks for
     "bike"), from a static word table shipped with ctxpack (no model runs). Each message is
-    indexed with a share
-    of its neighbours' terms too (``expansion``): in a dialogue, an answer ("Yes, last May!")
-    often only matches the query through the question before it. Scores are divided by the best
-    one, so the most relevant message gets 1. A message near a relevant one inherits
-    ``neighbor_share ** d`` of its relevance at distance ``d <= neighbors``. When the
+    indexed with a share of its neighbours' terms too (``expansion``): in a dialogue, an answer
+    ("Yes, last May!") often only matches the query through the question before it. Scores are
+    divided by the best one, so the most relevant message gets 1. A message near a relevant one
+    inherits ``neighbor_share ** d`` of its relevance at distance ``d <= neighbors``. When the
     conversation's messages carry speakers (``Name:`` prefixes or ``name``) and the query names
     exactly one of them, the other speakers' messages keep ``speaker_focus`` of their relevance:
     "What did Caroline paint?" is answered by Caroline. The index behind it is cached per
