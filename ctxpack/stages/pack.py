@@ -313,8 +313,32 @@ class GreedyPacker(StageModel):
         name = self.name
         reasons: dict[tuple[int, int, bool], str] = {}
         for last, members, cost in optional:
-            unit = members or [last]
-            unit_score = max(scores[i] for i in unit) if members else scores[last]
+            if members is None:
+                # A lone message, most of a long chat: the same steps as below, without a unit.
+                unit_score = scores[last]
+                if used + cost <= available:
+                    used += cost
+                    keep.append(last)
+                    breakdown = self._breakdown(messages[last], last, count, columns)
+                    decisions[last] = trusted(
+                        name,
+                        "kept",
+                        ids[last],
+                        f"score {unit_score:.2f} = {breakdown}",
+                        unit_score,
+                        cost,
+                        cost,
+                    )
+                    continue
+                key = (cost, available - used, False)
+                reason = reasons.get(key)
+                if reason is None:
+                    reason = f"needs {cost} tokens, {key[1]} left after higher-scored messages"
+                    reasons[key] = reason
+                decisions[last] = trusted(name, "dropped", ids[last], reason, unit_score, cost, 0)
+                continue
+            unit = members
+            unit_score = max(scores[i] for i in unit)
             if used + cost <= available:
                 used += cost
                 keep.extend(unit)
