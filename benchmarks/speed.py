@@ -53,6 +53,8 @@ REPLY_PRIMING = 3
 
 # The targets of issue 3.
 TARGET_WARM_SPEEDUP = 5.0
+# Warm calls are measured in this many rounds, alternating the methods (see measure_source).
+WARM_ROUNDS = 3
 TARGET_SCALE_WARM_MS = 150.0
 TARGET_SCALE_COLD_RATIO = 1.5
 
@@ -352,11 +354,12 @@ def run_child(spec: Mapping[str, Any]) -> dict[str, Any]:
         out["check"] = _check(method, result, question, budget)
     else:
         n = int(spec["questions"])
+        first = int(spec.get("first", 1))
         # One untimed call first: warm means the process has already packed this history.
         call(prepare(questions[0]))
         times: list[float] = []
         checks: list[dict[str, Any]] = []
-        for i in range(1, n + 1):
+        for i in range(first, first + n):
             question = questions[i % len(questions)]
             arg = prepare(question)
             started = time.perf_counter()
@@ -365,7 +368,7 @@ def run_child(spec: Mapping[str, Any]) -> dict[str, Any]:
             checks.append(_check(method, result, question, budget))
         out["times"] = times
         out["checks"] = checks
-        question = questions[(n + 1) % len(questions)]
+        question = questions[(first + n) % len(questions)]
         arg = prepare(question)
         tracemalloc.start()
         call(arg)
@@ -437,15 +440,40 @@ def measure_source(
         res = _spawn({**base, "method": method, "mode": "memory"}, timeout)
         raw[method]["memory"] = res
         log(f"{source.name} memory {method}: {_fmt_res(res)}")
-    for method in PACKERS:
-        spec = {**base, "method": method, "mode": "warm", "questions": source.warm_questions}
-        res = _spawn(spec, timeout * max(1, source.warm_questions))
-        raw[method]["warm"] = res
-        if "times" in res:
-            log(f"{source.name} warm {method}: median {1e3 * _median(res['times']):.2f} ms")
-        else:
-            log(f"{source.name} warm {method}: {res.get('error')}")
+    # Warm calls too are split into rounds that alternate the methods: this machine's speed
+    # drifts by tens of percent within a minute, and a ratio of two medians measured minutes
+    # apart would mostly measure that drift.
+    rounds = max(1, min(WARM_ROUNDS, source.warm_questions))
+    for r in range(rounds):
+        n = source.warm_questions // rounds + (r < source.warm_questions % rounds)
+        first = 1 + r * (source.warm_questions // rounds) + min(r, source.warm_questions % rounds)
+        for method in PACKERS:
+            spec = {**base, "method": method, "mode": "warm", "questions": n, "first": first}
+            res = _spawn(spec, timeout * max(1, n))
+            raw[method]["warm"] = _merge_warm(raw[method]["warm"], res)
+            if "times" in res:
+                log(
+                    f"{source.name} warm {r + 1}/{rounds} {method}: "
+                    f"median {1e3 * _median(res['times']):.2f} ms"
+                )
+            else:
+                log(f"{source.name} warm {r + 1}/{rounds} {method}: {res.get('error')}")
     return raw
+
+
+def _merge_warm(done: Mapping[str, Any] | None, new: Mapping[str, Any]) -> dict[str, Any]:
+    """One warm result from the rounds so far and a new round (an error in any round stays)."""
+    if done is None:
+        return dict(new)
+    if "error" in done or "error" in new:
+        return {"error": done.get("error") or new.get("error")}
+    return {
+        **done,
+        "times": [*done["times"], *new["times"]],
+        "checks": [*done["checks"], *new["checks"]],
+        "tracemalloc_peak_mb": max(done["tracemalloc_peak_mb"], new["tracemalloc_peak_mb"]),
+        "rss_mb": max(done["rss_mb"], new["rss_mb"]),
+    }
 
 
 def _fmt_res(res: Mapping[str, Any]) -> str:
@@ -605,7 +633,9 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         f"conversation and {cfg['scale_repeats']} for the scale history; imports timed apart, "
         f"encoding load included. Warm: same process, same history, a new question each call "
         f"({cfg['warm_questions']} calls per conversation, {cfg['scale_questions']} on the scale "
-        "history) after one untimed call. LoCoMo (all) pools the calls of the "
+        f"history) after one untimed call, in {WARM_ROUNDS} rounds (one process each) that "
+        "alternate the methods, so that the machine's drift hits them alike. LoCoMo (all) pools "
+        "the calls of the "
         f"{len(report['per_conversation'])} conversations. Times in ms."
     )
     out.append("")

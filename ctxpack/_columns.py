@@ -8,7 +8,7 @@ every message in Python.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any, TypeVar
 
 import numpy as np
@@ -30,6 +30,7 @@ __all__ = [
     "ids",
     "positions",
     "role_codes",
+    "sources",
     "take",
 ]
 
@@ -66,6 +67,7 @@ def _flags(msg: Message) -> int:
 _FLAGS: PrefixMemo[Message, int] = PrefixMemo(_flags)
 _IDS: PrefixMemo[Message, str] = PrefixMemo(lambda msg: msg.id)
 _ROLE_CODES: PrefixMemo[Message, int] = PrefixMemo(lambda msg: ROLES.index(msg.role))
+_SOURCES: PrefixMemo[Message, str | None] = PrefixMemo(attrgetter("source"))
 
 
 def flags(messages: Sequence[Message]) -> npt.NDArray[np.uint8]:
@@ -76,6 +78,11 @@ def flags(messages: Sequence[Message]) -> npt.NDArray[np.uint8]:
 def ids(messages: Sequence[Message]) -> tuple[str, ...]:
     """Every message's id."""
     return _IDS(messages)
+
+
+def sources(messages: Sequence[Message]) -> tuple[str | None, ...]:
+    """Every message's ``source`` (``None`` when it has none)."""
+    return _SOURCES(messages)
 
 
 def role_codes(messages: Sequence[Message]) -> npt.NDArray[np.uint8]:

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from .._columns import sources
 from ..messages import Message
 from ..pipeline import Decision, PackContext
 from ._base import StageModel
@@ -29,6 +30,8 @@ class CitationInheritor(StageModel):
     max_distance: int | None = Field(default=None, ge=1)
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
+        if not any(sources(ctx.messages)):
+            return ctx  # nothing to inherit: the common chat
         out: list[Message] = []
         decisions = []
         current: tuple[str, str, int] | None = None  # (source, message id, position)

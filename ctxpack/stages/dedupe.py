@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 from itertools import repeat
-from operator import attrgetter, is_
+from operator import is_
 from typing import Literal, cast
 
 import numpy as np
@@ -12,6 +12,7 @@ from pydantic import Field
 
 from .._columns import ids as message_ids
 from .._columns import positions, take
+from .._columns import sources as message_sources
 from .._prefix import PrefixMemo
 from ..messages import Message
 from ..pipeline import Decision, PackContext
@@ -54,7 +55,6 @@ _KEYS: dict[bool, PrefixMemo[Message, tuple[str, str]]] = {
     flag: PrefixMemo(partial(_key, case_sensitive=flag)) for flag in (False, True)
 }
 _REMOVABLE: PrefixMemo[Message, bool] = PrefixMemo(_removable)
-_SOURCES: PrefixMemo[Message, str | None] = PrefixMemo(attrgetter("source"))
 # A long history repeats the same copies on every pack: their decisions are made once.
 _DECISIONS: dict[tuple[str, str, str, int], Decision] = {}
 
@@ -116,7 +116,7 @@ class Deduplicator(StageModel):
                         0,
                     )
         kept = list(take(messages, positions(~older)))
-        sources = _SOURCES(messages)
+        sources = message_sources(messages)
         donors = positions(older & np.fromiter(map(bool, sources), dtype=bool, count=n))
         if donors:
             # The newest removed copy with a source gives it to a kept copy that has none.
