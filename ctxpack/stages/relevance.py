@@ -50,6 +50,9 @@ _QUERY_WORDS = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 
 
 def _speaker(msg: Message) -> str | None:
+    # Only people speak: a tool result starting with "Error:" is not a participant.
+    if msg.role not in ("user", "assistant"):
+        return None
     if msg.name:
         return msg.name
     match = _SPEAKER.match(msg.text[:80])

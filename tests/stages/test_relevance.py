@@ -10,7 +10,7 @@ import ctxpack
 from ctxpack import GreedyPacker, Pipeline, PromptComposer, RelevanceScorer
 from ctxpack.stages.relevance import named_speaker, spread_to_neighbors
 
-from ..helpers import ctx_of, ids
+from ..helpers import call, ctx_of, ids
 
 HISTORY: list[dict[str, Any]] = [
     {"role": "user", "content": "Our Postgres backups run nightly at 02:00 UTC.", "id": "u1"},
@@ -244,3 +244,22 @@ def test_names_are_not_expanded() -> None:
     ctx = ctx_of(history, query="When did Marie visit Paris?", protected=["q"])
     expanded = RelevanceScorer(neighbors=0, expansion=())(ctx).signal("relevance")
     assert "cities" not in expanded
+
+
+def test_tool_results_are_not_speakers() -> None:
+    # Tool results starting with "Error:" and "Warning:" would pass every speaker guard (three
+    # each, most of the messages), yet they are not participants.
+    history: list[dict[str, Any]] = []
+    for turn in range(2):
+        ids_ = [f"c{turn}{k}" for k in range(3)]
+        history.append(
+            {"role": "assistant", "content": None, "tool_calls": [call(i) for i in ids_]}
+        )
+        for k, call_id in enumerate(ids_):
+            text = f"{'Error' if turn else 'Warning'}: disk {k}"
+            history.append({"role": "tool", "tool_call_id": call_id, "content": text})
+    history.append({"role": "user", "content": "Why the Error on disk 1?", "id": "q"})
+    ctx = ctx_of(history, query="Why the Error on disk 1?", protected=["q"])
+    focused = RelevanceScorer(neighbors=0, expansion=(), related=0)(ctx).signal("relevance")
+    plain = RelevanceScorer(neighbors=0, expansion=(), related=0, speaker_focus=1.0)(ctx)
+    assert dict(focused) == dict(plain.signal("relevance"))
