@@ -9,7 +9,7 @@ exceeds ``budget - reserve`` tokens.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from itertools import repeat
 from typing import Literal
 
@@ -168,20 +168,29 @@ class GreedyPacker(StageModel):
 
     def score(self, msg: Message, position: int, count: int, ctx: PackContext) -> tuple[float, str]:
         """One message's score and its breakdown in words (what a ``kept`` decision says)."""
+        weighted = [
+            (signal, weight * ctx.signal(signal).get(msg.id, 0.0))
+            for signal, weight in self.signal_weights.items()
+            if weight
+        ]
         role = self.role_weights.get(msg.role, 0.0)
-        recency = self.recency_weight * (position / (count - 1) if count > 1 else 1.0)
-        parts = [f"{msg.role} {role:g}"]
-        total = role + recency
+        recency = self._recency(position, count)
+        total = role + recency + msg.priority
+        for _, value in weighted:
+            total += value
+        return total, self._words(msg, recency, weighted)
+
+    def _recency(self, position: int, count: int) -> float:
+        return self.recency_weight * (position / (count - 1) if count > 1 else 1.0)
+
+    def _words(self, msg: Message, recency: float, weighted: list[tuple[str, float]]) -> str:
+        """A score in words: role weight, priority, each non-zero weighted signal, recency."""
+        parts = [f"{msg.role} {self.role_weights.get(msg.role, 0.0):g}"]
         if msg.priority:
-            total += msg.priority
             parts.append(f"priority {msg.priority:+g}")
-        for signal, weight in self.signal_weights.items():
-            value = ctx.signal(signal).get(msg.id, 0.0)
-            if weight and value:
-                total += weight * value
-                parts.append(f"{signal} {weight * value:.2f}")
+        parts.extend(f"{signal} {value:.2f}" for signal, value in weighted if value)
         parts.append(f"recency {recency:.2f}")
-        return total, " + ".join(parts)
+        return " + ".join(parts)
 
     def scores(self, ctx: PackContext) -> list[float]:
         """Every message's score, in one vectorised pass (same values as :meth:`score`)."""
@@ -220,17 +229,9 @@ class GreedyPacker(StageModel):
         count: int,
         columns: list[tuple[str, npt.NDArray[np.float64]]],
     ) -> str:
-        # Same words as score(), read from the columns _scores() computed.
-        recency = self.recency_weight * (position / (count - 1) if count > 1 else 1.0)
-        parts = [f"{msg.role} {self.role_weights.get(msg.role, 0.0):g}"]
-        if msg.priority:
-            parts.append(f"priority {msg.priority:+g}")
-        for signal, column in columns:
-            value = column[position]
-            if value:
-                parts.append(f"{signal} {value:.2f}")
-        parts.append(f"recency {recency:.2f}")
-        return " + ".join(parts)
+        # score()'s words, read from the columns _scores() computed.
+        weighted = [(signal, float(column[position])) for signal, column in columns]
+        return self._words(msg, self._recency(position, count), weighted)
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
         ctx = strip_unanswered_calls(ctx, self.name)
@@ -266,14 +267,13 @@ class GreedyPacker(StageModel):
         scores = score_array.tolist()
         keep = positions(must) if not units else []
         used = REPLY_PRIMING + sum(sizes[i] for i in keep)
-        # Units in decreasing score, the more recent first among equals: (position of its last
-        # message, members, cost).
-        optional: list[tuple[int, list[int] | None, int]] = []
+        # Units in decreasing score, the more recent first among equals: (members, cost, score).
+        optional: list[tuple[Sequence[int], int, float]]
         if not units:
             # Without tools every message is its own unit: sort them all in numpy.
             free = np.flatnonzero(~must)
             order = free[np.lexsort((-free, -score_array[free]))].tolist()
-            optional = [(i, None, sizes[i]) for i in order]
+            optional = [((i,), sizes[i], scores[i]) for i in order]
         else:
             ranked: list[tuple[float, int, list[int], int]] = []
             for unit in units:
@@ -284,7 +284,7 @@ class GreedyPacker(StageModel):
                     cost = sum(sizes[i] for i in unit)
                     ranked.append((-max(scores[i] for i in unit), -unit[-1], unit, cost))
             ranked.sort()
-            optional = [(-last, unit, cost) for _, last, unit, cost in ranked]
+            optional = [(unit, cost, -negative) for negative, _, unit, cost in ranked]
         if used > ctx.available:
             pinned = [ids[i] for i in sorted(keep)]
             raise BudgetExceededError(
@@ -312,38 +312,12 @@ class GreedyPacker(StageModel):
         trusted = Decision.trusted
         name = self.name
         reasons: dict[tuple[int, int, bool], str] = {}
-        for last, members, cost in optional:
-            if members is None:
-                # A lone message, most of a long chat: the same steps as below, without a unit.
-                unit_score = scores[last]
-                if used + cost <= available:
-                    used += cost
-                    keep.append(last)
-                    breakdown = self._breakdown(messages[last], last, count, columns)
-                    decisions[last] = trusted(
-                        name,
-                        "kept",
-                        ids[last],
-                        f"score {unit_score:.2f} = {breakdown}",
-                        unit_score,
-                        cost,
-                        cost,
-                    )
-                    continue
-                key = (cost, available - used, False)
-                reason = reasons.get(key)
-                if reason is None:
-                    reason = f"needs {cost} tokens, {key[1]} left after higher-scored messages"
-                    reasons[key] = reason
-                decisions[last] = trusted(name, "dropped", ids[last], reason, unit_score, cost, 0)
-                continue
-            unit = members
-            unit_score = max(scores[i] for i in unit)
+        for members, cost, unit_score in optional:
             if used + cost <= available:
                 used += cost
-                keep.extend(unit)
-                together = f" (with its tool exchange, {cost} tokens)" if len(unit) > 1 else ""
-                for i in unit:
+                keep.extend(members)
+                together = f" (with its tool exchange, {cost} tokens)" if len(members) > 1 else ""
+                for i in members:
                     breakdown = self._breakdown(messages[i], i, count, columns)
                     decisions[i] = trusted(
                         name,
@@ -358,14 +332,14 @@ class GreedyPacker(StageModel):
             # Dropped messages are most of a long history: a short reason keeps packing fast;
             # the score itself is in the decision.
             # Once the budget is spent, "left" stops changing, so reasons repeat per cost.
-            key = (cost, available - used, len(unit) > 1)
+            key = (cost, available - used, len(members) > 1)
             reason = reasons.get(key)
             if reason is None:
                 reason = f"needs {cost} tokens, {key[1]} left after higher-scored messages"
                 if key[2]:
                     reason += f" (with its tool exchange, {cost} tokens)"
                 reasons[key] = reason
-            for i in unit:
+            for i in members:
                 decisions[i] = trusted(name, "dropped", ids[i], reason, unit_score, sizes[i], 0)
         keep.sort()
         return ctx.decide(
