@@ -5,7 +5,6 @@ Term lists are cached per text, so a history that is packed again is not analyse
 
 from __future__ import annotations
 
-import math
 import re
 from array import array
 from collections import OrderedDict
@@ -425,15 +424,9 @@ class InvertedIndex:
         found = [(self._postings[t], w) for t, w in weighted if w and t in self._postings]
         if not found:
             return scores
-        if not spread:
-            for (doc_array, tf_array), weight in found:
-                docs = np.frombuffer(doc_array, dtype=np.int32)
-                tf = np.frombuffer(tf_array, dtype=np.int32).astype(np.float64)
-                idf = weight * math.log(1.0 + (n - len(docs) + 0.5) / (len(docs) + 0.5))
-                scores[docs] += idf * tf * (k1 + 1.0) / (tf + norm[docs])
-            return scores
-        # Document expansion, every term at once: each posting lends ``spread[d - 1]`` of its
-        # count to the texts d away, summed per (term, text) by one bincount.
+        # Every term at once: each posting counts for its text and, with document expansion,
+        # lends ``spread[d - 1]`` of its count to the texts d away; one bincount sums the counts
+        # per (term, text).
         docs = np.concatenate([np.frombuffer(entry[0], dtype=np.int32) for entry, _ in found])
         tf = np.concatenate([np.frombuffer(entry[1], dtype=np.int32) for entry, _ in found])
         df = np.array([len(entry[0]) for entry, _ in found])
