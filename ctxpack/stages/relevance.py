@@ -12,8 +12,8 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import Field, field_validator
 
+from .._columns import USER, flags, positions, take
 from .._columns import ids as message_ids
-from .._columns import positions, take
 from .._prefix import PrefixMemo
 from ..lexical import InvertedIndex, shared_index, terms
 from ..messages import Message
@@ -100,9 +100,11 @@ class RelevanceScorer(StageModel):
     inherits ``neighbor_share ** d`` of its relevance at distance ``d <= neighbors``. When the
     conversation's messages carry speakers (``Name:`` prefixes or ``name``) and the query names
     exactly one of them, the other speakers' messages keep ``speaker_focus`` of their relevance:
-    "What did Caroline paint?" is answered by Caroline. The index behind it is cached per
-    conversation and grows with it, so a new question on the same history only analyses the
-    question.
+    "What did Caroline paint?" is answered by Caroline. A follow-up question with at most
+    ``follow_up_words`` content words ("Why would that help?") is about the exchange it
+    follows: that exchange's terms join the query with weight ``follow_up``. The index behind it
+    is cached per conversation and grows with it, so a new question on the same history only
+    analyses the question.
 
     Args:
         neighbors: How many messages on each side receive a share.
@@ -115,6 +117,9 @@ class RelevanceScorer(StageModel):
             expanded with (0 turns query expansion off).
         related_top: At most this many related words per query word, among the conversation's.
         related_min: Only related words at least this similar (cosine in the word table).
+        follow_up: Weight of the previous exchange's terms in a follow-up question's query (0
+            turns it off).
+        follow_up_words: A query with at most this many content words is a follow-up.
         k1: BM25 term-frequency saturation.
         b: BM25 length normalisation.
     """
@@ -128,6 +133,8 @@ class RelevanceScorer(StageModel):
     related: float = Field(default=0.3, ge=0.0)
     related_top: int = Field(default=5, ge=0)
     related_min: float = Field(default=0.5, ge=-1.0, le=1.0)
+    follow_up: float = Field(default=0.5, ge=0.0)
+    follow_up_words: int = Field(default=1, ge=0)
     k1: float = Field(default=1.2, gt=0)
     b: float = Field(default=0.75, ge=0.0, le=1.0)
 
@@ -146,6 +153,12 @@ class RelevanceScorer(StageModel):
         index = shared_index(_TEXTS(messages))
         related = self._related_terms(ctx.query, query, index)
         weights = {**related, **dict.fromkeys(query, 1.0)}
+        borrowed: set[str] = set()
+        if self.follow_up and len(set(query)) <= self.follow_up_words:
+            # "Why would that help?" is about the exchange it follows, not about "help".
+            borrowed = set(self._previous_exchange_terms(ctx)).difference(query)
+            for term in borrowed:
+                weights[term] = max(weights.get(term, 0.0), self.follow_up)
         ids = message_ids(messages)
         protected = positions(
             np.fromiter(map(ctx.protected.__contains__, ids), dtype=bool, count=len(ids))
@@ -180,7 +193,7 @@ class RelevanceScorer(StageModel):
                 "selected",
                 messages[i].id,
                 f"relevance {final[i]:.2f} to the query"
-                + self._how(terms(messages[i].text), asked, expanded, spread[i] == own[i])
+                + self._how(terms(messages[i].text), asked, expanded, borrowed, spread[i] == own[i])
                 + (
                     f" (x{self.speaker_focus:g}: the query is about {speaker})"
                     if damped is not None and damped[i]
@@ -192,6 +205,25 @@ class RelevanceScorer(StageModel):
             for i in np.flatnonzero((spread >= 0.25) & (final > 0)).tolist()
         ]
         return ctx.with_signal("relevance", signal).decide(*decisions)
+
+    @staticmethod
+    def _previous_exchange_terms(ctx: PackContext) -> list[str]:
+        """Terms of the exchange the query follows: the user message before the question and
+        the messages after it (from the last user message on when the query was given apart)."""
+        messages = ctx.messages
+        users = np.flatnonzero(flags(messages) & USER)[-2:].tolist()
+        if users and messages[users[-1]].text == ctx.query:
+            end, users = users[-1], users[:-1]
+        else:
+            end = len(messages)
+        if not users:
+            return []
+        return [
+            term
+            for msg in messages[users[-1] : end]
+            if msg.role not in ("system", "developer")
+            for term in terms(msg.text)
+        ]
 
     def _related_terms(
         self, text: str, query: Sequence[str], index: InvertedIndex
@@ -218,10 +250,15 @@ class RelevanceScorer(StageModel):
         return weights
 
     @staticmethod
-    def _how(held: Sequence[str], asked: set[str], related: set[str], own: bool) -> str:
+    def _how(
+        held: Sequence[str], asked: set[str], related: set[str], borrowed: set[str], own: bool
+    ) -> str:
         """How a message came to be relevant, for its decision."""
         if own and not asked.isdisjoint(held):
             return ""
+        followed = sorted(borrowed.intersection(held))
+        if own and followed:
+            return f" (the query follows up on the previous exchange: {', '.join(followed[:3])})"
         through = sorted(related.intersection(held))
         if own and through:
             return f" (through related words: {', '.join(through[:3])})"

@@ -263,3 +263,70 @@ def test_tool_results_are_not_speakers() -> None:
     focused = RelevanceScorer(neighbors=0, expansion=(), related=0)(ctx).signal("relevance")
     plain = RelevanceScorer(neighbors=0, expansion=(), related=0, speaker_focus=1.0)(ctx)
     assert dict(focused) == dict(plain.signal("relevance"))
+
+
+FOLLOW_UP: list[dict[str, Any]] = [
+    {"role": "system", "content": "You are a helpful assistant.", "id": "sys"},
+    {"role": "user", "content": "How does compound interest work? It would help.", "id": "u1"},
+    {"role": "assistant", "content": "You earn interest on the interest.", "id": "a1"},
+    {"role": "user", "content": "My sourdough starter smells like acetone.", "id": "u2"},
+    {"role": "assistant", "content": "It is hungry: feed it twice a day.", "id": "a2"},
+    {"role": "user", "content": "Why would that help?", "id": "q"},
+]
+
+
+def follow_up_scores(query: str = "Why would that help?", **kwargs: Any) -> ctxpack.PackContext:
+    kwargs.setdefault("expansion", ())
+    kwargs.setdefault("related", 0.0)
+    kwargs.setdefault("neighbors", 0)
+    history = [*FOLLOW_UP[:-1], {"role": "user", "content": query, "id": "q"}]
+    ctx = ctx_of(history, query=query, protected=["sys", "q"])
+    return RelevanceScorer(**kwargs)(ctx)
+
+
+def test_a_follow_up_question_borrows_the_previous_exchange() -> None:
+    # One content word ("help"): the question is about the exchange it follows, so that
+    # exchange's words join the query at half weight and outrank the old "help" message.
+    out = follow_up_scores()
+    scores = out.signal("relevance")
+    assert sorted(scores, key=scores.__getitem__)[-2:] == ["a2", "u2"]
+    assert scores["a2"] > scores["u1"] > 0
+    assert "sys" not in scores, "the system prompt lends no words and gets no relevance"
+    reasons = {d.message_id: d.reason for d in out.decisions}
+    assert reasons["a2"].endswith(
+        "(the query follows up on the previous exchange: day, feed, hungri)"
+    )
+    # Turned off, "help" alone decides: the unrelated old message wins.
+    off = follow_up_scores(follow_up=0).signal("relevance")
+    assert set(off) == {"u1"}
+
+
+def test_a_specific_question_borrows_nothing() -> None:
+    # Two content words are enough to say what the question is about.
+    out = follow_up_scores("How does compound interest grow?").signal("relevance")
+    assert set(out) == {"u1", "a1"}
+    wider = follow_up_scores("How does compound interest grow?", follow_up_words=3)
+    assert "a2" in wider.signal("relevance")
+
+
+def test_a_question_with_no_content_word_is_about_the_previous_exchange() -> None:
+    scores = follow_up_scores("Why?").signal("relevance")
+    assert max(scores, key=scores.__getitem__) in {"u2", "a2"}
+    assert "u1" not in scores and "a1" not in scores
+
+
+def test_a_query_given_apart_follows_up_on_the_last_exchange() -> None:
+    # pack(query=...) with a query that is not in the conversation: the last user message and
+    # what follows it are the exchange.
+    history = FOLLOW_UP[:-1]
+    ctx = ctx_of(history, query="Why?", protected=["sys"])
+    scores = RelevanceScorer(neighbors=0, expansion=(), related=0)(ctx).signal("relevance")
+    assert set(scores) == {"u2", "a2"}
+
+
+def test_the_default_pack_keeps_what_a_follow_up_refers_to() -> None:
+    tokens = ctxpack.count_tokens(
+        [FOLLOW_UP[0], FOLLOW_UP[3], FOLLOW_UP[4], FOLLOW_UP[5]], model="gpt-4"
+    )
+    result = ctxpack.pack(FOLLOW_UP, budget=tokens, model="gpt-4")
+    assert result.kept_ids == ["sys", "u2", "a2", "q"]
