@@ -193,7 +193,7 @@ class RelevanceScorer(StageModel):
                 "selected",
                 messages[i].id,
                 f"relevance {final[i]:.2f} to the query"
-                + self._how(terms(messages[i].text), asked, expanded, borrowed, spread[i] == own[i])
+                + self._how(messages[i].text, asked, expanded, borrowed, spread[i] == own[i])
                 + (
                     f" (x{self.speaker_focus:g}: the query is about {speaker})"
                     if damped is not None and damped[i]
@@ -250,17 +250,31 @@ class RelevanceScorer(StageModel):
         return weights
 
     @staticmethod
-    def _how(
-        held: Sequence[str], asked: set[str], related: set[str], borrowed: set[str], own: bool
-    ) -> str:
+    def _how(text: str, asked: set[str], related: set[str], borrowed: set[str], own: bool) -> str:
         """How a message came to be relevant, for its decision."""
+        held = terms(text)
         if own and not asked.isdisjoint(held):
             return ""
-        followed = sorted(borrowed.intersection(held))
+        followed = borrowed.intersection(held)
         if own and followed:
-            return f" (the query follows up on the previous exchange: {', '.join(followed[:3])})"
-        through = sorted(related.intersection(held))
+            return f" (the query follows up on the previous exchange: {_words(text, followed)})"
+        through = related.intersection(held)
         if own and through:
-            return f" (through related words: {', '.join(through[:3])})"
+            return f" (through related words: {_words(text, through)})"
         # By the spread, or by the terms of its neighbours alone.
         return " (neighbour of a relevant message)"
+
+
+def _words(text: str, stems: set[str], most: int = 3) -> str:
+    """The first ``most`` words of ``text`` behind ``stems``, as written: "hungry", not the
+    stem "hungri"."""
+    found: dict[str, str] = {}
+    for word in _QUERY_WORDS.findall(text):
+        stem = terms(word)
+        if len(stem) == 1 and stem[0] in stems and stem[0] not in found:
+            found[stem[0]] = word.lower()
+            if len(found) == most:
+                break
+    # Should the word split differ from the text's terms, the stem still says which.
+    missing = sorted(stems.difference(found))[: most - len(found)]
+    return ", ".join([*found.values(), *missing])

@@ -294,7 +294,7 @@ def test_a_follow_up_question_borrows_the_previous_exchange() -> None:
     assert "sys" not in scores, "the system prompt lends no words and gets no relevance"
     reasons = {d.message_id: d.reason for d in out.decisions}
     assert reasons["a2"].endswith(
-        "(the query follows up on the previous exchange: day, feed, hungri)"
+        "(the query follows up on the previous exchange: hungry, feed, twice)"
     )
     # Turned off, "help" alone decides: the unrelated old message wins.
     off = follow_up_scores(follow_up=0).signal("relevance")
@@ -330,3 +330,14 @@ def test_the_default_pack_keeps_what_a_follow_up_refers_to() -> None:
     )
     result = ctxpack.pack(FOLLOW_UP, budget=tokens, model="gpt-4")
     assert result.kept_ids == ["sys", "u2", "a2", "q"]
+
+
+def test_reasons_name_words_as_written() -> None:
+    from ctxpack.stages.relevance import _words
+
+    assert _words("Caroline painted two Sunrises, then sunrises again.", {"sunris", "paint"}) == (
+        "painted, sunrises"
+    )
+    # A stem the text does not spell out (it never happens with the text's own terms) is
+    # still named rather than silently left out.
+    assert _words("Nothing here.", {"zzz"}) == "zzz"
