@@ -329,6 +329,11 @@ class InvertedIndex:
         """Whether some indexed text holds ``term``."""
         return term in self._postings
 
+    def document_frequency(self, term: str) -> int:
+        """How many indexed texts hold ``term``."""
+        entry = self._postings.get(term)
+        return 0 if entry is None else len(entry[0])
+
     def _common_prefix(self, texts: Sequence[str]) -> int:
         n = min(len(texts), len(self.texts))
         if n and self.texts[:n] == list(texts[:n]):

@@ -145,3 +145,11 @@ def test_expansion_reaches_a_turn_through_its_neighbour() -> None:
     assert expanded[2] == 0.0
     # A silent text lends nothing: the current question must not make its neighbour relevant.
     assert index.bm25(terms("backup"), spread=(0.3,), silent=[0])[1] == 0.0
+
+
+def test_document_frequency_counts_texts_not_occurrences() -> None:
+    index = InvertedIndex()
+    index.sync(["red red fox", "red hen", "blue"])
+    assert index.document_frequency("red") == 2
+    assert index.document_frequency("blue") == 1
+    assert index.document_frequency("green") == 0

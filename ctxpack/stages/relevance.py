@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -58,6 +59,9 @@ def _speaker(msg: Message) -> str | None:
     match = _SPEAKER.match(msg.text[:80])
     return match.group(1) if match else None
 
+
+# A follow-up question borrows at most this many terms of the exchange it follows.
+_FOLLOW_UP_TERMS = 32
 
 _SPEAKERS: PrefixMemo[Message, str | None] = PrefixMemo(_speaker)
 _TEXTS: PrefixMemo[Message, str] = PrefixMemo(attrgetter("text"))
@@ -156,7 +160,7 @@ class RelevanceScorer(StageModel):
         borrowed: set[str] = set()
         if self.follow_up and len(set(query)) <= self.follow_up_words:
             # "Why would that help?" is about the exchange it follows, not about "help".
-            borrowed = set(self._previous_exchange_terms(ctx)).difference(query)
+            borrowed = self._distinctive(self._previous_exchange_terms(ctx), query, index)
             for term in borrowed:
                 weights[term] = max(weights.get(term, 0.0), self.follow_up)
         ids = message_ids(messages)
@@ -224,6 +228,24 @@ class RelevanceScorer(StageModel):
             if msg.role not in ("system", "developer")
             for term in terms(msg.text)
         ]
+
+    @staticmethod
+    def _distinctive(
+        borrowed: Sequence[str], query: Sequence[str], index: InvertedIndex
+    ) -> set[str]:
+        """The borrowed terms that say most about the exchange (count x idf), at most
+        ``_FOLLOW_UP_TERMS``: after a long tool output, "Why?" should not become a query of
+        thousands of terms."""
+        counts = Counter(borrowed)
+        for term in query:
+            counts.pop(term, None)
+        n = len(index)
+
+        def weight(term: str) -> float:
+            df = index.document_frequency(term)
+            return counts[term] * math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+        return set(sorted(counts, key=lambda t: (-weight(t), t))[:_FOLLOW_UP_TERMS])
 
     def _related_terms(
         self, text: str, query: Sequence[str], index: InvertedIndex

@@ -341,3 +341,24 @@ def test_reasons_name_words_as_written() -> None:
     # A stem the text does not spell out (it never happens with the text's own terms) is
     # still named rather than silently left out.
     assert _words("Nothing here.", {"zzz"}) == "zzz"
+
+
+def test_a_follow_up_borrows_only_the_most_distinctive_terms() -> None:
+    # After a long reply, "Why?" borrows its 32 most distinctive terms, not all of them: here
+    # "zebra" (three times, and nowhere else), "list" (once, nowhere else) and 30 of the 60
+    # words each said once before (the first ones, on equal weight).
+    words = [f"word{k:02d}" for k in range(60)]
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": word, "id": f"old{k:02d}"} for k, word in enumerate(words)
+    ]
+    history += [
+        {"role": "user", "content": "List them all.", "id": "u"},
+        {"role": "assistant", "content": " ".join(words) + " zebra zebra zebra", "id": "a"},
+        {"role": "user", "content": "Why?", "id": "q"},
+    ]
+    ctx = ctx_of(history, query="Why?", protected=["q"])
+    scores = RelevanceScorer(neighbors=0, expansion=(), related=0)(ctx).signal("relevance")
+    assert scores["a"] == 1.0
+    assert sorted(mid for mid in scores if mid.startswith("old")) == [
+        f"old{k:02d}" for k in range(30)
+    ]
