@@ -6,6 +6,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
+from functools import lru_cache
 from operator import attrgetter
 from typing import Any, Literal
 
@@ -290,13 +291,19 @@ class RelevanceScorer(StageModel):
 def _words(text: str, stems: set[str], most: int = 3) -> str:
     """The first ``most`` words of ``text`` behind ``stems``, as written: "hungry", not the
     stem "hungri"."""
+    spelled = [word for stem, word in _spellings(text).items() if stem in stems][:most]
+    # Should the word split differ from the text's terms, the stem still says which.
+    missing = sorted(stems.difference(_spellings(text)))[: most - len(spelled)]
+    return ", ".join([*spelled, *missing])
+
+
+@lru_cache(maxsize=20_000)
+def _spellings(text: str) -> dict[str, str]:
+    """Each term of ``text`` and the first word behind it, in order (cached: the same history
+    is explained again on the next question)."""
     found: dict[str, str] = {}
     for word in _QUERY_WORDS.findall(text):
         stem = terms(word)
-        if len(stem) == 1 and stem[0] in stems and stem[0] not in found:
-            found[stem[0]] = word.lower()
-            if len(found) == most:
-                break
-    # Should the word split differ from the text's terms, the stem still says which.
-    missing = sorted(stems.difference(found))[: most - len(found)]
-    return ", ".join([*found.values(), *missing])
+        if len(stem) == 1:
+            found.setdefault(stem[0], word.lower())
+    return found
