@@ -53,6 +53,22 @@ def likely_prefix(a: Sequence[object], b: Sequence[object]) -> int:
     return lo
 
 
+# The last verified pair: a pack runs a dozen memos over the same new sequence, which all last
+# saw the same previous one, so one C scan serves them all. Holding the pair keeps their
+# identities from being recycled.
+_last_verified: tuple[Sequence[object], Sequence[object], int] | None = None
+
+
+def _verified_prefix(items: Sequence[object], seen: Sequence[object]) -> int:
+    global _last_verified
+    last = _last_verified
+    if last is not None and last[0] is items and last[1] is seen:
+        return last[2]
+    k = len(items) if seen is items else common_prefix(items, seen)
+    _last_verified = (items, seen, k)
+    return k
+
+
 class PrefixMemo(Generic[T, V]):
     """``[fn(x) for x in items]``, reusing the values of the longest prefix (by identity)
     shared with one of the last ``slots`` sequences seen.
@@ -83,16 +99,19 @@ class PrefixMemo(Generic[T, V]):
         # Most recent first, stopping at an entry the new sequence fully extends: that is the
         # next turn of the conversation last packed, almost always the best reuse there is (any
         # pick is correct; a worse one only computes more).
+        # Sharing all but the last item is as good as it gets short of the same sequence: the
+        # same history with a new question.
+        enough = len(items) - 1
         guesses: list[int] = []
         for seen, _ in entries:
             guesses.append(likely_prefix(items, seen))
-            if guesses[-1] == len(seen):
+            if guesses[-1] == len(seen) or guesses[-1] >= enough:
                 break
         best = max(range(len(guesses)), key=guesses.__getitem__, default=-1)
         k = 0
         if best >= 0 and guesses[best]:
             seen, values = entries[best]
-            k = len(items) if seen is items else common_prefix(items, seen)
+            k = _verified_prefix(items, seen)
             if k == len(items) == len(seen):
                 return values
         head = entries[best][1][:k] if k else ()

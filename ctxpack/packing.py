@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterable, Iterator, Mapping, Sequence, Sized
 from contextlib import contextmanager
+from functools import cache
 from operator import attrgetter
 from typing import Any, Literal
 
@@ -61,6 +62,12 @@ def default_pipeline() -> Pipeline:
             GreedyPacker(),
         ]
     )
+
+
+@cache
+def _shared_default_pipeline() -> Pipeline:
+    # Built once: its stages are frozen, and no caller ever sees this instance.
+    return default_pipeline()
 
 
 def _last_user_text(messages: Sequence[Message]) -> str | None:
@@ -199,7 +206,7 @@ def _pack(
         query=query,
         model=model,
     )
-    stage: Stage = pipeline if pipeline is not None else default_pipeline()
+    stage: Stage = pipeline if pipeline is not None else _shared_default_pipeline()
     out = stage(ctx)
     if not isinstance(out, PackContext):
         raise ConfigError(f"the pipeline returned {type(out).__name__}, not a PackContext")

@@ -15,7 +15,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
-from ._trusted import trusted_instance
+from ._trusted import trusted_frozen_instance
 from .errors import ConfigError
 from .messages import Message
 from .tokens import TokenCounter
@@ -75,7 +75,7 @@ class Decision(BaseModel):
         The packer records one decision per message, thousands per call on a long history;
         skipping validation halves what each costs. Use the normal constructor everywhere else.
         """
-        return trusted_instance(
+        return trusted_frozen_instance(
             cls,
             {
                 "stage": stage,
@@ -90,7 +90,8 @@ class Decision(BaseModel):
         )
 
 
-_ALL_DECISION_FIELDS = frozenset(Decision.model_fields)
+# Shared by every trusted decision (see trusted_frozen_instance); never mutated.
+_ALL_DECISION_FIELDS = set(Decision.model_fields)
 
 
 @dataclass(frozen=True)

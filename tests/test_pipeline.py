@@ -159,3 +159,24 @@ def test_bad_stage_options_raise_config_error(make: Any, expected: str) -> None:
     with pytest.raises(ctxpack.ConfigError, match=expected) as info:
         make()
     assert isinstance(info.value, ValueError)
+
+
+def test_trusted_decisions_equal_validated_ones_and_copy_safely() -> None:
+    made = [ctxpack.Decision.trusted("pack", "dropped", "m1", "r", 1.5, 7, 0) for _ in range(2)]
+    validated = ctxpack.Decision(
+        stage="pack",
+        action="dropped",
+        message_id="m1",
+        reason="r",
+        score=1.5,
+        tokens_before=7,
+        tokens_after=0,
+    )
+    assert made[0] == validated and made[0].model_dump() == validated.model_dump()
+    assert made[0].model_fields_set == set(ctxpack.Decision.model_fields)
+    # Trusted decisions share one set of field names: a copy must not write into it.
+    copy = made[0].model_copy(update={"reason": "changed"})
+    assert copy.reason == "changed" and made[1].reason == "r"
+    assert made[1].model_fields_set == set(ctxpack.Decision.model_fields)
+    with pytest.raises(ValueError):
+        made[0].reason = "x"

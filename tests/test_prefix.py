@@ -91,6 +91,51 @@ def test_memo_always_equals_a_fresh_map(steps: list[tuple[str, st.DataObject]]) 
         assert memo(base) == tuple(b.value * 3 + 1 for b in base)
 
 
+@given(st.lists(st.tuples(st.sampled_from(["append", "replace", "truncate", "same"]), st.data())))
+def test_memos_sharing_sequences_always_equal_fresh_maps(
+    steps: list[tuple[str, st.DataObject]],
+) -> None:
+    # Several memos over the very same tuples, as the stages of one pack: the prefix one memo
+    # verified is reused by the next, and must never leak to a pair it was not verified for.
+    memos: list[PrefixMemo[Box, int]] = [
+        PrefixMemo(lambda b: b.value * 3 + 1, slots=2),
+        PrefixMemo(lambda b: -b.value, slots=3),
+    ]
+    sequences: list[tuple[Box, ...]] = [(Box(0),)]
+    counter = 1
+    for op, data in steps:
+        old = data.draw(st.sampled_from(sequences))
+        base = list(old)
+        if op == "append":
+            base.append(Box(counter))
+        elif op == "replace" and base:
+            base[data.draw(st.integers(0, len(base) - 1))] = Box(counter)
+        elif op == "truncate":
+            base = base[: data.draw(st.integers(0, len(base)))]
+        counter += 5
+        items = old if op == "same" else tuple(base)
+        sequences.append(items)
+        for memo, sign in zip(memos, (1, -1), strict=True):
+            order = data.draw(st.booleans())
+            if order:
+                assert memo(items) == tuple(
+                    b.value * 3 + 1 if sign > 0 else -b.value for b in items
+                )
+        for memo, sign in zip(memos, (1, -1), strict=True):
+            assert memo(items) == tuple(b.value * 3 + 1 if sign > 0 else -b.value for b in items)
+
+
+def test_a_prefix_verified_for_one_memo_is_not_reused_for_another_pair() -> None:
+    a, b, c, d, x, y = (Box(v) for v in range(6))
+    first: PrefixMemo[Box, int] = PrefixMemo(lambda box: box.value)
+    second: PrefixMemo[Box, int] = PrefixMemo(lambda box: box.value)
+    first((a, b, c))
+    second((a, x, y))
+    new = (a, b, c, d)
+    assert first(new) == (0, 1, 2, 3)
+    assert second(new) == (0, 1, 2, 3), "second shares one item with what it saw, not three"
+
+
 def _plain_history(n: int) -> list[dict[str, Any]]:
     return [
         {"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i}", "id": f"t{i}"}

@@ -223,14 +223,10 @@ class GreedyPacker(StageModel):
         return total, columns
 
     def _breakdown(
-        self,
-        msg: Message,
-        position: int,
-        count: int,
-        columns: list[tuple[str, npt.NDArray[np.float64]]],
+        self, msg: Message, position: int, count: int, columns: list[tuple[str, list[float]]]
     ) -> str:
         # score()'s words, read from the columns _scores() computed.
-        weighted = [(signal, float(column[position])) for signal, column in columns]
+        weighted = [(signal, column[position]) for signal, column in columns]
         return self._words(msg, self._recency(position, count), weighted)
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
@@ -263,8 +259,9 @@ class GreedyPacker(StageModel):
                 tokens_after=0,
             )
 
-        score_array, columns = self._scores(ctx)
+        score_array, arrays = self._scores(ctx)
         scores = score_array.tolist()
+        columns = [(signal, column.tolist()) for signal, column in arrays]
         keep = positions(must) if not units else []
         used = REPLY_PRIMING + sum(sizes[i] for i in keep)
         # Units in decreasing score, the more recent first among equals: (members, cost, score).

@@ -192,22 +192,28 @@ class RelevanceScorer(StageModel):
         nonzero = positions(final)
         signal = dict(zip(take(ids, nonzero), final[nonzero].tolist(), strict=True))
         asked, expanded = set(query), set(related)
+        # Messages that speaker focus damps still say why they scored less.
+        chosen = np.flatnonzero((spread >= 0.25) & (final > 0))
+        focus = f" (x{self.speaker_focus:g}: the query is about {speaker})"
+        damped_chosen = damped[chosen].tolist() if damped is not None else [False] * len(chosen)
+        how = self._how
         decisions = [
             Decision.trusted(
                 self.name,
                 "selected",
                 messages[i].id,
-                f"relevance {final[i]:.2f} to the query"
-                + self._how(messages[i].text, asked, expanded, borrowed, spread[i] == own[i])
-                + (
-                    f" (x{self.speaker_focus:g}: the query is about {speaker})"
-                    if damped is not None and damped[i]
-                    else ""
-                ),
-                float(final[i]),
+                f"relevance {score:.2f} to the query"
+                + how(messages[i].text, asked, expanded, borrowed, alone)
+                + (focus if mark else ""),
+                score,
             )
-            # Messages that speaker focus damps still say why they scored less.
-            for i in np.flatnonzero((spread >= 0.25) & (final > 0)).tolist()
+            for i, score, alone, mark in zip(
+                chosen.tolist(),
+                final[chosen].tolist(),
+                (spread[chosen] == own[chosen]).tolist(),
+                damped_chosen,
+                strict=True,
+            )
         ]
         return ctx.with_signal("relevance", signal).decide(*decisions)
 
