@@ -281,17 +281,20 @@ class RelevanceScorer(StageModel):
     @staticmethod
     def _how(text: str, asked: set[str], related: set[str], borrowed: set[str], own: bool) -> str:
         """How a message came to be relevant, for its decision."""
+        neighbour = " (neighbour of a relevant message)"
+        if not own:
+            return neighbour
         held = terms(text)
-        if own and not asked.isdisjoint(held):
+        if not asked.isdisjoint(held):
             return ""
-        followed = borrowed.intersection(held)
-        if own and followed:
+        followed = borrowed.intersection(held) if borrowed else None
+        if followed:
             return f" (the query follows up on the previous exchange: {_words(text, followed)})"
         through = related.intersection(held)
-        if own and through:
+        if through:
             return f" (through related words: {_words(text, through)})"
-        # By the spread, or by the terms of its neighbours alone.
-        return " (neighbour of a relevant message)"
+        # Matched through the terms its neighbours lend it alone.
+        return neighbour
 
 
 def _words(text: str, stems: set[str], most: int = 3) -> str:
