@@ -324,13 +324,21 @@ def _check(method: str, result: Any, question: str, budget: int) -> dict[str, An
 
 
 def run_child(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """One measurement; ``spec`` names method, mode (cold/memory/warm), input file and budget."""
+    """One measurement; ``spec`` names the mode (cold/memory/warm), method(s), input, budget.
+
+    Cold and memory runs time one method in a fresh process. A warm run times all of
+    ``spec["methods"]`` in one process, call by call in turn on each question (the order
+    rotating from one question to the next), so that the machine's drift hits every method
+    alike and the ratio of their medians measures the methods, not the minute they ran in.
+    """
     payload = json.loads(Path(spec["input"]).read_text(encoding="utf-8"))
     history: list[dict[str, Any]] = payload["history"]
     questions: list[str] = payload["questions"]
-    method: str = spec["method"]
     mode: str = spec["mode"]
     budget: int = spec["budget"]
+    if mode == "warm":
+        return _run_warm(spec["methods"], history, questions, spec, budget)
+    method: str = spec["method"]
     out: dict[str, Any] = {"method": method, "mode": mode, "rss_data_mb": _maxrss_mb()}
 
     started = time.perf_counter()
@@ -339,43 +347,51 @@ def run_child(spec: Mapping[str, Any]) -> dict[str, Any]:
     if method == CTXPACK:
         out["ctxpack_file"] = str(module.__file__)
     prepare, call = _make_call(method, module, history, budget)
+    question = questions[0]
+    arg = prepare(question)
+    if mode == "memory":
+        tracemalloc.start()
+    started = time.perf_counter()
+    result = call(arg)
+    out["seconds"] = time.perf_counter() - started
+    if mode == "memory":
+        out["tracemalloc_peak_mb"] = tracemalloc.get_traced_memory()[1] / 2**20
+        tracemalloc.stop()
+    out["check"] = _check(method, result, question, budget)
+    out["rss_mb"] = _maxrss_mb()
+    return out
 
-    if mode in ("cold", "memory"):
-        question = questions[0]
-        arg = prepare(question)
-        if mode == "memory":
-            tracemalloc.start()
-        started = time.perf_counter()
-        result = call(arg)
-        out["seconds"] = time.perf_counter() - started
-        if mode == "memory":
-            out["tracemalloc_peak_mb"] = tracemalloc.get_traced_memory()[1] / 2**20
-            tracemalloc.stop()
-        out["check"] = _check(method, result, question, budget)
-    else:
-        n = int(spec["questions"])
-        first = int(spec.get("first", 1))
-        # One untimed call first: warm means the process has already packed this history.
+
+def _run_warm(
+    methods: Sequence[str],
+    history: list[dict[str, Any]],
+    questions: list[str],
+    spec: Mapping[str, Any],
+    budget: int,
+) -> dict[str, Any]:
+    calls = {m: _make_call(m, _import_method(m), history, budget) for m in methods}
+    # One untimed call first: warm means the process has already packed this history.
+    for prepare, call in calls.values():
         call(prepare(questions[0]))
-        times: list[float] = []
-        checks: list[dict[str, Any]] = []
-        for i in range(first, first + n):
-            question = questions[i % len(questions)]
+    by_method: dict[str, dict[str, Any]] = {m: {"times": [], "checks": []} for m in methods}
+    n, first = int(spec["questions"]), int(spec.get("first", 1))
+    for i in range(first, first + n):
+        question = questions[i % len(questions)]
+        for method in [*methods[i % len(methods) :], *methods[: i % len(methods)]]:
+            prepare, call = calls[method]
             arg = prepare(question)
             started = time.perf_counter()
             result = call(arg)
-            times.append(time.perf_counter() - started)
-            checks.append(_check(method, result, question, budget))
-        out["times"] = times
-        out["checks"] = checks
-        question = questions[(first + n) % len(questions)]
+            by_method[method]["times"].append(time.perf_counter() - started)
+            by_method[method]["checks"].append(_check(method, result, question, budget))
+    question = questions[(first + n) % len(questions)]
+    for method, (prepare, call) in calls.items():
         arg = prepare(question)
         tracemalloc.start()
         call(arg)
-        out["tracemalloc_peak_mb"] = tracemalloc.get_traced_memory()[1] / 2**20
+        by_method[method]["tracemalloc_peak_mb"] = tracemalloc.get_traced_memory()[1] / 2**20
         tracemalloc.stop()
-    out["rss_mb"] = _maxrss_mb()
-    return out
+    return {"mode": "warm", "by_method": by_method, "rss_mb": _maxrss_mb()}
 
 
 # --------------------------------------------------------------------------------------------
@@ -440,24 +456,26 @@ def measure_source(
         res = _spawn({**base, "method": method, "mode": "memory"}, timeout)
         raw[method]["memory"] = res
         log(f"{source.name} memory {method}: {_fmt_res(res)}")
-    # Warm calls too are split into rounds that alternate the methods: this machine's speed
-    # drifts by tens of percent within a minute, and a ratio of two medians measured minutes
-    # apart would mostly measure that drift.
+    # Warm calls interleave the methods call by call, in a few processes (rounds): this
+    # machine's speed drifts by tens of percent within a minute, and a ratio of two medians
+    # measured minutes apart, or even in processes seconds apart, mostly measured that drift.
     rounds = max(1, min(WARM_ROUNDS, source.warm_questions))
     for r in range(rounds):
         n = source.warm_questions // rounds + (r < source.warm_questions % rounds)
         first = 1 + r * (source.warm_questions // rounds) + min(r, source.warm_questions % rounds)
+        spec = {**base, "methods": list(PACKERS), "mode": "warm", "questions": n, "first": first}
+        res = _spawn(spec, timeout * max(1, n))
         for method in PACKERS:
-            spec = {**base, "method": method, "mode": "warm", "questions": n, "first": first}
-            res = _spawn(spec, timeout * max(1, n))
-            raw[method]["warm"] = _merge_warm(raw[method]["warm"], res)
-            if "times" in res:
+            if "error" in res:
+                one: dict[str, Any] = {"error": res["error"]}
+                log(f"{source.name} warm {r + 1}/{rounds} {method}: {res['error']}")
+            else:
+                one = {**res["by_method"][method], "rss_mb": res["rss_mb"]}
                 log(
                     f"{source.name} warm {r + 1}/{rounds} {method}: "
-                    f"median {1e3 * _median(res['times']):.2f} ms"
+                    f"median {1e3 * _median(one['times']):.2f} ms"
                 )
-            else:
-                log(f"{source.name} warm {r + 1}/{rounds} {method}: {res.get('error')}")
+            raw[method]["warm"] = _merge_warm(raw[method]["warm"], one)
     return raw
 
 
@@ -633,9 +651,9 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         f"conversation and {cfg['scale_repeats']} for the scale history; imports timed apart, "
         f"encoding load included. Warm: same process, same history, a new question each call "
         f"({cfg['warm_questions']} calls per conversation, {cfg['scale_questions']} on the scale "
-        f"history) after one untimed call, in {WARM_ROUNDS} rounds (one process each) that "
-        "alternate the methods, so that the machine's drift hits them alike. LoCoMo (all) pools "
-        "the calls of the "
+        f"history) after one untimed call per method, in {WARM_ROUNDS} processes, each timing "
+        "the methods in turn on every question (the order rotating), so that the machine's "
+        "drift hits them alike. LoCoMo (all) pools the calls of the "
         f"{len(report['per_conversation'])} conversations. Times in ms."
     )
     out.append("")
