@@ -432,30 +432,42 @@ class InvertedIndex:
         # Every term at once: each posting counts for its text and, with document expansion,
         # lends ``spread[d - 1]`` of its count to the texts d away; one bincount sums the counts
         # per (term, text).
-        docs = np.concatenate([np.frombuffer(entry[0], dtype=np.int32) for entry, _ in found])
-        tf = np.concatenate([np.frombuffer(entry[1], dtype=np.int32) for entry, _ in found])
+        # array.extend copies in C: cheaper than a numpy view of each posting list to concatenate.
+        docs_buffer, tf_buffer = array("i"), array("i")
+        for (term_docs, term_tf), _ in found:
+            docs_buffer.extend(term_docs)
+            tf_buffer.extend(term_tf)
+        docs = np.frombuffer(docs_buffer, dtype=np.int32)
+        tf = np.frombuffer(tf_buffer, dtype=np.int32)
         df = np.array([len(entry[0]) for entry, _ in found])
         idfs = np.array([w for _, w in found]) * np.log(1.0 + (n - df + 0.5) / (df + 0.5))
         row = np.repeat(np.arange(len(found)), df)
-        muted = np.zeros(n, dtype=bool)
-        muted[list(silent)] = True
-        lend = ~muted[docs]
-        lenders, lent, lender_row = docs[lend], tf[lend].astype(np.float64), row[lend]
-        keys, counts = [row * n + docs], [tf.astype(np.float64)]
-        for d, share in enumerate(spread, start=1):
-            for target in (lenders - d, lenders + d):
-                inside = (target >= 0) & (target < n)
-                keys.append(lender_row[inside] * n + target[inside])
-                counts.append(share * lent[inside])
+        # Each term's row has ``reach`` spare columns on both sides, so a count lent past either
+        # end of the conversation lands there instead of being masked out first.
+        reach = len(spread)
+        width = n + 2 * reach
+        at = row * width + reach + docs
+        keys, counts = [at], [tf.astype(np.float64)]
+        if reach:
+            muted = np.zeros(n, dtype=bool)
+            muted[list(silent)] = True
+            lend = ~muted[docs]
+            lenders, lent = at[lend], tf[lend].astype(np.float64)
+            for d, share in enumerate(spread, start=1):
+                shared = share * lent
+                keys += [lenders - d, lenders + d]
+                counts += [shared, shared]
         expanded = np.bincount(
-            np.concatenate(keys), np.concatenate(counts), minlength=len(found) * n
-        ).reshape(len(found), n)
-        weights = idfs[:, None] * (k1 + 1.0)
-        # Only where a count is: an empty text with b = 1 has a zero norm.
-        saturation = np.divide(
-            expanded, expanded + norm, out=np.zeros_like(expanded), where=expanded > 0
-        )
-        scores += (weights * saturation).sum(axis=0)
+            np.concatenate(keys), np.concatenate(counts), minlength=len(found) * width
+        ).reshape(len(found), width)[:, reach : reach + n]
+        if norm.min() > 0:
+            saturation = expanded / (expanded + norm)
+        else:
+            # Only where a count is: an empty text with b = 1 has a zero norm.
+            saturation = np.divide(
+                expanded, expanded + norm, out=np.zeros_like(expanded), where=expanded > 0
+            )
+        scores += (idfs * (k1 + 1.0)) @ saturation
         return scores
 
 

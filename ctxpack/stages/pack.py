@@ -185,12 +185,15 @@ class GreedyPacker(StageModel):
 
     def _words(self, msg: Message, recency: float, weighted: list[tuple[str, float]]) -> str:
         """A score in words: role weight, priority, each non-zero weighted signal, recency."""
-        parts = [f"{msg.role} {self.role_weights.get(msg.role, 0.0):g}"]
+        # Built by concatenation: a hundred kept messages per call, and this is their reason.
+        role = msg.role
+        words = f"{role} {self.role_weights.get(role, 0.0):g}"
         if msg.priority:
-            parts.append(f"priority {msg.priority:+g}")
-        parts.extend(f"{signal} {value:.2f}" for signal, value in weighted if value)
-        parts.append(f"recency {recency:.2f}")
-        return " + ".join(parts)
+            words += f" + priority {msg.priority:+g}"
+        for signal, value in weighted:
+            if value:
+                words += f" + {signal} {value:.2f}"
+        return f"{words} + recency {recency:.2f}"
 
     def scores(self, ctx: PackContext) -> list[float]:
         """Every message's score, in one vectorised pass (same values as :meth:`score`)."""
