@@ -4,6 +4,7 @@ and the garbage-collector pause of pack() on long histories."""
 from __future__ import annotations
 
 import gc
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -70,23 +71,27 @@ def test_memo_keeps_several_conversations() -> None:
     assert calls == [3, 13]
 
 
+def _edited(base: Sequence[Box], op: str, data: st.DataObject, fresh: int) -> list[Box]:
+    """``base`` after ``op``, new boxes numbered from ``fresh``."""
+    out = list(base)
+    if op == "append":
+        out.append(Box(fresh))
+    elif op == "replace" and out:
+        out[data.draw(st.integers(0, len(out) - 1))] = Box(fresh)
+    elif op == "truncate":
+        out = out[: data.draw(st.integers(0, len(out)))]
+    elif op == "new":
+        out = [Box(fresh + k) for k in range(3)]
+    return out
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["append", "replace", "truncate", "new"]), st.data())))
 def test_memo_always_equals_a_fresh_map(steps: list[tuple[str, st.DataObject]]) -> None:
     memo: PrefixMemo[Box, int] = PrefixMemo(lambda b: b.value * 3 + 1, slots=3)
     sequences: list[list[Box]] = [[Box(0)]]
-    counter = 1
-    for op, data in steps:
-        base = list(data.draw(st.sampled_from(sequences)))
-        if op == "append":
-            base.append(Box(counter))
-        elif op == "replace" and base:
-            base[data.draw(st.integers(0, len(base) - 1))] = Box(counter)
-        elif op == "truncate":
-            base = base[: data.draw(st.integers(0, len(base)))]
-        else:
-            base = [Box(counter + k) for k in range(3)]
-        counter += 5
+    for step, (op, data) in enumerate(steps, start=1):
+        base = _edited(data.draw(st.sampled_from(sequences)), op, data, 5 * step)
         sequences.append(base)
         assert memo(base) == tuple(b.value * 3 + 1 for b in base)
 
@@ -97,32 +102,20 @@ def test_memos_sharing_sequences_always_equal_fresh_maps(
 ) -> None:
     # Several memos over the very same tuples, as the stages of one pack: the prefix one memo
     # verified is reused by the next, and must never leak to a pair it was not verified for.
-    memos: list[PrefixMemo[Box, int]] = [
-        PrefixMemo(lambda b: b.value * 3 + 1, slots=2),
-        PrefixMemo(lambda b: -b.value, slots=3),
-    ]
+    functions = [lambda b: b.value * 3 + 1, lambda b: -b.value]
+    memos: list[PrefixMemo[Box, int]] = [PrefixMemo(functions[0], slots=2)]
+    memos.append(PrefixMemo(functions[1], slots=3))
     sequences: list[tuple[Box, ...]] = [(Box(0),)]
-    counter = 1
-    for op, data in steps:
+    for step, (op, data) in enumerate(steps, start=1):
         old = data.draw(st.sampled_from(sequences))
-        base = list(old)
-        if op == "append":
-            base.append(Box(counter))
-        elif op == "replace" and base:
-            base[data.draw(st.integers(0, len(base) - 1))] = Box(counter)
-        elif op == "truncate":
-            base = base[: data.draw(st.integers(0, len(base)))]
-        counter += 5
-        items = old if op == "same" else tuple(base)
+        items = old if op == "same" else tuple(_edited(old, op, data, 5 * step))
         sequences.append(items)
-        for memo, sign in zip(memos, (1, -1), strict=True):
-            order = data.draw(st.booleans())
-            if order:
-                assert memo(items) == tuple(
-                    b.value * 3 + 1 if sign > 0 else -b.value for b in items
-                )
-        for memo, sign in zip(memos, (1, -1), strict=True):
-            assert memo(items) == tuple(b.value * 3 + 1 if sign > 0 else -b.value for b in items)
+        # Each memo may or may not see the sequence first, so their histories differ.
+        for memo, fn in zip(memos, functions, strict=True):
+            if data.draw(st.booleans()):
+                assert memo(items) == tuple(map(fn, items))
+        for memo, fn in zip(memos, functions, strict=True):
+            assert memo(items) == tuple(map(fn, items))
 
 
 def test_a_prefix_verified_for_one_memo_is_not_reused_for_another_pair() -> None:
