@@ -153,3 +153,22 @@ def test_document_frequency_counts_texts_not_occurrences() -> None:
     assert index.document_frequency("red") == 2
     assert index.document_frequency("blue") == 1
     assert index.document_frequency("green") == 0
+
+
+def test_the_c_stemmer_gives_the_pure_python_stems() -> None:
+    # Stemming runs in C through PyStemmer when installed; the word table (query expansion) was
+    # built with Snowball stems, so both must stem alike.
+    import snowballstemmer
+    from snowballstemmer.english_stemmer import EnglishStemmer
+
+    fast = snowballstemmer.stemmer("english")
+    assert type(fast).__module__ == "Stemmer", "PyStemmer is a dependency: stemming runs in C"
+    words = [
+        "running", "ran", "sunrises", "painting", "painted", "generously", "happiness",
+        "relational", "conditional", "agreed", "feed", "hungry", "caroline", "melanie's",
+        "dinosaurs", "museum", "LGBTQ", "transgender", "sourdough", "acetone", "marathons",
+        "organization", "organizational", "skies", "dying", "lying", "news", "innings",
+        "proceed", "exceed", "succeed", "cañon", "naïve", "café", "2023", "o'clock",
+    ]  # fmt: skip
+    pure = EnglishStemmer()
+    assert [fast.stemWord(w.lower()) for w in words] == [pure.stemWord(w.lower()) for w in words]
