@@ -329,10 +329,10 @@ class InvertedIndex:
         """Whether some indexed text holds ``term``."""
         return term in self._postings
 
-    def document_frequency(self, term: str) -> int:
-        """How many indexed texts hold ``term``."""
+    def idf(self, term: str) -> float:
+        """The inverse document frequency :meth:`bm25` gives ``term`` in this index."""
         entry = self._postings.get(term)
-        return 0 if entry is None else len(entry[0])
+        return float(_idf(len(self.texts), 0 if entry is None else len(entry[0])))
 
     def _common_prefix(self, texts: Sequence[str]) -> int:
         n = min(len(texts), len(self.texts))
@@ -440,7 +440,7 @@ class InvertedIndex:
         docs = np.frombuffer(docs_buffer, dtype=np.int32)
         tf = np.frombuffer(tf_buffer, dtype=np.int32)
         df = np.array([len(entry[0]) for entry, _ in found])
-        idfs = np.array([w for _, w in found]) * np.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        idfs = np.array([w for _, w in found]) * _idf(n, df)
         row = np.repeat(np.arange(len(found)), df)
         # Each term's row has ``reach`` spare columns on both sides, so a count lent past either
         # end of the conversation lands there instead of being masked out first.
@@ -469,6 +469,11 @@ class InvertedIndex:
             )
         scores += (idfs * (k1 + 1.0)) @ saturation
         return scores
+
+
+def _idf(n: int, df: Any) -> Any:
+    """BM25's non-negative IDF of terms held by ``df`` of ``n`` texts (numbers or arrays)."""
+    return np.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
 
 def _spread(

@@ -6,6 +6,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -147,12 +148,14 @@ def test_expansion_reaches_a_turn_through_its_neighbour() -> None:
     assert index.bm25(terms("backup"), spread=(0.3,), silent=[0])[1] == 0.0
 
 
-def test_document_frequency_counts_texts_not_occurrences() -> None:
+def test_idf_counts_texts_not_occurrences() -> None:
     index = InvertedIndex()
     index.sync(["red red fox", "red hen", "blue"])
-    assert index.document_frequency("red") == 2
-    assert index.document_frequency("blue") == 1
-    assert index.document_frequency("green") == 0
+    assert index.idf("red") == pytest.approx(math.log(1 + 1.5 / 2.5))
+    assert index.idf("blue") == pytest.approx(math.log(1 + 2.5 / 1.5))
+    assert index.idf("green") == pytest.approx(math.log(1 + 3.5 / 0.5))
+    # The weight bm25() gives a lone term in a text of average length.
+    assert index.bm25(["blue"], b=0.0)[2] == pytest.approx(index.idf("blue"))
 
 
 def test_the_c_stemmer_gives_the_pure_python_stems() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -246,13 +245,8 @@ class RelevanceScorer(StageModel):
         counts = Counter(borrowed)
         for term in query:
             counts.pop(term, None)
-        n = len(index)
-
-        def weight(term: str) -> float:
-            df = index.document_frequency(term)
-            return counts[term] * math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-
-        return set(sorted(counts, key=lambda t: (-weight(t), t))[:_FOLLOW_UP_TERMS])
+        weight = {term: count * index.idf(term) for term, count in counts.items()}
+        return set(sorted(counts, key=lambda t: (-weight[t], t))[:_FOLLOW_UP_TERMS])
 
     def _related_terms(
         self, text: str, query: Sequence[str], index: InvertedIndex
@@ -300,9 +294,10 @@ class RelevanceScorer(StageModel):
 def _words(text: str, stems: set[str], most: int = 3) -> str:
     """The first ``most`` words of ``text`` behind ``stems``, as written: "hungry", not the
     stem "hungri"."""
-    spelled = [word for stem, word in _spellings(text).items() if stem in stems][:most]
+    spellings = _spellings(text)
+    spelled = [word for stem, word in spellings.items() if stem in stems][:most]
     # Should the word split differ from the text's terms, the stem still says which.
-    missing = sorted(stems.difference(_spellings(text)))[: most - len(spelled)]
+    missing = sorted(stems.difference(spellings))[: most - len(spelled)]
     return ", ".join([*spelled, *missing])
 
 
