@@ -53,7 +53,7 @@ REPLY_PRIMING = 3
 
 # The targets of issue 3.
 TARGET_WARM_SPEEDUP = 5.0
-# Warm calls are measured in this many rounds, alternating the methods (see measure_source).
+# Warm calls run in this many processes, each timing the methods in turn (see measure_source).
 WARM_ROUNDS = 3
 TARGET_SCALE_WARM_MS = 150.0
 TARGET_SCALE_COLD_RATIO = 1.5
