@@ -153,12 +153,13 @@ class RelevanceScorer(StageModel):
         if not ctx.query:
             return ctx
         query = terms(ctx.query)
+        asked = set(query)
         messages = ctx.messages
         index = shared_index(_TEXTS(messages))
         related = self._related_terms(ctx.query, query, index)
         weights = {**related, **dict.fromkeys(query, 1.0)}
         borrowed: set[str] = set()
-        if self.follow_up and len(set(query)) <= self.follow_up_words:
+        if self.follow_up and len(asked) <= self.follow_up_words:
             # "Why would that help?" is about the exchange it follows, not about "help".
             borrowed = self._distinctive(self._previous_exchange_terms(ctx), query, index)
             for term in borrowed:
@@ -190,7 +191,7 @@ class RelevanceScorer(StageModel):
         final[protected] = 0.0
         nonzero = positions(final)
         signal = dict(zip(take(ids, nonzero), final[nonzero].tolist(), strict=True))
-        asked, expanded = set(query), set(related)
+        expanded = set(related)
         # Messages that speaker focus damps still say why they scored less.
         chosen = np.flatnonzero((spread >= 0.25) & (final > 0))
         focus = f" (x{self.speaker_focus:g}: the query is about {speaker})"
