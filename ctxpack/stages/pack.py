@@ -9,7 +9,7 @@ exceeds ``budget - reserve`` tokens.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import repeat
 from typing import Literal
 
@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import Field
 
-from .._columns import PINNED, PRIORITY, SYSTEM, TOOL, flags, positions, role_codes
+from .._columns import PINNED, PRIORITY, SYSTEM, TOOL, flags, positions, role_codes, take
 from .._columns import ids as message_ids
 from ..errors import BudgetExceededError
 from ..messages import ROLES, Message
@@ -178,18 +178,23 @@ class GreedyPacker(StageModel):
         total = role + recency + msg.priority
         for _, value in weighted:
             total += value
-        return total, self._words(msg, recency, weighted)
+        return total, self._words(self._role_words(msg.role), msg.priority, recency, weighted)
 
     def _recency(self, position: int, count: int) -> float:
         return self.recency_weight * (position / (count - 1) if count > 1 else 1.0)
 
-    def _words(self, msg: Message, recency: float, weighted: list[tuple[str, float]]) -> str:
+    def _role_words(self, role: str) -> str:
+        return f"{role} {self.role_weights.get(role, 0.0):g}"
+
+    @staticmethod
+    def _words(
+        role_words: str, priority: float, recency: float, weighted: list[tuple[str, float]]
+    ) -> str:
         """A score in words: role weight, priority, each non-zero weighted signal, recency."""
         # Built by concatenation: a hundred kept messages per call, and this is their reason.
-        role = msg.role
-        words = f"{role} {self.role_weights.get(role, 0.0):g}"
-        if msg.priority:
-            words += f" + priority {msg.priority:+g}"
+        words = role_words
+        if priority:
+            words += f" + priority {priority:+g}"
         for signal, value in weighted:
             if value:
                 words += f" + {signal} {value:.2f}"
@@ -225,13 +230,6 @@ class GreedyPacker(StageModel):
                 columns.append((signal, column))
         return total, columns
 
-    def _breakdown(
-        self, msg: Message, position: int, count: int, columns: list[tuple[str, list[float]]]
-    ) -> str:
-        # score()'s words, read from the columns _scores() computed.
-        weighted = [(signal, column[position]) for signal, column in columns]
-        return self._words(msg, self._recency(position, count), weighted)
-
     def __call__(self, ctx: PackContext, /) -> PackContext:
         ctx = strip_unanswered_calls(ctx, self.name)
         messages = ctx.messages
@@ -246,7 +244,8 @@ class GreedyPacker(StageModel):
             units, orphans = tool_units(messages)
         else:
             units, orphans = [], []
-        decisions: dict[int, Decision] = {}
+        # One slot per position, filled in any order, read back chronologically.
+        decisions: list[Decision | None] = [None] * count
 
         for i in orphans:
             if must[i]:
@@ -264,16 +263,16 @@ class GreedyPacker(StageModel):
 
         score_array, arrays = self._scores(ctx)
         scores = score_array.tolist()
-        columns = [(signal, column.tolist()) for signal, column in arrays]
         keep = positions(must) if not units else []
         used = REPLY_PRIMING + sum(sizes[i] for i in keep)
         # Units in decreasing score, the more recent first among equals: (members, cost, score).
-        optional: list[tuple[Sequence[int], int, float]]
+        optional: Iterable[tuple[Sequence[int], int, float]]
         if not units:
-            # Without tools every message is its own unit: sort them all in numpy.
+            # Without tools every message is its own unit: sort them all in numpy, and pair
+            # them up in C.
             free = np.flatnonzero(~must)
             order = free[np.lexsort((-free, -score_array[free]))].tolist()
-            optional = [((i,), sizes[i], scores[i]) for i in order]
+            optional = zip(zip(order), take(sizes, order), take(scores, order), strict=True)
         else:
             ranked: list[tuple[float, int, list[int], int]] = []
             for unit in units:
@@ -311,6 +310,7 @@ class GreedyPacker(StageModel):
         available = ctx.available
         trusted = Decision.trusted
         name = self.name
+        explain = self._explainer(messages, column, [(s, c.tolist()) for s, c in arrays])
         reasons: dict[tuple[int, int, bool], str] = {}
         for members, cost, unit_score in optional:
             if used + cost <= available:
@@ -318,12 +318,11 @@ class GreedyPacker(StageModel):
                 keep.extend(members)
                 together = f" (with its tool exchange, {cost} tokens)" if len(members) > 1 else ""
                 for i in members:
-                    breakdown = self._breakdown(messages[i], i, count, columns)
                     decisions[i] = trusted(
                         name,
                         "kept",
                         ids[i],
-                        f"score {unit_score:.2f} = {breakdown}{together}",
+                        f"score {unit_score:.2f} = {explain(i)}{together}",
                         unit_score,
                         sizes[i],
                         sizes[i],
@@ -343,6 +342,26 @@ class GreedyPacker(StageModel):
                 decisions[i] = trusted(name, "dropped", ids[i], reason, unit_score, sizes[i], 0)
         keep.sort()
         return ctx.decide(
-            *(decisions[i] for i in sorted(decisions)),
+            *filter(None, decisions),
             messages=tuple(messages[i] for i in keep),
         )
+
+    def _explainer(
+        self,
+        messages: tuple[Message, ...],
+        column: npt.NDArray[np.uint8],
+        columns: list[tuple[str, list[float]]],
+    ) -> Callable[[int], str]:
+        """What :meth:`score` says of the message at a position, read from the columns
+        :meth:`_scores` computed (the message itself is read only for its priority)."""
+        count = len(messages)
+        codes = role_codes(messages).tolist()
+        heads = [self._role_words(role) for role in ROLES]
+        prioritised = (column & PRIORITY).tolist()
+
+        def explain(i: int) -> str:
+            priority = messages[i].priority if prioritised[i] else 0
+            weighted = [(signal, values[i]) for signal, values in columns]
+            return self._words(heads[codes[i]], priority, self._recency(i, count), weighted)
+
+        return explain
