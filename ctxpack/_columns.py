@@ -7,7 +7,7 @@ every message in Python.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from operator import attrgetter, itemgetter
 from typing import Any, TypeVar
 
@@ -32,6 +32,7 @@ __all__ = [
     "role_codes",
     "sources",
     "take",
+    "where",
 ]
 
 SYSTEM = 1
@@ -100,3 +101,27 @@ def take(values: Sequence[T], where: Sequence[int]) -> tuple[T, ...]:
 def positions(mask: npt.NDArray[Any]) -> list[int]:
     """Positions where ``mask`` is true, as Python ints."""
     return np.flatnonzero(mask).tolist()  # type: ignore[no-any-return]
+
+
+def where(ids: Sequence[str], wanted: Collection[str]) -> list[int]:
+    """Positions, ascending, of the items of ``ids`` that are in ``wanted``.
+
+    Example:
+        >>> where(("a", "b", "c", "b"), {"b", "z"})
+        [1, 3]
+    """
+    if len(wanted) > 4:
+        return positions(np.fromiter(map(wanted.__contains__, ids), dtype=bool, count=len(ids)))
+    # A few ids, as protected ones usually are (the system prompt, the question): one scan in C
+    # per id beats a Python-level lookup per message.
+    found = []
+    for item in wanted:
+        at = -1
+        try:
+            while True:
+                at = ids.index(item, at + 1)
+                found.append(at)
+        except ValueError:
+            pass
+    found.sort()
+    return found

@@ -11,7 +11,7 @@ import numpy as np
 from pydantic import Field
 
 from .._columns import ids as message_ids
-from .._columns import positions, take
+from .._columns import positions, take, where
 from .._columns import sources as message_sources
 from .._prefix import PrefixMemo
 from ..messages import Message
@@ -88,8 +88,7 @@ class Deduplicator(StageModel):
         older = newest != np.arange(n)
         older &= np.fromiter(_REMOVABLE(messages), dtype=bool, count=n)
         ids = message_ids(messages)
-        if ctx.protected:
-            older &= ~np.fromiter(map(ctx.protected.__contains__, ids), dtype=bool, count=n)
+        older[where(ids, ctx.protected)] = False
         copies = positions(older)
         if not copies:
             return ctx

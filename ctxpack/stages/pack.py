@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import Field
 
-from .._columns import PINNED, PRIORITY, SYSTEM, TOOL, flags, positions, role_codes, take
+from .._columns import PINNED, PRIORITY, SYSTEM, TOOL, flags, positions, role_codes, take, where
 from .._columns import ids as message_ids
 from ..errors import BudgetExceededError
 from ..messages import ROLES, Message
@@ -238,8 +238,7 @@ class GreedyPacker(StageModel):
         column = flags(messages)
         ids = message_ids(messages)
         must = (column & (SYSTEM | PINNED)) != 0
-        if ctx.protected:
-            must |= np.fromiter(map(ctx.protected.__contains__, ids), dtype=bool, count=count)
+        must[where(ids, ctx.protected)] = True
         if (column & TOOL).any():
             units, orphans = tool_units(messages)
         else:

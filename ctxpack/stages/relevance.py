@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import Field, field_validator
 
-from .._columns import USER, flags, positions, take
+from .._columns import USER, flags, positions, take, where
 from .._columns import ids as message_ids
 from .._prefix import PrefixMemo
 from ..lexical import InvertedIndex, shared_index, terms
@@ -165,9 +165,7 @@ class RelevanceScorer(StageModel):
             for term in borrowed:
                 weights[term] = max(weights.get(term, 0.0), self.follow_up)
         ids = message_ids(messages)
-        protected = positions(
-            np.fromiter(map(ctx.protected.__contains__, ids), dtype=bool, count=len(ids))
-        )
+        protected = where(ids, ctx.protected)
         raw = index.bm25(weights, k1=self.k1, b=self.b, spread=self.expansion, silent=protected)
         raw[protected] = 0.0
         best = float(raw.max(initial=0.0))
