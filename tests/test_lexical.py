@@ -40,6 +40,8 @@ def reference_bm25(
 def test_terms_lowercase_stem_and_drop_stop_words() -> None:
     assert terms("The Backups ran at 02:00") == ("backup", "ran", "02", "00")
     assert terms("Caroline's paintings") == ("carolin", "paint")
+    # French function words, demonstratives included, are stop words too.
+    assert terms("Et ça, cela marche avec celui-là ?") == ("march",)
 
 
 def test_bm25_prefers_rarer_terms_and_handles_empty_inputs() -> None:

@@ -62,6 +62,30 @@ def _speaker(msg: Message) -> str | None:
 
 # A follow-up question borrows at most this many terms of the exchange it follows.
 _FOLLOW_UP_TERMS = 32
+# Words that point back to something said before ("How do I install it on Windows?"). Personal
+# pronouns are left out: in "When did Gina get her tattoo?" the question names who "her" is.
+_POINTING = frozenset(
+    [
+        "it",
+        "its",
+        "itself",
+        "this",
+        "that",
+        "these",
+        "those",
+        "they",
+        "them",
+        "their",
+        "there",
+        "ça",
+        "cela",
+        "ceci",
+        "celui",
+        "celle",
+        "ceux",
+        "celles",
+    ]
+)
 
 _SPEAKERS: PrefixMemo[Message, str | None] = PrefixMemo(_speaker)
 _TEXTS: PrefixMemo[Message, str] = PrefixMemo(attrgetter("text"))
@@ -105,8 +129,10 @@ class RelevanceScorer(StageModel):
     conversation's messages carry speakers (``Name:`` prefixes or ``name``) and the query names
     exactly one of them, the other speakers' messages keep ``speaker_focus`` of their relevance:
     "What did Caroline paint?" is answered by Caroline. A follow-up question with at most
-    ``follow_up_words`` content words ("Why would that help?") is about the exchange it
-    follows: that exchange's terms join the query with weight ``follow_up``. The index behind it
+    ``follow_up_words`` content words ("Why would that help?"), or at most
+    ``follow_up_pointing_words`` with a word pointing back ("How do I install it on Windows?"),
+    is about the exchange it follows: that exchange's terms join the query with weight
+    ``follow_up``. The index behind it
     is cached per conversation and grows with it, so a new question on the same history only
     analyses the question.
 
@@ -124,6 +150,9 @@ class RelevanceScorer(StageModel):
         follow_up: Weight of the previous exchange's terms in a follow-up question's query (0
             turns it off).
         follow_up_words: A query with at most this many content words is a follow-up.
+        follow_up_pointing_words: A query with at most this many content words is a follow-up
+            too when a word of it points back: "it", "that", "this", "they", "them", "there"
+            (or French "ça", "cela", "celui"...).
         k1: BM25 term-frequency saturation.
         b: BM25 length normalisation.
     """
@@ -139,6 +168,7 @@ class RelevanceScorer(StageModel):
     related_min: float = Field(default=0.5, ge=-1.0, le=1.0)
     follow_up: float = Field(default=0.5, ge=0.0)
     follow_up_words: int = Field(default=1, ge=0)
+    follow_up_pointing_words: int = Field(default=3, ge=0)
     k1: float = Field(default=1.2, gt=0)
     b: float = Field(default=0.75, ge=0.0, le=1.0)
 
@@ -159,7 +189,7 @@ class RelevanceScorer(StageModel):
         related = self._related_terms(ctx.query, query, index)
         weights = {**related, **dict.fromkeys(query, 1.0)}
         borrowed: set[str] = set()
-        if self.follow_up and len(asked) <= self.follow_up_words:
+        if self.follow_up and self._follows_up(ctx.query, asked):
             # "Why would that help?" is about the exchange it follows, not about "help".
             borrowed = self._distinctive(self._previous_exchange_terms(ctx), query, index)
             for term in borrowed:
@@ -214,6 +244,15 @@ class RelevanceScorer(StageModel):
             )
         ]
         return ctx.with_signal("relevance", signal).decide(*decisions)
+
+    def _follows_up(self, query: str, asked: set[str]) -> bool:
+        """Whether the query says too little on its own to be about anything but the exchange
+        it follows."""
+        if len(asked) <= self.follow_up_words:
+            return True
+        if len(asked) > self.follow_up_pointing_words:
+            return False
+        return not _POINTING.isdisjoint(word.lower() for word in _QUERY_WORDS.findall(query))
 
     @staticmethod
     def _previous_exchange_terms(ctx: PackContext) -> list[str]:

@@ -309,6 +309,55 @@ def test_a_specific_question_borrows_nothing() -> None:
     assert "a2" in wider.signal("relevance")
 
 
+POINTING: list[dict[str, Any]] = [
+    {"role": "system", "content": "You are a helpful assistant.", "id": "sys"},
+    {"role": "user", "content": "What cleans the windows of my house best?", "id": "u1"},
+    {"role": "assistant", "content": "Vinegar and water: wipe the windows dry.", "id": "a1"},
+    {"role": "user", "content": "I need a backup tool for my Postgres database.", "id": "u2"},
+    {"role": "assistant", "content": "pgBackRest does full and incremental backups.", "id": "a2"},
+]
+
+
+def pointing_scores(query: str, **kwargs: Any) -> ctxpack.PackContext:
+    kwargs.setdefault("expansion", ())
+    kwargs.setdefault("related", 0.0)
+    kwargs.setdefault("neighbors", 0)
+    history = [*POINTING, {"role": "user", "content": query, "id": "q"}]
+    return RelevanceScorer(**kwargs)(ctx_of(history, query=query, protected=["sys", "q"]))
+
+
+def test_a_short_question_pointing_back_borrows_the_previous_exchange() -> None:
+    # "install" and "windows" are two content words, but "it" points back: the question is
+    # about the backup tool, not about window cleaning.
+    out = pointing_scores("How do I install it on Windows?")
+    scores = out.signal("relevance")
+    assert max(scores, key=scores.__getitem__) in {"u2", "a2"}
+    assert scores["a2"] > scores["a1"] > 0
+    reasons = {d.message_id: d.reason for d in out.decisions}
+    assert "(the query follows up on the previous exchange: " in reasons["a2"]
+    # Without the pointing rule, only the windows turns match.
+    plain = pointing_scores("How do I install it on Windows?", follow_up_pointing_words=0)
+    assert set(plain.signal("relevance")) == {"u1", "a1"}
+    # French points back too.
+    french = pointing_scores("Et ça marche sous Windows ?").signal("relevance")
+    assert french["a2"] > french["a1"] > 0
+
+
+def test_a_pointing_word_in_a_longer_question_borrows_nothing() -> None:
+    # Four content words say what the question is about, "it" or not.
+    scores = pointing_scores("How do I install it on Windows laptops quickly?").signal("relevance")
+    assert set(scores) == {"u1", "a1"}
+    # Nor does a short question without a pointing word.
+    assert set(pointing_scores("How do I install Windows?").signal("relevance")) == {"u1", "a1"}
+
+
+def test_the_default_pack_keeps_what_a_pointing_question_refers_to() -> None:
+    question = {"role": "user", "content": "How do I install it on Windows?", "id": "q"}
+    chat = [*POINTING, question]
+    tokens = ctxpack.count_tokens([chat[0], chat[3], chat[4], question], model="gpt-4")
+    assert ctxpack.pack(chat, budget=tokens, model="gpt-4").kept_ids == ["sys", "u2", "a2", "q"]
+
+
 def test_a_question_with_no_content_word_is_about_the_previous_exchange() -> None:
     scores = follow_up_scores("Why?").signal("relevance")
     assert max(scores, key=scores.__getitem__) in {"u2", "a2"}
