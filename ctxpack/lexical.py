@@ -8,14 +8,27 @@ from __future__ import annotations
 import re
 from array import array
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["STOP_WORDS", "InvertedIndex", "bm25_scores", "shared_index", "terms"]
+__all__ = [
+    "STOP_WORDS",
+    "InvertedIndex",
+    "Language",
+    "analyse",
+    "bm25_scores",
+    "language_of",
+    "leaning",
+    "shared_index",
+    "terms",
+]
+
+Language = Literal["en", "fr"]
+"""The languages terms are stemmed for: English and French Snowball."""
 
 _TOKEN = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
 
@@ -260,40 +273,153 @@ STOP_WORDS = frozenset(
 )
 
 
-@lru_cache(maxsize=1)
-def _stemmer() -> object:
+# Function words frequent in one language and rare in the other: which of the two a text leans
+# to decides how its words are stemmed.
+_FRENCH_MARKERS = frozenset(
+    [
+        "le",
+        "les",
+        "des",
+        "du",
+        "et",
+        "une",
+        "je",
+        "tu",
+        "il",
+        "elle",
+        "nous",
+        "vous",
+        "ils",
+        "elles",
+        "pas",
+        "que",
+        "qui",
+        "dans",
+        "avec",
+        "sur",
+        "mais",
+        "cette",
+        "ces",
+        "mon",
+        "mes",
+        "au",
+        "aux",
+        "ne",
+        "sont",
+        "ai",
+        "été",
+        "très",
+        "est",
+    ]
+)
+_ENGLISH_MARKERS = frozenset(
+    [
+        "the",
+        "and",
+        "is",
+        "are",
+        "was",
+        "were",
+        "of",
+        "to",
+        "you",
+        "it",
+        "that",
+        "with",
+        "for",
+        "this",
+        "have",
+        "has",
+        "not",
+        "but",
+        "what",
+        "my",
+        "i",
+    ]
+)
+# French elision: "l'eau" is "eau", "j'ai" is "ai", "qu'il" is "il".
+_ELISION = re.compile(r"^(?:[cdjlmnst]|qu|jusqu|lorsqu|puisqu)'(?=[^\W\d_])")
+
+_SNOWBALL: dict[Language, str] = {"en": "english", "fr": "french"}
+
+
+@lru_cache(maxsize=2)
+def _stemmer(language: Language) -> object:
     import snowballstemmer
 
-    return snowballstemmer.stemmer("english")
+    return snowballstemmer.stemmer(_SNOWBALL[language])
 
 
 @lru_cache(maxsize=200_000)
-def _stem(word: str) -> str:
-    stemmer = _stemmer()
-    return str(stemmer.stemWord(word))  # type: ignore[attr-defined]
+def _stem(word: str, language: Language) -> str:
+    return str(_stemmer(language).stemWord(word))  # type: ignore[attr-defined]
 
 
-@lru_cache(maxsize=100_000)
-def _terms_cached(text: str) -> tuple[str, ...]:
-    out = []
+def analyse(text: str, language: Language = "en") -> Iterator[tuple[str, str]]:
+    """Each index term of ``text`` with the word it comes from (lower-cased, as written).
+
+    Example:
+        >>> list(analyse("Caroline's paintings"))
+        [('carolin', "caroline's"), ('paint', 'paintings')]
+        >>> list(analyse("L'équipe a mangé", "fr"))
+        [('équip', "l'équipe"), ('mang', 'mangé')]
+    """
     for match in _TOKEN.finditer(text.lower()):
-        word = match.group().replace("’", "'")
+        written = match.group()
+        word = written.replace("’", "'")
+        if language == "fr":
+            word = _ELISION.sub("", word, count=1)
         if word in STOP_WORDS or (len(word) < 2 and not word.isdigit()):
             continue
         if word.endswith("'s"):
             word = word[:-2]
-        out.append(_stem(word))
-    return tuple(out)
+        yield _stem(word, language), written
 
 
-def terms(text: str) -> tuple[str, ...]:
-    """The index terms of ``text``: lower-cased words, stop words removed, Snowball-stemmed.
+@lru_cache(maxsize=100_000)
+def _terms_cached(text: str, language: Language) -> tuple[str, ...]:
+    return tuple(term for term, _ in analyse(text, language))
+
+
+def terms(text: str, language: Language = "en") -> tuple[str, ...]:
+    """The index terms of ``text``: lower-cased words, stop words removed, Snowball-stemmed in
+    ``language`` (French also drops elided articles: "l'eau" is "eau").
 
     Example:
         >>> terms("Caroline painted two sunrises")
         ('carolin', 'paint', 'two', 'sunris')
+        >>> terms("Elle a mangé, ils mangeront", "fr")
+        ('mang', 'mang')
     """
-    return _terms_cached(text)
+    return _terms_cached(text, language)
+
+
+@lru_cache(maxsize=100_000)
+def leaning(text: str) -> int:
+    """How many more French than English function words ``text`` has (negative: English).
+
+    Example:
+        >>> leaning("Je pense que c'est une bonne idée"), leaning("I think that is a good idea")
+        (4, -3)
+    """
+    lean = 0
+    for token in _TOKEN.findall(text.lower()):
+        word = token.replace("’", "'")
+        if word in _FRENCH_MARKERS or _ELISION.match(word):
+            lean += 1
+        elif word in _ENGLISH_MARKERS:
+            lean -= 1
+    return lean
+
+
+def language_of(texts: Iterable[str]) -> Language:
+    """``"fr"`` when the texts hold more French function words than English ones, else ``"en"``.
+
+    Example:
+        >>> language_of(["Bonjour, je cherche un vol pour Lyon.", "Ok"]), language_of(["Hi"])
+        ('fr', 'en')
+    """
+    return "fr" if sum(map(leaning, texts)) > 0 else "en"
 
 
 def bm25_scores(
@@ -320,10 +446,11 @@ class InvertedIndex:
 
     :meth:`sync` makes the index describe exactly ``texts``: it keeps the longest prefix it
     already indexed and only analyses what changed after it, so packing the same history with a
-    new question costs the question, not the history.
+    new question costs the question, not the history. Texts are analysed as ``language``.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, language: Language = "en") -> None:
+        self.language: Language = language
         self.texts: list[str] = []
         self._doc_terms: list[dict[str, int]] = []
         self._lengths = array("d")
@@ -382,7 +509,7 @@ class InvertedIndex:
         if keep < len(self.texts):
             self._truncate(keep)
         for position in range(keep, len(texts)):
-            self.append_terms(texts[position], terms(texts[position]))
+            self.append_terms(texts[position], terms(texts[position], self.language))
 
     def append_terms(self, text: str, doc_terms: Sequence[str]) -> None:
         """Index one more document, given its text (for :meth:`sync`) and its terms."""
@@ -504,16 +631,16 @@ _INDEXES: OrderedDict[tuple[str, ...], InvertedIndex] = OrderedDict()
 _MAX_INDEXES = 16
 
 
-def shared_index(texts: Sequence[str]) -> InvertedIndex:
-    """The cached index for a conversation, synced to ``texts``.
+def shared_index(texts: Sequence[str], language: Language = "en") -> InvertedIndex:
+    """The cached index for a conversation, synced to ``texts`` analysed as ``language``.
 
     Conversations are told apart by their first texts, so a backend serving several users keeps
     one index per conversation (the least recently used of more than 16 is forgotten).
     """
-    key = tuple(texts[:3])
+    key = (language, *texts[:3])
     index = _INDEXES.get(key)
     if index is None:
-        index = InvertedIndex()
+        index = InvertedIndex(language)
         _INDEXES[key] = index
         if len(_INDEXES) > _MAX_INDEXES:
             _INDEXES.popitem(last=False)

@@ -10,7 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxpack.lexical import InvertedIndex, bm25_scores, shared_index, terms
+from ctxpack.lexical import (
+    InvertedIndex,
+    analyse,
+    bm25_scores,
+    language_of,
+    leaning,
+    shared_index,
+    terms,
+)
 
 WORDS = ["alpha", "beta", "gamma", "delta", "backup", "backups", "the", "Caroline's", "42"]
 texts_st = st.lists(
@@ -42,6 +50,25 @@ def test_terms_lowercase_stem_and_drop_stop_words() -> None:
     assert terms("Caroline's paintings") == ("carolin", "paint")
     # French function words, demonstratives included, are stop words too.
     assert terms("Et ça, cela marche avec celui-là ?") == ("march",)
+
+
+def test_french_terms_use_french_stems_and_drop_elided_articles() -> None:
+    assert terms("Ils mangeaient, elle a mangé", "fr") == ("mang", "mang")
+    assert terms("l'équipe d'Anne", "fr") == ("équip", "anne")
+    # English analysis is unchanged by it: elision is French only.
+    assert terms("l'équipe") == ("l'équip",)
+    assert [word for _, word in analyse("L’Équipe gagne", "fr")] == ["l’équipe", "gagne"]
+
+
+def test_language_of_counts_function_words() -> None:
+    assert leaning("Je crois que c'est une bonne idée") > 0
+    assert leaning("I think that is a good idea") < 0
+    assert leaning("Paris 2024") == 0
+    assert language_of(["Bonjour, je voudrais réserver une table.", "OK"]) == "fr"
+    assert language_of(["Hello, I would like to book a table.", "OK"]) == "en"
+    # A tie, or no function word at all, is English.
+    assert language_of(["Paris", "Lyon"]) == "en"
+    assert language_of([]) == "en"
 
 
 def test_bm25_prefers_rarer_terms_and_handles_empty_inputs() -> None:

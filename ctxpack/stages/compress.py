@@ -17,7 +17,7 @@ import numpy as np
 from pydantic import Field
 
 from ..errors import ConfigError
-from ..lexical import terms
+from ..lexical import Language, language_of, terms
 from ..messages import Message
 from ..pipeline import Decision, PackContext
 from ..tokens import REPLY_PRIMING, message_sizes
@@ -140,8 +140,10 @@ def score_line(
     *,
     query_terms: frozenset[str] = frozenset(),
     proper_noun: Callable[[str], bool] = has_proper_noun_heuristic,
+    language: Language = "en",
 ) -> int:
-    """The seed's line score, plus up to 2 for query terms.
+    """The seed's line score, plus up to 2 for query terms (terms as
+    :func:`ctxpack.lexical.terms` gives them in ``language``).
 
     Example:
         >>> score_line("- Budget de 150 000 euros alloué")
@@ -155,21 +157,23 @@ def score_line(
     if proper_noun(line):
         score += 1
     if query_terms:
-        score += min(2, len(query_terms & set(terms(line))))
+        score += min(2, len(query_terms & set(terms(line, language))))
     return score
 
 
 def _select_lines(
     lines: list[str], max_lines: int, query: str | None, detector: Callable[[str], bool]
 ) -> list[int]:
-    query_terms = frozenset(terms(query)) if query else frozenset()
+    # Lines are too short to tell their language one by one: the whole text's decides.
+    language = language_of(lines) if query else "en"
+    query_terms = frozenset(terms(query, language)) if query else frozenset()
     candidates = [i for i, line in enumerate(lines) if line.strip()]
     if isinstance(detector, _SpacyProperNouns):
         detector.prefetch([lines[i] for i in candidates])
     ranked = sorted(
         candidates,
         key=lambda i: (
-            -score_line(lines[i], query_terms=query_terms, proper_noun=detector),
+            -score_line(lines[i], query_terms=query_terms, proper_noun=detector, language=language),
             -len(lines[i].strip()),
             i,
         ),

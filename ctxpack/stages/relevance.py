@@ -16,7 +16,7 @@ from pydantic import Field, field_validator
 from .._columns import USER, flags, positions, take, where
 from .._columns import ids as message_ids
 from .._prefix import PrefixMemo
-from ..lexical import InvertedIndex, shared_index, terms
+from ..lexical import InvertedIndex, Language, analyse, leaning, shared_index, terms
 from ..messages import Message
 from ..pipeline import Decision, PackContext
 from ..wordvectors import default_stem_vectors
@@ -89,6 +89,11 @@ _POINTING = frozenset(
 
 _SPEAKERS: PrefixMemo[Message, str | None] = PrefixMemo(_speaker)
 _TEXTS: PrefixMemo[Message, str] = PrefixMemo(attrgetter("text"))
+# Only people's turns tell the conversation's language: a system prompt or a tool's output is
+# often English whatever the users speak.
+_LEANINGS: PrefixMemo[Message, int] = PrefixMemo(
+    lambda msg: leaning(msg.text) if msg.role in ("user", "assistant") else 0
+)
 
 
 def named_speaker(query: str, speakers: Sequence[str | None]) -> str | None:
@@ -153,6 +158,8 @@ class RelevanceScorer(StageModel):
         follow_up_pointing_words: A query with at most this many content words is a follow-up
             too when a word of it points back: "it", "that", "this", "they", "them", "there"
             (or French "ça", "cela", "celui"...).
+        language: How words are stemmed: ``"en"``, ``"fr"``, or ``"auto"``: French when the
+            user and assistant turns hold more French function words than English ones.
         k1: BM25 term-frequency saturation.
         b: BM25 length normalisation.
     """
@@ -169,6 +176,7 @@ class RelevanceScorer(StageModel):
     follow_up: float = Field(default=0.5, ge=0.0)
     follow_up_words: int = Field(default=1, ge=0)
     follow_up_pointing_words: int = Field(default=3, ge=0)
+    language: Literal["auto", "en", "fr"] = "auto"
     k1: float = Field(default=1.2, gt=0)
     b: float = Field(default=0.75, ge=0.0, le=1.0)
 
@@ -182,16 +190,19 @@ class RelevanceScorer(StageModel):
     def __call__(self, ctx: PackContext, /) -> PackContext:
         if not ctx.query:
             return ctx
-        query = terms(ctx.query)
+        language = self._language(ctx.messages)
+        query = terms(ctx.query, language)
         asked = set(query)
         messages = ctx.messages
-        index = shared_index(_TEXTS(messages))
-        related = self._related_terms(ctx.query, query, index)
+        index = shared_index(_TEXTS(messages), language)
+        # The word table is English: a French query would find look-alikes, not related words.
+        related = self._related_terms(ctx.query, query, index) if language == "en" else {}
         weights = {**related, **dict.fromkeys(query, 1.0)}
         borrowed: set[str] = set()
         if self.follow_up and self._follows_up(ctx.query, asked):
             # "Why would that help?" is about the exchange it follows, not about "help".
-            borrowed = self._distinctive(self._previous_exchange_terms(ctx), query, index)
+            exchange = self._previous_exchange_terms(ctx, language)
+            borrowed = self._distinctive(exchange, query, index)
             for term in borrowed:
                 weights[term] = max(weights.get(term, 0.0), self.follow_up)
         ids = message_ids(messages)
@@ -231,7 +242,7 @@ class RelevanceScorer(StageModel):
                 "selected",
                 messages[i].id,
                 f"relevance {score:.2f} to the query"
-                + how(messages[i].text, asked, expanded, borrowed, alone)
+                + how(messages[i].text, language, asked, expanded, borrowed, alone)
                 + (focus if mark else ""),
                 score,
             )
@@ -254,8 +265,15 @@ class RelevanceScorer(StageModel):
             return False
         return not _POINTING.isdisjoint(word.lower() for word in _QUERY_WORDS.findall(query))
 
+    def _language(self, messages: Sequence[Message]) -> Language:
+        """The language the conversation's words are stemmed in: ``language``, or with
+        ``"auto"`` the one its user and assistant turns lean to (English on a tie)."""
+        if self.language != "auto":
+            return self.language
+        return "fr" if sum(_LEANINGS(messages)) > 0 else "en"
+
     @staticmethod
-    def _previous_exchange_terms(ctx: PackContext) -> list[str]:
+    def _previous_exchange_terms(ctx: PackContext, language: Language) -> list[str]:
         """Terms of the exchange the query follows: the user message before the question and
         the messages after it (from the last user message on when the query was given apart)."""
         messages = ctx.messages
@@ -270,7 +288,7 @@ class RelevanceScorer(StageModel):
             term
             for msg in messages[users[-1] : end]
             if msg.role not in ("system", "developer")
-            for term in terms(msg.text)
+            for term in terms(msg.text, language)
         ]
 
     @staticmethod
@@ -311,28 +329,36 @@ class RelevanceScorer(StageModel):
         return weights
 
     @staticmethod
-    def _how(text: str, asked: set[str], related: set[str], borrowed: set[str], own: bool) -> str:
+    def _how(
+        text: str,
+        language: Language,
+        asked: set[str],
+        related: set[str],
+        borrowed: set[str],
+        own: bool,
+    ) -> str:
         """How a message came to be relevant, for its decision."""
         neighbour = " (neighbour of a relevant message)"
         if not own:
             return neighbour
-        held = terms(text)
+        held = terms(text, language)
         if not asked.isdisjoint(held):
             return ""
         followed = borrowed.intersection(held) if borrowed else None
         if followed:
-            return f" (the query follows up on the previous exchange: {_words(text, followed)})"
+            words = _words(text, followed, language)
+            return f" (the query follows up on the previous exchange: {words})"
         through = related.intersection(held)
         if through:
-            return f" (through related words: {_words(text, through)})"
+            return f" (through related words: {_words(text, through, language)})"
         # Matched through the terms its neighbours lend it alone.
         return neighbour
 
 
-def _words(text: str, stems: set[str], most: int = 3) -> str:
+def _words(text: str, stems: set[str], language: Language = "en", most: int = 3) -> str:
     """The first ``most`` words of ``text`` behind ``stems``, as written: "hungry", not the
     stem "hungri"."""
-    spellings = _spellings(text)
+    spellings = _spellings(text, language)
     spelled = [word for stem, word in spellings.items() if stem in stems][:most]
     # Should the word split differ from the text's terms, the stem still says which.
     missing = sorted(stems.difference(spellings))[: most - len(spelled)]
@@ -340,12 +366,10 @@ def _words(text: str, stems: set[str], most: int = 3) -> str:
 
 
 @lru_cache(maxsize=20_000)
-def _spellings(text: str) -> dict[str, str]:
+def _spellings(text: str, language: Language) -> dict[str, str]:
     """Each term of ``text`` and the first word behind it, in order (cached: the same history
     is explained again on the next question)."""
     found: dict[str, str] = {}
-    for word in _QUERY_WORDS.findall(text):
-        stem = terms(word)
-        if len(stem) == 1:
-            found.setdefault(stem[0], word.lower())
+    for stem, word in analyse(text, language):
+        found.setdefault(stem, word)
     return found

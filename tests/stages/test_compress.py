@@ -159,3 +159,20 @@ def test_spacy_mode_without_the_pipeline_is_a_config_error() -> None:
         compress_lines("a\nb\nc", max_lines=1, proper_nouns="spacy", spacy_model="xx_missing_sm")
     # "auto" falls back to the heuristic instead.
     assert compress_lines("a\nbb\nc", max_lines=1, spacy_model="xx_missing_sm") == "bb"
+
+
+def test_query_terms_match_french_lines_by_their_french_stems() -> None:
+    # "réparé" and "réparait" share the French stem: the line that says who repaired the bike
+    # matches twice and wins; stemmed in English it would match once, and the longer line wins.
+    lines = [
+        "le vélo était cassé depuis très longtemps, vraiment très longtemps",
+        "on réparait son vélo la nuit",
+    ]
+    kept = compress_lines(
+        "\n".join(lines), max_lines=1, query="Qui a réparé le vélo ?", proper_nouns="heuristic"
+    )
+    assert kept == lines[1]
+    french = frozenset(ctxpack.lexical.terms("Qui a réparé le vélo ?", "fr"))
+    english = frozenset(ctxpack.lexical.terms("Qui a réparé le vélo ?"))
+    assert score_line(lines[1], query_terms=french, language="fr") == 2
+    assert score_line(lines[1], query_terms=english) == 1

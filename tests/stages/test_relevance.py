@@ -411,3 +411,47 @@ def test_a_follow_up_borrows_only_the_most_distinctive_terms() -> None:
     assert sorted(mid for mid in scores if mid.startswith("old")) == [
         f"old{k:02d}" for k in range(30)
     ]
+
+
+FRENCH: list[dict[str, Any]] = [
+    # A long English system prompt: instructions do not set the conversation's language.
+    {
+        "role": "system",
+        "content": "You are a helpful assistant. Answer in the language of the user, keep it "
+        "short and cite the sources you use for every claim that is not common knowledge.",
+        "id": "sys",
+    },
+    {"role": "user", "content": "Hier, j'ai regardé un film avec Paul.", "id": "u1"},
+    {"role": "assistant", "content": "Quel film avez-vous vu ?", "id": "a1"},
+    {"role": "user", "content": "Ce soir-là, ils mangeaient des crêpes.", "id": "u2"},
+    {"role": "assistant", "content": "Avec du sucre ou de la confiture ?", "id": "a2"},
+]
+
+
+def french_scores(query: str, **kwargs: Any) -> dict[str, float]:
+    kwargs.setdefault("expansion", ())
+    kwargs.setdefault("neighbors", 0)
+    history = [*FRENCH, {"role": "user", "content": query, "id": "q"}]
+    ctx = ctx_of(history, query=query, protected=["sys", "q"])
+    return dict(RelevanceScorer(**kwargs)(ctx).signal("relevance"))
+
+
+def test_a_french_conversation_is_stemmed_in_french() -> None:
+    # "mangé" and "mangeaient" share the French stem "mang"; English stemming keeps them apart.
+    assert set(french_scores("Qu'avons-nous mangé hier ?")) == {"u1", "u2"}
+    assert set(french_scores("Qu'avons-nous mangé hier ?", language="en")) == {"u1"}
+    assert set(french_scores("Qu'avons-nous mangé hier ?", language="fr")) == {"u1", "u2"}
+    # Elided articles go: "l'équipe" is "équipe".
+    assert set(french_scores("Et l'équipe de Paul ?")) == {"u1"}
+
+
+def test_an_english_conversation_stays_english() -> None:
+    history = [
+        {"role": "user", "content": "We were eating pancakes at Marie's place.", "id": "u1"},
+        {"role": "assistant", "content": "Did you like the film?", "id": "a1"},
+        {"role": "user", "content": "What did we eat at lunch?", "id": "q"},
+    ]
+    ctx = ctx_of(history, query="What did we eat at lunch?", protected=["q"])
+    scorer = RelevanceScorer(neighbors=0, expansion=(), related=0)
+    assert scorer._language(ctx.messages) == "en"
+    assert set(scorer(ctx).signal("relevance")) == {"u1"}
