@@ -44,8 +44,9 @@ def spread_to_neighbors(
     return out  # type: ignore[no-any-return]
 
 
-# "Caroline: I went hiking." A speaker is one to four capitalised words before a colon.
-_SPEAKER = re.compile(r"\s*([A-Z][\w'’.-]*(?: [A-Z][\w'’.-]*){0,3}):\s")
+# "Caroline: I went hiking." A speaker is one to four capitalised words before a colon, which
+# French typography spaces ("Marie : bonjour", often with a narrow no-break space).
+_SPEAKER = re.compile(r"\s*([A-Z][\w'’.-]*(?: [A-Z][\w'’.-]*){0,3})[ \u00a0\u202f]?:\s")
 _WORDS = re.compile(r"[^\W_]+")
 _QUERY_WORDS = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 

@@ -187,6 +187,19 @@ def test_speaker_focus_favours_the_named_speaker() -> None:
     assert _dialogue_scores(both)[0] == _dialogue_scores(both, speaker_focus=1.0)[0]
 
 
+def test_speaker_prefixes_in_french_typography() -> None:
+    # French puts a space, often a narrow no-break one, before the colon.
+    from ctxpack.stages.relevance import _SPEAKER
+
+    for text in ("Marie : bonjour", "Marie\u202f: bonjour", "Marie\u00a0: bonjour"):
+        match = _SPEAKER.match(text)
+        assert match is not None and match.group(1) == "Marie", text
+    assert _SPEAKER.match("Jean Paul : salut").group(1) == "Jean Paul"  # type: ignore[union-attr]
+    # Two spaces, or none after the colon, are not a speaker's prefix.
+    assert _SPEAKER.match("Marie  : x") is None
+    assert _SPEAKER.match("Marie:x") is None
+
+
 def test_speaker_focus_uses_the_name_field_too() -> None:
     history = [
         {"role": "user" if i % 2 == 0 else "assistant", "content": text, "name": name}
