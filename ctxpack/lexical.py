@@ -32,6 +32,9 @@ Language = Literal["en", "fr"]
 
 _TOKEN = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
 
+# French demonstrative pronouns: function words, and words that point back to what was said.
+FRENCH_DEMONSTRATIVES = ("ça", "cela", "ceci", "celui", "celle", "ceux", "celles")
+
 # English and French function words: they match everything and so rank nothing.
 STOP_WORDS = frozenset(
     [
@@ -212,13 +215,7 @@ STOP_WORDS = frozenset(
         "cet",
         "cette",
         "ces",
-        "ça",
-        "cela",
-        "ceci",
-        "celui",
-        "celle",
-        "ceux",
-        "celles",
+        *FRENCH_DEMONSTRATIVES,
         "là",
         "il",
         "elle",

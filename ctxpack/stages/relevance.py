@@ -16,7 +16,15 @@ from pydantic import Field, field_validator
 from .._columns import USER, flags, positions, take, where
 from .._columns import ids as message_ids
 from .._prefix import PrefixMemo
-from ..lexical import InvertedIndex, Language, analyse, leaning, shared_index, terms
+from ..lexical import (
+    FRENCH_DEMONSTRATIVES,
+    InvertedIndex,
+    Language,
+    analyse,
+    leaning,
+    shared_index,
+    terms,
+)
 from ..messages import Message
 from ..pipeline import Decision, PackContext
 from ..wordvectors import default_stem_vectors
@@ -78,13 +86,7 @@ _POINTING = frozenset(
         "them",
         "their",
         "there",
-        "ça",
-        "cela",
-        "ceci",
-        "celui",
-        "celle",
-        "ceux",
-        "celles",
+        *FRENCH_DEMONSTRATIVES,
     ]
 )
 
