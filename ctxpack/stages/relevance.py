@@ -140,9 +140,9 @@ class RelevanceScorer(StageModel):
     ``follow_up_words`` content words ("Why would that help?"), or at most
     ``follow_up_pointing_words`` with a word pointing back ("How do I install it on Windows?"),
     is about the exchange it follows: that exchange's terms join the query with weight
-    ``follow_up``. The index behind it
-    is cached per conversation and grows with it, so a new question on the same history only
-    analyses the question.
+    ``follow_up``. Words are stemmed in English, or in French for a conversation whose turns
+    lean French (``language``). The index behind it is cached per conversation and grows with
+    it, so a new question on the same history only analyses the question.
 
     Args:
         neighbors: How many messages on each side receive a share.
@@ -193,10 +193,10 @@ class RelevanceScorer(StageModel):
     def __call__(self, ctx: PackContext, /) -> PackContext:
         if not ctx.query:
             return ctx
-        language = self._language(ctx.messages)
+        messages = ctx.messages
+        language = self._language(messages)
         query = terms(ctx.query, language)
         asked = set(query)
-        messages = ctx.messages
         index = shared_index(_TEXTS(messages), language)
         # The word table is English: a French query would find look-alikes, not related words.
         related = self._related_terms(ctx.query, query, index) if language == "en" else {}
