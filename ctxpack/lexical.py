@@ -461,6 +461,10 @@ class InvertedIndex:
         """Whether some indexed text holds ``term``."""
         return term in self._postings
 
+    def terms_at(self, position: int) -> Mapping[str, int]:
+        """The terms of the text at ``position``, with how often it holds each."""
+        return self._doc_terms[position]
+
     def idf(self, term: str) -> float:
         """The inverse document frequency :meth:`bm25` gives ``term`` in this index."""
         entry = self._postings.get(term)

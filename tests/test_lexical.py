@@ -177,6 +177,16 @@ def test_expansion_reaches_a_turn_through_its_neighbour() -> None:
     assert index.bm25(terms("backup"), spread=(0.3,), silent=[0])[1] == 0.0
 
 
+def test_terms_at_gives_a_text_s_term_counts() -> None:
+    index = InvertedIndex()
+    index.sync(["red red fox", "the hen"])
+    assert dict(index.terms_at(0)) == {"red": 2, "fox": 1}
+    assert dict(index.terms_at(1)) == {"hen": 1}
+    # After a sync that replaces the last text, positions follow the new texts.
+    index.sync(["red red fox", "blue sky"])
+    assert dict(index.terms_at(1)) == {"blue": 1, "sky": 1}
+
+
 def test_idf_counts_texts_not_occurrences() -> None:
     index = InvertedIndex()
     index.sync(["red red fox", "red hen", "blue"])

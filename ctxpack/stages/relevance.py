@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from operator import attrgetter
 from typing import Any, Literal
@@ -69,6 +69,7 @@ def _speaker(msg: Message) -> str | None:
     return match.group(1) if match else None
 
 
+_NEIGHBOUR = " (neighbour of a relevant message)"
 # A follow-up question borrows at most this many terms of the exchange it follows.
 _FOLLOW_UP_TERMS = 32
 # Words that point back to something said before ("How do I install it on Windows?"). Personal
@@ -197,7 +198,8 @@ class RelevanceScorer(StageModel):
         language = self._language(messages)
         query = terms(ctx.query, language)
         asked = set(query)
-        index = shared_index(_TEXTS(messages), language)
+        texts = _TEXTS(messages)
+        index = shared_index(texts, language)
         # The word table is English: a French query would find look-alikes, not related words.
         related = self._related_terms(ctx.query, query, index) if language == "en" else {}
         weights = {**related, **dict.fromkeys(query, 1.0)}
@@ -238,14 +240,18 @@ class RelevanceScorer(StageModel):
         chosen = np.flatnonzero((spread >= 0.25) & (final > 0))
         focus = f" (x{self.speaker_focus:g}: the query is about {speaker})"
         damped_chosen = damped[chosen].tolist() if damped is not None else [False] * len(chosen)
-        how = self._how
+        how, terms_at = self._how, index.terms_at
         decisions = [
             Decision.trusted(
                 self.name,
                 "selected",
-                messages[i].id,
+                ids[i],
                 f"relevance {score:.2f} to the query"
-                + how(messages[i].text, language, asked, expanded, borrowed, alone)
+                + (
+                    how(terms_at(i), texts[i], language, asked, expanded, borrowed)
+                    if alone
+                    else _NEIGHBOUR
+                )
                 + (focus if mark else ""),
                 score,
             )
@@ -333,18 +339,15 @@ class RelevanceScorer(StageModel):
 
     @staticmethod
     def _how(
+        held: Mapping[str, int],
         text: str,
         language: Language,
         asked: set[str],
         related: set[str],
         borrowed: set[str],
-        own: bool,
     ) -> str:
-        """How a message came to be relevant, for its decision."""
-        neighbour = " (neighbour of a relevant message)"
-        if not own:
-            return neighbour
-        held = terms(text, language)
+        """How a message holding the terms ``held`` came to be relevant on its own, for its
+        decision."""
         if not asked.isdisjoint(held):
             return ""
         followed = borrowed.intersection(held) if borrowed else None
@@ -355,7 +358,7 @@ class RelevanceScorer(StageModel):
         if through:
             return f" (through related words: {_words(text, through, language)})"
         # Matched through the terms its neighbours lend it alone.
-        return neighbour
+        return _NEIGHBOUR
 
 
 def _words(text: str, stems: set[str], language: Language = "en", most: int = 3) -> str:
