@@ -50,6 +50,7 @@ def test_terms_lowercase_stem_and_drop_stop_words() -> None:
     assert terms("Caroline's paintings") == ("carolin", "paint")
     # French function words, demonstratives included, are stop words too.
     assert terms("Et ça, cela marche avec celui-là ?") == ("march",)
+    assert terms("Quel plat mangeait-on chez toi, aussi ?", "fr") == ("plat", "mang")
 
 
 def test_french_terms_use_french_stems_and_drop_elided_articles() -> None:
