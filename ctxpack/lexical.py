@@ -305,6 +305,13 @@ STOP_WORDS = frozenset(
         "laquelle",
         "lesquels",
         "lesquelles",
+        "depuis",
+        "pendant",
+        "avant",
+        "après",
+        "contre",
+        "selon",
+        "malgré",
     ]
 )
 
