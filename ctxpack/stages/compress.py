@@ -162,10 +162,10 @@ def score_line(
 
 
 def _select_lines(
-    lines: list[str], max_lines: int, query: str | None, detector: Callable[[str], bool]
+    text: str, lines: list[str], max_lines: int, query: str | None, detector: Callable[[str], bool]
 ) -> list[int]:
     # Lines are too short to tell their language one by one: the whole text's decides.
-    language = language_of(lines) if query else "en"
+    language = language_of([text]) if query else "en"
     query_terms = frozenset(terms(query, language)) if query else frozenset()
     candidates = [i for i, line in enumerate(lines) if line.strip()]
     if isinstance(detector, _SpacyProperNouns):
@@ -214,7 +214,7 @@ def compress_lines(
     if sum(1 for line in lines if line.strip()) <= max_lines:
         return text
     detector = _proper_noun_detector(proper_nouns, spacy_model)
-    return "\n".join(lines[i] for i in _select_lines(lines, max_lines, query, detector))
+    return "\n".join(lines[i] for i in _select_lines(text, lines, max_lines, query, detector))
 
 
 class ExtractiveCompressor(StageModel):
@@ -279,7 +279,7 @@ class ExtractiveCompressor(StageModel):
             lines = msg.content.splitlines()
             if detector is None:
                 detector = _proper_noun_detector(self.proper_nouns, self.spacy_model)
-            kept = _select_lines(lines, self.max_lines, ctx.query, detector)
+            kept = _select_lines(msg.content, lines, self.max_lines, ctx.query, detector)
             new = msg.model_copy(update={"content": "\n".join(lines[i] for i in kept)})
             after = ctx.tokens(new)
             artifacts.setdefault(msg.id, msg)
