@@ -102,6 +102,10 @@ def test_shared_index_is_reused_for_a_growing_conversation() -> None:
     index = shared_index(history)
     assert shared_index([*history, "a new question"]) is index
     assert len(index) == 4
+    # The same texts analysed in French are another index: its terms are other stems.
+    french = shared_index(["Ils mangeaient", "Elle a mangé"], "fr")
+    assert french is not shared_index(["Ils mangeaient", "Elle a mangé"])
+    assert french.language == "fr" and "mang" in french
 
 
 def reference_expanded_bm25(
