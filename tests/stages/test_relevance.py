@@ -288,13 +288,18 @@ FOLLOW_UP: list[dict[str, Any]] = [
 ]
 
 
-def follow_up_scores(query: str = "Why would that help?", **kwargs: Any) -> ctxpack.PackContext:
+def scored(history: list[dict[str, Any]], query: str, **kwargs: Any) -> ctxpack.PackContext:
+    """The relevance stage on ``history`` then ``query`` (id ``q``; ``sys`` and ``q``
+    protected), without document expansion, related words or neighbours unless asked."""
     kwargs.setdefault("expansion", ())
     kwargs.setdefault("related", 0.0)
     kwargs.setdefault("neighbors", 0)
-    history = [*FOLLOW_UP[:-1], {"role": "user", "content": query, "id": "q"}]
-    ctx = ctx_of(history, query=query, protected=["sys", "q"])
-    return RelevanceScorer(**kwargs)(ctx)
+    messages = [*history, {"role": "user", "content": query, "id": "q"}]
+    return RelevanceScorer(**kwargs)(ctx_of(messages, query=query, protected=["sys", "q"]))
+
+
+def follow_up_scores(query: str = "Why would that help?", **kwargs: Any) -> ctxpack.PackContext:
+    return scored(FOLLOW_UP[:-1], query, **kwargs)
 
 
 def test_a_follow_up_question_borrows_the_previous_exchange() -> None:
@@ -332,11 +337,7 @@ POINTING: list[dict[str, Any]] = [
 
 
 def pointing_scores(query: str, **kwargs: Any) -> ctxpack.PackContext:
-    kwargs.setdefault("expansion", ())
-    kwargs.setdefault("related", 0.0)
-    kwargs.setdefault("neighbors", 0)
-    history = [*POINTING, {"role": "user", "content": query, "id": "q"}]
-    return RelevanceScorer(**kwargs)(ctx_of(history, query=query, protected=["sys", "q"]))
+    return scored(POINTING, query, **kwargs)
 
 
 def test_a_short_question_pointing_back_borrows_the_previous_exchange() -> None:
@@ -442,11 +443,7 @@ FRENCH: list[dict[str, Any]] = [
 
 
 def french_scores(query: str, **kwargs: Any) -> dict[str, float]:
-    kwargs.setdefault("expansion", ())
-    kwargs.setdefault("neighbors", 0)
-    history = [*FRENCH, {"role": "user", "content": query, "id": "q"}]
-    ctx = ctx_of(history, query=query, protected=["sys", "q"])
-    return dict(RelevanceScorer(**kwargs)(ctx).signal("relevance"))
+    return dict(scored(FRENCH, query, **kwargs).signal("relevance"))
 
 
 def test_a_french_conversation_is_stemmed_in_french() -> None:
