@@ -30,7 +30,8 @@ __all__ = [
 Language = Literal["en", "fr"]
 """The languages terms are stemmed for: English and French Snowball."""
 
-_TOKEN = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
+# A word: letters and digits, with one inner apostrophe ("Caroline's", "l'équipe").
+WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
 
 # French demonstrative pronouns: function words, and words that point back to what was said.
 FRENCH_DEMONSTRATIVES = ("ça", "cela", "ceci", "celui", "celle", "ceux", "celles")
@@ -407,7 +408,7 @@ def analyse(text: str, language: Language = "en") -> Iterator[tuple[str, str]]:
         >>> list(analyse("L'équipe a mangé", "fr"))
         [('équip', "l'équipe"), ('mang', 'mangé')]
     """
-    for match in _TOKEN.finditer(text.lower()):
+    for match in WORD.finditer(text.lower()):
         written = match.group()
         word = written.replace("’", "'")
         if language == "fr":
@@ -446,7 +447,7 @@ def leaning(text: str) -> int:
         (4, -3)
     """
     lean = 0
-    for token in _TOKEN.findall(text.lower()):
+    for token in WORD.findall(text.lower()):
         word = token.replace("’", "'")
         if word in _FRENCH_MARKERS or _ELISION.match(word):
             lean += 1

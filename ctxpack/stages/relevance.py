@@ -18,6 +18,7 @@ from .._columns import ids as message_ids
 from .._prefix import PrefixMemo
 from ..lexical import (
     FRENCH_DEMONSTRATIVES,
+    WORD,
     InvertedIndex,
     Language,
     analyse,
@@ -56,7 +57,6 @@ def spread_to_neighbors(
 # French typography spaces ("Marie : bonjour", often with a narrow no-break space).
 _SPEAKER = re.compile(r"\s*([A-Z][\w'’.-]*(?: [A-Z][\w'’.-]*){0,3})[ \u00a0\u202f]?:\s")
 _WORDS = re.compile(r"[^\W_]+")
-_QUERY_WORDS = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 
 
 def _speaker(msg: Message) -> str | None:
@@ -272,7 +272,7 @@ class RelevanceScorer(StageModel):
             return True
         if len(asked) > self.follow_up_pointing_words:
             return False
-        return not _POINTING.isdisjoint(word.lower() for word in _QUERY_WORDS.findall(query))
+        return not _POINTING.isdisjoint(word.lower() for word in WORD.findall(query))
 
     def _language(self, messages: Sequence[Message]) -> Language:
         """The language the conversation's words are stemmed in: ``language``, or with
@@ -322,7 +322,7 @@ class RelevanceScorer(StageModel):
         table = default_stem_vectors()
         asked = set(query)
         weights: dict[str, float] = {}
-        for position, word in enumerate(_QUERY_WORDS.findall(text)):
+        for position, word in enumerate(WORD.findall(text)):
             stems = terms(word)
             # A capitalised word inside the question is a name: "Melanie" has no synonyms.
             if len(stems) != 1 or (position and word[0].isupper()):
