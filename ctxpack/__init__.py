@@ -26,6 +26,7 @@ from .messages import ensure_messages as ensure_messages
 from .packing import default_pipeline as default_pipeline
 from .packing import pack as pack
 from .pipeline import Decision as Decision
+from .pipeline import DecisionLog as DecisionLog
 from .pipeline import PackContext as PackContext
 from .pipeline import Pipeline as Pipeline
 from .pipeline import Stage as Stage
@@ -59,6 +60,7 @@ __all__ = [
     "ConfigError",
     "CtxpackError",
     "Decision",
+    "DecisionLog",
     "Deduplicator",
     "ExtractiveCompressor",
     "FunctionCall",

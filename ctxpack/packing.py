@@ -6,7 +6,6 @@ import gc
 from collections.abc import Iterable, Iterator, Mapping, Sequence, Sized
 from contextlib import contextmanager
 from functools import cache
-from operator import attrgetter
 from typing import Any, Literal
 
 from ._columns import ANTHROPIC, flags
@@ -38,8 +37,6 @@ from .tokens import (
 __all__ = ["Provider", "default_pipeline", "pack"]
 
 Provider = Literal["openai", "anthropic"]
-
-_DECISION_ID = attrgetter("message_id")
 
 
 def default_pipeline() -> Pipeline:
@@ -218,20 +215,20 @@ def _pack(
             f"the pipeline produced {tokens} tokens for a budget of {budget} (reserve {reserve}); "
             "a custom pipeline must end with a packer such as GreedyPacker()"
         )
-    decisions = list(out.decisions)
-    decided = set(map(_DECISION_ID, decisions))
-    final_ids = {m.id for m in out.messages}
-    for mid in input_ids if len(decided) < len(input_ids) else ():
-        if mid not in decided:
-            kept = mid in final_ids
-            decisions.append(
-                Decision(
-                    stage="pack()",
-                    action="kept" if kept else "dropped",
-                    message_id=mid,
-                    reason="no stage recorded a decision for this message",
-                )
+    decisions = out.decisions
+    decided = set(decisions.message_ids())
+    if len(decided) < len(input_ids):
+        final_ids = {m.id for m in out.messages}
+        decisions += tuple(
+            Decision(
+                stage="pack()",
+                action="kept" if mid in final_ids else "dropped",
+                message_id=mid,
+                reason="no stage recorded a decision for this message",
             )
+            for mid in input_ids
+            if mid not in decided
+        )
     # Every value here was produced and checked above; validating thousands of decisions and
     # messages again would be a large share of a warm pack.
     return PackResult.model_construct(

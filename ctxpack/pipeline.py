@@ -8,12 +8,15 @@ context in, new context out, the input never mutated. A plain function qualifies
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
+from operator import attrgetter
 from types import MappingProxyType
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, overload, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler
+from pydantic_core import core_schema
 
 from ._trusted import trusted_frozen_instance
 from .errors import ConfigError
@@ -23,6 +26,7 @@ from .tokens import TokenCounter
 __all__ = [
     "Action",
     "Decision",
+    "DecisionLog",
     "PackContext",
     "Pipeline",
     "Stage",
@@ -93,6 +97,176 @@ class Decision(BaseModel):
 # Shared by every trusted decision (see trusted_frozen_instance); never mutated.
 _ALL_DECISION_FIELDS = set(Decision.model_fields)
 
+_MESSAGE_ID = attrgetter("message_id")
+
+
+class _Deferred:
+    """Decisions about known messages whose reasons are written when first read."""
+
+    __slots__ = ("_build", "_built", "ids")
+
+    def __init__(self, ids: Sequence[str], build: Callable[[], Iterable[Decision]]) -> None:
+        self.ids = ids
+        self._build: Callable[[], Iterable[Decision]] | None = build
+        self._built: tuple[Decision, ...] | None = None
+
+    def decisions(self) -> tuple[Decision, ...]:
+        build = self._build
+        if build is not None:
+            built = tuple(build())
+            if not all(isinstance(d, Decision) for d in built) or list(
+                map(_MESSAGE_ID, built)
+            ) != list(self.ids):
+                raise ConfigError(
+                    f"a deferred batch announced {len(self.ids)} decisions about "
+                    f"{list(self.ids)[:5]}... but built {len(built)} about "
+                    f"{[getattr(d, 'message_id', d) for d in built][:5]}...; build() must "
+                    "return one Decision per announced id, in that order"
+                )
+            # The closure holds the stage's working arrays: let them go once written out.
+            # (_built is set first: a thread that finds _build gone finds _built there.)
+            self._built, self._build = built, None
+        assert self._built is not None
+        return self._built
+
+
+_Part = tuple[Decision, ...] | _Deferred
+
+
+class DecisionLog(Sequence[Decision]):
+    """Every decision so far, in order: a read-only sequence of :class:`Decision`.
+
+    It behaves as a tuple: index it, slice it (a slice is a tuple), iterate it, compare it with
+    a tuple or list of the same decisions, and add decisions with ``log + (decision, ...)``.
+
+    Most callers never read the trace; building a decision and its reason for each of hundreds
+    of messages was about a third of a warm ``pack()``. So a stage may record a batch with
+    :meth:`deferred`: the ids now, the decisions when someone first reads the log. Length and
+    :meth:`message_ids` never build anything.
+
+    Example:
+        >>> log = DecisionLog() + (Decision(stage="s", action="kept", message_id="m1", reason="r"),)
+        >>> later = DecisionLog.deferred(
+        ...     ["m2"], lambda: [Decision(stage="s", action="dropped", message_id="m2", reason="r")]
+        ... )
+        >>> both = log + later
+        >>> len(both), list(both.message_ids())
+        (2, ['m1', 'm2'])
+        >>> [d.action for d in both]
+        ['kept', 'dropped']
+    """
+
+    __slots__ = ("_items", "_length", "_parts")
+
+    def __init__(self, decisions: Iterable[Decision] = ()) -> None:
+        items = tuple(decisions)
+        for i, d in enumerate(items):
+            if not isinstance(d, Decision):
+                raise ConfigError(f"decision {i}: expected a Decision, got {type(d).__name__}")
+        self._parts: tuple[_Part, ...] = (items,) if items else ()
+        self._length = len(items)
+        self._items: tuple[Decision, ...] | None = items
+
+    @classmethod
+    def deferred(
+        cls, message_ids: Sequence[str], build: Callable[[], Iterable[Decision]]
+    ) -> DecisionLog:
+        """A log of decisions about ``message_ids`` (in that order) that ``build()`` makes when
+        the log is first read. ``build`` is called at most once; it must not depend on state
+        that may change after the stage returns (capture what it needs)."""
+        return cls._of((_Deferred(message_ids, build),), len(message_ids))
+
+    @classmethod
+    def _of(cls, parts: tuple[_Part, ...], length: int) -> DecisionLog:
+        log = cls.__new__(cls)
+        log._parts, log._length, log._items = parts, length, None
+        return log
+
+    def message_ids(self) -> Iterator[str]:
+        """The id of each decision's message, in order, without building deferred decisions."""
+        return chain.from_iterable(
+            part.ids if isinstance(part, _Deferred) else map(_MESSAGE_ID, part)
+            for part in self._parts
+        )
+
+    def _all(self) -> tuple[Decision, ...]:
+        if self._items is None:
+            self._items = tuple(
+                chain.from_iterable(
+                    part.decisions() if isinstance(part, _Deferred) else part
+                    for part in self._parts
+                )
+            )
+        return self._items
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> Decision: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Decision, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> Decision | tuple[Decision, ...]:
+        return self._all()[index]
+
+    def __iter__(self) -> Iterator[Decision]:
+        return iter(self._all())
+
+    def __reversed__(self) -> Iterator[Decision]:
+        return reversed(self._all())
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._all()
+
+    def __add__(self, other: Iterable[Decision]) -> DecisionLog:
+        more = other if isinstance(other, DecisionLog) else DecisionLog(other)
+        if not more._length:
+            return self
+        if not self._length:
+            return more
+        return DecisionLog._of(self._parts + more._parts, self._length + more._length)
+
+    def __radd__(self, other: Iterable[Decision]) -> DecisionLog:
+        return DecisionLog(other) + self
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DecisionLog):
+            return self._length == other._length and self._all() == other._all()
+        if isinstance(other, tuple | list):
+            return self._all() == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._all())
+
+    def __repr__(self) -> str:
+        return f"DecisionLog({list(self._all())!r})"
+
+    def __reduce__(self) -> tuple[type[DecisionLog], tuple[tuple[Decision, ...]]]:
+        # A deferred batch holds a closure, which cannot be pickled; its decisions can.
+        return DecisionLog, (self._all(),)
+
+    @classmethod
+    def __get_pydantic_core_schema__(
+        cls, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        # In a model: validated from a list of decisions (a log is taken as is, unbuilt),
+        # serialised as a list.
+        items = handler.generate_schema(list[Decision])
+
+        def validate(value: Any, inner: core_schema.ValidatorFunctionWrapHandler) -> DecisionLog:
+            return value if isinstance(value, DecisionLog) else cls(inner(value))
+
+        return core_schema.no_info_wrap_validator_function(
+            validate,
+            items,
+            serialization=core_schema.plain_serializer_function_ser_schema(
+                list, return_schema=items
+            ),
+        )
+
 
 @dataclass(frozen=True)
 class PackContext:
@@ -105,7 +279,8 @@ class PackContext:
         reserve: Tokens kept free for the reply; the prompt must fit in ``budget - reserve``.
         query: What the next answer is about (by default the last user message).
         model: The model name the caller gave, if any.
-        decisions: Every decision so far, in order.
+        decisions: Every decision so far, in order (a tuple or list given here becomes a
+            :class:`DecisionLog`).
         protected: Ids that must not be dropped (system, pinned, the current question).
         signals: Named scores that stages contribute for the packer, per signal then per
             message id (``{"relevance": {"m3": 0.8}}``); a missing id scores 0.
@@ -118,10 +293,15 @@ class PackContext:
     reserve: int = 0
     query: str | None = None
     model: str | None = None
-    decisions: tuple[Decision, ...] = ()
+    decisions: DecisionLog = field(default_factory=DecisionLog)
     protected: frozenset[str] = frozenset()
     signals: Mapping[str, Mapping[str, float]] = field(default_factory=lambda: _EMPTY)
     artifacts: Mapping[str, Message] = field(default_factory=lambda: _EMPTY)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.decisions, DecisionLog):
+            # A frozen dataclass sets its own fields this way.
+            object.__setattr__(self, "decisions", DecisionLog(self.decisions))
 
     def evolve(self, **changes: Any) -> PackContext:
         """A copy with ``changes`` applied."""

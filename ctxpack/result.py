@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict
 
 from .messages import Message
-from .pipeline import Decision
+from .pipeline import Decision, DecisionLog
 
 if TYPE_CHECKING:
     from .adapters.anthropic import AnthropicPayload
@@ -30,7 +30,9 @@ class PackResult(BaseModel):
         counter: Name of the token counter used (``cl100k_base``, ``approx``...).
         exact: Whether that counter is the model's own tokenizer.
         query: The query the packing was done for.
-        decisions: Every decision, in pipeline order; every input message has at least one.
+        decisions: Every decision, in pipeline order; every input message has at least one. A
+            read-only sequence (:class:`~ctxpack.DecisionLog`) whose reasons are written when
+            it is first read, so a caller that never reads them does not pay for them.
         artifacts: Originals of messages that were compressed or cleared, by id.
     """
 
@@ -46,7 +48,7 @@ class PackResult(BaseModel):
     counter: str
     exact: bool
     query: str | None = None
-    decisions: list[Decision]
+    decisions: DecisionLog
     artifacts: dict[str, Message] = {}
 
     @property

@@ -27,6 +27,7 @@ EXPECTED = {
     "tool_definition_tokens",
     # pipeline and result
     "Decision",
+    "DecisionLog",
     "PackContext",
     "PackResult",
     "Pipeline",

@@ -21,7 +21,7 @@ from .._columns import PINNED, PRIORITY, SYSTEM, TOOL, flags, positions, role_co
 from .._columns import ids as message_ids
 from ..errors import BudgetExceededError
 from ..messages import ROLES, Message
-from ..pipeline import Decision, PackContext
+from ..pipeline import Decision, DecisionLog, PackContext
 from ..tokens import REPLY_PRIMING, message_sizes
 from ._base import StageModel
 
@@ -233,7 +233,6 @@ class GreedyPacker(StageModel):
     def __call__(self, ctx: PackContext, /) -> PackContext:
         ctx = strip_unanswered_calls(ctx, self.name)
         messages = ctx.messages
-        count = len(messages)
         sizes = message_sizes(ctx.counter, messages)
         column = flags(messages)
         ids = message_ids(messages)
@@ -243,78 +242,129 @@ class GreedyPacker(StageModel):
             units, orphans = tool_units(messages)
         else:
             units, orphans = [], []
-        # One slot per position, filled in any order, read back chronologically.
-        decisions: list[Decision | None] = [None] * count
-
-        for i in orphans:
-            if must[i]:
-                units.append([i])
-                continue
-            decisions[i] = Decision(
-                stage=self.name,
-                action="dropped",
-                message_id=ids[i],
-                reason="tool result whose call is not in the conversation (an orphan the "
-                "provider would reject)",
-                tokens_before=sizes[i],
-                tokens_after=0,
-            )
+        stray = [i for i in orphans if not must[i]]
+        units.extend([i] for i in orphans if must[i])
 
         score_array, arrays = self._scores(ctx)
         scores = score_array.tolist()
         keep = positions(must) if not units else []
         used = REPLY_PRIMING + sum(sizes[i] for i in keep)
-        # Units in decreasing score, the more recent first among equals: (members, cost, score).
-        optional: Iterable[tuple[Sequence[int], int, float]]
+        # Units in decreasing score, the more recent first among equals: their members, and
+        # what each costs and scores.
+        ranked: Callable[[], Iterable[Sequence[int]]]
         if not units:
             # Without tools every message is its own unit: sort them all in numpy, and pair
             # them up in C.
             free = np.flatnonzero(~must)
             order = free[np.lexsort((-free, -score_array[free]))].tolist()
-            optional = zip(zip(order), take(sizes, order), take(scores, order), strict=True)
+            costs, unit_scores = take(sizes, order), take(scores, order)
+
+            def ranked() -> Iterable[Sequence[int]]:
+                return zip(order)
         else:
-            ranked: list[tuple[float, int, list[int], int]] = []
+            rows: list[tuple[float, int, list[int], int]] = []
             for unit in units:
                 if any(must[i] for i in unit):
                     keep.extend(unit)
                     used += sum(sizes[i] for i in unit)
                 else:
                     cost = sum(sizes[i] for i in unit)
-                    ranked.append((-max(scores[i] for i in unit), -unit[-1], unit, cost))
-            ranked.sort()
-            optional = [(unit, cost, -negative) for negative, _, unit, cost in ranked]
+                    rows.append((-max(scores[i] for i in unit), -unit[-1], unit, cost))
+            rows.sort()
+            members = [unit for _, _, unit, _ in rows]
+            costs = tuple(cost for _, _, _, cost in rows)
+            unit_scores = tuple(-negative for negative, _, _, _ in rows)
+
+            def ranked() -> Iterable[Sequence[int]]:
+                return members
+
         if used > ctx.available:
             pinned = [ids[i] for i in sorted(keep)]
             raise BudgetExceededError(
                 required=used + ctx.reserve, budget=ctx.budget, pinned_ids=pinned
             )
-        for i in keep:
-            m = messages[i]
-            why = (
-                "system prompt"
-                if m.role == "system"
-                else "pinned"
-                if m.pinned
-                else "an earlier stage protected it (the current question by default)"
-            )
-            decisions[i] = Decision(
-                stage=self.name,
-                action="kept",
-                message_id=m.id,
-                reason="protected: " + why,
-                score=scores[i],
-                tokens_before=sizes[i],
-                tokens_after=sizes[i],
-            )
+        protected = list(keep)
         available = ctx.available
-        trusted = Decision.trusted
-        name = self.name
-        explain = self._explainer(messages, column, [(s, c.tolist()) for s, c in arrays])
-        reasons: dict[tuple[int, int, bool], str] = {}
-        for members, cost, unit_score in optional:
+        # Per ranked unit: -1 if kept, else the tokens that were left when it did not fit.
+        lefts: list[int] = []
+        note = lefts.append
+        for unit_members, cost in zip(ranked(), costs, strict=True):
             if used + cost <= available:
                 used += cost
-                keep.extend(members)
+                keep.extend(unit_members)
+                note(-1)
+            else:
+                note(available - used)
+        keep.sort()
+
+        def trace() -> list[Decision]:
+            # Every position is decided once: a stray result, a protected message or a unit.
+            decisions: list[Decision | None] = [None] * len(messages)
+            for i in stray:
+                decisions[i] = self._stray(ids[i], sizes[i])
+            for i in protected:
+                decisions[i] = self._protected(messages[i], scores[i], sizes[i])
+            explain = self._explainer(messages, column, [(s, c.tolist()) for s, c in arrays])
+            self._trace_ranked(
+                decisions,
+                zip(ranked(), costs, unit_scores, lefts, strict=True),
+                explain,
+                ids,
+                sizes,
+                available,
+            )
+            return list(filter(None, decisions))
+
+        # The reasons are written only if someone reads them (DecisionLog.deferred).
+        return ctx.evolve(
+            decisions=ctx.decisions + DecisionLog.deferred(ids, trace),
+            messages=tuple(messages[i] for i in keep),
+        )
+
+    def _stray(self, message_id: str, size: int) -> Decision:
+        return Decision(
+            stage=self.name,
+            action="dropped",
+            message_id=message_id,
+            reason="tool result whose call is not in the conversation (an orphan the "
+            "provider would reject)",
+            tokens_before=size,
+            tokens_after=0,
+        )
+
+    def _protected(self, message: Message, score: float, size: int) -> Decision:
+        why = (
+            "system prompt"
+            if message.role == "system"
+            else "pinned"
+            if message.pinned
+            else "an earlier stage protected it (the current question by default)"
+        )
+        return Decision(
+            stage=self.name,
+            action="kept",
+            message_id=message.id,
+            reason="protected: " + why,
+            score=score,
+            tokens_before=size,
+            tokens_after=size,
+        )
+
+    def _trace_ranked(
+        self,
+        decisions: list[Decision | None],
+        ranked: Iterable[tuple[Sequence[int], int, float, int]],
+        explain: Callable[[int], str],
+        ids: Sequence[str],
+        sizes: Sequence[int],
+        available: int,
+    ) -> None:
+        """The decision about each member of each ranked unit, into its position's slot."""
+        trusted = Decision.trusted
+        name = self.name
+        reasons: dict[tuple[int, int, bool], str] = {}
+        for members, cost, unit_score, left in ranked:
+            if left < 0:
                 together = f" (with its tool exchange, {cost} tokens)" if len(members) > 1 else ""
                 for i in members:
                     decisions[i] = trusted(
@@ -327,23 +377,18 @@ class GreedyPacker(StageModel):
                         sizes[i],
                     )
                 continue
-            # Dropped messages are most of a long history: a short reason keeps packing fast;
-            # the score itself is in the decision.
+            # Dropped messages are most of a long history: a short reason keeps the trace
+            # small; the score itself is in the decision.
             # Once the budget is spent, "left" stops changing, so reasons repeat per cost.
-            key = (cost, available - used, len(members) > 1)
+            key = (cost, left, len(members) > 1)
             reason = reasons.get(key)
             if reason is None:
-                reason = f"needs {cost} tokens, {key[1]} left after higher-scored messages"
+                reason = f"needs {cost} tokens, {left} left after higher-scored messages"
                 if key[2]:
                     reason += f" (with its tool exchange, {cost} tokens)"
                 reasons[key] = reason
             for i in members:
                 decisions[i] = trusted(name, "dropped", ids[i], reason, unit_score, sizes[i], 0)
-        keep.sort()
-        return ctx.decide(
-            *filter(None, decisions),
-            messages=tuple(messages[i] for i in keep),
-        )
 
     def _explainer(
         self,

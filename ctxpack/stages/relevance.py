@@ -27,7 +27,7 @@ from ..lexical import (
     terms,
 )
 from ..messages import Message
-from ..pipeline import Decision, PackContext
+from ..pipeline import Decision, DecisionLog, PackContext
 from ..wordvectors import default_stem_vectors
 from ._base import StageModel
 
@@ -235,35 +235,45 @@ class RelevanceScorer(StageModel):
         final[protected] = 0.0
         nonzero = positions(final)
         signal = dict(zip(take(ids, nonzero), final[nonzero].tolist(), strict=True))
-        expanded = set(related)
         # Messages that speaker focus damps still say why they scored less.
         chosen = np.flatnonzero((spread >= 0.25) & (final > 0))
+        picked = chosen.tolist()
+        chosen_ids = take(ids, picked)
+        # What the reasons need from the index, taken now: the shared index changes with later
+        # calls.
+        held = list(map(index.terms_at, picked))
         focus = f" (x{self.speaker_focus:g}: the query is about {speaker})"
-        damped_chosen = damped[chosen].tolist() if damped is not None else [False] * len(chosen)
-        how, terms_at = self._how, index.terms_at
-        decisions = [
-            Decision.trusted(
-                self.name,
-                "selected",
-                ids[i],
-                f"relevance {score:.2f} to the query"
-                + (
-                    how(terms_at(i), texts[i], language, asked, expanded, borrowed)
-                    if alone
-                    else _NEIGHBOUR
+
+        def trace() -> list[Decision]:
+            how, expanded = self._how, set(related)
+            damps = damped[chosen].tolist() if damped is not None else [False] * len(chosen)
+            return [
+                Decision.trusted(
+                    self.name,
+                    "selected",
+                    message_id,
+                    f"relevance {score:.2f} to the query"
+                    + (
+                        how(terms, text, language, asked, expanded, borrowed)
+                        if alone
+                        else _NEIGHBOUR
+                    )
+                    + (focus if mark else ""),
+                    score,
                 )
-                + (focus if mark else ""),
-                score,
-            )
-            for i, score, alone, mark in zip(
-                chosen.tolist(),
-                final[chosen].tolist(),
-                (spread[chosen] == own[chosen]).tolist(),
-                damped_chosen,
-                strict=True,
-            )
-        ]
-        return ctx.with_signal("relevance", signal).decide(*decisions)
+                for message_id, score, alone, mark, terms, text in zip(
+                    chosen_ids,
+                    final[chosen].tolist(),
+                    (spread[chosen] == own[chosen]).tolist(),
+                    damps,
+                    held,
+                    take(texts, picked),
+                    strict=True,
+                )
+            ]
+
+        selected = DecisionLog.deferred(chosen_ids, trace)
+        return ctx.with_signal("relevance", signal).evolve(decisions=ctx.decisions + selected)
 
     def _follows_up(self, query: str, asked: set[str]) -> bool:
         """Whether the query says too little on its own to be about anything but the exchange
