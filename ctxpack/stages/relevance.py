@@ -208,7 +208,9 @@ class RelevanceScorer(StageModel):
             # "Why would that help?" is about the exchange it follows, not about "help".
             exchange = self._previous_exchange_terms(ctx, language)
             borrowed = self._distinctive(exchange, query, index)
-            for term in borrowed:
+            # In a fixed order: the scores sum over the terms, and a set's order changes from
+            # one process to the next (string hashing), enough to move the last digit.
+            for term in sorted(borrowed):
                 weights[term] = max(weights.get(term, 0.0), self.follow_up)
         ids = message_ids(messages)
         protected = where(ids, ctx.protected)

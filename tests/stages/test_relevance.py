@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -425,6 +428,42 @@ def test_a_follow_up_borrows_only_the_most_distinctive_terms() -> None:
     assert sorted(mid for mid in scores if mid.startswith("old")) == [
         f"old{k:02d}" for k in range(30)
     ]
+
+
+_SCORES_IN_A_NEW_PROCESS = """
+import ctxpack
+chat = [
+    {"role": "system", "content": "You help with the deployment."},
+    {"role": "user", "content": "The refresh token cache fails after the migration of auth.py "
+     "in 2025."},
+    {"role": "assistant", "content": "Rotate the refresh token, flush the cache, rerun the "
+     "migration tests and check the login report budget."},
+    {"role": "user", "content": "Marie says the login report and the budget tests pass in Paris."},
+    {"role": "assistant", "content": "Then the cache and token rotation in auth.py explain the "
+     "failing migration."},
+    {"role": "user", "content": "Why?"},
+]
+result = ctxpack.pack(chat, budget=10_000, model="gpt-4")
+print([(d.message_id, repr(d.score)) for d in result.decisions if d.stage == "relevance"])
+"""
+
+
+def test_follow_up_scores_are_the_same_in_every_process() -> None:
+    # Borrowed terms used to be summed in a set's order, which string hashing changes from
+    # one process to the next: the scores then differed in their last digits, enough to flip
+    # a tie. Seeds 0 and 1 gave different scores before the fix.
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", _SCORES_IN_A_NEW_PROCESS],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("0", "1", "2")
+    }
+    assert len(outputs) == 1, outputs
+    assert outputs.pop().count("(") >= 3, "the follow-up should select several messages"
 
 
 FRENCH: list[dict[str, Any]] = [
