@@ -140,7 +140,7 @@ class DecisionLog(Sequence[Decision]):
     a tuple or list of the same decisions, and add decisions with ``log + (decision, ...)``.
 
     Most callers never read the trace; building a decision and its reason for each of hundreds
-    of messages was about a third of a warm ``pack()``. So a stage may record a batch with
+    of messages was about 40% of a warm ``pack()``. So a stage may record a batch with
     :meth:`deferred`: the ids now, the decisions when someone first reads the log. Length and
     :meth:`message_ids` never build anything.
 

@@ -140,3 +140,11 @@ def test_a_stage_may_record_a_deferred_batch() -> None:
     assert [d.stage for d in result.decisions] == ["t", "t", "t", "pack()"], (
         "pack() reads the batch's ids, unbuilt, to find the message no stage decided about"
     )
+
+
+def test_reasons_read_later_describe_the_pack_that_was_made() -> None:
+    packer = ctxpack.GreedyPacker()
+    result = ctxpack.pack(HISTORY, budget=1000, pipeline=Pipeline([packer]))
+    packer.role_weights["user"] = 99.0  # the model is frozen, its dict is not
+    kept = {d.message_id: d.reason for d in result.decisions}
+    assert kept["u1"].startswith("score 6.67 = user 6 + "), kept["u1"]

@@ -285,6 +285,8 @@ class GreedyPacker(StageModel):
             )
         protected = list(keep)
         available = ctx.available
+        # Taken now: role_weights is a dict, which a caller could still change before reading.
+        heads = [self._role_words(role) for role in ROLES]
         # Per ranked unit: -1 if kept, else the tokens that were left when it did not fit.
         lefts: list[int] = []
         note = lefts.append
@@ -304,7 +306,7 @@ class GreedyPacker(StageModel):
                 decisions[i] = self._stray(ids[i], sizes[i])
             for i in protected:
                 decisions[i] = self._protected(messages[i], scores[i], sizes[i])
-            explain = self._explainer(messages, column, [(s, c.tolist()) for s, c in arrays])
+            explain = self._explainer(messages, column, heads, [(s, c.tolist()) for s, c in arrays])
             self._trace_ranked(
                 decisions,
                 zip(ranked(), costs, unit_scores, lefts, strict=True),
@@ -394,13 +396,14 @@ class GreedyPacker(StageModel):
         self,
         messages: tuple[Message, ...],
         column: npt.NDArray[np.uint8],
+        heads: list[str],
         columns: list[tuple[str, list[float]]],
     ) -> Callable[[int], str]:
         """What :meth:`score` says of the message at a position, read from the columns
-        :meth:`_scores` computed (the message itself is read only for its priority)."""
+        :meth:`_scores` computed and each role's words (``heads``, in ``ROLES`` order); the
+        message itself is read only for its priority."""
         count = len(messages)
         codes = role_codes(messages).tolist()
-        heads = [self._role_words(role) for role in ROLES]
         prioritised = (column & PRIORITY).tolist()
 
         def explain(i: int) -> str:

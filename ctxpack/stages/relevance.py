@@ -256,14 +256,14 @@ class RelevanceScorer(StageModel):
                     message_id,
                     f"relevance {score:.2f} to the query"
                     + (
-                        how(terms, text, language, asked, expanded, borrowed)
+                        how(text_terms, text, language, asked, expanded, borrowed)
                         if alone
                         else _NEIGHBOUR
                     )
                     + (focus if mark else ""),
                     score,
                 )
-                for message_id, score, alone, mark, terms, text in zip(
+                for message_id, score, alone, mark, text_terms, text in zip(
                     chosen_ids,
                     final[chosen].tolist(),
                     (spread[chosen] == own[chosen]).tolist(),
