@@ -359,9 +359,10 @@ class RelevanceScorer(StageModel):
         borrowed: set[str],
     ) -> str:
         """How a message holding the terms ``held`` came to be relevant on its own, for its
-        decision."""
-        if not asked.isdisjoint(held):
-            return ""
+        decision: the query's words it holds, as written, else the words that led to it."""
+        matched = asked.intersection(held)
+        if matched:
+            return f" (matched: {_words(text, matched, language)})"
         followed = borrowed.intersection(held) if borrowed else None
         if followed:
             words = _words(text, followed, language)

@@ -72,7 +72,7 @@ def test_decisions_say_why() -> None:
     ctx = ctx_of(HISTORY, query="When do the backups run?", protected=["q"])
     out = RelevanceScorer()(ctx)
     reasons = {d.message_id: d.reason for d in out.decisions}
-    assert reasons["u1"] == "relevance 1.00 to the query"
+    assert reasons["u1"] == "relevance 1.00 to the query (matched: backups, run)"
     assert "neighbour of a relevant message" in reasons["u2"]
 
 
