@@ -21,6 +21,7 @@ __all__ = [
     "Language",
     "analyse",
     "bm25_scores",
+    "compounds",
     "language_of",
     "leaning",
     "shared_index",
@@ -439,6 +440,29 @@ def terms(text: str, language: Language = "en") -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=100_000)
+def compounds(text: str, language: Language = "en") -> list[str]:
+    """The terms of adjacent word pairs written as one word: "road trip" and "ice-cream" give
+    the terms of "roadtrip" and "icecream", "log in" that of "login". A pair whose first word is
+    a stop word is left out: "for getting" is not "forgetting".
+
+    Example:
+        >>> compounds("After the road trip, we had ice-cream. How do I log in?")
+        ['roadtrip', 'icecream', 'login']
+    """
+    lowered = text.lower()
+    found: list[str] = []
+    previous: re.Match[str] | None = None
+    for match in WORD.finditer(lowered):
+        if previous is not None and lowered[previous.end() : match.start()] in (" ", "-"):
+            first = previous.group()
+            if first not in STOP_WORDS and len(first) > 1 and len(match.group()) > 1:
+                joined = terms(first + match.group(), language)
+                if len(joined) == 1:
+                    found.append(joined[0])
+        previous = match
+    return found
+
+
 def leaning(text: str) -> int:
     """How many more French than English function words ``text`` has (negative: English).
 

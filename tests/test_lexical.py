@@ -14,6 +14,7 @@ from ctxpack.lexical import (
     InvertedIndex,
     analyse,
     bm25_scores,
+    compounds,
     language_of,
     leaning,
     shared_index,
@@ -59,6 +60,16 @@ def test_french_terms_use_french_stems_and_drop_elided_articles() -> None:
     # English analysis is unchanged by it: elision is French only.
     assert terms("l'équipe") == ("l'équip",)
     assert [word for _, word in analyse("L’Équipe gagne", "fr")] == ["l’équipe", "gagne"]
+
+
+def test_compounds_join_adjacent_words() -> None:
+    assert compounds("a road trip, then ice-cream") == ["roadtrip", "icecream"]
+    assert compounds("Set up the back up") == ["setup", "backup"]
+    # Punctuation between the words, a leading stop word or a one-letter word: no compound.
+    assert compounds("road, trip") == []
+    assert compounds("for getting") == []
+    assert compounds("a b c") == []
+    assert compounds("ice cream", "fr") == ["icecream"]
 
 
 def test_language_of_counts_function_words() -> None:

@@ -22,6 +22,7 @@ from ..lexical import (
     InvertedIndex,
     Language,
     analyse,
+    compounds,
     leaning,
     shared_index,
     terms,
@@ -212,6 +213,11 @@ class RelevanceScorer(StageModel):
             # one process to the next (string hashing), enough to move the last digit.
             for term in sorted(borrowed):
                 weights[term] = max(weights.get(term, 0.0), self.follow_up)
+        # "road trip" also finds "roadtrip", "log in" finds "login": the same word, joined.
+        joined = [t for t in compounds(ctx.query, language) if t not in asked and t in index]
+        for term in joined:
+            weights[term] = 1.0
+        matched = asked.union(joined)
         ids = message_ids(messages)
         protected = where(ids, ctx.protected)
         raw = index.bm25(weights, k1=self.k1, b=self.b, spread=self.expansion, silent=protected)
@@ -256,7 +262,7 @@ class RelevanceScorer(StageModel):
                     message_id,
                     f"relevance {score:.2f} to the query"
                     + (
-                        how(text_terms, text, language, asked, expanded, borrowed)
+                        how(text_terms, text, language, matched, expanded, borrowed)
                         if alone
                         else _NEIGHBOUR
                     )

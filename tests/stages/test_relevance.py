@@ -76,6 +76,19 @@ def test_decisions_say_why() -> None:
     assert "neighbour of a relevant message" in reasons["u2"]
 
 
+def test_words_written_apart_find_the_word_written_together() -> None:
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "The roadtrip to Lyon was long.", "id": "u1"},
+        {"role": "user", "content": "The road to the station is closed.", "id": "u2"},
+        {"role": "user", "content": "How did the road trip go?", "id": "q"},
+    ]
+    out = scored(history[:-1], "How did the road trip go?")
+    scores = out.signal("relevance")
+    assert scores["u1"] > scores["u2"] > 0
+    reasons = {d.message_id: d.reason for d in out.decisions}
+    assert reasons["u1"].endswith("(matched: roadtrip)")
+
+
 def test_relevance_decides_what_the_packer_keeps() -> None:
     # Room for the question and one more message: the relevant old one beats the recent ones.
     ctx = ctx_of(HISTORY, query="When do the backups run?")
