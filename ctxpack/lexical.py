@@ -439,7 +439,6 @@ def terms(text: str, language: Language = "en") -> tuple[str, ...]:
     return _terms_cached(text, language)
 
 
-@lru_cache(maxsize=100_000)
 def compounds(text: str, language: Language = "en") -> list[str]:
     """The terms of adjacent word pairs written as one word: "road trip" and "ice-cream" give
     the terms of "roadtrip" and "icecream", "log in" that of "login". A pair whose first word is
@@ -463,6 +462,7 @@ def compounds(text: str, language: Language = "en") -> list[str]:
     return found
 
 
+@lru_cache(maxsize=100_000)
 def leaning(text: str) -> int:
     """How many more French than English function words ``text`` has (negative: English).
 

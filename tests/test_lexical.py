@@ -72,6 +72,15 @@ def test_compounds_join_adjacent_words() -> None:
     assert compounds("ice cream", "fr") == ["icecream"]
 
 
+def test_a_text_s_lean_is_cached() -> None:
+    # docs/performance.md promises it: the same history is analysed again on every turn.
+    text = "A text seen twice, une fois de plus."
+    leaning(text)
+    hits = leaning.cache_info().hits
+    assert leaning(text) == leaning(text)
+    assert leaning.cache_info().hits == hits + 2
+
+
 def test_language_of_counts_function_words() -> None:
     assert leaning("Je crois que c'est une bonne idée") > 0
     assert leaning("I think that is a good idea") < 0
