@@ -313,7 +313,6 @@ class GreedyPacker(StageModel):
                 explain,
                 ids,
                 sizes,
-                available,
             )
             return list(filter(None, decisions))
 
@@ -359,7 +358,6 @@ class GreedyPacker(StageModel):
         explain: Callable[[int], str],
         ids: Sequence[str],
         sizes: Sequence[int],
-        available: int,
     ) -> None:
         """The decision about each member of each ranked unit, into its position's slot."""
         trusted = Decision.trusted
