@@ -4,7 +4,9 @@ Each non-adversarial LoCoMo question becomes a chat: a system message, one messa
 turn (id = ``dia_id``), and the question as the last user message. Every method packs that chat
 under a token budget; a question's evidence turn counts as recalled when its message survives
 with at least 80% of its words. The question is never answered: this measures what a model would
-get to see, not what it would say.
+get to see, not what it would say. For ctxpack, the report also says what is lost: recall on
+the evidence turns that share a content word with their question and on those that share none,
+and where each lost turn ranked in the packer's own scores.
 
 Usage (from the repository root)::
 
@@ -13,7 +15,8 @@ Usage (from the repository root)::
     python benchmarks/locomo.py --data path/to/locomo10.json --limit 20
 
 Other scripts may load this file by path and reuse :func:`load_conversations`,
-:func:`build_messages` and :func:`evidence_recall`; nothing runs on import.
+:func:`build_messages`, :func:`evidence_recall` and :func:`evidence_outcomes`; nothing runs on
+import.
 """
 
 from __future__ import annotations
@@ -345,29 +348,35 @@ def evidence_recall(
         least 80% of the original's lowercase ``\\w+`` tokens (counted with multiplicity, so
         a truncated repetition does not pass for the whole); ``total`` counts the known ids.
     """
+    outcomes = evidence_outcomes(packed_messages, original_by_id, evidence_ids)
+    return sum(outcomes.values()), len(outcomes)
+
+
+def evidence_outcomes(
+    packed_messages: Sequence[Any],
+    original_by_id: Mapping[str, Any],
+    evidence_ids: Iterable[str],
+) -> dict[str, bool]:
+    """Each known evidence id, and whether it survives as :func:`evidence_recall` counts it."""
     packed_text: dict[str, list[str]] = defaultdict(list)
     for message in packed_messages:
         mid = message_id(message)
         if mid is not None:
             # A packer may split a message into pieces that keep its id; judge them together.
             packed_text[mid].append(message_text(message))
-    hits = total = 0
+    outcomes: dict[str, bool] = {}
     for eid in dict.fromkeys(evidence_ids):
         if eid not in original_by_id:
             continue
-        total += 1
+        outcomes[eid] = False
         if eid not in packed_text:
             continue
         wanted = _words(message_text(original_by_id[eid]))
         need = sum(wanted.values())
-        if need == 0:
-            hits += 1
-            continue
         have = _words("\n".join(packed_text[eid]))
         kept = sum(min(n, have[w]) for w, n in wanted.items())
-        if kept >= WORD_COVERAGE * need:
-            hits += 1
-    return hits, total
+        outcomes[eid] = kept >= WORD_COVERAGE * need
+    return outcomes
 
 
 # --------------------------------------------------------------------------------------------
@@ -444,12 +453,29 @@ def _check_history(ctx: Context | None, messages: list[dict[str, Any]]) -> Conte
     return ctx
 
 
+class Placement(NamedTuple):
+    """An evidence turn placed in the packer's own ranking of the turns."""
+
+    evidence_id: str
+    recalled: bool
+    # 1 for the turn the packer scored best; ties go to the more recent turn, as it packs them.
+    rank: int
+    # How many turns the pack kept: a miss ranked just past it lost a close race for the budget.
+    kept_turns: int
+    # Whether the turn shares a content word (stemmed, stop words and the speakers' names
+    # left out) with the question: without one, no lexical ranker finds the turn on its own.
+    shares_word: bool
+
+
 class CtxpackMethod:
     name = "ctxpack"
 
     def __init__(self) -> None:
         self.module = _import_ctxpack()
         self.model = "gpt-4"
+        self._terms: Callable[[str], Sequence[str]] = importlib.import_module(
+            "ctxpack.lexical"
+        ).terms
 
     def prepare(self, ctx: Context) -> None:
         pass
@@ -460,6 +486,38 @@ class CtxpackMethod:
     def unpack(self, result: Any) -> tuple[Sequence[Any], int | None]:
         tokens = getattr(result, "tokens", None)
         return list(result.messages), None if tokens is None else int(tokens)
+
+    def placements(
+        self, result: Any, conv: Conversation, question: Question, outcomes: Mapping[str, bool]
+    ) -> tuple[Placement, ...]:
+        """Where each evidence turn stood in the packer's ranking (read from its ``pack``
+        decisions, after the timed call), and whether it shares a word with the question."""
+        position = {turn.id: i for i, turn in enumerate(conv.turns)}
+        scores = {
+            d.message_id: d.score
+            for d in result.decisions
+            if d.stage == "pack" and d.message_id in position and d.score is not None
+        }
+        order = sorted(scores, key=lambda mid: (-scores[mid], -position[mid]))
+        rank = {mid: i + 1 for i, mid in enumerate(order)}
+        kept = {message_id(m) for m in result.messages}
+        kept_turns = sum(mid in kept for mid in position)
+        names = {t for name in (conv.speaker_a, conv.speaker_b) for t in self._terms(name)}
+        asked = set(self._terms(question.question)) - names
+        turns = {turn.id: turn for turn in conv.turns}
+        return tuple(
+            Placement(
+                evidence_id=eid,
+                recalled=recalled,
+                # A turn the packer did not rank (none here) sorts after every ranked one.
+                rank=rank.get(eid, len(position)),
+                kept_turns=kept_turns,
+                shares_word=not asked.isdisjoint(
+                    self._terms(turn_message(conv, turns[eid])["content"])
+                ),
+            )
+            for eid, recalled in outcomes.items()
+        )
 
 
 class CtxpackSemanticMethod(CtxpackMethod):
@@ -691,6 +749,8 @@ class Record(NamedTuple):
     seconds: float
     tokens: int
     reported_tokens: int | None
+    # Filled for the methods that can say where the evidence ranked (ctxpack's).
+    placements: tuple[Placement, ...] = ()
 
 
 def run(
@@ -726,7 +786,9 @@ def run(
                         ) from exc
                     seconds = time.perf_counter() - t0
                     packed, reported = method.unpack(result)
-                    hits, total = evidence_recall(packed, original_by_id, question.evidence)
+                    outcomes = evidence_outcomes(packed, original_by_id, question.evidence)
+                    hits = sum(outcomes.values())
+                    place = getattr(method, "placements", None)
                     records.append(
                         Record(
                             method=method.name,
@@ -735,10 +797,11 @@ def run(
                             question=question.qa_index,
                             category=question.category,
                             hits=hits,
-                            total=total,
+                            total=len(outcomes),
                             seconds=seconds,
                             tokens=counter.messages(packed),
                             reported_tokens=reported,
+                            placements=(place(result, conv, question, outcomes) if place else ()),
                         )
                     )
             print(
@@ -760,6 +823,30 @@ def _recall(records: Sequence[Record]) -> dict[str, Any]:
         "recall": hits / total if total else None,
         # Micro recall weighs multi-hop questions by their evidence count; this does not.
         "question_mean_recall": statistics.fmean(per_question) if per_question else None,
+    }
+
+
+def _misses(records: Sequence[Record]) -> dict[str, Any]:
+    """Where a method's lost evidence turns ranked, how far past what it kept, and recall
+    split by whether the evidence shares a word with its question."""
+    placed = [p for r in records for p in r.placements]
+    misses = [p for p in placed if not p.recalled]
+    near = sum(m.rank <= 2 * m.kept_turns for m in misses)
+    mid = sum(2 * m.kept_turns < m.rank <= 4 * m.kept_turns for m in misses)
+    shared = [p.recalled for p in placed if p.shares_word]
+    unshared = [p.recalled for p in placed if not p.shares_word]
+    return {
+        "missed": len(misses),
+        "no_shared_word": sum(not m.shares_word for m in misses),
+        "rank_within_2x_kept": near,
+        "rank_2x_to_4x_kept": mid,
+        "rank_beyond_4x_kept": len(misses) - near - mid,
+        "median_rank": statistics.median(m.rank for m in misses) if misses else None,
+        "median_kept_turns": statistics.median(m.kept_turns for m in misses) if misses else None,
+        "evidence_sharing_a_word": len(shared),
+        "recall_sharing_a_word": statistics.fmean(shared) if shared else None,
+        "evidence_sharing_no_word": len(unshared),
+        "recall_sharing_no_word": statistics.fmean(unshared) if unshared else None,
     }
 
 
@@ -800,6 +887,11 @@ def summarize(records: Sequence[Record], methods: Sequence[str], budgets: Sequen
                     "reported_over_budget": sum(t > budget for t in reported),
                 },
             }
+            if any(r.placements for r in rows):
+                out[method][str(budget)]["misses"] = {
+                    "overall": _misses(rows),
+                    "by_category": {str(c): _misses(rs) for c, rs in sorted(categories.items())},
+                }
     return out
 
 
@@ -811,6 +903,94 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines.extend("| " + " | ".join(row) + " |" for row in rows)
     return [*lines, ""]
+
+
+def _miss_row(m: Mapping[str, Any]) -> list[str]:
+    return [
+        str(m["missed"]),
+        str(m["no_shared_word"]),
+        str(m["rank_within_2x_kept"]),
+        str(m["rank_2x_to_4x_kept"]),
+        str(m["rank_beyond_4x_kept"]),
+    ]
+
+
+def _render_misses(
+    summary: Mapping[str, Any], budgets: Sequence[int], categories: Sequence[int]
+) -> list[str]:
+    """The section that says what blocks recall: which evidence is lost, and where it ranked."""
+    explained = [
+        (m, b, summary[m][str(b)]["misses"])
+        for m in summary
+        for b in budgets
+        if "misses" in summary[m][str(b)]
+    ]
+    if not explained:
+        return []
+    out = ["## What ctxpack loses", ""]
+    out.append(
+        "No shared word: the evidence turn and its question have no content word in common "
+        "(stemmed, stop words and the two speakers' names left out), so no lexical ranker "
+        "finds the turn on its own; it can still come in as a neighbour or through a related "
+        "word."
+    )
+    out.append("")
+    out.extend(
+        _table(
+            ["method", "budget", "recall, sharing a word", "recall, sharing no word"],
+            (
+                [
+                    m,
+                    str(b),
+                    f"{_pct(x['overall']['recall_sharing_a_word'])} "
+                    f"({x['overall']['evidence_sharing_a_word']} turns)",
+                    f"{_pct(x['overall']['recall_sharing_no_word'])} "
+                    f"({x['overall']['evidence_sharing_no_word']} turns)",
+                ]
+                for m, b, x in explained
+            ),
+        )
+    )
+    out.append(
+        "Where each lost turn ranked in the packer's own order of the turns (the scores of its "
+        "`pack` decisions, read after the timed call). Within 2x the turns the pack kept: a "
+        "close race for the budget. Beyond 4x: the scores put it far away."
+    )
+    out.append("")
+    header = ["missed", "no shared word", "within 2x kept", "2x to 4x", "beyond 4x"]
+    out.extend(
+        _table(
+            ["method", "budget", *header, "median rank / turns kept"],
+            (
+                [
+                    m,
+                    str(b),
+                    *_miss_row(x["overall"]),
+                    f"{x['overall']['median_rank']:g} / {x['overall']['median_kept_turns']:g}"
+                    if x["overall"]["missed"]
+                    else "n/a",
+                ]
+                for m, b, x in explained
+            ),
+        )
+    )
+    smallest = min(budgets)
+    for m, b, x in explained:
+        if b != smallest:
+            continue
+        cats = x["by_category"]
+        out.extend([f"`{m}` at {b} tokens, by category:", ""])
+        out.extend(
+            _table(
+                ["category", *header],
+                (
+                    [f"{c} {CATEGORY_NAMES.get(c, '')}".strip(), *_miss_row(cats[str(c)])]
+                    for c in categories
+                    if str(c) in cats
+                ),
+            )
+        )
+    return out
 
 
 def render_markdown(
@@ -887,6 +1067,8 @@ def render_markdown(
             )
         )
         out.append("")
+
+    out.extend(_render_misses(summary, budgets, categories))
 
     out.extend(["## Recall (%) by conversation", ""])
     out.extend(
