@@ -476,9 +476,18 @@ class CtxpackMethod:
         self._terms: Callable[[str], Sequence[str]] = importlib.import_module(
             "ctxpack.lexical"
         ).terms
+        # Per conversation, for placements(): each turn's position and content, and the
+        # speakers' names (which every turn's "Name:" prefix shares with the questions).
+        self._position: dict[str, int] = {}
+        self._content: dict[str, str] = {}
+        self._names: set[str] = set()
 
     def prepare(self, ctx: Context) -> None:
-        pass
+        turns = ctx.history[1:]
+        self._position = {m["id"]: i for i, m in enumerate(turns)}
+        self._content = {m["id"]: m["content"] for m in turns}
+        conv = ctx.conv
+        self._names = {t for name in (conv.speaker_a, conv.speaker_b) for t in self._terms(name)}
 
     def pack(self, messages: list[dict[str, Any]], budget: int) -> Any:
         return self.module.pack(messages, budget=budget, model=self.model)
@@ -488,11 +497,11 @@ class CtxpackMethod:
         return list(result.messages), None if tokens is None else int(tokens)
 
     def placements(
-        self, result: Any, conv: Conversation, question: Question, outcomes: Mapping[str, bool]
+        self, result: Any, question: Question, outcomes: Mapping[str, bool]
     ) -> tuple[Placement, ...]:
         """Where each evidence turn stood in the packer's ranking (read from its ``pack``
         decisions, after the timed call), and whether it shares a word with the question."""
-        position = {turn.id: i for i, turn in enumerate(conv.turns)}
+        position = self._position
         scores = {
             d.message_id: d.score
             for d in result.decisions
@@ -500,11 +509,8 @@ class CtxpackMethod:
         }
         order = sorted(scores, key=lambda mid: (-scores[mid], -position[mid]))
         rank = {mid: i + 1 for i, mid in enumerate(order)}
-        kept = {message_id(m) for m in result.messages}
-        kept_turns = sum(mid in kept for mid in position)
-        names = {t for name in (conv.speaker_a, conv.speaker_b) for t in self._terms(name)}
-        asked = set(self._terms(question.question)) - names
-        turns = {turn.id: turn for turn in conv.turns}
+        kept_turns = sum(message_id(m) in position for m in result.messages)
+        asked = set(self._terms(question.question)) - self._names
         return tuple(
             Placement(
                 evidence_id=eid,
@@ -512,9 +518,7 @@ class CtxpackMethod:
                 # A turn the packer did not rank (none here) sorts after every ranked one.
                 rank=rank.get(eid, len(position)),
                 kept_turns=kept_turns,
-                shares_word=not asked.isdisjoint(
-                    self._terms(turn_message(conv, turns[eid])["content"])
-                ),
+                shares_word=not asked.isdisjoint(self._terms(self._content[eid])),
             )
             for eid, recalled in outcomes.items()
         )
@@ -772,6 +776,7 @@ def run(
         questions = [q for q in conv.questions if q.evidence]
         for method in methods:
             method.prepare(ctx)
+            first = len(records)
             started = time.perf_counter()
             for question in questions:
                 messages = [*history, question_message(question)]
@@ -787,8 +792,6 @@ def run(
                     seconds = time.perf_counter() - t0
                     packed, reported = method.unpack(result)
                     outcomes = evidence_outcomes(packed, original_by_id, question.evidence)
-                    hits = sum(outcomes.values())
-                    place = getattr(method, "placements", None)
                     records.append(
                         Record(
                             method=method.name,
@@ -796,12 +799,11 @@ def run(
                             sample_id=conv.sample_id,
                             question=question.qa_index,
                             category=question.category,
-                            hits=hits,
+                            hits=sum(outcomes.values()),
                             total=len(outcomes),
                             seconds=seconds,
                             tokens=counter.messages(packed),
                             reported_tokens=reported,
-                            placements=(place(result, conv, question, outcomes) if place else ()),
                         )
                     )
             print(
@@ -809,6 +811,20 @@ def run(
                 f"{len(budgets)} budgets in {time.perf_counter() - started:.1f}s",
                 file=sys.stderr,
             )
+            place = getattr(method, "placements", None)
+            if place is not None:
+                # In a pass of its own, packing again: reading a pack's decisions builds them,
+                # and the objects that leaves behind would slow down the next timed call.
+                at = first
+                for question in questions:
+                    messages = [*history, question_message(question)]
+                    for budget in budgets:
+                        result = method.pack(messages, budget)
+                        packed, _ = method.unpack(result)
+                        outcomes = evidence_outcomes(packed, original_by_id, question.evidence)
+                        placed = place(result, question, outcomes)
+                        records[at] = records[at]._replace(placements=placed)
+                        at += 1
     return records
 
 
