@@ -36,8 +36,8 @@ def _sample() -> dict[str, Any]:
     filler = [f"On {day} I went to {place}." for day in DAYS for place in PLACES]
     turns = [("Ann", "I painted a sunset by the lake.")]
     turns += [("Bob" if i % 2 == 0 else "Ann", text) for i, text in enumerate(filler[:18])]
-    # The second evidence turn shares no word with the question and sits far from the first,
-    # so neither the index nor the neighbours lead to it.
+    # The second evidence turn shares no word with the question but Ann's name, which the
+    # benchmark does not count, and sits far from the first: no neighbour leads to it either.
     turns += [("Ann", "It took me the whole of May.")]
     turns += [("Ann" if i % 2 == 0 else "Bob", text) for i, text in enumerate(filler[18:])]
     session = [
