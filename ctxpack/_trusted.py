@@ -27,13 +27,8 @@ def trusted_instance(cls: type[M], values: dict[str, Any], fields_set: Iterable[
     """An instance of ``cls`` holding ``values`` (every field, in declaration order), as if
     validated with only ``fields_set`` given. The caller guarantees the values are valid; use
     this only for models without private attributes or extra fields."""
-    instance = _new(cls)
-    _set_dict(instance, values)
     # A set of its own, as pydantic's: model_copy() updates it in place.
-    _set_fields(instance, set(fields_set))
-    _set_extra(instance, None)
-    _set_private(instance, None)
-    return instance
+    return trusted_frozen_instance(cls, values, set(fields_set))
 
 
 def trusted_frozen_instance(cls: type[M], values: dict[str, Any], fields_set: set[str]) -> M:
