@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = [
+    "ArtifactNotFoundError",
     "BudgetExceededError",
     "ConfigError",
     "CtxpackError",
@@ -66,3 +67,24 @@ class TokenizerUnavailableError(CtxpackError, RuntimeError):
 
 class ConfigError(CtxpackError, ValueError):
     """A stage, pipeline or function was configured with an invalid value."""
+
+
+class ArtifactNotFoundError(CtxpackError, KeyError):
+    """An artifact id is not in the store it was looked up in.
+
+    Attributes:
+        artifact: The id that was asked for.
+        store: A description of the store (its path for SQLite).
+    """
+
+    def __init__(self, artifact: str, *, store: str) -> None:
+        self.artifact = artifact
+        self.store = store
+        super().__init__(
+            f"no artifact {artifact!r} in store {store!r}; ids come from put() on the same store "
+            "(a result's decisions and markers name them)"
+        )
+
+    def __str__(self) -> str:
+        # KeyError's own __str__ would print the message inside quotes.
+        return str(self.args[0])

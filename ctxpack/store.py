@@ -1,0 +1,128 @@
+"""Artifacts: originals that were shortened, cleared or compacted, kept retrievable by id.
+
+An artifact store is content-addressed: the same text always gets the same id, so putting an
+original twice stores it once, and an id read from an old request still resolves. The default
+backend is SQLite (a file, or ``":memory:"``); any object with ``put`` and ``get`` can replace it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from .errors import ArtifactNotFoundError
+
+__all__ = ["ArtifactStore", "SQLiteArtifactStore", "artifact_id"]
+
+
+def artifact_id(text: str) -> str:
+    """The id an artifact store gives ``text``: ``"art_"`` and 16 hex digits of its SHA-256.
+
+    Example:
+        >>> artifact_id("hello")
+        'art_2cf24dba5fb0a30e'
+    """
+    return "art_" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+@runtime_checkable
+class ArtifactStore(Protocol):
+    """Where originals are kept: ``put`` returns an id, ``get`` gives the text back."""
+
+    def put(self, text: str, **metadata: Any) -> str: ...
+
+    def get(self, artifact: str) -> str: ...
+
+
+class SQLiteArtifactStore:
+    """Artifacts in SQLite: content-addressed, durable once ``put()`` returns, safe under threads.
+
+    Args:
+        path: A database file (created if missing) or ``":memory:"``.
+
+    Example:
+        >>> store = SQLiteArtifactStore(":memory:")
+        >>> ref = store.put("pytest output ...", tool="bash")
+        >>> store.get(ref)
+        'pytest output ...'
+        >>> store.metadata(ref)
+        {'tool': 'bash'}
+    """
+
+    def __init__(self, path: str | Path = ":memory:") -> None:
+        self.path = str(path)
+        # One connection shared by threads under a lock: SQLite serialises writers anyway, and a
+        # connection per thread would make ":memory:" stores invisible to each other.
+        self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._lock = threading.Lock()
+        with self._lock:
+            if self.path != ":memory:":
+                self._conn.execute("PRAGMA journal_mode=WAL")
+            # FULL: a put() that returned survives the process being killed, and a power cut.
+            self._conn.execute("PRAGMA synchronous=FULL")
+            self._conn.execute(
+                "CREATE TABLE IF NOT EXISTS artifacts ("
+                " id TEXT PRIMARY KEY, text TEXT NOT NULL, metadata TEXT NOT NULL)"
+            )
+
+    def put(self, text: str, **metadata: Any) -> str:
+        """Store ``text`` (once, whatever the number of calls) and return its id.
+
+        Metadata must be JSON-serialisable; the first ``put`` of a text sets it.
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"an artifact is a str, got {type(text).__name__}")
+        ref = artifact_id(text)
+        meta = json.dumps(metadata, sort_keys=True, default=str)
+        with self._lock:
+            self._conn.execute(
+                "INSERT OR IGNORE INTO artifacts (id, text, metadata) VALUES (?, ?, ?)",
+                (ref, text, meta),
+            )
+        return ref
+
+    def get(self, artifact: str) -> str:
+        """The text stored under ``artifact``.
+
+        Raises:
+            ArtifactNotFoundError: no such id in this store.
+        """
+        return str(self._row(artifact)[0])
+
+    def metadata(self, artifact: str) -> dict[str, Any]:
+        """The metadata given when ``artifact`` was first put."""
+        meta: dict[str, Any] = json.loads(self._row(artifact)[1])
+        return meta
+
+    def __contains__(self, artifact: object) -> bool:
+        if not isinstance(artifact, str):
+            return False
+        with self._lock:
+            row = self._conn.execute("SELECT 1 FROM artifacts WHERE id = ?", (artifact,))
+            return row.fetchone() is not None
+
+    def __len__(self) -> int:
+        with self._lock:
+            (n,) = self._conn.execute("SELECT COUNT(*) FROM artifacts").fetchone()
+        return int(n)
+
+    def close(self) -> None:
+        """Close the connection; the file keeps everything that was put."""
+        with self._lock:
+            self._conn.close()
+
+    def _row(self, artifact: str) -> tuple[str, str]:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT text, metadata FROM artifacts WHERE id = ?", (artifact,)
+            ).fetchone()
+        if row is None:
+            raise ArtifactNotFoundError(artifact, store=self.path)
+        return (row[0], row[1])
+
+    def __repr__(self) -> str:
+        return f"SQLiteArtifactStore({self.path!r})"
