@@ -13,6 +13,8 @@ from .adapters import to_langchain as to_langchain
 from .adapters import to_openai as to_openai
 from .adapters import validate_anthropic as validate_anthropic
 from .adapters import validate_openai as validate_openai
+from .editing import Compactor as Compactor
+from .editing import ToolResultClearer as ToolResultClearer
 from .embeddings import MiniLMEmbedder as MiniLMEmbedder
 from .errors import BudgetExceededError as BudgetExceededError
 from .errors import ConfigError as ConfigError
@@ -57,6 +59,7 @@ __all__ = [
     "ApproximateTokenCountWarning",
     "BudgetExceededError",
     "CitationInheritor",
+    "Compactor",
     "ConfigError",
     "CtxpackError",
     "Decision",
@@ -79,6 +82,7 @@ __all__ = [
     "TokenCounter",
     "TokenizerUnavailableError",
     "ToolCall",
+    "ToolResultClearer",
     "TurnAlternator",
     "anthropic_approx_counter",
     "compress_lines",

@@ -46,6 +46,9 @@ EXPECTED = {
     "TurnAlternator",
     "compress_lines",
     "semantic_pipeline",
+    # context editing
+    "Compactor",
+    "ToolResultClearer",
     # embeddings
     "MiniLMEmbedder",
     # adapters
