@@ -64,10 +64,6 @@ DEFAULT_PLACEHOLDER = (
 )
 # Prices used when neither the stage nor the context names a priced model.
 _DEFAULT_PRICED_MODEL = "claude-sonnet-4-5"
-# Without a better guess, a session is expected to go on for this share of the requests it has
-# made so far: the median remaining life of a session whose length is unknown (scale-free) is
-# its age, and a clear that does not pay back costs more than it saves, so the guess is halved.
-_RESEND_SHARE = 0.5
 # Anthropic's compaction refuses a trigger under this many input tokens.
 COMPACTION_FLOOR = 50_000
 NOT_ENOUGH_MESSAGES = "Not enough messages to compact."
@@ -158,7 +154,10 @@ class ToolResultClearer(_StoreModel):
     With ``cache_aware=True`` (the default) it replays the history request by request; a batch
     is cleared at a request whose prompt, with the earlier batches applied, exceeds ``trigger``,
     and only when the batch pays for the cache it breaks: tokens removed x expected re-sends x
-    cache-read price > cache-write price x tokens after the edit point. The same history always
+    cache-read price > cache-write price x tokens after the edit point. Unless
+    ``expected_resends`` is given, the re-sends expected are those the clearable tokens have
+    already had since the last batch (while the prompt was over the trigger): a batch is
+    cleared once what re-sending them has cost pays for the rewrite. The same history always
     gives the same batches, and a longer history the same first batches.
 
     Args:
@@ -177,8 +176,8 @@ class ToolResultClearer(_StoreModel):
             the context's model when it is priced, else ``claude-sonnet-4-5``.
         price: A :class:`~ctxpack.cost.Price` to use instead.
         ttl: The cache lifetime paid for: ``"5m"`` or ``"1h"`` (picks the write price).
-        expected_resends: How many more requests will re-send a removed token; by default the
-            number of requests made so far (a session tends to last about as long again).
+        expected_resends: How many more requests will re-send a removed token; by default as
+            many as the clearable tokens have been re-sent since the last batch.
         store: Where originals are also put; they are always in ``result.artifacts``.
 
     Example:
@@ -296,8 +295,10 @@ class ToolResultClearer(_StoreModel):
         current = sizes[:]  # each message's size with the batches so far applied
         cleared_tools = 0
         cleared_thinking = 0
+        # What re-sending the clearable tokens has cost since the last batch, at the read price.
+        rent = 0.0
         out: list[ClearBatch] = []
-        for request, p in enumerate(points):
+        for p in points:
             prompt = REPLY_PRIMING + (sum(current[:p]) if self.cache_aware else sum(sizes[:p]))
             if prompt <= self.trigger:
                 continue
@@ -311,6 +312,7 @@ class ToolResultClearer(_StoreModel):
             batch_tools = tools[cleared_tools:new_tools]
             batch_thinking = thinking[cleared_thinking:new_thinking]
             removed = sum(s for _, s, _ in batch_tools) + sum(s for _, s in batch_thinking)
+            rent += removed * read  # this request re-sends them unless it clears them
             if removed <= 0 or removed < self.clear_at_least:
                 continue
             edit = min([e for _, _, e in batch_tools] + [q for q, _ in batch_thinking])
@@ -321,8 +323,12 @@ class ToolResultClearer(_StoreModel):
                 edited[q] -= s
             after = REPLY_PRIMING + sum(edited[edit:p])
             if self.cache_aware:
-                resends = self.expected_resends or max(1, int(request * _RESEND_SHARE))
-                if removed * resends * read <= write * after:
+                # Without a given number of re-sends, expect as many as these tokens have
+                # already had while clearable: clear once their rent has paid for the rewrite
+                # (the break-even rule: never more than twice the cost of the best choice
+                # made knowing the future, and it batches, since the rent starts again at 0).
+                saved = removed * read * self.expected_resends if self.expected_resends else rent
+                if saved <= write * after:
                     continue
             ids = sorted(
                 {messages[q].id for q, _, _ in batch_tools}
@@ -333,6 +339,7 @@ class ToolResultClearer(_StoreModel):
             out.append(ClearBatch(p, tuple(ids), removed, after))
             current = edited
             cleared_tools, cleared_thinking = new_tools, new_thinking
+            rent = 0.0
         return out
 
     # ---------------------------------------------------------------------------- the stage
@@ -452,7 +459,7 @@ _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)*(?![\w])")
 _RETURNCODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
 _ERROR_LINE = re.compile(
     r"Traceback|Error\b|Exception\b|\bFAILED\b|\bFAIL\b|error:|\bassert(?:ion)?\b|"
-    r"No such file|not found|command not found|SyntaxError",
+    r"No such file|not found|command not found|SyntaxError|^\s*File \"",
     re.IGNORECASE,
 )
 _DECISION = re.compile(
