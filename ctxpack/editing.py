@@ -64,6 +64,10 @@ DEFAULT_PLACEHOLDER = (
 )
 # Prices used when neither the stage nor the context names a priced model.
 _DEFAULT_PRICED_MODEL = "claude-sonnet-4-5"
+# By default a batch waits until re-sending the clearable tokens has cost this many times the
+# rewrite: it then expects (re-sends so far) / _PATIENCE more. At 1 (break even) a clear made
+# shortly before a session ends costs more than it saves.
+_PATIENCE = 2.0
 # Anthropic's compaction refuses a trigger under this many input tokens.
 COMPACTION_FLOOR = 50_000
 NOT_ENOUGH_MESSAGES = "Not enough messages to compact."
@@ -327,7 +331,11 @@ class ToolResultClearer(_StoreModel):
                 # already had while clearable: clear once their rent has paid for the rewrite
                 # (the break-even rule: never more than twice the cost of the best choice
                 # made knowing the future, and it batches, since the rent starts again at 0).
-                saved = removed * read * self.expected_resends if self.expected_resends else rent
+                saved = (
+                    removed * read * self.expected_resends
+                    if self.expected_resends
+                    else rent / _PATIENCE
+                )
                 if saved <= write * after:
                     continue
             ids = sorted(
