@@ -56,6 +56,7 @@ __all__ = [
     "Compactor",
     "Summarizer",
     "ToolResultClearer",
+    "evidence_terms",
     "extractive_digest",
 ]
 
