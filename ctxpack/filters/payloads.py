@@ -1,0 +1,118 @@
+"""JSON payloads (APIs, MCP tools): the fields the goal needs, arrays collapsed to their first
+items, their errors and their outliers with a count; ids, timestamps and pagination metadata
+dropped unless the goal names them. The result is still valid JSON."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ._base import Extract, ToolOutput
+
+__all__ = ["JSONPayloadFilter"]
+
+_NOISE_KEY = re.compile(
+    r"^(id|_id|uuid|guid|node_id|etag|e_tag|cursor|next|prev|previous|next_cursor|next_page|"
+    r"prev_page|page|per_page|page_size|total_pages|offset|limit|links|_links|href|self|"
+    r"created_at|updated_at|created|updated|modified|modified_at|timestamp|ts|date|"
+    r"last_modified|etag|request_id|trace_id|span_id|avatar_url|gravatar_id|\w+_url|"
+    r"\w+_at|\w+_id|\w+_ids|url|uri)$",
+    re.IGNORECASE,
+)
+_ERRORISH = re.compile(r"error|fail|invalid|denied|exception|warning|critical", re.IGNORECASE)
+
+
+class JSONPayloadFilter:
+    """A JSON payload: noise keys dropped (ids, timestamps, URLs, pagination) unless the goal
+    names them; each array longer than ``max_items`` keeps its first items, the items that
+    look like errors and numeric outliers, then a string saying how many were left out. The
+    values kept are the original values; the result is re-serialised compactly.
+
+    Args:
+        max_items: Items an array keeps (errors and outliers may add a few).
+
+    Example:
+        >>> from ctxpack.filters import ToolOutput
+        >>> doc = {"items": [{"id": i, "name": f"n{i}", "status": "ok"} for i in range(50)],
+        ...        "next_cursor": "abc"}
+        >>> doc["items"][40]["status"] = "error: quota"
+        >>> slim = JSONPayloadFilter(max_items=2).extract(ToolOutput(json.dumps(doc))).text
+        >>> json.loads(slim)["items"][1:]
+        [{'name': 'n1', 'status': 'ok'}, {'name': 'n40', 'status': 'error: quota'},
+         '[… 47 more items hidden]']
+    """
+
+    kind = "json"
+
+    def __init__(self, *, max_items: int = 5) -> None:
+        self.max_items = max_items
+
+    def __repr__(self) -> str:
+        return f"JSONPayloadFilter(max_items={self.max_items})"
+
+    def _document(self, output: ToolOutput) -> tuple[Any, list[int]] | None:
+        body = output.body
+        text = "\n".join(output.lines[i] for i in body).strip()
+        if not text or text[0] not in "[{":
+            return None
+        try:
+            return json.loads(text), body
+        except ValueError:
+            return None
+
+    def detect(self, output: ToolOutput, /) -> float:
+        return 0.8 if self._document(output) is not None else 0.0
+
+    def extract(self, output: ToolOutput, /) -> Extract | None:
+        found = self._document(output)
+        if found is None:
+            return None
+        document, body = found
+        counts = {"keys": 0, "items": 0}
+        slim = self._slim(document, output, counts)
+        if not counts["keys"] and not counts["items"]:
+            return None
+        head = [output.lines[i] for i in sorted(output.envelope) if not body or i < body[0]]
+        tail = [output.lines[i] for i in sorted(output.envelope) if body and i > body[-1]]
+        dumped = json.dumps(slim, ensure_ascii=False, separators=(",", ":"))
+        summary = f"{counts['keys']} noise fields and {counts['items']} array items hidden"
+        return Extract("\n".join([*head, dumped, *tail]), summary)
+
+    def _slim(self, value: Any, output: ToolOutput, counts: dict[str, int]) -> Any:
+        if isinstance(value, dict):
+            out: dict[str, Any] = {}
+            for key, child in value.items():
+                if (
+                    _NOISE_KEY.match(key)
+                    and key.lower() not in output.goal_words
+                    and len(value) > 1
+                ):
+                    counts["keys"] += 1
+                    continue
+                out[key] = self._slim(child, output, counts)
+            return out
+        if isinstance(value, list):
+            if len(value) <= self.max_items + 1:
+                return [self._slim(v, output, counts) for v in value]
+            chosen = list(range(self.max_items))
+            for i, item in enumerate(value):
+                if i not in chosen and (
+                    _ERRORISH.search(json.dumps(item)) or output.mentions_goal(json.dumps(item))
+                ):
+                    chosen.append(i)
+                if len(chosen) >= self.max_items * 2:
+                    break
+            numbers = [
+                (v, i)
+                for i, v in enumerate(value)
+                if isinstance(v, int | float) and not isinstance(v, bool)
+            ]
+            if numbers:
+                chosen.extend(i for _, i in (min(numbers), max(numbers)))
+            chosen = sorted(set(chosen))
+            hidden = len(value) - len(chosen)
+            counts["items"] += hidden
+            kept = [self._slim(value[i], output, counts) for i in chosen]
+            return [*kept, f"[… {hidden} more items hidden]"]
+        return value
