@@ -215,10 +215,19 @@ def hidden(count: int, what: str = "lines", where: str = "") -> str:
     return f"[… {count} {what} hidden{where}]"
 
 
+def _gap_note(first: int, last: int) -> str:
+    """The note for hidden lines ``first..last`` (1-based, inclusive)."""
+    if first == last:
+        return f"[… 1 line hidden: {first}]"
+    return f"[… {last - first + 1} lines hidden: {first}-{last}]"
+
+
 def assemble(
     output: ToolOutput, keep: Iterable[int], *, notes: dict[int, str] | None = None
 ) -> str:
-    """The kept lines in order, with a note for each gap saying which original lines it hides.
+    """The kept lines in order, with a note for each gap saying which original lines it hides
+    (numbered from 1, as the retrieve tool reads them). A gap whose lines are no longer than
+    its note is shown instead: a note must save something.
 
     Args:
         output: The output the indices refer to.
@@ -231,25 +240,23 @@ def assemble(
     extra = notes or {}
     out: list[str] = []
     previous = -1
+
+    def gap(start: int, stop: int) -> None:  # hidden: lines[start:stop]
+        if stop <= start:
+            return
+        note = _gap_note(start + 1, stop)
+        if sum(len(line) + 1 for line in lines[start:stop]) <= len(note) + 1:
+            out.extend(lines[start:stop])
+        else:
+            out.append(note)
+
     for i in kept:
-        gap = i - previous - 1
-        if gap > 0:
-            out.append(
-                f"[… {gap} lines hidden: {previous + 2}-{i}]"
-                if gap > 1
-                else f"[… 1 line hidden: {i}]"
-            )
+        gap(previous + 1, i)
         if i in extra:
             out.append(extra[i])
         out.append(lines[i])
         previous = i
-    tail = len(lines) - previous - 1
-    if tail > 0:
-        out.append(
-            f"[… {tail} lines hidden: {previous + 2}-{len(lines)}]"
-            if tail > 1
-            else f"[… 1 line hidden: {len(lines)}]"
-        )
+    gap(previous + 1, len(lines))
     out.extend(note for i, note in sorted(extra.items()) if i >= len(lines) or i not in kept)
     return "\n".join(out)
 

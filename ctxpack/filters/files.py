@@ -21,6 +21,7 @@ _DEFINITION = re.compile(
     r"(public|private|protected)\s+[\w<>\[\]]+\s+\w+\s*\()\b"
 )
 _STRIP_NUMBER = re.compile(r"^\s*\d+[\t:|]\s?")
+_MAX_DEFINITIONS = 12
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 
 _DIFF_COMMAND = re.compile(r"\b(git (diff|show|log -p|format-patch)|diff\s)")
@@ -105,12 +106,15 @@ class FileViewFilter:
             if len(keep | window) > budget:
                 continue
             keep |= window
-        # Then the definitions, which tell what the hidden lines belong to.
+        # Then the top-level definitions, which tell what the hidden lines belong to.
+        definitions = 0
         for i in body:
-            if len(keep) >= budget:
+            if len(keep) >= budget or definitions >= _MAX_DEFINITIONS:
                 break
-            if _DEFINITION.match(_STRIP_NUMBER.sub("", lines[i])):
+            code = _STRIP_NUMBER.sub("", lines[i])
+            if not code[:1].isspace() and _DEFINITION.match(code):
                 keep.add(i)
+                definitions += 1
         if len(keep) >= len(lines) - 1:
             return None
         summary = f"{len(score)} lines naming the goal, {len(keep)} of {len(lines)} lines kept"

@@ -20,7 +20,14 @@ _NOISE_KEY = re.compile(
     r"\w+_at|\w+_id|\w+_ids|url|uri)$",
     re.IGNORECASE,
 )
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 _ERRORISH = re.compile(r"error|fail|invalid|denied|exception|warning|critical", re.IGNORECASE)
+
+
+def _named(key: str, output: ToolOutput) -> bool:
+    """Whether the goal names ``key`` (ids and short keys too)."""
+    goal = output.goal or ""
+    return bool(goal) and re.search(rf"\b{re.escape(key)}\b", goal, re.IGNORECASE) is not None
 
 
 class JSONPayloadFilter:
@@ -83,11 +90,7 @@ class JSONPayloadFilter:
         if isinstance(value, dict):
             out: dict[str, Any] = {}
             for key, child in value.items():
-                if (
-                    _NOISE_KEY.match(key)
-                    and key.lower() not in output.goal_words
-                    and len(value) > 1
-                ):
+                if _NOISE_KEY.match(key) and len(value) > 1 and not _named(key, output):
                     counts["keys"] += 1
                     continue
                 out[key] = self._slim(child, output, counts)
@@ -96,13 +99,16 @@ class JSONPayloadFilter:
             if len(value) <= self.max_items + 1:
                 return [self._slim(v, output, counts) for v in value]
             chosen = list(range(self.max_items))
-            for i, item in enumerate(value):
-                if i not in chosen and (
-                    _ERRORISH.search(json.dumps(item)) or output.mentions_goal(json.dumps(item))
-                ):
-                    chosen.append(i)
-                if len(chosen) >= self.max_items * 2:
-                    break
+            # Then up to as many again: the items sharing the most words with the goal, then
+            # those that look like errors.
+            scored = []
+            for i in range(self.max_items, len(value)):
+                dumped = json.dumps(value[i], ensure_ascii=False)
+                words = {w.lower() for w in _WORD.findall(dumped)} & output.goal_words
+                score = 2 * len(words) + bool(_ERRORISH.search(dumped))
+                if score:
+                    scored.append((-score, i))
+            chosen.extend(i for _, i in sorted(scored)[: self.max_items])
             numbers = [
                 (v, i)
                 for i, v in enumerate(value)

@@ -72,6 +72,7 @@ _LIBRARY = re.compile(
     r"site-packages|dist-packages|node_modules|/usr/lib/|/lib/python\d|<frozen |"
     r"internal/|/rustc/|\(node:|/\.cargo/registry/|jest-circus|unittest/case\.py"
 )
+_GO_FAIL = re.compile(r"^\s*--- FAIL: ")
 _LOOSE_ERROR = re.compile(r"\b\w*(Error|Exception)\b|^error\b|^Traceback ", re.IGNORECASE)
 _DETAILS_PER_FAILURE = 14
 
@@ -131,6 +132,12 @@ class TestRunFilter:
             if first_match(_FAILURE_HEAD, line):
                 keep.add(i)
                 failures += 1
+                if _GO_FAIL.match(line):
+                    # go test prints a failure's messages before its "--- FAIL" line.
+                    j = i - 1
+                    while j >= 0 and i - j <= _DETAILS_PER_FAILURE and lines[j][:1].isspace():
+                        keep.add(j)
+                        j -= 1
                 in_failure, details = True, 0
                 continue
             if not line.strip():
@@ -152,7 +159,7 @@ class TestRunFilter:
                     keep.add(i + 1)
         if (not totals and not failures) or len(keep) >= len(lines) - 1:
             return None
-        summary = f"{failures} failure{'s' if failures != 1 else ''} shown"
+        summary = "totals and failures kept" if failures else "totals kept, no failure"
         if library:
             summary += f", {library} library frames hidden"
         return Extract(assemble(output, keep), summary)
