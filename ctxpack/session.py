@@ -112,6 +112,13 @@ class Session:
         pipeline: Stages run at render time on the compact record (say, a clearer or a
             compactor). With a budget, it must end with a packer; ``None`` then means
             :func:`default_pipeline`.
+        filter_when: ``"arrival"`` (the default): a tool output is filtered when it is
+            appended, and the compact record only ever grows at its end. ``"answered"``: the
+            outputs the agent has not answered yet are sent whole, and each is filtered once,
+            when the agent's next message arrives, with that message as part of its goal (it
+            names what the agent used). The model sees every output whole once; the price is
+            that the last tool output before a new assistant message changes once, so a prompt
+            cache rewrites it (shortened) on the next request.
 
     Example:
         >>> session = Session(model="gpt-4")
@@ -145,7 +152,11 @@ class Session:
         filters: ToolOutputFilter | Sequence[OutputFilter] | bool | None = None,
         retrieve_tool: bool = True,
         pipeline: Stage | None = None,
+        filter_when: Literal["arrival", "answered"] = "arrival",
     ) -> None:
+        if filter_when not in ("arrival", "answered"):
+            raise ConfigError(f"filter_when must be 'arrival' or 'answered', got {filter_when!r}")
+        self.filter_when = filter_when
         self.model = model
         self.counter: TokenCounter = get_counter(model, counter)
         self.store: ArtifactStore = SQLiteArtifactStore(":memory:") if store is None else store
@@ -177,6 +188,7 @@ class Session:
         self._calls: dict[str, _Call] = {}
         self._records: dict[str, FilterRecord] = {}
         self._decisions: list[Decision] = []
+        self._pending: list[int] = []  # tool outputs awaiting the agent's answer (positions)
 
     # ------------------------------------------------------------------------------- input
 
@@ -255,12 +267,22 @@ class Session:
                     command=_command_of(call.function.arguments),
                     goal=msg.text,
                 )
+        if msg.role == "assistant" and self._pending:
+            # The agent has answered the outputs it was waiting on: filter them now, with its
+            # answer as part of their goal (it names what it used).
+            answer = "\n".join([msg.text, *(c.function.arguments for c in msg.tool_calls or ())])
+            for position in self._pending:
+                self._compact[position] = self._filtered(self._raw[position], answer)
+            self._pending = []
         if msg.role == "tool":
-            compact = self._filtered(msg)
+            if self.filter_when == "answered":
+                self._pending.append(index)
+            else:
+                compact = self._filtered(msg)
         self._raw.append(msg)
         self._compact.append(compact)
 
-    def _filtered(self, msg: Message) -> Message:
+    def _filtered(self, msg: Message, answer: str = "") -> Message:
         call = self._calls.get(msg.tool_call_id or "")
         tool = call.tool if call else None
         command = call.command if call else None
@@ -281,6 +303,8 @@ class Session:
             )
             return msg
         goal = call.goal if call and call.goal.strip() else self._last_user_text()
+        if answer:
+            goal = f"{goal}\n{answer}"
         out = self.filter(
             msg.text, tool=tool, command=command, goal=goal, store=None, message_id=msg.id
         )
@@ -409,7 +433,16 @@ class Session:
         originals = {
             raw.id: raw for raw in self._raw if (r := self._records.get(raw.id)) and r.shortened
         }
-        filter_log = DecisionLog(self._decisions)
+        waiting = [
+            Decision(
+                stage="filter",
+                action="kept",
+                message_id=self._raw[i].id,
+                reason="tool output sent whole until the agent answers it (filter_when='answered')",
+            )
+            for i in self._pending
+        ]
+        filter_log = DecisionLog([*self._decisions, *waiting])
         raw_tokens = REPLY_PRIMING + sum(self.counter.count_message(m) for m in self._raw)
         if budget is None and self.pipeline is None:
             tool_tokens = tool_definition_tokens(all_tools, self.counter) if all_tools else 0
