@@ -520,3 +520,27 @@ def test_an_on_demand_compaction_block_first_in_a_user_message_is_valid() -> Non
         ctxpack.validate_anthropic(
             {"messages": [{"role": "user", "content": [{"type": "compaction"}]}]}
         )
+
+
+# ------------------------------------------------------------------------------------ Session
+
+
+def test_the_stages_run_in_a_session_and_keep_its_originals_reachable() -> None:
+    store = SQLiteArtifactStore(":memory:")
+    clearer = ToolResultClearer(trigger=300, keep=1, cache_aware=False, store=store)
+    session = ctxpack.Session(
+        counter=words, store=store, filters=False, pipeline=Pipeline([clearer])
+    )
+    history = agent_history([100] * 4)
+    session.extend(history)
+    result = session.render()
+    assert [d.message_id for d in result.decisions if d.action == "cleared"] == ["t0", "t1", "t2"]
+    assert result.original("t0").text == history[3]["content"]  # type: ignore[union-attr]
+    ref = artifact_id(history[3]["content"])
+    assert ref in result.messages[3].text and store.get(ref) == history[3]["content"]
+    compactor = Compactor(trigger=50_000, keep_recent=2)
+    session = ctxpack.Session(counter=words, filters=False, pipeline=Pipeline([compactor]))
+    session.extend(big_session())
+    rendered = session.render()
+    assert any(m.id.startswith("summary-") for m in rendered.messages)
+    ctxpack.validate_openai(rendered.to_openai())
