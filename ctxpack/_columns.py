@@ -18,7 +18,6 @@ from ._prefix import PrefixMemo
 from .messages import ROLES, Message
 
 __all__ = [
-    "ANTHROPIC",
     "DEVELOPER",
     "IMPORTANT",
     "PINNED",
@@ -42,7 +41,6 @@ PINNED = 8
 IMPORTANT = 16  # metadata["important"] is truthy
 PRIORITY = 32  # priority is not 0
 TOOL = 64  # calls tools or answers a call
-ANTHROPIC = 128  # made by from_anthropic()
 
 T = TypeVar("T")
 
@@ -53,11 +51,8 @@ def _flags(msg: Message) -> int:
     value = _ROLE_FLAG.get(msg.role, 0)
     if msg.pinned:
         value |= PINNED
-    if msg.metadata:
-        if msg.metadata.get("important"):
-            value |= IMPORTANT
-        if "anthropic" in msg.metadata:
-            value |= ANTHROPIC
+    if msg.metadata and msg.metadata.get("important"):
+        value |= IMPORTANT
     if msg.priority:
         value |= PRIORITY
     if msg.tool_calls or msg.role == "tool":

@@ -23,12 +23,22 @@ _set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
 _set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
-def trusted_instance(cls: type[M], values: dict[str, Any], fields_set: Iterable[str]) -> M:
+def trusted_instance(
+    cls: type[M],
+    values: dict[str, Any],
+    fields_set: Iterable[str],
+    private: dict[str, Any] | None = None,
+) -> M:
     """An instance of ``cls`` holding ``values`` (every field, in declaration order), as if
     validated with only ``fields_set`` given. The caller guarantees the values are valid; use
-    this only for models without private attributes or extra fields."""
+    this only for models without extra fields. ``private`` is the private attributes' dict
+    (``{}`` for a model that declares some, as pydantic gives it, ``None`` for one that has
+    none)."""
     # A set of its own, as pydantic's: model_copy() updates it in place.
-    return trusted_frozen_instance(cls, values, set(fields_set))
+    instance = trusted_frozen_instance(cls, values, set(fields_set))
+    if private is not None:
+        _set_private(instance, private)
+    return instance
 
 
 def trusted_frozen_instance(cls: type[M], values: dict[str, Any], fields_set: set[str]) -> M:
