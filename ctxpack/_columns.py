@@ -15,9 +15,10 @@ import numpy as np
 import numpy.typing as npt
 
 from ._prefix import PrefixMemo
-from .messages import ROLES, Message
+from .messages import ROLES, Message, provider_of
 
 __all__ = [
+    "ANTHROPIC",
     "DEVELOPER",
     "IMPORTANT",
     "PINNED",
@@ -41,6 +42,7 @@ PINNED = 8
 IMPORTANT = 16  # metadata["important"] is truthy
 PRIORITY = 32  # priority is not 0
 TOOL = 64  # calls tools or answers a call
+ANTHROPIC = 128  # made by from_anthropic() (recorded outside metadata, see provider_of)
 
 T = TypeVar("T")
 
@@ -57,6 +59,8 @@ def _flags(msg: Message) -> int:
         value |= PRIORITY
     if msg.tool_calls or msg.role == "tool":
         value |= TOOL
+    if provider_of(msg) == "anthropic":
+        value |= ANTHROPIC
     return value
 
 

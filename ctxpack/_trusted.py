@@ -41,17 +41,22 @@ def trusted_instance(
     return instance
 
 
-def trusted_frozen_instance(cls: type[M], values: dict[str, Any], fields_set: set[str]) -> M:
+def trusted_frozen_instance(
+    cls: type[M],
+    values: dict[str, Any],
+    fields_set: set[str],
+    private: dict[str, Any] | None = None,
+) -> M:
     """:func:`trusted_instance` for a frozen model, sharing ``fields_set`` between instances.
 
     A set of eight names takes 728 bytes, more than the instance and its values together; the
     packer makes hundreds of decisions per call. Sharing is safe only for frozen models: nothing
     can set a field in place, and ``model_copy()`` copies the set before it adds to it. The
-    caller never mutates ``fields_set``.
+    caller never mutates ``fields_set``. ``private`` is as for :func:`trusted_instance`.
     """
     instance = _new(cls)
     _set_dict(instance, values)
     _set_fields(instance, fields_set)
     _set_extra(instance, None)
-    _set_private(instance, None)
+    _set_private(instance, private)
     return instance

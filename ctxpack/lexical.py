@@ -708,7 +708,8 @@ class IndexPool:
     """The indexes of the conversations packed last, each lent to one caller at a time.
 
     :meth:`borrow` hands out the index that shares the longest prefix with the conversation
-    (found by its first texts, then checked text by text), synced to it; no other caller can
+    (found by its first texts, then checked text by text; at least half of the index), synced
+    to it; no other caller can
     use that index until it is given back. Two conversations that begin alike each keep an index
     of their own, and two threads packing the same conversation at once each get one (the
     second builds a new one). At most ``size`` indexes are kept, the least recently used
@@ -733,7 +734,9 @@ class IndexPool:
             for at, index in enumerate(self._free):
                 if index.language == language and index.texts[:3] == head:
                     shared = index.common_prefix(texts)
-                    if shared > best_shared:
+                    # Another conversation that only begins alike keeps its index: taking it
+                    # would re-index both on every call when they are packed in turn.
+                    if shared > best_shared and 2 * shared >= len(index):
                         best, best_shared = at, shared
             if best >= 0:
                 return self._free.pop(best)

@@ -19,7 +19,7 @@ from typing import Any, Literal, NamedTuple, get_args
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from ._prefix import common_prefix, likely_prefix
-from ._trusted import trusted_instance
+from ._trusted import trusted_frozen_instance, trusted_instance
 from .caches import LRUCache, register
 from .errors import InvalidMessageError
 
@@ -233,8 +233,12 @@ def detached(message: Message) -> Message:
     else:
         copied = {key: copy_value(value) for key, value in values.items()}
     private = message.__pydantic_private__
-    return trusted_instance(
-        type(message), copied, message.__pydantic_fields_set__, dict(private or {})
+    # The fields set is shared: Message is frozen (see trusted_frozen_instance).
+    return trusted_frozen_instance(
+        type(message),
+        copied,
+        message.__pydantic_fields_set__,
+        None if private is None else dict(private),
     )
 
 

@@ -6,10 +6,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from typing import Any, Literal
 
+from ._columns import ANTHROPIC, flags
 from ._columns import ids as message_ids
 from .adapters.validate import check_openai_message
 from .errors import ConfigError
-from .messages import Message, detached, owned_messages, provider_of
+from .messages import Message, detached, owned_messages
 from .pipeline import Decision, PackContext, Pipeline, Stage
 from .result import PackResult
 from .stages import (
@@ -79,7 +80,7 @@ def _resolve_provider(
     if provider is None:
         if model is not None and model.lower().startswith(("claude", "anthropic")):
             return "anthropic"
-        return "anthropic" if any(provider_of(m) == "anthropic" for m in messages) else "openai"
+        return "anthropic" if (flags(messages) & ANTHROPIC).any() else "openai"
     if provider not in ("openai", "anthropic"):
         raise ConfigError(f"provider must be 'openai' or 'anthropic', got {provider!r}")
     return "anthropic" if provider == "anthropic" else "openai"

@@ -92,12 +92,13 @@ def long_texts(draw: st.DrawFn) -> str:
 
 
 @st.composite
-def contents(draw: st.DrawFn) -> str | list[dict[str, Any]]:
-    """A text, or (one time in five) a list of parts: texts and an image."""
+def contents(draw: st.DrawFn, *, images: bool = True) -> str | list[dict[str, Any]]:
+    """A text, or (one time in five) a list of parts: texts and, if allowed, an image (OpenAI
+    takes images in user messages only)."""
     if draw(st.integers(min_value=0, max_value=4)):
         return draw(texts())
     parts: list[dict[str, Any]] = [{"type": "text", "text": draw(texts())}]
-    if draw(st.booleans()):
+    if images and draw(st.booleans()):
         detail = draw(st.sampled_from(["low", "high", "auto"]))
         parts.append(
             {"type": "image_url", "image_url": {"url": "https://x.test/a.png", "detail": detail}}
@@ -138,8 +139,8 @@ def conversations(draw: st.DrawFn, *, max_turns: int = 14) -> Conversation:
     """Random conversations: system first, then a mix of turn kinds (see the module doc)."""
     # All explicit ids, all generated ids, or a mix.
     explicit_ids = draw(st.booleans())
-    # Most conversations are short; one in eight runs to a few hundred messages.
-    turns = max_turns if draw(st.integers(min_value=0, max_value=7)) else 300
+    # Most conversations are short; one in sixteen runs to a few hundred messages.
+    turns = max_turns if draw(st.integers(min_value=0, max_value=15)) else 200
     items: list[Any] = []
     said: list[tuple[str, Any]] = []
 
@@ -185,7 +186,7 @@ def conversations(draw: st.DrawFn, *, max_turns: int = 14) -> Conversation:
             data = {"role": "assistant", "content": draw(long_texts())}
         else:
             role = kind if kind in ("user", "assistant", "developer") else "user"
-            data = {"role": role, "content": draw(contents())}
+            data = {"role": role, "content": draw(contents(images=role == "user"))}
         if draw(st.integers(min_value=0, max_value=7)) == 0:
             data["pinned"] = True
         if draw(st.integers(min_value=0, max_value=4)) == 0:
