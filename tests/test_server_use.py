@@ -165,7 +165,7 @@ def _run_threads(count: int, work: Callable[[int], Any]) -> tuple[list[Any], lis
         try:
             start.wait()
             results[k] = work(k)
-        except BaseException as exc:  # noqa: BLE001 - every failure is reported by the test
+        except BaseException as exc:  # every failure is reported by the test
             errors.append(exc)
 
     threads = [threading.Thread(target=run, args=(k,)) for k in range(count)]
