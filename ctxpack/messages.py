@@ -370,6 +370,12 @@ def _unchanged(item: Any, snapshot: Any) -> bool:
 
 def _convert(index: int, item: Any, check: _Check | None) -> tuple[Any, Message]:
     """``(snapshot, owned message)`` for one input item, from the cache when still valid."""
+    if type(item) is dict and (check is None or getattr(check, "passes_plain_dicts", False)):
+        plain = _plain_message(item)
+        if plain is not None:
+            # Passes every rule by construction (the check says so of itself), and converting
+            # it costs less than a cache lookup: neither checked nor cached.
+            return dict(item), plain
     key = id(item)
     hit = _CONVERTED.get(key)
     snapshot: Any
@@ -378,7 +384,7 @@ def _convert(index: int, item: Any, check: _Check | None) -> tuple[Any, Message]
         if hit is not None and _unchanged(item, hit[0]):
             return hit[0], hit[1]
         snapshot = msg = detached(item)
-    elif type(item) is dict or isinstance(item, Mapping):
+    elif isinstance(item, Mapping):
         # A conversion is reused by a call with the same check, or with none.
         if hit is not None and (check is None or hit[2] is check) and _unchanged(item, hit[0]):
             return hit[0], hit[1]
@@ -529,7 +535,10 @@ def ensure_messages(
     Args:
         messages: ``Message`` objects or OpenAI-style dicts, in chronological order.
         check: An extra validation ``check(dict, index)`` run on each dict before conversion
-            (``pack()`` passes the OpenAI payload rules); it raises ``InvalidMessageError``.
+            (``pack()`` passes the OpenAI payload rules); it raises ``InvalidMessageError``. A
+            check with a true ``passes_plain_dicts`` attribute is skipped for the dicts that
+            pass every rule by construction (``role`` other than ``tool``, string ``content``,
+            optional string ``id`` and ``name``).
 
     Returns:
         A new list of new messages: the input is never mutated, and editing what is returned
