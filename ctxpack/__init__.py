@@ -13,6 +13,7 @@ from .adapters import to_langchain as to_langchain
 from .adapters import to_openai as to_openai
 from .adapters import validate_anthropic as validate_anthropic
 from .adapters import validate_openai as validate_openai
+from .caches import clear_caches as clear_caches
 from .embeddings import MiniLMEmbedder as MiniLMEmbedder
 from .errors import ArtifactNotFoundError as ArtifactNotFoundError
 from .errors import BudgetExceededError as BudgetExceededError
@@ -91,6 +92,7 @@ __all__ = [
     "ToolOutputFilter",
     "TurnAlternator",
     "anthropic_approx_counter",
+    "clear_caches",
     "compress_lines",
     "count_tokens",
     "count_tokens_approx",

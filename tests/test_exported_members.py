@@ -64,6 +64,8 @@ EXPECTED = {
     "to_openai",
     "validate_anthropic",
     "validate_openai",
+    # caches
+    "clear_caches",
 }
 
 
