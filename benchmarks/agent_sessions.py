@@ -351,7 +351,7 @@ _PATH = re.compile(
 _IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
 _INNER_CAPITAL = re.compile(r"[a-z0-9][A-Z]")
 # Numbers that carry information: three digits or more (line numbers, codes) or a decimal.
-_NUMBER = re.compile(r"(?<![\w.])(?:\d{3,}|\d+\.\d+)(?![\w])")
+_NUMBER = re.compile(r"(?<![\w.])(?:\d{3,}|\d+\.\d+)(?!\d)")
 
 _TERMS_CACHE: dict[str, frozenset[str]] = {}
 
