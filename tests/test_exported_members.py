@@ -46,6 +46,9 @@ EXPECTED = {
     "TurnAlternator",
     "compress_lines",
     "semantic_pipeline",
+    # context usage
+    "ContextUsage",
+    "context_usage",
     # embeddings
     "MiniLMEmbedder",
     # adapters
