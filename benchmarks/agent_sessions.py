@@ -743,7 +743,11 @@ def _evidence_count(summary: Mapping[str, Any]) -> str:
 
 
 def plot(summary: Mapping[str, Any], path: Path) -> bool:
-    """Cost (% of raw) against evidence survival, one point per strategy."""
+    """Cost (% of raw) against evidence survival, one point per strategy and billing.
+
+    Filled points are the headline billing (the first); hollow ones the second, joined to them.
+    Strategies that land on the same point share one label.
+    """
     try:
         import matplotlib
 
@@ -754,14 +758,30 @@ def plot(summary: Mapping[str, Any], path: Path) -> bool:
             "note: matplotlib is not installed; no plot (pip install matplotlib)", file=sys.stderr
         )
         return False
+    labels = list(next(iter(summary.values()))["cost_usd_by_billing"])
     raw = summary.get("raw")
-    base = raw["cost_usd"] if raw else max(s["cost_usd"] for s in summary.values())
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for name, s in summary.items():
-        x, y = 100 * s["cost_usd"] / base, 100 * s["evidence_survival"]
-        ax.scatter([x], [y])
-        ax.annotate(name, (x, y), textcoords="offset points", xytext=(5, 4), fontsize=8)
-    ax.set_xlabel("bill, % of raw (prompt cache modelled)")
+
+    def share(s: Mapping[str, Any], label: str) -> float:
+        base = raw["cost_usd_by_billing"][label] if raw else 1.0
+        return 100 * s["cost_usd_by_billing"][label] / base
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    names_at: dict[tuple[float, float], list[str]] = {}
+    for index, (name, s) in enumerate(summary.items()):
+        colour = f"C{index % 10}"
+        y = 100 * s["evidence_survival"]
+        x = share(s, labels[0])
+        ax.scatter([x], [y], color=colour, zorder=3)
+        if len(labels) > 1:
+            x2 = share(s, labels[1])
+            ax.scatter([x2], [y], facecolors="none", edgecolors=colour, zorder=3)
+            ax.plot([x, x2], [y, y], color=colour, linewidth=0.8, alpha=0.6)
+        names_at.setdefault((round(x, 1), round(y, 1)), []).append(name)
+    for (x, y), names in names_at.items():
+        ax.annotate(", ".join(names), (x, y), textcoords="offset points", xytext=(5, 4), fontsize=8)
+    ax.set_xlabel(
+        f"bill, % of raw: filled {labels[0]}" + (f", hollow {labels[1]}" if len(labels) > 1 else "")
+    )
     ax.set_ylabel("evidence present in the request, %")
     ax.set_title("Agent sessions: cost against evidence survival")
     ax.grid(alpha=0.3)

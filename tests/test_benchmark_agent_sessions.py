@@ -243,3 +243,16 @@ def test_the_billings_use_the_shipped_prices(bench: ModuleType) -> None:
     assert billing.price == price("gpt-5") and billing.cache_points == "message"
     with pytest.raises(ValueError, match="cache points"):
         bench.Billing.parse("gpt-5@token")
+
+
+def test_trim_messages_starting_on_a_human_turn_shrinks_to_the_system_prompt(
+    bench: ModuleType,
+) -> None:
+    # The only user message is the task: once it is trimmed away, nothing may follow the system.
+    pytest.importorskip("langchain_core")
+    session = _session(bench)
+    counter = get_counter(counter="cl100k_base")
+    factory = bench._with(bench.TrimMessages, budget=1_500, start_on="human")
+    run = bench.replay(session, "trim-human", factory, counter, _billing(bench))
+    assert [m["role"] for m in run.requests[-1].messages] == ["system"]
+    assert run.evidence_present < run.evidence_total
