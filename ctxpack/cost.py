@@ -43,8 +43,9 @@ __all__ = [
 
 MILLION = 1_000_000
 TTL_SECONDS: dict[str, float] = {"5m": 300.0, "1h": 3600.0}
-# Anthropic's published minimum cacheable prompt for Sonnet and Opus, and OpenAI's: a shorter
-# prefix is billed as plain input and nothing is written.
+# The minimum cacheable prompt Anthropic publishes for Sonnet, and OpenAI's: a shorter prefix is
+# billed as plain input and nothing is written. Some models need more (Anthropic lists 2,048 or
+# 4,096 for some Haiku and Opus versions): pass min_cacheable_tokens.
 DEFAULT_MIN_CACHEABLE = 1024
 # Anthropic looks for an earlier cache entry at most this many content blocks before a
 # breakpoint (its prompt-caching guide); an entry further back is not found.
