@@ -4,6 +4,7 @@ suggestions say what /context says."""
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import pytest
@@ -159,3 +160,14 @@ def test_the_plot_draws_one_segment_per_non_empty_bucket_and_the_free_space() ->
     ax = plot_bills({"raw": bill})
     (line,) = ax.get_lines()
     assert list(line.get_ydata())[-1] == pytest.approx(bill.cost)
+
+
+def test_the_plot_without_matplotlib_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ctxpack.plot import plot_context_usage
+
+    # None in sys.modules makes the import fail, as if matplotlib were not installed.
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
+    with pytest.raises(ImportError, match=r"pip install 'ctxpack\[plot\]'"):
+        plot_context_usage(context_usage(session()))
