@@ -55,6 +55,8 @@ from .tokens import count_tokens as count_tokens
 from .tokens import count_tokens_approx as count_tokens_approx
 from .tokens import get_counter as get_counter
 from .tokens import tool_definition_tokens as tool_definition_tokens
+from .usage import ContextUsage as ContextUsage
+from .usage import context_usage as context_usage
 
 __version__ = "0.1.0"
 
@@ -66,6 +68,7 @@ __all__ = [
     "BudgetExceededError",
     "CitationInheritor",
     "ConfigError",
+    "ContextUsage",
     "CtxpackError",
     "Decision",
     "DecisionLog",
@@ -94,6 +97,7 @@ __all__ = [
     "anthropic_approx_counter",
     "clear_caches",
     "compress_lines",
+    "context_usage",
     "count_tokens",
     "count_tokens_approx",
     "default_pipeline",

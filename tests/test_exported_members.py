@@ -52,6 +52,9 @@ EXPECTED = {
     "TurnAlternator",
     "compress_lines",
     "semantic_pipeline",
+    # context usage
+    "ContextUsage",
+    "context_usage",
     # embeddings
     "MiniLMEmbedder",
     # adapters
