@@ -28,7 +28,15 @@ from pydantic import BaseModel, ConfigDict
 
 from ..errors import ConfigError
 from ..store import ArtifactStore, artifact_id
-from ._base import Extract, OutputFilter, ToolOutput, command_program, goal_terms, is_note
+from ._base import (
+    Extract,
+    OutputFilter,
+    ToolOutput,
+    assemble,
+    command_program,
+    goal_terms,
+    is_note,
+)
 from .builds import BuildLogFilter
 from .diagnostics import DiagnosticFilter
 from .files import DiffFilter, FileViewFilter
@@ -54,6 +62,7 @@ __all__ = [
     "ToolOutput",
     "ToolOutputFilter",
     "TracebackFilter",
+    "assemble",
     "command_program",
     "default_filters",
     "goal_terms",
