@@ -145,8 +145,9 @@ class Session:
         [… 60 lines hidden: 1-60]
         FAILED tests/test_auth.py::test_refresh - KeyError: 'exp'
         ==== 1 failed, 60 passed in 3.10s ====
-        [ctxpack: test_run output shortened (1 failure shown); original: 62 lines, artifact
-        art_...; more with retrieve_original(artifact="art_...", lines="A-B" or regex="...")]
+        [ctxpack: test_run output shortened (totals and failures kept); original: 62 lines,
+        artifact art_...; more with retrieve_original(artifact="art_...", lines="A-B"
+        or regex="...")]
         >>> result.original(result.messages[-1].id).text.count("PASSED")
         60
     """

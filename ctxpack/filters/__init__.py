@@ -16,8 +16,8 @@ untouched, and a filtered output is never longer than the original.
     [… 80 lines hidden: 1-80]
     FAILED tests/test_auth.py::test_refresh - KeyError: 'exp'
     ==== 1 failed, 80 passed in 2.31s ====
-    [ctxpack: test_run output shortened (1 failure shown); original: 82 lines, artifact art_...;
-    more with retrieve_original(artifact="art_...", lines="A-B" or regex="...")]
+    [ctxpack: test_run output shortened (totals and failures kept); original: 82 lines,
+    artifact art_...; more with retrieve_original(artifact="art_...", lines="A-B" or regex="...")]
 """
 
 from __future__ import annotations
