@@ -126,7 +126,8 @@ class Session:
             later view of the same file covers is obsolete: it is replaced by a note naming
             the later view and the stored original. Replacing an earlier message makes a prompt
             cache rewrite what follows it, so obsolete views wait until they add up to this
-            many tokens, then go in one batch. ``None`` keeps them.
+            many tokens, then go in one batch. ``None`` (the default) keeps them: on the real
+            sessions measured, the rewrites cost about what the removed tokens saved.
 
     Example:
         >>> session = Session(model="gpt-4")
@@ -162,7 +163,7 @@ class Session:
         retrieve_tool: bool = True,
         pipeline: Stage | None = None,
         filter_when: Literal["arrival", "answered"] = "arrival",
-        supersede_batch: int | None = 4_000,
+        supersede_batch: int | None = None,
     ) -> None:
         if filter_when not in ("arrival", "answered"):
             raise ConfigError(f"filter_when must be 'arrival' or 'answered', got {filter_when!r}")
