@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ctxpack
 from ctxpack import (
@@ -385,3 +387,33 @@ def test_views_of_other_regions_or_files_are_not_superseded() -> None:
     assert superseded == [session.transcript()[2].id, session.transcript()[4].id]
     with pytest.raises(ConfigError, match="supersede_batch"):
         Session(supersede_batch=0)
+
+
+_OUTPUTS = {
+    "npm test": JEST,
+    "python -m pytest": PYTEST,
+    "cat src/billing/tax.py": CAT,
+    "ls": "a.py\nb.py",
+    "grep -rn compute_vat .": "\n".join(f"src/m{i}.py:{i}: compute_vat(x)" for i in range(90)),
+}
+
+
+@settings(max_examples=25, deadline=None)
+@given(steps=st.lists(st.sampled_from(sorted(_OUTPUTS)), min_size=1, max_size=8))
+def test_rendering_is_append_only_and_deterministic_for_any_history(steps: list[str]) -> None:
+    session = Session(model="gpt-4")
+    session.append({"role": "user", "content": "Investigate."})
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Investigate."}]
+    sent: list[dict[str, Any]] = []
+    for n, command in enumerate(steps):
+        for message in (call(f"c{n}", command), result(f"c{n}", _OUTPUTS[command])):
+            session.append(message)
+            history.append(message)
+        now = session.render().to_openai()
+        assert now[: len(sent)] == sent
+        sent = now
+    again = Session(model="gpt-4")
+    again.extend(history)
+    assert again.render().to_openai() == sent
+    for message, raw in zip(session.transcript(), history, strict=True):
+        assert message.text == (raw["content"] or "")
