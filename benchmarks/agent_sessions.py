@@ -318,6 +318,8 @@ class SessionStrategy:
         return {"messages": result.to_openai(), "tools": self.session.tools() or None}
 
     def recoverable(self, request_messages: Sequence[Any]) -> list[str]:
+        if not self.session.retrieve_tool:
+            return []  # the model has no way to read them
         ids = {a for m in request_messages for a in _ARTIFACT.findall(message_text(m))}
         return [self.session.store.get(a) for a in sorted(ids) if a in self.session.store]
 
