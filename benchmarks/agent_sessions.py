@@ -62,6 +62,8 @@ from typing import Any, Literal, Protocol
 import ctxpack
 from ctxpack import Message, ensure_messages, get_counter
 from ctxpack.cost import Bill, Price, Request, price, simulate
+from ctxpack.editing import COMPACTION_FLOOR
+from ctxpack.store import ArtifactStore, SQLiteArtifactStore
 from ctxpack.tokens import TokenCounter, message_sizes
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -324,6 +326,55 @@ class SessionStrategy:
         return [self.session.store.get(a) for a in sorted(ids) if a in self.session.store]
 
 
+# Issue 15: ctxpack's clearing and compaction stages (ctxpack.editing).
+class EditingStrategy:
+    """A ctxpack editing stage as the only stage of ``pack()`` on the whole history, every step
+    (the stateless use: the stage replays the history to find its batches). Originals go to a
+    store; ``recoverable`` reads those whose artifact ids the request names (the placeholders
+    of cleared results name theirs)."""
+
+    def __init__(self, session: SessionInfo, *, stage: Callable[[ArtifactStore], Any]) -> None:
+        self.session = session
+        self.store = SQLiteArtifactStore(":memory:")
+        self.pipeline = ctxpack.Pipeline([stage(self.store)])
+
+    def __call__(self, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        result = ctxpack.pack(
+            history, budget=10**9, counter=self.session.counter, pipeline=self.pipeline
+        )
+        return result.to_openai()
+
+    def recoverable(self, request_messages: Sequence[Any]) -> list[str]:
+        ids = {a for m in request_messages for a in _ARTIFACT.findall(message_text(m))}
+        return [self.store.get(a) for a in sorted(ids) if a in self.store]
+
+
+def _session_with(stage: Callable[[ArtifactStore], Any]) -> StrategyFactory:
+    """Issue 14's Session (filters on arrival) with an issue-15 stage at render time, sharing
+    the session's store."""
+
+    def factory(session: SessionInfo) -> Strategy:
+        store = SQLiteArtifactStore(":memory:")
+        return SessionStrategy(session, store=store, pipeline=ctxpack.Pipeline([stage(store)]))
+
+    return factory
+
+
+def _digest_compactor(trigger: int) -> Callable[[ArtifactStore], Any]:
+    # Measurement only: Compactor() refuses a trigger under Anthropic's 50,000-token floor, and
+    # few of these sessions reach it; model_construct skips that check to see what the default
+    # digest keeps at the trigger the other compaction strategy uses.
+    def make(store: ArtifactStore) -> Any:
+        if trigger >= COMPACTION_FLOOR:
+            return ctxpack.Compactor(trigger=trigger, store=store)
+        defaults = ctxpack.Compactor(store=store)
+        return ctxpack.Compactor.model_construct(
+            **{**{k: getattr(defaults, k) for k in type(defaults).model_fields}, "trigger": trigger}
+        )
+
+    return make
+
+
 def _with(cls: Callable[..., Strategy], **config: Any) -> StrategyFactory:
     return lambda session: cls(session, **config)
 
@@ -345,6 +396,20 @@ STRATEGIES: dict[str, StrategyFactory] = {
     "session": _with(SessionStrategy),
     "session-no-retrieve": _with(SessionStrategy, retrieve_tool=False),
     "session-answered": _with(SessionStrategy, filter_when="answered"),
+    # issue 15: cache-aware clearing, plain Anthropic clearing, compaction with the digest
+    "ctxpack-clear-30k-keep3": _with(
+        EditingStrategy, stage=lambda st: ctxpack.ToolResultClearer(trigger=30_000, store=st)
+    ),
+    "ctxpack-clear-30k-keep3-plain": _with(
+        EditingStrategy,
+        stage=lambda st: ctxpack.ToolResultClearer(trigger=30_000, cache_aware=False, store=st),
+    ),
+    "ctxpack-compact-50k": _with(EditingStrategy, stage=_digest_compactor(50_000)),
+    "ctxpack-compact-30k-below-floor": _with(EditingStrategy, stage=_digest_compactor(30_000)),
+    "session+ctxpack-clear-30k": _session_with(
+        lambda st: ctxpack.ToolResultClearer(trigger=30_000, store=st)
+    ),
+    "session+ctxpack-compact-30k-below-floor": _session_with(_digest_compactor(30_000)),
 }
 DEFAULT_STRATEGIES = tuple(STRATEGIES)
 

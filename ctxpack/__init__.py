@@ -14,6 +14,8 @@ from .adapters import to_openai as to_openai
 from .adapters import validate_anthropic as validate_anthropic
 from .adapters import validate_openai as validate_openai
 from .caches import clear_caches as clear_caches
+from .editing import Compactor as Compactor
+from .editing import ToolResultClearer as ToolResultClearer
 from .embeddings import MiniLMEmbedder as MiniLMEmbedder
 from .errors import ArtifactNotFoundError as ArtifactNotFoundError
 from .errors import BudgetExceededError as BudgetExceededError
@@ -67,6 +69,7 @@ __all__ = [
     "ArtifactStore",
     "BudgetExceededError",
     "CitationInheritor",
+    "Compactor",
     "ConfigError",
     "ContextUsage",
     "CtxpackError",
@@ -93,6 +96,7 @@ __all__ = [
     "TokenizerUnavailableError",
     "ToolCall",
     "ToolOutputFilter",
+    "ToolResultClearer",
     "TurnAlternator",
     "anthropic_approx_counter",
     "clear_caches",

@@ -55,6 +55,9 @@ EXPECTED = {
     # context usage
     "ContextUsage",
     "context_usage",
+    # context editing
+    "Compactor",
+    "ToolResultClearer",
     # embeddings
     "MiniLMEmbedder",
     # adapters

@@ -5,7 +5,9 @@ onto it: ``system`` becomes a system message; text, image, document and thinking
 content parts kept verbatim; ``tool_use`` blocks become ``tool_calls`` (``arguments`` is the JSON
 of ``input``); and each ``tool_result`` block of a user message becomes its own ``tool`` message,
 so a tool exchange is an assistant message and the tool messages after it, exactly as for OpenAI.
-What the mapping cannot hold (the place of each ``tool_use`` among the other blocks, a
+A ``compaction`` block (the summary Anthropic's server-side compaction returns) is kept verbatim,
+signature included, and the messages and blocks before the last one are left out, as the API
+drops them. What the mapping cannot hold (the place of each ``tool_use`` among the other blocks, a
 ``tool_result``'s ``is_error`` and ``cache_control``) rides in ``metadata["anthropic"]``, so
 ``to_anthropic(from_anthropic(m, system=s)) == {"system": s, "messages": m}``.
 
@@ -150,15 +152,23 @@ def from_anthropic(
     """
     entries = list(messages)
     validate_anthropic({"system": system, "messages": entries}, tool_pairing=False)
+    start, block = _last_compaction(entries) or (0, None)
     dicts: list[dict[str, Any]] = []
     if system is not None:
         dicts.append({"role": "system", "content": system, "metadata": _meta(system=True)})
     for turn, entry in enumerate(entries):
+        if turn < start:
+            continue
+        if turn == start and block is not None:
+            entry = {**entry, "content": entry["content"][block:]}
         content = entry["content"]
         if entry["role"] == "user":
             produced = _user_messages(content, turn)
         else:
             produced = [_assistant_message(content, turn)]
+        if turn == start and block is not None:
+            # The summary stands for the whole earlier history: never drop it.
+            produced[0]["pinned"] = True
         extra = _without(entry, "role", "content")
         if extra:
             # Fields beside role and content are not part of the API today; keep them anyway.
@@ -166,6 +176,18 @@ def from_anthropic(
         dicts.extend(produced)
     # Marked outside metadata: pack() then follows Anthropic's turn rules.
     return [with_provider(m, "anthropic") for m in ensure_messages(dicts)]
+
+
+def _last_compaction(entries: list[Mapping[str, Any]]) -> tuple[int, int] | None:
+    """(message, block) of the last ``compaction`` block, where the history the API reads
+    starts (it drops every block before it); ``None`` without one."""
+    for turn in range(len(entries) - 1, -1, -1):
+        content = entries[turn]["content"]
+        if isinstance(content, list):
+            for j in range(len(content) - 1, -1, -1):
+                if content[j].get("type") == "compaction":
+                    return turn, j
+    return None
 
 
 # ------------------------------------------------------------------------- ctxpack -> Anthropic
