@@ -18,6 +18,7 @@ from .errors import BudgetExceededError as BudgetExceededError
 from .errors import ConfigError as ConfigError
 from .errors import CtxpackError as CtxpackError
 from .errors import InvalidMessageError as InvalidMessageError
+from .errors import SelectionError as SelectionError
 from .errors import TokenizerUnavailableError as TokenizerUnavailableError
 from .messages import FunctionCall as FunctionCall
 from .messages import Message as Message
@@ -31,6 +32,11 @@ from .pipeline import PackContext as PackContext
 from .pipeline import Pipeline as Pipeline
 from .pipeline import Stage as Stage
 from .result import PackResult as PackResult
+from .selection import LexicalSelector as LexicalSelector
+from .selection import ModelSelector as ModelSelector
+from .selection import Selection as Selection
+from .selection import Workspace as Workspace
+from .selection import apply_selection as apply_selection
 from .stages import CitationInheritor as CitationInheritor
 from .stages import Deduplicator as Deduplicator
 from .stages import ExtractiveCompressor as ExtractiveCompressor
@@ -66,21 +72,27 @@ __all__ = [
     "FunctionCall",
     "GreedyPacker",
     "InvalidMessageError",
+    "LexicalSelector",
     "MemorySelector",
     "Message",
     "MiniLMEmbedder",
+    "ModelSelector",
     "PackContext",
     "PackResult",
     "Pipeline",
     "PromptComposer",
     "RelevanceScorer",
+    "Selection",
+    "SelectionError",
     "SemanticScorer",
     "Stage",
     "TokenCounter",
     "TokenizerUnavailableError",
     "ToolCall",
     "TurnAlternator",
+    "Workspace",
     "anthropic_approx_counter",
+    "apply_selection",
     "compress_lines",
     "count_tokens",
     "count_tokens_approx",

@@ -46,6 +46,13 @@ EXPECTED = {
     "TurnAlternator",
     "compress_lines",
     "semantic_pipeline",
+    # selection
+    "LexicalSelector",
+    "ModelSelector",
+    "Selection",
+    "SelectionError",
+    "Workspace",
+    "apply_selection",
     # embeddings
     "MiniLMEmbedder",
     # adapters

@@ -186,12 +186,13 @@ class Selection(BaseModel):
     fallback: str | None = None
     usage: SelectorUsage | None = None
 
-    @field_validator("include_messages")
+    @field_validator("include_messages", mode="before")
     @classmethod
-    def _no_bools(cls, value: list[int | str]) -> list[int | str]:
-        for item in value:
-            if isinstance(item, int) and (isinstance(item, bool) or item < 0):
-                raise ValueError(f"include_messages: {item!r} is not a message index (0 or more)")
+    def _no_bools(cls, value: Any) -> Any:
+        # Before pydantic's coercion, which would take true for the index 1.
+        for item in value if isinstance(value, list) else ():
+            if isinstance(item, bool) or (isinstance(item, int) and item < 0):
+                raise ValueError(f"{item!r} is not a message index (0 or more)")
         return value
 
     @classmethod
