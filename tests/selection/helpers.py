@@ -94,7 +94,9 @@ def openai_response(content: str, *, usage: tuple[int, int] | None = (500, 80)) 
     return body
 
 
-def anthropic_response(answer: dict[str, Any], *, usage: tuple[int, int] = (500, 80)) -> dict[str, Any]:
+def anthropic_response(
+    answer: dict[str, Any], *, usage: tuple[int, int] = (500, 80)
+) -> dict[str, Any]:
     """A messages response body with one select_context tool call carrying ``answer``."""
     return {
         "id": "msg_test",

@@ -97,7 +97,9 @@ def test_an_invalid_answer_names_the_problem(text: str, expected: str) -> None:
 
 
 def test_usage_is_billed_at_the_small_models_price() -> None:
-    small = Price(input=0.25, output=1.5, cache_write_5m=0.3125, cache_write_1h=0.5, cache_read=0.025)
+    small = Price(
+        input=0.25, output=1.5, cache_write_5m=0.3125, cache_write_1h=0.5, cache_read=0.025
+    )
     usage = SelectorUsage(calls=1, input_tokens=100_000, output_tokens=10_000)
     assert usage.cost(small) == pytest.approx(0.025 + 0.015)
     total = usage + SelectorUsage(calls=1, input_tokens=1, output_tokens=2, exact=False)

@@ -95,7 +95,10 @@ def test_a_line_range_is_checked_against_the_file(repo: Path) -> None:
     (passage,) = _read(ws, path="src/auth.ts", lines="3-5")
     assert (passage.start, passage.end, passage.total_lines) == (3, 5, 13)
     assert passage.render().splitlines()[0] == "--- src/auth.ts, lines 3-5 of 13"
-    assert passage.render().splitlines()[1] == "3 | export function refreshToken(session: Session): Session {"
+    assert (
+        passage.render().splitlines()[1]
+        == "3 | export function refreshToken(session: Session): Session {"
+    )
     with pytest.raises(SelectionError, match=r"lines 12-20 of src/auth.ts: the file has 13 lines"):
         ws.read(FileRequest(path="src/auth.ts", lines="12-20"))
     with pytest.raises(SelectionError, match=r"the file has 13 lines \(1-13\)"):
@@ -121,7 +124,9 @@ def test_matches_beyond_the_limit_are_counted(repo: Path) -> None:
 
 def test_a_match_found_nowhere_is_an_error_with_a_hint(repo: Path) -> None:
     with pytest.raises(SelectionError, match="no line of src/auth.ts contains it; these words"):
-        Workspace([], root=repo).read(FileRequest(path="src/auth.ts", match="expired session token"))
+        Workspace([], root=repo).read(
+            FileRequest(path="src/auth.ts", match="expired session token")
+        )
 
 
 def test_a_long_passage_is_cut_and_says_so(repo: Path) -> None:
@@ -134,7 +139,9 @@ def test_a_long_passage_is_cut_and_says_so(repo: Path) -> None:
 
 
 def test_a_huge_file_serves_ranges_and_matches_not_the_whole(repo: Path) -> None:
-    (repo / "huge.log").write_text("".join(f"step {i} ok\n" for i in range(1, 5001)) + "ERROR boom\n")
+    (repo / "huge.log").write_text(
+        "".join(f"step {i} ok\n" for i in range(1, 5001)) + "ERROR boom\n"
+    )
     ws = Workspace([], root=repo, max_file_bytes=1000)
     with pytest.raises(SelectionError, match="over the 1000-byte limit"):
         ws.read(FileRequest(path="huge.log"))
@@ -148,7 +155,9 @@ def test_message_references_resolve_or_say_what_exists() -> None:
     ws = Workspace(session_messages())
     assert ws.index_of(3) == 3 and ws.index_of("3") == 3
     assert ws.index_of(ws.messages[5].id) == 5
-    with pytest.raises(SelectionError, match="message index 8 is out of range: the workspace has messages 0-7"):
+    with pytest.raises(
+        SelectionError, match="message index 8 is out of range: the workspace has messages 0-7"
+    ):
         ws.index_of(8)
     with pytest.raises(SelectionError, match="no message with id 'nope'"):
         ws.index_of("nope")
