@@ -183,7 +183,9 @@ class ModelSelector:
         turns: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
         usage = SelectorUsage(model=self.model)
         problem = ""
+        attempts = 0
         for attempt in (1, 2):
+            attempts = attempt
             try:
                 answer, raw, spent = self._ask(turns, counter)
             except Exception as exc:  # the provider failed: fall back, and say why
@@ -202,8 +204,7 @@ class ModelSelector:
                 update={"selector": self.name, "goal": goal, "usage": usage}
             )
         chosen = self.fallback(workspace, goal)
-        tries = usage.calls
-        why = f"{self.name} failed after {tries} call(s): {problem}"
+        why = f"{self.name} failed after {attempts} attempt(s): {problem}"
         return chosen.model_copy(
             update={
                 "selector": f"{chosen.selector} (fallback)",

@@ -123,7 +123,7 @@ def test_matches_beyond_the_limit_are_counted(repo: Path) -> None:
 
 
 def test_a_match_found_nowhere_is_an_error_with_a_hint(repo: Path) -> None:
-    with pytest.raises(SelectionError, match="no line of src/auth.ts contains it; these words"):
+    with pytest.raises(SelectionError, match=r"no line of src/auth\.ts contains it; these words"):
         Workspace([], root=repo).read(
             FileRequest(path="src/auth.ts", match="expired session token")
         )
