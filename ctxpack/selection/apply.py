@@ -203,14 +203,15 @@ def apply_selection(
 ) -> PackResult:
     """Build the large model's context from a selection, with a decision per item.
 
-    The context holds, in this order: the system and developer messages that open the
-    conversation; one context message (id ``"selection-context"``) with the durable notes, the
+    The context holds, in their original order, the selected messages, every system, developer
+    and pinned message, every user message (user instructions and constraints are always kept,
+    verbatim, and when the selector left one out its decision says so) and each tool exchange
+    whole; then one context message (id ``"selection-context"``) with the durable notes, the
     file passages (labelled with path and line numbers), the stored originals the selection
-    names and the list of messages left out; then, in their original order, the selected
-    messages, every user message (user instructions and constraints are always kept, and when
-    the selector left one out its decision says so), every pinned or system message, and each
-    tool exchange whole. The selection's durable notes are added to the workspace and every
-    later context carries them.
+    names and the list of messages left out. That message comes last because it changes at
+    every step: what comes before it can stay a cached prompt prefix from one step to the next.
+    The selection's durable notes are added to the workspace and every later context carries
+    them.
 
     Every workspace message gets a decision: ``selected`` with the selector's reason, ``kept``
     with why it is kept anyway, or ``dropped`` with the selector's omit reason. Each file
@@ -239,7 +240,7 @@ def apply_selection(
         ... ])
         >>> result = apply_selection(Selection(include_messages=[3], omit_reason="old"), ws)
         >>> [m.id for m in result.messages][1:], result.dropped_ids
-        (['selection-context', 'm1-e92291f7', 'm3-6008b7ba'], ['m2-181113b4'])
+        (['m1-e92291f7', 'm3-6008b7ba', 'selection-context'], ['m2-181113b4'])
     """
     resolved = _Resolver(selection, workspace).run()
     new_notes = set(workspace.add_notes(selection.durable_notes))
@@ -318,13 +319,8 @@ def apply_selection(
         )
 
     out: list[Message] = []
-    lead = 0
-    while lead < len(messages) and messages[lead].role in ("system", "developer"):
-        lead += 1
     omit = selection.omit_reason or "no reason given"
     for i, msg in enumerate(messages):
-        if i == lead and context is not None:
-            out.append(context)
         tokens = counter.count_message(msg)
         if i in decided:
             action, reason = decided[i]
@@ -350,7 +346,7 @@ def apply_selection(
                     tokens_after=0,
                 )
             )
-    if context is not None and lead >= len(messages):
+    if context is not None:
         out.append(context)
     if context is not None:
         decisions.append(

@@ -33,11 +33,12 @@ class LexicalSelector(StageModel):
 
     Messages: those :func:`ctxpack.pack` keeps for the goal under ``budget`` tokens without
     compression (the relevance scoring: BM25 with related words, neighbouring turns; the recent
-    turns; the system prompt and the last user message; tool exchanges whole), plus the last
-    ``recent`` messages. Tool results are named by call id. Files (when the workspace has a
-    root): files the goal names by path, then the ``max_files`` best files of a search of the
-    goal's keywords (ripgrep when installed, else Python), each shown around its most
-    distinctive keyword.
+    turns; the system prompt and the last user message; tool exchanges whole), the last
+    ``recent`` messages always among them (when they alone exceed the budget, they are ranked
+    like the others, and added after). Tool results are named by call id. Files (when the
+    workspace has a root): files the goal names by path, then the ``max_files`` best files of a
+    search of the goal's keywords (ripgrep when installed, else Python), each shown around the
+    keyword it matches on the fewest lines.
 
     Args:
         budget: Tokens the selected messages may take.
@@ -66,16 +67,25 @@ class LexicalSelector(StageModel):
         messages = workspace.messages
         reasons: dict[int, str] = {}
         if messages:
-            try:
-                result = pack(
-                    messages,
-                    budget=self.budget,
-                    counter=workspace.counter,
-                    query=goal,
-                    pipeline=default_pipeline().without("compress"),
-                )
-            except BudgetExceededError:
-                result = None
+            # The recent messages are pinned, so that they count within the budget.
+            first_recent = max(0, len(messages) - self.recent)
+            pinned = [
+                m.model_copy(update={"pinned": True}) if i >= first_recent else m
+                for i, m in enumerate(messages)
+            ]
+            result = None
+            for candidates in (pinned, messages):
+                try:
+                    result = pack(
+                        candidates,
+                        budget=self.budget,
+                        counter=workspace.counter,
+                        query=goal,
+                        pipeline=default_pipeline().without("compress"),
+                    )
+                    break
+                except BudgetExceededError:
+                    continue  # the recent messages alone overflow: ranked like the others
             if result is not None:
                 position = {m.id: i for i, m in enumerate(messages)}
                 for msg in result.messages:

@@ -63,7 +63,7 @@ def test_the_order_is_stable(ws: Workspace) -> None:
     )
     result = apply_selection(sel, ws)
     ids = [m.id for m in ws.messages]
-    assert [m.id for m in result.messages] == [ids[0], CONTEXT_ID, ids[1], ids[6], ids[7]]
+    assert [m.id for m in result.messages] == [ids[0], ids[1], ids[6], ids[7], CONTEXT_ID]
     again = apply_selection(sel, ws)
     assert again.messages == result.messages
 
