@@ -7,6 +7,7 @@ it records for billing the selector, is.
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -73,7 +74,11 @@ def test_both_strategies_are_registered(harness: ModuleType) -> None:
 
 
 def test_selecting_before_each_step_calls_the_selector_each_step(harness: ModuleType) -> None:
-    run, (strategy,) = _replay(harness, "s", harness.STRATEGIES["select-lexical-16k"])
+    def factory(info: Any) -> Any:
+        # A budget the session exceeds, so that something is left out.
+        return harness.SelectBeforeEachStep(info, budget=150)
+
+    run, (strategy,) = _replay(harness, "s", factory)
     steps = len(run.main)
     assert steps == 5  # one per assistant message
     assert len(strategy.selector_requests) == steps
@@ -81,9 +86,11 @@ def test_selecting_before_each_step_calls_the_selector_each_step(harness: Module
     assert call["messages"][0]["content"].startswith("You choose what a large model reads")
     assert call["messages"][1]["content"].startswith("Goal: ")
     assert call["output_tokens"] > 0
-    # The request is the applied selection: the context message comes last.
+    # The request is the applied selection: the context message, listing what was left out,
+    # comes last.
     last = run.requests[run.main[-1]].messages
     assert last[-1]["content"].startswith("[Context selected for this step by LexicalSelector]")
+    assert "Left out of this step: messages" in last[-1]["content"]
 
 
 def test_selecting_when_over_a_trigger_is_append_only_below_it(harness: ModuleType) -> None:
@@ -91,7 +98,7 @@ def test_selecting_when_over_a_trigger_is_append_only_below_it(harness: ModuleTy
     run, (strategy,) = _replay(harness, "w", low)
     assert strategy.selector_requests == []  # never over 32k tokens
     requests = [run.requests[i].messages for i in run.main]
-    for before, after in zip(requests, requests[1:]):
+    for before, after in itertools.pairwise(requests):
         assert after[: len(before)] == before
 
 
