@@ -284,6 +284,35 @@ class Pack:
         return result.to_openai()
 
 
+# Issue 14: ctxpack.Session, tool outputs filtered once on arrival, originals in a store.
+_ARTIFACT = re.compile(r"\bart_[0-9a-f]{16}\b")
+
+
+class SessionStrategy:
+    """``ctxpack.Session``: each new message appended once (tool outputs filtered on arrival,
+    originals stored), the compact record rendered whole and sent, with the retrieve tool's
+    definition when it is offered. ``recoverable`` reads the originals whose artifact ids the
+    request names. ``append_seconds`` times the appends alone, per message."""
+
+    def __init__(self, session: SessionInfo, **options: Any) -> None:
+        self.session = ctxpack.Session(counter=session.counter, **options)
+        self.seen = 0
+        self.append_seconds: list[float] = []
+
+    def __call__(self, history: list[dict[str, Any]]) -> Mapping[str, Any]:
+        for message in history[self.seen :]:
+            t0 = time.perf_counter()
+            self.session.append(message)
+            self.append_seconds.append(time.perf_counter() - t0)
+        self.seen = len(history)
+        result = self.session.render()
+        return {"messages": result.to_openai(), "tools": self.session.tools() or None}
+
+    def recoverable(self, request_messages: Sequence[Any]) -> list[str]:
+        ids = {a for m in request_messages for a in _ARTIFACT.findall(message_text(m))}
+        return [self.session.store.get(a) for a in sorted(ids) if a in self.session.store]
+
+
 def _with(cls: Callable[..., Strategy], **config: Any) -> StrategyFactory:
     return lambda session: cls(session, **config)
 
@@ -300,6 +329,10 @@ STRATEGIES: dict[str, StrategyFactory] = {
     "trim_messages-32k": _with(TrimMessages, budget=32_000),
     "pack-16k": _with(Pack, budget=16_000),
     "pack-32k": _with(Pack, budget=32_000),
+    # issue 14: tool-output filters in a Session
+    "session": _with(SessionStrategy),
+    "session-no-retrieve": _with(SessionStrategy, retrieve_tool=False),
+    "session-answered": _with(SessionStrategy, filter_when="answered"),
 }
 
 

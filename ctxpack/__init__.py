@@ -14,12 +14,14 @@ from .adapters import to_openai as to_openai
 from .adapters import validate_anthropic as validate_anthropic
 from .adapters import validate_openai as validate_openai
 from .embeddings import MiniLMEmbedder as MiniLMEmbedder
+from .errors import ArtifactNotFoundError as ArtifactNotFoundError
 from .errors import BudgetExceededError as BudgetExceededError
 from .errors import ConfigError as ConfigError
 from .errors import CtxpackError as CtxpackError
 from .errors import InvalidMessageError as InvalidMessageError
 from .errors import SelectionError as SelectionError
 from .errors import TokenizerUnavailableError as TokenizerUnavailableError
+from .filters import ToolOutputFilter as ToolOutputFilter
 from .messages import FunctionCall as FunctionCall
 from .messages import Message as Message
 from .messages import ToolCall as ToolCall
@@ -37,6 +39,7 @@ from .selection import ModelSelector as ModelSelector
 from .selection import Selection as Selection
 from .selection import Workspace as Workspace
 from .selection import apply_selection as apply_selection
+from .session import Session as Session
 from .stages import CitationInheritor as CitationInheritor
 from .stages import Deduplicator as Deduplicator
 from .stages import ExtractiveCompressor as ExtractiveCompressor
@@ -48,6 +51,8 @@ from .stages import SemanticScorer as SemanticScorer
 from .stages.alternate import TurnAlternator as TurnAlternator
 from .stages.compress import compress_lines as compress_lines
 from .stages.semantic import semantic_pipeline as semantic_pipeline
+from .store import ArtifactStore as ArtifactStore
+from .store import SQLiteArtifactStore as SQLiteArtifactStore
 from .tokens import ApproximateTokenCountWarning as ApproximateTokenCountWarning
 from .tokens import TokenCounter as TokenCounter
 from .tokens import anthropic_approx_counter as anthropic_approx_counter
@@ -61,6 +66,8 @@ __version__ = "0.1.0"
 __all__ = [
     "AnthropicPayload",
     "ApproximateTokenCountWarning",
+    "ArtifactNotFoundError",
+    "ArtifactStore",
     "BudgetExceededError",
     "CitationInheritor",
     "ConfigError",
@@ -82,13 +89,16 @@ __all__ = [
     "Pipeline",
     "PromptComposer",
     "RelevanceScorer",
+    "SQLiteArtifactStore",
     "Selection",
     "SelectionError",
     "SemanticScorer",
+    "Session",
     "Stage",
     "TokenCounter",
     "TokenizerUnavailableError",
     "ToolCall",
+    "ToolOutputFilter",
     "TurnAlternator",
     "Workspace",
     "anthropic_approx_counter",
