@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import ConfigError, SelectionError
 from ..messages import Message, ensure_messages
@@ -14,6 +14,9 @@ from ..tokens import CounterLike, TokenCounter, get_counter
 from . import files as _files
 from .files import Engine, FileSearch, Passage
 from .model import FileRequest
+
+if TYPE_CHECKING:
+    from ..session import Session
 
 __all__ = ["Workspace"]
 
@@ -104,6 +107,39 @@ class Workspace:
         self.search_engine: Engine = search
         self._notes: list[str] = []
         self._files: list[str] | None = None
+
+    @classmethod
+    def from_session(
+        cls,
+        session: Session,
+        root: str | Path | None = None,
+        *,
+        record: Literal["compact", "transcript"] = "compact",
+        **options: Any,
+    ) -> Workspace:
+        """A workspace over a :class:`~ctxpack.Session`: its messages, its store, its counter.
+
+        Args:
+            session: The agent's session.
+            root: The repository's folder, if files may be selected.
+            record: ``"compact"`` (the default): tool outputs as the session filtered them,
+                each marker naming the artifact id of its original, which a selection may
+                include among its tool results to show the original whole; ``"transcript"``:
+                every message as it arrived.
+            options: Any other :class:`Workspace` option (``max_passage_lines``...).
+
+        Example:
+            >>> from ctxpack import Session
+            >>> session = Session(model="gpt-4")
+            >>> session.append({"role": "user", "content": "Fix the login bug."})
+            >>> Workspace.from_session(session).messages[0].text
+            'Fix the login bug.'
+        """
+        if record not in ("compact", "transcript"):
+            raise ConfigError(f"record must be 'compact' or 'transcript', got {record!r}")
+        messages = session.compact() if record == "compact" else session.transcript()
+        options.setdefault("counter", session.counter)
+        return cls(messages, root, session.store, **options)
 
     # -- messages -------------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -176,3 +177,41 @@ def test_a_budget_is_checked(ws: Workspace) -> None:
     assert result.tokens == ws.counter.count_messages(result.messages)
     with pytest.raises(SelectionError, match="over the budget of 20; select less"):
         apply_selection(Selection(include_messages=[7]), ws, budget=20)
+
+
+def test_a_workspace_over_a_session_selects_a_filtered_output_or_its_original() -> None:
+    from ctxpack import Session
+
+    session = Session(model="gpt-4")
+    log = "\n".join(
+        [f"tests/test_{i}.py::test_ok PASSED" for i in range(60)]
+        + ["FAILED tests/test_auth.py::test_refresh - KeyError: 'exp'", "1 failed, 60 passed"]
+    )
+    session.extend(
+        [
+            {"role": "user", "content": "Why does the auth test fail?"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "bash", "arguments": '{"command": "pytest -q"}'},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": log},
+        ]
+    )
+    ws = Workspace.from_session(session)
+    assert ws.store is session.store and ws.counter is session.counter
+    filtered = ws.messages[2].text
+    assert "FAILED tests/test_auth.py::test_refresh" in filtered and filtered.count("PASSED") < 60
+    # The selection can show the filtered output (by call id) or the original (by artifact id).
+    (ref,) = re.findall(r"art_[0-9a-f]{16}", filtered)[:1]
+    result = apply_selection(Selection(include_tool_results=["c1", ref]), ws)
+    assert result.messages[2].text == filtered
+    assert result.messages[-1].text.count("PASSED") == 60
+    whole = Workspace.from_session(session, record="transcript")
+    assert whole.messages[2].text == log
