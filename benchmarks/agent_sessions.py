@@ -411,6 +411,7 @@ class SelectWhenOver(SelectBeforeEachStep):
 
 STRATEGIES["select-lexical-16k"] = _with(SelectBeforeEachStep, budget=16_000)
 STRATEGIES["select-lexical-when-over-32k"] = _with(SelectWhenOver, budget=16_000, trigger=32_000)
+STRATEGIES["select-lexical-when-over-16k"] = _with(SelectWhenOver, budget=8_000, trigger=16_000)
 # -- end of issue 16 ---------------------------------------------------------------------------
 
 DEFAULT_STRATEGIES = tuple(STRATEGIES)

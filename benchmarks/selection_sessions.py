@@ -1,9 +1,10 @@
 """Selection on real coding-agent sessions: the large model's bill plus the selector's.
 
 Replays the sessions of ``benchmarks/agent_sessions.py`` with its selection strategies
-(``select-lexical-16k``: ``ctxpack.LexicalSelector`` before every step;
-``select-lexical-when-over-32k``: only when the request would exceed 32k tokens) and ``raw``
-for reference. The harness bills the large model's requests; this script adds what a
+(``select-lexical-16k``: ``ctxpack.LexicalSelector`` before every step, 16k tokens of
+messages; ``select-lexical-when-over-32k`` and ``-16k``: only when the request would exceed 32k
+or 16k tokens, down to 16k or 8k, the request growing append-only in between) and ``raw`` for
+reference. The harness bills the large model's requests; this script adds what a
 ``ctxpack.ModelSelector`` call would have cost at each selecting step, at a small model's price:
 its prompt (the system prompt and the numbered listing of the workspace, exactly what
 ``ModelSelector`` sends) and an answer as long as the selection the lexical selector made, billed
@@ -32,7 +33,12 @@ from ctxpack import get_counter
 from ctxpack.cost import Price, Request, price, simulate
 
 HERE = Path(__file__).resolve().parent
-STRATEGIES = ("raw", "select-lexical-16k", "select-lexical-when-over-32k")
+STRATEGIES = (
+    "raw",
+    "select-lexical-16k",
+    "select-lexical-when-over-32k",
+    "select-lexical-when-over-16k",
+)
 # Small models the selector may run on: two of the shipped table, and seed 003's example
 # (Gemini 3.1 Flash-Lite at $0.25 in and $1.50 out per million; cache prices assumed at the
 # usual ratios, reads 0.1x, no write premium).
