@@ -243,6 +243,7 @@ def apply_selection(
         (['m1-e92291f7', 'm3-6008b7ba', 'selection-context'], ['m2-181113b4'])
     """
     resolved = _Resolver(selection, workspace).run()
+    notes_before = workspace.notes
     new_notes = set(workspace.add_notes(selection.durable_notes))
     counter = workspace.counter
     messages = workspace.messages
@@ -366,6 +367,10 @@ def apply_selection(
             reverse=True,
         )[:3]
         shown = ", ".join(f"{mid} ({n} tokens)" for n, mid in largest)
+        # A selection that is refused leaves the workspace as it was.
+        for note in new_notes:
+            workspace.forget_note(note)
+        assert workspace.notes == notes_before
         raise SelectionError(
             [
                 f"the selected context takes {tokens} tokens, over the budget of {budget}; "

@@ -176,7 +176,8 @@ def test_a_budget_is_checked(ws: Workspace) -> None:
     assert result.budget == 10_000 and result.tokens <= 10_000
     assert result.tokens == ws.counter.count_messages(result.messages)
     with pytest.raises(SelectionError, match="over the budget of 20; select less"):
-        apply_selection(Selection(include_messages=[7]), ws, budget=20)
+        apply_selection(Selection(include_messages=[7], durable_notes=["a note"]), ws, budget=20)
+    assert ws.notes == ()  # a refused selection adds no note
 
 
 def test_a_workspace_over_a_session_selects_a_filtered_output_or_its_original() -> None:
