@@ -3,8 +3,8 @@
 Replays the sessions of ``benchmarks/agent_sessions.py`` with its selection strategies
 (``select-lexical-16k``: ``ctxpack.LexicalSelector`` before every step, 16k tokens of
 messages; ``select-lexical-when-over-32k`` and ``-16k``: only when the request would exceed 32k
-or 16k tokens, down to 16k or 8k, the request growing append-only in between) and ``raw`` for
-reference. The harness bills the large model's requests; this script adds what a
+or 16k tokens, down to 16k or 8k, the request growing append-only in between), with ``raw`` and
+``pack-16k`` for reference. The harness bills the large model's requests; this script adds what a
 ``ctxpack.ModelSelector`` call would have cost at each selecting step, at a small model's price:
 its prompt (the system prompt and the numbered listing of the workspace, exactly what
 ``ModelSelector`` sends) and an answer as long as the selection the lexical selector made, billed
@@ -35,6 +35,7 @@ from ctxpack.cost import Price, Request, price, simulate
 HERE = Path(__file__).resolve().parent
 STRATEGIES = (
     "raw",
+    "pack-16k",
     "select-lexical-16k",
     "select-lexical-when-over-32k",
     "select-lexical-when-over-16k",
