@@ -72,6 +72,8 @@ class Passage:
 
     def render(self) -> str:
         """The passage with a header naming the file and lines, each line numbered."""
+        if not self.lines:
+            return f"--- {self.path} ({self.note or 'nothing to show'})"
         head = f"--- {self.path}, lines {self.start}-{self.end} of {self.total_lines}"
         if self.note:
             head += f" ({self.note})"

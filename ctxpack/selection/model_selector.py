@@ -175,6 +175,7 @@ class ModelSelector:
 
     @property
     def name(self) -> str:
+        """How selections and decisions name this selector: ``ModelSelector(<model>)``."""
         return f"ModelSelector({self.model})"
 
     def __call__(self, workspace: Workspace, goal: str, /) -> Selection:

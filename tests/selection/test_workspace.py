@@ -87,7 +87,8 @@ def test_without_a_root_no_file_is_read() -> None:
 def test_a_binary_file_is_described_not_shown(repo: Path) -> None:
     (passage,) = _read(Workspace([], root=repo), path="logo.png")
     assert passage.lines == ()
-    assert "binary file" in passage.note and "not shown" in passage.render()
+    assert passage.render().startswith("--- logo.png (binary file, ")
+    assert passage.render().endswith("bytes: not shown)")
 
 
 def test_a_line_range_is_checked_against_the_file(repo: Path) -> None:
