@@ -6,6 +6,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxpack import Selection, SelectionError, Workspace, apply_selection, validate_openai
 from ctxpack.selection import CONTEXT_ID, FileRequest, ItemReason
@@ -216,3 +218,26 @@ def test_a_workspace_over_a_session_selects_a_filtered_output_or_its_original() 
     assert result.messages[-1].text.count("PASSED") == 60
     whole = Workspace.from_session(session, record="transcript")
     assert whole.messages[2].text == log
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    chosen=st.lists(st.integers(min_value=0, max_value=7), max_size=8),
+    calls=st.lists(st.sampled_from(["call_1", "call_2"]), max_size=2),
+)
+def test_any_selection_keeps_the_promise(chosen: list[int], calls: list[str]) -> None:
+    ws = Workspace(session_messages())
+    result = apply_selection(
+        Selection(include_messages=list(chosen), include_tool_results=calls), ws
+    )
+    ids = [m.id for m in ws.messages]
+    # One decision per workspace message; every chosen, user and system message is there.
+    decided = [d.message_id for d in result.decisions if d.message_id in ids]
+    assert sorted(decided) == sorted(ids)
+    kept = [m.id for m in result.messages if m.id in ids]
+    for i, msg in enumerate(ws.messages):
+        if i in chosen or msg.role in ("user", "system"):
+            assert msg.id in kept
+    # The original order, and valid tool exchanges.
+    assert kept == [i for i in ids if i in kept]
+    validate_openai(result.to_openai())
