@@ -239,8 +239,14 @@ def apply_selection(
         ...     {"role": "user", "content": "Why does login fail?"},
         ... ])
         >>> result = apply_selection(Selection(include_messages=[3], omit_reason="old"), ws)
-        >>> [m.id for m in result.messages][1:], result.dropped_ids
-        (['m1-e92291f7', 'm3-6008b7ba', 'selection-context'], ['m2-181113b4'])
+        >>> [m.text for m in result.messages][1:3]
+        ['Never touch the migrations.', 'Why does login fail?']
+        >>> print(result.messages[-1].text)
+        [Context selected for this step by manual]
+        <BLANKLINE>
+        Left out of this step: messages 2 (old).
+        >>> [d.action for d in result.decisions_for(ws.messages[2].id)]
+        ['dropped']
     """
     resolved = _Resolver(selection, workspace).run()
     notes_before = workspace.notes
