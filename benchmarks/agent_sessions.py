@@ -411,6 +411,86 @@ STRATEGIES: dict[str, StrategyFactory] = {
     ),
     "session+ctxpack-compact-30k-below-floor": _session_with(_digest_compactor(30_000)),
 }
+
+
+# -- issue 16: a selector chooses the context before each step -------------------------------
+def step_goal(history: list[dict[str, Any]], chars: int = 2000) -> str:
+    """What the next step is about: the agent's last message and what answered it (the last
+    tool result or user message), each cut to ``chars`` characters."""
+    last = message_text(history[-1])[:chars] if history else ""
+    said = next((m for m in reversed(history) if m.get("role") == "assistant"), None)
+    return (message_text(said)[:chars] + "\n" if said is not None else "") + last
+
+
+class SelectBeforeEachStep:
+    """Before each step, ``ctxpack.LexicalSelector(budget=...)`` chooses from the whole history
+    for :func:`step_goal`, and ``ctxpack.apply_selection`` builds the request (user messages
+    always kept, tool exchanges whole). No repository is replayed, so no file is selected.
+
+    ``selector_requests`` keeps, per step, what a ``ModelSelector`` call would have sent (its
+    system prompt and the workspace listing) and answered (this selection as JSON), so that the
+    selector can be billed at a small model's price (``benchmarks/selection_sessions.py``); the
+    harness bills only the main requests, all at one model's price.
+    """
+
+    def __init__(self, session: SessionInfo, *, budget: int) -> None:
+        from ctxpack.selection import SYSTEM_PROMPT
+
+        self.session = session
+        self.selector = ctxpack.LexicalSelector(budget=budget)
+        self.system = SYSTEM_PROMPT
+        self.selector_requests: list[dict[str, Any]] = []
+
+    def select(self, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The request a selection over ``history`` builds; records the selector's call."""
+        from ctxpack.selection import selection_prompt
+
+        workspace = ctxpack.Workspace(history, counter=self.session.counter)
+        goal = step_goal(history)
+        selection = self.selector(workspace, goal)
+        result = ctxpack.apply_selection(selection, workspace)
+        listing = selection_prompt(workspace, goal)
+        answer = json.dumps(selection.answer())
+        self.selector_requests.append(
+            {
+                "messages": [
+                    {"role": "system", "content": self.system},
+                    {"role": "user", "content": listing},
+                ],
+                "output_tokens": self.session.counter.count(answer),
+            }
+        )
+        return result.to_openai()
+
+    def __call__(self, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return self.select(history)
+
+
+class SelectWhenOver(SelectBeforeEachStep):
+    """Selection at the steps that need it: the request grows append-only (the prompt cache
+    keeps working) until it would exceed ``trigger`` tokens; then ``LexicalSelector(budget)``
+    chooses from the whole history and the selected context becomes the new prefix, which the
+    next steps extend. The selector is called (and billed) only at those steps."""
+
+    def __init__(self, session: SessionInfo, *, budget: int, trigger: int) -> None:
+        super().__init__(session, budget=budget)
+        self.trigger = trigger
+        self.prefix: list[dict[str, Any]] | None = None
+        self.since = 0
+
+    def __call__(self, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        request = history if self.prefix is None else [*self.prefix, *history[self.since :]]
+        if self.session.tokens(request) <= self.trigger:
+            return request
+        self.prefix, self.since = self.select(history), len(history)
+        return self.prefix
+
+
+STRATEGIES["select-lexical-16k"] = _with(SelectBeforeEachStep, budget=16_000)
+STRATEGIES["select-lexical-when-over-32k"] = _with(SelectWhenOver, budget=16_000, trigger=32_000)
+STRATEGIES["select-lexical-when-over-16k"] = _with(SelectWhenOver, budget=8_000, trigger=16_000)
+# -- end of issue 16 ---------------------------------------------------------------------------
+
 DEFAULT_STRATEGIES = tuple(STRATEGIES)
 
 

@@ -22,6 +22,7 @@ from .errors import BudgetExceededError as BudgetExceededError
 from .errors import ConfigError as ConfigError
 from .errors import CtxpackError as CtxpackError
 from .errors import InvalidMessageError as InvalidMessageError
+from .errors import SelectionError as SelectionError
 from .errors import TokenizerUnavailableError as TokenizerUnavailableError
 from .filters import ToolOutputFilter as ToolOutputFilter
 from .messages import FunctionCall as FunctionCall
@@ -36,6 +37,11 @@ from .pipeline import PackContext as PackContext
 from .pipeline import Pipeline as Pipeline
 from .pipeline import Stage as Stage
 from .result import PackResult as PackResult
+from .selection import LexicalSelector as LexicalSelector
+from .selection import ModelSelector as ModelSelector
+from .selection import Selection as Selection
+from .selection import Workspace as Workspace
+from .selection import apply_selection as apply_selection
 from .session import Session as Session
 from .stages import CitationInheritor as CitationInheritor
 from .stages import Deduplicator as Deduplicator
@@ -80,15 +86,19 @@ __all__ = [
     "FunctionCall",
     "GreedyPacker",
     "InvalidMessageError",
+    "LexicalSelector",
     "MemorySelector",
     "Message",
     "MiniLMEmbedder",
+    "ModelSelector",
     "PackContext",
     "PackResult",
     "Pipeline",
     "PromptComposer",
     "RelevanceScorer",
     "SQLiteArtifactStore",
+    "Selection",
+    "SelectionError",
     "SemanticScorer",
     "Session",
     "Stage",
@@ -98,8 +108,10 @@ __all__ = [
     "ToolOutputFilter",
     "ToolResultClearer",
     "TurnAlternator",
+    "Workspace",
     "anthropic_approx_counter",
     "clear_caches",
+    "apply_selection",
     "compress_lines",
     "context_usage",
     "count_tokens",

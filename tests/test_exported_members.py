@@ -58,6 +58,13 @@ EXPECTED = {
     # context editing
     "Compactor",
     "ToolResultClearer",
+    # selection
+    "LexicalSelector",
+    "ModelSelector",
+    "Selection",
+    "SelectionError",
+    "Workspace",
+    "apply_selection",
     # embeddings
     "MiniLMEmbedder",
     # adapters
