@@ -52,7 +52,8 @@ class CycleRecord(BaseModel):
     Attributes:
         cycle: 1-based.
         terms: The terms added to the task's own for this cycle's dispatch, with weights.
-        excluded: Paths left out of this cycle's dispatch (judged irrelevant earlier).
+        excluded: Paths left out of this cycle's dispatch: judged irrelevant, or already in
+            hand (judged highly relevant) in an earlier cycle.
         candidates: The files dispatched, best first, with their ranking.
         judgements: The judge's verdict on each candidate.
         high: Candidates judged >= 0.7.
