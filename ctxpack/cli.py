@@ -1,4 +1,5 @@
-"""The ``ctxpack`` command line: ``ctxpack pack FILE --budget N`` and ``ctxpack demo``."""
+"""The ``ctxpack`` command line: ``ctxpack pack FILE --budget N``, ``ctxpack demo`` and
+``ctxpack code search|retrieve ROOT "task"``."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from importlib import resources
 from typing import Any
 
 from .adapters import from_anthropic, from_openai
+from .code.cli import add_code_parser, run_code_command
 from .errors import CtxpackError
 from .messages import Message
 from .packing import pack
@@ -116,8 +118,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--explain", action="store_true", help="print the decisions as a table")
     d = sub.add_parser("demo", help="pack the bundled example conversation and explain it")
     d.add_argument("--budget", type=int, default=600, help="token budget (default 600)")
+    add_code_parser(sub)
     try:
         args = parser.parse_args(argv)
+        if args.command == "code":
+            print(run_code_command(args))
+            return 0
         if args.command == "demo":
             print(_demo(args.budget))
             return 0

@@ -6,8 +6,9 @@ needs. :func:`iterative_retrieve` finds out in cycles:
 1. **dispatch**: rank the repository's files for the task and the words learnt so far;
 2. **evaluate**: a judge scores each candidate 0-1 with a reason and what is still missing;
 3. **refine**: add the codebase's own terms found in the highly relevant files (it says
-   "throttle" where the task says "rate limit"), exclude the files judged below 0.2, and target
-   the gaps (names the relevant files use that are defined in files not retrieved yet);
+   "throttle" where the task says "rate limit"), exclude the files judged below 0.2 (unless they
+   hold one of the words just learnt), and target the gaps (names the relevant files use that
+   are defined in files not retrieved yet);
 4. **repeat**, until 3 or more files are highly relevant (>= 0.7) with no critical gap, or
    ``max_cycles`` cycles have run.
 
@@ -59,7 +60,8 @@ class CycleRecord(BaseModel):
         high: Candidates judged >= 0.7.
         gaps: Critical gaps: what the highly relevant files still miss.
         added_terms: Terms this cycle's refinement learnt from the relevant files.
-        newly_excluded: Paths this cycle's refinement excluded (judged < 0.2).
+        newly_excluded: Paths this cycle's refinement excluded (judged < 0.2 and holding none of
+            the terms it learnt).
         focus: Gaps the next cycle targets.
         stop: Why the loop stopped after this cycle (``""`` when it went on).
     """
@@ -208,7 +210,15 @@ def iterative_retrieve(
             break
         # Refine.
         learnt = _new_terms(index, task, high, boost, task_terms)
-        dropped = [j.path for j in judged if j.relevance < NONE and j.path not in excluded]
+        # Judged irrelevant, unless it holds a word just learnt: then the judgement was made
+        # without the codebase's vocabulary for the task, and the file gets another chance.
+        dropped = [
+            j.path
+            for j in judged
+            if j.relevance < NONE
+            and j.path not in excluded
+            and not set(learnt) & index.file_terms(j.path)
+        ]
         focus = [m for path in high for m in by_path[path].missing]
         for term in learnt:
             boost[term] = boost.get(term, 0.0) + _NEW_TERM_WEIGHT
@@ -317,7 +327,8 @@ def _new_terms(
     scored = index.unit_scores(task, high, boost=boost)
     for path in high:
         for unit, _ in scored.get(path, [])[:2]:
-            text = unit.docstring + "\n" + unit.name if unit.docstring else unit.text
+            name = unit.name if unit.kind != "module" else ""
+            text = unit.docstring + "\n" + name if unit.docstring else unit.text
             counts.update(code_terms(text))
     ranked = sorted(
         (t for t in counts if t not in task_terms and t not in boost and len(t) > 2),

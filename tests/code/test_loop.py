@@ -52,7 +52,7 @@ def test_every_cycle_is_recorded(repo: Path) -> None:
         assert all(j.reason for j in cycle.judgements)
         assert set(cycle.high) == {j.path for j in cycle.judgements if j.relevance >= 0.7}
         if not cycle.stop.startswith("enough"):  # a cycle that ends the loop refines nothing
-            assert set(cycle.newly_excluded) == {
+            assert set(cycle.newly_excluded) <= {
                 j.path for j in cycle.judgements if j.relevance < 0.2
             }
     # Excluded files never come back.
