@@ -135,11 +135,52 @@ def export(task: Task, repos: Path, cache: Path, keep_tests: bool) -> Path:
     return target
 
 
+# Left out of the tree's tokens, as the data's SOURCE.md measures it: images and other binary
+# formats that do not start with a NUL byte (an .svg or an .ai file is text, but no one would
+# send it to a model as code).
+BINARY_SUFFIXES = frozenset(
+    [
+        ".png",
+        ".jpg",
+        ".jpeg",
+        ".gif",
+        ".bmp",
+        ".ico",
+        ".svg",
+        ".pdf",
+        ".ai",
+        ".eps",
+        ".psd",
+        ".webp",
+        ".tif",
+        ".tiff",
+        ".woff",
+        ".woff2",
+        ".ttf",
+        ".otf",
+        ".eot",
+        ".zip",
+        ".gz",
+        ".tgz",
+        ".bz2",
+        ".xz",
+        ".tar",
+        ".whl",
+        ".jar",
+        ".mo",
+        ".pyc",
+        ".so",
+        ".dll",
+        ".exe",
+    ]
+)
+
+
 def tree_tokens(root: Path, counter: Any) -> int:
     """Tokens of every text file of the tree: what loading everything sends."""
     total = 0
     for path in sorted(root.rglob("*")):
-        if not path.is_file() or path.is_symlink():
+        if not path.is_file() or path.is_symlink() or path.suffix.lower() in BINARY_SUFFIXES:
             continue
         raw = path.read_bytes()
         if b"\0" in raw[:8000]:
