@@ -10,6 +10,10 @@ best first; a gold file counts as found at rank k when it is among the first k. 
 - ``bm25-files``: naive BM25 over whole files (lower-cased words, no stemming, no code split);
 - ``ripgrep-identifiers``: ripgrep for each identifier of the issue, files ranked by how many
   distinct identifiers they hold;
+- ``aider-repomap``: aider's repo map (tree-sitter tags, PageRank personalised by the files and
+  identifiers the issue mentions), run by ``benchmarks/aider_repomap.py`` under the Python given
+  with ``--aider-python`` (aider pins its own versions of many packages: give it its own
+  virtual environment); skipped without it;
 - ``load-everything``: every text file of the tree (recall 100%, tokens of the whole tree).
 
 Tokens: cl100k_base. The budget ``B`` of a task is ``--budget-share`` of its whole tree's tokens;
@@ -58,7 +62,14 @@ from ctxpack.store import SQLiteArtifactStore  # noqa: E402
 from ctxpack.tokens import get_counter  # noqa: E402
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
-ALL_METHODS = ("ctxpack-search", "ctxpack-loop", "bm25-files", "ripgrep-identifiers")
+ALL_METHODS = (
+    "ctxpack-search",
+    "ctxpack-loop",
+    "bm25-files",
+    "ripgrep-identifiers",
+    "aider-repomap",
+)
+AIDER_SCRIPT = Path(__file__).resolve().parent / "aider_repomap.py"
 KS = (1, 3, 5, 10)
 TEST_DIRS = ("test", "tests", "testing")
 WARM_RUNS = 5
@@ -233,6 +244,22 @@ def ripgrep_identifiers(index: CodeIndex, problem: str) -> list[str]:
     return sorted(distinct, key=lambda p: (-distinct[p], -total[p], p))
 
 
+def aider_repomap(index: CodeIndex, problem: str, python: str) -> list[str]:
+    request = {"root": str(index.root), "problem": problem, "files": list(index.files)}
+    proc = subprocess.run(
+        [python, str(AIDER_SCRIPT)],
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"error: aider's repo map failed: {proc.stderr.strip()[-2000:]}")
+    ranked: list[str] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return ranked
+
+
 # --------------------------------------------------------------------------------------------
 # Running
 
@@ -272,6 +299,7 @@ def run_task(
     methods: Sequence[str],
     budget_share: float,
     counter: Any,
+    aider_python: str | None = None,
 ) -> tuple[list[Outcome], dict[str, Any]]:
     if db.exists():
         db.unlink()
@@ -355,9 +383,15 @@ def run_task(
                 )
             )
             info["loop_cycles"] = len(result.cycles)
-        elif method in ("bm25-files", "ripgrep-identifiers"):
-            ranker = bm25_files if method == "bm25-files" else ripgrep_identifiers
-            ranking = ranker(index, task.problem)
+        elif method in ("bm25-files", "ripgrep-identifiers", "aider-repomap"):
+            if method == "aider-repomap":
+                if aider_python is None:
+                    continue
+                ranking = aider_repomap(index, task.problem, aider_python)
+            elif method == "bm25-files":
+                ranking = bm25_files(index, task.problem)
+            else:
+                ranking = ripgrep_identifiers(index, task.problem)
             seconds = time.perf_counter() - t0
             within, used = _whole_files_within(ranking, gold, sizes, budget)
             out.append(
@@ -435,6 +469,7 @@ def render_markdown(
     infos: Sequence[Mapping[str, Any]],
     outcomes: Sequence[Outcome],
     budget_share: float,
+    notes: Sequence[str] = (),
 ) -> str:
     n_gold = sum(len(o.ranks) for o in outcomes if o.method == "load-everything")
     out = ["# Code retrieval: SWE-bench Verified tasks", ""]
@@ -446,6 +481,8 @@ def render_markdown(
         "ctxpack). Tokens: of that context, mean over tasks, and its share of the tree."
     )
     out.append("")
+    for note in notes:
+        out.extend([note, ""])
     header = ["method", *(f"R@{k}" for k in KS), "MRR", "within B", "tokens", "share", "max share"]
     out.append("| " + " | ".join(header) + " |")
     out.append("|" + "---|" * len(header))
@@ -519,6 +556,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--budget-share", type=float, default=0.04)
     parser.add_argument("--limit", type=int, default=None, help="first N tasks only")
     parser.add_argument("--keep-tests", action="store_true", help="export test folders too")
+    parser.add_argument(
+        "--aider-python",
+        default=None,
+        help="a Python with aider-chat installed, for the aider-repomap baseline",
+    )
     args = parser.parse_args(argv)
     tasks = load_tasks(args.tasks)[: args.limit]
     counter = get_counter()
@@ -534,6 +576,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.methods,
             args.budget_share,
             counter,
+            args.aider_python,
         )
         outcomes.extend(got)
         infos.append(info)
@@ -544,7 +587,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         print(f"{task.instance_id}: build {info['build_seconds']:.1f}s {line}", file=sys.stderr)
     summary = summarize(outcomes, infos)
-    markdown = render_markdown(summary, infos, outcomes, args.budget_share)
+    notes = []
+    if "aider-repomap" in args.methods and args.aider_python is None:
+        notes.append("Not run: `aider-repomap` (no `--aider-python` given).")
+    markdown = render_markdown(summary, infos, outcomes, args.budget_share, notes)
     print(markdown)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "code_retrieval.md").write_text(markdown + "\n", encoding="utf-8")
@@ -554,6 +600,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "methods": args.methods,
             "budget_share": args.budget_share,
             "keep_tests": args.keep_tests,
+            "aider_python": args.aider_python,
             "encoding": counter.name,
         },
         "results": summary,
