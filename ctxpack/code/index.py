@@ -298,7 +298,12 @@ class CodeIndex:
             self._file_index.append_terms("", file_terms)
             self._file_terms.append(set(file_terms))
         self._graph = CodeGraph(self._parsed)
-        self._names = _mention_names(self._paths)
+        # Every way a query can name a file, looked up by the path-like pieces of the query.
+        self._named_by: dict[str, list[tuple[int, float]]] = {}
+        names = _mention_names(self._paths)
+        for i, path in enumerate(self._paths):
+            for name, strength in names[path]:
+                self._named_by.setdefault(name, []).append((i, strength))
 
     # ----------------------------------------------------------------------------------------
     # Queries
@@ -487,11 +492,9 @@ class CodeIndex:
         import numpy as np
 
         out = np.zeros(len(self._paths))
-        lowered = query.lower()
-        for i, path in enumerate(self._paths):
-            for name, strength in self._names[path]:
-                if name in lowered and _bounded(lowered, name):
-                    out[i] = max(out[i], strength)
+        for name in _pieces(query.lower()) & self._named_by.keys():
+            for i, strength in self._named_by[name]:
+                out[i] = max(out[i], strength)
         return out
 
     def _defined(self, query: str) -> Any:
@@ -549,20 +552,30 @@ def _normalised(values: Any) -> Any:
     return values / top if top > 0 else values * 0.0
 
 
-_WORD_CHAR = re.compile(r"[\w]")
+_PATHLIKE = re.compile(r"[\w./-]+")
+_SEPARATORS = "/.-"
+# A longer path-like word is cut at this many separators at most (a URL, a long dotted name).
+_MAX_SEPARATORS = 12
 
 
-def _bounded(text: str, name: str) -> bool:
-    """Whether ``name`` occurs in ``text`` not glued to a longer word."""
-    start = text.find(name)
-    while start != -1:
-        before = text[start - 1] if start else " "
-        end = start + len(name)
-        after = text[end] if end < len(text) else " "
-        if not _WORD_CHAR.match(before) and not _WORD_CHAR.match(after):
-            return True
-        start = text.find(name, start + 1)
-    return False
+def _pieces(text: str) -> set[str]:
+    """Every run of a path-like word between separators (``/``, ``.``, ``-``) or its ends:
+    ``src/_pytest/capture.py`` gives ``capture.py``, ``_pytest/capture.py``, ``_pytest`` ...
+
+    Example:
+        >>> sorted(_pieces("see a/b.py"))
+        ['a', 'a/b', 'a/b.py', 'b', 'b.py', 'py', 'see']
+    """
+    out: set[str] = set()
+    for word in _PATHLIKE.findall(text):
+        cuts = [k for k, c in enumerate(word) if c in _SEPARATORS][:_MAX_SEPARATORS]
+        starts = [0, *(k + 1 for k in cuts)]
+        ends = [*cuts, len(word)]
+        for i in starts:
+            for j in ends:
+                if j > i:
+                    out.add(word[i:j])
+    return out
 
 
 def _mention_names(paths: Sequence[str]) -> dict[str, list[tuple[str, float]]]:
