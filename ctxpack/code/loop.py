@@ -12,7 +12,8 @@ needs. :func:`iterative_retrieve` finds out in cycles:
 4. **repeat**, until 3 or more files are highly relevant (>= 0.7) with no critical gap, or
    ``max_cycles`` cycles have run.
 
-It returns the files judged >= 0.7 in any cycle, most relevant first, and every cycle recorded.
+It returns the files judged >= 0.7 in any cycle, most relevant first (those found in an earlier
+cycle first, then by relevance: the order they were found in), and every cycle recorded.
 """
 
 from __future__ import annotations
@@ -86,7 +87,9 @@ class RetrievalResult(BaseModel):
 
     Attributes:
         task: The task it was given.
-        files: Repository-relative paths judged >= 0.7, most relevant first.
+        files: Repository-relative paths judged >= 0.7, most relevant first: by the cycle that
+            found them (a later cycle's judgement is relative to what the earlier ones left),
+            then by relevance.
         relevance: Each returned file's best relevance over the cycles.
         context: The text to send: the files' best passages, labelled with path and lines.
         tokens: Tokens of ``context``.
@@ -191,10 +194,10 @@ def iterative_retrieve(
         judged = judge(task, shown)
         by_path = {j.path: j for j in judged}
         high = [j.path for j in judged if j.relevance >= HIGH]
-        for j in judged:
+        for j in sorted(judged, key=lambda j: -j.relevance):
             if j.relevance >= HIGH:
                 best[j.path] = max(best.get(j.path, 0.0), j.relevance)
-                first_seen.setdefault(j.path, len(first_seen))
+                first_seen.setdefault(j.path, cycle)
         gaps = [f"{path}: {m}" for path in high for m in by_path[path].missing]
         record = CycleRecord(
             cycle=cycle,
@@ -237,7 +240,10 @@ def iterative_retrieve(
                 }
             )
         )
-    files = sorted(best, key=lambda p: (-best[p], first_seen[p]))
+    # Most relevant first: a file found in an earlier cycle was judged against the best file
+    # of the whole repository, a later one against what the earlier cycles left; so by cycle,
+    # then by relevance (the order the files were found in).
+    files = sorted(best, key=lambda p: (first_seen[p], -best[p]))
     context, tokens, artifacts = build_context(
         index, files, task, budget=budget, store=store, boost=boost
     )
