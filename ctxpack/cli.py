@@ -1,5 +1,5 @@
-"""The ``ctxpack`` command line: ``ctxpack pack FILE --budget N``, ``ctxpack context FILE`` and
-``ctxpack demo``."""
+"""The ``ctxpack`` command line: ``ctxpack pack FILE --budget N``, ``ctxpack context FILE``,
+``ctxpack code search|retrieve ROOT "task"`` and ``ctxpack demo``."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from importlib import resources
 from typing import Any
 
 from .adapters import from_anthropic, from_openai
+from .code.cli import add_code_parser, run_code_command
 from .errors import CtxpackError
 from .messages import Message
 from .packing import pack
@@ -214,8 +215,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     _add_context_parser(sub)
     d = sub.add_parser("demo", help="pack the bundled example conversation and explain it")
     d.add_argument("--budget", type=int, default=600, help="token budget (default 600)")
+    add_code_parser(sub)
     try:
         args = parser.parse_args(argv)
+        if args.command == "code":
+            print(run_code_command(args))
+            return 0
         if args.command == "demo":
             print(_demo(args.budget))
             return 0
