@@ -22,13 +22,13 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, TypedDict
 
-from ..messages import Message, ensure_messages
+from ..messages import Message, copy_value, ensure_messages, owned_messages, with_provider
 from .validate import validate_anthropic
 
 __all__ = ["AnthropicPayload", "from_anthropic", "to_anthropic"]
 
-# The key in Message.metadata where the Anthropic-only details live. Its presence also marks a
-# message as coming from an Anthropic payload (pack() then conforms to Anthropic's turn rules).
+# The key in Message.metadata where the Anthropic-only details live (for the round trip only:
+# whether a message came from Anthropic is recorded apart, see ctxpack.messages.provider_of).
 META = "anthropic"
 
 _PART, _CALL = "p", "t"
@@ -174,7 +174,8 @@ def from_anthropic(
             # Fields beside role and content are not part of the API today; keep them anyway.
             produced[0]["metadata"][META]["message"] = extra
         dicts.extend(produced)
-    return ensure_messages(dicts)
+    # Marked outside metadata: pack() then follows Anthropic's turn rules.
+    return [with_provider(m, "anthropic") for m in ensure_messages(dicts)]
 
 
 def _last_compaction(entries: list[Mapping[str, Any]]) -> tuple[int, int] | None:
@@ -310,7 +311,7 @@ def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> AnthropicPa
         ...               {"role": "user", "content": "Hi"}])
         {'system': 'Be brief.', 'messages': [{'role': 'user', 'content': 'Hi'}]}
     """
-    msgs = ensure_messages(messages)
+    msgs = owned_messages(messages)
     system: list[Message] = []
     turns: list[tuple[str, list[tuple[str | None, list[dict[str, Any]]]], dict[str, Any]]] = []
     for msg in msgs:
@@ -336,7 +337,8 @@ def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> AnthropicPa
         else:
             content = [block for _, blocks in pieces for block in blocks]
         out.append({"role": role, "content": content, **extra})
-    return {"system": _system_value(system), "messages": out}
+    # A payload of its own: adding cache_control to it must not reach the messages.
+    return {"system": copy_value(_system_value(system)), "messages": copy_value(out)}
 
 
 def anthropic_parts_to_openai(

@@ -210,6 +210,11 @@ def check_openai_message(entry: Any, index: int) -> None:
         )
 
 
+# A dict of only role (not tool), string content and optional string id and name passes every
+# rule of check_openai_message by construction: ensure_messages() may skip the check for it.
+check_openai_message.passes_plain_dicts = True  # type: ignore[attr-defined]
+
+
 def validate_openai(messages: Any, *, tool_pairing: bool = True) -> None:
     """Check an OpenAI Chat Completions message list; raise at the first problem.
 

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..messages import Message
+from ..messages import Message, provider_of
 from ..pipeline import Decision, PackContext
 from ._base import StageModel
 from .pack import strip_unanswered_calls
@@ -28,6 +28,9 @@ def anthropic_side(msg: Message) -> str:
 
 
 def _turn_of(msg: Message) -> object:
+    # The turn from_anthropic() recorded; metadata of other messages is the user's own.
+    if provider_of(msg) != "anthropic":
+        return None
     meta = msg.metadata.get("anthropic")
     return meta.get("turn") if isinstance(meta, dict) else None
 
