@@ -510,9 +510,9 @@ class Session:
             budget: Tokens the prompt may take; ``None`` for no limit.
             query: What the next answer is about (for packing); the last user message by
                 default.
-            provider: ``"openai"`` or ``"anthropic"``: whose rules the result must follow; by
-            default the provider the messages came from (``session.provider``: Anthropic once
-            an Anthropic message was appended, else OpenAI).
+            provider: ``"openai"`` or ``"anthropic"``: whose rules the result must follow;
+                by default the provider the messages came from (``session.provider``:
+                Anthropic once an Anthropic message was appended, else OpenAI).
             reserve: Tokens kept free for the reply (with a budget).
             tools: Your own tool definitions, counted in ``result.tokens``; the retrieve tool's
                 definition is added when it is offered.
