@@ -209,6 +209,8 @@ class Session:
         self._records: dict[str, FilterRecord] = {}
         self._decisions: list[Decision] = []
         self._pending: list[int] = []  # tool outputs awaiting the agent's answer (positions)
+        # The provider the messages came from: "anthropic" once an Anthropic message arrives.
+        self.provider: Provider = "openai"
         self._views: list[tuple[int, FileRegion]] = []  # live file views: (position, region)
         self._superseded: list[tuple[int, int]] = []  # (position, by position), not yet applied
 
@@ -263,6 +265,7 @@ class Session:
             provider = "anthropic" if _looks_anthropic(message) else "openai"
         try:
             if provider == "anthropic":
+                self.provider = "anthropic"
                 return from_anthropic([message])
             if provider == "openai":
                 return from_openai([message])
@@ -507,7 +510,9 @@ class Session:
             budget: Tokens the prompt may take; ``None`` for no limit.
             query: What the next answer is about (for packing); the last user message by
                 default.
-            provider: ``"openai"`` or ``"anthropic"``: whose rules the result must follow.
+            provider: ``"openai"`` or ``"anthropic"``: whose rules the result must follow;
+                by default the provider the messages came from (``session.provider``:
+                Anthropic once an Anthropic message was appended, else OpenAI).
             reserve: Tokens kept free for the reply (with a budget).
             tools: Your own tool definitions, counted in ``result.tokens``; the retrieve tool's
                 definition is added when it is offered.
@@ -517,7 +522,8 @@ class Session:
         """
         if not self._raw:
             raise ConfigError("the session is empty: append messages before rendering")
-        all_tools = [*(tools or ()), *self.tools(provider or "openai")]
+        provider = provider or self.provider
+        all_tools = [*(tools or ()), *self.tools(provider)]
         originals = {
             raw.id: raw for raw in self._raw if (r := self._records.get(raw.id)) and r.shortened
         }
