@@ -13,6 +13,9 @@ from .adapters import to_langchain as to_langchain
 from .adapters import to_openai as to_openai
 from .adapters import validate_anthropic as validate_anthropic
 from .adapters import validate_openai as validate_openai
+from .caches import clear_caches as clear_caches
+from .editing import Compactor as Compactor
+from .editing import ToolResultClearer as ToolResultClearer
 from .embeddings import MiniLMEmbedder as MiniLMEmbedder
 from .errors import ArtifactNotFoundError as ArtifactNotFoundError
 from .errors import BudgetExceededError as BudgetExceededError
@@ -60,6 +63,8 @@ from .tokens import count_tokens as count_tokens
 from .tokens import count_tokens_approx as count_tokens_approx
 from .tokens import get_counter as get_counter
 from .tokens import tool_definition_tokens as tool_definition_tokens
+from .usage import ContextUsage as ContextUsage
+from .usage import context_usage as context_usage
 
 __version__ = "0.1.0"
 
@@ -70,7 +75,9 @@ __all__ = [
     "ArtifactStore",
     "BudgetExceededError",
     "CitationInheritor",
+    "Compactor",
     "ConfigError",
+    "ContextUsage",
     "CtxpackError",
     "Decision",
     "DecisionLog",
@@ -99,11 +106,14 @@ __all__ = [
     "TokenizerUnavailableError",
     "ToolCall",
     "ToolOutputFilter",
+    "ToolResultClearer",
     "TurnAlternator",
     "Workspace",
     "anthropic_approx_counter",
     "apply_selection",
+    "clear_caches",
     "compress_lines",
+    "context_usage",
     "count_tokens",
     "count_tokens_approx",
     "default_pipeline",

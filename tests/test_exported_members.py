@@ -52,6 +52,12 @@ EXPECTED = {
     "TurnAlternator",
     "compress_lines",
     "semantic_pipeline",
+    # context usage
+    "ContextUsage",
+    "context_usage",
+    # context editing
+    "Compactor",
+    "ToolResultClearer",
     # selection
     "LexicalSelector",
     "ModelSelector",
@@ -71,6 +77,8 @@ EXPECTED = {
     "to_openai",
     "validate_anthropic",
     "validate_openai",
+    # caches
+    "clear_caches",
 }
 
 
