@@ -712,8 +712,9 @@ class Compactor(_StoreModel):
     summary. What is summarised are the assistant turns and tool exchanges before the last
     ``keep_recent`` messages (never splitting a tool exchange); the summary is a user message
     whose ``metadata["ctxpack"]["summary_of"]`` lists the ids it replaces, and each original
-    stays in ``result.artifacts`` (and in ``store`` when given). When there is too little to
-    summarise, the context is left as it is and a ``kept`` decision says
+    stays in ``result.artifacts`` (and in ``store`` when given); the summary names the artifact
+    id of each tool output it replaces (:func:`ctxpack.store.artifact_id` of its text). When
+    there is too little to summarise, the context is left as it is and a ``kept`` decision says
     ``"Not enough messages to compact."``.
 
     Like :class:`ToolResultClearer`, it replays the history request by request and compacts
@@ -832,6 +833,7 @@ class Compactor(_StoreModel):
         messages = tuple(messages)
         sizes = message_sizes(counter, messages)
         verbatim = [_verbatim(m, protected) for m in messages]
+        by_id = {m.id: m for m in messages}
         done: list[CompactionPoint] = []
         kept_tokens = 0  # verbatim messages before the compacted boundary
         summary_tokens = 0
@@ -852,12 +854,20 @@ class Compactor(_StoreModel):
             replaced = (tuple(done[-1].replaced) if done else ()) + tuple(m.id for m in region)
             text = self._summarize(([previous] if previous else []) + region)
             digest = hashlib.blake2b("\x00".join(replaced).encode(), digest_size=6).hexdigest()
+            # The tool outputs' artifact ids, so that the model can ask for an original back.
+            handles = ", ".join(
+                f"{mid}={artifact_id(_original_text(by_id[mid]))}"
+                for mid in replaced
+                if by_id[mid].role == "tool"
+            )
             summary = Message(
                 role="user",
                 id=f"summary-{digest}",
                 content=(
                     f"[Summary of {len(replaced)} earlier messages, replaced to save context; "
-                    f"the originals are kept as artifacts.]\n\n{text}"
+                    "the originals are kept as artifacts"
+                    + (f" (tool outputs: {handles})" if handles else "")
+                    + f".]\n\n{text}"
                 ),
                 metadata={
                     "ctxpack": {"summary_of": list(replaced), "instructions": self.instructions}
@@ -897,8 +907,12 @@ class Compactor(_StoreModel):
             msg = by_id[mid]
             artifacts.setdefault(mid, msg)
             if self.store is not None:
+                # A tool output under the id the summary names; another message whole, calls
+                # included.
                 self.store.put(
-                    json.dumps(msg.model_dump(mode="json"), ensure_ascii=False),
+                    _original_text(msg)
+                    if msg.role == "tool"
+                    else json.dumps(msg.model_dump(mode="json"), ensure_ascii=False),
                     message_id=mid,
                     kind="compacted_message",
                     summary=last.summary.id,

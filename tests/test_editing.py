@@ -544,3 +544,16 @@ def test_the_stages_run_in_a_session_and_keep_its_originals_reachable() -> None:
     rendered = session.render()
     assert any(m.id.startswith("summary-") for m in rendered.messages)
     ctxpack.validate_openai(rendered.to_openai())
+
+
+def test_the_summary_names_the_artifact_ids_of_the_tool_outputs_it_replaces() -> None:
+    store = SQLiteArtifactStore(":memory:")
+    history = big_session()
+    result = compact(history, trigger=50_000, keep_recent=4, store=store)
+    summary = next(m for m in result.messages if m.id.startswith("summary-"))
+    for mid in summary.metadata["ctxpack"]["summary_of"]:
+        original = next(m for m in history if m["id"] == mid)
+        if original["role"] == "tool":
+            ref = artifact_id(original["content"])
+            assert f"{mid}={ref}" in summary.text
+            assert store.get(ref) == original["content"]
