@@ -10,9 +10,6 @@ from __future__ import annotations
 import difflib
 import math
 import os
-import shutil
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -204,12 +201,10 @@ def keywords(goal: str, *, most: int = 12) -> list[str]:
 
 
 def find_ripgrep() -> str | None:
-    """The ``rg`` binary: on ``PATH``, or beside this Python (the ``ripgrep`` package's)."""
-    on_path = shutil.which("rg")
-    if on_path:
-        return on_path
-    beside = Path(sys.executable).parent / ("rg.exe" if os.name == "nt" else "rg")
-    return str(beside) if beside.is_file() else None
+    """The ``rg`` binary the search uses (:func:`ctxpack.code.ripgrep_path`), or ``None``."""
+    from ..code.grep import ripgrep_path
+
+    return ripgrep_path()
 
 
 Engine = Literal["auto", "ripgrep", "python"]
@@ -227,11 +222,11 @@ class FileHit:
 class FileSearch:
     """Case-insensitive literal search of keywords over the files of a root.
 
-    ripgrep when installed (``engine="auto"``), else Python; both search the same files (those
-    :func:`walk` lists: no hidden or skipped folders, no binary files, none over ``max_bytes``)
-    and give the same counts. Files are ranked by ``sum(idf(k) * (1 + log(lines matched)))`` over
-    the keywords they hold, with ``idf(k) = log(1 + files / files holding k)``: a rare keyword
-    says more than a common one.
+    Through :func:`ctxpack.code.grep`: ripgrep when installed (``engine="auto"``), else Python;
+    both search the same files (those :func:`walk` lists: no hidden or skipped folders, no
+    binary files, none over ``max_bytes``) and give the same counts. Files are ranked by
+    ``sum(idf(k) * (1 + log(lines matched)))`` over the keywords they hold, with
+    ``idf(k) = log(1 + files / files holding k)``: a rare keyword says more than a common one.
     """
 
     def __init__(
@@ -252,9 +247,7 @@ class FileSearch:
         """Per file path, matching lines per keyword (files with no match left out)."""
         if not words or not self.files:
             return {}
-        if self.ripgrep:
-            return self._ripgrep(words)
-        return self._python(words)
+        return self._count(words, "ripgrep" if self.ripgrep else "python")
 
     def search(self, words: Sequence[str], *, most: int) -> list[FileHit]:
         """The ``most`` best files for ``words``, best first (ties by path)."""
@@ -285,52 +278,17 @@ class FileSearch:
             out.append(rel)
         return out
 
-    def _python(self, words: Sequence[str]) -> dict[str, Counter[str]]:
-        lowered = [w.lower() for w in words]
-        found: dict[str, Counter[str]] = {}
-        for rel in self._searchable():
-            per_word: Counter[str] = Counter()
-            for line in iter_lines(self.root / rel):
-                low = line.lower()
-                for word in lowered:
-                    if word in low:
-                        per_word[word] += 1
-            if per_word:
-                found[rel] = per_word
-        return found
+    def _count(self, words: Sequence[str], engine: Engine) -> dict[str, Counter[str]]:
+        # One literal search per keyword through ctxpack.code's grep (ripgrep or Python, the
+        # same lines either way), over the files this search covers.
+        from ..code.grep import grep
 
-    def _ripgrep(self, words: Sequence[str]) -> dict[str, Counter[str]]:
-        # One rg run per keyword, over the same file list as Python: counting lines per keyword
-        # is what --count gives, and passing the files keeps both engines on the same set.
-        assert self.ripgrep is not None
         searchable = self._searchable()
         found: dict[str, Counter[str]] = {}
+        if not searchable:
+            return found
         for word in words:
             lowered = word.lower()
-            for start in range(0, len(searchable), 500):
-                chunk = searchable[start : start + 500]
-                run = subprocess.run(
-                    [
-                        self.ripgrep,
-                        "--count",
-                        "--ignore-case",
-                        "--fixed-strings",
-                        "--no-config",
-                        "--with-filename",
-                        "--no-messages",
-                        "-e",
-                        word,
-                        "--",
-                        *chunk,
-                    ],
-                    cwd=self.root,
-                    capture_output=True,
-                    check=False,
-                )
-                if run.returncode not in (0, 1):
-                    raise RuntimeError(f"rg failed ({run.returncode}): {run.stderr[:200]!r}")
-                for line in run.stdout.decode("utf-8", "replace").splitlines():
-                    path, _, count = line.rpartition(":")
-                    if path and count.isdigit():
-                        found.setdefault(path.replace(os.sep, "/"), Counter())[lowered] = int(count)
+            for hit in grep(self.root, word, context=0, engine=engine, paths=searchable):
+                found.setdefault(hit.path, Counter())[lowered] += 1
         return found
