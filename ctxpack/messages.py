@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from ._prefix import common_prefix, likely_prefix
 from ._trusted import trusted_instance
 from .errors import InvalidMessageError
+from .sdk import coerce_message
 
 __all__ = [
     "ROLES",
@@ -276,13 +277,14 @@ def _convert(
     # A conversion is reused by a call with the same check, or with none.
     if hit is not None and hit[0] == item and (check is None or hit[2] is check):
         return hit[0], hit[1]
+    plain = coerce_message(item, index)  # the same dict unless it holds SDK objects
     if check is not None:
-        check(item, index)
-    msg = _plain_message(item)
+        check(plain, index)
+    msg = _plain_message(plain)
     if msg is not None:
         snapshot = dict(item)
     else:
-        msg = _from_mapping(index, item)
+        msg = _from_mapping(index, plain)
         snapshot = _snapshot(item)
     if len(_CONVERTED) >= _CACHE_LIMIT:
         _CONVERTED.clear()
@@ -394,6 +396,9 @@ def ensure_messages(
             snapshot, msg = _convert(index, item, check)
         elif isinstance(item, Message):
             snapshot = msg = item
+        elif (plain := coerce_message(item, index)) is not item:
+            # An SDK object (an OpenAI ChatCompletionMessage...): converted afresh each time.
+            snapshot, msg = _convert(index, plain, check)
         else:
             raise InvalidMessageError(
                 f"expected a Message or a dict, got {type(item).__name__}", index=index

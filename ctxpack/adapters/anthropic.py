@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, TypedDict
 
 from ..messages import Message, ensure_messages
+from ..sdk import coerce_messages, coerce_value
 from .validate import validate_anthropic
 
 __all__ = ["AnthropicPayload", "from_anthropic", "to_anthropic"]
@@ -126,7 +127,9 @@ def from_anthropic(
     """Anthropic Messages (and the ``system`` prompt) -> :class:`Message` objects.
 
     Args:
-        messages: The payload's ``messages`` list.
+        messages: The payload's ``messages`` list. The Anthropic SDK's own objects are accepted
+            too: ``{"role": "assistant", "content": response.content}``, or the response itself
+            (see :mod:`ctxpack.sdk`).
         system: The payload's ``system``: a string or a list of text blocks.
 
     Returns:
@@ -148,7 +151,8 @@ def from_anthropic(
         >>> [(m.role, m.text) for m in msgs]
         [('system', 'Be brief.'), ('user', 'Weather?'), ('assistant', ''), ('tool', '3 C')]
     """
-    entries = list(messages)
+    entries = list(coerce_messages(list(messages)))
+    system = coerce_value(system, None, "system")
     validate_anthropic({"system": system, "messages": entries}, tool_pairing=False)
     dicts: list[dict[str, Any]] = []
     if system is not None:

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..messages import Message, ensure_messages
+from ..sdk import coerce_messages
 from .anthropic import META, anthropic_parts_to_openai
 from .validate import validate_openai
 
@@ -27,7 +28,8 @@ def from_openai(messages: Iterable[Mapping[str, Any]]) -> list[Message]:
     Args:
         messages: The ``messages`` of a Chat Completions request: content strings or parts
             (text, images...), ``name``, ``tool_calls``, ``tool`` messages, the legacy
-            ``function_call``. Unknown keys are kept in ``extras``.
+            ``function_call``. Unknown keys are kept in ``extras``. The OpenAI SDK's own
+            objects are accepted too (see :mod:`ctxpack.sdk`).
 
     Returns:
         One message per dict, with stable ids (see :func:`ctxpack.ensure_messages`).
@@ -41,7 +43,7 @@ def from_openai(messages: Iterable[Mapping[str, Any]]) -> list[Message]:
         >>> msgs[0].name, to_openai(msgs)
         ('ana', [{'role': 'user', 'content': 'Hi', 'name': 'ana'}])
     """
-    entries = list(messages)
+    entries = list(coerce_messages(list(messages)))
     validate_openai(entries, tool_pairing=False)
     out: list[Mapping[str, Any]] = []
     for entry in entries:

@@ -1,0 +1,256 @@
+"""The official SDKs' own objects, accepted wherever a dict is.
+
+The ``openai`` and ``anthropic`` Python SDKs return pydantic models: OpenAI's
+``ChatCompletionMessage`` (``response.choices[0].message``), Anthropic's content blocks
+(``response.content``: ``TextBlock``, ``ToolUseBlock``, ``ThinkingBlock``...). Their own tutorials
+append those objects to the history as they are. ctxpack turns each into the dict the SDK itself
+would send for it, through the SDK's own serialisation (``model_dump(mode="json", by_alias=True,
+exclude_unset=True)``, exactly what the SDK does with a model found in a request), so nothing the
+API returned is lost and the request ctxpack builds carries the same bytes the SDK would have sent.
+
+Neither SDK is imported: an object is recognised by the package its class comes from, so this
+module costs nothing when the SDKs are not installed.
+
+What is converted:
+
+- anywhere inside a message dict (``content`` blocks, ``tool_calls``, ``system`` blocks...): any
+  SDK model, into its dict;
+- as a message: an OpenAI ``ChatCompletionMessage``; an Anthropic ``Message`` (the response
+  itself: its ``role`` and ``content``, the only fields a request message has); the OpenAI
+  Responses API items that map onto a chat message (``message``, ``function_call``,
+  ``function_call_output``), with the original item kept in ``metadata["openai_responses"]``.
+
+Anything else (a whole ``ChatCompletion``, a content block given as a message, a Responses
+``reasoning`` item) raises :class:`~ctxpack.errors.InvalidMessageError` naming the index, the
+field and what to pass instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .errors import InvalidMessageError
+
+__all__ = [
+    "RESPONSES_META",
+    "coerce_message",
+    "coerce_messages",
+    "coerce_value",
+    "is_sdk_object",
+]
+
+# Where a message made from an OpenAI Responses API item keeps that item, verbatim.
+RESPONSES_META = "openai_responses"
+
+_SDK_PACKAGES = frozenset({"openai", "anthropic"})
+_SCALARS = (str, int, float, bool, type(None))
+# Fields the SDKs fill in locally (structured-output parsing), not part of what the API sent.
+_LOCAL_FIELDS = frozenset({"parsed", "parsed_arguments"})
+
+
+def is_sdk_object(value: Any) -> bool:
+    """Whether ``value`` is a model from the ``openai`` or ``anthropic`` package."""
+    package = type(value).__module__.partition(".")[0]
+    return package in _SDK_PACKAGES and callable(getattr(value, "model_dump", None))
+
+
+def _dump(value: Any, index: int | None, field: str | None) -> dict[str, Any]:
+    """The dict the SDK sends for ``value`` (its request serialisation), nothing added."""
+    # The SDKs' structured-output models hold a ``parsed`` value typed loosely; it is dropped
+    # below, so pydantic's warning about serialising it says nothing useful.
+    parsed = type(value).__name__.startswith("Parsed")
+    try:
+        dumped = value.model_dump(
+            mode="json",
+            by_alias=True,
+            exclude_unset=True,
+            exclude=getattr(value, "__api_exclude__", None),
+            warnings=not parsed,
+        )
+    except Exception as exc:  # the SDK's serialiser raises pydantic's own errors
+        raise InvalidMessageError(
+            f"{field + ': ' if field else ''}cannot serialise {type(value).__name__} "
+            f"with its SDK ({exc})",
+            index=index,
+            field=field,
+        ) from exc
+    if not isinstance(dumped, dict):  # pragma: no cover - pydantic models dump to dicts
+        raise InvalidMessageError(
+            f"{type(value).__name__} did not serialise to an object", index=index, field=field
+        )
+    if parsed:
+        _drop_local_fields(dumped)
+    return dumped
+
+
+def _drop_local_fields(data: Any) -> None:
+    if isinstance(data, dict):
+        for key in _LOCAL_FIELDS & data.keys():
+            del data[key]
+        for inner in data.values():
+            _drop_local_fields(inner)
+    elif isinstance(data, list):
+        for inner in data:
+            _drop_local_fields(inner)
+
+
+def coerce_value(value: Any, index: int | None = None, field: str | None = None) -> Any:
+    """``value`` with every SDK model inside it replaced by its dict.
+
+    Returns ``value`` itself (the same object) when it holds no SDK model, so plain input keeps
+    its identity and costs one pass over its values.
+    """
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict or (isinstance(value, Mapping) and not is_sdk_object(value)):
+        changed: dict[str, Any] | None = None
+        for key, inner in value.items():
+            if type(inner) in _SCALARS:
+                continue
+            new = coerce_value(inner, index, _join(field, str(key)))
+            if new is not inner:
+                if changed is None:
+                    changed = dict(value)
+                changed[key] = new
+        return value if changed is None else changed
+    if kind is list or kind is tuple:
+        items: list[Any] | None = None
+        for j, inner in enumerate(value):
+            if type(inner) in _SCALARS:
+                continue
+            new = coerce_value(inner, index, f"{field or ''}[{j}]")
+            if new is not inner:
+                if items is None:
+                    items = list(value)
+                items[j] = new
+        if items is None:
+            return value
+        return items
+    if is_sdk_object(value):
+        return coerce_value(_dump(value, index, field), index, field)
+    return value
+
+
+def _join(field: str | None, key: str) -> str:
+    return f"{field}.{key}" if field else key
+
+
+def coerce_message(item: Any, index: int) -> Any:
+    """One entry of a message list, with the SDKs' objects turned into plain dicts.
+
+    A dict comes back unchanged (the same object) unless it holds SDK models; an SDK object
+    that is a message becomes its message dict; anything else comes back as it is, for the
+    caller's own checks to reject.
+
+    Raises:
+        InvalidMessageError: an SDK object that is not a message (index and field named, with
+            what to pass instead).
+    """
+    if type(item) is dict or (isinstance(item, Mapping) and not is_sdk_object(item)):
+        return coerce_value(item, index)
+    if not is_sdk_object(item):
+        return item
+    package = type(item).__module__.partition(".")[0]
+    dumped = _dump(item, index, None)
+    if package == "anthropic":
+        return _anthropic_message(type(item).__name__, dumped, index)
+    return _openai_message(type(item).__name__, dumped, index)
+
+
+def _anthropic_message(name: str, dumped: dict[str, Any], index: int) -> dict[str, Any]:
+    if dumped.get("type") == "message" and "role" in dumped:
+        # A response: only role and content belong in a request message (id, model, usage,
+        # stop_reason describe the call that produced it).
+        return {"role": dumped["role"], "content": dumped.get("content", [])}
+    kind = dumped.get("type")
+    hint = (
+        f"a {kind!r} content block is not a message; put it in one: "
+        f'{{"role": "assistant", "content": [block, ...]}}'
+        if isinstance(kind, str)
+        else "expected a message"
+    )
+    raise InvalidMessageError(f"got Anthropic {name}: {hint}", index=index, field=None)
+
+
+def _openai_message(name: str, dumped: dict[str, Any], index: int) -> dict[str, Any]:
+    if "choices" in dumped:
+        raise InvalidMessageError(
+            f"got OpenAI {name}, a whole response: append response.choices[0].message",
+            index=index,
+            field=None,
+        )
+    if "message" in dumped and "role" not in dumped:
+        raise InvalidMessageError(
+            f"got OpenAI {name}: append its .message", index=index, field=None
+        )
+    kind = dumped.get("type")
+    if kind is None and "role" in dumped:
+        return dumped  # a Chat Completions message: already in request form
+    meta = {RESPONSES_META: dumped}
+    if kind == "message" and "role" in dumped:
+        content = dumped.get("content")
+        out: dict[str, Any] = {
+            "role": dumped["role"],
+            "content": _responses_parts(content, index) if isinstance(content, list) else content,
+            "metadata": meta,
+        }
+        return out
+    if kind == "function_call":
+        return {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": dumped.get("call_id"),
+                    "type": "function",
+                    "function": {"name": dumped.get("name"), "arguments": dumped.get("arguments")},
+                }
+            ],
+            "metadata": meta,
+        }
+    if kind == "function_call_output":
+        output = dumped.get("output")
+        return {
+            "role": "tool",
+            "tool_call_id": dumped.get("call_id"),
+            "content": _responses_parts(output, index) if isinstance(output, list) else output,
+            "metadata": meta,
+        }
+    raise InvalidMessageError(
+        f"got OpenAI {name} (a Responses API {kind!r} item), which has no Chat Completions "
+        "message; ctxpack packs message, function_call and function_call_output items",
+        index=index,
+        field="type",
+    )
+
+
+def _responses_parts(parts: list[Any], index: int) -> list[dict[str, Any]]:
+    """Responses API content parts as Chat Completions parts."""
+    out: list[dict[str, Any]] = []
+    for j, part in enumerate(parts):
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        if kind in ("output_text", "input_text"):
+            out.append({"type": "text", "text": part.get("text", "")})
+        elif kind == "refusal":
+            out.append({"type": "refusal", "refusal": part.get("refusal", "")})
+        elif kind == "input_image" and isinstance(part.get("image_url"), str):
+            image: dict[str, Any] = {"url": part["image_url"]}
+            if part.get("detail") is not None:
+                image["detail"] = part["detail"]
+            out.append({"type": "image_url", "image_url": image})
+        else:
+            raise InvalidMessageError(
+                f"content[{j}].type: Responses API part {kind!r} has no Chat Completions "
+                "equivalent (text, refusal and image URLs do)",
+                index=index,
+                field=f"content[{j}].type",
+            )
+    return out
+
+
+def coerce_messages(entries: Sequence[Any]) -> Sequence[Any]:
+    """:func:`coerce_message` over a list; the list itself when nothing needed converting."""
+    out = [coerce_message(entry, index) for index, entry in enumerate(entries)]
+    return entries if all(a is b for a, b in zip(out, entries, strict=True)) else out
