@@ -13,6 +13,9 @@ from .adapters import to_langchain as to_langchain
 from .adapters import to_openai as to_openai
 from .adapters import validate_anthropic as validate_anthropic
 from .adapters import validate_openai as validate_openai
+from .clients import PackedClient as PackedClient
+from .clients import wrap_anthropic as wrap_anthropic
+from .clients import wrap_openai as wrap_openai
 from .embeddings import MiniLMEmbedder as MiniLMEmbedder
 from .errors import BudgetExceededError as BudgetExceededError
 from .errors import ConfigError as ConfigError
@@ -71,6 +74,7 @@ __all__ = [
     "MiniLMEmbedder",
     "PackContext",
     "PackResult",
+    "PackedClient",
     "Pipeline",
     "PromptComposer",
     "RelevanceScorer",
@@ -98,4 +102,6 @@ __all__ = [
     "tool_definition_tokens",
     "validate_anthropic",
     "validate_openai",
+    "wrap_anthropic",
+    "wrap_openai",
 ]

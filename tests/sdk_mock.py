@@ -26,7 +26,7 @@ class Capture:
         self.paths: list[str] = []
 
     def __call__(self, request: httpx2.Request) -> httpx2.Response:
-        body = json.loads(request.content)
+        body = json.loads(request.content) if request.content else {}
         self.requests.append(body)
         self.paths.append(request.url.path)
         if callable(self.reply):

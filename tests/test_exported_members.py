@@ -58,6 +58,10 @@ EXPECTED = {
     "to_openai",
     "validate_anthropic",
     "validate_openai",
+    # client wrappers
+    "PackedClient",
+    "wrap_anthropic",
+    "wrap_openai",
 }
 
 
