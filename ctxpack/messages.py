@@ -397,8 +397,10 @@ def ensure_messages(
         elif isinstance(item, Message):
             snapshot = msg = item
         elif (plain := coerce_message(item, index)) is not item:
-            # An SDK object (an OpenAI ChatCompletionMessage...): converted afresh each time.
-            snapshot, msg = _convert(index, plain, check)
+            # An SDK object (an OpenAI ChatCompletionMessage...); the next call reuses the
+            # conversion only while the object still equals this copy of it.
+            _, msg = _convert(index, plain, check)
+            snapshot = copy.deepcopy(item)
         else:
             raise InvalidMessageError(
                 f"expected a Message or a dict, got {type(item).__name__}", index=index

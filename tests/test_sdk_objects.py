@@ -322,6 +322,20 @@ def test_an_sdk_object_edited_in_place_is_converted_again() -> None:
     assert second[1].text == "a much longer answer than before"
 
 
+def test_a_chat_completion_message_edited_in_place_is_converted_again() -> None:
+    history = openai_tutorial_history()
+    history.append({"role": "assistant", "content": "It is 3 C."})
+    message = history[2]
+    first = ctxpack.pack(history, budget=10_000, model="gpt-4")
+    again = ctxpack.pack(history, budget=10_000, model="gpt-4")
+    assert again.to_openai() == first.to_openai()
+    message.tool_calls[0].function.arguments = '{"city": "Bergen"}'
+    edited = ctxpack.pack(history, budget=10_000, model="gpt-4")
+    assert edited.to_openai()[2]["tool_calls"][0]["function"]["arguments"] == (
+        '{"city": "Bergen"}'
+    )
+
+
 def test_the_input_is_never_mutated() -> None:
     system, history = anthropic_tutorial_history()
     before = [json.dumps(m, default=repr, sort_keys=True) for m in history]
