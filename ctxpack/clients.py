@@ -24,6 +24,7 @@ from .packing import pack
 from .pipeline import Stage
 from .result import PackResult
 from .tokens import (
+    REPLY_PRIMING,
     ApproximateTokenCountWarning,
     CounterLike,
     TokenCounter,
@@ -183,7 +184,7 @@ class _Packer:
         # The session renders the messages only: what rides beside them is taken off its budget.
         beside = reserve + (tool_definition_tokens(tools, counter) if tools else 0)
         if system is not None:
-            beside += counter.count_messages(from_anthropic([], system=system)) - 3
+            beside += counter.count_messages(from_anthropic([], system=system)) - REPLY_PRIMING
         if beside >= self.budget:
             raise ConfigError(
                 f"max_tokens, reserve, tools and system take {beside} tokens, the whole "

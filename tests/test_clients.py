@@ -452,3 +452,46 @@ def test_openai_sdk_version_is_the_one_tested() -> None:
     # The SDK's client really sends through httpx2, which is what the mock transport plugs into.
     assert isinstance(openai_client(Capture(openai_reply()))._client, httpx2.Client)
     assert openai.__version__
+
+
+def test_an_anthropic_session_budget_leaves_room_for_system_and_tools() -> None:
+    session = RecordingSession()
+    capture = Capture(anthropic_message([{"type": "text", "text": "ok"}]))
+    client = ctxpack.wrap_anthropic(
+        anthropic_client(capture), budget=3000, counter="cl100k_base", session=session
+    )
+    system = "You are a travel agent."
+    client.messages.create(
+        model="claude-sonnet-5-5",
+        max_tokens=200,
+        system=system,
+        tools=[CLAUDE_WEATHER_TOOL],
+        messages=anthropic_history(),
+    )
+    counter = ctxpack.get_counter(counter="cl100k_base")
+    tools = ctxpack.tool_definition_tokens([CLAUDE_WEATHER_TOOL], counter)
+    system_tokens = ctxpack.count_tokens([{"role": "system", "content": system}], model="gpt-4") - 3
+    assert session.budgets == [3000 - 200 - tools - system_tokens]
+    assert capture.body["system"] == system
+
+
+def test_beta_messages_carry_a_compaction_block_back_through_the_wrapper() -> None:
+    compaction = {"type": "compaction", "content": "Summary: Oslo trip.", "signature": "sig-c"}
+    replies = iter(
+        [
+            anthropic_message([compaction, {"type": "text", "text": "Noted.", "citations": None}]),
+            anthropic_message([{"type": "text", "text": "ok"}]),
+        ]
+    )
+    capture = Capture(lambda body: httpx2.Response(200, json=next(replies)))
+    client = ctxpack.wrap_anthropic(anthropic_client(capture), budget=4000, counter="cl100k_base")
+    history: list[Any] = [{"role": "user", "content": "Plan my trip."}]
+    first = client.beta.messages.create(model="claude-sonnet-5-5", max_tokens=100, messages=history)
+    history += [
+        {"role": "assistant", "content": first.content},
+        {"role": "user", "content": "Go on."},
+    ]
+    client.beta.messages.create(model="claude-sonnet-5-5", max_tokens=100, messages=history)
+    assert capture.paths == ["/v1/messages", "/v1/messages"]
+    assert capture.body["messages"][1]["content"][0] == compaction
+    ctxpack.validate_anthropic(capture.body)

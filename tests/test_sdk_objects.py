@@ -331,9 +331,7 @@ def test_a_chat_completion_message_edited_in_place_is_converted_again() -> None:
     assert again.to_openai() == first.to_openai()
     message.tool_calls[0].function.arguments = '{"city": "Bergen"}'
     edited = ctxpack.pack(history, budget=10_000, model="gpt-4")
-    assert edited.to_openai()[2]["tool_calls"][0]["function"]["arguments"] == (
-        '{"city": "Bergen"}'
-    )
+    assert edited.to_openai()[2]["tool_calls"][0]["function"]["arguments"] == ('{"city": "Bergen"}')
 
 
 def test_the_input_is_never_mutated() -> None:
