@@ -44,7 +44,7 @@ __all__ = [
 RESPONSES_META = "openai_responses"
 
 _SDK_PACKAGES = frozenset({"openai", "anthropic"})
-_SCALARS = (str, int, float, bool, type(None))
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 # Fields the SDKs fill in locally (structured-output parsing), not part of what the API sent.
 _LOCAL_FIELDS = frozenset({"parsed", "parsed_arguments"})
 
@@ -95,12 +95,40 @@ def _drop_local_fields(data: Any) -> None:
             _drop_local_fields(inner)
 
 
+def _holds_sdk_object(value: Any) -> bool:
+    """Whether an SDK model is anywhere inside ``value``: one pass, no allocation, because
+    every plain message dict goes through it."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return False
+    if kind is dict:
+        values: Any = value.values()
+    elif kind is list or kind is tuple:
+        values = value
+    elif isinstance(value, Mapping) and not is_sdk_object(value):
+        values = value.values()
+    else:
+        return is_sdk_object(value)
+    # A loop rather than any(<generator>): this runs on every message dict, and the generator
+    # costs more than the check itself.
+    for inner in values:  # noqa: SIM110
+        if type(inner) not in _SCALARS and _holds_sdk_object(inner):
+            return True
+    return False
+
+
 def coerce_value(value: Any, index: int | None = None, field: str | None = None) -> Any:
     """``value`` with every SDK model inside it replaced by its dict.
 
     Returns ``value`` itself (the same object) when it holds no SDK model, so plain input keeps
     its identity and costs one pass over its values.
     """
+    if not _holds_sdk_object(value):
+        return value
+    return _coerced(value, index, field)
+
+
+def _coerced(value: Any, index: int | None, field: str | None) -> Any:
     kind = type(value)
     if kind in _SCALARS:
         return value
@@ -109,7 +137,7 @@ def coerce_value(value: Any, index: int | None = None, field: str | None = None)
         for key, inner in value.items():
             if type(inner) in _SCALARS:
                 continue
-            new = coerce_value(inner, index, _join(field, str(key)))
+            new = _coerced(inner, index, _join(field, str(key)))
             if new is not inner:
                 if changed is None:
                     changed = dict(value)
@@ -120,7 +148,7 @@ def coerce_value(value: Any, index: int | None = None, field: str | None = None)
         for j, inner in enumerate(value):
             if type(inner) in _SCALARS:
                 continue
-            new = coerce_value(inner, index, f"{field or ''}[{j}]")
+            new = _coerced(inner, index, f"{field or ''}[{j}]")
             if new is not inner:
                 if items is None:
                     items = list(value)
@@ -129,7 +157,7 @@ def coerce_value(value: Any, index: int | None = None, field: str | None = None)
             return value
         return items
     if is_sdk_object(value):
-        return coerce_value(_dump(value, index, field), index, field)
+        return _coerced(_dump(value, index, field), index, field)
     return value
 
 
