@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from ._prefix import common_prefix, likely_prefix
 from ._trusted import trusted_instance
 from .errors import InvalidMessageError
-from .sdk import coerce_message
+from .sdk import SDKObject, coerce_message
 
 __all__ = [
     "ROLES",
@@ -348,7 +348,7 @@ def _remember(seen: _Seen, superseded: _Seen | None) -> None:
 
 
 def ensure_messages(
-    messages: Iterable[Message | Mapping[str, Any]],
+    messages: Iterable[Message | Mapping[str, Any] | SDKObject],
     *,
     check: Callable[[Mapping[str, Any], int], None] | None = None,
 ) -> list[Message]:

@@ -15,6 +15,7 @@ from .errors import ConfigError
 from .messages import Message, ensure_messages
 from .pipeline import Decision, PackContext, Pipeline, Stage
 from .result import PackResult
+from .sdk import SDKObject
 from .stages import (
     CitationInheritor,
     Deduplicator,
@@ -83,12 +84,12 @@ def _resolve_provider(provider: str | None, messages: Sequence[Message]) -> Prov
     return "anthropic" if provider == "anthropic" else "openai"
 
 
-def _validated(messages: Iterable[Message | Mapping[str, Any]]) -> list[Message]:
+def _validated(messages: Iterable[Message | Mapping[str, Any] | SDKObject]) -> list[Message]:
     return ensure_messages(messages, check=check_openai_message)
 
 
 def pack(
-    messages: Iterable[Message | Mapping[str, Any]],
+    messages: Iterable[Message | Mapping[str, Any] | SDKObject],
     *,
     budget: int,
     model: str | None = None,
@@ -178,7 +179,7 @@ def _collector_paused() -> Iterator[None]:
 
 
 def _pack(
-    messages: Iterable[Message | Mapping[str, Any]],
+    messages: Iterable[Message | Mapping[str, Any] | SDKObject],
     budget: int,
     model: str | None,
     resolved: TokenCounter,

@@ -28,12 +28,13 @@ field and what to pass instead.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from .errors import InvalidMessageError
 
 __all__ = [
     "RESPONSES_META",
+    "SDKObject",
     "coerce_message",
     "coerce_messages",
     "coerce_value",
@@ -47,6 +48,16 @@ _SDK_PACKAGES = frozenset({"openai", "anthropic"})
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 # Fields the SDKs fill in locally (structured-output parsing), not part of what the API sent.
 _LOCAL_FIELDS = frozenset({"parsed", "parsed_arguments"})
+
+
+class SDKObject(Protocol):
+    """What type checkers accept beside dicts: a pydantic model, such as the SDKs' objects.
+
+    At run time only the ``openai`` and ``anthropic`` packages' models are converted; any other
+    object is refused with an error naming its index.
+    """
+
+    def model_dump(self, *args: Any, **kwargs: Any) -> dict[str, Any]: ...
 
 
 def is_sdk_object(value: Any) -> bool:

@@ -18,6 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 from ._prefix import PrefixMemo
 from .errors import ConfigError, TokenizerUnavailableError
 from .messages import Message, ensure_messages
+from .sdk import SDKObject
 
 __all__ = [
     "ApproximateTokenCountWarning",
@@ -535,7 +536,7 @@ def get_counter(model: str | None = None, counter: CounterLike | None = None) ->
 
 
 def count_tokens(
-    messages_or_text: str | Iterable[Message | Mapping[str, Any]],
+    messages_or_text: str | Iterable[Message | Mapping[str, Any] | SDKObject],
     *,
     model: str | None = None,
     counter: CounterLike | None = None,

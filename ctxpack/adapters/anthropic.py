@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, TypedDict
 
 from ..messages import Message, ensure_messages
-from ..sdk import coerce_messages, coerce_value
+from ..sdk import SDKObject, coerce_messages, coerce_value
 from .validate import validate_anthropic
 
 __all__ = ["AnthropicPayload", "from_anthropic", "to_anthropic"]
@@ -120,7 +120,7 @@ def _assistant_message(content: str | list[dict[str, Any]], turn: int) -> dict[s
 
 
 def from_anthropic(
-    messages: Iterable[Mapping[str, Any]],
+    messages: Iterable[Mapping[str, Any] | SDKObject],
     *,
     system: str | list[dict[str, Any]] | None = None,
 ) -> list[Message]:

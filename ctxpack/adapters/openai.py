@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..messages import Message, ensure_messages
-from ..sdk import coerce_messages
+from ..sdk import SDKObject, coerce_messages
 from .anthropic import META, anthropic_parts_to_openai
 from .validate import validate_openai
 
@@ -22,7 +22,7 @@ __all__ = ["from_openai", "to_openai"]
 _NO_CONTENT = "openai_no_content"
 
 
-def from_openai(messages: Iterable[Mapping[str, Any]]) -> list[Message]:
+def from_openai(messages: Iterable[Mapping[str, Any] | SDKObject]) -> list[Message]:
     """OpenAI Chat Completions message dicts -> :class:`Message` objects.
 
     Args:
@@ -63,7 +63,9 @@ def _openai_content(msg: Message) -> str | list[dict[str, Any]] | None:
     return converted
 
 
-def to_openai(messages: Iterable[Message | Mapping[str, Any]]) -> list[dict[str, Any]]:
+def to_openai(
+    messages: Iterable[Message | Mapping[str, Any] | SDKObject],
+) -> list[dict[str, Any]]:
     """:class:`Message` objects (or dicts) -> OpenAI Chat Completions message dicts.
 
     ctxpack-only fields (id, priority, pinned, source, metadata...) are left out; ``extras`` are
