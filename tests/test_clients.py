@@ -495,3 +495,36 @@ def test_beta_messages_carry_a_compaction_block_back_through_the_wrapper() -> No
     assert capture.paths == ["/v1/messages", "/v1/messages"]
     assert capture.body["messages"][1]["content"][0] == compaction
     ctxpack.validate_anthropic(capture.body)
+
+
+def test_openai_parse_and_stream_helpers_are_packed() -> None:
+    import pydantic
+
+    class Answer(pydantic.BaseModel):
+        where: str
+
+    reply = {"role": "assistant", "content": '{"where": "Billing > Profile"}', "refusal": None}
+    capture = Capture(chat_completion(reply))
+    client = ctxpack.wrap_openai(openai_client(capture), budget=400)
+    parsed = client.chat.completions.parse(
+        model="gpt-4", messages=long_history(), response_format=Answer
+    )
+    assert parsed.choices[0].message.parsed == Answer(where="Billing > Profile")
+    assert openai_prompt_tokens(capture.body["messages"]) <= 400
+
+    def chunk(text: str) -> dict[str, Any]:
+        return {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": "gpt-4",
+            "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}],
+        }
+
+    streaming = Capture(lambda body: sse([chunk("Bill"), chunk("ing"), "[DONE]"]))
+    client = ctxpack.wrap_openai(openai_client(streaming), budget=300)
+    with client.chat.completions.stream(model="gpt-4", messages=long_history()) as stream:
+        final = stream.get_final_completion()
+    assert final.choices[0].message.content == "Billing"
+    assert openai_prompt_tokens(streaming.body["messages"]) <= 300
+    assert client.last_result is not None and client.last_result.budget == 300
