@@ -17,11 +17,13 @@ from .clients import PackedClient as PackedClient
 from .clients import wrap_anthropic as wrap_anthropic
 from .clients import wrap_openai as wrap_openai
 from .embeddings import MiniLMEmbedder as MiniLMEmbedder
+from .errors import ArtifactNotFoundError as ArtifactNotFoundError
 from .errors import BudgetExceededError as BudgetExceededError
 from .errors import ConfigError as ConfigError
 from .errors import CtxpackError as CtxpackError
 from .errors import InvalidMessageError as InvalidMessageError
 from .errors import TokenizerUnavailableError as TokenizerUnavailableError
+from .filters import ToolOutputFilter as ToolOutputFilter
 from .messages import FunctionCall as FunctionCall
 from .messages import Message as Message
 from .messages import ToolCall as ToolCall
@@ -34,6 +36,7 @@ from .pipeline import PackContext as PackContext
 from .pipeline import Pipeline as Pipeline
 from .pipeline import Stage as Stage
 from .result import PackResult as PackResult
+from .session import Session as Session
 from .stages import CitationInheritor as CitationInheritor
 from .stages import Deduplicator as Deduplicator
 from .stages import ExtractiveCompressor as ExtractiveCompressor
@@ -45,6 +48,8 @@ from .stages import SemanticScorer as SemanticScorer
 from .stages.alternate import TurnAlternator as TurnAlternator
 from .stages.compress import compress_lines as compress_lines
 from .stages.semantic import semantic_pipeline as semantic_pipeline
+from .store import ArtifactStore as ArtifactStore
+from .store import SQLiteArtifactStore as SQLiteArtifactStore
 from .tokens import ApproximateTokenCountWarning as ApproximateTokenCountWarning
 from .tokens import TokenCounter as TokenCounter
 from .tokens import anthropic_approx_counter as anthropic_approx_counter
@@ -58,6 +63,8 @@ __version__ = "0.1.0"
 __all__ = [
     "AnthropicPayload",
     "ApproximateTokenCountWarning",
+    "ArtifactNotFoundError",
+    "ArtifactStore",
     "BudgetExceededError",
     "CitationInheritor",
     "ConfigError",
@@ -78,11 +85,14 @@ __all__ = [
     "Pipeline",
     "PromptComposer",
     "RelevanceScorer",
+    "SQLiteArtifactStore",
     "SemanticScorer",
+    "Session",
     "Stage",
     "TokenCounter",
     "TokenizerUnavailableError",
     "ToolCall",
+    "ToolOutputFilter",
     "TurnAlternator",
     "anthropic_approx_counter",
     "compress_lines",

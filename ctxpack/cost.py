@@ -1,24 +1,65 @@
-"""What a request costs: prices per model and the prompt cache's economics.
+"""What a request costs: prices per model, the prompt cache's economics, and bills.
 
 Prices are US dollars per million tokens. The shipped table (``ctxpack/data/prices.json``) carries
-its date and sources; pass your own :class:`Price` wherever one is taken.
+its date and sources; :class:`PriceTable` loads your own, merges it over the shipped one, or
+imports a LiteLLM-format price map. :func:`simulate` replays the requests a session sent through
+a model of the provider's prompt cache and returns a :class:`Bill`; :func:`filtering_economics`
+is the what-if sum of putting a small model in front of a large one.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from decimal import Decimal
 from functools import cache
 from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError
+from .messages import Message, ensure_messages
+from .tokens import CounterLike, TokenCounter, get_counter, message_sizes, tool_definition_tokens
 
-__all__ = ["Price", "price"]
+__all__ = [
+    "Bill",
+    "FilteringEconomics",
+    "Price",
+    "PriceTable",
+    "Request",
+    "RequestCost",
+    "filtering_economics",
+    "price",
+    "shipped_prices",
+    "simulate",
+]
+
+MILLION = 1_000_000
+TTL_SECONDS: dict[str, float] = {"5m": 300.0, "1h": 3600.0}
+# Anthropic's published minimum cacheable prompt for Sonnet and Opus, and OpenAI's: a shorter
+# prefix is billed as plain input and nothing is written.
+DEFAULT_MIN_CACHEABLE = 1024
+# Anthropic looks for an earlier cache entry at most this many content blocks before a
+# breakpoint (its prompt-caching guide); an entry further back is not found.
+DEFAULT_LOOKBACK = 20
 
 
 class Price(BaseModel):
     """Dollars per million tokens for one model.
+
+    Args:
+        input: Uncached input.
+        output: Output.
+        cache_write_5m: Input written to the cache with a 5-minute lifetime.
+        cache_write_1h: Input written to the cache with a 1-hour lifetime.
+        cache_read: Input read from the cache.
+        context_window: The model's context window in tokens, when known (used by
+            :func:`ctxpack.context_usage` for the free space).
 
     Example:
         >>> p = Price(input=3, output=15, cache_write_5m=3.75, cache_write_1h=6, cache_read=0.3)
@@ -33,12 +74,178 @@ class Price(BaseModel):
     cache_write_5m: float = Field(ge=0)
     cache_write_1h: float = Field(ge=0)
     cache_read: float = Field(ge=0)
+    context_window: int | None = Field(default=None, gt=0)
+
+
+class PriceTable(BaseModel):
+    """A dated price table: prices per model name, with where they come from.
+
+    Args:
+        date: When the prices were read (ISO date).
+        sources: Where they were read (URLs, documents).
+        prices: Model name to :class:`Price`.
+        note: Anything a reader of the table must know.
+
+    Example:
+        >>> table = shipped_prices().merge(
+        ...     PriceTable(date="2026-12-01", sources=["my contract"], prices={
+        ...         "my-model": Price(input=1, output=2, cache_write_5m=1.25,
+        ...                           cache_write_1h=2, cache_read=0.1)}))
+        >>> table.price("my-model").output, "claude-sonnet-4-5" in table.prices
+        (2.0, True)
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    date: str
+    sources: list[str] = Field(default_factory=list)
+    prices: dict[str, Price]
+    note: str = ""
+
+    def price(self, model: str) -> Price:
+        """The price of ``model``.
+
+        Raises:
+            ConfigError: the model is not in the table (the message lists the known models).
+        """
+        if model not in self.prices:
+            known = ", ".join(sorted(self.prices))
+            raise ConfigError(
+                f"no price for model {model!r}; known models: {known}. Pass a Price of your own, "
+                "or merge a table that has it (PriceTable.load, PriceTable.from_litellm)"
+            )
+        return self.prices[model]
+
+    def merge(self, other: PriceTable) -> PriceTable:
+        """A new table: this one's prices overridden and extended by ``other``'s.
+
+        The date is the later of the two, and the sources are both lists.
+        """
+        sources = list(dict.fromkeys([*self.sources, *other.sources]))
+        notes = " ".join(n for n in (self.note, other.note) if n)
+        return PriceTable(
+            date=max(self.date, other.date),
+            sources=sources,
+            prices={**self.prices, **other.prices},
+            note=notes,
+        )
+
+    @classmethod
+    def load(cls, path: str | Path) -> PriceTable:
+        """Read a table in the shipped format: ``{"_meta": {"date", "sources", "note"},
+        "<model>": {"input": ..., ...}, ...}``.
+
+        Raises:
+            ConfigError: the file cannot be read, is not JSON, or a row is not a valid price.
+        """
+        return cls._from_rows(_read_json_file(path), origin=str(path))
+
+    @classmethod
+    def from_litellm(
+        cls, data: Mapping[str, Any] | str | Path, *, date: str = "", source: str = "LiteLLM"
+    ) -> PriceTable:
+        """Import a LiteLLM-format price map (``model_prices_and_context_window.json``).
+
+        LiteLLM prices are dollars per token: ``input_cost_per_token``,
+        ``output_cost_per_token``, ``cache_creation_input_token_cost`` (5-minute writes),
+        ``cache_creation_input_token_cost_above_1hr`` (1-hour writes) and
+        ``cache_read_input_token_cost``. A model without a write price writes at its input price
+        (OpenAI bills no write premium), one without a read price reads at its input price (no
+        cache discount). Rows without input and output prices (images, audio, the
+        ``sample_spec`` row) are skipped. ``max_input_tokens`` becomes the context window.
+
+        Args:
+            data: The parsed map, or a path to the JSON file.
+            date: When the map was taken.
+            source: Where it came from.
+
+        Raises:
+            ConfigError: the file cannot be read or is not a JSON object, or a price is negative.
+
+        Example:
+            >>> PriceTable.from_litellm({"m": {"input_cost_per_token": 3e-06,
+            ...     "output_cost_per_token": 1.5e-05}}).price("m").cache_write_5m
+            3.0
+        """
+        raw = _read_json_file(data) if isinstance(data, (str, Path)) else data
+        if not isinstance(raw, Mapping):
+            raise ConfigError("a LiteLLM price map is a JSON object: model name -> row")
+        prices: dict[str, Price] = {}
+        for model, row in raw.items():
+            if not isinstance(row, Mapping):
+                continue
+            cost_in, cost_out = row.get("input_cost_per_token"), row.get("output_cost_per_token")
+            if not isinstance(cost_in, (int, float)) or not isinstance(cost_out, (int, float)):
+                continue
+            write_5m = row.get("cache_creation_input_token_cost", cost_in)
+            write_1h = row.get("cache_creation_input_token_cost_above_1hr", write_5m)
+            read = row.get("cache_read_input_token_cost", cost_in)
+            window = row.get("max_input_tokens")
+            try:
+                prices[str(model)] = Price(
+                    input=_per_million(cost_in),
+                    output=_per_million(cost_out),
+                    cache_write_5m=_per_million(write_5m),
+                    cache_write_1h=_per_million(write_1h),
+                    cache_read=_per_million(read),
+                    context_window=window if isinstance(window, int) and window > 0 else None,
+                )
+            except (ValidationError, TypeError, ValueError) as exc:
+                raise ConfigError(f"LiteLLM row {model!r} is not a valid price: {exc}") from exc
+        return cls(date=date, sources=[source], prices=prices)
+
+    @classmethod
+    def _from_rows(cls, raw: Any, *, origin: str) -> PriceTable:
+        if not isinstance(raw, Mapping):
+            raise ConfigError(f"{origin}: a price table is a JSON object: model name -> price")
+        meta = raw.get("_meta", {})
+        if not isinstance(meta, Mapping):
+            raise ConfigError(f"{origin}: '_meta' must be an object with date and sources")
+        try:
+            prices = {
+                name: Price.model_validate(row)
+                for name, row in raw.items()
+                if not name.startswith("_")
+            }
+            return cls(
+                date=str(meta.get("date", "")),
+                sources=list(meta.get("sources", [])),
+                prices=prices,
+                note=str(meta.get("note", "")),
+            )
+        except ValidationError as exc:
+            raise ConfigError(f"{origin}: not a valid price table: {exc}") from exc
+
+
+def _per_million(cost_per_token: Any) -> float:
+    # Through Decimal: 3e-06 * 1e6 in floats is 2.9999999999999996.
+    return float(Decimal(str(cost_per_token)) * MILLION)
+
+
+def _read_json_file(path: str | Path) -> Any:
+    try:
+        return json.loads(Path(path).read_text("utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read the price table {path}: {exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}") from exc
 
 
 @cache
-def _shipped() -> dict[str, Price]:
-    raw = json.loads(resources.files("ctxpack").joinpath("data/prices.json").read_text("utf-8"))
-    return {name: Price(**row) for name, row in raw.items() if not name.startswith("_")}
+def _shipped() -> PriceTable:
+    text = resources.files("ctxpack").joinpath("data/prices.json").read_text("utf-8")
+    return PriceTable._from_rows(json.loads(text), origin="ctxpack/data/prices.json")
+
+
+def shipped_prices() -> PriceTable:
+    """The price table shipped with ctxpack, with its date and sources.
+
+    Example:
+        >>> table = shipped_prices()
+        >>> bool(table.date and table.sources)
+        True
+    """
+    return _shipped()
 
 
 def price(model: str) -> Price:
@@ -51,8 +258,429 @@ def price(model: str) -> Price:
         >>> price("claude-sonnet-4-5").input
         3.0
     """
-    table = _shipped()
-    if model not in table:
-        known = ", ".join(sorted(table))
-        raise ConfigError(f"no price for model {model!r}; known models: {known}")
-    return table[model]
+    return _shipped().price(model)
+
+
+# --------------------------------------------------------------------------------------------
+# Requests and bills
+
+
+class Request(BaseModel):
+    """One request a session sent: its messages, and optionally tools, output and model.
+
+    Args:
+        messages: The prompt's messages (``Message`` objects or OpenAI-style dicts).
+        tools: Tool definitions sent with it; they come first in the cached prefix.
+        output_tokens: Tokens the model answered with.
+        model: Which model served it; each model has its own cache. ``None`` is the default
+            model of :func:`simulate`.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    messages: list[Any]
+    tools: list[dict[str, Any]] | None = None
+    output_tokens: int = Field(default=0, ge=0)
+    model: str | None = None
+
+
+class _Tokens(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    input_tokens: int = 0
+    uncached_input_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_read_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+
+    @property
+    def cache_hit_rate(self) -> float:
+        """Share of the input tokens read from the cache (0 when there was no input)."""
+        return self.cache_read_tokens / self.input_tokens if self.input_tokens else 0.0
+
+
+class RequestCost(_Tokens):
+    """One request of a :class:`Bill`.
+
+    Attributes:
+        index: Its position in the replayed sequence.
+        model: The model that served it (``None``: the default).
+        input_tokens: The whole prompt: uncached + written + read.
+        uncached_input_tokens: Input billed at the plain input price.
+        cache_write_tokens: Input written to the cache.
+        cache_read_tokens: Input read from the cache.
+        output_tokens: Output.
+        cost: Dollars.
+    """
+
+    index: int
+    model: str | None = None
+
+
+class Bill(_Tokens):
+    """What a sequence of requests cost, in total and per request (``requests``).
+
+    The token fields and ``cost`` are the sums of the rows'; ``cache_hit_rate`` is the share of
+    input read from the cache.
+    """
+
+    requests: list[RequestCost] = Field(default_factory=list)
+    ttl: str = "5m"
+
+    def summary(self) -> str:
+        """One line: dollars, input, the cache's share, output."""
+        return (
+            f"${self.cost:.4f} for {len(self.requests)} requests: {self.input_tokens} input "
+            f"tokens ({self.cache_hit_rate:.1%} read from cache, {self.cache_write_tokens} "
+            f"written, {self.uncached_input_tokens} uncached), {self.output_tokens} output"
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# The prompt-cache model
+
+
+class _MessageKeys:
+    """A content digest per message, memoised by identity (messages are frozen)."""
+
+    def __init__(self) -> None:
+        self._memo: dict[int, tuple[Message, bytes]] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, message: Message) -> bytes:
+        hit = self._memo.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        calls = [c.model_dump(mode="json") for c in message.tool_calls or ()]
+        canon = json.dumps(
+            [message.role, message.content, message.name, message.tool_call_id, calls],
+            ensure_ascii=False,
+            sort_keys=True,
+            default=str,
+        )
+        digest = hashlib.blake2b(canon.encode("utf-8"), digest_size=16).digest()
+        with self._lock:
+            if len(self._memo) >= 200_000:
+                self._memo.clear()
+            self._memo[id(message)] = (message, digest)
+        return digest
+
+
+_KEYS = _MessageKeys()
+
+
+class _Entry:
+    __slots__ = ("expires", "tokens")
+
+    def __init__(self, tokens: int, expires: float) -> None:
+        self.tokens = tokens
+        self.expires = expires
+
+
+def _as_request(item: Any, index: int) -> Request:
+    if isinstance(item, Request):
+        return item
+    if isinstance(item, Mapping):
+        try:
+            return Request.model_validate(dict(item))
+        except ValidationError as exc:
+            raise ConfigError(
+                f"request {index}: a request is a list of messages or a mapping with "
+                f"'messages' and optionally 'tools', 'output_tokens', 'model': {exc}"
+            ) from exc
+    if isinstance(item, (str, bytes)) or not isinstance(item, Iterable):
+        raise ConfigError(
+            f"request {index}: expected a list of messages or a Request, got {type(item).__name__}"
+        )
+    return Request(messages=list(item))
+
+
+def _seconds(value: float | datetime) -> float:
+    return value.timestamp() if isinstance(value, datetime) else float(value)
+
+
+def simulate(
+    requests: Sequence[Request | Sequence[Message | Mapping[str, Any]] | Mapping[str, Any]],
+    *,
+    price: Price | Mapping[str, Price],
+    ttl: Literal["5m", "1h"] = "5m",
+    timestamps: Sequence[float | datetime] | None = None,
+    counter: CounterLike | None = None,
+    cache_points: Literal["request", "message"] = "request",
+    min_cacheable_tokens: int = DEFAULT_MIN_CACHEABLE,
+    lookback: int | None = DEFAULT_LOOKBACK,
+) -> Bill:
+    """Bill a sequence of requests through a model of the provider's prompt cache.
+
+    The prompt is read as a prefix of blocks: the tool definitions first, then each message. A
+    request reads from the cache the longest prefix of it that an earlier request of the same
+    model left there and that is still alive; the rest of the prompt is written to the cache
+    (at the ``ttl`` write price) if the whole prompt reaches ``min_cacheable_tokens``, else billed
+    as plain input. Every entry lives ``ttl`` after its last write or read. Each model has its own
+    cache, so switching model rewrites the whole history at the target's write price.
+
+    Args:
+        requests: Each a list of messages, or a :class:`Request` (or a mapping of its fields)
+            with tools, output tokens and model.
+        price: One :class:`Price` for every request, or prices per model name (a request without
+            a model uses the entry ``"default"``).
+        ttl: The cache lifetime the requests ask for: ``"5m"`` or ``"1h"``.
+        timestamps: When each request was sent (seconds or datetimes); ``None`` treats the
+            session as continuous, with no entry ever expiring.
+        counter: Token counter (see :func:`ctxpack.tokens.get_counter`); exact cl100k_base when
+            ``None``.
+        cache_points: Where entries are written: ``"request"``, at the end of each prompt (one
+            cache breakpoint on the last message, as Anthropic's automatic caching and agent
+            harnesses do); ``"message"``, at every message boundary (automatic prefix caching,
+            as OpenAI does at a finer grain).
+        min_cacheable_tokens: A prefix shorter than this is never cached.
+        lookback: With ``cache_points="request"``, how many blocks (a message, plus one per
+            tool call) before the end an earlier entry may sit and still be found; ``None`` for
+            no limit.
+
+    Returns:
+        A :class:`Bill`: totals and one :class:`RequestCost` row per request.
+
+    Raises:
+        ConfigError: a bad request, ttl, price or timestamps list.
+        InvalidMessageError: a malformed message.
+
+    Example:
+        >>> p = Price(input=3, output=15, cache_write_5m=3.75, cache_write_1h=6, cache_read=0.3)
+        >>> turn1 = [{"role": "user", "content": "word " * 2000}]
+        >>> turn2 = [*turn1, {"role": "assistant", "content": "ok"},
+        ...          {"role": "user", "content": "and?"}]
+        >>> bill = simulate([turn1, turn2], price=p)
+        >>> [(r.cache_write_tokens, r.cache_read_tokens) for r in bill.requests]
+        [(2008, 0), (14, 2005)]
+    """
+    if ttl not in TTL_SECONDS:
+        raise ConfigError(f"ttl must be '5m' or '1h', got {ttl!r}")
+    if cache_points not in ("request", "message"):
+        raise ConfigError(f"cache_points must be 'request' or 'message', got {cache_points!r}")
+    if min_cacheable_tokens < 0:
+        raise ConfigError(f"min_cacheable_tokens must be >= 0, got {min_cacheable_tokens}")
+    if lookback is not None and lookback < 1:
+        raise ConfigError(f"lookback must be >= 1 or None, got {lookback}")
+    if timestamps is not None and len(timestamps) != len(requests):
+        raise ConfigError(
+            f"timestamps has {len(timestamps)} entries for {len(requests)} requests; give one "
+            "per request, or None for a continuous session"
+        )
+    resolved = get_counter(counter=counter)
+    life = TTL_SECONDS[ttl]
+    caches: dict[str | None, dict[bytes, _Entry]] = {}
+    rows: list[RequestCost] = []
+    previous_time = float("-inf")
+    for index, item in enumerate(requests):
+        request = _as_request(item, index)
+        unit = _price_for(price, request.model, index)
+        now = 0.0 if timestamps is None else _seconds(timestamps[index])
+        if now < previous_time:
+            raise ConfigError(f"timestamps must not go back in time (request {index})")
+        previous_time = now
+        chain, sizes, blocks = _prefix_chain(request, resolved)
+        total = sizes[-1]
+        cache_ = caches.setdefault(request.model, {})
+        hit = _longest_hit(cache_, chain, blocks, now, cache_points, lookback)
+        read = sizes[hit] if hit is not None else 0
+        if hit is not None:
+            cache_[chain[hit]].expires = now + life
+        if total >= min_cacheable_tokens:
+            written = total - read
+            uncached = 0
+            points = range(len(chain)) if cache_points == "message" else (len(chain) - 1,)
+            for point in points:
+                if sizes[point] >= min_cacheable_tokens and chain[point] in cache_:
+                    cache_[chain[point]].expires = now + life
+                elif sizes[point] >= min_cacheable_tokens:
+                    cache_[chain[point]] = _Entry(sizes[point], now + life)
+        else:
+            written = 0
+            uncached = total - read
+        write_price = unit.cache_write_5m if ttl == "5m" else unit.cache_write_1h
+        dollars = (
+            uncached * unit.input
+            + written * write_price
+            + read * unit.cache_read
+            + request.output_tokens * unit.output
+        ) / MILLION
+        rows.append(
+            RequestCost(
+                index=index,
+                model=request.model,
+                input_tokens=total,
+                uncached_input_tokens=uncached,
+                cache_write_tokens=written,
+                cache_read_tokens=read,
+                output_tokens=request.output_tokens,
+                cost=dollars,
+            )
+        )
+    return Bill(
+        requests=rows,
+        ttl=ttl,
+        input_tokens=sum(r.input_tokens for r in rows),
+        uncached_input_tokens=sum(r.uncached_input_tokens for r in rows),
+        cache_write_tokens=sum(r.cache_write_tokens for r in rows),
+        cache_read_tokens=sum(r.cache_read_tokens for r in rows),
+        output_tokens=sum(r.output_tokens for r in rows),
+        cost=sum(r.cost for r in rows),
+    )
+
+
+def _price_for(price: Price | Mapping[str, Price], model: str | None, index: int) -> Price:
+    if isinstance(price, Price):
+        return price
+    key = model if model is not None else "default"
+    if key not in price:
+        raise ConfigError(
+            f"request {index}: no price for model {key!r}; prices are given for "
+            f"{', '.join(sorted(price))}"
+        )
+    return price[key]
+
+
+def _prefix_chain(
+    request: Request, counter: TokenCounter
+) -> tuple[list[bytes], list[int], list[int]]:
+    """Per cache point (after the tools, then after each message): the digest of the prefix up
+    to it, its tokens (the last one includes the reply priming), and its blocks."""
+    messages = ensure_messages(request.messages)
+    tools = request.tools or []
+    tool_tokens = tool_definition_tokens(tools, counter) if tools else 0
+    digest = hashlib.blake2b(
+        json.dumps(tools, sort_keys=True, default=str).encode("utf-8"), digest_size=16
+    ).digest()
+    chain, sizes, blocks = [digest], [tool_tokens], [len(tools)]
+    running, block = tool_tokens, len(tools)
+    for message, tokens in zip(messages, message_sizes(counter, messages), strict=True):
+        digest = hashlib.blake2b(digest + _KEYS(message), digest_size=16).digest()
+        running += tokens
+        block += 1 + len(message.tool_calls or ())
+        chain.append(digest)
+        sizes.append(running)
+        blocks.append(block)
+    # The reply priming is part of the prompt: it belongs to the last prefix.
+    sizes[-1] += counter.count_messages([]) if messages else 0
+    return chain, sizes, blocks
+
+
+def _longest_hit(
+    cache_: dict[bytes, _Entry],
+    chain: list[bytes],
+    blocks: list[int],
+    now: float,
+    cache_points: str,
+    lookback: int | None,
+) -> int | None:
+    end = blocks[-1]
+    for point in range(len(chain) - 1, -1, -1):
+        if cache_points == "request" and lookback is not None and end - blocks[point] > lookback:
+            return None
+        entry = cache_.get(chain[point])
+        if entry is not None and entry.expires >= now:
+            return point
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Filtering economics
+
+
+class FilteringEconomics(BaseModel):
+    """The what-if of a small model choosing what a large model reads (no cache).
+
+    Attributes:
+        without_filtering: Dollars: the large model reads the raw input.
+        large_cost: Dollars the large model costs with filtering.
+        small_cost: Dollars the small (context) model costs: it reads the raw input.
+        with_filtering: ``large_cost + small_cost``.
+        saving: ``without_filtering - with_filtering``.
+        saving_share: ``saving / without_filtering``.
+        break_even_tokens: Input tokens the filter must remove from the large model's input to
+            pay for the small model.
+        break_even_share: ``break_even_tokens`` as a share of the raw input.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    without_filtering: float
+    large_cost: float
+    small_cost: float
+    with_filtering: float
+    saving: float
+    saving_share: float
+    break_even_tokens: float
+    break_even_share: float
+
+
+def filtering_economics(
+    *,
+    large: Price,
+    small: Price,
+    raw_input: int,
+    filtered_input: int,
+    large_output: int,
+    small_output: int,
+) -> FilteringEconomics:
+    """What filtering the large model's input with a small model saves, at list prices.
+
+    The small model reads the same raw input and writes ``small_output`` tokens of selection;
+    the large model then reads ``filtered_input`` instead of ``raw_input`` and writes
+    ``large_output`` either way. Sums are exact (decimal), then given as floats.
+
+    Raises:
+        ConfigError: a negative token count, or a filtered input larger than the raw one.
+
+    Example:
+        >>> large = Price(input=10, output=50, cache_write_5m=12.5, cache_write_1h=20,
+        ...               cache_read=0.25)
+        >>> small = Price(input=0.25, output=1.5, cache_write_5m=0.25, cache_write_1h=0.25,
+        ...               cache_read=0.025)
+        >>> e = filtering_economics(large=large, small=small, raw_input=1_450_000,
+        ...     filtered_input=560_000, large_output=40_000, small_output=10_000)
+        >>> round(e.without_filtering, 2), round(e.with_filtering, 2), round(e.saving, 2)
+        (16.5, 7.98, 8.52)
+        >>> e.break_even_tokens
+        37750.0
+    """
+    counts = {
+        "raw_input": raw_input,
+        "filtered_input": filtered_input,
+        "large_output": large_output,
+        "small_output": small_output,
+    }
+    for name, value in counts.items():
+        if value < 0:
+            raise ConfigError(f"{name} must be >= 0, got {value}")
+    if filtered_input > raw_input:
+        raise ConfigError(
+            f"filtered_input ({filtered_input}) is larger than raw_input ({raw_input}); a filter "
+            "only removes tokens"
+        )
+    if large.input <= 0:
+        raise ConfigError("the large model's input price must be > 0 for a break-even")
+
+    def d(x: float) -> Decimal:
+        return Decimal(str(x))
+
+    m = Decimal(MILLION)
+    out_large = large_output * d(large.output) / m
+    without = raw_input * d(large.input) / m + out_large
+    large_cost = filtered_input * d(large.input) / m + out_large
+    small_cost = raw_input * d(small.input) / m + small_output * d(small.output) / m
+    with_ = large_cost + small_cost
+    saving = without - with_
+    break_even = small_cost * m / d(large.input)
+    return FilteringEconomics(
+        without_filtering=float(without),
+        large_cost=float(large_cost),
+        small_cost=float(small_cost),
+        with_filtering=float(with_),
+        saving=float(saving),
+        saving_share=float(saving / without) if without else 0.0,
+        break_even_tokens=float(break_even),
+        break_even_share=float(break_even / raw_input) if raw_input else 0.0,
+    )

@@ -7,6 +7,7 @@ import ctxpack
 
 EXPECTED = {
     # errors
+    "ArtifactNotFoundError",
     "BudgetExceededError",
     "ConfigError",
     "CtxpackError",
@@ -34,6 +35,11 @@ EXPECTED = {
     "Stage",
     "default_pipeline",
     "pack",
+    # agent sessions: tool-output filters, the artifact store
+    "ArtifactStore",
+    "SQLiteArtifactStore",
+    "Session",
+    "ToolOutputFilter",
     # stages
     "CitationInheritor",
     "Deduplicator",

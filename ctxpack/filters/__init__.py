@@ -1,0 +1,229 @@
+"""Tool-output filters: keep what matters of a tool's output once, when it arrives.
+
+One module per kind of output. Each filter recognises its kind from the content and, when known,
+the tool name and command, and keeps lines verbatim (it never rewrites a number, a path or a
+name); it only adds notes that count what it hid. :class:`ToolOutputFilter` picks the filter,
+stores the original in an artifact store and ends the result with a marker naming the original
+and, when the retrieve tool is offered, how to read more of it. A short output passes through
+untouched, and a filtered output is never longer than the original.
+
+    >>> from ctxpack.filters import ToolOutputFilter
+    >>> log = "\\n".join([f"test_{i} PASSED" for i in range(80)]
+    ...                  + ["FAILED tests/test_auth.py::test_refresh - KeyError: 'exp'",
+    ...                     "==== 1 failed, 80 passed in 2.31s ===="])
+    >>> out = ToolOutputFilter()(log, command="pytest -q")
+    >>> print(out.text)
+    [… 80 lines hidden: 1-80]
+    FAILED tests/test_auth.py::test_refresh - KeyError: 'exp'
+    ==== 1 failed, 80 passed in 2.31s ====
+    [ctxpack: test_run output shortened (1 failure shown); original: 82 lines, artifact art_...;
+    more with retrieve_original(artifact="art_...", lines="A-B" or regex="...")]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict
+
+from ..errors import ConfigError
+from ..store import ArtifactStore, artifact_id
+from ._base import Extract, OutputFilter, ToolOutput, command_program, goal_terms, is_note
+from .builds import BuildLogFilter
+from .diagnostics import DiagnosticFilter
+from .files import DiffFilter, FileViewFilter
+from .generic import GenericFilter
+from .listings import ListingFilter
+from .payloads import JSONPayloadFilter
+from .testruns import TestRunFilter
+from .tracebacks import TracebackFilter
+
+__all__ = [
+    "RETRIEVE_TOOL_NAME",
+    "BuildLogFilter",
+    "DiagnosticFilter",
+    "DiffFilter",
+    "Extract",
+    "FileViewFilter",
+    "FilteredOutput",
+    "GenericFilter",
+    "JSONPayloadFilter",
+    "ListingFilter",
+    "OutputFilter",
+    "TestRunFilter",
+    "ToolOutput",
+    "ToolOutputFilter",
+    "TracebackFilter",
+    "command_program",
+    "default_filters",
+    "goal_terms",
+    "is_note",
+]
+
+RETRIEVE_TOOL_NAME = "retrieve_original"
+"""The name of the retrieve tool the markers refer to (see :mod:`ctxpack.retrieval`)."""
+
+
+def default_filters() -> list[OutputFilter]:
+    """One filter per kind of output, in the order ties between equally sure filters go."""
+    return [
+        TestRunFilter(),
+        DiagnosticFilter(),
+        BuildLogFilter(),
+        DiffFilter(),
+        FileViewFilter(),
+        ListingFilter(),
+        TracebackFilter(),
+        JSONPayloadFilter(),
+        GenericFilter(),
+    ]
+
+
+class FilteredOutput(BaseModel):
+    """A tool output after filtering.
+
+    Attributes:
+        text: What the model is sent: the kept lines, the notes, and the marker; or the
+            original, untouched, when ``shortened`` is false.
+        kind: The kind of output detected (``"test_run"``, ``"file_view"``...), or ``"short"``
+            for an output below the size where filtering starts.
+        shortened: Whether ``text`` differs from the original.
+        artifact: The id of the stored original (``None`` when nothing was shortened).
+        summary: What the filter kept, in words, as the marker says it.
+        reason: Why the output was or was not shortened.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    kind: str
+    shortened: bool
+    artifact: str | None = None
+    summary: str = ""
+    reason: str = ""
+
+
+class ToolOutputFilter:
+    """Filters a tool output once: detect its kind, keep what matters, store the original.
+
+    Args:
+        filters: The filters to choose from (:func:`default_filters` when ``None``); the one
+            whose ``detect`` is surest is applied, ties going to the earlier one.
+        min_chars: Outputs shorter than this pass through untouched.
+        min_saving: A filtered output is used only if it is at most ``1 - min_saving`` of the
+            original's length (marker included); otherwise the original passes.
+        retrievable: Whether the marker offers the retrieve tool (set it to whether the tool is
+            offered to the model); otherwise it only says what was shortened.
+
+    Raises:
+        ConfigError: an option is out of range, or a filter lacks ``detect``/``extract``.
+    """
+
+    def __init__(
+        self,
+        filters: Sequence[OutputFilter] | None = None,
+        *,
+        min_chars: int = 1_200,
+        min_saving: float = 0.1,
+        retrievable: bool = True,
+    ) -> None:
+        chosen = list(default_filters() if filters is None else filters)
+        for f in chosen:
+            if not isinstance(f, OutputFilter):
+                raise ConfigError(
+                    f"{type(f).__name__} is not an output filter: it needs a kind, "
+                    "detect(output) -> float and extract(output) -> Extract | None"
+                )
+        if isinstance(min_chars, bool) or not isinstance(min_chars, int) or min_chars < 0:
+            raise ConfigError(f"min_chars must be an int >= 0, got {min_chars!r}")
+        if not 0 <= min_saving < 1:
+            raise ConfigError(f"min_saving must be in [0, 1), got {min_saving!r}")
+        self.filters = chosen
+        self.min_chars = min_chars
+        self.min_saving = min_saving
+        self.retrievable = retrievable
+
+    def __repr__(self) -> str:
+        return (
+            f"ToolOutputFilter({self.filters!r}, min_chars={self.min_chars}, "
+            f"min_saving={self.min_saving}, retrievable={self.retrievable})"
+        )
+
+    def detect(self, output: ToolOutput) -> OutputFilter:
+        """The filter for ``output``: the surest one."""
+        best, best_score = self.filters[-1], -1.0
+        for f in self.filters:
+            score = f.detect(output)
+            if score > best_score:
+                best, best_score = f, score
+        return best
+
+    def __call__(
+        self,
+        text: str,
+        *,
+        tool: str | None = None,
+        command: str | None = None,
+        goal: str | None = None,
+        store: ArtifactStore | None = None,
+        **metadata: object,
+    ) -> FilteredOutput:
+        """Filter one output.
+
+        Args:
+            text: The output, raw.
+            tool: The tool's name, when known.
+            command: The command line, when known.
+            goal: What the agent is after (the call's reasoning, the user's question).
+            store: Where the original goes when the output is shortened; without one, the
+                marker names the id the original would have.
+            metadata: Stored with the original.
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"a tool output is a str, got {type(text).__name__}")
+        if len(text) < self.min_chars:
+            return FilteredOutput(
+                text=text, kind="short", shortened=False, reason=f"under {self.min_chars} chars"
+            )
+        output = ToolOutput(text, tool=tool, command=command, goal=goal)
+        chosen = self.detect(output)
+        extract = chosen.extract(output)
+        if extract is None:
+            return FilteredOutput(
+                text=text, kind=chosen.kind, shortened=False, reason="nothing to drop"
+            )
+        ref = artifact_id(text)
+        marker = self.marker(chosen.kind, extract.summary, ref, len(output.lines))
+        compact = f"{extract.text}\n{marker}"
+        if len(compact) > (1 - self.min_saving) * len(text):
+            return FilteredOutput(
+                text=text,
+                kind=chosen.kind,
+                shortened=False,
+                reason=f"filtering would save less than {self.min_saving:.0%}",
+            )
+        if store is not None:
+            stored = store.put(text, kind=chosen.kind, tool=tool, command=command, **metadata)
+            if stored != ref:
+                # Another backend may name artifacts its own way: the marker must use its id.
+                ref = stored
+                marker = self.marker(chosen.kind, extract.summary, ref, len(output.lines))
+                compact = f"{extract.text}\n{marker}"
+        return FilteredOutput(
+            text=compact,
+            kind=chosen.kind,
+            shortened=True,
+            artifact=ref,
+            summary=extract.summary,
+            reason=f"{chosen.kind} filter: {extract.summary}",
+        )
+
+    def marker(self, kind: str, summary: str, artifact: str, lines: int) -> str:
+        """The last line of a filtered output: what was shortened and where the original is."""
+        what = f"[ctxpack: {kind} output shortened" + (f" ({summary})" if summary else "")
+        if self.retrievable:
+            return (
+                f"{what}; original: {lines} lines, artifact {artifact}; more with "
+                f'{RETRIEVE_TOOL_NAME}(artifact="{artifact}", lines="A-B" or regex="...")]'
+            )
+        return f"{what}; original: {lines} lines, stored as {artifact}]"

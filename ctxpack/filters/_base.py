@@ -1,0 +1,297 @@
+"""What every filter shares: the output it reads, the lines it keeps, the notes it adds.
+
+A filter is extractive: it returns a selection of the output's lines, verbatim and in order (a
+filter of diagnostics may group them by file), with notes in between that say what was hidden
+and counts ("[… 57 lines hidden]"). Every note starts with ``[…`` or ``[ctxpack``, so a reader
+(and a test) can tell a kept line from a note.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Protocol, runtime_checkable
+
+__all__ = [
+    "NOTE_PREFIXES",
+    "Extract",
+    "OutputFilter",
+    "ToolOutput",
+    "assemble",
+    "goal_terms",
+    "hidden",
+    "is_note",
+]
+
+NOTE_PREFIXES = ("[…", "[ctxpack")
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[@-Z\\-_]")
+# The wrapper a harness puts around a command's output (mini-swe-agent's, among others): short
+# lines that frame the output rather than belong to it.
+_ENVELOPE = re.compile(
+    r"^\s*</?(returncode|output|output_head|output_tail|elided_chars|warning|stdout|stderr)>"
+)
+_WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+_STOP = frozenset(
+    [
+        "the",
+        "and",
+        "for",
+        "that",
+        "this",
+        "with",
+        "from",
+        "are",
+        "was",
+        "were",
+        "will",
+        "not",
+        "but",
+        "have",
+        "has",
+        "had",
+        "you",
+        "your",
+        "our",
+        "can",
+        "all",
+        "any",
+        "its",
+        "into",
+        "then",
+        "than",
+        "there",
+        "their",
+        "them",
+        "they",
+        "what",
+        "when",
+        "which",
+        "while",
+        "who",
+        "why",
+        "how",
+        "out",
+        "use",
+        "used",
+        "using",
+        "let",
+        "lets",
+        "now",
+        "need",
+        "see",
+        "seems",
+        "look",
+        "check",
+        "file",
+        "files",
+        "line",
+        "lines",
+        "code",
+        "run",
+        "test",
+        "tests",
+        "thought",
+        "should",
+        "would",
+        "could",
+        "also",
+        "just",
+        "like",
+        "first",
+        "next",
+    ]
+)
+
+
+def _clean(line: str) -> str:
+    # A progress bar redraws its line with carriage returns: what a terminal shows is the last.
+    if "\r" in line:
+        line = line.rstrip("\r").rsplit("\r", 1)[-1]
+    return _ANSI.sub("", line) if "\x1b" in line else line
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    """A tool's output as it arrived, with what is known about where it came from.
+
+    Args:
+        text: The output, raw.
+        tool: The tool's name (``"bash"``, ``"read_file"``, an MCP tool...), when known.
+        command: The command line that produced it, when known (a shell tool's argument).
+        goal: What the agent is after: the reasoning that made the call, the user's question.
+            Filters keep the lines that share words with it.
+    """
+
+    text: str
+    tool: str | None = None
+    command: str | None = None
+    goal: str | None = None
+    terms: frozenset[str] = field(default=frozenset(), compare=False)
+
+    @cached_property
+    def lines(self) -> list[str]:
+        """The output's lines, ANSI codes and carriage-return redraws removed."""
+        return [_clean(line) for line in self.text.split("\n")]
+
+    @cached_property
+    def envelope(self) -> frozenset[int]:
+        """Indices of the harness's wrapper lines (``<returncode>``, ``<output>``...)."""
+        return frozenset(i for i, line in enumerate(self.lines) if _ENVELOPE.match(line))
+
+    @cached_property
+    def body(self) -> list[int]:
+        """Indices of the lines that are the output proper (not the wrapper)."""
+        env = self.envelope
+        return [i for i in range(len(self.lines)) if i not in env]
+
+    @cached_property
+    def goal_words(self) -> frozenset[str]:
+        """Lower-case words of the goal (3 letters or more, common words left out)."""
+        return self.terms or goal_terms(self.goal or "")
+
+    @cached_property
+    def program(self) -> str:
+        """The first program of the command, without its path (``"pytest"``, ``"npm"``...)."""
+        return command_program(self.command or "")
+
+    def mentions_goal(self, line: str) -> bool:
+        """Whether ``line`` shares a word with the goal."""
+        words = self.goal_words
+        return bool(words) and any(w.lower() in words for w in _WORDS.findall(line))
+
+
+def command_program(command: str) -> str:
+    """The program a command line runs: the first word that is not an env assignment, ``cd x
+    &&``, ``sudo`` or a wrapper like ``python -m``.
+
+    Example:
+        >>> command_program("cd /repo && python -m pytest tests/ -x")
+        'pytest'
+        >>> command_program("FOO=1 npx jest --ci")
+        'jest'
+    """
+    segment = command.split("&&")[-1] if "&&" in command else command
+    segment = segment.split("|")[0]
+    words = segment.split()
+    i = 0
+    while i < len(words):
+        word = words[i]
+        base = word.rsplit("/", 1)[-1]
+        if ("=" in word and not word.startswith("-") and i == 0) or base in ("sudo", "env", "time"):
+            i += 1
+            continue
+        if base in ("npx", "uv", "poetry", "pipenv") and i + 1 < len(words):
+            i += 1
+            if words[i] == "run" and i + 1 < len(words):
+                i += 1
+            continue
+        if re.fullmatch(r"python[\d.]*", base) and i + 2 < len(words) and words[i + 1] == "-m":
+            return words[i + 2]
+        return base
+    return ""
+
+
+def goal_terms(goal: str) -> frozenset[str]:
+    """The words of a goal that can locate a line: identifiers of 3+ characters, lower-cased,
+    without common English words.
+
+    Example:
+        >>> sorted(goal_terms("Check that refresh_token handles expiresAt"))
+        ['expiresat', 'handles', 'refresh_token']
+    """
+    return frozenset(w.lower() for w in _WORDS.findall(goal) if w.lower() not in _STOP)
+
+
+def is_note(line: str) -> bool:
+    """Whether a line of a filtered output is a note the filter added (not a kept line)."""
+    return line.startswith(NOTE_PREFIXES)
+
+
+def hidden(count: int, what: str = "lines", where: str = "") -> str:
+    """The note that stands for ``count`` hidden items: ``[… 57 lines hidden]``."""
+    return f"[… {count} {what} hidden{where}]"
+
+
+def _gap_note(first: int, last: int) -> str:
+    """The note for hidden lines ``first..last`` (1-based, inclusive)."""
+    if first == last:
+        return f"[… 1 line hidden: {first}]"
+    return f"[… {last - first + 1} lines hidden: {first}-{last}]"
+
+
+def assemble(
+    output: ToolOutput, keep: Iterable[int], *, notes: dict[int, str] | None = None
+) -> str:
+    """The kept lines in order, with a note for each gap saying which original lines it hides
+    (numbered from 1, as the retrieve tool reads them). A gap whose lines are no longer than
+    its note is shown instead: a note must save something.
+
+    Args:
+        output: The output the indices refer to.
+        keep: Indices of the lines to keep.
+        notes: Extra notes, placed before the kept line of that index (or at the end for an
+            index past the last line).
+    """
+    lines = output.lines
+    kept = sorted(set(keep))
+    extra = notes or {}
+    out: list[str] = []
+    previous = -1
+
+    def gap(start: int, stop: int) -> None:  # hidden: lines[start:stop]
+        if stop <= start:
+            return
+        note = _gap_note(start + 1, stop)
+        if sum(len(line) + 1 for line in lines[start:stop]) <= len(note) + 1:
+            out.extend(lines[start:stop])
+        else:
+            out.append(note)
+
+    for i in kept:
+        gap(previous + 1, i)
+        if i in extra:
+            out.append(extra[i])
+        out.append(lines[i])
+        previous = i
+    gap(previous + 1, len(lines))
+    out.extend(note for i, note in sorted(extra.items()) if i >= len(lines) or i not in kept)
+    return "\n".join(out)
+
+
+@dataclass(frozen=True)
+class Extract:
+    """What a filter keeps of an output.
+
+    Args:
+        text: The kept lines and the notes between them.
+        summary: One line for the marker, counted from the output ("14 passed, 1 failed").
+    """
+
+    text: str
+    summary: str = ""
+
+
+@runtime_checkable
+class OutputFilter(Protocol):
+    """One kind of tool output: recognise it, and keep what matters of it.
+
+    ``kind`` names the kind (``"test_run"``, ``"traceback"``...). ``detect`` says how sure it
+    is that an output is of this kind, from 0 (not this kind) to 1 (the command says so), from
+    its content and, when known, its tool name and command; the surest filter is applied.
+    ``extract`` returns what to keep, or ``None`` when it finds nothing to drop.
+    """
+
+    @property
+    def kind(self) -> str: ...
+
+    def detect(self, output: ToolOutput, /) -> float: ...
+
+    def extract(self, output: ToolOutput, /) -> Extract | None: ...
+
+
+def first_match(patterns: Sequence[re.Pattern[str]], line: str) -> bool:
+    """Whether any of ``patterns`` is found in ``line``."""
+    return any(p.search(line) for p in patterns)

@@ -1,0 +1,115 @@
+"""Install and build logs (pip, npm/yarn/pnpm, cargo, make, cmake, maven, gradle, go, apt): the
+outcome, the errors and the warnings; progress, downloads and per-file chatter are counted."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from ._base import Extract, ToolOutput, assemble
+
+__all__ = ["BuildLogFilter"]
+
+_PROGRAMS = frozenset(
+    [
+        "pip",
+        "pip3",
+        "npm",
+        "yarn",
+        "pnpm",
+        "bun",
+        "cargo",
+        "make",
+        "cmake",
+        "ninja",
+        "mvn",
+        "mvnw",
+        "gradle",
+        "gradlew",
+        "apt",
+        "apt-get",
+        "poetry",
+        "uv",
+        "conda",
+        "mamba",
+        "bundle",
+        "gem",
+        "composer",
+        "docker",
+        "dotnet",
+    ]
+)
+_NOISE = re.compile(
+    r"^\s*(Collecting|Downloading|Using cached|Obtaining|Requirement already satisfied|"
+    r"Preparing metadata|Building wheel|Created wheel|Stored in directory|Getting requirements|"
+    r"Installing build dependencies|Compiling \S+ v\d|Downloaded \S+ v\d|Fetching|Resolving|"
+    r"Progress:|Get:\d|Hit:\d|Unpacking|Setting up|Selecting previously|Preparing to unpack|"
+    r"\[INFO\] (Download|Building|---)|\(Reading database|npm (http|timing|sill|verb))|"
+    r"[━─=#>.\s]*\d+(\.\d+)?\s?%|\d+(\.\d+)?/\d+(\.\d+)? [kMG]?B"
+)
+_ERROR = re.compile(
+    r"\berror\b|\bERROR\b|\bERR!|\bfatal\b|\bFAILED\b|\bfailed\b|^make(\[\d+\])?: \*\*\*|"
+    r"\bException\b|\bcannot\b|\bnot found\b|\bconflict",
+    re.IGNORECASE,
+)
+_WARNING = re.compile(r"\bwarn(ing)?\b|\bWARN\b|\bdeprecated\b", re.IGNORECASE)
+_OUTCOME = re.compile(
+    r"^(Successfully (installed|built|uninstalled|tagged)|added \d+ packages?|"
+    r"removed \d+ packages?|"
+    r"up to date|changed \d+ packages?|found \d+ vulnerabilit|\d+ vulnerabilit|"
+    r"\s*Finished |BUILD (SUCCESS|SUCCESSFUL|FAILURE|FAILED)|Done in|make: Nothing to be done|"
+    r"\[100%\]|Installed \d+ packages?|Resolved \d+ packages?|Audited \d+|Total time:)",
+    re.IGNORECASE,
+)
+
+
+class BuildLogFilter:
+    """Build and install logs: errors (with the two lines after each), distinct warnings,
+    outcome lines and the last lines; download and progress chatter is counted.
+
+    Example:
+        >>> from ctxpack.filters import ToolOutput
+        >>> log = [f"Collecting pkg{i}" for i in range(40)] + [
+        ...     "Successfully installed pkg0-1.0 pkg1-2.3"]
+        >>> pip_log = ToolOutput("\\n".join(log), command="pip install .")
+        >>> print(BuildLogFilter().extract(pip_log).text)
+        [… 40 lines hidden: 1-40]
+        Successfully installed pkg0-1.0 pkg1-2.3
+    """
+
+    kind = "build_log"
+
+    def detect(self, output: ToolOutput, /) -> float:
+        if output.program in _PROGRAMS:
+            return 1.0
+        body = output.body
+        noisy = sum(1 for i in body if _NOISE.match(output.lines[i]))
+        return 0.5 if len(body) >= 10 and noisy >= len(body) // 3 else 0.0
+
+    def extract(self, output: ToolOutput, /) -> Extract | None:
+        lines = output.lines
+        keep: set[int] = set(output.envelope)
+        warnings: Counter[str] = Counter()
+        errors = noise = 0
+        for i in output.body:
+            line = lines[i]
+            if not line.strip():
+                continue
+            if _OUTCOME.match(line):
+                keep.add(i)
+            elif _ERROR.search(line) and not _NOISE.match(line):
+                errors += 1
+                keep.update(j for j in (i, i + 1, i + 2) if j < len(lines))
+            elif _WARNING.search(line):
+                warnings[line] += 1
+                if warnings[line] == 1:
+                    keep.add(i)
+            elif _NOISE.match(line):
+                noise += 1
+        keep.update(i for i in output.body[-3:] if not _NOISE.match(lines[i]))
+        if len(keep) >= len(lines) - 1:
+            return None
+        summary = f"{errors} error lines, {len(warnings)} distinct warnings"
+        if noise:
+            summary += f", {noise} progress/download lines hidden"
+        return Extract(assemble(output, keep), summary)

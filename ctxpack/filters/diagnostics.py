@@ -1,0 +1,179 @@
+"""Compilers, linters and type checkers (mypy, ruff, flake8, pylint, tsc, eslint, rustc, gcc,
+clang, go vet): each unique diagnostic once, grouped by file, and the tool's own totals."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from ._base import Extract, ToolOutput, first_match
+
+__all__ = ["DiagnosticFilter"]
+
+_PROGRAMS = frozenset(
+    [
+        "mypy",
+        "ruff",
+        "flake8",
+        "pylint",
+        "pyflakes",
+        "pycodestyle",
+        "pyright",
+        "tsc",
+        "eslint",
+        "rustc",
+        "gcc",
+        "g++",
+        "clang",
+        "clang++",
+        "cc",
+        "c++",
+        "javac",
+        "golint",
+        "staticcheck",
+        "shellcheck",
+        "hadolint",
+        "stylelint",
+        "biome",
+    ]
+)
+_COMMAND = re.compile(r"\b(cargo (build|check|clippy)|go (vet|build)|make\b.*\blint|npm run lint)")
+# path:line[:col]: message   |   path(line,col): error TS1234: message
+_LOCATED = re.compile(
+    r"^(?P<path>[^\s:()]+\.[\w]+)(?::(?P<line>\d+)(?::\d+)?:|\((?P<pline>\d+),\d+\):)\s*(?P<msg>.*)"
+)
+# rustc: "error[E0308]: mismatched types" then " --> src/main.rs:4:5"
+_RUST_HEAD = re.compile(r"^(error|warning)(\[\w+\])?: ")
+_RUST_AT = re.compile(r"^\s*--> (?P<path>[^\s:]+):\d+")
+# eslint's stylish format: a path line, then "  12:5  error  message  rule"
+_STYLISH_ROW = re.compile(r"^\s+\d+:\d+\s+(error|warning)\s")
+_TOTALS = [
+    re.compile(p)
+    for p in (
+        r"^Found \d+ errors?",
+        r"^Success: no issues found",
+        r"^All checks passed",
+        r"^\s*✖ \d+ problems?",
+        r"^\d+ (errors?|warnings?)( and \d+ warnings?)? generated",
+        r"^error: (could not compile|aborting due to)",
+        r"^(warning|error): .* generated \d+ (warning|error)s?",
+        r"^Your code has been rated at",
+        r"^\*{5,} Module ",
+        r"^Found \d+ errors? in \d+ files?",
+        r"^\[\*\] \d+ fixable",
+        r"^\d+ files? (checked|would be reformatted)",
+    )
+]
+_PER_FILE = 25
+
+
+class DiagnosticFilter:
+    """Diagnostics: each distinct message once (repeats counted), grouped by file in the order
+    files first appear, with the tool's totals; code excerpts under a rustc or gcc message are
+    dropped, the ``-->`` location kept.
+
+    Example:
+        >>> from ctxpack.filters import ToolOutput
+        >>> out = "\\n".join(["a.py:1: error: Name 'x' is not defined  [name-defined]",
+        ...                  "b.py:7: note: see here", "a.py:9: error: Missing return  [return]",
+        ...                  "a.py:1: error: Name 'x' is not defined  [name-defined]",
+        ...                  "Found 3 errors in 2 files (checked 9 source files)"])
+        >>> print(DiagnosticFilter().extract(ToolOutput(out, command="mypy .")).text)
+        a.py:1: error: Name 'x' is not defined  [name-defined]
+        [… repeated 1 more time]
+        a.py:9: error: Missing return  [return]
+        b.py:7: note: see here
+        Found 3 errors in 2 files (checked 9 source files)
+    """
+
+    kind = "diagnostics"
+
+    def detect(self, output: ToolOutput, /) -> float:
+        if output.program in _PROGRAMS or (output.command and _COMMAND.search(output.command)):
+            return 1.0
+        body = output.body
+        if len(body) < 4:
+            return 0.0
+        located = sum(
+            1
+            for i in body
+            if _LOCATED.match(output.lines[i])
+            and not output.lines[i][:1].isspace()
+            and re.search(r"\b(error|warning|note|[A-Z]\d{3,4}|E\d{3}|W\d{3})\b", output.lines[i])
+        )
+        return 0.6 if located >= max(3, len(body) // 3) else 0.0
+
+    def extract(self, output: ToolOutput, /) -> Extract | None:
+        lines = output.lines
+        groups: dict[str, list[str]] = {}
+        seen: Counter[str] = Counter()
+        totals: list[str] = []
+        other = 0
+        current: str | None = None
+        pending_head: str | None = None
+        for i in output.body:
+            line = lines[i]
+            if first_match(_TOTALS, line):
+                totals.append(line)
+                continue
+            located = _LOCATED.match(line)
+            if located and not line[:1].isspace():
+                path = located["path"]
+                current = path
+                if pending_head is not None:
+                    pending_head = None
+                self._add(groups, seen, path, line)
+                continue
+            if _RUST_HEAD.match(line):
+                pending_head = line
+                continue
+            at = _RUST_AT.match(line)
+            if at and pending_head is not None:
+                self._add(groups, seen, at["path"], pending_head)
+                self._add(groups, seen, at["path"], line, count=False)
+                pending_head = None
+                continue
+            if _STYLISH_ROW.match(line) and current is not None:
+                self._add(groups, seen, current, line)
+                continue
+            if line.strip() and not line[:1].isspace() and "." in line and " " not in line:
+                current = line.strip()  # eslint's stylish file header
+                continue
+            if line.strip():
+                other += 1
+        if pending_head is not None:
+            groups.setdefault("", []).append(pending_head)
+        if not groups:
+            return None
+        out: list[str] = [lines[i] for i in sorted(output.envelope) if i < (output.body or [0])[0]]
+        shown = 0
+        for path, items in groups.items():
+            if path and len(groups) > 1 and not any(item.startswith(path) for item in items[:1]):
+                out.append(path)
+            for n, item in enumerate(items):
+                if n == _PER_FILE:
+                    out.append(f"[… {len(items) - _PER_FILE} more diagnostics in {path} hidden]")
+                    break
+                out.append(item)
+                shown += 1
+                if seen[item] > 1:
+                    out.append(
+                        f"[… repeated {seen[item] - 1} more time{'s' if seen[item] > 2 else ''}]"
+                    )
+        out.extend(totals)
+        out.extend(lines[i] for i in sorted(output.envelope) if i > (output.body or [0])[-1])
+        unique = sum(len(v) for v in groups.values())
+        summary = f"{unique} distinct diagnostics in {len([g for g in groups if g])} files"
+        if other:
+            summary += f"; {other} other lines (code excerpts, context) hidden"
+        return Extract("\n".join(out), summary)
+
+    @staticmethod
+    def _add(
+        groups: dict[str, list[str]], seen: Counter[str], path: str, line: str, count: bool = True
+    ) -> None:
+        if count:
+            seen[line] += 1
+            if seen[line] > 1:
+                return
+        groups.setdefault(path, []).append(line)

@@ -1,0 +1,189 @@
+"""File views (``cat``, ``nl``, ``sed -n``, ``head``, an editor's view) and diffs: kept whole up
+to a size; above it, windows around the lines the goal names, line numbers preserved."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from ._base import Extract, ToolOutput, assemble, goal_terms
+
+__all__ = ["DiffFilter", "FileViewFilter"]
+
+_VIEW_PROGRAMS = frozenset(
+    ["cat", "nl", "head", "tail", "sed", "less", "more", "bat", "view", "type"]
+)
+_VIEW_TOOLS = re.compile(r"read|view|open|cat|str_replace_editor|file", re.IGNORECASE)
+_NUMBERED = re.compile(r"^\s*\d+[\t:|]|^\s*\d+\s{2,}")
+_DEFINITION = re.compile(
+    r"^\s*(async\s+def|def|class|function|func|fn|pub(\(crate\))?\s+(fn|struct|enum|trait)|"
+    r"impl|struct|enum|interface|type|export\s+(default\s+)?(function|class|const|interface)|"
+    r"(public|private|protected)\s+[\w<>\[\]]+\s+\w+\s*\()\b"
+)
+_STRIP_NUMBER = re.compile(r"^\s*\d+[\t:|]\s?")
+_MAX_DEFINITIONS = 12
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+
+_DIFF_COMMAND = re.compile(r"\b(git (diff|show|log -p|format-patch)|diff\s)")
+_DIFF_HEAD = re.compile(
+    r"^(diff --git |diff -|Index: |--- |\+\+\+ |@@ |index [0-9a-f]+|new file|"
+    r"deleted file|similarity|rename (from|to)|commit [0-9a-f]{7,})"
+)
+
+
+def _locating_terms(output: ToolOutput) -> frozenset[str]:
+    """The goal's words, minus those of the command (a file's path names every line of it)."""
+    return output.goal_words - goal_terms(output.command or "")
+
+
+class FileViewFilter:
+    """A file view: whole up to ``max_lines``; above, the head, the definitions (``def``,
+    ``class``, ``function``...) and windows of ``radius`` lines around each line that shares a
+    rare word with the goal, at most ``max_lines`` lines in all. Gaps say which lines they hide.
+
+    Args:
+        max_lines: Views up to this many lines are kept whole; longer ones are cut to it.
+        radius: Lines kept on each side of a line the goal names.
+
+    Example:
+        >>> from ctxpack.filters import ToolOutput
+        >>> src = [f"    x{i} = {i}" for i in range(300)]
+        >>> src[150] = "    expires_at = None  # the bug"
+        >>> goal = "why is expires_at None?"
+        >>> view = ToolOutput("\\n".join(src), command="cat auth.py", goal=goal)
+        >>> print(FileViewFilter(max_lines=20, radius=1).extract(view).text)
+            x0 = 0
+            x1 = 1
+            x2 = 2
+        [… 146 lines hidden: 4-149]
+            x149 = 149
+            expires_at = None  # the bug
+            x151 = 151
+        [… 145 lines hidden: 153-297]
+            x297 = 297
+            x298 = 298
+            x299 = 299
+    """
+
+    kind = "file_view"
+
+    def __init__(self, *, max_lines: int = 120, radius: int = 6) -> None:
+        self.max_lines = max_lines
+        self.radius = radius
+
+    def __repr__(self) -> str:
+        return f"FileViewFilter(max_lines={self.max_lines}, radius={self.radius})"
+
+    def detect(self, output: ToolOutput, /) -> float:
+        if output.program in _VIEW_PROGRAMS:
+            return 1.0
+        if output.tool and output.tool != "bash" and _VIEW_TOOLS.search(output.tool):
+            return 0.9
+        body = [output.lines[i] for i in output.body if output.lines[i].strip()]
+        numbered = sum(1 for b in body if _NUMBERED.match(b))
+        return 0.5 if len(body) >= 20 and numbered >= 0.8 * len(body) else 0.0
+
+    def extract(self, output: ToolOutput, /) -> Extract | None:
+        lines = output.lines
+        body = output.body
+        if len(body) <= self.max_lines:
+            return None
+        terms = _locating_terms(output)
+        words_per_line = {
+            i: {w.lower() for w in _WORD.findall(_STRIP_NUMBER.sub("", lines[i]))} & terms
+            for i in body
+        }
+        frequency: Counter[str] = Counter(w for ws in words_per_line.values() for w in ws)
+        common = {w for w, n in frequency.items() if n > max(3, len(body) // 10)}
+        score = {i: len(ws - common) for i, ws in words_per_line.items() if ws - common}
+        keep: set[int] = set(output.envelope)
+        keep.update(body[:3])
+        keep.update(body[-3:])
+        budget = self.max_lines
+        # Windows around the lines that name the goal best, best first, while they fit.
+        for i in sorted(score, key=lambda i: (-score[i], i)):
+            window = {j for j in range(i - self.radius, i + self.radius + 1) if 0 <= j < len(lines)}
+            if len(keep | window) > budget:
+                continue
+            keep |= window
+        # Then the top-level definitions, which tell what the hidden lines belong to.
+        definitions = 0
+        for i in body:
+            if len(keep) >= budget or definitions >= _MAX_DEFINITIONS:
+                break
+            code = _STRIP_NUMBER.sub("", lines[i])
+            if not code[:1].isspace() and _DEFINITION.match(code):
+                keep.add(i)
+                definitions += 1
+        if len(keep) >= len(lines) - 1:
+            return None
+        summary = f"{len(score)} lines naming the goal, {len(keep)} of {len(lines)} lines kept"
+        return Extract(assemble(output, keep), summary)
+
+
+class DiffFilter:
+    """A diff: whole up to ``max_lines``; above, every file and hunk header and every changed
+    line, with ``context`` unchanged lines around changes; a file with more than ``max_lines``
+    changed lines shows its first ones and counts the rest.
+
+    Example:
+        >>> from ctxpack.filters import ToolOutput
+        >>> diff = ["diff --git a/m.py b/m.py", "--- a/m.py", "+++ b/m.py", "@@ -1,60 +1,60 @@"]
+        >>> diff += [f" same {i}" for i in range(30)] + ["-old = 1", "+new = 2"]
+        >>> diff += [f" same {i}" for i in range(30, 58)]
+        >>> print(DiffFilter(max_lines=10, context=1).extract(ToolOutput("\\n".join(diff))).text)
+        diff --git a/m.py b/m.py
+        --- a/m.py
+        +++ b/m.py
+        @@ -1,60 +1,60 @@
+        [… 29 lines hidden: 5-33]
+         same 29
+        -old = 1
+        +new = 2
+         same 30
+        [… 27 lines hidden: 38-64]
+    """
+
+    kind = "diff"
+
+    def __init__(self, *, max_lines: int = 80, context: int = 2) -> None:
+        self.max_lines = max_lines
+        self.context = context
+
+    def __repr__(self) -> str:
+        return f"DiffFilter(max_lines={self.max_lines}, context={self.context})"
+
+    def detect(self, output: ToolOutput, /) -> float:
+        if output.command and _DIFF_COMMAND.search(output.command):
+            return 1.0
+        head = output.body[:400]
+        hunks = any(output.lines[i].startswith(("@@ ", "diff --git")) for i in head)
+        return 0.8 if hunks and any(output.lines[i].startswith("+++ ") for i in head) else 0.0
+
+    def extract(self, output: ToolOutput, /) -> Extract | None:
+        lines = output.lines
+        if len(output.body) <= self.max_lines:
+            return None
+        keep: set[int] = set(output.envelope)
+        changed_in_file = 0
+        hidden_changes = 0
+        for i in output.body:
+            line = lines[i]
+            if _DIFF_HEAD.match(line):
+                keep.add(i)
+                if line.startswith(("diff ", "Index: ", "commit ")):
+                    changed_in_file = 0
+                continue
+            if line.startswith(("+", "-")):
+                changed_in_file += 1
+                if changed_in_file > self.max_lines:
+                    hidden_changes += 1
+                    continue
+                lo, hi = max(0, i - self.context), min(len(lines), i + self.context + 1)
+                keep.update(range(lo, hi))
+        if len(keep) >= len(lines) - 1:
+            return None
+        summary = f"headers and changed lines kept, {len(keep)} of {len(lines)} lines"
+        if hidden_changes:
+            summary += f"; {hidden_changes} changed lines past {self.max_lines} per file hidden"
+        return Extract(assemble(output, keep), summary)

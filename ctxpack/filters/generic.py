@@ -1,0 +1,112 @@
+"""The fallback for any other output: repeated lines folded, the head and the tail, and in
+between the lines with errors, warnings, the goal's words, numbers or paths."""
+
+from __future__ import annotations
+
+import re
+
+from ._base import Extract, ToolOutput, assemble
+
+__all__ = ["GenericFilter"]
+
+_SIGNAL = re.compile(
+    r"\b\w*(error|exception|warning|fail|fatal|denied|refused|timeout|traceback|panic)\w*\b|"
+    r"\bnot found\b|\bmissing\b|\binvalid\b",
+    re.IGNORECASE,
+)
+_PATH_OR_NUMBER = re.compile(r"[\w.-]*/[\w./-]+|\b\d+(\.\d+)?\b")
+
+
+class GenericFilter:
+    """Any output: runs of identical lines folded to the first (with a count), the first
+    ``head`` and last ``tail`` lines, and, up to ``max_lines``, the lines with errors or
+    warnings, then those sharing a word with the goal, then those with a path or a number.
+
+    Example:
+        >>> from ctxpack.filters import ToolOutput
+        >>> out = ["starting"] + ["retrying connection"] * 57 + ["ERROR: gave up"]
+        >>> print(GenericFilter(head=2, tail=1).extract(ToolOutput("\\n".join(out))).text)
+        starting
+        retrying connection
+        [… repeated 56 more times: lines 3-58]
+        ERROR: gave up
+    """
+
+    kind = "generic"
+
+    def __init__(self, *, head: int = 15, tail: int = 15, max_lines: int = 80) -> None:
+        self.head = head
+        self.tail = tail
+        self.max_lines = max_lines
+
+    def __repr__(self) -> str:
+        return f"GenericFilter(head={self.head}, tail={self.tail}, max_lines={self.max_lines})"
+
+    def detect(self, output: ToolOutput, /) -> float:
+        return 0.01
+
+    def extract(self, output: ToolOutput, /) -> Extract | None:
+        lines = output.lines
+        body = output.body
+        # Runs of identical lines: the first stands for the run.
+        first_of_run: list[int] = []
+        runs: dict[int, int] = {}  # first line of a run of copies -> its last line
+        run_start = None
+        for n, i in enumerate(body):
+            if n and lines[i] == lines[body[n - 1]] and i == body[n - 1] + 1:
+                continue
+            if run_start is not None and body[n - 1] > run_start:
+                runs[run_start] = body[n - 1]
+            run_start = i
+            first_of_run.append(i)
+        if run_start is not None and body and body[-1] > run_start:
+            runs[run_start] = body[-1]
+        keep: set[int] = set(output.envelope)
+        keep.update(first_of_run[: self.head])
+        keep.update(first_of_run[-self.tail :] if self.tail else [])
+        middle = first_of_run[self.head : len(first_of_run) - self.tail]
+        for pattern_hit in (
+            lambda line: bool(_SIGNAL.search(line)),
+            output.mentions_goal,
+            lambda line: bool(_PATH_OR_NUMBER.search(line)),
+        ):
+            for i in middle:
+                if len(keep) >= self.max_lines:
+                    break
+                if i not in keep and pattern_hit(lines[i]):
+                    keep.add(i)
+        if len(keep) >= len(lines) - 1:
+            return None
+        text = _fold_notes(output, keep, runs) if runs else assemble(output, keep)
+        return Extract(text, f"{len(keep)} of {len(lines)} lines kept")
+
+
+def _fold_notes(output: ToolOutput, keep: set[int], runs: dict[int, int]) -> str:
+    """Like :func:`assemble`, but a kept line that starts a run of copies is followed by the
+    number of copies instead of a gap note."""
+    lines = output.lines
+    out: list[str] = []
+    previous = -1
+    for i in sorted(keep):
+        gap_start = previous + 1
+        end = runs.get(previous)
+        if end is not None and end >= gap_start:
+            copies = end - previous
+            out.append(
+                f"[… repeated {copies} more time{'s' if copies > 1 else ''}: lines "
+                f"{previous + 2}-{end + 1}]"
+            )
+            gap_start = end + 1
+        gap = i - gap_start
+        if gap > 0:
+            out.append(f"[… {gap} lines hidden: {gap_start + 1}-{i}]")
+        out.append(lines[i])
+        previous = i
+    end = runs.get(previous)
+    if end is not None:
+        copies = end - previous
+        out.append(f"[… repeated {copies} more times: lines {previous + 2}-{end + 1}]")
+        previous = end
+    if len(lines) - previous - 1 > 0:
+        out.append(f"[… {len(lines) - previous - 1} lines hidden: {previous + 2}-{len(lines)}]")
+    return "\n".join(out)

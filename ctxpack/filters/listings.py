@@ -1,0 +1,146 @@
+"""Listings (``ls -R``, ``ls -l``, ``find``, ``tree``, ``git ls-files``, ``grep``/``rg`` hits):
+grouped by directory or file, long groups collapsed with the count of what they hide."""
+
+from __future__ import annotations
+
+import re
+
+from ._base import Extract, ToolOutput
+
+__all__ = ["ListingFilter"]
+
+_PROGRAMS = frozenset(
+    [
+        "ls",
+        "find",
+        "tree",
+        "fd",
+        "fdfind",
+        "grep",
+        "egrep",
+        "fgrep",
+        "rg",
+        "ag",
+        "ack",
+        "locate",
+        "du",
+    ]
+)
+_GIT_LIST = re.compile(r"\bgit (ls-files|grep|status)\b")
+_LS_HEADER = re.compile(r"^(?P<dir>\S.*):$")  # "./django/conf:" in ls -R
+_HIT = re.compile(r"^(?P<file>[^\s:]+):(?P<rest>\d+[:-].*|.*)$")  # grep -n hits, rg, git grep
+_NAMED_GROUPS = 60  # collapsed groups named (with their counts) in the closing note
+_PATH = re.compile(r"^\.{0,2}/?[\w.@+-]+(/[\w.@+-]+)+/?$")  # find output, git ls-files
+
+
+class ListingFilter:
+    """Listings: per group (a directory of ``ls -R``, the files' directory for ``find``, the
+    file of grep hits) the first entries, then how many more it holds; the entries that share
+    a word with the goal are shown first. Groups keep their order.
+
+    Args:
+        per_group: Entries shown per group.
+        max_groups: Groups shown in full; the others are listed with their counts only.
+
+    Example:
+        >>> from ctxpack.filters import ToolOutput
+        >>> hits = [f"src/a.py:{n}:    token = refresh(x)" for n in range(1, 20)]
+        >>> print(ListingFilter(per_group=2).extract(
+        ...     ToolOutput("\\n".join(hits), command="grep -rn token src")).text)
+        src/a.py:1:    token = refresh(x)
+        src/a.py:2:    token = refresh(x)
+        [… 17 more in src/a.py hidden]
+    """
+
+    kind = "listing"
+
+    def __init__(self, *, per_group: int = 12, max_groups: int = 40) -> None:
+        self.per_group = per_group
+        self.max_groups = max_groups
+
+    def __repr__(self) -> str:
+        return f"ListingFilter(per_group={self.per_group}, max_groups={self.max_groups})"
+
+    def detect(self, output: ToolOutput, /) -> float:
+        if output.program in _PROGRAMS or (output.command and _GIT_LIST.search(output.command)):
+            return 1.0
+        body = [output.lines[i] for i in output.body if output.lines[i].strip()]
+        if len(body) < 20:
+            return 0.0
+        pathy = sum(1 for line in body if _PATH.match(line) or _LS_HEADER.match(line))
+        return 0.5 if pathy >= len(body) * 0.6 else 0.0
+
+    def _groups(self, output: ToolOutput) -> list[tuple[str, list[int], int | None]]:
+        """(group key, entry indices, header index) in order of appearance."""
+        lines = output.lines
+        groups: dict[str, tuple[list[int], int | None]] = {}
+        current = ""
+        header: int | None = None
+        for i in output.body:
+            line = lines[i]
+            if not line.strip():
+                continue
+            ls = _LS_HEADER.match(line)
+            if ls and not _HIT.match(line.rstrip(":")):
+                current, header = ls["dir"], i
+                groups.setdefault(current, ([], header))
+                continue
+            hit = _HIT.match(line)
+            if hit and ("/" in hit["file"] or "." in hit["file"]) and hit["rest"]:
+                key = hit["file"]
+                groups.setdefault(key, ([], None))[0].append(i)
+                continue
+            if _PATH.match(line.strip()) and not header:
+                key = line.strip().rstrip("/").rsplit("/", 1)[0]
+                groups.setdefault(key, ([], None))[0].append(i)
+                continue
+            groups.setdefault(current, ([], header))[0].append(i)
+        return [(k, v[0], v[1]) for k, v in groups.items()]
+
+    def extract(self, output: ToolOutput, /) -> Extract | None:
+        lines = output.lines
+        groups = self._groups(output)
+        out: list[str] = [lines[i] for i in sorted(output.envelope) if i < (output.body or [0])[0]]
+        hidden_entries = 0
+        # Groups whose name or entries mention the goal come first for the full view.
+        ranked = sorted(
+            range(len(groups)),
+            key=lambda g: (
+                not (
+                    output.mentions_goal(groups[g][0])
+                    or any(output.mentions_goal(lines[i]) for i in groups[g][1])
+                ),
+                g,
+            ),
+        )
+        full = set(ranked[: self.max_groups])
+        collapsed: list[str] = []
+        for g, (key, entries, header) in enumerate(groups):
+            if g not in full:
+                collapsed.append(f"{key} ({len(entries)})")
+                hidden_entries += len(entries)
+                continue
+            if header is not None:
+                out.append(lines[header])
+            if len(entries) <= self.per_group + 1:
+                out.extend(lines[i] for i in entries)
+                continue
+            relevant = [i for i in entries if output.mentions_goal(lines[i])]
+            chosen = set(relevant[: self.per_group])
+            for i in entries:
+                if len(chosen) >= self.per_group:
+                    break
+                chosen.add(i)
+            out.extend(lines[i] for i in entries if i in chosen)
+            more = len(entries) - len(chosen)
+            hidden_entries += more
+            out.append(f"[… {more} more in {key or 'this listing'} hidden]")
+        if collapsed:
+            named = ", ".join(collapsed[:_NAMED_GROUPS])
+            rest = len(collapsed) - _NAMED_GROUPS
+            named += f" and {rest} more" if rest > 0 else ""
+            out.append(f"[… {len(collapsed)} more groups hidden: {named}]")
+        out.extend(lines[i] for i in sorted(output.envelope) if i > (output.body or [0])[-1])
+        if not hidden_entries:
+            return None
+        return Extract("\n".join(out), f"{len(groups)} groups, {hidden_entries} entries hidden")

@@ -1,0 +1,124 @@
+"""JSON payloads (APIs, MCP tools): the fields the goal needs, arrays collapsed to their first
+items, their errors and their outliers with a count; ids, timestamps and pagination metadata
+dropped unless the goal names them. The result is still valid JSON."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ._base import Extract, ToolOutput
+
+__all__ = ["JSONPayloadFilter"]
+
+_NOISE_KEY = re.compile(
+    r"^(id|_id|uuid|guid|node_id|etag|e_tag|cursor|next|prev|previous|next_cursor|next_page|"
+    r"prev_page|page|per_page|page_size|total_pages|offset|limit|links|_links|href|self|"
+    r"created_at|updated_at|created|updated|modified|modified_at|timestamp|ts|date|"
+    r"last_modified|etag|request_id|trace_id|span_id|avatar_url|gravatar_id|\w+_url|"
+    r"\w+_at|\w+_id|\w+_ids|url|uri)$",
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+_ERRORISH = re.compile(r"error|fail|invalid|denied|exception|warning|critical", re.IGNORECASE)
+
+
+def _named(key: str, output: ToolOutput) -> bool:
+    """Whether the goal names ``key`` (ids and short keys too)."""
+    goal = output.goal or ""
+    return bool(goal) and re.search(rf"\b{re.escape(key)}\b", goal, re.IGNORECASE) is not None
+
+
+class JSONPayloadFilter:
+    """A JSON payload: noise keys dropped (ids, timestamps, URLs, pagination) unless the goal
+    names them; each array longer than ``max_items`` keeps its first items, the items that
+    look like errors and numeric outliers, then a string saying how many were left out. The
+    values kept are the original values; the result is re-serialised compactly.
+
+    Args:
+        max_items: Items an array keeps (errors and outliers may add a few).
+
+    Example:
+        >>> from ctxpack.filters import ToolOutput
+        >>> doc = {"items": [{"id": i, "name": f"n{i}", "status": "ok"} for i in range(50)],
+        ...        "next_cursor": "abc"}
+        >>> doc["items"][40]["status"] = "error: quota"
+        >>> slim = JSONPayloadFilter(max_items=2).extract(ToolOutput(json.dumps(doc))).text
+        >>> json.loads(slim)["items"][1:]
+        [{'name': 'n1', 'status': 'ok'}, {'name': 'n40', 'status': 'error: quota'},
+         '[… 47 more items hidden]']
+    """
+
+    kind = "json"
+
+    def __init__(self, *, max_items: int = 5) -> None:
+        self.max_items = max_items
+
+    def __repr__(self) -> str:
+        return f"JSONPayloadFilter(max_items={self.max_items})"
+
+    def _document(self, output: ToolOutput) -> tuple[Any, list[int]] | None:
+        body = output.body
+        text = "\n".join(output.lines[i] for i in body).strip()
+        if not text or text[0] not in "[{":
+            return None
+        try:
+            return json.loads(text), body
+        except ValueError:
+            return None
+
+    def detect(self, output: ToolOutput, /) -> float:
+        return 0.8 if self._document(output) is not None else 0.0
+
+    def extract(self, output: ToolOutput, /) -> Extract | None:
+        found = self._document(output)
+        if found is None:
+            return None
+        document, body = found
+        counts = {"keys": 0, "items": 0}
+        slim = self._slim(document, output, counts)
+        if not counts["keys"] and not counts["items"]:
+            return None
+        head = [output.lines[i] for i in sorted(output.envelope) if not body or i < body[0]]
+        tail = [output.lines[i] for i in sorted(output.envelope) if body and i > body[-1]]
+        dumped = json.dumps(slim, ensure_ascii=False, separators=(",", ":"))
+        summary = f"{counts['keys']} noise fields and {counts['items']} array items hidden"
+        return Extract("\n".join([*head, dumped, *tail]), summary)
+
+    def _slim(self, value: Any, output: ToolOutput, counts: dict[str, int]) -> Any:
+        if isinstance(value, dict):
+            out: dict[str, Any] = {}
+            for key, child in value.items():
+                if _NOISE_KEY.match(key) and len(value) > 1 and not _named(key, output):
+                    counts["keys"] += 1
+                    continue
+                out[key] = self._slim(child, output, counts)
+            return out
+        if isinstance(value, list):
+            if len(value) <= self.max_items + 1:
+                return [self._slim(v, output, counts) for v in value]
+            chosen = list(range(self.max_items))
+            # Then up to as many again: the items sharing the most words with the goal, then
+            # those that look like errors.
+            scored = []
+            for i in range(self.max_items, len(value)):
+                dumped = json.dumps(value[i], ensure_ascii=False)
+                words = {w.lower() for w in _WORD.findall(dumped)} & output.goal_words
+                score = 2 * len(words) + bool(_ERRORISH.search(dumped))
+                if score:
+                    scored.append((-score, i))
+            chosen.extend(i for _, i in sorted(scored)[: self.max_items])
+            numbers = [
+                (v, i)
+                for i, v in enumerate(value)
+                if isinstance(v, int | float) and not isinstance(v, bool)
+            ]
+            if numbers:
+                chosen.extend(i for _, i in (min(numbers), max(numbers)))
+            chosen = sorted(set(chosen))
+            hidden = len(value) - len(chosen)
+            counts["items"] += hidden
+            kept = [self._slim(value[i], output, counts) for i in chosen]
+            return [*kept, f"[… {hidden} more items hidden]"]
+        return value

@@ -1,0 +1,165 @@
+"""Test runs (pytest, unittest, Django's runner, jest/vitest, go test, cargo test, maven/gradle,
+mocha): the totals, then each failure with its name, its assertion and where it failed."""
+
+from __future__ import annotations
+
+import re
+
+from ._base import Extract, ToolOutput, assemble, first_match
+
+__all__ = ["TestRunFilter"]
+
+_PROGRAMS = re.compile(
+    r"^(pytest|py\.test|unittest|nosetests|tox|runtests\.py|test|jest|vitest|mocha|ava|go|"
+    r"cargo|mvn|mvnw|gradle|gradlew|rspec|phpunit|ctest|bin/test)$"
+)
+_COMMAND = re.compile(
+    r"\b(pytest|py\.test|unittest|runtests\.py|manage\.py test|jest|vitest|mocha|"
+    r"(npm|yarn|pnpm|bun)( run)? test|go test|cargo test|mvn\b.*\btest|gradlew? .*test|rspec|"
+    r"phpunit|ctest|bin/test)\b"
+)
+_TOTALS = [
+    re.compile(p)
+    for p in (
+        r"^=+ .*\b(passed|failed|errors?|skipped|xfailed|xpassed|deselected|no tests ran)\b.*=+$",
+        r"^\s*(Tests?|Test Suites|Test Files|Snapshots):\s+\d",
+        r"^Ran \d+ tests? in ",
+        r"^(OK|FAILED)( \(.*\))?$",
+        r"^test result: ",
+        r"^\[?(INFO|ERROR|WARNING)?\]?\s*Tests run: \d+, Failures: \d+",
+        r"^(ok|FAIL|PASS)\s+\S+\s+(\d[\d.]*m?s|\(cached\)|\[no test files\])",
+        r"^(FAIL|ok|PASS)$",
+        r"^BUILD (SUCCESS|SUCCESSFUL|FAILURE|FAILED)",
+        r"^\s*\d+ (passing|failing|pending)\b",
+        r"^collected \d+ items?",
+        r"^\d+ tests? completed, \d+ failed",
+        r"^\s*\d+ examples?, \d+ failures?",
+        r"^System check identified",
+    )
+]
+_FAILURE_HEAD = [
+    re.compile(p)
+    for p in (
+        r"^_{3,} .+ _{3,}$",  # pytest: ____ test_name ____
+        r"^(FAIL|ERROR): \S",  # unittest, Django
+        r"^\s*● ",  # jest
+        r"^\s*(×|✕|✗|❯) ",  # vitest, jest verbose
+        r"^\s*--- FAIL: ",  # go
+        r"^(FAILED|ERROR) \S+\.\w+::",  # pytest short summary
+        r"^FAIL\s+\S+\.(test|spec)\.[jt]sx?",  # jest: the failing file
+        r"^---- \S+ stdout ----",  # cargo
+        r"^\s*\d+\) ",  # mocha, rspec
+        r"^\[ERROR\] \S+.*(FAILURE|ERROR)!?$",  # maven
+        r"^\S+ > \S+.* FAILED$",  # gradle
+    )
+]
+_DETAIL = [
+    re.compile(p)
+    for p in (
+        r"^E\s",  # pytest's explanation lines
+        r"^\s*>\s",  # the failing statement (pytest, jest's code frame)
+        r"\b\w*(Error|Exception|Failure)\b",
+        r"\bassert",
+        r"\bexpect\(",
+        r"^\s*(Expected|Received|expected|received|actual|Actual|left|right|got|want)\b",
+        r"[\w./-]+\.(py|pyx|ts|tsx|js|jsx|mjs|go|rs|java|kt|rb|php|c|cc|cpp|h|cs|swift):\d+",
+        r'File ".+", line \d+',
+        r"panicked at",
+        r"^\s+at .+:\d+(:\d+)?\)?$",
+    )
+]
+_LIBRARY = re.compile(
+    r"site-packages|dist-packages|node_modules|/usr/lib/|/lib/python\d|<frozen |"
+    r"internal/|/rustc/|\(node:|/\.cargo/registry/|jest-circus|unittest/case\.py"
+)
+_GO_FAIL = re.compile(r"^\s*--- FAIL: ")
+_LOOSE_ERROR = re.compile(r"\b\w*(Error|Exception)\b|^error\b|^Traceback ", re.IGNORECASE)
+_DETAILS_PER_FAILURE = 14
+
+
+class TestRunFilter:
+    """Test runner output: the totals, then each failure with its name, assertion and file:line.
+
+    Passing tests, progress dots, captured logs and library frames are dropped (counted); the
+    lines kept are verbatim.
+
+    Example:
+        >>> from ctxpack.filters import ToolOutput
+        >>> log = "\\n".join(
+        ...     ["PASS src/a.test.ts"] * 30
+        ...     + ["FAIL src/auth.test.ts", "  ● Auth › refreshes expired token", "",
+        ...        "    Received: undefined",
+        ...        "      at Object.<anonymous> (src/auth.test.ts:88:31)",
+        ...        "Tests:       1 failed, 14 passed, 15 total"])
+        >>> print(TestRunFilter().extract(ToolOutput(log, command="npx jest")).text)
+        [… 30 lines hidden: 1-30]
+        FAIL src/auth.test.ts
+          ● Auth › refreshes expired token
+        [… 1 line hidden: 33]
+            Received: undefined
+              at Object.<anonymous> (src/auth.test.ts:88:31)
+        Tests:       1 failed, 14 passed, 15 total
+    """
+
+    __test__ = False  # not a pytest test class, despite the name
+    kind = "test_run"
+
+    def detect(self, output: ToolOutput, /) -> float:
+        if output.command and (
+            (_PROGRAMS.match(output.program) and output.program not in ("go", "cargo", "test"))
+            or _COMMAND.search(output.command)
+        ):
+            return 1.0
+        totals = any(first_match(_TOTALS[:6], output.lines[i]) for i in output.body[-40:])
+        return 0.75 if totals else 0.0
+
+    def extract(self, output: ToolOutput, /) -> Extract | None:
+        lines = output.lines
+        keep: set[int] = set(output.envelope)
+        in_failure = False
+        details = 0
+        library = 0
+        failures = 0
+        totals = 0
+        loose_errors = 0
+        for i in output.body:
+            line = lines[i]
+            if first_match(_TOTALS, line):
+                keep.add(i)
+                totals += 1
+                in_failure = False
+                continue
+            if first_match(_FAILURE_HEAD, line):
+                keep.add(i)
+                failures += 1
+                if _GO_FAIL.match(line):
+                    # go test prints a failure's messages before its "--- FAIL" line.
+                    j = i - 1
+                    while j >= 0 and i - j <= _DETAILS_PER_FAILURE and lines[j][:1].isspace():
+                        keep.add(j)
+                        j -= 1
+                in_failure, details = True, 0
+                continue
+            if not line.strip():
+                continue
+            if not in_failure:
+                # A run that crashed before its tests (an import error, a bad option) says why.
+                if loose_errors < _DETAILS_PER_FAILURE and _LOOSE_ERROR.search(line):
+                    keep.add(i)
+                    loose_errors += 1
+                continue
+            if _LIBRARY.search(line):
+                library += 1
+                continue
+            if details < _DETAILS_PER_FAILURE and first_match(_DETAIL, line):
+                keep.add(i)
+                details += 1
+                # The code line under a Python frame says what ran there.
+                if line.lstrip().startswith('File "') and i + 1 < len(lines):
+                    keep.add(i + 1)
+        if (not totals and not failures) or len(keep) >= len(lines) - 1:
+            return None
+        summary = "totals and failures kept" if failures else "totals kept, no failure"
+        if library:
+            summary += f", {library} library frames hidden"
+        return Extract(assemble(output, keep), summary)

@@ -1,0 +1,535 @@
+"""Session: an agent's history kept twice, the full transcript and the compact record to send.
+
+Messages are appended as the agent produces them (OpenAI or Anthropic dicts). Each tool output
+is filtered once, when it arrives (:mod:`ctxpack.filters`), and its original is stored
+(:mod:`ctxpack.store`); the compact record links every shortened message to its original. The
+compact record only grows at the end, so a provider's prompt cache keeps working from turn to
+turn.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .adapters.anthropic import from_anthropic
+from .adapters.openai import from_openai
+from .errors import ConfigError, InvalidMessageError
+from .filters import RETRIEVE_TOOL_NAME, OutputFilter, ToolOutputFilter
+from .messages import Message
+from .packing import pack
+from .pipeline import Decision, DecisionLog, Stage
+from .result import PackResult
+from .retrieval import handle_retrieve_call, retrieve_tool
+from .store import ArtifactStore, Retrieval, SQLiteArtifactStore, read_artifact
+from .tokens import REPLY_PRIMING, CounterLike, TokenCounter, get_counter, tool_definition_tokens
+
+__all__ = ["FilterRecord", "Session"]
+
+Provider = Literal["openai", "anthropic"]
+
+_ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
+
+
+@dataclass(frozen=True)
+class FilterRecord:
+    """What the session did with one tool output: the structured, auditable filtering decision.
+
+    Attributes:
+        message_id: The tool message's id.
+        kind: The kind of output detected (``"test_run"``, ``"file_view"``..., ``"short"``).
+        shortened: Whether the compact record holds a shortened version.
+        artifact: The stored original's id, when shortened.
+        tokens_before: The raw message's tokens (framing included).
+        tokens_after: The compact message's tokens.
+        reason: Why, in words.
+        tool: The tool's name, when known.
+        command: The command, when known.
+    """
+
+    message_id: str
+    kind: str
+    shortened: bool
+    artifact: str | None
+    tokens_before: int
+    tokens_after: int
+    reason: str
+    tool: str | None = None
+    command: str | None = None
+
+
+@dataclass(frozen=True)
+class _Call:
+    tool: str
+    command: str | None
+    goal: str
+
+
+def _looks_anthropic(message: Mapping[str, Any]) -> bool:
+    content = message.get("content")
+    return isinstance(content, list) and any(
+        isinstance(block, Mapping) and block.get("type") in _ANTHROPIC_BLOCKS for block in content
+    )
+
+
+def _command_of(arguments: str) -> str | None:
+    """The command line of a shell-like tool call: its ``command``/``cmd`` argument."""
+    try:
+        args = json.loads(arguments) if arguments.strip() else {}
+    except json.JSONDecodeError:
+        return None
+    if isinstance(args, Mapping):
+        for key in ("command", "cmd", "script", "path", "file_path"):
+            value = args.get(key)
+            if isinstance(value, str):
+                return value
+            if isinstance(value, list) and all(isinstance(v, str) for v in value):
+                return " ".join(value)
+    return None
+
+
+class Session:
+    """An agent session: the full transcript and a compact record, kept side by side.
+
+    Tool outputs are filtered once, when they arrive; the originals go to ``store`` and stay
+    retrievable by the model (through the retrieve tool) and by you (:meth:`retrieve`,
+    ``render().original(message_id)``). User, system and developer messages and the agent's
+    own messages are never shortened. The same history always renders to the same messages, and
+    appending only appends to the compact record.
+
+    Args:
+        model: The model the requests go to; picks the token counter (as in :func:`pack`).
+        counter: A token counter instead (see :func:`ctxpack.tokens.get_counter`).
+        store: Where originals go; by default an in-memory :class:`SQLiteArtifactStore`
+            (pass one with a file path for originals that outlive the process).
+        filters: A :class:`~ctxpack.filters.ToolOutputFilter`, a list of filters for one, or
+            ``False`` to keep tool outputs whole. By default, every filter of
+            :func:`~ctxpack.filters.default_filters`.
+        retrieve_tool: Whether the model is offered the retrieve tool. Markers then say how to
+            call it, :meth:`tools` lists it and :meth:`render` counts its definition.
+        pipeline: Stages run at render time on the compact record (say, a clearer or a
+            compactor). With a budget, it must end with a packer; ``None`` then means
+            :func:`default_pipeline`.
+        filter_when: ``"arrival"`` (the default): a tool output is filtered when it is
+            appended, and the compact record only ever grows at its end. ``"answered"``: the
+            outputs the agent has not answered yet are sent whole, and each is filtered once,
+            when the agent's next message arrives, with that message as part of its goal (it
+            names what the agent used). The model sees every output whole once; the price is
+            that the last tool output before a new assistant message changes once, so a prompt
+            cache rewrites it (shortened) on the next request.
+
+    Example:
+        >>> session = Session(model="gpt-4")
+        >>> session.extend([
+        ...     {"role": "user", "content": "Why does the auth test fail?"},
+        ...     {"role": "assistant", "content": "Running the tests.", "tool_calls": [
+        ...         {"id": "c1", "type": "function",
+        ...          "function": {"name": "bash", "arguments": '{"command": "pytest -q"}'}}]},
+        ...     {"role": "tool", "tool_call_id": "c1", "content": "\\n".join(
+        ...         [f"tests/test_{i}.py::test_ok PASSED" for i in range(60)]
+        ...         + ["FAILED tests/test_auth.py::test_refresh - KeyError: 'exp'",
+        ...            "==== 1 failed, 60 passed in 3.10s ===="])},
+        ... ])
+        >>> result = session.render()
+        >>> print(result.messages[-1].text)
+        [… 60 lines hidden: 1-60]
+        FAILED tests/test_auth.py::test_refresh - KeyError: 'exp'
+        ==== 1 failed, 60 passed in 3.10s ====
+        [ctxpack: test_run output shortened (1 failure shown); original: 62 lines, artifact
+        art_...; more with retrieve_original(artifact="art_...", lines="A-B" or regex="...")]
+        >>> result.original(result.messages[-1].id).text.count("PASSED")
+        60
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str | None = None,
+        counter: CounterLike | None = None,
+        store: ArtifactStore | None = None,
+        filters: ToolOutputFilter | Sequence[OutputFilter] | bool | None = None,
+        retrieve_tool: bool = True,
+        pipeline: Stage | None = None,
+        filter_when: Literal["arrival", "answered"] = "arrival",
+    ) -> None:
+        if filter_when not in ("arrival", "answered"):
+            raise ConfigError(f"filter_when must be 'arrival' or 'answered', got {filter_when!r}")
+        self.filter_when = filter_when
+        self.model = model
+        self.counter: TokenCounter = get_counter(model, counter)
+        self.store: ArtifactStore = SQLiteArtifactStore(":memory:") if store is None else store
+        if not isinstance(self.store, ArtifactStore):
+            raise ConfigError(
+                f"store must have put(text, **metadata) and get(id), got {type(store).__name__}"
+            )
+        self.retrieve_tool = retrieve_tool
+        self.filter: ToolOutputFilter | None
+        if filters is False:
+            self.filter = None
+        elif filters is None or filters is True:
+            self.filter = ToolOutputFilter(retrievable=retrieve_tool)
+        elif isinstance(filters, ToolOutputFilter):
+            self.filter = filters
+        elif isinstance(filters, Sequence):
+            self.filter = ToolOutputFilter(list(filters), retrievable=retrieve_tool)
+        else:
+            raise ConfigError(
+                "filters must be a ToolOutputFilter, a list of output filters, True or False; "
+                f"got {type(filters).__name__}"
+            )
+        if pipeline is not None and not callable(pipeline):
+            raise ConfigError(f"pipeline must be a stage, got {type(pipeline).__name__}")
+        self.pipeline = pipeline
+        self._raw: list[Message] = []
+        self._compact: list[Message] = []
+        self._ids: set[str] = set()
+        self._calls: dict[str, _Call] = {}
+        self._records: dict[str, FilterRecord] = {}
+        self._decisions: list[Decision] = []
+        self._pending: list[int] = []  # tool outputs awaiting the agent's answer (positions)
+
+    # ------------------------------------------------------------------------------- input
+
+    def append(
+        self, message: Mapping[str, Any] | Message, *, provider: Provider | None = None
+    ) -> None:
+        """Add one message as the agent produced it; a tool output is filtered now.
+
+        Args:
+            message: An OpenAI Chat Completions message dict, an Anthropic Messages message
+                dict (recognised by its ``tool_use``/``tool_result``/``thinking`` blocks, or
+                by ``provider="anthropic"``), or a :class:`Message`. An Anthropic user message
+                holding tool results becomes one tool message per result.
+            provider: Say which format ``message`` is in, when it cannot be told apart.
+
+        Raises:
+            InvalidMessageError: the message is malformed, or its id is already used.
+        """
+        # An id the caller gave is kept; the others are the session's own.
+        given = message.id if isinstance(message, Message) else None
+        if isinstance(message, Mapping) and isinstance(message.get("id"), str):
+            given = message["id"]
+        for msg in self._convert(message, provider):
+            self._add(msg, given or None)
+            given = None
+
+    def extend(
+        self, messages: Iterable[Mapping[str, Any] | Message], *, provider: Provider | None = None
+    ) -> None:
+        """:meth:`append` each message, in order."""
+        if isinstance(messages, (str, bytes, Mapping)):
+            raise InvalidMessageError(
+                f"extend() takes a list of messages, got {type(messages).__name__}; "
+                "use append() for one message"
+            )
+        for message in messages:
+            self.append(message, provider=provider)
+
+    def _convert(
+        self, message: Mapping[str, Any] | Message, provider: Provider | None
+    ) -> list[Message]:
+        if isinstance(message, Message):
+            return [message]
+        if not isinstance(message, Mapping):
+            raise InvalidMessageError(
+                f"expected a message dict or a Message, got {type(message).__name__}",
+                index=len(self._raw),
+            )
+        if provider is None:
+            provider = "anthropic" if _looks_anthropic(message) else "openai"
+        try:
+            if provider == "anthropic":
+                return from_anthropic([message])
+            if provider == "openai":
+                return from_openai([message])
+        except InvalidMessageError as exc:
+            raise InvalidMessageError(exc.detail, index=len(self._raw), field=exc.field) from exc
+        raise ConfigError(f"provider must be 'openai' or 'anthropic', got {provider!r}")
+
+    def _add(self, msg: Message, given: str | None) -> None:
+        index = len(self._raw)
+        mid = given or f"s{index}"
+        if mid in self._ids:
+            raise InvalidMessageError(
+                f"id {mid!r} is already used in this session; ids must be unique",
+                index=index,
+                field="id",
+            )
+        msg = msg.model_copy(update={"id": mid})
+        self._ids.add(mid)
+        compact = msg
+        if msg.tool_calls:
+            for call in msg.tool_calls:
+                self._calls[call.id] = _Call(
+                    tool=call.function.name,
+                    command=_command_of(call.function.arguments),
+                    goal=msg.text,
+                )
+        if msg.role == "assistant" and self._pending:
+            # The agent has answered the outputs it was waiting on: filter them now, with its
+            # answer as part of their goal (it names what it used).
+            answer = "\n".join([msg.text, *(c.function.arguments for c in msg.tool_calls or ())])
+            for position in self._pending:
+                self._compact[position] = self._filtered(self._raw[position], answer)
+            self._pending = []
+        if msg.role == "tool":
+            if self.filter_when == "answered":
+                self._pending.append(index)
+            else:
+                compact = self._filtered(msg)
+        self._raw.append(msg)
+        self._compact.append(compact)
+
+    def _filtered(self, msg: Message, answer: str = "") -> Message:
+        call = self._calls.get(msg.tool_call_id or "")
+        tool = call.tool if call else None
+        command = call.command if call else None
+        text_only = isinstance(msg.content, str) or all(
+            part.get("type") == "text" for part in msg.content or []
+        )
+        if self.filter is None or tool == RETRIEVE_TOOL_NAME or not text_only:
+            reason = (
+                "filtering is off"
+                if self.filter is None
+                else "a retrieved original is never filtered again"
+                if tool == RETRIEVE_TOOL_NAME
+                else "not plain text (images or other parts)"
+            )
+            tokens = self.counter.count_message(msg)
+            self._record(
+                FilterRecord(msg.id, "none", False, None, tokens, tokens, reason, tool, command)
+            )
+            return msg
+        goal = call.goal if call and call.goal.strip() else self._last_user_text()
+        if answer:
+            goal = f"{goal}\n{answer}"
+        out = self.filter(
+            msg.text, tool=tool, command=command, goal=goal, store=None, message_id=msg.id
+        )
+        before = self.counter.count_message(msg)
+        if not out.shortened:
+            self._record(
+                FilterRecord(
+                    msg.id, out.kind, False, None, before, before, out.reason, tool, command
+                )
+            )
+            return msg
+        compact = msg.model_copy(update={"content": out.text})
+        after = self.counter.count_message(compact)
+        if after >= before:
+            self._record(
+                FilterRecord(
+                    msg.id,
+                    out.kind,
+                    False,
+                    None,
+                    before,
+                    before,
+                    "the filtered version would not be shorter in tokens",
+                    tool,
+                    command,
+                )
+            )
+            return msg
+        # Stored only now that the shortened version is used: the store holds what markers name.
+        stored = self.store.put(
+            msg.text, message_id=msg.id, kind=out.kind, tool=tool, command=command
+        )
+        if stored != out.artifact:
+            out = self.filter(msg.text, tool=tool, command=command, goal=goal, store=self.store)
+            compact = msg.model_copy(update={"content": out.text})
+            after = self.counter.count_message(compact)
+        self._record(
+            FilterRecord(
+                msg.id, out.kind, True, out.artifact, before, after, out.reason, tool, command
+            )
+        )
+        return compact
+
+    def _record(self, record: FilterRecord) -> None:
+        self._records[record.message_id] = record
+        if record.shortened:
+            reason = f"{record.reason}; original stored as {record.artifact}"
+            action: Any = "compressed"
+        else:
+            reason = f"tool output kept whole: {record.reason}"
+            action = "kept"
+        self._decisions.append(
+            Decision(
+                stage="filter",
+                action=action,
+                message_id=record.message_id,
+                reason=reason,
+                tokens_before=record.tokens_before,
+                tokens_after=record.tokens_after,
+            )
+        )
+
+    def _last_user_text(self) -> str:
+        for msg in reversed(self._raw):
+            if msg.role == "user":
+                return msg.text
+        return ""
+
+    # ------------------------------------------------------------------------------ output
+
+    def transcript(self) -> list[Message]:
+        """The full record, for humans: every message as it arrived (a new list)."""
+        return list(self._raw)
+
+    def compact(self) -> list[Message]:
+        """The compact record, for the model: tool outputs as filtered (a new list)."""
+        return list(self._compact)
+
+    @property
+    def records(self) -> list[FilterRecord]:
+        """One record per tool output, in order: what was filtered, how, and why."""
+        return list(self._records.values())
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def tools(self, provider: Provider = "openai") -> list[dict[str, Any]]:
+        """The tool definitions the session adds to a request: the retrieve tool, if offered."""
+        return [retrieve_tool(provider)] if self.retrieve_tool else []
+
+    def render(
+        self,
+        budget: int | None = None,
+        *,
+        query: str | None = None,
+        provider: Provider | None = None,
+        reserve: int = 0,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> PackResult:
+        """The compact record, ready to send, as a :class:`PackResult`.
+
+        Without a budget (and without a ``pipeline``), the result is the compact record
+        whole: appending messages only appends to it, so the prefix sent last turn is the
+        prefix this turn. With a budget, the compact record is packed by :func:`pack` (with
+        the session's ``pipeline``, or the default one).
+
+        Every tool output gets a ``filter`` decision (``compressed`` or ``kept``, with its
+        tokens and reason); ``result.original(message_id)`` gives the original of a shortened
+        message.
+
+        Args:
+            budget: Tokens the prompt may take; ``None`` for no limit.
+            query: What the next answer is about (for packing); the last user message by
+                default.
+            provider: ``"openai"`` or ``"anthropic"``: whose rules the result must follow.
+            reserve: Tokens kept free for the reply (with a budget).
+            tools: Your own tool definitions, counted in ``result.tokens``; the retrieve tool's
+                definition is added when it is offered.
+
+        Raises:
+            BudgetExceededError: with a budget, the system and pinned messages alone do not fit.
+        """
+        if not self._raw:
+            raise ConfigError("the session is empty: append messages before rendering")
+        all_tools = [*(tools or ()), *self.tools(provider or "openai")]
+        originals = {
+            raw.id: raw for raw in self._raw if (r := self._records.get(raw.id)) and r.shortened
+        }
+        waiting = [
+            Decision(
+                stage="filter",
+                action="kept",
+                message_id=self._raw[i].id,
+                reason="tool output sent whole until the agent answers it (filter_when='answered')",
+            )
+            for i in self._pending
+        ]
+        filter_log = DecisionLog([*self._decisions, *waiting])
+        raw_tokens = REPLY_PRIMING + sum(self.counter.count_message(m) for m in self._raw)
+        if budget is None and self.pipeline is None:
+            tool_tokens = tool_definition_tokens(all_tools, self.counter) if all_tools else 0
+            tokens = self.counter.count_messages(self._compact) + tool_tokens
+            return PackResult.model_construct(
+                messages=list(self._compact),
+                tokens=tokens,
+                budget=tokens,
+                reserve=0,
+                input_tokens=raw_tokens + tool_tokens,
+                tool_tokens=tool_tokens,
+                input_ids=[m.id for m in self._raw],
+                counter=self.counter.name,
+                exact=self.counter.exact,
+                query=query,
+                decisions=filter_log,
+                artifacts=originals,
+            )
+        if budget is None:
+            # Stages run on the whole record: a budget it fits in whatever they do.
+            budget = (
+                self.counter.count_messages(self._compact)
+                + (tool_definition_tokens(all_tools, self.counter) if all_tools else 0)
+                + reserve
+                + 1
+            )
+        packed = pack(
+            self._compact,
+            budget=budget,
+            counter=self.counter,
+            query=query,
+            reserve=reserve,
+            pipeline=self.pipeline,
+            tools=all_tools or None,
+            provider=provider,
+        )
+        return PackResult.model_construct(
+            **{
+                **{name: getattr(packed, name) for name in PackResult.model_fields},
+                "input_tokens": raw_tokens + packed.tool_tokens,
+                "decisions": filter_log + packed.decisions,
+                # The session's originals win: a stage's "original" of a filtered message is
+                # the filtered text, not what the tool returned.
+                "artifacts": {**packed.artifacts, **originals},
+            }
+        )
+
+    # --------------------------------------------------------------------------- originals
+
+    def retrieve(
+        self,
+        artifact: str,
+        *,
+        lines: str | tuple[int, int] | None = None,
+        regex: str | None = None,
+        context: int = 2,
+        json_path: str | None = None,
+        page: int = 1,
+        max_chars: int = 8_000,
+    ) -> Retrieval:
+        """Read an original from the session's store (see :func:`ctxpack.store.read_artifact`).
+
+        Raises:
+            ArtifactNotFoundError: no such artifact.
+            ConfigError: a bad selector or page.
+        """
+        return read_artifact(
+            self.store,
+            artifact,
+            lines=lines,
+            regex=regex,
+            context=context,
+            json_path=json_path,
+            page=page,
+            max_chars=max_chars,
+        )
+
+    def handle(self, call: Mapping[str, Any]) -> str:
+        """Answer the model's call to the retrieve tool (an OpenAI tool call or an Anthropic
+        ``tool_use`` block) from the session's store; see
+        :func:`ctxpack.retrieval.handle_retrieve_call`. Append the answer as the call's tool
+        result as usual: the session never filters a retrieved original again."""
+        return handle_retrieve_call(self.store, call)
+
+    def __repr__(self) -> str:
+        shortened = sum(1 for r in self._records.values() if r.shortened)
+        return (
+            f"<Session: {len(self._raw)} messages, {shortened} tool outputs shortened, "
+            f"store={self.store!r}>"
+        )

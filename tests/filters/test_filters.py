@@ -1,0 +1,426 @@
+"""Tool-output filters on realistic outputs: each kind is recognised, keeps what an agent needs
+verbatim, drops the noise, and says where the original is."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxpack import ConfigError, SQLiteArtifactStore, ToolOutputFilter, count_tokens
+from ctxpack.filters import (
+    DiagnosticFilter,
+    FileViewFilter,
+    GenericFilter,
+    JSONPayloadFilter,
+    ListingFilter,
+    ToolOutput,
+    command_program,
+    default_filters,
+    is_note,
+)
+from ctxpack.store import artifact_id
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tool_outputs"
+
+
+def fixture(name: str) -> str:
+    return (FIXTURES / name).read_text()
+
+
+def kept_lines(text: str) -> list[str]:
+    """The lines of a filtered output that are not notes or the marker."""
+    return [line for line in text.split("\n") if not is_note(line)]
+
+
+def is_subsequence(kept: list[str], lines: list[str]) -> bool:
+    remaining = iter(lines)
+    return all(any(line == candidate for candidate in remaining) for line in kept)
+
+
+def tokens(text: str) -> int:
+    return count_tokens(text, model="gpt-4")
+
+
+# (fixture, command, kind, lines that must survive verbatim)
+CASES = [
+    (
+        "pytest_failures.txt",
+        "python -m pytest",
+        "test_run",
+        [
+            "_________________________ test_vat_rounding[FR-0.2] __________________________",
+            "E       AssertionError: assert Decimal('11.994') == Decimal('11.99')",
+            "tests/test_taxes.py:57: AssertionError",
+            "E       AttributeError: 'NoneType' object has no attribute 'read_text'",
+            "tests/test_export.py:21: AttributeError",
+            "=" * 24 + " 2 failed, 143 passed, 3 skipped in 4.87s " + "=" * 24,
+        ],
+    ),
+    (
+        "django_runner.txt",
+        "./tests/runtests.py queries",
+        "test_run",
+        [
+            "FAIL: test_ticket_24605 (queries.tests.Ticket23605Tests)",
+            "ERROR: test_union_distinct (queries.test_qs_combinators.QuerySetSetOperationTests)",
+            '  File "/testbed/tests/queries/tests.py", line 3601, in test_ticket_24605',
+            "AssertionError: Sequences differ: <QuerySet []> != "
+            "[<Individual: Individual object (4)>]",
+            "django.db.utils.NotSupportedError: Calling QuerySet.distinct() after union() is not "
+            "supported.",
+            "Ran 72 tests in 1.215s",
+            "FAILED (failures=1, errors=1)",
+        ],
+    ),
+    (
+        "go_test.txt",
+        "go test ./...",
+        "test_run",
+        [
+            "    retry_test.go:47: budget after 3 retries = 250ms, want 300ms",
+            "--- FAIL: TestRetryBudget (0.01s)",
+            "FAIL\tgithub.com/acme/netkit/retry\t0.214s",
+            "ok  \tgithub.com/acme/netkit/parse\t0.108s",
+        ],
+    ),
+    (
+        "cargo_test.txt",
+        "cargo test",
+        "test_run",
+        [
+            "---- retry::tests::budget_is_spent stdout ----",
+            "thread 'retry::tests::budget_is_spent' panicked at src/retry.rs:88:9:",
+            "test result: FAILED. 37 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; "
+            "finished in 0.02s",
+        ],
+    ),
+    (
+        "traceback.txt",
+        "python manage.py loaddata users",
+        "traceback",
+        [
+            '  File "/srv/app/manage.py", line 22, in <module>',
+            '  File "/srv/app/billing/fields.py", line 41, in to_python',
+            "    return Decimal(value).quantize(self.places)",
+            "decimal.InvalidOperation: [<class 'decimal.ConversionSyntax'>]",
+            "During handling of the above exception, another exception occurred:",
+            "django.core.exceptions.ValidationError: ['“12,50” value must be a decimal number.']",
+        ],
+    ),
+    (
+        "cargo_build.txt",
+        "cargo build",
+        "diagnostics",
+        [
+            "error[E0308]: mismatched types",
+            "  --> src/retry.rs:40:9",
+            "  --> src/retry.rs:75:14",
+            "warning: unused variable: `jitter`",
+            "error: could not compile `netkit` (lib) due to 6 previous errors; 1 warning emitted",
+        ],
+    ),
+    (
+        "pip_install.txt",
+        "pip install -r requirements.txt",
+        "build_log",
+        [
+            "ERROR: pip's dependency resolver does not currently take into account all the "
+            "packages that are installed. This behaviour is the source of the following "
+            "dependency conflicts.",
+            "great-expectations 0.18.12 requires numpy<1.26, but you have numpy 1.26.4 which is "
+            "incompatible.",
+            "WARNING: pandas 2.2.2 does not provide the extra 'performance'",
+            "Successfully installed numpy-1.26.4 pandas-2.2.2 pyarrow-16.1.0 "
+            "python-dateutil-2.9.0 pytz-2024.1 six-1.16.0 tzdata-2024.1",
+        ],
+    ),
+    (
+        "grep_hits.txt",
+        "grep -rn compute_vat src tests",
+        "listing",
+        [],
+    ),
+    (
+        "cat_tax_py.txt",
+        "cat src/billing/tax.py",
+        "file_view",
+        [
+            "def compute_vat(invoice, country):",
+            "    return (total * rate).quantize(Decimal('0.001'))  # should round to cents",
+        ],
+    ),
+    (
+        "git_diff.txt",
+        "git diff",
+        "diff",
+        [
+            "diff --git a/src/billing/tax.py b/src/billing/tax.py",
+            "-    return (total * rate).quantize(Decimal('0.001'))  # should round to cents",
+            "+    return (total * rate).quantize(Decimal('0.01'), rounding=ROUND_HALF_UP)",
+            "+++ b/tests/test_tax.py",
+            "+def test_rounding_half_up():",
+        ],
+    ),
+    (
+        "worker_log.txt",
+        "./run_worker.sh",
+        "generic",
+        [
+            "waiting for lock /var/run/billing.lock",
+            "WARNING: batch 17 took 12.4s (limit 10s)",
+            "ERROR: batch 29 failed: connection reset by peer (db:5432)",
+            "worker pool stopped: 39 ok, 1 failed",
+        ],
+    ),
+]
+
+GOAL = "why does compute_vat round wrong for FR invoices"
+
+
+@pytest.mark.parametrize(("name", "command", "kind", "must_keep"), CASES)
+def test_each_kind_is_detected_and_keeps_what_matters(
+    name: str, command: str, kind: str, must_keep: list[str]
+) -> None:
+    raw = fixture(name)
+    store = SQLiteArtifactStore()
+    out = ToolOutputFilter()(raw, tool="bash", command=command, goal=GOAL, store=store)
+    assert out.kind == kind
+    assert out.shortened
+    assert tokens(out.text) < tokens(raw) * 0.8
+    kept = kept_lines(out.text)
+    for line in must_keep:
+        assert line in kept, line
+    # Extractive: every kept line is a line of the original, in the original order.
+    if kind == "diagnostics":  # grouped by file: verbatim, not in order
+        assert set(kept) <= set(raw.split("\n"))
+    else:
+        assert is_subsequence(kept, raw.split("\n"))
+    # The marker names the stored original and how to read more of it.
+    assert out.artifact == artifact_id(raw)
+    assert store.get(out.artifact) == raw
+    last = out.text.split("\n")[-1]
+    assert last.startswith("[ctxpack: ") and out.artifact in last
+    assert 'retrieve_original(artifact="' in last
+
+
+def test_seed_jest_log_becomes_a_few_lines() -> None:
+    """A ~2,000-token jest log: "14 tests passed. refreshes expired token failed: expiresAt
+    was undefined at auth.test.ts:88. Full output: artifact ..." """
+    raw = fixture("jest_auth.txt")
+    assert 1_800 <= tokens(raw) <= 2_600
+    out = ToolOutputFilter()(raw, tool="bash", command="npm test")
+    assert out.kind == "test_run" and out.shortened
+    assert tokens(out.text) <= 0.2 * tokens(raw)
+    kept = kept_lines(out.text)
+    assert "Tests:       1 failed, 14 passed, 15 total" in kept
+    assert "  ● AuthService › refreshes expired token" in kept
+    assert "    Received: undefined" in kept
+    assert "    > 88 |     expect(session.expiresAt).toBeDefined();" in kept
+    assert "      at Object.<anonymous> (src/auth/auth.test.ts:88:31)" in kept
+    # Noise is gone: passing tests, console logs, library frames, the coverage table.
+    text = out.text
+    assert "✓" not in text and "console.log" not in text
+    assert "jest-circus" not in text and "% Stmts" not in text
+    assert out.artifact is not None and out.artifact in text.split("\n")[-1]
+
+
+def test_listing_groups_and_counts_what_it_hides() -> None:
+    raw = fixture("grep_hits.txt")
+    out = ListingFilter(per_group=5).extract(ToolOutput(raw, command="grep -rn compute_vat ."))
+    assert out is not None
+    text = out.text
+    for path in ("src/billing/invoice.py", "src/billing/tax.py", "src/api/views.py"):
+        assert f"[… 13 more in {path} hidden]" in text
+        assert sum(line.startswith(path + ":") for line in text.split("\n")) == 5
+
+
+def test_ls_recursive_collapses_long_directories() -> None:
+    raw = fixture("ls_recursive.txt")
+    out = ListingFilter(per_group=4).extract(ToolOutput(raw, command="ls -R"))
+    assert out is not None
+    lines = out.text.split("\n")
+    assert "./src/billing:" in lines and "[… 28 more in ./src/billing hidden]" in lines
+    assert "./src/core:" in lines and "settings.py" in lines  # a short group stays whole
+
+
+def test_listing_shows_entries_naming_the_goal_first() -> None:
+    raw = fixture("ls_recursive.txt")
+    out = ListingFilter(per_group=3).extract(ToolOutput(raw, command="ls -R", goal="test_tax"))
+    assert out is not None and "test_tax.py" in out.text.split("\n")
+
+
+def test_diagnostics_are_unique_and_grouped_by_file() -> None:
+    raw = fixture("mypy.txt")
+    out = DiagnosticFilter().extract(ToolOutput(raw, command="mypy src"))
+    assert out is not None
+    lines = [line for line in out.text.split("\n") if not is_note(line)]
+    union = 'src/api/views.py:88: error: Item "None" of "Optional[User]" has no attribute "email"'
+    assert sum(line.startswith(union) for line in lines) == 1
+    assert "[… repeated 3 more times]" in out.text
+    files = [line.split(":")[0] for line in lines if line.startswith("src/")]
+    # Grouped: once a file's block ends, the file does not come back.
+    blocks = [f for i, f in enumerate(files) if i == 0 or files[i - 1] != f]
+    assert len(blocks) == len(set(blocks)) == 3
+    assert lines[-1] == "Found 35 errors in 3 files (checked 57 source files)"
+
+
+def test_json_payload_stays_valid_and_keeps_original_values() -> None:
+    raw = fixture("api_issues.json")
+    out = ToolOutputFilter()(raw, tool="search_issues", goal="VAT rounding error")
+    assert out.kind == "json" and out.shortened
+    body = "\n".join(out.text.split("\n")[:-1])
+    slim = json.loads(body)
+    original = json.loads(raw)
+    assert "next_cursor" not in slim and "per_page" not in slim
+    titles = [item["title"] for item in slim["items"] if isinstance(item, dict)]
+    assert "Error: VAT rounding off by one cent on FR invoices" in titles
+    assert all("id" not in item and "url" not in item for item in slim["items"][:-1])
+    assert slim["items"][-1].startswith("[… ") and slim["total_count"] == 40
+    # Every value kept is the original's value for that item.
+    by_number = {item["number"]: item for item in original["items"]}
+    for item in slim["items"][:-1]:
+        assert is_part_of(item, by_number[item["number"]])
+
+
+def is_part_of(slim: object, original: object) -> bool:
+    """Whether ``slim`` is ``original`` with keys and array items left out (and notes added)."""
+    if isinstance(slim, dict):
+        return isinstance(original, dict) and all(
+            k in original and is_part_of(v, original[k]) for k, v in slim.items()
+        )
+    if isinstance(slim, list):
+        return isinstance(original, list) and all(
+            (isinstance(v, str) and v.startswith("[… ")) or any(is_part_of(v, o) for o in original)
+            for v in slim
+        )
+    return slim == original
+
+
+def test_json_keeps_a_noise_field_the_goal_names() -> None:
+    doc = json.dumps({"items": [{"id": i, "name": f"n{i}"} for i in range(40)]})
+    out = JSONPayloadFilter().extract(ToolOutput(doc, goal="which id has name n3"))
+    assert out is not None and '"id":0' in out.text
+
+
+def test_file_view_is_whole_up_to_its_size() -> None:
+    raw = "\n".join(f"line {i}" for i in range(100))
+    assert FileViewFilter(max_lines=120).extract(ToolOutput(raw, command="cat a.txt")) is None
+
+
+def test_file_view_windows_keep_line_numbers_of_numbered_views() -> None:
+    raw = "\n".join(f"{i:6d}\tvalue_{i} = compute({i})" for i in range(1, 400))
+    view = ToolOutput(raw, command="nl -ba m.py", goal="where is value_250 set?")
+    out = FileViewFilter(max_lines=30, radius=2).extract(view)
+    assert out is not None
+    assert "   250\tvalue_250 = compute(250)" in out.text.split("\n")
+    assert "[… 246 lines hidden: 4-249]" not in out.text  # windows, not one block
+    assert re.search(r"\[… \d+ lines hidden: 4-247\]", out.text)
+
+
+def test_short_output_passes_untouched() -> None:
+    out = ToolOutputFilter()("3 passed in 0.01s", command="pytest")
+    assert out.text == "3 passed in 0.01s" and not out.shortened and out.kind == "short"
+
+
+def test_without_the_retrieve_tool_the_marker_only_says_what_was_shortened() -> None:
+    out = ToolOutputFilter(retrievable=False)(fixture("jest_auth.txt"), command="npm test")
+    last = out.text.split("\n")[-1]
+    assert out.artifact is not None and out.artifact in last
+    assert "retrieve" not in last
+
+
+def test_an_output_that_cannot_be_shortened_enough_is_kept_whole() -> None:
+    raw = "\n".join(f"unique line {i} with /path/{i} and {i * 7}" for i in range(60))
+    out = ToolOutputFilter(filters=[GenericFilter(max_lines=59)])(raw)
+    assert not out.shortened and out.text == raw
+
+
+def test_bad_configuration_is_refused_clearly() -> None:
+    with pytest.raises(ConfigError, match="min_chars"):
+        ToolOutputFilter(min_chars=-1)
+    with pytest.raises(ConfigError, match="not an output filter"):
+        ToolOutputFilter(filters=[object()])  # type: ignore[list-item]
+
+
+def test_command_program_sees_through_wrappers() -> None:
+    assert command_program("cd /testbed && python -m pytest -x tests") == "pytest"
+    assert command_program("FOO=1 npx jest") == "jest"
+    assert command_program("sudo /usr/bin/pip install x") == "pip"
+    assert command_program("nl -ba x.py | sed -n '1,20p'") == "nl"
+
+
+# ----------------------------------------------------------------- properties over all filters
+
+_LINE = st.one_of(
+    st.sampled_from(
+        [
+            "ok",
+            "FAILED tests/test_a.py::test_x - AssertionError: 1 != 2",
+            "E   assert 3 == 4",
+            "src/app/models.py:120: error: bad type  [misc]",
+            "Traceback (most recent call last):",
+            '  File "/srv/app/x.py", line 12, in f',
+            "ValueError: 42",
+            "==== 1 failed, 9 passed in 0.52s ====",
+            "Collecting numpy==1.26.4",
+            "./src:",
+            "diff --git a/x b/x",
+            "+++ b/x",
+            "@@ -1,3 +1,3 @@",
+            "-old 1",
+            "+new 2",
+            "",
+        ]
+    ),
+    st.from_regex(r"[ -~]{0,60}", fullmatch=True),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    lines=st.lists(_LINE, min_size=0, max_size=220),
+    command=st.sampled_from(
+        [
+            None,
+            "pytest",
+            "mypy .",
+            "pip install x",
+            "ls -R",
+            "cat f.py",
+            "git diff",
+            "python run.py",
+            "grep -rn x .",
+        ]
+    ),
+)
+def test_filters_are_extractive_and_never_longer(lines: list[str], command: str | None) -> None:
+    raw = "\n".join(lines)
+    out = ToolOutputFilter(min_chars=0)(raw, command=command, goal="models x")
+    assert len(out.text) <= len(raw)
+    if not out.shortened:
+        assert out.text == raw
+        return
+    raw_lines = set(raw.split("\n"))
+    for line in out.text.split("\n"):
+        # Kept lines are verbatim: numbers, paths and names are never rewritten.
+        assert is_note(line) or line in raw_lines, line
+
+
+def test_every_default_filter_says_its_kind() -> None:
+    kinds = [f.kind for f in default_filters()]
+    assert kinds == [
+        "test_run",
+        "diagnostics",
+        "build_log",
+        "diff",
+        "file_view",
+        "listing",
+        "traceback",
+        "json",
+        "generic",
+    ]

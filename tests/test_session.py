@@ -1,0 +1,327 @@
+"""ctxpack.Session: tool outputs filtered once on arrival, originals kept, two records side by
+side, append-only rendering, the retrieve tool."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ctxpack
+from ctxpack import (
+    ConfigError,
+    Decision,
+    InvalidMessageError,
+    PackContext,
+    Pipeline,
+    Session,
+    SQLiteArtifactStore,
+    validate_anthropic,
+    validate_openai,
+)
+from ctxpack.errors import ArtifactNotFoundError
+from ctxpack.filters import is_note
+from ctxpack.retrieval import RETRIEVE_TOOL_NAME, handle_retrieve_call, retrieve_tool
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "tool_outputs"
+JEST = (FIXTURES / "jest_auth.txt").read_text()
+PYTEST = (FIXTURES / "pytest_failures.txt").read_text()
+CAT = (FIXTURES / "cat_tax_py.txt").read_text()
+
+
+def call(call_id: str, command: str, thought: str = "") -> dict[str, Any]:
+    args = json.dumps({"command": command})
+    return {
+        "role": "assistant",
+        "content": thought or None,
+        "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": "bash", "arguments": args}}
+        ],
+    }
+
+
+def result(call_id: str, text: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call_id, "content": text}
+
+
+def agent_history() -> list[dict[str, Any]]:
+    return [
+        {"role": "system", "content": "You are a coding agent. Never push to main."},
+        {"role": "user", "content": "The auth tests fail; find out why. Do not touch the DB."},
+        call("c1", "npm test", "Running the test suite first."),
+        result("c1", JEST),
+        call("c2", "python -m pytest", "Now the billing tests."),
+        result("c2", PYTEST),
+        call("c3", "cat src/billing/tax.py", "Looking at compute_vat."),
+        result("c3", CAT),
+        {"role": "assistant", "content": "compute_vat rounds to 0.001 instead of cents."},
+    ]
+
+
+def test_tool_outputs_are_filtered_on_arrival_and_originals_kept() -> None:
+    session = Session(model="gpt-4")
+    session.extend(agent_history())
+    transcript = session.transcript()
+    compact = session.compact()
+    assert [m.text for m in transcript] == [
+        (m["content"] or "") for m in agent_history()
+    ]  # the human record is untouched
+    assert len(compact) == len(transcript)
+    shortened = [r for r in session.records if r.shortened]
+    assert [r.kind for r in shortened] == ["test_run", "test_run", "file_view"]
+    for record in shortened:
+        assert record.tokens_after < record.tokens_before
+        raw = next(m for m in transcript if m.id == record.message_id)
+        assert record.artifact is not None
+        assert session.store.get(record.artifact) == raw.text
+        assert (
+            session.retrieve(record.artifact).text
+            == raw.text[: len(session.retrieve(record.artifact).text)]
+        )
+
+
+def test_render_links_every_compact_item_to_its_original() -> None:
+    session = Session(model="gpt-4")
+    session.extend(agent_history())
+    result = session.render()
+    assert isinstance(result, ctxpack.PackResult)
+    assert result.input_ids == [m.id for m in session.transcript()]
+    assert result.tokens < result.input_tokens
+    jest_id = session.transcript()[3].id
+    original = result.original(jest_id)
+    assert original is not None and original.text == JEST
+    assert result.original(session.transcript()[1].id) is None  # the user's message: untouched
+    decision = result.decisions_for(jest_id)[0]
+    assert decision.stage == "filter" and decision.action == "compressed"
+    assert decision.tokens_before is not None and decision.tokens_after is not None
+    assert decision.tokens_after < decision.tokens_before
+    record = session.records[0]
+    assert record.artifact is not None and record.artifact in decision.reason
+    # Every tool output has a filter decision, kept or compressed.
+    tool_ids = {m.id for m in session.transcript() if m.role == "tool"}
+    assert {d.message_id for d in result.decisions if d.stage == "filter"} == tool_ids
+
+
+def test_appending_only_appends_to_what_is_sent() -> None:
+    history = agent_history()
+    session = Session(model="gpt-4")
+    sent: list[str] = []
+    for message in history:
+        session.append(message)
+        if message["role"] == "assistant" and len(session) > 2:
+            payload = [json.dumps(m, sort_keys=True) for m in session.render().to_openai()]
+            # The prefix sent last turn is still the prefix this turn.
+            assert payload[: len(sent)] == sent
+            sent = payload
+
+
+def test_the_same_history_renders_to_the_same_bytes() -> None:
+    one, two = Session(model="gpt-4"), Session(model="gpt-4")
+    one.extend(agent_history())
+    for message in agent_history():
+        two.append(message)
+        two.render()  # rendering in between changes nothing
+    first = json.dumps(one.render().to_openai())
+    assert first == json.dumps(two.render().to_openai())
+    assert first == json.dumps(one.render().to_openai())
+
+
+def test_user_instructions_and_system_prompt_are_never_compressed() -> None:
+    huge_rules = "\n".join(
+        f"Rule {i}: never delete /srv/data/{i} without asking." for i in range(400)
+    )
+    session = Session(model="gpt-4")
+    session.extend(
+        [
+            {"role": "system", "content": huge_rules},
+            {"role": "user", "content": huge_rules},
+            {"role": "developer", "content": huge_rules},
+        ]
+    )
+    rendered = session.render()
+    assert [m.text for m in rendered.messages] == [huge_rules] * 3
+    assert not session.records
+
+
+def test_a_retrieved_original_is_never_filtered_again() -> None:
+    session = Session(model="gpt-4")
+    session.extend(agent_history()[:4])
+    artifact = session.records[0].artifact
+    assert artifact is not None
+    retrieve_call = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "r1",
+                "type": "function",
+                "function": {
+                    "name": RETRIEVE_TOOL_NAME,
+                    "arguments": json.dumps({"artifact": artifact}),
+                },
+            }
+        ],
+    }
+    session.append(retrieve_call)
+    answer = session.handle(retrieve_call["tool_calls"][0])
+    assert JEST.split("\n")[0] in answer and len(answer) > len(JEST) * 0.9
+    session.append(result("r1", answer))
+    assert session.render().messages[-1].text == answer
+    assert session.records[-1].reason == "a retrieved original is never filtered again"
+
+
+def test_markers_offer_retrieval_only_when_the_tool_is_offered() -> None:
+    offered, silent = Session(model="gpt-4"), Session(model="gpt-4", retrieve_tool=False)
+    offered.extend(agent_history())
+    silent.extend(agent_history())
+    assert offered.tools() == [retrieve_tool()]
+    assert offered.tools("anthropic") == [retrieve_tool("anthropic")]
+    assert silent.tools() == []
+    marker_on = offered.compact()[3].text.split("\n")[-1]
+    marker_off = silent.compact()[3].text.split("\n")[-1]
+    assert RETRIEVE_TOOL_NAME in marker_on
+    assert RETRIEVE_TOOL_NAME not in marker_off and "art_" in marker_off
+    # The retrieve tool's definition is counted when offered.
+    assert offered.render().tool_tokens > 0 and silent.render().tool_tokens == 0
+
+
+def test_anthropic_messages_go_in_and_come_out_valid() -> None:
+    session = Session(model="gpt-4")
+    session.append({"role": "user", "content": "Why do the tests fail?"})
+    session.append(
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Running them."},
+                {"type": "tool_use", "id": "t1", "name": "bash", "input": {"command": "npm test"}},
+            ],
+        }
+    )
+    session.append(
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": JEST}]}
+    )
+    assert [m.role for m in session.transcript()] == ["user", "assistant", "tool"]
+    assert session.records[0].shortened and session.records[0].kind == "test_run"
+    result = session.render(provider="anthropic")
+    payload = result.to_anthropic()
+    validate_anthropic(payload)
+    block = payload["messages"][-1]["content"][0]
+    assert block["type"] == "tool_result" and "Tests:       1 failed" in block["content"]
+    assert result.original(session.transcript()[-1].id).text == JEST  # type: ignore[union-attr]
+
+
+def test_render_with_a_budget_packs_and_keeps_the_originals() -> None:
+    session = Session(model="gpt-4")
+    session.extend(agent_history())
+    result = session.render(budget=1_500)
+    assert result.tokens <= 1_500
+    validate_openai(result.to_openai())
+    filtered_ids = [r.message_id for r in session.records if r.shortened]
+    for mid in filtered_ids:
+        original = result.original(mid)
+        assert original is not None and not any(is_note(x) for x in original.text.split("\n")[:1])
+    assert {d.stage for d in result.decisions} >= {"filter", "pack"}
+
+
+def test_extra_stages_run_at_render_time() -> None:
+    seen: list[int] = []
+
+    def clear_first_tool_result(ctx: PackContext, /) -> PackContext:
+        seen.append(len(ctx.messages))
+        messages = list(ctx.messages)
+        first = next(i for i, m in enumerate(messages) if m.role == "tool")
+        new = messages[first].model_copy(update={"content": "[cleared]"})
+        decision = Decision(stage="clear", action="cleared", message_id=new.id, reason="test stage")
+        messages[first] = new
+        return ctx.decide(
+            decision,
+            messages=tuple(messages),
+            artifacts={**ctx.artifacts, new.id: ctx.messages[first]},
+        )
+
+    session = Session(model="gpt-4", pipeline=Pipeline([clear_first_tool_result]))
+    session.extend(agent_history())
+    result = session.render()
+    assert seen == [len(agent_history())]
+    assert result.messages[3].text == "[cleared]"
+    # The session's original (the raw output) wins over the stage's (the filtered text).
+    assert result.original(result.messages[3].id).text == JEST  # type: ignore[union-attr]
+    assert [d.stage for d in result.decisions_for(result.messages[3].id)][:2] == [
+        "filter",
+        "clear",
+    ]
+
+
+def test_filter_when_answered_shows_an_output_whole_until_the_agent_answers() -> None:
+    session = Session(model="gpt-4", filter_when="answered")
+    history = agent_history()
+    session.extend(history[:4])
+    assert session.render().messages[-1].text == JEST  # not answered yet: whole
+    session.append(history[4])
+    compact = session.compact()
+    assert compact[3].text != JEST and session.records[0].shortened
+    with pytest.raises(ConfigError, match="filter_when"):
+        Session(filter_when="later")  # type: ignore[arg-type]
+
+
+def test_originals_outlive_the_session_in_a_file_store(tmp_path: Path) -> None:
+    path = tmp_path / "artifacts.db"
+    session = Session(model="gpt-4", store=SQLiteArtifactStore(path))
+    session.extend(agent_history())
+    artifacts = [r.artifact for r in session.records if r.artifact]
+    del session
+    reopened = SQLiteArtifactStore(path)
+    assert all(reopened.get(a) for a in artifacts)
+    assert reopened.metadata(artifacts[0])["kind"] == "test_run"
+
+
+def test_filters_can_be_turned_off_or_chosen() -> None:
+    off = Session(model="gpt-4", filters=False)
+    off.extend(agent_history())
+    assert [m.text for m in off.compact()] == [m.text for m in off.transcript()]
+    only_views = Session(model="gpt-4", filters=[ctxpack.filters.FileViewFilter(max_lines=10)])
+    only_views.extend(agent_history())
+    assert [r.kind for r in only_views.records if r.shortened] == [
+        "file_view",
+        "file_view",
+        "file_view",
+    ]
+
+
+def test_handle_answers_mistakes_in_words() -> None:
+    store = SQLiteArtifactStore()
+    ref = store.put("a\nb")
+    assert handle_retrieve_call(store, {"artifact": "art_0000000000000000"}).startswith("error:")
+    assert "unknown arguments" in handle_retrieve_call(store, {"artifact": ref, "x": 1})
+    assert "lines=" in handle_retrieve_call(store, {"artifact": ref, "lines": "9-1"})
+    assert handle_retrieve_call(store, '{"artifact": "' + ref + '"}').endswith("a\nb")
+    anthropic_call = {
+        "type": "tool_use",
+        "id": "t",
+        "name": RETRIEVE_TOOL_NAME,
+        "input": {"artifact": ref, "regex": "b", "context": 0},
+    }
+    assert handle_retrieve_call(store, anthropic_call).endswith("2:b")
+    with pytest.raises(ConfigError, match="not to"):
+        handle_retrieve_call(store, {"type": "tool_use", "id": "t", "name": "bash", "input": {}})
+    with pytest.raises(ArtifactNotFoundError):
+        Session().retrieve("art_0000000000000000")
+
+
+def test_bad_input_is_refused_clearly() -> None:
+    session = Session(model="gpt-4")
+    with pytest.raises(ConfigError, match="empty"):
+        session.render()
+    session.append({"role": "user", "content": "hi", "id": "u1"})
+    with pytest.raises(InvalidMessageError, match="already used"):
+        session.append({"role": "user", "content": "again", "id": "u1"})
+    with pytest.raises(InvalidMessageError, match="role"):
+        session.append({"role": "robot", "content": "x"})
+    with pytest.raises(InvalidMessageError, match="append"):
+        session.extend({"role": "user", "content": "x"})  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="store"):
+        Session(store=object())  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="filters"):
+        Session(filters=42)  # type: ignore[arg-type]
