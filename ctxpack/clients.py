@@ -23,6 +23,7 @@ from .errors import ConfigError
 from .packing import pack
 from .pipeline import Stage
 from .result import PackResult
+from .sdk import coerce_messages
 from .tokens import (
     REPLY_PRIMING,
     ApproximateTokenCountWarning,
@@ -30,7 +31,6 @@ from .tokens import (
     TokenCounter,
     anthropic_approx_counter,
     get_counter,
-    tool_definition_tokens,
 )
 
 __all__ = ["PackedClient", "SessionLike", "wrap_anthropic", "wrap_openai"]
@@ -38,19 +38,30 @@ __all__ = ["PackedClient", "SessionLike", "wrap_anthropic", "wrap_openai"]
 
 @runtime_checkable
 class SessionLike(Protocol):
-    """What a wrapper needs from a session (:class:`ctxpack.Session` has it).
+    """What a wrapper needs from a session; :class:`ctxpack.Session` has it.
 
-    The wrapper gives the session each message it has not seen yet with ``extend``, then sends
-    what ``render`` returns.
+    The wrapper gives the session each message it has not seen yet with ``extend``, sends what
+    ``render`` returns, and adds the session's own ``tools`` (the retrieve tool) to the request.
     """
 
-    def extend(self, messages: Iterable[Any], /) -> Any:
+    def extend(
+        self, messages: Iterable[Any], *, provider: Literal["openai", "anthropic"] | None = None
+    ) -> Any:
         """Add messages, as the agent produced them, to the session's history."""
 
     def render(
-        self, *, budget: int | None = None, query: str | None = None, provider: str = ...
+        self,
+        budget: int | None = None,
+        *,
+        query: str | None = None,
+        provider: Literal["openai", "anthropic"] | None = None,
+        reserve: int = 0,
+        tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> PackResult:
-        """The history to send, packed under ``budget`` tokens."""
+        """The history to send, packed under ``budget`` tokens (``tools`` counted)."""
+
+    def tools(self, provider: Literal["openai", "anthropic"] = "openai") -> list[dict[str, Any]]:
+        """The tool definitions the session adds to a request."""
 
 
 # Entry points that pack their keyword arguments, by the attribute path from the client.
@@ -155,6 +166,9 @@ class _Packer:
                 provider="openai",
             )
         self.last_result = result
+        sent_tools = self.session_tools(tools)
+        if sent_tools is not None and sent_tools != tools:
+            out["tools"] = sent_tools
         if self.provider == "anthropic":
             payload = result.to_anthropic()
             out["messages"] = payload["messages"]
@@ -179,18 +193,35 @@ class _Packer:
                 f"with a session, messages must be the growing history: this request has "
                 f"{len(messages)} messages, {self.fed} were given before"
             )
-        session.extend(messages[self.fed :])
+        # The session takes dicts: the SDKs' objects are converted first, as everywhere.
+        session.extend(list(coerce_messages(messages[self.fed :])), provider=self.provider)
         self.fed = len(messages)
-        # The session renders the messages only: what rides beside them is taken off its budget.
-        beside = reserve + (tool_definition_tokens(tools, counter) if tools else 0)
+        budget = self.budget
         if system is not None:
-            beside += counter.count_messages(from_anthropic([], system=system)) - REPLY_PRIMING
-        if beside >= self.budget:
+            # Anthropic's system prompt rides beside the messages the session renders.
+            budget -= counter.count_messages(from_anthropic([], system=system)) - REPLY_PRIMING
+        if budget <= reserve:
             raise ConfigError(
-                f"max_tokens, reserve, tools and system take {beside} tokens, the whole "
-                f"budget of {self.budget}"
+                f"the system prompt, max_tokens and reserve take the whole budget of {self.budget}"
             )
-        return session.render(budget=self.budget - beside, provider=self.provider)
+        return session.render(budget=budget, reserve=reserve, tools=tools, provider=self.provider)
+
+    def session_tools(self, tools: list[Any] | None) -> list[Any] | None:
+        """The request's tools plus the session's own (the retrieve tool), each once."""
+        if self.session is None:
+            return tools
+        extra = self.session.tools(self.provider)
+        if not extra:
+            return tools
+        names = {_tool_name(t) for t in tools or ()}
+        return [*(tools or ()), *(t for t in extra if _tool_name(t) not in names)]
+
+
+def _tool_name(tool: Any) -> Any:
+    if not isinstance(tool, Mapping):
+        return None
+    function = tool.get("function")
+    return function.get("name") if isinstance(function, Mapping) else tool.get("name")
 
 
 class _Resource:
@@ -299,8 +330,10 @@ def wrap_openai(
         model: The model whose tokenizer counts; by default each request's ``model``.
         counter: A token counter instead (see :func:`ctxpack.get_counter`).
         pipeline: The stages to run; :func:`ctxpack.default_pipeline` when ``None``.
-        session: A session (:class:`SessionLike`) that keeps the history: each request's new
-            messages are given to ``session.extend`` and ``session.render`` says what is sent.
+        session: A :class:`ctxpack.Session` (or any :class:`SessionLike`) that keeps the
+            history: each request's new messages are given to ``session.extend``,
+            ``session.render`` says what is sent, and the session's tools (the retrieve tool)
+            are added to the request's.
 
     Returns:
         A :class:`PackedClient`; its ``last_result`` is the last request's ``PackResult``.
@@ -374,7 +407,8 @@ def wrap_anthropic(
             encoding); ignored when ``counter`` is given.
         counter: A token counter (see :func:`ctxpack.get_counter`).
         pipeline: The stages to run; :func:`ctxpack.default_pipeline` when ``None``.
-        session: A session (:class:`SessionLike`) that keeps the history.
+        session: A :class:`ctxpack.Session` (or any :class:`SessionLike`), as for
+            :func:`wrap_openai`.
 
     Returns:
         A :class:`PackedClient`; its ``last_result`` is the last request's ``PackResult``.

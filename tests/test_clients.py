@@ -397,24 +397,36 @@ def test_anthropic_stream_helper_is_packed_and_streams_unchanged() -> None:
 
 
 class RecordingSession:
-    """The interface a wrapper needs (ctxpack.Session has it): packs what it was given."""
+    """The interface a wrapper needs (ctxpack.Session has it), recording how it is called."""
 
     def __init__(self) -> None:
         self.history: list[Any] = []
         self.extended: list[int] = []
-        self.budgets: list[int | None] = []
+        self.calls: list[dict[str, Any]] = []
 
-    def extend(self, messages: Iterable[Any], /) -> None:
+    def extend(self, messages: Iterable[Any], *, provider: str | None = None) -> None:
         new = list(messages)
         self.extended.append(len(new))
         self.history.extend(new)
 
     def render(
-        self, *, budget: int | None = None, query: str | None = None, provider: str = "openai"
+        self,
+        budget: int | None = None,
+        *,
+        query: str | None = None,
+        provider: str | None = None,
+        reserve: int = 0,
+        tools: Any = None,
     ) -> ctxpack.PackResult:
-        self.budgets.append(budget)
+        self.calls.append({"budget": budget, "reserve": reserve, "tools": tools})
         assert budget is not None
-        return ctxpack.pack(self.history, budget=budget, model="gpt-4")
+        history = self.history
+        if provider == "anthropic":
+            history = ctxpack.from_anthropic(history)
+        return ctxpack.pack(history, budget=budget, reserve=reserve, tools=tools, model="gpt-4")
+
+    def tools(self, provider: str = "openai") -> list[dict[str, Any]]:
+        return []
 
 
 def test_a_session_gets_each_new_message_once_and_renders_the_request() -> None:
@@ -428,33 +440,23 @@ def test_a_session_gets_each_new_message_once_and_renders_the_request() -> None:
         {"role": "assistant", "content": "Under Billing."},
         {"role": "user", "content": "Thanks!"},
     ]
-    client.chat.completions.create(model="gpt-4", messages=history, max_tokens=100)
+    client.chat.completions.create(
+        model="gpt-4", messages=history, max_tokens=100, tools=[WEATHER_TOOL]
+    )
     assert session.extended == [22, 2]
-    assert session.budgets == [600, 600]
-    assert client.last_result is not None
-    assert capture.body["messages"] == client.last_result.to_openai()
-    assert openai_prompt_tokens(capture.body["messages"]) <= 600
+    assert session.calls == [
+        {"budget": 700, "reserve": 100, "tools": None},
+        {"budget": 700, "reserve": 100, "tools": [WEATHER_TOOL]},
+    ]
+    result = client.last_result
+    assert result is not None
+    assert capture.body["messages"] == result.to_openai()
+    assert openai_prompt_tokens(capture.body["messages"]) + result.tool_tokens <= 700 - 100
     with pytest.raises(ctxpack.ConfigError, match="growing history"):
         client.chat.completions.create(model="gpt-4", messages=history[:3])
 
 
-def test_a_session_budget_leaves_room_for_tools() -> None:
-    session = RecordingSession()
-    client = ctxpack.wrap_openai(
-        openai_client(Capture(openai_reply())), budget=700, session=session, model="gpt-4"
-    )
-    client.chat.completions.create(model="gpt-4", messages=long_history(3), tools=[WEATHER_TOOL])
-    tools = ctxpack.tool_definition_tokens([WEATHER_TOOL], ctxpack.get_counter("gpt-4"))
-    assert session.budgets == [700 - tools]
-
-
-def test_openai_sdk_version_is_the_one_tested() -> None:
-    # The SDK's client really sends through httpx2, which is what the mock transport plugs into.
-    assert isinstance(openai_client(Capture(openai_reply()))._client, httpx2.Client)
-    assert openai.__version__
-
-
-def test_an_anthropic_session_budget_leaves_room_for_system_and_tools() -> None:
+def test_an_anthropic_session_budget_leaves_room_for_the_system_prompt() -> None:
     session = RecordingSession()
     capture = Capture(anthropic_message([{"type": "text", "text": "ok"}]))
     client = ctxpack.wrap_anthropic(
@@ -468,11 +470,94 @@ def test_an_anthropic_session_budget_leaves_room_for_system_and_tools() -> None:
         tools=[CLAUDE_WEATHER_TOOL],
         messages=anthropic_history(),
     )
-    counter = ctxpack.get_counter(counter="cl100k_base")
-    tools = ctxpack.tool_definition_tokens([CLAUDE_WEATHER_TOOL], counter)
     system_tokens = ctxpack.count_tokens([{"role": "system", "content": system}], model="gpt-4") - 3
-    assert session.budgets == [3000 - 200 - tools - system_tokens]
+    assert session.calls == [
+        {"budget": 3000 - system_tokens, "reserve": 200, "tools": [CLAUDE_WEATHER_TOOL]}
+    ]
     assert capture.body["system"] == system
+    ctxpack.validate_anthropic(capture.body)
+
+
+PYTEST_LOG = "\n".join(
+    [f"tests/test_billing_{i}.py::test_invoice_{i} PASSED" for i in range(200)]
+    + [
+        "FAILED tests/test_auth.py::test_refresh - KeyError: 'exp'",
+        "==== 1 failed, 200 passed in 9.81s ====",
+    ]
+)
+
+
+def test_a_real_session_filters_tool_outputs_and_offers_its_retrieve_tool() -> None:
+    bash_call = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "bash", "arguments": '{"command": "pytest -q"}'},
+            }
+        ],
+    }
+    replies = iter([chat_completion(bash_call), openai_reply("test_refresh fails on 'exp'.")])
+    capture = Capture(lambda body: httpx2.Response(200, json=next(replies)))
+    session = ctxpack.Session(model="gpt-4")
+    assert isinstance(session, ctxpack.clients.SessionLike)
+    client = ctxpack.wrap_openai(openai_client(capture), budget=3000, session=session)
+    history: list[Any] = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Why does the auth test fail?"},
+    ]
+    first = client.chat.completions.create(model="gpt-4", messages=history, max_tokens=200)
+    history.append(first.choices[0].message)  # the SDK's object, as in OpenAI's tutorial
+    history.append({"role": "tool", "tool_call_id": "call_1", "content": PYTEST_LOG})
+    second = client.chat.completions.create(model="gpt-4", messages=history, max_tokens=200)
+    assert second.choices[0].message.content == "test_refresh fails on 'exp'."
+    body = capture.body
+    # The session's retrieve tool is offered, and the tool output was filtered on arrival.
+    assert [t["function"]["name"] for t in body["tools"]] == ["retrieve_original"]
+    sent_output = body["messages"][-1]
+    assert sent_output["role"] == "tool" and "test_refresh" in sent_output["content"]
+    assert len(ENC.encode(sent_output["content"])) < len(ENC.encode(PYTEST_LOG)) / 5
+    result = client.last_result
+    assert result is not None and result.tool_tokens > 0
+    assert openai_prompt_tokens(body["messages"]) + result.tool_tokens <= 3000 - 200
+    original = result.original(result.messages[-1].id)
+    assert original is not None and original.text == PYTEST_LOG
+    ctxpack.validate_openai(body["messages"])
+
+
+def test_a_real_session_with_anthropic_messages() -> None:
+    capture = Capture(anthropic_message([{"type": "text", "text": "test_refresh fails."}]))
+    session = ctxpack.Session(counter="cl100k_base")
+    client = ctxpack.wrap_anthropic(
+        anthropic_client(capture), budget=4000, counter="cl100k_base", session=session
+    )
+    call = {"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"command": "pytest"}}
+    messages: list[Any] = [
+        {"role": "user", "content": "Why does the auth test fail?"},
+        {"role": "assistant", "content": [{"type": "text", "text": "Running."}, call]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": PYTEST_LOG}],
+        },
+    ]
+    client.messages.create(
+        model="claude-sonnet-5-5", max_tokens=300, system="You fix bugs.", messages=messages
+    )
+    body = capture.body
+    ctxpack.validate_anthropic(body)
+    assert body["system"] == "You fix bugs."
+    assert [t["name"] for t in body["tools"]] == ["retrieve_original"]
+    result_block = body["messages"][-1]["content"][0]
+    assert result_block["type"] == "tool_result" and "test_refresh" in str(result_block)
+    assert len(str(result_block)) < len(PYTEST_LOG) / 5
+
+
+def test_openai_sdk_version_is_the_one_tested() -> None:
+    # The SDK's client really sends through httpx2, which is what the mock transport plugs into.
+    assert isinstance(openai_client(Capture(openai_reply()))._client, httpx2.Client)
+    assert openai.__version__
 
 
 def test_beta_messages_carry_a_compaction_block_back_through_the_wrapper() -> None:
