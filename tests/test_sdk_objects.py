@@ -364,3 +364,15 @@ def test_ctxpack_does_not_import_the_sdks() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "[]"
+
+
+def test_a_session_takes_the_sdks_objects_too() -> None:
+    _, history = anthropic_tutorial_history()
+    session = ctxpack.Session(counter="cl100k_base")
+    session.extend(history, provider="anthropic")
+    payload = session.render(provider="anthropic").to_anthropic()
+    assert payload["messages"][1]["content"] == CLAUDE_BLOCKS
+    openai_session = ctxpack.Session(model="gpt-4")
+    openai_session.extend(openai_tutorial_history())
+    sent = openai_session.render().to_openai()
+    assert sent[2]["tool_calls"] == TOOL_CALL_REPLY["tool_calls"]
