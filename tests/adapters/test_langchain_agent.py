@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import httpx2
 import pytest
 import tiktoken
 from langchain.agents import create_agent
@@ -162,3 +163,38 @@ def test_no_room_for_the_prompt_is_a_clear_error() -> None:
         PackingMiddleware(budget=100).pack_request(request)
     with pytest.raises(ctxpack.ConfigError, match="budget"):
         PackingMiddleware(budget=0)
+
+
+def test_an_agent_on_chat_openai_sends_a_packed_request() -> None:
+    """End to end: create_agent -> PackingMiddleware -> ChatOpenAI -> the openai SDK -> the
+    wire, captured by a mock transport and counted independently."""
+    from langchain_openai import ChatOpenAI
+
+    from tests.sdk_mock import Capture, chat_completion
+
+    capture = Capture(chat_completion({"role": "assistant", "content": "Deep and cold."}))
+    model = ChatOpenAI(
+        model="gpt-4",
+        api_key="test-key",
+        base_url="http://mock.invalid/v1",
+        max_retries=0,
+        max_tokens=100,
+        http_client=httpx2.Client(transport=httpx2.MockTransport(capture)),
+    )
+    packing = PackingMiddleware(budget=500, model="gpt-4")
+    agent = create_agent(
+        model, tools=[get_weather], system_prompt="Be brief.", middleware=[packing]
+    )
+    state = agent.invoke({"messages": long_history()})
+    assert state["messages"][-1].content == "Deep and cold."
+    body = capture.body
+    sent = body["messages"]
+    assert sent[0] == {"role": "system", "content": "Be brief."}
+    assert sent[-1] == {"role": "user", "content": "Weather in Oslo?"}
+    assert len(sent) < len(long_history()) + 1
+    ctxpack.validate_openai(sent)
+    result = packing.last_result
+    assert result is not None and result.reserve == 100
+    assert [t["function"]["name"] for t in body["tools"]] == ["get_weather"]
+    total = 3 + sum(3 + len(ENC.encode(m["role"])) + len(ENC.encode(m["content"])) for m in sent)
+    assert total + result.tool_tokens <= 500 - 100
