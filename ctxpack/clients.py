@@ -157,7 +157,7 @@ class _Packer:
             )
         else:
             result = pack(
-                messages,
+                coerce_messages(list(messages)),
                 budget=self.budget,
                 reserve=reserve,
                 counter=counter,

@@ -19,6 +19,10 @@ What is converted:
   itself: its ``role`` and ``content``, the only fields a request message has); the OpenAI
   Responses API items that map onto a chat message (``message``, ``function_call``,
   ``function_call_output``), with the original item kept in ``metadata["openai_responses"]``.
+  Parallel function calls (consecutive ``function_call`` items) are joined into one assistant
+  message by the functions that see the whole list (:func:`ctxpack.from_openai`, the
+  validators, the client wrappers); :func:`ctxpack.pack` and :func:`ctxpack.ensure_messages`
+  convert item by item, so give them ``from_openai(items)`` for a Responses API history.
 
 Anything else (a whole ``ChatCompletion``, a content block given as a message, a Responses
 ``reasoning`` item) raises :class:`~ctxpack.errors.InvalidMessageError` naming the index, the
@@ -290,6 +294,41 @@ def _responses_parts(parts: list[Any], index: int) -> list[dict[str, Any]]:
 
 
 def coerce_messages(entries: Sequence[Any]) -> Sequence[Any]:
-    """:func:`coerce_message` over a list; the list itself when nothing needed converting."""
+    """:func:`coerce_message` over a list; the list itself when nothing needed converting.
+
+    Consecutive Responses API ``function_call`` items (parallel calls) become one assistant
+    message with all their tool calls, as Chat Completions requires; its
+    ``metadata["openai_responses"]`` is then the list of the items.
+    """
     out = [coerce_message(entry, index) for index, entry in enumerate(entries)]
-    return entries if all(a is b for a, b in zip(out, entries, strict=True)) else out
+    if all(a is b for a, b in zip(out, entries, strict=True)):
+        return entries
+    joined: list[Any] = []
+    for message in out:
+        previous: Any = joined[-1] if joined else None
+        if _is_responses_call(message) and _is_responses_call(previous):
+            items = previous["metadata"][RESPONSES_META]
+            joined[-1] = {
+                **previous,
+                "tool_calls": [*previous["tool_calls"], *message["tool_calls"]],
+                "metadata": {
+                    RESPONSES_META: [
+                        *(items if isinstance(items, list) else [items]),
+                        message["metadata"][RESPONSES_META],
+                    ]
+                },
+            }
+        else:
+            joined.append(message)
+    return joined
+
+
+def _is_responses_call(message: Any) -> bool:
+    if type(message) is not dict:
+        return False
+    meta = message.get("metadata")
+    if not isinstance(meta, dict) or RESPONSES_META not in meta:
+        return False
+    items = meta[RESPONSES_META]
+    item = items[-1] if isinstance(items, list) else items
+    return isinstance(item, dict) and item.get("type") == "function_call"

@@ -376,3 +376,39 @@ def test_a_session_takes_the_sdks_objects_too() -> None:
     openai_session.extend(openai_tutorial_history())
     sent = openai_session.render().to_openai()
     assert sent[2]["tool_calls"] == TOOL_CALL_REPLY["tool_calls"]
+
+
+def test_parallel_responses_function_calls_become_one_assistant_message() -> None:
+    from openai.types.responses import ResponseFunctionToolCall
+    from openai.types.responses.response_input_item import FunctionCallOutput
+
+    def call(call_id: str, city: str) -> ResponseFunctionToolCall:
+        return ResponseFunctionToolCall.model_validate(
+            {
+                "type": "function_call",
+                "call_id": call_id,
+                "name": "get_weather",
+                "arguments": json.dumps({"city": city}),
+            }
+        )
+
+    def output(call_id: str, text: str) -> FunctionCallOutput:
+        return FunctionCallOutput.model_validate(
+            {"type": "function_call_output", "call_id": call_id, "output": text}
+        )
+
+    items = [
+        {"role": "user", "content": "Weather in Oslo and Bergen?"},
+        call("call_a", "Oslo"),
+        call("call_b", "Bergen"),
+        output("call_a", "3 C"),
+        output("call_b", "6 C"),
+    ]
+    ctxpack.validate_openai(items)
+    msgs = ctxpack.from_openai(items)
+    assert [m.role for m in msgs] == ["user", "assistant", "tool", "tool"]
+    assert msgs[1].tool_calls is not None
+    assert [c.id for c in msgs[1].tool_calls] == ["call_a", "call_b"]
+    assert [i["call_id"] for i in msgs[1].metadata["openai_responses"]] == ["call_a", "call_b"]
+    sent = ctxpack.pack(msgs, budget=1000).to_openai()
+    ctxpack.validate_openai(sent)
