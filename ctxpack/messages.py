@@ -277,10 +277,11 @@ def _convert(
     # A conversion is reused by a call with the same check, or with none.
     if hit is not None and hit[0] == item and (check is None or hit[2] is check):
         return hit[0], hit[1]
-    plain = coerce_message(item, index)  # the same dict unless it holds SDK objects
+    msg = _plain_message(item)
+    # A dict that is not plain may hold the SDKs' objects: converted to dicts (else the same).
+    plain = item if msg is not None else coerce_message(item, index)
     if check is not None:
         check(plain, index)
-    msg = _plain_message(plain)
     if msg is not None:
         snapshot = dict(item)
     else:

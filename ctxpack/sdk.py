@@ -191,7 +191,13 @@ def coerce_message(item: Any, index: int) -> Any:
         InvalidMessageError: an SDK object that is not a message (index and field named, with
             what to pass instead).
     """
-    if type(item) is dict or (isinstance(item, Mapping) and not is_sdk_object(item)):
+    if type(item) is dict:
+        # Inlined first level: every message dict of every cold pack comes through here.
+        for inner in item.values():
+            if type(inner) not in _SCALARS and _holds_sdk_object(inner):
+                return _coerced(item, index, None)
+        return item
+    if isinstance(item, Mapping) and not is_sdk_object(item):
         return coerce_value(item, index)
     if not is_sdk_object(item):
         return item
