@@ -62,6 +62,8 @@ from typing import Any, Literal, Protocol
 import ctxpack
 from ctxpack import Message, ensure_messages, get_counter
 from ctxpack.cost import Bill, Price, Request, price, simulate
+from ctxpack.editing import COMPACTION_FLOOR
+from ctxpack.store import ArtifactStore, SQLiteArtifactStore
 from ctxpack.tokens import TokenCounter, message_sizes
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -237,16 +239,25 @@ class ThresholdCompaction:
 class TrimMessages:
     """LangChain ``trim_messages(strategy="last")`` under ``budget`` tokens, system kept.
 
-    ``start_on=("human", "ai")`` so that a kept window never starts with an orphan tool result
-    (which a provider would reject); the task message goes once it is old enough, as it does
-    with this trimmer. Tokens are counted with the benchmark's counter, message by message.
+    By default ``start_on=("human", "ai")`` so that a kept window never starts with an orphan
+    tool result (which a provider would reject); the task message goes once it is old enough, as
+    it does with this trimmer. ``start_on="human"`` is LangChain's documented setting for chat
+    models: in an agent session, where user messages are rare, the window then shrinks to what
+    follows the last user message, or to the system prompt alone. Tokens are counted with the
+    benchmark's counter, message by message.
     """
 
-    def __init__(self, session: SessionInfo, *, budget: int) -> None:
+    def __init__(
+        self,
+        session: SessionInfo,
+        *,
+        budget: int,
+        start_on: str | tuple[str, ...] = ("human", "ai"),
+    ) -> None:
         from langchain_core.messages import trim_messages
 
         self._trim = trim_messages
-        self.session, self.budget = session, budget
+        self.session, self.budget, self.start_on = session, budget, start_on
         self._lc: dict[int, tuple[dict[str, Any], Any, int]] = {}
 
     def _convert(self, history: list[dict[str, Any]]) -> list[Any]:
@@ -268,7 +279,7 @@ class TrimMessages:
             strategy="last",
             token_counter=lambda ms: 3 + sum(size[id(m)] for m in ms),
             include_system=True,
-            start_on=("human", "ai"),
+            start_on=self.start_on,
         )
         return [back[id(m)] for m in kept]
 
@@ -309,8 +320,59 @@ class SessionStrategy:
         return {"messages": result.to_openai(), "tools": self.session.tools() or None}
 
     def recoverable(self, request_messages: Sequence[Any]) -> list[str]:
+        if not self.session.retrieve_tool:
+            return []  # the model has no way to read them
         ids = {a for m in request_messages for a in _ARTIFACT.findall(message_text(m))}
         return [self.session.store.get(a) for a in sorted(ids) if a in self.session.store]
+
+
+# Issue 15: ctxpack's clearing and compaction stages (ctxpack.editing).
+class EditingStrategy:
+    """A ctxpack editing stage as the only stage of ``pack()`` on the whole history, every step
+    (the stateless use: the stage replays the history to find its batches). Originals go to a
+    store; ``recoverable`` reads those whose artifact ids the request names (the placeholders
+    of cleared results name theirs)."""
+
+    def __init__(self, session: SessionInfo, *, stage: Callable[[ArtifactStore], Any]) -> None:
+        self.session = session
+        self.store = SQLiteArtifactStore(":memory:")
+        self.pipeline = ctxpack.Pipeline([stage(self.store)])
+
+    def __call__(self, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        result = ctxpack.pack(
+            history, budget=10**9, counter=self.session.counter, pipeline=self.pipeline
+        )
+        return result.to_openai()
+
+    def recoverable(self, request_messages: Sequence[Any]) -> list[str]:
+        ids = {a for m in request_messages for a in _ARTIFACT.findall(message_text(m))}
+        return [self.store.get(a) for a in sorted(ids) if a in self.store]
+
+
+def _session_with(stage: Callable[[ArtifactStore], Any]) -> StrategyFactory:
+    """Issue 14's Session (filters on arrival) with an issue-15 stage at render time, sharing
+    the session's store."""
+
+    def factory(session: SessionInfo) -> Strategy:
+        store = SQLiteArtifactStore(":memory:")
+        return SessionStrategy(session, store=store, pipeline=ctxpack.Pipeline([stage(store)]))
+
+    return factory
+
+
+def _digest_compactor(trigger: int) -> Callable[[ArtifactStore], Any]:
+    # Measurement only: Compactor() refuses a trigger under Anthropic's 50,000-token floor, and
+    # few of these sessions reach it; model_construct skips that check to see what the default
+    # digest keeps at the trigger the other compaction strategy uses.
+    def make(store: ArtifactStore) -> Any:
+        if trigger >= COMPACTION_FLOOR:
+            return ctxpack.Compactor(trigger=trigger, store=store)
+        defaults = ctxpack.Compactor(store=store)
+        return ctxpack.Compactor.model_construct(
+            **{**{k: getattr(defaults, k) for k in type(defaults).model_fields}, "trigger": trigger}
+        )
+
+    return make
 
 
 def _with(cls: Callable[..., Strategy], **config: Any) -> StrategyFactory:
@@ -327,13 +389,108 @@ STRATEGIES: dict[str, StrategyFactory] = {
     "compact-30k": _with(ThresholdCompaction, trigger=30_000),
     "trim_messages-16k": _with(TrimMessages, budget=16_000),
     "trim_messages-32k": _with(TrimMessages, budget=32_000),
+    "trim_messages-16k-human": _with(TrimMessages, budget=16_000, start_on="human"),
     "pack-16k": _with(Pack, budget=16_000),
     "pack-32k": _with(Pack, budget=32_000),
     # issue 14: tool-output filters in a Session
     "session": _with(SessionStrategy),
     "session-no-retrieve": _with(SessionStrategy, retrieve_tool=False),
     "session-answered": _with(SessionStrategy, filter_when="answered"),
+    # issue 15: cache-aware clearing, plain Anthropic clearing, compaction with the digest
+    "ctxpack-clear-30k-keep3": _with(
+        EditingStrategy, stage=lambda st: ctxpack.ToolResultClearer(trigger=30_000, store=st)
+    ),
+    "ctxpack-clear-30k-keep3-plain": _with(
+        EditingStrategy,
+        stage=lambda st: ctxpack.ToolResultClearer(trigger=30_000, cache_aware=False, store=st),
+    ),
+    "ctxpack-compact-50k": _with(EditingStrategy, stage=_digest_compactor(50_000)),
+    "ctxpack-compact-30k-below-floor": _with(EditingStrategy, stage=_digest_compactor(30_000)),
+    "session+ctxpack-clear-30k": _session_with(
+        lambda st: ctxpack.ToolResultClearer(trigger=30_000, store=st)
+    ),
+    "session+ctxpack-compact-30k-below-floor": _session_with(_digest_compactor(30_000)),
 }
+
+
+# -- issue 16: a selector chooses the context before each step -------------------------------
+def step_goal(history: list[dict[str, Any]], chars: int = 2000) -> str:
+    """What the next step is about: the agent's last message and what answered it (the last
+    tool result or user message), each cut to ``chars`` characters."""
+    last = message_text(history[-1])[:chars] if history else ""
+    said = next((m for m in reversed(history) if m.get("role") == "assistant"), None)
+    return (message_text(said)[:chars] + "\n" if said is not None else "") + last
+
+
+class SelectBeforeEachStep:
+    """Before each step, ``ctxpack.LexicalSelector(budget=...)`` chooses from the whole history
+    for :func:`step_goal`, and ``ctxpack.apply_selection`` builds the request (user messages
+    always kept, tool exchanges whole). No repository is replayed, so no file is selected.
+
+    ``selector_requests`` keeps, per step, what a ``ModelSelector`` call would have sent (its
+    system prompt and the workspace listing) and answered (this selection as JSON), so that the
+    selector can be billed at a small model's price (``benchmarks/selection_sessions.py``); the
+    harness bills only the main requests, all at one model's price.
+    """
+
+    def __init__(self, session: SessionInfo, *, budget: int) -> None:
+        from ctxpack.selection import SYSTEM_PROMPT
+
+        self.session = session
+        self.selector = ctxpack.LexicalSelector(budget=budget)
+        self.system = SYSTEM_PROMPT
+        self.selector_requests: list[dict[str, Any]] = []
+
+    def select(self, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The request a selection over ``history`` builds; records the selector's call."""
+        from ctxpack.selection import selection_prompt
+
+        workspace = ctxpack.Workspace(history, counter=self.session.counter)
+        goal = step_goal(history)
+        selection = self.selector(workspace, goal)
+        result = ctxpack.apply_selection(selection, workspace)
+        listing = selection_prompt(workspace, goal)
+        answer = json.dumps(selection.answer())
+        self.selector_requests.append(
+            {
+                "messages": [
+                    {"role": "system", "content": self.system},
+                    {"role": "user", "content": listing},
+                ],
+                "output_tokens": self.session.counter.count(answer),
+            }
+        )
+        return result.to_openai()
+
+    def __call__(self, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return self.select(history)
+
+
+class SelectWhenOver(SelectBeforeEachStep):
+    """Selection at the steps that need it: the request grows append-only (the prompt cache
+    keeps working) until it would exceed ``trigger`` tokens; then ``LexicalSelector(budget)``
+    chooses from the whole history and the selected context becomes the new prefix, which the
+    next steps extend. The selector is called (and billed) only at those steps."""
+
+    def __init__(self, session: SessionInfo, *, budget: int, trigger: int) -> None:
+        super().__init__(session, budget=budget)
+        self.trigger = trigger
+        self.prefix: list[dict[str, Any]] | None = None
+        self.since = 0
+
+    def __call__(self, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        request = history if self.prefix is None else [*self.prefix, *history[self.since :]]
+        if self.session.tokens(request) <= self.trigger:
+            return request
+        self.prefix, self.since = self.select(history), len(history)
+        return self.prefix
+
+
+STRATEGIES["select-lexical-16k"] = _with(SelectBeforeEachStep, budget=16_000)
+STRATEGIES["select-lexical-when-over-32k"] = _with(SelectWhenOver, budget=16_000, trigger=32_000)
+STRATEGIES["select-lexical-when-over-16k"] = _with(SelectWhenOver, budget=8_000, trigger=16_000)
+# -- end of issue 16 ---------------------------------------------------------------------------
+
 DEFAULT_STRATEGIES = tuple(STRATEGIES)
 
 
@@ -384,7 +541,7 @@ _PATH = re.compile(
 _IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
 _INNER_CAPITAL = re.compile(r"[a-z0-9][A-Z]")
 # Numbers that carry information: three digits or more (line numbers, codes) or a decimal.
-_NUMBER = re.compile(r"(?<![\w.])(?:\d{3,}|\d+\.\d+)(?![\w])")
+_NUMBER = re.compile(r"(?<![\w.])(?:\d{3,}|\d+\.\d+)(?!\d)")
 
 _TERMS_CACHE: dict[str, frozenset[str]] = {}
 
@@ -588,10 +745,14 @@ def summarize(runs: Sequence[StrategyRun], billings: Sequence[Billing]) -> dict[
         by_strategy.setdefault(r.strategy, []).append(r)
     labels = [b.label for b in billings]
     primary = labels[0]
-    output_price = billings[0].price.output
     out: dict[str, Any] = {}
     for name, group in by_strategy.items():
         costs = {m: sum(r.bills[m].cost for r in group) for m in labels}
+        input_costs = {
+            b.label: costs[b.label]
+            - sum(r.bills[b.label].output_tokens for r in group) * b.price.output / 1e6
+            for b in billings
+        }
         bills = [r.bills[primary] for r in group]
         input_tokens = sum(b.input_tokens for b in bills)
         read = sum(b.cache_read_tokens for b in bills)
@@ -601,8 +762,8 @@ def summarize(runs: Sequence[StrategyRun], billings: Sequence[Billing]) -> dict[
         out[name] = {
             "cost_usd": costs[primary],
             "cost_usd_by_billing": costs,
-            "input_cost_usd": costs[primary]
-            - sum(b.output_tokens for b in bills) * output_price / 1e6,
+            "input_cost_usd": input_costs[primary],
+            "input_cost_usd_by_billing": input_costs,
             "input_tokens": input_tokens,
             "cache_read_tokens": read,
             "cache_write_tokens": sum(b.cache_write_tokens for b in bills),
@@ -672,8 +833,8 @@ def render_markdown(
     header = [
         "strategy",
         *(f"$ {label}" for label in labels),
-        f"% of raw ({labels[0]})",
-        *(f"% of raw ({label})" for label in labels[1:2]),
+        *(f"% of raw ({label})" for label in labels[:2]),
+        f"input only, % of raw ({labels[:2][-1]})",
         "input tokens",
         "cache reads",
         "peak request",
@@ -690,6 +851,9 @@ def render_markdown(
             else "n/a"
             for label in labels[:2]
         ]
+        last = labels[:2][-1]
+        base = raw["input_cost_usd_by_billing"][last] if raw else 0.0
+        shares.append(_pct(s["input_cost_usd_by_billing"][last] / base) if base else "n/a")
         out.append(
             "| "
             + " | ".join(
@@ -759,7 +923,11 @@ def _evidence_count(summary: Mapping[str, Any]) -> str:
 
 
 def plot(summary: Mapping[str, Any], path: Path) -> bool:
-    """Cost (% of raw) against evidence survival, one point per strategy."""
+    """Cost (% of raw) against evidence survival, one point per strategy and billing.
+
+    Filled points are the headline billing (the first); hollow ones the second, joined to them.
+    Strategies that land on the same point share one label.
+    """
     try:
         import matplotlib
 
@@ -770,14 +938,30 @@ def plot(summary: Mapping[str, Any], path: Path) -> bool:
             "note: matplotlib is not installed; no plot (pip install matplotlib)", file=sys.stderr
         )
         return False
+    labels = list(next(iter(summary.values()))["cost_usd_by_billing"])
     raw = summary.get("raw")
-    base = raw["cost_usd"] if raw else max(s["cost_usd"] for s in summary.values())
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for name, s in summary.items():
-        x, y = 100 * s["cost_usd"] / base, 100 * s["evidence_survival"]
-        ax.scatter([x], [y])
-        ax.annotate(name, (x, y), textcoords="offset points", xytext=(5, 4), fontsize=8)
-    ax.set_xlabel("bill, % of raw (prompt cache modelled)")
+
+    def share(s: Mapping[str, Any], label: str) -> float:
+        base = raw["cost_usd_by_billing"][label] if raw else 1.0
+        return 100 * s["cost_usd_by_billing"][label] / base
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    names_at: dict[tuple[float, float], list[str]] = {}
+    for index, (name, s) in enumerate(summary.items()):
+        colour = f"C{index % 10}"
+        y = 100 * s["evidence_survival"]
+        x = share(s, labels[0])
+        ax.scatter([x], [y], color=colour, zorder=3)
+        if len(labels) > 1:
+            x2 = share(s, labels[1])
+            ax.scatter([x2], [y], facecolors="none", edgecolors=colour, zorder=3)
+            ax.plot([x, x2], [y, y], color=colour, linewidth=0.8, alpha=0.6)
+        names_at.setdefault((round(x, 1), round(y, 1)), []).append(name)
+    for (x, y), names in names_at.items():
+        ax.annotate(", ".join(names), (x, y), textcoords="offset points", xytext=(5, 4), fontsize=8)
+    ax.set_xlabel(
+        f"bill, % of raw: filled {labels[0]}" + (f", hollow {labels[1]}" if len(labels) > 1 else "")
+    )
     ax.set_ylabel("evidence present in the request, %")
     ax.set_title("Agent sessions: cost against evidence survival")
     ax.grid(alpha=0.3)

@@ -14,6 +14,10 @@ stronger variant, with a per-text cache. "tiktoken alone" is the cold time to co
 message of the history once (encoding load included): the floor any exact packer must pay the
 first time it sees a history.
 
+"In turn" is a server packing several conversations: the LoCoMo conversations packed one after
+the other, each with a new question, in one process, against each packed alone (one question
+after another); both warm. ctxpack's caches must keep every conversation warm.
+
 Usage (from the repository root)::
 
     python benchmarks/speed.py
@@ -57,6 +61,8 @@ TARGET_WARM_SPEEDUP = 5.0
 WARM_ROUNDS = 3
 TARGET_SCALE_WARM_MS = 150.0
 TARGET_SCALE_COLD_RATIO = 1.5
+# Conversations packed in turn, against each packed alone (warm, both).
+TARGET_IN_TURN_RATIO = 1.3
 
 CTXPACK = "ctxpack"
 TRIM = "trim"
@@ -332,6 +338,8 @@ def run_child(spec: Mapping[str, Any]) -> dict[str, Any]:
     alike and the ratio of their medians measures the methods, not the minute they ran in.
     """
     payload = json.loads(Path(spec["input"]).read_text(encoding="utf-8"))
+    if spec["mode"] == "in_turn":
+        return _run_in_turn(payload["chats"], spec)
     history: list[dict[str, Any]] = payload["history"]
     questions: list[str] = payload["questions"]
     mode: str = spec["mode"]
@@ -392,6 +400,69 @@ def _run_warm(
         by_method[method]["tracemalloc_peak_mb"] = tracemalloc.get_traced_memory()[1] / 2**20
         tracemalloc.stop()
     return {"mode": "warm", "by_method": by_method, "rss_mb": _maxrss_mb()}
+
+
+def _run_in_turn(chats: list[Mapping[str, Any]], spec: Mapping[str, Any]) -> dict[str, Any]:
+    """ctxpack on several conversations: each alone, then all in turn, a few rounds of each
+    (so that drift hits both alike). Times per conversation, by how it was packed."""
+    module = _import_method(CTXPACK)
+    budget, n = int(spec["budget"]), int(spec["questions"])
+    calls = [_make_call(CTXPACK, module, chat["history"], budget) for chat in chats]
+    times: dict[str, list[list[float]]] = {
+        "alone": [[] for _ in chats],
+        "in_turn": [[] for _ in chats],
+    }
+
+    def timed(k: int, i: int) -> float:
+        prepare, call = calls[k]
+        questions = chats[k]["questions"]
+        arg = prepare(questions[i % len(questions)])
+        started = time.perf_counter()
+        call(arg)
+        return time.perf_counter() - started
+
+    for r in range(WARM_ROUNDS):
+        first = 1 + r * n
+        for k in range(len(chats)):
+            timed(k, 0)  # untimed: warm means this conversation was packed just before
+            times["alone"][k].extend(timed(k, i) for i in range(first, first + n))
+        for i in range(first, first + n):
+            for k in range(len(chats)):
+                times["in_turn"][k].append(timed(k, i))
+    return {"mode": "in_turn", "times": times, "rss_mb": _maxrss_mb()}
+
+
+def measure_in_turn(
+    chats: Sequence[Chat],
+    budget: int,
+    questions: int,
+    workdir: Path,
+    timeout: float,
+    log: Callable[[str], None],
+) -> dict[str, Any]:
+    """The in-turn row: the conversations packed in turn against each packed alone."""
+    path = workdir / "in_turn.json"
+    payload = {"chats": [{"history": c.history, "questions": c.questions} for c in chats]}
+    path.write_text(json.dumps(payload), encoding="utf-8")
+    spec = {"input": str(path), "budget": budget, "mode": "in_turn", "questions": questions}
+    res = _spawn(spec, timeout * max(1, questions))
+    if "error" in res:
+        log(f"in turn: {res['error']}")
+        return {"error": res["error"]}
+    alone = [1e3 * _median(t) for t in res["times"]["alone"]]
+    in_turn = [1e3 * _median(t) for t in res["times"]["in_turn"]]
+    out = {
+        "conversations": [c.name for c in chats],
+        "alone_ms": alone,
+        "in_turn_ms": in_turn,
+        # Per conversation, then the mean: a short conversation weighs as much as a long one.
+        "ratios": [b / a for a, b in zip(alone, in_turn, strict=True)],
+        "calls_per_conversation": len(res["times"]["alone"][0]),
+        "raw": res,
+    }
+    out["ratio"] = statistics.mean(out["ratios"])
+    log(f"in turn: {out['ratio']:.2f}x alone ({', '.join(f'{x:.2f}' for x in out['ratios'])})")
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -563,7 +634,10 @@ def summarize(raws: Sequence[Mapping[str, Any]], chats: Sequence[Chat]) -> dict[
 
 
 def evaluate_targets(
-    per_conv: Mapping[str, Mapping[str, Any]], locomo: Mapping[str, Any], scale: Mapping[str, Any]
+    per_conv: Mapping[str, Mapping[str, Any]],
+    locomo: Mapping[str, Any],
+    scale: Mapping[str, Any],
+    in_turn: Mapping[str, Any],
 ) -> list[dict[str, Any]]:
     worst = min(s["speedup_warm_vs_trim"] for s in per_conv.values())
     worst_cached = min(s["speedup_warm_vs_trim_cached"] for s in per_conv.values())
@@ -606,6 +680,20 @@ def evaluate_targets(
                 f"{scale['cold_ratio_vs_tiktoken']:.2f}x"
             ),
             "pass": scale["cold_ratio_vs_tiktoken"] <= TARGET_SCALE_COLD_RATIO,
+        },
+        {
+            "target": (
+                f"{len(per_conv)} conversations packed in turn, warm, within "
+                f"{TARGET_IN_TURN_RATIO:g}x of each packed alone"
+            ),
+            "value": (
+                f"error: {in_turn['error']}"
+                if "error" in in_turn
+                else f"{in_turn['ratio']:.2f}x (per conversation "
+                + ", ".join(f"{x:.2f}" for x in in_turn["ratios"])
+                + ")"
+            ),
+            "pass": "error" not in in_turn and in_turn["ratio"] <= TARGET_IN_TURN_RATIO,
         },
     ]
 
@@ -704,6 +792,25 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     )
     out.append("")
 
+    in_turn = report["in_turn"]
+    if "error" not in in_turn:
+        out.extend(["## Conversations packed in turn", ""])
+        out.append(
+            "ctxpack alone: each conversation packed with one new question after another; in "
+            "turn: the conversations packed one after the other, each with a new question, as a "
+            f"server does; {in_turn['calls_per_conversation']} calls of each kind per "
+            f"conversation in one process, in {WARM_ROUNDS} rounds of each. Warm medians, ms."
+        )
+        out.append("")
+        rows = zip(
+            in_turn["conversations"], in_turn["alone_ms"], in_turn["in_turn_ms"], strict=True
+        )
+        out.extend(
+            _table(
+                ["conversation", "alone", "in turn", "ratio"],
+                [[name, _ms(a), _ms(b), f"{b / a:.2f}"] for name, a, b in rows],
+            )
+        )
     out.extend(["## Targets", ""])
     for t in report["targets"]:
         verdict = "PASS" if t["pass"] else "FAIL"
@@ -939,6 +1046,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.timeout,
             log,
         )
+        per_round = max(1, args.warm_questions // WARM_ROUNDS)
+        in_turn = measure_in_turn(chats, args.budget, per_round, workdir, args.timeout, log)
     elapsed = time.perf_counter() - started
     machine["loadavg_end"] = _loadavg()
 
@@ -965,7 +1074,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "per_conversation": per_conv,
         "locomo": locomo,
         "scale": scale_summary,
-        "targets": evaluate_targets(per_conv, locomo, scale_summary),
+        "in_turn": {k: v for k, v in in_turn.items() if k != "raw"},
+        "targets": evaluate_targets(per_conv, locomo, scale_summary, in_turn),
     }
     markdown = render_markdown(report)
     print(markdown)
@@ -973,7 +1083,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     (out / "speed.md").write_text(markdown + "\n", encoding="utf-8")
-    payload = {**report, "raw": {**raw_convs, "scale": raw_scale}}
+    payload = {
+        **report,
+        "raw": {**raw_convs, "scale": raw_scale, "in_turn": in_turn.get("raw", in_turn)},
+    }
     (out / "speed.json").write_text(json.dumps(_clean(payload), indent=1) + "\n", encoding="utf-8")
     plot(report, out / "speed.png")
     log(f"wrote {out / 'speed.md'}, .json and .png in {elapsed:.0f}s")

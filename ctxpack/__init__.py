@@ -13,15 +13,19 @@ from .adapters import to_langchain as to_langchain
 from .adapters import to_openai as to_openai
 from .adapters import validate_anthropic as validate_anthropic
 from .adapters import validate_openai as validate_openai
+from .caches import clear_caches as clear_caches
 from .clients import PackedClient as PackedClient
 from .clients import wrap_anthropic as wrap_anthropic
 from .clients import wrap_openai as wrap_openai
+from .editing import Compactor as Compactor
+from .editing import ToolResultClearer as ToolResultClearer
 from .embeddings import MiniLMEmbedder as MiniLMEmbedder
 from .errors import ArtifactNotFoundError as ArtifactNotFoundError
 from .errors import BudgetExceededError as BudgetExceededError
 from .errors import ConfigError as ConfigError
 from .errors import CtxpackError as CtxpackError
 from .errors import InvalidMessageError as InvalidMessageError
+from .errors import SelectionError as SelectionError
 from .errors import TokenizerUnavailableError as TokenizerUnavailableError
 from .filters import ToolOutputFilter as ToolOutputFilter
 from .messages import FunctionCall as FunctionCall
@@ -36,6 +40,11 @@ from .pipeline import PackContext as PackContext
 from .pipeline import Pipeline as Pipeline
 from .pipeline import Stage as Stage
 from .result import PackResult as PackResult
+from .selection import LexicalSelector as LexicalSelector
+from .selection import ModelSelector as ModelSelector
+from .selection import Selection as Selection
+from .selection import Workspace as Workspace
+from .selection import apply_selection as apply_selection
 from .session import Session as Session
 from .stages import CitationInheritor as CitationInheritor
 from .stages import Deduplicator as Deduplicator
@@ -57,6 +66,8 @@ from .tokens import count_tokens as count_tokens
 from .tokens import count_tokens_approx as count_tokens_approx
 from .tokens import get_counter as get_counter
 from .tokens import tool_definition_tokens as tool_definition_tokens
+from .usage import ContextUsage as ContextUsage
+from .usage import context_usage as context_usage
 
 __version__ = "0.1.0"
 
@@ -67,7 +78,9 @@ __all__ = [
     "ArtifactStore",
     "BudgetExceededError",
     "CitationInheritor",
+    "Compactor",
     "ConfigError",
+    "ContextUsage",
     "CtxpackError",
     "Decision",
     "DecisionLog",
@@ -76,9 +89,11 @@ __all__ = [
     "FunctionCall",
     "GreedyPacker",
     "InvalidMessageError",
+    "LexicalSelector",
     "MemorySelector",
     "Message",
     "MiniLMEmbedder",
+    "ModelSelector",
     "PackContext",
     "PackResult",
     "PackedClient",
@@ -86,6 +101,8 @@ __all__ = [
     "PromptComposer",
     "RelevanceScorer",
     "SQLiteArtifactStore",
+    "Selection",
+    "SelectionError",
     "SemanticScorer",
     "Session",
     "Stage",
@@ -93,9 +110,14 @@ __all__ = [
     "TokenizerUnavailableError",
     "ToolCall",
     "ToolOutputFilter",
+    "ToolResultClearer",
     "TurnAlternator",
+    "Workspace",
     "anthropic_approx_counter",
+    "apply_selection",
+    "clear_caches",
     "compress_lines",
+    "context_usage",
     "count_tokens",
     "count_tokens_approx",
     "default_pipeline",

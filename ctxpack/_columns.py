@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._prefix import PrefixMemo
-from .messages import ROLES, Message
+from .messages import ROLES, Message, provider_of
 
 __all__ = [
     "ANTHROPIC",
@@ -42,7 +42,7 @@ PINNED = 8
 IMPORTANT = 16  # metadata["important"] is truthy
 PRIORITY = 32  # priority is not 0
 TOOL = 64  # calls tools or answers a call
-ANTHROPIC = 128  # made by from_anthropic()
+ANTHROPIC = 128  # made by from_anthropic() (recorded outside metadata, see provider_of)
 
 T = TypeVar("T")
 
@@ -53,15 +53,14 @@ def _flags(msg: Message) -> int:
     value = _ROLE_FLAG.get(msg.role, 0)
     if msg.pinned:
         value |= PINNED
-    if msg.metadata:
-        if msg.metadata.get("important"):
-            value |= IMPORTANT
-        if "anthropic" in msg.metadata:
-            value |= ANTHROPIC
+    if msg.metadata and msg.metadata.get("important"):
+        value |= IMPORTANT
     if msg.priority:
         value |= PRIORITY
     if msg.tool_calls or msg.role == "tool":
         value |= TOOL
+    if provider_of(msg) == "anthropic":
+        value |= ANTHROPIC
     return value
 
 

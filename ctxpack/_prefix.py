@@ -15,6 +15,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
+from .caches import register
+
 __all__ = ["PrefixMemo", "common_prefix", "likely_prefix"]
 
 T = TypeVar("T")
@@ -73,8 +75,10 @@ class PrefixMemo(Generic[T, V]):
     """``[fn(x) for x in items]``, reusing the values of the longest prefix (by identity)
     shared with one of the last ``slots`` sequences seen.
 
-    ``fn`` must depend on the item alone (items are treated as immutable). The memo holds
-    references to the items it remembers, so an identity is never recycled while remembered.
+    ``fn`` must depend on the item alone, and items must never change: ctxpack uses it only
+    over its own messages (see :func:`ctxpack.messages.owned_messages`), never the caller's.
+    The memo holds references to the items it remembers, so an identity is never recycled
+    while remembered.
     Thread-safe: concurrent callers may compute the same values twice, never wrong ones.
 
     Example:
@@ -91,6 +95,7 @@ class PrefixMemo(Generic[T, V]):
         # Most recent first: (items, values).
         self._entries: list[tuple[tuple[T, ...], tuple[V, ...]]] = []
         self._lock = threading.Lock()
+        register(self)
 
     def __call__(self, items: Sequence[T]) -> tuple[V, ...]:
         items = tuple(items)
@@ -125,5 +130,7 @@ class PrefixMemo(Generic[T, V]):
 
     def clear(self) -> None:
         """Forget every sequence."""
+        global _last_verified
         with self._lock:
             self._entries = []
+        _last_verified = None

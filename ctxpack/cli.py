@@ -1,4 +1,5 @@
-"""The ``ctxpack`` command line: ``ctxpack pack FILE --budget N`` and ``ctxpack demo``."""
+"""The ``ctxpack`` command line: ``ctxpack pack FILE --budget N``, ``ctxpack context FILE``,
+``ctxpack code search|retrieve ROOT "task"`` and ``ctxpack demo``."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ from importlib import resources
 from typing import Any
 
 from .adapters import from_anthropic, from_openai
+from .code.cli import add_code_parser, run_code_command
 from .errors import CtxpackError
 from .messages import Message
 from .packing import pack
 from .result import PackResult
+from .usage import ContextUsage, context_usage
 
 __all__ = ["main"]
 
@@ -96,6 +99,101 @@ def _demo(budget: int) -> str:
     return "\n".join(lines)
 
 
+# --- ctxpack context ------------------------------------------------------------------------
+
+
+def _add_context_parser(sub: Any) -> None:
+    c = sub.add_parser("context", help="show what fills the context window of a request (/context)")
+    c.add_argument(
+        "file",
+        help="JSON file: a list of messages, or an object with 'messages' (and optionally "
+        "'tools'); - for stdin",
+    )
+    c.add_argument("--model", default=None, help="model name: tokenizer and known window")
+    c.add_argument("--window", type=int, default=None, help="context window in tokens")
+    c.add_argument(
+        "--compaction-window", type=int, default=None, help="where compaction starts, in tokens"
+    )
+    c.add_argument(
+        "--memory",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a memory file the request loaded (CLAUDE.md...); repeat for several",
+    )
+    c.add_argument(
+        "--provider",
+        choices=("openai", "anthropic"),
+        default="openai",
+        help="input format: OpenAI messages (default) or an Anthropic payload",
+    )
+    c.add_argument("--json", action="store_true", help="print the usage as JSON")
+
+
+def _context(args: argparse.Namespace) -> ContextUsage:
+    data = _read_json(args.file)
+    tools = data.get("tools") if isinstance(data, dict) else None
+    if tools is not None and not isinstance(tools, list):
+        raise _UsageError(f"{args.file}: 'tools' must be a list of tool definitions")
+    messages = _messages_from(data, args.file, args.provider)
+    memory = {}
+    for path in args.memory:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                memory[path] = fh.read()
+        except OSError as exc:
+            raise _UsageError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    return context_usage(
+        messages,
+        model=args.model,
+        tools=tools,
+        memory_files=memory,
+        window=args.window,
+        compaction_window=args.compaction_window,
+    )
+
+
+def _messages_from(data: Any, path: str, provider: str) -> list[Message]:
+    if provider == "anthropic":
+        if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
+            raise _UsageError(f"{path} must hold an Anthropic payload with a 'messages' list")
+        return from_anthropic(data["messages"], system=data.get("system"))
+    if isinstance(data, dict) and "messages" in data:
+        data = data["messages"]
+    if not isinstance(data, list):
+        raise _UsageError(f"{path} must hold a JSON list of messages")
+    return from_openai(data)
+
+
+def _print_context(usage: ContextUsage) -> None:
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:
+        # The plain table says the same; rich only colours it (pip install 'ctxpack[cli]').
+        print(usage.report())
+        return
+    table = Table(title=f"Context usage: {usage.total:,} tokens ({usage.counter})")
+    table.add_column("bucket")
+    table.add_column("tokens", justify="right")
+    table.add_column("share", justify="right")
+    table.add_column("kind")
+    table.add_column("largest items")
+    for bucket in usage.buckets:
+        share = f"{bucket.tokens / usage.total:.1%}" if usage.total else "-"
+        items = ", ".join(f"{i.name} ({i.tokens:,})" for i in bucket.items[:3])
+        kind = "fixed" if bucket.fixed else "growing"
+        table.add_row(bucket.name, f"{bucket.tokens:,}", share, kind, items)
+    if usage.window is not None and usage.free is not None:
+        table.add_row("free", f"{max(usage.free, 0):,}", "", "", f"of a {usage.window:,} window")
+    console = Console()
+    console.print(table)
+    for warning in usage.warnings:
+        console.print(f"[bold red]warning:[/] {warning}")
+    for suggestion in usage.suggestions:
+        console.print(f"[yellow]suggestion:[/] {suggestion}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (2 for bad input)."""
     parser = _Parser(prog="ctxpack", description="Pack a conversation under a token budget.")
@@ -114,12 +212,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         "payload {'system': ..., 'messages': [...]}",
     )
     p.add_argument("--explain", action="store_true", help="print the decisions as a table")
+    _add_context_parser(sub)
     d = sub.add_parser("demo", help="pack the bundled example conversation and explain it")
     d.add_argument("--budget", type=int, default=600, help="token budget (default 600)")
+    add_code_parser(sub)
     try:
         args = parser.parse_args(argv)
+        if args.command == "code":
+            print(run_code_command(args))
+            return 0
         if args.command == "demo":
             print(_demo(args.budget))
+            return 0
+        if args.command == "context":
+            usage = _context(args)
+            if args.json:
+                print(usage.to_json())
+            else:
+                _print_context(usage)
             return 0
         messages = _read_messages(args.file, args.provider)
         result = pack(

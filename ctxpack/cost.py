@@ -17,11 +17,13 @@ from datetime import datetime
 from decimal import Decimal
 from functools import cache
 from importlib import resources
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ._prefix import common_prefix
 from .errors import ConfigError
 from .messages import Message, ensure_messages
 from .tokens import CounterLike, TokenCounter, get_counter, message_sizes, tool_definition_tokens
@@ -41,8 +43,9 @@ __all__ = [
 
 MILLION = 1_000_000
 TTL_SECONDS: dict[str, float] = {"5m": 300.0, "1h": 3600.0}
-# Anthropic's published minimum cacheable prompt for Sonnet and Opus, and OpenAI's: a shorter
-# prefix is billed as plain input and nothing is written.
+# The minimum cacheable prompt Anthropic publishes for Sonnet, and OpenAI's: a shorter prefix is
+# billed as plain input and nothing is written. Some models need more (Anthropic lists 2,048 or
+# 4,096 for some Haiku and Opus versions): pass min_cacheable_tokens.
 DEFAULT_MIN_CACHEABLE = 1024
 # Anthropic looks for an earlier cache entry at most this many content blocks before a
 # breakpoint (its prompt-caching guide); an entry further back is not found.
@@ -542,26 +545,57 @@ def _price_for(price: Price | Mapping[str, Price], model: str | None, index: int
     return price[key]
 
 
+class _ChainMemo:
+    """Prefix digests and block counts of recent prompts, reused for the part a new prompt
+    shares with one of them by identity (messages are frozen, and the memo holds them, so an
+    identity is never recycled while remembered). A session's requests repeat their history:
+    each new one then costs only its new messages."""
+
+    def __init__(self, slots: int = 8) -> None:
+        self._slots = slots
+        self._entries: list[tuple[bytes, tuple[Message, ...], list[bytes], list[int]]] = []
+        self._lock = threading.Lock()
+
+    def __call__(
+        self, tools_digest: bytes, tool_blocks: int, messages: tuple[Message, ...]
+    ) -> tuple[list[bytes], list[int]]:
+        with self._lock:
+            entries = list(self._entries)
+        k, chain, blocks = 0, [tools_digest], [tool_blocks]
+        for digest0, seen, seen_chain, seen_blocks in entries:
+            if digest0 != tools_digest:
+                continue
+            shared = common_prefix(messages, seen)
+            if shared > k:
+                k, chain, blocks = shared, seen_chain[: shared + 1], seen_blocks[: shared + 1]
+        chain, blocks = list(chain), list(blocks)
+        digest, block = chain[-1], blocks[-1]
+        for message in messages[k:]:
+            digest = hashlib.blake2b(digest + _KEYS(message), digest_size=16).digest()
+            block += 1 + len(message.tool_calls or ())
+            chain.append(digest)
+            blocks.append(block)
+        with self._lock:
+            self._entries = [(tools_digest, messages, chain, blocks), *self._entries][: self._slots]
+        return chain, blocks
+
+
+_CHAINS = _ChainMemo()
+
+
 def _prefix_chain(
     request: Request, counter: TokenCounter
 ) -> tuple[list[bytes], list[int], list[int]]:
     """Per cache point (after the tools, then after each message): the digest of the prefix up
     to it, its tokens (the last one includes the reply priming), and its blocks."""
-    messages = ensure_messages(request.messages)
+    messages = tuple(ensure_messages(request.messages))
     tools = request.tools or []
     tool_tokens = tool_definition_tokens(tools, counter) if tools else 0
-    digest = hashlib.blake2b(
+    tools_digest = hashlib.blake2b(
         json.dumps(tools, sort_keys=True, default=str).encode("utf-8"), digest_size=16
     ).digest()
-    chain, sizes, blocks = [digest], [tool_tokens], [len(tools)]
-    running, block = tool_tokens, len(tools)
-    for message, tokens in zip(messages, message_sizes(counter, messages), strict=True):
-        digest = hashlib.blake2b(digest + _KEYS(message), digest_size=16).digest()
-        running += tokens
-        block += 1 + len(message.tool_calls or ())
-        chain.append(digest)
-        sizes.append(running)
-        blocks.append(block)
+    chain, blocks = _CHAINS(tools_digest, len(tools), messages)
+    sizes = list(accumulate(message_sizes(counter, messages), initial=tool_tokens))
     # The reply priming is part of the prompt: it belongs to the last prefix.
     sizes[-1] += counter.count_messages([]) if messages else 0
     return chain, sizes, blocks

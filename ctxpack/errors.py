@@ -15,7 +15,9 @@ __all__ = [
     "ConfigError",
     "CtxpackError",
     "InvalidMessageError",
+    "SelectionError",
     "TokenizerUnavailableError",
+    "WorkspacePathError",
 ]
 
 
@@ -88,3 +90,35 @@ class ArtifactNotFoundError(CtxpackError, KeyError):
     def __str__(self) -> str:
         # KeyError's own __str__ would print the message inside quotes.
         return str(self.args[0])
+
+
+class WorkspacePathError(CtxpackError, ValueError):
+    """A file path that a workspace refuses to read: outside its root, missing, or not a file.
+
+    Attributes:
+        path: The path as it was asked for.
+        root: The workspace's root (``None`` when the workspace has none).
+        detail: What is wrong with it, and what is valid.
+    """
+
+    def __init__(self, path: str, *, root: str | None, detail: str) -> None:
+        self.path = path
+        self.root = root
+        self.detail = detail
+        super().__init__(f"file {path!r}: {detail}")
+
+
+class SelectionError(CtxpackError, ValueError):
+    """A selection names items the workspace does not hold, or a file passage it cannot give.
+
+    Every problem is listed at once, each naming the offending item and what exists, so that a
+    selector (a small model) can correct all of them in one retry.
+
+    Attributes:
+        problems: One sentence per offending item.
+    """
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        listed = "\n".join(f"- {p}" for p in self.problems)
+        super().__init__(f"the selection has {len(self.problems)} problem(s):\n{listed}")

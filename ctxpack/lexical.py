@@ -6,17 +6,22 @@ Term lists are cached per text, so a history that is packed again is not analyse
 from __future__ import annotations
 
 import re
+import threading
 from array import array
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
+from .caches import register
+
 __all__ = [
+    "INDEXES",
     "STOP_WORDS",
+    "IndexPool",
     "InvertedIndex",
     "Language",
     "analyse",
@@ -24,7 +29,6 @@ __all__ = [
     "compounds",
     "language_of",
     "leaning",
-    "shared_index",
     "terms",
 ]
 
@@ -541,7 +545,8 @@ class InvertedIndex:
         entry = self._postings.get(term)
         return float(_idf(len(self.texts), 0 if entry is None else len(entry[0])))
 
-    def _common_prefix(self, texts: Sequence[str]) -> int:
+    def common_prefix(self, texts: Sequence[str]) -> int:
+        """How many leading texts the index shares with ``texts``."""
         n = min(len(texts), len(self.texts))
         if n and self.texts[:n] == list(texts[:n]):
             return n
@@ -577,7 +582,7 @@ class InvertedIndex:
 
     def sync(self, texts: Sequence[str]) -> None:
         """Make the index cover exactly ``texts`` (in order)."""
-        keep = self._common_prefix(texts)
+        keep = self.common_prefix(texts)
         if keep < len(self.texts):
             self._truncate(keep)
         for position in range(keep, len(texts)):
@@ -699,24 +704,61 @@ def _spread(
     return out
 
 
-_INDEXES: OrderedDict[tuple[str, ...], InvertedIndex] = OrderedDict()
-_MAX_INDEXES = 16
+class IndexPool:
+    """The indexes of the conversations packed last, each lent to one caller at a time.
 
-
-def shared_index(texts: Sequence[str], language: Language = "en") -> InvertedIndex:
-    """The cached index for a conversation, synced to ``texts`` analysed as ``language``.
-
-    Conversations are told apart by their first texts, so a backend serving several users keeps
-    one index per conversation (the least recently used of more than 16 is forgotten).
+    :meth:`borrow` hands out the index that shares the longest prefix with the conversation
+    (found by its first texts, then checked text by text; at least half of the index), synced
+    to it; no other caller can
+    use that index until it is given back. Two conversations that begin alike each keep an index
+    of their own, and two threads packing the same conversation at once each get one (the
+    second builds a new one). At most ``size`` indexes are kept, the least recently used
+    forgotten first.
     """
-    key = (language, *texts[:3])
-    index = _INDEXES.get(key)
-    if index is None:
-        index = InvertedIndex(language)
-        _INDEXES[key] = index
-        if len(_INDEXES) > _MAX_INDEXES:
-            _INDEXES.popitem(last=False)
-    else:
-        _INDEXES.move_to_end(key)
-    index.sync(texts)
-    return index
+
+    def __init__(self, size: int = 16) -> None:
+        self.size = size
+        self._free: list[InvertedIndex] = []  # least recently used first
+        self._lock = threading.Lock()
+        register(self)
+
+    def clear(self) -> None:
+        """Forget every index that is not lent out."""
+        with self._lock:
+            self._free = []
+
+    def _take(self, texts: Sequence[str], language: Language) -> InvertedIndex:
+        head = list(texts[:3])
+        with self._lock:
+            best, best_shared = -1, -1
+            for at, index in enumerate(self._free):
+                if index.language == language and index.texts[:3] == head:
+                    shared = index.common_prefix(texts)
+                    # Another conversation that only begins alike keeps its index: taking it
+                    # would re-index both on every call when they are packed in turn.
+                    if shared > best_shared and 2 * shared >= len(index):
+                        best, best_shared = at, shared
+            if best >= 0:
+                return self._free.pop(best)
+        return InvertedIndex(language)
+
+    @contextmanager
+    def borrow(self, texts: Sequence[str], language: Language = "en") -> Iterator[InvertedIndex]:
+        """The index for ``texts`` analysed as ``language``, synced, for the ``with`` block."""
+        index = self._take(texts, language)
+        index.sync(texts)
+        try:
+            yield index
+        finally:
+            with self._lock:
+                self._free.append(index)
+                del self._free[: -self.size]
+
+
+INDEXES = IndexPool()
+"""The process's pool of conversation indexes, used by :class:`ctxpack.RelevanceScorer`."""
+
+
+# Pure functions of a text: cleared with the rest by ctxpack.clear_caches().
+for _cached in (_stem, _terms_cached, leaning):
+    register(_cached)

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import json
 import operator
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal, NamedTuple, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from ._prefix import common_prefix, likely_prefix
-from ._trusted import trusted_instance
+from ._trusted import trusted_frozen_instance, trusted_instance
+from .caches import LRUCache, register
 from .errors import InvalidMessageError
 from .sdk import SDKObject, coerce_message
 
@@ -114,6 +116,9 @@ class Message(BaseModel):
     timestamp: datetime | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     extras: dict[str, Any] = Field(default_factory=dict)
+    # Whose payload the message was converted from, set by from_anthropic(): pack() follows
+    # that provider's rules. Private, so that metadata stays the user's.
+    _provider: str | None = PrivateAttr()
 
     @model_validator(mode="after")
     def _check_consistency(self) -> Message:
@@ -161,10 +166,96 @@ def content_text(content: str | list[dict[str, Any]] | None) -> str:
     )
 
 
-def stable_id(index: int, role: str, text: str) -> str:
-    """A deterministic id for a message that has none: its position plus a content digest."""
-    digest = hashlib.blake2b(f"{role}\x00{text}".encode(), digest_size=4).hexdigest()
-    return f"m{index}-{digest}"
+def stable_id(message: Message, occurrence: int = 1) -> str:
+    """A deterministic id for a message that has none, from its content alone.
+
+    The digest covers the role, the text, the name, the tool calls and the id of the call
+    answered (and the non-text content parts), never the position, so a message keeps its id
+    when older messages are trimmed or newer ones appended. Identical messages are told apart
+    by their order of occurrence: the second gets ``-2``, the third ``-3``.
+
+    Example:
+        >>> msg = Message(role="user", content="Hello")
+        >>> stable_id(msg), stable_id(msg, 2)
+        ('m-320ce8b797a9', 'm-320ce8b797a9-2')
+    """
+    digest = _digest(message)
+    return f"m-{digest}" if occurrence == 1 else f"m-{digest}-{occurrence}"
+
+
+def _digest(message: Message) -> str:
+    parts = [message.role, message.text, message.name or "", message.tool_call_id or ""]
+    for call in message.tool_calls or ():
+        parts += [call.id, call.function.name, call.function.arguments]
+    if isinstance(message.content, list):
+        # Images and other parts have no text: their JSON tells two such messages apart.
+        others = [p for p in message.content if p.get("type") not in ("text", "input_text")]
+        if others:
+            parts.append(json.dumps(others, sort_keys=True, default=str))
+    return hashlib.blake2b("\x00".join(parts).encode(), digest_size=6).hexdigest()
+
+
+_SCALARS = (str, int, float, bool, type(None), datetime)
+
+
+def copy_value(value: Any) -> Any:
+    """A copy of ``value`` that shares no mutable object with it: lists, tuples and dicts are
+    copied all the way down, strings, numbers and frozen models are immutable and kept.
+
+    Example:
+        >>> parts = [{"type": "text", "text": "hi"}]
+        >>> copied = copy_value(parts)
+        >>> copied == parts, copied[0] is parts[0]
+        (True, False)
+    """
+    kind = type(value)
+    if kind in _SCALARS or (isinstance(value, BaseModel) and value.model_config.get("frozen")):
+        return value
+    if kind is list:
+        return [copy_value(v) for v in value]
+    if kind is dict:
+        return {k: copy_value(v) for k, v in value.items()}
+    if kind is tuple:
+        return tuple(copy_value(v) for v in value)
+    return copy.deepcopy(value)
+
+
+def detached(message: Message) -> Message:
+    """A copy of ``message`` sharing no mutable object (content parts, metadata, extras, tool
+    call list) with it: what ctxpack hands out, so that editing it cannot reach a cache or the
+    caller's input, and what it keeps, so that editing the input cannot reach it."""
+    values = message.__dict__
+    if type(values["content"]) is str and not (
+        values["metadata"] or values["extras"] or values["tool_calls"]
+    ):
+        # The common chat message: only the two empty dicts are mutable.
+        copied = dict(values)
+        copied["metadata"], copied["extras"] = {}, {}
+    else:
+        copied = {key: copy_value(value) for key, value in values.items()}
+    private = message.__pydantic_private__
+    # The fields set is shared: Message is frozen (see trusted_frozen_instance).
+    return trusted_frozen_instance(
+        type(message),
+        copied,
+        message.__pydantic_fields_set__,
+        None if private is None else dict(private),
+    )
+
+
+def provider_of(message: Message) -> str | None:
+    """The provider whose payload the message was converted from (``"anthropic"`` for
+    :func:`ctxpack.from_anthropic`), or ``None``. Held in a private attribute, not in
+    ``metadata``, which is the user's."""
+    private = message.__pydantic_private__
+    return private.get("_provider") if private else None
+
+
+def with_provider(message: Message, provider: str) -> Message:
+    """``message`` marked as converted from ``provider``'s payload (see :func:`provider_of`)."""
+    marked = message.model_copy()
+    marked.__pydantic_private__["_provider"] = provider  # type: ignore[index]
+    return marked
 
 
 def _format_loc(loc: Sequence[int | str]) -> str:
@@ -209,20 +300,17 @@ def _from_mapping(index: int, data: Mapping[str, Any]) -> Message:
         raise InvalidMessageError(msg, index=index, field=head) from exc
 
 
-# Conversion cache: a chatbot packs the same history again every turn, and validating thousands
-# of dicts with pydantic each time would dominate the cost. Entries are keyed by the dict's
-# identity and trusted only while the dict still equals the snapshot taken at conversion, so a
-# dict mutated in place (or a new dict at a recycled address) is validated again.
-_CACHE_LIMIT = 500_000
+# Converting dicts: a chatbot packs the same history again every turn, and validating thousands
+# of dicts with pydantic each time would dominate the cost. A conversion is found by the input
+# object's identity but used only while the object still equals a copy taken at conversion (in
+# C for dicts), so a dict or Message edited in place, or a new object at a recycled address, is
+# converted again. The Message kept is ctxpack's own: built from that copy, it shares nothing
+# with the caller, and it is never handed out (see detached()).
 _Check = Callable[[Mapping[str, Any], int], None]
-_CONVERTED: dict[int, tuple[dict[str, Any], Message, _Check | None]] = {}
-_SCALARS = (str, int, float, bool, type(None))
-
-
-def _snapshot(data: Mapping[str, Any]) -> dict[str, Any]:
-    if all(isinstance(v, _SCALARS) for v in data.values()):
-        return dict(data)
-    return copy.deepcopy(dict(data))
+_CONVERSIONS_LIMIT = 200_000
+# id(item) -> (snapshot, owned message, check passed). The snapshot is a deep copy of a dict
+# input, or the owned copy of a Message input (compared through its __dict__).
+_CONVERTED: LRUCache[int, tuple[Any, Message, _Check | None]] = LRUCache(_CONVERSIONS_LIMIT)
 
 
 _PLAIN_KEYS = frozenset({"role", "content", "id", "name"})
@@ -264,32 +352,66 @@ def _plain_message(item: Mapping[str, Any]) -> Message | None:
         "metadata": {},
         "extras": {},
     }
-    return trusted_instance(Message, values, item.keys())
+    return trusted_instance(Message, values, item.keys(), {})
 
 
-def _convert(
-    index: int,
-    item: Mapping[str, Any],
-    check: Callable[[Mapping[str, Any], int], None] | None,
-) -> tuple[dict[str, Any], Message]:
+def _same_message(item: Message, owned: Message) -> bool:
+    return (
+        item.__dict__ == owned.__dict__
+        and (item.__pydantic_private__ or {}) == (owned.__pydantic_private__ or {})
+        and type(item) is type(owned)
+    )
+
+
+def _unchanged(item: Any, snapshot: Any) -> bool:
+    if isinstance(item, Message):
+        return isinstance(snapshot, Message) and _same_message(item, snapshot)
+    return not isinstance(snapshot, Message) and bool(item == snapshot)
+
+
+def _convert(index: int, item: Any, check: _Check | None) -> tuple[Any, Message]:
+    """``(snapshot, owned message)`` for one input item, from the cache when still valid."""
+    if type(item) is dict and (check is None or getattr(check, "passes_plain_dicts", False)):
+        plain = _plain_message(item)
+        if plain is not None:
+            # Passes every rule by construction (the check says so of itself), and converting
+            # it costs less than a cache lookup: neither checked nor cached.
+            return dict(item), plain
     key = id(item)
     hit = _CONVERTED.get(key)
-    # A conversion is reused by a call with the same check, or with none.
-    if hit is not None and hit[0] == item and (check is None or hit[2] is check):
-        return hit[0], hit[1]
-    msg = _plain_message(item)
-    # A dict that is not plain may hold the SDKs' objects: converted to dicts (else the same).
-    plain = item if msg is not None else coerce_message(item, index)
-    if check is not None:
-        check(plain, index)
-    if msg is not None:
-        snapshot = dict(item)
+    snapshot: Any
+    if isinstance(item, Message):
+        # A Message is valid already: the OpenAI rules (check) apply to dicts.
+        if hit is not None and _unchanged(item, hit[0]):
+            return hit[0], hit[1]
+        snapshot = msg = detached(item)
+    elif isinstance(item, Mapping):
+        # A conversion is reused by a call with the same check, or with none.
+        if hit is not None and (check is None or hit[2] is check) and _unchanged(item, hit[0]):
+            return hit[0], hit[1]
+        converted = coerce_message(item, index)  # the same dict unless it holds SDK objects
+        if check is not None:
+            check(converted, index)
+        plain = _plain_message(converted)
+        if plain is not None:
+            snapshot, msg = dict(item), plain
+        else:
+            # Validated from a private deep copy: pydantic keeps values typed Any (nested
+            # parts, metadata) as they are, and they must not be the caller's.
+            snapshot = copy_value(dict(item))
+            msg = _from_mapping(index, snapshot if converted is item else copy_value(converted))
+    elif (converted := coerce_message(item, index)) is not item:
+        # An SDK object (an OpenAI ChatCompletionMessage...): reused while it equals its copy.
+        if hit is not None and (check is None or hit[2] is check) and _unchanged(item, hit[0]):
+            return hit[0], hit[1]
+        if check is not None:
+            check(converted, index)
+        snapshot, msg = copy_value(item), _from_mapping(index, converted)
     else:
-        msg = _from_mapping(index, plain)
-        snapshot = _snapshot(item)
-    if len(_CONVERTED) >= _CACHE_LIMIT:
-        _CONVERTED.clear()
-    _CONVERTED[key] = (snapshot, msg, check)
+        raise InvalidMessageError(
+            f"expected a Message or a dict, got {type(item).__name__}", index=index
+        )
+    _CONVERTED.put(key, (snapshot, msg, check))
     return snapshot, msg
 
 
@@ -297,80 +419,74 @@ class _Seen(NamedTuple):
     """One input sequence converted before, so the next call can reuse its shared prefix."""
 
     items: tuple[Any, ...]  # the caller's dicts and Messages
-    snapshots: tuple[Any, ...]  # per item: a copy of the dict as converted, or the Message
-    messages: tuple[Message, ...]
+    snapshots: tuple[Any, ...]  # per item: a copy of the dict as converted, or the owned Message
+    messages: tuple[Message, ...]  # owned, with their ids
     check: _Check | None  # the check the dicts passed
     positions: dict[str, int]  # message id -> index
     kind: str  # "dicts", "messages" or "mixed": how the prefix check must compare
 
 
-_RECENT: list[_Seen] = []
+# The histories converted last, most recent first: several conversations packed in turn each
+# find their own (8 of them; least recently used forgotten).
 _RECENT_SLOTS = 8
-_RECENT_LOCK = threading.Lock()
+
+
+class _Recent:
+    def __init__(self) -> None:
+        self.entries: list[_Seen] = []
+        self.lock = threading.Lock()
+        register(self)
+
+    def clear(self) -> None:
+        """Forget every history."""
+        with self.lock:
+            self.entries = []
+
+
+_RECENT = _Recent()
 
 
 def _kind(item: Any) -> str:
     return "dicts" if type(item) is dict else "messages" if isinstance(item, Message) else "mixed"
 
 
-def _unchanged(item: Any, snapshot: Any) -> bool:
-    return item is snapshot or (not isinstance(item, Message) and item == snapshot)
-
-
 def _reusable(items: tuple[Any, ...], check: _Check | None) -> tuple[_Seen | None, int]:
     """The remembered sequence sharing the longest prefix with ``items``, and its length.
 
-    Shared means the same objects, and, for dicts, still equal to what was converted: a dict
-    edited in place since ends the prefix.
+    Shared means the same objects, each still equal to what was converted: an item edited in
+    place since ends the prefix.
     """
-    with _RECENT_LOCK:
-        recent = [seen for seen in _RECENT if check is None or seen.check is check]
+    with _RECENT.lock:
+        recent = [seen for seen in _RECENT.entries if check is None or seen.check is check]
     guesses = [likely_prefix(items, seen.items) for seen in recent]
     if not guesses or max(guesses) == 0:
         return None, 0
     best = recent[guesses.index(max(guesses))]
     shared = common_prefix(items, best.items)
-    # Both scans run in C: about 4 ms for 60,000 dicts.
+    # Both scans run in C for dicts: about 4 ms for 60,000 of them.
     if best.kind == "dicts":
         same = list(map(operator.eq, items[:shared], best.snapshots))
-    elif best.kind == "mixed":
-        same = list(map(_unchanged, items[:shared], best.snapshots))
     else:
-        same = []  # Messages are frozen: the same object is the same message.
+        same = list(map(_unchanged, items[:shared], best.snapshots))
     if False in same:
         shared = same.index(False)
     return best, shared
 
 
 def _remember(seen: _Seen, superseded: _Seen | None) -> None:
-    with _RECENT_LOCK:
-        others = [s for s in _RECENT if s is not superseded]
-        _RECENT[:] = [seen, *others][:_RECENT_SLOTS]
+    with _RECENT.lock:
+        others = [s for s in _RECENT.entries if s is not superseded]
+        _RECENT.entries = [seen, *others][:_RECENT_SLOTS]
 
 
-def ensure_messages(
-    messages: Iterable[Message | Mapping[str, Any] | SDKObject],
-    *,
-    check: Callable[[Mapping[str, Any], int], None] | None = None,
-) -> list[Message]:
-    """Validate ``messages`` and return them as :class:`Message` objects with unique ids.
+def owned_messages(
+    messages: Iterable[Message | Mapping[str, Any] | SDKObject], *, check: _Check | None = None
+) -> tuple[Message, ...]:
+    """:func:`ensure_messages` for ctxpack's own use: the messages it returns are cached and
+    shared between calls, so they must never be handed to a caller nor changed in place.
 
-    Args:
-        messages: ``Message`` objects or OpenAI-style dicts, in chronological order.
-        check: An extra validation ``check(dict, index)`` run on each dict before conversion
-            (``pack()`` passes the OpenAI payload rules); it raises ``InvalidMessageError``.
-
-    Returns:
-        A new list; the input is never mutated. Messages without an id get :func:`stable_id`.
-        Converting the same dicts again is cached, and a history that extends one converted
-        before costs only its new messages (plus a check, in C, that the others are unchanged).
-
-    Raises:
-        InvalidMessageError: naming the index and the field of the first problem.
-
-    Example:
-        >>> [m.id for m in ensure_messages([{"role": "user", "content": "hi", "id": "q"}])]
-        ['q']
+    Because they are ctxpack's own (built from copies, never handed out), what is derived from
+    one of them (its token count, its flags) may be cached by its identity.
     """
     if isinstance(messages, (str, bytes, Mapping)):
         raise InvalidMessageError(
@@ -384,30 +500,17 @@ def ensure_messages(
         snapshots: list[Any] = []
         positions: dict[str, int] = {}
     else:
+        if shared == len(items) == len(base.items):
+            return base.messages
         out = list(base.messages[:shared])
         snapshots = list(base.snapshots[:shared])
         positions = base.positions.copy()
         for gone in base.messages[shared:]:
             del positions[gone.id]
     for index in range(shared, len(items)):
-        item = items[index]
-        # ``type(...) is dict`` first: the abstract Mapping check is slow on long histories.
-        snapshot: Any
-        if type(item) is dict or (not isinstance(item, Message) and isinstance(item, Mapping)):
-            snapshot, msg = _convert(index, item, check)
-        elif isinstance(item, Message):
-            snapshot = msg = item
-        elif (plain := coerce_message(item, index)) is not item:
-            # An SDK object (an OpenAI ChatCompletionMessage...); the next call reuses the
-            # conversion only while the object still equals this copy of it.
-            _, msg = _convert(index, plain, check)
-            snapshot = copy.deepcopy(item)
-        else:
-            raise InvalidMessageError(
-                f"expected a Message or a dict, got {type(item).__name__}", index=index
-            )
+        snapshot, msg = _convert(index, items[index], check)
         if not msg.id:
-            msg = _with_stable_id(index, msg)
+            msg = _named(msg, positions)
         earlier = positions.get(msg.id)
         if earlier is not None:
             raise InvalidMessageError(
@@ -418,29 +521,65 @@ def ensure_messages(
         positions[msg.id] = index
         out.append(msg)
         snapshots.append(snapshot)
-    if items and (base is None or shared < len(items) or shared < len(base.items)):
+    result = tuple(out)
+    if items:
         kinds = {_kind(x) for x in items[shared:]}
         if base is not None:
             kinds.add(base.kind)
         kind = kinds.pop() if len(kinds) == 1 else "mixed"
         _remember(
-            _Seen(items, tuple(snapshots), tuple(out), check, positions, kind),
+            _Seen(items, tuple(snapshots), result, check, positions, kind),
             base if base is not None and shared == len(base.items) else None,
         )
-    return out
+    return result
 
 
-_WITH_ID: dict[tuple[int, int], tuple[Message, Message]] = {}
+def ensure_messages(
+    messages: Iterable[Message | Mapping[str, Any] | SDKObject],
+    *,
+    check: Callable[[Mapping[str, Any], int], None] | None = None,
+) -> list[Message]:
+    """Validate ``messages`` and return them as :class:`Message` objects with unique ids.
+
+    Args:
+        messages: ``Message`` objects or OpenAI-style dicts, in chronological order.
+        check: An extra validation ``check(dict, index)`` run on each dict before conversion
+            (``pack()`` passes the OpenAI payload rules); it raises ``InvalidMessageError``. A
+            check with a true ``passes_plain_dicts`` attribute is skipped for the dicts that
+            pass every rule by construction (``role`` other than ``tool``, string ``content``,
+            optional string ``id`` and ``name``).
+
+    Returns:
+        A new list of new messages: the input is never mutated, and editing what is returned
+        changes neither the input nor anything ctxpack keeps. Messages without an id get
+        :func:`stable_id`, which depends on their content, not their position.
+
+    Raises:
+        InvalidMessageError: naming the index and the field of the first problem.
+
+    Example:
+        >>> [m.id for m in ensure_messages([{"role": "user", "content": "hi", "id": "q"}])]
+        ['q']
+    """
+    return [detached(msg) for msg in owned_messages(messages, check=check)]
 
 
-def _with_stable_id(index: int, msg: Message) -> Message:
-    # The generated id depends on the position too, so the cache key is (message, position).
-    key = (id(msg), index)
-    hit = _WITH_ID.get(key)
+# Owned message without an id -> (that message, its digest): the digest is computed once.
+_DIGESTS: LRUCache[int, tuple[Message, str]] = LRUCache(_CONVERSIONS_LIMIT)
+
+
+def _named(msg: Message, taken: Mapping[str, int]) -> Message:
+    """``msg`` with its generated id: the first free one of ``m-<digest>``, ``m-<digest>-2``...
+    among the ids of the messages before it."""
+    hit = _DIGESTS.get(id(msg))
+    # The entry holds the message, so its identity cannot be recycled while cached.
     if hit is not None and hit[0] is msg:
-        return hit[1]
-    named = msg.model_copy(update={"id": stable_id(index, msg.role, msg.text)})
-    if len(_WITH_ID) >= _CACHE_LIMIT:
-        _WITH_ID.clear()
-    _WITH_ID[key] = (msg, named)
-    return named
+        digest = hit[1]
+    else:
+        digest = _digest(msg)
+        _DIGESTS.put(id(msg), (msg, digest))
+    new_id, occurrence = f"m-{digest}", 1
+    while new_id in taken:
+        occurrence += 1
+        new_id = f"m-{digest}-{occurrence}"
+    return msg.model_copy(update={"id": new_id})

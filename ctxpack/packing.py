@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterable, Iterator, Mapping, Sequence, Sized
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from typing import Any, Literal
 
@@ -12,7 +10,7 @@ from ._columns import ANTHROPIC, flags
 from ._columns import ids as message_ids
 from .adapters.validate import check_openai_message
 from .errors import ConfigError
-from .messages import Message, ensure_messages
+from .messages import Message, detached, owned_messages
 from .pipeline import Decision, PackContext, Pipeline, Stage
 from .result import PackResult
 from .sdk import SDKObject
@@ -75,17 +73,18 @@ def _last_user_text(messages: Sequence[Message]) -> str | None:
     return None
 
 
-def _resolve_provider(provider: str | None, messages: Sequence[Message]) -> Provider:
+def _resolve_provider(
+    provider: str | None, model: str | None, messages: Sequence[Message]
+) -> Provider:
+    """The provider the caller told: ``provider=``, else a Claude ``model``, else the one
+    :func:`ctxpack.from_anthropic` records on the messages it makes (never user metadata)."""
     if provider is None:
-        # Messages made by from_anthropic() say so; anything else is OpenAI-shaped.
+        if model is not None and model.lower().startswith(("claude", "anthropic")):
+            return "anthropic"
         return "anthropic" if (flags(messages) & ANTHROPIC).any() else "openai"
     if provider not in ("openai", "anthropic"):
         raise ConfigError(f"provider must be 'openai' or 'anthropic', got {provider!r}")
     return "anthropic" if provider == "anthropic" else "openai"
-
-
-def _validated(messages: Iterable[Message | Mapping[str, Any] | SDKObject]) -> list[Message]:
-    return ensure_messages(messages, check=check_openai_message)
 
 
 def pack(
@@ -120,8 +119,9 @@ def pack(
         tools: Tool definitions sent with the request (OpenAI or Anthropic format); their tokens
             count against the budget and are included in ``result.tokens``.
         provider: ``"openai"`` or ``"anthropic"``: whose rules the result must follow. By default
-            ``"anthropic"`` for messages made by :func:`ctxpack.from_anthropic`, else
-            ``"openai"``. For Anthropic, :class:`~ctxpack.stages.alternate.TurnAlternator` runs
+            ``"anthropic"`` for a Claude ``model`` or messages made by
+            :func:`ctxpack.from_anthropic` (which records it on them, outside ``metadata``),
+            else ``"openai"``. For Anthropic, :class:`~ctxpack.stages.alternate.TurnAlternator` runs
             after the pipeline.
 
     Returns:
@@ -145,37 +145,14 @@ def pack(
         >>> [m.role for m in result.messages], result.tokens
         (['system', 'user', 'user'], 26)
         >>> result.dropped_ids
-        ['m2-aaef5be5']
+        ['m-aa71853aaf03']
     """
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
         raise ConfigError(f"budget must be a positive int, got {budget!r}")
     if isinstance(reserve, bool) or not isinstance(reserve, int) or not 0 <= reserve < budget:
         raise ConfigError(f"reserve must be an int in [0, budget), got {reserve!r}")
     resolved = get_counter(model, counter)
-    args = (messages, budget, model, resolved, query, reserve, pipeline, tools, provider)
-    if isinstance(messages, Sized) and len(messages) >= _BULK:
-        with _collector_paused():
-            return _pack(*args)
-    return _pack(*args)
-
-
-# From this many messages, pack() pauses the cyclic garbage collector. Packing allocates only
-# acyclic objects (messages, decisions, index entries), so a collection during it frees nothing,
-# yet on a long history the collector's full passes over the growing heap cost as much as the
-# work itself (about 250 ms of a 1.2 s cold pack of 60,000 messages). Reference counting still
-# frees everything as usual; the collector resumes, if it was on, when pack() returns.
-_BULK = 5_000
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
+    return _pack(messages, budget, model, resolved, query, reserve, pipeline, tools, provider)
 
 
 def _pack(
@@ -189,8 +166,9 @@ def _pack(
     tools: Sequence[Mapping[str, Any]] | None,
     provider: Provider | None,
 ) -> PackResult:
-    msgs = tuple(_validated(messages))
-    target = _resolve_provider(provider, msgs)
+    # ctxpack's own copies, shared with earlier calls: never handed out (see detached below).
+    msgs = owned_messages(messages, check=check_openai_message)
+    target = _resolve_provider(provider, model, msgs)
     tool_tokens = tool_definition_tokens(tools, resolved) if tools else 0
     input_ids = list(message_ids(msgs))
     if query is None:
@@ -210,6 +188,7 @@ def _pack(
         raise ConfigError(f"the pipeline returned {type(out).__name__}, not a PackContext")
     if target == "anthropic":
         out = TurnAlternator()(out)
+    # Counted afresh (text counts aside), not read from the memo the stages used.
     tokens = resolved.count_messages(out.messages) + tool_tokens
     if tokens > out.available + tool_tokens:
         raise ConfigError(
@@ -233,7 +212,8 @@ def _pack(
     # Every value here was produced and checked above; validating thousands of decisions and
     # messages again would be a large share of a warm pack.
     return PackResult.model_construct(
-        messages=list(out.messages),
+        # Copies: editing the result must not reach the messages cached for the next call.
+        messages=[detached(m) for m in out.messages],
         tokens=tokens,
         budget=budget,
         reserve=reserve,
@@ -244,5 +224,5 @@ def _pack(
         exact=resolved.exact,
         query=query,
         decisions=decisions,
-        artifacts=dict(out.artifacts),
+        artifacts={mid: detached(m) for mid, m in out.artifacts.items()},
     )

@@ -8,6 +8,7 @@ context in, new context out, the input never mutated. A plain function qualifies
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
@@ -103,31 +104,38 @@ _MESSAGE_ID = attrgetter("message_id")
 class _Deferred:
     """Decisions about known messages whose reasons are written when first read."""
 
-    __slots__ = ("_build", "_built", "ids")
+    __slots__ = ("_build", "_built", "_lock", "ids")
 
     def __init__(self, ids: Sequence[str], build: Callable[[], Iterable[Decision]]) -> None:
         self.ids = ids
         self._build: Callable[[], Iterable[Decision]] | None = build
         self._built: tuple[Decision, ...] | None = None
+        # Threads may read one result's decisions at once: the batch is built once, by one.
+        self._lock = threading.Lock()
 
     def decisions(self) -> tuple[Decision, ...]:
-        build = self._build
-        if build is not None:
-            built = tuple(build())
-            if not all(isinstance(d, Decision) for d in built) or list(
-                map(_MESSAGE_ID, built)
-            ) != list(self.ids):
-                raise ConfigError(
-                    f"a deferred batch announced {len(self.ids)} decisions about "
-                    f"{list(self.ids)[:5]}... but built {len(built)} about "
-                    f"{[getattr(d, 'message_id', d) for d in built][:5]}...; build() must "
-                    "return one Decision per announced id, in that order"
-                )
-            # The closure holds the stage's working arrays: let them go once written out.
-            # (_built is set first: a thread that finds _build gone finds _built there.)
-            self._built, self._build = built, None
-        assert self._built is not None
-        return self._built
+        built = self._built
+        if built is not None:
+            return built
+        with self._lock:
+            if self._built is None:
+                assert self._build is not None
+                self._built = self._checked(tuple(self._build()))
+                # The closure holds the stage's working arrays: let them go once written out.
+                self._build = None
+            return self._built
+
+    def _checked(self, built: tuple[Decision, ...]) -> tuple[Decision, ...]:
+        if not all(isinstance(d, Decision) for d in built) or list(map(_MESSAGE_ID, built)) != list(
+            self.ids
+        ):
+            raise ConfigError(
+                f"a deferred batch announced {len(self.ids)} decisions about "
+                f"{list(self.ids)[:5]}... but built {len(built)} about "
+                f"{[getattr(d, 'message_id', d) for d in built][:5]}...; build() must "
+                "return one Decision per announced id, in that order"
+            )
+        return built
 
 
 _Part = tuple[Decision, ...] | _Deferred
@@ -172,7 +180,8 @@ class DecisionLog(Sequence[Decision]):
         cls, message_ids: Sequence[str], build: Callable[[], Iterable[Decision]]
     ) -> DecisionLog:
         """A log of decisions about ``message_ids`` (in that order) that ``build()`` makes when
-        the log is first read. ``build`` is called at most once; it must not depend on state
+        the log is first read. ``build`` is called at most once, even when threads read the log
+        at the same time; it must not depend on state
         that may change after the stage returns (capture what it needs)."""
         return cls._of((_Deferred(message_ids, build),), len(message_ids))
 

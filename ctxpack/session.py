@@ -3,8 +3,9 @@
 Messages are appended as the agent produces them (OpenAI or Anthropic dicts). Each tool output
 is filtered once, when it arrives (:mod:`ctxpack.filters`), and its original is stored
 (:mod:`ctxpack.store`); the compact record links every shortened message to its original. The
-compact record only grows at the end, so a provider's prompt cache keeps working from turn to
-turn.
+compact record grows at its end, so a provider's prompt cache keeps working from turn to turn;
+the one exception, file views made obsolete by a later view of the same lines, is applied in
+rare batches.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ._views import FileRegion, view_region
 from .adapters.anthropic import from_anthropic
 from .adapters.openai import from_openai
 from .errors import ConfigError, InvalidMessageError
@@ -98,7 +100,8 @@ class Session:
     retrievable by the model (through the retrieve tool) and by you (:meth:`retrieve`,
     ``render().original(message_id)``). User, system and developer messages and the agent's
     own messages are never shortened. The same history always renders to the same messages, and
-    appending only appends to the compact record.
+    appending only appends to the compact record, except for the rare batch that replaces
+    obsolete file views (``supersede_batch``).
 
     Args:
         model: The model the requests go to; picks the token counter (as in :func:`pack`).
@@ -120,6 +123,12 @@ class Session:
             names what the agent used). The model sees every output whole once; the price is
             that the last tool output before a new assistant message changes once, so a prompt
             cache rewrites it (shortened) on the next request.
+        supersede_batch: A file view (``cat f``, ``nl -ba f | sed -n '10,40p'``...) that a
+            later view of the same file covers is obsolete: it is replaced by a note naming
+            the later view and the stored original. Replacing an earlier message makes a prompt
+            cache rewrite what follows it, so obsolete views wait until they add up to this
+            many tokens, then go in one batch. ``None`` (the default) keeps them: on the real
+            sessions measured, the rewrites cost about what the removed tokens saved.
 
     Example:
         >>> session = Session(model="gpt-4")
@@ -138,8 +147,9 @@ class Session:
         [… 60 lines hidden: 1-60]
         FAILED tests/test_auth.py::test_refresh - KeyError: 'exp'
         ==== 1 failed, 60 passed in 3.10s ====
-        [ctxpack: test_run output shortened (1 failure shown); original: 62 lines, artifact
-        art_...; more with retrieve_original(artifact="art_...", lines="A-B" or regex="...")]
+        [ctxpack: test_run output shortened (totals and failures kept); original: 62 lines,
+        artifact art_...; more with retrieve_original(artifact="art_...", lines="A-B"
+        or regex="...")]
         >>> result.original(result.messages[-1].id).text.count("PASSED")
         60
     """
@@ -154,10 +164,20 @@ class Session:
         retrieve_tool: bool = True,
         pipeline: Stage | None = None,
         filter_when: Literal["arrival", "answered"] = "arrival",
+        supersede_batch: int | None = None,
     ) -> None:
         if filter_when not in ("arrival", "answered"):
             raise ConfigError(f"filter_when must be 'arrival' or 'answered', got {filter_when!r}")
         self.filter_when = filter_when
+        if supersede_batch is not None and (
+            isinstance(supersede_batch, bool)
+            or not isinstance(supersede_batch, int)
+            or supersede_batch < 1
+        ):
+            raise ConfigError(
+                f"supersede_batch must be a positive int (tokens) or None, got {supersede_batch!r}"
+            )
+        self.supersede_batch = supersede_batch
         self.model = model
         self.counter: TokenCounter = get_counter(model, counter)
         self.store: ArtifactStore = SQLiteArtifactStore(":memory:") if store is None else store
@@ -190,6 +210,8 @@ class Session:
         self._records: dict[str, FilterRecord] = {}
         self._decisions: list[Decision] = []
         self._pending: list[int] = []  # tool outputs awaiting the agent's answer (positions)
+        self._views: list[tuple[int, FileRegion]] = []  # live file views: (position, region)
+        self._superseded: list[tuple[int, int]] = []  # (position, by position), not yet applied
 
     # ------------------------------------------------------------------------------- input
 
@@ -283,6 +305,8 @@ class Session:
                 compact = self._filtered(msg)
         self._raw.append(msg)
         self._compact.append(compact)
+        if msg.role == "tool" and self.supersede_batch is not None:
+            self._supersede(index)
 
     def _filtered(self, msg: Message, answer: str = "") -> Message:
         call = self._calls.get(msg.tool_call_id or "")
@@ -349,6 +373,70 @@ class Session:
             )
         )
         return compact
+
+    def _supersede(self, index: int) -> None:
+        """Note the file views the view at ``index`` makes obsolete; replace them in a batch."""
+        call = self._calls.get(self._raw[index].tool_call_id or "")
+        region = view_region(call.command) if call and call.command else None
+        if region is None:
+            return
+        live = []
+        for position, earlier in self._views:
+            if region.covers(earlier):
+                self._superseded.append((position, index))
+            else:
+                live.append((position, earlier))
+        self._views = [*live, (index, region)]
+        waiting = sum(self.counter.count_message(self._compact[p]) for p, _ in self._superseded)
+        # Replacing an earlier message makes a prompt cache rewrite everything after it: do it
+        # rarely, for enough tokens at once.
+        if waiting < self.supersede_batch:  # type: ignore[operator]
+            return
+        for position, by in self._superseded:
+            if position in self._pending:
+                continue  # still waiting for its filtering: it goes once the agent answers
+            raw, old = self._raw[position], self._compact[position]
+            artifact = self.store.put(raw.text, message_id=raw.id, kind="file_view")
+            region_then = view_region(self._calls[raw.tool_call_id or ""].command or "")
+            path = region_then.path if region_then else "the file"
+            note = (
+                f"[ctxpack: superseded by a later view of {path} (message {self._raw[by].id}); "
+                f"original: artifact {artifact}"
+                + (
+                    f'; {RETRIEVE_TOOL_NAME}(artifact="{artifact}") reads it]'
+                    if self.retrieve_tool
+                    else "]"
+                )
+            )
+            new = old.model_copy(update={"content": note})
+            before, after = self.counter.count_message(old), self.counter.count_message(new)
+            if after >= before:
+                continue
+            self._compact[position] = new
+            previous = self._records.get(raw.id)
+            self._records[raw.id] = FilterRecord(
+                raw.id,
+                "superseded",
+                True,
+                artifact,
+                previous.tokens_before if previous else before,
+                after,
+                f"superseded by the view in message {self._raw[by].id}",
+                previous.tool if previous else None,
+                previous.command if previous else None,
+            )
+            self._decisions.append(
+                Decision(
+                    stage="supersede",
+                    action="cleared",
+                    message_id=raw.id,
+                    reason=f"a later view of {path} (message {self._raw[by].id}) shows the same "
+                    f"lines; original stored as {artifact}",
+                    tokens_before=before,
+                    tokens_after=after,
+                )
+            )
+        self._superseded = []
 
     def _record(self, record: FilterRecord) -> None:
         self._records[record.message_id] = record

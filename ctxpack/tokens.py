@@ -16,8 +16,9 @@ from functools import cache, lru_cache
 from typing import Any, Protocol, runtime_checkable
 
 from ._prefix import PrefixMemo
+from .caches import register
 from .errors import ConfigError, TokenizerUnavailableError
-from .messages import Message, ensure_messages
+from .messages import Message, owned_messages
 from .sdk import SDKObject
 
 __all__ = [
@@ -71,8 +72,9 @@ _MODEL_PREFIXES: tuple[tuple[str, str], ...] = (
 
 DEFAULT_ENCODING = "cl100k_base"
 
-# Bound on each count cache; past it the cache starts over rather than growing without end.
-_CACHE_LIMIT = 1_000_000
+# Texts whose count each counter remembers (least recently used forgotten first): a few
+# histories of 60,000 messages.
+TEXT_CACHE_SIZE = 262_144
 
 
 class ApproximateTokenCountWarning(UserWarning):
@@ -110,23 +112,16 @@ class _FramedCounter:
     exact: bool = False
 
     def __init__(self) -> None:
-        self._cache: dict[str, int] = {}
-        # Messages are frozen, so a message object's count never changes: keyed by identity
-        # (the entry holds the message, so its id cannot be recycled while cached).
-        self._message_cache: dict[int, tuple[Message, int]] = {}
-        self._sizes = PrefixMemo(self.count_message)
+        # Keyed by the text itself; functools' LRU cache is thread-safe and runs in C.
+        self._counts = register(lru_cache(maxsize=TEXT_CACHE_SIZE)(self._count_uncached))
+        # Over ctxpack's own messages only, which never change (see message_sizes).
+        self._sizes = PrefixMemo(self._count_message_uncached)
 
     def _count_uncached(self, text: str) -> int:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def count(self, text: str) -> int:
-        cached = self._cache.get(text)
-        if cached is None:
-            cached = self._count_uncached(text)
-            if len(self._cache) >= _CACHE_LIMIT:
-                self._cache.clear()
-            self._cache[text] = cached
-        return cached
+        return self._counts(text)
 
     def _count_content(self, content: str | list[dict[str, Any]] | None) -> int:
         if content is None:
@@ -147,20 +142,15 @@ class _FramedCounter:
         return total
 
     def count_message(self, message: Message) -> int:
-        hit = self._message_cache.get(id(message))
-        if hit is not None and hit[0] is message:
-            return hit[1]
-        total = self._count_message_uncached(message)
-        if len(self._message_cache) >= _CACHE_LIMIT:
-            self._message_cache.clear()
-        self._message_cache[id(message)] = (message, total)
-        return total
+        # Not cached per message: a Message's content can be edited in place. Its texts'
+        # counts are cached, so this is a few lookups.
+        return self._count_message_uncached(message)
 
     def _count_message_uncached(self, message: Message) -> int:
         content = message.content
         if type(content) is str and not (message.name or message.tool_calls or message.extras):
             # The common chat message, without the general path's checks.
-            return TOKENS_PER_MESSAGE + self.count(message.role) + self.count(content)
+            return TOKENS_PER_MESSAGE + self._counts(message.role) + self._counts(content)
         total = TOKENS_PER_MESSAGE + self.count(message.role)
         total += self._count_content(message.content)
         if message.name:
@@ -177,12 +167,7 @@ class _FramedCounter:
         return total
 
     def count_messages(self, messages: Iterable[Message]) -> int:
-        return REPLY_PRIMING + sum(self.count_each(messages))
-
-    def count_each(self, messages: Iterable[Message]) -> tuple[int, ...]:
-        """:meth:`count_message` of every message; a history counted before costs one pass in C
-        for the part it shares with this one."""
-        return self._sizes(tuple(messages))
+        return REPLY_PRIMING + sum(map(self._count_message_uncached, messages))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
@@ -307,10 +292,13 @@ def anthropic_approx_counter(factor: float = ANTHROPIC_FACTOR) -> TokenCounter:
 
 
 def message_sizes(counter: TokenCounter, messages: Sequence[Message]) -> tuple[int, ...]:
-    """``counter.count_message`` of each message, memoised across calls for ctxpack's counters."""
-    each = getattr(counter, "count_each", None)
-    if each is not None:
-        return each(messages)  # type: ignore[no-any-return]
+    """``counter.count_message`` of each message, memoised across calls for ctxpack's counters.
+
+    Only for ctxpack's own messages (a pipeline's): the memo finds a history counted before by
+    the identity of its messages, which is right only for messages nobody edits in place.
+    """
+    if isinstance(counter, _FramedCounter):
+        return counter._sizes(messages)
     return tuple(map(counter.count_message, messages))
 
 
@@ -568,4 +556,4 @@ def count_tokens(
     extra = tool_definition_tokens(tools, resolved) if tools is not None else 0
     if isinstance(messages_or_text, str):
         return resolved.count(messages_or_text) + extra
-    return resolved.count_messages(ensure_messages(messages_or_text)) + extra
+    return resolved.count_messages(owned_messages(messages_or_text)) + extra

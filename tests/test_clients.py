@@ -578,7 +578,10 @@ def test_beta_messages_carry_a_compaction_block_back_through_the_wrapper() -> No
     ]
     client.beta.messages.create(model="claude-sonnet-5-5", max_tokens=100, messages=history)
     assert capture.paths == ["/v1/messages", "/v1/messages"]
-    assert capture.body["messages"][1]["content"][0] == compaction
+    blocks = [
+        b for m in capture.body["messages"] if isinstance(m["content"], list) for b in m["content"]
+    ]
+    assert blocks[0] == compaction
     ctxpack.validate_anthropic(capture.body)
 
 

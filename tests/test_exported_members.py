@@ -52,6 +52,19 @@ EXPECTED = {
     "TurnAlternator",
     "compress_lines",
     "semantic_pipeline",
+    # context usage
+    "ContextUsage",
+    "context_usage",
+    # context editing
+    "Compactor",
+    "ToolResultClearer",
+    # selection
+    "LexicalSelector",
+    "ModelSelector",
+    "Selection",
+    "SelectionError",
+    "Workspace",
+    "apply_selection",
     # embeddings
     "MiniLMEmbedder",
     # adapters
@@ -64,6 +77,8 @@ EXPECTED = {
     "to_openai",
     "validate_anthropic",
     "validate_openai",
+    # caches
+    "clear_caches",
     # client wrappers
     "PackedClient",
     "wrap_anthropic",

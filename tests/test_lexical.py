@@ -11,13 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxpack.lexical import (
+    IndexPool,
     InvertedIndex,
     analyse,
     bm25_scores,
     compounds,
     language_of,
     leaning,
-    shared_index,
     terms,
 )
 
@@ -117,15 +117,55 @@ def test_incremental_index_equals_a_fresh_one(
     assert len(index) == len(target)
 
 
-def test_shared_index_is_reused_for_a_growing_conversation() -> None:
+def test_index_pool_reuses_an_index_for_a_growing_conversation() -> None:
+    pool = IndexPool()
     history = ["system prompt xyz", "first turn", "second turn"]
-    index = shared_index(history)
-    assert shared_index([*history, "a new question"]) is index
-    assert len(index) == 4
+    with pool.borrow(history) as index:
+        assert len(index) == 3
+    with pool.borrow([*history, "a new question"]) as again:
+        assert again is index
+        assert len(index) == 4
     # The same texts analysed in French are another index: its terms are other stems.
-    french = shared_index(["Ils mangeaient", "Elle a mangé"], "fr")
-    assert french is not shared_index(["Ils mangeaient", "Elle a mangé"])
-    assert french.language == "fr" and "mang" in french
+    with pool.borrow(["Ils mangeaient", "Elle a mangé"], "fr") as french:
+        with pool.borrow(["Ils mangeaient", "Elle a mangé"]) as english:
+            assert french is not english
+        assert french.language == "fr" and "mang" in french
+
+
+def test_index_pool_lends_an_index_to_one_caller_at_a_time() -> None:
+    pool = IndexPool()
+    history = ["system prompt xyz", "first turn", "second turn"]
+    with pool.borrow(history) as first, pool.borrow(history) as second:
+        # The second caller (another thread, say) must not sync the index the first is using.
+        assert first is not second
+
+
+def test_index_pool_keeps_conversations_that_begin_alike_apart() -> None:
+    pool = IndexPool()
+    head = ["the same system prompt", "the same greeting", "the same answer"]
+    a, b = [*head, "about apples"], [*head, "about boats", "and sails"]
+    with pool.borrow(a) as index_a:
+        pass
+    with pool.borrow(b) as index_b:
+        pass
+    # Each conversation finds its own index again, already synced: no re-analysis (thrash).
+    with pool.borrow(a) as again_a:
+        assert again_a is index_a and again_a.texts == a
+    with pool.borrow(b) as again_b:
+        assert again_b is index_b and again_b.texts == b
+
+
+def test_index_pool_forgets_the_least_recently_used() -> None:
+    pool = IndexPool(size=2)
+    convs = [[f"conversation {k}", "x", "y"] for k in range(3)]
+    indexes = []
+    for conv in convs:
+        with pool.borrow(conv) as index:
+            indexes.append(index)
+    with pool.borrow(convs[0]) as index:
+        assert index is not indexes[0]
+    with pool.borrow(convs[2]) as index:
+        assert index is indexes[2]
 
 
 def reference_expanded_bm25(

@@ -35,8 +35,14 @@ def test_generated_ids_are_stable_and_unique() -> None:
     second = [m.id for m in ensure_messages(copy.deepcopy(history))]
     assert first == second
     assert len(set(first)) == 3
-    # A generated id depends on position and content, not on object identity.
-    assert [m.id for m in ensure_messages([history[2]])] != [first[2]]
+    # Identical messages are told apart by their order of occurrence.
+    assert first[1] == first[0] + "-2"
+    # A generated id depends on the content, not on the position: trimming older messages or
+    # appending newer ones leaves it as it was.
+    assert [m.id for m in ensure_messages([history[2]])] == [first[2]]
+    longer = [*history, {"role": "user", "content": "more"}]
+    assert [m.id for m in ensure_messages(longer)][:3] == first
+    assert [m.id for m in ensure_messages(history[1:])] == [first[0], first[2]]
 
 
 def test_message_without_id_gets_one_and_the_input_object_is_untouched() -> None:

@@ -198,12 +198,12 @@ def test_ensure_messages_equals_a_fresh_conversion(steps: list[tuple[str, Any]])
         elif op == "drop" and len(history) > 1:
             history = history[:-1]
         got = ensure_messages(history, check=check_openai_message)
-        saved = list(_RECENT)
+        saved = list(_RECENT.entries)
         _RECENT.clear()
         try:
             fresh = ensure_messages(history, check=check_openai_message)
         finally:
-            _RECENT[:] = saved
+            _RECENT.entries = saved
         assert got == fresh
         assert [m.model_fields_set for m in got] == [m.model_fields_set for m in fresh]
 

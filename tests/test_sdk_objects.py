@@ -244,9 +244,17 @@ def test_a_compaction_block_is_kept_byte_for_byte() -> None:
         {"role": "user", "content": "Go on."},
     ]
     payload = ctxpack.pack(ctxpack.from_anthropic(history), budget=10_000).to_anthropic()
-    assert payload["messages"][1]["content"][0] == compaction
+    ctxpack.validate_anthropic(payload)
+    # What comes before a compaction block is the adapter's business (the API drops it); the
+    # block itself goes back exactly as the SDK would send it.
     sent = anthropic_sent_by_sdk(None, history, beta=True)
-    assert payload["messages"] == sent["messages"]
+    assert sent["messages"][1]["content"][0] == compaction
+    assert sent_blocks(payload["messages"])[0] == compaction
+    assert payload["messages"][-1] == {"role": "user", "content": "Go on."}
+
+
+def sent_blocks(messages: list[dict[str, Any]]) -> list[Any]:
+    return [b for m in messages if isinstance(m["content"], list) for b in m["content"]]
 
 
 def test_a_content_block_given_as_a_message_is_refused_with_the_fix() -> None:

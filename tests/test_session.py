@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ctxpack
 from ctxpack import (
@@ -325,3 +327,93 @@ def test_bad_input_is_refused_clearly() -> None:
         Session(store=object())  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="filters"):
         Session(filters=42)  # type: ignore[arg-type]
+
+
+def view_history(views: int, lines: int = 60) -> list[dict[str, Any]]:
+    """The agent reads the same file again and again (after each edit, say)."""
+    out: list[dict[str, Any]] = [{"role": "user", "content": "Fix compute_vat."}]
+    for n in range(views):
+        text = "\n".join(f"    value_{i} = {i + n}" for i in range(lines))
+        out += [call(f"v{n}", "nl -ba src/tax.py", "Reading it again."), result(f"v{n}", text)]
+    return out
+
+
+def test_superseded_file_views_are_replaced_in_one_batch() -> None:
+    history = view_history(6)
+    session = Session(model="gpt-4", supersede_batch=2_000)
+    sent: list[Any] = []
+    changes = 0
+    for message in history:
+        session.append(message)
+        now = session.render().to_openai()
+        if now[: len(sent)] != sent:
+            changes += 1
+        sent = now
+    assert changes == 1  # one batch, not a rewrite per view
+    compact = session.compact()
+    notes = [m for m in compact if m.role == "tool" and m.text.startswith("[ctxpack: superseded")]
+    assert 3 <= len(notes) <= 5
+    assert compact[-1].text == history[-1]["content"]  # the latest view stays whole
+    result = session.render()
+    for note in notes:
+        assert "src/tax.py" in note.text
+        original = result.original(note.id)
+        assert original is not None and original.text.startswith("    value_0 = ")
+        (decision,) = [d for d in result.decisions_for(note.id) if d.stage == "supersede"]
+        assert decision.action == "cleared"
+        artifact = next(r.artifact for r in session.records if r.message_id == note.id)
+        assert artifact is not None and session.store.get(artifact) == original.text
+
+
+def test_views_of_other_regions_or_files_are_not_superseded() -> None:
+    session = Session(model="gpt-4", supersede_batch=1)
+    text = "\n".join(f"line {i}" for i in range(50))
+    session.extend(
+        [
+            {"role": "user", "content": "Read."},
+            call("a", "sed -n '1,50p' a.py"),
+            result("a", text),
+            call("b", "sed -n '40,90p' a.py"),  # overlaps, does not cover
+            result("b", text),
+            call("c", "cat b.py"),  # another file
+            result("c", text),
+            call("d", "grep -n line a.py"),  # not a view
+            result("d", text),
+        ]
+    )
+    assert [m.text for m in session.compact()] == [m.text for m in session.transcript()]
+    session.extend([call("e", "cat a.py"), result("e", text)])
+    superseded = [r.message_id for r in session.records if r.kind == "superseded"]
+    assert superseded == [session.transcript()[2].id, session.transcript()[4].id]
+    with pytest.raises(ConfigError, match="supersede_batch"):
+        Session(supersede_batch=0)
+
+
+_OUTPUTS = {
+    "npm test": JEST,
+    "python -m pytest": PYTEST,
+    "cat src/billing/tax.py": CAT,
+    "ls": "a.py\nb.py",
+    "grep -rn compute_vat .": "\n".join(f"src/m{i}.py:{i}: compute_vat(x)" for i in range(90)),
+}
+
+
+@settings(max_examples=25, deadline=None)
+@given(steps=st.lists(st.sampled_from(sorted(_OUTPUTS)), min_size=1, max_size=8))
+def test_rendering_is_append_only_and_deterministic_for_any_history(steps: list[str]) -> None:
+    session = Session(model="gpt-4")
+    session.append({"role": "user", "content": "Investigate."})
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Investigate."}]
+    sent: list[dict[str, Any]] = []
+    for n, command in enumerate(steps):
+        for message in (call(f"c{n}", command), result(f"c{n}", _OUTPUTS[command])):
+            session.append(message)
+            history.append(message)
+        now = session.render().to_openai()
+        assert now[: len(sent)] == sent
+        sent = now
+    again = Session(model="gpt-4")
+    again.extend(history)
+    assert again.render().to_openai() == sent
+    for message, raw in zip(session.transcript(), history, strict=True):
+        assert message.text == (raw["content"] or "")

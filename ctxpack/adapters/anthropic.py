@@ -5,7 +5,9 @@ onto it: ``system`` becomes a system message; text, image, document and thinking
 content parts kept verbatim; ``tool_use`` blocks become ``tool_calls`` (``arguments`` is the JSON
 of ``input``); and each ``tool_result`` block of a user message becomes its own ``tool`` message,
 so a tool exchange is an assistant message and the tool messages after it, exactly as for OpenAI.
-What the mapping cannot hold (the place of each ``tool_use`` among the other blocks, a
+A ``compaction`` block (the summary Anthropic's server-side compaction returns) is kept verbatim,
+signature included, and the messages and blocks before the last one are left out, as the API
+drops them. What the mapping cannot hold (the place of each ``tool_use`` among the other blocks, a
 ``tool_result``'s ``is_error`` and ``cache_control``) rides in ``metadata["anthropic"]``, so
 ``to_anthropic(from_anthropic(m, system=s)) == {"system": s, "messages": m}``.
 
@@ -20,14 +22,14 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, TypedDict
 
-from ..messages import Message, ensure_messages
+from ..messages import Message, copy_value, ensure_messages, owned_messages, with_provider
 from ..sdk import SDKObject, coerce_messages, coerce_value
 from .validate import validate_anthropic
 
 __all__ = ["AnthropicPayload", "from_anthropic", "to_anthropic"]
 
-# The key in Message.metadata where the Anthropic-only details live. Its presence also marks a
-# message as coming from an Anthropic payload (pack() then conforms to Anthropic's turn rules).
+# The key in Message.metadata where the Anthropic-only details live (for the round trip only:
+# whether a message came from Anthropic is recorded apart, see ctxpack.messages.provider_of).
 META = "anthropic"
 
 _PART, _CALL = "p", "t"
@@ -154,21 +156,42 @@ def from_anthropic(
     entries = list(coerce_messages(list(messages)))
     system = coerce_value(system, None, "system")
     validate_anthropic({"system": system, "messages": entries}, tool_pairing=False)
+    start, block = _last_compaction(entries) or (0, None)
     dicts: list[dict[str, Any]] = []
     if system is not None:
         dicts.append({"role": "system", "content": system, "metadata": _meta(system=True)})
     for turn, entry in enumerate(entries):
+        if turn < start:
+            continue
+        if turn == start and block is not None:
+            entry = {**entry, "content": entry["content"][block:]}
         content = entry["content"]
         if entry["role"] == "user":
             produced = _user_messages(content, turn)
         else:
             produced = [_assistant_message(content, turn)]
+        if turn == start and block is not None:
+            # The summary stands for the whole earlier history: never drop it.
+            produced[0]["pinned"] = True
         extra = _without(entry, "role", "content")
         if extra:
             # Fields beside role and content are not part of the API today; keep them anyway.
             produced[0]["metadata"][META]["message"] = extra
         dicts.extend(produced)
-    return ensure_messages(dicts)
+    # Marked outside metadata: pack() then follows Anthropic's turn rules.
+    return [with_provider(m, "anthropic") for m in ensure_messages(dicts)]
+
+
+def _last_compaction(entries: list[Mapping[str, Any]]) -> tuple[int, int] | None:
+    """(message, block) of the last ``compaction`` block, where the history the API reads
+    starts (it drops every block before it); ``None`` without one."""
+    for turn in range(len(entries) - 1, -1, -1):
+        content = entries[turn]["content"]
+        if isinstance(content, list):
+            for j in range(len(content) - 1, -1, -1):
+                if content[j].get("type") == "compaction":
+                    return turn, j
+    return None
 
 
 # ------------------------------------------------------------------------- ctxpack -> Anthropic
@@ -292,7 +315,7 @@ def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> AnthropicPa
         ...               {"role": "user", "content": "Hi"}])
         {'system': 'Be brief.', 'messages': [{'role': 'user', 'content': 'Hi'}]}
     """
-    msgs = ensure_messages(messages)
+    msgs = owned_messages(messages)
     system: list[Message] = []
     turns: list[tuple[str, list[tuple[str | None, list[dict[str, Any]]]], dict[str, Any]]] = []
     for msg in msgs:
@@ -318,7 +341,8 @@ def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> AnthropicPa
         else:
             content = [block for _, blocks in pieces for block in blocks]
         out.append({"role": role, "content": content, **extra})
-    return {"system": _system_value(system), "messages": out}
+    # A payload of its own: adding cache_control to it must not reach the messages.
+    return {"system": copy_value(_system_value(system)), "messages": copy_value(out)}
 
 
 def anthropic_parts_to_openai(

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..messages import Message, ensure_messages
+from ..messages import Message, copy_value, ensure_messages, owned_messages, provider_of
 from ..sdk import SDKObject, coerce_messages
-from .anthropic import META, anthropic_parts_to_openai
+from .anthropic import anthropic_parts_to_openai
 from .validate import validate_openai
 
 __all__ = ["from_openai", "to_openai"]
@@ -54,7 +54,7 @@ def from_openai(messages: Iterable[Mapping[str, Any] | SDKObject]) -> list[Messa
 
 
 def _openai_content(msg: Message) -> str | list[dict[str, Any]] | None:
-    if META not in msg.metadata:
+    if provider_of(msg) != "anthropic":
         return msg.content
     converted = anthropic_parts_to_openai(msg.content, text_only=msg.role == "tool")
     if isinstance(converted, list) and not converted:
@@ -79,7 +79,7 @@ def to_openai(
         True
     """
     out: list[dict[str, Any]] = []
-    for msg in ensure_messages(messages):
+    for msg in owned_messages(messages):
         item: dict[str, Any] = {"role": msg.role}
         content = _openai_content(msg)
         if not (content is None and msg.metadata.get(_NO_CONTENT)):
@@ -92,4 +92,5 @@ def to_openai(
             item["tool_call_id"] = msg.tool_call_id
         item.update(msg.extras)
         out.append(item)
-    return out
+    # Dicts of their own: editing them (adding cache_control, say) must not reach the messages.
+    return copy_value(out)  # type: ignore[no-any-return]

@@ -44,8 +44,8 @@ ANTHROPIC_BLOCKS: Mapping[str, str | None] = {
     "text_editor_code_execution_tool_result": "assistant",
     "tool_search_tool_result": "assistant",
     "container_upload": None,
-    # Server-side compaction's summary, sent back as it came.
-    "compaction": "assistant",
+    # The summary server-side compaction returns; sent back as it came, in either role.
+    "compaction": None,
 }
 # What a tool_result's content list may hold.
 _TOOL_RESULT_BLOCKS = frozenset({"text", "image", "document", "search_result"})
@@ -218,6 +218,11 @@ def check_openai_message(entry: Any, index: int) -> None:
         )
 
 
+# A dict of only role (not tool), string content and optional string id and name passes every
+# rule of check_openai_message by construction: ensure_messages() may skip the check for it.
+check_openai_message.passes_plain_dicts = True  # type: ignore[attr-defined]
+
+
 def validate_openai(messages: Any, *, tool_pairing: bool = True) -> None:
     """Check an OpenAI Chat Completions message list; raise at the first problem.
 
@@ -362,6 +367,8 @@ def _check_anthropic_block(block: Any, index: int | None, field: str, role: str)
         _require_str(block, "signature", index, f"{field}.signature")
     elif kind == "redacted_thinking":
         _require_str(block, "data", index, f"{field}.data")
+    elif kind == "compaction":
+        _require_str(block, "content", index, f"{field}.content")
     return kind
 
 
@@ -443,14 +450,23 @@ def validate_anthropic(payload: Any, *, tool_pairing: bool = True) -> None:
         _check_anthropic_turns(entries)
 
 
+def opens_with_compaction(entry: Mapping[str, Any]) -> bool:
+    """Whether a message starts with a ``compaction`` block: the history the API reads begins
+    there, so it may come first whatever its role."""
+    blocks = _blocks(entry)
+    return bool(blocks) and blocks[0].get("type") == "compaction"
+
+
 def _blocks(entry: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     content = entry["content"]
     return content if isinstance(content, list) else []
 
 
 def _check_anthropic_turns(entries: Sequence[Mapping[str, Any]]) -> None:
-    if entries and entries[0]["role"] != "user":
-        raise _fail("the first message must be a user message", 0, "role")
+    if entries and entries[0]["role"] != "user" and not opens_with_compaction(entries[0]):
+        raise _fail(
+            "the first message must be a user message (or open with a compaction block)", 0, "role"
+        )
     for index in range(1, len(entries)):
         if entries[index]["role"] == entries[index - 1]["role"]:
             raise _fail(

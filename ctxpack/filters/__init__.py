@@ -16,8 +16,8 @@ untouched, and a filtered output is never longer than the original.
     [… 80 lines hidden: 1-80]
     FAILED tests/test_auth.py::test_refresh - KeyError: 'exp'
     ==== 1 failed, 80 passed in 2.31s ====
-    [ctxpack: test_run output shortened (1 failure shown); original: 82 lines, artifact art_...;
-    more with retrieve_original(artifact="art_...", lines="A-B" or regex="...")]
+    [ctxpack: test_run output shortened (totals and failures kept); original: 82 lines,
+    artifact art_...; more with retrieve_original(artifact="art_...", lines="A-B" or regex="...")]
 """
 
 from __future__ import annotations
@@ -28,7 +28,15 @@ from pydantic import BaseModel, ConfigDict
 
 from ..errors import ConfigError
 from ..store import ArtifactStore, artifact_id
-from ._base import Extract, OutputFilter, ToolOutput, command_program, goal_terms, is_note
+from ._base import (
+    Extract,
+    OutputFilter,
+    ToolOutput,
+    assemble,
+    command_program,
+    goal_terms,
+    is_note,
+)
 from .builds import BuildLogFilter
 from .diagnostics import DiagnosticFilter
 from .files import DiffFilter, FileViewFilter
@@ -54,6 +62,7 @@ __all__ = [
     "ToolOutput",
     "ToolOutputFilter",
     "TracebackFilter",
+    "assemble",
     "command_program",
     "default_filters",
     "goal_terms",

@@ -67,7 +67,7 @@ class FileViewFilter:
 
     kind = "file_view"
 
-    def __init__(self, *, max_lines: int = 120, radius: int = 6) -> None:
+    def __init__(self, *, max_lines: int = 400, radius: int = 6) -> None:
         self.max_lines = max_lines
         self.radius = radius
 

@@ -95,7 +95,7 @@ class TestRunFilter:
         [… 30 lines hidden: 1-30]
         FAIL src/auth.test.ts
           ● Auth › refreshes expired token
-        [… 1 line hidden: 33]
+        <BLANKLINE>
             Received: undefined
               at Object.<anonymous> (src/auth.test.ts:88:31)
         Tests:       1 failed, 14 passed, 15 total

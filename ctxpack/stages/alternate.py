@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..messages import Message
+from ..messages import Message, provider_of
 from ..pipeline import Decision, PackContext
 from ._base import StageModel
 from .pack import strip_unanswered_calls
@@ -28,16 +28,26 @@ def anthropic_side(msg: Message) -> str:
 
 
 def _turn_of(msg: Message) -> object:
+    # The turn from_anthropic() recorded; metadata of other messages is the user's own.
+    if provider_of(msg) != "anthropic":
+        return None
     meta = msg.metadata.get("anthropic")
     return meta.get("turn") if isinstance(meta, dict) else None
+
+
+def _opens_with_compaction(msg: Message) -> bool:
+    # The API reads the history from a compaction block on, so such a message may come first.
+    content = msg.content
+    return isinstance(content, list) and bool(content) and content[0].get("type") == "compaction"
 
 
 class TurnAlternator(StageModel):
     """Make the conversation valid for Anthropic: user first, alternating turns, tools paired.
 
     Assistant messages before the first user message are dropped with their tool results
-    (unless pinned or protected). Tool results that do not answer the assistant turn right
-    before them are dropped, and calls left unanswered are removed. Consecutive messages with
+    (unless pinned or protected, or opening with a server-side ``compaction`` block). Tool
+    results that do not answer the assistant turn right before them are dropped, and calls left
+    unanswered are removed. Consecutive messages with
     the same Anthropic role are sent as one turn by :func:`ctxpack.to_anthropic`; each such merge
     of two separate turns is recorded as ``merged``. It only removes, so a packed conversation
     still fits its budget. :func:`ctxpack.pack` runs it last when packing for Anthropic.
@@ -78,7 +88,7 @@ class TurnAlternator(StageModel):
         first = next((m for m in ctx.messages if anthropic_side(m) != "system"), None)
         if first is None or first.role != "assistant":
             return ctx
-        if first.pinned or first.id in ctx.protected:
+        if first.pinned or first.id in ctx.protected or _opens_with_compaction(first):
             return ctx
         calls = {c.id for c in first.tool_calls or ()}
         drop = {first.id: "Anthropic needs the conversation to start with a user message"}

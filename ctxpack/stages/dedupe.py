@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from functools import partial
-from itertools import repeat
-from operator import is_
-from typing import Literal, cast
+from functools import lru_cache, partial
+from typing import Literal
 
 import numpy as np
 from pydantic import Field
@@ -14,29 +12,27 @@ from .._columns import ids as message_ids
 from .._columns import positions, take, where
 from .._columns import sources as message_sources
 from .._prefix import PrefixMemo
+from ..caches import register
 from ..messages import Message
-from ..pipeline import Decision, PackContext
+from ..pipeline import Decision, DecisionLog, PackContext
 from ..tokens import message_sizes
 from ._base import StageModel
 
 __all__ = ["Deduplicator"]
 
 
-_NORMALIZED: dict[tuple[str, bool], str] = {}
+@lru_cache(maxsize=200_000)
+def _normalized(text: str, case_sensitive: bool) -> str:
+    # Cached per text: a long history is deduplicated again on every pack.
+    norm = " ".join(text.split())
+    return norm if case_sensitive else norm.casefold()
+
+
+register(_normalized)
 
 
 def _key(msg: Message, case_sensitive: bool) -> tuple[str, str]:
-    # Cached per text: a long history is deduplicated again on every pack.
-    text = msg.text
-    norm = _NORMALIZED.get((text, case_sensitive))
-    if norm is None:
-        norm = " ".join(text.split())
-        if not case_sensitive:
-            norm = norm.casefold()
-        if len(_NORMALIZED) >= 500_000:
-            _NORMALIZED.clear()
-        _NORMALIZED[(text, case_sensitive)] = norm
-    return msg.role, norm
+    return msg.role, _normalized(msg.text, case_sensitive)
 
 
 def _removable(msg: Message) -> bool:
@@ -55,8 +51,6 @@ _KEYS: dict[bool, PrefixMemo[Message, tuple[str, str]]] = {
     flag: PrefixMemo(partial(_key, case_sensitive=flag)) for flag in (False, True)
 }
 _REMOVABLE: PrefixMemo[Message, bool] = PrefixMemo(_removable)
-# A long history repeats the same copies on every pack: their decisions are made once.
-_DECISIONS: dict[tuple[str, str, str, int], Decision] = {}
 
 
 class Deduplicator(StageModel):
@@ -93,27 +87,27 @@ class Deduplicator(StageModel):
         if not copies:
             return ctx
         sizes = message_sizes(ctx.counter, messages)
-        newer = take(ids, newest[copies].tolist())
-        # A long history repeats its copies on every pack: their decisions are made once, and
-        # looked up in C.
-        lookups = list(zip(repeat(self.name), take(ids, copies), newer, take(sizes, copies)))
-        decisions: list[Decision | None] = list(map(_DECISIONS.get, lookups))
-        # ``None in decisions`` would call Decision.__eq__ on every element.
-        if any(map(is_, decisions, repeat(None))):
-            if len(_DECISIONS) >= 500_000:
-                _DECISIONS.clear()
-            for at, (decision, key) in enumerate(zip(decisions, lookups, strict=True)):
-                if decision is None:
-                    # Thousands per call on a long history: the unvalidated constructor.
-                    decisions[at] = _DECISIONS[key] = Decision.trusted(
-                        key[0],
-                        "deduped",
-                        key[1],
-                        f"duplicate of the more recent message {key[2]!r}",
-                        None,
-                        key[3],
-                        0,
-                    )
+        removed = take(ids, copies)
+        # A long history holds thousands of copies: their decisions are written only if someone
+        # reads them (DecisionLog.deferred).
+        facts = (removed, take(ids, newest[copies].tolist()), take(sizes, copies))
+        name = self.name
+
+        def trace() -> list[Decision]:
+            # Thousands per call on a long history: the unvalidated constructor.
+            return [
+                Decision.trusted(
+                    name,
+                    "deduped",
+                    mid,
+                    f"duplicate of the more recent message {newer!r}",
+                    None,
+                    size,
+                    0,
+                )
+                for mid, newer, size in zip(*facts, strict=True)
+            ]
+
         kept = list(take(messages, positions(~older)))
         sources = message_sources(messages)
         donors = positions(older & np.fromiter(map(bool, sources), dtype=bool, count=n))
@@ -124,4 +118,6 @@ class Deduplicator(StageModel):
                 p = position[ids[newest[i]]]
                 if not kept[p].source:
                     kept[p] = kept[p].model_copy(update={"source": sources[i]})
-        return ctx.decide(*cast("list[Decision]", decisions), messages=tuple(kept))
+        return ctx.evolve(
+            decisions=ctx.decisions + DecisionLog.deferred(removed, trace), messages=tuple(kept)
+        )

@@ -16,15 +16,16 @@ from pydantic import Field, field_validator
 from .._columns import USER, flags, positions, take, where
 from .._columns import ids as message_ids
 from .._prefix import PrefixMemo
+from ..caches import register
 from ..lexical import (
     FRENCH_DEMONSTRATIVES,
+    INDEXES,
     WORD,
     InvertedIndex,
     Language,
     analyse,
     compounds,
     leaning,
-    shared_index,
     terms,
 )
 from ..messages import Message
@@ -200,88 +201,89 @@ class RelevanceScorer(StageModel):
         query = terms(ctx.query, language)
         asked = set(query)
         texts = _TEXTS(messages)
-        index = shared_index(texts, language)
-        # The word table is English: a French query would find look-alikes, not related words.
-        related = self._related_terms(ctx.query, query, index) if language == "en" else {}
-        weights = {**related, **dict.fromkeys(query, 1.0)}
-        borrowed: set[str] = set()
-        if self.follow_up and self._follows_up(ctx.query, asked):
-            # "Why would that help?" is about the exchange it follows, not about "help".
-            exchange = self._previous_exchange_terms(ctx, language)
-            borrowed = self._distinctive(exchange, query, index)
-            # In a fixed order: the scores sum over the terms, and a set's order changes from
-            # one process to the next (string hashing), enough to move the last digit.
-            for term in sorted(borrowed):
-                weights[term] = max(weights.get(term, 0.0), self.follow_up)
-        # "road trip" also finds "roadtrip", "log in" finds "login": the same word, joined.
-        joined = [t for t in compounds(ctx.query, language) if t not in asked and t in index]
-        for term in joined:
-            weights[term] = 1.0
-        matched = asked.union(joined)
-        ids = message_ids(messages)
-        protected = where(ids, ctx.protected)
-        raw = index.bm25(weights, k1=self.k1, b=self.b, spread=self.expansion, silent=protected)
-        raw[protected] = 0.0
-        best = float(raw.max(initial=0.0))
-        if best <= 0:
-            return ctx
-        own = raw / best
-        final = spread_to_neighbors(own, self.neighbors, self.neighbor_share)
-        spread = final.copy()
-        damped: npt.NDArray[np.bool_] | None = None
-        speaker = None
-        if self.speaker_focus < 1.0:
-            speakers = _SPEAKERS(messages)
-            speaker = named_speaker(ctx.query, speakers)
-            if speaker is not None:
-                # After the spread: the other speaker's question still lends its share to the
-                # answer next to it, then counts less itself.
-                other = {s: s is not None and s != speaker for s in set(speakers)}
-                marks = map(other.__getitem__, speakers)
-                damped = np.fromiter(marks, dtype=bool, count=len(messages))
-                final[damped] *= self.speaker_focus
-        final[protected] = 0.0
-        nonzero = positions(final)
-        signal = dict(zip(take(ids, nonzero), final[nonzero].tolist(), strict=True))
-        # Messages that speaker focus damps still say why they scored less.
-        chosen = np.flatnonzero((spread >= 0.25) & (final > 0))
-        picked = chosen.tolist()
-        chosen_ids = take(ids, picked)
-        # What the reasons need from the index, taken now: the shared index changes with later
-        # calls.
-        held = list(map(index.terms_at, picked))
-        focus = f" (x{self.speaker_focus:g}: the query is about {speaker})"
+        # Lent to this call alone: another thread packing meanwhile gets another index.
+        with INDEXES.borrow(texts, language) as index:
+            # The word table is English: a French query would find look-alikes, not related words.
+            related = self._related_terms(ctx.query, query, index) if language == "en" else {}
+            weights = {**related, **dict.fromkeys(query, 1.0)}
+            borrowed: set[str] = set()
+            if self.follow_up and self._follows_up(ctx.query, asked):
+                # "Why would that help?" is about the exchange it follows, not about "help".
+                exchange = self._previous_exchange_terms(ctx, language)
+                borrowed = self._distinctive(exchange, query, index)
+                # In a fixed order: the scores sum over the terms, and a set's order changes from
+                # one process to the next (string hashing), enough to move the last digit.
+                for term in sorted(borrowed):
+                    weights[term] = max(weights.get(term, 0.0), self.follow_up)
+            # "road trip" also finds "roadtrip", "log in" finds "login": the same word, joined.
+            joined = [t for t in compounds(ctx.query, language) if t not in asked and t in index]
+            for term in joined:
+                weights[term] = 1.0
+            matched = asked.union(joined)
+            ids = message_ids(messages)
+            protected = where(ids, ctx.protected)
+            raw = index.bm25(weights, k1=self.k1, b=self.b, spread=self.expansion, silent=protected)
+            raw[protected] = 0.0
+            best = float(raw.max(initial=0.0))
+            if best <= 0:
+                return ctx
+            own = raw / best
+            final = spread_to_neighbors(own, self.neighbors, self.neighbor_share)
+            spread = final.copy()
+            damped: npt.NDArray[np.bool_] | None = None
+            speaker = None
+            if self.speaker_focus < 1.0:
+                speakers = _SPEAKERS(messages)
+                speaker = named_speaker(ctx.query, speakers)
+                if speaker is not None:
+                    # After the spread: the other speaker's question still lends its share to the
+                    # answer next to it, then counts less itself.
+                    other = {s: s is not None and s != speaker for s in set(speakers)}
+                    marks = map(other.__getitem__, speakers)
+                    damped = np.fromiter(marks, dtype=bool, count=len(messages))
+                    final[damped] *= self.speaker_focus
+            final[protected] = 0.0
+            nonzero = positions(final)
+            signal = dict(zip(take(ids, nonzero), final[nonzero].tolist(), strict=True))
+            # Messages that speaker focus damps still say why they scored less.
+            chosen = np.flatnonzero((spread >= 0.25) & (final > 0))
+            picked = chosen.tolist()
+            chosen_ids = take(ids, picked)
+            # What the reasons need from the index, taken now: the shared index changes with later
+            # calls.
+            held = list(map(index.terms_at, picked))
+            focus = f" (x{self.speaker_focus:g}: the query is about {speaker})"
 
-        def trace() -> list[Decision]:
-            how, expanded = self._how, set(related)
-            damps = damped[chosen].tolist() if damped is not None else [False] * len(chosen)
-            return [
-                Decision.trusted(
-                    self.name,
-                    "selected",
-                    message_id,
-                    f"relevance {score:.2f} to the query"
-                    + (
-                        how(text_terms, text, language, matched, expanded, borrowed)
-                        if alone
-                        else _NEIGHBOUR
+            def trace() -> list[Decision]:
+                how, expanded = self._how, set(related)
+                damps = damped[chosen].tolist() if damped is not None else [False] * len(chosen)
+                return [
+                    Decision.trusted(
+                        self.name,
+                        "selected",
+                        message_id,
+                        f"relevance {score:.2f} to the query"
+                        + (
+                            how(text_terms, text, language, matched, expanded, borrowed)
+                            if alone
+                            else _NEIGHBOUR
+                        )
+                        + (focus if mark else ""),
+                        score,
                     )
-                    + (focus if mark else ""),
-                    score,
-                )
-                for message_id, score, alone, mark, text_terms, text in zip(
-                    chosen_ids,
-                    final[chosen].tolist(),
-                    (spread[chosen] == own[chosen]).tolist(),
-                    damps,
-                    held,
-                    take(texts, picked),
-                    strict=True,
-                )
-            ]
+                    for message_id, score, alone, mark, text_terms, text in zip(
+                        chosen_ids,
+                        final[chosen].tolist(),
+                        (spread[chosen] == own[chosen]).tolist(),
+                        damps,
+                        held,
+                        take(texts, picked),
+                        strict=True,
+                    )
+                ]
 
-        selected = DecisionLog.deferred(chosen_ids, trace)
-        return ctx.with_signal("relevance", signal).evolve(decisions=ctx.decisions + selected)
+            selected = DecisionLog.deferred(chosen_ids, trace)
+            return ctx.with_signal("relevance", signal).evolve(decisions=ctx.decisions + selected)
 
     def _follows_up(self, query: str, asked: set[str]) -> bool:
         """Whether the query says too little on its own to be about anything but the exchange
@@ -398,3 +400,6 @@ def _spellings(text: str, language: Language) -> dict[str, str]:
     for stem, word in analyse(text, language):
         found.setdefault(stem, word)
     return found
+
+
+register(_spellings)

@@ -424,3 +424,57 @@ def test_every_default_filter_says_its_kind() -> None:
         "json",
         "generic",
     ]
+
+
+@pytest.mark.parametrize(
+    ("command", "lines", "expected"),
+    [
+        (
+            "npx tsc --noEmit",
+            [
+                f"src/api/routes.ts({i},5): error TS2322: Type 'string' is not assignable to type "
+                "'number'."
+                for i in range(10, 40)
+            ]
+            + [
+                "src/api/routes.ts(10,5): error TS2322: Type 'string' is not assignable to type "
+                "'number'."
+            ]
+            * 5
+            + ["Found 35 errors in 1 file."],
+            [
+                "src/api/routes.ts(10,5): error TS2322: Type 'string' is not assignable to type "
+                "'number'.",
+                "[… repeated 5 more times]",
+                "Found 35 errors in 1 file.",
+            ],
+        ),
+        (
+            "gcc -Wall -c main.c",
+            [
+                "main.c: In function 'main':",
+                "main.c:4:5: error: 'count' undeclared (first use in this function)",
+                "    4 |     count = 3;",
+                "      |     ^~~~~",
+                "main.c:9:12: warning: unused variable 'tmp' [-Wunused-variable]",
+                "    9 |     int tmp;",
+                "      |         ^~~",
+            ]
+            * 6,
+            [
+                "main.c:4:5: error: 'count' undeclared (first use in this function)",
+                "main.c:9:12: warning: unused variable 'tmp' [-Wunused-variable]",
+            ],
+        ),
+    ],
+)
+def test_compiler_and_type_checker_diagnostics(
+    command: str, lines: list[str], expected: list[str]
+) -> None:
+    raw = "\n".join(lines)
+    out = ToolOutputFilter(min_chars=0)(raw, command=command)
+    assert out.kind == "diagnostics" and out.shortened
+    kept = out.text.split("\n")
+    for line in expected:
+        assert line in kept
+    assert "    4 |     count = 3;" not in kept  # code excerpts go, locations stay

@@ -1,0 +1,66 @@
+"""``ctxpack code search|retrieve ROOT "task"``: the code retrieval commands.
+
+``search`` prints the best symbol units (path, lines, name, score); ``retrieve`` runs the
+retrieval loop and prints the context to send, or with ``--report`` every cycle, or with
+``--json`` the files, tokens and cycles.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from .index import CodeIndex
+from .loop import iterative_retrieve
+
+__all__ = ["add_code_parser", "run_code_command"]
+
+
+def add_code_parser(sub: Any) -> None:
+    """Add the ``code`` command and its ``search`` and ``retrieve`` subcommands."""
+    code = sub.add_parser("code", help="retrieve what a task needs from a codebase")
+    actions = code.add_subparsers(dest="code_command", required=True)
+    search = actions.add_parser("search", help="the symbol units that best match a query")
+    retrieve = actions.add_parser("retrieve", help="run the retrieval loop for a task")
+    for p in (search, retrieve):
+        p.add_argument("root", help="the repository's root folder")
+        p.add_argument("task", help="what to look for: a task, an issue, identifiers")
+        p.add_argument(
+            "--db", default=None, help="the index's SQLite file (default: in the user cache)"
+        )
+    search.add_argument("-k", type=int, default=10, help="how many units (default 10)")
+    retrieve.add_argument("--budget", type=int, default=8000, help="context tokens (8000)")
+    retrieve.add_argument("--max-cycles", type=int, default=3, help="at most N cycles (3)")
+    shown = retrieve.add_mutually_exclusive_group()
+    shown.add_argument("--report", action="store_true", help="print every cycle")
+    shown.add_argument("--json", action="store_true", help="print files, tokens and cycles")
+
+
+def run_code_command(args: argparse.Namespace) -> str:
+    """Run a parsed ``code`` command and return what to print.
+
+    Raises:
+        CtxpackError: bad root, bad numbers (the caller prints it and exits with 2).
+    """
+    index = CodeIndex(args.root, db=args.db)
+    if args.code_command == "search":
+        hits = index.search(args.task, k=args.k)
+        rows = [
+            f"{h.path}:{h.start_line}-{h.end_line}  {h.kind} {h.name}  {h.score:.3f}" for h in hits
+        ]
+        return "\n".join(rows) if rows else "no match"
+    result = iterative_retrieve(args.task, index, budget=args.budget, max_cycles=args.max_cycles)
+    if args.report:
+        return result.report()
+    if args.json:
+        payload = {
+            "files": list(result.files),
+            "relevance": result.relevance,
+            "tokens": result.tokens,
+            "repository_tokens": result.repository_tokens,
+            "artifacts": result.artifacts,
+            "cycles": [c.model_dump(mode="json") for c in result.cycles],
+        }
+        return json.dumps(payload, indent=2)
+    return result.context

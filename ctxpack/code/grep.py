@@ -1,0 +1,198 @@
+"""The lexical layer: find text in a repository's source files, with ripgrep when it is there.
+
+:func:`grep` runs the ``rg`` binary when one is installed (on ``PATH`` or beside the Python
+interpreter, where the ``ripgrep`` package puts it) and a pure-Python scan otherwise. Both
+search exactly the files :func:`~ctxpack.code.files.list_files` lists, so ``.gitignore`` is
+respected the same way and the hits are the same whichever engine ran.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from ..errors import ConfigError
+from .files import list_files, resolve_root
+
+__all__ = ["GrepHit", "grep", "ripgrep_path"]
+
+Engine = Literal["auto", "ripgrep", "python"]
+
+# Paths handed to one rg process: well under the smallest ARG_MAX in use.
+_BATCH = 500
+
+
+class GrepHit(BaseModel):
+    """One matching line: where it is, what it says, and the lines around it.
+
+    Attributes:
+        path: Repository-relative POSIX path.
+        line: 1-based line number.
+        text: The matching line, without its line end.
+        before: Up to ``context`` lines before it.
+        after: Up to ``context`` lines after it.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    line: int
+    text: str
+    before: tuple[str, ...] = ()
+    after: tuple[str, ...] = ()
+
+
+@cache
+def ripgrep_path() -> str | None:
+    """The ``rg`` binary grep uses, or ``None`` when none is installed.
+
+    Install one with ``pip install "ctxpack[code]"`` (the ``ripgrep`` package) or your system's
+    package manager; without it :func:`grep` scans in Python and finds the same lines.
+    """
+    found = shutil.which("rg")
+    if found:
+        return found
+    for folder in {sysconfig.get_path("scripts"), os.path.dirname(sys.executable)}:
+        candidate = os.path.join(folder, "rg")
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def grep(
+    root: str | os.PathLike[str],
+    pattern: str,
+    *,
+    regex: bool = False,
+    ignore_case: bool = True,
+    context: int = 2,
+    engine: Engine = "auto",
+    paths: Sequence[str] | None = None,
+) -> list[GrepHit]:
+    """Every line of the repository's source files that matches ``pattern``.
+
+    Args:
+        root: The repository's root folder.
+        pattern: A literal string, or a regular expression when ``regex`` is true (keep to the
+            syntax Python's ``re`` and ripgrep share: classes, groups, ``|``, ``\\b``, ``\\w``).
+        regex: Read ``pattern`` as a regular expression.
+        ignore_case: Match regardless of case.
+        context: Lines of context kept before and after each hit.
+        engine: ``"ripgrep"``, ``"python"`` or ``"auto"`` (ripgrep when installed).
+        paths: Search only these repository-relative files (default: every listed source file).
+
+    Returns:
+        The hits, sorted by path and line.
+
+    Raises:
+        ConfigError: ``root`` is not a folder, ``pattern`` is empty or not a valid expression,
+            or ``engine="ripgrep"`` and no ``rg`` is installed.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> root = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (root / "app.py").write_text("def throttle():\\n    pass\\n")
+        >>> [(h.path, h.line, h.text) for h in grep(root, "THROTTLE", engine="python")]
+        [('app.py', 1, 'def throttle():')]
+    """
+    base = resolve_root(root)
+    if not pattern:
+        raise ConfigError("grep needs a non-empty pattern")
+    flags = re.IGNORECASE if ignore_case else 0
+    try:
+        compiled = re.compile(pattern if regex else re.escape(pattern), flags)
+    except re.error as exc:
+        raise ConfigError(f"invalid regular expression {pattern!r}: {exc}") from exc
+    files = list(paths) if paths is not None else list_files(base)
+    if engine not in ("auto", "ripgrep", "python"):
+        raise ConfigError(f"engine must be 'auto', 'ripgrep' or 'python', got {engine!r}")
+    rg = ripgrep_path() if engine != "python" else None
+    if engine == "ripgrep" and rg is None:
+        raise ConfigError(
+            "ripgrep is not installed; pip install 'ctxpack[code]' (or your system's ripgrep), "
+            "or use engine='python'"
+        )
+    if rg is not None:
+        matches = _ripgrep(rg, base, files, pattern, regex=regex, ignore_case=ignore_case)
+    else:
+        matches = _python(base, files, compiled)
+    return _with_context(base, matches, context)
+
+
+def _ripgrep(
+    rg: str, base: Path, files: list[str], pattern: str, *, regex: bool, ignore_case: bool
+) -> dict[str, list[int]]:
+    found: dict[str, list[int]] = {}
+    args = [rg, "--json", "--no-config", "--line-number", "--text"]
+    args += ["--ignore-case"] if ignore_case else ["--case-sensitive"]
+    if not regex:
+        args.append("--fixed-strings")
+    args += ["--regexp", pattern, "--"]
+    for start in range(0, len(files), _BATCH):
+        batch = files[start : start + _BATCH]
+        proc = subprocess.run(
+            [*args, *batch], cwd=base, capture_output=True, text=True, check=False
+        )
+        # 0: matches, 1: none; anything else is an error (a bad expression, mostly).
+        if proc.returncode not in (0, 1):
+            raise ConfigError(f"ripgrep failed on {pattern!r}: {proc.stderr.strip()}")
+        for raw in proc.stdout.splitlines():
+            event = json.loads(raw)
+            if event.get("type") != "match":
+                continue
+            data = event["data"]
+            path = data["path"].get("text")
+            if path is None:
+                continue
+            found.setdefault(path, []).append(int(data["line_number"]))
+    return found
+
+
+def _python(base: Path, files: list[str], compiled: re.Pattern[str]) -> dict[str, list[int]]:
+    found: dict[str, list[int]] = {}
+    for rel in files:
+        try:
+            text = (base / rel).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if not compiled.search(text):
+            continue
+        lines = [n for n, line in enumerate(_lines(text), start=1) if compiled.search(line)]
+        if lines:
+            found[rel] = lines
+    return found
+
+
+def _lines(text: str) -> list[str]:
+    # Lines as ripgrep numbers them: split on \n only (a \r stays part of its line).
+    return text.split("\n")
+
+
+def _with_context(base: Path, matches: dict[str, list[int]], context: int) -> list[GrepHit]:
+    hits: list[GrepHit] = []
+    for rel in sorted(matches):
+        text = (base / rel).read_text(encoding="utf-8", errors="replace")
+        lines = [line.rstrip("\r") for line in _lines(text)]
+        for number in sorted(set(matches[rel])):
+            i = number - 1
+            hits.append(
+                GrepHit(
+                    path=rel,
+                    line=number,
+                    text=lines[i],
+                    before=tuple(lines[max(0, i - context) : i]),
+                    after=tuple(lines[i + 1 : i + 1 + context]),
+                )
+            )
+    return hits

@@ -1,0 +1,114 @@
+"""Code-aware index terms: identifiers split at ``snake_case`` and ``camelCase``, paths as terms.
+
+``parseHTTPResponse`` and ``parse_http_response`` both give ``pars``, ``http``, ``respons``
+(English Snowball stems, as the conversation stages use) plus the whole identifier
+``parsehttprespons``, so a query written in prose finds code written either way, and a query that
+names the identifier exactly finds it first.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from ..lexical import STOP_WORDS, _stem
+
+__all__ = ["code_terms", "identifiers", "path_terms", "split_identifier"]
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Splits "parseHTTPResponse2" into parse, HTTP, Response, 2.
+_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+# Words of code that match everything and so rank nothing.
+CODE_STOP_WORDS = frozenset(
+    {
+        "self",
+        "cls",
+        "def",
+        "return",
+        "import",
+        "none",
+        "true",
+        "false",
+        "null",
+        "nil",
+        "let",
+        "var",
+        "const",
+        "func",
+        "fn",
+        "pub",
+        "public",
+        "private",
+        "protected",
+        "static",
+        "void",
+        "new",
+        "elif",
+        "else",
+        "args",
+        "kwargs",
+        "str",
+        "int",
+        "py",
+    }
+)
+
+
+def split_identifier(identifier: str) -> list[str]:
+    """The lower-cased words of an identifier.
+
+    Example:
+        >>> split_identifier("parseHTTPResponse"), split_identifier("__init_subclass__")
+        (['parse', 'http', 'response'], ['init', 'subclass'])
+    """
+    return [part.lower() for part in _PART.findall(identifier)]
+
+
+def identifiers(text: str) -> list[str]:
+    """The identifier-shaped words of ``text``, as written.
+
+    Example:
+        >>> identifiers("call resolve_redirects() on Session.send")
+        ['call', 'resolve_redirects', 'on', 'Session', 'send']
+    """
+    return _IDENT.findall(text)
+
+
+@lru_cache(maxsize=200_000)
+def _word_terms(word: str) -> tuple[str, ...]:
+    parts = split_identifier(word)
+    out: list[str] = []
+    for part in parts:
+        if len(part) < 2 or part in STOP_WORDS or part in CODE_STOP_WORDS or part.isdigit():
+            continue
+        out.append(_stem(part, "en"))
+    if len(parts) > 1:
+        whole = "".join(parts)
+        if whole not in CODE_STOP_WORDS:
+            out.append(_stem(whole, "en"))
+    return tuple(out)
+
+
+def code_terms(text: str) -> list[str]:
+    """The index terms of a text, code or prose.
+
+    Example:
+        >>> code_terms("def rateLimit(request): return throttle_request()")
+        ['rate', 'limit', 'ratelimit', 'request', 'throttl', 'request', 'throttlerequest']
+    """
+    out: list[str] = []
+    for word in _IDENT.findall(text):
+        out.extend(_word_terms(word))
+    return out
+
+
+def path_terms(path: str) -> list[str]:
+    """The terms of a repository path: its folders and file name, without the extension.
+
+    Example:
+        >>> path_terms("src/_pytest/mark/expression.py")
+        ['src', 'pytest', 'mark', 'express']
+    """
+    stem = path.rsplit(".", 1)[0] if "." in path.rsplit("/", 1)[-1] else path
+    return code_terms(stem.replace("/", " "))

@@ -1,0 +1,432 @@
+"""apply_selection(): a selection and a workspace in, the context for the large model out."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from ..errors import CtxpackError, SelectionError
+from ..messages import Message
+from ..pipeline import Action, Decision
+from ..result import PackResult
+from .files import Passage
+from .model import FileRequest, Selection
+from .workspace import Workspace, is_artifact_id
+
+__all__ = ["CONTEXT_ID", "apply_selection", "check_selection"]
+
+STAGE = "selection"
+#: The id of the message that carries the durable notes, the file passages and stored originals.
+CONTEXT_ID = "selection-context"
+_EXCHANGE = (
+    "same tool exchange as message {}: kept whole (a provider rejects a call without its result)"
+)
+
+
+@dataclass
+class _Resolved:
+    """What a selection names, checked against a workspace."""
+
+    messages: dict[int, str] = field(default_factory=dict)  # index -> reason
+    uncertain: set[int] = field(default_factory=set)
+    passages: list[tuple[Passage, str]] = field(default_factory=list)  # passage, reason
+    stored: list[tuple[str, str, str]] = field(default_factory=list)  # id, text, reason
+
+
+class _Resolver:
+    def __init__(self, selection: Selection, workspace: Workspace) -> None:
+        self.selection = selection
+        self.workspace = workspace
+        self.calls = workspace.calls()
+        self.problems: list[str] = []
+        self.out = _Resolved()
+        self.reasons: dict[str, str] = {}
+
+    def run(self) -> _Resolved:
+        sel = self.selection
+        for item in sel.reasons:
+            key = self._key(item.item)
+            if key is not None:
+                self.reasons[key] = item.reason
+        for ref in sel.include_messages:
+            self._message(ref, uncertain=False)
+        for call in sel.include_tool_results:
+            self._tool_result(call, uncertain=False)
+        for request in sel.include_files:
+            self._file(request, uncertain=False)
+        for ref in sel.uncertain:
+            kind = self._kind(ref)
+            if kind == "call" or kind == "artifact":
+                self._tool_result(ref, uncertain=True)
+            elif kind == "message":
+                self._message(ref, uncertain=True)
+            elif kind == "file":
+                self._file(FileRequest(path=ref), uncertain=True)
+            else:
+                self.problems.append(f"uncertain item {ref!r}: {self._unknown(ref)}")
+        if self.problems:
+            raise SelectionError(self.problems)
+        return self.out
+
+    # -- what a reference names ----------------------------------------------------------
+
+    def _kind(self, ref: str | int) -> str | None:
+        if isinstance(ref, int):
+            return "message" if 0 <= ref < len(self.workspace.messages) else None
+        if ref in self.calls:
+            return "call"
+        if is_artifact_id(ref) and self.workspace.store is not None:
+            return "artifact"
+        try:
+            self.workspace.index_of(ref)
+            return "message"
+        except SelectionError:
+            pass
+        if self.workspace.root is not None:
+            try:
+                self.workspace.resolve_path(ref)
+                return "file"
+            except CtxpackError:
+                return None
+        return None
+
+    def _key(self, ref: str) -> str | None:
+        kind = self._kind(ref)
+        if kind == "message":
+            return f"m{self.workspace.index_of(ref)}"
+        if kind == "call":
+            return f"c{ref}"
+        if kind == "artifact":
+            return f"a{ref}"
+        if kind == "file":
+            return f"f{PurePosixPath(ref.replace(chr(92), '/')).as_posix()}"
+        self.problems.append(f"reason for {ref!r}: {self._unknown(ref)}")
+        return None
+
+    def _unknown(self, ref: str) -> str:
+        n = len(self.workspace.messages)
+        calls = list(self.calls)
+        shown = ", ".join(calls[:12]) + (f" and {len(calls) - 12} more" if len(calls) > 12 else "")
+        files = "" if self.workspace.root is None else ", or a file path under the root"
+        return (
+            f"names nothing in the workspace; give a message index (0-{n - 1}) or id, a tool call "
+            f"id ({shown or 'none'}){files}"
+        )
+
+    def _reason(self, key: str, uncertain: bool) -> str:
+        sel = self.selection
+        said = self.reasons.get(key) or sel.include_reason or "no reason given"
+        by = f"selected by {sel.selector}: {said}"
+        return f"{by} (uncertain: included so that the large model can judge)" if uncertain else by
+
+    # -- items ---------------------------------------------------------------------------
+
+    def _message(self, ref: int | str, *, uncertain: bool) -> None:
+        try:
+            index = self.workspace.index_of(ref)
+        except SelectionError as exc:
+            self.problems.extend(exc.problems)
+            return
+        self.out.messages.setdefault(index, self._reason(f"m{index}", uncertain))
+        if uncertain:
+            self.out.uncertain.add(index)
+
+    def _tool_result(self, call: str, *, uncertain: bool) -> None:
+        if call in self.calls:
+            caller, answer = self.calls[call]
+            reason = self._reason(f"c{call}", uncertain)
+            for index in (caller, answer):
+                if index is not None:
+                    self.out.messages.setdefault(index, reason)
+                    if uncertain:
+                        self.out.uncertain.add(index)
+            return
+        store = self.workspace.store
+        if is_artifact_id(call) and store is not None:
+            try:
+                text = store.get(call)
+            except KeyError as exc:
+                self.problems.append(f"tool result {call!r}: {exc}")
+                return
+            self.out.stored.append((call, text, self._reason(f"a{call}", uncertain)))
+            return
+        calls = list(self.calls)
+        shown = ", ".join(calls[:12]) + (f" and {len(calls) - 12} more" if len(calls) > 12 else "")
+        hint = " (an artifact id, but the workspace has no store)" if is_artifact_id(call) else ""
+        self.problems.append(
+            f"no tool call {call!r}{hint}; the workspace's tool calls are: {shown or 'none'}"
+        )
+
+    def _file(self, request: FileRequest, *, uncertain: bool) -> None:
+        try:
+            read = self.workspace.read(request)
+        except SelectionError as exc:
+            self.problems.extend(exc.problems)
+            return
+        except CtxpackError as exc:  # WorkspacePathError: the path is refused
+            self.problems.append(str(exc))
+            return
+        key = f"f{PurePosixPath(request.path.replace(chr(92), '/')).as_posix()}"
+        reason = self._reason(key, uncertain)
+        for passage in read if isinstance(read, list) else [read]:
+            self.out.passages.append((passage, reason))
+
+
+def check_selection(selection: Selection, workspace: Workspace) -> None:
+    """Check that everything ``selection`` names exists in ``workspace`` and can be shown.
+
+    Raises:
+        SelectionError: listing every problem at once, each naming the item and what exists.
+    """
+    _Resolver(selection, workspace).run()
+
+
+def _ranges(indexes: Iterable[int]) -> str:
+    """``[3, 4, 5, 9]`` -> ``"3-5, 9"``."""
+    out: list[str] = []
+    run: list[int] = []
+    for i in sorted(indexes):
+        if run and i == run[-1] + 1:
+            run.append(i)
+            continue
+        if run:
+            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+        run = [i]
+    if run:
+        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+    return ", ".join(out)
+
+
+def apply_selection(
+    selection: Selection, workspace: Workspace, *, budget: int | None = None
+) -> PackResult:
+    """Build the large model's context from a selection, with a decision per item.
+
+    The context holds, in their original order, the selected messages, every system, developer
+    and pinned message, every user message (user instructions and constraints are always kept,
+    verbatim, and when the selector left one out its decision says so) and each tool exchange
+    whole; then one context message (id ``"selection-context"``) with the durable notes, the
+    file passages (labelled with path and line numbers), the stored originals the selection
+    names and the list of messages left out. That message comes last because it changes at
+    every step: what comes before it can stay a cached prompt prefix from one step to the next.
+    The selection's durable notes are added to the workspace and every later context carries
+    them.
+
+    Every workspace message gets a decision: ``selected`` with the selector's reason, ``kept``
+    with why it is kept anyway, or ``dropped`` with the selector's omit reason. Each file
+    passage, stored original and durable note gets one too (ids ``file:path:start-end``,
+    ``artifact:id``, ``note:n``), and ``"selection"`` records who chose, and any fallback.
+
+    Args:
+        selection: What the selector chose.
+        workspace: Where the items come from; its durable notes grow by the selection's.
+        budget: When given, the context must fit in it (else a :class:`SelectionError`).
+
+    Returns:
+        A :class:`~ctxpack.PackResult` (``budget`` is the context's tokens when none is given).
+
+    Raises:
+        SelectionError: the selection names unknown messages, calls, artifacts or files, a
+            refused path, a range outside its file or a match found nowhere (every problem
+            listed, each with what exists), or the context exceeds ``budget``.
+
+    Example:
+        >>> ws = Workspace([
+        ...     {"role": "system", "content": "You are a coding agent."},
+        ...     {"role": "user", "content": "Never touch the migrations."},
+        ...     {"role": "assistant", "content": "Looking at the build log."},
+        ...     {"role": "user", "content": "Why does login fail?"},
+        ... ])
+        >>> result = apply_selection(Selection(include_messages=[3], omit_reason="old"), ws)
+        >>> [m.text for m in result.messages][1:3]
+        ['Never touch the migrations.', 'Why does login fail?']
+        >>> print(result.messages[-1].text)
+        [Context selected for this step by manual]
+        <BLANKLINE>
+        Left out of this step: messages 2 (old).
+        >>> [d.action for d in result.decisions_for(ws.messages[2].id)]
+        ['dropped']
+    """
+    resolved = _Resolver(selection, workspace).run()
+    notes_before = workspace.notes
+    new_notes = set(workspace.add_notes(selection.durable_notes))
+    counter = workspace.counter
+    messages = workspace.messages
+    who = selection.selector
+    decided: dict[int, tuple[Action, str]] = {}
+    for i, msg in enumerate(messages):
+        if i in resolved.messages:
+            reason = resolved.messages[i]
+            if msg.role == "user":
+                reason += " (a user instruction: kept in any case)"
+            decided[i] = ("selected", reason)
+        elif msg.role in ("system", "developer"):
+            decided[i] = ("kept", f"{msg.role} message: always kept")
+        elif msg.pinned:
+            decided[i] = ("kept", "pinned: always kept")
+        elif msg.role == "user":
+            decided[i] = ("kept", f"user instruction: always kept, though {who} left it out")
+    _complete_exchanges(workspace, decided)
+    omitted = [i for i in range(len(messages)) if i not in decided]
+
+    decisions: list[Decision] = []
+    summary = f"chosen by {who}"
+    if selection.goal:
+        summary += f" for the goal {selection.goal!r}"
+    if selection.fallback:
+        summary += f"; fell back: {selection.fallback}"
+    if selection.usage is not None:
+        u = selection.usage
+        summary += f"; selector spent {u.input_tokens} input + {u.output_tokens} output tokens"
+        summary += f" in {u.calls} call(s)"
+    decisions.append(
+        Decision(stage=STAGE, action="selected", message_id="selection", reason=summary)
+    )
+
+    context_text = _context_text(selection, workspace, resolved, omitted)
+    context: Message | None = None
+    if context_text is not None:
+        context = Message(role="user", content=context_text, id=CONTEXT_ID)
+    for n, note in enumerate(workspace.notes):
+        fresh = note in new_notes
+        decisions.append(
+            Decision(
+                stage=STAGE,
+                action="selected" if fresh else "kept",
+                message_id=f"note:{n}",
+                reason=(
+                    f"durable note from {who}"
+                    if fresh
+                    else "durable note kept from an earlier selection"
+                )
+                + f": {note}",
+            )
+        )
+    for passage, reason in resolved.passages:
+        text = passage.render()
+        decisions.append(
+            Decision(
+                stage=STAGE,
+                action="selected",
+                message_id=f"file:{passage.label}",
+                reason=reason + (f" ({passage.note})" if passage.note else ""),
+                tokens_after=counter.count(text),
+            )
+        )
+    for ref, text, reason in resolved.stored:
+        decisions.append(
+            Decision(
+                stage=STAGE,
+                action="selected",
+                message_id=f"artifact:{ref}",
+                reason=reason,
+                tokens_after=counter.count(text),
+            )
+        )
+
+    out: list[Message] = []
+    omit = selection.omit_reason or "no reason given"
+    for i, msg in enumerate(messages):
+        tokens = counter.count_message(msg)
+        if i in decided:
+            action, reason = decided[i]
+            out.append(msg)
+            decisions.append(
+                Decision(
+                    stage=STAGE,
+                    action=action,
+                    message_id=msg.id,
+                    reason=reason,
+                    tokens_before=tokens,
+                    tokens_after=tokens,
+                )
+            )
+        else:
+            decisions.append(
+                Decision(
+                    stage=STAGE,
+                    action="dropped",
+                    message_id=msg.id,
+                    reason=f"omitted by {who}: {omit}",
+                    tokens_before=tokens,
+                    tokens_after=0,
+                )
+            )
+    if context is not None:
+        out.append(context)
+    if context is not None:
+        decisions.append(
+            Decision(
+                stage=STAGE,
+                action="selected",
+                message_id=CONTEXT_ID,
+                reason="carries the durable notes, file passages and the list of what was left out",
+                tokens_after=counter.count_message(context),
+            )
+        )
+
+    tokens = counter.count_messages(out)
+    if budget is not None and tokens > budget:
+        largest = sorted(
+            ((d.tokens_after or 0, d.message_id) for d in decisions if d.action == "selected"),
+            reverse=True,
+        )[:3]
+        shown = ", ".join(f"{mid} ({n} tokens)" for n, mid in largest)
+        # A selection that is refused leaves the workspace as it was.
+        for note in new_notes:
+            workspace.forget_note(note)
+        assert workspace.notes == notes_before
+        raise SelectionError(
+            [
+                f"the selected context takes {tokens} tokens, over the budget of {budget}; "
+                f"select less (the largest selected items: {shown})"
+            ]
+        )
+    return PackResult(
+        messages=out,
+        tokens=tokens,
+        budget=budget if budget is not None else tokens,
+        input_tokens=counter.count_messages(messages),
+        input_ids=[m.id for m in messages],
+        counter=counter.name,
+        exact=counter.exact,
+        query=selection.goal,
+        decisions=decisions,
+    )
+
+
+def _complete_exchanges(workspace: Workspace, decided: dict[int, tuple[Action, str]]) -> None:
+    """Add to ``decided`` the rest of every tool exchange one of its messages is in."""
+    members: dict[int, list[int]] = {}
+    for caller, answer in workspace.calls().values():
+        group = members.setdefault(caller, [caller])
+        if answer is not None:
+            group.append(answer)
+    for group in members.values():
+        chosen = [i for i in group if i in decided]
+        if chosen:
+            for i in group:
+                if i not in decided:
+                    decided[i] = ("kept", _EXCHANGE.format(chosen[0]))
+
+
+def _context_text(
+    selection: Selection, workspace: Workspace, resolved: _Resolved, omitted: list[int]
+) -> str | None:
+    parts: list[str] = []
+    if workspace.notes:
+        parts.append("Durable notes:\n" + "\n".join(f"- {n}" for n in workspace.notes))
+    if resolved.passages:
+        parts.append(
+            "Files (line numbers on the left):\n"
+            + "\n".join(p.render() for p, _ in resolved.passages)
+        )
+    for ref, text, _reason in resolved.stored:
+        parts.append(f"Stored original {ref}:\n{text}")
+    if omitted:
+        why = f" ({selection.omit_reason})" if selection.omit_reason else ""
+        parts.append(f"Left out of this step: messages {_ranges(omitted)}{why}.")
+    if not parts:
+        return None
+    return f"[Context selected for this step by {selection.selector}]\n\n" + "\n\n".join(parts)

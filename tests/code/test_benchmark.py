@@ -1,0 +1,106 @@
+"""The code retrieval benchmark's own bookkeeping, on a git repository made here.
+
+The benchmark's figures are not tested (benchmarks measure); exporting a base commit, the
+baselines and the recall arithmetic are.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "code_retrieval.py"
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "coderepo"
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("code_retrieval_benchmark", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _git(*args: str, cwd: Path) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+@pytest.fixture
+def mirrors(tmp_path: Path) -> tuple[Path, str]:
+    """A folder of clones holding ``acme/shop`` (the fixture plus a tests/ folder)."""
+    clone = tmp_path / "mirrors" / "acme+shop" / "repo"
+    shutil.copytree(FIXTURE, clone)
+    (clone / "tests").mkdir()
+    (clone / "tests" / "test_throttle.py").write_text("def test_throttle():\n    pass\n")
+    _git("init", "-q", cwd=clone)
+    _git("add", "-A", cwd=clone)
+    _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base", cwd=clone)
+    return tmp_path / "mirrors", _git("rev-parse", "HEAD", cwd=clone)
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_a_run_exports_ranks_and_reports(
+    bench: ModuleType, mirrors: tuple[Path, str], tmp_path: Path
+) -> None:
+    repos, commit = mirrors
+    tasks = tmp_path / "tasks.jsonl"
+    task = {
+        "instance_id": "acme__shop-1",
+        "repo": "acme/shop",
+        "base_commit": commit,
+        "problem_statement": "Requests are not rate limited: add rate limiting to the API.",
+        "files": ["api/throttle.py"],
+    }
+    tasks.write_text(json.dumps(task) + "\n")
+    out = tmp_path / "out"
+    cache = tmp_path / "cache"
+    assert (
+        bench.main(
+            ["--tasks", str(tasks), "--repos", str(repos), "--cache", str(cache), "--out", str(out)]
+        )
+        == 0
+    )
+    exported = cache / "acme__shop-1"
+    assert (exported / "api" / "throttle.py").is_file()
+    assert not (exported / "tests").exists()  # test folders are left out
+    payload = json.loads((out / "code_retrieval.json").read_text())
+    results = payload["results"]
+    assert set(results) == {
+        "ctxpack-search",
+        "ctxpack-search (whole files)",
+        "ctxpack-loop",
+        "bm25-files",
+        "ripgrep-identifiers",
+        "load-everything",
+    }
+    assert results["load-everything"]["recall_at"]["1"] == 1.0
+    for entry in results.values():
+        assert 0.0 <= entry["recall_at"]["5"] <= 1.0
+        assert entry["recall_at"]["1"] <= entry["recall_at"]["10"]
+    assert results["ctxpack-search"]["max_token_share"] <= payload["config"]["budget_share"]
+    assert "| ctxpack-loop |" in (out / "code_retrieval.md").read_text()
+
+
+def test_issue_identifiers(bench: ModuleType) -> None:
+    text = "Calling `session.send()` fails in resolve_redirects; see HTTPAdapter and getPeerCert"
+    assert bench.issue_identifiers(text) == [
+        "session.send",
+        "resolve_redirects",
+        "getPeerCert",
+    ]
+
+
+def test_whole_files_within_budget(bench: ModuleType) -> None:
+    sizes = {"a": 10, "b": 50, "c": 5}
+    assert bench._whole_files_within(["a", "b", "c"], ["c"], sizes, 60) == (0, 60)
+    assert bench._whole_files_within(["a", "c", "b"], ["c"], sizes, 60) == (1, 15)
+    assert bench._ranks(["a", "b"], ["b", "z"]) == (2, None)

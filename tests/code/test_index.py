@@ -1,0 +1,117 @@
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from ctxpack import ConfigError
+from ctxpack.code import DEFAULT_WEIGHTS, CodeIndex
+
+
+def test_search_returns_symbol_units_best_first(repo: Path) -> None:
+    hits = CodeIndex(repo, db=":memory:").search("decode the JWT claims", k=3)
+    assert hits[0].path == "web/src/jwt.ts"
+    assert hits[0].name == "decodeJwt"
+    assert (hits[0].start_line, hits[0].end_line) == (8, 12)
+    assert "export function decodeJwt" in hits[0].text
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert len(hits) == 3
+
+
+def test_camel_and_snake_case_meet_prose(repo: Path) -> None:
+    index = CodeIndex(repo, db=":memory:")
+    assert index.search("next job", k=1)[0].name == "next_job"
+    assert index.search("price with tax", k=1)[0].name == "priceWithTax"
+    assert index.search("add invoice to the report", k=1)[0].name == "addInvoice"
+
+
+def test_rank_files_signals(repo: Path) -> None:
+    index = CodeIndex(repo, db=":memory:")
+    ranked = index.rank_files("Crash in fetch_record when the key is missing", k=3)
+    assert ranked[0].path == "api/storage.py"
+    assert ranked[0].signals["definition"] == 1.0
+    assert set(ranked[0].signals) == set(DEFAULT_WEIGHTS)
+    # Naming the file is a signal of its own.
+    named = index.rank_files("something is off in services/audit/audit.go", k=1)[0]
+    assert named.path == "services/audit/audit.go"
+    assert named.signals["mention"] == 1.0
+    # The graph lends relevance to neighbours: db.py shares no word with the query.
+    chain = [h.path for h in index.rank_files("fetch_record", k=10)]
+    assert "api/db.py" in chain
+    assert index.rank_files("fetch_record", k=10, exclude=["api/db.py"])[0].path != "api/db.py"
+
+
+def test_graph_weight_zero_turns_proximity_off(repo: Path) -> None:
+    index = CodeIndex(repo, db=":memory:", weights={"graph": 0.0})
+    paths = [h.path for h in index.rank_files("fetch_record", k=10)]
+    assert "api/db.py" not in paths
+    with pytest.raises(ConfigError, match="unknown ranking signal"):
+        CodeIndex(repo, weights={"pagerank": 1.0})
+
+
+def test_index_is_incremental_and_persistent(repo: Path, tmp_path: Path) -> None:
+    db = tmp_path / "index.sqlite"
+    first = CodeIndex(repo, db=db)
+    stats = first.refresh()
+    assert stats.parsed == len(first.files) and stats.removed == 0
+    first.close()
+
+    second = CodeIndex(repo, db=db)
+    assert second.refresh().model_dump() == {
+        "parsed": 0,
+        "removed": 0,
+        "unchanged": len(first.files),
+    }
+    # Touched but unchanged: its hash says so, nothing is parsed.
+    target = repo / "api" / "db.py"
+    later = time.time() + 5
+    os.utime(target, (later, later))
+    assert second.refresh().parsed == 0
+    # Changed, added, removed.
+    target.write_text(target.read_text() + "\n\ndef disconnect():\n    pass\n")
+    (repo / "api" / "cache.py").write_text("def evict():\n    pass\n")
+    (repo / "web" / "legacy" / "pricing.js").unlink()
+    stats = second.refresh()
+    assert (stats.parsed, stats.removed) == (2, 1)
+    assert second.search("disconnect", k=1)[0].name == "disconnect"
+    assert "web/legacy/pricing.js" not in second.files
+    second.close()
+    # A third index reads what the second stored.
+    third = CodeIndex(repo, db=db)
+    assert third.refresh().parsed == 0
+    assert third.search("evict", k=1)[0].path == "api/cache.py"
+
+
+def test_default_db_lives_in_the_cache_folder(repo: Path, tmp_path: Path) -> None:
+    index = CodeIndex(repo)
+    index.refresh()
+    assert Path(index.db).is_file()
+    assert Path(index.db).is_relative_to(tmp_path / "cache")
+    assert not (repo / ".ctxpack").exists()
+
+
+def test_tokens_and_errors(repo: Path, tmp_path: Path) -> None:
+    index = CodeIndex(repo, db=":memory:")
+    assert index.tokens() == sum(index.tokens(p) for p in index.files)
+    assert index.tokens("api/db.py") == index.counter.count(index.read("api/db.py"))
+    with pytest.raises(ConfigError, match="not an indexed source file"):
+        index.parsed("README.md")
+    with pytest.raises(ConfigError, match="k must be at least 1"):
+        index.search("x", k=0)
+    with pytest.raises(ConfigError, match="not a directory"):
+        CodeIndex(tmp_path / "nowhere")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert CodeIndex(empty, db=":memory:").search("anything") == []
+
+
+def test_warm_search_is_fast(repo: Path) -> None:
+    index = CodeIndex(repo, db=":memory:")
+    index.search("warm up")
+    started = time.perf_counter()
+    for _ in range(20):
+        index.search("refresh the session token before it expires")
+    # Generous: the fixture is tiny; this catches re-indexing on every query.
+    assert (time.perf_counter() - started) / 20 < 0.05

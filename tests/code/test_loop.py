@@ -1,0 +1,193 @@
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from ctxpack import ConfigError
+from ctxpack.code import (
+    Candidate,
+    CodeIndex,
+    JudgeError,
+    Judgement,
+    ModelJudge,
+    RankingJudge,
+    iterative_retrieve,
+)
+from ctxpack.code.judge import band
+from ctxpack.store import SQLiteArtifactStore
+
+RATE_LIMIT = "Add rate limiting to the API endpoints"
+
+
+def test_the_loop_learns_the_codebase_vocabulary(repo: Path) -> None:
+    """The task says "rate limiting", the code says "throttle": the first cycle finds the file
+    that uses both words, learns "throttle" from it, and the next cycle finds throttle.py."""
+    result = iterative_retrieve(RATE_LIMIT, CodeIndex(repo, db=":memory:"))
+    first, second = result.cycles[0], result.cycles[1]
+    assert "api/middleware.py" in first.high
+    assert "api/throttle.py" not in first.high
+    assert "throttl" in first.added_terms
+    assert "throttl" in second.terms
+    assert "api/throttle.py" in second.high
+    assert "api/throttle.py" in result.files
+    assert result.files[0] == "api/middleware.py"
+
+
+def test_without_refinement_the_throttle_file_is_missed(repo: Path) -> None:
+    # One cycle is plain ranking: the file that only speaks of throttling is not found.
+    result = iterative_retrieve(RATE_LIMIT, CodeIndex(repo, db=":memory:"), max_cycles=1)
+    assert "api/throttle.py" not in result.files
+    assert result.cycles[0].stop == "max_cycles (1) reached"
+
+
+def test_every_cycle_is_recorded(repo: Path) -> None:
+    result = iterative_retrieve(RATE_LIMIT, CodeIndex(repo, db=":memory:"))
+    assert 1 <= len(result.cycles) <= 3
+    assert [c.cycle for c in result.cycles] == list(range(1, len(result.cycles) + 1))
+    for cycle in result.cycles:
+        assert [j.path for j in cycle.judgements] == [c.path for c in cycle.candidates]
+        assert all(j.reason for j in cycle.judgements)
+        assert set(cycle.high) == {j.path for j in cycle.judgements if j.relevance >= 0.7}
+        if not cycle.stop.startswith("enough"):  # a cycle that ends the loop refines nothing
+            assert set(cycle.newly_excluded) <= {
+                j.path for j in cycle.judgements if j.relevance < 0.2
+            }
+    # Excluded files never come back.
+    gone: set[str] = set()
+    for cycle in result.cycles:
+        assert not gone & {c.path for c in cycle.candidates}
+        gone |= set(cycle.newly_excluded)
+    assert result.cycles[-1].stop
+    assert all(not c.stop for c in result.cycles[:-1])
+    assert "cycle 1:" in result.report()
+
+
+def test_result_files_context_and_tokens(repo: Path) -> None:
+    store = SQLiteArtifactStore(":memory:")
+    index = CodeIndex(repo, db=":memory:")
+    result = iterative_retrieve(RATE_LIMIT, index, store=store)
+    assert all(result.relevance[p] >= 0.7 for p in result.files)
+    # By the cycle that found them, then by relevance.
+    found = {}
+    for cycle in result.cycles:
+        for path in cycle.high:
+            found.setdefault(path, cycle.cycle)
+    keys = [(found[p], -result.relevance[p]) for p in result.files]
+    assert keys == sorted(keys)
+    assert len({c for c, _ in keys}) > 1  # the fixture's files come from several cycles
+    assert result.tokens == index.counter.count(result.context)
+    assert result.repository_tokens == index.tokens()
+    for path in result.files:
+        assert f"### {path}:" in result.context
+        # The whole file is kept: the passage header names it, the store gives it back.
+        assert result.artifacts[path] in result.context
+        assert store.get(result.artifacts[path]) == (repo / path).read_text()
+
+
+def test_budget_bounds_the_context(repo: Path) -> None:
+    result = iterative_retrieve(RATE_LIMIT, CodeIndex(repo, db=":memory:"), budget=60)
+    assert result.tokens <= 60
+    assert result.files  # the files are found whatever the budget
+
+
+def test_stops_when_three_files_are_highly_relevant_without_gaps(repo: Path) -> None:
+    def generous(task: str, candidates: Sequence[Candidate], /) -> list[Judgement]:
+        return [Judgement(path=c.path, relevance=0.9, reason="all good") for c in candidates]
+
+    result = iterative_retrieve(RATE_LIMIT, CodeIndex(repo, db=":memory:"), judge=generous)
+    assert len(result.cycles) == 1
+    assert result.cycles[0].stop.startswith("enough")
+    assert len(result.files) == 10
+
+
+def test_critical_gaps_keep_the_loop_going_and_are_targeted(repo: Path) -> None:
+    def gappy(task: str, candidates: Sequence[Candidate], /) -> list[Judgement]:
+        return [
+            Judgement(path=c.path, relevance=0.9, reason="ok", missing=("fetch_record",))
+            if c.rank <= 3
+            else Judgement(path=c.path, relevance=0.3, reason="tangential")
+            for c in candidates
+        ]
+
+    result = iterative_retrieve(RATE_LIMIT, CodeIndex(repo, db=":memory:"), judge=gappy)
+    assert len(result.cycles) == 3
+    first = result.cycles[0]
+    assert first.gaps and first.focus == ("fetch_record",) * 3
+    # The gap's words are targeted next.
+    assert result.cycles[1].terms["fetch"] == 1.0
+    assert "api/storage.py" in {c.path for c in result.cycles[1].candidates}
+
+
+def test_the_default_judge_reports_unresolved_names(repo: Path) -> None:
+    index = CodeIndex(repo, db=":memory:")
+    result = iterative_retrieve("load_profile of a user", index, max_cycles=1)
+    judged = {j.path: j for j in result.cycles[0].judgements}
+    assert judged["api/users.py"].relevance >= 0.7
+    assert RankingJudge()("task", []) == []
+
+
+class FakeClient:
+    """A model client that answers from a script and keeps the prompts it was sent."""
+
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+        self.prompts: list[str] = []
+
+    def complete(self, prompt: str) -> str:
+        self.prompts.append(prompt)
+        return self.answer
+
+
+def test_model_judge_through_a_fake_client(repo: Path) -> None:
+    verdicts = [
+        {"path": "api/throttle.py", "relevance": 0.95, "reason": "token bucket", "missing": []},
+        {"path": "api/middleware.py", "relevance": 0.8, "reason": "installs it"},
+        {"path": "api/routes.py", "relevance": 0.75, "reason": "the endpoints"},
+        {"path": "not/a/candidate.py", "relevance": 1.0, "reason": "made up"},
+    ]
+    client = FakeClient("Here you go:\n" + json.dumps(verdicts))
+    result = iterative_retrieve(
+        RATE_LIMIT, CodeIndex(repo, db=":memory:"), judge=ModelJudge(client.complete)
+    )
+    prompt = client.prompts[0]
+    assert RATE_LIMIT in prompt and "0.8-1.0" in prompt and "--- api/middleware.py" in prompt
+    assert "not/a/candidate.py" not in result.files
+    if "api/throttle.py" in {c.path for c in result.cycles[0].candidates}:
+        assert result.files[0] == "api/throttle.py"
+    judged = {j.path: j for j in result.cycles[0].judgements}
+    left_out = [j for j in judged.values() if j.reason == "not judged by the model"]
+    assert all(j.relevance == 0.0 for j in left_out)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["I cannot tell.", "[{'path': 'a.py'}]", '[{"path": "api/db.py", "relevance": 7}]'],
+)
+def test_model_judge_rejects_unreadable_answers(repo: Path, answer: str) -> None:
+    judge = ModelJudge(FakeClient(answer).complete)
+    with pytest.raises(JudgeError, match="JSON list") as info:
+        iterative_retrieve(RATE_LIMIT, CodeIndex(repo, db=":memory:"), judge=judge)
+    assert info.value.answer == answer
+    assert isinstance(info.value, ValueError)
+
+
+def test_bands_and_arguments(repo: Path) -> None:
+    assert [band(x) for x in (1.0, 0.8, 0.7, 0.5, 0.4, 0.2, 0.19, 0.0)] == [
+        "high",
+        "high",
+        "medium",
+        "medium",
+        "low",
+        "low",
+        "none",
+        "none",
+    ]
+    index = CodeIndex(repo, db=":memory:")
+    for bad in ({"max_cycles": 0}, {"candidates": 0}, {"budget": 0}):
+        with pytest.raises(ConfigError, match="must be at least 1"):
+            iterative_retrieve(RATE_LIMIT, index, **bad)  # type: ignore[arg-type]
+    # A folder works as well as an index.
+    assert iterative_retrieve(RATE_LIMIT, repo).files

@@ -1,0 +1,181 @@
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pytest
+
+from ctxpack.code import CodeIndex, ParserFallbackWarning, parse_source
+from ctxpack.code.symbols import _parse_python_ast, tree_sitter_available
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "coderepo"
+
+needs_tree_sitter = pytest.mark.skipif(
+    not tree_sitter_available("rust"), reason="tree-sitter grammars are not installed"
+)
+
+
+def units(path: str, language: str) -> list[tuple[str, str, str | None]]:
+    parsed = parse_source(path, language, (FIXTURE / path).read_text())
+    return [(s.name, s.kind, s.parent) for s in parsed.symbols if s.kind != "module"]
+
+
+@needs_tree_sitter
+@pytest.mark.parametrize(
+    ("path", "language", "expected"),
+    [
+        (
+            "api/throttle.py",
+            "python",
+            [
+                ("TokenBucket", "class", None),
+                ("__init__", "method", "TokenBucket"),
+                ("take", "method", "TokenBucket"),
+                ("middleware", "function", None),
+            ],
+        ),
+        (
+            "web/src/session.ts",
+            "typescript",
+            [
+                ("refreshSession", "function", None),
+                ("SessionStore", "class", None),
+                ("save", "method", "SessionStore"),
+            ],
+        ),
+        (
+            "web/src/jwt.ts",
+            "typescript",
+            [("JwtClaims", "interface", None), ("decodeJwt", "function", None)],
+        ),
+        (
+            "web/legacy/cart.js",
+            "javascript",
+            [
+                ("Cart", "class", None),
+                ("constructor", "method", "Cart"),
+                ("add", "method", "Cart"),
+                ("cartTotal", "function", None),
+            ],
+        ),
+        (
+            "services/ledger/ledger.go",
+            "go",
+            [("Entry", "type", None), ("Ledger", "type", None), ("Append", "method", None)],
+        ),
+        (
+            "engine/src/scheduler.rs",
+            "rust",
+            [
+                ("Scheduler", "type", None),
+                ("Scheduler", "impl", None),
+                ("new", "method", "Scheduler"),
+                ("next_job", "method", "Scheduler"),
+            ],
+        ),
+        (
+            "jvm/src/main/java/com/acme/report/ReportBuilder.java",
+            "java",
+            [
+                ("ReportBuilder", "class", None),
+                ("addInvoice", "method", "ReportBuilder"),
+                ("build", "method", "ReportBuilder"),
+            ],
+        ),
+    ],
+)
+def test_symbol_units_per_language(
+    path: str, language: str, expected: list[tuple[str, str, str | None]]
+) -> None:
+    assert units(path, language) == expected
+
+
+@needs_tree_sitter
+def test_units_carry_docstrings_lines_and_references() -> None:
+    source = (FIXTURE / "api/throttle.py").read_text()
+    parsed = parse_source("api/throttle.py", "python", source)
+    take = next(s for s in parsed.symbols if s.name == "take")
+    assert take.docstring == "Take a token if one is left; refill first for the time elapsed."
+    lines = source.split("\n")
+    assert take.text == "\n".join(lines[take.start_line - 1 : take.end_line])
+    assert take.text.lstrip().startswith("def take(self):")
+    middleware = next(s for s in parsed.symbols if s.name == "middleware")
+    assert "TokenBucket" in middleware.references
+    assert parsed.imports == ("time",)
+    # The comment above a Rust item is its docstring and part of its unit.
+    rust = parse_source("s.rs", "rust", (FIXTURE / "engine/src/scheduler.rs").read_text())
+    assert rust.symbols[0].docstring == "Picks the next job by priority."
+    assert rust.symbols[0].start_line == 1
+
+
+@needs_tree_sitter
+def test_no_line_is_in_two_units() -> None:
+    for path in ("api/routes.py", "web/legacy/cart.js", "engine/src/scheduler.rs"):
+        language = {"py": "python", "js": "javascript", "rs": "rust"}[path.rsplit(".", 1)[1]]
+        parsed = parse_source(path, language, (FIXTURE / path).read_text())
+        seen: set[int] = set()
+        for s in parsed.symbols:
+            span = set(range(s.start_line, s.end_line + 1))
+            assert not span & seen, (path, s.name)
+            seen |= span
+
+
+def test_python_without_tree_sitter_uses_ast() -> None:
+    source = (FIXTURE / "api/routes.py").read_text()
+    parsed = _parse_python_ast("api/routes.py", source)
+    named = [(s.name, s.kind, s.parent) for s in parsed.symbols if s.kind != "module"]
+    assert named == [
+        ("App", "class", None),
+        ("__init__", "method", "App"),
+        ("route", "method", "App"),
+        ("wrap", "method", "App"),
+        ("create_app", "function", None),
+        ("get_user", "function", None),
+    ]
+    assert "api.middleware" in parsed.imports
+    if tree_sitter_available("python"):
+        tree = parse_source("api/routes.py", "python", source)
+        assert [(s.name, s.start_line, s.end_line) for s in tree.symbols] == [
+            (s.name, s.start_line, s.end_line) for s in parsed.symbols
+        ]
+
+
+def test_missing_grammar_degrades_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ctxpack.code import symbols
+
+    monkeypatch.setattr(symbols, "_parser", lambda language: None)
+    symbols._warn_fallback.cache_clear()
+    with pytest.warns(ParserFallbackWarning, match=r'pip install "ctxpack\[code\]"'):
+        parsed = parse_source("a.go", "go", "package a\n\nfunc F() { g() }\n")
+    assert [(s.kind, s.start_line, s.end_line) for s in parsed.symbols] == [("module", 1, 3)]
+    assert parsed.symbols[0].references == ("F", "g")
+    symbols._warn_fallback.cache_clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ParserFallbackWarning)
+        assert parse_source("a.py", "python", "def f(:\n").symbols[0].kind == "module"
+    symbols._warn_fallback.cache_clear()
+
+
+@needs_tree_sitter
+def test_import_chain_and_call_graph(repo: Path) -> None:
+    index = CodeIndex(repo, db=":memory:")
+    graph = index.graph
+    assert graph.imports["api/routes.py"] == {"api/middleware.py", "api/users.py"}
+    assert graph.imports["api/users.py"] == {"api/storage.py"}
+    assert graph.imports["api/storage.py"] == {"api/db.py"}
+    assert graph.imports["web/src/session.ts"] == {"web/src/jwt.ts"}
+    assert graph.imports["web/legacy/cart.js"] == {"web/legacy/pricing.js"}
+    assert graph.imports["services/ledger/ledger.go"] == {"services/audit/audit.go"}
+    assert graph.imports["engine/src/lib.rs"] == {"engine/src/scheduler.rs"}
+    java = "jvm/src/main/java/com/acme/report/ReportBuilder.java"
+    assert graph.imports[java] == {"jvm/src/main/java/com/acme/util/Formatter.java"}
+    # Who calls connect (the blast radius of changing it), and where it is defined. Calls are
+    # matched by name: db.connect's own call to sqlite3.connect counts too.
+    assert [(s.path, s.name) for s in index.callers("connect")] == [
+        ("api/db.py", "connect"),
+        ("api/storage.py", "fetch_record"),
+    ]
+    assert [(s.path, s.start_line) for s in index.definitions("connect")] == [("api/db.py", 8)]
+    # The chain is walkable: routes -> users -> storage -> db.
+    assert "api/db.py" in graph.neighbours("api/storage.py")
+    assert "api/storage.py" in graph.neighbours("api/db.py")

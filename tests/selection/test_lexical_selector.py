@@ -1,0 +1,96 @@
+"""LexicalSelector: the offline default, from relevance scoring and a file search."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ctxpack import ConfigError, LexicalSelector, Workspace, apply_selection
+from ctxpack.selection import FileSearch, check_selection, find_ripgrep, keywords
+
+from .helpers import make_repo, session_messages
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "repo")
+
+
+def test_it_selects_the_relevant_messages_and_tool_results(repo: Path) -> None:
+    ws = Workspace(session_messages(), root=repo)
+    sel = LexicalSelector(budget=150, recent=1, max_files=0)(
+        ws, "refreshes expired token test failing"
+    )
+    # The failing test's output is chosen by call id, the build log is not.
+    assert sel.include_tool_results == ["call_2"]
+    assert 7 in sel.include_messages  # the last message
+    reasons = {r.item: r.reason for r in sel.reasons}
+    assert reasons["call_2"].startswith("relevance")
+    assert sel.selector == "LexicalSelector" and sel.goal
+    result = apply_selection(sel, ws)
+    assert ws.messages[3].id in result.dropped_ids  # the build log
+
+
+def test_it_finds_files_by_their_words_and_shows_them_around_a_match(repo: Path) -> None:
+    ws = Workspace(
+        [{"role": "user", "content": "Why does the expired token test fail?"}], root=repo
+    )
+    sel = LexicalSelector(max_files=2)(ws, "refreshes expired token")
+    paths = [f.path for f in sel.include_files]
+    assert paths[0] == "tests/auth.test.ts"  # the only file with "refreshes" and "expired"
+    assert "src/auth.ts" in paths
+    assert all(f.match for f in sel.include_files)
+    assert "node_modules/lib/index.js" not in paths
+    check_selection(sel, ws)  # everything it names exists
+
+
+def test_a_file_the_goal_names_is_included(repo: Path) -> None:
+    ws = Workspace([], root=repo)
+    sel = LexicalSelector(max_files=0)(ws, "read src/session.ts first")
+    assert [(f.path, f.match, f.lines) for f in sel.include_files] == [
+        ("src/session.ts", None, None)
+    ]
+
+
+def test_without_a_root_there_are_no_files() -> None:
+    sel = LexicalSelector()(Workspace(session_messages()), "token")
+    assert sel.include_files == []
+
+
+def test_an_empty_workspace_selects_nothing() -> None:
+    sel = LexicalSelector()(Workspace([]), "anything")
+    assert (sel.include_messages, sel.include_tool_results) == ([], [])
+
+
+def test_keywords_keep_identifiers_whole() -> None:
+    assert keywords("Fix `refresh_token` in auth.ts: the token expires") == [
+        "refresh_token",
+        "auth.ts",
+        "fix",
+        "expires",
+    ]
+
+
+def test_the_python_search_counts_matching_lines(repo: Path) -> None:
+    ws = Workspace([], root=repo, search="python")
+    counts = ws.searcher().counts(["token", "expired"])
+    assert counts["src/auth.ts"] == {"token": 6, "expired": 2}
+    assert "logo.png" not in counts and "node_modules/lib/index.js" not in counts
+
+
+@pytest.mark.skipif(find_ripgrep() is None, reason="ripgrep is not installed")
+def test_ripgrep_and_python_give_the_same_counts(repo: Path) -> None:
+    words = ["token", "expired", "refresh", "session", "nothing-matches-this"]
+    python = FileSearch(repo, Workspace([], root=repo).files(), engine="python", max_bytes=10**6)
+    ripgrep = FileSearch(repo, Workspace([], root=repo).files(), engine="ripgrep", max_bytes=10**6)
+    assert ripgrep.engine == "ripgrep"
+    assert ripgrep.counts(words) == python.counts(words)
+    assert ripgrep.search(words, most=5) == python.search(words, most=5)
+
+
+def test_an_unknown_engine_is_a_config_error(repo: Path) -> None:
+    with pytest.raises(ConfigError, match="engine must be"):
+        FileSearch(repo, [], engine="grep", max_bytes=1)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="LexicalSelector: budget=0"):
+        LexicalSelector(budget=0)

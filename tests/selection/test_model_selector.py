@@ -1,0 +1,219 @@
+"""ModelSelector: structured outputs or a forced tool call, validated, retried once, with a
+recorded fallback; tested with fake clients, recorded answers and the real SDKs offline."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxpack import ConfigError, ModelSelector, Selection, Workspace, apply_selection
+from ctxpack.selection import SYSTEM_PROMPT, TOOL_NAME, selection_prompt
+
+from .helpers import (
+    FakeAnthropic,
+    FakeOpenAI,
+    answer,
+    anthropic_response,
+    load,
+    make_repo,
+    openai_response,
+    session_messages,
+)
+
+GOAL = "fix the failing refresh token test"
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    return Workspace(session_messages(), root=make_repo(tmp_path / "repo"))
+
+
+def test_a_valid_openai_answer_is_taken_with_its_usage(ws: Workspace) -> None:
+    client = FakeOpenAI(load("openai_valid.json"))
+    sel = ModelSelector(client, model="gpt-4.1-nano")(ws, GOAL)
+    assert sel.include_messages == [7] and sel.include_tool_results == ["call_2"]
+    assert sel.selector == "ModelSelector(gpt-4.1-nano)" and sel.fallback is None
+    assert sel.usage is not None
+    assert (sel.usage.calls, sel.usage.input_tokens, sel.usage.output_tokens) == (1, 812, 121)
+    assert sel.usage.exact
+    (request,) = client.requests
+    assert request["model"] == "gpt-4.1-nano"
+    assert request["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": TOOL_NAME, "schema": Selection.json_schema(), "strict": True},
+    }
+    assert request["messages"][0] == {"role": "system", "content": SYSTEM_PROMPT}
+    assert request["messages"][1] == {"role": "user", "content": selection_prompt(ws, GOAL)}
+    result = apply_selection(sel, ws)
+    assert "The user rejected cookie-based sessions." in result.messages[-1].text
+
+
+def test_the_listing_numbers_messages_and_names_calls(ws: Workspace) -> None:
+    prompt = selection_prompt(ws, GOAL)
+    assert prompt.startswith(f"Goal: {GOAL}\n")
+    assert '[2] assistant, 16 tokens, calls call_1 bash({"command": "npm run build"})' in prompt
+    assert "[5] tool result of call_2, 50 tokens: FAIL tests/auth.test.ts refreshes" in prompt
+    assert "Candidate files (path: lines matching the goal's words):" in prompt
+    assert "tests/auth.test.ts: " in prompt
+    assert "node_modules" not in prompt
+
+
+def test_invalid_json_is_retried_with_the_error(ws: Workspace) -> None:
+    client = FakeOpenAI(
+        openai_response('{"include_messages": [7', usage=(700, 9)),
+        openai_response(json.dumps(answer(include_messages=[7])), usage=(760, 40)),
+    )
+    sel = ModelSelector(client, model="small")(ws, GOAL)
+    assert sel.include_messages == [7] and sel.fallback is None
+    assert sel.usage is not None and (sel.usage.calls, sel.usage.input_tokens) == (2, 1460)
+    retry = client.requests[1]["messages"]
+    assert retry[2] == {"role": "assistant", "content": '{"include_messages": [7'}
+    assert retry[3]["role"] == "user" and "the answer is not JSON" in retry[3]["content"]
+
+
+def test_unknown_ids_twice_fall_back_to_the_lexical_selector(ws: Workspace) -> None:
+    wrong = json.dumps(answer(include_messages=[42], include_tool_results=["call_184"]))
+    client = FakeOpenAI(openai_response(wrong), openai_response(wrong))
+    sel = ModelSelector(client, model="small")(ws, GOAL)
+    assert len(client.requests) == 2
+    fix = client.requests[1]["messages"][-1]["content"]
+    assert "message index 42 is out of range: the workspace has messages 0-7" in fix
+    assert "no tool call 'call_184'; the workspace's tool calls are: call_1, call_2" in fix
+    assert sel.selector == "LexicalSelector (fallback)"
+    assert sel.fallback is not None
+    assert sel.fallback.startswith(
+        "ModelSelector(small) failed after 2 attempt(s): message index 42"
+    )
+    assert sel.usage is not None and sel.usage.calls == 2  # the failed calls are billed too
+    (first, *_) = apply_selection(sel, ws).decisions
+    assert "fell back: ModelSelector(small) failed after 2 attempt(s)" in first.reason
+
+
+def test_a_path_escape_is_refused_and_corrected(ws: Workspace) -> None:
+    escape = answer(include_files=[{"path": "../../etc/passwd", "lines": None, "match": None}])
+    fixed = answer(include_files=[{"path": "src/auth.ts", "lines": "3-9", "match": None}])
+    client = FakeOpenAI(openai_response(json.dumps(escape)), openai_response(json.dumps(fixed)))
+    sel = ModelSelector(client, model="small")(ws, GOAL)
+    assert (
+        "file '../../etc/passwd': '..' is refused" in client.requests[1]["messages"][-1]["content"]
+    )
+    assert [f.path for f in sel.include_files] == ["src/auth.ts"]
+
+
+def test_an_omitted_user_instruction_is_kept_anyway(ws: Workspace) -> None:
+    client = FakeOpenAI(openai_response(json.dumps(answer(include_messages=[7]))))
+    sel = ModelSelector(client, model="small")(ws, GOAL)
+    result = apply_selection(sel, ws)
+    constraint = ws.messages[6]
+    assert constraint.text == "Keep the public API of src/auth.ts unchanged."
+    assert constraint in result.messages
+    (decision,) = result.decisions_for(constraint.id)
+    assert decision.reason == (
+        "user instruction: always kept, though ModelSelector(small) left it out"
+    )
+
+
+def test_a_failing_call_falls_back_and_says_why(ws: Workspace) -> None:
+    client = FakeOpenAI(TimeoutError("read timed out"))
+    sel = ModelSelector(client, model="small")(ws, GOAL)
+    assert sel.fallback == (
+        "ModelSelector(small) failed after 1 attempt(s): "
+        "the call failed (TimeoutError: read timed out)"
+    )
+    assert sel.include_messages  # the lexical selector chose
+
+
+def test_without_reported_usage_tokens_are_counted(ws: Workspace) -> None:
+    client = FakeOpenAI(openai_response(json.dumps(answer(include_messages=[7])), usage=None))
+    sel = ModelSelector(client, model="small")(ws, GOAL)
+    assert sel.usage is not None and not sel.usage.exact
+    prompt_tokens = ws.counter.count(SYSTEM_PROMPT) + ws.counter.count(selection_prompt(ws, GOAL))
+    assert sel.usage.input_tokens == prompt_tokens
+    assert sel.usage.output_tokens == ws.counter.count(json.dumps(answer(include_messages=[7])))
+
+
+def test_an_anthropic_client_answers_through_a_forced_tool(ws: Workspace) -> None:
+    client = FakeAnthropic(load("anthropic_valid.json"))
+    sel = ModelSelector(client, model="claude-haiku-4-5")(ws, GOAL)
+    assert sel.include_tool_results == ["call_2"] and sel.uncertain == ["tests/auth.test.ts"]
+    assert sel.usage is not None and (sel.usage.input_tokens, sel.usage.output_tokens) == (790, 98)
+    (request,) = client.requests
+    assert request["tool_choice"] == {"type": "tool", "name": TOOL_NAME}
+    assert request["tools"][0]["input_schema"] == Selection.json_schema()
+    assert request["system"] == SYSTEM_PROMPT and request["max_tokens"] == 2048
+    result = apply_selection(sel, ws)
+    assert any(d.message_id.startswith("file:tests/auth.test.ts") for d in result.decisions)
+
+
+def test_an_anthropic_retry_answers_the_tool_call_with_the_error(ws: Workspace) -> None:
+    client = FakeAnthropic(
+        anthropic_response(answer(include_messages=[99])),
+        anthropic_response(answer(include_messages=[1])),
+    )
+    sel = ModelSelector(client, model="small")(ws, GOAL)
+    assert sel.include_messages == [1]
+    assistant, user = client.requests[1]["messages"][1:]
+    assert assistant["content"][0]["type"] == "tool_use"
+    result = user["content"][0]
+    assert result["type"] == "tool_result" and result["is_error"] is True
+    assert result["tool_use_id"] == "toolu_test"
+    assert "message index 99 is out of range" in result["content"]
+
+
+def test_an_unknown_client_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="cannot tell the provider of object"):
+        ModelSelector(object(), model="x")
+
+
+# The real SDKs, offline: a mock transport answers with the recorded bodies and keeps what
+# was sent, so that the request shape is the one the provider receives.
+
+
+def _http_client(body: dict[str, Any], sent: list[dict[str, Any]]) -> Any:
+    # Recent SDKs are built on httpx2, older ones on httpx: use the one installed.
+    try:
+        import httpx2 as http
+    except ImportError:
+        import httpx as http
+
+    def handle(request: Any) -> Any:
+        sent.append({"path": request.url.path, "json": json.loads(request.content)})
+        return http.Response(200, json=body)
+
+    return http.Client(transport=http.MockTransport(handle))
+
+
+def test_the_openai_sdk_sends_structured_outputs(ws: Workspace) -> None:
+    openai = pytest.importorskip("openai")
+    sent: list[dict[str, Any]] = []
+    client = openai.OpenAI(
+        api_key="test",
+        base_url="http://openai.test/v1",
+        http_client=_http_client(load("openai_valid.json"), sent),
+    )
+    sel = ModelSelector(client, model="gpt-4.1-nano", max_tokens=800)(ws, GOAL)
+    assert sel.include_tool_results == ["call_2"] and sel.usage is not None
+    assert sel.usage.input_tokens == 812
+    (call,) = sent
+    assert call["path"] == "/v1/chat/completions"
+    assert call["json"]["response_format"]["json_schema"]["strict"] is True
+    assert call["json"]["max_completion_tokens"] == 800
+
+
+def test_the_anthropic_sdk_sends_a_forced_tool(ws: Workspace) -> None:
+    anthropic = pytest.importorskip("anthropic")
+    sent: list[dict[str, Any]] = []
+    client = anthropic.Anthropic(
+        api_key="test",
+        base_url="http://anthropic.test",
+        http_client=_http_client(load("anthropic_valid.json"), sent),
+    )
+    sel = ModelSelector(client, model="claude-haiku-4-5")(ws, GOAL)
+    assert sel.include_files[0].path == "src/auth.ts" and sel.usage is not None
+    assert sel.usage.output_tokens == 98
+    (call,) = sent
+    assert call["path"] == "/v1/messages"
+    assert call["json"]["tool_choice"] == {"type": "tool", "name": TOOL_NAME}

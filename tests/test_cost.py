@@ -1,0 +1,291 @@
+"""Prices, the prompt-cache model and the filtering what-if, on sequences small enough to check
+by hand.
+
+Counts use a word counter: a message of ``n`` words costs ``n + 4`` tokens (3 of framing, 1 for
+the role), and a prompt 3 more for the reply priming.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxpack import ConfigError
+from ctxpack.cost import (
+    Price,
+    PriceTable,
+    Request,
+    filtering_economics,
+    price,
+    shipped_prices,
+    simulate,
+)
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+P = Price(input=3, output=15, cache_write_5m=3.75, cache_write_1h=6, cache_read=0.3)
+
+
+def user(n: int, word: str = "w") -> dict[str, Any]:
+    return {"role": "user", "content": " ".join([word] * n)}
+
+
+def assistant(n: int) -> dict[str, Any]:
+    return {"role": "assistant", "content": " ".join(["a"] * n)}
+
+
+# --- the seed's what-if table ---------------------------------------------------------------
+
+
+def test_filtering_economics_gives_the_seed_table_exactly() -> None:
+    large = Price(input=10, output=50, cache_write_5m=12.5, cache_write_1h=20, cache_read=0.25)
+    small = Price(input=0.25, output=1.5, cache_write_5m=0.25, cache_write_1h=0.25, cache_read=0)
+    e = filtering_economics(
+        large=large,
+        small=small,
+        raw_input=1_450_000,
+        filtered_input=560_000,
+        large_output=40_000,
+        small_output=10_000,
+    )
+    assert f"{e.without_filtering:.2f}" == "16.50"
+    assert f"{e.large_cost:.2f}" == "7.60"
+    assert f"{e.small_cost:.2f}" == "0.38"
+    assert f"{e.with_filtering:.2f}" == "7.98"
+    assert f"{e.saving:.2f}" == "8.52"
+    assert f"{e.saving_share:.1%}" == "51.7%"
+    assert e.break_even_tokens == 37_750
+    assert f"{e.break_even_share:.1%}" == "2.6%"
+
+
+def test_filtering_economics_rejects_a_filter_that_adds_tokens() -> None:
+    with pytest.raises(ConfigError, match="filtered_input"):
+        filtering_economics(
+            large=P, small=P, raw_input=10, filtered_input=20, large_output=0, small_output=0
+        )
+    with pytest.raises(ConfigError, match="raw_input must be >= 0"):
+        filtering_economics(
+            large=P, small=P, raw_input=-1, filtered_input=0, large_output=0, small_output=0
+        )
+
+
+# --- the cache model ------------------------------------------------------------------------
+
+
+def test_an_appended_history_reads_what_the_previous_request_wrote() -> None:
+    first = [user(2000)]  # 2004 tokens + 3 priming
+    second = [*first, assistant(10), user(5)]  # + 14 + 9
+    bill = simulate([first, second], price=P, counter=words)
+    r1, r2 = bill.requests
+    assert (r1.input_tokens, r1.cache_write_tokens, r1.cache_read_tokens) == (2007, 2007, 0)
+    # The priming of the first prompt is not part of the second one's prefix: rewritten.
+    assert (r2.input_tokens, r2.cache_read_tokens, r2.cache_write_tokens) == (2030, 2004, 26)
+    assert r2.uncached_input_tokens == 0
+    assert r2.cost == pytest.approx((2004 * 0.3 + 26 * 3.75) / 1e6)
+    assert bill.input_tokens == 2007 + 2030
+    assert bill.cost == pytest.approx(r1.cost + r2.cost)
+    assert bill.cache_hit_rate == pytest.approx(2004 / (2007 + 2030))
+
+
+def test_a_prompt_under_the_minimum_is_plain_input_and_never_cached() -> None:
+    short = [user(100)]
+    bill = simulate([short, short], price=P, counter=words)
+    for row in bill.requests:
+        assert (row.uncached_input_tokens, row.cache_write_tokens, row.cache_read_tokens) == (
+            107,
+            0,
+            0,
+        )
+    assert bill.cost == pytest.approx(2 * 107 * 3 / 1e6)
+
+
+def test_output_is_billed_at_the_output_price() -> None:
+    bill = simulate([Request(messages=[user(10)], output_tokens=1000)], price=P, counter=words)
+    assert bill.output_tokens == 1000
+    assert bill.cost == pytest.approx((17 * 3 + 1000 * 15) / 1e6)
+
+
+def test_the_ttl_expires_after_the_last_use_and_every_use_refreshes_it() -> None:
+    a = [user(2000)]
+    b = [*a, assistant(1), user(1)]
+    c = [*b, assistant(1), user(1)]
+    # 200 s then 250 s apart: each within 5 minutes of the last use, though 450 s after the write.
+    refreshed = simulate([a, b, c], price=P, counter=words, timestamps=[0, 200, 450])
+    assert [r.cache_read_tokens > 0 for r in refreshed.requests] == [False, True, True]
+    # 301 s idle: the whole prefix is written again.
+    cold = simulate([a, b], price=P, counter=words, timestamps=[0, 301])
+    assert cold.requests[1].cache_read_tokens == 0
+    assert cold.requests[1].cache_write_tokens == cold.requests[1].input_tokens
+    # The 1-hour lifetime keeps it, and writes at the 1-hour price.
+    hour = simulate([a, b], price=P, counter=words, ttl="1h", timestamps=[0, 301])
+    assert hour.requests[1].cache_read_tokens == 2004
+    assert hour.requests[0].cost == pytest.approx(2007 * 6 / 1e6)
+
+
+def test_timestamps_may_be_datetimes() -> None:
+    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    a = [user(2000)]
+    b = [*a, assistant(1), user(1)]
+    bill = simulate([a, b], price=P, counter=words, timestamps=[t0, t0 + timedelta(minutes=6)])
+    assert bill.requests[1].cache_read_tokens == 0
+
+
+def test_a_model_switch_rewrites_at_the_target_price_and_each_model_keeps_its_cache() -> None:
+    other = Price(input=10, output=50, cache_write_5m=12.5, cache_write_1h=20, cache_read=0.25)
+    a = [user(2000)]
+    b = [*a, assistant(1), user(1)]
+    c = [*b, assistant(1), user(1)]
+    requests = [
+        Request(messages=a, model="small"),
+        Request(messages=b, model="big"),
+        Request(messages=c, model="small"),
+    ]
+    bill = simulate(requests, price={"small": P, "big": other}, counter=words)
+    switch = bill.requests[1]
+    assert switch.cache_read_tokens == 0
+    assert switch.cost == pytest.approx(switch.input_tokens * 12.5 / 1e6)
+    # Back on the first model: its entry for `a` is still alive.
+    assert bill.requests[2].cache_read_tokens == 2004
+
+
+def test_an_edit_in_the_middle_breaks_the_prefix_from_there() -> None:
+    head, old, tail = user(1500, "h"), user(600, "o"), user(600, "t")
+    before = [head, old, tail]
+    after = [head, user(1, "cleared"), tail]
+    # One breakpoint per request: nothing was ever written at the end of `head` alone.
+    per_request = simulate([before, after], price=P, counter=words)
+    assert per_request.requests[1].cache_read_tokens == 0
+    # An entry at every message boundary: the head is read back.
+    per_message = simulate([before, after], price=P, counter=words, cache_points="message")
+    assert per_message.requests[1].cache_read_tokens == 1504
+
+
+def test_an_entry_further_back_than_the_lookback_is_not_found() -> None:
+    first = [user(2000)]
+    grown = [*first, *[assistant(1) for _ in range(25)]]
+    assert simulate([first, grown], price=P, counter=words).requests[1].cache_read_tokens == 0
+    found = simulate([first, grown], price=P, counter=words, lookback=None)
+    assert found.requests[1].cache_read_tokens == 2004
+
+
+def test_changing_the_tools_invalidates_everything_after_them() -> None:
+    tool = {"type": "function", "function": {"name": "bash", "description": "Run a command."}}
+    other = {"type": "function", "function": {"name": "python", "description": "Run code."}}
+    a = Request(messages=[user(2000)], tools=[tool])
+    b = Request(messages=[user(2000), assistant(1)], tools=[other])
+    assert simulate([a, b], price=P, counter=words).requests[1].cache_read_tokens == 0
+    same = Request(messages=[user(2000), assistant(1)], tools=[tool])
+    assert simulate([a, same], price=P, counter=words).requests[1].cache_read_tokens > 2000
+
+
+def test_requests_may_be_mappings_and_bad_ones_are_named() -> None:
+    bill = simulate([{"messages": [user(3)], "output_tokens": 2}], price=P, counter=words)
+    assert bill.requests[0].output_tokens == 2
+    with pytest.raises(ConfigError, match="request 0"):
+        simulate([{"messages": [user(3)], "output": 2}], price=P)
+    with pytest.raises(ConfigError, match="request 1"):
+        simulate([[user(3)], "hello"], price=P)  # type: ignore[list-item]
+    with pytest.raises(ConfigError, match="ttl"):
+        simulate([[user(3)]], price=P, ttl="10m")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="one per request"):
+        simulate([[user(3)]], price=P, timestamps=[0, 1])
+    with pytest.raises(ConfigError, match="back in time"):
+        simulate([[user(3)], [user(3)]], price=P, timestamps=[5, 1])
+    with pytest.raises(ConfigError, match="no price for model 'x'"):
+        simulate([Request(messages=[user(3)], model="x")], price={"y": P})
+
+
+def test_the_default_counter_counts_like_count_tokens() -> None:
+    from ctxpack import count_tokens
+
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi!"}]
+    assert simulate([messages], price=P).input_tokens == count_tokens(messages)
+
+
+# --- price tables ---------------------------------------------------------------------------
+
+
+def test_the_shipped_table_is_dated_and_sourced() -> None:
+    table = shipped_prices()
+    assert table.date and table.sources
+    assert price("claude-sonnet-4-5") == table.prices["claude-sonnet-4-5"]
+    sonnet = price("claude-sonnet-4-5")
+    # Anthropic's structure: writes 1.25x (5 minutes) or 2x (1 hour), reads 0.1x.
+    assert sonnet.cache_write_5m == pytest.approx(1.25 * sonnet.input)
+    assert sonnet.cache_write_1h == pytest.approx(2 * sonnet.input)
+    assert sonnet.cache_read == pytest.approx(0.1 * sonnet.input)
+
+
+def test_an_unknown_model_lists_the_known_ones() -> None:
+    with pytest.raises(ConfigError, match=r"known models: .*claude-sonnet-4-5"):
+        price("claude-unknown")
+
+
+def test_a_table_loads_from_a_file_and_merges_over_the_shipped_one(tmp_path: Path) -> None:
+    path = tmp_path / "prices.json"
+    row = {"input": 1, "output": 2, "cache_write_5m": 1.25, "cache_write_1h": 2, "cache_read": 0.1}
+    path.write_text(
+        json.dumps({"_meta": {"date": "2099-01-01", "sources": ["mine"]}, "mine-1": row}),
+        "utf-8",
+    )
+    mine = PriceTable.load(path)
+    merged = shipped_prices().merge(mine)
+    assert merged.price("mine-1").input == 1
+    assert merged.price("claude-sonnet-4-5") == price("claude-sonnet-4-5")
+    assert merged.date == "2099-01-01"
+    assert "mine" in merged.sources
+
+
+def test_a_bad_table_file_says_what_is_wrong(tmp_path: Path) -> None:
+    path = tmp_path / "prices.json"
+    path.write_text('{"m": {"input": -1}}', "utf-8")
+    with pytest.raises(ConfigError, match="not a valid price table"):
+        PriceTable.load(path)
+    path.write_text("{nope", "utf-8")
+    with pytest.raises(ConfigError, match="not valid JSON"):
+        PriceTable.load(path)
+    with pytest.raises(ConfigError, match="cannot read"):
+        PriceTable.load(tmp_path / "missing.json")
+
+
+def test_a_litellm_map_is_imported_per_million() -> None:
+    litellm = {
+        "sample_spec": {"input_cost_per_token": "see docs", "max_input_tokens": "max"},
+        "claude-x": {
+            "input_cost_per_token": 3e-06,
+            "output_cost_per_token": 1.5e-05,
+            "cache_creation_input_token_cost": 3.75e-06,
+            "cache_creation_input_token_cost_above_1hr": 6e-06,
+            "cache_read_input_token_cost": 3e-07,
+            "max_input_tokens": 200000,
+            "litellm_provider": "anthropic",
+        },
+        "gpt-x": {
+            "input_cost_per_token": 1.25e-06,
+            "output_cost_per_token": 1e-05,
+            "cache_read_input_token_cost": 1.25e-07,
+        },
+        "dall-e": {"input_cost_per_pixel": 1e-08},
+    }
+    table = PriceTable.from_litellm(litellm, date="2026-11-01")
+    assert set(table.prices) == {"claude-x", "gpt-x"}
+    assert table.price("claude-x") == Price(
+        input=3,
+        output=15,
+        cache_write_5m=3.75,
+        cache_write_1h=6,
+        cache_read=0.3,
+        context_window=200000,
+    )
+    # No write premium given: writes at the input price.
+    gpt = table.price("gpt-x")
+    assert (gpt.cache_write_5m, gpt.cache_write_1h, gpt.cache_read) == (1.25, 1.25, 0.125)
+    with pytest.raises(ConfigError, match="not a valid price"):
+        PriceTable.from_litellm({"m": {"input_cost_per_token": -1, "output_cost_per_token": 0}})
