@@ -86,7 +86,7 @@ class Message(BaseModel):
             ``{"type": "image_url", ...}``...), or ``None`` for an assistant turn that only calls
             tools.
         id: Stable identifier used by every decision. Kept when given; otherwise
-            :func:`ensure_messages` derives one from the position and the content.
+            :func:`ensure_messages` derives one from the content (see :func:`stable_id`).
         name: Optional participant name (OpenAI ``name``).
         tool_calls: Tool calls made by an assistant message.
         tool_call_id: For a ``tool`` message, the id of the call it answers.
