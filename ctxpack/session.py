@@ -25,6 +25,7 @@ from .packing import pack
 from .pipeline import Decision, DecisionLog, Stage
 from .result import PackResult
 from .retrieval import handle_retrieve_call, retrieve_tool
+from .sdk import coerce_message
 from .store import ArtifactStore, Retrieval, SQLiteArtifactStore, read_artifact
 from .tokens import REPLY_PRIMING, CounterLike, TokenCounter, get_counter, tool_definition_tokens
 
@@ -256,6 +257,7 @@ class Session:
     ) -> list[Message]:
         if isinstance(message, Message):
             return [message]
+        message = coerce_message(message, len(self._raw))  # the SDKs' objects, as dicts
         if not isinstance(message, Mapping):
             raise InvalidMessageError(
                 f"expected a message dict or a Message, got {type(message).__name__}",
