@@ -63,6 +63,7 @@ import ctxpack
 from ctxpack import Message, ensure_messages, get_counter
 from ctxpack.cost import Bill, Price, Request, price, simulate
 from ctxpack.editing import COMPACTION_FLOOR
+from ctxpack.messages import owned_messages
 from ctxpack.store import ArtifactStore, SQLiteArtifactStore
 from ctxpack.tokens import TokenCounter, message_sizes
 
@@ -99,7 +100,7 @@ class SessionInfo:
 
     def message_tokens(self, messages: Sequence[Any]) -> list[int]:
         """Tokens each message adds to a prompt (framing included)."""
-        return list(message_sizes(self.counter, ensure_messages(messages)))
+        return list(message_sizes(self.counter, owned_messages(messages)))
 
 
 class Strategy(Protocol):
@@ -695,7 +696,7 @@ def replay(
         returned = strategy(history)
         run.seconds.append(time.perf_counter() - t0)
         request, side = _as_request(returned)
-        output = counter.count_message(ensure_messages([message])[0])
+        output = counter.count_message(owned_messages([message])[0])
         run.requests.extend(side)
         run.main.append(len(run.requests))
         run.requests.append(request.model_copy(update={"output_tokens": output}))

@@ -14,6 +14,9 @@ from .adapters import to_openai as to_openai
 from .adapters import validate_anthropic as validate_anthropic
 from .adapters import validate_openai as validate_openai
 from .caches import clear_caches as clear_caches
+from .clients import PackedClient as PackedClient
+from .clients import wrap_anthropic as wrap_anthropic
+from .clients import wrap_openai as wrap_openai
 from .editing import Compactor as Compactor
 from .editing import ToolResultClearer as ToolResultClearer
 from .embeddings import MiniLMEmbedder as MiniLMEmbedder
@@ -93,6 +96,7 @@ __all__ = [
     "ModelSelector",
     "PackContext",
     "PackResult",
+    "PackedClient",
     "Pipeline",
     "PromptComposer",
     "RelevanceScorer",
@@ -130,4 +134,6 @@ __all__ = [
     "tool_definition_tokens",
     "validate_anthropic",
     "validate_openai",
+    "wrap_anthropic",
+    "wrap_openai",
 ]

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ._prefix import common_prefix
 from .errors import ConfigError
-from .messages import Message, ensure_messages
+from .messages import Message, owned_messages
 from .tokens import CounterLike, TokenCounter, get_counter, message_sizes, tool_definition_tokens
 
 __all__ = [
@@ -588,7 +588,9 @@ def _prefix_chain(
 ) -> tuple[list[bytes], list[int], list[int]]:
     """Per cache point (after the tools, then after each message): the digest of the prefix up
     to it, its tokens (the last one includes the reply priming), and its blocks."""
-    messages = tuple(ensure_messages(request.messages))
+    # ctxpack's own copies, shared between calls: what is derived from one (its digest, its
+    # tokens) is cached by identity, so a history re-sent costs only its new messages.
+    messages = owned_messages(request.messages)
     tools = request.tools or []
     tool_tokens = tool_definition_tokens(tools, counter) if tools else 0
     tools_digest = hashlib.blake2b(

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .caches import LRUCache
 from .errors import ConfigError
 
 __all__ = ["Embedder", "MiniLMEmbedder", "minilm_model_dir"]
@@ -86,6 +87,10 @@ def _gelu(x: FloatArray) -> FloatArray:
     return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
 
 
+# Texts whose vector an embedder remembers.
+EMBEDDING_CACHE_SIZE = 50_000
+
+
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 in numpy: texts -> normalised 384-d vectors, cached per text.
 
@@ -118,7 +123,8 @@ class MiniLMEmbedder:
         self._weights: dict[str, np.ndarray[Any, Any]] | None = None
         self._tokenizer: Any = None
         self._layers = 0
-        self._cache: dict[str, FloatArray] = {}
+        # Vectors by text, least recently used forgotten (1.5 KB each).
+        self._cache: LRUCache[str, FloatArray] = LRUCache(EMBEDDING_CACHE_SIZE)
 
     def _load(self) -> None:
         if self._weights is not None:
@@ -200,7 +206,12 @@ class MiniLMEmbedder:
 
     def __call__(self, texts: Sequence[str]) -> FloatArray:
         """Embed ``texts``; returns an ``(len(texts), 384)`` float32 array of unit vectors."""
-        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        found: dict[str, FloatArray] = {}
+        for text in dict.fromkeys(texts):
+            vector = self._cache.get(text)
+            if vector is not None:
+                found[text] = vector
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
         if missing:
             self._load()
             encoded = [e.ids for e in self._tokenizer.encode_batch(missing)]
@@ -210,9 +221,11 @@ class MiniLMEmbedder:
                 chunk = order[start : start + self.batch_size]
                 vectors = self._forward([encoded[i] for i in chunk])
                 for i, vec in zip(chunk, vectors, strict=True):
-                    self._cache[missing[i]] = vec
+                    found[missing[i]] = vec
+                    self._cache.put(missing[i], vec)
         if not texts:
             w = self._weights
             dim = 384 if w is None else w["embeddings.word_embeddings.weight"].shape[1]
             return np.zeros((0, dim), dtype=np.float32)
-        return np.stack([self._cache[t] for t in texts])
+        # np.stack copies: the caller's array never aliases a cached vector.
+        return np.stack([found[t] for t in texts])

@@ -22,6 +22,7 @@ from ._prefix import common_prefix, likely_prefix
 from ._trusted import trusted_frozen_instance, trusted_instance
 from .caches import LRUCache, register
 from .errors import InvalidMessageError
+from .sdk import SDKObject, coerce_message
 
 __all__ = [
     "ROLES",
@@ -85,7 +86,7 @@ class Message(BaseModel):
             ``{"type": "image_url", ...}``...), or ``None`` for an assistant turn that only calls
             tools.
         id: Stable identifier used by every decision. Kept when given; otherwise
-            :func:`ensure_messages` derives one from the position and the content.
+            :func:`ensure_messages` derives one from the content (see :func:`stable_id`).
         name: Optional participant name (OpenAI ``name``).
         tool_calls: Tool calls made by an assistant message.
         tool_call_id: For a ``tool`` message, the id of the call it answers.
@@ -388,16 +389,24 @@ def _convert(index: int, item: Any, check: _Check | None) -> tuple[Any, Message]
         # A conversion is reused by a call with the same check, or with none.
         if hit is not None and (check is None or hit[2] is check) and _unchanged(item, hit[0]):
             return hit[0], hit[1]
+        converted = coerce_message(item, index)  # the same dict unless it holds SDK objects
         if check is not None:
-            check(item, index)
-        plain = _plain_message(item)
+            check(converted, index)
+        plain = _plain_message(converted)
         if plain is not None:
             snapshot, msg = dict(item), plain
         else:
             # Validated from a private deep copy: pydantic keeps values typed Any (nested
             # parts, metadata) as they are, and they must not be the caller's.
             snapshot = copy_value(dict(item))
-            msg = _from_mapping(index, snapshot)
+            msg = _from_mapping(index, snapshot if converted is item else copy_value(converted))
+    elif (converted := coerce_message(item, index)) is not item:
+        # An SDK object (an OpenAI ChatCompletionMessage...): reused while it equals its copy.
+        if hit is not None and (check is None or hit[2] is check) and _unchanged(item, hit[0]):
+            return hit[0], hit[1]
+        if check is not None:
+            check(converted, index)
+        snapshot, msg = copy_value(item), _from_mapping(index, converted)
     else:
         raise InvalidMessageError(
             f"expected a Message or a dict, got {type(item).__name__}", index=index
@@ -471,7 +480,7 @@ def _remember(seen: _Seen, superseded: _Seen | None) -> None:
 
 
 def owned_messages(
-    messages: Iterable[Message | Mapping[str, Any]], *, check: _Check | None = None
+    messages: Iterable[Message | Mapping[str, Any] | SDKObject], *, check: _Check | None = None
 ) -> tuple[Message, ...]:
     """:func:`ensure_messages` for ctxpack's own use: the messages it returns are cached and
     shared between calls, so they must never be handed to a caller nor changed in place.
@@ -526,7 +535,7 @@ def owned_messages(
 
 
 def ensure_messages(
-    messages: Iterable[Message | Mapping[str, Any]],
+    messages: Iterable[Message | Mapping[str, Any] | SDKObject],
     *,
     check: Callable[[Mapping[str, Any], int], None] | None = None,
 ) -> list[Message]:

@@ -13,6 +13,7 @@ from .errors import ConfigError
 from .messages import Message, detached, owned_messages
 from .pipeline import Decision, PackContext, Pipeline, Stage
 from .result import PackResult
+from .sdk import SDKObject
 from .stages import (
     CitationInheritor,
     Deduplicator,
@@ -87,7 +88,7 @@ def _resolve_provider(
 
 
 def pack(
-    messages: Iterable[Message | Mapping[str, Any]],
+    messages: Iterable[Message | Mapping[str, Any] | SDKObject],
     *,
     budget: int,
     model: str | None = None,
@@ -155,7 +156,7 @@ def pack(
 
 
 def _pack(
-    messages: Iterable[Message | Mapping[str, Any]],
+    messages: Iterable[Message | Mapping[str, Any] | SDKObject],
     budget: int,
     model: str | None,
     resolved: TokenCounter,

@@ -25,6 +25,7 @@ from .packing import pack
 from .pipeline import Decision, DecisionLog, Stage
 from .result import PackResult
 from .retrieval import handle_retrieve_call, retrieve_tool
+from .sdk import coerce_message
 from .store import ArtifactStore, Retrieval, SQLiteArtifactStore, read_artifact
 from .tokens import REPLY_PRIMING, CounterLike, TokenCounter, get_counter, tool_definition_tokens
 
@@ -209,6 +210,8 @@ class Session:
         self._records: dict[str, FilterRecord] = {}
         self._decisions: list[Decision] = []
         self._pending: list[int] = []  # tool outputs awaiting the agent's answer (positions)
+        # The provider the messages came from: "anthropic" once an Anthropic message arrives.
+        self.provider: Provider = "openai"
         self._views: list[tuple[int, FileRegion]] = []  # live file views: (position, region)
         self._superseded: list[tuple[int, int]] = []  # (position, by position), not yet applied
 
@@ -254,6 +257,7 @@ class Session:
     ) -> list[Message]:
         if isinstance(message, Message):
             return [message]
+        message = coerce_message(message, len(self._raw))  # the SDKs' objects, as dicts
         if not isinstance(message, Mapping):
             raise InvalidMessageError(
                 f"expected a message dict or a Message, got {type(message).__name__}",
@@ -263,6 +267,7 @@ class Session:
             provider = "anthropic" if _looks_anthropic(message) else "openai"
         try:
             if provider == "anthropic":
+                self.provider = "anthropic"
                 return from_anthropic([message])
             if provider == "openai":
                 return from_openai([message])
@@ -507,7 +512,9 @@ class Session:
             budget: Tokens the prompt may take; ``None`` for no limit.
             query: What the next answer is about (for packing); the last user message by
                 default.
-            provider: ``"openai"`` or ``"anthropic"``: whose rules the result must follow.
+            provider: ``"openai"`` or ``"anthropic"``: whose rules the result must follow;
+                by default the provider the messages came from (``session.provider``:
+                Anthropic once an Anthropic message was appended, else OpenAI).
             reserve: Tokens kept free for the reply (with a budget).
             tools: Your own tool definitions, counted in ``result.tokens``; the retrieve tool's
                 definition is added when it is offered.
@@ -517,7 +524,8 @@ class Session:
         """
         if not self._raw:
             raise ConfigError("the session is empty: append messages before rendering")
-        all_tools = [*(tools or ()), *self.tools(provider or "openai")]
+        provider = provider or self.provider
+        all_tools = [*(tools or ()), *self.tools(provider)]
         originals = {
             raw.id: raw for raw in self._raw if (r := self._records.get(raw.id)) and r.shortened
         }

@@ -19,6 +19,7 @@ from ._prefix import PrefixMemo
 from .caches import register
 from .errors import ConfigError, TokenizerUnavailableError
 from .messages import Message, owned_messages
+from .sdk import SDKObject
 
 __all__ = [
     "ApproximateTokenCountWarning",
@@ -523,7 +524,7 @@ def get_counter(model: str | None = None, counter: CounterLike | None = None) ->
 
 
 def count_tokens(
-    messages_or_text: str | Iterable[Message | Mapping[str, Any]],
+    messages_or_text: str | Iterable[Message | Mapping[str, Any] | SDKObject],
     *,
     model: str | None = None,
     counter: CounterLike | None = None,

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import ConfigError
-from .messages import Message, ensure_messages
+from .messages import Message, owned_messages
 from .tokens import (
     CounterLike,
     TokenCounter,
@@ -248,7 +248,7 @@ def context_usage(
         if value is not None and value <= 0:
             raise ConfigError(f"{name} must be a positive number of tokens, got {value}")
     resolved = get_counter(model, counter)
-    msgs = ensure_messages(messages)
+    msgs = list(owned_messages(messages))  # read only, never handed out
     tool_list = list(tools) if tools is not None else []
     sizes = list(message_sizes(resolved, msgs))
     if window is None and model is not None:

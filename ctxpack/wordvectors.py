@@ -25,6 +25,8 @@ from typing import IO
 import numpy as np
 import numpy.typing as npt
 
+from .caches import LRUCache
+
 __all__ = ["StemVectors", "default_stem_vectors", "neighbour_lists"]
 
 FloatArray = npt.NDArray[np.float32]
@@ -76,7 +78,7 @@ class StemVectors:
             )
         self._index = {stem: row for row, stem in enumerate(stems)}
         self._stems = stems
-        self._nearest: dict[tuple[str, int], tuple[tuple[str, float], ...]] = {}
+        self._nearest: LRUCache[tuple[str, int], tuple[tuple[str, float], ...]] = LRUCache(100_000)
         # Precomputed by the build script (see neighbour_lists): nearest() is then a lookup.
         self._neighbours = neighbours
         self._neighbour_cosines = neighbour_cosines
@@ -186,9 +188,7 @@ class StemVectors:
                 ranked, scores = neighbour_lists(self._vectors[:-1], top, rows=[row])
                 rows, cosines = ranked[0].tolist(), scores[0].astype(float).tolist()
             found = tuple((self._stems[i], c) for i, c in zip(rows, cosines, strict=True))
-        if len(self._nearest) >= 100_000:
-            self._nearest.clear()
-        self._nearest[key] = found
+        self._nearest.put(key, found)
         return found
 
 

@@ -79,6 +79,10 @@ EXPECTED = {
     "validate_openai",
     # caches
     "clear_caches",
+    # client wrappers
+    "PackedClient",
+    "wrap_anthropic",
+    "wrap_openai",
 }
 
 

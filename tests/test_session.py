@@ -205,6 +205,8 @@ def test_anthropic_messages_go_in_and_come_out_valid() -> None:
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": JEST}]}
     )
     assert [m.role for m in session.transcript()] == ["user", "assistant", "tool"]
+    assert session.provider == "anthropic"  # told by the messages' shape
+    assert session.render().tool_tokens == session.render(provider="anthropic").tool_tokens
     assert session.records[0].shortened and session.records[0].kind == "test_run"
     result = session.render(provider="anthropic")
     payload = result.to_anthropic()

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, TypedDict
 
 from ..messages import Message, copy_value, ensure_messages, owned_messages, with_provider
+from ..sdk import SDKObject, coerce_messages, coerce_value
 from .validate import validate_anthropic
 
 __all__ = ["AnthropicPayload", "from_anthropic", "to_anthropic"]
@@ -121,14 +122,16 @@ def _assistant_message(content: str | list[dict[str, Any]], turn: int) -> dict[s
 
 
 def from_anthropic(
-    messages: Iterable[Mapping[str, Any]],
+    messages: Iterable[Mapping[str, Any] | SDKObject],
     *,
     system: str | list[dict[str, Any]] | None = None,
 ) -> list[Message]:
     """Anthropic Messages (and the ``system`` prompt) -> :class:`Message` objects.
 
     Args:
-        messages: The payload's ``messages`` list.
+        messages: The payload's ``messages`` list. The Anthropic SDK's own objects are accepted
+            too: ``{"role": "assistant", "content": response.content}``, or the response itself
+            (see :mod:`ctxpack.sdk`).
         system: The payload's ``system``: a string or a list of text blocks.
 
     Returns:
@@ -150,7 +153,8 @@ def from_anthropic(
         >>> [(m.role, m.text) for m in msgs]
         [('system', 'Be brief.'), ('user', 'Weather?'), ('assistant', ''), ('tool', '3 C')]
     """
-    entries = list(messages)
+    entries = list(coerce_messages(list(messages)))
+    system = coerce_value(system, None, "system")
     validate_anthropic({"system": system, "messages": entries}, tool_pairing=False)
     start, block = _last_compaction(entries) or (0, None)
     dicts: list[dict[str, Any]] = []

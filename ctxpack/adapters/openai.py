@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..messages import Message, copy_value, ensure_messages, owned_messages, provider_of
+from ..sdk import SDKObject, coerce_messages
 from .anthropic import anthropic_parts_to_openai
 from .validate import validate_openai
 
@@ -21,13 +22,14 @@ __all__ = ["from_openai", "to_openai"]
 _NO_CONTENT = "openai_no_content"
 
 
-def from_openai(messages: Iterable[Mapping[str, Any]]) -> list[Message]:
+def from_openai(messages: Iterable[Mapping[str, Any] | SDKObject]) -> list[Message]:
     """OpenAI Chat Completions message dicts -> :class:`Message` objects.
 
     Args:
         messages: The ``messages`` of a Chat Completions request: content strings or parts
             (text, images...), ``name``, ``tool_calls``, ``tool`` messages, the legacy
-            ``function_call``. Unknown keys are kept in ``extras``.
+            ``function_call``. Unknown keys are kept in ``extras``. The OpenAI SDK's own
+            objects are accepted too (see :mod:`ctxpack.sdk`).
 
     Returns:
         One message per dict, with stable ids (see :func:`ctxpack.ensure_messages`).
@@ -41,7 +43,7 @@ def from_openai(messages: Iterable[Mapping[str, Any]]) -> list[Message]:
         >>> msgs[0].name, to_openai(msgs)
         ('ana', [{'role': 'user', 'content': 'Hi', 'name': 'ana'}])
     """
-    entries = list(messages)
+    entries = list(coerce_messages(list(messages)))
     validate_openai(entries, tool_pairing=False)
     out: list[Mapping[str, Any]] = []
     for entry in entries:
@@ -61,7 +63,9 @@ def _openai_content(msg: Message) -> str | list[dict[str, Any]] | None:
     return converted
 
 
-def to_openai(messages: Iterable[Message | Mapping[str, Any]]) -> list[dict[str, Any]]:
+def to_openai(
+    messages: Iterable[Message | Mapping[str, Any] | SDKObject],
+) -> list[dict[str, Any]]:
     """:class:`Message` objects (or dicts) -> OpenAI Chat Completions message dicts.
 
     ctxpack-only fields (id, priority, pinned, source, metadata...) are left out; ``extras`` are

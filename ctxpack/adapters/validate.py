@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import InvalidMessageError
+from ..sdk import coerce_messages, coerce_value
 
 __all__ = ["validate_anthropic", "validate_openai"]
 
@@ -36,6 +37,13 @@ ANTHROPIC_BLOCKS: Mapping[str, str | None] = {
     "redacted_thinking": "assistant",
     "server_tool_use": "assistant",
     "web_search_tool_result": "assistant",
+    # The other server tools' results, as the API returns them in an assistant turn.
+    "web_fetch_tool_result": "assistant",
+    "code_execution_tool_result": "assistant",
+    "bash_code_execution_tool_result": "assistant",
+    "text_editor_code_execution_tool_result": "assistant",
+    "tool_search_tool_result": "assistant",
+    "container_upload": None,
     # The summary server-side compaction returns; sent back as it came, in either role.
     "compaction": None,
 }
@@ -219,7 +227,8 @@ def validate_openai(messages: Any, *, tool_pairing: bool = True) -> None:
     """Check an OpenAI Chat Completions message list; raise at the first problem.
 
     Args:
-        messages: The ``messages`` list of a Chat Completions request (dicts).
+        messages: The ``messages`` list of a Chat Completions request: dicts, or the OpenAI
+            SDK's own objects (``response.choices[0].message``).
         tool_pairing: Also check that every tool message answers a call made by an earlier
             assistant message, and that every call is answered (a trailing assistant message
             may still be waiting for its results).
@@ -234,7 +243,7 @@ def validate_openai(messages: Any, *, tool_pairing: bool = True) -> None:
         ...     print(err.index, err.field)
         0 tool_call_id
     """
-    entries = _check_list(messages, "OpenAI")
+    entries = coerce_messages(_check_list(messages, "OpenAI"))
     for index, entry in enumerate(entries):
         check_openai_message(entry, index)
     if tool_pairing:
@@ -430,11 +439,11 @@ def validate_anthropic(payload: Any, *, tool_pairing: bool = True) -> None:
         # Other request fields (model, tools, max_tokens...) are the caller's business.
         if "messages" not in payload:
             raise _fail("is missing", None, "messages")
-        _check_anthropic_system(payload.get("system"))
+        _check_anthropic_system(coerce_value(payload.get("system"), None, "system"))
         messages: Any = payload["messages"]
     else:
         messages = payload
-    entries = _check_list(messages, "Anthropic")
+    entries = coerce_messages(_check_list(messages, "Anthropic"))
     for index, entry in enumerate(entries):
         _check_anthropic_message(entry, index)
     if tool_pairing:

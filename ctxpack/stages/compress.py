@@ -16,6 +16,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
+from ..caches import LRUCache
 from ..errors import ConfigError
 from ..lexical import Language, language_of, terms
 from ..messages import Message
@@ -100,22 +101,26 @@ class _SpacyProperNouns:
 
     def __init__(self, nlp: Any) -> None:
         self._nlp = nlp
-        self._cache: dict[str, bool] = {}
+        # Line -> whether it holds a proper noun, least recently used forgotten.
+        self._cache: LRUCache[str, bool] = LRUCache(self._MAX_CACHED)
 
-    def prefetch(self, lines: list[str]) -> None:
-        todo = [line for line in dict.fromkeys(lines) if line not in self._cache]
-        if not todo:
-            return
-        if len(self._cache) + len(todo) > self._MAX_CACHED:
-            self._cache.clear()
-        docs = self._nlp.pipe(_HEADING.sub("", line, count=1) for line in todo)
-        for line, doc in zip(todo, docs, strict=True):
-            self._cache[line] = self._has_proper_noun(doc)
+    def prefetch(self, lines: list[str]) -> dict[str, bool]:
+        """Whether each distinct line holds a proper noun, parsing the unknown ones at once."""
+        known: dict[str, bool] = {}
+        for line in dict.fromkeys(lines):
+            value = self._cache.get(line)
+            if value is not None:
+                known[line] = value
+        todo = [line for line in dict.fromkeys(lines) if line not in known]
+        if todo:
+            docs = self._nlp.pipe(_HEADING.sub("", line, count=1) for line in todo)
+            for line, doc in zip(todo, docs, strict=True):
+                known[line] = self._has_proper_noun(doc)
+                self._cache.put(line, known[line])
+        return known
 
     def __call__(self, line: str) -> bool:
-        if line not in self._cache:
-            self.prefetch([line])
-        return self._cache[line]
+        return self.prefetch([line])[line]
 
     @staticmethod
     def _has_proper_noun(doc: Any) -> bool:

@@ -1,0 +1,443 @@
+"""Client wrappers: the OpenAI and Anthropic SDK clients, packing every request first.
+
+``wrap_openai(client, budget=...)`` returns an object that behaves like ``client``: every
+attribute is the client's own, except that ``chat.completions.create`` (and ``parse``,
+``stream``, and their ``with_raw_response`` / ``with_streaming_response`` forms) pack
+``messages`` with :func:`ctxpack.pack` before the SDK sends them. ``wrap_anthropic`` does the same
+for ``messages.create`` / ``messages.stream`` (and ``beta.messages``), packing ``system`` too. The
+tool definitions are counted against the budget; the reply is left as the SDK returns it, so
+streaming is unchanged. The wrappers work for sync and async clients alike: packing happens before
+the SDK method is called, and what it returns (a response, a coroutine, a stream) is returned as
+is.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from .adapters.anthropic import from_anthropic
+from .errors import ConfigError
+from .packing import pack
+from .pipeline import Stage
+from .result import PackResult
+from .sdk import coerce_messages
+from .tokens import (
+    REPLY_PRIMING,
+    ApproximateTokenCountWarning,
+    CounterLike,
+    TokenCounter,
+    anthropic_approx_counter,
+    get_counter,
+)
+
+__all__ = ["PackedClient", "SessionLike", "wrap_anthropic", "wrap_openai"]
+
+
+@runtime_checkable
+class SessionLike(Protocol):
+    """What a wrapper needs from a session; :class:`ctxpack.Session` has it.
+
+    The wrapper gives the session each message it has not seen yet with ``extend``, sends what
+    ``render`` returns, and adds the session's own ``tools`` (the retrieve tool) to the request.
+    """
+
+    def extend(
+        self, messages: Iterable[Any], *, provider: Literal["openai", "anthropic"] | None = None
+    ) -> Any:
+        """Add messages, as the agent produced them, to the session's history."""
+
+    def render(
+        self,
+        budget: int | None = None,
+        *,
+        query: str | None = None,
+        provider: Literal["openai", "anthropic"] | None = None,
+        reserve: int = 0,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> PackResult:
+        """The history to send, packed under ``budget`` tokens (``tools`` counted)."""
+
+    def tools(self, provider: Literal["openai", "anthropic"] = "openai") -> list[dict[str, Any]]:
+        """The tool definitions the session adds to a request."""
+
+
+# Entry points that pack their keyword arguments, by the attribute path from the client.
+_OPENAI_RESOURCES = frozenset(
+    {
+        ("chat", "completions"),
+        ("chat", "completions", "with_raw_response"),
+        ("chat", "completions", "with_streaming_response"),
+    }
+)
+_OPENAI_METHODS = frozenset({"create", "parse", "stream"})
+_ANTHROPIC_RESOURCES = frozenset(
+    {
+        ("messages",),
+        ("messages", "with_raw_response"),
+        ("messages", "with_streaming_response"),
+        ("beta", "messages"),
+        ("beta", "messages", "with_raw_response"),
+        ("beta", "messages", "with_streaming_response"),
+    }
+)
+_ANTHROPIC_METHODS = frozenset({"create", "stream"})
+# Client methods that return a new client configured like this one: the copy is wrapped too.
+_COPIES = frozenset({"with_options", "copy"})
+
+
+def _given(value: Any) -> bool:
+    """Whether a keyword argument was really given (the SDKs use NOT_GIVEN / omit sentinels)."""
+    return value is not None and type(value).__name__ not in ("NotGiven", "Omit")
+
+
+@dataclass
+class _Packer:
+    """What a wrapped client packs with, and what it packed last."""
+
+    provider: Literal["openai", "anthropic"]
+    budget: int
+    reserve: int
+    model: str | None
+    counter: TokenCounter | None
+    pipeline: Stage | None
+    session: SessionLike | None
+    last_result: PackResult | None = None
+    fed: int = 0  # messages already given to the session
+    resources: frozenset[tuple[str, ...]] = field(default=frozenset())
+    methods: frozenset[str] = field(default=frozenset())
+
+    def counter_for(self, request_model: Any) -> TokenCounter:
+        if self.counter is not None:
+            return self.counter
+        model = self.model or (request_model if isinstance(request_model, str) else None)
+        return get_counter(model)
+
+    def reply_room(self, kwargs: Mapping[str, Any]) -> int:
+        for key in ("max_completion_tokens", "max_tokens"):
+            value = kwargs.get(key)
+            if _given(value):
+                if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                    raise ConfigError(f"{key} must be a non-negative int, got {value!r}")
+                return value
+        return 0
+
+    def packed_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The request's keyword arguments with ``messages`` (and ``system``) packed."""
+        messages: Any = kwargs.get("messages")
+        if not _given(messages):
+            return kwargs  # nothing to pack: let the SDK report what is missing
+        counter = self.counter_for(kwargs.get("model"))
+        room = self.reply_room(kwargs)
+        reserve = self.reserve + room
+        if reserve >= self.budget:
+            raise ConfigError(
+                f"max_tokens ({room}) plus reserve ({self.reserve}) leaves nothing of the budget "
+                f"({self.budget}) for the prompt; the budget is the model's context window: "
+                "prompt and reply together"
+            )
+        tools: Any = kwargs.get("tools")
+        tools = list(tools) if _given(tools) else None
+        system = kwargs.get("system") if self.provider == "anthropic" else None
+        system = system if _given(system) else None
+        out = dict(kwargs)
+        if self.session is not None:
+            result = self._render(list(messages), system, tools, counter, reserve)
+        elif self.provider == "anthropic":
+            result = pack(
+                from_anthropic(messages, system=system),
+                budget=self.budget,
+                reserve=reserve,
+                counter=counter,
+                tools=tools,
+                pipeline=self.pipeline,
+                provider="anthropic",
+            )
+        else:
+            result = pack(
+                coerce_messages(list(messages)),
+                budget=self.budget,
+                reserve=reserve,
+                counter=counter,
+                tools=tools,
+                pipeline=self.pipeline,
+                provider="openai",
+            )
+        self.last_result = result
+        sent_tools = self.session_tools(tools)
+        if sent_tools is not None and sent_tools != tools:
+            out["tools"] = sent_tools
+        if self.provider == "anthropic":
+            payload = result.to_anthropic()
+            out["messages"] = payload["messages"]
+            if payload["system"] is not None:
+                out["system"] = payload["system"]
+        else:
+            out["messages"] = result.to_openai()
+        return out
+
+    def _render(
+        self,
+        messages: list[Any],
+        system: Any,
+        tools: Sequence[Mapping[str, Any]] | None,
+        counter: TokenCounter,
+        reserve: int,
+    ) -> PackResult:
+        session = self.session
+        assert session is not None
+        if len(messages) < self.fed:
+            raise ConfigError(
+                f"with a session, messages must be the growing history: this request has "
+                f"{len(messages)} messages, {self.fed} were given before"
+            )
+        # The session takes dicts: the SDKs' objects are converted first, as everywhere.
+        session.extend(list(coerce_messages(messages[self.fed :])), provider=self.provider)
+        self.fed = len(messages)
+        budget = self.budget
+        if system is not None:
+            # Anthropic's system prompt rides beside the messages the session renders.
+            budget -= counter.count_messages(from_anthropic([], system=system)) - REPLY_PRIMING
+        if budget <= reserve:
+            raise ConfigError(
+                f"the system prompt, max_tokens and reserve take the whole budget of {self.budget}"
+            )
+        return session.render(budget=budget, reserve=reserve, tools=tools, provider=self.provider)
+
+    def session_tools(self, tools: list[Any] | None) -> list[Any] | None:
+        """The request's tools plus the session's own (the retrieve tool), each once."""
+        if self.session is None:
+            return tools
+        extra = self.session.tools(self.provider)
+        if not extra:
+            return tools
+        names = {_tool_name(t) for t in tools or ()}
+        return [*(tools or ()), *(t for t in extra if _tool_name(t) not in names)]
+
+
+def _tool_name(tool: Any) -> Any:
+    if not isinstance(tool, Mapping):
+        return None
+    function = tool.get("function")
+    return function.get("name") if isinstance(function, Mapping) else tool.get("name")
+
+
+class _Resource:
+    """An attribute of the client on the way to (or holding) the packing methods."""
+
+    def __init__(self, target: Any, path: tuple[str, ...], packer: _Packer) -> None:
+        self._target = target
+        self._path = path
+        self._packer = packer
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._target, name)
+        packer = self._packer
+        if self._path in packer.resources and name in packer.methods and callable(value):
+            return _packing(value, packer)
+        path = (*self._path, name)
+        if any(resource[: len(path)] == path for resource in packer.resources):
+            return _Resource(value, path, packer)
+        return value
+
+    def __repr__(self) -> str:
+        return f"<packed {self._target!r}>"
+
+
+def _packing(method: Callable[..., Any], packer: _Packer) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return method(*args, **packer.packed_kwargs(kwargs))
+
+    call.__name__ = getattr(method, "__name__", "create")
+    call.__doc__ = getattr(method, "__doc__", None)
+    return call
+
+
+class PackedClient(_Resource):
+    """An SDK client whose requests are packed by ctxpack; made by :func:`wrap_openai` and
+    :func:`wrap_anthropic`.
+
+    Every attribute is the wrapped client's, except the request methods that pack, and:
+
+    Attributes:
+        last_result: The :class:`~ctxpack.PackResult` of the last request packed (``None``
+            before the first); read it to log what was cut. Shared by the copies made with
+            ``with_options``; with concurrent requests it is the last one packed.
+        wrapped: The SDK client itself.
+    """
+
+    def __init__(self, client: Any, packer: _Packer) -> None:
+        super().__init__(client, (), packer)
+
+    @property
+    def last_result(self) -> PackResult | None:
+        return self._packer.last_result
+
+    @property
+    def wrapped(self) -> Any:
+        return self._target
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _COPIES:
+            make_copy = getattr(self._target, name)
+
+            def copied(*args: Any, **kwargs: Any) -> PackedClient:
+                return PackedClient(make_copy(*args, **kwargs), self._packer)
+
+            return copied
+        return super().__getattr__(name)
+
+    def __repr__(self) -> str:
+        p = self._packer
+        return (
+            f"PackedClient({self._target!r}, budget={p.budget}, reserve={p.reserve}, "
+            f"provider={p.provider!r})"
+        )
+
+
+def _check_limits(budget: Any, reserve: Any) -> None:
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+        raise ConfigError(f"budget must be a positive int, got {budget!r}")
+    if isinstance(reserve, bool) or not isinstance(reserve, int) or not 0 <= reserve < budget:
+        raise ConfigError(f"reserve must be an int in [0, budget), got {reserve!r}")
+
+
+def wrap_openai(
+    client: Any,
+    *,
+    budget: int,
+    reserve: int = 0,
+    model: str | None = None,
+    counter: CounterLike | None = None,
+    pipeline: Stage | None = None,
+    session: SessionLike | None = None,
+) -> PackedClient:
+    """Wrap an ``openai.OpenAI`` (or ``AsyncOpenAI``) client so that every chat request is packed.
+
+    ``client.chat.completions.create(messages=..., ...)`` (and ``parse``, ``stream``) packs
+    ``messages`` so that prompt and reply fit ``budget``: the prompt, tool definitions included,
+    never exceeds ``budget - reserve - max_tokens`` tokens, ``max_tokens`` being the request's
+    ``max_completion_tokens`` (or ``max_tokens``, or 0). The messages may be dicts or the SDK's
+    own objects (``response.choices[0].message``). Everything else is sent as given, and the
+    reply (a stream too) comes back unchanged.
+
+    Args:
+        client: The SDK client, sync or async.
+        budget: The model's context window: tokens the prompt and the reply may take together.
+        reserve: Tokens to leave free beyond the request's ``max_tokens``.
+        model: The model whose tokenizer counts; by default each request's ``model``.
+        counter: A token counter instead (see :func:`ctxpack.get_counter`).
+        pipeline: The stages to run; :func:`ctxpack.default_pipeline` when ``None``.
+        session: A :class:`ctxpack.Session` (or any :class:`SessionLike`) that keeps the
+            history: each request's new messages are given to ``session.extend``,
+            ``session.render`` says what is sent, and the session's tools (the retrieve tool)
+            are added to the request's.
+
+    Returns:
+        A :class:`PackedClient`; its ``last_result`` is the last request's ``PackResult``.
+
+    Raises:
+        ConfigError: ``budget`` or ``reserve`` is invalid (at each request: ``max_tokens``
+            leaves no room for the prompt).
+
+    Example:
+        >>> import httpx2, openai
+        >>> reply = {"id": "c", "object": "chat.completion", "created": 0, "model": "gpt-4",
+        ...          "choices": [{"index": 0, "finish_reason": "stop",
+        ...                       "message": {"role": "assistant", "content": "Hi!"}}]}
+        >>> transport = httpx2.MockTransport(lambda request: httpx2.Response(200, json=reply))
+        >>> client = openai.OpenAI(api_key="k", http_client=httpx2.Client(transport=transport))
+        >>> packed = wrap_openai(client, budget=100)
+        >>> history = [{"role": "user", "content": "tell me about cats " * 50},
+        ...            {"role": "assistant", "content": "Cats purr."},
+        ...            {"role": "user", "content": "Say hi."}]
+        >>> packed.chat.completions.create(model="gpt-4", messages=history,
+        ...                                max_completion_tokens=20).choices[0].message.content
+        'Hi!'
+        >>> packed.last_result.tokens <= 100 - 20, len(packed.last_result.messages)
+        (True, 2)
+    """
+    _check_limits(budget, reserve)
+    resolved = get_counter(model, counter) if counter is not None else None
+    packer = _Packer(
+        provider="openai",
+        budget=budget,
+        reserve=reserve,
+        model=model,
+        counter=resolved,
+        pipeline=pipeline,
+        session=session,
+        resources=_OPENAI_RESOURCES,
+        methods=_OPENAI_METHODS,
+    )
+    return PackedClient(client, packer)
+
+
+def wrap_anthropic(
+    client: Any,
+    *,
+    budget: int,
+    reserve: int = 0,
+    model: str | None = None,
+    counter: CounterLike | None = None,
+    pipeline: Stage | None = None,
+    session: SessionLike | None = None,
+) -> PackedClient:
+    """Wrap an ``anthropic.Anthropic`` (or ``AsyncAnthropic``) client so that every request is
+    packed.
+
+    ``client.messages.create(messages=..., system=..., max_tokens=..., ...)`` (and
+    ``messages.stream``, ``beta.messages``) packs ``messages`` and ``system`` under Anthropic's
+    rules (a user turn first, alternating turns, tool pairs kept whole) so that the prompt, tool
+    definitions included, never exceeds ``budget - reserve - max_tokens`` tokens. The messages may
+    be dicts or the SDK's own objects (``{"role": "assistant", "content": response.content}``).
+
+    Anthropic does not publish its tokenizer: without ``counter``, counts are
+    :func:`ctxpack.anthropic_approx_counter`'s (``cl100k_base`` times 1.25, a margin that errs
+    on the side of fitting), and an :class:`~ctxpack.ApproximateTokenCountWarning` says so once,
+    here. Pass ``counter=`` (say, a function backed by the count-tokens endpoint) to be exact.
+
+    Args:
+        client: The SDK client, sync or async.
+        budget: The model's context window: tokens the prompt and the reply may take together.
+        reserve: Tokens to leave free beyond the request's ``max_tokens``.
+        model: A model name for :func:`ctxpack.get_counter` (an OpenAI name picks its exact
+            encoding); ignored when ``counter`` is given.
+        counter: A token counter (see :func:`ctxpack.get_counter`).
+        pipeline: The stages to run; :func:`ctxpack.default_pipeline` when ``None``.
+        session: A :class:`ctxpack.Session` (or any :class:`SessionLike`), as for
+            :func:`wrap_openai`.
+
+    Returns:
+        A :class:`PackedClient`; its ``last_result`` is the last request's ``PackResult``.
+
+    Raises:
+        ConfigError: ``budget`` or ``reserve`` is invalid (at each request: ``max_tokens``
+            leaves no room for the prompt).
+    """
+    _check_limits(budget, reserve)
+    if counter is not None or model is not None:
+        resolved = get_counter(model, counter)
+    else:
+        resolved = anthropic_approx_counter()
+        warnings.warn(
+            f"Claude's tokenizer is not public; wrap_anthropic counts with {resolved.name!r}, an "
+            "approximation with a safety margin. Pass counter=<your exact count function> to "
+            "be exact.",
+            ApproximateTokenCountWarning,
+            stacklevel=2,
+        )
+    packer = _Packer(
+        provider="anthropic",
+        budget=budget,
+        reserve=reserve,
+        model=model,
+        counter=resolved,
+        pipeline=pipeline,
+        session=session,
+        resources=_ANTHROPIC_RESOURCES,
+        methods=_ANTHROPIC_METHODS,
+    )
+    return PackedClient(client, packer)

