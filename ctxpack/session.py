@@ -232,58 +232,77 @@ class Session:
         Raises:
             InvalidMessageError: the message is malformed, or its id is already used.
         """
-        # An id the caller gave is kept; the others are the session's own.
-        given = message.id if isinstance(message, Message) else None
-        if isinstance(message, Mapping) and isinstance(message.get("id"), str):
-            given = message["id"]
-        for msg in self._convert(message, provider):
-            self._add(msg, given or None)
-            given = None
+        self.extend([message], provider=provider)
 
     def extend(
         self, messages: Iterable[Mapping[str, Any] | Message], *, provider: Provider | None = None
     ) -> None:
-        """:meth:`append` each message, in order."""
+        """:meth:`append` each message, in order: all of them, or none if one is malformed.
+
+        Raises:
+            InvalidMessageError: a message is malformed or reuses an id (the error names its
+                position in the session); the session is then left as it was.
+        """
         if isinstance(messages, (str, bytes, Mapping)):
             raise InvalidMessageError(
                 f"extend() takes a list of messages, got {type(messages).__name__}; "
                 "use append() for one message"
             )
+        # Everything is converted and checked before anything is added, so that a bad message
+        # in the middle of a batch cannot leave half of it in the session.
+        batch: list[tuple[Message, str]] = []
+        anthropic = False
+        ids = set(self._ids)
         for message in messages:
-            self.append(message, provider=provider)
+            index = len(self._raw) + len(batch)
+            converted, from_claude = self._convert(message, provider, index)
+            anthropic = anthropic or from_claude
+            # An id the caller gave is kept; the others are the session's own.
+            given = message.id if isinstance(message, Message) else None
+            if isinstance(message, Mapping) and isinstance(message.get("id"), str):
+                given = message["id"]
+            for msg in converted:
+                position = len(self._raw) + len(batch)
+                mid = given or f"s{position}"
+                if mid in ids:
+                    raise InvalidMessageError(
+                        f"id {mid!r} is already used in this session; ids must be unique",
+                        index=position,
+                        field="id",
+                    )
+                ids.add(mid)
+                batch.append((msg, mid))
+                given = None
+        if anthropic:
+            self.provider = "anthropic"
+        for msg, mid in batch:
+            self._add(msg, mid)
 
     def _convert(
-        self, message: Mapping[str, Any] | Message, provider: Provider | None
-    ) -> list[Message]:
+        self, message: Mapping[str, Any] | Message, provider: Provider | None, index: int
+    ) -> tuple[list[Message], bool]:
+        """The message as ctxpack messages, and whether it came in Anthropic's format."""
         if isinstance(message, Message):
-            return [message]
-        message = coerce_message(message, len(self._raw))  # the SDKs' objects, as dicts
+            return [message], False
+        message = coerce_message(message, index)  # the SDKs' objects, as dicts
         if not isinstance(message, Mapping):
             raise InvalidMessageError(
                 f"expected a message dict or a Message, got {type(message).__name__}",
-                index=len(self._raw),
+                index=index,
             )
         if provider is None:
             provider = "anthropic" if _looks_anthropic(message) else "openai"
         try:
             if provider == "anthropic":
-                self.provider = "anthropic"
-                return from_anthropic([message])
+                return from_anthropic([message]), True
             if provider == "openai":
-                return from_openai([message])
+                return from_openai([message]), False
         except InvalidMessageError as exc:
-            raise InvalidMessageError(exc.detail, index=len(self._raw), field=exc.field) from exc
+            raise InvalidMessageError(exc.detail, index=index, field=exc.field) from exc
         raise ConfigError(f"provider must be 'openai' or 'anthropic', got {provider!r}")
 
-    def _add(self, msg: Message, given: str | None) -> None:
+    def _add(self, msg: Message, mid: str) -> None:
         index = len(self._raw)
-        mid = given or f"s{index}"
-        if mid in self._ids:
-            raise InvalidMessageError(
-                f"id {mid!r} is already used in this session; ids must be unique",
-                index=index,
-                field="id",
-            )
         msg = msg.model_copy(update={"id": mid})
         self._ids.add(mid)
         compact = msg

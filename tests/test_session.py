@@ -331,6 +331,26 @@ def test_bad_input_is_refused_clearly() -> None:
         Session(filters=42)  # type: ignore[arg-type]
 
 
+def test_extend_adds_all_messages_or_none() -> None:
+    session = Session(model="gpt-4")
+    session.append({"role": "user", "content": "hi"})
+    with pytest.raises(InvalidMessageError, match=r"message 2: role") as info:
+        session.extend(
+            [{"role": "assistant", "content": "hello"}, {"role": "robot", "content": "x"}]
+        )
+    assert info.value.index == 2 and info.value.field == "role"
+    with pytest.raises(InvalidMessageError, match="already used"):
+        session.extend(
+            [
+                {"role": "assistant", "content": "a", "id": "dup"},
+                {"role": "user", "content": "b", "id": "dup"},
+            ]
+        )
+    assert [m.text for m in session.transcript()] == ["hi"]
+    session.extend([{"role": "assistant", "content": "hello"}])
+    assert [m.id for m in session.transcript()] == ["s0", "s1"]
+
+
 def view_history(views: int, lines: int = 60) -> list[dict[str, Any]]:
     """The agent reads the same file again and again (after each edit, say)."""
     out: list[dict[str, Any]] = [{"role": "user", "content": "Fix compute_vat."}]
