@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Generic, TypeVar
 
 __all__ = ["LRUCache", "clear_caches", "register"]
@@ -89,6 +89,17 @@ class LRUCache(Generic[K, V]):
                 return None
             self._data.move_to_end(key)
             return value  # type: ignore[no-any-return]
+
+    def get_many(self, keys: Iterable[K]) -> dict[K, V]:
+        """The cached values among ``keys`` (now the most recently used); the others left out."""
+        found: dict[K, V] = {}
+        with self._lock:
+            for key in keys:
+                value = self._data.get(key, _MISSING)
+                if value is not _MISSING:
+                    self._data.move_to_end(key)
+                    found[key] = value
+        return found
 
     def put(self, key: K, value: V) -> None:
         """Store ``value`` under ``key``, evicting the least recently used entry if full."""

@@ -206,11 +206,7 @@ class MiniLMEmbedder:
 
     def __call__(self, texts: Sequence[str]) -> FloatArray:
         """Embed ``texts``; returns an ``(len(texts), 384)`` float32 array of unit vectors."""
-        found: dict[str, FloatArray] = {}
-        for text in dict.fromkeys(texts):
-            vector = self._cache.get(text)
-            if vector is not None:
-                found[text] = vector
+        found = self._cache.get_many(dict.fromkeys(texts))
         missing = [t for t in dict.fromkeys(texts) if t not in found]
         if missing:
             self._load()

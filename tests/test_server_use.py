@@ -265,6 +265,15 @@ def test_lru_cache_evicts_the_least_recently_used_one_at_a_time() -> None:
     assert len(cache) == 3
 
 
+def test_lru_cache_get_many_returns_hits_and_refreshes_them() -> None:
+    cache: LRUCache[str, bool] = LRUCache(3)
+    for key, value in (("a", False), ("b", True), ("c", True)):
+        cache.put(key, value)
+    assert cache.get_many(["a", "x", "b"]) == {"a": False, "b": True}  # a cached False is a hit
+    cache.put("d", True)  # c is now the least recently used
+    assert cache.get("c") is None and cache.get("a") is False
+
+
 def test_clear_caches_changes_no_result() -> None:
     history = _conversation(2)
     warm = ctxpack.pack(history, budget=300, model="gpt-4")

@@ -106,11 +106,7 @@ class _SpacyProperNouns:
 
     def prefetch(self, lines: list[str]) -> dict[str, bool]:
         """Whether each distinct line holds a proper noun, parsing the unknown ones at once."""
-        known: dict[str, bool] = {}
-        for line in dict.fromkeys(lines):
-            value = self._cache.get(line)
-            if value is not None:
-                known[line] = value
+        known = self._cache.get_many(dict.fromkeys(lines))
         todo = [line for line in dict.fromkeys(lines) if line not in known]
         if todo:
             docs = self._nlp.pipe(_HEADING.sub("", line, count=1) for line in todo)
