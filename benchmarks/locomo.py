@@ -474,7 +474,7 @@ class CtxpackMethod:
         self.module = _import_ctxpack()
         self.model = "gpt-4"
         self._terms: Callable[[str], Sequence[str]] = importlib.import_module(
-            "ctxpack.lexical"
+            "ctxpack.signals.lexical"
         ).terms
         # Per conversation, for placements(): each turn's position and content, and the
         # speakers' names (which every turn's "Name:" prefix shares with the questions).

@@ -13,13 +13,12 @@ from .adapters import to_langchain as to_langchain
 from .adapters import to_openai as to_openai
 from .adapters import validate_anthropic as validate_anthropic
 from .adapters import validate_openai as validate_openai
+from .adapters.clients import PackedClient as PackedClient
+from .adapters.clients import wrap_anthropic as wrap_anthropic
+from .adapters.clients import wrap_openai as wrap_openai
 from .caches import clear_caches as clear_caches
-from .clients import PackedClient as PackedClient
-from .clients import wrap_anthropic as wrap_anthropic
-from .clients import wrap_openai as wrap_openai
 from .editing import Compactor as Compactor
 from .editing import ToolResultClearer as ToolResultClearer
-from .embeddings import MiniLMEmbedder as MiniLMEmbedder
 from .errors import ArtifactNotFoundError as ArtifactNotFoundError
 from .errors import BudgetExceededError as BudgetExceededError
 from .errors import ConfigError as ConfigError
@@ -34,6 +33,7 @@ from .messages import ToolCall as ToolCall
 from .messages import ensure_messages as ensure_messages
 from .packing import default_pipeline as default_pipeline
 from .packing import pack as pack
+from .packing import semantic_pipeline as semantic_pipeline
 from .pipeline import Decision as Decision
 from .pipeline import DecisionLog as DecisionLog
 from .pipeline import PackContext as PackContext
@@ -46,6 +46,7 @@ from .selection import Selection as Selection
 from .selection import Workspace as Workspace
 from .selection import apply_selection as apply_selection
 from .session import Session as Session
+from .signals.embeddings import MiniLMEmbedder as MiniLMEmbedder
 from .stages import CitationInheritor as CitationInheritor
 from .stages import Deduplicator as Deduplicator
 from .stages import ExtractiveCompressor as ExtractiveCompressor
@@ -56,7 +57,6 @@ from .stages import RelevanceScorer as RelevanceScorer
 from .stages import SemanticScorer as SemanticScorer
 from .stages.alternate import TurnAlternator as TurnAlternator
 from .stages.compress import compress_lines as compress_lines
-from .stages.semantic import semantic_pipeline as semantic_pipeline
 from .store import ArtifactStore as ArtifactStore
 from .store import SQLiteArtifactStore as SQLiteArtifactStore
 from .tokens import ApproximateTokenCountWarning as ApproximateTokenCountWarning

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ._prefix import common_prefix
+from ._internal.prefix import common_prefix
 from .errors import ConfigError
 from .messages import Message, owned_messages
 from .tokens import CounterLike, TokenCounter, get_counter, message_sizes, tool_definition_tokens

@@ -35,7 +35,7 @@ import threading
 from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Literal, NamedTuple
+from typing import ClassVar, Literal, NamedTuple
 
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
@@ -204,7 +204,7 @@ class ToolResultClearer(_StoreModel):
         True
     """
 
-    name: Literal["clear"] = Field(default="clear", exclude=True, repr=False)
+    name: ClassVar[str] = "clear"
 
     trigger: int = Field(default=100_000, ge=0)
     keep: int = Field(default=3, ge=0)
@@ -757,7 +757,7 @@ class Compactor(_StoreModel):
         [(3, 'keep the file names')]
     """
 
-    name: Literal["compact"] = Field(default="compact", exclude=True, repr=False)
+    name: ClassVar[str] = "compact"
 
     summarizer: Summarizer | None = Field(default=None, exclude=True)
     trigger: int = 150_000

@@ -18,8 +18,8 @@ from typing import Any, Literal, NamedTuple, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
-from ._prefix import common_prefix, likely_prefix
-from ._trusted import trusted_frozen_instance, trusted_instance
+from ._internal.prefix import common_prefix, likely_prefix
+from ._internal.trusted import trusted_frozen_instance, trusted_instance
 from .caches import LRUCache, register
 from .errors import InvalidMessageError
 from .sdk import SDKObject, coerce_message

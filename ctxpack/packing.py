@@ -6,8 +6,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from typing import Any, Literal
 
-from ._columns import ANTHROPIC, flags
-from ._columns import ids as message_ids
+from ._internal.columns import ANTHROPIC, flags
+from ._internal.columns import ids as message_ids
 from .adapters.validate import check_openai_message
 from .errors import ConfigError
 from .messages import Message, detached, owned_messages
@@ -22,6 +22,7 @@ from .stages import (
     MemorySelector,
     PromptComposer,
     RelevanceScorer,
+    SemanticScorer,
 )
 from .stages.alternate import TurnAlternator
 from .tokens import (
@@ -33,7 +34,7 @@ from .tokens import (
     tool_definition_tokens,
 )
 
-__all__ = ["Provider", "default_pipeline", "pack"]
+__all__ = ["Provider", "default_pipeline", "pack", "semantic_pipeline"]
 
 Provider = Literal["openai", "anthropic"]
 
@@ -58,6 +59,29 @@ def default_pipeline() -> Pipeline:
             GreedyPacker(),
         ]
     )
+
+
+def semantic_pipeline(embedder: Any = None, weight: float = 0.3) -> Pipeline:
+    """The default pipeline with a :class:`SemanticScorer` right after the relevance step.
+
+    compose -> memory -> dedupe -> citations -> relevance -> semantic -> compress -> pack. The
+    scorer spreads to neighbours as the pipeline's :class:`RelevanceScorer` does.
+
+    Args:
+        embedder: See :class:`SemanticScorer`; ``None`` for the shared MiniLM model.
+        weight: Share of the semantic score in the mixed relevance, 0 to 1.
+
+    Example:
+        >>> semantic_pipeline(embedder=lambda texts: ...).names
+        ['compose', 'memory', 'dedupe', 'citations', 'relevance', 'semantic', 'compress', 'pack']
+    """
+    pipeline = default_pipeline()
+    relevance = pipeline["relevance"]
+    spreading: dict[str, Any] = {}
+    if isinstance(relevance, RelevanceScorer):
+        spreading = {"neighbors": relevance.neighbors, "neighbor_share": relevance.neighbor_share}
+    scorer = SemanticScorer(embedder=embedder, weight=weight, **spreading)
+    return pipeline.insert("compress", scorer)
 
 
 @cache

@@ -19,7 +19,7 @@ from typing import Any, Literal, Protocol, overload, runtime_checkable
 from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler
 from pydantic_core import core_schema
 
-from ._trusted import trusted_frozen_instance
+from ._internal.trusted import trusted_frozen_instance
 from .errors import ConfigError
 from .messages import Message
 from .tokens import TokenCounter

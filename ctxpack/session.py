@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ._views import FileRegion, view_region
+from ._internal.views import FileRegion, view_region
 from .adapters.anthropic import from_anthropic
 from .adapters.openai import from_openai
 from .errors import ConfigError, InvalidMessageError

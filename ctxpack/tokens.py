@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cache, lru_cache
 from typing import Any, Protocol, runtime_checkable
 
-from ._prefix import PrefixMemo
+from ._internal.prefix import PrefixMemo
 from .caches import register
 from .errors import ConfigError, TokenizerUnavailableError
 from .messages import Message, owned_messages

@@ -1,8 +1,8 @@
 """Build ``ctxpack/data/stem_vectors.npz``, the static stem-vector table, from all-MiniLM-L6-v2.
 
 The table lets the relevance stage expand a query with related words ("bicycle" -> "bike")
-without running a model at pack time. It is keyed by the stems of :func:`ctxpack.lexical.terms`
-because those are what the BM25 index stores.
+without running a model at pack time. It is keyed by the stems of
+:func:`ctxpack.signals.lexical.terms` because those are what the BM25 index stores.
 
 Steps:
 
@@ -47,9 +47,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # Import ctxpack from this checkout, not from whatever version is installed.
 sys.path.insert(0, str(ROOT))
 
-from ctxpack.embeddings import MiniLMEmbedder, minilm_model_dir  # noqa: E402
-from ctxpack.lexical import terms  # noqa: E402
-from ctxpack.wordvectors import neighbour_lists  # noqa: E402
+from ctxpack.signals.embeddings import MiniLMEmbedder, minilm_model_dir  # noqa: E402
+from ctxpack.signals.lexical import terms  # noqa: E402
+from ctxpack.signals.wordvectors import neighbour_lists  # noqa: E402
 
 DEFAULT_OUT = ROOT / "ctxpack" / "data" / "stem_vectors.npz"
 _WORD = re.compile(r"[a-z][a-z']*")

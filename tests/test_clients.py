@@ -431,7 +431,7 @@ class RecordingSession:
 
 def test_a_session_gets_each_new_message_once_and_renders_the_request() -> None:
     session = RecordingSession()
-    assert isinstance(session, ctxpack.clients.SessionLike)
+    assert isinstance(session, ctxpack.adapters.clients.SessionLike)
     capture = Capture(openai_reply())
     client = ctxpack.wrap_openai(openai_client(capture), budget=700, session=session)
     history = long_history(10)
@@ -502,7 +502,7 @@ def test_a_real_session_filters_tool_outputs_and_offers_its_retrieve_tool() -> N
     replies = iter([chat_completion(bash_call), openai_reply("test_refresh fails on 'exp'.")])
     capture = Capture(lambda body: httpx2.Response(200, json=next(replies)))
     session = ctxpack.Session(model="gpt-4")
-    assert isinstance(session, ctxpack.clients.SessionLike)
+    assert isinstance(session, ctxpack.adapters.clients.SessionLike)
     client = ctxpack.wrap_openai(openai_client(capture), budget=3000, session=session)
     history: list[Any] = [
         {"role": "system", "content": "You are a coding agent."},

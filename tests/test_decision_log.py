@@ -145,6 +145,7 @@ def test_a_stage_may_record_a_deferred_batch() -> None:
 def test_reasons_read_later_describe_the_pack_that_was_made() -> None:
     packer = ctxpack.GreedyPacker()
     result = ctxpack.pack(HISTORY, budget=1000, pipeline=Pipeline([packer]))
-    packer.role_weights["user"] = 99.0  # the model is frozen, its dict is not
+    with pytest.raises(TypeError):
+        packer.role_weights["user"] = 99.0  # type: ignore[index]
     kept = {d.message_id: d.reason for d in result.decisions}
     assert kept["u1"].startswith("score 6.67 = user 6 + "), kept["u1"]

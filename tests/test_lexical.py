@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxpack.lexical import (
+from ctxpack.signals.lexical import (
     IndexPool,
     InvertedIndex,
     analyse,

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import ctxpack
 from ctxpack import InvalidMessageError, Message, ensure_messages
-from ctxpack._prefix import PrefixMemo, common_prefix, likely_prefix
+from ctxpack._internal.prefix import PrefixMemo, common_prefix, likely_prefix
 from ctxpack.adapters.validate import check_openai_message
 from ctxpack.messages import _RECENT, _from_mapping, _plain_message
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import ctxpack.wordvectors as wordvectors
-from ctxpack.lexical import terms
-from ctxpack.wordvectors import StemVectors, default_stem_vectors, neighbour_lists
+import ctxpack.signals.wordvectors as wordvectors
+from ctxpack.signals.lexical import terms
+from ctxpack.signals.wordvectors import StemVectors, default_stem_vectors, neighbour_lists
 
-SHIPPED = Path(wordvectors.__file__).parent / "data" / "stem_vectors.npz"
+SHIPPED = Path(wordvectors.__file__).parents[1] / "data" / "stem_vectors.npz"
 
 
 def write_table(path: Path, rows: dict[str, Sequence[int]]) -> Path:

@@ -32,7 +32,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import ConfigError
-from ..lexical import InvertedIndex
+from ..signals.lexical import InvertedIndex
 from ..tokens import CounterLike, TokenCounter, get_counter
 from .files import language_of_path, list_files, resolve_root
 from .graph import CodeGraph

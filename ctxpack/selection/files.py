@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Literal
 
 from ..errors import ConfigError, WorkspacePathError
-from ..lexical import STOP_WORDS, WORD
+from ..signals.lexical import STOP_WORDS, WORD
 
 __all__ = ["FileSearch", "Passage", "find_ripgrep", "keywords"]
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Literal, Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 from pydantic import Field
 
@@ -57,7 +57,7 @@ class LexicalSelector(StageModel):
         [0, 1, 4]
     """
 
-    name: Literal["lexical"] = Field(default="lexical", exclude=True, repr=False)
+    name: ClassVar[str] = "lexical"
 
     budget: int = Field(default=16_000, ge=1)
     recent: int = Field(default=4, ge=0)

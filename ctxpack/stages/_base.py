@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, PlainSerializer, ValidationError
 
 from ..errors import ConfigError
 
-__all__ = ["StageModel"]
+__all__ = ["ReadOnlyMap", "StageModel", "Weights"]
 
 
 class StageModel(BaseModel):
@@ -28,8 +29,43 @@ class StageModel(BaseModel):
             option = ".".join(str(part) for part in err["loc"]) or "options"
             message = str(err["msg"]).removeprefix("Value error, ")
             if err["type"] == "extra_forbidden":
-                valid = ", ".join(sorted(set(type(self).model_fields) - {"name"}))
+                valid = ", ".join(sorted(type(self).model_fields))
                 message = f"unknown option; valid options are {valid}"
             raise ConfigError(
                 f"{type(self).__name__}: {option}={err.get('input')!r}: {message}"
             ) from exc
+
+
+class ReadOnlyMap(Mapping[str, float]):
+    """A mapping no one can change once a stage holds it: ``packer.role_weights["user"] = 99``
+    raises a ``TypeError`` instead of changing what every later pack does."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: Mapping[str, float] | None = None) -> None:
+        self._data = dict(data or {})
+
+    def __getitem__(self, key: str) -> float:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self._data.items()))
+
+    def __repr__(self) -> str:
+        return repr(self._data)
+
+    def __reduce__(self) -> tuple[type[ReadOnlyMap], tuple[dict[str, float]]]:
+        return ReadOnlyMap, (self._data,)
+
+
+# A weight table in a stage's configuration: validated as a dict of floats, held read-only,
+# serialised back as a dict.
+Weights = Annotated[
+    Mapping[str, float], AfterValidator(ReadOnlyMap), PlainSerializer(dict, return_type=dict)
+]

@@ -8,9 +8,7 @@ drops messages, which can leave two user turns in a row or an assistant turn fir
 
 from __future__ import annotations
 
-from typing import Literal
-
-from pydantic import Field
+from typing import ClassVar
 
 from ..messages import Message, provider_of
 from ..pipeline import Decision, PackContext
@@ -53,7 +51,7 @@ class TurnAlternator(StageModel):
     still fits its budget. :func:`ctxpack.pack` runs it last when packing for Anthropic.
     """
 
-    name: Literal["alternate"] = Field(default="alternate", exclude=True, repr=False)
+    name: ClassVar[str] = "alternate"
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
         # Each pass only removes; a removal can orphan a neighbour, so repeat until stable.

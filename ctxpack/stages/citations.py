@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar
 
 from pydantic import Field
 
-from .._columns import sources
+from .._internal.columns import sources
 from ..messages import Message
 from ..pipeline import Decision, PackContext
 from ._base import StageModel
@@ -24,7 +24,7 @@ class CitationInheritor(StageModel):
         max_distance: Inherit only from at most this many messages back (``None``: no limit).
     """
 
-    name: Literal["citations"] = Field(default="citations", exclude=True, repr=False)
+    name: ClassVar[str] = "citations"
 
     roles: tuple[str, ...] = ("user", "assistant", "tool")
     max_distance: int | None = Field(default=None, ge=1)

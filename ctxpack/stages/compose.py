@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar
 
-from pydantic import Field
-
-from .._columns import DEVELOPER, PINNED, SYSTEM, flags, positions
+from .._internal.columns import DEVELOPER, PINNED, SYSTEM, flags, positions
 from ..messages import Message
 from ..pipeline import Decision, PackContext
 from ._base import StageModel
@@ -29,7 +27,7 @@ class PromptComposer(StageModel):
         protect_developer: Protect developer messages as well.
     """
 
-    name: Literal["compose"] = Field(default="compose", exclude=True, repr=False)
+    name: ClassVar[str] = "compose"
 
     system: str | None = None
     developer: str | None = None

@@ -11,16 +11,16 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field
 
 from ..caches import LRUCache
 from ..errors import ConfigError
-from ..lexical import Language, language_of, terms
 from ..messages import Message
 from ..pipeline import Decision, PackContext
+from ..signals.lexical import Language, language_of, terms
 from ..tokens import REPLY_PRIMING, message_sizes
 from ._base import StageModel
 
@@ -144,7 +144,7 @@ def score_line(
     language: Language = "en",
 ) -> int:
     """The seed's line score, plus up to 2 for query terms (terms as
-    :func:`ctxpack.lexical.terms` gives them in ``language``).
+    :func:`ctxpack.signals.lexical.terms` gives them in ``language``).
 
     Example:
         >>> score_line("- Budget de 150 000 euros alloué")
@@ -236,7 +236,7 @@ class ExtractiveCompressor(StageModel):
         spacy_model: See :func:`compress_lines`.
     """
 
-    name: Literal["compress"] = Field(default="compress", exclude=True, repr=False)
+    name: ClassVar[str] = "compress"
 
     max_lines: int = Field(default=12, ge=1)
     min_tokens: int = Field(default=200, ge=0)

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from functools import lru_cache, partial
-from typing import Literal
+from typing import ClassVar
 
 import numpy as np
-from pydantic import Field
 
-from .._columns import ids as message_ids
-from .._columns import positions, take, where
-from .._columns import sources as message_sources
-from .._prefix import PrefixMemo
+from .._internal.columns import ids as message_ids
+from .._internal.columns import items_at, positions, positions_of
+from .._internal.columns import sources as message_sources
+from .._internal.prefix import PrefixMemo
 from ..caches import register
 from ..messages import Message
 from ..pipeline import Decision, DecisionLog, PackContext
@@ -46,7 +45,7 @@ def _removable(msg: Message) -> bool:
     )
 
 
-# Per-message facts, memoised across packs of a growing history (see ctxpack._prefix).
+# Per-message facts, memoised across packs of a growing history (see ctxpack._internal.prefix).
 _KEYS: dict[bool, PrefixMemo[Message, tuple[str, str]]] = {
     flag: PrefixMemo(partial(_key, case_sensitive=flag)) for flag in (False, True)
 }
@@ -66,7 +65,7 @@ class Deduplicator(StageModel):
         case_sensitive: Compare text with case.
     """
 
-    name: Literal["dedupe"] = Field(default="dedupe", exclude=True, repr=False)
+    name: ClassVar[str] = "dedupe"
 
     case_sensitive: bool = False
 
@@ -82,15 +81,15 @@ class Deduplicator(StageModel):
         older = newest != np.arange(n)
         older &= np.fromiter(_REMOVABLE(messages), dtype=bool, count=n)
         ids = message_ids(messages)
-        older[where(ids, ctx.protected)] = False
+        older[positions_of(ids, ctx.protected)] = False
         copies = positions(older)
         if not copies:
             return ctx
         sizes = message_sizes(ctx.counter, messages)
-        removed = take(ids, copies)
+        removed = items_at(ids, copies)
         # A long history holds thousands of copies: their decisions are written only if someone
         # reads them (DecisionLog.deferred).
-        facts = (removed, take(ids, newest[copies].tolist()), take(sizes, copies))
+        facts = (removed, items_at(ids, newest[copies].tolist()), items_at(sizes, copies))
         name = self.name
 
         def trace() -> list[Decision]:
@@ -108,7 +107,7 @@ class Deduplicator(StageModel):
                 for mid, newer, size in zip(*facts, strict=True)
             ]
 
-        kept = list(take(messages, positions(~older)))
+        kept = list(items_at(messages, positions(~older)))
         sources = message_sources(messages)
         donors = positions(older & np.fromiter(map(bool, sources), dtype=bool, count=n))
         if donors:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar
 
 from pydantic import Field
 
-from .._columns import IMPORTANT, PINNED, PRIORITY, flags, positions
+from .._internal.columns import IMPORTANT, PINNED, PRIORITY, flags, positions
 from ..pipeline import Decision, PackContext
 from ._base import StageModel
 
@@ -26,7 +26,7 @@ class MemorySelector(StageModel):
         important_priority: Priority from which a message counts as episodic memory.
     """
 
-    name: Literal["memory"] = Field(default="memory", exclude=True, repr=False)
+    name: ClassVar[str] = "memory"
 
     window: int = Field(default=3, ge=0)
     important_priority: float = 1.0

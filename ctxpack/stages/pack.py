@@ -11,19 +11,30 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import repeat
-from typing import Literal
+from types import MappingProxyType
+from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
 from pydantic import Field
 
-from .._columns import PINNED, PRIORITY, SYSTEM, TOOL, flags, positions, role_codes, take, where
-from .._columns import ids as message_ids
+from .._internal.columns import (
+    PINNED,
+    PRIORITY,
+    SYSTEM,
+    TOOL,
+    flags,
+    items_at,
+    positions,
+    positions_of,
+    role_codes,
+)
+from .._internal.columns import ids as message_ids
 from ..errors import BudgetExceededError
 from ..messages import ROLES, Message
 from ..pipeline import Decision, DecisionLog, PackContext
 from ..tokens import REPLY_PRIMING, message_sizes
-from ._base import StageModel
+from ._base import ReadOnlyMap, StageModel, Weights
 
 __all__ = [
     "DEFAULT_ROLE_WEIGHTS",
@@ -36,13 +47,9 @@ __all__ = [
 # Seed 004: system 10, developer 8, user 6, assistant 4. A tool result gets 3: it is usually the
 # bulkiest and the first to go stale, and it still rides with its call (a unit scores as its
 # best member), so a relevant exchange survives through the assistant turn that asked for it.
-DEFAULT_ROLE_WEIGHTS: Mapping[str, float] = {
-    "system": 10.0,
-    "developer": 8.0,
-    "user": 6.0,
-    "assistant": 4.0,
-    "tool": 3.0,
-}
+DEFAULT_ROLE_WEIGHTS: Mapping[str, float] = MappingProxyType(
+    {"system": 10.0, "developer": 8.0, "user": 6.0, "assistant": 4.0, "tool": 3.0}
+)
 
 
 def tool_units(messages: tuple[Message, ...] | list[Message]) -> tuple[list[list[int]], list[int]]:
@@ -158,12 +165,12 @@ class GreedyPacker(StageModel):
         BudgetExceededError: the protected messages alone do not fit in ``budget - reserve``.
     """
 
-    name: Literal["pack"] = Field(default="pack", exclude=True, repr=False)
+    name: ClassVar[str] = "pack"
 
-    role_weights: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_ROLE_WEIGHTS))
+    role_weights: Weights = Field(default_factory=lambda: ReadOnlyMap(DEFAULT_ROLE_WEIGHTS))
     recency_weight: float = 2.0
-    signal_weights: dict[str, float] = Field(
-        default_factory=lambda: {"relevance": 40.0, "memory": 2.0}
+    signal_weights: Weights = Field(
+        default_factory=lambda: ReadOnlyMap({"relevance": 40.0, "memory": 2.0})
     )
 
     def score(self, msg: Message, position: int, count: int, ctx: PackContext) -> tuple[float, str]:
@@ -237,7 +244,7 @@ class GreedyPacker(StageModel):
         column = flags(messages)
         ids = message_ids(messages)
         must = (column & (SYSTEM | PINNED)) != 0
-        must[where(ids, ctx.protected)] = True
+        must[positions_of(ids, ctx.protected)] = True
         if (column & TOOL).any():
             units, orphans = tool_units(messages)
         else:
@@ -257,7 +264,7 @@ class GreedyPacker(StageModel):
             # them up in C.
             free = np.flatnonzero(~must)
             order = free[np.lexsort((-free, -score_array[free]))].tolist()
-            costs, unit_scores = take(sizes, order), take(scores, order)
+            costs, unit_scores = items_at(sizes, order), items_at(scores, order)
 
             def ranked() -> Iterable[Sequence[int]]:
                 return zip(order)

@@ -7,17 +7,19 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from operator import attrgetter
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import numpy.typing as npt
 from pydantic import Field, field_validator
 
-from .._columns import USER, flags, positions, take, where
-from .._columns import ids as message_ids
-from .._prefix import PrefixMemo
+from .._internal.columns import USER, flags, items_at, positions, positions_of
+from .._internal.columns import ids as message_ids
+from .._internal.prefix import PrefixMemo
 from ..caches import register
-from ..lexical import (
+from ..messages import Message
+from ..pipeline import Decision, DecisionLog, PackContext
+from ..signals.lexical import (
     FRENCH_DEMONSTRATIVES,
     INDEXES,
     WORD,
@@ -28,9 +30,7 @@ from ..lexical import (
     leaning,
     terms,
 )
-from ..messages import Message
-from ..pipeline import Decision, DecisionLog, PackContext
-from ..wordvectors import default_stem_vectors
+from ..signals.wordvectors import default_stem_vectors
 from ._base import StageModel
 
 __all__ = ["RelevanceScorer", "named_speaker", "spread_to_neighbors"]
@@ -170,7 +170,7 @@ class RelevanceScorer(StageModel):
         b: BM25 length normalisation.
     """
 
-    name: Literal["relevance"] = Field(default="relevance", exclude=True, repr=False)
+    name: ClassVar[str] = "relevance"
 
     neighbors: int = Field(default=2, ge=0)
     neighbor_share: float = Field(default=0.5, ge=0.0, le=1.0)
@@ -221,7 +221,7 @@ class RelevanceScorer(StageModel):
                 weights[term] = 1.0
             matched = asked.union(joined)
             ids = message_ids(messages)
-            protected = where(ids, ctx.protected)
+            protected = positions_of(ids, ctx.protected)
             raw = index.bm25(weights, k1=self.k1, b=self.b, spread=self.expansion, silent=protected)
             raw[protected] = 0.0
             best = float(raw.max(initial=0.0))
@@ -244,11 +244,11 @@ class RelevanceScorer(StageModel):
                     final[damped] *= self.speaker_focus
             final[protected] = 0.0
             nonzero = positions(final)
-            signal = dict(zip(take(ids, nonzero), final[nonzero].tolist(), strict=True))
+            signal = dict(zip(items_at(ids, nonzero), final[nonzero].tolist(), strict=True))
             # Messages that speaker focus damps still say why they scored less.
             chosen = np.flatnonzero((spread >= 0.25) & (final > 0))
             picked = chosen.tolist()
-            chosen_ids = take(ids, picked)
+            chosen_ids = items_at(ids, picked)
             # What the reasons need from the index, taken now: the shared index changes with later
             # calls.
             held = list(map(index.terms_at, picked))
@@ -277,7 +277,7 @@ class RelevanceScorer(StageModel):
                         (spread[chosen] == own[chosen]).tolist(),
                         damps,
                         held,
-                        take(texts, picked),
+                        items_at(texts, picked),
                         strict=True,
                     )
                 ]

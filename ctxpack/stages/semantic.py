@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import ConfigDict, Field
 
-from ..embeddings import MiniLMEmbedder
 from ..errors import ConfigError
 from ..pipeline import Decision, PackContext
+from ..signals.embeddings import MiniLMEmbedder
 from ._base import StageModel
-from .relevance import RelevanceScorer, spread_to_neighbors
+from .relevance import spread_to_neighbors
 
-if TYPE_CHECKING:
-    from ..pipeline import Pipeline
-
-__all__ = ["SemanticScorer", "semantic_pipeline"]
+__all__ = ["SemanticScorer"]
 
 _SHARED: MiniLMEmbedder | None = None
 
@@ -69,7 +66,7 @@ class SemanticScorer(StageModel):
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
-    name: Literal["semantic"] = Field(default="semantic", exclude=True, repr=False)
+    name: ClassVar[str] = "semantic"
 
     embedder: Any = None
     # 0.3: on LoCoMo, 0.2 to 0.3 beat 0.5 once the lexical scorer expands queries and documents.
@@ -127,29 +124,3 @@ class SemanticScorer(StageModel):
                     )
                 )
         return ctx.with_signal("relevance", signal).decide(*decisions)
-
-
-def semantic_pipeline(embedder: Any = None, weight: float = 0.3) -> Pipeline:
-    """The default pipeline with a :class:`SemanticScorer` right after the relevance step.
-
-    compose -> memory -> dedupe -> citations -> relevance -> semantic -> compress -> pack. The
-    scorer spreads to neighbours as the pipeline's :class:`RelevanceScorer` does.
-
-    Args:
-        embedder: See :class:`SemanticScorer`; ``None`` for the shared MiniLM model.
-        weight: Share of the semantic score in the mixed relevance, 0 to 1.
-
-    Example:
-        >>> semantic_pipeline(embedder=lambda texts: ...).names
-        ['compose', 'memory', 'dedupe', 'citations', 'relevance', 'semantic', 'compress', 'pack']
-    """
-    # Imported here: ctxpack.packing imports the stages package, which imports this module.
-    from ..packing import default_pipeline
-
-    pipeline = default_pipeline()
-    relevance = pipeline["relevance"]
-    spreading: dict[str, Any] = {}
-    if isinstance(relevance, RelevanceScorer):
-        spreading = {"neighbors": relevance.neighbors, "neighbor_share": relevance.neighbor_share}
-    scorer = SemanticScorer(embedder=embedder, weight=weight, **spreading)
-    return pipeline.insert("compress", scorer)

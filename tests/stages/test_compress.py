@@ -79,7 +79,7 @@ def test_query_terms_add_at_most_two() -> None:
     assert compress_lines(text, max_lines=1, query="why did the refresh token fail?") == (
         "the refresh token expired"
     )
-    q = frozenset(ctxpack.lexical.terms("alpha beta gamma"))
+    q = frozenset(ctxpack.signals.lexical.terms("alpha beta gamma"))
     assert score_line("alpha beta gamma", query_terms=q) == 2
     assert score_line("alpha", query_terms=q) == 1
 
@@ -172,7 +172,7 @@ def test_query_terms_match_french_lines_by_their_french_stems() -> None:
         "\n".join(lines), max_lines=1, query="Qui a réparé le vélo ?", proper_nouns="heuristic"
     )
     assert kept == lines[1]
-    french = frozenset(ctxpack.lexical.terms("Qui a réparé le vélo ?", "fr"))
-    english = frozenset(ctxpack.lexical.terms("Qui a réparé le vélo ?"))
+    french = frozenset(ctxpack.signals.lexical.terms("Qui a réparé le vélo ?", "fr"))
+    english = frozenset(ctxpack.signals.lexical.terms("Qui a réparé le vélo ?"))
     assert score_line(lines[1], query_terms=french, language="fr") == 2
     assert score_line(lines[1], query_terms=english) == 1

@@ -1,7 +1,7 @@
 """Per-message facts that stages scan the whole history for, memoised across packs.
 
-Each is a column over a message sequence, computed by :class:`~ctxpack._prefix.PrefixMemo`, so
-packing a 60,000-message history again with one new question reads them back instead of walking
+Each is a column over a message sequence, computed by :class:`~ctxpack._internal.prefix.PrefixMemo`,
+so packing a 60,000-message history again with one new question reads them back instead of walking
 every message in Python.
 """
 
@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from ._prefix import PrefixMemo
-from .messages import ROLES, Message, provider_of
+from ..messages import ROLES, Message, provider_of
+from .prefix import PrefixMemo
 
 __all__ = [
     "ANTHROPIC",
@@ -28,11 +28,11 @@ __all__ = [
     "USER",
     "flags",
     "ids",
+    "items_at",
     "positions",
+    "positions_of",
     "role_codes",
     "sources",
-    "take",
-    "where",
 ]
 
 SYSTEM = 1
@@ -90,11 +90,12 @@ def role_codes(messages: Sequence[Message]) -> npt.NDArray[np.uint8]:
     return np.frombuffer(bytes(_ROLE_CODES(messages)), dtype=np.uint8)
 
 
-def take(values: Sequence[T], where: Sequence[int]) -> tuple[T, ...]:
-    """``tuple(values[i] for i in where)``, in C."""
-    if len(where) > 1:
-        return itemgetter(*where)(values)  # type: ignore[no-any-return]
-    return (values[where[0]],) if where else ()
+def items_at(values: Sequence[T], indices: Sequence[int]) -> tuple[T, ...]:
+    """``tuple(values[i] for i in indices)``, in C (not numpy's ``take``: any sequence, a tuple
+    out)."""
+    if len(indices) > 1:
+        return itemgetter(*indices)(values)  # type: ignore[no-any-return]
+    return (values[indices[0]],) if indices else ()
 
 
 def positions(mask: npt.NDArray[Any]) -> list[int]:
@@ -102,11 +103,11 @@ def positions(mask: npt.NDArray[Any]) -> list[int]:
     return np.flatnonzero(mask).tolist()  # type: ignore[no-any-return]
 
 
-def where(ids: Sequence[str], wanted: Collection[str]) -> list[int]:
+def positions_of(ids: Sequence[str], wanted: Collection[str]) -> list[int]:
     """Positions, ascending, of the items of ``ids`` that are in ``wanted``.
 
     Example:
-        >>> where(("a", "b", "c", "b"), {"b", "z"})
+        >>> positions_of(("a", "b", "c", "b"), {"b", "z"})
         [1, 3]
     """
     if len(wanted) > 4:

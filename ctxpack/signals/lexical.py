@@ -16,7 +16,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from .caches import register
+from ..caches import register
 
 __all__ = [
     "INDEXES",

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .caches import LRUCache
-from .errors import ConfigError
+from ..caches import LRUCache
+from ..errors import ConfigError
 
 __all__ = ["Embedder", "MiniLMEmbedder", "minilm_model_dir"]
 

@@ -18,13 +18,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from .adapters.anthropic import from_anthropic
-from .errors import ConfigError
-from .packing import pack
-from .pipeline import Stage
-from .result import PackResult
-from .sdk import coerce_messages
-from .tokens import (
+from ..errors import ConfigError
+from ..packing import pack
+from ..pipeline import Stage
+from ..result import PackResult
+from ..sdk import coerce_messages
+from ..tokens import (
     REPLY_PRIMING,
     ApproximateTokenCountWarning,
     CounterLike,
@@ -32,6 +31,7 @@ from .tokens import (
     anthropic_approx_counter,
     get_counter,
 )
+from .anthropic import from_anthropic
 
 __all__ = ["PackedClient", "SessionLike", "wrap_anthropic", "wrap_openai"]
 

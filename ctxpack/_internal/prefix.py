@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
-from .caches import register
+from ..caches import register
 
 __all__ = ["PrefixMemo", "common_prefix", "likely_prefix"]
 

@@ -1,11 +1,10 @@
 """Static stem vectors: related words for query expansion, without a model at run time.
 
-The table ``ctxpack/data/stem_vectors.npz`` maps each stem of :func:`ctxpack.lexical.terms` to a
-128-dimensional unit vector distilled from all-MiniLM-L6-v2 (each vocabulary word run alone
-through the model, averaged per stem, projected by SVD, stored as int8). Stems with similar
-meanings have close vectors, so a query about a "bicycle" can also look for "bike". The table is
-built by ``scripts/build_word_vectors.py``; see ``ctxpack/data/NOTICE.md`` for its origin and
-licence.
+The table ``ctxpack/data/stem_vectors.npz`` maps each stem of :func:`ctxpack.signals.lexical.terms`
+to a 128-dimensional unit vector distilled from all-MiniLM-L6-v2 (each vocabulary word run alone
+through the model, averaged per stem, projected by SVD, stored as int8). Stems with similar meanings
+have close vectors, so a query about a "bicycle" can also look for "bike". The table is built by
+``scripts/build_word_vectors.py``; see ``ctxpack/data/NOTICE.md`` for its origin and licence.
 
 Example:
     >>> table = default_stem_vectors()
@@ -25,7 +24,7 @@ from typing import IO
 import numpy as np
 import numpy.typing as npt
 
-from .caches import LRUCache
+from ..caches import LRUCache
 
 __all__ = ["StemVectors", "default_stem_vectors", "neighbour_lists"]
 
@@ -130,7 +129,7 @@ class StemVectors:
         """The candidates closest in meaning to ``stem``, with their cosine similarity.
 
         Args:
-            stem: The stem to expand (as given by :func:`ctxpack.lexical.terms`).
+            stem: The stem to expand (as given by :func:`ctxpack.signals.lexical.terms`).
             candidates: The stems it may expand to, e.g. the vocabulary of a conversation.
             candidate_matrix: ``matrix(candidates)``; passed in so that a caller can compute it
                 once per vocabulary and reuse it for every query.
