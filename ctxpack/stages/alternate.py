@@ -13,7 +13,7 @@ from typing import ClassVar
 from ..messages import Message, provider_of
 from ..pipeline import Decision, PackContext
 from ._base import StageModel
-from .pack import strip_unanswered_calls
+from ._tool_pairs import strip_unanswered_calls
 
 __all__ = ["TurnAlternator"]
 

@@ -1,4 +1,4 @@
-"""Pack greedily under the budget by score, then restore chronological order (seed 004, step 4).
+"""Pack greedily under the budget by score, then restore chronological order.
 
 The promise: the result is the chronological subsequence of the messages that holds every system,
 pinned and protected message, keeps or drops each tool exchange whole (a call without a result,
@@ -9,7 +9,8 @@ exceeds ``budget - reserve`` tokens.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from itertools import repeat
 from types import MappingProxyType
 from typing import ClassVar
@@ -22,7 +23,6 @@ from .._internal.columns import (
     PINNED,
     PRIORITY,
     SYSTEM,
-    TOOL,
     flags,
     items_at,
     positions,
@@ -32,120 +32,19 @@ from .._internal.columns import (
 from .._internal.columns import ids as message_ids
 from ..errors import BudgetExceededError
 from ..messages import ROLES, Message
-from ..pipeline import Decision, DecisionLog, PackContext
+from ..pipeline import Action, Decision, DecisionLog, PackContext
 from ..tokens import REPLY_PRIMING, message_sizes
 from ._base import ReadOnlyMap, StageModel, Weights
+from ._tool_pairs import Units, exchange_units, strip_unanswered_calls
 
-__all__ = [
-    "DEFAULT_ROLE_WEIGHTS",
-    "GreedyPacker",
-    "strip_unanswered_calls",
-    "tool_units",
-    "unanswered_calls",
-]
+__all__ = ["DEFAULT_ROLE_WEIGHTS", "GreedyPacker"]
 
-# Seed 004: system 10, developer 8, user 6, assistant 4. A tool result gets 3: it is usually the
+# System 10, developer 8, user 6, assistant 4. A tool result gets 3: it is usually the
 # bulkiest and the first to go stale, and it still rides with its call (a unit scores as its
 # best member), so a relevant exchange survives through the assistant turn that asked for it.
 DEFAULT_ROLE_WEIGHTS: Mapping[str, float] = MappingProxyType(
     {"system": 10.0, "developer": 8.0, "user": 6.0, "assistant": 4.0, "tool": 3.0}
 )
-
-
-def tool_units(messages: tuple[Message, ...] | list[Message]) -> tuple[list[list[int]], list[int]]:
-    """Group message positions into units kept or dropped together.
-
-    An assistant message with tool calls and the tool messages answering those calls form one
-    unit; every other message is a unit by itself.
-
-    Returns:
-        ``(units, orphans)``: units as lists of positions (chronological), and the positions of
-        tool messages whose call is not in ``messages``.
-    """
-    if not any(m.tool_calls or m.role == "tool" for m in messages):
-        # The common chat without tools: every message is its own unit.
-        return [[i] for i in range(len(messages))], []
-    units: list[list[int]] = []
-    owner: dict[str, int] = {}
-    orphans: list[int] = []
-    for i, msg in enumerate(messages):
-        if msg.role == "tool":
-            unit = owner.get(msg.tool_call_id or "")
-            if unit is None:
-                orphans.append(i)
-            else:
-                units[unit].append(i)
-            continue
-        units.append([i])
-        for call in msg.tool_calls or ():
-            owner[call.id] = len(units) - 1
-    return units, orphans
-
-
-def unanswered_calls(messages: tuple[Message, ...] | list[Message]) -> dict[int, list[str]]:
-    """Tool calls that no later tool message answers, by position of their assistant message.
-
-    The last message is left out: an assistant turn at the end may still be waiting for its
-    results. Every other unanswered call makes the provider reject the request.
-    """
-    if not (flags(messages) & TOOL).any():
-        return {}
-    answered_at = {m.tool_call_id: i for i, m in enumerate(messages) if m.role == "tool"}
-    out: dict[int, list[str]] = {}
-    for i, msg in enumerate(messages[:-1]):
-        missing = [c.id for c in msg.tool_calls or () if answered_at.get(c.id, -1) < i]
-        if missing:
-            out[i] = missing
-    return out
-
-
-def strip_unanswered_calls(ctx: PackContext, stage: str) -> PackContext:
-    """Remove the calls :func:`unanswered_calls` finds; drop a message left with nothing.
-
-    The original of each changed message is kept as an artifact, and every change is recorded.
-    """
-    fixes = unanswered_calls(ctx.messages)
-    if not fixes:
-        return ctx
-    out: list[Message] = []
-    decisions: list[Decision] = []
-    artifacts = dict(ctx.artifacts)
-    for i, msg in enumerate(ctx.messages):
-        missing = fixes.get(i)
-        if missing is None:
-            out.append(msg)
-            continue
-        calls = [c for c in msg.tool_calls or () if c.id not in missing]
-        before = ctx.tokens(msg)
-        named = ", ".join(repr(c) for c in missing)
-        if not calls and msg.content in (None, "", []):
-            decisions.append(
-                Decision(
-                    stage=stage,
-                    action="dropped",
-                    message_id=msg.id,
-                    reason=f"its tool calls ({named}) have no results and it says nothing else; "
-                    "the provider would reject an unanswered call",
-                    tokens_before=before,
-                    tokens_after=0,
-                )
-            )
-            continue
-        new = msg.model_copy(update={"tool_calls": calls or None})
-        artifacts.setdefault(msg.id, msg)
-        out.append(new)
-        decisions.append(
-            Decision(
-                stage=stage,
-                action="cleared",
-                message_id=msg.id,
-                reason=f"removed the tool calls {named}, which no tool message answers (the "
-                "provider would reject them); original kept as an artifact",
-                tokens_before=before,
-                tokens_after=ctx.tokens(new),
-            )
-        )
-    return ctx.decide(*decisions, messages=tuple(out), artifacts=artifacts)
 
 
 class GreedyPacker(StageModel):
@@ -156,7 +55,7 @@ class GreedyPacker(StageModel):
     exchange) scores as its best member and costs the sum of its members.
 
     Args:
-        role_weights: Weight per role (seed 004 defaults, tool 3).
+        role_weights: Weight per role (system 10, developer 8, user 6, assistant 4, tool 3).
         recency_weight: Weight of recency.
         signal_weights: Weight of each named signal set by earlier stages (``relevance`` from
             the relevance scorer, ``memory`` from the memory selector).
@@ -172,6 +71,30 @@ class GreedyPacker(StageModel):
     signal_weights: Weights = Field(
         default_factory=lambda: ReadOnlyMap({"relevance": 40.0, "memory": 2.0})
     )
+
+    def __call__(self, ctx: PackContext, /) -> PackContext:
+        ctx = strip_unanswered_calls(ctx, self.name)
+        messages = ctx.messages
+        ids = message_ids(messages)
+        sizes = message_sizes(ctx.counter, messages)
+        scores, columns = self._scores(ctx)
+        ranking = _Ranking.of(exchange_units(messages), _must_keep(ctx, ids), scores, sizes)
+        used = REPLY_PRIMING + ranking.protected_tokens()
+        if used > ctx.available:
+            pinned = list(items_at(ids, ranking.protected_positions()))
+            raise BudgetExceededError(
+                required=used + ctx.reserve, budget=ctx.budget, pinned_ids=pinned
+            )
+        lefts = _greedy_fill(ranking.costs(), used, ctx.available)
+
+        def trace() -> list[Decision]:
+            return self._trace(ctx, sizes, scores, columns, ranking, lefts)
+
+        # The reasons are written only if someone reads them (DecisionLog.deferred).
+        return ctx.evolve(
+            decisions=ctx.decisions + DecisionLog.deferred(ids, trace),
+            messages=items_at(messages, ranking.kept_positions(lefts)),
+        )
 
     def score(self, msg: Message, position: int, count: int, ctx: PackContext) -> tuple[float, str]:
         """One message's score and its breakdown in words (what a ``kept`` decision says)."""
@@ -237,97 +160,47 @@ class GreedyPacker(StageModel):
                 columns.append((signal, column))
         return total, columns
 
-    def __call__(self, ctx: PackContext, /) -> PackContext:
-        ctx = strip_unanswered_calls(ctx, self.name)
-        messages = ctx.messages
-        sizes = message_sizes(ctx.counter, messages)
-        column = flags(messages)
-        ids = message_ids(messages)
-        must = (column & (SYSTEM | PINNED)) != 0
-        must[positions_of(ids, ctx.protected)] = True
-        if (column & TOOL).any():
-            units, orphans = tool_units(messages)
-        else:
-            units, orphans = [], []
-        stray = [i for i in orphans if not must[i]]
-        units.extend([i] for i in orphans if must[i])
-
-        score_array, arrays = self._scores(ctx)
-        scores = score_array.tolist()
-        keep = positions(must) if not units else []
-        used = REPLY_PRIMING + sum(sizes[i] for i in keep)
-        # Units in decreasing score, the more recent first among equals: their members, and
-        # what each costs and scores.
-        ranked: Callable[[], Iterable[Sequence[int]]]
-        if not units:
-            # Without tools every message is its own unit: sort them all in numpy, and pair
-            # them up in C.
-            free = np.flatnonzero(~must)
-            order = free[np.lexsort((-free, -score_array[free]))].tolist()
-            costs, unit_scores = items_at(sizes, order), items_at(scores, order)
-
-            def ranked() -> Iterable[Sequence[int]]:
-                return zip(order)
-        else:
-            rows: list[tuple[float, int, list[int], int]] = []
-            for unit in units:
-                if any(must[i] for i in unit):
-                    keep.extend(unit)
-                    used += sum(sizes[i] for i in unit)
-                else:
-                    cost = sum(sizes[i] for i in unit)
-                    rows.append((-max(scores[i] for i in unit), -unit[-1], unit, cost))
-            rows.sort()
-            members = [unit for _, _, unit, _ in rows]
-            costs = tuple(cost for _, _, _, cost in rows)
-            unit_scores = tuple(-negative for negative, _, _, _ in rows)
-
-            def ranked() -> Iterable[Sequence[int]]:
-                return members
-
-        if used > ctx.available:
-            pinned = [ids[i] for i in sorted(keep)]
-            raise BudgetExceededError(
-                required=used + ctx.reserve, budget=ctx.budget, pinned_ids=pinned
-            )
-        protected = list(keep)
-        available = ctx.available
-        # Taken now: role_weights is a dict, which a caller could still change before reading.
-        heads = [self._role_words(role) for role in ROLES]
-        # Per ranked unit: -1 if kept, else the tokens that were left when it did not fit.
-        lefts: list[int] = []
-        note = lefts.append
-        for unit_members, cost in zip(ranked(), costs, strict=True):
-            if used + cost <= available:
-                used += cost
-                keep.extend(unit_members)
-                note(-1)
+    def _trace(
+        self,
+        ctx: PackContext,
+        sizes: Sequence[int],
+        scores: npt.NDArray[np.float64],
+        columns: list[tuple[str, npt.NDArray[np.float64]]],
+        ranking: _Ranking,
+        lefts: list[int],
+    ) -> list[Decision]:
+        """One decision per message, in order: a stray result, a protected message, or a
+        member of a ranked unit (kept with its score in words, or dropped for lack of room)."""
+        messages, ids, name = ctx.messages, message_ids(ctx.messages), self.name
+        trusted = Decision.trusted
+        explain = self._explainer(messages, columns)
+        own_scores, unit_scores = scores.tolist(), ranking.score.tolist()
+        costs, together = ranking.cost.tolist(), (ranking.members > 1).tolist()
+        protected, stray = ranking.protected.tolist(), ranking.stray.tolist()
+        rank = ranking.ranks().tolist()
+        reasons: dict[tuple[int, int, bool], str] = {}
+        decisions: list[Decision] = []
+        for i, unit in enumerate(ranking.units.of.tolist()):
+            if stray[unit]:
+                decisions.append(self._stray(ids[i], sizes[i]))
+            elif protected[unit]:
+                decisions.append(self._protected(messages[i], own_scores[i], sizes[i]))
             else:
-                note(available - used)
-        keep.sort()
-
-        def trace() -> list[Decision]:
-            # Every position is decided once: a stray result, a protected message or a unit.
-            decisions: list[Decision | None] = [None] * len(messages)
-            for i in stray:
-                decisions[i] = self._stray(ids[i], sizes[i])
-            for i in protected:
-                decisions[i] = self._protected(messages[i], scores[i], sizes[i])
-            explain = self._explainer(messages, column, heads, [(s, c.tolist()) for s, c in arrays])
-            self._trace_ranked(
-                decisions,
-                zip(ranked(), costs, unit_scores, lefts, strict=True),
-                explain,
-                ids,
-                sizes,
-            )
-            return list(filter(None, decisions))
-
-        # The reasons are written only if someone reads them (DecisionLog.deferred).
-        return ctx.evolve(
-            decisions=ctx.decisions + DecisionLog.deferred(ids, trace),
-            messages=tuple(messages[i] for i in keep),
-        )
+                left = lefts[rank[unit]]
+                if left < 0:
+                    action: Action = "kept"
+                    reason = f"score {unit_scores[unit]:.2f} = {explain(i)}"
+                    if together[unit]:
+                        reason += f" (with its tool exchange, {costs[unit]} tokens)"
+                else:
+                    # Most of a long history is dropped, so the reason is short (the score is
+                    # in the decision); once the budget is spent it repeats, so it is made once.
+                    action, key = "dropped", (costs[unit], left, together[unit])
+                    reason = reasons.get(key) or reasons.setdefault(key, _dropped_reason(*key))
+                size, score = sizes[i], unit_scores[unit]
+                after = size if left < 0 else 0
+                decisions.append(trusted(name, action, ids[i], reason, score, size, after))
+        return decisions
 
     def _stray(self, message_id: str, size: int) -> Decision:
         return Decision(
@@ -358,62 +231,115 @@ class GreedyPacker(StageModel):
             tokens_after=size,
         )
 
-    def _trace_ranked(
-        self,
-        decisions: list[Decision | None],
-        ranked: Iterable[tuple[Sequence[int], int, float, int]],
-        explain: Callable[[int], str],
-        ids: Sequence[str],
-        sizes: Sequence[int],
-    ) -> None:
-        """The decision about each member of each ranked unit, into its position's slot."""
-        trusted = Decision.trusted
-        name = self.name
-        reasons: dict[tuple[int, int, bool], str] = {}
-        for members, cost, unit_score, left in ranked:
-            if left < 0:
-                together = f" (with its tool exchange, {cost} tokens)" if len(members) > 1 else ""
-                for i in members:
-                    decisions[i] = trusted(
-                        name,
-                        "kept",
-                        ids[i],
-                        f"score {unit_score:.2f} = {explain(i)}{together}",
-                        unit_score,
-                        sizes[i],
-                        sizes[i],
-                    )
-                continue
-            # Dropped messages are most of a long history: a short reason keeps the trace
-            # small; the score itself is in the decision.
-            # Once the budget is spent, "left" stops changing, so reasons repeat per cost.
-            key = (cost, left, len(members) > 1)
-            reason = reasons.get(key)
-            if reason is None:
-                reason = f"needs {cost} tokens, {left} left after higher-scored messages"
-                if key[2]:
-                    reason += f" (with its tool exchange, {cost} tokens)"
-                reasons[key] = reason
-            for i in members:
-                decisions[i] = trusted(name, "dropped", ids[i], reason, unit_score, sizes[i], 0)
-
     def _explainer(
         self,
         messages: tuple[Message, ...],
-        column: npt.NDArray[np.uint8],
-        heads: list[str],
-        columns: list[tuple[str, list[float]]],
+        columns: list[tuple[str, npt.NDArray[np.float64]]],
     ) -> Callable[[int], str]:
         """What :meth:`score` says of the message at a position, read from the columns
-        :meth:`_scores` computed and each role's words (``heads``, in ``ROLES`` order); the
-        message itself is read only for its priority."""
+        :meth:`_scores` computed; the message itself is read only for its priority."""
         count = len(messages)
+        heads = [self._role_words(role) for role in ROLES]
         codes = role_codes(messages).tolist()
-        prioritised = (column & PRIORITY).tolist()
+        prioritised = (flags(messages) & PRIORITY).tolist()
+        values = [(signal, column.tolist()) for signal, column in columns]
 
         def explain(i: int) -> str:
             priority = messages[i].priority if prioritised[i] else 0
-            weighted = [(signal, values[i]) for signal, values in columns]
+            weighted = [(signal, column[i]) for signal, column in values]
             return self._words(heads[codes[i]], priority, self._recency(i, count), weighted)
 
         return explain
+
+
+def _must_keep(ctx: PackContext, ids: Sequence[str]) -> npt.NDArray[np.bool_]:
+    """Per position: a system, pinned or protected message, which the packer always keeps."""
+    must: npt.NDArray[np.bool_] = (flags(ctx.messages) & (SYSTEM | PINNED)) != 0
+    must[positions_of(ids, ctx.protected)] = True
+    return must
+
+
+def _greedy_fill(costs: Sequence[int], used: int, available: int) -> list[int]:
+    """The greedy fill: take each unit, in the order given, if it still fits.
+
+    Returns, per unit, -1 if it was taken, else the tokens that were left when it did not fit
+    (a unit that does not fit does not stop the fill: a smaller one after it may still fit).
+    """
+    lefts: list[int] = []
+    note = lefts.append
+    for cost in costs:
+        if used + cost <= available:
+            used += cost
+            note(-1)
+        else:
+            note(available - used)
+    return lefts
+
+
+def _dropped_reason(cost: int, left: int, together: bool) -> str:
+    reason = f"needs {cost} tokens, {left} left after higher-scored messages"
+    return reason + f" (with its tool exchange, {cost} tokens)" if together else reason
+
+
+@dataclass(frozen=True)
+class _Ranking:
+    """The units of one pack, each scored as its best member and costing the sum of its
+    members; the units neither protected nor stray ranked for the greedy fill."""
+
+    units: Units
+    score: npt.NDArray[np.float64]
+    cost: npt.NDArray[np.int64]
+    members: npt.NDArray[np.intp]
+    protected: npt.NDArray[np.bool_]
+    """Holds a system, pinned or protected message: kept, whatever the budget."""
+    stray: npt.NDArray[np.bool_]
+    """A tool result without its call that nothing protects: dropped (providers reject it)."""
+    order: npt.NDArray[np.intp]
+    """The other units by decreasing score, the more recent first among equals."""
+
+    @classmethod
+    def of(
+        cls,
+        units: Units,
+        must: npt.NDArray[np.bool_],
+        scores: npt.NDArray[np.float64],
+        sizes: Sequence[int],
+    ) -> _Ranking:
+        of, count = units.of, units.count
+        score = np.full(count, -np.inf)
+        np.maximum.at(score, of, scores)
+        cost = np.zeros(count, dtype=np.int64)
+        np.add.at(cost, of, np.asarray(sizes, dtype=np.int64))
+        last = np.zeros(count, dtype=np.intp)
+        np.maximum.at(last, of, np.arange(len(of), dtype=np.intp))
+        protected = np.zeros(count, dtype=bool)
+        protected[of[must]] = True
+        stray = np.zeros(count, dtype=bool)
+        stray[of[units.orphans]] = True
+        stray &= ~protected
+        free = np.flatnonzero(~(protected | stray))
+        order = free[np.lexsort((-last[free], -score[free]))]
+        members = np.bincount(of, minlength=count)
+        return cls(units, score, cost, members, protected, stray, order)
+
+    def costs(self) -> list[int]:
+        """What each ranked unit costs, in ranking order."""
+        return self.cost[self.order].tolist()  # type: ignore[no-any-return]
+
+    def protected_tokens(self) -> int:
+        return int(self.cost[self.protected].sum())
+
+    def protected_positions(self) -> list[int]:
+        return positions(self.protected[self.units.of])
+
+    def kept_positions(self, lefts: list[int]) -> list[int]:
+        """Positions of the protected units and of the ranked units :func:`_greedy_fill` took."""
+        kept = self.protected.copy()
+        kept[self.order[np.asarray(lefts, dtype=np.int64) < 0]] = True
+        return positions(kept[self.units.of])
+
+    def ranks(self) -> npt.NDArray[np.intp]:
+        """Each unit's place in :attr:`order` (meaningless for protected and stray units)."""
+        rank = np.zeros(self.units.count, dtype=np.intp)
+        rank[self.order] = np.arange(len(self.order), dtype=np.intp)
+        return rank

@@ -1,0 +1,128 @@
+"""Tool calls and their results, which providers want paired: the packer's units and the fix
+for calls left without results. Shared by the packer and the turn alternator."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from .._internal.columns import TOOL, flags
+from ..messages import Message
+from ..pipeline import Decision, PackContext
+
+__all__ = ["Units", "exchange_units", "strip_unanswered_calls", "unanswered_calls"]
+
+
+@dataclass(frozen=True, slots=True)
+class Units:
+    """Message positions grouped into units, kept or dropped together.
+
+    An assistant message with tool calls and the tool messages answering those calls form one
+    unit; every other message is a unit by itself (in a chat without tools, every message).
+    """
+
+    of: npt.NDArray[np.intp]
+    """The unit number of each position; units are numbered in the order of their first member."""
+    count: int
+    """How many units there are."""
+    orphans: list[int]
+    """Positions of tool messages whose call is not in the messages (each a unit by itself)."""
+
+
+def exchange_units(messages: Sequence[Message]) -> Units:
+    """Group ``messages`` into :class:`Units`: each tool exchange together, the rest alone."""
+    if not (flags(messages) & TOOL).any():
+        return Units(np.arange(len(messages), dtype=np.intp), len(messages), [])
+    of: list[int] = []
+    owner: dict[str, int] = {}
+    orphans: list[int] = []
+    count = 0
+    for i, msg in enumerate(messages):
+        if msg.role == "tool":
+            unit = owner.get(msg.tool_call_id or "")
+            if unit is not None:
+                of.append(unit)
+                continue
+            orphans.append(i)
+        else:
+            for call in msg.tool_calls or ():
+                owner[call.id] = count
+        of.append(count)
+        count += 1
+    return Units(np.array(of, dtype=np.intp), count, orphans)
+
+
+def unanswered_calls(messages: Sequence[Message]) -> dict[int, list[str]]:
+    """Tool calls that no later tool message answers, by position of their assistant message.
+
+    The last message is left out: an assistant turn at the end may still be waiting for its
+    results. Every other unanswered call makes the provider reject the request.
+    """
+    if not (flags(messages) & TOOL).any():
+        return {}
+    answered_at = {m.tool_call_id: i for i, m in enumerate(messages) if m.role == "tool"}
+    out: dict[int, list[str]] = {}
+    for i, msg in enumerate(messages[:-1]):
+        missing = [c.id for c in msg.tool_calls or () if answered_at.get(c.id, -1) < i]
+        if missing:
+            out[i] = missing
+    return out
+
+
+def strip_unanswered_calls(ctx: PackContext, stage: str) -> PackContext:
+    """Remove the calls :func:`unanswered_calls` finds; drop a message left with nothing.
+
+    The original of each changed message is kept as an artifact, and every change is recorded
+    under ``stage``.
+    """
+    fixes = unanswered_calls(ctx.messages)
+    if not fixes:
+        return ctx
+    out: list[Message] = []
+    decisions: list[Decision] = []
+    artifacts = dict(ctx.artifacts)
+    for i, msg in enumerate(ctx.messages):
+        missing = fixes.get(i)
+        if missing is None:
+            out.append(msg)
+            continue
+        calls = [c for c in msg.tool_calls or () if c.id not in missing]
+        if not calls and msg.content in (None, "", []):
+            decisions.append(_dropped_call_only(ctx, msg, missing, stage))
+            continue
+        new = msg.model_copy(update={"tool_calls": calls or None})
+        artifacts.setdefault(msg.id, msg)
+        out.append(new)
+        decisions.append(_cleared_calls(ctx, msg, new, missing, stage))
+    return ctx.decide(*decisions, messages=tuple(out), artifacts=artifacts)
+
+
+def _dropped_call_only(ctx: PackContext, msg: Message, missing: list[str], stage: str) -> Decision:
+    named = ", ".join(map(repr, missing))
+    return Decision(
+        stage=stage,
+        action="dropped",
+        message_id=msg.id,
+        reason=f"its tool calls ({named}) have no results and it says nothing else; "
+        "the provider would reject an unanswered call",
+        tokens_before=ctx.tokens(msg),
+        tokens_after=0,
+    )
+
+
+def _cleared_calls(
+    ctx: PackContext, msg: Message, new: Message, missing: list[str], stage: str
+) -> Decision:
+    named = ", ".join(map(repr, missing))
+    return Decision(
+        stage=stage,
+        action="cleared",
+        message_id=msg.id,
+        reason=f"removed the tool calls {named}, which no tool message answers (the provider "
+        "would reject them); original kept as an artifact",
+        tokens_before=ctx.tokens(msg),
+        tokens_after=ctx.tokens(new),
+    )
