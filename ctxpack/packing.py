@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
-from typing import Any, Literal
+from typing import Any
 
 from ._internal.columns import ANTHROPIC, flags
 from ._internal.columns import ids as message_ids
 from .adapters.validate import check_openai_message
 from .errors import ConfigError
 from .messages import Message, detached, owned_messages
-from .pipeline import Decision, PackContext, Pipeline, Stage
+from .pipeline import Decision, PackContext, Pipeline, Provider, Stage
 from .result import PackResult
 from .sdk import SDKObject
 from .stages import (
@@ -24,7 +24,7 @@ from .stages import (
     RelevanceScorer,
     SemanticScorer,
 )
-from .stages.alternate import TurnAlternator
+from .stages.alternate import TurnAlternator, turn_rule_breaks
 from .tokens import (
     REPLY_PRIMING,
     CounterLike,
@@ -36,17 +36,17 @@ from .tokens import (
 
 __all__ = ["Provider", "default_pipeline", "pack", "semantic_pipeline"]
 
-Provider = Literal["openai", "anthropic"]
-
 
 def default_pipeline() -> Pipeline:
     """The pipeline :func:`pack` runs when none is given.
 
-    compose -> memory -> dedupe -> citations -> relevance -> compress -> pack.
+    compose -> memory -> dedupe -> citations -> relevance -> compress -> pack -> alternate.
+    The last step applies the provider's rules: for Anthropic (``PackContext.provider``) it
+    makes the turns alternate; for OpenAI it does nothing.
 
     Example:
         >>> default_pipeline().names
-        ['compose', 'memory', 'dedupe', 'citations', 'relevance', 'compress', 'pack']
+        ['compose', 'memory', 'dedupe', 'citations', 'relevance', 'compress', 'pack', 'alternate']
     """
     return Pipeline(
         [
@@ -57,6 +57,7 @@ def default_pipeline() -> Pipeline:
             RelevanceScorer(),
             ExtractiveCompressor(),
             GreedyPacker(),
+            TurnAlternator(),
         ]
     )
 
@@ -64,8 +65,8 @@ def default_pipeline() -> Pipeline:
 def semantic_pipeline(embedder: Any = None, weight: float = 0.3) -> Pipeline:
     """The default pipeline with a :class:`SemanticScorer` right after the relevance step.
 
-    compose -> memory -> dedupe -> citations -> relevance -> semantic -> compress -> pack. The
-    scorer spreads to neighbours as the pipeline's :class:`RelevanceScorer` does.
+    compose -> memory -> dedupe -> citations -> relevance -> semantic -> compress -> pack ->
+    alternate. The scorer spreads to neighbours as the pipeline's :class:`RelevanceScorer` does.
 
     Args:
         embedder: See :class:`SemanticScorer`; ``None`` for the shared MiniLM model.
@@ -73,7 +74,8 @@ def semantic_pipeline(embedder: Any = None, weight: float = 0.3) -> Pipeline:
 
     Example:
         >>> semantic_pipeline(embedder=lambda texts: ...).names
-        ['compose', 'memory', 'dedupe', 'citations', 'relevance', 'semantic', 'compress', 'pack']
+        ['compose', 'memory', 'dedupe', 'citations', 'relevance', 'semantic', 'compress', 'pack',
+         'alternate']
     """
     pipeline = default_pipeline()
     relevance = pipeline["relevance"]
@@ -145,8 +147,11 @@ def pack(
         provider: ``"openai"`` or ``"anthropic"``: whose rules the result must follow. By default
             ``"anthropic"`` for a Claude ``model`` or messages made by
             :func:`ctxpack.from_anthropic` (which records it on them, outside ``metadata``),
-            else ``"openai"``. For Anthropic, :class:`~ctxpack.stages.alternate.TurnAlternator` runs
-            after the pipeline.
+            else ``"openai"``. The pipeline's stages read it as ``PackContext.provider``: the
+            default pipeline's last step, ``alternate``
+            (:class:`~ctxpack.stages.alternate.TurnAlternator`), makes the turns valid for
+            Anthropic. A custom pipeline without that step must return a valid Anthropic
+            conversation itself, or ``pack()`` raises :class:`ConfigError` naming the fix.
 
     Returns:
         A :class:`PackResult`.
@@ -156,7 +161,8 @@ def pack(
         BudgetExceededError: the system and pinned messages alone do not fit.
         TokenizerUnavailableError: the model's encoding cannot be loaded.
         ConfigError: ``budget``/``reserve``/``provider`` are invalid, or the pipeline
-            misbehaves.
+            misbehaves (returns no context, exceeds the budget, or breaks Anthropic's turn rules
+            when packing for Anthropic).
 
     Example:
         >>> history = [
@@ -205,13 +211,14 @@ def _pack(
         reserve=reserve + tool_tokens,
         query=query,
         model=model,
+        provider=target,
     )
     stage: Stage = pipeline if pipeline is not None else _shared_default_pipeline()
     out = stage(ctx)
     if not isinstance(out, PackContext):
         raise ConfigError(f"the pipeline returned {type(out).__name__}, not a PackContext")
     if target == "anthropic":
-        out = TurnAlternator()(out)
+        _check_turn_rules(out)
     # Counted afresh (text counts aside), not read from the memo the stages used.
     tokens = resolved.count_messages(out.messages) + tool_tokens
     if tokens > out.available + tool_tokens:
@@ -250,3 +257,21 @@ def _pack(
         decisions=decisions,
         artifacts={mid: detached(m) for mid, m in out.artifacts.items()},
     )
+
+
+def _check_turn_rules(out: PackContext) -> None:
+    """Raise when a pipeline packing for Anthropic returned turns Anthropic would reject.
+
+    Checked, not fixed: what is sent is what the pipeline returned, every change of it a
+    recorded step. The default pipeline's ``alternate`` step always passes.
+    """
+    breaks = turn_rule_breaks(out)
+    if breaks:
+        first = breaks[0]
+        raise ConfigError(
+            f"packing for Anthropic, the pipeline returned turns Anthropic would reject "
+            f"({len(breaks)} message(s); {first.message_id!r}: {first.reason}); end the pipeline "
+            "with the 'alternate' step as default_pipeline() does: "
+            "Pipeline([*pipeline.steps, TurnAlternator()]), TurnAlternator from "
+            "ctxpack.stages.alternate"
+        )

@@ -30,12 +30,16 @@ __all__ = [
     "DecisionLog",
     "PackContext",
     "Pipeline",
+    "Provider",
     "Stage",
 ]
 
 Action = Literal[
     "kept", "dropped", "deduped", "compressed", "cited", "pinned", "selected", "merged", "cleared"
 ]
+
+# Whose API the packed conversation is sent to, and so whose rules it must follow.
+Provider = Literal["openai", "anthropic"]
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
@@ -148,7 +152,7 @@ class DecisionLog(Sequence[Decision]):
     a tuple or list of the same decisions, and add decisions with ``log + (decision, ...)``.
 
     Most callers never read the trace; building a decision and its reason for each of hundreds
-    of messages was about 40% of a warm ``pack()``. So a stage may record a batch with
+    of messages is a large share of a warm ``pack()``. So a stage may record a batch with
     :meth:`deferred`: the ids now, the decisions when someone first reads the log. Length and
     :meth:`message_ids` never build anything.
 
@@ -288,6 +292,11 @@ class PackContext:
         reserve: Tokens kept free for the reply; the prompt must fit in ``budget - reserve``.
         query: What the next answer is about (by default the last user message).
         model: The model name the caller gave, if any.
+        provider: Whose rules the result must follow, ``"openai"`` (the default) or
+            ``"anthropic"``; :func:`ctxpack.pack` sets it. Provider rules are pipeline steps
+            that read it: the ``alternate`` step
+            (:class:`~ctxpack.stages.alternate.TurnAlternator`) conforms the conversation to
+            Anthropic's turns and leaves it alone for OpenAI.
         decisions: Every decision so far, in order (a tuple or list given here becomes a
             :class:`DecisionLog`).
         protected: Ids that must not be dropped (system, pinned, the current question).
@@ -306,8 +315,12 @@ class PackContext:
     protected: frozenset[str] = frozenset()
     signals: Mapping[str, Mapping[str, float]] = field(default_factory=lambda: _EMPTY)
     artifacts: Mapping[str, Message] = field(default_factory=lambda: _EMPTY)
+    # Last, so that contexts built with positional arguments keep working.
+    provider: Provider = "openai"
 
     def __post_init__(self) -> None:
+        if self.provider not in ("openai", "anthropic"):
+            raise ConfigError(f"provider must be 'openai' or 'anthropic', got {self.provider!r}")
         if not isinstance(self.decisions, DecisionLog):
             # A frozen dataclass sets its own fields this way.
             object.__setattr__(self, "decisions", DecisionLog(self.decisions))

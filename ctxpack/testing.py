@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .messages import Message, ensure_messages
-from .pipeline import PackContext, Stage, stage_name
+from .pipeline import PackContext, Provider, Stage, stage_name
 from .tokens import get_counter
 
 __all__ = ["check_stage", "sample_contexts"]
@@ -41,7 +41,8 @@ _REPORT = "\n".join(
 
 _CALL = {"id": "call_1", "type": "function", "function": {"name": "run_tests", "arguments": "{}"}}
 
-_SAMPLES: dict[str, tuple[list[dict[str, Any]], int]] = {
+# Per sample: the messages, the budget, and whose rules the result must follow.
+_SAMPLES: dict[str, tuple[list[dict[str, Any]], int, Provider]] = {
     "short chat": (
         [
             {"role": "system", "content": "You are terse.", "id": "sys"},
@@ -50,6 +51,7 @@ _SAMPLES: dict[str, tuple[list[dict[str, Any]], int]] = {
             {"role": "user", "content": "Another one?", "id": "u2"},
         ],
         10_000,
+        "openai",
     ),
     "tools, repeats and sources under a tight budget": (
         [
@@ -71,8 +73,22 @@ _SAMPLES: dict[str, tuple[list[dict[str, Any]], int]] = {
             {"role": "user", "content": "Why does the refresh test fail?", "id": "u4"},
         ],
         260,
+        "openai",
     ),
-    "single question": ([{"role": "user", "content": "What is 2 + 2?", "id": "q"}], 50),
+    "single question": ([{"role": "user", "content": "What is 2 + 2?", "id": "q"}], 50, "openai"),
+    "for Anthropic: an assistant turn first, two user turns in a row, a tool exchange": (
+        [
+            {"role": "system", "content": "You are a CI assistant.", "id": "sys"},
+            {"role": "assistant", "content": "Welcome back. What broke?", "id": "a0"},
+            {"role": "user", "content": "The build broke after the merge.", "id": "u1"},
+            {"role": "user", "content": "Can you run the tests?", "id": "u2"},
+            {"role": "assistant", "content": None, "id": "a1", "tool_calls": [_CALL]},
+            {"role": "tool", "content": _LONG_LOG, "tool_call_id": "call_1", "id": "t1"},
+            {"role": "user", "content": "Which test fails?", "id": "u3"},
+        ],
+        10_000,
+        "anthropic",
+    ),
 }
 
 
@@ -80,10 +96,11 @@ def sample_contexts() -> list[tuple[str, PackContext]]:
     """The built-in samples :func:`check_stage` runs on, as ``(label, context)`` pairs.
 
     System, pinned and last-user messages are protected, as :class:`~ctxpack.PromptComposer`
-    would do, and the query is the last user message.
+    would do, and the query is the last user message. One sample is packed for Anthropic
+    (``provider="anthropic"``), so that stages applying a provider's rules act on it.
     """
     out = []
-    for label, (raw, budget) in _SAMPLES.items():
+    for label, (raw, budget, provider) in _SAMPLES.items():
         messages = ensure_messages(raw)
         last_user = next((m for m in reversed(messages) if m.role == "user"), None)
         protected = {m.id for m in messages if m.role == "system" or m.pinned}
@@ -98,6 +115,7 @@ def sample_contexts() -> list[tuple[str, PackContext]]:
                     counter=get_counter(),
                     query=last_user.text if last_user else None,
                     protected=frozenset(protected),
+                    provider=provider,
                 ),
             )
         )
@@ -113,6 +131,7 @@ def _snapshot(ctx: PackContext) -> dict[str, Any]:
         "budget": ctx.budget,
         "reserve": ctx.reserve,
         "query": ctx.query,
+        "provider": ctx.provider,
         "decisions": [d.model_dump() for d in ctx.decisions],
         "protected": sorted(ctx.protected),
         "signals": {k: dict(v) for k, v in ctx.signals.items()},
@@ -144,7 +163,7 @@ def check_stage(
     The contract: the stage returns a :class:`~ctxpack.PackContext`; it does not mutate the
     context it gets (nor its messages); the same input gives the same output; it keeps earlier
     decisions; every message it removes, adds or rewrites has a decision naming its id; it keeps
-    the protected messages; and the messages that survive keep their order.
+    the protected messages and the provider; and the messages that survive keep their order.
 
     Args:
         stage: Any stage: a built-in one, a function ``ctx -> ctx``, a pipeline.
@@ -207,6 +226,10 @@ def check_stage(
                 )
         lost = sorted(mid for mid in ctx.protected if mid in old and mid not in new)
         assert not lost, f"{where} dropped protected messages {lost}"
+        assert out.provider == ctx.provider, (
+            f"{where} changed the provider from {ctx.provider!r} to {out.provider!r}; it is the "
+            "caller's choice, which stages read"
+        )
         assert ctx.protected <= out.protected, (
             f"{where} unprotected ids {sorted(ctx.protected - out.protected)}"
         )

@@ -142,8 +142,24 @@ def test_repr_lists_the_steps() -> None:
 
 
 def test_default_pipeline_order() -> None:
-    assert ctxpack.default_pipeline().names[:2] == ["compose", "memory"]
-    assert ctxpack.default_pipeline().names[-1] == "pack"
+    assert ctxpack.default_pipeline().names == [
+        "compose",
+        "memory",
+        "dedupe",
+        "citations",
+        "relevance",
+        "compress",
+        "pack",
+        "alternate",
+    ]
+
+
+def test_the_context_says_whose_rules_apply() -> None:
+    ctx = ctx_of([])
+    assert ctx.provider == "openai"
+    assert ctx.evolve(provider="anthropic").provider == "anthropic"
+    with pytest.raises(ConfigError, match="provider must be 'openai' or 'anthropic'"):
+        ctx.evolve(provider="gemini")
 
 
 @pytest.mark.parametrize(

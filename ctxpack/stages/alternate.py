@@ -3,7 +3,9 @@
 Anthropic takes the system prompt apart and then wants turns that start with the user and
 alternate; a ``tool_result`` must answer a ``tool_use`` of the assistant turn right before it, and
 every ``tool_use`` must be answered in the next turn (unless it ends the conversation). Packing
-drops messages, which can leave two user turns in a row or an assistant turn first.
+drops messages, which can leave two user turns in a row or an assistant turn first. The step
+``alternate`` ends the default pipeline; it acts only when the context's ``provider`` is
+``"anthropic"``.
 """
 
 from __future__ import annotations
@@ -11,11 +13,11 @@ from __future__ import annotations
 from typing import ClassVar
 
 from ..messages import Message, provider_of
-from ..pipeline import Decision, PackContext
+from ..pipeline import Decision, DecisionLog, PackContext
 from ._base import StageModel
 from ._tool_pairs import strip_unanswered_calls
 
-__all__ = ["TurnAlternator"]
+__all__ = ["TurnAlternator", "turn_rule_breaks"]
 
 
 def anthropic_side(msg: Message) -> str:
@@ -42,27 +44,34 @@ def _opens_with_compaction(msg: Message) -> bool:
 class TurnAlternator(StageModel):
     """Make the conversation valid for Anthropic: user first, alternating turns, tools paired.
 
+    Only when the context's ``provider`` is ``"anthropic"`` (for OpenAI it returns the context
+    as is), so the default pipeline ends with it, after the packer (step ``alternate``).
     Assistant messages before the first user message are dropped with their tool results
     (unless pinned or protected, or opening with a server-side ``compaction`` block). Tool
     results that do not answer the assistant turn right before them are dropped, and calls left
-    unanswered are removed. Consecutive messages with
-    the same Anthropic role are sent as one turn by :func:`ctxpack.to_anthropic`; each such merge
-    of two separate turns is recorded as ``merged``. It only removes, so a packed conversation
-    still fits its budget. :func:`ctxpack.pack` runs it last when packing for Anthropic.
+    unanswered are removed. Consecutive messages with the same Anthropic role are sent as one
+    turn by :func:`ctxpack.to_anthropic`; each such merge of two separate turns is recorded as
+    ``merged``. It only removes, so a packed conversation still fits its budget.
     """
 
     name: ClassVar[str] = "alternate"
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
+        if ctx.provider != "anthropic":
+            return ctx
         # Each pass only removes; a removal can orphan a neighbour, so repeat until stable.
         for _ in range(len(ctx.messages) + 1):
-            changed = self._drop_leading_assistant(ctx)
-            changed = self._drop_unpaired_results(changed)
-            changed = strip_unanswered_calls(changed, self.name)
+            changed = self._removals(ctx)
             if changed.messages == ctx.messages:
                 break
             ctx = changed
         return self._record_merges(ctx)
+
+    def _removals(self, ctx: PackContext) -> PackContext:
+        """One pass of every removal the rules call for (the context itself when none)."""
+        changed = self._drop_leading_assistant(ctx)
+        changed = self._drop_unpaired_results(changed)
+        return strip_unanswered_calls(changed, self.name)
 
     def _drop(self, ctx: PackContext, drop: dict[str, str]) -> PackContext:
         if not drop:
@@ -141,3 +150,16 @@ class TurnAlternator(StageModel):
                     )
             previous = m
         return ctx.decide(*decisions) if decisions else ctx
+
+
+def turn_rule_breaks(ctx: PackContext) -> list[Decision]:
+    """What :class:`TurnAlternator` would remove from ``ctx``'s messages, whatever its provider:
+    empty when they already follow Anthropic's turn rules (a merge of same-role messages is not
+    a break: :func:`ctxpack.to_anthropic` sends them as one turn).
+
+    Only the first pass is reported (a removal can orphan a neighbour, which a second would
+    find); it is enough to tell whether the messages are valid.
+    """
+    # Read against an empty log: the decisions already made (some of them deferred) stay unbuilt.
+    probe = ctx.evolve(decisions=DecisionLog())
+    return list(TurnAlternator()._removals(probe).decisions)

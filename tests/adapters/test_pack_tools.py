@@ -11,11 +11,19 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import ctxpack
 from ctxpack import BudgetExceededError, count_tokens, from_anthropic, pack
+from ctxpack.errors import ConfigError
+from ctxpack.messages import ensure_messages
+from ctxpack.packing import default_pipeline
+from ctxpack.pipeline import PackContext, Pipeline
+from ctxpack.stages.alternate import TurnAlternator, turn_rule_breaks
+from ctxpack.stages.pack import GreedyPacker
+from ctxpack.testing import check_stage
+from ctxpack.tokens import get_counter
 
 WORDS = ["weather", "oslo", "paris", "flight", "price", "hotel", "check", "please", "file", "42"]
 
@@ -312,3 +320,93 @@ def test_the_checkers_catch_orphans() -> None:
             {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": [use]},
                           {"role": "user", "content": "no result"}]}
         )  # fmt: skip
+
+
+# Provider rules are a pipeline step: "alternate", last in the default pipeline.
+
+
+def test_the_provider_rules_are_the_last_step_of_the_default_pipeline() -> None:
+    pipeline = default_pipeline()
+    assert pipeline.names[-2:] == ["pack", "alternate"]
+    assert isinstance(pipeline["alternate"], TurnAlternator)
+
+
+def test_pack_tells_the_stages_whose_rules_apply() -> None:
+    seen: list[str] = []
+
+    def spy(ctx: PackContext, /) -> PackContext:
+        seen.append(ctx.provider)
+        return ctx
+
+    pipeline = default_pipeline().insert("compose", spy)
+    messages = [{"role": "user", "content": "hi"}]
+    pack(messages, budget=100, pipeline=pipeline)
+    pack(messages, budget=100, pipeline=pipeline, provider="anthropic")
+    pack(from_anthropic(messages), budget=100, pipeline=pipeline)
+    pack(from_anthropic(messages), budget=100, pipeline=pipeline, provider="openai")
+    assert seen == ["openai", "anthropic", "anthropic", "openai"]
+
+
+LEADING_ASSISTANT = [
+    {"role": "system", "content": "s", "id": "s"},
+    {"role": "assistant", "content": "I start the conversation.", "id": "a0"},
+    {"role": "user", "content": "hello", "id": "u1"},
+]
+
+
+def test_the_alternator_acts_only_for_anthropic() -> None:
+    ctx = PackContext(
+        messages=tuple(ensure_messages(LEADING_ASSISTANT)), budget=1000, counter=get_counter()
+    )
+    assert TurnAlternator()(ctx) is ctx
+    fixed = TurnAlternator()(ctx.evolve(provider="anthropic"))
+    assert [m.id for m in fixed.messages] == ["s", "u1"]
+    assert [(d.stage, d.action, d.message_id) for d in fixed.decisions] == [
+        ("alternate", "dropped", "a0")
+    ]
+    assert turn_rule_breaks(fixed) == []
+    assert [d.message_id for d in turn_rule_breaks(ctx)] == ["a0"]
+    check_stage(TurnAlternator())
+
+
+def test_a_pipeline_without_the_alternate_step_must_return_valid_anthropic_turns() -> None:
+    custom = Pipeline([GreedyPacker()])
+    with pytest.raises(ConfigError, match=r"'a0'.*'alternate' step.*TurnAlternator\(\)"):
+        pack(LEADING_ASSISTANT, budget=1000, pipeline=custom, provider="anthropic")
+    # The fix the error names.
+    fixed = pack(
+        LEADING_ASSISTANT,
+        budget=1000,
+        pipeline=Pipeline([*custom.steps, TurnAlternator()]),
+        provider="anthropic",
+    )
+    assert fixed.kept_ids == ["s", "u1"]
+    assert_valid_anthropic(fixed.to_anthropic())
+    # Valid turns pass as the pipeline returned them: no hidden step runs after it.
+    valid = [*LEADING_ASSISTANT[:1], *LEADING_ASSISTANT[2:], LEADING_ASSISTANT[1]]
+    result = pack(valid, budget=1000, pipeline=custom, provider="anthropic")
+    assert {d.stage for d in result.decisions} == {"pack"}
+    assert_valid_anthropic(result.to_anthropic())
+    # For OpenAI an assistant turn may come first.
+    assert pack(LEADING_ASSISTANT, budget=1000, pipeline=custom).kept_ids == ["s", "a0", "u1"]
+
+
+@SETTINGS
+@given(conv=conversations(), data=st.data())
+def test_without_the_alternate_step_anthropic_packs_are_valid_or_refused(
+    conv: dict[str, Any], data: Any
+) -> None:
+    messages = as_openai(conv)
+    budget = data.draw(st.integers(1, count_tokens(messages) + 10), label="budget")
+    pipeline = default_pipeline().without("alternate")
+    try:
+        result = pack(messages, budget=budget, pipeline=pipeline, provider="anthropic")
+    except BudgetExceededError:
+        return
+    except ConfigError as exc:
+        assert "end the pipeline with the 'alternate' step" in str(exc)
+        event("refused")
+        return
+    event("valid as the pipeline returned it")
+    assert_valid_anthropic(result.to_anthropic())
+    ctxpack.validate_anthropic(result.to_anthropic())

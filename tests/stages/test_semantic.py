@@ -191,6 +191,7 @@ def test_semantic_pipeline_runs_right_after_relevance() -> None:
         "semantic",
         "compress",
         "pack",
+        "alternate",
     ]
     stage = pipeline["semantic"]
     assert isinstance(stage, SemanticScorer)
