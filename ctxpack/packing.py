@@ -11,7 +11,7 @@ from ._internal.columns import ids as message_ids
 from .adapters.validate import check_openai_message
 from .errors import ConfigError
 from .messages import Message, detached, owned_messages
-from .pipeline import Decision, PackContext, Pipeline, Provider, Stage
+from .pipeline import Decision, DecisionLog, PackContext, Pipeline, Provider, Stage
 from .result import PackResult
 from .sdk import SDKObject
 from .stages import (
@@ -226,20 +226,6 @@ def _pack(
             f"the pipeline produced {tokens} tokens for a budget of {budget} (reserve {reserve}); "
             "a custom pipeline must end with a packer such as GreedyPacker()"
         )
-    decisions = out.decisions
-    decided = set(decisions.message_ids())
-    if len(decided) < len(input_ids):
-        final_ids = {m.id for m in out.messages}
-        decisions += tuple(
-            Decision(
-                stage="pack()",
-                action="kept" if mid in final_ids else "dropped",
-                message_id=mid,
-                reason="no stage recorded a decision for this message",
-            )
-            for mid in input_ids
-            if mid not in decided
-        )
     # Every value here was produced and checked above; validating thousands of decisions and
     # messages again would be a large share of a warm pack.
     return PackResult.model_construct(
@@ -254,9 +240,29 @@ def _pack(
         counter=resolved.name,
         exact=resolved.exact,
         query=query,
-        decisions=decisions,
+        decisions=_every_message_decided(out, input_ids),
         artifacts={mid: detached(m) for mid, m in out.artifacts.items()},
     )
+
+
+def _every_message_decided(out: PackContext, input_ids: list[str]) -> DecisionLog:
+    """The pipeline's decisions, and a ``kept`` or ``dropped`` one for each input message no
+    stage spoke about (the promise: every input message gets at least one decision)."""
+    decisions = out.decisions
+    decided = set(decisions.message_ids())
+    if len(decided) < len(input_ids):
+        final_ids = {m.id for m in out.messages}
+        decisions += tuple(
+            Decision(
+                stage="pack()",
+                action="kept" if mid in final_ids else "dropped",
+                message_id=mid,
+                reason="no stage recorded a decision for this message",
+            )
+            for mid in input_ids
+            if mid not in decided
+        )
+    return decisions
 
 
 def _check_turn_rules(out: PackContext) -> None:

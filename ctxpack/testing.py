@@ -184,58 +184,75 @@ def check_stage(
         cases = [(f"example {i}", _as_context(e)) for i, e in enumerate(examples)]
     for label, ctx in cases:
         where = f"stage {name!r} on sample {label!r}"
-        before = _snapshot(ctx)
-        frozen_copy = copy.copy(ctx)
-        out = stage(ctx)
-        assert isinstance(out, PackContext), (
-            f"{where} returned {type(out).__name__}, not a PackContext; a stage must return the "
-            "(new) context, e.g. ctx.evolve(...) or ctx.decide(...)"
+        out = _run_checked(stage, ctx, where)
+        _check_changes_recorded(ctx, out, where)
+        _check_kept_what_is_not_its_to_change(ctx, out, where)
+
+
+def _run_checked(stage: Stage, ctx: PackContext, where: str) -> PackContext:
+    """Run ``stage`` twice on ``ctx``: a context back, the input untouched, the same result."""
+    before = _snapshot(ctx)
+    frozen_copy = copy.copy(ctx)
+    out = stage(ctx)
+    assert isinstance(out, PackContext), (
+        f"{where} returned {type(out).__name__}, not a PackContext; a stage must return the "
+        "(new) context, e.g. ctx.evolve(...) or ctx.decide(...)"
+    )
+    assert _snapshot(ctx) == before and _snapshot(frozen_copy) == before, (
+        f"{where} mutated its input context or its messages; build new messages with "
+        "message.model_copy(update=...) and return ctx.evolve(...)"
+    )
+    again = stage(ctx)
+    assert isinstance(again, PackContext) and _outcome(again) == _outcome(out), (
+        f"{where} is not deterministic: the same context gave two different results"
+    )
+    return out
+
+
+def _check_changes_recorded(ctx: PackContext, out: PackContext, where: str) -> None:
+    """Earlier decisions kept; every message removed, added or rewritten named by a decision."""
+    assert out.decisions[: len(ctx.decisions)] == ctx.decisions, (
+        f"{where} lost or rewrote earlier decisions; append with ctx.decide(...)"
+    )
+    decided = {d.message_id for d in out.decisions[len(ctx.decisions) :]}
+    old = {m.id: m for m in ctx.messages}
+    new = {m.id: m for m in out.messages}
+    assert len(new) == len(out.messages), f"{where} returned messages with repeated ids"
+    for mid in old.keys() - new.keys():
+        assert mid in decided, (
+            f"{where} removed message {mid!r} without a Decision naming it; record every "
+            "drop (Decision(stage=..., action='dropped', message_id=..., reason=...))"
         )
-        assert _snapshot(ctx) == before and _snapshot(frozen_copy) == before, (
-            f"{where} mutated its input context or its messages; build new messages with "
-            "message.model_copy(update=...) and return ctx.evolve(...)"
+    for mid in new.keys() - old.keys():
+        assert mid in decided, (
+            f"{where} added message {mid!r} without a Decision naming it; added messages "
+            "must be announced"
         )
-        again = stage(ctx)
-        assert isinstance(again, PackContext) and _outcome(again) == _outcome(out), (
-            f"{where} is not deterministic: the same context gave two different results"
-        )
-        assert out.decisions[: len(ctx.decisions)] == ctx.decisions, (
-            f"{where} lost or rewrote earlier decisions; append with ctx.decide(...)"
-        )
-        decided = {d.message_id for d in out.decisions[len(ctx.decisions) :]}
-        old = {m.id: m for m in ctx.messages}
-        new = {m.id: m for m in out.messages}
-        assert len(new) == len(out.messages), f"{where} returned messages with repeated ids"
-        for mid in old.keys() - new.keys():
+    for mid in old.keys() & new.keys():
+        a, b = old[mid], new[mid]
+        if (a.role, a.content, a.tool_calls) != (b.role, b.content, b.tool_calls):
             assert mid in decided, (
-                f"{where} removed message {mid!r} without a Decision naming it; record every "
-                "drop (Decision(stage=..., action='dropped', message_id=..., reason=...))"
+                f"{where} rewrote message {mid!r} without a Decision naming it; record "
+                "every cut (action='compressed' or 'cleared') and keep the original in "
+                "ctx.artifacts"
             )
-        for mid in new.keys() - old.keys():
-            assert mid in decided, (
-                f"{where} added message {mid!r} without a Decision naming it; added messages "
-                "must be announced"
-            )
-        for mid in old.keys() & new.keys():
-            a, b = old[mid], new[mid]
-            if (a.role, a.content, a.tool_calls) != (b.role, b.content, b.tool_calls):
-                assert mid in decided, (
-                    f"{where} rewrote message {mid!r} without a Decision naming it; record "
-                    "every cut (action='compressed' or 'cleared') and keep the original in "
-                    "ctx.artifacts"
-                )
-        lost = sorted(mid for mid in ctx.protected if mid in old and mid not in new)
-        assert not lost, f"{where} dropped protected messages {lost}"
-        assert out.provider == ctx.provider, (
-            f"{where} changed the provider from {ctx.provider!r} to {out.provider!r}; it is the "
-            "caller's choice, which stages read"
-        )
-        assert ctx.protected <= out.protected, (
-            f"{where} unprotected ids {sorted(ctx.protected - out.protected)}"
-        )
-        position = {mid: i for i, mid in enumerate(old)}
-        order = [position[m.id] for m in out.messages if m.id in position]
-        assert order == sorted(order), (
-            f"{where} reordered the messages; surviving messages must keep their chronological "
-            f"order (got input positions {order})"
-        )
+
+
+def _check_kept_what_is_not_its_to_change(ctx: PackContext, out: PackContext, where: str) -> None:
+    """The protected messages and ids, the provider, and the order of the survivors."""
+    new_ids = {m.id for m in out.messages}
+    position = {mid: i for i, mid in enumerate(dict.fromkeys(m.id for m in ctx.messages))}
+    lost = sorted(mid for mid in ctx.protected if mid in position and mid not in new_ids)
+    assert not lost, f"{where} dropped protected messages {lost}"
+    assert out.provider == ctx.provider, (
+        f"{where} changed the provider from {ctx.provider!r} to {out.provider!r}; it is the "
+        "caller's choice, which stages read"
+    )
+    assert ctx.protected <= out.protected, (
+        f"{where} unprotected ids {sorted(ctx.protected - out.protected)}"
+    )
+    order = [position[m.id] for m in out.messages if m.id in position]
+    assert order == sorted(order), (
+        f"{where} reordered the messages; surviving messages must keep their chronological "
+        f"order (got input positions {order})"
+    )
