@@ -217,7 +217,7 @@ def _pack(
     out = stage(ctx)
     if not isinstance(out, PackContext):
         raise ConfigError(f"the pipeline returned {type(out).__name__}, not a PackContext")
-    if target == "anthropic":
+    if target == "anthropic" and not _ends_with_alternator(stage):
         _check_turn_rules(out)
     # Counted afresh (text counts aside), not read from the memo the stages used.
     tokens = resolved.count_messages(out.messages) + tool_tokens
@@ -265,11 +265,18 @@ def _every_message_decided(out: PackContext, input_ids: list[str]) -> DecisionLo
     return decisions
 
 
+def _ends_with_alternator(stage: Stage) -> bool:
+    # What the alternator returns always keeps the rules: no need to check it again.
+    return (
+        isinstance(stage, Pipeline) and bool(stage) and type(stage.steps[-1][1]) is TurnAlternator
+    )
+
+
 def _check_turn_rules(out: PackContext) -> None:
     """Raise when a pipeline packing for Anthropic returned turns Anthropic would reject.
 
     Checked, not fixed: what is sent is what the pipeline returned, every change of it a
-    recorded step. The default pipeline's ``alternate`` step always passes.
+    recorded step. What the ``alternate`` step returns always passes.
     """
     breaks = turn_rule_breaks(out)
     if breaks:

@@ -19,7 +19,7 @@ from ctxpack import BudgetExceededError, count_tokens, from_anthropic, pack
 from ctxpack.errors import ConfigError
 from ctxpack.messages import ensure_messages
 from ctxpack.packing import default_pipeline
-from ctxpack.pipeline import PackContext, Pipeline
+from ctxpack.pipeline import Decision, PackContext, Pipeline
 from ctxpack.stages.alternate import TurnAlternator, turn_rule_breaks
 from ctxpack.stages.pack import GreedyPacker
 from ctxpack.testing import check_stage
@@ -389,6 +389,21 @@ def test_a_pipeline_without_the_alternate_step_must_return_valid_anthropic_turns
     assert_valid_anthropic(result.to_anthropic())
     # For OpenAI an assistant turn may come first.
     assert pack(LEADING_ASSISTANT, budget=1000, pipeline=custom).kept_ids == ["s", "a0", "u1"]
+
+
+def test_a_step_after_the_alternator_is_checked_too() -> None:
+    def drop_users(ctx: PackContext, /) -> PackContext:
+        users = [m for m in ctx.messages if m.role == "user"]
+        return ctx.decide(
+            *(Decision(stage="mine", action="dropped", message_id=m.id, reason="r") for m in users),
+            messages=tuple(m for m in ctx.messages if m.role != "user"),
+        )
+
+    history = [*LEADING_ASSISTANT[:1], *LEADING_ASSISTANT[2:], LEADING_ASSISTANT[1]]
+    pipeline = Pipeline([GreedyPacker(), TurnAlternator(), drop_users])
+    with pytest.raises(ConfigError, match="'a0': Anthropic needs the conversation to start"):
+        pack(history, budget=1000, pipeline=pipeline, provider="anthropic")
+    assert pack(history, budget=1000, pipeline=pipeline).kept_ids == ["s", "a0"]
 
 
 @SETTINGS
