@@ -278,3 +278,22 @@ def test_the_reference_refuses_a_name_defined_in_a_private_module(
     monkeypatch.setattr(ctxpack.caches, "PrefixMemo", prefix.PrefixMemo, raising=False)
     with pytest.raises(ValueError, match="_internal"):
         api_reference.build(ROOT)
+
+
+def test_the_architecture_page_maps_every_module() -> None:
+    """docs/architecture.md's module map has a row for every module and package of ctxpack."""
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    first_cells = re.findall(r"^\| ([^|]+) \|", page, re.MULTILINE)
+    mapped = {path for cell in first_cells for path in re.findall(r"`([\w/.]+)`", cell)}
+    missing = []
+    for path in sorted((ROOT / PACKAGE).rglob("*.py")):
+        relative = path.relative_to(ROOT / PACKAGE)
+        if relative.as_posix() == "__init__.py":
+            name = "__init__.py"
+        elif relative.name == "__init__.py":
+            name = relative.parent.as_posix() + "/"
+        else:
+            name = relative.as_posix()
+        if name not in mapped:
+            missing.append(name)
+    assert not missing, f"docs/architecture.md's module map lacks {missing}"
