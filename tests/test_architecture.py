@@ -249,7 +249,7 @@ def test_private_modules_are_not_in_the_api_reference(api_reference: ModuleType)
     text = api_reference.render(reference)
     blocks = re.findall(r"^::: (\S+)", text, re.MULTILINE)
     targets = re.findall(r"\]\(([^)]*)\)", text)
-    rows = re.findall(r"^\| `([\w.]+)` \|", text, re.MULTILINE)
+    rows = re.findall(r"^\| \[?`([\w.]+)`", text, re.MULTILINE)
     assert blocks and targets and rows
     for name in [*blocks, *targets, *rows]:
         assert PRIVATE not in name, name

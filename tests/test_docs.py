@@ -179,7 +179,7 @@ def test_the_api_reference_documents_every_public_name() -> None:
 
     rows = {
         match["module"]: match["names"]
-        for match in re.finditer(r"^\| `(?P<module>[\w.]+)` \|.*\| (?P<names>.*) \|$", text, re.M)
+        for match in re.finditer(r"^\| \[?`(?P<module>[\w.]+)`.*\| (?P<names>.*) \|$", text, re.M)
     }
     submodules = sorted(
         info.name

@@ -318,7 +318,7 @@ def render(reference: Reference) -> str:
     for module in reference.modules:
         if not module.documented:
             continue
-        out.append(f"### `{module.path}`\n")
+        out.append(f"### `{module.path}` {{#module-{module.path}}}\n")
         if module.summary:
             out.append(f"{module.summary}\n")
         out += [_block(identifier, 4) for identifier in module.documented]
@@ -333,7 +333,10 @@ def render(reference: Reference) -> str:
     out.append("| --- | --- | --- |")
     for module in reference.modules:
         links = ", ".join(reference.link(module.path, name) for name in module.names)
-        out.append(f"| `{module.path}` | {module.summary} | {links or '(its modules)'} |")
+        title = f"`{module.path}`"
+        if module.documented:
+            title = f"[{title}](#module-{module.path})"
+        out.append(f"| {title} | {module.summary} | {links or '(its modules)'} |")
     return "\n".join(out) + "\n"
 
 
