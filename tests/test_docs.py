@@ -201,3 +201,26 @@ def test_the_api_reference_documents_every_public_name() -> None:
     # The everyday names have their own sections, before the advanced ones.
     everyday = [name for _, names in reference.everyday for name in names]
     assert sorted(everyday) == sorted(ctxpack.__all__)
+
+
+def test_a_module_that_cannot_be_imported_is_read_from_its_source(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Without langchain, ctxpack.adapters.langchain_agent raises ImportError on import; the
+    # reference still lists its __all__, read from the source.
+    generator = _api_reference()
+    real_import = importlib.import_module
+    missing = "ctxpack.adapters.langchain_agent"
+
+    def import_module(name: str, package: str | None = None) -> ModuleType:
+        if name == missing:
+            raise ImportError("No module named 'langchain'")
+        return real_import(name, package)
+
+    monkeypatch.setattr(generator.importlib, "import_module", import_module)
+    reference = generator.build(ROOT)
+    (module,) = [m for m in reference.modules if m.path == missing]
+    assert module.module is None
+    assert module.documented == [f"{missing}.PackingMiddleware"]
+    assert module.summary.startswith("A LangChain v1 agent middleware")
+    assert f"::: {missing}.PackingMiddleware" in generator.render(reference)

@@ -15,6 +15,8 @@ an object they define. ``tests/test_docs.py`` checks the output covers every pub
 
 A module that cannot be imported (an optional dependency is missing) is read without importing
 it: its ``__all__`` is taken from the source, and its names are documented in its own section.
+Modules are imported once per process: under ``mkdocs serve``, a changed ``__all__`` shows after
+a restart.
 """
 
 from __future__ import annotations
@@ -150,12 +152,14 @@ def _summary(doc: str | None) -> str:
 def _static_all(path: Path) -> list[str]:
     """A module's ``__all__`` read from its source, for a module that cannot be imported."""
     for node in ast.parse(path.read_text(encoding="utf-8")).body:
-        targets = node.targets if isinstance(node, ast.Assign) else []
-        if isinstance(node, ast.AnnAssign):
-            targets = [node.target]
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
         if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
-            value = ast.literal_eval(node.value) if node.value is not None else []
-            return [str(name) for name in value]
+            return [str(name) for name in ast.literal_eval(value)]
     raise ValueError(f"{path} has no __all__")
 
 
@@ -273,10 +277,11 @@ def build(root: Path = ROOT) -> Reference:
     grouped: dict[int, list[tuple[int, str, int, str]]] = {}
     for name in package.__all__:
         obj = getattr(package, name)
-        module = _defining_module(obj, PACKAGE)
+        defined_in = _defining_module(obj, PACKAGE)
         place(PACKAGE, name, obj)
         lead = LEADING.index(name) if name in LEADING else len(LEADING)
-        grouped.setdefault(_group_index(module), []).append((lead, module, _source_line(obj), name))
+        key = (lead, defined_in, _source_line(obj), name)
+        grouped.setdefault(_group_index(defined_in), []).append(key)
     titles = [title for title, _ in GROUPS] + [OTHER]
     everyday = [
         (titles[index], [key[-1] for key in sorted(keys)])
@@ -288,8 +293,8 @@ def build(root: Path = ROOT) -> Reference:
             if module.module is None:
                 module.documented.append(f"{module.path}.{name}")
                 where[(module.path, name)] = f"#{module.path}.{name}"
-            elif (identifier := place(module.path, name, getattr(module.module, name))) is not None:
-                module.documented.append(identifier)
+            elif (rendered := place(module.path, name, getattr(module.module, name))) is not None:
+                module.documented.append(rendered)
     return Reference(everyday, modules, where)
 
 
