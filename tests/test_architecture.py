@@ -158,6 +158,53 @@ def test_ctxpack_has_no_import_cycle() -> None:
     assert not cycles, f"import cycles: {_describe(cycles)}"
 
 
+# The layers, lowest first: a module imports only from its own layer or the ones below.
+CORE = frozenset(
+    {"errors", "caches", "sdk", "messages", "tokens", "pipeline", "_internal"}
+)  # fmt: skip
+SCORING = frozenset({"stages", "signals"})
+
+
+def _layer(module: str) -> str:
+    top = module.split(".")[1] if "." in module else ""
+    return "core" if top in CORE else "scoring" if top in SCORING else "above"
+
+
+def layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Imports from a lower layer into a higher one: core -> scoring or above, scoring -> above."""
+    rank = {"core": 0, "scoring": 1, "above": 2}
+    return sorted(
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        for target in targets
+        if rank[_layer(target)] > rank[_layer(module)]
+    )
+
+
+def test_lower_layers_never_import_higher_ones() -> None:
+    # messages, tokens and the pipeline know nothing of stages; stages and signals nothing of
+    # adapters, the agent side or the command line.
+    assert layer_violations(import_graph(ROOT, PACKAGE)) == []
+
+
+def test_a_layer_violation_is_named(tmp_path: Path) -> None:
+    root = _package(
+        tmp_path,
+        {
+            "ctxpack/__init__.py": "",
+            "ctxpack/messages.py": "def f():\n    from .stages import pack\n",
+            "ctxpack/stages/__init__.py": "",
+            "ctxpack/stages/pack.py": "from ..messages import f\nfrom ..session import S\n",
+            "ctxpack/session.py": "from .stages.pack import x\n",
+        },
+    )
+    assert layer_violations(import_graph(root, "ctxpack")) == [
+        "ctxpack.messages -> ctxpack.stages",
+        "ctxpack.messages -> ctxpack.stages.pack",
+        "ctxpack.stages.pack -> ctxpack.session",
+    ]
+
+
 def test_the_graph_sees_ctxpack_s_real_imports() -> None:
     # A graph builder that found no edges would find no cycle either.
     graph = import_graph(ROOT, PACKAGE)
