@@ -312,7 +312,7 @@ def render(reference: Reference) -> str:
         out += [_block(reference.where[(PACKAGE, name)][1:], 3) for name in here]
         if away:
             links = ", ".join(reference.link(PACKAGE, name) for name in away)
-            out.append(f"Documented in their guides: {links}.\n")
+            out.append(f"Documented in a guide: {links}.\n")
 
     out.append("## Advanced names, by module\n")
     out.append(
