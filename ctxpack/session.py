@@ -545,45 +545,17 @@ class Session:
             raise ConfigError("the session is empty: append messages before rendering")
         provider = provider or self.provider
         all_tools = [*(tools or ()), *self.tools(provider)]
+        raw_tokens = REPLY_PRIMING + sum(self.counter.count_message(m) for m in self._raw)
+        filter_log = self._filter_log()
         originals = {
             raw.id: raw for raw in self._raw if (r := self._records.get(raw.id)) and r.shortened
         }
-        waiting = [
-            Decision(
-                stage="filter",
-                action="kept",
-                message_id=self._raw[i].id,
-                reason="tool output sent whole until the agent answers it (filter_when='answered')",
-            )
-            for i in self._pending
-        ]
-        filter_log = DecisionLog([*self._decisions, *waiting])
-        raw_tokens = REPLY_PRIMING + sum(self.counter.count_message(m) for m in self._raw)
-        if budget is None and self.pipeline is None:
-            tool_tokens = tool_definition_tokens(all_tools, self.counter) if all_tools else 0
-            tokens = self.counter.count_messages(self._compact) + tool_tokens
-            return PackResult.model_construct(
-                messages=list(self._compact),
-                tokens=tokens,
-                budget=tokens,
-                reserve=0,
-                input_tokens=raw_tokens + tool_tokens,
-                tool_tokens=tool_tokens,
-                input_ids=[m.id for m in self._raw],
-                counter=self.counter.name,
-                exact=self.counter.exact,
-                query=query,
-                decisions=filter_log,
-                artifacts=originals,
-            )
         if budget is None:
+            tool_tokens = tool_definition_tokens(all_tools, self.counter) if all_tools else 0
+            if self.pipeline is None:
+                return self._whole(query, tool_tokens, raw_tokens, filter_log, originals)
             # Stages run on the whole record: a budget it fits in whatever they do.
-            budget = (
-                self.counter.count_messages(self._compact)
-                + (tool_definition_tokens(all_tools, self.counter) if all_tools else 0)
-                + reserve
-                + 1
-            )
+            budget = self.counter.count_messages(self._compact) + tool_tokens + reserve + 1
         packed = pack(
             self._compact,
             budget=budget,
@@ -604,6 +576,45 @@ class Session:
                 "artifacts": {**packed.artifacts, **originals},
             }
         )
+
+    def _whole(
+        self,
+        query: str | None,
+        tool_tokens: int,
+        raw_tokens: int,
+        filter_log: DecisionLog,
+        originals: dict[str, Message],
+    ) -> PackResult:
+        """The compact record whole, as a result (no budget, no pipeline)."""
+        tokens = self.counter.count_messages(self._compact) + tool_tokens
+        return PackResult.model_construct(
+            messages=list(self._compact),
+            tokens=tokens,
+            budget=tokens,
+            reserve=0,
+            input_tokens=raw_tokens + tool_tokens,
+            tool_tokens=tool_tokens,
+            input_ids=[m.id for m in self._raw],
+            counter=self.counter.name,
+            exact=self.counter.exact,
+            query=query,
+            decisions=filter_log,
+            artifacts=originals,
+        )
+
+    def _filter_log(self) -> DecisionLog:
+        """The filter decisions so far, and a ``kept`` one per output still waiting for its
+        answer (``filter_when="answered"``)."""
+        waiting = [
+            Decision(
+                stage="filter",
+                action="kept",
+                message_id=self._raw[i].id,
+                reason="tool output sent whole until the agent answers it (filter_when='answered')",
+            )
+            for i in self._pending
+        ]
+        return DecisionLog([*self._decisions, *waiting])
 
     # --------------------------------------------------------------------------- originals
 
