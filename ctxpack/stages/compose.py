@@ -1,4 +1,4 @@
-"""Compose the prompt: system + developer + user, the system prompt pinned (seed 004, step 1)."""
+"""Compose the prompt: system + developer + user, the system prompt pinned."""
 
 from __future__ import annotations
 
