@@ -304,7 +304,9 @@ FOLLOW_UP: list[dict[str, Any]] = [
 ]
 
 
-def scored(history: list[dict[str, Any]], query: str, **kwargs: Any) -> ctxpack.PackContext:
+def scored(
+    history: list[dict[str, Any]], query: str, **kwargs: Any
+) -> ctxpack.pipeline.PackContext:
     """The relevance stage on ``history`` then ``query`` (id ``q``; ``sys`` and ``q``
     protected), without document expansion, related words or neighbours unless asked."""
     kwargs.setdefault("expansion", ())
@@ -314,7 +316,9 @@ def scored(history: list[dict[str, Any]], query: str, **kwargs: Any) -> ctxpack.
     return RelevanceScorer(**kwargs)(ctx_of(messages, query=query, protected=["sys", "q"]))
 
 
-def follow_up_scores(query: str = "Why would that help?", **kwargs: Any) -> ctxpack.PackContext:
+def follow_up_scores(
+    query: str = "Why would that help?", **kwargs: Any
+) -> ctxpack.pipeline.PackContext:
     return scored(FOLLOW_UP[:-1], query, **kwargs)
 
 
@@ -352,7 +356,7 @@ POINTING: list[dict[str, Any]] = [
 ]
 
 
-def pointing_scores(query: str, **kwargs: Any) -> ctxpack.PackContext:
+def pointing_scores(query: str, **kwargs: Any) -> ctxpack.pipeline.PackContext:
     return scored(POINTING, query, **kwargs)
 
 
