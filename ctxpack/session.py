@@ -334,22 +334,11 @@ class Session:
         call = self._calls.get(msg.tool_call_id or "")
         tool = call.tool if call else None
         command = call.command if call else None
-        text_only = isinstance(msg.content, str) or all(
-            part.get("type") == "text" for part in msg.content or []
-        )
-        if self.filter is None or tool == RETRIEVE_TOOL_NAME or not text_only:
-            reason = (
-                "filtering is off"
-                if self.filter is None
-                else "a retrieved original is never filtered again"
-                if tool == RETRIEVE_TOOL_NAME
-                else "not plain text (images or other parts)"
-            )
+        unfiltered = self._unfiltered(msg, tool)
+        if unfiltered is not None:
             tokens = self.counter.count_message(msg)
-            self._record(
-                FilterRecord(msg.id, "none", False, None, tokens, tokens, reason, tool, command)
-            )
-            return msg
+            return self._keep_whole(msg, "none", tokens, unfiltered, tool, command)
+        assert self.filter is not None  # else _unfiltered said "filtering is off"
         goal = call.goal if call and call.goal.strip() else self._last_user_text()
         if answer:
             goal = f"{goal}\n{answer}"
@@ -358,29 +347,12 @@ class Session:
         )
         before = self.counter.count_message(msg)
         if not out.shortened:
-            self._record(
-                FilterRecord(
-                    msg.id, out.kind, False, None, before, before, out.reason, tool, command
-                )
-            )
-            return msg
+            return self._keep_whole(msg, out.kind, before, out.reason, tool, command)
         compact = msg.model_copy(update={"content": out.text})
         after = self.counter.count_message(compact)
         if after >= before:
-            self._record(
-                FilterRecord(
-                    msg.id,
-                    out.kind,
-                    False,
-                    None,
-                    before,
-                    before,
-                    "the filtered version would not be shorter in tokens",
-                    tool,
-                    command,
-                )
-            )
-            return msg
+            reason = "the filtered version would not be shorter in tokens"
+            return self._keep_whole(msg, out.kind, before, reason, tool, command)
         # Stored only now that the shortened version is used: the store holds what markers name.
         stored = self.store.put(
             msg.text, message_id=msg.id, kind=out.kind, tool=tool, command=command
@@ -395,6 +367,30 @@ class Session:
             )
         )
         return compact
+
+    def _unfiltered(self, msg: Message, tool: str | None) -> str | None:
+        """Why a tool output is never filtered, or ``None`` when it may be."""
+        if self.filter is None:
+            return "filtering is off"
+        if tool == RETRIEVE_TOOL_NAME:
+            return "a retrieved original is never filtered again"
+        text_only = isinstance(msg.content, str) or all(
+            part.get("type") == "text" for part in msg.content or []
+        )
+        return None if text_only else "not plain text (images or other parts)"
+
+    def _keep_whole(
+        self,
+        msg: Message,
+        kind: str,
+        tokens: int,
+        reason: str,
+        tool: str | None,
+        command: str | None,
+    ) -> Message:
+        """Record that ``msg`` is sent whole, and why; return it."""
+        self._record(FilterRecord(msg.id, kind, False, None, tokens, tokens, reason, tool, command))
+        return msg
 
     def _supersede(self, index: int) -> None:
         """Note the file views the view at ``index`` makes obsolete; replace them in a batch."""
