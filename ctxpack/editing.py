@@ -416,12 +416,14 @@ class ToolResultClearer(_StoreModel):
             new = stripped
             what.append("thinking blocks")
         if self.store is not None and new is not msg:
-            self.store.put(
-                json.dumps(msg.model_dump(mode="json"), ensure_ascii=False),
-                message_id=msg.id,
-                kind="assistant_message",
-            )
+            self.store.put(_as_json(msg), message_id=msg.id, kind="assistant_message")
         return new, what
+
+
+def _as_json(msg: Message) -> str:
+    """A message whole, tool calls included, as the store keeps an original that is not a tool
+    output."""
+    return json.dumps(msg.model_dump(mode="json"), ensure_ascii=False)
 
 
 def _without_inputs(msg: Message, cleared_calls: set[str | None]) -> Message:
@@ -961,13 +963,9 @@ class Compactor(_StoreModel):
             if self.store is not None:
                 # A tool output under the id the summary names; another message whole, calls
                 # included.
+                text = _original_text(msg) if msg.role == "tool" else _as_json(msg)
                 self.store.put(
-                    _original_text(msg)
-                    if msg.role == "tool"
-                    else json.dumps(msg.model_dump(mode="json"), ensure_ascii=False),
-                    message_id=mid,
-                    kind="compacted_message",
-                    summary=last.summary.id,
+                    text, message_id=mid, kind="compacted_message", summary=last.summary.id
                 )
             decisions.append(
                 Decision(
