@@ -413,48 +413,53 @@ class Session:
         for position, by in self._superseded:
             if position in self._pending:
                 continue  # still waiting for its filtering: it goes once the agent answers
-            raw, old = self._raw[position], self._compact[position]
-            artifact = self.store.put(raw.text, message_id=raw.id, kind="file_view")
-            region_then = view_region(self._calls[raw.tool_call_id or ""].command or "")
-            path = region_then.path if region_then else "the file"
-            note = (
-                f"[ctxpack: superseded by a later view of {path} (message {self._raw[by].id}); "
-                f"original: artifact {artifact}"
-                + (
-                    f'; {RETRIEVE_TOOL_NAME}(artifact="{artifact}") reads it]'
-                    if self.retrieve_tool
-                    else "]"
-                )
-            )
-            new = old.model_copy(update={"content": note})
-            before, after = self.counter.count_message(old), self.counter.count_message(new)
-            if after >= before:
-                continue
-            self._compact[position] = new
-            previous = self._records.get(raw.id)
-            self._records[raw.id] = FilterRecord(
-                raw.id,
-                "superseded",
-                True,
-                artifact,
-                previous.tokens_before if previous else before,
-                after,
-                f"superseded by the view in message {self._raw[by].id}",
-                previous.tool if previous else None,
-                previous.command if previous else None,
-            )
-            self._decisions.append(
-                Decision(
-                    stage="supersede",
-                    action="cleared",
-                    message_id=raw.id,
-                    reason=f"a later view of {path} (message {self._raw[by].id}) shows the same "
-                    f"lines; original stored as {artifact}",
-                    tokens_before=before,
-                    tokens_after=after,
-                )
-            )
+            self._replace_view(position, by)
         self._superseded = []
+
+    def _replace_view(self, position: int, by: int) -> None:
+        """Replace the file view at ``position`` by a note naming the later view at ``by`` and
+        its stored original, when the note is shorter."""
+        raw, old = self._raw[position], self._compact[position]
+        artifact = self.store.put(raw.text, message_id=raw.id, kind="file_view")
+        region_then = view_region(self._calls[raw.tool_call_id or ""].command or "")
+        path = region_then.path if region_then else "the file"
+        note = (
+            f"[ctxpack: superseded by a later view of {path} (message {self._raw[by].id}); "
+            f"original: artifact {artifact}"
+            + (
+                f'; {RETRIEVE_TOOL_NAME}(artifact="{artifact}") reads it]'
+                if self.retrieve_tool
+                else "]"
+            )
+        )
+        new = old.model_copy(update={"content": note})
+        before, after = self.counter.count_message(old), self.counter.count_message(new)
+        if after >= before:
+            return
+        self._compact[position] = new
+        previous = self._records.get(raw.id)
+        self._records[raw.id] = FilterRecord(
+            raw.id,
+            "superseded",
+            True,
+            artifact,
+            previous.tokens_before if previous else before,
+            after,
+            f"superseded by the view in message {self._raw[by].id}",
+            previous.tool if previous else None,
+            previous.command if previous else None,
+        )
+        self._decisions.append(
+            Decision(
+                stage="supersede",
+                action="cleared",
+                message_id=raw.id,
+                reason=f"a later view of {path} (message {self._raw[by].id}) shows the same "
+                f"lines; original stored as {artifact}",
+                tokens_before=before,
+                tokens_after=after,
+            )
+        )
 
     def _record(self, record: FilterRecord) -> None:
         self._records[record.message_id] = record
