@@ -40,7 +40,7 @@ STRATEGIES = (
     "select-lexical-when-over-32k",
     "select-lexical-when-over-16k",
 )
-# Small models the selector may run on: two of the shipped table, and seed 003's example
+# Small models the selector may run on: two of the shipped table, and a cheaper one
 # (Gemini 3.1 Flash-Lite at $0.25 in and $1.50 out per million; cache prices assumed at the
 # usual ratios, reads 0.1x, no write premium).
 FLASH_LITE = Price(
@@ -63,7 +63,7 @@ def run(data: Path, limit: int | None) -> dict[str, Any]:
     counter = get_counter(counter=harness.ENCODING)
     billings = [harness.Billing.parse(b) for b in harness.DEFAULT_BILLINGS]
     small = {"claude-haiku-4-5": price("claude-haiku-4-5"), "gpt-5-mini": price("gpt-5-mini")}
-    small["flash-lite (seed 003)"] = FLASH_LITE
+    small["flash-lite"] = FLASH_LITE
     sessions = harness.load_sessions(data, limit)
     runs = []
     selector: dict[str, dict[str, Any]] = {}
@@ -133,12 +133,12 @@ def render(payload: dict[str, Any]) -> str:
         large = row["cost_usd"]
         if sel:
             costs = sel["cost_usd"]
-            total = large + costs["flash-lite (seed 003)"]
+            total = large + costs["flash-lite"]
             selector_cells = (
                 f"{sel['calls']} | {sel['input_tokens'] / 1e6:.2f}M"
                 f" / {sel['output_tokens'] / 1e3:.0f}k"
                 f" | {costs['claude-haiku-4-5']:.2f} | {costs['gpt-5-mini']:.2f}"
-                f" | {costs['flash-lite (seed 003)']:.2f}"
+                f" | {costs['flash-lite']:.2f}"
             )
         else:
             total = large

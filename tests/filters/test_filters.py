@@ -209,7 +209,7 @@ def test_each_kind_is_detected_and_keeps_what_matters(
     assert 'retrieve_original(artifact="' in last
 
 
-def test_seed_jest_log_becomes_a_few_lines() -> None:
+def test_jest_log_becomes_a_few_lines() -> None:
     """A ~2,000-token jest log: "14 tests passed. refreshes expired token failed: expiresAt
     was undefined at auth.test.ts:88. Full output: artifact ..." """
     raw = fixture("jest_auth.txt")
