@@ -1,0 +1,115 @@
+"""What a relevance signal is: the query it reads, and the two kinds the relevance stage combines.
+
+A **term signal** adds weighted terms to the query before BM25 ranks the messages (the query's
+own words, related words, a follow-up's borrowed words, words written together), and names
+them when a message holding them is explained. A **score signal** changes the scores after
+they are divided by the best one (neighbours share, speaker focus), and adds its note to the
+reason of each message it changed.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ..errors import ConfigError
+from ..messages import Message
+from .lexical import InvertedIndex, Language
+
+__all__ = ["Adjustment", "Query", "ScoreSignal", "Signal", "TermSignal"]
+
+Scores = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """What a signal may read about the query being scored.
+
+    Attributes:
+        text: The query as written.
+        terms: Its terms: lower-cased, stemmed words without stop words, in order.
+        language: The language the conversation is stemmed in.
+        messages: The conversation.
+        index: The conversation's BM25 index, lent to this call alone (read it, never keep it).
+    """
+
+    text: str
+    terms: tuple[str, ...]
+    language: Language
+    messages: Sequence[Message]
+    index: InvertedIndex
+
+
+@dataclass(frozen=True, slots=True)
+class Adjustment:
+    """New scores from a score signal, and the note the messages they changed get.
+
+    Attributes:
+        scores: One score per message (a new array: the one the signal was given is read-only).
+        note: Added to the reason of every message whose score changed ("neighbour of a
+            relevant message").
+    """
+
+    scores: Scores
+    note: str
+
+
+class Signal(BaseModel):
+    """A named, frozen and validated part of the relevance score.
+
+    An invalid option raises :class:`~ctxpack.ConfigError` (a ``ValueError``) naming the signal,
+    the option and the value.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    name: ClassVar[str]
+
+    def __init__(self, **options: Any) -> None:
+        try:
+            super().__init__(**options)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            option = ".".join(str(part) for part in err["loc"]) or "options"
+            message = str(err["msg"]).removeprefix("Value error, ")
+            if err["type"] == "extra_forbidden":
+                valid = ", ".join(sorted(type(self).model_fields)) or "none"
+                message = f"unknown option; valid options are {valid}"
+            signal = f"{type(self).__name__} (signal {getattr(self, 'name', '?')!r})"
+            raise ConfigError(f"{signal}: {option}={err.get('input')!r}: {message}") from exc
+
+
+class TermSignal(Signal):
+    """A signal that adds weighted terms to the query.
+
+    The stage gives each term the largest weight any signal gives it. A message that owes its
+    relevance to its own terms is explained by the first signal, in ``rank`` order, whose
+    terms it holds: ``note`` with ``{words}`` replaced by those words as the message writes them.
+    Signals with the same note explain together.
+    """
+
+    note: ClassVar[str]
+    rank: ClassVar[int] = 10
+
+    @abstractmethod
+    def terms_for(self, query: Query) -> Mapping[str, float]:
+        """The terms this signal adds to ``query``, with their weights (a term's BM25 score
+        counts ``weight`` times)."""
+
+
+class ScoreSignal(Signal):
+    """A signal that changes the scores after they are divided by the best one.
+
+    A message whose score it raises owes its relevance to the signal, whose note then replaces
+    the words that matched; a message whose score it lowers gets the note added.
+    """
+
+    @abstractmethod
+    def adjust(self, scores: Scores, query: Query) -> Adjustment | None:
+        """New scores (0 to 1, one per message) and their note, or ``None`` to change
+        nothing. ``scores`` is read-only."""
