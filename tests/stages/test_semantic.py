@@ -12,6 +12,7 @@ import pytest
 
 import ctxpack
 from ctxpack import ConfigError, Pipeline, RelevanceScorer, SemanticScorer, semantic_pipeline
+from ctxpack.signals import Neighbors
 from ctxpack.testing import check_stage
 
 from ..helpers import ctx_of
@@ -65,7 +66,7 @@ def scored(stage: SemanticScorer, history: list[dict[str, Any]] = HISTORY) -> tu
     Plain BM25 (no document or query expansion), so that only the semantic stage reaches the
     paraphrase.
     """
-    plain = RelevanceScorer(expansion=(), related=0)
+    plain = RelevanceScorer(expansion=()).without("related")
     lexical = plain(ctx_of(history, query=QUERY, protected=["q"]))
     return lexical, stage(lexical)
 
@@ -86,13 +87,11 @@ def test_a_paraphrase_without_shared_words_gets_relevance() -> None:
 
 
 def test_neighbours_share_like_bm25_relevance() -> None:
-    semantic, lexical = SemanticScorer(), RelevanceScorer()
-    assert (semantic.neighbors, semantic.neighbor_share) == (
-        lexical.neighbors,
-        lexical.neighbor_share,
-    )
-    _, out = scored(SemanticScorer(embedder=fake_embed, neighbors=0))
+    assert SemanticScorer().neighbors == RelevanceScorer()["neighbors"]
+    _, out = scored(SemanticScorer(embedder=fake_embed, neighbors=None))
     assert "ack" not in relevance(out)
+    _, near = scored(SemanticScorer(embedder=fake_embed, neighbors=Neighbors(distance=1)))
+    assert "ack" in relevance(near) and "react" not in relevance(near)
 
 
 def test_the_mix_follows_the_weight() -> None:
@@ -195,6 +194,7 @@ def test_semantic_pipeline_runs_right_after_relevance() -> None:
     stage = pipeline["semantic"]
     assert isinstance(stage, SemanticScorer)
     assert (stage.embedder, stage.weight) == (fake_embed, 0.3)
+    assert stage.neighbors == RelevanceScorer()["neighbors"]
     assert "semantic" not in ctxpack.default_pipeline().names
 
 
