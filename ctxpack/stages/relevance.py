@@ -158,15 +158,14 @@ class RelevanceScorer(StageModel):
         messages = ctx.messages
         language = self._language(messages)
         texts = _TEXTS(messages)
+        ids = message_ids(messages)
+        protected = positions_of(ids, ctx.protected)
         # Lent to this call alone: another thread packing meanwhile gets another index.
         with INDEXES.borrow(texts, language) as index:
             query = Query(ctx.query, terms(ctx.query, language), language, messages, index)
             added = [(s, s.terms_for(query)) for s in self.signals if isinstance(s, TermSignal)]
-            ids = message_ids(messages)
-            protected = positions_of(ids, ctx.protected)
-            raw = index.bm25(
-                _merged(added), k1=self.k1, b=self.b, spread=self.expansion, silent=protected
-            )
+            weights = _merged(added)
+            raw = index.bm25(weights, k1=self.k1, b=self.b, spread=self.expansion, silent=protected)
             raw[protected] = 0.0
             best = float(raw.max(initial=0.0))
             if best <= 0:
@@ -174,29 +173,42 @@ class RelevanceScorer(StageModel):
             steps = self._adjusted(raw / best, query)
             final = steps[-1][0].copy()
             final[protected] = 0.0
-            nonzero = positions(final)
-            signal = dict(zip(items_at(ids, nonzero), final[nonzero].tolist(), strict=True))
-            # A message a score signal lowers still says why it counted before.
-            peak = np.maximum.reduce([scores for scores, _ in steps])
-            chosen = np.flatnonzero((peak >= _EXPLAINED) & (final > 0))
-            picked = chosen.tolist()
-            chosen_ids = items_at(ids, picked)
-            # What the reasons need from the index, taken now: the shared index changes with later
-            # calls.
-            held = list(map(index.terms_at, picked))
+            selected = self._selected(final, steps, added, query, ids, texts)
+        nonzero = positions(final)
+        signal = dict(zip(items_at(ids, nonzero), final[nonzero].tolist(), strict=True))
+        return ctx.with_signal("relevance", signal).evolve(decisions=ctx.decisions + selected)
 
-            def trace() -> list[Decision]:
-                scores = final[chosen].tolist()
-                reasons = _reasons(
-                    added, steps, chosen, scores, held, items_at(texts, picked), language
-                )
-                return [
-                    Decision.trusted(self.name, "selected", message_id, reason, score)
-                    for message_id, reason, score in zip(chosen_ids, reasons, scores, strict=True)
-                ]
+    def _selected(
+        self,
+        final: Scores,
+        steps: Sequence[tuple[Scores, str]],
+        added: Sequence[tuple[TermSignal, Mapping[str, float]]],
+        query: Query,
+        ids: Sequence[str],
+        texts: Sequence[str],
+    ) -> DecisionLog:
+        """A ``selected`` decision for each message that reached 0.25 at some step, its reason
+        written only when the trace is read."""
+        # A message a score signal lowers still says why it counted before.
+        peak = np.maximum.reduce([scores for scores, _ in steps])
+        chosen = np.flatnonzero((peak >= _EXPLAINED) & (final > 0))
+        picked = chosen.tolist()
+        chosen_ids = items_at(ids, picked)
+        # What the reasons need from the index, taken now: the shared index changes with later
+        # calls.
+        held = list(map(query.index.terms_at, picked))
+        language = query.language
 
-            selected = DecisionLog.deferred(chosen_ids, trace)
-            return ctx.with_signal("relevance", signal).evolve(decisions=ctx.decisions + selected)
+        def trace() -> list[Decision]:
+            scores = final[chosen].tolist()
+            written = items_at(texts, picked)
+            reasons = _reasons(added, steps, chosen, scores, held, written, language)
+            return [
+                Decision.trusted(self.name, "selected", message_id, reason, score)
+                for message_id, reason, score in zip(chosen_ids, reasons, scores, strict=True)
+            ]
+
+        return DecisionLog.deferred(chosen_ids, trace)
 
     def _adjusted(self, own: Scores, query: Query) -> list[tuple[Scores, str]]:
         """The scores after each score signal that changed them, with its note, from ``own``."""
