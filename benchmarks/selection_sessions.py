@@ -1,12 +1,12 @@
 """Selection on real coding-agent sessions: the large model's bill plus the selector's.
 
 Replays the sessions of ``benchmarks/agent_sessions.py`` with its selection strategies
-(``select-lexical-16k``: ``ctxpack.LexicalSelector`` before every step, 16k tokens of
+(``select-lexical-16k``: ``ctxpack.selection.LexicalSelector`` before every step, 16k tokens of
 messages; ``select-lexical-when-over-32k`` and ``-16k``: only when the request would exceed 32k
 or 16k tokens, down to 16k or 8k, the request growing append-only in between), with ``raw`` and
-``pack-16k`` for reference. The harness bills the large model's requests; this script adds what a
-``ctxpack.ModelSelector`` call would have cost at each selecting step, at a small model's price:
-its prompt (the system prompt and the numbered listing of the workspace, exactly what
+``pack-16k`` for reference. The harness bills the large model's requests; this script adds what
+a ``ctxpack.selection.ModelSelector`` call would have cost at each selecting step, at a small
+model's price: its prompt (the system prompt and the numbered listing of the workspace, exactly what
 ``ModelSelector`` sends) and an answer as long as the selection the lexical selector made, billed
 with ``ctxpack.cost.simulate`` (the selector's own prompt cache: the listing grows append-only).
 The selection itself is the lexical selector's: no model runs, so this measures the economics

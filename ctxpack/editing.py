@@ -196,7 +196,7 @@ class ToolResultClearer(_StoreModel):
         ...     {"role": "assistant", "content": "Done.", "id": "b"},
         ...     {"role": "user", "content": "Thanks", "id": "u2"},
         ... ]
-        >>> clearer = ctxpack.ToolResultClearer(trigger=100, keep=0, cache_aware=False)
+        >>> clearer = ctxpack.editing.ToolResultClearer(trigger=100, keep=0, cache_aware=False)
         >>> result = ctxpack.pack(history, budget=10_000, pipeline=ctxpack.Pipeline([clearer]))
         >>> result.messages[2].text.startswith("[Old tool result cleared")
         True
@@ -748,8 +748,12 @@ class Compactor(_StoreModel):
         ...     {"role": "assistant", "content": "There are many files."},
         ...     {"role": "user", "content": "Open the first."},
         ... ]
-        >>> compactor = ctxpack.Compactor(summarizer=summarize, trigger=50_000, keep_recent=1,
-        ...                               instructions="keep the file names")
+        >>> compactor = ctxpack.editing.Compactor(
+        ...     summarizer=summarize,
+        ...     trigger=50_000,
+        ...     keep_recent=1,
+        ...     instructions="keep the file names",
+        ... )
         >>> result = ctxpack.pack(history, budget=200_000, pipeline=ctxpack.Pipeline([compactor]))
         >>> [m.role for m in result.messages]
         ['system', 'user', 'user', 'user']

@@ -15,10 +15,10 @@ def ctx_of(
     reserve: int = 0,
     query: str | None = None,
     protected: Sequence[str] = (),
-) -> ctxpack.PackContext:
+) -> ctxpack.pipeline.PackContext:
     """A PackContext over ``messages`` counted with exact cl100k_base."""
-    return ctxpack.PackContext(
-        messages=tuple(ctxpack.ensure_messages(messages)),
+    return ctxpack.pipeline.PackContext(
+        messages=tuple(ctxpack.messages.ensure_messages(messages)),
         budget=budget,
         counter=ctxpack.get_counter(model="gpt-4"),
         reserve=reserve,
@@ -27,7 +27,7 @@ def ctx_of(
     )
 
 
-def ids(ctx: ctxpack.PackContext) -> list[str]:
+def ids(ctx: ctxpack.pipeline.PackContext) -> list[str]:
     return [m.id for m in ctx.messages]
 
 

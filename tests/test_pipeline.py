@@ -7,15 +7,8 @@ from typing import Any
 import pytest
 
 import ctxpack
-from ctxpack import (
-    ConfigError,
-    Decision,
-    Deduplicator,
-    GreedyPacker,
-    PackContext,
-    Pipeline,
-    PromptComposer,
-)
+from ctxpack import ConfigError, Decision, Deduplicator, GreedyPacker, Pipeline, PromptComposer
+from ctxpack.pipeline import PackContext
 
 from .helpers import ctx_of, ids
 
@@ -103,7 +96,7 @@ def test_a_plain_function_is_a_stage() -> None:
 def test_a_pipeline_is_a_stage_inside_another() -> None:
     inner = Pipeline([PromptComposer(), Deduplicator()])
     outer = Pipeline([("clean", inner), GreedyPacker()])
-    assert isinstance(inner, ctxpack.Stage)
+    assert isinstance(inner, ctxpack.pipeline.Stage)
     assert outer.names == ["clean", "pack"]
     out = outer(ctx_of(HISTORY, budget=1000))
     assert ids(out) == ["s", "u2"]

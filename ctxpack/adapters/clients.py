@@ -395,9 +395,10 @@ def wrap_anthropic(
     be dicts or the SDK's own objects (``{"role": "assistant", "content": response.content}``).
 
     Anthropic does not publish its tokenizer: without ``counter``, counts are
-    :func:`ctxpack.anthropic_approx_counter`'s (``cl100k_base`` times 1.25, a margin that errs
-    on the side of fitting), and an :class:`~ctxpack.ApproximateTokenCountWarning` says so once,
-    here. Pass ``counter=`` (say, a function backed by the count-tokens endpoint) to be exact.
+    :func:`ctxpack.tokens.anthropic_approx_counter`'s (``cl100k_base`` times 1.25, a margin that
+    errs on the side of fitting), and an :class:`~ctxpack.tokens.ApproximateTokenCountWarning` says
+    so once, here. Pass ``counter=`` (say, a function backed by the count-tokens endpoint) to be
+    exact.
 
     Args:
         client: The SDK client, sync or async.

@@ -39,8 +39,8 @@ class SemanticScorer(StageModel):
 
     Args:
         embedder: A callable ``list[str] -> array (n, d)`` of unit vectors. ``None``: the
-            shared :class:`~ctxpack.MiniLMEmbedder`, created on first use (needs the optional
-            model, see the docs' semantic stage page).
+            shared :class:`~ctxpack.signals.embeddings.MiniLMEmbedder`, created on first use (needs
+            the optional model, see the docs' semantic stage page).
         weight: Share of the semantic score in the mixed relevance, 0 to 1 (0: the stage does
             nothing).
         neighbors: How the semantic score spreads to the messages around (``share ** d`` at
@@ -53,7 +53,9 @@ class SemanticScorer(StageModel):
 
     Example:
         >>> import numpy as np
-        >>> from ctxpack import PackContext, ensure_messages, get_counter
+        >>> from ctxpack import get_counter
+        >>> from ctxpack.messages import ensure_messages
+        >>> from ctxpack.pipeline import PackContext
         >>> vectors = {"car": [1.0, 0.0], "vehicle": [0.9, 0.436], "lunch": [0.0, 1.0],
         ...            "soup": [0.1, 0.995]}
         >>> fake = lambda texts: np.array([vectors[t] for t in texts])

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxpack import ConfigError, SQLiteArtifactStore, ToolOutputFilter, count_tokens
+from ctxpack import ConfigError, count_tokens
 from ctxpack.filters import (
     DiagnosticFilter,
     FileViewFilter,
@@ -19,11 +19,12 @@ from ctxpack.filters import (
     JSONPayloadFilter,
     ListingFilter,
     ToolOutput,
+    ToolOutputFilter,
     command_program,
     default_filters,
     is_note,
 )
-from ctxpack.store import artifact_id
+from ctxpack.store import SQLiteArtifactStore, artifact_id
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tool_outputs"
 

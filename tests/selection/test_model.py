@@ -7,9 +7,9 @@ from typing import Any
 import jsonschema
 import pytest
 
-from ctxpack import Selection, SelectionError
+from ctxpack import SelectionError
 from ctxpack.cost import Price
-from ctxpack.selection import SelectorUsage
+from ctxpack.selection import Selection, SelectorUsage
 
 from .helpers import answer
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import ctxpack
+from ctxpack.messages import ensure_messages
 from ctxpack.signals import Query
 from ctxpack.signals.lexical import InvertedIndex, Language, terms
 
@@ -16,7 +16,7 @@ def query_of(
     """The query ``text`` on ``history`` (plain strings are user messages), indexed as
     ``language``."""
     messages = tuple(
-        ctxpack.ensure_messages(
+        ensure_messages(
             [{"role": "user", "content": m} if isinstance(m, str) else m for m in history]
         )
     )

@@ -5,8 +5,13 @@ from pathlib import Path
 import pytest
 
 import ctxpack
-from ctxpack import ExtractiveCompressor, compress_lines
-from ctxpack.stages.compress import has_proper_noun_heuristic, score_line, spacy_available
+from ctxpack import ExtractiveCompressor
+from ctxpack.stages.compress import (
+    compress_lines,
+    has_proper_noun_heuristic,
+    score_line,
+    spacy_available,
+)
 
 from ..helpers import ctx_of
 
@@ -95,7 +100,7 @@ def test_max_lines_must_be_positive() -> None:
         compress_lines("a\nb", max_lines=0)
 
 
-def _report_ctx(budget: int, **kwargs: object) -> ctxpack.PackContext:
+def _report_ctx(budget: int, **kwargs: object) -> ctxpack.pipeline.PackContext:
     history = [
         {"role": "user", "content": "Résume la réunion.", "id": "u1"},
         {"role": "tool", "content": REPORT, "id": "t1", "tool_call_id": "c1"},

@@ -13,6 +13,7 @@ import pytest
 
 import ctxpack
 from ctxpack import GreedyPacker, Pipeline, PromptComposer, RelevanceScorer
+from ctxpack.pipeline import PackContext
 from ctxpack.signals import (
     Adjustment,
     FollowUp,
@@ -284,7 +285,7 @@ FOLLOW_UP: list[dict[str, Any]] = [
 
 def scored(
     history: list[dict[str, Any]], query: str, scorer: RelevanceScorer | None = None
-) -> ctxpack.PackContext:
+) -> PackContext:
     """The relevance stage (:func:`plain` unless given) on ``history`` then ``query`` (id
     ``q``; ``sys`` and ``q`` protected)."""
     messages = [*history, {"role": "user", "content": query, "id": "q"}]
@@ -294,7 +295,7 @@ def scored(
 
 def follow_up_scores(
     query: str = "Why would that help?", scorer: RelevanceScorer | None = None
-) -> ctxpack.PackContext:
+) -> PackContext:
     return scored(FOLLOW_UP[:-1], query, scorer)
 
 
@@ -336,7 +337,7 @@ POINTING: list[dict[str, Any]] = [
 ]
 
 
-def pointing_scores(query: str, scorer: RelevanceScorer | None = None) -> ctxpack.PackContext:
+def pointing_scores(query: str, scorer: RelevanceScorer | None = None) -> PackContext:
     return scored(POINTING, query, scorer)
 
 

@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 
 import ctxpack
-from ctxpack import ConfigError, Pipeline, RelevanceScorer, SemanticScorer, semantic_pipeline
+from ctxpack import ConfigError, Pipeline, RelevanceScorer
+from ctxpack.packing import semantic_pipeline
 from ctxpack.signals import Neighbors
+from ctxpack.stages import SemanticScorer
 from ctxpack.testing import check_stage
 
 from ..helpers import ctx_of
@@ -56,7 +58,7 @@ HISTORY: list[dict[str, Any]] = [
 ]
 
 
-def relevance(ctx: ctxpack.PackContext) -> dict[str, float]:
+def relevance(ctx: ctxpack.pipeline.PackContext) -> dict[str, float]:
     return dict(ctx.signal("relevance"))
 
 
