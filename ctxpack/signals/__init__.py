@@ -13,6 +13,7 @@ from .base import Query as Query
 from .base import ScoreSignal as ScoreSignal
 from .base import Signal as Signal
 from .base import TermSignal as TermSignal
+from .base import signal_from as signal_from
 from .compound_words import CompoundWords as CompoundWords
 from .follow_up import FollowUp as FollowUp
 from .neighbors import Neighbors as Neighbors
@@ -35,5 +36,6 @@ __all__ = [
     "SpeakerFocus",
     "TermSignal",
     "named_speaker",
+    "signal_from",
     "spread_to_neighbors",
 ]

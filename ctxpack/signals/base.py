@@ -16,13 +16,20 @@ from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from ..errors import ConfigError
 from ..messages import Message
 from .lexical import InvertedIndex, Language
 
-__all__ = ["Adjustment", "Query", "ScoreSignal", "Signal", "TermSignal"]
+__all__ = ["Adjustment", "Query", "ScoreSignal", "Signal", "TermSignal", "signal_from"]
 
 Scores = npt.NDArray[np.float64]
 
@@ -64,7 +71,8 @@ class Signal(BaseModel):
     """A named, frozen and validated part of the relevance score.
 
     An invalid option raises :class:`~ctxpack.ConfigError` (a ``ValueError``) naming the signal,
-    the option and the value.
+    the option and the value. A dump names the signal, so that :func:`signal_from` can make it
+    again: ``{"name": "neighbors", "distance": 2, "share": 0.5}``.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -82,6 +90,49 @@ class Signal(BaseModel):
                 message = f"unknown option; valid options are {valid}"
             signal = f"{type(self).__name__} (signal {getattr(self, 'name', '?')!r})"
             raise ConfigError(f"{signal}: {option}={err.get('input')!r}: {message}") from exc
+
+    @model_validator(mode="before")
+    @classmethod
+    def _own_name(cls, data: Any) -> Any:
+        # A dump names its signal; the name belongs to the class, it is not an option.
+        if isinstance(data, Mapping) and "name" in data:
+            data = dict(data)
+            name = data.pop("name")
+            if name != getattr(cls, "name", None):
+                raise ValueError(f"{cls.__name__} is the signal {cls.name!r}, not {name!r}")
+        return data
+
+    @model_serializer(mode="wrap")
+    def _named(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return {"name": self.name, **handler(self)}
+
+
+def signal_from(options: Mapping[str, Any]) -> Signal:
+    """The signal a dump describes: the class whose ``name`` is ``options["name"]`` (among the
+    built-in signals and every subclass of :class:`Signal` defined so far), with the other
+    options.
+
+    Example:
+        >>> signal_from({"name": "neighbors", "distance": 1})
+        Neighbors(distance=1, share=0.5)
+
+    Raises:
+        ConfigError: no signal, or more than one, has that name.
+    """
+    name = options.get("name")
+    found = [cls for cls in _subclasses(Signal) if getattr(cls, "name", None) == name]
+    if len(found) != 1:
+        known = sorted({str(getattr(cls, "name", "")) for cls in _subclasses(Signal)} - {""})
+        problem = "no signal" if not found else "more than one signal"
+        raise ConfigError(f"{problem} is named {name!r}; signals are {', '.join(known)}")
+    return found[0](**options)
+
+
+def _subclasses(cls: type[Signal]) -> list[type[Signal]]:
+    every: list[type[Signal]] = []
+    for sub in cls.__subclasses__():
+        every += [sub, *_subclasses(sub)]
+    return every
 
 
 class TermSignal(Signal):

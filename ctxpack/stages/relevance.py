@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from operator import attrgetter
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -29,6 +29,7 @@ from ..signals import (
     Signal,
     SpeakerFocus,
     TermSignal,
+    signal_from,
 )
 from ..signals.lexical import INDEXES, Language, analyse, leaning, terms
 from ._base import StageModel
@@ -111,6 +112,14 @@ class RelevanceScorer(StageModel):
     def _non_negative(cls, value: tuple[float, ...]) -> tuple[float, ...]:
         if any(w < 0 for w in value):
             raise ValueError("expansion weights must be >= 0")
+        return value
+
+    @field_validator("signals", mode="before")
+    @classmethod
+    def _from_dumps(cls, value: Any) -> Any:
+        # A dumped configuration names each signal: make them again.
+        if isinstance(value, list | tuple):
+            return tuple(signal_from(v) if isinstance(v, Mapping) else v for v in value)
         return value
 
     @field_validator("signals")

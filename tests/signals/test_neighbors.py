@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import ctxpack
-from ctxpack.signals import Neighbors, spread_to_neighbors
+from ctxpack.signals import Neighbors, signal_from, spread_to_neighbors
 
 from .helpers import query_of
 
@@ -43,3 +43,11 @@ def test_options_are_validated() -> None:
         Neighbors(share=1.5)
     with pytest.raises(ctxpack.ConfigError, match="distance=-1"):
         Neighbors(distance=-1)
+
+
+def test_a_dump_names_the_signal() -> None:
+    dumped = Neighbors(distance=1).model_dump()
+    assert dumped == {"name": "neighbors", "distance": 1, "share": 0.5}
+    assert Neighbors(**dumped) == signal_from(dumped) == Neighbors(distance=1)
+    with pytest.raises(ctxpack.ConfigError, match="is the signal 'neighbors', not 'speaker'"):
+        Neighbors(name="speaker")

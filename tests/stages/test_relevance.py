@@ -606,3 +606,14 @@ def test_a_signal_of_ones_own() -> None:
     assert reasons["u1"] == "relevance 1.00 to the query (matched: backups, run)"
     with pytest.raises(ctxpack.ConfigError, match=r"Synonyms \(signal 'synonyms'\): weight='x'"):
         Synonyms(weight="x")
+
+
+def test_the_configuration_round_trips_through_a_dump() -> None:
+    scorer = RelevanceScorer(language="en").without("speaker")
+    scorer = scorer.replace("neighbors", Neighbors(distance=1))
+    dumped = scorer.model_dump()
+    assert dumped["signals"][-1] == {"name": "neighbors", "distance": 1, "share": 0.5}
+    assert RelevanceScorer(**dumped) == scorer
+    assert RelevanceScorer.model_validate_json(scorer.model_dump_json()) == scorer
+    with pytest.raises(ctxpack.ConfigError, match="no signal is named 'nope'; signals are"):
+        RelevanceScorer(signals=[{"name": "nope"}])

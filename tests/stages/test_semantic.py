@@ -211,3 +211,9 @@ def test_pack_keeps_the_paraphrase_the_lexical_default_drops() -> None:
     assert "para" in semantic.kept_ids
     assert semantic.tokens <= budget
     assert any(d.stage == "semantic" and d.message_id == "para" for d in semantic.decisions)
+
+
+def test_the_configuration_round_trips_through_a_dump() -> None:
+    scorer = SemanticScorer(weight=0.5, neighbors=Neighbors(share=0.7))
+    assert SemanticScorer(**scorer.model_dump()) == scorer
+    assert SemanticScorer(**SemanticScorer(neighbors=None).model_dump()).neighbors is None
