@@ -140,8 +140,8 @@ class TermSignal(Signal):
 
     The stage gives each term the largest weight any signal gives it. A message that owes its
     relevance to its own terms is explained by the first signal, in ``rank`` order, whose
-    terms it holds: ``note`` with ``{words}`` replaced by those words as the message writes them.
-    Signals with the same note explain together.
+    terms it holds: its ``note``, where ``{words}`` stands for those words as the message writes
+    them. Signals with the same note explain together.
     """
 
     note: ClassVar[str]

@@ -263,9 +263,11 @@ def _reasons(
     """Why each ``chosen`` message is relevant: the note of the score signal that raised it,
     else the words it holds, then the notes of the score signals that lowered it."""
     # Signals sharing a note explain together; the lowest rank explains first.
-    explainers: dict[str, set[str]] = {}
+    grouped: dict[str, set[str]] = {}
     for signal, weighted in sorted(added, key=lambda pair: pair[0].rank):
-        explainers.setdefault(signal.note, set()).update(weighted)
+        grouped.setdefault(signal.note, set()).update(weighted)
+    # Each note cut around its words once, rather than formatted for every message.
+    explainers = [(note.partition("{words}"), stems) for note, stems in grouped.items() if stems]
     raised: list[str | None] = [None] * len(chosen)
     lowered = [""] * len(chosen)
     before = steps[0][0][chosen]
@@ -287,14 +289,18 @@ def _reasons(
 
 
 def _how(
-    held: Mapping[str, int], text: str, language: Language, explainers: Mapping[str, set[str]]
+    held: Mapping[str, int],
+    text: str,
+    language: Language,
+    explainers: Sequence[tuple[tuple[str, str, str], set[str]]],
 ) -> str:
     """How a message holding the terms ``held`` came to be relevant on its own: the words of
     the first signal it holds, as written, else the neighbours that lend it theirs."""
-    for note, stems in explainers.items():
+    for (before, mark, after), stems in explainers:
         found = stems.intersection(held)
         if found:
-            return f" ({note.format(words=_words(text, found, language))})"
+            words = _words(text, found, language) if mark else ""
+            return f" ({before}{words}{after})"
     return f" ({_LENT})"
 
 
