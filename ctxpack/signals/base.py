@@ -25,6 +25,7 @@ from pydantic import (
     model_validator,
 )
 
+from .._internal.options import invalid_option
 from ..errors import ConfigError
 from ..messages import Message
 from .lexical import InvertedIndex, Language
@@ -82,14 +83,8 @@ class Signal(BaseModel):
         try:
             super().__init__(**options)
         except ValidationError as exc:
-            err = exc.errors()[0]
-            option = ".".join(str(part) for part in err["loc"]) or "options"
-            message = str(err["msg"]).removeprefix("Value error, ")
-            if err["type"] == "extra_forbidden":
-                valid = ", ".join(sorted(type(self).model_fields)) or "none"
-                message = f"unknown option; valid options are {valid}"
             signal = f"{type(self).__name__} (signal {getattr(self, 'name', '?')!r})"
-            raise ConfigError(f"{signal}: {option}={err.get('input')!r}: {message}") from exc
+            raise invalid_option(signal, type(self), exc) from exc
 
     @model_validator(mode="before")
     @classmethod
