@@ -3,7 +3,7 @@
 A **term signal** adds weighted terms to the query before BM25 ranks the messages (the query's
 own words, related words, a follow-up's borrowed words, words written together), and names
 them when a message holding them is explained. A **score signal** changes the scores after
-they are divided by the best one (neighbours share, speaker focus), and adds its note to the
+they are divided by the best one (the neighbours' share, speaker focus), and adds its note to the
 reason of each message it changed.
 """
 
@@ -60,8 +60,9 @@ class Adjustment:
 
     Attributes:
         scores: One score per message (a new array: the one the signal was given is read-only).
-        note: Added to the reason of every message whose score changed ("neighbour of a
-            relevant message").
+        note: Why, for the messages whose score changed: a message it raised gives this note
+            instead of the words it holds ("neighbour of a relevant message"), a message it
+            lowered adds it ("x0.3: the query is about Caroline").
     """
 
     scores: Scores
