@@ -145,7 +145,7 @@ def test_default_pipeline_order() -> None:
         (lambda: ctxpack.MemorySelector(window=-1), "MemorySelector: window=-1"),
         (lambda: ctxpack.GreedyPacker(recency_weight="x"), "GreedyPacker: recency_weight='x'"),
         (lambda: ctxpack.Deduplicator(case_sensitve=True), "valid options are case_sensitive"),
-        (lambda: ctxpack.RelevanceScorer(neighbor_share=2.0), "RelevanceScorer: neighbor_share"),
+        (lambda: ctxpack.RelevanceScorer(b=2.0), "RelevanceScorer: b=2.0"),
     ],
 )
 def test_bad_stage_options_raise_config_error(make: Any, expected: str) -> None:
