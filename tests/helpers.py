@@ -2,10 +2,29 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import ctxpack
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def api_reference_generator() -> ModuleType:
+    """The generator of the API reference page (a MkDocs hook under ``docs/_ext``, not part of
+    the package)."""
+    spec = importlib.util.spec_from_file_location(
+        "api_reference", ROOT / "docs" / "_ext" / "api_reference.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def ctx_of(

@@ -10,7 +10,6 @@ are already being imported when it runs).
 from __future__ import annotations
 
 import ast
-import importlib.util
 import re
 import sys
 from collections import deque
@@ -19,6 +18,8 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from .helpers import api_reference_generator
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "ctxpack"
@@ -275,20 +276,9 @@ def test_importing_a_submodule_runs_its_package_init(tmp_path: Path) -> None:
 # The private modules stay out of the API reference.
 
 
-def _api_reference() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "api_reference", ROOT / "docs" / "_ext" / "api_reference.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def api_reference() -> ModuleType:
-    return _api_reference()
+    return api_reference_generator()
 
 
 def test_private_modules_are_not_in_the_api_reference(api_reference: ModuleType) -> None:

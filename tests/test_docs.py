@@ -12,13 +12,14 @@ import importlib
 import importlib.util
 import pkgutil
 import re
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 import ctxpack
+
+from .helpers import api_reference_generator
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC_FILES = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
@@ -144,20 +145,8 @@ def test_the_quoted_promise_is_the_docstring_one(
     assert promise_quote(ROOT / page) in _normalise(documented.__doc__ or "")
 
 
-def _api_reference() -> ModuleType:
-    """The generator of the API reference page (a MkDocs hook, not part of the package)."""
-    spec = importlib.util.spec_from_file_location(
-        "api_reference", ROOT / "docs" / "_ext" / "api_reference.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_api_reference_page_is_generated_when_the_site_is_built() -> None:
-    generator = _api_reference()
+    generator = api_reference_generator()
     page = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
     assert generator.MARKER in page
     assert not re.findall(r"^:::", page, re.MULTILINE), "docs/api.md lists names by hand"
@@ -168,7 +157,7 @@ def test_the_api_reference_page_is_generated_when_the_site_is_built() -> None:
 def test_the_api_reference_documents_every_public_name() -> None:
     """Every name of every public module's ``__all__`` is rendered on the API page or on the
     guide the reference links to, as the same object."""
-    generator = _api_reference()
+    generator = api_reference_generator()
     reference = generator.build(ROOT)
     text = generator.render(reference)
     blocks = {"": re.findall(r"^::: (\S+)$", text, re.MULTILINE)}
@@ -208,7 +197,7 @@ def test_a_module_that_cannot_be_imported_is_read_from_its_source(
 ) -> None:
     # Without langchain, ctxpack.adapters.langchain_agent raises ImportError on import; the
     # reference still lists its __all__, read from the source.
-    generator = _api_reference()
+    generator = api_reference_generator()
     real_import = importlib.import_module
     missing = "ctxpack.adapters.langchain_agent"
 
