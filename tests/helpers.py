@@ -14,17 +14,20 @@ import ctxpack
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def api_reference_generator() -> ModuleType:
-    """The generator of the API reference page (a MkDocs hook under ``docs/_ext``, not part of
-    the package)."""
-    spec = importlib.util.spec_from_file_location(
-        "api_reference", ROOT / "docs" / "_ext" / "api_reference.py"
-    )
+def load_script(path: Path, name: str) -> ModuleType:
+    """The Python file at ``path`` (a benchmark, a docs hook: no package) loaded as module
+    ``name``. Registered before it runs: dataclasses look their module up by name."""
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def api_reference_generator() -> ModuleType:
+    """The generator of the API reference page (a MkDocs hook, not part of the package)."""
+    return load_script(ROOT / "docs" / "_ext" / "api_reference.py", "api_reference")
 
 
 def ctx_of(
