@@ -60,10 +60,12 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import ctxpack
-from ctxpack import Message, ensure_messages, get_counter
+import ctxpack.editing
+import ctxpack.selection
+from ctxpack import Message, get_counter
 from ctxpack.cost import Bill, Price, Request, price, simulate
 from ctxpack.editing import COMPACTION_FLOOR
-from ctxpack.messages import owned_messages
+from ctxpack.messages import ensure_messages, owned_messages
 from ctxpack.store import ArtifactStore, SQLiteArtifactStore
 from ctxpack.tokens import TokenCounter, message_sizes
 
@@ -264,7 +266,7 @@ class TrimMessages:
     def _convert(self, history: list[dict[str, Any]]) -> list[Any]:
         missing = [m for m in history if id(m) not in self._lc]
         if missing:
-            converted = ctxpack.to_langchain(missing)
+            converted = ctxpack.adapters.to_langchain(missing)
             sizes = self.session.message_tokens(missing)
             for m, lc, n in zip(missing, converted, sizes, strict=True):
                 self._lc[id(m)] = (m, lc, n)
@@ -367,9 +369,9 @@ def _digest_compactor(trigger: int) -> Callable[[ArtifactStore], Any]:
     # digest keeps at the trigger the other compaction strategy uses.
     def make(store: ArtifactStore) -> Any:
         if trigger >= COMPACTION_FLOOR:
-            return ctxpack.Compactor(trigger=trigger, store=store)
-        defaults = ctxpack.Compactor(store=store)
-        return ctxpack.Compactor.model_construct(
+            return ctxpack.editing.Compactor(trigger=trigger, store=store)
+        defaults = ctxpack.editing.Compactor(store=store)
+        return ctxpack.editing.Compactor.model_construct(
             **{**{k: getattr(defaults, k) for k in type(defaults).model_fields}, "trigger": trigger}
         )
 
@@ -399,16 +401,19 @@ STRATEGIES: dict[str, StrategyFactory] = {
     "session-answered": _with(SessionStrategy, filter_when="answered"),
     # issue 15: cache-aware clearing, plain Anthropic clearing, compaction with the digest
     "ctxpack-clear-30k-keep3": _with(
-        EditingStrategy, stage=lambda st: ctxpack.ToolResultClearer(trigger=30_000, store=st)
+        EditingStrategy,
+        stage=lambda st: ctxpack.editing.ToolResultClearer(trigger=30_000, store=st),
     ),
     "ctxpack-clear-30k-keep3-plain": _with(
         EditingStrategy,
-        stage=lambda st: ctxpack.ToolResultClearer(trigger=30_000, cache_aware=False, store=st),
+        stage=lambda st: ctxpack.editing.ToolResultClearer(
+            trigger=30_000, cache_aware=False, store=st
+        ),
     ),
     "ctxpack-compact-50k": _with(EditingStrategy, stage=_digest_compactor(50_000)),
     "ctxpack-compact-30k-below-floor": _with(EditingStrategy, stage=_digest_compactor(30_000)),
     "session+ctxpack-clear-30k": _session_with(
-        lambda st: ctxpack.ToolResultClearer(trigger=30_000, store=st)
+        lambda st: ctxpack.editing.ToolResultClearer(trigger=30_000, store=st)
     ),
     "session+ctxpack-compact-30k-below-floor": _session_with(_digest_compactor(30_000)),
 }
@@ -424,9 +429,10 @@ def step_goal(history: list[dict[str, Any]], chars: int = 2000) -> str:
 
 
 class SelectBeforeEachStep:
-    """Before each step, ``ctxpack.LexicalSelector(budget=...)`` chooses from the whole history
-    for :func:`step_goal`, and ``ctxpack.apply_selection`` builds the request (user messages
-    always kept, tool exchanges whole). No repository is replayed, so no file is selected.
+    """Before each step, ``ctxpack.selection.LexicalSelector(budget=...)`` chooses from the whole
+    history for :func:`step_goal`, and ``ctxpack.selection.apply_selection`` builds the request
+    (user messages always kept, tool exchanges whole). No repository is replayed, so no file is
+    selected.
 
     ``selector_requests`` keeps, per step, what a ``ModelSelector`` call would have sent (its
     system prompt and the workspace listing) and answered (this selection as JSON), so that the
@@ -438,7 +444,7 @@ class SelectBeforeEachStep:
         from ctxpack.selection import SYSTEM_PROMPT
 
         self.session = session
-        self.selector = ctxpack.LexicalSelector(budget=budget)
+        self.selector = ctxpack.selection.LexicalSelector(budget=budget)
         self.system = SYSTEM_PROMPT
         self.selector_requests: list[dict[str, Any]] = []
 
@@ -446,10 +452,10 @@ class SelectBeforeEachStep:
         """The request a selection over ``history`` builds; records the selector's call."""
         from ctxpack.selection import selection_prompt
 
-        workspace = ctxpack.Workspace(history, counter=self.session.counter)
+        workspace = ctxpack.selection.Workspace(history, counter=self.session.counter)
         goal = step_goal(history)
         selection = self.selector(workspace, goal)
-        result = ctxpack.apply_selection(selection, workspace)
+        result = ctxpack.selection.apply_selection(selection, workspace)
         listing = selection_prompt(workspace, goal)
         answer = json.dumps(selection.answer())
         self.selector_requests.append(

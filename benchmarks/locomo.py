@@ -524,6 +524,13 @@ class CtxpackMethod:
         )
 
 
+def _find(package: Any, module_name: str, name: str) -> Any:
+    try:
+        return getattr(importlib.import_module(module_name), name)
+    except (ImportError, AttributeError):
+        return getattr(package, name, None)
+
+
 class CtxpackSemanticMethod(CtxpackMethod):
     """ctxpack with the opt-in semantic stage (BM25 mixed with MiniLM similarity)."""
 
@@ -531,11 +538,13 @@ class CtxpackSemanticMethod(CtxpackMethod):
 
     def __init__(self) -> None:
         super().__init__()
-        make = getattr(self.module, "semantic_pipeline", None)
-        if make is None:
+        # Where they live now, or top-level in ctxpack versions before the surface was cut down.
+        make = _find(self.module, "ctxpack.packing", "semantic_pipeline")
+        embedder = _find(self.module, "ctxpack.signals.embeddings", "MiniLMEmbedder")
+        if make is None or embedder is None:
             raise MethodUnavailable("this ctxpack has no semantic_pipeline()")
         try:
-            self.module.MiniLMEmbedder()(["probe"])
+            embedder()(["probe"])
         except Exception as exc:
             raise MethodUnavailable(f"the MiniLM model is not usable: {exc}") from exc
         self.pipeline = make()

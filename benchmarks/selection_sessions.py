@@ -1,12 +1,12 @@
 """Selection on real coding-agent sessions: the large model's bill plus the selector's.
 
 Replays the sessions of ``benchmarks/agent_sessions.py`` with its selection strategies
-(``select-lexical-16k``: ``ctxpack.LexicalSelector`` before every step, 16k tokens of
+(``select-lexical-16k``: ``ctxpack.selection.LexicalSelector`` before every step, 16k tokens of
 messages; ``select-lexical-when-over-32k`` and ``-16k``: only when the request would exceed 32k
 or 16k tokens, down to 16k or 8k, the request growing append-only in between), with ``raw`` and
-``pack-16k`` for reference. The harness bills the large model's requests; this script adds what a
-``ctxpack.ModelSelector`` call would have cost at each selecting step, at a small model's price:
-its prompt (the system prompt and the numbered listing of the workspace, exactly what
+``pack-16k`` for reference. The harness bills the large model's requests; this script adds what
+a ``ctxpack.selection.ModelSelector`` call would have cost at each selecting step, at a small
+model's price: its prompt (the system prompt and the numbered listing of the workspace, exactly what
 ``ModelSelector`` sends) and an answer as long as the selection the lexical selector made, billed
 with ``ctxpack.cost.simulate`` (the selector's own prompt cache: the listing grows append-only).
 The selection itself is the lexical selector's: no model runs, so this measures the economics
@@ -21,7 +21,6 @@ Usage (from the repository root)::
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 import time
@@ -40,7 +39,7 @@ STRATEGIES = (
     "select-lexical-when-over-32k",
     "select-lexical-when-over-16k",
 )
-# Small models the selector may run on: two of the shipped table, and seed 003's example
+# Small models the selector may run on: two of the shipped table, and a cheaper one
 # (Gemini 3.1 Flash-Lite at $0.25 in and $1.50 out per million; cache prices assumed at the
 # usual ratios, reads 0.1x, no write premium).
 FLASH_LITE = Price(
@@ -49,12 +48,11 @@ FLASH_LITE = Price(
 
 
 def _harness() -> Any:
-    spec = importlib.util.spec_from_file_location("agent_sessions", HERE / "agent_sessions.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["agent_sessions"] = module
-    spec.loader.exec_module(module)
-    return module
+    # The harness is the sibling script; benchmarks/ is no package.
+    sys.path.insert(0, str(HERE))
+    import agent_sessions
+
+    return agent_sessions
 
 
 def run(data: Path, limit: int | None) -> dict[str, Any]:
@@ -63,7 +61,7 @@ def run(data: Path, limit: int | None) -> dict[str, Any]:
     counter = get_counter(counter=harness.ENCODING)
     billings = [harness.Billing.parse(b) for b in harness.DEFAULT_BILLINGS]
     small = {"claude-haiku-4-5": price("claude-haiku-4-5"), "gpt-5-mini": price("gpt-5-mini")}
-    small["flash-lite (seed 003)"] = FLASH_LITE
+    small["flash-lite"] = FLASH_LITE
     sessions = harness.load_sessions(data, limit)
     runs = []
     selector: dict[str, dict[str, Any]] = {}
@@ -133,12 +131,12 @@ def render(payload: dict[str, Any]) -> str:
         large = row["cost_usd"]
         if sel:
             costs = sel["cost_usd"]
-            total = large + costs["flash-lite (seed 003)"]
+            total = large + costs["flash-lite"]
             selector_cells = (
                 f"{sel['calls']} | {sel['input_tokens'] / 1e6:.2f}M"
                 f" / {sel['output_tokens'] / 1e3:.0f}k"
                 f" | {costs['claude-haiku-4-5']:.2f} | {costs['gpt-5-mini']:.2f}"
-                f" | {costs['flash-lite (seed 003)']:.2f}"
+                f" | {costs['flash-lite']:.2f}"
             )
         else:
             total = large

@@ -17,7 +17,6 @@ Usage (from the repository root)::
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import statistics
 import sys
@@ -29,12 +28,11 @@ HERE = Path(__file__).resolve().parent
 
 
 def _harness() -> Any:
-    spec = importlib.util.spec_from_file_location("agent_sessions", HERE / "agent_sessions.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["agent_sessions"] = module
-    spec.loader.exec_module(module)
-    return module
+    # The harness is the sibling script; benchmarks/ is no package.
+    sys.path.insert(0, str(HERE))
+    import agent_sessions
+
+    return agent_sessions
 
 
 MODES = {"session": {}, "session-answered": {"filter_when": "answered"}}

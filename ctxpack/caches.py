@@ -47,7 +47,7 @@ def clear_caches() -> None:
 
     Example:
         >>> import ctxpack
-        >>> ctxpack.clear_caches()
+        >>> ctxpack.caches.clear_caches()
     """
     with _REGISTRY_LOCK:
         caches = list(_CLEARABLE)

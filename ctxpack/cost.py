@@ -458,22 +458,9 @@ def simulate(
         >>> [(r.cache_write_tokens, r.cache_read_tokens) for r in bill.requests]
         [(2008, 0), (14, 2005)]
     """
-    if ttl not in TTL_SECONDS:
-        raise ConfigError(f"ttl must be '5m' or '1h', got {ttl!r}")
-    if cache_points not in ("request", "message"):
-        raise ConfigError(f"cache_points must be 'request' or 'message', got {cache_points!r}")
-    if min_cacheable_tokens < 0:
-        raise ConfigError(f"min_cacheable_tokens must be >= 0, got {min_cacheable_tokens}")
-    if lookback is not None and lookback < 1:
-        raise ConfigError(f"lookback must be >= 1 or None, got {lookback}")
-    if timestamps is not None and len(timestamps) != len(requests):
-        raise ConfigError(
-            f"timestamps has {len(timestamps)} entries for {len(requests)} requests; give one "
-            "per request, or None for a continuous session"
-        )
+    _check_options(ttl, cache_points, min_cacheable_tokens, lookback, timestamps, len(requests))
     resolved = get_counter(counter=counter)
-    life = TTL_SECONDS[ttl]
-    caches: dict[str | None, dict[bytes, _Entry]] = {}
+    cache_ = _PromptCache(TTL_SECONDS[ttl], cache_points, min_cacheable_tokens, lookback)
     rows: list[RequestCost] = []
     previous_time = float("-inf")
     for index, item in enumerate(requests):
@@ -483,44 +470,7 @@ def simulate(
         if now < previous_time:
             raise ConfigError(f"timestamps must not go back in time (request {index})")
         previous_time = now
-        chain, sizes, blocks = _prefix_chain(request, resolved)
-        total = sizes[-1]
-        cache_ = caches.setdefault(request.model, {})
-        hit = _longest_hit(cache_, chain, blocks, now, cache_points, lookback)
-        read = sizes[hit] if hit is not None else 0
-        if hit is not None:
-            cache_[chain[hit]].expires = now + life
-        if total >= min_cacheable_tokens:
-            written = total - read
-            uncached = 0
-            points = range(len(chain)) if cache_points == "message" else (len(chain) - 1,)
-            for point in points:
-                if sizes[point] >= min_cacheable_tokens and chain[point] in cache_:
-                    cache_[chain[point]].expires = now + life
-                elif sizes[point] >= min_cacheable_tokens:
-                    cache_[chain[point]] = _Entry(sizes[point], now + life)
-        else:
-            written = 0
-            uncached = total - read
-        write_price = unit.cache_write_5m if ttl == "5m" else unit.cache_write_1h
-        dollars = (
-            uncached * unit.input
-            + written * write_price
-            + read * unit.cache_read
-            + request.output_tokens * unit.output
-        ) / MILLION
-        rows.append(
-            RequestCost(
-                index=index,
-                model=request.model,
-                input_tokens=total,
-                uncached_input_tokens=uncached,
-                cache_write_tokens=written,
-                cache_read_tokens=read,
-                output_tokens=request.output_tokens,
-                cost=dollars,
-            )
-        )
+        rows.append(_request_cost(index, request, unit, ttl, *cache_.serve(request, resolved, now)))
     return Bill(
         requests=rows,
         ttl=ttl,
@@ -531,6 +481,60 @@ def simulate(
         output_tokens=sum(r.output_tokens for r in rows),
         cost=sum(r.cost for r in rows),
     )
+
+
+def _request_cost(
+    index: int,
+    request: Request,
+    unit: Price,
+    ttl: str,
+    total: int,
+    uncached: int,
+    written: int,
+    read: int,
+) -> RequestCost:
+    """The bill's row for one request, its input split as the cache served it."""
+    write_price = unit.cache_write_5m if ttl == "5m" else unit.cache_write_1h
+    dollars = (
+        uncached * unit.input
+        + written * write_price
+        + read * unit.cache_read
+        + request.output_tokens * unit.output
+    ) / MILLION
+    return RequestCost(
+        index=index,
+        model=request.model,
+        input_tokens=total,
+        uncached_input_tokens=uncached,
+        cache_write_tokens=written,
+        cache_read_tokens=read,
+        output_tokens=request.output_tokens,
+        cost=dollars,
+    )
+
+
+def _check_options(
+    ttl: str,
+    cache_points: str,
+    min_cacheable_tokens: int,
+    lookback: int | None,
+    timestamps: Sequence[float | datetime] | None,
+    n_requests: int,
+) -> None:
+    """Refuse :func:`simulate`'s options that are out of range, before anything is billed."""
+    if ttl not in TTL_SECONDS:
+        raise ConfigError(f"ttl must be '5m' or '1h', got {ttl!r}")
+    if cache_points not in ("request", "message"):
+        raise ConfigError(f"cache_points must be 'request' or 'message', got {cache_points!r}")
+    if min_cacheable_tokens < 0:
+        raise ConfigError(f"min_cacheable_tokens must be >= 0, got {min_cacheable_tokens}")
+    if lookback is not None and lookback < 1:
+        raise ConfigError(f"lookback must be >= 1 or None, got {lookback}")
+    if timestamps is not None and len(timestamps) != n_requests:
+        raise ConfigError(
+            f"timestamps has {len(timestamps)} entries for {n_requests} requests; give one "
+            "per request, or None for a continuous session"
+        )
 
 
 def _price_for(price: Price | Mapping[str, Price], model: str | None, index: int) -> Price:
@@ -601,6 +605,41 @@ def _prefix_chain(
     # The reply priming is part of the prompt: it belongs to the last prefix.
     sizes[-1] += counter.count_messages([]) if messages else 0
     return chain, sizes, blocks
+
+
+class _PromptCache:
+    """The provider's prompt cache as :func:`simulate` models it: prefix entries per model."""
+
+    def __init__(
+        self, life: float, cache_points: str, min_cacheable_tokens: int, lookback: int | None
+    ) -> None:
+        self._life = life
+        self._cache_points = cache_points
+        self._min = min_cacheable_tokens
+        self._lookback = lookback
+        self._models: dict[str | None, dict[bytes, _Entry]] = {}
+
+    def serve(
+        self, request: Request, counter: TokenCounter, now: float
+    ) -> tuple[int, int, int, int]:
+        """Send ``request`` at ``now``: its input tokens, then how many were billed uncached,
+        written to the cache and read from it. Entries it reads or writes live on."""
+        chain, sizes, blocks = _prefix_chain(request, counter)
+        total = sizes[-1]
+        entries = self._models.setdefault(request.model, {})
+        hit = _longest_hit(entries, chain, blocks, now, self._cache_points, self._lookback)
+        read = sizes[hit] if hit is not None else 0
+        if hit is not None:
+            entries[chain[hit]].expires = now + self._life
+        if total < self._min:
+            return total, total - read, 0, read
+        points = range(len(chain)) if self._cache_points == "message" else (len(chain) - 1,)
+        for point in points:
+            if sizes[point] >= self._min and chain[point] in entries:
+                entries[chain[point]].expires = now + self._life
+            elif sizes[point] >= self._min:
+                entries[chain[point]] = _Entry(sizes[point], now + self._life)
+        return total, 0, total - read, read
 
 
 def _longest_hit(

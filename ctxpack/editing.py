@@ -196,7 +196,7 @@ class ToolResultClearer(_StoreModel):
         ...     {"role": "assistant", "content": "Done.", "id": "b"},
         ...     {"role": "user", "content": "Thanks", "id": "u2"},
         ... ]
-        >>> clearer = ctxpack.ToolResultClearer(trigger=100, keep=0, cache_aware=False)
+        >>> clearer = ctxpack.editing.ToolResultClearer(trigger=100, keep=0, cache_aware=False)
         >>> result = ctxpack.pack(history, budget=10_000, pipeline=ctxpack.Pipeline([clearer]))
         >>> result.messages[2].text.startswith("[Old tool result cleared")
         True
@@ -307,8 +307,7 @@ class ToolResultClearer(_StoreModel):
             prompt = REPLY_PRIMING + (sum(current[:p]) if self.cache_aware else sum(sizes[:p]))
             if prompt <= self.trigger:
                 continue
-            reached = bisect_left(positions, p)
-            new_tools = max(cleared_tools, reached - self.keep)
+            new_tools = max(cleared_tools, bisect_left(positions, p) - self.keep)
             new_thinking = cleared_thinking
             if self.clear_thinking is not None:
                 new_thinking = max(
@@ -320,36 +319,27 @@ class ToolResultClearer(_StoreModel):
             rent += removed * read  # this request re-sends them unless it clears them
             if removed <= 0 or removed < self.clear_at_least:
                 continue
-            edit = min([e for _, _, e in batch_tools] + [q for q, _ in batch_thinking])
-            edited = current[:]
-            for q, s, _ in batch_tools:
-                edited[q] -= s
-            for q, s in batch_thinking:
-                edited[q] -= s
+            edited, edit = _apply_batch(current, batch_tools, batch_thinking)
             after = REPLY_PRIMING + sum(edited[edit:p])
-            if self.cache_aware:
-                # Without a given number of re-sends, expect as many as these tokens have
-                # already had while clearable: clear once their rent has paid for the rewrite
-                # (the break-even rule: never more than twice the cost of the best choice
-                # made knowing the future, and it batches, since the rent starts again at 0).
-                saved = (
-                    removed * read * self.expected_resends
-                    if self.expected_resends
-                    else rent / _PATIENCE
-                )
-                if saved <= write * after:
-                    continue
-            ids = sorted(
-                {messages[q].id for q, _, _ in batch_tools}
-                | {messages[e].id for _, _, e in batch_tools}
-                | {messages[q].id for q, _ in batch_thinking},
-                key={m.id: i for i, m in enumerate(messages)}.__getitem__,
-            )
-            out.append(ClearBatch(p, tuple(ids), removed, after))
+            if self.cache_aware and not self._pays(removed, rent, read, write * after):
+                continue
+            ids = _batch_ids(messages, batch_tools, batch_thinking)
+            out.append(ClearBatch(p, ids, removed, after))
             current = edited
             cleared_tools, cleared_thinking = new_tools, new_thinking
             rent = 0.0
         return out
+
+    def _pays(self, removed: int, rent: float, read: float, rewrite: float) -> bool:
+        """Whether clearing ``removed`` tokens saves more than ``rewrite`` (the cache write
+        of everything after the edit point) costs."""
+        # Without a given number of re-sends, expect as many as these tokens have already had
+        # while clearable: clear once their rent has paid for the rewrite (the break-even rule:
+        # never more than twice the cost of the best choice made knowing the future, and it
+        # batches, since the rent starts again at 0).
+        if self.expected_resends:
+            return removed * read * self.expected_resends > rewrite
+        return rent / _PATIENCE > rewrite
 
     # ---------------------------------------------------------------------------- the stage
 
@@ -374,53 +364,18 @@ class ToolResultClearer(_StoreModel):
         out = list(messages)
         decisions: list[Decision] = []
         artifacts = dict(ctx.artifacts)
+        mode = "cache-aware batch" if self.cache_aware else "cleared"
         for mid, batch in batch_of.items():
             i = by_id[mid]
             msg = messages[i]
-            new = msg
-            what = []
             if msg.role == "tool":
-                new = self._cleared_tool(msg)
-                name = calls.get(msg.tool_call_id or "", ("?", i))[0]
-                what.append(f"tool result of {name!r}")
-                if self.store is not None:
-                    self.store.put(
-                        _original_text(msg), message_id=msg.id, tool=name, kind="tool_result"
-                    )
+                new, what = self._clear_result(msg, calls.get(msg.tool_call_id or "", ("?", i))[0])
             else:
-                if msg.tool_calls and cleared_calls & {c.id for c in msg.tool_calls}:
-                    new = new.model_copy(
-                        update={
-                            "tool_calls": [
-                                c.model_copy(
-                                    update={
-                                        "function": c.function.model_copy(
-                                            update={"arguments": "{}"}
-                                        )
-                                    }
-                                )
-                                if c.id in cleared_calls
-                                else c
-                                for c in msg.tool_calls
-                            ]
-                        }
-                    )
-                    what.append("tool inputs")
-                stripped = _without_thinking(new) if self.clear_thinking is not None else None
-                if stripped is not None:
-                    new = stripped
-                    what.append("thinking blocks")
-                if self.store is not None and new is not msg:
-                    self.store.put(
-                        json.dumps(msg.model_dump(mode="json"), ensure_ascii=False),
-                        message_id=msg.id,
-                        kind="assistant_message",
-                    )
+                new, what = self._clear_assistant(msg, cleared_calls)
             if new is msg:
                 continue
             out[i] = new
             artifacts.setdefault(msg.id, msg)
-            mode = "cache-aware batch" if self.cache_aware else "cleared"
             decisions.append(
                 Decision(
                     stage=self.name,
@@ -439,6 +394,77 @@ class ToolResultClearer(_StoreModel):
             return ctx
         decisions.sort(key=lambda d: by_id[d.message_id])
         return ctx.decide(*decisions, messages=tuple(out), artifacts=artifacts)
+
+    def _clear_result(self, msg: Message, tool: str) -> tuple[Message, list[str]]:
+        """A tool result replaced by the placeholder (its original put in the store)."""
+        if self.store is not None:
+            self.store.put(_original_text(msg), message_id=msg.id, tool=tool, kind="tool_result")
+        return self._cleared_tool(msg), [f"tool result of {tool!r}"]
+
+    def _clear_assistant(
+        self, msg: Message, cleared_calls: set[str | None]
+    ) -> tuple[Message, list[str]]:
+        """An assistant message without the inputs of its cleared calls and, when asked, its
+        thinking blocks (the original put in the store); ``msg`` itself when nothing changes."""
+        new = msg
+        what = []
+        if msg.tool_calls and cleared_calls & {c.id for c in msg.tool_calls}:
+            new = _without_inputs(new, cleared_calls)
+            what.append("tool inputs")
+        stripped = _without_thinking(new) if self.clear_thinking is not None else None
+        if stripped is not None:
+            new = stripped
+            what.append("thinking blocks")
+        if self.store is not None and new is not msg:
+            self.store.put(_as_json(msg), message_id=msg.id, kind="assistant_message")
+        return new, what
+
+
+def _as_json(msg: Message) -> str:
+    """A message whole, tool calls included, as the store keeps an original that is not a tool
+    output."""
+    return json.dumps(msg.model_dump(mode="json"), ensure_ascii=False)
+
+
+def _without_inputs(msg: Message, cleared_calls: set[str | None]) -> Message:
+    """``msg`` with the arguments of its calls in ``cleared_calls`` replaced by ``{}``."""
+    calls = [
+        c.model_copy(update={"function": c.function.model_copy(update={"arguments": "{}"})})
+        if c.id in cleared_calls
+        else c
+        for c in msg.tool_calls or ()
+    ]
+    return msg.model_copy(update={"tool_calls": calls})
+
+
+def _apply_batch(
+    current: list[int],
+    batch_tools: Sequence[tuple[int, int, int]],
+    batch_thinking: Sequence[tuple[int, int]],
+) -> tuple[list[int], int]:
+    """The message sizes once a batch is cleared, and its edit point (the first message it
+    rewrites)."""
+    edit = min([e for _, _, e in batch_tools] + [q for q, _ in batch_thinking])
+    edited = current[:]
+    for q, s, _ in batch_tools:
+        edited[q] -= s
+    for q, s in batch_thinking:
+        edited[q] -= s
+    return edited, edit
+
+
+def _batch_ids(
+    messages: Sequence[Message],
+    batch_tools: Sequence[tuple[int, int, int]],
+    batch_thinking: Sequence[tuple[int, int]],
+) -> tuple[str, ...]:
+    """The ids of the messages a batch rewrites, in history order."""
+    ids = (
+        {messages[q].id for q, _, _ in batch_tools}
+        | {messages[e].id for _, _, e in batch_tools}
+        | {messages[q].id for q, _ in batch_thinking}
+    )
+    return tuple(sorted(ids, key={m.id: i for i, m in enumerate(messages)}.__getitem__))
 
 
 def _without_thinking(msg: Message) -> Message | None:
@@ -591,81 +617,105 @@ def extractive_digest(messages: Sequence[Message], instructions: str | None = No
         True
     """
     sections, focus = _wanted_sections(instructions)
-    commands: dict[str, tuple[str, str]] = {}  # call id -> (tool, command)
-    user: list[str] = []
-    decisions: list[str] = []
-    ran: list[str] = []
-    files: dict[str, str] = {}
-    errors: dict[str, None] = {}
-    plan: list[str] = []
-    diff: list[str] = []
-    focus_lines: dict[str, None] = {}
-    said: list[str] = []  # assistant text and commands: where the index terms come from
+    digest = _Digest(focus)
     for msg in messages:
+        digest.read(msg)
+    return digest.render(sections)
+
+
+class _Digest:
+    """What :func:`extractive_digest` collects from the messages, section by section."""
+
+    def __init__(self, focus: list[str]) -> None:
+        self.focus = focus
+        self.commands: dict[str, tuple[str, str]] = {}  # call id -> (tool, command)
+        self.user: list[str] = []
+        self.decisions: list[str] = []
+        self.ran: list[str] = []
+        self.files: dict[str, str] = {}
+        self.errors: dict[str, None] = {}
+        self.plan: list[str] = []
+        self.diff: list[str] = []
+        self.focus_lines: dict[str, None] = {}
+        self.said: list[str] = []  # assistant text and commands: where the index terms come from
+
+    def read(self, msg: Message) -> None:
         text = msg.text
-        if focus:
+        if self.focus:
             for line in text.splitlines():
                 low = line.lower()
-                if line.strip() and any(w in low for w in focus):
-                    focus_lines[_clip(line, 300)] = None
+                if line.strip() and any(w in low for w in self.focus):
+                    self.focus_lines[_clip(line, 300)] = None
         if msg.role in ("user", "system", "developer"):
             if text.strip():
-                user.append(text.strip())
-            continue
-        if msg.role == "assistant":
-            said.append(text)
-            kept = [s for s in _sentences(text) if _DECISION.search(s)]
-            decisions.extend(_clip(s, 300) for s in kept[:3])
-            current_plan = [line.strip() for line in text.splitlines() if _PLAN_LINE.match(line)]
-            if current_plan:
-                plan = current_plan  # the latest plan replaces the earlier ones
-            for call_id, tool, command in _call_text(msg):
-                commands[call_id] = (tool, command)
-                said.append(command)
-            continue
-        # A tool result: how its command ended, what it touched, what failed.
-        tool, command = commands.get(msg.tool_call_id or "", ("tool", ""))
+                self.user.append(text.strip())
+        elif msg.role == "assistant":
+            self._assistant(msg, text)
+        else:
+            self._tool_result(msg, text)
+
+    def _assistant(self, msg: Message, text: str) -> None:
+        self.said.append(text)
+        kept = [s for s in _sentences(text) if _DECISION.search(s)]
+        self.decisions.extend(_clip(s, 300) for s in kept[:3])
+        current_plan = [line.strip() for line in text.splitlines() if _PLAN_LINE.match(line)]
+        if current_plan:
+            self.plan = current_plan  # the latest plan replaces the earlier ones
+        for call_id, tool, command in _call_text(msg):
+            self.commands[call_id] = (tool, command)
+            self.said.append(command)
+
+    def _tool_result(self, msg: Message, text: str) -> None:
+        """How its command ended, what it touched, what failed."""
+        tool, command = self.commands.get(msg.tool_call_id or "", ("tool", ""))
         code = _RETURNCODE.search(text)
         status = f"rc {code.group(1)}" if code else "done"
-        ran.append(f"`{_clip(command, 200)}` ({tool}, {status})")
+        self.ran.append(f"`{_clip(command, 200)}` ({tool}, {status})")
         for path in _PATH.findall(command):
             verb = "modified" if _WRITES.search(command) else "read"
-            files[path] = f"{verb} by `{_clip(command, 120)}` ({status})"
+            self.files[path] = f"{verb} by `{_clip(command, 120)}` ({status})"
         failing = [line for line in text.splitlines() if _ERROR_LINE.search(line)]
         if failing or (code and code.group(1) != "0"):
             for line in failing[-8:] or text.strip().splitlines()[-3:]:
-                errors[_clip(line, 300)] = None
+                self.errors[_clip(line, 300)] = None
         elif command:
             # A command that now succeeds closes the errors an earlier run of it left open.
-            errors = {e: None for e in errors if command not in e}
+            self.errors = {e: None for e in self.errors if command not in e}
         if re.search(r"^diff --git|^@@ ", text, re.MULTILINE):
-            diff.extend(
+            self.diff.extend(
                 line
                 for line in text.splitlines()
                 if line.startswith(("+", "-", "@@", "diff --git"))
                 and not line.startswith(("+++", "---"))
             )
-    out: list[str] = []
 
-    def section(key: str, title: str, lines: Sequence[str]) -> None:
-        if key in sections and lines:
-            out.append(f"## {title}\n" + "\n".join(lines))
+    def render(self, sections: set[str]) -> str:
+        """The sections asked for, as Markdown, then the index of what is named elsewhere."""
+        out: list[str] = []
 
-    section("instructions", "User instructions (verbatim)", [f"> {u}" for u in user])
-    section("decisions", "Decisions", [f"- {d}" for d in dict.fromkeys(decisions)])
-    section("files", "Files touched (last known state)", [f"- {p}: {s}" for p, s in files.items()])
-    section("commands", "Commands run", [f"- {r}" for r in ran])
-    section("errors", "Open errors", [f"- {e}" for e in list(errors)[-20:]])
-    section("plan", "Current plan and TODOs", [f"- {p}" for p in plan])
-    section("diff", "Diff", ["```diff", *diff[-200:], "```"] if diff else [])
-    if focus:
-        out.append(
-            f"## Lines about: {' '.join(focus)}\n" + "\n".join(f"- {f}" for f in focus_lines)
+        def section(key: str, title: str, lines: Sequence[str]) -> None:
+            if key in sections and lines:
+                out.append(f"## {title}\n" + "\n".join(lines))
+
+        files = [f"- {p}: {s}" for p, s in self.files.items()]
+        section("instructions", "User instructions (verbatim)", [f"> {u}" for u in self.user])
+        section("decisions", "Decisions", [f"- {d}" for d in dict.fromkeys(self.decisions)])
+        section("files", "Files touched (last known state)", files)
+        section("commands", "Commands run", [f"- {r}" for r in self.ran])
+        section("errors", "Open errors", [f"- {e}" for e in list(self.errors)[-20:]])
+        section("plan", "Current plan and TODOs", [f"- {p}" for p in self.plan])
+        section("diff", "Diff", ["```diff", *self.diff[-200:], "```"] if self.diff else [])
+        if self.focus:
+            out.append(
+                f"## Lines about: {' '.join(self.focus)}\n"
+                + "\n".join(f"- {f}" for f in self.focus_lines)
+            )
+        written = "\n".join(out)
+        index = [t for t in evidence_terms("\n".join(self.said)) if t not in written]
+        section(
+            "evidence", "Identifiers, paths and numbers named", [", ".join(index)] if index else []
         )
-    written = "\n".join(out)
-    index = [t for t in evidence_terms("\n".join(said)) if t not in written]
-    section("evidence", "Identifiers, paths and numbers named", [", ".join(index)] if index else [])
-    return "\n\n".join(out)
+        return "\n\n".join(out)
 
 
 # ---------------------------------------------------------------------------------- compaction
@@ -748,8 +798,12 @@ class Compactor(_StoreModel):
         ...     {"role": "assistant", "content": "There are many files."},
         ...     {"role": "user", "content": "Open the first."},
         ... ]
-        >>> compactor = ctxpack.Compactor(summarizer=summarize, trigger=50_000, keep_recent=1,
-        ...                               instructions="keep the file names")
+        >>> compactor = ctxpack.editing.Compactor(
+        ...     summarizer=summarize,
+        ...     trigger=50_000,
+        ...     keep_recent=1,
+        ...     instructions="keep the file names",
+        ... )
         >>> result = ctxpack.pack(history, budget=200_000, pipeline=ctxpack.Pipeline([compactor]))
         >>> [m.role for m in result.messages]
         ['system', 'user', 'user', 'user']
@@ -909,13 +963,9 @@ class Compactor(_StoreModel):
             if self.store is not None:
                 # A tool output under the id the summary names; another message whole, calls
                 # included.
+                text = _original_text(msg) if msg.role == "tool" else _as_json(msg)
                 self.store.put(
-                    _original_text(msg)
-                    if msg.role == "tool"
-                    else json.dumps(msg.model_dump(mode="json"), ensure_ascii=False),
-                    message_id=mid,
-                    kind="compacted_message",
-                    summary=last.summary.id,
+                    text, message_id=mid, kind="compacted_message", summary=last.summary.id
                 )
             decisions.append(
                 Decision(

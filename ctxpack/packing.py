@@ -81,7 +81,9 @@ def semantic_pipeline(embedder: Any = None, weight: float = 0.3) -> Pipeline:
     relevance = pipeline["relevance"]
     spreading: dict[str, Any] = {}
     if isinstance(relevance, RelevanceScorer):
-        spreading = {"neighbors": relevance.neighbors, "neighbor_share": relevance.neighbor_share}
+        spreading["neighbors"] = (
+            relevance["neighbors"] if "neighbors" in relevance.signal_names else None
+        )
     scorer = SemanticScorer(embedder=embedder, weight=weight, **spreading)
     return pipeline.insert("compress", scorer)
 

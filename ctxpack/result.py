@@ -31,8 +31,8 @@ class PackResult(BaseModel):
         exact: Whether that counter is the model's own tokenizer.
         query: The query the packing was done for.
         decisions: Every decision, in pipeline order; every input message has at least one. A
-            read-only sequence (:class:`~ctxpack.DecisionLog`) whose reasons are written when
-            it is first read, so a caller that never reads them does not pay for them.
+            read-only sequence (:class:`~ctxpack.pipeline.DecisionLog`) whose reasons are written
+            when it is first read, so a caller that never reads them does not pay for them.
         artifacts: Originals of messages that were compressed or cleared, by id.
     """
 

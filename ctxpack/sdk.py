@@ -16,13 +16,13 @@ What is converted:
 - anywhere inside a message dict (``content`` blocks, ``tool_calls``, ``system`` blocks...): any
   SDK model, into its dict;
 - as a message: an OpenAI ``ChatCompletionMessage``; an Anthropic ``Message`` (the response
-  itself: its ``role`` and ``content``, the only fields a request message has); the OpenAI
-  Responses API items that map onto a chat message (``message``, ``function_call``,
-  ``function_call_output``), with the original item kept in ``metadata["openai_responses"]``.
-  Parallel function calls (consecutive ``function_call`` items) are joined into one assistant
-  message by the functions that see the whole list (:func:`ctxpack.from_openai`, the
-  validators, the client wrappers); :func:`ctxpack.pack` and :func:`ctxpack.ensure_messages`
-  convert item by item, so give them ``from_openai(items)`` for a Responses API history.
+  itself: its ``role`` and ``content``, the only fields a request message has); the OpenAI Responses
+  API items that map onto a chat message (``message``, ``function_call``, ``function_call_output``),
+  with the original item kept in ``metadata["openai_responses"]``. Parallel function calls
+  (consecutive ``function_call`` items) are joined into one assistant message by the functions that
+  see the whole list (:func:`ctxpack.from_openai`, the validators, the client wrappers);
+  :func:`ctxpack.pack` and :func:`ctxpack.messages.ensure_messages` convert item by item, so give
+  them ``from_openai(items)`` for a Responses API history.
 
 Anything else (a whole ``ChatCompletion``, a content block given as a message, a Responses
 ``reasoning`` item) raises :class:`~ctxpack.errors.InvalidMessageError` naming the index, the

@@ -334,22 +334,11 @@ class Session:
         call = self._calls.get(msg.tool_call_id or "")
         tool = call.tool if call else None
         command = call.command if call else None
-        text_only = isinstance(msg.content, str) or all(
-            part.get("type") == "text" for part in msg.content or []
-        )
-        if self.filter is None or tool == RETRIEVE_TOOL_NAME or not text_only:
-            reason = (
-                "filtering is off"
-                if self.filter is None
-                else "a retrieved original is never filtered again"
-                if tool == RETRIEVE_TOOL_NAME
-                else "not plain text (images or other parts)"
-            )
+        unfiltered = self._unfiltered(msg, tool)
+        if unfiltered is not None:
             tokens = self.counter.count_message(msg)
-            self._record(
-                FilterRecord(msg.id, "none", False, None, tokens, tokens, reason, tool, command)
-            )
-            return msg
+            return self._keep_whole(msg, "none", tokens, unfiltered, tool, command)
+        assert self.filter is not None  # else _unfiltered said "filtering is off"
         goal = call.goal if call and call.goal.strip() else self._last_user_text()
         if answer:
             goal = f"{goal}\n{answer}"
@@ -358,29 +347,12 @@ class Session:
         )
         before = self.counter.count_message(msg)
         if not out.shortened:
-            self._record(
-                FilterRecord(
-                    msg.id, out.kind, False, None, before, before, out.reason, tool, command
-                )
-            )
-            return msg
+            return self._keep_whole(msg, out.kind, before, out.reason, tool, command)
         compact = msg.model_copy(update={"content": out.text})
         after = self.counter.count_message(compact)
         if after >= before:
-            self._record(
-                FilterRecord(
-                    msg.id,
-                    out.kind,
-                    False,
-                    None,
-                    before,
-                    before,
-                    "the filtered version would not be shorter in tokens",
-                    tool,
-                    command,
-                )
-            )
-            return msg
+            reason = "the filtered version would not be shorter in tokens"
+            return self._keep_whole(msg, out.kind, before, reason, tool, command)
         # Stored only now that the shortened version is used: the store holds what markers name.
         stored = self.store.put(
             msg.text, message_id=msg.id, kind=out.kind, tool=tool, command=command
@@ -395,6 +367,30 @@ class Session:
             )
         )
         return compact
+
+    def _unfiltered(self, msg: Message, tool: str | None) -> str | None:
+        """Why a tool output is never filtered, or ``None`` when it may be."""
+        if self.filter is None:
+            return "filtering is off"
+        if tool == RETRIEVE_TOOL_NAME:
+            return "a retrieved original is never filtered again"
+        text_only = isinstance(msg.content, str) or all(
+            part.get("type") == "text" for part in msg.content or []
+        )
+        return None if text_only else "not plain text (images or other parts)"
+
+    def _keep_whole(
+        self,
+        msg: Message,
+        kind: str,
+        tokens: int,
+        reason: str,
+        tool: str | None,
+        command: str | None,
+    ) -> Message:
+        """Record that ``msg`` is sent whole, and why; return it."""
+        self._record(FilterRecord(msg.id, kind, False, None, tokens, tokens, reason, tool, command))
+        return msg
 
     def _supersede(self, index: int) -> None:
         """Note the file views the view at ``index`` makes obsolete; replace them in a batch."""
@@ -417,48 +413,53 @@ class Session:
         for position, by in self._superseded:
             if position in self._pending:
                 continue  # still waiting for its filtering: it goes once the agent answers
-            raw, old = self._raw[position], self._compact[position]
-            artifact = self.store.put(raw.text, message_id=raw.id, kind="file_view")
-            region_then = view_region(self._calls[raw.tool_call_id or ""].command or "")
-            path = region_then.path if region_then else "the file"
-            note = (
-                f"[ctxpack: superseded by a later view of {path} (message {self._raw[by].id}); "
-                f"original: artifact {artifact}"
-                + (
-                    f'; {RETRIEVE_TOOL_NAME}(artifact="{artifact}") reads it]'
-                    if self.retrieve_tool
-                    else "]"
-                )
-            )
-            new = old.model_copy(update={"content": note})
-            before, after = self.counter.count_message(old), self.counter.count_message(new)
-            if after >= before:
-                continue
-            self._compact[position] = new
-            previous = self._records.get(raw.id)
-            self._records[raw.id] = FilterRecord(
-                raw.id,
-                "superseded",
-                True,
-                artifact,
-                previous.tokens_before if previous else before,
-                after,
-                f"superseded by the view in message {self._raw[by].id}",
-                previous.tool if previous else None,
-                previous.command if previous else None,
-            )
-            self._decisions.append(
-                Decision(
-                    stage="supersede",
-                    action="cleared",
-                    message_id=raw.id,
-                    reason=f"a later view of {path} (message {self._raw[by].id}) shows the same "
-                    f"lines; original stored as {artifact}",
-                    tokens_before=before,
-                    tokens_after=after,
-                )
-            )
+            self._replace_view(position, by)
         self._superseded = []
+
+    def _replace_view(self, position: int, by: int) -> None:
+        """Replace the file view at ``position`` by a note naming the later view at ``by`` and
+        its stored original, when the note is shorter."""
+        raw, old = self._raw[position], self._compact[position]
+        artifact = self.store.put(raw.text, message_id=raw.id, kind="file_view")
+        region_then = view_region(self._calls[raw.tool_call_id or ""].command or "")
+        path = region_then.path if region_then else "the file"
+        note = (
+            f"[ctxpack: superseded by a later view of {path} (message {self._raw[by].id}); "
+            f"original: artifact {artifact}"
+            + (
+                f'; {RETRIEVE_TOOL_NAME}(artifact="{artifact}") reads it]'
+                if self.retrieve_tool
+                else "]"
+            )
+        )
+        new = old.model_copy(update={"content": note})
+        before, after = self.counter.count_message(old), self.counter.count_message(new)
+        if after >= before:
+            return
+        self._compact[position] = new
+        previous = self._records.get(raw.id)
+        self._records[raw.id] = FilterRecord(
+            raw.id,
+            "superseded",
+            True,
+            artifact,
+            previous.tokens_before if previous else before,
+            after,
+            f"superseded by the view in message {self._raw[by].id}",
+            previous.tool if previous else None,
+            previous.command if previous else None,
+        )
+        self._decisions.append(
+            Decision(
+                stage="supersede",
+                action="cleared",
+                message_id=raw.id,
+                reason=f"a later view of {path} (message {self._raw[by].id}) shows the same "
+                f"lines; original stored as {artifact}",
+                tokens_before=before,
+                tokens_after=after,
+            )
+        )
 
     def _record(self, record: FilterRecord) -> None:
         self._records[record.message_id] = record
@@ -545,45 +546,17 @@ class Session:
             raise ConfigError("the session is empty: append messages before rendering")
         provider = provider or self.provider
         all_tools = [*(tools or ()), *self.tools(provider)]
+        raw_tokens = REPLY_PRIMING + sum(self.counter.count_message(m) for m in self._raw)
+        filter_log = self._filter_log()
         originals = {
             raw.id: raw for raw in self._raw if (r := self._records.get(raw.id)) and r.shortened
         }
-        waiting = [
-            Decision(
-                stage="filter",
-                action="kept",
-                message_id=self._raw[i].id,
-                reason="tool output sent whole until the agent answers it (filter_when='answered')",
-            )
-            for i in self._pending
-        ]
-        filter_log = DecisionLog([*self._decisions, *waiting])
-        raw_tokens = REPLY_PRIMING + sum(self.counter.count_message(m) for m in self._raw)
-        if budget is None and self.pipeline is None:
-            tool_tokens = tool_definition_tokens(all_tools, self.counter) if all_tools else 0
-            tokens = self.counter.count_messages(self._compact) + tool_tokens
-            return PackResult.model_construct(
-                messages=list(self._compact),
-                tokens=tokens,
-                budget=tokens,
-                reserve=0,
-                input_tokens=raw_tokens + tool_tokens,
-                tool_tokens=tool_tokens,
-                input_ids=[m.id for m in self._raw],
-                counter=self.counter.name,
-                exact=self.counter.exact,
-                query=query,
-                decisions=filter_log,
-                artifacts=originals,
-            )
         if budget is None:
+            tool_tokens = tool_definition_tokens(all_tools, self.counter) if all_tools else 0
+            if self.pipeline is None:
+                return self._whole(query, tool_tokens, raw_tokens, filter_log, originals)
             # Stages run on the whole record: a budget it fits in whatever they do.
-            budget = (
-                self.counter.count_messages(self._compact)
-                + (tool_definition_tokens(all_tools, self.counter) if all_tools else 0)
-                + reserve
-                + 1
-            )
+            budget = self.counter.count_messages(self._compact) + tool_tokens + reserve + 1
         packed = pack(
             self._compact,
             budget=budget,
@@ -604,6 +577,45 @@ class Session:
                 "artifacts": {**packed.artifacts, **originals},
             }
         )
+
+    def _whole(
+        self,
+        query: str | None,
+        tool_tokens: int,
+        raw_tokens: int,
+        filter_log: DecisionLog,
+        originals: dict[str, Message],
+    ) -> PackResult:
+        """The compact record whole, as a result (no budget, no pipeline)."""
+        tokens = self.counter.count_messages(self._compact) + tool_tokens
+        return PackResult.model_construct(
+            messages=list(self._compact),
+            tokens=tokens,
+            budget=tokens,
+            reserve=0,
+            input_tokens=raw_tokens + tool_tokens,
+            tool_tokens=tool_tokens,
+            input_ids=[m.id for m in self._raw],
+            counter=self.counter.name,
+            exact=self.counter.exact,
+            query=query,
+            decisions=filter_log,
+            artifacts=originals,
+        )
+
+    def _filter_log(self) -> DecisionLog:
+        """The filter decisions so far, and a ``kept`` one per output still waiting for its
+        answer (``filter_when="answered"``)."""
+        waiting = [
+            Decision(
+                stage="filter",
+                action="kept",
+                message_id=self._raw[i].id,
+                reason="tool output sent whole until the agent answers it (filter_when='answered')",
+            )
+            for i in self._pending
+        ]
+        return DecisionLog([*self._decisions, *waiting])
 
     # --------------------------------------------------------------------------- originals
 

@@ -340,19 +340,7 @@ def read_artifact(
         71:line 71
         72:line 72
     """
-    chosen = [
-        name
-        for name, v in (("lines", lines), ("regex", regex), ("json_path", json_path))
-        if v is not None
-    ]
-    if len(chosen) > 1:
-        raise ConfigError(f"give at most one of lines, regex and json_path, not {chosen}")
-    if isinstance(page, bool) or not isinstance(page, int) or page < 1:
-        raise ConfigError(f"page must be an int >= 1, got {page!r}")
-    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
-        raise ConfigError(f"max_chars must be a positive int, got {max_chars!r}")
-    if isinstance(context, bool) or not isinstance(context, int) or context < 0:
-        raise ConfigError(f"context must be an int >= 0, got {context!r}")
+    _check_read(lines, regex, json_path, page, max_chars, context)
     max_chars = min(max_chars, MAX_PAGE_CHARS)
     text = store.get(artifact)
     all_lines = text.split("\n")
@@ -363,36 +351,10 @@ def read_artifact(
         selected = all_lines[start - 1 : end]
         selector = f"lines {start}-{end}"
     elif regex is not None:
-        try:
-            pattern = re.compile(regex)
-        except re.error as exc:
-            raise ConfigError(f"regex={regex!r} is not a valid regular expression: {exc}") from exc
-        hits = [i for i, line in enumerate(all_lines) if pattern.search(line)]
-        matches = len(hits)
-        shown: set[int] = set()
-        for i in hits:
-            shown.update(range(max(0, i - context), min(total, i + context + 1)))
-        hit_set = set(hits)
-        selected = []
-        previous = None
-        for i in sorted(shown):
-            if previous is not None and i != previous + 1:
-                selected.append("--")
-            selected.append(f"{i + 1}{':' if i in hit_set else '-'}{all_lines[i]}")
-            previous = i
+        selected, matches = _grep(all_lines, regex, context)
         selector = f"regex {regex!r} ({context} lines of context)"
     elif json_path is not None:
-        try:
-            document = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(
-                f"json_path needs an artifact that is JSON; {artifact} is not ({exc.msg} at line "
-                f"{exc.lineno}); use lines= or regex= instead"
-            ) from exc
-        found = list(_walk(document, _json_steps(json_path)))
-        matches = len(found)
-        dumped = found[0] if len(found) == 1 else found
-        selected = json.dumps(dumped, indent=1, ensure_ascii=False).split("\n")
+        selected, matches = _json_select(text, json_path, artifact)
         selector = f"json path {json_path}"
     else:
         selected = all_lines
@@ -409,3 +371,59 @@ def read_artifact(
         total_lines=total,
         matches=matches,
     )
+
+
+def _check_read(
+    lines: object, regex: object, json_path: object, page: int, max_chars: int, context: int
+) -> None:
+    """Refuse :func:`read_artifact`'s arguments that are out of range or conflict."""
+    chosen = [
+        name
+        for name, v in (("lines", lines), ("regex", regex), ("json_path", json_path))
+        if v is not None
+    ]
+    if len(chosen) > 1:
+        raise ConfigError(f"give at most one of lines, regex and json_path, not {chosen}")
+    if isinstance(page, bool) or not isinstance(page, int) or page < 1:
+        raise ConfigError(f"page must be an int >= 1, got {page!r}")
+    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
+        raise ConfigError(f"max_chars must be a positive int, got {max_chars!r}")
+    if isinstance(context, bool) or not isinstance(context, int) or context < 0:
+        raise ConfigError(f"context must be an int >= 0, got {context!r}")
+
+
+def _grep(all_lines: list[str], regex: str, context: int) -> tuple[list[str], int]:
+    """The lines matching ``regex`` with ``context`` lines around them, numbered as grep does
+    (``12:`` a match, ``13-`` context, ``--`` between runs), and how many lines matched."""
+    try:
+        pattern = re.compile(regex)
+    except re.error as exc:
+        raise ConfigError(f"regex={regex!r} is not a valid regular expression: {exc}") from exc
+    total = len(all_lines)
+    hits = [i for i, line in enumerate(all_lines) if pattern.search(line)]
+    shown: set[int] = set()
+    for i in hits:
+        shown.update(range(max(0, i - context), min(total, i + context + 1)))
+    hit_set = set(hits)
+    selected: list[str] = []
+    previous = None
+    for i in sorted(shown):
+        if previous is not None and i != previous + 1:
+            selected.append("--")
+        selected.append(f"{i + 1}{':' if i in hit_set else '-'}{all_lines[i]}")
+        previous = i
+    return selected, len(hits)
+
+
+def _json_select(text: str, json_path: str, artifact: str) -> tuple[list[str], int]:
+    """What ``json_path`` finds in the JSON ``text``, indented, as lines; and how many values."""
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"json_path needs an artifact that is JSON; {artifact} is not ({exc.msg} at line "
+            f"{exc.lineno}); use lines= or regex= instead"
+        ) from exc
+    found = list(_walk(document, _json_steps(json_path)))
+    dumped = found[0] if len(found) == 1 else found
+    return json.dumps(dumped, indent=1, ensure_ascii=False).split("\n"), len(found)

@@ -160,7 +160,7 @@ def check_stage(
 ) -> None:
     """Check that ``stage`` keeps the stage contract, on the built-in samples or on ``examples``.
 
-    The contract: the stage returns a :class:`~ctxpack.PackContext`; it does not mutate the
+    The contract: the stage returns a :class:`~ctxpack.pipeline.PackContext`; it does not mutate the
     context it gets (nor its messages); the same input gives the same output; it keeps earlier
     decisions; every message it removes, adds or rewrites has a decision naming its id; it keeps
     the protected messages and the provider; and the messages that survive keep their order.

@@ -199,7 +199,7 @@ class CharsPerTokenApproxCounter(_FramedCounter):
     """Approximate counts: one token per ``chars_per_token`` characters, rounded up.
 
     For models without a public tokenizer. The default 4.0 is the usual rule of thumb for English
-    (seed 004: "1 token ≈ 4 caractères"); ``safety_margin`` multiplies every count so that an
+    (one token for about four characters); ``safety_margin`` multiplies every count so that an
     approximation errs on the side of fitting.
     """
 

@@ -253,19 +253,52 @@ def context_usage(
     sizes = list(message_sizes(resolved, msgs))
     if window is None and model is not None:
         window = _known_window(model)
+    memory_items = _move_memory(memory_files or {}, msgs, sizes, resolved)
+    per_bucket = _message_items(msgs, sizes)
+    priming = resolved.count_messages([])
+    tool_tokens = tool_definition_tokens(tool_list, resolved) if tool_list else 0
+    tool_items = _tool_items(tool_list, resolved)
+    buckets = [
+        _bucket(SYSTEM, per_bucket[SYSTEM]),
+        _bucket(TOOLS, tool_items, tokens=tool_tokens),
+        _bucket(MEMORY, memory_items),
+        _bucket(TOOL_RESULTS, per_bucket[TOOL_RESULTS]),
+        _bucket(HISTORY, per_bucket[HISTORY], extra=priming),
+    ]
+    total = sum(b.tokens for b in buckets)
+    return ContextUsage(
+        total=total,
+        buckets=buckets,
+        window=window,
+        compaction_window=compaction_window,
+        free=window - total if window is not None else None,
+        warnings=_warnings(total, window, compaction_window),
+        suggestions=_suggestions(buckets[3].items, tool_items, memory_files or {}),
+        counter=resolved.name,
+        exact=resolved.exact,
+    )
 
-    memory_tokens: list[UsageItem] = []
-    for name, text in (memory_files or {}).items():
+
+def _move_memory(
+    memory_files: Mapping[str, str], msgs: list[Message], sizes: list[int], counter: TokenCounter
+) -> list[UsageItem]:
+    """One item per memory file, its tokens moved out of ``sizes`` of the message holding it."""
+    items: list[UsageItem] = []
+    for name, text in memory_files.items():
         holder = next((i for i, m in enumerate(msgs) if text and text in m.text), None)
         if holder is None:
             raise ConfigError(
                 f"memory file {name!r} is not in any message of the request; pass the files "
                 "the request loaded, with the exact text it holds"
             )
-        moved = min(resolved.count(text), sizes[holder])
+        moved = min(counter.count(text), sizes[holder])
         sizes[holder] -= moved
-        memory_tokens.append(UsageItem(name=name, tokens=moved))
+        items.append(UsageItem(name=name, tokens=moved))
+    return items
 
+
+def _message_items(msgs: list[Message], sizes: list[int]) -> dict[str, list[UsageItem]]:
+    """Each message as an item of its bucket: system prompt, tool results or history."""
     calls = _call_names(msgs)
     per_bucket: dict[str, list[UsageItem]] = {SYSTEM: [], TOOL_RESULTS: [], HISTORY: []}
     for index, (m, tokens) in enumerate(zip(msgs, sizes, strict=True)):
@@ -276,25 +309,19 @@ def context_usage(
             per_bucket[TOOL_RESULTS].append(UsageItem(name=f"{index}: {label}", tokens=tokens))
         else:
             per_bucket[HISTORY].append(UsageItem(name=f"{index}: {m.role}", tokens=tokens))
-    priming = resolved.count_messages([])
-    tool_tokens = tool_definition_tokens(tool_list, resolved) if tool_list else 0
+    return per_bucket
 
-    def bucket(name: str, tokens: int, items: list[UsageItem]) -> UsageBucket:
-        ranked = sorted(items, key=lambda i: -i.tokens)
-        return UsageBucket(name=name, tokens=tokens, fixed=name in FIXED, items=ranked)
 
-    tool_items = _tool_items(tool_list, resolved)
-    buckets = [
-        bucket(SYSTEM, sum(i.tokens for i in per_bucket[SYSTEM]), per_bucket[SYSTEM]),
-        bucket(TOOLS, tool_tokens, tool_items),
-        bucket(MEMORY, sum(i.tokens for i in memory_tokens), memory_tokens),
-        bucket(
-            TOOL_RESULTS, sum(i.tokens for i in per_bucket[TOOL_RESULTS]), per_bucket[TOOL_RESULTS]
-        ),
-        bucket(HISTORY, sum(i.tokens for i in per_bucket[HISTORY]) + priming, per_bucket[HISTORY]),
-    ]
-    total = sum(b.tokens for b in buckets)
+def _bucket(
+    name: str, items: list[UsageItem], *, tokens: int | None = None, extra: int = 0
+) -> UsageBucket:
+    """A bucket of ``items``, largest first; its tokens are theirs (or ``tokens``) + ``extra``."""
+    total = (sum(i.tokens for i in items) if tokens is None else tokens) + extra
+    ranked = sorted(items, key=lambda i: -i.tokens)
+    return UsageBucket(name=name, tokens=total, fixed=name in FIXED, items=ranked)
 
+
+def _warnings(total: int, window: int | None, compaction_window: int | None) -> list[str]:
     warnings = []
     if window is not None and total > window:
         warnings.append(
@@ -305,18 +332,7 @@ def context_usage(
             f"Context is {_k(total - compaction_window)} tokens past the "
             f"{_k(compaction_window)}-token compaction window"
         )
-    suggestions = _suggestions(buckets[3].items, tool_items, memory_files or {})
-    return ContextUsage(
-        total=total,
-        buckets=buckets,
-        window=window,
-        compaction_window=compaction_window,
-        free=window - total if window is not None else None,
-        warnings=warnings,
-        suggestions=suggestions,
-        counter=resolved.name,
-        exact=resolved.exact,
-    )
+    return warnings
 
 
 def _suggestions(

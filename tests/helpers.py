@@ -2,10 +2,32 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import ctxpack
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_script(path: Path, name: str) -> ModuleType:
+    """The Python file at ``path`` (a benchmark, a docs hook: no package) loaded as module
+    ``name``. Registered before it runs: dataclasses look their module up by name."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def api_reference_generator() -> ModuleType:
+    """The generator of the API reference page (a MkDocs hook, not part of the package)."""
+    return load_script(ROOT / "docs" / "_ext" / "api_reference.py", "api_reference")
 
 
 def ctx_of(
@@ -15,10 +37,10 @@ def ctx_of(
     reserve: int = 0,
     query: str | None = None,
     protected: Sequence[str] = (),
-) -> ctxpack.PackContext:
+) -> ctxpack.pipeline.PackContext:
     """A PackContext over ``messages`` counted with exact cl100k_base."""
-    return ctxpack.PackContext(
-        messages=tuple(ctxpack.ensure_messages(messages)),
+    return ctxpack.pipeline.PackContext(
+        messages=tuple(ctxpack.messages.ensure_messages(messages)),
         budget=budget,
         counter=ctxpack.get_counter(model="gpt-4"),
         reserve=reserve,
@@ -27,7 +49,7 @@ def ctx_of(
     )
 
 
-def ids(ctx: ctxpack.PackContext) -> list[str]:
+def ids(ctx: ctxpack.pipeline.PackContext) -> list[str]:
     return [m.id for m in ctx.messages]
 
 

@@ -6,10 +6,8 @@ The benchmark's figures are not tested (benchmarks measure); the rules that make
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
-import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -20,6 +18,8 @@ import pytest
 from ctxpack import get_counter
 from ctxpack.cost import price
 
+from .helpers import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "agent_sessions.py"
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "agent_session.json"
@@ -27,14 +27,7 @@ FIXTURE = Path(__file__).resolve().parent / "fixtures" / "agent_session.json"
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    # Loaded by path, as its docstring tells other scripts to do: benchmarks/ is no package.
-    spec = importlib.util.spec_from_file_location("agent_sessions_benchmark", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    # Registered before it runs: its dataclasses look their module up by name.
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "agent_sessions_benchmark")
 
 
 @pytest.fixture()

@@ -6,7 +6,6 @@ those figures are, on a conversation small enough to reason about.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
@@ -14,17 +13,14 @@ from typing import Any
 
 import pytest
 
+from .helpers import load_script
+
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "locomo.py"
 
 
 @pytest.fixture(scope="module")
 def locomo() -> ModuleType:
-    # Loaded by path, as its docstring tells other scripts to do: benchmarks/ is no package.
-    spec = importlib.util.spec_from_file_location("locomo_benchmark", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "locomo_benchmark")
 
 
 PLACES = ["the market", "the gym", "my aunt's", "the library", "the beach", "the office"]

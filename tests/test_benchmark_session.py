@@ -3,25 +3,18 @@ the compact record, lost evidence is recoverable through the artifacts the reque
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from typing import Any
+
+from .helpers import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "tool_outputs"
 
 
 def harness() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "agent_sessions_for_tests", ROOT / "benchmarks" / "agent_sessions.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "benchmarks" / "agent_sessions.py", "agent_sessions_for_tests")
 
 
 def call(call_id: str, command: str) -> dict[str, Any]:

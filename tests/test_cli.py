@@ -140,7 +140,7 @@ def test_anthropic_payload_in_and_out(budget: str, capsys: pytest.CaptureFixture
         ctxpack.from_anthropic(payload["messages"], system=payload["system"]), budget=int(budget)
     )
     assert out == expected.to_anthropic()
-    ctxpack.validate_anthropic(out)
+    ctxpack.adapters.validate_anthropic(out)
     assert out["messages"][0]["role"] == "user"
 
 

@@ -103,7 +103,7 @@ def test_openai_request_is_packed_under_the_window_minus_max_tokens() -> None:
         0.2,
     )
     sent = body["messages"]
-    ctxpack.validate_openai(sent)
+    ctxpack.adapters.validate_openai(sent)
     assert sent[0] == history[0] and sent[-1] == history[-1]
     assert len(sent) < len(history)
     result = client.last_result
@@ -204,7 +204,7 @@ def test_copies_made_with_with_options_stay_packed() -> None:
     capture = Capture(openai_reply())
     client = ctxpack.wrap_openai(openai_client(capture), budget=300)
     quick = client.with_options(timeout=5.0)
-    assert isinstance(quick, ctxpack.PackedClient)
+    assert isinstance(quick, ctxpack.adapters.clients.PackedClient)
     quick.chat.completions.create(model="gpt-4", messages=long_history())
     assert openai_prompt_tokens(capture.body["messages"]) <= 300
     assert client.last_result is not None  # shared with the copy
@@ -293,7 +293,7 @@ def test_anthropic_request_is_packed_with_system_and_tools_counted() -> None:
     assert capture.paths == ["/v1/messages"]
     assert body["system"] == "You are a travel agent."
     assert body["tools"] == [CLAUDE_WEATHER_TOOL] and body["max_tokens"] == 300
-    ctxpack.validate_anthropic(body)
+    ctxpack.adapters.validate_anthropic(body)
     assert body["messages"][-1] == history[-1] and len(body["messages"]) < len(history)
     result = client.last_result
     assert result is not None and result.tool_tokens > 346  # the tool-use system prompt
@@ -304,18 +304,18 @@ def test_anthropic_request_is_packed_with_system_and_tools_counted() -> None:
 
 
 def test_anthropic_default_counter_is_announced_once() -> None:
-    with pytest.warns(ctxpack.ApproximateTokenCountWarning, match="counter="):
+    with pytest.warns(ctxpack.tokens.ApproximateTokenCountWarning, match="counter="):
         client = ctxpack.wrap_anthropic(
             anthropic_client(Capture(anthropic_message([{"type": "text", "text": "ok"}]))),
             budget=1000,
         )
     with warnings.catch_warnings():
-        warnings.simplefilter("error", ctxpack.ApproximateTokenCountWarning)
+        warnings.simplefilter("error", ctxpack.tokens.ApproximateTokenCountWarning)
         client.messages.create(
             model="claude-sonnet-5-5", max_tokens=100, messages=anthropic_history()
         )
     assert client.last_result is not None
-    assert client.last_result.counter == ctxpack.anthropic_approx_counter().name
+    assert client.last_result.counter == ctxpack.tokens.anthropic_approx_counter().name
     assert not client.last_result.exact
 
 
@@ -344,7 +344,7 @@ def test_anthropic_sdk_blocks_in_the_history_are_sent_back_as_received() -> None
     sent = capture.requests[1]
     assert "system" not in sent
     assert sent["messages"][1] == {"role": "assistant", "content": blocks}
-    ctxpack.validate_anthropic(sent)
+    ctxpack.adapters.validate_anthropic(sent)
 
 
 def test_async_anthropic_client_is_packed_too() -> None:
@@ -360,7 +360,7 @@ def test_async_anthropic_client_is_packed_too() -> None:
 
     assert asyncio.run(call()).content[0].text == "ok"
     assert anthropic_content_tokens(None, capture.body["messages"]) <= 800 - 100
-    ctxpack.validate_anthropic(capture.body)
+    ctxpack.adapters.validate_anthropic(capture.body)
 
 
 def test_anthropic_stream_helper_is_packed_and_streams_unchanged() -> None:
@@ -389,7 +389,7 @@ def test_anthropic_stream_helper_is_packed_and_streams_unchanged() -> None:
         final = stream.get_final_message()
     assert text == "Hello" and final.content[0].text == "Hello"
     assert capture.body["stream"] is True
-    ctxpack.validate_anthropic(capture.body)
+    ctxpack.adapters.validate_anthropic(capture.body)
     assert anthropic_content_tokens(None, capture.body["messages"]) <= 600 - 100
 
 
@@ -475,7 +475,7 @@ def test_an_anthropic_session_budget_leaves_room_for_the_system_prompt() -> None
         {"budget": 3000 - system_tokens, "reserve": 200, "tools": [CLAUDE_WEATHER_TOOL]}
     ]
     assert capture.body["system"] == system
-    ctxpack.validate_anthropic(capture.body)
+    ctxpack.adapters.validate_anthropic(capture.body)
 
 
 PYTEST_LOG = "\n".join(
@@ -524,7 +524,7 @@ def test_a_real_session_filters_tool_outputs_and_offers_its_retrieve_tool() -> N
     assert openai_prompt_tokens(body["messages"]) + result.tool_tokens <= 3000 - 200
     original = result.original(result.messages[-1].id)
     assert original is not None and original.text == PYTEST_LOG
-    ctxpack.validate_openai(body["messages"])
+    ctxpack.adapters.validate_openai(body["messages"])
 
 
 def test_a_real_session_with_anthropic_messages() -> None:
@@ -546,7 +546,7 @@ def test_a_real_session_with_anthropic_messages() -> None:
         model="claude-sonnet-5-5", max_tokens=300, system="You fix bugs.", messages=messages
     )
     body = capture.body
-    ctxpack.validate_anthropic(body)
+    ctxpack.adapters.validate_anthropic(body)
     assert body["system"] == "You fix bugs."
     assert [t["name"] for t in body["tools"]] == ["retrieve_original"]
     result_block = body["messages"][-1]["content"][0]
@@ -582,7 +582,7 @@ def test_beta_messages_carry_a_compaction_block_back_through_the_wrapper() -> No
         b for m in capture.body["messages"] if isinstance(m["content"], list) for b in m["content"]
     ]
     assert blocks[0] == compaction
-    ctxpack.validate_anthropic(capture.body)
+    ctxpack.adapters.validate_anthropic(capture.body)
 
 
 def test_openai_parse_and_stream_helpers_are_packed() -> None:

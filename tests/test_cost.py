@@ -41,10 +41,10 @@ def assistant(n: int) -> dict[str, Any]:
     return {"role": "assistant", "content": " ".join(["a"] * n)}
 
 
-# --- the seed's what-if table ---------------------------------------------------------------
+# --- a worked what-if table -----------------------------------------------------------------
 
 
-def test_filtering_economics_gives_the_seed_table_exactly() -> None:
+def test_filtering_economics_gives_the_worked_table_exactly() -> None:
     large = Price(input=10, output=50, cache_write_5m=12.5, cache_write_1h=20, cache_read=0.25)
     small = Price(input=0.25, output=1.5, cache_write_5m=0.25, cache_write_1h=0.25, cache_read=0)
     e = filtering_economics(

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 import ctxpack
-from ctxpack import ConfigError, Decision, DecisionLog, PackContext, PackResult, Pipeline
+from ctxpack import ConfigError, Decision, PackResult, Pipeline
+from ctxpack.pipeline import DecisionLog, PackContext
 
 from .helpers import ctx_of
 

@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import doctest
 import importlib
+import importlib.util
 import pkgutil
 import re
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 import ctxpack
+
+from .helpers import api_reference_generator
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC_FILES = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
@@ -141,7 +145,71 @@ def test_the_quoted_promise_is_the_docstring_one(
     assert promise_quote(ROOT / page) in _normalise(documented.__doc__ or "")
 
 
-def test_the_api_reference_lists_every_public_name() -> None:
-    text = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
-    listed = set(re.findall(r"^::: ctxpack\.(\w+)\s*$", text, re.MULTILINE))
-    assert sorted(set(ctxpack.__all__) - listed) == []
+def test_the_api_reference_page_is_generated_when_the_site_is_built() -> None:
+    generator = api_reference_generator()
+    page = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    assert generator.MARKER in page
+    assert not re.findall(r"^:::", page, re.MULTILINE), "docs/api.md lists names by hand"
+    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    assert re.search(r"^hooks:\n\s+- docs/_ext/api_reference\.py$", config, re.MULTILINE)
+
+
+def test_the_api_reference_documents_every_public_name() -> None:
+    """Every name of every public module's ``__all__`` is rendered on the API page or on the
+    guide the reference links to, as the same object."""
+    generator = api_reference_generator()
+    reference = generator.build(ROOT)
+    text = generator.render(reference)
+    blocks = {"": re.findall(r"^::: (\S+)$", text, re.MULTILINE)}
+    for page in (ROOT / "docs").rglob("*.md"):
+        found = re.findall(r"^::: (\S+)\s*$", page.read_text(encoding="utf-8"), re.MULTILINE)
+        blocks[page.relative_to(ROOT / "docs").as_posix()] = found
+    assert len(blocks[""]) == len(set(blocks[""])), "an identifier is rendered twice"
+
+    rows = {
+        match["module"]: match["names"]
+        for match in re.finditer(r"^\| \[?`(?P<module>[\w.]+)`.*\| (?P<names>.*) \|$", text, re.M)
+    }
+    submodules = sorted(
+        info.name
+        for info in pkgutil.walk_packages(ctxpack.__path__, "ctxpack.")
+        if not any(part.startswith("_") for part in info.name.split("."))
+    )
+    assert sorted(rows) == submodules
+    for module_name in ["ctxpack", *submodules]:
+        module = importlib.import_module(module_name)
+        for name in module.__all__:
+            target = reference.where[(module_name, name)]
+            page, _, identifier = target.partition("#")
+            assert identifier in blocks[page], f"{module_name}.{name}: no ::: {identifier}"
+            obj = getattr(module, name)
+            if not (obj is None or isinstance(obj, (bool, int))):
+                assert generator._resolve(identifier) is obj, f"{module_name}.{name}"
+            if module_name != "ctxpack":
+                assert f"[`{name}`]({target})" in rows[module_name]
+    # The everyday names have their own sections, before the advanced ones.
+    everyday = [name for _, names in reference.everyday for name in names]
+    assert sorted(everyday) == sorted(ctxpack.__all__)
+
+
+def test_a_module_that_cannot_be_imported_is_read_from_its_source(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Without langchain, ctxpack.adapters.langchain_agent raises ImportError on import; the
+    # reference still lists its __all__, read from the source.
+    generator = api_reference_generator()
+    real_import = importlib.import_module
+    missing = "ctxpack.adapters.langchain_agent"
+
+    def import_module(name: str, package: str | None = None) -> ModuleType:
+        if name == missing:
+            raise ImportError("No module named 'langchain'")
+        return real_import(name, package)
+
+    monkeypatch.setattr(generator.importlib, "import_module", import_module)
+    reference = generator.build(ROOT)
+    (module,) = [m for m in reference.modules if m.path == missing]
+    assert module.module is None
+    assert module.documented == [f"{missing}.PackingMiddleware"]
+    assert module.summary.startswith("A LangChain v1 agent middleware")
+    assert f"::: {missing}.PackingMiddleware" in generator.render(reference)

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ctxpack
-from ctxpack import Compactor, Message, Pipeline, ToolResultClearer
-from ctxpack.editing import NOT_ENOUGH_MESSAGES, extractive_digest
+from ctxpack import Message, Pipeline
+from ctxpack.editing import NOT_ENOUGH_MESSAGES, Compactor, ToolResultClearer, extractive_digest
 from ctxpack.store import SQLiteArtifactStore, artifact_id
 from ctxpack.testing import check_stage
 
@@ -92,7 +92,10 @@ def test_over_the_trigger_every_result_but_the_last_keep_is_cleared_and_inputs_s
         )
         assert result.original(f"t{i}").text == original  # type: ignore[union-attr]
         # The call that produced it is untouched: the model still sees what it did.
-        assert by_id[f"a{i}"].tool_calls == ctxpack.ensure_messages(history)[2 + 2 * i].tool_calls
+        assert (
+            by_id[f"a{i}"].tool_calls
+            == ctxpack.messages.ensure_messages(history)[2 + 2 * i].tool_calls
+        )
     assert by_id["t3"].text == history[9]["content"]
     assert by_id["t4"].text == history[11]["content"]
     for d in result.decisions:
@@ -180,7 +183,7 @@ def test_thinking_blocks_are_cleared_except_the_last_turns() -> None:
     ]
     assert len(with_thinking) >= 2
     assert thinking == with_thinking[-1:]
-    ctxpack.validate_anthropic(result.to_anthropic())
+    ctxpack.adapters.validate_anthropic(result.to_anthropic())
 
 
 def test_invalid_options_raise_config_errors() -> None:
@@ -224,7 +227,7 @@ def test_cache_aware_clearing_happens_in_batches_not_one_result_per_turn() -> No
     history = agent_history([100] * 30)
     stage = ToolResultClearer(trigger=800, keep=2)
     counter = ctxpack.get_counter(counter=words)
-    batches = stage.batches(ctxpack.ensure_messages(history), counter=counter)
+    batches = stage.batches(ctxpack.messages.ensure_messages(history), counter=counter)
     assert 1 <= len(batches) <= 6
     assert all(len([i for i in b.message_ids if i.startswith("t")]) >= 3 for b in batches)
     plain = ToolResultClearer(trigger=800, keep=2, cache_aware=False)
@@ -261,7 +264,7 @@ def test_appending_messages_never_moves_an_earlier_clear_boundary_except_at_a_ba
 ) -> None:
     history, stage = session
     counter = ctxpack.get_counter(counter=words)
-    messages = ctxpack.ensure_messages(history)
+    messages = ctxpack.messages.ensure_messages(history)
     everything = stage.batches(messages, counter=counter)
     requests = [
         k
@@ -395,7 +398,7 @@ def test_the_default_digest_keeps_paths_numbers_and_errors_verbatim() -> None:
 
 
 def test_the_instruction_steers_the_default_digest() -> None:
-    messages = ctxpack.ensure_messages(
+    messages = ctxpack.messages.ensure_messages(
         [
             {
                 "role": "assistant",
@@ -467,12 +470,12 @@ def test_tool_pairing_stays_valid_for_both_providers(stage: Any) -> None:
     result = ctxpack.pack(openai_history, budget=BIG, counter=words, pipeline=Pipeline([stage]))
     assert result.decisions_for(result.messages[-1].id) is not None
     assert any(d.action in ("cleared", "merged") for d in result.decisions)
-    ctxpack.validate_openai(result.to_openai())
+    ctxpack.adapters.validate_openai(result.to_openai())
     anthropic = anthropic_session()
     packed = ctxpack.pack(anthropic, budget=BIG, counter=words, pipeline=Pipeline([stage]))
     assert any(d.action in ("cleared", "merged") for d in packed.decisions)
-    ctxpack.validate_anthropic(packed.to_anthropic())
-    ctxpack.validate_openai(packed.to_openai())
+    ctxpack.adapters.validate_anthropic(packed.to_anthropic())
+    ctxpack.adapters.validate_openai(packed.to_openai())
 
 
 # ---------------------------------------------------------- Anthropic's server-side compaction
@@ -501,7 +504,7 @@ def test_a_compaction_block_is_kept_verbatim_and_what_precedes_it_is_dropped() -
     out = ctxpack.to_anthropic(messages)
     assert out["messages"][0] == {"role": "assistant", "content": payload[3]["content"][1:]}
     assert json.dumps(out["messages"][0]["content"][0]) == json.dumps(COMPACTION)
-    ctxpack.validate_anthropic(out)
+    ctxpack.adapters.validate_anthropic(out)
     packed = ctxpack.pack(messages, budget=2_000, provider="anthropic")
     assert packed.to_anthropic()["messages"][0]["content"][0] == COMPACTION
 
@@ -513,11 +516,11 @@ def test_an_on_demand_compaction_block_first_in_a_user_message_is_valid() -> Non
             {"role": "assistant", "content": "ok"},
         ]
     }
-    ctxpack.validate_anthropic(payload)
+    ctxpack.adapters.validate_anthropic(payload)
     messages = ctxpack.from_anthropic(payload["messages"])
     assert ctxpack.to_anthropic(messages)["messages"] == payload["messages"]
     with pytest.raises(ctxpack.InvalidMessageError, match="content"):
-        ctxpack.validate_anthropic(
+        ctxpack.adapters.validate_anthropic(
             {"messages": [{"role": "user", "content": [{"type": "compaction"}]}]}
         )
 
@@ -543,7 +546,7 @@ def test_the_stages_run_in_a_session_and_keep_its_originals_reachable() -> None:
     session.extend(big_session())
     rendered = session.render()
     assert any(m.id.startswith("summary-") for m in rendered.messages)
-    ctxpack.validate_openai(rendered.to_openai())
+    ctxpack.adapters.validate_openai(rendered.to_openai())
 
 
 def test_the_summary_names_the_artifact_ids_of_the_tool_outputs_it_replaces() -> None:

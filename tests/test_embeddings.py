@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ctxpack import ConfigError, MiniLMEmbedder
+from ctxpack import ConfigError
+from ctxpack.signals.embeddings import MiniLMEmbedder
 
 pytest.importorskip("tokenizers")
 

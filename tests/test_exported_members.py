@@ -1,46 +1,39 @@
-"""The public API is exactly what ``ctxpack.__all__`` lists: adding or removing a name is a
-deliberate change that must show up here."""
+"""The public API: ``ctxpack.__all__`` holds the everyday names, and nothing else; the advanced
+names stay importable from their modules. Adding, moving or removing a name is a deliberate change
+that must show up here."""
 
 from __future__ import annotations
 
+import importlib
+
+import pytest
+
 import ctxpack
 
-EXPECTED = {
+EVERYDAY = {
+    # packing and its result
+    "pack",
+    "PackResult",
+    "default_pipeline",
+    "Pipeline",
+    "Decision",
+    # messages
+    "FunctionCall",
+    "Message",
+    "ToolCall",
     # errors
     "ArtifactNotFoundError",
     "BudgetExceededError",
     "ConfigError",
     "CtxpackError",
     "InvalidMessageError",
+    "SelectionError",
     "TokenizerUnavailableError",
-    # messages
-    "FunctionCall",
-    "Message",
-    "ToolCall",
-    "ensure_messages",
-    # tokens
-    "ApproximateTokenCountWarning",
+    # token counting
     "TokenCounter",
-    "anthropic_approx_counter",
     "count_tokens",
-    "count_tokens_approx",
     "get_counter",
-    "tool_definition_tokens",
-    # pipeline and result
-    "Decision",
-    "DecisionLog",
-    "PackContext",
-    "PackResult",
-    "Pipeline",
-    "Stage",
-    "default_pipeline",
-    "pack",
-    # agent sessions: tool-output filters, the artifact store
-    "ArtifactStore",
-    "SQLiteArtifactStore",
-    "Session",
-    "ToolOutputFilter",
-    # stages
+    # the default stages
     "CitationInheritor",
     "Deduplicator",
     "ExtractiveCompressor",
@@ -48,46 +41,59 @@ EXPECTED = {
     "MemorySelector",
     "PromptComposer",
     "RelevanceScorer",
-    "SemanticScorer",
     "TurnAlternator",
-    "compress_lines",
-    "semantic_pipeline",
-    # context usage
-    "ContextUsage",
+    # the agent side: the session, the bill, the window
+    "Session",
+    "simulate",
     "context_usage",
-    # context editing
-    "Compactor",
-    "ToolResultClearer",
-    # selection
-    "LexicalSelector",
-    "ModelSelector",
-    "Selection",
-    "SelectionError",
-    "Workspace",
-    "apply_selection",
-    # embeddings
-    "MiniLMEmbedder",
-    # adapters
-    "AnthropicPayload",
+    # the two providers, and clients wrapped around them
     "from_anthropic",
-    "from_langchain",
     "from_openai",
     "to_anthropic",
-    "to_langchain",
     "to_openai",
-    "validate_anthropic",
-    "validate_openai",
-    # caches
-    "clear_caches",
-    # client wrappers
-    "PackedClient",
     "wrap_anthropic",
     "wrap_openai",
 }
 
+# Names that were top-level before the surface was cut down, and the module each lives in now.
+ADVANCED = {
+    "ctxpack.adapters": [
+        "AnthropicPayload",
+        "from_langchain",
+        "to_langchain",
+        "validate_anthropic",
+        "validate_openai",
+    ],
+    "ctxpack.adapters.clients": ["PackedClient"],
+    "ctxpack.caches": ["clear_caches"],
+    "ctxpack.editing": ["Compactor", "ToolResultClearer"],
+    "ctxpack.filters": ["ToolOutputFilter"],
+    "ctxpack.messages": ["ensure_messages"],
+    "ctxpack.packing": ["semantic_pipeline"],
+    "ctxpack.pipeline": ["DecisionLog", "PackContext", "Stage"],
+    "ctxpack.selection": [
+        "LexicalSelector",
+        "ModelSelector",
+        "Selection",
+        "Workspace",
+        "apply_selection",
+    ],
+    "ctxpack.signals.embeddings": ["MiniLMEmbedder"],
+    "ctxpack.stages": ["SemanticScorer"],
+    "ctxpack.stages.compress": ["compress_lines"],
+    "ctxpack.store": ["ArtifactStore", "SQLiteArtifactStore"],
+    "ctxpack.tokens": [
+        "ApproximateTokenCountWarning",
+        "anthropic_approx_counter",
+        "count_tokens_approx",
+        "tool_definition_tokens",
+    ],
+    "ctxpack.usage": ["ContextUsage"],
+}
+
 
 def test_all_is_pinned() -> None:
-    assert set(ctxpack.__all__) == EXPECTED
+    assert set(ctxpack.__all__) == EVERYDAY
 
 
 def test_all_is_sorted_and_unique() -> None:
@@ -99,6 +105,16 @@ def test_every_exported_name_exists_and_is_public() -> None:
         member = getattr(ctxpack, name)
         module = getattr(member, "__module__", "ctxpack")
         assert module.startswith("ctxpack"), f"{name} comes from {module}"
+        assert not module.startswith("ctxpack._internal"), f"{name} comes from {module}"
+
+
+@pytest.mark.parametrize("module_name", sorted(ADVANCED))
+def test_advanced_names_live_in_their_module(module_name: str) -> None:
+    module = importlib.import_module(module_name)
+    for name in ADVANCED[module_name]:
+        assert name in module.__all__, f"{name} is not in {module_name}.__all__"
+        assert callable(getattr(module, name))
+        assert name not in ctxpack.__all__
 
 
 def test_testing_helpers_are_not_top_level() -> None:

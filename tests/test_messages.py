@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 import ctxpack
-from ctxpack import InvalidMessageError, Message, ensure_messages
+from ctxpack import InvalidMessageError, Message
+from ctxpack.messages import ensure_messages
 
 
 def test_dicts_and_messages_are_accepted_and_keep_their_ids() -> None:

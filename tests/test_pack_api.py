@@ -67,7 +67,7 @@ def test_the_query_steers_what_is_kept() -> None:
         {"role": "assistant", "content": "The Berlin warehouse opens at ten.", "id": "a2"},
         {"role": "user", "content": "Thanks. One more thing.", "id": "u3"},
     ]
-    sizes = ctxpack.ensure_messages(history)
+    sizes = ctxpack.messages.ensure_messages(history)
     counter = ctxpack.get_counter("gpt-4")
     budget = 3 + counter.count_message(sizes[4]) + counter.count_message(sizes[1]) + 1
     paris = pack(history, budget=budget, model="gpt-4", query="When does the Paris office open?")
@@ -173,7 +173,7 @@ def test_invalid_message_is_reported_with_its_index() -> None:
 
 
 def test_inputs_are_not_mutated_and_messages_accepted() -> None:
-    messages = ctxpack.ensure_messages(CHAT)
+    messages = ctxpack.messages.ensure_messages(CHAT)
     dumped = [m.model_dump() for m in messages]
     by_dict = pack(CHAT, budget=90, model="gpt-4")
     by_msg = pack(messages, budget=90, model="gpt-4")

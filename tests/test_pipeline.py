@@ -7,15 +7,8 @@ from typing import Any
 import pytest
 
 import ctxpack
-from ctxpack import (
-    ConfigError,
-    Decision,
-    Deduplicator,
-    GreedyPacker,
-    PackContext,
-    Pipeline,
-    PromptComposer,
-)
+from ctxpack import ConfigError, Decision, Deduplicator, GreedyPacker, Pipeline, PromptComposer
+from ctxpack.pipeline import PackContext
 
 from .helpers import ctx_of, ids
 
@@ -103,7 +96,7 @@ def test_a_plain_function_is_a_stage() -> None:
 def test_a_pipeline_is_a_stage_inside_another() -> None:
     inner = Pipeline([PromptComposer(), Deduplicator()])
     outer = Pipeline([("clean", inner), GreedyPacker()])
-    assert isinstance(inner, ctxpack.Stage)
+    assert isinstance(inner, ctxpack.pipeline.Stage)
     assert outer.names == ["clean", "pack"]
     out = outer(ctx_of(HISTORY, budget=1000))
     assert ids(out) == ["s", "u2"]
@@ -168,7 +161,7 @@ def test_the_context_says_whose_rules_apply() -> None:
         (lambda: ctxpack.MemorySelector(window=-1), "MemorySelector: window=-1"),
         (lambda: ctxpack.GreedyPacker(recency_weight="x"), "GreedyPacker: recency_weight='x'"),
         (lambda: ctxpack.Deduplicator(case_sensitve=True), "valid options are case_sensitive"),
-        (lambda: ctxpack.RelevanceScorer(neighbor_share=2.0), "RelevanceScorer: neighbor_share"),
+        (lambda: ctxpack.RelevanceScorer(b=2.0), "RelevanceScorer: b=2.0"),
     ],
 )
 def test_bad_stage_options_raise_config_error(make: Any, expected: str) -> None:

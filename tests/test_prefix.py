@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ctxpack
-from ctxpack import InvalidMessageError, Message, ensure_messages
+from ctxpack import InvalidMessageError, Message
 from ctxpack._internal.prefix import PrefixMemo, common_prefix, likely_prefix
 from ctxpack.adapters.validate import check_openai_message
-from ctxpack.messages import _RECENT, _from_mapping, _plain_message
+from ctxpack.messages import _RECENT, _from_mapping, _plain_message, ensure_messages
 
 
 class Box:

@@ -53,7 +53,7 @@ def _mandatory(msgs: list[ctxpack.Message]) -> list[ctxpack.Message]:
 @given(pack_cases())
 def test_never_over_budget(case: tuple[Conversation, int, int]) -> None:
     conv, budget, reserve = case
-    msgs = ctxpack.ensure_messages(conv.items)
+    msgs = ctxpack.messages.ensure_messages(conv.items)
     mandatory = _mandatory(msgs)
     # A lower bound of what must be kept: protected messages are never shortened.
     floor = _fresh_count(mandatory, conv)
@@ -78,7 +78,7 @@ def test_system_and_pinned_never_dropped(case: tuple[Conversation, int, int]) ->
     if result is None:
         return
     kept = set(result.kept_ids)
-    for msg in _mandatory(ctxpack.ensure_messages(conv.items)):
+    for msg in _mandatory(ctxpack.messages.ensure_messages(conv.items)):
         assert msg.id in kept, f"{msg.role} message {msg.id} was dropped"
 
 
@@ -90,7 +90,7 @@ def test_tool_exchanges_kept_or_dropped_whole(case: tuple[Conversation, int, int
     if result is None:
         return
     answered_in_input = {
-        m.tool_call_id for m in ctxpack.ensure_messages(conv.items) if m.role == "tool"
+        m.tool_call_id for m in ctxpack.messages.ensure_messages(conv.items) if m.role == "tool"
     }
     calls_seen: set[str] = set()
     results_seen: set[str] = set()
@@ -156,7 +156,7 @@ def test_every_input_message_has_a_decision(case: tuple[Conversation, int, int])
     result = _pack(conv, budget, reserve)
     if result is None:
         return
-    assert result.input_ids == [m.id for m in ctxpack.ensure_messages(conv.items)]
+    assert result.input_ids == [m.id for m in ctxpack.messages.ensure_messages(conv.items)]
     for mid in result.input_ids:
         # The stages' own decisions: pack() fills in any a (custom) pipeline forgot.
         decisions = [d for d in result.decisions_for(mid) if d.stage != "pack()"]
@@ -203,7 +203,7 @@ def test_in_place_edits_give_what_a_fresh_interpreter_gives(
         apply_edit(conv.items, change)
     got = _outcome(conv, conv.items, budget, reserve)
     # A fresh interpreter: nothing cached, and objects it has never seen.
-    ctxpack.clear_caches()
+    ctxpack.caches.clear_caches()
     assert got == _outcome(conv, copy.deepcopy(conv.items), budget, reserve)
 
 

@@ -80,7 +80,7 @@ def test_a_chat_completion_message_is_packed_like_a_dict() -> None:
 
 def test_a_chat_completion_message_is_accepted_by_every_openai_entry_point() -> None:
     history = openai_tutorial_history()
-    ctxpack.validate_openai(history)
+    ctxpack.adapters.validate_openai(history)
     assert ctxpack.to_openai(ctxpack.from_openai(history)) == sent_by_sdk(history)
     assert ctxpack.to_openai(history) == sent_by_sdk(history)
     plain = sent_by_sdk(history)
@@ -96,7 +96,7 @@ def test_a_tool_exchange_made_of_sdk_objects_is_dropped_whole() -> None:
     history.append({"role": "user", "content": "And tomorrow?"})
     result = ctxpack.pack(history, budget=60, model="gpt-4")
     sent = result.to_openai()
-    ctxpack.validate_openai(sent)
+    ctxpack.adapters.validate_openai(sent)
     assert all(m["role"] != "tool" and not m.get("tool_calls") for m in sent)
 
 
@@ -191,7 +191,7 @@ def test_anthropic_content_blocks_round_trip_as_the_sdk_sends_them() -> None:
         "TextBlock",
         "ToolUseBlock",
     ]
-    ctxpack.validate_anthropic({"system": system, "messages": history})
+    ctxpack.adapters.validate_anthropic({"system": system, "messages": history})
     msgs = ctxpack.from_anthropic(history, system=system)
     assert ctxpack.to_anthropic(msgs) == anthropic_sent_by_sdk(system, history)
     result = ctxpack.pack(msgs, budget=10_000)
@@ -204,7 +204,7 @@ def test_an_anthropic_exchange_of_sdk_blocks_is_packed_valid() -> None:
     history.append({"role": "user", "content": "And tomorrow?"})
     result = ctxpack.pack(ctxpack.from_anthropic(history, system=system), budget=60)
     payload = result.to_anthropic()
-    ctxpack.validate_anthropic(payload)
+    ctxpack.adapters.validate_anthropic(payload)
     assert payload["messages"][-1] == {"role": "user", "content": "And tomorrow?"}
 
 
@@ -244,7 +244,7 @@ def test_a_compaction_block_is_kept_byte_for_byte() -> None:
         {"role": "user", "content": "Go on."},
     ]
     payload = ctxpack.pack(ctxpack.from_anthropic(history), budget=10_000).to_anthropic()
-    ctxpack.validate_anthropic(payload)
+    ctxpack.adapters.validate_anthropic(payload)
     # What comes before a compaction block is the adapter's business (the API drops it); the
     # block itself goes back exactly as the SDK would send it.
     sent = anthropic_sent_by_sdk(None, history, beta=True)
@@ -294,7 +294,7 @@ def test_responses_api_items_map_onto_chat_messages() -> None:
         {"type": "function_call_output", "call_id": "call_9", "output": "3 C"}
     )
     history = [{"role": "user", "content": "Weather?"}, said, call, output]
-    msgs = ctxpack.ensure_messages(history)
+    msgs = ctxpack.messages.ensure_messages(history)
     assert [m.role for m in msgs] == ["user", "assistant", "assistant", "tool"]
     assert msgs[1].content == [{"type": "text", "text": "Checking."}]
     assert msgs[2].tool_calls is not None and msgs[2].tool_calls[0].id == "call_9"
@@ -303,7 +303,7 @@ def test_responses_api_items_map_onto_chat_messages() -> None:
     assert msgs[2].metadata["openai_responses"] == call.model_dump(
         mode="json", by_alias=True, exclude_unset=True
     )
-    ctxpack.validate_openai(ctxpack.to_openai(msgs))
+    ctxpack.adapters.validate_openai(ctxpack.to_openai(msgs))
 
 
 def test_a_responses_item_without_a_chat_message_is_refused_with_index_and_field() -> None:
@@ -323,9 +323,9 @@ def test_a_responses_item_without_a_chat_message_is_refused_with_index_and_field
 def test_an_sdk_object_edited_in_place_is_converted_again() -> None:
     block = anthropic.types.TextBlock(type="text", text="short")
     history = [{"role": "user", "content": "q"}, {"role": "assistant", "content": [block]}]
-    first = ctxpack.ensure_messages(history)
+    first = ctxpack.messages.ensure_messages(history)
     block.text = "a much longer answer than before"
-    second = ctxpack.ensure_messages(history)
+    second = ctxpack.messages.ensure_messages(history)
     assert first[1].text == "short"
     assert second[1].text == "a much longer answer than before"
 
@@ -412,11 +412,11 @@ def test_parallel_responses_function_calls_become_one_assistant_message() -> Non
         output("call_a", "3 C"),
         output("call_b", "6 C"),
     ]
-    ctxpack.validate_openai(items)
+    ctxpack.adapters.validate_openai(items)
     msgs = ctxpack.from_openai(items)
     assert [m.role for m in msgs] == ["user", "assistant", "tool", "tool"]
     assert msgs[1].tool_calls is not None
     assert [c.id for c in msgs[1].tool_calls] == ["call_a", "call_b"]
     assert [i["call_id"] for i in msgs[1].metadata["openai_responses"]] == ["call_a", "call_b"]
     sent = ctxpack.pack(msgs, budget=1000).to_openai()
-    ctxpack.validate_openai(sent)
+    ctxpack.adapters.validate_openai(sent)

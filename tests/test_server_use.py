@@ -95,12 +95,12 @@ def test_editing_a_returned_payload_does_not_reach_the_next_pack() -> None:
 
 def test_ensure_messages_returns_messages_of_the_callers_own() -> None:
     history = [{"role": "user", "content": [{"type": "text", "text": "hi"}], "metadata": {"a": 1}}]
-    first = ctxpack.ensure_messages(history)
+    first = ctxpack.messages.ensure_messages(history)
     first[0].metadata["a"] = 2
     content = first[0].content
     assert isinstance(content, list)
     content[0]["text"] = "changed"
-    again = ctxpack.ensure_messages(history)
+    again = ctxpack.messages.ensure_messages(history)
     assert again[0].metadata == {"a": 1} and again[0].text == "hi"
     assert history[0]["metadata"] == {"a": 1}
 
@@ -193,10 +193,10 @@ def _conversation(k: int) -> list[dict[str, Any]]:
 
 def test_threads_packing_conversations_that_begin_alike() -> None:
     conversations = [_conversation(k) for k in range(8)]
-    ctxpack.clear_caches()
+    ctxpack.caches.clear_caches()
     serial = [ctxpack.pack(c, budget=300, model="gpt-4") for c in conversations]
     expected = [(r.model_dump(), list(r.decisions)) for r in serial]
-    ctxpack.clear_caches()
+    ctxpack.caches.clear_caches()
 
     def work(k: int) -> list[Any]:
         out = []
@@ -221,7 +221,7 @@ def test_concurrent_first_reads_of_decisions_build_them_once() -> None:
         gate.wait(0.05)  # the other readers arrive while this one builds
         return [ctxpack.Decision(stage="s", action="kept", message_id="m", reason="r")]
 
-    log = ctxpack.DecisionLog.deferred(["m"], build)
+    log = ctxpack.pipeline.DecisionLog.deferred(["m"], build)
     with _switching_often():
         results, errors = _run_threads(8, lambda _: tuple(log))
     assert errors == []
@@ -240,7 +240,7 @@ def test_concurrent_reads_of_one_result_agree() -> None:
 def test_pack_leaves_the_garbage_collector_alone() -> None:
     seen: list[bool] = []
 
-    def spy(ctx: ctxpack.PackContext) -> ctxpack.PackContext:
+    def spy(ctx: ctxpack.pipeline.PackContext) -> ctxpack.pipeline.PackContext:
         seen.append(gc.isenabled())
         return ctx
 
@@ -277,7 +277,7 @@ def test_lru_cache_get_many_returns_hits_and_refreshes_them() -> None:
 def test_clear_caches_changes_no_result() -> None:
     history = _conversation(2)
     warm = ctxpack.pack(history, budget=300, model="gpt-4")
-    ctxpack.clear_caches()
+    ctxpack.caches.clear_caches()
     cold = ctxpack.pack(copy.deepcopy(history), budget=300, model="gpt-4")
     _same(warm, cold)
 
@@ -323,7 +323,7 @@ def test_identical_messages_are_numbered_in_order_and_caller_ids_kept() -> None:
         {"role": "user", "content": "ok"},
         {"role": "user", "content": "ok"},
     ]
-    ids = ctxpack.ensure_messages(history)
+    ids = ctxpack.messages.ensure_messages(history)
     first = ids[0].id
     assert [m.id for m in ids] == [first, "mine", first + "-2", first + "-3"]
 
@@ -369,6 +369,6 @@ def test_anthropic_rules_when_told() -> None:
     for result in told:
         assert result.to_anthropic()["messages"][0]["role"] == "user"
     leading = [{"role": "assistant", "content": "Welcome!"}, {"role": "user", "content": "Hi."}]
-    with pytest.warns(ctxpack.ApproximateTokenCountWarning):
+    with pytest.warns(ctxpack.tokens.ApproximateTokenCountWarning):
         claude = ctxpack.pack(leading, budget=200, model="claude-sonnet-4")
     assert [m.role for m in claude.messages] == ["user"]

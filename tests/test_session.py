@@ -12,20 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ctxpack
-from ctxpack import (
-    ConfigError,
-    Decision,
-    InvalidMessageError,
-    PackContext,
-    Pipeline,
-    Session,
-    SQLiteArtifactStore,
-    validate_anthropic,
-    validate_openai,
-)
+from ctxpack import ConfigError, Decision, InvalidMessageError, Pipeline, Session
+from ctxpack.adapters import validate_anthropic, validate_openai
 from ctxpack.errors import ArtifactNotFoundError
 from ctxpack.filters import is_note
+from ctxpack.pipeline import PackContext
 from ctxpack.retrieval import RETRIEVE_TOOL_NAME, handle_retrieve_call, retrieve_tool
+from ctxpack.store import SQLiteArtifactStore
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "tool_outputs"
 JEST = (FIXTURES / "jest_auth.txt").read_text()

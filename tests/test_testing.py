@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 import ctxpack
-from ctxpack import Decision, PackContext
+from ctxpack import Decision
+from ctxpack.pipeline import PackContext
 from ctxpack.testing import check_stage, sample_contexts
 
 BUILT_IN: list[Any] = [

@@ -190,24 +190,24 @@ def test_offline_without_the_encoding_gives_a_helpful_error(
 
 
 def test_approximate_counter_says_so() -> None:
-    approx = ctxpack.count_tokens_approx()
+    approx = ctxpack.tokens.count_tokens_approx()
     assert approx.exact is False
     assert count_tokens("Bonjour, comment ça va ?", counter=approx) == 6  # 24 chars / 4
     assert count_tokens("abcde", counter="approx") == 2
     assert ctxpack.get_counter(counter="approx").exact is False
-    padded = ctxpack.count_tokens_approx(safety_margin=1.5)
+    padded = ctxpack.tokens.count_tokens_approx(safety_margin=1.5)
     assert count_tokens("abcdefgh", counter=padded) == 3
     with pytest.raises(ctxpack.ConfigError):
-        ctxpack.count_tokens_approx(chars_per_token=0)
+        ctxpack.tokens.count_tokens_approx(chars_per_token=0)
     with pytest.raises(ctxpack.ConfigError):
-        ctxpack.count_tokens_approx(safety_margin=0.5)
+        ctxpack.tokens.count_tokens_approx(safety_margin=0.5)
     result = ctxpack.pack([{"role": "user", "content": "hi"}], budget=50, counter="approx")
     assert result.exact is False
     assert "approximate" in result.summary()
 
 
 def test_claude_models_warn_and_overcount() -> None:
-    with pytest.warns(ctxpack.ApproximateTokenCountWarning, match="claude-sonnet-4"):
+    with pytest.warns(ctxpack.tokens.ApproximateTokenCountWarning, match="claude-sonnet-4"):
         counter = ctxpack.get_counter("claude-sonnet-4")
     assert counter.exact is False
     text = "The refresh token expires after thirty days."

@@ -110,7 +110,7 @@ def test_free_space_and_the_two_warnings_of_context() -> None:
 
 
 def test_the_window_comes_from_the_price_table_when_the_model_is_known() -> None:
-    with pytest.warns(ctxpack.ApproximateTokenCountWarning):
+    with pytest.warns(ctxpack.tokens.ApproximateTokenCountWarning):
         usage = context_usage([{"role": "user", "content": "hi"}], model="claude-sonnet-4-5")
     assert usage.window == 200_000 and not usage.exact
     assert context_usage([{"role": "user", "content": "hi"}], model="gpt-4").window is None

@@ -304,6 +304,32 @@ def _check_limits(budget: Any, reserve: Any) -> None:
         raise ConfigError(f"reserve must be an int in [0, budget), got {reserve!r}")
 
 
+def _wrap(
+    client: Any,
+    provider: Literal["openai", "anthropic"],
+    budget: int,
+    reserve: int,
+    model: str | None,
+    counter: TokenCounter | None,
+    pipeline: Stage | None,
+    session: SessionLike | None,
+) -> PackedClient:
+    """``client`` behind a packer for ``provider``'s request methods."""
+    openai = provider == "openai"
+    packer = _Packer(
+        provider=provider,
+        budget=budget,
+        reserve=reserve,
+        model=model,
+        counter=counter,
+        pipeline=pipeline,
+        session=session,
+        resources=_OPENAI_RESOURCES if openai else _ANTHROPIC_RESOURCES,
+        methods=_OPENAI_METHODS if openai else _ANTHROPIC_METHODS,
+    )
+    return PackedClient(client, packer)
+
+
 def wrap_openai(
     client: Any,
     *,
@@ -361,18 +387,7 @@ def wrap_openai(
     """
     _check_limits(budget, reserve)
     resolved = get_counter(model, counter) if counter is not None else None
-    packer = _Packer(
-        provider="openai",
-        budget=budget,
-        reserve=reserve,
-        model=model,
-        counter=resolved,
-        pipeline=pipeline,
-        session=session,
-        resources=_OPENAI_RESOURCES,
-        methods=_OPENAI_METHODS,
-    )
-    return PackedClient(client, packer)
+    return _wrap(client, "openai", budget, reserve, model, resolved, pipeline, session)
 
 
 def wrap_anthropic(
@@ -395,9 +410,10 @@ def wrap_anthropic(
     be dicts or the SDK's own objects (``{"role": "assistant", "content": response.content}``).
 
     Anthropic does not publish its tokenizer: without ``counter``, counts are
-    :func:`ctxpack.anthropic_approx_counter`'s (``cl100k_base`` times 1.25, a margin that errs
-    on the side of fitting), and an :class:`~ctxpack.ApproximateTokenCountWarning` says so once,
-    here. Pass ``counter=`` (say, a function backed by the count-tokens endpoint) to be exact.
+    :func:`ctxpack.tokens.anthropic_approx_counter`'s (``cl100k_base`` times 1.25, a margin that
+    errs on the side of fitting), and an :class:`~ctxpack.tokens.ApproximateTokenCountWarning` says
+    so once, here. Pass ``counter=`` (say, a function backed by the count-tokens endpoint) to be
+    exact.
 
     Args:
         client: The SDK client, sync or async.
@@ -429,15 +445,4 @@ def wrap_anthropic(
             ApproximateTokenCountWarning,
             stacklevel=2,
         )
-    packer = _Packer(
-        provider="anthropic",
-        budget=budget,
-        reserve=reserve,
-        model=model,
-        counter=resolved,
-        pipeline=pipeline,
-        session=session,
-        resources=_ANTHROPIC_RESOURCES,
-        methods=_ANTHROPIC_METHODS,
-    )
-    return PackedClient(client, packer)
+    return _wrap(client, "anthropic", budget, reserve, model, resolved, pipeline, session)

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import InvalidMessageError
 from ..messages import Message, ensure_messages
+from .anthropic import _tool_input
 
 __all__ = ["from_langchain", "to_langchain"]
 
@@ -122,14 +123,6 @@ def _content_out(msg: Message, meta: Mapping[str, Any]) -> str | list[Any]:
     ]
 
 
-def _args(arguments: str) -> dict[str, Any]:
-    try:
-        value = json.loads(arguments) if arguments.strip() else {}
-    except json.JSONDecodeError:
-        return {"arguments": arguments}
-    return value if isinstance(value, dict) else {"value": value}
-
-
 def to_langchain(messages: Iterable[Message | Mapping[str, Any]]) -> list[Any]:
     """:class:`Message` objects (or OpenAI-style dicts) -> LangChain message objects.
 
@@ -160,7 +153,7 @@ def to_langchain(messages: Iterable[Message | Mapping[str, Any]]) -> list[Any]:
             fields["tool_calls"] = [
                 {
                     "name": call.function.name,
-                    "args": _args(call.function.arguments),
+                    "args": _tool_input(call.function.arguments),
                     "id": call.id,
                     "type": "tool_call",
                 }

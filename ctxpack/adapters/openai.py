@@ -32,7 +32,7 @@ def from_openai(messages: Iterable[Mapping[str, Any] | SDKObject]) -> list[Messa
             objects are accepted too (see :mod:`ctxpack.sdk`).
 
     Returns:
-        One message per dict, with stable ids (see :func:`ctxpack.ensure_messages`).
+        One message per dict, with stable ids (see :func:`ctxpack.messages.ensure_messages`).
 
     Raises:
         InvalidMessageError: a message is malformed (index and field named). Tool pairing is not

@@ -87,11 +87,7 @@ def resolve_import(importer: ParsedFile, spec: str, files: _Suffixes) -> list[st
             return [
                 f for f in files.by_folder.get(folder, []) if posixpath.dirname(f).endswith(folder)
             ]
-        for i in range(len(parts), 0, -1):
-            found = files.ending(["/".join(parts[:i]) + ".java"])
-            if found:
-                return found[:1]
-        return []
+        return _longest_module(files, parts, (".java",))
     return []
 
 
@@ -108,12 +104,7 @@ def _python(here: str, spec: str, files: _Suffixes) -> list[str]:
             if found:
                 return found[:1]
         return []
-    for i in range(len(parts), 0, -1):
-        stem = "/".join(parts[:i])
-        found = files.ending([stem + ".py", stem + "/__init__.py"])
-        if found:
-            return found[:1]
-    return []
+    return _longest_module(files, parts, (".py", "/__init__.py"))
 
 
 def _rust(path: str, spec: str, files: _Suffixes) -> list[str]:
@@ -138,9 +129,15 @@ def _rust(path: str, spec: str, files: _Suffixes) -> list[str]:
         return []
     if parts[0] in ("crate", "super"):
         parts = parts[1:]
+    return _longest_module(files, parts, (".rs", "/mod.rs"))
+
+
+def _longest_module(files: _Suffixes, parts: list[str], suffixes: tuple[str, ...]) -> list[str]:
+    """The file a dotted module path names: its longest leading part (the rest being names
+    inside the module) that some file's path ends with, plus one of ``suffixes``."""
     for i in range(len(parts), 0, -1):
         stem = "/".join(parts[:i])
-        found = files.ending([stem + ".rs", stem + "/mod.rs"])
+        found = files.ending([stem + suffix for suffix in suffixes])
         if found:
             return found[:1]
     return []

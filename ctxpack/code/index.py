@@ -426,18 +426,7 @@ class CodeIndex:
         weighted = self._query_terms(query, boost)
         unit_scores = self._unit_index.bm25(weighted, k1=_BM25_K1, b=_BM25_B)
         file_scores = self._file_index.bm25(weighted, k1=_BM25_K1, b=_BM25_B)
-        # Per file: the best unit, plus a little of the next two (a file with several matching
-        # symbols beats one with a single lucky match).
-        best = np.zeros(n)
-        per_file: dict[int, list[int]] = {}
-        order = np.argsort(-unit_scores, kind="stable")
-        for u in order:
-            if unit_scores[u] <= 0:
-                break
-            per_file.setdefault(self._unit_file[u], []).append(int(u))
-        for f, units in per_file.items():
-            top = [unit_scores[u] for u in units[:3]]
-            best[f] = top[0] + 0.25 * sum(top[1:])
+        best, per_file = self._best_units(unit_scores)
         signals = {
             "symbol": _normalised(best),
             "file": _normalised(file_scores),
@@ -445,16 +434,7 @@ class CodeIndex:
             "definition": self._defined(query),
         }
         score = sum(self.weights[name] * value for name, value in signals.items())
-        graph = np.zeros(n)
-        if self.weights["graph"]:
-            seeds = [
-                int(i) for i in np.argsort(-score, kind="stable")[:_GRAPH_SEEDS] if score[i] > 0
-            ]
-            position = {p: i for i, p in enumerate(self._paths)}
-            for seed in seeds:
-                for other, weight in self._graph.neighbours(self._paths[seed]).items():
-                    graph[position[other]] = max(graph[position[other]], weight * score[seed])
-            graph = _normalised(graph)
+        graph = self._graph_signal(score) if self.weights["graph"] else np.zeros(n)
         signals["graph"] = graph
         score = score + self.weights["graph"] * graph
         ranked = [int(i) for i in np.argsort(-score, kind="stable") if score[i] > 0]
@@ -465,15 +445,7 @@ class CodeIndex:
             if path in exclude:
                 continue
             matched = tuple(
-                SearchHit(
-                    path=path,
-                    name=self._units[u].name,
-                    kind=self._units[u].kind,
-                    start_line=self._units[u].start_line,
-                    end_line=self._units[u].end_line,
-                    score=float(score[i] + unit_scores[u] / top_unit),
-                    text=self._units[u].text,
-                )
+                self._unit_hit(u, float(score[i] + unit_scores[u] / top_unit))
                 for u in per_file.get(i, [])[:5]
             )
             out.append(
@@ -487,6 +459,47 @@ class CodeIndex:
             if len(out) == k:
                 break
         return out
+
+    def _best_units(self, unit_scores: Any) -> tuple[Any, dict[int, list[int]]]:
+        """Per file, its matching units best first, and its symbol score: the best unit plus a
+        little of the next two (a file with several matching symbols beats one with a single
+        lucky match)."""
+        import numpy as np
+
+        best = np.zeros(len(self._paths))
+        per_file: dict[int, list[int]] = {}
+        for u in np.argsort(-unit_scores, kind="stable"):
+            if unit_scores[u] <= 0:
+                break
+            per_file.setdefault(self._unit_file[u], []).append(int(u))
+        for f, units in per_file.items():
+            top = [unit_scores[u] for u in units[:3]]
+            best[f] = top[0] + 0.25 * sum(top[1:])
+        return best, per_file
+
+    def _graph_signal(self, score: Any) -> Any:
+        """The import-graph neighbours of the best-scoring files, weighted by those scores."""
+        import numpy as np
+
+        graph = np.zeros(len(self._paths))
+        seeds = [int(i) for i in np.argsort(-score, kind="stable")[:_GRAPH_SEEDS] if score[i] > 0]
+        position = {p: i for i, p in enumerate(self._paths)}
+        for seed in seeds:
+            for other, weight in self._graph.neighbours(self._paths[seed]).items():
+                graph[position[other]] = max(graph[position[other]], weight * score[seed])
+        return _normalised(graph)
+
+    def _unit_hit(self, u: int, score: float) -> SearchHit:
+        unit = self._units[u]
+        return SearchHit(
+            path=self._paths[self._unit_file[u]],
+            name=unit.name,
+            kind=unit.kind,
+            start_line=unit.start_line,
+            end_line=unit.end_line,
+            score=score,
+            text=unit.text,
+        )
 
     def _mentions(self, query: str) -> Any:
         import numpy as np

@@ -178,79 +178,24 @@ def iterative_retrieve(
     index = root if isinstance(root, CodeIndex) else CodeIndex(root)
     judge = judge if judge is not None else RankingJudge()
     store = store if store is not None else SQLiteArtifactStore(":memory:")
-    task_terms = set(code_terms(task))
-    boost: dict[str, float] = {}
-    excluded: list[str] = []
-    best: dict[str, float] = {}
-    first_seen: dict[str, int] = {}
+    search = _Search(index, task)
     cycles: list[CycleRecord] = []
     for cycle in range(1, max_cycles + 1):
-        # Files already judged highly relevant are kept, and left out of later dispatches so that
-        # each cycle looks for what is still missing.
-        ranked = index.rank_files(task, k=candidates + len(best), exclude=excluded, boost=boost)
-        top = ranked[0].score if ranked else 0.0
-        hits = [h for h in ranked if h.path not in best][:candidates]
-        shown = _candidates(index, hits, boost, task_terms, known=set(best), top=top)
-        judged = judge(task, shown)
-        by_path = {j.path: j for j in judged}
-        high = [j.path for j in judged if j.relevance >= HIGH]
-        for j in sorted(judged, key=lambda j: -j.relevance):
-            if j.relevance >= HIGH:
-                best[j.path] = max(best.get(j.path, 0.0), j.relevance)
-                first_seen.setdefault(j.path, cycle)
-        gaps = [f"{path}: {m}" for path in high for m in by_path[path].missing]
-        record = CycleRecord(
-            cycle=cycle,
-            terms=dict(boost),
-            excluded=tuple([*excluded, *(p for p in best if p not in high)]),
-            candidates=tuple(hits),
-            judgements=tuple(judged),
-            high=tuple(high),
-            gaps=tuple(gaps),
-        )
-        if len(best) >= ENOUGH and not gaps:
+        record = search.evaluate(cycle, judge, candidates)
+        if len(search.best) >= ENOUGH and not record.gaps:
             cycles.append(record.model_copy(update={"stop": "enough: 3+ highly relevant files"}))
             break
-        # Refine.
-        learnt = _new_terms(index, task, high, boost, task_terms)
-        # Judged irrelevant, unless it holds a word just learnt: then the judgement was made
-        # without the codebase's vocabulary for the task, and the file gets another chance.
-        dropped = [
-            j.path
-            for j in judged
-            if j.relevance < NONE
-            and j.path not in excluded
-            and not set(learnt) & index.file_terms(j.path)
-        ]
-        focus = [m for path in high for m in by_path[path].missing]
-        for term in learnt:
-            boost[term] = boost.get(term, 0.0) + _NEW_TERM_WEIGHT
-        for gap in focus:
-            for term in set(code_terms(gap.split(" (", 1)[0])):
-                boost[term] = max(boost.get(term, 0.0), _GAP_WEIGHT)
-        excluded.extend(dropped)
-        stop = "" if cycle < max_cycles else f"max_cycles ({max_cycles}) reached"
-        cycles.append(
-            record.model_copy(
-                update={
-                    "added_terms": tuple(learnt),
-                    "newly_excluded": tuple(dropped),
-                    "focus": tuple(focus),
-                    "stop": stop,
-                }
-            )
-        )
-    # Most relevant first: a file found in an earlier cycle was judged against the best file
-    # of the whole repository, a later one against what the earlier cycles left; so by cycle,
-    # then by relevance (the order the files were found in).
-    files = sorted(best, key=lambda p: (first_seen[p], -best[p]))
+        refined = search.refine(record)
+        refined["stop"] = "" if cycle < max_cycles else f"max_cycles ({max_cycles}) reached"
+        cycles.append(record.model_copy(update=refined))
+    files = search.files()
     context, tokens, artifacts = build_context(
-        index, files, task, budget=budget, store=store, boost=boost
+        index, files, task, budget=budget, store=store, boost=search.boost
     )
     return RetrievalResult(
         task=task,
         files=tuple(files),
-        relevance={p: best[p] for p in files},
+        relevance={p: search.best[p] for p in files},
         context=context,
         tokens=tokens,
         repository_tokens=index.tokens(),
@@ -258,6 +203,84 @@ def iterative_retrieve(
         cycles=tuple(cycles),
         store=store,
     )
+
+
+class _Search:
+    """What the cycles of :func:`iterative_retrieve` have learnt: the terms that steer the
+    ranking, the files excluded, and the files judged highly relevant (best relevance, and the
+    cycle each was first found in)."""
+
+    def __init__(self, index: CodeIndex, task: str) -> None:
+        self.index = index
+        self.task = task
+        self.task_terms = set(code_terms(task))
+        self.boost: dict[str, float] = {}
+        self.excluded: list[str] = []
+        self.best: dict[str, float] = {}
+        self.first_seen: dict[str, int] = {}
+
+    def evaluate(self, cycle: int, judge: Judge, candidates: int) -> CycleRecord:
+        """Dispatch and evaluate: rank, judge the candidates, keep the highly relevant ones."""
+        # Files already judged highly relevant are kept, and left out of later dispatches so that
+        # each cycle looks for what is still missing.
+        best = self.best
+        ranked = self.index.rank_files(
+            self.task, k=candidates + len(best), exclude=self.excluded, boost=self.boost
+        )
+        top = ranked[0].score if ranked else 0.0
+        hits = [h for h in ranked if h.path not in best][:candidates]
+        shown = _candidates(self.index, hits, self.boost, self.task_terms, known=set(best), top=top)
+        judged = judge(self.task, shown)
+        by_path = {j.path: j for j in judged}
+        high = [j.path for j in judged if j.relevance >= HIGH]
+        for j in sorted(judged, key=lambda j: -j.relevance):
+            if j.relevance >= HIGH:
+                best[j.path] = max(best.get(j.path, 0.0), j.relevance)
+                self.first_seen.setdefault(j.path, cycle)
+        return CycleRecord(
+            cycle=cycle,
+            terms=dict(self.boost),
+            excluded=tuple([*self.excluded, *(p for p in best if p not in high)]),
+            candidates=tuple(hits),
+            judgements=tuple(judged),
+            high=tuple(high),
+            gaps=tuple(f"{path}: {m}" for path in high for m in by_path[path].missing),
+        )
+
+    def refine(self, record: CycleRecord) -> dict[str, object]:
+        """Learn from a cycle's judgements for the next; returns what it learnt, as fields of
+        the cycle's record."""
+        high = list(record.high)
+        by_path = {j.path: j for j in record.judgements}
+        learnt = _new_terms(self.index, self.task, high, self.boost, self.task_terms)
+        # Judged irrelevant, unless it holds a word just learnt: then the judgement was made
+        # without the codebase's vocabulary for the task, and the file gets another chance.
+        dropped = [
+            j.path
+            for j in record.judgements
+            if j.relevance < NONE
+            and j.path not in self.excluded
+            and not set(learnt) & self.index.file_terms(j.path)
+        ]
+        focus = [m for path in high for m in by_path[path].missing]
+        for term in learnt:
+            self.boost[term] = self.boost.get(term, 0.0) + _NEW_TERM_WEIGHT
+        for gap in focus:
+            for term in set(code_terms(gap.split(" (", 1)[0])):
+                self.boost[term] = max(self.boost.get(term, 0.0), _GAP_WEIGHT)
+        self.excluded.extend(dropped)
+        return {
+            "added_terms": tuple(learnt),
+            "newly_excluded": tuple(dropped),
+            "focus": tuple(focus),
+        }
+
+    def files(self) -> list[str]:
+        """The highly relevant files, most relevant first."""
+        # A file found in an earlier cycle was judged against the best file of the whole
+        # repository, a later one against what the earlier cycles left; so by cycle, then by
+        # relevance (the order the files were found in).
+        return sorted(self.best, key=lambda p: (self.first_seen[p], -self.best[p]))
 
 
 def _candidates(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -106,13 +106,17 @@ class _Resolver:
 
     def _unknown(self, ref: str) -> str:
         n = len(self.workspace.messages)
-        calls = list(self.calls)
-        shown = ", ".join(calls[:12]) + (f" and {len(calls) - 12} more" if len(calls) > 12 else "")
+        shown = self._shown_calls()
         files = "" if self.workspace.root is None else ", or a file path under the root"
         return (
             f"names nothing in the workspace; give a message index (0-{n - 1}) or id, a tool call "
             f"id ({shown or 'none'}){files}"
         )
+
+    def _shown_calls(self) -> str:
+        """The workspace's tool call ids for an error message, the first twelve named."""
+        calls = list(self.calls)
+        return ", ".join(calls[:12]) + (f" and {len(calls) - 12} more" if len(calls) > 12 else "")
 
     def _reason(self, key: str, uncertain: bool) -> str:
         sel = self.selection
@@ -151,8 +155,7 @@ class _Resolver:
                 return
             self.out.stored.append((call, text, self._reason(f"a{call}", uncertain)))
             return
-        calls = list(self.calls)
-        shown = ", ".join(calls[:12]) + (f" and {len(calls) - 12} more" if len(calls) > 12 else "")
+        shown = self._shown_calls()
         hint = " (an artifact id, but the workspace has no store)" if is_artifact_id(call) else ""
         self.problems.append(
             f"no tool call {call!r}{hint}; the workspace's tool calls are: {shown or 'none'}"
@@ -249,11 +252,55 @@ def apply_selection(
         ['dropped']
     """
     resolved = _Resolver(selection, workspace).run()
-    notes_before = workspace.notes
     new_notes = set(workspace.add_notes(selection.durable_notes))
     counter = workspace.counter
     messages = workspace.messages
-    who = selection.selector
+    decided = _decide(messages, resolved, selection.selector)
+    _complete_exchanges(workspace, decided)
+    omitted = [i for i in range(len(messages)) if i not in decided]
+    context = _context(selection, workspace, resolved, omitted)
+
+    decisions = [
+        Decision(stage=STAGE, action="selected", message_id="selection", reason=_summary(selection))
+    ]
+    decisions += _item_decisions(workspace, resolved, new_notes, selection.selector)
+    out = [m for i, m in enumerate(messages) if i in decided]
+    decisions += _message_decisions(selection, workspace, decided)
+    if context is not None:
+        out.append(context)
+        decisions.append(
+            Decision(
+                stage=STAGE,
+                action="selected",
+                message_id=CONTEXT_ID,
+                reason="carries the durable notes, file passages and the list of what was left out",
+                tokens_after=counter.count_message(context),
+            )
+        )
+
+    tokens = counter.count_messages(out)
+    if budget is not None and tokens > budget:
+        # A selection that is refused leaves the workspace as it was.
+        for note in new_notes:
+            workspace.forget_note(note)
+        raise _over_budget(decisions, tokens, budget)
+    return PackResult(
+        messages=out,
+        tokens=tokens,
+        budget=budget if budget is not None else tokens,
+        input_tokens=counter.count_messages(messages),
+        input_ids=[m.id for m in messages],
+        counter=counter.name,
+        exact=counter.exact,
+        query=selection.goal,
+        decisions=decisions,
+    )
+
+
+def _decide(
+    messages: Sequence[Message], resolved: _Resolved, who: str
+) -> dict[int, tuple[Action, str]]:
+    """What happens to each message the selection keeps, by index (the rest are left out)."""
     decided: dict[int, tuple[Action, str]] = {}
     for i, msg in enumerate(messages):
         if i in resolved.messages:
@@ -267,11 +314,12 @@ def apply_selection(
             decided[i] = ("kept", "pinned: always kept")
         elif msg.role == "user":
             decided[i] = ("kept", f"user instruction: always kept, though {who} left it out")
-    _complete_exchanges(workspace, decided)
-    omitted = [i for i in range(len(messages)) if i not in decided]
+    return decided
 
-    decisions: list[Decision] = []
-    summary = f"chosen by {who}"
+
+def _summary(selection: Selection) -> str:
+    """The reason of the ``"selection"`` decision: who chose, for what, any fallback, the cost."""
+    summary = f"chosen by {selection.selector}"
     if selection.goal:
         summary += f" for the goal {selection.goal!r}"
     if selection.fallback:
@@ -280,38 +328,36 @@ def apply_selection(
         u = selection.usage
         summary += f"; selector spent {u.input_tokens} input + {u.output_tokens} output tokens"
         summary += f" in {u.calls} call(s)"
-    decisions.append(
-        Decision(stage=STAGE, action="selected", message_id="selection", reason=summary)
-    )
+    return summary
 
-    context_text = _context_text(selection, workspace, resolved, omitted)
-    context: Message | None = None
-    if context_text is not None:
-        context = Message(role="user", content=context_text, id=CONTEXT_ID)
+
+def _item_decisions(
+    workspace: Workspace, resolved: _Resolved, new_notes: set[str], who: str
+) -> list[Decision]:
+    """One decision per durable note, file passage and stored original the context carries."""
+    counter = workspace.counter
+    decisions: list[Decision] = []
     for n, note in enumerate(workspace.notes):
         fresh = note in new_notes
+        origin = (
+            f"durable note from {who}" if fresh else "durable note kept from an earlier selection"
+        )
         decisions.append(
             Decision(
                 stage=STAGE,
                 action="selected" if fresh else "kept",
                 message_id=f"note:{n}",
-                reason=(
-                    f"durable note from {who}"
-                    if fresh
-                    else "durable note kept from an earlier selection"
-                )
-                + f": {note}",
+                reason=f"{origin}: {note}",
             )
         )
     for passage, reason in resolved.passages:
-        text = passage.render()
         decisions.append(
             Decision(
                 stage=STAGE,
                 action="selected",
                 message_id=f"file:{passage.label}",
                 reason=reason + (f" ({passage.note})" if passage.note else ""),
-                tokens_after=counter.count(text),
+                tokens_after=counter.count(passage.render()),
             )
         )
     for ref, text, reason in resolved.stored:
@@ -324,75 +370,44 @@ def apply_selection(
                 tokens_after=counter.count(text),
             )
         )
+    return decisions
 
-    out: list[Message] = []
-    omit = selection.omit_reason or "no reason given"
-    for i, msg in enumerate(messages):
+
+def _message_decisions(
+    selection: Selection, workspace: Workspace, decided: dict[int, tuple[Action, str]]
+) -> list[Decision]:
+    """One decision per workspace message: its ``decided`` action, else dropped as omitted."""
+    counter = workspace.counter
+    dropped = f"omitted by {selection.selector}: {selection.omit_reason or 'no reason given'}"
+    decisions: list[Decision] = []
+    for i, msg in enumerate(workspace.messages):
         tokens = counter.count_message(msg)
-        if i in decided:
-            action, reason = decided[i]
-            out.append(msg)
-            decisions.append(
-                Decision(
-                    stage=STAGE,
-                    action=action,
-                    message_id=msg.id,
-                    reason=reason,
-                    tokens_before=tokens,
-                    tokens_after=tokens,
-                )
-            )
-        else:
-            decisions.append(
-                Decision(
-                    stage=STAGE,
-                    action="dropped",
-                    message_id=msg.id,
-                    reason=f"omitted by {who}: {omit}",
-                    tokens_before=tokens,
-                    tokens_after=0,
-                )
-            )
-    if context is not None:
-        out.append(context)
-    if context is not None:
+        action, reason = decided.get(i, ("dropped", dropped))
         decisions.append(
             Decision(
                 stage=STAGE,
-                action="selected",
-                message_id=CONTEXT_ID,
-                reason="carries the durable notes, file passages and the list of what was left out",
-                tokens_after=counter.count_message(context),
+                action=action,
+                message_id=msg.id,
+                reason=reason,
+                tokens_before=tokens,
+                tokens_after=tokens if i in decided else 0,
             )
         )
+    return decisions
 
-    tokens = counter.count_messages(out)
-    if budget is not None and tokens > budget:
-        largest = sorted(
-            ((d.tokens_after or 0, d.message_id) for d in decisions if d.action == "selected"),
-            reverse=True,
-        )[:3]
-        shown = ", ".join(f"{mid} ({n} tokens)" for n, mid in largest)
-        # A selection that is refused leaves the workspace as it was.
-        for note in new_notes:
-            workspace.forget_note(note)
-        assert workspace.notes == notes_before
-        raise SelectionError(
-            [
-                f"the selected context takes {tokens} tokens, over the budget of {budget}; "
-                f"select less (the largest selected items: {shown})"
-            ]
-        )
-    return PackResult(
-        messages=out,
-        tokens=tokens,
-        budget=budget if budget is not None else tokens,
-        input_tokens=counter.count_messages(messages),
-        input_ids=[m.id for m in messages],
-        counter=counter.name,
-        exact=counter.exact,
-        query=selection.goal,
-        decisions=decisions,
+
+def _over_budget(decisions: list[Decision], tokens: int, budget: int) -> SelectionError:
+    """The error for a context over its budget, naming the three largest selected items."""
+    largest = sorted(
+        ((d.tokens_after or 0, d.message_id) for d in decisions if d.action == "selected"),
+        reverse=True,
+    )[:3]
+    shown = ", ".join(f"{mid} ({n} tokens)" for n, mid in largest)
+    return SelectionError(
+        [
+            f"the selected context takes {tokens} tokens, over the budget of {budget}; "
+            f"select less (the largest selected items: {shown})"
+        ]
     )
 
 
@@ -411,9 +426,10 @@ def _complete_exchanges(workspace: Workspace, decided: dict[int, tuple[Action, s
                     decided[i] = ("kept", _EXCHANGE.format(chosen[0]))
 
 
-def _context_text(
+def _context(
     selection: Selection, workspace: Workspace, resolved: _Resolved, omitted: list[int]
-) -> str | None:
+) -> Message | None:
+    """The context message: durable notes, file passages, stored originals, what was left out."""
     parts: list[str] = []
     if workspace.notes:
         parts.append("Durable notes:\n" + "\n".join(f"- {n}" for n in workspace.notes))
@@ -429,4 +445,5 @@ def _context_text(
         parts.append(f"Left out of this step: messages {_ranges(omitted)}{why}.")
     if not parts:
         return None
-    return f"[Context selected for this step by {selection.selector}]\n\n" + "\n\n".join(parts)
+    text = f"[Context selected for this step by {selection.selector}]\n\n" + "\n\n".join(parts)
+    return Message(role="user", content=text, id=CONTEXT_ID)

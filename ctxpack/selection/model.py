@@ -139,11 +139,12 @@ ANSWER_FIELDS = (
 
 
 class Selection(BaseModel):
-    """What a selector chose from a :class:`~ctxpack.Workspace` for the large model's next step.
+    """What a selector chose from a :class:`~ctxpack.selection.Workspace` for the large model's next
+    step.
 
-    Items are named the way the selector's listing shows them: messages by index (their position
-    in ``Workspace.messages``, from 0) or by id, tool results by call id, files by path relative
-    to the workspace root. :func:`~ctxpack.apply_selection` turns it into the context to send,
+    Items are named the way the selector's listing shows them: messages by index (their position in
+    ``Workspace.messages``, from 0) or by id, tool results by call id, files by path relative to the
+    workspace root. :func:`~ctxpack.selection.apply_selection` turns it into the context to send,
     with a decision per item.
 
     Attributes:

@@ -112,14 +112,14 @@ class ModelSelector:
     """A small model chooses the large model's context, with a validated, structured answer.
 
     The model gets :data:`SYSTEM_PROMPT` and :func:`selection_prompt` and must answer with a
-    :class:`~ctxpack.Selection`: through structured outputs (``response_format`` with the JSON
-    schema, ``strict``) on an OpenAI-compatible client, or through a forced tool call
-    (``tool_choice`` naming :data:`TOOL_NAME`) on an Anthropic client. The answer is validated,
-    and checked against the workspace (every index, call id and path must exist, every range
-    fit its file); when it fails, the model is asked once more with the problems, and if the
-    second answer fails too (or a call raises), the ``fallback`` selector chooses instead and
-    the selection records why. The tokens spent are in ``selection.usage``: the provider's
-    reported usage when it gives one, else counted locally (``exact=False``).
+    :class:`~ctxpack.selection.Selection`: through structured outputs (``response_format`` with the
+    JSON schema, ``strict``) on an OpenAI-compatible client, or through a forced tool call
+    (``tool_choice`` naming :data:`TOOL_NAME`) on an Anthropic client. The answer is validated, and
+    checked against the workspace (every index, call id and path must exist, every range fit its
+    file); when it fails, the model is asked once more with the problems, and if the second answer
+    fails too (or a call raises), the ``fallback`` selector chooses instead and the selection
+    records why. The tokens spent are in ``selection.usage``: the provider's reported usage when it
+    gives one, else counted locally (``exact=False``).
 
     Args:
         client: An ``openai.OpenAI``-like client (``client.chat.completions.create``) or an

@@ -31,7 +31,7 @@ class Workspace:
     costs what it shows.
 
     The workspace also keeps the **durable notes** of the selections applied to it:
-    :func:`~ctxpack.apply_selection` adds each selection's notes, and every later context
+    :func:`~ctxpack.selection.apply_selection` adds each selection's notes, and every later context
     carries them, whether or not the later selection repeats them.
 
     Args:

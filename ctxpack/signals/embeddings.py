@@ -175,7 +175,7 @@ class MiniLMEmbedder:
             p = f"encoder.layer.{layer}."
 
             def linear(h: FloatArray, name: str, p: str = p) -> FloatArray:
-                # 2-D times 2-D goes to BLAS; numpy's broadcast 3-D matmul is ~50x slower.
+                # 2-D times 2-D goes to BLAS; numpy's broadcast 3-D matmul is far slower.
                 flat = h.reshape(-1, h.shape[-1]) @ w[p + name + ".weight"].T
                 out = flat + w[p + name + ".bias"]
                 return out.reshape(*h.shape[:-1], -1)  # type: ignore[no-any-return]

@@ -759,6 +759,6 @@ INDEXES = IndexPool()
 """The process's pool of conversation indexes, used by :class:`ctxpack.RelevanceScorer`."""
 
 
-# Pure functions of a text: cleared with the rest by ctxpack.clear_caches().
+# Pure functions of a text: cleared with the rest by ctxpack.caches.clear_caches().
 for _cached in (_stem, _terms_cached, leaning):
     register(_cached)

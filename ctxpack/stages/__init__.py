@@ -1,5 +1,6 @@
 """The built-in stages, one per module, in the order the default pipeline runs them."""
 
+from .alternate import TurnAlternator as TurnAlternator
 from .citations import CitationInheritor as CitationInheritor
 from .compose import PromptComposer as PromptComposer
 from .compress import ExtractiveCompressor as ExtractiveCompressor
@@ -18,4 +19,5 @@ __all__ = [
     "PromptComposer",
     "RelevanceScorer",
     "SemanticScorer",
+    "TurnAlternator",
 ]

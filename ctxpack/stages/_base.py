@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, PlainSerializer, ValidationError
 
-from ..errors import ConfigError
+from .._internal.options import invalid_option
 
 __all__ = ["ReadOnlyMap", "StageModel", "Weights"]
 
@@ -25,15 +25,7 @@ class StageModel(BaseModel):
         try:
             super().__init__(**options)
         except ValidationError as exc:
-            err = exc.errors()[0]
-            option = ".".join(str(part) for part in err["loc"]) or "options"
-            message = str(err["msg"]).removeprefix("Value error, ")
-            if err["type"] == "extra_forbidden":
-                valid = ", ".join(sorted(type(self).model_fields))
-                message = f"unknown option; valid options are {valid}"
-            raise ConfigError(
-                f"{type(self).__name__}: {option}={err.get('input')!r}: {message}"
-            ) from exc
+            raise invalid_option(type(self).__name__, type(self), exc) from exc
 
 
 class ReadOnlyMap(Mapping[str, float]):

@@ -1,4 +1,4 @@
-"""Inherit citations: a message without a source takes the nearest earlier one (seed 004)."""
+"""Inherit citations: a message without a source takes the nearest earlier one."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Compose the prompt: system + developer + user, the system prompt pinned (seed 004, step 1)."""
+"""Compose the prompt: system + developer + user, the system prompt pinned."""
 
 from __future__ import annotations
 
@@ -35,27 +35,12 @@ class PromptComposer(StageModel):
     protect_developer: bool = False
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
+        added = self._added(ctx.messages)
         messages = ctx.messages
-        texts = (
-            {(m.role, m.text) for m in messages if m.role in ("system", "developer")}
-            if self.system is not None or self.developer is not None
-            else set()
-        )
-        head = 0
-        while head < len(messages) and messages[head].role == "system":
-            head += 1
-        added = []
-        if self.system is not None and ("system", self.system) not in texts:
-            added.append(
-                Message(role="system", content=self.system, id=_free_id("system", messages))
-            )
-        if self.developer is not None and ("developer", self.developer) not in texts:
-            added.append(
-                Message(
-                    role="developer", content=self.developer, id=_free_id("developer", messages)
-                )
-            )
         if added:
+            head = 0
+            while head < len(messages) and messages[head].role == "system":
+                head += 1
             messages = (*messages[:head], *added, *messages[head:])
 
         protected = set(ctx.protected)
@@ -96,6 +81,24 @@ class PromptComposer(StageModel):
                         )
                     break
         return ctx.decide(*decisions, messages=messages, protected=frozenset(protected))
+
+    def _added(self, messages: tuple[Message, ...]) -> list[Message]:
+        """The ``system`` and ``developer`` texts given, as messages, unless already there."""
+        if self.system is None and self.developer is None:
+            return []
+        texts = {(m.role, m.text) for m in messages if m.role in ("system", "developer")}
+        added = []
+        if self.system is not None and ("system", self.system) not in texts:
+            added.append(
+                Message(role="system", content=self.system, id=_free_id("system", messages))
+            )
+        if self.developer is not None and ("developer", self.developer) not in texts:
+            added.append(
+                Message(
+                    role="developer", content=self.developer, id=_free_id("developer", messages)
+                )
+            )
+        return added
 
 
 def _free_id(base: str, messages: tuple[Message, ...]) -> str:

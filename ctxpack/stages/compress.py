@@ -1,9 +1,9 @@
 """Extractive compression: score each line, keep the best ones in their original order (no LLM).
 
-Line score (seed 004): a heading (``#``, ``**`` or ``-`` at the start) +2, a digit +1, a proper
-noun +1; with a query, +1 per distinct query term the line contains (at most 2). Ties go to the
-longer line (it carries more), then to the earlier one. On the seed's 12-line meeting report this
-keeps exactly the seed's five lines.
+Line score: a heading (``#``, ``**`` or ``-`` at the start) +2, a digit +1, a proper noun +1;
+with a query, +1 per distinct query term the line contains (at most 2). Ties go to the longer
+line (it carries more), then to the earlier one: headings, figures and names are what a reader
+scans a report for.
 """
 
 from __future__ import annotations
@@ -92,9 +92,9 @@ def _proper_noun_detector(mode: ProperNounMode, model: str) -> Callable[[str], b
 class _SpacyProperNouns:
     """spaCy proper-noun detection with a per-line cache and batched parsing.
 
-    Parsing costs ~10 ms a line; packing re-reads the same history every turn, so each line is
-    parsed once per process, and :meth:`prefetch` parses the missing ones with ``nlp.pipe``
-    (about 2.5x faster than one call per line).
+    Parsing is slow next to the rest of a pack, and packing re-reads the same history every
+    turn, so each line is parsed once per process, and :meth:`prefetch` parses the missing ones
+    in one batch with ``nlp.pipe`` (cheaper than one call per line).
     """
 
     _MAX_CACHED = 100_000
@@ -143,7 +143,7 @@ def score_line(
     proper_noun: Callable[[str], bool] = has_proper_noun_heuristic,
     language: Language = "en",
 ) -> int:
-    """The seed's line score, plus up to 2 for query terms (terms as
+    """A line's score (heading +2, digit +1, proper noun +1), plus up to 2 for query terms (terms as
     :func:`ctxpack.signals.lexical.terms` gives them in ``language``).
 
     Example:

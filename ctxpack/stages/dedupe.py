@@ -1,4 +1,4 @@
-"""Deduplicate: keep only the most recent copy of a repeated message (seed 004, step 3)."""
+"""Deduplicate: keep only the most recent copy of a repeated message."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Select memory: a rolling window of recent turns plus episodic memory (seed 004, step 2)."""
+"""Select memory: a rolling window of recent turns plus episodic memory."""
 
 from __future__ import annotations
 

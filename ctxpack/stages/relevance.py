@@ -1,9 +1,8 @@
-"""Score each message's relevance to the query: BM25 with related words, neighbours, speakers."""
+"""Score each message's relevance to the query: BM25 over the terms the signals weigh, then the
+signals that change the scores (:mod:`ctxpack.signals`)."""
 
 from __future__ import annotations
 
-import re
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from operator import attrgetter
@@ -11,89 +10,40 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import Field, field_validator
+from pydantic import Field, SerializeAsAny, field_validator
 
-from .._internal.columns import USER, flags, items_at, positions, positions_of
 from .._internal.columns import ids as message_ids
+from .._internal.columns import items_at, positions, positions_of
 from .._internal.prefix import PrefixMemo
 from ..caches import register
 from ..messages import Message
 from ..pipeline import Decision, DecisionLog, PackContext
-from ..signals.lexical import (
-    FRENCH_DEMONSTRATIVES,
-    INDEXES,
-    WORD,
-    InvertedIndex,
-    Language,
-    analyse,
-    compounds,
-    leaning,
-    terms,
+from ..signals import (
+    CompoundWords,
+    FollowUp,
+    Neighbors,
+    Query,
+    QueryWords,
+    RelatedWords,
+    ScoreSignal,
+    Signal,
+    SpeakerFocus,
+    TermSignal,
+    signal_from,
 )
-from ..signals.wordvectors import default_stem_vectors
+from ..signals.lexical import INDEXES, Language, analyse, leaning, terms
 from ._base import StageModel
 
-__all__ = ["RelevanceScorer", "named_speaker", "spread_to_neighbors"]
+__all__ = ["RelevanceScorer"]
 
+Scores = npt.NDArray[np.float64]
 
-def spread_to_neighbors(
-    values: Sequence[float] | npt.NDArray[Any], neighbors: int, share: float
-) -> npt.NDArray[np.float64]:
-    """Each value, raised to ``share ** d`` of the value ``d`` positions away (``d <=
-    neighbors``) when that is larger: context around a relevant message rides along.
+# How a message that holds none of the signals' terms itself matched: through the terms its
+# neighbours lend it (document expansion).
+_LENT = "neighbour of a relevant message"
+# A message whose relevance reaches this at some step gets a ``selected`` decision.
+_EXPLAINED = 0.25
 
-    Example:
-        >>> spread_to_neighbors([0.0, 1.0, 0.0, 0.0], 2, 0.5).tolist()
-        [0.5, 1.0, 0.5, 0.25]
-    """
-    own = np.asarray(values, dtype=np.float64)
-    out = own.copy()
-    for d in range(1, min(neighbors, len(own) - 1) + 1):
-        shared = own * share**d
-        np.maximum(out[:-d], shared[d:], out=out[:-d])
-        np.maximum(out[d:], shared[:-d], out=out[d:])
-    return out  # type: ignore[no-any-return]
-
-
-# "Caroline: I went hiking." A speaker is one to four capitalised words before a colon, which
-# French typography spaces ("Marie : bonjour", often with a narrow no-break space).
-_SPEAKER = re.compile(r"\s*([A-Z][\w'’.-]*(?: [A-Z][\w'’.-]*){0,3})[ \u00a0\u202f]?:\s")
-_WORDS = re.compile(r"[^\W_]+")
-
-
-def _speaker(msg: Message) -> str | None:
-    # Only people speak: a tool result starting with "Error:" is not a participant.
-    if msg.role not in ("user", "assistant"):
-        return None
-    if msg.name:
-        return msg.name
-    match = _SPEAKER.match(msg.text[:80])
-    return match.group(1) if match else None
-
-
-_NEIGHBOUR = " (neighbour of a relevant message)"
-# A follow-up question borrows at most this many terms of the exchange it follows.
-_FOLLOW_UP_TERMS = 32
-# Words that point back to something said before ("How do I install it on Windows?"). Personal
-# pronouns are left out: in "When did Gina get her tattoo?" the question names who "her" is.
-_POINTING = frozenset(
-    [
-        "it",
-        "its",
-        "itself",
-        "this",
-        "that",
-        "these",
-        "those",
-        "they",
-        "them",
-        "their",
-        "there",
-        *FRENCH_DEMONSTRATIVES,
-    ]
-)
-
-_SPEAKERS: PrefixMemo[Message, str | None] = PrefixMemo(_speaker)
 _TEXTS: PrefixMemo[Message, str] = PrefixMemo(attrgetter("text"))
 # Only people's turns tell the conversation's language: a system prompt or a tool's output is
 # often English whatever the users speak.
@@ -101,87 +51,58 @@ _LEANINGS: PrefixMemo[Message, int] = PrefixMemo(
     lambda msg: leaning(msg.text) if msg.role in ("user", "assistant") else 0
 )
 
-
-def named_speaker(query: str, speakers: Sequence[str | None]) -> str | None:
-    """The one speaker of the conversation the query names, if exactly one.
-
-    Speakers are the ``name`` of messages or a ``Name:`` prefix on their text. They count only
-    when at least two of them speak three times or more and together they start at least half of
-    the messages, so that an occasional ``Note:`` is never taken for a participant. The query
-    names a speaker when it contains the speaker's first name, capitalised.
-
-    Example:
-        >>> speakers = ["Ann", "Bob", "Ann", "Bob", "Ann", "Bob", None]
-        >>> named_speaker("What did Ann say?", speakers)
-        'Ann'
-        >>> named_speaker("What did they say?", speakers) is None
-        True
-    """
-    counts = Counter(speakers)
-    counts.pop(None, None)
-    regular = [name for name, count in counts.items() if name is not None and count >= 3]
-    if len(regular) < 2 or 2 * sum(counts[name] for name in regular) < len(speakers):
-        return None
-    words = set(_WORDS.findall(query))
-    named = [name for name in regular if name.split()[0] in words]
-    return named[0] if len(named) == 1 else None
+_DEFAULT_SIGNALS: tuple[Signal, ...] = (
+    RelatedWords(),
+    QueryWords(),
+    FollowUp(),
+    CompoundWords(),
+    Neighbors(),
+    SpeakerFocus(),
+)
 
 
 class RelevanceScorer(StageModel):
-    """Set the ``relevance`` signal (0 to 1) of every message from its BM25 score for the query.
+    """Set the ``relevance`` signal (0 to 1) of every message from its BM25 score for the query,
+    combining named signals that can be listed, weighed, replaced or switched off.
 
-    Terms are lower-cased, stemmed words without stop words. Each query word that is not a name
-    is expanded with the conversation's words closest to it in meaning ("bicycle" also looks for
-    "bike"), from a static word table shipped with ctxpack (no model runs). Each message is
+    Terms are lower-cased, stemmed words without stop words, in English or, for a conversation
+    whose turns lean French, in French (``language``). The term signals weigh the terms BM25
+    looks for: the query's own words, related words ("bicycle" also looks for "bike"), the
+    previous exchange's words for a follow-up question, words written together ("road trip"
+    finds "roadtrip"); a term gets the largest weight any signal gives it. Each message is
     indexed with a share of its neighbours' terms too (``expansion``): in a dialogue, an answer
     ("Yes, last May!") often only matches the query through the question before it. Scores are
-    divided by the best one, so the most relevant message gets 1. A message near a relevant one
-    inherits ``neighbor_share ** d`` of its relevance at distance ``d <= neighbors``. When the
-    conversation's messages carry speakers (``Name:`` prefixes or ``name``) and the query names
-    exactly one of them, the other speakers' messages keep ``speaker_focus`` of their relevance:
-    "What did Caroline paint?" is answered by Caroline. A follow-up question with at most
-    ``follow_up_words`` content words ("Why would that help?"), or at most
-    ``follow_up_pointing_words`` with a word pointing back ("How do I install it on Windows?"),
-    is about the exchange it follows: that exchange's terms join the query with weight
-    ``follow_up``. Words are stemmed in English, or in French for a conversation whose turns
-    lean French (``language``). The index behind it is cached per conversation and grows with
-    it, so a new question on the same history only analyses the question.
+    divided by the best one, so the most relevant message gets 1; then the score signals change
+    them in order: neighbours inherit a share, and a query naming one speaker damps the others.
+    Messages that reach 0.25 get a ``selected`` decision saying why. The index behind it is
+    cached per conversation and grows with it, so a new question on the same history only
+    analyses the question.
 
     Args:
-        neighbors: How many messages on each side receive a share.
-        neighbor_share: Share of a message's relevance its direct neighbours receive.
+        signals: The signals, in the order they apply (:mod:`ctxpack.signals`): by default
+            :class:`~ctxpack.signals.RelatedWords`, :class:`~ctxpack.signals.QueryWords`,
+            :class:`~ctxpack.signals.FollowUp`, :class:`~ctxpack.signals.CompoundWords`,
+            :class:`~ctxpack.signals.Neighbors`, :class:`~ctxpack.signals.SpeakerFocus`.
         expansion: Weights of the neighbours' terms in a message's index entry, by distance
             (``()`` turns document expansion off).
-        speaker_focus: Share of relevance kept by messages of speakers the query does not name
-            (1 turns speaker focus off).
-        related: Weight, times their cosine similarity, of the related words a query word is
-            expanded with (0 turns query expansion off).
-        related_top: At most this many related words per query word, among the conversation's.
-        related_min: Only related words at least this similar (cosine in the word table).
-        follow_up: Weight of the previous exchange's terms in a follow-up question's query (0
-            turns it off).
-        follow_up_words: A query with at most this many content words is a follow-up.
-        follow_up_pointing_words: A query with at most this many content words is a follow-up
-            too when a word of it points back: "it", "that", "this", "they", "them", "there"
-            (or French "ça", "cela", "celui"...).
         language: How words are stemmed: ``"en"``, ``"fr"``, or ``"auto"``: French when the
             user and assistant turns hold more French function words than English ones.
         k1: BM25 term-frequency saturation.
         b: BM25 length normalisation.
+
+    Example:
+        >>> from ctxpack.signals import RelatedWords
+        >>> scorer = RelevanceScorer().replace("related", RelatedWords(weight=0.5))
+        >>> scorer.without("speaker").signal_names
+        ('related', 'query', 'follow_up', 'compounds', 'neighbors')
+        >>> scorer["related"].weight
+        0.5
     """
 
     name: ClassVar[str] = "relevance"
 
-    neighbors: int = Field(default=2, ge=0)
-    neighbor_share: float = Field(default=0.5, ge=0.0, le=1.0)
+    signals: tuple[SerializeAsAny[Signal], ...] = _DEFAULT_SIGNALS
     expansion: tuple[float, ...] = (0.3, 0.15)
-    speaker_focus: float = Field(default=0.3, ge=0.0, le=1.0)
-    related: float = Field(default=0.3, ge=0.0)
-    related_top: int = Field(default=5, ge=0)
-    related_min: float = Field(default=0.5, ge=-1.0, le=1.0)
-    follow_up: float = Field(default=0.5, ge=0.0)
-    follow_up_words: int = Field(default=1, ge=0)
-    follow_up_pointing_words: int = Field(default=3, ge=0)
     language: Literal["auto", "en", "fr"] = "auto"
     k1: float = Field(default=1.2, gt=0)
     b: float = Field(default=0.75, ge=0.0, le=1.0)
@@ -193,106 +114,122 @@ class RelevanceScorer(StageModel):
             raise ValueError("expansion weights must be >= 0")
         return value
 
+    @field_validator("signals", mode="before")
+    @classmethod
+    def _from_dumps(cls, value: Any) -> Any:
+        # A dumped configuration names each signal: make them again.
+        if isinstance(value, list | tuple):
+            return tuple(signal_from(v) if isinstance(v, Mapping) else v for v in value)
+        return value
+
+    @field_validator("signals")
+    @classmethod
+    def _named_once(cls, value: tuple[Signal, ...]) -> tuple[Signal, ...]:
+        for signal in value:
+            if not isinstance(signal, TermSignal | ScoreSignal):
+                raise ValueError(f"{signal!r} is neither a TermSignal nor a ScoreSignal")
+        names = [signal.name for signal in value]
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise ValueError(f"signal names must be unique; repeated: {', '.join(repeated)}")
+        return value
+
+    @property
+    def signal_names(self) -> tuple[str, ...]:
+        """The signals' names, in order."""
+        return tuple(signal.name for signal in self.signals)
+
+    def __getitem__(self, name: str) -> Signal:
+        """The signal called ``name``."""
+        for signal in self.signals:
+            if signal.name == name:
+                return signal
+        raise KeyError(f"no signal named {name!r}; signals are {list(self.signal_names)}")
+
+    def replace(self, name: str, signal: Signal) -> RelevanceScorer:
+        """A new scorer where ``signal`` takes the place of the signal called ``name``."""
+        self[name]  # raises a KeyError that lists the names
+        return self._with(tuple(signal if s.name == name else s for s in self.signals))
+
+    def without(self, *names: str) -> RelevanceScorer:
+        """A new scorer without the signals called ``names``."""
+        for name in names:
+            self[name]
+        return self._with(tuple(s for s in self.signals if s.name not in names))
+
+    def _with(self, signals: tuple[Signal, ...]) -> RelevanceScorer:
+        options = {field: getattr(self, field) for field in type(self).model_fields}
+        return type(self)(**{**options, "signals": signals})
+
     def __call__(self, ctx: PackContext, /) -> PackContext:
         if not ctx.query:
             return ctx
         messages = ctx.messages
         language = self._language(messages)
-        query = terms(ctx.query, language)
-        asked = set(query)
         texts = _TEXTS(messages)
+        ids = message_ids(messages)
+        protected = positions_of(ids, ctx.protected)
         # Lent to this call alone: another thread packing meanwhile gets another index.
         with INDEXES.borrow(texts, language) as index:
-            # The word table is English: a French query would find look-alikes, not related words.
-            related = self._related_terms(ctx.query, query, index) if language == "en" else {}
-            weights = {**related, **dict.fromkeys(query, 1.0)}
-            borrowed: set[str] = set()
-            if self.follow_up and self._follows_up(ctx.query, asked):
-                # "Why would that help?" is about the exchange it follows, not about "help".
-                exchange = self._previous_exchange_terms(ctx, language)
-                borrowed = self._distinctive(exchange, query, index)
-                # In a fixed order: the scores sum over the terms, and a set's order changes from
-                # one process to the next (string hashing), enough to move the last digit.
-                for term in sorted(borrowed):
-                    weights[term] = max(weights.get(term, 0.0), self.follow_up)
-            # "road trip" also finds "roadtrip", "log in" finds "login": the same word, joined.
-            joined = [t for t in compounds(ctx.query, language) if t not in asked and t in index]
-            for term in joined:
-                weights[term] = 1.0
-            matched = asked.union(joined)
-            ids = message_ids(messages)
-            protected = positions_of(ids, ctx.protected)
+            query = Query(ctx.query, terms(ctx.query, language), language, messages, index)
+            added = [(s, s.terms_for(query)) for s in self.signals if isinstance(s, TermSignal)]
+            weights = _merged(added)
             raw = index.bm25(weights, k1=self.k1, b=self.b, spread=self.expansion, silent=protected)
             raw[protected] = 0.0
             best = float(raw.max(initial=0.0))
             if best <= 0:
                 return ctx
-            own = raw / best
-            final = spread_to_neighbors(own, self.neighbors, self.neighbor_share)
-            spread = final.copy()
-            damped: npt.NDArray[np.bool_] | None = None
-            speaker = None
-            if self.speaker_focus < 1.0:
-                speakers = _SPEAKERS(messages)
-                speaker = named_speaker(ctx.query, speakers)
-                if speaker is not None:
-                    # After the spread: the other speaker's question still lends its share to the
-                    # answer next to it, then counts less itself.
-                    other = {s: s is not None and s != speaker for s in set(speakers)}
-                    marks = map(other.__getitem__, speakers)
-                    damped = np.fromiter(marks, dtype=bool, count=len(messages))
-                    final[damped] *= self.speaker_focus
+            steps = self._adjusted(raw / best, query)
+            final = steps[-1][0].copy()
             final[protected] = 0.0
-            nonzero = positions(final)
-            signal = dict(zip(items_at(ids, nonzero), final[nonzero].tolist(), strict=True))
-            # Messages that speaker focus damps still say why they scored less.
-            chosen = np.flatnonzero((spread >= 0.25) & (final > 0))
-            picked = chosen.tolist()
-            chosen_ids = items_at(ids, picked)
-            # What the reasons need from the index, taken now: the shared index changes with later
-            # calls.
-            held = list(map(index.terms_at, picked))
-            focus = f" (x{self.speaker_focus:g}: the query is about {speaker})"
+            selected = self._selected(final, steps, added, query, ids, texts)
+        nonzero = positions(final)
+        signal = dict(zip(items_at(ids, nonzero), final[nonzero].tolist(), strict=True))
+        return ctx.with_signal("relevance", signal).evolve(decisions=ctx.decisions + selected)
 
-            def trace() -> list[Decision]:
-                how, expanded = self._how, set(related)
-                damps = damped[chosen].tolist() if damped is not None else [False] * len(chosen)
-                return [
-                    Decision.trusted(
-                        self.name,
-                        "selected",
-                        message_id,
-                        f"relevance {score:.2f} to the query"
-                        + (
-                            how(text_terms, text, language, matched, expanded, borrowed)
-                            if alone
-                            else _NEIGHBOUR
-                        )
-                        + (focus if mark else ""),
-                        score,
-                    )
-                    for message_id, score, alone, mark, text_terms, text in zip(
-                        chosen_ids,
-                        final[chosen].tolist(),
-                        (spread[chosen] == own[chosen]).tolist(),
-                        damps,
-                        held,
-                        items_at(texts, picked),
-                        strict=True,
-                    )
-                ]
+    def _selected(
+        self,
+        final: Scores,
+        steps: Sequence[tuple[Scores, str]],
+        added: Sequence[tuple[TermSignal, Mapping[str, float]]],
+        query: Query,
+        ids: Sequence[str],
+        texts: Sequence[str],
+    ) -> DecisionLog:
+        """A ``selected`` decision for each message that reached 0.25 at some step, its reason
+        written only when the trace is read."""
+        # A message a score signal lowers still says why it counted before.
+        peak = np.maximum.reduce([scores for scores, _ in steps])
+        chosen = np.flatnonzero((peak >= _EXPLAINED) & (final > 0))
+        picked = chosen.tolist()
+        chosen_ids = items_at(ids, picked)
+        # What the reasons need from the index, taken now: the shared index changes with later
+        # calls.
+        held = list(map(query.index.terms_at, picked))
+        language = query.language
 
-            selected = DecisionLog.deferred(chosen_ids, trace)
-            return ctx.with_signal("relevance", signal).evolve(decisions=ctx.decisions + selected)
+        def trace() -> list[Decision]:
+            scores = final[chosen].tolist()
+            written = items_at(texts, picked)
+            reasons = _reasons(added, steps, chosen, scores, held, written, language)
+            return [
+                Decision.trusted(self.name, "selected", message_id, reason, score)
+                for message_id, reason, score in zip(chosen_ids, reasons, scores, strict=True)
+            ]
 
-    def _follows_up(self, query: str, asked: set[str]) -> bool:
-        """Whether the query says too little on its own to be about anything but the exchange
-        it follows."""
-        if len(asked) <= self.follow_up_words:
-            return True
-        if len(asked) > self.follow_up_pointing_words:
-            return False
-        return not _POINTING.isdisjoint(word.lower() for word in WORD.findall(query))
+        return DecisionLog.deferred(chosen_ids, trace)
+
+    def _adjusted(self, own: Scores, query: Query) -> list[tuple[Scores, str]]:
+        """The scores after each score signal that changed them, with its note, from ``own``."""
+        own.flags.writeable = False
+        steps = [(own, "")]
+        for signal in self.signals:
+            if isinstance(signal, ScoreSignal):
+                adjusted = signal.adjust(steps[-1][0], query)
+                if adjusted is not None:
+                    adjusted.scores.flags.writeable = False
+                    steps.append((adjusted.scores, adjusted.note))
+        return steps
 
     def _language(self, messages: Sequence[Message]) -> Language:
         """The language the conversation's words are stemmed in: ``language``, or with
@@ -301,85 +238,70 @@ class RelevanceScorer(StageModel):
             return self.language
         return "fr" if sum(_LEANINGS(messages)) > 0 else "en"
 
-    @staticmethod
-    def _previous_exchange_terms(ctx: PackContext, language: Language) -> list[str]:
-        """Terms of the exchange the query follows: the user message before the question and
-        the messages after it (from the last user message on when the query was given apart)."""
-        messages = ctx.messages
-        users = np.flatnonzero(flags(messages) & USER)[-2:].tolist()
-        if users and messages[users[-1]].text == ctx.query:
-            end, users = users[-1], users[:-1]
-        else:
-            end = len(messages)
-        if not users:
-            return []
-        return [
-            term
-            for msg in messages[users[-1] : end]
-            if msg.role not in ("system", "developer")
-            for term in terms(msg.text, language)
-        ]
 
-    @staticmethod
-    def _distinctive(
-        borrowed: Sequence[str], query: Sequence[str], index: InvertedIndex
-    ) -> set[str]:
-        """The borrowed terms that say most about the exchange (count x idf), at most
-        ``_FOLLOW_UP_TERMS``: after a long tool output, "Why?" should not become a query of
-        thousands of terms."""
-        counts = Counter(borrowed)
-        for term in query:
-            counts.pop(term, None)
-        weight = {term: count * index.idf(term) for term, count in counts.items()}
-        return set(sorted(counts, key=lambda t: (-weight[t], t))[:_FOLLOW_UP_TERMS])
+def _merged(added: Sequence[tuple[TermSignal, Mapping[str, float]]]) -> dict[str, float]:
+    """Each term once, with the largest weight a signal gives it, in the order the signals
+    first give it (the scores sum over the terms: the order moves their last digit)."""
+    weights: dict[str, float] = {}
+    for _, weighted in added:
+        for term, weight in weighted.items():
+            old = weights.get(term)
+            if old is None or weight > old:
+                weights[term] = weight
+    return weights
 
-    def _related_terms(
-        self, text: str, query: Sequence[str], index: InvertedIndex
-    ) -> dict[str, float]:
-        """Query expansion: the conversation's terms related to the query's words, weighted."""
-        if not self.related or not self.related_top:
-            return {}
-        table = default_stem_vectors()
-        asked = set(query)
-        weights: dict[str, float] = {}
-        for position, word in enumerate(WORD.findall(text)):
-            stems = terms(word)
-            # A capitalised word inside the question is a name: "Melanie" has no synonyms.
-            if len(stems) != 1 or (position and word[0].isupper()):
-                continue
-            found = 0
-            for other, cosine in table.nearest(stems[0]):
-                if found == self.related_top or cosine < self.related_min:
-                    break
-                if other in asked or other not in index:
-                    continue
-                found += 1
-                weights[other] = max(weights.get(other, 0.0), self.related * cosine)
-        return weights
 
-    @staticmethod
-    def _how(
-        held: Mapping[str, int],
-        text: str,
-        language: Language,
-        asked: set[str],
-        related: set[str],
-        borrowed: set[str],
-    ) -> str:
-        """How a message holding the terms ``held`` came to be relevant on its own, for its
-        decision: the query's words it holds, as written, else the words that led to it."""
-        matched = asked.intersection(held)
-        if matched:
-            return f" (matched: {_words(text, matched, language)})"
-        followed = borrowed.intersection(held) if borrowed else None
-        if followed:
-            words = _words(text, followed, language)
-            return f" (the query follows up on the previous exchange: {words})"
-        through = related.intersection(held)
-        if through:
-            return f" (through related words: {_words(text, through, language)})"
-        # Matched through the terms its neighbours lend it alone.
-        return _NEIGHBOUR
+def _reasons(
+    added: Sequence[tuple[TermSignal, Mapping[str, float]]],
+    steps: Sequence[tuple[Scores, str]],
+    chosen: npt.NDArray[np.intp],
+    scores: Sequence[float],
+    held: Sequence[Mapping[str, int]],
+    texts: Sequence[str],
+    language: Language,
+) -> list[str]:
+    """Why each ``chosen`` message is relevant: the note of the score signal that raised it,
+    else the words it holds, then the notes of the score signals that lowered it."""
+    # Signals sharing a note explain together; the lowest rank explains first.
+    grouped: dict[str, set[str]] = {}
+    for signal, weighted in sorted(added, key=lambda pair: pair[0].rank):
+        grouped.setdefault(signal.note, set()).update(weighted)
+    # Each note cut around its words once, rather than formatted for every message.
+    explainers = [(note.partition("{words}"), stems) for note, stems in grouped.items() if stems]
+    raised: list[str | None] = [None] * len(chosen)
+    lowered = [""] * len(chosen)
+    before = steps[0][0][chosen]
+    for step, note in steps[1:]:
+        after = step[chosen]
+        for k in np.flatnonzero(after > before).tolist():
+            raised[k] = note
+        for k in np.flatnonzero(after < before).tolist():
+            lowered[k] += f" ({note})"
+        before = after
+    return [
+        f"relevance {score:.2f} to the query"
+        + (f" ({lift})" if lift else _how(text_terms, text, language, explainers))
+        + notes
+        for score, lift, notes, text_terms, text in zip(
+            scores, raised, lowered, held, texts, strict=True
+        )
+    ]
+
+
+def _how(
+    held: Mapping[str, int],
+    text: str,
+    language: Language,
+    explainers: Sequence[tuple[tuple[str, str, str], set[str]]],
+) -> str:
+    """How a message holding the terms ``held`` came to be relevant on its own: the words of
+    the first signal it holds, as written, else the neighbours that lend it theirs."""
+    for (before, mark, after), stems in explainers:
+        found = stems.intersection(held)
+        if found:
+            words = _words(text, found, language) if mark else ""
+            return f" ({before}{words}{after})"
+    return f" ({_LENT})"
 
 
 def _words(text: str, stems: set[str], language: Language = "en", most: int = 3) -> str:

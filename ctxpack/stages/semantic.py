@@ -10,8 +10,8 @@ from pydantic import ConfigDict, Field
 from ..errors import ConfigError
 from ..pipeline import Decision, PackContext
 from ..signals.embeddings import MiniLMEmbedder
+from ..signals.neighbors import Neighbors
 from ._base import StageModel
-from .relevance import spread_to_neighbors
 
 __all__ = ["SemanticScorer"]
 
@@ -32,19 +32,20 @@ class SemanticScorer(StageModel):
     Runs after :class:`RelevanceScorer` (BM25) and finds what BM25 cannot: a message that says
     the same thing in other words. The query and every unprotected message with text are
     embedded; cosines are rescaled so that the median message gets 0 and the best gets 1
-    (``clip((cos - median) / (max - median), 0, 1)``), spread to neighbours like BM25 relevance,
-    and mixed in: ``relevance = (1 - weight) x bm25 + weight x semantic``. Protected messages
-    score 0. Messages with a semantic score of at least 0.5 get a ``selected`` decision.
+    (``clip((cos - median) / (max - median), 0, 1)``), spread to neighbours like BM25 relevance
+    (``neighbors``), and mixed in: ``relevance = (1 - weight) x bm25 + weight x semantic``.
+    Protected messages score 0. Messages with a semantic score of at least 0.5 get a
+    ``selected`` decision.
 
     Args:
         embedder: A callable ``list[str] -> array (n, d)`` of unit vectors. ``None``: the
-            shared :class:`~ctxpack.MiniLMEmbedder`, created on first use (needs the optional
-            model, see the docs' semantic stage page).
+            shared :class:`~ctxpack.signals.embeddings.MiniLMEmbedder`, created on first use (needs
+            the optional model, see the docs' semantic stage page).
         weight: Share of the semantic score in the mixed relevance, 0 to 1 (0: the stage does
             nothing).
-        neighbors: How many messages on each side receive a share of the semantic score.
-        neighbor_share: Share of a message's semantic score its direct neighbours receive
-            (``neighbor_share ** d`` at distance ``d``).
+        neighbors: How the semantic score spreads to the messages around (``share ** d`` at
+            distance ``d``), the relevance stage's :class:`~ctxpack.signals.Neighbors` signal;
+            ``None``: it does not spread.
 
     Raises:
         ConfigError: the embedder returns an array of the wrong shape, or (default embedder)
@@ -52,7 +53,9 @@ class SemanticScorer(StageModel):
 
     Example:
         >>> import numpy as np
-        >>> from ctxpack import PackContext, ensure_messages, get_counter
+        >>> from ctxpack import get_counter
+        >>> from ctxpack.messages import ensure_messages
+        >>> from ctxpack.pipeline import PackContext
         >>> vectors = {"car": [1.0, 0.0], "vehicle": [0.9, 0.436], "lunch": [0.0, 1.0],
         ...            "soup": [0.1, 0.995]}
         >>> fake = lambda texts: np.array([vectors[t] for t in texts])
@@ -60,7 +63,7 @@ class SemanticScorer(StageModel):
         ...                            for t in ("vehicle", "lunch", "soup")])
         >>> ctx = PackContext(messages=tuple(history), budget=100, counter=get_counter(),
         ...                   query="car")
-        >>> out = SemanticScorer(embedder=fake, neighbors=0)(ctx)
+        >>> out = SemanticScorer(embedder=fake, neighbors=None)(ctx)
         >>> dict(out.signal("relevance"))
         {'vehicle': 0.3}
     """
@@ -71,8 +74,7 @@ class SemanticScorer(StageModel):
     embedder: Any = None
     # 0.3: on LoCoMo, 0.2 to 0.3 beat 0.5 once the lexical scorer expands queries and documents.
     weight: float = Field(default=0.3, ge=0.0, le=1.0)
-    neighbors: int = Field(default=2, ge=0)
-    neighbor_share: float = Field(default=0.5, ge=0.0, le=1.0)
+    neighbors: Neighbors | None = Neighbors()
 
     def _embed(self, texts: list[str]) -> np.ndarray[Any, np.dtype[np.float64]]:
         embedder = self.embedder if self.embedder is not None else _shared_embedder()
@@ -102,7 +104,7 @@ class SemanticScorer(StageModel):
         for i, cos in zip(scored, cosines.tolist(), strict=True):
             own[i] = min(max((cos - median) / (best - median), 0.0), 1.0)
             cosine_at[i] = cos
-        spread = spread_to_neighbors(own, self.neighbors, self.neighbor_share).tolist()
+        spread = own if self.neighbors is None else self.neighbors.spread(own).tolist()
         signal: dict[str, float] = {}
         decisions: list[Decision] = []
         bm25 = ctx.signal("relevance")

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 import ctxpack
-from ctxpack import from_langchain, pack, to_langchain
+from ctxpack import pack
+from ctxpack.adapters import from_langchain, to_langchain
 
 lc = pytest.importorskip("langchain_core.messages")
 
@@ -63,7 +64,7 @@ def test_pack_result_converts_to_langchain() -> None:
 def test_missing_langchain_core_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "langchain_core.messages", None)
     with pytest.raises(ImportError, match=r"pip install 'ctxpack\[langchain\]'"):
-        ctxpack.to_langchain([{"role": "user", "content": "hi"}])
+        ctxpack.adapters.to_langchain([{"role": "user", "content": "hi"}])
     with pytest.raises(ImportError, match="langchain-core"):
         from_langchain([])
 

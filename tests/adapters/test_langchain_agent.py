@@ -104,7 +104,7 @@ def test_every_model_call_of_an_agent_is_packed_and_the_state_is_not() -> None:
         assert seen[0].content == "You are a travel agent."
         assert len(seen) < len(history) + 1
         assert prompt_tokens(seen) + result.tool_tokens <= 700 - 50
-        ctxpack.validate_openai(ctxpack.to_openai(ctxpack.from_langchain(seen)))
+        ctxpack.adapters.validate_openai(ctxpack.to_openai(ctxpack.adapters.from_langchain(seen)))
     # The second call answers the tool call: call and result were kept together.
     second = model.seen[1]
     assert isinstance(second[-1], ToolMessage) and second[-1].tool_call_id == "call_1"
@@ -192,7 +192,7 @@ def test_an_agent_on_chat_openai_sends_a_packed_request() -> None:
     assert sent[0] == {"role": "system", "content": "Be brief."}
     assert sent[-1] == {"role": "user", "content": "Weather in Oslo?"}
     assert len(sent) < len(long_history()) + 1
-    ctxpack.validate_openai(sent)
+    ctxpack.adapters.validate_openai(sent)
     result = packing.last_result
     assert result is not None and result.reserve == 100
     assert [t["function"]["name"] for t in body["tools"]] == ["get_weather"]

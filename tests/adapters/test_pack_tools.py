@@ -165,7 +165,7 @@ def test_openai_packs_never_orphan_a_tool_message(conv: dict[str, Any], data: An
         return
     out = result.to_openai()
     assert_valid_openai(out)
-    ctxpack.validate_openai(out)
+    ctxpack.adapters.validate_openai(out)
     assert result.tokens <= budget
     assert out[0] == messages[0] and last_user in out
 
@@ -188,7 +188,7 @@ def test_anthropic_packs_stay_valid(conv: dict[str, Any], data: Any) -> None:
     payload = result.to_anthropic()
     assert payload["system"] == system
     assert_valid_anthropic(payload)
-    ctxpack.validate_anthropic(payload)
+    ctxpack.adapters.validate_anthropic(payload)
     assert result.tokens <= budget
 
 

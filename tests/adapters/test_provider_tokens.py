@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 import ctxpack
-from ctxpack import count_tokens, from_anthropic, pack, tool_definition_tokens
+from ctxpack import count_tokens, from_anthropic, pack
+from ctxpack.tokens import tool_definition_tokens
 
 WEATHER = {
     "type": "function",
@@ -101,7 +102,7 @@ def test_the_counter_used_is_visible_in_the_result() -> None:
     default = pack(msgs, budget=100)
     assert (default.counter, default.exact) == ("cl100k_base", True)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ctxpack.ApproximateTokenCountWarning)
+        warnings.simplefilter("ignore", ctxpack.tokens.ApproximateTokenCountWarning)
         claude = pack(msgs, budget=100, model="claude-sonnet-4-5")
     assert claude.exact is False and claude.counter.startswith("anthropic-approx")
     assert claude.tokens >= default.tokens
@@ -116,4 +117,4 @@ def test_the_counter_used_is_visible_in_the_result() -> None:
 @pytest.mark.parametrize("factor", [0.9, 0.5])
 def test_the_anthropic_margin_never_undercounts(factor: float) -> None:
     with pytest.raises(ctxpack.ConfigError):
-        ctxpack.anthropic_approx_counter(factor)
+        ctxpack.tokens.anthropic_approx_counter(factor)

@@ -78,9 +78,9 @@ def test_cross_provider_snapshots(source: str, convert: str, golden: str) -> Non
     converted = getattr(ctxpack, convert)(msgs)
     assert converted == _load(golden)
     if convert == "to_anthropic":
-        ctxpack.validate_anthropic(converted)
+        ctxpack.adapters.validate_anthropic(converted)
     else:
-        ctxpack.validate_openai(converted)
+        ctxpack.adapters.validate_openai(converted)
 
 
 def test_to_anthropic_merges_same_role_neighbours_and_hoists_system() -> None:

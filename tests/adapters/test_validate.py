@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 import ctxpack
-from ctxpack import InvalidMessageError, validate_anthropic, validate_openai
+from ctxpack import InvalidMessageError
+from ctxpack.adapters import validate_anthropic, validate_openai
 
 from .malformed import ANTHROPIC, OPENAI, Case
 

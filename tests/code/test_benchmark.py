@@ -6,7 +6,6 @@ baselines and the recall arithmetic are.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -15,17 +14,15 @@ from types import ModuleType
 
 import pytest
 
+from ..helpers import load_script
+
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "code_retrieval.py"
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "coderepo"
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("code_retrieval_benchmark", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "code_retrieval_benchmark")
 
 
 def _git(*args: str, cwd: Path) -> str:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxpack import ConfigError, SQLiteArtifactStore, ToolOutputFilter, count_tokens
+from ctxpack import ConfigError, count_tokens
 from ctxpack.filters import (
     DiagnosticFilter,
     FileViewFilter,
@@ -19,11 +19,12 @@ from ctxpack.filters import (
     JSONPayloadFilter,
     ListingFilter,
     ToolOutput,
+    ToolOutputFilter,
     command_program,
     default_filters,
     is_note,
 )
-from ctxpack.store import artifact_id
+from ctxpack.store import SQLiteArtifactStore, artifact_id
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tool_outputs"
 
@@ -208,7 +209,7 @@ def test_each_kind_is_detected_and_keeps_what_matters(
     assert 'retrieve_original(artifact="' in last
 
 
-def test_seed_jest_log_becomes_a_few_lines() -> None:
+def test_jest_log_becomes_a_few_lines() -> None:
     """A ~2,000-token jest log: "14 tests passed. refreshes expired token failed: expiresAt
     was undefined at auth.test.ts:88. Full output: artifact ..." """
     raw = fixture("jest_auth.txt")

@@ -9,8 +9,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxpack import Selection, SelectionError, Workspace, apply_selection, validate_openai
-from ctxpack.selection import CONTEXT_ID, FileRequest, ItemReason
+from ctxpack import SelectionError
+from ctxpack.adapters import validate_openai
+from ctxpack.selection import (
+    CONTEXT_ID,
+    FileRequest,
+    ItemReason,
+    Selection,
+    Workspace,
+    apply_selection,
+)
 from ctxpack.store import SQLiteArtifactStore
 
 from .helpers import make_repo, session_messages

@@ -6,10 +6,8 @@ it records for billing the selector, is.
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -18,6 +16,7 @@ import pytest
 
 from ctxpack import get_counter
 
+from ..helpers import load_script
 from .helpers import session_messages
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "agent_sessions.py"
@@ -25,13 +24,7 @@ SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "agent_sessions.py
 
 @pytest.fixture(scope="module")
 def harness() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("agent_sessions_for_selection", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    # Its dataclasses look their module up while being defined.
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "agent_sessions_for_selection")
 
 
 def _session(harness: ModuleType) -> Any:

@@ -6,8 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from ctxpack import ConfigError, LexicalSelector, Workspace, apply_selection
-from ctxpack.selection import FileSearch, check_selection, find_ripgrep, keywords
+from ctxpack import ConfigError
+from ctxpack.selection import (
+    FileSearch,
+    LexicalSelector,
+    Workspace,
+    apply_selection,
+    check_selection,
+    find_ripgrep,
+    keywords,
+)
 
 from .helpers import make_repo, session_messages
 

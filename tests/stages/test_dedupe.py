@@ -105,7 +105,9 @@ def test_input_context_is_untouched() -> None:
     assert ctx.messages[1].source is None
 
 
-def _reference(ctx: ctxpack.PackContext, case_sensitive: bool) -> tuple[list[Any], list[Any]]:
+def _reference(
+    ctx: ctxpack.pipeline.PackContext, case_sensitive: bool
+) -> tuple[list[Any], list[Any]]:
     """The first, plain-loop implementation: scan from the end, keep the first copy seen."""
     seen: dict[tuple[str, str], int] = {}
     kept: list[ctxpack.Message] = []
@@ -137,7 +139,7 @@ def _reference(ctx: ctxpack.PackContext, case_sensitive: bool) -> tuple[list[Any
 def test_matches_the_reference_implementation(
     conv: Conversation, data: st.DataObject, case_sensitive: bool
 ) -> None:
-    messages = ctxpack.ensure_messages(conv.items)
+    messages = ctxpack.messages.ensure_messages(conv.items)
     all_ids = [m.id for m in messages]
     protected = data.draw(st.lists(st.sampled_from(all_ids), max_size=3))
     # Twice, the second time with one more message: the second call reuses the first's work.

@@ -171,13 +171,13 @@ def test_every_message_gets_a_decision_with_its_tokens() -> None:
 
 
 def test_packer_is_a_stage() -> None:
-    assert isinstance(GreedyPacker(), ctxpack.Stage)
+    assert isinstance(GreedyPacker(), ctxpack.pipeline.Stage)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(conversations(), st.integers(min_value=60, max_value=600))
 def test_decisions_carry_the_score_and_its_breakdown(conv: Conversation, budget: int) -> None:
-    messages = ctxpack.ensure_messages(conv.items)
+    messages = ctxpack.messages.ensure_messages(conv.items)
     query = "budget token Marie"
     ctx = ctx_of(messages, budget=budget, query=query, protected=[messages[0].id])
     ctx = ctxpack.RelevanceScorer()(ctxpack.MemorySelector()(ctx))

@@ -5,13 +5,24 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from typing import Any
+from typing import Any, ClassVar
 
+import numpy as np
+import numpy.typing as npt
 import pytest
 
 import ctxpack
 from ctxpack import GreedyPacker, Pipeline, PromptComposer, RelevanceScorer
-from ctxpack.stages.relevance import named_speaker, spread_to_neighbors
+from ctxpack.pipeline import PackContext
+from ctxpack.signals import (
+    Adjustment,
+    FollowUp,
+    Neighbors,
+    Query,
+    RelatedWords,
+    ScoreSignal,
+    TermSignal,
+)
 
 from ..helpers import call, ctx_of, ids
 
@@ -26,23 +37,28 @@ HISTORY: list[dict[str, Any]] = [
 ]
 
 
-def relevance(**kwargs: Any) -> dict[str, float]:
-    # Plain BM25 unless a test asks for document or query expansion.
-    kwargs.setdefault("expansion", ())
-    kwargs.setdefault("related", 0.0)
+def plain(**options: Any) -> RelevanceScorer:
+    """BM25 without document expansion, related words or neighbours."""
+    return RelevanceScorer(**{"expansion": (), **options}).without("related", "neighbors")
+
+
+def relevance(scorer: RelevanceScorer | None = None) -> dict[str, float]:
+    # Plain BM25 and the neighbours' share unless a test asks for more.
+    scorer = scorer or RelevanceScorer(expansion=()).without("related")
     ctx = ctx_of(HISTORY, query="When do the backups run?", protected=["q"])
-    return dict(RelevanceScorer(**kwargs)(ctx).signal("relevance"))
+    return dict(scorer(ctx).signal("relevance"))
 
 
 def test_best_match_scores_one_and_ranks_first() -> None:
-    scores = relevance(neighbors=0)
+    scores = relevance(plain())
     assert scores["u1"] == 1.0
     assert 0 < scores["a1"] < 1.0, "a1 matches 'backups' once, in a shorter text"
     assert set(scores) == {"u1", "a1"}, "texts sharing no term get no relevance"
 
 
 def test_neighbours_get_a_decaying_share() -> None:
-    scores = relevance(neighbors=2, neighbor_share=0.5)
+    scores = relevance(RelevanceScorer(expansion=()).without("related"))
+    assert RelevanceScorer()["neighbors"] == Neighbors(distance=2, share=0.5)
     assert scores["u2"] == pytest.approx(max(0.5 * scores["a1"], 0.25 * scores["u1"]))
     assert "a3" not in scores
 
@@ -64,7 +80,7 @@ def test_stemming_matches_word_forms() -> None:
         ],
         query="When did she paint a sunrise?",
     )
-    scores = RelevanceScorer(neighbors=0, expansion=(), related=0)(ctx).signal("relevance")
+    scores = plain()(ctx).signal("relevance")
     assert dict(scores) == {"p": 1.0}
 
 
@@ -110,7 +126,7 @@ def test_ties_go_to_the_more_recent_message() -> None:
     ctx = ctx_of(history, query="How often does the deploy key rotate?")
     room = 3 + ctx.tokens(ctx.messages[1]) + ctx.tokens(ctx.messages[2])
     packer = GreedyPacker(recency_weight=0.0)
-    pipeline = Pipeline([PromptComposer(), RelevanceScorer(neighbors=0), packer])
+    pipeline = Pipeline([PromptComposer(), RelevanceScorer().without("neighbors"), packer])
     assert ids(pipeline(ctx_of(history, budget=room, query=ctx.query))) == ["new", "q"]
 
 
@@ -136,28 +152,17 @@ def test_repacking_a_grown_history_matches_a_fresh_index() -> None:
     assert dict(again) == dict(first)
 
 
-def test_spread_to_neighbors() -> None:
-    assert spread_to_neighbors([0.0, 0.0, 1.0, 0.0, 0.0], 1, 0.5).tolist() == [
-        0.0,
-        0.5,
-        1.0,
-        0.5,
-        0.0,
-    ]
-    assert spread_to_neighbors([1.0, 0.0, 0.8], 1, 0.5).tolist() == [1.0, 0.5, 0.8]
-    assert spread_to_neighbors([], 2, 0.5).tolist() == []
-    assert spread_to_neighbors([0.3], 2, 0.5).tolist() == [0.3]
-
-
 def test_config_is_validated() -> None:
-    with pytest.raises(ValueError):
-        RelevanceScorer(neighbors=-1)
-    with pytest.raises(ValueError):
-        RelevanceScorer(neighbor_share=1.5)
     with pytest.raises(ValueError, match="expansion"):
         RelevanceScorer(expansion=(0.3, -0.1))
-    with pytest.raises(ValueError):
-        RelevanceScorer(speaker_focus=1.5)
+    with pytest.raises(ctxpack.ConfigError, match="RelevanceScorer: k1=0"):
+        RelevanceScorer(k1=0)
+    with pytest.raises(ctxpack.ConfigError, match=r"RelevanceScorer: b=1\.5"):
+        RelevanceScorer(b=1.5)
+    with pytest.raises(ctxpack.ConfigError, match="unique; repeated: neighbors"):
+        RelevanceScorer(signals=(Neighbors(), Neighbors(distance=1)))
+    with pytest.raises(ctxpack.ConfigError, match="signals"):
+        RelevanceScorer(signals=(lambda ctx: ctx,))
 
 
 def test_default_pipeline_keeps_the_relevant_old_turn() -> None:
@@ -167,7 +172,7 @@ def test_default_pipeline_keeps_the_relevant_old_turn() -> None:
 
 
 def test_expansion_scores_the_answer_next_to_the_question() -> None:
-    scores = relevance(neighbors=0, expansion=(0.3,))
+    scores = relevance(plain(expansion=(0.3,)))
     # u2 shares no term with the query but sits next to a1, which does.
     assert 0 < scores["u2"] < scores["a1"]
     assert "a3" not in scores, "the question lends its terms to nobody"
@@ -183,37 +188,24 @@ DIALOGUE: list[dict[str, Any]] = [
 ]
 
 
-def _dialogue_scores(question: str, **kwargs: Any) -> tuple[dict[str, float], Any]:
+def _dialogue_scores(question: str, focus: bool = True) -> tuple[dict[str, float], Any]:
     history = [*DIALOGUE, {"role": "user", "content": question, "id": "q"}]
     ctx = ctx_of(history, query=question, protected=["q"])
-    out = RelevanceScorer(neighbors=0, expansion=(), related=0, **kwargs)(ctx)
+    out = (plain() if focus else plain().without("speaker"))(ctx)
     return dict(out.signal("relevance")), out
 
 
 def test_speaker_focus_favours_the_named_speaker() -> None:
     focused, out = _dialogue_scores("What does Bob paint?")
-    plain, _ = _dialogue_scores("What does Bob paint?", speaker_focus=1.0)
-    assert focused["b1"] == plain["b1"] == 1.0
-    assert focused["a1"] == pytest.approx(0.3 * plain["a1"])
+    unfocused, _ = _dialogue_scores("What does Bob paint?", focus=False)
+    assert focused["b1"] == unfocused["b1"] == 1.0
+    assert focused["a1"] == pytest.approx(0.3 * unfocused["a1"])
     reasons = {d.message_id: d.reason for d in out.decisions}
     assert "x0.3: the query is about Bob" in reasons["a1"]
     # Nobody named, or both named: no focus.
-    assert _dialogue_scores("Who paints?")[0] == _dialogue_scores("Who paints?", speaker_focus=1)[0]
+    assert _dialogue_scores("Who paints?")[0] == _dialogue_scores("Who paints?", focus=False)[0]
     both = "Do Ann and Bob paint?"
-    assert _dialogue_scores(both)[0] == _dialogue_scores(both, speaker_focus=1.0)[0]
-
-
-def test_speaker_prefixes_in_french_typography() -> None:
-    # French puts a space, often a narrow no-break one, before the colon.
-    from ctxpack.stages.relevance import _SPEAKER
-
-    for text in ("Marie : bonjour", "Marie\u202f: bonjour", "Marie\u00a0: bonjour"):
-        match = _SPEAKER.match(text)
-        assert match is not None and match.group(1) == "Marie", text
-    assert _SPEAKER.match("Jean Paul : salut").group(1) == "Jean Paul"  # type: ignore[union-attr]
-    # Two spaces, or none after the colon, are not a speaker's prefix.
-    assert _SPEAKER.match("Marie  : x") is None
-    assert _SPEAKER.match("Marie:x") is None
+    assert _dialogue_scores(both)[0] == _dialogue_scores(both, focus=False)[0]
 
 
 def test_speaker_focus_uses_the_name_field_too() -> None:
@@ -225,22 +217,10 @@ def test_speaker_focus_uses_the_name_field_too() -> None:
     ]
     question = {"role": "user", "content": "What does bob paint?", "name": "carl", "id": "q"}
     ctx = ctx_of([*history, question], query=question["content"], protected=["q"])
-    scores = RelevanceScorer(neighbors=0, expansion=(), related=0)(ctx).signal("relevance")
+    scores = plain()(ctx).signal("relevance")
     ids_ = [m.id for m in ctx.messages]
     assert scores[ids_[1]] == 1.0
     assert scores[ids_[0]] == pytest.approx(0.3 * scores[ids_[1]], rel=0.2)
-
-
-def test_named_speaker_needs_regular_speakers() -> None:
-    two = ["Ann", "Bob"] * 3
-    assert named_speaker("Did Ann go?", two) == "Ann"
-    assert named_speaker("did ann go?", two) is None, "a name is capitalised"
-    assert named_speaker("Did Ann go?", ["Ann"] * 6) is None, "one speaker is no dialogue"
-    assert named_speaker("Did Ann go?", ["Ann", "Bob"] * 2) is None, "three times each"
-    # An occasional "Note:" in a chat without speakers is not a participant.
-    notes = ["Note", None, None, "Note", None, "Note", "Todo", None, "Todo", None, "Todo", None]
-    assert named_speaker("Any Note about it?", [*notes, None]) is None
-    assert named_speaker("Any Note about it?", notes) == "Note", "half the messages is enough"
 
 
 def test_query_words_are_expanded_with_related_words_of_the_conversation() -> None:
@@ -251,9 +231,8 @@ def test_query_words_are_expanded_with_related_words_of_the_conversation() -> No
         {"role": "user", "content": "Did Ann get a bicycle?", "id": "q"},
     ]
     ctx = ctx_of(history, query="Did Ann get a bicycle?", protected=["q"])
-    plain = RelevanceScorer(neighbors=0, expansion=(), related=0)(ctx)
-    assert "bike" not in plain.signal("relevance")
-    out = RelevanceScorer(neighbors=0, expansion=())(ctx)
+    assert "bike" not in plain()(ctx).signal("relevance")
+    out = RelevanceScorer(expansion=()).without("neighbors")(ctx)
     scores = out.signal("relevance")
     # "bike" is related to "bicycle": a share of a match (0.3 x cosine 0.93), below the
     # exact match, and nothing for the unrelated message.
@@ -271,7 +250,7 @@ def test_names_are_not_expanded() -> None:
         {"role": "user", "content": "When did Marie visit Paris?", "id": "q"},
     ]
     ctx = ctx_of(history, query="When did Marie visit Paris?", protected=["q"])
-    expanded = RelevanceScorer(neighbors=0, expansion=())(ctx).signal("relevance")
+    expanded = RelevanceScorer(expansion=()).without("neighbors")(ctx).signal("relevance")
     assert "cities" not in expanded
 
 
@@ -289,9 +268,9 @@ def test_tool_results_are_not_speakers() -> None:
             history.append({"role": "tool", "tool_call_id": call_id, "content": text})
     history.append({"role": "user", "content": "Why the Error on disk 1?", "id": "q"})
     ctx = ctx_of(history, query="Why the Error on disk 1?", protected=["q"])
-    focused = RelevanceScorer(neighbors=0, expansion=(), related=0)(ctx).signal("relevance")
-    plain = RelevanceScorer(neighbors=0, expansion=(), related=0, speaker_focus=1.0)(ctx)
-    assert dict(focused) == dict(plain.signal("relevance"))
+    focused = plain()(ctx).signal("relevance")
+    unfocused = plain().without("speaker")(ctx).signal("relevance")
+    assert dict(focused) == dict(unfocused)
 
 
 FOLLOW_UP: list[dict[str, Any]] = [
@@ -304,18 +283,20 @@ FOLLOW_UP: list[dict[str, Any]] = [
 ]
 
 
-def scored(history: list[dict[str, Any]], query: str, **kwargs: Any) -> ctxpack.PackContext:
-    """The relevance stage on ``history`` then ``query`` (id ``q``; ``sys`` and ``q``
-    protected), without document expansion, related words or neighbours unless asked."""
-    kwargs.setdefault("expansion", ())
-    kwargs.setdefault("related", 0.0)
-    kwargs.setdefault("neighbors", 0)
+def scored(
+    history: list[dict[str, Any]], query: str, scorer: RelevanceScorer | None = None
+) -> PackContext:
+    """The relevance stage (:func:`plain` unless given) on ``history`` then ``query`` (id
+    ``q``; ``sys`` and ``q`` protected)."""
     messages = [*history, {"role": "user", "content": query, "id": "q"}]
-    return RelevanceScorer(**kwargs)(ctx_of(messages, query=query, protected=["sys", "q"]))
+    stage = scorer or plain()
+    return stage(ctx_of(messages, query=query, protected=["sys", "q"]))
 
 
-def follow_up_scores(query: str = "Why would that help?", **kwargs: Any) -> ctxpack.PackContext:
-    return scored(FOLLOW_UP[:-1], query, **kwargs)
+def follow_up_scores(
+    query: str = "Why would that help?", scorer: RelevanceScorer | None = None
+) -> PackContext:
+    return scored(FOLLOW_UP[:-1], query, scorer)
 
 
 def test_a_follow_up_question_borrows_the_previous_exchange() -> None:
@@ -331,15 +312,19 @@ def test_a_follow_up_question_borrows_the_previous_exchange() -> None:
         "(the query follows up on the previous exchange: hungry, feed, twice)"
     )
     # Turned off, "help" alone decides: the unrelated old message wins.
-    off = follow_up_scores(follow_up=0).signal("relevance")
+    off = follow_up_scores(scorer=plain().without("follow_up")).signal("relevance")
     assert set(off) == {"u1"}
+    unweighted = follow_up_scores(scorer=plain().replace("follow_up", FollowUp(weight=0)))
+    assert dict(unweighted.signal("relevance")) == dict(off)
 
 
 def test_a_specific_question_borrows_nothing() -> None:
     # Two content words are enough to say what the question is about.
     out = follow_up_scores("How does compound interest grow?").signal("relevance")
     assert set(out) == {"u1", "a1"}
-    wider = follow_up_scores("How does compound interest grow?", follow_up_words=3)
+    wider = follow_up_scores(
+        "How does compound interest grow?", plain().replace("follow_up", FollowUp(words=3))
+    )
     assert "a2" in wider.signal("relevance")
 
 
@@ -352,8 +337,8 @@ POINTING: list[dict[str, Any]] = [
 ]
 
 
-def pointing_scores(query: str, **kwargs: Any) -> ctxpack.PackContext:
-    return scored(POINTING, query, **kwargs)
+def pointing_scores(query: str, scorer: RelevanceScorer | None = None) -> PackContext:
+    return scored(POINTING, query, scorer)
 
 
 def test_a_short_question_pointing_back_borrows_the_previous_exchange() -> None:
@@ -366,8 +351,9 @@ def test_a_short_question_pointing_back_borrows_the_previous_exchange() -> None:
     reasons = {d.message_id: d.reason for d in out.decisions}
     assert "(the query follows up on the previous exchange: " in reasons["a2"]
     # Without the pointing rule, only the windows turns match.
-    plain = pointing_scores("How do I install it on Windows?", follow_up_pointing_words=0)
-    assert set(plain.signal("relevance")) == {"u1", "a1"}
+    strict = plain().replace("follow_up", FollowUp(pointing_words=0))
+    no_pointing = pointing_scores("How do I install it on Windows?", strict)
+    assert set(no_pointing.signal("relevance")) == {"u1", "a1"}
     # French points back too.
     french = pointing_scores("Et ça marche sous Windows ?").signal("relevance")
     assert french["a2"] > french["a1"] > 0
@@ -399,7 +385,7 @@ def test_a_query_given_apart_follows_up_on_the_last_exchange() -> None:
     # what follows it are the exchange.
     history = FOLLOW_UP[:-1]
     ctx = ctx_of(history, query="Why?", protected=["sys"])
-    scores = RelevanceScorer(neighbors=0, expansion=(), related=0)(ctx).signal("relevance")
+    scores = plain()(ctx).signal("relevance")
     assert set(scores) == {"u2", "a2"}
 
 
@@ -436,7 +422,7 @@ def test_a_follow_up_borrows_only_the_most_distinctive_terms() -> None:
         {"role": "user", "content": "Why?", "id": "q"},
     ]
     ctx = ctx_of(history, query="Why?", protected=["q"])
-    scores = RelevanceScorer(neighbors=0, expansion=(), related=0)(ctx).signal("relevance")
+    scores = plain()(ctx).signal("relevance")
     assert scores["a"] == 1.0
     assert sorted(mid for mid in scores if mid.startswith("old")) == [
         f"old{k:02d}" for k in range(30)
@@ -494,8 +480,8 @@ FRENCH: list[dict[str, Any]] = [
 ]
 
 
-def french_scores(query: str, **kwargs: Any) -> dict[str, float]:
-    return dict(scored(FRENCH, query, **kwargs).signal("relevance"))
+def french_scores(query: str, language: Any = "auto") -> dict[str, float]:
+    return dict(scored(FRENCH, query, plain(language=language)).signal("relevance"))
 
 
 def test_a_french_conversation_is_stemmed_in_french() -> None:
@@ -514,6 +500,120 @@ def test_an_english_conversation_stays_english() -> None:
         {"role": "user", "content": "What did we eat at lunch?", "id": "q"},
     ]
     ctx = ctx_of(history, query="What did we eat at lunch?", protected=["q"])
-    scorer = RelevanceScorer(neighbors=0, expansion=(), related=0)
+    scorer = plain()
     assert scorer._language(ctx.messages) == "en"
     assert set(scorer(ctx).signal("relevance")) == {"u1"}
+
+
+def test_signals_are_listed_replaced_and_switched_off() -> None:
+    scorer = RelevanceScorer()
+    assert scorer.signal_names == (
+        "related",
+        "query",
+        "follow_up",
+        "compounds",
+        "neighbors",
+        "speaker",
+    )
+    wider = scorer.replace("neighbors", Neighbors(distance=3))
+    assert wider["neighbors"] == Neighbors(distance=3)
+    assert wider.signal_names == scorer.signal_names
+    assert scorer["neighbors"] == Neighbors(), "replace returns a new scorer"
+    assert scorer.without("speaker", "related").signal_names == (
+        "query",
+        "follow_up",
+        "compounds",
+        "neighbors",
+    )
+    with pytest.raises(KeyError, match="no signal named 'speakers'; signals are"):
+        scorer.without("speakers")
+    with pytest.raises(KeyError, match="no signal named 'x'"):
+        scorer.replace("x", Neighbors())
+    # Frozen, and a list of signals is held as a tuple.
+    with pytest.raises(ValueError):
+        scorer.signals = ()  # type: ignore[misc]
+    assert RelevanceScorer(signals=[Neighbors()]).signals == (Neighbors(),)  # type: ignore[arg-type]
+    assert "RelatedWords(weight=0.3, top=5, min_cosine=0.5)" in repr(scorer)
+
+
+def test_switching_a_signal_off_equals_weighing_it_zero() -> None:
+    ctx = ctx_of(HISTORY, query="When do the backups run?", protected=["q"])
+    off = RelevanceScorer().without("related", "neighbors")(ctx)
+    zero = RelevanceScorer().replace("related", RelatedWords(weight=0))
+    zero = zero.replace("neighbors", Neighbors(distance=0))
+    assert dict(zero(ctx).signal("relevance")) == dict(off.signal("relevance"))
+    assert list(zero(ctx).decisions) == list(off.decisions)
+
+
+def test_explanations_follow_the_signals_rank_not_their_order() -> None:
+    # The follow-up's borrowed words explain before related words, the query's own words
+    # before both, whatever order the term signals run in.
+    history = [*FOLLOW_UP[:-1], {"role": "user", "content": "Why would that help?", "id": "q"}]
+    ctx = ctx_of(history, query="Why would that help?", protected=["sys", "q"])
+    scorer = RelevanceScorer()
+    terms_first = [s for s in scorer.signals if isinstance(s, TermSignal)]
+    others = [s for s in scorer.signals if not isinstance(s, TermSignal)]
+    turned = RelevanceScorer(signals=(*reversed(terms_first), *others))
+    reasons = {d.message_id: d.reason for d in scorer(ctx).decisions}
+    assert {d.message_id: d.reason for d in turned(ctx).decisions} == reasons
+    assert reasons["u1"].endswith("(matched: help)")
+    assert reasons["a2"].endswith(
+        "(the query follows up on the previous exchange: hungry, feed, twice)"
+    )
+
+
+class Synonyms(TermSignal):
+    """A signal of one's own: fixed synonyms of the query's words."""
+
+    name: ClassVar[str] = "synonyms"
+    note: ClassVar[str] = "through synonyms: {words}"
+
+    table: tuple[tuple[str, str], ...] = (("backup", "dump"),)
+    weight: float = 0.5
+
+    def terms_for(self, query: Query) -> dict[str, float]:
+        return {other: self.weight for term, other in self.table if term in query.terms}
+
+
+class AssistantDamping(ScoreSignal):
+    """A score signal of one's own: assistant messages count half."""
+
+    name: ClassVar[str] = "assistant"
+
+    def adjust(self, scores: npt.NDArray[np.float64], query: Query) -> Adjustment | None:
+        damped = scores.copy()
+        damped[[m.role == "assistant" for m in query.messages]] *= 0.5
+        return Adjustment(damped, "assistant: x0.5")
+
+
+def test_a_signal_of_ones_own() -> None:
+    history = [
+        {"role": "user", "content": "Our Postgres backups run nightly.", "id": "u1"},
+        {"role": "assistant", "content": "The nightly dump ran fine.", "id": "a1"},
+        {"role": "user", "content": "Lunch is at noon.", "id": "u2"},
+        {"role": "user", "content": "When do the backups run?", "id": "q"},
+    ]
+    ctx = ctx_of(history, query="When do the backups run?", protected=["q"])
+    base = plain()
+    assert "a1" not in base(ctx).signal("relevance")
+    mine = RelevanceScorer(signals=(*base.signals, Synonyms(), AssistantDamping()), expansion=())
+    assert mine.signal_names[-2:] == ("synonyms", "assistant")
+    out = mine(ctx)
+    scores = out.signal("relevance")
+    assert 0 < scores["a1"] < scores["u1"] == 1.0
+    reasons = {d.message_id: d.reason for d in out.decisions}
+    assert reasons["a1"].endswith("(through synonyms: dump) (assistant: x0.5)")
+    assert reasons["u1"] == "relevance 1.00 to the query (matched: backups, run)"
+    with pytest.raises(ctxpack.ConfigError, match=r"Synonyms \(signal 'synonyms'\): weight='x'"):
+        Synonyms(weight="x")
+
+
+def test_the_configuration_round_trips_through_a_dump() -> None:
+    scorer = RelevanceScorer(language="en").without("speaker")
+    scorer = scorer.replace("neighbors", Neighbors(distance=1))
+    dumped = scorer.model_dump()
+    assert dumped["signals"][-1] == {"name": "neighbors", "distance": 1, "share": 0.5}
+    assert RelevanceScorer(**dumped) == scorer
+    assert RelevanceScorer.model_validate_json(scorer.model_dump_json()) == scorer
+    with pytest.raises(ctxpack.ConfigError, match="no signal is named 'nope'; signals are"):
+        RelevanceScorer(signals=[{"name": "nope"}])

@@ -11,7 +11,10 @@ import numpy as np
 import pytest
 
 import ctxpack
-from ctxpack import ConfigError, Pipeline, RelevanceScorer, SemanticScorer, semantic_pipeline
+from ctxpack import ConfigError, Pipeline, RelevanceScorer
+from ctxpack.packing import semantic_pipeline
+from ctxpack.signals import Neighbors
+from ctxpack.stages import SemanticScorer
 from ctxpack.testing import check_stage
 
 from ..helpers import ctx_of
@@ -55,7 +58,7 @@ HISTORY: list[dict[str, Any]] = [
 ]
 
 
-def relevance(ctx: ctxpack.PackContext) -> dict[str, float]:
+def relevance(ctx: ctxpack.pipeline.PackContext) -> dict[str, float]:
     return dict(ctx.signal("relevance"))
 
 
@@ -65,7 +68,7 @@ def scored(stage: SemanticScorer, history: list[dict[str, Any]] = HISTORY) -> tu
     Plain BM25 (no document or query expansion), so that only the semantic stage reaches the
     paraphrase.
     """
-    plain = RelevanceScorer(expansion=(), related=0)
+    plain = RelevanceScorer(expansion=()).without("related")
     lexical = plain(ctx_of(history, query=QUERY, protected=["q"]))
     return lexical, stage(lexical)
 
@@ -86,13 +89,11 @@ def test_a_paraphrase_without_shared_words_gets_relevance() -> None:
 
 
 def test_neighbours_share_like_bm25_relevance() -> None:
-    semantic, lexical = SemanticScorer(), RelevanceScorer()
-    assert (semantic.neighbors, semantic.neighbor_share) == (
-        lexical.neighbors,
-        lexical.neighbor_share,
-    )
-    _, out = scored(SemanticScorer(embedder=fake_embed, neighbors=0))
+    assert SemanticScorer().neighbors == RelevanceScorer()["neighbors"]
+    _, out = scored(SemanticScorer(embedder=fake_embed, neighbors=None))
     assert "ack" not in relevance(out)
+    _, near = scored(SemanticScorer(embedder=fake_embed, neighbors=Neighbors(distance=1)))
+    assert "ack" in relevance(near) and "react" not in relevance(near)
 
 
 def test_the_mix_follows_the_weight() -> None:
@@ -196,6 +197,7 @@ def test_semantic_pipeline_runs_right_after_relevance() -> None:
     stage = pipeline["semantic"]
     assert isinstance(stage, SemanticScorer)
     assert (stage.embedder, stage.weight) == (fake_embed, 0.3)
+    assert stage.neighbors == RelevanceScorer()["neighbors"]
     assert "semantic" not in ctxpack.default_pipeline().names
 
 
@@ -210,3 +212,9 @@ def test_pack_keeps_the_paraphrase_the_lexical_default_drops() -> None:
     assert "para" in semantic.kept_ids
     assert semantic.tokens <= budget
     assert any(d.stage == "semantic" and d.message_id == "para" for d in semantic.decisions)
+
+
+def test_the_configuration_round_trips_through_a_dump() -> None:
+    scorer = SemanticScorer(weight=0.5, neighbors=Neighbors(share=0.7))
+    assert SemanticScorer(**scorer.model_dump()) == scorer
+    assert SemanticScorer(**SemanticScorer(neighbors=None).model_dump()).neighbors is None

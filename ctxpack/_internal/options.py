@@ -1,0 +1,22 @@
+"""An invalid option as a ctxpack error: who it configures, the option and the value, in place of
+pydantic's own error type and text."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ValidationError
+
+from ..errors import ConfigError
+
+__all__ = ["invalid_option"]
+
+
+def invalid_option(owner: str, model: type[BaseModel], exc: ValidationError) -> ConfigError:
+    """The :class:`~ctxpack.ConfigError` for the first error of ``exc``, raised while
+    validating ``model`` (named ``owner`` in the message); chain it ``from exc``."""
+    err = exc.errors()[0]
+    option = ".".join(str(part) for part in err["loc"]) or "options"
+    message = str(err["msg"]).removeprefix("Value error, ")
+    if err["type"] == "extra_forbidden":
+        valid = ", ".join(sorted(model.model_fields))
+        message = f"unknown option; valid options are {valid}"
+    return ConfigError(f"{owner}: {option}={err.get('input')!r}: {message}")
