@@ -424,4 +424,4 @@ def test_without_the_alternate_step_anthropic_packs_are_valid_or_refused(
         return
     event("valid as the pipeline returned it")
     assert_valid_anthropic(result.to_anthropic())
-    ctxpack.validate_anthropic(result.to_anthropic())
+    ctxpack.adapters.validate_anthropic(result.to_anthropic())
