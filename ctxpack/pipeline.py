@@ -19,7 +19,6 @@ from typing import Any, Literal, Protocol, overload, runtime_checkable
 from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler
 from pydantic_core import core_schema
 
-from ._internal.trusted import trusted_frozen_instance
 from .errors import ConfigError
 from .messages import Message
 from .tokens import TokenCounter
@@ -68,39 +67,6 @@ class Decision(BaseModel):
     tokens_before: int | None = None
     tokens_after: int | None = None
 
-    @classmethod
-    def trusted(
-        cls,
-        stage: str,
-        action: Action,
-        message_id: str,
-        reason: str,
-        score: float | None = None,
-        tokens_before: int | None = None,
-        tokens_after: int | None = None,
-    ) -> Decision:
-        """Build a decision without validation, for values already known to be valid.
-
-        The packer records one decision per message, thousands per call on a long history;
-        skipping validation halves what each costs. Use the normal constructor everywhere else.
-        """
-        return trusted_frozen_instance(
-            cls,
-            {
-                "stage": stage,
-                "action": action,
-                "message_id": message_id,
-                "reason": reason,
-                "score": score,
-                "tokens_before": tokens_before,
-                "tokens_after": tokens_after,
-            },
-            _ALL_DECISION_FIELDS,
-        )
-
-
-# Shared by every trusted decision (see trusted_frozen_instance); never mutated.
-_ALL_DECISION_FIELDS = set(Decision.model_fields)
 
 _MESSAGE_ID = attrgetter("message_id")
 

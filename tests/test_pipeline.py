@@ -8,6 +8,7 @@ import pytest
 
 import ctxpack
 from ctxpack import ConfigError, Decision, Deduplicator, GreedyPacker, Pipeline, PromptComposer
+from ctxpack._internal.decisions import trusted_decision
 from ctxpack.pipeline import PackContext
 
 from .helpers import ctx_of, ids
@@ -171,7 +172,7 @@ def test_bad_stage_options_raise_config_error(make: Any, expected: str) -> None:
 
 
 def test_trusted_decisions_equal_validated_ones_and_copy_safely() -> None:
-    made = [ctxpack.Decision.trusted("pack", "dropped", "m1", "r", 1.5, 7, 0) for _ in range(2)]
+    made = [trusted_decision("pack", "dropped", "m1", "r", 1.5, 7, 0) for _ in range(2)]
     validated = ctxpack.Decision(
         stage="pack",
         action="dropped",

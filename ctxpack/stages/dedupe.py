@@ -10,6 +10,7 @@ import numpy as np
 from .._internal.columns import ids as message_ids
 from .._internal.columns import items_at, positions, positions_of
 from .._internal.columns import sources as message_sources
+from .._internal.decisions import trusted_decision
 from .._internal.prefix import PrefixMemo
 from ..caches import register
 from ..messages import Message
@@ -95,7 +96,7 @@ class Deduplicator(StageModel):
         def trace() -> list[Decision]:
             # Thousands per call on a long history: the unvalidated constructor.
             return [
-                Decision.trusted(
+                trusted_decision(
                     name,
                     "deduped",
                     mid,

@@ -30,6 +30,7 @@ from .._internal.columns import (
     role_codes,
 )
 from .._internal.columns import ids as message_ids
+from .._internal.decisions import trusted_decision
 from ..errors import BudgetExceededError
 from ..messages import ROLES, Message
 from ..pipeline import Action, Decision, DecisionLog, PackContext
@@ -172,7 +173,7 @@ class GreedyPacker(StageModel):
         """One decision per message, in order: a stray result, a protected message, or a
         member of a ranked unit (kept with its score in words, or dropped for lack of room)."""
         messages, ids, name = ctx.messages, message_ids(ctx.messages), self.name
-        trusted = Decision.trusted
+        trusted = trusted_decision
         explain = self._explainer(messages, columns)
         own_scores, unit_scores = scores.tolist(), ranking.score.tolist()
         costs, together = ranking.cost.tolist(), (ranking.members > 1).tolist()

@@ -14,6 +14,7 @@ from pydantic import Field, SerializeAsAny, field_validator
 
 from .._internal.columns import ids as message_ids
 from .._internal.columns import items_at, positions, positions_of
+from .._internal.decisions import trusted_decision
 from .._internal.prefix import PrefixMemo
 from ..caches import register
 from ..messages import Message
@@ -213,7 +214,7 @@ class RelevanceScorer(StageModel):
             written = items_at(texts, picked)
             reasons = _reasons(added, steps, chosen, scores, held, written, language)
             return [
-                Decision.trusted(self.name, "selected", message_id, reason, score)
+                trusted_decision(self.name, "selected", message_id, reason, score)
                 for message_id, reason, score in zip(chosen_ids, reasons, scores, strict=True)
             ]
 
