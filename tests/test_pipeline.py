@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 import ctxpack
 from ctxpack import ConfigError, Decision, Deduplicator, GreedyPacker, Pipeline, PromptComposer
 from ctxpack._internal.decisions import trusted_decision
 from ctxpack.pipeline import PackContext
+from ctxpack.stages import SemanticScorer
 
 from .helpers import ctx_of, ids
 
@@ -190,3 +194,46 @@ def test_trusted_decisions_equal_validated_ones_and_copy_safely() -> None:
     assert made[1].model_fields_set == set(ctxpack.Decision.model_fields)
     with pytest.raises(ValueError):
         made[0].reason = "x"
+
+
+BUILT_IN_STAGES = [
+    ctxpack.PromptComposer,
+    ctxpack.MemorySelector,
+    ctxpack.Deduplicator,
+    ctxpack.CitationInheritor,
+    ctxpack.RelevanceScorer,
+    ctxpack.ExtractiveCompressor,
+    ctxpack.GreedyPacker,
+    ctxpack.TurnAlternator,
+    SemanticScorer,
+]
+
+
+@pytest.mark.parametrize("stage_type", BUILT_IN_STAGES, ids=lambda t: t.__name__)
+def test_a_stage_name_is_its_class_not_an_option(stage_type: type[Any]) -> None:
+    # The step name is fixed by the class: a constructor argument that accepts one value only
+    # would be an option in name only.
+    assert isinstance(stage_type.name, str) and stage_type.name
+    with pytest.raises(ConfigError, match="name='x': unknown option"):
+        stage_type(name="x")
+
+
+@pytest.mark.parametrize("stage_type", BUILT_IN_STAGES, ids=lambda t: t.__name__)
+def test_a_stage_configuration_cannot_change(stage_type: type[Any]) -> None:
+    stage = stage_type()
+    for option in type(stage).model_fields:
+        with pytest.raises(ValidationError):
+            setattr(stage, option, getattr(stage, option))
+    for option, value in stage:
+        # Collections are tuples or read-only maps, never lists, sets or dicts.
+        assert not isinstance(value, list | set | dict), f"{stage_type.__name__}.{option}"
+
+
+def test_weight_tables_are_read_only_and_round_trip() -> None:
+    packer = ctxpack.GreedyPacker(role_weights={"user": 9})
+    with pytest.raises(TypeError):
+        packer.role_weights["user"] = 99  # type: ignore[index]
+    assert packer.role_weights == {"user": 9.0}
+    assert ctxpack.GreedyPacker(**packer.model_dump()) == packer
+    assert pickle.loads(pickle.dumps(packer)) == packer
+    assert copy.deepcopy(packer) == packer
