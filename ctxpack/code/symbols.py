@@ -243,6 +243,10 @@ def _warn_fallback(language: str) -> None:
     )
 
 
+def _span(node: Any) -> tuple[int, int]:
+    return int(node.start_byte), int(node.end_byte)
+
+
 def _text(node: Any) -> str:
     return bytes(node.text).decode("utf-8", errors="replace")
 
@@ -265,11 +269,13 @@ class _TreeSitterFile:
 
         captures = tree_sitter.QueryCursor(_query(self.language)).captures(root)
         self.require_nodes: list[Any] = []
-        self.import_nodes = sorted(captures.get("imp", []), key=lambda n: n.start_byte)
-        found = sorted(
-            (x for node in captures.get("ref", []) for x in self._reference(node)),
-            key=lambda x: x[0],
-        )
+        # tree-sitter returns captures in an order that changes from one parse of the same text
+        # to the next: put them in source order, a chained call before the call it is chained
+        # to (same start, ends first), so that the references and imports are the same each time.
+        self.import_nodes = sorted(captures.get("imp", []), key=_span)
+        found = [
+            x for node in sorted(captures.get("ref", []), key=_span) for x in self._reference(node)
+        ]
         self.ref_rows = [row for row, _ in found]
         self.ref_names = [name for _, name in found]
         self._visit(root.named_children, parent=None)
