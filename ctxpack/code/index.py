@@ -515,7 +515,9 @@ class CodeIndex:
 
         out = np.zeros(len(self._paths))
         position = {p: i for i, p in enumerate(self._paths)}
-        for name in set(identifiers(query)):
+        # Each name once, in the query's order (a set's order would follow the hash seed, and
+        # with it the floating-point sum below).
+        for name in dict.fromkeys(identifiers(query)):
             # Short or plain words ("get", "data") are prose as often as code.
             if len(name) < 4 or (name.islower() and "_" not in name):
                 continue

@@ -266,7 +266,9 @@ class _Search:
         for term in learnt:
             self.boost[term] = self.boost.get(term, 0.0) + _NEW_TERM_WEIGHT
         for gap in focus:
-            for term in set(code_terms(gap.split(" (", 1)[0])):
+            # In the gap's own order, not a set's: the order of the boosted terms is the order
+            # of a floating-point sum in the ranking, and a set's order changes with the hash seed.
+            for term in dict.fromkeys(code_terms(gap.split(" (", 1)[0])):
                 self.boost[term] = max(self.boost.get(term, 0.0), _GAP_WEIGHT)
         self.excluded.extend(dropped)
         return {
@@ -299,7 +301,8 @@ def _candidates(
         terms = index.file_terms(hit.path)
         wanted = task_terms | set(boost)
         matched = tuple(sorted(t for t in wanted if t in terms))
-        total = sum(index.idf(t) for t in wanted) or 1.0
+        # Summed in sorted order: a set's order (and so the sum's last bits) follows the hash seed.
+        total = sum(index.idf(t) for t in sorted(wanted)) or 1.0
         coverage = sum(index.idf(t) for t in matched) / total
         unresolved: list[str] = []
         for unit in hit.units[:2]:
