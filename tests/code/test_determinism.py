@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxpack.code import parse_source
+from ctxpack.code import CodeIndex, iterative_retrieve, parse_source
 from ctxpack.code.symbols import tree_sitter_available
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,11 +33,8 @@ _SOURCE = "\n".join(
 
 @pytest.mark.skipif(not tree_sitter_available("python"), reason="tree-sitter is not installed")
 def test_references_are_in_source_order_on_every_parse() -> None:
-    expected = tuple(
-        name
-        for i in range(20)
-        for name in (f"first{i}", f"second{i}", f"third{i}", f"fourth{i}", f"fifth{i}", f"sixth{i}")
-    ) + ("finish",)
+    names = ("first", "second", "third", "fourth", "fifth", "sixth")
+    expected = (*(f"{name}{i}" for i in range(20) for name in names), "finish")
     for _ in range(30):
         parsed = parse_source("handler.py", "python", _SOURCE)
         (handler,) = [s for s in parsed.symbols if s.name == "handler"]
@@ -76,3 +73,25 @@ def test_loop_and_ranking_do_not_depend_on_the_hash_seed() -> None:
     first = _retrieve("1", task)
     assert first == _retrieve("2", task)
     assert first == _retrieve("3", task)
+
+
+def test_loop_gives_the_same_cycles_on_every_fresh_index(tmp_path: Path) -> None:
+    # The handler uses more names defined elsewhere than a file's gaps list (3), all on one
+    # line: which gaps the loop targets depends on the order of the handler's references.
+    helpers = ["refill", "drain", "measure", "settle", "record", "report"]
+    calls = "refill(drain(measure(settle(record(report(request))))))"
+    (tmp_path / "throttle.py").write_text(
+        f'def throttle_request(request):\n    """Rate limit a request."""\n    return {calls}\n'
+    )
+    for name in helpers:
+        (tmp_path / f"{name}.py").write_text(f"def {name}(value):\n    return value\n")
+    task = "throttle_request does not rate limit: the request is never throttled"
+
+    def cycles() -> list[object]:
+        index = CodeIndex(tmp_path, db=":memory:")
+        result = iterative_retrieve(task, index, candidates=1, budget=400)
+        return [c.model_dump(mode="json") for c in result.cycles]
+
+    first = cycles()
+    for _ in range(10):
+        assert cycles() == first
