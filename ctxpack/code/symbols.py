@@ -49,7 +49,8 @@ class Symbol(BaseModel):
         end_line: Last line, inclusive.
         docstring: Its docstring or leading comment, ``""`` when it has none.
         text: The source lines of the unit.
-        references: Names it calls or uses as types, in order of first use.
+        references: Names it calls or uses as types, in source order (by where each call or use
+            starts; a chained call such as ``x[f()].g()`` lists ``g`` before ``f``).
     """
 
     model_config = ConfigDict(frozen=True)
