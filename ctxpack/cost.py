@@ -373,14 +373,6 @@ class _MessageKeys:
 _KEYS = _MessageKeys()
 
 
-class _Entry:
-    __slots__ = ("expires", "tokens")
-
-    def __init__(self, tokens: int, expires: float) -> None:
-        self.tokens = tokens
-        self.expires = expires
-
-
 def _as_request(item: Any, index: int) -> Request:
     if isinstance(item, Request):
         return item
@@ -617,7 +609,8 @@ class _PromptCache:
         self._cache_points = cache_points
         self._min = min_cacheable_tokens
         self._lookback = lookback
-        self._models: dict[str | None, dict[bytes, _Entry]] = {}
+        # Per model: each cached prefix's digest, and when its entry expires.
+        self._models: dict[str | None, dict[bytes, float]] = {}
 
     def serve(
         self, request: Request, counter: TokenCounter, now: float
@@ -630,20 +623,19 @@ class _PromptCache:
         hit = _longest_hit(entries, chain, blocks, now, self._cache_points, self._lookback)
         read = sizes[hit] if hit is not None else 0
         if hit is not None:
-            entries[chain[hit]].expires = now + self._life
+            entries[chain[hit]] = now + self._life
         if total < self._min:
             return total, total - read, 0, read
         points = range(len(chain)) if self._cache_points == "message" else (len(chain) - 1,)
         for point in points:
-            if sizes[point] >= self._min and chain[point] in entries:
-                entries[chain[point]].expires = now + self._life
-            elif sizes[point] >= self._min:
-                entries[chain[point]] = _Entry(sizes[point], now + self._life)
+            # Written anew or refreshed: either way it lives on from now.
+            if sizes[point] >= self._min:
+                entries[chain[point]] = now + self._life
         return total, 0, total - read, read
 
 
 def _longest_hit(
-    cache_: dict[bytes, _Entry],
+    cache_: dict[bytes, float],
     chain: list[bytes],
     blocks: list[int],
     now: float,
@@ -654,8 +646,8 @@ def _longest_hit(
     for point in range(len(chain) - 1, -1, -1):
         if cache_points == "request" and lookback is not None and end - blocks[point] > lookback:
             return None
-        entry = cache_.get(chain[point])
-        if entry is not None and entry.expires >= now:
+        expires = cache_.get(chain[point])
+        if expires is not None and expires >= now:
             return point
     return None
 
