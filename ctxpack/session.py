@@ -24,9 +24,9 @@ from .messages import Message
 from .packing import pack
 from .pipeline import Decision, DecisionLog, Stage
 from .result import PackResult
-from .retrieval import handle_retrieve_call, retrieve_tool
+from .retrieval import Retrieval, handle_retrieve_call, read_artifact, retrieve_tool
 from .sdk import coerce_message
-from .store import ArtifactStore, Retrieval, SQLiteArtifactStore, read_artifact
+from .store import ArtifactStore, SQLiteArtifactStore
 from .tokens import REPLY_PRIMING, CounterLike, TokenCounter, get_counter, tool_definition_tokens
 
 __all__ = ["FilterRecord", "Session"]

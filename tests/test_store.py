@@ -8,13 +8,8 @@ import pytest
 
 from ctxpack import ConfigError
 from ctxpack.errors import ArtifactNotFoundError, CtxpackError
-from ctxpack.store import (
-    MAX_PAGE_CHARS,
-    ArtifactStore,
-    SQLiteArtifactStore,
-    artifact_id,
-    read_artifact,
-)
+from ctxpack.retrieval import MAX_PAGE_CHARS, read_artifact
+from ctxpack.store import ArtifactStore, SQLiteArtifactStore, artifact_id
 
 
 def test_put_returns_content_address_and_get_gives_text_back() -> None:
@@ -108,31 +103,31 @@ LOG = "\n".join(
 def test_line_range_is_one_based_and_inclusive() -> None:
     store = SQLiteArtifactStore()
     ref = store.put(LOG)
-    got = store.retrieve(ref, lines="2-4")
+    got = read_artifact(store, ref, lines="2-4")
     assert got.text.split("\n") == ["test_1 PASSED", "test_2 PASSED", "test_3 PASSED"]
     assert got.selector == "lines 2-4" and got.total_lines == 101
-    assert store.retrieve(ref, lines=(101, 101)).text == "tail 39"
-    assert store.retrieve(ref, lines="100-").text == "tail 38\ntail 39"
-    assert store.retrieve(ref, lines="96-500").text.count("\n") == 5
+    assert read_artifact(store, ref, lines=(101, 101)).text == "tail 39"
+    assert read_artifact(store, ref, lines="100-").text == "tail 38\ntail 39"
+    assert read_artifact(store, ref, lines="96-500").text.count("\n") == 5
 
 
 @pytest.mark.parametrize("bad", ["ten", "5-2", "0-3"])
 def test_bad_line_range_says_what_is_valid(bad: str) -> None:
     store = SQLiteArtifactStore()
     with pytest.raises(ConfigError, match="lines="):
-        store.retrieve(store.put(LOG), lines=bad)
+        read_artifact(store, store.put(LOG), lines=bad)
 
 
 def test_regex_gives_matches_with_context_like_grep() -> None:
     store = SQLiteArtifactStore()
     ref = store.put(LOG)
-    got = store.retrieve(ref, regex=r"KeyError", context=1)
+    got = read_artifact(store, ref, regex=r"KeyError", context=1)
     assert got.matches == 1
     assert got.text.split("\n") == ["60-test_59 PASSED", "61:E   KeyError: 'token'", "62-tail 0"]
-    two = store.retrieve(ref, regex=r"^test_(5|7) ", context=0)
+    two = read_artifact(store, ref, regex=r"^test_(5|7) ", context=0)
     assert two.text.split("\n") == ["6:test_5 PASSED", "--", "8:test_7 PASSED"]
     with pytest.raises(ConfigError, match="not a valid regular expression"):
-        store.retrieve(ref, regex="(")
+        read_artifact(store, ref, regex="(")
 
 
 def test_json_path_selects_values() -> None:
@@ -141,35 +136,37 @@ def test_json_path_selects_values() -> None:
     import json
 
     ref = store.put(json.dumps(doc))
-    assert json.loads(store.retrieve(ref, json_path="$.items[1].name").text) == "c"
-    assert json.loads(store.retrieve(ref, json_path="$.items[*].id").text) == [1, 2]
-    assert json.loads(store.retrieve(ref, json_path="$['items'][0]").text) == doc["items"][0]
-    assert store.retrieve(ref, json_path="$.missing").matches == 0
+    assert json.loads(read_artifact(store, ref, json_path="$.items[1].name").text) == "c"
+    assert json.loads(read_artifact(store, ref, json_path="$.items[*].id").text) == [1, 2]
+    assert json.loads(read_artifact(store, ref, json_path="$['items'][0]").text) == doc["items"][0]
+    assert read_artifact(store, ref, json_path="$.missing").matches == 0
     with pytest.raises(ConfigError, match="not"):
-        store.retrieve(store.put("not json"), json_path="$.a")
+        read_artifact(store, store.put("not json"), json_path="$.a")
     with pytest.raises(ConfigError, match="cannot read"):
-        store.retrieve(ref, json_path="$..x")
+        read_artifact(store, ref, json_path="$..x")
 
 
 def test_pages_are_capped_and_cover_the_selection() -> None:
     store = SQLiteArtifactStore()
     ref = store.put(LOG)
-    first = store.retrieve(ref, max_chars=200)
+    first = read_artifact(store, ref, max_chars=200)
     assert first.pages > 1 and len(first.text) <= 200
-    pages = [store.retrieve(ref, max_chars=200, page=p).text for p in range(1, first.pages + 1)]
+    pages = [
+        read_artifact(store, ref, max_chars=200, page=p).text for p in range(1, first.pages + 1)
+    ]
     assert "\n".join(pages) == LOG
     assert "page=2" in first.render()
     with pytest.raises(ConfigError, match="past the end"):
-        store.retrieve(ref, max_chars=200, page=first.pages + 1)
+        read_artifact(store, ref, max_chars=200, page=first.pages + 1)
     huge = store.put("y" * (MAX_PAGE_CHARS * 2 + 10))
-    capped = store.retrieve(huge, max_chars=10**9)
+    capped = read_artifact(store, huge, max_chars=10**9)
     assert len(capped.text) == MAX_PAGE_CHARS and capped.pages == 3
 
 
 def test_one_selector_at_a_time() -> None:
     store = SQLiteArtifactStore()
     with pytest.raises(ConfigError, match="at most one"):
-        store.retrieve(store.put(LOG), lines="1-2", regex="x")
+        read_artifact(store, store.put(LOG), lines="1-2", regex="x")
 
 
 def test_read_artifact_works_on_any_backend() -> None:
