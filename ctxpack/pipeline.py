@@ -34,7 +34,18 @@ __all__ = [
 ]
 
 Action = Literal[
-    "kept", "dropped", "deduped", "compressed", "cited", "pinned", "selected", "merged", "cleared"
+    "kept",
+    "dropped",
+    "deduped",
+    "compressed",
+    "cited",
+    "pinned",
+    "selected",
+    "merged",
+    "cleared",
+    "redacted",
+    "flagged",
+    "warned",
 ]
 
 # Whose API the packed conversation is sent to, and so whose rules it must follow.
@@ -49,7 +60,10 @@ class Decision(BaseModel):
     Attributes:
         stage: Name of the stage that decided.
         action: ``kept``, ``dropped``, ``deduped``, ``compressed``, ``cited``, ``pinned``,
-            ``selected``, ``merged`` or ``cleared``.
+            ``selected``, ``merged``, ``cleared``, ``redacted`` (a secret replaced by a
+            placeholder naming its kind), ``flagged`` (kept, but marked, say as a possible
+            prompt injection) or ``warned`` (nothing changed in the message; something the caller
+            should know, say a prompt-cache invalidation).
         message_id: Id of the message concerned.
         reason: Why, in words.
         score: The message's score when the stage used one.
