@@ -540,7 +540,8 @@ class Session:
                 definition is added when it is offered.
 
         Raises:
-            BudgetExceededError: with a budget, the system and pinned messages alone do not fit.
+            BudgetExceededError: with a budget, the system, developer and pinned messages alone
+                do not fit.
         """
         if not self._raw:
             raise ConfigError("the session is empty: append messages before rendering")
