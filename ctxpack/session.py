@@ -25,7 +25,7 @@ from .packing import pack
 from .pipeline import Decision, DecisionLog, Stage
 from .result import PackResult
 from .retrieval import Retrieval, handle_retrieve_call, read_artifact, retrieve_tool
-from .sdk import coerce_message
+from .sdk import SDKObject, coerce_message
 from .store import ArtifactStore, SQLiteArtifactStore
 from .tokens import REPLY_PRIMING, CounterLike, TokenCounter, get_counter, tool_definition_tokens
 
@@ -648,9 +648,11 @@ class Session:
             max_chars=max_chars,
         )
 
-    def handle(self, call: Mapping[str, Any]) -> str:
+    def handle(self, call: Mapping[str, Any] | SDKObject | str) -> str:
         """Answer the model's call to the retrieve tool (an OpenAI tool call or an Anthropic
-        ``tool_use`` block) from the session's store; see
+        ``tool_use`` block, as a dict or as the SDK's own object:
+        ``session.handle(response.choices[0].message.tool_calls[0])``) from the session's
+        store; see
         :func:`ctxpack.retrieval.handle_retrieve_call`. Append the answer as the call's tool
         result as usual: the session never filters a retrieved original again."""
         return handle_retrieve_call(self.store, call)
