@@ -552,6 +552,7 @@ class Session:
         originals = {
             raw.id: raw for raw in self._raw if (r := self._records.get(raw.id)) and r.shortened
         }
+        asked = budget
         if budget is None:
             tool_tokens = tool_definition_tokens(all_tools, self.counter) if all_tools else 0
             if self.pipeline is None:
@@ -571,6 +572,7 @@ class Session:
         return PackResult.model_construct(
             **{
                 **{name: getattr(packed, name) for name in PackResult.model_fields},
+                "budget": asked,
                 "input_tokens": raw_tokens + packed.tool_tokens,
                 "decisions": filter_log + packed.decisions,
                 # The session's originals win: a stage's "original" of a filtered message is
@@ -589,10 +591,24 @@ class Session:
     ) -> PackResult:
         """The compact record whole, as a result (no budget, no pipeline)."""
         tokens = self.counter.count_messages(self._compact) + tool_tokens
+        filtered = set(filter_log.message_ids())
+        # Every message gets its decision, as pack() promises: here, sent as it is.
+        unfiltered = [
+            Decision(
+                stage="session",
+                action="kept",
+                message_id=m.id,
+                reason="kept, not filtered",
+                tokens_before=(n := self.counter.count_message(m)),
+                tokens_after=n,
+            )
+            for m in self._compact
+            if m.id not in filtered
+        ]
         return PackResult.model_construct(
             messages=list(self._compact),
             tokens=tokens,
-            budget=tokens,
+            budget=None,
             reserve=0,
             input_tokens=raw_tokens + tool_tokens,
             tool_tokens=tool_tokens,
@@ -600,7 +616,7 @@ class Session:
             counter=self.counter.name,
             exact=self.counter.exact,
             query=query,
-            decisions=filter_log,
+            decisions=filter_log + unfiltered,
             artifacts=originals,
         )
 
