@@ -1,5 +1,6 @@
 """ctxpack's internal machinery: nothing here is public API, and any of it may change.
 
+- ``cliargs``: the command lines' usage error and argument types (one-line errors, exit status 2).
 - ``columns``: per-message facts (flags, ids, role codes) as arrays, memoised across packs.
 - ``decisions``: :func:`~ctxpack._internal.decisions.trusted_decision`, a decision built without
   validation, for the stages that record one per message.
