@@ -409,7 +409,13 @@ def _print_context(usage: ContextUsage) -> None:
         table.add_row(bucket.name, f"{bucket.tokens:,}", share, kind, items)
     if usage.window is not None and usage.free is not None:
         table.add_row("free", f"{max(usage.free, 0):,}", "", "", f"of a {usage.window:,} window")
-    console = Console()
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # rich would exit with status 1; the command line ends as for any closed pipe.
+            raise BrokenPipeError
+
+    console = _Console()
     console.print(table)
     for warning in usage.warnings:
         console.print(f"[bold red]warning:[/] {warning}")
@@ -458,13 +464,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = _parser()
     try:
-        args = parser.parse_args(argv)
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:  # --help and --version, printed
+            return exc.code if isinstance(exc.code, int) else 0
         if args.command is None:
             parser.print_help(sys.stderr)
             return 2
         _run(args)
-    except SystemExit as exc:  # --help and --version
-        return exc.code if isinstance(exc.code, int) else 0
     except BrokenPipeError:
         _silence_stdout()
         return EXIT_BROKEN_PIPE

@@ -337,40 +337,54 @@ def test_a_claude_model_warns_in_one_line(capsys: pytest.CaptureFixture[str]) ->
     assert err[0].startswith("ctxpack: warning: 'claude-sonnet-4-5' has no public tokenizer")
 
 
-def _run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ctxpack", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
-    )
+def _cli_env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
 
 
-@pytest.mark.parametrize("command", ["pack", "code"])
-def test_a_closed_pipe_ends_quietly(command: str, tmp_path: Path) -> None:
-    if command == "pack":
-        chat = [{"role": "user", "content": f"line {i} " * 30} for i in range(300)]
-        argv = ["pack", _write(tmp_path, "big.json", chat), "--budget", "100000"]
-    else:
-        root = tmp_path / "repo"
-        root.mkdir()
-        for i in range(40):
-            (root / f"m{i}.py").write_text(f"def handler_{i}(x):\n    return x + {i}\n" * 30)
-        argv = ["code", "retrieve", str(root), "handler", "--db", str(tmp_path / "i.db")]
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+def test_a_pipe_closed_by_the_reader_ends_quietly(tmp_path: Path) -> None:
+    # Far more than a pipe holds, so the command is still writing when the reader goes.
+    chat = [{"role": "user", "content": f"line {i} " * 30} for i in range(1000)]
+    argv = ["pack", _write(tmp_path, "big.json", chat), "--budget", "1000000"]
     proc = subprocess.Popen(
         [sys.executable, "-m", "ctxpack", *argv],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env=env,
+        env=_cli_env(),
     )
     assert proc.stdout is not None and proc.stderr is not None
-    proc.stdout.read(10)
+    assert proc.stdout.read(10) == b"[\n  {\n    "
     proc.stdout.close()  # as `head` does
     err = proc.stderr.read().decode()
-    assert proc.wait(timeout=60) == EXIT_BROKEN_PIPE
+    assert proc.wait(timeout=120) == EXIT_BROKEN_PIPE
     assert err == ""
+
+
+@pytest.mark.parametrize("command", ["pack", "code", "demo", "context"])
+def test_a_closed_pipe_ends_every_command_quietly(command: str, tmp_path: Path) -> None:
+    if command in ("pack", "context"):
+        argv = [command, str(CHAT), *(["--budget", "1000"] if command == "pack" else [])]
+    elif command == "code":
+        root = tmp_path / "repo"
+        root.mkdir()
+        (root / "greet.py").write_text("def hello():\n    return 'hello'\n", encoding="utf-8")
+        argv = ["code", "retrieve", str(root), "hello", "--db", str(tmp_path / "i.db")]
+    else:
+        argv = ["demo"]
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first line
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "ctxpack", *argv],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            env=_cli_env(),
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert proc.returncode == EXIT_BROKEN_PIPE
+    assert proc.stderr == b""
 
 
 HOSTILE_FILES: list[tuple[str, bytes, str]] = [
