@@ -481,3 +481,33 @@ def test_code_retrieve_with_a_budget_too_small_for_anything(
     assert "--budget 1 holds nothing" in _error_line(capsys)
     assert main([*base, "--budget", "500"]) == 0
     assert "def hello" in capsys.readouterr().out
+
+
+def test_the_request_model_counts_unless_model_or_counter_say(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    request = {"model": "claude-sonnet-4-5", "messages": json.loads(CHAT.read_text("utf-8"))}
+    path = _write(tmp_path, "request.json", request)
+    assert main(["pack", path, "--budget", "400", "--explain", "--provider", "openai"]) == 0
+    captured = capsys.readouterr()
+    assert "counter anthropic-approx" in captured.out.splitlines()[-1]
+    assert captured.err.startswith("ctxpack: warning: 'claude-sonnet-4-5'")
+    argv = ["pack", path, "--budget", "400", "--explain", "--provider", "openai"]
+    assert main([*argv, "--model", "gpt-4"]) == 0
+    assert "counter cl100k_base)" in capsys.readouterr().out
+    assert main([*argv, "--counter", "approx"]) == 0
+    assert "counter approx, approximate)" in capsys.readouterr().out
+
+
+def test_a_file_model_without_a_tokenizer_warns_and_counts_with_the_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    request = {"model": "gemini-3-pro", "messages": json.loads(CHAT.read_text("utf-8"))}
+    path = _write(tmp_path, "request.json", request)
+    assert main(["pack", path, "--budget", "400", "--explain"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[-1].endswith("counter cl100k_base)")
+    assert captured.err == (
+        "ctxpack: warning: no public tokenizer is known for the file's model 'gemini-3-pro'; "
+        "counting with cl100k_base (--model or --counter names another)\n"
+    )
