@@ -483,11 +483,16 @@ def test_code_retrieve_with_a_budget_too_small_for_anything(
     assert "def hello" in capsys.readouterr().out
 
 
+def _chat_request(tmp_path: Path, model: str) -> str:
+    """The chat fixture as a request object naming ``model``."""
+    request = {"model": model, "messages": json.loads(CHAT.read_text("utf-8"))}
+    return _write(tmp_path, "request.json", request)
+
+
 def test_the_request_model_counts_unless_model_or_counter_say(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    request = {"model": "claude-sonnet-4-5", "messages": json.loads(CHAT.read_text("utf-8"))}
-    path = _write(tmp_path, "request.json", request)
+    path = _chat_request(tmp_path, "claude-sonnet-4-5")
     assert main(["pack", path, "--budget", "400", "--explain", "--provider", "openai"]) == 0
     captured = capsys.readouterr()
     assert "counter anthropic-approx" in captured.out.splitlines()[-1]
@@ -502,8 +507,7 @@ def test_the_request_model_counts_unless_model_or_counter_say(
 def test_a_file_model_without_a_tokenizer_warns_and_counts_with_the_default(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    request = {"model": "gemini-3-pro", "messages": json.loads(CHAT.read_text("utf-8"))}
-    path = _write(tmp_path, "request.json", request)
+    path = _chat_request(tmp_path, "gemini-3-pro")
     assert main(["pack", path, "--budget", "400", "--explain"]) == 0
     captured = capsys.readouterr()
     assert captured.out.splitlines()[-1].endswith("counter cl100k_base)")
