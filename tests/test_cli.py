@@ -455,6 +455,10 @@ def test_a_hostile_file_exits_2_with_one_line(
         (["code", "search", "nowhere", "task"], "nowhere"),
         (["code"], "required"),
         (["code", "retrieve", "a_folder"], "required"),
+        (["code", "retrieve", "a_folder", "  "], "the task is empty"),
+        (["code", "search", "a_folder", ""], "the task is empty"),
+        (["code", "search", "a_folder", "task", "--db", "a_folder"], "is a directory"),
+        (["code", "search", "a_folder", "task", "--db", "not_a_db"], "file is not a database"),
     ],
 )
 def test_a_bad_argument_exits_2_with_one_line(
@@ -462,9 +466,16 @@ def test_a_bad_argument_exits_2_with_one_line(
 ) -> None:
     folder = tmp_path / "folder"
     folder.mkdir()
-    where = {"CHAT": str(CHAT), "a_folder": str(folder), "nowhere": str(tmp_path / "nowhere")}
+    not_a_db = tmp_path / "garbage.db"
+    not_a_db.write_text("not SQLite", encoding="utf-8")
+    where = {
+        "CHAT": str(CHAT),
+        "a_folder": str(folder),
+        "nowhere": str(tmp_path / "nowhere"),
+        "not_a_db": str(not_a_db),
+    }
     argv = [where.get(a, a) for a in argv]
-    if argv[0] == "code" and len(argv) > 3:
+    if argv[0] == "code" and len(argv) > 3 and "--db" not in argv:
         argv.extend(["--db", str(tmp_path / "i.db")])
     assert main(argv) == 2
     assert expected in _error_line(capsys)
