@@ -74,7 +74,12 @@ class _Request:
         return model if isinstance(model, str) and model else None
 
 
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not a JSON value")
+
+
 def _read_json(path: str) -> Any:
+    name = "stdin" if path == "-" else path
     try:
         if path == "-":
             raw = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
@@ -88,18 +93,21 @@ def _read_json(path: str) -> Any:
             raw = raw.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             raise UsageError(
-                f"{path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset "
+                f"{name} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset "
                 f"{exc.start}); save it as UTF-8"
             ) from exc
     try:
-        data = json.loads(raw)
+        # Python's parser takes NaN and Infinity, which JSON does not have.
+        data = json.loads(raw, parse_constant=_not_json)
     except json.JSONDecodeError as exc:
-        raise UsageError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}") from exc
+        raise UsageError(f"{name} is not valid JSON: {exc.msg} at line {exc.lineno}") from exc
+    except ValueError as exc:
+        raise UsageError(f"{name} is not valid JSON: {exc}") from exc
     except RecursionError as exc:
-        raise UsageError(_too_deep(path)) from exc
+        raise UsageError(_too_deep(name)) from exc
     if _depth(data) > MAX_DEPTH:
-        raise UsageError(_too_deep(path))
-    _check_text(data, path)
+        raise UsageError(_too_deep(name))
+    _check_text(data, name)
     return data
 
 

@@ -403,6 +403,8 @@ HOSTILE_FILES: list[tuple[str, bytes, str]] = [
     ("tools that are a string", b'{"messages": [], "tools": "x"}', "'tools' must be a list"),
     ("a lone surrogate", b'[{"role": "user", "content": "\\ud800"}]', "lone surrogate"),
     ("empty", b"", "is not valid JSON"),
+    ("NaN", b'[{"role": "user", "content": "hi", "priority": NaN}]', "NaN is not a JSON value"),
+    ("Infinity", b'[{"role": "user", "content": "hi", "priority": -Infinity}]', "-Infinity"),
     ("a number", b"42", "must hold a JSON list of messages"),
     ("null", b"null", "must hold a JSON list of messages"),
     ("a message that is a string", b'["hi"]', "message 0"),
@@ -525,4 +527,14 @@ def test_a_file_model_without_a_tokenizer_warns_and_counts_with_the_default(
     assert captured.err == (
         "ctxpack: warning: no public tokenizer is known for the file's model 'gemini-3-pro'; "
         "counting with cl100k_base (--model or --counter names another)\n"
+    )
+
+
+def test_stdin_is_named_stdin_in_errors(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"\xff[]")))
+    assert main(["pack", "-", "--budget", "100"]) == 2
+    assert _error_line(capsys) == (
+        "ctxpack: error: stdin is not UTF-8 text (byte 0xff at offset 0); save it as UTF-8"
     )
