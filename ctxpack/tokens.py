@@ -8,7 +8,6 @@ re-tokenize it.
 
 from __future__ import annotations
 
-import json
 import math
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -330,15 +329,22 @@ def image_tokens(part: Mapping[str, Any]) -> int:
 
 
 # Tool definitions, by the recipe of OpenAI's cookbook ("How to count tokens with tiktoken",
-# tools section): each function costs 7 tokens plus "name:description"; its properties 3 plus, per
-# property, 3 and "name:type:description"; an enum -3 plus 3 per item and its text; the tool
-# block 12 at the end. A trailing period of a description is not counted.
+# tools section), which matches the API's figures for gpt-4o, gpt-4o-mini, gpt-4 and
+# gpt-3.5-turbo: each function costs 7 tokens (10 with cl100k_base models) plus
+# "name:description"; its properties 3 plus, per property, 3 and "name:type:description"; an
+# enum -3 plus 3 per item and its text; the tool block 12 at the end. A trailing period of a
+# description is not counted.
 TOOLS_FUNC_INIT = 7
+TOOLS_FUNC_INIT_CL100K = 10
 TOOLS_PROP_INIT = 3
 TOOLS_PROP_KEY = 3
 TOOLS_ENUM_INIT = -3
 TOOLS_ENUM_ITEM = 3
 TOOLS_FUNC_END = 12
+# A function in OpenAI's TypeScript rendering (openai-chat-tokens' format, checked against the
+# API's counts): its rendered text plus 4, the namespace around the functions (7 tokens) and the
+# 9 that library measured per request, less the 12 the tool block already counts.
+TOOLS_RENDER_INIT = 4
 # Anthropic adds its own tool-use system prompt when a request has tools: 346 tokens for Claude 4
 # and 3.7 models with tool_choice auto (published on Anthropic's pricing page), more than for any
 # older model, so it is the safe figure.
@@ -346,54 +352,105 @@ ANTHROPIC_TOOL_PROMPT_TOKENS = 346
 
 
 def tool_definition_tokens(tools: Iterable[Mapping[str, Any]], counter: TokenCounter) -> int:
-    """Tokens that tool definitions add to a prompt.
+    """Tokens that tool definitions add to a prompt, never fewer than the provider renders.
 
-    OpenAI definitions (``{"type": "function", "function": {...}}`` or the bare function) follow
-    OpenAI's published recipe; parts of a schema the recipe does not cover (nested objects, array
-    items) are counted as their JSON. Anthropic definitions (``{"name", "description",
-    "input_schema"}``) are counted as their JSON plus Anthropic's tool-use system prompt.
+    An OpenAI function (``{"type": "function", "function": {...}}``, or the bare function as
+    the Responses API sends it) whose parameters are flat properties with a type, a
+    description and an enum is counted by OpenAI's published recipe, which matches the API's
+    figures. Nested objects, arrays and enums are counted as OpenAI's TypeScript rendering of
+    functions (never under the recipe). A schema with anything else (``$ref`` and ``$defs``,
+    ``anyOf``/``oneOf``/``allOf``, defaults, formats, bounds...) has no published rendering: it
+    is counted as the larger of its compact JSON as sent and that rendering with every
+    reference resolved in place, so it is never under-counted. An Anthropic tool (``{"name",
+    "description", "input_schema"}``) is counted as its compact JSON (references resolved when
+    that is larger), plus Anthropic's tool-use system prompt once; any other tool (a
+    provider's built-in tool) as its compact JSON.
+
+    Raises:
+        ConfigError: a tool is not a mapping.
 
     Example:
         >>> tool = {"type": "function", "function": {"name": "f", "description": "Do it.",
         ...         "parameters": {"type": "object", "properties": {}}}}
-        >>> tool_definition_tokens([tool], get_counter("gpt-4"))
+        >>> tool_definition_tokens([tool], get_counter("gpt-4o"))
         23
     """
-    tools = list(tools)
-    if not tools:
-        return 0
+    from ._internal.tool_schemas import compact_json
+
     total = 0
     anthropic = False
-    for tool in tools:
+    seen = False
+    for index, tool in enumerate(tools):
+        if not isinstance(tool, Mapping):
+            raise ConfigError(
+                f"tools[{index}] must be a tool definition (a dict), got {type(tool).__name__}"
+            )
+        seen = True
         if "input_schema" in tool:
             anthropic = True
-            total += counter.count(json.dumps(dict(tool), ensure_ascii=False, sort_keys=True))
+            total += max(counter.count(compact_json(tool)), counter.count(_inlined_json(tool)))
             continue
         function = tool.get("function", tool)
-        function = function if isinstance(function, Mapping) else {}
-        total += TOOLS_FUNC_INIT
-        description = str(function.get("description", "")).removesuffix(".")
-        total += counter.count(f"{function.get('name', '')}:{description}")
-        parameters = function.get("parameters")
-        properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
-        if isinstance(properties, Mapping) and properties:
-            total += TOOLS_PROP_INIT
-            for key, spec in properties.items():
-                spec = spec if isinstance(spec, Mapping) else {}
-                total += TOOLS_PROP_KEY
-                enum = spec.get("enum")
-                if isinstance(enum, list):
-                    total += TOOLS_ENUM_INIT
-                    for item in enum:
-                        total += TOOLS_ENUM_ITEM + counter.count(str(item))
-                p_desc = str(spec.get("description", "")).removesuffix(".")
-                total += counter.count(f"{key}:{spec.get('type', '')}:{p_desc}")
-                nested = {k: spec[k] for k in ("properties", "items") if k in spec}
-                if nested:
-                    total += counter.count(json.dumps(nested, ensure_ascii=False))
+        if not isinstance(function, Mapping) or (
+            "parameters" not in function and tool.get("type", "function") != "function"
+        ):
+            # A provider's built-in tool (web search, code interpreter...): its JSON.
+            total += counter.count(compact_json(tool))
+            continue
+        total += _function_tokens(function, counter)
+    if not seen:
+        return 0
     total += TOOLS_FUNC_END
     if anthropic:
         total += ANTHROPIC_TOOL_PROMPT_TOKENS
+    return total
+
+
+def _inlined_json(tool: Mapping[str, Any]) -> str:
+    from ._internal.tool_schemas import compact_json, inline_refs
+
+    return compact_json({**tool, "input_schema": inline_refs(tool.get("input_schema"))})
+
+
+def _function_tokens(function: Mapping[str, Any], counter: TokenCounter) -> int:
+    """One OpenAI function: the recipe where it is exact, else never under the rendering."""
+    from ._internal.tool_schemas import (
+        compact_json,
+        is_recipe_schema,
+        is_rendering_schema,
+        render_function,
+    )
+
+    parameters = function.get("parameters")
+    init = TOOLS_FUNC_INIT_CL100K if counter.name == "cl100k_base" else TOOLS_FUNC_INIT
+    recipe = init + _recipe_tokens(function, counter)
+    if is_recipe_schema(parameters):
+        return recipe
+    rendered = max(recipe, TOOLS_RENDER_INIT + counter.count(render_function(function)))
+    if parameters is None or is_rendering_schema(parameters):
+        return rendered
+    as_sent = {k: function[k] for k in ("name", "description", "parameters") if k in function}
+    return max(rendered, init + counter.count(compact_json(as_sent)))
+
+
+def _recipe_tokens(function: Mapping[str, Any], counter: TokenCounter) -> int:
+    description = str(function.get("description") or "").removesuffix(".")
+    total = counter.count(f"{function.get('name', '')}:{description}")
+    parameters = function.get("parameters")
+    properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
+    if not isinstance(properties, Mapping) or not properties:
+        return total
+    total += TOOLS_PROP_INIT
+    for key, spec in properties.items():
+        spec = spec if isinstance(spec, Mapping) else {}
+        total += TOOLS_PROP_KEY
+        enum = spec.get("enum")
+        if isinstance(enum, list):
+            total += TOOLS_ENUM_INIT
+            for item in enum:
+                total += TOOLS_ENUM_ITEM + counter.count(str(item))
+        p_desc = str(spec.get("description") or "").removesuffix(".")
+        total += counter.count(f"{key}:{spec.get('type', '')}:{p_desc}")
     return total
 
 
