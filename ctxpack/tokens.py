@@ -386,18 +386,17 @@ def tool_definition_tokens(tools: Iterable[Mapping[str, Any]], counter: TokenCou
     from ._internal.tool_schemas import compact_json
 
     total = 0
-    anthropic = False
-    seen = False
+    anthropic = openai = False
     for index, tool in enumerate(tools):
         if not isinstance(tool, Mapping):
             raise ConfigError(
                 f"tools[{index}] must be a tool definition (a dict), got {type(tool).__name__}"
             )
-        seen = True
         if "input_schema" in tool:
             anthropic = True
             total += max(counter.count(compact_json(tool)), counter.count(_inlined_json(tool)))
             continue
+        openai = True
         function = tool.get("function", tool)
         if not isinstance(function, Mapping) or (
             "parameters" not in function and tool.get("type", "function") != "function"
@@ -406,9 +405,8 @@ def tool_definition_tokens(tools: Iterable[Mapping[str, Any]], counter: TokenCou
             total += counter.count(compact_json(tool))
             continue
         total += _function_tokens(function, counter)
-    if not seen:
-        return 0
-    total += TOOLS_FUNC_END
+    if openai:
+        total += TOOLS_FUNC_END
     if anthropic:
         total += ANTHROPIC_TOOL_PROMPT_TOKENS
     return total

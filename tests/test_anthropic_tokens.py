@@ -3,6 +3,8 @@ count-tokens endpoint with a known tokenizer), and the calibration against bille
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -148,3 +150,27 @@ def test_the_default_approximation_carries_the_measured_margin() -> None:
     assert "1.41" in counter.name
     base = ctxpack.count_tokens("refresh tokens expire after an hour", model="gpt-4")
     assert counter.count("refresh tokens expire after an hour") == -(-base * 141 // 100)
+
+
+def test_the_calibration_script_reads_requests_and_usages(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import importlib.util
+
+    path = Path(__file__).parents[1] / "scripts" / "calibrate_claude.py"
+    spec = importlib.util.spec_from_file_location("calibrate_claude", path)
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    lines = [
+        {
+            "request": {"messages": [{"role": "user", "content": "word " * n}]},
+            "usage": {"input_tokens": 2 * n, "cache_read_input_tokens": 10},
+        }
+        for n in (10, 20, 40)
+    ]
+    data = tmp_path / "requests.jsonl"
+    data.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    assert script.main([str(data), "--factor", "1.0"]) == 0
+    out = capsys.readouterr().out
+    assert "3 requests" in out and "under-counted: 100.0% of requests" in out
