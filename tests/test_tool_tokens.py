@@ -334,17 +334,27 @@ def test_adding_a_property_never_lowers_the_count(
     assert _count(bigger) >= _count(tool)
 
 
+def _copy_and_pick(
+    tool: dict[str, Any], data: st.DataObject
+) -> tuple[dict[str, Any], dict[str, Any], str] | None:
+    """A copy of ``tool``, the copy's properties and one of their names (None without any)."""
+    if not _schema(tool)["properties"]:
+        return None
+    key = data.draw(st.sampled_from(sorted(_schema(tool)["properties"])))
+    bigger = copy.deepcopy(tool)
+    return bigger, _schema(bigger)["properties"], key
+
+
 @PROPERTY_SETTINGS
 @given(tool_definitions(), _descriptions(), st.data())
 def test_adding_a_description_never_lowers_the_count(
     tool: dict[str, Any], description: str, data: st.DataObject
 ) -> None:
-    properties = _schema(tool)["properties"]
-    if not properties:
+    picked = _copy_and_pick(tool, data)
+    if picked is None:
         return
-    key = data.draw(st.sampled_from(sorted(properties)))
-    bigger = copy.deepcopy(tool)
-    spec = _schema(bigger)["properties"][key]
+    bigger, properties, key = picked
+    spec = properties[key]
     spec["description"] = (
         f"{spec['description']} {description}" if "description" in spec else description
     )
@@ -352,26 +362,20 @@ def test_adding_a_description_never_lowers_the_count(
 
 
 @PROPERTY_SETTINGS
-@given(tool_definitions(), json_schemas(), st.data())
+@given(tool_definitions(), json_schemas(), st.sampled_from(["object", "array", "anyOf"]), st.data())
 def test_nesting_a_schema_never_lowers_the_count(
-    tool: dict[str, Any], nested: dict[str, Any], data: st.DataObject
+    tool: dict[str, Any], nested: dict[str, Any], wrapper: str, data: st.DataObject
 ) -> None:
-    properties = _schema(tool)["properties"]
-    if not properties:
+    picked = _copy_and_pick(tool, data)
+    if picked is None:
         return
-    key = data.draw(st.sampled_from(sorted(properties)))
-    bigger = copy.deepcopy(tool)
-    spec = _schema(bigger)["properties"][key]
-    wrapper = data.draw(st.sampled_from(["object", "array", "anyOf"]))
-    if wrapper == "object":
-        _schema(bigger)["properties"][key] = {
-            "type": "object",
-            "properties": {"inner": spec, "more": nested},
-        }
-    elif wrapper == "array":
-        _schema(bigger)["properties"][key] = {"type": "array", "items": {"anyOf": [spec, nested]}}
-    else:
-        _schema(bigger)["properties"][key] = {"anyOf": [spec, nested]}
+    bigger, properties, key = picked
+    spec = properties[key]
+    properties[key] = {
+        "object": {"type": "object", "properties": {"inner": spec, "more": nested}},
+        "array": {"type": "array", "items": {"anyOf": [spec, nested]}},
+        "anyOf": {"anyOf": [spec, nested]},
+    }[wrapper]
     assert _count(bigger) >= _count(tool)
 
 
