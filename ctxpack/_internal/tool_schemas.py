@@ -236,8 +236,13 @@ def inline_refs(schema: Any) -> Any:
         if isinstance(ref, str) and ref not in stack and renderer.nodes <= MAX_NODES:
             target = renderer.resolve(ref)
             if target is not None:
-                rest = {k: walk(v, stack) for k, v in node.items() if k != "$ref"}
-                return {**walk(target, (*stack, ref)), **rest}
+                merged = dict(walk(target, (*stack, ref)))
+                for key, value in node.items():
+                    if key != "$ref":
+                        # Both when both say something (two descriptions): nothing is lost.
+                        value = walk(value, stack)
+                        merged[key] = [merged[key], value] if key in merged else value
+                return merged
         return {k: walk(v, stack) for k, v in node.items() if k not in ("$defs", "definitions")}
 
     return walk(schema, ())
