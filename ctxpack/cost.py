@@ -126,7 +126,8 @@ class PriceTable(BaseModel):
         if name is None:
             near = difflib.get_close_matches(_normalised(model), list(self.prices), n=5)
             families = sorted(n for n in self.prices if not _DATE_SUFFIX.search(n))
-            hint = f"nearest: {', '.join(near)}" if near else f"known models: {', '.join(families)}"
+            hint = f"nearest: {', '.join(near)}; " if near else ""
+            hint += f"known models: {', '.join(families)} (and their dated names)"
             raise ConfigError(
                 f"no price for model {model!r} in the table of {self.date}; {hint}. Pass a Price "
                 "of your own, or merge a table that has it (PriceTable.load, "
