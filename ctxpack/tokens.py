@@ -15,7 +15,7 @@ from functools import cache, lru_cache
 from typing import Any, Protocol, runtime_checkable
 
 from ._internal.prefix import PrefixMemo
-from .caches import register
+from .caches import LRUCache, register
 from .errors import ConfigError, TokenizerUnavailableError
 from .messages import Message, owned_messages
 from .sdk import SDKObject
@@ -74,6 +74,8 @@ DEFAULT_ENCODING = "cl100k_base"
 # Texts whose count each counter remembers (least recently used forgotten first): a few
 # histories of 60,000 messages.
 TEXT_CACHE_SIZE = 262_144
+# Tool definitions whose count each counter remembers: a few agents' MCP tool lists.
+TOOL_CACHE_SIZE = 4096
 
 
 class ApproximateTokenCountWarning(UserWarning):
@@ -115,6 +117,8 @@ class _FramedCounter:
         self._counts = register(lru_cache(maxsize=TEXT_CACHE_SIZE)(self._count_uncached))
         # Over ctxpack's own messages only, which never change (see message_sizes).
         self._sizes = PrefixMemo(self._count_message_uncached)
+        # Tool definitions by their JSON (see tool_definition_tokens).
+        self._tool_sizes: LRUCache[str, int] = LRUCache(TOOL_CACHE_SIZE)
 
     def _count_uncached(self, text: str) -> int:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -385,6 +389,7 @@ def tool_definition_tokens(tools: Iterable[Mapping[str, Any]], counter: TokenCou
     """
     from ._internal.tool_schemas import compact_json
 
+    sizes = counter._tool_sizes if isinstance(counter, _FramedCounter) else None
     total = 0
     anthropic = openai = False
     for index, tool in enumerate(tools):
@@ -394,22 +399,38 @@ def tool_definition_tokens(tools: Iterable[Mapping[str, Any]], counter: TokenCou
             )
         if "input_schema" in tool:
             anthropic = True
-            total += max(counter.count(compact_json(tool)), counter.count(_inlined_json(tool)))
+        else:
+            openai = True
+        if sizes is None:
+            total += _tool_tokens(tool, counter)
             continue
-        openai = True
-        function = tool.get("function", tool)
-        if not isinstance(function, Mapping) or (
-            "parameters" not in function and tool.get("type", "function") != "function"
-        ):
-            # A provider's built-in tool (web search, code interpreter...): its JSON.
-            total += counter.count(compact_json(tool))
-            continue
-        total += _function_tokens(function, counter)
+        # The same definitions ride with every request: count each once per counter.
+        key = compact_json(tool)
+        size = sizes.get(key)
+        if size is None:
+            size = _tool_tokens(tool, counter)
+            sizes.put(key, size)
+        total += size
     if openai:
         total += TOOLS_FUNC_END
     if anthropic:
         total += ANTHROPIC_TOOL_PROMPT_TOKENS
     return total
+
+
+def _tool_tokens(tool: Mapping[str, Any], counter: TokenCounter) -> int:
+    """One tool definition, without the per-request constants."""
+    from ._internal.tool_schemas import compact_json
+
+    if "input_schema" in tool:
+        return max(counter.count(compact_json(tool)), counter.count(_inlined_json(tool)))
+    function = tool.get("function", tool)
+    if not isinstance(function, Mapping) or (
+        "parameters" not in function and tool.get("type", "function") != "function"
+    ):
+        # A provider's built-in tool (web search, code interpreter...): its JSON.
+        return counter.count(compact_json(tool))
+    return _function_tokens(function, counter)
 
 
 def _inlined_json(tool: Mapping[str, Any]) -> str:

@@ -387,3 +387,13 @@ def test_a_schema_beyond_the_rendering_is_never_counted_under_its_json(
     body = tool.get("function", tool)
     if "input_schema" in tool or not _rendered_only(_schema(tool)):
         assert _count(tool) >= _json_tokens(body)
+
+
+def test_a_tool_edited_in_place_is_counted_afresh() -> None:
+    tool = copy.deepcopy(WEATHER)
+    before = count_tokens("", model="gpt-4o", tools=[tool])
+    tool["function"]["description"] += " and the forecast for the next seven days"
+    after = count_tokens("", model="gpt-4o", tools=[tool])
+    assert after > before
+    ctxpack.caches.clear_caches()
+    assert count_tokens("", model="gpt-4o", tools=[tool]) == after
