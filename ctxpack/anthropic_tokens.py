@@ -10,6 +10,7 @@ that would cover a chosen share of them.
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 import threading
@@ -71,9 +72,12 @@ class AnthropicTokenCounter(_FramedCounter):
         self._framing: tuple[int, int] | None = None
         self._lock = threading.Lock()
 
-    def _endpoint(self, messages: list[dict[str, Any]]) -> int:
+    def _endpoint(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> int:
+        extra = {"tools": tools} if tools else {}
         try:
-            answer = self.client.messages.count_tokens(model=self.model, messages=messages)
+            answer = self.client.messages.count_tokens(model=self.model, messages=messages, **extra)
         except Exception as exc:
             raise TokenizerUnavailableError(
                 f"Anthropic's count-tokens endpoint failed for model {self.model!r} "
@@ -127,6 +131,34 @@ class AnthropicTokenCounter(_FramedCounter):
 
     def count_messages(self, messages: Iterable[Message]) -> int:
         return self.framing()[0] + sum(map(self._count_message_uncached, messages))
+
+    def count_tools(self, tools: Sequence[Mapping[str, Any]]) -> int:
+        """What tool definitions add to a request, by the endpoint (OpenAI functions are sent
+        in Anthropic's form), cached by their JSON. Used by
+        :func:`ctxpack.tokens.tool_definition_tokens`."""
+        as_sent = [_anthropic_tool(tool) for tool in tools]
+        if not as_sent:
+            return 0
+        key = json.dumps(as_sent, ensure_ascii=False, sort_keys=True, default=str)
+        cached = self._tool_sizes.get(key)
+        if cached is None:
+            probe = [{"role": "user", "content": _PROBE}]
+            # framing() holds the probe's count without tools: request + turn + its token.
+            cached = max(0, self._endpoint(probe, as_sent) - sum(self.framing()) - 1)
+            self._tool_sizes.put(key, cached)
+        return cached
+
+
+def _anthropic_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
+    """An OpenAI function definition in Anthropic's form; anything else as it is."""
+    function = tool.get("function") if tool.get("type") == "function" else None
+    if isinstance(function, Mapping):
+        out = {"name": function.get("name", ""), "input_schema": function.get("parameters")}
+        if function.get("description"):
+            out["description"] = function["description"]
+        out["input_schema"] = out["input_schema"] or {"type": "object", "properties": {}}
+        return out
+    return dict(tool)
 
 
 def anthropic_token_counter(client: Any, model: str = DEFAULT_MODEL) -> AnthropicTokenCounter:

@@ -389,14 +389,20 @@ def tool_definition_tokens(tools: Iterable[Mapping[str, Any]], counter: TokenCou
     """
     from ._internal.tool_schemas import compact_json
 
-    sizes = counter._tool_sizes if isinstance(counter, _FramedCounter) else None
-    total = 0
-    anthropic = openai = False
+    tools = list(tools)
     for index, tool in enumerate(tools):
         if not isinstance(tool, Mapping):
             raise ConfigError(
                 f"tools[{index}] must be a tool definition (a dict), got {type(tool).__name__}"
             )
+    own = getattr(counter, "count_tools", None)
+    if callable(own):
+        # A counter that asks the provider (Anthropic's endpoint) counts them exactly itself.
+        return int(own(tools))
+    sizes = counter._tool_sizes if isinstance(counter, _FramedCounter) else None
+    total = 0
+    anthropic = openai = False
+    for tool in tools:
         if "input_schema" in tool:
             anthropic = True
         else:

@@ -14,7 +14,7 @@ import ctxpack
 from ctxpack.anthropic_tokens import anthropic_token_counter, billed_input_tokens, calibrate
 from ctxpack.tokens import anthropic_approx_counter
 
-from .sdk_mock import Capture, anthropic_client
+from .sdk_mock import WEATHER_TOOL, Capture, anthropic_client
 
 # The endpoint's tokenizer here: one token per word, each turn 4 more, each request 7 more.
 REQUEST, TURN = 7, 4
@@ -40,7 +40,14 @@ def endpoint(body: dict[str, Any]) -> httpx2.Response:
                 },
             )
     tokens = REQUEST + sum(TURN + words(m["content"]) for m in body["messages"])
+    if body.get("tools"):
+        tokens += tool_tokens(body["tools"])
     return httpx2.Response(200, json={"input_tokens": tokens})
+
+
+def tool_tokens(tools: list[dict[str, Any]]) -> int:
+    """The endpoint's tool prompt here: 300, and one token per word of each tool's JSON."""
+    return 300 + sum(len(json.dumps(tool).split()) for tool in tools)
 
 
 def billed(messages: list[dict[str, Any]]) -> int:
@@ -86,6 +93,24 @@ def test_pack_with_the_exact_counter_fits_the_endpoints_count() -> None:
     sent = [m.model_dump(include={"role", "content"}) for m in result.messages]
     assert result.tokens == billed(sent) <= 120
     assert result.exact
+
+
+def test_tool_definitions_are_counted_by_the_endpoint_in_anthropics_form() -> None:
+    capture = Capture(endpoint)
+    counter = anthropic_token_counter(anthropic_client(capture))
+    anthropic_form = {
+        "name": "get_weather",
+        "description": "Current weather in a city.",
+        "input_schema": WEATHER_TOOL["function"]["parameters"],
+    }
+    expected = tool_tokens([anthropic_form])
+    assert ctxpack.tokens.tool_definition_tokens([WEATHER_TOOL], counter) == expected
+    assert [r["tools"] for r in capture.requests if "tools" in r] == [[anthropic_form]]
+    sent = len(capture.requests)
+    history = [{"role": "user", "content": "Weather in Oslo?"}]
+    total = ctxpack.count_tokens(history, counter=counter, tools=[anthropic_form])
+    assert total == billed(history) + expected
+    assert len(capture.requests) == sent + 1  # the history's text; the tools were cached
 
 
 def test_endpoint_failures_are_ctxpack_errors() -> None:
