@@ -1,0 +1,223 @@
+"""How a :class:`~ctxpack.Session` lives in a session store: its entries, state and originals.
+
+The session keeps its state in memory, as always; a *backing* ties it to one session id in a
+:class:`~ctxpack.store.SessionStore`. Each append is one entry (the messages and whatever the
+append changed, as JSON), written under optimistic versioning: when another writer appended
+first, the backing reads its entries, applies them, and applies the append again on top.
+
+Originals are kept per session, under ids keyed by a secret of the session (an HMAC of the
+text): the same text gets the same id within a session, and an id cannot be guessed from the
+content by anyone who lacks the secret, nor found in another session.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import random
+import secrets
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from .errors import ConfigError, StoreConflictError, StoreError
+from .messages import Message, provider_of, with_provider
+from .store import SessionStore, open_store
+from .store.base import check_session_id
+
+if TYPE_CHECKING:
+    from .session import Session, _Snapshot
+
+__all__ = ["Backing", "SessionArtifacts", "decode_message", "encode_message", "open_backing"]
+
+# Attempts before an append gives up because other writers keep appending first.
+MAX_ATTEMPTS = 200
+
+
+def encode_message(message: Message) -> dict[str, Any]:
+    """``message`` as JSON, with the provider it was converted from."""
+    data: dict[str, Any] = {"message": message.model_dump(mode="json", exclude_defaults=True)}
+    provider = provider_of(message)
+    if provider is not None:
+        data["provider"] = provider
+    return data
+
+
+def decode_message(data: Mapping[str, Any]) -> Message:
+    """The message :func:`encode_message` encoded."""
+    message = Message.model_validate(data["message"])
+    provider = data.get("provider")
+    return with_provider(message, provider) if provider else message
+
+
+def artifact_key(secret: str, text: str) -> str:
+    """The id of ``text`` among the originals of the session whose secret is ``secret``."""
+    digest = hmac.new(bytes.fromhex(secret), text.encode("utf-8"), hashlib.sha256).hexdigest()
+    return "art_" + digest[:16]
+
+
+class SessionArtifacts:
+    """The originals of one stored session, as an :class:`~ctxpack.store.ArtifactStore`.
+
+    During an append, originals are held back and written with the append's entry, all at
+    once; outside one (a stage putting an original at render time), ``put`` writes through.
+    """
+
+    def __init__(self, store: SessionStore, session_id: str) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.secret = secrets.token_hex(16)
+        self._held: dict[str, str] | None = None
+
+    def put(self, text: str, **metadata: Any) -> str:
+        """Keep ``text`` as an original of the session; return its id."""
+        if not isinstance(text, str):
+            raise TypeError(f"an artifact is a str, got {type(text).__name__}")
+        ref = artifact_key(self.secret, text)
+        if self._held is not None:
+            self._held[ref] = text
+        else:
+            self.store.put_artifact(self.session_id, ref, text)
+        return ref
+
+    def get(self, artifact: str) -> str:
+        """The text of one of the session's originals."""
+        if self._held is not None and artifact in self._held:
+            return self._held[artifact]
+        return self.store.get_artifact(self.session_id, artifact)
+
+    def hold(self) -> None:
+        self._held = {}
+
+    def release(self) -> dict[str, str]:
+        held, self._held = self._held or {}, None
+        return held
+
+    def __repr__(self) -> str:
+        return f"SessionArtifacts({self.store.url!r}, session_id={self.session_id!r})"
+
+
+class Backing:
+    """One session id in one store, and the version of it the session has applied."""
+
+    def __init__(self, store: SessionStore, session_id: str) -> None:
+        self.store = store
+        self.session_id = check_session_id(session_id)
+        self.artifacts = SessionArtifacts(store, self.session_id)
+        self.version = 0
+        self._empty: _Snapshot | None = None
+
+    def sync(self, session: Session) -> None:
+        """Apply to ``session`` what the store holds beyond the version it has applied."""
+        if self._empty is None:
+            self._empty = session._snapshot()
+        stored = self._call("read", self.store.load, self.session_id, since=self.version)
+        if stored.version < self.version:
+            # The session was erased (or expired) and perhaps started again: read it anew.
+            session._restore(self._empty)
+            self.version = 0
+            self.artifacts.secret = secrets.token_hex(16)
+            stored = self._call("read", self.store.load, self.session_id)
+        self.apply(session, stored.entries, stored.state, stored.version)
+
+    def apply(
+        self, session: Session, entries: tuple[str, ...], state: str | None, version: int
+    ) -> None:
+        """Apply stored ``entries`` and ``state``, all or none."""
+        if not entries and state is None:
+            return
+        before = session._snapshot()
+        try:
+            for text in entries:
+                session._apply_entry(json.loads(text))
+            if state is not None:
+                data = json.loads(state)
+                session._set_state(data["session"])
+                self.artifacts.secret = data["secret"]
+        except (ValueError, KeyError, TypeError) as exc:
+            session._restore(before)
+            raise StoreError(
+                f"the stored session is not one ctxpack wrote, or is damaged ({exc})",
+                url=self.store.url,
+                operation=f"read session {self.session_id!r}",
+            ) from exc
+        self.version = version
+
+    def prepare(self, session: Session, snapshot: _Snapshot) -> tuple[str, str, dict[str, str]]:
+        """The entry, state and originals of the append made since ``snapshot``."""
+        entry = json.dumps(session._entry_since(snapshot), ensure_ascii=False)
+        state = json.dumps({"session": session._state(), "secret": self.artifacts.secret})
+        return entry, state, self.artifacts.release()
+
+    def commit(self, session: Session, transact: Callable[[], _Snapshot]) -> None:
+        """Apply an append to ``session`` and write it, retrying on top of other writers'."""
+        for attempt in range(MAX_ATTEMPTS):
+            self.sync(session)
+            self.artifacts.hold()
+            try:
+                before = transact()
+            except BaseException:
+                self.artifacts.release()
+                raise
+            entry, state, artifacts = self.prepare(session, before)
+            try:
+                self._call(
+                    "append to",
+                    self.store.append,
+                    self.session_id,
+                    entry,
+                    version=self.version,
+                    state=state,
+                    artifacts=artifacts,
+                )
+            except StoreConflictError:
+                session._restore(before)
+                backoff(attempt)
+                continue
+            except BaseException:
+                session._restore(before)
+                raise
+            self.version += 1
+            return
+        raise StoreError(
+            f"other writers appended first {MAX_ATTEMPTS} times in a row; try again",
+            url=self.store.url,
+            operation=f"append to session {self.session_id!r}",
+        )
+
+    def _call(self, what: str, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Call a store method; an error that is not ctxpack's own becomes a
+        :class:`StoreError`."""
+        try:
+            return method(*args, **kwargs)
+        except (StoreError, ConfigError):
+            raise
+        except Exception as exc:
+            raise StoreError(
+                f"{type(exc).__name__}: {exc}",
+                url=getattr(self.store, "url", type(self.store).__name__),
+                operation=f"{what} session {self.session_id!r}",
+            ) from exc
+
+
+def backoff(attempt: int) -> None:
+    """Wait a little after a conflict, longer each time, jittered so writers spread out."""
+    time.sleep(backoff_delay(attempt))
+
+
+def backoff_delay(attempt: int) -> float:
+    return float(random.uniform(0, min(0.05, 0.001 * 2 ** min(attempt, 6))))
+
+
+def open_backing(store: str | SessionStore, session_id: str) -> Backing:
+    """A backing for ``session_id`` in ``store`` (a URL or a store)."""
+    check_session_id(session_id)
+    if isinstance(store, str):
+        store = open_store(store)
+    elif not isinstance(store, SessionStore):
+        raise ConfigError(
+            "store must be a store URL (sqlite:///PATH, postgresql://..., redis://..., "
+            f"memory://) or a ctxpack.store.SessionStore, got {type(store).__name__}"
+        )
+    return Backing(store, session_id)
