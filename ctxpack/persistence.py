@@ -12,6 +12,7 @@ content by anyone who lacks the secret, nor found in another session.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import json
@@ -21,9 +22,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .errors import ConfigError, StoreConflictError, StoreError
+from .errors import ArtifactNotFoundError, ConfigError, StoreConflictError, StoreError
 from .messages import Message, provider_of, with_provider
-from .store import SessionStore, open_store
+from .store import AsyncSessionStore, SessionStore, StoredSession, open_store
 from .store.base import check_session_id
 
 if TYPE_CHECKING:
@@ -62,11 +63,19 @@ class SessionArtifacts:
 
     During an append, originals are held back and written with the append's entry, all at
     once; outside one (a stage putting an original at render time), ``put`` writes through.
+    With an async store, ``put`` and ``get`` are called from a worker thread and run on the
+    store's event loop.
     """
 
-    def __init__(self, store: SessionStore, session_id: str) -> None:
+    def __init__(
+        self,
+        store: SessionStore | AsyncSessionStore,
+        session_id: str,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
         self.store = store
         self.session_id = session_id
+        self.loop = loop
         self.secret = secrets.token_hex(16)
         self._held: dict[str, str] | None = None
 
@@ -78,14 +87,28 @@ class SessionArtifacts:
         if self._held is not None:
             self._held[ref] = text
         else:
-            self.store.put_artifact(self.session_id, ref, text)
+            self._run(self.store.put_artifact, self.session_id, ref, text)
         return ref
 
     def get(self, artifact: str) -> str:
         """The text of one of the session's originals."""
         if self._held is not None and artifact in self._held:
             return self._held[artifact]
-        return self.store.get_artifact(self.session_id, artifact)
+        return str(self._run(self.store.get_artifact, self.session_id, artifact))
+
+    def _run(self, method: Callable[..., Any], *args: Any) -> Any:
+        if self.loop is None:
+            return method(*args)
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self.loop:
+            raise RuntimeError(
+                "an async session's originals are read from a worker thread; "
+                "use `await session.retrieve(...)`"
+            )
+        return asyncio.run_coroutine_threadsafe(method(*args), self.loop).result()
 
     def hold(self) -> None:
         self._held = {}
@@ -99,40 +122,53 @@ class SessionArtifacts:
 
 
 class Backing:
-    """One session id in one store, and the version of it the session has applied."""
+    """One session id in one store, and the version of it the session has applied.
 
-    def __init__(self, store: SessionStore, session_id: str) -> None:
+    The store calls themselves are made here for a sync store (:meth:`sync`, :meth:`commit`)
+    and by :class:`~ctxpack.AsyncSession` for an async one; what to do with their results is
+    shared (:meth:`catch_up`, :meth:`prepare`, :meth:`failed`).
+    """
+
+    def __init__(
+        self,
+        store: SessionStore | AsyncSessionStore,
+        session_id: str,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
         self.store = store
         self.session_id = check_session_id(session_id)
-        self.artifacts = SessionArtifacts(store, self.session_id)
+        self.artifacts = SessionArtifacts(store, self.session_id, loop)
         self.version = 0
         self._empty: _Snapshot | None = None
+        self.owns_store = False  # opened from a URL: closed with the session
 
     def sync(self, session: Session) -> None:
         """Apply to ``session`` what the store holds beyond the version it has applied."""
+        store: Any = self.store
+        stored = self._call("read", store.load, self.session_id, since=self.version)
+        if self.catch_up(session, stored):
+            stored = self._call("read", store.load, self.session_id)
+            self.catch_up(session, stored)
+
+    def catch_up(self, session: Session, stored: StoredSession) -> bool:
+        """Apply ``stored`` (read from the session's version on) to ``session``; ``True`` if
+        the session was erased meanwhile and must be read again from the start."""
         if self._empty is None:
             self._empty = session._snapshot()
-        stored = self._call("read", self.store.load, self.session_id, since=self.version)
         if stored.version < self.version:
-            # The session was erased (or expired) and perhaps started again: read it anew.
+            # The session was erased (or expired), and perhaps started again.
             session._restore(self._empty)
             self.version = 0
             self.artifacts.secret = secrets.token_hex(16)
-            stored = self._call("read", self.store.load, self.session_id)
-        self.apply(session, stored.entries, stored.state, stored.version)
-
-    def apply(
-        self, session: Session, entries: tuple[str, ...], state: str | None, version: int
-    ) -> None:
-        """Apply stored ``entries`` and ``state``, all or none."""
-        if not entries and state is None:
-            return
+            return True
+        if not stored.entries and stored.state is None:
+            return False
         before = session._snapshot()
         try:
-            for text in entries:
+            for text in stored.entries:
                 session._apply_entry(json.loads(text))
-            if state is not None:
-                data = json.loads(state)
+            if stored.state is not None:
+                data = json.loads(stored.state)
                 session._set_state(data["session"])
                 self.artifacts.secret = data["secret"]
         except (ValueError, KeyError, TypeError) as exc:
@@ -142,45 +178,50 @@ class Backing:
                 url=self.store.url,
                 operation=f"read session {self.session_id!r}",
             ) from exc
-        self.version = version
+        self.version = stored.version
+        return False
 
-    def prepare(self, session: Session, snapshot: _Snapshot) -> tuple[str, str, dict[str, str]]:
-        """The entry, state and originals of the append made since ``snapshot``."""
-        entry = json.dumps(session._entry_since(snapshot), ensure_ascii=False)
-        state = json.dumps({"session": session._state(), "secret": self.artifacts.secret})
-        return entry, state, self.artifacts.release()
+    def prepare(self, session: Session, snapshot: _Snapshot) -> dict[str, Any]:
+        """The store's ``append`` arguments for what changed since ``snapshot``."""
+        return {
+            "entry": json.dumps(session._entry_since(snapshot)),
+            "version": self.version,
+            "state": json.dumps({"session": session._state(), "secret": self.artifacts.secret}),
+            "artifacts": self.artifacts.release(),
+        }
+
+    def transact(self, transact: Callable[[], _Snapshot]) -> _Snapshot:
+        """Apply an append in memory, holding its originals back for the store."""
+        self.artifacts.hold()
+        try:
+            return transact()
+        except BaseException:
+            self.artifacts.release()
+            raise
 
     def commit(self, session: Session, transact: Callable[[], _Snapshot]) -> None:
         """Apply an append to ``session`` and write it, retrying on top of other writers'."""
+        store: Any = self.store
         for attempt in range(MAX_ATTEMPTS):
             self.sync(session)
-            self.artifacts.hold()
-            try:
-                before = transact()
-            except BaseException:
-                self.artifacts.release()
-                raise
-            entry, state, artifacts = self.prepare(session, before)
+            before = self.transact(transact)
             try:
                 self._call(
-                    "append to",
-                    self.store.append,
-                    self.session_id,
-                    entry,
-                    version=self.version,
-                    state=state,
-                    artifacts=artifacts,
+                    "append to", store.append, self.session_id, **self.prepare(session, before)
                 )
             except StoreConflictError:
                 session._restore(before)
-                backoff(attempt)
+                time.sleep(backoff_delay(attempt))
                 continue
             except BaseException:
                 session._restore(before)
                 raise
             self.version += 1
             return
-        raise StoreError(
+        raise self.gave_up()
+
+    def gave_up(self) -> StoreError:
+        return StoreError(
             f"other writers appended first {MAX_ATTEMPTS} times in a row; try again",
             url=self.store.url,
             operation=f"append to session {self.session_id!r}",
@@ -191,22 +232,23 @@ class Backing:
         :class:`StoreError`."""
         try:
             return method(*args, **kwargs)
-        except (StoreError, ConfigError):
-            raise
         except Exception as exc:
-            raise StoreError(
-                f"{type(exc).__name__}: {exc}",
-                url=getattr(self.store, "url", type(self.store).__name__),
-                operation=f"{what} session {self.session_id!r}",
-            ) from exc
+            raise self.failed(what, exc) from exc
 
-
-def backoff(attempt: int) -> None:
-    """Wait a little after a conflict, longer each time, jittered so writers spread out."""
-    time.sleep(backoff_delay(attempt))
+    def failed(self, what: str, exc: Exception) -> Exception:
+        """``exc`` from a store call, as the error to raise: ctxpack's own errors as they are,
+        any other wrapped in a :class:`StoreError` naming the store and the call."""
+        if isinstance(exc, (StoreError, ConfigError, ArtifactNotFoundError)):
+            return exc
+        return StoreError(
+            f"{type(exc).__name__}: {exc}",
+            url=getattr(self.store, "url", type(self.store).__name__),
+            operation=f"{what} session {self.session_id!r}",
+        )
 
 
 def backoff_delay(attempt: int) -> float:
+    """How long to wait after a conflict: longer each time, jittered so writers spread out."""
     return float(random.uniform(0, min(0.05, 0.001 * 2 ** min(attempt, 6))))
 
 
@@ -214,8 +256,10 @@ def open_backing(store: str | SessionStore, session_id: str) -> Backing:
     """A backing for ``session_id`` in ``store`` (a URL or a store)."""
     check_session_id(session_id)
     if isinstance(store, str):
-        store = open_store(store)
-    elif not isinstance(store, SessionStore):
+        backing = Backing(open_store(store), session_id)
+        backing.owns_store = True
+        return backing
+    if not isinstance(store, SessionStore):
         raise ConfigError(
             "store must be a store URL (sqlite:///PATH, postgresql://..., redis://..., "
             f"memory://) or a ctxpack.store.SessionStore, got {type(store).__name__}"

@@ -292,20 +292,35 @@ class Session:
             >>> [m.text for m in again.transcript()]
             ['Hello']
         """
-        unknown = set(options) - _OPTIONS
-        if unknown:
-            raise ConfigError(
-                f"unknown option(s) for Session.open: {', '.join(sorted(unknown))}; "
-                f"valid: {', '.join(sorted(_OPTIONS))}"
-            )
-        session = cls(model=model, **options)
+        session = cls._configured(model, options)
         backing = open_backing(store, session_id)
-        session.session_id = backing.session_id
-        session.store = backing.artifacts
-        session._backing = backing
+        session._attach(backing)
         with session._lock:
             backing.sync(session)
         return session
+
+    @classmethod
+    def _configured(cls, model: str | None, options: Mapping[str, Any]) -> Session:
+        """A new session with the options given to ``open``, checked."""
+        unknown = set(options) - _OPTIONS
+        if unknown:
+            raise ConfigError(
+                f"unknown option(s) for opening a session: {', '.join(sorted(unknown))}; "
+                f"valid: {', '.join(sorted(_OPTIONS))}"
+            )
+        return cls(model=model, **options)
+
+    def close(self) -> None:
+        """Close the session store if :meth:`open` opened it from a URL (nothing otherwise:
+        a store object you passed stays yours to close)."""
+        backing = self._backing
+        if backing is not None and backing.owns_store:
+            backing.store.close()
+
+    def _attach(self, backing: Backing) -> None:
+        self.session_id = backing.session_id
+        self.store = backing.artifacts
+        self._backing = backing
 
     # ------------------------------------------------------------------------------- input
 
