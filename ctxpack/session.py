@@ -81,10 +81,11 @@ class _Call:
 class _Snapshot:
     """A session's state at one moment, to go back to when an append fails."""
 
-    raw: int  # the transcript and the decisions only grow: their lengths suffice
+    # The transcript and the decisions only grow: their lengths suffice (and the ids in use
+    # are those of the transcript).
+    raw: int
     decisions: int
     compact: list[Message]
-    ids: set[str]
     calls: dict[str, _Call]
     records: dict[str, FilterRecord]
     pending: list[int]
@@ -382,7 +383,7 @@ class Session:
         # in the middle of a batch cannot leave half of it in the session.
         batch: list[tuple[Message, str]] = []
         anthropic = False
-        ids = set(self._ids)
+        taken: set[str] = set()  # ids of this batch
         for message in messages:
             index = len(self._raw) + len(batch)
             converted, from_claude = self._convert(message, provider, index)
@@ -394,13 +395,13 @@ class Session:
             for msg in converted:
                 position = len(self._raw) + len(batch)
                 mid = given or f"s{position}"
-                if mid in ids:
+                if mid in self._ids or mid in taken:
                     raise InvalidMessageError(
                         f"id {mid!r} is already used in this session; ids must be unique",
                         index=position,
                         field="id",
                     )
-                ids.add(mid)
+                taken.add(mid)
                 batch.append((msg, mid))
                 given = None
         if anthropic:
@@ -634,7 +635,6 @@ class Session:
             raw=len(self._raw),
             decisions=len(self._decisions),
             compact=list(self._compact),
-            ids=set(self._ids),
             calls=dict(self._calls),
             records=dict(self._records),
             pending=list(self._pending),
@@ -646,9 +646,11 @@ class Session:
 
     def _restore(self, snapshot: _Snapshot) -> None:
         del self._raw[snapshot.raw :]
+        # Rebuilt, not patched: an append that failed half-way may have reserved an id for a
+        # message it never added.
+        self._ids = {m.id for m in self._raw}
         del self._decisions[snapshot.decisions :]
         self._compact = list(snapshot.compact)
-        self._ids = set(snapshot.ids)
         self._calls = dict(snapshot.calls)
         self._records = dict(snapshot.records)
         self._pending = list(snapshot.pending)

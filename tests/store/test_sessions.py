@@ -254,3 +254,66 @@ def test_open_store_picks_the_backend_from_the_url(tmp_path: Path) -> None:
     assert type(open_store("memory://")).__name__ == "MemoryStore"
     with pytest.raises(ConfigError, match="ttl"):
         open_store("memory://?ttl=-1")
+
+
+def test_every_message_field_survives_the_store(
+    replicas: Callable[[], SessionStore], session_id: str
+) -> None:
+    from datetime import datetime, timezone
+
+    from ctxpack import Message
+
+    messages = [
+        Message(
+            role="system",
+            content="You are terse.",
+            pinned=True,
+            priority=2.5,
+            metadata={"tenant": "acme", "nested": {"k": [1, 2]}},
+        ),
+        Message(
+            role="user",
+            content=[
+                {"type": "text", "text": "What is in this image? caf\u00e9 \U0001f600"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+            ],
+            name="alice",
+            source="upload://1",
+            timestamp=datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=timezone.utc),
+        ),
+        Message(role="assistant", content="A cat.", extras={"refusal": None, "audio": {"id": "a"}}),
+    ]
+    first = Session.open(session_id, store=replicas(), model="gpt-4")
+    first.extend(messages)
+    again = Session.open(session_id, store=replicas(), model="gpt-4")
+    assert again.transcript() == first.transcript()
+    assert wire(again) == wire(first)
+
+
+class FailingArtifacts:
+    """An artifact store whose second put fails, as a full disk would."""
+
+    def __init__(self) -> None:
+        self.puts = 0
+        self.texts: dict[str, str] = {}
+
+    def put(self, text: str, **metadata: Any) -> str:
+        self.puts += 1
+        if self.puts == 2:
+            raise OSError(28, "No space left on device")
+        self.texts[artifact_id(text)] = text
+        return artifact_id(text)
+
+    def get(self, artifact: str) -> str:
+        return self.texts[artifact]
+
+
+def test_an_in_memory_extend_that_fails_half_way_leaves_nothing() -> None:
+    session = Session(model="gpt-4", store=FailingArtifacts())
+    batch = [*turn(1), *turn(2, CAT, "cat src/tax.py")]
+    with pytest.raises(OSError, match="No space left"):
+        session.extend(batch)
+    assert len(session) == 0 and session.records == [] and session.compact() == []
+    session.extend(batch)  # the ids it had reserved are free again
+    assert [m.id for m in session.transcript()] == [f"s{i}" for i in range(6)]
+    assert [r.shortened for r in session.records] == [True, True]
