@@ -317,3 +317,33 @@ def test_an_in_memory_extend_that_fails_half_way_leaves_nothing() -> None:
     session.extend(batch)  # the ids it had reserved are free again
     assert [m.id for m in session.transcript()] == [f"s{i}" for i in range(6)]
     assert [r.shortened for r in session.records] == [True, True]
+
+
+def test_a_damaged_or_newer_session_is_refused_clearly(session_id: str) -> None:
+    from ctxpack.store import MemoryStore
+
+    store = MemoryStore()
+    store.append(session_id, "not json", version=0, state="{}")
+    with pytest.raises(StoreError, match="damaged"):
+        Session.open(session_id, store=store)
+    newer = MemoryStore()
+    Session.open(session_id, store=newer).append({"role": "user", "content": "hi"})
+    state = json.loads(newer.load(session_id).state or "")
+    newer.append(
+        session_id, '{"messages": []}', version=1, state=json.dumps({**state, "format": 99})
+    )
+    with pytest.raises(StoreError, match="newer ctxpack"):
+        Session.open(session_id, store=newer)
+
+
+def test_close_closes_only_a_store_it_opened(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    session = Session.open("u1", store=url)
+    session.append({"role": "user", "content": "hi"})
+    session.close()
+    with pytest.raises(StoreError):
+        session.append({"role": "user", "content": "after close"})
+    store = open_store(url)
+    mine = Session.open("u1", store=store)
+    mine.close()
+    assert store.load("u1").version == 1  # still open: it is the caller's
