@@ -187,6 +187,7 @@ class SQLiteStore:
         self.url = f"sqlite:///{self.path}"
         self.ttl = check_ttl(ttl)
         self._db = SQLiteFile(self.path, url=self.url, timeout=timeout, read_only=read_only)
+        self.timeout = self._db.timeout
         self.read_only = self._db.read_only
         if not self.read_only:
             with self._db.transaction("open") as conn:

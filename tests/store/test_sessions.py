@@ -347,3 +347,15 @@ def test_close_closes_only_a_store_it_opened(tmp_path: Path) -> None:
     mine = Session.open("u1", store=store)
     mine.close()
     assert store.load("u1").version == 1  # still open: it is the caller's
+
+
+def test_store_options_come_from_the_url_or_keywords(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    open_store(f"sqlite:///{path}").append("u1", "e", version=0, state="s")
+    reader = open_store(f"sqlite:///{path}?read_only=true&timeout=2")
+    assert reader.read_only and reader.timeout == 2  # type: ignore[attr-defined]
+    assert open_store("memory://", ttl=5).ttl == 5  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError, match="timeout='soon' must be a number"):
+        open_store(f"sqlite:///{path}?timeout=soon")
+    with pytest.raises(ConfigError, match="unknown store option"):
+        open_store("memory://", pool_size=3)
