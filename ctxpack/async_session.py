@@ -153,7 +153,7 @@ class AsyncSession:
             for attempt in range(MAX_ATTEMPTS):
                 await self._sync()
                 before = await asyncio.to_thread(
-                    backing.transact, lambda: core._transact(batch, provider)
+                    backing.transact, lambda: core._transact(lambda: core._extend(batch, provider))
                 )
                 try:
                     await backing.store.append(  # type: ignore[misc]

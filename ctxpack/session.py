@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import json
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -356,21 +356,26 @@ class Session:
                 f"extend() takes a list of messages, got {type(messages).__name__}; "
                 "use append() for one message"
             )
-        messages = list(messages)  # a stored session may have to apply them twice
+        batch = list(messages)  # a stored session may have to apply them twice
+        self._change(lambda: self._extend(batch, provider))
+
+    def _change(self, change: Callable[[], None]) -> None:
+        """Make ``change`` to the session's state, all or nothing; a stored session writes it
+        to its store before returning (applying it again on top of other writers' appends
+        when they came first, so ``change`` must read the state it changes, not capture it).
+        Every change of state goes through here: appends, and any feature's own."""
         with self._lock:
             if self._backing is None:
-                self._transact(messages, provider)
+                self._transact(change)
             else:
-                self._backing.commit(self, lambda: self._transact(messages, provider))
+                self._backing.commit(self, lambda: self._transact(change))
 
-    def _transact(
-        self, messages: Sequence[Mapping[str, Any] | Message], provider: Provider | None
-    ) -> _Snapshot:
-        """Add ``messages``, all or none: on any failure the session goes back to how it was.
-        Returns the state before, for the store to save what changed."""
+    def _transact(self, change: Callable[[], None]) -> _Snapshot:
+        """Apply ``change``; on any failure the session goes back to how it was. Returns the
+        state before, for the store to save what changed."""
         before = self._snapshot()
         try:
-            self._extend(messages, provider)
+            change()
         except BaseException:
             self._restore(before)
             raise

@@ -359,3 +359,28 @@ def test_store_options_come_from_the_url_or_keywords(tmp_path: Path) -> None:
         open_store(f"sqlite:///{path}?timeout=soon")
     with pytest.raises(ConfigError, match="unknown store option"):
         open_store("memory://", pool_size=3)
+
+
+def test_a_feature_s_own_state_is_stored_and_rolled_back_with_the_session(
+    replicas: Callable[[], SessionStore], session_id: str
+) -> None:
+    # The contract other features of Session build on (a managed window's cleared positions,
+    # a compaction summary): JSON kept in _extensions, changed through _change().
+    first = Session.open(session_id, store=replicas(), model="gpt-4")
+    first.append({"role": "user", "content": "hi"})
+
+    def clear_one() -> None:
+        window = first._extensions.setdefault("window", {"cleared": []})
+        window["cleared"].append(len(first))
+
+    first._change(clear_one)
+    assert Session.open(session_id, store=replicas())._extensions == {"window": {"cleared": [1]}}
+
+    def fails() -> None:
+        first._extensions["window"]["cleared"].append(99)
+        raise ValueError("the feature failed")
+
+    with pytest.raises(ValueError, match="the feature failed"):
+        first._change(fails)
+    assert first._extensions == {"window": {"cleared": [1]}}
+    assert Session.open(session_id, store=replicas())._extensions == {"window": {"cleared": [1]}}
