@@ -134,6 +134,10 @@ class Session:
     appending only appends to the compact record, except for the rare batch that replaces
     obsolete file views (``supersede_batch``).
 
+    A session is safe to share between threads, and each append is all or nothing. Built with
+    ``Session(...)`` it lives in this process's memory; :meth:`open` keeps it in a session
+    store instead, for replicas, restarts and erasure.
+
     Args:
         model: The model the requests go to; picks the token counter (as in :func:`pack`).
         counter: A token counter instead (see :func:`ctxpack.tokens.get_counter`).
