@@ -56,7 +56,8 @@ def decode_message(data: Mapping[str, Any]) -> Message:
 
 def artifact_key(secret: str, text: str) -> str:
     """The id of ``text`` among the originals of the session whose secret is ``secret``."""
-    digest = hmac.new(bytes.fromhex(secret), text.encode("utf-8"), hashlib.sha256).hexdigest()
+    data = text.encode("utf-8", "surrogatepass")
+    digest = hmac.new(bytes.fromhex(secret), data, hashlib.sha256).hexdigest()
     return "art_" + digest[:16]
 
 
