@@ -262,3 +262,25 @@ def test_random_interleavings_of_replicas(replicas: Callable[[], SessionStore]) 
         reader_store.delete_session(session_id)
 
     interleave()
+
+
+def test_renders_during_appends_see_whole_appends(store: SessionStore, session_id: str) -> None:
+    """A render made while other threads append shows a history between two appends: every
+    call is followed by its output, never cut between them."""
+    session = Session.open(session_id, store=store, model="gpt-4")
+    session.extend(exchange(99, 0))
+    seen: list[int] = []
+
+    def work(writer: int) -> None:
+        if writer == WRITERS - 1:
+            for _ in range(PER_WRITER * 2):
+                messages = session.render().messages
+                assert messages[-1].role == "tool"  # the last append is whole
+                seen.append(len(messages))
+        else:
+            for k in range(PER_WRITER):
+                session.extend(exchange(writer, k))
+
+    run_threads(work, WRITERS)
+    assert seen == sorted(seen)  # renders never go back in time
+    assert len(session) == 2 + (WRITERS - 1) * PER_WRITER * 2
