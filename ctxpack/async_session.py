@@ -232,7 +232,9 @@ class AsyncSession:
             await self.store.close()
 
     def __len__(self) -> int:
-        return len(self._core)
+        # Not through the core's lock: a worker thread rendering may hold it while it waits
+        # on this event loop (a stage storing an original).
+        return len(self._core._raw)
 
     def __repr__(self) -> str:
         return f"<AsyncSession: session_id={self.session_id!r}, {len(self)} messages>"
