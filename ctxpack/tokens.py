@@ -16,7 +16,7 @@ from functools import cache, lru_cache
 from typing import Any, Protocol, runtime_checkable
 
 from ._internal.prefix import PrefixMemo
-from .caches import register
+from .caches import memoize
 from .errors import ConfigError, TokenizerUnavailableError
 from .messages import Message, owned_messages
 from .sdk import SDKObject
@@ -73,8 +73,9 @@ _MODEL_PREFIXES: tuple[tuple[str, str], ...] = (
 DEFAULT_ENCODING = "cl100k_base"
 
 # Texts whose count each counter remembers (least recently used forgotten first): a few
-# histories of 60,000 messages.
+# histories of 60,000 messages, within a ceiling of bytes (the texts are the keys).
 TEXT_CACHE_SIZE = 262_144
+TEXT_CACHE_BYTES = 16 * 2**20
 
 
 class ApproximateTokenCountWarning(UserWarning):
@@ -112,8 +113,12 @@ class _FramedCounter:
     exact: bool = False
 
     def __init__(self) -> None:
-        # Keyed by the text itself; functools' LRU cache is thread-safe and runs in C.
-        self._counts = register(lru_cache(maxsize=TEXT_CACHE_SIZE)(self._count_uncached))
+        # Keyed by the text itself.
+        self._counts = memoize(
+            maxsize=TEXT_CACHE_SIZE,
+            maxbytes=TEXT_CACHE_BYTES,
+            name=f"token counts ({type(self).__name__})",
+        )(self._count_uncached)
         # Over ctxpack's own messages only, which never change (see message_sizes).
         self._sizes = PrefixMemo(self._count_message_uncached)
 
