@@ -10,10 +10,12 @@ rare batches.
 
 from __future__ import annotations
 
+import copy
 import json
+import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._internal.views import FileRegion, view_region
 from .adapters.anthropic import from_anthropic
@@ -22,12 +24,17 @@ from .errors import ConfigError, InvalidMessageError
 from .filters import RETRIEVE_TOOL_NAME, OutputFilter, ToolOutputFilter
 from .messages import Message
 from .packing import pack
+from .persistence import decode_message, encode_message, open_backing
 from .pipeline import Decision, DecisionLog, Stage
 from .result import PackResult
 from .retrieval import Retrieval, handle_retrieve_call, read_artifact, retrieve_tool
 from .sdk import coerce_message
 from .store import ArtifactStore, SQLiteArtifactStore
 from .tokens import REPLY_PRIMING, CounterLike, TokenCounter, get_counter, tool_definition_tokens
+
+if TYPE_CHECKING:
+    from .persistence import Backing
+    from .store.base import SessionStore
 
 __all__ = ["FilterRecord", "Session"]
 
@@ -68,6 +75,29 @@ class _Call:
     tool: str
     command: str | None
     goal: str
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    """A session's state at one moment, to go back to when an append fails."""
+
+    raw: int  # the transcript and the decisions only grow: their lengths suffice
+    decisions: int
+    compact: list[Message]
+    ids: set[str]
+    calls: dict[str, _Call]
+    records: dict[str, FilterRecord]
+    pending: list[int]
+    views: list[tuple[int, FileRegion]]
+    superseded: list[tuple[int, int]]
+    provider: Provider
+    extensions: dict[str, Any]
+
+
+# The options Session.open passes on to the constructor.
+_OPTIONS = frozenset(
+    {"counter", "filters", "retrieve_tool", "pipeline", "filter_when", "supersede_batch"}
+)
 
 
 def _looks_anthropic(message: Mapping[str, Any]) -> bool:
@@ -214,6 +244,83 @@ class Session:
         self.provider: Provider = "openai"
         self._views: list[tuple[int, FileRegion]] = []  # live file views: (position, region)
         self._superseded: list[tuple[int, int]] = []  # (position, by position), not yet applied
+        # JSON state that other features keep per session, by feature name: saved with every
+        # append of a stored session and restored with it (see _state()).
+        self._extensions: dict[str, Any] = {}
+        # One lock for every read and write of the state above: a Session is shared by threads.
+        self._lock = threading.RLock()
+        self._backing: Backing | None = None
+        self.session_id: str | None = None
+
+    @classmethod
+    def open(
+        cls,
+        session_id: str,
+        *,
+        store: str | SessionStore,
+        model: str | None = None,
+        **options: Any,
+    ) -> Session:
+        """Create or resume the session ``session_id`` in a session store.
+
+        Every :meth:`append` and :meth:`extend` is then written to the store before it
+        returns, all or nothing; another process (a replica) that opens the same id sees the
+        same history and renders the same request, byte for byte. Writers never block each
+        other: an append made while another writer appended first re-reads the session and
+        applies again on top (optimistic versioning), so both succeed, each message once,
+        each writer's order kept.
+
+        Args:
+            session_id: The session's id in the store (at most 256 characters).
+            store: A store URL (``sqlite:///sessions.db``, ``postgresql://...``,
+                ``redis://...``, ``memory://``; see :func:`ctxpack.store.open_store`) or a
+                :class:`~ctxpack.store.SessionStore`.
+            model: As for :class:`Session`.
+            options: The other :class:`Session` options (``filters``, ``filter_when``...);
+                give the same ones wherever the session is opened.
+
+        Raises:
+            ConfigError: a bad id, URL or option.
+            StoreError: the store cannot be opened or read.
+
+        Example:
+            >>> from ctxpack.store import open_store
+            >>> store = open_store("memory://")
+            >>> first = Session.open("user-42", store=store, model="gpt-4")
+            >>> first.append({"role": "user", "content": "Hello"})
+            >>> again = Session.open("user-42", store=store, model="gpt-4")
+            >>> [m.text for m in again.transcript()]
+            ['Hello']
+        """
+        session = cls._configured(model, options)
+        backing = open_backing(store, session_id)
+        session._attach(backing)
+        with session._lock:
+            backing.sync(session)
+        return session
+
+    @classmethod
+    def _configured(cls, model: str | None, options: Mapping[str, Any]) -> Session:
+        """A new session with the options given to ``open``, checked."""
+        unknown = set(options) - _OPTIONS
+        if unknown:
+            raise ConfigError(
+                f"unknown option(s) for opening a session: {', '.join(sorted(unknown))}; "
+                f"valid: {', '.join(sorted(_OPTIONS))}"
+            )
+        return cls(model=model, **options)
+
+    def close(self) -> None:
+        """Close the session store if :meth:`open` opened it from a URL (nothing otherwise:
+        a store object you passed stays yours to close)."""
+        backing = self._backing
+        if backing is not None and backing.owns_store:
+            backing.store.close()
+
+    def _attach(self, backing: Backing) -> None:
+        self.session_id = backing.session_id
+        self.store = backing.artifacts
+        self._backing = backing
 
     # ------------------------------------------------------------------------------- input
 
@@ -248,6 +355,29 @@ class Session:
                 f"extend() takes a list of messages, got {type(messages).__name__}; "
                 "use append() for one message"
             )
+        messages = list(messages)  # a stored session may have to apply them twice
+        with self._lock:
+            if self._backing is None:
+                self._transact(messages, provider)
+            else:
+                self._backing.commit(self, lambda: self._transact(messages, provider))
+
+    def _transact(
+        self, messages: Sequence[Mapping[str, Any] | Message], provider: Provider | None
+    ) -> _Snapshot:
+        """Add ``messages``, all or none: on any failure the session goes back to how it was.
+        Returns the state before, for the store to save what changed."""
+        before = self._snapshot()
+        try:
+            self._extend(messages, provider)
+        except BaseException:
+            self._restore(before)
+            raise
+        return before
+
+    def _extend(
+        self, messages: Sequence[Mapping[str, Any] | Message], provider: Provider | None
+    ) -> None:
         # Everything is converted and checked before anything is added, so that a bad message
         # in the middle of a batch cannot leave half of it in the session.
         batch: list[tuple[Message, str]] = []
@@ -306,13 +436,7 @@ class Session:
         msg = msg.model_copy(update={"id": mid})
         self._ids.add(mid)
         compact = msg
-        if msg.tool_calls:
-            for call in msg.tool_calls:
-                self._calls[call.id] = _Call(
-                    tool=call.function.name,
-                    command=_command_of(call.function.arguments),
-                    goal=msg.text,
-                )
+        self._note_calls(msg)
         if msg.role == "assistant" and self._pending:
             # The agent has answered the outputs it was waiting on: filter them now, with its
             # answer as part of their goal (it names what it used).
@@ -330,6 +454,14 @@ class Session:
         if msg.role == "tool" and self.supersede_batch is not None:
             self._supersede(index)
 
+    def _note_calls(self, msg: Message) -> None:
+        for call in msg.tool_calls or ():
+            self._calls[call.id] = _Call(
+                tool=call.function.name,
+                command=_command_of(call.function.arguments),
+                goal=msg.text,
+            )
+
     def _filtered(self, msg: Message, answer: str = "") -> Message:
         call = self._calls.get(msg.tool_call_id or "")
         tool = call.tool if call else None
@@ -342,9 +474,14 @@ class Session:
         goal = call.goal if call and call.goal.strip() else self._last_user_text()
         if answer:
             goal = f"{goal}\n{answer}"
-        out = self.filter(
-            msg.text, tool=tool, command=command, goal=goal, store=None, message_id=msg.id
-        )
+        try:
+            out = self.filter(
+                msg.text, tool=tool, command=command, goal=goal, store=None, message_id=msg.id
+            )
+        except Exception as exc:  # an odd output must not make appending fail
+            tokens = self.counter.count_message(msg)
+            reason = f"the filter failed ({type(exc).__name__}: {exc}), so it is sent whole"
+            return self._keep_whole(msg, "error", tokens, reason, tool, command)
         before = self.counter.count_message(msg)
         if not out.shortened:
             return self._keep_whole(msg, out.kind, before, out.reason, tool, command)
@@ -486,23 +623,121 @@ class Session:
                 return msg.text
         return ""
 
+    # ----------------------------------------------------------------------- persisted state
+    # Everything an append may change is saved, restored and stored here, and nowhere else. A
+    # feature with its own per-session state keeps it JSON-serialisable in
+    # self._extensions[name]: it is then rolled back with a failed append and written to the
+    # store with every successful one.
+
+    def _snapshot(self) -> _Snapshot:
+        return _Snapshot(
+            raw=len(self._raw),
+            decisions=len(self._decisions),
+            compact=list(self._compact),
+            ids=set(self._ids),
+            calls=dict(self._calls),
+            records=dict(self._records),
+            pending=list(self._pending),
+            views=list(self._views),
+            superseded=list(self._superseded),
+            provider=self.provider,
+            extensions=copy.deepcopy(self._extensions),
+        )
+
+    def _restore(self, snapshot: _Snapshot) -> None:
+        del self._raw[snapshot.raw :]
+        del self._decisions[snapshot.decisions :]
+        self._compact = list(snapshot.compact)
+        self._ids = set(snapshot.ids)
+        self._calls = dict(snapshot.calls)
+        self._records = dict(snapshot.records)
+        self._pending = list(snapshot.pending)
+        self._views = list(snapshot.views)
+        self._superseded = list(snapshot.superseded)
+        self.provider = snapshot.provider
+        self._extensions = copy.deepcopy(snapshot.extensions)
+
+    def _entry_since(self, snapshot: _Snapshot) -> dict[str, Any]:
+        """What changed since ``snapshot``, as JSON: the store's entry for one append."""
+        new = self._raw[snapshot.raw :]
+        # A compact message that differs from the one before (or, new, from the raw one).
+        was = [*snapshot.compact, *self._raw[snapshot.raw :]]
+        compact = {
+            str(position): encode_message(message)
+            for position, message in enumerate(self._compact)
+            if message is not was[position]
+        }
+        return {
+            "messages": [encode_message(m) for m in new],
+            "compact": compact,
+            "records": [
+                asdict(r) for mid, r in self._records.items() if snapshot.records.get(mid) is not r
+            ],
+            "decisions": [
+                d.model_dump(exclude_none=True) for d in self._decisions[snapshot.decisions :]
+            ],
+        }
+
+    def _apply_entry(self, entry: Mapping[str, Any]) -> None:
+        """Apply an entry another writer (or an earlier process) stored."""
+        for data in entry["messages"]:
+            msg = decode_message(data)
+            self._raw.append(msg)
+            self._compact.append(msg)
+            self._ids.add(msg.id)
+            self._note_calls(msg)
+        for position, data in entry["compact"].items():
+            self._compact[int(position)] = decode_message(data)
+        for data in entry["records"]:
+            self._records[data["message_id"]] = FilterRecord(**data)
+        self._decisions.extend(Decision(**data) for data in entry["decisions"])
+
+    def _state(self) -> dict[str, Any]:
+        """The session's bookkeeping beside its messages, as JSON."""
+        return {
+            "provider": self.provider,
+            "pending": self._pending,
+            "views": [[position, *region] for position, region in self._views],
+            "superseded": self._superseded,
+            "extensions": self._extensions,
+        }
+
+    def _set_state(self, state: Mapping[str, Any]) -> None:
+        self.provider = state["provider"]
+        self._pending = list(state["pending"])
+        self._views = [(p, FileRegion(path, a, b)) for p, path, a, b in state["views"]]
+        self._superseded = [(p, by) for p, by in state["superseded"]]
+        self._extensions = dict(state["extensions"])
+
     # ------------------------------------------------------------------------------ output
 
     def transcript(self) -> list[Message]:
         """The full record, for humans: every message as it arrived (a new list)."""
-        return list(self._raw)
+        with self._lock:
+            self._refresh()
+            return list(self._raw)
 
     def compact(self) -> list[Message]:
         """The compact record, for the model: tool outputs as filtered (a new list)."""
-        return list(self._compact)
+        with self._lock:
+            self._refresh()
+            return list(self._compact)
 
     @property
     def records(self) -> list[FilterRecord]:
         """One record per tool output, in order: what was filtered, how, and why."""
-        return list(self._records.values())
+        with self._lock:
+            self._refresh()
+            return list(self._records.values())
 
     def __len__(self) -> int:
-        return len(self._raw)
+        with self._lock:
+            return len(self._raw)
+
+    def _refresh(self) -> None:
+        """Read what other writers appended to a stored session (nothing for one in memory)."""
+        if self._backing is not None:
+            self._backing.sync(self)
 
     def tools(self, provider: Provider = "openai") -> list[dict[str, Any]]:
         """The tool definitions the session adds to a request: the retrieve tool, if offered."""
@@ -542,6 +777,18 @@ class Session:
         Raises:
             BudgetExceededError: with a budget, the system and pinned messages alone do not fit.
         """
+        with self._lock:
+            self._refresh()
+            return self._render(budget, query, provider, reserve, tools)
+
+    def _render(
+        self,
+        budget: int | None,
+        query: str | None,
+        provider: Provider | None,
+        reserve: int,
+        tools: Sequence[Mapping[str, Any]] | None,
+    ) -> PackResult:
         if not self._raw:
             raise ConfigError("the session is empty: append messages before rendering")
         provider = provider or self.provider
@@ -655,8 +902,11 @@ class Session:
         return handle_retrieve_call(self.store, call)
 
     def __repr__(self) -> str:
-        shortened = sum(1 for r in self._records.values() if r.shortened)
+        with self._lock:
+            shortened = sum(1 for r in self._records.values() if r.shortened)
+            count = len(self._raw)
+        where = "" if self.session_id is None else f"session_id={self.session_id!r}, "
         return (
-            f"<Session: {len(self._raw)} messages, {shortened} tool outputs shortened, "
+            f"<Session: {where}{count} messages, {shortened} tool outputs shortened, "
             f"store={self.store!r}>"
         )

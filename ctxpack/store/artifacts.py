@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from .errors import ArtifactNotFoundError
+from ..errors import ArtifactNotFoundError
 
 __all__ = ["ArtifactStore", "SQLiteArtifactStore", "artifact_id"]
 
