@@ -12,6 +12,11 @@ speakers renamed to names made for it, and one word in five of every turn replac
 made for it, so that every conversation is new text to ctxpack (and new words to a spaCy
 vocabulary) while keeping LoCoMo's sizes: messages per conversation, characters per message.
 
+A second part measures one oversized tool output (``--oversized-mb``, default 100 MB of log
+lines), each case in a fresh child process: ``Session.append`` of it then ``render()``, and
+``pack()`` of a short history ending with it. Reported: the peak RSS above the process's RSS
+before the call, the seconds, and what happened (the view's size, or the error).
+
 Reported: RSS after the first conversation (imports, tiktoken and spaCy loaded), then every
 ``--every`` conversations; the growth over the run (the target: at most 100 MB); RSS after
 ``clear_caches()`` with and without returning freed memory to the system (``malloc_trim``, which
@@ -32,8 +37,10 @@ import argparse
 import ctypes
 import gc
 import json
+import os
 import platform
 import random
+import resource
 import subprocess
 import sys
 import time
@@ -48,8 +55,12 @@ TARGET_GROWTH_MB = 100.0
 BUDGET = 4000
 MODEL = "gpt-4"
 
-# The working tree's ctxpack and the LoCoMo loader next to this file.
-sys.path.insert(0, str(REPO_ROOT))
+# The working tree's ctxpack (or the one --ctxpack-path names, to measure another version) and
+# the LoCoMo loader next to this file.
+if "--ctxpack-path" in sys.argv:
+    sys.path.insert(0, sys.argv[sys.argv.index("--ctxpack-path") + 1])
+else:
+    sys.path.insert(0, str(REPO_ROOT))
 sys.path.insert(0, str(BENCHMARKS))
 
 import locomo  # noqa: E402
@@ -185,6 +196,78 @@ def run(data: Path, n: int, every: int, seed: int) -> dict[str, Any]:
     }
 
 
+def log_output(mb: int) -> str:
+    """``mb`` MB of log lines, as a command that dumps a huge log returns."""
+    line = "2024-05-01 12:00:{s:02d} INFO worker-{w} processed item {i} in {ms} ms\n"
+    lines = [line.format(s=i % 60, w=i % 8, i=i, ms=i % 997) for i in range(20_000)]
+    block = "".join(lines)
+    return (block * (mb * 2**20 // len(block) + 1))[: mb * 2**20]
+
+
+def oversized_child(case: str, mb: int) -> dict[str, Any]:
+    """One oversized case in this (fresh) process: peak RSS above the start, seconds, outcome."""
+    text = log_output(mb)
+    call = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "bash", "arguments": '{"command": "cat big.log"}'},
+            }
+        ],
+    }
+    history = [{"role": "user", "content": "What does the log say?"}, call]
+    output = {"role": "tool", "tool_call_id": "c1", "content": text}
+    gc.collect()
+    start_rss = rss_mb()
+    peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    start = time.perf_counter()
+    outcome: str
+    try:
+        if case == "session":
+            session = ctxpack.Session(model=MODEL)
+            session.extend([*history, output])
+            result = session.render(budget=BUDGET)
+            view = len(result.messages[-1].text)
+            outcome = f"rendered: {result.tokens} tokens; the view holds {view:,} characters"
+        else:
+            result = ctxpack.pack([*history, output], budget=BUDGET, model=MODEL)
+            outcome = f"packed: {result.tokens} tokens"
+    except ctxpack.CtxpackError as error:
+        outcome = f"{type(error).__name__}: {str(error)[:90]}..."
+    seconds = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {
+        "case": case,
+        "mb": mb,
+        "start_rss_mb": round(start_rss, 1),
+        "peak_above_start_mb": round(max(peak, peak_before) - start_rss, 1),
+        "seconds": round(seconds, 2),
+        "outcome": outcome,
+    }
+
+
+def oversized(mb: int, ctxpack_path: Path | None) -> list[dict[str, Any]]:
+    rows = []
+    env = dict(os.environ)
+    if ctxpack_path is not None:
+        env["PYTHONPATH"] = str(ctxpack_path)
+    for case in ("session", "pack"):
+        argv = [sys.executable, __file__, "--child", case, "--oversized-mb", str(mb)]
+        if ctxpack_path is not None:
+            argv += ["--ctxpack-path", str(ctxpack_path)]
+        proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+        if proc.returncode != 0:
+            tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            rows.append({"case": case, "mb": mb, "outcome": f"crashed: {tail}"})
+        else:
+            rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+        print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
 def cache_bytes() -> int:
     stats = getattr(ctxpack.caches, "cache_stats", None)
     if stats is None:
@@ -255,12 +338,25 @@ def main() -> None:
     parser.add_argument("--conversations", type=int, default=2000)
     parser.add_argument("--every", type=int, default=200, help="sample RSS every N")
     parser.add_argument("--seed", type=int, default=23)
+    parser.add_argument("--oversized-mb", type=int, default=100, help="0 to skip that part")
+    parser.add_argument("--oversized-only", action="store_true")
+    parser.add_argument(
+        "--ctxpack-path", type=Path, default=None, help="measure the ctxpack found there instead"
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument("--child", choices=["session", "pack"], help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.conversations < 1 or args.every < 1:
-        parser.error("--conversations and --every must be positive")
+    if args.child:
+        print(json.dumps(oversized_child(args.child, args.oversized_mb)))
+        return
+    if args.conversations < 1 or args.every < 1 or args.oversized_mb < 0:
+        parser.error("--conversations and --every must be positive, --oversized-mb >= 0")
+    rows = oversized(args.oversized_mb, args.ctxpack_path) if args.oversized_mb else []
+    if args.oversized_only:
+        return
     report = run(args.data, args.conversations, args.every, args.seed)
+    report["oversized"] = rows
     print(json.dumps({k: v for k, v in report.items() if k != "samples"}, indent=2))
     if not args.no_write:
         write(report, args.out)
