@@ -10,7 +10,8 @@ The conversations are made from the LoCoMo conversations in ``--data``: conversa
 the turns of LoCoMo conversation ``k mod n`` with its sessions in a seeded random order, both
 speakers renamed to names made for it, and one word in five of every turn replaced by a word
 made for it, so that every conversation is new text to ctxpack (and new words to a spaCy
-vocabulary) while keeping LoCoMo's sizes: messages per conversation, characters per message.
+vocabulary) while keeping LoCoMo's sizes (messages per conversation, characters per message) and its
+messages' shape (``metadata`` with the session and date, as benchmarks/locomo.py gives them).
 
 A second part measures one oversized tool output (``--oversized-mb``, default 100 MB of log
 lines), each case in a fresh child process: ``Session.append`` of it then ``render()``, and
@@ -119,6 +120,9 @@ def conversation(
                 {
                     "role": "user" if turn.speaker == base.speaker_a else "assistant",
                     "content": f"{names[turn.speaker]}: {text}",
+                    # As benchmarks/locomo.py gives them: metadata makes a message more than
+                    # a plain dict, so its conversion is cached too.
+                    "metadata": {"session": turn.session, "date": turn.date},
                 }
             )
     question = rng.choice(base.questions).question if base.questions else "What happened?"

@@ -333,7 +333,7 @@ def _conversion_bytes(key: int, entry: tuple[Any, Message, _Check | None]) -> in
 # id(item) -> (snapshot, owned message, check passed). The snapshot is a deep copy of a dict
 # input, or the owned copy of a Message input (compared through its __dict__).
 _CONVERTED: LRUCache[int, tuple[Any, Message, _Check | None]] = LRUCache(
-    _CONVERSIONS_LIMIT, maxbytes=16 * 2**20, weigh=_conversion_bytes, name="converted messages"
+    _CONVERSIONS_LIMIT, maxbytes=12 * 2**20, weigh=_conversion_bytes, name="converted messages"
 )
 
 
@@ -592,7 +592,7 @@ def ensure_messages(
 # Owned message without an id -> (that message, its digest): the digest is computed once.
 _DIGESTS: LRUCache[int, tuple[Message, str]] = LRUCache(
     _CONVERSIONS_LIMIT,
-    maxbytes=12 * 2**20,
+    maxbytes=8 * 2**20,
     weigh=lambda key, entry: ENTRY_OVERHEAD + message_bytes(entry[0]) + 61,
     name="generated ids",
 )

@@ -75,7 +75,7 @@ DEFAULT_ENCODING = "cl100k_base"
 # Texts whose count each counter remembers (least recently used forgotten first): a few
 # histories of 60,000 messages, within a ceiling of bytes (the texts are the keys).
 TEXT_CACHE_SIZE = 262_144
-TEXT_CACHE_BYTES = 16 * 2**20
+TEXT_CACHE_BYTES = 12 * 2**20
 
 
 class ApproximateTokenCountWarning(UserWarning):

@@ -408,7 +408,7 @@ def _stem_uncached(word: str, language: Language) -> str:
 _MAX_CACHED_WORD = 32
 _STEM_ENTRY_BYTES = 2 * (49 + 4 * _MAX_CACHED_WORD) + 64 + 100
 _cached_stem = register_lru(
-    lru_cache(maxsize=50_000)(_stem_uncached), name="word stems", entry_bytes=_STEM_ENTRY_BYTES
+    lru_cache(maxsize=40_000)(_stem_uncached), name="word stems", entry_bytes=_STEM_ENTRY_BYTES
 )
 
 
@@ -439,7 +439,7 @@ def analyse(text: str, language: Language = "en") -> Iterator[tuple[str, str]]:
         yield _stem(word, language), written
 
 
-@memoize(maxsize=100_000, maxbytes=12 * 2**20, name="text terms")
+@memoize(maxsize=100_000, maxbytes=8 * 2**20, name="text terms")
 def _terms_cached(text: str, language: Language) -> tuple[str, ...]:
     return tuple(term for term, _ in analyse(text, language))
 

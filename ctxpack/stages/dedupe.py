@@ -21,7 +21,7 @@ from ._base import StageModel
 __all__ = ["Deduplicator"]
 
 
-@memoize(maxsize=200_000, maxbytes=8 * 2**20, name="dedupe keys")
+@memoize(maxsize=200_000, maxbytes=6 * 2**20, name="dedupe keys")
 def _normalized(text: str, case_sensitive: bool) -> str:
     # Cached per text: a long history is deduplicated again on every pack.
     norm = " ".join(text.split())
