@@ -538,6 +538,12 @@ class Session:
         )
         return compact
 
+    def _raw_tokens(self, msg: Message) -> int:
+        record = self._records.get(msg.id)
+        if record is not None and record.kind == "oversized":
+            return record.tokens_before  # estimated: counting it would take gigabytes
+        return self.counter.count_message(msg)
+
     def _unfiltered(self, msg: Message, tool: str | None) -> str | None:
         """Why a tool output is never filtered, or ``None`` when it may be."""
         if self.filter is None:
@@ -826,7 +832,7 @@ class Session:
             raise ConfigError("the session is empty: append messages before rendering")
         provider = provider or self.provider
         all_tools = [*(tools or ()), *self.tools(provider)]
-        raw_tokens = REPLY_PRIMING + sum(self.counter.count_message(m) for m in self._raw)
+        raw_tokens = REPLY_PRIMING + sum(map(self._raw_tokens, self._raw))
         filter_log = self._filter_log()
         originals = {
             raw.id: raw for raw in self._raw if (r := self._records.get(raw.id)) and r.shortened
