@@ -13,10 +13,12 @@ made for it, so that every conversation is new text to ctxpack (and new words to
 vocabulary) while keeping LoCoMo's sizes (messages per conversation, characters per message) and its
 messages' shape (``metadata`` with the session and date, as benchmarks/locomo.py gives them).
 
-A second part measures one oversized tool output (``--oversized-mb``, default 100 MB of log
-lines), each case in a fresh child process: ``Session.append`` of it then ``render()``, and
-``pack()`` of a short history ending with it. Reported: the peak RSS above the process's RSS
-before the call, the seconds, and what happened (the view's size, or the error).
+A second part (``--part oversized``) measures one oversized tool output (``--oversized-mb``,
+default 100 MB of log lines), each case in a fresh child process: ``Session.extend`` with it
+then ``render()``, and ``pack()`` of a short history ending with it. Reported: the peak RSS
+above the process's RSS before the call, the seconds, and what happened (the view's size, or
+the error); with ``--compare-with DIR`` the same for the ctxpack package found in ``DIR`` (say,
+``git archive main ctxpack | tar -x -C DIR``), as "before".
 
 Reported: RSS after the first conversation (imports, tiktoken and spaCy loaded), then every
 ``--every`` conversations; the growth over the run (the target: at most 100 MB); RSS after
@@ -28,8 +30,10 @@ Usage (from the repository root)::
 
     python benchmarks/memory.py --data ../shared/data/locomo
     python benchmarks/memory.py --data ../shared/data/locomo --conversations 200 --every 20
+    python benchmarks/memory.py --part oversized --compare-with /tmp/ctxpack-main
 
-Writes benchmarks/results/memory.md and memory.json (``--out`` to change the folder).
+Writes benchmarks/results/memory.md and memory.json, or memory_oversized.md and .json (``--out``
+to change the folder).
 """
 
 from __future__ import annotations
@@ -336,17 +340,48 @@ def write(report: dict[str, Any], out: Path) -> None:
     (out / "memory.md").write_text("\n".join(lines), encoding="utf-8")
 
 
+def write_oversized(rows: list[dict[str, Any]], before: list[dict[str, Any]], out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    payload = {"after": rows, "before": before}
+    (out / "memory_oversized.json").write_text(json.dumps(payload, indent=2) + "\n")
+    mb = rows[0]["mb"] if rows else 0
+    lines = [
+        f"# One {mb} MB tool output",
+        "",
+        "Each case in a fresh process: `Session(model='gpt-4').extend([question, call, output])` "
+        "then `render(budget=4000)`, and `pack([question, call, output], budget=4000, "
+        "model='gpt-4')`; the output is log lines. Peak MB: the process's peak RSS above its "
+        "RSS just before the call (the output itself already allocated).",
+        "",
+        "| case | ctxpack | peak MB above start | seconds | outcome |",
+        "|---|---|---|---|---|",
+    ]
+    for label, group in (("before", before), ("this version", rows)):
+        for row in group:
+            lines.append(
+                f"| {row['case']} | {label} | {row.get('peak_above_start_mb', 'n/a')} | "
+                f"{row.get('seconds', 'n/a')} | {row['outcome']} |"
+            )
+    lines += [
+        "",
+        f"Python {platform.python_version()}, {platform.platform()}; ctxpack {git_commit()}.",
+        "",
+    ]
+    (out / "memory_oversized.md").write_text("\n".join(lines), encoding="utf-8")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--part", choices=["conversations", "oversized"], default="conversations")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo folder")
     parser.add_argument("--conversations", type=int, default=2000)
     parser.add_argument("--every", type=int, default=200, help="sample RSS every N")
     parser.add_argument("--seed", type=int, default=23)
-    parser.add_argument("--oversized-mb", type=int, default=100, help="0 to skip that part")
-    parser.add_argument("--oversized-only", action="store_true")
+    parser.add_argument("--oversized-mb", type=int, default=100)
     parser.add_argument(
-        "--ctxpack-path", type=Path, default=None, help="measure the ctxpack found there instead"
+        "--compare-with", type=Path, default=None, help="a folder holding another ctxpack package"
     )
+    parser.add_argument("--ctxpack-path", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--no-write", action="store_true", help="print only")
     parser.add_argument("--child", choices=["session", "pack"], help=argparse.SUPPRESS)
@@ -354,13 +389,15 @@ def main() -> None:
     if args.child:
         print(json.dumps(oversized_child(args.child, args.oversized_mb)))
         return
-    if args.conversations < 1 or args.every < 1 or args.oversized_mb < 0:
-        parser.error("--conversations and --every must be positive, --oversized-mb >= 0")
-    rows = oversized(args.oversized_mb, args.ctxpack_path) if args.oversized_mb else []
-    if args.oversized_only:
+    if args.conversations < 1 or args.every < 1 or args.oversized_mb < 1:
+        parser.error("--conversations, --every and --oversized-mb must be positive")
+    if args.part == "oversized":
+        before = oversized(args.oversized_mb, args.compare_with) if args.compare_with else []
+        rows = oversized(args.oversized_mb, None)
+        if not args.no_write:
+            write_oversized(rows, before, args.out)
         return
     report = run(args.data, args.conversations, args.every, args.seed)
-    report["oversized"] = rows
     print(json.dumps({k: v for k, v in report.items() if k != "samples"}, indent=2))
     if not args.no_write:
         write(report, args.out)

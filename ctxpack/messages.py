@@ -193,7 +193,20 @@ def _digest(message: Message) -> str:
         others = [p for p in message.content if p.get("type") not in ("text", "input_text")]
         if others:
             parts.append(json.dumps(others, sort_keys=True, default=str))
-    return hashlib.blake2b("\x00".join(parts).encode(), digest_size=6).hexdigest()
+    if sum(map(len, parts)) <= _DIGEST_CHUNK:
+        return hashlib.blake2b("\x00".join(parts).encode(), digest_size=6).hexdigest()
+    # A huge message is hashed in slices, the same bytes in the same order: joining and
+    # encoding it whole would hold two more copies of it.
+    digest = hashlib.blake2b(digest_size=6)
+    for i, part in enumerate(parts):
+        if i:
+            digest.update(b"\x00")
+        for start in range(0, len(part), _DIGEST_CHUNK):
+            digest.update(part[start : start + _DIGEST_CHUNK].encode())
+    return digest.hexdigest()
+
+
+_DIGEST_CHUNK = 1 << 20
 
 
 _SCALARS = (str, int, float, bool, type(None), datetime)

@@ -77,3 +77,12 @@ def test_pack_refuses_an_oversized_message_naming_it() -> None:
     error = caught.value
     assert (error.index, error.field) == (2, "content")
     assert f"{MAX_MESSAGE_CHARS:,}" in str(error) and "Session" in str(error)
+
+
+def test_a_huge_message_gets_an_id_from_its_whole_content() -> None:
+    text = "x" * 3_000_000
+    ids = [
+        ctxpack.messages.ensure_messages([{"role": "user", "content": t}])[0].id
+        for t in (text, "".join(["x" * 1_500_000, "x" * 1_500_000]), text[:-1] + "y")
+    ]
+    assert ids[0] == ids[1] != ids[2]
