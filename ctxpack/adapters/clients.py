@@ -14,6 +14,7 @@ is.
 from __future__ import annotations
 
 import contextvars
+import inspect
 import json
 import threading
 import warnings
@@ -366,6 +367,14 @@ def _wrap(
     session: SessionLike | None,
 ) -> PackedClient:
     """``client`` behind a packer for ``provider``'s request methods."""
+    if session is not None and inspect.iscoroutinefunction(getattr(session, "extend", None)):
+        # Packing runs before the SDK call, outside any await: a coroutine would never run.
+        raise ConfigError(
+            f"session= takes a session with plain methods (ctxpack.Session), got "
+            f"{type(session).__name__}, whose methods are coroutines; with an AsyncSession, "
+            "await session.extend(...) and session.render(...) yourself and pass "
+            "result.to_openai() to the client"
+        )
     openai = provider == "openai"
     packer = _Packer(
         provider=provider,

@@ -11,6 +11,7 @@ import weakref
 from typing import Any
 
 import httpx2
+import pytest
 
 import ctxpack
 from tests.sdk_mock import Capture, async_openai_client, chat_completion, openai_client
@@ -127,3 +128,9 @@ def test_a_session_shared_by_threads_gets_each_message_once() -> None:
         t.join()
     assert errors == []
     assert [m.text for m in session.transcript()] == [m["content"] for m in history]
+
+
+def test_an_async_session_is_refused_with_what_to_do() -> None:
+    session = asyncio.run(ctxpack.AsyncSession.open("s", store="memory://", model="gpt-4"))
+    with pytest.raises(ctxpack.ConfigError, match=r"AsyncSession, await session\.extend"):
+        ctxpack.wrap_openai(openai_client(Capture(reply())), budget=500, session=session)
