@@ -153,7 +153,7 @@ class AsyncSession:
             for attempt in range(MAX_ATTEMPTS):
                 await self._sync()
                 before = await asyncio.to_thread(
-                    backing.transact, lambda: core._transact(batch, provider)
+                    backing.transact, lambda: core._transact(lambda: core._extend(batch, provider))
                 )
                 try:
                     await backing.store.append(  # type: ignore[misc]
@@ -232,7 +232,9 @@ class AsyncSession:
             await self.store.close()
 
     def __len__(self) -> int:
-        return len(self._core)
+        # Not through the core's lock: a worker thread rendering may hold it while it waits
+        # on this event loop (a stage storing an original).
+        return len(self._core._raw)
 
     def __repr__(self) -> str:
         return f"<AsyncSession: session_id={self.session_id!r}, {len(self)} messages>"

@@ -34,6 +34,8 @@ __all__ = ["Backing", "SessionArtifacts", "decode_message", "encode_message", "o
 
 # Attempts before an append gives up because other writers keep appending first.
 MAX_ATTEMPTS = 200
+# The layout of what a session writes; a reader refuses a layout newer than its own.
+FORMAT = 1
 
 
 def encode_message(message: Message) -> dict[str, Any]:
@@ -54,7 +56,8 @@ def decode_message(data: Mapping[str, Any]) -> Message:
 
 def artifact_key(secret: str, text: str) -> str:
     """The id of ``text`` among the originals of the session whose secret is ``secret``."""
-    digest = hmac.new(bytes.fromhex(secret), text.encode("utf-8"), hashlib.sha256).hexdigest()
+    data = text.encode("utf-8", "surrogatepass")
+    digest = hmac.new(bytes.fromhex(secret), data, hashlib.sha256).hexdigest()
     return "art_" + digest[:16]
 
 
@@ -165,16 +168,26 @@ class Backing:
             return False
         before = session._snapshot()
         try:
+            data = None if stored.state is None else json.loads(stored.state)
+            if data is not None and data["format"] > FORMAT:
+                raise StoreError(
+                    f"the session was written by a newer ctxpack (format {data['format']}, "
+                    f"this one reads up to {FORMAT}); upgrade ctxpack",
+                    url=self.store.url,
+                    operation=f"read session {self.session_id!r}",
+                )
             for text in stored.entries:
                 session._apply_entry(json.loads(text))
-            if stored.state is not None:
-                data = json.loads(stored.state)
+            if data is not None:
                 session._set_state(data["session"])
                 self.artifacts.secret = data["secret"]
-        except (ValueError, KeyError, TypeError) as exc:
+        except Exception as exc:
             session._restore(before)
+            if isinstance(exc, StoreError):
+                raise
             raise StoreError(
-                f"the stored session is not one ctxpack wrote, or is damaged ({exc})",
+                f"the stored session is not one ctxpack wrote, or is damaged "
+                f"({type(exc).__name__}: {exc})",
                 url=self.store.url,
                 operation=f"read session {self.session_id!r}",
             ) from exc
@@ -186,7 +199,9 @@ class Backing:
         return {
             "entry": json.dumps(session._entry_since(snapshot)),
             "version": self.version,
-            "state": json.dumps({"session": session._state(), "secret": self.artifacts.secret}),
+            "state": json.dumps(
+                {"format": FORMAT, "session": session._state(), "secret": self.artifacts.secret}
+            ),
             "artifacts": self.artifacts.release(),
         }
 

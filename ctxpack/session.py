@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import json
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -89,10 +89,11 @@ class _Call:
 class _Snapshot:
     """A session's state at one moment, to go back to when an append fails."""
 
-    raw: int  # the transcript and the decisions only grow: their lengths suffice
+    # The transcript and the decisions only grow: their lengths suffice (and the ids in use
+    # are those of the transcript).
+    raw: int
     decisions: int
     compact: list[Message]
-    ids: set[str]
     calls: dict[str, _Call]
     records: dict[str, FilterRecord]
     pending: list[int]
@@ -140,6 +141,10 @@ class Session:
     own messages are never shortened. The same history always renders to the same messages, and
     appending only appends to the compact record, except for the rare batch that replaces
     obsolete file views (``supersede_batch``).
+
+    A session is safe to share between threads, and each append is all or nothing. Built with
+    ``Session(...)`` it lives in this process's memory; :meth:`open` keeps it in a session
+    store instead, for replicas, restarts and erasure.
 
     Args:
         model: The model the requests go to; picks the token counter (as in :func:`pack`).
@@ -363,21 +368,26 @@ class Session:
                 f"extend() takes a list of messages, got {type(messages).__name__}; "
                 "use append() for one message"
             )
-        messages = list(messages)  # a stored session may have to apply them twice
+        batch = list(messages)  # a stored session may have to apply them twice
+        self._change(lambda: self._extend(batch, provider))
+
+    def _change(self, change: Callable[[], None]) -> None:
+        """Make ``change`` to the session's state, all or nothing; a stored session writes it
+        to its store before returning (applying it again on top of other writers' appends
+        when they came first, so ``change`` must read the state it changes, not capture it).
+        Every change of state goes through here: appends, and any feature's own."""
         with self._lock:
             if self._backing is None:
-                self._transact(messages, provider)
+                self._transact(change)
             else:
-                self._backing.commit(self, lambda: self._transact(messages, provider))
+                self._backing.commit(self, lambda: self._transact(change))
 
-    def _transact(
-        self, messages: Sequence[Mapping[str, Any] | Message], provider: Provider | None
-    ) -> _Snapshot:
-        """Add ``messages``, all or none: on any failure the session goes back to how it was.
-        Returns the state before, for the store to save what changed."""
+    def _transact(self, change: Callable[[], None]) -> _Snapshot:
+        """Apply ``change``; on any failure the session goes back to how it was. Returns the
+        state before, for the store to save what changed."""
         before = self._snapshot()
         try:
-            self._extend(messages, provider)
+            change()
         except BaseException:
             self._restore(before)
             raise
@@ -390,7 +400,7 @@ class Session:
         # in the middle of a batch cannot leave half of it in the session.
         batch: list[tuple[Message, str]] = []
         anthropic = False
-        ids = set(self._ids)
+        taken: set[str] = set()  # ids of this batch
         for message in messages:
             index = len(self._raw) + len(batch)
             converted, from_claude = self._convert(message, provider, index)
@@ -402,13 +412,13 @@ class Session:
             for msg in converted:
                 position = len(self._raw) + len(batch)
                 mid = given or f"s{position}"
-                if mid in ids:
+                if mid in self._ids or mid in taken:
                     raise InvalidMessageError(
                         f"id {mid!r} is already used in this session; ids must be unique",
                         index=position,
                         field="id",
                     )
-                ids.add(mid)
+                taken.add(mid)
                 batch.append((msg, mid))
                 given = None
         if anthropic:
@@ -673,7 +683,6 @@ class Session:
             raw=len(self._raw),
             decisions=len(self._decisions),
             compact=list(self._compact),
-            ids=set(self._ids),
             calls=dict(self._calls),
             records=dict(self._records),
             pending=list(self._pending),
@@ -685,9 +694,11 @@ class Session:
 
     def _restore(self, snapshot: _Snapshot) -> None:
         del self._raw[snapshot.raw :]
+        # Rebuilt, not patched: an append that failed half-way may have reserved an id for a
+        # message it never added.
+        self._ids = {m.id for m in self._raw}
         del self._decisions[snapshot.decisions :]
         self._compact = list(snapshot.compact)
-        self._ids = set(snapshot.ids)
         self._calls = dict(snapshot.calls)
         self._records = dict(snapshot.records)
         self._pending = list(snapshot.pending)

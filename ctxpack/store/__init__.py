@@ -26,9 +26,8 @@ from .base import (
     SessionStore,
     StoredSession,
     ThreadedAsyncStore,
-    check_ttl,
     redact_url,
-    split_url,
+    store_options,
 )
 from .memory import MemoryStore
 from .sqlite import SQLiteStore
@@ -48,24 +47,6 @@ __all__ = [
 ]
 
 SCHEMES = ("sqlite", "postgresql", "postgres", "redis", "rediss", "memory")
-
-
-def _options(url: str, allowed: tuple[str, ...]) -> dict[str, Any]:
-    """The URL's ctxpack options (``ttl``, ``timeout``...), checked and converted."""
-    _, query = split_url(url)
-    options: dict[str, Any] = {}
-    for key, value in query.items():
-        if key not in allowed:
-            continue
-        try:
-            options[key] = float(value)
-        except ValueError:
-            raise ConfigError(
-                f"store URL {redact_url(url)}: option {key}={value!r} must be a number"
-            ) from None
-    if "ttl" in options:
-        options["ttl"] = check_ttl(options["ttl"])
-    return options
 
 
 def _scheme(url: object) -> str:
@@ -96,7 +77,8 @@ def open_store(url: str, **options: Any) -> SessionStore:
     """The session store at ``url``, its backend chosen by the scheme.
 
     - ``sqlite:///PATH`` (``sqlite:////abs/path.db`` for an absolute path): one file, no
-      server; options ``ttl`` and ``timeout`` (seconds a writer waits for another).
+      server; options ``ttl``, ``timeout`` (seconds a writer waits for another) and
+      ``read_only``.
     - ``postgresql://user:password@host:port/db``: PostgreSQL through a psycopg connection
       pool (``pip install 'ctxpack[postgres]'``); options ``ttl`` and ``pool_size``.
     - ``redis://host:port/db``: Redis (``pip install 'ctxpack[redis]'``); options ``ttl`` and
@@ -116,9 +98,13 @@ def open_store(url: str, **options: Any) -> SessionStore:
     """
     scheme = _scheme(url)
     if scheme == "memory":
-        return MemoryStore(**{**_options(url, ("ttl",)), **options})
+        return MemoryStore(**store_options(url, ("ttl",), options)[1])
     if scheme == "sqlite":
-        return SQLiteStore(_sqlite_path(url), **{**_options(url, ("ttl", "timeout")), **options})
+        names = ("ttl", "timeout", "read_only")
+        settings = store_options(url, names, options, text=("read_only",))[1]
+        if isinstance(settings.get("read_only"), str):
+            settings["read_only"] = settings["read_only"].lower() in ("1", "true", "yes")
+        return SQLiteStore(_sqlite_path(url), **settings)
     if scheme in ("postgresql", "postgres"):
         from .postgres import PostgresStore
 

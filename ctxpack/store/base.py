@@ -18,8 +18,8 @@ import asyncio
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
-from urllib.parse import SplitResult, parse_qs, urlsplit
+from typing import Any, Protocol, runtime_checkable
+from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 from ..errors import ConfigError, StoreError
 
@@ -215,11 +215,38 @@ def redact_url(url: str) -> str:
     return re.sub(r"^([a-z0-9+.-]+://[^:/@]*):[^@/]*@", r"\1:***@", url, flags=re.IGNORECASE)
 
 
-def split_url(url: str) -> tuple[SplitResult, dict[str, str]]:
-    """The URL's parts and its query options (one value each)."""
+def store_options(
+    url: str, names: tuple[str, ...], given: Mapping[str, Any], *, text: tuple[str, ...] = ()
+) -> tuple[str, dict[str, Any]]:
+    """ctxpack's options for a store: those among ``names`` in the URL's query (numbers, but
+    for ``text``), then ``given`` (keyword arguments); and the URL without them.
+
+    Raises:
+        ConfigError: an unknown option, a number that is not one, or a bad ``ttl``.
+    """
     parts = urlsplit(url)
-    options = {key: values[-1] for key, values in parse_qs(parts.query).items()}
-    return parts, options
+    query = {key: values[-1] for key, values in parse_qs(parts.query).items()}
+    settings: dict[str, Any] = {}
+    for key in names:
+        if key not in query:
+            continue
+        value = query.pop(key)
+        try:
+            settings[key] = value if key in text else float(value)
+        except ValueError:
+            raise ConfigError(
+                f"store URL {redact_url(url)}: option {key}={value!r} must be a number"
+            ) from None
+    settings.update(given)
+    unknown = set(settings) - set(names)
+    if unknown:
+        raise ConfigError(
+            f"unknown store option(s) for {parts.scheme}://: {', '.join(sorted(unknown))}; "
+            f"valid: {', '.join(names)}"
+        )
+    if "ttl" in settings:
+        settings["ttl"] = check_ttl(settings["ttl"])
+    return urlunsplit(parts._replace(query=urlencode(query))), settings
 
 
 def missing_driver(package: str, extra: str, url: str) -> StoreError:

@@ -13,17 +13,15 @@ import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
-from urllib.parse import urlencode, urlunsplit
 
 from ..errors import ArtifactNotFoundError, ConfigError, StoreConflictError, StoreError
 from .base import (
     StoredSession,
     check_session_id,
-    check_ttl,
     check_version,
     missing_driver,
     redact_url,
-    split_url,
+    store_options,
 )
 
 __all__ = ["AsyncPostgresStore", "PostgresStore"]
@@ -75,24 +73,6 @@ DELETE = tuple(
 EXPIRED = "SELECT session_id FROM ctxpack_sessions WHERE expires_at < %s"
 
 
-def _settings(url: str, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """The libpq connection string (ctxpack's options removed) and ctxpack's options."""
-    parts, query = split_url(url)
-    settings: dict[str, Any] = {}
-    for key in OPTIONS:
-        if key in query:
-            try:
-                settings[key] = float(query.pop(key))
-            except ValueError:
-                raise ConfigError(f"store URL {redact_url(url)}: {key} must be a number") from None
-    settings.update(options)
-    unknown = set(settings) - set(OPTIONS)
-    if unknown:
-        raise ConfigError(f"unknown PostgreSQL store option(s): {', '.join(sorted(unknown))}")
-    conninfo = urlunsplit(parts._replace(scheme="postgresql", query=urlencode(query)))
-    return conninfo, settings
-
-
 def _pool_size(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 1:
         raise ConfigError(f"pool_size must be an int >= 1, got {value!r}")
@@ -124,8 +104,10 @@ class _Common:
         if not isinstance(url, str):
             raise ConfigError(f"a store URL is a str, got {type(url).__name__}")
         self.url = redact_url(url)
-        conninfo, settings = _settings(url, options)
-        self.ttl = check_ttl(settings.get("ttl"))
+        conninfo, settings = store_options(url, OPTIONS, options)
+        # libpq knows postgresql:// and postgres://; the scheme is spelled its way.
+        conninfo = "postgresql" + conninfo[conninfo.index(":") :]
+        self.ttl = settings.get("ttl")
         self.pool_size = _pool_size(settings.get("pool_size", 10))
         self.timeout = float(settings.get("timeout", 10.0))
         return conninfo

@@ -12,17 +12,15 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import urlencode, urlunsplit
 
 from ..errors import ArtifactNotFoundError, ConfigError, StoreConflictError, StoreError
 from .base import (
     StoredSession,
     check_session_id,
-    check_ttl,
     check_version,
     missing_driver,
     redact_url,
-    split_url,
+    store_options,
 )
 
 __all__ = ["AsyncRedisStore", "RedisStore"]
@@ -71,21 +69,13 @@ class _Common:
         if not isinstance(url, str):
             raise ConfigError(f"a store URL is a str, got {type(url).__name__}")
         self.url = redact_url(url)
-        parts, query = split_url(url)
-        settings: dict[str, Any] = {k: query.pop(k) for k in OPTIONS if k in query}
-        settings.update(options)
-        unknown = set(settings) - set(OPTIONS)
-        if unknown:
-            raise ConfigError(f"unknown Redis store option(s): {', '.join(sorted(unknown))}")
-        try:
-            self.ttl = check_ttl(None if settings.get("ttl") is None else float(settings["ttl"]))
-            timeout = float(settings.get("timeout", 10.0))
-        except ValueError:
-            raise ConfigError(f"store URL {self.url}: ttl and timeout are numbers") from None
+        address, settings = store_options(url, OPTIONS, options, text=("prefix",))
+        self.ttl = settings.get("ttl")
+        timeout = float(settings.get("timeout", 10.0))
         self.prefix = str(settings.get("prefix", "ctxpack"))
         if not self.prefix or "{" in self.prefix or "}" in self.prefix:
             raise ConfigError(f"prefix must be a non-empty str without braces, got {self.prefix!r}")
-        return urlunsplit(parts._replace(query=urlencode(query))), timeout
+        return address, timeout
 
     def _keys(self, session_id: str) -> list[str]:
         # The hash tag {...} keeps a session's keys in one cluster slot; braces inside an id

@@ -18,7 +18,7 @@ from urllib.parse import quote
 from ..errors import ArtifactNotFoundError, StoreConflictError, StoreError
 from .base import StoredSession, check_session_id, check_ttl, check_version
 
-__all__ = ["SQLiteStore"]
+__all__ = ["SQLiteFile", "SQLiteStore"]
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS ctxpack_sessions (session_id TEXT PRIMARY KEY,"
@@ -32,61 +32,34 @@ SCHEMA = (
 TABLES = ("ctxpack_entries", "ctxpack_artifacts", "ctxpack_sessions")
 
 
-class SQLiteStore:
-    """Sessions in one SQLite file, shared by the threads and processes that open it.
+class SQLiteFile:
+    """One SQLite database file opened the way every ctxpack store opens it: WAL, durable
+    writes, a busy timeout, read-only when it cannot be written, and clear errors."""
 
-    Args:
-        path: The database file (created if missing), or ``":memory:"`` for a store private
-            to this object.
-        ttl: Seconds a session is kept after its last append; ``None`` keeps it.
-        timeout: Seconds a writer waits for another one before failing.
-        read_only: Open for reading only (automatic when the folder or file is not writable).
-
-    Raises:
-        StoreError: the path is a folder, its folder is missing, or the file is not a database.
-
-    Example:
-        >>> store = SQLiteStore(":memory:")
-        >>> store.append("u1", "entry 0", version=0, state="{}")
-        >>> store.load("u1")
-        StoredSession(version=1, entries=('entry 0',), state='{}')
-    """
-
-    def __init__(
-        self,
-        path: str | os.PathLike[str] = ":memory:",
-        *,
-        ttl: float | None = None,
-        timeout: float = 5.0,
-        read_only: bool = False,
-    ) -> None:
-        self.path = str(path)
-        self.url = f"sqlite:///{self.path}"
-        self.ttl = check_ttl(ttl)
+    def __init__(self, path: str, *, url: str, timeout: float, read_only: bool) -> None:
+        self.path = path
+        self.url = url
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
             raise StoreError(
                 f"timeout must be a number of seconds >= 0, got {timeout!r}",
-                url=self.url,
+                url=url,
                 operation="open",
             )
         self.timeout = float(timeout)
         self.read_only = read_only or self._unwritable()
         # One connection per store object, under a lock: a ":memory:" database exists only in
         # its connection, and SQLite serialises writers anyway.
-        self._lock = threading.Lock()
-        with self._errors("open"):
-            self._conn = self._connect()
-            if not self.read_only:
-                if self.path != ":memory:":
-                    self._conn.execute("PRAGMA journal_mode=WAL")
-                # FULL: an append that returned survives the process being killed, and a
-                # power cut.
-                self._conn.execute("PRAGMA synchronous=FULL")
-                with self._transaction():
-                    for statement in SCHEMA:
-                        self._conn.execute(statement)
+        self.lock = threading.Lock()
+        with self.errors("open"):
+            self.conn = self._connect()
+            if self.read_only:
+                self.conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
             else:
-                self._conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+                if self.path != ":memory:":
+                    self.conn.execute("PRAGMA journal_mode=WAL")
+                # FULL: a write that returned survives the process being killed, and a
+                # power cut.
+                self.conn.execute("PRAGMA synchronous=FULL")
 
     def _unwritable(self) -> bool:
         if self.path == ":memory:":
@@ -124,7 +97,8 @@ class SQLiteStore:
         )
 
     @contextmanager
-    def _errors(self, operation: str) -> Iterator[None]:
+    def errors(self, operation: str) -> Iterator[None]:
+        """Turn SQLite's errors into :class:`StoreError` saying what to do."""
         try:
             yield
         except sqlite3.Error as exc:
@@ -143,27 +117,82 @@ class SQLiteStore:
         if "not a database" in text:
             return f"{text}: {self.path!r} is not an SQLite database"
         if "no such table" in text:
-            return f"{text}: {self.path!r} holds no ctxpack sessions"
+            return f"{text}: {self.path!r} holds no ctxpack data"
         return text
 
     @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
-
-    def _check_writable(self, operation: str) -> None:
+    def transaction(self, operation: str) -> Iterator[sqlite3.Connection]:
+        """One write transaction, under the lock, its errors explained."""
         if self.read_only:
             raise StoreError(
                 "the store is open read-only (the file or its folder is not writable)",
                 url=self.url,
                 operation=operation,
             )
+        with self.lock, self.errors(operation):
+            conn = self.conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    @contextmanager
+    def reading(self, operation: str) -> Iterator[sqlite3.Connection]:
+        """One read transaction (its statements see one state), under the lock."""
+        with self.lock, self.errors(operation):
+            conn = self.conn
+            conn.execute("BEGIN")
+            try:
+                yield conn
+            finally:
+                conn.execute("COMMIT")
+
+    def close(self) -> None:
+        with self.lock:
+            self.conn.close()
+
+
+class SQLiteStore:
+    """Sessions in one SQLite file, shared by the threads and processes that open it.
+
+    Args:
+        path: The database file (created if missing), or ``":memory:"`` for a store private
+            to this object.
+        ttl: Seconds a session is kept after its last append; ``None`` keeps it.
+        timeout: Seconds a writer waits for another one before failing.
+        read_only: Open for reading only (automatic when the folder or file is not writable).
+
+    Raises:
+        StoreError: the path is a folder, its folder is missing, or the file is not a database.
+
+    Example:
+        >>> store = SQLiteStore(":memory:")
+        >>> store.append("u1", "entry 0", version=0, state="{}")
+        >>> store.load("u1")
+        StoredSession(version=1, entries=('entry 0',), state='{}')
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] = ":memory:",
+        *,
+        ttl: float | None = None,
+        timeout: float = 5.0,
+        read_only: bool = False,
+    ) -> None:
+        self.path = str(path)
+        self.url = f"sqlite:///{self.path}"
+        self.ttl = check_ttl(ttl)
+        self._db = SQLiteFile(self.path, url=self.url, timeout=timeout, read_only=read_only)
+        self.timeout = self._db.timeout
+        self.read_only = self._db.read_only
+        if not self.read_only:
+            with self._db.transaction("open") as conn:
+                for statement in SCHEMA:
+                    conn.execute(statement)
 
     def _live_version(
         self, conn: sqlite3.Connection, session_id: str
@@ -183,19 +212,13 @@ class SQLiteStore:
     def load(self, session_id: str, *, since: int = 0) -> StoredSession:
         check_session_id(session_id)
         check_version(since)
-        with self._lock, self._errors(f"load session {session_id!r}"):
-            conn = self._conn
-            # One read transaction: the version, state and entries agree.
-            conn.execute("BEGIN")
-            try:
-                version, state, _ = self._live_version(conn, session_id)
-                rows = conn.execute(
-                    "SELECT entry FROM ctxpack_entries WHERE session_id = ? AND seq >= ?"
-                    " AND seq < ? ORDER BY seq",
-                    (session_id, since, version),
-                ).fetchall()
-            finally:
-                conn.execute("COMMIT")
+        with self._db.reading(f"load session {session_id!r}") as conn:
+            version, state, _ = self._live_version(conn, session_id)
+            rows = conn.execute(
+                "SELECT entry FROM ctxpack_entries WHERE session_id = ? AND seq >= ?"
+                " AND seq < ? ORDER BY seq",
+                (session_id, since, version),
+            ).fetchall()
         return StoredSession(version, tuple(r[0] for r in rows), state)
 
     def append(
@@ -209,9 +232,7 @@ class SQLiteStore:
     ) -> None:
         check_session_id(session_id)
         check_version(version)
-        operation = f"append to session {session_id!r}"
-        self._check_writable(operation)
-        with self._lock, self._errors(operation), self._transaction() as conn:
+        with self._db.transaction(f"append to session {session_id!r}") as conn:
             actual, _, expired = self._live_version(conn, session_id)
             if actual != version:
                 raise StoreConflictError(
@@ -242,9 +263,7 @@ class SQLiteStore:
 
     def put_artifact(self, session_id: str, artifact: str, text: str) -> None:
         check_session_id(session_id)
-        operation = f"store an artifact of session {session_id!r}"
-        self._check_writable(operation)
-        with self._lock, self._errors(operation), self._transaction() as conn:
+        with self._db.transaction(f"store an artifact of session {session_id!r}") as conn:
             conn.execute(
                 "INSERT OR IGNORE INTO ctxpack_artifacts (session_id, artifact, text)"
                 " VALUES (?, ?, ?)",
@@ -253,8 +272,8 @@ class SQLiteStore:
 
     def get_artifact(self, session_id: str, artifact: str) -> str:
         check_session_id(session_id)
-        with self._lock, self._errors(f"read an artifact of session {session_id!r}"):
-            row = self._conn.execute(
+        with self._db.reading(f"read an artifact of session {session_id!r}") as conn:
+            row = conn.execute(
                 "SELECT a.text FROM ctxpack_artifacts a LEFT JOIN ctxpack_sessions s"
                 " ON s.session_id = a.session_id WHERE a.session_id = ? AND a.artifact = ?"
                 " AND (s.expires_at IS NULL OR s.expires_at >= ?)",
@@ -266,17 +285,13 @@ class SQLiteStore:
 
     def delete_session(self, session_id: str) -> None:
         check_session_id(session_id)
-        operation = f"delete session {session_id!r}"
-        self._check_writable(operation)
-        with self._lock, self._errors(operation), self._transaction() as conn:
+        with self._db.transaction(f"delete session {session_id!r}") as conn:
             for table in TABLES:
                 conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
 
     def purge_expired(self) -> int:
         """Erase every session whose ``ttl`` has run out; return how many."""
-        operation = "purge expired sessions"
-        self._check_writable(operation)
-        with self._lock, self._errors(operation), self._transaction() as conn:
+        with self._db.transaction("purge expired sessions") as conn:
             expired = [
                 r[0]
                 for r in conn.execute(
@@ -290,8 +305,7 @@ class SQLiteStore:
 
     def close(self) -> None:
         """Close the connection; the file keeps every session."""
-        with self._lock:
-            self._conn.close()
+        self._db.close()
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"

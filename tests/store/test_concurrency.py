@@ -262,3 +262,69 @@ def test_random_interleavings_of_replicas(replicas: Callable[[], SessionStore]) 
         reader_store.delete_session(session_id)
 
     interleave()
+
+
+def test_renders_during_appends_see_whole_appends(store: SessionStore, session_id: str) -> None:
+    """A render made while other threads append shows a history between two appends: every
+    call is followed by its output, never cut between them."""
+    session = Session.open(session_id, store=store, model="gpt-4")
+    session.extend(exchange(99, 0))
+    seen: list[int] = []
+
+    def work(writer: int) -> None:
+        if writer == WRITERS - 1:
+            for _ in range(PER_WRITER * 2):
+                messages = session.render().messages
+                assert messages[-1].role == "tool"  # the last append is whole
+                seen.append(len(messages))
+        else:
+            for k in range(PER_WRITER):
+                session.extend(exchange(writer, k))
+
+    run_threads(work, WRITERS)
+    assert seen == sorted(seen)  # renders never go back in time
+    assert len(session) == 2 + (WRITERS - 1) * PER_WRITER * 2
+
+
+KILLED_WRITER = """
+import sys
+sys.path.insert(0, {root!r})
+from tests.store.test_concurrency import exchange
+from ctxpack import Session
+session = Session.open({session_id!r}, store={url!r}, model="gpt-4")
+for k in range(10_000):
+    session.extend(exchange(0, k))
+    print(k, flush=True)  # acknowledged: the append returned
+"""
+
+
+def test_a_writer_killed_mid_run_loses_no_acknowledged_append(
+    backend: str, tmp_path: Path, session_id: str
+) -> None:
+    """SIGKILL a writer while it appends: every append it saw return is stored, and no append
+    is stored in part."""
+    if backend == "memory":
+        pytest.skip("a memory store lives in one process")
+    url = backend_url(backend, tmp_path)
+    script = KILLED_WRITER.format(root=str(ROOT), session_id=session_id, url=url)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
+    acknowledged = -1
+    assert writer.stdout is not None
+    try:
+        for line in writer.stdout:
+            acknowledged = int(line)
+            if acknowledged >= 15:
+                break
+    finally:
+        writer.kill()  # SIGKILL: no cleanup, mid-append most likely
+        writer.wait(timeout=60)
+    assert acknowledged >= 15
+    reader = Session.open(session_id, store=url, model="gpt-4")
+    history = reader.transcript()
+    steps = [m.text for m in history if m.role == "assistant"]
+    assert steps[: acknowledged + 1] == [f"writer 0 step {k}" for k in range(acknowledged + 1)]
+    assert len(steps) <= acknowledged + 2  # at most the append in flight, whole
+    assert [m.role for m in history] == ["assistant", "tool"] * len(steps)
+    reader.close()

@@ -254,3 +254,133 @@ def test_open_store_picks_the_backend_from_the_url(tmp_path: Path) -> None:
     assert type(open_store("memory://")).__name__ == "MemoryStore"
     with pytest.raises(ConfigError, match="ttl"):
         open_store("memory://?ttl=-1")
+
+
+def test_every_message_field_survives_the_store(
+    replicas: Callable[[], SessionStore], session_id: str
+) -> None:
+    from datetime import datetime, timezone
+
+    from ctxpack import Message
+
+    messages = [
+        Message(
+            role="system",
+            content="You are terse.",
+            pinned=True,
+            priority=2.5,
+            metadata={"tenant": "acme", "nested": {"k": [1, 2]}},
+        ),
+        Message(
+            role="user",
+            content=[
+                {"type": "text", "text": "What is in this image? caf\u00e9 \U0001f600"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+            ],
+            name="alice",
+            source="upload://1",
+            timestamp=datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=timezone.utc),
+        ),
+        Message(role="assistant", content="A cat.", extras={"refusal": None, "audio": {"id": "a"}}),
+    ]
+    first = Session.open(session_id, store=replicas(), model="gpt-4")
+    first.extend(messages)
+    again = Session.open(session_id, store=replicas(), model="gpt-4")
+    assert again.transcript() == first.transcript()
+    assert wire(again) == wire(first)
+
+
+class FailingArtifacts:
+    """An artifact store whose second put fails, as a full disk would."""
+
+    def __init__(self) -> None:
+        self.puts = 0
+        self.texts: dict[str, str] = {}
+
+    def put(self, text: str, **metadata: Any) -> str:
+        self.puts += 1
+        if self.puts == 2:
+            raise OSError(28, "No space left on device")
+        self.texts[artifact_id(text)] = text
+        return artifact_id(text)
+
+    def get(self, artifact: str) -> str:
+        return self.texts[artifact]
+
+
+def test_an_in_memory_extend_that_fails_half_way_leaves_nothing() -> None:
+    session = Session(model="gpt-4", store=FailingArtifacts())
+    batch = [*turn(1), *turn(2, CAT, "cat src/tax.py")]
+    with pytest.raises(OSError, match="No space left"):
+        session.extend(batch)
+    assert len(session) == 0 and session.records == [] and session.compact() == []
+    session.extend(batch)  # the ids it had reserved are free again
+    assert [m.id for m in session.transcript()] == [f"s{i}" for i in range(6)]
+    assert [r.shortened for r in session.records] == [True, True]
+
+
+def test_a_damaged_or_newer_session_is_refused_clearly(session_id: str) -> None:
+    from ctxpack.store import MemoryStore
+
+    store = MemoryStore()
+    store.append(session_id, "not json", version=0, state="{}")
+    with pytest.raises(StoreError, match="damaged"):
+        Session.open(session_id, store=store)
+    newer = MemoryStore()
+    Session.open(session_id, store=newer).append({"role": "user", "content": "hi"})
+    state = json.loads(newer.load(session_id).state or "")
+    newer.append(
+        session_id, '{"messages": []}', version=1, state=json.dumps({**state, "format": 99})
+    )
+    with pytest.raises(StoreError, match="newer ctxpack"):
+        Session.open(session_id, store=newer)
+
+
+def test_close_closes_only_a_store_it_opened(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    session = Session.open("u1", store=url)
+    session.append({"role": "user", "content": "hi"})
+    session.close()
+    with pytest.raises(StoreError):
+        session.append({"role": "user", "content": "after close"})
+    store = open_store(url)
+    mine = Session.open("u1", store=store)
+    mine.close()
+    assert store.load("u1").version == 1  # still open: it is the caller's
+
+
+def test_store_options_come_from_the_url_or_keywords(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    open_store(f"sqlite:///{path}").append("u1", "e", version=0, state="s")
+    reader = open_store(f"sqlite:///{path}?read_only=true&timeout=2")
+    assert reader.read_only and reader.timeout == 2  # type: ignore[attr-defined]
+    assert open_store("memory://", ttl=5).ttl == 5  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError, match="timeout='soon' must be a number"):
+        open_store(f"sqlite:///{path}?timeout=soon")
+    with pytest.raises(ConfigError, match="unknown store option"):
+        open_store("memory://", pool_size=3)
+
+
+def test_a_feature_s_own_state_is_stored_and_rolled_back_with_the_session(
+    replicas: Callable[[], SessionStore], session_id: str
+) -> None:
+    # The contract other features of Session build on (a managed window's cleared positions,
+    # a compaction summary): JSON kept in _extensions, changed through _change().
+    first = Session.open(session_id, store=replicas(), model="gpt-4")
+    first.append({"role": "user", "content": "hi"})
+
+    def clear_one() -> None:
+        window = first._extensions.setdefault("window", {"cleared": []})
+        window["cleared"].append(len(first))
+
+    first._change(clear_one)
+    assert Session.open(session_id, store=replicas())._extensions == {"window": {"cleared": [1]}}
+
+    def fails() -> None:
+        first._extensions["window"]["cleared"].append(99)
+        raise ValueError("the feature failed")
+
+    with pytest.raises(ValueError, match="the feature failed"):
+        first._change(fails)
+    assert first._extensions == {"window": {"cleared": [1]}}
+    assert Session.open(session_id, store=replicas())._extensions == {"window": {"cleared": [1]}}
