@@ -96,11 +96,21 @@ def cache_stats() -> list[CacheStats]:
 ENTRY_OVERHEAD = 200
 
 
+_FLAT = frozenset({str, bytes, int, float, bool, type(None)})
+_SEQUENCES = frozenset({tuple, list, set, frozenset})
+
+
 def approx_bytes(value: Any) -> int:
     """Bytes ``value`` takes, roughly: strings and bytes exactly, containers with their items,
     numpy arrays by their buffer, pydantic models by their fields; shared objects counted each
     time they appear (an estimate that errs on the side of too much)."""
-    if isinstance(value, (str, bytes, int, float, bool)) or value is None:
+    kind = type(value)
+    # Exact types first: this runs on every entry a cache stores.
+    if kind in _FLAT:
+        return sys.getsizeof(value)
+    if kind in _SEQUENCES:
+        return sys.getsizeof(value) + sum(map(approx_bytes, value))
+    if isinstance(value, (str, bytes, int, float)):
         return sys.getsizeof(value)
     if isinstance(value, (tuple, list, set, frozenset)):
         return sys.getsizeof(value) + sum(map(approx_bytes, value))
@@ -142,21 +152,18 @@ class _LruCacheStats:
         )
 
 
-# Registered objects that only report: kept alive here, as their function is.
-_LRU_STATS: list[_LruCacheStats] = []
-
-
 def register_lru(fn: C, *, name: str, entry_bytes: int) -> C:
     """Register a ``functools.lru_cache`` function whose every entry takes at most
     ``entry_bytes`` (its callers keep larger arguments out of it): :func:`clear_caches` clears
-    it and :func:`cache_stats` counts each entry at that ceiling. Returns ``fn``.
+    it and :func:`cache_stats` counts each entry at that ceiling, for as long as ``fn`` lives.
+    Returns ``fn``.
 
     For the hottest pure functions of short strings (word stems), where ``functools``' C
     implementation matters; everything else uses :func:`memoize`.
     """
     adapter = _LruCacheStats(fn, name, entry_bytes)
-    with _REGISTRY_LOCK:
-        _LRU_STATS.append(adapter)
+    # The function keeps its reporter alive (the registry holds it weakly), no longer.
+    fn.cache_stats = adapter  # type: ignore[attr-defined]
     register(adapter)
     return fn
 
