@@ -22,6 +22,7 @@ from .adapters.anthropic import from_anthropic
 from .adapters.openai import from_openai
 from .errors import ConfigError, InvalidMessageError
 from .filters import RETRIEVE_TOOL_NAME, OutputFilter, ToolOutputFilter
+from .limits import MAX_MESSAGE_CHARS, message_chars, oversized_view
 from .messages import Message
 from .packing import pack
 from .persistence import decode_message, encode_message, open_backing
@@ -30,7 +31,14 @@ from .result import PackResult
 from .retrieval import Retrieval, handle_retrieve_call, read_artifact, retrieve_tool
 from .sdk import coerce_message
 from .store import ArtifactStore, SQLiteArtifactStore
-from .tokens import REPLY_PRIMING, CounterLike, TokenCounter, get_counter, tool_definition_tokens
+from .tokens import (
+    REPLY_PRIMING,
+    CounterLike,
+    TokenCounter,
+    count_tokens_approx,
+    get_counter,
+    tool_definition_tokens,
+)
 
 if TYPE_CHECKING:
     from .persistence import Backing
@@ -459,6 +467,8 @@ class Session:
                 self._pending.append(index)
             else:
                 compact = self._filtered(msg)
+        elif message_chars(msg) > MAX_MESSAGE_CHARS:
+            compact = self._oversized(msg)
         self._raw.append(msg)
         self._compact.append(compact)
         if msg.role == "tool" and self.supersede_batch is not None:
@@ -476,6 +486,8 @@ class Session:
         call = self._calls.get(msg.tool_call_id or "")
         tool = call.tool if call else None
         command = call.command if call else None
+        if message_chars(msg) > MAX_MESSAGE_CHARS:
+            return self._oversized(msg, tool, command)
         unfiltered = self._unfiltered(msg, tool)
         if unfiltered is not None:
             tokens = self.counter.count_message(msg)
@@ -514,6 +526,33 @@ class Session:
             )
         )
         return compact
+
+    def _oversized(
+        self, msg: Message, tool: str | None = None, command: str | None = None
+    ) -> Message:
+        """A message above the size limit: stored whole, shown as its head and tail, never
+        filtered nor counted whole (either would take many times its size in memory)."""
+        text = msg.text
+        artifact = self.store.put(
+            text, message_id=msg.id, kind="oversized", tool=tool, command=command
+        )
+        compact = msg.model_copy(update={"content": oversized_view(text, artifact=artifact)})
+        before = count_tokens_approx().count_message(msg)
+        reason = (
+            f"{len(text):,} characters, above the limit of {MAX_MESSAGE_CHARS:,}: shown as its "
+            f"head and tail (tokens before estimated at 4 characters each)"
+        )
+        after = self.counter.count_message(compact)
+        self._record(
+            FilterRecord(msg.id, "oversized", True, artifact, before, after, reason, tool, command)
+        )
+        return compact
+
+    def _raw_tokens(self, msg: Message) -> int:
+        record = self._records.get(msg.id)
+        if record is not None and record.kind == "oversized":
+            return record.tokens_before  # estimated: counting it would take gigabytes
+        return self.counter.count_message(msg)
 
     def _unfiltered(self, msg: Message, tool: str | None) -> str | None:
         """Why a tool output is never filtered, or ``None`` when it may be."""
@@ -804,7 +843,7 @@ class Session:
             raise ConfigError("the session is empty: append messages before rendering")
         provider = provider or self.provider
         all_tools = [*(tools or ()), *self.tools(provider)]
-        raw_tokens = REPLY_PRIMING + sum(self.counter.count_message(m) for m in self._raw)
+        raw_tokens = REPLY_PRIMING + sum(map(self._raw_tokens, self._raw))
         filter_log = self._filter_log()
         originals = {
             raw.id: raw for raw in self._raw if (r := self._records.get(raw.id)) and r.shortened

@@ -66,7 +66,7 @@ ADVANCED = {
         "validate_openai",
     ],
     "ctxpack.adapters.clients": ["PackedClient"],
-    "ctxpack.caches": ["clear_caches"],
+    "ctxpack.caches": ["cache_stats", "clear_caches", "memoize"],
     "ctxpack.editing": ["Compactor", "ToolResultClearer"],
     "ctxpack.filters": ["ToolOutputFilter"],
     "ctxpack.messages": ["ensure_messages"],
