@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from .._internal.limits import check_limits, pack_limits
+from .._internal.budgets import check_limits, pack_limits
 from ..packing import pack
 from ..pipeline import Stage
 from ..result import PackResult
