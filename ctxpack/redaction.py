@@ -38,8 +38,17 @@ from typing import Any
 import regex
 
 from .caches import register
+from .messages import Message
 
-__all__ = ["Redaction", "SecretFinding", "find_secrets", "placeholder", "redact"]
+__all__ = [
+    "Redaction",
+    "SecretFinding",
+    "find_secrets",
+    "placeholder",
+    "redact",
+    "redact_message",
+    "secrets_reason",
+]
 
 
 @dataclass(frozen=True)
@@ -300,3 +309,61 @@ def redact(text: str, findings: Sequence[SecretFinding] | None = None) -> Redact
         last = f.end
     parts.append(text[last:])
     return Redaction("".join(parts), found)
+
+
+def redact_message(message: Message) -> tuple[Message, tuple[SecretFinding, ...]]:
+    """``message`` with the secrets in its text parts and tool-call arguments replaced, and the
+    secrets found (the same message when there are none).
+
+    Example:
+        >>> msg = Message(role="tool", content="GITHUB_TOKEN=ghp_0123456789abcdefghijklmnopqrstuvwxyz")
+        >>> redact_message(msg)[0].content
+        'GITHUB_TOKEN=[REDACTED github-pat]'
+    """
+    found: list[SecretFinding] = []
+
+    def clean(text: str) -> str:
+        out = redact(text)
+        found.extend(out.findings)
+        return out.text
+
+    update: dict[str, Any] = {}
+    content = message.content
+    if isinstance(content, str):
+        if (new := clean(content)) != content:
+            update["content"] = new
+    elif isinstance(content, list):
+        parts = [
+            {**part, "text": clean(part["text"])}
+            if part.get("type") == "text" and isinstance(part.get("text"), str)
+            else part
+            for part in content
+        ]
+        if parts != content:
+            update["content"] = parts
+    if message.tool_calls:
+        calls = [
+            call.model_copy(
+                update={"function": call.function.model_copy(update={"arguments": args})}
+            )
+            if (args := clean(call.function.arguments)) != call.function.arguments
+            else call
+            for call in message.tool_calls
+        ]
+        if any(new is not old for new, old in zip(calls, message.tool_calls, strict=True)):
+            update["tool_calls"] = calls
+    if not update:
+        return message, ()
+    return message.model_copy(update=update), tuple(found)
+
+
+def secrets_reason(findings: Sequence[SecretFinding]) -> str:
+    """A decision's reason for ``findings``: how many secrets, and their kinds (never values).
+
+    Example:
+        >>> secrets_reason([SecretFinding("jwt", 0, 9), SecretFinding("jwt", 20, 29)])
+        '2 secrets replaced: jwt'
+    """
+    kinds = ", ".join(dict.fromkeys(f.kind for f in findings))
+    n = len(findings)
+    return f"{n} secret{'s' if n != 1 else ''} replaced: {kinds}"
