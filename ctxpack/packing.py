@@ -98,7 +98,7 @@ def semantic_pipeline(embedder: Any = None, weight: float = 0.3) -> Pipeline:
 
 
 @cache
-def _shared_default_pipeline(redact_secrets: bool = True, flag_injections: bool = True) -> Pipeline:
+def _shared_default_pipeline(redact_secrets: bool = True, flag_injections: bool = True) -> Stage:
     # Built once: its stages are frozen, and no caller ever sees this instance.
     return _guarded(default_pipeline(), redact_secrets, flag_injections)
 
@@ -114,11 +114,11 @@ def _guarded(stage: Stage, redact_secrets: bool, flag_injections: bool) -> Stage
     kept = [
         (name, s)
         for name, s in steps
-        if all(on or not isinstance(s, kind) for on, (kind, _) in zip(wanted, _GUARDS))
+        if all(on or not isinstance(s, kind) for on, (kind, _) in zip(wanted, _GUARDS, strict=True))
     ]
     missing = [
         (name, kind())
-        for on, (kind, name) in zip(wanted, _GUARDS)
+        for on, (kind, name) in zip(wanted, _GUARDS, strict=True)
         if on and not any(isinstance(s, kind) for _, s in kept)
     ]
     if not missing and len(kept) == len(steps):

