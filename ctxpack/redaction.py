@@ -262,16 +262,23 @@ def _findings(text: str) -> Iterator[SecretFinding]:
             yield SecretFinding(rule.kind, start, end)
 
 
+# Rules that read any value assigned to a key naming a secret: where a rule for a known format
+# finds the same value, its kind names the secret better.
+_GENERIC = frozenset({"generic-api-key", "secret-assignment"})
+
+
 @lru_cache(maxsize=4096)
 def _scan(text: str) -> tuple[SecretFinding, ...]:
     # Cached by content: a history packed again every turn holds the same tool outputs.
-    found = sorted(_findings(text), key=lambda f: (f.start, -(f.end - f.start)))
+    found = sorted(
+        _findings(text), key=lambda f: (f.kind in _GENERIC, f.start, -(f.end - f.start))
+    )
     kept: list[SecretFinding] = []
     for finding in found:
-        if kept and finding.start < kept[-1].end:
-            continue  # inside or across one already found: the first, longest one wins
-        kept.append(finding)
-    return tuple(kept)
+        # Specific rules first, then generic ones; the first, longest finding of a place wins.
+        if not any(finding.start < k.end and k.start < finding.end for k in kept):
+            kept.append(finding)
+    return tuple(sorted(kept, key=lambda f: f.start))
 
 
 register(_scan)
