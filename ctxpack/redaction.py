@@ -270,9 +270,7 @@ _GENERIC = frozenset({"generic-api-key", "secret-assignment"})
 @lru_cache(maxsize=4096)
 def _scan(text: str) -> tuple[SecretFinding, ...]:
     # Cached by content: a history packed again every turn holds the same tool outputs.
-    found = sorted(
-        _findings(text), key=lambda f: (f.kind in _GENERIC, f.start, -(f.end - f.start))
-    )
+    found = sorted(_findings(text), key=lambda f: (f.kind in _GENERIC, f.start, -(f.end - f.start)))
     kept: list[SecretFinding] = []
     for finding in found:
         # Specific rules first, then generic ones; the first, longest finding of a place wins.
