@@ -76,15 +76,40 @@ INJECTION_PATTERNS: dict[str, str] = {
 }
 """The markers :func:`find_injections` looks for, by name (Python regular expressions)."""
 
-_COMPILED = tuple((name, re.compile(pattern)) for name, pattern in INJECTION_PATTERNS.items())
+# Words without which a pattern cannot match (lower case), so that most texts skip it after a
+# substring test; ``None``: the pattern needs a character outside ASCII.
+_NEEDLES: dict[str, tuple[str, ...] | None] = {
+    "instruction-override": ("ignore", "disregard", "forget", "override", "bypass"),
+    "role-impersonation": ("system", "developer", "assistant"),
+    "exfiltration-request": (
+        "send",
+        "post",
+        "upload",
+        "exfiltrate",
+        "leak",
+        "forward",
+        "mail",
+        "transmit",
+        "curl",
+    ),
+    "hidden-unicode-tags": None,
+    "zero-width-text": None,
+    "bidi-override": None,
+}
+
+_COMPILED = tuple(
+    (name, re.compile(pattern), _NEEDLES[name]) for name, pattern in INJECTION_PATTERNS.items()
+)
 
 
 @lru_cache(maxsize=4096)
 def _scan(text: str) -> tuple[InjectionFinding, ...]:
     # Cached by content: a history packed again every turn holds the same tool outputs.
+    lowered, ascii_only = text.lower(), text.isascii()
     found = [
         InjectionFinding(name, m.start(), m.end())
-        for name, pattern in _COMPILED
+        for name, pattern, needles in _COMPILED
+        if (not ascii_only if needles is None else any(n in lowered for n in needles))
         for m in pattern.finditer(text)
     ]
     return tuple(sorted(found, key=lambda f: (f.start, f.pattern)))

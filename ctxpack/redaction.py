@@ -237,11 +237,48 @@ def _line_around(text: str, start: int, end: int) -> str:
     return text[text.rfind("\n", 0, start) + 1 : (text.find("\n", end) + 1 or len(text) + 1) - 1]
 
 
+@cache
+def _keyword_finder() -> tuple[re.Pattern[str], tuple[str, ...]]:
+    """One pattern that finds, at every position, the longest rule keyword starting there (a
+    trie of the keywords, in a lookahead so that matches may overlap), and the keywords."""
+    keywords = sorted({k for rule in _rules()[0] for k in rule.keywords})
+    trie: dict[str, Any] = {}
+    for word in keywords:
+        node = trie
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def alternation(node: dict[str, Any]) -> str:
+        branches = [re.escape(ch) + alternation(child) for ch, child in node.items() if ch]
+        if not branches:
+            return ""
+        inner = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        if "" in node:
+            # Greedy: a longer keyword first; the shorter one is its prefix, found below.
+            return "(?:" + inner + ")?" if len(branches) == 1 else inner + "?"
+        return inner
+
+    return re.compile("(?=(" + alternation(trie) + "))"), tuple(keywords)
+
+
+def _keywords_in(lowered: str) -> set[str]:
+    """The rule keywords that occur in ``lowered``.
+
+    A keyword that occurs at a position is a prefix of the longest keyword found there (the
+    text decides the trie's path), so testing each keyword against those found is exact.
+    """
+    finder, keywords = _keyword_finder()
+    longest = set(finder.findall(lowered))
+    longest.discard("")
+    return {k for k in keywords if any(m.startswith(k) for m in longest)}
+
+
 def _findings(text: str) -> Iterator[SecretFinding]:
     rules, everywhere = _rules()
-    lowered = text.lower()
+    present = _keywords_in(text.lower())
     for rule in rules:
-        if rule.keywords and not any(k in lowered for k in rule.keywords):
+        if rule.keywords and present.isdisjoint(rule.keywords):
             continue
         for match in rule.pattern.finditer(text):
             start, end = _secret_span(match, rule.group)
