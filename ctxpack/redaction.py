@@ -323,7 +323,7 @@ def find_secrets(text: str) -> tuple[SecretFinding, ...]:
     """The secrets in ``text``, in order, none overlapping.
 
     Example:
-        >>> [f.kind for f in find_secrets("token ghp_0123456789abcdefghijklmnopqrstuvwxyz")]
+        >>> [f.kind for f in find_secrets("token ghp_" + "R8sVt2Lq9ZxW4mKp7YcN3bHd6FgJ1aEu5TiO")]
         ['github-pat']
     """
     if not isinstance(text, str):
@@ -358,8 +358,8 @@ def redact_message(message: Message) -> tuple[Message, tuple[SecretFinding, ...]
     secrets found (the same message when there are none).
 
     Example:
-        >>> token = "ghp_" + "0123456789abcdefghijklmnopqrstuvwxyz"
-        >>> msg = Message(role="tool", content=f"GITHUB_TOKEN={token}")
+        >>> token = "ghp_" + "R8sVt2Lq9ZxW4mKp7YcN3bHd6FgJ1aEu5TiO"
+        >>> msg = Message(role="tool", tool_call_id="c1", content=f"GITHUB_TOKEN={token}")
         >>> redact_message(msg)[0].content
         'GITHUB_TOKEN=[REDACTED github-pat]'
     """

@@ -261,7 +261,8 @@ def _line_range(lines: str | tuple[int, int], total: int) -> tuple[int, int]:
         raise ConfigError(f"lines={lines!r}: need 1 <= start <= end (lines count from 1)")
     if start > total:
         raise ConfigError(
-            f"lines={lines!r} starts past the end: the artifact has {total} lines "
+            f"lines={lines!r} starts past the end: the artifact has {total} "
+            f"line{'s' if total != 1 else ''} "
             f"(ask for lines up to {total})"
         )
     return start, min(end, total)

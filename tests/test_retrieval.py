@@ -1,8 +1,8 @@
 """The retrieve tool against a hostile caller: every bad call answered in words, fast.
 
 The model calls this tool, and what it read may steer it; each call below once hung, raised or
-answered with an empty page. The time bound is generous (a shared CI machine): what it checks is
-that nothing grows without limit (exponential backtracking, a quadratic context walk).
+answered with an empty page. Time is measured as processor time, which is what the tool bounds
+(and what a busy machine does not inflate); the wall-clock bound only catches a hang.
 """
 
 from __future__ import annotations
@@ -31,9 +31,10 @@ def _deep_json(depth: int) -> str:
 
 
 def _answer(store: SQLiteArtifactStore, **args: object) -> tuple[str, float]:
-    start = time.monotonic()
+    start, wall = time.process_time(), time.monotonic()
     answer = handle_retrieve_call(store, args)
-    return answer, time.monotonic() - start
+    assert time.monotonic() - wall < 10, "the call hung"
+    return answer, time.process_time() - start
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +91,7 @@ def test_hostile_call_is_answered_in_words_under_a_second(
     answer, seconds = _answer(store, **args)
     assert answer.startswith("error: "), answer[:300]
     assert len(answer) < 2_000
-    assert seconds < 1.5, f"{name}: {seconds:.2f} s"
+    assert seconds < 1.0, f"{name}: {seconds:.2f} s of processor time"
 
 
 def test_catastrophic_regex_error_says_why_and_what_to_do(store: SQLiteArtifactStore) -> None:
@@ -112,9 +113,9 @@ def test_a_range_running_past_the_end_reads_to_the_end(store: SQLiteArtifactStor
 def test_context_at_the_cap_is_answered_and_each_line_shown_once(
     store: SQLiteArtifactStore,
 ) -> None:
-    start = time.monotonic()
+    start = time.process_time()
     out = read_artifact(store, store.put(SIXTY_K_LINES), regex="a", context=MAX_CONTEXT)
-    assert time.monotonic() - start < 1.5
+    assert time.process_time() - start < 1.0
     assert out.matches == 60_000
     assert out.pages > 1
 

