@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import re
 import statistics
 import sys
@@ -55,7 +56,7 @@ SURVIVORS = {
     ),
     "uuid": re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I),
     "md5/sha256 digest": re.compile(r"\b(?:[0-9a-f]{32}|[0-9a-f]{64})\b"),
-    "base64 run": re.compile(r"(?<![\w+/])[A-Za-z0-9+/]{24,}={0,2}(?![\w+/=])"),
+    "base64-like run (paths too)": re.compile(r"(?<![\w+/])[A-Za-z0-9+/]{24,}={0,2}(?![\w+/=])"),
 }
 
 
@@ -83,6 +84,7 @@ def measure(name: str, sessions: dict[str, list[str]]) -> dict[str, Any]:
     altered: list[dict[str, Any]] = []
     flagged: list[dict[str, Any]] = []
     times: list[float] = []
+    per_kchar: list[float] = []  # ms per 1,000 characters, outputs over 10,000 characters
     survivors: Counter[str] = Counter()
     lost: Counter[str] = Counter()
     outputs = 0
@@ -95,6 +97,8 @@ def measure(name: str, sessions: dict[str, list[str]]) -> dict[str, Any]:
             start = time.perf_counter()
             arrival = guard(msg, counter, store)
             times.append((time.perf_counter() - start) * 1000)
+            if len(text) > 10_000:
+                per_kchar.append(times[-1] / (len(text) / 1000))
             out = arrival.message.text
             for d in arrival.decisions:
                 row = {"session": sid, "output": i, "reason": d.reason}
@@ -125,6 +129,8 @@ def measure(name: str, sessions: dict[str, list[str]]) -> dict[str, Any]:
         "ms_median": statistics.median(times) if times else 0.0,
         "ms_p99": _percentile(times, 99),
         "ms_mean": statistics.fmean(times) if times else 0.0,
+        "ms_per_1k_chars_large": statistics.median(per_kchar) if per_kchar else 0.0,
+        "large_outputs": len(per_kchar),
         "survivors": dict(survivors),
         "survivors_lost": dict(lost),
         "altered_outputs": altered,
@@ -183,15 +189,23 @@ def table(results: list[dict[str, Any]], recall: dict[str, Any]) -> str:
         "alarm, a flagged one a false flag unless an injection is in it. Targets: at most 0.5% "
         "altered, 1% flagged.",
         "",
-        "| set | sessions | tool outputs | altered | flagged | ms/output median | p99 | mean |",
-        "|---|---|---|---|---|---|---|---|",
+        "| set | sessions | tool outputs | altered | flagged | ms/output median | p99 | mean "
+        "| ms per 1k chars (outputs > 10k chars) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         rows.append(
             f"| {r['set']} | {r['sessions']} | {r['tool_outputs']} | {r['altered']} "
             f"({r['altered_pct']:.2f}%) | {r['flagged']} ({r['flagged_pct']:.2f}%) | "
-            f"{r['ms_median']:.2f} | {r['ms_p99']:.2f} | {r['ms_mean']:.2f} |"
+            f"{r['ms_median']:.2f} | {r['ms_p99']:.2f} | {r['ms_mean']:.2f} | "
+            f"{r['ms_per_1k_chars_large']:.2f} ({r['large_outputs']} outputs) |"
         )
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    rows += [
+        "",
+        f"Times on a shared machine (load average {load:.1f} at the end of the run): compare "
+        "them with each other, not with other pages' figures.",
+    ]
     rows += ["", "What must survive (values found in the outputs / lost to redaction):", ""]
     rows.append("| set | " + " | ".join(SURVIVORS) + " |")
     rows.append("|---|" + "---|" * len(SURVIVORS))
