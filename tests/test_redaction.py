@@ -252,3 +252,30 @@ def test_a_message_without_secrets_is_the_same_object() -> None:
 
 def test_retrieve_tool_name_is_stable() -> None:
     assert RETRIEVE_TOOL_NAME == "retrieve_original"
+
+
+def test_anthropic_tool_results_are_redacted_everywhere() -> None:
+    token = "ghp_" + "R8sVt2Lq9ZxW4mKp7YcN3bHd6FgJ1aEu5TiO"
+    session = Session()
+    session.extend(
+        [
+            {"role": "user", "content": "go"},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t1", "name": "bash", "input": {}}],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "t1",
+                        "content": [{"type": "text", "text": f"GH={token}"}],
+                    }
+                ],
+            },
+        ]
+    )
+    result = session.render()
+    assert token not in repr(result) + repr(session.transcript())
+    assert "[REDACTED github-pat]" in json.dumps(result.to_anthropic())
