@@ -107,6 +107,9 @@ def _arguments(call: Mapping[str, Any] | str) -> dict[str, Any]:
             raw = json.loads(raw or "{}")
         except json.JSONDecodeError as exc:
             raise ValueError(f"the arguments are not valid JSON ({exc.msg})") from exc
+        except (ValueError, RecursionError) as exc:
+            # Numbers of thousands of digits, arrays nested thousands deep.
+            raise ValueError(f"the arguments cannot be read ({_clipped(str(exc), 120)})") from exc
     if not isinstance(raw, Mapping):
         raise ValueError("the arguments must be a JSON object")
     return dict(raw)
@@ -165,6 +168,10 @@ def handle_retrieve_call(
         answer = read_artifact(store, artifact, max_chars=8_000, **args).render()
     except (ArtifactNotFoundError, ConfigError) as exc:
         return f"error: {_clipped(str(exc))}"
+    except (ValueError, TypeError, RecursionError) as exc:
+        # What the checks did not foresee (say, a number too long to print) is still the
+        # arguments' fault: answered, never raised.
+        return f"error: the arguments cannot be used ({_clipped(str(exc), 200)})"
     return redact(answer).text if redact_secrets else answer
 
 

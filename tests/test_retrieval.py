@@ -80,7 +80,30 @@ HOSTILE: dict[str, Callable[[SQLiteArtifactStore], dict[str, object]]] = {
     "unknown artifact a megabyte long": lambda s: {"artifact": "art_" + "0" * 1_000_000},
     "artifact not a string": lambda s: {"artifact": 7},
     "unknown argument": lambda s: {"artifact": s.put("a"), "grep": "a"},
+    "page of 5000 digits": lambda s: {"artifact": s.put("a"), "page": 10**5000},
+    "lines of 5000 digits as a number": lambda s: {"artifact": s.put("a"), "lines": 10**5000},
 }
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "[" * 100_000 + "]" * 100_000,
+        '{"artifact": "art_0", "page": ' + "9" * 5_000 + "}",
+        "not json",
+        "[1, 2]",
+    ],
+    ids=["nested arguments", "5000-digit number", "not JSON", "not an object"],
+)
+def test_unreadable_arguments_are_answered_in_words(store: SQLiteArtifactStore, raw: str) -> None:
+    call = {
+        "id": "c",
+        "type": "function",
+        "function": {"name": RETRIEVE_TOOL_NAME, "arguments": raw},
+    }
+    answer = handle_retrieve_call(store, call)
+    assert answer.startswith("error: ")
+    assert len(answer) < 2_000
 
 
 @pytest.mark.parametrize("name", sorted(HOSTILE))
