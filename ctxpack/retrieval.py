@@ -163,7 +163,8 @@ def handle_retrieve_call(
     known = {"lines", "regex", "context", "json_path", "page"}
     unknown = sorted(set(args) - known)
     if unknown:
-        return f"error: unknown arguments {unknown}; valid ones are artifact, {sorted(known)}"
+        named = _clipped(str(unknown), 200)
+        return f"error: unknown arguments {named}; valid ones are artifact, {sorted(known)}"
     try:
         answer = read_artifact(store, artifact, max_chars=8_000, **args).render()
     except (ArtifactNotFoundError, ConfigError) as exc:
