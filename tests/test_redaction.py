@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import json
 import uuid
+from itertools import pairwise
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ctxpack
 from ctxpack import ConfigError, Message, Session, pack
@@ -279,3 +282,23 @@ def test_anthropic_tool_results_are_redacted_everywhere() -> None:
     result = session.render()
     assert token not in repr(result) + repr(session.transcript())
     assert "[REDACTED github-pat]" in json.dumps(result.to_anthropic())
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    before=st.text(max_size=200),
+    after=st.text(max_size=200),
+    planted=st.sampled_from(CORPUS),
+)
+def test_redaction_removes_planted_secrets_between_any_lines_and_is_idempotent(
+    before: str, after: str, planted: tuple[str, str, list[str]]
+) -> None:
+    _, text, values = planted
+    out = redact(f"{before}\n{text}\n{after}")
+    # Any lines around the planted output: the value never survives, and redacting the result
+    # again changes nothing.
+    assert not any(value in out.text for value in values)
+    assert redact(out.text).text == out.text
+    spans = [(f.start, f.end) for f in out.findings]
+    assert spans == sorted(spans)
+    assert all(a_end <= b_start for (_, a_end), (b_start, _) in pairwise(spans))
