@@ -116,8 +116,10 @@ def _guarded(stage: Stage, redact_secrets: bool, flag_injections: bool) -> Stage
         for name, s in steps
         if all(on or not isinstance(s, kind) for on, (kind, _) in zip(wanted, _GUARDS, strict=True))
     ]
+    taken = {name for name, _ in kept}
     missing = [
-        (name, kind())
+        # A step of the caller's own may already use the guard's name.
+        (name if name not in taken else f"{name}_guard", kind())
         for on, (kind, name) in zip(wanted, _GUARDS, strict=True)
         if on and not any(isinstance(s, kind) for _, s in kept)
     ]

@@ -302,3 +302,13 @@ def test_redaction_removes_planted_secrets_between_any_lines_and_is_idempotent(
     spans = [(f.start, f.end) for f in out.findings]
     assert spans == sorted(spans)
     assert all(a_end <= b_start for (_, a_end), (b_start, _) in pairwise(spans))
+
+
+def test_a_custom_step_named_redact_keeps_its_name() -> None:
+    def redact(ctx: Any) -> Any:
+        return ctx
+
+    token = "AKIA" + "ZQ3MHYJKLMNOPQR7"
+    pipeline = Pipeline([("redact", redact), GreedyPacker()])
+    result = pack(_history([f"key {token}"]), budget=10_000, pipeline=pipeline)
+    assert token not in result.messages[-1].text
