@@ -305,10 +305,10 @@ def test_redaction_removes_planted_secrets_between_any_lines_and_is_idempotent(
 
 
 def test_a_custom_step_named_redact_keeps_its_name() -> None:
-    def redact(ctx: Any) -> Any:
+    def mine(ctx: Any) -> Any:
         return ctx
 
     token = "AKIA" + "ZQ3MHYJKLMNOPQR7"
-    pipeline = Pipeline([("redact", redact), GreedyPacker()])
+    pipeline = Pipeline([("redact", mine), GreedyPacker()])
     result = pack(_history([f"key {token}"]), budget=10_000, pipeline=pipeline)
     assert token not in result.messages[-1].text
