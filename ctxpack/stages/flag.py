@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import ClassVar
 
-from ..injection import injection_reason, message_injections, quarantine_note
-from ..messages import Role
+from .._internal.prefix import PrefixMemo
+from ..injection import InjectionFinding, injection_reason, message_injections, quarantine_note
+from ..messages import Message, Role
 from ..pipeline import Decision, PackContext
 from ._base import StageModel
 
 __all__ = ["InjectionFlagger"]
+
+
+@lru_cache(maxsize=32)
+def _markers(roles: frozenset[str]) -> PrefixMemo[Message, tuple[InjectionFinding, ...]]:
+    """Each message's injection markers, memoised across packs of a growing history."""
+
+    def markers(message: Message) -> tuple[InjectionFinding, ...]:
+        return message_injections(message) if message.role in roles else ()
+
+    return PrefixMemo(markers)
 
 
 class InjectionFlagger(StageModel):
@@ -43,15 +55,15 @@ class InjectionFlagger(StageModel):
     quarantine: bool = False
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
+        found_per_message = _markers(frozenset(self.roles))(ctx.messages)
+        flagged = [i for i, found in enumerate(found_per_message) if found]
+        if not flagged:
+            return ctx
         messages = list(ctx.messages)
         decisions = []
         artifacts = dict(ctx.artifacts)
-        for i, msg in enumerate(messages):
-            if msg.role not in self.roles:
-                continue
-            found = message_injections(msg)
-            if not found:
-                continue
+        for i in flagged:
+            msg, found = messages[i], found_per_message[i]
             reason = injection_reason(found)
             new = msg
             if self.quarantine:
@@ -69,6 +81,4 @@ class InjectionFlagger(StageModel):
                     tokens_after=ctx.tokens(new),
                 )
             )
-        if not decisions:
-            return ctx
         return ctx.decide(*decisions, messages=tuple(messages), artifacts=artifacts)

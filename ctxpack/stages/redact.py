@@ -2,14 +2,32 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import ClassVar
 
-from ..messages import Role
+from .._internal.prefix import PrefixMemo
+from ..messages import Message, Role
 from ..pipeline import Decision, PackContext
-from ..redaction import redact_message, secrets_reason
+from ..redaction import SecretFinding, redact_message, secrets_reason
 from ._base import StageModel
 
 __all__ = ["SecretRedactor"]
+
+_Redacted = tuple[Message, tuple[SecretFinding, ...]] | None
+
+
+@lru_cache(maxsize=32)
+def _redactions(roles: frozenset[str]) -> PrefixMemo[Message, _Redacted]:
+    """Each message redacted (``None`` when nothing is), memoised across packs of a growing
+    history: a long history is packed again every turn, its messages unchanged."""
+
+    def redacted(message: Message) -> _Redacted:
+        if message.role not in roles:
+            return None
+        new, found = redact_message(message)
+        return (new, found) if found else None
+
+    return PrefixMemo(redacted)
 
 
 class SecretRedactor(StageModel):
@@ -42,14 +60,16 @@ class SecretRedactor(StageModel):
     roles: tuple[Role, ...] = ("tool",)
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
+        results = _redactions(frozenset(self.roles))(ctx.messages)
+        changed = [i for i, result in enumerate(results) if result is not None]
+        if not changed:
+            return ctx
         messages = list(ctx.messages)
         decisions = []
-        for i, msg in enumerate(messages):
-            if msg.role not in self.roles:
-                continue
-            new, found = redact_message(msg)
-            if not found:
-                continue
+        for i in changed:
+            result = results[i]
+            assert result is not None  # changed lists only those
+            msg, (new, found) = messages[i], result
             messages[i] = new
             decisions.append(
                 Decision(
@@ -61,6 +81,4 @@ class SecretRedactor(StageModel):
                     tokens_after=ctx.tokens(new),
                 )
             )
-        if not decisions:
-            return ctx
         return ctx.decide(*decisions, messages=tuple(messages))
