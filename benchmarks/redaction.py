@@ -223,6 +223,30 @@ def table(results: list[dict[str, Any]], recall: dict[str, Any]) -> str:
     return "\n".join(rows) + "\n"
 
 
+def session_steps(folder: Path) -> dict[str, float]:
+    """Median ms per appended message of ``Session(model="gpt-4")`` over every session, with
+    the guard (the defaults) and without it, the two runs interleaved session by session."""
+    from ctxpack import Session
+
+    times: dict[str, list[float]] = {"with guard": [], "without guard": []}
+    options = {
+        "with guard": {},
+        "without guard": {"redact_secrets": False, "flag_injections": False},
+    }
+    for file in sorted(folder.glob("*.json")):
+        messages = json.loads(file.read_text("utf-8"))["messages"]
+        for name, extra in options.items():
+            clear_caches()
+            session = Session(model="gpt-4", **extra)  # type: ignore[arg-type]
+            for message in messages:
+                start = time.perf_counter()
+                session.append(message)
+                times[name].append((time.perf_counter() - start) * 1000)
+    return {name: statistics.median(values) for name, values in times.items()} | {
+        f"{name} mean": statistics.fmean(values) for name, values in times.items()
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="folder of session JSON")
@@ -241,11 +265,19 @@ def main() -> None:
     find_secrets("warm up: key=value token ghp_ AKIA sk- xoxb- -----BEGIN")
     results = [measure(name, data) for name, data in sets]
     recall = corpus_recall()
+    steps = session_steps(args.data)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "redaction.json").write_text(
-        json.dumps({"sets": results, "corpus": recall}, indent=1) + "\n", encoding="utf-8"
+        json.dumps({"sets": results, "corpus": recall, "session_steps": steps}, indent=1) + "\n",
+        encoding="utf-8",
     )
     text = table(results, recall)
+    text += (
+        f"\n`Session.append()` per message on {args.data.name} (every message, median / mean): "
+        f"{steps['with guard']:.2f} / {steps['with guard mean']:.2f} ms with the guard, "
+        f"{steps['without guard']:.2f} / {steps['without guard mean']:.2f} ms without "
+        "(`redact_secrets=False, flag_injections=False`).\n"
+    )
     (args.out / "redaction.md").write_text(text, encoding="utf-8")
     print(text)
 
