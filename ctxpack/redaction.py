@@ -9,11 +9,11 @@ keywords appears (in the text, then on the lines of the match), the secret is th
 group, it must reach the rule's entropy, and the rule's and the global allowlists spare
 placeholders such as ``${TOKEN}``.
 
-Three rules of ctxpack's own cover what gitleaks leaves to other tools: credentials in a URL
+Four rules of ctxpack's own cover what gitleaks leaves to other tools: credentials in a URL
 (``https://user:pass@host``, as detect-secrets' basic-auth detector), ``KEY=value`` lines
 whose key names a password or secret, whatever the value's entropy (as detect-secrets' keyword
-detector), and an AWS secret access key next to its name (as trufflehog's AWS detector pairs
-it).
+detector), the value of a command-line option such as ``--password``, and an AWS secret access
+key next to its name (as trufflehog's AWS detector pairs it).
 
 Example:
     >>> out = redact("export AWS_ACCESS_KEY_ID=AKIAZ5GMHYJKLMNOPQR7")
@@ -181,6 +181,18 @@ _OWN_RULES: tuple[dict[str, Any], ...] = (
         "entropy": 0.0,
         "keywords": ["pass", "pwd", "secret", "key", "token"],
     },
+    {
+        "id": "password-option",
+        # A command-line option that takes a password or token: --password=VALUE, or
+        # --password VALUE where VALUE is not a word of prose (it holds a digit or a symbol).
+        # An upper-case value is a help text's placeholder (--token TOKEN).
+        "regex": r"(?i)(?<![\w-])--(?:db-|admin-|api-)?(?:password|passwd|passphrase|token|"
+        r"api-key|secret)(?:=(?:\"([^\"\n]{4,200})\"|'([^'\n]{4,200})'|([^\s'\"]{4,200}))|"
+        r"[ \t]+(?-i:(?![A-Z0-9_]+(?:[\s'\"]|$)))(?=[^\s'\"]*[^A-Za-z\s'\"])"
+        r"([^\s'\"\-][^\s'\"]{3,199}))",
+        "entropy": 0.0,
+        "keywords": ["--"],
+    },
 )
 
 # A value that names or refers to a secret instead of being one: a variable, a template, a
@@ -188,7 +200,7 @@ _OWN_RULES: tuple[dict[str, Any], ...] = (
 _NOT_A_VALUE = _compile(
     r"^(?:\$\{?\w+\}?|%\w+%|\{\{.*\}\}|<[^>]*>|\*+|x+|X+|\.+|null|none|true|false|"
     r"(?i:your[\w-]*)|"
-    r"\[REDACTED [\w-]+\]|[a-z_]+\.[a-z_.]+|[A-Za-z_]+\(.*)$"
+    r"\[REDACTED\b.*|[a-z_]+\.[a-z_.]+|[A-Za-z_]+\(.*)$"
 )
 
 

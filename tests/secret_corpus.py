@@ -81,6 +81,8 @@ def planted(seed: int = 0) -> Iterator[tuple[str, str, list[str]]]:
     for fmt, value in secrets(seed):
         if fmt == "password":
             yield "env password", f"DEBUG=1\nDB_PASSWORD={value}\nDB_HOST=db\n", [value]
+            yield "cli password", f"$ mysql -u app --password={value} prod\n", [value]
+            yield "cli password after a space", f"docker login --password {value} reg.io", [value]
             yield "yaml password", f"database:\n  user: app\n  password: '{value}'\n", [value]
             yield "json password", json.dumps({"user": "app", "password": value}, indent=2), [value]
             continue

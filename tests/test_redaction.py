@@ -100,6 +100,7 @@ def test_the_corpus_covers_many_formats() -> None:
         "jwt",
         "url-credentials",
         "secret-assignment",
+        "password-option",
     } <= kinds
 
 
@@ -239,6 +240,9 @@ NOT_SECRETS = [
     "SECRET_KEY = os.environ['SECRET_KEY']",
     "DB_PASSWORD=${DB_PASSWORD}\nAPI_KEY=<your-api-key>",
     "max_tokens: 4096\naccess_level: admin",
+    "  --token TOKEN   the API token to use\n  --password-file PATH",
+    "# on old systems --password suffers from the same problem",
+    "git log --token-count",
 ]
 
 

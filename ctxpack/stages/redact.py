@@ -34,7 +34,7 @@ class SecretRedactor(StageModel):
     """Replace each secret (a provider key, a token, a private key, a password in a
     configuration line...) by ``[REDACTED kind]``, before any other stage reads the message.
 
-    Secrets are found by :mod:`ctxpack.redaction` (gitleaks' rules and three of ctxpack's own).
+    Secrets are found by :mod:`ctxpack.redaction` (gitleaks' rules and four of ctxpack's own).
     Each message changed gets a ``redacted`` decision naming the kinds of secret, never a value.
     The original is not kept as an artifact: it would hand the secret back.
 
