@@ -197,6 +197,8 @@ REGEX_TIME_LIMIT = 0.25
 time within a line, as the ``regex`` package measures it, and wall-clock time across lines)."""
 
 _MAX_LINE_DIGITS = 9  # line numbers beyond a billion are a mistake, not a file
+_MAX_EXPANSION = 500_000
+_COUNTED = re.compile(r"\{(\d+)(?:,(\d*))?\}")
 _MAX_JSON_STEPS = 100
 
 
@@ -460,6 +462,43 @@ def _check_read(
         raise ConfigError(f"regex is {len(regex)} characters long; the limit is {MAX_REGEX_CHARS}")
 
 
+def _expansion(pattern: str) -> int:
+    """How many atoms ``pattern`` holds once its counted repeats are unrolled, roughly (group
+    headers count as atoms, alternatives add up): the ``regex`` package unrolls nested counted
+    repeats when it compiles, so ``(?:(?:a{1000}){1000}){1000}`` would take minutes to compile,
+    before any time limit applies."""
+    frames = [[0, 0]]  # per open group: [atoms so far, atoms of the last item]
+    i, n = 0, len(pattern)
+    while i < n:
+        ch = pattern[i]
+        counted = _COUNTED.match(pattern, i) if ch == "{" else None
+        if counted:
+            low, high = counted.group(1), counted.group(2)
+            times = int(high or low) if len(high or low) < 7 else 10**6
+            frame = frames[-1]
+            frame[0] += frame[1] * (times - 1)
+            frame[1] *= times
+            i = counted.end()
+            continue
+        if ch == "(":
+            frames.append([0, 0])
+        elif ch == ")" and len(frames) > 1:
+            size = frames.pop()[0]
+            frames[-1][0] += size
+            frames[-1][1] = size
+        else:
+            if ch == "\\":
+                i += 1
+            elif ch == "[":
+                # A character class is one atom: skip to its closing bracket.
+                close = pattern.find("]", i + 2)
+                i = close if close != -1 else n
+            frames[-1][0] += 1
+            frames[-1][1] = 1
+        i += 1
+    return sum(frame[0] for frame in frames)
+
+
 def _grep(all_lines: list[str], regex: str, context: int) -> tuple[list[str], int]:
     """The lines matching ``regex`` with ``context`` lines around them, numbered as grep does
     (``12:`` a match, ``13-`` context, ``--`` between runs), and how many lines matched.
@@ -467,6 +506,11 @@ def _grep(all_lines: list[str], regex: str, context: int) -> tuple[list[str], in
     The search runs with the ``regex`` package under :data:`REGEX_TIME_LIMIT` seconds in all,
     so a pattern that backtracks without end (``(a+)+$``) is abandoned, not waited for.
     """
+    if _expansion(regex) > _MAX_EXPANSION:
+        raise ConfigError(
+            f"regex={regex!r} nests counted repeats too deep (such as (?:(?:a{{1000}}){{1000}})"
+            f"); unrolled it would hold over {_MAX_EXPANSION:,} atoms, too many to compile"
+        )
     try:
         pattern = regex_engine.compile(regex)
     except (regex_engine.error, OverflowError, RecursionError) as exc:

@@ -80,6 +80,10 @@ HOSTILE: dict[str, Callable[[SQLiteArtifactStore], dict[str, object]]] = {
     "unknown artifact a megabyte long": lambda s: {"artifact": "art_" + "0" * 1_000_000},
     "artifact not a string": lambda s: {"artifact": 7},
     "unknown argument": lambda s: {"artifact": s.put("a"), "grep": "a"},
+    "nested counted repeats": lambda s: {
+        "artifact": s.put("a" * 100),
+        "regex": "(?:(?:a{1000}){1000}){1000}",
+    },
     "page of 5000 digits": lambda s: {"artifact": s.put("a"), "page": 10**5000},
     "lines of 5000 digits as a number": lambda s: {"artifact": s.put("a"), "lines": 10**5000},
 }
@@ -177,3 +181,9 @@ def test_anthropic_and_openai_calls_are_read(store: SQLiteArtifactStore) -> None
     anthropic_call = {"type": "tool_use", "name": RETRIEVE_TOOL_NAME, "input": {"artifact": ref}}
     assert handle_retrieve_call(store, openai_call).endswith("a\nb")
     assert handle_retrieve_call(store, anthropic_call).endswith("a\nb")
+
+
+def test_counted_repeats_within_reason_still_run(store: SQLiteArtifactStore) -> None:
+    ref = store.put("ab" * 50 + "\nxyz")
+    assert read_artifact(store, ref, regex="(?:ab){50}", context=0).matches == 1
+    assert read_artifact(store, ref, regex="^[x-z]{3}$", context=0).matches == 1
