@@ -33,11 +33,13 @@ class Arrival:
         message: The message with its secrets replaced (the one the transcript keeps).
         quarantined: What the compact record holds instead, when the message was quarantined.
         decisions: The ``redacted`` and ``flagged`` decisions about it.
+        stored: The artifact id of a quarantined message's text.
     """
 
     message: Message
     quarantined: Message | None = None
     decisions: tuple[Decision, ...] = field(default=())
+    stored: str | None = None
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,7 @@ class ArrivalGuard:
                     )
                 )
                 message = clean
-        quarantined = None
+        quarantined, stored = None, None
         if self.flag_injections and message.role == "tool":
             markers = message_injections(message)
             if markers:
@@ -121,4 +123,4 @@ class ArrivalGuard:
                         tokens_after=counter.count_message(quarantined or message),
                     )
                 )
-        return Arrival(message, quarantined, tuple(decisions))
+        return Arrival(message, quarantined, tuple(decisions), stored)

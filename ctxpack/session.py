@@ -346,6 +346,7 @@ class Session:
         if msg.role == "tool":
             if arrival.quarantined is not None:
                 compact = arrival.quarantined
+                self._record_quarantine(msg, compact, arrival.stored)
             elif self.filter_when == "answered":
                 self._pending.append(index)
             else:
@@ -392,6 +393,15 @@ class Session:
             )
         )
         return compact
+
+    def _record_quarantine(self, msg: Message, note: Message, stored: str | None) -> None:
+        call = self._calls.get(msg.tool_call_id or "")
+        before, after = self.counter.count_message(msg), self.counter.count_message(note)
+        reason = "withheld as a possible prompt injection (flag_injections='quarantine')"
+        tool, command = (call.tool, call.command) if call else (None, None)
+        self._record(
+            FilterRecord(msg.id, "quarantined", True, stored, before, after, reason, tool, command)
+        )
 
     def _unfiltered(self, msg: Message, tool: str | None) -> str | None:
         """Why a tool output is never filtered, or ``None`` when it may be."""

@@ -106,6 +106,15 @@ def test_quarantine_withholds_the_text_and_keeps_the_original() -> None:
     assert "Ignore previous" not in sent
     assert "quarantined" in sent
     assert session.transcript()[-1].text == INJECTED
+    decisions = [d for d in session.render().decisions if d.message_id == "s2"]
+    assert [(d.stage, d.action) for d in decisions] == [
+        ("flag", "flagged"),
+        ("filter", "compressed"),
+    ]
+    assert session.render().original("s2").text == INJECTED  # type: ignore[union-attr]
+    (record,) = [r for r in session.records if r.message_id == "s2"]
+    assert record.kind == "quarantined"
+    assert session.store.get(record.artifact) == INJECTED  # type: ignore[arg-type]
     quarantined = pack(
         _history(INJECTED),
         budget=1_000,
