@@ -79,3 +79,19 @@ def test_code_index_read_refuses_a_symlink_swapped_in_after_indexing(
     (root / "main.py").symlink_to(outside / "secret.txt")
     with pytest.raises(WorkspacePathError, match="outside the root"):
         index.read("main.py")
+
+
+def test_a_selected_file_s_secrets_never_reach_the_context(tree: tuple[Path, Path]) -> None:
+    from ctxpack.selection import Selection, apply_selection
+
+    root, _ = tree
+    token = "ghp_" + "R8sVt2Lq9ZxW4mKp7YcN3bHd6FgJ1aEu5TiO"
+    (root / ".env.example").write_text(f"DEBUG=1\nGITHUB_TOKEN={token}\n")
+    workspace = Workspace([{"role": "user", "content": "why does CI fail?"}], root=root)
+    selection = Selection(
+        include_messages=[0], include_files=[FileRequest(path=".env.example")], selector="test"
+    )
+    result = apply_selection(selection, workspace)
+    text = "\n".join(m.text for m in result.messages)
+    assert token not in text
+    assert "GITHUB_TOKEN=[REDACTED github-pat]" in text
