@@ -31,6 +31,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from .._internal.paths import confined_file
 from ..errors import ConfigError
 from ..signals.lexical import InvertedIndex
 from ..tokens import CounterLike, TokenCounter, get_counter
@@ -348,9 +349,16 @@ class CodeIndex:
             return self._tokens[path]
 
     def read(self, path: str) -> str:
-        """The current text of an indexed file."""
+        """The current text of an indexed file.
+
+        Raises:
+            ConfigError: ``path`` is not an indexed file.
+            WorkspacePathError: the file now leads outside the root (a symlink swapped in
+                since indexing) or has several hard links.
+        """
         self.parsed(path)
-        return (self.root / path).read_text(encoding="utf-8", errors="replace")
+        # Checked again now: the tree may have changed since it was indexed.
+        return confined_file(self.root, path).read_text(encoding="utf-8", errors="replace")
 
     def definitions(self, name: str) -> list[Symbol]:
         """Every symbol unit named ``name`` (where it is defined)."""
