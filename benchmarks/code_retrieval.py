@@ -135,6 +135,7 @@ def export(task: Task, repos: Path, cache: Path, keep_tests: bool) -> Path:
     pathspec = ["--", "."]
     if not keep_tests:
         pathspec += [f":(exclude,glob)**/{d}/**" for d in TEST_DIRS]
+    pathspec += [f":(exclude,literal){path}" for path in missing_blobs(git_dir, task.base_commit)]
     archive = subprocess.Popen(
         ["git", "--git-dir", str(git_dir), "archive", task.base_commit, *pathspec],
         stdout=subprocess.PIPE,
@@ -144,6 +145,26 @@ def export(task: Task, repos: Path, cache: Path, keep_tests: bool) -> Path:
         raise SystemExit(f"error: git archive of {task.base_commit} in {git_dir} failed")
     partial.rename(target)
     return target
+
+
+def missing_blobs(git_dir: Path, commit: str) -> list[str]:
+    """Paths of ``commit`` whose content the clone lacks (a partial mirror leaves out its
+    largest files): exported without them rather than not at all."""
+    listing = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "ls-tree", "-r", "-z", commit],
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")
+    entries = [e.decode("utf-8", "replace").split("\t", 1) for e in listing if b"\t" in e]
+    blobs = [(meta.split()[2], path) for meta, path in entries if meta.split()[1] == "blob"]
+    check = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "cat-file", "--batch-check"],
+        input="".join(f"{oid}\n" for oid, _ in blobs),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    return [path for (_, path), line in zip(blobs, check, strict=True) if line.endswith(" missing")]
 
 
 # Left out of the tree's tokens, as the data's SOURCE.md measures it: images and other binary
