@@ -71,6 +71,7 @@ ALL_METHODS = (
 )
 AIDER_SCRIPT = Path(__file__).resolve().parent / "aider_repomap.py"
 KS = (1, 3, 5, 10)
+DEV_REPOS = ("psf/requests", "pytest-dev/pytest", "pallets/flask")
 TEST_DIRS = ("test", "tests", "testing")
 WARM_RUNS = 5
 SEARCH_CONTEXT_FILES = 5
@@ -321,8 +322,10 @@ def run_task(
     budget_share: float,
     counter: Any,
     aider_python: str | None = None,
+    *,
+    cold: bool = True,
 ) -> tuple[list[Outcome], dict[str, Any]]:
-    if db.exists():
+    if cold and db.exists():
         db.unlink()
     started = time.perf_counter()
     index = CodeIndex(root, db=db)
@@ -338,6 +341,7 @@ def run_task(
         "tree_tokens": whole,
         "budget": budget,
         "build_seconds": build,
+        "cold_build": cold,
     }
     out: list[Outcome] = []
     gold = task.gold
@@ -485,8 +489,53 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
+def _table(summary: Mapping[str, Any]) -> list[str]:
+    header = [
+        "method",
+        *(f"R@{k}" for k in KS),
+        "MRR",
+        "within B",
+        "tokens",
+        "share",
+        "max share",
+        "s/task",
+    ]
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for m, s in summary.items():
+        cells = [
+            m,
+            *(_pct(s["recall_at"][str(k)]) for k in KS),
+            f"{s['mrr']:.3f}",
+            _pct(s["recall_within_budget"]),
+            f"{s['mean_tokens']:.0f}",
+            _pct(s["mean_token_share"]),
+            _pct(s["max_token_share"]),
+            f"{s['mean_seconds']:.2f}",
+        ]
+        out.append("| " + " | ".join(cells) + " |")
+    return out
+
+
+def _by_repository(outcomes: Sequence[Outcome], infos: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Recall@5 of each method per repository."""
+    repo_of = {i["task"]: i["repo"] for i in infos}
+    repos = list(dict.fromkeys(i["repo"] for i in infos))
+    methods = [m for m in dict.fromkeys(o.method for o in outcomes) if m != "load-everything"]
+    out = ["| method | " + " | ".join(repos) + " |", "|" + "---|" * (1 + len(repos))]
+    for m in methods:
+        cells = []
+        for repo in repos:
+            ranks = [
+                r for o in outcomes if o.method == m and repo_of[o.task] == repo for r in o.ranks
+            ]
+            found = sum(1 for r in ranks if r is not None and r <= 5)
+            cells.append(_pct(found / len(ranks)) if ranks else "-")
+        out.append(f"| {m} | " + " | ".join(cells) + " |")
+    return out
+
+
 def render_markdown(
-    summary: Mapping[str, Any],
+    summary: Mapping[str, Mapping[str, Any]],
     infos: Sequence[Mapping[str, Any]],
     outcomes: Sequence[Outcome],
     budget_share: float,
@@ -499,59 +548,64 @@ def render_markdown(
         f"method's first k files. Budget B = {budget_share:.0%} of each tree's tokens "
         "(cl100k_base, every text file); 'within B': gold files shown in a context of at most "
         "B tokens (whole files in rank order for the baselines, ctxpack's passages for "
-        "ctxpack). Tokens: of that context, mean over tasks, and its share of the tree."
+        "ctxpack). Tokens: of that context, mean over tasks, and its share of the tree. "
+        "s/task: seconds per task (ranking or loop, index in memory)."
     )
     out.append("")
     for note in notes:
         out.extend([note, ""])
-    header = ["method", *(f"R@{k}" for k in KS), "MRR", "within B", "tokens", "share", "max share"]
-    out.append("| " + " | ".join(header) + " |")
-    out.append("|" + "---|" * len(header))
-    for m, s in summary.items():
-        out.append(
-            "| "
-            + " | ".join(
+    for split, table in summary.items():
+        rows = [i for i in infos if i["split"] == split]
+        gold = sum(
+            len(o.ranks)
+            for o in outcomes
+            if o.method == "load-everything" and o.task in {i["task"] for i in rows}
+        )
+        repos = ", ".join(dict.fromkeys(i["repo"] for i in rows))
+        out.extend([f"## {split}: {len(rows)} tasks, {gold} gold files ({repos})", ""])
+        out.extend(_table(table))
+        loop = table.get("ctxpack-loop", {})
+        if "recall_after_cycle" in loop:
+            out.extend(
                 [
-                    m,
-                    *(_pct(s["recall_at"][str(k)]) for k in KS),
-                    f"{s['mrr']:.3f}",
-                    _pct(s["recall_within_budget"]),
-                    f"{s['mean_tokens']:.0f}",
-                    _pct(s["mean_token_share"]),
-                    _pct(s["max_token_share"]),
+                    "",
+                    "Loop: gold files judged >= 0.7 after each cycle: "
+                    + ", ".join(
+                        f"cycle {i + 1} {_pct(r)}" for i, r in enumerate(loop["recall_after_cycle"])
+                    )
+                    + ".",
                 ]
             )
-            + " |"
-        )
-    loop = summary.get("ctxpack-loop", {})
-    if "recall_after_cycle" in loop:
-        out.extend(
-            [
-                "",
-                "Loop: gold files judged >= 0.7 after each cycle: "
-                + ", ".join(
-                    f"cycle {i + 1} {_pct(r)}" for i, r in enumerate(loop["recall_after_cycle"])
-                )
-                + ".",
-            ]
-        )
+        out.append("")
+    out.extend(["## Recall@5 by repository", ""])
+    out.extend(_by_repository(outcomes, infos))
     builds = [i["build_seconds"] for i in infos]
     warm = [i["warm_query_ms"] for i in infos if "warm_query_ms" in i]
     out.extend(["", "## Speed", ""])
+    kind = (
+        "Cold index build (parse + count + store, empty SQLite)"
+        if all(i.get("cold_build", True) for i in infos)
+        else "Index load (kept between runs: read back from SQLite, not parsed)"
+    )
     out.append(
-        "Cold index build (parse + count + store, empty SQLite): "
-        f"median {statistics.median(builds):.2f} s, max {max(builds):.2f} s. "
+        f"{kind}: median {statistics.median(builds):.2f} s, max {max(builds):.2f} s. "
         + (
-            f"Warm query (`rank_files`, index in memory): median {statistics.median(warm):.1f} ms, "
-            f"max {max(warm):.1f} ms."
+            f"Warm query (`rank_files`, index in memory, median of {WARM_RUNS} runs per task): "
+            f"median over tasks {statistics.median(warm):.1f} ms, max {max(warm):.1f} ms."
             if warm
             else ""
         )
     )
+    for split in summary:
+        split_warm = [
+            i["warm_query_ms"] for i in infos if i["split"] == split and "warm_query_ms" in i
+        ]
+        if split_warm:
+            out.append(f"{split}: warm query median {statistics.median(split_warm):.1f} ms.")
     out.extend(["", "## Per task", ""])
-    methods = [m for m in summary if m != "load-everything"]
-    out.append("| task | files | tree tokens | " + " | ".join(methods) + " |")
-    out.append("|" + "---|" * (3 + len(methods)))
+    methods = [m for m in dict.fromkeys(o.method for o in outcomes) if m != "load-everything"]
+    out.append("| task | split | files | tree tokens | " + " | ".join(methods) + " |")
+    out.append("|" + "---|" * (4 + len(methods)))
     by = {(o.method, o.task): o for o in outcomes}
     for i in infos:
         cells = []
@@ -561,7 +615,9 @@ def render_markdown(
                 "-" if o is None else ",".join("miss" if r is None else str(r) for r in o.ranks)
             )
         out.append(
-            f"| {i['task']} | {i['files']} | {i['tree_tokens']} | " + " | ".join(cells) + " |"
+            f"| {i['task']} | {i['split']} | {i['files']} | {i['tree_tokens']} | "
+            + " | ".join(cells)
+            + " |"
         )
     out.extend(["", "Cells: the rank of each gold file (miss: not returned)."])
     return "\n".join(out)
@@ -569,7 +625,22 @@ def render_markdown(
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tasks", type=Path, required=True, help="the tasks.jsonl file")
+    parser.add_argument(
+        "--tasks", type=Path, nargs="+", required=True, help="tasks.jsonl files (one or more)"
+    )
+    parser.add_argument(
+        "--dev-repos",
+        default=",".join(DEV_REPOS),
+        help="comma-separated repositories the ranking was tuned on; every figure is "
+        "reported for them and for the others (held out) apart",
+    )
+    parser.add_argument(
+        "--index-dir",
+        type=Path,
+        default=None,
+        help="keep each task's index here between runs (its build time is then a reload, "
+        "not a cold build); default: a cold build in --cache every run",
+    )
     parser.add_argument("--repos", type=Path, required=True, help="folder of clones or mirrors")
     parser.add_argument("--cache", type=Path, required=True, help="where base commits go")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="results folder")
@@ -583,22 +654,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="a Python with aider-chat installed, for the aider-repomap baseline",
     )
     args = parser.parse_args(argv)
-    tasks = load_tasks(args.tasks)[: args.limit]
+    tasks = [t for path in args.tasks for t in load_tasks(path)][: args.limit]
+    dev_repos = tuple(r for r in args.dev_repos.split(",") if r)
     counter = get_counter()
     args.cache.mkdir(parents=True, exist_ok=True)
     outcomes: list[Outcome] = []
     infos: list[dict[str, Any]] = []
     for task in tasks:
         root = export(task, args.repos, args.cache, args.keep_tests)
+        index_dir = args.index_dir or args.cache
+        index_dir.mkdir(parents=True, exist_ok=True)
         got, info = run_task(
             task,
             root,
-            args.cache / f"{task.instance_id}.sqlite",
+            index_dir / f"{task.instance_id}.sqlite",
             args.methods,
             args.budget_share,
             counter,
             args.aider_python,
+            cold=args.index_dir is None,
         )
+        info["repo"] = task.repo
+        info["split"] = "dev" if task.repo in dev_repos else "held-out"
         outcomes.extend(got)
         infos.append(info)
         line = " ".join(
@@ -607,8 +684,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             if o.method != "load-everything"
         )
         print(f"{task.instance_id}: build {info['build_seconds']:.1f}s {line}", file=sys.stderr)
-    summary = summarize(outcomes, infos)
-    notes = []
+    splits = {
+        name: [i for i in infos if i["split"] == name]
+        for name in ("dev", "held-out")
+        if any(i["split"] == name for i in infos)
+    }
+    summary = {
+        name: summarize([o for o in outcomes if o.task in {i["task"] for i in rows}], rows)
+        for name, rows in splits.items()
+    }
+    notes = [
+        f"Split by repository: dev (weights and rules chosen on these) = {', '.join(dev_repos)}; "
+        "held-out = every other repository. Every figure is given for each split apart."
+    ]
     if "aider-repomap" in args.methods and args.aider_python is None:
         notes.append("Not run: `aider-repomap` (no `--aider-python` given).")
     markdown = render_markdown(summary, infos, outcomes, args.budget_share, notes)
@@ -617,7 +705,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     (args.out / "code_retrieval.md").write_text(markdown + "\n", encoding="utf-8")
     payload = {
         "config": {
-            "tasks": str(args.tasks),
+            "tasks": [str(p) for p in args.tasks],
+            "dev_repos": list(dev_repos),
+            "index_dir": None if args.index_dir is None else str(args.index_dir),
             "methods": args.methods,
             "budget_share": args.budget_share,
             "keep_tests": args.keep_tests,

@@ -23,6 +23,7 @@ query names them.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -681,7 +682,7 @@ def _member_pairs(dotted: str) -> list[str]:
     """The ``Class.member`` pairs of a dotted name: ``a.Model.save`` gives ``Model.save`` (and
     ``a.Model``, which names nothing unless ``a`` is a class)."""
     parts = dotted.split(".")
-    return [f"{a}.{b}" for a, b in zip(parts, parts[1:], strict=False)]
+    return [f"{a}.{b}" for a, b in itertools.pairwise(parts)]
 
 
 def _normalised(values: Any) -> Any:

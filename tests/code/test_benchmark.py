@@ -70,7 +70,10 @@ def test_a_run_exports_ranks_and_reports(
     assert (exported / "api" / "throttle.py").is_file()
     assert not (exported / "tests").exists()  # test folders are left out
     payload = json.loads((out / "code_retrieval.json").read_text())
-    results = payload["results"]
+    # Not a tuning repository: the task is held out, and reported apart.
+    assert set(payload["results"]) == {"held-out"}
+    assert payload["tasks"][0]["split"] == "held-out"
+    results = payload["results"]["held-out"]
     assert set(results) == {
         "ctxpack-search",
         "ctxpack-search (whole files)",
@@ -85,6 +88,15 @@ def test_a_run_exports_ranks_and_reports(
         assert entry["recall_at"]["1"] <= entry["recall_at"]["10"]
     assert results["ctxpack-search"]["max_token_share"] <= payload["config"]["budget_share"]
     assert "| ctxpack-loop |" in (out / "code_retrieval.md").read_text()
+    # Named a dev repository, the same task is reported as dev; a kept index is reused.
+    index_dir = tmp_path / "indexes"
+    argv = ["--tasks", str(tasks), "--repos", str(repos), "--cache", str(cache), "--out", str(out)]
+    argv += ["--dev-repos", "acme/shop", "--index-dir", str(index_dir), "--methods", "bm25-files"]
+    assert bench.main(argv) == 0
+    payload = json.loads((out / "code_retrieval.json").read_text())
+    assert set(payload["results"]) == {"dev"}
+    assert (index_dir / "acme__shop-1.sqlite").is_file()
+    assert "Index load (kept between runs" in (out / "code_retrieval.md").read_text()
 
 
 def test_issue_identifiers(bench: ModuleType) -> None:
