@@ -121,7 +121,11 @@ def find_repository(repos: Path, name: str) -> Path:
             return candidate / ".git"
         if (candidate / "HEAD").is_file() and (candidate / "objects").is_dir():
             return candidate
-    raise SystemExit(f"error: no clone of {name} in {repos} (looked for {owner}+{short}/repo, ...)")
+    raise MissingRepository(f"no clone of {name} in {repos} (looked for {owner}+{short}/repo, ...)")
+
+
+class MissingRepository(LookupError):
+    """No clone of a task's repository was found (the task is skipped and listed)."""
 
 
 def export(task: Task, repos: Path, cache: Path, keep_tests: bool) -> Path:
@@ -660,8 +664,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.cache.mkdir(parents=True, exist_ok=True)
     outcomes: list[Outcome] = []
     infos: list[dict[str, Any]] = []
+    skipped: list[str] = []
     for task in tasks:
-        root = export(task, args.repos, args.cache, args.keep_tests)
+        try:
+            root = export(task, args.repos, args.cache, args.keep_tests)
+        except MissingRepository:
+            skipped.append(task.instance_id)
+            continue
         index_dir = args.index_dir or args.cache
         index_dir.mkdir(parents=True, exist_ok=True)
         got, info = run_task(
@@ -693,10 +702,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         name: summarize([o for o in outcomes if o.task in {i["task"] for i in rows}], rows)
         for name, rows in splits.items()
     }
+    if not infos:
+        raise SystemExit(f"error: no repository of the tasks found in {args.repos}")
     notes = [
         f"Split by repository: dev (weights and rules chosen on these) = {', '.join(dev_repos)}; "
         "held-out = every other repository. Every figure is given for each split apart."
     ]
+    if skipped:
+        repos = sorted({t.repo for t in tasks if t.instance_id in skipped})
+        notes.append(
+            f"Skipped: {len(skipped)} tasks whose repository has no clone in --repos "
+            f"({', '.join(repos)})."
+        )
     if "aider-repomap" in args.methods and args.aider_python is None:
         notes.append("Not run: `aider-repomap` (no `--aider-python` given).")
     markdown = render_markdown(summary, infos, outcomes, args.budget_share, notes)
