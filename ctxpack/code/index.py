@@ -546,10 +546,10 @@ class CodeIndex:
 
         n = len(self._paths)
         src, dst, share = self._edges
-        seeds = np.argsort(-score, kind="stable")[:_GRAPH_SEEDS]
+        seeds = [int(i) for i in np.argsort(-score, kind="stable")[:_GRAPH_SEEDS] if score[i] > 0]
         start = np.zeros(n)
-        start[seeds] = np.maximum(score[seeds], 0.0)
-        if not len(src) or start.sum() <= 0:
+        start[seeds] = score[seeds]
+        if not len(src) or not seeds:
             return np.zeros(n)
         start /= start.sum()
         rank = start.copy()
