@@ -323,14 +323,14 @@ class CodeIndex:
             for unit in pf.symbols:
                 if unit.parent:
                     self._members.setdefault(f"{unit.parent}.{unit.name}", set()).add(path)
-        position = {p: i for i, p in enumerate(self._paths)}
+        at = {p: i for i, p in enumerate(self._paths)}
         self._is_test = np.array([is_test_path(p) for p in self._paths], dtype=bool)
         links = [
-            (position[test], position[source], sureness)
+            (at[test], at[source], sureness)
             for test, sources in tested_modules(self._paths, self._graph.imports).items()
             for source, sureness in sources.items()
         ]
-        self._edges = _graph_edges(self._graph, position)
+        self._edges = _graph_edges(self._graph, at)
         self._test_links = (
             np.array([t for t, _, _ in links], dtype=np.int64),
             np.array([s for _, s, _ in links], dtype=np.int64),
@@ -668,10 +668,10 @@ def _graph_edges(graph: CodeGraph, position: Mapping[str, int]) -> tuple[Any, An
     pairs = sorted(out)
     src = np.array([a for a, _ in pairs], dtype=np.int64)
     dst = np.array([b for _, b in pairs], dtype=np.int64)
-    weight = np.array([out[k] for k in pairs], dtype=float)
+    strength = np.array([out[k] for k in pairs], dtype=float)
     total = np.zeros(len(position))
-    np.add.at(total, src, weight)
-    share = weight / total[src] if len(pairs) else weight
+    np.add.at(total, src, strength)
+    share = strength / total[src] if len(pairs) else strength
     return src, dst, share
 
 

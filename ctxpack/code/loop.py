@@ -26,7 +26,6 @@ rates another file a band higher.
 from __future__ import annotations
 
 import os
-from collections import Counter
 from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
@@ -401,7 +400,7 @@ def _new_terms(
     from the task."""
     if not high:
         return {}
-    weights: Counter[str] = Counter()
+    weights: dict[str, float] = {}
     scored = index.unit_scores(task, high, boost=boost)
     top = max((score for units in scored.values() for _, score in units[:1]), default=0.0)
     if top <= 0:
@@ -410,7 +409,7 @@ def _new_terms(
         for unit, score in scored.get(path, [])[:_UNITS_PER_FILE]:
             names = [unit.name] if unit.kind != "module" else []
             for term in code_terms(" ".join([unit.docstring, *names, *unit.references])):
-                weights[term] += score / top
+                weights[term] = weights.get(term, 0.0) + score / top
     ranked = sorted(
         (t for t in weights if t not in task_terms and t not in boost and len(t) > 2),
         key=lambda t: (-weights[t] * index.idf(t), t),

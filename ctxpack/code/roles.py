@@ -98,8 +98,8 @@ def tested_modules(
         sources = [p for p in imports.get(test, ()) if not is_test_path(p)]
         for source in sources:
             targets[source] = 0.5 / len(sources) ** 0.5
-        name = _tested_name(test)
-        named = by_name.get(name, []) if name else []
+        tested = _tested_name(test)
+        named = by_name.get(tested, []) if tested else []
         if named:
             closest = max(_shared_prefix(test, p) for p in named)
             for source in named:
