@@ -33,7 +33,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -43,8 +43,12 @@ from ..tokens import CounterLike, TokenCounter, get_counter
 from .files import language_of_path, list_files, resolve_root
 from .graph import CodeGraph
 from .roles import is_test_path, tested_modules
+from .semantic import file_summary, reciprocal_rank_fusion
 from .symbols import ParsedFile, Symbol, parse_source
 from .terms import code_terms, identifiers, path_terms
+
+if TYPE_CHECKING:
+    from ..signals.embeddings import Embedder
 
 __all__ = ["DEFAULT_WEIGHTS", "TEST_SHARE", "CodeIndex", "FileHit", "RefreshStats", "SearchHit"]
 
@@ -145,6 +149,12 @@ class CodeIndex:
             ``$XDG_CACHE_HOME/ctxpack/code/`` (``~/.cache`` when unset).
         counter: How tokens are counted (see :func:`ctxpack.get_counter`; default cl100k_base).
         weights: Weights of the ranking signals, replacing :data:`DEFAULT_WEIGHTS` key by key.
+        embedder: Optional: any ``list[str] -> array (n, d)`` callable (such as
+            :class:`ctxpack.signals.embeddings.MiniLMEmbedder`). Files are then also ranked by
+            the similarity of their summary (path, module docstring, names defined) to the
+            query, and the two rankings are fused by reciprocal rank fusion (see
+            :mod:`ctxpack.code.semantic`): a hit's ``score`` is then the fused score and its
+            ``semantic`` signal the cosine similarity. Files are embedded at the first query.
 
     Raises:
         ConfigError: ``root`` is not a folder, or ``weights`` names an unknown signal.
@@ -165,8 +175,11 @@ class CodeIndex:
         db: str | os.PathLike[str] | None = None,
         counter: CounterLike | None = None,
         weights: Mapping[str, float] | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         self.root = resolve_root(root)
+        self.embedder = embedder
+        self._vectors: Any = None
         self.db = str(db) if db is not None else str(default_db_path(self.root))
         unknown = set(weights or {}) - set(DEFAULT_WEIGHTS)
         if unknown:
@@ -294,6 +307,7 @@ class CodeIndex:
     def _build(self) -> None:
         import numpy as np
 
+        self._vectors = None
         self._paths: list[str] = sorted(self._parsed)
         self._units: list[Symbol] = []
         self._unit_file: list[int] = []
@@ -480,6 +494,10 @@ class CodeIndex:
         graph = self._graph_signal(score) if self.weights["graph"] else np.zeros(n)
         signals["graph"] = graph
         score = score + self.weights["graph"] * graph
+        if self.embedder is not None:
+            signals["semantic"] = self._similarity(query)
+            meaning = np.where(self._is_test & ~named, TEST_SHARE, 1.0) * signals["semantic"]
+            score = reciprocal_rank_fusion([score, meaning])
         ranked = [int(i) for i in np.argsort(-score, kind="stable") if score[i] > 0]
         out: list[FileHit] = []
         top_unit = float(unit_scores.max()) or 1.0
@@ -528,6 +546,17 @@ class CodeIndex:
             for f, a, b in zip(files[firsts].tolist(), firsts.tolist(), ends.tolist(), strict=True)
         }
         return best, per_file
+
+    def _similarity(self, query: str) -> Any:
+        """Cosine similarity of the query to each file's summary (0 for opposite meanings)."""
+        import numpy as np
+
+        assert self.embedder is not None
+        if self._vectors is None:
+            summaries = [file_summary(p, self._parsed[p]) for p in self._paths]
+            self._vectors = _unit_rows(np.asarray(self.embedder(summaries), dtype=np.float32))
+        wanted = _unit_rows(np.asarray(self.embedder([query]), dtype=np.float32))[0]
+        return np.maximum(self._vectors @ wanted, 0.0).astype(float)
 
     def _tested(self, score: Any) -> Any:
         """Per source file, the best score of a test file that tests it, times how surely."""
@@ -683,6 +712,13 @@ def _member_pairs(dotted: str) -> list[str]:
     ``a.Model``, which names nothing unless ``a`` is a class)."""
     parts = dotted.split(".")
     return [f"{a}.{b}" for a, b in itertools.pairwise(parts)]
+
+
+def _unit_rows(matrix: Any) -> Any:
+    import numpy as np
+
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.where(norms > 0, norms, 1.0)
 
 
 def _normalised(values: Any) -> Any:

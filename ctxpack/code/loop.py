@@ -396,8 +396,9 @@ def _new_terms(
     """The codebase's own words for the task, with weights: the words of the docstrings and
     the names (defined, called, used) of the units of the highly relevant files that match the
     task best, each weighed by how well its unit matches the task, how often it is used there
-    and its rarity in the repository. Not a unit's whole body: its local variable names drift
-    from the task."""
+    and its rarity in the repository, among the words some other file holds (a word only the
+    files in hand hold leads nowhere new). Not a unit's whole body: its local variable names
+    drift from the task."""
     if not high:
         return {}
     weights: dict[str, float] = {}
@@ -410,10 +411,11 @@ def _new_terms(
             names = [unit.name] if unit.kind != "module" else []
             for term in code_terms(" ".join([unit.docstring, *names, *unit.references])):
                 weights[term] = weights.get(term, 0.0) + score / top
-    ranked = sorted(
-        (t for t in weights if t not in task_terms and t not in boost and len(t) > 2),
-        key=lambda t: (-weights[t] * index.idf(t), t),
-    )[:_NEW_TERMS]
+    fresh = [t for t in weights if t not in task_terms and t not in boost and len(t) > 2]
+    # A word found only in the files in hand leads nowhere new.
+    others = [index.file_terms(p) for p in index.files if p not in high]
+    useful = [t for t in fresh if any(t in terms for terms in others)]
+    ranked = sorted(useful, key=lambda t: (-weights[t] * index.idf(t), t))[:_NEW_TERMS]
     if not ranked:
         return {}
     best = max(weights[t] * index.idf(t) for t in ranked)
