@@ -98,9 +98,9 @@ class RetrievalResult(BaseModel):
 
     Attributes:
         task: The task it was given.
-        files: Repository-relative paths judged >= 0.7, most relevant first: by the cycle that
-            found them (a later cycle's judgement is relative to what the earlier ones left),
-            then by relevance.
+        files: Repository-relative paths: the first cycle's candidates the judge did not rule
+            out (>= 0.2), in rank order, with the files later cycles judged >= 0.7 placed after
+            every one of them they do not beat by a band of the judge's scale.
         relevance: Each returned file's best relevance over the cycles.
         context: The text to send: the files' best passages, labelled with path and lines.
         tokens: Tokens of ``context``.
@@ -157,7 +157,9 @@ def iterative_retrieve(
     """Retrieve the files of a codebase a task needs, in cycles of dispatch, evaluate, refine.
 
     Stops after the first cycle that has 3 or more files judged >= 0.7 and no critical gap, or
-    after ``max_cycles`` cycles; returns the files judged >= 0.7 in any cycle.
+    that does not raise the judge's confidence, or after ``max_cycles`` cycles. Returns the
+    first ranking less the files judged below 0.2, in its order, with the files later cycles
+    judged >= 0.7 placed among them (ahead only of files they beat by a band).
 
     Args:
         task: What the files are needed for (an issue, a feature request).
@@ -181,7 +183,7 @@ def iterative_retrieve(
         >>> _ = (root / "limits.py").write_text("def throttle(request):\\n    return True\\n")
         >>> result = iterative_retrieve("throttle requests", CodeIndex(root, db=":memory:"))
         >>> result.files, result.tokens > 0, len(result.cycles)
-        (('limits.py',), True, 3)
+        (('limits.py',), True, 2)
     """
     for name, value in (("max_cycles", max_cycles), ("candidates", candidates), ("budget", budget)):
         if value < 1:
