@@ -14,7 +14,8 @@ weighed (see :data:`DEFAULT_WEIGHTS`):
 - ``definition``: the query names a function, class or type the file defines;
 - ``tested``: the file is under test by a test file that matches the query (a test names the
   code it exercises: ``tests/test_models.py`` tests ``models.py``, and what it imports);
-- ``graph``: proximity in the import/call graph to the strongest files.
+- ``graph``: PageRank over the import/call graph, personalised by the strongest files (where
+  the code they import and call is defined).
 
 Test files are evidence, rarely answers: their score is scaled by :data:`TEST_SHARE` unless the
 query names them.
@@ -68,7 +69,7 @@ DEFAULT_WEIGHTS: Mapping[str, float] = {
 TEST_SHARE = 0.3
 """What a test file's score is scaled by, unless the query names it."""
 
-# How many of the strongest files lend graph proximity to their neighbours.
+# How many of the strongest files seed the personalised PageRank of the graph signal.
 _GRAPH_SEEDS = 5
 # A mention this sure names the file itself (its path or dotted module, not a bare file name).
 _SURE_MENTION = 0.9
@@ -589,18 +590,6 @@ class CodeIndex:
         # The seeds' own mass is their score already; the signal is what flows elsewhere.
         rank[seeds] = 0.0
         return _normalised(rank)
-
-    def _graph_signal_old(self, score: Any) -> Any:
-        """The import-graph neighbours of the best-scoring files, weighted by those scores."""
-        import numpy as np
-
-        graph = np.zeros(len(self._paths))
-        seeds = [int(i) for i in np.argsort(-score, kind="stable")[:_GRAPH_SEEDS] if score[i] > 0]
-        position = {p: i for i, p in enumerate(self._paths)}
-        for seed in seeds:
-            for other, weight in self._graph.neighbours(self._paths[seed]).items():
-                graph[position[other]] = max(graph[position[other]], weight * score[seed])
-        return _normalised(graph)
 
     def _unit_hit(self, u: int, score: float) -> SearchHit:
         unit = self._units[u]
