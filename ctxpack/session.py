@@ -15,17 +15,20 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
 from ._internal.views import FileRegion, view_region
 from .adapters.anthropic import from_anthropic
 from .adapters.openai import from_openai
 from .errors import ConfigError, InvalidMessageError
 from .filters import RETRIEVE_TOOL_NAME, OutputFilter, ToolOutputFilter
+from .managed import PinnedText, WindowPolicy, WindowState, cache_warnings, render_window
 from .messages import Message
 from .packing import pack
 from .pipeline import Decision, DecisionLog, Stage
 from .result import PackResult
 from .retrieval import Retrieval, handle_retrieve_call, read_artifact, retrieve_tool
-from .sdk import coerce_message
+from .sdk import coerce_message, is_sdk_object
 from .store import ArtifactStore, SQLiteArtifactStore
 from .tokens import REPLY_PRIMING, CounterLike, TokenCounter, get_counter, tool_definition_tokens
 
@@ -68,6 +71,28 @@ class _Call:
     tool: str
     command: str | None
     goal: str
+
+
+def _window_policy(
+    window: int | WindowPolicy | None, pipeline: Stage | None
+) -> WindowPolicy | None:
+    if window is None:
+        return None
+    if pipeline is not None:
+        raise ConfigError(
+            "give a window or a pipeline, not both: a managed session (window=...) runs its own "
+            "clearing and compaction"
+        )
+    if isinstance(window, WindowPolicy):
+        return window
+    if isinstance(window, bool) or not isinstance(window, int):
+        raise ConfigError(
+            f"window must be a number of tokens or a WindowPolicy, got {type(window).__name__}"
+        )
+    try:
+        return WindowPolicy(window=window)
+    except ValidationError as exc:
+        raise ConfigError(f"window: {exc.errors()[0]['msg']}, got {window}") from exc
 
 
 def _looks_anthropic(message: Mapping[str, Any]) -> bool:
@@ -123,6 +148,14 @@ class Session:
             names what the agent used). The model sees every output whole once; the price is
             that the last tool output before a new assistant message changes once, so a prompt
             cache rewrites it (shortened) on the next request.
+        window: Managed mode: the model's context window in tokens, or a
+            :class:`~ctxpack.managed.WindowPolicy`. Every :meth:`render` is then one request,
+            kept within the window with room for the reply: old tool results are cleared in
+            batches that pay for the prompt-cache write they cause, the history is compacted
+            near the window, and the system prompt and user instructions stay verbatim (see
+            :mod:`ctxpack.managed`).
+        window_state: The managed mode's state saved from an earlier session
+            (``session.window_state.to_json()``), to go on where it stopped.
         supersede_batch: A file view (``cat f``, ``nl -ba f | sed -n '10,40p'``...) that a
             later view of the same file covers is obsolete: it is replaced by a note naming
             the later view and the stored original. Replacing an earlier message makes a prompt
@@ -165,6 +198,8 @@ class Session:
         pipeline: Stage | None = None,
         filter_when: Literal["arrival", "answered"] = "arrival",
         supersede_batch: int | None = None,
+        window: int | WindowPolicy | None = None,
+        window_state: WindowState | None = None,
     ) -> None:
         if filter_when not in ("arrival", "answered"):
             raise ConfigError(f"filter_when must be 'arrival' or 'answered', got {filter_when!r}")
@@ -214,6 +249,13 @@ class Session:
         self.provider: Provider = "openai"
         self._views: list[tuple[int, FileRegion]] = []  # live file views: (position, region)
         self._superseded: list[tuple[int, int]] = []  # (position, by position), not yet applied
+        self.window: WindowPolicy | None = _window_policy(window, pipeline)
+        # Everything the managed mode and the cache-bust warnings remember between requests.
+        self.window_state: WindowState = WindowState() if window_state is None else window_state
+        if not isinstance(self.window_state, WindowState):
+            raise ConfigError(
+                f"window_state must be a WindowState, got {type(window_state).__name__}"
+            )
 
     # ------------------------------------------------------------------------------- input
 
@@ -551,10 +593,19 @@ class Session:
         originals = {
             raw.id: raw for raw in self._raw if (r := self._records.get(raw.id)) and r.shortened
         }
+        if self.window is not None:
+            if budget is not None or reserve:
+                raise ConfigError(
+                    "a managed session (window=...) sizes its own requests: render() takes no "
+                    "budget or reserve; set the reply room with WindowPolicy(reply_room=...)"
+                )
+            result = self._render_window(query, all_tools, raw_tokens, filter_log, originals)
+            return self._with_warnings(result, all_tools)
         if budget is None:
             tool_tokens = tool_definition_tokens(all_tools, self.counter) if all_tools else 0
             if self.pipeline is None:
-                return self._whole(query, tool_tokens, raw_tokens, filter_log, originals)
+                result = self._whole(query, tool_tokens, raw_tokens, filter_log, originals)
+                return self._with_warnings(result, all_tools)
             # Stages run on the whole record: a budget it fits in whatever they do.
             budget = self.counter.count_messages(self._compact) + tool_tokens + reserve + 1
         packed = pack(
@@ -567,7 +618,7 @@ class Session:
             tools=all_tools or None,
             provider=provider,
         )
-        return PackResult.model_construct(
+        result = PackResult.model_construct(
             **{
                 **{name: getattr(packed, name) for name in PackResult.model_fields},
                 "input_tokens": raw_tokens + packed.tool_tokens,
@@ -577,6 +628,150 @@ class Session:
                 "artifacts": {**packed.artifacts, **originals},
             }
         )
+        return self._with_warnings(result, all_tools)
+
+    def _with_warnings(self, result: PackResult, tools: Sequence[Mapping[str, Any]]) -> PackResult:
+        """``result`` with the managed mode's decisions, a cache-bust warning included when the
+        model, the tools or the system prompt changed since the last render."""
+        cache_warnings(
+            self.window_state,
+            model=self.model,
+            tools=tools,
+            messages=result.messages,
+            tokens=result.tokens,
+        )
+        if not self.window_state.decisions:
+            return result
+        return result.model_copy(
+            update={"decisions": DecisionLog([*result.decisions, *self.window_state.decisions])}
+        )
+
+    def _render_window(
+        self,
+        query: str | None,
+        tools: Sequence[Mapping[str, Any]],
+        raw_tokens: int,
+        filter_log: DecisionLog,
+        originals: dict[str, Message],
+    ) -> PackResult:
+        """One request of the managed mode (see :mod:`ctxpack.managed`)."""
+        policy = self.window
+        assert policy is not None
+        tool_tokens = tool_definition_tokens(tools, self.counter) if tools else 0
+        messages = render_window(
+            self.window_state,
+            policy,
+            record=self._compact,
+            counter=self.counter,
+            store=self.store,
+            original_artifact=self._original_artifact,
+            retrievable=self.retrieve_tool,
+            model=self.model,
+            tool_tokens=tool_tokens,
+        )
+        state = self.window_state
+        gone = set(state.cleared) | set(state.compacted) | set(state.thinking_cleared)
+        by_id = {m.id: m for m in self._raw if m.id in gone}
+        return PackResult.model_construct(
+            messages=messages,
+            tokens=self.counter.count_messages(messages) + tool_tokens,
+            budget=policy.window,
+            reserve=policy.reserve,
+            input_tokens=raw_tokens + tool_tokens,
+            tool_tokens=tool_tokens,
+            input_ids=[m.id for m in self._raw],
+            counter=self.counter.name,
+            exact=self.counter.exact,
+            query=query,
+            decisions=filter_log,
+            artifacts={**by_id, **originals},
+        )
+
+    def _original_artifact(self, position: int) -> str:
+        """The artifact id of the original of the message at ``position``, stored if need be."""
+        raw = self._raw[position]
+        record = self._records.get(raw.id)
+        if record is not None and record.artifact is not None:
+            return record.artifact
+        content = raw.content
+        text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+        return self.store.put(text, message_id=raw.id, kind="cleared_tool_output")
+
+    def context_management(self, provider: Provider | None = None) -> dict[str, Any]:
+        """The request fields that hand the window's management to the provider, from the
+        session's :class:`~ctxpack.managed.WindowPolicy` (see :mod:`ctxpack.server_side`).
+
+        For Anthropic, ``{"context_management": {"edits": [...]}, "betas": [...]}`` (pass both
+        to ``client.beta.messages.create``); for OpenAI, ``{"context_management": [...]}`` (for
+        ``client.responses.create``). Empty when the session has no window or manages it on
+        the client side.
+        """
+        from .server_side import (
+            ANTHROPIC_BETAS,
+            anthropic_context_management,
+            openai_context_management,
+        )
+
+        if self.window is None or not self.window.server_side:
+            return {}
+        if (provider or self.provider) == "anthropic":
+            return {
+                "context_management": anthropic_context_management(self.window),
+                "betas": list(ANTHROPIC_BETAS),
+            }
+        return {"context_management": openai_context_management(self.window)}
+
+    def record_response(self, response: Any) -> list[Decision]:
+        """Read what the provider's context management did for ``response`` into the session.
+
+        An Anthropic Messages response is appended as the assistant message (its
+        ``compaction`` block included, kept verbatim to be sent back), and its
+        ``context_management.applied_edits`` and compaction become decisions of the next
+        :meth:`render`. For an OpenAI Responses response, the decisions are recorded and its
+        output items (the ``compaction`` item included) are yours to send back.
+
+        Returns:
+            The decisions recorded.
+        """
+        from .server_side import response_decisions
+
+        body = (
+            response.model_dump(mode="json", by_alias=True, exclude_unset=True)
+            if is_sdk_object(response)
+            else response
+        )
+        if not isinstance(body, Mapping):
+            raise InvalidMessageError(
+                f"expected a provider's response (an SDK object or its dict), got "
+                f"{type(response).__name__}"
+            )
+        # An Anthropic message has a role; a Responses response has output items instead.
+        anthropic = body.get("role") == "assistant"
+        mid = f"s{len(self._raw)}" if anthropic else str(body.get("id", "response"))
+        decisions = response_decisions(body, message_id=mid)
+        if anthropic:
+            message = {"role": "assistant", "content": body.get("content") or []}
+            self.append(message, provider="anthropic")
+        self.window_state.decisions.extend(decisions)
+        return decisions
+
+    def pin(self, text: str, *, name: str, kind: Literal["memory", "skill"] = "skill") -> None:
+        """Add a memory file or a skill to the conversation, as a user message.
+
+        In managed mode (``window=``), a compaction summarises it away with the rest and then
+        re-injects it after the summary: a memory file whole, a skill cut to its head within
+        the policy's ``skill_budget``, and the oldest skills dropped first when together they
+        pass ``pinned_budget``.
+
+        Raises:
+            ConfigError: an empty name, or a kind other than ``"memory"`` or ``"skill"``.
+        """
+        try:
+            item = PinnedText(name=name, text=text, kind=kind)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            raise ConfigError(f"pin(): {error['loc'][0]}: {error['msg']}") from exc
+        self.append(item.message())
 
     def _whole(
         self,
