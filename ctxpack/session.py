@@ -31,6 +31,7 @@ from .retrieval import Retrieval, handle_retrieve_call, read_artifact, retrieve_
 from .sdk import coerce_message, is_sdk_object
 from .store import ArtifactStore, SQLiteArtifactStore
 from .tokens import REPLY_PRIMING, CounterLike, TokenCounter, get_counter, tool_definition_tokens
+from .tools_on_demand import DESCRIBE_TOOL_NAME, describe_tools, on_demand_tools
 
 __all__ = ["FilterRecord", "Session"]
 
@@ -95,6 +96,15 @@ def _window_policy(
         raise ConfigError(f"window: {exc.errors()[0]['msg']}, got {window}") from exc
 
 
+def _called(call: Any) -> str | None:
+    """The tool an OpenAI tool call or an Anthropic ``tool_use`` block calls."""
+    if isinstance(call, Mapping):
+        function = call.get("function")
+        name = function.get("name") if isinstance(function, Mapping) else call.get("name")
+        return name if isinstance(name, str) else None
+    return None
+
+
 def _looks_anthropic(message: Mapping[str, Any]) -> bool:
     content = message.get("content")
     return isinstance(content, list) and any(
@@ -154,6 +164,10 @@ class Session:
             batches that pay for the prompt-cache write they cause, the history is compacted
             near the window, and the system prompt and user instructions stay verbatim (see
             :mod:`ctxpack.managed`).
+        tools_on_demand: Send your tools (``render(tools=...)``) as stubs, a name and a
+            one-line description each, with a ``describe_tool`` tool that the model calls for
+            the full definitions (:meth:`handle` answers it); see
+            :mod:`ctxpack.tools_on_demand`.
         window_state: The managed mode's state saved from an earlier session
             (``session.window_state.to_json()``), to go on where it stopped.
         supersede_batch: A file view (``cat f``, ``nl -ba f | sed -n '10,40p'``...) that a
@@ -200,6 +214,7 @@ class Session:
         supersede_batch: int | None = None,
         window: int | WindowPolicy | None = None,
         window_state: WindowState | None = None,
+        tools_on_demand: bool = False,
     ) -> None:
         if filter_when not in ("arrival", "answered"):
             raise ConfigError(f"filter_when must be 'arrival' or 'answered', got {filter_when!r}")
@@ -250,6 +265,8 @@ class Session:
         self._views: list[tuple[int, FileRegion]] = []  # live file views: (position, region)
         self._superseded: list[tuple[int, int]] = []  # (position, by position), not yet applied
         self.window: WindowPolicy | None = _window_policy(window, pipeline)
+        self.tools_on_demand = tools_on_demand
+        self._full_tools: list[Mapping[str, Any]] = []  # the last full definitions rendered
         # Everything the managed mode and the cache-bust warnings remember between requests.
         self.window_state: WindowState = WindowState() if window_state is None else window_state
         if not isinstance(self.window_state, WindowState):
@@ -587,7 +604,11 @@ class Session:
         if not self._raw:
             raise ConfigError("the session is empty: append messages before rendering")
         provider = provider or self.provider
-        all_tools = [*(tools or ()), *self.tools(provider)]
+        given: Sequence[Mapping[str, Any]] = list(tools or ())
+        if self.tools_on_demand and given:
+            self._full_tools = list(given)
+            given = on_demand_tools(given, provider)
+        all_tools = [*given, *self.tools(provider)]
         raw_tokens = REPLY_PRIMING + sum(self.counter.count_message(m) for m in self._raw)
         filter_log = self._filter_log()
         originals = {
@@ -844,9 +865,12 @@ class Session:
 
     def handle(self, call: Mapping[str, Any]) -> str:
         """Answer the model's call to the retrieve tool (an OpenAI tool call or an Anthropic
-        ``tool_use`` block) from the session's store; see
+        ``tool_use`` block) from the session's store (or, with ``tools_on_demand``, its call to
+        ``describe_tool`` from the tools last rendered); see
         :func:`ctxpack.retrieval.handle_retrieve_call`. Append the answer as the call's tool
         result as usual: the session never filters a retrieved original again."""
+        if self.tools_on_demand and _called(call) == DESCRIBE_TOOL_NAME:
+            return describe_tools(self._full_tools, call)
         return handle_retrieve_call(self.store, call)
 
     def __repr__(self) -> str:

@@ -295,3 +295,21 @@ def test_to_openai_of_a_managed_request_is_valid() -> None:
     results = run(session, 30)
     ctxpack.adapters.validate_openai(results[-1].to_openai())
     assert isinstance(results[-1].messages[0], Message)
+
+
+def test_a_changed_model_tool_set_or_system_prompt_is_a_cache_warning() -> None:
+    session = Session(counter=COUNTER, filters=False)
+    session.extend([SYSTEM, TASK])
+    tool = {"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}
+    first = session.render(tools=[tool])
+    assert not [d for d in first.decisions if d.action == "warned"]
+    same = session.render(tools=[tool])
+    assert not [d for d in same.decisions if d.action == "warned"]
+    session.model = "claude-sonnet-4-5"
+    moved = session.render(tools=[tool])
+    (warning,) = [d for d in moved.decisions if d.action == "warned"]
+    assert "the model changed from None to 'claude-sonnet-4-5'" in warning.reason
+    assert warning.tokens_before == moved.tokens and f"{moved.tokens} tokens" in warning.reason
+    retooled = session.render(tools=[])
+    assert "the tool definitions changed" in retooled.decisions[-1].reason
+    assert retooled.decisions[-1].message_id == retooled.messages[0].id
