@@ -49,7 +49,7 @@ def anthropic_context_management(policy: WindowPolicy, *, tool_tokens: int = 0) 
         >>> [edit["type"] for edit in field["edits"]]
         ['clear_tool_uses_20250919', 'compact_20260112']
         >>> field["edits"][0]["trigger"]
-        {'type': 'input_tokens', 'value': 65100}
+        {'type': 'input_tokens', 'value': 67132}
     """
     room = policy.room(tool_tokens=tool_tokens)
     edits: list[dict[str, Any]] = []

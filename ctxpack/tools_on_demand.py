@@ -186,7 +186,7 @@ def on_demand_saving(
         ...     "parameters": {"type": "object", "properties": {
         ...         f"option_{i}": {"type": "string", "description": "An option " * 20}
         ...         for i in range(20)}}}}
-        >>> on_demand_saving([big], get_counter(counter="cl100k_base")) > 1000
+        >>> on_demand_saving([big], get_counter(counter="cl100k_base")) > 500
         True
     """
     if not tools:
