@@ -7,6 +7,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ctxpack
 from ctxpack import BudgetExceededError, ConfigError, Message, Session, get_counter
@@ -313,3 +315,32 @@ def test_a_changed_model_tool_set_or_system_prompt_is_a_cache_warning() -> None:
     retooled = session.render(tools=[])
     assert "the tool definitions changed" in retooled.decisions[-1].reason
     assert retooled.decisions[-1].message_id == retooled.messages[0].id
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    window=st.integers(min_value=3_000, max_value=20_000),
+    sizes=st.lists(st.integers(min_value=0, max_value=120), min_size=5, max_size=60),
+    instructions=st.sets(st.integers(min_value=0, max_value=59), max_size=4),
+)
+def test_the_promise_holds_on_random_sessions(
+    window: int, sizes: list[int], instructions: set[int]
+) -> None:
+    """Every request fits the window less the reply room, and holds the system prompt and every
+    user message verbatim; between two recorded edits it only grows at its end."""
+    session = Session(counter=COUNTER, filters=False, window=window)
+    session.extend([SYSTEM, TASK])
+    room = window - session.window.reserve
+    previous: list[Message] = []
+    for i, lines in enumerate(sizes):
+        result = session.render()
+        assert result.tokens <= room
+        sent = [m.text for m in result.messages]
+        assert all(m.text in sent for m in session.transcript() if m.role in ("system", "user"))
+        edits = {e.request for e in session.window_state.events}
+        if session.window_state.requests - 1 not in edits:
+            assert result.messages[: len(previous)] == previous
+        previous = result.messages
+        session.extend(step(i, lines))
+        if i in instructions:
+            session.append({"role": "user", "content": f"Note {i}: keep going."})
