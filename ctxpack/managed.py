@@ -11,9 +11,9 @@ again what follows the edit point:
 
 1. **Clearing.** Once the prompt passes ``clear_at`` of the room, the old tool results (all but
    the ``keep`` most recent) are replaced by a placeholder naming their stored original, in one
-   batch, and only when the batch pays for the cache write it causes: removed tokens x the
-   requests expected before the next edit x the cache-read price must exceed the extra price of
-   writing again what follows the edit point.
+   batch, once re-sending them has cost twice the cache write the batch causes (what follows
+   the edit point is written again), or at once when the prompt passes ``compact_at`` and the
+   batch brings it back down.
 2. **Compaction.** Once the prompt passes ``compact_at`` of the room even so, everything before
    the last ``keep_recent`` messages is replaced by a summary (the extractive digest unless a
    summarizer is given), except the system prompt and every user instruction, which stay
@@ -449,7 +449,6 @@ def _clear(
     ctx: _Context,
     tools: Sequence[int],
     thinking: Sequence[int],
-    view: _View,
     why: str,
 ) -> None:
     """Clear a batch: record a decision per message; the caller rebuilds the view."""
@@ -752,7 +751,7 @@ def _manage(
             settles = tokens - removed <= (policy.clear_at + policy.compact_at) / 2 * room
             if (pressed and settles) or (not pressed and _pays(state, policy, ctx.model, after)):
                 state.rent = 0.0
-                _clear(state, ctx, tools, thinking, view, f"batch at request {state.requests}")
+                _clear(state, ctx, tools, thinking, f"batch at request {state.requests}")
                 new = _build(state, policy, ctx)
                 _event(state, "cleared", view, new, edit)
                 view = new
@@ -766,7 +765,7 @@ def _manage(
         tools, thinking, removed = _clear_batch(state, policy, ctx, keep=0, keep_thinking=0)
         if removed > 0:
             edit = _edit_point(view, {ctx.record[i].id for i in [*tools, *thinking]})
-            _clear(state, ctx, tools, thinking, view, "the request would not fit the window")
+            _clear(state, ctx, tools, thinking, "the request would not fit the window")
             new = _build(state, policy, ctx)
             _event(state, "emergency", view, new, edit)
             view = new
