@@ -453,34 +453,29 @@ def _clear(
 ) -> None:
     """Clear a batch: record a decision per message; the caller rebuilds the view."""
     record, counter = ctx.record, ctx.counter
+
+    def decide(msg: Message, after: Message, reason: str) -> None:
+        state.decisions.append(
+            Decision(
+                stage="window",
+                action="cleared",
+                message_id=msg.id,
+                reason=reason,
+                tokens_before=counter.count_message(msg),
+                tokens_after=counter.count_message(after),
+            )
+        )
+
     for i in tools:
         msg = record[i]
         artifact = ctx.original_artifact(i)
         state.cleared[msg.id] = artifact
         placeholder = msg.model_copy(update={"content": _placeholder(artifact, ctx.retrievable)})
-        state.decisions.append(
-            Decision(
-                stage="window",
-                action="cleared",
-                message_id=msg.id,
-                reason=f"old tool output cleared ({why}); original stored as {artifact}",
-                tokens_before=counter.count_message(msg),
-                tokens_after=counter.count_message(placeholder),
-            )
-        )
+        decide(msg, placeholder, f"old tool output cleared ({why}); original stored as {artifact}")
     for i in thinking:
         msg = record[i]
         state.thinking_cleared.append(msg.id)
-        state.decisions.append(
-            Decision(
-                stage="window",
-                action="cleared",
-                message_id=msg.id,
-                reason=f"thinking blocks cleared ({why})",
-                tokens_before=counter.count_message(msg),
-                tokens_after=counter.count_message(_without_thinking(msg) or msg),
-            )
-        )
+        decide(msg, _without_thinking(msg) or msg, f"thinking blocks cleared ({why})")
 
 
 def _event(

@@ -693,19 +693,15 @@ class Session:
         state = self.window_state
         gone = set(state.cleared) | set(state.compacted) | set(state.thinking_cleared)
         by_id = {m.id: m for m in self._raw if m.id in gone}
-        return PackResult.model_construct(
+        return self._whole(
+            query,
+            tool_tokens,
+            raw_tokens,
+            filter_log,
+            {**by_id, **originals},
             messages=messages,
-            tokens=self.counter.count_messages(messages) + tool_tokens,
             budget=policy.window,
             reserve=policy.reserve,
-            input_tokens=raw_tokens + tool_tokens,
-            tool_tokens=tool_tokens,
-            input_ids=[m.id for m in self._raw],
-            counter=self.counter.name,
-            exact=self.counter.exact,
-            query=query,
-            decisions=filter_log,
-            artifacts={**by_id, **originals},
         )
 
     def _original_artifact(self, position: int) -> str:
@@ -801,14 +797,19 @@ class Session:
         raw_tokens: int,
         filter_log: DecisionLog,
         originals: dict[str, Message],
+        *,
+        messages: list[Message] | None = None,
+        budget: int | None = None,
+        reserve: int = 0,
     ) -> PackResult:
-        """The compact record whole, as a result (no budget, no pipeline)."""
-        tokens = self.counter.count_messages(self._compact) + tool_tokens
+        """The compact record whole (or ``messages``, a managed request), as a result."""
+        messages = list(self._compact) if messages is None else messages
+        tokens = self.counter.count_messages(messages) + tool_tokens
         return PackResult.model_construct(
-            messages=list(self._compact),
+            messages=messages,
             tokens=tokens,
-            budget=tokens,
-            reserve=0,
+            budget=tokens if budget is None else budget,
+            reserve=reserve,
             input_tokens=raw_tokens + tool_tokens,
             tool_tokens=tool_tokens,
             input_ids=[m.id for m in self._raw],
