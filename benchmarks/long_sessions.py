@@ -122,6 +122,135 @@ def strategies(window: int) -> dict[str, Any]:
     }
 
 
+# ----------------------------------------------------------------------- tools on demand
+
+
+def _tool(name: str, description: str, params: dict[str, str]) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": {p: {"type": "string", "description": d} for p, d in params.items()},
+                "required": list(params)[:1],
+            },
+        },
+    }
+
+
+def example_tools() -> list[dict[str, Any]]:
+    """A tool set shaped like a file-system and an issue-tracker MCP server (written for this
+    benchmark): 16 tools, a few parameters each, described as such servers describe theirs."""
+    path = "Path of the file or directory, relative to an allowed root."
+    specs = {
+        "read_text_file": (
+            "Read a file as text. Use head or tail for the first or last lines; "
+            "fails on binary files.",
+            {"path": path, "head": "First N lines only.", "tail": "Last N lines only."},
+        ),
+        "read_multiple_files": (
+            "Read several files at once; a file that fails is reported and "
+            "the others are still read.",
+            {"paths": "Paths, as a JSON list."},
+        ),
+        "write_file": (
+            "Create a file or overwrite it entirely. Use with care: the previous content is lost.",
+            {"path": path, "content": "The new content."},
+        ),
+        "edit_file": (
+            "Replace exact text spans in a file and return a git-style diff; dryRun previews.",
+            {
+                "path": path,
+                "edits": "JSON list of {oldText, newText}.",
+                "dryRun": "Preview only, 'true' or 'false'.",
+            },
+        ),
+        "create_directory": (
+            "Create a directory and its parents; succeeds if it exists.",
+            {"path": path},
+        ),
+        "list_directory": (
+            "List a directory, marking files [FILE] and directories [DIR].",
+            {"path": path},
+        ),
+        "directory_tree": (
+            "A recursive JSON tree of a directory, with names, types and children.",
+            {"path": path, "exclude": "Glob patterns to skip."},
+        ),
+        "move_file": (
+            "Move or rename a file or directory; fails if the target exists.",
+            {"source": path, "destination": path},
+        ),
+        "search_files": (
+            "Find files whose names match a pattern, recursively.",
+            {"path": path, "pattern": "A glob pattern.", "exclude": "Patterns."},
+        ),
+        "get_file_info": (
+            "Size, times, type and permissions of a file or directory.",
+            {"path": path},
+        ),
+        "create_issue": (
+            "Open an issue in the tracker, with a title, a body and labels.",
+            {
+                "repo": "owner/name.",
+                "title": "One line.",
+                "body": "Markdown.",
+                "labels": "Comma-separated labels.",
+            },
+        ),
+        "list_issues": (
+            "List issues, filtered by state, label or assignee, newest first.",
+            {
+                "repo": "owner/name.",
+                "state": "open, closed or all.",
+                "labels": "Comma-separated.",
+                "page": "Page number, from 1.",
+            },
+        ),
+        "get_issue": (
+            "One issue with its comments.",
+            {"repo": "owner/name.", "number": "The issue number."},
+        ),
+        "add_comment": (
+            "Comment on an issue or pull request.",
+            {"repo": "owner/name.", "number": "The issue number.", "body": "Markdown."},
+        ),
+        "create_pull_request": (
+            "Open a pull request from a branch.",
+            {
+                "repo": "owner/name.",
+                "head": "The branch with the changes.",
+                "base": "The target branch.",
+                "title": "One line.",
+                "body": "Markdown.",
+            },
+        ),
+        "search_code": (
+            "Search code across repositories with the tracker's query syntax.",
+            {"query": "Search terms and qualifiers.", "page": "Page, from 1."},
+        ),
+    }
+    return [_tool(n, d, p) for n, (d, p) in specs.items()]
+
+
+def tools_on_demand_table(counter: Any, requests: int, tools: Sequence[Any]) -> list[str]:
+    from ctxpack.tokens import tool_definition_tokens
+    from ctxpack.tools_on_demand import on_demand_saving, on_demand_tools
+
+    full = tool_definition_tokens(tools, counter)
+    lean = tool_definition_tokens(on_demand_tools(tools), counter)
+    saved = on_demand_saving(tools, counter)
+    return [
+        "| tools | full definitions, tokens per request | on demand | saved per request | "
+        f"saved over {requests:,} requests |",
+        "|---|---|---|---|---|",
+        f"| {len(tools)} | {full:,} | {lean:,} | {saved:,} ({100 * saved / full:.0f}%) | "
+        f"{saved * requests:,} |",
+    ]
+
+
 # ------------------------------------------------------------------------------------ data
 
 
@@ -251,6 +380,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="only the first N sessions")
     parser.add_argument("--no-chains", action="store_true", help="skip the chained sessions")
     parser.add_argument("--name", default="long_sessions", help="results file name")
+    parser.add_argument(
+        "--tools", type=Path, default=None, help="JSON list of tool definitions (tools on demand)"
+    )
     args = parser.parse_args(argv)
     windows = [int(w) for w in args.windows.split(",") if w.strip()]
     names = [n.strip() for n in args.strategies.split(",") if n.strip()]
@@ -290,6 +422,29 @@ def main(argv: Sequence[str] | None = None) -> int:
             res = measure(group, window, names, counter)
             results.setdefault(label, {})[str(window)] = res
             md.extend(["", f"### window {window:,}", "", *table(res, window)])
+    tools = json.loads(args.tools.read_text("utf-8")) if args.tools else example_tools()
+    requests = sum(
+        1 for s in sessions for i, m in enumerate(s.messages) if i and m["role"] == "assistant"
+    )
+    md.extend(
+        [
+            "",
+            "## Tool definitions on demand",
+            "",
+            "Tokens of the tool definitions sent with each request, whole and on demand (stubs "
+            "and describe_tool), for "
+            + (
+                f"the tools of {args.tools.name}"
+                if args.tools
+                else "the benchmark's example "
+                "tool set (16 tools shaped like a file-system and an issue-tracker MCP server)"
+            )
+            + "; saved over every request of the sessions above, less nothing loaded (these "
+            "sessions call bash only; each definition the model loads costs its tokens once).",
+            "",
+            *tools_on_demand_table(counter, requests, tools),
+        ]
+    )
     text = "\n".join(md)
     print(text)
     args.out.mkdir(parents=True, exist_ok=True)
