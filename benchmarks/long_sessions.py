@@ -27,7 +27,7 @@ on) and ``report`` (never looked at while choosing); both are printed.
 Usage (from the repository root)::
 
     python benchmarks/long_sessions.py --data ../shared/data/agent-sessions-long
-    python benchmarks/long_sessions.py --data DIR --windows 64000 --no-chains --limit 4
+    python benchmarks/long_sessions.py --data DIR --windows 64000 --sets single --limit 4
 """
 
 from __future__ import annotations
@@ -378,7 +378,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--strategies", default="raw,clear,masking,autocompact,managed")
     parser.add_argument("--limit", type=int, default=None, help="only the first N sessions")
-    parser.add_argument("--no-chains", action="store_true", help="skip the chained sessions")
+    parser.add_argument(
+        "--sets",
+        default="single,chained",
+        help="comma-separated: single (the sessions alone), chained (multi-task sessions)",
+    )
     parser.add_argument("--name", default="long_sessions", help="results file name")
     parser.add_argument(
         "--tools", type=Path, default=None, help="JSON list of tool definitions (tools on demand)"
@@ -388,18 +392,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = [n.strip() for n in args.strategies.split(",") if n.strip()]
     sessions = A.load_sessions(args.data, args.limit)
     counter = get_counter(counter=A.ENCODING)
-    sets: dict[str, list[Any]] = {
-        "tune": [s for s in sessions if split_of(s.id) == "tune"],
-        "report": [s for s in sessions if split_of(s.id) == "report"],
-    }
-    if not args.no_chains:
-        sets["chained (tune)"] = chain(sets["tune"])
-        sets["chained (report)"] = chain(sets["report"])
+    kinds = {k.strip() for k in args.sets.split(",") if k.strip()}
+    if not kinds or kinds - {"single", "chained"}:
+        parser.error(f"--sets takes single and/or chained, got {args.sets!r}")
+    tune = [s for s in sessions if split_of(s.id) == "tune"]
+    report = [s for s in sessions if split_of(s.id) == "report"]
+    sets: dict[str, list[Any]] = {}
+    if "single" in kinds:
+        sets["tune"], sets["report"] = tune, report
+    if "chained" in kinds:
+        sets["chained (tune)"], sets["chained (report)"] = chain(tune), chain(report)
     results: dict[str, Any] = {}
     md = ["# Long sessions: a window smaller than the session", ""]
     md.append(
         f"Data: {args.data.name} ({len(sessions)} sessions; split by a hash of the id: "
-        f"{len(sets['tune'])} tune, {len(sets['report'])} report; chains of {CHAIN_LENGTH} "
+        f"{len(tune)} tune, {len(report)} report; chains of {CHAIN_LENGTH} "
         "sessions as one multi-task session). Tokens: cl100k_base. Billings: "
         + ", ".join(BILLINGS)
         + ". A request is over the window when its prompt passes the window less the reply room "
