@@ -334,6 +334,7 @@ def table(results: Mapping[str, Any], window: int) -> list[str]:
         "strategy",
         *(f"$ {b}" for b in BILLINGS),
         *(f"% of raw ({b})" for b in BILLINGS),
+        f"input only, % of raw ({BILLINGS[0]})",
         "peak request",
         "over the window",
         "evidence present",
@@ -350,6 +351,9 @@ def table(results: Mapping[str, Any], window: int) -> list[str]:
             f"{100 * costs[b] / raw['cost_usd_by_billing'][b]:.1f}%" if raw else "n/a"
             for b in BILLINGS
         ]
+        inputs = s["input_cost_usd_by_billing"][BILLINGS[0]]
+        base = raw["input_cost_usd_by_billing"][BILLINGS[0]] if raw else 0.0
+        shares.append(f"{100 * inputs / base:.1f}%" if base else "n/a")
         lines.append(
             "| "
             + " | ".join(
@@ -387,6 +391,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--tools", type=Path, default=None, help="JSON list of tool definitions (tools on demand)"
     )
+    parser.add_argument(
+        "--render",
+        type=Path,
+        default=None,
+        help="write the report again from a results JSON of an earlier run (no replay)",
+    )
     args = parser.parse_args(argv)
     windows = [int(w) for w in args.windows.split(",") if w.strip()]
     names = [n.strip() for n in args.strategies.split(",") if n.strip()]
@@ -403,6 +413,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "chained" in kinds:
         sets["chained (tune)"], sets["chained (report)"] = chain(tune), chain(report)
     results: dict[str, Any] = {}
+    if args.render is not None:
+        results = json.loads(args.render.read_text("utf-8"))["results"]
     md = ["# Long sessions: a window smaller than the session", ""]
     md.append(
         f"Data: {args.data.name} ({len(sessions)} sessions; split by a hash of the id: "
@@ -426,8 +438,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         print(f"{label}:", file=sys.stderr)
         for window in windows:
-            res = measure(group, window, names, counter)
-            results.setdefault(label, {})[str(window)] = res
+            if args.render is None:
+                results.setdefault(label, {})[str(window)] = measure(group, window, names, counter)
+            res = results[label][str(window)]
             md.extend(["", f"### window {window:,}", "", *table(res, window)])
     tools = json.loads(args.tools.read_text("utf-8")) if args.tools else example_tools()
     requests = sum(

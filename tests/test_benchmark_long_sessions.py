@@ -79,6 +79,10 @@ def test_the_report_counts_requests_over_the_window(
     assert "chained (report)" in results
     text = (out / "t.md").read_text("utf-8")
     assert "## Tool definitions on demand" in text and "| managed |" in text
+    again = tmp_path / "again"
+    args = ["--data", str(data), "--out", str(again), "--windows", "2048", "--name", "t"]
+    assert bench.main([*args, "--render", str(out / "t.json")]) == 0
+    assert (again / "t.md").read_text("utf-8") == text
 
 
 def test_instructions_kept_notices_a_dropped_task(bench: ModuleType, data: Path) -> None:
