@@ -292,10 +292,12 @@ def test_fit_digest_keeps_the_latest_lines_within_the_budget() -> None:
     assert fit_digest("## Plan\n- a", 100, COUNTER) == "## Plan\n- a"
 
 
-def test_to_openai_of_a_managed_request_is_valid() -> None:
+def test_a_compacted_request_is_valid_for_both_providers() -> None:
     session = Session(counter=COUNTER, filters=False, window=8_000)
     results = run(session, 30)
+    assert session.window_state.compacted
     ctxpack.adapters.validate_openai(results[-1].to_openai())
+    ctxpack.adapters.validate_anthropic(results[-1].to_anthropic())
     assert isinstance(results[-1].messages[0], Message)
 
 
