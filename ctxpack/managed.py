@@ -29,12 +29,14 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .cost import price
 from .editing import Summarizer, _without_thinking, extractive_digest
+from .editing import _verbatim as _never_summarised
 from .errors import BudgetExceededError, ConfigError
 from .filters import RETRIEVE_TOOL_NAME
 from .messages import Message
@@ -243,7 +245,7 @@ class WindowState(BaseModel):
 
 
 class _View:
-    """The request being built: messages and their sizes, with what each position came from."""
+    """The request being built: its messages and their sizes."""
 
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
@@ -268,15 +270,10 @@ def _pinned_kind(msg: Message) -> str | None:
 
 
 def _verbatim(msg: Message) -> bool:
-    """Never summarised: the system prompt, user instructions, pinned messages and a provider's
-    own compaction block."""
-    if _pinned_kind(msg) is not None:
-        return False  # re-injected after a compaction, within its budgets
-    if msg.role in ("system", "developer", "user") or msg.pinned:
-        return True
-    return isinstance(msg.content, list) and any(
-        part.get("type") == "compaction" for part in msg.content
-    )
+    """Never summarised (as for :class:`~ctxpack.editing.Compactor`): the system prompt, user
+    instructions, pinned messages and a provider's own compaction block; but not the content
+    ``Session.pin`` added, which is re-injected after a compaction within its budgets."""
+    return _pinned_kind(msg) is None and _never_summarised(msg, frozenset())
 
 
 def _placeholder(artifact: str, retrievable: bool) -> str:
@@ -286,24 +283,16 @@ def _placeholder(artifact: str, retrievable: bool) -> str:
     )
 
 
+@dataclass(frozen=True)
 class _Context:
     """What :func:`render_window` needs from the session."""
 
-    def __init__(
-        self,
-        record: Sequence[Message],
-        counter: TokenCounter,
-        store: ArtifactStore,
-        original_artifact: Callable[[int], str],
-        retrievable: bool,
-        model: str | None,
-    ) -> None:
-        self.record = record
-        self.counter = counter
-        self.store = store
-        self.original_artifact = original_artifact
-        self.retrievable = retrievable
-        self.model = model
+    record: Sequence[Message]
+    counter: TokenCounter
+    store: ArtifactStore
+    original_artifact: Callable[[int], str]
+    retrievable: bool
+    model: str | None
 
 
 def _build(state: WindowState, policy: WindowPolicy, ctx: _Context) -> _View:
