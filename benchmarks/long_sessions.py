@@ -235,20 +235,43 @@ def example_tools() -> list[dict[str, Any]]:
     return [_tool(n, d, p) for n, (d, p) in specs.items()]
 
 
-def tools_on_demand_table(counter: Any, requests: int, tools: Sequence[Any]) -> list[str]:
+def as_provider_tools(raw: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], str]:
+    """Tool definitions as a provider takes them, and which provider: OpenAI function tools as
+    they are; MCP tools (``inputSchema``) and Anthropic tools as Anthropic tools."""
+    if all(isinstance(t.get("function"), Mapping) for t in raw):
+        return [dict(t) for t in raw], "openai"
+    tools = [
+        {
+            "name": t["name"],
+            "description": t.get("description", ""),
+            "input_schema": t.get("input_schema", t.get("inputSchema", {"type": "object"})),
+        }
+        for t in raw
+    ]
+    return tools, "anthropic"
+
+
+def tools_on_demand_table(
+    counter: Any, requests: int, tool_sets: Mapping[str, Sequence[Mapping[str, Any]]]
+) -> list[str]:
     from ctxpack.tokens import tool_definition_tokens
     from ctxpack.tools_on_demand import on_demand_saving, on_demand_tools
 
-    full = tool_definition_tokens(tools, counter)
-    lean = tool_definition_tokens(on_demand_tools(tools), counter)
-    saved = on_demand_saving(tools, counter)
-    return [
-        "| tools | full definitions, tokens per request | on demand | saved per request | "
-        f"saved over {requests:,} requests |",
-        "|---|---|---|---|---|",
-        f"| {len(tools)} | {full:,} | {lean:,} | {saved:,} ({100 * saved / full:.0f}%) | "
-        f"{saved * requests:,} |",
+    lines = [
+        "| tool set | tools | full definitions, tokens per request | on demand | saved per request "
+        f"| saved over {requests:,} requests |",
+        "|---|---|---|---|---|---|",
     ]
+    for label, raw in tool_sets.items():
+        tools, provider = as_provider_tools(raw)
+        full = tool_definition_tokens(tools, counter)
+        lean = tool_definition_tokens(on_demand_tools(tools, provider), counter)
+        saved = on_demand_saving(tools, counter, provider)
+        lines.append(
+            f"| {label} | {len(tools)} | {full:,} | {lean:,} | {saved:,} "
+            f"({100 * saved / full:.0f}%) | {saved * requests:,} |"
+        )
+    return lines
 
 
 # ------------------------------------------------------------------------------------ data
@@ -442,7 +465,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 results.setdefault(label, {})[str(window)] = measure(group, window, names, counter)
             res = results[label][str(window)]
             md.extend(["", f"### window {window:,}", "", *table(res, window)])
-    tools = json.loads(args.tools.read_text("utf-8")) if args.tools else example_tools()
+    tool_sets: dict[str, Sequence[Mapping[str, Any]]] = {
+        "example (16 tools shaped like a file-system and an issue-tracker MCP server)": (
+            example_tools()
+        )
+    }
+    if args.tools:
+        tool_sets[args.tools.name] = json.loads(args.tools.read_text("utf-8"))
     requests = sum(
         1 for s in sessions for i, m in enumerate(s.messages) if i and m["role"] == "assistant"
     )
@@ -452,17 +481,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             "## Tool definitions on demand",
             "",
             "Tokens of the tool definitions sent with each request, whole and on demand (stubs "
-            "and describe_tool), for "
-            + (
-                f"the tools of {args.tools.name}"
-                if args.tools
-                else "the benchmark's example "
-                "tool set (16 tools shaped like a file-system and an issue-tracker MCP server)"
-            )
-            + "; saved over every request of the sessions above, less nothing loaded (these "
-            "sessions call bash only; each definition the model loads costs its tokens once).",
+            "and describe_tool), saved over every request of the sessions above, less nothing "
+            "loaded (these sessions call bash only; each definition the model loads costs its "
+            "tokens once, in the conversation).",
             "",
-            *tools_on_demand_table(counter, requests, tools),
+            *tools_on_demand_table(counter, requests, tool_sets),
         ]
     )
     text = "\n".join(md)
