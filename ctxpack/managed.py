@@ -290,7 +290,7 @@ class _Context:
     record: Sequence[Message]
     counter: TokenCounter
     store: ArtifactStore
-    original_artifact: Callable[[int], str]
+    original_artifact: Callable[[int, bool], str]
     retrievable: bool
     model: str | None
 
@@ -405,8 +405,9 @@ def _clear_batch(
         msg = record[i]
         if msg.id in state.cleared:
             continue
+        # The placeholder's size, without storing anything until the batch is cleared.
         cleared = msg.model_copy(
-            update={"content": _placeholder(ctx.original_artifact(i), ctx.retrievable)}
+            update={"content": _placeholder(ctx.original_artifact(i, False), ctx.retrievable)}
         )
         saving = counter.count_message(msg) - counter.count_message(cleared)
         if saving > 0:
@@ -457,7 +458,7 @@ def _clear(
 
     for i in tools:
         msg = record[i]
-        artifact = ctx.original_artifact(i)
+        artifact = ctx.original_artifact(i, True)
         state.cleared[msg.id] = artifact
         placeholder = msg.model_copy(update={"content": _placeholder(artifact, ctx.retrievable)})
         decide(msg, placeholder, f"old tool output cleared ({why}); original stored as {artifact}")
@@ -610,7 +611,7 @@ def _index(ctx: _Context, positions: Sequence[int]) -> str:
         msg = ctx.record[i]
         tool, command = calls.get(msg.tool_call_id or "", (msg.role, ""))
         if msg.role == "tool":
-            artifact = ctx.original_artifact(i)
+            artifact = ctx.original_artifact(i, True)
         else:
             artifact = ctx.store.put(
                 json.dumps(msg.model_dump(mode="json"), ensure_ascii=False),
@@ -674,7 +675,7 @@ def render_window(
     record: Sequence[Message],
     counter: TokenCounter,
     store: ArtifactStore,
-    original_artifact: Callable[[int], str],
+    original_artifact: Callable[[int, bool], str],
     retrievable: bool = True,
     model: str | None = None,
     tool_tokens: int = 0,
@@ -688,8 +689,9 @@ def render_window(
         record: The session's compact record (tool outputs as filtered).
         counter: The token counter.
         store: Where originals go.
-        original_artifact: Position in the record -> the artifact id of that message's original
-            (stored if it was not yet).
+        original_artifact: ``(position, store)`` -> the artifact id of the original of the
+            record's message at ``position``; with ``store``, the original is stored if it was
+            not yet.
         retrievable: Whether the model has the retrieve tool (placeholders then say how to call
             it).
         model: The session's model (prices for the clearing rule).

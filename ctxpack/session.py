@@ -29,7 +29,7 @@ from .pipeline import Decision, DecisionLog, Stage
 from .result import PackResult
 from .retrieval import Retrieval, handle_retrieve_call, read_artifact, retrieve_tool
 from .sdk import coerce_message, is_sdk_object
-from .store import ArtifactStore, SQLiteArtifactStore
+from .store import ArtifactStore, SQLiteArtifactStore, artifact_id
 from .tokens import REPLY_PRIMING, CounterLike, TokenCounter, get_counter, tool_definition_tokens
 from .tools_on_demand import DESCRIBE_TOOL_NAME, describe_tools, on_demand_tools
 
@@ -704,14 +704,17 @@ class Session:
             reserve=policy.reserve,
         )
 
-    def _original_artifact(self, position: int) -> str:
-        """The artifact id of the original of the message at ``position``, stored if need be."""
+    def _original_artifact(self, position: int, store: bool = True) -> str:
+        """The artifact id of the original of the message at ``position``; with ``store``, it is
+        stored if it was not yet (without, the id it would get)."""
         raw = self._raw[position]
         record = self._records.get(raw.id)
         if record is not None and record.artifact is not None:
             return record.artifact
         content = raw.content
         text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+        if not store:
+            return artifact_id(text)
         return self.store.put(text, message_id=raw.id, kind="cleared_tool_output")
 
     def context_management(self, provider: Provider | None = None) -> dict[str, Any]:
