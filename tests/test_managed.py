@@ -346,3 +346,14 @@ def test_the_promise_holds_on_random_sessions(
         session.extend(step(i, lines))
         if i in instructions:
             session.append({"role": "user", "content": f"Note {i}: keep going."})
+
+
+def test_a_stored_session_takes_the_window_options() -> None:
+    from ctxpack.store import open_store
+
+    session = Session.open(
+        "w", store=open_store("memory://"), counter=COUNTER, window=8_000, tools_on_demand=True
+    )
+    session.extend([SYSTEM, TASK])
+    assert session.window is not None and session.window.window == 8_000
+    assert session.render().tokens <= 8_000 - session.window.reserve
