@@ -21,6 +21,7 @@ from .adapters import to_anthropic as to_anthropic
 from .adapters import to_openai as to_openai
 from .adapters.clients import wrap_anthropic as wrap_anthropic
 from .adapters.clients import wrap_openai as wrap_openai
+from .async_session import AsyncSession as AsyncSession
 from .cost import simulate as simulate
 from .errors import ArtifactNotFoundError as ArtifactNotFoundError
 from .errors import BudgetExceededError as BudgetExceededError
@@ -55,6 +56,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ArtifactNotFoundError",
+    "AsyncSession",
     "BudgetExceededError",
     "CitationInheritor",
     "ConfigError",
