@@ -563,15 +563,6 @@ class Session:
         )
         return compact
 
-    def _record_quarantine(self, msg: Message, note: Message, stored: str | None) -> None:
-        call = self._calls.get(msg.tool_call_id or "")
-        before, after = self.counter.count_message(msg), self.counter.count_message(note)
-        reason = "withheld as a possible prompt injection (flag_injections='quarantine')"
-        tool, command = (call.tool, call.command) if call else (None, None)
-        self._record(
-            FilterRecord(msg.id, "quarantined", True, stored, before, after, reason, tool, command)
-        )
-
     def _oversized(
         self, msg: Message, tool: str | None = None, command: str | None = None
     ) -> Message:
@@ -598,6 +589,15 @@ class Session:
         if record is not None and record.kind == "oversized":
             return record.tokens_before  # estimated: counting it would take gigabytes
         return self.counter.count_message(msg)
+
+    def _record_quarantine(self, msg: Message, note: Message, stored: str | None) -> None:
+        call = self._calls.get(msg.tool_call_id or "")
+        before, after = self.counter.count_message(msg), self.counter.count_message(note)
+        reason = "withheld as a possible prompt injection (flag_injections='quarantine')"
+        tool, command = (call.tool, call.command) if call else (None, None)
+        self._record(
+            FilterRecord(msg.id, "quarantined", True, stored, before, after, reason, tool, command)
+        )
 
     def _unfiltered(self, msg: Message, tool: str | None) -> str | None:
         """Why a tool output is never filtered, or ``None`` when it may be."""
