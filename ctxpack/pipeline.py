@@ -372,6 +372,10 @@ class Pipeline:
     name = "pipeline"
 
     def __init__(self, steps: Iterable[StepSpec]) -> None:
+        if isinstance(steps, (str, bytes, Mapping)) or not isinstance(steps, Iterable):
+            raise ConfigError(
+                f"steps must be a list of stages or (name, stage) pairs, got {type(steps).__name__}"
+            )
         named: list[tuple[str, Stage]] = []
         seen: set[str] = set()
         for i, spec in enumerate(steps):

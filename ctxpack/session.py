@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ._internal.arguments import flag, message_items, optional_text, tool_definitions
+from ._internal.arguments import tokens as check_tokens
 from ._internal.views import FileRegion, view_region
 from .adapters.anthropic import from_anthropic
 from .adapters.openai import from_openai
@@ -185,7 +187,7 @@ class Session:
             raise ConfigError(
                 f"store must have put(text, **metadata) and get(id), got {type(store).__name__}"
             )
-        self.retrieve_tool = retrieve_tool
+        self.retrieve_tool = flag(retrieve_tool, "retrieve_tool")
         self.filter: ToolOutputFilter | None
         if filters is False:
             self.filter = None
@@ -248,6 +250,7 @@ class Session:
                 f"extend() takes a list of messages, got {type(messages).__name__}; "
                 "use append() for one message"
             )
+        messages = message_items(messages)
         # Everything is converted and checked before anything is added, so that a bad message
         # in the middle of a batch cannot leave half of it in the session.
         batch: list[tuple[Message, str]] = []
@@ -544,8 +547,12 @@ class Session:
         """
         if not self._raw:
             raise ConfigError("the session is empty: append messages before rendering")
+        if budget is not None:
+            check_tokens(budget, "budget")
+        check_tokens(reserve, "reserve", minimum=0)
+        optional_text(query, "query")
         provider = provider or self.provider
-        all_tools = [*(tools or ()), *self.tools(provider)]
+        all_tools = [*(tool_definitions(tools) if tools is not None else ()), *self.tools(provider)]
         raw_tokens = REPLY_PRIMING + sum(self.counter.count_message(m) for m in self._raw)
         filter_log = self._filter_log()
         originals = {

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cache, lru_cache
 from typing import Any, Protocol, runtime_checkable
 
+from ._internal.arguments import optional_text, tool_definitions
 from ._internal.prefix import PrefixMemo
 from .caches import register
 from .errors import ConfigError, TokenizerUnavailableError
@@ -494,7 +495,12 @@ def get_counter(model: str | None = None, counter: CounterLike | None = None) ->
 
     Returns:
         The counter. With neither argument, exact ``cl100k_base``.
+
+    Raises:
+        ConfigError: ``model`` is not a string, or ``counter`` is none of the above.
+        TokenizerUnavailableError: the model or encoding has no tokenizer that can be loaded.
     """
+    optional_text(model, "model")
     if counter is not None:
         if isinstance(counter, str):
             if counter == "approx":
@@ -553,7 +559,7 @@ def count_tokens(
         9
     """
     resolved = get_counter(model, counter)
-    extra = tool_definition_tokens(tools, resolved) if tools is not None else 0
+    extra = tool_definition_tokens(tool_definitions(tools), resolved) if tools is not None else 0
     if isinstance(messages_or_text, str):
         return resolved.count(messages_or_text) + extra
     return resolved.count_messages(owned_messages(messages_or_text)) + extra

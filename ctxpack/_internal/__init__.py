@@ -1,5 +1,7 @@
 """ctxpack's internal machinery: nothing here is public API, and any of it may change.
 
+- ``arguments``: the checks of public functions' arguments (message lists, tokens, tools, flags,
+  text and nesting), each raising ctxpack's own error naming the argument.
 - ``columns``: per-message facts (flags, ids, role codes) as arrays, memoised across packs.
 - ``decisions``: :func:`~ctxpack._internal.decisions.trusted_decision`, a decision built without
   validation, for the stages that record one per message.
