@@ -21,9 +21,9 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ._internal.arguments import finite
+from ._internal.arguments import finite, tool_definitions
 from ._internal.arguments import tokens as check_tokens
 from ._internal.options import invalid_option
 from ._internal.prefix import common_prefix
@@ -288,6 +288,13 @@ class Request(BaseModel):
     tools: list[dict[str, Any]] | None = None
     output_tokens: int = Field(default=0, ge=0)
     model: str | None = None
+
+    @field_validator("tools")
+    @classmethod
+    def _known_tool_shapes(cls, tools: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        if tools is not None:
+            tool_definitions(tools)
+        return tools
 
 
 class _Tokens(BaseModel):

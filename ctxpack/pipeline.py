@@ -443,6 +443,11 @@ class Pipeline:
         return Pipeline(out)
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
+        if not isinstance(ctx, PackContext):
+            raise ConfigError(
+                f"a pipeline runs on a PackContext, got {type(ctx).__name__}; to pack messages "
+                "call ctxpack.pack(messages, budget=..., pipeline=pipeline)"
+            )
         for step_name, stage in self._steps:
             result = stage(ctx)
             if not isinstance(result, PackContext):

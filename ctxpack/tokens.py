@@ -209,10 +209,10 @@ class CharsPerTokenApproxCounter(_FramedCounter):
     def __init__(
         self, chars_per_token: float = 4.0, *, safety_margin: float = 1.0, name: str = "approx"
     ) -> None:
-        if chars_per_token <= 0:
-            raise ConfigError(f"chars_per_token must be > 0, got {chars_per_token}")
-        if safety_margin < 1.0:
-            raise ConfigError(f"safety_margin must be >= 1.0, got {safety_margin}")
+        if not _is_number(chars_per_token) or not 0 < chars_per_token < math.inf:
+            raise ConfigError(f"chars_per_token must be a number > 0, got {chars_per_token!r}")
+        if not _is_number(safety_margin) or not 1.0 <= safety_margin < math.inf:
+            raise ConfigError(f"safety_margin must be a number >= 1.0, got {safety_margin!r}")
         super().__init__()
         self.chars_per_token = chars_per_token
         self.safety_margin = safety_margin
@@ -220,6 +220,10 @@ class CharsPerTokenApproxCounter(_FramedCounter):
 
     def _count_uncached(self, text: str) -> int:
         return math.ceil(len(text) / self.chars_per_token * self.safety_margin)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 class CallableCounter(_FramedCounter):

@@ -40,6 +40,9 @@ from ctxpack import (
 )
 from ctxpack.adapters import validate_anthropic, validate_openai
 from ctxpack.cost import Price
+from ctxpack.editing import extractive_digest
+from ctxpack.filters import ToolOutputFilter
+from ctxpack.tokens import count_tokens_approx
 
 USER = {"role": "user", "content": "Where is the invoice?"}
 PRICE = Price(input=3, output=15, cache_write_5m=3.75, cache_write_1h=6, cache_read=0.3)
@@ -506,7 +509,67 @@ ARGUMENT_CASES: list[Case] = [
         ConfigError,
         "weights",
     ),  # type: ignore[call-arg]
+    # counters, filters, editing
+    case(
+        "count_tokens_approx('x')", lambda: count_tokens_approx("x"), ConfigError, "chars_per_token"
+    ),  # type: ignore[arg-type]
+    case(
+        "count_tokens_approx(nan)",
+        lambda: count_tokens_approx(math.nan),
+        ConfigError,
+        "chars_per_token",
+    ),
+    case("count_tokens_approx(0)", lambda: count_tokens_approx(0), ConfigError, "chars_per_token"),
+    case(
+        "count_tokens_approx(safety_margin=nan)",
+        lambda: count_tokens_approx(safety_margin=math.nan),
+        ConfigError,
+        "safety_margin",
+    ),
+    case("ToolOutputFilter(5)", lambda: ToolOutputFilter(5), ConfigError, "filters"),  # type: ignore[arg-type]
+    case("ToolOutputFilter([5])", lambda: ToolOutputFilter([5]), ConfigError, "output filter"),  # type: ignore[list-item]
+    case(
+        "extractive_digest(None)", lambda: extractive_digest(None), InvalidMessageError, "messages"
+    ),  # type: ignore[arg-type]
+    case(
+        "extractive_digest([dict])",
+        lambda: extractive_digest([USER]),
+        InvalidMessageError,
+        "message 0",
+    ),  # type: ignore[list-item]
+    case(
+        "extractive_digest(instructions=5)",
+        lambda: extractive_digest([], instructions=5),
+        ConfigError,
+        "instructions",
+    ),  # type: ignore[arg-type]
+    case("Pipeline()(5)", lambda: ctxpack.default_pipeline()(5), ConfigError, "PackContext"),  # type: ignore[arg-type]
+    case(
+        "simulate(request tools=[{}])",
+        lambda: simulate([{"messages": [USER], "tools": [{}]}], price=PRICE),
+        ConfigError,
+        "request 0",
+        "tools",
+    ),
     # client wrappers
+    case(
+        "wrap_openai(model=5)",
+        lambda: ctxpack.wrap_openai(object(), budget=100, model=5),
+        ConfigError,
+        "model",
+    ),  # type: ignore[arg-type]
+    case(
+        "wrap_openai(pipeline=5)",
+        lambda: ctxpack.wrap_openai(object(), budget=100, pipeline=5),
+        ConfigError,
+        "pipeline",
+    ),  # type: ignore[arg-type]
+    case(
+        "wrap_anthropic(session=5)",
+        lambda: ctxpack.wrap_anthropic(object(), budget=100, counter="cl100k_base", session=5),
+        ConfigError,
+        "session",
+    ),  # type: ignore[arg-type]
     case(
         "wrap_openai(budget=0)",
         lambda: ctxpack.wrap_openai(object(), budget=0),

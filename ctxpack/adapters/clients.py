@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from .._internal.arguments import optional_text
 from ..errors import ConfigError
 from ..packing import pack
 from ..pipeline import Stage
@@ -315,6 +316,14 @@ def _wrap(
     session: SessionLike | None,
 ) -> PackedClient:
     """``client`` behind a packer for ``provider``'s request methods."""
+    optional_text(model, "model")
+    if pipeline is not None and not callable(pipeline):
+        raise ConfigError(f"pipeline must be a stage, got {type(pipeline).__name__}")
+    if session is not None and not isinstance(session, SessionLike):
+        raise ConfigError(
+            f"session must be a ctxpack Session (extend, render and tools), got "
+            f"{type(session).__name__}"
+        )
     openai = provider == "openai"
     packer = _Packer(
         provider=provider,
