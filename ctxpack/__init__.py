@@ -12,8 +12,12 @@ adapters and client wrappers. Everything else is imported from its module: custo
 the artifact store from :mod:`ctxpack.store`, clearing and compaction from
 :mod:`ctxpack.editing`, selection from :mod:`ctxpack.selection`, code retrieval from
 :mod:`ctxpack.code`, other adapters from :mod:`ctxpack.adapters`, caches from
-:mod:`ctxpack.caches`. See the architecture page of the documentation for the module map.
+:mod:`ctxpack.caches`. Each is reachable from a bare ``import ctxpack``
+(``ctxpack.selection.Workspace``), imported on first use. See the architecture page of the
+documentation for the module map.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from .adapters import from_anthropic as from_anthropic
 from .adapters import from_openai as from_openai
@@ -50,6 +54,13 @@ from .tokens import TokenCounter as TokenCounter
 from .tokens import count_tokens as count_tokens
 from .tokens import get_counter as get_counter
 from .usage import context_usage as context_usage
+
+if TYPE_CHECKING:
+    from . import code as code
+    from . import editing as editing
+    from . import plot as plot
+    from . import selection as selection
+    from . import testing as testing
 
 __version__ = "0.1.0"
 
@@ -90,3 +101,25 @@ __all__ = [
     "wrap_anthropic",
     "wrap_openai",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``ctxpack.selection``, ``ctxpack.code``...: a submodule not imported yet is imported on
+    first use (PEP 562), so that ``import ctxpack`` stays cheap and every documented module is
+    reachable from it."""
+    if not name.startswith("_"):
+        import importlib
+
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise  # the submodule exists but needs a package that is missing
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    import pkgutil
+
+    submodules = {m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")}
+    return sorted({*globals(), *submodules})

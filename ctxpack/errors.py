@@ -43,7 +43,8 @@ class InvalidMessageError(CtxpackError, ValueError):
 
 
 class BudgetExceededError(CtxpackError, ValueError):
-    """What must be kept (system and pinned messages, the reserve) does not fit in the budget.
+    """What must be kept (system, developer and pinned messages, the reserve) does not fit in
+    the budget.
 
     Attributes:
         required: Tokens the mandatory messages need, reply priming and reserve included.
@@ -58,7 +59,8 @@ class BudgetExceededError(CtxpackError, ValueError):
         shown = ", ".join(repr(i) for i in self.pinned_ids[:5])
         more = f" and {len(self.pinned_ids) - 5} more" if len(self.pinned_ids) > 5 else ""
         super().__init__(
-            f"the system and pinned messages need {required} tokens but the budget is {budget}; "
+            f"the system, developer and pinned messages need {required} tokens but the budget is "
+            f"{budget}; "
             f"raise the budget, lower the reserve, or unpin some of: {shown}{more}"
         )
 

@@ -131,9 +131,11 @@ def pack(
 ) -> PackResult:
     """Fit a conversation into ``budget`` tokens, keeping what the next answer needs.
 
-    The promise: the result holds every system and pinned message and the current question,
-    keeps or drops each tool exchange whole, keeps the original order, and never exceeds
-    ``budget - reserve`` tokens; every input message gets at least one recorded decision. The
+    The promise: the result holds every system, developer and pinned message and the current
+    question, keeps or drops each tool exchange whole, keeps the original order, and never
+    exceeds ``budget - reserve`` tokens; every input message gets at least one recorded
+    decision. Developer messages are instructions, kept like the system prompt; a pipeline whose
+    ``PromptComposer(protect_developer=False)`` lets them compete for the budget instead. The
     result is valid for the provider: no tool result without its call, no call without its
     result (except in a trailing assistant message), and for Anthropic a user message first and
     alternating turns.
@@ -162,7 +164,7 @@ def pack(
 
     Raises:
         InvalidMessageError: a message is malformed (the error names its index and field).
-        BudgetExceededError: the system and pinned messages alone do not fit.
+        BudgetExceededError: the system, developer and pinned messages alone do not fit.
         TokenizerUnavailableError: the model's encoding cannot be loaded.
         ConfigError: ``budget``/``reserve``/``provider`` are invalid, or the pipeline
             misbehaves (returns no context, exceeds the budget, or breaks Anthropic's turn rules

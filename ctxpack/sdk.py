@@ -13,6 +13,9 @@ module costs nothing when the SDKs are not installed.
 
 What is converted:
 
+- a tool call the model made, given to :meth:`ctxpack.Session.handle` (OpenAI's
+  ``ChatCompletionMessageToolCall``, Anthropic's ``ToolUseBlock``...): into its dict;
+
 - anywhere inside a message dict (``content`` blocks, ``tool_calls``, ``system`` blocks...): any
   SDK model, into its dict;
 - as a message: an OpenAI ``ChatCompletionMessage``; an Anthropic ``Message`` (the response
@@ -42,6 +45,7 @@ __all__ = [
     "SDKObject",
     "coerce_message",
     "coerce_messages",
+    "coerce_tool_call",
     "coerce_value",
     "is_sdk_object",
 ]
@@ -186,6 +190,21 @@ def _coerced(value: Any, index: int | None, field: str | None) -> Any:
 
 def _join(field: str | None, key: str) -> str:
     return f"{field}.{key}" if field else key
+
+
+def coerce_tool_call(call: Any) -> Any:
+    """A tool call the model made, as the dict its SDK sends: an OpenAI
+    ``ChatCompletionMessageToolCall`` (``message.tool_calls[0]``) becomes ``{"id", "type":
+    "function", "function": {"name", "arguments"}}``, an Anthropic ``ToolUseBlock``
+    (``response.content[i]``) ``{"type": "tool_use", "id", "name", "input"}``, a Responses API
+    ``function_call`` item ``{"type": "function_call", "call_id", "name", "arguments"}``.
+
+    Anything else comes back as it is (a dict stays the same object).
+
+    Raises:
+        InvalidMessageError: the SDK cannot serialise the object (field ``call``).
+    """
+    return coerce_value(call, field="call")
 
 
 def coerce_message(item: Any, index: int) -> Any:

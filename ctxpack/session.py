@@ -27,7 +27,7 @@ from .packing import pack
 from .pipeline import Decision, DecisionLog, Stage
 from .result import PackResult
 from .retrieval import Retrieval, handle_retrieve_call, read_artifact, retrieve_tool
-from .sdk import coerce_message
+from .sdk import SDKObject, coerce_message
 from .store import ArtifactStore, SQLiteArtifactStore
 from .tokens import REPLY_PRIMING, CounterLike, TokenCounter, get_counter, tool_definition_tokens
 
@@ -543,7 +543,8 @@ class Session:
                 definition is added when it is offered.
 
         Raises:
-            BudgetExceededError: with a budget, the system and pinned messages alone do not fit.
+            BudgetExceededError: with a budget, the system, developer and pinned messages alone
+                do not fit.
         """
         if not self._raw:
             raise ConfigError("the session is empty: append messages before rendering")
@@ -558,6 +559,7 @@ class Session:
         originals = {
             raw.id: raw for raw in self._raw if (r := self._records.get(raw.id)) and r.shortened
         }
+        asked = budget
         if budget is None:
             tool_tokens = tool_definition_tokens(all_tools, self.counter) if all_tools else 0
             if self.pipeline is None:
@@ -577,6 +579,7 @@ class Session:
         return PackResult.model_construct(
             **{
                 **{name: getattr(packed, name) for name in PackResult.model_fields},
+                "budget": asked,
                 "input_tokens": raw_tokens + packed.tool_tokens,
                 "decisions": filter_log + packed.decisions,
                 # The session's originals win: a stage's "original" of a filtered message is
@@ -595,10 +598,24 @@ class Session:
     ) -> PackResult:
         """The compact record whole, as a result (no budget, no pipeline)."""
         tokens = self.counter.count_messages(self._compact) + tool_tokens
+        filtered = set(filter_log.message_ids())
+        # Every message gets its decision, as pack() promises: here, sent as it is.
+        unfiltered = [
+            Decision(
+                stage="session",
+                action="kept",
+                message_id=m.id,
+                reason="kept, not filtered",
+                tokens_before=(n := self.counter.count_message(m)),
+                tokens_after=n,
+            )
+            for m in self._compact
+            if m.id not in filtered
+        ]
         return PackResult.model_construct(
             messages=list(self._compact),
             tokens=tokens,
-            budget=tokens,
+            budget=None,
             reserve=0,
             input_tokens=raw_tokens + tool_tokens,
             tool_tokens=tool_tokens,
@@ -606,7 +623,7 @@ class Session:
             counter=self.counter.name,
             exact=self.counter.exact,
             query=query,
-            decisions=filter_log,
+            decisions=filter_log + unfiltered,
             artifacts=originals,
         )
 
@@ -654,9 +671,11 @@ class Session:
             max_chars=max_chars,
         )
 
-    def handle(self, call: Mapping[str, Any]) -> str:
+    def handle(self, call: Mapping[str, Any] | SDKObject | str) -> str:
         """Answer the model's call to the retrieve tool (an OpenAI tool call or an Anthropic
-        ``tool_use`` block) from the session's store; see
+        ``tool_use`` block, as a dict or as the SDK's own object:
+        ``session.handle(response.choices[0].message.tool_calls[0])``) from the session's
+        store; see
         :func:`ctxpack.retrieval.handle_retrieve_call`. Append the answer as the call's tool
         result as usual: the session never filters a retrieved original again."""
         return handle_retrieve_call(self.store, call)

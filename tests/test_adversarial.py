@@ -554,22 +554,40 @@ ARGUMENT_CASES: list[Case] = [
     # client wrappers
     case(
         "wrap_openai(model=5)",
-        lambda: ctxpack.wrap_openai(object(), budget=100, model=5),
+        lambda: ctxpack.wrap_openai(object(), window=100, model=5),
         ConfigError,
         "model",
     ),  # type: ignore[arg-type]
     case(
         "wrap_openai(pipeline=5)",
-        lambda: ctxpack.wrap_openai(object(), budget=100, pipeline=5),
+        lambda: ctxpack.wrap_openai(object(), window=100, pipeline=5),
         ConfigError,
         "pipeline",
     ),  # type: ignore[arg-type]
     case(
         "wrap_anthropic(session=5)",
-        lambda: ctxpack.wrap_anthropic(object(), budget=100, counter="cl100k_base", session=5),
+        lambda: ctxpack.wrap_anthropic(object(), window=100, counter="cl100k_base", session=5),
         ConfigError,
         "session",
     ),  # type: ignore[arg-type]
+    case(
+        "wrap_openai(window=0)",
+        lambda: ctxpack.wrap_openai(object(), window=0),
+        ConfigError,
+        "window",
+    ),
+    case(
+        "wrap_openai(window='8k')",
+        lambda: ctxpack.wrap_openai(object(), window="8k"),  # type: ignore[arg-type]
+        ConfigError,
+        "window",
+    ),
+    case(
+        "wrap_openai(no window, no budget)",
+        lambda: ctxpack.wrap_openai(object()),
+        ConfigError,
+        "window",
+    ),
     case(
         "wrap_openai(budget=0)",
         lambda: ctxpack.wrap_openai(object(), budget=0),
@@ -578,7 +596,7 @@ ARGUMENT_CASES: list[Case] = [
     ),
     case(
         "wrap_anthropic(reserve=-1)",
-        lambda: ctxpack.wrap_anthropic(object(), budget=100, reserve=-1),
+        lambda: ctxpack.wrap_anthropic(object(), window=100, counter="cl100k_base", reserve=-1),
         ConfigError,
         "reserve",
     ),

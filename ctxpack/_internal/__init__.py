@@ -2,6 +2,7 @@
 
 - ``arguments``: the checks of public functions' arguments (message lists, tokens, tools, flags,
   text and nesting), each raising ctxpack's own error naming the argument.
+- ``cliargs``: the command lines' usage error and argument types (one-line errors, exit status 2).
 - ``columns``: per-message facts (flags, ids, role codes) as arrays, memoised across packs.
 - ``decisions``: :func:`~ctxpack._internal.decisions.trusted_decision`, a decision built without
   validation, for the stages that record one per message.

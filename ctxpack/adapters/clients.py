@@ -1,11 +1,13 @@
 """Client wrappers: the OpenAI and Anthropic SDK clients, packing every request first.
 
-``wrap_openai(client, budget=...)`` returns an object that behaves like ``client``: every
+``wrap_openai(client, window=...)`` returns an object that behaves like ``client``: every
 attribute is the client's own, except that ``chat.completions.create`` (and ``parse``,
 ``stream``, and their ``with_raw_response`` / ``with_streaming_response`` forms) pack
 ``messages`` with :func:`ctxpack.pack` before the SDK sends them. ``wrap_anthropic`` does the same
-for ``messages.create`` / ``messages.stream`` (and ``beta.messages``), packing ``system`` too. The
-tool definitions are counted against the budget; the reply is left as the SDK returns it, so
+for ``messages.create`` / ``messages.stream`` (and ``beta.messages``), packing ``system`` too.
+``window`` is the model's context window, prompt and reply together (each request's
+``max_tokens`` is taken out of it); ``budget``, as in :func:`ctxpack.pack`, caps the prompt alone.
+The tool definitions are counted against both; the reply is left as the SDK returns it, so
 streaming is unchanged. The wrappers work for sync and async clients alike: packing happens before
 the SDK method is called, and what it returns (a response, a coroutine, a stream) is returned as
 is.
@@ -99,7 +101,8 @@ class _Packer:
     """What a wrapped client packs with, and what it packed last."""
 
     provider: Literal["openai", "anthropic"]
-    budget: int
+    window: int | None
+    budget: int | None
     reserve: int
     model: str | None
     counter: TokenCounter | None
@@ -125,31 +128,39 @@ class _Packer:
                 return value
         return 0
 
+    def limits(self, room: int) -> tuple[int, int]:
+        """The ``budget`` and ``reserve`` to pack with for a reply of ``room`` tokens: the
+        tighter of the window (prompt and reply) and the budget (the prompt alone)."""
+        options = []
+        if self.window is not None:
+            if self.reserve + room >= self.window:
+                raise ConfigError(
+                    f"max_tokens ({room}) plus reserve ({self.reserve}) leaves nothing of the "
+                    f"context window ({self.window}) for the prompt"
+                )
+            options.append((self.window, self.reserve + room))
+        if self.budget is not None:
+            options.append((self.budget, self.reserve))
+        return min(options, key=lambda option: option[0] - option[1])
+
     def packed_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         """The request's keyword arguments with ``messages`` (and ``system``) packed."""
         messages: Any = kwargs.get("messages")
         if not _given(messages):
             return kwargs  # nothing to pack: let the SDK report what is missing
         counter = self.counter_for(kwargs.get("model"))
-        room = self.reply_room(kwargs)
-        reserve = self.reserve + room
-        if reserve >= self.budget:
-            raise ConfigError(
-                f"max_tokens ({room}) plus reserve ({self.reserve}) leaves nothing of the budget "
-                f"({self.budget}) for the prompt; the budget is the model's context window: "
-                "prompt and reply together"
-            )
+        budget, reserve = self.limits(self.reply_room(kwargs))
         tools: Any = kwargs.get("tools")
         tools = list(tools) if _given(tools) else None
         system = kwargs.get("system") if self.provider == "anthropic" else None
         system = system if _given(system) else None
         out = dict(kwargs)
         if self.session is not None:
-            result = self._render(list(messages), system, tools, counter, reserve)
+            result = self._render(list(messages), system, tools, counter, budget, reserve)
         elif self.provider == "anthropic":
             result = pack(
                 from_anthropic(messages, system=system),
-                budget=self.budget,
+                budget=budget,
                 reserve=reserve,
                 counter=counter,
                 tools=tools,
@@ -159,7 +170,7 @@ class _Packer:
         else:
             result = pack(
                 coerce_messages(list(messages)),
-                budget=self.budget,
+                budget=budget,
                 reserve=reserve,
                 counter=counter,
                 tools=tools,
@@ -185,6 +196,7 @@ class _Packer:
         system: Any,
         tools: Sequence[Mapping[str, Any]] | None,
         counter: TokenCounter,
+        budget: int,
         reserve: int,
     ) -> PackResult:
         session = self.session
@@ -197,13 +209,13 @@ class _Packer:
         # The session takes dicts: the SDKs' objects are converted first, as everywhere.
         session.extend(list(coerce_messages(messages[self.fed :])), provider=self.provider)
         self.fed = len(messages)
-        budget = self.budget
+        limit = budget
         if system is not None:
             # Anthropic's system prompt rides beside the messages the session renders.
             budget -= counter.count_messages(from_anthropic([], system=system)) - REPLY_PRIMING
         if budget <= reserve:
             raise ConfigError(
-                f"the system prompt, max_tokens and reserve take the whole budget of {self.budget}"
+                f"the system prompt, max_tokens and reserve take the whole of {limit} tokens"
             )
         return session.render(budget=budget, reserve=reserve, tools=tools, provider=self.provider)
 
@@ -292,23 +304,48 @@ class PackedClient(_Resource):
 
     def __repr__(self) -> str:
         p = self._packer
+        limits = f"window={p.window}, " if p.window is not None else ""
+        limits += f"budget={p.budget}, " if p.budget is not None else ""
         return (
-            f"PackedClient({self._target!r}, budget={p.budget}, reserve={p.reserve}, "
-            f"provider={p.provider!r})"
+            f"PackedClient({self._target!r}, {limits}reserve={p.reserve}, provider={p.provider!r})"
         )
 
 
-def _check_limits(budget: Any, reserve: Any) -> None:
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
-        raise ConfigError(f"budget must be a positive int, got {budget!r}")
-    if isinstance(reserve, bool) or not isinstance(reserve, int) or not 0 <= reserve < budget:
-        raise ConfigError(f"reserve must be an int in [0, budget), got {reserve!r}")
+def _check_limits(function: str, window: Any, budget: Any, reserve: Any) -> None:
+    """Raise for invalid limits; warn for the old use of ``budget`` as the context window."""
+    if window is None and budget is None:
+        raise ConfigError(
+            f"{function}() needs window= (the model's context window: prompt and reply "
+            "together) or budget= (the most the prompt may take, as in pack())"
+        )
+    for name, value in (("window", window), ("budget", budget)):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 1
+        ):
+            raise ConfigError(f"{name} must be a positive int, got {value!r}")
+    smallest = min(v for v in (window, budget) if v is not None)
+    if isinstance(reserve, bool) or not isinstance(reserve, int) or not 0 <= reserve < smallest:
+        raise ConfigError(
+            f"reserve must be an int in [0, {'budget' if smallest == budget else 'window'}), "
+            f"got {reserve!r}"
+        )
+    if window is None:
+        warnings.warn(
+            f"{function}(budget={budget}) without window=: budget now means what it means in "
+            "pack(), the most the prompt may take, and a request's max_tokens is no longer "
+            f"taken out of it. For the model's context window (prompt and reply together, as "
+            f"budget= meant before), pass window={budget}; pass both to cap the prompt within "
+            "the window.",
+            FutureWarning,
+            stacklevel=3,
+        )
 
 
 def _wrap(
     client: Any,
     provider: Literal["openai", "anthropic"],
-    budget: int,
+    window: int | None,
+    budget: int | None,
     reserve: int,
     model: str | None,
     counter: TokenCounter | None,
@@ -327,6 +364,7 @@ def _wrap(
     openai = provider == "openai"
     packer = _Packer(
         provider=provider,
+        window=window,
         budget=budget,
         reserve=reserve,
         model=model,
@@ -342,7 +380,8 @@ def _wrap(
 def wrap_openai(
     client: Any,
     *,
-    budget: int,
+    window: int | None = None,
+    budget: int | None = None,
     reserve: int = 0,
     model: str | None = None,
     counter: CounterLike | None = None,
@@ -352,15 +391,19 @@ def wrap_openai(
     """Wrap an ``openai.OpenAI`` (or ``AsyncOpenAI``) client so that every chat request is packed.
 
     ``client.chat.completions.create(messages=..., ...)`` (and ``parse``, ``stream``) packs
-    ``messages`` so that prompt and reply fit ``budget``: the prompt, tool definitions included,
-    never exceeds ``budget - reserve - max_tokens`` tokens, ``max_tokens`` being the request's
-    ``max_completion_tokens`` (or ``max_tokens``, or 0). The messages may be dicts or the SDK's
-    own objects (``response.choices[0].message``). Everything else is sent as given, and the
-    reply (a stream too) comes back unchanged.
+    ``messages`` so that prompt and reply fit the context ``window``: the prompt, tool
+    definitions included, never exceeds ``window - reserve - max_tokens`` tokens, ``max_tokens``
+    being the request's ``max_completion_tokens`` (or ``max_tokens``, or 0). ``budget`` caps the
+    prompt alone, as in :func:`ctxpack.pack` (``budget - reserve`` tokens at most); with both,
+    the tighter limit holds. The messages may be dicts or the SDK's own objects
+    (``response.choices[0].message``). Everything else is sent as given, and the reply (a
+    stream too) comes back unchanged.
 
     Args:
         client: The SDK client, sync or async.
-        budget: The model's context window: tokens the prompt and the reply may take together.
+        window: The model's context window: tokens the prompt and the reply may take together.
+        budget: The most the prompt may take, as in :func:`ctxpack.pack`, whatever the reply
+            asks. Given alone it warns (:class:`FutureWarning`): it used to mean the window.
         reserve: Tokens to leave free beyond the request's ``max_tokens``.
         model: The model whose tokenizer counts; by default each request's ``model``.
         counter: A token counter instead (see :func:`ctxpack.get_counter`).
@@ -374,8 +417,8 @@ def wrap_openai(
         A :class:`PackedClient`; its ``last_result`` is the last request's ``PackResult``.
 
     Raises:
-        ConfigError: ``budget`` or ``reserve`` is invalid (at each request: ``max_tokens``
-            leaves no room for the prompt).
+        ConfigError: neither ``window`` nor ``budget`` is given, or a limit is invalid (at each
+            request: ``max_tokens`` leaves no room for the prompt in the window).
 
     Example:
         >>> import httpx2, openai
@@ -384,7 +427,7 @@ def wrap_openai(
         ...                       "message": {"role": "assistant", "content": "Hi!"}}]}
         >>> transport = httpx2.MockTransport(lambda request: httpx2.Response(200, json=reply))
         >>> client = openai.OpenAI(api_key="k", http_client=httpx2.Client(transport=transport))
-        >>> packed = wrap_openai(client, budget=100)
+        >>> packed = wrap_openai(client, window=100)
         >>> history = [{"role": "user", "content": "tell me about cats " * 50},
         ...            {"role": "assistant", "content": "Cats purr."},
         ...            {"role": "user", "content": "Say hi."}]
@@ -394,15 +437,16 @@ def wrap_openai(
         >>> packed.last_result.tokens <= 100 - 20, len(packed.last_result.messages)
         (True, 2)
     """
-    _check_limits(budget, reserve)
+    _check_limits("wrap_openai", window, budget, reserve)
     resolved = get_counter(model, counter) if counter is not None else None
-    return _wrap(client, "openai", budget, reserve, model, resolved, pipeline, session)
+    return _wrap(client, "openai", window, budget, reserve, model, resolved, pipeline, session)
 
 
 def wrap_anthropic(
     client: Any,
     *,
-    budget: int,
+    window: int | None = None,
+    budget: int | None = None,
     reserve: int = 0,
     model: str | None = None,
     counter: CounterLike | None = None,
@@ -415,8 +459,9 @@ def wrap_anthropic(
     ``client.messages.create(messages=..., system=..., max_tokens=..., ...)`` (and
     ``messages.stream``, ``beta.messages``) packs ``messages`` and ``system`` under Anthropic's
     rules (a user turn first, alternating turns, tool pairs kept whole) so that the prompt, tool
-    definitions included, never exceeds ``budget - reserve - max_tokens`` tokens. The messages may
-    be dicts or the SDK's own objects (``{"role": "assistant", "content": response.content}``).
+    definitions included, never exceeds ``window - reserve - max_tokens`` tokens (and
+    ``budget - reserve`` with a ``budget``, as for :func:`wrap_openai`). The messages may be
+    dicts or the SDK's own objects (``{"role": "assistant", "content": response.content}``).
 
     Anthropic does not publish its tokenizer: without ``counter``, counts are
     :func:`ctxpack.tokens.anthropic_approx_counter`'s (``cl100k_base`` times 1.25, a margin that
@@ -426,7 +471,9 @@ def wrap_anthropic(
 
     Args:
         client: The SDK client, sync or async.
-        budget: The model's context window: tokens the prompt and the reply may take together.
+        window: The model's context window: tokens the prompt and the reply may take together.
+        budget: The most the prompt may take, as in :func:`ctxpack.pack`, whatever the reply
+            asks. Given alone it warns (:class:`FutureWarning`): it used to mean the window.
         reserve: Tokens to leave free beyond the request's ``max_tokens``.
         model: A model name for :func:`ctxpack.get_counter` (an OpenAI name picks its exact
             encoding); ignored when ``counter`` is given.
@@ -439,10 +486,10 @@ def wrap_anthropic(
         A :class:`PackedClient`; its ``last_result`` is the last request's ``PackResult``.
 
     Raises:
-        ConfigError: ``budget`` or ``reserve`` is invalid (at each request: ``max_tokens``
-            leaves no room for the prompt).
+        ConfigError: neither ``window`` nor ``budget`` is given, or a limit is invalid (at each
+            request: ``max_tokens`` leaves no room for the prompt in the window).
     """
-    _check_limits(budget, reserve)
+    _check_limits("wrap_anthropic", window, budget, reserve)
     if counter is not None or model is not None:
         resolved = get_counter(model, counter)
     else:
@@ -454,4 +501,4 @@ def wrap_anthropic(
             ApproximateTokenCountWarning,
             stacklevel=2,
         )
-    return _wrap(client, "anthropic", budget, reserve, model, resolved, pipeline, session)
+    return _wrap(client, "anthropic", window, budget, reserve, model, resolved, pipeline, session)

@@ -287,7 +287,7 @@ def apply_selection(
     return PackResult(
         messages=out,
         tokens=tokens,
-        budget=budget if budget is not None else tokens,
+        budget=budget,
         input_tokens=counter.count_messages(messages),
         input_ids=[m.id for m in messages],
         counter=counter.name,
