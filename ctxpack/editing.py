@@ -536,6 +536,8 @@ def evidence_terms(text: str) -> list[str]:
         >>> evidence_terms("Fixed auth/token.py:88, refresh_token() now returns 3600")
         ['auth/token.py', '88', 'refresh_token', '3600']
     """
+    if not isinstance(text, str):
+        raise ConfigError(f"text must be a string, got {type(text).__name__}")
     found: dict[str, int] = {}
     for pattern in (_PATH, _IDENT, _NUMBER):
         for match in pattern.finditer(text):

@@ -40,8 +40,9 @@ from ctxpack import (
 )
 from ctxpack.adapters import validate_anthropic, validate_openai
 from ctxpack.cost import Price
-from ctxpack.editing import extractive_digest
+from ctxpack.editing import evidence_terms, extractive_digest
 from ctxpack.filters import ToolOutputFilter
+from ctxpack.selection import Selection, Workspace, apply_selection
 from ctxpack.tokens import count_tokens_approx
 
 USER = {"role": "user", "content": "Where is the invoice?"}
@@ -550,6 +551,49 @@ ARGUMENT_CASES: list[Case] = [
         ConfigError,
         "request 0",
         "tools",
+    ),
+    case(
+        "evidence_terms(None)",
+        lambda: evidence_terms(None),  # type: ignore[arg-type]
+        ConfigError,
+        "text",
+    ),
+    # selection and results
+    case(
+        "apply_selection(None, ws)",
+        lambda: apply_selection(None, Workspace([USER])),  # type: ignore[arg-type]
+        ConfigError,
+        "selection",
+    ),
+    case(
+        "apply_selection(sel, [msgs])",
+        lambda: apply_selection(Selection(), [USER]),  # type: ignore[arg-type]
+        ConfigError,
+        "workspace",
+    ),
+    case(
+        "apply_selection(budget='x')",
+        lambda: apply_selection(Selection(), Workspace([USER]), budget="x"),  # type: ignore[arg-type]
+        ConfigError,
+        "budget",
+    ),
+    case(
+        "Workspace(None)",
+        lambda: Workspace(None),  # type: ignore[arg-type]
+        InvalidMessageError,
+        "messages",
+    ),
+    case(
+        "PackResult.report(width='x')",
+        lambda: pack([USER], budget=100).report(width="x"),  # type: ignore[arg-type]
+        ConfigError,
+        "width",
+    ),
+    case(
+        "PackResult.report(width=0)",
+        lambda: pack([USER], budget=100).report(width=0),
+        ConfigError,
+        "width",
     ),
     # client wrappers
     case(

@@ -74,12 +74,13 @@ def flag(value: Any, argument: str) -> bool:
     return value
 
 
-def tokens(value: Any, argument: str, *, minimum: int = 1) -> int:
-    """``value`` if it is an int (not a bool) of at least ``minimum`` tokens."""
+def tokens(value: Any, argument: str, *, minimum: int = 1, unit: str = "tokens") -> int:
+    """``value`` if it is an int (not a bool) of at least ``minimum`` (``unit``, for the
+    message)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         shown = repr(value) if isinstance(value, (int, float, str)) else _type_name(value)
         wanted = "a positive int" if minimum == 1 else f"an int >= {minimum}"
-        raise ConfigError(f"{argument} must be {wanted} (tokens), got {shown}")
+        raise ConfigError(f"{argument} must be {wanted} ({unit}), got {shown}")
     return value
 
 
