@@ -13,7 +13,7 @@ import json
 import os
 import sys
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Literal
@@ -66,6 +66,12 @@ class _Request:
     tools: list[dict[str, Any]] | None
     provider: Provider
     payload: dict[str, Any] | None
+
+    @property
+    def model(self) -> str | None:
+        """The request's ``model``, which counts when ``--model`` does not say."""
+        model = self.payload.get("model") if self.payload is not None else None
+        return model if isinstance(model, str) and model else None
 
 
 def _read_json(path: str) -> Any:
@@ -190,33 +196,43 @@ def _read_request(path: str, provider: Provider | None) -> _Request:
     return _Request(from_openai(entries), tools, provider, payload)
 
 
-def _counter(model: str | None, counter: str | None, warn: Callable[[str], None]) -> TokenCounter:
-    """The counter ``--model`` / ``--counter`` name, with the command line's own advice."""
-    if counter is not None:
+def _counter(args: argparse.Namespace, request: _Request) -> tuple[TokenCounter, str | None]:
+    """The counter ``--counter``, ``--model`` or else the request's ``model`` names, and the
+    model counted for; errors and warnings in the command line's words."""
+    if args.counter is not None:
         import tiktoken
 
         known = ["approx", *tiktoken.list_encoding_names()]
-        if counter not in known:
-            raise UsageError(f"--counter {counter!r} is not one of {', '.join(known)}")
-        return get_counter(counter=counter)
+        if args.counter not in known:
+            raise UsageError(f"--counter {args.counter!r} is not one of {', '.join(known)}")
+        return get_counter(counter=args.counter), args.model
+    model = args.model if args.model is not None else request.model
     if model is not None and not model.lower().startswith(("claude", "anthropic")):
         try:
             encoding_for_model(model)
         except TokenizerUnavailableError as exc:
-            raise UsageError(
-                f"no public tokenizer is known for model {model!r}; name an encoding with "
-                "--counter cl100k_base or --counter o200k_base, or estimate with --counter approx"
-            ) from exc
+            if args.model is not None:
+                raise UsageError(
+                    f"no public tokenizer is known for model {model!r}; name an encoding with "
+                    "--counter cl100k_base or --counter o200k_base, or estimate with --counter "
+                    "approx"
+                ) from exc
+            # A file's own model field may name any model: counting goes on, and says how.
+            _warn(
+                f"no public tokenizer is known for the file's model {model!r}; counting with "
+                "cl100k_base (--model or --counter names another)"
+            )
+            model = None
     with warnings.catch_warnings():
         # Said below in the command line's words, without a Python source line.
         warnings.simplefilter("ignore", ApproximateTokenCountWarning)
         resolved = get_counter(model)
     if not resolved.exact:
-        warn(
+        _warn(
             f"{model!r} has no public tokenizer; counting with {resolved.name}, an "
             "approximation with a safety margin (--counter names another)"
         )
-    return resolved
+    return resolved, model
 
 
 def _warn(message: str) -> None:
@@ -259,7 +275,11 @@ def _add_pack_parser(sub: Any) -> None:
 
 
 def _add_counting_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", default=None, help="model name (picks the tokenizer), e.g. gpt-4")
+    p.add_argument(
+        "--model",
+        default=None,
+        help="model name (picks the tokenizer), e.g. gpt-4; by default the request's 'model'",
+    )
     p.add_argument(
         "--counter",
         default=None,
@@ -281,10 +301,11 @@ def _pack(args: argparse.Namespace) -> str:
         raise UsageError(
             f"--reserve ({args.reserve}) must be smaller than --budget ({args.budget})"
         )
+    counter, _ = _counter(args, request)
     result = pack(
         request.messages,
         budget=args.budget,
-        counter=_counter(args.model, args.counter, _warn),
+        counter=counter,
         query=args.query,
         reserve=args.reserve,
         tools=request.tools,
@@ -377,10 +398,11 @@ def _context(args: argparse.Namespace) -> ContextUsage:
             raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from exc
         except UnicodeDecodeError as exc:
             raise UsageError(f"{path} is not UTF-8 text; save it as UTF-8") from exc
+    counter, model = _counter(args, request)
     return context_usage(
         request.messages,
-        model=args.model,
-        counter=_counter(args.model, args.counter, _warn),
+        model=model,
+        counter=counter,
         tools=request.tools,
         memory_files=memory,
         window=args.window,
@@ -409,7 +431,13 @@ def _print_context(usage: ContextUsage) -> None:
         table.add_row(bucket.name, f"{bucket.tokens:,}", share, kind, items)
     if usage.window is not None and usage.free is not None:
         table.add_row("free", f"{max(usage.free, 0):,}", "", "", f"of a {usage.window:,} window")
-    console = Console()
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # rich would exit with status 1; the command line ends as for any closed pipe.
+            raise BrokenPipeError
+
+    console = _Console()
     console.print(table)
     for warning in usage.warnings:
         console.print(f"[bold red]warning:[/] {warning}")
@@ -458,13 +486,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = _parser()
     try:
-        args = parser.parse_args(argv)
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:  # --help and --version, printed
+            return exc.code if isinstance(exc.code, int) else 0
         if args.command is None:
             parser.print_help(sys.stderr)
             return 2
         _run(args)
-    except SystemExit as exc:  # --help and --version
-        return exc.code if isinstance(exc.code, int) else 0
     except BrokenPipeError:
         _silence_stdout()
         return EXIT_BROKEN_PIPE

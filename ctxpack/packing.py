@@ -11,7 +11,7 @@ from ._internal.arguments import tokens as check_tokens
 from ._internal.columns import ANTHROPIC, flags
 from ._internal.columns import ids as message_ids
 from .adapters.validate import check_openai_message
-from .errors import ConfigError
+from .errors import BudgetExceededError, ConfigError
 from .messages import Message, detached, owned_messages
 from .pipeline import Decision, DecisionLog, PackContext, Pipeline, Provider, Stage
 from .result import PackResult
@@ -227,7 +227,18 @@ def _pack(
         provider=target,
     )
     stage: Stage = pipeline if pipeline is not None else _shared_default_pipeline()
-    out = stage(ctx)
+    try:
+        out = stage(ctx)
+    except BudgetExceededError as exc:
+        if not tool_tokens or exc.tool_tokens:
+            raise
+        # The stages see the tools as reserved room; the caller should hear they are tools.
+        raise BudgetExceededError(
+            required=exc.required,
+            budget=exc.budget,
+            pinned_ids=exc.pinned_ids,
+            tool_tokens=tool_tokens,
+        ) from exc
     if not isinstance(out, PackContext):
         raise ConfigError(f"the pipeline returned {type(out).__name__}, not a PackContext")
     if target == "anthropic" and not _ends_with_alternator(stage):

@@ -337,40 +337,54 @@ def test_a_claude_model_warns_in_one_line(capsys: pytest.CaptureFixture[str]) ->
     assert err[0].startswith("ctxpack: warning: 'claude-sonnet-4-5' has no public tokenizer")
 
 
-def _run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ctxpack", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
-    )
+def _cli_env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
 
 
-@pytest.mark.parametrize("command", ["pack", "code"])
-def test_a_closed_pipe_ends_quietly(command: str, tmp_path: Path) -> None:
-    if command == "pack":
-        chat = [{"role": "user", "content": f"line {i} " * 30} for i in range(300)]
-        argv = ["pack", _write(tmp_path, "big.json", chat), "--budget", "100000"]
-    else:
-        root = tmp_path / "repo"
-        root.mkdir()
-        for i in range(40):
-            (root / f"m{i}.py").write_text(f"def handler_{i}(x):\n    return x + {i}\n" * 30)
-        argv = ["code", "retrieve", str(root), "handler", "--db", str(tmp_path / "i.db")]
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+def test_a_pipe_closed_by_the_reader_ends_quietly(tmp_path: Path) -> None:
+    # Far more than a pipe holds, so the command is still writing when the reader goes.
+    chat = [{"role": "user", "content": f"line {i} " * 30} for i in range(1000)]
+    argv = ["pack", _write(tmp_path, "big.json", chat), "--budget", "1000000"]
     proc = subprocess.Popen(
         [sys.executable, "-m", "ctxpack", *argv],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env=env,
+        env=_cli_env(),
     )
     assert proc.stdout is not None and proc.stderr is not None
-    proc.stdout.read(10)
+    assert proc.stdout.read(10) == b"[\n  {\n    "
     proc.stdout.close()  # as `head` does
     err = proc.stderr.read().decode()
-    assert proc.wait(timeout=60) == EXIT_BROKEN_PIPE
+    assert proc.wait(timeout=120) == EXIT_BROKEN_PIPE
     assert err == ""
+
+
+@pytest.mark.parametrize("command", ["pack", "code", "demo", "context"])
+def test_a_closed_pipe_ends_every_command_quietly(command: str, tmp_path: Path) -> None:
+    if command in ("pack", "context"):
+        argv = [command, str(CHAT), *(["--budget", "1000"] if command == "pack" else [])]
+    elif command == "code":
+        root = tmp_path / "repo"
+        root.mkdir()
+        (root / "greet.py").write_text("def hello():\n    return 'hello'\n", encoding="utf-8")
+        argv = ["code", "retrieve", str(root), "hello", "--db", str(tmp_path / "i.db")]
+    else:
+        argv = ["demo"]
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first line
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "ctxpack", *argv],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            env=_cli_env(),
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert proc.returncode == EXIT_BROKEN_PIPE
+    assert proc.stderr == b""
 
 
 HOSTILE_FILES: list[tuple[str, bytes, str]] = [
@@ -441,6 +455,10 @@ def test_a_hostile_file_exits_2_with_one_line(
         (["code", "search", "nowhere", "task"], "nowhere"),
         (["code"], "required"),
         (["code", "retrieve", "a_folder"], "required"),
+        (["code", "retrieve", "a_folder", "  "], "the task is empty"),
+        (["code", "search", "a_folder", ""], "the task is empty"),
+        (["code", "search", "a_folder", "task", "--db", "a_folder"], "is a directory"),
+        (["code", "search", "a_folder", "task", "--db", "not_a_db"], "file is not a database"),
     ],
 )
 def test_a_bad_argument_exits_2_with_one_line(
@@ -448,9 +466,16 @@ def test_a_bad_argument_exits_2_with_one_line(
 ) -> None:
     folder = tmp_path / "folder"
     folder.mkdir()
-    where = {"CHAT": str(CHAT), "a_folder": str(folder), "nowhere": str(tmp_path / "nowhere")}
+    not_a_db = tmp_path / "garbage.db"
+    not_a_db.write_text("not SQLite", encoding="utf-8")
+    where = {
+        "CHAT": str(CHAT),
+        "a_folder": str(folder),
+        "nowhere": str(tmp_path / "nowhere"),
+        "not_a_db": str(not_a_db),
+    }
     argv = [where.get(a, a) for a in argv]
-    if argv[0] == "code" and len(argv) > 3:
+    if argv[0] == "code" and len(argv) > 3 and "--db" not in argv:
         argv.extend(["--db", str(tmp_path / "i.db")])
     assert main(argv) == 2
     assert expected in _error_line(capsys)
@@ -467,3 +492,37 @@ def test_code_retrieve_with_a_budget_too_small_for_anything(
     assert "--budget 1 holds nothing" in _error_line(capsys)
     assert main([*base, "--budget", "500"]) == 0
     assert "def hello" in capsys.readouterr().out
+
+
+def _chat_request(tmp_path: Path, model: str) -> str:
+    """The chat fixture as a request object naming ``model``."""
+    request = {"model": model, "messages": json.loads(CHAT.read_text("utf-8"))}
+    return _write(tmp_path, "request.json", request)
+
+
+def test_the_request_model_counts_unless_model_or_counter_say(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _chat_request(tmp_path, "claude-sonnet-4-5")
+    assert main(["pack", path, "--budget", "400", "--explain", "--provider", "openai"]) == 0
+    captured = capsys.readouterr()
+    assert "counter anthropic-approx" in captured.out.splitlines()[-1]
+    assert captured.err.startswith("ctxpack: warning: 'claude-sonnet-4-5'")
+    argv = ["pack", path, "--budget", "400", "--explain", "--provider", "openai"]
+    assert main([*argv, "--model", "gpt-4"]) == 0
+    assert "counter cl100k_base)" in capsys.readouterr().out
+    assert main([*argv, "--counter", "approx"]) == 0
+    assert "counter approx, approximate)" in capsys.readouterr().out
+
+
+def test_a_file_model_without_a_tokenizer_warns_and_counts_with_the_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _chat_request(tmp_path, "gemini-3-pro")
+    assert main(["pack", path, "--budget", "400", "--explain"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[-1].endswith("counter cl100k_base)")
+    assert captured.err == (
+        "ctxpack: warning: no public tokenizer is known for the file's model 'gemini-3-pro'; "
+        "counting with cl100k_base (--model or --counter names another)\n"
+    )

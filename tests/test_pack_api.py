@@ -197,6 +197,23 @@ def test_budget_too_small_for_the_pinned_messages() -> None:
     assert err.pinned_ids == ["sys", "u4", "u5"]
 
 
+def test_a_budget_taken_by_the_tools_says_so() -> None:
+    tool = {
+        "type": "function",
+        "function": {"name": "lookup", "description": "look it up " * 60, "parameters": {}},
+    }
+    tool_tokens = count_tokens([], tools=[tool]) - count_tokens([])
+    with pytest.raises(ctxpack.BudgetExceededError) as info:
+        pack([{"role": "user", "content": "hi"}], budget=tool_tokens, tools=[tool])
+    err = info.value
+    assert err.tool_tokens == tool_tokens and err.required > tool_tokens
+    assert f"with the tool definitions ({tool_tokens} tokens)" in str(err)
+    assert "send fewer tools" in str(err)
+    with pytest.raises(ctxpack.BudgetExceededError) as without:
+        pack(CHAT, budget=30, model="gpt-4")
+    assert without.value.tool_tokens == 0 and "tool" not in str(without.value)
+
+
 def test_invalid_message_is_reported_with_its_index() -> None:
     bad = [*CHAT[:3], {"role": "wizard", "content": "zap"}]
     with pytest.raises(ctxpack.InvalidMessageError) as info:

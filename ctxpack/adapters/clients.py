@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from .._internal.arguments import optional_text
+from .._internal.limits import check_limits, pack_limits
 from ..errors import ConfigError
 from ..packing import pack
 from ..pipeline import Stage
@@ -128,28 +129,15 @@ class _Packer:
                 return value
         return 0
 
-    def limits(self, room: int) -> tuple[int, int]:
-        """The ``budget`` and ``reserve`` to pack with for a reply of ``room`` tokens: the
-        tighter of the window (prompt and reply) and the budget (the prompt alone)."""
-        options = []
-        if self.window is not None:
-            if self.reserve + room >= self.window:
-                raise ConfigError(
-                    f"max_tokens ({room}) plus reserve ({self.reserve}) leaves nothing of the "
-                    f"context window ({self.window}) for the prompt"
-                )
-            options.append((self.window, self.reserve + room))
-        if self.budget is not None:
-            options.append((self.budget, self.reserve))
-        return min(options, key=lambda option: option[0] - option[1])
-
     def packed_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         """The request's keyword arguments with ``messages`` (and ``system``) packed."""
         messages: Any = kwargs.get("messages")
         if not _given(messages):
             return kwargs  # nothing to pack: let the SDK report what is missing
         counter = self.counter_for(kwargs.get("model"))
-        budget, reserve = self.limits(self.reply_room(kwargs))
+        budget, reserve = pack_limits(
+            self.window, self.budget, self.reserve, self.reply_room(kwargs)
+        )
         tools: Any = kwargs.get("tools")
         tools = list(tools) if _given(tools) else None
         system = kwargs.get("system") if self.provider == "anthropic" else None
@@ -311,36 +299,6 @@ class PackedClient(_Resource):
         )
 
 
-def _check_limits(function: str, window: Any, budget: Any, reserve: Any) -> None:
-    """Raise for invalid limits; warn for the old use of ``budget`` as the context window."""
-    if window is None and budget is None:
-        raise ConfigError(
-            f"{function}() needs window= (the model's context window: prompt and reply "
-            "together) or budget= (the most the prompt may take, as in pack())"
-        )
-    for name, value in (("window", window), ("budget", budget)):
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int) or value < 1
-        ):
-            raise ConfigError(f"{name} must be a positive int, got {value!r}")
-    smallest = min(v for v in (window, budget) if v is not None)
-    if isinstance(reserve, bool) or not isinstance(reserve, int) or not 0 <= reserve < smallest:
-        raise ConfigError(
-            f"reserve must be an int in [0, {'budget' if smallest == budget else 'window'}), "
-            f"got {reserve!r}"
-        )
-    if window is None:
-        warnings.warn(
-            f"{function}(budget={budget}) without window=: budget now means what it means in "
-            "pack(), the most the prompt may take, and a request's max_tokens is no longer "
-            f"taken out of it. For the model's context window (prompt and reply together, as "
-            f"budget= meant before), pass window={budget}; pass both to cap the prompt within "
-            "the window.",
-            FutureWarning,
-            stacklevel=3,
-        )
-
-
 def _wrap(
     client: Any,
     provider: Literal["openai", "anthropic"],
@@ -437,7 +395,7 @@ def wrap_openai(
         >>> packed.last_result.tokens <= 100 - 20, len(packed.last_result.messages)
         (True, 2)
     """
-    _check_limits("wrap_openai", window, budget, reserve)
+    check_limits("wrap_openai()", window, budget, reserve)
     resolved = get_counter(model, counter) if counter is not None else None
     return _wrap(client, "openai", window, budget, reserve, model, resolved, pipeline, session)
 
@@ -489,7 +447,7 @@ def wrap_anthropic(
         ConfigError: neither ``window`` nor ``budget`` is given, or a limit is invalid (at each
             request: ``max_tokens`` leaves no room for the prompt in the window).
     """
-    _check_limits("wrap_anthropic", window, budget, reserve)
+    check_limits("wrap_anthropic()", window, budget, reserve)
     if counter is not None or model is not None:
         resolved = get_counter(model, counter)
     else:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import sqlite3
 from typing import Any
 
 from .._internal.cliargs import positive_int
@@ -45,6 +47,17 @@ def run_code_command(args: argparse.Namespace) -> str:
     Raises:
         CtxpackError: bad root, bad numbers (the caller prints it and exits with 2).
     """
+    if not args.task.strip():
+        raise ConfigError("the task is empty: say what to look for (a task, an issue, names)")
+    if args.db is not None and os.path.isdir(args.db):
+        raise ConfigError(f"--db {args.db} is a directory; name the index's SQLite file")
+    try:
+        return _run(args)
+    except sqlite3.Error as exc:
+        raise ConfigError(f"the index {args.db or '(user cache)'} cannot be used: {exc}") from exc
+
+
+def _run(args: argparse.Namespace) -> str:
     index = CodeIndex(args.root, db=args.db)
     if args.code_command == "search":
         hits = index.search(args.task, k=args.k)
