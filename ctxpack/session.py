@@ -27,7 +27,7 @@ from .packing import pack
 from .pipeline import Decision, DecisionLog, Stage
 from .result import PackResult
 from .retrieval import Retrieval, handle_retrieve_call, read_artifact, retrieve_tool
-from .sdk import SDKObject, coerce_message
+from .sdk import SDKObject, coerce_message, is_sdk_object
 from .store import ArtifactStore, SQLiteArtifactStore
 from .tokens import REPLY_PRIMING, CounterLike, TokenCounter, get_counter, tool_definition_tokens
 
@@ -677,7 +677,18 @@ class Session:
         ``session.handle(response.choices[0].message.tool_calls[0])``) from the session's
         store; see
         :func:`ctxpack.retrieval.handle_retrieve_call`. Append the answer as the call's tool
-        result as usual: the session never filters a retrieved original again."""
+        result as usual: the session never filters a retrieved original again.
+
+        Raises:
+            ConfigError: ``call`` is none of these (the model's own mistakes in a call are
+                answered in words instead).
+        """
+        if not isinstance(call, (Mapping, str)) and not is_sdk_object(call):
+            raise ConfigError(
+                "call must be the model's tool call (an OpenAI tool call, an Anthropic tool_use "
+                f"block, or the SDK's object for either) or its arguments, got "
+                f"{type(call).__name__}"
+            )
         return handle_retrieve_call(self.store, call)
 
     def __repr__(self) -> str:

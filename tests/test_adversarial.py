@@ -463,6 +463,8 @@ ARGUMENT_CASES: list[Case] = [
         "Session.render(provider=5)", lambda: session().render(provider=5), ConfigError, "provider"
     ),  # type: ignore[arg-type]
     case("Session.tools(5)", lambda: Session().tools(5), ConfigError, "provider"),  # type: ignore[arg-type]
+    case("Session.handle(None)", lambda: Session().handle(None), ConfigError, "call"),  # type: ignore[arg-type]
+    case("Session.handle(5)", lambda: Session().handle(5), ConfigError, "call"),  # type: ignore[arg-type]
     # adapters
     case(
         "from_anthropic(system=5)",
