@@ -9,8 +9,10 @@ is the what-if sum of putting a small model in front of a large one.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
+import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
@@ -40,6 +42,7 @@ __all__ = [
     "RequestCost",
     "filtering_economics",
     "price",
+    "resolve_model_name",
     "shipped_prices",
     "simulate",
 ]
@@ -66,6 +69,8 @@ class Price(BaseModel):
         cache_read: Input read from the cache.
         context_window: The model's context window in tokens, when known (used by
             :func:`ctxpack.context_usage` for the free space).
+        date: When this price was read (ISO date), when known.
+        source: Where it was read, when known.
 
     Example:
         >>> p = Price(input=3, output=15, cache_write_5m=3.75, cache_write_1h=6, cache_read=0.3)
@@ -81,6 +86,8 @@ class Price(BaseModel):
     cache_write_1h: float = Field(ge=0)
     cache_read: float = Field(ge=0)
     context_window: int | None = Field(default=None, gt=0)
+    date: str | None = None
+    source: str | None = None
 
 
 class PriceTable(BaseModel):
@@ -109,18 +116,27 @@ class PriceTable(BaseModel):
     note: str = ""
 
     def price(self, model: str) -> Price:
-        """The price of ``model``.
+        """The price of ``model``, by its name as the provider's API takes it.
+
+        A dated name (``gpt-4o-2024-08-06``, ``claude-sonnet-4-5-20250929``) has its own row
+        when its price differs, else resolves to its family's; a router's provider prefix
+        (``openai/gpt-4o``, ``anthropic/...``) and letter case are ignored.
 
         Raises:
-            ConfigError: the model is not in the table (the message lists the known models).
+            ConfigError: the model is not in the table (the message lists the nearest names).
         """
-        if model not in self.prices:
-            known = ", ".join(sorted(self.prices))
+        name = resolve_model_name(model, self.prices)
+        if name is None:
+            near = difflib.get_close_matches(_normalised(model), list(self.prices), n=5)
+            families = sorted(n for n in self.prices if not _DATE_SUFFIX.search(n))
+            hint = f"nearest: {', '.join(near)}; " if near else ""
+            hint += f"known models: {', '.join(families)} (and their dated names)"
             raise ConfigError(
-                f"no price for model {model!r}; known models: {known}. Pass a Price of your own, "
-                "or merge a table that has it (PriceTable.load, PriceTable.from_litellm)"
+                f"no price for model {model!r} in the table of {self.date}; {hint}. Pass a Price "
+                "of your own, or merge a table that has it (PriceTable.load, "
+                "PriceTable.from_litellm)"
             )
-        return self.prices[model]
+        return self.prices[name]
 
     def merge(self, other: PriceTable) -> PriceTable:
         """A new table: this one's prices overridden and extended by ``other``'s.
@@ -221,6 +237,34 @@ class PriceTable(BaseModel):
             )
         except ValidationError as exc:
             raise ConfigError(f"{origin}: not a valid price table: {exc}") from exc
+
+
+# A release date at the end of a model name: gpt-4o-2024-08-06, claude-opus-4-5-20251101, and
+# Vertex's claude-opus-4-5@20251101.
+_DATE_SUFFIX = re.compile(r"(?:[-@]\d{4}-\d{2}-\d{2}|[-@]\d{8})$")
+
+
+def _normalised(model: str) -> str:
+    return model.strip().lower().rpartition("/")[2]
+
+
+def resolve_model_name(model: str, known: Mapping[str, Any]) -> str | None:
+    """The name in ``known`` that ``model`` stands for, or ``None``.
+
+    Tried in turn: the name as given; without a router's provider prefix and in lower case;
+    then without a release date at its end.
+
+    Example:
+        >>> resolve_model_name("openai/gpt-4o-2024-08-06", {"gpt-4o": 1})
+        'gpt-4o'
+    """
+    if model in known:
+        return model
+    name = _normalised(model)
+    if name in known:
+        return name
+    undated = _DATE_SUFFIX.sub("", name)
+    return undated if undated in known else None
 
 
 def _per_million(cost_per_token: Any) -> float:

@@ -28,11 +28,11 @@ from .stages import (
 )
 from .stages.alternate import TurnAlternator, turn_rule_breaks
 from .tokens import (
-    REPLY_PRIMING,
     CounterLike,
     TokenCounter,
     get_counter,
     message_sizes,
+    priming_tokens,
     tool_definition_tokens,
 )
 
@@ -258,7 +258,7 @@ def _pack(
         tokens=tokens,
         budget=budget,
         reserve=reserve,
-        input_tokens=REPLY_PRIMING + sum(message_sizes(resolved, msgs)) + tool_tokens,
+        input_tokens=priming_tokens(resolved) + sum(message_sizes(resolved, msgs)) + tool_tokens,
         tool_tokens=tool_tokens,
         input_ids=input_ids,
         counter=resolved.name,

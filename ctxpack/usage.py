@@ -385,7 +385,8 @@ def _suggestions(
 
 
 def _known_window(model: str) -> int | None:
-    from .cost import shipped_prices
+    from .cost import resolve_model_name, shipped_prices
 
-    row = shipped_prices().prices.get(model)
-    return row.context_window if row is not None else None
+    prices = shipped_prices().prices
+    name = resolve_model_name(model, prices)
+    return prices[name].context_window if name is not None else None

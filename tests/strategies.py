@@ -7,7 +7,8 @@ sourced, named and tagged (``metadata``) messages, and content given as parts (t
 Most are short, some run to a few hundred messages. Words come from a vocabulary of several
 hundred, so queries hit some messages and miss others. Each message is a plain dict or a
 ``Message``, with or without an explicit id. A case may also carry an explicit query, tool
-definitions, or be converted to an Anthropic payload and back (``from_anthropic``).
+definitions (a fixed one, or random schemas with nested objects, unions, defaults and
+``$ref``), or be converted to an Anthropic payload and back (``from_anthropic``).
 """
 
 from __future__ import annotations
@@ -64,6 +65,75 @@ TOOLS = [
         },
     }
 ]
+
+
+# ----------------------------------------------------------------------------- tool schemas
+
+_WORDS = st.sampled_from(VOCABULARY)
+_NAMES = st.from_regex(r"[a-z][a-z_]{0,11}", fullmatch=True)
+_SCALARS = ("string", "number", "integer", "boolean")
+
+
+def _descriptions() -> st.SearchStrategy[str]:
+    return st.lists(_WORDS, min_size=1, max_size=8).map(" ".join)
+
+
+def _leaf_schemas(ref_names: tuple[str, ...]) -> st.SearchStrategy[dict[str, Any]]:
+    scalar = st.builds(lambda t: {"type": t}, st.sampled_from(_SCALARS))
+    enum = st.lists(_WORDS, min_size=1, max_size=4, unique=True).map(
+        lambda items: {"type": "string", "enum": items}
+    )
+    with_default = st.builds(lambda d: {"type": "integer", "default": d}, st.integers(0, 99))
+    options = [scalar, enum, with_default]
+    if ref_names:
+        options.append(st.sampled_from(ref_names).map(lambda n: {"$ref": f"#/$defs/{n}"}))
+    return st.one_of(options)
+
+
+def _describe(schema: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[dict[str, Any]]:
+    """Sometimes a description on the schema."""
+    return st.tuples(schema, st.none() | _descriptions()).map(
+        lambda pair: pair[0] if pair[1] is None else {**pair[0], "description": pair[1]}
+    )
+
+
+def json_schemas(ref_names: tuple[str, ...] = ()) -> st.SearchStrategy[dict[str, Any]]:
+    """JSON schemas as tools declare them: scalars, enums, defaults, nested objects, arrays,
+    ``anyOf`` unions and ``$ref`` to ``$defs`` (named by ``ref_names``), with descriptions."""
+    return st.recursive(
+        _describe(_leaf_schemas(ref_names)),
+        lambda inner: _describe(
+            st.one_of(
+                st.builds(lambda i: {"type": "array", "items": i}, inner),
+                st.dictionaries(_NAMES, inner, min_size=1, max_size=3).map(
+                    lambda props: {"type": "object", "properties": props}
+                ),
+                st.lists(inner, min_size=2, max_size=3).map(lambda opts: {"anyOf": opts}),
+            )
+        ),
+        max_leaves=6,
+    )
+
+
+@st.composite
+def tool_definitions(draw: st.DrawFn, *, anthropic: bool | None = None) -> dict[str, Any]:
+    """One tool (OpenAI or Anthropic form) with random parameters, ``$defs`` included."""
+    def_names = tuple(draw(st.lists(_NAMES, max_size=2, unique=True)))
+    defs = {name: draw(json_schemas()) for name in def_names}
+    properties = draw(st.dictionaries(_NAMES, json_schemas(def_names), max_size=4))
+    parameters: dict[str, Any] = {"type": "object", "properties": properties}
+    if properties:
+        parameters["required"] = draw(st.lists(st.sampled_from(sorted(properties)), unique=True))
+    if defs:
+        parameters["$defs"] = defs
+    name = draw(_NAMES)
+    description = draw(_descriptions())
+    if anthropic is None:
+        anthropic = draw(st.booleans())
+    if anthropic:
+        return {"name": name, "description": description, "input_schema": parameters}
+    function = {"name": name, "description": description, "parameters": parameters}
+    return {"type": "function", "function": function}
 
 
 @st.composite
@@ -206,8 +276,11 @@ def conversations(draw: st.DrawFn, *, max_turns: int = 14) -> Conversation:
     conv = Conversation(items=items)
     if draw(st.integers(min_value=0, max_value=3)) == 0:
         conv.query = draw(texts(max_lines=1))
-    if draw(st.integers(min_value=0, max_value=3)) == 0:
+    tools_kind = draw(st.integers(min_value=0, max_value=5))
+    if tools_kind == 0:
         conv.tools = copy.deepcopy(TOOLS)
+    elif tools_kind == 1:
+        conv.tools = draw(st.lists(tool_definitions(anthropic=False), min_size=1, max_size=3))
     if draw(st.integers(min_value=0, max_value=5)) == 0:
         _to_anthropic_input(conv)
     return conv

@@ -289,3 +289,102 @@ def test_a_litellm_map_is_imported_per_million() -> None:
     assert (gpt.cache_write_5m, gpt.cache_write_1h, gpt.cache_read) == (1.25, 1.25, 0.125)
     with pytest.raises(ConfigError, match="not a valid price"):
         PriceTable.from_litellm({"m": {"input_cost_per_token": -1, "output_cost_per_token": 0}})
+
+
+# ------------------------------------------------------------------------ the shipped table
+
+CURRENT_MODELS = [
+    "gpt-4o",
+    "gpt-4o-mini",
+    "gpt-4.1",
+    "gpt-4.1-mini",
+    "gpt-4.1-nano",
+    "gpt-5",
+    "gpt-5-mini",
+    "gpt-5-nano",
+    "o1",
+    "o3",
+    "o4-mini",
+    "claude-haiku-4-5",
+    "claude-sonnet-4-5",
+    "claude-sonnet-4-6",
+    "claude-opus-4-5",
+    "claude-opus-4-6",
+    "gemini-2.5-pro",
+    "gemini-2.5-flash",
+]
+
+
+@pytest.mark.parametrize("model", CURRENT_MODELS)
+def test_current_models_have_a_dated_sourced_price(model: str) -> None:
+    p = price(model)
+    assert p.date and p.source and "LiteLLM" in p.source
+    assert 0 < p.cache_read < p.input < p.output
+    assert p.cache_write_5m >= p.input and p.cache_write_1h >= p.cache_write_5m
+    assert p.context_window is not None
+
+
+def test_anthropic_prices_its_two_cache_writes() -> None:
+    p = price("claude-sonnet-4-5")
+    # Anthropic's published multipliers: 1.25x for 5 minutes, 2x for an hour, 0.1x to read.
+    assert (p.cache_write_5m, p.cache_write_1h, p.cache_read) == (3.75, 6.0, 0.3)
+
+
+def test_gemini_reads_its_cache_at_a_tenth() -> None:
+    for model in ("gemini-2.5-pro", "gemini-2.5-flash"):
+        p = price(model)
+        assert p.cache_read == pytest.approx(p.input / 10)
+        assert p.cache_write_5m == p.input  # implicit caching: no write premium
+
+
+@pytest.mark.parametrize(
+    ("name", "row"),
+    [
+        ("gpt-4o-2024-11-20", "gpt-4o"),
+        ("gpt-4.1-mini-2025-04-14", "gpt-4.1-mini"),
+        ("claude-sonnet-4-5-20250929", "claude-sonnet-4-5"),
+        ("claude-opus-4-5@20251101", "claude-opus-4-5"),  # Vertex's spelling
+        ("openai/gpt-4o", "gpt-4o"),
+        ("anthropic/claude-haiku-4-5", "claude-haiku-4-5"),
+        ("GPT-4o-Mini", "gpt-4o-mini"),
+        ("o3-2025-04-16", "o3"),
+    ],
+)
+def test_dated_names_and_provider_prefixes_resolve(name: str, row: str) -> None:
+    assert price(name).model_dump(exclude={"date", "source"}) == price(row).model_dump(
+        exclude={"date", "source"}
+    )
+
+
+def test_a_dated_name_priced_differently_keeps_its_own_row() -> None:
+    # The first gpt-4o snapshot cost twice the later ones.
+    assert price("gpt-4o-2024-05-13").input == 2 * price("gpt-4o").input
+
+
+def test_an_unknown_model_lists_near_matches() -> None:
+    with pytest.raises(ConfigError, match=r"nearest: .*gpt-4o-mini"):
+        price("gpt-4o-minii")
+    with pytest.raises(ConfigError, match=r"gemini-2\.5-pro"):
+        price("gemini-2.5-prro")
+
+
+@pytest.mark.parametrize("model", ["gpt-4o", "gpt-4.1", "gemini-2.5-pro", "gemini-2.5-flash"])
+def test_simulate_bills_with_current_prices(model: str) -> None:
+    p = price(model)
+    turn1 = [{"role": "user", "content": "word " * 2000}]
+    turn2 = [*turn1, {"role": "assistant", "content": "ok"}, {"role": "user", "content": "and?"}]
+    bill = simulate([turn1, turn2], price=p, counter="o200k_base")
+    first, second = bill.requests
+    assert second.cache_read_tokens > 0
+    expected = sum(
+        (
+            r.uncached_input_tokens * p.input
+            + r.cache_write_tokens * p.cache_write_5m
+            + r.cache_read_tokens * p.cache_read
+        )
+        / 1_000_000
+        for r in (first, second)
+    )
+    assert bill.cost == pytest.approx(expected)
+    # Reading the history from the cache is cheaper than sending it again.
+    assert second.cost < first.cost

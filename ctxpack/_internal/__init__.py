@@ -6,10 +6,12 @@
 - ``columns``: per-message facts (flags, ids, role codes) as arrays, memoised across packs.
 - ``decisions``: :func:`~ctxpack._internal.decisions.trusted_decision`, a decision built without
   validation, for the stages that record one per message.
+- ``encodings``: OpenAI's rank files shipped in a package, hash-checked, loaded into tiktoken.
 - ``limits``: the context window and the prompt's budget a wrapper packs each request under.
 - ``options``: an invalid option of a stage or a signal as a :class:`~ctxpack.ConfigError`.
 - ``prefix``: :class:`~ctxpack._internal.prefix.PrefixMemo`, reuse of per-message values for the
   prefix a history shares with an earlier call.
+- ``tool_schemas``: tool definitions rendered as providers put them in the prompt, for counting.
 - ``trusted``: building pydantic instances from values already validated.
 - ``views``: which file region a shell command shows, for superseding earlier file views.
 """

@@ -21,7 +21,7 @@ from ..errors import ConfigError
 from ..messages import Message
 from ..pipeline import Decision, PackContext
 from ..signals.lexical import Language, language_of, terms
-from ..tokens import REPLY_PRIMING, message_sizes
+from ..tokens import message_sizes, priming_tokens
 from ._base import StageModel
 
 __all__ = ["ExtractiveCompressor", "compress_lines", "score_line"]
@@ -275,7 +275,8 @@ class ExtractiveCompressor(StageModel):
         targets = self._targets(ctx)
         if not targets:
             return ctx
-        over = sum(message_sizes(ctx.counter, ctx.messages)) + REPLY_PRIMING > ctx.available
+        over = sum(message_sizes(ctx.counter, ctx.messages)) + priming_tokens(ctx.counter)
+        over = over > ctx.available
         if self.only_when_over_budget and not over:
             return ctx
         detector: Callable[[str], bool] | None = None

