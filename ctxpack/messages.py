@@ -327,6 +327,11 @@ def _from_mapping(index: int, data: Mapping[str, Any]) -> Message:
         raise InvalidMessageError(
             f"id must be a string, got {type(data['id']).__name__}", index=index, field="id"
         )
+    odd = next((k for k in data if not isinstance(k, str)), None)
+    if odd is not None:
+        raise InvalidMessageError(
+            f"key {odd!r}: the keys of a message are strings", index=index, field=str(odd)
+        )
     fields = {k: v for k, v in data.items() if k in _KNOWN_KEYS}
     extra = {k: v for k, v in data.items() if k not in _KNOWN_KEYS}
     if extra:

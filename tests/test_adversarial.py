@@ -695,6 +695,7 @@ BAD_MESSAGES: list[tuple[str, Any, str]] = [
         "audio",
     ),
     ("timestamp bad", {"role": "user", "content": "x", "timestamp": "yesterday"}, "timestamp"),
+    ("key not a string", {"role": "user", "content": "x", 5: "five"}, "5"),
     ("tool without call id", {"role": "tool", "content": "x"}, "tool_call_id"),
     ("tool_calls on a user", {"role": "user", "content": "x", "tool_calls": [CALL]}, "tool_calls"),
     (
