@@ -961,3 +961,36 @@ def test_any_text_is_packed_or_refused_as_invalid_unicode(text: str) -> None:
 def test_any_junk_tool_list_is_refused_naming_the_tool(tools: list[Any]) -> None:
     with pytest.raises(ConfigError, match=r"tools\[\d\]"):
         count_tokens([USER], tools=tools)
+
+
+@HYPOTHESIS
+@given(
+    block=st.dictionaries(
+        st.sampled_from(["type", "text", "id", "name", "input", "tool_use_id", "content"]),
+        JUNK,
+        max_size=4,
+    )
+)
+def test_any_anthropic_block_gives_messages_or_an_error_naming_the_content(
+    block: dict[str, Any],
+) -> None:
+    payload = [USER, {"role": "assistant", "content": [block]}]
+    error = _ctxpack_error_or_result(lambda: from_anthropic(payload))
+    if error is not None:
+        assert isinstance(error, InvalidMessageError)
+        assert error.index == 1 and "content[0]" in str(error), str(error)
+
+
+@HYPOTHESIS
+@given(field=st.sampled_from(["content", "name", "tool_call_id", "tool_calls"]), value=JUNK)
+def test_any_value_appended_to_a_session_is_kept_or_refused_leaving_it_unchanged(
+    field: str, value: Any
+) -> None:
+    s = session()
+    error = _ctxpack_error_or_result(lambda: s.append({"role": "assistant", field: value}))
+    if error is not None:
+        assert isinstance(error, InvalidMessageError)
+        assert error.index == 1, str(error)
+        assert len(s) == 1, "a refused message must leave the session as it was"
+    else:
+        assert len(s) == 2
