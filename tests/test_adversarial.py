@@ -97,6 +97,7 @@ def case(id: str, call: Callable[[], object], error: type[CtxpackError], *names:
 # ------------------------------------------------------------------- arguments (not messages)
 
 NOT_A_LIST: list[tuple[str, Any]] = [
+    ("a request payload", {"model": "gpt-4", "messages": [USER]}),
     ("None", None),
     ("int", 5),
     ("float", 1.5),

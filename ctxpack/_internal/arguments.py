@@ -52,7 +52,9 @@ def message_items(messages: Any, *, argument: str = "messages") -> tuple[Any, ..
         or not isinstance(messages, Iterable)
     ):
         hint = ""
-        if isinstance(messages, (Mapping, BaseModel)):
+        if isinstance(messages, Mapping) and "messages" in messages:
+            hint = "; that is a request payload: pass its 'messages' list"
+        elif isinstance(messages, (Mapping, BaseModel)):
             hint = "; wrap a single message in a list"
         raise InvalidMessageError(
             f"{argument}: expected a list of messages, got {_type_name(messages)}{hint}"
