@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ._internal.arguments import finite, tool_definitions
 from ._internal.arguments import tokens as check_tokens
-from ._internal.options import invalid_option
+from ._internal.options import CheckedModel, invalid_option
 from ._internal.prefix import common_prefix
 from .errors import ConfigError
 from .messages import Message, owned_messages
@@ -58,7 +58,7 @@ DEFAULT_MIN_CACHEABLE = 1024
 DEFAULT_LOOKBACK = 20
 
 
-class Price(BaseModel):
+class Price(CheckedModel):
     """Dollars per million tokens for one model.
 
     Args:
@@ -90,7 +90,7 @@ class Price(BaseModel):
     source: str | None = None
 
 
-class PriceTable(BaseModel):
+class PriceTable(CheckedModel):
     """A dated price table: prices per model name, with where they come from.
 
     Args:
@@ -315,7 +315,7 @@ def price(model: str) -> Price:
 # Requests and bills
 
 
-class Request(BaseModel):
+class Request(CheckedModel):
     """One request a session sent: its messages, and optionally tools, output and model.
 
     Args:

@@ -513,6 +513,21 @@ ARGUMENT_CASES: list[Case] = [
         ConfigError,
         "weights",
     ),  # type: ignore[call-arg]
+    # prices and requests
+    case(
+        "Price(input=nan)",
+        lambda: Price(input=math.nan, output=1, cache_write_5m=1, cache_write_1h=1, cache_read=1),
+        ConfigError,
+        "input",
+    ),
+    case("Price(input=1)", lambda: Price(input=1), ConfigError, "output is required"),  # type: ignore[call-arg]
+    case(
+        "Price(input='cheap')",
+        lambda: Price(input="cheap", output=1, cache_write_5m=1, cache_write_1h=1, cache_read=1),  # type: ignore[arg-type]
+        ConfigError,
+        "input",
+    ),
+    case("Request(messages=5)", lambda: ctxpack.cost.Request(messages=5), ConfigError, "messages"),  # type: ignore[arg-type]
     # counters, filters, editing
     case(
         "count_tokens_approx('x')", lambda: count_tokens_approx("x"), ConfigError, "chars_per_token"
