@@ -575,7 +575,7 @@ def _check_options(
     n_requests: int,
 ) -> None:
     """Refuse :func:`simulate`'s options that are out of range, before anything is billed."""
-    if ttl not in TTL_SECONDS:
+    if not isinstance(ttl, str) or ttl not in TTL_SECONDS:
         raise ConfigError(f"ttl must be '5m' or '1h', got {ttl!r}")
     if cache_points not in ("request", "message"):
         raise ConfigError(f"cache_points must be 'request' or 'message', got {cache_points!r}")

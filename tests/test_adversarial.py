@@ -318,6 +318,7 @@ ARGUMENT_CASES: list[Case] = [
         "default",
     ),
     case("simulate(ttl=5)", lambda: simulate([[USER]], price=PRICE, ttl=5), ConfigError, "ttl"),  # type: ignore[arg-type]
+    case("simulate(ttl=[])", lambda: simulate([[USER]], price=PRICE, ttl=[]), ConfigError, "ttl"),  # type: ignore[arg-type]
     case(
         "simulate(ttl='1d')", lambda: simulate([[USER]], price=PRICE, ttl="1d"), ConfigError, "ttl"
     ),  # type: ignore[arg-type]
