@@ -335,7 +335,14 @@ def _from_mapping(index: int, data: Mapping[str, Any]) -> Message:
     fields = {k: v for k, v in data.items() if k in _KNOWN_KEYS}
     extra = {k: v for k, v in data.items() if k not in _KNOWN_KEYS}
     if extra:
-        fields["extras"] = {**dict(fields.get("extras") or {}), **extra}
+        given = fields.get("extras") or {}
+        if not isinstance(given, Mapping):
+            raise InvalidMessageError(
+                f"extras: must be an object, got {type(given).__name__}",
+                index=index,
+                field="extras",
+            )
+        fields["extras"] = {**given, **extra}
     if fields.get("id") is None:
         fields.pop("id", None)
     try:

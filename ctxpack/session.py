@@ -75,7 +75,10 @@ class _Call:
 def _looks_anthropic(message: Mapping[str, Any]) -> bool:
     content = message.get("content")
     return isinstance(content, list) and any(
-        isinstance(block, Mapping) and block.get("type") in _ANTHROPIC_BLOCKS for block in content
+        isinstance(block, Mapping)
+        and isinstance(block.get("type"), str)
+        and block["type"] in _ANTHROPIC_BLOCKS
+        for block in content
     )
 
 

@@ -713,6 +713,16 @@ BAD_MESSAGES: list[tuple[str, Any, str]] = [
     ),
     ("timestamp bad", {"role": "user", "content": "x", "timestamp": "yesterday"}, "timestamp"),
     ("key not a string", {"role": "user", "content": "x", 5: "five"}, "5"),
+    (
+        "extras a list, beside an unknown key",
+        {"role": "user", "content": "x", "extras": [1], "audio": {}},
+        "extras",
+    ),
+    (
+        "tool result with a block type that is an object",
+        {"role": "tool", "tool_call_id": "c", "content": [{"type": {"a": 1}}]},
+        "content",
+    ),
     ("tool without call id", {"role": "tool", "content": "x"}, "tool_call_id"),
     ("tool_calls on a user", {"role": "user", "content": "x", "tool_calls": [CALL]}, "tool_calls"),
     (
