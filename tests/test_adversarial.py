@@ -1021,3 +1021,56 @@ def test_any_value_appended_to_a_session_is_kept_or_refused_leaving_it_unchanged
         assert len(s) == 1, "a refused message must leave the session as it was"
     else:
         assert len(s) == 2
+
+
+_LEAF = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=5))
+_NESTED = st.recursive(
+    _LEAF,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(
+            st.sampled_from(["type", "text", "id", "name", "input", "content", "function"]),
+            inner,
+            max_size=3,
+        ),
+    ),
+    max_leaves=8,
+)
+_FIELDS = [
+    "content",
+    "name",
+    "id",
+    "tool_calls",
+    "tool_call_id",
+    "priority",
+    "pinned",
+    "metadata",
+    "timestamp",
+    "source",
+    "function_call",
+    "refusal",
+    "audio",
+    "extras",
+]
+_MESSAGES = st.builds(
+    lambda role, content, extra: {"role": role, "content": content, **extra},
+    st.sampled_from(["user", "assistant", "tool", "system", "developer"]),
+    _NESTED,
+    st.dictionaries(st.sampled_from(_FIELDS[1:]), _NESTED, max_size=2),
+)
+_ENTRY_POINTS = {
+    **MESSAGE_ENTRY_POINTS,
+    "pack(provider='anthropic')": lambda m: pack(m, budget=1000, provider="anthropic"),
+    "to_anthropic": to_anthropic,
+    "from_anthropic": from_anthropic,
+    "Session.render": lambda m: (lambda s: (s.extend(m), s.render(budget=1000)))(Session()),
+}
+
+
+@HYPOTHESIS
+@given(message=_MESSAGES, entry=st.sampled_from(sorted(_ENTRY_POINTS)))
+def test_any_nested_message_through_any_entry_point_gives_a_result_or_a_ctxpack_error(
+    message: dict[str, Any], entry: str
+) -> None:
+    # _ctxpack_error_or_result lets any other exception through: the test fails on it.
+    _ctxpack_error_or_result(lambda: _ENTRY_POINTS[entry]([USER, message]))
