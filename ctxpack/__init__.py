@@ -33,6 +33,7 @@ from .errors import TokenizerUnavailableError as TokenizerUnavailableError
 # imports ctxpack (a command line's --help, a web app's start-up). The errors are plain classes,
 # imported at once so that an ``except ctxpack.ConfigError`` costs nothing.
 _EXPORTS: dict[str, str] = {
+    "AsyncSession": "async_session",
     "from_anthropic": "adapters",
     "from_openai": "adapters",
     "to_anthropic": "adapters",
@@ -75,6 +76,7 @@ if TYPE_CHECKING:
     from .adapters import to_openai as to_openai
     from .adapters.clients import wrap_anthropic as wrap_anthropic
     from .adapters.clients import wrap_openai as wrap_openai
+    from .async_session import AsyncSession as AsyncSession
     from .cost import simulate as simulate
     from .messages import FunctionCall as FunctionCall
     from .messages import Message as Message
@@ -102,6 +104,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ArtifactNotFoundError",
+    "AsyncSession",
     "BudgetExceededError",
     "CitationInheritor",
     "ConfigError",

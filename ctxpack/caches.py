@@ -3,21 +3,32 @@
 A chatbot packs the same history again on every turn, so ctxpack keeps what it derived from a
 conversation (converted messages, token counts, the BM25 index...) between calls. Every such
 cache is keyed by content, or verified against it before use, so a result never depends on
-object identity or on what was packed before. Each is bounded by a number of entries and evicts
-the least recently used first, so several conversations packed in turn all stay warm.
-:func:`clear_caches` empties them all (the memory they hold is given on the page "Using ctxpack
-in a server").
+object identity or on what was packed before. Each is bounded by a number of entries and by the
+bytes its entries take, and evicts the least recently used first, so several conversations
+packed in turn all stay warm while a process packing thousands stays within a fixed ceiling.
+:func:`clear_caches` empties them all and :func:`cache_stats` says what each holds (the ceilings
+are given on the page "Using ctxpack in a server").
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
-from typing import Any, Generic, TypeVar
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any, Generic, NamedTuple, ParamSpec, TypeVar
 
-__all__ = ["LRUCache", "clear_caches", "register"]
+__all__ = [
+    "CacheStats",
+    "LRUCache",
+    "Memo",
+    "cache_stats",
+    "clear_caches",
+    "memoize",
+    "register",
+    "register_lru",
+]
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -56,14 +67,116 @@ def clear_caches() -> None:
         clear()
 
 
-_MISSING: Any = object()
+class CacheStats(NamedTuple):
+    """What one cache holds now, and its bounds."""
+
+    name: str
+    entries: int
+    max_entries: int
+    nbytes: int  # estimated bytes of its keys and values (see approx_bytes)
+    max_bytes: int
+
+
+def cache_stats() -> list[CacheStats]:
+    """What each of ctxpack's caches holds now, largest first.
+
+    Example:
+        >>> import ctxpack
+        >>> stats = ctxpack.caches.cache_stats()
+        >>> all(s.nbytes <= s.max_bytes and s.entries <= s.max_entries for s in stats)
+        True
+    """
+    with _REGISTRY_LOCK:
+        caches = list(_CLEARABLE)
+    found = [cache.stats() for cache in caches if hasattr(cache, "stats")]
+    return sorted(found, key=lambda s: (-s.nbytes, s.name))
+
+
+# What a dict entry, its key tuple and the cache's bookkeeping add to the objects themselves.
+ENTRY_OVERHEAD = 200
+
+
+_FLAT = frozenset({str, bytes, int, float, bool, type(None)})
+_SEQUENCES = frozenset({tuple, list, set, frozenset})
+
+
+def approx_bytes(value: Any) -> int:
+    """Bytes ``value`` takes, roughly: strings and bytes exactly, containers with their items,
+    numpy arrays by their buffer, pydantic models by their fields; shared objects counted each
+    time they appear (an estimate that errs on the side of too much)."""
+    kind = type(value)
+    # Exact types first: this runs on every entry a cache stores.
+    if kind in _FLAT:
+        return sys.getsizeof(value)
+    if kind in _SEQUENCES:
+        return sys.getsizeof(value) + sum(map(approx_bytes, value))
+    if isinstance(value, (str, bytes, int, float)):
+        return sys.getsizeof(value)
+    if isinstance(value, (tuple, list, set, frozenset)):
+        return sys.getsizeof(value) + sum(map(approx_bytes, value))
+    if isinstance(value, dict):
+        return sys.getsizeof(value) + sum(
+            approx_bytes(k) + approx_bytes(v) for k, v in value.items()
+        )
+    if hasattr(type(value), "nbytes"):  # a numpy array
+        return int(value.nbytes) + 112
+    fields = getattr(value, "__dict__", None)
+    if isinstance(fields, dict):
+        return sys.getsizeof(value) + approx_bytes(fields)
+    return sys.getsizeof(value)
+
+
+def _weigh_entry(key: Any, value: Any) -> int:
+    return ENTRY_OVERHEAD + approx_bytes(key) + approx_bytes(value)
+
+
+class _LruCacheStats:
+    """:func:`cache_stats` for a ``functools.lru_cache`` whose entries have a known ceiling."""
+
+    def __init__(self, fn: Any, name: str, entry_bytes: int) -> None:
+        self._fn = fn
+        self.name = name
+        self.entry_bytes = entry_bytes
+
+    def clear(self) -> None:
+        self._fn.cache_clear()
+
+    def stats(self) -> CacheStats:
+        info = self._fn.cache_info()
+        return CacheStats(
+            self.name,
+            info.currsize,
+            info.maxsize,
+            info.currsize * self.entry_bytes,
+            info.maxsize * self.entry_bytes,
+        )
+
+
+def register_lru(fn: C, *, name: str, entry_bytes: int) -> C:
+    """Register a ``functools.lru_cache`` function whose every entry takes at most
+    ``entry_bytes`` (its callers keep larger arguments out of it): :func:`clear_caches` clears
+    it and :func:`cache_stats` counts each entry at that ceiling, for as long as ``fn`` lives.
+    Returns ``fn``.
+
+    For the hottest pure functions of short strings (word stems), where ``functools``' C
+    implementation matters; everything else uses :func:`memoize`.
+    """
+    adapter = _LruCacheStats(fn, name, entry_bytes)
+    # The function keeps its reporter alive (the registry holds it weakly), no longer.
+    fn.cache_stats = adapter  # type: ignore[attr-defined]
+    register(adapter)
+    return fn
 
 
 class LRUCache(Generic[K, V]):
-    """A mapping of at most ``maxsize`` entries that forgets the least recently used first.
+    """A mapping of at most ``maxsize`` entries and ``maxbytes`` bytes that forgets the least
+    recently used first.
 
-    Every operation holds a lock, so threads may share it. It is registered with
-    :func:`clear_caches`.
+    Every entry is weighed when it is stored (``weigh(key, value)``; by default
+    :data:`ENTRY_OVERHEAD` plus :func:`approx_bytes` of both), and entries are evicted until
+    both bounds hold; an entry heavier than ``maxbytes`` alone is not stored. Every operation
+    holds a lock, so threads may share it. It is registered with :func:`clear_caches` and
+    :func:`cache_stats`.
 
     Example:
         >>> cache = LRUCache(2)
@@ -71,58 +184,176 @@ class LRUCache(Generic[K, V]):
         1
         >>> cache.get("b") is None, len(cache)
         (True, 2)
+        >>> small = LRUCache(100, maxbytes=1000)
+        >>> small.put("big", "x" * 2000); small.get("big") is None
+        True
     """
 
-    def __init__(self, maxsize: int) -> None:
+    def __init__(
+        self,
+        maxsize: int,
+        *,
+        maxbytes: int | None = None,
+        weigh: Callable[[K, V], int] | None = None,
+        name: str = "",
+    ) -> None:
         if maxsize < 1:
             raise ValueError(f"maxsize must be >= 1, got {maxsize}")
+        if maxbytes is not None and maxbytes < 1:
+            raise ValueError(f"maxbytes must be >= 1, got {maxbytes}")
         self.maxsize = maxsize
-        self._data: OrderedDict[K, V] = OrderedDict()
+        self.maxbytes = maxbytes if maxbytes is not None else sys.maxsize
+        self.name = name or f"LRUCache({maxsize})"
+        self._weigh: Callable[[K, V], int] = weigh or _weigh_entry
+        self._data: OrderedDict[K, tuple[V, int]] = OrderedDict()
+        self._nbytes = 0
         self._lock = threading.Lock()
         register(self)
 
     def get(self, key: K) -> V | None:
         """The value for ``key`` (now the most recently used), or ``None``."""
         with self._lock:
-            value = self._data.get(key, _MISSING)
-            if value is _MISSING:
+            entry = self._data.get(key)
+            if entry is None:
                 return None
             self._data.move_to_end(key)
-            return value  # type: ignore[no-any-return]
+            return entry[0]
 
     def get_many(self, keys: Iterable[K]) -> dict[K, V]:
         """The cached values among ``keys`` (now the most recently used); the others left out."""
         found: dict[K, V] = {}
         with self._lock:
             for key in keys:
-                value = self._data.get(key, _MISSING)
-                if value is not _MISSING:
+                entry = self._data.get(key)
+                if entry is not None:
                     self._data.move_to_end(key)
-                    found[key] = value
+                    found[key] = entry[0]
         return found
 
     def put(self, key: K, value: V) -> None:
-        """Store ``value`` under ``key``, evicting the least recently used entry if full."""
+        """Store ``value`` under ``key``, evicting the least recently used entries while the
+        cache holds more than ``maxsize`` entries or ``maxbytes`` bytes."""
+        weight = self._weigh(key, value)
         with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            if len(self._data) > self.maxsize:
-                self._data.popitem(last=False)
+            old = self._data.pop(key, None)
+            if old is not None:
+                self._nbytes -= old[1]
+            if weight > self.maxbytes:
+                return
+            self._data[key] = (value, weight)
+            self._nbytes += weight
+            while len(self._data) > self.maxsize or self._nbytes > self.maxbytes:
+                self._nbytes -= self._data.popitem(last=False)[1][1]
 
     def pop(self, key: K) -> V | None:
         """Remove ``key`` and return its value, or ``None``."""
         with self._lock:
-            return self._data.pop(key, None)
+            entry = self._data.pop(key, None)
+            if entry is None:
+                return None
+            self._nbytes -= entry[1]
+            return entry[0]
 
     def values(self) -> list[V]:
         """The values, least recently used first (a copy)."""
         with self._lock:
-            return list(self._data.values())
+            return [value for value, _ in self._data.values()]
 
     def clear(self) -> None:
         """Forget every entry."""
         with self._lock:
             self._data.clear()
+            self._nbytes = 0
+
+    @property
+    def nbytes(self) -> int:
+        """The estimated bytes of the entries held now."""
+        return self._nbytes
+
+    def stats(self) -> CacheStats:
+        """What the cache holds now, and its bounds."""
+        with self._lock:
+            return CacheStats(self.name, len(self._data), self.maxsize, self._nbytes, self.maxbytes)
 
     def __len__(self) -> int:
         return len(self._data)
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class _CacheInfo(NamedTuple):
+    hits: int
+    misses: int
+    maxsize: int
+    currsize: int
+
+
+class Memo(Generic[P, R]):
+    """``fn`` with its results kept in an :class:`LRUCache` bounded by entries and bytes, keyed
+    by its (hashable) arguments; made by :func:`memoize`. Like ``functools.lru_cache``, with
+    ``cache_info()`` and ``cache_clear()``, plus a byte bound."""
+
+    def __init__(
+        self, fn: Callable[P, R], cache: LRUCache[Hashable, R], skip: Callable[..., bool] | None
+    ) -> None:
+        self.__wrapped__ = fn
+        self.__name__ = getattr(fn, "__name__", "memo")
+        self.__doc__ = fn.__doc__
+        self._cache = cache
+        self._skip = skip
+        self._hits = self._misses = 0
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        key: Hashable = (*args, *kwargs.items()) if kwargs else args
+        value = self._cache.get(key)
+        if value is not None:
+            self._hits += 1
+            return value
+        self._misses += 1
+        value = self.__wrapped__(*args, **kwargs)
+        if value is not None and (self._skip is None or not self._skip(*args, **kwargs)):
+            self._cache.put(key, value)
+        return value
+
+    def cache_info(self) -> _CacheInfo:
+        return _CacheInfo(self._hits, self._misses, self._cache.maxsize, len(self._cache))
+
+    def cache_clear(self) -> None:
+        self._cache.clear()
+        self._hits = self._misses = 0
+
+    def clear(self) -> None:
+        self.cache_clear()
+
+    def stats(self) -> CacheStats:
+        return self._cache.stats()
+
+
+def memoize(
+    *,
+    maxsize: int,
+    maxbytes: int,
+    name: str = "",
+    skip: Callable[..., bool] | None = None,
+) -> Callable[[Callable[P, R]], Memo[P, R]]:
+    """A decorator keeping ``fn``'s results by its arguments, at most ``maxsize`` of them and
+    ``maxbytes`` bytes (arguments and results weighed with :func:`approx_bytes`); the least
+    recently used forgotten first, thread-safe, cleared by :func:`clear_caches`. Calls for
+    which ``skip(*args)`` is true are computed and not kept.
+
+    Example:
+        >>> @memoize(maxsize=100, maxbytes=10_000)
+        ... def shout(text: str) -> str:
+        ...     return text.upper()
+        >>> shout("hi"), shout("hi"), shout.cache_info().hits
+        ('HI', 'HI', 1)
+    """
+
+    def decorate(fn: Callable[P, R]) -> Memo[P, R]:
+        label = name or f"{fn.__module__}.{fn.__qualname__}"
+        # The cache registers itself: clear_caches() and cache_stats() reach it.
+        return Memo(fn, LRUCache(maxsize, maxbytes=maxbytes, name=label), skip)
+
+    return decorate

@@ -16,6 +16,8 @@ __all__ = [
     "CtxpackError",
     "InvalidMessageError",
     "SelectionError",
+    "StoreConflictError",
+    "StoreError",
     "TokenizerUnavailableError",
     "WorkspacePathError",
 ]
@@ -133,3 +135,43 @@ class SelectionError(CtxpackError, ValueError):
         self.problems = list(problems)
         listed = "\n".join(f"- {p}" for p in self.problems)
         super().__init__(f"the selection has {len(self.problems)} problem(s):\n{listed}")
+
+
+class StoreError(CtxpackError, RuntimeError):
+    """A session store failed: it cannot be opened, read or written.
+
+    Attributes:
+        url: The store's URL, its password hidden.
+        operation: What was attempted (``"open"``, ``"append to session 'u1'"``...).
+        detail: What went wrong, and how to fix it when ctxpack knows.
+    """
+
+    def __init__(self, detail: str, *, url: str, operation: str) -> None:
+        self.url = url
+        self.operation = operation
+        self.detail = detail
+        super().__init__(f"store {url}: {operation} failed: {detail}")
+
+
+class StoreConflictError(StoreError):
+    """Another writer appended to the session first: the expected version is not the stored one.
+
+    A :class:`~ctxpack.Session` catches it, reads what the other writer appended and tries
+    again; a store's own caller sees it only when calling ``append`` directly.
+
+    Attributes:
+        session_id: The session appended to.
+        expected: The version the writer read.
+        actual: The version in the store.
+    """
+
+    def __init__(self, *, url: str, session_id: str, expected: int, actual: int) -> None:
+        self.session_id = session_id
+        self.expected = expected
+        self.actual = actual
+        super().__init__(
+            f"the session is at version {actual}, not {expected}: another writer appended first; "
+            "read the new entries and append again",
+            url=url,
+            operation=f"append to session {session_id!r}",
+        )

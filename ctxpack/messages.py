@@ -11,6 +11,7 @@ import copy
 import hashlib
 import json
 import operator
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
@@ -21,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from ._internal.arguments import MAX_NESTING, TooDeep, check_nesting, check_text, message_items
 from ._internal.prefix import common_prefix, likely_prefix
 from ._internal.trusted import trusted_frozen_instance, trusted_instance
-from .caches import LRUCache, register
+from .caches import ENTRY_OVERHEAD, LRUCache, approx_bytes, register
 from .errors import InvalidMessageError
 from .sdk import SDKObject, coerce_message
 
@@ -226,7 +227,20 @@ def _digest(message: Message) -> str:
         others = [p for p in message.content if p.get("type") not in ("text", "input_text")]
         if others:
             parts.append(json.dumps(others, sort_keys=True, default=str))
-    return hashlib.blake2b("\x00".join(parts).encode(), digest_size=6).hexdigest()
+    if sum(map(len, parts)) <= _DIGEST_CHUNK:
+        return hashlib.blake2b("\x00".join(parts).encode(), digest_size=6).hexdigest()
+    # A huge message is hashed in slices, the same bytes in the same order: joining and
+    # encoding it whole would hold two more copies of it.
+    digest = hashlib.blake2b(digest_size=6)
+    for i, part in enumerate(parts):
+        if i:
+            digest.update(b"\x00")
+        for start in range(0, len(part), _DIGEST_CHUNK):
+            digest.update(part[start : start + _DIGEST_CHUNK].encode())
+    return digest.hexdigest()
+
+
+_DIGEST_CHUNK = 1 << 20
 
 
 _SCALARS = (str, int, float, bool, type(None), datetime)
@@ -359,9 +373,32 @@ def _from_mapping(index: int, data: Mapping[str, Any]) -> Message:
 # with the caller, and it is never handed out (see detached()).
 _Check = Callable[[Mapping[str, Any], int], None]
 _CONVERSIONS_LIMIT = 200_000
+# A Message's fields and pydantic's bookkeeping, its content and extra fields aside.
+_MESSAGE_BYTES = 1_600
+
+
+def message_bytes(msg: Message) -> int:
+    """Roughly the bytes ``msg`` holds (for the caches' byte bounds); cheap for plain text."""
+    content = msg.content
+    size = _MESSAGE_BYTES + (
+        sys.getsizeof(content) if type(content) is str else approx_bytes(content)
+    )
+    if msg.tool_calls or msg.metadata or msg.extras:
+        size += approx_bytes([msg.tool_calls, msg.metadata, msg.extras])
+    return size
+
+
+def _conversion_bytes(key: int, entry: tuple[Any, Message, _Check | None]) -> int:
+    snapshot, msg, _ = entry
+    # A Message snapshot is the owned message itself (see _convert): counted once.
+    return ENTRY_OVERHEAD + message_bytes(msg) + (0 if snapshot is msg else approx_bytes(snapshot))
+
+
 # id(item) -> (snapshot, owned message, check passed). The snapshot is a deep copy of a dict
 # input, or the owned copy of a Message input (compared through its __dict__).
-_CONVERTED: LRUCache[int, tuple[Any, Message, _Check | None]] = LRUCache(_CONVERSIONS_LIMIT)
+_CONVERTED: LRUCache[int, tuple[Any, Message, _Check | None]] = LRUCache(
+    _CONVERSIONS_LIMIT, maxbytes=12 * 2**20, weigh=_conversion_bytes, name="converted messages"
+)
 
 
 _PLAIN_KEYS = frozenset({"role", "content", "id", "name"})
@@ -625,7 +662,12 @@ def ensure_messages(
 
 
 # Owned message without an id -> (that message, its digest): the digest is computed once.
-_DIGESTS: LRUCache[int, tuple[Message, str]] = LRUCache(_CONVERSIONS_LIMIT)
+_DIGESTS: LRUCache[int, tuple[Message, str]] = LRUCache(
+    _CONVERSIONS_LIMIT,
+    maxbytes=8 * 2**20,
+    weigh=lambda key, entry: ENTRY_OVERHEAD + message_bytes(entry[0]) + 61,
+    name="generated ids",
+)
 
 
 def _named(msg: Message, taken: Mapping[str, int]) -> Message:

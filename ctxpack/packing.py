@@ -12,6 +12,7 @@ from ._internal.columns import ANTHROPIC, flags
 from ._internal.columns import ids as message_ids
 from .adapters.validate import check_openai_message
 from .errors import BudgetExceededError, ConfigError
+from .limits import check_message_sizes
 from .messages import Message, detached, owned_messages
 from .pipeline import Decision, DecisionLog, PackContext, Pipeline, Provider, Stage
 from .result import PackResult
@@ -211,6 +212,7 @@ def _pack(
 ) -> PackResult:
     # ctxpack's own copies, shared with earlier calls: never handed out (see detached below).
     msgs = owned_messages(messages, check=check_openai_message)
+    check_message_sizes(msgs)
     target = _resolve_provider(provider, model, msgs)
     tool_tokens = tool_definition_tokens(tools, resolved) if tools else 0
     input_ids = list(message_ids(msgs))

@@ -10,10 +10,12 @@ rare batches.
 
 from __future__ import annotations
 
+import copy
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._internal.arguments import flag, message_items, optional_text, tool_definitions
 from ._internal.arguments import tokens as check_tokens
@@ -22,14 +24,27 @@ from .adapters.anthropic import from_anthropic
 from .adapters.openai import from_openai
 from .errors import ConfigError, InvalidMessageError
 from .filters import RETRIEVE_TOOL_NAME, OutputFilter, ToolOutputFilter
+from .limits import MAX_MESSAGE_CHARS, message_chars, oversized_view
 from .messages import Message
 from .packing import pack
+from .persistence import decode_message, encode_message, open_backing
 from .pipeline import Decision, DecisionLog, Stage
 from .result import PackResult
 from .retrieval import Retrieval, handle_retrieve_call, read_artifact, retrieve_tool
 from .sdk import SDKObject, coerce_message, is_sdk_object
 from .store import ArtifactStore, SQLiteArtifactStore
-from .tokens import REPLY_PRIMING, CounterLike, TokenCounter, get_counter, tool_definition_tokens
+from .tokens import (
+    REPLY_PRIMING,
+    CounterLike,
+    TokenCounter,
+    count_tokens_approx,
+    get_counter,
+    tool_definition_tokens,
+)
+
+if TYPE_CHECKING:
+    from .persistence import Backing
+    from .store.base import SessionStore
 
 __all__ = ["FilterRecord", "Session"]
 
@@ -72,6 +87,30 @@ class _Call:
     goal: str
 
 
+@dataclass(frozen=True)
+class _Snapshot:
+    """A session's state at one moment, to go back to when an append fails."""
+
+    # The transcript and the decisions only grow: their lengths suffice (and the ids in use
+    # are those of the transcript).
+    raw: int
+    decisions: int
+    compact: list[Message]
+    calls: dict[str, _Call]
+    records: dict[str, FilterRecord]
+    pending: list[int]
+    views: list[tuple[int, FileRegion]]
+    superseded: list[tuple[int, int]]
+    provider: Provider
+    extensions: dict[str, Any]
+
+
+# The options Session.open passes on to the constructor.
+_OPTIONS = frozenset(
+    {"counter", "filters", "retrieve_tool", "pipeline", "filter_when", "supersede_batch"}
+)
+
+
 def _looks_anthropic(message: Mapping[str, Any]) -> bool:
     content = message.get("content")
     return isinstance(content, list) and any(
@@ -107,6 +146,10 @@ class Session:
     own messages are never shortened. The same history always renders to the same messages, and
     appending only appends to the compact record, except for the rare batch that replaces
     obsolete file views (``supersede_batch``).
+
+    A session is safe to share between threads, and each append is all or nothing. Built with
+    ``Session(...)`` it lives in this process's memory; :meth:`open` keeps it in a session
+    store instead, for replicas, restarts and erasure.
 
     Args:
         model: The model the requests go to; picks the token counter (as in :func:`pack`).
@@ -219,6 +262,83 @@ class Session:
         self.provider: Provider = "openai"
         self._views: list[tuple[int, FileRegion]] = []  # live file views: (position, region)
         self._superseded: list[tuple[int, int]] = []  # (position, by position), not yet applied
+        # JSON state that other features keep per session, by feature name: saved with every
+        # append of a stored session and restored with it (see _state()).
+        self._extensions: dict[str, Any] = {}
+        # One lock for every read and write of the state above: a Session is shared by threads.
+        self._lock = threading.RLock()
+        self._backing: Backing | None = None
+        self.session_id: str | None = None
+
+    @classmethod
+    def open(
+        cls,
+        session_id: str,
+        *,
+        store: str | SessionStore,
+        model: str | None = None,
+        **options: Any,
+    ) -> Session:
+        """Create or resume the session ``session_id`` in a session store.
+
+        Every :meth:`append` and :meth:`extend` is then written to the store before it
+        returns, all or nothing; another process (a replica) that opens the same id sees the
+        same history and renders the same request, byte for byte. Writers never block each
+        other: an append made while another writer appended first re-reads the session and
+        applies again on top (optimistic versioning), so both succeed, each message once,
+        each writer's order kept.
+
+        Args:
+            session_id: The session's id in the store (at most 256 characters).
+            store: A store URL (``sqlite:///sessions.db``, ``postgresql://...``,
+                ``redis://...``, ``memory://``; see :func:`ctxpack.store.open_store`) or a
+                :class:`~ctxpack.store.SessionStore`.
+            model: As for :class:`Session`.
+            options: The other :class:`Session` options (``filters``, ``filter_when``...);
+                give the same ones wherever the session is opened.
+
+        Raises:
+            ConfigError: a bad id, URL or option.
+            StoreError: the store cannot be opened or read.
+
+        Example:
+            >>> from ctxpack.store import open_store
+            >>> store = open_store("memory://")
+            >>> first = Session.open("user-42", store=store, model="gpt-4")
+            >>> first.append({"role": "user", "content": "Hello"})
+            >>> again = Session.open("user-42", store=store, model="gpt-4")
+            >>> [m.text for m in again.transcript()]
+            ['Hello']
+        """
+        session = cls._configured(model, options)
+        backing = open_backing(store, session_id)
+        session._attach(backing)
+        with session._lock:
+            backing.sync(session)
+        return session
+
+    @classmethod
+    def _configured(cls, model: str | None, options: Mapping[str, Any]) -> Session:
+        """A new session with the options given to ``open``, checked."""
+        unknown = set(options) - _OPTIONS
+        if unknown:
+            raise ConfigError(
+                f"unknown option(s) for opening a session: {', '.join(sorted(unknown))}; "
+                f"valid: {', '.join(sorted(_OPTIONS))}"
+            )
+        return cls(model=model, **options)
+
+    def close(self) -> None:
+        """Close the session store if :meth:`open` opened it from a URL (nothing otherwise:
+        a store object you passed stays yours to close)."""
+        backing = self._backing
+        if backing is not None and backing.owns_store:
+            backing.store.close()
+
+    def _attach(self, backing: Backing) -> None:
+        self.session_id = backing.session_id
+        self.store = backing.artifacts
+        self._backing = backing
 
     # ------------------------------------------------------------------------------- input
 
@@ -253,12 +373,39 @@ class Session:
                 f"extend() takes a list of messages, got {type(messages).__name__}; "
                 "use append() for one message"
             )
-        messages = message_items(messages)
+        batch = list(message_items(messages))  # a stored session may have to apply them twice
+        self._change(lambda: self._extend(batch, provider))
+
+    def _change(self, change: Callable[[], None]) -> None:
+        """Make ``change`` to the session's state, all or nothing; a stored session writes it
+        to its store before returning (applying it again on top of other writers' appends
+        when they came first, so ``change`` must read the state it changes, not capture it).
+        Every change of state goes through here: appends, and any feature's own."""
+        with self._lock:
+            if self._backing is None:
+                self._transact(change)
+            else:
+                self._backing.commit(self, lambda: self._transact(change))
+
+    def _transact(self, change: Callable[[], None]) -> _Snapshot:
+        """Apply ``change``; on any failure the session goes back to how it was. Returns the
+        state before, for the store to save what changed."""
+        before = self._snapshot()
+        try:
+            change()
+        except BaseException:
+            self._restore(before)
+            raise
+        return before
+
+    def _extend(
+        self, messages: Sequence[Mapping[str, Any] | Message], provider: Provider | None
+    ) -> None:
         # Everything is converted and checked before anything is added, so that a bad message
         # in the middle of a batch cannot leave half of it in the session.
         batch: list[tuple[Message, str]] = []
         anthropic = False
-        ids = set(self._ids)
+        taken: set[str] = set()  # ids of this batch
         for message in messages:
             index = len(self._raw) + len(batch)
             converted, from_claude = self._convert(message, provider, index)
@@ -270,13 +417,13 @@ class Session:
             for msg in converted:
                 position = len(self._raw) + len(batch)
                 mid = given or f"s{position}"
-                if mid in ids:
+                if mid in self._ids or mid in taken:
                     raise InvalidMessageError(
                         f"id {mid!r} is already used in this session; ids must be unique",
                         index=position,
                         field="id",
                     )
-                ids.add(mid)
+                taken.add(mid)
                 batch.append((msg, mid))
                 given = None
         if anthropic:
@@ -312,13 +459,7 @@ class Session:
         msg = msg.model_copy(update={"id": mid})
         self._ids.add(mid)
         compact = msg
-        if msg.tool_calls:
-            for call in msg.tool_calls:
-                self._calls[call.id] = _Call(
-                    tool=call.function.name,
-                    command=_command_of(call.function.arguments),
-                    goal=msg.text,
-                )
+        self._note_calls(msg)
         if msg.role == "assistant" and self._pending:
             # The agent has answered the outputs it was waiting on: filter them now, with its
             # answer as part of their goal (it names what it used).
@@ -331,15 +472,27 @@ class Session:
                 self._pending.append(index)
             else:
                 compact = self._filtered(msg)
+        elif message_chars(msg) > MAX_MESSAGE_CHARS:
+            compact = self._oversized(msg)
         self._raw.append(msg)
         self._compact.append(compact)
         if msg.role == "tool" and self.supersede_batch is not None:
             self._supersede(index)
 
+    def _note_calls(self, msg: Message) -> None:
+        for call in msg.tool_calls or ():
+            self._calls[call.id] = _Call(
+                tool=call.function.name,
+                command=_command_of(call.function.arguments),
+                goal=msg.text,
+            )
+
     def _filtered(self, msg: Message, answer: str = "") -> Message:
         call = self._calls.get(msg.tool_call_id or "")
         tool = call.tool if call else None
         command = call.command if call else None
+        if message_chars(msg) > MAX_MESSAGE_CHARS:
+            return self._oversized(msg, tool, command)
         unfiltered = self._unfiltered(msg, tool)
         if unfiltered is not None:
             tokens = self.counter.count_message(msg)
@@ -348,9 +501,14 @@ class Session:
         goal = call.goal if call and call.goal.strip() else self._last_user_text()
         if answer:
             goal = f"{goal}\n{answer}"
-        out = self.filter(
-            msg.text, tool=tool, command=command, goal=goal, store=None, message_id=msg.id
-        )
+        try:
+            out = self.filter(
+                msg.text, tool=tool, command=command, goal=goal, store=None, message_id=msg.id
+            )
+        except Exception as exc:  # an odd output must not make appending fail
+            tokens = self.counter.count_message(msg)
+            reason = f"the filter failed ({type(exc).__name__}: {exc}), so it is sent whole"
+            return self._keep_whole(msg, "error", tokens, reason, tool, command)
         before = self.counter.count_message(msg)
         if not out.shortened:
             return self._keep_whole(msg, out.kind, before, out.reason, tool, command)
@@ -373,6 +531,33 @@ class Session:
             )
         )
         return compact
+
+    def _oversized(
+        self, msg: Message, tool: str | None = None, command: str | None = None
+    ) -> Message:
+        """A message above the size limit: stored whole, shown as its head and tail, never
+        filtered nor counted whole (either would take many times its size in memory)."""
+        text = msg.text
+        artifact = self.store.put(
+            text, message_id=msg.id, kind="oversized", tool=tool, command=command
+        )
+        compact = msg.model_copy(update={"content": oversized_view(text, artifact=artifact)})
+        before = count_tokens_approx().count_message(msg)
+        reason = (
+            f"{len(text):,} characters, above the limit of {MAX_MESSAGE_CHARS:,}: shown as its "
+            f"head and tail (tokens before estimated at 4 characters each)"
+        )
+        after = self.counter.count_message(compact)
+        self._record(
+            FilterRecord(msg.id, "oversized", True, artifact, before, after, reason, tool, command)
+        )
+        return compact
+
+    def _raw_tokens(self, msg: Message) -> int:
+        record = self._records.get(msg.id)
+        if record is not None and record.kind == "oversized":
+            return record.tokens_before  # estimated: counting it would take gigabytes
+        return self.counter.count_message(msg)
 
     def _unfiltered(self, msg: Message, tool: str | None) -> str | None:
         """Why a tool output is never filtered, or ``None`` when it may be."""
@@ -492,23 +677,122 @@ class Session:
                 return msg.text
         return ""
 
+    # ----------------------------------------------------------------------- persisted state
+    # Everything an append may change is saved, restored and stored here, and nowhere else. A
+    # feature with its own per-session state keeps it JSON-serialisable in
+    # self._extensions[name]: it is then rolled back with a failed append and written to the
+    # store with every successful one.
+
+    def _snapshot(self) -> _Snapshot:
+        return _Snapshot(
+            raw=len(self._raw),
+            decisions=len(self._decisions),
+            compact=list(self._compact),
+            calls=dict(self._calls),
+            records=dict(self._records),
+            pending=list(self._pending),
+            views=list(self._views),
+            superseded=list(self._superseded),
+            provider=self.provider,
+            extensions=copy.deepcopy(self._extensions),
+        )
+
+    def _restore(self, snapshot: _Snapshot) -> None:
+        del self._raw[snapshot.raw :]
+        # Rebuilt, not patched: an append that failed half-way may have reserved an id for a
+        # message it never added.
+        self._ids = {m.id for m in self._raw}
+        del self._decisions[snapshot.decisions :]
+        self._compact = list(snapshot.compact)
+        self._calls = dict(snapshot.calls)
+        self._records = dict(snapshot.records)
+        self._pending = list(snapshot.pending)
+        self._views = list(snapshot.views)
+        self._superseded = list(snapshot.superseded)
+        self.provider = snapshot.provider
+        self._extensions = copy.deepcopy(snapshot.extensions)
+
+    def _entry_since(self, snapshot: _Snapshot) -> dict[str, Any]:
+        """What changed since ``snapshot``, as JSON: the store's entry for one append."""
+        new = self._raw[snapshot.raw :]
+        # A compact message that differs from the one before (or, new, from the raw one).
+        was = [*snapshot.compact, *self._raw[snapshot.raw :]]
+        compact = {
+            str(position): encode_message(message)
+            for position, message in enumerate(self._compact)
+            if message is not was[position]
+        }
+        return {
+            "messages": [encode_message(m) for m in new],
+            "compact": compact,
+            "records": [
+                asdict(r) for mid, r in self._records.items() if snapshot.records.get(mid) is not r
+            ],
+            "decisions": [
+                d.model_dump(exclude_none=True) for d in self._decisions[snapshot.decisions :]
+            ],
+        }
+
+    def _apply_entry(self, entry: Mapping[str, Any]) -> None:
+        """Apply an entry another writer (or an earlier process) stored."""
+        for data in entry["messages"]:
+            msg = decode_message(data)
+            self._raw.append(msg)
+            self._compact.append(msg)
+            self._ids.add(msg.id)
+            self._note_calls(msg)
+        for position, data in entry["compact"].items():
+            self._compact[int(position)] = decode_message(data)
+        for data in entry["records"]:
+            self._records[data["message_id"]] = FilterRecord(**data)
+        self._decisions.extend(Decision(**data) for data in entry["decisions"])
+
+    def _state(self) -> dict[str, Any]:
+        """The session's bookkeeping beside its messages, as JSON."""
+        return {
+            "provider": self.provider,
+            "pending": self._pending,
+            "views": [[position, *region] for position, region in self._views],
+            "superseded": self._superseded,
+            "extensions": self._extensions,
+        }
+
+    def _set_state(self, state: Mapping[str, Any]) -> None:
+        self.provider = state["provider"]
+        self._pending = list(state["pending"])
+        self._views = [(p, FileRegion(path, a, b)) for p, path, a, b in state["views"]]
+        self._superseded = [(p, by) for p, by in state["superseded"]]
+        self._extensions = dict(state["extensions"])
+
     # ------------------------------------------------------------------------------ output
 
     def transcript(self) -> list[Message]:
         """The full record, for humans: every message as it arrived (a new list)."""
-        return list(self._raw)
+        with self._lock:
+            self._refresh()
+            return list(self._raw)
 
     def compact(self) -> list[Message]:
         """The compact record, for the model: tool outputs as filtered (a new list)."""
-        return list(self._compact)
+        with self._lock:
+            self._refresh()
+            return list(self._compact)
 
     @property
     def records(self) -> list[FilterRecord]:
         """One record per tool output, in order: what was filtered, how, and why."""
-        return list(self._records.values())
+        with self._lock:
+            self._refresh()
+            return list(self._records.values())
 
     def __len__(self) -> int:
-        return len(self._raw)
+        with self._lock:
+            return len(self._raw)
+
+    def _refresh(self) -> None:
+        """Read what other writers appended to a stored session (nothing for one in memory)."""
+        if self._backing is not None:
+            self._backing.sync(self)
 
     def tools(self, provider: Provider = "openai") -> list[dict[str, Any]]:
         """The tool definitions the session adds to a request: the retrieve tool, if offered."""
@@ -549,6 +833,18 @@ class Session:
             BudgetExceededError: with a budget, the system, developer and pinned messages alone
                 do not fit.
         """
+        with self._lock:
+            self._refresh()
+            return self._render(budget, query, provider, reserve, tools)
+
+    def _render(
+        self,
+        budget: int | None,
+        query: str | None,
+        provider: Provider | None,
+        reserve: int,
+        tools: Sequence[Mapping[str, Any]] | None,
+    ) -> PackResult:
         if not self._raw:
             raise ConfigError("the session is empty: append messages before rendering")
         if budget is not None:
@@ -557,7 +853,7 @@ class Session:
         optional_text(query, "query")
         provider = provider or self.provider
         all_tools = [*(tool_definitions(tools) if tools is not None else ()), *self.tools(provider)]
-        raw_tokens = REPLY_PRIMING + sum(self.counter.count_message(m) for m in self._raw)
+        raw_tokens = REPLY_PRIMING + sum(map(self._raw_tokens, self._raw))
         filter_log = self._filter_log()
         originals = {
             raw.id: raw for raw in self._raw if (r := self._records.get(raw.id)) and r.shortened
@@ -695,8 +991,11 @@ class Session:
         return handle_retrieve_call(self.store, call)
 
     def __repr__(self) -> str:
-        shortened = sum(1 for r in self._records.values() if r.shortened)
+        with self._lock:
+            shortened = sum(1 for r in self._records.values() if r.shortened)
+            count = len(self._raw)
+        where = "" if self.session_id is None else f"session_id={self.session_id!r}, "
         return (
-            f"<Session: {len(self._raw)} messages, {shortened} tool outputs shortened, "
+            f"<Session: {where}{count} messages, {shortened} tool outputs shortened, "
             f"store={self.store!r}>"
         )

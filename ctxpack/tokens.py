@@ -16,7 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ._internal.arguments import optional_text, tool_definitions
 from ._internal.prefix import PrefixMemo
-from .caches import LRUCache, register
+from .caches import LRUCache, memoize, register_lru
 from .errors import ConfigError, TokenizerUnavailableError
 from .messages import Message, owned_messages
 from .sdk import SDKObject
@@ -73,10 +73,17 @@ _MODEL_PREFIXES: tuple[tuple[str, str], ...] = (
 DEFAULT_ENCODING = "cl100k_base"
 
 # Texts whose count each counter remembers (least recently used forgotten first): a few
-# histories of 60,000 messages.
+# histories of 60,000 messages, within a ceiling of bytes (the texts are the keys).
 TEXT_CACHE_SIZE = 262_144
+TEXT_CACHE_BYTES = 12 * 2**20
+# Short texts (roles, most chat messages) are counted through functools' C cache, the hot path
+# of repacking; its entries have a ceiling because their texts do.
+SHORT_TEXT = 256
+SHORT_CACHE_SIZE = 16_384
+_SHORT_ENTRY_BYTES = 2 * 56 + 49 + 4 * SHORT_TEXT + 32 + 100
 # Tool definitions whose count each counter remembers: a few agents' MCP tool lists.
 TOOL_CACHE_SIZE = 4096
+TOOL_CACHE_BYTES = 4 * 2**20
 
 
 class ApproximateTokenCountWarning(UserWarning):
@@ -114,15 +121,30 @@ class _FramedCounter:
     exact: bool = False
 
     def __init__(self) -> None:
-        # Keyed by the text itself; functools' LRU cache is thread-safe and runs in C.
-        self._counts = register(lru_cache(maxsize=TEXT_CACHE_SIZE)(self._count_uncached))
+        # Keyed by the text itself.
+        label = f"token counts ({type(self).__name__})"
+        self._long_counts = memoize(maxsize=TEXT_CACHE_SIZE, maxbytes=TEXT_CACHE_BYTES, name=label)(
+            self._count_uncached
+        )
+        self._short_counts = register_lru(
+            lru_cache(maxsize=SHORT_CACHE_SIZE)(self._count_uncached),
+            name=f"short {label}",
+            entry_bytes=_SHORT_ENTRY_BYTES,
+        )
         # Over ctxpack's own messages only, which never change (see message_sizes).
         self._sizes = PrefixMemo(self._count_message_uncached)
         # Tool definitions by their JSON (see tool_definition_tokens).
-        self._tool_sizes: LRUCache[str, int] = LRUCache(TOOL_CACHE_SIZE)
+        self._tool_sizes: LRUCache[str, int] = LRUCache(
+            TOOL_CACHE_SIZE, maxbytes=TOOL_CACHE_BYTES, name="tool definition counts"
+        )
 
     def _count_uncached(self, text: str) -> int:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def _counts(self, text: str) -> int:
+        if len(text) <= SHORT_TEXT:
+            return self._short_counts(text)
+        return self._long_counts(text)
 
     def count(self, text: str) -> int:
         return self._counts(text)

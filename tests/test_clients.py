@@ -141,12 +141,15 @@ def test_async_openai_client_is_packed_too() -> None:
     client = ctxpack.wrap_openai(async_openai_client(capture), window=500)
 
     async def call() -> Any:
-        return await client.chat.completions.create(model="gpt-4", messages=long_history())
+        response = await client.chat.completions.create(model="gpt-4", messages=long_history())
+        # last_result belongs to the task that made the request: read it there.
+        return response, client.last_result
 
-    response = asyncio.run(call())
+    response, result = asyncio.run(call())
     assert response.choices[0].message.content == "Under Billing > Profile."
     assert openai_prompt_tokens(capture.body["messages"]) <= 500
-    assert client.last_result is not None and client.last_result.tokens <= 500
+    assert result is not None and result.tokens <= 500
+    assert client.last_result is None  # packed in a task this thread does not see into
 
 
 def sse(events: Iterable[Any], *, named: bool = False) -> httpx2.Response:
@@ -480,8 +483,16 @@ def test_a_session_gets_each_new_message_once_and_renders_the_request() -> None:
     assert result is not None
     assert capture.body["messages"] == result.to_openai()
     assert openai_prompt_tokens(capture.body["messages"]) + result.tool_tokens <= 700 - 100
-    with pytest.raises(ctxpack.ConfigError, match="growing history"):
-        client.chat.completions.create(model="gpt-4", messages=history[:3])
+    # A request read before the last one (another thread's) adds nothing; the session's
+    # history is sent.
+    client.chat.completions.create(model="gpt-4", messages=history[:3])
+    assert session.extended == [22, 2]
+    assert capture.body["messages"][-1]["content"] == "Thanks!"
+    with pytest.raises(ctxpack.ConfigError, match="message 2 of this request differs"):
+        client.chat.completions.create(
+            model="gpt-4", messages=[*history[:2], {"role": "user", "content": "Other?"}]
+        )
+    assert session.extended == [22, 2]
 
 
 def test_an_anthropic_session_budget_leaves_room_for_the_system_prompt() -> None:

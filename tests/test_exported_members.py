@@ -48,6 +48,7 @@ EVERYDAY = {
     "TurnAlternator",
     # the agent side: the session, the bill, the window
     "Session",
+    "AsyncSession",
     "simulate",
     "context_usage",
     # the two providers, and clients wrapped around them
@@ -69,7 +70,7 @@ ADVANCED = {
         "validate_openai",
     ],
     "ctxpack.adapters.clients": ["PackedClient"],
-    "ctxpack.caches": ["clear_caches"],
+    "ctxpack.caches": ["cache_stats", "clear_caches", "memoize"],
     "ctxpack.editing": ["Compactor", "ToolResultClearer"],
     "ctxpack.filters": ["ToolOutputFilter"],
     "ctxpack.messages": ["ensure_messages"],
@@ -85,7 +86,19 @@ ADVANCED = {
     "ctxpack.signals.embeddings": ["MiniLMEmbedder"],
     "ctxpack.stages": ["SemanticScorer"],
     "ctxpack.stages.compress": ["compress_lines"],
-    "ctxpack.store": ["ArtifactStore", "SQLiteArtifactStore"],
+    "ctxpack.store": [
+        "ArtifactStore",
+        "AsyncSessionStore",
+        "MemoryStore",
+        "SQLiteArtifactStore",
+        "SQLiteStore",
+        "SessionStore",
+        "open_async_store",
+        "open_store",
+    ],
+    "ctxpack.store.conformance": ["check_async_session_store", "check_session_store"],
+    "ctxpack.store.postgres": ["AsyncPostgresStore", "PostgresStore"],
+    "ctxpack.store.redis": ["AsyncRedisStore", "RedisStore"],
     "ctxpack.tokens": [
         "ApproximateTokenCountWarning",
         "anthropic_approx_counter",

@@ -86,7 +86,7 @@ def test_put_survives_sigkill_of_the_writer(tmp_path: Path) -> None:
     assert reopened.metadata(announced[7]) == {"step": 7}
     assert len(reopened) >= 200
     # The reopened store is in WAL mode and writable.
-    mode = reopened._conn.execute("PRAGMA journal_mode").fetchone()[0]
+    mode = reopened._db.conn.execute("PRAGMA journal_mode").fetchone()[0]
     assert mode == "wal"
     assert reopened.get(reopened.put("after")) == "after"
 

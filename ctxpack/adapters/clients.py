@@ -15,7 +15,12 @@ is.
 
 from __future__ import annotations
 
+import contextvars
+import inspect
+import json
+import threading
 import warnings
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -26,7 +31,7 @@ from ..errors import ConfigError
 from ..packing import pack
 from ..pipeline import Stage
 from ..result import PackResult
-from ..sdk import coerce_messages
+from ..sdk import coerce_message, coerce_messages
 from ..tokens import (
     REPLY_PRIMING,
     ApproximateTokenCountWarning,
@@ -97,7 +102,16 @@ def _given(value: Any) -> bool:
     return value is not None and type(value).__name__ not in ("NotGiven", "Omit")
 
 
-@dataclass
+# Each thread and each asyncio task sees the results of the requests it packed itself: a new
+# mapping is set on every request (never edited in place, since tasks share their parent's), and
+# it holds its packers weakly so a wrapper made per request leaves nothing behind in a long-lived
+# worker thread.
+_LAST_RESULTS: contextvars.ContextVar[weakref.WeakKeyDictionary[_Packer, PackResult]] = (
+    contextvars.ContextVar("ctxpack_last_results")
+)
+
+
+@dataclass(eq=False)  # hashed by identity: the key of its last results
 class _Packer:
     """What a wrapped client packs with, and what it packed last."""
 
@@ -109,8 +123,10 @@ class _Packer:
     counter: TokenCounter | None
     pipeline: Stage | None
     session: SessionLike | None
-    last_result: PackResult | None = None
-    fed: int = 0  # messages already given to the session
+    # Per message given to the session, in order: its fingerprint.
+    fed: list[int] = field(default_factory=list)
+    # Feeding and rendering one session's history is one step for concurrent requests.
+    lock: threading.Lock = field(default_factory=threading.Lock)
     resources: frozenset[tuple[str, ...]] = field(default=frozenset())
     methods: frozenset[str] = field(default=frozenset())
 
@@ -165,7 +181,7 @@ class _Packer:
                 pipeline=self.pipeline,
                 provider="openai",
             )
-        self.last_result = result
+        self.remember(result)
         sent_tools = self.session_tools(tools)
         if sent_tools is not None and sent_tools != tools:
             out["tools"] = sent_tools
@@ -178,6 +194,16 @@ class _Packer:
             out["messages"] = result.to_openai()
         return out
 
+    @property
+    def last_result(self) -> PackResult | None:
+        """The result of the last request packed by this thread or asyncio task."""
+        return _LAST_RESULTS.get(weakref.WeakKeyDictionary()).get(self)
+
+    def remember(self, result: PackResult) -> None:
+        results = weakref.WeakKeyDictionary(_LAST_RESULTS.get(weakref.WeakKeyDictionary()))
+        results[self] = result
+        _LAST_RESULTS.set(results)
+
     def _render(
         self,
         messages: list[Any],
@@ -189,14 +215,6 @@ class _Packer:
     ) -> PackResult:
         session = self.session
         assert session is not None
-        if len(messages) < self.fed:
-            raise ConfigError(
-                f"with a session, messages must be the growing history: this request has "
-                f"{len(messages)} messages, {self.fed} were given before"
-            )
-        # The session takes dicts: the SDKs' objects are converted first, as everywhere.
-        session.extend(list(coerce_messages(messages[self.fed :])), provider=self.provider)
-        self.fed = len(messages)
         limit = budget
         if system is not None:
             # Anthropic's system prompt rides beside the messages the session renders.
@@ -205,7 +223,40 @@ class _Packer:
             raise ConfigError(
                 f"the system prompt, max_tokens and reserve take the whole of {limit} tokens"
             )
-        return session.render(budget=budget, reserve=reserve, tools=tools, provider=self.provider)
+        with self.lock:
+            self._feed(messages)
+            return session.render(
+                budget=budget, reserve=reserve, tools=tools, provider=self.provider
+            )
+
+    def _feed(self, messages: list[Any]) -> None:
+        """Give the session the messages it has not had yet, once each.
+
+        Concurrent requests on one session carry the same growing history, read at different
+        times: a request may hold fewer messages than the session has had (nothing to give),
+        never different ones.
+        """
+        assert self.session is not None
+        shared = min(len(messages), len(self.fed))
+        # Only the last message both hold is compared, so a long history costs nothing more:
+        # that catches another conversation or a branch, not an edit further back.
+        if shared and self._fingerprint(messages, shared - 1) != self.fed[shared - 1]:
+            raise ConfigError(
+                f"with a session, messages must be the growing history: message {shared - 1} "
+                f"of this request differs from message {shared - 1} given to the session "
+                "before (one session per conversation; send the history it has, plus new "
+                "messages at the end)"
+            )
+        if len(messages) > shared:
+            # The session takes dicts: the SDKs' objects are converted first, as everywhere.
+            self.session.extend(list(coerce_messages(messages[shared:])), provider=self.provider)
+            self.fed.extend(self._fingerprint(messages, i) for i in range(shared, len(messages)))
+
+    @staticmethod
+    def _fingerprint(messages: list[Any], index: int) -> int:
+        """A digest of one message of a request, to tell the same history from another."""
+        message = coerce_message(messages[index], index)
+        return hash(json.dumps(message, sort_keys=True, default=repr))
 
     def session_tools(self, tools: list[Any] | None) -> list[Any] | None:
         """The request's tools plus the session's own (the retrieve tool), each once."""
@@ -263,9 +314,10 @@ class PackedClient(_Resource):
     Every attribute is the wrapped client's, except the request methods that pack, and:
 
     Attributes:
-        last_result: The :class:`~ctxpack.PackResult` of the last request packed (``None``
-            before the first); read it to log what was cut. Shared by the copies made with
-            ``with_options``; with concurrent requests it is the last one packed.
+        last_result: The :class:`~ctxpack.PackResult` of the last request packed by the
+            calling thread or asyncio task (``None`` before its first); read it to log what
+            was cut. Shared by the copies made with ``with_options``; another thread's or
+            task's requests never change it.
         wrapped: The SDK client itself.
     """
 
@@ -311,6 +363,14 @@ def _wrap(
     session: SessionLike | None,
 ) -> PackedClient:
     """``client`` behind a packer for ``provider``'s request methods."""
+    if session is not None and inspect.iscoroutinefunction(getattr(session, "extend", None)):
+        # Packing runs before the SDK call, outside any await: a coroutine would never run.
+        raise ConfigError(
+            f"session= takes a session with plain methods (ctxpack.Session), got "
+            f"{type(session).__name__}, whose methods are coroutines; with an AsyncSession, "
+            "await session.extend(...) and session.render(...) yourself and pass "
+            "result.to_openai() to the client"
+        )
     optional_text(model, "model")
     if pipeline is not None and not callable(pipeline):
         raise ConfigError(f"pipeline must be a stage, got {type(pipeline).__name__}")
@@ -367,16 +427,18 @@ def wrap_openai(
         counter: A token counter instead (see :func:`ctxpack.get_counter`).
         pipeline: The stages to run; :func:`ctxpack.default_pipeline` when ``None``.
         session: A :class:`ctxpack.Session` (or any :class:`SessionLike`) that keeps the
-            history: each request's new messages are given to ``session.extend``,
-            ``session.render`` says what is sent, and the session's tools (the retrieve tool)
-            are added to the request's.
+            history: each request's new messages are given to ``session.extend`` (once, even
+            from concurrent threads), ``session.render`` says what is sent, and the session's
+            tools (the retrieve tool) are added to the request's.
 
     Returns:
-        A :class:`PackedClient`; its ``last_result`` is the last request's ``PackResult``.
+        A :class:`PackedClient`; its ``last_result`` is the ``PackResult`` of the calling
+        thread's (or asyncio task's) last request.
 
     Raises:
         ConfigError: neither ``window`` nor ``budget`` is given, or a limit is invalid (at each
-            request: ``max_tokens`` leaves no room for the prompt in the window).
+            request: ``max_tokens`` leaves no room for the prompt in the window, or with a
+            session, the request's messages are not the history the session was given).
 
     Example:
         >>> import httpx2, openai
@@ -441,11 +503,13 @@ def wrap_anthropic(
             :func:`wrap_openai`.
 
     Returns:
-        A :class:`PackedClient`; its ``last_result`` is the last request's ``PackResult``.
+        A :class:`PackedClient`; its ``last_result`` is the ``PackResult`` of the calling
+        thread's (or asyncio task's) last request.
 
     Raises:
         ConfigError: neither ``window`` nor ``budget`` is given, or a limit is invalid (at each
-            request: ``max_tokens`` leaves no room for the prompt in the window).
+            request: ``max_tokens`` leaves no room for the prompt in the window, or with a
+            session, the request's messages are not the history the session was given).
     """
     check_limits("wrap_anthropic()", window, budget, reserve)
     if counter is not None or model is not None:

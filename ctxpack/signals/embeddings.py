@@ -89,6 +89,7 @@ def _gelu(x: FloatArray) -> FloatArray:
 
 # Texts whose vector an embedder remembers.
 EMBEDDING_CACHE_SIZE = 50_000
+EMBEDDING_CACHE_BYTES = 64 * 2**20
 
 
 class MiniLMEmbedder:
@@ -123,8 +124,10 @@ class MiniLMEmbedder:
         self._weights: dict[str, np.ndarray[Any, Any]] | None = None
         self._tokenizer: Any = None
         self._layers = 0
-        # Vectors by text, least recently used forgotten (1.5 KB each).
-        self._cache: LRUCache[str, FloatArray] = LRUCache(EMBEDDING_CACHE_SIZE)
+        # Vectors by text, least recently used forgotten (1.5 KB each, and the text).
+        self._cache: LRUCache[str, FloatArray] = LRUCache(
+            EMBEDDING_CACHE_SIZE, maxbytes=EMBEDDING_CACHE_BYTES, name="text embeddings"
+        )
 
     def _load(self) -> None:
         if self._weights is not None:

@@ -16,7 +16,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from ..caches import register
+from ..caches import memoize, register, register_lru
 
 __all__ = [
     "INDEXES",
@@ -399,9 +399,23 @@ def _stemmer(language: Language) -> object:
     return snowballstemmer.stemmer(_SNOWBALL[language])
 
 
-@lru_cache(maxsize=200_000)
-def _stem(word: str, language: Language) -> str:
+def _stem_uncached(word: str, language: Language) -> str:
     return str(_stemmer(language).stemWord(word))  # type: ignore[attr-defined]
+
+
+# Words longer than this (a hash, a base64 run) are stemmed each time, so that every entry of
+# the C-speed cache below has a ceiling: key tuple, word, stem and the cache's own link.
+_MAX_CACHED_WORD = 32
+_STEM_ENTRY_BYTES = 2 * (49 + 4 * _MAX_CACHED_WORD) + 64 + 100
+_cached_stem = register_lru(
+    lru_cache(maxsize=40_000)(_stem_uncached), name="word stems", entry_bytes=_STEM_ENTRY_BYTES
+)
+
+
+def _stem(word: str, language: Language) -> str:
+    if len(word) > _MAX_CACHED_WORD:
+        return _stem_uncached(word, language)
+    return _cached_stem(word, language)
 
 
 def analyse(text: str, language: Language = "en") -> Iterator[tuple[str, str]]:
@@ -425,7 +439,7 @@ def analyse(text: str, language: Language = "en") -> Iterator[tuple[str, str]]:
         yield _stem(word, language), written
 
 
-@lru_cache(maxsize=100_000)
+@memoize(maxsize=100_000, maxbytes=8 * 2**20, name="text terms")
 def _terms_cached(text: str, language: Language) -> tuple[str, ...]:
     return tuple(term for term, _ in analyse(text, language))
 
@@ -466,7 +480,7 @@ def compounds(text: str, language: Language = "en") -> list[str]:
     return found
 
 
-@lru_cache(maxsize=100_000)
+@memoize(maxsize=100_000, maxbytes=4 * 2**20, name="language leaning")
 def leaning(text: str) -> int:
     """How many more French than English function words ``text`` has (negative: English).
 
@@ -757,8 +771,3 @@ class IndexPool:
 
 INDEXES = IndexPool()
 """The process's pool of conversation indexes, used by :class:`ctxpack.RelevanceScorer`."""
-
-
-# Pure functions of a text: cleared with the rest by ctxpack.caches.clear_caches().
-for _cached in (_stem, _terms_cached, leaning):
-    register(_cached)

@@ -77,7 +77,9 @@ class StemVectors:
             )
         self._index = {stem: row for row, stem in enumerate(stems)}
         self._stems = stems
-        self._nearest: LRUCache[tuple[str, int], tuple[tuple[str, float], ...]] = LRUCache(100_000)
+        self._nearest: LRUCache[tuple[str, int], tuple[tuple[str, float], ...]] = LRUCache(
+            100_000, maxbytes=16 * 2**20, name="nearest words"
+        )
         # Precomputed by the build script (see neighbour_lists): nearest() is then a lookup.
         self._neighbours = neighbours
         self._neighbour_cosines = neighbour_cosines

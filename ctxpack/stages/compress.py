@@ -107,16 +107,23 @@ class _SpacyProperNouns:
     def __init__(self, nlp: Any) -> None:
         self._nlp = nlp
         # Line -> whether it holds a proper noun, least recently used forgotten.
-        self._cache: LRUCache[str, bool] = LRUCache(self._MAX_CACHED)
+        self._cache: LRUCache[str, bool] = LRUCache(
+            self._MAX_CACHED, maxbytes=8 * 2**20, name="spaCy proper nouns"
+        )
 
     def prefetch(self, lines: list[str]) -> dict[str, bool]:
         """Whether each distinct line holds a proper noun, parsing the unknown ones at once."""
         known = self._cache.get_many(dict.fromkeys(lines))
         todo = [line for line in dict.fromkeys(lines) if line not in known]
         if todo:
-            docs = self._nlp.pipe(_HEADING.sub("", line, count=1) for line in todo)
-            for line, doc in zip(todo, docs, strict=True):
-                known[line] = self._has_proper_noun(doc)
+            # Parsing adds every new word to the pipeline's vocabulary, which would grow with
+            # each conversation for the life of the process: the memory zone frees what the
+            # parse added once the answers are read (spaCy's documented remedy).
+            with self._nlp.memory_zone():
+                docs = self._nlp.pipe(_HEADING.sub("", line, count=1) for line in todo)
+                for line, doc in zip(todo, docs, strict=True):
+                    known[line] = self._has_proper_noun(doc)
+            for line in todo:
                 self._cache.put(line, known[line])
         return known
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functools import lru_cache, partial
+from functools import partial
 from typing import ClassVar
 
 import numpy as np
@@ -12,7 +12,7 @@ from .._internal.columns import items_at, positions, positions_of
 from .._internal.columns import sources as message_sources
 from .._internal.decisions import trusted_decision
 from .._internal.prefix import PrefixMemo
-from ..caches import register
+from ..caches import memoize
 from ..messages import Message
 from ..pipeline import Decision, DecisionLog, PackContext
 from ..tokens import message_sizes
@@ -21,14 +21,11 @@ from ._base import StageModel
 __all__ = ["Deduplicator"]
 
 
-@lru_cache(maxsize=200_000)
+@memoize(maxsize=200_000, maxbytes=6 * 2**20, name="dedupe keys")
 def _normalized(text: str, case_sensitive: bool) -> str:
     # Cached per text: a long history is deduplicated again on every pack.
     norm = " ".join(text.split())
     return norm if case_sensitive else norm.casefold()
-
-
-register(_normalized)
 
 
 def _key(msg: Message, case_sensitive: bool) -> tuple[str, str]:

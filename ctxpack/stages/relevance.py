@@ -4,7 +4,6 @@ signals that change the scores (:mod:`ctxpack.signals`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
 from operator import attrgetter
 from typing import Any, ClassVar, Literal
 
@@ -16,7 +15,7 @@ from .._internal.columns import ids as message_ids
 from .._internal.columns import items_at, positions, positions_of
 from .._internal.decisions import trusted_decision
 from .._internal.prefix import PrefixMemo
-from ..caches import register
+from ..caches import memoize
 from ..messages import Message
 from ..pipeline import Decision, DecisionLog, PackContext
 from ..signals import (
@@ -315,7 +314,7 @@ def _words(text: str, stems: set[str], language: Language = "en", most: int = 3)
     return ", ".join([*spelled, *missing])
 
 
-@lru_cache(maxsize=20_000)
+@memoize(maxsize=20_000, maxbytes=4 * 2**20, name="term spellings")
 def _spellings(text: str, language: Language) -> dict[str, str]:
     """Each term of ``text`` and the first word behind it, in order (cached: the same history
     is explained again on the next question)."""
@@ -323,6 +322,3 @@ def _spellings(text: str, language: Language) -> dict[str, str]:
     for stem, word in analyse(text, language):
         found.setdefault(stem, word)
     return found
-
-
-register(_spellings)

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
-import threading
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from .errors import ArtifactNotFoundError
+from ..errors import ArtifactNotFoundError
+from .sqlite import SQLiteFile
 
 __all__ = ["ArtifactStore", "SQLiteArtifactStore", "artifact_id"]
 
@@ -55,21 +54,19 @@ class SQLiteArtifactStore:
         {'tool': 'bash'}
     """
 
-    def __init__(self, path: str | Path = ":memory:") -> None:
+    def __init__(
+        self, path: str | Path = ":memory:", *, timeout: float = 5.0, read_only: bool = False
+    ) -> None:
         self.path = str(path)
-        # One connection shared by threads under a lock: SQLite serialises writers anyway, and a
-        # connection per thread would make ":memory:" stores invisible to each other.
-        self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._lock = threading.Lock()
-        with self._lock:
-            if self.path != ":memory:":
-                self._conn.execute("PRAGMA journal_mode=WAL")
-            # FULL: a put() that returned survives the process being killed, and a power cut.
-            self._conn.execute("PRAGMA synchronous=FULL")
-            self._conn.execute(
-                "CREATE TABLE IF NOT EXISTS artifacts ("
-                " id TEXT PRIMARY KEY, text TEXT NOT NULL, metadata TEXT NOT NULL)"
-            )
+        self._db = SQLiteFile(
+            self.path, url=f"sqlite:///{self.path}", timeout=timeout, read_only=read_only
+        )
+        if not self._db.read_only:
+            with self._db.transaction("open") as conn:
+                conn.execute(
+                    "CREATE TABLE IF NOT EXISTS artifacts ("
+                    " id TEXT PRIMARY KEY, text TEXT NOT NULL, metadata TEXT NOT NULL)"
+                )
 
     def put(self, text: str, **metadata: Any) -> str:
         """Store ``text`` (once, whatever the number of calls) and return its id.
@@ -80,8 +77,8 @@ class SQLiteArtifactStore:
             raise TypeError(f"an artifact is a str, got {type(text).__name__}")
         ref = artifact_id(text)
         meta = json.dumps(metadata, sort_keys=True, default=str)
-        with self._lock:
-            self._conn.execute(
+        with self._db.transaction("put an artifact") as conn:
+            conn.execute(
                 "INSERT OR IGNORE INTO artifacts (id, text, metadata) VALUES (?, ?, ?)",
                 (ref, text, meta),
             )
@@ -103,23 +100,22 @@ class SQLiteArtifactStore:
     def __contains__(self, artifact: object) -> bool:
         if not isinstance(artifact, str):
             return False
-        with self._lock:
-            row = self._conn.execute("SELECT 1 FROM artifacts WHERE id = ?", (artifact,))
+        with self._db.reading("look an artifact up") as conn:
+            row = conn.execute("SELECT 1 FROM artifacts WHERE id = ?", (artifact,))
             return row.fetchone() is not None
 
     def __len__(self) -> int:
-        with self._lock:
-            (n,) = self._conn.execute("SELECT COUNT(*) FROM artifacts").fetchone()
+        with self._db.reading("count artifacts") as conn:
+            (n,) = conn.execute("SELECT COUNT(*) FROM artifacts").fetchone()
         return int(n)
 
     def close(self) -> None:
         """Close the connection; the file keeps everything that was put."""
-        with self._lock:
-            self._conn.close()
+        self._db.close()
 
     def _row(self, artifact: str) -> tuple[str, str]:
-        with self._lock:
-            row = self._conn.execute(
+        with self._db.reading("read an artifact") as conn:
+            row = conn.execute(
                 "SELECT text, metadata FROM artifacts WHERE id = ?", (artifact,)
             ).fetchone()
         if row is None:

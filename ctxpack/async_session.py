@@ -1,0 +1,240 @@
+"""AsyncSession: :meth:`Session.open <ctxpack.Session.open>` for asyncio backends.
+
+The same session, the same store layout and the same requests as a :class:`~ctxpack.Session`
+(the two can serve one session id side by side); store calls are awaited on the async
+drivers, and the CPU work (filtering a tool output, packing a request) runs in a worker
+thread so that the event loop keeps serving other users meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+from .errors import ConfigError, InvalidMessageError, StoreConflictError
+from .messages import Message
+from .persistence import MAX_ATTEMPTS, Backing, backoff_delay
+from .result import PackResult
+from .retrieval import Retrieval
+from .session import FilterRecord, Session
+from .store import AsyncSessionStore, SessionStore, ThreadedAsyncStore, open_async_store
+
+__all__ = ["AsyncSession"]
+
+Provider = Literal["openai", "anthropic"]
+
+
+class AsyncSession:
+    """An agent session in a session store, with coroutines: ``await`` every method that
+    reads or writes the store.
+
+    Open one with :meth:`open`; the options are :class:`~ctxpack.Session`'s. One object may be
+    shared by the tasks of its event loop: its appends are applied one at a time, each all or
+    nothing, durable when the ``await`` returns.
+
+    Example:
+        >>> import asyncio
+        >>> async def main():
+        ...     session = await AsyncSession.open("user-42", store="memory://", model="gpt-4")
+        ...     await session.append({"role": "user", "content": "Hello"})
+        ...     result = await session.render()
+        ...     await session.close()
+        ...     return [m.text for m in result.messages]
+        >>> asyncio.run(main())
+        ['Hello']
+    """
+
+    def __init__(
+        self, core: Session, backing: Backing, store: AsyncSessionStore, owned: bool
+    ) -> None:
+        # Private: use ``await AsyncSession.open(...)``.
+        self._core = core
+        self._backing = backing
+        self.store = store
+        self._owned = owned
+        self._lock = asyncio.Lock()
+
+    @classmethod
+    async def open(
+        cls,
+        session_id: str,
+        *,
+        store: str | AsyncSessionStore | SessionStore,
+        model: str | None = None,
+        **options: Any,
+    ) -> AsyncSession:
+        """Create or resume the session ``session_id``: :meth:`ctxpack.Session.open`, awaited.
+
+        Args:
+            session_id: The session's id in the store.
+            store: A store URL (the async driver is used: psycopg's async pool,
+                ``redis.asyncio``; SQLite in a worker thread), an
+                :class:`~ctxpack.store.AsyncSessionStore`, or a
+                :class:`~ctxpack.store.SessionStore` (run in a worker thread).
+            model: As for :class:`~ctxpack.Session`.
+            options: The other :class:`~ctxpack.Session` options.
+
+        Raises:
+            ConfigError: a bad id, URL or option.
+            StoreError: the store cannot be opened or read.
+        """
+        owned = isinstance(store, str)
+        # Both protocols have the same method names: whether ``load`` is a coroutine function
+        # tells them apart.
+        if isinstance(store, str):
+            async_store: AsyncSessionStore = open_async_store(store)
+        elif isinstance(store, AsyncSessionStore) and inspect.iscoroutinefunction(store.load):
+            async_store = store
+        elif isinstance(store, SessionStore):
+            async_store = ThreadedAsyncStore(store)
+        else:
+            raise ConfigError(
+                "store must be a store URL or a ctxpack.store.AsyncSessionStore or "
+                f"SessionStore, got {type(store).__name__}"
+            )
+        core = await asyncio.to_thread(Session._configured, model, options)
+        backing = Backing(async_store, session_id, asyncio.get_running_loop())
+        core._attach(backing)
+        # The core session never calls the store itself: this object does, awaiting.
+        core._backing = None
+        opener = getattr(async_store, "open", None)
+        if opener is not None:
+            await opener()
+        session = cls(core, backing, async_store, owned)
+        await session._sync()
+        return session
+
+    @property
+    def session_id(self) -> str:
+        return self._backing.session_id
+
+    @property
+    def provider(self) -> Provider:
+        """The provider the messages came from (see :attr:`ctxpack.Session.provider`)."""
+        return self._core.provider
+
+    async def _sync(self) -> None:
+        backing = self._backing
+        try:
+            stored = await backing.store.load(self.session_id, since=backing.version)  # type: ignore[misc]
+            if backing.catch_up(self._core, stored):
+                stored = await backing.store.load(self.session_id)  # type: ignore[misc]
+                backing.catch_up(self._core, stored)
+        except Exception as exc:
+            raise backing.failed("read", exc) from exc
+
+    # ------------------------------------------------------------------------------- input
+
+    async def append(
+        self, message: Mapping[str, Any] | Message, *, provider: Provider | None = None
+    ) -> None:
+        """Add one message; see :meth:`ctxpack.Session.append`."""
+        await self.extend([message], provider=provider)
+
+    async def extend(
+        self, messages: Iterable[Mapping[str, Any] | Message], *, provider: Provider | None = None
+    ) -> None:
+        """Add messages in order, all or none; see :meth:`ctxpack.Session.extend`.
+
+        Raises:
+            InvalidMessageError: a message is malformed or reuses an id.
+            StoreError: the store failed; the session is unchanged.
+        """
+        if isinstance(messages, (str, bytes, Mapping)):
+            raise InvalidMessageError(
+                f"extend() takes a list of messages, got {type(messages).__name__}; "
+                "use append() for one message"
+            )
+        batch = list(messages)
+        core, backing = self._core, self._backing
+        async with self._lock:
+            for attempt in range(MAX_ATTEMPTS):
+                await self._sync()
+                before = await asyncio.to_thread(
+                    backing.transact, lambda: core._transact(lambda: core._extend(batch, provider))
+                )
+                try:
+                    await backing.store.append(  # type: ignore[misc]
+                        self.session_id, **backing.prepare(core, before)
+                    )
+                except StoreConflictError:
+                    core._restore(before)
+                    await asyncio.sleep(backoff_delay(attempt))
+                    continue
+                except Exception as exc:
+                    core._restore(before)
+                    raise backing.failed("append to", exc) from exc
+                except BaseException:  # cancelled: nothing was acknowledged
+                    core._restore(before)
+                    raise
+                backing.version += 1
+                return
+            raise backing.gave_up()
+
+    # ------------------------------------------------------------------------------ output
+
+    async def render(
+        self,
+        budget: int | None = None,
+        *,
+        query: str | None = None,
+        provider: Provider | None = None,
+        reserve: int = 0,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> PackResult:
+        """The request to send; see :meth:`ctxpack.Session.render`."""
+        async with self._lock:
+            await self._sync()
+            return await asyncio.to_thread(
+                self._core.render,
+                budget,
+                query=query,
+                provider=provider,
+                reserve=reserve,
+                tools=tools,
+            )
+
+    async def transcript(self) -> list[Message]:
+        """The full record; see :meth:`ctxpack.Session.transcript`."""
+        async with self._lock:
+            await self._sync()
+            return self._core.transcript()
+
+    async def compact(self) -> list[Message]:
+        """The compact record; see :meth:`ctxpack.Session.compact`."""
+        async with self._lock:
+            await self._sync()
+            return self._core.compact()
+
+    async def records(self) -> list[FilterRecord]:
+        """One record per tool output; see :attr:`ctxpack.Session.records`."""
+        async with self._lock:
+            await self._sync()
+            return self._core.records
+
+    def tools(self, provider: Provider = "openai") -> list[dict[str, Any]]:
+        """The tool definitions the session adds to a request (no I/O)."""
+        return self._core.tools(provider)
+
+    async def retrieve(self, artifact: str, **selectors: Any) -> Retrieval:
+        """Read an original of the session; see :meth:`ctxpack.Session.retrieve`."""
+        return await asyncio.to_thread(self._core.retrieve, artifact, **selectors)
+
+    async def handle(self, call: Mapping[str, Any]) -> str:
+        """Answer the model's call to the retrieve tool; see :meth:`ctxpack.Session.handle`."""
+        return await asyncio.to_thread(self._core.handle, call)
+
+    async def close(self) -> None:
+        """Close the store if the session opened it from a URL."""
+        if self._owned:
+            await self.store.close()
+
+    def __len__(self) -> int:
+        # Not through the core's lock: a worker thread rendering may hold it while it waits
+        # on this event loop (a stage storing an original).
+        return len(self._core._raw)
+
+    def __repr__(self) -> str:
+        return f"<AsyncSession: session_id={self.session_id!r}, {len(self)} messages>"

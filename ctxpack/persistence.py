@@ -1,0 +1,282 @@
+"""How a :class:`~ctxpack.Session` lives in a session store: its entries, state and originals.
+
+The session keeps its state in memory, as always; a *backing* ties it to one session id in a
+:class:`~ctxpack.store.SessionStore`. Each append is one entry (the messages and whatever the
+append changed, as JSON), written under optimistic versioning: when another writer appended
+first, the backing reads its entries, applies them, and applies the append again on top.
+
+Originals are kept per session, under ids keyed by a secret of the session (an HMAC of the
+text): the same text gets the same id within a session, and an id cannot be guessed from the
+content by anyone who lacks the secret, nor found in another session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import random
+import secrets
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from .errors import ArtifactNotFoundError, ConfigError, StoreConflictError, StoreError
+from .messages import Message, provider_of, with_provider
+from .store import AsyncSessionStore, SessionStore, StoredSession, open_store
+from .store.base import check_session_id
+
+if TYPE_CHECKING:
+    from .session import Session, _Snapshot
+
+__all__ = ["Backing", "SessionArtifacts", "decode_message", "encode_message", "open_backing"]
+
+# Attempts before an append gives up because other writers keep appending first.
+MAX_ATTEMPTS = 200
+# The layout of what a session writes; a reader refuses a layout newer than its own.
+FORMAT = 1
+
+
+def encode_message(message: Message) -> dict[str, Any]:
+    """``message`` as JSON, with the provider it was converted from."""
+    data: dict[str, Any] = {"message": message.model_dump(mode="json", exclude_defaults=True)}
+    provider = provider_of(message)
+    if provider is not None:
+        data["provider"] = provider
+    return data
+
+
+def decode_message(data: Mapping[str, Any]) -> Message:
+    """The message :func:`encode_message` encoded."""
+    message = Message.model_validate(data["message"])
+    provider = data.get("provider")
+    return with_provider(message, provider) if provider else message
+
+
+def artifact_key(secret: str, text: str) -> str:
+    """The id of ``text`` among the originals of the session whose secret is ``secret``."""
+    data = text.encode("utf-8", "surrogatepass")
+    digest = hmac.new(bytes.fromhex(secret), data, hashlib.sha256).hexdigest()
+    return "art_" + digest[:16]
+
+
+class SessionArtifacts:
+    """The originals of one stored session, as an :class:`~ctxpack.store.ArtifactStore`.
+
+    During an append, originals are held back and written with the append's entry, all at
+    once; outside one (a stage putting an original at render time), ``put`` writes through.
+    With an async store, ``put`` and ``get`` are called from a worker thread and run on the
+    store's event loop.
+    """
+
+    def __init__(
+        self,
+        store: SessionStore | AsyncSessionStore,
+        session_id: str,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.loop = loop
+        self.secret = secrets.token_hex(16)
+        self._held: dict[str, str] | None = None
+
+    def put(self, text: str, **metadata: Any) -> str:
+        """Keep ``text`` as an original of the session; return its id."""
+        if not isinstance(text, str):
+            raise TypeError(f"an artifact is a str, got {type(text).__name__}")
+        ref = artifact_key(self.secret, text)
+        if self._held is not None:
+            self._held[ref] = text
+        else:
+            self._run(self.store.put_artifact, self.session_id, ref, text)
+        return ref
+
+    def get(self, artifact: str) -> str:
+        """The text of one of the session's originals."""
+        if self._held is not None and artifact in self._held:
+            return self._held[artifact]
+        return str(self._run(self.store.get_artifact, self.session_id, artifact))
+
+    def _run(self, method: Callable[..., Any], *args: Any) -> Any:
+        if self.loop is None:
+            return method(*args)
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self.loop:
+            raise RuntimeError(
+                "an async session's originals are read from a worker thread; "
+                "use `await session.retrieve(...)`"
+            )
+        return asyncio.run_coroutine_threadsafe(method(*args), self.loop).result()
+
+    def hold(self) -> None:
+        self._held = {}
+
+    def release(self) -> dict[str, str]:
+        held, self._held = self._held or {}, None
+        return held
+
+    def __repr__(self) -> str:
+        return f"SessionArtifacts({self.store.url!r}, session_id={self.session_id!r})"
+
+
+class Backing:
+    """One session id in one store, and the version of it the session has applied.
+
+    The store calls themselves are made here for a sync store (:meth:`sync`, :meth:`commit`)
+    and by :class:`~ctxpack.AsyncSession` for an async one; what to do with their results is
+    shared (:meth:`catch_up`, :meth:`prepare`, :meth:`failed`).
+    """
+
+    def __init__(
+        self,
+        store: SessionStore | AsyncSessionStore,
+        session_id: str,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
+        self.store = store
+        self.session_id = check_session_id(session_id)
+        self.artifacts = SessionArtifacts(store, self.session_id, loop)
+        self.version = 0
+        self._empty: _Snapshot | None = None
+        self.owns_store = False  # opened from a URL: closed with the session
+
+    def sync(self, session: Session) -> None:
+        """Apply to ``session`` what the store holds beyond the version it has applied."""
+        store: Any = self.store
+        stored = self._call("read", store.load, self.session_id, since=self.version)
+        if self.catch_up(session, stored):
+            stored = self._call("read", store.load, self.session_id)
+            self.catch_up(session, stored)
+
+    def catch_up(self, session: Session, stored: StoredSession) -> bool:
+        """Apply ``stored`` (read from the session's version on) to ``session``; ``True`` if
+        the session was erased meanwhile and must be read again from the start."""
+        if self._empty is None:
+            self._empty = session._snapshot()
+        if stored.version < self.version:
+            # The session was erased (or expired), and perhaps started again.
+            session._restore(self._empty)
+            self.version = 0
+            self.artifacts.secret = secrets.token_hex(16)
+            return True
+        if not stored.entries and stored.state is None:
+            return False
+        before = session._snapshot()
+        try:
+            data = None if stored.state is None else json.loads(stored.state)
+            if data is not None and data["format"] > FORMAT:
+                raise StoreError(
+                    f"the session was written by a newer ctxpack (format {data['format']}, "
+                    f"this one reads up to {FORMAT}); upgrade ctxpack",
+                    url=self.store.url,
+                    operation=f"read session {self.session_id!r}",
+                )
+            for text in stored.entries:
+                session._apply_entry(json.loads(text))
+            if data is not None:
+                session._set_state(data["session"])
+                self.artifacts.secret = data["secret"]
+        except Exception as exc:
+            session._restore(before)
+            if isinstance(exc, StoreError):
+                raise
+            raise StoreError(
+                f"the stored session is not one ctxpack wrote, or is damaged "
+                f"({type(exc).__name__}: {exc})",
+                url=self.store.url,
+                operation=f"read session {self.session_id!r}",
+            ) from exc
+        self.version = stored.version
+        return False
+
+    def prepare(self, session: Session, snapshot: _Snapshot) -> dict[str, Any]:
+        """The store's ``append`` arguments for what changed since ``snapshot``."""
+        return {
+            "entry": json.dumps(session._entry_since(snapshot)),
+            "version": self.version,
+            "state": json.dumps(
+                {"format": FORMAT, "session": session._state(), "secret": self.artifacts.secret}
+            ),
+            "artifacts": self.artifacts.release(),
+        }
+
+    def transact(self, transact: Callable[[], _Snapshot]) -> _Snapshot:
+        """Apply an append in memory, holding its originals back for the store."""
+        self.artifacts.hold()
+        try:
+            return transact()
+        except BaseException:
+            self.artifacts.release()
+            raise
+
+    def commit(self, session: Session, transact: Callable[[], _Snapshot]) -> None:
+        """Apply an append to ``session`` and write it, retrying on top of other writers'."""
+        store: Any = self.store
+        for attempt in range(MAX_ATTEMPTS):
+            self.sync(session)
+            before = self.transact(transact)
+            try:
+                self._call(
+                    "append to", store.append, self.session_id, **self.prepare(session, before)
+                )
+            except StoreConflictError:
+                session._restore(before)
+                time.sleep(backoff_delay(attempt))
+                continue
+            except BaseException:
+                session._restore(before)
+                raise
+            self.version += 1
+            return
+        raise self.gave_up()
+
+    def gave_up(self) -> StoreError:
+        return StoreError(
+            f"other writers appended first {MAX_ATTEMPTS} times in a row; try again",
+            url=self.store.url,
+            operation=f"append to session {self.session_id!r}",
+        )
+
+    def _call(self, what: str, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Call a store method; an error that is not ctxpack's own becomes a
+        :class:`StoreError`."""
+        try:
+            return method(*args, **kwargs)
+        except Exception as exc:
+            raise self.failed(what, exc) from exc
+
+    def failed(self, what: str, exc: Exception) -> Exception:
+        """``exc`` from a store call, as the error to raise: ctxpack's own errors as they are,
+        any other wrapped in a :class:`StoreError` naming the store and the call."""
+        if isinstance(exc, (StoreError, ConfigError, ArtifactNotFoundError)):
+            return exc
+        return StoreError(
+            f"{type(exc).__name__}: {exc}",
+            url=getattr(self.store, "url", type(self.store).__name__),
+            operation=f"{what} session {self.session_id!r}",
+        )
+
+
+def backoff_delay(attempt: int) -> float:
+    """How long to wait after a conflict: longer each time, jittered so writers spread out."""
+    return float(random.uniform(0, min(0.05, 0.001 * 2 ** min(attempt, 6))))
+
+
+def open_backing(store: str | SessionStore, session_id: str) -> Backing:
+    """A backing for ``session_id`` in ``store`` (a URL or a store)."""
+    check_session_id(session_id)
+    if isinstance(store, str):
+        backing = Backing(open_store(store), session_id)
+        backing.owns_store = True
+        return backing
+    if not isinstance(store, SessionStore):
+        raise ConfigError(
+            "store must be a store URL (sqlite:///PATH, postgresql://..., redis://..., "
+            f"memory://) or a ctxpack.store.SessionStore, got {type(store).__name__}"
+        )
+    return Backing(store, session_id)

@@ -1,0 +1,258 @@
+"""The session store protocol: what a backend must do, and the helpers every backend shares.
+
+A session store keeps, per session id, an append-only list of entries, one JSON state and the
+session's originals (artifacts). Entries and state are opaque text to the store: the session
+writes them and reads them back. A store never interprets them, so a new backend only moves
+strings.
+
+Concurrency is optimistic: the version of a session is the number of entries it holds, and
+``append(..., version=v)`` succeeds only if the session is at version ``v``; otherwise it raises
+:class:`~ctxpack.errors.StoreConflictError` and changes nothing. The entry, the new state and
+the artifacts of one append are written together or not at all, and are durable when
+``append`` returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
+
+from ..errors import ConfigError, StoreError
+
+__all__ = [
+    "AsyncSessionStore",
+    "SessionStore",
+    "StoredSession",
+    "ThreadedAsyncStore",
+]
+
+MAX_SESSION_ID_CHARS = 256
+
+
+@dataclass(frozen=True)
+class StoredSession:
+    """What a store holds for one session, from a version on.
+
+    Attributes:
+        version: The number of entries the session holds (0 for a session never appended to).
+        entries: The entries after the ``since`` asked for, oldest first.
+        state: The state written by the last append, or ``None`` for a new session.
+    """
+
+    version: int
+    entries: tuple[str, ...] = ()
+    state: str | None = None
+
+
+@runtime_checkable
+class SessionStore(Protocol):
+    """Where sessions live: entries appended under optimistic versioning, a state, artifacts.
+
+    Every method is safe to call from several threads at once. ``url`` names the store in
+    errors, its password hidden.
+    """
+
+    url: str
+
+    def load(self, session_id: str, *, since: int = 0) -> StoredSession:
+        """The session's version, its entries after the first ``since`` and its state."""
+        ...
+
+    def append(
+        self,
+        session_id: str,
+        entry: str,
+        *,
+        version: int,
+        state: str,
+        artifacts: Mapping[str, str] | None = None,
+    ) -> None:
+        """Add ``entry`` as the session's entry number ``version`` (from 0), replace its state
+        and add ``artifacts`` (id to text; an id already stored keeps its text), all at once.
+
+        Raises:
+            StoreConflictError: the session is not at ``version``; nothing was written.
+            StoreError: the store failed; nothing was written.
+        """
+        ...
+
+    def put_artifact(self, session_id: str, artifact: str, text: str) -> None:
+        """Store one original of the session under ``artifact`` (kept if already there)."""
+        ...
+
+    def get_artifact(self, session_id: str, artifact: str) -> str:
+        """The text of one original of the session.
+
+        Raises:
+            ArtifactNotFoundError: the session has no such artifact.
+        """
+        ...
+
+    def delete_session(self, session_id: str) -> None:
+        """Erase the session: its entries, its state and its originals."""
+        ...
+
+    def close(self) -> None:
+        """Release connections; the data stays."""
+        ...
+
+
+@runtime_checkable
+class AsyncSessionStore(Protocol):
+    """:class:`SessionStore` with coroutines, for :class:`~ctxpack.AsyncSession`."""
+
+    url: str
+
+    async def load(self, session_id: str, *, since: int = 0) -> StoredSession: ...
+
+    async def append(
+        self,
+        session_id: str,
+        entry: str,
+        *,
+        version: int,
+        state: str,
+        artifacts: Mapping[str, str] | None = None,
+    ) -> None: ...
+
+    async def put_artifact(self, session_id: str, artifact: str, text: str) -> None: ...
+
+    async def get_artifact(self, session_id: str, artifact: str) -> str: ...
+
+    async def delete_session(self, session_id: str) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class ThreadedAsyncStore:
+    """A :class:`SessionStore` used from asyncio: each call runs in a worker thread.
+
+    Args:
+        store: The synchronous store (SQLite, memory, or your own).
+    """
+
+    def __init__(self, store: SessionStore) -> None:
+        self.store = store
+        self.url = store.url
+
+    async def load(self, session_id: str, *, since: int = 0) -> StoredSession:
+        return await asyncio.to_thread(self.store.load, session_id, since=since)
+
+    async def append(
+        self,
+        session_id: str,
+        entry: str,
+        *,
+        version: int,
+        state: str,
+        artifacts: Mapping[str, str] | None = None,
+    ) -> None:
+        await asyncio.to_thread(
+            self.store.append,
+            session_id,
+            entry,
+            version=version,
+            state=state,
+            artifacts=artifacts,
+        )
+
+    async def put_artifact(self, session_id: str, artifact: str, text: str) -> None:
+        await asyncio.to_thread(self.store.put_artifact, session_id, artifact, text)
+
+    async def get_artifact(self, session_id: str, artifact: str) -> str:
+        return await asyncio.to_thread(self.store.get_artifact, session_id, artifact)
+
+    async def delete_session(self, session_id: str) -> None:
+        await asyncio.to_thread(self.store.delete_session, session_id)
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self.store.close)
+
+    def __repr__(self) -> str:
+        return f"ThreadedAsyncStore({self.store!r})"
+
+
+# ---------------------------------------------------------------------------- shared helpers
+
+
+def check_session_id(session_id: object) -> str:
+    """``session_id`` if it is a usable id: a non-empty str of at most 256 characters."""
+    if not isinstance(session_id, str) or not session_id:
+        raise ConfigError(f"session_id must be a non-empty str, got {session_id!r}")
+    if len(session_id) > MAX_SESSION_ID_CHARS:
+        raise ConfigError(
+            f"session_id has {len(session_id)} characters; at most {MAX_SESSION_ID_CHARS}"
+        )
+    return session_id
+
+
+def check_version(version: object) -> int:
+    if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+        raise ConfigError(f"version must be an int >= 0, got {version!r}")
+    return version
+
+
+def check_ttl(ttl: object) -> float | None:
+    """``ttl`` in seconds if valid: ``None`` (keep forever) or a positive number."""
+    if ttl is None:
+        return None
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not ttl > 0:
+        raise ConfigError(f"ttl must be a positive number of seconds or None, got {ttl!r}")
+    return float(ttl)
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password replaced by ``***``, fit for errors and logs.
+
+    Example:
+        >>> redact_url("postgresql://app:s3cret@db:5432/chat")
+        'postgresql://app:***@db:5432/chat'
+    """
+    return re.sub(r"^([a-z0-9+.-]+://[^:/@]*):[^@/]*@", r"\1:***@", url, flags=re.IGNORECASE)
+
+
+def store_options(
+    url: str, names: tuple[str, ...], given: Mapping[str, Any], *, text: tuple[str, ...] = ()
+) -> tuple[str, dict[str, Any]]:
+    """ctxpack's options for a store: those among ``names`` in the URL's query (numbers, but
+    for ``text``), then ``given`` (keyword arguments); and the URL without them.
+
+    Raises:
+        ConfigError: an unknown option, a number that is not one, or a bad ``ttl``.
+    """
+    parts = urlsplit(url)
+    query = {key: values[-1] for key, values in parse_qs(parts.query).items()}
+    settings: dict[str, Any] = {}
+    for key in names:
+        if key not in query:
+            continue
+        value = query.pop(key)
+        try:
+            settings[key] = value if key in text else float(value)
+        except ValueError:
+            raise ConfigError(
+                f"store URL {redact_url(url)}: option {key}={value!r} must be a number"
+            ) from None
+    settings.update(given)
+    unknown = set(settings) - set(names)
+    if unknown:
+        raise ConfigError(
+            f"unknown store option(s) for {parts.scheme}://: {', '.join(sorted(unknown))}; "
+            f"valid: {', '.join(names)}"
+        )
+    if "ttl" in settings:
+        settings["ttl"] = check_ttl(settings["ttl"])
+    return urlunsplit(parts._replace(query=urlencode(query))), settings
+
+
+def missing_driver(package: str, extra: str, url: str) -> StoreError:
+    """The error for a server URL whose driver is not installed."""
+    return StoreError(
+        f"the {package!r} package is not installed: pip install 'ctxpack[{extra}]'",
+        url=redact_url(url),
+        operation="open",
+    )

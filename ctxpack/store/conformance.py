@@ -1,0 +1,182 @@
+"""The checks every session store passes: run them on your own backend.
+
+:func:`check_session_store` (and :func:`check_async_session_store` for an
+:class:`~ctxpack.store.AsyncSessionStore`) exercise the protocol's promises on a live store:
+versions and conflicts, reading from a version, atomic appends, originals isolated per
+session, erasure, text kept exactly. They write only under fresh random session ids and erase
+them at the end. A failed promise raises ``AssertionError`` saying which.
+
+Example:
+    >>> from ctxpack.store import MemoryStore
+    >>> check_session_store(MemoryStore())
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from ..errors import ArtifactNotFoundError, StoreConflictError
+from .base import AsyncSessionStore, SessionStore, StoredSession
+
+__all__ = ["check_async_session_store", "check_session_store"]
+
+# Text a store must give back exactly: non-ASCII, NUL, line ends, a quote, a long line.
+ODD_TEXT = "caf\u00e9 \u2014 \U0001f600\x00\r\n\t'\"\\ {}" + "x" * 70_000
+
+
+def _equal(actual: Any, expected: Any, promise: str) -> None:
+    if actual != expected:
+        raise AssertionError(f"{promise}: expected {expected!r:.200}, got {actual!r:.200}")
+
+
+def _raises(error: type[BaseException], promise: str, call: Callable[[], object]) -> None:
+    try:
+        call()
+    except error:
+        return
+    except Exception as exc:
+        raise AssertionError(f"{promise}: expected {error.__name__}, got {exc!r}") from exc
+    raise AssertionError(f"{promise}: expected {error.__name__}, nothing was raised")
+
+
+def check_session_store(store: SessionStore) -> None:
+    """Check that ``store`` keeps the :class:`~ctxpack.store.SessionStore` promises.
+
+    Raises:
+        AssertionError: a promise is broken; the message names it.
+    """
+    if not isinstance(store, SessionStore):
+        raise AssertionError(f"{type(store).__name__} lacks a SessionStore method or url")
+    run = _Checks(lambda call: call())
+    run.all(store)
+
+
+def check_async_session_store(store: AsyncSessionStore) -> None:
+    """:func:`check_session_store` for an async store (runs its own event loop)."""
+    if not isinstance(store, AsyncSessionStore):
+        raise AssertionError(f"{type(store).__name__} lacks an AsyncSessionStore method or url")
+
+    async def main() -> None:
+        opener = getattr(store, "open", None)
+        if opener is not None:
+            await opener()
+        loop = asyncio.get_running_loop()
+        # The checks are written once, synchronously: each call runs on this loop from a
+        # worker thread.
+        await asyncio.to_thread(
+            _Checks(
+                lambda call: asyncio.run_coroutine_threadsafe(_awaited(call), loop).result()
+            ).all,
+            store,
+        )
+
+    asyncio.run(main())
+
+
+async def _awaited(call: Callable[[], Awaitable[Any]]) -> Any:
+    return await call()
+
+
+class _Checks:
+    """The checks, on any store; ``run`` performs one store call (awaiting it if async)."""
+
+    def __init__(self, run: Callable[[Callable[[], Any]], Any]) -> None:
+        self.run = run
+
+    def all(self, store: Any) -> None:
+        a, b = (f"conformance-{secrets.token_hex(6)}-{name}" for name in ("a", "b"))
+        run = self.run
+        try:
+            self.versions(store, a)
+            self.artifacts(store, a, b)
+            self.erasure(store, a, b)
+        finally:
+            run(lambda: store.delete_session(a))
+            run(lambda: store.delete_session(b))
+
+    def versions(self, store: Any, a: str) -> None:
+        run = self.run
+        _equal(run(lambda: store.load(a)), StoredSession(0), "a new session is empty")
+        run(lambda: store.append(a, "entry 0", version=0, state="state 0"))
+        _equal(
+            run(lambda: store.load(a)),
+            StoredSession(1, ("entry 0",), "state 0"),
+            "an append is read back",
+        )
+        _raises(
+            StoreConflictError,
+            "an append at a version the session has left is refused",
+            lambda: run(lambda: store.append(a, "late", version=0, state="late")),
+        )
+        _raises(
+            StoreConflictError,
+            "an append at a version the session has not reached is refused",
+            lambda: run(lambda: store.append(a, "early", version=5, state="early")),
+        )
+        _equal(
+            run(lambda: store.load(a)),
+            StoredSession(1, ("entry 0",), "state 0"),
+            "a refused append writes nothing",
+        )
+        run(lambda: store.append(a, ODD_TEXT, version=1, state=ODD_TEXT))
+        run(lambda: store.append(a, "entry 2", version=2, state="state 2"))
+        _equal(
+            run(lambda: store.load(a, since=1)),
+            StoredSession(3, (ODD_TEXT, "entry 2"), "state 2"),
+            "load(since=v) gives the entries after the first v, text exactly as written",
+        )
+        _equal(
+            run(lambda: store.load(a, since=3)),
+            StoredSession(3, (), "state 2"),
+            "load(since=version) gives no entries",
+        )
+
+    def artifacts(self, store: Any, a: str, b: str) -> None:
+        run = self.run
+        run(lambda: store.append(b, "b0", version=0, state="s", artifacts={"art_1": ODD_TEXT}))
+        _equal(run(lambda: store.get_artifact(b, "art_1")), ODD_TEXT, "an original is kept")
+        _raises(
+            ArtifactNotFoundError,
+            "a session cannot read another session's originals",
+            lambda: run(lambda: store.get_artifact(a, "art_1")),
+        )
+        run(lambda: store.put_artifact(b, "art_1", "another text"))
+        _equal(
+            run(lambda: store.get_artifact(b, "art_1")),
+            ODD_TEXT,
+            "an id already stored keeps its first text",
+        )
+        run(lambda: store.put_artifact(a, "art_2", "put alone"))
+        _equal(run(lambda: store.get_artifact(a, "art_2")), "put alone", "put_artifact keeps")
+        _raises(
+            StoreConflictError,
+            "a refused append stores none of its originals",
+            lambda: run(
+                lambda: store.append(b, "x", version=0, state="x", artifacts={"art_3": "no"})
+            ),
+        )
+        _raises(
+            ArtifactNotFoundError,
+            "a refused append stores none of its originals",
+            lambda: run(lambda: store.get_artifact(b, "art_3")),
+        )
+
+    def erasure(self, store: Any, a: str, b: str) -> None:
+        run = self.run
+        run(lambda: store.delete_session(a))
+        _equal(run(lambda: store.load(a)), StoredSession(0), "a deleted session is empty")
+        _raises(
+            ArtifactNotFoundError,
+            "a deleted session's originals are erased",
+            lambda: run(lambda: store.get_artifact(a, "art_2")),
+        )
+        _equal(run(lambda: store.load(b)).version, 1, "deleting a session leaves the others")
+        run(lambda: store.append(a, "again", version=0, state="s"))
+        _equal(
+            run(lambda: store.load(a)),
+            StoredSession(1, ("again",), "s"),
+            "a deleted session starts again from version 0",
+        )

@@ -1,0 +1,106 @@
+"""The in-process session store (``memory://``): for tests and single-process tools."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ..errors import ArtifactNotFoundError, StoreConflictError
+from .base import StoredSession, check_session_id, check_ttl, check_version
+
+__all__ = ["MemoryStore"]
+
+
+@dataclass
+class _Stored:
+    entries: list[str] = field(default_factory=list)
+    state: str | None = None
+    artifacts: dict[str, str] = field(default_factory=dict)
+    expires_at: float | None = None
+
+
+class MemoryStore:
+    """Sessions in this process's memory: gone when it exits; safe under threads.
+
+    Args:
+        ttl: Seconds a session is kept after its last append; ``None`` keeps it.
+
+    Example:
+        >>> store = MemoryStore()
+        >>> store.append("u1", '{"n": 1}', version=0, state="{}")
+        >>> store.load("u1").version
+        1
+    """
+
+    url = "memory://"
+
+    def __init__(self, *, ttl: float | None = None) -> None:
+        self.ttl = check_ttl(ttl)
+        self._sessions: dict[str, _Stored] = {}
+        self._lock = threading.Lock()
+
+    def _get(self, session_id: str) -> _Stored | None:
+        stored = self._sessions.get(check_session_id(session_id))
+        if stored is not None and stored.expires_at is not None and stored.expires_at < time.time():
+            del self._sessions[session_id]
+            return None
+        return stored
+
+    def load(self, session_id: str, *, since: int = 0) -> StoredSession:
+        check_version(since)
+        with self._lock:
+            stored = self._get(session_id)
+            if stored is None:
+                return StoredSession(0)
+            return StoredSession(len(stored.entries), tuple(stored.entries[since:]), stored.state)
+
+    def append(
+        self,
+        session_id: str,
+        entry: str,
+        *,
+        version: int,
+        state: str,
+        artifacts: Mapping[str, str] | None = None,
+    ) -> None:
+        check_version(version)
+        with self._lock:
+            stored = self._get(session_id) or _Stored()
+            actual = len(stored.entries)
+            if actual != version:
+                raise StoreConflictError(
+                    url=self.url, session_id=session_id, expected=version, actual=actual
+                )
+            stored.entries.append(entry)
+            stored.state = state
+            for ref, text in (artifacts or {}).items():
+                stored.artifacts.setdefault(ref, text)
+            if self.ttl is not None:
+                stored.expires_at = time.time() + self.ttl
+            self._sessions[session_id] = stored
+
+    def put_artifact(self, session_id: str, artifact: str, text: str) -> None:
+        with self._lock:
+            stored = self._get(session_id)
+            if stored is None:
+                stored = self._sessions[session_id] = _Stored()
+            stored.artifacts.setdefault(artifact, text)
+
+    def get_artifact(self, session_id: str, artifact: str) -> str:
+        with self._lock:
+            stored = self._get(session_id)
+            if stored is None or artifact not in stored.artifacts:
+                raise ArtifactNotFoundError(artifact, store=f"{self.url} session {session_id!r}")
+            return stored.artifacts[artifact]
+
+    def delete_session(self, session_id: str) -> None:
+        with self._lock:
+            self._sessions.pop(check_session_id(session_id), None)
+
+    def close(self) -> None:
+        """Nothing to release: the sessions stay until the store is garbage-collected."""
+
+    def __repr__(self) -> str:
+        return f"MemoryStore(ttl={self.ttl!r})"

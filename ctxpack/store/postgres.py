@@ -1,0 +1,383 @@
+"""Sessions in PostgreSQL (``postgresql://user:password@host:port/db``), through psycopg 3.
+
+Each store object owns a connection pool (``pool_size`` connections at most); share one store
+between the sessions of a process rather than opening one per session. An append locks its
+session's row (``SELECT ... FOR UPDATE``) for the length of one short transaction, so that
+replicas appending to one session are serialised by the database; a writer that finds the
+version moved gets :class:`~ctxpack.errors.StoreConflictError`, which a session handles.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
+
+from ..errors import ArtifactNotFoundError, ConfigError, StoreConflictError, StoreError
+from .base import (
+    StoredSession,
+    check_session_id,
+    check_version,
+    missing_driver,
+    redact_url,
+    store_options,
+)
+
+__all__ = ["AsyncPostgresStore", "PostgresStore"]
+
+# The options ctxpack reads from the URL; the others go to libpq.
+OPTIONS = ("ttl", "pool_size", "timeout")
+
+SCHEMA = (
+    # Two stores creating the tables at once would race in the catalog: one at a time.
+    "SELECT pg_advisory_xact_lock(hashtext('ctxpack_session_store'))",
+    # Entries, states and originals are UTF-8 bytes: PostgreSQL's text cannot hold NUL, which
+    # a tool's output may.
+    "CREATE TABLE IF NOT EXISTS ctxpack_sessions (session_id TEXT PRIMARY KEY,"
+    " version INTEGER NOT NULL, state BYTEA NOT NULL, expires_at DOUBLE PRECISION)",
+    "CREATE TABLE IF NOT EXISTS ctxpack_entries (session_id TEXT NOT NULL,"
+    " seq INTEGER NOT NULL, entry BYTEA NOT NULL, PRIMARY KEY (session_id, seq))",
+    "CREATE TABLE IF NOT EXISTS ctxpack_artifacts (session_id TEXT NOT NULL,"
+    " artifact TEXT NOT NULL, text BYTEA NOT NULL, PRIMARY KEY (session_id, artifact))",
+)
+# The row is created if missing, so that the lock below holds for a new session too; a
+# transaction that ends in a conflict rolls it back.
+CREATE_ROW = (
+    "INSERT INTO ctxpack_sessions (session_id, version, state) VALUES (%s, 0, '\\x')"
+    " ON CONFLICT (session_id) DO NOTHING"
+)
+LOCK_ROW = "SELECT version, expires_at FROM ctxpack_sessions WHERE session_id = %s FOR UPDATE"
+LOAD = "SELECT version, state, expires_at FROM ctxpack_sessions WHERE session_id = %s"
+ENTRIES = (
+    "SELECT entry FROM ctxpack_entries WHERE session_id = %s AND seq >= %s AND seq < %s"
+    " ORDER BY seq"
+)
+INSERT_ENTRY = "INSERT INTO ctxpack_entries (session_id, seq, entry) VALUES (%s, %s, %s)"
+UPDATE_ROW = (
+    "UPDATE ctxpack_sessions SET version = %s, state = %s, expires_at = %s WHERE session_id = %s"
+)
+INSERT_ARTIFACT = (
+    "INSERT INTO ctxpack_artifacts (session_id, artifact, text) VALUES (%s, %s, %s)"
+    " ON CONFLICT DO NOTHING"
+)
+GET_ARTIFACT = (
+    "SELECT a.text FROM ctxpack_artifacts a LEFT JOIN ctxpack_sessions s"
+    " ON s.session_id = a.session_id WHERE a.session_id = %s AND a.artifact = %s"
+    " AND (s.expires_at IS NULL OR s.expires_at >= %s)"
+)
+DELETE = tuple(
+    f"DELETE FROM {table} WHERE session_id = %s"
+    for table in ("ctxpack_entries", "ctxpack_artifacts", "ctxpack_sessions")
+)
+EXPIRED = "SELECT session_id FROM ctxpack_sessions WHERE expires_at < %s"
+
+
+def _pool_size(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 1:
+        raise ConfigError(f"pool_size must be an int >= 1, got {value!r}")
+    return int(value)
+
+
+def _bytes(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _str(data: Any) -> str:
+    return bytes(data).decode("utf-8", "surrogatepass")
+
+
+def _wrap(exc: Exception, url: str, operation: str) -> StoreError:
+    detail = f"{type(exc).__name__}: {exc}".strip()
+    if type(exc).__name__ == "PoolTimeout":
+        detail += " (the server is unreachable, or every pooled connection is busy)"
+    return StoreError(detail, url=url, operation=operation)
+
+
+class _Common:
+    """What the sync and async stores share: settings, names, the row's meaning."""
+
+    url: str
+    ttl: float | None
+
+    def _configure(self, url: str, options: dict[str, Any]) -> str:
+        if not isinstance(url, str):
+            raise ConfigError(f"a store URL is a str, got {type(url).__name__}")
+        self.url = redact_url(url)
+        conninfo, settings = store_options(url, OPTIONS, options)
+        # libpq knows postgresql:// and postgres://; the scheme is spelled its way.
+        conninfo = "postgresql" + conninfo[conninfo.index(":") :]
+        self.ttl = settings.get("ttl")
+        self.pool_size = _pool_size(settings.get("pool_size", 10))
+        self.timeout = float(settings.get("timeout", 10.0))
+        return conninfo
+
+    def _expires(self) -> float | None:
+        return None if self.ttl is None else time.time() + self.ttl
+
+    def _conflict(self, session_id: str, version: int, actual: int) -> StoreConflictError:
+        return StoreConflictError(
+            url=self.url, session_id=session_id, expected=version, actual=actual
+        )
+
+    def _not_found(self, session_id: str, artifact: str) -> ArtifactNotFoundError:
+        return ArtifactNotFoundError(artifact, store=f"{self.url} session {session_id!r}")
+
+    @staticmethod
+    def _live(row: Any) -> tuple[int, str | None]:
+        """The version and state of a sessions row; an expired or missing one is empty."""
+        if row is None or (row[-1] is not None and row[-1] < time.time()):
+            return 0, None
+        return int(row[0]), (_str(row[1]) if len(row) == 3 else None)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.url!r})"
+
+
+class PostgresStore(_Common):
+    """Sessions in PostgreSQL, through a psycopg connection pool; safe under threads.
+
+    Args:
+        url: ``postgresql://user:password@host:port/db`` (libpq parameters allowed in the
+            query string).
+        ttl: Seconds a session is kept after its last append; ``None`` keeps it. Expired
+            sessions read as empty; :meth:`purge_expired` erases them.
+        pool_size: Connections the pool may open.
+        timeout: Seconds to wait for a connection.
+
+    Raises:
+        StoreError: psycopg is missing, or the server cannot be reached.
+    """
+
+    def __init__(self, url: str, **options: Any) -> None:
+        conninfo = self._configure(url, options)
+        try:
+            import psycopg
+            from psycopg_pool import ConnectionPool
+        except ImportError:
+            raise missing_driver("psycopg", "postgres", url) from None
+        # One plain connection first: its error says why (a wrong password, no such
+        # database), where the pool's would only say that it timed out.
+        try:
+            psycopg.connect(conninfo, connect_timeout=max(1, int(self.timeout))).close()
+        except psycopg.Error as exc:
+            raise _wrap(exc, self.url, "open") from exc
+        self._pool = ConnectionPool(
+            conninfo,
+            min_size=1,
+            max_size=self.pool_size,
+            timeout=self.timeout,
+            open=False,
+            kwargs={"autocommit": True},
+        )
+        try:
+            self._pool.open(wait=True, timeout=self.timeout)
+        except Exception as exc:
+            self._pool.close()
+            raise _wrap(exc, self.url, "open") from exc
+        with self._transaction("open") as conn:
+            for statement in SCHEMA:
+                conn.execute(statement)
+
+    @contextmanager
+    def _transaction(self, operation: str) -> Iterator[Any]:
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                yield conn
+        except (StoreError, ArtifactNotFoundError):
+            raise
+        except Exception as exc:
+            if "psycopg" not in type(exc).__module__:
+                raise
+            raise _wrap(exc, self.url, operation) from exc
+
+    def load(self, session_id: str, *, since: int = 0) -> StoredSession:
+        check_session_id(session_id)
+        check_version(since)
+        with self._transaction(f"load session {session_id!r}") as conn:
+            version, state = self._live(conn.execute(LOAD, (session_id,)).fetchone())
+            rows = conn.execute(ENTRIES, (session_id, since, version)).fetchall()
+        return StoredSession(version, tuple(_str(r[0]) for r in rows), state)
+
+    def append(
+        self,
+        session_id: str,
+        entry: str,
+        *,
+        version: int,
+        state: str,
+        artifacts: Mapping[str, str] | None = None,
+    ) -> None:
+        check_session_id(session_id)
+        check_version(version)
+        with self._transaction(f"append to session {session_id!r}") as conn:
+            conn.execute(CREATE_ROW, (session_id,))
+            row = conn.execute(LOCK_ROW, (session_id,)).fetchone()
+            actual, _ = self._live(row)
+            if actual != version:
+                raise self._conflict(session_id, version, actual)
+            if actual == 0 and row[0] != 0:
+                # Expired: nothing of the session's earlier life stays.
+                for statement in DELETE[:2]:
+                    conn.execute(statement, (session_id,))
+            conn.execute(INSERT_ENTRY, (session_id, version, _bytes(entry)))
+            conn.execute(UPDATE_ROW, (version + 1, _bytes(state), self._expires(), session_id))
+            if artifacts:
+                with conn.cursor() as cur:
+                    cur.executemany(
+                        INSERT_ARTIFACT, [(session_id, k, _bytes(v)) for k, v in artifacts.items()]
+                    )
+
+    def put_artifact(self, session_id: str, artifact: str, text: str) -> None:
+        check_session_id(session_id)
+        with self._transaction(f"store an artifact of session {session_id!r}") as conn:
+            conn.execute(INSERT_ARTIFACT, (session_id, artifact, _bytes(text)))
+
+    def get_artifact(self, session_id: str, artifact: str) -> str:
+        check_session_id(session_id)
+        with self._transaction(f"read an artifact of session {session_id!r}") as conn:
+            row = conn.execute(GET_ARTIFACT, (session_id, artifact, time.time())).fetchone()
+        if row is None:
+            raise self._not_found(session_id, artifact)
+        return _str(row[0])
+
+    def delete_session(self, session_id: str) -> None:
+        check_session_id(session_id)
+        with self._transaction(f"delete session {session_id!r}") as conn:
+            for statement in DELETE:
+                conn.execute(statement, (session_id,))
+
+    def purge_expired(self) -> int:
+        """Erase every session whose ``ttl`` has run out; return how many."""
+        with self._transaction("purge expired sessions") as conn:
+            expired = [r[0] for r in conn.execute(EXPIRED, (time.time(),)).fetchall()]
+            for session_id in expired:
+                for statement in DELETE:
+                    conn.execute(statement, (session_id,))
+        return len(expired)
+
+    def close(self) -> None:
+        """Close the pool's connections; the database keeps every session."""
+        self._pool.close()
+
+
+class AsyncPostgresStore(_Common):
+    """:class:`PostgresStore` for asyncio, on psycopg's async connection pool.
+
+    Open it with ``await store.open()``, or let :class:`~ctxpack.AsyncSession` do it.
+    """
+
+    def __init__(self, url: str, **options: Any) -> None:
+        self._conninfo = self._configure(url, options)
+        self._url_for_errors = url
+        self._pool: Any = None
+
+    async def open(self) -> None:
+        """Open the pool and create the tables if missing (idempotent)."""
+        if self._pool is not None:
+            return
+        try:
+            import psycopg
+            from psycopg_pool import AsyncConnectionPool
+        except ImportError:
+            raise missing_driver("psycopg", "postgres", self._url_for_errors) from None
+        try:
+            conn = await psycopg.AsyncConnection.connect(
+                self._conninfo, connect_timeout=max(1, int(self.timeout))
+            )
+            await conn.close()
+        except psycopg.Error as exc:
+            raise _wrap(exc, self.url, "open") from exc
+        pool = AsyncConnectionPool(
+            self._conninfo,
+            min_size=1,
+            max_size=self.pool_size,
+            timeout=self.timeout,
+            open=False,
+            kwargs={"autocommit": True},
+        )
+        try:
+            await pool.open(wait=True, timeout=self.timeout)
+            async with pool.connection() as conn, conn.transaction():
+                for statement in SCHEMA:
+                    await conn.execute(statement)
+        except Exception as exc:
+            await pool.close()
+            raise _wrap(exc, self.url, "open") from exc
+        self._pool = pool
+
+    @asynccontextmanager
+    async def _transaction(self, operation: str) -> AsyncIterator[Any]:
+        await self.open()
+        try:
+            async with self._pool.connection() as conn, conn.transaction():
+                yield conn
+        except (StoreError, ArtifactNotFoundError):
+            raise
+        except Exception as exc:
+            if "psycopg" not in type(exc).__module__:
+                raise
+            raise _wrap(exc, self.url, operation) from exc
+
+    async def load(self, session_id: str, *, since: int = 0) -> StoredSession:
+        check_session_id(session_id)
+        check_version(since)
+        async with self._transaction(f"load session {session_id!r}") as conn:
+            version, state = self._live(await (await conn.execute(LOAD, (session_id,))).fetchone())
+            cur = await conn.execute(ENTRIES, (session_id, since, version))
+            rows = await cur.fetchall()
+        return StoredSession(version, tuple(_str(r[0]) for r in rows), state)
+
+    async def append(
+        self,
+        session_id: str,
+        entry: str,
+        *,
+        version: int,
+        state: str,
+        artifacts: Mapping[str, str] | None = None,
+    ) -> None:
+        check_session_id(session_id)
+        check_version(version)
+        async with self._transaction(f"append to session {session_id!r}") as conn:
+            await conn.execute(CREATE_ROW, (session_id,))
+            row = await (await conn.execute(LOCK_ROW, (session_id,))).fetchone()
+            actual, _ = self._live(row)
+            if actual != version:
+                raise self._conflict(session_id, version, actual)
+            if actual == 0 and row[0] != 0:
+                for statement in DELETE[:2]:
+                    await conn.execute(statement, (session_id,))
+            await conn.execute(INSERT_ENTRY, (session_id, version, _bytes(entry)))
+            row_values = (version + 1, _bytes(state), self._expires(), session_id)
+            await conn.execute(UPDATE_ROW, row_values)
+            if artifacts:
+                async with conn.cursor() as cur:
+                    await cur.executemany(
+                        INSERT_ARTIFACT, [(session_id, k, _bytes(v)) for k, v in artifacts.items()]
+                    )
+
+    async def put_artifact(self, session_id: str, artifact: str, text: str) -> None:
+        check_session_id(session_id)
+        async with self._transaction(f"store an artifact of session {session_id!r}") as conn:
+            await conn.execute(INSERT_ARTIFACT, (session_id, artifact, _bytes(text)))
+
+    async def get_artifact(self, session_id: str, artifact: str) -> str:
+        check_session_id(session_id)
+        async with self._transaction(f"read an artifact of session {session_id!r}") as conn:
+            cur = await conn.execute(GET_ARTIFACT, (session_id, artifact, time.time()))
+            row = await cur.fetchone()
+        if row is None:
+            raise self._not_found(session_id, artifact)
+        return _str(row[0])
+
+    async def delete_session(self, session_id: str) -> None:
+        check_session_id(session_id)
+        async with self._transaction(f"delete session {session_id!r}") as conn:
+            for statement in DELETE:
+                await conn.execute(statement, (session_id,))
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None

@@ -1,0 +1,281 @@
+"""Sessions in Redis (``redis://host:port/db``), through redis-py.
+
+A session's keys share a prefix and a hash tag, ``ctxpack:{SESSION_ID}:meta``, ``...:entries``
+and ``...:artifacts``, so that a Redis Cluster keeps them on one node; with a ``ttl`` they all
+expire together, the clock restarting at each append. Appends and reads are Lua scripts, each
+atomic on the server. An append is durable as far as the server's persistence makes it: run
+Redis with ``appendonly yes`` and ``appendfsync always`` for writes that survive a crash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from ..errors import ArtifactNotFoundError, ConfigError, StoreConflictError, StoreError
+from .base import (
+    StoredSession,
+    check_session_id,
+    check_version,
+    missing_driver,
+    redact_url,
+    store_options,
+)
+
+__all__ = ["AsyncRedisStore", "RedisStore"]
+
+OPTIONS = ("ttl", "prefix", "timeout")
+
+# KEYS: meta, entries, artifacts. ARGV: version, entry, state, ttl in ms (0: none), then
+# artifact id and text pairs. Returns the version found when it is not the one expected.
+APPEND = """
+local version = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
+if version ~= tonumber(ARGV[1]) then return version end
+redis.call('RPUSH', KEYS[2], ARGV[2])
+redis.call('HSET', KEYS[1], 'version', version + 1, 'state', ARGV[3])
+for i = 5, #ARGV, 2 do redis.call('HSETNX', KEYS[3], ARGV[i], ARGV[i + 1]) end
+local ttl = tonumber(ARGV[4])
+if ttl > 0 then
+    for _, key in ipairs(KEYS) do redis.call('PEXPIRE', key, ttl) end
+end
+return -1
+"""
+# KEYS: meta, entries. ARGV: since. Returns version, state, entries.
+LOAD = """
+local version = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
+local state = redis.call('HGET', KEYS[1], 'state')
+local entries = {}
+if version > tonumber(ARGV[1]) then
+    entries = redis.call('LRANGE', KEYS[2], ARGV[1], version - 1)
+end
+return {version, state, entries}
+"""
+# KEYS: meta, artifacts. ARGV: id, text, ttl in ms (0: none).
+PUT_ARTIFACT = """
+redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2])
+local ttl = tonumber(ARGV[3])
+if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
+return 1
+"""
+
+
+class _Common:
+    url: str
+    ttl: float | None
+    prefix: str
+
+    def _configure(self, url: str, options: dict[str, Any]) -> tuple[str, float]:
+        if not isinstance(url, str):
+            raise ConfigError(f"a store URL is a str, got {type(url).__name__}")
+        self.url = redact_url(url)
+        address, settings = store_options(url, OPTIONS, options, text=("prefix",))
+        self.ttl = settings.get("ttl")
+        timeout = float(settings.get("timeout", 10.0))
+        self.prefix = str(settings.get("prefix", "ctxpack"))
+        if not self.prefix or "{" in self.prefix or "}" in self.prefix:
+            raise ConfigError(f"prefix must be a non-empty str without braces, got {self.prefix!r}")
+        return address, timeout
+
+    def _keys(self, session_id: str) -> list[str]:
+        # The hash tag {...} keeps a session's keys in one cluster slot; braces inside an id
+        # would end the tag early, so they are escaped.
+        tag = check_session_id(session_id).replace("{", "{{").replace("}", "}}")
+        base = f"{self.prefix}:{{{tag}}}"
+        return [f"{base}:meta", f"{base}:entries", f"{base}:artifacts"]
+
+    def _ttl_ms(self) -> int:
+        return 0 if self.ttl is None else max(1, int(self.ttl * 1000))
+
+    def _append_args(
+        self, version: int, entry: str, state: str, artifacts: Mapping[str, str] | None
+    ) -> list[Any]:
+        args: list[Any] = [check_version(version), entry, state, self._ttl_ms()]
+        for ref, text in (artifacts or {}).items():
+            args += [ref, text]
+        return args
+
+    def _after_append(self, session_id: str, version: int, found: int) -> None:
+        if int(found) != -1:
+            raise StoreConflictError(
+                url=self.url, session_id=session_id, expected=version, actual=int(found)
+            )
+
+    @staticmethod
+    def _stored(reply: Any) -> StoredSession:
+        version, state, entries = reply
+        return StoredSession(int(version), tuple(_text(e) for e in entries), _text_or_none(state))
+
+    def _not_found(self, session_id: str, artifact: str) -> ArtifactNotFoundError:
+        return ArtifactNotFoundError(artifact, store=f"{self.url} session {session_id!r}")
+
+    def _wrap(self, exc: Exception, operation: str) -> StoreError:
+        return StoreError(f"{type(exc).__name__}: {exc}", url=self.url, operation=operation)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.url!r}, prefix={self.prefix!r})"
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
+
+def _text_or_none(value: Any) -> str | None:
+    return None if value is None else _text(value)
+
+
+class RedisStore(_Common):
+    """Sessions in Redis; safe under threads (redis-py's connection pool).
+
+    Args:
+        url: ``redis://[:password@]host:port/db`` (``rediss://`` for TLS).
+        ttl: Seconds a session's keys live after its last append; ``None`` keeps them.
+        prefix: What every key starts with.
+        timeout: Seconds to wait for the server.
+
+    Raises:
+        StoreError: redis-py is missing, or the server cannot be reached.
+    """
+
+    def __init__(self, url: str, **options: Any) -> None:
+        address, timeout = self._configure(url, options)
+        try:
+            import redis
+        except ImportError:
+            raise missing_driver("redis", "redis", url) from None
+        self._errors_from = redis.RedisError
+        with self._errors("open"):
+            self._client = redis.Redis.from_url(
+                address, socket_timeout=timeout, socket_connect_timeout=timeout
+            )
+            self._client.ping()
+        self._append = self._client.register_script(APPEND)
+        self._load = self._client.register_script(LOAD)
+        self._put = self._client.register_script(PUT_ARTIFACT)
+
+    @contextmanager
+    def _errors(self, operation: str) -> Iterator[None]:
+        try:
+            yield
+        except self._errors_from as exc:
+            raise self._wrap(exc, operation) from exc
+
+    def load(self, session_id: str, *, since: int = 0) -> StoredSession:
+        keys = self._keys(session_id)
+        with self._errors(f"load session {session_id!r}"):
+            return self._stored(self._load(keys=keys[:2], args=[check_version(since)]))
+
+    def append(
+        self,
+        session_id: str,
+        entry: str,
+        *,
+        version: int,
+        state: str,
+        artifacts: Mapping[str, str] | None = None,
+    ) -> None:
+        keys = self._keys(session_id)
+        args = self._append_args(version, entry, state, artifacts)
+        with self._errors(f"append to session {session_id!r}"):
+            found = self._append(keys=keys, args=args)
+        self._after_append(session_id, version, found)
+
+    def put_artifact(self, session_id: str, artifact: str, text: str) -> None:
+        meta, _, artifacts = self._keys(session_id)
+        with self._errors(f"store an artifact of session {session_id!r}"):
+            self._put(keys=[meta, artifacts], args=[artifact, text, self._ttl_ms()])
+
+    def get_artifact(self, session_id: str, artifact: str) -> str:
+        _, _, artifacts = self._keys(session_id)
+        with self._errors(f"read an artifact of session {session_id!r}"):
+            text = self._client.hget(artifacts, artifact)
+        if text is None:
+            raise self._not_found(session_id, artifact)
+        return _text(text)
+
+    def delete_session(self, session_id: str) -> None:
+        keys = self._keys(session_id)
+        with self._errors(f"delete session {session_id!r}"):
+            self._client.delete(*keys)
+
+    def close(self) -> None:
+        """Close the connections; the server keeps every session (until its ttl)."""
+        self._client.close()
+
+
+class AsyncRedisStore(_Common):
+    """:class:`RedisStore` for asyncio, on ``redis.asyncio``."""
+
+    def __init__(self, url: str, **options: Any) -> None:
+        address, timeout = self._configure(url, options)
+        try:
+            import redis
+            import redis.asyncio
+        except ImportError:
+            raise missing_driver("redis", "redis", url) from None
+        self._errors_from = redis.RedisError
+        self._client = redis.asyncio.Redis.from_url(
+            address, socket_timeout=timeout, socket_connect_timeout=timeout
+        )
+        self._append = self._client.register_script(APPEND)
+        self._load = self._client.register_script(LOAD)
+        self._put = self._client.register_script(PUT_ARTIFACT)
+
+    async def open(self) -> None:
+        """Check that the server answers."""
+        try:
+            await self._client.ping()
+        except self._errors_from as exc:
+            raise self._wrap(exc, "open") from exc
+
+    async def load(self, session_id: str, *, since: int = 0) -> StoredSession:
+        keys = self._keys(session_id)
+        try:
+            reply = await self._load(keys=keys[:2], args=[check_version(since)])
+        except self._errors_from as exc:
+            raise self._wrap(exc, f"load session {session_id!r}") from exc
+        return self._stored(reply)
+
+    async def append(
+        self,
+        session_id: str,
+        entry: str,
+        *,
+        version: int,
+        state: str,
+        artifacts: Mapping[str, str] | None = None,
+    ) -> None:
+        keys = self._keys(session_id)
+        args = self._append_args(version, entry, state, artifacts)
+        try:
+            found = await self._append(keys=keys, args=args)
+        except self._errors_from as exc:
+            raise self._wrap(exc, f"append to session {session_id!r}") from exc
+        self._after_append(session_id, version, found)
+
+    async def put_artifact(self, session_id: str, artifact: str, text: str) -> None:
+        meta, _, artifacts = self._keys(session_id)
+        try:
+            await self._put(keys=[meta, artifacts], args=[artifact, text, self._ttl_ms()])
+        except self._errors_from as exc:
+            raise self._wrap(exc, f"store an artifact of session {session_id!r}") from exc
+
+    async def get_artifact(self, session_id: str, artifact: str) -> str:
+        _, _, artifacts = self._keys(session_id)
+        try:
+            text = await self._client.hget(artifacts, artifact)
+        except self._errors_from as exc:
+            raise self._wrap(exc, f"read an artifact of session {session_id!r}") from exc
+        if text is None:
+            raise self._not_found(session_id, artifact)
+        return _text(text)
+
+    async def delete_session(self, session_id: str) -> None:
+        keys = self._keys(session_id)
+        try:
+            await self._client.delete(*keys)
+        except self._errors_from as exc:
+            raise self._wrap(exc, f"delete session {session_id!r}") from exc
+
+    async def close(self) -> None:
+        await self._client.aclose()

@@ -1,0 +1,311 @@
+"""The embedded session store (``sqlite:///PATH``): one file in WAL mode, no server.
+
+Writers are serialised by SQLite itself (``BEGIN IMMEDIATE``), across threads and processes;
+a writer waits up to the busy timeout for another one, then gets a :class:`StoreError`.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import quote
+
+from ..errors import ArtifactNotFoundError, StoreConflictError, StoreError
+from .base import StoredSession, check_session_id, check_ttl, check_version
+
+__all__ = ["SQLiteFile", "SQLiteStore"]
+
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS ctxpack_sessions (session_id TEXT PRIMARY KEY,"
+    " version INTEGER NOT NULL, state TEXT NOT NULL, expires_at REAL)",
+    "CREATE TABLE IF NOT EXISTS ctxpack_entries (session_id TEXT NOT NULL,"
+    " seq INTEGER NOT NULL, entry TEXT NOT NULL, PRIMARY KEY (session_id, seq)) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS ctxpack_artifacts (session_id TEXT NOT NULL,"
+    " artifact TEXT NOT NULL, text TEXT NOT NULL, PRIMARY KEY (session_id, artifact))"
+    " WITHOUT ROWID",
+)
+TABLES = ("ctxpack_entries", "ctxpack_artifacts", "ctxpack_sessions")
+
+
+class SQLiteFile:
+    """One SQLite database file opened the way every ctxpack store opens it: WAL, durable
+    writes, a busy timeout, read-only when it cannot be written, and clear errors."""
+
+    def __init__(self, path: str, *, url: str, timeout: float, read_only: bool) -> None:
+        self.path = path
+        self.url = url
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
+            raise StoreError(
+                f"timeout must be a number of seconds >= 0, got {timeout!r}",
+                url=url,
+                operation="open",
+            )
+        self.timeout = float(timeout)
+        self.read_only = read_only or self._unwritable()
+        # One connection per store object, under a lock: a ":memory:" database exists only in
+        # its connection, and SQLite serialises writers anyway.
+        self.lock = threading.Lock()
+        with self.errors("open"):
+            self.conn = self._connect()
+            if self.read_only:
+                self.conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+            else:
+                if self.path != ":memory:":
+                    self.conn.execute("PRAGMA journal_mode=WAL")
+                # FULL: a write that returned survives the process being killed, and a
+                # power cut.
+                self.conn.execute("PRAGMA synchronous=FULL")
+
+    def _unwritable(self) -> bool:
+        if self.path == ":memory:":
+            return False
+        target = Path(self.path)
+        if target.is_dir():
+            raise StoreError(
+                "the path is a folder; give a database file inside it",
+                url=self.url,
+                operation="open",
+            )
+        folder = target.parent
+        if not folder.is_dir():
+            raise StoreError(
+                f"the folder {str(folder)!r} does not exist; create it first",
+                url=self.url,
+                operation="open",
+            )
+        if not target.exists():
+            return False
+        return not (os.access(folder, os.W_OK) and os.access(target, os.W_OK))
+
+    def _connect(self) -> sqlite3.Connection:
+        if not self.read_only:
+            return sqlite3.connect(
+                self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
+            )
+        # Without write access to the folder, SQLite cannot make the WAL's shared-memory file:
+        # "immutable" reads the file as it is.
+        folder_writable = os.access(Path(self.path).parent, os.W_OK)
+        flags = "mode=ro" if folder_writable else "mode=ro&immutable=1"
+        uri = f"file:{quote(os.path.abspath(self.path))}?{flags}"
+        return sqlite3.connect(
+            uri, uri=True, timeout=self.timeout, isolation_level=None, check_same_thread=False
+        )
+
+    @contextmanager
+    def errors(self, operation: str) -> Iterator[None]:
+        """Turn SQLite's errors into :class:`StoreError` saying what to do."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise StoreError(self._explain(exc), url=self.url, operation=operation) from exc
+
+    def _explain(self, exc: sqlite3.Error) -> str:
+        text = str(exc)
+        if "locked" in text or "busy" in text:
+            return (
+                f"{text}: another writer held the database for more than the {self.timeout:g} s "
+                "busy timeout; retry, or open the store with a longer timeout "
+                "(sqlite:///PATH?timeout=30)"
+            )
+        if "readonly" in text or "read-only" in text or (self.read_only and "write" in text):
+            return f"{text}: the store is open read-only (the file or its folder is not writable)"
+        if "not a database" in text:
+            return f"{text}: {self.path!r} is not an SQLite database"
+        if "no such table" in text:
+            return f"{text}: {self.path!r} holds no ctxpack data"
+        return text
+
+    @contextmanager
+    def transaction(self, operation: str) -> Iterator[sqlite3.Connection]:
+        """One write transaction, under the lock, its errors explained."""
+        if self.read_only:
+            raise StoreError(
+                "the store is open read-only (the file or its folder is not writable)",
+                url=self.url,
+                operation=operation,
+            )
+        with self.lock, self.errors(operation):
+            conn = self.conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    @contextmanager
+    def reading(self, operation: str) -> Iterator[sqlite3.Connection]:
+        """One read transaction (its statements see one state), under the lock."""
+        with self.lock, self.errors(operation):
+            conn = self.conn
+            conn.execute("BEGIN")
+            try:
+                yield conn
+            finally:
+                conn.execute("COMMIT")
+
+    def close(self) -> None:
+        with self.lock:
+            self.conn.close()
+
+
+class SQLiteStore:
+    """Sessions in one SQLite file, shared by the threads and processes that open it.
+
+    Args:
+        path: The database file (created if missing), or ``":memory:"`` for a store private
+            to this object.
+        ttl: Seconds a session is kept after its last append; ``None`` keeps it.
+        timeout: Seconds a writer waits for another one before failing.
+        read_only: Open for reading only (automatic when the folder or file is not writable).
+
+    Raises:
+        StoreError: the path is a folder, its folder is missing, or the file is not a database.
+
+    Example:
+        >>> store = SQLiteStore(":memory:")
+        >>> store.append("u1", "entry 0", version=0, state="{}")
+        >>> store.load("u1")
+        StoredSession(version=1, entries=('entry 0',), state='{}')
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] = ":memory:",
+        *,
+        ttl: float | None = None,
+        timeout: float = 5.0,
+        read_only: bool = False,
+    ) -> None:
+        self.path = str(path)
+        self.url = f"sqlite:///{self.path}"
+        self.ttl = check_ttl(ttl)
+        self._db = SQLiteFile(self.path, url=self.url, timeout=timeout, read_only=read_only)
+        self.timeout = self._db.timeout
+        self.read_only = self._db.read_only
+        if not self.read_only:
+            with self._db.transaction("open") as conn:
+                for statement in SCHEMA:
+                    conn.execute(statement)
+
+    def _live_version(
+        self, conn: sqlite3.Connection, session_id: str
+    ) -> tuple[int, str | None, bool]:
+        """The session's version and state (an expired session counts as absent), and whether
+        it expired."""
+        row = conn.execute(
+            "SELECT version, state, expires_at FROM ctxpack_sessions WHERE session_id = ?",
+            (session_id,),
+        ).fetchone()
+        if row is None:
+            return 0, None, False
+        if row[2] is not None and row[2] < time.time():
+            return 0, None, True
+        return int(row[0]), str(row[1]), False
+
+    def load(self, session_id: str, *, since: int = 0) -> StoredSession:
+        check_session_id(session_id)
+        check_version(since)
+        with self._db.reading(f"load session {session_id!r}") as conn:
+            version, state, _ = self._live_version(conn, session_id)
+            rows = conn.execute(
+                "SELECT entry FROM ctxpack_entries WHERE session_id = ? AND seq >= ?"
+                " AND seq < ? ORDER BY seq",
+                (session_id, since, version),
+            ).fetchall()
+        return StoredSession(version, tuple(r[0] for r in rows), state)
+
+    def append(
+        self,
+        session_id: str,
+        entry: str,
+        *,
+        version: int,
+        state: str,
+        artifacts: Mapping[str, str] | None = None,
+    ) -> None:
+        check_session_id(session_id)
+        check_version(version)
+        with self._db.transaction(f"append to session {session_id!r}") as conn:
+            actual, _, expired = self._live_version(conn, session_id)
+            if actual != version:
+                raise StoreConflictError(
+                    url=self.url, session_id=session_id, expected=version, actual=actual
+                )
+            if expired:
+                # A session starting again after its ttl ran out: nothing of its earlier life
+                # stays.
+                for table in TABLES:
+                    conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+            conn.execute(
+                "INSERT INTO ctxpack_entries (session_id, seq, entry) VALUES (?, ?, ?)",
+                (session_id, version, entry),
+            )
+            expires = None if self.ttl is None else time.time() + self.ttl
+            conn.execute(
+                "INSERT INTO ctxpack_sessions (session_id, version, state, expires_at)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET"
+                " version = excluded.version, state = excluded.state,"
+                " expires_at = excluded.expires_at",
+                (session_id, version + 1, state, expires),
+            )
+            conn.executemany(
+                "INSERT OR IGNORE INTO ctxpack_artifacts (session_id, artifact, text)"
+                " VALUES (?, ?, ?)",
+                [(session_id, ref, text) for ref, text in (artifacts or {}).items()],
+            )
+
+    def put_artifact(self, session_id: str, artifact: str, text: str) -> None:
+        check_session_id(session_id)
+        with self._db.transaction(f"store an artifact of session {session_id!r}") as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO ctxpack_artifacts (session_id, artifact, text)"
+                " VALUES (?, ?, ?)",
+                (session_id, artifact, text),
+            )
+
+    def get_artifact(self, session_id: str, artifact: str) -> str:
+        check_session_id(session_id)
+        with self._db.reading(f"read an artifact of session {session_id!r}") as conn:
+            row = conn.execute(
+                "SELECT a.text FROM ctxpack_artifacts a LEFT JOIN ctxpack_sessions s"
+                " ON s.session_id = a.session_id WHERE a.session_id = ? AND a.artifact = ?"
+                " AND (s.expires_at IS NULL OR s.expires_at >= ?)",
+                (session_id, artifact, time.time()),
+            ).fetchone()
+        if row is None:
+            raise ArtifactNotFoundError(artifact, store=f"{self.url} session {session_id!r}")
+        return str(row[0])
+
+    def delete_session(self, session_id: str) -> None:
+        check_session_id(session_id)
+        with self._db.transaction(f"delete session {session_id!r}") as conn:
+            for table in TABLES:
+                conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+
+    def purge_expired(self) -> int:
+        """Erase every session whose ``ttl`` has run out; return how many."""
+        with self._db.transaction("purge expired sessions") as conn:
+            expired = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT session_id FROM ctxpack_sessions WHERE expires_at < ?", (time.time(),)
+                )
+            ]
+            for session_id in expired:
+                for table in TABLES:
+                    conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+        return len(expired)
+
+    def close(self) -> None:
+        """Close the connection; the file keeps every session."""
+        self._db.close()
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self.path!r})"

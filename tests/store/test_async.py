@@ -1,0 +1,66 @@
+"""AsyncSession mirrors Session.open name for name, on the async drivers, and serves the same
+session as a Session does: the two render the same request."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxpack import AsyncSession, InvalidMessageError, Session, to_openai
+from ctxpack.errors import ArtifactNotFoundError
+from ctxpack.store import SessionStore
+
+from .backends import backend_url
+from .test_sessions import PYTEST, turn
+
+
+def test_async_session_mirrors_session_names() -> None:
+    public = {n for n in dir(Session) if not n.startswith("_")}
+    mirrored = {n for n in dir(AsyncSession) if not n.startswith("_")}
+    assert {"open", "append", "extend", "render", "transcript", "compact", "records"} <= mirrored
+    assert mirrored - {"store", "session_id", "provider", "close"} <= public
+
+
+def test_an_async_session_and_a_session_serve_one_session(
+    backend: str, tmp_path: Path, replicas: Callable[[], SessionStore], session_id: str
+) -> None:
+    url = backend_url(backend, tmp_path)
+    sync_store = replicas()
+
+    async def main() -> tuple[str, str, str]:
+        store: Any = sync_store if backend == "memory" else url
+        session = await AsyncSession.open(session_id, store=store, model="gpt-4")
+        await session.extend(turn(1))
+        await session.append({"role": "assistant", "content": "The token has no exp."})
+        (record,) = [r for r in await session.records() if r.shortened]
+        assert (await session.retrieve(record.artifact)).text == PYTEST  # type: ignore[arg-type]
+        answer = await session.handle(
+            {
+                "id": "r1",
+                "type": "function",
+                "function": {
+                    "name": "retrieve_original",
+                    "arguments": json.dumps({"artifact": record.artifact, "lines": "1-2"}),
+                },
+            }
+        )
+        assert answer.strip()
+        with pytest.raises(InvalidMessageError):
+            await session.extend([{"role": "nobody", "content": "x"}])
+        with pytest.raises(ArtifactNotFoundError):
+            await session.retrieve("art_0000000000000000")
+        rendered = json.dumps(to_openai((await session.render()).messages), sort_keys=True)
+        transcript = json.dumps([m.model_dump(mode="json") for m in await session.transcript()])
+        await session.close()
+        return rendered, transcript, repr(session)
+
+    rendered, transcript, shown = asyncio.run(main())
+    resumed = Session.open(session_id, store=sync_store, model="gpt-4")
+    assert json.dumps(to_openai(resumed.render().messages), sort_keys=True) == rendered
+    assert json.dumps([m.model_dump(mode="json") for m in resumed.transcript()]) == transcript
+    assert "4 messages" in shown

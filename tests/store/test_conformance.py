@@ -1,0 +1,66 @@
+"""Every backend keeps the session store protocol's promises (ctxpack.store.conformance), and
+the conformance check catches a store that breaks one."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+from ctxpack.store import MemoryStore, SessionStore, open_async_store
+from ctxpack.store.conformance import check_async_session_store, check_session_store
+
+from .backends import backend_url
+
+
+def test_every_backend_passes_the_conformance_check(store: SessionStore) -> None:
+    check_session_store(store)
+
+
+def test_every_async_backend_passes_the_conformance_check(backend: str, tmp_path: Path) -> None:
+    url = backend_url(backend, tmp_path)
+    check_async_session_store(open_async_store(url))
+
+
+class IgnoresVersions(MemoryStore):
+    """A broken store: it appends whatever the version."""
+
+    def append(
+        self,
+        session_id: str,
+        entry: str,
+        *,
+        version: int,
+        state: str,
+        artifacts: Mapping[str, str] | None = None,
+    ) -> None:
+        current = self.load(session_id).version
+        super().append(session_id, entry, version=current, state=state, artifacts=artifacts)
+
+
+class SharesOriginals(MemoryStore):
+    """A broken store: every session reads every session's originals."""
+
+    def get_artifact(self, session_id: str, artifact: str) -> str:
+        for stored in self._sessions.values():
+            if artifact in stored.artifacts:
+                return stored.artifacts[artifact]
+        return super().get_artifact(session_id, artifact)
+
+
+@pytest.mark.parametrize(
+    ("broken", "promise"),
+    [
+        (IgnoresVersions, "an append at a version the session has left is refused"),
+        (SharesOriginals, "a session cannot read another session's originals"),
+    ],
+)
+def test_the_check_names_the_broken_promise(broken: type[MemoryStore], promise: str) -> None:
+    with pytest.raises(AssertionError, match=promise):
+        check_session_store(broken())
+
+
+def test_an_object_without_the_protocol_is_refused() -> None:
+    with pytest.raises(AssertionError, match="lacks a SessionStore method"):
+        check_session_store(object())  # type: ignore[arg-type]

@@ -1,0 +1,65 @@
+"""Server stores fail with ctxpack errors naming the store, its password hidden: a wrong
+password, a server that does not answer, a driver that is not installed."""
+
+from __future__ import annotations
+
+import socket
+import sys
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+from ctxpack.errors import StoreError
+from ctxpack.store import open_async_store, open_store
+from ctxpack.store.base import redact_url
+
+from .backends import server_url
+
+
+def with_password(url: str, password: str) -> str:
+    parts = urlsplit(url)
+    user = parts.username or "ctxpack"
+    host = f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
+    return urlunsplit(parts._replace(netloc=f"{user}:{password}@{host}"))
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_a_wrong_postgres_password_is_said_and_not_shown() -> None:
+    url = with_password(server_url("postgres"), "not-the-s3cret")
+    with pytest.raises(StoreError, match="password authentication failed") as caught:
+        open_store(url, timeout=5)
+    assert "not-the-s3cret" not in str(caught.value)
+    assert caught.value.url == redact_url(url) and caught.value.operation == "open"
+
+
+@pytest.mark.parametrize("scheme", ["postgresql", "redis"])
+def test_a_server_that_does_not_answer_is_a_store_error(scheme: str) -> None:
+    url = f"{scheme}://user:hunter2@127.0.0.1:{free_port()}/0"
+    with pytest.raises(StoreError) as caught:
+        open_store(url, timeout=1)
+    assert "hunter2" not in str(caught.value)
+    assert f"{scheme}://user:***@127.0.0.1" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("module", "url", "extra"),
+    [("psycopg", "postgresql://u:p@h/db", "postgres"), ("redis", "redis://:p@h:6379/0", "redis")],
+)
+def test_a_missing_driver_says_which_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch, module: str, url: str, extra: str
+) -> None:
+    monkeypatch.setitem(sys.modules, module, None)  # "not installed"
+    if module == "psycopg":
+        monkeypatch.setitem(sys.modules, "psycopg_pool", None)
+    with pytest.raises(StoreError, match=rf"pip install 'ctxpack\[{extra}\]'"):
+        open_store(url)
+    with pytest.raises(StoreError, match=rf"pip install 'ctxpack\[{extra}\]'"):
+        store = open_async_store(url)
+        import asyncio
+
+        asyncio.run(store.open())  # type: ignore[attr-defined]

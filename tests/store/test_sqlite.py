@@ -1,0 +1,102 @@
+"""The SQLite stores' failures are ctxpack errors saying what to do: a writer that waited past
+the busy timeout, a read-only file, a folder, a file that is not a database."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from ctxpack import Session
+from ctxpack.errors import StoreError
+from ctxpack.store import SQLiteArtifactStore, SQLiteStore, open_store
+
+
+def test_a_writer_that_waits_past_the_busy_timeout_gets_a_store_error(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.db"
+    store = SQLiteStore(path, timeout=0.1)
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    try:
+        with pytest.raises(StoreError, match="busy timeout") as caught:
+            store.append("u1", "e", version=0, state="s")
+        assert caught.value.url == f"sqlite:///{path}"
+        assert "append to session 'u1'" in caught.value.operation
+    finally:
+        other.execute("ROLLBACK")
+    store.append("u1", "e", version=0, state="s")  # usable once the lock is gone
+    assert store.load("u1").version == 1
+
+
+def test_the_artifact_store_wraps_a_locked_database_too(tmp_path: Path) -> None:
+    path = tmp_path / "artifacts.db"
+    store = SQLiteArtifactStore(path, timeout=0.1)
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(StoreError, match="busy timeout"):
+            store.put("an original")
+    finally:
+        other.execute("ROLLBACK")
+
+
+def test_a_session_append_on_a_locked_database_leaves_the_session_usable(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "sessions.db"
+    session = Session.open("u1", store=SQLiteStore(path, timeout=0.1), model="gpt-4")
+    session.append({"role": "user", "content": "first"})
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(StoreError, match="busy timeout"):
+            session.append({"role": "user", "content": "second"})
+    finally:
+        other.execute("ROLLBACK")
+    assert [m.text for m in session.transcript()] == ["first"]
+    session.append({"role": "user", "content": "second"})
+    assert [m.id for m in session.transcript()] == ["s0", "s1"]
+
+
+def test_a_read_only_store_reads_and_refuses_writes(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.db"
+    SQLiteStore(path).append("u1", "e", version=0, state="s")
+    reader = SQLiteStore(path, read_only=True)
+    assert reader.load("u1").entries == ("e",)
+    with pytest.raises(StoreError, match="read-only"):
+        reader.append("u1", "e2", version=1, state="s")
+
+
+@pytest.mark.skipif(
+    hasattr(os, "geteuid") and os.geteuid() == 0, reason="root may write to any folder"
+)
+def test_a_store_in_a_read_only_folder_opens_for_reading(tmp_path: Path) -> None:
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    path = folder / "sessions.db"
+    SQLiteStore(path).append("u1", "e", version=0, state="s")
+    folder.chmod(0o555)
+    path.chmod(0o444)
+    try:
+        store = open_store(f"sqlite:///{path}")
+        assert store.load("u1").entries == ("e",)
+        with pytest.raises(StoreError, match="read-only"):
+            store.append("u1", "e2", version=1, state="s")
+    finally:
+        folder.chmod(0o755)
+
+
+def test_a_folder_or_a_missing_folder_is_named(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="is a folder"):
+        SQLiteStore(tmp_path)
+    with pytest.raises(StoreError, match="does not exist"):
+        SQLiteStore(tmp_path / "missing" / "sessions.db")
+
+
+def test_a_file_that_is_not_a_database_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("these are notes, not a database " * 100)
+    with pytest.raises(StoreError, match="not an SQLite database"):
+        SQLiteStore(path)

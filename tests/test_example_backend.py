@@ -1,0 +1,79 @@
+"""The example chatbot backend (examples/chatbot_backend.py), served in process: two replicas
+on one SQLite store take turns serving a user; retries are answered once; erasure erases."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+pytest.importorskip("starlette")
+from starlette.testclient import TestClient
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "chatbot_backend.py"
+
+
+@pytest.fixture(scope="module")
+def backend() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("chatbot_backend", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["chatbot_backend"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def message(turn: int) -> str:
+    return f"Turn {turn}: tell me about the trip to Lisbon and the hotel near the river. " * 4
+
+
+def test_replicas_share_each_users_conversation(backend: ModuleType, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'sessions.db'}"
+    with (
+        TestClient(backend.create_app(url)) as one,
+        TestClient(backend.create_app(url)) as two,
+    ):
+        for turn in range(12):
+            replica = (one, two)[turn % 2]
+            answer = replica.post("/chat/alice", json={"turn": str(turn), "message": message(turn)})
+            assert answer.status_code == 200, answer.text
+            body = answer.json()
+            # The prompt the model received fits its window, as the model counted it.
+            assert body["prompt_tokens"] <= backend.WINDOW - backend.REPLY_TOKENS
+        history = two.get("/chat/alice").json()
+        assert [m["id"] for m in history] == [f"{r}-{t}" for t in range(12) for r in "ua"]
+        assert history[0]["content"] == message(0)
+        # A retry (the client never saw the answer) gets the same reply; nothing is added.
+        again = one.post("/chat/alice", json={"turn": "11", "message": message(11)}).json()
+        assert again["reply"] == history[-1]["content"] and again["retried"]
+        assert len(one.get("/chat/alice").json()) == 24
+        assert two.post("/chat/bob", json={"turn": "0", "message": "hi"}).status_code == 200
+        assert one.delete("/chat/alice").status_code == 204
+        assert two.get("/chat/alice").json() == []
+        assert [m["id"] for m in one.get("/chat/bob").json()] == ["u-0", "a-0"]
+
+
+def test_a_question_stored_by_a_replica_that_died_is_answered_once(
+    backend: ModuleType, tmp_path: Path
+) -> None:
+    import ctxpack
+
+    url = f"sqlite:///{tmp_path / 'sessions.db'}"
+    # The first replica stored the question, then died before answering.
+    session = ctxpack.Session.open("carol", store=url, model=backend.MODEL)
+    session.append({"role": "user", "content": "Where is my order?", "id": "u-0"})
+    session.close()
+    with TestClient(backend.create_app(url)) as replica:
+        answer = replica.post("/chat/carol", json={"turn": "0", "message": "Where is my order?"})
+        assert answer.status_code == 200
+        assert [m["id"] for m in replica.get("/chat/carol").json()] == ["u-0", "a-0"]
+
+
+def test_a_bad_request_says_what_to_send(backend: ModuleType) -> None:
+    with TestClient(backend.create_app("memory://")) as client:
+        answer = client.post("/chat/dave", json={"message": "no turn"})
+        assert answer.status_code == 422 and "turn" in answer.json()["error"]
+        assert client.get("/health").status_code == 200
