@@ -11,6 +11,8 @@ the same arguments and require either a result or a ctxpack error.
 from __future__ import annotations
 
 import math
+import os
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -41,8 +43,10 @@ from ctxpack import (
 from ctxpack.adapters import validate_anthropic, validate_openai
 from ctxpack.cost import Price
 from ctxpack.editing import evidence_terms, extractive_digest
+from ctxpack.errors import StoreError
 from ctxpack.filters import ToolOutputFilter
 from ctxpack.selection import Selection, Workspace, apply_selection
+from ctxpack.store import SQLiteArtifactStore, open_store
 from ctxpack.tokens import count_tokens_approx
 
 USER = {"role": "user", "content": "Where is the invoice?"}
@@ -666,6 +670,57 @@ ARGUMENT_CASES: list[Case] = [
 ]
 
 
+# Removed when the test process ends.
+_SCRATCH = tempfile.TemporaryDirectory(prefix="ctxpack-adversarial-")
+
+
+def _folder() -> str:
+    return tempfile.mkdtemp(dir=_SCRATCH.name)
+
+
+def _not_a_database() -> str:
+    path = os.path.join(_folder(), "notes.db")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("these are notes, not a database\n" * 100)
+    return path
+
+
+STORE_CASES: list[Case] = [
+    case(
+        "open_store(a folder)",
+        lambda: open_store(f"sqlite:///{_folder()}"),
+        StoreError,
+        "folder",
+        "sqlite:///",
+    ),
+    case(
+        "open_store(not a database)",
+        lambda: open_store(f"sqlite:///{_not_a_database()}"),
+        StoreError,
+        "not a database",
+        "notes.db",
+    ),
+    case(
+        "Session.open(store=a folder)",
+        lambda: Session.open("u1", store=f"sqlite:///{_folder()}"),
+        StoreError,
+        "folder",
+    ),
+    case(
+        "SQLiteArtifactStore(a folder)",
+        lambda: SQLiteArtifactStore(_folder()),
+        StoreError,
+        "folder",
+    ),
+    case(
+        "SQLiteArtifactStore(not a database)",
+        lambda: SQLiteArtifactStore(_not_a_database()),
+        StoreError,
+        "notes.db",
+    ),
+]
+
+
 # ------------------------------------------------------------------------------ messages
 
 # (case name, the bad message, the field the error must name)
@@ -833,7 +888,7 @@ MESSAGE_MODEL_CASES: list[Case] = [
     ),
 ]
 
-ALL_CASES = [*ARGUMENT_CASES, *MESSAGE_CASES, *MESSAGE_MODEL_CASES]
+ALL_CASES = [*ARGUMENT_CASES, *STORE_CASES, *MESSAGE_CASES, *MESSAGE_MODEL_CASES]
 
 
 def test_there_are_at_least_150_cases() -> None:
