@@ -67,11 +67,21 @@ def text_outputs(notebook: Any) -> list[list[str]]:
     for cell in notebook["cells"]:
         if cell["cell_type"] != "code":
             continue
-        texts = []
+        texts: list[str] = []
+        previous_stream = None
         for output in cell["outputs"]:
             if output["output_type"] == "stream":
-                texts.append(f"{output['name']}: {_joined(output['text'])}")
-            elif output["output_type"] in ("execute_result", "display_data"):
+                # The kernel flushes a cell's prints in one or several chunks, as the machine's
+                # load has it: consecutive chunks of one stream are one text.
+                text = _joined(output["text"])
+                if previous_stream == output["name"]:
+                    texts[-1] += text
+                else:
+                    texts.append(f"{output['name']}: {text}")
+                previous_stream = output["name"]
+                continue
+            previous_stream = None
+            if output["output_type"] in ("execute_result", "display_data"):
                 texts.append(
                     f"{output['output_type']}: {_joined(output['data'].get('text/plain', ''))}"
                 )

@@ -32,6 +32,24 @@ def test_there_is_a_notebook() -> None:
     assert ROOT / "notebooks" / "quickstart.ipynb" in NOTEBOOKS
 
 
+def test_a_cells_prints_compare_whole_however_the_kernel_flushed_them() -> None:
+    def cell(*outputs: dict[str, Any]) -> dict[str, Any]:
+        return {"cell_type": "code", "outputs": list(outputs)}
+
+    one = {"cells": [cell({"output_type": "stream", "name": "stdout", "text": "a\nb\n"})]}
+    split = {
+        "cells": [
+            cell(
+                {"output_type": "stream", "name": "stdout", "text": "a\n"},
+                {"output_type": "stream", "name": "stdout", "text": ["b", "\n"]},
+            )
+        ]
+    }
+    other = {"cells": [cell({"output_type": "stream", "name": "stdout", "text": "a\nc\n"})]}
+    runner = _runner()
+    assert runner.text_outputs(one) == runner.text_outputs(split) != runner.text_outputs(other)
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_is_stored_with_its_outputs_from_one_run(path: Path) -> None:
     notebook = json.loads(path.read_text(encoding="utf-8"))
