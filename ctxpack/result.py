@@ -127,7 +127,10 @@ class PackResult(BaseModel):
         for mid in self.input_ids:
             done = actions.get(mid, [])
             if mid in kept:
-                final = next((a for a in ("compressed", "cleared", "merged") if a in done), "kept")
+                final = next(
+                    (a for a in ("compressed", "cleared", "merged", "redacted") if a in done),
+                    "kept",
+                )
                 after = self.tokens_of(kept[mid])
             else:
                 final = "deduped" if "deduped" in done else "dropped"

@@ -9,18 +9,24 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
+import regex as regex_engine
 from pydantic import BaseModel, ConfigDict
 
 from .errors import ArtifactNotFoundError, ConfigError
 from .filters import RETRIEVE_TOOL_NAME
+from .redaction import redact
 from .sdk import SDKObject, coerce_tool_call
 from .store import ArtifactStore
 
 __all__ = [
+    "MAX_CONTEXT",
     "MAX_PAGE_CHARS",
+    "MAX_REGEX_CHARS",
+    "REGEX_TIME_LIMIT",
     "RETRIEVE_TOOL_NAME",
     "Retrieval",
     "handle_retrieve_call",
@@ -103,16 +109,27 @@ def _arguments(call: Mapping[str, Any] | str) -> dict[str, Any]:
             raw = json.loads(raw or "{}")
         except json.JSONDecodeError as exc:
             raise ValueError(f"the arguments are not valid JSON ({exc.msg})") from exc
+        except (ValueError, RecursionError) as exc:
+            # Numbers of thousands of digits, arrays nested thousands deep.
+            raise ValueError(f"the arguments cannot be read ({_clipped(str(exc), 120)})") from exc
     if not isinstance(raw, Mapping):
         raise ValueError("the arguments must be a JSON object")
     return dict(raw)
 
 
-def handle_retrieve_call(store: ArtifactStore, call: Mapping[str, Any] | SDKObject | str) -> str:
+def handle_retrieve_call(
+    store: ArtifactStore,
+    call: Mapping[str, Any] | SDKObject | str,
+    *,
+    redact_secrets: bool = True,
+) -> str:
     """Answer the model's call to the retrieve tool from ``store``.
 
-    The model's mistakes (an unknown id, a bad range or regex, a page past the end) are
-    answered in words, so that the model can correct its call; they do not raise.
+    The model is the caller here, and it may be steered by what it read: every bad argument
+    (an unknown id, a malformed or out-of-range line range, a regex that is invalid, too long or
+    too slow, too much context, a JSON path into JSON too deep, a page past the end) is
+    answered in words starting with ``error:``, so that the model can correct its call; none
+    raises, and none takes much over :data:`REGEX_TIME_LIMIT`.
 
     Args:
         store: Where the originals are.
@@ -121,6 +138,8 @@ def handle_retrieve_call(store: ArtifactStore, call: Mapping[str, Any] | SDKObje
             ``function_call`` item, the SDKs' own objects for them
             (``message.tool_calls[0]``, a ``ToolUseBlock``), the arguments as a dict, or
             their JSON.
+        redact_secrets: Replace the secrets in the answer by ``[REDACTED kind]`` (see
+            :mod:`ctxpack.redaction`), whatever the store holds.
 
     Returns:
         The text to send back as the tool result: a header line, then the page.
@@ -151,19 +170,43 @@ def handle_retrieve_call(store: ArtifactStore, call: Mapping[str, Any] | SDKObje
     known = {"lines", "regex", "context", "json_path", "page"}
     unknown = sorted(set(args) - known)
     if unknown:
-        return f"error: unknown arguments {unknown}; valid ones are artifact, {sorted(known)}"
+        named = _clipped(str(unknown), 200)
+        return f"error: unknown arguments {named}; valid ones are artifact, {sorted(known)}"
     try:
-        return read_artifact(store, artifact, max_chars=8_000, **args).render()
-    except ArtifactNotFoundError as exc:
-        return f"error: {exc}"
-    except (ConfigError, TypeError) as exc:
-        return f"error: {exc}"
+        answer = read_artifact(store, artifact, max_chars=8_000, **args).render()
+    except (ArtifactNotFoundError, ConfigError) as exc:
+        return f"error: {_clipped(str(exc))}"
+    except (ValueError, TypeError, RecursionError) as exc:
+        # What the checks did not foresee (say, a number too long to print) is still the
+        # arguments' fault: answered, never raised.
+        return f"error: the arguments cannot be used ({_clipped(str(exc), 200)})"
+    return redact(answer).text if redact_secrets else answer
+
+
+def _clipped(text: str, limit: int = 500) -> str:
+    # An error echoes the model's arguments: a megabyte of them is not worth sending back.
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text) - limit} more chars)"
 
 
 # ---------------------------------------------------------------------------- reading
 
 MAX_PAGE_CHARS = 50_000
 """The largest page :func:`read_artifact` returns, whatever ``max_chars`` asks for."""
+
+MAX_CONTEXT = 200
+"""The most context lines :func:`read_artifact` shows around a regex match."""
+
+MAX_REGEX_CHARS = 1_000
+"""The longest regex :func:`read_artifact` accepts."""
+
+REGEX_TIME_LIMIT = 0.25
+"""Seconds a regex search through one artifact may take before it is abandoned (processor
+time within a line, as the ``regex`` package measures it, and wall-clock time across lines)."""
+
+_MAX_LINE_DIGITS = 9  # line numbers beyond a billion are a mistake, not a file
+_MAX_EXPANSION = 500_000
+_COUNTED = re.compile(r"\{(\d+)(?:,(\d*))?\}")
+_MAX_JSON_STEPS = 100
 
 
 class Retrieval(BaseModel):
@@ -207,13 +250,23 @@ class Retrieval(BaseModel):
 
 def _line_range(lines: str | tuple[int, int], total: int) -> tuple[int, int]:
     if isinstance(lines, tuple):
+        if len(lines) != 2 or not all(
+            isinstance(n, int) and not isinstance(n, bool) for n in lines
+        ):
+            raise ConfigError(f"lines={lines!r}: a tuple of lines is (start, end), two ints")
         start, end = lines
     else:
-        match = re.fullmatch(r"\s*(\d+)\s*(?:[-:,]\s*(\d*)\s*)?", str(lines))
+        if isinstance(lines, bool) or not isinstance(lines, str | int):
+            raise ConfigError(
+                f"lines must be a string such as '120-180', got {type(lines).__name__}"
+            )
+        digits = f"(\\d{{1,{_MAX_LINE_DIGITS}}})"
+        match = re.fullmatch(rf"\s*{digits}\s*(?:[-:,]\s*{digits}?\s*)?", str(lines)[:100])
         if match is None:
             raise ConfigError(
-                f"lines={lines!r}: expected 'START-END' (1-based, inclusive, e.g. '120-180'), "
-                "'START-' for the rest, or a single line number"
+                f"lines={_clipped(repr(lines), 80)}: expected 'START-END' (1-based, inclusive, "
+                "e.g. '120-180'), 'START-' for the rest, or a single line number (at most "
+                f"{_MAX_LINE_DIGITS} digits each)"
             )
         start = int(match[1])
         end = (
@@ -223,7 +276,13 @@ def _line_range(lines: str | tuple[int, int], total: int) -> tuple[int, int]:
         )
     if start < 1 or end < start:
         raise ConfigError(f"lines={lines!r}: need 1 <= start <= end (lines count from 1)")
-    return start, min(end, max(total, 1))
+    if start > total:
+        raise ConfigError(
+            f"lines={lines!r} starts past the end: the artifact has {total} "
+            f"line{'s' if total != 1 else ''} "
+            f"(ask for lines up to {total})"
+        )
+    return start, min(end, total)
 
 
 _PATH_TOKEN = re.compile(r"\.([A-Za-z_][\w-]*)|\[(\d+|\*)\]|\[\s*['\"](.*?)['\"]\s*\]|\.\*")
@@ -231,6 +290,8 @@ _PATH_TOKEN = re.compile(r"\.([A-Za-z_][\w-]*)|\[(\d+|\*)\]|\[\s*['\"](.*?)['\"]
 
 def _json_steps(path: str) -> list[str | int | None]:
     """``$.a.b[0]['c d'][*]`` -> ``["a", "b", 0, "c d", None]`` (``None`` is a wildcard)."""
+    if not isinstance(path, str):
+        raise ConfigError(f"json_path must be a string such as '$.items[0]', got {path!r}")
     rest = path.strip()
     if rest.startswith("$"):
         rest = rest[1:]
@@ -252,25 +313,35 @@ def _json_steps(path: str) -> list[str | int | None]:
         else:
             steps.append(None)
         pos = match.end()
+        if len(steps) > _MAX_JSON_STEPS:
+            raise ConfigError(f"json_path has more than {_MAX_JSON_STEPS} steps")
     return steps
 
 
 def _walk(value: Any, steps: list[str | int | None]) -> Iterator[Any]:
-    if not steps:
-        yield value
-        return
-    step, rest = steps[0], steps[1:]
-    if step is None:
-        children = (
-            value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
-        )
-        for child in children:
-            yield from _walk(child, rest)
-    elif isinstance(step, int):
-        if isinstance(value, list) and -len(value) <= step < len(value):
-            yield from _walk(value[step], rest)
-    elif isinstance(value, dict) and step in value:
-        yield from _walk(value[step], rest)
+    """The values ``steps`` lead to from ``value``, in document order (iteratively: a path runs
+    as deep as the document, and the document may be deeper than Python's stack)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth == len(steps):
+            yield node
+            continue
+        step = steps[depth]
+        if step is None:
+            children = (
+                list(node.values())
+                if isinstance(node, dict)
+                else node
+                if isinstance(node, list)
+                else []
+            )
+            stack.extend((child, depth + 1) for child in reversed(children))
+        elif isinstance(step, int):
+            if isinstance(node, list) and -len(node) <= step < len(node):
+                stack.append((node[step], depth + 1))
+        elif isinstance(node, dict) and step in node:
+            stack.append((node[step], depth + 1))
 
 
 def _pages(lines: list[str], max_chars: int) -> list[list[str]]:
@@ -382,38 +453,104 @@ def _check_read(
     if len(chosen) > 1:
         raise ConfigError(f"give at most one of lines, regex and json_path, not {chosen}")
     if isinstance(page, bool) or not isinstance(page, int) or page < 1:
-        raise ConfigError(f"page must be an int >= 1, got {page!r}")
+        raise ConfigError(f"page must be an int >= 1, got {_clipped(repr(page), 80)}")
     if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
         raise ConfigError(f"max_chars must be a positive int, got {max_chars!r}")
     if isinstance(context, bool) or not isinstance(context, int) or context < 0:
-        raise ConfigError(f"context must be an int >= 0, got {context!r}")
+        raise ConfigError(f"context must be an int >= 0, got {_clipped(repr(context), 80)}")
+    if context > MAX_CONTEXT:
+        raise ConfigError(
+            f"context={context} is more than {MAX_CONTEXT} lines; ask for less context, or read "
+            "a line range with lines='START-END'"
+        )
+    if regex is not None and not isinstance(regex, str):
+        raise ConfigError(f"regex must be a string, got {type(regex).__name__}")
+    if isinstance(regex, str) and len(regex) > MAX_REGEX_CHARS:
+        raise ConfigError(f"regex is {len(regex)} characters long; the limit is {MAX_REGEX_CHARS}")
+
+
+def _expansion(pattern: str) -> int:
+    """How many atoms ``pattern`` holds once its counted repeats are unrolled, roughly (group
+    headers count as atoms, alternatives add up): the ``regex`` package unrolls nested counted
+    repeats when it compiles, so ``(?:(?:a{1000}){1000}){1000}`` would take minutes to compile,
+    before any time limit applies."""
+    frames = [[0, 0]]  # per open group: [atoms so far, atoms of the last item]
+    i, n = 0, len(pattern)
+    while i < n:
+        ch = pattern[i]
+        counted = _COUNTED.match(pattern, i) if ch == "{" else None
+        if counted:
+            low, high = counted.group(1), counted.group(2)
+            times = int(high or low) if len(high or low) < 7 else 10**6
+            frame = frames[-1]
+            frame[0] += frame[1] * (times - 1)
+            frame[1] *= times
+            i = counted.end()
+            continue
+        if ch == "(":
+            frames.append([0, 0])
+        elif ch == ")" and len(frames) > 1:
+            size = frames.pop()[0]
+            frames[-1][0] += size
+            frames[-1][1] = size
+        else:
+            if ch == "\\":
+                i += 1
+            elif ch == "[":
+                # A character class is one atom: skip to its closing bracket.
+                close = pattern.find("]", i + 2)
+                i = close if close != -1 else n
+            frames[-1][0] += 1
+            frames[-1][1] = 1
+        i += 1
+    return sum(frame[0] for frame in frames)
 
 
 def _grep(all_lines: list[str], regex: str, context: int) -> tuple[list[str], int]:
     """The lines matching ``regex`` with ``context`` lines around them, numbered as grep does
-    (``12:`` a match, ``13-`` context, ``--`` between runs), and how many lines matched."""
+    (``12:`` a match, ``13-`` context, ``--`` between runs), and how many lines matched.
+
+    The search runs with the ``regex`` package under :data:`REGEX_TIME_LIMIT` seconds in all,
+    so a pattern that backtracks without end (``(a+)+$``) is abandoned, not waited for.
+    """
+    if _expansion(regex) > _MAX_EXPANSION:
+        raise ConfigError(
+            f"regex={regex!r} nests counted repeats too deep (such as (?:(?:a{{1000}}){{1000}})"
+            f"); unrolled it would hold over {_MAX_EXPANSION:,} atoms, too many to compile"
+        )
     try:
-        pattern = re.compile(regex)
-    except re.error as exc:
+        pattern = regex_engine.compile(regex)
+    except (regex_engine.error, OverflowError, RecursionError) as exc:
         raise ConfigError(f"regex={regex!r} is not a valid regular expression: {exc}") from exc
-    total = len(all_lines)
-    hits = [i for i, line in enumerate(all_lines) if pattern.search(line)]
-    shown: set[int] = set()
-    for i in hits:
-        shown.update(range(max(0, i - context), min(total, i + context + 1)))
-    hit_set = set(hits)
+    deadline = time.monotonic() + REGEX_TIME_LIMIT
+    hits: list[int] = []
+    try:
+        for i, line in enumerate(all_lines):
+            if pattern.search(line, timeout=max(deadline - time.monotonic(), 0.001)):
+                hits.append(i)
+    except TimeoutError as exc:
+        raise ConfigError(
+            f"regex={regex!r} took more than {REGEX_TIME_LIMIT:g} s on this artifact and was "
+            "stopped; simplify it (nested repetition such as (a+)+ backtracks without end) or "
+            "read a line range with lines='START-END'"
+        ) from exc
+    total, hit_set = len(all_lines), set(hits)
     selected: list[str] = []
-    previous = None
-    for i in sorted(shown):
-        if previous is not None and i != previous + 1:
+    shown_to = -1  # the last line shown: each line is shown once, whatever the context
+    for i in hits:
+        start, end = max(i - context, shown_to + 1), min(total - 1, i + context)
+        if selected and start > shown_to + 1:
             selected.append("--")
-        selected.append(f"{i + 1}{':' if i in hit_set else '-'}{all_lines[i]}")
-        previous = i
+        selected.extend(
+            f"{k + 1}{':' if k in hit_set else '-'}{all_lines[k]}" for k in range(start, end + 1)
+        )
+        shown_to = max(shown_to, end)
     return selected, len(hits)
 
 
 def _json_select(text: str, json_path: str, artifact: str) -> tuple[list[str], int]:
     """What ``json_path`` finds in the JSON ``text``, indented, as lines; and how many values."""
+    steps = _json_steps(json_path)
     try:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -421,6 +558,18 @@ def _json_select(text: str, json_path: str, artifact: str) -> tuple[list[str], i
             f"json_path needs an artifact that is JSON; {artifact} is not ({exc.msg} at line "
             f"{exc.lineno}); use lines= or regex= instead"
         ) from exc
-    found = list(_walk(document, _json_steps(json_path)))
+    except RecursionError as exc:
+        raise ConfigError(_TOO_DEEP.format(artifact=artifact)) from exc
+    found = list(_walk(document, steps))
     dumped = found[0] if len(found) == 1 else found
-    return json.dumps(dumped, indent=1, ensure_ascii=False).split("\n"), len(found)
+    try:
+        shown = json.dumps(dumped, indent=1, ensure_ascii=False)
+    except RecursionError as exc:
+        raise ConfigError(_TOO_DEEP.format(artifact=artifact)) from exc
+    return shown.split("\n"), len(found)
+
+
+_TOO_DEEP = (
+    "{artifact} is JSON nested too deep to read or show whole; give a json_path that goes "
+    "deeper (such as $.a.b), or use lines= or regex= instead"
+)

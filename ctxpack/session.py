@@ -24,11 +24,13 @@ from .adapters.anthropic import from_anthropic
 from .adapters.openai import from_openai
 from .errors import ConfigError, InvalidMessageError
 from .filters import RETRIEVE_TOOL_NAME, OutputFilter, ToolOutputFilter
+from .guard import ArrivalGuard
 from .limits import MAX_MESSAGE_CHARS, message_chars, oversized_view
 from .messages import Message
 from .packing import pack
 from .persistence import decode_message, encode_message, open_backing
 from .pipeline import Decision, DecisionLog, Stage
+from .redaction import redact
 from .result import PackResult
 from .retrieval import Retrieval, handle_retrieve_call, read_artifact, retrieve_tool
 from .sdk import SDKObject, coerce_message, is_sdk_object
@@ -107,7 +109,17 @@ class _Snapshot:
 
 # The options Session.open passes on to the constructor.
 _OPTIONS = frozenset(
-    {"counter", "filters", "retrieve_tool", "pipeline", "filter_when", "supersede_batch"}
+    {
+        "counter",
+        "filters",
+        "retrieve_tool",
+        "pipeline",
+        "filter_when",
+        "supersede_batch",
+        "redact_secrets",
+        "store_secrets",
+        "flag_injections",
+    }
 )
 
 
@@ -177,6 +189,19 @@ class Session:
             cache rewrite what follows it, so obsolete views wait until they add up to this
             many tokens, then go in one batch. ``None`` (the default) keeps them: on the real
             sessions measured, the rewrites cost about what the removed tokens saved.
+        redact_secrets: Replace the secrets in tool outputs (keys, tokens, private keys,
+            passwords in configuration lines...) by ``[REDACTED kind]`` when they arrive,
+            before anything stores, filters or renders them, each change a ``redacted``
+            decision (see :mod:`ctxpack.redaction`). ``"all"``: every message, what users
+            typed included; ``False``: none. Answers to the retrieve tool are redacted too.
+        store_secrets: Dangerous: also put each redacted message's original, secrets and all,
+            in ``store`` (its id is in the ``redacted`` decision), for an application that must
+            audit them. Anyone who can read the store can then read the secrets; the model
+            still cannot (retrieve answers are redacted).
+        flag_injections: Record a ``flagged`` decision for each tool output holding
+            prompt-injection markers (see :mod:`ctxpack.injection`); its text is kept.
+            ``"quarantine"``: the compact record holds a note instead of the text (the
+            transcript and the store keep it); ``False``: no check.
 
     Example:
         >>> session = Session(model="gpt-4")
@@ -213,6 +238,9 @@ class Session:
         pipeline: Stage | None = None,
         filter_when: Literal["arrival", "answered"] = "arrival",
         supersede_batch: int | None = None,
+        redact_secrets: bool | Literal["all"] = True,
+        store_secrets: bool = False,
+        flag_injections: bool | Literal["quarantine"] = True,
     ) -> None:
         if filter_when not in ("arrival", "answered"):
             raise ConfigError(f"filter_when must be 'arrival' or 'answered', got {filter_when!r}")
@@ -251,6 +279,7 @@ class Session:
         if pipeline is not None and not callable(pipeline):
             raise ConfigError(f"pipeline must be a stage, got {type(pipeline).__name__}")
         self.pipeline = pipeline
+        self.guard = ArrivalGuard(redact_secrets, store_secrets, flag_injections)
         self._raw: list[Message] = []
         self._compact: list[Message] = []
         self._ids: set[str] = set()
@@ -457,6 +486,10 @@ class Session:
     def _add(self, msg: Message, mid: str) -> None:
         index = len(self._raw)
         msg = msg.model_copy(update={"id": mid})
+        # Secrets out and injection markers flagged before anything keeps or reads the message.
+        arrival = self.guard(msg, self.counter, self.store)
+        msg = arrival.message
+        self._decisions.extend(arrival.decisions)
         self._ids.add(mid)
         compact = msg
         self._note_calls(msg)
@@ -468,7 +501,10 @@ class Session:
                 self._compact[position] = self._filtered(self._raw[position], answer)
             self._pending = []
         if msg.role == "tool":
-            if self.filter_when == "answered":
+            if arrival.quarantined is not None:
+                compact = arrival.quarantined
+                self._record_quarantine(msg, compact, arrival.stored)
+            elif self.filter_when == "answered":
                 self._pending.append(index)
             else:
                 compact = self._filtered(msg)
@@ -558,6 +594,15 @@ class Session:
         if record is not None and record.kind == "oversized":
             return record.tokens_before  # estimated: counting it would take gigabytes
         return self.counter.count_message(msg)
+
+    def _record_quarantine(self, msg: Message, note: Message, stored: str | None) -> None:
+        call = self._calls.get(msg.tool_call_id or "")
+        before, after = self.counter.count_message(msg), self.counter.count_message(note)
+        reason = "withheld as a possible prompt injection (flag_injections='quarantine')"
+        tool, command = (call.tool, call.command) if call else (None, None)
+        self._record(
+            FilterRecord(msg.id, "quarantined", True, stored, before, after, reason, tool, command)
+        )
 
     def _unfiltered(self, msg: Message, tool: str | None) -> str | None:
         """Why a tool output is never filtered, or ``None`` when it may be."""
@@ -874,6 +919,9 @@ class Session:
             pipeline=self.pipeline,
             tools=all_tools or None,
             provider=provider,
+            # Done once, at arrival (self.guard).
+            redact_secrets=False,
+            flag_injections=False,
         )
         return PackResult.model_construct(
             **{
@@ -959,7 +1007,7 @@ class Session:
             ArtifactNotFoundError: no such artifact.
             ConfigError: a bad selector or page.
         """
-        return read_artifact(
+        found = read_artifact(
             self.store,
             artifact,
             lines=lines,
@@ -969,6 +1017,9 @@ class Session:
             page=page,
             max_chars=max_chars,
         )
+        if not self.guard.redact_secrets:
+            return found
+        return found.model_copy(update={"text": redact(found.text).text})
 
     def handle(self, call: Mapping[str, Any] | SDKObject | str) -> str:
         """Answer the model's call to the retrieve tool (an OpenAI tool call or an Anthropic
@@ -988,7 +1039,9 @@ class Session:
                 f"block, or the SDK's object for either) or its arguments, got "
                 f"{type(call).__name__}"
             )
-        return handle_retrieve_call(self.store, call)
+        return handle_retrieve_call(
+            self.store, call, redact_secrets=bool(self.guard.redact_secrets)
+        )
 
     def __repr__(self) -> str:
         with self._lock:

@@ -141,6 +141,8 @@ def test_repr_lists_the_steps() -> None:
 
 def test_default_pipeline_order() -> None:
     assert ctxpack.default_pipeline().names == [
+        "redact",
+        "flag",
         "compose",
         "memory",
         "dedupe",

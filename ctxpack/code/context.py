@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from .._internal.paths import shown_path
 from ..store import ArtifactStore
 from .index import CodeIndex
 from .symbols import Symbol
@@ -20,7 +21,8 @@ _UNITS_PER_FILE = 3
 
 def _header(unit: Symbol, artifact: str) -> str:
     what = f"{unit.kind} {unit.name}" if unit.kind != "module" else "module code"
-    return f"### {unit.path}:{unit.start_line}-{unit.end_line} ({what}; whole file: {artifact})"
+    where = f"{shown_path(unit.path)}:{unit.start_line}-{unit.end_line}"
+    return f"### {where} ({what}; whole file: {artifact})"
 
 
 def build_context(

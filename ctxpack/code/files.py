@@ -14,6 +14,7 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
+from .._internal.paths import hard_linked
 from ..errors import ConfigError
 
 __all__ = [
@@ -171,6 +172,8 @@ def _walk(base: Path) -> Iterator[str]:
             elif entry.is_file():
                 if language_of_path(entry.name) is None or _ignored(active, rel):
                     continue
+                if hard_linked(entry.stat(follow_symlinks=False)):
+                    continue  # another name may lie outside the root
                 if _is_text(Path(entry.path)):
                     yield rel
 

@@ -12,12 +12,19 @@ weighed (see :data:`DEFAULT_WEIGHTS`):
 - ``mention``: the query names the file (``requests/models.py``, ``_pytest.capture``,
   ``capture.py``);
 - ``definition``: the query names a function, class or type the file defines;
-- ``graph``: proximity in the import/call graph to the strongest files.
+- ``tested``: the file is under test by a test file that matches the query (a test names the
+  code it exercises: ``tests/test_models.py`` tests ``models.py``, and what it imports);
+- ``graph``: PageRank over the import/call graph, personalised by the strongest files (where
+  the code they import and call is defined).
+
+Test files are evidence, rarely answers: their score is scaled by :data:`TEST_SHARE` unless the
+query names them.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -27,19 +34,25 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
+from .._internal.paths import confined_file
 from ..errors import ConfigError
 from ..signals.lexical import InvertedIndex
 from ..tokens import CounterLike, TokenCounter, get_counter
 from .files import language_of_path, list_files, resolve_root
 from .graph import CodeGraph
+from .roles import is_test_path, tested_modules
+from .semantic import file_summary, reciprocal_rank_fusion
 from .symbols import ParsedFile, Symbol, parse_source
 from .terms import code_terms, identifiers, path_terms
 
-__all__ = ["DEFAULT_WEIGHTS", "CodeIndex", "FileHit", "RefreshStats", "SearchHit"]
+if TYPE_CHECKING:
+    from ..signals.embeddings import Embedder
+
+__all__ = ["DEFAULT_WEIGHTS", "TEST_SHARE", "CodeIndex", "FileHit", "RefreshStats", "SearchHit"]
 
 # Bump when what is stored per file changes: an index written by another version is rebuilt.
 _SCHEMA = "3"
@@ -49,12 +62,20 @@ DEFAULT_WEIGHTS: Mapping[str, float] = {
     "file": 0.5,
     "mention": 1.0,
     "definition": 0.5,
-    "graph": 0.3,
+    "tested": 0.5,
+    "graph": 0.1,
 }
 """How much each ranking signal weighs (signals are normalised to [0, 1] first)."""
 
-# How many of the strongest files lend graph proximity to their neighbours.
+TEST_SHARE = 0.3
+"""What a test file's score is scaled by, unless the query names it."""
+
+# How many of the strongest files seed the personalised PageRank of the graph signal.
 _GRAPH_SEEDS = 5
+# A mention this sure names the file itself (its path or dotted module, not a bare file name).
+_SURE_MENTION = 0.9
+_PAGERANK_STEPS = 20
+_PAGERANK_DAMPING = 0.85
 _BM25_K1 = 1.2
 _BM25_B = 0.75
 
@@ -130,6 +151,12 @@ class CodeIndex:
             ``$XDG_CACHE_HOME/ctxpack/code/`` (``~/.cache`` when unset).
         counter: How tokens are counted (see :func:`ctxpack.get_counter`; default cl100k_base).
         weights: Weights of the ranking signals, replacing :data:`DEFAULT_WEIGHTS` key by key.
+        embedder: Optional: any ``list[str] -> array (n, d)`` callable (such as
+            :class:`ctxpack.signals.embeddings.MiniLMEmbedder`). Files are then also ranked by
+            the similarity of their summary (path, module docstring, names defined) to the
+            query, and the two rankings are fused by reciprocal rank fusion (see
+            :mod:`ctxpack.code.semantic`): a hit's ``score`` is then the fused score and its
+            ``semantic`` signal the cosine similarity. Files are embedded at the first query.
 
     Raises:
         ConfigError: ``root`` is not a folder, or ``weights`` names an unknown signal.
@@ -150,8 +177,11 @@ class CodeIndex:
         db: str | os.PathLike[str] | None = None,
         counter: CounterLike | None = None,
         weights: Mapping[str, float] | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         self.root = resolve_root(root)
+        self.embedder = embedder
+        self._vectors: Any = None
         self.db = str(db) if db is not None else str(default_db_path(self.root))
         unknown = set(weights or {}) - set(DEFAULT_WEIGHTS)
         if unknown:
@@ -277,6 +307,9 @@ class CodeIndex:
     # In-memory structures
 
     def _build(self) -> None:
+        import numpy as np
+
+        self._vectors = None
         self._paths: list[str] = sorted(self._parsed)
         self._units: list[Symbol] = []
         self._unit_file: list[int] = []
@@ -297,7 +330,28 @@ class CodeIndex:
                 file_terms.extend(unit_terms)
             self._file_index.append_terms("", file_terms)
             self._file_terms.append(set(file_terms))
+        self._unit_file_array = np.array(self._unit_file, dtype=np.int64)
         self._graph = CodeGraph(self._parsed)
+        # Where each method is defined, by its class: ``Expression.compile`` in a query names
+        # one file where ``compile`` alone names dozens.
+        self._members: dict[str, set[str]] = {}
+        for path, pf in self._parsed.items():
+            for unit in pf.symbols:
+                if unit.parent:
+                    self._members.setdefault(f"{unit.parent}.{unit.name}", set()).add(path)
+        at = {p: i for i, p in enumerate(self._paths)}
+        self._is_test = np.array([is_test_path(p) for p in self._paths], dtype=bool)
+        links = [
+            (at[test], at[source], sureness)
+            for test, sources in tested_modules(self._paths, self._graph.imports).items()
+            for source, sureness in sources.items()
+        ]
+        self._edges = _graph_edges(self._graph, at)
+        self._test_links = (
+            np.array([t for t, _, _ in links], dtype=np.int64),
+            np.array([s for _, s, _ in links], dtype=np.int64),
+            np.array([w for _, _, w in links], dtype=float),
+        )
         # Every way a query can name a file, looked up by the path-like pieces of the query.
         self._named_by: dict[str, list[tuple[int, float]]] = {}
         names = _mention_names(self._paths)
@@ -348,9 +402,16 @@ class CodeIndex:
             return self._tokens[path]
 
     def read(self, path: str) -> str:
-        """The current text of an indexed file."""
+        """The current text of an indexed file.
+
+        Raises:
+            ConfigError: ``path`` is not an indexed file.
+            WorkspacePathError: the file now leads outside the root (a symlink swapped in
+                since indexing) or has several hard links.
+        """
         self.parsed(path)
-        return (self.root / path).read_text(encoding="utf-8", errors="replace")
+        # Checked again now: the tree may have changed since it was indexed.
+        return confined_file(self.root, path).read_text(encoding="utf-8", errors="replace")
 
     def definitions(self, name: str) -> list[Symbol]:
         """Every symbol unit named ``name`` (where it is defined)."""
@@ -434,9 +495,18 @@ class CodeIndex:
             "definition": self._defined(query),
         }
         score = sum(self.weights[name] * value for name, value in signals.items())
+        signals["tested"] = self._tested(score)
+        score = score + self.weights["tested"] * signals["tested"]
+        # A test file the query names is what the task is about; any other is evidence only.
+        named = signals["mention"] >= _SURE_MENTION
+        score = np.where(self._is_test & ~named, TEST_SHARE * score, score)
         graph = self._graph_signal(score) if self.weights["graph"] else np.zeros(n)
         signals["graph"] = graph
         score = score + self.weights["graph"] * graph
+        if self.embedder is not None:
+            signals["semantic"] = self._similarity(query)
+            meaning = np.where(self._is_test & ~named, TEST_SHARE, 1.0) * signals["semantic"]
+            score = reciprocal_rank_fusion([score, meaning])
         ranked = [int(i) for i in np.argsort(-score, kind="stable") if score[i] > 0]
         out: list[FileHit] = []
         top_unit = float(unit_scores.max()) or 1.0
@@ -446,7 +516,7 @@ class CodeIndex:
                 continue
             matched = tuple(
                 self._unit_hit(u, float(score[i] + unit_scores[u] / top_unit))
-                for u in per_file.get(i, [])[:5]
+                for u in per_file.get(i, ())[:5]
             )
             out.append(
                 FileHit(
@@ -467,27 +537,67 @@ class CodeIndex:
         import numpy as np
 
         best = np.zeros(len(self._paths))
-        per_file: dict[int, list[int]] = {}
-        for u in np.argsort(-unit_scores, kind="stable"):
-            if unit_scores[u] <= 0:
-                break
-            per_file.setdefault(self._unit_file[u], []).append(int(u))
-        for f, units in per_file.items():
-            top = [unit_scores[u] for u in units[:3]]
-            best[f] = top[0] + 0.25 * sum(top[1:])
+        hit = np.flatnonzero(unit_scores > 0)
+        if not len(hit):
+            return best, {}
+        files = self._unit_file_array[hit]
+        # By file, then best unit first (ties in unit order, for a stable result).
+        order = np.lexsort((hit, -unit_scores[hit], files))
+        hit, files = hit[order], files[order]
+        firsts = np.flatnonzero(np.r_[True, files[1:] != files[:-1]])
+        place = np.arange(len(hit)) - np.repeat(firsts, np.diff(np.r_[firsts, len(hit)]))
+        share = np.where(place == 0, 1.0, np.where(place < 3, 0.25, 0.0))
+        np.add.at(best, files, share * unit_scores[hit])
+        ends = np.r_[firsts[1:], len(hit)]
+        units = hit.tolist()
+        per_file = {
+            f: units[a:b]
+            for f, a, b in zip(files[firsts].tolist(), firsts.tolist(), ends.tolist(), strict=True)
+        }
         return best, per_file
 
-    def _graph_signal(self, score: Any) -> Any:
-        """The import-graph neighbours of the best-scoring files, weighted by those scores."""
+    def _similarity(self, query: str) -> Any:
+        """Cosine similarity of the query to each file's summary (0 for opposite meanings)."""
         import numpy as np
 
-        graph = np.zeros(len(self._paths))
+        assert self.embedder is not None
+        if self._vectors is None:
+            summaries = [file_summary(p, self._parsed[p]) for p in self._paths]
+            self._vectors = _unit_rows(np.asarray(self.embedder(summaries), dtype=np.float32))
+        wanted = _unit_rows(np.asarray(self.embedder([query]), dtype=np.float32))[0]
+        return np.maximum(self._vectors @ wanted, 0.0).astype(float)
+
+    def _tested(self, score: Any) -> Any:
+        """Per source file, the best score of a test file that tests it, times how surely."""
+        import numpy as np
+
+        tests, sources, sureness = self._test_links
+        out = np.zeros(len(self._paths))
+        if len(tests):
+            np.maximum.at(out, sources, score[tests] * sureness)
+        return _normalised(out)
+
+    def _graph_signal(self, score: Any) -> Any:
+        """PageRank over the import/call graph, personalised by the files' scores: where the
+        code that the best-matching files import and call is defined."""
+        import numpy as np
+
+        n = len(self._paths)
+        src, dst, share = self._edges
         seeds = [int(i) for i in np.argsort(-score, kind="stable")[:_GRAPH_SEEDS] if score[i] > 0]
-        position = {p: i for i, p in enumerate(self._paths)}
-        for seed in seeds:
-            for other, weight in self._graph.neighbours(self._paths[seed]).items():
-                graph[position[other]] = max(graph[position[other]], weight * score[seed])
-        return _normalised(graph)
+        start = np.zeros(n)
+        start[seeds] = score[seeds]
+        if not len(src) or not seeds:
+            return np.zeros(n)
+        start /= start.sum()
+        rank = start.copy()
+        for _ in range(_PAGERANK_STEPS):
+            flow = np.zeros(n)
+            np.add.at(flow, dst, rank[src] * share)
+            rank = (1 - _PAGERANK_DAMPING) * start + _PAGERANK_DAMPING * flow
+        # The seeds' own mass is their score already; the signal is what flows elsewhere.
+        rank[seeds] = 0.0
+        return _normalised(rank)
 
     def _unit_hit(self, u: int, score: float) -> SearchHit:
         unit = self._units[u]
@@ -526,6 +636,12 @@ class CodeIndex:
                 continue
             for path in definers:
                 out[position[path]] += 1.0 / len(definers)
+        for name in dict.fromkeys(_QUALIFIED.findall(query)):
+            for pair in _member_pairs(name):
+                members = self._members.get(pair)
+                if members:
+                    for path in members:
+                        out[position[path]] += 1.0 / len(members)
         return _normalised(out)
 
     def symbols_of(self, path: str) -> tuple[Symbol, ...]:
@@ -560,6 +676,46 @@ class CodeIndex:
         with self._lock:
             self._ensure()
             return self._file_index.idf(term)
+
+
+def _graph_edges(graph: CodeGraph, position: Mapping[str, int]) -> tuple[Any, Any, Any]:
+    """The graph's links from a file to what it imports and calls, as arrays of source, target
+    and the share of the source's weight each link carries."""
+    import numpy as np
+
+    out: dict[tuple[int, int], float] = {}
+    for path, targets in graph.imports.items():
+        for target in targets:
+            out[position[path], position[target]] = 1.0
+    for path, weights in graph.calls.items():
+        for target, weight in weights.items():
+            key = (position[path], position[target])
+            out[key] = out.get(key, 0.0) + weight
+    pairs = sorted(out)
+    src = np.array([a for a, _ in pairs], dtype=np.int64)
+    dst = np.array([b for _, b in pairs], dtype=np.int64)
+    strength = np.array([out[k] for k in pairs], dtype=float)
+    total = np.zeros(len(position))
+    np.add.at(total, src, strength)
+    share = strength / total[src] if len(pairs) else strength
+    return src, dst, share
+
+
+_QUALIFIED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+
+
+def _member_pairs(dotted: str) -> list[str]:
+    """The ``Class.member`` pairs of a dotted name: ``a.Model.save`` gives ``Model.save`` (and
+    ``a.Model``, which names nothing unless ``a`` is a class)."""
+    parts = dotted.split(".")
+    return [f"{a}.{b}" for a, b in itertools.pairwise(parts)]
+
+
+def _unit_rows(matrix: Any) -> Any:
+    import numpy as np
+
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.where(norms > 0, norms, 1.0)
 
 
 def _normalised(values: Any) -> Any:

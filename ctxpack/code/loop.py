@@ -5,21 +5,27 @@ needs. :func:`iterative_retrieve` finds out in cycles:
 
 1. **dispatch**: rank the repository's files for the task and the words learnt so far;
 2. **evaluate**: a judge scores each candidate 0-1 with a reason and what is still missing;
-3. **refine**: add the codebase's own terms found in the highly relevant files (it says
-   "throttle" where the task says "rate limit"), exclude the files judged below 0.2 (unless they
-   hold one of the words just learnt), and target the gaps (names the relevant files use that
-   are defined in files not retrieved yet);
-4. **repeat**, until 3 or more files are highly relevant (>= 0.7) with no critical gap, or
+3. **refine**: add the codebase's own words found in the code that best matches the task in
+   the highly relevant files (it says ``throttle`` where the task says "rate limit"): the words
+   of its docstrings and the names it defines, calls and uses, each weighed by how well that
+   code matches the task and always below a word of the task itself; exclude the files judged
+   below 0.2 (unless they hold one of the words just learnt), and target the gaps (names the
+   relevant files use that are defined in files not retrieved yet);
+4. **repeat**, until 3 or more files are highly relevant (>= 0.7) with no critical gap, a cycle
+   does not raise the judge's confidence (the mean relevance of the 3 best files in hand), or
    ``max_cycles`` cycles have run.
 
-It returns the files judged >= 0.7 in any cycle, most relevant first (those found in an earlier
-cycle first, then by relevance: the order they were found in), and every cycle recorded.
+It returns the first cycle's candidates that the judge did not rule out (>= 0.2), in rank
+order, with the files later cycles judged highly relevant placed among them: after every file
+of the first ranking except those they beat by a band of the judge's scale (high over medium,
+medium over low). So the loop holds every file of the first ranking the judge kept, in the
+same order, and never ranks a gold file lower than the first ranking does unless the judge
+rates another file a band higher.
 """
 
 from __future__ import annotations
 
 import os
-from collections import Counter
 from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
@@ -28,7 +34,7 @@ from ..errors import ConfigError
 from ..store import ArtifactStore, SQLiteArtifactStore
 from .context import build_context
 from .index import CodeIndex, FileHit
-from .judge import Candidate, Judge, Judgement, RankingJudge
+from .judge import Candidate, Judge, Judgement, RankingJudge, band
 from .terms import code_terms
 
 __all__ = ["CycleRecord", "RetrievalResult", "iterative_retrieve"]
@@ -40,10 +46,15 @@ NONE = 0.2
 ENOUGH = 3
 """Highly relevant files that, with no critical gap, end the loop."""
 
-# Refinement: how many of the codebase's own terms a cycle adds, and how much they weigh
-# against a term of the task (1.0).
+# Refinement: how many of the codebase's own terms a cycle adds, and how much the best of them
+# weighs against a term of the task (1.0); the others weigh less, by how well their code
+# matches the task.
 _NEW_TERMS = 3
 _NEW_TERM_WEIGHT = 1.0
+# The units of a relevant file that lend their names: those matching the task best.
+_UNITS_PER_FILE = 2
+# The judge's bands, lowest first.
+_BANDS = ("none", "low", "medium", "high")
 _GAP_WEIGHT = 1.0
 _GAPS_PER_FILE = 3
 
@@ -87,9 +98,9 @@ class RetrievalResult(BaseModel):
 
     Attributes:
         task: The task it was given.
-        files: Repository-relative paths judged >= 0.7, most relevant first: by the cycle that
-            found them (a later cycle's judgement is relative to what the earlier ones left),
-            then by relevance.
+        files: Repository-relative paths: the first cycle's candidates the judge did not rule
+            out (>= 0.2), in rank order, with the files later cycles judged >= 0.7 placed after
+            every one of them they do not beat by a band of the judge's scale.
         relevance: Each returned file's best relevance over the cycles.
         context: The text to send: the files' best passages, labelled with path and lines.
         tokens: Tokens of ``context``.
@@ -146,7 +157,9 @@ def iterative_retrieve(
     """Retrieve the files of a codebase a task needs, in cycles of dispatch, evaluate, refine.
 
     Stops after the first cycle that has 3 or more files judged >= 0.7 and no critical gap, or
-    after ``max_cycles`` cycles; returns the files judged >= 0.7 in any cycle.
+    that does not raise the judge's confidence, or after ``max_cycles`` cycles. Returns the
+    first ranking less the files judged below 0.2, in its order, with the files later cycles
+    judged >= 0.7 placed among them (ahead only of files they beat by a band).
 
     Args:
         task: What the files are needed for (an issue, a feature request).
@@ -170,7 +183,7 @@ def iterative_retrieve(
         >>> _ = (root / "limits.py").write_text("def throttle(request):\\n    return True\\n")
         >>> result = iterative_retrieve("throttle requests", CodeIndex(root, db=":memory:"))
         >>> result.files, result.tokens > 0, len(result.cycles)
-        (('limits.py',), True, 3)
+        (('limits.py',), True, 2)
     """
     for name, value in (("max_cycles", max_cycles), ("candidates", candidates), ("budget", budget)):
         if value < 1:
@@ -180,10 +193,16 @@ def iterative_retrieve(
     store = store if store is not None else SQLiteArtifactStore(":memory:")
     search = _Search(index, task)
     cycles: list[CycleRecord] = []
+    confidence = 0.0
     for cycle in range(1, max_cycles + 1):
         record = search.evaluate(cycle, judge, candidates)
         if len(search.best) >= ENOUGH and not record.gaps:
             cycles.append(record.model_copy(update={"stop": "enough: 3+ highly relevant files"}))
+            break
+        raised, confidence = search.confidence() > confidence, search.confidence()
+        if cycle > 1 and not raised:
+            stop = f"cycle {cycle} did not raise the confidence ({confidence:.2f})"
+            cycles.append(record.model_copy(update={"stop": stop}))
             break
         refined = search.refine(record)
         refined["stop"] = "" if cycle < max_cycles else f"max_cycles ({max_cycles}) reached"
@@ -195,7 +214,7 @@ def iterative_retrieve(
     return RetrievalResult(
         task=task,
         files=tuple(files),
-        relevance={p: search.best[p] for p in files},
+        relevance={p: search.relevance[p] for p in files},
         context=context,
         tokens=tokens,
         repository_tokens=index.tokens(),
@@ -217,7 +236,9 @@ class _Search:
         self.boost: dict[str, float] = {}
         self.excluded: list[str] = []
         self.best: dict[str, float] = {}
-        self.first_seen: dict[str, int] = {}
+        # Every file judged, with its best relevance, and the files returned, in order.
+        self.relevance: dict[str, float] = {}
+        self.order: list[str] = []
 
     def evaluate(self, cycle: int, judge: Judge, candidates: int) -> CycleRecord:
         """Dispatch and evaluate: rank, judge the candidates, keep the highly relevant ones."""
@@ -233,10 +254,16 @@ class _Search:
         judged = judge(self.task, shown)
         by_path = {j.path: j for j in judged}
         high = [j.path for j in judged if j.relevance >= HIGH]
-        for j in sorted(judged, key=lambda j: -j.relevance):
+        for j in judged:
+            self.relevance[j.path] = max(self.relevance.get(j.path, 0.0), j.relevance)
+        if cycle == 1:
+            # The first ranking, less what the judge ruled out, in rank order.
+            self.order = [j.path for j in judged if j.relevance >= NONE]
+        for j in judged:  # in rank order
             if j.relevance >= HIGH:
+                if cycle > 1 and j.path not in self.order:
+                    self._place(j.path, j.relevance)
                 best[j.path] = max(best.get(j.path, 0.0), j.relevance)
-                self.first_seen.setdefault(j.path, cycle)
         return CycleRecord(
             cycle=cycle,
             terms=dict(self.boost),
@@ -247,12 +274,30 @@ class _Search:
             gaps=tuple(f"{path}: {m}" for path in high for m in by_path[path].missing),
         )
 
+    def _place(self, path: str, relevance: float) -> None:
+        """Keep a file a later cycle judged highly relevant: after the first ranking's files,
+        except those it beats by a band of the judge's scale (high over medium, medium over
+        low...); a first ranking is not overturned by a near tie."""
+        level = _BANDS.index(band(relevance))
+        at = len(self.order)
+        while at > 0 and _BANDS.index(band(self.relevance[self.order[at - 1]])) < level:
+            at -= 1
+        self.order.insert(at, path)
+
+    def confidence(self) -> float:
+        """How sure the judge is of what is in hand: the mean relevance of the best files,
+        missing ones counted as 0."""
+        top = sorted(self.best.values(), reverse=True)[:ENOUGH]
+        return sum(top) / ENOUGH
+
     def refine(self, record: CycleRecord) -> dict[str, object]:
         """Learn from a cycle's judgements for the next; returns what it learnt, as fields of
         the cycle's record."""
         high = list(record.high)
         by_path = {j.path: j for j in record.judgements}
         learnt = _new_terms(self.index, self.task, high, self.boost, self.task_terms)
+        for term, weight in learnt.items():
+            self.boost[term] = self.boost.get(term, 0.0) + weight
         # Judged irrelevant, unless it holds a word just learnt: then the judgement was made
         # without the codebase's vocabulary for the task, and the file gets another chance.
         dropped = [
@@ -263,8 +308,6 @@ class _Search:
             and not set(learnt) & self.index.file_terms(j.path)
         ]
         focus = [m for path in high for m in by_path[path].missing]
-        for term in learnt:
-            self.boost[term] = self.boost.get(term, 0.0) + _NEW_TERM_WEIGHT
         for gap in focus:
             # In the gap's own order, not a set's: the order of the boosted terms is the order
             # of a floating-point sum in the ranking, and a set's order changes with the hash seed.
@@ -278,11 +321,9 @@ class _Search:
         }
 
     def files(self) -> list[str]:
-        """The highly relevant files, most relevant first."""
-        # A file found in an earlier cycle was judged against the best file of the whole
-        # repository, a later one against what the earlier cycles left; so by cycle, then by
-        # relevance (the order the files were found in).
-        return sorted(self.best, key=lambda p: (self.first_seen[p], -self.best[p]))
+        """The first ranking's files the judge did not rule out, with the highly relevant
+        files of later cycles placed among them."""
+        return list(self.order)
 
 
 def _candidates(
@@ -296,14 +337,18 @@ def _candidates(
 ) -> list[Candidate]:
     retrieved = {h.path for h in hits} | known
     graph = index.graph
+    wanted = task_terms | set(boost)
+    # Summed in sorted order: a set's order (and so the sum's last bits) follows the hash seed.
+    total = sum(index.idf(t) for t in sorted(wanted)) or 1.0
+
+    def coverage_of(path: str) -> tuple[tuple[str, ...], float]:
+        terms = index.file_terms(path)
+        matched = tuple(sorted(t for t in wanted if t in terms))
+        return matched, sum(index.idf(t) for t in matched) / total
+
     out = []
     for rank, hit in enumerate(hits, start=1):
-        terms = index.file_terms(hit.path)
-        wanted = task_terms | set(boost)
-        matched = tuple(sorted(t for t in wanted if t in terms))
-        # Summed in sorted order: a set's order (and so the sum's last bits) follows the hash seed.
-        total = sum(index.idf(t) for t in sorted(wanted)) or 1.0
-        coverage = sum(index.idf(t) for t in matched) / total
+        matched, coverage = coverage_of(hit.path)
         unresolved: list[str] = []
         for unit in hit.units[:2]:
             symbol = next(
@@ -349,21 +394,31 @@ def _new_terms(
     high: Sequence[str],
     boost: dict[str, float],
     task_terms: set[str],
-) -> list[str]:
-    """The codebase's own words for the task: terms of the best units of the highly relevant
-    files (their docstrings when they have one) that the task does not use, by frequency there
-    times rarity in the repository."""
+) -> dict[str, float]:
+    """The codebase's own words for the task, with weights: the words of the docstrings and
+    the names (defined, called, used) of the units of the highly relevant files that match the
+    task best, each weighed by how well its unit matches the task, how often it is used there
+    and its rarity in the repository, among the words some other file holds (a word only the
+    files in hand hold leads nowhere new). Not a unit's whole body: its local variable names
+    drift from the task."""
     if not high:
-        return []
-    counts: Counter[str] = Counter()
+        return {}
+    weights: dict[str, float] = {}
     scored = index.unit_scores(task, high, boost=boost)
+    top = max((score for units in scored.values() for _, score in units[:1]), default=0.0)
+    if top <= 0:
+        return {}
     for path in high:
-        for unit, _ in scored.get(path, [])[:2]:
-            name = unit.name if unit.kind != "module" else ""
-            text = unit.docstring + "\n" + name if unit.docstring else unit.text
-            counts.update(code_terms(text))
-    ranked = sorted(
-        (t for t in counts if t not in task_terms and t not in boost and len(t) > 2),
-        key=lambda t: (-counts[t] * index.idf(t), t),
-    )
-    return ranked[:_NEW_TERMS]
+        for unit, score in scored.get(path, [])[:_UNITS_PER_FILE]:
+            names = [unit.name] if unit.kind != "module" else []
+            for term in code_terms(" ".join([unit.docstring, *names, *unit.references])):
+                weights[term] = weights.get(term, 0.0) + score / top
+    fresh = [t for t in weights if t not in task_terms and t not in boost and len(t) > 2]
+    # A word found only in the files in hand leads nowhere new.
+    others = [index.file_terms(p) for p in index.files if p not in high]
+    useful = [t for t in fresh if any(t in terms for terms in others)]
+    ranked = sorted(useful, key=lambda t: (-weights[t] * index.idf(t), t))[:_NEW_TERMS]
+    if not ranked:
+        return {}
+    best = max(weights[t] * index.idf(t) for t in ranked)
+    return {t: _NEW_TERM_WEIGHT * weights[t] * index.idf(t) / best for t in ranked}

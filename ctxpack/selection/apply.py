@@ -10,6 +10,7 @@ from .._internal.arguments import tokens as check_tokens
 from ..errors import ConfigError, CtxpackError, SelectionError
 from ..messages import Message
 from ..pipeline import Action, Decision
+from ..redaction import redact
 from ..result import PackResult
 from .files import Passage
 from .model import FileRequest, Selection
@@ -456,4 +457,5 @@ def _context(
     if not parts:
         return None
     text = f"[Context selected for this step by {selection.selector}]\n\n" + "\n\n".join(parts)
-    return Message(role="user", content=text, id=CONTEXT_ID)
+    # Files and originals are read as tool outputs are: their secrets never reach the model.
+    return Message(role="user", content=redact(text).text, id=CONTEXT_ID)

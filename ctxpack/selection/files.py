@@ -1,8 +1,10 @@
 """Files under a workspace root: safe paths, passages by line range or match, a lexical search.
 
-Every path is relative to the root and stays inside it: absolute paths, ``..`` and symlinks
-that lead out are refused. Binary files are described, never shown; files over a size limit
-are read as a stream, so a line range of a huge log costs the range, not the file.
+Every path is relative to the root and stays inside it: absolute paths, ``..``, symlinks
+that lead out and files with several hard links (another name may lie outside the root) are
+refused, and a path is shown with its unprintable characters escaped. Binary files are
+described, never shown; files over a size limit are read as a stream, so a line range of a huge
+log costs the range, not the file.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Literal
 
+from .._internal.paths import hard_linked, shown_path
 from ..errors import ConfigError, WorkspacePathError
 from ..signals.lexical import STOP_WORDS, WORD
 
@@ -65,13 +68,14 @@ class Passage:
     @property
     def label(self) -> str:
         """``path:start-end``, the passage's name in decisions."""
-        return f"{self.path}:{self.start}-{self.end}"
+        return f"{shown_path(self.path)}:{self.start}-{self.end}"
 
     def render(self) -> str:
         """The passage with a header naming the file and lines, each line numbered."""
+        path = shown_path(self.path)
         if not self.lines:
-            return f"--- {self.path} ({self.note or 'nothing to show'})"
-        head = f"--- {self.path}, lines {self.start}-{self.end} of {self.total_lines}"
+            return f"--- {path} ({self.note or 'nothing to show'})"
+        head = f"--- {path}, lines {self.start}-{self.end} of {self.total_lines}"
         if self.note:
             head += f" ({self.note})"
         width = len(str(self.end))
@@ -109,7 +113,8 @@ def resolve(path: str, root: Path | None, listing: Sequence[str] = ()) -> Path:
 
     Raises:
         WorkspacePathError: absolute, ``..``, a symlink leading out, missing (with close
-            matches from ``listing``), or a directory (with the files in it).
+            matches from ``listing``), a directory (with the files in it), or a file with
+            several hard links.
     """
     relative = check_relative(path, root)
     assert root is not None
@@ -123,7 +128,7 @@ def resolve(path: str, root: Path | None, listing: Sequence[str] = ()) -> Path:
         )
     if real.is_dir():
         inside = [p for p in listing if p.startswith(relative.as_posix().rstrip("/") + "/")]
-        shown = ", ".join(inside[:10]) + (
+        shown = ", ".join(map(shown_path, inside[:10])) + (
             f" and {len(inside) - 10} more" if len(inside) > 10 else ""
         )
         raise WorkspacePathError(
@@ -131,11 +136,19 @@ def resolve(path: str, root: Path | None, listing: Sequence[str] = ()) -> Path:
         )
     if not real.is_file():
         close = difflib.get_close_matches(relative.as_posix(), listing, n=3, cutoff=0.5)
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        hint = f"; did you mean {', '.join(map(shown_path, close))}?" if close else ""
         raise WorkspacePathError(
             path,
             root=str(root),
             detail=f"no such file under the root ({len(listing)} files there){hint}",
+        )
+    links = real.stat().st_nlink
+    if links > 1:
+        raise WorkspacePathError(
+            path,
+            root=str(root),
+            detail=f"has {links} hard links, and another may lie outside the root; files with "
+            "several hard links are refused (copy the file to read it)",
         )
     return real
 
@@ -271,7 +284,13 @@ class FileSearch:
         for rel in self.files:
             full = self.root / rel
             try:
-                if full.is_symlink() or full.stat().st_size > self.max_bytes or is_binary(full):
+                info = full.lstat()
+                if (
+                    full.is_symlink()
+                    or hard_linked(info)
+                    or info.st_size > self.max_bytes
+                    or is_binary(full)
+                ):
                     continue
             except OSError:
                 continue

@@ -6,6 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from .._internal.paths import shown_path
 from ..errors import ConfigError, SelectionError
 from ..tokens import TokenCounter
 from .apply import check_selection
@@ -90,12 +91,16 @@ def selection_prompt(
                 lines += ["", "Candidate files (path: lines matching the goal's words):"]
                 for hit in hits:
                     counts = ", ".join(f"{w} x{n}" for w, n in sorted(hit.counts.items()))
-                    lines.append(f"{hit.path}: {counts}")
+                    lines.append(f"{shown_path(hit.path)}: {counts}")
                     shown.append(hit.path)
         others = [f for f in files if f not in shown]
         if others:
             rest = len(others) - listed_files
-            lines += ["", f"Other files ({len(others)}):", *others[:listed_files]]
+            lines += [
+                "",
+                f"Other files ({len(others)}):",
+                *map(shown_path, others[:listed_files]),
+            ]
             if rest > 0:
                 lines.append(f"... and {rest} more")
     return "\n".join(lines)

@@ -5,8 +5,10 @@ from .citations import CitationInheritor as CitationInheritor
 from .compose import PromptComposer as PromptComposer
 from .compress import ExtractiveCompressor as ExtractiveCompressor
 from .dedupe import Deduplicator as Deduplicator
+from .flag import InjectionFlagger as InjectionFlagger
 from .memory import MemorySelector as MemorySelector
 from .pack import GreedyPacker as GreedyPacker
+from .redact import SecretRedactor as SecretRedactor
 from .relevance import RelevanceScorer as RelevanceScorer
 from .semantic import SemanticScorer as SemanticScorer
 
@@ -15,9 +17,11 @@ __all__ = [
     "Deduplicator",
     "ExtractiveCompressor",
     "GreedyPacker",
+    "InjectionFlagger",
     "MemorySelector",
     "PromptComposer",
     "RelevanceScorer",
+    "SecretRedactor",
     "SemanticScorer",
     "TurnAlternator",
 ]

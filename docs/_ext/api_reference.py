@@ -48,7 +48,15 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Providers and client wrappers", ("ctxpack.adapters", "ctxpack.sdk")),
     (
         "Agent sessions",
-        ("ctxpack.session", "ctxpack.filters", "ctxpack.store", "ctxpack.retrieval"),
+        (
+            "ctxpack.session",
+            "ctxpack.filters",
+            "ctxpack.store",
+            "ctxpack.retrieval",
+            "ctxpack.guard",
+            "ctxpack.redaction",
+            "ctxpack.injection",
+        ),
     ),
     ("Clearing and compaction", ("ctxpack.editing",)),
     ("Selection", ("ctxpack.selection",)),

@@ -70,7 +70,10 @@ def test_a_run_exports_ranks_and_reports(
     assert (exported / "api" / "throttle.py").is_file()
     assert not (exported / "tests").exists()  # test folders are left out
     payload = json.loads((out / "code_retrieval.json").read_text())
-    results = payload["results"]
+    # Not a tuning repository: the task is held out, and reported apart.
+    assert set(payload["results"]) == {"held-out"}
+    assert payload["tasks"][0]["split"] == "held-out"
+    results = payload["results"]["held-out"]
     assert set(results) == {
         "ctxpack-search",
         "ctxpack-search (whole files)",
@@ -85,6 +88,15 @@ def test_a_run_exports_ranks_and_reports(
         assert entry["recall_at"]["1"] <= entry["recall_at"]["10"]
     assert results["ctxpack-search"]["max_token_share"] <= payload["config"]["budget_share"]
     assert "| ctxpack-loop |" in (out / "code_retrieval.md").read_text()
+    # Named a dev repository, the same task is reported as dev; a kept index is reused.
+    index_dir = tmp_path / "indexes"
+    argv = ["--tasks", str(tasks), "--repos", str(repos), "--cache", str(cache), "--out", str(out)]
+    argv += ["--dev-repos", "acme/shop", "--index-dir", str(index_dir), "--methods", "bm25-files"]
+    assert bench.main(argv) == 0
+    payload = json.loads((out / "code_retrieval.json").read_text())
+    assert set(payload["results"]) == {"dev"}
+    assert (index_dir / "acme__shop-1.sqlite").is_file()
+    assert "Index load (kept between runs" in (out / "code_retrieval.md").read_text()
 
 
 def test_issue_identifiers(bench: ModuleType) -> None:
@@ -101,3 +113,47 @@ def test_whole_files_within_budget(bench: ModuleType) -> None:
     assert bench._whole_files_within(["a", "b", "c"], ["c"], sizes, 60) == (0, 60)
     assert bench._whole_files_within(["a", "c", "b"], ["c"], sizes, 60) == (1, 15)
     assert bench._ranks(["a", "b"], ["b", "z"]) == (2, None)
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_a_partial_mirror_exports_without_the_files_it_lacks(
+    bench: ModuleType, mirrors: tuple[Path, str], tmp_path: Path
+) -> None:
+    repos, commit = mirrors
+    clone = repos / "acme+shop" / "repo"
+    blob = _git("rev-parse", f"{commit}:api/users.py", cwd=clone)
+    (clone / ".git" / "objects" / blob[:2] / blob[2:]).unlink()  # as a size-capped mirror has it
+    git_dir = clone / ".git"
+    assert bench.missing_blobs(git_dir, commit) == ["api/users.py"]
+    task = bench.Task("acme__shop-2", "acme/shop", commit, "users", ("api/db.py",))
+    root = bench.export(task, repos, tmp_path / "cache", keep_tests=True)
+    assert (root / "api" / "db.py").is_file()
+    assert not (root / "api" / "users.py").exists()
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_a_task_without_a_clone_is_skipped_and_listed(
+    bench: ModuleType, mirrors: tuple[Path, str], tmp_path: Path
+) -> None:
+    repos, commit = mirrors
+    tasks = tmp_path / "tasks.jsonl"
+    rows = [
+        {"instance_id": "acme__shop-1", "repo": "acme/shop", "base_commit": commit},
+        {"instance_id": "other__big-1", "repo": "other/big", "base_commit": commit},
+    ]
+    tasks.write_text(
+        "".join(
+            json.dumps({**r, "problem_statement": "rate limiting", "files": ["api/throttle.py"]})
+            + "\n"
+            for r in rows
+        )
+    )
+    out = tmp_path / "out"
+    argv = ["--tasks", str(tasks), "--repos", str(repos), "--cache", str(tmp_path / "c")]
+    assert bench.main([*argv, "--out", str(out), "--methods", "bm25-files"]) == 0
+    payload = json.loads((out / "code_retrieval.json").read_text())
+    assert [t["task"] for t in payload["tasks"]] == ["acme__shop-1"]
+    assert (
+        "Skipped: 1 tasks whose repository has no clone in --repos (other/big)"
+        in (out / "code_retrieval.md").read_text()
+    )

@@ -115,3 +115,38 @@ def test_warm_search_is_fast(repo: Path) -> None:
         index.search("refresh the session token before it expires")
     # Generous: the fixture is tiny; this catches re-indexing on every query.
     assert (time.perf_counter() - started) / 20 < 0.05
+
+
+def test_a_qualified_name_points_at_the_class_that_defines_the_member(tmp_path: Path) -> None:
+    (tmp_path / "marks.py").write_text(
+        "class Expression:\n    def compile(self, text):\n        return text\n"
+    )
+    (tmp_path / "algebra.py").write_text(
+        "class Expression:\n    def simplify(self):\n        return self\n\n\n"
+        "def compile_all(expressions):\n    return expressions\n"
+    )
+    index = CodeIndex(tmp_path, db=":memory:")
+    ranked = index.rank_files("Expression.compile('False') crashes the interpreter", k=2)
+    assert ranked[0].path == "marks.py"
+    assert ranked[0].signals["definition"] == 1.0
+    assert ranked[1].signals["definition"] < 1.0
+
+
+def test_the_graph_follows_what_the_best_files_import_and_call(tmp_path: Path) -> None:
+    """Personalised PageRank: relevance flows from the files that match to the code they use,
+    not to the code that uses them."""
+    (tmp_path / "invoice.py").write_text(
+        "from ledger import post_entry\n\n\n"
+        "def issue_invoice(customer, amount):\n"
+        "    '''Issue an invoice for a customer.'''\n"
+        "    return post_entry(customer, amount)\n"
+    )
+    (tmp_path / "ledger.py").write_text("def post_entry(account, value):\n    return value\n")
+    (tmp_path / "billing_job.py").write_text(
+        "from invoice import issue_invoice\n\n\ndef run(rows):\n"
+        "    return [issue_invoice(r, 1) for r in rows]\n"
+    )
+    index = CodeIndex(tmp_path, db=":memory:")
+    signals = {h.path: h.signals for h in index.rank_files("issue an invoice for a customer")}
+    assert signals["ledger.py"]["graph"] == 1.0
+    assert signals.get("billing_job.py", {"graph": 0.0})["graph"] == 0.0

@@ -184,6 +184,8 @@ def test_the_stage_keeps_the_contract() -> None:
 def test_semantic_pipeline_runs_right_after_relevance() -> None:
     pipeline = semantic_pipeline(embedder=fake_embed, weight=0.3)
     assert pipeline.names == [
+        "redact",
+        "flag",
         "compose",
         "memory",
         "dedupe",

@@ -1,0 +1,71 @@
+"""Paths shown to a model and files read for one: printable names, confinement at read time.
+
+A file name is data an attacker may choose. Shown raw, a name holding a newline can forge a
+line of the context (``--- SYSTEM NOTE ...``), and bidirectional or zero-width characters can
+make it read as another name: :func:`shown_path` escapes every character that is not printable.
+A file is read only when, at that moment, it resolves inside the root and has a single hard
+link: a second link may sit anywhere on the same file system, outside the root, and nothing
+tells where (:func:`confined_file`).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from ..errors import WorkspacePathError
+
+__all__ = ["confined_file", "hard_linked", "shown_path"]
+
+
+def shown_path(path: str) -> str:
+    r"""``path`` with each unprintable character (controls, line breaks, format characters such
+    as zero-width and bidirectional marks) written as a Python escape.
+
+    Example:
+        >>> shown_path("ok/naïve.py"), shown_path("a\n--- SYSTEM NOTE.py")
+        ('ok/naïve.py', 'a\\n--- SYSTEM NOTE.py')
+    """
+    if path.isprintable():
+        return path
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in path)
+
+
+def hard_linked(info: os.stat_result) -> bool:
+    """Whether a regular file has more than one hard link (so another name may be anywhere)."""
+    return stat.S_ISREG(info.st_mode) and info.st_nlink > 1
+
+
+def confined_file(root: Path, relative: str) -> Path:
+    """``root / relative`` resolved, checked now to be a regular file inside ``root`` with one
+    hard link.
+
+    Raises:
+        WorkspacePathError: a symlink on the way leads outside the root, the file is not a
+            regular file, or it has several hard links.
+    """
+    full = root.joinpath(relative)
+    real = Path(os.path.realpath(full))
+    if real != root and root not in real.parents:
+        raise WorkspacePathError(
+            relative,
+            root=str(root),
+            detail=f"a symlink leads outside the root (to {shown_path(str(real))}); it is refused",
+        )
+    try:
+        info = real.stat()
+    except OSError as exc:
+        raise WorkspacePathError(
+            relative, root=str(root), detail=f"cannot be read ({exc.strerror})"
+        ) from exc
+    if not stat.S_ISREG(info.st_mode):
+        raise WorkspacePathError(relative, root=str(root), detail="is not a regular file")
+    if hard_linked(info):
+        raise WorkspacePathError(
+            relative,
+            root=str(root),
+            detail=f"has {info.st_nlink} hard links, and another may lie outside the root; "
+            "files with several hard links are refused (copy the file to read it)",
+        )
+    return real

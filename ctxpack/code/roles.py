@@ -1,0 +1,110 @@
+"""What a file is for: source, or tests of the source (evidence of where the code lives).
+
+A test file rarely holds the fix for an issue, but it names the code it exercises: its path
+(``tests/test_models.py`` tests ``models.py``) and its imports point at the module under test.
+:func:`is_test_path` tells tests from source by path alone; :func:`tested_modules` maps each test
+file to the source files it tests.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+
+__all__ = ["TEST_DIRS", "is_test_path", "tested_modules"]
+
+TEST_DIRS = frozenset({"test", "tests", "testing"})
+"""Folder names whose files are tests."""
+
+
+def _stem(name: str) -> str:
+    return name.rsplit(".", 1)[0]
+
+
+def is_test_path(path: str) -> bool:
+    """Whether a repository path is a test file: inside a test folder, or named as a test.
+
+    Example:
+        >>> is_test_path("sympy/core/tests/test_basic.py"), is_test_path("pkg/testing_utils.py")
+        (True, False)
+        >>> is_test_path("src/foo_test.go"), is_test_path("conftest.py")
+        (True, True)
+    """
+    parts = path.lower().split("/")
+    if any(part in TEST_DIRS for part in parts[:-1]):
+        return True
+    stem = _stem(parts[-1])
+    return (
+        stem.startswith("test_")
+        or stem.endswith(("_test", "_tests"))
+        or stem.endswith((".test", ".spec"))
+        or stem == "conftest"
+    )
+
+
+def _tested_name(path: str) -> str | None:
+    """The module name a test file's name points at: ``test_models.py`` -> ``models``."""
+    stem = _stem(path.rsplit("/", 1)[-1].lower())
+    for cut in ("test_", "tests_"):
+        if stem.startswith(cut):
+            return stem[len(cut) :] or None
+    for cut in ("_tests", "_test", ".test", ".spec"):
+        if stem.endswith(cut):
+            return stem[: -len(cut)] or None
+    return None
+
+
+def _shared_prefix(a: str, b: str) -> int:
+    """Folders two paths share from the root."""
+    n = 0
+    for x, y in zip(a.split("/")[:-1], b.split("/")[:-1], strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def tested_modules(
+    paths: Iterable[str], imports: Mapping[str, Iterable[str]]
+) -> dict[str, dict[str, float]]:
+    """For each test file, the source files it tests, each with how surely (0-1].
+
+    A source file whose name the test's name points at (``test_models.py``, ``models_test.go``)
+    is tested surely; when several files share that name, the one sharing most folders with the
+    test wins. A source file the test imports is tested less surely (a test imports helpers too),
+    the more so the fewer source files it imports.
+
+    Args:
+        paths: Every indexed file.
+        imports: Each file's imported files (see :class:`ctxpack.code.CodeGraph`).
+
+    Example:
+        >>> tested_modules(["pkg/models.py", "pkg/tests/test_models.py"], {})
+        {'pkg/tests/test_models.py': {'pkg/models.py': 1.0}}
+    """
+    all_paths = sorted(paths)
+    by_name: dict[str, list[str]] = defaultdict(list)
+    for path in all_paths:
+        if not is_test_path(path):
+            name = _stem(path.rsplit("/", 1)[-1].lower())
+            if name == "__init__" and "/" in path:
+                name = path.rsplit("/", 2)[-2].lower()
+            by_name[name].append(path)
+    out: dict[str, dict[str, float]] = {}
+    for test in all_paths:
+        if not is_test_path(test):
+            continue
+        targets: dict[str, float] = {}
+        sources = [p for p in imports.get(test, ()) if not is_test_path(p)]
+        for source in sources:
+            targets[source] = 0.5 / len(sources) ** 0.5
+        tested = _tested_name(test)
+        named = by_name.get(tested, []) if tested else []
+        if named:
+            closest = max(_shared_prefix(test, p) for p in named)
+            for source in named:
+                if _shared_prefix(test, source) == closest:
+                    targets[source] = 1.0
+        if targets:
+            out[test] = targets
+    return out

@@ -1,0 +1,126 @@
+"""What a session does to a message the moment it arrives, before it keeps or reads it.
+
+Secrets are replaced (:mod:`ctxpack.redaction`) before the message is stored, filtered or
+rendered, so the raw value reaches neither the model nor the artifact store; prompt-injection
+markers are flagged (:mod:`ctxpack.injection`), and the message quarantined if the caller
+asked. :class:`ctxpack.Session` runs an :class:`ArrivalGuard` on every message it is given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .errors import ConfigError
+from .injection import injection_reason, message_injections, quarantine_note
+from .messages import Message, Role
+from .pipeline import Decision
+from .redaction import redact_message, secrets_reason
+from .store import ArtifactStore
+from .tokens import TokenCounter
+
+__all__ = ["Arrival", "ArrivalGuard"]
+
+_ALL_ROLES: tuple[Role, ...] = ("system", "developer", "user", "assistant", "tool")
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """A message as the session keeps it, after the guard.
+
+    Attributes:
+        message: The message with its secrets replaced (the one the transcript keeps).
+        quarantined: What the compact record holds instead, when the message was quarantined.
+        decisions: The ``redacted`` and ``flagged`` decisions about it.
+        stored: The artifact id of a quarantined message's text.
+    """
+
+    message: Message
+    quarantined: Message | None = None
+    decisions: tuple[Decision, ...] = field(default=())
+    stored: str | None = None
+
+
+@dataclass(frozen=True)
+class ArrivalGuard:
+    """The session's guard: which messages are redacted and flagged, and how.
+
+    Args:
+        redact_secrets: ``True``: tool outputs; ``"all"``: every message, what users typed
+            included; ``False``: none.
+        store_secrets: Also put the original, secrets and all, in the artifact store (its id is
+            in the ``redacted`` decision). Dangerous: anyone who can read the store can read
+            the secrets. Retrieve answers are redacted all the same.
+        flag_injections: ``True``: flag tool outputs holding injection markers; ``"quarantine"``:
+            also withhold their text from the compact record (the transcript and the store keep
+            it); ``False``: do neither.
+    """
+
+    redact_secrets: bool | Literal["all"] = True
+    store_secrets: bool = False
+    flag_injections: bool | Literal["quarantine"] = True
+
+    def __post_init__(self) -> None:
+        if self.redact_secrets not in (True, False, "all"):
+            raise ConfigError(
+                f"redact_secrets must be True (tool outputs), 'all' (every message) or False, "
+                f"got {self.redact_secrets!r}"
+            )
+        if not isinstance(self.store_secrets, bool):
+            raise ConfigError(f"store_secrets must be True or False, got {self.store_secrets!r}")
+        if self.flag_injections not in (True, False, "quarantine"):
+            raise ConfigError(
+                f"flag_injections must be True, 'quarantine' or False, got {self.flag_injections!r}"
+            )
+
+    @property
+    def redacted_roles(self) -> Sequence[Role]:
+        """The roles whose messages are redacted."""
+        if self.redact_secrets == "all":
+            return _ALL_ROLES
+        return ("tool",) if self.redact_secrets else ()
+
+    def __call__(self, message: Message, counter: TokenCounter, store: ArtifactStore) -> Arrival:
+        """Guard one arriving message (its id already set)."""
+        decisions: list[Decision] = []
+        if message.role in self.redacted_roles:
+            clean, found = redact_message(message)
+            if found:
+                reason = secrets_reason(found)
+                if self.store_secrets:
+                    raw = store.put(message.text, message_id=message.id, kind="unredacted")
+                    reason += f"; the original with its secrets is in the store as {raw}"
+                decisions.append(
+                    Decision(
+                        stage="redact",
+                        action="redacted",
+                        message_id=message.id,
+                        reason=reason,
+                        tokens_before=counter.count_message(message),
+                        tokens_after=counter.count_message(clean),
+                    )
+                )
+                message = clean
+        quarantined, stored = None, None
+        if self.flag_injections and message.role == "tool":
+            markers = message_injections(message)
+            if markers:
+                reason = injection_reason(markers)
+                if self.flag_injections == "quarantine":
+                    stored = store.put(message.text, message_id=message.id, kind="quarantined")
+                    quarantined = message.model_copy(
+                        update={"content": quarantine_note(markers, message.id)}
+                    )
+                    reason += f"; quarantined: the compact record holds a note, original {stored}"
+                decisions.append(
+                    Decision(
+                        stage="flag",
+                        action="flagged",
+                        message_id=message.id,
+                        reason=reason,
+                        tokens_before=counter.count_message(message),
+                        tokens_after=counter.count_message(quarantined or message),
+                    )
+                )
+        return Arrival(message, quarantined, tuple(decisions), stored)

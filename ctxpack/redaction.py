@@ -1,0 +1,424 @@
+"""Secrets found in text and replaced by a placeholder naming their kind.
+
+The rules are gitleaks' (https://github.com/gitleaks/gitleaks, MIT licence), vendored in
+``ctxpack/data/secret_rules.json`` by ``scripts/vendor_gitleaks_rules.py``: provider keys and
+tokens by their published formats (AWS, GitHub, GitLab, OpenAI, Anthropic, Slack, Stripe,
+Google, Azure, npm, PyPI...), private-key blocks, JWTs, and high-entropy values assigned to a
+key that names a secret. They run as gitleaks runs them: a rule is tried only when one of its
+keywords appears (in the text, then on the lines of the match), the secret is the rule's capture
+group, it must reach the rule's entropy, and the rule's and the global allowlists spare
+placeholders such as ``${TOKEN}``.
+
+Four rules of ctxpack's own cover what gitleaks leaves to other tools: credentials in a URL
+(``https://user:pass@host``, as detect-secrets' basic-auth detector), ``KEY=value`` lines
+whose key names a password or secret, whatever the value's entropy (as detect-secrets' keyword
+detector), the value of a command-line option such as ``--password``, and an AWS secret access
+key next to its name (as trufflehog's AWS detector pairs it).
+
+Example:
+    >>> out = redact("export AWS_ACCESS_KEY_ID=AKIAZ5GMHYJKLMNOPQR7")
+    >>> out.text
+    'export AWS_ACCESS_KEY_ID=[REDACTED aws-access-token]'
+    >>> out.kinds
+    ('aws-access-token',)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from functools import cache, lru_cache
+from importlib import resources
+from typing import Any
+
+import regex
+
+from .caches import register
+from .messages import Message
+
+__all__ = [
+    "Redaction",
+    "SecretFinding",
+    "find_secrets",
+    "placeholder",
+    "redact",
+    "redact_message",
+    "secrets_reason",
+]
+
+
+@dataclass(frozen=True)
+class SecretFinding:
+    """One secret in a text: its kind (a rule id such as ``github-pat``) and where it is.
+
+    The value itself is not kept: read it from the text with ``text[start:end]`` if you must.
+    """
+
+    kind: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Redaction:
+    """A text with its secrets replaced, and what was replaced.
+
+    Attributes:
+        text: The text, each secret replaced by :func:`placeholder` of its kind.
+        findings: The secrets found, by position in the original text.
+    """
+
+    text: str
+    findings: tuple[SecretFinding, ...]
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The kinds of secret replaced, each once, in order of first appearance."""
+        return tuple(dict.fromkeys(f.kind for f in self.findings))
+
+
+def placeholder(kind: str) -> str:
+    """What a secret of ``kind`` is replaced by.
+
+    Example:
+        >>> placeholder("github-pat")
+        '[REDACTED github-pat]'
+    """
+    return f"[REDACTED {kind}]"
+
+
+@dataclass(frozen=True)
+class _Allowlist:
+    target: str  # "secret", "match" or "line"
+    patterns: tuple[Any, ...]
+    stopwords: tuple[str, ...]
+
+    def allows(self, secret: str, match: str, line: str) -> bool:
+        subject = {"secret": secret, "match": match, "line": line}.get(self.target, secret)
+        if any(p.search(subject) for p in self.patterns):
+            return True
+        lowered = secret.lower()
+        return any(word in lowered for word in self.stopwords)
+
+
+@dataclass(frozen=True)
+class _Rule:
+    kind: str
+    pattern: Any  # a compiled ``re`` or ``regex`` pattern
+    back: int  # how far back a match extends before where ``pattern`` matched (_SEMI_GENERIC)
+    entropy: float
+    keywords: tuple[str, ...]
+    group: int
+    allowlists: tuple[_Allowlist, ...]
+
+
+def _compile(pattern: str, engine: str = "regex") -> Any:
+    if engine == "re":
+        return re.compile(pattern)
+    # Version 1 reads an inline flag in the middle of a pattern as Go's RE2 does: to the end of
+    # its group.
+    return regex.compile(pattern, regex.V1)
+
+
+# gitleaks' "semi-generic" rules (a key name, an operator, a value) start with this lazy run of
+# name characters. Tried at every position of a text it is most of the rules' cost, and it
+# decides only where the match starts: the pattern runs without it, from the key name, and
+# the match is then extended back over the same characters (see _match_start).
+_SEMI_GENERIC = "(?i)[\\w.-]{0,50}?"
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+
+
+def _match_start(text: str, start: int, back: int) -> int:
+    """Where a semi-generic match that begins at ``start`` without its prefix begins with it."""
+    limit = max(0, start - back)
+    while start > limit and text[start - 1] in _NAME_CHARS:
+        start -= 1
+    return start
+
+
+def _allowlist(entry: dict[str, Any]) -> _Allowlist:
+    return _Allowlist(
+        entry.get("target", "secret"),
+        tuple(_compile(p) for p in entry.get("regexes", ())),
+        tuple(entry.get("stopwords", ())),
+    )
+
+
+# ctxpack's own rules (see the module's docstring); each names its secret group.
+_SECRET_NAME = (
+    r"(?:[A-Za-z0-9_.-]*[_.-])?(?i:pass(?:word|wd|phrase)?|pwd|secret(?:[_.-]?key)?|"
+    r"client[_.-]?secret|private[_.-]?key|api[_.-]?key|auth[_.-]?token|access[_.-]?token)"
+)
+_OWN_RULES: tuple[dict[str, Any], ...] = (
+    {
+        "id": "aws-secret-access-key",
+        # trufflehog pairs a 40-character key with the word "aws" near it.
+        "regex": r"(?i)aws[\w.-]{0,20}?secret[\w.-]{0,20}?[\s'\"]{0,3}(?:=|:|=>)[\s'\"]{0,3}"
+        r"([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])",
+        "entropy": 3.0,
+        "keywords": ["aws"],
+    },
+    {
+        "id": "url-credentials",
+        "regex": r"(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s:/?#@'\"<>]{1,100}:"
+        r"([^\s:/?#@'\"<>]{1,200})@[\w.-]+",
+        "entropy": 0.0,
+        "keywords": ["://"],
+    },
+    {
+        "id": "secret-assignment",
+        # A configuration line (.env, shell, YAML, JSON) whose key's last word names a secret:
+        # KEY=value (no spaces around "=", as .env and shells write it) or "key": value (YAML,
+        # JSON). Code writes a value with spaces around "=" or a comma after it, and there the
+        # value is more often a name or a test fixture than a credential: code gets only the
+        # high-entropy rule (gitleaks' generic-api-key).
+        "regex": r"(?m)^[ \t]*(?:export[ \t]+)?[\"']?" + _SECRET_NAME + r"[\"']?"
+        r"(?:=|:[ \t]+)(?:\"([^\"\n]{4,200})\"|'([^'\n]{4,200})'|([^\s'\"#;,()]{4,200}))[ \t]*$",
+        "entropy": 0.0,
+        "keywords": ["pass", "pwd", "secret", "key", "token"],
+    },
+    {
+        "id": "password-option",
+        # A command-line option that takes a password or token: --password=VALUE, or
+        # --password VALUE where VALUE is not a word of prose (it holds a digit or a symbol).
+        # An upper-case value is a help text's placeholder (--token TOKEN).
+        "regex": r"(?i)(?<![\w-])--(?:db-|admin-|api-)?(?:password|passwd|passphrase|token|"
+        r"api-key|secret)(?:=(?:\"([^\"\n]{4,200})\"|'([^'\n]{4,200})'|([^\s'\"]{4,200}))|"
+        r"[ \t]+(?-i:(?![A-Z0-9_]+(?:[\s'\"]|$)))(?=[^\s'\"]*[^A-Za-z\s'\"])"
+        r"([^\s'\"\-][^\s'\"]{3,199}))",
+        "entropy": 0.0,
+        "keywords": ["--"],
+    },
+)
+
+# A value that names or refers to a secret instead of being one: a variable, a template, a
+# mask, a word.
+_NOT_A_VALUE = _compile(
+    r"^(?:\$\{?\w+\}?|%\w+%|\{\{.*\}\}|<[^>]*>|\*+|x+|X+|\.+|null|none|true|false|"
+    r"(?i:your[\w-]*)|"
+    r"\[REDACTED\b.*|[a-z_]+\.[a-z_.]+|[A-Za-z_]+\(.*)$"
+)
+
+
+@cache
+def _rules() -> tuple[tuple[_Rule, ...], _Allowlist]:
+    data = json.loads(
+        resources.files("ctxpack").joinpath("data/secret_rules.json").read_text("utf-8")
+    )
+    rules = []
+    for entry in [*data["rules"], *_OWN_RULES]:
+        pattern, back = entry["regex"], 0
+        if pattern.startswith(_SEMI_GENERIC):
+            pattern, back = "(?i)" + pattern[len(_SEMI_GENERIC) :], 50
+        rules.append(
+            _Rule(
+                entry["id"],
+                _compile(pattern, entry.get("engine", "re")),
+                back,
+                float(entry.get("entropy", 0.0)),
+                tuple(entry.get("keywords", ())),
+                int(entry.get("secret_group", 0)),
+                tuple(_allowlist(a) for a in entry.get("allowlists", ())),
+            )
+        )
+    glob = data["global_allowlist"]
+    return tuple(rules), _Allowlist(
+        "secret", tuple(_compile(p) for p in glob["regexes"]), tuple(glob["stopwords"])
+    )
+
+
+def _entropy(text: str) -> float:
+    """Shannon entropy of ``text`` in bits per character, as gitleaks computes it."""
+    n = len(text)
+    return -sum(c / n * math.log2(c / n) for c in Counter(text).values()) if n else 0.0
+
+
+def _secret_span(match: Any, group: int) -> tuple[int, int]:
+    if not group:
+        # gitleaks: the first capture group that matched, else the whole match.
+        group = next((i for i in range(1, match.re.groups + 1) if match.group(i)), 0)
+    start, end = match.span(group)
+    return int(start), int(end)
+
+
+def _line_around(text: str, start: int, end: int) -> str:
+    return text[text.rfind("\n", 0, start) + 1 : (text.find("\n", end) + 1 or len(text) + 1) - 1]
+
+
+@cache
+def _keyword_finder() -> tuple[re.Pattern[str], tuple[str, ...]]:
+    """One pattern that finds, at every position, the longest rule keyword starting there (a
+    trie of the keywords, in a lookahead so that matches may overlap), and the keywords."""
+    keywords = sorted({k for rule in _rules()[0] for k in rule.keywords})
+    trie: dict[str, Any] = {}
+    for word in keywords:
+        node = trie
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def alternation(node: dict[str, Any]) -> str:
+        branches = [re.escape(ch) + alternation(child) for ch, child in node.items() if ch]
+        if not branches:
+            return ""
+        inner = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        if "" in node:
+            # Greedy: a longer keyword first; the shorter one is its prefix, found below.
+            return "(?:" + inner + ")?" if len(branches) == 1 else inner + "?"
+        return inner
+
+    return re.compile("(?=(" + alternation(trie) + "))"), tuple(keywords)
+
+
+def _keywords_in(lowered: str) -> set[str]:
+    """The rule keywords that occur in ``lowered``.
+
+    A keyword that occurs at a position is a prefix of the longest keyword found there (the
+    text decides the trie's path), so testing each keyword against those found is exact.
+    """
+    finder, keywords = _keyword_finder()
+    longest = set(finder.findall(lowered))
+    longest.discard("")
+    return {k for k in keywords if any(m.startswith(k) for m in longest)}
+
+
+def _findings(text: str) -> Iterator[SecretFinding]:
+    rules, everywhere = _rules()
+    present = _keywords_in(text.lower())
+    for rule in rules:
+        if rule.keywords and present.isdisjoint(rule.keywords):
+            continue
+        for match in rule.pattern.finditer(text):
+            start, end = _secret_span(match, rule.group)
+            secret = text[start:end]
+            if not secret.strip() or _entropy(secret) < rule.entropy:
+                continue
+            begin = _match_start(text, match.start(), rule.back) if rule.back else match.start()
+            whole = text[begin : match.end()]
+            line = _line_around(text, begin, match.end())
+            # A keyword far from the match says nothing about it: gitleaks looks at a whole
+            # file, a tool output is often many files.
+            if rule.keywords and not any(k in line.lower() for k in rule.keywords):
+                continue
+            if everywhere.allows(secret, whole, line) or _NOT_A_VALUE.match(secret):
+                continue
+            if any(a.allows(secret, whole, line) for a in rule.allowlists):
+                continue
+            yield SecretFinding(rule.kind, start, end)
+
+
+# Rules that read any value assigned to a key naming a secret: where a rule for a known format
+# finds the same value, its kind names the secret better.
+_GENERIC = frozenset({"generic-api-key", "secret-assignment"})
+
+
+@lru_cache(maxsize=4096)
+def _scan(text: str) -> tuple[SecretFinding, ...]:
+    # Cached by content: a history packed again every turn holds the same tool outputs.
+    found = sorted(_findings(text), key=lambda f: (f.kind in _GENERIC, f.start, -(f.end - f.start)))
+    kept: list[SecretFinding] = []
+    for finding in found:
+        # Specific rules first, then generic ones; the first, longest finding of a place wins.
+        if not any(finding.start < k.end and k.start < finding.end for k in kept):
+            kept.append(finding)
+    return tuple(sorted(kept, key=lambda f: f.start))
+
+
+register(_scan)
+
+
+def find_secrets(text: str) -> tuple[SecretFinding, ...]:
+    """The secrets in ``text``, in order, none overlapping.
+
+    Example:
+        >>> [f.kind for f in find_secrets("token ghp_" + "R8sVt2Lq9ZxW4mKp7YcN3bHd6FgJ1aEu5TiO")]
+        ['github-pat']
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"find_secrets() takes a str, got {type(text).__name__}")
+    return _scan(text)
+
+
+def redact(text: str, findings: Sequence[SecretFinding] | None = None) -> Redaction:
+    """``text`` with each secret replaced by a placeholder naming its kind.
+
+    Args:
+        text: Any text.
+        findings: The secrets to replace; by default :func:`find_secrets` of ``text``.
+
+    Example:
+        >>> redact("postgres://app:s3cr3t-pw@db:5432/prod").text
+        'postgres://app:[REDACTED url-credentials]@db:5432/prod'
+    """
+    found = tuple(find_secrets(text) if findings is None else findings)
+    if not found:
+        return Redaction(text, ())
+    parts, last = [], 0
+    for f in found:
+        parts += [text[last : f.start], placeholder(f.kind)]
+        last = f.end
+    parts.append(text[last:])
+    return Redaction("".join(parts), found)
+
+
+def redact_message(message: Message) -> tuple[Message, tuple[SecretFinding, ...]]:
+    """``message`` with the secrets in its text parts and tool-call arguments replaced, and the
+    secrets found (the same message when there are none).
+
+    Example:
+        >>> token = "ghp_" + "R8sVt2Lq9ZxW4mKp7YcN3bHd6FgJ1aEu5TiO"
+        >>> msg = Message(role="tool", tool_call_id="c1", content=f"GITHUB_TOKEN={token}")
+        >>> redact_message(msg)[0].content
+        'GITHUB_TOKEN=[REDACTED github-pat]'
+    """
+    found: list[SecretFinding] = []
+
+    def clean(text: str) -> str:
+        out = redact(text)
+        found.extend(out.findings)
+        return out.text
+
+    update: dict[str, Any] = {}
+    content = message.content
+    if isinstance(content, str):
+        if (new := clean(content)) != content:
+            update["content"] = new
+    elif isinstance(content, list):
+        parts = [
+            {**part, "text": clean(part["text"])}
+            if part.get("type") == "text" and isinstance(part.get("text"), str)
+            else part
+            for part in content
+        ]
+        if parts != content:
+            update["content"] = parts
+    if message.tool_calls:
+        calls = [
+            call.model_copy(
+                update={"function": call.function.model_copy(update={"arguments": args})}
+            )
+            if (args := clean(call.function.arguments)) != call.function.arguments
+            else call
+            for call in message.tool_calls
+        ]
+        if any(new is not old for new, old in zip(calls, message.tool_calls, strict=True)):
+            update["tool_calls"] = calls
+    if not update:
+        return message, ()
+    return message.model_copy(update=update), tuple(found)
+
+
+def secrets_reason(findings: Sequence[SecretFinding]) -> str:
+    """A decision's reason for ``findings``: how many secrets, and their kinds (never values).
+
+    Example:
+        >>> secrets_reason([SecretFinding("jwt", 0, 9), SecretFinding("jwt", 20, 29)])
+        '2 secrets replaced: jwt'
+    """
+    kinds = ", ".join(dict.fromkeys(f.kind for f in findings))
+    n = len(findings)
+    return f"{n} secret{'s' if n != 1 else ''} replaced: {kinds}"

@@ -1,0 +1,84 @@
+"""Redact: replace the secrets in messages by placeholders naming their kind."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import ClassVar
+
+from .._internal.prefix import PrefixMemo
+from ..messages import Message, Role
+from ..pipeline import Decision, PackContext
+from ..redaction import SecretFinding, redact_message, secrets_reason
+from ._base import StageModel
+
+__all__ = ["SecretRedactor"]
+
+_Redacted = tuple[Message, tuple[SecretFinding, ...]] | None
+
+
+@lru_cache(maxsize=32)
+def _redactions(roles: frozenset[str]) -> PrefixMemo[Message, _Redacted]:
+    """Each message redacted (``None`` when nothing is), memoised across packs of a growing
+    history: a long history is packed again every turn, its messages unchanged."""
+
+    def redacted(message: Message) -> _Redacted:
+        if message.role not in roles:
+            return None
+        new, found = redact_message(message)
+        return (new, found) if found else None
+
+    return PrefixMemo(redacted)
+
+
+class SecretRedactor(StageModel):
+    """Replace each secret (a provider key, a token, a private key, a password in a
+    configuration line...) by ``[REDACTED kind]``, before any other stage reads the message.
+
+    Secrets are found by :mod:`ctxpack.redaction` (gitleaks' rules and four of ctxpack's own).
+    Each message changed gets a ``redacted`` decision naming the kinds of secret, never a value.
+    The original is not kept as an artifact: it would hand the secret back.
+
+    Args:
+        roles: Whose messages are redacted. By default tool outputs only: what a user typed is
+            left as typed unless their role is listed.
+
+    Example:
+        >>> from ctxpack import Message, pack
+        >>> from ctxpack.pipeline import PackContext
+        >>> from ctxpack.tokens import get_counter
+        >>> ctx = PackContext(
+        ...     messages=(Message(role="tool", id="t1", tool_call_id="c1",
+        ...                       content="npm_" + "R8sVt2Lq9ZxW4mKp7YcN3bHd6FgJ1aEu5TiO"),),
+        ...     budget=100, counter=get_counter(None, "approx"))
+        >>> out = SecretRedactor()(ctx)
+        >>> out.messages[0].content, out.decisions[0].reason
+        ('[REDACTED npm-access-token]', '1 secret replaced: npm-access-token')
+    """
+
+    name: ClassVar[str] = "redact"
+
+    roles: tuple[Role, ...] = ("tool",)
+
+    def __call__(self, ctx: PackContext, /) -> PackContext:
+        results = _redactions(frozenset(self.roles))(ctx.messages)
+        changed = [i for i, result in enumerate(results) if result is not None]
+        if not changed:
+            return ctx
+        messages = list(ctx.messages)
+        decisions = []
+        for i in changed:
+            result = results[i]
+            assert result is not None  # changed lists only those
+            msg, (new, found) = messages[i], result
+            messages[i] = new
+            decisions.append(
+                Decision(
+                    stage=self.name,
+                    action="redacted",
+                    message_id=msg.id,
+                    reason=secrets_reason(found),
+                    tokens_before=ctx.tokens(msg),
+                    tokens_after=ctx.tokens(new),
+                )
+            )
+        return ctx.decide(*decisions, messages=tuple(messages))

@@ -1,0 +1,134 @@
+"""Write ``ctxpack/data/secret_rules.json``, the secret rules ctxpack redacts with, from gitleaks.
+
+gitleaks (https://github.com/gitleaks/gitleaks, MIT licence) keeps a maintained set of rules for
+provider keys and tokens in ``config/gitleaks.toml``. This script vendors them, with their
+licence and the commit they come from, so that ctxpack needs neither gitleaks nor a network at
+run time:
+
+- rules that match on file paths only are left out (ctxpack sees text, not files);
+- the path parts of allowlists are left out, for the same reason;
+- gitleaks' regexes are Go (RE2) syntax. Most mean the same to Python's ``re``, the fastest
+  engine at hand; each rule records the engine that reads it as Go does: ``"re"`` when ``re``
+  compiles it without a warning, else ``"regex"``, the ``regex`` package in its version-1 mode,
+  which reads a flag such as ``(?i)`` in the middle of a pattern as Go does (to the end of the
+  group) and knows POSIX classes such as ``[[:alnum:]]``. The one spelling neither has, ``\\z``,
+  becomes ``\\Z``. The script fails if a rule compiles with neither.
+
+Usage::
+
+    git clone https://github.com/gitleaks/gitleaks /tmp/gitleaks   # or any copy of the file
+    python scripts/vendor_gitleaks_rules.py /tmp/gitleaks/config/gitleaks.toml \\
+        --license /tmp/gitleaks/LICENSE --commit "$(git -C /tmp/gitleaks rev-parse HEAD)"
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import regex
+import tomllib
+
+OUT = Path(__file__).resolve().parent.parent / "ctxpack" / "data" / "secret_rules.json"
+
+
+def go_to_python(pattern: str) -> str:
+    """A Go RE2 pattern as the ``regex`` package reads it in version-1 mode."""
+    return pattern.replace(r"\z", r"\Z")
+
+
+def _check(pattern: str, where: str) -> str:
+    translated = go_to_python(pattern)
+    try:
+        regex.compile(translated, regex.V1)
+    except regex.error as exc:
+        sys.exit(f"{where}: {pattern!r} does not compile ({exc})")
+    return translated
+
+
+def engine(pattern: str) -> str:
+    """``"re"`` when Python's ``re`` reads ``pattern`` without a warning (say, of a nested set
+    such as ``[[:alnum:]]``, which ``re`` reads differently), else ``"regex"``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            re.compile(pattern)
+        except (re.error, FutureWarning, DeprecationWarning):
+            return "regex"
+    return "regex" if "(?i)" in pattern[1:] else "re"
+
+
+def _allowlist(entry: dict[str, Any], where: str) -> dict[str, Any] | None:
+    regexes = [_check(r, where) for r in entry.get("regexes", [])]
+    stopwords = [str(w).lower() for w in entry.get("stopwords", [])]
+    if not regexes and not stopwords:
+        return None  # a path-only allowlist
+    condition = entry.get("condition", "OR")
+    if condition == "AND" and entry.get("paths"):
+        return None  # needs a path to hold, and ctxpack has none
+    return {
+        "target": entry.get("regexTarget", "secret"),
+        "regexes": regexes,
+        "stopwords": stopwords,
+    }
+
+
+def convert(config: dict[str, Any]) -> dict[str, Any]:
+    rules = []
+    for rule in config["rules"]:
+        if "regex" not in rule:
+            continue  # a rule on file names only
+        where = f"rule {rule['id']}"
+        allowlists = [
+            a
+            for i, entry in enumerate(rule.get("allowlists", []))
+            if (a := _allowlist(entry, f"{where} allowlist {i}")) is not None
+        ]
+        rules.append(
+            {
+                "id": rule["id"],
+                "description": rule.get("description", ""),
+                "regex": (pattern := _check(rule["regex"], where)),
+                "engine": engine(pattern),
+                "entropy": float(rule.get("entropy", 0.0)),
+                "keywords": [k.lower() for k in rule.get("keywords", [])],
+                "secret_group": int(rule.get("secretGroup", 0)),
+                "allowlists": allowlists,
+            }
+        )
+    glob = config.get("allowlist", {})
+    return {
+        "global_allowlist": {
+            "regexes": [_check(r, "global allowlist") for r in glob.get("regexes", [])],
+            "stopwords": [str(w).lower() for w in glob.get("stopwords", [])],
+        },
+        "rules": rules,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("config", type=Path, help="gitleaks' config/gitleaks.toml")
+    parser.add_argument("--license", type=Path, required=True, help="gitleaks' LICENSE file")
+    parser.add_argument("--commit", required=True, help="the gitleaks commit the file is from")
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
+    config = tomllib.loads(args.config.read_text(encoding="utf-8"))
+    data = {
+        "source": "https://github.com/gitleaks/gitleaks/blob/master/config/gitleaks.toml",
+        "commit": args.commit,
+        "license": args.license.read_text(encoding="utf-8"),
+        "generated_by": "scripts/vendor_gitleaks_rules.py",
+        **convert(config),
+    }
+    args.out.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"{len(data['rules'])} rules -> {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""Test files as evidence: what is a test, what it tests, and how rank_files uses that."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ctxpack.code import CodeIndex, roles
+from ctxpack.code.index import TEST_SHARE
+
+
+@pytest.mark.parametrize(
+    ("path", "is_test"),
+    [
+        ("tests/test_models.py", True),
+        ("sympy/core/tests/test_basic.py", True),
+        ("testing/python/collect.py", True),
+        ("pkg/test/helpers.py", True),
+        ("test_requests.py", True),
+        ("pkg/models_test.go", True),
+        ("web/src/cart.spec.ts", True),
+        ("conftest.py", True),
+        ("src/_pytest/pytester.py", False),
+        ("pkg/testing_utils.py", False),
+        ("pkg/contest.py", False),
+        ("pkg/models.py", False),
+    ],
+)
+def test_is_test_path(path: str, is_test: bool) -> None:
+    assert roles.is_test_path(path) is is_test
+
+
+def test_a_test_file_points_at_the_module_of_its_name_nearest_first() -> None:
+    paths = [
+        "pkg/core/models.py",
+        "pkg/other/models.py",
+        "pkg/core/tests/test_models.py",
+        "pkg/core/helpers.py",
+        "pkg/core/tests/test_helpers.py",
+        "pkg/core/tests/test_nothing.py",
+    ]
+    imports = {"pkg/core/tests/test_helpers.py": {"pkg/core/models.py", "pkg/core/helpers.py"}}
+    links = roles.tested_modules(paths, imports)
+    # Two files are named models.py: the one sharing the test's folders is the one tested.
+    assert links["pkg/core/tests/test_models.py"] == {"pkg/core/models.py": 1.0}
+    # Named by the test: sure; only imported: less sure, shared among the imports.
+    helpers = links["pkg/core/tests/test_helpers.py"]
+    assert helpers["pkg/core/helpers.py"] == 1.0
+    assert 0 < helpers["pkg/core/models.py"] < 1.0
+    # A test that names no module and imports nothing points at nothing.
+    assert "pkg/core/tests/test_nothing.py" not in links
+    # A package is named by its folder.
+    assert roles.tested_modules(["pkg/io/__init__.py", "tests/test_io.py"], {}) == {
+        "tests/test_io.py": {"pkg/io/__init__.py": 1.0}
+    }
+
+
+@pytest.fixture
+def tested_repo(tmp_path: Path) -> Path:
+    """A module whose words are few, and a test of it that repeats the issue's words."""
+    (tmp_path / "shop").mkdir()
+    (tmp_path / "shop" / "__init__.py").write_text("")
+    (tmp_path / "shop" / "basket.py").write_text(
+        "def total(items):\n    return sum(i.price * i.quantity for i in items)\n"
+    )
+    (tmp_path / "shop" / "receipt.py").write_text(
+        "def receipt_lines(items):\n    return [str(i) for i in items]\n"
+    )
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_basket.py").write_text(
+        "from shop.basket import total\n\n\n"
+        "def test_total_with_discount_coupon():\n"
+        "    # discount coupon applied twice gives a negative total\n"
+        "    coupon = discount_coupon(percent=50)\n"
+        "    assert total(apply_discount(coupon, coupon)) >= 0\n"
+    )
+    return tmp_path
+
+
+ISSUE = "Applying a discount coupon twice gives a negative total"
+
+
+def test_a_matching_test_ranks_the_code_it_tests_first(tested_repo: Path) -> None:
+    index = CodeIndex(tested_repo, db=":memory:")
+    ranked = index.rank_files(ISSUE, k=5)
+    paths = [h.path for h in ranked]
+    assert paths[0] == "shop/basket.py"
+    assert ranked[0].signals["tested"] == 1.0
+    # The test is still returned (it is evidence), below the code.
+    assert "tests/test_basket.py" in paths
+    test = ranked[paths.index("tests/test_basket.py")]
+    lexical = sum(index.weights[s] * test.signals[s] for s in ("symbol", "file", "definition"))
+    assert test.score == pytest.approx(
+        TEST_SHARE * lexical + index.weights["graph"] * test.signals["graph"]
+    )
+
+
+def test_a_test_the_query_names_is_not_down_ranked(tested_repo: Path) -> None:
+    index = CodeIndex(tested_repo, db=":memory:")
+    ranked = index.rank_files("tests/test_basket.py: " + ISSUE, k=2)
+    assert ranked[0].path == "tests/test_basket.py"
+
+
+def test_the_same_words_outside_a_test_file_win(tested_repo: Path) -> None:
+    # The test's text moved to a file that is not a test: it is an answer again.
+    (tested_repo / "tests" / "test_basket.py").rename(tested_repo / "basket_checks.py")
+    moved = [h.path for h in CodeIndex(tested_repo, db=":memory:").rank_files(ISSUE, k=5)]
+    assert moved[0] == "basket_checks.py"

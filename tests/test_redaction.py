@@ -1,0 +1,318 @@
+"""Secrets never reach the model or the store: redaction in pack(), Session and the retrieve tool.
+
+The secrets come from a generated corpus (tests/secret_corpus.py): random values in each
+provider's published format, planted in realistic tool outputs.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from itertools import pairwise
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ctxpack
+from ctxpack import ConfigError, Message, Session, pack
+from ctxpack.pipeline import Pipeline
+from ctxpack.redaction import find_secrets, placeholder, redact
+from ctxpack.retrieval import RETRIEVE_TOOL_NAME
+from ctxpack.stages import GreedyPacker, SecretRedactor
+from ctxpack.store import SQLiteArtifactStore
+from ctxpack.testing import check_stage
+
+from .secret_corpus import planted
+
+CORPUS = list(planted(seed=0)) + list(planted(seed=1))
+
+
+class RecordingStore(SQLiteArtifactStore):
+    """An artifact store that remembers every text it was given."""
+
+    def __init__(self) -> None:
+        super().__init__(":memory:")
+        self.texts: list[str] = []
+
+    def put(self, text: str, **metadata: Any) -> str:
+        self.texts.append(text)
+        return super().put(text, **metadata)
+
+
+def _exchange(i: int, output: str) -> list[dict[str, Any]]:
+    call = {"id": f"c{i}", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+    return [
+        {"role": "assistant", "content": "Looking.", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": f"c{i}", "content": output},
+    ]
+
+
+def _history(outputs: list[str]) -> list[dict[str, Any]]:
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Why does deploy fail?"}]
+    for i, output in enumerate(outputs):
+        history += _exchange(i, output)
+    return history
+
+
+def _padded(text: str) -> str:
+    # Long enough for the session's filters to shorten it, so that its original is stored.
+    passed = [f"tests/test_{i}.py::test_ok PASSED" for i in range(60)]
+    return "\n".join([*passed, text, "==== 60 passed in 3.10s ===="])
+
+
+def _every_text(result: ctxpack.PackResult) -> str:
+    parts = [json.dumps(result.to_openai())]
+    parts += [m.text for m in result.artifacts.values()]
+    parts += [d.reason for d in result.decisions]
+    return "\n".join(parts)
+
+
+@pytest.mark.parametrize(("name", "text", "values"), CORPUS, ids=[c[0] for c in CORPUS])
+def test_every_planted_secret_is_found_and_replaced(
+    name: str, text: str, values: list[str]
+) -> None:
+    out = redact(text)
+    for value in values:
+        assert value not in out.text, name
+    assert out.findings
+    assert all(placeholder(kind) in out.text for kind in out.kinds)
+
+
+def test_the_corpus_covers_many_formats() -> None:
+    kinds = {kind for _, text, _ in CORPUS for kind in redact(text).kinds}
+    assert len(CORPUS) >= 100
+    assert {
+        "aws-access-token",
+        "aws-secret-access-key",
+        "github-pat",
+        "github-fine-grained-pat",
+        "gitlab-pat",
+        "openai-api-key",
+        "anthropic-api-key",
+        "slack-bot-token",
+        "stripe-access-token",
+        "gcp-api-key",
+        "npm-access-token",
+        "pypi-upload-token",
+        "private-key",
+        "jwt",
+        "url-credentials",
+        "secret-assignment",
+        "password-option",
+    } <= kinds
+
+
+def test_no_secret_reaches_render_the_store_or_a_retrieve_answer() -> None:
+    store = RecordingStore()
+    session = Session(model="gpt-4", store=store)
+    session.extend(_history([_padded(text) for _, text, _ in CORPUS]))
+    seen = _every_text(session.render())
+    seen += "\n".join(m.text for m in session.transcript())
+    refs = [ctxpack.store.artifact_id(text) for text in store.texts]
+    answers = [session.handle({"artifact": ref}) for ref in refs]
+    assert len(store.texts) > len(CORPUS) / 2, "the filters stored originals"
+    everything = "\n".join([seen, *store.texts, *answers])
+    leaked = [(name, v) for name, _, values in CORPUS for v in values if v in everything]
+    assert not leaked
+
+
+def test_no_secret_reaches_pack_output() -> None:
+    outputs = [text for _, text, _ in CORPUS]
+    result = pack(_history(outputs), budget=200_000, model="gpt-4")
+    everything = _every_text(result)
+    leaked = [(name, v) for name, _, values in CORPUS for v in values if v in everything]
+    assert not leaked
+
+
+def test_each_redaction_is_a_decision_naming_the_kind_never_the_value() -> None:
+    token = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+    result = pack(_history([f"GITHUB_TOKEN={token}"]), budget=10_000, model="gpt-4")
+    (decision,) = [d for d in result.decisions if d.action == "redacted"]
+    assert decision.stage == "redact"
+    assert decision.message_id == result.input_ids[2]
+    assert decision.reason == "1 secret replaced: github-pat"
+    assert result.messages[-1].text == "GITHUB_TOKEN=[REDACTED github-pat]"
+
+
+def test_redact_secrets_false_keeps_tool_outputs_as_they_are() -> None:
+    token = "npm_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    history = _history([f"//registry.npmjs.org/:_authToken={token}"])
+    assert token in pack(history, budget=10_000, redact_secrets=False).messages[-1].text
+    session = Session(redact_secrets=False)
+    session.extend(history)
+    assert token in session.render().messages[-1].text
+
+
+def test_what_a_user_typed_is_left_as_typed_unless_asked() -> None:
+    token = "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc"
+    history = [{"role": "user", "content": f"deploy with STRIPE_KEY={token}"}]
+    assert pack(history, budget=1_000).messages[0].text.endswith(token)
+    session = Session()
+    session.extend(history)
+    assert session.render().messages[0].text.endswith(token)
+    everything = Session(redact_secrets="all")
+    everything.extend(history)
+    assert everything.render().messages[0].text.endswith("[REDACTED stripe-access-token]")
+    redacting_users = ctxpack.default_pipeline().replace(
+        "redact", SecretRedactor(roles=("user", "tool"))
+    )
+    assert token not in pack(history, budget=1_000, pipeline=redacting_users).messages[0].text
+
+
+def test_secrets_in_tool_call_arguments_are_redacted_when_asked() -> None:
+    token = "glpat-" + "Ab3De6Gh9Jk2Mn5Pq8St"
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "bash", "arguments": json.dumps({"command": f"export T={token}"})},
+    }
+    session = Session(redact_secrets="all")
+    session.extend(
+        [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        ]
+    )
+    arguments = session.render().messages[1].tool_calls[0].function.arguments
+    assert token not in arguments
+    assert json.loads(arguments)["command"] == "export T=[REDACTED gitlab-pat]"
+
+
+def test_store_secrets_keeps_the_original_in_the_store_but_not_in_answers() -> None:
+    token = "xoxb-" + "123456789012-123456789012-" + "AbCdEfGhIjKlMnOpQrStUvWx"
+    store = RecordingStore()
+    session = Session(store=store, store_secrets=True)
+    session.extend(_history([f"SLACK={token}"]))
+    assert any(token in text for text in store.texts)
+    (decision,) = [d for d in session.render().decisions if d.action == "redacted"]
+    raw_ref = decision.reason.rsplit(" ", 1)[-1]
+    assert token in store.get(raw_ref)
+    assert token not in session.handle({"artifact": raw_ref})
+    assert token not in session.retrieve(raw_ref).text
+
+
+def test_the_redact_step_is_listed_replaceable_and_removable() -> None:
+    pipeline = ctxpack.default_pipeline()
+    assert pipeline.names[0] == "redact"
+    assert isinstance(pipeline["redact"], SecretRedactor)
+    token = "AKIA" + "ZQ3MHYJKLMNOPQR7"
+    history = _history([f"key {token}"])
+    kept = pack(history, budget=10_000, pipeline=pipeline.without("redact"), redact_secrets=False)
+    assert token in kept.messages[-1].text
+
+
+def test_a_custom_pipeline_without_the_step_gets_it_first() -> None:
+    token = "AKIA" + "ZQ3MHYJKLMNOPQR7"
+    result = pack(_history([f"key {token}"]), budget=10_000, pipeline=Pipeline([GreedyPacker()]))
+    assert token not in result.messages[-1].text
+    assert [d.stage for d in result.decisions if d.action == "redacted"] == ["redact"]
+
+
+def test_redactor_passes_the_stage_conformance_check() -> None:
+    check_stage(SecretRedactor())
+    check_stage(SecretRedactor(roles=("user", "tool", "assistant")))
+
+
+def test_bad_options_are_config_errors() -> None:
+    with pytest.raises(ConfigError, match="redact_secrets"):
+        pack([{"role": "user", "content": "hi"}], budget=100, redact_secrets="yes")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="redact_secrets"):
+        Session(redact_secrets="tools")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="roles"):
+        SecretRedactor(roles=("robot",))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="str"):
+        find_secrets(b"bytes")  # type: ignore[arg-type]
+
+
+NOT_SECRETS = [
+    "commit 3f786850e387550fdab836ed7e6dc881de23001b\nAuthor: Jane <jane@example.com>",
+    "HEAD is now at 9fceb02 Fix the parser (#1234)",
+    f"request_id={uuid.UUID(int=0x1234567890ABCDEF1234567890ABCDEF)} status=200",
+    "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855  dist.tar.gz",
+    "md5 d41d8cd98f00b204e9800998ecf8427e",
+    'data = base64.b64decode("SGVsbG8sIFdvcmxkISBUaGlzIGlzIHRlc3QgZGF0YS4=")',
+    "integrity sha512-z4PhNX7vuL3xVChQ1m2AB9Yg5AULVxXcg/SpIdNs6c5H0NE8XYXysP+DGNKHfuwvY7kxvUR",
+    "token = self._next_token()\nkey = cache_key(request)",
+    "password = forms.CharField(widget=forms.PasswordInput)",
+    "SECRET_KEY = os.environ['SECRET_KEY']",
+    "DB_PASSWORD=${DB_PASSWORD}\nAPI_KEY=<your-api-key>",
+    "max_tokens: 4096\naccess_level: admin",
+    "  --token TOKEN   the API token to use\n  --password-file PATH",
+    "# on old systems --password suffers from the same problem",
+    "git log --token-count",
+]
+
+
+@pytest.mark.parametrize("text", NOT_SECRETS)
+def test_hashes_ids_and_references_survive(text: str) -> None:
+    assert find_secrets(text) == ()
+    assert redact(text).text == text
+
+
+def test_a_message_without_secrets_is_the_same_object() -> None:
+    msg = Message(role="tool", tool_call_id="c1", content="all 12 tests passed")
+    assert ctxpack.redaction.redact_message(msg)[0] is msg
+
+
+def test_retrieve_tool_name_is_stable() -> None:
+    assert RETRIEVE_TOOL_NAME == "retrieve_original"
+
+
+def test_anthropic_tool_results_are_redacted_everywhere() -> None:
+    token = "ghp_" + "R8sVt2Lq9ZxW4mKp7YcN3bHd6FgJ1aEu5TiO"
+    session = Session()
+    session.extend(
+        [
+            {"role": "user", "content": "go"},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t1", "name": "bash", "input": {}}],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "t1",
+                        "content": [{"type": "text", "text": f"GH={token}"}],
+                    }
+                ],
+            },
+        ]
+    )
+    result = session.render()
+    assert token not in repr(result) + repr(session.transcript())
+    assert "[REDACTED github-pat]" in json.dumps(result.to_anthropic())
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    before=st.text(max_size=200),
+    after=st.text(max_size=200),
+    planted=st.sampled_from(CORPUS),
+)
+def test_redaction_removes_planted_secrets_between_any_lines_and_is_idempotent(
+    before: str, after: str, planted: tuple[str, str, list[str]]
+) -> None:
+    _, text, values = planted
+    out = redact(f"{before}\n{text}\n{after}")
+    # Any lines around the planted output: the value never survives, and redacting the result
+    # again changes nothing.
+    assert not any(value in out.text for value in values)
+    assert redact(out.text).text == out.text
+    spans = [(f.start, f.end) for f in out.findings]
+    assert spans == sorted(spans)
+    assert all(a_end <= b_start for (_, a_end), (b_start, _) in pairwise(spans))
+
+
+def test_a_custom_step_named_redact_keeps_its_name() -> None:
+    def mine(ctx: Any) -> Any:
+        return ctx
+
+    token = "AKIA" + "ZQ3MHYJKLMNOPQR7"
+    pipeline = Pipeline([("redact", mine), GreedyPacker()])
+    result = pack(_history([f"key {token}"]), budget=10_000, pipeline=pipeline)
+    assert token not in result.messages[-1].text

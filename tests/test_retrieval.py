@@ -1,0 +1,189 @@
+"""The retrieve tool against a hostile caller: every bad call answered in words, fast.
+
+The model calls this tool, and what it read may steer it; each call below once hung, raised or
+answered with an empty page. Time is measured as processor time, which is what the tool bounds
+(and what a busy machine does not inflate); the wall-clock bound only catches a hang.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+
+import pytest
+
+from ctxpack.retrieval import (
+    MAX_CONTEXT,
+    MAX_REGEX_CHARS,
+    RETRIEVE_TOOL_NAME,
+    handle_retrieve_call,
+    read_artifact,
+)
+from ctxpack.store import SQLiteArtifactStore
+
+SIXTY_K_LINES = "\n".join(f"line {i} " + "a" * 30 for i in range(60_000))
+A_RUN = "a" * 5_000 + "!"  # (a+)+$ backtracks exponentially on it
+
+
+def _deep_json(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+def _answer(store: SQLiteArtifactStore, **args: object) -> tuple[str, float]:
+    start, wall = time.process_time(), time.monotonic()
+    answer = handle_retrieve_call(store, args)
+    assert time.monotonic() - wall < 10, "the call hung"
+    return answer, time.process_time() - start
+
+
+@pytest.fixture(scope="module")
+def store() -> SQLiteArtifactStore:
+    return SQLiteArtifactStore(":memory:")
+
+
+HOSTILE: dict[str, Callable[[SQLiteArtifactStore], dict[str, object]]] = {
+    "catastrophic regex": lambda s: {"artifact": s.put(A_RUN), "regex": "(a+)+$"},
+    "catastrophic regex over many lines": lambda s: {
+        "artifact": s.put("\n".join([A_RUN] * 50)),
+        "regex": "(a|aa)+$",
+    },
+    "huge context on 60k lines": lambda s: {
+        "artifact": s.put(SIXTY_K_LINES),
+        "regex": "a",
+        "context": 60_000,
+    },
+    "json path $ on deep JSON": lambda s: {
+        "artifact": s.put(_deep_json(100_000)),
+        "json_path": "$",
+    },
+    "json path [0] on deep JSON": lambda s: {
+        "artifact": s.put(_deep_json(100_000)),
+        "json_path": "$[0]",
+    },
+    "5000-digit line number": lambda s: {"artifact": s.put("a\nb"), "lines": "9" * 5_000},
+    "range past the end": lambda s: {"artifact": s.put("a\nb\nc"), "lines": "10-20"},
+    "regex too long": lambda s: {"artifact": s.put("a"), "regex": "a" * (MAX_REGEX_CHARS + 1)},
+    "invalid regex": lambda s: {"artifact": s.put("a"), "regex": "(unclosed"},
+    "regex not a string": lambda s: {"artifact": s.put("a"), "regex": 42},
+    "json path not a string": lambda s: {"artifact": s.put("{}"), "json_path": ["$"]},
+    "json path of a thousand steps": lambda s: {
+        "artifact": s.put("{}"),
+        "json_path": "$" + ".a" * 1_000,
+    },
+    "lines as a list": lambda s: {"artifact": s.put("a"), "lines": [1, 2]},
+    "page as a string": lambda s: {"artifact": s.put("a"), "page": "2"},
+    "page past the end": lambda s: {"artifact": s.put("a"), "page": 99},
+    "negative context": lambda s: {"artifact": s.put("a"), "regex": "a", "context": -1},
+    "context a float": lambda s: {"artifact": s.put("a"), "regex": "a", "context": 2.5},
+    "two selectors": lambda s: {"artifact": s.put("a"), "regex": "a", "lines": "1"},
+    "unknown artifact a megabyte long": lambda s: {"artifact": "art_" + "0" * 1_000_000},
+    "artifact not a string": lambda s: {"artifact": 7},
+    "unknown argument": lambda s: {"artifact": s.put("a"), "grep": "a"},
+    "nested counted repeats": lambda s: {
+        "artifact": s.put("a" * 100),
+        "regex": "(?:(?:a{1000}){1000}){1000}",
+    },
+    "page of 5000 digits": lambda s: {"artifact": s.put("a"), "page": 10**5000},
+    "lines of 5000 digits as a number": lambda s: {"artifact": s.put("a"), "lines": 10**5000},
+}
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "[" * 100_000 + "]" * 100_000,
+        '{"artifact": "art_0", "page": ' + "9" * 5_000 + "}",
+        "not json",
+        "[1, 2]",
+    ],
+    ids=["nested arguments", "5000-digit number", "not JSON", "not an object"],
+)
+def test_unreadable_arguments_are_answered_in_words(store: SQLiteArtifactStore, raw: str) -> None:
+    call = {
+        "id": "c",
+        "type": "function",
+        "function": {"name": RETRIEVE_TOOL_NAME, "arguments": raw},
+    }
+    answer = handle_retrieve_call(store, call)
+    assert answer.startswith("error: ")
+    assert len(answer) < 2_000
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_call_is_answered_in_words_under_a_second(
+    store: SQLiteArtifactStore, name: str
+) -> None:
+    args = HOSTILE[name](store)
+    answer, seconds = _answer(store, **args)
+    assert answer.startswith("error: "), answer[:300]
+    assert len(answer) < 2_000
+    assert seconds < 1.0, f"{name}: {seconds:.2f} s of processor time"
+
+
+def test_catastrophic_regex_error_says_why_and_what_to_do(store: SQLiteArtifactStore) -> None:
+    answer, _ = _answer(store, artifact=store.put(A_RUN), regex="(a+)+$")
+    assert "took more than" in answer
+    assert "lines=" in answer
+
+
+def test_range_past_the_end_names_the_length(store: SQLiteArtifactStore) -> None:
+    answer, _ = _answer(store, artifact=store.put("a\nb\nc"), lines="10-20")
+    assert "3 lines" in answer
+
+
+def test_a_range_running_past_the_end_reads_to_the_end(store: SQLiteArtifactStore) -> None:
+    ref = store.put("a\nb\nc")
+    assert read_artifact(store, ref, lines="2-99").text == "b\nc"
+
+
+def test_context_at_the_cap_is_answered_and_each_line_shown_once(
+    store: SQLiteArtifactStore,
+) -> None:
+    start = time.process_time()
+    out = read_artifact(store, store.put(SIXTY_K_LINES), regex="a", context=MAX_CONTEXT)
+    assert time.process_time() - start < 1.0
+    assert out.matches == 60_000
+    assert out.pages > 1
+
+
+def test_overlapping_context_is_merged_as_grep_does(store: SQLiteArtifactStore) -> None:
+    ref = store.put("\n".join(["x", "hit", "x", "hit", "x", "x", "x", "x", "hit"]))
+    out = read_artifact(store, ref, regex="hit", context=1)
+    assert out.text.split("\n") == ["1-x", "2:hit", "3-x", "4:hit", "5-x", "--", "8-x", "9:hit"]
+
+
+def test_json_path_reads_deep_documents_within_the_limit(store: SQLiteArtifactStore) -> None:
+    nested: object = {"leaf": 1}
+    for _ in range(500):
+        nested = {"a": nested}
+    ref = store.put(json.dumps(nested))
+    path = "$" + ".a" * 99
+    out = read_artifact(store, ref, json_path=path)
+    assert out.matches == 1
+
+
+def test_redacts_secrets_the_store_holds(store: SQLiteArtifactStore) -> None:
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    ref = store.put(f"GITHUB_TOKEN={token}\nok")
+    assert token not in handle_retrieve_call(store, {"artifact": ref})
+    assert "[REDACTED github-pat]" in handle_retrieve_call(store, {"artifact": ref})
+    assert token in handle_retrieve_call(store, {"artifact": ref}, redact_secrets=False)
+
+
+def test_anthropic_and_openai_calls_are_read(store: SQLiteArtifactStore) -> None:
+    ref = store.put("a\nb")
+    openai_call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": RETRIEVE_TOOL_NAME, "arguments": json.dumps({"artifact": ref})},
+    }
+    anthropic_call = {"type": "tool_use", "name": RETRIEVE_TOOL_NAME, "input": {"artifact": ref}}
+    assert handle_retrieve_call(store, openai_call).endswith("a\nb")
+    assert handle_retrieve_call(store, anthropic_call).endswith("a\nb")
+
+
+def test_counted_repeats_within_reason_still_run(store: SQLiteArtifactStore) -> None:
+    ref = store.put("ab" * 50 + "\nxyz")
+    assert read_artifact(store, ref, regex="(?:ab){50}", context=0).matches == 1
+    assert read_artifact(store, ref, regex="^[x-z]{3}$", context=0).matches == 1
