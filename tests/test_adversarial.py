@@ -10,6 +10,7 @@ the same arguments and require either a result or a ctxpack error.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import tempfile
@@ -685,7 +686,49 @@ def _not_a_database() -> str:
     return path
 
 
+def _session_with_an_original() -> tuple[Session, str]:
+    """A session whose one tool output (101 lines) was shortened, and its original's id."""
+    log = [f"tests/test_{i}.py::test_ok PASSED" for i in range(100)]
+    s = session(
+        USER,
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "bash", "arguments": '{"command": "pytest -q"}'},
+                }
+            ],
+        },
+        {
+            "role": "tool",
+            "tool_call_id": "c1",
+            "content": "\n".join([*log, "FAILED tests/test_auth.py::test_refresh - KeyError"]),
+        },
+    )
+    artifact = s.records[0].artifact
+    assert artifact is not None
+    return s, artifact
+
+
+def _retrieve(**selector: Any) -> object:
+    s, artifact = _session_with_an_original()
+    return s.retrieve(artifact, **selector)
+
+
 STORE_CASES: list[Case] = [
+    case(
+        "Session.retrieve(lines past the end)",
+        lambda: _retrieve(lines="500-600"),
+        ConfigError,
+        "lines",
+        "101 lines",
+    ),
+    case("Session.retrieve(lines='b-a')", lambda: _retrieve(lines="20-10"), ConfigError, "lines"),
+    case("Session.retrieve(regex='(')", lambda: _retrieve(regex="("), ConfigError, "regex"),
+    case("Session.retrieve(page=0)", lambda: _retrieve(page=0), ConfigError, "page"),
     case(
         "open_store(a folder)",
         lambda: open_store(f"sqlite:///{_folder()}"),
@@ -1129,3 +1172,17 @@ def test_any_nested_message_through_any_entry_point_gives_a_result_or_a_ctxpack_
 ) -> None:
     # _ctxpack_error_or_result lets any other exception through: the test fails on it.
     _ctxpack_error_or_result(lambda: _ENTRY_POINTS[entry]([USER, message]))
+
+
+def test_the_model_asking_past_the_end_is_answered_in_words() -> None:
+    s, artifact = _session_with_an_original()
+    call = {
+        "id": "c2",
+        "type": "function",
+        "function": {
+            "name": "retrieve_original",
+            "arguments": json.dumps({"artifact": artifact, "lines": "500-600"}),
+        },
+    }
+    answer = s.handle(call)
+    assert answer.startswith("error:") and "101 lines" in answer
