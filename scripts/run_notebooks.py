@@ -91,6 +91,27 @@ def text_outputs(notebook: Any) -> list[list[str]]:
     return cells
 
 
+def coalesce_streams(notebook: Any) -> None:
+    """Join each cell's consecutive chunks of one stream into one output, so that what is stored
+    does not depend on how the kernel happened to flush."""
+    for cell in notebook["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        outputs: list[Any] = []
+        for output in cell["outputs"]:
+            last = outputs[-1] if outputs else None
+            if (
+                output["output_type"] == "stream"
+                and last is not None
+                and last["output_type"] == "stream"
+                and last["name"] == output["name"]
+            ):
+                last["text"] = _joined(last["text"]) + _joined(output["text"])
+            else:
+                outputs.append(output)
+        cell["outputs"] = outputs
+
+
 def _joined(text: str | list[str]) -> str:
     return text if isinstance(text, str) else "".join(text)
 
@@ -104,6 +125,7 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as folder:
         for path in args.paths or NOTEBOOKS:
             notebook = execute(path.resolve(), Path(folder))
+            coalesce_streams(notebook)
             nbformat.write(notebook, path)
             print(f"wrote {path}")
 
