@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from pydantic import ValidationError
+
 from ._internal.arguments import flag, message_items, optional_text, tool_definitions
 from ._internal.arguments import tokens as check_tokens
 from ._internal.views import FileRegion, view_region
@@ -26,6 +28,7 @@ from .errors import ConfigError, InvalidMessageError
 from .filters import RETRIEVE_TOOL_NAME, OutputFilter, ToolOutputFilter
 from .guard import ArrivalGuard
 from .limits import MAX_MESSAGE_CHARS, message_chars, oversized_view
+from .managed import PinnedText, WindowPolicy, WindowState, cache_warnings, render_window
 from .messages import Message
 from .packing import pack
 from .persistence import decode_message, encode_message, open_backing
@@ -33,8 +36,8 @@ from .pipeline import Decision, DecisionLog, Stage
 from .redaction import redact
 from .result import PackResult
 from .retrieval import Retrieval, handle_retrieve_call, read_artifact, retrieve_tool
-from .sdk import SDKObject, coerce_message, is_sdk_object
-from .store import ArtifactStore, SQLiteArtifactStore
+from .sdk import SDKObject, coerce_message, coerce_tool_call, is_sdk_object
+from .store import ArtifactStore, SQLiteArtifactStore, artifact_id
 from .tokens import (
     REPLY_PRIMING,
     CounterLike,
@@ -43,6 +46,7 @@ from .tokens import (
     get_counter,
     tool_definition_tokens,
 )
+from .tools_on_demand import DESCRIBE_TOOL_NAME, describe_tools, on_demand_tools
 
 if TYPE_CHECKING:
     from .persistence import Backing
@@ -116,11 +120,44 @@ _OPTIONS = frozenset(
         "pipeline",
         "filter_when",
         "supersede_batch",
+        "window",
+        "tools_on_demand",
         "redact_secrets",
         "store_secrets",
         "flag_injections",
     }
 )
+
+
+def _window_policy(
+    window: int | WindowPolicy | None, pipeline: Stage | None
+) -> WindowPolicy | None:
+    if window is None:
+        return None
+    if pipeline is not None:
+        raise ConfigError(
+            "give a window or a pipeline, not both: a managed session (window=...) runs its own "
+            "clearing and compaction"
+        )
+    if isinstance(window, WindowPolicy):
+        return window
+    if isinstance(window, bool) or not isinstance(window, int):
+        raise ConfigError(
+            f"window must be a number of tokens or a WindowPolicy, got {type(window).__name__}"
+        )
+    try:
+        return WindowPolicy(window=window)
+    except ValidationError as exc:
+        raise ConfigError(f"window: {exc.errors()[0]['msg']}, got {window}") from exc
+
+
+def _called(call: Any) -> str | None:
+    """The tool an OpenAI tool call or an Anthropic ``tool_use`` block calls."""
+    if isinstance(call, Mapping):
+        function = call.get("function")
+        name = function.get("name") if isinstance(function, Mapping) else call.get("name")
+        return name if isinstance(name, str) else None
+    return None
 
 
 def _looks_anthropic(message: Mapping[str, Any]) -> bool:
@@ -183,6 +220,18 @@ class Session:
             names what the agent used). The model sees every output whole once; the price is
             that the last tool output before a new assistant message changes once, so a prompt
             cache rewrites it (shortened) on the next request.
+        window: Managed mode: the model's context window in tokens, or a
+            :class:`~ctxpack.managed.WindowPolicy`. Every :meth:`render` is then one request,
+            kept within the window with room for the reply: old tool results are cleared in
+            batches that pay for the prompt-cache write they cause, the history is compacted
+            near the window, and the system prompt and user instructions stay verbatim (see
+            :mod:`ctxpack.managed`).
+        tools_on_demand: Send your tools (``render(tools=...)``) as stubs, a name and a
+            one-line description each, with a ``describe_tool`` tool that the model calls for
+            the full definitions (:meth:`handle` answers it); see
+            :mod:`ctxpack.tools_on_demand`.
+        window_state: The managed mode's state saved from an earlier session
+            (``session.window_state.to_json()``), to go on where it stopped.
         supersede_batch: A file view (``cat f``, ``nl -ba f | sed -n '10,40p'``...) that a
             later view of the same file covers is obsolete: it is replaced by a note naming
             the later view and the stored original. Replacing an earlier message makes a prompt
@@ -238,6 +287,9 @@ class Session:
         pipeline: Stage | None = None,
         filter_when: Literal["arrival", "answered"] = "arrival",
         supersede_batch: int | None = None,
+        window: int | WindowPolicy | None = None,
+        window_state: WindowState | None = None,
+        tools_on_demand: bool = False,
         redact_secrets: bool | Literal["all"] = True,
         store_secrets: bool = False,
         flag_injections: bool | Literal["quarantine"] = True,
@@ -291,6 +343,15 @@ class Session:
         self.provider: Provider = "openai"
         self._views: list[tuple[int, FileRegion]] = []  # live file views: (position, region)
         self._superseded: list[tuple[int, int]] = []  # (position, by position), not yet applied
+        self.window: WindowPolicy | None = _window_policy(window, pipeline)
+        self.tools_on_demand = tools_on_demand
+        self._full_tools: list[Mapping[str, Any]] = []  # the last full definitions rendered
+        # Everything the managed mode and the cache-bust warnings remember between requests.
+        self.window_state: WindowState = WindowState() if window_state is None else window_state
+        if not isinstance(self.window_state, WindowState):
+            raise ConfigError(
+                f"window_state must be a WindowState, got {type(window_state).__name__}"
+            )
         # JSON state that other features keep per session, by feature name: saved with every
         # append of a stored session and restored with it (see _state()).
         self._extensions: dict[str, Any] = {}
@@ -897,17 +958,30 @@ class Session:
         check_tokens(reserve, "reserve", minimum=0)
         optional_text(query, "query")
         provider = provider or self.provider
-        all_tools = [*(tool_definitions(tools) if tools is not None else ()), *self.tools(provider)]
+        given: Sequence[Mapping[str, Any]] = tool_definitions(tools) if tools is not None else []
+        if self.tools_on_demand and given:
+            self._full_tools = list(given)
+            given = on_demand_tools(given, provider)
+        all_tools = [*given, *self.tools(provider)]
         raw_tokens = REPLY_PRIMING + sum(map(self._raw_tokens, self._raw))
         filter_log = self._filter_log()
         originals = {
             raw.id: raw for raw in self._raw if (r := self._records.get(raw.id)) and r.shortened
         }
         asked = budget
+        if self.window is not None:
+            if budget is not None or reserve:
+                raise ConfigError(
+                    "a managed session (window=...) sizes its own requests: render() takes no "
+                    "budget or reserve; set the reply room with WindowPolicy(reply_room=...)"
+                )
+            result = self._render_window(query, all_tools, raw_tokens, filter_log, originals)
+            return self._with_warnings(result, all_tools)
         if budget is None:
             tool_tokens = tool_definition_tokens(all_tools, self.counter) if all_tools else 0
             if self.pipeline is None:
-                return self._whole(query, tool_tokens, raw_tokens, filter_log, originals)
+                result = self._whole(query, tool_tokens, raw_tokens, filter_log, originals)
+                return self._with_warnings(result, all_tools)
             # Stages run on the whole record: a budget it fits in whatever they do.
             budget = self.counter.count_messages(self._compact) + tool_tokens + reserve + 1
         packed = pack(
@@ -923,7 +997,7 @@ class Session:
             redact_secrets=False,
             flag_injections=False,
         )
-        return PackResult.model_construct(
+        result = PackResult.model_construct(
             **{
                 **{name: getattr(packed, name) for name in PackResult.model_fields},
                 "budget": asked,
@@ -934,6 +1008,150 @@ class Session:
                 "artifacts": {**packed.artifacts, **originals},
             }
         )
+        return self._with_warnings(result, all_tools)
+
+    def _with_warnings(self, result: PackResult, tools: Sequence[Mapping[str, Any]]) -> PackResult:
+        """``result`` with the managed mode's decisions, a cache-bust warning included when the
+        model, the tools or the system prompt changed since the last render."""
+        cache_warnings(
+            self.window_state,
+            model=self.model,
+            tools=tools,
+            messages=result.messages,
+            tokens=result.tokens,
+        )
+        if not self.window_state.decisions:
+            return result
+        return result.model_copy(
+            update={"decisions": DecisionLog([*result.decisions, *self.window_state.decisions])}
+        )
+
+    def _render_window(
+        self,
+        query: str | None,
+        tools: Sequence[Mapping[str, Any]],
+        raw_tokens: int,
+        filter_log: DecisionLog,
+        originals: dict[str, Message],
+    ) -> PackResult:
+        """One request of the managed mode (see :mod:`ctxpack.managed`)."""
+        policy = self.window
+        assert policy is not None
+        tool_tokens = tool_definition_tokens(tools, self.counter) if tools else 0
+        messages = render_window(
+            self.window_state,
+            policy,
+            record=self._compact,
+            counter=self.counter,
+            store=self.store,
+            original_artifact=self._original_artifact,
+            retrievable=self.retrieve_tool,
+            model=self.model,
+            tool_tokens=tool_tokens,
+        )
+        state = self.window_state
+        gone = set(state.cleared) | set(state.compacted) | set(state.thinking_cleared)
+        by_id = {m.id: m for m in self._raw if m.id in gone}
+        return self._whole(
+            query,
+            tool_tokens,
+            raw_tokens,
+            filter_log,
+            {**by_id, **originals},
+            messages=messages,
+            budget=policy.window,
+            reserve=policy.reserve,
+        )
+
+    def _original_artifact(self, position: int, store: bool = True) -> str:
+        """The artifact id of the original of the message at ``position``; with ``store``, it is
+        stored if it was not yet (without, the id it would get)."""
+        raw = self._raw[position]
+        record = self._records.get(raw.id)
+        if record is not None and record.artifact is not None:
+            return record.artifact
+        content = raw.content
+        text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+        if not store:
+            return artifact_id(text)
+        return self.store.put(text, message_id=raw.id, kind="cleared_tool_output")
+
+    def context_management(self, provider: Provider | None = None) -> dict[str, Any]:
+        """The request fields that hand the window's management to the provider, from the
+        session's :class:`~ctxpack.managed.WindowPolicy` (see :mod:`ctxpack.server_side`).
+
+        For Anthropic, ``{"context_management": {"edits": [...]}, "betas": [...]}`` (pass both
+        to ``client.beta.messages.create``); for OpenAI, ``{"context_management": [...]}`` (for
+        ``client.responses.create``). Empty when the session has no window or manages it on
+        the client side.
+        """
+        from .server_side import (
+            ANTHROPIC_BETAS,
+            anthropic_context_management,
+            openai_context_management,
+        )
+
+        if self.window is None or not self.window.server_side:
+            return {}
+        if (provider or self.provider) == "anthropic":
+            return {
+                "context_management": anthropic_context_management(self.window),
+                "betas": list(ANTHROPIC_BETAS),
+            }
+        return {"context_management": openai_context_management(self.window)}
+
+    def record_response(self, response: Any) -> list[Decision]:
+        """Read what the provider's context management did for ``response`` into the session.
+
+        An Anthropic Messages response is appended as the assistant message (its
+        ``compaction`` block included, kept verbatim to be sent back), and its
+        ``context_management.applied_edits`` and compaction become decisions of the next
+        :meth:`render`. For an OpenAI Responses response, the decisions are recorded and its
+        output items (the ``compaction`` item included) are yours to send back.
+
+        Returns:
+            The decisions recorded.
+        """
+        from .server_side import response_decisions
+
+        body = (
+            response.model_dump(mode="json", by_alias=True, exclude_unset=True)
+            if is_sdk_object(response)
+            else response
+        )
+        if not isinstance(body, Mapping):
+            raise InvalidMessageError(
+                f"expected a provider's response (an SDK object or its dict), got "
+                f"{type(response).__name__}"
+            )
+        # An Anthropic message has a role; a Responses response has output items instead.
+        anthropic = body.get("role") == "assistant"
+        mid = f"s{len(self._raw)}" if anthropic else str(body.get("id", "response"))
+        decisions = response_decisions(body, message_id=mid)
+        if anthropic:
+            message = {"role": "assistant", "content": body.get("content") or []}
+            self.append(message, provider="anthropic")
+        with self._lock:
+            self.window_state.decisions.extend(decisions)
+        return decisions
+
+    def pin(self, text: str, *, name: str, kind: Literal["memory", "skill"] = "skill") -> None:
+        """Add a memory file or a skill to the conversation, as a user message.
+
+        In managed mode (``window=``), a compaction summarises it away with the rest and then
+        re-injects it after the summary: a memory file whole, a skill cut to its head within
+        the policy's ``skill_budget``, and the oldest skills dropped first when together they
+        pass ``pinned_budget``.
+
+        Raises:
+            ConfigError: an empty name, or a kind other than ``"memory"`` or ``"skill"``.
+        """
+        try:
+            item = PinnedText(name=name, text=text, kind=kind)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            raise ConfigError(f"pin(): {error['loc'][0]}: {error['msg']}") from exc
+        self.append(item.message())
 
     def _whole(
         self,
@@ -942,9 +1160,14 @@ class Session:
         raw_tokens: int,
         filter_log: DecisionLog,
         originals: dict[str, Message],
+        *,
+        messages: list[Message] | None = None,
+        budget: int | None = None,
+        reserve: int = 0,
     ) -> PackResult:
-        """The compact record whole, as a result (no budget, no pipeline)."""
-        tokens = self.counter.count_messages(self._compact) + tool_tokens
+        """The compact record whole (or ``messages``, a managed request), as a result."""
+        messages = list(self._compact) if messages is None else messages
+        tokens = self.counter.count_messages(messages) + tool_tokens
         filtered = set(filter_log.message_ids())
         # Every message gets its decision, as pack() promises: here, sent as it is.
         unfiltered = [
@@ -956,14 +1179,14 @@ class Session:
                 tokens_before=(n := self.counter.count_message(m)),
                 tokens_after=n,
             )
-            for m in self._compact
+            for m in messages
             if m.id not in filtered
         ]
         return PackResult.model_construct(
-            messages=list(self._compact),
+            messages=messages,
             tokens=tokens,
-            budget=None,
-            reserve=0,
+            budget=budget,
+            reserve=reserve,
             input_tokens=raw_tokens + tool_tokens,
             tool_tokens=tool_tokens,
             input_ids=[m.id for m in self._raw],
@@ -1025,9 +1248,10 @@ class Session:
         """Answer the model's call to the retrieve tool (an OpenAI tool call or an Anthropic
         ``tool_use`` block, as a dict or as the SDK's own object:
         ``session.handle(response.choices[0].message.tool_calls[0])``) from the session's
-        store; see
-        :func:`ctxpack.retrieval.handle_retrieve_call`. Append the answer as the call's tool
-        result as usual: the session never filters a retrieved original again.
+        store (or, with ``tools_on_demand``, its call to ``describe_tool`` from the tools
+        last rendered); see :func:`ctxpack.retrieval.handle_retrieve_call`. Append the
+        answer as the call's tool result as usual: the session never filters a retrieved
+        original again.
 
         Raises:
             ConfigError: ``call`` is none of these (the model's own mistakes in a call are
@@ -1039,8 +1263,11 @@ class Session:
                 f"block, or the SDK's object for either) or its arguments, got "
                 f"{type(call).__name__}"
             )
+        coerced: Mapping[str, Any] | str = coerce_tool_call(call)
+        if self.tools_on_demand and _called(coerced) == DESCRIBE_TOOL_NAME:
+            return describe_tools(self._full_tools, coerced)
         return handle_retrieve_call(
-            self.store, call, redact_secrets=bool(self.guard.redact_secrets)
+            self.store, coerced, redact_secrets=bool(self.guard.redact_secrets)
         )
 
     def __repr__(self) -> str:

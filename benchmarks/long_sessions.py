@@ -1,0 +1,504 @@
+"""Long sessions at a window smaller than the session: what each strategy costs, keeps and breaks.
+
+Replays real coding-agent sessions (``--data``, e.g. ``../shared/data/agent-sessions-long``) with
+the harness of ``benchmarks/agent_sessions.py`` (one request before each assistant message; the
+prompt cache simulated by :func:`ctxpack.cost.simulate`; evidence = identifiers, paths and
+numbers the agent uses that first appeared in a tool result), alone and chained into multi-task
+sessions (one agent working through several tasks in turn), at several windows. Strategies:
+
+- ``raw``: everything, every time; a request over the window is an API error (counted);
+- ``clear``: Anthropic-style ``clear_tool_uses`` (every result but the last 3 cleared once the
+  prompt passes half the window; decided again at every request, as the API does);
+- ``masking``: observation masking, the last 3 tool outputs kept, the older ones replaced;
+- ``autocompact``: Claude-Code-style auto-compaction at 95% of the window (a summary request,
+  billed, replaces the history; the summary is the harness's stand-in);
+- ``managed``: ``ctxpack.Session(window=W)``.
+
+Reported per strategy and window: dollars at two price points (Sonnet-class with one cache
+breakpoint per request, and OpenAI-class automatic prefix caching), the share of ``raw``, the
+peak request, requests over the window (the window less the reply room), evidence present in
+the request and present or recoverable (through the artifacts the request names, and the
+artifacts those name: a compaction's index), and requests that kept the system prompt and every
+user message verbatim.
+
+The sessions are split in two by a hash of their id: ``tune`` (what the defaults were chosen
+on) and ``report`` (never looked at while choosing); both are printed.
+
+Usage (from the repository root)::
+
+    python benchmarks/long_sessions.py --data ../shared/data/agent-sessions-long
+    python benchmarks/long_sessions.py --data DIR --windows 64000 --sets single --limit 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import ctxpack
+from ctxpack import get_counter
+from ctxpack.managed import WindowPolicy
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_OUT = HERE / "results"
+DEFAULT_WINDOWS = (32_000, 64_000, 128_000)
+BILLINGS = ("claude-sonnet-4-5@request", "gpt-5@message")
+CHAIN_LENGTH = 4  # sessions per chained multi-task session
+MASK = "[Old tool output omitted.]"
+
+
+def _harness() -> Any:
+    # The harness is the sibling script; benchmarks/ is no package.
+    sys.path.insert(0, str(HERE))
+    import agent_sessions
+
+    return agent_sessions
+
+
+A = _harness()
+
+
+def split_of(session_id: str) -> str:
+    """``"tune"`` or ``"report"``, by a hash of the id (stable, independent of the data order)."""
+    return "tune" if hashlib.sha256(session_id.encode()).digest()[0] % 2 == 0 else "report"
+
+
+def reply_room(window: int) -> int:
+    return WindowPolicy(window=window).reserve
+
+
+# ------------------------------------------------------------------------------- strategies
+
+
+class Masking:
+    """Observation masking: every tool output but the last ``keep`` replaced by a short note."""
+
+    def __init__(self, session: Any, *, keep: int = 3) -> None:
+        self.keep = keep
+
+    def __call__(self, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        tools = [i for i, m in enumerate(history) if m.get("role") == "tool"]
+        masked = set(tools[: max(0, len(tools) - self.keep)])
+        return [{**m, "content": MASK} if i in masked else m for i, m in enumerate(history)]
+
+
+class Managed(A.SessionStrategy):  # type: ignore[misc, name-defined]
+    """``ctxpack.Session(window=W)``: appended once, rendered once per request."""
+
+    def recoverable(self, request_messages: Sequence[Any]) -> list[str]:
+        if not self.session.retrieve_tool:
+            return []
+        store = self.session.store
+        seen: set[str] = set()
+        texts: list[str] = []
+        frontier = {a for m in request_messages for a in A._ARTIFACT.findall(A.message_text(m))}
+        for _ in range(2):  # the artifacts named, then those a compaction's index names
+            nxt: set[str] = set()
+            for a in sorted(frontier - seen):
+                seen.add(a)
+                if a in store:
+                    text = store.get(a)
+                    texts.append(text)
+                    if store.metadata(a).get("kind") == "compaction_index":
+                        nxt |= set(A._ARTIFACT.findall(text))
+            frontier = nxt
+        return texts
+
+
+def strategies(window: int) -> dict[str, Any]:
+    room = window - reply_room(window)
+    return {
+        "raw": A.Raw,
+        "clear": A._with(A.ClearToolResults, trigger=room // 2, keep=3),
+        "masking": A._with(Masking, keep=3),
+        "autocompact": A._with(A.ThresholdCompaction, trigger=int(0.95 * room)),
+        "managed": A._with(Managed, window=window),
+    }
+
+
+# ----------------------------------------------------------------------- tools on demand
+
+
+def _tool(name: str, description: str, params: dict[str, str]) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": {p: {"type": "string", "description": d} for p, d in params.items()},
+                "required": list(params)[:1],
+            },
+        },
+    }
+
+
+def example_tools() -> list[dict[str, Any]]:
+    """A tool set shaped like a file-system and an issue-tracker MCP server (written for this
+    benchmark): 16 tools, a few parameters each, described as such servers describe theirs."""
+    path = "Path of the file or directory, relative to an allowed root."
+    specs = {
+        "read_text_file": (
+            "Read a file as text. Use head or tail for the first or last lines; "
+            "fails on binary files.",
+            {"path": path, "head": "First N lines only.", "tail": "Last N lines only."},
+        ),
+        "read_multiple_files": (
+            "Read several files at once; a file that fails is reported and "
+            "the others are still read.",
+            {"paths": "Paths, as a JSON list."},
+        ),
+        "write_file": (
+            "Create a file or overwrite it entirely. Use with care: the previous content is lost.",
+            {"path": path, "content": "The new content."},
+        ),
+        "edit_file": (
+            "Replace exact text spans in a file and return a git-style diff; dryRun previews.",
+            {
+                "path": path,
+                "edits": "JSON list of {oldText, newText}.",
+                "dryRun": "Preview only, 'true' or 'false'.",
+            },
+        ),
+        "create_directory": (
+            "Create a directory and its parents; succeeds if it exists.",
+            {"path": path},
+        ),
+        "list_directory": (
+            "List a directory, marking files [FILE] and directories [DIR].",
+            {"path": path},
+        ),
+        "directory_tree": (
+            "A recursive JSON tree of a directory, with names, types and children.",
+            {"path": path, "exclude": "Glob patterns to skip."},
+        ),
+        "move_file": (
+            "Move or rename a file or directory; fails if the target exists.",
+            {"source": path, "destination": path},
+        ),
+        "search_files": (
+            "Find files whose names match a pattern, recursively.",
+            {"path": path, "pattern": "A glob pattern.", "exclude": "Patterns."},
+        ),
+        "get_file_info": (
+            "Size, times, type and permissions of a file or directory.",
+            {"path": path},
+        ),
+        "create_issue": (
+            "Open an issue in the tracker, with a title, a body and labels.",
+            {
+                "repo": "owner/name.",
+                "title": "One line.",
+                "body": "Markdown.",
+                "labels": "Comma-separated labels.",
+            },
+        ),
+        "list_issues": (
+            "List issues, filtered by state, label or assignee, newest first.",
+            {
+                "repo": "owner/name.",
+                "state": "open, closed or all.",
+                "labels": "Comma-separated.",
+                "page": "Page number, from 1.",
+            },
+        ),
+        "get_issue": (
+            "One issue with its comments.",
+            {"repo": "owner/name.", "number": "The issue number."},
+        ),
+        "add_comment": (
+            "Comment on an issue or pull request.",
+            {"repo": "owner/name.", "number": "The issue number.", "body": "Markdown."},
+        ),
+        "create_pull_request": (
+            "Open a pull request from a branch.",
+            {
+                "repo": "owner/name.",
+                "head": "The branch with the changes.",
+                "base": "The target branch.",
+                "title": "One line.",
+                "body": "Markdown.",
+            },
+        ),
+        "search_code": (
+            "Search code across repositories with the tracker's query syntax.",
+            {"query": "Search terms and qualifiers.", "page": "Page, from 1."},
+        ),
+    }
+    return [_tool(n, d, p) for n, (d, p) in specs.items()]
+
+
+def as_provider_tools(raw: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], str]:
+    """Tool definitions as a provider takes them, and which provider: OpenAI function tools as
+    they are; MCP tools (``inputSchema``) and Anthropic tools as Anthropic tools."""
+    if all(isinstance(t.get("function"), Mapping) for t in raw):
+        return [dict(t) for t in raw], "openai"
+    tools = [
+        {
+            "name": t["name"],
+            "description": t.get("description", ""),
+            "input_schema": t.get("input_schema", t.get("inputSchema", {"type": "object"})),
+        }
+        for t in raw
+    ]
+    return tools, "anthropic"
+
+
+def tools_on_demand_table(
+    counter: Any, requests: int, tool_sets: Mapping[str, Sequence[Mapping[str, Any]]]
+) -> list[str]:
+    from ctxpack.tokens import tool_definition_tokens
+    from ctxpack.tools_on_demand import on_demand_saving, on_demand_tools
+
+    lines = [
+        "| tool set | tools | full definitions, tokens per request | on demand | saved per request "
+        f"| saved over {requests:,} requests |",
+        "|---|---|---|---|---|---|",
+    ]
+    for label, raw in tool_sets.items():
+        tools, provider = as_provider_tools(raw)
+        full = tool_definition_tokens(tools, counter)
+        lean = tool_definition_tokens(on_demand_tools(tools, provider), counter)
+        saved = on_demand_saving(tools, counter, provider)
+        lines.append(
+            f"| {label} | {len(tools)} | {full:,} | {lean:,} | {saved:,} "
+            f"({100 * saved / full:.0f}%) | {saved * requests:,} |"
+        )
+    return lines
+
+
+# ------------------------------------------------------------------------------------ data
+
+
+def chain(sessions: Sequence[Any], length: int = CHAIN_LENGTH) -> list[Any]:
+    """Consecutive sessions joined as one agent working through their tasks in turn: the first
+    system prompt, then each session's messages after its own system prompt (tool call ids
+    prefixed so that they stay unique)."""
+    out = []
+    for start in range(0, len(sessions) - length + 1, length):
+        group = sessions[start : start + length]
+        messages: list[dict[str, Any]] = [group[0].messages[0]]
+        for k, s in enumerate(group):
+            for m in s.messages[1:]:
+                m = dict(m)
+                if m.get("tool_call_id"):
+                    m["tool_call_id"] = f"t{k}_{m['tool_call_id']}"
+                if m.get("tool_calls"):
+                    m["tool_calls"] = [{**c, "id": f"t{k}_{c['id']}"} for c in m["tool_calls"]]
+                messages.append(m)
+        ids = "+".join(s.id for s in group)
+        out.append(A.AgentSession(id=f"chain:{ids}", messages=messages))
+    return out
+
+
+# --------------------------------------------------------------------------------- measures
+
+
+def instructions_kept(session: Any, run: Any) -> tuple[int, int]:
+    """(requests that held the system prompt and every user message so far verbatim, requests)."""
+    steps = [i for i, m in enumerate(session.messages) if m["role"] == "assistant" and i]
+    kept = 0
+    for step, index in zip(steps, run.main, strict=True):
+        request = run.requests[index]
+        needed = [m["content"] for m in session.messages[:step] if m["role"] in ("system", "user")]
+        sent = {A.message_text(m).strip() for m in request.messages}
+        texts = "\n".join(sent)
+        kept += all(n.strip() in sent or n.strip() in texts for n in needed)
+    return kept, len(steps)
+
+
+def measure(
+    sessions: Sequence[Any], window: int, names: Sequence[str], counter: Any
+) -> dict[str, Any]:
+    billings = [A.Billing.parse(b) for b in BILLINGS]
+    limit = window
+    out: dict[str, Any] = {}
+    factories = strategies(window)
+    for name in names:
+        t0 = time.perf_counter()
+        runs = []
+        over = kept = total = 0
+        errors: list[str] = []
+        for s in sessions:
+            try:
+                run = A.replay(s, name, factories[name], counter, billings)
+            except ctxpack.BudgetExceededError as exc:
+                errors.append(f"{s.id}: {exc}")
+                continue
+            runs.append(run)
+            room = limit - reply_room(window)
+            bill = run.bills[BILLINGS[0]]
+            over += sum(1 for i in run.main if bill.requests[i].input_tokens > room)
+            k, t = instructions_kept(s, run)
+            kept += k
+            total += t
+        summary = A.summarize(runs, billings)[name] if runs else {}
+        summary.pop("lost_evidence", None)
+        summary["requests_over_window"] = over
+        summary["instructions_kept"] = kept / total if total else 1.0
+        summary["errors"] = errors
+        summary["seconds"] = time.perf_counter() - t0
+        summary["sessions"] = [s.id for s in sessions]
+        out[name] = summary
+        print(f"    {name} @ {window}: {summary['seconds']:.0f}s", file=sys.stderr)
+    return out
+
+
+def table(results: Mapping[str, Any], window: int) -> list[str]:
+    raw = results.get("raw")
+    header = [
+        "strategy",
+        *(f"$ {b}" for b in BILLINGS),
+        *(f"% of raw ({b})" for b in BILLINGS),
+        f"input only, % of raw ({BILLINGS[0]})",
+        "peak request",
+        "over the window",
+        "evidence present",
+        "present or recoverable",
+        "instructions kept",
+    ]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for name, s in results.items():
+        if not s.get("cost_usd_by_billing"):
+            lines.append(f"| {name} | failed: {'; '.join(s['errors'])[:200]} |")
+            continue
+        costs = s["cost_usd_by_billing"]
+        shares = [
+            f"{100 * costs[b] / raw['cost_usd_by_billing'][b]:.1f}%" if raw else "n/a"
+            for b in BILLINGS
+        ]
+        inputs = s["input_cost_usd_by_billing"][BILLINGS[0]]
+        base = raw["input_cost_usd_by_billing"][BILLINGS[0]] if raw else 0.0
+        shares.append(f"{100 * inputs / base:.1f}%" if base else "n/a")
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    name,
+                    *(f"{costs[b]:.2f}" for b in BILLINGS),
+                    *shares,
+                    f"{s['peak_request_tokens']:,}",
+                    f"{s['requests_over_window']} / {s['requests'] - s['side_requests']}",
+                    f"{100 * s['evidence_survival']:.2f}%",
+                    f"{100 * s['evidence_recoverable']:.2f}%",
+                    f"{100 * s['instructions_kept']:.1f}%",
+                ]
+            )
+            + " |"
+        )
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--data", type=Path, required=True, help="folder of session JSON")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument(
+        "--windows", default=",".join(map(str, DEFAULT_WINDOWS)), help="comma-separated tokens"
+    )
+    parser.add_argument("--strategies", default="raw,clear,masking,autocompact,managed")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N sessions")
+    parser.add_argument(
+        "--sets",
+        default="single,chained",
+        help="comma-separated: single (the sessions alone), chained (multi-task sessions)",
+    )
+    parser.add_argument("--name", default="long_sessions", help="results file name")
+    parser.add_argument(
+        "--tools", type=Path, default=None, help="JSON list of tool definitions (tools on demand)"
+    )
+    parser.add_argument(
+        "--render",
+        type=Path,
+        default=None,
+        help="write the report again from a results JSON of an earlier run (no replay)",
+    )
+    args = parser.parse_args(argv)
+    windows = [int(w) for w in args.windows.split(",") if w.strip()]
+    names = [n.strip() for n in args.strategies.split(",") if n.strip()]
+    sessions = A.load_sessions(args.data, args.limit)
+    counter = get_counter(counter=A.ENCODING)
+    kinds = {k.strip() for k in args.sets.split(",") if k.strip()}
+    if not kinds or kinds - {"single", "chained"}:
+        parser.error(f"--sets takes single and/or chained, got {args.sets!r}")
+    tune = [s for s in sessions if split_of(s.id) == "tune"]
+    report = [s for s in sessions if split_of(s.id) == "report"]
+    sets: dict[str, list[Any]] = {}
+    if "single" in kinds:
+        sets["tune"], sets["report"] = tune, report
+    if "chained" in kinds:
+        sets["chained (tune)"], sets["chained (report)"] = chain(tune), chain(report)
+    results: dict[str, Any] = {}
+    if args.render is not None:
+        results = json.loads(args.render.read_text("utf-8"))["results"]
+    md = ["# Long sessions: a window smaller than the session", ""]
+    md.append(
+        f"Data: {args.data.name} ({len(sessions)} sessions; split by a hash of the id: "
+        f"{len(tune)} tune, {len(report)} report; chains of {CHAIN_LENGTH} "
+        "sessions as one multi-task session). Tokens: cl100k_base. Billings: "
+        + ", ".join(BILLINGS)
+        + ". A request is over the window when its prompt passes the window less the reply room "
+        "(an eighth of the window, at most 8,192 tokens)."
+    )
+    for label, group in sets.items():
+        if not group:
+            continue
+        sizes = [
+            counter.count_messages(ctxpack.messages.ensure_messages(s.messages)) for s in group
+        ]
+        md.extend(
+            [
+                "",
+                f"## {label}: {len(group)} sessions, {min(sizes):,} to {max(sizes):,} tokens",
+            ]
+        )
+        print(f"{label}:", file=sys.stderr)
+        for window in windows:
+            if args.render is None:
+                results.setdefault(label, {})[str(window)] = measure(group, window, names, counter)
+            res = results[label][str(window)]
+            md.extend(["", f"### window {window:,}", "", *table(res, window)])
+    tool_sets: dict[str, Sequence[Mapping[str, Any]]] = {
+        "example (16 tools shaped like a file-system and an issue-tracker MCP server)": (
+            example_tools()
+        )
+    }
+    if args.tools:
+        tool_sets[args.tools.name] = json.loads(args.tools.read_text("utf-8"))
+    requests = sum(
+        1 for s in sessions for i, m in enumerate(s.messages) if i and m["role"] == "assistant"
+    )
+    md.extend(
+        [
+            "",
+            "## Tool definitions on demand",
+            "",
+            "Tokens of the tool definitions sent with each request, whole and on demand (stubs "
+            "and describe_tool), saved over every request of the sessions above, less nothing "
+            "loaded (these sessions call bash only; each definition the model loads costs its "
+            "tokens once, in the conversation).",
+            "",
+            *tools_on_demand_table(counter, requests, tool_sets),
+        ]
+    )
+    text = "\n".join(md)
+    print(text)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{args.name}.md").write_text(text + "\n", encoding="utf-8")
+    (args.out / f"{args.name}.json").write_text(
+        json.dumps({"data": str(args.data), "windows": windows, "results": results}, indent=1)
+        + "\n",
+        encoding="utf-8",
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""Server-side context management: the provider clears and compacts, from ctxpack's configuration.
+
+One :class:`~ctxpack.managed.WindowPolicy` drives either side. With ``server_side=True`` a
+managed session leaves the edits to the provider: :func:`anthropic_context_management` and
+:func:`openai_context_management` turn the policy into the request fields (Anthropic's
+``context_management`` edits ``clear_thinking_20251015``, ``clear_tool_uses_20250919`` and
+``compact_20260112``, with their beta headers; OpenAI's Responses ``context_management``
+compaction entry), and :func:`response_decisions` reads what came back (Anthropic's
+``context_management.applied_edits`` and ``compaction`` blocks, OpenAI's ``compaction`` output
+items) as decisions.
+
+The triggers are the policy's shares of the room (the window less the reply room); compaction
+cannot trigger under :data:`~ctxpack.editing.COMPACTION_FLOOR` input tokens on Anthropic's side,
+so a smaller trigger is raised to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .editing import COMPACTION_FLOOR
+from .managed import WindowPolicy
+from .pipeline import Decision
+from .sdk import is_sdk_object
+
+__all__ = [
+    "ANTHROPIC_BETAS",
+    "anthropic_context_management",
+    "openai_context_management",
+    "response_decisions",
+]
+
+# The beta headers the edits need: context editing, and threshold compaction.
+ANTHROPIC_BETAS = ("context-management-2025-06-27", "compact-2026-01-12")
+
+
+def anthropic_context_management(policy: WindowPolicy, *, tool_tokens: int = 0) -> dict[str, Any]:
+    """The ``context_management`` field of an Anthropic Messages request (send it with
+    ``betas=list(ANTHROPIC_BETAS)``).
+
+    ``clear_thinking_20251015`` comes first when the policy clears thinking (the API requires
+    it first), then ``clear_tool_uses_20250919`` (trigger at ``clear_at`` of the room, keep the
+    ``keep`` most recent tool uses), then ``compact_20260112`` (trigger at ``compact_at`` of the
+    room, at least the 50,000-token floor, with the policy's instructions).
+
+    Example:
+        >>> field = anthropic_context_management(WindowPolicy(window=200_000))
+        >>> [edit["type"] for edit in field["edits"]]
+        ['clear_tool_uses_20250919', 'compact_20260112']
+        >>> field["edits"][0]["trigger"]
+        {'type': 'input_tokens', 'value': 67132}
+    """
+    room = policy.room(tool_tokens=tool_tokens)
+    edits: list[dict[str, Any]] = []
+    if policy.keep_thinking is not None:
+        edits.append(
+            {
+                "type": "clear_thinking_20251015",
+                "keep": {"type": "thinking_turns", "value": policy.keep_thinking},
+            }
+        )
+    edits.append(
+        {
+            "type": "clear_tool_uses_20250919",
+            "trigger": {"type": "input_tokens", "value": int(policy.clear_at * room)},
+            "keep": {"type": "tool_uses", "value": policy.keep},
+        }
+    )
+    compact: dict[str, Any] = {
+        "type": "compact_20260112",
+        "trigger": {
+            "type": "input_tokens",
+            "value": max(COMPACTION_FLOOR, int(policy.compact_at * room)),
+        },
+    }
+    if policy.instructions:
+        compact["instructions"] = policy.instructions
+    edits.append(compact)
+    return {"edits": edits}
+
+
+def openai_context_management(
+    policy: WindowPolicy, *, tool_tokens: int = 0
+) -> list[dict[str, Any]]:
+    """The ``context_management`` field of an OpenAI Responses request: compaction once the
+    input passes ``compact_at`` of the room (OpenAI has no clearing edit).
+
+    Example:
+        >>> openai_context_management(WindowPolicy(window=128_000))
+        [{'type': 'compaction', 'compact_threshold': 71884}]
+    """
+    room = policy.room(tool_tokens=tool_tokens)
+    return [{"type": "compaction", "compact_threshold": int(policy.compact_at * room)}]
+
+
+def response_decisions(response: Any, *, message_id: str) -> list[Decision]:
+    """What the provider's context management did for one response, as decisions.
+
+    Args:
+        response: An Anthropic Messages response or an OpenAI Responses response (the SDK's
+            object or its dict).
+        message_id: The id the decisions name (the assistant message the response becomes).
+
+    Returns:
+        One ``cleared`` decision per applied clearing edit (with the input tokens it cleared),
+        one ``merged`` decision per compaction block or item; none when nothing was applied.
+    """
+    body = (
+        response.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        if is_sdk_object(response)
+        else response
+    )
+    if not isinstance(body, Mapping):
+        return []
+    out: list[Decision] = []
+    management = body.get("context_management")
+    edits = management.get("applied_edits") if isinstance(management, Mapping) else None
+    for edit in edits or ():
+        if not isinstance(edit, Mapping):
+            continue
+        kind = str(edit.get("type"))
+        cleared = int(edit.get("cleared_input_tokens") or 0)
+        what = (
+            f"{edit.get('cleared_tool_uses', 0)} tool uses"
+            if "cleared_tool_uses" in edit
+            else f"{edit.get('cleared_thinking_turns', 0)} thinking turns"
+        )
+        out.append(
+            Decision(
+                stage="server",
+                action="cleared",
+                message_id=message_id,
+                reason=f"the provider's {kind} cleared {what} ({cleared} input tokens)",
+                tokens_before=cleared,
+                tokens_after=0,
+            )
+        )
+    blocks = [*(body.get("content") or ()), *(body.get("output") or ())]
+    for block in blocks:
+        if isinstance(block, Mapping) and block.get("type") == "compaction":
+            summary = block.get("content")
+            kind = "an opaque summary" if not isinstance(summary, str) else "a summary"
+            out.append(
+                Decision(
+                    stage="server",
+                    action="merged",
+                    message_id=message_id,
+                    reason=(
+                        f"the provider compacted the history into {kind}; send the compaction "
+                        "block back unchanged in the next request"
+                    ),
+                )
+            )
+    return out

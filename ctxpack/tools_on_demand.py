@@ -1,0 +1,195 @@
+"""Tool definitions on demand: names and one-line descriptions first, the full schema when asked.
+
+Every tool definition is sent with every request, whether the model calls the tool or not. With
+tools on demand, the request carries, for each tool, a stub (its name, the first line of its
+description and an open parameter schema) and one more tool, ``describe_tool``, that answers with
+the full definitions the model asks for. The full definition then sits in the conversation, as
+a tool result, and the tools sent never change: loading a definition appends to the prompt and
+keeps the prompt cache (tools come first in the cached prefix; changing them would make the cache
+write everything again).
+
+:func:`on_demand_tools` builds what to send; :func:`describe_tools` answers a ``describe_tool``
+call; :func:`on_demand_saving` says how many tokens each request saves.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from .errors import ConfigError
+from .tokens import TokenCounter, tool_definition_tokens
+
+__all__ = ["DESCRIBE_TOOL_NAME", "describe_tools", "on_demand_saving", "on_demand_tools"]
+
+DESCRIBE_TOOL_NAME = "describe_tool"
+_DESCRIPTION = (
+    "Get the full definitions (parameters and their meaning) of the tools named. Tools whose "
+    "description ends with '(parameters: describe_tool)' need this before a first call."
+)
+_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "names": {"type": "array", "items": {"type": "string"}, "description": "Tool names."}
+    },
+    "required": ["names"],
+}
+_STUB_NOTE = " (parameters: describe_tool)"
+
+
+def _parts(tool: Mapping[str, Any], index: int) -> tuple[str, str, Any, bool]:
+    """(name, description, schema, whether it is in OpenAI's shape) of a definition."""
+    if isinstance(tool.get("function"), Mapping):
+        fn = tool["function"]
+        name, description, schema, openai = (
+            fn.get("name"),
+            fn.get("description"),
+            fn.get("parameters"),
+            True,
+        )
+    else:
+        name, description, schema, openai = (
+            tool.get("name"),
+            tool.get("description"),
+            tool.get("input_schema"),
+            False,
+        )
+    if not isinstance(name, str) or not name:
+        raise ConfigError(
+            f"tools[{index}] has no name: expected an OpenAI function tool "
+            '({"type": "function", "function": {"name": ...}}) or an Anthropic tool ({"name": ...})'
+        )
+    return name, description if isinstance(description, str) else "", schema, openai
+
+
+def _first_line(text: str, limit: int = 160) -> str:
+    line = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def on_demand_tools(
+    tools: Sequence[Mapping[str, Any]], provider: Literal["openai", "anthropic"] = "openai"
+) -> list[dict[str, Any]]:
+    """What to send instead of ``tools``: a stub per tool, and the ``describe_tool`` tool.
+
+    Args:
+        tools: The full definitions (OpenAI function tools or Anthropic tools).
+        provider: The shape of the stubs and of ``describe_tool``.
+
+    Raises:
+        ConfigError: a definition without a name, or a name used twice.
+
+    Example:
+        >>> weather = {"type": "function", "function": {"name": "get_weather",
+        ...     "description": "Current weather in a city.\\nUse metric units.",
+        ...     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
+        >>> sent = on_demand_tools([weather])
+        >>> sent[0]["function"]["description"]
+        'Current weather in a city. (parameters: describe_tool)'
+        >>> sent[1]["function"]["name"]
+        'describe_tool'
+    """
+    if provider not in ("openai", "anthropic"):
+        raise ConfigError(f"provider must be 'openai' or 'anthropic', got {provider!r}")
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for index, tool in enumerate(tools):
+        name, description, _, _ = _parts(tool, index)
+        if name in seen:
+            raise ConfigError(f"tools[{index}]: the name {name!r} is used twice")
+        seen.add(name)
+        out.append(
+            _definition(name, _first_line(description) + _STUB_NOTE, {"type": "object"}, provider)
+        )
+    out.append(
+        _definition(DESCRIBE_TOOL_NAME, _DESCRIPTION, json.loads(json.dumps(_PARAMETERS)), provider)
+    )
+    return out
+
+
+def _definition(
+    name: str, description: str, schema: Any, provider: Literal["openai", "anthropic"]
+) -> dict[str, Any]:
+    if provider == "openai":
+        return {
+            "type": "function",
+            "function": {"name": name, "description": description, "parameters": schema},
+        }
+    return {"name": name, "description": description, "input_schema": schema}
+
+
+def describe_tools(tools: Sequence[Mapping[str, Any]], call: Mapping[str, Any] | str) -> str:
+    """Answer a ``describe_tool`` call: the full definitions of the tools it names, as JSON.
+
+    Unknown names are answered in words, with the names that exist, so that the model can
+    correct its call.
+
+    Args:
+        tools: The full definitions.
+        call: An OpenAI tool call, an Anthropic ``tool_use`` block, its arguments, or their JSON.
+
+    Example:
+        >>> tool = {"name": "grep", "description": "Search.", "input_schema": {"type": "object"}}
+        >>> describe_tools([tool], {"names": ["grep"]})
+        '[{"name": "grep", "description": "Search.", "input_schema": {"type": "object"}}]'
+    """
+    args = _arguments(call)
+    names = args.get("names")
+    if isinstance(names, str):
+        names = [names]
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        return 'error: call describe_tool with {"names": ["tool_name", ...]}'
+    by_name = {_parts(tool, i)[0]: tool for i, tool in enumerate(tools)}
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        return f"error: no tools named {unknown}; the tools are {sorted(by_name)}"
+    return json.dumps([by_name[n] for n in names], ensure_ascii=False)
+
+
+def _arguments(call: Mapping[str, Any] | str) -> dict[str, Any]:
+    raw: Any = call
+    if isinstance(call, Mapping):
+        if isinstance(call.get("function"), Mapping):
+            if call["function"].get("name") != DESCRIBE_TOOL_NAME:
+                raise ConfigError(
+                    f"this call is to {call['function'].get('name')!r}, "
+                    f"not to {DESCRIBE_TOOL_NAME!r}"
+                )
+            raw = call["function"].get("arguments", "{}")
+        elif call.get("type") == "tool_use":
+            if call.get("name") != DESCRIBE_TOOL_NAME:
+                raise ConfigError(
+                    f"this call is to {call.get('name')!r}, not to {DESCRIBE_TOOL_NAME!r}"
+                )
+            raw = call.get("input", {})
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw or "{}")
+        except json.JSONDecodeError:
+            return {}
+    return dict(raw) if isinstance(raw, Mapping) else {}
+
+
+def on_demand_saving(
+    tools: Sequence[Mapping[str, Any]],
+    counter: TokenCounter,
+    provider: Literal["openai", "anthropic"] = "openai",
+) -> int:
+    """Tokens each request saves by sending ``tools`` on demand (negative when it costs more:
+    a few small tools are cheaper sent whole). Each definition the model then loads costs its
+    tokens once, in the conversation.
+
+    Example:
+        >>> from ctxpack import get_counter
+        >>> big = {"type": "function", "function": {"name": "query", "description": "Run SQL.",
+        ...     "parameters": {"type": "object", "properties": {
+        ...         f"option_{i}": {"type": "string", "description": "An option " * 20}
+        ...         for i in range(20)}}}}
+        >>> on_demand_saving([big], get_counter(counter="cl100k_base")) > 500
+        True
+    """
+    if not tools:
+        return 0
+    full = tool_definition_tokens(tools, counter)
+    return full - tool_definition_tokens(on_demand_tools(tools, provider), counter)

@@ -1,0 +1,98 @@
+"""The long-session benchmark's bookkeeping on a small shipped session: the split, the chains,
+requests over the window, instructions kept, and the report files. Its figures are not tested
+(benchmarks measure); the rules that make them are."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from ctxpack import get_counter
+
+from .helpers import load_script
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "agent_session.json"
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    return load_script(ROOT / "benchmarks" / "long_sessions.py", "long_sessions_benchmark")
+
+
+@pytest.fixture()
+def data(tmp_path: Path) -> Path:
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    raw = json.loads(FIXTURE.read_text("utf-8"))
+    for k in range(10):
+        (folder / f"s{k}.json").write_text(json.dumps({**raw, "id": f"session-{k}"}), "utf-8")
+    return folder
+
+
+def test_the_split_is_a_stable_function_of_the_id(bench: ModuleType) -> None:
+    splits = {bench.split_of(f"session-{k}") for k in range(10)}
+    assert splits == {"tune", "report"}
+    assert bench.split_of("session-3") == bench.split_of("session-3")
+
+
+def test_chains_keep_one_system_prompt_and_unique_call_ids(bench: ModuleType, data: Path) -> None:
+    sessions = bench.A.load_sessions(data)
+    (chained, *_) = bench.chain(sessions[:4])
+    roles = [m["role"] for m in chained.messages]
+    assert roles.count("system") == 1
+    assert len(chained.messages) == 1 + 4 * (len(sessions[0].messages) - 1)
+    ids = [c["id"] for m in chained.messages for c in m.get("tool_calls") or ()]
+    assert len(ids) == len(set(ids))
+    answered = {m["tool_call_id"] for m in chained.messages if m["role"] == "tool"}
+    assert answered <= set(ids)
+
+
+def test_the_report_counts_requests_over_the_window(
+    bench: ModuleType, data: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    code = bench.main(
+        [
+            "--data",
+            str(data),
+            "--out",
+            str(out),
+            "--windows",
+            "2048",
+            "--strategies",
+            "raw,managed",
+            "--name",
+            "t",
+        ]
+    )
+    assert code == 0
+    results = json.loads((out / "t.json").read_text("utf-8"))["results"]
+    report = results["report"]["2048"]
+    assert report["raw"]["requests_over_window"] > 0
+    assert report["managed"]["requests_over_window"] == 0
+    assert report["managed"]["instructions_kept"] == 1.0
+    assert report["managed"]["evidence_recoverable"] >= report["managed"]["evidence_survival"]
+    assert "chained (report)" in results
+    text = (out / "t.md").read_text("utf-8")
+    assert "## Tool definitions on demand" in text and "| managed |" in text
+    again = tmp_path / "again"
+    args = ["--data", str(data), "--out", str(again), "--windows", "2048", "--name", "t"]
+    assert bench.main([*args, "--render", str(out / "t.json")]) == 0
+    assert (again / "t.md").read_text("utf-8") == text
+
+
+def test_instructions_kept_notices_a_dropped_task(bench: ModuleType, data: Path) -> None:
+    session = bench.A.load_sessions(data)[0]
+    counter = get_counter(counter="cl100k_base")
+    billings = [bench.A.Billing.parse(b) for b in bench.BILLINGS]
+
+    def drop_task(info: object) -> object:
+        return lambda history: [m for m in history if m["role"] != "user"]
+
+    run = bench.A.replay(session, "drop", drop_task, counter, billings)
+    kept, total = bench.instructions_kept(session, run)
+    assert total > 0 and kept == 0

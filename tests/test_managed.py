@@ -1,0 +1,359 @@
+"""Managed mode: ``Session(window=W)`` keeps every request within the window, instructions
+verbatim, everything removed retrievable, each edit recorded with its cache effect."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ctxpack
+from ctxpack import BudgetExceededError, ConfigError, Message, Session, get_counter
+from ctxpack.managed import WindowPolicy, WindowState, fit_digest
+
+SYSTEM = {"role": "system", "content": "You are a coding agent. Never push to main."}
+TASK = {"role": "user", "content": "Fix the flaky test in tests/test_cache.py; keep the API."}
+COUNTER = get_counter(counter="cl100k_base")
+
+
+def step(i: int, lines: int = 25) -> list[dict[str, Any]]:
+    """One agent step: a call to bash, and an output that filters do not shorten."""
+    call_id = f"c{i}"
+    command = f"python probe_{i}.py"
+    output = "\n".join(f"probe {i} row {j}: value_{i}_{j} = {i * 1000 + j}" for j in range(lines))
+    return [
+        {
+            "role": "assistant",
+            "content": f"THOUGHT: step {i}, I need to run probe {i}.",
+            "tool_calls": [
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": "bash", "arguments": json.dumps({"command": command})},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": call_id, "content": output},
+    ]
+
+
+def run(session: Session, steps: int, *, lines: int = 25) -> list[ctxpack.PackResult]:
+    """Append a whole session step by step, rendering one request before each assistant
+    message (as an agent does)."""
+    session.extend([SYSTEM, TASK])
+    results = []
+    for i in range(steps):
+        results.append(session.render())
+        session.extend(step(i, lines))
+    results.append(session.render())
+    return results
+
+
+def test_every_request_fits_the_window_with_the_reply_room() -> None:
+    session = Session(counter=COUNTER, filters=False, window=8_000)
+    results = run(session, 60)
+    room = session.window.window - session.window.reserve
+    assert max(r.tokens for r in results) <= room
+    raw = sum(COUNTER.count_message(m) for m in session.transcript())
+    assert raw > 3 * session.window.window  # the session is far longer than the window
+    assert {e.action for e in session.window_state.events} >= {"cleared", "compacted"}
+
+
+def test_system_prompt_task_and_user_messages_stay_verbatim_in_every_request() -> None:
+    session = Session(counter=COUNTER, filters=False, window=8_000)
+    session.extend([SYSTEM, TASK])
+    for i in range(40):
+        session.extend(step(i))
+        if i % 10 == 5:
+            session.append({"role": "user", "content": f"Also check case {i}, do not skip it."})
+        sent = [m.text for m in session.render().messages]
+        users = [m.text for m in session.transcript() if m.role in ("system", "user")]
+        assert all(u in sent for u in users)
+        assert sent[0] == SYSTEM["content"] and sent[1] == TASK["content"]
+
+
+def test_what_is_removed_stays_retrievable() -> None:
+    session = Session(counter=COUNTER, filters=False, window=8_000)
+    results = run(session, 40)
+    last = results[-1]
+    state = session.window_state
+    assert state.cleared or state.compacted
+    sent_ids = {m.id for m in last.messages}
+    text = "\n".join(m.text for m in last.messages)
+    for msg in session.transcript():
+        if msg.role != "tool" or msg.text in text:
+            continue
+        # Gone from the request: its original is in the result and in the store.
+        assert last.original(msg.id).text == msg.text
+        assert msg.id not in sent_ids or msg.id in state.cleared
+    # The summary names an index artifact that lists every summarised message's original.
+    summary = next(m for m in last.messages if m.id == state.summary_id)
+    assert state.index_artifact in summary.text
+    index = session.store.get(state.index_artifact)
+    for mid in state.compacted:
+        line = next(row for row in index.splitlines() if row.startswith(mid + "\t"))
+        artifact = line.rsplit("\t", 1)[1]
+        original = next(m for m in session.transcript() if m.id == mid)
+        if original.role == "tool":
+            assert session.store.get(artifact) == original.text
+
+
+def test_clearing_placeholders_name_the_original() -> None:
+    session = Session(counter=COUNTER, filters=False, window=16_000)
+    run(session, 30)
+    state = session.window_state
+    assert state.cleared
+    mid, artifact = next(iter(state.cleared.items()))
+    original = next(m for m in session.transcript() if m.id == mid)
+    assert session.store.get(artifact) == original.text
+    sent = next(m for m in session.render().messages if m.id == mid)
+    assert artifact in sent.text and "retrieve_original" in sent.text
+
+
+def test_each_edit_is_a_decision_with_its_cache_effect() -> None:
+    session = Session(counter=COUNTER, filters=False, window=8_000)
+    results = run(session, 40)
+    decisions = results[-1].decisions
+    window = [d for d in decisions if d.stage == "window"]
+    assert {"cleared", "merged", "warned"} <= {d.action for d in window}
+    for event in session.window_state.events:
+        assert 0 < event.rewritten <= event.tokens_after
+        assert event.tokens_after < event.tokens_before
+    warned = [d for d in window if d.action == "warned"]
+    assert len(warned) == len(session.window_state.events)
+    assert all("writes" in d.reason and "tokens again" in d.reason for d in warned)
+
+
+def test_between_edits_requests_only_grow_at_their_end() -> None:
+    # What a prompt cache needs: a request is the previous one plus new messages, except at a
+    # recorded edit.
+    session = Session(counter=COUNTER, filters=False, window=16_000)
+    results = run(session, 50)
+    edited = {e.request for e in session.window_state.events}
+    for k in range(1, len(results)):
+        before = [m.model_dump() for m in results[k - 1].messages]
+        after = [m.model_dump() for m in results[k].messages]
+        if k not in edited:
+            assert after[: len(before)] == before, f"request {k} rewrote its prefix"
+    # Batches: far fewer edits than requests.
+    assert 0 < len(edited) <= len(results) // 5
+
+
+def test_the_state_round_trips_through_json_and_goes_on_the_same_way() -> None:
+    one = Session(counter=COUNTER, filters=False, window=8_000)
+    run(one, 25)
+    saved = one.window_state.to_json()
+    two = Session(
+        counter=COUNTER,
+        filters=False,
+        window=8_000,
+        store=one.store,
+        window_state=WindowState.from_json(saved),
+    )
+    two.extend(one.transcript())
+    assert two.render().messages == one.render().messages
+    for i in range(25, 40):
+        one.extend(step(i))
+        two.extend(step(i))
+        assert two.render().messages == one.render().messages
+    with pytest.raises(ConfigError, match="WindowState"):
+        WindowState.from_json("{not json")
+
+
+def test_pinned_content_is_reinjected_within_budgets_after_a_compaction() -> None:
+    policy = WindowPolicy(window=12_000, skill_budget=300, pinned_budget=500)
+    session = Session(counter=COUNTER, filters=False, window=policy)
+    session.extend([SYSTEM, TASK])
+    session.pin("Always run ruff before committing.", name="CLAUDE.md", kind="memory")
+    old = "\n".join(f"old skill line {j}" for j in range(40))
+    session.pin(old, name="old-skill")
+    long_skill = "\n".join(f"deploy step {j}: run stage {j}" for j in range(200))
+    session.pin(long_skill, name="deploy")
+    for i in range(40):
+        session.render()
+        session.extend(step(i))
+    result = session.render()
+    assert session.window_state.compacted
+    pinned = next(m for m in result.messages if m.id == "ctxpack-pinned")
+    assert "Always run ruff before committing." in pinned.text  # memory: whole
+    assert "deploy step 0: run stage 0" in pinned.text  # the head of the truncated skill
+    assert "deploy step 199" not in pinned.text
+    assert "old skill line 0" not in pinned.text  # the oldest skill, dropped past the budget
+    assert COUNTER.count(pinned.text) < 300 + 100
+
+
+def test_thinking_blocks_are_cleared_keeping_the_last_turns() -> None:
+    policy = WindowPolicy(window=8_000, keep_thinking=1)
+    session = Session(counter=COUNTER, filters=False, window=policy)
+    session.extend([SYSTEM, TASK])
+    for i in range(30):
+        session.render()
+        block = {
+            "type": "thinking",
+            "thinking": f"thinking about probe {i} " * 30,
+            "signature": "s",
+        }
+        session.append(
+            {
+                "role": "assistant",
+                "content": [
+                    block,
+                    {"type": "tool_use", "id": f"t{i}", "name": "bash", "input": {"command": "ls"}},
+                ],
+            }
+        )
+        session.append(
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": "x\n" * 50}],
+            }
+        )
+    result = session.render()
+    cleared = [d for d in result.decisions if d.reason.startswith("thinking blocks cleared")]
+    assert cleared and all(d.tokens_after < d.tokens_before for d in cleared)
+    with_thinking = [
+        m
+        for m in result.messages
+        if m.role == "assistant"
+        and isinstance(m.content, list)
+        and any(p.get("type") == "thinking" for p in m.content)
+    ]
+    assert len(with_thinking) <= 1 + 1  # the last turn, and any not yet in a batch
+    assert result.tokens <= policy.window - policy.reserve
+
+
+def test_instructions_that_cannot_fit_raise_a_budget_error() -> None:
+    session = Session(counter=COUNTER, filters=False, window=2_000)
+    session.extend([SYSTEM, {"role": "user", "content": "word " * 3_000}])
+    with pytest.raises(BudgetExceededError) as info:
+        session.render()
+    assert info.value.budget == 2_000
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"window": "64k"}, "window must be a number of tokens"),
+        ({"window": 100}, "window"),
+        ({"window": 64_000, "pipeline": ctxpack.Pipeline([])}, "window or a pipeline"),
+        ({"window_state": {"requests": 1}}, "window_state must be a WindowState"),
+    ],
+)
+def test_bad_window_options_are_config_errors(options: dict[str, Any], match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        Session(**options)
+
+
+def test_policy_checks_its_fields() -> None:
+    with pytest.raises(ValueError, match="reply_room"):
+        WindowPolicy(window=4_000, reply_room=4_000)
+    with pytest.raises(ValueError, match="clear_at"):
+        WindowPolicy(window=4_000, clear_at=0.9, compact_at=0.5)
+    with pytest.raises(ValueError, match="no price for model 'no-such-model'"):
+        WindowPolicy(window=4_000, model="no-such-model")
+
+
+def test_render_takes_no_budget_in_managed_mode() -> None:
+    session = Session(window=8_000)
+    session.append(TASK)
+    with pytest.raises(ConfigError, match="no budget"):
+        session.render(budget=1_000)
+
+
+def test_pin_checks_its_arguments() -> None:
+    with pytest.raises(ConfigError, match="name"):
+        Session().pin("text", name="")
+    with pytest.raises(ConfigError, match="kind"):
+        Session().pin("text", name="x", kind="rule")  # type: ignore[arg-type]
+
+
+def test_a_huge_assistant_message_is_compacted_rather_than_sent() -> None:
+    session = Session(counter=COUNTER, filters=False, window=8_000)
+    session.extend([SYSTEM, TASK, *step(0), *step(1)])
+    session.append({"role": "assistant", "content": "THOUGHT: " + "long reasoning " * 3_000})
+    session.append({"role": "user", "content": "Please give exactly one command."})
+    result = session.render()
+    assert result.tokens <= 8_000 - session.window.reserve
+    assert result.messages[-1].text == "Please give exactly one command."
+
+
+def test_fit_digest_keeps_the_latest_lines_within_the_budget() -> None:
+    digest = "## Commands run\n" + "\n".join(f"- `cmd {i}`" for i in range(300))
+    digest += "\n\n## Identifiers, paths and numbers named\n" + ", ".join(
+        f"name_{i}" for i in range(300)
+    )
+    short = fit_digest(digest, 200, COUNTER)
+    assert COUNTER.count(short) <= 200
+    assert "- `cmd 299`" in short and "name_299" in short
+    assert "- `cmd 0`" not in short
+    assert fit_digest("## Plan\n- a", 100, COUNTER) == "## Plan\n- a"
+
+
+def test_a_compacted_request_is_valid_for_both_providers() -> None:
+    session = Session(counter=COUNTER, filters=False, window=8_000)
+    results = run(session, 30)
+    assert session.window_state.compacted
+    ctxpack.adapters.validate_openai(results[-1].to_openai())
+    ctxpack.adapters.validate_anthropic(results[-1].to_anthropic())
+    assert isinstance(results[-1].messages[0], Message)
+
+
+def test_a_changed_model_tool_set_or_system_prompt_is_a_cache_warning() -> None:
+    session = Session(counter=COUNTER, filters=False)
+    session.extend([SYSTEM, TASK])
+    tool = {"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}
+    first = session.render(tools=[tool])
+    assert not [d for d in first.decisions if d.action == "warned"]
+    same = session.render(tools=[tool])
+    assert not [d for d in same.decisions if d.action == "warned"]
+    session.model = "claude-sonnet-4-5"
+    moved = session.render(tools=[tool])
+    (warning,) = [d for d in moved.decisions if d.action == "warned"]
+    assert "the model changed from None to 'claude-sonnet-4-5'" in warning.reason
+    assert warning.tokens_before == moved.tokens and f"{moved.tokens} tokens" in warning.reason
+    retooled = session.render(tools=[])
+    assert "the tool definitions changed" in retooled.decisions[-1].reason
+    assert retooled.decisions[-1].message_id == retooled.messages[0].id
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    window=st.integers(min_value=3_000, max_value=20_000),
+    sizes=st.lists(st.integers(min_value=0, max_value=120), min_size=5, max_size=60),
+    instructions=st.sets(st.integers(min_value=0, max_value=59), max_size=4),
+)
+def test_the_promise_holds_on_random_sessions(
+    window: int, sizes: list[int], instructions: set[int]
+) -> None:
+    """Every request fits the window less the reply room, and holds the system prompt and every
+    user message verbatim; between two recorded edits it only grows at its end."""
+    session = Session(counter=COUNTER, filters=False, window=window)
+    session.extend([SYSTEM, TASK])
+    room = window - session.window.reserve
+    previous: list[Message] = []
+    for i, lines in enumerate(sizes):
+        result = session.render()
+        assert result.tokens <= room
+        sent = [m.text for m in result.messages]
+        assert all(m.text in sent for m in session.transcript() if m.role in ("system", "user"))
+        edits = {e.request for e in session.window_state.events}
+        if session.window_state.requests - 1 not in edits:
+            assert result.messages[: len(previous)] == previous
+        previous = result.messages
+        session.extend(step(i, lines))
+        if i in instructions:
+            session.append({"role": "user", "content": f"Note {i}: keep going."})
+
+
+def test_a_stored_session_takes_the_window_options() -> None:
+    from ctxpack.store import open_store
+
+    session = Session.open(
+        "w", store=open_store("memory://"), counter=COUNTER, window=8_000, tools_on_demand=True
+    )
+    session.extend([SYSTEM, TASK])
+    assert session.window is not None and session.window.window == 8_000
+    assert session.render().tokens <= 8_000 - session.window.reserve

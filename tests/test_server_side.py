@@ -1,0 +1,159 @@
+"""Server-side context management from the same WindowPolicy, through the real SDKs on a mock
+transport: the request fields they send, and what comes back read into the session."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx2
+
+from ctxpack import Session, get_counter
+from ctxpack.managed import WindowPolicy
+from ctxpack.server_side import (
+    ANTHROPIC_BETAS,
+    anthropic_context_management,
+    openai_context_management,
+    response_decisions,
+)
+
+from .sdk_mock import Capture, anthropic_client, anthropic_message, openai_client
+
+
+class HeaderCapture(Capture):
+    """A capture that also keeps each request's headers."""
+
+    def __init__(self, reply: dict[str, Any]) -> None:
+        super().__init__(reply)
+        self.headers: list[dict[str, str]] = []
+
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        self.headers.append(dict(request.headers))
+        return super().__call__(request)
+
+
+COUNTER = get_counter(counter="cl100k_base")
+POLICY = WindowPolicy(window=200_000, keep=4, keep_thinking=2, server_side=True, instructions="x")
+
+
+def test_anthropic_edits_follow_the_policy() -> None:
+    edits = anthropic_context_management(POLICY)["edits"]
+    room = 200_000 - POLICY.reserve
+    assert edits == [
+        {"type": "clear_thinking_20251015", "keep": {"type": "thinking_turns", "value": 2}},
+        {
+            "type": "clear_tool_uses_20250919",
+            "trigger": {"type": "input_tokens", "value": int(0.35 * room)},
+            "keep": {"type": "tool_uses", "value": 4},
+        },
+        {
+            "type": "compact_20260112",
+            "trigger": {"type": "input_tokens", "value": int(0.6 * room)},
+            "instructions": "x",
+        },
+    ]
+
+
+def test_compaction_trigger_never_goes_under_anthropics_floor() -> None:
+    edits = anthropic_context_management(WindowPolicy(window=32_000))["edits"]
+    assert edits[-1]["trigger"]["value"] == 50_000
+    assert [e["type"] for e in edits] == ["clear_tool_uses_20250919", "compact_20260112"]
+
+
+def test_openai_compaction_threshold_follows_the_policy() -> None:
+    field = openai_context_management(POLICY)
+    assert field == [{"type": "compaction", "compact_threshold": int(0.6 * (200_000 - 8_192))}]
+
+
+def test_the_anthropic_sdk_sends_the_field_and_the_session_reads_the_reply() -> None:
+    reply = anthropic_message(
+        [
+            {"type": "compaction", "content": "Summary: the bug is in cache.py line 88."},
+            {"type": "text", "text": "Continuing from the summary."},
+        ]
+    )
+    reply["context_management"] = {
+        "applied_edits": [
+            {
+                "type": "clear_thinking_20251015",
+                "cleared_thinking_turns": 3,
+                "cleared_input_tokens": 1_200,
+            },
+            {
+                "type": "clear_tool_uses_20250919",
+                "cleared_tool_uses": 5,
+                "cleared_input_tokens": 40_000,
+            },
+        ]
+    }
+    capture = HeaderCapture(reply)
+    client = anthropic_client(capture)
+    session = Session(counter=COUNTER, window=POLICY)
+    session.append({"role": "user", "content": "Fix the cache bug."}, provider="anthropic")
+    fields = session.context_management()
+    assert fields["betas"] == list(ANTHROPIC_BETAS)
+    request = session.render().to_anthropic()
+    response = client.beta.messages.create(
+        model="claude-sonnet-4-5", max_tokens=1024, **request, **fields
+    )
+    sent = capture.body
+    assert sent["context_management"] == anthropic_context_management(POLICY)
+    assert "context-management-2025-06-27" in capture.headers[-1]["anthropic-beta"]
+    decisions = session.record_response(response)
+    assert [d.action for d in decisions] == ["cleared", "cleared", "merged"]
+    assert decisions[1].tokens_before == 40_000 and "5 tool uses" in decisions[1].reason
+    # The reply is in both records, its compaction block verbatim, and goes back next time.
+    assert session.transcript()[-1].content[0]["type"] == "compaction"  # type: ignore[index]
+    again = session.render()
+    blocks = again.to_anthropic()["messages"][-1]["content"]
+    assert blocks[0] == {
+        "type": "compaction",
+        "content": "Summary: the bug is in cache.py line 88.",
+    }
+    assert [d for d in again.decisions if d.stage == "server"] == decisions
+
+
+def test_the_openai_sdk_sends_the_field_and_the_session_records_the_compaction() -> None:
+    body = {
+        "id": "resp_1",
+        "object": "response",
+        "created_at": 1_700_000_000,
+        "model": "gpt-5",
+        "status": "completed",
+        "output": [
+            {"type": "compaction", "id": "cmp_1", "encrypted_content": "opaque"},
+            {
+                "type": "message",
+                "id": "msg_1",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": "Done.", "annotations": []}],
+            },
+        ],
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+    }
+    capture = Capture(body)
+    client = openai_client(capture)
+    session = Session(counter=COUNTER, window=POLICY)
+    session.append({"role": "user", "content": "Go on."})
+    fields = session.context_management()
+    response = client.responses.create(model="gpt-5", input="Go on.", **fields)
+    assert capture.body["context_management"] == openai_context_management(POLICY)
+    decisions = session.record_response(response)
+    assert [d.action for d in decisions] == ["merged"]
+    assert decisions[0].message_id == "resp_1"
+    assert "opaque summary" in decisions[0].reason
+
+
+def test_client_side_sessions_send_no_field() -> None:
+    assert Session(window=64_000).context_management() == {}
+    assert Session().context_management() == {}
+
+
+def test_a_reply_without_context_management_records_nothing() -> None:
+    assert (
+        response_decisions(anthropic_message([{"type": "text", "text": "hi"}]), message_id="m")
+        == []
+    )
+    assert response_decisions("not a response", message_id="m") == []

@@ -1,0 +1,108 @@
+"""Tool definitions on demand: stubs first, the full definition in the conversation when asked,
+the tools sent never changing (the prompt cache keeps working), the tokens saved."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from ctxpack import ConfigError, Session, get_counter
+from ctxpack.tools_on_demand import (
+    DESCRIBE_TOOL_NAME,
+    describe_tools,
+    on_demand_saving,
+    on_demand_tools,
+)
+
+COUNTER = get_counter(counter="cl100k_base")
+
+
+def tool(name: str, options: int = 12) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": f"{name.replace('_', ' ').capitalize()} in the tracker.\nMore here.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    f"option_{i}": {"type": "string", "description": f"What option {i} sets."}
+                    for i in range(options)
+                },
+            },
+        },
+    }
+
+
+TOOLS = [tool(n) for n in ("create_issue", "list_issues", "close_issue", "add_label")]
+
+
+def test_stubs_carry_the_name_and_the_first_line_only() -> None:
+    sent = on_demand_tools(TOOLS)
+    assert [t["function"]["name"] for t in sent] == [
+        "create_issue",
+        "list_issues",
+        "close_issue",
+        "add_label",
+        DESCRIBE_TOOL_NAME,
+    ]
+    stub = sent[0]["function"]
+    assert stub["description"] == "Create issue in the tracker. (parameters: describe_tool)"
+    assert stub["parameters"] == {"type": "object"}
+    anthropic = on_demand_tools(
+        [{"name": "grep", "description": "Search.", "input_schema": {}}], "anthropic"
+    )
+    assert anthropic[0] == {
+        "name": "grep",
+        "description": "Search. (parameters: describe_tool)",
+        "input_schema": {"type": "object"},
+    }
+
+
+def test_the_tokens_saved_are_measured_and_real() -> None:
+    saved = on_demand_saving(TOOLS, COUNTER)
+    full = COUNTER.count(json.dumps(TOOLS))
+    assert 0 < saved < full
+    # A single small tool costs more on demand (the describe tool's own definition).
+    assert on_demand_saving([tool("x", options=0)], COUNTER) < 0
+
+
+def test_describe_answers_with_the_full_definition_or_says_what_exists() -> None:
+    answer = json.loads(describe_tools(TOOLS, {"names": ["close_issue"]}))
+    assert answer == [TOOLS[2]]
+    assert "no tools named ['nope']" in describe_tools(TOOLS, {"names": ["nope"]})
+    assert describe_tools(TOOLS, "not json").startswith("error")
+    with pytest.raises(ConfigError, match="not to 'describe_tool'"):
+        describe_tools(TOOLS, {"type": "tool_use", "name": "other", "input": {}})
+
+
+def test_a_session_sends_stubs_answers_describe_calls_and_keeps_the_tools_fixed() -> None:
+    session = Session(counter=COUNTER, tools_on_demand=True, retrieve_tool=False)
+    session.append({"role": "user", "content": "Close issue 7."})
+    first = session.render(tools=TOOLS)
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": DESCRIBE_TOOL_NAME, "arguments": '{"names": ["close_issue"]}'},
+    }
+    session.append({"role": "assistant", "content": None, "tool_calls": [call]})
+    session.append({"role": "tool", "tool_call_id": "c1", "content": session.handle(call)})
+    second = session.render(tools=TOOLS)
+    assert first.tool_tokens == second.tool_tokens  # the tools sent did not change
+    assert '"option_11"' in second.messages[-1].text  # the full definition, in the conversation
+    whole = Session(counter=COUNTER, retrieve_tool=False)
+    whole.append({"role": "user", "content": "Close issue 7."})
+    assert whole.render(tools=TOOLS).tool_tokens - first.tool_tokens == on_demand_saving(
+        TOOLS, COUNTER
+    )
+    # No cache-bust warning: the tools sent are the same each time.
+    assert not [d for d in second.decisions if d.stage == "cache"]
+
+
+def test_names_must_be_given_and_unique() -> None:
+    with pytest.raises(ConfigError, match=r"tools\[0\] has no name"):
+        on_demand_tools([{"description": "x"}])
+    with pytest.raises(ConfigError, match="used twice"):
+        on_demand_tools([TOOLS[0], TOOLS[0]])
