@@ -6,6 +6,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from typing import Any
 
+from ._internal.arguments import optional_text, tool_definitions
+from ._internal.arguments import tokens as check_tokens
 from ._internal.columns import ANTHROPIC, flags
 from ._internal.columns import ids as message_ids
 from .adapters.validate import check_openai_message
@@ -227,14 +229,21 @@ def pack(
         >>> result.dropped_ids
         ['m-aa71853aaf03']
     """
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
-        raise ConfigError(f"budget must be a positive int, got {budget!r}")
+    check_tokens(budget, "budget")
     if isinstance(reserve, bool) or not isinstance(reserve, int) or not 0 <= reserve < budget:
         raise ConfigError(f"reserve must be an int in [0, budget), got {reserve!r}")
     for name, flag in (("redact_secrets", redact_secrets), ("flag_injections", flag_injections)):
         if not isinstance(flag, bool):
             raise ConfigError(f"{name} must be True or False, got {flag!r}")
     resolved = get_counter(model, counter)
+    optional_text(query, "query")
+    if pipeline is not None and not callable(pipeline):
+        raise ConfigError(
+            f"pipeline must be a stage (a callable taking a PackContext), got "
+            f"{type(pipeline).__name__}"
+        )
+    if tools is not None:
+        tools = tool_definitions(tools)
     if pipeline is None:
         stage: Stage = _shared_default_pipeline(redact_secrets, flag_injections)
     else:

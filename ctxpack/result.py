@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
+from ._internal.arguments import tokens as check_tokens
 from .messages import Message
 from .pipeline import Decision, DecisionLog
 
@@ -108,7 +109,11 @@ class PackResult(BaseModel):
 
         Reasons longer than the line are wrapped onto continuation lines at word boundaries,
         never cut.
+
+        Raises:
+            ConfigError: ``width`` is not a positive int.
         """
+        check_tokens(width, "width", unit="characters")
         first_tokens: dict[str, int] = {}
         last: dict[str, Decision] = {}
         actions: dict[str, list[str]] = {}

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
+from ._internal.arguments import flag, message_items, optional_text, tool_definitions
+from ._internal.arguments import tokens as check_tokens
 from ._internal.views import FileRegion, view_region
 from .adapters.anthropic import from_anthropic
 from .adapters.openai import from_openai
@@ -161,7 +163,10 @@ def _called(call: Any) -> str | None:
 def _looks_anthropic(message: Mapping[str, Any]) -> bool:
     content = message.get("content")
     return isinstance(content, list) and any(
-        isinstance(block, Mapping) and block.get("type") in _ANTHROPIC_BLOCKS for block in content
+        isinstance(block, Mapping)
+        and isinstance(block.get("type"), str)
+        and block["type"] in _ANTHROPIC_BLOCKS
+        for block in content
     )
 
 
@@ -308,7 +313,7 @@ class Session:
             raise ConfigError(
                 f"store must have put(text, **metadata) and get(id), got {type(store).__name__}"
             )
-        self.retrieve_tool = retrieve_tool
+        self.retrieve_tool = flag(retrieve_tool, "retrieve_tool")
         self.filter: ToolOutputFilter | None
         if filters is False:
             self.filter = None
@@ -458,7 +463,7 @@ class Session:
                 f"extend() takes a list of messages, got {type(messages).__name__}; "
                 "use append() for one message"
             )
-        batch = list(messages)  # a stored session may have to apply them twice
+        batch = list(message_items(messages))  # a stored session may have to apply them twice
         self._change(lambda: self._extend(batch, provider))
 
     def _change(self, change: Callable[[], None]) -> None:
@@ -948,8 +953,12 @@ class Session:
     ) -> PackResult:
         if not self._raw:
             raise ConfigError("the session is empty: append messages before rendering")
+        if budget is not None:
+            check_tokens(budget, "budget")
+        check_tokens(reserve, "reserve", minimum=0)
+        optional_text(query, "query")
         provider = provider or self.provider
-        given: Sequence[Mapping[str, Any]] = list(tools or ())
+        given: Sequence[Mapping[str, Any]] = tool_definitions(tools) if tools is not None else []
         if self.tools_on_demand and given:
             self._full_tools = list(given)
             given = on_demand_tools(given, provider)
@@ -1157,25 +1166,22 @@ class Session:
         reserve: int = 0,
     ) -> PackResult:
         """The compact record whole (or ``messages``, a managed request), as a result."""
-        # Every message of the record gets its decision, as pack() promises: here, sent as it
-        # is. A managed request's messages are the window's own, decided by its policy.
-        unfiltered: list[Decision] = []
-        if messages is None:
-            filtered = set(filter_log.message_ids())
-            unfiltered = [
-                Decision(
-                    stage="session",
-                    action="kept",
-                    message_id=m.id,
-                    reason="kept, not filtered",
-                    tokens_before=(n := self.counter.count_message(m)),
-                    tokens_after=n,
-                )
-                for m in self._compact
-                if m.id not in filtered
-            ]
         messages = list(self._compact) if messages is None else messages
         tokens = self.counter.count_messages(messages) + tool_tokens
+        filtered = set(filter_log.message_ids())
+        # Every message gets its decision, as pack() promises: here, sent as it is.
+        unfiltered = [
+            Decision(
+                stage="session",
+                action="kept",
+                message_id=m.id,
+                reason="kept, not filtered",
+                tokens_before=(n := self.counter.count_message(m)),
+                tokens_after=n,
+            )
+            for m in messages
+            if m.id not in filtered
+        ]
         return PackResult.model_construct(
             messages=messages,
             tokens=tokens,
@@ -1241,16 +1247,27 @@ class Session:
     def handle(self, call: Mapping[str, Any] | SDKObject | str) -> str:
         """Answer the model's call to the retrieve tool (an OpenAI tool call or an Anthropic
         ``tool_use`` block, as a dict or as the SDK's own object:
-        ``session.handle(response.choices[0].message.tool_calls[0])``) from the session's store
-        (or, with ``tools_on_demand``, its call to ``describe_tool`` from the tools last
-        rendered); see
-        :func:`ctxpack.retrieval.handle_retrieve_call`. Append the answer as the call's tool
-        result as usual: the session never filters a retrieved original again."""
-        plain: Mapping[str, Any] | str = coerce_tool_call(call)
-        if self.tools_on_demand and _called(plain) == DESCRIBE_TOOL_NAME:
-            return describe_tools(self._full_tools, plain)
+        ``session.handle(response.choices[0].message.tool_calls[0])``) from the session's
+        store (or, with ``tools_on_demand``, its call to ``describe_tool`` from the tools
+        last rendered); see :func:`ctxpack.retrieval.handle_retrieve_call`. Append the
+        answer as the call's tool result as usual: the session never filters a retrieved
+        original again.
+
+        Raises:
+            ConfigError: ``call`` is none of these (the model's own mistakes in a call are
+                answered in words instead).
+        """
+        if not isinstance(call, (Mapping, str)) and not is_sdk_object(call):
+            raise ConfigError(
+                "call must be the model's tool call (an OpenAI tool call, an Anthropic tool_use "
+                f"block, or the SDK's object for either) or its arguments, got "
+                f"{type(call).__name__}"
+            )
+        coerced: Mapping[str, Any] | str = coerce_tool_call(call)
+        if self.tools_on_demand and _called(coerced) == DESCRIBE_TOOL_NAME:
+            return describe_tools(self._full_tools, coerced)
         return handle_retrieve_call(
-            self.store, plain, redact_secrets=bool(self.guard.redact_secrets)
+            self.store, coerced, redact_secrets=bool(self.guard.redact_secrets)
         )
 
     def __repr__(self) -> str:

@@ -1,5 +1,7 @@
 """ctxpack's internal machinery: nothing here is public API, and any of it may change.
 
+- ``arguments``: the checks of public functions' arguments (message lists, tokens, tools, flags,
+  text and nesting), each raising ctxpack's own error naming the argument.
 - ``budgets``: the context window and the prompt's budget a wrapper packs each request under.
 - ``cliargs``: the command lines' usage error and argument types (one-line errors, exit status 2).
 - ``columns``: per-message facts (flags, ids, role codes) as arrays, memoised across packs.

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from .._internal.arguments import optional_text
 from .._internal.budgets import check_limits, pack_limits
 from ..errors import ConfigError
 from ..packing import pack
@@ -369,6 +370,14 @@ def _wrap(
             f"{type(session).__name__}, whose methods are coroutines; with an AsyncSession, "
             "await session.extend(...) and session.render(...) yourself and pass "
             "result.to_openai() to the client"
+        )
+    optional_text(model, "model")
+    if pipeline is not None and not callable(pipeline):
+        raise ConfigError(f"pipeline must be a stage, got {type(pipeline).__name__}")
+    if session is not None and not isinstance(session, SessionLike):
+        raise ConfigError(
+            f"session must be a ctxpack Session (extend, render and tools), got "
+            f"{type(session).__name__}"
         )
     openai = provider == "openai"
     packer = _Packer(
