@@ -107,6 +107,21 @@ class _Snapshot:
     superseded: list[tuple[int, int]]
     provider: Provider
     extensions: dict[str, Any]
+    window_state: WindowState
+
+
+def pinned_message(text: str, name: str, kind: Literal["memory", "skill"]) -> Message:
+    """The user message :meth:`Session.pin` adds.
+
+    Raises:
+        ConfigError: an empty name, or a kind other than ``"memory"`` or ``"skill"``.
+    """
+    try:
+        item = PinnedText(name=name, text=text, kind=kind)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        raise ConfigError(f"pin(): {error['loc'][0]}: {error['msg']}") from exc
+    return item.message()
 
 
 # The options Session.open passes on to the constructor.
@@ -796,6 +811,7 @@ class Session:
             superseded=list(self._superseded),
             provider=self.provider,
             extensions=copy.deepcopy(self._extensions),
+            window_state=self.window_state.model_copy(deep=True),
         )
 
     def _restore(self, snapshot: _Snapshot) -> None:
@@ -812,6 +828,7 @@ class Session:
         self._superseded = list(snapshot.superseded)
         self.provider = snapshot.provider
         self._extensions = copy.deepcopy(snapshot.extensions)
+        self.window_state = snapshot.window_state.model_copy(deep=True)
 
     def _entry_since(self, snapshot: _Snapshot) -> dict[str, Any]:
         """What changed since ``snapshot``, as JSON: the store's entry for one append."""
@@ -850,13 +867,18 @@ class Session:
 
     def _state(self) -> dict[str, Any]:
         """The session's bookkeeping beside its messages, as JSON."""
-        return {
+        state: dict[str, Any] = {
             "provider": self.provider,
             "pending": self._pending,
             "views": [[position, *region] for position, region in self._views],
             "superseded": self._superseded,
             "extensions": self._extensions,
         }
+        if self.window is not None:
+            # Only a managed session's: another one's (its cache-bust fingerprint) stays with
+            # the process that rendered.
+            state["window"] = self.window_state.model_dump(mode="json")
+        return state
 
     def _set_state(self, state: Mapping[str, Any]) -> None:
         self.provider = state["provider"]
@@ -864,6 +886,8 @@ class Session:
         self._views = [(p, FileRegion(path, a, b)) for p, path, a, b in state["views"]]
         self._superseded = [(p, by) for p, by in state["superseded"]]
         self._extensions = dict(state["extensions"])
+        if self.window is not None and "window" in state:
+            self.window_state = WindowState.model_validate(state["window"])
 
     # ------------------------------------------------------------------------------ output
 
@@ -934,8 +958,17 @@ class Session:
             BudgetExceededError: with a budget, the system and pinned messages alone do not fit.
         """
         with self._lock:
-            self._refresh()
-            return self._render(budget, query, provider, reserve, tools)
+            if self._backing is None or self.window is None:
+                self._refresh()
+                return self._render(budget, query, provider, reserve, tools)
+            # A managed render changes the window's state (what was cleared, compacted):
+            # stored like an append, on top of the newest stored state, so that every replica
+            # goes on from the last request sent, whoever sent it.
+            results: list[PackResult] = []
+            self._change(
+                lambda: results.append(self._render(budget, query, provider, reserve, tools))
+            )
+            return results[-1]
 
     def _render(
         self,
@@ -1100,6 +1133,18 @@ class Session:
         Returns:
             The decisions recorded.
         """
+        recorded: list[Decision] = []
+
+        # One change, read afresh on each attempt: the message and its decisions are stored
+        # together, on top of other writers' appends.
+        def change() -> None:
+            recorded[:] = self._record_response(response)
+
+        self._change(change)
+        return recorded
+
+    def _record_response(self, response: Any) -> list[Decision]:
+        """:meth:`record_response`'s change of state; returns the decisions recorded."""
         from .server_side import response_decisions
 
         body = (
@@ -1118,9 +1163,8 @@ class Session:
         decisions = response_decisions(body, message_id=mid)
         if anthropic:
             message = {"role": "assistant", "content": body.get("content") or []}
-            self.append(message, provider="anthropic")
-        with self._lock:
-            self.window_state.decisions.extend(decisions)
+            self._extend([message], "anthropic")
+        self.window_state.decisions.extend(decisions)
         return decisions
 
     def pin(self, text: str, *, name: str, kind: Literal["memory", "skill"] = "skill") -> None:
@@ -1134,12 +1178,7 @@ class Session:
         Raises:
             ConfigError: an empty name, or a kind other than ``"memory"`` or ``"skill"``.
         """
-        try:
-            item = PinnedText(name=name, text=text, kind=kind)
-        except ValidationError as exc:
-            error = exc.errors()[0]
-            raise ConfigError(f"pin(): {error['loc'][0]}: {error['msg']}") from exc
-        self.append(item.message())
+        self.append(pinned_message(text, name, kind))
 
     def _whole(
         self,
