@@ -7,8 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import subprocess
-import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -22,7 +20,7 @@ from ctxpack.managed import WindowState
 from ctxpack.store import SessionStore
 
 from .backends import backend_url
-from .test_sessions import CAT, PYTEST, ROOT, FailingStore, turn
+from .test_sessions import CAT, PYTEST, FailingStore, turn, wire_in_another_process
 
 # Small enough for the fixture turns to be cleared (from turn 5) and then compacted (from
 # turn 9): both edits happen within TURNS.
@@ -32,6 +30,11 @@ TURNS = 12
 
 def agent_turn(n: int) -> list[dict[str, Any]]:
     return turn(n, PYTEST, "pytest -q") if n % 2 else turn(n, CAT, "cat src/tax.py")
+
+
+def managed(session_id: str, store: Any) -> Session:
+    """The stored managed session every test opens (the same options on every replica)."""
+    return Session.open(session_id, store=store, model="gpt-4", window=WINDOW)
 
 
 def wire_of(result: Any) -> str:
@@ -50,8 +53,8 @@ def assert_goes_on_from(before: WindowState, after: WindowState) -> None:
 def test_two_replicas_taking_turns_send_the_same_requests_and_keep_every_edit(
     replicas: Callable[[], SessionStore], session_id: str
 ) -> None:
-    a = Session.open(session_id, store=replicas(), model="gpt-4", window=WINDOW)
-    b = Session.open(session_id, store=replicas(), model="gpt-4", window=WINDOW)
+    a = managed(session_id, replicas())
+    b = managed(session_id, replicas())
     previous = WindowState()
     for n in range(TURNS):
         replica, other = (a, b) if n % 2 else (b, a)
@@ -70,11 +73,11 @@ def test_two_replicas_taking_turns_send_the_same_requests_and_keep_every_edit(
 def test_a_resumed_managed_session_goes_on_where_it_stopped(
     replicas: Callable[[], SessionStore], session_id: str
 ) -> None:
-    first = Session.open(session_id, store=replicas(), model="gpt-4", window=WINDOW)
+    first = managed(session_id, replicas())
     for n in range(TURNS):
         first.extend(agent_turn(n))
         first.render()
-    again = Session.open(session_id, store=replicas(), model="gpt-4", window=WINDOW)
+    again = managed(session_id, replicas())
     assert again.window_state == first.window_state
     assert again.window_state.requests == TURNS
     assert wire_of(again.render()) == wire_of(first.render())
@@ -88,23 +91,15 @@ def test_a_resumed_managed_session_goes_on_where_it_stopped(
 
 def test_a_managed_session_resumes_in_another_process_byte_for_byte(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'sessions.db'}"
-    session = Session.open("m1", store=url, model="gpt-4", window=WINDOW)
+    session = managed("m1", url)
     for n in range(TURNS):
         session.extend(agent_turn(n))
         session.render()
     before = session.window_state.model_copy(deep=True)
-    script = (
-        "import json, sys\n"
-        "from ctxpack import Session, to_openai\n"
-        f"s = Session.open('m1', store={url!r}, model='gpt-4', window={WINDOW})\n"
-        "sys.stdout.write(json.dumps(to_openai(s.render().messages), sort_keys=True))\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=ROOT
-    )
+    out = wire_in_another_process("m1", url, f", window={WINDOW}")
     # The other process's request is stored too: this one goes on after it, with the same
     # bytes.
-    assert wire_of(session.render()) == out.stdout
+    assert wire_of(session.render()) == out
     assert session.window_state.requests == TURNS + 2
     assert_goes_on_from(before, session.window_state)
 
@@ -113,7 +108,7 @@ def test_a_render_that_fails_leaves_the_window_state_unchanged(
     store: SessionStore, session_id: str
 ) -> None:
     flaky = FailingStore(store)
-    session = Session.open(session_id, store=flaky, model="gpt-4", window=WINDOW)  # type: ignore[arg-type]
+    session = managed(session_id, flaky)  # type: ignore[arg-type]
     for n in range(TURNS):
         session.extend(agent_turn(n))
         if n < TURNS - 1:
@@ -129,7 +124,7 @@ def test_a_render_that_fails_leaves_the_window_state_unchanged(
     flaky.failing = False
     sent = wire_of(session.render())
     assert session.window_state.requests == TURNS
-    resumed = Session.open(session_id, store=store, model="gpt-4", window=WINDOW)
+    resumed = managed(session_id, store)
     assert resumed.window_state == session.window_state
     assert wire_of(resumed.render()) == sent
 
@@ -137,12 +132,10 @@ def test_a_render_that_fails_leaves_the_window_state_unchanged(
 def test_replicas_rendering_at_once_lose_no_request(
     replicas: Callable[[], SessionStore], session_id: str
 ) -> None:
-    writer = Session.open(session_id, store=replicas(), model="gpt-4", window=WINDOW)
+    writer = managed(session_id, replicas())
     for n in range(TURNS):
         writer.extend(agent_turn(n))
-    sessions = [
-        Session.open(session_id, store=replicas(), model="gpt-4", window=WINDOW) for _ in range(3)
-    ]
+    sessions = [managed(session_id, replicas()) for _ in range(3)]
     errors: list[BaseException] = []
 
     def render_twice(session: Session) -> None:
@@ -158,7 +151,7 @@ def test_replicas_rendering_at_once_lose_no_request(
     for thread in threads:
         thread.join()
     assert not errors
-    resumed = Session.open(session_id, store=replicas(), model="gpt-4", window=WINDOW)
+    resumed = managed(session_id, replicas())
     assert resumed.window_state.requests == 6
 
 
@@ -175,7 +168,7 @@ def test_an_unmanaged_stored_session_stores_no_window_state(
 def test_pin_and_record_response_are_stored_with_the_session(
     replicas: Callable[[], SessionStore], session_id: str
 ) -> None:
-    a = Session.open(session_id, store=replicas(), model="gpt-4", window=WINDOW)
+    a = managed(session_id, replicas())
     a.pin("Always run ruff before committing.", name="CLAUDE.md", kind="memory")
     a.append({"role": "user", "content": "Go on."})
     response = {
@@ -185,7 +178,7 @@ def test_pin_and_record_response_are_stored_with_the_session(
     }
     recorded = a.record_response(response)
     assert [d.action for d in recorded] == ["merged"]
-    b = Session.open(session_id, store=replicas(), model="gpt-4", window=WINDOW)
+    b = managed(session_id, replicas())
     assert b.window_state.decisions == recorded
     assert "ruff" in b.transcript()[0].text
     assert [d for d in b.render().decisions if d.message_id == "resp_1"] == recorded
@@ -200,7 +193,7 @@ def test_an_async_session_and_a_session_share_the_window(
     async def main() -> None:
         store: Any = sync_store if backend == "memory" else url
         session = await AsyncSession.open(session_id, store=store, model="gpt-4", window=WINDOW)
-        other = Session.open(session_id, store=sync_store, model="gpt-4", window=WINDOW)
+        other = managed(session_id, sync_store)
         await session.pin("Always run ruff.", name="CLAUDE.md", kind="memory")
         previous = WindowState()
         for n in range(TURNS):
