@@ -192,8 +192,8 @@ class AsyncSession:
     ) -> PackResult:
         """The request to send; see :meth:`ctxpack.Session.render`."""
         core = self._core
-        if core.window is not None:
-            # A managed render changes the window's state: stored like an append.
+        if core._renders_state(tools):
+            # Stored like an append (see Session.render).
             results: list[PackResult] = []
             await self._commit(
                 lambda: results.append(core._render(budget, query, provider, reserve, tools))
@@ -267,6 +267,8 @@ class AsyncSession:
 
     async def handle(self, call: Mapping[str, Any]) -> str:
         """Answer the model's call to the retrieve tool; see :meth:`ctxpack.Session.handle`."""
+        async with self._lock:
+            await self._sync()  # describe_tool answers from the tools rendered last
         return await asyncio.to_thread(self._core.handle, call)
 
     async def close(self) -> None:

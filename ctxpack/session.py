@@ -108,6 +108,7 @@ class _Snapshot:
     provider: Provider
     extensions: dict[str, Any]
     window_state: WindowState
+    full_tools: list[Mapping[str, Any]]
 
 
 def pinned_message(text: str, name: str, kind: Literal["memory", "skill"]) -> Message:
@@ -812,6 +813,7 @@ class Session:
             provider=self.provider,
             extensions=copy.deepcopy(self._extensions),
             window_state=self.window_state.model_copy(deep=True),
+            full_tools=list(self._full_tools),
         )
 
     def _restore(self, snapshot: _Snapshot) -> None:
@@ -829,6 +831,7 @@ class Session:
         self.provider = snapshot.provider
         self._extensions = copy.deepcopy(snapshot.extensions)
         self.window_state = snapshot.window_state.model_copy(deep=True)
+        self._full_tools = list(snapshot.full_tools)
 
     def _entry_since(self, snapshot: _Snapshot) -> dict[str, Any]:
         """What changed since ``snapshot``, as JSON: the store's entry for one append."""
@@ -878,6 +881,9 @@ class Session:
             # Only a managed session's: another one's (its cache-bust fingerprint) stays with
             # the process that rendered.
             state["window"] = self.window_state.model_dump(mode="json")
+        if self.tools_on_demand:
+            # For describe_tool to answer on a replica that did not render them.
+            state["full_tools"] = self._full_tools
         return state
 
     def _set_state(self, state: Mapping[str, Any]) -> None:
@@ -888,6 +894,8 @@ class Session:
         self._extensions = dict(state["extensions"])
         if self.window is not None and "window" in state:
             self.window_state = WindowState.model_validate(state["window"])
+        if self.tools_on_demand and "full_tools" in state:
+            self._full_tools = list(state["full_tools"])
 
     # ------------------------------------------------------------------------------ output
 
@@ -960,8 +968,9 @@ class Session:
         with self._lock:
             if self._backing is None or self.window is None:
                 self._refresh()
-                return self._render(budget, query, provider, reserve, tools)
-            # A managed render changes the window's state (what was cleared, compacted):
+                if self._backing is None or not self._renders_state(tools):
+                    return self._render(budget, query, provider, reserve, tools)
+            # A render that changes the state (a managed one: what was cleared, compacted) is
             # stored like an append, on top of the newest stored state, so that every replica
             # goes on from the last request sent, whoever sent it.
             results: list[PackResult] = []
@@ -969,6 +978,13 @@ class Session:
                 lambda: results.append(self._render(budget, query, provider, reserve, tools))
             )
             return results[-1]
+
+    def _renders_state(self, tools: Sequence[Mapping[str, Any]] | None) -> bool:
+        """Whether a render changes the session's state: a managed one does (its window's),
+        and so does one giving tools on demand new definitions."""
+        return self.window is not None or bool(
+            self.tools_on_demand and tools and list(tools) != self._full_tools
+        )
 
     def _render(
         self,
@@ -1264,7 +1280,9 @@ class Session:
         :func:`ctxpack.retrieval.handle_retrieve_call`. Append the answer as the call's tool
         result as usual: the session never filters a retrieved original again."""
         if self.tools_on_demand and _called(call) == DESCRIBE_TOOL_NAME:
-            return describe_tools(self._full_tools, call)
+            with self._lock:
+                self._refresh()  # the tools another replica rendered last
+                return describe_tools(self._full_tools, call)
         return handle_retrieve_call(
             self.store, call, redact_secrets=bool(self.guard.redact_secrets)
         )

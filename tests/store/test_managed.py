@@ -215,3 +215,29 @@ def test_an_async_session_and_a_session_share_the_window(
         await session.close()
 
     asyncio.run(main())
+
+
+def test_describe_tool_answers_on_a_replica_that_did_not_render_the_tools(
+    replicas: Callable[[], SessionStore], session_id: str
+) -> None:
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "run_tests",
+                "description": "Run the test suite and report the failures.",
+                "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+            },
+        }
+    ]
+    a = Session.open(session_id, store=replicas(), model="gpt-4", tools_on_demand=True)
+    b = Session.open(session_id, store=replicas(), model="gpt-4", tools_on_demand=True)
+    a.append({"role": "user", "content": "Run the tests."})
+    a.render(tools=tools)
+    call = {
+        "id": "d1",
+        "type": "function",
+        "function": {"name": "describe_tool", "arguments": json.dumps({"names": ["run_tests"]})},
+    }
+    assert b.handle(call) == a.handle(call)
+    assert "report the failures" in b.handle(call)
