@@ -17,6 +17,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
+from functools import lru_cache
 from typing import Any, Generic, NamedTuple, ParamSpec, TypeVar
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "memoize",
     "register",
     "register_lru",
+    "text_memo",
 ]
 
 K = TypeVar("K")
@@ -355,5 +357,65 @@ def memoize(
         label = name or f"{fn.__module__}.{fn.__qualname__}"
         # The cache registers itself: clear_caches() and cache_stats() reach it.
         return Memo(fn, LRUCache(maxsize, maxbytes=maxbytes, name=label), skip)
+
+    return decorate
+
+
+# Texts up to this length go through functools' C cache (the hot path of repacking a chat);
+# its entries then have a ceiling because their texts do.
+SHORT_TEXT = 256
+
+
+def text_memo(
+    *,
+    name: str,
+    maxsize: int,
+    maxbytes: int,
+    short_size: int,
+    short_entry_bytes: int,
+) -> Callable[[Callable[..., R]], Callable[..., R]]:
+    """A decorator keeping ``fn(text, *rest)`` by its arguments: texts of at most
+    :data:`SHORT_TEXT` characters in a ``functools.lru_cache`` of ``short_size`` entries, each
+    at most ``short_entry_bytes`` (see :func:`register_lru`), longer ones with :func:`memoize`
+    (``maxsize`` entries, ``maxbytes`` bytes). Both are cleared by :func:`clear_caches`.
+
+    Example:
+        >>> @text_memo(name="lengths", maxsize=10, maxbytes=10_000, short_size=10,
+        ...            short_entry_bytes=2_000)
+        ... def length(text: str) -> int:
+        ...     return len(text)
+        >>> length("hi"), length("x" * 1000), length.cache_info().currsize
+        (2, 1000, 2)
+    """
+
+    def decorate(fn: Callable[..., R]) -> Callable[..., R]:
+        long = Memo(fn, LRUCache(maxsize, maxbytes=maxbytes, name=name), None)
+        short = register_lru(
+            lru_cache(maxsize=short_size)(fn),
+            name=f"{name} (short texts)",
+            entry_bytes=short_entry_bytes,
+        )
+
+        def call(text: str, *rest: Any) -> R:
+            if len(text) <= SHORT_TEXT:
+                return short(text, *rest)
+            return long(text, *rest)
+
+        def cache_info() -> _CacheInfo:
+            a, b = short.cache_info(), long.cache_info()
+            return _CacheInfo(
+                a.hits + b.hits, a.misses + b.misses, short_size + maxsize, a.currsize + b.currsize
+            )
+
+        def cache_clear() -> None:
+            short.cache_clear()
+            long.cache_clear()
+
+        call.cache_info = cache_info  # type: ignore[attr-defined]
+        call.cache_clear = cache_clear  # type: ignore[attr-defined]
+        call.__wrapped__ = fn  # type: ignore[attr-defined]
+        call.__doc__ = fn.__doc__
+        call.__name__ = getattr(fn, "__name__", "memo")
+        return call
 
     return decorate

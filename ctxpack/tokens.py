@@ -15,7 +15,7 @@ from functools import cache, lru_cache
 from typing import Any, Protocol, runtime_checkable
 
 from ._internal.prefix import PrefixMemo
-from .caches import LRUCache, memoize, register_lru
+from .caches import SHORT_TEXT, LRUCache, text_memo
 from .errors import ConfigError, TokenizerUnavailableError
 from .messages import Message, owned_messages
 from .sdk import SDKObject
@@ -75,11 +75,8 @@ DEFAULT_ENCODING = "cl100k_base"
 # histories of 60,000 messages, within a ceiling of bytes (the texts are the keys).
 TEXT_CACHE_SIZE = 262_144
 TEXT_CACHE_BYTES = 12 * 2**20
-# Short texts (roles, most chat messages) are counted through functools' C cache, the hot path
-# of repacking; its entries have a ceiling because their texts do.
-SHORT_TEXT = 256
+# Short texts (roles, most chat messages) have their own C-speed cache (see text_memo).
 SHORT_CACHE_SIZE = 16_384
-_SHORT_ENTRY_BYTES = 2 * 56 + 49 + 4 * SHORT_TEXT + 32 + 100
 # Tool definitions whose count each counter remembers: a few agents' MCP tool lists.
 TOOL_CACHE_SIZE = 4096
 TOOL_CACHE_BYTES = 4 * 2**20
@@ -121,15 +118,14 @@ class _FramedCounter:
 
     def __init__(self) -> None:
         # Keyed by the text itself.
-        label = f"token counts ({type(self).__name__})"
-        self._long_counts = memoize(maxsize=TEXT_CACHE_SIZE, maxbytes=TEXT_CACHE_BYTES, name=label)(
-            self._count_uncached
-        )
-        self._short_counts = register_lru(
-            lru_cache(maxsize=SHORT_CACHE_SIZE)(self._count_uncached),
-            name=f"short {label}",
-            entry_bytes=_SHORT_ENTRY_BYTES,
-        )
+        self._counts = text_memo(
+            name=f"token counts ({type(self).__name__})",
+            maxsize=TEXT_CACHE_SIZE,
+            maxbytes=TEXT_CACHE_BYTES,
+            short_size=SHORT_CACHE_SIZE,
+            # Key tuple, text, count and the cache's own link.
+            short_entry_bytes=56 + 49 + 4 * SHORT_TEXT + 32 + 100,
+        )(self._count_uncached)
         # Over ctxpack's own messages only, which never change (see message_sizes).
         self._sizes = PrefixMemo(self._count_message_uncached)
         # Tool definitions by their JSON (see tool_definition_tokens).
@@ -139,11 +135,6 @@ class _FramedCounter:
 
     def _count_uncached(self, text: str) -> int:  # pragma: no cover - abstract
         raise NotImplementedError
-
-    def _counts(self, text: str) -> int:
-        if len(text) <= SHORT_TEXT:
-            return self._short_counts(text)
-        return self._long_counts(text)
 
     def count(self, text: str) -> int:
         return self._counts(text)

@@ -16,7 +16,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from ..caches import memoize, register, register_lru
+from ..caches import SHORT_TEXT, memoize, register, register_lru, text_memo
 
 __all__ = [
     "INDEXES",
@@ -480,7 +480,13 @@ def compounds(text: str, language: Language = "en") -> list[str]:
     return found
 
 
-@memoize(maxsize=100_000, maxbytes=4 * 2**20, name="language leaning")
+@text_memo(
+    name="language leaning",
+    maxsize=100_000,
+    maxbytes=4 * 2**20,
+    short_size=8_192,
+    short_entry_bytes=56 + 49 + 4 * SHORT_TEXT + 32 + 100,
+)
 def leaning(text: str) -> int:
     """How many more French than English function words ``text`` has (negative: English).
 

@@ -12,7 +12,7 @@ from .._internal.columns import items_at, positions, positions_of
 from .._internal.columns import sources as message_sources
 from .._internal.decisions import trusted_decision
 from .._internal.prefix import PrefixMemo
-from ..caches import memoize
+from ..caches import SHORT_TEXT, text_memo
 from ..messages import Message
 from ..pipeline import Decision, DecisionLog, PackContext
 from ..tokens import message_sizes
@@ -21,7 +21,14 @@ from ._base import StageModel
 __all__ = ["Deduplicator"]
 
 
-@memoize(maxsize=200_000, maxbytes=6 * 2**20, name="dedupe keys")
+@text_memo(
+    name="dedupe keys",
+    maxsize=200_000,
+    maxbytes=6 * 2**20,
+    short_size=8_192,
+    # Key tuple, text, its normal form (never longer) and the cache's own link.
+    short_entry_bytes=64 + 2 * (49 + 4 * SHORT_TEXT) + 100,
+)
 def _normalized(text: str, case_sensitive: bool) -> str:
     # Cached per text: a long history is deduplicated again on every pack.
     norm = " ".join(text.split())
