@@ -223,6 +223,9 @@ def _import_method(method: str) -> Any:
         sys.path.insert(0, str(REPO_ROOT))
         import ctxpack
 
+        # Its names are imported on first use: what pack() needs belongs to the import time,
+        # as tiktoken's does below.
+        _ = ctxpack.pack
         return ctxpack
     if method in (TRIM, TRIM_CACHED):
         import langchain_core.messages as lc

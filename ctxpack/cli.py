@@ -1,68 +1,245 @@
 """The ``ctxpack`` command line: ``ctxpack pack FILE --budget N``, ``ctxpack context FILE``,
-``ctxpack code search|retrieve ROOT "task"`` and ``ctxpack demo``."""
+``ctxpack code search|retrieve ROOT "task"`` and ``ctxpack demo``.
+
+Every user error (bad arguments, an unreadable or malformed file, a budget too small) ends with
+exit status 2 and one line on stderr, ``ctxpack: error: ...``; a reader that closes the pipe
+early (``ctxpack pack ... | head``) ends it quietly, as Unix tools do.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
 
+from ._internal.cliargs import UsageError, non_negative_int, positive_int
 from .adapters import from_anthropic, from_openai
+from .adapters.validate import ANTHROPIC_BLOCKS, OPENAI_PART_TYPES
 from .code.cli import add_code_parser, run_code_command
-from .errors import CtxpackError
+from .errors import CtxpackError, TokenizerUnavailableError
 from .messages import Message
 from .packing import pack
 from .result import PackResult
+from .tokens import ApproximateTokenCountWarning, TokenCounter, encoding_for_model, get_counter
 from .usage import ContextUsage, context_usage
 
 __all__ = ["main"]
 
 EXAMPLE = "support_chat.json"
+# Deeper JSON is no request (tool schemas and metadata nest a few levels), and the recursive
+# code that reads messages would hit Python's recursion limit long before the data ends.
+MAX_DEPTH = 200
+# What a process killed by SIGPIPE reports (128 + 13), as `yes | head` does.
+EXIT_BROKEN_PIPE = 141
+# Content blocks only Anthropic's Messages API has: a file holding one is an Anthropic payload.
+_ANTHROPIC_ONLY_BLOCKS = frozenset(ANTHROPIC_BLOCKS) - OPENAI_PART_TYPES
 
-
-class _UsageError(Exception):
-    pass
+Provider = Literal["openai", "anthropic"]
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise _UsageError(message)
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+# --- reading the input ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Request:
+    """A request read from a file: its messages, tools and provider, and the object it came in
+    (``None`` for a bare list), whose other fields are written back unchanged."""
+
+    messages: list[Message]
+    tools: list[dict[str, Any]] | None
+    provider: Provider
+    payload: dict[str, Any] | None
+
+    @property
+    def model(self) -> str | None:
+        """The request's ``model``, which counts when ``--model`` does not say."""
+        model = self.payload.get("model") if self.payload is not None else None
+        return model if isinstance(model, str) and model else None
 
 
 def _read_json(path: str) -> Any:
     try:
         if path == "-":
-            raw = sys.stdin.read()
+            raw = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
         else:
-            with open(path, encoding="utf-8") as fh:
+            with open(path, "rb") as fh:
                 raw = fh.read()
     except OSError as exc:
-        raise _UsageError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise UsageError(
+                f"{path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset "
+                f"{exc.start}); save it as UTF-8"
+            ) from exc
     try:
-        return json.loads(raw)
+        data = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise _UsageError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}") from exc
+        raise UsageError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}") from exc
+    except RecursionError as exc:
+        raise UsageError(_too_deep(path)) from exc
+    if _depth(data) > MAX_DEPTH:
+        raise UsageError(_too_deep(path))
+    _check_text(data, path)
+    return data
 
 
-def _read_messages(path: str, provider: str) -> list[Message]:
-    data = _read_json(path)
-    if provider == "anthropic":
-        if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
-            raise _UsageError(
-                f"{path} must hold an Anthropic payload: an object with a 'messages' list "
-                "(and optionally 'system')"
+def _too_deep(path: str) -> str:
+    return f"{path} is nested more than {MAX_DEPTH} levels deep, more than any request is"
+
+
+def _depth(data: Any) -> int:
+    """How deeply lists and objects nest in ``data``; iterative, for input of any depth."""
+    deepest = 0
+    stack = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            value = value.values()
+        elif not isinstance(value, list):
+            continue
+        deepest = max(deepest, depth)
+        if depth <= MAX_DEPTH:
+            stack.extend((inner, depth + 1) for inner in value)
+    return deepest
+
+
+def _check_text(data: Any, path: str) -> None:
+    """JSON's \\u escapes can spell lone surrogates, which are not text: no tokenizer or
+    output stream takes them."""
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise UsageError(
+            f"{path} holds a lone surrogate ({exc.object[exc.start]!r}), which is not Unicode text"
+        ) from exc
+
+
+def _blocks(messages: Sequence[Any]) -> Iterator[Any]:
+    for message in messages:
+        content = message.get("content") if isinstance(message, Mapping) else None
+        if isinstance(content, list):
+            yield from content
+
+
+def _detect(data: Any) -> Provider:
+    """Anthropic for an object with ``system``, tools with an ``input_schema`` or a content
+    block only Anthropic has (``tool_use``, ``tool_result``, ``image``...); else OpenAI."""
+    if not isinstance(data, Mapping):
+        return "openai"
+    if "system" in data:
+        return "anthropic"
+    tools = data.get("tools")
+    if isinstance(tools, list) and any(
+        isinstance(t, Mapping) and "input_schema" in t for t in tools
+    ):
+        return "anthropic"
+    messages = data.get("messages")
+    if isinstance(messages, list):
+        for block in _blocks(messages):
+            if isinstance(block, Mapping) and block.get("type") in _ANTHROPIC_ONLY_BLOCKS:
+                return "anthropic"
+    return "openai"
+
+
+def _tools(data: Any, path: str) -> list[dict[str, Any]] | None:
+    tools = data.get("tools") if isinstance(data, dict) else None
+    if tools is None:
+        return None
+    if not isinstance(tools, list):
+        raise UsageError(f"{path}: 'tools' must be a list of tool definitions")
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, dict):
+            raise UsageError(
+                f"{path}: tools[{i}] must be an object (a tool definition), got {json.dumps(tool)}"
             )
-        return from_anthropic(data["messages"], system=data.get("system"))
-    if isinstance(data, dict) and "messages" in data:
-        data = data["messages"]
-    if not isinstance(data, list):
-        raise _UsageError(
+    return tools
+
+
+def _read_request(path: str, provider: Provider | None) -> _Request:
+    data = _read_json(path)
+    provider = provider or _detect(data)
+    tools = _tools(data, path)
+    payload = data if isinstance(data, dict) else None
+    if provider == "anthropic":
+        if payload is None or not isinstance(payload.get("messages"), list):
+            raise UsageError(
+                f"{path} must hold an Anthropic payload: an object with a 'messages' list "
+                "(and optionally 'system' and 'tools')"
+            )
+        messages = from_anthropic(payload["messages"], system=payload.get("system"))
+        return _Request(messages, tools, provider, payload)
+    entries = payload.get("messages") if payload is not None else data
+    if not isinstance(entries, list):
+        raise UsageError(
             f"{path} must hold a JSON list of messages (or an object with a 'messages' list)"
         )
-    return from_openai(data)
+    return _Request(from_openai(entries), tools, provider, payload)
+
+
+def _counter(args: argparse.Namespace, request: _Request) -> tuple[TokenCounter, str | None]:
+    """The counter ``--counter``, ``--model`` or else the request's ``model`` names, and the
+    model counted for; errors and warnings in the command line's words."""
+    if args.counter is not None:
+        import tiktoken
+
+        known = ["approx", *tiktoken.list_encoding_names()]
+        if args.counter not in known:
+            raise UsageError(f"--counter {args.counter!r} is not one of {', '.join(known)}")
+        return get_counter(counter=args.counter), args.model
+    model = args.model if args.model is not None else request.model
+    if model is not None and not model.lower().startswith(("claude", "anthropic")):
+        try:
+            encoding_for_model(model)
+        except TokenizerUnavailableError as exc:
+            if args.model is not None:
+                raise UsageError(
+                    f"no public tokenizer is known for model {model!r}; name an encoding with "
+                    "--counter cl100k_base or --counter o200k_base, or estimate with --counter "
+                    "approx"
+                ) from exc
+            # A file's own model field may name any model: counting goes on, and says how.
+            _warn(
+                f"no public tokenizer is known for the file's model {model!r}; counting with "
+                "cl100k_base (--model or --counter names another)"
+            )
+            model = None
+    with warnings.catch_warnings():
+        # Said below in the command line's words, without a Python source line.
+        warnings.simplefilter("ignore", ApproximateTokenCountWarning)
+        resolved = get_counter(model)
+    if not resolved.exact:
+        _warn(
+            f"{model!r} has no public tokenizer; counting with {resolved.name}, an "
+            "approximation with a safety margin (--counter names another)"
+        )
+    return resolved, model
+
+
+def _warn(message: str) -> None:
+    print(f"ctxpack: warning: {message}", file=sys.stderr)
+
+
+# --- ctxpack pack ---------------------------------------------------------------------------
 
 
 def explain_table(result: PackResult) -> str:
@@ -77,6 +254,80 @@ def explain_table(result: PackResult) -> str:
         )
     rows.append(result.summary())
     return "\n".join(rows)
+
+
+def _add_pack_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "pack", help="pack a conversation under a token budget and print the packed request"
+    )
+    p.add_argument(
+        "file",
+        help="JSON file: a list of messages, or a request object with 'messages' (and 'tools', "
+        "and for Anthropic 'system'); - for stdin",
+    )
+    p.add_argument("--budget", type=positive_int, required=True, help="token budget")
+    _add_counting_arguments(p)
+    p.add_argument("--query", default=None, help="what the next answer is about")
+    p.add_argument(
+        "--reserve", type=non_negative_int, default=0, help="tokens to keep free for the reply"
+    )
+    p.add_argument("--explain", action="store_true", help="print the decisions as a table")
+
+
+def _add_counting_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--model",
+        default=None,
+        help="model name (picks the tokenizer), e.g. gpt-4; by default the request's 'model'",
+    )
+    p.add_argument(
+        "--counter",
+        default=None,
+        help="token counter instead of the model's: an encoding (cl100k_base, o200k_base) or "
+        "approx",
+    )
+    p.add_argument(
+        "--provider",
+        choices=("openai", "anthropic"),
+        default=None,
+        help="input and output format: OpenAI messages or an Anthropic payload; detected by "
+        "default ('system', Anthropic tools or content blocks mean Anthropic)",
+    )
+
+
+def _pack(args: argparse.Namespace) -> str:
+    request = _read_request(args.file, args.provider)
+    if args.reserve >= args.budget:
+        raise UsageError(
+            f"--reserve ({args.reserve}) must be smaller than --budget ({args.budget})"
+        )
+    counter, _ = _counter(args, request)
+    result = pack(
+        request.messages,
+        budget=args.budget,
+        counter=counter,
+        query=args.query,
+        reserve=args.reserve,
+        tools=request.tools,
+        provider=request.provider,
+    )
+    if args.explain:
+        return explain_table(result)
+    packed: Any
+    if request.provider == "anthropic":
+        anthropic = result.to_anthropic()
+        packed = {**(request.payload or {}), "messages": anthropic["messages"]}
+        packed.pop("system", None)
+        if anthropic["system"] is not None:
+            packed["system"] = anthropic["system"]
+    elif request.payload is not None:
+        packed = {**request.payload, "messages": result.to_openai()}
+    else:
+        packed = result.to_openai()
+    return json.dumps(packed, ensure_ascii=False, indent=2)
+
+
+# --- ctxpack demo ---------------------------------------------------------------------------
 
 
 def _demo(budget: int) -> str:
@@ -109,10 +360,13 @@ def _add_context_parser(sub: Any) -> None:
         help="JSON file: a list of messages, or an object with 'messages' (and optionally "
         "'tools'); - for stdin",
     )
-    c.add_argument("--model", default=None, help="model name: tokenizer and known window")
-    c.add_argument("--window", type=int, default=None, help="context window in tokens")
+    _add_counting_arguments(c)
+    c.add_argument("--window", type=positive_int, default=None, help="context window in tokens")
     c.add_argument(
-        "--compaction-window", type=int, default=None, help="where compaction starts, in tokens"
+        "--compaction-window",
+        type=positive_int,
+        default=None,
+        help="where compaction starts, in tokens",
     )
     c.add_argument(
         "--memory",
@@ -121,48 +375,39 @@ def _add_context_parser(sub: Any) -> None:
         metavar="PATH",
         help="a memory file the request loaded (CLAUDE.md...); repeat for several",
     )
-    c.add_argument(
-        "--provider",
-        choices=("openai", "anthropic"),
-        default="openai",
-        help="input format: OpenAI messages (default) or an Anthropic payload",
-    )
     c.add_argument("--json", action="store_true", help="print the usage as JSON")
 
 
 def _context(args: argparse.Namespace) -> ContextUsage:
-    data = _read_json(args.file)
-    tools = data.get("tools") if isinstance(data, dict) else None
-    if tools is not None and not isinstance(tools, list):
-        raise _UsageError(f"{args.file}: 'tools' must be a list of tool definitions")
-    messages = _messages_from(data, args.file, args.provider)
+    if (
+        args.window is not None
+        and args.compaction_window is not None
+        and args.compaction_window > args.window
+    ):
+        raise UsageError(
+            f"--compaction-window ({args.compaction_window}) must not exceed --window "
+            f"({args.window}): compaction starts inside the window"
+        )
+    request = _read_request(args.file, args.provider)
     memory = {}
     for path in args.memory:
         try:
             with open(path, encoding="utf-8") as fh:
                 memory[path] = fh.read()
         except OSError as exc:
-            raise _UsageError(f"cannot read {path}: {exc.strerror or exc}") from exc
+            raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"{path} is not UTF-8 text; save it as UTF-8") from exc
+    counter, model = _counter(args, request)
     return context_usage(
-        messages,
-        model=args.model,
-        tools=tools,
+        request.messages,
+        model=model,
+        counter=counter,
+        tools=request.tools,
         memory_files=memory,
         window=args.window,
         compaction_window=args.compaction_window,
     )
-
-
-def _messages_from(data: Any, path: str, provider: str) -> list[Message]:
-    if provider == "anthropic":
-        if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
-            raise _UsageError(f"{path} must hold an Anthropic payload with a 'messages' list")
-        return from_anthropic(data["messages"], system=data.get("system"))
-    if isinstance(data, dict) and "messages" in data:
-        data = data["messages"]
-    if not isinstance(data, list):
-        raise _UsageError(f"{path} must hold a JSON list of messages")
-    return from_openai(data)
 
 
 def _print_context(usage: ContextUsage) -> None:
@@ -186,7 +431,13 @@ def _print_context(usage: ContextUsage) -> None:
         table.add_row(bucket.name, f"{bucket.tokens:,}", share, kind, items)
     if usage.window is not None and usage.free is not None:
         table.add_row("free", f"{max(usage.free, 0):,}", "", "", f"of a {usage.window:,} window")
-    console = Console()
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # rich would exit with status 1; the command line ends as for any closed pipe.
+            raise BrokenPipeError
+
+    console = _Console()
     console.print(table)
     for warning in usage.warnings:
         console.print(f"[bold red]warning:[/] {warning}")
@@ -194,61 +445,73 @@ def _print_context(usage: ContextUsage) -> None:
         console.print(f"[yellow]suggestion:[/] {suggestion}")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code (2 for bad input)."""
-    parser = _Parser(prog="ctxpack", description="Pack a conversation under a token budget.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("pack", help="pack a JSON list of messages and print the packed JSON")
-    p.add_argument("file", help="JSON file with a list of messages, or - for stdin")
-    p.add_argument("--budget", type=int, required=True, help="token budget")
-    p.add_argument("--model", default=None, help="model name (picks the tokenizer), e.g. gpt-4")
-    p.add_argument("--query", default=None, help="what the next answer is about")
-    p.add_argument("--reserve", type=int, default=0, help="tokens to keep free for the reply")
-    p.add_argument(
-        "--provider",
-        choices=("openai", "anthropic"),
-        default="openai",
-        help="input and output format: an OpenAI message list (default) or an Anthropic "
-        "payload {'system': ..., 'messages': [...]}",
-    )
-    p.add_argument("--explain", action="store_true", help="print the decisions as a table")
+# --- main -----------------------------------------------------------------------------------
+
+
+def _parser() -> _Parser:
+    parser = _Parser(prog="ctxpack", description="Decide what a large language model sees.")
+    parser.add_argument("--version", action="version", version=f"ctxpack {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="{pack,context,code,demo}")
+    _add_pack_parser(sub)
     _add_context_parser(sub)
-    d = sub.add_parser("demo", help="pack the bundled example conversation and explain it")
-    d.add_argument("--budget", type=int, default=600, help="token budget (default 600)")
     add_code_parser(sub)
-    try:
-        args = parser.parse_args(argv)
-        if args.command == "code":
-            print(run_code_command(args))
-            return 0
-        if args.command == "demo":
-            print(_demo(args.budget))
-            return 0
-        if args.command == "context":
-            usage = _context(args)
-            if args.json:
-                print(usage.to_json())
-            else:
-                _print_context(usage)
-            return 0
-        messages = _read_messages(args.file, args.provider)
-        result = pack(
-            messages,
-            budget=args.budget,
-            model=args.model,
-            query=args.query,
-            reserve=args.reserve,
-            provider=args.provider,
-        )
-    except (_UsageError, CtxpackError) as exc:
-        print(f"ctxpack: error: {exc}", file=sys.stderr)
-        return 2
-    if args.explain:
-        print(explain_table(result))
+    d = sub.add_parser("demo", help="pack the bundled example conversation and explain it")
+    d.add_argument("--budget", type=positive_int, default=600, help="token budget (default 600)")
+    return parser
+
+
+def _run(args: argparse.Namespace) -> None:
+    if args.command == "code":
+        print(run_code_command(args))
+    elif args.command == "demo":
+        print(_demo(args.budget))
+    elif args.command == "context":
+        usage = _context(args)
+        if args.json:
+            print(usage.to_json())
+        else:
+            _print_context(usage)
     else:
-        payload = result.to_anthropic() if args.provider == "anthropic" else result.to_openai()
-        print(json.dumps(payload, ensure_ascii=False, indent=2))
+        print(_pack(args))
+    sys.stdout.flush()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (2 for bad usage or bad input).
+
+    Example:
+        >>> main(["--version"])  # doctest: +ELLIPSIS
+        ctxpack ...
+        0
+    """
+    parser = _parser()
+    try:
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:  # --help and --version, printed
+            return exc.code if isinstance(exc.code, int) else 0
+        if args.command is None:
+            parser.print_help(sys.stderr)
+            return 2
+        _run(args)
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+    except (UsageError, CtxpackError) as exc:
+        # One line, whatever the message: a multi-line cause would read as several errors.
+        print(f"ctxpack: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
     return 0
+
+
+def _silence_stdout() -> None:
+    """Point stdout at the null device: the reader has gone, and Python would otherwise report
+    the broken pipe again when it flushes stdout at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a file descriptor (captured, replaced)
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

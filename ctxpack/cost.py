@@ -23,8 +23,11 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ._internal.arguments import finite, tool_definitions
+from ._internal.arguments import tokens as check_tokens
+from ._internal.options import CheckedModel, invalid_option
 from ._internal.prefix import common_prefix
 from .errors import ConfigError
 from .messages import Message, owned_messages
@@ -55,7 +58,7 @@ DEFAULT_MIN_CACHEABLE = 1024
 DEFAULT_LOOKBACK = 20
 
 
-class Price(BaseModel):
+class Price(CheckedModel):
     """Dollars per million tokens for one model.
 
     Args:
@@ -87,7 +90,7 @@ class Price(BaseModel):
     source: str | None = None
 
 
-class PriceTable(BaseModel):
+class PriceTable(CheckedModel):
     """A dated price table: prices per model name, with where they come from.
 
     Args:
@@ -312,7 +315,7 @@ def price(model: str) -> Price:
 # Requests and bills
 
 
-class Request(BaseModel):
+class Request(CheckedModel):
     """One request a session sent: its messages, and optionally tools, output and model.
 
     Args:
@@ -329,6 +332,13 @@ class Request(BaseModel):
     tools: list[dict[str, Any]] | None = None
     output_tokens: int = Field(default=0, ge=0)
     model: str | None = None
+
+    @field_validator("tools")
+    @classmethod
+    def _known_tool_shapes(cls, tools: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        if tools is not None:
+            tool_definitions(tools)
+        return tools
 
 
 class _Tokens(BaseModel):
@@ -424,10 +434,7 @@ def _as_request(item: Any, index: int) -> Request:
         try:
             return Request.model_validate(dict(item))
         except ValidationError as exc:
-            raise ConfigError(
-                f"request {index}: a request is a list of messages or a mapping with "
-                f"'messages' and optionally 'tools', 'output_tokens', 'model': {exc}"
-            ) from exc
+            raise invalid_option(f"request {index}", Request, exc) from exc
     if isinstance(item, (str, bytes)) or not isinstance(item, Iterable):
         raise ConfigError(
             f"request {index}: expected a list of messages or a Request, got {type(item).__name__}"
@@ -494,6 +501,16 @@ def simulate(
         >>> [(r.cache_write_tokens, r.cache_read_tokens) for r in bill.requests]
         [(2008, 0), (14, 2005)]
     """
+    if isinstance(requests, (str, bytes, Mapping)) or not isinstance(requests, Sequence):
+        raise ConfigError(
+            f"requests must be a list of requests (each a list of messages or a Request), got "
+            f"{type(requests).__name__}"
+        )
+    if not isinstance(price, (Price, Mapping)):
+        raise ConfigError(
+            f"price must be a Price or a mapping of model name to Price, got "
+            f"{type(price).__name__}; see ctxpack.cost.price(model) for the shipped prices"
+        )
     _check_options(ttl, cache_points, min_cacheable_tokens, lookback, timestamps, len(requests))
     resolved = get_counter(counter=counter)
     cache_ = _PromptCache(TTL_SECONDS[ttl], cache_points, min_cacheable_tokens, lookback)
@@ -558,19 +575,33 @@ def _check_options(
     n_requests: int,
 ) -> None:
     """Refuse :func:`simulate`'s options that are out of range, before anything is billed."""
-    if ttl not in TTL_SECONDS:
+    if not isinstance(ttl, str) or ttl not in TTL_SECONDS:
         raise ConfigError(f"ttl must be '5m' or '1h', got {ttl!r}")
     if cache_points not in ("request", "message"):
         raise ConfigError(f"cache_points must be 'request' or 'message', got {cache_points!r}")
-    if min_cacheable_tokens < 0:
-        raise ConfigError(f"min_cacheable_tokens must be >= 0, got {min_cacheable_tokens}")
-    if lookback is not None and lookback < 1:
-        raise ConfigError(f"lookback must be >= 1 or None, got {lookback}")
-    if timestamps is not None and len(timestamps) != n_requests:
+    check_tokens(min_cacheable_tokens, "min_cacheable_tokens", minimum=0)
+    if lookback is not None:
+        check_tokens(lookback, "lookback")
+    if timestamps is None:
+        return
+    if isinstance(timestamps, (str, bytes)) or not isinstance(timestamps, Sequence):
+        raise ConfigError(
+            f"timestamps must be a list of times (seconds or datetimes), got "
+            f"{type(timestamps).__name__}"
+        )
+    if len(timestamps) != n_requests:
         raise ConfigError(
             f"timestamps has {len(timestamps)} entries for {n_requests} requests; give one "
             "per request, or None for a continuous session"
         )
+    for i, value in enumerate(timestamps):
+        if isinstance(value, bool) or not isinstance(value, (int, float, datetime)):
+            raise ConfigError(
+                f"timestamps[{i}] must be seconds (a number) or a datetime, got "
+                f"{type(value).__name__}"
+            )
+        if not isinstance(value, datetime):
+            finite(value, f"timestamps[{i}]")
 
 
 def _price_for(price: Price | Mapping[str, Price], model: str | None, index: int) -> Price:
@@ -580,9 +611,12 @@ def _price_for(price: Price | Mapping[str, Price], model: str | None, index: int
     if key not in price:
         raise ConfigError(
             f"request {index}: no price for model {key!r}; prices are given for "
-            f"{', '.join(sorted(price))}"
+            f"{', '.join(sorted(map(str, price)))}"
         )
-    return price[key]
+    found = price[key]
+    if not isinstance(found, Price):
+        raise ConfigError(f"price[{key!r}] must be a Price, got {type(found).__name__}")
+    return found
 
 
 class _ChainMemo:

@@ -39,8 +39,9 @@ from typing import ClassVar, Literal, NamedTuple
 
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
+from ._internal.arguments import message_items, optional_text
 from .cost import Price, price
-from .errors import ConfigError
+from .errors import ConfigError, InvalidMessageError
 from .messages import Message
 from .pipeline import Decision, PackContext
 from .stages._base import StageModel
@@ -541,6 +542,8 @@ def evidence_terms(text: str) -> list[str]:
         >>> evidence_terms("Fixed auth/token.py:88, refresh_token() now returns 3600")
         ['auth/token.py', '88', 'refresh_token', '3600']
     """
+    if not isinstance(text, str):
+        raise ConfigError(f"text must be a string, got {type(text).__name__}")
     found: dict[str, int] = {}
     for pattern in (_PATH, _IDENT, _NUMBER):
         for match in pattern.finditer(text):
@@ -622,6 +625,12 @@ def extractive_digest(messages: Sequence[Message], instructions: str | None = No
         >>> "Never touch cookies." in digest and "KeyError: 'exp'" in digest
         True
     """
+    optional_text(instructions, "instructions")
+    for index, msg in enumerate(message_items(messages)):
+        if not isinstance(msg, Message):
+            raise InvalidMessageError(
+                f"expected a Message, got {type(msg).__name__}", index=index, field=None
+            )
     sections, focus = _wanted_sections(instructions)
     digest = _Digest(focus)
     for msg in messages:

@@ -45,23 +45,34 @@ class InvalidMessageError(CtxpackError, ValueError):
 
 
 class BudgetExceededError(CtxpackError, ValueError):
-    """What must be kept (system and pinned messages, the reserve) does not fit in the budget.
+    """What must be kept (system, developer and pinned messages, the tool definitions, the
+    reserve) does not fit in the budget.
 
     Attributes:
-        required: Tokens the mandatory messages need, reply priming and reserve included.
+        required: Tokens the mandatory messages need, reply priming, tool definitions and
+            reserve included.
         budget: The budget that was asked for.
         pinned_ids: Ids of the messages that cannot be dropped.
+        tool_tokens: Tokens of the tool definitions sent with the request (in ``required``).
     """
 
-    def __init__(self, *, required: int, budget: int, pinned_ids: Sequence[str]) -> None:
+    def __init__(
+        self, *, required: int, budget: int, pinned_ids: Sequence[str], tool_tokens: int = 0
+    ) -> None:
         self.required = required
         self.budget = budget
         self.pinned_ids = list(pinned_ids)
+        self.tool_tokens = tool_tokens
         shown = ", ".join(repr(i) for i in self.pinned_ids[:5])
         more = f" and {len(self.pinned_ids) - 5} more" if len(self.pinned_ids) > 5 else ""
+        what = "the system, developer and pinned messages"
+        fixes = "raise the budget, lower the reserve"
+        if tool_tokens:
+            what += f" with the tool definitions ({tool_tokens} tokens)"
+            fixes += ", send fewer tools"
         super().__init__(
-            f"the system and pinned messages need {required} tokens but the budget is {budget}; "
-            f"raise the budget, lower the reserve, or unpin some of: {shown}{more}"
+            f"{what} need {required} tokens but the budget is {budget}; {fixes}, or unpin some "
+            f"of: {shown}{more}"
         )
 
 

@@ -14,11 +14,12 @@ from typing import Literal
 
 from .errors import ConfigError
 from .injection import injection_reason, message_injections, quarantine_note
+from .limits import MAX_MESSAGE_CHARS, message_chars
 from .messages import Message, Role
 from .pipeline import Decision
 from .redaction import redact_message, secrets_reason
 from .store import ArtifactStore
-from .tokens import TokenCounter
+from .tokens import TokenCounter, count_tokens_approx
 
 __all__ = ["Arrival", "ArrivalGuard"]
 
@@ -83,6 +84,9 @@ class ArrivalGuard:
 
     def __call__(self, message: Message, counter: TokenCounter, store: ArtifactStore) -> Arrival:
         """Guard one arriving message (its id already set)."""
+        if message_chars(message) > MAX_MESSAGE_CHARS:
+            # Counting a message this size whole would take many times its size in memory.
+            counter = count_tokens_approx()
         decisions: list[Decision] = []
         if message.role in self.redacted_roles:
             clean, found = redact_message(message)

@@ -15,10 +15,11 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Literal, NamedTuple, get_args
+from typing import Annotated, Any, Literal, NamedTuple, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
+from ._internal.arguments import MAX_NESTING, TooDeep, check_nesting, check_text, message_items
 from ._internal.prefix import common_prefix, likely_prefix
 from ._internal.trusted import trusted_frozen_instance, trusted_instance
 from .caches import ENTRY_OVERHEAD, LRUCache, approx_bytes, register
@@ -111,7 +112,7 @@ class Message(BaseModel):
     name: str | None = None
     tool_calls: list[ToolCall] | None = None
     tool_call_id: str | None = None
-    priority: float = 0.0
+    priority: Annotated[float, Field(allow_inf_nan=False)] = 0.0
     pinned: bool = False
     source: str | None = None
     timestamp: datetime | None = None
@@ -121,8 +122,15 @@ class Message(BaseModel):
     # that provider's rules. Private, so that metadata stays the user's.
     _provider: str | None = PrivateAttr()
 
+    def __init__(self, /, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise _invalid(exc, None) from exc
+
     @model_validator(mode="after")
     def _check_consistency(self) -> Message:
+        _check_values(self)
         if self.role == "tool" and not self.tool_call_id:
             raise ValueError("tool_call_id: a tool message needs the id of the call it answers")
         if self.tool_calls and self.role != "assistant":
@@ -154,6 +162,32 @@ class Message(BaseModel):
     def is_tool_exchange(self) -> bool:
         """Whether this message belongs to a tool exchange (it calls tools or answers a call)."""
         return bool(self.tool_calls) or self.role == "tool"
+
+
+def _check_values(message: Message) -> None:
+    """Refuse what no provider accepts and nothing can process: text that is not valid Unicode
+    (a lone surrogate), and lists or objects nested too deep to copy or serialise."""
+    content = message.content
+    if isinstance(content, str):
+        check_text(content, "content")
+    elif content is not None:
+        for i, part in enumerate(content):
+            text = part.get("text")
+            if isinstance(text, str):
+                check_text(text, f"content[{i}].text")
+    if message.name is not None:
+        check_text(message.name, "name")
+    for k, call in enumerate(message.tool_calls or ()):
+        check_text(call.function.arguments, f"tool_calls[{k}].function.arguments")
+    for field in ("content", "metadata", "extras"):
+        value = getattr(message, field)
+        if value and not isinstance(value, str):
+            try:
+                check_nesting(value, 1)
+            except TooDeep:
+                raise ValueError(
+                    f"{field}: lists and objects nested deeper than {MAX_NESTING} levels"
+                ) from None
 
 
 def content_text(content: str | list[dict[str, Any]] | None) -> str:
@@ -282,11 +316,24 @@ def _format_loc(loc: Sequence[int | str]) -> str:
     return out
 
 
+def _invalid(exc: ValidationError, index: int | None) -> InvalidMessageError:
+    """The message's error for the first problem pydantic found, naming the field."""
+    err = exc.errors()[0]
+    loc = _format_loc(err["loc"])
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    if loc:
+        # pydantic reports union members as separate locs; the first segment is the field.
+        field = loc.split(".")[0].split("[")[0]
+        return InvalidMessageError(f"{loc}: {msg}", index=index, field=field)
+    head = msg.split(":", 1)[0] if ":" in msg else None
+    return InvalidMessageError(msg, index=index, field=head)
+
+
 def _from_mapping(index: int, data: Mapping[str, Any]) -> Message:
     role = data.get("role")
     if role is None:
         raise InvalidMessageError("role is missing", index=index, field="role")
-    if role not in ROLES:
+    if not isinstance(role, str) or role not in ROLES:
         raise InvalidMessageError(
             f"role {role!r} is not one of {', '.join(ROLES)}", index=index, field="role"
         )
@@ -294,24 +341,28 @@ def _from_mapping(index: int, data: Mapping[str, Any]) -> Message:
         raise InvalidMessageError(
             f"id must be a string, got {type(data['id']).__name__}", index=index, field="id"
         )
+    odd = next((k for k in data if not isinstance(k, str)), None)
+    if odd is not None:
+        raise InvalidMessageError(
+            f"key {odd!r}: the keys of a message are strings", index=index, field=str(odd)
+        )
     fields = {k: v for k, v in data.items() if k in _KNOWN_KEYS}
     extra = {k: v for k, v in data.items() if k not in _KNOWN_KEYS}
     if extra:
-        fields["extras"] = {**dict(fields.get("extras") or {}), **extra}
+        given = fields.get("extras") or {}
+        if not isinstance(given, Mapping):
+            raise InvalidMessageError(
+                f"extras: must be an object, got {type(given).__name__}",
+                index=index,
+                field="extras",
+            )
+        fields["extras"] = {**given, **extra}
     if fields.get("id") is None:
         fields.pop("id", None)
     try:
         return Message.model_validate(fields)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = _format_loc(err["loc"])
-        msg = str(err["msg"]).removeprefix("Value error, ")
-        if loc:
-            # pydantic reports union members as separate locs; the first segment is the field.
-            field = loc.split(".")[0].split("[")[0]
-            raise InvalidMessageError(f"{loc}: {msg}", index=index, field=field) from exc
-        head = msg.split(":", 1)[0] if ":" in msg else None
-        raise InvalidMessageError(msg, index=index, field=head) from exc
+        raise _invalid(exc, index) from exc
 
 
 # Converting dicts: a chatbot packs the same history again every turn, and validating thousands
@@ -369,14 +420,18 @@ def _plain_message(item: Mapping[str, Any]) -> Message | None:
     mid = item.get("id", "")
     name = item.get("name")
     if (
-        role not in _PLAIN_ROLES
+        type(role) is not str
+        or role not in _PLAIN_ROLES
         or type(content) is not str
         or type(mid) is not str
         or not ((name is None and "name" not in item) or type(name) is str)
+        # Text that may not be valid Unicode goes through validation, which names the problem.
+        or not (content.isascii() or _valid_text(content))
+        or not (name is None or name.isascii() or _valid_text(name))
     ):
         return None
     # Every field, in declaration order (a test checks this equals the validated Message).
-    values = {
+    values: dict[str, Any] = {
         "role": role,
         "content": content,
         "id": mid,
@@ -391,6 +446,14 @@ def _plain_message(item: Mapping[str, Any]) -> Message | None:
         "extras": {},
     }
     return trusted_instance(Message, values, item.keys(), {})
+
+
+def _valid_text(text: str) -> bool:
+    try:
+        check_text(text, "")
+    except ValueError:
+        return False
+    return True
 
 
 def _same_message(item: Message, owned: Message) -> bool:
@@ -526,11 +589,7 @@ def owned_messages(
     Because they are ctxpack's own (built from copies, never handed out), what is derived from
     one of them (its token count, its flags) may be cached by its identity.
     """
-    if isinstance(messages, (str, bytes, Mapping)):
-        raise InvalidMessageError(
-            f"expected a list of messages, got {type(messages).__name__}", field=None
-        )
-    items = tuple(messages)
+    items = message_items(messages)
     base, shared = _reusable(items, check)
     if base is None or shared == 0:
         base, shared = None, 0

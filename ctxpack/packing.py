@@ -6,10 +6,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from typing import Any
 
+from ._internal.arguments import optional_text, tool_definitions
+from ._internal.arguments import tokens as check_tokens
 from ._internal.columns import ANTHROPIC, flags
 from ._internal.columns import ids as message_ids
 from .adapters.validate import check_openai_message
-from .errors import ConfigError
+from .errors import BudgetExceededError, ConfigError
 from .limits import check_message_sizes
 from .messages import Message, detached, owned_messages
 from .pipeline import Decision, DecisionLog, PackContext, Pipeline, Provider, Stage
@@ -166,9 +168,11 @@ def pack(
 ) -> PackResult:
     """Fit a conversation into ``budget`` tokens, keeping what the next answer needs.
 
-    The promise: the result holds every system and pinned message and the current question,
-    keeps or drops each tool exchange whole, keeps the original order, and never exceeds
-    ``budget - reserve`` tokens; every input message gets at least one recorded decision. The
+    The promise: the result holds every system, developer and pinned message and the current
+    question, keeps or drops each tool exchange whole, keeps the original order, and never
+    exceeds ``budget - reserve`` tokens; every input message gets at least one recorded
+    decision. Developer messages are instructions, kept like the system prompt; a pipeline whose
+    ``PromptComposer(protect_developer=False)`` lets them compete for the budget instead. The
     result is valid for the provider: no tool result without its call, no call without its
     result (except in a trailing assistant message), and for Anthropic a user message first and
     alternating turns.
@@ -206,7 +210,7 @@ def pack(
 
     Raises:
         InvalidMessageError: a message is malformed (the error names its index and field).
-        BudgetExceededError: the system and pinned messages alone do not fit.
+        BudgetExceededError: the system, developer and pinned messages alone do not fit.
         TokenizerUnavailableError: the model's encoding cannot be loaded.
         ConfigError: ``budget``/``reserve``/``provider`` are invalid, or the pipeline
             misbehaves (returns no context, exceeds the budget, or breaks Anthropic's turn rules
@@ -225,14 +229,21 @@ def pack(
         >>> result.dropped_ids
         ['m-aa71853aaf03']
     """
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
-        raise ConfigError(f"budget must be a positive int, got {budget!r}")
+    check_tokens(budget, "budget")
     if isinstance(reserve, bool) or not isinstance(reserve, int) or not 0 <= reserve < budget:
         raise ConfigError(f"reserve must be an int in [0, budget), got {reserve!r}")
     for name, flag in (("redact_secrets", redact_secrets), ("flag_injections", flag_injections)):
         if not isinstance(flag, bool):
             raise ConfigError(f"{name} must be True or False, got {flag!r}")
     resolved = get_counter(model, counter)
+    optional_text(query, "query")
+    if pipeline is not None and not callable(pipeline):
+        raise ConfigError(
+            f"pipeline must be a stage (a callable taking a PackContext), got "
+            f"{type(pipeline).__name__}"
+        )
+    if tools is not None:
+        tools = tool_definitions(tools)
     if pipeline is None:
         stage: Stage = _shared_default_pipeline(redact_secrets, flag_injections)
     else:
@@ -269,7 +280,18 @@ def _pack(
         model=model,
         provider=target,
     )
-    out = stage(ctx)
+    try:
+        out = stage(ctx)
+    except BudgetExceededError as exc:
+        if not tool_tokens or exc.tool_tokens:
+            raise
+        # The stages see the tools as reserved room; the caller should hear they are tools.
+        raise BudgetExceededError(
+            required=exc.required,
+            budget=exc.budget,
+            pinned_ids=exc.pinned_ids,
+            tool_tokens=tool_tokens,
+        ) from exc
     if not isinstance(out, PackContext):
         raise ConfigError(f"the pipeline returned {type(out).__name__}, not a PackContext")
     if target == "anthropic" and not _ends_with_alternator(stage):

@@ -372,6 +372,10 @@ class Pipeline:
     name = "pipeline"
 
     def __init__(self, steps: Iterable[StepSpec]) -> None:
+        if isinstance(steps, (str, bytes, Mapping)) or not isinstance(steps, Iterable):
+            raise ConfigError(
+                f"steps must be a list of stages or (name, stage) pairs, got {type(steps).__name__}"
+            )
         named: list[tuple[str, Stage]] = []
         seen: set[str] = set()
         for i, spec in enumerate(steps):
@@ -439,6 +443,11 @@ class Pipeline:
         return Pipeline(out)
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
+        if not isinstance(ctx, PackContext):
+            raise ConfigError(
+                f"a pipeline runs on a PackContext, got {type(ctx).__name__}; to pack messages "
+                "call ctxpack.pack(messages, budget=..., pipeline=pipeline)"
+            )
         for step_name, stage in self._steps:
             result = stage(ctx)
             if not isinstance(result, PackContext):

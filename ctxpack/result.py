@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import textwrap
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
+from ._internal.arguments import tokens as check_tokens
 from .messages import Message
 from .pipeline import Decision, DecisionLog
 
@@ -22,7 +24,7 @@ class PackResult(BaseModel):
         messages: The messages to send, chronological.
         tokens: Exactly what they cost as a prompt with ``counter``
             (``count_tokens(result.messages, model=...)``).
-        budget: The budget asked for.
+        budget: The budget asked for; ``None`` when none was (a session rendered whole).
         reserve: Tokens kept free for the reply.
         input_tokens: What the whole input would have cost.
         tool_tokens: What the tool definitions given to :func:`ctxpack.pack` cost (included in
@@ -40,7 +42,7 @@ class PackResult(BaseModel):
 
     messages: list[Message]
     tokens: int
-    budget: int
+    budget: int | None
     reserve: int = 0
     input_tokens: int
     tool_tokens: int = 0
@@ -89,17 +91,29 @@ class PackResult(BaseModel):
         return to_langchain(self.messages)
 
     def summary(self) -> str:
-        """One line: messages and tokens before and after."""
+        """One line: messages and tokens before and after, and the budget when one was set."""
+        limit = (
+            f"budget {self.budget}, reserve {self.reserve}"
+            if self.budget is not None
+            else "no budget"
+        )
         return (
             f"{len(self.input_ids)} messages, {self.input_tokens} tokens -> "
             f"{len(self.messages)} messages, {self.tokens} tokens "
-            f"(budget {self.budget}, reserve {self.reserve}, counter {self.counter}"
-            f"{'' if self.exact else ', approximate'})"
+            f"({limit}, counter {self.counter}{'' if self.exact else ', approximate'})"
         )
 
     def report(self, *, width: int = 120) -> str:
         """A readable table: per input message its final fate, tokens before -> after, the
-        actions taken on it and the last reason, then the summary."""
+        actions taken on it and the last reason, then the summary.
+
+        Reasons longer than the line are wrapped onto continuation lines at word boundaries,
+        never cut.
+
+        Raises:
+            ConfigError: ``width`` is not a positive int.
+        """
+        check_tokens(width, "width", unit="characters")
         first_tokens: dict[str, int] = {}
         last: dict[str, Decision] = {}
         actions: dict[str, list[str]] = {}
@@ -108,8 +122,8 @@ class PackResult(BaseModel):
             if d.tokens_before is not None:
                 first_tokens.setdefault(d.message_id, d.tokens_before)
             last[d.message_id] = d
-        rows = [f"{'id':<14} {'final':<10} {'tokens':>11}  {'actions':<26} reason", "-" * width]
         kept = {m.id: m for m in self.messages}
+        cells: list[tuple[str, str, str, str, str]] = []
         for mid in self.input_ids:
             done = actions.get(mid, [])
             if mid in kept:
@@ -117,19 +131,37 @@ class PackResult(BaseModel):
                     (a for a in ("compressed", "cleared", "merged", "redacted") if a in done),
                     "kept",
                 )
-                after = str(self.tokens_of(kept[mid]))
+                after = self.tokens_of(kept[mid])
             else:
                 final = "deduped" if "deduped" in done else "dropped"
-                after = "0"
+                after = 0
             before = first_tokens.get(mid)
-            tokens = f"{before}->{after}" if before is not None else ""
-            chain = ",".join(dict.fromkeys(done))
-            reason = last[mid].reason if mid in last else ""
-            line = f"{mid[:14]:<14} {final:<10} {tokens:>11}  {chain[:26]:<26} {reason}"
-            rows.append(line[:width])
+            tokens = f"{before}->{after}" if before is not None else (str(after) if after else "-")
+            chain = ",".join(dict.fromkeys(done)) or "-"
+            reason = last[mid].reason if mid in last else "no decision recorded"
+            cells.append((mid, final, tokens, chain, reason))
+        id_width = max([2, *(len(c[0]) for c in cells)])
+        tokens_width = max([6, *(len(c[2]) for c in cells)])
+        chain_width = max([7, *(len(c[3]) for c in cells)])
+        head = f"{'id':<{id_width}} {'final':<10} {'tokens':>{tokens_width}}  "
+        head += f"{'actions':<{chain_width}} "
+        indent = " " * len(head)
+        rows = [head + "reason", "-" * width]
+        for mid, final, tokens, chain, reason in cells:
+            start = (
+                f"{mid:<{id_width}} {final:<10} {tokens:>{tokens_width}}  {chain:<{chain_width}} "
+            )
+            lines = textwrap.wrap(
+                reason,
+                width=max(width - len(start), 30),
+                break_long_words=False,
+                break_on_hyphens=False,
+            ) or [""]
+            rows.append(start + lines[0])
+            rows.extend(indent + line for line in lines[1:])
         rows.append("-" * width)
         rows.append(self.summary())
-        return "\n".join(rows)
+        return "\n".join(row.rstrip() for row in rows)
 
     def tokens_of(self, message: Message) -> int:
         """Tokens of one packed message as recorded by the packer (framing included)."""

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from .errors import ArtifactNotFoundError, ConfigError
 from .filters import RETRIEVE_TOOL_NAME
 from .redaction import redact
+from .sdk import SDKObject, coerce_tool_call
 from .store import ArtifactStore
 
 __all__ = [
@@ -86,7 +87,8 @@ def retrieve_tool(provider: Literal["openai", "anthropic"] = "openai") -> dict[s
 
 
 def _arguments(call: Mapping[str, Any] | str) -> dict[str, Any]:
-    """The arguments of an OpenAI tool call, an Anthropic ``tool_use`` block, or a JSON string."""
+    """The arguments of an OpenAI tool call, an Anthropic ``tool_use`` block, a Responses API
+    ``function_call`` item, or a JSON string."""
     if isinstance(call, str):
         raw: Any = call
     elif "function" in call and isinstance(call["function"], Mapping):
@@ -94,12 +96,12 @@ def _arguments(call: Mapping[str, Any] | str) -> dict[str, Any]:
         if name != RETRIEVE_TOOL_NAME:
             raise ConfigError(f"this call is to {name!r}, not to {RETRIEVE_TOOL_NAME!r}")
         raw = call["function"].get("arguments", "{}")
-    elif call.get("type") == "tool_use":
+    elif call.get("type") in ("tool_use", "function_call"):
         if call.get("name") != RETRIEVE_TOOL_NAME:
             raise ConfigError(
                 f"this call is to {call.get('name')!r}, not to {RETRIEVE_TOOL_NAME!r}"
             )
-        raw = call.get("input", {})
+        raw = call.get("input", {}) if call["type"] == "tool_use" else call.get("arguments")
     else:
         raw = dict(call)
     if isinstance(raw, str):
@@ -116,7 +118,10 @@ def _arguments(call: Mapping[str, Any] | str) -> dict[str, Any]:
 
 
 def handle_retrieve_call(
-    store: ArtifactStore, call: Mapping[str, Any] | str, *, redact_secrets: bool = True
+    store: ArtifactStore,
+    call: Mapping[str, Any] | SDKObject | str,
+    *,
+    redact_secrets: bool = True,
 ) -> str:
     """Answer the model's call to the retrieve tool from ``store``.
 
@@ -129,7 +134,9 @@ def handle_retrieve_call(
     Args:
         store: Where the originals are.
         call: An OpenAI tool call (``{"id", "type": "function", "function": {"name",
-            "arguments"}}``), an Anthropic ``tool_use`` block, its arguments as a dict, or
+            "arguments"}}``), an Anthropic ``tool_use`` block, a Responses API
+            ``function_call`` item, the SDKs' own objects for them
+            (``message.tool_calls[0]``, a ``ToolUseBlock``), the arguments as a dict, or
             their JSON.
         redact_secrets: Replace the secrets in the answer by ``[REDACTED kind]`` (see
             :mod:`ctxpack.redaction`), whatever the store holds.
@@ -152,7 +159,7 @@ def handle_retrieve_call(
         "error: no artifact 'art_0' ...
     """
     try:
-        args = _arguments(call)
+        args = _arguments(coerce_tool_call(call))
     except ValueError as exc:
         if isinstance(exc, ConfigError) and "this call is to" in str(exc):
             raise

@@ -13,6 +13,9 @@ module costs nothing when the SDKs are not installed.
 
 What is converted:
 
+- a tool call the model made, given to :meth:`ctxpack.Session.handle` (OpenAI's
+  ``ChatCompletionMessageToolCall``, Anthropic's ``ToolUseBlock``...): into its dict;
+
 - anywhere inside a message dict (``content`` blocks, ``tool_calls``, ``system`` blocks...): any
   SDK model, into its dict;
 - as a message: an OpenAI ``ChatCompletionMessage``; an Anthropic ``Message`` (the response
@@ -34,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from ._internal.arguments import MAX_NESTING, TooDeep, too_deep_error
 from .errors import InvalidMessageError
 
 __all__ = [
@@ -41,6 +45,7 @@ __all__ = [
     "SDKObject",
     "coerce_message",
     "coerce_messages",
+    "coerce_tool_call",
     "coerce_value",
     "is_sdk_object",
 ]
@@ -110,9 +115,11 @@ def _drop_local_fields(data: Any) -> None:
             _drop_local_fields(inner)
 
 
-def _holds_sdk_object(value: Any) -> bool:
+def _holds_sdk_object(value: Any, depth: int = 0) -> bool:
     """Whether an SDK model is anywhere inside ``value``: one pass, no allocation, because
-    every plain message dict goes through it."""
+    every plain message dict goes through it. The same pass refuses (:class:`TooDeep`) what
+    nests deeper than ``MAX_NESTING`` (``depth`` is the level of ``value``), before any
+    recursive copy or validation could exhaust the stack on it."""
     kind = type(value)
     if kind in _SCALARS:
         return False
@@ -124,10 +131,12 @@ def _holds_sdk_object(value: Any) -> bool:
         values = value.values()
     else:
         return is_sdk_object(value)
+    if depth >= MAX_NESTING:
+        raise TooDeep
     # A loop rather than any(<generator>): this runs on every message dict, and the generator
     # costs more than the check itself.
-    for inner in values:  # noqa: SIM110
-        if type(inner) not in _SCALARS and _holds_sdk_object(inner):
+    for inner in values:
+        if type(inner) not in _SCALARS and _holds_sdk_object(inner, depth + 1):
             return True
     return False
 
@@ -138,8 +147,11 @@ def coerce_value(value: Any, index: int | None = None, field: str | None = None)
     Returns ``value`` itself (the same object) when it holds no SDK model, so plain input keeps
     its identity and costs one pass over its values.
     """
-    if not _holds_sdk_object(value):
-        return value
+    try:
+        if not _holds_sdk_object(value):
+            return value
+    except TooDeep:
+        raise too_deep_error(index, field or "value") from None
     return _coerced(value, index, field)
 
 
@@ -180,6 +192,21 @@ def _join(field: str | None, key: str) -> str:
     return f"{field}.{key}" if field else key
 
 
+def coerce_tool_call(call: Any) -> Any:
+    """A tool call the model made, as the dict its SDK sends: an OpenAI
+    ``ChatCompletionMessageToolCall`` (``message.tool_calls[0]``) becomes ``{"id", "type":
+    "function", "function": {"name", "arguments"}}``, an Anthropic ``ToolUseBlock``
+    (``response.content[i]``) ``{"type": "tool_use", "id", "name", "input"}``, a Responses API
+    ``function_call`` item ``{"type": "function_call", "call_id", "name", "arguments"}``.
+
+    Anything else comes back as it is (a dict stays the same object).
+
+    Raises:
+        InvalidMessageError: the SDK cannot serialise the object (field ``call``).
+    """
+    return coerce_value(call, field="call")
+
+
 def coerce_message(item: Any, index: int) -> Any:
     """One entry of a message list, with the SDKs' objects turned into plain dicts.
 
@@ -193,9 +220,14 @@ def coerce_message(item: Any, index: int) -> Any:
     """
     if type(item) is dict:
         # Inlined first level: every message dict of every cold pack comes through here.
-        for inner in item.values():
-            if type(inner) not in _SCALARS and _holds_sdk_object(inner):
-                return _coerced(item, index, None)
+        for key, inner in item.items():
+            if type(inner) in _SCALARS:
+                continue
+            try:
+                if _holds_sdk_object(inner, 1):
+                    return _coerced(item, index, None)
+            except TooDeep:
+                raise too_deep_error(index, str(key)) from None
         return item
     if isinstance(item, Mapping) and not is_sdk_object(item):
         return coerce_value(item, index)

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
+from ._internal.arguments import flag, message_items, optional_text, tool_definitions
+from ._internal.arguments import tokens as check_tokens
 from ._internal.views import FileRegion, view_region
 from .adapters.anthropic import from_anthropic
 from .adapters.openai import from_openai
@@ -34,7 +36,7 @@ from .pipeline import Decision, DecisionLog, Stage
 from .redaction import redact
 from .result import PackResult
 from .retrieval import Retrieval, handle_retrieve_call, read_artifact, retrieve_tool
-from .sdk import coerce_message, is_sdk_object
+from .sdk import SDKObject, coerce_message, coerce_tool_call, is_sdk_object
 from .store import ArtifactStore, SQLiteArtifactStore, artifact_id
 from .tokens import (
     REPLY_PRIMING,
@@ -177,7 +179,10 @@ def _called(call: Any) -> str | None:
 def _looks_anthropic(message: Mapping[str, Any]) -> bool:
     content = message.get("content")
     return isinstance(content, list) and any(
-        isinstance(block, Mapping) and block.get("type") in _ANTHROPIC_BLOCKS for block in content
+        isinstance(block, Mapping)
+        and isinstance(block.get("type"), str)
+        and block["type"] in _ANTHROPIC_BLOCKS
+        for block in content
     )
 
 
@@ -324,7 +329,7 @@ class Session:
             raise ConfigError(
                 f"store must have put(text, **metadata) and get(id), got {type(store).__name__}"
             )
-        self.retrieve_tool = retrieve_tool
+        self.retrieve_tool = flag(retrieve_tool, "retrieve_tool")
         self.filter: ToolOutputFilter | None
         if filters is False:
             self.filter = None
@@ -474,7 +479,7 @@ class Session:
                 f"extend() takes a list of messages, got {type(messages).__name__}; "
                 "use append() for one message"
             )
-        batch = list(messages)  # a stored session may have to apply them twice
+        batch = list(message_items(messages))  # a stored session may have to apply them twice
         self._change(lambda: self._extend(batch, provider))
 
     def _change(self, change: Callable[[], None]) -> None:
@@ -963,7 +968,8 @@ class Session:
                 definition is added when it is offered.
 
         Raises:
-            BudgetExceededError: with a budget, the system and pinned messages alone do not fit.
+            BudgetExceededError: with a budget, the system, developer and pinned messages alone
+                do not fit.
         """
         with self._lock:
             if self._backing is None or self.window is None:
@@ -982,9 +988,12 @@ class Session:
     def _renders_state(self, tools: Sequence[Mapping[str, Any]] | None) -> bool:
         """Whether a render changes the session's state: a managed one does (its window's),
         and so does one giving tools on demand new definitions."""
-        return self.window is not None or bool(
-            self.tools_on_demand and tools and list(tools) != self._full_tools
-        )
+        if self.window is not None:
+            return True
+        if not self.tools_on_demand or tools is None:
+            return False
+        given = tool_definitions(tools)  # a ConfigError naming the bad definition
+        return bool(given) and given != self._full_tools
 
     def _render(
         self,
@@ -996,8 +1005,12 @@ class Session:
     ) -> PackResult:
         if not self._raw:
             raise ConfigError("the session is empty: append messages before rendering")
+        if budget is not None:
+            check_tokens(budget, "budget")
+        check_tokens(reserve, "reserve", minimum=0)
+        optional_text(query, "query")
         provider = provider or self.provider
-        given: Sequence[Mapping[str, Any]] = list(tools or ())
+        given: Sequence[Mapping[str, Any]] = tool_definitions(tools) if tools is not None else []
         if self.tools_on_demand and given:
             self._full_tools = list(given)
             given = on_demand_tools(given, provider)
@@ -1007,6 +1020,7 @@ class Session:
         originals = {
             raw.id: raw for raw in self._raw if (r := self._records.get(raw.id)) and r.shortened
         }
+        asked = budget
         if self.window is not None:
             if budget is not None or reserve:
                 raise ConfigError(
@@ -1038,6 +1052,7 @@ class Session:
         result = PackResult.model_construct(
             **{
                 **{name: getattr(packed, name) for name in PackResult.model_fields},
+                "budget": asked,
                 "input_tokens": raw_tokens + packed.tool_tokens,
                 "decisions": filter_log + packed.decisions,
                 # The session's originals win: a stage's "original" of a filtered message is
@@ -1211,10 +1226,24 @@ class Session:
         """The compact record whole (or ``messages``, a managed request), as a result."""
         messages = list(self._compact) if messages is None else messages
         tokens = self.counter.count_messages(messages) + tool_tokens
+        filtered = set(filter_log.message_ids())
+        # Every message gets its decision, as pack() promises: here, sent as it is.
+        unfiltered = [
+            Decision(
+                stage="session",
+                action="kept",
+                message_id=m.id,
+                reason="kept, not filtered",
+                tokens_before=(n := self.counter.count_message(m)),
+                tokens_after=n,
+            )
+            for m in messages
+            if m.id not in filtered
+        ]
         return PackResult.model_construct(
             messages=messages,
             tokens=tokens,
-            budget=tokens if budget is None else budget,
+            budget=budget,
             reserve=reserve,
             input_tokens=raw_tokens + tool_tokens,
             tool_tokens=tool_tokens,
@@ -1222,7 +1251,7 @@ class Session:
             counter=self.counter.name,
             exact=self.counter.exact,
             query=query,
-            decisions=filter_log,
+            decisions=filter_log + unfiltered,
             artifacts=originals,
         )
 
@@ -1273,18 +1302,32 @@ class Session:
             return found
         return found.model_copy(update={"text": redact(found.text).text})
 
-    def handle(self, call: Mapping[str, Any]) -> str:
+    def handle(self, call: Mapping[str, Any] | SDKObject | str) -> str:
         """Answer the model's call to the retrieve tool (an OpenAI tool call or an Anthropic
-        ``tool_use`` block) from the session's store (or, with ``tools_on_demand``, its call to
-        ``describe_tool`` from the tools last rendered); see
-        :func:`ctxpack.retrieval.handle_retrieve_call`. Append the answer as the call's tool
-        result as usual: the session never filters a retrieved original again."""
-        if self.tools_on_demand and _called(call) == DESCRIBE_TOOL_NAME:
+        ``tool_use`` block, as a dict or as the SDK's own object:
+        ``session.handle(response.choices[0].message.tool_calls[0])``) from the session's
+        store (or, with ``tools_on_demand``, its call to ``describe_tool`` from the tools
+        last rendered); see :func:`ctxpack.retrieval.handle_retrieve_call`. Append the
+        answer as the call's tool result as usual: the session never filters a retrieved
+        original again.
+
+        Raises:
+            ConfigError: ``call`` is none of these (the model's own mistakes in a call are
+                answered in words instead).
+        """
+        if not isinstance(call, (Mapping, str)) and not is_sdk_object(call):
+            raise ConfigError(
+                "call must be the model's tool call (an OpenAI tool call, an Anthropic tool_use "
+                f"block, or the SDK's object for either) or its arguments, got "
+                f"{type(call).__name__}"
+            )
+        coerced: Mapping[str, Any] | str = coerce_tool_call(call)
+        if self.tools_on_demand and _called(coerced) == DESCRIBE_TOOL_NAME:
             with self._lock:
                 self._refresh()  # the tools another replica rendered last
-                return describe_tools(self._full_tools, call)
+                return describe_tools(self._full_tools, coerced)
         return handle_retrieve_call(
-            self.store, call, redact_secrets=bool(self.guard.redact_secrets)
+            self.store, coerced, redact_secrets=bool(self.guard.redact_secrets)
         )
 
     def __repr__(self) -> str:

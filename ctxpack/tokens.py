@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cache, lru_cache
 from typing import Any, Protocol, runtime_checkable
 
+from ._internal.arguments import optional_text, tool_definitions
 from ._internal.prefix import PrefixMemo
 from .caches import SHORT_TEXT, LRUCache, text_memo
 from .errors import ConfigError, TokenizerUnavailableError
@@ -225,10 +226,10 @@ class CharsPerTokenApproxCounter(_FramedCounter):
     def __init__(
         self, chars_per_token: float = 4.0, *, safety_margin: float = 1.0, name: str = "approx"
     ) -> None:
-        if chars_per_token <= 0:
-            raise ConfigError(f"chars_per_token must be > 0, got {chars_per_token}")
-        if safety_margin < 1.0:
-            raise ConfigError(f"safety_margin must be >= 1.0, got {safety_margin}")
+        if not _is_number(chars_per_token) or not 0 < chars_per_token < math.inf:
+            raise ConfigError(f"chars_per_token must be a number > 0, got {chars_per_token!r}")
+        if not _is_number(safety_margin) or not 1.0 <= safety_margin < math.inf:
+            raise ConfigError(f"safety_margin must be a number >= 1.0, got {safety_margin!r}")
         super().__init__()
         self.chars_per_token = chars_per_token
         self.safety_margin = safety_margin
@@ -236,6 +237,10 @@ class CharsPerTokenApproxCounter(_FramedCounter):
 
     def _count_uncached(self, text: str) -> int:
         return math.ceil(len(text) / self.chars_per_token * self.safety_margin)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 class CallableCounter(_FramedCounter):
@@ -601,7 +606,12 @@ def get_counter(model: str | None = None, counter: CounterLike | None = None) ->
 
     Returns:
         The counter. With neither argument, exact ``cl100k_base``.
+
+    Raises:
+        ConfigError: ``model`` is not a string, or ``counter`` is none of the above.
+        TokenizerUnavailableError: the model or encoding has no tokenizer that can be loaded.
     """
+    optional_text(model, "model")
     if counter is not None:
         if isinstance(counter, str):
             if counter == "approx":
@@ -660,7 +670,7 @@ def count_tokens(
         9
     """
     resolved = get_counter(model, counter)
-    extra = tool_definition_tokens(tools, resolved) if tools is not None else 0
+    extra = tool_definition_tokens(tool_definitions(tools), resolved) if tools is not None else 0
     if isinstance(messages_or_text, str):
         return resolved.count(messages_or_text) + extra
     return resolved.count_messages(owned_messages(messages_or_text)) + extra

@@ -15,6 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ._internal.arguments import tokens as check_tokens
+from ._internal.arguments import tool_definitions
 from .errors import ConfigError
 from .messages import Message, owned_messages
 from .tokens import (
@@ -231,7 +233,8 @@ def context_usage(
         A :class:`ContextUsage`.
 
     Raises:
-        ConfigError: a memory file is not in any message, or a window is not positive.
+        ConfigError: a memory file is not in any message, a window is not a positive int, the
+            compaction window is larger than the window, or an argument has the wrong type.
         InvalidMessageError: a message is malformed.
 
     Example:
@@ -245,14 +248,21 @@ def context_usage(
         (19, 8173)
     """
     for name, value in (("window", window), ("compaction_window", compaction_window)):
-        if value is not None and value <= 0:
-            raise ConfigError(f"{name} must be a positive number of tokens, got {value}")
+        if value is not None:
+            check_tokens(value, name)
+    if memory_files is not None:
+        _check_memory_files(memory_files)
     resolved = get_counter(model, counter)
     msgs = list(owned_messages(messages))  # read only, never handed out
-    tool_list = list(tools) if tools is not None else []
+    tool_list = tool_definitions(tools) if tools is not None else []
     sizes = list(message_sizes(resolved, msgs))
     if window is None and model is not None:
         window = _known_window(model)
+    if window is not None and compaction_window is not None and compaction_window > window:
+        raise ConfigError(
+            f"compaction_window ({compaction_window}) is larger than the window ({window}); "
+            "compaction starts below the window, or leave compaction_window out"
+        )
     memory_items = _move_memory(memory_files or {}, msgs, sizes, resolved)
     per_bucket = _message_items(msgs, sizes)
     priming = resolved.count_messages([])
@@ -277,6 +287,19 @@ def context_usage(
         counter=resolved.name,
         exact=resolved.exact,
     )
+
+
+def _check_memory_files(memory_files: Any) -> None:
+    if not isinstance(memory_files, Mapping):
+        raise ConfigError(
+            f"memory_files must map a file name to its text, got {type(memory_files).__name__}"
+        )
+    for name, text in memory_files.items():
+        if not isinstance(name, str) or not isinstance(text, str):
+            raise ConfigError(
+                f"memory_files[{name!r}]: must map a file name (str) to its text (str), got "
+                f"{type(name).__name__} -> {type(text).__name__}"
+            )
 
 
 def _move_memory(

@@ -72,4 +72,4 @@ def test_bad_input_exits_with_2_and_one_line(
     assert main(["context", str(SESSION), "--memory", str(tmp_path / "none.md")]) == 2
     assert "cannot read" in capsys.readouterr().err
     assert main(["context", str(SESSION), "--window", "-5"]) == 2
-    assert "window must be a positive" in capsys.readouterr().err
+    assert "argument --window: expected a positive integer" in capsys.readouterr().err

@@ -74,7 +74,7 @@ def openai_reply(text: str = "Under Billing > Profile.") -> dict[str, Any]:
 
 def test_openai_request_is_packed_under_the_window_minus_max_tokens() -> None:
     capture = Capture(openai_reply())
-    client = ctxpack.wrap_openai(openai_client(capture), budget=600, reserve=20)
+    client = ctxpack.wrap_openai(openai_client(capture), window=600, reserve=20)
     history = long_history()
     response = client.chat.completions.create(
         model="gpt-4",
@@ -122,7 +122,7 @@ def test_openai_sdk_messages_go_through_the_wrapper_across_turns() -> None:
     }
     replies = iter([chat_completion(tool_call), openai_reply("3 C in Oslo.")])
     capture = Capture(lambda body: httpx2.Response(200, json=next(replies)))
-    client = ctxpack.wrap_openai(openai_client(capture), budget=4000, model="gpt-4")
+    client = ctxpack.wrap_openai(openai_client(capture), window=4000, model="gpt-4")
     history: list[Any] = [{"role": "user", "content": "Weather in Oslo?"}]
     first = client.chat.completions.create(model="gpt-4", messages=history, tools=[WEATHER_TOOL])
     history.append(first.choices[0].message)
@@ -138,7 +138,7 @@ def test_openai_sdk_messages_go_through_the_wrapper_across_turns() -> None:
 
 def test_async_openai_client_is_packed_too() -> None:
     capture = Capture(openai_reply())
-    client = ctxpack.wrap_openai(async_openai_client(capture), budget=500)
+    client = ctxpack.wrap_openai(async_openai_client(capture), window=500)
 
     async def call() -> Any:
         response = await client.chat.completions.create(model="gpt-4", messages=long_history())
@@ -175,7 +175,7 @@ def test_openai_streaming_is_unchanged() -> None:
         }
 
     capture = Capture(lambda body: sse([chunk("Hel"), chunk("lo"), "[DONE]"]))
-    client = ctxpack.wrap_openai(openai_client(capture), budget=400)
+    client = ctxpack.wrap_openai(openai_client(capture), window=400)
     stream = client.chat.completions.create(model="gpt-4", messages=long_history(), stream=True)
     text = "".join(c.choices[0].delta.content or "" for c in stream)
     assert text == "Hello"
@@ -186,7 +186,7 @@ def test_openai_streaming_is_unchanged() -> None:
 def test_everything_else_passes_through() -> None:
     capture = Capture({"object": "list", "data": []})
     raw = openai_client(capture)
-    client = ctxpack.wrap_openai(raw, budget=100)
+    client = ctxpack.wrap_openai(raw, window=100)
     assert client.wrapped is raw
     assert client.api_key == raw.api_key
     assert client.models is raw.models
@@ -198,7 +198,7 @@ def test_everything_else_passes_through() -> None:
 
 def test_copies_made_with_with_options_stay_packed() -> None:
     capture = Capture(openai_reply())
-    client = ctxpack.wrap_openai(openai_client(capture), budget=300)
+    client = ctxpack.wrap_openai(openai_client(capture), window=300)
     quick = client.with_options(timeout=5.0)
     assert isinstance(quick, ctxpack.adapters.clients.PackedClient)
     quick.chat.completions.create(model="gpt-4", messages=long_history())
@@ -208,7 +208,7 @@ def test_copies_made_with_with_options_stay_packed() -> None:
 
 def test_raw_response_entry_points_are_packed() -> None:
     capture = Capture(openai_reply())
-    client = ctxpack.wrap_openai(openai_client(capture), budget=300)
+    client = ctxpack.wrap_openai(openai_client(capture), window=300)
     raw = client.chat.completions.with_raw_response.create(model="gpt-4", messages=long_history())
     assert raw.parse().choices[0].message.content == "Under Billing > Profile."
     assert openai_prompt_tokens(capture.body["messages"]) <= 300
@@ -216,7 +216,7 @@ def test_raw_response_entry_points_are_packed() -> None:
 
 def test_max_tokens_that_leave_no_room_fail_before_sending() -> None:
     capture = Capture(openai_reply())
-    client = ctxpack.wrap_openai(openai_client(capture), budget=300, reserve=50)
+    client = ctxpack.wrap_openai(openai_client(capture), window=300, reserve=50)
     with pytest.raises(ctxpack.ConfigError, match=r"max_tokens \(250\) plus reserve \(50\)"):
         client.chat.completions.create(model="gpt-4", messages=long_history(), max_tokens=250)
     assert capture.requests == []
@@ -224,18 +224,53 @@ def test_max_tokens_that_leave_no_room_fail_before_sending() -> None:
 
 def test_wrapper_arguments_are_checked() -> None:
     raw = openai_client(Capture(openai_reply()))
-    with pytest.raises(ctxpack.ConfigError, match="budget"):
-        ctxpack.wrap_openai(raw, budget=0)
+    with pytest.raises(ctxpack.ConfigError, match="window must be a positive int"):
+        ctxpack.wrap_openai(raw, window=0)
+    with pytest.raises(ctxpack.ConfigError, match="budget must be a positive int"):
+        ctxpack.wrap_openai(raw, window=100, budget=-1)
     with pytest.raises(ctxpack.ConfigError, match="reserve"):
-        ctxpack.wrap_openai(raw, budget=100, reserve=100)
+        ctxpack.wrap_openai(raw, window=100, reserve=100)
+    with pytest.raises(ctxpack.ConfigError, match=r"reserve must be an int in \[0, budget\)"):
+        ctxpack.wrap_openai(raw, window=1000, budget=100, reserve=100)
+    for wrap in (ctxpack.wrap_openai, ctxpack.wrap_anthropic):
+        with pytest.raises(ctxpack.ConfigError, match=r"needs window= .* or budget="):
+            wrap(raw)
+
+
+def test_budget_means_what_it_means_in_pack() -> None:
+    # The prompt alone gets budget - reserve, whatever max_tokens the request asks for.
+    capture = Capture(openai_reply())
+    with pytest.warns(FutureWarning, match="pass window=600"):
+        client = ctxpack.wrap_openai(openai_client(capture), budget=600, reserve=20)
+    client.chat.completions.create(model="gpt-4", messages=long_history(), max_tokens=500)
+    result = client.last_result
+    assert result is not None
+    assert (result.budget, result.reserve) == (600, 20)
+    expected = ctxpack.pack(long_history(), budget=600, reserve=20, model="gpt-4")
+    assert capture.body["messages"] == expected.to_openai()
+
+
+def test_with_window_and_budget_the_tighter_limit_holds() -> None:
+    capture = Capture(openai_reply())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        client = ctxpack.wrap_openai(openai_client(capture), window=1000, budget=300)
+    client.chat.completions.create(model="gpt-4", messages=long_history(), max_tokens=100)
+    assert client.last_result is not None
+    assert (client.last_result.budget, client.last_result.reserve) == (300, 0)
+    client.chat.completions.create(model="gpt-4", messages=long_history(), max_tokens=800)
+    assert (client.last_result.budget, client.last_result.reserve) == (1000, 800)
+    with pytest.raises(ctxpack.ConfigError, match="nothing of the context window"):
+        client.chat.completions.create(model="gpt-4", messages=long_history(), max_tokens=1000)
+    assert "window=1000, budget=300" in repr(client)
 
 
 def test_an_unknown_model_says_how_to_count() -> None:
-    client = ctxpack.wrap_openai(openai_client(Capture(openai_reply())), budget=300)
+    client = ctxpack.wrap_openai(openai_client(Capture(openai_reply())), window=300)
     with pytest.raises(ctxpack.TokenizerUnavailableError, match="counter="):
         client.chat.completions.create(model="acme-1", messages=long_history())
     counted = ctxpack.wrap_openai(
-        openai_client(Capture(openai_reply())), budget=300, counter="cl100k_base"
+        openai_client(Capture(openai_reply())), window=300, counter="cl100k_base"
     )
     counted.chat.completions.create(model="acme-1", messages=long_history())
     assert counted.last_result is not None and counted.last_result.counter == "cl100k_base"
@@ -275,7 +310,7 @@ def anthropic_content_tokens(system: Any, messages: list[dict[str, Any]]) -> int
 
 def test_anthropic_request_is_packed_with_system_and_tools_counted() -> None:
     capture = Capture(anthropic_message([{"type": "text", "text": "3 C."}]))
-    client = ctxpack.wrap_anthropic(anthropic_client(capture), budget=2000, counter="cl100k_base")
+    client = ctxpack.wrap_anthropic(anthropic_client(capture), window=2000, counter="cl100k_base")
     history = anthropic_history()
     response = client.messages.create(
         model="claude-sonnet-5-5",
@@ -303,7 +338,7 @@ def test_anthropic_default_counter_is_announced_once() -> None:
     with pytest.warns(ctxpack.tokens.ApproximateTokenCountWarning, match="counter="):
         client = ctxpack.wrap_anthropic(
             anthropic_client(Capture(anthropic_message([{"type": "text", "text": "ok"}]))),
-            budget=1000,
+            window=1000,
         )
     with warnings.catch_warnings():
         warnings.simplefilter("error", ctxpack.tokens.ApproximateTokenCountWarning)
@@ -325,7 +360,7 @@ def test_anthropic_sdk_blocks_in_the_history_are_sent_back_as_received() -> None
         [anthropic_message(blocks), anthropic_message([{"type": "text", "text": "3 C"}])]
     )
     capture = Capture(lambda body: httpx2.Response(200, json=next(replies)))
-    client = ctxpack.wrap_anthropic(anthropic_client(capture), budget=8000, counter="cl100k_base")
+    client = ctxpack.wrap_anthropic(anthropic_client(capture), window=8000, counter="cl100k_base")
     history: list[Any] = [{"role": "user", "content": "Weather in Oslo?"}]
     kwargs: dict[str, Any] = {"model": "claude-sonnet-5-5", "max_tokens": 500}
     first = client.messages.create(messages=history, tools=[CLAUDE_WEATHER_TOOL], **kwargs)
@@ -346,7 +381,7 @@ def test_anthropic_sdk_blocks_in_the_history_are_sent_back_as_received() -> None
 def test_async_anthropic_client_is_packed_too() -> None:
     capture = Capture(anthropic_message([{"type": "text", "text": "ok"}]))
     client = ctxpack.wrap_anthropic(
-        async_anthropic_client(capture), budget=800, counter="cl100k_base"
+        async_anthropic_client(capture), window=800, counter="cl100k_base"
     )
 
     async def call() -> Any:
@@ -377,7 +412,7 @@ def test_anthropic_stream_helper_is_packed_and_streams_unchanged() -> None:
         {"type": "message_stop"},
     ]
     capture = Capture(lambda body: sse(events, named=True))
-    client = ctxpack.wrap_anthropic(anthropic_client(capture), budget=600, counter="cl100k_base")
+    client = ctxpack.wrap_anthropic(anthropic_client(capture), window=600, counter="cl100k_base")
     with client.messages.stream(
         model="claude-sonnet-5-5", max_tokens=100, messages=anthropic_history()
     ) as stream:
@@ -429,7 +464,7 @@ def test_a_session_gets_each_new_message_once_and_renders_the_request() -> None:
     session = RecordingSession()
     assert isinstance(session, ctxpack.adapters.clients.SessionLike)
     capture = Capture(openai_reply())
-    client = ctxpack.wrap_openai(openai_client(capture), budget=700, session=session)
+    client = ctxpack.wrap_openai(openai_client(capture), window=700, session=session)
     history = long_history(10)
     client.chat.completions.create(model="gpt-4", messages=history, max_tokens=100)
     history += [
@@ -464,7 +499,7 @@ def test_an_anthropic_session_budget_leaves_room_for_the_system_prompt() -> None
     session = RecordingSession()
     capture = Capture(anthropic_message([{"type": "text", "text": "ok"}]))
     client = ctxpack.wrap_anthropic(
-        anthropic_client(capture), budget=3000, counter="cl100k_base", session=session
+        anthropic_client(capture), window=3000, counter="cl100k_base", session=session
     )
     system = "You are a travel agent."
     client.messages.create(
@@ -507,7 +542,7 @@ def test_a_real_session_filters_tool_outputs_and_offers_its_retrieve_tool() -> N
     capture = Capture(lambda body: httpx2.Response(200, json=next(replies)))
     session = ctxpack.Session(model="gpt-4")
     assert isinstance(session, ctxpack.adapters.clients.SessionLike)
-    client = ctxpack.wrap_openai(openai_client(capture), budget=3000, session=session)
+    client = ctxpack.wrap_openai(openai_client(capture), window=3000, session=session)
     history: list[Any] = [
         {"role": "system", "content": "You are a coding agent."},
         {"role": "user", "content": "Why does the auth test fail?"},
@@ -535,7 +570,7 @@ def test_a_real_session_with_anthropic_messages() -> None:
     capture = Capture(anthropic_message([{"type": "text", "text": "test_refresh fails."}]))
     session = ctxpack.Session(counter="cl100k_base")
     client = ctxpack.wrap_anthropic(
-        anthropic_client(capture), budget=4000, counter="cl100k_base", session=session
+        anthropic_client(capture), window=4000, counter="cl100k_base", session=session
     )
     call = {"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"command": "pytest"}}
     messages: list[Any] = [
@@ -573,7 +608,7 @@ def test_beta_messages_carry_a_compaction_block_back_through_the_wrapper() -> No
         ]
     )
     capture = Capture(lambda body: httpx2.Response(200, json=next(replies)))
-    client = ctxpack.wrap_anthropic(anthropic_client(capture), budget=4000, counter="cl100k_base")
+    client = ctxpack.wrap_anthropic(anthropic_client(capture), window=4000, counter="cl100k_base")
     history: list[Any] = [{"role": "user", "content": "Plan my trip."}]
     first = client.beta.messages.create(model="claude-sonnet-5-5", max_tokens=100, messages=history)
     history += [
@@ -597,7 +632,7 @@ def test_openai_parse_and_stream_helpers_are_packed() -> None:
 
     reply = {"role": "assistant", "content": '{"where": "Billing > Profile"}', "refusal": None}
     capture = Capture(chat_completion(reply))
-    client = ctxpack.wrap_openai(openai_client(capture), budget=400)
+    client = ctxpack.wrap_openai(openai_client(capture), window=400)
     parsed = client.chat.completions.parse(
         model="gpt-4", messages=long_history(), response_format=Answer
     )
@@ -614,7 +649,7 @@ def test_openai_parse_and_stream_helpers_are_packed() -> None:
         }
 
     streaming = Capture(lambda body: sse([chunk("Bill"), chunk("ing"), "[DONE]"]))
-    client = ctxpack.wrap_openai(openai_client(streaming), budget=300)
+    client = ctxpack.wrap_openai(openai_client(streaming), window=300)
     with client.chat.completions.stream(model="gpt-4", messages=long_history()) as stream:
         final = stream.get_final_completion()
     assert final.choices[0].message.content == "Billing"

@@ -1,8 +1,12 @@
 """The documentation's examples run: every ```python block of README.md and docs/, and the
 doctests of every ctxpack module.
 
-Blocks of one file run in order and share one namespace, like a reader going down the page. A
-block preceded by an ``<!-- skip -->`` line (blank lines allowed in between) is not run.
+Blocks of one file run in order and share one namespace, like a reader going down the page, in a
+fresh interpreter of their own: a block passes because of what its page does, never because
+another test imported something first. A block preceded by an ``<!-- skip -->`` line (blank lines
+allowed in between) is not run. A ```text block right after a ```python block (blank lines
+allowed in between) is what that block prints, and is compared with it (``...`` in it matches
+anything, as in doctests).
 """
 
 from __future__ import annotations
@@ -10,8 +14,13 @@ from __future__ import annotations
 import doctest
 import importlib
 import importlib.util
+import json
+import os
 import pkgutil
 import re
+import subprocess
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
@@ -28,28 +37,57 @@ _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^
 _SKIP = "<!-- skip -->"
 
 
-def python_blocks(text: str) -> list[tuple[int, str]]:
-    """The runnable ```python blocks of a Markdown text, as (first code line number, code)."""
+@dataclass(frozen=True)
+class Example:
+    """A runnable ```python block: its first code line number, its code, and the output shown
+    for it (the ```text block right after it), if any."""
+
+    line: int
+    code: str
+    output: str | None = None
+
+
+def doc_examples(text: str) -> list[Example]:
+    """The runnable ```python blocks of a Markdown text, with the output shown for each."""
     lines = text.splitlines()
-    blocks: list[tuple[int, str]] = []
+    blocks: list[tuple[str, int, int, int, bool]] = []  # language, fence, start, end, skipped
     i = 0
     while i < len(lines):
         match = _FENCE.match(lines[i])
         if match is None:
             i += 1
             continue
-        fence, indent = match["fence"], match["indent"]
+        fence = match["fence"]
         language = (match["info"].split() or [""])[0].lower()
         start = i + 1
         end = start
         while end < len(lines) and not lines[end].strip().startswith(fence):
             end += 1
         previous = next((line.strip() for line in reversed(lines[:i]) if line.strip()), "")
-        if language in ("python", "py") and previous != _SKIP:
-            code = "\n".join(line.removeprefix(indent) for line in lines[start:end])
-            blocks.append((start + 1, code))
+        blocks.append((language, i, start, end, previous == _SKIP))
         i = end + 1
-    return blocks
+
+    def body(fence: int, start: int, end: int) -> str:
+        indent = _FENCE.match(lines[fence])["indent"]  # type: ignore[index]
+        return "\n".join(line.removeprefix(indent) for line in lines[start:end])
+
+    examples: list[Example] = []
+    for n, (language, fence, start, end, skipped) in enumerate(blocks):
+        if language not in ("python", "py") or skipped:
+            continue
+        output = None
+        if n + 1 < len(blocks):
+            next_language, next_fence, next_start, next_end, _ = blocks[n + 1]
+            between = lines[end + 1 : next_fence]
+            if next_language == "text" and not any(line.strip() for line in between):
+                output = body(next_fence, next_start, next_end) + "\n"
+        examples.append(Example(start + 1, body(fence, start, end), output))
+    return examples
+
+
+def python_blocks(text: str) -> list[tuple[int, str]]:
+    """The runnable ```python blocks of a Markdown text, as (first code line number, code)."""
+    return [(example.line, example.code) for example in doc_examples(text)]
 
 
 def test_the_block_finder_sees_fences_and_skip_markers() -> None:
@@ -75,19 +113,91 @@ def test_the_block_finder_sees_fences_and_skip_markers() -> None:
     assert python_blocks(text) == [(3, "x = 1"), (14, "y = '```'")]
 
 
+def test_the_output_shown_is_the_text_block_right_after() -> None:
+    text = "\n".join(
+        [
+            "```python",
+            "print(1)",
+            "```",
+            "",
+            "```text",
+            "1",
+            "```",
+            "```python",
+            "x = 2",
+            "```",
+            "Some prose.",
+            "```text",
+            "not an output",
+            "```",
+        ]
+    )
+    assert doc_examples(text) == [Example(2, "print(1)", "1\n"), Example(9, "x = 2", None)]
+
+
+# Runs one page's blocks in order in one namespace, in the interpreter it is given to; reads
+# [{"file", "line", "code"}...] on stdin, writes [{"output", "error"}...] to the file argv[1].
+_RUNNER = """
+import contextlib, io, json, sys, traceback
+examples = json.load(sys.stdin)
+namespace = {"__name__": sys.argv[2]}
+results = []
+for example in examples:
+    padded = "\\n" * (example["line"] - 1) + example["code"]
+    out = io.StringIO()
+    error = None
+    try:
+        with contextlib.redirect_stdout(out):
+            exec(compile(padded, example["file"], "exec"), namespace)
+    except BaseException as exc:
+        error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    results.append({"output": out.getvalue(), "error": error})
+    if error is not None:
+        break
+with open(sys.argv[1], "w", encoding="utf-8") as fh:
+    json.dump(results, fh)
+"""
+
+
+def _matches(expected: str, got: str) -> bool:
+    checker = doctest.OutputChecker()
+    strip = "\n".join(line.rstrip() for line in got.splitlines()) + "\n"
+    return checker.check_output(expected, strip, doctest.ELLIPSIS)
+
+
 @pytest.mark.parametrize("path", DOC_FILES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_python_blocks_run(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Examples that write files write them in a scratch folder.
-    monkeypatch.chdir(tmp_path)
-    namespace: dict[str, object] = {"__name__": f"docs_{path.stem}"}
+def test_python_blocks_run(path: Path, tmp_path: Path) -> None:
     relative = path.relative_to(ROOT)
-    for line, code in python_blocks(path.read_text(encoding="utf-8")):
-        # Padding keeps the traceback's line numbers those of the Markdown file.
-        compiled = compile("\n" * (line - 1) + code, str(relative), "exec")
-        try:
-            exec(compiled, namespace)
-        except Exception as exc:
-            pytest.fail(f"{relative}, block at line {line}: {type(exc).__name__}: {exc}")
+    examples = doc_examples(path.read_text(encoding="utf-8"))
+    if not examples:
+        return
+    # Examples that write files write them in a scratch folder.
+    work = tmp_path / "work"
+    work.mkdir()
+    results_file = tmp_path / "results.json"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    payload = [{"file": str(relative), "line": e.line, "code": e.code} for e in examples]
+    proc = subprocess.run(
+        [sys.executable, "-c", _RUNNER, str(results_file), f"docs_{path.stem}"],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        cwd=work,
+        env=env,
+        timeout=900,
+        check=False,
+    )
+    assert results_file.exists(), f"{relative}: the interpreter died\n{proc.stderr[-3000:]}"
+    results = json.loads(results_file.read_text(encoding="utf-8"))
+    for example, result in zip(examples, results, strict=False):
+        where = f"{relative}, block at line {example.line}"
+        if result["error"] is not None:
+            pytest.fail(f"{where}: {result['error']}")
+        if example.output is not None and not _matches(example.output, result["output"]):
+            pytest.fail(f"{where} prints\n{result['output']}\nbut the page shows\n{example.output}")
 
 
 def _ctxpack_modules() -> list[str]:

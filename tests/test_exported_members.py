@@ -5,6 +5,10 @@ that must show up here."""
 from __future__ import annotations
 
 import importlib
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -140,3 +144,32 @@ def test_testing_helpers_are_not_top_level() -> None:
 
     assert "check_stage" not in ctxpack.__all__
     assert callable(ctxpack.testing.check_stage)
+
+
+def test_every_public_module_is_reachable_from_a_bare_import() -> None:
+    # In a fresh interpreter: in this one, other tests have imported the submodules already.
+    script = """
+import pkgutil, sys
+import ctxpack
+names = sorted(m.name for m in pkgutil.iter_modules(ctxpack.__path__) if not m.name.startswith("_"))
+lazy = [n for n in ("selection", "editing", "code", "plot") if f"ctxpack.{n}" in sys.modules]
+assert not lazy, f"imported by 'import ctxpack': {lazy}"
+for name in names:
+    assert getattr(ctxpack, name) is sys.modules[f"ctxpack.{name}"], name
+    assert name in dir(ctxpack), name
+assert ctxpack.selection.Workspace is not None
+try:
+    ctxpack.no_such_module
+except AttributeError as exc:
+    assert "no attribute 'no_such_module'" in str(exc)
+else:
+    raise AssertionError("no AttributeError")
+print(len(names))
+"""
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert int(proc.stdout) >= 20

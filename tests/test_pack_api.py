@@ -100,7 +100,8 @@ def test_report_and_summary() -> None:
     lines = report.splitlines()
     assert lines[0].split()[:4] == ["id", "final", "tokens", "actions"]
     assert lines[-1] == summary
-    body = {line.split()[0]: line for line in lines[2:-2]}
+    # Continuation lines (a wrapped reason) start with blanks.
+    body = {line.split()[0]: line for line in lines[2:-2] if not line.startswith(" ")}
     assert set(body) == set(ALL_IDS)
     assert body["u1"].split()[1] == "deduped"
     assert body["sys"].split()[1] == "kept"
@@ -108,6 +109,39 @@ def test_report_and_summary() -> None:
         assert body[mid].split()[1] in ("dropped", "deduped")
         assert body[mid].split()[2].endswith("->0")
     assert all(len(line) <= 120 for line in lines)
+
+
+def test_report_wraps_reasons_at_word_boundaries() -> None:
+    result = pack(CHAT, budget=90, model="gpt-4")
+    reasons = {d.message_id: d.reason for d in result.decisions}  # the last one per message
+    for width in (60, 80, 120):
+        lines = result.report(width=width).splitlines()
+        rows: dict[str, list[str]] = {}
+        column = lines[0].index("reason")
+        for line in lines[2:-2]:
+            if not line.startswith(" "):
+                current = line.split()[0]
+            rows.setdefault(current, []).append(line[column:])
+        for mid, parts in rows.items():
+            # Every word of the reason is there, whole, in order.
+            assert " ".join(parts).split() == reasons[mid].split()
+        if width >= 100:  # narrower, the reason column keeps a readable 30 characters
+            assert all(len(line) <= width for line in lines[:-1])
+
+
+def test_a_session_report_has_no_blank_cell_and_no_invented_budget() -> None:
+    session = ctxpack.Session(model="gpt-4")
+    session.extend(CHAT)
+    result = session.render()
+    assert result.budget is None
+    assert "no budget" in result.summary() and "budget 0" not in result.summary()
+    lines = result.report().splitlines()
+    for line in lines[2:-2]:
+        _id, final, tokens, actions, *reason = line.split()
+        assert final == "kept" and "->" in tokens and actions and reason
+    assert "kept, not filtered" in result.report()
+    assert {d.message_id for d in result.decisions} >= set(result.input_ids)
+    assert session.render(budget=500).budget == 500
 
 
 def test_compressed_originals_are_artifacts() -> None:
@@ -161,6 +195,23 @@ def test_budget_too_small_for_the_pinned_messages() -> None:
     assert err.budget == 30
     assert err.required > 30
     assert err.pinned_ids == ["sys", "u4", "u5"]
+
+
+def test_a_budget_taken_by_the_tools_says_so() -> None:
+    tool = {
+        "type": "function",
+        "function": {"name": "lookup", "description": "look it up " * 60, "parameters": {}},
+    }
+    tool_tokens = count_tokens([], tools=[tool]) - count_tokens([])
+    with pytest.raises(ctxpack.BudgetExceededError) as info:
+        pack([{"role": "user", "content": "hi"}], budget=tool_tokens, tools=[tool])
+    err = info.value
+    assert err.tool_tokens == tool_tokens and err.required > tool_tokens
+    assert f"with the tool definitions ({tool_tokens} tokens)" in str(err)
+    assert "send fewer tools" in str(err)
+    with pytest.raises(ctxpack.BudgetExceededError) as without:
+        pack(CHAT, budget=30, model="gpt-4")
+    assert without.value.tool_tokens == 0 and "tool" not in str(without.value)
 
 
 def test_invalid_message_is_reported_with_its_index() -> None:

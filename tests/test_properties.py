@@ -1,8 +1,8 @@
 """The promises of pack(), as properties over random conversations and budgets.
 
-pack() "holds every system and pinned message and the current question, keeps or drops each
-tool exchange whole, keeps the original order, and never exceeds ``budget - reserve`` tokens;
-every input message gets at least one recorded decision." Each test checks one part of that
+pack() "holds every system, developer and pinned message and the current question, keeps or
+drops each tool exchange whole, keeps the original order, and never exceeds ``budget - reserve``
+tokens; every input message gets at least one recorded decision." Each test checks one part of that
 sentence, plus determinism, the input never being mutated, and in-place edits between calls
 giving what a fresh interpreter gives for the edited input.
 """
@@ -46,7 +46,7 @@ def _fresh_count(messages: list[ctxpack.Message], conv: Conversation) -> int:
 
 def _mandatory(msgs: list[ctxpack.Message]) -> list[ctxpack.Message]:
     last_user = next((m for m in reversed(msgs) if m.role == "user"), None)
-    return [m for m in msgs if m.role == "system" or m.pinned or m is last_user]
+    return [m for m in msgs if m.role in ("system", "developer") or m.pinned or m is last_user]
 
 
 @SETTINGS
@@ -72,7 +72,7 @@ def test_never_over_budget(case: tuple[Conversation, int, int]) -> None:
 
 @SETTINGS
 @given(pack_cases())
-def test_system_and_pinned_never_dropped(case: tuple[Conversation, int, int]) -> None:
+def test_system_developer_and_pinned_never_dropped(case: tuple[Conversation, int, int]) -> None:
     conv, budget, reserve = case
     result = _pack(conv, budget, reserve)
     if result is None:

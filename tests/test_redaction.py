@@ -316,3 +316,16 @@ def test_a_custom_step_named_redact_keeps_its_name() -> None:
     pipeline = Pipeline([("redact", mine), GreedyPacker()])
     result = pack(_history([f"key {token}"]), budget=10_000, pipeline=pipeline)
     assert token not in result.messages[-1].text
+
+
+def test_a_stored_session_never_writes_a_secret_to_its_database(tmp_path: Any) -> None:
+    db = tmp_path / "sessions.db"
+    session = Session.open("user-1", store=f"sqlite:///{db}", model="gpt-4")
+    session.extend(_history([_padded(text) for _, text, _ in CORPUS[:40]]))
+    again = Session.open("user-1", store=f"sqlite:///{db}", model="gpt-4")
+    assert [m.text for m in again.transcript()] == [m.text for m in session.transcript()]
+    session.close()
+    again.close()
+    raw = b"".join(path.read_bytes() for path in tmp_path.iterdir())
+    leaked = [name for name, _, values in CORPUS[:40] for v in values if v.encode() in raw]
+    assert not leaked

@@ -413,3 +413,59 @@ def test_parallel_responses_function_calls_become_one_assistant_message() -> Non
     assert [i["call_id"] for i in msgs[1].metadata["openai_responses"]] == ["call_a", "call_b"]
     sent = ctxpack.pack(msgs, budget=1000).to_openai()
     ctxpack.adapters.validate_openai(sent)
+
+
+def _retrieve_reply_openai(artifact: str) -> dict[str, Any]:
+    arguments = json.dumps({"artifact": artifact, "lines": "2-3"})
+    function = {"name": "retrieve_original", "arguments": arguments}
+    call = {"id": "call_r", "type": "function", "function": function}
+    return chat_completion({**TOOL_CALL_REPLY, "tool_calls": [call]})
+
+
+def test_session_handle_takes_the_openai_sdk_tool_call() -> None:
+    session = ctxpack.Session(model="gpt-4")
+    artifact = session.store.put("one\ntwo\nthree")
+    client = openai_client(Capture(_retrieve_reply_openai(artifact)))
+    response = client.chat.completions.create(
+        model="gpt-4", messages=[{"role": "user", "content": "read it"}]
+    )
+    call = response.choices[0].message.tool_calls[0]  # the SDK's own object
+    assert session.handle(call) == session.handle(call.model_dump())
+    assert session.handle(call).endswith("two\nthree")
+
+
+def test_session_handle_takes_the_anthropic_tool_use_block() -> None:
+    session = ctxpack.Session(counter="cl100k_base")
+    artifact = session.store.put("one\ntwo\nthree")
+    block = {
+        "type": "tool_use",
+        "id": "toolu_1",
+        "name": "retrieve_original",
+        "input": {"artifact": artifact, "regex": "thr", "context": 0},
+    }
+    client = anthropic_client(Capture(anthropic_message([block])))
+    response = client.messages.create(
+        model="claude-sonnet-4-5", max_tokens=100, messages=[{"role": "user", "content": "x"}]
+    )
+    (tool_use,) = response.content
+    assert type(tool_use).__name__ == "ToolUseBlock"
+    assert session.handle(tool_use).endswith("3:three")
+    # A call to another tool is still the caller's dispatch bug.
+    with pytest.raises(ctxpack.ConfigError, match="'bash'"):
+        session.handle(tool_use.model_copy(update={"name": "bash"}))
+
+
+def test_handle_takes_a_responses_function_call_item() -> None:
+    from openai.types.responses import ResponseFunctionToolCall
+
+    session = ctxpack.Session(model="gpt-4")
+    artifact = session.store.put("one\ntwo\nthree")
+    item = ResponseFunctionToolCall(
+        type="function_call",
+        call_id="c1",
+        name="retrieve_original",
+        arguments=json.dumps({"artifact": artifact, "lines": "1"}),
+    )
+    assert session.handle(item).endswith("\none")
+    with pytest.raises(ctxpack.ConfigError, match="'bash'"):
+        session.handle(item.model_copy(update={"name": "bash"}))

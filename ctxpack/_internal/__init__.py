@@ -1,9 +1,13 @@
 """ctxpack's internal machinery: nothing here is public API, and any of it may change.
 
+- ``arguments``: the checks of public functions' arguments (message lists, tokens, tools, flags,
+  text and nesting), each raising ctxpack's own error naming the argument.
+- ``cliargs``: the command lines' usage error and argument types (one-line errors, exit status 2).
 - ``columns``: per-message facts (flags, ids, role codes) as arrays, memoised across packs.
 - ``decisions``: :func:`~ctxpack._internal.decisions.trusted_decision`, a decision built without
   validation, for the stages that record one per message.
 - ``encodings``: OpenAI's rank files shipped in a package, hash-checked, loaded into tiktoken.
+- ``limits``: the context window and the prompt's budget a wrapper packs each request under.
 - ``options``: an invalid option of a stage or a signal as a :class:`~ctxpack.ConfigError`.
 - ``prefix``: :class:`~ctxpack._internal.prefix.PrefixMemo`, reuse of per-message values for the
   prefix a history shares with an earlier call.

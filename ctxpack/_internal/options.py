@@ -3,11 +3,13 @@ pydantic's own error type and text."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ValidationError
 
 from ..errors import ConfigError
 
-__all__ = ["invalid_option"]
+__all__ = ["CheckedModel", "invalid_option"]
 
 
 def invalid_option(owner: str, model: type[BaseModel], exc: ValidationError) -> ConfigError:
@@ -16,7 +18,21 @@ def invalid_option(owner: str, model: type[BaseModel], exc: ValidationError) -> 
     err = exc.errors()[0]
     option = ".".join(str(part) for part in err["loc"]) or "options"
     message = str(err["msg"]).removeprefix("Value error, ")
+    if err["type"] == "missing":
+        return ConfigError(f"{owner}: {option} is required")
     if err["type"] == "extra_forbidden":
         valid = ", ".join(sorted(model.model_fields))
         message = f"unknown option; valid options are {valid}"
     return ConfigError(f"{owner}: {option}={err.get('input')!r}: {message}")
+
+
+class CheckedModel(BaseModel):
+    """A model a user builds from options (a stage, a price): an invalid option raises
+    :class:`~ctxpack.ConfigError` naming the model, the option and the value, rather than
+    pydantic's own error type."""
+
+    def __init__(self, **options: Any) -> None:
+        try:
+            super().__init__(**options)
+        except ValidationError as exc:
+            raise invalid_option(type(self).__name__, type(self), exc) from exc

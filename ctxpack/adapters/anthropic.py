@@ -22,6 +22,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, TypedDict
 
+from .._internal.arguments import message_items
 from ..messages import Message, copy_value, ensure_messages, owned_messages, with_provider
 from ..sdk import SDKObject, coerce_messages, coerce_value
 from .validate import validate_anthropic
@@ -153,7 +154,7 @@ def from_anthropic(
         >>> [(m.role, m.text) for m in msgs]
         [('system', 'Be brief.'), ('user', 'Weather?'), ('assistant', ''), ('tool', '3 C')]
     """
-    entries = list(coerce_messages(list(messages)))
+    entries = list(coerce_messages(message_items(messages)))
     system = coerce_value(system, None, "system")
     validate_anthropic({"system": system, "messages": entries}, tool_pairing=False)
     start, block = _last_compaction(entries) or (0, None)

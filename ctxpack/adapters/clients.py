@@ -1,11 +1,13 @@
 """Client wrappers: the OpenAI and Anthropic SDK clients, packing every request first.
 
-``wrap_openai(client, budget=...)`` returns an object that behaves like ``client``: every
+``wrap_openai(client, window=...)`` returns an object that behaves like ``client``: every
 attribute is the client's own, except that ``chat.completions.create`` (and ``parse``,
 ``stream``, and their ``with_raw_response`` / ``with_streaming_response`` forms) pack
 ``messages`` with :func:`ctxpack.pack` before the SDK sends them. ``wrap_anthropic`` does the same
-for ``messages.create`` / ``messages.stream`` (and ``beta.messages``), packing ``system`` too. The
-tool definitions are counted against the budget; the reply is left as the SDK returns it, so
+for ``messages.create`` / ``messages.stream`` (and ``beta.messages``), packing ``system`` too.
+``window`` is the model's context window, prompt and reply together (each request's
+``max_tokens`` is taken out of it); ``budget``, as in :func:`ctxpack.pack`, caps the prompt alone.
+The tool definitions are counted against both; the reply is left as the SDK returns it, so
 streaming is unchanged. The wrappers work for sync and async clients alike: packing happens before
 the SDK method is called, and what it returns (a response, a coroutine, a stream) is returned as
 is.
@@ -23,6 +25,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from .._internal.arguments import optional_text
+from .._internal.limits import check_limits, pack_limits
 from ..errors import ConfigError
 from ..packing import pack
 from ..pipeline import Stage
@@ -112,7 +116,8 @@ class _Packer:
     """What a wrapped client packs with, and what it packed last."""
 
     provider: Literal["openai", "anthropic"]
-    budget: int
+    window: int | None
+    budget: int | None
     reserve: int
     model: str | None
     counter: TokenCounter | None
@@ -146,25 +151,20 @@ class _Packer:
         if not _given(messages):
             return kwargs  # nothing to pack: let the SDK report what is missing
         counter = self.counter_for(kwargs.get("model"))
-        room = self.reply_room(kwargs)
-        reserve = self.reserve + room
-        if reserve >= self.budget:
-            raise ConfigError(
-                f"max_tokens ({room}) plus reserve ({self.reserve}) leaves nothing of the budget "
-                f"({self.budget}) for the prompt; the budget is the model's context window: "
-                "prompt and reply together"
-            )
+        budget, reserve = pack_limits(
+            self.window, self.budget, self.reserve, self.reply_room(kwargs)
+        )
         tools: Any = kwargs.get("tools")
         tools = list(tools) if _given(tools) else None
         system = kwargs.get("system") if self.provider == "anthropic" else None
         system = system if _given(system) else None
         out = dict(kwargs)
         if self.session is not None:
-            result = self._render(list(messages), system, tools, counter, reserve)
+            result = self._render(list(messages), system, tools, counter, budget, reserve)
         elif self.provider == "anthropic":
             result = pack(
                 from_anthropic(messages, system=system),
-                budget=self.budget,
+                budget=budget,
                 reserve=reserve,
                 counter=counter,
                 tools=tools,
@@ -174,7 +174,7 @@ class _Packer:
         else:
             result = pack(
                 coerce_messages(list(messages)),
-                budget=self.budget,
+                budget=budget,
                 reserve=reserve,
                 counter=counter,
                 tools=tools,
@@ -210,17 +210,18 @@ class _Packer:
         system: Any,
         tools: Sequence[Mapping[str, Any]] | None,
         counter: TokenCounter,
+        budget: int,
         reserve: int,
     ) -> PackResult:
         session = self.session
         assert session is not None
-        budget = self.budget
+        limit = budget
         if system is not None:
             # Anthropic's system prompt rides beside the messages the session renders.
             budget -= counter.count_messages(from_anthropic([], system=system)) - REPLY_PRIMING
         if budget <= reserve:
             raise ConfigError(
-                f"the system prompt, max_tokens and reserve take the whole budget of {self.budget}"
+                f"the system prompt, max_tokens and reserve take the whole of {limit} tokens"
             )
         with self.lock:
             self._feed(messages)
@@ -343,23 +344,18 @@ class PackedClient(_Resource):
 
     def __repr__(self) -> str:
         p = self._packer
+        limits = f"window={p.window}, " if p.window is not None else ""
+        limits += f"budget={p.budget}, " if p.budget is not None else ""
         return (
-            f"PackedClient({self._target!r}, budget={p.budget}, reserve={p.reserve}, "
-            f"provider={p.provider!r})"
+            f"PackedClient({self._target!r}, {limits}reserve={p.reserve}, provider={p.provider!r})"
         )
-
-
-def _check_limits(budget: Any, reserve: Any) -> None:
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
-        raise ConfigError(f"budget must be a positive int, got {budget!r}")
-    if isinstance(reserve, bool) or not isinstance(reserve, int) or not 0 <= reserve < budget:
-        raise ConfigError(f"reserve must be an int in [0, budget), got {reserve!r}")
 
 
 def _wrap(
     client: Any,
     provider: Literal["openai", "anthropic"],
-    budget: int,
+    window: int | None,
+    budget: int | None,
     reserve: int,
     model: str | None,
     counter: TokenCounter | None,
@@ -375,9 +371,18 @@ def _wrap(
             "await session.extend(...) and session.render(...) yourself and pass "
             "result.to_openai() to the client"
         )
+    optional_text(model, "model")
+    if pipeline is not None and not callable(pipeline):
+        raise ConfigError(f"pipeline must be a stage, got {type(pipeline).__name__}")
+    if session is not None and not isinstance(session, SessionLike):
+        raise ConfigError(
+            f"session must be a ctxpack Session (extend, render and tools), got "
+            f"{type(session).__name__}"
+        )
     openai = provider == "openai"
     packer = _Packer(
         provider=provider,
+        window=window,
         budget=budget,
         reserve=reserve,
         model=model,
@@ -393,7 +398,8 @@ def _wrap(
 def wrap_openai(
     client: Any,
     *,
-    budget: int,
+    window: int | None = None,
+    budget: int | None = None,
     reserve: int = 0,
     model: str | None = None,
     counter: CounterLike | None = None,
@@ -403,15 +409,19 @@ def wrap_openai(
     """Wrap an ``openai.OpenAI`` (or ``AsyncOpenAI``) client so that every chat request is packed.
 
     ``client.chat.completions.create(messages=..., ...)`` (and ``parse``, ``stream``) packs
-    ``messages`` so that prompt and reply fit ``budget``: the prompt, tool definitions included,
-    never exceeds ``budget - reserve - max_tokens`` tokens, ``max_tokens`` being the request's
-    ``max_completion_tokens`` (or ``max_tokens``, or 0). The messages may be dicts or the SDK's
-    own objects (``response.choices[0].message``). Everything else is sent as given, and the
-    reply (a stream too) comes back unchanged.
+    ``messages`` so that prompt and reply fit the context ``window``: the prompt, tool
+    definitions included, never exceeds ``window - reserve - max_tokens`` tokens, ``max_tokens``
+    being the request's ``max_completion_tokens`` (or ``max_tokens``, or 0). ``budget`` caps the
+    prompt alone, as in :func:`ctxpack.pack` (``budget - reserve`` tokens at most); with both,
+    the tighter limit holds. The messages may be dicts or the SDK's own objects
+    (``response.choices[0].message``). Everything else is sent as given, and the reply (a
+    stream too) comes back unchanged.
 
     Args:
         client: The SDK client, sync or async.
-        budget: The model's context window: tokens the prompt and the reply may take together.
+        window: The model's context window: tokens the prompt and the reply may take together.
+        budget: The most the prompt may take, as in :func:`ctxpack.pack`, whatever the reply
+            asks. Given alone it warns (:class:`FutureWarning`): it used to mean the window.
         reserve: Tokens to leave free beyond the request's ``max_tokens``.
         model: The model whose tokenizer counts; by default each request's ``model``.
         counter: A token counter instead (see :func:`ctxpack.get_counter`).
@@ -426,9 +436,9 @@ def wrap_openai(
         thread's (or asyncio task's) last request.
 
     Raises:
-        ConfigError: ``budget`` or ``reserve`` is invalid (at each request: ``max_tokens``
-            leaves no room for the prompt, or with a session, the request's messages are not
-            the history the session was given).
+        ConfigError: neither ``window`` nor ``budget`` is given, or a limit is invalid (at each
+            request: ``max_tokens`` leaves no room for the prompt in the window, or with a
+            session, the request's messages are not the history the session was given).
 
     Example:
         >>> import httpx2, openai
@@ -437,7 +447,7 @@ def wrap_openai(
         ...                       "message": {"role": "assistant", "content": "Hi!"}}]}
         >>> transport = httpx2.MockTransport(lambda request: httpx2.Response(200, json=reply))
         >>> client = openai.OpenAI(api_key="k", http_client=httpx2.Client(transport=transport))
-        >>> packed = wrap_openai(client, budget=100)
+        >>> packed = wrap_openai(client, window=100)
         >>> history = [{"role": "user", "content": "tell me about cats " * 50},
         ...            {"role": "assistant", "content": "Cats purr."},
         ...            {"role": "user", "content": "Say hi."}]
@@ -447,15 +457,16 @@ def wrap_openai(
         >>> packed.last_result.tokens <= 100 - 20, len(packed.last_result.messages)
         (True, 2)
     """
-    _check_limits(budget, reserve)
+    check_limits("wrap_openai()", window, budget, reserve)
     resolved = get_counter(model, counter) if counter is not None else None
-    return _wrap(client, "openai", budget, reserve, model, resolved, pipeline, session)
+    return _wrap(client, "openai", window, budget, reserve, model, resolved, pipeline, session)
 
 
 def wrap_anthropic(
     client: Any,
     *,
-    budget: int,
+    window: int | None = None,
+    budget: int | None = None,
     reserve: int = 0,
     model: str | None = None,
     counter: CounterLike | None = None,
@@ -468,8 +479,9 @@ def wrap_anthropic(
     ``client.messages.create(messages=..., system=..., max_tokens=..., ...)`` (and
     ``messages.stream``, ``beta.messages``) packs ``messages`` and ``system`` under Anthropic's
     rules (a user turn first, alternating turns, tool pairs kept whole) so that the prompt, tool
-    definitions included, never exceeds ``budget - reserve - max_tokens`` tokens. The messages may
-    be dicts or the SDK's own objects (``{"role": "assistant", "content": response.content}``).
+    definitions included, never exceeds ``window - reserve - max_tokens`` tokens (and
+    ``budget - reserve`` with a ``budget``, as for :func:`wrap_openai`). The messages may be
+    dicts or the SDK's own objects (``{"role": "assistant", "content": response.content}``).
 
     Anthropic does not publish its tokenizer: without ``counter``, counts are
     :func:`ctxpack.tokens.anthropic_approx_counter`'s (``cl100k_base`` times 1.25, a margin that
@@ -479,7 +491,9 @@ def wrap_anthropic(
 
     Args:
         client: The SDK client, sync or async.
-        budget: The model's context window: tokens the prompt and the reply may take together.
+        window: The model's context window: tokens the prompt and the reply may take together.
+        budget: The most the prompt may take, as in :func:`ctxpack.pack`, whatever the reply
+            asks. Given alone it warns (:class:`FutureWarning`): it used to mean the window.
         reserve: Tokens to leave free beyond the request's ``max_tokens``.
         model: A model name for :func:`ctxpack.get_counter` (an OpenAI name picks its exact
             encoding); ignored when ``counter`` is given.
@@ -493,11 +507,11 @@ def wrap_anthropic(
         thread's (or asyncio task's) last request.
 
     Raises:
-        ConfigError: ``budget`` or ``reserve`` is invalid (at each request: ``max_tokens``
-            leaves no room for the prompt, or with a session, the request's messages are not
-            the history the session was given).
+        ConfigError: neither ``window`` nor ``budget`` is given, or a limit is invalid (at each
+            request: ``max_tokens`` leaves no room for the prompt in the window, or with a
+            session, the request's messages are not the history the session was given).
     """
-    _check_limits(budget, reserve)
+    check_limits("wrap_anthropic()", window, budget, reserve)
     if counter is not None or model is not None:
         resolved = get_counter(model, counter)
     else:
@@ -509,4 +523,4 @@ def wrap_anthropic(
             ApproximateTokenCountWarning,
             stacklevel=2,
         )
-    return _wrap(client, "anthropic", budget, reserve, model, resolved, pipeline, session)
+    return _wrap(client, "anthropic", window, budget, reserve, model, resolved, pipeline, session)

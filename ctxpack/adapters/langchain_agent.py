@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from ..errors import ConfigError
+from .._internal.limits import check_limits, pack_limits
 from ..packing import pack
 from ..pipeline import Stage
 from ..result import PackResult
@@ -41,13 +41,17 @@ class PackingMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     The request's system message and messages are packed by :func:`ctxpack.pack` (the system
     message and the current question always kept, tool calls and their results kept or dropped
-    together, the original order kept) so that they, the tool definitions and the reply fit
-    ``budget``: the prompt never exceeds ``budget - reserve - max_tokens`` tokens, ``max_tokens``
-    being the request's ``model_settings["max_tokens"]`` or the chat model's ``max_tokens``
-    (0 when neither is set). Messages that are kept are the agent's own objects, unchanged.
+    together, the original order kept) so that they, the tool definitions and the reply fit the
+    context ``window``: the prompt never exceeds ``window - reserve - max_tokens`` tokens,
+    ``max_tokens`` being the request's ``model_settings["max_tokens"]`` or the chat model's
+    ``max_tokens`` (0 when neither is set). ``budget`` caps the prompt alone, as in
+    :func:`ctxpack.pack`; with both, the tighter limit holds. Messages that are kept are the
+    agent's own objects, unchanged.
 
     Args:
-        budget: The model's context window: tokens the prompt and the reply may take together.
+        budget: The most the prompt may take, as in :func:`ctxpack.pack`, whatever the reply
+            asks. Given alone it warns (:class:`FutureWarning`): it used to mean the window.
+        window: The model's context window: tokens the prompt and the reply may take together.
         reserve: Tokens to leave free beyond ``max_tokens``.
         model: An OpenAI model name to count with (its exact tokenizer); see
             :func:`ctxpack.get_counter`. Neither ``model`` nor ``counter``: ``cl100k_base``.
@@ -65,7 +69,7 @@ class PackingMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         >>> from langchain.agents import create_agent
         >>> from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
         >>> from langchain_core.messages import AIMessage, HumanMessage
-        >>> packing = PackingMiddleware(budget=200, model="gpt-4")
+        >>> packing = PackingMiddleware(window=200, model="gpt-4")
         >>> model = GenericFakeChatModel(messages=iter([AIMessage("Hi!")]))
         >>> agent = create_agent(model, system_prompt="Be brief.", middleware=[packing])
         >>> history = [HumanMessage("tell me about cats " * 80), AIMessage("Cats purr."),
@@ -78,8 +82,9 @@ class PackingMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def __init__(
         self,
-        budget: int,
+        budget: int | None = None,
         *,
+        window: int | None = None,
         reserve: int = 0,
         model: str | None = None,
         counter: CounterLike | None = None,
@@ -87,10 +92,8 @@ class PackingMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         provider: Literal["openai", "anthropic"] | None = None,
     ) -> None:
         super().__init__()
-        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
-            raise ConfigError(f"budget must be a positive int, got {budget!r}")
-        if isinstance(reserve, bool) or not isinstance(reserve, int) or not 0 <= reserve < budget:
-            raise ConfigError(f"reserve must be an int in [0, budget), got {reserve!r}")
+        check_limits("PackingMiddleware()", window, budget, reserve)
+        self.window = window
         self.budget = budget
         self.reserve = reserve
         self.counter = get_counter(model, counter)
@@ -102,7 +105,7 @@ class PackingMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """The request with its system message and messages packed (a new request).
 
         Raises:
-            ConfigError: ``max_tokens`` and ``reserve`` leave no room in the budget.
+            ConfigError: ``max_tokens`` and ``reserve`` leave no room in the window.
             BudgetExceededError: the system message and the current question alone do not fit.
         """
         if not request.messages:
@@ -110,16 +113,10 @@ class PackingMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         history: list[Any] = list(request.messages)
         if request.system_message is not None:
             history.insert(0, request.system_message)
-        room = _reply_room(request)
-        reserve = self.reserve + room
-        if reserve >= self.budget:
-            raise ConfigError(
-                f"max_tokens ({room}) plus reserve ({self.reserve}) leaves nothing of the budget "
-                f"({self.budget}) for the prompt"
-            )
+        budget, reserve = pack_limits(self.window, self.budget, self.reserve, _reply_room(request))
         result = pack(
             from_langchain(history),
-            budget=self.budget,
+            budget=budget,
             reserve=reserve,
             counter=self.counter,
             tools=_tool_definitions(request.tools),

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .._internal.arguments import message_items
 from ..messages import Message, copy_value, ensure_messages, owned_messages, provider_of
 from ..sdk import SDKObject, coerce_messages
 from .anthropic import anthropic_parts_to_openai
@@ -43,7 +44,7 @@ def from_openai(messages: Iterable[Mapping[str, Any] | SDKObject]) -> list[Messa
         >>> msgs[0].name, to_openai(msgs)
         ('ana', [{'role': 'user', 'content': 'Hi', 'name': 'ana'}])
     """
-    entries = list(coerce_messages(list(messages)))
+    entries = list(coerce_messages(message_items(messages)))
     validate_openai(entries, tool_pairing=False)
     out: list[Mapping[str, Any]] = []
     for entry in entries:

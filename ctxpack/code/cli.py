@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import sqlite3
 from typing import Any
 
+from .._internal.cliargs import positive_int
+from ..errors import ConfigError
 from .index import CodeIndex
 from .loop import iterative_retrieve
 
@@ -29,9 +33,9 @@ def add_code_parser(sub: Any) -> None:
         p.add_argument(
             "--db", default=None, help="the index's SQLite file (default: in the user cache)"
         )
-    search.add_argument("-k", type=int, default=10, help="how many units (default 10)")
-    retrieve.add_argument("--budget", type=int, default=8000, help="context tokens (8000)")
-    retrieve.add_argument("--max-cycles", type=int, default=3, help="at most N cycles (3)")
+    search.add_argument("-k", type=positive_int, default=10, help="how many units (default 10)")
+    retrieve.add_argument("--budget", type=positive_int, default=8000, help="context tokens (8000)")
+    retrieve.add_argument("--max-cycles", type=positive_int, default=3, help="at most N cycles (3)")
     shown = retrieve.add_mutually_exclusive_group()
     shown.add_argument("--report", action="store_true", help="print every cycle")
     shown.add_argument("--json", action="store_true", help="print files, tokens and cycles")
@@ -43,6 +47,17 @@ def run_code_command(args: argparse.Namespace) -> str:
     Raises:
         CtxpackError: bad root, bad numbers (the caller prints it and exits with 2).
     """
+    if not args.task.strip():
+        raise ConfigError("the task is empty: say what to look for (a task, an issue, names)")
+    if args.db is not None and os.path.isdir(args.db):
+        raise ConfigError(f"--db {args.db} is a directory; name the index's SQLite file")
+    try:
+        return _run(args)
+    except sqlite3.Error as exc:
+        raise ConfigError(f"the index {args.db or '(user cache)'} cannot be used: {exc}") from exc
+
+
+def _run(args: argparse.Namespace) -> str:
     index = CodeIndex(args.root, db=args.db)
     if args.code_command == "search":
         hits = index.search(args.task, k=args.k)
@@ -51,6 +66,12 @@ def run_code_command(args: argparse.Namespace) -> str:
         ]
         return "\n".join(rows) if rows else "no match"
     result = iterative_retrieve(args.task, index, budget=args.budget, max_cycles=args.max_cycles)
+    if result.files and not result.tokens:
+        # An empty context would be read downstream as "nothing relevant", which is not so.
+        raise ConfigError(
+            f"--budget {args.budget} holds nothing of the {len(result.files)} file(s) found "
+            f"({', '.join(list(result.files)[:3])}); raise --budget"
+        )
     if args.report:
         return result.report()
     if args.json:

@@ -22,7 +22,7 @@ untouched, and a filtered output is never longer than the original.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
@@ -136,6 +136,12 @@ class ToolOutputFilter:
         min_saving: float = 0.1,
         retrievable: bool = True,
     ) -> None:
+        if filters is not None and (
+            isinstance(filters, (str, bytes, Mapping)) or not isinstance(filters, Iterable)
+        ):
+            raise ConfigError(
+                f"filters must be a list of output filters, got {type(filters).__name__}"
+            )
         chosen = list(default_filters() if filters is None else filters)
         for f in chosen:
             if not isinstance(f, OutputFilter):

@@ -6,7 +6,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from ..errors import CtxpackError, SelectionError
+from .._internal.arguments import tokens as check_tokens
+from ..errors import ConfigError, CtxpackError, SelectionError
 from ..messages import Message
 from ..pipeline import Action, Decision
 from ..redaction import redact
@@ -252,6 +253,15 @@ def apply_selection(
         >>> [d.action for d in result.decisions_for(ws.messages[2].id)]
         ['dropped']
     """
+    if not isinstance(selection, Selection):
+        raise ConfigError(
+            f"selection must be a Selection (check_selection() parses a selector's answer into "
+            f"one), got {type(selection).__name__}"
+        )
+    if not isinstance(workspace, Workspace):
+        raise ConfigError(f"workspace must be a Workspace, got {type(workspace).__name__}")
+    if budget is not None:
+        check_tokens(budget, "budget")
     resolved = _Resolver(selection, workspace).run()
     new_notes = set(workspace.add_notes(selection.durable_notes))
     counter = workspace.counter
@@ -288,7 +298,7 @@ def apply_selection(
     return PackResult(
         messages=out,
         tokens=tokens,
-        budget=budget if budget is not None else tokens,
+        budget=budget,
         input_tokens=counter.count_messages(messages),
         input_ids=[m.id for m in messages],
         counter=counter.name,

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Annotated, Any
+from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, PlainSerializer, ValidationError
+from pydantic import AfterValidator, ConfigDict, PlainSerializer
 
-from .._internal.options import invalid_option
+from .._internal.options import CheckedModel
 
 __all__ = ["ReadOnlyMap", "StageModel", "Weights"]
 
 
-class StageModel(BaseModel):
+class StageModel(CheckedModel):
     """A built-in stage's configuration: keyword-only, frozen, validated on construction.
 
     An invalid option raises :class:`~ctxpack.ConfigError` (a ``ValueError``) naming the stage,
@@ -20,12 +20,6 @@ class StageModel(BaseModel):
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-    def __init__(self, **options: Any) -> None:
-        try:
-            super().__init__(**options)
-        except ValidationError as exc:
-            raise invalid_option(type(self).__name__, type(self), exc) from exc
 
 
 class ReadOnlyMap(Mapping[str, float]):

@@ -1,4 +1,4 @@
-"""Compose the prompt: system + developer + user, the system prompt pinned."""
+"""Compose the prompt: system + developer + user, the instructions pinned."""
 
 from __future__ import annotations
 
@@ -16,15 +16,18 @@ class PromptComposer(StageModel):
     """Put the instructions in front and protect what the next answer cannot do without.
 
     ``system`` and ``developer``, when given, are inserted at the start (after any existing
-    system messages) unless a message with the same text is already there. Every system message
-    is then protected, and so is the last user message (the current question) when
-    ``keep_last_user`` is set: the packer never drops protected messages.
+    system messages) unless a message with the same text is already there. Every system and
+    pinned message is then protected, every developer message too (instructions, like the
+    system prompt) unless ``protect_developer`` is off, and so is the last user message (the
+    current question) when ``keep_last_user`` is set: the packer never drops protected
+    messages.
 
     Args:
         system: A system prompt to add.
         developer: Developer instructions to add.
         keep_last_user: Protect the last user message.
-        protect_developer: Protect developer messages as well.
+        protect_developer: Protect developer messages; off, they compete for the budget like
+            the rest of the history (the packer weighs them above user messages).
     """
 
     name: ClassVar[str] = "compose"
@@ -32,7 +35,7 @@ class PromptComposer(StageModel):
     system: str | None = None
     developer: str | None = None
     keep_last_user: bool = True
-    protect_developer: bool = False
+    protect_developer: bool = True
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
         added = self._added(ctx.messages)

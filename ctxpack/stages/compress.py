@@ -60,6 +60,11 @@ def has_proper_noun_heuristic(line: str) -> bool:
     return False
 
 
+SPACY_MAX_LINES = 2_000
+"""The most non-blank lines of one text whose proper nouns spaCy finds; in a longer text the
+heuristic finds them, whatever ``proper_nouns`` says."""
+
+
 @lru_cache(maxsize=4)
 def _load_spacy(model: str) -> Any | None:
     try:
@@ -177,7 +182,12 @@ def _select_lines(
     query_terms = frozenset(terms(query, language)) if query else frozenset()
     candidates = [i for i, line in enumerate(lines) if line.strip()]
     if isinstance(detector, _SpacyProperNouns):
-        detector.prefetch([lines[i] for i in candidates])
+        if len(candidates) > SPACY_MAX_LINES:
+            # Parsing each line of a whole log would make one pack take minutes, for one point
+            # of score among thousands of lines: the heuristic decides there.
+            detector = has_proper_noun_heuristic
+        else:
+            detector.prefetch([lines[i] for i in candidates])
     ranked = sorted(
         candidates,
         key=lambda i: (
@@ -205,7 +215,8 @@ def compress_lines(
         query: Lines sharing terms with it score higher.
         proper_nouns: ``"spacy"`` (the trained pipeline ``spacy_model``), ``"heuristic"``
             (capitalised words not starting a sentence) or ``"auto"`` (spaCy when the pipeline is
-            installed, else the heuristic).
+            installed, else the heuristic). A text of more than :data:`SPACY_MAX_LINES`
+            non-blank lines always gets the heuristic.
         spacy_model: The spaCy pipeline to load for proper nouns.
 
     Returns:

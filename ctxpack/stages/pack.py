@@ -218,6 +218,8 @@ class GreedyPacker(StageModel):
         why = (
             "system prompt"
             if message.role == "system"
+            else "developer instructions"
+            if message.role == "developer"
             else "pinned"
             if message.pinned
             else "an earlier stage protected it (the current question by default)"

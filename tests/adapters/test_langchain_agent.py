@@ -86,7 +86,7 @@ def script() -> list[AIMessage]:
 
 def test_every_model_call_of_an_agent_is_packed_and_the_state_is_not() -> None:
     model = RecordingChatModel(script=script())
-    packing = PackingMiddleware(budget=700, reserve=50, model="gpt-4")
+    packing = PackingMiddleware(window=700, reserve=50, model="gpt-4")
     agent = create_agent(
         model, tools=[get_weather], system_prompt="You are a travel agent.", middleware=[packing]
     )
@@ -117,7 +117,7 @@ def test_every_model_call_of_an_agent_is_packed_and_the_state_is_not() -> None:
 
 def test_the_reply_room_comes_from_the_chat_model() -> None:
     model = RecordingChatModel(script=script(), max_tokens=300)
-    packing = PackingMiddleware(budget=700, model="gpt-4")
+    packing = PackingMiddleware(window=700, model="gpt-4")
     agent = create_agent(model, tools=[get_weather], middleware=[packing])
     agent.invoke({"messages": long_history()})
     assert packing.last_result is not None
@@ -127,7 +127,7 @@ def test_the_reply_room_comes_from_the_chat_model() -> None:
 
 def test_async_agents_are_packed_too() -> None:
     model = RecordingChatModel(script=script())
-    packing = PackingMiddleware(budget=600, model="gpt-4")
+    packing = PackingMiddleware(window=600, model="gpt-4")
     agent = create_agent(model, tools=[get_weather], middleware=[packing])
     state = asyncio.run(agent.ainvoke({"messages": long_history()}))
     assert state["messages"][-1].content == "It is 3 C with light snow."
@@ -139,14 +139,14 @@ def test_an_anthropic_model_gets_anthropic_turns() -> None:
         pass
 
     model = ChatAnthropicLike(script=[AIMessage("ok")])
-    packing = PackingMiddleware(budget=150, model="gpt-4")
+    packing = PackingMiddleware(window=150, model="gpt-4")
     # An assistant turn first, which Anthropic refuses: the packer drops it.
     history: list[BaseMessage] = [AIMessage("Welcome!", id="w"), HumanMessage("Hi", id="q")]
     request = ModelRequest(model=model, messages=history, system_message=None)
     packed = packing.pack_request(request)
     assert [m.id for m in packed.messages] == ["q"]
     assert (
-        PackingMiddleware(budget=150)
+        PackingMiddleware(window=150)
         .pack_request(ModelRequest(model=RecordingChatModel(script=[]), messages=history))
         .messages
         == history
@@ -160,9 +160,28 @@ def test_no_room_for_the_prompt_is_a_clear_error() -> None:
         model_settings={"max_tokens": 100},
     )
     with pytest.raises(ctxpack.ConfigError, match=r"max_tokens \(100\)"):
-        PackingMiddleware(budget=100).pack_request(request)
-    with pytest.raises(ctxpack.ConfigError, match="budget"):
-        PackingMiddleware(budget=0)
+        PackingMiddleware(window=100).pack_request(request)
+    with pytest.raises(ctxpack.ConfigError, match="window must be a positive int"):
+        PackingMiddleware(window=0)
+    with pytest.raises(ctxpack.ConfigError, match="needs window="):
+        PackingMiddleware()
+
+
+def test_budget_means_what_it_means_in_pack() -> None:
+    request = ModelRequest(
+        model=RecordingChatModel(script=[]),
+        messages=long_history(),
+        model_settings={"max_tokens": 400},
+    )
+    with pytest.warns(FutureWarning, match="pass window=500"):
+        alone = PackingMiddleware(500, model="gpt-4")
+    alone.pack_request(request)
+    assert alone.last_result is not None
+    assert (alone.last_result.budget, alone.last_result.reserve) == (500, 0)
+    both = PackingMiddleware(budget=300, window=1000, model="gpt-4")
+    both.pack_request(request)
+    assert both.last_result is not None
+    assert (both.last_result.budget, both.last_result.reserve) == (300, 0)
 
 
 def test_an_agent_on_chat_openai_sends_a_packed_request() -> None:
@@ -181,7 +200,7 @@ def test_an_agent_on_chat_openai_sends_a_packed_request() -> None:
         max_tokens=100,
         http_client=httpx2.Client(transport=httpx2.MockTransport(capture)),
     )
-    packing = PackingMiddleware(budget=500, model="gpt-4")
+    packing = PackingMiddleware(window=500, model="gpt-4")
     agent = create_agent(
         model, tools=[get_weather], system_prompt="Be brief.", middleware=[packing]
     )

@@ -42,4 +42,4 @@ def test_bad_root_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     err = capsys.readouterr().err
     assert err.startswith("ctxpack: error: ") and "not a directory" in err
     assert main(["code", "retrieve", str(tmp_path), "x", "--budget", "0"]) == 2
-    assert "budget must be at least 1" in capsys.readouterr().err
+    assert "argument --budget: expected a positive integer" in capsys.readouterr().err

@@ -190,6 +190,12 @@ def test_a_budget_is_checked(ws: Workspace) -> None:
     assert ws.notes == ()  # a refused selection adds no note
 
 
+def test_without_a_budget_none_is_reported(ws: Workspace) -> None:
+    result = apply_selection(Selection(include_messages=[7]), ws)
+    assert result.budget is None
+    assert "(no budget, counter" in result.summary()
+
+
 def test_a_workspace_over_a_session_selects_a_filtered_output_or_its_original() -> None:
     from ctxpack import Session
 

@@ -17,13 +17,14 @@ HISTORY: list[dict[str, Any]] = [
 ]
 
 
-def test_protects_system_pinned_and_the_current_question() -> None:
+def test_protects_system_developer_pinned_and_the_current_question() -> None:
     out = PromptComposer()(ctx_of(HISTORY))
-    assert out.protected == {"sys", "u2", "u3"}
+    assert out.protected == {"sys", "dev", "u2", "u3"}
     assert ids(out) == [m["id"] for m in HISTORY]
     reasons = {d.message_id: d.reason for d in out.decisions}
     assert reasons == {
         "sys": "system prompt",
+        "dev": "developer instructions",
         "u2": "pinned",
         "u3": "the current question (last user message)",
     }
@@ -32,15 +33,15 @@ def test_protects_system_pinned_and_the_current_question() -> None:
 
 
 def test_keep_last_user_and_protect_developer_are_options() -> None:
-    out = PromptComposer(keep_last_user=False, protect_developer=True)(ctx_of(HISTORY))
-    assert out.protected == {"sys", "u2", "dev"}
+    out = PromptComposer(keep_last_user=False, protect_developer=False)(ctx_of(HISTORY))
+    assert out.protected == {"sys", "u2"}
 
 
 def test_the_last_user_message_is_protected_even_when_already_pinned() -> None:
     history: list[dict[str, Any]] = [*HISTORY[:5]]  # the pinned u2 is now the last user message
     out = PromptComposer()(ctx_of(history))
-    assert out.protected == {"sys", "u2"}
-    assert [d.message_id for d in out.decisions] == ["sys", "u2"]
+    assert out.protected == {"sys", "dev", "u2"}
+    assert [d.message_id for d in out.decisions] == ["sys", "dev", "u2"]
 
 
 def test_adds_system_and_developer_after_the_existing_system_messages() -> None:
@@ -53,7 +54,11 @@ def test_adds_system_and_developer_after_the_existing_system_messages() -> None:
     ]
     system, developer = out.messages[1], out.messages[2]
     assert system.id in out.protected
-    assert developer.id not in out.protected
+    assert developer.id in out.protected
+    let_go = PromptComposer(developer="Answer in French.", protect_developer=False)
+    loose = let_go(ctx_of(HISTORY))
+    assert loose.messages[1].role == "developer"
+    assert loose.protected == {"sys", "u2", "u3"}
     # Added messages are announced, never silent, even when nothing protects them.
     for added in (system, developer):
         assert any(d.message_id == added.id and d.reason.startswith("added") for d in out.decisions)
@@ -81,6 +86,6 @@ def test_input_context_is_untouched() -> None:
 
 def test_repr_reads_like_the_constructor() -> None:
     assert repr(PromptComposer(system="x")) == (
-        "PromptComposer(system='x', developer=None, keep_last_user=True, protect_developer=False)"
+        "PromptComposer(system='x', developer=None, keep_last_user=True, protect_developer=True)"
     )
     assert isinstance(PromptComposer(), ctxpack.pipeline.Stage)

@@ -181,3 +181,25 @@ def test_query_terms_match_french_lines_by_their_french_stems() -> None:
     english = frozenset(ctxpack.signals.lexical.terms("Qui a réparé le vélo ?"))
     assert score_line(lines[1], query_terms=french, language="fr") == 2
     assert score_line(lines[1], query_terms=english) == 1
+
+
+@needs_spacy
+def test_a_text_too_long_for_spacy_gets_the_heuristic(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ctxpack.stages import compress
+
+    seen: set[str] = set()
+    real = compress._SpacyProperNouns.prefetch
+
+    def recording(self: object, lines: list[str]) -> dict[str, bool]:
+        seen.update(lines)
+        return real(self, lines)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(compress._SpacyProperNouns, "prefetch", recording)
+    limit = compress.SPACY_MAX_LINES
+    compress_lines("\n".join(f"ligne {i} avec Marie" for i in range(limit)), max_lines=3)
+    assert len(seen) == limit, "up to the limit, spaCy reads every line"
+    long = "\n".join([*["une ligne sans nom"] * limit, "Voici Marie Dubois"])
+    kept = compress_lines(long, max_lines=1, proper_nouns="spacy")
+    assert not any("sans nom" in line for line in seen), "the long text went to spaCy"
+    # The heuristic still finds the name: it is the only line with one.
+    assert kept == "Voici Marie Dubois"

@@ -1,0 +1,182 @@
+"""The checks of the arguments public functions take, in one place.
+
+Each check raises ctxpack's own error naming the argument (and, for a message, its index and
+field) before the value reaches code that would fail on it with a bare ``TypeError``,
+``AttributeError`` or ``RecursionError``, or, worse, accept it and return a wrong result.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pydantic import BaseModel
+
+from ..errors import ConfigError, InvalidMessageError
+
+__all__ = [
+    "MAX_NESTING",
+    "TooDeep",
+    "check_nesting",
+    "check_text",
+    "finite",
+    "flag",
+    "message_items",
+    "optional_text",
+    "tokens",
+    "too_deep_error",
+    "tool_definitions",
+]
+
+# How deep lists and objects may nest inside a message or a tool definition. JSON parsers stop
+# far below what would exhaust Python's stack (the json module fails near 1,000 levels), and no
+# provider payload comes near this.
+MAX_NESTING = 100
+
+# A lone surrogate is valid in a Python str and in JSON ("\ud800"), but not in UTF-8: no provider
+# accepts it, and hashing or storing the text would fail on it.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _type_name(value: Any) -> str:
+    return "None" if value is None else type(value).__name__
+
+
+def message_items(messages: Any, *, argument: str = "messages") -> tuple[Any, ...]:
+    """``messages`` as a tuple of its entries, or the error saying a list was expected."""
+    if (
+        messages is None
+        or isinstance(messages, (str, bytes, Mapping, BaseModel))
+        or not isinstance(messages, Iterable)
+    ):
+        hint = ""
+        if isinstance(messages, Mapping) and "messages" in messages:
+            hint = "; that is a request payload: pass its 'messages' list"
+        elif isinstance(messages, (Mapping, BaseModel)):
+            hint = "; wrap a single message in a list"
+        raise InvalidMessageError(
+            f"{argument}: expected a list of messages, got {_type_name(messages)}{hint}"
+        )
+    return tuple(messages)
+
+
+def optional_text(value: Any, argument: str) -> str | None:
+    """``value`` if it is a string or ``None``."""
+    if value is not None and not isinstance(value, str):
+        raise ConfigError(f"{argument} must be a string or None, got {_type_name(value)}")
+    return value
+
+
+def flag(value: Any, argument: str) -> bool:
+    """``value`` if it is ``True`` or ``False`` (a truthy string is not a yes)."""
+    if not isinstance(value, bool):
+        raise ConfigError(f"{argument} must be True or False, got {value!r}")
+    return value
+
+
+def tokens(value: Any, argument: str, *, minimum: int = 1, unit: str = "tokens") -> int:
+    """``value`` if it is an int (not a bool) of at least ``minimum`` (``unit``, for the
+    message)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        shown = repr(value) if isinstance(value, (int, float, str)) else _type_name(value)
+        wanted = "a positive int" if minimum == 1 else f"an int >= {minimum}"
+        raise ConfigError(f"{argument} must be {wanted} ({unit}), got {shown}")
+    return value
+
+
+def tool_definitions(tools: Any, *, argument: str = "tools") -> list[Mapping[str, Any]]:
+    """``tools`` as a list of tool definitions, each an object with a name or a type.
+
+    The shapes read are OpenAI's (``{"type": "function", "function": {"name": ...}}``, or the
+    bare function), Anthropic's (``{"name", "input_schema"}``) and the providers' built-in tools
+    (``{"type": "web_search"...}``).
+    """
+    if isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Iterable):
+        raise ConfigError(
+            f"{argument} must be a list of tool definitions, got {_type_name(tools)}"
+            + ("; wrap a single tool in a list" if isinstance(tools, Mapping) else "")
+        )
+    out = list(tools)
+    for i, tool in enumerate(out):
+        where = f"{argument}[{i}]"
+        if not isinstance(tool, Mapping):
+            raise ConfigError(
+                f"{where}: a tool definition must be an object, got {_type_name(tool)}"
+            )
+        try:
+            check_nesting(tool)
+        except TooDeep:
+            raise ConfigError(f"{where}: nested deeper than {MAX_NESTING} levels") from None
+        function = tool.get("function")
+        if "function" in tool:
+            if not isinstance(function, Mapping):
+                raise ConfigError(
+                    f"{where}.function: must be an object with a name, got {_type_name(function)}"
+                )
+            if not isinstance(function.get("name"), str):
+                raise ConfigError(f"{where}.function.name: a function tool needs a string name")
+        elif "name" in tool and not isinstance(tool["name"], str):
+            raise ConfigError(f"{where}.name: must be a string, got {_type_name(tool['name'])}")
+        elif not isinstance(tool.get("name"), str) and (
+            not isinstance(tool.get("type"), str) or tool["type"] == "function"
+        ):
+            raise ConfigError(
+                f"{where}: a tool definition needs a name (or a type for a built-in tool); "
+                'expected {"type": "function", "function": {"name": ...}} or '
+                '{"name": ..., "input_schema": ...}'
+            )
+    return out
+
+
+class TooDeep(Exception):
+    """Lists and objects nested deeper than :data:`MAX_NESTING`: turned into the caller's error,
+    which knows which message or argument it was."""
+
+
+def check_nesting(value: Any, depth: int = 0) -> None:
+    """Raise :class:`TooDeep` when lists and objects nest deeper than :data:`MAX_NESTING`
+    inside ``value`` (starting at ``depth``). Iterative, so that no depth exhausts the stack."""
+    stack: list[tuple[Any, int]] = [(value, depth)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, Mapping):
+            inner: Iterable[Any] = item.values()
+        elif isinstance(item, (list, tuple)):
+            inner = item
+        else:
+            continue
+        if level >= MAX_NESTING:
+            raise TooDeep
+        stack.extend((x, level + 1) for x in inner)
+
+
+def too_deep_error(index: int | None, field: str) -> InvalidMessageError:
+    """The error for a message whose ``field`` nests deeper than :data:`MAX_NESTING`."""
+    return InvalidMessageError(
+        f"{field}: lists and objects nested deeper than {MAX_NESTING} levels",
+        index=index,
+        field=field,
+    )
+
+
+def check_text(text: str, field: str) -> None:
+    """Raise ``ValueError`` naming ``field`` when ``text`` holds a lone surrogate (not valid
+    Unicode, so not sendable as UTF-8); pydantic validators turn it into the message's error."""
+    if text.isascii():
+        return
+    found = _SURROGATE.search(text)
+    if found is not None:
+        raise ValueError(
+            f"{field}: holds a lone surrogate U+{ord(found.group()):04X} at character "
+            f"{found.start()}, which is not valid Unicode; decode the text with "
+            "errors='replace' (or fix its source) first"
+        )
+
+
+def finite(value: float, argument: str) -> float:
+    """``value`` if it is a finite number."""
+    if not math.isfinite(value):
+        raise ConfigError(f"{argument} must be a finite number, got {value!r}")
+    return value
