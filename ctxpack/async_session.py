@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from .errors import ConfigError, InvalidMessageError, StoreConflictError
+from .managed import WindowState
 from .messages import Message
 from .persistence import MAX_ATTEMPTS, Backing, backoff_delay
+from .pipeline import Decision
 from .result import PackResult
 from .retrieval import Retrieval
-from .session import FilterRecord, Session
+from .session import FilterRecord, Session, pinned_message
 from .store import AsyncSessionStore, SessionStore, ThreadedAsyncStore, open_async_store
 
 __all__ = ["AsyncSession"]
@@ -148,13 +150,17 @@ class AsyncSession:
                 "use append() for one message"
             )
         batch = list(messages)
+        await self._commit(lambda: self._core._extend(batch, provider))
+
+    async def _commit(self, change: Callable[[], None]) -> None:
+        """:meth:`ctxpack.Session._change` for an async store: ``change`` (run in a worker
+        thread, reading the state it changes) applied and stored, all or nothing, again on top
+        of other writers' appends when they came first."""
         core, backing = self._core, self._backing
         async with self._lock:
             for attempt in range(MAX_ATTEMPTS):
                 await self._sync()
-                before = await asyncio.to_thread(
-                    backing.transact, lambda: core._transact(lambda: core._extend(batch, provider))
-                )
+                before = await asyncio.to_thread(backing.transact, lambda: core._transact(change))
                 try:
                     await backing.store.append(  # type: ignore[misc]
                         self.session_id, **backing.prepare(core, before)
@@ -185,6 +191,14 @@ class AsyncSession:
         tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> PackResult:
         """The request to send; see :meth:`ctxpack.Session.render`."""
+        core = self._core
+        if core._renders_state(tools):
+            # Stored like an append (see Session.render).
+            results: list[PackResult] = []
+            await self._commit(
+                lambda: results.append(core._render(budget, query, provider, reserve, tools))
+            )
+            return results[-1]
         async with self._lock:
             await self._sync()
             return await asyncio.to_thread(
@@ -214,6 +228,35 @@ class AsyncSession:
             await self._sync()
             return self._core.records
 
+    @property
+    def window_state(self) -> WindowState:
+        """The managed mode's state as of the last call (see
+        :attr:`ctxpack.Session.window_state`)."""
+        return self._core.window_state
+
+    async def pin(
+        self, text: str, *, name: str, kind: Literal["memory", "skill"] = "skill"
+    ) -> None:
+        """Add a memory file or a skill to the conversation; see :meth:`ctxpack.Session.pin`."""
+        message = await asyncio.to_thread(pinned_message, text, name, kind)
+        await self.append(message)
+
+    def context_management(self, provider: Provider | None = None) -> dict[str, Any]:
+        """The request fields handing the window to the provider (no I/O); see
+        :meth:`ctxpack.Session.context_management`."""
+        return self._core.context_management(provider)
+
+    async def record_response(self, response: Any) -> list[Decision]:
+        """Read what the provider's context management did; see
+        :meth:`ctxpack.Session.record_response`."""
+        recorded: list[Decision] = []
+
+        def change() -> None:
+            recorded[:] = self._core._record_response(response)
+
+        await self._commit(change)
+        return recorded
+
     def tools(self, provider: Provider = "openai") -> list[dict[str, Any]]:
         """The tool definitions the session adds to a request (no I/O)."""
         return self._core.tools(provider)
@@ -224,6 +267,8 @@ class AsyncSession:
 
     async def handle(self, call: Mapping[str, Any]) -> str:
         """Answer the model's call to the retrieve tool; see :meth:`ctxpack.Session.handle`."""
+        async with self._lock:
+            await self._sync()  # describe_tool answers from the tools rendered last
         return await asyncio.to_thread(self._core.handle, call)
 
     async def close(self) -> None:

@@ -230,8 +230,7 @@ class ToolResultClearer(_StoreModel):
 
     # ------------------------------------------------------------------ what to clear, where
 
-    def _cleared_tool(self, msg: Message) -> Message:
-        ref = artifact_id(_original_text(msg))
+    def _cleared_tool(self, msg: Message, ref: str) -> Message:
         return msg.model_copy(update={"content": self.placeholder.replace("{artifact}", ref)})
 
     def _plan(self, messages: Sequence[Message], counter: TokenCounter) -> _Plan:
@@ -247,7 +246,9 @@ class ToolResultClearer(_StoreModel):
             name, at = calls.get(m.tool_call_id or "", ("", i))
             if name in excluded:
                 continue
-            saving = sizes[i] - counter.count_message(self._cleared_tool(m))
+            # Sized with the content-hash id: nothing is stored until the batch is cleared.
+            cleared = self._cleared_tool(m, artifact_id(_original_text(m)))
+            saving = sizes[i] - counter.count_message(cleared)
             if self.clear_tool_inputs and at != i:
                 call = next(c for c in messages[at].tool_calls or () if c.id == m.tool_call_id)
                 saving += max(0, counter.count(call.function.arguments) - counter.count("{}"))
@@ -397,10 +398,15 @@ class ToolResultClearer(_StoreModel):
         return ctx.decide(*decisions, messages=tuple(out), artifacts=artifacts)
 
     def _clear_result(self, msg: Message, tool: str) -> tuple[Message, list[str]]:
-        """A tool result replaced by the placeholder (its original put in the store)."""
-        if self.store is not None:
-            self.store.put(_original_text(msg), message_id=msg.id, tool=tool, kind="tool_result")
-        return self._cleared_tool(msg), [f"tool result of {tool!r}"]
+        """A tool result replaced by the placeholder (its original put in the store, under the
+        id the store gives: a stored session's ids are its own, not the content hash)."""
+        text = _original_text(msg)
+        ref = (
+            artifact_id(text)
+            if self.store is None
+            else self.store.put(text, message_id=msg.id, tool=tool, kind="tool_result")
+        )
+        return self._cleared_tool(msg, ref), [f"tool result of {tool!r}"]
 
     def _clear_assistant(
         self, msg: Message, cleared_calls: set[str | None]
@@ -891,7 +897,8 @@ class Compactor(_StoreModel):
         trigger with too little to compact (``None`` if none did).
 
         ``points(history[:k])`` is the list of ``points(history)`` that happen at or before
-        ``k`` whenever ``k`` is a request point.
+        ``k`` whenever ``k`` is a request point. With a ``store``, the tool outputs a summary
+        names are put in it, for the summary to name them by the ids the store gives.
         """
         messages = tuple(messages)
         sizes = message_sizes(counter, messages)
@@ -917,15 +924,16 @@ class Compactor(_StoreModel):
             replaced = (tuple(done[-1].replaced) if done else ()) + tuple(m.id for m in region)
             text = self._summarize(([previous] if previous else []) + region)
             digest = hashlib.blake2b("\x00".join(replaced).encode(), digest_size=6).hexdigest()
+            summary_id = f"summary-{digest}"
             # The tool outputs' artifact ids, so that the model can ask for an original back.
             handles = ", ".join(
-                f"{mid}={artifact_id(_original_text(by_id[mid]))}"
+                f"{mid}={self._tool_artifact(by_id[mid], summary_id)}"
                 for mid in replaced
                 if by_id[mid].role == "tool"
             )
             summary = Message(
                 role="user",
-                id=f"summary-{digest}",
+                id=summary_id,
                 content=(
                     f"[Summary of {len(replaced)} earlier messages, replaced to save context; "
                     "the originals are kept as artifacts"
@@ -944,6 +952,14 @@ class Compactor(_StoreModel):
             start = end
             refused = None
         return done, refused
+
+    def _tool_artifact(self, msg: Message, summary_id: str) -> str:
+        """The artifact id of a summarised tool output: the store's (stored now), or without a
+        store the content hash."""
+        text = _original_text(msg)
+        if self.store is None:
+            return artifact_id(text)
+        return self.store.put(text, message_id=msg.id, kind="compacted_message", summary=summary_id)
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
         messages = ctx.messages
@@ -969,12 +985,11 @@ class Compactor(_StoreModel):
         for mid in replaced:
             msg = by_id[mid]
             artifacts.setdefault(mid, msg)
-            if self.store is not None:
-                # A tool output under the id the summary names; another message whole, calls
-                # included.
-                text = _original_text(msg) if msg.role == "tool" else _as_json(msg)
+            if self.store is not None and msg.role != "tool":
+                # Whole, calls included (a tool output was stored by points(), under the id
+                # the summary names).
                 self.store.put(
-                    text, message_id=mid, kind="compacted_message", summary=last.summary.id
+                    _as_json(msg), message_id=mid, kind="compacted_message", summary=last.summary.id
                 )
             decisions.append(
                 Decision(

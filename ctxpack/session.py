@@ -109,6 +109,22 @@ class _Snapshot:
     superseded: list[tuple[int, int]]
     provider: Provider
     extensions: dict[str, Any]
+    window_state: WindowState
+    full_tools: list[Mapping[str, Any]]
+
+
+def pinned_message(text: str, name: str, kind: Literal["memory", "skill"]) -> Message:
+    """The user message :meth:`Session.pin` adds.
+
+    Raises:
+        ConfigError: an empty name, or a kind other than ``"memory"`` or ``"skill"``.
+    """
+    try:
+        item = PinnedText(name=name, text=text, kind=kind)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        raise ConfigError(f"pin(): {error['loc'][0]}: {error['msg']}") from exc
+    return item.message()
 
 
 # The options Session.open passes on to the constructor.
@@ -801,6 +817,8 @@ class Session:
             superseded=list(self._superseded),
             provider=self.provider,
             extensions=copy.deepcopy(self._extensions),
+            window_state=self.window_state.model_copy(deep=True),
+            full_tools=list(self._full_tools),
         )
 
     def _restore(self, snapshot: _Snapshot) -> None:
@@ -817,6 +835,8 @@ class Session:
         self._superseded = list(snapshot.superseded)
         self.provider = snapshot.provider
         self._extensions = copy.deepcopy(snapshot.extensions)
+        self.window_state = snapshot.window_state.model_copy(deep=True)
+        self._full_tools = list(snapshot.full_tools)
 
     def _entry_since(self, snapshot: _Snapshot) -> dict[str, Any]:
         """What changed since ``snapshot``, as JSON: the store's entry for one append."""
@@ -855,13 +875,21 @@ class Session:
 
     def _state(self) -> dict[str, Any]:
         """The session's bookkeeping beside its messages, as JSON."""
-        return {
+        state: dict[str, Any] = {
             "provider": self.provider,
             "pending": self._pending,
             "views": [[position, *region] for position, region in self._views],
             "superseded": self._superseded,
             "extensions": self._extensions,
         }
+        if self.window is not None:
+            # Only a managed session's: another one's (its cache-bust fingerprint) stays with
+            # the process that rendered.
+            state["window"] = self.window_state.model_dump(mode="json")
+        if self.tools_on_demand:
+            # For describe_tool to answer on a replica that did not render them.
+            state["full_tools"] = self._full_tools
+        return state
 
     def _set_state(self, state: Mapping[str, Any]) -> None:
         self.provider = state["provider"]
@@ -869,6 +897,10 @@ class Session:
         self._views = [(p, FileRegion(path, a, b)) for p, path, a, b in state["views"]]
         self._superseded = [(p, by) for p, by in state["superseded"]]
         self._extensions = dict(state["extensions"])
+        if self.window is not None and "window" in state:
+            self.window_state = WindowState.model_validate(state["window"])
+        if self.tools_on_demand and "full_tools" in state:
+            self._full_tools = list(state["full_tools"])
 
     # ------------------------------------------------------------------------------ output
 
@@ -940,8 +972,28 @@ class Session:
                 do not fit.
         """
         with self._lock:
-            self._refresh()
-            return self._render(budget, query, provider, reserve, tools)
+            if self._backing is None or self.window is None:
+                self._refresh()
+                if self._backing is None or not self._renders_state(tools):
+                    return self._render(budget, query, provider, reserve, tools)
+            # A render that changes the state (a managed one: what was cleared, compacted) is
+            # stored like an append, on top of the newest stored state, so that every replica
+            # goes on from the last request sent, whoever sent it.
+            results: list[PackResult] = []
+            self._change(
+                lambda: results.append(self._render(budget, query, provider, reserve, tools))
+            )
+            return results[-1]
+
+    def _renders_state(self, tools: Sequence[Mapping[str, Any]] | None) -> bool:
+        """Whether a render changes the session's state: a managed one does (its window's),
+        and so does one giving tools on demand new definitions."""
+        if self.window is not None:
+            return True
+        if not self.tools_on_demand or tools is None:
+            return False
+        given = tool_definitions(tools)  # a ConfigError naming the bad definition
+        return bool(given) and given != self._full_tools
 
     def _render(
         self,
@@ -1112,6 +1164,18 @@ class Session:
         Returns:
             The decisions recorded.
         """
+        recorded: list[Decision] = []
+
+        # One change, read afresh on each attempt: the message and its decisions are stored
+        # together, on top of other writers' appends.
+        def change() -> None:
+            recorded[:] = self._record_response(response)
+
+        self._change(change)
+        return recorded
+
+    def _record_response(self, response: Any) -> list[Decision]:
+        """:meth:`record_response`'s change of state; returns the decisions recorded."""
         from .server_side import response_decisions
 
         body = (
@@ -1130,9 +1194,8 @@ class Session:
         decisions = response_decisions(body, message_id=mid)
         if anthropic:
             message = {"role": "assistant", "content": body.get("content") or []}
-            self.append(message, provider="anthropic")
-        with self._lock:
-            self.window_state.decisions.extend(decisions)
+            self._extend([message], "anthropic")
+        self.window_state.decisions.extend(decisions)
         return decisions
 
     def pin(self, text: str, *, name: str, kind: Literal["memory", "skill"] = "skill") -> None:
@@ -1146,12 +1209,7 @@ class Session:
         Raises:
             ConfigError: an empty name, or a kind other than ``"memory"`` or ``"skill"``.
         """
-        try:
-            item = PinnedText(name=name, text=text, kind=kind)
-        except ValidationError as exc:
-            error = exc.errors()[0]
-            raise ConfigError(f"pin(): {error['loc'][0]}: {error['msg']}") from exc
-        self.append(item.message())
+        self.append(pinned_message(text, name, kind))
 
     def _whole(
         self,
@@ -1265,7 +1323,9 @@ class Session:
             )
         coerced: Mapping[str, Any] | str = coerce_tool_call(call)
         if self.tools_on_demand and _called(coerced) == DESCRIBE_TOOL_NAME:
-            return describe_tools(self._full_tools, coerced)
+            with self._lock:
+                self._refresh()  # the tools another replica rendered last
+                return describe_tools(self._full_tools, coerced)
         return handle_retrieve_call(
             self.store, coerced, redact_secrets=bool(self.guard.redact_secrets)
         )

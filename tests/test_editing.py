@@ -4,6 +4,7 @@ the digest, and provider validity after each edit."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -560,3 +561,27 @@ def test_the_summary_names_the_artifact_ids_of_the_tool_outputs_it_replaces() ->
             ref = artifact_id(original["content"])
             assert f"{mid}={ref}" in summary.text
             assert store.get(ref) == original["content"]
+
+
+def test_with_a_stored_session_s_store_the_stages_name_the_ids_the_store_gives() -> None:
+    # A stored session names its originals by a per-session key, not by the content hash:
+    # a marker must name the id put() returned, or it points at nothing.
+    session = ctxpack.Session.open("edits", store="memory://", counter=words, filters=False)
+    history = agent_history([100] * 4)
+    result = clear(history, trigger=200, keep=1, cache_aware=False, store=session.store)
+    by_id = {m["id"]: m for m in history}
+    assert cleared_ids(result)
+    for message in result.messages:
+        if message.id in cleared_ids(result) and message.role == "tool":
+            (ref,) = re.findall(r"art_[0-9a-f]{16}", message.text)
+            assert ref != artifact_id(by_id[message.id]["content"])
+            assert session.store.get(ref) == by_id[message.id]["content"]
+    history = big_session()
+    by_id = {m["id"]: m for m in history}
+    result = compact(history, trigger=50_000, keep_recent=4, store=session.store)
+    summary = next(m for m in result.messages if m.id.startswith("summary-"))
+    named = dict(re.findall(r"(\w+)=(art_[0-9a-f]{16})", summary.text))
+    tools = [mid for mid in summary.metadata["ctxpack"]["summary_of"] if mid.startswith("t")]
+    assert tools and sorted(named) == sorted(tools)
+    for mid, ref in named.items():
+        assert session.store.get(ref) == by_id[mid]["content"]

@@ -20,7 +20,7 @@ from .test_sessions import PYTEST, turn
 
 
 def test_async_session_mirrors_session_names() -> None:
-    public = {n for n in dir(Session) if not n.startswith("_")}
+    public = {n for n in dir(Session()) if not n.startswith("_")}  # attributes included
     mirrored = {n for n in dir(AsyncSession) if not n.startswith("_")}
     assert {"open", "append", "extend", "render", "transcript", "compact", "records"} <= mirrored
     assert mirrored - {"store", "session_id", "provider", "close"} <= public

@@ -78,21 +78,27 @@ def test_a_replica_sees_what_another_appended_at_its_next_render(
     assert wire(a) == wire(b)
 
 
-def test_resuming_in_another_process_renders_the_same_bytes(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'sessions.db'}"
-    session = Session.open("u1", store=url, model="gpt-4")
-    session.extend(turn(1))
-    session.extend(turn(2, CAT, "cat src/tax.py"))
+def wire_in_another_process(session_id: str, url: str, options: str = "") -> str:
+    """:func:`wire` of the session opened (with ``options``, Python keyword arguments) in a
+    new interpreter."""
     script = (
         "import json, sys\n"
         "from ctxpack import Session, to_openai\n"
-        f"s = Session.open('u1', store={url!r}, model='gpt-4')\n"
+        f"s = Session.open({session_id!r}, store={url!r}, model='gpt-4'{options})\n"
         "sys.stdout.write(json.dumps(to_openai(s.render().messages), sort_keys=True))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=ROOT
     )
-    assert out.stdout == wire(session)
+    return out.stdout
+
+
+def test_resuming_in_another_process_renders_the_same_bytes(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'sessions.db'}"
+    session = Session.open("u1", store=url, model="gpt-4")
+    session.extend(turn(1))
+    session.extend(turn(2, CAT, "cat src/tax.py"))
+    assert wire_in_another_process("u1", url) == wire(session)
 
 
 def test_anthropic_messages_resume_as_anthropic(
