@@ -48,6 +48,7 @@ from ctxpack.errors import StoreError
 from ctxpack.filters import ToolOutputFilter
 from ctxpack.selection import Selection, Workspace, apply_selection
 from ctxpack.store import SQLiteArtifactStore, open_store
+from ctxpack.store.sqlite import SQLiteStore
 from ctxpack.tokens import count_tokens_approx
 
 USER = {"role": "user", "content": "Where is the invoice?"}
@@ -761,6 +762,10 @@ STORE_CASES: list[Case] = [
         StoreError,
         "notes.db",
     ),
+    # str() of these would quietly create a database file named "5" or "None" in the cwd.
+    case("SQLiteArtifactStore(5)", lambda: SQLiteArtifactStore(5), ConfigError, "path", "int"),  # type: ignore[arg-type]
+    case("SQLiteArtifactStore(b'x')", lambda: SQLiteArtifactStore(b"x"), ConfigError, "path"),  # type: ignore[arg-type]
+    case("SQLiteStore(None)", lambda: SQLiteStore(None), ConfigError, "path", "NoneType"),  # type: ignore[arg-type]
 ]
 
 

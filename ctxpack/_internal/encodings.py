@@ -9,9 +9,9 @@ tiktoken's, computed by tiktoken.
 
 from __future__ import annotations
 
-import base64
 import gzip
 import hashlib
+from binascii import a2b_base64
 from importlib import resources
 from typing import Any
 
@@ -56,12 +56,12 @@ def bundled_rank_bytes(name: str) -> bytes:
 
 def parse_ranks(data: bytes) -> dict[bytes, int]:
     """A ``.tiktoken`` file (one ``base64-token rank`` pair a line) as tiktoken's rank map."""
-    ranks: dict[bytes, int] = {}
-    for line in data.splitlines():
-        if line:
-            token, rank = line.split()
-            ranks[base64.b64decode(token)] = int(rank)
-    return ranks
+    # binascii directly: base64.b64decode's argument checks cost as much as the decoding, on
+    # 100,000 to 200,000 lines at every process's first count.
+    return {
+        a2b_base64(token): int(rank)
+        for token, rank in (line.split() for line in data.splitlines() if line)
+    }
 
 
 def load_bundled_encoding(name: str) -> Any:

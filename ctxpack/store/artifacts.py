@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import ArtifactNotFoundError
-from .sqlite import SQLiteFile
+from .sqlite import SQLiteFile, database_path
 
 __all__ = ["ArtifactStore", "SQLiteArtifactStore", "artifact_id"]
 
@@ -57,7 +57,7 @@ class SQLiteArtifactStore:
     def __init__(
         self, path: str | Path = ":memory:", *, timeout: float = 5.0, read_only: bool = False
     ) -> None:
-        self.path = str(path)
+        self.path = database_path(path)
         self._db = SQLiteFile(
             self.path, url=f"sqlite:///{self.path}", timeout=timeout, read_only=read_only
         )

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
-from ..errors import ArtifactNotFoundError, StoreConflictError, StoreError
+from ..errors import ArtifactNotFoundError, ConfigError, StoreConflictError, StoreError
 from .base import StoredSession, check_session_id, check_ttl, check_version
 
 __all__ = ["SQLiteFile", "SQLiteStore"]
@@ -30,6 +30,15 @@ SCHEMA = (
     " WITHOUT ROWID",
 )
 TABLES = ("ctxpack_entries", "ctxpack_artifacts", "ctxpack_sessions")
+
+
+def database_path(path: object) -> str:
+    """``path`` as the file name SQLite opens; anything but a str or a path is refused, since
+    ``str()`` of it (``5``, ``None``) would quietly create a database of that name."""
+    name = os.fspath(path) if isinstance(path, os.PathLike) else path
+    if isinstance(name, str):
+        return name
+    raise ConfigError(f"path must be a file path (str or os.PathLike), got {type(path).__name__}")
 
 
 class SQLiteFile:
@@ -183,7 +192,7 @@ class SQLiteStore:
         timeout: float = 5.0,
         read_only: bool = False,
     ) -> None:
-        self.path = str(path)
+        self.path = database_path(path)
         self.url = f"sqlite:///{self.path}"
         self.ttl = check_ttl(ttl)
         self._db = SQLiteFile(self.path, url=self.url, timeout=timeout, read_only=read_only)
