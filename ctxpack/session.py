@@ -1282,7 +1282,7 @@ class Session:
         page: int = 1,
         max_chars: int = 8_000,
     ) -> Retrieval:
-        """Read an original from the session's store (see :func:`ctxpack.store.read_artifact`).
+        """Read an original from the session's store (see :func:`ctxpack.retrieval.read_artifact`).
 
         Raises:
             ArtifactNotFoundError: no such artifact.

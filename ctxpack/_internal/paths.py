@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..errors import WorkspacePathError
 
-__all__ = ["confined_file", "hard_linked", "shown_path"]
+__all__ = ["confined_file", "hard_linked", "inside_root", "refuse_hard_links", "shown_path"]
 
 
 def shown_path(path: str) -> str:
@@ -37,6 +37,37 @@ def hard_linked(info: os.stat_result) -> bool:
     return stat.S_ISREG(info.st_mode) and info.st_nlink > 1
 
 
+def inside_root(root: Path, full: Path, name: str) -> Path:
+    """``full`` with every symlink resolved, checked to lie inside ``root`` (itself resolved).
+
+    Raises:
+        WorkspacePathError: a symlink on the way leads outside the root.
+    """
+    real = Path(os.path.realpath(full))
+    if real != root and root not in real.parents:
+        raise WorkspacePathError(
+            name,
+            root=str(root),
+            detail=f"a symlink leads outside the root (to {shown_path(str(real))}); it is refused",
+        )
+    return real
+
+
+def refuse_hard_links(info: os.stat_result, name: str, root: Path) -> None:
+    """Refuse a regular file with several hard links (see the module's note).
+
+    Raises:
+        WorkspacePathError: the file has more than one hard link.
+    """
+    if hard_linked(info):
+        raise WorkspacePathError(
+            name,
+            root=str(root),
+            detail=f"has {info.st_nlink} hard links, and another may lie outside the root; "
+            "files with several hard links are refused (copy the file to read it)",
+        )
+
+
 def confined_file(root: Path, relative: str) -> Path:
     """``root / relative`` resolved, checked now to be a regular file inside ``root`` with one
     hard link.
@@ -45,14 +76,7 @@ def confined_file(root: Path, relative: str) -> Path:
         WorkspacePathError: a symlink on the way leads outside the root, the file is not a
             regular file, or it has several hard links.
     """
-    full = root.joinpath(relative)
-    real = Path(os.path.realpath(full))
-    if real != root and root not in real.parents:
-        raise WorkspacePathError(
-            relative,
-            root=str(root),
-            detail=f"a symlink leads outside the root (to {shown_path(str(real))}); it is refused",
-        )
+    real = inside_root(root, root.joinpath(relative), relative)
     try:
         info = real.stat()
     except OSError as exc:
@@ -61,11 +85,5 @@ def confined_file(root: Path, relative: str) -> Path:
         ) from exc
     if not stat.S_ISREG(info.st_mode):
         raise WorkspacePathError(relative, root=str(root), detail="is not a regular file")
-    if hard_linked(info):
-        raise WorkspacePathError(
-            relative,
-            root=str(root),
-            detail=f"has {info.st_nlink} hard links, and another may lie outside the root; "
-            "files with several hard links are refused (copy the file to read it)",
-        )
+    refuse_hard_links(info, relative, root)
     return real

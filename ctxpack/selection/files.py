@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Literal
 
-from .._internal.paths import hard_linked, shown_path
+from .._internal.paths import hard_linked, inside_root, refuse_hard_links, shown_path
 from ..errors import ConfigError, WorkspacePathError
 from ..signals.lexical import STOP_WORDS, WORD
 
@@ -118,14 +118,7 @@ def resolve(path: str, root: Path | None, listing: Sequence[str] = ()) -> Path:
     """
     relative = check_relative(path, root)
     assert root is not None
-    full = root.joinpath(*relative.parts)
-    real = Path(os.path.realpath(full))
-    if real != root and root not in real.parents:
-        raise WorkspacePathError(
-            path,
-            root=str(root),
-            detail=f"a symlink leads outside the root (to {real}); it is refused",
-        )
+    real = inside_root(root, root.joinpath(*relative.parts), path)
     if real.is_dir():
         inside = [p for p in listing if p.startswith(relative.as_posix().rstrip("/") + "/")]
         shown = ", ".join(map(shown_path, inside[:10])) + (
@@ -142,14 +135,7 @@ def resolve(path: str, root: Path | None, listing: Sequence[str] = ()) -> Path:
             root=str(root),
             detail=f"no such file under the root ({len(listing)} files there){hint}",
         )
-    links = real.stat().st_nlink
-    if links > 1:
-        raise WorkspacePathError(
-            path,
-            root=str(root),
-            detail=f"has {links} hard links, and another may lie outside the root; files with "
-            "several hard links are refused (copy the file to read it)",
-        )
+    refuse_hard_links(real.stat(), path, root)
     return real
 
 
