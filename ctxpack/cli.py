@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Literal
 
+from ._internal.arguments import TooDeep, check_nesting
 from ._internal.cliargs import UsageError, non_negative_int, positive_int
 from .adapters import from_anthropic, from_openai
 from .adapters.validate import ANTHROPIC_BLOCKS, OPENAI_PART_TYPES
@@ -105,30 +106,16 @@ def _read_json(path: str) -> Any:
         raise UsageError(f"{name} is not valid JSON: {exc}") from exc
     except RecursionError as exc:
         raise UsageError(_too_deep(name)) from exc
-    if _depth(data) > MAX_DEPTH:
-        raise UsageError(_too_deep(name))
+    try:
+        check_nesting(data, limit=MAX_DEPTH)
+    except TooDeep:
+        raise UsageError(_too_deep(name)) from None
     _check_text(data, name)
     return data
 
 
 def _too_deep(path: str) -> str:
     return f"{path} is nested more than {MAX_DEPTH} levels deep, more than any request is"
-
-
-def _depth(data: Any) -> int:
-    """How deeply lists and objects nest in ``data``; iterative, for input of any depth."""
-    deepest = 0
-    stack = [(data, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if isinstance(value, dict):
-            value = value.values()
-        elif not isinstance(value, list):
-            continue
-        deepest = max(deepest, depth)
-        if depth <= MAX_DEPTH:
-            stack.extend((inner, depth + 1) for inner in value)
-    return deepest
 
 
 def _check_text(data: Any, path: str) -> None:

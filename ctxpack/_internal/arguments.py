@@ -135,9 +135,9 @@ class TooDeep(Exception):
     which knows which message or argument it was."""
 
 
-def check_nesting(value: Any, depth: int = 0) -> None:
-    """Raise :class:`TooDeep` when lists and objects nest deeper than :data:`MAX_NESTING`
-    inside ``value`` (starting at ``depth``). Iterative, so that no depth exhausts the stack."""
+def check_nesting(value: Any, depth: int = 0, *, limit: int = MAX_NESTING) -> None:
+    """Raise :class:`TooDeep` when lists and objects nest deeper than ``limit`` levels inside
+    ``value`` (starting at ``depth``). Iterative, so that no depth exhausts the stack."""
     stack: list[tuple[Any, int]] = [(value, depth)]
     while stack:
         item, level = stack.pop()
@@ -147,7 +147,7 @@ def check_nesting(value: Any, depth: int = 0) -> None:
             inner = item
         else:
             continue
-        if level >= MAX_NESTING:
+        if level >= limit:
             raise TooDeep
         stack.extend((x, level + 1) for x in inner)
 
