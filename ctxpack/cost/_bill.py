@@ -1,0 +1,304 @@
+"""Bills: the requests a session sent, replayed through the prompt-cache model at a price."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .._internal.arguments import finite, tool_definitions
+from .._internal.arguments import tokens as check_tokens
+from .._internal.options import CheckedModel, invalid_option
+from ..errors import ConfigError
+from ..messages import Message
+from ..tokens import CounterLike, get_counter
+from ._cache import PromptCache
+from ._prices import MILLION, Price
+
+TTL_SECONDS: dict[str, float] = {"5m": 300.0, "1h": 3600.0}
+# The minimum cacheable prompt Anthropic publishes for Sonnet, and OpenAI's: a shorter prefix is
+# billed as plain input and nothing is written. Some models need more (Anthropic lists 2,048 or
+# 4,096 for some Haiku and Opus versions): pass min_cacheable_tokens.
+DEFAULT_MIN_CACHEABLE = 1024
+# Anthropic looks for an earlier cache entry at most this many content blocks before a
+# breakpoint (its prompt-caching guide); an entry further back is not found.
+DEFAULT_LOOKBACK = 20
+
+
+class Request(CheckedModel):
+    """One request a session sent: its messages, and optionally tools, output and model.
+
+    Args:
+        messages: The prompt's messages (``Message`` objects or OpenAI-style dicts).
+        tools: Tool definitions sent with it; they come first in the cached prefix.
+        output_tokens: Tokens the model answered with.
+        model: Which model served it; each model has its own cache. ``None`` is the default
+            model of :func:`simulate`.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    messages: list[Any]
+    tools: list[dict[str, Any]] | None = None
+    output_tokens: int = Field(default=0, ge=0)
+    model: str | None = None
+
+    @field_validator("tools")
+    @classmethod
+    def _known_tool_shapes(cls, tools: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        if tools is not None:
+            tool_definitions(tools)
+        return tools
+
+
+class _Tokens(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    input_tokens: int = 0
+    uncached_input_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_read_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+
+    @property
+    def cache_hit_rate(self) -> float:
+        """Share of the input tokens read from the cache (0 when there was no input)."""
+        return self.cache_read_tokens / self.input_tokens if self.input_tokens else 0.0
+
+
+class RequestCost(_Tokens):
+    """One request of a :class:`Bill`.
+
+    Attributes:
+        index: Its position in the replayed sequence.
+        model: The model that served it (``None``: the default).
+        input_tokens: The whole prompt: uncached + written + read.
+        uncached_input_tokens: Input billed at the plain input price.
+        cache_write_tokens: Input written to the cache.
+        cache_read_tokens: Input read from the cache.
+        output_tokens: Output.
+        cost: Dollars.
+    """
+
+    index: int
+    model: str | None = None
+
+
+class Bill(_Tokens):
+    """What a sequence of requests cost, in total and per request (``requests``).
+
+    The token fields and ``cost`` are the sums of the rows'; ``cache_hit_rate`` is the share of
+    input read from the cache.
+    """
+
+    requests: list[RequestCost] = Field(default_factory=list)
+    ttl: str = "5m"
+
+    def summary(self) -> str:
+        """One line: dollars, input, the cache's share, output."""
+        return (
+            f"${self.cost:.4f} for {len(self.requests)} requests: {self.input_tokens} input "
+            f"tokens ({self.cache_hit_rate:.1%} read from cache, {self.cache_write_tokens} "
+            f"written, {self.uncached_input_tokens} uncached), {self.output_tokens} output"
+        )
+
+
+def _as_request(item: Any, index: int) -> Request:
+    if isinstance(item, Request):
+        return item
+    if isinstance(item, Mapping):
+        try:
+            return Request.model_validate(dict(item))
+        except ValidationError as exc:
+            raise invalid_option(f"request {index}", Request, exc) from exc
+    if isinstance(item, (str, bytes)) or not isinstance(item, Iterable):
+        raise ConfigError(
+            f"request {index}: expected a list of messages or a Request, got {type(item).__name__}"
+        )
+    return Request(messages=list(item))
+
+
+def _seconds(value: float | datetime) -> float:
+    return value.timestamp() if isinstance(value, datetime) else float(value)
+
+
+def simulate(
+    requests: Sequence[Request | Sequence[Message | Mapping[str, Any]] | Mapping[str, Any]],
+    *,
+    price: Price | Mapping[str, Price],
+    ttl: Literal["5m", "1h"] = "5m",
+    timestamps: Sequence[float | datetime] | None = None,
+    counter: CounterLike | None = None,
+    cache_points: Literal["request", "message"] = "request",
+    min_cacheable_tokens: int = DEFAULT_MIN_CACHEABLE,
+    lookback: int | None = DEFAULT_LOOKBACK,
+) -> Bill:
+    """Bill a sequence of requests through a model of the provider's prompt cache.
+
+    The prompt is read as a prefix of blocks: the tool definitions first, then each message. A
+    request reads from the cache the longest prefix of it that an earlier request of the same
+    model left there and that is still alive; the rest of the prompt is written to the cache
+    (at the ``ttl`` write price) if the whole prompt reaches ``min_cacheable_tokens``, else billed
+    as plain input. Every entry lives ``ttl`` after its last write or read. Each model has its own
+    cache, so switching model rewrites the whole history at the target's write price.
+
+    Args:
+        requests: Each a list of messages, or a :class:`Request` (or a mapping of its fields)
+            with tools, output tokens and model.
+        price: One :class:`Price` for every request, or prices per model name (a request without
+            a model uses the entry ``"default"``).
+        ttl: The cache lifetime the requests ask for: ``"5m"`` or ``"1h"``.
+        timestamps: When each request was sent (seconds or datetimes); ``None`` treats the
+            session as continuous, with no entry ever expiring.
+        counter: Token counter (see :func:`ctxpack.tokens.get_counter`); exact cl100k_base when
+            ``None``.
+        cache_points: Where entries are written: ``"request"``, at the end of each prompt (one
+            cache breakpoint on the last message, as Anthropic's automatic caching and agent
+            harnesses do); ``"message"``, at every message boundary (automatic prefix caching,
+            as OpenAI does at a finer grain).
+        min_cacheable_tokens: A prefix shorter than this is never cached.
+        lookback: With ``cache_points="request"``, how many blocks (a message, plus one per
+            tool call) before the end an earlier entry may sit and still be found; ``None`` for
+            no limit.
+
+    Returns:
+        A :class:`Bill`: totals and one :class:`RequestCost` row per request.
+
+    Raises:
+        ConfigError: a bad request, ttl, price or timestamps list.
+        InvalidMessageError: a malformed message.
+
+    Example:
+        >>> p = Price(input=3, output=15, cache_write_5m=3.75, cache_write_1h=6, cache_read=0.3)
+        >>> turn1 = [{"role": "user", "content": "word " * 2000}]
+        >>> turn2 = [*turn1, {"role": "assistant", "content": "ok"},
+        ...          {"role": "user", "content": "and?"}]
+        >>> bill = simulate([turn1, turn2], price=p)
+        >>> [(r.cache_write_tokens, r.cache_read_tokens) for r in bill.requests]
+        [(2008, 0), (14, 2005)]
+    """
+    _check_requests_and_price(requests, price)
+    _check_options(ttl, cache_points, min_cacheable_tokens, lookback, timestamps, len(requests))
+    resolved = get_counter(counter=counter)
+    cache_ = PromptCache(TTL_SECONDS[ttl], cache_points, min_cacheable_tokens, lookback)
+    rows: list[RequestCost] = []
+    previous_time = float("-inf")
+    for index, item in enumerate(requests):
+        request = _as_request(item, index)
+        unit = _price_for(price, request.model, index)
+        now = 0.0 if timestamps is None else _seconds(timestamps[index])
+        if now < previous_time:
+            raise ConfigError(f"timestamps must not go back in time (request {index})")
+        previous_time = now
+        served = cache_.serve(request.messages, request.tools or [], request.model, resolved, now)
+        rows.append(_request_cost(index, request, unit, ttl, *served))
+    return Bill(
+        requests=rows,
+        ttl=ttl,
+        input_tokens=sum(r.input_tokens for r in rows),
+        uncached_input_tokens=sum(r.uncached_input_tokens for r in rows),
+        cache_write_tokens=sum(r.cache_write_tokens for r in rows),
+        cache_read_tokens=sum(r.cache_read_tokens for r in rows),
+        output_tokens=sum(r.output_tokens for r in rows),
+        cost=sum(r.cost for r in rows),
+    )
+
+
+def _check_requests_and_price(requests: Any, price: Any) -> None:
+    """Refuse :func:`simulate`'s two main arguments when they have the wrong shape."""
+    if isinstance(requests, (str, bytes, Mapping)) or not isinstance(requests, Sequence):
+        raise ConfigError(
+            f"requests must be a list of requests (each a list of messages or a Request), got "
+            f"{type(requests).__name__}"
+        )
+    if not isinstance(price, (Price, Mapping)):
+        raise ConfigError(
+            f"price must be a Price or a mapping of model name to Price, got "
+            f"{type(price).__name__}; see ctxpack.cost.price(model) for the shipped prices"
+        )
+
+
+def _request_cost(
+    index: int,
+    request: Request,
+    unit: Price,
+    ttl: str,
+    total: int,
+    uncached: int,
+    written: int,
+    read: int,
+) -> RequestCost:
+    """The bill's row for one request, its input split as the cache served it."""
+    write_price = unit.cache_write_5m if ttl == "5m" else unit.cache_write_1h
+    dollars = (
+        uncached * unit.input
+        + written * write_price
+        + read * unit.cache_read
+        + request.output_tokens * unit.output
+    ) / MILLION
+    return RequestCost(
+        index=index,
+        model=request.model,
+        input_tokens=total,
+        uncached_input_tokens=uncached,
+        cache_write_tokens=written,
+        cache_read_tokens=read,
+        output_tokens=request.output_tokens,
+        cost=dollars,
+    )
+
+
+def _check_options(
+    ttl: str,
+    cache_points: str,
+    min_cacheable_tokens: int,
+    lookback: int | None,
+    timestamps: Sequence[float | datetime] | None,
+    n_requests: int,
+) -> None:
+    """Refuse :func:`simulate`'s options that are out of range, before anything is billed."""
+    if not isinstance(ttl, str) or ttl not in TTL_SECONDS:
+        raise ConfigError(f"ttl must be '5m' or '1h', got {ttl!r}")
+    if cache_points not in ("request", "message"):
+        raise ConfigError(f"cache_points must be 'request' or 'message', got {cache_points!r}")
+    check_tokens(min_cacheable_tokens, "min_cacheable_tokens", minimum=0)
+    if lookback is not None:
+        check_tokens(lookback, "lookback")
+    if timestamps is None:
+        return
+    if isinstance(timestamps, (str, bytes)) or not isinstance(timestamps, Sequence):
+        raise ConfigError(
+            f"timestamps must be a list of times (seconds or datetimes), got "
+            f"{type(timestamps).__name__}"
+        )
+    if len(timestamps) != n_requests:
+        raise ConfigError(
+            f"timestamps has {len(timestamps)} entries for {n_requests} requests; give one "
+            "per request, or None for a continuous session"
+        )
+    for i, value in enumerate(timestamps):
+        if isinstance(value, bool) or not isinstance(value, (int, float, datetime)):
+            raise ConfigError(
+                f"timestamps[{i}] must be seconds (a number) or a datetime, got "
+                f"{type(value).__name__}"
+            )
+        if not isinstance(value, datetime):
+            finite(value, f"timestamps[{i}]")
+
+
+def _price_for(price: Price | Mapping[str, Price], model: str | None, index: int) -> Price:
+    if isinstance(price, Price):
+        return price
+    key = model if model is not None else "default"
+    if key not in price:
+        raise ConfigError(
+            f"request {index}: no price for model {key!r}; prices are given for "
+            f"{', '.join(sorted(map(str, price)))}"
+        )
+    found = price[key]
+    if not isinstance(found, Price):
+        raise ConfigError(f"price[{key!r}] must be a Price, got {type(found).__name__}")
+    return found

@@ -1,0 +1,161 @@
+"""The provider's prompt cache as :func:`ctxpack.cost.simulate` models it: prefix entries per
+model, found by content digest, each living a time-to-live after its last write or read."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Sequence
+from itertools import accumulate
+from typing import Any
+
+from .._internal.prefix import common_prefix
+from ..messages import Message, owned_messages
+from ..tokens import TokenCounter, message_sizes, tool_definition_tokens
+
+
+class _MessageKeys:
+    """A content digest per message, memoised by identity (messages are frozen)."""
+
+    def __init__(self) -> None:
+        self._memo: dict[int, tuple[Message, bytes]] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, message: Message) -> bytes:
+        hit = self._memo.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        calls = [c.model_dump(mode="json") for c in message.tool_calls or ()]
+        canon = json.dumps(
+            [message.role, message.content, message.name, message.tool_call_id, calls],
+            ensure_ascii=False,
+            sort_keys=True,
+            default=str,
+        )
+        digest = hashlib.blake2b(canon.encode("utf-8"), digest_size=16).digest()
+        with self._lock:
+            if len(self._memo) >= 200_000:
+                self._memo.clear()
+            self._memo[id(message)] = (message, digest)
+        return digest
+
+
+_KEYS = _MessageKeys()
+
+
+class _ChainMemo:
+    """Prefix digests and block counts of recent prompts, reused for the part a new prompt
+    shares with one of them by identity (messages are frozen, and the memo holds them, so an
+    identity is never recycled while remembered). A session's requests repeat their history:
+    each new one then costs only its new messages."""
+
+    def __init__(self, slots: int = 8) -> None:
+        self._slots = slots
+        self._entries: list[tuple[bytes, tuple[Message, ...], list[bytes], list[int]]] = []
+        self._lock = threading.Lock()
+
+    def __call__(
+        self, tools_digest: bytes, tool_blocks: int, messages: tuple[Message, ...]
+    ) -> tuple[list[bytes], list[int]]:
+        with self._lock:
+            entries = list(self._entries)
+        k, chain, blocks = 0, [tools_digest], [tool_blocks]
+        for digest0, seen, seen_chain, seen_blocks in entries:
+            if digest0 != tools_digest:
+                continue
+            shared = common_prefix(messages, seen)
+            if shared > k:
+                k, chain, blocks = shared, seen_chain[: shared + 1], seen_blocks[: shared + 1]
+        chain, blocks = list(chain), list(blocks)
+        digest, block = chain[-1], blocks[-1]
+        for message in messages[k:]:
+            digest = hashlib.blake2b(digest + _KEYS(message), digest_size=16).digest()
+            block += 1 + len(message.tool_calls or ())
+            chain.append(digest)
+            blocks.append(block)
+        with self._lock:
+            self._entries = [(tools_digest, messages, chain, blocks), *self._entries][: self._slots]
+        return chain, blocks
+
+
+_CHAINS = _ChainMemo()
+
+
+def _prefix_chain(
+    messages_in: Sequence[Any], tools: list[dict[str, Any]], counter: TokenCounter
+) -> tuple[list[bytes], list[int], list[int]]:
+    """Per cache point (after the tools, then after each message): the digest of the prefix up
+    to it, its tokens (the last one includes the reply priming), and its blocks."""
+    # ctxpack's own copies, shared between calls: what is derived from one (its digest, its
+    # tokens) is cached by identity, so a history re-sent costs only its new messages.
+    messages = owned_messages(messages_in)
+    tool_tokens = tool_definition_tokens(tools, counter) if tools else 0
+    tools_digest = hashlib.blake2b(
+        json.dumps(tools, sort_keys=True, default=str).encode("utf-8"), digest_size=16
+    ).digest()
+    chain, blocks = _CHAINS(tools_digest, len(tools), messages)
+    sizes = list(accumulate(message_sizes(counter, messages), initial=tool_tokens))
+    # The reply priming is part of the prompt: it belongs to the last prefix.
+    sizes[-1] += counter.count_messages([]) if messages else 0
+    return chain, sizes, blocks
+
+
+class PromptCache:
+    """The provider's prompt cache: prefix entries per model, each expiring ``life`` seconds
+    after its last write or read."""
+
+    def __init__(
+        self, life: float, cache_points: str, min_cacheable_tokens: int, lookback: int | None
+    ) -> None:
+        self._life = life
+        self._cache_points = cache_points
+        self._min = min_cacheable_tokens
+        self._lookback = lookback
+        # Per model: each cached prefix's digest, and when its entry expires.
+        self._models: dict[str | None, dict[bytes, float]] = {}
+
+    def serve(
+        self,
+        messages: Sequence[Any],
+        tools: list[dict[str, Any]],
+        model: str | None,
+        counter: TokenCounter,
+        now: float,
+    ) -> tuple[int, int, int, int]:
+        """Send a prompt (``tools`` first, then ``messages``) to ``model`` at ``now``: its input
+        tokens, then how many were billed uncached, written to the cache and read from it.
+        Entries it reads or writes live on."""
+        chain, sizes, blocks = _prefix_chain(messages, tools, counter)
+        total = sizes[-1]
+        entries = self._models.setdefault(model, {})
+        hit = _longest_hit(entries, chain, blocks, now, self._cache_points, self._lookback)
+        read = sizes[hit] if hit is not None else 0
+        if hit is not None:
+            entries[chain[hit]] = now + self._life
+        if total < self._min:
+            return total, total - read, 0, read
+        points = range(len(chain)) if self._cache_points == "message" else (len(chain) - 1,)
+        for point in points:
+            # Written anew or refreshed: either way it lives on from now.
+            if sizes[point] >= self._min:
+                entries[chain[point]] = now + self._life
+        return total, 0, total - read, read
+
+
+def _longest_hit(
+    cache_: dict[bytes, float],
+    chain: list[bytes],
+    blocks: list[int],
+    now: float,
+    cache_points: str,
+    lookback: int | None,
+) -> int | None:
+    end = blocks[-1]
+    for point in range(len(chain) - 1, -1, -1):
+        if cache_points == "request" and lookback is not None and end - blocks[point] > lookback:
+            return None
+        expires = cache_.get(chain[point])
+        if expires is not None and expires >= now:
+            return point
+    return None

@@ -1,0 +1,273 @@
+"""Price data: dollars per million tokens per model, the shipped table, and model names."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Mapping
+from decimal import Decimal
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import ConfigDict, Field, ValidationError
+
+from .._internal.options import CheckedModel
+from ..errors import ConfigError
+
+MILLION = 1_000_000
+
+
+class Price(CheckedModel):
+    """Dollars per million tokens for one model.
+
+    Args:
+        input: Uncached input.
+        output: Output.
+        cache_write_5m: Input written to the cache with a 5-minute lifetime.
+        cache_write_1h: Input written to the cache with a 1-hour lifetime.
+        cache_read: Input read from the cache.
+        context_window: The model's context window in tokens, when known (used by
+            :func:`ctxpack.context_usage` for the free space).
+        date: When this price was read (ISO date), when known.
+        source: Where it was read, when known.
+
+    Example:
+        >>> p = Price(input=3, output=15, cache_write_5m=3.75, cache_write_1h=6, cache_read=0.3)
+        >>> round(p.cache_read / p.input, 3)  # reads at a tenth of the input price
+        0.1
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cache_write_5m: float = Field(ge=0)
+    cache_write_1h: float = Field(ge=0)
+    cache_read: float = Field(ge=0)
+    context_window: int | None = Field(default=None, gt=0)
+    date: str | None = None
+    source: str | None = None
+
+
+class PriceTable(CheckedModel):
+    """A dated price table: prices per model name, with where they come from.
+
+    Args:
+        date: When the prices were read (ISO date).
+        sources: Where they were read (URLs, documents).
+        prices: Model name to :class:`Price`.
+        note: Anything a reader of the table must know.
+
+    Example:
+        >>> table = shipped_prices().merge(
+        ...     PriceTable(date="2026-12-01", sources=["my contract"], prices={
+        ...         "my-model": Price(input=1, output=2, cache_write_5m=1.25,
+        ...                           cache_write_1h=2, cache_read=0.1)}))
+        >>> table.price("my-model").output, "claude-sonnet-4-5" in table.prices
+        (2.0, True)
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    date: str
+    sources: list[str] = Field(default_factory=list)
+    prices: dict[str, Price]
+    note: str = ""
+
+    def price(self, model: str) -> Price:
+        """The price of ``model``, by its name as the provider's API takes it.
+
+        A dated name (``gpt-4o-2024-08-06``, ``claude-sonnet-4-5-20250929``) has its own row
+        when its price differs, else resolves to its family's; a router's provider prefix
+        (``openai/gpt-4o``, ``anthropic/...``) and letter case are ignored.
+
+        Raises:
+            ConfigError: the model is not in the table (the message lists the nearest names).
+        """
+        name = resolve_model_name(model, self.prices)
+        if name is None:
+            near = difflib.get_close_matches(_normalised(model), list(self.prices), n=5)
+            families = sorted(n for n in self.prices if not _DATE_SUFFIX.search(n))
+            hint = f"nearest: {', '.join(near)}; " if near else ""
+            hint += f"known models: {', '.join(families)} (and their dated names)"
+            raise ConfigError(
+                f"no price for model {model!r} in the table of {self.date}; {hint}. Pass a Price "
+                "of your own, or merge a table that has it (PriceTable.load, "
+                "PriceTable.from_litellm)"
+            )
+        return self.prices[name]
+
+    def merge(self, other: PriceTable) -> PriceTable:
+        """A new table: this one's prices overridden and extended by ``other``'s.
+
+        The date is the later of the two, and the sources are both lists.
+        """
+        sources = list(dict.fromkeys([*self.sources, *other.sources]))
+        notes = " ".join(n for n in (self.note, other.note) if n)
+        return PriceTable(
+            date=max(self.date, other.date),
+            sources=sources,
+            prices={**self.prices, **other.prices},
+            note=notes,
+        )
+
+    @classmethod
+    def load(cls, path: str | Path) -> PriceTable:
+        """Read a table in the shipped format: ``{"_meta": {"date", "sources", "note"},
+        "<model>": {"input": ..., ...}, ...}``.
+
+        Raises:
+            ConfigError: the file cannot be read, is not JSON, or a row is not a valid price.
+        """
+        return cls._from_rows(_read_json_file(path), origin=str(path))
+
+    @classmethod
+    def from_litellm(
+        cls, data: Mapping[str, Any] | str | Path, *, date: str = "", source: str = "LiteLLM"
+    ) -> PriceTable:
+        """Import a LiteLLM-format price map (``model_prices_and_context_window.json``).
+
+        LiteLLM prices are dollars per token: ``input_cost_per_token``,
+        ``output_cost_per_token``, ``cache_creation_input_token_cost`` (5-minute writes),
+        ``cache_creation_input_token_cost_above_1hr`` (1-hour writes) and
+        ``cache_read_input_token_cost``. A model without a write price writes at its input price
+        (OpenAI bills no write premium), one without a read price reads at its input price (no
+        cache discount). Rows without input and output prices (images, audio, the
+        ``sample_spec`` row) are skipped. ``max_input_tokens`` becomes the context window.
+
+        Args:
+            data: The parsed map, or a path to the JSON file.
+            date: When the map was taken.
+            source: Where it came from.
+
+        Raises:
+            ConfigError: the file cannot be read or is not a JSON object, or a price is negative.
+
+        Example:
+            >>> PriceTable.from_litellm({"m": {"input_cost_per_token": 3e-06,
+            ...     "output_cost_per_token": 1.5e-05}}).price("m").cache_write_5m
+            3.0
+        """
+        raw = _read_json_file(data) if isinstance(data, (str, Path)) else data
+        if not isinstance(raw, Mapping):
+            raise ConfigError("a LiteLLM price map is a JSON object: model name -> row")
+        prices: dict[str, Price] = {}
+        for model, row in raw.items():
+            if not isinstance(row, Mapping):
+                continue
+            cost_in, cost_out = row.get("input_cost_per_token"), row.get("output_cost_per_token")
+            if not isinstance(cost_in, (int, float)) or not isinstance(cost_out, (int, float)):
+                continue
+            write_5m = row.get("cache_creation_input_token_cost", cost_in)
+            write_1h = row.get("cache_creation_input_token_cost_above_1hr", write_5m)
+            read = row.get("cache_read_input_token_cost", cost_in)
+            window = row.get("max_input_tokens")
+            try:
+                prices[str(model)] = Price(
+                    input=_per_million(cost_in),
+                    output=_per_million(cost_out),
+                    cache_write_5m=_per_million(write_5m),
+                    cache_write_1h=_per_million(write_1h),
+                    cache_read=_per_million(read),
+                    context_window=window if isinstance(window, int) and window > 0 else None,
+                )
+            except (ValidationError, TypeError, ValueError) as exc:
+                raise ConfigError(f"LiteLLM row {model!r} is not a valid price: {exc}") from exc
+        return cls(date=date, sources=[source], prices=prices)
+
+    @classmethod
+    def _from_rows(cls, raw: Any, *, origin: str) -> PriceTable:
+        if not isinstance(raw, Mapping):
+            raise ConfigError(f"{origin}: a price table is a JSON object: model name -> price")
+        meta = raw.get("_meta", {})
+        if not isinstance(meta, Mapping):
+            raise ConfigError(f"{origin}: '_meta' must be an object with date and sources")
+        try:
+            prices = {
+                name: Price.model_validate(row)
+                for name, row in raw.items()
+                if not name.startswith("_")
+            }
+            return cls(
+                date=str(meta.get("date", "")),
+                sources=list(meta.get("sources", [])),
+                prices=prices,
+                note=str(meta.get("note", "")),
+            )
+        except ValidationError as exc:
+            raise ConfigError(f"{origin}: not a valid price table: {exc}") from exc
+
+
+# A release date at the end of a model name: gpt-4o-2024-08-06, claude-opus-4-5-20251101, and
+# Vertex's claude-opus-4-5@20251101.
+_DATE_SUFFIX = re.compile(r"(?:[-@]\d{4}-\d{2}-\d{2}|[-@]\d{8})$")
+
+
+def _normalised(model: str) -> str:
+    return model.strip().lower().rpartition("/")[2]
+
+
+def resolve_model_name(model: str, known: Mapping[str, Any]) -> str | None:
+    """The name in ``known`` that ``model`` stands for, or ``None``.
+
+    Tried in turn: the name as given; without a router's provider prefix and in lower case;
+    then without a release date at its end.
+
+    Example:
+        >>> resolve_model_name("openai/gpt-4o-2024-08-06", {"gpt-4o": 1})
+        'gpt-4o'
+    """
+    if model in known:
+        return model
+    name = _normalised(model)
+    if name in known:
+        return name
+    undated = _DATE_SUFFIX.sub("", name)
+    return undated if undated in known else None
+
+
+def _per_million(cost_per_token: Any) -> float:
+    # Through Decimal: 3e-06 * 1e6 in floats is 2.9999999999999996.
+    return float(Decimal(str(cost_per_token)) * MILLION)
+
+
+def _read_json_file(path: str | Path) -> Any:
+    try:
+        return json.loads(Path(path).read_text("utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read the price table {path}: {exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}") from exc
+
+
+@cache
+def _shipped() -> PriceTable:
+    text = resources.files("ctxpack").joinpath("data/prices.json").read_text("utf-8")
+    return PriceTable._from_rows(json.loads(text), origin="ctxpack/data/prices.json")
+
+
+def shipped_prices() -> PriceTable:
+    """The price table shipped with ctxpack, with its date and sources.
+
+    Example:
+        >>> table = shipped_prices()
+        >>> bool(table.date and table.sources)
+        True
+    """
+    return _shipped()
+
+
+def price(model: str) -> Price:
+    """The shipped price of ``model``.
+
+    Raises:
+        ConfigError: the model is not in the table (the message lists the known models).
+
+    Example:
+        >>> price("claude-sonnet-4-5").input
+        3.0
+    """
+    return _shipped().price(model)
