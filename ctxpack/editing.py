@@ -42,6 +42,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 from ._internal.arguments import message_items, optional_text
 from .cost import Price, price
 from .errors import ConfigError, InvalidMessageError
+from .filters import original_note
 from .messages import Message
 from .pipeline import Decision, PackContext
 from .stages._base import StageModel
@@ -61,9 +62,7 @@ __all__ = [
     "extractive_digest",
 ]
 
-DEFAULT_PLACEHOLDER = (
-    "[Old tool result cleared to save context. The original is kept as artifact {artifact}.]"
-)
+DEFAULT_PLACEHOLDER = original_note("old tool result cleared to save context", "{artifact}")
 # Prices used when neither the stage nor the context names a priced model.
 _DEFAULT_PRICED_MODEL = "claude-sonnet-4-5"
 # By default a batch waits until re-sending the clearable tokens has cost this many times the
@@ -199,7 +198,7 @@ class ToolResultClearer(_StoreModel):
         ... ]
         >>> clearer = ctxpack.editing.ToolResultClearer(trigger=100, keep=0, cache_aware=False)
         >>> result = ctxpack.pack(history, budget=10_000, pipeline=ctxpack.Pipeline([clearer]))
-        >>> result.messages[2].text.startswith("[Old tool result cleared")
+        >>> result.messages[2].text.startswith("[ctxpack: old tool result cleared")
         True
         >>> result.original("t").text == history[2]["content"]
         True
@@ -935,8 +934,8 @@ class Compactor(_StoreModel):
                 role="user",
                 id=summary_id,
                 content=(
-                    f"[Summary of {len(replaced)} earlier messages, replaced to save context; "
-                    "the originals are kept as artifacts"
+                    f"[ctxpack: summary of {len(replaced)} earlier messages, replaced to save "
+                    "context; the originals are kept as artifacts"
                     + (f" (tool outputs: {handles})" if handles else "")
                     + f".]\n\n{text}"
                 ),

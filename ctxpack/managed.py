@@ -38,7 +38,7 @@ from .cost import price
 from .editing import Summarizer, _without_thinking, extractive_digest
 from .editing import _verbatim as _never_summarised
 from .errors import BudgetExceededError, ConfigError
-from .filters import RETRIEVE_TOOL_NAME
+from .filters import RETRIEVE_TOOL_NAME, original_note
 from .messages import Message
 from .pipeline import Decision
 from .store import ArtifactStore
@@ -277,9 +277,8 @@ def _verbatim(msg: Message) -> bool:
 
 
 def _placeholder(artifact: str, retrievable: bool) -> str:
-    how = f'; {RETRIEVE_TOOL_NAME}(artifact="{artifact}") reads it' if retrievable else ""
-    return (
-        f"[ctxpack: old tool output cleared to fit the window; original: artifact {artifact}{how}]"
+    return original_note(
+        "old tool output cleared to fit the window", artifact, retrievable=retrievable
     )
 
 

@@ -25,7 +25,7 @@ from ._internal.views import FileRegion, view_region
 from .adapters.anthropic import from_anthropic
 from .adapters.openai import from_openai
 from .errors import ConfigError, InvalidMessageError
-from .filters import RETRIEVE_TOOL_NAME, OutputFilter, ToolOutputFilter
+from .filters import RETRIEVE_TOOL_NAME, OutputFilter, ToolOutputFilter, original_note
 from .guard import ArrivalGuard
 from .limits import MAX_MESSAGE_CHARS, message_chars, oversized_view
 from .managed import PinnedText, WindowPolicy, WindowState, cache_warnings, render_window
@@ -736,15 +736,8 @@ class Session:
         artifact = self.store.put(raw.text, message_id=raw.id, kind="file_view")
         region_then = view_region(self._calls[raw.tool_call_id or ""].command or "")
         path = region_then.path if region_then else "the file"
-        note = (
-            f"[ctxpack: superseded by a later view of {path} (message {self._raw[by].id}); "
-            f"original: artifact {artifact}"
-            + (
-                f'; {RETRIEVE_TOOL_NAME}(artifact="{artifact}") reads it]'
-                if self.retrieve_tool
-                else "]"
-            )
-        )
+        what = f"superseded by a later view of {path} (message {self._raw[by].id})"
+        note = original_note(what, artifact, retrievable=self.retrieve_tool)
         new = old.model_copy(update={"content": note})
         before, after = self.counter.count_message(old), self.counter.count_message(new)
         if after >= before:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -12,6 +13,12 @@ from typing import Any
 import ctxpack
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# The note that ends or replaces a shortened output, as the retrieve tool's description tells the
+# model to look for it: "[ctxpack: ... artifact art_...]"; the group is the artifact id.
+ORIGINAL_NOTE = re.compile(
+    r"\[ctxpack: [^\n]*?; original: (?:\d+ lines, )?artifact (art_[0-9a-f]{16})(?:; [^\n]*)?\]"
+)
 
 
 def load_script(path: Path, name: str) -> ModuleType:

@@ -88,8 +88,8 @@ def test_over_the_trigger_every_result_but_the_last_keep_is_cleared_and_inputs_s
     for i in range(3):
         original = history[3 + 2 * i]["content"]
         assert by_id[f"t{i}"].text == (
-            f"[Old tool result cleared to save context. The original is kept as artifact "
-            f"{artifact_id(original)}.]"
+            f"[ctxpack: old tool result cleared to save context; original: artifact "
+            f"{artifact_id(original)}]"
         )
         assert result.original(f"t{i}").text == original  # type: ignore[union-attr]
         # The call that produced it is untouched: the model still sees what it did.

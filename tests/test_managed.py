@@ -14,6 +14,8 @@ import ctxpack
 from ctxpack import BudgetExceededError, ConfigError, Message, Session, get_counter
 from ctxpack.managed import WindowPolicy, WindowState, fit_digest
 
+from .helpers import ORIGINAL_NOTE
+
 SYSTEM = {"role": "system", "content": "You are a coding agent. Never push to main."}
 TASK = {"role": "user", "content": "Fix the flaky test in tests/test_cache.py; keep the API."}
 COUNTER = get_counter(counter="cl100k_base")
@@ -111,6 +113,8 @@ def test_clearing_placeholders_name_the_original() -> None:
     assert session.store.get(artifact) == original.text
     sent = next(m for m in session.render().messages if m.id == mid)
     assert artifact in sent.text and "retrieve_original" in sent.text
+    note = ORIGINAL_NOTE.fullmatch(sent.text)
+    assert note is not None and note.group(1) == artifact
 
 
 def test_each_edit_is_a_decision_with_its_cache_effect() -> None:

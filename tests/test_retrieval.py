@@ -19,8 +19,11 @@ from ctxpack.retrieval import (
     RETRIEVE_TOOL_NAME,
     handle_retrieve_call,
     read_artifact,
+    retrieve_tool,
 )
 from ctxpack.store import SQLiteArtifactStore
+
+from .helpers import ORIGINAL_NOTE
 
 SIXTY_K_LINES = "\n".join(f"line {i} " + "a" * 30 for i in range(60_000))
 A_RUN = "a" * 5_000 + "!"  # (a+)+$ backtracks exponentially on it
@@ -187,3 +190,10 @@ def test_counted_repeats_within_reason_still_run(store: SQLiteArtifactStore) -> 
     ref = store.put("ab" * 50 + "\nxyz")
     assert read_artifact(store, ref, regex="(?:ab){50}", context=0).matches == 1
     assert read_artifact(store, ref, regex="^[x-z]{3}$", context=0).matches == 1
+
+
+def test_the_tool_tells_the_model_the_form_every_original_note_has() -> None:
+    description = retrieve_tool("anthropic")["description"]
+    assert "'[ctxpack: ... artifact art_...]'" in description
+    shown = "[ctxpack: a view cleared; original: artifact art_0123456789abcdef]"
+    assert ORIGINAL_NOTE.fullmatch(shown)

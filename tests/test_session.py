@@ -20,6 +20,8 @@ from ctxpack.pipeline import PackContext
 from ctxpack.retrieval import RETRIEVE_TOOL_NAME, handle_retrieve_call, retrieve_tool
 from ctxpack.store import SQLiteArtifactStore
 
+from .helpers import ORIGINAL_NOTE
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "tool_outputs"
 JEST = (FIXTURES / "jest_auth.txt").read_text()
 PYTEST = (FIXTURES / "pytest_failures.txt").read_text()
@@ -378,6 +380,8 @@ def test_superseded_file_views_are_replaced_in_one_batch() -> None:
         assert decision.action == "cleared"
         artifact = next(r.artifact for r in session.records if r.message_id == note.id)
         assert artifact is not None and session.store.get(artifact) == original.text
+        match = ORIGINAL_NOTE.fullmatch(note.text)
+        assert match is not None and match.group(1) == artifact
 
 
 def test_views_of_other_regions_or_files_are_not_superseded() -> None:

@@ -67,6 +67,7 @@ __all__ = [
     "default_filters",
     "goal_terms",
     "is_note",
+    "original_note",
 ]
 
 RETRIEVE_TOOL_NAME = "retrieve_original"
@@ -235,10 +236,33 @@ class ToolOutputFilter:
 
     def marker(self, kind: str, summary: str, artifact: str, lines: int) -> str:
         """The last line of a filtered output: what was shortened and where the original is."""
-        what = f"[ctxpack: {kind} output shortened" + (f" ({summary})" if summary else "")
-        if self.retrievable:
-            return (
-                f"{what}; original: {lines} lines, artifact {artifact}; more with "
-                f'{RETRIEVE_TOOL_NAME}(artifact="{artifact}", lines="A-B" or regex="...")]'
-            )
-        return f"{what}; original: {lines} lines, stored as {artifact}]"
+        what = f"{kind} output shortened" + (f" ({summary})" if summary else "")
+        return original_note(what, artifact, lines=lines, retrievable=self.retrievable)
+
+
+def original_note(
+    what: str, artifact: str, *, lines: int | None = None, retrievable: bool = False
+) -> str:
+    """The note that ends or replaces a shortened output: what ctxpack did to it and the artifact
+    its original is stored as, in the one form the retrieve tool's description tells the model
+    to look for (``[ctxpack: ... artifact art_...]``).
+
+    Args:
+        what: What was done to the output, as a phrase ("old tool output cleared").
+        artifact: The id the original is stored under.
+        lines: The original's length in lines, for an output the model sees part of; the note
+            then tells how to read a range of it.
+        retrievable: Whether the retrieve tool is offered, and so the note says how to call it.
+
+    Example:
+        >>> original_note("old tool output cleared", "art_0123456789abcdef", retrievable=True)
+        '[ctxpack: old tool output cleared; original: artifact art_0123456789abcdef;
+        retrieve_original(artifact="art_0123456789abcdef") reads it]'
+    """
+    size = f"{lines} lines, " if lines is not None else ""
+    how = ""
+    if retrievable and lines is not None:
+        how = f'; more with {RETRIEVE_TOOL_NAME}(artifact="{artifact}", lines="A-B" or regex="...")'
+    elif retrievable:
+        how = f'; {RETRIEVE_TOOL_NAME}(artifact="{artifact}") reads it'
+    return f"[ctxpack: {what}; original: {size}artifact {artifact}{how}]"

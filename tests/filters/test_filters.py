@@ -23,8 +23,11 @@ from ctxpack.filters import (
     command_program,
     default_filters,
     is_note,
+    original_note,
 )
 from ctxpack.store import SQLiteArtifactStore, artifact_id
+
+from ..helpers import ORIGINAL_NOTE
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tool_outputs"
 
@@ -333,6 +336,29 @@ def test_without_the_retrieve_tool_the_marker_only_says_what_was_shortened() -> 
     last = out.text.split("\n")[-1]
     assert out.artifact is not None and out.artifact in last
     assert "retrieve" not in last
+
+
+@pytest.mark.parametrize("retrievable", [True, False])
+def test_the_marker_names_the_original_as_every_note_does(retrievable: bool) -> None:
+    out = ToolOutputFilter(retrievable=retrievable)(fixture("jest_auth.txt"), command="npm test")
+    note = ORIGINAL_NOTE.fullmatch(out.text.split("\n")[-1])
+    assert note is not None and note.group(1) == out.artifact
+
+
+@pytest.mark.parametrize("lines", [None, 120])
+@pytest.mark.parametrize("retrievable", [True, False])
+def test_an_original_note_says_what_was_done_where_the_original_is_and_how_to_read_it(
+    lines: int | None, retrievable: bool
+) -> None:
+    ref = "art_0123456789abcdef"
+    note = original_note("old output cleared", ref, lines=lines, retrievable=retrievable)
+    match = ORIGINAL_NOTE.fullmatch(note)
+    assert match is not None and match.group(1) == ref
+    assert note.startswith("[ctxpack: old output cleared; original: ")
+    assert ("120 lines" in note) == (lines is not None)
+    # A note on an output the model sees part of offers a line range; the call names the id.
+    assert (f'retrieve_original(artifact="{ref}"' in note) == retrievable
+    assert ('lines="A-B"' in note) == (retrievable and lines is not None)
 
 
 def test_an_output_that_cannot_be_shortened_enough_is_kept_whole() -> None:
