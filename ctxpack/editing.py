@@ -45,6 +45,7 @@ from .errors import ConfigError, InvalidMessageError
 from .filters import original_note
 from .messages import Message
 from .pipeline import Decision, PackContext
+from .signals.stop_words import STOP_WORDS
 from .stages._base import StageModel
 from .store import ArtifactStore, artifact_id
 from .tokens import REPLY_PRIMING, TokenCounter, message_sizes
@@ -526,11 +527,8 @@ _SECTION_WORDS = {
     "diff": ("diff", "diffs", "patch", "patches", "change", "changes"),
     "evidence": ("identifier", "identifiers", "number", "numbers", "id", "ids"),
 }
-_STOP = frozenset(
-    {"the", "a", "an", "and", "or", "of", "on", "in", "to", "for", "with", "only", "keep"}
-    | {"focus", "what", "that", "this", "is", "are", "be", "it", "its", "from", "by", "at"}
-    | {"as", "about", "into", "all", "any"}
-)
+# An instruction's own words ("focus on ...", "keep ...") name no section and focus on nothing.
+_STOP = STOP_WORDS | {"focus", "keep"}
 
 
 def evidence_terms(text: str) -> list[str]:

@@ -419,6 +419,9 @@ def test_the_instruction_steers_the_default_digest() -> None:
     assert "## Commands run" not in only and "## Decisions" not in only
     focused = extractive_digest(messages, "focus on the cookie code")
     assert "## Lines about: cookie code" in focused and "- cookie jar" in focused
+    # Function words are the library's one stop-word list: none of them is a focus word.
+    wordy = extractive_digest(messages, "focus more on the cookie code, after all of these")
+    assert "## Lines about: cookie code\n" in wordy
 
 
 # -------------------------------------------------------------- provider validity after edits

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol, runtime_checkable
 
+from ..signals.stop_words import GOAL_STOP_WORDS
+
 __all__ = [
     "NOTE_PREFIXES",
     "Extract",
@@ -34,76 +36,6 @@ _ENVELOPE = re.compile(
     r"^\s*</?(returncode|output|output_head|output_tail|elided_chars|warning|stdout|stderr)>"
 )
 _WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
-_STOP = frozenset(
-    [
-        "the",
-        "and",
-        "for",
-        "that",
-        "this",
-        "with",
-        "from",
-        "are",
-        "was",
-        "were",
-        "will",
-        "not",
-        "but",
-        "have",
-        "has",
-        "had",
-        "you",
-        "your",
-        "our",
-        "can",
-        "all",
-        "any",
-        "its",
-        "into",
-        "then",
-        "than",
-        "there",
-        "their",
-        "them",
-        "they",
-        "what",
-        "when",
-        "which",
-        "while",
-        "who",
-        "why",
-        "how",
-        "out",
-        "use",
-        "used",
-        "using",
-        "let",
-        "lets",
-        "now",
-        "need",
-        "see",
-        "seems",
-        "look",
-        "check",
-        "file",
-        "files",
-        "line",
-        "lines",
-        "code",
-        "run",
-        "test",
-        "tests",
-        "thought",
-        "should",
-        "would",
-        "could",
-        "also",
-        "just",
-        "like",
-        "first",
-        "next",
-    ]
-)
 
 
 def _clean(line: str) -> str:
@@ -202,7 +134,7 @@ def goal_terms(goal: str) -> frozenset[str]:
         >>> sorted(goal_terms("Check that refresh_token handles expiresAt"))
         ['expiresat', 'handles', 'refresh_token']
     """
-    return frozenset(w.lower() for w in _WORDS.findall(goal) if w.lower() not in _STOP)
+    return frozenset(w.lower() for w in _WORDS.findall(goal) if w.lower() not in GOAL_STOP_WORDS)
 
 
 def is_note(line: str) -> bool:
