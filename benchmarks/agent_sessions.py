@@ -66,6 +66,7 @@ from ctxpack import Message, get_counter
 from ctxpack.cost import Bill, Price, Request, price, simulate
 from ctxpack.editing import COMPACTION_FLOOR
 from ctxpack.messages import ensure_messages, owned_messages
+from ctxpack.signals.evidence import labelled_evidence_terms
 from ctxpack.store import ArtifactStore, SQLiteArtifactStore
 from ctxpack.tokens import TokenCounter, message_sizes
 
@@ -540,38 +541,19 @@ def load_sessions(data: str | Path, limit: int | None = None) -> list[AgentSessi
 # --------------------------------------------------------------------------------------------
 # Evidence: what the agent's message uses that it first saw in a tool result
 
-# File paths: something with a slash, or a name with a file extension.
-_PATH = re.compile(
-    r"(?:[\w.-]*/)+[\w.-]+|\b[\w-]+\.(?:py|pyx|c|h|cfg|toml|ini|txt|rst|md|json|yml|yaml|js|ts|html)\b"
-)
-# Identifiers: snake_case with an underscore inside, or camelCase/PascalCase with an inner capital.
-_IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
-_INNER_CAPITAL = re.compile(r"[a-z0-9][A-Z]")
-# Numbers that carry information: three digits or more (line numbers, codes) or a decimal.
-_NUMBER = re.compile(r"(?<![\w.])(?:\d{3,}|\d+\.\d+)(?!\d)")
-
+# The report labels each term with its kind, as the committed results name them.
+_LABELS = {"path": "path", "identifier": "id", "number": "num"}
 _TERMS_CACHE: dict[str, frozenset[str]] = {}
 
 
 def evidence_terms(text: str) -> frozenset[str]:
-    """The identifiers, file paths and numbers in ``text`` (cached by content)."""
+    """The identifiers, file paths and numbers in ``text``, as ctxpack's extractor finds them
+    (:func:`ctxpack.signals.evidence.labelled_evidence_terms`), each labelled with its kind
+    (``path:``, ``id:``, ``num:``); cached by content."""
     hit = _TERMS_CACHE.get(text)
     if hit is not None:
         return hit
-    terms: set[str] = set()
-    for match in _PATH.findall(text):
-        path = match.strip("./")
-        if len(path) >= 4 and not path.replace("/", "").isdigit():
-            terms.add("path:" + path)
-    for word in _IDENT.findall(text):
-        stripped = word.strip("_")
-        if len(word) >= 4 and (
-            ("_" in stripped and not stripped.isupper()) or _INNER_CAPITAL.search(word)
-        ):
-            terms.add("id:" + word)
-    for number in _NUMBER.findall(text):
-        terms.add("num:" + number)
-    result = frozenset(terms)
+    result = frozenset(f"{_LABELS[kind]}:{term}" for kind, term in labelled_evidence_terms(text))
     if len(_TERMS_CACHE) > 500_000:
         _TERMS_CACHE.clear()
     _TERMS_CACHE[text] = result

@@ -45,6 +45,7 @@ from .errors import ConfigError, InvalidMessageError
 from .filters import original_note
 from .messages import Message
 from .pipeline import Decision, PackContext
+from .signals.evidence import evidence_terms
 from .signals.stop_words import STOP_WORDS
 from .stages._base import StageModel
 from .store import ArtifactStore, artifact_id
@@ -491,13 +492,6 @@ _PATH = re.compile(
     r"jsx|json|toml|yaml|yml|cfg|ini|txt|md|rst|c|h|cc|cpp|go|rs|java|rb|sh|html|"
     r"css|sql|lock|diff|patch)\b"
 )
-_IDENT = re.compile(
-    r"\b(?:[A-Za-z_]\w*\.)+[A-Za-z_]\w*\b"  # dotted.names
-    r"|\b[a-z]\w*_\w+\b|\b_\w+\b"  # snake_case and _private
-    r"|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b"  # CamelCase
-    r"|\b[A-Za-z_]\w*(?=\()"  # called names
-)
-_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)*(?![\w])")
 _RETURNCODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
 _ERROR_LINE = re.compile(
     r"Traceback|Error\b|Exception\b|\bFAILED\b|\bFAIL\b|error:|\bassert(?:ion)?\b|"
@@ -529,28 +523,6 @@ _SECTION_WORDS = {
 }
 # An instruction's own words ("focus on ...", "keep ...") name no section and focus on nothing.
 _STOP = STOP_WORDS | {"focus", "keep"}
-
-
-def evidence_terms(text: str) -> list[str]:
-    """The identifiers, paths and numbers of ``text`` (what an agent needs verbatim), in order,
-    without repeats.
-
-    Example:
-        >>> evidence_terms("Fixed auth/token.py:88, refresh_token() now returns 3600")
-        ['auth/token.py', '88', 'refresh_token', '3600']
-    """
-    if not isinstance(text, str):
-        raise ConfigError(f"text must be a string, got {type(text).__name__}")
-    found: dict[str, int] = {}
-    for pattern in (_PATH, _IDENT, _NUMBER):
-        for match in pattern.finditer(text):
-            term = match.group().strip(".")
-            if len(term) < 2 or term in found:
-                continue
-            if pattern is _IDENT and any(term in p for p in found if "/" in p or "." in p):
-                continue  # part of a path already found
-            found[term] = match.start()
-    return sorted(found, key=found.__getitem__)
 
 
 def _call_text(msg: Message) -> list[tuple[str, str, str]]:

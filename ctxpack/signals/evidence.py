@@ -1,0 +1,78 @@
+"""Evidence: the identifiers, file paths and numbers a text names, which an agent needs verbatim.
+
+One definition for the library and its measurements: the extractive digest keeps these terms of
+what was said (:func:`ctxpack.editing.extractive_digest`), and the agent-sessions benchmark
+counts a step's evidence with the same function.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from ..errors import ConfigError
+
+__all__ = ["EvidenceKind", "evidence_terms", "labelled_evidence_terms"]
+
+# File paths: something with a slash, or a name with a file extension.
+_PATH = re.compile(
+    r"(?:[\w.-]*/)+[\w.-]+|\b[\w-]+\.(?:py|pyx|c|h|cfg|toml|ini|txt|rst|md|json|yml|yaml|js|ts|html)\b"
+)
+# Identifiers: snake_case with an underscore inside, or camelCase/PascalCase with an inner capital.
+_IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
+_INNER_CAPITAL = re.compile(r"[a-z0-9][A-Z]")
+# Numbers that carry information: three digits or more (line numbers, codes) or a decimal.
+_NUMBER = re.compile(r"(?<![\w.])(?:\d{3,}|\d+\.\d+)(?!\d)")
+
+
+EvidenceKind = Literal["path", "identifier", "number"]
+"""What an evidence term is: a file path, an identifier or a number."""
+
+
+def labelled_evidence_terms(text: str) -> list[tuple[EvidenceKind, str]]:
+    """Each evidence term of ``text`` with its kind, in order of first appearance, without
+    repeats: the terms of :func:`evidence_terms`, where a path that its dots and slashes at both
+    ends reduce to a plain word (``"build/.."``) stays a path.
+
+    Raises:
+        ConfigError: ``text`` is not a string.
+
+    Example:
+        >>> labelled_evidence_terms("see ./src/app.py, line 120 of HttpClient")
+        [('path', 'src/app.py'), ('number', '120'), ('identifier', 'HttpClient')]
+    """
+    if not isinstance(text, str):
+        raise ConfigError(f"text must be a string, got {type(text).__name__}")
+    found: dict[tuple[EvidenceKind, str], int] = {}
+    for match in _PATH.finditer(text):
+        path = match.group().strip("./")
+        if len(path) >= 4 and not path.replace("/", "").isdigit():
+            found.setdefault(("path", path), match.start())
+    for match in _IDENT.finditer(text):
+        word = match.group()
+        stripped = word.strip("_")
+        inner = "_" in stripped and not stripped.isupper()
+        if len(word) >= 4 and (inner or _INNER_CAPITAL.search(word)):
+            found.setdefault(("identifier", word), match.start())
+    for match in _NUMBER.finditer(text):
+        found.setdefault(("number", match.group()), match.start())
+    return sorted(found, key=found.__getitem__)
+
+
+def evidence_terms(text: str) -> list[str]:
+    """The identifiers, file paths and numbers of ``text``, in order of first appearance,
+    without repeats.
+
+    A path has a slash or a known file extension (the dots and slashes at its ends dropped, at
+    least 4 characters); an identifier has an underscore inside or an inner capital
+    (``refresh_token``, ``getValue``, ``HttpClient``; at least 4 characters, not an
+    all-capitals constant); a number has three digits or more, or a decimal point.
+
+    Raises:
+        ConfigError: ``text`` is not a string.
+
+    Example:
+        >>> evidence_terms("Fixed auth/token.py:88, refresh_token() now returns 3600")
+        ['auth/token.py', 'refresh_token', '3600']
+    """
+    return list(dict.fromkeys(term for _, term in labelled_evidence_terms(text)))

@@ -1,0 +1,64 @@
+"""Evidence terms: the one extractor the digest keeps and the agent-sessions benchmark counts."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ctxpack import ConfigError
+from ctxpack.signals.evidence import evidence_terms, labelled_evidence_terms
+
+
+def test_paths_identifiers_and_numbers_are_found_in_order_without_repeats() -> None:
+    text = (
+        "Opened ./src/auth/token.py and setup.cfg; refresh_token and getValue fail at line 120 "
+        "(was 3.5), then refresh_token again in HttpClient, see src/auth/token.py"
+    )
+    assert evidence_terms(text) == [
+        "src/auth/token.py",
+        "setup.cfg",
+        "refresh_token",
+        "getValue",
+        "120",
+        "3.5",
+        "HttpClient",
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a short id x_y and line 88",  # under 4 characters, under 3 digits
+        "MAX_SIZE and __init__ and plain words",  # constants and dunder names
+        "the ratio 1/2 and the page 12/345",  # numbers with a slash are not paths
+    ],
+)
+def test_what_is_not_evidence(text: str) -> None:
+    assert evidence_terms(text) == (["345"] if "345" in text else [])
+
+
+def test_each_term_has_its_kind_and_a_path_stays_a_path() -> None:
+    labelled = labelled_evidence_terms("cd build_dir/.. then build_dir again, 404 and 2.1")
+    assert labelled == [
+        ("path", "build_dir"),
+        ("identifier", "build_dir"),
+        ("number", "404"),
+        ("number", "2.1"),
+    ]
+    # The plain list names the word once.
+    assert evidence_terms("cd build_dir/.. then build_dir again") == ["build_dir"]
+
+
+@given(st.text(alphabet="ab_Z9./- \n():", max_size=60))
+def test_the_plain_terms_are_the_labelled_ones_without_their_kinds(text: str) -> None:
+    labelled = labelled_evidence_terms(text)
+    assert len(set(labelled)) == len(labelled)
+    assert evidence_terms(text) == list(dict.fromkeys(term for _, term in labelled))
+    for _, term in labelled:
+        assert term in text
+
+
+def test_only_text_is_read() -> None:
+    with pytest.raises(ConfigError, match="text must be a string"):
+        evidence_terms(b"auth/token.py")  # type: ignore[arg-type]
