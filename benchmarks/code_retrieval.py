@@ -61,7 +61,7 @@ if str(REPO_ROOT) not in sys.path:
 
 from ctxpack.code import CodeIndex, grep, iterative_retrieve  # noqa: E402
 from ctxpack.code.context import build_context  # noqa: E402
-from ctxpack.signals.lexical import bm25_scores  # noqa: E402
+from ctxpack.signals.bm25 import bm25_scores  # noqa: E402
 from ctxpack.store import SQLiteArtifactStore  # noqa: E402
 from ctxpack.tokens import get_counter  # noqa: E402
 

@@ -10,11 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ctxpack.signals.bm25 import IndexPool, InvertedIndex, bm25_scores
 from ctxpack.signals.lexical import (
-    IndexPool,
-    InvertedIndex,
     analyse,
-    bm25_scores,
     compounds,
     language_of,
     leaning,

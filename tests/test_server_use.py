@@ -286,7 +286,7 @@ def test_conversations_packed_in_turn_stay_warm(monkeypatch: pytest.MonkeyPatch)
     # Four conversations that begin alike, packed in turn: each keeps its own index, so the
     # second round indexes no text again (the old cache, keyed by the first texts, re-synced
     # one shared index on every call).
-    from ctxpack.signals.lexical import InvertedIndex
+    from ctxpack.signals.bm25 import InvertedIndex
 
     conversations = [_conversation(k) for k in range(4)]
     for conv in conversations:

@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict
 
 from .._internal.paths import confined_file
 from ..errors import ConfigError
-from ..signals.lexical import InvertedIndex
+from ..signals.bm25 import InvertedIndex
 from ..tokens import CounterLike, TokenCounter, get_counter
 from .files import language_of_path, list_files, resolve_root
 from .graph import CodeGraph

@@ -28,7 +28,8 @@ from pydantic import (
 from .._internal.options import invalid_option
 from ..errors import ConfigError
 from ..messages import Message
-from .lexical import InvertedIndex, Language
+from .bm25 import InvertedIndex
+from .lexical import Language
 
 __all__ = ["Adjustment", "Query", "ScoreSignal", "Signal", "TermSignal", "signal_from"]
 

@@ -11,7 +11,8 @@ from pydantic import Field
 
 from .._internal.columns import USER, flags
 from .base import Query, TermSignal
-from .lexical import WORD, InvertedIndex, terms
+from .bm25 import InvertedIndex
+from .lexical import WORD, terms
 from .stop_words import FRENCH_DEMONSTRATIVES
 
 __all__ = ["FollowUp"]

@@ -20,7 +20,7 @@ class QueryWords(TermSignal):
         weight: Weight of the query's terms (0 leaves only what the other signals add).
 
     Example:
-        >>> from ctxpack.signals.lexical import InvertedIndex
+        >>> from ctxpack.signals.bm25 import InvertedIndex
         >>> query = Query("When do the backups run?", ("backup", "run"), "en", (), InvertedIndex())
         >>> dict(QueryWords().terms_for(query))
         {'backup': 1.0, 'run': 1.0}

@@ -31,7 +31,8 @@ from ..signals import (
     TermSignal,
     signal_from,
 )
-from ..signals.lexical import INDEXES, Language, analyse, leaning, terms
+from ..signals.bm25 import INDEXES
+from ..signals.lexical import Language, analyse, leaning, terms
 from ._base import StageModel
 
 __all__ = ["RelevanceScorer"]

@@ -7,7 +7,8 @@ from typing import Any
 
 from ctxpack.messages import ensure_messages
 from ctxpack.signals import Query
-from ctxpack.signals.lexical import InvertedIndex, Language, terms
+from ctxpack.signals.bm25 import InvertedIndex
+from ctxpack.signals.lexical import Language, terms
 
 
 def query_of(
