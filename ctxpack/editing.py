@@ -44,7 +44,7 @@ from .cost import Price, price
 from .errors import ConfigError, InvalidMessageError
 from .messages import Message
 from .pipeline import Decision, PackContext
-from .stages._base import StageModel
+from .stages import StageModel
 from .store import ArtifactStore, artifact_id
 from .tokens import REPLY_PRIMING, TokenCounter, message_sizes
 
