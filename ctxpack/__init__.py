@@ -25,6 +25,9 @@ from .errors import BudgetExceededError as BudgetExceededError
 from .errors import ConfigError as ConfigError
 from .errors import CtxpackError as CtxpackError
 from .errors import InvalidMessageError as InvalidMessageError
+
+# Raised only by ctxpack.selection: documented in ctxpack.errors, out of the everyday names, still
+# reachable here so that code written against the earlier top level keeps working.
 from .errors import SelectionError as SelectionError
 from .errors import TokenizerUnavailableError as TokenizerUnavailableError
 
@@ -121,7 +124,6 @@ __all__ = [
     "Pipeline",
     "PromptComposer",
     "RelevanceScorer",
-    "SelectionError",
     "Session",
     "TokenCounter",
     "TokenizerUnavailableError",
