@@ -91,13 +91,15 @@ REMOVE: dict[str, tuple[str, ...]] = {
     "ctxpack.limits": ("OVERSIZED_VIEW_CHARS", "message_chars", "oversized_view"),
     "ctxpack.managed": (
         "DEFAULT_PINNED_BUDGET", "DEFAULT_SKILL_BUDGET", "PinnedText", "cache_warnings",
-        "fit_digest", "render_window",
+        "fit_digest", "render_window", "WindowEvent",
     ),
     "ctxpack.messages": ("ROLES", "Role"),
     "ctxpack.persistence": (
         "Backing", "SessionArtifacts", "decode_message", "encode_message", "open_backing",
     ),
-    "ctxpack.redaction": ("SecretFinding", "redact_message", "secrets_reason"),
+    "ctxpack.redaction": (
+        "SecretFinding", "redact_message", "secrets_reason", "placeholder", "Redaction",
+    ),
     "ctxpack.retrieval": (
         "MAX_PAGE_CHARS", "MAX_REGEX_CHARS", "MAX_CONTEXT", "REGEX_TIME_LIMIT", "Retrieval",
     ),
@@ -108,22 +110,30 @@ REMOVE: dict[str, tuple[str, ...]] = {
     "ctxpack.selection": (
         "CONTEXT_ID", "FileRequest", "FileSearch", "ItemReason", "Passage", "Selector",
         "SelectorUsage", "TOOL_NAME", "check_selection", "find_ripgrep", "keywords",
+        "SYSTEM_PROMPT",
     ),
-    "ctxpack.server_side": ("ANTHROPIC_BETAS",),
+    "ctxpack.server_side": (
+        "ANTHROPIC_BETAS", "anthropic_context_management", "openai_context_management",
+        "response_decisions",
+    ),
     "ctxpack.session": ("FilterRecord",),
     "ctxpack.signals": (
         "named_speaker", "spread_to_neighbors", "minilm_model_dir", "IndexPool",
         "InvertedIndex", "STOP_WORDS", "analyse", "bm25_scores", "language_of", "leaning",
         "StemVectors", "default_stem_vectors", "neighbour_lists", "INDEXES", "Language",
-        "compounds", "terms",
+        "Embedder",
     ),
-    "ctxpack.stages": ("turn_rule_breaks", "DEFAULT_ROLE_WEIGHTS", "score_line"),
-    "ctxpack.store": ("SQLiteFile", "artifact_id"),
+    "ctxpack.stages": ("turn_rule_breaks", "DEFAULT_ROLE_WEIGHTS"),
+    "ctxpack.store": ("SQLiteFile", "artifact_id", "ThreadedAsyncStore"),
+    "ctxpack.pipeline": ("Action", "Provider"),
+    "ctxpack.packing": ("Provider",),
+    "ctxpack.cli": ("main",),
+    "ctxpack.adapters": ("SessionLike",),
     "ctxpack.testing": ("sample_contexts",),
     "ctxpack.tokens": (
         "CharsPerTokenApproxCounter", "ScaledCounter", "TiktokenCounter", "CallableCounter",
     ),
-    "ctxpack.tools_on_demand": ("DESCRIBE_TOOL_NAME", "describe_tools"),
+    "ctxpack.tools_on_demand": ("DESCRIBE_TOOL_NAME", "describe_tools", "on_demand_tools"),
     "ctxpack.usage": ("UsageBucket", "UsageItem"),
 }  # fmt: skip
 
@@ -132,6 +142,9 @@ REMOVE: dict[str, tuple[str, ...]] = {
 _TO_EXPORT: dict[str, set[str]] = {}
 
 _IMPORT = re.compile(r"^(?P<indent>[ \t]*)from (?P<dots>\.+)(?P<module>[\w.]*) import ", re.M)
+_MODULE_OBJECT = re.compile(
+    r"^(?P<indent>[ \t]*)from (?P<dots>\.+) import (?P<name>\w+)(?: as (?P<alias>\w+))?$", re.M
+)
 _ABSOLUTE_IMPORT = re.compile(
     r"^(?P<indent>[ \t]*)from (?P<module>ctxpack(?:\.\w+)+) import ", re.M
 )
@@ -247,7 +260,17 @@ def rewrite_python(plan: Plan, path: Path, text: str, inside: bool, docs: bool =
             _TO_EXPORT.setdefault(package, set()).update(names)
         return f"{match['indent']}from {package} import "
 
+    def module_object(match: re.Match[str]) -> str:
+        # ``from . import leaf``: the module object, under the name the code uses.
+        target = _absolute(module, is_package, match["dots"], match["name"])
+        new = plan.renames.get(target)
+        if new is None:
+            return match.group(0)
+        alias = match["alias"] or match["name"]
+        return f"{match['indent']}from {match['dots']} import {new.rsplit('.', 1)[1]} as {alias}"
+
     if inside:
+        text = _MODULE_OBJECT.sub(module_object, text)
         text = _IMPORT.sub(relative, text)
     text = _ABSOLUTE_IMPORT.sub(absolute, text)
     return _rewrite_dotted(plan, text, path)
@@ -348,16 +371,40 @@ def _after_imports(tree: ast.Module, text: str) -> int:
     return offsets[min(line, len(offsets) - 1)]
 
 
+_DOC_IMPORT = re.compile(r"from ctxpack[\w.]* import \(?([\w, \n]+)\)?")
+_DOC_PATH = re.compile(r"\bctxpack(?:\.\w+)+")
+
+
+def documented(root: Path) -> set[str]:
+    """The names the documentation imports or links to: public, whatever REMOVE says."""
+    names: set[str] = set()
+    pages = [*(root / "docs").rglob("*.md"), *(root / "notebooks").glob("*.ipynb")]
+    pages += [*(root / "examples").glob("*.py"), root / "README.md"]
+    for page in pages:
+        if not page.is_file() or page.name == "architecture.md":
+            continue
+        text = page.read_text(encoding="utf-8")
+        for group in _DOC_IMPORT.findall(text):
+            names.update(n.split(" as ")[0].strip() for n in group.split(",") if n.strip())
+        names.update(path.rsplit(".", 1)[1] for path in _DOC_PATH.findall(text))
+    return names
+
+
 def trim_all(root: Path) -> list[str]:
-    """Take the names of REMOVE out of the __all__ lists that hold them; what was removed."""
+    """Take the names of REMOVE out of the __all__ lists of the public modules that hold them,
+    but those the documentation uses; what was removed."""
     removed = []
+    keep = documented(root)
     for path in sorted((root / PACKAGE).rglob("*.py")):
         dotted, _ = _module_name(root, path)
+        if not _is_public(dotted):
+            continue
         dropped = {
             name
             for prefix, names in REMOVE.items()
             if dotted == prefix or dotted.startswith(prefix + ".")
             for name in names
+            if name not in keep
         }
         if not dropped:
             continue

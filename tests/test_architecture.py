@@ -435,7 +435,7 @@ MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 80
 
 
-def public_names(api_reference: ModuleType) -> dict[str, str]:
+def public_names(api_reference: ModuleType) -> list[str]:
     """Every public name of ctxpack, once: the distinct objects named in ``ctxpack.__all__`` and
     in the ``__all__`` of every public module the API reference lists, each under the first
     ``module.name`` that exports it. Small ints, booleans and None are shared objects, so each
@@ -449,7 +449,7 @@ def public_names(api_reference: ModuleType) -> dict[str, str]:
             obj = getattr(module, name) if module is not None else None
             shared = obj is None or isinstance(obj, (bool, int))
             found.setdefault((path, name) if shared else id(obj), f"{path}.{name}")
-    return {where: where for where in found.values()}
+    return sorted(found.values())
 
 
 def long_modules(root: Path, package: str) -> list[str]:
@@ -482,21 +482,39 @@ def test_at_most_35_top_level_names() -> None:
     assert len(ctxpack.__all__) <= MAX_TOP_LEVEL_NAMES, sorted(ctxpack.__all__)
 
 
+def test_the_public_name_count_counts_each_object_once(api_reference: ModuleType) -> None:
+    names = public_names(api_reference)
+    assert "ctxpack.pack" in names and "ctxpack.GreedyPacker" in names
+    # Re-exported by its package and by ctxpack: one object, one name.
+    assert "ctxpack.stages.GreedyPacker" not in names
+    assert "ctxpack.stages.StageModel" in names
+    assert all(api_reference.is_public(name.rpartition(".")[0]) for name in names)
+    assert len(names) > MAX_TOP_LEVEL_NAMES
+
+
 @pytest.mark.xfail(
     strict=True,
-    reason="the public-surface plan (scripts/privatise_modules.py) is not applied yet",
+    reason="305 public names until scripts/privatise_modules.py is applied (173 after it; the "
+    "rest are names the guides document: see its REMOVE list)",
 )
 def test_at_most_150_public_names(api_reference: ModuleType) -> None:
     names = public_names(api_reference)
-    assert len(names) <= MAX_PUBLIC_NAMES, f"{len(names)} public names: {sorted(names)}"
+    assert len(names) <= MAX_PUBLIC_NAMES, f"{len(names)} public names: {names}"
 
 
-@pytest.mark.xfail(strict=True, reason="MODULES_REASON")
+@pytest.mark.xfail(
+    strict=True,
+    reason="still over 600 lines: session.py, editing.py, cost.py, managed.py, signals/lexical.py, "
+    "code/index.py, code/symbols.py, tokens.py (issue 29's splits by the other engineers)",
+)
 def test_no_module_over_600_lines() -> None:
-    assert long_modules(ROOT, PACKAGE) == []
+    assert long_modules(ROOT, PACKAGE) == [], "split them by job"
 
 
-@pytest.mark.xfail(strict=True, reason="FUNCTIONS_REASON")
+@pytest.mark.xfail(
+    strict=True,
+    reason="still over 80 lines: Session.__init__ (session.py), simulate (cost.py)",
+)
 def test_no_function_over_80_lines() -> None:
     assert long_functions(ROOT, PACKAGE) == []
 
