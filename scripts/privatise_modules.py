@@ -226,12 +226,16 @@ def _imported_names(text: str, start: int) -> list[str]:
 
 
 def _binds(plan: Plan, package: str, name: str) -> bool:
-    """Whether the package's __init__ binds ``name`` itself (an import of that name)."""
+    """Whether the package's __init__ binds ``name`` itself, by an import of that name."""
     init = plan.file(package)
     if not init.exists():
         return False
-    text = init.read_text(encoding="utf-8")
-    return re.search(rf"^\s*from \S+ import .*\b{re.escape(name)}\b", text, re.M) is not None
+    return any(
+        (alias.asname or alias.name) == name
+        for node in ast.parse(init.read_text(encoding="utf-8")).body
+        if isinstance(node, ast.ImportFrom) and node.module
+        for alias in node.names
+    )
 
 
 def _owner(dotted: str) -> str:
@@ -249,9 +253,11 @@ def rewrite_python(plan: Plan, path: Path, text: str, inside: bool, docs: bool =
         if new is None:
             return match.group(0)
         package = _owner(target)
-        if module == package or module.startswith(package + "."):
+        names = _imported_names(text, match.end())
+        own = module == package or module.startswith(package + ".")
+        if own or any(name.startswith("_") for name in names):
             return f"{match['indent']}from {_relative(module, is_package, new)} import "
-        for name in _imported_names(text, match.end()):
+        for name in names:
             plan.reexports.setdefault(package, {})[name] = new
         return f"{match['indent']}from {_relative(module, is_package, package)} import "
 
