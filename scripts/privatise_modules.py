@@ -74,7 +74,7 @@ REMOVE: dict[str, tuple[str, ...]] = {
         "reciprocal_rank_fusion", "tree_sitter_available", "code_terms", "path_terms",
         "split_identifier", "identifiers", "band", "TEST_SHARE",
     ),
-    "ctxpack.cost": ("resolve_model_name", "RequestCost", "FilteringEconomics"),
+    "ctxpack.cost": ("resolve_model_name", "RequestCost", "FilteringEconomics", "Bill"),
     "ctxpack.editing": (
         "COMPACTION_FLOOR", "ClearBatch", "CompactionPoint", "DEFAULT_PLACEHOLDER",
         "NOT_ENOUGH_MESSAGES", "Summarizer", "evidence_terms",
@@ -82,6 +82,10 @@ REMOVE: dict[str, tuple[str, ...]] = {
     "ctxpack.filters": (
         "RETRIEVE_TOOL_NAME", "command_program", "goal_terms", "is_note", "FilteredOutput",
         "assemble",
+        # The built-in filters take no option: default_filters() hands them out, and the
+        # filters guide documents each.
+        "BuildLogFilter", "DiagnosticFilter", "DiffFilter", "FileViewFilter", "GenericFilter",
+        "JSONPayloadFilter", "ListingFilter", "TestRunFilter", "TracebackFilter",
     ),
     "ctxpack.guard": ("Arrival",),
     "ctxpack.injection": (
@@ -104,7 +108,7 @@ REMOVE: dict[str, tuple[str, ...]] = {
         "MAX_PAGE_CHARS", "MAX_REGEX_CHARS", "MAX_CONTEXT", "REGEX_TIME_LIMIT", "Retrieval",
     ),
     "ctxpack.sdk": (
-        "RESPONSES_META", "coerce_message", "coerce_messages", "coerce_tool_call",
+        "SDKObject", "RESPONSES_META", "coerce_message", "coerce_messages", "coerce_tool_call",
         "coerce_value", "is_sdk_object",
     ),
     "ctxpack.selection": (
@@ -404,22 +408,29 @@ def _after_imports(tree: ast.Module, text: str) -> int:
 
 
 _DOC_IMPORT = re.compile(r"from ctxpack[\w.]* import \(?([\w, \n]+)\)?")
-_DOC_PATH = re.compile(r"\bctxpack(?:\.\w+)+")
+_DOC_LINK = re.compile(r"(?:api\.md#|\]\[)ctxpack(?:\.\w+)*\.(\w+)")
+_DOC_BLOCK = re.compile(r"^::: ctxpack(?:\.\w+)*\.(\w+)", re.M)
 
 
 def documented(root: Path) -> set[str]:
-    """The names the documentation imports or links to: public, whatever REMOVE says."""
-    names: set[str] = set()
+    """The names users must import by name: those the documentation's code imports, and those
+    it links to in the API reference (built from ``__all__``). A name a guide renders itself
+    (a ``:::`` block: a result type the user reads) may leave ``__all__``; the guide still
+    documents it and its links resolve there."""
+    imported: set[str] = set()
+    linked: set[str] = set()
+    rendered: set[str] = set()
     pages = [*(root / "docs").rglob("*.md"), *(root / "notebooks").glob("*.ipynb")]
     pages += [*(root / "examples").glob("*.py"), root / "README.md"]
     for page in pages:
-        if not page.is_file() or page.name == "architecture.md":
+        if not page.is_file() or page.name in ("architecture.md", "api.md"):
             continue
         text = page.read_text(encoding="utf-8")
         for group in _DOC_IMPORT.findall(text):
-            names.update(n.split(" as ")[0].strip() for n in group.split(",") if n.strip())
-        names.update(path.rsplit(".", 1)[1] for path in _DOC_PATH.findall(text))
-    return names
+            imported.update(n.split(" as ")[0].strip() for n in group.split(",") if n.strip())
+        linked.update(_DOC_LINK.findall(text))
+        rendered.update(_DOC_BLOCK.findall(text))
+    return imported | (linked - rendered)
 
 
 # Tests that pin a package's __all__ as a set of strings: the names taken out leave them too.
@@ -669,7 +680,21 @@ def main(argv: list[str] | None = None) -> int:
     print(f"removed from __all__ ({len(removed)}): {', '.join(removed)}")
     after = count(root)
     print(f"public names: {before[0]} -> {after[0]}; top-level names: {after[1]}")
+    if after[0] <= MAX_PUBLIC_NAMES:
+        unmark(root / "tests" / "test_architecture.py", "test_at_most_150_public_names")
     return 0
+
+
+MAX_PUBLIC_NAMES = 150
+
+
+def unmark(path: Path, test: str) -> None:
+    """The test's expected-failure mark goes once the rule holds (the mark is strict)."""
+    if not path.exists():
+        return
+    text = path.read_text(encoding="utf-8")
+    mark = re.compile(rf"@pytest\.mark\.xfail\((?:[^()]|\([^()]*\))*\)\n(def {test}\()", re.S)
+    path.write_text(mark.sub(r"\1", text), encoding="utf-8")
 
 
 if __name__ == "__main__":
