@@ -14,6 +14,8 @@ weighed (see :data:`DEFAULT_WEIGHTS`):
 - ``definition``: the query names a function, class or type the file defines;
 - ``tested``: the file is under test by a test file that matches the query (a test names the
   code it exercises: ``tests/test_models.py`` tests ``models.py``, and what it imports);
+- ``message``: the query quotes a message (an error, a warning) the file's string literals
+  hold (see :mod:`ctxpack.code.literals`);
 - ``graph``: PageRank over the import/call graph, personalised by the strongest files (where
   the code they import and call is defined).
 
@@ -38,6 +40,7 @@ from ..signals.lexical import InvertedIndex
 from ..tokens import CounterLike, TokenCounter, get_counter
 from .files import resolve_root
 from .graph import CodeGraph, personalised_pagerank
+from .literals import LiteralIndex
 from .naming import QueryNames
 from .roles import is_test_path, tested_modules
 from .semantic import file_summary, reciprocal_rank_fusion
@@ -57,6 +60,7 @@ DEFAULT_WEIGHTS: Mapping[str, float] = {
     "definition": 0.5,
     "tested": 0.5,
     "graph": 0.1,
+    "message": 0.5,
 }
 """How much each ranking signal weighs (signals are normalised to [0, 1] first)."""
 
@@ -241,6 +245,7 @@ class CodeIndex:
         self._unit_file_array = np.array(self._unit_file, dtype=np.int64)
         self._graph = CodeGraph(self._parsed)
         self._names = QueryNames(self._paths, self._parsed, self._graph.definers)
+        self._literals = LiteralIndex(self._paths, self._parsed)
         at = {p: i for i, p in enumerate(self._paths)}
         self._is_test = np.array([is_test_path(p) for p in self._paths], dtype=bool)
         links = [
@@ -389,6 +394,7 @@ class CodeIndex:
             "file": _normalised(file_scores),
             "mention": self._names.mentions(query),
             "definition": _normalised(self._names.definitions(query)),
+            "message": _normalised(self._literals.matches(query)),
         }
         score = sum(self.weights[name] * value for name, value in signals.items())
         signals["tested"] = self._tested(score)
