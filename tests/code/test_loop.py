@@ -201,6 +201,23 @@ def test_only_a_band_higher_passes_a_file_of_the_first_ranking(
     assert set(kept_top) <= set(result.files[: 5 + len(later_high)])
 
 
+def test_with_the_default_judge_later_finds_come_after_the_first_ranking(repo: Path) -> None:
+    """The default judge's scores are relative to each dispatch, so no later find passes a
+    file of the first ranking: the loop's files start with rank_files' kept files, in order."""
+    index = CodeIndex(repo, db=":memory:")
+    assert RankingJudge.relative_to_dispatch
+    for task in (RATE_LIMIT, "load_profile of a user", "fetch a record from storage"):
+        ranking = [h.path for h in index.rank_files(task, k=10)]
+        result = iterative_retrieve(task, index)
+        kept = [p for p in ranking if result.relevance.get(p, 0.0) >= 0.2]
+        assert list(result.files[: len(kept)]) == kept
+    # The vocabulary task does find a file in a later cycle: it comes last.
+    result = iterative_retrieve(RATE_LIMIT, index)
+    later = [p for p in result.files if p not in [j.path for j in result.cycles[0].judgements]]
+    assert later == ["api/throttle.py"]
+    assert result.files[-1] == "api/throttle.py"
+
+
 def test_the_default_judge_reports_unresolved_names(repo: Path) -> None:
     index = CodeIndex(repo, db=":memory:")
     result = iterative_retrieve("load_profile of a user", index, max_cycles=1)
