@@ -35,8 +35,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .cost import price
-from .editing import Summarizer, _without_thinking, extractive_digest
-from .editing import _verbatim as _never_summarised
+from .editing import Summarizer, extractive_digest
+from .editing.clear import _without_thinking
+from .editing.compact import _verbatim as _never_summarised
 from .errors import BudgetExceededError, ConfigError
 from .filters import RETRIEVE_TOOL_NAME
 from .messages import Message
