@@ -6,7 +6,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 
-from ..editing import extractive_digest
+from ..editing import evidence_terms, extractive_digest
 from ..errors import ConfigError
 from ..messages import Message
 from ..pipeline import Decision
@@ -49,7 +49,8 @@ def _compact(state: WindowState, policy: WindowPolicy, ctx: _Context, room: int)
         # The extractive digest is cheap: it reads the whole summarised history again, so a
         # second compaction does not summarise a summary.
         history = [m for m in record[:end] if not _verbatim(m) and _pinned_kind(m) is None]
-        text = fit_digest(extractive_digest(history, policy.instructions), budget, counter)
+        digest = _with_seen_terms(extractive_digest(history, policy.instructions), history)
+        text = fit_digest(digest, budget, counter)
     else:
         previous = _summary_message(state, ctx) if state.summary is not None else None
         messages = ([previous] if previous else []) + [record[i] for i in region]
@@ -94,6 +95,23 @@ def _compact(state: WindowState, policy: WindowPolicy, ctx: _Context, room: int)
         )
     )
     return True
+
+
+def _with_seen_terms(digest: str, history: Sequence[Message]) -> str:
+    """``digest`` and a last section: the identifiers, paths and numbers the summarised tool
+    outputs showed and the digest does not name, those seen last at the end (:func:`fit_digest`
+    drops the others first). The outputs themselves leave the prompt; their names tell the model
+    what it has seen and what to read back."""
+    seen: dict[str, None] = {}
+    for msg in history:
+        if msg.role == "tool":
+            for term in evidence_terms(msg.text):
+                seen.pop(term, None)
+                seen[term] = None
+    terms = [t for t in seen if t not in digest]
+    if not terms:
+        return digest
+    return f"{digest}\n\n## Identifiers, paths and numbers seen in tool outputs\n{', '.join(terms)}"
 
 
 def _index(ctx: _Context, positions: Sequence[int]) -> str:
