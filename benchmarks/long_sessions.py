@@ -396,6 +396,19 @@ def table(results: Mapping[str, Any], window: int) -> list[str]:
     return lines
 
 
+def output_floor(raw: Mapping[str, Any]) -> str:
+    """The share of ``raw``'s bill that pays for the replies: the same for every strategy, so no
+    context strategy goes under it."""
+    shares = [
+        1 - raw["input_cost_usd_by_billing"][b] / raw["cost_usd_by_billing"][b] for b in BILLINGS
+    ]
+    return (
+        "The replies (output tokens, the same for every strategy) make "
+        + " and ".join(f"{100 * s:.1f}% ({b})" for s, b in zip(shares, BILLINGS, strict=True))
+        + " of raw's bill: no strategy costs less than that share."
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="folder of session JSON")
@@ -464,6 +477,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.render is None:
                 results.setdefault(label, {})[str(window)] = measure(group, window, names, counter)
             res = results[label][str(window)]
+            if window == windows[0] and "raw" in res:
+                md.extend(["", output_floor(res["raw"])])
             md.extend(["", f"### window {window:,}", "", *table(res, window)])
     tool_sets: dict[str, Sequence[Mapping[str, Any]]] = {
         "example (16 tools shaped like a file-system and an issue-tracker MCP server)": (

@@ -79,6 +79,10 @@ def test_the_report_counts_requests_over_the_window(
     assert "chained (report)" in results
     text = (out / "t.md").read_text("utf-8")
     assert "## Tool definitions on demand" in text and "| managed |" in text
+    # The replies' share of raw's bill, the floor no strategy goes under, is stated per set.
+    raw = report["raw"]
+    floor = 1 - raw["input_cost_usd_by_billing"][bench.BILLINGS[0]] / raw["cost_usd"]
+    assert f"make {100 * floor:.1f}% ({bench.BILLINGS[0]})" in text
     again = tmp_path / "again"
     args = ["--data", str(data), "--out", str(again), "--windows", "2048", "--name", "t"]
     assert bench.main([*args, "--render", str(out / "t.json")]) == 0

@@ -15,8 +15,9 @@ again what follows the edit point:
    the edit point is written again), or at once when the prompt passes ``compact_at`` and the
    batch brings it back down.
 2. **Compaction.** Once the prompt passes ``compact_at`` of the room even so, everything before
-   the last ``keep_recent`` messages is replaced by a summary (the extractive digest unless a
-   summarizer is given), except the system prompt and every user instruction, which stay
+   the last ``keep_recent`` messages is replaced by a summary (the extractive digest, with the
+   names the summarised tool outputs showed, unless a summarizer is given), except the system
+   prompt and every user instruction, which stay
    verbatim; pinned content (memory files, skills) is then re-injected within its budgets.
 3. **Emergency clearing.** A request that would still not fit has every tool result cleared.
 
