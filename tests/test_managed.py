@@ -298,6 +298,19 @@ def test_the_summary_names_what_the_summarised_tool_outputs_showed() -> None:
     assert not any(v in others for v in last_values)
 
 
+def test_a_summary_that_would_overflow_the_window_gives_way() -> None:
+    # A summary allowed most of the room leaves too little for the tail: it is cut, with a
+    # decision, rather than the request failing.
+    policy = WindowPolicy(window=4_000, summary_share=0.9)
+    session = Session(counter=COUNTER, filters=False, window=policy)
+    results = run(session, 30)
+    room = policy.window - policy.reserve
+    assert max(r.tokens for r in results) <= room
+    cut = [d for d in results[-1].decisions if d.reason.startswith("summary cut to fit")]
+    assert cut and all(d.tokens_after < d.tokens_before for d in cut)
+    assert session.window_state.summary_id in {m.id for m in results[-1].messages}
+
+
 def test_fit_digest_keeps_the_latest_lines_within_the_budget() -> None:
     digest = "## Commands run\n" + "\n".join(f"- `cmd {i}`" for i in range(300))
     digest += "\n\n## Identifiers, paths and numbers named\n" + ", ".join(

@@ -13,7 +13,7 @@ from ..pipeline import Decision
 from ..tokens import TokenCounter
 from .policy import WindowPolicy
 from .state import WindowState
-from .view import _Context, _pinned_kind, _summary_message, _verbatim
+from .view import _build, _Context, _pinned_kind, _summary_message, _verbatim, _View
 
 __all__ = ["fit_digest"]
 
@@ -95,6 +95,35 @@ def _compact(state: WindowState, policy: WindowPolicy, ctx: _Context, room: int)
         )
     )
     return True
+
+
+def _shrink_summary(
+    state: WindowState, policy: WindowPolicy, ctx: _Context, view: _View, room: int
+) -> _View:
+    """The request with the digest cut until it fits ``room``: the summary gives way before the
+    request overflows (a small window leaves little beside the instructions and the tail)."""
+    full = state.summary or ""
+    before = _summary_message(state, ctx)
+    target = ctx.counter.count(full)
+    while view.tokens() > room and target > 0:
+        # fit_digest sizes lines apart, so their join may pass its budget by a few tokens.
+        target = max(0, target - max(view.tokens() - room, 8))
+        cut = fit_digest(full, target, ctx.counter)
+        if cut != state.summary:
+            state.summary = cut
+            view = _build(state, policy, ctx)
+    after = _summary_message(state, ctx)
+    state.decisions.append(
+        Decision(
+            stage="window",
+            action="compressed",
+            message_id=after.id,
+            reason=f"summary cut to fit the window (request {state.requests})",
+            tokens_before=ctx.counter.count_message(before),
+            tokens_after=ctx.counter.count_message(after),
+        )
+    )
+    return view
 
 
 def _with_seen_terms(digest: str, history: Sequence[Message]) -> str:

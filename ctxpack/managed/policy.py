@@ -79,10 +79,10 @@ class WindowPolicy(BaseModel):
     window: int = Field(ge=1_024)
     reply_room: int | None = Field(default=None, ge=0)
     clear_at: float = Field(default=0.35, gt=0, le=1)
-    keep: int = Field(default=3, ge=0)
+    keep: int = Field(default=5, ge=0)
     compact_at: float = Field(default=0.6, gt=0, le=1)
     keep_recent: int = Field(default=6, ge=1)
-    summary_share: float = Field(default=0.15, gt=0, lt=1)
+    summary_share: float = Field(default=0.25, gt=0, lt=1)
     summarizer: Summarizer | None = Field(default=None, exclude=True)
     instructions: str | None = None
     keep_thinking: int | None = Field(default=None, ge=0)
