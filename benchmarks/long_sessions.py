@@ -396,6 +396,30 @@ def table(results: Mapping[str, Any], window: int) -> list[str]:
     return lines
 
 
+def dollars_table(results: Mapping[str, Any]) -> list[str]:
+    """Where each strategy's dollars go at the first billing: cache writes (new content and
+    every rewrite of an edited prefix), cache reads, uncached input, replies."""
+    p = ctxpack.cost.price(BILLINGS[0].partition("@")[0])
+    lines = [
+        f"Where the dollars go ({BILLINGS[0]}; tokens in brackets):",
+        "",
+        "| strategy | cache writes | cache reads | uncached input | replies | mean request |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, s in results.items():
+        if not s.get("cost_usd_by_billing"):
+            continue
+        parts = [
+            (s["cache_write_tokens"], p.cache_write_5m),
+            (s["cache_read_tokens"], p.cache_read),
+            (s["uncached_input_tokens"], p.input),
+            (s["output_tokens"], p.output),
+        ]
+        cells = [f"${n * rate / 1e6:.2f} ({n:,})" for n, rate in parts]
+        lines.append(f"| {name} | {' | '.join(cells)} | {s['mean_request_tokens']:,.0f} |")
+    return lines
+
+
 def output_floor(raw: Mapping[str, Any]) -> str:
     """The share of ``raw``'s bill that pays for the replies: the same for every strategy, so no
     context strategy goes under it."""
@@ -480,6 +504,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if window == windows[0] and "raw" in res:
                 md.extend(["", output_floor(res["raw"])])
             md.extend(["", f"### window {window:,}", "", *table(res, window)])
+            md.extend(["", *dollars_table(res)])
     tool_sets: dict[str, Sequence[Mapping[str, Any]]] = {
         "example (16 tools shaped like a file-system and an issue-tracker MCP server)": (
             example_tools()
