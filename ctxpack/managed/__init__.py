@@ -19,8 +19,7 @@ again what follows the edit point:
    names the summarised tool outputs showed, unless a summarizer is given), except the system
    prompt and every user instruction, which stay
    verbatim; pinned content (memory files, skills) is then re-injected within its budgets.
-3. **Emergency clearing.** A request that would still not fit has every tool result cleared,
-   then the digest cut until it fits.
+3. **Emergency clearing.** A request that would still not fit has every tool result cleared.
 
 Every removed message stays in the session's store, named by the placeholder or the summary's
 index artifact, and every edit is a decision with the tokens the cache writes again.

@@ -13,7 +13,7 @@ from ..pipeline import Decision
 from ..tokens import TokenCounter
 from .policy import WindowPolicy
 from .state import WindowState
-from .view import _build, _Context, _pinned_kind, _summary_message, _verbatim, _View
+from .view import _Context, _pinned_kind, _summary_message, _verbatim
 
 __all__ = ["fit_digest"]
 
@@ -44,7 +44,7 @@ def _compact(state: WindowState, policy: WindowPolicy, ctx: _Context, room: int)
     region = [i for i in range(state.boundary, end) if not _verbatim(record[i])]
     if sum(1 for i in region if _pinned_kind(record[i]) is None) < 2:
         return False
-    budget = int(policy.summary_share * room)
+    budget = _summary_budget(policy, record, end, room, counter)
     if policy.summarizer is None:
         # The extractive digest is cheap: it reads the whole summarised history again, so a
         # second compaction does not summarise a summary.
@@ -97,33 +97,17 @@ def _compact(state: WindowState, policy: WindowPolicy, ctx: _Context, room: int)
     return True
 
 
-def _shrink_summary(
-    state: WindowState, policy: WindowPolicy, ctx: _Context, view: _View, room: int
-) -> _View:
-    """The request with the digest cut until it fits ``room``: the summary gives way before the
-    request overflows (a small window leaves little beside the instructions and the tail)."""
-    full = state.summary or ""
-    before = _summary_message(state, ctx)
-    target = ctx.counter.count(full)
-    while view.tokens() > room and target > 0:
-        # fit_digest sizes lines apart, so their join may pass its budget by a few tokens.
-        target = max(0, target - max(view.tokens() - room, 8))
-        cut = fit_digest(full, target, ctx.counter)
-        if cut != state.summary:
-            state.summary = cut
-            view = _build(state, policy, ctx)
-    after = _summary_message(state, ctx)
-    state.decisions.append(
-        Decision(
-            stage="window",
-            action="compressed",
-            message_id=after.id,
-            reason=f"summary cut to fit the window (request {state.requests})",
-            tokens_before=ctx.counter.count_message(before),
-            tokens_after=ctx.counter.count_message(after),
-        )
-    )
-    return view
+def _summary_budget(
+    policy: WindowPolicy, record: Sequence[Message], end: int, room: int, counter: TokenCounter
+) -> int:
+    """The digest's tokens: ``summary_share`` of the room, less when the instructions and the
+    tail kept would leave the request too close to ``compact_at`` (it would compact again at
+    once, rewriting the cache at every request): a compaction lands at most midway between
+    ``clear_at`` and ``compact_at``."""
+    kept = sum(counter.count_message(m) for m in record[:end] if _verbatim(m))
+    kept += sum(counter.count_message(m) for m in record[end:])
+    landing = int((policy.clear_at + policy.compact_at) / 2 * room)
+    return max(0, min(int(policy.summary_share * room), landing - kept))
 
 
 def _with_seen_terms(digest: str, history: Sequence[Message]) -> str:

@@ -10,7 +10,7 @@ from ..messages import Message
 from ..store import ArtifactStore
 from ..tokens import REPLY_PRIMING, TokenCounter
 from .clearing import _clear, _clear_batch, _edit_point, _event, _pays, _priced
-from .compaction import _compact, _shrink_summary
+from .compaction import _compact
 from .policy import WindowPolicy
 from .state import WindowState
 from .view import _build, _Context, _verbatim, _View
@@ -105,8 +105,4 @@ def _manage(
             new = _build(state, policy, ctx)
             _event(state, "emergency", view, new, edit)
             view = new
-    if view.tokens() > room and policy.summarizer is None and state.summary:
-        new = _shrink_summary(state, policy, ctx, view, room)
-        _event(state, "emergency", view, new, _edit_point(new, {state.summary_id or ""}))
-        view = new
     return view
