@@ -38,8 +38,8 @@ _EXPORTS: dict[str, str] = {
     "from_openai": "adapters",
     "to_anthropic": "adapters",
     "to_openai": "adapters",
-    "wrap_anthropic": "adapters.clients",
-    "wrap_openai": "adapters.clients",
+    "wrap_anthropic": "integrations.clients",
+    "wrap_openai": "integrations.clients",
     "simulate": "cost",
     "FunctionCall": "messages",
     "Message": "messages",
@@ -74,10 +74,10 @@ if TYPE_CHECKING:
     from .adapters import from_openai as from_openai
     from .adapters import to_anthropic as to_anthropic
     from .adapters import to_openai as to_openai
-    from .adapters.clients import wrap_anthropic as wrap_anthropic
-    from .adapters.clients import wrap_openai as wrap_openai
     from .async_session import AsyncSession as AsyncSession
     from .cost import simulate as simulate
+    from .integrations.clients import wrap_anthropic as wrap_anthropic
+    from .integrations.clients import wrap_openai as wrap_openai
     from .messages import FunctionCall as FunctionCall
     from .messages import Message as Message
     from .messages import ToolCall as ToolCall

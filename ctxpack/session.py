@@ -33,6 +33,7 @@ from .messages import Message
 from .packing import pack
 from .persistence import decode_message, encode_message, open_backing
 from .pipeline import Decision, DecisionLog, Stage
+from .providers import Provider, is_anthropic_response, provider_from_message, tool_call_parts
 from .redaction import redact
 from .result import PackResult
 from .retrieval import Retrieval, handle_retrieve_call, read_artifact, retrieve_tool
@@ -53,10 +54,6 @@ if TYPE_CHECKING:
     from .store.base import SessionStore
 
 __all__ = ["FilterRecord", "Session"]
-
-Provider = Literal["openai", "anthropic"]
-
-_ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
 
 
 @dataclass(frozen=True)
@@ -165,25 +162,6 @@ def _window_policy(
         return WindowPolicy(window=window)
     except ValidationError as exc:
         raise ConfigError(f"window: {exc.errors()[0]['msg']}, got {window}") from exc
-
-
-def _called(call: Any) -> str | None:
-    """The tool an OpenAI tool call or an Anthropic ``tool_use`` block calls."""
-    if isinstance(call, Mapping):
-        function = call.get("function")
-        name = function.get("name") if isinstance(function, Mapping) else call.get("name")
-        return name if isinstance(name, str) else None
-    return None
-
-
-def _looks_anthropic(message: Mapping[str, Any]) -> bool:
-    content = message.get("content")
-    return isinstance(content, list) and any(
-        isinstance(block, Mapping)
-        and isinstance(block.get("type"), str)
-        and block["type"] in _ANTHROPIC_BLOCKS
-        for block in content
-    )
 
 
 def _command_of(arguments: str) -> str | None:
@@ -550,7 +528,7 @@ class Session:
                 index=index,
             )
         if provider is None:
-            provider = "anthropic" if _looks_anthropic(message) else "openai"
+            provider = provider_from_message(message)
         try:
             if provider == "anthropic":
                 return from_anthropic([message]), True
@@ -1188,8 +1166,7 @@ class Session:
                 f"expected a provider's response (an SDK object or its dict), got "
                 f"{type(response).__name__}"
             )
-        # An Anthropic message has a role; a Responses response has output items instead.
-        anthropic = body.get("role") == "assistant"
+        anthropic = is_anthropic_response(body)
         mid = f"s{len(self._raw)}" if anthropic else str(body.get("id", "response"))
         decisions = response_decisions(body, message_id=mid)
         if anthropic:
@@ -1322,7 +1299,8 @@ class Session:
                 f"{type(call).__name__}"
             )
         coerced: Mapping[str, Any] | str = coerce_tool_call(call)
-        if self.tools_on_demand and _called(coerced) == DESCRIBE_TOOL_NAME:
+        parts = tool_call_parts(coerced) if isinstance(coerced, Mapping) else None
+        if self.tools_on_demand and parts is not None and parts[0] == DESCRIBE_TOOL_NAME:
             with self._lock:
                 self._refresh()  # the tools another replica rendered last
                 return describe_tools(self._full_tools, coerced)

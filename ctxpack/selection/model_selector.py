@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
 from .._internal.paths import shown_path
 from ..errors import ConfigError, SelectionError
+from ..providers import Provider, provider_from_client
 from ..tokens import TokenCounter
 from .apply import check_selection
 from .lexical_selector import LexicalSelector, Selector
@@ -16,7 +17,6 @@ from .workspace import Workspace
 
 __all__ = ["SYSTEM_PROMPT", "TOOL_NAME", "ModelSelector", "selection_prompt"]
 
-Provider = Literal["openai", "anthropic"]
 
 #: The name of the structured-output schema (OpenAI) and of the forced tool (Anthropic).
 TOOL_NAME = "select_context"
@@ -164,7 +164,7 @@ class ModelSelector:
         preview_chars: int = 160,
     ) -> None:
         if provider is None:
-            provider = _detect(client)
+            provider = provider_from_client(client)
         elif provider not in ("openai", "anthropic"):
             raise ConfigError(f"provider must be 'openai' or 'anthropic', got {provider!r}")
         self.client = client
@@ -332,15 +332,3 @@ class ModelSelector:
             {"role": "assistant", "content": text or "(empty)"},
             {"role": "user", "content": fix},
         ]
-
-
-def _detect(client: Any) -> Provider:
-    chat = getattr(client, "chat", None)
-    if chat is not None and hasattr(getattr(chat, "completions", None), "create"):
-        return "openai"
-    if hasattr(getattr(client, "messages", None), "create"):
-        return "anthropic"
-    raise ConfigError(
-        f"cannot tell the provider of {type(client).__name__}: expected client.chat.completions"
-        ".create (OpenAI-compatible) or client.messages.create (Anthropic); pass provider=..."
-    )
