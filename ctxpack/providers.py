@@ -98,7 +98,9 @@ def has_anthropic_blocks(message: Mapping[str, Any]) -> bool:
     ``tool_result``, ``thinking``, ``image``...)."""
     content = message.get("content")
     return isinstance(content, list) and any(
-        isinstance(block, Mapping) and block.get("type") in _ANTHROPIC_ONLY_BLOCKS
+        isinstance(block, Mapping)
+        and isinstance(kind := block.get("type"), str)
+        and kind in _ANTHROPIC_ONLY_BLOCKS
         for block in content
     )
 

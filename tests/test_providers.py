@@ -62,6 +62,8 @@ def test_openai_parts_leave_a_message_openai() -> None:
     assert provider_from_request({"system": "Be brief.", "messages": []}) == "anthropic"
     assert provider_from_request({"tools": [{"name": "f", "input_schema": {}}]}) == "anthropic"
     assert provider_from_request([]) == "openai"
+    # A block whose type is no string is no Anthropic block (the adapters then name the field).
+    assert provider_from_message({"role": "user", "content": [{"type": {"a": 1}}]}) == "openai"
 
 
 def test_detection_prefers_what_the_caller_said() -> None:
