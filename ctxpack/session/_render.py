@@ -22,6 +22,7 @@ from ..tokens import (
     tool_definition_tokens,
 )
 from ..tools_on_demand import on_demand_tools
+from ..usage import known_window
 
 if TYPE_CHECKING:
     pass
@@ -50,14 +51,19 @@ class Rendering(SessionState):
         Without a budget (and without a ``pipeline``), the result is the compact record
         whole: appending messages only appends to it, so the prefix sent last turn is the
         prefix this turn. With a budget, the compact record is packed by :func:`pack` (with
-        the session's ``pipeline``, or the default one).
+        the session's ``pipeline``, or the default one). A session with a ``pipeline`` and no
+        budget packs under the model's context window, when the price table knows it
+        (:func:`ctxpack.usage.known_window`; ``result.budget`` then says it), and runs its
+        stages on the whole record otherwise. A managed session (``window=``) sizes every
+        request by its window instead.
 
         Every tool output gets a ``filter`` decision (``compressed`` or ``kept``, with its
         tokens and reason); ``result.original(message_id)`` gives the original of a shortened
         message.
 
         Args:
-            budget: Tokens the prompt may take; ``None`` for no limit.
+            budget: Tokens the prompt may take; ``None``: no limit without a ``pipeline``,
+                the model's context window (when known) with one.
             query: What the next answer is about (for packing); the last user message by
                 default.
             provider: ``"openai"`` or ``"anthropic"``: whose rules the result must follow;
@@ -134,8 +140,10 @@ class Rendering(SessionState):
             if self.pipeline is None:
                 result = self._whole(query, tool_tokens, raw_tokens, filter_log, originals)
                 return self._with_warnings(result, all_tools)
-            # Stages run on the whole record: a budget it fits in whatever they do.
-            budget = self.counter.count_messages(self._compact) + tool_tokens + reserve + 1
+            budget = asked = None if self.model is None else known_window(self.model)
+            if budget is None:
+                # No known limit: the stages run on the whole record, which then fits.
+                budget = self.counter.count_messages(self._compact) + tool_tokens + reserve + 1
         packed = pack(
             self._compact,
             budget=budget,
