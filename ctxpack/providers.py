@@ -4,8 +4,8 @@ ctxpack speaks two wire formats, OpenAI's (Chat Completions, with the Responses 
 reads) and Anthropic's (Messages). Everything that tells them apart lives here: the
 :data:`Provider` type, detection from a model name, an SDK client, a LangChain chat model, a
 request body or messages, the shape of a tool definition and of a tool call in each format, and
-which kind of response a provider returned. The adapters (:mod:`ctxpack.adapters`) convert the
-messages themselves.
+what a provider's response says (its answer, its usage, its kind). The adapters
+(:mod:`ctxpack.adapters`) convert the messages themselves.
 
 Example:
     >>> provider_from_model("claude-sonnet-4-5")
@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -37,6 +38,9 @@ __all__ = [
     "provider_from_message",
     "provider_from_model",
     "provider_from_request",
+    "read_field",
+    "response_answer",
+    "response_usage",
     "tool_call_parts",
     "tool_definition",
     "tool_definition_parts",
@@ -186,6 +190,47 @@ def tool_call_parts(call: Mapping[str, Any]) -> tuple[Any, Any] | None:
     if kind == "function_call":
         return call.get("name"), call.get("arguments")
     return None
+
+
+def read_field(value: Any, name: str) -> Any:
+    """``value.name`` or ``value[name]``: the SDKs' response objects and their dicts alike;
+    ``None`` when absent."""
+    if isinstance(value, Mapping):
+        return value.get(name)
+    return getattr(value, name, None)
+
+
+def response_usage(response: Any, provider: Provider) -> tuple[Any, Any]:
+    """The input and output tokens a response reports (as found: ``None`` when absent):
+    ``usage.prompt_tokens``/``completion_tokens`` from OpenAI's Chat Completions,
+    ``usage.input_tokens``/``output_tokens`` from Anthropic's Messages."""
+    used = read_field(response, "usage")
+    if provider == "openai":
+        return read_field(used, "prompt_tokens"), read_field(used, "completion_tokens")
+    return read_field(used, "input_tokens"), read_field(used, "output_tokens")
+
+
+def response_answer(response: Any, provider: Provider, tool: str) -> str | dict[str, Any]:
+    """What the model answered: from OpenAI's Chat Completions, the first choice's content (a
+    refusal as ``{"refusal": ...}`` in JSON); from Anthropic's Messages, the input of its call
+    to ``tool`` (a dict), else its first text. ``""`` when there is none."""
+    if provider == "openai":
+        choices = read_field(response, "choices") or []
+        message = read_field(choices[0], "message") if choices else None
+        content = read_field(message, "content") if message is not None else None
+        refusal = read_field(message, "refusal") if message is not None else None
+        if isinstance(content, str) and content:
+            return content
+        return json.dumps({"refusal": refusal}) if refusal else ""
+    answer: str | dict[str, Any] = ""
+    for block in read_field(response, "content") or []:
+        kind = read_field(block, "type")
+        if kind == "tool_use" and read_field(block, "name") == tool:
+            given = read_field(block, "input")
+            return given if isinstance(given, dict) else json.dumps(given)
+        if kind == "text" and not answer:
+            answer = str(read_field(block, "text") or "")
+    return answer
 
 
 def is_anthropic_response(body: Mapping[str, Any]) -> bool:

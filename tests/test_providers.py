@@ -17,6 +17,8 @@ from ctxpack.providers import (
     provider_from_message,
     provider_from_model,
     provider_from_request,
+    response_answer,
+    response_usage,
     tool_call_parts,
     tool_definition,
     tool_definition_parts,
@@ -101,3 +103,26 @@ def test_describe_tool_answers_a_responses_api_call() -> None:
 def test_an_anthropic_response_has_a_role() -> None:
     assert is_anthropic_response({"role": "assistant", "content": []})
     assert not is_anthropic_response({"id": "resp_1", "output": []})
+
+
+def test_a_chat_completion_answer_and_usage_are_read() -> None:
+    response = {
+        "choices": [{"message": {"content": '{"items": []}'}}],
+        "usage": {"prompt_tokens": 310, "completion_tokens": 12},
+    }
+    assert response_answer(response, "openai", "select") == '{"items": []}'
+    assert response_usage(response, "openai") == (310, 12)
+    refused = SimpleNamespace(
+        choices=[SimpleNamespace(message=SimpleNamespace(content=None, refusal="no"))]
+    )
+    assert json.loads(response_answer(refused, "openai", "select")) == {"refusal": "no"}
+    assert response_usage(refused, "openai") == (None, None)
+
+
+def test_an_anthropic_answer_is_the_named_tools_input_else_its_text() -> None:
+    text = {"type": "text", "text": "Choosing."}
+    use = {"type": "tool_use", "id": "t1", "name": "select", "input": {"items": [1]}}
+    response = {"content": [text, use], "usage": {"input_tokens": 5, "output_tokens": 7}}
+    assert response_answer(response, "anthropic", "select") == {"items": [1]}
+    assert response_answer(response, "anthropic", "other") == "Choosing."
+    assert response_usage(response, "anthropic") == (5, 7)

@@ -8,7 +8,14 @@ from typing import Any
 
 from .._internal.paths import shown_path
 from ..errors import ConfigError, SelectionError
-from ..providers import Provider, provider_from_client
+from ..providers import (
+    Provider,
+    provider_from_client,
+    read_field,
+    response_answer,
+    response_usage,
+    tool_definition,
+)
 from ..tokens import TokenCounter
 from .apply import check_selection
 from .lexical_selector import LexicalSelector, Selector
@@ -104,13 +111,6 @@ def selection_prompt(
             if rest > 0:
                 lines.append(f"... and {rest} more")
     return "\n".join(lines)
-
-
-def _get(obj: Any, name: str) -> Any:
-    """``obj.name`` or ``obj[name]``: SDK objects and plain dicts alike."""
-    if isinstance(obj, Mapping):
-        return obj.get(name)
-    return getattr(obj, name, None)
 
 
 class ModelSelector:
@@ -243,11 +243,12 @@ class ModelSelector:
                 "system": SYSTEM_PROMPT,
                 "messages": turns,
                 "tools": [
-                    {
-                        "name": TOOL_NAME,
-                        "description": "Record which workspace items the large model reads next.",
-                        "input_schema": schema,
-                    }
+                    tool_definition(
+                        TOOL_NAME,
+                        "Record which workspace items the large model reads next.",
+                        schema,
+                        "anthropic",
+                    )
                 ],
                 "tool_choice": {"type": "tool", "name": TOOL_NAME},
             }
@@ -259,27 +260,10 @@ class ModelSelector:
         request = self.request(turns)
         if self.provider == "openai":
             response = self.client.chat.completions.create(**request)
-            choices = _get(response, "choices") or []
-            message = _get(choices[0], "message") if choices else None
-            content = _get(message, "content") if message is not None else None
-            refusal = _get(message, "refusal") if message is not None else None
-            answer: str | dict[str, Any] = content if isinstance(content, str) else ""
-            if refusal and not answer:
-                answer = json.dumps({"refusal": refusal})
-            used = _get(response, "usage")
-            n_in, n_out = _get(used, "prompt_tokens"), _get(used, "completion_tokens")
         else:
             response = self.client.messages.create(**request)
-            answer = ""
-            for block in _get(response, "content") or []:
-                if _get(block, "type") == "tool_use" and _get(block, "name") == TOOL_NAME:
-                    given = _get(block, "input")
-                    answer = given if isinstance(given, dict) else json.dumps(given)
-                    break
-                if _get(block, "type") == "text" and not answer:
-                    answer = str(_get(block, "text") or "")
-            used = _get(response, "usage")
-            n_in, n_out = _get(used, "input_tokens"), _get(used, "output_tokens")
+        answer = response_answer(response, self.provider, TOOL_NAME)
+        n_in, n_out = response_usage(response, self.provider)
         if isinstance(n_in, int) and isinstance(n_out, int):
             spent = SelectorUsage(model=self.model, calls=1, input_tokens=n_in, output_tokens=n_out)
         else:
@@ -309,17 +293,17 @@ class ModelSelector:
             "only indexes, call ids and paths from the listing."
         )
         if self.provider == "anthropic":
-            for block in _get(raw, "content") or []:
-                if _get(block, "type") == "tool_use":
+            for block in read_field(raw, "content") or []:
+                if read_field(block, "type") == "tool_use":
                     use = {
                         "type": "tool_use",
-                        "id": _get(block, "id"),
-                        "name": _get(block, "name"),
-                        "input": _get(block, "input"),
+                        "id": read_field(block, "id"),
+                        "name": read_field(block, "name"),
+                        "input": read_field(block, "input"),
                     }
                     result = {
                         "type": "tool_result",
-                        "tool_use_id": _get(block, "id"),
+                        "tool_use_id": read_field(block, "id"),
                         "content": fix,
                         "is_error": True,
                     }
