@@ -27,23 +27,16 @@ from .errors import ConfigError
 if TYPE_CHECKING:
     from .messages import Message
 
+# The names a user needs; the readers of tool calls and responses below serve ctxpack's own
+# modules (the adapters, the retrieve tool, tools on demand, the selectors).
 __all__ = [
     "Provider",
-    "check_provider",
     "detect_provider",
-    "has_anthropic_blocks",
-    "is_anthropic_response",
-    "provider_from_chat_model",
     "provider_from_client",
     "provider_from_message",
     "provider_from_model",
     "provider_from_request",
-    "read_field",
-    "response_answer",
-    "response_usage",
-    "tool_call_parts",
     "tool_definition",
-    "tool_definition_parts",
 ]
 
 Provider = Literal["openai", "anthropic"]
