@@ -12,8 +12,9 @@ costs next to nothing. Everything else is imported from its module: custom stage
 :mod:`ctxpack.tokens`, prices from :mod:`ctxpack.cost`, filters from :mod:`ctxpack.filters`,
 the artifact store from :mod:`ctxpack.store`, clearing and compaction from
 :mod:`ctxpack.editing`, selection from :mod:`ctxpack.selection`, code retrieval from
-:mod:`ctxpack.code`, other adapters from :mod:`ctxpack.adapters`, caches from
-:mod:`ctxpack.caches`. Each is reachable from a bare ``import ctxpack``
+:mod:`ctxpack.code`, other adapters from :mod:`ctxpack.adapters`, the LangChain agent
+middleware from :mod:`ctxpack.integrations`, provider detection from :mod:`ctxpack.providers`,
+caches from :mod:`ctxpack.caches`. Each is reachable from a bare ``import ctxpack``
 (``ctxpack.selection.Workspace``), imported on first use. See the architecture page of the
 documentation for the module map.
 """
