@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..adapters.read import read_message
 from ..errors import InvalidMessageError
@@ -13,13 +13,7 @@ from ..messages import Message
 from ..pipeline import Decision
 from ..providers import Provider, is_anthropic_response
 from ..sdk import is_sdk_object
-from ..tokens import (
-    count_tokens_approx,
-)
-
-if TYPE_CHECKING:
-    pass
-
+from ..tokens import count_tokens_approx
 from ._records import FilterRecord
 from ._supersede import Superseding
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._internal.arguments import optional_text, tool_definitions
 from .._internal.arguments import tokens as check_tokens
@@ -17,16 +17,9 @@ from ..providers import Provider
 from ..result import PackResult
 from ..retrieval import retrieve_tool
 from ..store import artifact_id
-from ..tokens import (
-    REPLY_PRIMING,
-    tool_definition_tokens,
-)
+from ..tokens import REPLY_PRIMING, tool_definition_tokens
 from ..tools_on_demand import on_demand_tools
 from ..usage import known_window
-
-if TYPE_CHECKING:
-    pass
-
 from ._state import SessionState
 
 

@@ -20,19 +20,15 @@ from ..redaction import redact
 from ..retrieval import Retrieval, handle_retrieve_call, read_artifact
 from ..sdk import SDKObject, coerce_tool_call, is_sdk_object
 from ..store import ArtifactStore, SQLiteArtifactStore
-from ..tokens import (
-    CounterLike,
-    get_counter,
-)
+from ..tokens import CounterLike, get_counter
 from ..tools_on_demand import DESCRIBE_TOOL_NAME, describe_tools
+from ._arrival import Arrival
+from ._records import FilterRecord
+from ._render import Rendering
 
 if TYPE_CHECKING:
     from ..persistence import Backing
     from ..store.base import SessionStore
-
-from ._arrival import Arrival
-from ._records import FilterRecord
-from ._render import Rendering
 
 
 def pinned_message(text: str, name: str, kind: Literal["memory", "skill"]) -> Message:

@@ -17,14 +17,11 @@ from ..persistence import decode_message, encode_message
 from ..pipeline import Decision, Stage
 from ..providers import Provider
 from ..store import ArtifactStore
-from ..tokens import (
-    TokenCounter,
-)
+from ..tokens import TokenCounter
+from ._records import Call, FilterRecord, command_of
 
 if TYPE_CHECKING:
     from ..persistence import Backing
-
-from ._records import Call, FilterRecord, command_of
 
 
 @dataclass(frozen=True)
@@ -48,8 +45,9 @@ class Snapshot:
 
 
 class SessionState:
-    """A session's state, and how it is changed all or nothing, saved and restored: every
-    attribute an append may change is listed here, and nowhere else."""
+    """A session's attributes, its options and then the state an append may change (listed
+    here and nowhere else), and how that state is changed all or nothing, saved, restored and
+    stored."""
 
     filter_when: Literal["arrival", "answered"]
     supersede_batch: int | None

@@ -2,15 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from .._internal.views import view_region
 from ..filters import RETRIEVE_TOOL_NAME
 from ..pipeline import Decision
-
-if TYPE_CHECKING:
-    pass
-
 from ._records import FilterRecord
 from ._state import SessionState
 
