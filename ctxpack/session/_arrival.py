@@ -210,28 +210,6 @@ class Arrival(Superseding):
                 return msg.text
         return ""
 
-    def record_response(self, response: Any) -> list[Decision]:
-        """Read what the provider's context management did for ``response`` into the session.
-
-        An Anthropic Messages response is appended as the assistant message (its
-        ``compaction`` block included, kept verbatim to be sent back), and its
-        ``context_management.applied_edits`` and compaction become decisions of the next
-        :meth:`render`. For an OpenAI Responses response, the decisions are recorded and its
-        output items (the ``compaction`` item included) are yours to send back.
-
-        Returns:
-            The decisions recorded.
-        """
-        recorded: list[Decision] = []
-
-        # One change, read afresh on each attempt: the message and its decisions are stored
-        # together, on top of other writers' appends.
-        def change() -> None:
-            recorded[:] = self._record_response(response)
-
-        self._change(change)
-        return recorded
-
     def _record_response(self, response: Any) -> list[Decision]:
         """:meth:`record_response`'s change of state; returns the decisions recorded."""
         from ..server_side import response_decisions

@@ -26,63 +26,9 @@ from ._state import SessionState
 class Rendering(SessionState):
     """What a session sends: the compact record, packed or managed."""
 
-    def tools(self, provider: Provider = "openai") -> list[dict[str, Any]]:
-        """The tool definitions the session adds to a request: the retrieve tool, if offered."""
+    def _own_tools(self, provider: Provider) -> list[dict[str, Any]]:
+        """The tool definitions the session adds to a request (see ``Session.tools``)."""
         return [retrieve_tool(provider)] if self.retrieve_tool else []
-
-    def render(
-        self,
-        budget: int | None = None,
-        *,
-        query: str | None = None,
-        provider: Provider | None = None,
-        reserve: int = 0,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-    ) -> PackResult:
-        """The compact record, ready to send, as a :class:`PackResult`.
-
-        Without a budget (and without a ``pipeline``), the result is the compact record
-        whole: appending messages only appends to it, so the prefix sent last turn is the
-        prefix this turn. With a budget, the compact record is packed by :func:`pack` (with
-        the session's ``pipeline``, or the default one). A session with a ``pipeline`` and no
-        budget packs under the model's context window, when the price table knows it
-        (:func:`ctxpack.usage.known_window`; ``result.budget`` then says it), and runs its
-        stages on the whole record otherwise. A managed session (``window=``) sizes every
-        request by its window instead.
-
-        Every tool output gets a ``filter`` decision (``compressed`` or ``kept``, with its
-        tokens and reason); ``result.original(message_id)`` gives the original of a shortened
-        message.
-
-        Args:
-            budget: Tokens the prompt may take; ``None``: no limit without a ``pipeline``,
-                the model's context window (when known) with one.
-            query: What the next answer is about (for packing); the last user message by
-                default.
-            provider: ``"openai"`` or ``"anthropic"``: whose rules the result must follow;
-                by default the provider the messages came from (``session.provider``:
-                Anthropic once an Anthropic message was appended, else OpenAI).
-            reserve: Tokens kept free for the reply (with a budget).
-            tools: Your own tool definitions, counted in ``result.tokens``; the retrieve tool's
-                definition is added when it is offered.
-
-        Raises:
-            BudgetExceededError: with a budget, the system, developer and pinned messages alone
-                do not fit.
-        """
-        with self._lock:
-            if self._backing is None or self.window is None:
-                self._refresh()
-                if self._backing is None or not self._renders_state(tools):
-                    return self._render(budget, query, provider, reserve, tools)
-            # A render that changes the state (a managed one: what was cleared, compacted) is
-            # stored like an append, on top of the newest stored state, so that every replica
-            # goes on from the last request sent, whoever sent it.
-            results: list[PackResult] = []
-            self._change(
-                lambda: results.append(self._render(budget, query, provider, reserve, tools))
-            )
-            return results[-1]
 
     def _renders_state(self, tools: Sequence[Mapping[str, Any]] | None) -> bool:
         """Whether a render changes the session's state: a managed one does (its window's),
@@ -113,7 +59,7 @@ class Rendering(SessionState):
         if self.tools_on_demand and given:
             self._full_tools = list(given)
             given = on_demand_tools(given, provider)
-        all_tools = [*given, *self.tools(provider)]
+        all_tools = [*given, *self._own_tools(provider)]
         raw_tokens = REPLY_PRIMING + sum(map(self._raw_tokens, self._raw))
         filter_log = self._filter_log()
         originals = {
@@ -228,30 +174,6 @@ class Rendering(SessionState):
         if not store:
             return artifact_id(text)
         return self.store.put(text, message_id=raw.id, kind="cleared_tool_output")
-
-    def context_management(self, provider: Provider | None = None) -> dict[str, Any]:
-        """The request fields that hand the window's management to the provider, from the
-        session's :class:`~ctxpack.managed.WindowPolicy` (see :mod:`ctxpack.server_side`).
-
-        For Anthropic, ``{"context_management": {"edits": [...]}, "betas": [...]}`` (pass both
-        to ``client.beta.messages.create``); for OpenAI, ``{"context_management": [...]}`` (for
-        ``client.responses.create``). Empty when the session has no window or manages it on
-        the client side.
-        """
-        from ..server_side import (
-            ANTHROPIC_BETAS,
-            anthropic_context_management,
-            openai_context_management,
-        )
-
-        if self.window is None or not self.window.server_side:
-            return {}
-        if (provider or self.provider) == "anthropic":
-            return {
-                "context_management": anthropic_context_management(self.window),
-                "betas": list(ANTHROPIC_BETAS),
-            }
-        return {"context_management": openai_context_management(self.window)}
 
     def _whole(
         self,

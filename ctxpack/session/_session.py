@@ -14,9 +14,10 @@ from ..guard import ArrivalGuard
 from ..managed import PinnedText, WindowPolicy, WindowState
 from ..messages import Message
 from ..persistence import open_backing
-from ..pipeline import Stage
+from ..pipeline import Decision, Stage
 from ..providers import Provider, tool_call_parts
 from ..redaction import redact
+from ..result import PackResult
 from ..retrieval import Retrieval, handle_retrieve_call, read_artifact
 from ..sdk import SDKObject, coerce_tool_call, is_sdk_object
 from ..store import ArtifactStore, SQLiteArtifactStore
@@ -374,6 +375,110 @@ class Session(Arrival, Rendering):
     def __len__(self) -> int:
         with self._lock:
             return len(self._raw)
+
+    def tools(self, provider: Provider = "openai") -> list[dict[str, Any]]:
+        """The tool definitions the session adds to a request: the retrieve tool, if offered."""
+        return self._own_tools(provider)
+
+    def render(
+        self,
+        budget: int | None = None,
+        *,
+        query: str | None = None,
+        provider: Provider | None = None,
+        reserve: int = 0,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> PackResult:
+        """The compact record, ready to send, as a :class:`PackResult`.
+
+        Without a budget (and without a ``pipeline``), the result is the compact record
+        whole: appending messages only appends to it, so the prefix sent last turn is the
+        prefix this turn. With a budget, the compact record is packed by :func:`pack` (with
+        the session's ``pipeline``, or the default one). A session with a ``pipeline`` and no
+        budget packs under the model's context window, when the price table knows it
+        (:func:`ctxpack.usage.known_window`; ``result.budget`` then says it), and runs its
+        stages on the whole record otherwise. A managed session (``window=``) sizes every
+        request by its window instead.
+
+        Every tool output gets a ``filter`` decision (``compressed`` or ``kept``, with its
+        tokens and reason); ``result.original(message_id)`` gives the original of a shortened
+        message.
+
+        Args:
+            budget: Tokens the prompt may take; ``None``: no limit without a ``pipeline``,
+                the model's context window (when known) with one.
+            query: What the next answer is about (for packing); the last user message by
+                default.
+            provider: ``"openai"`` or ``"anthropic"``: whose rules the result must follow;
+                by default the provider the messages came from (``session.provider``:
+                Anthropic once an Anthropic message was appended, else OpenAI).
+            reserve: Tokens kept free for the reply (with a budget).
+            tools: Your own tool definitions, counted in ``result.tokens``; the retrieve tool's
+                definition is added when it is offered.
+
+        Raises:
+            BudgetExceededError: with a budget, the system, developer and pinned messages alone
+                do not fit.
+        """
+        with self._lock:
+            if self._backing is None or self.window is None:
+                self._refresh()
+                if self._backing is None or not self._renders_state(tools):
+                    return self._render(budget, query, provider, reserve, tools)
+            # A render that changes the state (a managed one: what was cleared, compacted) is
+            # stored like an append, on top of the newest stored state, so that every replica
+            # goes on from the last request sent, whoever sent it.
+            results: list[PackResult] = []
+            self._change(
+                lambda: results.append(self._render(budget, query, provider, reserve, tools))
+            )
+            return results[-1]
+
+    def context_management(self, provider: Provider | None = None) -> dict[str, Any]:
+        """The request fields that hand the window's management to the provider, from the
+        session's :class:`~ctxpack.managed.WindowPolicy` (see :mod:`ctxpack.server_side`).
+
+        For Anthropic, ``{"context_management": {"edits": [...]}, "betas": [...]}`` (pass both
+        to ``client.beta.messages.create``); for OpenAI, ``{"context_management": [...]}`` (for
+        ``client.responses.create``). Empty when the session has no window or manages it on
+        the client side.
+        """
+        from ..server_side import (
+            ANTHROPIC_BETAS,
+            anthropic_context_management,
+            openai_context_management,
+        )
+
+        if self.window is None or not self.window.server_side:
+            return {}
+        if (provider or self.provider) == "anthropic":
+            return {
+                "context_management": anthropic_context_management(self.window),
+                "betas": list(ANTHROPIC_BETAS),
+            }
+        return {"context_management": openai_context_management(self.window)}
+
+    def record_response(self, response: Any) -> list[Decision]:
+        """Read what the provider's context management did for ``response`` into the session.
+
+        An Anthropic Messages response is appended as the assistant message (its
+        ``compaction`` block included, kept verbatim to be sent back), and its
+        ``context_management.applied_edits`` and compaction become decisions of the next
+        :meth:`render`. For an OpenAI Responses response, the decisions are recorded and its
+        output items (the ``compaction`` item included) are yours to send back.
+
+        Returns:
+            The decisions recorded.
+        """
+        recorded: list[Decision] = []
+
+        # One change, read afresh on each attempt: the message and its decisions are stored
+        # together, on top of other writers' appends.
+        def change() -> None:
+            recorded[:] = self._record_response(response)
+
+        self._change(change)
+        return recorded
 
     def pin(self, text: str, *, name: str, kind: Literal["memory", "skill"] = "skill") -> None:
         """Add a memory file or a skill to the conversation, as a user message.
