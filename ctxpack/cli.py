@@ -25,7 +25,7 @@ from .code.cli import add_code_parser, run_code_command
 from .errors import CtxpackError, TokenizerUnavailableError
 from .messages import Message
 from .packing import pack
-from .providers import Provider, provider_from_request
+from .providers import Provider, provider_from_model, provider_from_request
 from .result import PackResult
 from .tokens import ApproximateTokenCountWarning, TokenCounter, encoding_for_model, get_counter
 from .usage import ContextUsage, context_usage
@@ -171,7 +171,7 @@ def _counter(args: argparse.Namespace, request: _Request) -> tuple[TokenCounter,
             raise UsageError(f"--counter {args.counter!r} is not one of {', '.join(known)}")
         return get_counter(counter=args.counter), args.model
     model = args.model if args.model is not None else request.model
-    if model is not None and not model.lower().startswith(("claude", "anthropic")):
+    if model is not None and provider_from_model(model) is None:
         try:
             encoding_for_model(model)
         except TokenizerUnavailableError as exc:

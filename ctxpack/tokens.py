@@ -523,7 +523,9 @@ def get_counter(model: str | None = None, counter: CounterLike | None = None) ->
         )
     if model is None:
         return _shared_tiktoken_counter(DEFAULT_ENCODING)
-    if model.lower().startswith(("claude", "anthropic")):
+    from .providers import provider_from_model
+
+    if provider_from_model(model) == "anthropic":
         anthropic = anthropic_approx_counter()
         warnings.warn(
             f"{model!r} has no public tokenizer; counting with {anthropic.name!r}, an "
