@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+import ctxpack
 from ctxpack.errors import ConfigError
 from ctxpack.messages import ensure_messages
 from ctxpack.providers import (
@@ -126,3 +129,16 @@ def test_an_anthropic_answer_is_the_named_tools_input_else_its_text() -> None:
     assert response_answer(response, "anthropic", "select") == {"items": [1]}
     assert response_answer(response, "anthropic", "other") == "Choosing."
     assert response_usage(response, "anthropic") == (5, 7)
+
+
+def test_the_provider_type_is_defined_once() -> None:
+    root = Path(ctxpack.__file__).parent
+    spelled = re.compile(
+        r"""Literal\[\s*["'](openai|anthropic)["']\s*,\s*["'](openai|anthropic)["']"""
+    )
+    places = [
+        path.relative_to(root).as_posix()
+        for path in sorted(root.rglob("*.py"))
+        if spelled.search(path.read_text(encoding="utf-8"))
+    ]
+    assert places == ["providers.py"]
