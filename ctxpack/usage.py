@@ -27,7 +27,7 @@ from .tokens import (
     tool_definition_tokens,
 )
 
-__all__ = ["ContextUsage", "UsageBucket", "UsageItem", "context_usage"]
+__all__ = ["ContextUsage", "UsageBucket", "UsageItem", "context_usage", "known_window"]
 
 SYSTEM = "system prompt"
 TOOLS = "tool definitions"
@@ -274,7 +274,7 @@ def _window(window: int | None, compaction_window: int | None, model: str | None
         if value is not None:
             check_tokens(value, name)
     if window is None and model is not None:
-        window = _known_window(model)
+        window = known_window(model)
     if window is not None and compaction_window is not None and compaction_window > window:
         raise ConfigError(
             f"compaction_window ({compaction_window}) is larger than the window ({window}); "
@@ -400,7 +400,8 @@ def _suggestions(
     return out
 
 
-def _known_window(model: str) -> int | None:
+def known_window(model: str) -> int | None:
+    """The context window of ``model`` in tokens, when the shipped price table knows it."""
     from .cost import resolve_model_name, shipped_prices
 
     prices = shipped_prices().prices

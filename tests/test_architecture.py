@@ -161,8 +161,8 @@ def test_ctxpack_has_no_import_cycle() -> None:
 
 # The layers, lowest first: a module imports only from its own layer or the ones below.
 CORE = frozenset(
-    {"errors", "caches", "sdk", "messages", "tokens", "pipeline", "_internal",
-     "redaction", "injection"}
+    {"errors", "caches", "sdk", "messages", "tokens", "providers", "adapters", "pipeline",
+     "_internal", "redaction", "injection"}
 )  # fmt: skip
 SCORING = frozenset({"stages", "signals"})
 
@@ -504,8 +504,7 @@ def test_at_most_150_public_names(api_reference: ModuleType) -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="still over 600 lines: session.py, editing.py, cost.py, managed.py, signals/lexical.py, "
-    "tokens.py (issue 29's splits by the other engineers)",
+    reason="still over 600 lines: cost.py, signals/lexical.py (h29b's splits, not merged yet)",
 )
 def test_no_module_over_600_lines() -> None:
     assert long_modules(ROOT, PACKAGE) == [], "split them by job"
@@ -513,7 +512,7 @@ def test_no_module_over_600_lines() -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="still over 80 lines: Session.__init__ (session.py), simulate (cost.py)",
+    reason="still over 80 lines: simulate (cost.py; h29b's split, not merged yet)",
 )
 def test_no_function_over_80_lines() -> None:
     assert long_functions(ROOT, PACKAGE) == []
