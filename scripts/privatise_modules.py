@@ -183,11 +183,25 @@ def plan_renames(root: Path) -> Plan:
         if len(parts) < 3 or parts[-1] == "__init__" or not (path.parent / "__init__.py").exists():
             continue
         dotted = ".".join(parts)
-        if _is_public(dotted) and dotted not in KEEP_PUBLIC:
+        # A leaf its package's __init__ does not import stays public: importing it through the
+        # package would add an import the package avoided (a cycle, or a cost at import time).
+        if _is_public(dotted) and dotted not in KEEP_PUBLIC and _imported_by_init(path):
             private = ".".join([*parts[:-1], "_" + parts[-1]])
             if not plan.file(private).exists():
                 plan.renames[dotted] = private
     return plan
+
+
+def _imported_by_init(leaf: Path) -> bool:
+    """Whether the package's __init__ imports ``leaf`` at module level."""
+    init = ast.parse((leaf.parent / "__init__.py").read_text(encoding="utf-8"))
+    name = leaf.stem
+    for node in init.body:
+        if not (isinstance(node, ast.ImportFrom) and node.level == 1):
+            continue
+        if node.module == name or (node.module is None and name in {a.name for a in node.names}):
+            return True
+    return False
 
 
 def _module_name(root: Path, path: Path) -> tuple[str, bool]:

@@ -494,7 +494,7 @@ def test_the_public_name_count_counts_each_object_once(api_reference: ModuleType
 
 @pytest.mark.xfail(
     strict=True,
-    reason="315 public names until scripts/privatise_modules.py is applied (147 after it on this "
+    reason="326 public names until scripts/privatise_modules.py is applied (164 after it on this "
     "branch; the script takes this mark off when the rule holds)",
 )
 def test_at_most_150_public_names(api_reference: ModuleType) -> None:
