@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ctxpack import ConfigError, SelectionError
-from ctxpack.errors import WorkspacePathError
+from ctxpack import ConfigError
+from ctxpack.errors import SelectionError, WorkspacePathError
 from ctxpack.selection import FileRequest, Passage, Workspace
 
 from .helpers import make_repo, session_messages
