@@ -92,14 +92,16 @@ _BINARY_PROBE = 8000
 
 
 def resolve_root(root: str | os.PathLike[str]) -> Path:
-    """``root`` as an absolute directory path.
+    """``root`` as an absolute directory path (``~`` expanded, symlinks resolved).
 
     Raises:
         ConfigError: ``root`` is not a directory.
     """
     path = Path(root).expanduser().resolve()
     if not path.is_dir():
-        raise ConfigError(f"{str(root)!r} is not a directory; give the root folder of a codebase")
+        raise ConfigError(
+            f"root {str(root)!r} is not a directory; give the root folder of a repository"
+        )
     return path
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._internal.paths import shown_path
-from ..code.files import is_binary, iter_lines, resolve_file, walk_files
+from ..code.files import is_binary, iter_lines, resolve_file, resolve_root, walk_files
 from ..code.grep import Engine
 from ..errors import ConfigError, SelectionError, WorkspacePathError
 from ..messages import Message, ensure_messages
@@ -117,13 +117,7 @@ class Workspace:
         search: Engine = "auto",
     ) -> None:
         self._messages: tuple[Message, ...] = tuple(ensure_messages(messages))
-        if root is not None:
-            resolved = Path(root).resolve()
-            if not resolved.is_dir():
-                raise ConfigError(f"root {str(root)!r} is not a folder")
-            self.root: Path | None = resolved
-        else:
-            self.root = None
+        self.root: Path | None = resolve_root(root) if root is not None else None
         if store is not None and not isinstance(store, ArtifactStore):
             raise ConfigError(
                 f"store must have put() and get() (an ArtifactStore), got {type(store).__name__}"

@@ -167,7 +167,7 @@ def test_message_references_resolve_or_say_what_exists() -> None:
 
 
 def test_bad_options_are_config_errors(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="not a folder"):
+    with pytest.raises(ConfigError, match=r"root '.*missing' is not a directory"):
         Workspace([], root=tmp_path / "missing")
     with pytest.raises(ConfigError, match="max_passage_lines"):
         Workspace([], max_passage_lines=0)
