@@ -38,6 +38,7 @@ from .._internal.paths import (
     refuse_hard_links,
     shown_path,
 )
+from ..caches import register
 from ..errors import ConfigError, WorkspacePathError
 
 __all__ = [
@@ -198,6 +199,9 @@ def _spec(lines: tuple[str, ...]) -> Any:
         _warn_no_pathspec()
         return None
     return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
+register(_spec)
 
 
 @cache
