@@ -21,9 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from ._internal.arguments import MAX_NESTING, TooDeep, check_nesting, check_text, message_items
 from ._internal.prefix import common_prefix, likely_prefix
-from ._internal.trusted import trusted_frozen_instance, trusted_instance
+from ._internal.trusted import trusted_frozen_instance
 from .caches import ENTRY_OVERHEAD, LRUCache, approx_bytes, register
-from .errors import InvalidMessageError
+from .errors import ConfigError, InvalidMessageError
 from .sdk import SDKObject, coerce_message
 
 __all__ = [
@@ -401,8 +401,37 @@ _CONVERTED: LRUCache[int, tuple[Any, Message, _Check | None]] = LRUCache(
 )
 
 
-_PLAIN_KEYS = frozenset({"role", "content", "id", "name"})
 _PLAIN_ROLES = frozenset({"system", "developer", "user", "assistant"})
+# What a plain message shares with every other: its fields set (by whether it has an id (+1)
+# and a name (+2)), its empty metadata and extras, its empty private attributes. Every
+# container allocated counts towards the garbage collector's next pass, and on a cold pack of
+# a long history those passes cost more than the conversion itself. Sharing is safe because
+# converted messages are ctxpack's own, frozen and never changed in place (see owned_messages;
+# a test checks these stay empty), and what ctxpack hands out is detached with dicts of its own.
+_SHARED_EMPTY_METADATA: dict[str, Any] = {}
+_SHARED_EMPTY_EXTRAS: dict[str, Any] = {}
+_SHARED_EMPTY_PRIVATE: dict[str, Any] = {}
+_PLAIN_FIELDS = tuple(
+    {"role", "content", *(["id"] if i & 1 else []), *(["name"] if i & 2 else [])} for i in range(4)
+)
+
+
+def check_shared_empties() -> None:
+    """Raise if a stage filled the empty dicts plain messages share (see above), after emptying
+    them again: a stage must return new messages (``model_copy``), never edit one in place, and
+    an edit there would otherwise reach every message converted in this process."""
+    for label, shared in (
+        ("metadata", _SHARED_EMPTY_METADATA),
+        ("extras", _SHARED_EMPTY_EXTRAS),
+        ("private attributes", _SHARED_EMPTY_PRIVATE),
+    ):
+        if shared:
+            keys = sorted(map(str, shared))
+            shared.clear()
+            raise ConfigError(
+                f"a stage changed a message's {label} in place (keys {keys}); stages must return "
+                "new messages (message.model_copy(update=...)), never edit the ones they are given"
+            )
 
 
 def _plain_message(item: Mapping[str, Any]) -> Message | None:
@@ -413,18 +442,20 @@ def _plain_message(item: Mapping[str, Any]) -> Message | None:
     validating it would only cost time, a large share of a cold pack of a long history (see
     docs/performance.md).
     """
-    if not item.keys() <= _PLAIN_KEYS:
-        return None
+    has_id = "id" in item
+    has_name = "name" in item
     role = item.get("role")
     content = item.get("content")
-    mid = item.get("id", "")
-    name = item.get("name")
+    mid = item["id"] if has_id else ""
+    name = item["name"] if has_name else None
     if (
-        type(role) is not str
+        # With role and content strings, the length rules out any other key.
+        len(item) != 2 + has_id + has_name
+        or type(role) is not str
         or role not in _PLAIN_ROLES
         or type(content) is not str
         or type(mid) is not str
-        or not ((name is None and "name" not in item) or type(name) is str)
+        or (has_name and type(name) is not str)
         # Text that may not be valid Unicode goes through validation, which names the problem.
         or not (content.isascii() or _valid_text(content))
         or not (name is None or name.isascii() or _valid_text(name))
@@ -442,10 +473,11 @@ def _plain_message(item: Mapping[str, Any]) -> Message | None:
         "pinned": False,
         "source": None,
         "timestamp": None,
-        "metadata": {},
-        "extras": {},
+        "metadata": _SHARED_EMPTY_METADATA,
+        "extras": _SHARED_EMPTY_EXTRAS,
     }
-    return trusted_instance(Message, values, item.keys(), {})
+    fields_set = _PLAIN_FIELDS[has_id + 2 * has_name]
+    return trusted_frozen_instance(Message, values, fields_set, _SHARED_EMPTY_PRIVATE)
 
 
 def _valid_text(text: str) -> bool:

@@ -13,7 +13,7 @@ from ._internal.columns import ids as message_ids
 from .adapters.validate import check_openai_message
 from .errors import BudgetExceededError, ConfigError
 from .limits import check_message_sizes
-from .messages import Message, detached, owned_messages
+from .messages import Message, check_shared_empties, detached, owned_messages
 from .pipeline import Decision, DecisionLog, PackContext, Pipeline, Provider, Stage
 from .result import PackResult
 from .sdk import SDKObject
@@ -292,6 +292,7 @@ def _pack(
             pinned_ids=exc.pinned_ids,
             tool_tokens=tool_tokens,
         ) from exc
+    check_shared_empties()
     if not isinstance(out, PackContext):
         raise ConfigError(f"the pipeline returned {type(out).__name__}, not a PackContext")
     if target == "anthropic" and not _ends_with_alternator(stage):

@@ -16,6 +16,7 @@ from ctxpack import InvalidMessageError, Message
 from ctxpack._internal.prefix import PrefixMemo, common_prefix, likely_prefix
 from ctxpack.adapters.validate import check_openai_message
 from ctxpack.messages import _RECENT, _from_mapping, _plain_message, ensure_messages
+from ctxpack.pipeline import PackContext
 
 
 class Box:
@@ -230,8 +231,24 @@ def test_plain_dicts_skip_validation_without_changing_the_result(
     assert list(fast.__dict__) == list(slow.__dict__)
     assert fast.model_fields_set == slow.model_fields_set
     assert fast.model_dump() == slow.model_dump()
-    # Each message owns its mutable fields.
-    assert fast.metadata is not _plain_message(item).metadata  # type: ignore[union-attr]
+    # What ctxpack hands out owns its mutable fields (the converted ones share empty dicts).
+    handed = ensure_messages([item, dict(item, id="other")])
+    assert handed[0].metadata is not handed[1].metadata
+    assert handed[0].extras is not handed[1].extras
+
+
+def test_a_stage_editing_a_message_in_place_is_named_and_undone() -> None:
+    def scribble(ctx: PackContext) -> PackContext:
+        ctx.messages[0].metadata["note"] = "edited in place"
+        return ctx
+
+    history = [{"role": "user", "content": "hello", "id": "a"}]
+    pipeline = ctxpack.default_pipeline().insert("pack", ("scribble", scribble))
+    with pytest.raises(ctxpack.ConfigError, match=r"metadata in place \(keys \['note'\]\)"):
+        ctxpack.pack(history, budget=100, model="gpt-4", pipeline=pipeline)
+    # The shared empty dict is empty again: later messages carry no stray metadata.
+    assert ensure_messages([{"role": "user", "content": "later"}])[0].metadata == {}
+    assert ctxpack.pack(history, budget=100, model="gpt-4").messages[0].metadata == {}
 
 
 @pytest.mark.parametrize(

@@ -8,12 +8,11 @@ docs/performance.md).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-__all__ = ["trusted_frozen_instance", "trusted_instance"]
+__all__ = ["trusted_frozen_instance"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -24,36 +23,22 @@ _set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
 _set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
-def trusted_instance(
-    cls: type[M],
-    values: dict[str, Any],
-    fields_set: Iterable[str],
-    private: dict[str, Any] | None = None,
-) -> M:
-    """An instance of ``cls`` holding ``values`` (every field, in declaration order), as if
-    validated with only ``fields_set`` given. The caller guarantees the values are valid; use
-    this only for models without extra fields. ``private`` is the private attributes' dict
-    (``{}`` for a model that declares some, as pydantic gives it, ``None`` for one that has
-    none)."""
-    # A set of its own, as pydantic's: model_copy() updates it in place.
-    instance = trusted_frozen_instance(cls, values, set(fields_set))
-    if private is not None:
-        _set_private(instance, private)
-    return instance
-
-
 def trusted_frozen_instance(
     cls: type[M],
     values: dict[str, Any],
     fields_set: set[str],
     private: dict[str, Any] | None = None,
 ) -> M:
-    """:func:`trusted_instance` for a frozen model, sharing ``fields_set`` between instances.
+    """An instance of the frozen model ``cls`` holding ``values`` (every field, in declaration
+    order), as if validated with only ``fields_set`` given, sharing ``fields_set`` between
+    instances. The caller guarantees the values are valid; use this only for models without
+    extra fields.
 
     A set of eight names takes 728 bytes, more than the instance and its values together; the
     packer makes hundreds of decisions per call. Sharing is safe only for frozen models: nothing
     can set a field in place, and ``model_copy()`` copies the set before it adds to it. The
-    caller never mutates ``fields_set``. ``private`` is as for :func:`trusted_instance`.
+    caller never mutates ``fields_set``. ``private`` is the private attributes' dict (``{}``
+    for a model that declares some, as pydantic gives it, ``None`` for one that has none).
     """
     instance = _new(cls)
     _set_dict(instance, values)

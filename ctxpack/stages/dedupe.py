@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from functools import partial
 from typing import ClassVar
 
 import numpy as np
@@ -35,24 +34,31 @@ def _normalized(text: str, case_sensitive: bool) -> str:
     return norm if case_sensitive else norm.casefold()
 
 
-def _key(msg: Message, case_sensitive: bool) -> tuple[str, str]:
-    return msg.role, _normalized(msg.text, case_sensitive)
+def _key(msg: Message) -> tuple[str, str]:
+    return msg.role, _normalized(msg.text, False)
+
+
+def _key_with_case(msg: Message) -> tuple[str, str]:
+    return msg.role, _normalized(msg.text, True)
 
 
 def _removable(msg: Message) -> bool:
     """Whether ``msg`` may ever be removed as a copy (protection aside, which varies per call)."""
+    content = msg.content
     return not (
         msg.pinned
         or msg.tool_calls
         or msg.role == "tool"
-        or (isinstance(msg.content, list) and any(p.get("type") != "text" for p in msg.content))
-        or not _key(msg, False)[1]
+        or (isinstance(content, list) and any(p.get("type") != "text" for p in content))
+        # No text left once whitespace collapses (str.split and str.strip agree on whitespace).
+        or not msg.text.strip()
     )
 
 
 # Per-message facts, memoised across packs of a growing history (see ctxpack._internal.prefix).
 _KEYS: dict[bool, PrefixMemo[Message, tuple[str, str]]] = {
-    flag: PrefixMemo(partial(_key, case_sensitive=flag)) for flag in (False, True)
+    False: PrefixMemo(_key),
+    True: PrefixMemo(_key_with_case),
 }
 _REMOVABLE: PrefixMemo[Message, bool] = PrefixMemo(_removable)
 
