@@ -25,7 +25,6 @@ from .grep import ripgrep_path as ripgrep_path
 from .index import DEFAULT_WEIGHTS as DEFAULT_WEIGHTS
 from .index import CodeIndex as CodeIndex
 from .index import FileHit as FileHit
-from .index import RefreshStats as RefreshStats
 from .index import SearchHit as SearchHit
 from .judge import Candidate as Candidate
 from .judge import Judge as Judge
@@ -38,6 +37,7 @@ from .loop import RetrievalResult as RetrievalResult
 from .loop import iterative_retrieve as iterative_retrieve
 from .rule import LoadDecision as LoadDecision
 from .rule import decide_loading as decide_loading
+from .storage import RefreshStats as RefreshStats
 from .symbols import ParsedFile as ParsedFile
 from .symbols import ParserFallbackWarning as ParserFallbackWarning
 from .symbols import Symbol as Symbol

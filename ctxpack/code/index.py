@@ -14,6 +14,8 @@ weighed (see :data:`DEFAULT_WEIGHTS`):
 - ``definition``: the query names a function, class or type the file defines;
 - ``tested``: the file is under test by a test file that matches the query (a test names the
   code it exercises: ``tests/test_models.py`` tests ``models.py``, and what it imports);
+- ``message``: the query quotes a message (an error, a warning) the file's string literals
+  hold (see :mod:`ctxpack.code.literals`);
 - ``graph``: PageRank over the import/call graph, personalised by the strongest files (where
   the code they import and call is defined).
 
@@ -23,17 +25,11 @@ query names them.
 
 from __future__ import annotations
 
-import hashlib
-import itertools
-import json
 import math
 import os
-import re
-import sqlite3
 import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
@@ -42,20 +38,20 @@ from .._internal.paths import confined_file
 from ..errors import ConfigError
 from ..signals.lexical import InvertedIndex
 from ..tokens import CounterLike, TokenCounter, get_counter
-from .files import language_of_path, list_files, resolve_root
-from .graph import CodeGraph
+from .files import resolve_root
+from .graph import CodeGraph, personalised_pagerank
+from .literals import LiteralIndex
+from .naming import QueryNames
 from .roles import is_test_path, tested_modules
 from .semantic import file_summary, reciprocal_rank_fusion
-from .symbols import ParsedFile, Symbol, parse_source
-from .terms import code_terms, identifiers, path_terms
+from .storage import FileStore, RefreshStats, default_db_path
+from .symbols import ParsedFile, Symbol
+from .terms import code_terms, path_terms
 
 if TYPE_CHECKING:
     from ..signals.embeddings import Embedder
 
-__all__ = ["DEFAULT_WEIGHTS", "TEST_SHARE", "CodeIndex", "FileHit", "RefreshStats", "SearchHit"]
-
-# Bump when what is stored per file changes: an index written by another version is rebuilt.
-_SCHEMA = "3"
+__all__ = ["DEFAULT_WEIGHTS", "TEST_SHARE", "CodeIndex", "FileHit", "SearchHit"]
 
 DEFAULT_WEIGHTS: Mapping[str, float] = {
     "symbol": 1.0,
@@ -64,6 +60,7 @@ DEFAULT_WEIGHTS: Mapping[str, float] = {
     "definition": 0.5,
     "tested": 0.5,
     "graph": 0.1,
+    "message": 0.5,
 }
 """How much each ranking signal weighs (signals are normalised to [0, 1] first)."""
 
@@ -74,8 +71,6 @@ TEST_SHARE = 0.3
 _GRAPH_SEEDS = 5
 # A mention this sure names the file itself (its path or dotted module, not a bare file name).
 _SURE_MENTION = 0.9
-_PAGERANK_STEPS = 20
-_PAGERANK_DAMPING = 0.85
 _BM25_K1 = 1.2
 _BM25_B = 0.75
 
@@ -120,23 +115,6 @@ class FileHit(BaseModel):
     score: float
     signals: dict[str, float]
     units: tuple[SearchHit, ...] = ()
-
-
-class RefreshStats(BaseModel):
-    """What :meth:`CodeIndex.refresh` did: files parsed anew, removed, and left as they were."""
-
-    model_config = ConfigDict(frozen=True)
-
-    parsed: int
-    removed: int
-    unchanged: int
-
-
-def default_db_path(root: Path) -> Path:
-    """Where an index lives when no ``db`` is given: the user's cache folder, one file per root."""
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    digest = hashlib.sha256(str(root).encode("utf-8")).hexdigest()[:16]
-    return Path(cache) / "ctxpack" / "code" / f"{root.name}-{digest}.sqlite"
 
 
 class CodeIndex:
@@ -192,7 +170,7 @@ class CodeIndex:
         self.weights = {**DEFAULT_WEIGHTS, **(weights or {})}
         self._counter_arg = counter
         self._lock = threading.RLock()
-        self._conn: sqlite3.Connection | None = None
+        self._store: FileStore | None = None
         self._parsed: dict[str, ParsedFile] = {}
         self._tokens: dict[str, int] = {}
         self._built = False
@@ -208,33 +186,16 @@ class CodeIndex:
         """The token counter of this index."""
         return get_counter(None, self._counter_arg)
 
-    def _connect(self) -> sqlite3.Connection:
-        if self._conn is None:
-            if self.db != ":memory:":
-                Path(self.db).parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.db, check_same_thread=False)
-            conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
-            row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-            counter = self.counter.name
-            crow = conn.execute("SELECT value FROM meta WHERE key = 'counter'").fetchone()
-            if row is None or row[0] != _SCHEMA or crow is None or crow[0] != counter:
-                conn.execute("DROP TABLE IF EXISTS files")
-                conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (_SCHEMA,))
-                conn.execute("INSERT OR REPLACE INTO meta VALUES ('counter', ?)", (counter,))
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, mtime_ns INTEGER,"
-                " size INTEGER, sha256 TEXT, tokens INTEGER, parsed TEXT)"
-            )
-            conn.commit()
-            self._conn = conn
-        return self._conn
+    def _file_store(self) -> FileStore:
+        if self._store is None:
+            self._store = FileStore(self.root, self.db, self.counter)
+        return self._store
 
     def close(self) -> None:
         """Close the SQLite connection (the next search opens it again)."""
         with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+            if self._store is not None:
+                self._store.close()
 
     def refresh(self) -> RefreshStats:
         """Bring the index up to date with the files on disk; parse only what changed.
@@ -243,61 +204,12 @@ class CodeIndex:
             How many files were parsed, removed, and left unchanged.
         """
         with self._lock:
-            conn = self._connect()
-            stored = {
-                row[0]: (row[1], row[2], row[3])
-                for row in conn.execute("SELECT path, mtime_ns, size, sha256 FROM files")
-            }
-            current = list_files(self.root)
-            parsed = unchanged = 0
-            fresh: dict[str, ParsedFile] = {}
-            tokens: dict[str, int] = {}
-            for rel in current:
-                full = self.root / rel
-                try:
-                    stat = full.stat()
-                except OSError:
-                    continue
-                old = stored.get(rel)
-                if old is not None and old[0] == stat.st_mtime_ns and old[1] == stat.st_size:
-                    if rel in self._parsed:
-                        fresh[rel] = self._parsed[rel]
-                        tokens[rel] = self._tokens[rel]
-                    else:
-                        fresh[rel], tokens[rel] = self._load_row(conn, rel)
-                    unchanged += 1
-                    continue
-                raw = full.read_bytes()
-                digest = hashlib.sha256(raw).hexdigest()
-                if old is not None and old[2] == digest:
-                    conn.execute(
-                        "UPDATE files SET mtime_ns = ?, size = ? WHERE path = ?",
-                        (stat.st_mtime_ns, stat.st_size, rel),
-                    )
-                    fresh[rel], tokens[rel] = self._load_row(conn, rel)
-                    unchanged += 1
-                    continue
-                text = raw.decode("utf-8", errors="replace")
-                language = language_of_path(rel) or "text"
-                pf = parse_source(rel, language, text)
-                count = self.counter.count(text)
-                conn.execute(
-                    "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?)",
-                    (rel, stat.st_mtime_ns, stat.st_size, digest, count, pf.model_dump_json()),
-                )
-                fresh[rel], tokens[rel] = pf, count
-                parsed += 1
-            gone = set(stored) - set(fresh)
-            conn.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in sorted(gone)])
-            conn.commit()
-            self._parsed, self._tokens = fresh, tokens
+            store = self._file_store()
+            stats = store.refresh()
+            self._parsed, self._tokens = store.parsed, store.tokens
             self._build()
             self._built = True
-            return RefreshStats(parsed=parsed, removed=len(gone), unchanged=unchanged)
-
-    def _load_row(self, conn: sqlite3.Connection, rel: str) -> tuple[ParsedFile, int]:
-        row = conn.execute("SELECT parsed, tokens FROM files WHERE path = ?", (rel,)).fetchone()
-        return ParsedFile.model_validate_json(row[0]), int(row[1])
+            return stats
 
     def _ensure(self) -> None:
         if not self._built:
@@ -332,13 +244,8 @@ class CodeIndex:
             self._file_terms.append(set(file_terms))
         self._unit_file_array = np.array(self._unit_file, dtype=np.int64)
         self._graph = CodeGraph(self._parsed)
-        # Where each method is defined, by its class: ``Expression.compile`` in a query names
-        # one file where ``compile`` alone names dozens.
-        self._members: dict[str, set[str]] = {}
-        for path, pf in self._parsed.items():
-            for unit in pf.symbols:
-                if unit.parent:
-                    self._members.setdefault(f"{unit.parent}.{unit.name}", set()).add(path)
+        self._names = QueryNames(self._paths, self._parsed, self._graph.definers)
+        self._literals = LiteralIndex(self._paths, self._parsed)
         at = {p: i for i, p in enumerate(self._paths)}
         self._is_test = np.array([is_test_path(p) for p in self._paths], dtype=bool)
         links = [
@@ -346,18 +253,12 @@ class CodeIndex:
             for test, sources in tested_modules(self._paths, self._graph.imports).items()
             for source, sureness in sources.items()
         ]
-        self._edges = _graph_edges(self._graph, at)
+        self._edges = self._graph.edge_arrays(self._paths)
         self._test_links = (
             np.array([t for t, _, _ in links], dtype=np.int64),
             np.array([s for _, s, _ in links], dtype=np.int64),
             np.array([w for _, _, w in links], dtype=float),
         )
-        # Every way a query can name a file, looked up by the path-like pieces of the query.
-        self._named_by: dict[str, list[tuple[int, float]]] = {}
-        names = _mention_names(self._paths)
-        for i, path in enumerate(self._paths):
-            for name, strength in names[path]:
-                self._named_by.setdefault(name, []).append((i, strength))
 
     # ----------------------------------------------------------------------------------------
     # Queries
@@ -491,8 +392,9 @@ class CodeIndex:
         signals = {
             "symbol": _normalised(best),
             "file": _normalised(file_scores),
-            "mention": self._mentions(query),
-            "definition": self._defined(query),
+            "mention": self._names.mentions(query),
+            "definition": _normalised(self._names.definitions(query)),
+            "message": _normalised(self._literals.matches(query)),
         }
         score = sum(self.weights[name] * value for name, value in signals.items())
         signals["tested"] = self._tested(score)
@@ -578,23 +480,14 @@ class CodeIndex:
         return _normalised(out)
 
     def _graph_signal(self, score: Any) -> Any:
-        """PageRank over the import/call graph, personalised by the files' scores: where the
+        """PageRank over the import/call graph, personalised by the strongest files: where the
         code that the best-matching files import and call is defined."""
         import numpy as np
 
-        n = len(self._paths)
-        src, dst, share = self._edges
         seeds = [int(i) for i in np.argsort(-score, kind="stable")[:_GRAPH_SEEDS] if score[i] > 0]
-        start = np.zeros(n)
+        start = np.zeros(len(self._paths))
         start[seeds] = score[seeds]
-        if not len(src) or not seeds:
-            return np.zeros(n)
-        start /= start.sum()
-        rank = start.copy()
-        for _ in range(_PAGERANK_STEPS):
-            flow = np.zeros(n)
-            np.add.at(flow, dst, rank[src] * share)
-            rank = (1 - _PAGERANK_DAMPING) * start + _PAGERANK_DAMPING * flow
+        rank = personalised_pagerank(self._edges, start)
         # The seeds' own mass is their score already; the signal is what flows elsewhere.
         rank[seeds] = 0.0
         return _normalised(rank)
@@ -610,39 +503,6 @@ class CodeIndex:
             score=score,
             text=unit.text,
         )
-
-    def _mentions(self, query: str) -> Any:
-        import numpy as np
-
-        out = np.zeros(len(self._paths))
-        for name in _pieces(query.lower()) & self._named_by.keys():
-            for i, strength in self._named_by[name]:
-                out[i] = max(out[i], strength)
-        return out
-
-    def _defined(self, query: str) -> Any:
-        import numpy as np
-
-        out = np.zeros(len(self._paths))
-        position = {p: i for i, p in enumerate(self._paths)}
-        # Each name once, in the query's order (a set's order would follow the hash seed, and
-        # with it the floating-point sum below).
-        for name in dict.fromkeys(identifiers(query)):
-            # Short or plain words ("get", "data") are prose as often as code.
-            if len(name) < 4 or (name.islower() and "_" not in name):
-                continue
-            definers = self._graph.definers.get(name)
-            if not definers:
-                continue
-            for path in definers:
-                out[position[path]] += 1.0 / len(definers)
-        for name in dict.fromkeys(_QUALIFIED.findall(query)):
-            for pair in _member_pairs(name):
-                members = self._members.get(pair)
-                if members:
-                    for path in members:
-                        out[position[path]] += 1.0 / len(members)
-        return _normalised(out)
 
     def symbols_of(self, path: str) -> tuple[Symbol, ...]:
         """The symbol units of an indexed file, in line order."""
@@ -678,39 +538,6 @@ class CodeIndex:
             return self._file_index.idf(term)
 
 
-def _graph_edges(graph: CodeGraph, position: Mapping[str, int]) -> tuple[Any, Any, Any]:
-    """The graph's links from a file to what it imports and calls, as arrays of source, target
-    and the share of the source's weight each link carries."""
-    import numpy as np
-
-    out: dict[tuple[int, int], float] = {}
-    for path, targets in graph.imports.items():
-        for target in targets:
-            out[position[path], position[target]] = 1.0
-    for path, weights in graph.calls.items():
-        for target, weight in weights.items():
-            key = (position[path], position[target])
-            out[key] = out.get(key, 0.0) + weight
-    pairs = sorted(out)
-    src = np.array([a for a, _ in pairs], dtype=np.int64)
-    dst = np.array([b for _, b in pairs], dtype=np.int64)
-    strength = np.array([out[k] for k in pairs], dtype=float)
-    total = np.zeros(len(position))
-    np.add.at(total, src, strength)
-    share = strength / total[src] if len(pairs) else strength
-    return src, dst, share
-
-
-_QUALIFIED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
-
-
-def _member_pairs(dotted: str) -> list[str]:
-    """The ``Class.member`` pairs of a dotted name: ``a.Model.save`` gives ``Model.save`` (and
-    ``a.Model``, which names nothing unless ``a`` is a class)."""
-    parts = dotted.split(".")
-    return [f"{a}.{b}" for a, b in itertools.pairwise(parts)]
-
-
 def _unit_rows(matrix: Any) -> Any:
     import numpy as np
 
@@ -721,59 +548,3 @@ def _unit_rows(matrix: Any) -> Any:
 def _normalised(values: Any) -> Any:
     top = float(values.max()) if len(values) else 0.0
     return values / top if top > 0 else values * 0.0
-
-
-_PATHLIKE = re.compile(r"[\w./-]+")
-_SEPARATORS = "/.-"
-# A longer path-like word is cut at this many separators at most (a URL, a long dotted name).
-_MAX_SEPARATORS = 12
-
-
-def _pieces(text: str) -> set[str]:
-    """Every run of a path-like word between separators (``/``, ``.``, ``-``) or its ends:
-    ``src/_pytest/capture.py`` gives ``capture.py``, ``_pytest/capture.py``, ``_pytest`` ...
-
-    Example:
-        >>> sorted(_pieces("see a/b.py"))
-        ['a', 'a/b', 'a/b.py', 'b', 'b.py', 'py', 'see']
-    """
-    out: set[str] = set()
-    for word in _PATHLIKE.findall(text):
-        cuts = [k for k, c in enumerate(word) if c in _SEPARATORS][:_MAX_SEPARATORS]
-        starts = [0, *(k + 1 for k in cuts)]
-        ends = [*cuts, len(word)]
-        for i in starts:
-            for j in ends:
-                if j > i:
-                    out.add(word[i:j])
-    return out
-
-
-def _mention_names(paths: Sequence[str]) -> dict[str, list[tuple[str, float]]]:
-    """The ways a query can name each file, with how surely it names that one: the path, the
-    dotted module, the file name (sure only when no other file has it)."""
-    basenames = Counter(p.rsplit("/", 1)[-1].lower() for p in paths)
-    out: dict[str, list[tuple[str, float]]] = {}
-    for path in paths:
-        lowered = path.lower()
-        names: list[tuple[str, float]] = [(lowered, 1.0)]
-        parts = lowered.split("/")
-        for i in range(1, len(parts) - 1):
-            names.append(("/".join(parts[i:]), 1.0))
-        stem = lowered.rsplit(".", 1)[0]
-        dotted = stem.replace("/", ".")
-        if dotted.endswith(".__init__"):
-            dotted = dotted[: -len(".__init__")]
-        dparts = dotted.split(".")
-        for i in range(len(dparts) - 1):
-            if len(dparts) - i >= 2:
-                names.append((".".join(dparts[i:]), 0.9))
-        base = parts[-1]
-        if not base.startswith("__init__"):
-            names.append((base, 0.8 / basenames[base]))
-        out[path] = names
-    return out
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, sort_keys=True)

@@ -14,7 +14,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -95,7 +95,13 @@ class Judgement(BaseModel):
 
 
 class Judge(Protocol):
-    """Anything that judges candidates: ``judge(task, candidates) -> judgements``."""
+    """Anything that judges candidates: ``judge(task, candidates) -> judgements``.
+
+    A judge whose relevance is relative to each dispatch (the best candidate of a dispatch
+    scores high whatever it is) says so with a true ``relative_to_dispatch`` attribute: the
+    loop then never lets a later cycle's find pass a file of the first ranking, since the two
+    scores are not on one scale. Without the attribute, scores are taken as absolute.
+    """
 
     def __call__(self, task: str, candidates: Sequence[Candidate], /) -> list[Judgement]: ...
 
@@ -136,6 +142,8 @@ class RankingJudge(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     score_share: float = Field(default=0.6, ge=0.0, le=1.0)
+    relative_to_dispatch: ClassVar[bool] = True
+    """Its relevance is relative to the dispatch's best file (see :class:`Judge`)."""
 
     def __repr__(self) -> str:
         return f"RankingJudge(score_share={self.score_share})"

@@ -20,7 +20,9 @@ order, with the files later cycles judged highly relevant placed among them: aft
 of the first ranking except those they beat by a band of the judge's scale (high over medium,
 medium over low). So the loop holds every file of the first ranking the judge kept, in the
 same order, and never ranks a gold file lower than the first ranking does unless the judge
-rates another file a band higher.
+rates another file a band higher. A judge whose scores are relative to each dispatch (the
+default :class:`RankingJudge`) rates no later find above the first ranking: later finds come
+after it.
 """
 
 from __future__ import annotations
@@ -100,7 +102,8 @@ class RetrievalResult(BaseModel):
         task: The task it was given.
         files: Repository-relative paths: the first cycle's candidates the judge did not rule
             out (>= 0.2), in rank order, with the files later cycles judged >= 0.7 placed after
-            every one of them they do not beat by a band of the judge's scale.
+            every one of them they do not beat by a band of the judge's scale (after all of
+            them with a judge relative to each dispatch, such as the default one).
         relevance: Each returned file's best relevance over the cycles.
         context: The text to send: the files' best passages, labelled with path and lines.
         tokens: Tokens of ``context``.
@@ -159,7 +162,8 @@ def iterative_retrieve(
     Stops after the first cycle that has 3 or more files judged >= 0.7 and no critical gap, or
     that does not raise the judge's confidence, or after ``max_cycles`` cycles. Returns the
     first ranking less the files judged below 0.2, in its order, with the files later cycles
-    judged >= 0.7 placed among them (ahead only of files they beat by a band).
+    judged >= 0.7 placed among them (ahead only of files they beat by a band, and never with
+    the default judge, whose scores are relative to each dispatch).
 
     Args:
         task: What the files are needed for (an issue, a feature request).
@@ -191,7 +195,7 @@ def iterative_retrieve(
     index = root if isinstance(root, CodeIndex) else CodeIndex(root)
     judge = judge if judge is not None else RankingJudge()
     store = store if store is not None else SQLiteArtifactStore(":memory:")
-    search = _Search(index, task)
+    search = _Search(index, task, comparable=not getattr(judge, "relative_to_dispatch", False))
     cycles: list[CycleRecord] = []
     confidence = 0.0
     for cycle in range(1, max_cycles + 1):
@@ -229,9 +233,11 @@ class _Search:
     ranking, the files excluded, and the files judged highly relevant (best relevance, and the
     cycle each was first found in)."""
 
-    def __init__(self, index: CodeIndex, task: str) -> None:
+    def __init__(self, index: CodeIndex, task: str, *, comparable: bool) -> None:
         self.index = index
         self.task = task
+        # Whether a later cycle's relevance is on the first cycle's scale.
+        self.comparable = comparable
         self.task_terms = set(code_terms(task))
         self.boost: dict[str, float] = {}
         self.excluded: list[str] = []
@@ -277,10 +283,15 @@ class _Search:
     def _place(self, path: str, relevance: float) -> None:
         """Keep a file a later cycle judged highly relevant: after the first ranking's files,
         except those it beats by a band of the judge's scale (high over medium, medium over
-        low...); a first ranking is not overturned by a near tie."""
+        low...); a first ranking is not overturned by a near tie, nor by a judge whose scores are
+        relative to each dispatch."""
         level = _BANDS.index(band(relevance))
         at = len(self.order)
-        while at > 0 and _BANDS.index(band(self.relevance[self.order[at - 1]])) < level:
+        while (
+            self.comparable
+            and at > 0
+            and _BANDS.index(band(self.relevance[self.order[at - 1]])) < level
+        ):
             at -= 1
         self.order.insert(at, path)
 

@@ -157,3 +157,32 @@ def test_a_task_without_a_clone_is_skipped_and_listed(
         "Skipped: 1 tasks whose repository has no clone in --repos (other/big)"
         in (out / "code_retrieval.md").read_text()
     )
+
+
+def test_a_linked_tree_is_reported_as_approximate(bench: ModuleType, tmp_path: Path) -> None:
+    """A task whose cache entry links to a tree made another way (a release's source
+    distribution) runs without a clone, and the report says its tree is approximate."""
+    tree = tmp_path / "trees" / "shop-1.0"
+    shutil.copytree(FIXTURE, tree)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "acme__shop-2").symlink_to(tree)
+    task = {
+        "instance_id": "acme__shop-2",
+        "repo": "acme/shop",
+        "base_commit": "0" * 40,
+        "problem_statement": "Requests are not rate limited: add rate limiting to the API.",
+        "files": ["api/throttle.py"],
+    }
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps(task) + "\n")
+    out = tmp_path / "out"
+    argv = ["--tasks", str(tasks), "--repos", str(tmp_path / "none"), "--cache", str(cache)]
+    assert bench.main([*argv, "--out", str(out), "--methods", "bm25-files"]) == 0
+    payload = json.loads((out / "code_retrieval.json").read_text())
+    assert payload["tasks"][0]["tree"] == "shop-1.0"
+    report = (out / "code_retrieval.md").read_text()
+    assert "Approximate trees" in report
+    assert "acme/shop (1 tasks: shop-1.0)" in report
+    # Held-out tasks are not listed one by one in the report.
+    assert "| acme__shop-2 |" not in report

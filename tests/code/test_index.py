@@ -150,3 +150,35 @@ def test_the_graph_follows_what_the_best_files_import_and_call(tmp_path: Path) -
     signals = {h.path: h.signals for h in index.rank_files("issue an invoice for a customer")}
     assert signals["ledger.py"]["graph"] == 1.0
     assert signals.get("billing_job.py", {"graph": 0.0})["graph"] == 0.0
+
+
+def test_a_quoted_error_message_points_at_the_code_that_raises_it(tmp_path: Path) -> None:
+    """The issue's traceback ends with the error in the raising code's own words; the values
+    filled in and a docstring using the same words do not count."""
+    (tmp_path / "series.py").write_text(
+        "class TimeSeries:\n"
+        "    '''A table whose first column must be time, then the other columns.'''\n\n"
+        "    def check(self, names):\n"
+        "        if names[0] != 'time':\n"
+        "            raise ValueError(\n"
+        "                f\"{type(self).__name__} object is invalid - expected 'time' \"\n"
+        "                f\"as the first column but found '{names[0]}'\"\n"
+        "            )\n"
+    )
+    (tmp_path / "table.py").write_text(
+        "def first_column(table):\n"
+        "    '''The first column of the table; this object is invalid when expected\n"
+        "    columns are missing.'''\n"
+        "    return table[0]\n"
+    )
+    issue = (
+        "Removing a required column gives a confusing error:\n"
+        "ValueError: TimeSeries object is invalid - expected 'time' as the first column but "
+        "found 'flux'"
+    )
+    ranked = CodeIndex(tmp_path, db=":memory:").rank_files(issue, k=2)
+    assert ranked[0].path == "series.py"
+    assert ranked[0].signals["message"] == 1.0
+    assert ranked[1].signals["message"] == 0.0
+    off = CodeIndex(tmp_path, db=":memory:", weights={"message": 0.0}).rank_files(issue, k=2)
+    assert off[0].signals["message"] == 1.0  # still reported, weighed 0

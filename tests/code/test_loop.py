@@ -5,6 +5,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ctxpack import ConfigError
 from ctxpack.code import (
@@ -158,6 +160,62 @@ def test_the_loop_never_drops_a_file_of_the_first_ranking(repo: Path) -> None:
         result = iterative_retrieve(task, index)
         kept = [p for p in ranking if result.relevance.get(p, 0.0) >= 0.2]
         assert [p for p in result.files if p in ranking] == kept
+
+
+_BAND_ORDER = ("none", "low", "medium", "high")
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    task=st.sampled_from([RATE_LIMIT, "load_profile of a user", "fetch a record from storage"]),
+    scores=st.lists(st.sampled_from([0.1, 0.3, 0.6, 0.75, 0.9]), min_size=12, max_size=12),
+)
+def test_only_a_band_higher_passes_a_file_of_the_first_ranking(
+    repo: Path, task: str, scores: list[float]
+) -> None:
+    """Whatever the judge says, a file of the first ranking it kept (>= 0.2) is preceded in the
+    loop's files only by files ahead of it in the first ranking, or by later finds the judge put
+    a band higher: the loop's top 5 holds rank_files' top 5 unless the judge had evidence."""
+    index = CodeIndex(repo, db=":memory:")
+    paths = sorted(index.files)
+    scripted = dict(zip(paths, scores * (len(paths) // len(scores) + 1), strict=False))
+
+    def judge(task: str, candidates: Sequence[Candidate], /) -> list[Judgement]:
+        return [Judgement(path=c.path, relevance=scripted[c.path], reason="s") for c in candidates]
+
+    first = [h.path for h in index.rank_files(task, k=10)]
+    result = iterative_retrieve(task, index, judge=judge, candidates=10)
+    for at, path in enumerate(result.files):
+        if path not in first:
+            continue
+        for ahead in result.files[:at]:
+            if ahead in first:
+                assert first.index(ahead) < first.index(path)
+            else:
+                level = _BAND_ORDER.index(band(result.relevance[ahead]))
+                assert level > _BAND_ORDER.index(band(result.relevance[path]))
+    kept_top = [p for p in first[:5] if scripted[p] >= 0.2]
+    later_high = [p for p in result.files[:5] if p not in first]
+    assert set(kept_top) <= set(result.files[: 5 + len(later_high)])
+
+
+def test_with_the_default_judge_later_finds_come_after_the_first_ranking(repo: Path) -> None:
+    """The default judge's scores are relative to each dispatch, so no later find passes a
+    file of the first ranking: the loop's files start with rank_files' kept files, in order."""
+    index = CodeIndex(repo, db=":memory:")
+    assert RankingJudge.relative_to_dispatch
+    for task in (RATE_LIMIT, "load_profile of a user", "fetch a record from storage"):
+        ranking = [h.path for h in index.rank_files(task, k=10)]
+        result = iterative_retrieve(task, index)
+        kept = [p for p in ranking if result.relevance.get(p, 0.0) >= 0.2]
+        assert list(result.files[: len(kept)]) == kept
+    # The vocabulary task does find a file in a later cycle: it comes last.
+    result = iterative_retrieve(RATE_LIMIT, index)
+    later = [p for p in result.files if p not in [j.path for j in result.cycles[0].judgements]]
+    assert later == ["api/throttle.py"]
+    assert result.files[-1] == "api/throttle.py"
 
 
 def test_the_default_judge_reports_unresolved_names(repo: Path) -> None:

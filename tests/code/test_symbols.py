@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from ctxpack.code import CodeIndex, ParserFallbackWarning, parse_source
-from ctxpack.code.symbols import _parse_python_ast, tree_sitter_available
+from ctxpack.code.fallback import parse_python_ast
+from ctxpack.code.symbols import tree_sitter_available
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "coderepo"
 
@@ -122,7 +123,7 @@ def test_no_line_is_in_two_units() -> None:
 
 def test_python_without_tree_sitter_uses_ast() -> None:
     source = (FIXTURE / "api/routes.py").read_text()
-    parsed = _parse_python_ast("api/routes.py", source)
+    parsed = parse_python_ast("api/routes.py", source)
     named = [(s.name, s.kind, s.parent) for s in parsed.symbols if s.kind != "module"]
     assert named == [
         ("App", "class", None),
@@ -143,7 +144,7 @@ def test_python_without_tree_sitter_uses_ast() -> None:
 def test_missing_grammar_degrades_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
     from ctxpack.code import symbols
 
-    monkeypatch.setattr(symbols, "_parser", lambda language: None)
+    monkeypatch.setattr(symbols, "parser_for", lambda language: None)
     symbols._warn_fallback.cache_clear()
     with pytest.warns(ParserFallbackWarning, match=r'pip install "ctxpack\[code\]"'):
         parsed = parse_source("a.go", "go", "package a\n\nfunc F() { g() }\n")
