@@ -396,6 +396,43 @@ def table(results: Mapping[str, Any], window: int) -> list[str]:
     return lines
 
 
+def dollars_table(results: Mapping[str, Any]) -> list[str]:
+    """Where each strategy's dollars go at the first billing: cache writes (new content and
+    every rewrite of an edited prefix), cache reads, uncached input, replies."""
+    p = ctxpack.cost.price(BILLINGS[0].partition("@")[0])
+    lines = [
+        f"Where the dollars go ({BILLINGS[0]}; tokens in brackets):",
+        "",
+        "| strategy | cache writes | cache reads | uncached input | replies | mean request |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, s in results.items():
+        if not s.get("cost_usd_by_billing"):
+            continue
+        parts = [
+            (s["cache_write_tokens"], p.cache_write_5m),
+            (s["cache_read_tokens"], p.cache_read),
+            (s["uncached_input_tokens"], p.input),
+            (s["output_tokens"], p.output),
+        ]
+        cells = [f"${n * rate / 1e6:.2f} ({n:,})" for n, rate in parts]
+        lines.append(f"| {name} | {' | '.join(cells)} | {s['mean_request_tokens']:,.0f} |")
+    return lines
+
+
+def output_floor(raw: Mapping[str, Any]) -> str:
+    """The share of ``raw``'s bill that pays for the replies: the same for every strategy, so no
+    context strategy goes under it."""
+    shares = [
+        1 - raw["input_cost_usd_by_billing"][b] / raw["cost_usd_by_billing"][b] for b in BILLINGS
+    ]
+    return (
+        "The replies (output tokens, the same for every strategy) make "
+        + " and ".join(f"{100 * s:.1f}% ({b})" for s, b in zip(shares, BILLINGS, strict=True))
+        + " of raw's bill: no strategy costs less than that share."
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="folder of session JSON")
@@ -464,7 +501,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.render is None:
                 results.setdefault(label, {})[str(window)] = measure(group, window, names, counter)
             res = results[label][str(window)]
+            if window == windows[0] and "raw" in res:
+                md.extend(["", output_floor(res["raw"])])
             md.extend(["", f"### window {window:,}", "", *table(res, window)])
+            md.extend(["", *dollars_table(res)])
     tool_sets: dict[str, Sequence[Mapping[str, Any]]] = {
         "example (16 tools shaped like a file-system and an issue-tracker MCP server)": (
             example_tools()

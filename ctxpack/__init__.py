@@ -12,8 +12,9 @@ costs next to nothing. Everything else is imported from its module: custom stage
 :mod:`ctxpack.tokens`, prices from :mod:`ctxpack.cost`, filters from :mod:`ctxpack.filters`,
 the artifact store from :mod:`ctxpack.store`, clearing and compaction from
 :mod:`ctxpack.editing`, selection from :mod:`ctxpack.selection`, code retrieval from
-:mod:`ctxpack.code`, other adapters from :mod:`ctxpack.adapters`, caches from
-:mod:`ctxpack.caches`. Each is reachable from a bare ``import ctxpack``
+:mod:`ctxpack.code`, other adapters from :mod:`ctxpack.adapters`, the LangChain agent
+middleware from :mod:`ctxpack.integrations`, provider detection from :mod:`ctxpack.providers`,
+caches from :mod:`ctxpack.caches`. Each is reachable from a bare ``import ctxpack``
 (``ctxpack.selection.Workspace``), imported on first use. See the architecture page of the
 documentation for the module map.
 """
@@ -38,8 +39,8 @@ _EXPORTS: dict[str, str] = {
     "from_openai": "adapters",
     "to_anthropic": "adapters",
     "to_openai": "adapters",
-    "wrap_anthropic": "adapters.clients",
-    "wrap_openai": "adapters.clients",
+    "wrap_anthropic": "integrations.clients",
+    "wrap_openai": "integrations.clients",
     "simulate": "cost",
     "FunctionCall": "messages",
     "Message": "messages",
@@ -74,10 +75,10 @@ if TYPE_CHECKING:
     from .adapters import from_openai as from_openai
     from .adapters import to_anthropic as to_anthropic
     from .adapters import to_openai as to_openai
-    from .adapters.clients import wrap_anthropic as wrap_anthropic
-    from .adapters.clients import wrap_openai as wrap_openai
     from .async_session import AsyncSession as AsyncSession
     from .cost import simulate as simulate
+    from .integrations.clients import wrap_anthropic as wrap_anthropic
+    from .integrations.clients import wrap_openai as wrap_openai
     from .messages import FunctionCall as FunctionCall
     from .messages import Message as Message
     from .messages import ToolCall as ToolCall

@@ -18,14 +18,13 @@ from .managed import WindowState
 from .messages import Message
 from .persistence import MAX_ATTEMPTS, Backing, backoff_delay
 from .pipeline import Decision
+from .providers import Provider
 from .result import PackResult
 from .retrieval import Retrieval
 from .session import FilterRecord, Session, pinned_message
 from .store import AsyncSessionStore, SessionStore, ThreadedAsyncStore, open_async_store
 
 __all__ = ["AsyncSession"]
-
-Provider = Literal["openai", "anthropic"]
 
 
 class AsyncSession:

@@ -13,19 +13,19 @@ import json
 import os
 import sys
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any, Literal
+from typing import Any
 
 from ._internal.arguments import TooDeep, check_nesting
 from ._internal.cliargs import UsageError, non_negative_int, positive_int
 from .adapters import from_anthropic, from_openai
-from .adapters.validate import ANTHROPIC_BLOCKS, OPENAI_PART_TYPES
 from .code.cli import add_code_parser, run_code_command
 from .errors import CtxpackError, TokenizerUnavailableError
 from .messages import Message
 from .packing import pack
+from .providers import Provider, provider_from_model, provider_from_request
 from .result import PackResult
 from .tokens import ApproximateTokenCountWarning, TokenCounter, encoding_for_model, get_counter
 from .usage import ContextUsage, context_usage
@@ -38,10 +38,6 @@ EXAMPLE = "support_chat.json"
 MAX_DEPTH = 200
 # What a process killed by SIGPIPE reports (128 + 13), as `yes | head` does.
 EXIT_BROKEN_PIPE = 141
-# Content blocks only Anthropic's Messages API has: a file holding one is an Anthropic payload.
-_ANTHROPIC_ONLY_BLOCKS = frozenset(ANTHROPIC_BLOCKS) - OPENAI_PART_TYPES
-
-Provider = Literal["openai", "anthropic"]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -129,33 +125,6 @@ def _check_text(data: Any, path: str) -> None:
         ) from exc
 
 
-def _blocks(messages: Sequence[Any]) -> Iterator[Any]:
-    for message in messages:
-        content = message.get("content") if isinstance(message, Mapping) else None
-        if isinstance(content, list):
-            yield from content
-
-
-def _detect(data: Any) -> Provider:
-    """Anthropic for an object with ``system``, tools with an ``input_schema`` or a content
-    block only Anthropic has (``tool_use``, ``tool_result``, ``image``...); else OpenAI."""
-    if not isinstance(data, Mapping):
-        return "openai"
-    if "system" in data:
-        return "anthropic"
-    tools = data.get("tools")
-    if isinstance(tools, list) and any(
-        isinstance(t, Mapping) and "input_schema" in t for t in tools
-    ):
-        return "anthropic"
-    messages = data.get("messages")
-    if isinstance(messages, list):
-        for block in _blocks(messages):
-            if isinstance(block, Mapping) and block.get("type") in _ANTHROPIC_ONLY_BLOCKS:
-                return "anthropic"
-    return "openai"
-
-
 def _tools(data: Any, path: str) -> list[dict[str, Any]] | None:
     tools = data.get("tools") if isinstance(data, dict) else None
     if tools is None:
@@ -172,7 +141,7 @@ def _tools(data: Any, path: str) -> list[dict[str, Any]] | None:
 
 def _read_request(path: str, provider: Provider | None) -> _Request:
     data = _read_json(path)
-    provider = provider or _detect(data)
+    provider = provider or provider_from_request(data)
     tools = _tools(data, path)
     payload = data if isinstance(data, dict) else None
     if provider == "anthropic":
@@ -202,7 +171,7 @@ def _counter(args: argparse.Namespace, request: _Request) -> tuple[TokenCounter,
             raise UsageError(f"--counter {args.counter!r} is not one of {', '.join(known)}")
         return get_counter(counter=args.counter), args.model
     model = args.model if args.model is not None else request.model
-    if model is not None and not model.lower().startswith(("claude", "anthropic")):
+    if model is not None and provider_from_model(model) is None:
         try:
             encoding_for_model(model)
         except TokenizerUnavailableError as exc:

@@ -8,13 +8,13 @@ from typing import Any
 
 from ._internal.arguments import optional_text, tool_definitions
 from ._internal.arguments import tokens as check_tokens
-from ._internal.columns import ANTHROPIC, flags
 from ._internal.columns import ids as message_ids
 from .adapters.validate import check_openai_message
 from .errors import BudgetExceededError, ConfigError
 from .limits import check_message_sizes
 from .messages import Message, check_shared_empties, detached, owned_messages
 from .pipeline import Decision, DecisionLog, PackContext, Pipeline, Provider, Stage
+from .providers import detect_provider
 from .result import PackResult
 from .sdk import SDKObject
 from .stages import (
@@ -138,20 +138,6 @@ def _last_user_text(messages: Sequence[Message]) -> str | None:
     return None
 
 
-def _resolve_provider(
-    provider: str | None, model: str | None, messages: Sequence[Message]
-) -> Provider:
-    """The provider the caller told: ``provider=``, else a Claude ``model``, else the one
-    :func:`ctxpack.from_anthropic` records on the messages it makes (never user metadata)."""
-    if provider is None:
-        if model is not None and model.lower().startswith(("claude", "anthropic")):
-            return "anthropic"
-        return "anthropic" if (flags(messages) & ANTHROPIC).any() else "openai"
-    if provider not in ("openai", "anthropic"):
-        raise ConfigError(f"provider must be 'openai' or 'anthropic', got {provider!r}")
-    return "anthropic" if provider == "anthropic" else "openai"
-
-
 def pack(
     messages: Iterable[Message | Mapping[str, Any] | SDKObject],
     *,
@@ -265,7 +251,7 @@ def _pack(
     # ctxpack's own copies, shared with earlier calls: never handed out (see detached below).
     msgs = owned_messages(messages, check=check_openai_message)
     check_message_sizes(msgs)
-    target = _resolve_provider(provider, model, msgs)
+    target = detect_provider(provider, model, msgs)
     tool_tokens = tool_definition_tokens(tools, resolved) if tools else 0
     input_ids = list(message_ids(msgs))
     if query is None:

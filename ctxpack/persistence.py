@@ -28,7 +28,7 @@ from .store import AsyncSessionStore, SessionStore, StoredSession, open_store
 from .store.base import check_session_id
 
 if TYPE_CHECKING:
-    from .session import Session, _Snapshot
+    from .session._state import SessionState, Snapshot
 
 __all__ = ["Backing", "SessionArtifacts", "decode_message", "encode_message", "open_backing"]
 
@@ -142,10 +142,10 @@ class Backing:
         self.session_id = check_session_id(session_id)
         self.artifacts = SessionArtifacts(store, self.session_id, loop)
         self.version = 0
-        self._empty: _Snapshot | None = None
+        self._empty: Snapshot | None = None
         self.owns_store = False  # opened from a URL: closed with the session
 
-    def sync(self, session: Session) -> None:
+    def sync(self, session: SessionState) -> None:
         """Apply to ``session`` what the store holds beyond the version it has applied."""
         store: Any = self.store
         stored = self._call("read", store.load, self.session_id, since=self.version)
@@ -153,7 +153,7 @@ class Backing:
             stored = self._call("read", store.load, self.session_id)
             self.catch_up(session, stored)
 
-    def catch_up(self, session: Session, stored: StoredSession) -> bool:
+    def catch_up(self, session: SessionState, stored: StoredSession) -> bool:
         """Apply ``stored`` (read from the session's version on) to ``session``; ``True`` if
         the session was erased meanwhile and must be read again from the start."""
         if self._empty is None:
@@ -194,7 +194,7 @@ class Backing:
         self.version = stored.version
         return False
 
-    def prepare(self, session: Session, snapshot: _Snapshot) -> dict[str, Any]:
+    def prepare(self, session: SessionState, snapshot: Snapshot) -> dict[str, Any]:
         """The store's ``append`` arguments for what changed since ``snapshot``."""
         return {
             "entry": json.dumps(session._entry_since(snapshot)),
@@ -205,7 +205,7 @@ class Backing:
             "artifacts": self.artifacts.release(),
         }
 
-    def transact(self, transact: Callable[[], _Snapshot]) -> _Snapshot:
+    def transact(self, transact: Callable[[], Snapshot]) -> Snapshot:
         """Apply an append in memory, holding its originals back for the store."""
         self.artifacts.hold()
         try:
@@ -214,7 +214,7 @@ class Backing:
             self.artifacts.release()
             raise
 
-    def commit(self, session: Session, transact: Callable[[], _Snapshot]) -> None:
+    def commit(self, session: SessionState, transact: Callable[[], Snapshot]) -> None:
         """Apply an append to ``session`` and write it, retrying on top of other writers'."""
         store: Any = self.store
         for attempt in range(MAX_ATTEMPTS):

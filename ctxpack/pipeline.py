@@ -21,6 +21,7 @@ from pydantic_core import core_schema
 
 from .errors import ConfigError
 from .messages import Message
+from .providers import Provider
 from .tokens import TokenCounter
 
 __all__ = [
@@ -49,7 +50,6 @@ Action = Literal[
 ]
 
 # Whose API the packed conversation is sent to, and so whose rules it must follow.
-Provider = Literal["openai", "anthropic"]
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 

@@ -11,13 +11,14 @@ import json
 import re
 import time
 from collections.abc import Iterator, Mapping
-from typing import Any, Literal
+from typing import Any
 
 import regex as regex_engine
 from pydantic import BaseModel, ConfigDict
 
 from .errors import ArtifactNotFoundError, ConfigError
 from .filters import RETRIEVE_TOOL_NAME
+from .providers import Provider, check_provider, tool_call_parts, tool_definition
 from .redaction import redact
 from .sdk import SDKObject, coerce_tool_call
 from .store import ArtifactStore
@@ -59,7 +60,7 @@ _PARAMETERS: dict[str, Any] = {
 }
 
 
-def retrieve_tool(provider: Literal["openai", "anthropic"] = "openai") -> dict[str, Any]:
+def retrieve_tool(provider: Provider = "openai") -> dict[str, Any]:
     """The retrieve tool's definition, to put in the request's ``tools``.
 
     Args:
@@ -72,18 +73,7 @@ def retrieve_tool(provider: Literal["openai", "anthropic"] = "openai") -> dict[s
         ['description', 'input_schema', 'name']
     """
     parameters = json.loads(json.dumps(_PARAMETERS))  # a copy the caller may change
-    if provider == "openai":
-        return {
-            "type": "function",
-            "function": {
-                "name": RETRIEVE_TOOL_NAME,
-                "description": _DESCRIPTION,
-                "parameters": parameters,
-            },
-        }
-    if provider == "anthropic":
-        return {"name": RETRIEVE_TOOL_NAME, "description": _DESCRIPTION, "input_schema": parameters}
-    raise ConfigError(f"provider must be 'openai' or 'anthropic', got {provider!r}")
+    return tool_definition(RETRIEVE_TOOL_NAME, _DESCRIPTION, parameters, check_provider(provider))
 
 
 def _arguments(call: Mapping[str, Any] | str) -> dict[str, Any]:
@@ -91,17 +81,10 @@ def _arguments(call: Mapping[str, Any] | str) -> dict[str, Any]:
     ``function_call`` item, or a JSON string."""
     if isinstance(call, str):
         raw: Any = call
-    elif "function" in call and isinstance(call["function"], Mapping):
-        name = call["function"].get("name")
+    elif (parts := tool_call_parts(call)) is not None:
+        name, raw = parts
         if name != RETRIEVE_TOOL_NAME:
             raise ConfigError(f"this call is to {name!r}, not to {RETRIEVE_TOOL_NAME!r}")
-        raw = call["function"].get("arguments", "{}")
-    elif call.get("type") in ("tool_use", "function_call"):
-        if call.get("name") != RETRIEVE_TOOL_NAME:
-            raise ConfigError(
-                f"this call is to {call.get('name')!r}, not to {RETRIEVE_TOOL_NAME!r}"
-            )
-        raw = call.get("input", {}) if call["type"] == "tool_use" else call.get("arguments")
     else:
         raw = dict(call)
     if isinstance(raw, str):

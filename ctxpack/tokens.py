@@ -207,7 +207,9 @@ class TiktokenCounter(_FramedCounter):
     def __init__(self, encoding: str = DEFAULT_ENCODING) -> None:
         super().__init__()
         self.name = encoding
-        self._encoding = _load_encoding(encoding)
+        from ._internal.encodings import load_encoding
+
+        self._encoding = load_encoding(encoding)
 
     def _count_uncached(self, text: str) -> int:
         return len(self._encoding.encode(text, disallowed_special=()))
@@ -358,23 +360,6 @@ def image_tokens(part: Mapping[str, Any]) -> int:
     return IMAGE_BASE_TOKENS + IMAGE_TILE_TOKENS * tiles
 
 
-# Tool definitions, by the recipe of OpenAI's cookbook ("How to count tokens with tiktoken",
-# tools section), which matches the API's figures for gpt-4o, gpt-4o-mini, gpt-4 and
-# gpt-3.5-turbo: each function costs 7 tokens (10 with cl100k_base models) plus
-# "name:description"; its properties 3 plus, per property, 3 and "name:type:description"; an
-# enum -3 plus 3 per item and its text; the tool block 12 at the end. A trailing period of a
-# description is not counted.
-TOOLS_FUNC_INIT = 7
-TOOLS_FUNC_INIT_CL100K = 10
-TOOLS_PROP_INIT = 3
-TOOLS_PROP_KEY = 3
-TOOLS_ENUM_INIT = -3
-TOOLS_ENUM_ITEM = 3
-TOOLS_FUNC_END = 12
-# A function in OpenAI's TypeScript rendering (openai-chat-tokens' format, checked against the
-# API's counts): its rendered text plus 4, the namespace around the functions (7 tokens) and the
-# 9 that library measured per request, less the 12 the tool block already counts.
-TOOLS_RENDER_INIT = 4
 # Anthropic adds its own tool-use system prompt when a request has tools: 346 tokens for Claude 4
 # and 3.7 models with tool_choice auto (published on Anthropic's pricing page), more than for any
 # older model, so it is the safe figure.
@@ -405,7 +390,7 @@ def tool_definition_tokens(tools: Iterable[Mapping[str, Any]], counter: TokenCou
         >>> tool_definition_tokens([tool], get_counter("gpt-4o"))
         23
     """
-    from ._internal.tool_schemas import compact_json
+    from ._internal.tool_schemas import TOOLS_FUNC_END, compact_json, tool_tokens
 
     tools = list(tools)
     for index, tool in enumerate(tools):
@@ -426,82 +411,19 @@ def tool_definition_tokens(tools: Iterable[Mapping[str, Any]], counter: TokenCou
         else:
             openai = True
         if sizes is None:
-            total += _tool_tokens(tool, counter)
+            total += tool_tokens(tool, counter)
             continue
         # The same definitions ride with every request: count each once per counter.
         key = compact_json(tool)
         size = sizes.get(key)
         if size is None:
-            size = _tool_tokens(tool, counter)
+            size = tool_tokens(tool, counter)
             sizes.put(key, size)
         total += size
     if openai:
         total += TOOLS_FUNC_END
     if anthropic:
         total += ANTHROPIC_TOOL_PROMPT_TOKENS
-    return total
-
-
-def _tool_tokens(tool: Mapping[str, Any], counter: TokenCounter) -> int:
-    """One tool definition, without the per-request constants."""
-    from ._internal.tool_schemas import compact_json
-
-    if "input_schema" in tool:
-        return max(counter.count(compact_json(tool)), counter.count(_inlined_json(tool)))
-    function = tool.get("function", tool)
-    if not isinstance(function, Mapping) or (
-        "parameters" not in function and tool.get("type", "function") != "function"
-    ):
-        # A provider's built-in tool (web search, code interpreter...): its JSON.
-        return counter.count(compact_json(tool))
-    return _function_tokens(function, counter)
-
-
-def _inlined_json(tool: Mapping[str, Any]) -> str:
-    from ._internal.tool_schemas import compact_json, inline_refs
-
-    return compact_json({**tool, "input_schema": inline_refs(tool.get("input_schema"))})
-
-
-def _function_tokens(function: Mapping[str, Any], counter: TokenCounter) -> int:
-    """One OpenAI function: the recipe where it is exact, else never under the rendering."""
-    from ._internal.tool_schemas import (
-        compact_json,
-        is_recipe_schema,
-        is_rendering_schema,
-        render_function,
-    )
-
-    parameters = function.get("parameters")
-    init = TOOLS_FUNC_INIT_CL100K if counter.name == "cl100k_base" else TOOLS_FUNC_INIT
-    recipe = init + _recipe_tokens(function, counter)
-    if is_recipe_schema(parameters):
-        return recipe
-    rendered = max(recipe, TOOLS_RENDER_INIT + counter.count(render_function(function)))
-    if parameters is None or is_rendering_schema(parameters):
-        return rendered
-    as_sent = {k: function[k] for k in ("name", "description", "parameters") if k in function}
-    return max(rendered, init + counter.count(compact_json(as_sent)))
-
-
-def _recipe_tokens(function: Mapping[str, Any], counter: TokenCounter) -> int:
-    description = str(function.get("description") or "").removesuffix(".")
-    total = counter.count(f"{function.get('name', '')}:{description}")
-    parameters = function.get("parameters")
-    properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
-    if not isinstance(properties, Mapping) or not properties:
-        return total
-    total += TOOLS_PROP_INIT
-    for key, spec in properties.items():
-        spec = spec if isinstance(spec, Mapping) else {}
-        total += TOOLS_PROP_KEY
-        enum = spec.get("enum")
-        if isinstance(enum, list):
-            total += TOOLS_ENUM_INIT
-            for item in enum:
-                total += TOOLS_ENUM_ITEM + counter.count(str(item))
-        p_desc = str(spec.get("description") or "").removesuffix(".")
-        total += counter.count(f"{key}:{spec.get('type', '')}:{p_desc}")
     return total
 
 
@@ -516,32 +438,6 @@ def _anthropic_image_tokens(block: Mapping[str, Any]) -> int:
         return ANTHROPIC_IMAGE_MAX_TOKENS
     scale = min(1.0, 1568 / max(width, height))
     return min(ANTHROPIC_IMAGE_MAX_TOKENS, math.ceil(width * scale * height * scale / 750))
-
-
-def _load_encoding(name: str) -> Any:
-    import tiktoken
-
-    from ._internal.encodings import EXPECTED_SHA256, INSTALL_HINT, load_bundled_encoding
-
-    bundled_problem = ""
-    if name in EXPECTED_SHA256:
-        # OpenAI's own file, shipped in a package and hash-checked: never touch the network
-        # for the encodings of every current OpenAI model.
-        try:
-            return load_bundled_encoding(name)
-        except Exception as exc:
-            # Missing or altered: try tiktoken's own loader (its cache, then the network),
-            # and report the bundled copy's problem with its failure.
-            bundled_problem = f" The bundled copy is unavailable ({exc}): {INSTALL_HINT}."
-    try:
-        return tiktoken.get_encoding(name)
-    except Exception as exc:
-        raise TokenizerUnavailableError(
-            f"could not load the tiktoken encoding {name!r} ({type(exc).__name__}: {exc})."
-            f"{bundled_problem} tiktoken downloads other encodings on first use; offline, put "
-            "the encoding file in the folder named by TIKTOKEN_CACHE_DIR, or pass "
-            "counter=count_tokens_approx() for an announced approximation"
-        ) from exc
 
 
 @cache
@@ -627,7 +523,9 @@ def get_counter(model: str | None = None, counter: CounterLike | None = None) ->
         )
     if model is None:
         return _shared_tiktoken_counter(DEFAULT_ENCODING)
-    if model.lower().startswith(("claude", "anthropic")):
+    from .providers import provider_from_model
+
+    if provider_from_model(model) == "anthropic":
         anthropic = anthropic_approx_counter()
         warnings.warn(
             f"{model!r} has no public tokenizer; counting with {anthropic.name!r}, an "

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from .errors import ConfigError
+from .providers import Provider, tool_call_parts, tool_definition, tool_definition_parts
 from .tokens import TokenCounter, tool_definition_tokens
 
 __all__ = ["DESCRIBE_TOOL_NAME", "describe_tools", "on_demand_saving", "on_demand_tools"]
@@ -40,27 +41,13 @@ _STUB_NOTE = " (parameters: describe_tool)"
 
 def _parts(tool: Mapping[str, Any], index: int) -> tuple[str, str, Any, bool]:
     """(name, description, schema, whether it is in OpenAI's shape) of a definition."""
-    if isinstance(tool.get("function"), Mapping):
-        fn = tool["function"]
-        name, description, schema, openai = (
-            fn.get("name"),
-            fn.get("description"),
-            fn.get("parameters"),
-            True,
-        )
-    else:
-        name, description, schema, openai = (
-            tool.get("name"),
-            tool.get("description"),
-            tool.get("input_schema"),
-            False,
-        )
+    name, description, schema, shape = tool_definition_parts(tool)
     if not isinstance(name, str) or not name:
         raise ConfigError(
             f"tools[{index}] has no name: expected an OpenAI function tool "
             '({"type": "function", "function": {"name": ...}}) or an Anthropic tool ({"name": ...})'
         )
-    return name, description if isinstance(description, str) else "", schema, openai
+    return name, description if isinstance(description, str) else "", schema, shape == "openai"
 
 
 def _first_line(text: str, limit: int = 160) -> str:
@@ -69,7 +56,7 @@ def _first_line(text: str, limit: int = 160) -> str:
 
 
 def on_demand_tools(
-    tools: Sequence[Mapping[str, Any]], provider: Literal["openai", "anthropic"] = "openai"
+    tools: Sequence[Mapping[str, Any]], provider: Provider = "openai"
 ) -> list[dict[str, Any]]:
     """What to send instead of ``tools``: a stub per tool, and the ``describe_tool`` tool.
 
@@ -100,23 +87,16 @@ def on_demand_tools(
             raise ConfigError(f"tools[{index}]: the name {name!r} is used twice")
         seen.add(name)
         out.append(
-            _definition(name, _first_line(description) + _STUB_NOTE, {"type": "object"}, provider)
+            tool_definition(
+                name, _first_line(description) + _STUB_NOTE, {"type": "object"}, provider
+            )
         )
     out.append(
-        _definition(DESCRIBE_TOOL_NAME, _DESCRIPTION, json.loads(json.dumps(_PARAMETERS)), provider)
+        tool_definition(
+            DESCRIBE_TOOL_NAME, _DESCRIPTION, json.loads(json.dumps(_PARAMETERS)), provider
+        )
     )
     return out
-
-
-def _definition(
-    name: str, description: str, schema: Any, provider: Literal["openai", "anthropic"]
-) -> dict[str, Any]:
-    if provider == "openai":
-        return {
-            "type": "function",
-            "function": {"name": name, "description": description, "parameters": schema},
-        }
-    return {"name": name, "description": description, "input_schema": schema}
 
 
 def describe_tools(tools: Sequence[Mapping[str, Any]], call: Mapping[str, Any] | str) -> str:
@@ -149,20 +129,11 @@ def describe_tools(tools: Sequence[Mapping[str, Any]], call: Mapping[str, Any] |
 
 def _arguments(call: Mapping[str, Any] | str) -> dict[str, Any]:
     raw: Any = call
-    if isinstance(call, Mapping):
-        if isinstance(call.get("function"), Mapping):
-            if call["function"].get("name") != DESCRIBE_TOOL_NAME:
-                raise ConfigError(
-                    f"this call is to {call['function'].get('name')!r}, "
-                    f"not to {DESCRIBE_TOOL_NAME!r}"
-                )
-            raw = call["function"].get("arguments", "{}")
-        elif call.get("type") == "tool_use":
-            if call.get("name") != DESCRIBE_TOOL_NAME:
-                raise ConfigError(
-                    f"this call is to {call.get('name')!r}, not to {DESCRIBE_TOOL_NAME!r}"
-                )
-            raw = call.get("input", {})
+    parts = tool_call_parts(call) if isinstance(call, Mapping) else None
+    if parts is not None:
+        name, raw = parts
+        if name != DESCRIBE_TOOL_NAME:
+            raise ConfigError(f"this call is to {name!r}, not to {DESCRIBE_TOOL_NAME!r}")
     if isinstance(raw, str):
         try:
             raw = json.loads(raw or "{}")
@@ -174,7 +145,7 @@ def _arguments(call: Mapping[str, Any] | str) -> dict[str, Any]:
 def on_demand_saving(
     tools: Sequence[Mapping[str, Any]],
     counter: TokenCounter,
-    provider: Literal["openai", "anthropic"] = "openai",
+    provider: Provider = "openai",
 ) -> int:
     """Tokens each request saves by sending ``tools`` on demand (negative when it costs more:
     a few small tools are cheaper sent whole). Each definition the model then loads costs its

@@ -27,7 +27,7 @@ from .tokens import (
     tool_definition_tokens,
 )
 
-__all__ = ["ContextUsage", "UsageBucket", "UsageItem", "context_usage"]
+__all__ = ["ContextUsage", "UsageBucket", "UsageItem", "context_usage", "known_window"]
 
 SYSTEM = "system prompt"
 TOOLS = "tool definitions"
@@ -257,7 +257,7 @@ def context_usage(
     tool_list = tool_definitions(tools) if tools is not None else []
     sizes = list(message_sizes(resolved, msgs))
     if window is None and model is not None:
-        window = _known_window(model)
+        window = known_window(model)
     if window is not None and compaction_window is not None and compaction_window > window:
         raise ConfigError(
             f"compaction_window ({compaction_window}) is larger than the window ({window}); "
@@ -384,7 +384,8 @@ def _suggestions(
     return out
 
 
-def _known_window(model: str) -> int | None:
+def known_window(model: str) -> int | None:
+    """The context window of ``model`` in tokens, when the shipped price table knows it."""
     from .cost import resolve_model_name, shipped_prices
 
     prices = shipped_prices().prices

@@ -10,6 +10,7 @@ from types import ModuleType
 
 import pytest
 
+import ctxpack
 from ctxpack import get_counter
 
 from .helpers import load_script
@@ -79,6 +80,22 @@ def test_the_report_counts_requests_over_the_window(
     assert "chained (report)" in results
     text = (out / "t.md").read_text("utf-8")
     assert "## Tool definitions on demand" in text and "| managed |" in text
+    # The replies' share of raw's bill, the floor no strategy goes under, is stated per set.
+    raw = report["raw"]
+    floor = 1 - raw["input_cost_usd_by_billing"][bench.BILLINGS[0]] / raw["cost_usd"]
+    assert f"make {100 * floor:.1f}% ({bench.BILLINGS[0]})" in text
+    # Where the dollars go: the parts of the bill add up to it.
+    managed = report["managed"]
+    p = ctxpack.cost.price(bench.BILLINGS[0].partition("@")[0])
+    parts = [
+        managed["cache_write_tokens"] * p.cache_write_5m,
+        managed["cache_read_tokens"] * p.cache_read,
+        managed["uncached_input_tokens"] * p.input,
+        managed["output_tokens"] * p.output,
+    ]
+    assert sum(parts) / 1e6 == pytest.approx(managed["cost_usd"])
+    row = f"| managed | ${parts[0] / 1e6:.2f} ({managed['cache_write_tokens']:,}) |"
+    assert "Where the dollars go" in text and row in text
     again = tmp_path / "again"
     args = ["--data", str(data), "--out", str(again), "--windows", "2048", "--name", "t"]
     assert bench.main([*args, "--render", str(out / "t.json")]) == 0

@@ -200,7 +200,7 @@ def test_copies_made_with_with_options_stay_packed() -> None:
     capture = Capture(openai_reply())
     client = ctxpack.wrap_openai(openai_client(capture), window=300)
     quick = client.with_options(timeout=5.0)
-    assert isinstance(quick, ctxpack.adapters.clients.PackedClient)
+    assert isinstance(quick, ctxpack.integrations.clients.PackedClient)
     quick.chat.completions.create(model="gpt-4", messages=long_history())
     assert openai_prompt_tokens(capture.body["messages"]) <= 300
     assert client.last_result is not None  # shared with the copy
@@ -462,7 +462,7 @@ class RecordingSession:
 
 def test_a_session_gets_each_new_message_once_and_renders_the_request() -> None:
     session = RecordingSession()
-    assert isinstance(session, ctxpack.adapters.clients.SessionLike)
+    assert isinstance(session, ctxpack.integrations.clients.SessionLike)
     capture = Capture(openai_reply())
     client = ctxpack.wrap_openai(openai_client(capture), window=700, session=session)
     history = long_history(10)
@@ -541,7 +541,7 @@ def test_a_real_session_filters_tool_outputs_and_offers_its_retrieve_tool() -> N
     replies = iter([chat_completion(bash_call), openai_reply("test_refresh fails on 'exp'.")])
     capture = Capture(lambda body: httpx2.Response(200, json=next(replies)))
     session = ctxpack.Session(model="gpt-4")
-    assert isinstance(session, ctxpack.adapters.clients.SessionLike)
+    assert isinstance(session, ctxpack.integrations.clients.SessionLike)
     client = ctxpack.wrap_openai(openai_client(capture), window=3000, session=session)
     history: list[Any] = [
         {"role": "system", "content": "You are a coding agent."},

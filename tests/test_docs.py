@@ -305,11 +305,11 @@ def test_the_api_reference_documents_every_public_name() -> None:
 def test_a_module_that_cannot_be_imported_is_read_from_its_source(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # Without langchain, ctxpack.adapters.langchain_agent raises ImportError on import; the
+    # Without langchain, ctxpack.integrations.langchain_agent raises ImportError on import; the
     # reference still lists its __all__, read from the source.
     generator = api_reference_generator()
     real_import = importlib.import_module
-    missing = "ctxpack.adapters.langchain_agent"
+    missing = "ctxpack.integrations.langchain_agent"
 
     def import_module(name: str, package: str | None = None) -> ModuleType:
         if name == missing:

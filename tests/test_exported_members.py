@@ -69,7 +69,7 @@ ADVANCED = {
         "validate_anthropic",
         "validate_openai",
     ],
-    "ctxpack.adapters.clients": ["PackedClient"],
+    "ctxpack.integrations.clients": ["PackedClient"],
     "ctxpack.caches": ["cache_stats", "clear_caches", "memoize"],
     "ctxpack.editing": ["Compactor", "ToolResultClearer"],
     "ctxpack.filters": ["ToolOutputFilter"],

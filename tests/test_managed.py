@@ -3,6 +3,7 @@ verbatim, everything removed retrievable, each edit recorded with its cache effe
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -278,6 +279,41 @@ def test_a_huge_assistant_message_is_compacted_rather_than_sent() -> None:
     result = session.render()
     assert result.tokens <= 8_000 - session.window.reserve
     assert result.messages[-1].text == "Please give exactly one command."
+
+
+def test_the_summary_names_what_the_summarised_tool_outputs_showed() -> None:
+    # The probes' values appear only in tool outputs: once those are summarised, the summary
+    # still names the latest ones (the oldest go first when the index passes its budget).
+    session = Session(counter=COUNTER, filters=False, window=8_000)
+    results = run(session, 40)
+    state = session.window_state
+    assert state.summary is not None
+    assert "## Identifiers, paths and numbers seen in tool outputs" in state.summary
+    summarised = [m for m in session.transcript() if m.id in set(state.compacted)]
+    last_tool = [m for m in summarised if m.role == "tool"][-1]
+    seen = state.summary.rsplit("seen in tool outputs\n", 1)[1]
+    last_values = [w for w in last_tool.text.split() if w.startswith("value_")]
+    assert any(v in seen for v in last_values)
+    # Nothing else in the request holds them: the outputs are gone, the index names them.
+    others = "\n".join(m.text for m in results[-1].messages if m.id != state.summary_id)
+    assert not any(v in others for v in last_values)
+
+
+def test_long_instructions_do_not_make_it_compact_at_every_request() -> None:
+    # Instructions stay verbatim; when they take much of the room, the summary gets less of it,
+    # so that a compaction leaves room to grow instead of rewriting the cache at every request.
+    session = Session(counter=COUNTER, filters=False, window=8_000)
+    session.extend([SYSTEM, TASK])
+    for i in range(60):
+        session.render()
+        session.extend(step(i))
+        if i % 6 == 0:
+            session.append(
+                {"role": "user", "content": f"Task {i}: " + "keep probe_x stable. " * 40}
+            )
+    compacted = [e.request for e in session.window_state.events if e.action == "compacted"]
+    assert len(compacted) >= 3
+    assert all(b - a > 1 for a, b in itertools.pairwise(compacted))
 
 
 def test_fit_digest_keeps_the_latest_lines_within_the_budget() -> None:

@@ -251,6 +251,22 @@ def test_extra_stages_run_at_render_time() -> None:
     ]
 
 
+def test_a_pipeline_without_a_budget_packs_under_the_models_context_window() -> None:
+    chat = [{"role": "user", "content": f"note {i}: " + "word " * 3_300} for i in range(40)]
+    packer = ctxpack.GreedyPacker()
+    known = Session(model="gpt-4o", pipeline=Pipeline([packer]), filters=False)
+    known.extend(chat)
+    result = known.render()
+    assert result.budget == 128_000  # gpt-4o's context window, from the price table
+    assert known.counter.count_messages(known.compact()) > result.budget >= result.tokens
+    assert any(d.action == "dropped" for d in result.decisions)
+    # A context window the price table does not know: no limit, the record whole.
+    unknown = Session(counter=known.counter, pipeline=Pipeline([packer]), filters=False)
+    unknown.extend(chat)
+    whole = unknown.render()
+    assert whole.budget is None and len(whole.messages) == len(chat)
+
+
 def test_filter_when_answered_shows_an_output_whole_until_the_agent_answers() -> None:
     session = Session(model="gpt-4", filter_when="answered")
     history = agent_history()

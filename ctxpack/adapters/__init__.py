@@ -1,6 +1,11 @@
-"""Provider adapters: convert between ctxpack messages and OpenAI, Anthropic and LangChain.
+"""Wire formats: convert between ctxpack messages and OpenAI, Anthropic and LangChain, and check
+a payload before it is sent.
 
-The LangChain adapter imports ``langchain-core`` only when called, so ctxpack works without it.
+The adapters sit below packing: they know messages and nothing of stages or sessions. What uses
+them from above (the SDK client wrappers, the LangChain agent middleware) is in
+:mod:`ctxpack.integrations`; which provider a model, client or payload belongs to is
+:mod:`ctxpack.providers`. The LangChain adapter imports ``langchain-core`` only when called, so
+ctxpack works without it.
 """
 
 from .anthropic import AnthropicPayload as AnthropicPayload

@@ -155,7 +155,13 @@ def from_anthropic(
         [('system', 'Be brief.'), ('user', 'Weather?'), ('assistant', ''), ('tool', '3 C')]
     """
     entries = list(coerce_messages(message_items(messages)))
-    system = coerce_value(system, None, "system")
+    return read_anthropic(entries, coerce_value(system, None, "system"))
+
+
+def read_anthropic(
+    entries: list[Mapping[str, Any]], system: str | list[dict[str, Any]] | None = None
+) -> list[Message]:
+    """:func:`from_anthropic` for messages that are plain dicts already (no SDK object)."""
     validate_anthropic({"system": system, "messages": entries}, tool_pairing=False)
     start, block = _last_compaction(entries) or (0, None)
     dicts: list[dict[str, Any]] = []

@@ -44,7 +44,11 @@ def from_openai(messages: Iterable[Mapping[str, Any] | SDKObject]) -> list[Messa
         >>> msgs[0].name, to_openai(msgs)
         ('ana', [{'role': 'user', 'content': 'Hi', 'name': 'ana'}])
     """
-    entries = list(coerce_messages(message_items(messages)))
+    return read_openai(list(coerce_messages(message_items(messages))))
+
+
+def read_openai(entries: list[Mapping[str, Any]]) -> list[Message]:
+    """:func:`from_openai` for messages that are plain dicts already (no SDK object)."""
     validate_openai(entries, tool_pairing=False)
     out: list[Mapping[str, Any]] = []
     for entry in entries:

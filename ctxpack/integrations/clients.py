@@ -23,13 +23,15 @@ import warnings
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from .._internal.arguments import optional_text
 from .._internal.budgets import check_limits, pack_limits
+from ..adapters.anthropic import from_anthropic
 from ..errors import ConfigError
 from ..packing import pack
 from ..pipeline import Stage
+from ..providers import Provider
 from ..result import PackResult
 from ..sdk import coerce_message, coerce_messages
 from ..tokens import (
@@ -40,7 +42,6 @@ from ..tokens import (
     anthropic_approx_counter,
     get_counter,
 )
-from .anthropic import from_anthropic
 
 __all__ = ["PackedClient", "SessionLike", "wrap_anthropic", "wrap_openai"]
 
@@ -53,9 +54,7 @@ class SessionLike(Protocol):
     ``render`` returns, and adds the session's own ``tools`` (the retrieve tool) to the request.
     """
 
-    def extend(
-        self, messages: Iterable[Any], *, provider: Literal["openai", "anthropic"] | None = None
-    ) -> Any:
+    def extend(self, messages: Iterable[Any], *, provider: Provider | None = None) -> Any:
         """Add messages, as the agent produced them, to the session's history."""
 
     def render(
@@ -63,13 +62,13 @@ class SessionLike(Protocol):
         budget: int | None = None,
         *,
         query: str | None = None,
-        provider: Literal["openai", "anthropic"] | None = None,
+        provider: Provider | None = None,
         reserve: int = 0,
         tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> PackResult:
         """The history to send, packed under ``budget`` tokens (``tools`` counted)."""
 
-    def tools(self, provider: Literal["openai", "anthropic"] = "openai") -> list[dict[str, Any]]:
+    def tools(self, provider: Provider = "openai") -> list[dict[str, Any]]:
         """The tool definitions the session adds to a request."""
 
 
@@ -115,7 +114,7 @@ _LAST_RESULTS: contextvars.ContextVar[weakref.WeakKeyDictionary[_Packer, PackRes
 class _Packer:
     """What a wrapped client packs with, and what it packed last."""
 
-    provider: Literal["openai", "anthropic"]
+    provider: Provider
     window: int | None
     budget: int | None
     reserve: int
@@ -353,7 +352,7 @@ class PackedClient(_Resource):
 
 def _wrap(
     client: Any,
-    provider: Literal["openai", "anthropic"],
+    provider: Provider,
     window: int | None,
     budget: int | None,
     reserve: int,

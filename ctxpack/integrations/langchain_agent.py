@@ -13,14 +13,15 @@ raises an ``ImportError`` that says so.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from .._internal.budgets import check_limits, pack_limits
+from ..adapters.langchain import from_langchain
 from ..packing import pack
 from ..pipeline import Stage
+from ..providers import Provider, provider_from_chat_model
 from ..result import PackResult
 from ..tokens import CounterLike, get_counter
-from .langchain import from_langchain
 
 try:
     from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
@@ -89,7 +90,7 @@ class PackingMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         model: str | None = None,
         counter: CounterLike | None = None,
         pipeline: Stage | None = None,
-        provider: Literal["openai", "anthropic"] | None = None,
+        provider: Provider | None = None,
     ) -> None:
         super().__init__()
         check_limits("PackingMiddleware()", window, budget, reserve)
@@ -121,7 +122,7 @@ class PackingMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             counter=self.counter,
             tools=_tool_definitions(request.tools),
             pipeline=self.pipeline,
-            provider=self.provider or _provider_of(request.model),
+            provider=self.provider or provider_from_chat_model(request.model),
         )
         self.last_result = result
         packed = result.to_langchain()
@@ -155,10 +156,6 @@ def _reply_room(request: ModelRequest[Any]) -> int:
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             return value
     return 0
-
-
-def _provider_of(model: Any) -> Literal["openai", "anthropic"]:
-    return "anthropic" if "anthropic" in type(model).__name__.lower() else "openai"
 
 
 def _tool_definitions(tools: Sequence[Any]) -> list[Mapping[str, Any]] | None:

@@ -1,0 +1,61 @@
+"""One message as a caller hands it over, in either provider's format, read in one pass.
+
+A :class:`~ctxpack.Session` appends messages one at a time, each an OpenAI or an Anthropic
+message dict (or an SDK object, or a :class:`~ctxpack.messages.Message`). :func:`read_message`
+turns one into ctxpack messages: the SDK's objects become dicts once, the format is told from
+the message (:mod:`ctxpack.providers`) unless the caller said it, and the adapter of that format
+converts it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import InvalidMessageError
+from ..messages import Message
+from ..providers import Provider, check_provider, provider_from_message
+from ..sdk import SDKObject, coerce_message
+from .anthropic import read_anthropic
+from .openai import read_openai
+
+__all__ = ["read_message"]
+
+
+def read_message(
+    message: Mapping[str, Any] | Message | SDKObject, provider: str | None, index: int
+) -> tuple[list[Message], Provider | None]:
+    """``message`` as ctxpack messages, and the format it came in (``None`` for a
+    :class:`~ctxpack.messages.Message`, which has none). An Anthropic user message holding tool
+    results becomes one tool message per result.
+
+    Args:
+        message: The message.
+        provider: ``"openai"`` or ``"anthropic"``; ``None`` to tell it from the message
+            (Anthropic's if it holds a block only Anthropic has).
+        index: The message's position, named in errors.
+
+    Raises:
+        InvalidMessageError: the message is malformed (``index`` and the field named).
+        ConfigError: ``provider`` is neither ``"openai"`` nor ``"anthropic"``.
+
+    Example:
+        >>> use = {"type": "tool_use", "id": "t1", "name": "ls", "input": {}}
+        >>> messages, provider = read_message({"role": "assistant", "content": [use]}, None, 0)
+        >>> provider, messages[0].tool_calls[0].function.name
+        ('anthropic', 'ls')
+    """
+    if isinstance(message, Message):
+        return [message], None
+    entry = coerce_message(message, index)  # the SDKs' objects, as dicts
+    if not isinstance(entry, Mapping):
+        raise InvalidMessageError(
+            f"expected a message dict or a Message, got {type(entry).__name__}", index=index
+        )
+    kind = provider_from_message(entry) if provider is None else check_provider(provider)
+    try:
+        if kind == "anthropic":
+            return read_anthropic([entry]), kind
+        return read_openai([entry]), kind
+    except InvalidMessageError as exc:
+        raise InvalidMessageError(exc.detail, index=index, field=exc.field) from exc

@@ -1,0 +1,44 @@
+"""Context editing: clear old tool results and compact the history, without breaking the cache.
+
+Two operations, two stages, each usable alone in a :class:`~ctxpack.Pipeline`:
+
+- :class:`ToolResultClearer` replaces old tool results by a short placeholder (the calls stay,
+  so the model still sees what it did), with the names and defaults of Anthropic's
+  ``clear_tool_uses_20250919`` edit.
+- :class:`Compactor` replaces the older history by a summary; system and developer messages and
+  user messages are never summarised, they stay verbatim.
+
+Both keep every original: in ``result.artifacts`` (``result.original(message_id)``) and, when a
+store is given, in an :class:`~ctxpack.store.ArtifactStore`.
+
+**The cache-aware rule.** An edit rewrites the prompt from the first edited message on, so the
+provider's prompt cache is lost from there: the next request pays the cache-write price for
+everything after the edit point instead of the cache-read price. Clearing pays only when::
+
+    removed tokens x expected re-sends x cache-read price > cache-write price x tokens after edit
+
+and then it should happen rarely, in batches, at points that do not depend on when ``pack()``
+happens to be called. Both stages therefore replay the history from its start, request by
+request (a request is sent before each assistant message, and one is being prepared now), and
+edit where the prompt as it would have been sent then crosses the trigger. Each decision depends
+only on the messages before that request, so packing a longer version of the same history
+reaches the same edits at the same places: appending messages never moves an earlier boundary,
+it can only add a new batch.
+"""
+
+from .clear import DEFAULT_PLACEHOLDER, ClearBatch, ToolResultClearer
+from .compact import COMPACTION_FLOOR, NOT_ENOUGH_MESSAGES, CompactionPoint, Compactor, Summarizer
+from .digest import evidence_terms, extractive_digest
+
+__all__ = [
+    "COMPACTION_FLOOR",
+    "DEFAULT_PLACEHOLDER",
+    "NOT_ENOUGH_MESSAGES",
+    "ClearBatch",
+    "CompactionPoint",
+    "Compactor",
+    "Summarizer",
+    "ToolResultClearer",
+    "evidence_terms",
+    "extractive_digest",
+]

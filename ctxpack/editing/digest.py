@@ -1,0 +1,262 @@
+"""The extractive digest: a summary without a model, copied verbatim from the messages."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+
+from .._internal.arguments import message_items, optional_text
+from ..errors import ConfigError, InvalidMessageError
+from ..messages import Message
+
+__all__ = ["evidence_terms", "extractive_digest"]
+
+_PATH = re.compile(
+    r"(?<![\w/.-])(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+|\b[\w-]+\.(?:py|pyi|js|ts|tsx|"
+    r"jsx|json|toml|yaml|yml|cfg|ini|txt|md|rst|c|h|cc|cpp|go|rs|java|rb|sh|html|"
+    r"css|sql|lock|diff|patch)\b"
+)
+_IDENT = re.compile(
+    r"\b(?:[A-Za-z_]\w*\.)+[A-Za-z_]\w*\b"  # dotted.names
+    r"|\b[a-z]\w*_\w+\b|\b_\w+\b"  # snake_case and _private
+    r"|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b"  # CamelCase
+    r"|\b[A-Za-z_]\w*(?=\()"  # called names
+)
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)*(?![\w])")
+_RETURNCODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
+_ERROR_LINE = re.compile(
+    r"Traceback|Error\b|Exception\b|\bFAILED\b|\bFAIL\b|error:|\bassert(?:ion)?\b|"
+    r"No such file|not found|command not found|SyntaxError|^\s*File \"",
+    re.IGNORECASE,
+)
+_DECISION = re.compile(
+    r"\b(?:I'll|I will|I need to|I should|we should|we need|let's|let me|decided?|instead|"
+    r"the (?:fix|issue|problem|bug|cause) is|root cause|because|so that|plan)\b",
+    re.IGNORECASE,
+)
+_PLAN_LINE = re.compile(
+    r"^\s*(?:\d+[.)]\s|[-*]\s\[[ x]\]|TODO|FIXME|Next(?: step)?s?:|Plan:)", re.IGNORECASE
+)
+_WRITES = re.compile(
+    r"\bsed\s+-i|>>?\s*\S|\btee\b|\bpatch\b|\bgit\s+(?:apply|checkout|restore)|\bmv\b|\bcp\b|"
+    r"\brm\b|\btouch\b|\bmkdir\b|\bcreate\b|\bstr_replace\b|\bwrite\b|\bedit\b|open\([^)]*['\"]w",
+    re.IGNORECASE,
+)
+_SECTIONS = ("instructions", "decisions", "files", "commands", "errors", "plan", "diff", "evidence")
+_SECTION_WORDS = {
+    "decisions": ("decision", "decisions", "decided"),
+    "files": ("file", "files", "path", "paths"),
+    "commands": ("command", "commands"),
+    "errors": ("error", "errors", "failure", "failures", "traceback"),
+    "plan": ("plan", "todo", "todos", "next"),
+    "diff": ("diff", "diffs", "patch", "patches", "change", "changes"),
+    "evidence": ("identifier", "identifiers", "number", "numbers", "id", "ids"),
+}
+_STOP = frozenset(
+    {"the", "a", "an", "and", "or", "of", "on", "in", "to", "for", "with", "only", "keep"}
+    | {"focus", "what", "that", "this", "is", "are", "be", "it", "its", "from", "by", "at"}
+    | {"as", "about", "into", "all", "any"}
+)
+
+
+def evidence_terms(text: str) -> list[str]:
+    """The identifiers, paths and numbers of ``text`` (what an agent needs verbatim), in order,
+    without repeats.
+
+    Example:
+        >>> evidence_terms("Fixed auth/token.py:88, refresh_token() now returns 3600")
+        ['auth/token.py', '88', 'refresh_token', '3600']
+    """
+    if not isinstance(text, str):
+        raise ConfigError(f"text must be a string, got {type(text).__name__}")
+    found: dict[str, int] = {}
+    for pattern in (_PATH, _IDENT, _NUMBER):
+        for match in pattern.finditer(text):
+            term = match.group().strip(".")
+            if len(term) < 2 or term in found:
+                continue
+            if pattern is _IDENT and any(term in p for p in found if "/" in p or "." in p):
+                continue  # part of a path already found
+            found[term] = match.start()
+    return sorted(found, key=found.__getitem__)
+
+
+def _call_text(msg: Message) -> list[tuple[str, str, str]]:
+    """(call id, tool name, command or arguments) of each call ``msg`` makes."""
+    out = []
+    for call in msg.tool_calls or ():
+        args = call.function.arguments
+        try:
+            value = json.loads(args) if args.strip() else {}
+        except json.JSONDecodeError:
+            value = args
+        if isinstance(value, dict) and len(value) == 1:
+            value = next(iter(value.values()))
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        out.append((call.id, call.function.name, text))
+    return out
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", text) if s.strip()]
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _wanted_sections(instructions: str | None) -> tuple[set[str], list[str]]:
+    """Sections to write and focus words, read from the instruction."""
+    if not instructions:
+        return set(_SECTIONS), []
+    words = [w.lower() for w in re.findall(r"[\w./-]+", instructions)]
+    named = {s for s, cues in _SECTION_WORDS.items() if any(w in cues for w in words)}
+    cue_words = {w for cues in _SECTION_WORDS.values() for w in cues}
+    focus = [w for w in words if w not in _STOP and w not in cue_words and len(w) > 2]
+    if "only" in words and named:
+        return named | {"instructions"}, focus
+    return set(_SECTIONS), focus
+
+
+def extractive_digest(messages: Sequence[Message], instructions: str | None = None) -> str:
+    """A summary without a model: what an agent needs to go on, copied verbatim from ``messages``.
+
+    It keeps every user instruction (verbatim), the decisions the assistant stated, the files
+    touched with the last command on each and its return code, the commands run, the errors
+    still open (those of the latest failing outputs), the current plan and TODOs, the diff
+    lines, and an index of the identifiers, paths and numbers the assistant's words and commands
+    name. The instruction steers it: ``"keep only the plan and the diff"`` writes only those
+    sections (user instructions are always kept); other words (``"focus on the auth bug fix"``)
+    add a section with every line that names them.
+
+    Args:
+        messages: The messages to summarise, chronological.
+        instructions: What to keep, in words; ``None`` keeps every section.
+
+    Returns:
+        The digest, as Markdown sections.
+
+    Example:
+        >>> from ctxpack import Message, ToolCall, FunctionCall
+        >>> call = ToolCall(id="c1", function=FunctionCall(
+        ...     name="bash", arguments='{"command": "pytest tests/test_auth.py"}'))
+        >>> digest = extractive_digest([
+        ...     Message(role="user", content="Fix the refresh bug. Never touch cookies."),
+        ...     Message(role="assistant", content="I'll run the auth tests.", tool_calls=[call]),
+        ...     Message(role="tool", tool_call_id="c1",
+        ...             content="<returncode>1</returncode>\\nFAILED test_x - KeyError: 'exp'"),
+        ... ])
+        >>> "Never touch cookies." in digest and "KeyError: 'exp'" in digest
+        True
+    """
+    optional_text(instructions, "instructions")
+    for index, msg in enumerate(message_items(messages)):
+        if not isinstance(msg, Message):
+            raise InvalidMessageError(
+                f"expected a Message, got {type(msg).__name__}", index=index, field=None
+            )
+    sections, focus = _wanted_sections(instructions)
+    digest = _Digest(focus)
+    for msg in messages:
+        digest.read(msg)
+    return digest.render(sections)
+
+
+class _Digest:
+    """What :func:`extractive_digest` collects from the messages, section by section."""
+
+    def __init__(self, focus: list[str]) -> None:
+        self.focus = focus
+        self.commands: dict[str, tuple[str, str]] = {}  # call id -> (tool, command)
+        self.user: list[str] = []
+        self.decisions: list[str] = []
+        self.ran: list[str] = []
+        self.files: dict[str, str] = {}
+        self.errors: dict[str, None] = {}
+        self.plan: list[str] = []
+        self.diff: list[str] = []
+        self.focus_lines: dict[str, None] = {}
+        self.said: list[str] = []  # assistant text and commands: where the index terms come from
+
+    def read(self, msg: Message) -> None:
+        text = msg.text
+        if self.focus:
+            for line in text.splitlines():
+                low = line.lower()
+                if line.strip() and any(w in low for w in self.focus):
+                    self.focus_lines[_clip(line, 300)] = None
+        if msg.role in ("user", "system", "developer"):
+            if text.strip():
+                self.user.append(text.strip())
+        elif msg.role == "assistant":
+            self._assistant(msg, text)
+        else:
+            self._tool_result(msg, text)
+
+    def _assistant(self, msg: Message, text: str) -> None:
+        self.said.append(text)
+        kept = [s for s in _sentences(text) if _DECISION.search(s)]
+        self.decisions.extend(_clip(s, 300) for s in kept[:3])
+        current_plan = [line.strip() for line in text.splitlines() if _PLAN_LINE.match(line)]
+        if current_plan:
+            self.plan = current_plan  # the latest plan replaces the earlier ones
+        for call_id, tool, command in _call_text(msg):
+            self.commands[call_id] = (tool, command)
+            self.said.append(command)
+
+    def _tool_result(self, msg: Message, text: str) -> None:
+        """How its command ended, what it touched, what failed."""
+        tool, command = self.commands.get(msg.tool_call_id or "", ("tool", ""))
+        code = _RETURNCODE.search(text)
+        status = f"rc {code.group(1)}" if code else "done"
+        self.ran.append(f"`{_clip(command, 200)}` ({tool}, {status})")
+        for path in _PATH.findall(command):
+            verb = "modified" if _WRITES.search(command) else "read"
+            self.files[path] = f"{verb} by `{_clip(command, 120)}` ({status})"
+        failing = [line for line in text.splitlines() if _ERROR_LINE.search(line)]
+        if failing or (code and code.group(1) != "0"):
+            for line in failing[-8:] or text.strip().splitlines()[-3:]:
+                self.errors[_clip(line, 300)] = None
+        elif command:
+            # A command that now succeeds closes the errors an earlier run of it left open.
+            self.errors = {e: None for e in self.errors if command not in e}
+        if re.search(r"^diff --git|^@@ ", text, re.MULTILINE):
+            self.diff.extend(
+                line
+                for line in text.splitlines()
+                if line.startswith(("+", "-", "@@", "diff --git"))
+                and not line.startswith(("+++", "---"))
+            )
+
+    def render(self, sections: set[str]) -> str:
+        """The sections asked for, as Markdown, then the index of what is named elsewhere."""
+        out: list[str] = []
+
+        def section(key: str, title: str, lines: Sequence[str]) -> None:
+            if key in sections and lines:
+                out.append(f"## {title}\n" + "\n".join(lines))
+
+        files = [f"- {p}: {s}" for p, s in self.files.items()]
+        section("instructions", "User instructions (verbatim)", [f"> {u}" for u in self.user])
+        section("decisions", "Decisions", [f"- {d}" for d in dict.fromkeys(self.decisions)])
+        section("files", "Files touched (last known state)", files)
+        section("commands", "Commands run", [f"- {r}" for r in self.ran])
+        section("errors", "Open errors", [f"- {e}" for e in list(self.errors)[-20:]])
+        section("plan", "Current plan and TODOs", [f"- {p}" for p in self.plan])
+        section("diff", "Diff", ["```diff", *self.diff[-200:], "```"] if self.diff else [])
+        if self.focus:
+            out.append(
+                f"## Lines about: {' '.join(self.focus)}\n"
+                + "\n".join(f"- {f}" for f in self.focus_lines)
+            )
+        written = "\n".join(out)
+        index = [t for t in evidence_terms("\n".join(self.said)) if t not in written]
+        section(
+            "evidence", "Identifiers, paths and numbers named", [", ".join(index)] if index else []
+        )
+        return "\n\n".join(out)
+
+
+# ---------------------------------------------------------------------------------- compaction

@@ -1,0 +1,45 @@
+"""Managed mode: a session whose every request fits its window, and stays cheap with a prompt cache.
+
+:class:`WindowPolicy` says how (the window, the room kept for the reply, when to clear, when to
+compact); :class:`WindowState` is everything the managed mode remembers between requests, one
+JSON-serialisable object (:meth:`WindowState.to_json`, :meth:`WindowState.from_json`) that a
+session store can keep next to the messages. :func:`render_window` builds one request.
+
+Each request is the session's compact record (tool outputs already filtered at arrival), with
+three kinds of edit, each applied rarely because each makes the provider's prompt cache write
+again what follows the edit point:
+
+1. **Clearing.** Once the prompt passes ``clear_at`` of the room, the old tool results (all but
+   the ``keep`` most recent) are replaced by a placeholder naming their stored original, in one
+   batch, once re-sending them has cost twice the cache write the batch causes (what follows
+   the edit point is written again), or at once when the prompt passes ``compact_at`` and the
+   batch brings it back down.
+2. **Compaction.** Once the prompt passes ``compact_at`` of the room even so, everything before
+   the last ``keep_recent`` messages is replaced by a summary (the extractive digest, with the
+   names the summarised tool outputs showed, unless a summarizer is given), except the system
+   prompt and every user instruction, which stay
+   verbatim; pinned content (memory files, skills) is then re-injected within its budgets.
+3. **Emergency clearing.** A request that would still not fit has every tool result cleared.
+
+Every removed message stays in the session's store, named by the placeholder or the summary's
+index artifact, and every edit is a decision with the tokens the cache writes again.
+"""
+
+from __future__ import annotations
+
+from .compaction import fit_digest
+from .policy import DEFAULT_PINNED_BUDGET, DEFAULT_SKILL_BUDGET, PinnedText, WindowPolicy
+from .state import WindowEvent, WindowState, cache_warnings
+from .window import render_window
+
+__all__ = [
+    "DEFAULT_PINNED_BUDGET",
+    "DEFAULT_SKILL_BUDGET",
+    "PinnedText",
+    "WindowEvent",
+    "WindowPolicy",
+    "WindowState",
+    "cache_warnings",
+    "fit_digest",
+    "render_window",
+]

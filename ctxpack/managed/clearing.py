@@ -1,0 +1,156 @@
+"""Clearing in the managed mode: which batch, whether it pays, and its record."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from ..cost import price
+from ..editing.clear import _without_thinking
+from ..errors import ConfigError
+from ..messages import Message
+from ..pipeline import Decision
+from ..tokens import REPLY_PRIMING
+from .policy import WindowPolicy
+from .state import WindowEvent, WindowState
+from .view import _Context, _placeholder, _View
+
+__all__: list[str] = []  # the managed mode's internals: used by its other modules only
+
+# Prices that decide whether a clearing batch pays, when the session's model is not priced.
+_DEFAULT_PRICED_MODEL = "claude-sonnet-4-5"
+# A batch is cleared once re-sending its tokens has cost this many times the cache write it
+# causes (the rule of ToolResultClearer): at 1, a batch cleared just before the session ends
+# costs more than it saves.
+_PATIENCE = 2.0
+
+
+def _positions(record: Sequence[Message], start: int, role: str) -> list[int]:
+    return [i for i in range(start, len(record)) if record[i].role == role]
+
+
+def _clear_batch(
+    state: WindowState, policy: WindowPolicy, ctx: _Context, *, keep: int, keep_thinking: int
+) -> tuple[list[int], list[int], int]:
+    """Positions of the tool results and the thinking turns a batch would clear, and the
+    tokens it removes."""
+    record, counter = ctx.record, ctx.counter
+    tools = _positions(record, state.boundary, "tool")
+    out_tools: list[int] = []
+    removed = 0
+    for i in tools[: max(0, len(tools) - keep)]:
+        msg = record[i]
+        if msg.id in state.cleared:
+            continue
+        # The placeholder's size, without storing anything until the batch is cleared.
+        cleared = msg.model_copy(
+            update={"content": _placeholder(ctx.original_artifact(i, False), ctx.retrievable)}
+        )
+        saving = counter.count_message(msg) - counter.count_message(cleared)
+        if saving > 0:
+            out_tools.append(i)
+            removed += saving
+    out_thinking: list[int] = []
+    turns = [
+        i
+        for i in _positions(record, state.boundary, "assistant")
+        if _without_thinking(record[i]) is not None
+    ]
+    done = set(state.thinking_cleared)
+    for i in turns[: max(0, len(turns) - keep_thinking)]:
+        stripped = _without_thinking(record[i])
+        if record[i].id in done or stripped is None:
+            continue
+        out_thinking.append(i)
+        removed += counter.count_message(record[i]) - counter.count_message(stripped)
+    return out_tools, out_thinking, removed
+
+
+def _edit_point(view: _View, ids: set[str]) -> int:
+    """The first position of the view that an edit of the messages ``ids`` rewrites."""
+    return next((k for k, m in enumerate(view.messages) if m.id in ids), len(view.messages))
+
+
+def _clear(
+    state: WindowState,
+    ctx: _Context,
+    tools: Sequence[int],
+    thinking: Sequence[int],
+    why: str,
+) -> None:
+    """Clear a batch: record a decision per message; the caller rebuilds the view."""
+    record, counter = ctx.record, ctx.counter
+
+    def decide(msg: Message, after: Message, reason: str) -> None:
+        state.decisions.append(
+            Decision(
+                stage="window",
+                action="cleared",
+                message_id=msg.id,
+                reason=reason,
+                tokens_before=counter.count_message(msg),
+                tokens_after=counter.count_message(after),
+            )
+        )
+
+    for i in tools:
+        msg = record[i]
+        artifact = ctx.original_artifact(i, True)
+        state.cleared[msg.id] = artifact
+        placeholder = msg.model_copy(update={"content": _placeholder(artifact, ctx.retrievable)})
+        decide(msg, placeholder, f"old tool output cleared ({why}); original stored as {artifact}")
+    for i in thinking:
+        msg = record[i]
+        state.thinking_cleared.append(msg.id)
+        decide(msg, _without_thinking(msg) or msg, f"thinking blocks cleared ({why})")
+
+
+def _event(
+    state: WindowState,
+    action: Literal["cleared", "compacted", "emergency"],
+    before: _View,
+    after: _View,
+    edit: int,
+) -> None:
+    rewritten = REPLY_PRIMING + sum(after.sizes[edit:])
+    state.events.append(
+        WindowEvent(
+            request=state.requests,
+            action=action,
+            tokens_before=before.tokens(),
+            tokens_after=after.tokens(),
+            rewritten=rewritten,
+        )
+    )
+    if edit < len(after.messages):
+        state.decisions.append(
+            Decision(
+                stage="window",
+                action="warned",
+                message_id=after.messages[edit].id,
+                reason=(
+                    f"{action} at request {state.requests}: the prompt changes from this message "
+                    f"on, so the prompt cache writes {rewritten} tokens again"
+                ),
+                tokens_before=before.tokens(),
+                tokens_after=after.tokens(),
+            )
+        )
+
+
+def _pays(state: WindowState, policy: WindowPolicy, model: str | None, after: int) -> bool:
+    """Whether re-sending the clearable tokens has cost enough (their rent since the last
+    edit, ``state.rent``) to pay for writing again the ``after`` tokens that follow the edit
+    point, with a margin: a batch is cleared only once it is big (the rent starts again at 0)."""
+    p = price(policy.model or _priced(model))
+    return state.rent / _PATIENCE > (p.cache_write_5m - p.cache_read) * after
+
+
+def _priced(model: str | None) -> str:
+    if model is not None:
+        try:
+            price(model)
+            return model
+        except ConfigError:
+            pass  # a tokenizer name such as "gpt-4" need not be in the price table
+    return _DEFAULT_PRICED_MODEL

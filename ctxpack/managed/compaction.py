@@ -1,0 +1,192 @@
+"""Compaction in the managed mode: the summary, the index of originals, the digest's fit."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+
+from ..editing import evidence_terms, extractive_digest
+from ..errors import ConfigError
+from ..messages import Message
+from ..pipeline import Decision
+from ..tokens import TokenCounter
+from .policy import WindowPolicy
+from .state import WindowState
+from .view import _Context, _pinned_kind, _summary_message, _verbatim
+
+__all__ = ["fit_digest"]
+
+
+def _tail_start(
+    record: Sequence[Message], start: int, keep_recent: int, budget: int, counter: TokenCounter
+) -> int:
+    """Where the messages a compaction keeps as they are begin: the last ``keep_recent``, fewer
+    when they pass ``budget`` tokens, never opening on tool results (their call goes with
+    them)."""
+    t = max(start, len(record) - keep_recent)
+    while t > start and t < len(record) and record[t].role == "tool":
+        t -= 1
+    size = sum(counter.count_message(m) for m in record[t:])
+    while t < len(record) and size > budget:
+        size -= counter.count_message(record[t])
+        t += 1
+        while t < len(record) and record[t].role == "tool":
+            size -= counter.count_message(record[t])
+            t += 1
+    return t
+
+
+def _compact(state: WindowState, policy: WindowPolicy, ctx: _Context, room: int) -> bool:
+    """Summarise the record before the tail; ``False`` when there is too little to summarise."""
+    record, counter = ctx.record, ctx.counter
+    end = _tail_start(record, state.boundary, policy.keep_recent, room // 2, counter)
+    region = [i for i in range(state.boundary, end) if not _verbatim(record[i])]
+    if sum(1 for i in region if _pinned_kind(record[i]) is None) < 2:
+        return False
+    budget = _summary_budget(policy, record, end, room, counter)
+    if policy.summarizer is None:
+        # The extractive digest is cheap: it reads the whole summarised history again, so a
+        # second compaction does not summarise a summary.
+        history = [m for m in record[:end] if not _verbatim(m) and _pinned_kind(m) is None]
+        digest = _with_seen_terms(extractive_digest(history, policy.instructions), history)
+        text = fit_digest(digest, budget, counter)
+    else:
+        previous = _summary_message(state, ctx) if state.summary is not None else None
+        messages = ([previous] if previous else []) + [record[i] for i in region]
+        text = policy.summarizer(messages, policy.instructions)
+        if not isinstance(text, str):
+            raise ConfigError(
+                f"the summarizer returned {type(text).__name__}, not str; a summarizer is a "
+                "callable (messages, instructions) -> text"
+            )
+    tokens_before = {record[i].id: counter.count_message(record[i]) for i in region}
+    state.compacted = [*state.compacted, *(record[i].id for i in region)]
+    state.index_artifact = ctx.store.put(
+        _index(ctx, [i for i in range(end) if record[i].id in set(state.compacted)]),
+        kind="compaction_index",
+    )
+    state.summary = text
+    state.summary_id = (
+        "summary-"
+        + hashlib.blake2b("\x00".join(state.compacted).encode(), digest_size=6).hexdigest()
+    )
+    state.boundary = end
+    state.cleared = {k: v for k, v in state.cleared.items() if k not in set(state.compacted)}
+    for i in region:
+        state.decisions.append(
+            Decision(
+                stage="window",
+                action="merged",
+                message_id=record[i].id,
+                reason=f"compacted into {state.summary_id}; original kept as an artifact",
+                tokens_before=tokens_before[record[i].id],
+                tokens_after=0,
+            )
+        )
+    state.decisions.append(
+        Decision(
+            stage="window",
+            action="merged",
+            message_id=state.summary_id,
+            reason=f"summary of {len(state.compacted)} messages (request {state.requests})",
+            tokens_before=sum(tokens_before.values()),
+            tokens_after=counter.count_message(_summary_message(state, ctx)),
+        )
+    )
+    return True
+
+
+def _summary_budget(
+    policy: WindowPolicy, record: Sequence[Message], end: int, room: int, counter: TokenCounter
+) -> int:
+    """The digest's tokens: ``summary_share`` of the room, less when the instructions and the
+    tail kept would leave the request too close to ``compact_at`` (it would compact again at
+    once, rewriting the cache at every request): a compaction lands at most midway between
+    ``clear_at`` and ``compact_at``."""
+    kept = sum(counter.count_message(m) for m in record[:end] if _verbatim(m))
+    kept += sum(counter.count_message(m) for m in record[end:])
+    landing = int((policy.clear_at + policy.compact_at) / 2 * room)
+    return max(0, min(int(policy.summary_share * room), landing - kept))
+
+
+def _with_seen_terms(digest: str, history: Sequence[Message]) -> str:
+    """``digest`` and a last section: the identifiers, paths and numbers the summarised tool
+    outputs showed and the digest does not name, those seen last at the end (:func:`fit_digest`
+    drops the others first). The outputs themselves leave the prompt; their names tell the model
+    what it has seen and what to read back."""
+    seen: dict[str, None] = {}
+    for msg in history:
+        if msg.role == "tool":
+            for term in evidence_terms(msg.text):
+                seen.pop(term, None)
+                seen[term] = None
+    terms = [t for t in seen if t not in digest]
+    if not terms:
+        return digest
+    return f"{digest}\n\n## Identifiers, paths and numbers seen in tool outputs\n{', '.join(terms)}"
+
+
+def _index(ctx: _Context, positions: Sequence[int]) -> str:
+    """One line per summarised message: id, role or tool, command, artifact of its original."""
+    calls: dict[str, tuple[str, str]] = {}
+    for msg in ctx.record:
+        for call in msg.tool_calls or ():
+            calls[call.id] = (call.function.name, call.function.arguments)
+    lines = ["message\ttool\tcommand\tartifact"]
+    for i in positions:
+        msg = ctx.record[i]
+        tool, command = calls.get(msg.tool_call_id or "", (msg.role, ""))
+        if msg.role == "tool":
+            artifact = ctx.original_artifact(i, True)
+        else:
+            artifact = ctx.store.put(
+                json.dumps(msg.model_dump(mode="json"), ensure_ascii=False),
+                message_id=msg.id,
+                kind="compacted_message",
+            )
+        lines.append(f"{msg.id}\t{tool}\t{' '.join(command.split())[:300]}\t{artifact}")
+    return "\n".join(lines)
+
+
+def fit_digest(text: str, budget: int, counter: TokenCounter) -> str:
+    """``text`` (Markdown sections of bullet lines) within ``budget`` tokens: the oldest lines of
+    the largest section go first; the identifier index is cut term by term.
+
+    Example:
+        >>> from ctxpack import get_counter
+        >>> digest = "## Commands run\\n" + "\\n".join(f"- `ls {i}`" for i in range(100))
+        >>> short = fit_digest(digest, 60, get_counter(counter="approx"))
+        >>> short.splitlines()[0], short.splitlines()[-1]
+        ('## Commands run', '- `ls 99`')
+    """
+    if counter.count(text) <= budget:
+        return text
+    sections: list[tuple[str, list[str], str]] = []
+    for block in text.split("\n\n## "):
+        block = block.removeprefix("## ")
+        title, _, body = block.partition("\n")
+        if title.startswith("Identifiers"):
+            sections.append((title, body.split(", "), ", "))
+        else:
+            sections.append((title, body.split("\n"), "\n"))
+    sizes = [[counter.count(item) + 1 for item in items] for _, items, _ in sections]
+    total = sum(map(sum, sizes)) + sum(counter.count(t) + 2 for t, _, _ in sections)
+    heads = [0] * len(sections)  # items dropped from the front of each section
+    while total > budget:
+        k = max(range(len(sections)), key=lambda j: sum(sizes[j][heads[j] :]))
+        if heads[k] >= len(sizes[k]):
+            break
+        # A fenced block keeps its opening fence.
+        if sections[k][1][heads[k]].startswith("```") and heads[k] == 0:
+            sections[k][1].insert(1, sections[k][1][0])
+            sizes[k].insert(1, sizes[k][0])
+            heads[k] = 1
+        total -= sizes[k][heads[k]]
+        heads[k] += 1
+    out = []
+    for (title, items, sep), head in zip(sections, heads, strict=True):
+        kept = items[head:]
+        if kept:
+            out.append(f"## {title}\n" + sep.join(kept))
+    return "\n\n".join(out)

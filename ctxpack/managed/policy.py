@@ -1,0 +1,116 @@
+"""The managed mode's configuration: the window policy, and the pinned content it re-injects."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ..cost import price
+from ..editing import Summarizer
+from ..messages import Message
+
+__all__ = ["DEFAULT_PINNED_BUDGET", "DEFAULT_SKILL_BUDGET", "PinnedText", "WindowPolicy"]
+
+DEFAULT_SKILL_BUDGET = 5_000
+DEFAULT_PINNED_BUDGET = 25_000
+_PINNED_KEY = "pinned_kind"
+
+
+class PinnedText(BaseModel):
+    """Content re-injected after a compaction: a memory file (whole) or a skill (within budgets).
+
+    Attributes:
+        name: What it is called (``"CLAUDE.md"``, ``"deploy-skill"``).
+        text: Its content.
+        kind: ``"memory"`` (re-injected whole) or ``"skill"`` (cut to its head within budgets).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(min_length=1)
+    text: str
+    kind: Literal["memory", "skill"] = "skill"
+
+    def message(self) -> Message:
+        """The user message that brings it into the conversation (what ``Session.pin`` adds)."""
+        return Message(
+            role="user",
+            content=self.text,
+            metadata={"ctxpack": {_PINNED_KEY: self.kind, "pinned_name": self.name}},
+        )
+
+
+class WindowPolicy(BaseModel):
+    """How a managed session keeps every request within its window.
+
+    Args:
+        window: The model's context window, in tokens.
+        reply_room: Tokens kept free for the reply; by default an eighth of the window, at most
+            8,192.
+        clear_at: Clear old tool results once the prompt passes this share of the room (the
+            window less the reply room and the tool definitions).
+        keep: How many of the most recent tool results a clearing keeps.
+        compact_at: Compact once the prompt still passes this share of the room.
+        keep_recent: How many of the most recent messages a compaction keeps as they are.
+        summary_share: The share of the room a summary may take (the digest is cut to it).
+        summarizer: ``(messages, instructions) -> text``; by default
+            :func:`~ctxpack.editing.extractive_digest`, which needs no model.
+        instructions: What a summary must keep, in words.
+        keep_thinking: Keep the thinking blocks of this many of the last assistant turns (as
+            Anthropic's ``clear_thinking_20251015``); the older ones go with the next clearing.
+            ``None`` keeps them all.
+        skill_budget: Tokens each skill may take when re-injected (its head is kept).
+        pinned_budget: Tokens all skills together may take when re-injected (oldest dropped
+            first).
+        server_side: Leave the edits to the provider: :func:`render_window` only checks the
+            window, and the session produces the provider's ``context_management`` field.
+        model: Whose prices decide whether a clearing pays; by default the session's model when
+            it is priced, else ``claude-sonnet-4-5``.
+
+    Example:
+        >>> policy = WindowPolicy(window=64_000)
+        >>> policy.room(tool_tokens=0)
+        56000
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    window: int = Field(ge=1_024)
+    reply_room: int | None = Field(default=None, ge=0)
+    clear_at: float = Field(default=0.35, gt=0, le=1)
+    keep: int = Field(default=5, ge=0)
+    compact_at: float = Field(default=0.6, gt=0, le=1)
+    keep_recent: int = Field(default=6, ge=1)
+    summary_share: float = Field(default=0.25, gt=0, lt=1)
+    summarizer: Summarizer | None = Field(default=None, exclude=True)
+    instructions: str | None = None
+    keep_thinking: int | None = Field(default=None, ge=0)
+    skill_budget: int = Field(default=DEFAULT_SKILL_BUDGET, ge=0)
+    pinned_budget: int = Field(default=DEFAULT_PINNED_BUDGET, ge=0)
+    server_side: bool = False
+    model: str | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> WindowPolicy:
+        if self.reply_room is not None and self.reply_room >= self.window:
+            raise ValueError(
+                f"reply_room ({self.reply_room}) must be smaller than the window ({self.window})"
+            )
+        if self.clear_at > self.compact_at:
+            raise ValueError(
+                f"clear_at ({self.clear_at}) must not exceed compact_at ({self.compact_at}): "
+                "clearing comes before compaction"
+            )
+        if self.model is not None:
+            price(self.model)  # raises ConfigError listing the known models
+        return self
+
+    @property
+    def reserve(self) -> int:
+        """The tokens kept for the reply."""
+        return self.reply_room if self.reply_room is not None else min(8_192, self.window // 8)
+
+    def room(self, *, tool_tokens: int) -> int:
+        """The tokens the messages may take: the window less the reply room and the tools."""
+        return self.window - self.reserve - tool_tokens

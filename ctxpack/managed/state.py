@@ -1,0 +1,140 @@
+"""What a managed session remembers between requests, and the cache-bust warnings."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from ..errors import ConfigError
+from ..messages import Message
+from ..pipeline import Decision
+
+__all__ = ["WindowEvent", "WindowState", "cache_warnings"]
+
+
+class WindowEvent(BaseModel):
+    """One edit the managed mode made, at one request.
+
+    Attributes:
+        request: The request's number (0 for the first render).
+        action: ``"cleared"``, ``"compacted"`` or ``"emergency"``.
+        tokens_before: The prompt's tokens before the edit.
+        tokens_after: Its tokens after.
+        rewritten: Tokens the prompt cache writes again (from the edit point on).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    request: int
+    action: Literal["cleared", "compacted", "emergency"]
+    tokens_before: int
+    tokens_after: int
+    rewritten: int
+
+
+class WindowState(BaseModel):
+    """What a managed session remembers between requests: one JSON-serialisable object.
+
+    Attributes:
+        requests: Renders so far.
+        cleared: Message id -> artifact id of its original, for each cleared tool result.
+        thinking_cleared: Ids of assistant messages sent without their thinking blocks.
+        boundary: Messages of the compact record before this position are summarised (except
+            the system prompt and user instructions).
+        summary: The summary's text, once a compaction happened.
+        summary_id: The summary message's id.
+        index_artifact: The artifact listing every summarised message and its original.
+        compacted: Ids of the messages the summary replaces.
+        decisions: Every edit, as recorded decisions.
+        events: Every edit, with its cache effect.
+        last_fingerprint: Model, tools and system prompt of the last request (cache-bust
+            warnings).
+        last_tokens: The last request's prompt tokens.
+        rent: What re-sending the clearable tokens has cost since the last clearing, in
+            dollars per million tokens (the clearing rule).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    requests: int = 0
+    cleared: dict[str, str] = {}
+    thinking_cleared: list[str] = []
+    boundary: int = 0
+    summary: str | None = None
+    summary_id: str | None = None
+    index_artifact: str | None = None
+    compacted: list[str] = []
+    decisions: list[Decision] = []
+    events: list[WindowEvent] = []
+    last_fingerprint: dict[str, str | None] | None = None
+    last_tokens: int = 0
+    rent: float = 0.0
+
+    def to_json(self) -> str:
+        """The state as JSON (what a session store saves)."""
+        return self.model_dump_json()
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> WindowState:
+        """A state back from :meth:`to_json`.
+
+        Raises:
+            ConfigError: the text is not a saved window state.
+        """
+        try:
+            return cls.model_validate_json(text)
+        except ValueError as exc:
+            raise ConfigError(f"not a saved WindowState: {exc}") from exc
+
+
+def cache_warnings(
+    state: WindowState,
+    *,
+    model: str | None,
+    tools: Sequence[Mapping[str, Any]],
+    messages: Sequence[Message],
+    tokens: int,
+) -> list[Decision]:
+    """Warnings for what invalidates the prompt cache since the last request: another model,
+    another tool set, another system prompt. Each says how many tokens the cache writes again
+    (the whole prompt: tools and system prompt come first). Updates ``state``."""
+    system = [m for m in messages[:2] if m.role in ("system", "developer")]
+    fingerprint: dict[str, str | None] = {
+        "model": model,
+        "tools": _digest(list(tools)),
+        "system": _digest([m.model_dump(mode="json", include={"role", "content"}) for m in system]),
+    }
+    last = state.last_fingerprint
+    state.last_fingerprint = fingerprint
+    if last is None or not messages:
+        return []
+    changed = []
+    if last.get("model") != model:
+        changed.append(f"the model changed from {last.get('model')!r} to {model!r}")
+    if last.get("tools") != fingerprint["tools"]:
+        changed.append("the tool definitions changed")
+    if last.get("system") != fingerprint["system"]:
+        changed.append("the system prompt changed")
+    if not changed:
+        return []
+    warning = Decision(
+        stage="cache",
+        action="warned",
+        message_id=messages[0].id,
+        reason=(
+            f"{'; '.join(changed)}: the prompt cache is lost, and this request writes its "
+            f"{tokens} tokens again"
+        ),
+        tokens_before=tokens,
+        tokens_after=tokens,
+    )
+    state.decisions.append(warning)
+    return [warning]
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]

@@ -1,0 +1,158 @@
+"""One request as the state gives it: verbatim head, summary, re-injected pins, edited tail."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from ..editing.clear import _without_thinking
+from ..editing.compact import _verbatim as _never_summarised
+from ..filters import RETRIEVE_TOOL_NAME
+from ..messages import Message
+from ..store import ArtifactStore
+from ..tokens import REPLY_PRIMING, TokenCounter
+from .policy import _PINNED_KEY, WindowPolicy
+from .state import WindowState
+
+__all__: list[str] = []  # the managed mode's internals: used by its other modules only
+
+
+class _View:
+    """The request being built: its messages and their sizes."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self.messages: list[Message] = []
+        self.sizes: list[int] = []
+
+    def add(self, msg: Message) -> None:
+        self.messages.append(msg)
+        self.sizes.append(self.counter.count_message(msg))
+
+    def tokens(self) -> int:
+        return REPLY_PRIMING + sum(self.sizes)
+
+
+def _pinned_kind(msg: Message) -> str | None:
+    """``"memory"`` or ``"skill"`` for a message added by ``Session.pin``, else ``None``."""
+    meta = msg.metadata.get("ctxpack")
+    if isinstance(meta, Mapping):
+        kind = meta.get(_PINNED_KEY)
+        return kind if isinstance(kind, str) else None
+    return None
+
+
+def _verbatim(msg: Message) -> bool:
+    """Never summarised (as for :class:`~ctxpack.editing.Compactor`): the system prompt, user
+    instructions, pinned messages and a provider's own compaction block; but not the content
+    ``Session.pin`` added, which is re-injected after a compaction within its budgets."""
+    return _pinned_kind(msg) is None and _never_summarised(msg, frozenset())
+
+
+def _placeholder(artifact: str, retrievable: bool) -> str:
+    how = f'; {RETRIEVE_TOOL_NAME}(artifact="{artifact}") reads it' if retrievable else ""
+    return (
+        f"[ctxpack: old tool output cleared to fit the window; original: artifact {artifact}{how}]"
+    )
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What :func:`render_window` needs from the session."""
+
+    record: Sequence[Message]
+    counter: TokenCounter
+    store: ArtifactStore
+    original_artifact: Callable[[int, bool], str]
+    retrievable: bool
+    model: str | None
+
+
+def _build(state: WindowState, policy: WindowPolicy, ctx: _Context) -> _View:
+    """The request the state gives: verbatim head, summary, re-injected pins, edited tail."""
+    view = _View(ctx.counter)
+    record = ctx.record
+    b = min(state.boundary, len(record))
+    for msg in record[:b]:
+        if _verbatim(msg):
+            view.add(msg)
+    if state.summary is not None and state.summary_id is not None:
+        view.add(_summary_message(state, ctx))
+        pins = _reinjection(record[:b], record[b:], policy, ctx.counter)
+        if pins is not None:
+            view.add(pins)
+    thinking = set(state.thinking_cleared)
+    for msg in record[b:]:
+        if msg.id in state.cleared:
+            msg = msg.model_copy(
+                update={"content": _placeholder(state.cleared[msg.id], ctx.retrievable)}
+            )
+        elif msg.id in thinking:
+            msg = _without_thinking(msg) or msg
+        view.add(msg)
+    return view
+
+
+def _summary_message(state: WindowState, ctx: _Context) -> Message:
+    index = state.index_artifact
+    how = (
+        f'; {RETRIEVE_TOOL_NAME}(artifact="{index}", regex="...") searches it'
+        if ctx.retrievable
+        else ""
+    )
+    head = (
+        f"[ctxpack: summary of {len(state.compacted)} earlier messages, replaced to fit the "
+        f"window. Each original is kept as an artifact, listed (message, tool, command, "
+        f"artifact) in artifact {index}{how}.]"
+    )
+    return Message(
+        role="user",
+        id=state.summary_id,
+        content=f"{head}\n\n{state.summary}",
+        metadata={"ctxpack": {"summary_of": list(state.compacted)}},
+    )
+
+
+def _reinjection(
+    before: Sequence[Message], after: Sequence[Message], policy: WindowPolicy, counter: TokenCounter
+) -> Message | None:
+    """Pinned content summarised away, re-injected: memory whole, skills within budgets (each cut
+    to its head, the oldest dropped first when together they exceed ``pinned_budget``)."""
+    in_tail = {m.text for m in after if _pinned_kind(m) is not None}
+    items = [m for m in before if _pinned_kind(m) is not None and m.text not in in_tail]
+    if not items:
+        return None
+    memory = [m for m in items if _pinned_kind(m) == "memory"]
+    skills: list[str] = []
+    total = 0
+    for m in reversed([m for m in items if _pinned_kind(m) == "skill"]):  # newest first
+        text = _head(m.text, policy.skill_budget, counter)
+        size = counter.count(text)
+        if total + size > policy.pinned_budget:
+            break  # this one and every older one are dropped
+        skills.append(text)
+        total += size
+    parts = [m.text for m in memory] + list(reversed(skills))
+    if not parts:
+        return None
+    return Message(
+        role="user",
+        id="ctxpack-pinned",
+        content="[ctxpack: pinned content, re-injected after the summary]\n\n" + "\n\n".join(parts),
+    )
+
+
+def _head(text: str, budget: int, counter: TokenCounter) -> str:
+    """``text`` cut to its first lines within ``budget`` tokens."""
+    if counter.count(text) <= budget:
+        return text
+    lines = text.splitlines(keepends=True)
+    kept: list[str] = []
+    used = 0
+    for line in lines:
+        size = counter.count(line)
+        if used + size > budget:
+            break
+        kept.append(line)
+        used += size
+    return "".join(kept)

@@ -1,0 +1,232 @@
+"""Providers: whose API a model, a client, a payload or a message belongs to, and their shapes.
+
+ctxpack speaks two wire formats, OpenAI's (Chat Completions, with the Responses API items it also
+reads) and Anthropic's (Messages). Everything that tells them apart lives here: the
+:data:`Provider` type, detection from a model name, an SDK client, a LangChain chat model, a
+request body or messages, the shape of a tool definition and of a tool call in each format, and
+what a provider's response says (its answer, its usage, its kind). The adapters
+(:mod:`ctxpack.adapters`) convert the messages themselves.
+
+Example:
+    >>> provider_from_model("claude-sonnet-4-5")
+    'anthropic'
+    >>> tool_definition("grep", "Search.", {"type": "object"}, "anthropic")
+    {'name': 'grep', 'description': 'Search.', 'input_schema': {'type': 'object'}}
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from ._internal.columns import ANTHROPIC, flags
+from .adapters.validate import ANTHROPIC_BLOCKS, OPENAI_PART_TYPES
+from .errors import ConfigError
+
+if TYPE_CHECKING:
+    from .messages import Message
+
+# The names a user needs; the readers of tool calls and responses below serve ctxpack's own
+# modules (the adapters, the retrieve tool, tools on demand, the selectors).
+__all__ = [
+    "Provider",
+    "detect_provider",
+    "provider_from_client",
+    "provider_from_message",
+    "provider_from_model",
+    "provider_from_request",
+    "tool_definition",
+]
+
+Provider = Literal["openai", "anthropic"]
+
+# Content blocks only Anthropic's Messages API has: a message holding one is Anthropic's.
+_ANTHROPIC_ONLY_BLOCKS = frozenset(ANTHROPIC_BLOCKS) - OPENAI_PART_TYPES
+
+
+def check_provider(value: object, argument: str = "provider") -> Provider:
+    """``value`` as a :data:`Provider`.
+
+    Raises:
+        ConfigError: anything but ``"openai"`` or ``"anthropic"`` (``argument`` named).
+    """
+    if value == "anthropic":
+        return "anthropic"
+    if value == "openai":
+        return "openai"
+    raise ConfigError(f"{argument} must be 'openai' or 'anthropic', got {value!r}")
+
+
+def provider_from_model(model: str | None) -> Provider | None:
+    """``"anthropic"`` for a Claude model's name, ``None`` for any other (or no) name: only
+    Claude names are recognised, since OpenAI-compatible servers serve every other family."""
+    if model is not None and model.lower().startswith(("claude", "anthropic")):
+        return "anthropic"
+    return None
+
+
+def provider_from_client(client: Any) -> Provider:
+    """The provider of an SDK client: OpenAI's (or a compatible one's) has
+    ``client.chat.completions.create``, Anthropic's ``client.messages.create``.
+
+    Raises:
+        ConfigError: the client has neither.
+    """
+    chat = getattr(client, "chat", None)
+    if chat is not None and hasattr(getattr(chat, "completions", None), "create"):
+        return "openai"
+    if hasattr(getattr(client, "messages", None), "create"):
+        return "anthropic"
+    raise ConfigError(
+        f"cannot tell the provider of {type(client).__name__}: expected client.chat.completions"
+        ".create (OpenAI-compatible) or client.messages.create (Anthropic); pass provider=..."
+    )
+
+
+def provider_from_chat_model(model: Any) -> Provider:
+    """The provider of a LangChain chat model (``ChatAnthropic``, ``ChatOpenAI``...), by its
+    class, since LangChain's own models carry no provider field."""
+    return "anthropic" if "anthropic" in type(model).__name__.lower() else "openai"
+
+
+def has_anthropic_blocks(message: Mapping[str, Any]) -> bool:
+    """Whether a message dict holds a content block only Anthropic has (``tool_use``,
+    ``tool_result``, ``thinking``, ``image``...)."""
+    content = message.get("content")
+    return isinstance(content, list) and any(
+        isinstance(block, Mapping)
+        and isinstance(kind := block.get("type"), str)
+        and kind in _ANTHROPIC_ONLY_BLOCKS
+        for block in content
+    )
+
+
+def provider_from_message(message: Mapping[str, Any]) -> Provider:
+    """The format of one message dict: Anthropic's if it holds a block only Anthropic has."""
+    return "anthropic" if has_anthropic_blocks(message) else "openai"
+
+
+def provider_from_request(data: Any) -> Provider:
+    """The provider of a request body: Anthropic's for a body with ``system``, tools with an
+    ``input_schema`` or a message holding a block only Anthropic has; else OpenAI's."""
+    if not isinstance(data, Mapping):
+        return "openai"
+    if "system" in data:
+        return "anthropic"
+    tools = data.get("tools")
+    if isinstance(tools, list) and any(
+        isinstance(t, Mapping) and "input_schema" in t for t in tools
+    ):
+        return "anthropic"
+    messages = data.get("messages")
+    if isinstance(messages, list) and any(
+        isinstance(m, Mapping) and has_anthropic_blocks(m) for m in messages
+    ):
+        return "anthropic"
+    return "openai"
+
+
+def detect_provider(
+    provider: str | None, model: str | None, messages: Sequence[Message]
+) -> Provider:
+    """The provider whose rules a request follows: ``provider`` if given, else a Claude
+    ``model``, else the one :func:`ctxpack.from_anthropic` records on the messages it makes
+    (never the user's metadata).
+
+    Raises:
+        ConfigError: ``provider`` is neither ``"openai"`` nor ``"anthropic"``.
+    """
+    if provider is not None:
+        return check_provider(provider)
+    if provider_from_model(model) == "anthropic":
+        return "anthropic"
+    return "anthropic" if (flags(messages) & ANTHROPIC).any() else "openai"
+
+
+def tool_definition(name: str, description: str, schema: Any, provider: Provider) -> dict[str, Any]:
+    """A tool definition in ``provider``'s shape: an OpenAI function tool, or an Anthropic
+    tool with its ``input_schema``."""
+    if provider == "openai":
+        return {
+            "type": "function",
+            "function": {"name": name, "description": description, "parameters": schema},
+        }
+    return {"name": name, "description": description, "input_schema": schema}
+
+
+def tool_definition_parts(tool: Mapping[str, Any]) -> tuple[Any, Any, Any, Provider]:
+    """A tool definition's name, description and schema (each as given, unchecked), and the
+    shape it is in: an OpenAI function tool (``{"type": "function", "function": {...}}``) or
+    an Anthropic tool (``{"name", "description", "input_schema"}``)."""
+    function = tool.get("function")
+    if isinstance(function, Mapping):
+        return (
+            function.get("name"),
+            function.get("description"),
+            function.get("parameters"),
+            "openai",
+        )
+    return tool.get("name"), tool.get("description"), tool.get("input_schema"), "anthropic"
+
+
+def tool_call_parts(call: Mapping[str, Any]) -> tuple[Any, Any] | None:
+    """The tool a call names and its arguments (a JSON string or an object, as sent), for an
+    OpenAI tool call, an Anthropic ``tool_use`` block or a Responses API ``function_call``
+    item; ``None`` for anything else."""
+    function = call.get("function")
+    if isinstance(function, Mapping):
+        return function.get("name"), function.get("arguments", "{}")
+    kind = call.get("type")
+    if kind == "tool_use":
+        return call.get("name"), call.get("input", {})
+    if kind == "function_call":
+        return call.get("name"), call.get("arguments")
+    return None
+
+
+def read_field(value: Any, name: str) -> Any:
+    """``value.name`` or ``value[name]``: the SDKs' response objects and their dicts alike;
+    ``None`` when absent."""
+    if isinstance(value, Mapping):
+        return value.get(name)
+    return getattr(value, name, None)
+
+
+def response_usage(response: Any, provider: Provider) -> tuple[Any, Any]:
+    """The input and output tokens a response reports (as found: ``None`` when absent):
+    ``usage.prompt_tokens``/``completion_tokens`` from OpenAI's Chat Completions,
+    ``usage.input_tokens``/``output_tokens`` from Anthropic's Messages."""
+    used = read_field(response, "usage")
+    if provider == "openai":
+        return read_field(used, "prompt_tokens"), read_field(used, "completion_tokens")
+    return read_field(used, "input_tokens"), read_field(used, "output_tokens")
+
+
+def response_answer(response: Any, provider: Provider, tool: str) -> str | dict[str, Any]:
+    """What the model answered: from OpenAI's Chat Completions, the first choice's content (a
+    refusal as ``{"refusal": ...}`` in JSON); from Anthropic's Messages, the input of its call
+    to ``tool`` (a dict), else its first text. ``""`` when there is none."""
+    if provider == "openai":
+        choices = read_field(response, "choices") or []
+        message = read_field(choices[0], "message") if choices else None
+        content = read_field(message, "content") if message is not None else None
+        refusal = read_field(message, "refusal") if message is not None else None
+        if isinstance(content, str) and content:
+            return content
+        return json.dumps({"refusal": refusal}) if refusal else ""
+    answer: str | dict[str, Any] = ""
+    for block in read_field(response, "content") or []:
+        kind = read_field(block, "type")
+        if kind == "tool_use" and read_field(block, "name") == tool:
+            given = read_field(block, "input")
+            return given if isinstance(given, dict) else json.dumps(given)
+        if kind == "text" and not answer:
+            answer = str(read_field(block, "text") or "")
+    return answer
+
+
+def is_anthropic_response(body: Mapping[str, Any]) -> bool:
+    """Whether a provider's response (as a dict) is an Anthropic Messages response, which has a
+    role, rather than an OpenAI Responses API response, which has output items."""
+    return body.get("role") == "assistant"

@@ -1,0 +1,234 @@
+"""Arrival: each message converted, checked, guarded and, for a tool output, filtered once."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..adapters.read import read_message
+from ..errors import InvalidMessageError
+from ..filters import RETRIEVE_TOOL_NAME
+from ..limits import MAX_MESSAGE_CHARS, message_chars, oversized_view
+from ..messages import Message
+from ..pipeline import Decision
+from ..providers import Provider, is_anthropic_response
+from ..sdk import is_sdk_object
+from ..tokens import count_tokens_approx
+from ._records import FilterRecord
+from ._supersede import Superseding
+
+
+class Arrival(Superseding):
+    """What a session does with the messages it is given."""
+
+    def _extend(
+        self, messages: Sequence[Mapping[str, Any] | Message], provider: Provider | None
+    ) -> None:
+        # Everything is converted and checked before anything is added, so that a bad message
+        # in the middle of a batch cannot leave half of it in the session.
+        batch: list[tuple[Message, str]] = []
+        anthropic = False
+        taken: set[str] = set()  # ids of this batch
+        for message in messages:
+            index = len(self._raw) + len(batch)
+            converted, given_as = read_message(message, provider, index)
+            anthropic = anthropic or given_as == "anthropic"
+            # An id the caller gave is kept; the others are the session's own.
+            given = message.id if isinstance(message, Message) else None
+            if isinstance(message, Mapping) and isinstance(message.get("id"), str):
+                given = message["id"]
+            for msg in converted:
+                position = len(self._raw) + len(batch)
+                mid = given or f"s{position}"
+                if mid in self._ids or mid in taken:
+                    raise InvalidMessageError(
+                        f"id {mid!r} is already used in this session; ids must be unique",
+                        index=position,
+                        field="id",
+                    )
+                taken.add(mid)
+                batch.append((msg, mid))
+                given = None
+        if anthropic:
+            self.provider = "anthropic"
+        for msg, mid in batch:
+            self._add(msg, mid)
+
+    def _add(self, msg: Message, mid: str) -> None:
+        index = len(self._raw)
+        msg = msg.model_copy(update={"id": mid})
+        # Secrets out and injection markers flagged before anything keeps or reads the message.
+        arrival = self.guard(msg, self.counter, self.store)
+        msg = arrival.message
+        self._decisions.extend(arrival.decisions)
+        self._ids.add(mid)
+        compact = msg
+        self._note_calls(msg)
+        if msg.role == "assistant" and self._pending:
+            # The agent has answered the outputs it was waiting on: filter them now, with its
+            # answer as part of their goal (it names what it used).
+            answer = "\n".join([msg.text, *(c.function.arguments for c in msg.tool_calls or ())])
+            for position in self._pending:
+                self._compact[position] = self._filtered(self._raw[position], answer)
+            self._pending = []
+        if msg.role == "tool":
+            if arrival.quarantined is not None:
+                compact = arrival.quarantined
+                self._record_quarantine(msg, compact, arrival.stored)
+            elif self.filter_when == "answered":
+                self._pending.append(index)
+            else:
+                compact = self._filtered(msg)
+        elif message_chars(msg) > MAX_MESSAGE_CHARS:
+            compact = self._oversized(msg)
+        self._raw.append(msg)
+        self._compact.append(compact)
+        if msg.role == "tool" and self.supersede_batch is not None:
+            self._supersede(index)
+
+    def _filtered(self, msg: Message, answer: str = "") -> Message:
+        call = self._calls.get(msg.tool_call_id or "")
+        tool = call.tool if call else None
+        command = call.command if call else None
+        if message_chars(msg) > MAX_MESSAGE_CHARS:
+            return self._oversized(msg, tool, command)
+        unfiltered = self._unfiltered(msg, tool)
+        if unfiltered is not None:
+            tokens = self.counter.count_message(msg)
+            return self._keep_whole(msg, "none", tokens, unfiltered, tool, command)
+        assert self.filter is not None  # else _unfiltered said "filtering is off"
+        goal = call.goal if call and call.goal.strip() else self._last_user_text()
+        if answer:
+            goal = f"{goal}\n{answer}"
+        try:
+            out = self.filter(
+                msg.text, tool=tool, command=command, goal=goal, store=None, message_id=msg.id
+            )
+        except Exception as exc:  # an odd output must not make appending fail
+            tokens = self.counter.count_message(msg)
+            reason = f"the filter failed ({type(exc).__name__}: {exc}), so it is sent whole"
+            return self._keep_whole(msg, "error", tokens, reason, tool, command)
+        before = self.counter.count_message(msg)
+        if not out.shortened:
+            return self._keep_whole(msg, out.kind, before, out.reason, tool, command)
+        compact = msg.model_copy(update={"content": out.text})
+        after = self.counter.count_message(compact)
+        if after >= before:
+            reason = "the filtered version would not be shorter in tokens"
+            return self._keep_whole(msg, out.kind, before, reason, tool, command)
+        # Stored only now that the shortened version is used: the store holds what markers name.
+        stored = self.store.put(
+            msg.text, message_id=msg.id, kind=out.kind, tool=tool, command=command
+        )
+        if stored != out.artifact:
+            out = self.filter(msg.text, tool=tool, command=command, goal=goal, store=self.store)
+            compact = msg.model_copy(update={"content": out.text})
+            after = self.counter.count_message(compact)
+        self._record(
+            FilterRecord(
+                msg.id, out.kind, True, out.artifact, before, after, out.reason, tool, command
+            )
+        )
+        return compact
+
+    def _oversized(
+        self, msg: Message, tool: str | None = None, command: str | None = None
+    ) -> Message:
+        """A message above the size limit: stored whole, shown as its head and tail, never
+        filtered nor counted whole (either would take many times its size in memory)."""
+        text = msg.text
+        artifact = self.store.put(
+            text, message_id=msg.id, kind="oversized", tool=tool, command=command
+        )
+        compact = msg.model_copy(update={"content": oversized_view(text, artifact=artifact)})
+        before = count_tokens_approx().count_message(msg)
+        reason = (
+            f"{len(text):,} characters, above the limit of {MAX_MESSAGE_CHARS:,}: shown as its "
+            f"head and tail (tokens before estimated at 4 characters each)"
+        )
+        after = self.counter.count_message(compact)
+        self._record(
+            FilterRecord(msg.id, "oversized", True, artifact, before, after, reason, tool, command)
+        )
+        return compact
+
+    def _record_quarantine(self, msg: Message, note: Message, stored: str | None) -> None:
+        call = self._calls.get(msg.tool_call_id or "")
+        before, after = self.counter.count_message(msg), self.counter.count_message(note)
+        reason = "withheld as a possible prompt injection (flag_injections='quarantine')"
+        tool, command = (call.tool, call.command) if call else (None, None)
+        self._record(
+            FilterRecord(msg.id, "quarantined", True, stored, before, after, reason, tool, command)
+        )
+
+    def _unfiltered(self, msg: Message, tool: str | None) -> str | None:
+        """Why a tool output is never filtered, or ``None`` when it may be."""
+        if self.filter is None:
+            return "filtering is off"
+        if tool == RETRIEVE_TOOL_NAME:
+            return "a retrieved original is never filtered again"
+        text_only = isinstance(msg.content, str) or all(
+            part.get("type") == "text" for part in msg.content or []
+        )
+        return None if text_only else "not plain text (images or other parts)"
+
+    def _keep_whole(
+        self,
+        msg: Message,
+        kind: str,
+        tokens: int,
+        reason: str,
+        tool: str | None,
+        command: str | None,
+    ) -> Message:
+        """Record that ``msg`` is sent whole, and why; return it."""
+        self._record(FilterRecord(msg.id, kind, False, None, tokens, tokens, reason, tool, command))
+        return msg
+
+    def _record(self, record: FilterRecord) -> None:
+        self._records[record.message_id] = record
+        if record.shortened:
+            reason = f"{record.reason}; original stored as {record.artifact}"
+            action: Any = "compressed"
+        else:
+            reason = f"tool output kept whole: {record.reason}"
+            action = "kept"
+        self._decisions.append(
+            Decision(
+                stage="filter",
+                action=action,
+                message_id=record.message_id,
+                reason=reason,
+                tokens_before=record.tokens_before,
+                tokens_after=record.tokens_after,
+            )
+        )
+
+    def _last_user_text(self) -> str:
+        for msg in reversed(self._raw):
+            if msg.role == "user":
+                return msg.text
+        return ""
+
+    def _record_response(self, response: Any) -> list[Decision]:
+        """:meth:`record_response`'s change of state; returns the decisions recorded."""
+        from ..server_side import response_decisions
+
+        body = (
+            response.model_dump(mode="json", by_alias=True, exclude_unset=True)
+            if is_sdk_object(response)
+            else response
+        )
+        if not isinstance(body, Mapping):
+            raise InvalidMessageError(
+                f"expected a provider's response (an SDK object or its dict), got "
+                f"{type(response).__name__}"
+            )
+        anthropic = is_anthropic_response(body)
+        mid = f"s{len(self._raw)}" if anthropic else str(body.get("id", "response"))
+        decisions = response_decisions(body, message_id=mid)
+        if anthropic:
+            message = {"role": "assistant", "content": body.get("content") or []}
+            self._extend([message], "anthropic")
+        self.window_state.decisions.extend(decisions)
+        return decisions

@@ -1,0 +1,57 @@
+"""What a session records about each tool call and each tool output."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FilterRecord:
+    """What the session did with one tool output: the structured, auditable filtering decision.
+
+    Attributes:
+        message_id: The tool message's id.
+        kind: The kind of output detected (``"test_run"``, ``"file_view"``..., ``"short"``).
+        shortened: Whether the compact record holds a shortened version.
+        artifact: The stored original's id, when shortened.
+        tokens_before: The raw message's tokens (framing included).
+        tokens_after: The compact message's tokens.
+        reason: Why, in words.
+        tool: The tool's name, when known.
+        command: The command, when known.
+    """
+
+    message_id: str
+    kind: str
+    shortened: bool
+    artifact: str | None
+    tokens_before: int
+    tokens_after: int
+    reason: str
+    tool: str | None = None
+    command: str | None = None
+
+
+@dataclass(frozen=True)
+class Call:
+    tool: str
+    command: str | None
+    goal: str
+
+
+def command_of(arguments: str) -> str | None:
+    """The command line of a shell-like tool call: its ``command``/``cmd`` argument."""
+    try:
+        args = json.loads(arguments) if arguments.strip() else {}
+    except json.JSONDecodeError:
+        return None
+    if isinstance(args, Mapping):
+        for key in ("command", "cmd", "script", "path", "file_path"):
+            value = args.get(key)
+            if isinstance(value, str):
+                return value
+            if isinstance(value, list) and all(isinstance(v, str) for v in value):
+                return " ".join(value)
+    return None

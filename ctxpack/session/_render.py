@@ -1,0 +1,234 @@
+"""Rendering: the compact record as a request, with its decisions and originals."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .._internal.arguments import optional_text, tool_definitions
+from .._internal.arguments import tokens as check_tokens
+from ..errors import ConfigError
+from ..managed import cache_warnings, render_window
+from ..messages import Message
+from ..packing import pack
+from ..pipeline import Decision, DecisionLog
+from ..providers import Provider
+from ..result import PackResult
+from ..retrieval import retrieve_tool
+from ..store import artifact_id
+from ..tokens import REPLY_PRIMING, tool_definition_tokens
+from ..tools_on_demand import on_demand_tools
+from ..usage import known_window
+from ._state import SessionState
+
+
+class Rendering(SessionState):
+    """What a session sends: the compact record, packed or managed."""
+
+    def _own_tools(self, provider: Provider) -> list[dict[str, Any]]:
+        """The tool definitions the session adds to a request (see ``Session.tools``)."""
+        return [retrieve_tool(provider)] if self.retrieve_tool else []
+
+    def _renders_state(self, tools: Sequence[Mapping[str, Any]] | None) -> bool:
+        """Whether a render changes the session's state: a managed one does (its window's),
+        and so does one giving tools on demand new definitions."""
+        if self.window is not None:
+            return True
+        if not self.tools_on_demand or tools is None:
+            return False
+        given = tool_definitions(tools)  # a ConfigError naming the bad definition
+        return bool(given) and given != self._full_tools
+
+    def _render(
+        self,
+        budget: int | None,
+        query: str | None,
+        provider: Provider | None,
+        reserve: int,
+        tools: Sequence[Mapping[str, Any]] | None,
+    ) -> PackResult:
+        if not self._raw:
+            raise ConfigError("the session is empty: append messages before rendering")
+        if budget is not None:
+            check_tokens(budget, "budget")
+        check_tokens(reserve, "reserve", minimum=0)
+        optional_text(query, "query")
+        provider = provider or self.provider
+        given: Sequence[Mapping[str, Any]] = tool_definitions(tools) if tools is not None else []
+        if self.tools_on_demand and given:
+            self._full_tools = list(given)
+            given = on_demand_tools(given, provider)
+        all_tools = [*given, *self._own_tools(provider)]
+        raw_tokens = REPLY_PRIMING + sum(map(self._raw_tokens, self._raw))
+        filter_log = self._filter_log()
+        originals = {
+            raw.id: raw for raw in self._raw if (r := self._records.get(raw.id)) and r.shortened
+        }
+        asked = budget
+        if self.window is not None:
+            if budget is not None or reserve:
+                raise ConfigError(
+                    "a managed session (window=...) sizes its own requests: render() takes no "
+                    "budget or reserve; set the reply room with WindowPolicy(reply_room=...)"
+                )
+            result = self._render_window(query, all_tools, raw_tokens, filter_log, originals)
+            return self._with_warnings(result, all_tools)
+        if budget is None:
+            tool_tokens = tool_definition_tokens(all_tools, self.counter) if all_tools else 0
+            if self.pipeline is None:
+                result = self._whole(query, tool_tokens, raw_tokens, filter_log, originals)
+                return self._with_warnings(result, all_tools)
+            budget = asked = None if self.model is None else known_window(self.model)
+            if budget is None:
+                # No known limit: the stages run on the whole record, which then fits.
+                budget = self.counter.count_messages(self._compact) + tool_tokens + reserve + 1
+        packed = pack(
+            self._compact,
+            budget=budget,
+            counter=self.counter,
+            query=query,
+            reserve=reserve,
+            pipeline=self.pipeline,
+            tools=all_tools or None,
+            provider=provider,
+            # Done once, at arrival (self.guard).
+            redact_secrets=False,
+            flag_injections=False,
+        )
+        result = PackResult.model_construct(
+            **{
+                **{name: getattr(packed, name) for name in PackResult.model_fields},
+                "budget": asked,
+                "input_tokens": raw_tokens + packed.tool_tokens,
+                "decisions": filter_log + packed.decisions,
+                # The session's originals win: a stage's "original" of a filtered message is
+                # the filtered text, not what the tool returned.
+                "artifacts": {**packed.artifacts, **originals},
+            }
+        )
+        return self._with_warnings(result, all_tools)
+
+    def _with_warnings(self, result: PackResult, tools: Sequence[Mapping[str, Any]]) -> PackResult:
+        """``result`` with the managed mode's decisions, a cache-bust warning included when the
+        model, the tools or the system prompt changed since the last render."""
+        cache_warnings(
+            self.window_state,
+            model=self.model,
+            tools=tools,
+            messages=result.messages,
+            tokens=result.tokens,
+        )
+        if not self.window_state.decisions:
+            return result
+        return result.model_copy(
+            update={"decisions": DecisionLog([*result.decisions, *self.window_state.decisions])}
+        )
+
+    def _render_window(
+        self,
+        query: str | None,
+        tools: Sequence[Mapping[str, Any]],
+        raw_tokens: int,
+        filter_log: DecisionLog,
+        originals: dict[str, Message],
+    ) -> PackResult:
+        """One request of the managed mode (see :mod:`ctxpack.managed`)."""
+        policy = self.window
+        assert policy is not None
+        tool_tokens = tool_definition_tokens(tools, self.counter) if tools else 0
+        messages = render_window(
+            self.window_state,
+            policy,
+            record=self._compact,
+            counter=self.counter,
+            store=self.store,
+            original_artifact=self._original_artifact,
+            retrievable=self.retrieve_tool,
+            model=self.model,
+            tool_tokens=tool_tokens,
+        )
+        state = self.window_state
+        gone = set(state.cleared) | set(state.compacted) | set(state.thinking_cleared)
+        by_id = {m.id: m for m in self._raw if m.id in gone}
+        return self._whole(
+            query,
+            tool_tokens,
+            raw_tokens,
+            filter_log,
+            {**by_id, **originals},
+            messages=messages,
+            budget=policy.window,
+            reserve=policy.reserve,
+        )
+
+    def _original_artifact(self, position: int, store: bool = True) -> str:
+        """The artifact id of the original of the message at ``position``; with ``store``, it is
+        stored if it was not yet (without, the id it would get)."""
+        raw = self._raw[position]
+        record = self._records.get(raw.id)
+        if record is not None and record.artifact is not None:
+            return record.artifact
+        content = raw.content
+        text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+        if not store:
+            return artifact_id(text)
+        return self.store.put(text, message_id=raw.id, kind="cleared_tool_output")
+
+    def _whole(
+        self,
+        query: str | None,
+        tool_tokens: int,
+        raw_tokens: int,
+        filter_log: DecisionLog,
+        originals: dict[str, Message],
+        *,
+        messages: list[Message] | None = None,
+        budget: int | None = None,
+        reserve: int = 0,
+    ) -> PackResult:
+        """The compact record whole (or ``messages``, a managed request), as a result."""
+        messages = list(self._compact) if messages is None else messages
+        tokens = self.counter.count_messages(messages) + tool_tokens
+        filtered = set(filter_log.message_ids())
+        # Every message gets its decision, as pack() promises: here, sent as it is.
+        unfiltered = [
+            Decision(
+                stage="session",
+                action="kept",
+                message_id=m.id,
+                reason="kept, not filtered",
+                tokens_before=(n := self.counter.count_message(m)),
+                tokens_after=n,
+            )
+            for m in messages
+            if m.id not in filtered
+        ]
+        return PackResult.model_construct(
+            messages=messages,
+            tokens=tokens,
+            budget=budget,
+            reserve=reserve,
+            input_tokens=raw_tokens + tool_tokens,
+            tool_tokens=tool_tokens,
+            input_ids=[m.id for m in self._raw],
+            counter=self.counter.name,
+            exact=self.counter.exact,
+            query=query,
+            decisions=filter_log + unfiltered,
+            artifacts=originals,
+        )
+
+    def _filter_log(self) -> DecisionLog:
+        """The filter decisions so far, and a ``kept`` one per output still waiting for its
+        answer (``filter_when="answered"``)."""
+        waiting = [
+            Decision(
+                stage="filter",
+                action="kept",
+                message_id=self._raw[i].id,
+                reason="tool output sent whole until the agent answers it (filter_when='answered')",
+            )
+            for i in self._pending
+        ]
+        return DecisionLog([*self._decisions, *waiting])

@@ -1,0 +1,566 @@
+"""Session: the public class, its construction and its reading methods."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import ValidationError
+
+from .._internal.arguments import flag, message_items
+from ..errors import ConfigError, InvalidMessageError
+from ..filters import OutputFilter, ToolOutputFilter
+from ..guard import ArrivalGuard
+from ..managed import PinnedText, WindowPolicy, WindowState
+from ..messages import Message
+from ..persistence import open_backing
+from ..pipeline import Decision, Stage
+from ..providers import Provider, tool_call_parts
+from ..redaction import redact
+from ..result import PackResult
+from ..retrieval import Retrieval, handle_retrieve_call, read_artifact
+from ..sdk import SDKObject, coerce_tool_call, is_sdk_object
+from ..store import ArtifactStore, SQLiteArtifactStore
+from ..tokens import CounterLike, get_counter
+from ..tools_on_demand import DESCRIBE_TOOL_NAME, describe_tools
+from ._arrival import Arrival
+from ._records import FilterRecord
+from ._render import Rendering
+
+if TYPE_CHECKING:
+    from ..persistence import Backing
+    from ..store.base import SessionStore
+
+
+def pinned_message(text: str, name: str, kind: Literal["memory", "skill"]) -> Message:
+    """The user message :meth:`Session.pin` adds.
+
+    Raises:
+        ConfigError: an empty name, or a kind other than ``"memory"`` or ``"skill"``.
+    """
+    try:
+        item = PinnedText(name=name, text=text, kind=kind)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        raise ConfigError(f"pin(): {error['loc'][0]}: {error['msg']}") from exc
+    return item.message()
+
+
+# The options Session.open passes on to the constructor.
+_OPTIONS = frozenset(
+    {
+        "counter",
+        "filters",
+        "retrieve_tool",
+        "pipeline",
+        "filter_when",
+        "supersede_batch",
+        "window",
+        "tools_on_demand",
+        "redact_secrets",
+        "store_secrets",
+        "flag_injections",
+    }
+)
+
+
+def _window_policy(
+    window: int | WindowPolicy | None, pipeline: Stage | None
+) -> WindowPolicy | None:
+    if window is None:
+        return None
+    if pipeline is not None:
+        raise ConfigError(
+            "give a window or a pipeline, not both: a managed session (window=...) runs its own "
+            "clearing and compaction"
+        )
+    if isinstance(window, WindowPolicy):
+        return window
+    if isinstance(window, bool) or not isinstance(window, int):
+        raise ConfigError(
+            f"window must be a number of tokens or a WindowPolicy, got {type(window).__name__}"
+        )
+    try:
+        return WindowPolicy(window=window)
+    except ValidationError as exc:
+        raise ConfigError(f"window: {exc.errors()[0]['msg']}, got {window}") from exc
+
+
+def _supersede_batch(value: int | None) -> int | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ConfigError(f"supersede_batch must be a positive int (tokens) or None, got {value!r}")
+    return value
+
+
+def _tool_filter(
+    filters: ToolOutputFilter | Sequence[OutputFilter] | bool | None, retrieve_tool: bool
+) -> ToolOutputFilter | None:
+    """The filter the ``filters`` option asks for (see :class:`Session`)."""
+    if filters is False:
+        return None
+    if filters is None or filters is True:
+        return ToolOutputFilter(retrievable=retrieve_tool)
+    if isinstance(filters, ToolOutputFilter):
+        return filters
+    if isinstance(filters, Sequence):
+        return ToolOutputFilter(list(filters), retrievable=retrieve_tool)
+    raise ConfigError(
+        "filters must be a ToolOutputFilter, a list of output filters, True or False; "
+        f"got {type(filters).__name__}"
+    )
+
+
+class Session(Arrival, Rendering):
+    """An agent session: the full transcript and a compact record, kept side by side.
+
+    Tool outputs are filtered once, when they arrive; the originals go to ``store`` and stay
+    retrievable by the model (through the retrieve tool) and by you (:meth:`retrieve`,
+    ``render().original(message_id)``). User, system and developer messages and the agent's
+    own messages are never shortened. The same history always renders to the same messages, and
+    appending only appends to the compact record, except for the rare batch that replaces
+    obsolete file views (``supersede_batch``).
+
+    A session is safe to share between threads, and each append is all or nothing. Built with
+    ``Session(...)`` it lives in this process's memory; :meth:`open` keeps it in a session
+    store instead, for replicas, restarts and erasure.
+
+    Args:
+        model: The model the requests go to; picks the token counter (as in :func:`pack`).
+        counter: A token counter instead (see :func:`ctxpack.tokens.get_counter`).
+        store: Where originals go; by default an in-memory :class:`SQLiteArtifactStore`
+            (pass one with a file path for originals that outlive the process).
+        filters: A :class:`~ctxpack.filters.ToolOutputFilter`, a list of filters for one, or
+            ``False`` to keep tool outputs whole. By default, every filter of
+            :func:`~ctxpack.filters.default_filters`.
+        retrieve_tool: Whether the model is offered the retrieve tool. Markers then say how to
+            call it, :meth:`tools` lists it and :meth:`render` counts its definition.
+        pipeline: Stages run at render time on the compact record (say, a clearer or a
+            compactor). With a budget, it must end with a packer; ``None`` then means
+            :func:`default_pipeline`.
+        filter_when: ``"arrival"`` (the default): a tool output is filtered when it is
+            appended, and the compact record only ever grows at its end. ``"answered"``: the
+            outputs the agent has not answered yet are sent whole, and each is filtered once,
+            when the agent's next message arrives, with that message as part of its goal (it
+            names what the agent used). The model sees every output whole once; the price is
+            that the last tool output before a new assistant message changes once, so a prompt
+            cache rewrites it (shortened) on the next request.
+        window: Managed mode: the model's context window in tokens, or a
+            :class:`~ctxpack.managed.WindowPolicy`. Every :meth:`render` is then one request,
+            kept within the window with room for the reply: old tool results are cleared in
+            batches that pay for the prompt-cache write they cause, the history is compacted
+            near the window, and the system prompt and user instructions stay verbatim (see
+            :mod:`ctxpack.managed`).
+        tools_on_demand: Send your tools (``render(tools=...)``) as stubs, a name and a
+            one-line description each, with a ``describe_tool`` tool that the model calls for
+            the full definitions (:meth:`handle` answers it); see
+            :mod:`ctxpack.tools_on_demand`.
+        window_state: The managed mode's state saved from an earlier session
+            (``session.window_state.to_json()``), to go on where it stopped.
+        supersede_batch: A file view (``cat f``, ``nl -ba f | sed -n '10,40p'``...) that a
+            later view of the same file covers is obsolete: it is replaced by a note naming
+            the later view and the stored original. Replacing an earlier message makes a prompt
+            cache rewrite what follows it, so obsolete views wait until they add up to this
+            many tokens, then go in one batch. ``None`` (the default) keeps them: on the real
+            sessions measured, the rewrites cost about what the removed tokens saved.
+        redact_secrets: Replace the secrets in tool outputs (keys, tokens, private keys,
+            passwords in configuration lines...) by ``[REDACTED kind]`` when they arrive,
+            before anything stores, filters or renders them, each change a ``redacted``
+            decision (see :mod:`ctxpack.redaction`). ``"all"``: every message, what users
+            typed included; ``False``: none. Answers to the retrieve tool are redacted too.
+        store_secrets: Dangerous: also put each redacted message's original, secrets and all,
+            in ``store`` (its id is in the ``redacted`` decision), for an application that must
+            audit them. Anyone who can read the store can then read the secrets; the model
+            still cannot (retrieve answers are redacted).
+        flag_injections: Record a ``flagged`` decision for each tool output holding
+            prompt-injection markers (see :mod:`ctxpack.injection`); its text is kept.
+            ``"quarantine"``: the compact record holds a note instead of the text (the
+            transcript and the store keep it); ``False``: no check.
+
+    Example:
+        >>> session = Session(model="gpt-4")
+        >>> session.extend([
+        ...     {"role": "user", "content": "Why does the auth test fail?"},
+        ...     {"role": "assistant", "content": "Running the tests.", "tool_calls": [
+        ...         {"id": "c1", "type": "function",
+        ...          "function": {"name": "bash", "arguments": '{"command": "pytest -q"}'}}]},
+        ...     {"role": "tool", "tool_call_id": "c1", "content": "\\n".join(
+        ...         [f"tests/test_{i}.py::test_ok PASSED" for i in range(60)]
+        ...         + ["FAILED tests/test_auth.py::test_refresh - KeyError: 'exp'",
+        ...            "==== 1 failed, 60 passed in 3.10s ===="])},
+        ... ])
+        >>> result = session.render()
+        >>> print(result.messages[-1].text)
+        [… 60 lines hidden: 1-60]
+        FAILED tests/test_auth.py::test_refresh - KeyError: 'exp'
+        ==== 1 failed, 60 passed in 3.10s ====
+        [ctxpack: test_run output shortened (totals and failures kept); original: 62 lines,
+        artifact art_...; more with retrieve_original(artifact="art_...", lines="A-B"
+        or regex="...")]
+        >>> result.original(result.messages[-1].id).text.count("PASSED")
+        60
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str | None = None,
+        counter: CounterLike | None = None,
+        store: ArtifactStore | None = None,
+        filters: ToolOutputFilter | Sequence[OutputFilter] | bool | None = None,
+        retrieve_tool: bool = True,
+        pipeline: Stage | None = None,
+        filter_when: Literal["arrival", "answered"] = "arrival",
+        supersede_batch: int | None = None,
+        window: int | WindowPolicy | None = None,
+        window_state: WindowState | None = None,
+        tools_on_demand: bool = False,
+        redact_secrets: bool | Literal["all"] = True,
+        store_secrets: bool = False,
+        flag_injections: bool | Literal["quarantine"] = True,
+    ) -> None:
+        if filter_when not in ("arrival", "answered"):
+            raise ConfigError(f"filter_when must be 'arrival' or 'answered', got {filter_when!r}")
+        self.filter_when = filter_when
+        self.supersede_batch = _supersede_batch(supersede_batch)
+        self.model = model
+        self.counter = get_counter(model, counter)
+        self.store = SQLiteArtifactStore(":memory:") if store is None else store
+        if not isinstance(self.store, ArtifactStore):
+            raise ConfigError(
+                f"store must have put(text, **metadata) and get(id), got {type(store).__name__}"
+            )
+        self.retrieve_tool = flag(retrieve_tool, "retrieve_tool")
+        self.filter = _tool_filter(filters, retrieve_tool)
+        if pipeline is not None and not callable(pipeline):
+            raise ConfigError(f"pipeline must be a stage, got {type(pipeline).__name__}")
+        self.pipeline = pipeline
+        self.guard = ArrivalGuard(redact_secrets, store_secrets, flag_injections)
+        self.window = _window_policy(window, pipeline)
+        self.tools_on_demand = tools_on_demand
+        # Everything the managed mode and the cache-bust warnings remember between requests.
+        self.window_state = WindowState() if window_state is None else window_state
+        if not isinstance(self.window_state, WindowState):
+            raise ConfigError(
+                f"window_state must be a WindowState, got {type(window_state).__name__}"
+            )
+        self._start_empty()
+
+    @classmethod
+    def open(
+        cls,
+        session_id: str,
+        *,
+        store: str | SessionStore,
+        model: str | None = None,
+        **options: Any,
+    ) -> Session:
+        """Create or resume the session ``session_id`` in a session store.
+
+        Every :meth:`append` and :meth:`extend` is then written to the store before it
+        returns, all or nothing; another process (a replica) that opens the same id sees the
+        same history and renders the same request, byte for byte. Writers never block each
+        other: an append made while another writer appended first re-reads the session and
+        applies again on top (optimistic versioning), so both succeed, each message once,
+        each writer's order kept.
+
+        Args:
+            session_id: The session's id in the store (at most 256 characters).
+            store: A store URL (``sqlite:///sessions.db``, ``postgresql://...``,
+                ``redis://...``, ``memory://``; see :func:`ctxpack.store.open_store`) or a
+                :class:`~ctxpack.store.SessionStore`.
+            model: As for :class:`Session`.
+            options: The other :class:`Session` options (``filters``, ``filter_when``...);
+                give the same ones wherever the session is opened.
+
+        Raises:
+            ConfigError: a bad id, URL or option.
+            StoreError: the store cannot be opened or read.
+
+        Example:
+            >>> from ctxpack.store import open_store
+            >>> store = open_store("memory://")
+            >>> first = Session.open("user-42", store=store, model="gpt-4")
+            >>> first.append({"role": "user", "content": "Hello"})
+            >>> again = Session.open("user-42", store=store, model="gpt-4")
+            >>> [m.text for m in again.transcript()]
+            ['Hello']
+        """
+        session = cls._configured(model, options)
+        backing = open_backing(store, session_id)
+        session._attach(backing)
+        with session._lock:
+            backing.sync(session)
+        return session
+
+    @classmethod
+    def _configured(cls, model: str | None, options: Mapping[str, Any]) -> Session:
+        """A new session with the options given to ``open``, checked."""
+        unknown = set(options) - _OPTIONS
+        if unknown:
+            raise ConfigError(
+                f"unknown option(s) for opening a session: {', '.join(sorted(unknown))}; "
+                f"valid: {', '.join(sorted(_OPTIONS))}"
+            )
+        return cls(model=model, **options)
+
+    def close(self) -> None:
+        """Close the session store if :meth:`open` opened it from a URL (nothing otherwise:
+        a store object you passed stays yours to close)."""
+        backing = self._backing
+        if backing is not None and backing.owns_store:
+            backing.store.close()
+
+    def _attach(self, backing: Backing) -> None:
+        self.session_id = backing.session_id
+        self.store = backing.artifacts
+        self._backing = backing
+
+    # ------------------------------------------------------------------------------- input
+
+    def append(
+        self, message: Mapping[str, Any] | Message, *, provider: Provider | None = None
+    ) -> None:
+        """Add one message as the agent produced it; a tool output is filtered now.
+
+        Args:
+            message: An OpenAI Chat Completions message dict, an Anthropic Messages message
+                dict (recognised by its ``tool_use``/``tool_result``/``thinking`` blocks, or
+                by ``provider="anthropic"``), or a :class:`Message`. An Anthropic user message
+                holding tool results becomes one tool message per result.
+            provider: Say which format ``message`` is in, when it cannot be told apart.
+
+        Raises:
+            InvalidMessageError: the message is malformed, or its id is already used.
+        """
+        self.extend([message], provider=provider)
+
+    def extend(
+        self, messages: Iterable[Mapping[str, Any] | Message], *, provider: Provider | None = None
+    ) -> None:
+        """:meth:`append` each message, in order: all of them, or none if one is malformed.
+
+        Raises:
+            InvalidMessageError: a message is malformed or reuses an id (the error names its
+                position in the session); the session is then left as it was.
+        """
+        if isinstance(messages, (str, bytes, Mapping)):
+            raise InvalidMessageError(
+                f"extend() takes a list of messages, got {type(messages).__name__}; "
+                "use append() for one message"
+            )
+        batch = list(message_items(messages))  # a stored session may have to apply them twice
+        self._change(lambda: self._extend(batch, provider))
+
+    # ------------------------------------------------------------------------------ output
+
+    def transcript(self) -> list[Message]:
+        """The full record, for humans: every message as it arrived (a new list)."""
+        with self._lock:
+            self._refresh()
+            return list(self._raw)
+
+    def compact(self) -> list[Message]:
+        """The compact record, for the model: tool outputs as filtered (a new list)."""
+        with self._lock:
+            self._refresh()
+            return list(self._compact)
+
+    @property
+    def records(self) -> list[FilterRecord]:
+        """One record per tool output, in order: what was filtered, how, and why."""
+        with self._lock:
+            self._refresh()
+            return list(self._records.values())
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._raw)
+
+    def tools(self, provider: Provider = "openai") -> list[dict[str, Any]]:
+        """The tool definitions the session adds to a request: the retrieve tool, if offered."""
+        return self._own_tools(provider)
+
+    def render(
+        self,
+        budget: int | None = None,
+        *,
+        query: str | None = None,
+        provider: Provider | None = None,
+        reserve: int = 0,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> PackResult:
+        """The compact record, ready to send, as a :class:`PackResult`.
+
+        Without a budget (and without a ``pipeline``), the result is the compact record
+        whole: appending messages only appends to it, so the prefix sent last turn is the
+        prefix this turn. With a budget, the compact record is packed by :func:`pack` (with
+        the session's ``pipeline``, or the default one). A session with a ``pipeline`` and no
+        budget packs under the model's context window, when the price table knows it
+        (:func:`ctxpack.usage.known_window`; ``result.budget`` then says it), and runs its
+        stages on the whole record otherwise. A managed session (``window=``) sizes every
+        request by its window instead.
+
+        Every tool output gets a ``filter`` decision (``compressed`` or ``kept``, with its
+        tokens and reason); ``result.original(message_id)`` gives the original of a shortened
+        message.
+
+        Args:
+            budget: Tokens the prompt may take; ``None``: no limit without a ``pipeline``,
+                the model's context window (when known) with one.
+            query: What the next answer is about (for packing); the last user message by
+                default.
+            provider: ``"openai"`` or ``"anthropic"``: whose rules the result must follow;
+                by default the provider the messages came from (``session.provider``:
+                Anthropic once an Anthropic message was appended, else OpenAI).
+            reserve: Tokens kept free for the reply (with a budget).
+            tools: Your own tool definitions, counted in ``result.tokens``; the retrieve tool's
+                definition is added when it is offered.
+
+        Raises:
+            BudgetExceededError: with a budget, the system, developer and pinned messages alone
+                do not fit.
+        """
+        with self._lock:
+            if self._backing is None or self.window is None:
+                self._refresh()
+                if self._backing is None or not self._renders_state(tools):
+                    return self._render(budget, query, provider, reserve, tools)
+            # A render that changes the state (a managed one: what was cleared, compacted) is
+            # stored like an append, on top of the newest stored state, so that every replica
+            # goes on from the last request sent, whoever sent it.
+            results: list[PackResult] = []
+            self._change(
+                lambda: results.append(self._render(budget, query, provider, reserve, tools))
+            )
+            return results[-1]
+
+    def context_management(self, provider: Provider | None = None) -> dict[str, Any]:
+        """The request fields that hand the window's management to the provider, from the
+        session's :class:`~ctxpack.managed.WindowPolicy` (see :mod:`ctxpack.server_side`).
+
+        For Anthropic, ``{"context_management": {"edits": [...]}, "betas": [...]}`` (pass both
+        to ``client.beta.messages.create``); for OpenAI, ``{"context_management": [...]}`` (for
+        ``client.responses.create``). Empty when the session has no window or manages it on
+        the client side.
+        """
+        from ..server_side import (
+            ANTHROPIC_BETAS,
+            anthropic_context_management,
+            openai_context_management,
+        )
+
+        if self.window is None or not self.window.server_side:
+            return {}
+        if (provider or self.provider) == "anthropic":
+            return {
+                "context_management": anthropic_context_management(self.window),
+                "betas": list(ANTHROPIC_BETAS),
+            }
+        return {"context_management": openai_context_management(self.window)}
+
+    def record_response(self, response: Any) -> list[Decision]:
+        """Read what the provider's context management did for ``response`` into the session.
+
+        An Anthropic Messages response is appended as the assistant message (its
+        ``compaction`` block included, kept verbatim to be sent back), and its
+        ``context_management.applied_edits`` and compaction become decisions of the next
+        :meth:`render`. For an OpenAI Responses response, the decisions are recorded and its
+        output items (the ``compaction`` item included) are yours to send back.
+
+        Returns:
+            The decisions recorded.
+        """
+        recorded: list[Decision] = []
+
+        # One change, read afresh on each attempt: the message and its decisions are stored
+        # together, on top of other writers' appends.
+        def change() -> None:
+            recorded[:] = self._record_response(response)
+
+        self._change(change)
+        return recorded
+
+    def pin(self, text: str, *, name: str, kind: Literal["memory", "skill"] = "skill") -> None:
+        """Add a memory file or a skill to the conversation, as a user message.
+
+        In managed mode (``window=``), a compaction summarises it away with the rest and then
+        re-injects it after the summary: a memory file whole, a skill cut to its head within
+        the policy's ``skill_budget``, and the oldest skills dropped first when together they
+        pass ``pinned_budget``.
+
+        Raises:
+            ConfigError: an empty name, or a kind other than ``"memory"`` or ``"skill"``.
+        """
+        self.append(pinned_message(text, name, kind))
+
+    # --------------------------------------------------------------------------- originals
+
+    def retrieve(
+        self,
+        artifact: str,
+        *,
+        lines: str | tuple[int, int] | None = None,
+        regex: str | None = None,
+        context: int = 2,
+        json_path: str | None = None,
+        page: int = 1,
+        max_chars: int = 8_000,
+    ) -> Retrieval:
+        """Read an original from the session's store (see :func:`ctxpack.retrieval.read_artifact`).
+
+        Raises:
+            ArtifactNotFoundError: no such artifact.
+            ConfigError: a bad selector or page.
+        """
+        found = read_artifact(
+            self.store,
+            artifact,
+            lines=lines,
+            regex=regex,
+            context=context,
+            json_path=json_path,
+            page=page,
+            max_chars=max_chars,
+        )
+        if not self.guard.redact_secrets:
+            return found
+        return found.model_copy(update={"text": redact(found.text).text})
+
+    def handle(self, call: Mapping[str, Any] | SDKObject | str) -> str:
+        """Answer the model's call to the retrieve tool (an OpenAI tool call or an Anthropic
+        ``tool_use`` block, as a dict or as the SDK's own object:
+        ``session.handle(response.choices[0].message.tool_calls[0])``) from the session's
+        store (or, with ``tools_on_demand``, its call to ``describe_tool`` from the tools
+        last rendered); see :func:`ctxpack.retrieval.handle_retrieve_call`. Append the
+        answer as the call's tool result as usual: the session never filters a retrieved
+        original again.
+
+        Raises:
+            ConfigError: ``call`` is none of these (the model's own mistakes in a call are
+                answered in words instead).
+        """
+        if not isinstance(call, (Mapping, str)) and not is_sdk_object(call):
+            raise ConfigError(
+                "call must be the model's tool call (an OpenAI tool call, an Anthropic tool_use "
+                f"block, or the SDK's object for either) or its arguments, got "
+                f"{type(call).__name__}"
+            )
+        coerced: Mapping[str, Any] | str = coerce_tool_call(call)
+        parts = tool_call_parts(coerced) if isinstance(coerced, Mapping) else None
+        if self.tools_on_demand and parts is not None and parts[0] == DESCRIBE_TOOL_NAME:
+            with self._lock:
+                self._refresh()  # the tools another replica rendered last
+                return describe_tools(self._full_tools, coerced)
+        return handle_retrieve_call(
+            self.store, coerced, redact_secrets=bool(self.guard.redact_secrets)
+        )
+
+    def __repr__(self) -> str:
+        with self._lock:
+            shortened = sum(1 for r in self._records.values() if r.shortened)
+            count = len(self._raw)
+        where = "" if self.session_id is None else f"session_id={self.session_id!r}, "
+        return (
+            f"<Session: {where}{count} messages, {shortened} tool outputs shortened, "
+            f"store={self.store!r}>"
+        )

@@ -1,0 +1,244 @@
+"""A session's state: changed all or nothing, snapshotted, restored and stored."""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from .._internal.views import FileRegion
+from ..filters import ToolOutputFilter
+from ..guard import ArrivalGuard
+from ..managed import WindowPolicy, WindowState
+from ..messages import Message
+from ..persistence import decode_message, encode_message
+from ..pipeline import Decision, Stage
+from ..providers import Provider
+from ..store import ArtifactStore
+from ..tokens import TokenCounter
+from ._records import Call, FilterRecord, command_of
+
+if TYPE_CHECKING:
+    from ..persistence import Backing
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A session's state at one moment, to go back to when an append fails."""
+
+    # The transcript and the decisions only grow: their lengths suffice (and the ids in use
+    # are those of the transcript).
+    raw: int
+    decisions: int
+    compact: list[Message]
+    calls: dict[str, Call]
+    records: dict[str, FilterRecord]
+    pending: list[int]
+    views: list[tuple[int, FileRegion]]
+    superseded: list[tuple[int, int]]
+    provider: Provider
+    extensions: dict[str, Any]
+    window_state: WindowState
+    full_tools: list[Mapping[str, Any]]
+
+
+class SessionState:
+    """A session's attributes, its options and then the state an append may change (listed
+    here and nowhere else), and how that state is changed all or nothing, saved, restored and
+    stored."""
+
+    filter_when: Literal["arrival", "answered"]
+    supersede_batch: int | None
+    model: str | None
+    counter: TokenCounter
+    store: ArtifactStore
+    retrieve_tool: bool
+    filter: ToolOutputFilter | None
+    pipeline: Stage | None
+    guard: ArrivalGuard
+    provider: Provider
+    window: WindowPolicy | None
+    tools_on_demand: bool
+    window_state: WindowState
+    session_id: str | None
+    _raw: list[Message]
+    _compact: list[Message]
+    _ids: set[str]
+    _calls: dict[str, Call]
+    _records: dict[str, FilterRecord]
+    _decisions: list[Decision]
+    _pending: list[int]
+    _views: list[tuple[int, FileRegion]]
+    _superseded: list[tuple[int, int]]
+    _full_tools: list[Mapping[str, Any]]
+    _extensions: dict[str, Any]
+    _lock: threading.RLock
+    _backing: Backing | None
+
+    def _start_empty(self) -> None:
+        """The state of a session with no message yet, held in this process."""
+        self._raw = []
+        self._compact = []
+        self._ids = set()
+        self._calls = {}
+        self._records = {}
+        self._decisions = []
+        self._pending = []  # tool outputs awaiting the agent's answer (positions)
+        # The provider the messages came from: "anthropic" once an Anthropic message arrives.
+        self.provider = "openai"
+        self._views = []  # live file views: (position, region)
+        self._superseded = []  # (position, by position), not yet applied
+        self._full_tools = []  # the last full definitions rendered
+        # JSON state that other features keep per session, by feature name: saved with every
+        # append of a stored session and restored with it (see _state()).
+        self._extensions = {}
+        # One lock for every read and write of the state above: a Session is shared by threads.
+        self._lock = threading.RLock()
+        self._backing = None
+        self.session_id = None
+
+    def _change(self, change: Callable[[], None]) -> None:
+        """Make ``change`` to the session's state, all or nothing; a stored session writes it
+        to its store before returning (applying it again on top of other writers' appends
+        when they came first, so ``change`` must read the state it changes, not capture it).
+        Every change of state goes through here: appends, and any feature's own."""
+        with self._lock:
+            if self._backing is None:
+                self._transact(change)
+            else:
+                self._backing.commit(self, lambda: self._transact(change))
+
+    def _transact(self, change: Callable[[], None]) -> Snapshot:
+        """Apply ``change``; on any failure the session goes back to how it was. Returns the
+        state before, for the store to save what changed."""
+        before = self._snapshot()
+        try:
+            change()
+        except BaseException:
+            self._restore(before)
+            raise
+        return before
+
+    def _refresh(self) -> None:
+        """Read what other writers appended to a stored session (nothing for one in memory)."""
+        if self._backing is not None:
+            self._backing.sync(self)
+
+    def _note_calls(self, msg: Message) -> None:
+        for call in msg.tool_calls or ():
+            self._calls[call.id] = Call(
+                tool=call.function.name,
+                command=command_of(call.function.arguments),
+                goal=msg.text,
+            )
+
+    def _raw_tokens(self, msg: Message) -> int:
+        record = self._records.get(msg.id)
+        if record is not None and record.kind == "oversized":
+            return record.tokens_before  # estimated: counting it would take gigabytes
+        return self.counter.count_message(msg)
+
+    # ----------------------------------------------------------------------- persisted state
+    # Everything an append may change is saved, restored and stored here, and nowhere else. A
+    # feature with its own per-session state keeps it JSON-serialisable in
+    # self._extensions[name]: it is then rolled back with a failed append and written to the
+    # store with every successful one.
+
+    def _snapshot(self) -> Snapshot:
+        return Snapshot(
+            raw=len(self._raw),
+            decisions=len(self._decisions),
+            compact=list(self._compact),
+            calls=dict(self._calls),
+            records=dict(self._records),
+            pending=list(self._pending),
+            views=list(self._views),
+            superseded=list(self._superseded),
+            provider=self.provider,
+            extensions=copy.deepcopy(self._extensions),
+            window_state=self.window_state.model_copy(deep=True),
+            full_tools=list(self._full_tools),
+        )
+
+    def _restore(self, snapshot: Snapshot) -> None:
+        del self._raw[snapshot.raw :]
+        # Rebuilt, not patched: an append that failed half-way may have reserved an id for a
+        # message it never added.
+        self._ids = {m.id for m in self._raw}
+        del self._decisions[snapshot.decisions :]
+        self._compact = list(snapshot.compact)
+        self._calls = dict(snapshot.calls)
+        self._records = dict(snapshot.records)
+        self._pending = list(snapshot.pending)
+        self._views = list(snapshot.views)
+        self._superseded = list(snapshot.superseded)
+        self.provider = snapshot.provider
+        self._extensions = copy.deepcopy(snapshot.extensions)
+        self.window_state = snapshot.window_state.model_copy(deep=True)
+        self._full_tools = list(snapshot.full_tools)
+
+    def _entry_since(self, snapshot: Snapshot) -> dict[str, Any]:
+        """What changed since ``snapshot``, as JSON: the store's entry for one append."""
+        new = self._raw[snapshot.raw :]
+        # A compact message that differs from the one before (or, new, from the raw one).
+        was = [*snapshot.compact, *self._raw[snapshot.raw :]]
+        compact = {
+            str(position): encode_message(message)
+            for position, message in enumerate(self._compact)
+            if message is not was[position]
+        }
+        return {
+            "messages": [encode_message(m) for m in new],
+            "compact": compact,
+            "records": [
+                asdict(r) for mid, r in self._records.items() if snapshot.records.get(mid) is not r
+            ],
+            "decisions": [
+                d.model_dump(exclude_none=True) for d in self._decisions[snapshot.decisions :]
+            ],
+        }
+
+    def _apply_entry(self, entry: Mapping[str, Any]) -> None:
+        """Apply an entry another writer (or an earlier process) stored."""
+        for data in entry["messages"]:
+            msg = decode_message(data)
+            self._raw.append(msg)
+            self._compact.append(msg)
+            self._ids.add(msg.id)
+            self._note_calls(msg)
+        for position, data in entry["compact"].items():
+            self._compact[int(position)] = decode_message(data)
+        for data in entry["records"]:
+            self._records[data["message_id"]] = FilterRecord(**data)
+        self._decisions.extend(Decision(**data) for data in entry["decisions"])
+
+    def _state(self) -> dict[str, Any]:
+        """The session's bookkeeping beside its messages, as JSON."""
+        state: dict[str, Any] = {
+            "provider": self.provider,
+            "pending": self._pending,
+            "views": [[position, *region] for position, region in self._views],
+            "superseded": self._superseded,
+            "extensions": self._extensions,
+        }
+        if self.window is not None:
+            # Only a managed session's: another one's (its cache-bust fingerprint) stays with
+            # the process that rendered.
+            state["window"] = self.window_state.model_dump(mode="json")
+        if self.tools_on_demand:
+            # For describe_tool to answer on a replica that did not render them.
+            state["full_tools"] = self._full_tools
+        return state
+
+    def _set_state(self, state: Mapping[str, Any]) -> None:
+        self.provider = state["provider"]
+        self._pending = list(state["pending"])
+        self._views = [(p, FileRegion(path, a, b)) for p, path, a, b in state["views"]]
+        self._superseded = [(p, by) for p, by in state["superseded"]]
+        self._extensions = dict(state["extensions"])
+        if self.window is not None and "window" in state:
+            self.window_state = WindowState.model_validate(state["window"])
+        if self.tools_on_demand and "full_tools" in state:
+            self._full_tools = list(state["full_tools"])
