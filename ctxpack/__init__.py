@@ -8,7 +8,8 @@ errors, token counting, the pipeline and its default stages, the agent :class:`S
 bill (:func:`simulate`) and the window (:func:`context_usage`), and the OpenAI and Anthropic
 adapters and client wrappers; each is imported on first use, so that ``import ctxpack`` itself
 costs next to nothing. Everything else is imported from its module: custom stages from
-:mod:`ctxpack.pipeline` (``PackContext``, ``Stage``, ``DecisionLog``), counters from
+:mod:`ctxpack.pipeline` (``PackContext``, ``Stage``, ``DecisionLog``) and their base class from
+:mod:`ctxpack.stages` (``StageModel``), counters from
 :mod:`ctxpack.tokens`, prices from :mod:`ctxpack.cost`, filters from :mod:`ctxpack.filters`,
 the artifact store from :mod:`ctxpack.store`, clearing and compaction from
 :mod:`ctxpack.editing`, selection from :mod:`ctxpack.selection`, code retrieval from
@@ -26,6 +27,9 @@ from .errors import BudgetExceededError as BudgetExceededError
 from .errors import ConfigError as ConfigError
 from .errors import CtxpackError as CtxpackError
 from .errors import InvalidMessageError as InvalidMessageError
+
+# Raised only by ctxpack.selection: documented in ctxpack.errors, out of the everyday names, still
+# reachable here so that code written against the earlier top level keeps working.
 from .errors import SelectionError as SelectionError
 from .errors import TokenizerUnavailableError as TokenizerUnavailableError
 
@@ -122,7 +126,6 @@ __all__ = [
     "Pipeline",
     "PromptComposer",
     "RelevanceScorer",
-    "SelectionError",
     "Session",
     "TokenCounter",
     "TokenizerUnavailableError",

@@ -176,11 +176,9 @@ def pack(
         provider: ``"openai"`` or ``"anthropic"``: whose rules the result must follow. By default
             ``"anthropic"`` for a Claude ``model`` or messages made by
             :func:`ctxpack.from_anthropic` (which records it on them, outside ``metadata``),
-            else ``"openai"``. The pipeline's stages read it as ``PackContext.provider``: the
-            default pipeline's last step, ``alternate``
-            (:class:`~ctxpack.stages.alternate.TurnAlternator`), makes the turns valid for
-            Anthropic. A custom pipeline without that step must return a valid Anthropic
-            conversation itself, or ``pack()`` raises :class:`ConfigError` naming the fix.
+            else ``"openai"``. Stages read it as ``PackContext.provider``: the default
+            pipeline's last step, ``alternate`` (:class:`~ctxpack.TurnAlternator`), makes the
+            turns valid for Anthropic; a pipeline without it must return valid turns itself.
         redact_secrets: Replace the secrets in tool outputs (keys, tokens, private keys,
             passwords in configuration lines...) by ``[REDACTED kind]`` before any other step,
             each change a ``redacted`` decision (the pipeline's ``redact`` step,
@@ -215,26 +213,34 @@ def pack(
         >>> result.dropped_ids
         ['m-aa71853aaf03']
     """
+    _check_arguments(budget, reserve, query)
+    resolved = get_counter(model, counter)
+    tools = tool_definitions(tools) if tools is not None else None
+    stage = _stage_to_run(pipeline, redact_secrets, flag_injections)
+    return _pack(messages, budget, model, resolved, query, reserve, stage, tools, provider)
+
+
+def _check_arguments(budget: int, reserve: int, query: str | None) -> None:
     check_tokens(budget, "budget")
     if isinstance(reserve, bool) or not isinstance(reserve, int) or not 0 <= reserve < budget:
         raise ConfigError(f"reserve must be an int in [0, budget), got {reserve!r}")
+    optional_text(query, "query")
+
+
+def _stage_to_run(pipeline: Stage | None, redact_secrets: bool, flag_injections: bool) -> Stage:
+    """The stage :func:`pack` runs: the caller's pipeline or the default, with the guard steps
+    it was asked for."""
     for name, flag in (("redact_secrets", redact_secrets), ("flag_injections", flag_injections)):
         if not isinstance(flag, bool):
             raise ConfigError(f"{name} must be True or False, got {flag!r}")
-    resolved = get_counter(model, counter)
-    optional_text(query, "query")
-    if pipeline is not None and not callable(pipeline):
+    if pipeline is None:
+        return _shared_default_pipeline(redact_secrets, flag_injections)
+    if not callable(pipeline):
         raise ConfigError(
             f"pipeline must be a stage (a callable taking a PackContext), got "
             f"{type(pipeline).__name__}"
         )
-    if tools is not None:
-        tools = tool_definitions(tools)
-    if pipeline is None:
-        stage: Stage = _shared_default_pipeline(redact_secrets, flag_injections)
-    else:
-        stage = _guarded(pipeline, redact_secrets, flag_injections)
-    return _pack(messages, budget, model, resolved, query, reserve, stage, tools, provider)
+    return _guarded(pipeline, redact_secrets, flag_injections)
 
 
 def _pack(

@@ -2,7 +2,8 @@
 
 A stage is anything callable as ``stage(ctx) -> ctx`` where ``ctx`` is a :class:`PackContext`:
 context in, new context out, the input never mutated. A plain function qualifies, and so does a
-:class:`Pipeline`, which is itself a stage.
+:class:`Pipeline`, which is itself a stage. A stage may declare the signals it ``provides`` and
+``requires``; a pipeline checks, when it is built, that each requirement has a producer before it.
 """
 
 from __future__ import annotations
@@ -335,9 +336,86 @@ class PackContext:
 
 @runtime_checkable
 class Stage(Protocol):
-    """Anything that maps a :class:`PackContext` to a new one, without mutating it."""
+    """Anything that maps a :class:`PackContext` to a new one, without mutating it.
+
+    A stage may also declare which signals (keys of :attr:`PackContext.signals`) it writes and
+    reads, as attributes ``provides`` and ``requires``: collections of signal names, class
+    attributes or properties. A stage that declares nothing provides and requires nothing.
+    :class:`Pipeline` checks them when it is built.
+    """
 
     def __call__(self, ctx: PackContext, /) -> PackContext: ...
+
+
+# Signal -> the stage classes that declare they provide it, filled as such classes are defined
+# (by the stage base class): what an error about a missing signal suggests.
+_PRODUCERS: dict[str, dict[str, None]] = {}
+
+
+def note_producer(cls: type) -> None:
+    """Remember that the stage class ``cls`` provides the signals of its class-level
+    ``provides`` (a property, read per instance, is not known here)."""
+    declared = cls.__dict__.get("provides")
+    needed = cls.__dict__.get("requires")
+    if isinstance(declared, (frozenset, set, tuple, list)):
+        for signal in declared:
+            # A stage that refines a signal (needs it first) is no answer to its absence.
+            if not (isinstance(needed, (frozenset, set, tuple, list)) and signal in needed):
+                _PRODUCERS.setdefault(str(signal), {})[cls.__qualname__] = None
+
+
+def _declared(stage: object, attribute: str, step: str) -> frozenset[str]:
+    value = getattr(stage, attribute, None)
+    if value is None:
+        return frozenset()
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise ConfigError(
+            f"step {step!r} ({type(stage).__name__}): {attribute} must be a collection of signal "
+            f"names, such as frozenset({{'relevance'}}), got {value!r}"
+        )
+    names = frozenset(value)
+    bad = sorted(repr(n) for n in names if not isinstance(n, str) or not n)
+    if bad:
+        raise ConfigError(
+            f"step {step!r} ({type(stage).__name__}): {attribute} holds {', '.join(bad)}; "
+            "signal names are non-empty strings"
+        )
+    return names
+
+
+def _check_requirements(steps: Sequence[tuple[str, Stage]]) -> frozenset[str]:
+    """What the steps provide; raise when a step requires a signal no earlier step provides."""
+    provided: set[str] = set()
+    offers = [(name, _declared(stage, "provides", name)) for name, stage in steps]
+    for i, (name, stage) in enumerate(steps):
+        missing = sorted(_declared(stage, "requires", name) - provided)
+        if missing:
+            raise ConfigError(_missing_producers(name, stage, missing, offers[i + 1 :]))
+        provided |= offers[i][1]
+    return frozenset(provided)
+
+
+def _missing_producers(
+    name: str, stage: Stage, signals: Sequence[str], later: Sequence[tuple[str, frozenset[str]]]
+) -> str:
+    """Which signals step ``name`` lacks, and for each where it could come from."""
+    fixes = []
+    for signal in signals:
+        late = [step for step, offered in later if signal in offered]
+        producers = list(_PRODUCERS.get(signal, ()))
+        if late:
+            fixes.append(f"step {late[0]!r} provides {signal!r} but runs after it: move it first")
+        elif producers:
+            fixes.append(f"{' or '.join(producers)} provides {signal!r}")
+        else:
+            fixes.append(f"no known stage provides {signal!r}")
+    listed = ", ".join(repr(s) for s in signals)
+    plural = "s" if len(signals) > 1 else ""
+    return (
+        f"step {name!r} ({type(stage).__name__}) requires the signal{plural} {listed}, which no "
+        f"step before it provides ({'; '.join(fixes)}): add the producer before {name!r}, or "
+        f"configure {name!r} not to require it"
+    )
 
 
 def stage_name(stage: Stage | Callable[..., Any]) -> str:
@@ -360,13 +438,23 @@ class Pipeline:
     Args:
         steps: Stages, or ``(name, stage)`` pairs. Unnamed steps are named after the stage.
 
+    Raises:
+        ConfigError: a step is not callable, two steps share a name, or a step requires a
+            signal (its ``requires``) that no step before it provides (their ``provides``);
+            the message names the step, the signal and the stages known to provide it.
+
     Example:
-        >>> from ctxpack.stages import Deduplicator, GreedyPacker
-        >>> p = Pipeline([Deduplicator(), GreedyPacker()])
+        >>> from ctxpack.stages import Deduplicator, GreedyPacker, RelevanceScorer
+        >>> packer = GreedyPacker(signal_weights={"relevance": 40})
+        >>> p = Pipeline([Deduplicator(), RelevanceScorer(), packer])
         >>> p.names
-        ['dedupe', 'pack']
+        ['dedupe', 'relevance', 'pack']
         >>> p.replace("dedupe", Deduplicator(case_sensitive=True)).names
-        ['dedupe', 'pack']
+        ['dedupe', 'relevance', 'pack']
+        >>> p.without("relevance")
+        Traceback (most recent call last):
+        ...
+        ctxpack.errors.ConfigError: step 'pack' (GreedyPacker) requires the signal 'relevance', ...
     """
 
     name = "pipeline"
@@ -398,7 +486,18 @@ class Pipeline:
                 )
             seen.add(step_name)
             named.append((step_name, stage))
+        self._provides = _check_requirements(named)
         self._steps: tuple[tuple[str, Stage], ...] = tuple(named)
+
+    @property
+    def provides(self) -> frozenset[str]:
+        """The signals its steps provide."""
+        return self._provides
+
+    @property
+    def requires(self) -> frozenset[str]:
+        """Nothing: each step's requirements are met inside the pipeline (checked when built)."""
+        return frozenset()
 
     @property
     def steps(self) -> list[tuple[str, Stage]]:

@@ -247,34 +247,13 @@ def context_usage(
         >>> usage.total, usage.free
         (19, 8173)
     """
-    for name, value in (("window", window), ("compaction_window", compaction_window)):
-        if value is not None:
-            check_tokens(value, name)
     if memory_files is not None:
         _check_memory_files(memory_files)
     resolved = get_counter(model, counter)
     msgs = list(owned_messages(messages))  # read only, never handed out
     tool_list = tool_definitions(tools) if tools is not None else []
-    sizes = list(message_sizes(resolved, msgs))
-    if window is None and model is not None:
-        window = known_window(model)
-    if window is not None and compaction_window is not None and compaction_window > window:
-        raise ConfigError(
-            f"compaction_window ({compaction_window}) is larger than the window ({window}); "
-            "compaction starts below the window, or leave compaction_window out"
-        )
-    memory_items = _move_memory(memory_files or {}, msgs, sizes, resolved)
-    per_bucket = _message_items(msgs, sizes)
-    priming = resolved.count_messages([])
-    tool_tokens = tool_definition_tokens(tool_list, resolved) if tool_list else 0
-    tool_items = _tool_items(tool_list, resolved)
-    buckets = [
-        _bucket(SYSTEM, per_bucket[SYSTEM]),
-        _bucket(TOOLS, tool_items, tokens=tool_tokens),
-        _bucket(MEMORY, memory_items),
-        _bucket(TOOL_RESULTS, per_bucket[TOOL_RESULTS]),
-        _bucket(HISTORY, per_bucket[HISTORY], extra=priming),
-    ]
+    window = _window(window, compaction_window, model)
+    buckets, tool_items = _buckets(msgs, tool_list, memory_files or {}, resolved)
     total = sum(b.tokens for b in buckets)
     return ContextUsage(
         total=total,
@@ -287,6 +266,43 @@ def context_usage(
         counter=resolved.name,
         exact=resolved.exact,
     )
+
+
+def _window(window: int | None, compaction_window: int | None, model: str | None) -> int | None:
+    """The window: the one given, else the model's from the price table; both checked."""
+    for name, value in (("window", window), ("compaction_window", compaction_window)):
+        if value is not None:
+            check_tokens(value, name)
+    if window is None and model is not None:
+        window = known_window(model)
+    if window is not None and compaction_window is not None and compaction_window > window:
+        raise ConfigError(
+            f"compaction_window ({compaction_window}) is larger than the window ({window}); "
+            "compaction starts below the window, or leave compaction_window out"
+        )
+    return window
+
+
+def _buckets(
+    msgs: list[Message],
+    tool_list: list[Mapping[str, Any]],
+    memory_files: Mapping[str, str],
+    counter: TokenCounter,
+) -> tuple[list[UsageBucket], list[UsageItem]]:
+    """The five buckets, in the order of the window, and the tool definitions' items."""
+    sizes = list(message_sizes(counter, msgs))
+    memory_items = _move_memory(memory_files, msgs, sizes, counter)
+    per_bucket = _message_items(msgs, sizes)
+    tool_tokens = tool_definition_tokens(tool_list, counter) if tool_list else 0
+    tool_items = _tool_items(tool_list, counter)
+    buckets = [
+        _bucket(SYSTEM, per_bucket[SYSTEM]),
+        _bucket(TOOLS, tool_items, tokens=tool_tokens),
+        _bucket(MEMORY, memory_items),
+        _bucket(TOOL_RESULTS, per_bucket[TOOL_RESULTS]),
+        _bucket(HISTORY, per_bucket[HISTORY], extra=counter.count_messages([])),
+    ]
+    return buckets, tool_items
 
 
 def _check_memory_files(memory_files: Any) -> None:

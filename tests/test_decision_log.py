@@ -144,7 +144,7 @@ def test_a_stage_may_record_a_deferred_batch() -> None:
 
 
 def test_reasons_read_later_describe_the_pack_that_was_made() -> None:
-    packer = ctxpack.GreedyPacker()
+    packer = ctxpack.GreedyPacker(signal_weights={})
     result = ctxpack.pack(HISTORY, budget=1000, pipeline=Pipeline([packer]))
     with pytest.raises(TypeError):
         packer.role_weights["user"] = 99.0  # type: ignore[index]

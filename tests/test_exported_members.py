@@ -31,7 +31,6 @@ EVERYDAY = {
     "ConfigError",
     "CtxpackError",
     "InvalidMessageError",
-    "SelectionError",
     "TokenizerUnavailableError",
     # token counting
     "TokenCounter",
@@ -72,6 +71,7 @@ ADVANCED = {
     "ctxpack.integrations.clients": ["PackedClient"],
     "ctxpack.caches": ["cache_stats", "clear_caches", "memoize"],
     "ctxpack.editing": ["Compactor", "ToolResultClearer"],
+    "ctxpack.errors": ["SelectionError"],
     "ctxpack.filters": ["ToolOutputFilter"],
     "ctxpack.guard": ["ArrivalGuard"],
     "ctxpack.injection": ["find_injections"],

@@ -37,7 +37,9 @@ def drop_assistants(ctx: PackContext, /) -> PackContext:
 
 
 def test_steps_are_named_after_their_stage_and_listed_in_order() -> None:
-    p = Pipeline([PromptComposer(), Deduplicator(), drop_assistants, GreedyPacker()])
+    p = Pipeline(
+        [PromptComposer(), Deduplicator(), drop_assistants, GreedyPacker(signal_weights={})]
+    )
     assert p.names == ["compose", "dedupe", "drop_assistants", "pack"]
     assert len(p) == 4
     assert [name for name, _ in p] == p.names
@@ -53,7 +55,7 @@ def test_explicit_names_and_duplicate_names() -> None:
 
 
 def test_unknown_step_name_lists_the_names() -> None:
-    p = Pipeline([Deduplicator(), GreedyPacker()])
+    p = Pipeline([Deduplicator(), GreedyPacker(signal_weights={})])
     with pytest.raises(KeyError, match=r"\['dedupe', 'pack'\]"):
         p["nope"]
     with pytest.raises(KeyError):
@@ -61,7 +63,7 @@ def test_unknown_step_name_lists_the_names() -> None:
 
 
 def test_replace_without_insert_return_new_pipelines() -> None:
-    p = Pipeline([PromptComposer(), Deduplicator(), GreedyPacker()])
+    p = Pipeline([PromptComposer(), Deduplicator(), GreedyPacker(signal_weights={})])
     strict = Deduplicator(case_sensitive=True)
     replaced = p.replace("dedupe", strict)
     assert replaced.names == p.names
@@ -93,14 +95,16 @@ def test_a_plain_function_is_a_stage() -> None:
     history: list[dict[str, Any]] = [*HISTORY, {"role": "assistant", "content": "hi", "id": "a"}]
     out = Pipeline([drop_assistants])(ctx_of(history))
     assert ids(out) == ["s", "u1", "u2"]
-    result = ctxpack.pack(history, budget=100, pipeline=Pipeline([drop_assistants, GreedyPacker()]))
+    result = ctxpack.pack(
+        history, budget=100, pipeline=Pipeline([drop_assistants, GreedyPacker(signal_weights={})])
+    )
     assert "a" in result.dropped_ids
     assert result.decisions_for("a")[0].stage == "drop_assistants"
 
 
 def test_a_pipeline_is_a_stage_inside_another() -> None:
     inner = Pipeline([PromptComposer(), Deduplicator()])
-    outer = Pipeline([("clean", inner), GreedyPacker()])
+    outer = Pipeline([("clean", inner), GreedyPacker(signal_weights={})])
     assert isinstance(inner, ctxpack.pipeline.Stage)
     assert outer.names == ["clean", "pack"]
     out = outer(ctx_of(HISTORY, budget=1000))
@@ -113,7 +117,7 @@ def test_a_stage_returning_the_wrong_type_is_named(bad_return: Any) -> None:
     def broken(ctx: PackContext, /) -> Any:
         return bad_return
 
-    p = Pipeline([Deduplicator(), ("my_step", broken), GreedyPacker()])
+    p = Pipeline([Deduplicator(), ("my_step", broken), GreedyPacker(signal_weights={})])
     with pytest.raises(ConfigError, match="step 'my_step' returned") as info:
         p(ctx_of(HISTORY))
     assert "PackContext" in str(info.value)

@@ -15,7 +15,9 @@ import ctxpack
 from ctxpack import InvalidMessageError, Message
 from ctxpack._internal.prefix import PrefixMemo, common_prefix, likely_prefix
 from ctxpack.adapters.validate import check_openai_message
-from ctxpack.messages import _RECENT, _from_mapping, _plain_message, ensure_messages
+from ctxpack.messages import ensure_messages
+from ctxpack.messages._model import from_mapping
+from ctxpack.messages._owned import _RECENT, _plain_message
 from ctxpack.pipeline import PackContext
 
 
@@ -226,7 +228,7 @@ def test_plain_dicts_skip_validation_without_changing_the_result(
         item["name"] = name
     fast = _plain_message(item)
     assert fast is not None
-    slow = _from_mapping(0, item)
+    slow = from_mapping(0, item)
     assert fast == slow
     assert list(fast.__dict__) == list(slow.__dict__)
     assert fast.model_fields_set == slow.model_fields_set

@@ -206,7 +206,11 @@ def test_the_redact_step_is_listed_replaceable_and_removable() -> None:
 
 def test_a_custom_pipeline_without_the_step_gets_it_first() -> None:
     token = "AKIA" + "ZQ3MHYJKLMNOPQR7"
-    result = pack(_history([f"key {token}"]), budget=10_000, pipeline=Pipeline([GreedyPacker()]))
+    result = pack(
+        _history([f"key {token}"]),
+        budget=10_000,
+        pipeline=Pipeline([GreedyPacker(signal_weights={})]),
+    )
     assert token not in result.messages[-1].text
     assert [d.stage for d in result.decisions if d.action == "redacted"] == ["redact"]
 
@@ -313,7 +317,7 @@ def test_a_custom_step_named_redact_keeps_its_name() -> None:
         return ctx
 
     token = "AKIA" + "ZQ3MHYJKLMNOPQR7"
-    pipeline = Pipeline([("redact", mine), GreedyPacker()])
+    pipeline = Pipeline([("redact", mine), GreedyPacker(signal_weights={})])
     result = pack(_history([f"key {token}"]), budget=10_000, pipeline=pipeline)
     assert token not in result.messages[-1].text
 

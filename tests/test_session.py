@@ -253,7 +253,7 @@ def test_extra_stages_run_at_render_time() -> None:
 
 def test_a_pipeline_without_a_budget_packs_under_the_models_context_window() -> None:
     chat = [{"role": "user", "content": f"note {i}: " + "word " * 3_300} for i in range(40)]
-    packer = ctxpack.GreedyPacker()
+    packer = ctxpack.GreedyPacker(signal_weights={})  # no scorer before it
     known = Session(model="gpt-4o", pipeline=Pipeline([packer]), filters=False)
     known.extend(chat)
     result = known.render()

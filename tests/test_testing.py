@@ -58,7 +58,7 @@ def drop_old_assistants(ctx: PackContext, /) -> PackContext:
 
 def test_a_user_function_stage_conforms() -> None:
     check_stage(drop_old_assistants)
-    check_stage(ctxpack.Pipeline([drop_old_assistants, ctxpack.GreedyPacker()]))
+    check_stage(ctxpack.Pipeline([drop_old_assistants, ctxpack.GreedyPacker(signal_weights={})]))
 
 
 def test_examples_replace_the_samples() -> None:

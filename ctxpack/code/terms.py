@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from ..signals.lexical import STOP_WORDS, _stem
+from ..signals.lexical import STOP_WORDS
+from ..signals.lexical import stem as _stem
 
 __all__ = ["code_terms", "identifiers", "path_terms", "split_identifier"]
 

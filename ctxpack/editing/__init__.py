@@ -26,9 +26,16 @@ reaches the same edits at the same places: appending messages never moves an ear
 it can only add a new batch.
 """
 
+from . import clear as _clear
+from . import compact as _compact
 from .clear import DEFAULT_PLACEHOLDER, ClearBatch, ToolResultClearer
 from .compact import COMPACTION_FLOOR, NOT_ENOUGH_MESSAGES, CompactionPoint, Compactor, Summarizer
 from .digest import evidence_terms, extractive_digest
+
+# For the managed window (another package), which clears and compacts by the same rules: named
+# here, out of __all__, so that it never imports a private name of this package.
+without_thinking = _clear._without_thinking
+verbatim = _compact._verbatim
 
 __all__ = [
     "COMPACTION_FLOOR",

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pydantic import ConfigDict
 
 from ..messages import Message
-from ..stages._base import StageModel
+from ..stages import StageModel
 
 
 def _request_points(messages: Sequence[Message]) -> list[int]:

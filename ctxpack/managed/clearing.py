@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from ..cost import price
-from ..editing.clear import _without_thinking
+from ..editing import without_thinking as _without_thinking
 from ..errors import ConfigError
 from ..messages import Message
 from ..pipeline import Decision

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..editing.clear import _without_thinking
-from ..editing.compact import _verbatim as _never_summarised
+from ..editing import verbatim as _never_summarised
+from ..editing import without_thinking as _without_thinking
 from ..filters import RETRIEVE_TOOL_NAME
 from ..messages import Message
 from ..store import ArtifactStore

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
+from typing import Any
 
 from .._internal.arguments import tokens as check_tokens
 from ..errors import ConfigError, CtxpackError, SelectionError
@@ -252,6 +253,32 @@ def apply_selection(
         >>> [d.action for d in result.decisions_for(ws.messages[2].id)]
         ['dropped']
     """
+    _check_arguments(selection, workspace, budget)
+    resolved = _Resolver(selection, workspace).run()
+    new_notes = set(workspace.add_notes(selection.durable_notes))
+    counter = workspace.counter
+    messages = workspace.messages
+    out, decisions = _selected(selection, workspace, resolved, new_notes)
+    tokens = counter.count_messages(out)
+    if budget is not None and tokens > budget:
+        # A selection that is refused leaves the workspace as it was.
+        for note in new_notes:
+            workspace.forget_note(note)
+        raise _over_budget(decisions, tokens, budget)
+    return PackResult(
+        messages=out,
+        tokens=tokens,
+        budget=budget,
+        input_tokens=counter.count_messages(messages),
+        input_ids=[m.id for m in messages],
+        counter=counter.name,
+        exact=counter.exact,
+        query=selection.goal,
+        decisions=decisions,
+    )
+
+
+def _check_arguments(selection: Any, workspace: Any, budget: int | None) -> None:
     if not isinstance(selection, Selection):
         raise ConfigError(
             f"selection must be a Selection (check_selection() parses a selector's answer into "
@@ -261,9 +288,12 @@ def apply_selection(
         raise ConfigError(f"workspace must be a Workspace, got {type(workspace).__name__}")
     if budget is not None:
         check_tokens(budget, "budget")
-    resolved = _Resolver(selection, workspace).run()
-    new_notes = set(workspace.add_notes(selection.durable_notes))
-    counter = workspace.counter
+
+
+def _selected(
+    selection: Selection, workspace: Workspace, resolved: _Resolved, new_notes: set[str]
+) -> tuple[list[Message], list[Decision]]:
+    """The context's messages, in order, the context message last, and every decision."""
     messages = workspace.messages
     decided = _decide(messages, resolved, selection.selector)
     _complete_exchanges(workspace, decided)
@@ -284,27 +314,10 @@ def apply_selection(
                 action="selected",
                 message_id=CONTEXT_ID,
                 reason="carries the durable notes, file passages and the list of what was left out",
-                tokens_after=counter.count_message(context),
+                tokens_after=workspace.counter.count_message(context),
             )
         )
-
-    tokens = counter.count_messages(out)
-    if budget is not None and tokens > budget:
-        # A selection that is refused leaves the workspace as it was.
-        for note in new_notes:
-            workspace.forget_note(note)
-        raise _over_budget(decisions, tokens, budget)
-    return PackResult(
-        messages=out,
-        tokens=tokens,
-        budget=budget,
-        input_tokens=counter.count_messages(messages),
-        input_ids=[m.id for m in messages],
-        counter=counter.name,
-        exact=counter.exact,
-        query=selection.goal,
-        decisions=decisions,
-    )
+    return out, decisions
 
 
 def _decide(

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from ..errors import BudgetExceededError
 from ..packing import default_pipeline, pack
-from ..stages._base import StageModel
+from ..stages import StageModel
 from .model import FileRequest, ItemReason, Selection
 from .search import keywords
 from .workspace import Workspace

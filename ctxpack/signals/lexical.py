@@ -412,7 +412,8 @@ _cached_stem = register_lru(
 )
 
 
-def _stem(word: str, language: Language) -> str:
+def stem(word: str, language: Language) -> str:
+    """The Snowball stem of a lower-cased word (cached): the code index stems as prose does."""
     if len(word) > _MAX_CACHED_WORD:
         return _stem_uncached(word, language)
     return _cached_stem(word, language)
@@ -436,7 +437,7 @@ def analyse(text: str, language: Language = "en") -> Iterator[tuple[str, str]]:
             continue
         if word.endswith("'s"):
             word = word[:-2]
-        yield _stem(word, language), written
+        yield stem(word, language), written
 
 
 @memoize(maxsize=100_000, maxbytes=8 * 2**20, name="text terms")

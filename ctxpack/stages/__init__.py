@@ -1,5 +1,6 @@
-"""The built-in stages, one per module, in the order the default pipeline runs them."""
+"""The built-in stages, one per module, and :class:`StageModel`, the base class of stages."""
 
+from ._base import StageModel as StageModel
 from .alternate import TurnAlternator as TurnAlternator
 from .citations import CitationInheritor as CitationInheritor
 from .compose import PromptComposer as PromptComposer
@@ -23,5 +24,6 @@ __all__ = [
     "RelevanceScorer",
     "SecretRedactor",
     "SemanticScorer",
+    "StageModel",
     "TurnAlternator",
 ]

@@ -27,6 +27,7 @@ class MemorySelector(StageModel):
     """
 
     name: ClassVar[str] = "memory"
+    provides: ClassVar[frozenset[str]] = frozenset({"memory"})
 
     window: int = Field(default=3, ge=0)
     important_priority: float = 1.0

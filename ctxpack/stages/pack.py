@@ -59,7 +59,10 @@ class GreedyPacker(StageModel):
         role_weights: Weight per role (system 10, developer 8, user 6, assistant 4, tool 3).
         recency_weight: Weight of recency.
         signal_weights: Weight of each named signal set by earlier stages (``relevance`` from
-            the relevance scorer, ``memory`` from the memory selector).
+            the relevance scorer, ``memory`` from the memory selector). Each signal with a
+            non-zero weight is one the packer ``requires``: a :class:`~ctxpack.Pipeline`
+            without a step providing it before the packer raises ``ConfigError``;
+            ``signal_weights={}`` packs on roles, priority and recency alone.
 
     Raises:
         BudgetExceededError: the protected messages alone do not fit in ``budget - reserve``.
@@ -72,6 +75,12 @@ class GreedyPacker(StageModel):
     signal_weights: Weights = Field(
         default_factory=lambda: ReadOnlyMap({"relevance": 40.0, "memory": 2.0})
     )
+
+    @property
+    def requires(self) -> frozenset[str]:
+        """The signals it weighs (a non-zero weight): a pipeline needs a step providing each
+        before this one, else every message would score 0 on it without a word."""
+        return frozenset(signal for signal, weight in self.signal_weights.items() if weight)
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
         ctx = strip_unanswered_calls(ctx, self.name)

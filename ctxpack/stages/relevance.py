@@ -100,6 +100,7 @@ class RelevanceScorer(StageModel):
     """
 
     name: ClassVar[str] = "relevance"
+    provides: ClassVar[frozenset[str]] = frozenset({"relevance"})
 
     signals: tuple[SerializeAsAny[Signal], ...] = _DEFAULT_SIGNALS
     expansion: tuple[float, ...] = (0.3, 0.15)

@@ -70,6 +70,9 @@ class SemanticScorer(StageModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
     name: ClassVar[str] = "semantic"
+    # It mixes its score into the lexical relevance, so that must exist first.
+    requires: ClassVar[frozenset[str]] = frozenset({"relevance"})
+    provides: ClassVar[frozenset[str]] = frozenset({"relevance"})
 
     embedder: Any = None
     # 0.3: on LoCoMo, 0.2 to 0.3 beat 0.5 once the lexical scorer expands queries and documents.

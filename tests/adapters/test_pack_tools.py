@@ -370,7 +370,7 @@ def test_the_alternator_acts_only_for_anthropic() -> None:
 
 
 def test_a_pipeline_without_the_alternate_step_must_return_valid_anthropic_turns() -> None:
-    custom = Pipeline([GreedyPacker()])
+    custom = Pipeline([GreedyPacker(signal_weights={})])
     with pytest.raises(ConfigError, match=r"'a0'.*'alternate' step.*TurnAlternator\(\)"):
         pack(LEADING_ASSISTANT, budget=1000, pipeline=custom, provider="anthropic")
     # The fix the error names.
@@ -400,7 +400,7 @@ def test_a_step_after_the_alternator_is_checked_too() -> None:
         )
 
     history = [*LEADING_ASSISTANT[:1], *LEADING_ASSISTANT[2:], LEADING_ASSISTANT[1]]
-    pipeline = Pipeline([GreedyPacker(), TurnAlternator(), drop_users])
+    pipeline = Pipeline([GreedyPacker(signal_weights={}), TurnAlternator(), drop_users])
     with pytest.raises(ConfigError, match="'a0': Anthropic needs the conversation to start"):
         pack(history, budget=1000, pipeline=pipeline, provider="anthropic")
     assert pack(history, budget=1000, pipeline=pipeline).kept_ids == ["s", "a0"]

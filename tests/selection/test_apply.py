@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxpack import SelectionError
 from ctxpack.adapters import validate_openai
+from ctxpack.errors import SelectionError
 from ctxpack.selection import (
     CONTEXT_ID,
     FileRequest,

@@ -7,8 +7,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from ctxpack import SelectionError
 from ctxpack.cost import Price
+from ctxpack.errors import SelectionError
 from ctxpack.selection import Selection, SelectorUsage
 
 from .helpers import answer

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ctxpack import ConfigError, SelectionError
+from ctxpack import ConfigError
 from ctxpack.code import list_files
-from ctxpack.errors import WorkspacePathError
+from ctxpack.errors import SelectionError, WorkspacePathError
 from ctxpack.selection import FileRequest, Passage, Workspace
 
 from .helpers import make_repo, session_messages

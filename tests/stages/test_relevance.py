@@ -109,7 +109,9 @@ def test_relevance_decides_what_the_packer_keeps() -> None:
     # Room for the question and one more message: the relevant old one beats the recent ones.
     ctx = ctx_of(HISTORY, query="When do the backups run?")
     room = 3 + ctx.tokens(ctx.messages[0]) + ctx.tokens(ctx.messages[-1])
-    pipeline = Pipeline([PromptComposer(), RelevanceScorer(), GreedyPacker()])
+    pipeline = Pipeline(
+        [PromptComposer(), RelevanceScorer(), GreedyPacker(signal_weights={"relevance": 40.0})]
+    )
     assert ids(pipeline(ctx_of(HISTORY, budget=room, query="When do the backups run?"))) == [
         "u1",
         "q",
@@ -125,7 +127,7 @@ def test_ties_go_to_the_more_recent_message() -> None:
     ]
     ctx = ctx_of(history, query="How often does the deploy key rotate?")
     room = 3 + ctx.tokens(ctx.messages[1]) + ctx.tokens(ctx.messages[2])
-    packer = GreedyPacker(recency_weight=0.0)
+    packer = GreedyPacker(recency_weight=0.0, signal_weights={"relevance": 40.0})
     pipeline = Pipeline([PromptComposer(), RelevanceScorer().without("neighbors"), packer])
     assert ids(pipeline(ctx_of(history, budget=room, query=ctx.query))) == ["new", "q"]
 
@@ -134,7 +136,9 @@ def test_budget_edges_one_token_short_drops_the_message() -> None:
     history = HISTORY[:1] + HISTORY[-1:]
     ctx = ctx_of(history, query="When do the backups run?")
     exact = 3 + sum(ctx.tokens(m) for m in ctx.messages)
-    pipeline = Pipeline([PromptComposer(), RelevanceScorer(), GreedyPacker()])
+    pipeline = Pipeline(
+        [PromptComposer(), RelevanceScorer(), GreedyPacker(signal_weights={"relevance": 40.0})]
+    )
     assert ids(pipeline(ctx_of(history, budget=exact, query=ctx.query))) == ["u1", "q"]
     assert ids(pipeline(ctx_of(history, budget=exact - 1, query=ctx.query))) == ["q"]
 

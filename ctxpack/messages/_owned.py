@@ -1,368 +1,23 @@
-"""Messages: the pydantic models at ctxpack's boundary.
-
-Everything public accepts plain OpenAI-style dicts as well as :class:`Message` objects; both go
-through :func:`ensure_messages`, which validates them and names the index and the field of the
-first problem it finds.
-"""
+"""Converting what callers pass into owned messages, and remembering the conversions: a chatbot
+packs the same history again every turn."""
 
 from __future__ import annotations
 
-import copy
-import hashlib
-import json
 import operator
 import sys
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime
-from typing import Annotated, Any, Literal, NamedTuple, get_args
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from .._internal.arguments import check_text, message_items
+from .._internal.prefix import common_prefix, likely_prefix
+from .._internal.trusted import trusted_frozen_instance
+from ..caches import ENTRY_OVERHEAD, LRUCache, approx_bytes, register
+from ..errors import ConfigError, InvalidMessageError
+from ..sdk import SDKObject, coerce_message
+from ._model import Message, content_digest, copy_value, detached, from_mapping
 
-from ._internal.arguments import MAX_NESTING, TooDeep, check_nesting, check_text, message_items
-from ._internal.prefix import common_prefix, likely_prefix
-from ._internal.trusted import trusted_frozen_instance
-from .caches import ENTRY_OVERHEAD, LRUCache, approx_bytes, register
-from .errors import ConfigError, InvalidMessageError
-from .sdk import SDKObject, coerce_message
-
-__all__ = [
-    "ROLES",
-    "FunctionCall",
-    "Message",
-    "Role",
-    "ToolCall",
-    "ensure_messages",
-]
-
-Role = Literal["system", "developer", "user", "assistant", "tool"]
-ROLES: tuple[str, ...] = get_args(Role)
-
-# Keys a Message understands; anything else in an input dict is kept verbatim in ``extras`` so
-# that provider fields we do not model (``refusal``, ``audio``...) survive a round trip.
-_KNOWN_KEYS = frozenset(
-    {
-        "role",
-        "content",
-        "id",
-        "name",
-        "tool_calls",
-        "tool_call_id",
-        "priority",
-        "pinned",
-        "source",
-        "timestamp",
-        "metadata",
-        "extras",
-    }
-)
-
-_NULL_CONTENT_KEYS = frozenset({"function_call", "refusal", "audio"})
-
-
-class FunctionCall(BaseModel):
-    """The function half of an OpenAI tool call: a name and its JSON-encoded arguments."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    name: str
-    arguments: str
-
-
-class ToolCall(BaseModel):
-    """A tool call made by an assistant message (OpenAI shape)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    id: str
-    type: Literal["function"] = "function"
-    function: FunctionCall
-
-
-class Message(BaseModel):
-    """One chat message.
-
-    Args:
-        role: One of ``system``, ``developer``, ``user``, ``assistant``, ``tool``.
-        content: A string, a list of content parts (``{"type": "text", "text": ...}``,
-            ``{"type": "image_url", ...}``...), or ``None`` for an assistant turn that only calls
-            tools.
-        id: Stable identifier used by every decision. Kept when given; otherwise
-            :func:`ensure_messages` derives one from the content (see :func:`stable_id`).
-        name: Optional participant name (OpenAI ``name``).
-        tool_calls: Tool calls made by an assistant message.
-        tool_call_id: For a ``tool`` message, the id of the call it answers.
-        priority: Added to the message's packing score; higher survives longer.
-        pinned: A pinned message is never dropped, deduplicated or compressed.
-        source: Where the content comes from (a URL, a document id); a citation.
-        timestamp: When the message was written.
-        metadata: Free-form data for your own use; ctxpack reads ``metadata["important"]``.
-        extras: Provider fields ctxpack does not model, kept verbatim for round trips.
-
-    Example:
-        >>> Message(role="user", content="Hello", id="u1").text
-        'Hello'
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    role: Role
-    content: str | list[dict[str, Any]] | None = None
-    id: str = ""
-    name: str | None = None
-    tool_calls: list[ToolCall] | None = None
-    tool_call_id: str | None = None
-    priority: Annotated[float, Field(allow_inf_nan=False)] = 0.0
-    pinned: bool = False
-    source: str | None = None
-    timestamp: datetime | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    extras: dict[str, Any] = Field(default_factory=dict)
-    # Whose payload the message was converted from, set by from_anthropic(): pack() follows
-    # that provider's rules. Private, so that metadata stays the user's.
-    _provider: str | None = PrivateAttr()
-
-    def __init__(self, /, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            raise _invalid(exc, None) from exc
-
-    @model_validator(mode="after")
-    def _check_consistency(self) -> Message:
-        _check_values(self)
-        if self.role == "tool" and not self.tool_call_id:
-            raise ValueError("tool_call_id: a tool message needs the id of the call it answers")
-        if self.tool_calls and self.role != "assistant":
-            raise ValueError(
-                f"tool_calls: only an assistant message may call tools, not {self.role}"
-            )
-        # OpenAI replies with content null beside a legacy function_call, a refusal or audio.
-        if (
-            self.content is None
-            and not self.tool_calls
-            and not _NULL_CONTENT_KEYS & self.extras.keys()
-        ):
-            raise ValueError(
-                "content: missing (only an assistant message with tool_calls may omit it)"
-            )
-        if isinstance(self.content, list):
-            for i, part in enumerate(self.content):
-                if not isinstance(part.get("type"), str):
-                    raise ValueError(f"content[{i}].type: every content part needs a string type")
-        return self
-
-    @property
-    def text(self) -> str:
-        """The message's text: the content string, or its text parts joined by newlines."""
-        content = self.content
-        return content if isinstance(content, str) else content_text(content)
-
-    @property
-    def is_tool_exchange(self) -> bool:
-        """Whether this message belongs to a tool exchange (it calls tools or answers a call)."""
-        return bool(self.tool_calls) or self.role == "tool"
-
-
-def _check_values(message: Message) -> None:
-    """Refuse what no provider accepts and nothing can process: text that is not valid Unicode
-    (a lone surrogate), and lists or objects nested too deep to copy or serialise."""
-    content = message.content
-    if isinstance(content, str):
-        check_text(content, "content")
-    elif content is not None:
-        for i, part in enumerate(content):
-            text = part.get("text")
-            if isinstance(text, str):
-                check_text(text, f"content[{i}].text")
-    if message.name is not None:
-        check_text(message.name, "name")
-    for k, call in enumerate(message.tool_calls or ()):
-        check_text(call.function.arguments, f"tool_calls[{k}].function.arguments")
-    for field in ("content", "metadata", "extras"):
-        value = getattr(message, field)
-        if value and not isinstance(value, str):
-            try:
-                check_nesting(value, 1)
-            except TooDeep:
-                raise ValueError(
-                    f"{field}: lists and objects nested deeper than {MAX_NESTING} levels"
-                ) from None
-
-
-def content_text(content: str | list[dict[str, Any]] | None) -> str:
-    """Text of a content value: the string itself, or the text parts joined by newlines."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    return "\n".join(
-        str(part.get("text", "")) for part in content if part.get("type") in ("text", "input_text")
-    )
-
-
-def stable_id(message: Message, occurrence: int = 1) -> str:
-    """A deterministic id for a message that has none, from its content alone.
-
-    The digest covers the role, the text, the name, the tool calls and the id of the call
-    answered (and the non-text content parts), never the position, so a message keeps its id
-    when older messages are trimmed or newer ones appended. Identical messages are told apart
-    by their order of occurrence: the second gets ``-2``, the third ``-3``.
-
-    Example:
-        >>> msg = Message(role="user", content="Hello")
-        >>> stable_id(msg), stable_id(msg, 2)
-        ('m-320ce8b797a9', 'm-320ce8b797a9-2')
-    """
-    digest = _digest(message)
-    return f"m-{digest}" if occurrence == 1 else f"m-{digest}-{occurrence}"
-
-
-def _digest(message: Message) -> str:
-    parts = [message.role, message.text, message.name or "", message.tool_call_id or ""]
-    for call in message.tool_calls or ():
-        parts += [call.id, call.function.name, call.function.arguments]
-    if isinstance(message.content, list):
-        # Images and other parts have no text: their JSON tells two such messages apart.
-        others = [p for p in message.content if p.get("type") not in ("text", "input_text")]
-        if others:
-            parts.append(json.dumps(others, sort_keys=True, default=str))
-    if sum(map(len, parts)) <= _DIGEST_CHUNK:
-        return hashlib.blake2b("\x00".join(parts).encode(), digest_size=6).hexdigest()
-    # A huge message is hashed in slices, the same bytes in the same order: joining and
-    # encoding it whole would hold two more copies of it.
-    digest = hashlib.blake2b(digest_size=6)
-    for i, part in enumerate(parts):
-        if i:
-            digest.update(b"\x00")
-        for start in range(0, len(part), _DIGEST_CHUNK):
-            digest.update(part[start : start + _DIGEST_CHUNK].encode())
-    return digest.hexdigest()
-
-
-_DIGEST_CHUNK = 1 << 20
-
-
-_SCALARS = (str, int, float, bool, type(None), datetime)
-
-
-def copy_value(value: Any) -> Any:
-    """A copy of ``value`` that shares no mutable object with it: lists, tuples and dicts are
-    copied all the way down, strings, numbers and frozen models are immutable and kept.
-
-    Example:
-        >>> parts = [{"type": "text", "text": "hi"}]
-        >>> copied = copy_value(parts)
-        >>> copied == parts, copied[0] is parts[0]
-        (True, False)
-    """
-    kind = type(value)
-    if kind in _SCALARS or (isinstance(value, BaseModel) and value.model_config.get("frozen")):
-        return value
-    if kind is list:
-        return [copy_value(v) for v in value]
-    if kind is dict:
-        return {k: copy_value(v) for k, v in value.items()}
-    if kind is tuple:
-        return tuple(copy_value(v) for v in value)
-    return copy.deepcopy(value)
-
-
-def detached(message: Message) -> Message:
-    """A copy of ``message`` sharing no mutable object (content parts, metadata, extras, tool
-    call list) with it: what ctxpack hands out, so that editing it cannot reach a cache or the
-    caller's input, and what it keeps, so that editing the input cannot reach it."""
-    values = message.__dict__
-    if type(values["content"]) is str and not (
-        values["metadata"] or values["extras"] or values["tool_calls"]
-    ):
-        # The common chat message: only the two empty dicts are mutable.
-        copied = dict(values)
-        copied["metadata"], copied["extras"] = {}, {}
-    else:
-        copied = {key: copy_value(value) for key, value in values.items()}
-    private = message.__pydantic_private__
-    # The fields set is shared: Message is frozen (see trusted_frozen_instance).
-    return trusted_frozen_instance(
-        type(message),
-        copied,
-        message.__pydantic_fields_set__,
-        None if private is None else dict(private),
-    )
-
-
-def provider_of(message: Message) -> str | None:
-    """The provider whose payload the message was converted from (``"anthropic"`` for
-    :func:`ctxpack.from_anthropic`), or ``None``. Held in a private attribute, not in
-    ``metadata``, which is the user's."""
-    private = message.__pydantic_private__
-    return private.get("_provider") if private else None
-
-
-def with_provider(message: Message, provider: str) -> Message:
-    """``message`` marked as converted from ``provider``'s payload (see :func:`provider_of`)."""
-    marked = message.model_copy()
-    marked.__pydantic_private__["_provider"] = provider  # type: ignore[index]
-    return marked
-
-
-def _format_loc(loc: Sequence[int | str]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out
-
-
-def _invalid(exc: ValidationError, index: int | None) -> InvalidMessageError:
-    """The message's error for the first problem pydantic found, naming the field."""
-    err = exc.errors()[0]
-    loc = _format_loc(err["loc"])
-    msg = str(err["msg"]).removeprefix("Value error, ")
-    if loc:
-        # pydantic reports union members as separate locs; the first segment is the field.
-        field = loc.split(".")[0].split("[")[0]
-        return InvalidMessageError(f"{loc}: {msg}", index=index, field=field)
-    head = msg.split(":", 1)[0] if ":" in msg else None
-    return InvalidMessageError(msg, index=index, field=head)
-
-
-def _from_mapping(index: int, data: Mapping[str, Any]) -> Message:
-    role = data.get("role")
-    if role is None:
-        raise InvalidMessageError("role is missing", index=index, field="role")
-    if not isinstance(role, str) or role not in ROLES:
-        raise InvalidMessageError(
-            f"role {role!r} is not one of {', '.join(ROLES)}", index=index, field="role"
-        )
-    if "id" in data and data["id"] is not None and not isinstance(data["id"], str):
-        raise InvalidMessageError(
-            f"id must be a string, got {type(data['id']).__name__}", index=index, field="id"
-        )
-    odd = next((k for k in data if not isinstance(k, str)), None)
-    if odd is not None:
-        raise InvalidMessageError(
-            f"key {odd!r}: the keys of a message are strings", index=index, field=str(odd)
-        )
-    fields = {k: v for k, v in data.items() if k in _KNOWN_KEYS}
-    extra = {k: v for k, v in data.items() if k not in _KNOWN_KEYS}
-    if extra:
-        given = fields.get("extras") or {}
-        if not isinstance(given, Mapping):
-            raise InvalidMessageError(
-                f"extras: must be an object, got {type(given).__name__}",
-                index=index,
-                field="extras",
-            )
-        fields["extras"] = {**given, **extra}
-    if fields.get("id") is None:
-        fields.pop("id", None)
-    try:
-        return Message.model_validate(fields)
-    except ValidationError as exc:
-        raise _invalid(exc, index) from exc
+__all__ = ["check_shared_empties", "ensure_messages", "message_bytes", "owned_messages"]
 
 
 # Converting dicts: a chatbot packs the same history again every turn, and validating thousands
@@ -532,14 +187,14 @@ def _convert(index: int, item: Any, check: _Check | None) -> tuple[Any, Message]
             # Validated from a private deep copy: pydantic keeps values typed Any (nested
             # parts, metadata) as they are, and they must not be the caller's.
             snapshot = copy_value(dict(item))
-            msg = _from_mapping(index, snapshot if converted is item else copy_value(converted))
+            msg = from_mapping(index, snapshot if converted is item else copy_value(converted))
     elif (converted := coerce_message(item, index)) is not item:
         # An SDK object (an OpenAI ChatCompletionMessage...): reused while it equals its copy.
         if hit is not None and (check is None or hit[2] is check) and _unchanged(item, hit[0]):
             return hit[0], hit[1]
         if check is not None:
             check(converted, index)
-        snapshot, msg = copy_value(item), _from_mapping(index, converted)
+        snapshot, msg = copy_value(item), from_mapping(index, converted)
     else:
         raise InvalidMessageError(
             f"expected a Message or a dict, got {type(item).__name__}", index=index
@@ -710,7 +365,7 @@ def _named(msg: Message, taken: Mapping[str, int]) -> Message:
     if hit is not None and hit[0] is msg:
         digest = hit[1]
     else:
-        digest = _digest(msg)
+        digest = content_digest(msg)
         _DIGESTS.put(id(msg), (msg, digest))
     new_id, occurrence = f"m-{digest}", 1
     while new_id in taken:

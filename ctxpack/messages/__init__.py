@@ -1,0 +1,31 @@
+"""Messages: the pydantic models at ctxpack's boundary.
+
+Everything public accepts plain OpenAI-style dicts as well as :class:`Message` objects; both go
+through :func:`ensure_messages`, which validates them and names the index and the field of the
+first problem it finds.
+"""
+
+from ._model import ROLES as ROLES
+from ._model import FunctionCall as FunctionCall
+from ._model import Message as Message
+from ._model import Role as Role
+from ._model import ToolCall as ToolCall
+from ._model import content_text as content_text
+from ._model import copy_value as copy_value
+from ._model import detached as detached
+from ._model import provider_of as provider_of
+from ._model import stable_id as stable_id
+from ._model import with_provider as with_provider
+from ._owned import check_shared_empties as check_shared_empties
+from ._owned import ensure_messages as ensure_messages
+from ._owned import message_bytes as message_bytes
+from ._owned import owned_messages as owned_messages
+
+__all__ = [
+    "ROLES",
+    "FunctionCall",
+    "Message",
+    "Role",
+    "ToolCall",
+    "ensure_messages",
+]
