@@ -113,7 +113,7 @@ REMOVE: dict[str, tuple[str, ...]] = {
     ),
     "ctxpack.selection": (
         "CONTEXT_ID", "FileRequest", "FileSearch", "ItemReason", "Passage", "Selector",
-        "SelectorUsage", "TOOL_NAME", "check_selection", "find_ripgrep", "keywords",
+        "SelectorUsage", "TOOL_NAME", "check_selection", "keywords",
         "SYSTEM_PROMPT",
     ),
     "ctxpack.server_side": (

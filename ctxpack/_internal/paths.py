@@ -12,11 +12,18 @@ from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from ..errors import WorkspacePathError
 
-__all__ = ["confined_file", "hard_linked", "inside_root", "refuse_hard_links", "shown_path"]
+__all__ = [
+    "check_relative",
+    "confined_file",
+    "hard_linked",
+    "inside_root",
+    "refuse_hard_links",
+    "shown_path",
+]
 
 
 def shown_path(path: str) -> str:
@@ -30,6 +37,28 @@ def shown_path(path: str) -> str:
     if path.isprintable():
         return path
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in path)
+
+
+def check_relative(path: str, root: Path) -> PurePosixPath:
+    """``path`` as a relative path that cannot climb out of ``root``, or an error saying why.
+
+    Raises:
+        WorkspacePathError: ``path`` is empty, holds a NUL, is absolute or holds ``..``.
+    """
+    if not path or "\x00" in path:
+        raise WorkspacePathError(path, root=str(root), detail="not a valid path")
+    if PurePosixPath(path).is_absolute() or PureWindowsPath(path).is_absolute():
+        raise WorkspacePathError(
+            path,
+            root=str(root),
+            detail=f"absolute paths are refused; give a path relative to the root {root}",
+        )
+    relative = PurePosixPath(path.replace("\\", "/"))
+    if ".." in relative.parts:
+        raise WorkspacePathError(
+            path, root=str(root), detail="'..' is refused: paths stay inside the root"
+        )
+    return relative
 
 
 def hard_linked(info: os.stat_result) -> bool:

@@ -1,21 +1,45 @@
-"""The files of a repository that code retrieval reads: source files, ``.gitignore`` respected.
+"""The files of a repository, in one place: the walk, ``.gitignore``, binary files, reading.
 
-A file is listed when its extension names a supported language, it is not ignored by a
-``.gitignore`` on its way from the root (nor by ``.git/info/exclude``), it is not inside a
-version-control or dependency folder, and it is text (no NUL byte in its first 8000 bytes).
+Code retrieval (:func:`list_files`, and through it :class:`~ctxpack.code.CodeIndex` and
+:func:`~ctxpack.code.grep`) and the selection workspace (:class:`~ctxpack.selection.Workspace`)
+list and read a repository through this module. A walk from the root:
+
+- never enters a version-control, dependency, cache or build folder (``.git``,
+  ``node_modules``, ``__pycache__``, ``.venv``, ``target``, ``dist``, ``build``...), whatever
+  ``.gitignore`` says (a repository without one, or an exported tree, still has these);
+- leaves out what a ``.gitignore`` on the way from the root ignores (each applies to its own
+  folder and below, as git reads it, through ``pathspec``), and what ``.git/info/exclude``
+  ignores;
+- never follows a symlink, and leaves out files with several hard links (another name may lie
+  outside the root; see :mod:`ctxpack._internal.paths`, which also checks a file again when
+  it is read).
+
+Code retrieval lists source files only (an extension of :data:`LANGUAGES`, and text); the
+workspace lists every file but hidden ones, which are often local settings and secrets
+(``.env``, ``.npmrc``). A file is binary when a NUL byte is among its first 8000 bytes, git's
+own rule (:func:`is_binary`).
 """
 
 from __future__ import annotations
 
+import difflib
+import itertools
 import os
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
-from .._internal.paths import hard_linked
-from ..errors import ConfigError
+from .._internal.paths import (
+    check_relative,
+    hard_linked,
+    inside_root,
+    refuse_hard_links,
+    shown_path,
+)
+from ..caches import register
+from ..errors import ConfigError, WorkspacePathError
 
 __all__ = [
     "LANGUAGES",
@@ -42,8 +66,7 @@ LANGUAGES: dict[str, str] = {
     ".java": "java",
 }
 
-# Never source of the project itself, whatever .gitignore says (a repository without one, or
-# an exported tree, still has these).
+# Never files of the project itself, whatever .gitignore says.
 _SKIPPED_DIRS = frozenset(
     {
         ".git",
@@ -65,18 +88,21 @@ _SKIPPED_DIRS = frozenset(
     }
 )
 
+# git's own probe: a NUL byte among the first 8000 bytes makes a file binary.
 _BINARY_PROBE = 8000
 
 
 def resolve_root(root: str | os.PathLike[str]) -> Path:
-    """``root`` as an absolute directory path.
+    """``root`` as an absolute directory path (``~`` expanded, symlinks resolved).
 
     Raises:
         ConfigError: ``root`` is not a directory.
     """
     path = Path(root).expanduser().resolve()
     if not path.is_dir():
-        raise ConfigError(f"{str(root)!r} is not a directory; give the root folder of a codebase")
+        raise ConfigError(
+            f"root {str(root)!r} is not a directory; give the root folder of a repository"
+        )
     return path
 
 
@@ -94,63 +120,42 @@ class GitignoreUnsupportedWarning(UserWarning):
     """pathspec is not installed: ``.gitignore`` files are not applied."""
 
 
-@lru_cache(maxsize=64)
-def _spec(lines: tuple[str, ...]) -> Any:
-    try:
-        import pathspec
-    except ImportError:
-        _warn_no_pathspec()
-        return None
-    return pathspec.GitIgnoreSpec.from_lines(lines)
-
-
-@cache
-def _warn_no_pathspec() -> None:
-    warnings.warn(
-        "pathspec is not installed, so .gitignore files are not applied (only version-control "
-        'and dependency folders are skipped); pip install "ctxpack[code]"',
-        GitignoreUnsupportedWarning,
-        stacklevel=5,
-    )
-
-
-def _read_ignore(path: Path) -> tuple[str, ...]:
-    try:
-        return tuple(path.read_text(encoding="utf-8", errors="replace").splitlines())
-    except OSError:
-        return ()
-
-
-def _is_text(path: Path) -> bool:
-    try:
-        with path.open("rb") as fh:
-            return b"\0" not in fh.read(_BINARY_PROBE)
-    except OSError:
-        return False
-
-
 def list_files(root: str | os.PathLike[str]) -> list[str]:
     """The source files under ``root``, as sorted repository-relative POSIX paths.
 
-    Each ``.gitignore`` applies to its own folder and below, as git reads it (through
-    ``pathspec``'s git-ignore rules); ``.git/info/exclude`` applies to the whole tree.
+    A source file has an extension of :data:`LANGUAGES` and is text; the walk is the module's
+    (``.gitignore`` respected, version-control, dependency and build folders skipped, no
+    symlink followed, no file with several hard links).
 
     Raises:
         ConfigError: ``root`` is not a directory.
     """
-    base = resolve_root(root)
-    found = sorted(_walk(base))
-    return found
+    return walk_files(resolve_root(root), source_only=True)
 
 
-def _walk(base: Path) -> Iterator[str]:
-    # Each level carries the ignore specs in force: (folder relative to root, spec).
-    stack: list[tuple[Path, list[tuple[str, Any]]]] = []
+def walk_files(
+    root: Path, *, source_only: bool = False, hidden: bool = True, limit: int | None = None
+) -> list[str]:
+    """The files under ``root`` (already resolved), as sorted repository-relative POSIX paths.
+
+    Args:
+        root: The repository's folder, resolved.
+        source_only: Only text files of a language of :data:`LANGUAGES`.
+        hidden: Whether files and folders whose name starts with ``.`` are listed.
+        limit: At most this many files: the first ones of a walk that takes each folder's files
+            before its subfolders, in name order.
+    """
+    return sorted(itertools.islice(_walk(root, source_only=source_only, hidden=hidden), limit))
+
+
+def _walk(base: Path, *, source_only: bool, hidden: bool) -> Iterator[str]:
+    """The files of the walk, each folder's files before its subfolders, by name."""
+    # Each folder to visit carries the ignore specs in force: (folder relative to root, spec).
     specs: list[tuple[str, Any]] = []
     exclude = _read_ignore(base / ".git" / "info" / "exclude")
     if exclude:
         specs.append(("", _spec(exclude)))
-    stack.append((base, specs))
+    stack: list[tuple[Path, list[tuple[str, Any]]]] = [(base, specs)]
     while stack:
         folder, inherited = stack.pop()
         rel_folder = folder.relative_to(base).as_posix()
@@ -161,21 +166,59 @@ def _walk(base: Path) -> Iterator[str]:
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError:
             continue
+        subfolders: list[Path] = []
         for entry in entries:
-            rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
-            if entry.is_symlink():
+            if entry.is_symlink() or (not hidden and entry.name.startswith(".")):
                 continue
+            rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
             if entry.is_dir():
-                if entry.name in _SKIPPED_DIRS or _ignored(active, rel + "/"):
-                    continue
-                stack.append((Path(entry.path), active))
+                if entry.name not in _SKIPPED_DIRS and not _ignored(active, rel + "/"):
+                    subfolders.append(Path(entry.path))
             elif entry.is_file():
-                if language_of_path(entry.name) is None or _ignored(active, rel):
+                if source_only and language_of_path(entry.name) is None:
                     continue
-                if hard_linked(entry.stat(follow_symlinks=False)):
-                    continue  # another name may lie outside the root
-                if _is_text(Path(entry.path)):
+                if not _ignored(active, rel) and _listable(entry, source_only=source_only):
                     yield rel
+        stack.extend((sub, active) for sub in reversed(subfolders))
+
+
+def _listable(entry: os.DirEntry[str], *, source_only: bool) -> bool:
+    try:
+        if hard_linked(entry.stat(follow_symlinks=False)):
+            return False  # another name may lie outside the root
+        return not (source_only and is_binary(Path(entry.path)))
+    except OSError:
+        return False
+
+
+@lru_cache(maxsize=64)
+def _spec(lines: tuple[str, ...]) -> Any:
+    try:
+        import pathspec
+    except ImportError:
+        _warn_no_pathspec()
+        return None
+    return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
+register(_spec)
+
+
+@cache
+def _warn_no_pathspec() -> None:
+    warnings.warn(
+        "pathspec is not installed, so .gitignore files are not applied (only version-control, "
+        'dependency and build folders are skipped); pip install "ctxpack[code]"',
+        GitignoreUnsupportedWarning,
+        stacklevel=6,
+    )
+
+
+def _read_ignore(path: Path) -> tuple[str, ...]:
+    try:
+        return tuple(path.read_text(encoding="utf-8", errors="replace").splitlines())
+    except OSError:
+        return ()
 
 
 def _ignored(specs: list[tuple[str, Any]], rel: str) -> bool:
@@ -189,3 +232,63 @@ def _ignored(specs: list[tuple[str, Any]], rel: str) -> bool:
         if spec is not None and spec.match_file(sub):
             return True
     return False
+
+
+def is_binary(full: Path) -> bool:
+    """Whether a file is binary: a NUL byte among its first 8000 bytes (git's rule).
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    with full.open("rb") as handle:
+        return b"\0" in handle.read(_BINARY_PROBE)
+
+
+def searchable(full: Path, *, max_bytes: int) -> bool:
+    """Whether a listed file may be searched now: still a regular file, not a symlink, with one
+    hard link, at most ``max_bytes`` long, and text (the listing may be older than the file)."""
+    try:
+        info = full.lstat()
+        if full.is_symlink() or hard_linked(info) or info.st_size > max_bytes:
+            return False
+        return not is_binary(full)
+    except OSError:
+        return False
+
+
+def iter_lines(full: Path) -> Iterator[str]:
+    """The file's lines without line ends, streamed (undecodable bytes replaced), so that a
+    line range of a huge file costs the range."""
+    with full.open("r", encoding="utf-8", errors="replace", newline=None) as handle:
+        for line in handle:
+            yield line.rstrip("\n")
+
+
+def resolve_file(root: Path, path: str, listing: Sequence[str] = ()) -> Path:
+    """The file ``path`` names inside ``root`` (resolved), checked to be a file inside it.
+
+    Raises:
+        WorkspacePathError: absolute, ``..``, a symlink leading out, missing (with close
+            matches from ``listing``), a directory (with the files in it), or a file with
+            several hard links.
+    """
+    relative = check_relative(path, root)
+    real = inside_root(root, root.joinpath(*relative.parts), path)
+    if real.is_dir():
+        inside = [p for p in listing if p.startswith(relative.as_posix().rstrip("/") + "/")]
+        shown = ", ".join(map(shown_path, inside[:10])) + (
+            f" and {len(inside) - 10} more" if len(inside) > 10 else ""
+        )
+        raise WorkspacePathError(
+            path, root=str(root), detail=f"is a directory; its files: {shown or 'none'}"
+        )
+    if not real.is_file():
+        close = difflib.get_close_matches(relative.as_posix(), listing, n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(map(shown_path, close))}?" if close else ""
+        raise WorkspacePathError(
+            path,
+            root=str(root),
+            detail=f"no such file under the root ({len(listing)} files there){hint}",
+        )
+    refuse_hard_links(real.stat(), path, root)
+    return real

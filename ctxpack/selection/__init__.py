@@ -14,11 +14,11 @@ item; user instructions are always kept.
 """
 
 from .apply import CONTEXT_ID, apply_selection, check_selection
-from .files import FileSearch, Passage, find_ripgrep, keywords
 from .lexical_selector import LexicalSelector, Selector
 from .model import FileRequest, ItemReason, Selection, SelectorUsage
 from .model_selector import SYSTEM_PROMPT, TOOL_NAME, ModelSelector, selection_prompt
-from .workspace import Workspace
+from .search import FileSearch, keywords
+from .workspace import Passage, Workspace
 
 __all__ = [
     "CONTEXT_ID",
@@ -36,7 +36,6 @@ __all__ = [
     "Workspace",
     "apply_selection",
     "check_selection",
-    "find_ripgrep",
     "keywords",
     "selection_prompt",
 ]

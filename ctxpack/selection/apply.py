@@ -13,9 +13,8 @@ from ..messages import Message
 from ..pipeline import Action, Decision
 from ..redaction import redact
 from ..result import PackResult
-from .files import Passage
 from .model import FileRequest, Selection
-from .workspace import Workspace, is_artifact_id
+from .workspace import Passage, Workspace, is_artifact_id
 
 __all__ = ["CONTEXT_ID", "apply_selection", "check_selection"]
 

@@ -10,8 +10,8 @@ from pydantic import Field
 from ..errors import BudgetExceededError
 from ..packing import default_pipeline, pack
 from ..stages import StageModel
-from .files import keywords
 from .model import FileRequest, ItemReason, Selection
+from .search import keywords
 from .workspace import Workspace
 
 __all__ = ["LexicalSelector", "Selector"]

@@ -20,6 +20,7 @@ from ..tokens import TokenCounter
 from .apply import check_selection
 from .lexical_selector import LexicalSelector, Selector
 from .model import Selection, SelectorUsage
+from .search import keywords
 from .workspace import Workspace
 
 __all__ = ["SYSTEM_PROMPT", "TOOL_NAME", "ModelSelector", "selection_prompt"]
@@ -90,8 +91,6 @@ def selection_prompt(
         files = workspace.files()
         shown: list[str] = []
         if files and candidate_files:
-            from .files import keywords
-
             words = keywords(goal)
             hits = workspace.searcher().search(words, most=candidate_files)
             if hits:

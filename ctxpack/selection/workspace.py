@@ -1,24 +1,69 @@
-"""Workspace: what a selector chooses from: messages, a repository, stored originals."""
+"""Workspace: what a selector chooses from: messages, a repository, stored originals.
+
+The repository's files are listed, checked and read through :mod:`ctxpack.code.files`, as code
+retrieval's are; a passage (:class:`Passage`) is what the large model reads of one.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..errors import ConfigError, SelectionError
+from .._internal.paths import shown_path
+from ..code.files import is_binary, iter_lines, resolve_file, resolve_root, walk_files
+from ..code.grep import Engine
+from ..errors import ConfigError, SelectionError, WorkspacePathError
 from ..messages import Message, ensure_messages
 from ..store import ArtifactStore
 from ..tokens import CounterLike, TokenCounter, get_counter
-from . import files as _files
-from .files import Engine, FileSearch, Passage
 from .model import FileRequest
+from .search import FileSearch, keywords
 
 if TYPE_CHECKING:
     from ..session import Session
 
-__all__ = ["Workspace"]
+__all__ = ["Passage", "Workspace"]
+
+
+@dataclass(frozen=True)
+class Passage:
+    """Consecutive lines of one file, as the large model will read them.
+
+    Attributes:
+        path: Path relative to the root, with ``/`` separators.
+        start: First line shown (1-based).
+        end: Last line shown (inclusive); ``start - 1`` when nothing is shown.
+        lines: The lines, without their line ends.
+        total_lines: Lines in the file.
+        note: What the reader should know (truncated, binary, more matches not shown).
+    """
+
+    path: str
+    start: int
+    end: int
+    lines: tuple[str, ...]
+    total_lines: int
+    note: str = ""
+
+    @property
+    def label(self) -> str:
+        """``path:start-end``, the passage's name in decisions."""
+        return f"{shown_path(self.path)}:{self.start}-{self.end}"
+
+    def render(self) -> str:
+        """The passage with a header naming the file and lines, each line numbered."""
+        path = shown_path(self.path)
+        if not self.lines:
+            return f"--- {path} ({self.note or 'nothing to show'})"
+        head = f"--- {path}, lines {self.start}-{self.end} of {self.total_lines}"
+        if self.note:
+            head += f" ({self.note})"
+        width = len(str(self.end))
+        body = [f"{n:>{width}} | {line}" for n, line in enumerate(self.lines, self.start)]
+        return "\n".join([head, *body])
 
 
 class Workspace:
@@ -72,13 +117,7 @@ class Workspace:
         search: Engine = "auto",
     ) -> None:
         self._messages: tuple[Message, ...] = tuple(ensure_messages(messages))
-        if root is not None:
-            resolved = Path(root).resolve()
-            if not resolved.is_dir():
-                raise ConfigError(f"root {str(root)!r} is not a folder")
-            self.root: Path | None = resolved
-        else:
-            self.root = None
+        self.root: Path | None = resolve_root(root) if root is not None else None
         if store is not None and not isinstance(store, ArtifactStore):
             raise ConfigError(
                 f"store must have put() and get() (an ArtifactStore), got {type(store).__name__}"
@@ -219,13 +258,17 @@ class Workspace:
     # -- files -----------------------------------------------------------------------------
 
     def files(self) -> list[str]:
-        """The files under the root (relative, ``/``-separated, sorted; hidden and dependency
-        folders skipped), at most ``max_listed_files``; empty without a root. Listed once; call
+        """The files under the root (relative, ``/``-separated, sorted), at most
+        ``max_listed_files``; empty without a root.
+
+        The walk is code retrieval's (:mod:`ctxpack.code.files`): ``.gitignore`` respected,
+        version-control, dependency and build folders skipped, no symlink followed, no file
+        with several hard links; hidden files and folders are left out too. Listed once; call
         :meth:`refresh_files` after the repository changes."""
         if self.root is None:
             return []
         if self._files is None:
-            self._files = _files.walk(self.root, self.max_listed_files)
+            self._files = walk_files(self.root, hidden=False, limit=self.max_listed_files)
         return list(self._files)
 
     def refresh_files(self) -> None:
@@ -239,10 +282,16 @@ class Workspace:
             WorkspacePathError: no root, an absolute path, ``..``, a symlink leading out, a
                 directory or a missing file; the message says which and what exists.
         """
-        return _files.resolve(path, self.root, self.files() if self.root else ())
+        if self.root is None:
+            raise WorkspacePathError(
+                path,
+                root=None,
+                detail="the workspace has no root; give Workspace(root=...) to read files",
+            )
+        return resolve_file(self.root, path, self.files())
 
     def searcher(self) -> FileSearch:
-        """A :class:`~ctxpack.selection.files.FileSearch` over :meth:`files`.
+        """A :class:`~ctxpack.selection.FileSearch` over :meth:`files`.
 
         Raises:
             ConfigError: the workspace has no root.
@@ -264,7 +313,7 @@ class Workspace:
         full = self.resolve_path(request.path)
         rel = Path(full).relative_to(self.root).as_posix() if self.root else request.path
         size = full.stat().st_size
-        if _files.is_binary(full):
+        if is_binary(full):
             return Passage(rel, 1, 0, (), 0, f"binary file, {size} bytes: not shown")
         huge = size > self.max_file_bytes
         if request.match is not None:
@@ -285,7 +334,7 @@ class Workspace:
         shown: list[str] = []
         total = 0
         limit = start + self.max_passage_lines - 1
-        for total, line in enumerate(_files.iter_lines(full), 1):
+        for total, line in enumerate(iter_lines(full), 1):
             if start <= total <= min(end, limit):
                 shown.append(line)
         if total == 0:
@@ -312,11 +361,11 @@ class Workspace:
         needle = text.lower()
         hits: list[int] = []
         total = 0
-        for total, line in enumerate(_files.iter_lines(full), 1):
+        for total, line in enumerate(iter_lines(full), 1):
             if needle in line.lower():
                 hits.append(total)
         if not hits:
-            words = _files.keywords(text, most=3)
+            words = keywords(text, most=3)
             found = [w for w in words if _contains(full, w)]
             hint = f"; these words of it are there: {', '.join(found)}" if found else ""
             raise SelectionError([f"match {text!r}: no line of {rel} contains it{hint}"])
@@ -330,7 +379,7 @@ class Workspace:
         kept = [(lo, min(hi, lo + self.max_passage_lines - 1)) for lo, hi in windows]
         kept = kept[: self.max_matches]
         wanted: dict[int, str] = {}
-        for line_no, line in enumerate(_files.iter_lines(full), 1):
+        for line_no, line in enumerate(iter_lines(full), 1):
             if line_no > kept[-1][1]:
                 break
             if any(lo <= line_no <= hi for lo, hi in kept):
@@ -362,4 +411,4 @@ def is_artifact_id(ref: str) -> bool:
 
 
 def _contains(full: Path, word: str) -> bool:
-    return any(word in line.lower() for line in _files.iter_lines(full))
+    return any(word in line.lower() for line in iter_lines(full))

@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 
 from ctxpack import ConfigError
+from ctxpack.code import ripgrep_path
 from ctxpack.selection import (
     FileSearch,
     LexicalSelector,
     Workspace,
     apply_selection,
     check_selection,
-    find_ripgrep,
     keywords,
 )
 
@@ -87,7 +87,7 @@ def test_the_python_search_counts_matching_lines(repo: Path) -> None:
     assert "logo.png" not in counts and "node_modules/lib/index.js" not in counts
 
 
-@pytest.mark.skipif(find_ripgrep() is None, reason="ripgrep is not installed")
+@pytest.mark.skipif(ripgrep_path() is None, reason="ripgrep is not installed")
 def test_ripgrep_and_python_give_the_same_counts(repo: Path) -> None:
     words = ["token", "expired", "refresh", "session", "nothing-matches-this"]
     python = FileSearch(repo, Workspace([], root=repo).files(), engine="python", max_bytes=10**6)

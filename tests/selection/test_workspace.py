@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from ctxpack import ConfigError
+from ctxpack.code import list_files
 from ctxpack.errors import SelectionError, WorkspacePathError
 from ctxpack.selection import FileRequest, Passage, Workspace
 
@@ -166,9 +167,59 @@ def test_message_references_resolve_or_say_what_exists() -> None:
 
 
 def test_bad_options_are_config_errors(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="not a folder"):
+    with pytest.raises(ConfigError, match=r"root '.*missing' is not a directory"):
         Workspace([], root=tmp_path / "missing")
     with pytest.raises(ConfigError, match="max_passage_lines"):
         Workspace([], max_passage_lines=0)
     with pytest.raises(ConfigError, match="ArtifactStore"):
         Workspace([], store=object())  # type: ignore[arg-type]
+
+
+def test_files_are_listed_by_code_retrieval_s_walk(repo: Path) -> None:
+    # .gitignore (nested ones below their folder), build folders, symlinks and hard-linked
+    # files: what code retrieval leaves out, the workspace leaves out too.
+    (repo / ".gitignore").write_text("*.log\n")
+    (repo / "src" / ".gitignore").write_text("generated/\n")
+    (repo / "src" / "generated").mkdir()
+    (repo / "src" / "generated" / "api.ts").write_text("export const x = 1\n")
+    (repo / "debug.log").write_text("token\n")
+    (repo / "build").mkdir()
+    (repo / "build" / "auth.js").write_text("refreshToken()\n")
+    os.symlink(repo / "src" / "auth.ts", repo / "alias.ts")
+    os.link(repo / "README.md", repo / "README.copy.md")
+    (repo / ".github").mkdir()
+    (repo / ".github" / "ci.py").write_text("print('ci')\n")
+    ws = Workspace([], root=repo)
+    assert ws.files() == ["logo.png", "src/auth.ts", "src/session.ts", "tests/auth.test.ts"]
+    # Code retrieval lists hidden folders' source files; the workspace, none (local settings
+    # and secrets live there).
+    assert list_files(repo) == [
+        ".github/ci.py",
+        "src/auth.ts",
+        "src/session.ts",
+        "tests/auth.test.ts",
+    ]
+
+
+def test_a_file_left_out_of_the_listing_is_still_read_by_its_path(repo: Path) -> None:
+    (repo / ".gitignore").write_text("*.log\n")
+    (repo / "debug.log").write_text("step 1\nERROR token expired\n")
+    ws = Workspace([], root=repo)
+    assert "debug.log" not in ws.files()
+    (passage,) = _read(ws, path="debug.log", match="error")
+    assert passage.lines[-1] == "ERROR token expired"
+
+
+def test_the_listing_limit_keeps_a_folder_s_files_before_its_subfolders(repo: Path) -> None:
+    ws = Workspace([], root=repo, max_listed_files=3)
+    assert ws.files() == ["README.md", "logo.png", "src/auth.ts"]
+
+
+def test_a_text_file_in_another_encoding_is_shown_not_called_binary(repo: Path) -> None:
+    # Binary means a NUL byte in the first 8000 bytes (git's rule), for the workspace as for
+    # code retrieval; bytes that are not UTF-8 are shown replaced.
+    (repo / "notes.txt").write_bytes("café token\n".encode("latin-1"))
+    (passage,) = _read(Workspace([], root=repo), path="notes.txt")
+    assert passage.lines == ("caf\ufffd token",)
+    counts = Workspace([], root=repo, search="python").searcher().counts(["token"])
+    assert counts["notes.txt"] == {"token": 1}
