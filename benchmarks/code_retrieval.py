@@ -59,8 +59,12 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from ctxpack.code import CodeIndex, grep, iterative_retrieve  # noqa: E402
-from ctxpack.code.context import build_context  # noqa: E402
+from ctxpack.code import (  # noqa: E402
+    CodeIndex,
+    build_context,
+    grep,
+    iterative_retrieve,
+)
 from ctxpack.signals.bm25 import bm25_scores  # noqa: E402
 from ctxpack.store import SQLiteArtifactStore  # noqa: E402
 from ctxpack.tokens import get_counter  # noqa: E402

@@ -136,7 +136,7 @@ def conversation(
 
 def spacy_vocab_size() -> int | None:
     """Strings in the spaCy pipeline's vocabulary, when ctxpack loaded one."""
-    from ctxpack.stages import compress
+    from ctxpack.stages import _compress as compress
 
     if not compress._load_spacy.cache_info().currsize:
         return None  # not loaded by ctxpack: nothing to grow

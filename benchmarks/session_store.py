@@ -34,8 +34,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from ctxpack import Session, to_openai  # noqa: E402
-from ctxpack.store import open_store  # noqa: E402
-from ctxpack.store.base import redact_url  # noqa: E402
+from ctxpack.store import (  # noqa: E402
+    open_store,
+    redact_url,
+)
 
 
 def _harness() -> Any:

@@ -32,7 +32,10 @@ from .tokens import (
     tool_definition_tokens,
 )
 
-__all__ = ["AnthropicTokenCounter", "Calibration", "anthropic_token_counter", "calibrate"]
+__all__ = [
+    "anthropic_token_counter",
+    "calibrate",
+]
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
 # A text of one token: the probes below measure a turn's framing around it.

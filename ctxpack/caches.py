@@ -21,15 +21,9 @@ from functools import lru_cache
 from typing import Any, Generic, NamedTuple, ParamSpec, TypeVar
 
 __all__ = [
-    "CacheStats",
-    "LRUCache",
-    "Memo",
     "cache_stats",
     "clear_caches",
     "memoize",
-    "register",
-    "register_lru",
-    "text_memo",
 ]
 
 K = TypeVar("K")

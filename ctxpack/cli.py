@@ -30,7 +30,7 @@ from .result import PackResult
 from .tokens import ApproximateTokenCountWarning, TokenCounter, encoding_for_model, get_counter
 from .usage import ContextUsage, context_usage
 
-__all__ = ["main"]
+__all__: list[str] = []
 
 EXAMPLE = "support_chat.json"
 # Deeper JSON is no request (tool schemas and metadata nest a few levels), and the recursive

@@ -21,7 +21,9 @@ from .redaction import redact_message, secrets_reason
 from .store import ArtifactStore
 from .tokens import TokenCounter, count_tokens_approx
 
-__all__ = ["Arrival", "ArrivalGuard"]
+__all__ = [
+    "ArrivalGuard",
+]
 
 _ALL_ROLES: tuple[Role, ...] = ("system", "developer", "user", "assistant", "tool")
 

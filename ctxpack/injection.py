@@ -23,12 +23,7 @@ from .caches import register
 from .messages import Message
 
 __all__ = [
-    "INJECTION_PATTERNS",
-    "InjectionFinding",
     "find_injections",
-    "injection_reason",
-    "message_injections",
-    "quarantine_note",
 ]
 
 

@@ -18,7 +18,9 @@ from ._internal.prefix import PrefixMemo
 from .errors import InvalidMessageError
 from .messages import Message
 
-__all__ = ["MAX_MESSAGE_CHARS", "OVERSIZED_VIEW_CHARS", "message_chars", "oversized_view"]
+__all__ = [
+    "MAX_MESSAGE_CHARS",
+]
 
 MAX_MESSAGE_CHARS = 10_000_000
 """The most characters of text one message may hold (10 MB of ASCII): its content's text and its

@@ -9,11 +9,20 @@ from typing import Any
 from ._internal.arguments import optional_text, tool_definitions
 from ._internal.arguments import tokens as check_tokens
 from ._internal.columns import ids as message_ids
-from .adapters.validate import check_openai_message
+from .adapters import check_openai_message
 from .errors import BudgetExceededError, ConfigError
 from .limits import check_message_sizes
 from .messages import Message, check_shared_empties, detached, owned_messages
-from .pipeline import Decision, DecisionLog, PackContext, Pipeline, Provider, Stage
+from .pipeline import (
+    Decision,
+    DecisionLog,
+    PackContext,
+    Pipeline,
+    Stage,
+)
+from .pipeline import (
+    Provider as Provider,
+)
 from .providers import detect_provider
 from .result import PackResult
 from .sdk import SDKObject
@@ -28,8 +37,9 @@ from .stages import (
     RelevanceScorer,
     SecretRedactor,
     SemanticScorer,
+    TurnAlternator,
+    turn_rule_breaks,
 )
-from .stages.alternate import TurnAlternator, turn_rule_breaks
 from .tokens import (
     CounterLike,
     TokenCounter,
@@ -39,7 +49,11 @@ from .tokens import (
     tool_definition_tokens,
 )
 
-__all__ = ["Provider", "default_pipeline", "pack", "semantic_pipeline"]
+__all__ = [
+    "default_pipeline",
+    "pack",
+    "semantic_pipeline",
+]
 
 
 def default_pipeline() -> Pipeline:
@@ -356,5 +370,5 @@ def _check_turn_rules(out: PackContext) -> None:
             f"({len(breaks)} message(s); {first.message_id!r}: {first.reason}); end the pipeline "
             "with the 'alternate' step as default_pipeline() does: "
             "Pipeline([*pipeline.steps, TurnAlternator()]), TurnAlternator from "
-            "ctxpack.stages.alternate"
+            "ctxpack.stages._alternate"
         )

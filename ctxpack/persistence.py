@@ -24,13 +24,12 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import ArtifactNotFoundError, ConfigError, StoreConflictError, StoreError
 from .messages import Message, provider_of, with_provider
-from .store import AsyncSessionStore, SessionStore, StoredSession, open_store
-from .store.base import check_session_id
+from .store import AsyncSessionStore, SessionStore, StoredSession, check_session_id, open_store
 
 if TYPE_CHECKING:
     from .session._state import SessionState, Snapshot
 
-__all__ = ["Backing", "SessionArtifacts", "decode_message", "encode_message", "open_backing"]
+__all__: list[str] = []
 
 # Attempts before an append gives up because other writers keep appending first.
 MAX_ATTEMPTS = 200

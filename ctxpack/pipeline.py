@@ -22,16 +22,16 @@ from pydantic_core import core_schema
 
 from .errors import ConfigError
 from .messages import Message
-from .providers import Provider
+from .providers import (
+    Provider as Provider,
+)
 from .tokens import TokenCounter
 
 __all__ = [
-    "Action",
     "Decision",
     "DecisionLog",
     "PackContext",
     "Pipeline",
-    "Provider",
     "Stage",
 ]
 
@@ -276,7 +276,7 @@ class PackContext:
         provider: Whose rules the result must follow, ``"openai"`` (the default) or
             ``"anthropic"``; :func:`ctxpack.pack` sets it. Provider rules are pipeline steps
             that read it: the ``alternate`` step
-            (:class:`~ctxpack.stages.alternate.TurnAlternator`) conforms the conversation to
+            (:class:`~ctxpack.stages._alternate.TurnAlternator`) conforms the conversation to
             Anthropic's turns and leaves it alone for OpenAI.
         decisions: Every decision so far, in order (a tuple or list given here becomes a
             :class:`DecisionLog`).

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._internal.columns import ANTHROPIC, flags
-from .adapters.validate import ANTHROPIC_BLOCKS, OPENAI_PART_TYPES
+from .adapters import ANTHROPIC_BLOCKS, OPENAI_PART_TYPES
 from .errors import ConfigError
 
 if TYPE_CHECKING:
@@ -32,9 +32,6 @@ if TYPE_CHECKING:
 __all__ = [
     "Provider",
     "detect_provider",
-    "provider_from_client",
-    "provider_from_message",
-    "provider_from_model",
     "provider_from_request",
     "tool_definition",
 ]

@@ -41,13 +41,9 @@ from .caches import register
 from .messages import Message
 
 __all__ = [
-    "Redaction",
-    "SecretFinding",
     "find_secrets",
-    "placeholder",
     "redact",
     "redact_message",
-    "secrets_reason",
 ]
 
 

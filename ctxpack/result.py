@@ -12,7 +12,7 @@ from .messages import Message
 from .pipeline import Decision, DecisionLog
 
 if TYPE_CHECKING:
-    from .adapters.anthropic import AnthropicPayload
+    from .adapters import AnthropicPayload
 
 __all__ = ["PackResult"]
 
@@ -74,13 +74,13 @@ class PackResult(BaseModel):
 
     def to_openai(self) -> list[dict[str, Any]]:
         """The messages as OpenAI Chat Completions dicts."""
-        from .adapters.openai import to_openai
+        from .adapters import to_openai
 
         return to_openai(self.messages)
 
     def to_anthropic(self) -> AnthropicPayload:
         """The messages as an Anthropic Messages payload: ``{"system": ..., "messages": [...]}``."""
-        from .adapters.anthropic import to_anthropic
+        from .adapters import to_anthropic
 
         return to_anthropic(self.messages)
 

@@ -24,12 +24,7 @@ from .sdk import SDKObject, coerce_tool_call
 from .store import ArtifactStore
 
 __all__ = [
-    "MAX_CONTEXT",
-    "MAX_PAGE_CHARS",
-    "MAX_REGEX_CHARS",
-    "REGEX_TIME_LIMIT",
     "RETRIEVE_TOOL_NAME",
-    "Retrieval",
     "handle_retrieve_call",
     "read_artifact",
     "retrieve_tool",

@@ -40,15 +40,7 @@ from typing import Any, Protocol
 from ._internal.arguments import MAX_NESTING, TooDeep, too_deep_error
 from .errors import InvalidMessageError
 
-__all__ = [
-    "RESPONSES_META",
-    "SDKObject",
-    "coerce_message",
-    "coerce_messages",
-    "coerce_tool_call",
-    "coerce_value",
-    "is_sdk_object",
-]
+__all__: list[str] = []
 
 # Where a message made from an OpenAI Responses API item keeps that item, verbatim.
 RESPONSES_META = "openai_responses"

@@ -24,12 +24,7 @@ from .managed import WindowPolicy
 from .pipeline import Decision
 from .sdk import is_sdk_object
 
-__all__ = [
-    "ANTHROPIC_BETAS",
-    "anthropic_context_management",
-    "openai_context_management",
-    "response_decisions",
-]
+__all__: list[str] = []
 
 # The beta headers the edits need: context editing, and threshold compaction.
 ANTHROPIC_BETAS = ("context-management-2025-06-27", "compact-2026-01-12")

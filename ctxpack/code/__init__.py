@@ -16,58 +16,52 @@ Example:
     'refresh_token'
 """
 
-from .context import build_context as build_context
-from .files import list_files as list_files
-from .graph import CodeGraph as CodeGraph
-from .grep import GrepHit as GrepHit
-from .grep import grep as grep
-from .grep import ripgrep_path as ripgrep_path
-from .index import DEFAULT_WEIGHTS as DEFAULT_WEIGHTS
-from .index import CodeIndex as CodeIndex
-from .index import FileHit as FileHit
-from .index import SearchHit as SearchHit
-from .judge import Candidate as Candidate
-from .judge import Judge as Judge
-from .judge import JudgeError as JudgeError
-from .judge import Judgement as Judgement
-from .judge import ModelJudge as ModelJudge
-from .judge import RankingJudge as RankingJudge
-from .loop import CycleRecord as CycleRecord
-from .loop import RetrievalResult as RetrievalResult
-from .loop import iterative_retrieve as iterative_retrieve
-from .rule import LoadDecision as LoadDecision
-from .rule import decide_loading as decide_loading
-from .storage import RefreshStats as RefreshStats
-from .symbols import ParsedFile as ParsedFile
-from .symbols import ParserFallbackWarning as ParserFallbackWarning
-from .symbols import Symbol as Symbol
-from .symbols import parse_source as parse_source
+from ._context import build_context as build_context
+from ._files import is_binary as is_binary
+from ._files import iter_lines as iter_lines
+from ._files import list_files as list_files
+from ._files import resolve_file as resolve_file
+from ._files import resolve_root as resolve_root
+from ._files import searchable as searchable
+from ._files import walk_files as walk_files
+from ._graph import CodeGraph as CodeGraph
+from ._grep import Engine as Engine
+from ._grep import GrepHit as GrepHit
+from ._grep import grep as grep
+from ._grep import ripgrep_path as ripgrep_path
+from ._index import DEFAULT_WEIGHTS as DEFAULT_WEIGHTS
+from ._index import TEST_SHARE as TEST_SHARE
+from ._index import CodeIndex as CodeIndex
+from ._index import FileHit as FileHit
+from ._index import SearchHit as SearchHit
+from ._judge import Candidate as Candidate
+from ._judge import Judge as Judge
+from ._judge import JudgeError as JudgeError
+from ._judge import Judgement as Judgement
+from ._judge import ModelJudge as ModelJudge
+from ._judge import RankingJudge as RankingJudge
+from ._judge import band as band
+from ._loop import CycleRecord as CycleRecord
+from ._loop import RetrievalResult as RetrievalResult
+from ._loop import iterative_retrieve as iterative_retrieve
+from ._rule import LoadDecision as LoadDecision
+from ._rule import decide_loading as decide_loading
+from ._rule import is_whole_repository_task as is_whole_repository_task
+from ._storage import RefreshStats as RefreshStats
+from ._symbols import ParsedFile as ParsedFile
+from ._symbols import ParserFallbackWarning as ParserFallbackWarning
+from ._symbols import Symbol as Symbol
+from ._symbols import parse_source as parse_source
+from ._symbols import tree_sitter_available as tree_sitter_available
 
 __all__ = [
-    "DEFAULT_WEIGHTS",
-    "Candidate",
-    "CodeGraph",
     "CodeIndex",
-    "CycleRecord",
-    "FileHit",
-    "GrepHit",
-    "Judge",
     "JudgeError",
     "Judgement",
-    "LoadDecision",
     "ModelJudge",
-    "ParsedFile",
-    "ParserFallbackWarning",
     "RankingJudge",
-    "RefreshStats",
-    "RetrievalResult",
-    "SearchHit",
-    "Symbol",
-    "build_context",
     "decide_loading",
     "grep",
     "iterative_retrieve",
-    "list_files",
     "parse_source",
-    "ripgrep_path",
 ]

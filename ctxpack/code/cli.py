@@ -15,10 +15,10 @@ from typing import Any
 
 from .._internal.cliargs import positive_int
 from ..errors import ConfigError
-from .index import CodeIndex
-from .loop import iterative_retrieve
+from ._index import CodeIndex
+from ._loop import iterative_retrieve
 
-__all__ = ["add_code_parser", "run_code_command"]
+__all__: list[str] = []
 
 
 def add_code_parser(sub: Any) -> None:

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from .units import ParsedFile, Symbol, module_units, unique
 
-__all__ = ["parse_python_ast", "parse_whole_file"]
+__all__: list[str] = []
 
 
 def parse_python_ast(path: str, source: str) -> ParsedFile:

@@ -18,10 +18,10 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ._symbols import ParsedFile
 from .roles import is_test_path
-from .symbols import ParsedFile
 
-__all__ = ["GRAM", "LiteralIndex"]
+__all__: list[str] = []
 
 GRAM = 4
 """Words in a run: fewer match prose by chance, more miss messages with values in them."""

@@ -9,10 +9,10 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .symbols import ParsedFile
+from ._symbols import ParsedFile
 from .terms import identifiers
 
-__all__ = ["QueryNames"]
+__all__: list[str] = []
 
 
 class QueryNames:

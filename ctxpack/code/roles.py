@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
-__all__ = ["TEST_DIRS", "is_test_path", "tested_modules"]
+__all__: list[str] = []
 
 TEST_DIRS = frozenset({"test", "tests", "testing"})
 """Folder names whose files are tests."""

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .symbols import ParsedFile
+from ._symbols import ParsedFile
 
-__all__ = ["RRF_K", "file_summary", "reciprocal_rank_fusion"]
+__all__: list[str] = []
 
 RRF_K = 60
 """The rank offset of reciprocal rank fusion (the value of its original paper): how much the

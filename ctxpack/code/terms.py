@@ -14,7 +14,7 @@ from functools import lru_cache
 from ..signals.lexical import STOP_WORDS
 from ..signals.lexical import stem as _stem
 
-__all__ = ["code_terms", "identifiers", "path_terms", "split_identifier"]
+__all__: list[str] = []
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Splits "parseHTTPResponse2" into parse, HTTP, Response, 2.

@@ -12,7 +12,7 @@ from typing import Any
 
 from .units import ParsedFile, Symbol, module_units, unique
 
-__all__ = ["parse_with_tree_sitter", "parser_for"]
+__all__: list[str] = []
 
 # language -> (grammar module, function returning the language pointer)
 _GRAMMARS: dict[str, tuple[str, str]] = {

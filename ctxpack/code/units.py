@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["ParsedFile", "Symbol"]
+__all__: list[str] = []
 
 
 class Symbol(BaseModel):

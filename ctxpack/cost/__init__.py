@@ -20,15 +20,11 @@ from ._prices import resolve_model_name as resolve_model_name
 from ._prices import shipped_prices as shipped_prices
 
 __all__ = [
-    "Bill",
-    "FilteringEconomics",
     "Price",
     "PriceTable",
     "Request",
-    "RequestCost",
     "filtering_economics",
     "price",
-    "resolve_model_name",
     "shipped_prices",
     "simulate",
 ]

@@ -26,11 +26,38 @@ reaches the same edits at the same places: appending messages never moves an ear
 it can only add a new batch.
 """
 
-from . import clear as _clear
-from . import compact as _compact
-from .clear import DEFAULT_PLACEHOLDER, ClearBatch, ToolResultClearer
-from .compact import COMPACTION_FLOOR, NOT_ENOUGH_MESSAGES, CompactionPoint, Compactor, Summarizer
-from .digest import evidence_terms, extractive_digest
+from . import _clear as _clear
+from . import _compact as _compact
+from ._clear import (
+    DEFAULT_PLACEHOLDER as DEFAULT_PLACEHOLDER,
+)
+from ._clear import (
+    ClearBatch as ClearBatch,
+)
+from ._clear import (
+    ToolResultClearer,
+)
+from ._compact import (
+    COMPACTION_FLOOR as COMPACTION_FLOOR,
+)
+from ._compact import (
+    NOT_ENOUGH_MESSAGES as NOT_ENOUGH_MESSAGES,
+)
+from ._compact import (
+    CompactionPoint as CompactionPoint,
+)
+from ._compact import (
+    Compactor,
+)
+from ._compact import (
+    Summarizer as Summarizer,
+)
+from ._digest import (
+    evidence_terms as evidence_terms,
+)
+from ._digest import (
+    extractive_digest,
+)
 
 # For the managed window (another package), which clears and compacts by the same rules: named
 # here, out of __all__, so that it never imports a private name of this package.
@@ -38,14 +65,7 @@ without_thinking = _clear._without_thinking
 verbatim = _compact._verbatim
 
 __all__ = [
-    "COMPACTION_FLOOR",
-    "DEFAULT_PLACEHOLDER",
-    "NOT_ENOUGH_MESSAGES",
-    "ClearBatch",
-    "CompactionPoint",
     "Compactor",
-    "Summarizer",
     "ToolResultClearer",
-    "evidence_terms",
     "extractive_digest",
 ]

@@ -33,40 +33,51 @@ from ._base import (
     OutputFilter,
     ToolOutput,
     assemble,
-    command_program,
-    goal_terms,
-    is_note,
 )
-from .builds import BuildLogFilter
-from .diagnostics import DiagnosticFilter
-from .files import DiffFilter, FileViewFilter
-from .generic import GenericFilter
-from .listings import ListingFilter
-from .payloads import JSONPayloadFilter
-from .testruns import TestRunFilter
-from .tracebacks import TracebackFilter
+from ._base import (
+    command_program as command_program,
+)
+from ._base import (
+    goal_terms as goal_terms,
+)
+from ._base import (
+    is_note as is_note,
+)
+from ._builds import (
+    BuildLogFilter as BuildLogFilter,
+)
+from ._diagnostics import (
+    DiagnosticFilter as DiagnosticFilter,
+)
+from ._files import (
+    DiffFilter as DiffFilter,
+)
+from ._files import (
+    FileViewFilter as FileViewFilter,
+)
+from ._generic import (
+    GenericFilter as GenericFilter,
+)
+from ._listings import (
+    ListingFilter as ListingFilter,
+)
+from ._payloads import (
+    JSONPayloadFilter as JSONPayloadFilter,
+)
+from ._testruns import (
+    TestRunFilter as TestRunFilter,
+)
+from ._tracebacks import (
+    TracebackFilter as TracebackFilter,
+)
 
 __all__ = [
-    "RETRIEVE_TOOL_NAME",
-    "BuildLogFilter",
-    "DiagnosticFilter",
-    "DiffFilter",
     "Extract",
-    "FileViewFilter",
-    "FilteredOutput",
-    "GenericFilter",
-    "JSONPayloadFilter",
-    "ListingFilter",
     "OutputFilter",
-    "TestRunFilter",
     "ToolOutput",
     "ToolOutputFilter",
-    "TracebackFilter",
     "assemble",
-    "command_program",
     "default_filters",
-    "goal_terms",
-    "is_note",
     "original_note",
 ]
 

@@ -27,7 +27,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from .._internal.arguments import optional_text
 from .._internal.budgets import check_limits, pack_limits
-from ..adapters.anthropic import from_anthropic
+from ..adapters import from_anthropic
 from ..errors import ConfigError
 from ..packing import pack
 from ..pipeline import Stage
@@ -43,7 +43,11 @@ from ..tokens import (
     get_counter,
 )
 
-__all__ = ["PackedClient", "SessionLike", "wrap_anthropic", "wrap_openai"]
+__all__ = [
+    "PackedClient",
+    "wrap_anthropic",
+    "wrap_openai",
+]
 
 
 @runtime_checkable

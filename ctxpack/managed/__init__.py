@@ -27,19 +27,34 @@ index artifact, and every edit is a decision with the tokens the cache writes ag
 
 from __future__ import annotations
 
-from .compaction import fit_digest
-from .policy import DEFAULT_PINNED_BUDGET, DEFAULT_SKILL_BUDGET, PinnedText, WindowPolicy
-from .state import WindowEvent, WindowState, cache_warnings
-from .window import render_window
+from ._compaction import (
+    fit_digest as fit_digest,
+)
+from ._policy import (
+    DEFAULT_PINNED_BUDGET as DEFAULT_PINNED_BUDGET,
+)
+from ._policy import (
+    DEFAULT_SKILL_BUDGET as DEFAULT_SKILL_BUDGET,
+)
+from ._policy import (
+    PinnedText as PinnedText,
+)
+from ._policy import (
+    WindowPolicy,
+)
+from ._state import (
+    WindowEvent,
+    WindowState,
+)
+from ._state import (
+    cache_warnings as cache_warnings,
+)
+from ._window import (
+    render_window as render_window,
+)
 
 __all__ = [
-    "DEFAULT_PINNED_BUDGET",
-    "DEFAULT_SKILL_BUDGET",
-    "PinnedText",
     "WindowEvent",
     "WindowPolicy",
     "WindowState",
-    "cache_warnings",
-    "fit_digest",
-    "render_window",
 ]

@@ -11,8 +11,8 @@ from ..errors import ConfigError
 from ..messages import Message
 from ..pipeline import Decision
 from ..tokens import REPLY_PRIMING
-from .policy import WindowPolicy
-from .state import WindowEvent, WindowState
+from ._policy import WindowPolicy
+from ._state import WindowEvent, WindowState
 from .view import _Context, _placeholder, _View
 
 __all__: list[str] = []  # the managed mode's internals: used by its other modules only

@@ -11,8 +11,8 @@ from ..filters import RETRIEVE_TOOL_NAME, original_note
 from ..messages import Message
 from ..store import ArtifactStore
 from ..tokens import REPLY_PRIMING, TokenCounter
-from .policy import _PINNED_KEY, WindowPolicy
-from .state import WindowState
+from ._policy import _PINNED_KEY, WindowPolicy
+from ._state import WindowState
 
 __all__: list[str] = []  # the managed mode's internals: used by its other modules only
 

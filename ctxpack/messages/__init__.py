@@ -22,10 +22,8 @@ from ._owned import message_bytes as message_bytes
 from ._owned import owned_messages as owned_messages
 
 __all__ = [
-    "ROLES",
     "FunctionCall",
     "Message",
-    "Role",
     "ToolCall",
     "ensure_messages",
 ]

@@ -13,29 +13,60 @@ item; user instructions are always kept.
   selector.
 """
 
-from .apply import CONTEXT_ID, apply_selection, check_selection
-from .lexical_selector import LexicalSelector, Selector
-from .model import FileRequest, ItemReason, Selection, SelectorUsage
-from .model_selector import SYSTEM_PROMPT, TOOL_NAME, ModelSelector, selection_prompt
-from .search import FileSearch, keywords
-from .workspace import Passage, Workspace
+from ._apply import (
+    CONTEXT_ID as CONTEXT_ID,
+)
+from ._apply import (
+    apply_selection,
+)
+from ._apply import (
+    check_selection as check_selection,
+)
+from ._lexical_selector import (
+    LexicalSelector,
+)
+from ._lexical_selector import (
+    Selector as Selector,
+)
+from ._model import (
+    FileRequest as FileRequest,
+)
+from ._model import (
+    ItemReason as ItemReason,
+)
+from ._model import (
+    Selection,
+)
+from ._model import (
+    SelectorUsage as SelectorUsage,
+)
+from ._model_selector import (
+    SYSTEM_PROMPT,
+    ModelSelector,
+    selection_prompt,
+)
+from ._model_selector import (
+    TOOL_NAME as TOOL_NAME,
+)
+from ._search import (
+    FileSearch as FileSearch,
+)
+from ._search import (
+    keywords as keywords,
+)
+from ._workspace import (
+    Passage as Passage,
+)
+from ._workspace import (
+    Workspace,
+)
 
 __all__ = [
-    "CONTEXT_ID",
     "SYSTEM_PROMPT",
-    "TOOL_NAME",
-    "FileRequest",
-    "FileSearch",
-    "ItemReason",
     "LexicalSelector",
     "ModelSelector",
-    "Passage",
     "Selection",
-    "Selector",
-    "SelectorUsage",
     "Workspace",
     "apply_selection",
-    "check_selection",
-    "keywords",
     "selection_prompt",
 ]

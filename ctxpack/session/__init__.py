@@ -17,4 +17,6 @@ from ._records import FilterRecord as FilterRecord
 from ._session import Session as Session
 from ._session import pinned_message as pinned_message
 
-__all__ = ["FilterRecord", "Session"]
+__all__ = [
+    "Session",
+]

@@ -29,7 +29,7 @@ from ._render import Rendering
 
 if TYPE_CHECKING:
     from ..persistence import Backing
-    from ..store.base import SessionStore
+    from ..store import SessionStore
 
 
 def pinned_message(text: str, name: str, kind: Literal["memory", "skill"]) -> Message:

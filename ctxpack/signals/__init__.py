@@ -8,20 +8,20 @@ add weighted terms to the query (:class:`RelatedWords`, :class:`QueryWords`, :cl
 :class:`ScoreSignal`.
 """
 
-from .base import Adjustment as Adjustment
-from .base import Query as Query
-from .base import ScoreSignal as ScoreSignal
-from .base import Signal as Signal
-from .base import TermSignal as TermSignal
-from .base import signal_from as signal_from
-from .compound_words import CompoundWords as CompoundWords
-from .follow_up import FollowUp as FollowUp
-from .neighbors import Neighbors as Neighbors
-from .neighbors import spread_to_neighbors as spread_to_neighbors
-from .query_words import QueryWords as QueryWords
-from .related_words import RelatedWords as RelatedWords
-from .speaker_focus import SpeakerFocus as SpeakerFocus
-from .speaker_focus import named_speaker as named_speaker
+from ._base import Adjustment as Adjustment
+from ._base import Query as Query
+from ._base import ScoreSignal as ScoreSignal
+from ._base import Signal as Signal
+from ._base import TermSignal as TermSignal
+from ._base import signal_from as signal_from
+from ._compound_words import CompoundWords as CompoundWords
+from ._follow_up import FollowUp as FollowUp
+from ._neighbors import Neighbors as Neighbors
+from ._neighbors import spread_to_neighbors as spread_to_neighbors
+from ._query_words import QueryWords as QueryWords
+from ._related_words import RelatedWords as RelatedWords
+from ._speaker_focus import SpeakerFocus as SpeakerFocus
+from ._speaker_focus import named_speaker as named_speaker
 
 __all__ = [
     "Adjustment",
@@ -35,7 +35,5 @@ __all__ = [
     "Signal",
     "SpeakerFocus",
     "TermSignal",
-    "named_speaker",
     "signal_from",
-    "spread_to_neighbors",
 ]

@@ -17,7 +17,7 @@ import numpy.typing as npt
 from ..caches import register
 from .lexical import Language, terms
 
-__all__ = ["INDEXES", "IndexPool", "InvertedIndex", "bm25_scores"]
+__all__: list[str] = []
 
 
 def bm25_scores(

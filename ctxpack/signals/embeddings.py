@@ -21,7 +21,9 @@ import numpy.typing as npt
 from ..caches import LRUCache
 from ..errors import ConfigError
 
-__all__ = ["Embedder", "MiniLMEmbedder", "minilm_model_dir"]
+__all__ = [
+    "MiniLMEmbedder",
+]
 
 FloatArray = npt.NDArray[np.float32]
 Embedder = Callable[[Sequence[str]], FloatArray]

@@ -12,7 +12,9 @@ from typing import Literal
 
 from ..errors import ConfigError
 
-__all__ = ["evidence_terms", "labelled_evidence_terms"]
+__all__ = [
+    "evidence_terms",
+]
 
 # File paths: something with a slash, or a name with a file extension.
 _PATH = re.compile(

@@ -16,14 +16,7 @@ from typing import Literal
 from ..caches import SHORT_TEXT, memoize, register_lru, text_memo
 from .stop_words import STOP_WORDS as STOP_WORDS
 
-__all__ = [
-    "Language",
-    "analyse",
-    "compounds",
-    "language_of",
-    "leaning",
-    "terms",
-]
+__all__: list[str] = []
 
 Language = Literal["en", "fr"]
 """The languages terms are stemmed for: English and French Snowball."""

@@ -8,7 +8,7 @@ one short list kept beside it, :data:`GOAL_STOP_WORDS`, is the tool-output filte
 
 from __future__ import annotations
 
-__all__ = ["STOP_WORDS"]
+__all__: list[str] = []
 
 FRENCH_DEMONSTRATIVES = ("ça", "cela", "ceci", "celui", "celle", "ceux", "celles")
 """French demonstrative pronouns: function words, and words that point back to what was said."""

@@ -26,7 +26,7 @@ import numpy.typing as npt
 
 from ..caches import LRUCache
 
-__all__ = ["StemVectors", "default_stem_vectors", "neighbour_lists"]
+__all__: list[str] = []
 
 FloatArray = npt.NDArray[np.float32]
 

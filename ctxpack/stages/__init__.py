@@ -1,19 +1,26 @@
 """The built-in stages, one per module, and :class:`StageModel`, the base class of stages."""
 
+from ._alternate import TurnAlternator as TurnAlternator
+from ._alternate import turn_rule_breaks as turn_rule_breaks
 from ._base import StageModel as StageModel
-from .alternate import TurnAlternator as TurnAlternator
-from .citations import CitationInheritor as CitationInheritor
-from .compose import PromptComposer as PromptComposer
-from .compress import ExtractiveCompressor as ExtractiveCompressor
-from .dedupe import Deduplicator as Deduplicator
-from .flag import InjectionFlagger as InjectionFlagger
-from .memory import MemorySelector as MemorySelector
-from .pack import GreedyPacker as GreedyPacker
-from .redact import SecretRedactor as SecretRedactor
-from .relevance import RelevanceScorer as RelevanceScorer
-from .semantic import SemanticScorer as SemanticScorer
+from ._citations import CitationInheritor as CitationInheritor
+from ._compose import PromptComposer as PromptComposer
+from ._compress import SPACY_MAX_LINES as SPACY_MAX_LINES
+from ._compress import ExtractiveCompressor as ExtractiveCompressor
+from ._compress import compress_lines as compress_lines
+from ._compress import has_proper_noun_heuristic as has_proper_noun_heuristic
+from ._compress import score_line as score_line
+from ._compress import spacy_available as spacy_available
+from ._dedupe import Deduplicator as Deduplicator
+from ._flag import InjectionFlagger as InjectionFlagger
+from ._memory import MemorySelector as MemorySelector
+from ._pack import GreedyPacker as GreedyPacker
+from ._redact import SecretRedactor as SecretRedactor
+from ._relevance import RelevanceScorer as RelevanceScorer
+from ._semantic import SemanticScorer as SemanticScorer
 
 __all__ = [
+    "SPACY_MAX_LINES",
     "CitationInheritor",
     "Deduplicator",
     "ExtractiveCompressor",
@@ -26,4 +33,5 @@ __all__ = [
     "SemanticScorer",
     "StageModel",
     "TurnAlternator",
+    "compress_lines",
 ]

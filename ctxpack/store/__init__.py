@@ -20,17 +20,26 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
-from .artifacts import ArtifactStore, SQLiteArtifactStore, artifact_id
-from .base import (
+from ._artifacts import (
+    ArtifactStore,
+    SQLiteArtifactStore,
+)
+from ._artifacts import (
+    artifact_id as artifact_id,
+)
+from ._base import (
     AsyncSessionStore,
     SessionStore,
     StoredSession,
-    ThreadedAsyncStore,
     redact_url,
     store_options,
 )
-from .memory import MemoryStore
-from .sqlite import SQLiteStore
+from ._base import (
+    ThreadedAsyncStore as ThreadedAsyncStore,
+)
+from ._base import check_session_id as check_session_id
+from ._memory import MemoryStore
+from ._sqlite import SQLiteStore
 
 __all__ = [
     "ArtifactStore",
@@ -40,8 +49,6 @@ __all__ = [
     "SQLiteStore",
     "SessionStore",
     "StoredSession",
-    "ThreadedAsyncStore",
-    "artifact_id",
     "open_async_store",
     "open_store",
 ]

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..errors import ArtifactNotFoundError, StoreConflictError
-from .base import AsyncSessionStore, SessionStore, StoredSession
+from ._base import AsyncSessionStore, SessionStore, StoredSession
 
 __all__ = ["check_async_session_store", "check_session_store"]
 

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..errors import ArtifactNotFoundError, ConfigError, StoreConflictError, StoreError
-from .base import (
+from ._base import (
     StoredSession,
     check_session_id,
     check_version,

@@ -20,8 +20,7 @@ from ctxpack.errors import ConfigError
 from ctxpack.messages import ensure_messages
 from ctxpack.packing import default_pipeline
 from ctxpack.pipeline import Decision, PackContext, Pipeline
-from ctxpack.stages.alternate import TurnAlternator, turn_rule_breaks
-from ctxpack.stages.pack import GreedyPacker
+from ctxpack.stages import GreedyPacker, TurnAlternator, turn_rule_breaks
 from ctxpack.testing import check_stage
 from ctxpack.tokens import get_counter
 

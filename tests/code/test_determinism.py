@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxpack.code import CodeIndex, iterative_retrieve, parse_source
-from ctxpack.code.symbols import tree_sitter_available
+from ctxpack.code import CodeIndex, iterative_retrieve, parse_source, tree_sitter_available
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "coderepo"

@@ -86,7 +86,7 @@ def test_grep_errors_say_what_is_wrong(repo: Path, tmp_path: Path) -> None:
 
 def test_compiled_gitignore_rules_are_emptied_by_clear_caches(repo: Path) -> None:
     from ctxpack.caches import clear_caches
-    from ctxpack.code.files import _spec
+    from ctxpack.code._files import _spec
 
     list_files(repo)
     assert _spec.cache_info().currsize > 0

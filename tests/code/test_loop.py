@@ -16,9 +16,9 @@ from ctxpack.code import (
     Judgement,
     ModelJudge,
     RankingJudge,
+    band,
     iterative_retrieve,
 )
-from ctxpack.code.judge import band
 from ctxpack.store import SQLiteArtifactStore
 
 RATE_LIMIT = "Add rate limiting to the API endpoints"

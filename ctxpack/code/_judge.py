@@ -19,7 +19,7 @@ from typing import ClassVar, Protocol
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from ..errors import CtxpackError
-from .index import FileHit
+from ._index import FileHit
 
 __all__ = [
     "Candidate",

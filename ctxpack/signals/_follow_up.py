@@ -10,7 +10,7 @@ import numpy as np
 from pydantic import Field
 
 from .._internal.columns import USER, flags
-from .base import Query, TermSignal
+from ._base import Query, TermSignal
 from .bm25 import InvertedIndex
 from .lexical import WORD, terms
 from .stop_words import FRENCH_DEMONSTRATIVES

@@ -13,14 +13,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._internal.paths import shown_path
-from ..code.files import is_binary, iter_lines, resolve_file, resolve_root, walk_files
-from ..code.grep import Engine
+from ..code import Engine, is_binary, iter_lines, resolve_file, resolve_root, walk_files
 from ..errors import ConfigError, SelectionError, WorkspacePathError
 from ..messages import Message, ensure_messages
 from ..store import ArtifactStore
 from ..tokens import CounterLike, TokenCounter, get_counter
-from .model import FileRequest
-from .search import FileSearch, keywords
+from ._model import FileRequest
+from ._search import FileSearch, keywords
 
 if TYPE_CHECKING:
     from ..session import Session

@@ -11,8 +11,8 @@ from ..errors import ConfigError
 from ..messages import Message
 from ..pipeline import Decision
 from ..tokens import TokenCounter
-from .policy import WindowPolicy
-from .state import WindowState
+from ._policy import WindowPolicy
+from ._state import WindowState
 from .view import _Context, _pinned_kind, _summary_message, _verbatim
 
 __all__ = ["fit_digest"]

@@ -38,14 +38,14 @@ from .._internal.paths import confined_file
 from ..errors import ConfigError
 from ..signals.bm25 import InvertedIndex
 from ..tokens import CounterLike, TokenCounter, get_counter
-from .files import resolve_root
-from .graph import CodeGraph, personalised_pagerank
+from ._files import resolve_root
+from ._graph import CodeGraph, personalised_pagerank
+from ._storage import FileStore, RefreshStats, default_db_path
+from ._symbols import ParsedFile, Symbol
 from .literals import LiteralIndex
 from .naming import QueryNames
 from .roles import is_test_path, tested_modules
 from .semantic import file_summary, reciprocal_rank_fusion
-from .storage import FileStore, RefreshStats, default_db_path
-from .symbols import ParsedFile, Symbol
 from .terms import code_terms, path_terms
 
 if TYPE_CHECKING:

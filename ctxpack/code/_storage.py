@@ -16,8 +16,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from ..tokens import TokenCounter
-from .files import language_of_path, list_files
-from .symbols import ParsedFile, parse_source
+from ._files import language_of_path, list_files
+from ._symbols import ParsedFile, parse_source
 
 __all__ = ["FileStore", "RefreshStats", "default_db_path"]
 

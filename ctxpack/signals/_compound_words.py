@@ -6,7 +6,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from .base import Query, TermSignal
+from ._base import Query, TermSignal
 from .lexical import compounds
 
 __all__ = ["CompoundWords"]

@@ -1,7 +1,7 @@
 """Keywords of a goal and a lexical search of a workspace's files for them.
 
 The search runs :func:`ctxpack.code.grep` (ripgrep when installed, else Python) over the files
-the workspace lists (:func:`ctxpack.code.files.walk_files`), and ranks files by how many lines
+the workspace lists (:func:`ctxpack.code._files.walk_files`), and ranks files by how many lines
 match each keyword, rare keywords weighing most.
 """
 
@@ -13,8 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..code.files import searchable
-from ..code.grep import Engine, grep, ripgrep_path
+from ..code import Engine, grep, ripgrep_path, searchable
 from ..errors import ConfigError
 from ..signals.lexical import STOP_WORDS, WORD
 

@@ -9,10 +9,10 @@ from ..errors import BudgetExceededError
 from ..messages import Message
 from ..store import ArtifactStore
 from ..tokens import REPLY_PRIMING, TokenCounter
+from ._compaction import _compact
+from ._policy import WindowPolicy
+from ._state import WindowState
 from .clearing import _clear, _clear_batch, _edit_point, _event, _pays, _priced
-from .compaction import _compact
-from .policy import WindowPolicy
-from .state import WindowState
 from .view import _build, _Context, _verbatim, _View
 
 __all__ = ["render_window"]

@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 
 from .._internal.paths import shown_path
 from ..store import ArtifactStore
-from .index import CodeIndex
-from .symbols import Symbol
+from ._index import CodeIndex
+from ._symbols import Symbol
 
 __all__ = ["build_context"]
 

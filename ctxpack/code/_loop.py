@@ -34,9 +34,9 @@ from pydantic import BaseModel, ConfigDict
 
 from ..errors import ConfigError
 from ..store import ArtifactStore, SQLiteArtifactStore
-from .context import build_context
-from .index import CodeIndex, FileHit
-from .judge import Candidate, Judge, Judgement, RankingJudge, band
+from ._context import build_context
+from ._index import CodeIndex, FileHit
+from ._judge import Candidate, Judge, Judgement, RankingJudge, band
 from .terms import code_terms
 
 __all__ = ["CycleRecord", "RetrievalResult", "iterative_retrieve"]

@@ -25,7 +25,7 @@ from typing import Any, TypedDict
 from .._internal.arguments import message_items
 from ..messages import Message, copy_value, ensure_messages, owned_messages, with_provider
 from ..sdk import SDKObject, coerce_messages, coerce_value
-from .validate import validate_anthropic
+from ._validate import validate_anthropic
 
 __all__ = ["AnthropicPayload", "from_anthropic", "to_anthropic"]
 

@@ -17,11 +17,11 @@ from ..providers import (
     tool_definition,
 )
 from ..tokens import TokenCounter
-from .apply import check_selection
-from .lexical_selector import LexicalSelector, Selector
-from .model import Selection, SelectorUsage
-from .search import keywords
-from .workspace import Workspace
+from ._apply import check_selection
+from ._lexical_selector import LexicalSelector, Selector
+from ._model import Selection, SelectorUsage
+from ._search import keywords
+from ._workspace import Workspace
 
 __all__ = ["SYSTEM_PROMPT", "TOOL_NAME", "ModelSelector", "selection_prompt"]
 

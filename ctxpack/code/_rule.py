@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import ConfigError
-from .index import CodeIndex
+from ._index import CodeIndex
 
 __all__ = ["LoadDecision", "decide_loading", "is_whole_repository_task"]
 

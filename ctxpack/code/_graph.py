@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .symbols import ParsedFile
+from ._symbols import ParsedFile
 
 __all__ = ["CodeGraph", "personalised_pagerank", "resolve_import"]
 

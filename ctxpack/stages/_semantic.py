@@ -9,8 +9,8 @@ from pydantic import ConfigDict, Field
 
 from ..errors import ConfigError
 from ..pipeline import Decision, PackContext
+from ..signals import Neighbors
 from ..signals.embeddings import MiniLMEmbedder
-from ..signals.neighbors import Neighbors
 from ._base import StageModel
 
 __all__ = ["SemanticScorer"]

@@ -13,8 +13,8 @@ from ..messages import Message
 from ..pipeline import Action, Decision
 from ..redaction import redact
 from ..result import PackResult
-from .model import FileRequest, Selection
-from .workspace import Passage, Workspace, is_artifact_id
+from ._model import FileRequest, Selection
+from ._workspace import Passage, Workspace, is_artifact_id
 
 __all__ = ["CONTEXT_ID", "apply_selection", "check_selection"]
 

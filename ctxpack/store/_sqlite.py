@@ -16,7 +16,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from ..errors import ArtifactNotFoundError, ConfigError, StoreConflictError, StoreError
-from .base import StoredSession, check_session_id, check_ttl, check_version
+from ._base import StoredSession, check_session_id, check_ttl, check_version
 
 __all__ = ["SQLiteFile", "SQLiteStore"]
 

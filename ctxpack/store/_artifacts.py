@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import ArtifactNotFoundError
-from .sqlite import SQLiteFile, database_path
+from ._sqlite import SQLiteFile, database_path
 
 __all__ = ["ArtifactStore", "SQLiteArtifactStore", "artifact_id"]
 

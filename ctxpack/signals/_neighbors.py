@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import Field
 
-from .base import Adjustment, Query, ScoreSignal
+from ._base import Adjustment, Query, ScoreSignal
 
 __all__ = ["Neighbors", "spread_to_neighbors"]
 

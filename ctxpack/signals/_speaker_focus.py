@@ -13,7 +13,7 @@ from pydantic import Field
 
 from .._internal.prefix import PrefixMemo
 from ..messages import Message
-from .base import Adjustment, Query, ScoreSignal
+from ._base import Adjustment, Query, ScoreSignal
 
 __all__ = ["SpeakerFocus", "named_speaker"]
 

@@ -16,8 +16,8 @@ from ..messages import Message
 from ..pipeline import Decision, PackContext
 from ..store import ArtifactStore, artifact_id
 from ..tokens import REPLY_PRIMING, TokenCounter, message_sizes
+from ._digest import extractive_digest
 from ._shared import _as_json, _original_text, _request_points, _StoreModel
-from .digest import extractive_digest
 
 __all__ = ["COMPACTION_FLOOR", "NOT_ENOUGH_MESSAGES", "CompactionPoint", "Compactor", "Summarizer"]
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..errors import ArtifactNotFoundError, StoreConflictError
-from .base import StoredSession, check_session_id, check_ttl, check_version
+from ._base import StoredSession, check_session_id, check_ttl, check_version
 
 __all__ = ["MemoryStore"]
 

@@ -10,9 +10,9 @@ from pydantic import Field
 from ..errors import BudgetExceededError
 from ..packing import default_pipeline, pack
 from ..stages import StageModel
-from .model import FileRequest, ItemReason, Selection
-from .search import keywords
-from .workspace import Workspace
+from ._model import FileRequest, ItemReason, Selection
+from ._search import keywords
+from ._workspace import Workspace
 
 __all__ = ["LexicalSelector", "Selector"]
 
