@@ -63,6 +63,7 @@ from ._digest import (
 # here, out of __all__, so that it never imports a private name of this package.
 without_thinking = _clear._without_thinking
 verbatim = _compact._verbatim
+summary_id_of = _compact.summary_id_of
 
 __all__ = [
     "Compactor",

@@ -47,6 +47,13 @@ class CompactionPoint(NamedTuple):
     summary: Message
 
 
+def summary_id_of(replaced: Sequence[str]) -> str:
+    """The id of the summary that replaces the messages ``replaced`` (in order): the same
+    messages always give the same id, so a request replayed later sends the same prefix."""
+    digest = hashlib.blake2b("\x00".join(replaced).encode(), digest_size=6).hexdigest()
+    return f"summary-{digest}"
+
+
 def _verbatim(msg: Message, protected: frozenset[str]) -> bool:
     """Never summarised: instructions (system, developer, user), pinned and protected messages,
     and a provider's own compaction block (it must be sent back byte for byte)."""
@@ -216,8 +223,7 @@ class Compactor(_StoreModel):
             previous = done[-1].summary if done else None
             replaced = (tuple(done[-1].replaced) if done else ()) + tuple(m.id for m in region)
             text = self._summarize(([previous] if previous else []) + region)
-            digest = hashlib.blake2b("\x00".join(replaced).encode(), digest_size=6).hexdigest()
-            summary_id = f"summary-{digest}"
+            summary_id = summary_id_of(replaced)
             # The tool outputs' artifact ids, so that the model can ask for an original back.
             handles = ", ".join(
                 f"{mid}={self._tool_artifact(by_id[mid], summary_id)}"

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 
-from ..editing import evidence_terms, extractive_digest
+from ..editing import evidence_terms, extractive_digest, summary_id_of
 from ..errors import ConfigError
 from ..messages import Message
 from ..pipeline import Decision
@@ -67,10 +66,7 @@ def _compact(state: WindowState, policy: WindowPolicy, ctx: _Context, room: int)
         kind="compaction_index",
     )
     state.summary = text
-    state.summary_id = (
-        "summary-"
-        + hashlib.blake2b("\x00".join(state.compacted).encode(), digest_size=6).hexdigest()
-    )
+    state.summary_id = summary_id_of(state.compacted)
     state.boundary = end
     state.cleared = {k: v for k, v in state.cleared.items() if k not in set(state.compacted)}
     for i in region:
