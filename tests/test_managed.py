@@ -404,3 +404,50 @@ def test_a_stored_session_takes_the_window_options() -> None:
     session.extend([SYSTEM, TASK])
     assert session.window is not None and session.window.window == 8_000
     assert session.render().tokens <= 8_000 - session.window.reserve
+
+
+def test_a_compaction_waits_until_it_pays_for_its_cache_write() -> None:
+    # Past compact_at, each request re-sends what a compaction would remove; it goes once that
+    # has cost twice the cache write it causes, so compactions are rare and large even when
+    # every step is large for the window.
+    session = Session(counter=COUNTER, filters=False, window=8_000)
+    results = run(session, 60)
+    compacted = [e.request for e in session.window_state.events if e.action == "compacted"]
+    assert len(compacted) >= 3
+    assert min(b - a for a, b in itertools.pairwise(compacted)) >= 3
+    room = session.window.room(tool_tokens=0)
+    assert max(r.tokens for r in results) <= room
+
+
+def test_thresholds_count_above_the_messages_never_removed() -> None:
+    # Long instructions take much of the room; the shares apply to the rest, so a few small
+    # steps do not make the session clear or compact what it can barely shrink.
+    session = Session(counter=COUNTER, filters=False, window=8_000)
+    long_task = {"role": "user", "content": "Keep probe_x stable. " * 500}
+    session.extend([SYSTEM, long_task])
+    for i in range(8):
+        session.render()
+        session.extend(step(i, lines=3))
+    request = session.render()
+    room = session.window.room(tool_tokens=0)
+    assert request.tokens > session.window.compact_at * room  # past the old share of the room
+    assert session.window_state.events == []
+
+
+def test_the_summary_leaves_the_commands_to_its_index() -> None:
+    session = Session(counter=COUNTER, filters=False, window=8_000)
+    run(session, 40)
+    state = session.window_state
+    assert state.summary is not None and state.index_artifact is not None
+    assert "## Commands run" not in state.summary
+    index = session.store.get(state.index_artifact)
+    assert "python probe_0.py" in index  # the first command, summarised away, is listed there
+
+
+def test_server_side_policies_default_to_higher_triggers() -> None:
+    client = WindowPolicy(window=64_000)
+    server = WindowPolicy(window=64_000, server_side=True)
+    assert (client.clear_at, client.compact_at) == (0.1, 0.35)
+    assert (server.clear_at, server.compact_at) == (0.35, 0.6)
+    given = WindowPolicy(window=64_000, server_side=True, clear_at=0.2, compact_at=0.3)
+    assert (given.clear_at, given.compact_at) == (0.2, 0.3)

@@ -88,7 +88,7 @@ class WindowPolicy(BaseModel):
     reply_room: int | None = Field(default=None, ge=0)
     clear_at: float = Field(default=0.1, gt=0, le=1)
     keep: int = Field(default=5, ge=0)
-    compact_at: float = Field(default=0.2, gt=0, le=1)
+    compact_at: float = Field(default=0.35, gt=0, le=1)
     keep_recent: int = Field(default=6, ge=1)
     summary_share: float = Field(default=0.25, gt=0, lt=1)
     summarizer: Summarizer | None = Field(default=None, exclude=True)
