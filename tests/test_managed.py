@@ -451,3 +451,38 @@ def test_server_side_policies_default_to_higher_triggers() -> None:
     assert (server.clear_at, server.compact_at) == (0.35, 0.6)
     given = WindowPolicy(window=64_000, server_side=True, clear_at=0.2, compact_at=0.3)
     assert (given.clear_at, given.compact_at) == (0.2, 0.3)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    lines=st.lists(
+        st.text(alphabet="abcxyz_./-(),:`' 0123456789", min_size=1, max_size=60),
+        min_size=1,
+        max_size=80,
+    ),
+    names=st.lists(
+        st.one_of(
+            st.from_regex(r"[a-z_]{1,12}[0-9]{0,4}", fullmatch=True),
+            st.integers(min_value=0, max_value=99_999).map(str),
+            st.from_regex(r"[a-z]{1,8}(/[a-z_]{1,8}){0,3}\.py", fullmatch=True),
+        ),
+        max_size=300,
+    ),
+    budget=st.integers(min_value=20, max_value=600),
+)
+def test_fit_digest_never_passes_its_budget(
+    lines: list[str], names: list[str], budget: int
+) -> None:
+    # Token counts of joined pieces differ from the sum of their counts: the cut is checked on
+    # the text it returns.
+    digest = "## Files touched\n" + "\n".join(f"- {line}" for line in lines)
+    if names:
+        digest += "\n\n## Identifiers, paths and numbers seen in tool outputs\n" + ", ".join(names)
+    assert COUNTER.count(fit_digest(digest, budget, COUNTER)) <= budget
+
+
+def test_fit_digest_counts_what_it_returns() -> None:
+    # ", 1725" is three tokens where "1725" alone is two: counting terms one by one is short.
+    digest = "## Plan\n- fix the parser\n\n## Identifiers, paths and numbers seen in tool outputs\n"
+    digest += ", ".join(str(n) for n in range(1000, 1800))
+    assert COUNTER.count(fit_digest(digest, 500, COUNTER)) <= 500

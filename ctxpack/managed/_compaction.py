@@ -169,6 +169,19 @@ def fit_digest(text: str, budget: int, counter: TokenCounter) -> str:
     """
     if counter.count(text) <= budget:
         return text
+    # Pieces joined count other than the sum of their counts: cut again by what the text
+    # returned passes, until it fits.
+    target = budget
+    while True:
+        out = _cut(text, target, counter)
+        over = counter.count(out) - budget
+        if over <= 0 or not out:
+            return out
+        target -= over
+
+
+def _cut(text: str, budget: int, counter: TokenCounter) -> str:
+    """``text`` cut to about ``budget`` tokens, counting each line or term on its own."""
     sections: list[tuple[str, list[str], str]] = []
     for block in text.split("\n\n## "):
         block = block.removeprefix("## ")

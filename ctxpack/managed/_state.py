@@ -56,8 +56,8 @@ class WindowState(BaseModel):
         last_tokens: The last request's prompt tokens.
         rent: What re-sending the clearable tokens has cost since the last clearing, in
             dollars per million tokens (the clearing rule).
-        compact_rent: What re-sending the compactable tokens has cost since the prompt passed
-            ``compact_at`` (the same rule, for compaction).
+        compact_rent: What re-sending the compactable tokens has cost on the requests past
+            ``compact_at`` since the last compaction (the same rule, for compaction).
     """
 
     model_config = ConfigDict(extra="forbid")

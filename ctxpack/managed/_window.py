@@ -92,7 +92,7 @@ def _manage(
             after = REPLY_PRIMING + sum(view.sizes[edit:]) - removed
             state.rent += removed * price(policy.model or _priced(ctx.model)).cache_read
             pressed = tokens > level(policy.compact_at)
-            settles = tokens - removed <= level((policy.clear_at + policy.compact_at) / 2)
+            settles = tokens - removed <= level(_landing(policy))
             if (pressed and settles) or (not pressed and _pays(state, policy, ctx.model, after)):
                 state.rent = 0.0
                 _clear(state, ctx, tools, thinking, f"batch at request {state.requests}")
