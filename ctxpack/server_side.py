@@ -40,7 +40,7 @@ def anthropic_context_management(policy: WindowPolicy, *, tool_tokens: int = 0) 
     room, at least the 50,000-token floor, with the policy's instructions).
 
     Example:
-        >>> field = anthropic_context_management(WindowPolicy(window=200_000))
+        >>> field = anthropic_context_management(WindowPolicy(window=200_000, server_side=True))
         >>> [edit["type"] for edit in field["edits"]]
         ['clear_tool_uses_20250919', 'compact_20260112']
         >>> field["edits"][0]["trigger"]
@@ -82,7 +82,7 @@ def openai_context_management(
     input passes ``compact_at`` of the room (OpenAI has no clearing edit).
 
     Example:
-        >>> openai_context_management(WindowPolicy(window=128_000))
+        >>> openai_context_management(WindowPolicy(window=128_000, server_side=True))
         [{'type': 'compaction', 'compact_threshold': 71884}]
     """
     room = policy.room(tool_tokens=tool_tokens)

@@ -20,6 +20,8 @@ from .helpers import ORIGINAL_NOTE
 SYSTEM = {"role": "system", "content": "You are a coding agent. Never push to main."}
 TASK = {"role": "user", "content": "Fix the flaky test in tests/test_cache.py; keep the API."}
 COUNTER = get_counter(counter="cl100k_base")
+# Thresholds above the defaults, at which these short sessions clear before they compact.
+CLEARING = WindowPolicy(window=16_000, clear_at=0.35, compact_at=0.6)
 
 
 def step(i: int, lines: int = 25) -> list[dict[str, Any]]:
@@ -55,14 +57,17 @@ def run(session: Session, steps: int, *, lines: int = 25) -> list[ctxpack.PackRe
     return results
 
 
-def test_every_request_fits_the_window_with_the_reply_room() -> None:
-    session = Session(counter=COUNTER, filters=False, window=8_000)
+@pytest.mark.parametrize("policy", [None, CLEARING], ids=["defaults", "clearing first"])
+def test_every_request_fits_the_window_with_the_reply_room(policy: WindowPolicy | None) -> None:
+    window = 8_000 if policy is None else policy.model_copy(update={"window": 8_000})
+    session = Session(counter=COUNTER, filters=False, window=window)
     results = run(session, 60)
     room = session.window.window - session.window.reserve
     assert max(r.tokens for r in results) <= room
     raw = sum(COUNTER.count_message(m) for m in session.transcript())
     assert raw > 3 * session.window.window  # the session is far longer than the window
-    assert {e.action for e in session.window_state.events} >= {"cleared", "compacted"}
+    actions = {e.action for e in session.window_state.events}
+    assert actions >= ({"compacted"} if policy is None else {"cleared", "compacted"})
 
 
 def test_system_prompt_task_and_user_messages_stay_verbatim_in_every_request() -> None:
@@ -105,7 +110,7 @@ def test_what_is_removed_stays_retrievable() -> None:
 
 
 def test_clearing_placeholders_name_the_original() -> None:
-    session = Session(counter=COUNTER, filters=False, window=16_000)
+    session = Session(counter=COUNTER, filters=False, window=CLEARING)
     run(session, 30)
     state = session.window_state
     assert state.cleared
@@ -119,7 +124,9 @@ def test_clearing_placeholders_name_the_original() -> None:
 
 
 def test_each_edit_is_a_decision_with_its_cache_effect() -> None:
-    session = Session(counter=COUNTER, filters=False, window=8_000)
+    session = Session(
+        counter=COUNTER, filters=False, window=CLEARING.model_copy(update={"window": 8_000})
+    )
     results = run(session, 40)
     decisions = results[-1].decisions
     window = [d for d in decisions if d.stage == "window"]
@@ -191,7 +198,7 @@ def test_pinned_content_is_reinjected_within_budgets_after_a_compaction() -> Non
 
 
 def test_thinking_blocks_are_cleared_keeping_the_last_turns() -> None:
-    policy = WindowPolicy(window=8_000, keep_thinking=1)
+    policy = CLEARING.model_copy(update={"window": 8_000, "keep_thinking": 1})
     session = Session(counter=COUNTER, filters=False, window=policy)
     session.extend([SYSTEM, TASK])
     for i in range(30):
@@ -397,3 +404,85 @@ def test_a_stored_session_takes_the_window_options() -> None:
     session.extend([SYSTEM, TASK])
     assert session.window is not None and session.window.window == 8_000
     assert session.render().tokens <= 8_000 - session.window.reserve
+
+
+def test_a_compaction_waits_until_it_pays_for_its_cache_write() -> None:
+    # Past compact_at, each request re-sends what a compaction would remove; it goes once that
+    # has cost twice the cache write it causes, so compactions are rare and large even when
+    # every step is large for the window.
+    session = Session(counter=COUNTER, filters=False, window=8_000)
+    results = run(session, 60)
+    compacted = [e.request for e in session.window_state.events if e.action == "compacted"]
+    assert len(compacted) >= 3
+    assert min(b - a for a, b in itertools.pairwise(compacted)) >= 3
+    room = session.window.room(tool_tokens=0)
+    assert max(r.tokens for r in results) <= room
+
+
+def test_thresholds_count_above_the_messages_never_removed() -> None:
+    # Long instructions take much of the room; the shares apply to the rest, so a few small
+    # steps do not make the session clear or compact what it can barely shrink.
+    session = Session(counter=COUNTER, filters=False, window=8_000)
+    long_task = {"role": "user", "content": "Keep probe_x stable. " * 500}
+    session.extend([SYSTEM, long_task])
+    for i in range(8):
+        session.render()
+        session.extend(step(i, lines=3))
+    request = session.render()
+    room = session.window.room(tool_tokens=0)
+    assert request.tokens > session.window.compact_at * room  # past the old share of the room
+    assert session.window_state.events == []
+
+
+def test_the_summary_leaves_the_commands_to_its_index() -> None:
+    session = Session(counter=COUNTER, filters=False, window=8_000)
+    run(session, 40)
+    state = session.window_state
+    assert state.summary is not None and state.index_artifact is not None
+    assert "## Commands run" not in state.summary
+    index = session.store.get(state.index_artifact)
+    assert "python probe_0.py" in index  # the first command, summarised away, is listed there
+
+
+def test_server_side_policies_default_to_higher_triggers() -> None:
+    client = WindowPolicy(window=64_000)
+    server = WindowPolicy(window=64_000, server_side=True)
+    assert (client.clear_at, client.compact_at) == (0.1, 0.35)
+    assert (server.clear_at, server.compact_at) == (0.35, 0.6)
+    given = WindowPolicy(window=64_000, server_side=True, clear_at=0.2, compact_at=0.3)
+    assert (given.clear_at, given.compact_at) == (0.2, 0.3)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    lines=st.lists(
+        st.text(alphabet="abcxyz_./-(),:`' 0123456789", min_size=1, max_size=60),
+        min_size=1,
+        max_size=80,
+    ),
+    names=st.lists(
+        st.one_of(
+            st.from_regex(r"[a-z_]{1,12}[0-9]{0,4}", fullmatch=True),
+            st.integers(min_value=0, max_value=99_999).map(str),
+            st.from_regex(r"[a-z]{1,8}(/[a-z_]{1,8}){0,3}\.py", fullmatch=True),
+        ),
+        max_size=300,
+    ),
+    budget=st.integers(min_value=20, max_value=600),
+)
+def test_fit_digest_never_passes_its_budget(
+    lines: list[str], names: list[str], budget: int
+) -> None:
+    # Token counts of joined pieces differ from the sum of their counts: the cut is checked on
+    # the text it returns.
+    digest = "## Files touched\n" + "\n".join(f"- {line}" for line in lines)
+    if names:
+        digest += "\n\n## Identifiers, paths and numbers seen in tool outputs\n" + ", ".join(names)
+    assert COUNTER.count(fit_digest(digest, budget, COUNTER)) <= budget
+
+
+def test_fit_digest_counts_what_it_returns() -> None:
+    # ", 1725" is three tokens where "1725" alone is two: counting terms one by one is short.
+    digest = "## Plan\n- fix the parser\n\n## Identifiers, paths and numbers seen in tool outputs\n"
+    digest += ", ".join(str(n) for n in range(1000, 1800))
+    assert COUNTER.count(fit_digest(digest, 500, COUNTER)) <= 500

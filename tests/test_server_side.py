@@ -32,7 +32,15 @@ class HeaderCapture(Capture):
 
 
 COUNTER = get_counter(counter="cl100k_base")
-POLICY = WindowPolicy(window=200_000, keep=4, keep_thinking=2, server_side=True, instructions="x")
+POLICY = WindowPolicy(
+    window=200_000,
+    keep=4,
+    keep_thinking=2,
+    clear_at=0.35,
+    compact_at=0.6,
+    server_side=True,
+    instructions="x",
+)
 
 
 def test_anthropic_edits_follow_the_policy() -> None:
@@ -42,12 +50,12 @@ def test_anthropic_edits_follow_the_policy() -> None:
         {"type": "clear_thinking_20251015", "keep": {"type": "thinking_turns", "value": 2}},
         {
             "type": "clear_tool_uses_20250919",
-            "trigger": {"type": "input_tokens", "value": int(0.35 * room)},
+            "trigger": {"type": "input_tokens", "value": int(POLICY.clear_at * room)},
             "keep": {"type": "tool_uses", "value": 4},
         },
         {
             "type": "compact_20260112",
-            "trigger": {"type": "input_tokens", "value": int(0.6 * room)},
+            "trigger": {"type": "input_tokens", "value": int(POLICY.compact_at * room)},
             "instructions": "x",
         },
     ]
@@ -61,7 +69,8 @@ def test_compaction_trigger_never_goes_under_anthropics_floor() -> None:
 
 def test_openai_compaction_threshold_follows_the_policy() -> None:
     field = openai_context_management(POLICY)
-    assert field == [{"type": "compaction", "compact_threshold": int(0.6 * (200_000 - 8_192))}]
+    threshold = int(POLICY.compact_at * (200_000 - 8_192))
+    assert field == [{"type": "compaction", "compact_threshold": threshold}]
 
 
 def test_the_anthropic_sdk_sends_the_field_and_the_session_reads_the_reply() -> None:

@@ -58,6 +58,9 @@ from ._digest import (
 from ._digest import (
     extractive_digest,
 )
+from ._digest import (
+    window_digest as window_digest,
+)
 
 # For the managed window (another package), which clears and compacts by the same rules: named
 # here, out of __all__, so that it never imports a private name of this package.

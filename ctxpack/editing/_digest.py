@@ -127,11 +127,24 @@ def extractive_digest(messages: Sequence[Message], instructions: str | None = No
             raise InvalidMessageError(
                 f"expected a Message, got {type(msg).__name__}", index=index, field=None
             )
+    return _digest(messages, instructions)
+
+
+def _digest(
+    messages: Sequence[Message], instructions: str | None, omit: frozenset[str] = frozenset()
+) -> str:
     sections, focus = _wanted_sections(instructions)
     digest = _Digest(focus)
     for msg in messages:
         digest.read(msg)
-    return digest.render(sections)
+    return digest.render(sections - omit)
+
+
+def window_digest(messages: Sequence[Message], instructions: str | None) -> str:
+    """:func:`extractive_digest` for a compaction that also stores an index of every summarised
+    message with its command (the managed window's): the commands are listed there, so the digest
+    leaves them out and keeps its room for what exists nowhere else in the prompt."""
+    return _digest(messages, instructions, omit=frozenset({"commands"}))
 
 
 class _Digest:

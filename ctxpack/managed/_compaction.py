@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from ..editing import evidence_terms, extractive_digest, summary_id_of
+from ..editing import evidence_terms, summary_id_of, window_digest
 from ..errors import ConfigError
 from ..messages import Message
 from ..pipeline import Decision
@@ -36,10 +36,20 @@ def _tail_start(
     return t
 
 
+def _landing(policy: WindowPolicy) -> float:
+    """Where a compaction lands, as a share of the managed room: midway between ``clear_at`` and
+    ``compact_at``, so that it leaves room to grow before the next one."""
+    return (policy.clear_at + policy.compact_at) / 2
+
+
 def _compact(state: WindowState, policy: WindowPolicy, ctx: _Context, room: int) -> bool:
     """Summarise the record before the tail; ``False`` when there is too little to summarise."""
     record, counter = ctx.record, ctx.counter
-    end = _tail_start(record, state.boundary, policy.keep_recent, room // 2, counter)
+    floor = sum(counter.count_message(m) for m in record if _verbatim(m))
+    # The tail kept takes at most half of what a compaction may leave above the floor: the
+    # summary gets the other half.
+    tail_budget = int(_landing(policy) * max(0, room - floor)) // 2
+    end = _tail_start(record, state.boundary, policy.keep_recent, tail_budget, counter)
     region = [i for i in range(state.boundary, end) if not _verbatim(record[i])]
     if sum(1 for i in region if _pinned_kind(record[i]) is None) < 2:
         return False
@@ -48,7 +58,7 @@ def _compact(state: WindowState, policy: WindowPolicy, ctx: _Context, room: int)
         # The extractive digest is cheap: it reads the whole summarised history again, so a
         # second compaction does not summarise a summary.
         history = [m for m in record[:end] if not _verbatim(m) and _pinned_kind(m) is None]
-        digest = _with_seen_terms(extractive_digest(history, policy.instructions), history)
+        digest = _with_seen_terms(window_digest(history, policy.instructions), history)
         text = fit_digest(digest, budget, counter)
     else:
         previous = _summary_message(state, ctx) if state.summary is not None else None
@@ -96,14 +106,15 @@ def _compact(state: WindowState, policy: WindowPolicy, ctx: _Context, room: int)
 def _summary_budget(
     policy: WindowPolicy, record: Sequence[Message], end: int, room: int, counter: TokenCounter
 ) -> int:
-    """The digest's tokens: ``summary_share`` of the room, less when the instructions and the
-    tail kept would leave the request too close to ``compact_at`` (it would compact again at
-    once, rewriting the cache at every request): a compaction lands at most midway between
-    ``clear_at`` and ``compact_at``."""
-    kept = sum(counter.count_message(m) for m in record[:end] if _verbatim(m))
-    kept += sum(counter.count_message(m) for m in record[end:])
-    landing = int((policy.clear_at + policy.compact_at) / 2 * room)
-    return max(0, min(int(policy.summary_share * room), landing - kept))
+    """The digest's tokens: ``summary_share`` of the room the mode manages (above the messages
+    it never removes), less when the tail kept would leave the request too close to
+    ``compact_at`` (it would compact again at once, rewriting the cache at every request): a
+    compaction lands at most midway between ``clear_at`` and ``compact_at``."""
+    floor = sum(counter.count_message(m) for m in record[:end] if _verbatim(m))
+    kept = floor + sum(counter.count_message(m) for m in record[end:])
+    usable = max(0, room - floor)
+    landing = floor + int(_landing(policy) * usable)
+    return max(0, min(int(policy.summary_share * usable), landing - kept))
 
 
 def _with_seen_terms(digest: str, history: Sequence[Message]) -> str:
@@ -158,6 +169,19 @@ def fit_digest(text: str, budget: int, counter: TokenCounter) -> str:
     """
     if counter.count(text) <= budget:
         return text
+    # Pieces joined count other than the sum of their counts: cut again by what the text
+    # returned passes, until it fits.
+    target = budget
+    while True:
+        out = _cut(text, target, counter)
+        over = counter.count(out) - budget
+        if over <= 0 or not out:
+            return out
+        target -= over
+
+
+def _cut(text: str, budget: int, counter: TokenCounter) -> str:
+    """``text`` cut to about ``budget`` tokens, counting each line or term on its own."""
     sections: list[tuple[str, list[str], str]] = []
     for block in text.split("\n\n## "):
         block = block.removeprefix("## ")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -15,6 +15,8 @@ __all__ = ["DEFAULT_PINNED_BUDGET", "DEFAULT_SKILL_BUDGET", "PinnedText", "Windo
 DEFAULT_SKILL_BUDGET = 5_000
 DEFAULT_PINNED_BUDGET = 25_000
 _PINNED_KEY = "pinned_kind"
+# The shares a server-side policy takes unless given (see WindowPolicy._server_side_defaults).
+SERVER_SIDE_DEFAULTS = {"clear_at": 0.35, "compact_at": 0.6}
 
 
 class PinnedText(BaseModel):
@@ -48,12 +50,16 @@ class WindowPolicy(BaseModel):
         window: The model's context window, in tokens.
         reply_room: Tokens kept free for the reply; by default an eighth of the window, at most
             8,192.
-        clear_at: Clear old tool results once the prompt passes this share of the room (the
-            window less the reply room and the tool definitions).
+        clear_at: Clear old tool results once the prompt passes this share of the managed room:
+            the room (the window less the reply room and the tool definitions) above the
+            messages never removed (system prompt, user instructions, pinned messages).
         keep: How many of the most recent tool results a clearing keeps.
-        compact_at: Compact once the prompt still passes this share of the room.
+        compact_at: Past this share of the managed room, compact once re-sending what a
+            compaction removes has cost twice the cache write it causes, or at once past midway
+            between this share and the whole room.
         keep_recent: How many of the most recent messages a compaction keeps as they are.
-        summary_share: The share of the room a summary may take (the digest is cut to it).
+        summary_share: The share of the managed room a summary may take (the digest is cut to
+            it).
         summarizer: ``(messages, instructions) -> text``; by default
             :func:`~ctxpack.editing.extractive_digest`, which needs no model.
         instructions: What a summary must keep, in words.
@@ -64,7 +70,9 @@ class WindowPolicy(BaseModel):
         pinned_budget: Tokens all skills together may take when re-injected (oldest dropped
             first).
         server_side: Leave the edits to the provider: :func:`render_window` only checks the
-            window, and the session produces the provider's ``context_management`` field.
+            window, and the session produces the provider's ``context_management`` field. The
+            provider edits whenever a trigger is crossed and bills its compaction as a summary
+            request, so ``clear_at`` and ``compact_at`` then default to 0.35 and 0.6 of the room.
         model: Whose prices decide whether a clearing pays; by default the session's model when
             it is priced, else ``claude-sonnet-4-5``.
 
@@ -78,9 +86,9 @@ class WindowPolicy(BaseModel):
 
     window: int = Field(ge=1_024)
     reply_room: int | None = Field(default=None, ge=0)
-    clear_at: float = Field(default=0.35, gt=0, le=1)
+    clear_at: float = Field(default=0.1, gt=0, le=1)
     keep: int = Field(default=5, ge=0)
-    compact_at: float = Field(default=0.6, gt=0, le=1)
+    compact_at: float = Field(default=0.35, gt=0, le=1)
     keep_recent: int = Field(default=6, ge=1)
     summary_share: float = Field(default=0.25, gt=0, lt=1)
     summarizer: Summarizer | None = Field(default=None, exclude=True)
@@ -90,6 +98,16 @@ class WindowPolicy(BaseModel):
     pinned_budget: int = Field(default=DEFAULT_PINNED_BUDGET, ge=0)
     server_side: bool = False
     model: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _server_side_defaults(cls, data: Any) -> Any:
+        # A provider edits at every crossing of its triggers, without the rule that waits until
+        # an edit pays for its cache write, and its compaction is a billed summary: its
+        # triggers default higher.
+        if isinstance(data, dict) and data.get("server_side"):
+            data = {**SERVER_SIDE_DEFAULTS, **data}
+        return data
 
     @model_validator(mode="after")
     def _consistent(self) -> WindowPolicy:

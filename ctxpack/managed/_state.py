@@ -56,6 +56,8 @@ class WindowState(BaseModel):
         last_tokens: The last request's prompt tokens.
         rent: What re-sending the clearable tokens has cost since the last clearing, in
             dollars per million tokens (the clearing rule).
+        compact_rent: What re-sending the compactable tokens has cost on the requests past
+            ``compact_at`` since the last compaction (the same rule, for compaction).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -73,6 +75,7 @@ class WindowState(BaseModel):
     last_fingerprint: dict[str, str | None] | None = None
     last_tokens: int = 0
     rent: float = 0.0
+    compact_rent: float = 0.0
 
     def to_json(self) -> str:
         """The state as JSON (what a session store saves)."""

@@ -9,10 +9,10 @@ from ..errors import BudgetExceededError
 from ..messages import Message
 from ..store import ArtifactStore
 from ..tokens import REPLY_PRIMING, TokenCounter
-from ._compaction import _compact
+from ._compaction import _compact, _landing
 from ._policy import WindowPolicy
 from ._state import WindowState
-from .clearing import _clear, _clear_batch, _edit_point, _event, _pays, _priced
+from .clearing import _PATIENCE, _clear, _clear_batch, _edit_point, _event, _pays, _priced
 from .view import _build, _Context, _verbatim, _View
 
 __all__ = ["render_window"]
@@ -74,7 +74,15 @@ def _manage(
     """Clear, compact, then clear everything if need be, until the view fits ``room``."""
     keep_thinking = policy.keep_thinking
     tokens = view.tokens()
-    if tokens > policy.clear_at * room:
+    # The shares apply to what the mode can remove: the room above the messages it never removes.
+    floor = REPLY_PRIMING + sum(
+        s for m, s in zip(view.messages, view.sizes, strict=True) if _verbatim(m)
+    )
+
+    def level(share: float) -> float:
+        return floor + share * max(0, room - floor)
+
+    if tokens > level(policy.clear_at):
         tools, thinking, removed = _clear_batch(
             state, policy, ctx, keep=policy.keep, keep_thinking=keep_thinking or 10**9
         )
@@ -83,15 +91,20 @@ def _manage(
             edit = _edit_point(view, ids)
             after = REPLY_PRIMING + sum(view.sizes[edit:]) - removed
             state.rent += removed * price(policy.model or _priced(ctx.model)).cache_read
-            pressed = tokens > policy.compact_at * room
-            settles = tokens - removed <= (policy.clear_at + policy.compact_at) / 2 * room
+            pressed = tokens > level(policy.compact_at)
+            settles = tokens - removed <= level(_landing(policy))
             if (pressed and settles) or (not pressed and _pays(state, policy, ctx.model, after)):
                 state.rent = 0.0
                 _clear(state, ctx, tools, thinking, f"batch at request {state.requests}")
                 new = _build(state, policy, ctx)
                 _event(state, "cleared", view, new, edit)
                 view = new
-    if view.tokens() > policy.compact_at * room and _compact(state, policy, ctx, room):
+    if (
+        view.tokens() > level(policy.compact_at)
+        and _compaction_due(state, policy, ctx, view, level)
+        and _compact(state, policy, ctx, room)
+    ):
+        state.compact_rent = 0.0
         new = _build(state, policy, ctx)
         # The summary replaces the history after the system prompt and instructions.
         edit = _edit_point(new, {state.summary_id or ""})
@@ -106,3 +119,25 @@ def _manage(
             _event(state, "emergency", view, new, edit)
             view = new
     return view
+
+
+def _compaction_due(
+    state: WindowState,
+    policy: WindowPolicy,
+    ctx: _Context,
+    view: _View,
+    level: Callable[[float], float],
+) -> bool:
+    """Past ``compact_at``, a compaction waits until re-sending what it would remove has cost
+    twice the cache write it causes (the clearing's rule), unless the prompt passes midway
+    between ``compact_at`` and the room: it then goes at once."""
+    tokens = view.tokens()
+    if tokens > level((policy.compact_at + 1) / 2):
+        return True
+    landing = level(_landing(policy))
+    p = price(policy.model or _priced(ctx.model))
+    state.compact_rent += max(0.0, tokens - landing) * p.cache_read
+    # The cache keeps the prefix up to the first summarised message: the rest is written again.
+    kept = next((k for k, m in enumerate(view.messages) if not _verbatim(m)), len(view.messages))
+    rewritten = max(0.0, landing - REPLY_PRIMING - sum(view.sizes[:kept]))
+    return state.compact_rent / _PATIENCE > (p.cache_write_5m - p.cache_read) * rewritten

@@ -28,8 +28,10 @@ from .test_sessions import CAT, PYTEST, FailingStore, turn, wire_in_another_proc
 WINDOW = 4_000
 KEEP = 3
 TURNS = 12
-POLICY = WindowPolicy(window=WINDOW, keep=KEEP)
-POLICY_ARGS = f"window={WINDOW}, keep={KEEP}"  # the same, for another interpreter
+# Thresholds at which the turns below see both a clearing and a compaction.
+POLICY = WindowPolicy(window=WINDOW, keep=KEEP, clear_at=0.35, compact_at=0.6)
+# The same, for another interpreter.
+POLICY_ARGS = f"window={WINDOW}, keep={KEEP}, clear_at=0.35, compact_at=0.6"
 
 
 def agent_turn(n: int) -> list[dict[str, Any]]:
