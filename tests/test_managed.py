@@ -486,3 +486,23 @@ def test_fit_digest_counts_what_it_returns() -> None:
     digest = "## Plan\n- fix the parser\n\n## Identifiers, paths and numbers seen in tool outputs\n"
     digest += ", ".join(str(n) for n in range(1000, 1800))
     assert COUNTER.count(fit_digest(digest, 500, COUNTER)) <= 500
+
+
+def test_the_summary_names_a_term_that_only_appears_inside_another() -> None:
+    # "323" inside "1323" is not named: the index of names seen compares terms, not substrings.
+    from ctxpack.signals.evidence import evidence_terms
+
+    session = Session(counter=COUNTER, filters=False, window=3_000)
+    session.extend([SYSTEM, TASK])
+    for i in range(30):
+        session.render()
+        said = "I'll look at row 1323 first." if i == 0 else ""
+        shown = "row 323 differs" if i == 20 else ""
+        messages = step(i, lines=2)
+        messages[0]["content"] = f"THOUGHT: step {i}. {said}"
+        messages[1]["content"] += f"\n{shown}"
+        session.extend(messages)
+    session.render()
+    summary = session.window_state.summary
+    assert summary is not None and "1323" in summary
+    assert "323" in evidence_terms(summary)

@@ -235,7 +235,8 @@ class _Digest:
                 + "\n".join(f"- {f}" for f in self.focus_lines)
             )
         written = "\n".join(out)
-        index = [t for t in evidence_terms("\n".join(self.said)) if t not in written]
+        named = set(evidence_terms(written))  # as terms: "323" inside "1323" is not named
+        index = [t for t in evidence_terms("\n".join(self.said)) if t not in named]
         section(
             "evidence", "Identifiers, paths and numbers named", [", ".join(index)] if index else []
         )

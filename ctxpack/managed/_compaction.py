@@ -128,7 +128,9 @@ def _with_seen_terms(digest: str, history: Sequence[Message]) -> str:
             for term in evidence_terms(msg.text):
                 seen.pop(term, None)
                 seen[term] = None
-    terms = [t for t in seen if t not in digest]
+    # A term the digest names as a term: "323" inside "1323" or a path does not name it.
+    named = set(evidence_terms(digest))
+    terms = [t for t in seen if t not in named]
     if not terms:
         return digest
     return f"{digest}\n\n## Identifiers, paths and numbers seen in tool outputs\n{', '.join(terms)}"
