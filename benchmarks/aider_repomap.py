@@ -30,7 +30,14 @@ def main() -> int:
     request = json.load(sys.stdin)
     root, problem, files = request["root"], request["problem"], request["files"]
     io = InputOutput(pretty=False, yes=True, fancy_input=False)
-    repo_map = RepoMap(map_tokens=1024, root=root, main_model=_Model(), io=io, verbose=False)
+
+    class MemoryRepoMap(RepoMap):  # type: ignore[misc,valid-type]
+        """Tags kept in memory: aider's own cache would be written into the tree measured."""
+
+        def load_tags_cache(self) -> None:
+            self.TAGS_CACHE = {}
+
+    repo_map = MemoryRepoMap(map_tokens=1024, root=root, main_model=_Model(), io=io, verbose=False)
     # As aider's coder: identifiers are the problem's words, a file is mentioned when its path
     # or its name appears.
     words = set(re.split(r"\W+", problem))

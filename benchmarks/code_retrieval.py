@@ -36,6 +36,8 @@ Usage (from the repository root)::
     python benchmarks/code_retrieval.py --tasks ../shared/data/code-tasks/tasks.jsonl \
         --repos /path/to/mirrors --cache /path/to/cache
     python benchmarks/code_retrieval.py --tasks FILE --repos DIR --cache DIR --limit 5
+    python benchmarks/code_retrieval.py --tasks FILE... --repos DIR --cache DIR --split dev \
+        --out /tmp/dev   # while tuning: the dev split only, results kept apart
 
 Nothing runs on import.
 """
@@ -80,7 +82,7 @@ ALL_METHODS = (
 )
 AIDER_SCRIPT = Path(__file__).resolve().parent / "aider_repomap.py"
 KS = (1, 3, 5, 10)
-DEV_REPOS = ("psf/requests", "pytest-dev/pytest", "pallets/flask")
+DEV_REPOS = ("psf/requests", "pytest-dev/pytest", "pallets/flask", "astropy/astropy")
 TEST_DIRS = ("test", "tests", "testing")
 WARM_RUNS = 5
 SEARCH_CONTEXT_FILES = 5
@@ -708,6 +710,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--budget-share", type=float, default=0.04)
     parser.add_argument("--limit", type=int, default=None, help="first N tasks only")
+    parser.add_argument(
+        "--split",
+        choices=("dev", "held-out"),
+        default=None,
+        help="run the tasks of one split only (while tuning: dev; default: both)",
+    )
     parser.add_argument("--keep-tests", action="store_true", help="export test folders too")
     parser.add_argument(
         "--aider-python",
@@ -715,8 +723,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="a Python with aider-chat installed, for the aider-repomap baseline",
     )
     args = parser.parse_args(argv)
-    tasks = [t for path in args.tasks for t in load_tasks(path)][: args.limit]
+    tasks = [t for path in args.tasks for t in load_tasks(path)]
     dev_repos = tuple(r for r in args.dev_repos.split(",") if r)
+    if args.split is not None:
+        tasks = [t for t in tasks if (t.repo in dev_repos) == (args.split == "dev")]
+        if not tasks:
+            raise SystemExit(
+                f"error: no task of the {args.split} split (dev repositories: "
+                f"{', '.join(dev_repos)})"
+            )
+    tasks = tasks[: args.limit]
     counter = get_counter()
     args.cache.mkdir(parents=True, exist_ok=True)
     outcomes: list[Outcome] = []

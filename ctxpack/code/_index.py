@@ -19,14 +19,16 @@ weighed (see :data:`DEFAULT_WEIGHTS`):
 - ``graph``: PageRank over the import/call graph, personalised by the strongest files (where
   the code they import and call is defined).
 
-Test files are evidence, rarely answers: their score is scaled by :data:`TEST_SHARE` unless the
-query names them.
+Test files, docs and examples are evidence, rarely answers: their score is scaled by
+:data:`TEST_SHARE` unless the query names them (see :mod:`ctxpack.code.roles`). An issue
+template's hidden HTML comments (``<!-- ... -->``) are left out of the query.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import re
 import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -44,7 +46,7 @@ from ._storage import FileStore, RefreshStats, default_db_path
 from ._symbols import ParsedFile, Symbol
 from .literals import LiteralIndex
 from .naming import QueryNames
-from .roles import is_test_path, tested_modules
+from .roles import is_doc_path, is_test_path, tested_modules
 from .semantic import file_summary, reciprocal_rank_fusion
 from .terms import code_terms, path_terms
 
@@ -65,12 +67,15 @@ DEFAULT_WEIGHTS: Mapping[str, float] = {
 """How much each ranking signal weighs (signals are normalised to [0, 1] first)."""
 
 TEST_SHARE = 0.3
-"""What a test file's score is scaled by, unless the query names it."""
+"""What the score of a test, doc or example file is scaled by, unless the query names it."""
 
 # How many of the strongest files seed the personalised PageRank of the graph signal.
 _GRAPH_SEEDS = 5
 # A mention this sure names the file itself (its path or dotted module, not a bare file name).
 _SURE_MENTION = 0.9
+# An issue template's instructions sit in HTML comments, hidden from the reader: not the
+# issue's words (an unclosed comment runs to the end, as a browser reads it).
+_HIDDEN = re.compile(r"<!--[\s\S]*?(?:-->|$)")
 _BM25_K1 = 1.2
 _BM25_B = 0.75
 
@@ -247,7 +252,9 @@ class CodeIndex:
         self._names = QueryNames(self._paths, self._parsed, self._graph.definers)
         self._literals = LiteralIndex(self._paths, self._parsed)
         at = {p: i for i, p in enumerate(self._paths)}
-        self._is_test = np.array([is_test_path(p) for p in self._paths], dtype=bool)
+        self._evidence = np.array(
+            [is_test_path(p) or is_doc_path(p) for p in self._paths], dtype=bool
+        )
         links = [
             (at[test], at[source], sureness)
             for test, sources in tested_modules(self._paths, self._graph.imports).items()
@@ -366,6 +373,7 @@ class CodeIndex:
         """
         if k < 1:
             raise ConfigError(f"k must be at least 1, got {k}")
+        query = _HIDDEN.sub(" ", query)
         with self._lock:
             self._ensure()
             return self._rank(query, k, set(exclude), boost or {})
@@ -399,15 +407,15 @@ class CodeIndex:
         score = sum(self.weights[name] * value for name, value in signals.items())
         signals["tested"] = self._tested(score)
         score = score + self.weights["tested"] * signals["tested"]
-        # A test file the query names is what the task is about; any other is evidence only.
+        # A test or an example the query names is what the task is about; any other is evidence.
         named = signals["mention"] >= _SURE_MENTION
-        score = np.where(self._is_test & ~named, TEST_SHARE * score, score)
+        score = np.where(self._evidence & ~named, TEST_SHARE * score, score)
         graph = self._graph_signal(score) if self.weights["graph"] else np.zeros(n)
         signals["graph"] = graph
         score = score + self.weights["graph"] * graph
         if self.embedder is not None:
             signals["semantic"] = self._similarity(query)
-            meaning = np.where(self._is_test & ~named, TEST_SHARE, 1.0) * signals["semantic"]
+            meaning = np.where(self._evidence & ~named, TEST_SHARE, 1.0) * signals["semantic"]
             score = reciprocal_rank_fusion([score, meaning])
         ranked = [int(i) for i in np.argsort(-score, kind="stable") if score[i] > 0]
         out: list[FileHit] = []

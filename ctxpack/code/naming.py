@@ -53,7 +53,7 @@ class QueryNames:
         import numpy as np
 
         out = np.zeros(len(self._paths))
-        for name in _pieces(query.lower()) & self._named_by.keys():
+        for name in _pieces(query) & self._named_by.keys():
             for i, strength in self._named_by[name]:
                 out[i] = max(out[i], strength)
         return out
@@ -121,27 +121,34 @@ def _pieces(text: str) -> set[str]:
     return out
 
 
+# How surely each way of naming a file names that one: its path, its dotted module, its
+# package's dotted name (which names a folder of modules as much as its ``__init__``), its file
+# name (shared among the files that have it).
+_BY_PATH = 1.0
+_BY_MODULE = 0.9
+_BY_PACKAGE = 0.5
+_BY_FILE_NAME = 0.8
+
+
 def _mention_names(paths: Sequence[str]) -> dict[str, list[tuple[str, float]]]:
-    """The ways a query can name each file, with how surely it names that one: the path, the
-    dotted module, the file name (sure only when no other file has it)."""
-    basenames = Counter(p.rsplit("/", 1)[-1].lower() for p in paths)
+    """The ways a query can name each file, with how surely it names that one. Names are matched
+    as written: ``astropy.wcs.WCS`` names a class, not ``astropy/wcs/wcs.py``."""
+    basenames = Counter(p.rsplit("/", 1)[-1] for p in paths)
     out: dict[str, list[tuple[str, float]]] = {}
     for path in paths:
-        lowered = path.lower()
-        names: list[tuple[str, float]] = [(lowered, 1.0)]
-        parts = lowered.split("/")
+        names: list[tuple[str, float]] = [(path, _BY_PATH)]
+        parts = path.split("/")
         for i in range(1, len(parts) - 1):
-            names.append(("/".join(parts[i:]), 1.0))
-        stem = lowered.rsplit(".", 1)[0]
-        dotted = stem.replace("/", ".")
-        if dotted.endswith(".__init__"):
+            names.append(("/".join(parts[i:]), _BY_PATH))
+        dotted = path.rsplit(".", 1)[0].replace("/", ".")
+        package = dotted.endswith(".__init__")
+        if package:
             dotted = dotted[: -len(".__init__")]
         dparts = dotted.split(".")
         for i in range(len(dparts) - 1):
-            if len(dparts) - i >= 2:
-                names.append((".".join(dparts[i:]), 0.9))
+            names.append((".".join(dparts[i:]), _BY_PACKAGE if package else _BY_MODULE))
         base = parts[-1]
         if not base.startswith("__init__"):
-            names.append((base, 0.8 / basenames[base]))
+            names.append((base, _BY_FILE_NAME / basenames[base]))
         out[path] = names
     return out

@@ -1,9 +1,11 @@
-"""What a file is for: source, or tests of the source (evidence of where the code lives).
+"""What a file is for: source, tests of the source, or docs and examples of it (evidence of
+where the code lives).
 
 A test file rarely holds the fix for an issue, but it names the code it exercises: its path
 (``tests/test_models.py`` tests ``models.py``) and its imports point at the module under test.
-:func:`is_test_path` tells tests from source by path alone; :func:`tested_modules` maps each test
-file to the source files it tests.
+Docs, examples and benchmarks use the code's names in the issue's own words, but the code they
+demonstrate is the answer. :func:`is_test_path` and :func:`is_doc_path` tell them from source by
+path alone; :func:`tested_modules` maps each test file to the source files it tests.
 """
 
 from __future__ import annotations
@@ -15,6 +17,14 @@ __all__: list[str] = []
 
 TEST_DIRS = frozenset({"test", "tests", "testing"})
 """Folder names whose files are tests."""
+
+DOC_DIRS = frozenset(
+    {"doc", "docs", "example", "examples", "tutorial", "tutorials", "benchmark", "benchmarks"}
+)
+"""Folder names whose files document or demonstrate the code (docs, examples, benchmarks)."""
+
+BUILD_FILES = frozenset({"setup.py", "conf.py", "noxfile.py"})
+"""File names of the project's build and documentation tooling."""
 
 
 def _stem(name: str) -> str:
@@ -40,6 +50,21 @@ def is_test_path(path: str) -> bool:
         or stem.endswith((".test", ".spec"))
         or stem == "conftest"
     )
+
+
+def is_doc_path(path: str) -> bool:
+    """Whether a repository path documents or demonstrates the code rather than being it: inside
+    a docs, examples or benchmarks folder, or a build script (``setup.py``, Sphinx's
+    ``conf.py``).
+
+    Example:
+        >>> is_doc_path("doc/en/conf.py"), is_doc_path("examples/plot_iris.py")
+        (True, True)
+        >>> is_doc_path("setup.py"), is_doc_path("sklearn/datasets/_base.py")
+        (True, False)
+    """
+    parts = path.lower().split("/")
+    return parts[-1] in BUILD_FILES or any(part in DOC_DIRS for part in parts[:-1])
 
 
 def _tested_name(path: str) -> str | None:

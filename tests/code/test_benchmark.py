@@ -97,6 +97,10 @@ def test_a_run_exports_ranks_and_reports(
     assert set(payload["results"]) == {"dev"}
     assert (index_dir / "acme__shop-1.sqlite").is_file()
     assert "Index load (kept between runs" in (out / "code_retrieval.md").read_text()
+    # One split only: the held-out split of a run whose only task is dev has nothing to run.
+    assert bench.main([*argv, "--split", "dev"]) == 0
+    with pytest.raises(SystemExit, match="no task of the held-out split"):
+        bench.main([*argv, "--split", "held-out"])
 
 
 def test_issue_identifiers(bench: ModuleType) -> None:

@@ -182,3 +182,39 @@ def test_a_quoted_error_message_points_at_the_code_that_raises_it(tmp_path: Path
     assert ranked[1].signals["message"] == 0.0
     off = CodeIndex(tmp_path, db=":memory:", weights={"message": 0.0}).rank_files(issue, k=2)
     assert off[0].signals["message"] == 1.0  # still reported, weighed 0
+
+
+@pytest.fixture
+def package_repo(tmp_path: Path) -> Path:
+    (tmp_path / "sky" / "wcs").mkdir(parents=True)
+    (tmp_path / "sky" / "__init__.py").write_text("")
+    (tmp_path / "sky" / "wcs" / "__init__.py").write_text("from .wcs import WCS\n")
+    (tmp_path / "sky" / "wcs" / "wcs.py").write_text("class WCS:\n    '''A projection.'''\n")
+    (tmp_path / "sky" / "wcs" / "slicing.py").write_text("def cut(wcs):\n    return wcs\n")
+    return tmp_path
+
+
+def test_a_dotted_name_is_matched_as_written(package_repo: Path) -> None:
+    index = CodeIndex(package_repo, db=":memory:")
+
+    def mention(query: str, path: str) -> float:
+        hits = {h.path: h for h in index.rank_files(query, k=10)}
+        return hits[path].signals["mention"] if path in hits else 0.0
+
+    # The module, named as a module: a sure mention.
+    assert mention("w = sky.wcs.wcs.WCS()", "sky/wcs/wcs.py") == 0.9
+    # `sky.wcs.WCS` names a class of the package, not the module wcs.py.
+    assert mention("w = sky.wcs.WCS()", "sky/wcs/wcs.py") == 0.0
+    # A package's dotted name names a folder of modules as much as its __init__.py.
+    assert 0 < mention("import sky.wcs", "sky/wcs/__init__.py") < 0.9
+
+
+def test_an_issue_templates_hidden_comments_are_not_the_issue(package_repo: Path) -> None:
+    index = CodeIndex(package_repo, db=":memory:")
+    template = "<!-- Please cut the issue down and check sky/wcs/wcs.py first -->\n"
+    issue = "Projection fails"
+    assert [h.path for h in index.rank_files(template + issue, k=3)] == [
+        h.path for h in index.rank_files(issue, k=3)
+    ]
+    # An unclosed comment runs to the end, as a browser shows it.
+    assert index.rank_files(issue + "\n<!-- cut the wcs", k=3) == index.rank_files(issue, k=3)

@@ -106,3 +106,38 @@ def test_the_same_words_outside_a_test_file_win(tested_repo: Path) -> None:
     (tested_repo / "tests" / "test_basket.py").rename(tested_repo / "basket_checks.py")
     moved = [h.path for h in CodeIndex(tested_repo, db=":memory:").rank_files(ISSUE, k=5)]
     assert moved[0] == "basket_checks.py"
+
+
+@pytest.mark.parametrize(
+    ("path", "is_doc"),
+    [
+        ("doc/en/conf.py", True),
+        ("docs/conf.py", True),
+        ("examples/classification/plot_iris.py", True),
+        ("galleries/tutorials/intro.py", True),
+        ("benchmarks/bench_sparse.py", True),
+        ("setup.py", True),
+        ("sklearn/datasets/_base.py", False),
+        ("src/flask/app.py", False),
+        ("pkg/documentation.py", False),
+    ],
+)
+def test_is_doc_path(path: str, is_doc: bool) -> None:
+    assert roles.is_doc_path(path) is is_doc
+
+
+def test_an_example_or_a_doc_is_evidence_like_a_test(tested_repo: Path) -> None:
+    # An example that repeats the issue's words demonstrates the code: its score is scaled
+    # as a test's is.
+    (tested_repo / "examples").mkdir()
+    (tested_repo / "tests" / "test_basket.py").rename(tested_repo / "examples" / "coupons.py")
+    index = CodeIndex(tested_repo, db=":memory:")
+    hits = {h.path: h for h in index.rank_files(ISSUE, k=5)}
+    example = hits["examples/coupons.py"]
+    lexical = sum(index.weights[s] * example.signals[s] for s in ("symbol", "file", "definition"))
+    assert example.score == pytest.approx(
+        TEST_SHARE * lexical + index.weights["graph"] * example.signals["graph"]
+    )
+    # Named by the query, it is what the task is about.
+    named = index.rank_files("examples/coupons.py: " + ISSUE, k=1)
+    assert named[0].path == "examples/coupons.py"
