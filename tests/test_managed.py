@@ -506,3 +506,18 @@ def test_the_summary_names_a_term_that_only_appears_inside_another() -> None:
     summary = session.window_state.summary
     assert summary is not None and "1323" in summary
     assert "323" in evidence_terms(summary)
+
+
+def test_a_compaction_keeps_the_output_the_model_has_not_read_yet() -> None:
+    # Each output passes the share of the room the tail a compaction keeps may take: the latest
+    # one is kept all the same, since the next reply is the model's first look at it.
+    session = Session(counter=COUNTER, filters=False, window=8_000)
+    session.extend([SYSTEM, TASK])
+    compactions = 0
+    for i in range(30):
+        session.extend(step(i, lines=60))
+        before = sum(e.action == "compacted" for e in session.window_state.events)
+        sent = [m.text for m in session.render().messages]
+        compactions += sum(e.action == "compacted" for e in session.window_state.events) > before
+        assert session.transcript()[-1].text in sent
+    assert compactions >= 3

@@ -22,12 +22,15 @@ def _tail_start(
 ) -> int:
     """Where the messages a compaction keeps as they are begin: the last ``keep_recent``, fewer
     when they pass ``budget`` tokens, never opening on tool results (their call goes with
-    them)."""
+    them) and never after the last call: the model has not read its results yet."""
     t = max(start, len(record) - keep_recent)
     while t > start and t < len(record) and record[t].role == "tool":
         t -= 1
+    last = len(record) - 1
+    while last > t and record[last].role == "tool":
+        last -= 1
     size = sum(counter.count_message(m) for m in record[t:])
-    while t < len(record) and size > budget:
+    while t < last and size > budget:
         size -= counter.count_message(record[t])
         t += 1
         while t < len(record) and record[t].role == "tool":
@@ -109,12 +112,16 @@ def _summary_budget(
     """The digest's tokens: ``summary_share`` of the room the mode manages (above the messages
     it never removes), less when the tail kept would leave the request too close to
     ``compact_at`` (it would compact again at once, rewriting the cache at every request): a
-    compaction lands at most midway between ``clear_at`` and ``compact_at``."""
+    compaction lands at most midway between ``clear_at`` and ``compact_at``. The summary always
+    has its half of that landing space."""
     floor = sum(counter.count_message(m) for m in record[:end] if _verbatim(m))
     kept = floor + sum(counter.count_message(m) for m in record[end:])
     usable = max(0, room - floor)
-    landing = floor + int(_landing(policy) * usable)
-    return max(0, min(int(policy.summary_share * usable), landing - kept))
+    landing = int(_landing(policy) * usable)
+    # A tail over its half of the landing (the last call's results are always kept) does not
+    # take the summary's half.
+    left = max(floor + landing - kept, landing // 2)
+    return max(0, min(int(policy.summary_share * usable), left))
 
 
 def _with_seen_terms(digest: str, history: Sequence[Message]) -> str:
