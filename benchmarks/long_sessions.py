@@ -12,6 +12,9 @@ sessions (one agent working through several tasks in turn), at several windows. 
 - ``masking``: observation masking, the last 3 tool outputs kept, the older ones replaced;
 - ``autocompact``: Claude-Code-style auto-compaction at 95% of the window (a summary request,
   billed, replaces the history; the summary is the harness's stand-in);
+- ``filters``: ``ctxpack.Session()`` with no window: the filters at arrival alone (requests over
+  the window counted), so that the managed mode's evidence loss splits into the filters' share
+  and the window's;
 - ``managed``: ``ctxpack.Session(window=W)``.
 
 Reported per strategy and window: dollars at two price points (Sonnet-class with one cache
@@ -118,6 +121,9 @@ def strategies(window: int) -> dict[str, Any]:
         "clear": A._with(A.ClearToolResults, trigger=room // 2, keep=3),
         "masking": A._with(Masking, keep=3),
         "autocompact": A._with(A.ThresholdCompaction, trigger=int(0.95 * room)),
+        # The issue's baseline: the filters at arrival alone, no window. Its evidence loss is
+        # the filters' share of the managed mode's.
+        "filters": A._with(Managed),
         "managed": A._with(Managed, window=window),
     }
 
@@ -440,7 +446,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--windows", default=",".join(map(str, DEFAULT_WINDOWS)), help="comma-separated tokens"
     )
-    parser.add_argument("--strategies", default="raw,clear,masking,autocompact,managed")
+    parser.add_argument("--strategies", default="raw,clear,masking,autocompact,filters,managed")
     parser.add_argument("--limit", type=int, default=None, help="only the first N sessions")
     parser.add_argument(
         "--sets",

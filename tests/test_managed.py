@@ -21,7 +21,7 @@ SYSTEM = {"role": "system", "content": "You are a coding agent. Never push to ma
 TASK = {"role": "user", "content": "Fix the flaky test in tests/test_cache.py; keep the API."}
 COUNTER = get_counter(counter="cl100k_base")
 # Thresholds above the defaults, at which these short sessions clear before they compact.
-CLEARING = WindowPolicy(window=16_000, clear_at=0.35, compact_at=0.6)
+CLEARING = WindowPolicy(window=16_000, clear_at=0.35, compact_at=0.6, keep=5)
 
 
 def step(i: int, lines: int = 25) -> list[dict[str, Any]]:
@@ -447,10 +447,10 @@ def test_the_summary_leaves_the_commands_to_its_index() -> None:
 def test_server_side_policies_default_to_higher_triggers() -> None:
     client = WindowPolicy(window=64_000)
     server = WindowPolicy(window=64_000, server_side=True)
-    assert (client.clear_at, client.compact_at) == (0.1, 0.35)
-    assert (server.clear_at, server.compact_at) == (0.35, 0.6)
-    given = WindowPolicy(window=64_000, server_side=True, clear_at=0.2, compact_at=0.3)
-    assert (given.clear_at, given.compact_at) == (0.2, 0.3)
+    assert (client.clear_at, client.compact_at, client.keep) == (0.1, 0.35, 20)
+    assert (server.clear_at, server.compact_at, server.keep) == (0.35, 0.6, 5)
+    given = WindowPolicy(window=64_000, server_side=True, clear_at=0.2, compact_at=0.3, keep=9)
+    assert (given.clear_at, given.compact_at, given.keep) == (0.2, 0.3, 9)
 
 
 @settings(max_examples=40, deadline=None)

@@ -16,7 +16,7 @@ DEFAULT_SKILL_BUDGET = 5_000
 DEFAULT_PINNED_BUDGET = 25_000
 _PINNED_KEY = "pinned_kind"
 # The shares a server-side policy takes unless given (see WindowPolicy._server_side_defaults).
-SERVER_SIDE_DEFAULTS = {"clear_at": 0.35, "compact_at": 0.6}
+SERVER_SIDE_DEFAULTS = {"clear_at": 0.35, "compact_at": 0.6, "keep": 5}
 
 
 class PinnedText(BaseModel):
@@ -53,7 +53,9 @@ class WindowPolicy(BaseModel):
         clear_at: Clear old tool results once the prompt passes this share of the managed room:
             the room (the window less the reply room and the tool definitions) above the
             messages never removed (system prompt, user instructions, pinned messages).
-        keep: How many of the most recent tool results a clearing keeps.
+        keep: How many of the most recent tool results a clearing keeps. A clearing rewrites
+            the cache from the first result it clears, and a compaction soon summarises those
+            results anyway: the 20 kept by default leave most sessions to compaction alone.
         compact_at: Past this share of the managed room, compact once re-sending what a
             compaction removes has cost twice the cache write it causes, or at once past midway
             between this share and the whole room.
@@ -72,7 +74,8 @@ class WindowPolicy(BaseModel):
         server_side: Leave the edits to the provider: :func:`render_window` only checks the
             window, and the session produces the provider's ``context_management`` field. The
             provider edits whenever a trigger is crossed and bills its compaction as a summary
-            request, so ``clear_at`` and ``compact_at`` then default to 0.35 and 0.6 of the room.
+            request, so ``clear_at`` and ``compact_at`` then default to 0.35 and 0.6 of the room,
+            and ``keep`` to 5.
         model: Whose prices decide whether a clearing pays; by default the session's model when
             it is priced, else ``claude-sonnet-4-5``.
 
@@ -87,7 +90,7 @@ class WindowPolicy(BaseModel):
     window: int = Field(ge=1_024)
     reply_room: int | None = Field(default=None, ge=0)
     clear_at: float = Field(default=0.1, gt=0, le=1)
-    keep: int = Field(default=5, ge=0)
+    keep: int = Field(default=20, ge=0)
     compact_at: float = Field(default=0.35, gt=0, le=1)
     keep_recent: int = Field(default=6, ge=1)
     summary_share: float = Field(default=0.25, gt=0, lt=1)
