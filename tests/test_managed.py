@@ -521,3 +521,13 @@ def test_a_compaction_keeps_the_output_the_model_has_not_read_yet() -> None:
         compactions += sum(e.action == "compacted" for e in session.window_state.events) > before
         assert session.transcript()[-1].text in sent
     assert compactions >= 3
+
+
+def test_by_default_a_clearing_keeps_the_last_twenty_results() -> None:
+    session = Session(counter=COUNTER, filters=False, window=64_000)
+    run(session, 60)
+    events = session.window_state.events
+    assert events and events[0].action == "cleared"  # results piled up before a compaction
+    tools = [m for m in session.render().messages if m.role == "tool"]
+    cleared = [bool(ORIGINAL_NOTE.search(m.text)) for m in tools]
+    assert any(cleared) and not any(cleared[-20:])
