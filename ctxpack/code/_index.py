@@ -21,14 +21,14 @@ weighed (see :data:`DEFAULT_WEIGHTS`):
 
 Test files, docs and examples are evidence, rarely answers: their score is scaled by
 :data:`TEST_SHARE` unless the query names them (see :mod:`ctxpack.code.roles`). An issue
-template's hidden HTML comments (``<!-- ... -->``) are left out of the query.
+template's hidden HTML comments and a listing of the reporter's installed packages are left out
+of the query (see :mod:`ctxpack.code._issue`).
 """
 
 from __future__ import annotations
 
 import math
 import os
-import re
 import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -42,6 +42,7 @@ from ..signals.bm25 import InvertedIndex
 from ..tokens import CounterLike, TokenCounter, get_counter
 from ._files import resolve_root
 from ._graph import CodeGraph, personalised_pagerank
+from ._issue import issue_words
 from ._storage import FileStore, RefreshStats, default_db_path
 from ._symbols import ParsedFile, Symbol
 from .literals import LiteralIndex
@@ -73,9 +74,8 @@ TEST_SHARE = 0.3
 _GRAPH_SEEDS = 5
 # A mention this sure names the file itself (its path or dotted module, not a bare file name).
 _SURE_MENTION = 0.9
-# An issue template's instructions sit in HTML comments, hidden from the reader: not the
-# issue's words (an unclosed comment runs to the end, as a browser reads it).
-_HIDDEN = re.compile(r"<!--[\s\S]*?(?:-->|$)")
+# A file's symbol score: its best unit plus this share of each of the next two.
+_NEXT_UNITS = 0.25
 _BM25_K1 = 1.2
 _BM25_B = 0.75
 
@@ -373,7 +373,7 @@ class CodeIndex:
         """
         if k < 1:
             raise ConfigError(f"k must be at least 1, got {k}")
-        query = _HIDDEN.sub(" ", query)
+        query = issue_words(query)
         with self._lock:
             self._ensure()
             return self._rank(query, k, set(exclude), boost or {})
@@ -456,7 +456,7 @@ class CodeIndex:
         hit, files = hit[order], files[order]
         firsts = np.flatnonzero(np.r_[True, files[1:] != files[:-1]])
         place = np.arange(len(hit)) - np.repeat(firsts, np.diff(np.r_[firsts, len(hit)]))
-        share = np.where(place == 0, 1.0, np.where(place < 3, 0.25, 0.0))
+        share = np.where(place == 0, 1.0, np.where(place < 3, _NEXT_UNITS, 0.0))
         np.add.at(best, files, share * unit_scores[hit])
         ends = np.r_[firsts[1:], len(hit)]
         units = hit.tolist()
@@ -523,7 +523,7 @@ class CodeIndex:
         out), best first per file."""
         with self._lock:
             self._ensure()
-            scores = self._unit_index.bm25(self._query_terms(query, boost or {}))
+            scores = self._unit_index.bm25(self._query_terms(issue_words(query), boost or {}))
             wanted = {p: i for i, p in enumerate(self._paths) if p in set(paths)}
             out: dict[str, list[tuple[Symbol, float]]] = {p: [] for p in paths}
             for u, unit in enumerate(self._units):

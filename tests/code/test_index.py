@@ -218,3 +218,19 @@ def test_an_issue_templates_hidden_comments_are_not_the_issue(package_repo: Path
     ]
     # An unclosed comment runs to the end, as a browser shows it.
     assert index.rank_files(issue + "\n<!-- cut the wcs", k=3) == index.rank_files(issue, k=3)
+
+
+def test_an_environment_listing_is_not_the_issue(tmp_path: Path) -> None:
+    (tmp_path / "marks.py").write_text("def xfail(reason):\n    '''Expect a failure.'''\n")
+    (tmp_path / "packaging.py").write_text("def attrs_version(pluggy):\n    return pluggy\n")
+    (tmp_path / "numpy_compat.py").write_text("def numpy_version():\n    return 'numpy'\n")
+    index = CodeIndex(tmp_path, db=":memory:")
+    issue = "xfail marker ignored since the upgrade"
+    listing = (
+        "\n```\nPackage    Version\n---------- -------\nattrs      19.3.0\r\n"
+        "packaging  20.4\npluggy==0.13.1,py==1.8.0\nnumpy: 1.24.2\n```\n"
+    )
+    assert [h.path for h in index.rank_files(issue + listing)] == ["marks.py"]
+    # Versions in a sentence are the issue's words.
+    said = "xfail ignored by packaging 20.4"
+    assert "packaging.py" in [h.path for h in index.rank_files(said)]
