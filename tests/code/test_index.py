@@ -234,3 +234,31 @@ def test_an_environment_listing_is_not_the_issue(tmp_path: Path) -> None:
     # Versions in a sentence are the issue's words.
     said = "xfail ignored by packaging 20.4"
     assert "packaging.py" in [h.path for h in index.rank_files(said)]
+
+
+def test_only_the_tests_that_best_match_are_evidence(tmp_path: Path) -> None:
+    # Six test files, each testing its own module by name, matching the query less and less.
+    (tmp_path / "tests").mkdir()
+    for strength, name in enumerate("fedcba", start=1):
+        (tmp_path / f"{name}.py").write_text("def run():\n    pass\n")
+        body = "".join(f"def test_throttle_{i}():\n    run()\n" for i in range(strength))
+        (tmp_path / "tests" / f"test_{name}.py").write_text(body + "x = 1\n" * (20 - strength))
+    index = CodeIndex(tmp_path, db=":memory:")
+    tested = {h.path: h.signals["tested"] for h in index.rank_files("throttle", k=20)}
+    # The five best tests lend their score to the code they test; the sixth is one of many.
+    assert all(tested[f"{name}.py"] > 0 for name in "abcde")
+    assert tested.get("f.py", 0.0) == 0.0
+
+
+def test_a_files_symbol_score_is_its_best_unit_and_half_the_next_two(tmp_path: Path) -> None:
+    unit = "def {name}():\n    throttle()\n\n\n"
+    (tmp_path / "many.py").write_text(
+        "".join(unit.format(name=n) for n in ("fa", "fb", "fc", "fd"))
+    )
+    (tmp_path / "once.py").write_text(unit.format(name="fa"))
+    symbol = {
+        h.path: h.signals["symbol"]
+        for h in CodeIndex(tmp_path, db=":memory:").rank_files("throttle")
+    }
+    assert symbol["many.py"] == 1.0
+    assert symbol["once.py"] == pytest.approx(1 / (1 + 2 * 0.5))
