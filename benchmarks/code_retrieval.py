@@ -700,8 +700,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--dev-repos",
         default=",".join(DEV_REPOS),
-        help="comma-separated repositories the ranking was tuned on; every figure is "
-        "reported for them and for the others (held out) apart",
+        help="comma-separated repositories the ranking is tuned on (default: %(default)s); "
+        "every figure is reported for them and for the others (held out) apart",
     )
     parser.add_argument(
         "--index-dir",
