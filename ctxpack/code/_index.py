@@ -7,13 +7,15 @@ re-parses only those whose content hash changed; deleted files leave the index.
 Ranking mixes named signals, each normalised to [0, 1] over the repository's files before it is
 weighed (see :data:`DEFAULT_WEIGHTS`):
 
-- ``symbol``: BM25 of the best symbol units of the file (code-aware terms, path terms);
+- ``symbol``: BM25 of the best symbol units of the file (code-aware terms, path terms): the best
+  unit plus half of each of the next two;
 - ``file``: BM25 of the whole file;
 - ``mention``: the query names the file (``requests/models.py``, ``_pytest.capture``,
   ``capture.py``);
 - ``definition``: the query names a function, class or type the file defines;
-- ``tested``: the file is under test by a test file that matches the query (a test names the
-  code it exercises: ``tests/test_models.py`` tests ``models.py``, and what it imports);
+- ``tested``: the file is under test by one of the few test files that best match the query (a
+  test names the code it exercises: ``tests/test_models.py`` tests ``models.py``, and what it
+  imports);
 - ``message``: the query quotes a message (an error, a warning) the file's string literals
   hold (see :mod:`ctxpack.code.literals`);
 - ``graph``: PageRank over the import/call graph, personalised by the strongest files (where
@@ -21,14 +23,14 @@ weighed (see :data:`DEFAULT_WEIGHTS`):
 
 Test files, docs and examples are evidence, rarely answers: their score is scaled by
 :data:`TEST_SHARE` unless the query names them (see :mod:`ctxpack.code.roles`). An issue
-template's hidden HTML comments (``<!-- ... -->``) are left out of the query.
+template's hidden HTML comments and a listing of the reporter's installed packages are left out
+of the query (see :mod:`ctxpack.code._issue`).
 """
 
 from __future__ import annotations
 
 import math
 import os
-import re
 import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -42,6 +44,7 @@ from ..signals.bm25 import InvertedIndex
 from ..tokens import CounterLike, TokenCounter, get_counter
 from ._files import resolve_root
 from ._graph import CodeGraph, personalised_pagerank
+from ._issue import issue_words
 from ._storage import FileStore, RefreshStats, default_db_path
 from ._symbols import ParsedFile, Symbol
 from .literals import LiteralIndex
@@ -73,9 +76,11 @@ TEST_SHARE = 0.3
 _GRAPH_SEEDS = 5
 # A mention this sure names the file itself (its path or dotted module, not a bare file name).
 _SURE_MENTION = 0.9
-# An issue template's instructions sit in HTML comments, hidden from the reader: not the
-# issue's words (an unclosed comment runs to the end, as a browser reads it).
-_HIDDEN = re.compile(r"<!--[\s\S]*?(?:-->|$)")
+# A file's symbol score: its best unit plus this share of each of the next two.
+_NEXT_UNITS = 0.5
+# How many of the test files that best match the query lend their score to the code they test:
+# a test further down is one of the many that merely share the query's words.
+_EVIDENCE_TESTS = 5
 _BM25_K1 = 1.2
 _BM25_B = 0.75
 
@@ -373,7 +378,7 @@ class CodeIndex:
         """
         if k < 1:
             raise ConfigError(f"k must be at least 1, got {k}")
-        query = _HIDDEN.sub(" ", query)
+        query = issue_words(query)
         with self._lock:
             self._ensure()
             return self._rank(query, k, set(exclude), boost or {})
@@ -441,9 +446,9 @@ class CodeIndex:
         return out
 
     def _best_units(self, unit_scores: Any) -> tuple[Any, dict[int, list[int]]]:
-        """Per file, its matching units best first, and its symbol score: the best unit plus a
-        little of the next two (a file with several matching symbols beats one with a single
-        lucky match)."""
+        """Per file, its matching units best first, and its symbol score: the best unit plus
+        half of each of the next two (a file with several matching symbols beats one with a
+        single lucky match)."""
         import numpy as np
 
         best = np.zeros(len(self._paths))
@@ -456,7 +461,7 @@ class CodeIndex:
         hit, files = hit[order], files[order]
         firsts = np.flatnonzero(np.r_[True, files[1:] != files[:-1]])
         place = np.arange(len(hit)) - np.repeat(firsts, np.diff(np.r_[firsts, len(hit)]))
-        share = np.where(place == 0, 1.0, np.where(place < 3, 0.25, 0.0))
+        share = np.where(place == 0, 1.0, np.where(place < 3, _NEXT_UNITS, 0.0))
         np.add.at(best, files, share * unit_scores[hit])
         ends = np.r_[firsts[1:], len(hit)]
         units = hit.tolist()
@@ -478,13 +483,17 @@ class CodeIndex:
         return np.maximum(self._vectors @ wanted, 0.0).astype(float)
 
     def _tested(self, score: Any) -> Any:
-        """Per source file, the best score of a test file that tests it, times how surely."""
+        """Per source file, the best score of one of the test files that best match the query
+        (:data:`_EVIDENCE_TESTS` of them) among those that test it, times how surely."""
         import numpy as np
 
         tests, sources, sureness = self._test_links
         out = np.zeros(len(self._paths))
         if len(tests):
-            np.maximum.at(out, sources, score[tests] * sureness)
+            candidates = np.unique(tests)
+            best = candidates[np.argsort(-score[candidates], kind="stable")[:_EVIDENCE_TESTS]]
+            kept = np.isin(tests, best) & (score[tests] > 0)
+            np.maximum.at(out, sources[kept], score[tests[kept]] * sureness[kept])
         return _normalised(out)
 
     def _graph_signal(self, score: Any) -> Any:
@@ -523,7 +532,7 @@ class CodeIndex:
         out), best first per file."""
         with self._lock:
             self._ensure()
-            scores = self._unit_index.bm25(self._query_terms(query, boost or {}))
+            scores = self._unit_index.bm25(self._query_terms(issue_words(query), boost or {}))
             wanted = {p: i for i, p in enumerate(self._paths) if p in set(paths)}
             out: dict[str, list[tuple[Symbol, float]]] = {p: [] for p in paths}
             for u, unit in enumerate(self._units):

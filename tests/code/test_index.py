@@ -218,3 +218,47 @@ def test_an_issue_templates_hidden_comments_are_not_the_issue(package_repo: Path
     ]
     # An unclosed comment runs to the end, as a browser shows it.
     assert index.rank_files(issue + "\n<!-- cut the wcs", k=3) == index.rank_files(issue, k=3)
+
+
+def test_an_environment_listing_is_not_the_issue(tmp_path: Path) -> None:
+    (tmp_path / "marks.py").write_text("def xfail(reason):\n    '''Expect a failure.'''\n")
+    (tmp_path / "packaging.py").write_text("def attrs_version(pluggy):\n    return pluggy\n")
+    (tmp_path / "numpy_compat.py").write_text("def numpy_version():\n    return 'numpy'\n")
+    index = CodeIndex(tmp_path, db=":memory:")
+    issue = "xfail marker ignored since the upgrade"
+    listing = (
+        "\n```\nPackage    Version\n---------- -------\nattrs      19.3.0\r\n"
+        "packaging  20.4\npluggy==0.13.1,py==1.8.0\nnumpy: 1.24.2\n```\n"
+    )
+    assert [h.path for h in index.rank_files(issue + listing)] == ["marks.py"]
+    # Versions in a sentence are the issue's words.
+    said = "xfail ignored by packaging 20.4"
+    assert "packaging.py" in [h.path for h in index.rank_files(said)]
+
+
+def test_only_the_tests_that_best_match_are_evidence(tmp_path: Path) -> None:
+    # Six test files, each testing its own module by name, matching the query less and less.
+    (tmp_path / "tests").mkdir()
+    for strength, name in enumerate("fedcba", start=1):
+        (tmp_path / f"{name}.py").write_text("def run():\n    pass\n")
+        body = "".join(f"def test_throttle_{i}():\n    run()\n" for i in range(strength))
+        (tmp_path / "tests" / f"test_{name}.py").write_text(body + "x = 1\n" * (20 - strength))
+    index = CodeIndex(tmp_path, db=":memory:")
+    tested = {h.path: h.signals["tested"] for h in index.rank_files("throttle", k=20)}
+    # The five best tests lend their score to the code they test; the sixth is one of many.
+    assert all(tested[f"{name}.py"] > 0 for name in "abcde")
+    assert tested.get("f.py", 0.0) == 0.0
+
+
+def test_a_files_symbol_score_is_its_best_unit_and_half_the_next_two(tmp_path: Path) -> None:
+    unit = "def {name}():\n    throttle()\n\n\n"
+    (tmp_path / "many.py").write_text(
+        "".join(unit.format(name=n) for n in ("fa", "fb", "fc", "fd"))
+    )
+    (tmp_path / "once.py").write_text(unit.format(name="fa"))
+    symbol = {
+        h.path: h.signals["symbol"]
+        for h in CodeIndex(tmp_path, db=":memory:").rank_files("throttle")
+    }
+    assert symbol["many.py"] == 1.0
+    assert symbol["once.py"] == pytest.approx(1 / (1 + 2 * 0.5))
