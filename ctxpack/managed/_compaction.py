@@ -74,14 +74,15 @@ def _compact(state: WindowState, policy: WindowPolicy, ctx: _Context, room: int)
             )
     tokens_before = {record[i].id: counter.count_message(record[i]) for i in region}
     state.compacted = [*state.compacted, *(record[i].id for i in region)]
+    compacted = set(state.compacted)
     state.index_artifact = ctx.store.put(
-        _index(ctx, [i for i in range(end) if record[i].id in set(state.compacted)]),
+        _index(ctx, [i for i in range(end) if record[i].id in compacted]),
         kind="compaction_index",
     )
     state.summary = text
     state.summary_id = summary_id_of(state.compacted)
     state.boundary = end
-    state.cleared = {k: v for k, v in state.cleared.items() if k not in set(state.compacted)}
+    state.cleared = {k: v for k, v in state.cleared.items() if k not in compacted}
     for i in region:
         state.decisions.append(
             Decision(
