@@ -123,7 +123,7 @@ def strategies(window: int) -> dict[str, Any]:
         "autocompact": A._with(A.ThresholdCompaction, trigger=int(0.95 * room)),
         # The issue's baseline: the filters at arrival alone, no window. Its evidence loss is
         # the filters' share of the managed mode's.
-        "filters": A._with(Managed),
+        "filters": A._with(A.SessionStrategy),
         "managed": A._with(Managed, window=window),
     }
 
