@@ -49,7 +49,7 @@ from ._storage import FileStore, RefreshStats, default_db_path
 from ._symbols import ParsedFile, Symbol
 from .literals import LiteralIndex
 from .naming import QueryNames
-from .roles import is_doc_path, is_test_path, tested_modules
+from .roles import is_doc_path, is_test_path, outside_packages, tested_modules
 from .semantic import file_summary, reciprocal_rank_fusion
 from .terms import code_terms, path_terms
 
@@ -257,8 +257,9 @@ class CodeIndex:
         self._names = QueryNames(self._paths, self._parsed, self._graph.definers)
         self._literals = LiteralIndex(self._paths, self._parsed)
         at = {p: i for i, p in enumerate(self._paths)}
+        scripts = outside_packages(self._paths, self.root)
         self._evidence = np.array(
-            [is_test_path(p) or is_doc_path(p) for p in self._paths], dtype=bool
+            [is_test_path(p) or is_doc_path(p) or p in scripts for p in self._paths], dtype=bool
         )
         links = [
             (at[test], at[source], sureness)

@@ -103,9 +103,54 @@ def test_a_test_the_query_names_is_not_down_ranked(tested_repo: Path) -> None:
 
 def test_the_same_words_outside_a_test_file_win(tested_repo: Path) -> None:
     # The test's text moved to a file that is not a test: it is an answer again.
-    (tested_repo / "tests" / "test_basket.py").rename(tested_repo / "basket_checks.py")
+    (tested_repo / "tests" / "test_basket.py").rename(tested_repo / "shop" / "basket_checks.py")
     moved = [h.path for h in CodeIndex(tested_repo, db=":memory:").rank_files(ISSUE, k=5)]
-    assert moved[0] == "basket_checks.py"
+    assert moved[0] == "shop/basket_checks.py"
+
+
+def test_a_script_beside_the_packages_is_evidence_like_a_test(tested_repo: Path) -> None:
+    # The same words in a module at the top of the tree, outside the package: a script that
+    # uses the code, scaled as a test is, unless the query names it.
+    (tested_repo / "tests" / "test_basket.py").rename(tested_repo / "release_checks.py")
+    index = CodeIndex(tested_repo, db=":memory:")
+    hits = {h.path: h for h in index.rank_files(ISSUE, k=5)}
+    script = hits["release_checks.py"]
+    lexical = sum(index.weights[s] * script.signals[s] for s in ("symbol", "file", "definition"))
+    assert script.score == pytest.approx(
+        TEST_SHARE * lexical + index.weights["graph"] * script.signals["graph"]
+    )
+    assert index.rank_files("release_checks.py: " + ISSUE, k=1)[0].path == "release_checks.py"
+
+
+@pytest.mark.parametrize(
+    ("paths", "outside"),
+    [
+        # Beside a package: scripts; inside it, even in a folder without __init__.py: code.
+        (
+            ["pkg/__init__.py", "pkg/cli/run.py", "setupext.py", "tools/gh.py"],
+            {"setupext.py", "tools/gh.py"},
+        ),
+        # A source folder's own modules are code (src/pytest.py beside src/_pytest/).
+        (
+            ["src/_pytest/__init__.py", "src/pytest.py", "scripts/release.py"],
+            {"scripts/release.py"},
+        ),
+        # No package but tests: a single-module project keeps its code at the top.
+        (["six.py", "tests/__init__.py", "tests/test_six.py"], set()),
+        # Not Python: no packages to tell code from scripts by.
+        (["main.go", "cmd/tool/main.go"], set()),
+    ],
+)
+def test_outside_packages(paths: list[str], outside: set[str]) -> None:
+    assert roles.outside_packages(paths) == outside
+
+
+def test_an_empty_init_left_out_of_the_listing_still_makes_a_package(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    paths = ["pkg/core.py", "tools/gh.py"]
+    assert roles.outside_packages(paths) == set()  # no package seen: nothing to tell apart
+    assert roles.outside_packages(paths, tmp_path) == {"tools/gh.py"}
 
 
 @pytest.mark.parametrize(
