@@ -130,7 +130,7 @@ def _maybe_compact(
         state.compact_rent += _rent(max(0.0, tokens - landing), p)
     if not (urgent or _pays(state.compact_rent, _compaction_rewrite(view, landing), p)):
         return view
-    if not _compact(state, policy, ctx, plan.room):
+    if not _compact(state, policy, ctx, plan):
         return view
     state.compact_rent = 0.0
     new = _build(state, policy, ctx)
