@@ -531,3 +531,18 @@ def test_by_default_a_clearing_keeps_the_last_twenty_results() -> None:
     tools = [m for m in session.render().messages if m.role == "tool"]
     cleared = [bool(ORIGINAL_NOTE.search(m.text)) for m in tools]
     assert any(cleared) and not any(cleared[-20:])
+
+
+def test_where_an_instruction_sits_does_not_change_the_summary() -> None:
+    # An instruction is in every request wherever it sits: in the tail a compaction keeps, it
+    # takes no room from the summary, which gets what it gets with the instruction at the head.
+    note = {"role": "user", "content": "Also keep the probe rows sorted by value. " * 30}
+    summaries = []
+    for head, tail in (([note], []), ([], [note])):
+        session = Session(counter=COUNTER, filters=False, window=8_000)
+        session.extend([SYSTEM, TASK, *head, *itertools.chain(*map(step, range(14))), *tail])
+        request = session.render()
+        assert [e.action for e in session.window_state.events] == ["compacted"]
+        assert note["content"] in [m.text for m in request.messages]
+        summaries.append(session.window_state.summary)
+    assert summaries[0] == summaries[1]

@@ -67,6 +67,8 @@ from ._digest import (
 without_thinking = _clear._without_thinking
 verbatim = _compact._verbatim
 summary_id_of = _compact.summary_id_of
+resolve_price = _clear._resolve_price
+PATIENCE = _clear._PATIENCE
 
 __all__ = [
     "Compactor",

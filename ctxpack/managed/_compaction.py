@@ -11,6 +11,7 @@ from ..messages import Message
 from ..pipeline import Decision
 from ..tokens import TokenCounter
 from ._policy import WindowPolicy
+from ._room import _Room
 from ._state import WindowState
 from .view import _Context, _pinned_kind, _summary_message, _verbatim
 
@@ -19,9 +20,10 @@ __all__ = ["fit_digest"]
 
 def _tail_start(
     record: Sequence[Message], start: int, keep_recent: int, budget: int, counter: TokenCounter
-) -> int:
-    """Where the messages a compaction keeps as they are begin: the last ``keep_recent``, fewer
-    when they pass ``budget`` tokens, never opening on tool results (their call goes with
+) -> tuple[int, int]:
+    """Where the messages a compaction keeps as they are begin, and their tokens above the
+    floor (instructions among them are in every request anyway): the last ``keep_recent``,
+    fewer when they pass ``budget`` tokens, never opening on tool results (their call goes with
     them) and never after the last call: the model has not read its results yet."""
     t = max(start, len(record) - keep_recent)
     while t > start and t < len(record) and record[t].role == "tool":
@@ -29,34 +31,28 @@ def _tail_start(
     last = len(record) - 1
     while last > t and record[last].role == "tool":
         last -= 1
-    size = sum(counter.count_message(m) for m in record[t:])
-    while t < last and size > budget:
-        size -= counter.count_message(record[t])
+
+    def size(msg: Message) -> int:
+        return 0 if _verbatim(msg) else counter.count_message(msg)
+
+    tokens = sum(map(size, record[t:]))
+    while t < last and tokens > budget:
+        tokens -= size(record[t])
         t += 1
         while t < len(record) and record[t].role == "tool":
-            size -= counter.count_message(record[t])
+            tokens -= size(record[t])
             t += 1
-    return t
+    return t, tokens
 
 
-def _landing(policy: WindowPolicy) -> float:
-    """Where a compaction lands, as a share of the managed room: midway between ``clear_at`` and
-    ``compact_at``, so that it leaves room to grow before the next one."""
-    return (policy.clear_at + policy.compact_at) / 2
-
-
-def _compact(state: WindowState, policy: WindowPolicy, ctx: _Context, room: int) -> bool:
+def _compact(state: WindowState, policy: WindowPolicy, ctx: _Context, plan: _Room) -> bool:
     """Summarise the record before the tail; ``False`` when there is too little to summarise."""
     record, counter = ctx.record, ctx.counter
-    floor = sum(counter.count_message(m) for m in record if _verbatim(m))
-    # The tail kept takes at most half of what a compaction may leave above the floor: the
-    # summary gets the other half.
-    tail_budget = int(_landing(policy) * max(0, room - floor)) // 2
-    end = _tail_start(record, state.boundary, policy.keep_recent, tail_budget, counter)
+    end, tail = _tail_start(record, state.boundary, policy.keep_recent, plan.tail_budget, counter)
     region = [i for i in range(state.boundary, end) if not _verbatim(record[i])]
     if sum(1 for i in region if _pinned_kind(record[i]) is None) < 2:
         return False
-    budget = _summary_budget(policy, record, end, room, counter)
+    budget = plan.summary_budget(tail)
     if policy.summarizer is None:
         # The extractive digest is cheap: it reads the whole summarised history again, so a
         # second compaction does not summarise a summary.
@@ -105,24 +101,6 @@ def _compact(state: WindowState, policy: WindowPolicy, ctx: _Context, room: int)
         )
     )
     return True
-
-
-def _summary_budget(
-    policy: WindowPolicy, record: Sequence[Message], end: int, room: int, counter: TokenCounter
-) -> int:
-    """The digest's tokens: ``summary_share`` of the room the mode manages (above the messages
-    it never removes), less when the tail kept would leave the request too close to
-    ``compact_at`` (it would compact again at once, rewriting the cache at every request): a
-    compaction lands at most midway between ``clear_at`` and ``compact_at``. The summary always
-    has its half of that landing space."""
-    floor = sum(counter.count_message(m) for m in record[:end] if _verbatim(m))
-    kept = floor + sum(counter.count_message(m) for m in record[end:])
-    usable = max(0, room - floor)
-    landing = int(_landing(policy) * usable)
-    # A tail over its half of the landing (the last call's results are always kept) does not
-    # take the summary's half.
-    left = max(floor + landing - kept, landing // 2)
-    return max(0, min(int(policy.summary_share * usable), left))
 
 
 def _with_seen_terms(digest: str, history: Sequence[Message]) -> str:

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ..cost import price
+from ..cost import Price
 from ..errors import BudgetExceededError
 from ..messages import Message
 from ..store import ArtifactStore
 from ..tokens import REPLY_PRIMING, TokenCounter
-from ._compaction import _compact, _landing
+from ._compaction import _compact
 from ._policy import WindowPolicy
+from ._rent import _cache_price, _pays, _rent
+from ._room import _Room
 from ._state import WindowState
-from .clearing import _PATIENCE, _clear, _clear_batch, _edit_point, _event, _pays, _priced
+from .clearing import _clear, _clear_batch, _edit_point, _event
 from .view import _build, _Context, _verbatim, _View
 
 __all__ = ["render_window"]
@@ -72,44 +74,12 @@ def _manage(
     state: WindowState, policy: WindowPolicy, ctx: _Context, view: _View, room: int
 ) -> _View:
     """Clear, compact, then clear everything if need be, until the view fits ``room``."""
-    keep_thinking = policy.keep_thinking
-    tokens = view.tokens()
-    # The shares apply to what the mode can remove: the room above the messages it never removes.
-    floor = REPLY_PRIMING + sum(
-        s for m, s in zip(view.messages, view.sizes, strict=True) if _verbatim(m)
-    )
-
-    def level(share: float) -> float:
-        return floor + share * max(0, room - floor)
-
-    if tokens > level(policy.clear_at):
-        tools, thinking, removed = _clear_batch(
-            state, policy, ctx, keep=policy.keep, keep_thinking=keep_thinking or 10**9
-        )
-        if removed > 0:
-            ids = {ctx.record[i].id for i in [*tools, *thinking]}
-            edit = _edit_point(view, ids)
-            after = REPLY_PRIMING + sum(view.sizes[edit:]) - removed
-            state.rent += removed * price(policy.model or _priced(ctx.model)).cache_read
-            pressed = tokens > level(policy.compact_at)
-            settles = tokens - removed <= level(_landing(policy))
-            if (pressed and settles) or (not pressed and _pays(state, policy, ctx.model, after)):
-                state.rent = 0.0
-                _clear(state, ctx, tools, thinking, f"batch at request {state.requests}")
-                new = _build(state, policy, ctx)
-                _event(state, "cleared", view, new, edit)
-                view = new
-    if (
-        view.tokens() > level(policy.compact_at)
-        and _compaction_due(state, policy, ctx, view, level)
-        and _compact(state, policy, ctx, room)
-    ):
-        state.compact_rent = 0.0
-        new = _build(state, policy, ctx)
-        # The summary replaces the history after the system prompt and instructions.
-        edit = _edit_point(new, {state.summary_id or ""})
-        _event(state, "compacted", view, new, edit)
-        view = new
+    plan = _Room.of(policy, view, room)
+    p = _cache_price(policy, ctx.model)
+    if view.tokens() > plan.level(policy.clear_at):
+        view = _maybe_clear(state, policy, ctx, view, plan, p)
+    if view.tokens() > plan.level(policy.compact_at):
+        view = _maybe_compact(state, policy, ctx, view, plan, p)
     if view.tokens() > room:
         tools, thinking, removed = _clear_batch(state, policy, ctx, keep=0, keep_thinking=0)
         if removed > 0:
@@ -121,23 +91,57 @@ def _manage(
     return view
 
 
-def _compaction_due(
-    state: WindowState,
-    policy: WindowPolicy,
-    ctx: _Context,
-    view: _View,
-    level: Callable[[float], float],
-) -> bool:
-    """Past ``compact_at``, a compaction waits until re-sending what it would remove has cost
-    twice the cache write it causes (the clearing's rule), unless the prompt passes midway
-    between ``compact_at`` and the room: it then goes at once."""
+def _maybe_clear(
+    state: WindowState, policy: WindowPolicy, ctx: _Context, view: _View, plan: _Room, p: Price
+) -> _View:
+    """Past ``clear_at``, clear a batch once its rent pays for the rewrite, or at once past
+    ``compact_at`` when the batch brings the prompt back down to where a compaction lands."""
+    keep_thinking = policy.keep_thinking or 10**9
+    tools, thinking, removed = _clear_batch(
+        state, policy, ctx, keep=policy.keep, keep_thinking=keep_thinking
+    )
+    if removed <= 0:
+        return view
+    edit = _edit_point(view, {ctx.record[i].id for i in [*tools, *thinking]})
+    after = REPLY_PRIMING + sum(view.sizes[edit:]) - removed
+    state.rent += _rent(removed, p)
     tokens = view.tokens()
-    if tokens > level((policy.compact_at + 1) / 2):
-        return True
-    landing = level(_landing(policy))
-    p = price(policy.model or _priced(ctx.model))
-    state.compact_rent += max(0.0, tokens - landing) * p.cache_read
-    # The cache keeps the prefix up to the first summarised message: the rest is written again.
+    pressed = tokens > plan.level(policy.compact_at)
+    settles = tokens - removed <= plan.level(plan.landing_share)
+    if not ((pressed and settles) or (not pressed and _pays(state.rent, after, p))):
+        return view
+    state.rent = 0.0
+    _clear(state, ctx, tools, thinking, f"batch at request {state.requests}")
+    new = _build(state, policy, ctx)
+    _event(state, "cleared", view, new, edit)
+    return new
+
+
+def _maybe_compact(
+    state: WindowState, policy: WindowPolicy, ctx: _Context, view: _View, plan: _Room, p: Price
+) -> _View:
+    """Past ``compact_at``, compact once its rent pays for the rewrite (the clearing's rule),
+    or at once past midway between ``compact_at`` and the room."""
+    tokens = view.tokens()
+    landing = plan.level(plan.landing_share)
+    urgent = tokens > plan.level((policy.compact_at + 1) / 2)
+    if not urgent:
+        # What a compaction would remove: everything above where it lands.
+        state.compact_rent += _rent(max(0.0, tokens - landing), p)
+    if not (urgent or _pays(state.compact_rent, _compaction_rewrite(view, landing), p)):
+        return view
+    if not _compact(state, policy, ctx, plan):
+        return view
+    state.compact_rent = 0.0
+    new = _build(state, policy, ctx)
+    # The summary replaces the history after the system prompt and instructions.
+    edit = _edit_point(new, {state.summary_id or ""})
+    _event(state, "compacted", view, new, edit)
+    return new
+
+
+def _compaction_rewrite(view: _View, landing: float) -> float:
+    """The tokens a compaction landing at ``landing`` makes the cache write again: the cache
+    keeps the prefix up to the first summarised message, the rest is written again."""
     kept = next((k for k, m in enumerate(view.messages) if not _verbatim(m)), len(view.messages))
-    rewritten = max(0.0, landing - REPLY_PRIMING - sum(view.sizes[:kept]))
-    return state.compact_rent / _PATIENCE > (p.cache_write_5m - p.cache_read) * rewritten
+    return max(0.0, landing - REPLY_PRIMING - sum(view.sizes[:kept]))

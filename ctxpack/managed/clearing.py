@@ -1,13 +1,11 @@
-"""Clearing in the managed mode: which batch, whether it pays, and its record."""
+"""Clearing in the managed mode: which batch, and its record."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Literal
 
-from ..cost import price
 from ..editing import without_thinking as _without_thinking
-from ..errors import ConfigError
 from ..messages import Message
 from ..pipeline import Decision
 from ..tokens import REPLY_PRIMING
@@ -16,13 +14,6 @@ from ._state import WindowEvent, WindowState
 from .view import _Context, _placeholder, _View
 
 __all__: list[str] = []  # the managed mode's internals: used by its other modules only
-
-# Prices that decide whether a clearing batch pays, when the session's model is not priced.
-_DEFAULT_PRICED_MODEL = "claude-sonnet-4-5"
-# A batch is cleared once re-sending its tokens has cost this many times the cache write it
-# causes (the rule of ToolResultClearer): at 1, a batch cleared just before the session ends
-# costs more than it saves.
-_PATIENCE = 2.0
 
 
 def _positions(record: Sequence[Message], start: int, role: str) -> list[int]:
@@ -136,21 +127,3 @@ def _event(
                 tokens_after=after.tokens(),
             )
         )
-
-
-def _pays(state: WindowState, policy: WindowPolicy, model: str | None, after: int) -> bool:
-    """Whether re-sending the clearable tokens has cost enough (their rent since the last
-    edit, ``state.rent``) to pay for writing again the ``after`` tokens that follow the edit
-    point, with a margin: a batch is cleared only once it is big (the rent starts again at 0)."""
-    p = price(policy.model or _priced(model))
-    return state.rent / _PATIENCE > (p.cache_write_5m - p.cache_read) * after
-
-
-def _priced(model: str | None) -> str:
-    if model is not None:
-        try:
-            price(model)
-            return model
-        except ConfigError:
-            pass  # a tokenizer name such as "gpt-4" need not be in the price table
-    return _DEFAULT_PRICED_MODEL

@@ -1,0 +1,35 @@
+"""The rule that times an edit in the managed mode: it goes once its rent pays for the rewrite.
+
+An edit (a clearing batch, a compaction) makes the prompt cache write again everything after
+its edit point. Until it is made, every request re-sends, at the cache-read price, the tokens it
+would remove: their *rent*. The edit goes once the rent since the last edit of its kind has cost
+``PATIENCE`` times (the margin of :class:`~ctxpack.editing.ToolResultClearer`) what writing the
+rewritten tokens again costs over reading them from the cache. The caller accumulates the rent
+(``state.rent``, ``state.compact_rent``); :func:`_pays` only answers.
+"""
+
+from __future__ import annotations
+
+from ..cost import Price
+from ..editing import PATIENCE, resolve_price
+from ._policy import WindowPolicy
+
+__all__: list[str] = []  # the managed mode's internals: used by its other modules only
+
+
+def _cache_price(policy: WindowPolicy, model: str | None) -> Price:
+    """The prices that time the edits: the policy's model, else the session's when it is
+    priced, else those :class:`~ctxpack.editing.ToolResultClearer` falls back to."""
+    return resolve_price(None, policy.model, model)
+
+
+def _rent(tokens: float, p: Price) -> float:
+    """What one request pays to re-send ``tokens`` an edit would remove (read from the cache)."""
+    return tokens * p.cache_read
+
+
+def _pays(rent: float, rewritten: float, p: Price) -> bool:
+    """Whether ``rent`` accumulated since the last edit pays, with the margin, for writing
+    ``rewritten`` tokens again rather than reading them: the edit then goes (and its rent starts
+    again at 0), so edits are rare and large."""
+    return rent / PATIENCE > (p.cache_write_5m - p.cache_read) * rewritten

@@ -1,0 +1,72 @@
+"""The room the managed mode works in: the floor, the levels that trigger an edit, and where a
+compaction lands (the budgets of the tail it keeps and of its summary)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..tokens import REPLY_PRIMING
+from ._policy import WindowPolicy
+from .view import _verbatim, _View
+
+__all__: list[str] = []  # the managed mode's internals: used by its other modules only
+
+
+@dataclass(frozen=True)
+class _Room:
+    """One request's room: ``room`` tokens for the messages, of which ``floor`` are taken by
+    what every request carries and no edit removes.
+
+    The floor is the system prompt, every user instruction and the pinned messages *wherever
+    they sit*, with the reply's priming: an instruction in the tail a compaction keeps is no
+    part of the tail's share, since every request after the compaction carries it all the same,
+    and the tail is chosen only once its budget is known, so a floor counted before the tail
+    could not be the one the budget was drawn from. The shares of the policy apply to what lies
+    above the floor.
+    """
+
+    policy: WindowPolicy
+    room: int
+    floor: int
+
+    @classmethod
+    def of(cls, policy: WindowPolicy, view: _View, room: int) -> _Room:
+        """The room of the request ``view`` (re-injected pinned content counts in the floor:
+        every compaction re-injects it)."""
+        verbatim = sum(s for m, s in zip(view.messages, view.sizes, strict=True) if _verbatim(m))
+        return cls(policy, room, REPLY_PRIMING + verbatim)
+
+    @property
+    def usable(self) -> int:
+        """The tokens above the floor: what the mode can manage."""
+        return max(0, self.room - self.floor)
+
+    def level(self, share: float) -> float:
+        """The prompt's tokens at ``share`` of the usable room."""
+        return self.floor + share * self.usable
+
+    @property
+    def landing_share(self) -> float:
+        """Where a compaction lands, as a share of the usable room: midway between ``clear_at``
+        and ``compact_at``, so that it leaves room to grow before the next one."""
+        return (self.policy.clear_at + self.policy.compact_at) / 2
+
+    @property
+    def landing(self) -> int:
+        """The tokens a compaction may leave above the floor: the summary and the tail kept."""
+        return int(self.landing_share * self.usable)
+
+    @property
+    def tail_budget(self) -> int:
+        """The tokens the tail a compaction keeps may take: half of the landing (the summary
+        gets the other half)."""
+        return self.landing // 2
+
+    def summary_budget(self, tail: int) -> int:
+        """The summary's tokens when the tail kept takes ``tail`` tokens above the floor:
+        ``summary_share`` of the usable room, less when the tail would leave the request above
+        the landing (it would compact again at once, rewriting the cache at every request). A
+        tail over its half of the landing (the last call's results are always kept) does not
+        take the summary's half."""
+        left = max(self.landing - tail, self.landing // 2)
+        return max(0, min(int(self.policy.summary_share * self.usable), left))
