@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxpack.code import TEST_SHARE, CodeIndex, roles
+from ctxpack.code import TEST_SHARE, CodeIndex, FileHit, roles
 
 
 @pytest.mark.parametrize(
@@ -88,11 +88,14 @@ def test_a_matching_test_ranks_the_code_it_tests_first(tested_repo: Path) -> Non
     assert ranked[0].signals["tested"] == 1.0
     # The test is still returned (it is evidence), below the code.
     assert "tests/test_basket.py" in paths
-    test = ranked[paths.index("tests/test_basket.py")]
-    lexical = sum(index.weights[s] * test.signals[s] for s in ("symbol", "file", "definition"))
-    assert test.score == pytest.approx(
-        TEST_SHARE * lexical + index.weights["graph"] * test.signals["graph"]
-    )
+    assert _scaled_as_evidence(index, ranked[paths.index("tests/test_basket.py")])
+
+
+def _scaled_as_evidence(index: CodeIndex, hit: FileHit) -> bool:
+    """Whether a file's lexical score was scaled by TEST_SHARE (the graph signal comes after)."""
+    lexical = sum(index.weights[s] * hit.signals[s] for s in ("symbol", "file", "definition"))
+    expected = TEST_SHARE * lexical + index.weights["graph"] * hit.signals["graph"]
+    return hit.score == pytest.approx(expected)
 
 
 def test_a_test_the_query_names_is_not_down_ranked(tested_repo: Path) -> None:
@@ -106,20 +109,6 @@ def test_the_same_words_outside_a_test_file_win(tested_repo: Path) -> None:
     (tested_repo / "tests" / "test_basket.py").rename(tested_repo / "shop" / "basket_checks.py")
     moved = [h.path for h in CodeIndex(tested_repo, db=":memory:").rank_files(ISSUE, k=5)]
     assert moved[0] == "shop/basket_checks.py"
-
-
-def test_a_script_beside_the_packages_is_evidence_like_a_test(tested_repo: Path) -> None:
-    # The same words in a module at the top of the tree, outside the package: a script that
-    # uses the code, scaled as a test is, unless the query names it.
-    (tested_repo / "tests" / "test_basket.py").rename(tested_repo / "release_checks.py")
-    index = CodeIndex(tested_repo, db=":memory:")
-    hits = {h.path: h for h in index.rank_files(ISSUE, k=5)}
-    script = hits["release_checks.py"]
-    lexical = sum(index.weights[s] * script.signals[s] for s in ("symbol", "file", "definition"))
-    assert script.score == pytest.approx(
-        TEST_SHARE * lexical + index.weights["graph"] * script.signals["graph"]
-    )
-    assert index.rank_files("release_checks.py: " + ISSUE, k=1)[0].path == "release_checks.py"
 
 
 @pytest.mark.parametrize(
@@ -171,18 +160,24 @@ def test_is_doc_path(path: str, is_doc: bool) -> None:
     assert roles.is_doc_path(path) is is_doc
 
 
-def test_an_example_or_a_doc_is_evidence_like_a_test(tested_repo: Path) -> None:
+@pytest.mark.parametrize(
+    "moved",
+    [
+        "examples/coupons.py",
+        # A module at the top of the tree, outside the package: a script that uses the code.
+        "release_checks.py",
+    ],
+)
+def test_an_example_a_doc_or_a_script_is_evidence_like_a_test(
+    tested_repo: Path, moved: str
+) -> None:
     # An example that repeats the issue's words demonstrates the code: its score is scaled
     # as a test's is.
-    (tested_repo / "examples").mkdir()
-    (tested_repo / "tests" / "test_basket.py").rename(tested_repo / "examples" / "coupons.py")
+    (tested_repo / moved).parent.mkdir(exist_ok=True)
+    (tested_repo / "tests" / "test_basket.py").rename(tested_repo / moved)
     index = CodeIndex(tested_repo, db=":memory:")
     hits = {h.path: h for h in index.rank_files(ISSUE, k=5)}
-    example = hits["examples/coupons.py"]
-    lexical = sum(index.weights[s] * example.signals[s] for s in ("symbol", "file", "definition"))
-    assert example.score == pytest.approx(
-        TEST_SHARE * lexical + index.weights["graph"] * example.signals["graph"]
-    )
+    assert _scaled_as_evidence(index, hits[moved])
     # Named by the query, it is what the task is about.
-    named = index.rank_files("examples/coupons.py: " + ISSUE, k=1)
-    assert named[0].path == "examples/coupons.py"
+    named = index.rank_files(f"{moved}: " + ISSUE, k=1)
+    assert named[0].path == moved
