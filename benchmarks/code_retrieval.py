@@ -32,13 +32,21 @@ test folders left out as in the data's SOURCE.md). Every run rebuilds the indexe
 to time a cold build.
 
 The split is by repository: weights and rules are chosen on the dev repositories
-(``--dev-repos``, by default requests, pytest, flask, astropy and sympy) and every figure is
-also given for the others (held out: django, scikit-learn, matplotlib in the data).
+(``--dev-repos``, by default the eight of the shared data: requests, pytest, flask, astropy,
+sympy, django, scikit-learn, matplotlib) and every figure is also given for the others, held
+out: the SWE-bench Verified tasks of repositories never used for tuning (sphinx, xarray, pylint,
+seaborn), made into a tasks file by ``benchmarks/swebench_tasks.py`` from a public copy of
+SWE-bench Verified.
 
 Usage (from the repository root)::
 
+    python benchmarks/swebench_tasks.py --swebench swebench_verified.jsonl \
+        --repos /path/to/mirrors \
+        --only sphinx-doc/sphinx,pydata/xarray,pylint-dev/pylint,mwaskom/seaborn \
+        --out tasks-unseen.jsonl
     python benchmarks/code_retrieval.py \
         --tasks ../shared/data/code-tasks/tasks.jsonl ../shared/data/code-tasks/tasks-wide.jsonl \
+        tasks-unseen.jsonl \
         --repos /path/to/mirrors --cache /path/to/cache --index-dir /path/to/indexes --keep-tests
     python benchmarks/code_retrieval.py --tasks FILE --repos DIR --cache DIR --limit 5
     python benchmarks/code_retrieval.py --tasks FILE... --repos DIR --cache DIR --split dev \
@@ -93,6 +101,9 @@ DEV_REPOS = (
     "pallets/flask",
     "astropy/astropy",
     "sympy/sympy",
+    "django/django",
+    "scikit-learn/scikit-learn",
+    "matplotlib/matplotlib",
 )
 TEST_DIRS = ("test", "tests", "testing")
 WARM_RUNS = 5

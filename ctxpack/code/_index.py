@@ -49,7 +49,7 @@ from ._storage import FileStore, RefreshStats, default_db_path
 from ._symbols import ParsedFile, Symbol
 from .literals import LiteralIndex
 from .naming import QueryNames
-from .roles import is_doc_path, is_test_path, tested_modules
+from .roles import is_doc_path, is_test_path, outside_packages, tested_modules
 from .semantic import file_summary, reciprocal_rank_fusion
 from .terms import code_terms, path_terms
 
@@ -81,6 +81,9 @@ _NEXT_UNITS = 0.5
 # How many of the test files that best match the query lend their score to the code they test:
 # a test further down is one of the many that merely share the query's words.
 _EVIDENCE_TESTS = 5
+# What the words of a query's first line weigh on top of their count, when more lines follow:
+# an issue's title says in a few words what its body tells at length.
+_TITLE_WEIGHT = 2.0
 _BM25_K1 = 1.2
 _BM25_B = 0.75
 
@@ -257,8 +260,9 @@ class CodeIndex:
         self._names = QueryNames(self._paths, self._parsed, self._graph.definers)
         self._literals = LiteralIndex(self._paths, self._parsed)
         at = {p: i for i, p in enumerate(self._paths)}
+        scripts = outside_packages(self._paths, self.root)
         self._evidence = np.array(
-            [is_test_path(p) or is_doc_path(p) for p in self._paths], dtype=bool
+            [is_test_path(p) or is_doc_path(p) or p in scripts for p in self._paths], dtype=bool
         )
         links = [
             (at[test], at[source], sureness)
@@ -386,6 +390,10 @@ class CodeIndex:
     def _query_terms(self, query: str, boost: Mapping[str, float]) -> dict[str, float]:
         counts = Counter(code_terms(query))
         weighted = {t: 1.0 + math.log(c) for t, c in counts.items()}
+        title, _, body = query.strip().partition("\n")
+        if body.strip():
+            for term in set(code_terms(title)):
+                weighted[term] += _TITLE_WEIGHT
         for term, weight in boost.items():
             weighted[term] = weighted.get(term, 0.0) + weight
         return weighted

@@ -5,13 +5,15 @@ A test file rarely holds the fix for an issue, but it names the code it exercise
 (``tests/test_models.py`` tests ``models.py``) and its imports point at the module under test.
 Docs, examples and benchmarks use the code's names in the issue's own words, but the code they
 demonstrate is the answer. :func:`is_test_path` and :func:`is_doc_path` tell them from source by
-path alone; :func:`tested_modules` maps each test file to the source files it tests.
+path alone, :func:`outside_packages` finds a Python tree's scripts (modules beside its packages);
+:func:`tested_modules` maps each test file to the source files it tests.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 __all__: list[str] = []
 
@@ -65,6 +67,56 @@ def is_doc_path(path: str) -> bool:
     """
     parts = path.lower().split("/")
     return parts[-1] in BUILD_FILES or any(part in DOC_DIRS for part in parts[:-1])
+
+
+def outside_packages(paths: Iterable[str], root: Path | None = None) -> set[str]:
+    """The Python modules that sit outside every package of a tree that has packages: build and
+    release scripts (``setupext.py``, ``versioneer.py``), tools and one-off scripts.
+
+    A tree's code lives in its packages (folders with an ``__init__.py``, and the folders inside
+    them) and beside its top packages in a source folder (``src/pytest.py``). A module at the
+    top of the tree or in a plain folder beside the packages is run, not imported: it uses the
+    code's words without being the code. A tree whose only packages are tests has no such
+    split: a single-module project keeps its code at the top.
+
+    Args:
+        paths: The tree's files.
+        root: The tree's folder: an ``__init__.py`` missing from ``paths`` (an empty file the
+            listing left out) still makes its folder a package.
+
+    Example:
+        >>> sorted(outside_packages(["src/pkg/__init__.py", "src/pkg/core.py", "src/pkg_api.py",
+        ...                          "setupext.py", "tools/release.py"]))
+        ['setupext.py', 'tools/release.py']
+        >>> outside_packages(["six.py", "tests/__init__.py", "tests/test_six.py"])
+        set()
+    """
+    python = [p for p in paths if p.endswith(".py")]
+    folders = {p.rpartition("/")[0] for p in python}
+    listed = {p.rpartition("/")[0] for p in python if p.rpartition("/")[2] == "__init__.py"}
+    packages = {
+        folder
+        for folder in folders
+        if not is_test_path(f"{folder}/__init__.py")
+        and (folder in listed or (root is not None and (root / folder / "__init__.py").is_file()))
+    }
+    if not packages:
+        return set()
+    tops = {f.rpartition("/")[0] for f in packages if f.rpartition("/")[0] not in packages}
+    roots = tops - {""}
+
+    def outside(folder: str) -> bool:
+        # A folder inside a package is code even without its own __init__.py (a namespace
+        # package, or an empty file the listing left out).
+        if folder in roots:
+            return False
+        while folder:
+            if folder in packages:
+                return False
+            folder = folder.rpartition("/")[0]
+        return True
+
+    return {p for p in python if outside(p.rpartition("/")[0])}
 
 
 def _tested_name(path: str) -> str | None:

@@ -190,3 +190,66 @@ def test_a_linked_tree_is_reported_as_approximate(bench: ModuleType, tmp_path: P
     assert "acme/shop (1 tasks: shop-1.0)" in report
     # Held-out tasks are not listed one by one in the report.
     assert "| acme__shop-2 |" not in report
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_tasks_from_swebench_keep_the_patched_files_of_the_base_commit(
+    mirrors: tuple[Path, str], tmp_path: Path
+) -> None:
+    builder = load_script(SCRIPT.parent / "swebench_tasks.py", "swebench_tasks_benchmark")
+    repos, commit = mirrors
+
+    def diff(*paths: str) -> str:
+        return "".join(
+            f"diff --git a/{p} b/{p}\n--- a/{p}\n+++ b/{p}\n@@ -1 +1 @@\n-a\n+b\n" for p in paths
+        )
+
+    patch = diff("api/throttle.py", "tests/test_throttle.py", "api/new_module.py")
+    rows = [
+        {
+            "instance_id": "acme__shop-1",
+            "repo": "acme/shop",
+            "base_commit": commit,
+            "problem_statement": "Add rate limiting.",
+            "patch": patch,
+        },
+        # Only a test changed: no file to find, left out.
+        {
+            "instance_id": "acme__shop-2",
+            "repo": "acme/shop",
+            "base_commit": commit,
+            "problem_statement": "A test.",
+            "patch": diff("tests/test_throttle.py"),
+        },
+        {
+            "instance_id": "other__x-1",
+            "repo": "other/x",
+            "base_commit": commit,
+            "problem_statement": "Elsewhere.",
+            "patch": patch,
+        },
+    ]
+    source = tmp_path / "swebench.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "tasks.jsonl"
+    assert (
+        builder.main(
+            [
+                "--swebench",
+                str(source),
+                "--repos",
+                str(repos),
+                "--out",
+                str(out),
+                "--only",
+                "acme/shop",
+            ]
+        )
+        == 0
+    )
+    tasks = [json.loads(line) for line in out.read_text().splitlines()]
+    # The test file and the file the patch creates are not files to find.
+    assert [(t["instance_id"], t["files"]) for t in tasks] == [
+        ("acme__shop-1", ["api/throttle.py"])
+    ]
+    assert tasks[0]["problem_statement"] == "Add rate limiting."

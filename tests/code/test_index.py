@@ -262,3 +262,22 @@ def test_a_files_symbol_score_is_its_best_unit_and_half_the_next_two(tmp_path: P
     }
     assert symbol["many.py"] == 1.0
     assert symbol["once.py"] == pytest.approx(1 / (1 + 2 * 0.5))
+
+
+def test_the_first_line_of_a_longer_query_weighs_more(tmp_path: Path) -> None:
+    # The title names the eviction; the body, at more length, the logging around it.
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "evict.py").write_text(
+        "def evict_stale_entries(cache):\n    return [k for k in cache if cache[k].stale]\n"
+    )
+    (tmp_path / "pkg" / "log.py").write_text(
+        "def log_request(logger, request):\n    logger.info('request %s', request)\n"
+    )
+    index = CodeIndex(tmp_path, db=":memory:")
+    body = "The logger shows the request, the logger logs each request, log after log.\n"
+    ranked = index.rank_files("Stale entries are never evicted\n" + body, k=2)
+    assert [h.path for h in ranked] == ["pkg/evict.py", "pkg/log.py"]
+    # The same words, the title moved to the end: the body's words lead again.
+    ranked = index.rank_files(body + "Stale entries are never evicted\n", k=2)
+    assert ranked[0].path == "pkg/log.py"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxpack.code import TEST_SHARE, CodeIndex, roles
+from ctxpack.code import TEST_SHARE, CodeIndex, FileHit, roles
 
 
 @pytest.mark.parametrize(
@@ -88,11 +88,14 @@ def test_a_matching_test_ranks_the_code_it_tests_first(tested_repo: Path) -> Non
     assert ranked[0].signals["tested"] == 1.0
     # The test is still returned (it is evidence), below the code.
     assert "tests/test_basket.py" in paths
-    test = ranked[paths.index("tests/test_basket.py")]
-    lexical = sum(index.weights[s] * test.signals[s] for s in ("symbol", "file", "definition"))
-    assert test.score == pytest.approx(
-        TEST_SHARE * lexical + index.weights["graph"] * test.signals["graph"]
-    )
+    assert _scaled_as_evidence(index, ranked[paths.index("tests/test_basket.py")])
+
+
+def _scaled_as_evidence(index: CodeIndex, hit: FileHit) -> bool:
+    """Whether a file's lexical score was scaled by TEST_SHARE (the graph signal comes after)."""
+    lexical = sum(index.weights[s] * hit.signals[s] for s in ("symbol", "file", "definition"))
+    expected = TEST_SHARE * lexical + index.weights["graph"] * hit.signals["graph"]
+    return hit.score == pytest.approx(expected)
 
 
 def test_a_test_the_query_names_is_not_down_ranked(tested_repo: Path) -> None:
@@ -103,9 +106,40 @@ def test_a_test_the_query_names_is_not_down_ranked(tested_repo: Path) -> None:
 
 def test_the_same_words_outside_a_test_file_win(tested_repo: Path) -> None:
     # The test's text moved to a file that is not a test: it is an answer again.
-    (tested_repo / "tests" / "test_basket.py").rename(tested_repo / "basket_checks.py")
+    (tested_repo / "tests" / "test_basket.py").rename(tested_repo / "shop" / "basket_checks.py")
     moved = [h.path for h in CodeIndex(tested_repo, db=":memory:").rank_files(ISSUE, k=5)]
-    assert moved[0] == "basket_checks.py"
+    assert moved[0] == "shop/basket_checks.py"
+
+
+@pytest.mark.parametrize(
+    ("paths", "outside"),
+    [
+        # Beside a package: scripts; inside it, even in a folder without __init__.py: code.
+        (
+            ["pkg/__init__.py", "pkg/cli/run.py", "setupext.py", "tools/gh.py"],
+            {"setupext.py", "tools/gh.py"},
+        ),
+        # A source folder's own modules are code (src/pytest.py beside src/_pytest/).
+        (
+            ["src/_pytest/__init__.py", "src/pytest.py", "scripts/release.py"],
+            {"scripts/release.py"},
+        ),
+        # No package but tests: a single-module project keeps its code at the top.
+        (["six.py", "tests/__init__.py", "tests/test_six.py"], set()),
+        # Not Python: no packages to tell code from scripts by.
+        (["main.go", "cmd/tool/main.go"], set()),
+    ],
+)
+def test_outside_packages(paths: list[str], outside: set[str]) -> None:
+    assert roles.outside_packages(paths) == outside
+
+
+def test_an_empty_init_left_out_of_the_listing_still_makes_a_package(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    paths = ["pkg/core.py", "tools/gh.py"]
+    assert roles.outside_packages(paths) == set()  # no package seen: nothing to tell apart
+    assert roles.outside_packages(paths, tmp_path) == {"tools/gh.py"}
 
 
 @pytest.mark.parametrize(
@@ -126,18 +160,24 @@ def test_is_doc_path(path: str, is_doc: bool) -> None:
     assert roles.is_doc_path(path) is is_doc
 
 
-def test_an_example_or_a_doc_is_evidence_like_a_test(tested_repo: Path) -> None:
+@pytest.mark.parametrize(
+    "moved",
+    [
+        "examples/coupons.py",
+        # A module at the top of the tree, outside the package: a script that uses the code.
+        "release_checks.py",
+    ],
+)
+def test_an_example_a_doc_or_a_script_is_evidence_like_a_test(
+    tested_repo: Path, moved: str
+) -> None:
     # An example that repeats the issue's words demonstrates the code: its score is scaled
     # as a test's is.
-    (tested_repo / "examples").mkdir()
-    (tested_repo / "tests" / "test_basket.py").rename(tested_repo / "examples" / "coupons.py")
+    (tested_repo / moved).parent.mkdir(exist_ok=True)
+    (tested_repo / "tests" / "test_basket.py").rename(tested_repo / moved)
     index = CodeIndex(tested_repo, db=":memory:")
     hits = {h.path: h for h in index.rank_files(ISSUE, k=5)}
-    example = hits["examples/coupons.py"]
-    lexical = sum(index.weights[s] * example.signals[s] for s in ("symbol", "file", "definition"))
-    assert example.score == pytest.approx(
-        TEST_SHARE * lexical + index.weights["graph"] * example.signals["graph"]
-    )
+    assert _scaled_as_evidence(index, hits[moved])
     # Named by the query, it is what the task is about.
-    named = index.rank_files("examples/coupons.py: " + ISSUE, k=1)
-    assert named[0].path == "examples/coupons.py"
+    named = index.rank_files(f"{moved}: " + ISSUE, k=1)
+    assert named[0].path == moved
