@@ -374,7 +374,8 @@ class CodeIndex:
         """The ``k`` files that best match ``query``, best first, with their signals.
 
         Args:
-            query: Free text: an issue, a task, identifiers, paths.
+            query: Free text: an issue, a task, identifiers, paths. When more lines follow,
+                the first one (an issue's title) weighs more.
             k: How many files.
             exclude: Paths never to return.
             boost: Extra weight per query term, on top of the query's own terms (the loop adds
