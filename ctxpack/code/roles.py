@@ -81,8 +81,9 @@ def outside_packages(paths: Iterable[str], root: Path | None = None) -> set[str]
 
     Args:
         paths: The tree's files.
-        root: The tree's folder: an ``__init__.py`` missing from ``paths`` (an empty file the
-            listing left out) still makes its folder a package.
+        root: The tree's folder: an ``__init__.py`` on disk but missing from ``paths`` still
+            makes its folder a package (the listing leaves out a file with several hard links,
+            as an unpacked archive may make of its empty ``__init__.py`` files).
 
     Example:
         >>> sorted(outside_packages(["src/pkg/__init__.py", "src/pkg/core.py", "src/pkg_api.py",
@@ -106,8 +107,8 @@ def outside_packages(paths: Iterable[str], root: Path | None = None) -> set[str]
     roots = tops - {""}
 
     def outside(folder: str) -> bool:
-        # A folder inside a package is code even without its own __init__.py (a namespace
-        # package, or an empty file the listing left out).
+        # A folder inside a package is code even without its own __init__.py: a namespace
+        # package, or a tree that lost its empty __init__.py files (some source distributions).
         if folder in roots:
             return False
         while folder:
