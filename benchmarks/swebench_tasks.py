@@ -6,12 +6,18 @@ commit, outside test folders (as in the shared data's ``tasks-wide.jsonl``); a t
 none is dropped and counted.
 
 This is how a split of repositories never used for tuning is made: take every task of
-repositories the ranking has not seen, run ``code_retrieval.py`` on it once, report.
+repositories the ranking has not seen, run ``code_retrieval.py`` on it once, report. With
+``--exclude``, it also makes the tasks of the dev repositories that no rule was chosen on (every
+task not already in the given task files): how the ranking does on a dev repository's tasks it
+was not tuned on, apart from how it does on repositories never seen.
 
 Usage (from the repository root)::
 
     python benchmarks/swebench_tasks.py --swebench swebench_verified.jsonl \
         --repos /path/to/mirrors --only pydata/xarray,sphinx-doc/sphinx --out tasks.jsonl
+    python benchmarks/swebench_tasks.py --swebench swebench_verified.jsonl \
+        --repos /path/to/mirrors --only sympy/sympy --exclude tasks.jsonl tasks-wide.jsonl \
+        --out tasks-fresh.jsonl
 
 Nothing runs on import.
 """
@@ -66,9 +72,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--swebench", type=Path, required=True, help="SWE-bench jsonl")
     parser.add_argument("--repos", type=Path, required=True, help="folder of clones or mirrors")
     parser.add_argument("--only", default="", help="comma-separated repositories to keep")
+    parser.add_argument(
+        "--exclude",
+        type=Path,
+        nargs="+",
+        default=[],
+        help="task files whose tasks are left out (those the ranking was tuned on)",
+    )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     only = {r for r in args.only.split(",") if r}
+    seen = {
+        json.loads(line)["instance_id"]
+        for path in args.exclude
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    }
     kept = dropped = 0
     missing: set[str] = set()
     with args.out.open("w", encoding="utf-8") as out:
@@ -76,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not line.strip():
                 continue
             row = json.loads(line)
-            if only and row["repo"] not in only:
+            if (only and row["repo"] not in only) or row["instance_id"] in seen:
                 continue
             try:
                 git_dir = find_repository(args.repos, row["repo"])

@@ -253,3 +253,8 @@ def test_tasks_from_swebench_keep_the_patched_files_of_the_base_commit(
         ("acme__shop-1", ["api/throttle.py"])
     ]
     assert tasks[0]["problem_statement"] == "Add rate limiting."
+    # The tasks of given task files (those tuned on) are left out.
+    fresh = tmp_path / "fresh.jsonl"
+    argv = ["--swebench", str(source), "--repos", str(repos), "--out", str(fresh)]
+    assert builder.main([*argv, "--exclude", str(out)]) == 0
+    assert fresh.read_text() == ""
