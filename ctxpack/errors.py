@@ -57,7 +57,14 @@ class BudgetExceededError(CtxpackError, ValueError):
     """
 
     def __init__(
-        self, *, required: int, budget: int, pinned_ids: Sequence[str], tool_tokens: int = 0
+        self,
+        *,
+        required: int,
+        budget: int,
+        pinned_ids: Sequence[str],
+        tool_tokens: int = 0,
+        what: str = "the system, developer and pinned messages",
+        fixes: str = "raise the budget, lower the reserve",
     ) -> None:
         self.required = required
         self.budget = budget
@@ -65,8 +72,6 @@ class BudgetExceededError(CtxpackError, ValueError):
         self.tool_tokens = tool_tokens
         shown = ", ".join(repr(i) for i in self.pinned_ids[:5])
         more = f" and {len(self.pinned_ids) - 5} more" if len(self.pinned_ids) > 5 else ""
-        what = "the system, developer and pinned messages"
-        fixes = "raise the budget, lower the reserve"
         if tool_tokens:
             what += f" with the tool definitions ({tool_tokens} tokens)"
             fixes += ", send fewer tools"
