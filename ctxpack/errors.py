@@ -54,6 +54,9 @@ class BudgetExceededError(CtxpackError, ValueError):
         budget: The budget that was asked for.
         pinned_ids: Ids of the messages that cannot be dropped.
         tool_tokens: Tokens of the tool definitions sent with the request (in ``required``).
+
+    The message says what must be kept and how to make room; ``what`` and ``fixes`` word them
+    where the caller knows more (the managed mode names its own arguments).
     """
 
     def __init__(
