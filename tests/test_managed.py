@@ -596,34 +596,45 @@ def test_pinned_content_that_cannot_fit_says_which_budget_to_lower() -> None:
 @given(
     window=st.sampled_from([8_000, 16_000, 32_000]),
     pins=st.lists(
-        st.tuples(st.sampled_from(["memory", "skill"]), st.floats(min_value=0.0, max_value=0.6)),
+        st.tuples(
+            st.sampled_from(["memory", "skill"]),
+            st.floats(min_value=0.0, max_value=0.6),
+            st.integers(min_value=0, max_value=30),
+        ),
         min_size=1,
         max_size=4,
     ),
     sizes=st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=10, max_size=40),
 )
 def test_pinned_content_never_passes_the_window_nor_compacts_twice_in_a_row(
-    window: int, pins: list[tuple[str, float]], sizes: list[float]
+    window: int, pins: list[tuple[str, float, int]], sizes: list[float]
 ) -> None:
-    """With pins of any size and count within its budgets, no request passes the window, and
-    every compaction makes the request smaller and is not followed by another at once (the
-    outputs stay small for the room the pins leave: a large one may need one)."""
+    """With pins of any size and count within its budgets, pinned at any step, no request passes
+    the window, and every compaction makes the request smaller and is not followed by another
+    at once, but where a pin has just arrived (the outputs stay small for the room the pins
+    leave: a large one may need one)."""
     policy = WindowPolicy(window=window, skill_budget=window // 20, pinned_budget=window // 8)
     room = policy.room(tool_tokens=0)
     session = Session(counter=COUNTER, filters=False, window=policy)
     session.extend([SYSTEM, TASK])
     # Memory files are re-injected whole: together they stay within 60% of the room; skills,
     # cut to their budgets when re-injected, each take up to 8% of it as pinned.
-    memory = sum(share for kind, share in pins if kind == "memory")
-    for k, (kind, share) in enumerate(pins):
-        tokens = int(share * room * (0.6 / max(0.6, memory) if kind == "memory" else 0.08 / 0.6))
-        session.pin(memory_text(tokens), name=f"pin-{k}", kind=kind)  # type: ignore[arg-type]
+    memory = sum(share for kind, share, _ in pins if kind == "memory")
+    arrived = set()
     for i, share in enumerate(sizes):
+        for k, (kind, size, at) in enumerate(pins):
+            if at == i:
+                scale = 0.6 / max(0.6, memory) if kind == "memory" else 0.08 / 0.6
+                text = memory_text(int(size * room * scale))
+                session.pin(text, name=f"pin-{k}", kind=kind)  # type: ignore[arg-type]
+                arrived.add(session.window_state.requests)
         assert session.render().tokens <= room
         session.extend(step(i, 2 + int(share * window / 1_000)))
     events = [e for e in session.window_state.events if e.action == "compacted"]
     assert all(e.tokens_after < e.tokens_before for e in events)
-    assert all(b.request - a.request > 1 for a, b in itertools.pairwise(events))
+    assert all(
+        b.request - a.request > 1 or b.request in arrived for a, b in itertools.pairwise(events)
+    )
 
 
 def test_a_compaction_measures_its_tail_as_the_request_carries_it() -> None:
