@@ -54,10 +54,20 @@ class BudgetExceededError(CtxpackError, ValueError):
         budget: The budget that was asked for.
         pinned_ids: Ids of the messages that cannot be dropped.
         tool_tokens: Tokens of the tool definitions sent with the request (in ``required``).
+
+    The message says what must be kept and how to make room; ``what`` and ``fixes`` word them
+    where the caller knows more (the managed mode names its own arguments).
     """
 
     def __init__(
-        self, *, required: int, budget: int, pinned_ids: Sequence[str], tool_tokens: int = 0
+        self,
+        *,
+        required: int,
+        budget: int,
+        pinned_ids: Sequence[str],
+        tool_tokens: int = 0,
+        what: str = "the system, developer and pinned messages",
+        fixes: str = "raise the budget, lower the reserve",
     ) -> None:
         self.required = required
         self.budget = budget
@@ -65,8 +75,6 @@ class BudgetExceededError(CtxpackError, ValueError):
         self.tool_tokens = tool_tokens
         shown = ", ".join(repr(i) for i in self.pinned_ids[:5])
         more = f" and {len(self.pinned_ids) - 5} more" if len(self.pinned_ids) > 5 else ""
-        what = "the system, developer and pinned messages"
-        fixes = "raise the budget, lower the reserve"
         if tool_tokens:
             what += f" with the tool definitions ({tool_tokens} tokens)"
             fixes += ", send fewer tools"

@@ -546,3 +546,132 @@ def test_where_an_instruction_sits_does_not_change_the_summary() -> None:
         assert note["content"] in [m.text for m in request.messages]
         summaries.append(session.window_state.summary)
     assert summaries[0] == summaries[1]
+
+
+def memory_text(tokens: int) -> str:
+    """A memory file of about ``tokens`` tokens."""
+    return "\n".join(f"memory line {j}: keep module_{j} stable" for j in range(tokens // 11))
+
+
+@pytest.mark.parametrize("kind", ["memory", "skill"])
+@pytest.mark.parametrize("window", [16_000, 32_000])
+def test_pinned_content_takes_the_room_it_takes_once_re_injected(kind: str, window: int) -> None:
+    # Within its budgets, pinned content is in every request after a compaction, as a system
+    # prompt is: pinned or in the system prompt, it leaves the same room, and the compactions
+    # come at the same requests, each making the request smaller.
+    policy = WindowPolicy(window=window, skill_budget=window, pinned_budget=window)
+    text = memory_text(int(0.7 * policy.room(tool_tokens=0)))
+    compactions = []
+    for pinned in (True, False):
+        session = Session(counter=COUNTER, filters=False, window=policy)
+        if pinned:
+            session.extend([SYSTEM, TASK])
+            session.pin(text, name="CLAUDE.md", kind=kind)  # type: ignore[arg-type]
+        else:
+            session.extend([{"role": "system", "content": f"{SYSTEM['content']}\n{text}"}, TASK])
+        for i in range(30):
+            session.render()
+            session.extend(step(i, lines=10))
+        events = [e for e in session.window_state.events if e.action == "compacted"]
+        assert events and all(e.tokens_after < e.tokens_before for e in events)
+        compactions.append([e.request for e in events])
+    assert compactions[0] == compactions[1]
+
+
+def test_pinned_content_that_cannot_fit_says_which_budget_to_lower() -> None:
+    session = Session(counter=COUNTER, filters=False, window=16_000)
+    session.extend([SYSTEM, TASK])
+    session.pin(memory_text(9_000), name="CLAUDE.md", kind="memory")
+    session.pin(memory_text(6_000), name="deploy")
+    with pytest.raises(BudgetExceededError, match="pinned_budget") as info:
+        for i in range(10):
+            session.render()
+            session.extend(step(i))
+    pins = [m.id for m in session.transcript() if m.text.startswith("memory line 0")]
+    assert set(pins) <= set(info.value.pinned_ids)
+    assert info.value.budget == 16_000
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    window=st.sampled_from([8_000, 16_000, 32_000]),
+    pins=st.lists(
+        st.tuples(
+            st.sampled_from(["memory", "skill"]),
+            st.floats(min_value=0.0, max_value=0.6),
+            st.integers(min_value=0, max_value=30),
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    sizes=st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=10, max_size=40),
+)
+def test_pinned_content_never_passes_the_window_nor_compacts_twice_in_a_row(
+    window: int, pins: list[tuple[str, float, int]], sizes: list[float]
+) -> None:
+    """With pins of any size and count within its budgets, pinned at any step, no request passes
+    the window, and every compaction makes the request smaller and is not followed by another
+    at once, but where a pin has just arrived (the outputs stay small for the room the pins
+    leave: a large one may need one)."""
+    policy = WindowPolicy(window=window, skill_budget=window // 20, pinned_budget=window // 8)
+    room = policy.room(tool_tokens=0)
+    session = Session(counter=COUNTER, filters=False, window=policy)
+    session.extend([SYSTEM, TASK])
+    # Memory files are re-injected whole: together they stay within 60% of the room; skills,
+    # cut to their budgets when re-injected, each take up to 8% of it as pinned.
+    memory = sum(share for kind, share, _ in pins if kind == "memory")
+    arrived = set()
+    for i, share in enumerate(sizes):
+        for k, (kind, size, at) in enumerate(pins):
+            if at == i:
+                scale = 0.6 / max(0.6, memory) if kind == "memory" else 0.08 / 0.6
+                text = memory_text(int(size * room * scale))
+                session.pin(text, name=f"pin-{k}", kind=kind)  # type: ignore[arg-type]
+                arrived.add(session.window_state.requests)
+        assert session.render().tokens <= room
+        session.extend(step(i, 2 + int(share * window / 1_000)))
+    events = [e for e in session.window_state.events if e.action == "compacted"]
+    assert all(e.tokens_after < e.tokens_before for e in events)
+    assert all(
+        b.request - a.request > 1 or b.request in arrived for a, b in itertools.pairwise(events)
+    )
+
+
+def test_a_compaction_measures_its_tail_as_the_request_carries_it() -> None:
+    # Resumed right after a clearing with a much smaller window, the session compacts at once.
+    # A result cleared before is sent as its placeholder, and the tail kept is measured so: the
+    # last keep_recent messages, small as sent, are all kept.
+    one = Session(counter=COUNTER, filters=False, window=WindowPolicy(window=32_000, keep=0))
+    one.extend([SYSTEM, TASK])
+    for i in range(60):
+        one.extend(step(i))
+        one.render()
+        if one.window_state.events:  # a clearing: every result is now a placeholder
+            break
+    policy = WindowPolicy(window=2_200, keep=0, keep_recent=4)
+    state = WindowState.from_json(one.window_state.to_json())
+    two = Session(
+        counter=COUNTER, filters=False, window=policy, store=one.store, window_state=state
+    )
+    two.extend([*one.transcript(), *step(99, lines=2)])
+    tail = two.transcript()[-policy.keep_recent :]
+    assert sum(m.id in state.cleared for m in tail) == 1
+    request = two.render()
+    assert [e.action for e in state.events[1:]] == ["compacted"]
+    sent = {m.id for m in request.messages}
+    assert all(m.id in sent for m in tail)
+
+
+def test_skills_pinned_over_the_room_are_re_injected_within_their_budgets_at_once() -> None:
+    # Five skills of 7,000 tokens pass a 32k window as pinned; cut to their budgets they fit.
+    session = Session(counter=COUNTER, filters=False, window=32_000)
+    session.extend([SYSTEM, TASK])
+    for k in range(5):
+        session.pin(memory_text(7_000), name=f"skill-{k}")
+    room = session.window.room(tool_tokens=0)
+    for i in range(12):
+        request = session.render()
+        assert request.tokens <= room
+        session.extend(step(i))
+    pinned = next(m for m in request.messages if m.id == "ctxpack-pinned")
+    assert COUNTER.count(pinned.text) <= session.window.pinned_budget + 100

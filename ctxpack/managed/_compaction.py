@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..editing import evidence_terms, summary_id_of, window_digest
 from ..errors import ConfigError
@@ -13,30 +13,42 @@ from ..tokens import TokenCounter
 from ._policy import WindowPolicy
 from ._room import _Room
 from ._state import WindowState
-from .view import _Context, _pinned_kind, _summary_message, _verbatim
+from .view import (
+    _as_sent,
+    _Context,
+    _pinned_kind,
+    _reinjected_tokens,
+    _summary_message,
+    _verbatim,
+)
 
 __all__ = ["fit_digest"]
 
 
 def _tail_start(
-    record: Sequence[Message], start: int, keep_recent: int, budget: int, counter: TokenCounter
+    record: Sequence[Message],
+    start: int,
+    keep_recent: int,
+    budget: int,
+    size: Callable[[Message], int],
 ) -> tuple[int, int]:
     """Where the messages a compaction keeps as they are begin, and their tokens above the
-    floor (instructions among them are in every request anyway): the last ``keep_recent``,
-    fewer when they pass ``budget`` tokens, never opening on tool results (their call goes with
-    them) and never after the last call: the model has not read its results yet."""
+    floor (``size`` of each): the last ``keep_recent``, fewer when they pass ``budget`` tokens,
+    never opening on tool results (their call goes with them) and never after the last call:
+    the model has not read its results yet. Pinned content after it may go (it is re-injected
+    within its budgets), and instructions with it (they are in every request anyway)."""
     t = max(start, len(record) - keep_recent)
     while t > start and t < len(record) and record[t].role == "tool":
         t -= 1
     last = len(record) - 1
-    while last > t and record[last].role == "tool":
+    while last > t and (record[last].role == "tool" or _pinned_kind(record[last]) is not None):
         last -= 1
 
-    def size(msg: Message) -> int:
-        return 0 if _verbatim(msg) else counter.count_message(msg)
+    def passable(k: int) -> bool:
+        return k < last or _pinned_kind(record[k]) is not None or _verbatim(record[k])
 
     tokens = sum(map(size, record[t:]))
-    while t < last and tokens > budget:
+    while t < len(record) and passable(t) and tokens > budget:
         tokens -= size(record[t])
         t += 1
         while t < len(record) and record[t].role == "tool":
@@ -48,11 +60,26 @@ def _tail_start(
 def _compact(state: WindowState, policy: WindowPolicy, ctx: _Context, plan: _Room) -> bool:
     """Summarise the record before the tail; ``False`` when there is too little to summarise."""
     record, counter = ctx.record, ctx.counter
-    end, tail = _tail_start(record, state.boundary, policy.keep_recent, plan.tail_budget, counter)
+    sent = _as_sent(state, ctx)
+
+    def size(msg: Message) -> int:
+        # As the request carries it: an instruction is in the floor, a cleared result is its
+        # placeholder.
+        return 0 if _verbatim(msg) else counter.count_message(sent(msg))
+
+    end, tail = _tail_start(record, state.boundary, policy.keep_recent, plan.tail_budget, size)
     region = [i for i in range(state.boundary, end) if not _verbatim(record[i])]
-    if sum(1 for i in region if _pinned_kind(record[i]) is None) < 2:
-        return False
-    budget = plan.summary_budget(tail)
+    pins = [i for i in region if _pinned_kind(record[i]) is not None]
+    # The floor counts every pin re-injected; one the tail keeps is carried there instead.
+    reinjected = _reinjected_tokens(record[:end], record[end:], policy, counter)
+    if len(region) - len(pins) < 2:
+        # Too little to summarise, unless pins sent whole give way to their re-injection.
+        now = _reinjected_tokens(
+            record[: state.boundary], record[state.boundary :], policy, counter
+        )
+        if sum(size(record[i]) for i in pins) <= reinjected - now:
+            return False
+    budget = plan.summary_budget(tail + reinjected - plan.pinned)
     if policy.summarizer is None:
         # The extractive digest is cheap: it reads the whole summarised history again, so a
         # second compaction does not summarise a summary.
@@ -68,7 +95,7 @@ def _compact(state: WindowState, policy: WindowPolicy, ctx: _Context, plan: _Roo
                 f"the summarizer returned {type(text).__name__}, not str; a summarizer is a "
                 "callable (messages, instructions) -> text"
             )
-    tokens_before = {record[i].id: counter.count_message(record[i]) for i in region}
+    tokens_before = {record[i].id: size(record[i]) for i in region}
     state.compacted = [*state.compacted, *(record[i].id for i in region)]
     compacted = set(state.compacted)
     state.index_artifact = ctx.store.put(

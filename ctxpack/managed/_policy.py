@@ -51,8 +51,9 @@ class WindowPolicy(BaseModel):
         reply_room: Tokens kept free for the reply; by default an eighth of the window, at most
             8,192.
         clear_at: Clear old tool results once the prompt passes this share of the managed room:
-            the room (the window less the reply room and the tool definitions) above the
-            messages never removed (system prompt, user instructions, pinned messages).
+            the room (the window less the reply room and the tool definitions) above what
+            every request carries (system prompt, user instructions, and pinned content as a
+            compaction re-injects it).
         keep: How many of the most recent tool results a clearing keeps. A clearing rewrites
             the cache from the first result it clears, and a compaction soon summarises those
             results anyway: the 20 kept by default leave most sessions to compaction alone.

@@ -3,11 +3,13 @@ compaction lands (the budgets of the tail it keeps and of its summary)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..messages import Message
 from ..tokens import REPLY_PRIMING
 from ._policy import WindowPolicy
-from .view import _verbatim, _View
+from .view import _PINNED_ID, _reinjected_tokens, _verbatim, _View
 
 __all__: list[str] = []  # the managed mode's internals: used by its other modules only
 
@@ -17,24 +19,34 @@ class _Room:
     """One request's room: ``room`` tokens for the messages, of which ``floor`` are taken by
     what every request carries and no edit removes.
 
-    The floor is the system prompt, every user instruction and the pinned messages *wherever
-    they sit*, with the reply's priming: an instruction in the tail a compaction keeps is no
-    part of the tail's share, since every request after the compaction carries it all the same,
-    and the tail is chosen only once its budget is known, so a floor counted before the tail
-    could not be the one the budget was drawn from. The shares of the policy apply to what lies
-    above the floor.
+    The floor is the system prompt, every user instruction *wherever it sits*, and the pinned
+    content as a compaction re-injects it (``pinned`` tokens: memory files whole, skills within
+    their budgets), with the reply's priming: an instruction in the tail a compaction keeps is
+    no part of the tail's share, since every request after the compaction carries it all the
+    same, and the tail is chosen only once its budget is known, so a floor counted before the
+    tail could not be the one the budget was drawn from. Pinned content is counted as every
+    request after a compaction carries it, before the first compaction too: what it takes
+    there above its re-injection is what a compaction removes of it. The shares of the policy
+    apply to what lies above the floor.
     """
 
     policy: WindowPolicy
     room: int
     floor: int
+    pinned: int
 
     @classmethod
-    def of(cls, policy: WindowPolicy, view: _View, room: int) -> _Room:
-        """The room of the request ``view`` (re-injected pinned content counts in the floor:
-        every compaction re-injects it)."""
-        verbatim = sum(s for m, s in zip(view.messages, view.sizes, strict=True) if _verbatim(m))
-        return cls(policy, room, REPLY_PRIMING + verbatim)
+    def of(cls, policy: WindowPolicy, view: _View, room: int, record: Sequence[Message]) -> _Room:
+        """The room of the request ``view`` built from ``record``, with the pinned content of
+        all of ``record`` re-injected (a compaction that keeps a pin in its tail, where it is
+        sent whole instead, counts the difference with the tail)."""
+        verbatim = sum(
+            s
+            for m, s in zip(view.messages, view.sizes, strict=True)
+            if _verbatim(m) and m.id != _PINNED_ID
+        )
+        pinned = _reinjected_tokens(record, [], policy, view.counter)
+        return cls(policy, room, REPLY_PRIMING + verbatim + pinned, pinned)
 
     @property
     def usable(self) -> int:

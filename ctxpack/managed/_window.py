@@ -15,7 +15,7 @@ from ._rent import _cache_price, _pays, _rent
 from ._room import _Room
 from ._state import WindowState
 from .clearing import _clear, _clear_batch, _edit_point, _event
-from .view import _build, _Context, _verbatim, _View
+from .view import _build, _Context, _pinned_kind, _verbatim, _View
 
 __all__ = ["render_window"]
 
@@ -51,7 +51,8 @@ def render_window(
 
     Raises:
         BudgetExceededError: the messages that are never removed (system prompt, user
-            instructions, pinned messages) do not fit in the window with the reply room.
+            instructions, pinned content within its budgets) do not fit in the window with the
+            reply room.
     """
     ctx = _Context(record, counter, store, original_artifact, retrievable, model)
     room = policy.room(tool_tokens=tool_tokens)
@@ -59,22 +60,39 @@ def render_window(
     if not policy.server_side:
         view = _manage(state, policy, ctx, view, room)
     if view.tokens() > room and not policy.server_side:
-        kept = [m.id for m in view.messages if _verbatim(m)]
-        raise BudgetExceededError(
-            required=view.tokens() + policy.reserve + tool_tokens,
-            budget=policy.window,
-            pinned_ids=kept,
-        )
+        raise _too_large(policy, ctx, view, tool_tokens)
     state.requests += 1
     state.last_tokens = view.tokens()
     return view.messages
+
+
+def _too_large(
+    policy: WindowPolicy, ctx: _Context, view: _View, tool_tokens: int
+) -> BudgetExceededError:
+    """The error of a request that no edit brings within the window: what it cannot remove, and
+    which arguments make room for it."""
+    plan = _Room.of(policy, view, policy.room(tool_tokens=tool_tokens), ctx.record)
+    kept = [m.id for m in ctx.record if _verbatim(m) or _pinned_kind(m) is not None]
+    return BudgetExceededError(
+        required=view.tokens() + policy.reserve + tool_tokens,
+        budget=policy.window,
+        pinned_ids=kept,
+        tool_tokens=tool_tokens,
+        what=(
+            f"the system prompt and user messages ({plan.floor - plan.pinned} tokens) with the "
+            f"pinned content as a compaction re-injects it ({plan.pinned} tokens: memory files "
+            f"whole, skills within skill_budget={policy.skill_budget} and "
+            f"pinned_budget={policy.pinned_budget})"
+        ),
+        fixes=f"raise window, lower reply_room ({policy.reserve}), skill_budget or pinned_budget",
+    )
 
 
 def _manage(
     state: WindowState, policy: WindowPolicy, ctx: _Context, view: _View, room: int
 ) -> _View:
     """Clear, compact, then clear everything if need be, until the view fits ``room``."""
-    plan = _Room.of(policy, view, room)
+    plan = _Room.of(policy, view, room, ctx.record)
     p = _cache_price(policy, ctx.model)
     if view.tokens() > plan.level(policy.clear_at):
         view = _maybe_clear(state, policy, ctx, view, plan, p)

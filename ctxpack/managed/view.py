@@ -16,6 +16,9 @@ from ._state import WindowState
 
 __all__: list[str] = []  # the managed mode's internals: used by its other modules only
 
+# The id of the message that re-injects pinned content after a summary.
+_PINNED_ID = "ctxpack-pinned"
+
 
 class _View:
     """The request being built: its messages and their sizes."""
@@ -79,16 +82,25 @@ def _build(state: WindowState, policy: WindowPolicy, ctx: _Context) -> _View:
         pins = _reinjection(record[:b], record[b:], policy, ctx.counter)
         if pins is not None:
             view.add(pins)
-    thinking = set(state.thinking_cleared)
-    for msg in record[b:]:
-        if msg.id in state.cleared:
-            msg = msg.model_copy(
-                update={"content": _placeholder(state.cleared[msg.id], ctx.retrievable)}
-            )
-        elif msg.id in thinking:
-            msg = _without_thinking(msg) or msg
+    for msg in map(_as_sent(state, ctx), record[b:]):
         view.add(msg)
     return view
+
+
+def _as_sent(state: WindowState, ctx: _Context) -> Callable[[Message], Message]:
+    """A message of the record after the summary, as the request carries it: a cleared tool
+    result as its placeholder, a turn whose thinking was cleared without it."""
+    thinking = set(state.thinking_cleared)
+
+    def sent(msg: Message) -> Message:
+        if msg.id in state.cleared:
+            placeholder = _placeholder(state.cleared[msg.id], ctx.retrievable)
+            return msg.model_copy(update={"content": placeholder})
+        if msg.id in thinking:
+            return _without_thinking(msg) or msg
+        return msg
+
+    return sent
 
 
 def _summary_message(state: WindowState, ctx: _Context) -> Message:
@@ -135,9 +147,17 @@ def _reinjection(
         return None
     return Message(
         role="user",
-        id="ctxpack-pinned",
+        id=_PINNED_ID,
         content="[ctxpack: pinned content, re-injected after the summary]\n\n" + "\n\n".join(parts),
     )
+
+
+def _reinjected_tokens(
+    before: Sequence[Message], after: Sequence[Message], policy: WindowPolicy, counter: TokenCounter
+) -> int:
+    """The tokens of what :func:`_reinjection` re-injects (0 when nothing)."""
+    pins = _reinjection(before, after, policy, counter)
+    return 0 if pins is None else counter.count_message(pins)
 
 
 def _head(text: str, budget: int, counter: TokenCounter) -> str:
