@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from code_retrieval import TEST_DIRS, MissingRepository, find_repository
+from code_retrieval import TEST_DIRS, MissingRepository, find_repository, load_tasks
 
 # "diff --git a/x b/x" starts each file of a unified git patch; a new file has /dev/null as
 # its "---" side, which the existence check at the base commit drops anyway.
@@ -82,12 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     only = {r for r in args.only.split(",") if r}
-    seen = {
-        json.loads(line)["instance_id"]
-        for path in args.exclude
-        for line in path.read_text(encoding="utf-8").splitlines()
-        if line.strip()
-    }
+    seen = {task.instance_id for path in args.exclude for task in load_tasks(path)}
     kept = dropped = 0
     missing: set[str] = set()
     with args.out.open("w", encoding="utf-8") as out:
