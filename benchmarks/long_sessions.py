@@ -31,6 +31,10 @@ Usage (from the repository root)::
 
     python benchmarks/long_sessions.py --data ../shared/data/agent-sessions-long
     python benchmarks/long_sessions.py --data DIR --windows 64000 --sets single --limit 4
+    python benchmarks/long_sessions.py --data DIR --windows 64000 --rooms 12000,20000,none
+
+``--rooms`` also measures the managed mode at other ``managed_room`` values, and plots cost
+against evidence (``NAME_frontier.png``): where a cheaper bill starts to cost evidence.
 """
 
 from __future__ import annotations
@@ -114,8 +118,23 @@ class Managed(A.SessionStrategy):  # type: ignore[misc, name-defined]
         return texts
 
 
-def strategies(window: int) -> dict[str, Any]:
+def room_name(room: int | None) -> str:
+    """The strategy name of the managed mode at another ``managed_room`` (``None``: the whole
+    room)."""
+    return "managed, whole room" if room is None else f"managed, room {room:,}"
+
+
+def parse_rooms(text: str) -> list[int | None]:
+    """``"20000,none"`` -> ``[20000, None]``."""
+    return [None if r.strip().lower() == "none" else int(r) for r in text.split(",") if r.strip()]
+
+
+def strategies(window: int, rooms: Sequence[int | None] = ()) -> dict[str, Any]:
     room = window - reply_room(window)
+    frontier = {
+        room_name(r): A._with(Managed, window=WindowPolicy(window=window, managed_room=r))
+        for r in rooms
+    }
     return {
         "raw": A.Raw,
         "clear": A._with(A.ClearToolResults, trigger=room // 2, keep=3),
@@ -125,6 +144,7 @@ def strategies(window: int) -> dict[str, Any]:
         # the filters' share of the managed mode's.
         "filters": A._with(A.SessionStrategy),
         "managed": A._with(Managed, window=window),
+        **frontier,
     }
 
 
@@ -321,12 +341,17 @@ def instructions_kept(session: Any, run: Any) -> tuple[int, int]:
 
 
 def measure(
-    sessions: Sequence[Any], window: int, names: Sequence[str], counter: Any
+    sessions: Sequence[Any],
+    window: int,
+    names: Sequence[str],
+    counter: Any,
+    rooms: Sequence[int | None] = (),
 ) -> dict[str, Any]:
     billings = [A.Billing.parse(b) for b in BILLINGS]
     limit = window
     out: dict[str, Any] = {}
-    factories = strategies(window)
+    factories = strategies(window, rooms)
+    names = [*names, *(room_name(r) for r in rooms)]
     for name in names:
         t0 = time.perf_counter()
         runs = []
@@ -426,6 +451,62 @@ def dollars_table(results: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def frontier_plot(results: Mapping[str, Any], path: Path) -> bool:
+    """The managed mode's bill (% of raw, first billing) against the evidence present, one
+    line per set and window through its ``managed_room`` values, with the issue's bounds."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("note: matplotlib is not installed; no plot", file=sys.stderr)
+        return False
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    drawn = False
+    for label, by_window in results.items():
+        for window, res in by_window.items():
+            raw = res.get("raw")
+            points = [
+                (100 * s["cost_usd"] / raw["cost_usd"], 100 * s["evidence_survival"], name)
+                for name, s in res.items()
+                if name.startswith("managed,") and raw and s.get("cost_usd")
+            ]
+            if not points:
+                continue
+            points.sort()
+            drawn = True
+            line = ax.plot(
+                [x for x, _, _ in points],
+                [y for _, y, _ in points],
+                marker="o",
+                label=f"{label}, {int(window) // 1000}k",
+            )
+            for x, y, name in points:
+                ax.annotate(
+                    name.removeprefix("managed, "),
+                    (x, y),
+                    textcoords="offset points",
+                    xytext=(4, 3),
+                    fontsize=7,
+                    color=line[0].get_color(),
+                )
+    if not drawn:
+        plt.close(fig)
+        return False
+    ax.axhline(97, color="grey", linestyle="--", linewidth=0.8)
+    ax.axvline(65, color="grey", linestyle="--", linewidth=0.8)
+    ax.set_xlabel(f"bill, % of raw ({BILLINGS[0]})")
+    ax.set_ylabel("evidence present in the request, %")
+    ax.set_title("Managed mode: cost against evidence, by managed_room")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
 def output_floor(raw: Mapping[str, Any]) -> str:
     """The share of ``raw``'s bill that pays for the replies: the same for every strategy, so no
     context strategy goes under it."""
@@ -454,6 +535,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="comma-separated: single (the sessions alone), chained (multi-task sessions)",
     )
     parser.add_argument("--name", default="long_sessions", help="results file name")
+    parser.add_argument(
+        "--rooms",
+        default="",
+        help="comma-separated managed_room values (or none) to measure the managed mode at "
+        "besides its default, with a plot of cost against evidence",
+    )
     parser.add_argument(
         "--tools", type=Path, default=None, help="JSON list of tool definitions (tools on demand)"
     )
@@ -505,7 +592,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{label}:", file=sys.stderr)
         for window in windows:
             if args.render is None:
-                results.setdefault(label, {})[str(window)] = measure(group, window, names, counter)
+                results.setdefault(label, {})[str(window)] = measure(
+                    group, window, names, counter, parse_rooms(args.rooms)
+                )
             res = results[label][str(window)]
             if window == windows[0] and "raw" in res:
                 md.extend(["", output_floor(res["raw"])])
@@ -538,6 +627,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(text)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{args.name}.md").write_text(text + "\n", encoding="utf-8")
+    frontier_plot(results, args.out / f"{args.name}_frontier.png")
     (args.out / f"{args.name}.json").write_text(
         json.dumps({"data": str(args.data), "windows": windows, "results": results}, indent=1)
         + "\n",

@@ -113,3 +113,24 @@ def test_instructions_kept_notices_a_dropped_task(bench: ModuleType, data: Path)
     run = bench.A.replay(session, "drop", drop_task, counter, billings)
     kept, total = bench.instructions_kept(session, run)
     assert total > 0 and kept == 0
+
+
+def test_rooms_add_a_managed_row_each_and_a_frontier_plot(
+    bench: ModuleType, data: Path, tmp_path: Path
+) -> None:
+    assert bench.parse_rooms("1000, none") == [1000, None]
+    out = tmp_path / "out"
+    args = ["--data", str(data), "--out", str(out), "--windows", "4096", "--sets", "single"]
+    assert bench.main([*args, "--strategies", "raw,managed", "--rooms", "1000,none"]) == 0
+    report = json.loads((out / "long_sessions.json").read_text("utf-8"))["results"]["report"]
+    names = list(report["4096"])
+    assert names == ["raw", "managed", "managed, room 1,000", "managed, whole room"]
+    smaller = report["4096"]["managed, room 1,000"]
+    assert smaller["requests_over_window"] == 0
+    assert (
+        smaller["mean_request_tokens"]
+        < report["4096"]["managed, whole room"]["mean_request_tokens"]
+    )
+    assert "| managed, room 1,000 |" in (out / "long_sessions.md").read_text("utf-8")
+    pytest.importorskip("matplotlib")
+    assert (out / "long_sessions_frontier.png").stat().st_size > 0

@@ -266,6 +266,8 @@ def test_policy_checks_its_fields() -> None:
         WindowPolicy(window=4_000, clear_at=0.9, compact_at=0.5)
     with pytest.raises(ValueError, match="no price for model 'no-such-model'"):
         WindowPolicy(window=4_000, model="no-such-model")
+    with pytest.raises(ValueError, match="managed_room"):
+        WindowPolicy(window=4_000, managed_room=10)
 
 
 def test_render_takes_no_budget_in_managed_mode() -> None:
@@ -675,3 +677,49 @@ def test_skills_pinned_over_the_room_are_re_injected_within_their_budgets_at_onc
         session.extend(step(i))
     pinned = next(m for m in request.messages if m.id == "ctxpack-pinned")
     assert COUNTER.count(pinned.text) <= session.window.pinned_budget + 100
+
+
+def crowding_warnings(session: Session) -> list[str]:
+    return [
+        d.reason
+        for d in session.window_state.decisions
+        if d.action == "warned" and "pinned content" in d.reason
+    ]
+
+
+def test_a_floor_that_crowds_the_room_is_warned_once_then_again_as_it_grows() -> None:
+    policy = WindowPolicy(window=16_000, skill_budget=16_000, pinned_budget=16_000)
+    room = policy.room(tool_tokens=0)
+    session = Session(counter=COUNTER, filters=False, window=policy)
+    session.extend([SYSTEM, TASK])
+    session.pin(memory_text(int(0.4 * room)), name="CLAUDE.md", kind="memory")
+    for i in range(3):
+        session.render()
+        session.extend(step(i, lines=5))
+    assert crowding_warnings(session) == []  # 40% of the room: no warning
+    session.pin(memory_text(int(0.2 * room)), name="deploy")
+    for i in range(3, 8):
+        session.render()
+        session.extend(step(i, lines=5))
+    [first] = crowding_warnings(session)  # once, not at every request
+    assert "raise window" in first and "pinned_budget" in first
+    session.pin(memory_text(int(0.15 * room)), name="review")
+    session.render()
+    assert len(crowding_warnings(session)) == 2  # it grew by over a tenth of the room
+    saved = WindowState.from_json(session.window_state.to_json())
+    assert saved.crowded_floor == session.window_state.crowded_floor > room // 2
+
+
+@pytest.mark.parametrize("window", [128_000, 200_000])
+def test_at_a_big_window_requests_stay_within_the_managed_room(window: int) -> None:
+    # Re-sending is what costs: a bigger window does not make the prompt bigger, unless asked.
+    peaks = {}
+    for cap in (20_000, None):
+        session = Session(
+            counter=COUNTER, filters=False, window=WindowPolicy(window=window, managed_room=cap)
+        )
+        requests = run(session, 150)
+        floor = requests[0].tokens
+        peaks[cap] = max(r.tokens for r in requests) - floor
+        assert session.window_state.events
+    assert peaks[20_000] <= 20_000 < peaks[None]

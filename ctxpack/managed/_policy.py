@@ -14,6 +14,10 @@ __all__ = ["DEFAULT_PINNED_BUDGET", "DEFAULT_SKILL_BUDGET", "PinnedText", "Windo
 
 DEFAULT_SKILL_BUDGET = 5_000
 DEFAULT_PINNED_BUDGET = 25_000
+# By the rule the shares were chosen by (benchmarks/long_sessions.py, tune half): the smallest
+# of 36k, 44k, 48k and 52k that keeps 99% of the evidence present on the single and the chained
+# sessions, at 64k and at 128k. About the managed room of a 64k window.
+DEFAULT_MANAGED_ROOM = 48_000
 _PINNED_KEY = "pinned_kind"
 # The shares a server-side policy takes unless given (see WindowPolicy._server_side_defaults).
 SERVER_SIDE_DEFAULTS = {"clear_at": 0.35, "compact_at": 0.6, "keep": 5}
@@ -53,7 +57,7 @@ class WindowPolicy(BaseModel):
         clear_at: Clear old tool results once the prompt passes this share of the managed room:
             the room (the window less the reply room and the tool definitions) above what
             every request carries (system prompt, user instructions, and pinned content as a
-            compaction re-injects it).
+            compaction re-injects it), at most ``managed_room`` tokens.
         keep: How many of the most recent tool results a clearing keeps. A clearing rewrites
             the cache from the first result it clears, and a compaction soon summarises those
             results anyway: the 20 kept by default leave most sessions to compaction alone.
@@ -63,6 +67,13 @@ class WindowPolicy(BaseModel):
         keep_recent: How many of the most recent messages a compaction keeps as they are.
         summary_share: The share of the managed room a summary may take (the digest is cut to
             it).
+        managed_room: The most tokens above what every request carries that the shares above
+            apply to. Every request re-sends the conversation, so a bigger window need not
+            mean a bigger prompt: past this size, re-sending costs more than the compactions
+            that keep the prompt small. The default is about the managed room of a 64k
+            window, where the shares were chosen: a bigger window is then managed as a 64k
+            one. ``None``: the whole room. The window stays the hard limit either way; a
+            server-side policy's triggers are shares of the whole room.
         summarizer: ``(messages, instructions) -> text``; by default
             :func:`~ctxpack.editing.extractive_digest`, which needs no model.
         instructions: What a summary must keep, in words.
@@ -95,6 +106,7 @@ class WindowPolicy(BaseModel):
     compact_at: float = Field(default=0.35, gt=0, le=1)
     keep_recent: int = Field(default=6, ge=1)
     summary_share: float = Field(default=0.25, gt=0, lt=1)
+    managed_room: int | None = Field(default=DEFAULT_MANAGED_ROOM, ge=1_000)
     summarizer: Summarizer | None = Field(default=None, exclude=True)
     instructions: str | None = None
     keep_thinking: int | None = Field(default=None, ge=0)

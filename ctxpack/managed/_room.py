@@ -50,8 +50,11 @@ class _Room:
 
     @property
     def usable(self) -> int:
-        """The tokens above the floor: what the mode can manage."""
-        return max(0, self.room - self.floor)
+        """The tokens above the floor that the policy's shares apply to: what the mode
+        manages, at most ``managed_room``."""
+        above = max(0, self.room - self.floor)
+        cap = self.policy.managed_room
+        return above if cap is None else min(above, cap)
 
     def level(self, share: float) -> float:
         """The prompt's tokens at ``share`` of the usable room."""

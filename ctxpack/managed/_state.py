@@ -58,6 +58,8 @@ class WindowState(BaseModel):
             dollars per million tokens (the clearing rule).
         compact_rent: What re-sending the compactable tokens has cost on the requests past
             ``compact_at`` since the last compaction (the same rule, for compaction).
+        crowded_floor: The tokens every request carried (system prompt, user messages, pinned
+            content) when the last warning said they crowd the room; 0 before any.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -76,6 +78,7 @@ class WindowState(BaseModel):
     last_tokens: int = 0
     rent: float = 0.0
     compact_rent: float = 0.0
+    crowded_floor: int = 0
 
     def to_json(self) -> str:
         """The state as JSON (what a session store saves)."""

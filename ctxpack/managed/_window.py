@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from ..cost import Price
 from ..errors import BudgetExceededError
 from ..messages import Message
+from ..pipeline import Decision
 from ..store import ArtifactStore
 from ..tokens import REPLY_PRIMING, TokenCounter
 from ._compaction import _compact
@@ -93,6 +94,7 @@ def _manage(
 ) -> _View:
     """Clear, compact, then clear everything if need be, until the view fits ``room``."""
     plan = _Room.of(policy, view, room, ctx.record)
+    _warn_if_crowded(state, plan, view)
     p = _cache_price(policy, ctx.model)
     if view.tokens() > plan.level(policy.clear_at):
         view = _maybe_clear(state, policy, ctx, view, plan, p)
@@ -107,6 +109,32 @@ def _manage(
             _event(state, "emergency", view, new, edit)
             view = new
     return view
+
+
+def _warn_if_crowded(state: WindowState, plan: _Room, view: _View) -> None:
+    """Warn once the floor takes over half the room, and again each time it has grown by a
+    tenth of the room since: what is left is too small to manage cheaply, and the caller is
+    the one who can make room (the floor is never edited)."""
+    if plan.floor <= plan.room // 2 or plan.floor < state.crowded_floor + plan.room // 10:
+        return
+    state.crowded_floor = plan.floor
+    left = plan.room - plan.floor
+    state.decisions.append(
+        Decision(
+            stage="window",
+            action="warned",
+            message_id=view.messages[0].id,
+            reason=(
+                f"the system prompt, user messages and pinned content ({plan.pinned} tokens as a "
+                f"compaction re-injects it) take {plan.floor} of the {plan.room} tokens a "
+                f"request may hold: {left} are left for the conversation, so clearings and "
+                "compactions come often and each rewrites the prompt cache; raise window, lower "
+                "skill_budget or pinned_budget, or pin less"
+            ),
+            tokens_before=view.tokens(),
+            tokens_after=view.tokens(),
+        )
+    )
 
 
 def _maybe_clear(
