@@ -453,7 +453,8 @@ def dollars_table(results: Mapping[str, Any]) -> list[str]:
 
 def frontier_plot(results: Mapping[str, Any], path: Path) -> bool:
     """The managed mode's bill (% of raw, first billing) against the evidence present, one
-    line per set and window through its ``managed_room`` values, with the issue's bounds."""
+    line per set and window through its ``managed_room`` values, single sessions and chains
+    side by side, with the issue's bounds (97% present, 65% of raw)."""
     try:
         import matplotlib
 
@@ -462,45 +463,47 @@ def frontier_plot(results: Mapping[str, Any], path: Path) -> bool:
     except ImportError:
         print("note: matplotlib is not installed; no plot", file=sys.stderr)
         return False
-    fig, ax = plt.subplots(figsize=(7.5, 4.8))
-    drawn = False
+    lines: dict[bool, list[tuple[str, list[tuple[float, float, str]]]]] = {False: [], True: []}
     for label, by_window in results.items():
         for window, res in by_window.items():
             raw = res.get("raw")
-            points = [
-                (100 * s["cost_usd"] / raw["cost_usd"], 100 * s["evidence_survival"], name)
+            points = sorted(
+                (
+                    100 * s["cost_usd"] / raw["cost_usd"],
+                    100 * s["evidence_survival"],
+                    "default" if name == "managed" else name.removeprefix("managed, "),
+                )
                 for name, s in res.items()
-                if name.startswith("managed,") and raw and s.get("cost_usd")
-            ]
-            if not points:
-                continue
-            points.sort()
-            drawn = True
-            line = ax.plot(
-                [x for x, _, _ in points],
-                [y for _, y, _ in points],
-                marker="o",
-                label=f"{label}, {int(window) // 1000}k",
+                if name.startswith("managed") and raw and s.get("cost_usd")
             )
-            for x, y, name in points:
+            if len(points) >= 2:
+                lines[label.startswith("chained")].append(
+                    (f"{label}, {int(window) // 1000}k", points)
+                )
+    if not any(lines.values()):
+        return False
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.8), sharey=True)
+    for ax, chained in zip(axes, (False, True), strict=True):
+        for name, points in lines[chained]:
+            drawn = ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name)
+            for x, y, text in points:
                 ax.annotate(
-                    name.removeprefix("managed, "),
+                    text,
                     (x, y),
                     textcoords="offset points",
-                    xytext=(4, 3),
+                    xytext=(4, -9 if text == "default" else 3),
                     fontsize=7,
-                    color=line[0].get_color(),
+                    color=drawn[0].get_color(),
                 )
-    if not drawn:
-        plt.close(fig)
-        return False
-    ax.axhline(97, color="grey", linestyle="--", linewidth=0.8)
-    ax.axvline(65, color="grey", linestyle="--", linewidth=0.8)
-    ax.set_xlabel(f"bill, % of raw ({BILLINGS[0]})")
-    ax.set_ylabel("evidence present in the request, %")
-    ax.set_title("Managed mode: cost against evidence, by managed_room")
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
+        ax.axhline(97, color="grey", linestyle="--", linewidth=0.8)
+        ax.axvline(65, color="grey", linestyle="--", linewidth=0.8)
+        ax.set_title("chained sessions" if chained else "single sessions")
+        ax.set_xlabel(f"bill, % of raw ({BILLINGS[0]})")
+        ax.grid(alpha=0.3)
+        if lines[chained]:
+            ax.legend(fontsize=8, loc="lower right")
+    axes[0].set_ylabel("evidence present in the request, %")
+    fig.suptitle("Managed mode: cost against evidence, by managed_room")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
