@@ -680,11 +680,7 @@ def test_skills_pinned_over_the_room_are_re_injected_within_their_budgets_at_onc
 
 
 def crowding_warnings(session: Session) -> list[str]:
-    return [
-        d.reason
-        for d in session.window_state.decisions
-        if d.action == "warned" and "pinned content" in d.reason
-    ]
+    return [d.reason for d in session.window_state.decisions if d.stage == "room"]
 
 
 def test_a_floor_that_crowds_the_room_is_warned_once_then_again_as_it_grows() -> None:
@@ -703,6 +699,10 @@ def test_a_floor_that_crowds_the_room_is_warned_once_then_again_as_it_grows() ->
         session.extend(step(i, lines=5))
     [first] = crowding_warnings(session)  # once, not at every request
     assert "raise window" in first and "pinned_budget" in first
+    edits = [
+        d for d in session.window_state.decisions if d.stage == "window" and d.action == "warned"
+    ]
+    assert len(edits) == len(session.window_state.events)  # one per edit, as before
     session.pin(memory_text(int(0.15 * room)), name="review")
     session.render()
     assert len(crowding_warnings(session)) == 2  # it grew by over a tenth of the room
