@@ -373,13 +373,15 @@ def test_a_changed_model_tool_set_or_system_prompt_is_a_cache_warning() -> None:
     window=st.integers(min_value=3_000, max_value=20_000),
     sizes=st.lists(st.integers(min_value=0, max_value=120), min_size=5, max_size=60),
     instructions=st.sets(st.integers(min_value=0, max_value=59), max_size=4),
+    managed_room=st.one_of(st.none(), st.integers(min_value=1_000, max_value=20_000)),
 )
 def test_the_promise_holds_on_random_sessions(
-    window: int, sizes: list[int], instructions: set[int]
+    window: int, sizes: list[int], instructions: set[int], managed_room: int | None
 ) -> None:
     """Every request fits the window less the reply room, and holds the system prompt and every
     user message verbatim; between two recorded edits it only grows at its end."""
-    session = Session(counter=COUNTER, filters=False, window=window)
+    policy = WindowPolicy(window=window, managed_room=managed_room)
+    session = Session(counter=COUNTER, filters=False, window=policy)
     session.extend([SYSTEM, TASK])
     room = window - session.window.reserve
     previous: list[Message] = []
