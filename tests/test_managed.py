@@ -373,13 +373,15 @@ def test_a_changed_model_tool_set_or_system_prompt_is_a_cache_warning() -> None:
     window=st.integers(min_value=3_000, max_value=20_000),
     sizes=st.lists(st.integers(min_value=0, max_value=120), min_size=5, max_size=60),
     instructions=st.sets(st.integers(min_value=0, max_value=59), max_size=4),
+    managed_room=st.one_of(st.none(), st.integers(min_value=1_000, max_value=20_000)),
 )
 def test_the_promise_holds_on_random_sessions(
-    window: int, sizes: list[int], instructions: set[int]
+    window: int, sizes: list[int], instructions: set[int], managed_room: int | None
 ) -> None:
     """Every request fits the window less the reply room, and holds the system prompt and every
     user message verbatim; between two recorded edits it only grows at its end."""
-    session = Session(counter=COUNTER, filters=False, window=window)
+    policy = WindowPolicy(window=window, managed_room=managed_room)
+    session = Session(counter=COUNTER, filters=False, window=policy)
     session.extend([SYSTEM, TASK])
     room = window - session.window.reserve
     previous: list[Message] = []
@@ -680,11 +682,7 @@ def test_skills_pinned_over_the_room_are_re_injected_within_their_budgets_at_onc
 
 
 def crowding_warnings(session: Session) -> list[str]:
-    return [
-        d.reason
-        for d in session.window_state.decisions
-        if d.action == "warned" and "pinned content" in d.reason
-    ]
+    return [d.reason for d in session.window_state.decisions if d.stage == "room"]
 
 
 def test_a_floor_that_crowds_the_room_is_warned_once_then_again_as_it_grows() -> None:
@@ -703,6 +701,10 @@ def test_a_floor_that_crowds_the_room_is_warned_once_then_again_as_it_grows() ->
         session.extend(step(i, lines=5))
     [first] = crowding_warnings(session)  # once, not at every request
     assert "raise window" in first and "pinned_budget" in first
+    edits = [
+        d for d in session.window_state.decisions if d.stage == "window" and d.action == "warned"
+    ]
+    assert len(edits) == len(session.window_state.events)  # one per edit, as before
     session.pin(memory_text(int(0.15 * room)), name="review")
     session.render()
     assert len(crowding_warnings(session)) == 2  # it grew by over a tenth of the room

@@ -119,14 +119,16 @@ def _warn_if_crowded(state: WindowState, plan: _Room, view: _View) -> None:
         return
     state.crowded_floor = plan.floor
     left = plan.room - plan.floor
+    pinned = f" ({plan.pinned} tokens as a compaction re-injects it)" if plan.pinned else ""
     state.decisions.append(
         Decision(
-            stage="window",
+            # Not "window": those warnings are the edits, one per event.
+            stage="room",
             action="warned",
             message_id=view.messages[0].id,
             reason=(
-                f"the system prompt, user messages and pinned content ({plan.pinned} tokens as a "
-                f"compaction re-injects it) take {plan.floor} of the {plan.room} tokens a "
+                f"the system prompt, user messages and pinned content{pinned} take "
+                f"{plan.floor} of the {plan.room} tokens a "
                 f"request may hold: {left} are left for the conversation, so clearings and "
                 "compactions come often and each rewrites the prompt cache; raise window, lower "
                 "skill_budget or pinned_budget, or pin less"
