@@ -317,11 +317,15 @@ class SessionStrategy:
     def __call__(self, history: list[dict[str, Any]]) -> Mapping[str, Any]:
         for message in history[self.seen :]:
             t0 = time.perf_counter()
-            self.session.append(message)
+            self.add(message)
             self.append_seconds.append(time.perf_counter() - t0)
         self.seen = len(history)
         result = self.session.render()
         return {"messages": result.to_openai(), "tools": self.session.tools() or None}
+
+    def add(self, message: Mapping[str, Any]) -> None:
+        """Give the session one new message of the history."""
+        self.session.append(message)
 
     def recoverable(self, request_messages: Sequence[Any]) -> list[str]:
         if not self.session.retrieve_tool:

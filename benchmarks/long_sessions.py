@@ -40,6 +40,7 @@ against evidence (``NAME_frontier.png``): where a cheaper bill starts to cost ev
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import sys
@@ -50,7 +51,7 @@ from typing import Any
 
 import ctxpack
 from ctxpack import get_counter
-from ctxpack.managed import WindowPolicy
+from ctxpack.managed import PinnedText, WindowPolicy
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "results"
@@ -96,7 +97,20 @@ class Masking:
 
 
 class Managed(A.SessionStrategy):  # type: ignore[misc, name-defined]
-    """``ctxpack.Session(window=W)``: appended once, rendered once per request."""
+    """``ctxpack.Session(window=W)``: appended once, rendered once per request; the pinned
+    content of the scenario (``--memory``, ``--skill``) pinned (``Session.pin``) where it
+    arrives."""
+
+    def __init__(self, session: Any, *, pins: Sequence[PinnedText] = (), **options: Any) -> None:
+        super().__init__(session, **options)
+        self.pins = {p.text: p for p in pins}
+
+    def add(self, message: Mapping[str, Any]) -> None:
+        pin = self.pins.get(message.get("content")) if message.get("role") == "user" else None
+        if pin is None:
+            super().add(message)
+        else:
+            self.session.pin(pin.text, name=pin.name, kind=pin.kind)
 
     def recoverable(self, request_messages: Sequence[Any]) -> list[str]:
         if not self.session.retrieve_tool:
@@ -129,10 +143,14 @@ def parse_rooms(text: str) -> list[int | None]:
     return [None if r.strip().lower() == "none" else int(r) for r in text.split(",") if r.strip()]
 
 
-def strategies(window: int, rooms: Sequence[int | None] = ()) -> dict[str, Any]:
+def strategies(
+    window: int, rooms: Sequence[int | None] = (), pins: Sequence[PinnedText] = ()
+) -> dict[str, Any]:
     room = window - reply_room(window)
     frontier = {
-        room_name(r): A._with(Managed, window=WindowPolicy(window=window, managed_room=r))
+        room_name(r): A._with(
+            Managed, window=WindowPolicy(window=window, managed_room=r), pins=pins
+        )
         for r in rooms
     }
     return {
@@ -143,7 +161,7 @@ def strategies(window: int, rooms: Sequence[int | None] = ()) -> dict[str, Any]:
         # The issue's baseline: the filters at arrival alone, no window. Its evidence loss is
         # the filters' share of the managed mode's.
         "filters": A._with(A.SessionStrategy),
-        "managed": A._with(Managed, window=window),
+        "managed": A._with(Managed, window=window, pins=pins),
         **frontier,
     }
 
@@ -327,17 +345,70 @@ def chain(sessions: Sequence[Any], length: int = CHAIN_LENGTH) -> list[Any]:
 # --------------------------------------------------------------------------------- measures
 
 
-def instructions_kept(session: Any, run: Any) -> tuple[int, int]:
-    """(requests that held the system prompt and every user message so far verbatim, requests)."""
+def instructions_kept(session: Any, run: Any, pins: Sequence[PinnedText] = ()) -> tuple[int, int]:
+    """(requests that held the system prompt and every user message so far verbatim, requests);
+    pinned content is not an instruction (see :func:`pins_kept`)."""
+    pinned = {p.text for p in pins}
     steps = [i for i, m in enumerate(session.messages) if m["role"] == "assistant" and i]
     kept = 0
     for step, index in zip(steps, run.main, strict=True):
-        request = run.requests[index]
-        needed = [m["content"] for m in session.messages[:step] if m["role"] in ("system", "user")]
-        sent = {A.message_text(m).strip() for m in request.messages}
-        texts = "\n".join(sent)
-        kept += all(n.strip() in sent or n.strip() in texts for n in needed)
+        needed = [
+            m["content"]
+            for m in session.messages[:step]
+            if m["role"] in ("system", "user") and m["content"] not in pinned
+        ]
+        kept += all(_sent(run.requests[index], n) for n in needed)
     return kept, len(steps)
+
+
+def pins_kept(session: Any, run: Any, pins: Sequence[PinnedText]) -> tuple[int, int]:
+    """(requests that held every pin that had arrived: a memory file whole, a skill's first
+    line at least, as its re-injection keeps the head; requests)."""
+    steps = [i for i, m in enumerate(session.messages) if m["role"] == "assistant" and i]
+    by_text = {p.text: p for p in pins}
+    kept = 0
+    for step, index in zip(steps, run.main, strict=True):
+        arrived = [
+            by_text[m["content"]] for m in session.messages[:step] if m["content"] in by_text
+        ]
+        kept += all(
+            _sent(run.requests[index], p.text if p.kind == "memory" else p.text.split("\n")[0])
+            for p in arrived
+        )
+    return kept, len(steps)
+
+
+def _sent(request: Any, text: str) -> bool:
+    """Whether ``text`` is in the request, as one of its messages or inside one."""
+    sent = [A.message_text(m).strip() for m in request.messages]
+    return text.strip() in sent or any(text.strip() in t for t in sent)
+
+
+def pins_note(pins: Sequence[PinnedText], counter: Any) -> str:
+    """What the scenario pins, and how ``pins kept`` counts."""
+    listed = ", ".join(f"{p.kind} {p.name} ({counter.count(p.text):,} tokens)" for p in pins)
+    return (
+        f"Pinned content, in every session right after its task: {listed}. The managed mode "
+        "pins it (`Session.pin`: re-injected after each compaction, memory files whole, skills "
+        "cut to their head within skill_budget and pinned_budget); the other strategies get it "
+        "as user messages. Pinned content is no instruction here; `pins kept` counts the "
+        "requests that hold every pin that had arrived (a memory file whole, a skill's first "
+        "line at least)."
+    )
+
+
+def with_pins(sessions: Sequence[Any], pins: Sequence[PinnedText]) -> list[Any]:
+    """Each session with the pins as user messages right after its first user message (the
+    task): every strategy gets them; the managed one pins them."""
+    if not pins:
+        return list(sessions)
+    out = []
+    for s in sessions:
+        first = next(i for i, m in enumerate(s.messages) if m["role"] == "user")
+        added = [{"role": "user", "content": p.text} for p in pins]
+        messages = [*s.messages[: first + 1], *added, *s.messages[first + 1 :]]
+        out.append(dataclasses.replace(s, messages=messages))
+    return out
 
 
 def measure(
@@ -346,16 +417,17 @@ def measure(
     names: Sequence[str],
     counter: Any,
     rooms: Sequence[int | None] = (),
+    pins: Sequence[PinnedText] = (),
 ) -> dict[str, Any]:
     billings = [A.Billing.parse(b) for b in BILLINGS]
     limit = window
     out: dict[str, Any] = {}
-    factories = strategies(window, rooms)
+    factories = strategies(window, rooms, pins)
     names = [*names, *(room_name(r) for r in rooms)]
     for name in names:
         t0 = time.perf_counter()
         runs = []
-        over = kept = total = 0
+        over = kept = total = pinned = 0
         errors: list[str] = []
         for s in sessions:
             try:
@@ -367,13 +439,16 @@ def measure(
             room = limit - reply_room(window)
             bill = run.bills[BILLINGS[0]]
             over += sum(1 for i in run.main if bill.requests[i].input_tokens > room)
-            k, t = instructions_kept(s, run)
+            k, t = instructions_kept(s, run, pins)
             kept += k
             total += t
+            pinned += pins_kept(s, run, pins)[0]
         summary = A.summarize(runs, billings)[name] if runs else {}
         summary.pop("lost_evidence", None)
         summary["requests_over_window"] = over
         summary["instructions_kept"] = kept / total if total else 1.0
+        if pins:
+            summary["pins_kept"] = pinned / total if total else 1.0
         summary["errors"] = errors
         summary["seconds"] = time.perf_counter() - t0
         summary["sessions"] = [s.id for s in sessions]
@@ -395,6 +470,9 @@ def table(results: Mapping[str, Any], window: int) -> list[str]:
         "present or recoverable",
         "instructions kept",
     ]
+    pinned = any("pins_kept" in s for s in results.values())
+    if pinned:
+        header.append("pins kept")
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for name, s in results.items():
         if not s.get("cost_usd_by_billing"):
@@ -420,6 +498,7 @@ def table(results: Mapping[str, Any], window: int) -> list[str]:
                     f"{100 * s['evidence_survival']:.2f}%",
                     f"{100 * s['evidence_recoverable']:.2f}%",
                     f"{100 * s['instructions_kept']:.1f}%",
+                    *([f"{100 * s['pins_kept']:.1f}%"] if pinned else []),
                 ]
             )
             + " |"
@@ -539,6 +618,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--name", default="long_sessions", help="results file name")
     parser.add_argument(
+        "--memory",
+        type=Path,
+        action="append",
+        default=[],
+        help="a memory file pinned in every session, after its task (repeatable)",
+    )
+    parser.add_argument(
+        "--skill",
+        type=Path,
+        action="append",
+        default=[],
+        help="a skill pinned in every session, after its task (repeatable)",
+    )
+    parser.add_argument(
         "--rooms",
         default="",
         help="comma-separated managed_room values (or none) to measure the managed mode at "
@@ -561,13 +654,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     kinds = {k.strip() for k in args.sets.split(",") if k.strip()}
     if not kinds or kinds - {"single", "chained"}:
         parser.error(f"--sets takes single and/or chained, got {args.sets!r}")
+    pins = [
+        PinnedText(name=f.name, text=f.read_text("utf-8"), kind=kind)
+        for kind, files in (("memory", args.memory), ("skill", args.skill))
+        for f in files
+    ]
     tune = [s for s in sessions if split_of(s.id) == "tune"]
     report = [s for s in sessions if split_of(s.id) == "report"]
     sets: dict[str, list[Any]] = {}
     if "single" in kinds:
-        sets["tune"], sets["report"] = tune, report
+        sets["tune"], sets["report"] = with_pins(tune, pins), with_pins(report, pins)
     if "chained" in kinds:
-        sets["chained (tune)"], sets["chained (report)"] = chain(tune), chain(report)
+        sets["chained (tune)"] = with_pins(chain(tune), pins)
+        sets["chained (report)"] = with_pins(chain(report), pins)
     results: dict[str, Any] = {}
     if args.render is not None:
         results = json.loads(args.render.read_text("utf-8"))["results"]
@@ -580,6 +679,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         + ". A request is over the window when its prompt passes the window less the reply room "
         "(an eighth of the window, at most 8,192 tokens)."
     )
+    if pins:
+        md.extend(["", pins_note(pins, counter)])
     for label, group in sets.items():
         if not group:
             continue
@@ -596,7 +697,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for window in windows:
             if args.render is None:
                 results.setdefault(label, {})[str(window)] = measure(
-                    group, window, names, counter, parse_rooms(args.rooms)
+                    group, window, names, counter, parse_rooms(args.rooms), pins
                 )
             res = results[label][str(window)]
             if window == windows[0] and "raw" in res:

@@ -134,3 +134,42 @@ def test_rooms_add_a_managed_row_each_and_a_frontier_plot(
     assert "| managed, room 1,000 |" in (out / "long_sessions.md").read_text("utf-8")
     pytest.importorskip("matplotlib")
     assert (out / "long_sessions_frontier.png").stat().st_size > 0
+
+
+def test_pins_are_pinned_by_the_managed_mode_and_counted_apart(
+    bench: ModuleType, data: Path, tmp_path: Path
+) -> None:
+    memory = tmp_path / "CLAUDE.md"
+    memory.write_text("Run the tests before you commit.\nNever push to main.", "utf-8")
+    skill = tmp_path / "deploy.md"
+    skill.write_text("Deploy skill: tag, build, push.\n" + "step detail\n" * 3_000, "utf-8")
+    out = tmp_path / "out"
+    args = ["--data", str(data), "--out", str(out), "--windows", "8192", "--sets", "single"]
+    pins = ["--memory", str(memory), "--skill", str(skill)]
+    assert bench.main([*args, *pins, "--strategies", "raw,managed,autocompact"]) == 0
+    report = json.loads((out / "long_sessions.json").read_text("utf-8"))["results"]["report"]
+    managed = report["8192"]["managed"]
+    # The skill is cut to its budget, not sent whole: pinned content is no instruction.
+    assert managed["pins_kept"] == managed["instructions_kept"] == 1.0
+    assert managed["requests_over_window"] == 0 and managed["errors"] == []
+    assert report["8192"]["raw"]["pins_kept"] == 1.0
+    text = (out / "long_sessions.md").read_text("utf-8")
+    assert "Pinned content, in every session right after its task: memory CLAUDE.md" in text
+    assert "| pins kept |" in text
+
+
+def test_pins_kept_notices_a_dropped_pin(bench: ModuleType, data: Path) -> None:
+    pin = bench.PinnedText(name="CLAUDE.md", text="Never push to main.", kind="memory")
+    [session] = bench.with_pins(bench.A.load_sessions(data)[:1], [pin])
+    first = next(i for i, m in enumerate(session.messages) if m["role"] == "user")
+    assert session.messages[first + 1] == {"role": "user", "content": pin.text}
+    counter = get_counter(counter="cl100k_base")
+    billings = [bench.A.Billing.parse(b) for b in bench.BILLINGS]
+
+    def drop_pin(info: object) -> object:
+        return lambda history: [m for m in history if m.get("content") != pin.text]
+
+    run = bench.A.replay(session, "drop", drop_pin, counter, billings)
+    kept, total = bench.pins_kept(session, run, [pin])
+    assert total > 0 and kept == 0
+    assert bench.instructions_kept(session, run, [pin])[0] == total
