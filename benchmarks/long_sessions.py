@@ -35,6 +35,8 @@ Usage (from the repository root)::
 
 ``--rooms`` also measures the managed mode at other ``managed_room`` values, and plots cost
 against evidence (``NAME_frontier.png``): where a cheaper bill starts to cost evidence.
+``--memory FILE`` and ``--skill FILE`` (repeatable) pin content in every session after its task
+and count the requests that keep it (``pins kept``).
 """
 
 from __future__ import annotations
