@@ -182,14 +182,20 @@ def _maybe_compact(
         return view
     state.compact_rent = 0.0
     new = _build(state, policy, ctx)
-    # The summary replaces the history after the system prompt and instructions.
-    edit = _edit_point(new, {state.summary_id or ""})
-    _event(state, "compacted", view, new, edit)
+    _event(state, "compacted", view, new, _first_change(view, new))
     return new
+
+
+def _first_change(before: _View, after: _View) -> int:
+    """Where ``after`` starts to differ from ``before``: what the cache writes again. After a
+    compaction, the instructions and the pins re-injected before the summary usually stay."""
+    same = zip(before.messages, after.messages, strict=False)
+    return next((k for k, (a, b) in enumerate(same) if a != b), len(after.messages))
 
 
 def _compaction_rewrite(view: _View, landing: float) -> float:
     """The tokens a compaction landing at ``landing`` makes the cache write again: the cache
-    keeps the prefix up to the first summarised message, the rest is written again."""
+    keeps the prefix up to the first summarised message (the pins a compaction re-injected
+    stay before the summary, as instructions do), the rest is written again."""
     kept = next((k for k, m in enumerate(view.messages) if not _verbatim(m)), len(view.messages))
     return max(0.0, landing - REPLY_PRIMING - sum(view.sizes[:kept]))

@@ -70,7 +70,10 @@ class _Context:
 
 
 def _build(state: WindowState, policy: WindowPolicy, ctx: _Context) -> _View:
-    """The request the state gives: verbatim head, summary, re-injected pins, edited tail."""
+    """The request the state gives: verbatim head, re-injected pins, summary, edited tail.
+
+    The pins come before the summary: they are the same from one compaction to the next, so
+    the prompt cache keeps them, and each compaction writes again only from the summary on."""
     view = _View(ctx.counter)
     record = ctx.record
     b = min(state.boundary, len(record))
@@ -78,10 +81,10 @@ def _build(state: WindowState, policy: WindowPolicy, ctx: _Context) -> _View:
         if _verbatim(msg):
             view.add(msg)
     if state.summary is not None and state.summary_id is not None:
-        view.add(_summary_message(state, ctx))
         pins = _reinjection(record[:b], record[b:], policy, ctx.counter)
         if pins is not None:
             view.add(pins)
+        view.add(_summary_message(state, ctx))
     for msg in map(_as_sent(state, ctx), record[b:]):
         view.add(msg)
     return view
@@ -148,7 +151,8 @@ def _reinjection(
     return Message(
         role="user",
         id=_PINNED_ID,
-        content="[ctxpack: pinned content, re-injected after the summary]\n\n" + "\n\n".join(parts),
+        content="[ctxpack: pinned content, re-injected after a compaction]\n\n"
+        + "\n\n".join(parts),
     )
 
 
