@@ -727,9 +727,9 @@ def test_at_a_big_window_requests_stay_within_the_managed_room(window: int) -> N
     assert peaks[20_000] <= 20_000 < peaks[None]
 
 
-def test_pins_re_injected_before_the_summary_stay_in_the_cache() -> None:
-    # Re-injected pins are the same at every compaction: before the summary, the prompt cache
-    # keeps them, and a compaction writes again only from the summary on.
+def test_re_injected_pins_stay_in_the_cache_across_compactions() -> None:
+    # Re-injected pins are the same at every compaction: right after the system prompt, before
+    # the instructions a compaction moves out of the tail, the prompt cache keeps them.
     session = Session(counter=COUNTER, filters=False, window=16_000)
     session.extend([SYSTEM, TASK])
     session.pin(memory_text(3_000), name="CLAUDE.md", kind="memory")
@@ -737,11 +737,17 @@ def test_pins_re_injected_before_the_summary_stay_in_the_cache() -> None:
     for i in range(80):
         requests.append(session.render())
         session.extend(step(i))
+        if i % 10 == 5:
+            session.append({"role": "user", "content": f"Note {i}: keep going."})
     compactions = [e for e in session.window_state.events if e.action == "compacted"]
     assert len(compactions) >= 3
     for event in compactions[1:]:
         sent = requests[event.request].messages
         at = [m.id for m in sent].index("ctxpack-pinned")
-        assert "summary_of" in sent[at + 1].metadata["ctxpack"]
+        assert [m.role for m in sent[:at]] == ["system"]
+        summary = next(
+            k for k, m in enumerate(sent) if "summary_of" in m.metadata.get("ctxpack", {})
+        )
+        assert at < summary
         kept = COUNTER.count_messages(sent[: at + 1])
         assert event.rewritten <= event.tokens_after - kept + 10

@@ -18,6 +18,7 @@ __all__: list[str] = []  # the managed mode's internals: used by its other modul
 
 # The id of the message that re-injects pinned content after a summary.
 _PINNED_ID = "ctxpack-pinned"
+_SYSTEM = ("system", "developer")
 
 
 class _View:
@@ -70,20 +71,26 @@ class _Context:
 
 
 def _build(state: WindowState, policy: WindowPolicy, ctx: _Context) -> _View:
-    """The request the state gives: verbatim head, re-injected pins, summary, edited tail.
+    """The request the state gives: system prompt, re-injected pins, the other messages never
+    summarised (user instructions), summary, edited tail.
 
-    The pins come before the summary: they are the same from one compaction to the next, so
-    the prompt cache keeps them, and each compaction writes again only from the summary on."""
+    The pins come right after the system prompt: they are the same from one compaction to the
+    next, and the instructions a compaction moves out of the tail land after them, so the
+    prompt cache keeps them."""
     view = _View(ctx.counter)
     record = ctx.record
     b = min(state.boundary, len(record))
-    for msg in record[:b]:
-        if _verbatim(msg):
-            view.add(msg)
+    head = [msg for msg in record[:b] if _verbatim(msg)]
+    lead = next((k for k, m in enumerate(head) if m.role not in _SYSTEM), len(head))
+    for msg in head[:lead]:
+        view.add(msg)
     if state.summary is not None and state.summary_id is not None:
         pins = _reinjection(record[:b], record[b:], policy, ctx.counter)
         if pins is not None:
             view.add(pins)
+    for msg in head[lead:]:
+        view.add(msg)
+    if state.summary is not None and state.summary_id is not None:
         view.add(_summary_message(state, ctx))
     for msg in map(_as_sent(state, ctx), record[b:]):
         view.add(msg)

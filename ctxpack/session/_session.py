@@ -484,8 +484,8 @@ class Session(Arrival, Rendering):
         """Add a memory file or a skill to the conversation, as a user message.
 
         In managed mode (``window=``), a compaction summarises it away with the rest and then
-        re-injects it before the summary (the prompt cache keeps it from one compaction to
-        the next): a memory file whole, a skill cut to its head within
+        re-injects it right after the system prompt (the prompt cache keeps it from one
+        compaction to the next): a memory file whole, a skill cut to its head within
         the policy's ``skill_budget``, and the oldest skills dropped first when together they
         pass ``pinned_budget``.
 
