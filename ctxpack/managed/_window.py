@@ -128,10 +128,10 @@ def _warn_if_crowded(state: WindowState, plan: _Room, view: _View) -> None:
             message_id=view.messages[0].id,
             reason=(
                 f"the system prompt, user messages and pinned content{pinned} take "
-                f"{plan.floor} of the {plan.room} tokens a "
-                f"request may hold: {left} are left for the conversation, so clearings and "
-                "compactions come often and each rewrites the prompt cache; raise window, lower "
-                "skill_budget or pinned_budget, or pin less"
+                f"{plan.floor} of the {plan.room} tokens a request may hold: {left} are left "
+                "for the conversation, so clearings and compactions come often and each "
+                "rewrites the prompt cache; raise window, lower skill_budget or pinned_budget, "
+                "or pin less"
             ),
             tokens_before=view.tokens(),
             tokens_after=view.tokens(),
@@ -188,7 +188,7 @@ def _maybe_compact(
 
 def _first_change(before: _View, after: _View) -> int:
     """Where ``after`` starts to differ from ``before``: what the cache writes again. After a
-    compaction, the instructions and the pins re-injected before the summary usually stay."""
+    compaction, the system prompt and the pins re-injected after it usually stay."""
     same = zip(before.messages, after.messages, strict=False)
     return next((k for k, (a, b) in enumerate(same) if a != b), len(after.messages))
 
