@@ -47,7 +47,7 @@ import hashlib
 import json
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -351,39 +351,41 @@ def instructions_kept(session: Any, run: Any, pins: Sequence[PinnedText] = ()) -
     """(requests that held the system prompt and every user message so far verbatim, requests);
     pinned content is not an instruction (see :func:`pins_kept`)."""
     pinned = {p.text for p in pins}
-    steps = [i for i, m in enumerate(session.messages) if m["role"] == "assistant" and i]
-    kept = 0
-    for step, index in zip(steps, run.main, strict=True):
-        needed = [
+    return _requests_holding(
+        session,
+        run,
+        lambda history: [
             m["content"]
-            for m in session.messages[:step]
+            for m in history
             if m["role"] in ("system", "user") and m["content"] not in pinned
-        ]
-        kept += all(_sent(run.requests[index], n) for n in needed)
-    return kept, len(steps)
+        ],
+    )
 
 
 def pins_kept(session: Any, run: Any, pins: Sequence[PinnedText]) -> tuple[int, int]:
     """(requests that held every pin that had arrived: a memory file whole, a skill's first
     line at least, as its re-injection keeps the head; requests)."""
+    shown = {p.text: p.text if p.kind == "memory" else p.text.split("\n")[0] for p in pins}
+    return _requests_holding(
+        session,
+        run,
+        lambda history: [shown[m["content"]] for m in history if m["content"] in shown],
+    )
+
+
+def _requests_holding(
+    session: Any, run: Any, texts_at: Callable[[Sequence[Mapping[str, Any]]], Sequence[str]]
+) -> tuple[int, int]:
+    """(requests that held every text ``texts_at`` names for the history before them, as one of
+    their messages or inside one; requests)."""
     steps = [i for i, m in enumerate(session.messages) if m["role"] == "assistant" and i]
-    by_text = {p.text: p for p in pins}
     kept = 0
     for step, index in zip(steps, run.main, strict=True):
-        arrived = [
-            by_text[m["content"]] for m in session.messages[:step] if m["content"] in by_text
-        ]
-        kept += all(
-            _sent(run.requests[index], p.text if p.kind == "memory" else p.text.split("\n")[0])
-            for p in arrived
-        )
+        sent = {A.message_text(m).strip() for m in run.requests[index].messages}
+        joined = "\n".join(sent)
+        texts = (t.strip() for t in texts_at(session.messages[:step]))
+        kept += all(t in sent or t in joined for t in texts)
     return kept, len(steps)
-
-
-def _sent(request: Any, text: str) -> bool:
-    """Whether ``text`` is in the request, as one of its messages or inside one."""
-    sent = [A.message_text(m).strip() for m in request.messages]
-    return text.strip() in sent or any(text.strip() in t for t in sent)
 
 
 def pins_note(pins: Sequence[PinnedText], counter: Any) -> str:
