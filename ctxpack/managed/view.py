@@ -16,7 +16,7 @@ from ._state import WindowState
 
 __all__: list[str] = []  # the managed mode's internals: used by its other modules only
 
-# The id of the message that re-injects pinned content after a summary.
+# The id of the message that re-injects pinned content after a compaction.
 _PINNED_ID = "ctxpack-pinned"
 _SYSTEM = ("system", "developer")
 
@@ -82,15 +82,15 @@ def _build(state: WindowState, policy: WindowPolicy, ctx: _Context) -> _View:
     b = min(state.boundary, len(record))
     head = [msg for msg in record[:b] if _verbatim(msg)]
     lead = next((k for k, m in enumerate(head) if m.role not in _SYSTEM), len(head))
+    summarised = state.summary is not None and state.summary_id is not None
+    pins = _reinjection(record[:b], record[b:], policy, ctx.counter) if summarised else None
     for msg in head[:lead]:
         view.add(msg)
-    if state.summary is not None and state.summary_id is not None:
-        pins = _reinjection(record[:b], record[b:], policy, ctx.counter)
-        if pins is not None:
-            view.add(pins)
+    if pins is not None:
+        view.add(pins)
     for msg in head[lead:]:
         view.add(msg)
-    if state.summary is not None and state.summary_id is not None:
+    if summarised:
         view.add(_summary_message(state, ctx))
     for msg in map(_as_sent(state, ctx), record[b:]):
         view.add(msg)
