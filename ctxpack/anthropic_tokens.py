@@ -22,11 +22,13 @@ from pydantic import BaseModel, ConfigDict
 from .adapters import from_anthropic
 from .errors import ConfigError, TokenizerUnavailableError
 from .messages import Message
+from .sdk import SDKObject
 from .tokens import (
     TOKENS_PER_TOOL_CALL,
     CounterLike,
     TokenCounter,
     _FramedCounter,
+    _read_messages,
     anthropic_approx_counter,
     get_counter,
     tool_definition_tokens,
@@ -132,8 +134,9 @@ class AnthropicTokenCounter(_FramedCounter):
             total += self.count(call.function.name) + self.count(call.function.arguments)
         return total
 
-    def count_messages(self, messages: Iterable[Message]) -> int:
-        return self.framing()[0] + sum(map(self._count_message_uncached, messages))
+    def count_messages(self, messages: Iterable[Message | Mapping[str, Any] | SDKObject]) -> int:
+        found = _read_messages(messages)
+        return self.framing()[0] + sum(map(self._count_message_uncached, found))
 
     def count_tools(self, tools: Sequence[Mapping[str, Any]]) -> int:
         """What tool definitions add to a request, by the endpoint (OpenAI functions are sent

@@ -99,12 +99,27 @@ class TokenCounter(Protocol):
         ...
 
     def count_message(self, message: Message) -> int:
-        """Tokens one message adds to a prompt, framing included."""
+        """Tokens one message adds to a prompt, framing included. ctxpack's counters also
+        take an OpenAI-style dict or an SDK object."""
         ...
 
     def count_messages(self, messages: Iterable[Message]) -> int:
-        """Tokens of a whole prompt: every message plus the reply priming."""
+        """Tokens of a whole prompt: every message plus the reply priming. ctxpack's
+        counters also take OpenAI-style dicts and SDK objects."""
         ...
+
+
+def _read_messages(
+    messages: Iterable[Message | Mapping[str, Any] | SDKObject],
+) -> Sequence[Message]:
+    """The messages a counter was given, as :class:`Message` objects: OpenAI-style dicts and
+    SDK objects are read as :func:`count_tokens` reads them (a malformed one raises
+    ``InvalidMessageError`` naming its index and field)."""
+    items = messages if isinstance(messages, (list, tuple)) else list(messages)
+    # The common case, ctxpack's own Messages, costs one pass of type checks.
+    if all(isinstance(m, Message) for m in items):
+        return items  # type: ignore[return-value]
+    return owned_messages(items)
 
 
 class _FramedCounter:
@@ -154,9 +169,11 @@ class _FramedCounter:
                 total += self.count(str(part))
         return total
 
-    def count_message(self, message: Message) -> int:
+    def count_message(self, message: Message | Mapping[str, Any] | SDKObject) -> int:
         # Not cached per message: a Message's content can be edited in place. Its texts'
         # counts are cached, so this is a few lookups.
+        if not isinstance(message, Message):
+            message = _read_messages([message])[0]
         return self._count_message_uncached(message)
 
     def _count_message_uncached(self, message: Message) -> int:
@@ -179,8 +196,8 @@ class _FramedCounter:
             total += self.count(str(function_call.get("arguments", "")))
         return total
 
-    def count_messages(self, messages: Iterable[Message]) -> int:
-        return REPLY_PRIMING + sum(map(self._count_message_uncached, messages))
+    def count_messages(self, messages: Iterable[Message | Mapping[str, Any] | SDKObject]) -> int:
+        return REPLY_PRIMING + sum(map(self._count_message_uncached, _read_messages(messages)))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"

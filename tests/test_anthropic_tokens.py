@@ -77,6 +77,7 @@ def test_a_conversation_counts_what_the_endpoint_counts() -> None:
         {"role": "user", "content": "eu-west-1, since this morning"},
     ]
     assert ctxpack.count_tokens(history, counter=counter) == billed(history)
+    assert counter.count_messages(history) == billed(history)  # dicts, as count_tokens takes
     assert ctxpack.count_tokens([], counter=counter) == REQUEST
     # Whitespace alone is refused by the endpoint: it is counted after a probe instead.
     assert counter.count("   ") == 0

@@ -53,6 +53,28 @@ def test_message_objects_and_dicts_count_the_same() -> None:
     assert count_tokens(as_dict, model="gpt-4") == count_tokens(as_msgs, model="gpt-4")
 
 
+def test_a_counter_takes_dicts_as_count_tokens_does() -> None:
+    # Users call the counter they got from get_counter() with the dicts they hold.
+    history = [
+        {"role": "system", "content": "Be terse."},
+        {"role": "assistant", "content": None, "tool_calls": [_call('{"q": "E42"}')]},
+        {"role": "tool", "tool_call_id": "c1", "content": "no match"},
+    ]
+    counter = ctxpack.get_counter(counter="cl100k_base")
+    assert counter.count_messages(history) == count_tokens(history, counter=counter)
+    assert counter.count_messages(iter(history)) == count_tokens(history, counter=counter)
+    as_msg = ctxpack.Message.model_validate(history[1])
+    assert counter.count_message(history[1]) == counter.count_message(as_msg) > 3
+
+
+def test_a_counter_names_the_message_it_cannot_read() -> None:
+    counter = ctxpack.get_counter(counter="cl100k_base")
+    with pytest.raises(ctxpack.InvalidMessageError, match="message 1: role"):
+        counter.count_messages([{"role": "user", "content": "hi"}, {"content": "no role"}])
+    with pytest.raises(ctxpack.InvalidMessageError, match="message 0"):
+        counter.count_message(42)  # type: ignore[arg-type]
+
+
 def _call(arguments: str) -> dict[str, Any]:
     return {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": arguments}}
 
