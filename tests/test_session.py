@@ -424,6 +424,52 @@ def test_views_of_other_regions_or_files_are_not_superseded() -> None:
         Session(supersede_batch=0)
 
 
+def tool_call(call_id: str, tool: str, **arguments: Any) -> dict[str, Any]:
+    function = {"name": tool, "arguments": json.dumps(arguments)}
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": call_id, "type": "function", "function": function}],
+    }
+
+
+def test_text_editor_and_read_tool_views_are_superseded_like_shell_views() -> None:
+    # Anthropic's text editor tool (SWE-agent's and OpenHands' str_replace_editor) and read
+    # tools such as Claude Code's Read name the file and range in their arguments.
+    session = Session(model="gpt-4", supersede_batch=1)
+    text = "\n".join(f"line {i}" for i in range(50))
+    editor, read = "str_replace_based_edit_tool", "Read"
+    session.extend(
+        [
+            {"role": "user", "content": "Read."},
+            tool_call("a", editor, command="view", path="/r/a.py", view_range=[10, 30]),
+            result("a", text),
+            tool_call("b", editor, command="view", path="/r/a.py", view_range=[20, 60]),
+            result("b", text),  # overlaps a, does not cover it
+            tool_call("c", read, file_path="/r/b.py", offset=100, limit=50),
+            result("c", text),
+            tool_call("d", editor, command="view", path="/r/b.py", view_range=[100, 150]),
+            result("d", text),  # lines, not Read's offsets: no telling whether it covers c
+            tool_call("e", editor, command="str_replace", path="/r/a.py", old_str="x"),
+            result("e", text),  # an edit is not a view
+        ]
+    )
+    assert not [r for r in session.records if r.kind == "superseded"]
+    session.extend(
+        [
+            tool_call("f", editor, command="view", path="/r/a.py", view_range=[1, -1]),
+            result("f", text),
+            tool_call("g", read, file_path="/r/b.py", offset=90, limit=100),
+            result("g", text),
+        ]
+    )
+    ids = {m.tool_call_id: m.id for m in session.transcript() if m.role == "tool"}
+    superseded = {r.message_id for r in session.records if r.kind == "superseded"}
+    assert superseded == {ids["a"], ids["b"], ids["c"]}
+    note = next(m for m in session.compact() if m.id == ids["a"])
+    assert "superseded by a later view of /r/a.py" in note.text
+
+
 _OUTPUTS = {
     "npm test": JEST,
     "python -m pytest": PYTEST,

@@ -1,30 +1,43 @@
-"""Which file region a shell command shows: ``cat f``, ``nl -ba f | sed -n '10,40p'``...
+"""Which file region a tool call shows: a shell command (``cat f``, ``nl -ba f | sed -n
+'10,40p'``...), a text editor's ``view`` (Anthropic's text editor tool, SWE-agent's and
+OpenHands' ``str_replace_editor``) or a read tool (``Read``, ``read_file``...).
 
 A session uses it to tell when a later view of a file supersedes an earlier one.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
-from typing import NamedTuple
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
-__all__ = ["FileRegion", "view_region"]
+__all__ = ["FileRegion", "call_region", "view_region"]
 
 _RANGE = re.compile(r"^(\d+)(?:,(\d+))?p$")
 _WHOLE = (1, 10**9)
 
 
 class FileRegion(NamedTuple):
-    """Lines ``start..end`` (1-based, inclusive) of ``path``; a whole file ends at 10**9."""
+    """Lines ``start..end`` (1-based, inclusive) of ``path``; a whole file ends at 10**9.
+
+    ``basis`` names the tool when ``start`` and ``end`` are its own offsets rather than line
+    numbers: read tools count from 0 or from 1, so only two views of the same tool compare.
+    """
 
     path: str
     start: int
     end: int
+    basis: str = ""
 
     def covers(self, other: FileRegion) -> bool:
         """Whether this region shows everything ``other`` showed, of the same file."""
-        return self.path == other.path and self.start <= other.start and self.end >= other.end
+        if self.path != other.path:
+            return False
+        if (self.start, self.end) == _WHOLE:
+            return True
+        return self.basis == other.basis and self.start <= other.start and self.end >= other.end
 
 
 def _words(segment: str) -> list[str]:
@@ -61,7 +74,7 @@ def view_region(command: str) -> FileRegion | None:
 
     Example:
         >>> view_region("cd /repo && nl -ba src/a.py | sed -n '10,40p'")
-        FileRegion(path='src/a.py', start=10, end=40)
+        FileRegion(path='src/a.py', start=10, end=40, basis='')
         >>> view_region("cat src/a.py").end
         1000000000
         >>> view_region("grep -n foo src/a.py") is None
@@ -96,3 +109,70 @@ def view_region(command: str) -> FileRegion | None:
     if region is None:
         return None
     return FileRegion(args[0], region[0], region[1])
+
+
+# Tools that read one file, by the last part of their name (``mcp__fs__read_file``): Claude
+# Code's Read, Gemini CLI's and the MCP filesystem server's read_file / read_text_file.
+_READ_TOOLS = frozenset({"read", "read_file", "readfile", "read_text_file", "view_file"})
+_PATH_KEYS = ("path", "file_path", "absolute_path", "target_file", "filename")
+
+
+def call_region(tool: str, arguments: str) -> FileRegion | None:
+    """The file region a tool call shows, or ``None`` when it is not a plain view of one file.
+
+    Example:
+        >>> call_region("bash", '{"command": "sed -n 5,9p a.py"}')
+        FileRegion(path='a.py', start=5, end=9, basis='')
+        >>> call_region("str_replace_editor", '{"command": "view", "path": "/r/a.py",'
+        ...             ' "view_range": [10, -1]}')
+        FileRegion(path='/r/a.py', start=10, end=1000000000, basis='')
+        >>> call_region("Read", '{"file_path": "/r/a.py", "offset": 100, "limit": 50}')
+        FileRegion(path='/r/a.py', start=100, end=150, basis='read')
+    """
+    try:
+        args = json.loads(arguments) if arguments.strip() else {}
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(args, Mapping):
+        return None
+    command = args.get("command", args.get("cmd"))
+    path = next((v for k in _PATH_KEYS if isinstance(v := args.get(k), str) and v), None)
+    if command == "view" and path is not None:
+        return _editor_view(path, args.get("view_range"))
+    if isinstance(command, str):
+        return view_region(command)
+    name = re.split(r"__|[./:]", tool)[-1].lower()
+    if name in _READ_TOOLS and path is not None:
+        return _read_view(path, args, name)
+    return None
+
+
+def _editor_view(path: str, view_range: Any) -> FileRegion | None:
+    """A text editor's ``view``: the whole file, or ``view_range`` [start, end] (1-based,
+    inclusive, end -1 for the end of the file)."""
+    if view_range is None:
+        return FileRegion(path, *_WHOLE)
+    if (
+        not isinstance(view_range, list)
+        or len(view_range) != 2
+        or not all(type(n) is int for n in view_range)
+    ):
+        return None
+    start, end = view_range
+    return FileRegion(path, max(start, 1), _WHOLE[1] if end == -1 else end)
+
+
+def _read_view(path: str, args: Mapping[str, Any], tool: str) -> FileRegion | None:
+    """A read tool's view: whole, its first ``head`` lines, or ``limit`` lines from
+    ``offset`` (in the tool's own count). A ``tail`` is a region nobody can place."""
+    offset, limit, head = args.get("offset"), args.get("limit"), args.get("head")
+    if args.get("tail") is not None:
+        return None
+    if type(head) is int and head > 0 and offset is None and limit is None:
+        return FileRegion(path, 1, head)
+    if offset is None and limit is None and head is None:
+        return FileRegion(path, *_WHOLE)
+    if type(offset or 0) is not int or (limit is not None and type(limit) is not int):
+        return None
+    start = offset or 0
+    return FileRegion(path, start, start + limit if limit is not None else _WHOLE[1], tool)

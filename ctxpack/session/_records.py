@@ -6,6 +6,8 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .._internal.views import FileRegion
+
 
 @dataclass(frozen=True)
 class FilterRecord:
@@ -39,6 +41,7 @@ class Call:
     tool: str
     command: str | None
     goal: str
+    region: FileRegion | None = None  # the file region it shows, when it is a file view
 
 
 def command_of(arguments: str) -> str | None:

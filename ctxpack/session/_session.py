@@ -156,12 +156,13 @@ class Session(Arrival, Rendering):
             :mod:`ctxpack.tools_on_demand`.
         window_state: The managed mode's state saved from an earlier session
             (``session.window_state.to_json()``), to go on where it stopped.
-        supersede_batch: A file view (``cat f``, ``nl -ba f | sed -n '10,40p'``...) that a
-            later view of the same file covers is obsolete: it is replaced by a note naming
-            the later view and the stored original. Replacing an earlier message makes a prompt
-            cache rewrite what follows it, so obsolete views wait until they add up to this
-            many tokens, then go in one batch. ``None`` (the default) keeps them: on the real
-            sessions measured, the rewrites cost about what the removed tokens saved.
+        supersede_batch: A file view (``cat f``, ``nl -ba f | sed -n '10,40p'``..., a text
+            editor's ``view``, a ``Read``) that a later view of the same file covers is
+            obsolete: it is replaced by a note naming the later view and the stored original.
+            Replacing an earlier message makes a prompt cache rewrite what follows it, so
+            obsolete views wait until they add up to this many tokens, then go in one batch.
+            ``None`` (the default) keeps them: on the real sessions measured, the rewrites cost
+            about what the removed tokens saved.
         redact_secrets: Replace the secrets in tool outputs (keys, tokens, private keys,
             passwords in configuration lines...) by ``[REDACTED kind]`` when they arrive,
             before anything stores, filters or renders them, each change a ``redacted``

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._internal.views import FileRegion
+from .._internal.views import FileRegion, call_region
 from ..filters import ToolOutputFilter
 from ..guard import ArrivalGuard
 from ..managed import WindowPolicy, WindowState
@@ -132,6 +132,7 @@ class SessionState:
                 tool=call.function.name,
                 command=command_of(call.function.arguments),
                 goal=msg.text,
+                region=call_region(call.function.name, call.function.arguments),
             )
 
     def _raw_tokens(self, msg: Message) -> int:

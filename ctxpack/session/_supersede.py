@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from .._internal.views import view_region
 from ..filters import original_note
 from ..pipeline import Decision
 from ._records import FilterRecord
@@ -15,7 +14,7 @@ class Superseding(SessionState):
     def _supersede(self, index: int) -> None:
         """Note the file views the view at ``index`` makes obsolete; replace them in a batch."""
         call = self._calls.get(self._raw[index].tool_call_id or "")
-        region = view_region(call.command) if call and call.command else None
+        region = call.region if call else None
         if region is None:
             return
         live = []
@@ -41,7 +40,7 @@ class Superseding(SessionState):
         its stored original, when the note is shorter."""
         raw, old = self._raw[position], self._compact[position]
         artifact = self.store.put(raw.text, message_id=raw.id, kind="file_view")
-        region_then = view_region(self._calls[raw.tool_call_id or ""].command or "")
+        region_then = self._calls[raw.tool_call_id or ""].region
         path = region_then.path if region_then else "the file"
         what = f"superseded by a later view of {path} (message {self._raw[by].id})"
         note = original_note(what, artifact, retrievable=self.retrieve_tool)
