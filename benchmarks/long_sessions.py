@@ -45,6 +45,7 @@ import argparse
 import dataclasses
 import hashlib
 import json
+import math
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -433,6 +434,7 @@ def measure(
         runs = []
         over = kept = total = pinned = 0
         errors: list[str] = []
+        per_session: dict[str, dict[str, float]] = {}
         for s in sessions:
             try:
                 run = A.replay(s, name, factories[name], counter, billings)
@@ -447,6 +449,12 @@ def measure(
             kept += k
             total += t
             pinned += pins_kept(s, run, pins)[0]
+            per_session[s.id] = {
+                "cost_usd": bill.cost,
+                "peak_request_tokens": max(bill.requests[i].input_tokens for i in run.main),
+                "evidence_present": run.evidence_present,
+                "evidence_total": run.evidence_total,
+            }
         summary = A.summarize(runs, billings)[name] if runs else {}
         summary.pop("lost_evidence", None)
         summary["requests_over_window"] = over
@@ -456,6 +464,7 @@ def measure(
         summary["errors"] = errors
         summary["seconds"] = time.perf_counter() - t0
         summary["sessions"] = [s.id for s in sessions]
+        summary["per_session"] = per_session
         out[name] = summary
         print(f"    {name} @ {window}: {summary['seconds']:.0f}s", file=sys.stderr)
     return out
@@ -507,6 +516,46 @@ def table(results: Mapping[str, Any], window: int) -> list[str]:
             )
             + " |"
         )
+    return lines
+
+
+# How far a session outgrows the room (its raw peak request over the window less the reply
+# room): the bounds of each group of the table by length.
+OUTGROWN = ((0.0, 1.0, "fits"), (1.0, 2.0, "1-2x"), (2.0, 4.0, "2-4x"), (4.0, math.inf, "4x+"))
+
+
+def by_length_table(results: Mapping[str, Any], window: int) -> list[str]:
+    """Each strategy's bill (% of raw's, first billing) and evidence present, by how far the
+    sessions outgrow the room: the saving a window buys grows with the session."""
+    raw = results.get("raw", {}).get("per_session")
+    if not raw:
+        return []
+    room = window - reply_room(window)
+    names = [n for n, s in results.items() if n != "raw" and s.get("per_session")]
+    header = ["raw peak / room", "sessions", "raw $", *names]
+    lines = [
+        "By length (% of raw / evidence present, per group of sessions):",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+    ]
+    for low, high, label in OUTGROWN:
+        ids = [i for i, r in raw.items() if low < r["peak_request_tokens"] / room <= high]
+        if not ids:
+            continue
+        base = sum(raw[i]["cost_usd"] for i in ids)
+        cells = [label, str(len(ids)), f"{base:.2f}"]
+        for name in names:
+            runs = [results[name]["per_session"].get(i) for i in ids]
+            if any(r is None for r in runs):
+                cells.append("n/a")
+                continue
+            cost = sum(r["cost_usd"] for r in runs if r)
+            present = sum(r["evidence_present"] for r in runs if r)
+            used = sum(r["evidence_total"] for r in runs if r)
+            share = f"{100 * present / used:.2f}%" if used else "n/a"
+            cells.append(f"{100 * cost / base:.1f}% / {share}")
+        lines.append("| " + " | ".join(cells) + " |")
     return lines
 
 
@@ -708,6 +757,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 md.extend(["", output_floor(res["raw"])])
             md.extend(["", f"### window {window:,}", "", *table(res, window)])
             md.extend(["", *dollars_table(res)])
+            if by_length := by_length_table(res, window):
+                md.extend(["", *by_length])
     tool_sets: dict[str, Sequence[Mapping[str, Any]]] = {
         "example (16 tools shaped like a file-system and an issue-tracker MCP server)": (
             example_tools()

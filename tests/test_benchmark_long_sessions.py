@@ -96,6 +96,12 @@ def test_the_report_counts_requests_over_the_window(
     assert sum(parts) / 1e6 == pytest.approx(managed["cost_usd"])
     row = f"| managed | ${parts[0] / 1e6:.2f} ({managed['cache_write_tokens']:,}) |"
     assert "Where the dollars go" in text and row in text
+    # Per session, the figures add up to the totals, and the sessions are grouped by length.
+    per = managed["per_session"]
+    assert set(per) == set(report["raw"]["per_session"]) == set(report["raw"]["sessions"])
+    assert sum(r["cost_usd"] for r in per.values()) == pytest.approx(managed["cost_usd"])
+    assert max(r["peak_request_tokens"] for r in per.values()) == managed["peak_request_tokens"]
+    assert "By length" in text and "| raw peak / room | sessions | raw $ | managed |" in text
     again = tmp_path / "again"
     args = ["--data", str(data), "--out", str(again), "--windows", "2048", "--name", "t"]
     assert bench.main([*args, "--render", str(out / "t.json")]) == 0
@@ -173,3 +179,32 @@ def test_pins_kept_notices_a_dropped_pin(bench: ModuleType, data: Path) -> None:
     kept, total = bench.pins_kept(session, run, [pin])
     assert total > 0 and kept == 0
     assert bench.instructions_kept(session, run, [pin])[0] == total
+
+
+def test_by_length_groups_sessions_by_how_far_they_outgrow_the_room(bench: ModuleType) -> None:
+    room = 8_000 - bench.reply_room(8_000)
+
+    def run(cost: float, peak: int, present: int = 9) -> dict[str, float]:
+        return {
+            "cost_usd": cost,
+            "peak_request_tokens": peak,
+            "evidence_present": present,
+            "evidence_total": 10,
+        }
+
+    results = {
+        "raw": {
+            "per_session": {
+                "a": run(1.0, room - 1),
+                "b": run(4.0, 3 * room),
+                "c": run(4.0, 3 * room),
+            }
+        },
+        "managed": {
+            "per_session": {"a": run(1.0, 10), "b": run(1.0, 10, 10), "c": run(2.0, 10, 8)}
+        },
+    }
+    lines = bench.by_length_table(results, 8_000)
+    assert "| fits | 1 | 1.00 | 100.0% / 90.00% |" in lines
+    assert "| 2-4x | 2 | 8.00 | 37.5% / 90.00% |" in lines
+    assert not any(line.startswith(("| 1-2x", "| 4x+")) for line in lines)
