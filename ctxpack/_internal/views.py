@@ -128,6 +128,8 @@ def call_region(tool: str, arguments: str) -> FileRegion | None:
         FileRegion(path='/r/a.py', start=10, end=1000000000, basis='')
         >>> call_region("Read", '{"file_path": "/r/a.py", "offset": 100, "limit": 50}')
         FileRegion(path='/r/a.py', start=100, end=150, basis='read')
+        >>> call_region("shell", '{"command": ["bash", "-lc", "cat a.py"]}').path
+        'a.py'
     """
     try:
         args = json.loads(arguments) if arguments.strip() else {}
@@ -136,6 +138,10 @@ def call_region(tool: str, arguments: str) -> FileRegion | None:
     if not isinstance(args, Mapping):
         return None
     command = args.get("command", args.get("cmd"))
+    if isinstance(command, list) and command and all(isinstance(w, str) for w in command):
+        # Codex's shell tool: ["bash", "-lc", "cat a.py"] runs its last word as a script.
+        script = len(command) >= 3 and command[-2] in ("-c", "-lc")
+        command = command[-1] if script else shlex.join(command)
     path = next((v for k in _PATH_KEYS if isinstance(v := args.get(k), str) and v), None)
     if command == "view" and path is not None:
         return _editor_view(path, args.get("view_range"))
