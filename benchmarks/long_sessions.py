@@ -694,12 +694,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--tools", type=Path, default=None, help="JSON list of tool definitions (tools on demand)"
     )
     parser.add_argument(
+        "--chain-length",
+        type=int,
+        default=CHAIN_LENGTH,
+        help=f"sessions per chained multi-task session (default {CHAIN_LENGTH})",
+    )
+    parser.add_argument(
         "--render",
         type=Path,
         default=None,
         help="write the report again from a results JSON of an earlier run (no replay)",
     )
     args = parser.parse_args(argv)
+    if args.chain_length < 2:
+        parser.error(f"--chain-length takes 2 or more sessions, got {args.chain_length}")
     windows = [int(w) for w in args.windows.split(",") if w.strip()]
     names = [n.strip() for n in args.strategies.split(",") if n.strip()]
     sessions = A.load_sessions(args.data, args.limit)
@@ -718,15 +726,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "single" in kinds:
         sets["tune"], sets["report"] = with_pins(tune, pins), with_pins(report, pins)
     if "chained" in kinds:
-        sets["chained (tune)"] = with_pins(chain(tune), pins)
-        sets["chained (report)"] = with_pins(chain(report), pins)
+        sets["chained (tune)"] = with_pins(chain(tune, args.chain_length), pins)
+        sets["chained (report)"] = with_pins(chain(report, args.chain_length), pins)
     results: dict[str, Any] = {}
     if args.render is not None:
         results = json.loads(args.render.read_text("utf-8"))["results"]
     md = ["# Long sessions: a window smaller than the session", ""]
     md.append(
         f"Data: {args.data.name} ({len(sessions)} sessions; split by a hash of the id: "
-        f"{len(tune)} tune, {len(report)} report; chains of {CHAIN_LENGTH} "
+        f"{len(tune)} tune, {len(report)} report; chains of {args.chain_length} "
         "sessions as one multi-task session). Tokens: cl100k_base. Billings: "
         + ", ".join(BILLINGS)
         + ". A request is over the window when its prompt passes the window less the reply room "

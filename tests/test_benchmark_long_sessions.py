@@ -208,3 +208,19 @@ def test_by_length_groups_sessions_by_how_far_they_outgrow_the_room(bench: Modul
     assert "| fits | 1 | 1.00 | 100.0% / 90.00% |" in lines
     assert "| 2-4x | 2 | 8.00 | 37.5% / 90.00% |" in lines
     assert not any(line.startswith(("| 1-2x", "| 4x+")) for line in lines)
+
+
+def test_chain_length_sets_how_many_sessions_a_chain_joins(
+    bench: ModuleType, data: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    args = ["--data", str(data), "--out", str(out), "--windows", "2048", "--sets", "chained"]
+    assert bench.main([*args, "--strategies", "raw", "--chain-length", "2"]) == 0
+    results = json.loads((out / "long_sessions.json").read_text("utf-8"))["results"]
+    splits = [bench.split_of(f"session-{k}") for k in range(10)]
+    chains = {f"chained ({s})": splits.count(s) // 2 for s in ("tune", "report")}
+    sizes = {label: len(r["2048"]["raw"]["sessions"]) for label, r in results.items()}
+    assert sizes == {label: n for label, n in chains.items() if n}
+    assert "chains of 2 sessions" in (out / "long_sessions.md").read_text("utf-8")
+    with pytest.raises(SystemExit):
+        bench.main([*args, "--chain-length", "1"])
