@@ -65,14 +65,15 @@ class ArrivalGuard:
     flag_injections: bool | Literal["quarantine"] = True
 
     def __post_init__(self) -> None:
-        if self.redact_secrets not in (True, False, "all"):
+        # Compared by kind, not by ==: 0 and 1 equal False and True.
+        if not (isinstance(self.redact_secrets, bool) or self.redact_secrets == "all"):
             raise ConfigError(
                 f"redact_secrets must be True (tool outputs), 'all' (every message) or False, "
                 f"got {self.redact_secrets!r}"
             )
         if not isinstance(self.store_secrets, bool):
             raise ConfigError(f"store_secrets must be True or False, got {self.store_secrets!r}")
-        if self.flag_injections not in (True, False, "quarantine"):
+        if not (isinstance(self.flag_injections, bool) or self.flag_injections == "quarantine"):
             raise ConfigError(
                 f"flag_injections must be True, 'quarantine' or False, got {self.flag_injections!r}"
             )

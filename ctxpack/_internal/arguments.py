@@ -24,7 +24,9 @@ __all__ = [
     "finite",
     "flag",
     "message_items",
+    "number",
     "optional_text",
+    "string",
     "tokens",
     "too_deep_error",
     "tool_definitions",
@@ -60,6 +62,13 @@ def message_items(messages: Any, *, argument: str = "messages") -> tuple[Any, ..
             f"{argument}: expected a list of messages, got {_type_name(messages)}{hint}"
         )
     return tuple(messages)
+
+
+def string(value: Any, argument: str) -> str:
+    """``value`` if it is a string."""
+    if not isinstance(value, str):
+        raise ConfigError(f"{argument} must be a string, got {_type_name(value)}")
+    return value
 
 
 def optional_text(value: Any, argument: str) -> str | None:
@@ -173,6 +182,19 @@ def check_text(text: str, field: str) -> None:
             f"{found.start()}, which is not valid Unicode; decode the text with "
             "errors='replace' (or fix its source) first"
         )
+
+
+def number(value: Any, argument: str, *, minimum: float = 0.0) -> float:
+    """``value`` if it is a finite int or float (not a bool) of at least ``minimum``."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value < minimum
+    ):
+        shown = repr(value) if isinstance(value, (int, float, str)) else _type_name(value)
+        raise ConfigError(f"{argument} must be a finite number >= {minimum:g}, got {shown}")
+    return value
 
 
 def finite(value: float, argument: str) -> float:

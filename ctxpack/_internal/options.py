@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import ConfigError
 
@@ -29,7 +29,10 @@ def invalid_option(owner: str, model: type[BaseModel], exc: ValidationError) -> 
 class CheckedModel(BaseModel):
     """A model a user builds from options (a stage, a price): an invalid option raises
     :class:`~ctxpack.ConfigError` naming the model, the option and the value, rather than
-    pydantic's own error type."""
+    pydantic's own error type. A float option must be finite: an infinite price or weight would
+    turn every sum it enters into ``inf`` or ``nan``."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
 
     def __init__(self, **options: Any) -> None:
         try:

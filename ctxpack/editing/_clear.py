@@ -13,7 +13,7 @@ from ..cost import Price, price
 from ..errors import ConfigError
 from ..filters import original_note
 from ..messages import Message
-from ..pipeline import Decision, PackContext
+from ..pipeline import Decision, PackContext, check_context
 from ..store import ArtifactStore, artifact_id
 from ..tokens import REPLY_PRIMING, TokenCounter, message_sizes
 from ._shared import _as_json, _original_text, _request_points, _StoreModel
@@ -277,6 +277,7 @@ class ToolResultClearer(_StoreModel):
     # ---------------------------------------------------------------------------- the stage
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
+        check_context(ctx, self)
         messages = ctx.messages
         found = self.batches(
             messages, counter=ctx.counter, model=ctx.model, protected=ctx.protected

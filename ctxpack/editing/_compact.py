@@ -13,7 +13,7 @@ from pydantic import Field, PrivateAttr, field_validator
 
 from ..errors import ConfigError
 from ..messages import Message
-from ..pipeline import Decision, PackContext
+from ..pipeline import Decision, PackContext, check_context
 from ..store import ArtifactStore, artifact_id
 from ..tokens import REPLY_PRIMING, TokenCounter, message_sizes
 from ._digest import extractive_digest
@@ -261,6 +261,7 @@ class Compactor(_StoreModel):
         return self.store.put(text, message_id=msg.id, kind="compacted_message", summary=summary_id)
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
+        check_context(ctx, self)
         messages = ctx.messages
         done, refused = self.points(messages, counter=ctx.counter, protected=ctx.protected)
         if not done:

@@ -15,7 +15,7 @@ from ..managed import PinnedText, WindowPolicy, WindowState
 from ..messages import Message
 from ..persistence import open_backing
 from ..pipeline import Decision, Stage
-from ..providers import Provider, tool_call_parts
+from ..providers import Provider, check_provider, tool_call_parts
 from ..redaction import redact
 from ..result import PackResult
 from ..retrieval import Retrieval, handle_retrieve_call, read_artifact
@@ -236,7 +236,7 @@ class Session(Arrival, Rendering):
         self.pipeline = pipeline
         self.guard = ArrivalGuard(redact_secrets, store_secrets, flag_injections)
         self.window = _window_policy(window, pipeline)
-        self.tools_on_demand = tools_on_demand
+        self.tools_on_demand = flag(tools_on_demand, "tools_on_demand")
         # Everything the managed mode and the cache-bust warnings remember between requests.
         self.window_state = WindowState() if window_state is None else window_state
         if not isinstance(self.window_state, WindowState):
@@ -449,9 +449,10 @@ class Session(Arrival, Rendering):
             openai_context_management,
         )
 
+        provider = self.provider if provider is None else check_provider(provider)
         if self.window is None or not self.window.server_side:
             return {}
-        if (provider or self.provider) == "anthropic":
+        if provider == "anthropic":
             return {
                 "context_management": anthropic_context_management(self.window),
                 "betas": list(ANTHROPIC_BETAS),

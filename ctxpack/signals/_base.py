@@ -78,7 +78,7 @@ class Signal(BaseModel):
     again: ``{"name": "neighbors", "distance": 2, "share": 0.5}``.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
     name: ClassVar[str]
 
     def __init__(self, **options: Any) -> None:

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from .._internal.columns import sources
 from ..messages import Message
-from ..pipeline import Decision, PackContext
+from ..pipeline import Decision, PackContext, check_context
 from ._base import StageModel
 
 __all__ = ["CitationInheritor"]
@@ -30,6 +30,7 @@ class CitationInheritor(StageModel):
     max_distance: int | None = Field(default=None, ge=1)
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
+        check_context(ctx, self)
         if not any(sources(ctx.messages)):
             return ctx  # nothing to inherit: the common chat
         out: list[Message] = []

@@ -19,7 +19,7 @@ from pydantic import Field
 from ..caches import LRUCache
 from ..errors import ConfigError
 from ..messages import Message
-from ..pipeline import Decision, PackContext
+from ..pipeline import Decision, PackContext, check_context
 from ..signals.lexical import Language, language_of, terms
 from ..tokens import message_sizes, priming_tokens
 from ._base import StageModel
@@ -279,6 +279,7 @@ class ExtractiveCompressor(StageModel):
         }
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
+        check_context(ctx, self)
         targets = self._targets(ctx)
         if not targets:
             return ctx

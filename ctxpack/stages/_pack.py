@@ -33,7 +33,7 @@ from .._internal.columns import ids as message_ids
 from .._internal.decisions import trusted_decision
 from ..errors import BudgetExceededError
 from ..messages import ROLES, Message
-from ..pipeline import Action, Decision, DecisionLog, PackContext
+from ..pipeline import Action, Decision, DecisionLog, PackContext, check_context
 from ..tokens import message_sizes, priming_tokens
 from ._base import ReadOnlyMap, StageModel, Weights
 from ._tool_pairs import Units, exchange_units, strip_unanswered_calls
@@ -83,6 +83,7 @@ class GreedyPacker(StageModel):
         return frozenset(signal for signal, weight in self.signal_weights.items() if weight)
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
+        check_context(ctx, self)
         ctx = strip_unanswered_calls(ctx, self.name)
         messages = ctx.messages
         ids = message_ids(messages)

@@ -8,7 +8,7 @@ import numpy as np
 from pydantic import ConfigDict, Field
 
 from ..errors import ConfigError
-from ..pipeline import Decision, PackContext
+from ..pipeline import Decision, PackContext, check_context
 from ..signals import Neighbors
 from ..signals.embeddings import MiniLMEmbedder
 from ._base import StageModel
@@ -91,6 +91,7 @@ class SemanticScorer(StageModel):
         return vectors / np.maximum(norms, 1e-12)  # type: ignore[no-any-return]
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
+        check_context(ctx, self)
         if not ctx.query or self.weight == 0:
             return ctx
         messages = ctx.messages
