@@ -38,7 +38,7 @@ from typing import Any
 import regex
 
 from .caches import register
-from .messages import Message
+from .messages import Message, ensure_messages
 
 __all__ = [
     "find_secrets",
@@ -370,7 +370,13 @@ def redact_message(message: Message) -> tuple[Message, tuple[SecretFinding, ...]
         >>> msg = Message(role="tool", tool_call_id="c1", content=f"GITHUB_TOKEN={token}")
         >>> redact_message(msg)[0].content
         'GITHUB_TOKEN=[REDACTED github-pat]'
+
+    Raises:
+        InvalidMessageError: ``message`` is not a valid message (an OpenAI-format dict is
+            taken, and returned as a :class:`Message`).
     """
+    if not isinstance(message, Message):
+        message = ensure_messages([message])[0]
     found: list[SecretFinding] = []
 
     def clean(text: str) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cache, lru_cache
 from typing import Any, Protocol, runtime_checkable
 
-from ._internal.arguments import optional_text, tool_definitions
+from ._internal.arguments import optional_text, string, tool_definitions, tool_list
 from ._internal.prefix import PrefixMemo
 from .caches import SHORT_TEXT, LRUCache, text_memo
 from .errors import ConfigError, TokenizerUnavailableError
@@ -388,7 +388,11 @@ def tool_definition_tokens(tools: Iterable[Mapping[str, Any]], counter: TokenCou
     """
     from ._internal.tool_schemas import TOOLS_FUNC_END, compact_json, tool_tokens
 
-    tools = list(tools)
+    tools = tool_list(tools)
+    if not isinstance(counter, TokenCounter):
+        raise ConfigError(
+            f"counter must be a TokenCounter (see get_counter), got {type(counter).__name__}"
+        )
     for index, tool in enumerate(tools):
         if not isinstance(tool, Mapping):
             raise ConfigError(
@@ -460,7 +464,7 @@ def encoding_for_model(model: str) -> str:
         'o200k_base'
     """
     # A router's provider prefix ("openai/gpt-4o", "azure/gpt-4o") names the same model.
-    lowered = model.lower().rpartition("/")[2]
+    lowered = string(model, "model").lower().rpartition("/")[2]
     for prefix, encoding in _MODEL_PREFIXES:
         if lowered.startswith(prefix):
             return encoding

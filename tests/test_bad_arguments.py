@@ -10,6 +10,8 @@ words its message must hold.
 from __future__ import annotations
 
 import math
+import os
+import tempfile
 from collections.abc import Callable
 from typing import Any
 
@@ -33,12 +35,17 @@ from ctxpack import (
     TurnAlternator,
 )
 from ctxpack.code import Judgement, RankingJudge
-from ctxpack.cost import Price
+from ctxpack.cost import Price, PriceTable, price, shipped_prices
 from ctxpack.editing import Compactor, ToolResultClearer
 from ctxpack.errors import CtxpackError
 from ctxpack.managed import WindowPolicy
+from ctxpack.redaction import redact_message
 from ctxpack.selection import Selection
 from ctxpack.signals import Neighbors, QueryWords
+from ctxpack.stages import compress_lines
+from ctxpack.store import MemoryStore, SQLiteStore
+from ctxpack.tokens import encoding_for_model, get_counter, tool_definition_tokens
+from ctxpack.tools_on_demand import on_demand_saving
 
 from .test_adversarial import Case, case
 
@@ -201,7 +208,127 @@ SESSION_CASES = [
     ),
 ]
 
-ALL_CASES: list[Case] = [*FINITE_CASES, *MODEL_CASES, *STAGE_CASES, *SESSION_CASES]
+# ------------------------------------------------------- text, names and paths where they go
+
+LINES = "\n".join(f"line {i}" for i in range(20))
+TOOL = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}
+
+
+# Removed when the test process ends.
+_SCRATCH = tempfile.TemporaryDirectory(prefix="ctxpack-bad-arguments-")
+
+
+def _binary_file() -> str:
+    path = os.path.join(_SCRATCH.name, "prices.json")
+    with open(path, "wb") as fh:
+        fh.write(b"\xff\xfe\x00binary")
+    return path
+
+
+TEXT_CASES = [
+    case("compress_lines(None)", lambda: compress_lines(None, max_lines=3), ConfigError, "text"),  # type: ignore[arg-type]
+    case(
+        "compress_lines(max_lines=1.5)",
+        lambda: compress_lines(LINES, max_lines=1.5),  # type: ignore[arg-type]
+        ConfigError,
+        "max_lines",
+    ),
+    case(
+        "compress_lines(query=5)",
+        lambda: compress_lines(LINES, max_lines=3, query=5),  # type: ignore[arg-type]
+        ConfigError,
+        "query",
+    ),
+    case(
+        "compress_lines(proper_nouns='x')",
+        lambda: compress_lines(LINES, max_lines=3, proper_nouns="x"),  # type: ignore[arg-type]
+        ConfigError,
+        "proper_nouns",
+    ),
+    case("price(None)", lambda: price(None), ConfigError, "model"),  # type: ignore[arg-type]
+    case("PriceTable.price(5)", lambda: shipped_prices().price(5), ConfigError, "model"),  # type: ignore[arg-type]
+    case("PriceTable.merge({})", lambda: shipped_prices().merge({}), ConfigError, "PriceTable"),  # type: ignore[arg-type]
+    case("PriceTable.load(None)", lambda: PriceTable.load(None), ConfigError, "path"),  # type: ignore[arg-type]
+    case(
+        "PriceTable.load(a binary file)",
+        lambda: PriceTable.load(_binary_file()),
+        ConfigError,
+        "not a JSON text file",
+    ),
+    case("encoding_for_model(None)", lambda: encoding_for_model(None), ConfigError, "model"),  # type: ignore[arg-type]
+    case(
+        "tool_definition_tokens(None)",
+        lambda: tool_definition_tokens(None, get_counter("gpt-4")),  # type: ignore[arg-type]
+        ConfigError,
+        "tools",
+    ),
+    case(
+        "tool_definition_tokens(counter='gpt-4')",
+        lambda: tool_definition_tokens([TOOL], "gpt-4"),  # type: ignore[arg-type]
+        ConfigError,
+        "counter",
+    ),
+    case(
+        "on_demand_saving(one dict)",
+        lambda: on_demand_saving(TOOL, get_counter("gpt-4")),  # type: ignore[arg-type]
+        ConfigError,
+        "tools",
+        "wrap a single tool",
+    ),
+    case("redact_message(None)", lambda: redact_message(None), InvalidMessageError, "message 0"),  # type: ignore[arg-type]
+]
+
+# ------------------------------------------------ a session store keeps strings, nothing else
+
+STORES: list[Callable[[], Any]] = [SQLiteStore, MemoryStore]
+
+STORE_CASES = [
+    c
+    for make in STORES
+    for c in [
+        case(
+            f"{make.__name__}.append(entry=5)",  # type: ignore[attr-defined]
+            lambda make=make: make().append("s1", 5, version=0, state="{}"),
+            ConfigError,
+            "entry",
+        ),
+        case(
+            f"{make.__name__}.append(state=None)",  # type: ignore[attr-defined]
+            lambda make=make: make().append("s1", "e", version=0, state=None),
+            ConfigError,
+            "state",
+        ),
+        case(
+            f"{make.__name__}.append(artifacts={{'a': None}})",  # type: ignore[attr-defined]
+            lambda make=make: make().append(
+                "s1", "e", version=0, state="{}", artifacts={"a": None}
+            ),
+            ConfigError,
+            "artifact 'a'",
+        ),
+        case(
+            f"{make.__name__}.put_artifact(text=None)",  # type: ignore[attr-defined]
+            lambda make=make: make().put_artifact("s1", "a1", None),
+            ConfigError,
+            "artifact 'a1'",
+        ),
+        case(
+            f"{make.__name__}.get_artifact(['a'])",  # type: ignore[attr-defined]
+            lambda make=make: make().get_artifact("s1", ["a"]),
+            ConfigError,
+            "artifact id",
+        ),
+    ]
+]
+
+ALL_CASES: list[Case] = [
+    *FINITE_CASES,
+    *MODEL_CASES,
+    *STAGE_CASES,
+    *SESSION_CASES,
+    *TEXT_CASES,
+    *STORE_CASES,
+]
 
 
 def test_case_ids_are_unique() -> None:
@@ -254,3 +381,34 @@ def test_the_session_s_own_provider_still_applies_when_none_is_given() -> None:
 def test_finite_options_are_still_accepted() -> None:
     assert Neighbors(share=0.0).share == 0.0
     assert GreedyPacker(role_weights={"user": 1e9}).role_weights["user"] == 1e9
+
+
+@pytest.mark.parametrize("make", STORES, ids=lambda m: m.__name__)
+def test_a_refused_append_leaves_the_store_unchanged(make: Callable[[], Any]) -> None:
+    store = make()
+    store.append("s1", "first", version=0, state="{}")
+    with pytest.raises(ConfigError):
+        store.append("s1", None, version=1, state="{}")
+    assert store.load("s1").entries == ("first",)
+    store.append("s1", "second", version=1, state="{}", artifacts={"a1": "text"})
+    assert store.load("s1").entries == ("first", "second")
+    assert store.get_artifact("s1", "a1") == "text"
+
+
+def test_redact_message_takes_an_openai_dict() -> None:
+    token = "ghp_" + "R8sVt2Lq9ZxW4mKp7YcN3bHd6FgJ1aEu5TiO"
+    cleaned, found = redact_message({"role": "tool", "tool_call_id": "c1", "content": token})
+    assert isinstance(cleaned, Message)
+    assert cleaned.content == "[REDACTED github-pat]" and len(found) == 1
+
+
+def test_on_demand_saving_reads_a_generator_once() -> None:
+    tools = [
+        {
+            "type": "function",
+            "function": {"name": f"t{i}", "description": "Do it. " * 50, "parameters": {}},
+        }
+        for i in range(3)
+    ]
+    counter = get_counter("gpt-4")
+    assert on_demand_saving(iter(tools), counter) == on_demand_saving(tools, counter) > 0

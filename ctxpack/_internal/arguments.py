@@ -8,6 +8,7 @@ field) before the value reaches code that would fail on it with a bare ``TypeErr
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -21,6 +22,7 @@ __all__ = [
     "TooDeep",
     "check_nesting",
     "check_text",
+    "file_path",
     "finite",
     "flag",
     "message_items",
@@ -30,6 +32,7 @@ __all__ = [
     "tokens",
     "too_deep_error",
     "tool_definitions",
+    "tool_list",
 ]
 
 # How deep lists and objects may nest inside a message or a tool definition. JSON parsers stop
@@ -71,6 +74,17 @@ def string(value: Any, argument: str) -> str:
     return value
 
 
+def file_path(value: Any, argument: str) -> str:
+    """``value`` as a path string if it is a str or an ``os.PathLike``; anything else is
+    refused, since ``str()`` of it (``5``, ``None``) would name a file of that name."""
+    name = os.fspath(value) if isinstance(value, os.PathLike) else value
+    if not isinstance(name, str):
+        raise ConfigError(
+            f"{argument} must be a file path (str or os.PathLike), got {type(value).__name__}"
+        )
+    return name
+
+
 def optional_text(value: Any, argument: str) -> str | None:
     """``value`` if it is a string or ``None``."""
     if value is not None and not isinstance(value, str):
@@ -95,6 +109,17 @@ def tokens(value: Any, argument: str, *, minimum: int = 1, unit: str = "tokens")
     return value
 
 
+def tool_list(tools: Any, *, argument: str = "tools") -> list[Any]:
+    """``tools`` as a list, or the error saying a list of tool definitions was expected (the
+    definitions themselves are not looked at: see :func:`tool_definitions`)."""
+    if isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Iterable):
+        raise ConfigError(
+            f"{argument} must be a list of tool definitions, got {_type_name(tools)}"
+            + ("; wrap a single tool in a list" if isinstance(tools, Mapping) else "")
+        )
+    return list(tools)
+
+
 def tool_definitions(tools: Any, *, argument: str = "tools") -> list[Mapping[str, Any]]:
     """``tools`` as a list of tool definitions, each an object with a name or a type.
 
@@ -102,12 +127,7 @@ def tool_definitions(tools: Any, *, argument: str = "tools") -> list[Mapping[str
     bare function), Anthropic's (``{"name", "input_schema"}``) and the providers' built-in tools
     (``{"type": "web_search"...}``).
     """
-    if isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Iterable):
-        raise ConfigError(
-            f"{argument} must be a list of tool definitions, got {_type_name(tools)}"
-            + ("; wrap a single tool in a list" if isinstance(tools, Mapping) else "")
-        )
-    out = list(tools)
+    out = tool_list(tools, argument=argument)
     for i, tool in enumerate(out):
         where = f"{argument}[{i}]"
         if not isinstance(tool, Mapping):

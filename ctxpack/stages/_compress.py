@@ -16,6 +16,8 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
+from .._internal.arguments import optional_text, string
+from .._internal.arguments import tokens as check_tokens
 from ..caches import LRUCache
 from ..errors import ConfigError
 from ..messages import Message
@@ -34,6 +36,7 @@ _WORD = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
 _SENTENCE_END = re.compile(r"[.!?:;]\s*$")
 
 ProperNounMode = Literal["auto", "spacy", "heuristic"]
+_PROPER_NOUN_MODES: tuple[ProperNounMode, ...] = ("auto", "spacy", "heuristic")
 
 
 def has_proper_noun_heuristic(line: str) -> bool:
@@ -227,8 +230,14 @@ def compress_lines(
         >>> compress_lines("Intro\\n# Title\\n- 3 items\\nbye", max_lines=2)
         '# Title\\n- 3 items'
     """
-    if max_lines < 1:
-        raise ConfigError(f"max_lines must be >= 1, got {max_lines}")
+    check_tokens(max_lines, "max_lines", unit="lines")
+    string(text, "text")
+    optional_text(query, "query")
+    if proper_nouns not in _PROPER_NOUN_MODES:
+        raise ConfigError(
+            f"proper_nouns must be one of {', '.join(map(repr, _PROPER_NOUN_MODES))}, "
+            f"got {proper_nouns!r}"
+        )
     lines = text.splitlines()
     if sum(1 for line in lines if line.strip()) <= max_lines:
         return text

@@ -15,8 +15,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
-from ..errors import ArtifactNotFoundError, ConfigError, StoreConflictError, StoreError
-from ._base import StoredSession, check_session_id, check_ttl, check_version
+from .._internal.arguments import file_path
+from ..errors import ArtifactNotFoundError, StoreConflictError, StoreError
+from ._base import (
+    StoredSession,
+    check_append,
+    check_artifact,
+    check_session_id,
+    check_ttl,
+    check_version,
+)
 
 __all__ = ["SQLiteFile", "SQLiteStore"]
 
@@ -35,10 +43,7 @@ TABLES = ("ctxpack_entries", "ctxpack_artifacts", "ctxpack_sessions")
 def database_path(path: object) -> str:
     """``path`` as the file name SQLite opens; anything but a str or a path is refused, since
     ``str()`` of it (``5``, ``None``) would quietly create a database of that name."""
-    name = os.fspath(path) if isinstance(path, os.PathLike) else path
-    if isinstance(name, str):
-        return name
-    raise ConfigError(f"path must be a file path (str or os.PathLike), got {type(path).__name__}")
+    return file_path(path, "path")
 
 
 class SQLiteFile:
@@ -240,7 +245,7 @@ class SQLiteStore:
         artifacts: Mapping[str, str] | None = None,
     ) -> None:
         check_session_id(session_id)
-        check_version(version)
+        check_append(version, entry, state, artifacts)
         with self._db.transaction(f"append to session {session_id!r}") as conn:
             actual, _, expired = self._live_version(conn, session_id)
             if actual != version:
@@ -272,6 +277,7 @@ class SQLiteStore:
 
     def put_artifact(self, session_id: str, artifact: str, text: str) -> None:
         check_session_id(session_id)
+        check_artifact(artifact, text)
         with self._db.transaction(f"store an artifact of session {session_id!r}") as conn:
             conn.execute(
                 "INSERT OR IGNORE INTO ctxpack_artifacts (session_id, artifact, text)"
@@ -281,6 +287,7 @@ class SQLiteStore:
 
     def get_artifact(self, session_id: str, artifact: str) -> str:
         check_session_id(session_id)
+        check_artifact(artifact)
         with self._db.reading(f"read an artifact of session {session_id!r}") as conn:
             row = conn.execute(
                 "SELECT a.text FROM ctxpack_artifacts a LEFT JOIN ctxpack_sessions s"
