@@ -34,10 +34,18 @@ from ctxpack import (
     ToolCall,
     TurnAlternator,
 )
-from ctxpack.code import Judgement, RankingJudge
+from ctxpack.code import (
+    CodeIndex,
+    Judgement,
+    RankingJudge,
+    decide_loading,
+    grep,
+    iterative_retrieve,
+    parse_source,
+)
 from ctxpack.cost import Price, PriceTable, price, shipped_prices
 from ctxpack.editing import Compactor, ToolResultClearer
-from ctxpack.errors import CtxpackError
+from ctxpack.errors import CtxpackError, WorkspacePathError
 from ctxpack.managed import WindowPolicy
 from ctxpack.redaction import redact_message
 from ctxpack.selection import Selection
@@ -321,6 +329,121 @@ STORE_CASES = [
     ]
 ]
 
+# ------------------------------------------------------------------------- code retrieval
+
+
+def _repo() -> str:
+    """A one-file repository, and a secret file beside it (outside its root)."""
+    root = os.path.join(_SCRATCH.name, "repo")
+    if not os.path.isdir(root):
+        os.makedirs(os.path.join(root, "pkg"))
+        with open(os.path.join(root, "pkg", "a.py"), "w", encoding="utf-8") as fh:
+            fh.write("def invoice_total(x):\n    return x + 1\n")
+        with open(os.path.join(_SCRATCH.name, "secret.txt"), "w", encoding="utf-8") as fh:
+            fh.write("password = hunter2\n")
+    return root
+
+
+def _index() -> CodeIndex:
+    return CodeIndex(_repo(), db=":memory:")
+
+
+CODE_CASES = [
+    case("CodeIndex(None)", lambda: CodeIndex(None), ConfigError, "root", "NoneType"),  # type: ignore[arg-type]
+    case(
+        "CodeIndex(weights={'file': 'x'})",
+        lambda: CodeIndex(_repo(), db=":memory:", weights={"file": "x"}),  # type: ignore[dict-item]
+        ConfigError,
+        "weights['file']",
+    ),
+    case("CodeIndex.search(None)", lambda: _index().search(None), ConfigError, "query"),  # type: ignore[arg-type]
+    case("CodeIndex.search(k=1.5)", lambda: _index().search("x", k=1.5), ConfigError, "k"),  # type: ignore[arg-type]
+    case(
+        "CodeIndex.rank_files(exclude='pkg/a.py')",
+        lambda: _index().rank_files("invoice", exclude="pkg/a.py"),
+        ConfigError,
+        "exclude",
+    ),
+    case(
+        "CodeIndex.rank_files(boost={'x': 'y'})",
+        lambda: _index().rank_files("invoice", boost={"x": "y"}),  # type: ignore[dict-item]
+        ConfigError,
+        "boost['x']",
+    ),
+    case(
+        "CodeIndex.unit_scores(paths='pkg/a.py')",
+        lambda: _index().unit_scores("invoice", "pkg/a.py"),
+        ConfigError,
+        "paths",
+    ),
+    case("CodeIndex.read(['a'])", lambda: _index().read(["a"]), ConfigError, "path"),  # type: ignore[arg-type]
+    case(
+        "CodeIndex.file_terms(not indexed)",
+        lambda: _index().file_terms("nope.py"),
+        ConfigError,
+        "nope.py",
+    ),
+    case("CodeIndex.idf(5)", lambda: _index().idf(5), ConfigError, "term"),  # type: ignore[arg-type]
+    case("grep(pattern=5)", lambda: grep(_repo(), 5), ConfigError, "pattern"),  # type: ignore[arg-type]
+    case("grep(context=None)", lambda: grep(_repo(), "x", context=None), ConfigError, "context"),  # type: ignore[arg-type]
+    case(
+        "grep(paths='pkg/a.py')", lambda: grep(_repo(), "x", paths="pkg/a.py"), ConfigError, "paths"
+    ),
+    case(
+        "grep(paths=['../secret.txt'])",
+        lambda: grep(_repo(), "password", paths=["../secret.txt"], engine="python"),
+        WorkspacePathError,
+        "../secret.txt",
+    ),
+    case(
+        "grep(paths=[absolute])",
+        lambda: grep(
+            _repo(), "password", paths=[os.path.join(_SCRATCH.name, "secret.txt")], engine="python"
+        ),
+        WorkspacePathError,
+        "absolute",
+    ),
+    case(
+        "iterative_retrieve(None)", lambda: iterative_retrieve(None, _index()), ConfigError, "task"
+    ),  # type: ignore[arg-type]
+    case(
+        "iterative_retrieve(max_cycles=None)",
+        lambda: iterative_retrieve("fix", _index(), max_cycles=None),  # type: ignore[arg-type]
+        ConfigError,
+        "max_cycles",
+    ),
+    case(
+        "iterative_retrieve(judge=5)",
+        lambda: iterative_retrieve("fix", _index(), judge=5),  # type: ignore[arg-type]
+        ConfigError,
+        "judge",
+    ),
+    case(
+        "decide_loading(window=inf)",
+        lambda: decide_loading("fix", _index(), window=math.inf),  # type: ignore[arg-type]
+        ConfigError,
+        "window",
+    ),
+    case(
+        "decide_loading(share=None)",
+        lambda: decide_loading("fix", _index(), window=1000, share=None),  # type: ignore[arg-type]
+        ConfigError,
+        "share",
+    ),
+    case(
+        "decide_loading(whole_task='yes')",
+        lambda: decide_loading("fix", _index(), window=1000, whole_task="yes"),  # type: ignore[arg-type]
+        ConfigError,
+        "whole_task",
+    ),
+    case(
+        "parse_source(source=None)",
+        lambda: parse_source("a.py", "python", None),
+        ConfigError,
+        "source",
+    ),  # type: ignore[arg-type]
+]
+
 ALL_CASES: list[Case] = [
     *FINITE_CASES,
     *MODEL_CASES,
@@ -328,6 +451,7 @@ ALL_CASES: list[Case] = [
     *SESSION_CASES,
     *TEXT_CASES,
     *STORE_CASES,
+    *CODE_CASES,
 ]
 
 
@@ -412,3 +536,8 @@ def test_on_demand_saving_reads_a_generator_once() -> None:
     ]
     counter = get_counter("gpt-4")
     assert on_demand_saving(iter(tools), counter) == on_demand_saving(tools, counter) > 0
+
+
+def test_grep_still_searches_the_relative_paths_it_is_given() -> None:
+    hits = grep(_repo(), "invoice", paths=["pkg/a.py"], engine="python")
+    assert [(h.path, h.line) for h in hits] == [("pkg/a.py", 1)]

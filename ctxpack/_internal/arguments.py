@@ -29,10 +29,12 @@ __all__ = [
     "number",
     "optional_text",
     "string",
+    "strings",
     "tokens",
     "too_deep_error",
     "tool_definitions",
     "tool_list",
+    "weights",
 ]
 
 # How deep lists and objects may nest inside a message or a tool definition. JSON parsers stop
@@ -83,6 +85,18 @@ def file_path(value: Any, argument: str) -> str:
             f"{argument} must be a file path (str or os.PathLike), got {type(value).__name__}"
         )
     return name
+
+
+def strings(value: Any, argument: str, *, what: str = "strings") -> list[str]:
+    """``value`` as a list of strings (``what`` names them in the message): a lone string is
+    refused, since it would be read as its characters."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise ConfigError(f"{argument} must be a list of {what}, got {_type_name(value)}")
+    out = list(value)
+    for i, item in enumerate(out):
+        if not isinstance(item, str):
+            raise ConfigError(f"{argument}[{i}] must be a string, got {_type_name(item)}")
+    return out
 
 
 def optional_text(value: Any, argument: str) -> str | None:
@@ -215,6 +229,20 @@ def number(value: Any, argument: str, *, minimum: float = 0.0) -> float:
         shown = repr(value) if isinstance(value, (int, float, str)) else _type_name(value)
         raise ConfigError(f"{argument} must be a finite number >= {minimum:g}, got {shown}")
     return value
+
+
+def weights(value: Any, argument: str) -> dict[str, float]:
+    """``value`` (``None`` for none) as a mapping of names to finite weights >= 0."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(
+            f"{argument} must be a mapping of names to weights, got {_type_name(value)}"
+        )
+    return {
+        string(name, f"{argument} key {name!r}"): number(weight, f"{argument}[{name!r}]")
+        for name, weight in value.items()
+    }
 
 
 def finite(value: float, argument: str) -> float:
