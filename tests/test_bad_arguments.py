@@ -48,7 +48,13 @@ from ctxpack.editing import Compactor, ToolResultClearer
 from ctxpack.errors import CtxpackError, WorkspacePathError
 from ctxpack.managed import WindowPolicy
 from ctxpack.redaction import redact_message
-from ctxpack.selection import Selection
+from ctxpack.selection import (
+    LexicalSelector,
+    ModelSelector,
+    Selection,
+    Workspace,
+    selection_prompt,
+)
 from ctxpack.signals import Neighbors, QueryWords
 from ctxpack.stages import compress_lines
 from ctxpack.store import MemoryStore, SQLiteStore
@@ -444,6 +450,70 @@ CODE_CASES = [
     ),  # type: ignore[arg-type]
 ]
 
+# ------------------------------------------------------------------------------ selection
+
+
+def _workspace() -> Workspace:
+    return Workspace([USER])
+
+
+SELECTION_CASES = [
+    case("Workspace(root=5)", lambda: Workspace([USER], 5), ConfigError, "root"),  # type: ignore[arg-type]
+    case(
+        "Workspace(search='grep')",
+        lambda: Workspace([USER], search="grep"),  # type: ignore[arg-type]
+        ConfigError,
+        "search",
+    ),
+    # A string is an iterable of characters: each would have become a note.
+    case(
+        "Workspace.add_notes('a note')",
+        lambda: _workspace().add_notes("a note"),
+        ConfigError,
+        "notes",
+    ),
+    case(
+        "Workspace.forget_note(None)", lambda: _workspace().forget_note(None), ConfigError, "note"
+    ),  # type: ignore[arg-type]
+    case(
+        "Workspace.from_session([])",
+        lambda: Workspace.from_session([]),  # type: ignore[arg-type]
+        ConfigError,
+        "session",
+    ),
+    case("selection_prompt([], goal)", lambda: selection_prompt([], "g"), ConfigError, "workspace"),  # type: ignore[arg-type]
+    case(
+        "selection_prompt(goal=None)",
+        lambda: selection_prompt(_workspace(), None),
+        ConfigError,
+        "goal",
+    ),  # type: ignore[arg-type]
+    case(
+        "selection_prompt(preview_chars=None)",
+        lambda: selection_prompt(_workspace(), "g", preview_chars=None),  # type: ignore[arg-type]
+        ConfigError,
+        "preview_chars",
+    ),
+    case(
+        "LexicalSelector()(ws, None)",
+        lambda: LexicalSelector()(_workspace(), None),
+        ConfigError,
+        "goal",
+    ),  # type: ignore[arg-type]
+    case(
+        "LexicalSelector()(None, goal)",
+        lambda: LexicalSelector()(None, "g"),  # type: ignore[arg-type]
+        ConfigError,
+        "workspace",
+    ),
+    case(
+        "ModelSelector(request_options=5)",
+        lambda: ModelSelector(object(), model="m", provider="openai", request_options=5),  # type: ignore[arg-type]
+        ConfigError,
+        "request_options",
+    ),
+]
+
 ALL_CASES: list[Case] = [
     *FINITE_CASES,
     *MODEL_CASES,
@@ -452,6 +522,7 @@ ALL_CASES: list[Case] = [
     *TEXT_CASES,
     *STORE_CASES,
     *CODE_CASES,
+    *SELECTION_CASES,
 ]
 
 

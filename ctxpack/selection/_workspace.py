@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from .._internal.arguments import string, strings
 from .._internal.paths import shown_path
 from ..code import Engine, is_binary, iter_lines, resolve_file, resolve_root, walk_files
 from ..errors import ConfigError, SelectionError, WorkspacePathError
@@ -142,6 +143,8 @@ class Workspace:
         self.match_context = match_context
         self.max_matches = max_matches
         self.max_listed_files = max_listed_files
+        if search not in ("auto", "ripgrep", "python"):
+            raise ConfigError(f"search must be 'auto', 'ripgrep' or 'python', got {search!r}")
         self.search_engine: Engine = search
         self._notes: list[str] = []
         self._files: list[str] | None = None
@@ -173,6 +176,10 @@ class Workspace:
             >>> Workspace.from_session(session).messages[0].text
             'Fix the login bug.'
         """
+        from ..session import Session
+
+        if not isinstance(session, Session):
+            raise ConfigError(f"session must be a Session, got {type(session).__name__}")
         if record not in ("compact", "transcript"):
             raise ConfigError(f"record must be 'compact' or 'transcript', got {record!r}")
         messages = session.compact() if record == "compact" else session.transcript()
@@ -236,7 +243,7 @@ class Workspace:
     def add_notes(self, notes: Iterable[str]) -> list[str]:
         """Keep ``notes`` (blank and repeated ones are skipped); returns the new ones."""
         added = []
-        for note in notes:
+        for note in strings(notes, "notes", what="notes"):
             text = note.strip()
             if text and text not in self._notes:
                 self._notes.append(text)
@@ -249,7 +256,7 @@ class Workspace:
         Raises:
             KeyError: no such note (the error lists the notes).
         """
-        text = note.strip()
+        text = string(note, "note").strip()
         if text not in self._notes:
             raise KeyError(f"no durable note {note!r}; notes are {self._notes}")
         self._notes.remove(text)
@@ -411,3 +418,11 @@ def is_artifact_id(ref: str) -> bool:
 
 def _contains(full: Path, word: str) -> bool:
     return any(word in line.lower() for line in iter_lines(full))
+
+
+def check_workspace(workspace: object, goal: object = "") -> None:
+    """Raise :class:`~ctxpack.ConfigError` unless ``workspace`` is a :class:`Workspace` and
+    ``goal`` a string: what a selector is called with."""
+    if not isinstance(workspace, Workspace):
+        raise ConfigError(f"workspace must be a Workspace, got {type(workspace).__name__}")
+    string(goal, "goal")
