@@ -46,8 +46,10 @@ from ctxpack.code import (
 from ctxpack.cost import Price, PriceTable, price, shipped_prices
 from ctxpack.editing import Compactor, ToolResultClearer
 from ctxpack.errors import CtxpackError, WorkspacePathError
+from ctxpack.filters import ToolOutputFilter
 from ctxpack.managed import WindowPolicy
 from ctxpack.redaction import redact_message
+from ctxpack.retrieval import handle_retrieve_call, read_artifact
 from ctxpack.selection import (
     LexicalSelector,
     ModelSelector,
@@ -57,7 +59,7 @@ from ctxpack.selection import (
 )
 from ctxpack.signals import Neighbors, QueryWords
 from ctxpack.stages import compress_lines
-from ctxpack.store import MemoryStore, SQLiteStore
+from ctxpack.store import MemoryStore, SQLiteArtifactStore, SQLiteStore
 from ctxpack.tokens import encoding_for_model, get_counter, tool_definition_tokens
 from ctxpack.tools_on_demand import on_demand_saving
 
@@ -514,6 +516,65 @@ SELECTION_CASES = [
     ),
 ]
 
+# ----------------------------------------------------------------- filters and originals
+
+LOG = "\n".join(f"tests/test_{i}.py::test_ok PASSED" for i in range(200))
+
+FILTER_CASES = [
+    case(
+        "ToolOutputFilter(min_saving=None)",
+        lambda: ToolOutputFilter(min_saving=None),  # type: ignore[arg-type]
+        ConfigError,
+        "min_saving",
+    ),
+    case(
+        "ToolOutputFilter(retrievable='no')",
+        lambda: ToolOutputFilter(retrievable="no"),  # type: ignore[arg-type]
+        ConfigError,
+        "retrievable",
+    ),
+    case(
+        "ToolOutputFilter()(tool=5)", lambda: ToolOutputFilter()(LOG, tool=5), ConfigError, "tool"
+    ),  # type: ignore[arg-type]
+    case(
+        "ToolOutputFilter()(command=['pytest'])",
+        lambda: ToolOutputFilter()(LOG, command=["pytest"]),  # type: ignore[arg-type]
+        ConfigError,
+        "command",
+    ),
+    case(
+        "ToolOutputFilter()(store='db')",
+        lambda: ToolOutputFilter()(LOG, store="db"),  # type: ignore[arg-type]
+        ConfigError,
+        "store",
+        "ArtifactStore",
+    ),
+    case(
+        "ToolOutputFilter.detect(text)",
+        lambda: ToolOutputFilter().detect(LOG),
+        ConfigError,
+        "ToolOutput",
+    ),  # type: ignore[arg-type]
+    case(
+        "read_artifact(store={})",
+        lambda: read_artifact({}, "art_x"),  # type: ignore[arg-type]
+        ConfigError,
+        "store",
+    ),
+    case(
+        "handle_retrieve_call(call=None)",
+        lambda: handle_retrieve_call(SQLiteArtifactStore(), None),  # type: ignore[arg-type]
+        ConfigError,
+        "call",
+    ),
+    case(
+        "handle_retrieve_call(store=None)",
+        lambda: handle_retrieve_call(None, {"artifact": "art_x"}),  # type: ignore[arg-type]
+        ConfigError,
+        "store",
+    ),
+]
+
 ALL_CASES: list[Case] = [
     *FINITE_CASES,
     *MODEL_CASES,
@@ -523,6 +584,7 @@ ALL_CASES: list[Case] = [
     *STORE_CASES,
     *CODE_CASES,
     *SELECTION_CASES,
+    *FILTER_CASES,
 ]
 
 
@@ -612,3 +674,9 @@ def test_on_demand_saving_reads_a_generator_once() -> None:
 def test_grep_still_searches_the_relative_paths_it_is_given() -> None:
     hits = grep(_repo(), "invoice", paths=["pkg/a.py"], engine="python")
     assert [(h.path, h.line) for h in hits] == [("pkg/a.py", 1)]
+
+
+def test_the_model_s_bad_arguments_are_still_answered_in_words() -> None:
+    store = SQLiteArtifactStore()
+    assert handle_retrieve_call(store, {"artifact": "art_0"}).startswith("error:")
+    assert handle_retrieve_call(store, "not json").startswith("error:")

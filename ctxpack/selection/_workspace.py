@@ -17,7 +17,7 @@ from .._internal.paths import shown_path
 from ..code import Engine, is_binary, iter_lines, resolve_file, resolve_root, walk_files
 from ..errors import ConfigError, SelectionError, WorkspacePathError
 from ..messages import Message, ensure_messages
-from ..store import ArtifactStore
+from ..store import ArtifactStore, check_artifact_store
 from ..tokens import CounterLike, TokenCounter, get_counter
 from ._model import FileRequest
 from ._search import FileSearch, keywords
@@ -118,11 +118,7 @@ class Workspace:
     ) -> None:
         self._messages: tuple[Message, ...] = tuple(ensure_messages(messages))
         self.root: Path | None = resolve_root(root) if root is not None else None
-        if store is not None and not isinstance(store, ArtifactStore):
-            raise ConfigError(
-                f"store must have put() and get() (an ArtifactStore), got {type(store).__name__}"
-            )
-        self.store = store
+        self.store = check_artifact_store(store) if store is not None else None
         self.counter: TokenCounter = get_counter(model, counter)
         for option, value in (
             ("max_file_bytes", max_file_bytes),
