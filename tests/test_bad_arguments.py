@@ -34,6 +34,9 @@ from ctxpack import (
     ToolCall,
     TurnAlternator,
 )
+from ctxpack import pack as ctxpack_pack
+from ctxpack.adapters import validate_anthropic, validate_openai
+from ctxpack.anthropic_tokens import calibrate
 from ctxpack.code import (
     CodeIndex,
     Judgement,
@@ -43,11 +46,12 @@ from ctxpack.code import (
     iterative_retrieve,
     parse_source,
 )
-from ctxpack.cost import Price, PriceTable, price, shipped_prices
+from ctxpack.cost import Price, PriceTable, filtering_economics, price, shipped_prices
 from ctxpack.editing import Compactor, ToolResultClearer
 from ctxpack.errors import CtxpackError, WorkspacePathError
 from ctxpack.filters import ToolOutputFilter
 from ctxpack.managed import WindowPolicy
+from ctxpack.messages import ensure_messages
 from ctxpack.redaction import redact_message
 from ctxpack.retrieval import handle_retrieve_call, read_artifact
 from ctxpack.selection import (
@@ -57,9 +61,10 @@ from ctxpack.selection import (
     Workspace,
     selection_prompt,
 )
-from ctxpack.signals import Neighbors, QueryWords
+from ctxpack.signals import Neighbors, QueryWords, signal_from
 from ctxpack.stages import compress_lines
 from ctxpack.store import MemoryStore, SQLiteArtifactStore, SQLiteStore
+from ctxpack.testing import check_stage
 from ctxpack.tokens import encoding_for_model, get_counter, tool_definition_tokens
 from ctxpack.tools_on_demand import on_demand_saving
 
@@ -575,6 +580,72 @@ FILTER_CASES = [
     ),
 ]
 
+# ----------------------------------------------------------------------------- the rest
+
+
+def _result() -> Any:
+    return ctxpack_pack(MESSAGES, budget=1000)
+
+
+def _economics(**change: Any) -> object:
+    gpt = price("gpt-4o")
+    options: dict[str, Any] = {
+        "large": gpt,
+        "small": gpt,
+        "raw_input": 1000,
+        "filtered_input": 100,
+        "large_output": 10,
+        "small_output": 10,
+    }
+    return filtering_economics(**{**options, **change})
+
+
+OTHER_CASES = [
+    case("PackResult.tokens_of(dict)", lambda: _result().tokens_of(USER), ConfigError, "message"),
+    case("PackResult.original([])", lambda: _result().original([]), ConfigError, "message_id"),
+    case(
+        "validate_openai(tool_pairing='no')",
+        lambda: validate_openai([USER], tool_pairing="no"),  # type: ignore[arg-type]
+        ConfigError,
+        "tool_pairing",
+    ),
+    case(
+        "validate_anthropic(tool_pairing=None)",
+        lambda: validate_anthropic([USER], tool_pairing=None),  # type: ignore[arg-type]
+        ConfigError,
+        "tool_pairing",
+    ),
+    case(
+        "ensure_messages(check=5)", lambda: ensure_messages([USER], check=5), ConfigError, "check"
+    ),  # type: ignore[arg-type]
+    case("signal_from(None)", lambda: signal_from(None), ConfigError, "options"),  # type: ignore[arg-type]
+    case("check_stage(5)", lambda: check_stage(5), ConfigError, "stage"),  # type: ignore[arg-type]
+    case(
+        "check_stage(examples=5)",
+        lambda: check_stage(TurnAlternator(), examples=5),  # type: ignore[arg-type]
+        ConfigError,
+        "examples",
+    ),
+    case("filtering_economics(small=None)", lambda: _economics(small=None), ConfigError, "small"),
+    case(
+        "filtering_economics(raw_input=nan)",
+        lambda: _economics(raw_input=math.nan),
+        ConfigError,
+        "raw_input",
+    ),
+    case("calibrate(None, None)", lambda: calibrate(None, None), ConfigError, "requests"),  # type: ignore[arg-type]
+    case(
+        "calibrate(coverage=None)",
+        lambda: calibrate(
+            [{"messages": [USER]}],
+            [{"input_tokens": 5}],
+            coverage=None,  # type: ignore[arg-type]
+        ),
+        ConfigError,
+        "coverage",
+    ),
+]
+
 ALL_CASES: list[Case] = [
     *FINITE_CASES,
     *MODEL_CASES,
@@ -585,6 +656,7 @@ ALL_CASES: list[Case] = [
     *CODE_CASES,
     *SELECTION_CASES,
     *FILTER_CASES,
+    *OTHER_CASES,
 ]
 
 

@@ -116,6 +116,11 @@ def signal_from(options: Mapping[str, Any]) -> Signal:
     Raises:
         ConfigError: no signal, or more than one, has that name.
     """
+    if not isinstance(options, Mapping):
+        raise ConfigError(
+            f"options must be a mapping such as {{'name': 'neighbors', ...}}, got "
+            f"{type(options).__name__}"
+        )
     name = options.get("name")
     found = [cls for cls in _subclasses(Signal) if getattr(cls, "name", None) == name]
     if len(found) != 1:
