@@ -33,6 +33,8 @@ from ctxpack import (
     Session,
     ToolCall,
     TurnAlternator,
+    wrap_anthropic,
+    wrap_openai,
 )
 from ctxpack import pack as ctxpack_pack
 from ctxpack.adapters import validate_anthropic, validate_openai
@@ -50,6 +52,7 @@ from ctxpack.cost import Price, PriceTable, filtering_economics, price, shipped_
 from ctxpack.editing import Compactor, ToolResultClearer
 from ctxpack.errors import CtxpackError, WorkspacePathError
 from ctxpack.filters import ToolOutputFilter
+from ctxpack.integrations.langchain_agent import PackingMiddleware
 from ctxpack.managed import WindowPolicy
 from ctxpack.messages import ensure_messages
 from ctxpack.redaction import redact_message
@@ -646,6 +649,55 @@ OTHER_CASES = [
     ),
 ]
 
+# ------------------------------------------------------------------- wrapped clients
+
+
+class _Completions:
+    def create(self, **kwargs: Any) -> dict[str, Any]:
+        return {"choices": [{"message": {"role": "assistant", "content": "ok"}}], "sent": kwargs}
+
+
+class _OpenAIClient:
+    def __init__(self) -> None:
+        self.chat = type("Chat", (), {"completions": _Completions()})()
+
+
+def _create(**kwargs: Any) -> Any:
+    packed = wrap_openai(_OpenAIClient(), window=8_000, model="gpt-4")
+    return packed.chat.completions.create(model="gpt-4", **kwargs)
+
+
+CLIENT_CASES = [
+    case("wrap_openai(None)", lambda: wrap_openai(None, window=8_000), ConfigError, "client"),
+    case(
+        "wrap_anthropic(an OpenAI client)",
+        lambda: wrap_anthropic(_OpenAIClient(), window=8_000, counter="cl100k_base"),
+        ConfigError,
+        "client",
+        "messages",
+    ),
+    case("create(messages=5)", lambda: _create(messages=5), InvalidMessageError, "messages"),
+    case("create(tools=5)", lambda: _create(messages=[USER], tools=5), ConfigError, "tools"),
+    case(
+        "PackingMiddleware(provider='google')",
+        lambda: PackingMiddleware(window=8_000, provider="google"),  # type: ignore[arg-type]
+        ConfigError,
+        "provider",
+    ),
+    case(
+        "PackingMiddleware(pipeline=5)",
+        lambda: PackingMiddleware(window=8_000, pipeline=5),  # type: ignore[arg-type]
+        ConfigError,
+        "pipeline",
+    ),
+    case(
+        "PackingMiddleware.pack_request(None)",
+        lambda: PackingMiddleware(window=8_000).pack_request(None),  # type: ignore[arg-type]
+        ConfigError,
+        "ModelRequest",
+    ),
+]
+
 ALL_CASES: list[Case] = [
     *FINITE_CASES,
     *MODEL_CASES,
@@ -657,6 +709,7 @@ ALL_CASES: list[Case] = [
     *SELECTION_CASES,
     *FILTER_CASES,
     *OTHER_CASES,
+    *CLIENT_CASES,
 ]
 
 
@@ -752,3 +805,8 @@ def test_the_model_s_bad_arguments_are_still_answered_in_words() -> None:
     store = SQLiteArtifactStore()
     assert handle_retrieve_call(store, {"artifact": "art_0"}).startswith("error:")
     assert handle_retrieve_call(store, "not json").startswith("error:")
+
+
+def test_a_wrapped_client_still_packs_a_tuple_of_messages() -> None:
+    sent = _create(messages=(USER,))["sent"]
+    assert sent["messages"] == [USER]
