@@ -278,8 +278,11 @@ class ScaledCounter(_FramedCounter):
     exact = False
 
     def __init__(self, base: _FramedCounter, factor: float, *, name: str) -> None:
-        if factor < 1.0:
-            raise ConfigError(f"factor must be >= 1.0 so the margin errs on fitting, got {factor}")
+        if not isinstance(factor, (int, float)) or not 1.0 <= factor < math.inf:
+            raise ConfigError(
+                f"factor must be a finite number >= 1.0 so the margin errs on fitting, got "
+                f"{factor!r}"
+            )
         super().__init__()
         self.base = base
         self.factor = factor

@@ -39,6 +39,7 @@ from ctxpack import (
 from ctxpack import pack as ctxpack_pack
 from ctxpack.adapters import validate_anthropic, validate_openai
 from ctxpack.anthropic_tokens import calibrate
+from ctxpack.caches import memoize
 from ctxpack.code import (
     CodeIndex,
     Judgement,
@@ -50,11 +51,12 @@ from ctxpack.code import (
 )
 from ctxpack.cost import Price, PriceTable, filtering_economics, price, shipped_prices
 from ctxpack.editing import Compactor, ToolResultClearer
-from ctxpack.errors import CtxpackError, WorkspacePathError
+from ctxpack.errors import CtxpackError, StoreError, WorkspacePathError
 from ctxpack.filters import ToolOutputFilter
 from ctxpack.integrations.langchain_agent import PackingMiddleware
 from ctxpack.managed import WindowPolicy
 from ctxpack.messages import ensure_messages
+from ctxpack.providers import tool_definition
 from ctxpack.redaction import redact_message
 from ctxpack.retrieval import handle_retrieve_call, read_artifact
 from ctxpack.selection import (
@@ -68,7 +70,12 @@ from ctxpack.signals import Neighbors, QueryWords, signal_from
 from ctxpack.stages import compress_lines
 from ctxpack.store import MemoryStore, SQLiteArtifactStore, SQLiteStore
 from ctxpack.testing import check_stage
-from ctxpack.tokens import encoding_for_model, get_counter, tool_definition_tokens
+from ctxpack.tokens import (
+    anthropic_approx_counter,
+    encoding_for_model,
+    get_counter,
+    tool_definition_tokens,
+)
 from ctxpack.tools_on_demand import on_demand_saving
 
 from .test_adversarial import Case, case
@@ -698,6 +705,49 @@ CLIENT_CASES = [
     ),
 ]
 
+# ----------------------------------------------------------------- counters, caches, tools
+
+SMALL_CASES = [
+    case(
+        "anthropic_approx_counter(nan)",
+        lambda: anthropic_approx_counter(math.nan),
+        ConfigError,
+        "factor",
+    ),
+    case(
+        "anthropic_approx_counter(inf)",
+        lambda: anthropic_approx_counter(math.inf),
+        ConfigError,
+        "factor",
+    ),
+    case("memoize(maxsize='x')", lambda: memoize(maxsize="x", maxbytes=10), ConfigError, "maxsize"),  # type: ignore[arg-type]
+    case(
+        "memoize(skip=5)",
+        lambda: memoize(maxsize=10, maxbytes=10, skip=5),  # type: ignore[arg-type]
+        ConfigError,
+        "skip",
+    ),
+    case(
+        "tool_definition(name=None)",
+        lambda: tool_definition(None, "d", {}, "openai"),  # type: ignore[arg-type]
+        ConfigError,
+        "name",
+    ),
+    case(
+        "tool_definition(provider='google')",
+        lambda: tool_definition("n", "d", {}, "google"),  # type: ignore[arg-type]
+        ConfigError,
+        "provider",
+    ),
+    case("SQLiteStore(timeout=nan)", lambda: SQLiteStore(timeout=math.nan), StoreError, "timeout"),
+    case(
+        "SQLiteArtifactStore(read_only='no')",
+        lambda: SQLiteArtifactStore(read_only="no"),  # type: ignore[arg-type]
+        ConfigError,
+        "read_only",
+    ),
+]
+
 ALL_CASES: list[Case] = [
     *FINITE_CASES,
     *MODEL_CASES,
@@ -710,6 +760,7 @@ ALL_CASES: list[Case] = [
     *FILTER_CASES,
     *OTHER_CASES,
     *CLIENT_CASES,
+    *SMALL_CASES,
 ]
 
 

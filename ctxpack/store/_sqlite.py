@@ -6,6 +6,7 @@ a writer waits up to the busy timeout for another one, then gets a :class:`Store
 
 from __future__ import annotations
 
+import math
 import os
 import sqlite3
 import threading
@@ -15,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
-from .._internal.arguments import file_path
+from .._internal.arguments import file_path, flag
 from ..errors import ArtifactNotFoundError, StoreConflictError, StoreError
 from ._base import (
     StoredSession,
@@ -53,14 +54,18 @@ class SQLiteFile:
     def __init__(self, path: str, *, url: str, timeout: float, read_only: bool) -> None:
         self.path = path
         self.url = url
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, (int, float))
+            or not 0 <= timeout < math.inf
+        ):
             raise StoreError(
-                f"timeout must be a number of seconds >= 0, got {timeout!r}",
+                f"timeout must be a finite number of seconds >= 0, got {timeout!r}",
                 url=url,
                 operation="open",
             )
         self.timeout = float(timeout)
-        self.read_only = read_only or self._unwritable()
+        self.read_only = flag(read_only, "read_only") or self._unwritable()
         # One connection per store object, under a lock: a ":memory:" database exists only in
         # its connection, and SQLite serialises writers anyway.
         self.lock = threading.Lock()
