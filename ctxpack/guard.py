@@ -87,6 +87,11 @@ class ArrivalGuard:
 
     def __call__(self, message: Message, counter: TokenCounter, store: ArtifactStore) -> Arrival:
         """Guard one arriving message (its id already set)."""
+        if not isinstance(message, Message):
+            raise ConfigError(
+                f"message must be a Message (ensure_messages() converts dicts), got "
+                f"{type(message).__name__}"
+            )
         if message_chars(message) > MAX_MESSAGE_CHARS:
             # Counting a message this size whole would take many times its size in memory.
             counter = count_tokens_approx()

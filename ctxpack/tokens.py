@@ -365,6 +365,16 @@ def image_tokens(part: Mapping[str, Any]) -> int:
 ANTHROPIC_TOOL_PROMPT_TOKENS = 346
 
 
+def check_counter(counter: object) -> TokenCounter:
+    """``counter`` if it is a :class:`TokenCounter`: what a function that takes a counter
+    built already (not a name, see :func:`get_counter`) checks first."""
+    if not isinstance(counter, TokenCounter):
+        raise ConfigError(
+            f"counter must be a TokenCounter (see get_counter), got {type(counter).__name__}"
+        )
+    return counter
+
+
 def tool_definition_tokens(tools: Iterable[Mapping[str, Any]], counter: TokenCounter) -> int:
     """Tokens that tool definitions add to a prompt, never fewer than the provider renders.
 
@@ -392,10 +402,7 @@ def tool_definition_tokens(tools: Iterable[Mapping[str, Any]], counter: TokenCou
     from ._internal.tool_schemas import TOOLS_FUNC_END, compact_json, tool_tokens
 
     tools = tool_list(tools)
-    if not isinstance(counter, TokenCounter):
-        raise ConfigError(
-            f"counter must be a TokenCounter (see get_counter), got {type(counter).__name__}"
-        )
+    check_counter(counter)
     for index, tool in enumerate(tools):
         if not isinstance(tool, Mapping):
             raise ConfigError(

@@ -52,12 +52,13 @@ from ctxpack.code import (
 from ctxpack.cost import Price, PriceTable, filtering_economics, price, shipped_prices
 from ctxpack.editing import Compactor, ToolResultClearer
 from ctxpack.errors import CtxpackError, StoreError, WorkspacePathError
-from ctxpack.filters import ToolOutputFilter
+from ctxpack.filters import ToolOutput, ToolOutputFilter, assemble
+from ctxpack.guard import ArrivalGuard
 from ctxpack.integrations.langchain_agent import PackingMiddleware
 from ctxpack.managed import WindowPolicy
 from ctxpack.messages import ensure_messages
 from ctxpack.providers import tool_definition
-from ctxpack.redaction import redact_message
+from ctxpack.redaction import redact, redact_message
 from ctxpack.retrieval import handle_retrieve_call, read_artifact
 from ctxpack.selection import (
     LexicalSelector,
@@ -748,6 +749,55 @@ SMALL_CASES = [
     ),
 ]
 
+# ------------------------------------------------------ editing, filters' helpers, the guard
+
+HISTORY = [Message(role="user", content="Where is the invoice?")]
+OUTPUT = ToolOutput("\n".join(f"line {i}" for i in range(50)))
+
+HELPER_CASES = [
+    case(
+        "ToolResultClearer.batches(dicts)",
+        lambda: ToolResultClearer().batches([USER], counter=get_counter("gpt-4")),
+        InvalidMessageError,
+        "message 0",
+    ),
+    case(
+        "ToolResultClearer.batches(counter='gpt-4')",
+        lambda: ToolResultClearer().batches(HISTORY, counter="gpt-4"),  # type: ignore[arg-type]
+        ConfigError,
+        "counter",
+    ),
+    case(
+        "Compactor.points(protected=None)",
+        lambda: Compactor().points(HISTORY, counter=get_counter("gpt-4"), protected=None),  # type: ignore[arg-type]
+        ConfigError,
+        "protected",
+    ),
+    # A negative index would have kept a line counted from the end.
+    case("assemble(keep=[-1])", lambda: assemble(OUTPUT, [-1]), ConfigError, "keep", "-1"),
+    case("assemble(keep=[50])", lambda: assemble(OUTPUT, [50]), ConfigError, "keep", "50"),
+    case("assemble(text)", lambda: assemble("text", [1]), ConfigError, "ToolOutput"),  # type: ignore[arg-type]
+    case(
+        "assemble(notes={1: 5})",
+        lambda: assemble(OUTPUT, [1], notes={1: 5}),  # type: ignore[dict-item]
+        ConfigError,
+        "notes",
+    ),
+    case("redact(findings='x')", lambda: redact("text", findings="x"), ConfigError, "findings"),  # type: ignore[arg-type]
+    case(
+        "ArrivalGuard()(dict)",
+        lambda: ArrivalGuard()(USER, get_counter("gpt-4"), SQLiteArtifactStore()),  # type: ignore[arg-type]
+        ConfigError,
+        "Message",
+    ),
+    case(
+        "Workspace.resolve_path(5)",
+        lambda: Workspace([USER], _repo()).resolve_path(5),  # type: ignore[arg-type]
+        ConfigError,
+        "path",
+    ),
+]
+
 ALL_CASES: list[Case] = [
     *FINITE_CASES,
     *MODEL_CASES,
@@ -761,6 +811,7 @@ ALL_CASES: list[Case] = [
     *OTHER_CASES,
     *CLIENT_CASES,
     *SMALL_CASES,
+    *HELPER_CASES,
 ]
 
 
@@ -861,3 +912,9 @@ def test_the_model_s_bad_arguments_are_still_answered_in_words() -> None:
 def test_a_wrapped_client_still_packs_a_tuple_of_messages() -> None:
     sent = _create(messages=(USER,))["sent"]
     assert sent["messages"] == [USER]
+
+
+def test_assemble_still_takes_numpy_indices() -> None:
+    import numpy as np
+
+    assert assemble(OUTPUT, [np.int64(10)]) == assemble(OUTPUT, [10])

@@ -17,7 +17,7 @@ from ..pipeline import Decision, PackContext, check_context
 from ..store import ArtifactStore, artifact_id
 from ..tokens import REPLY_PRIMING, TokenCounter, message_sizes
 from ._digest import extractive_digest
-from ._shared import _as_json, _original_text, _request_points, _StoreModel
+from ._shared import _as_json, _history, _original_text, _request_points, _StoreModel
 
 __all__ = ["COMPACTION_FLOOR", "NOT_ENOUGH_MESSAGES", "CompactionPoint", "Compactor", "Summarizer"]
 
@@ -200,7 +200,7 @@ class Compactor(_StoreModel):
         ``k`` whenever ``k`` is a request point. With a ``store``, the tool outputs a summary
         names are put in it, for the summary to name them by the ids the store gives.
         """
-        messages = tuple(messages)
+        messages = _history(messages, counter, protected)
         sizes = message_sizes(counter, messages)
         verbatim = [_verbatim(m, protected) for m in messages]
         by_id = {m.id: m for m in messages}

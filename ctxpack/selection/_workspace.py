@@ -290,7 +290,7 @@ class Workspace:
                 root=None,
                 detail="the workspace has no root; give Workspace(root=...) to read files",
             )
-        return resolve_file(self.root, path, self.files())
+        return resolve_file(self.root, string(path, "path"), self.files())
 
     def searcher(self) -> FileSearch:
         """A :class:`~ctxpack.selection.FileSearch` over :meth:`files`.
