@@ -117,6 +117,38 @@ FINITE_CASES = [
     case("QueryWords(weight=inf)", lambda: QueryWords(weight=math.inf), ConfigError, "weight"),
 ]
 
+# ------------------------------------------------- flags are bools, numbers are not bools
+
+FLAG_CASES = [
+    # pydantic alone reads these as flags, and True as the number 1.
+    case(
+        "Deduplicator(case_sensitive='yes')",
+        lambda: Deduplicator(case_sensitive="yes"),  # type: ignore[arg-type]
+        ConfigError,
+        "case_sensitive",
+    ),
+    case(
+        "PromptComposer(keep_last_user=0)",
+        lambda: PromptComposer(keep_last_user=0),  # type: ignore[arg-type]
+        ConfigError,
+        "keep_last_user",
+    ),
+    case("MemorySelector(window=True)", lambda: MemorySelector(window=True), ConfigError, "window"),
+    case(
+        "Price(input=True)",
+        lambda: Price(input=True, output=1, cache_write_5m=1, cache_write_1h=1, cache_read=1),
+        ConfigError,
+        "input",
+    ),
+    case(
+        "WindowPolicy(server_side=1)",
+        lambda: WindowPolicy(window=64_000, server_side=1),  # type: ignore[arg-type]
+        ConfigError,
+        "server_side",
+    ),
+    case("Neighbors(distance=True)", lambda: Neighbors(distance=True), ConfigError, "distance"),
+]
+
 # ------------------------------------------------- public models: ctxpack's error, not pydantic's
 
 MODEL_CASES = [
@@ -800,6 +832,7 @@ HELPER_CASES = [
 
 ALL_CASES: list[Case] = [
     *FINITE_CASES,
+    *FLAG_CASES,
     *MODEL_CASES,
     *STAGE_CASES,
     *SESSION_CASES,
@@ -860,6 +893,12 @@ def test_the_session_s_own_provider_still_applies_when_none_is_given() -> None:
     s = _session()
     assert s.render(1000, provider=None).messages
     assert Session(redact_secrets="all", flag_injections="quarantine").guard.redact_secrets == "all"
+
+
+def test_an_int_is_still_a_float_option_and_none_an_optional_one() -> None:
+    assert GreedyPacker(recency_weight=2).recency_weight == 2.0
+    assert CitationInheritor(max_distance=None).max_distance is None
+    assert Deduplicator(case_sensitive=True).case_sensitive is True
 
 
 def test_finite_options_are_still_accepted() -> None:

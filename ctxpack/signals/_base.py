@@ -25,7 +25,7 @@ from pydantic import (
     model_validator,
 )
 
-from .._internal.options import invalid_option
+from .._internal.options import CheckedModel, invalid_option
 from ..errors import ConfigError
 from ..messages import Message
 from .bm25 import InvertedIndex
@@ -70,7 +70,7 @@ class Adjustment:
     note: str
 
 
-class Signal(BaseModel):
+class Signal(CheckedModel):
     """A named, frozen and validated part of the relevance score.
 
     An invalid option raises :class:`~ctxpack.ConfigError` (a ``ValueError``) naming the signal,
@@ -78,12 +78,13 @@ class Signal(BaseModel):
     again: ``{"name": "neighbors", "distance": 2, "share": 0.5}``.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(frozen=True, extra="forbid")
     name: ClassVar[str]
 
     def __init__(self, **options: Any) -> None:
         try:
-            super().__init__(**options)
+            # Past CheckedModel's own __init__: the error names the signal as well.
+            BaseModel.__init__(self, **options)
         except ValidationError as exc:
             signal = f"{type(self).__name__} (signal {getattr(self, 'name', '?')!r})"
             raise invalid_option(signal, type(self), exc) from exc
