@@ -57,6 +57,7 @@ from ctxpack.guard import ArrivalGuard
 from ctxpack.integrations.langchain_agent import PackingMiddleware
 from ctxpack.managed import WindowPolicy
 from ctxpack.messages import ensure_messages
+from ctxpack.packing import semantic_pipeline
 from ctxpack.providers import tool_definition
 from ctxpack.redaction import redact, redact_message
 from ctxpack.retrieval import handle_retrieve_call, read_artifact
@@ -68,6 +69,7 @@ from ctxpack.selection import (
     selection_prompt,
 )
 from ctxpack.signals import Neighbors, QueryWords, signal_from
+from ctxpack.signals.embeddings import MiniLMEmbedder
 from ctxpack.stages import compress_lines
 from ctxpack.store import MemoryStore, SQLiteArtifactStore, SQLiteStore
 from ctxpack.testing import check_stage
@@ -830,6 +832,31 @@ HELPER_CASES = [
     ),
 ]
 
+# ------------------------------------------------------------------------------ embeddings
+
+EMBEDDING_CASES = [
+    case(
+        "semantic_pipeline(embedder=5)",
+        lambda: semantic_pipeline(5),
+        ConfigError,
+        "embedder",
+    ),
+    case(
+        "MiniLMEmbedder(max_length=0)",
+        lambda: MiniLMEmbedder(max_length=0),
+        ConfigError,
+        "max_length",
+    ),
+    case(
+        "MiniLMEmbedder(batch_size=None)",
+        lambda: MiniLMEmbedder(batch_size=None),  # type: ignore[arg-type]
+        ConfigError,
+        "batch_size",
+    ),
+    # Each character would have been embedded on its own.
+    case("MiniLMEmbedder()('text')", lambda: MiniLMEmbedder()("text"), ConfigError, "texts"),
+]
+
 ALL_CASES: list[Case] = [
     *FINITE_CASES,
     *FLAG_CASES,
@@ -845,6 +872,7 @@ ALL_CASES: list[Case] = [
     *CLIENT_CASES,
     *SMALL_CASES,
     *HELPER_CASES,
+    *EMBEDDING_CASES,
 ]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 
 from ..errors import ConfigError
 from ..pipeline import Decision, PackContext, check_context
@@ -78,6 +78,15 @@ class SemanticScorer(StageModel):
     # 0.3: on LoCoMo, 0.2 to 0.3 beat 0.5 once the lexical scorer expands queries and documents.
     weight: float = Field(default=0.3, ge=0.0, le=1.0)
     neighbors: Neighbors | None = Neighbors()
+
+    @field_validator("embedder")
+    @classmethod
+    def _callable(cls, embedder: Any) -> Any:
+        if embedder is not None and not callable(embedder):
+            raise ValueError(
+                f"must be a callable list[str] -> array (n, d), got {type(embedder).__name__}"
+            )
+        return embedder
 
     def _embed(self, texts: list[str]) -> np.ndarray[Any, np.dtype[np.float64]]:
         embedder = self.embedder if self.embedder is not None else _shared_embedder()
