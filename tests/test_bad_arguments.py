@@ -149,6 +149,19 @@ FLAG_CASES = [
         "server_side",
     ),
     case("Neighbors(distance=True)", lambda: Neighbors(distance=True), ConfigError, "distance"),
+    # A misspelt role matched no message: the stage did nothing, silently.
+    case(
+        "ExtractiveCompressor(roles=('tool', 'users'))",
+        lambda: ExtractiveCompressor(roles=("tool", "users")),  # type: ignore[arg-type]
+        ConfigError,
+        "roles",
+    ),
+    case(
+        "CitationInheritor(roles=('robot',))",
+        lambda: CitationInheritor(roles=("robot",)),  # type: ignore[arg-type]
+        ConfigError,
+        "roles",
+    ),
 ]
 
 # ------------------------------------------------- public models: ctxpack's error, not pydantic's

