@@ -157,6 +157,13 @@ FLAG_CASES = [
         "roles",
     ),
     case(
+        "GreedyPacker(role_weights={'users': 5})",
+        lambda: GreedyPacker(role_weights={"users": 5}),
+        ConfigError,
+        "role_weights",
+        "users",
+    ),
+    case(
         "CitationInheritor(roles=('robot',))",
         lambda: CitationInheritor(roles=("robot",)),  # type: ignore[arg-type]
         ConfigError,

@@ -17,7 +17,7 @@ from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from .._internal.columns import (
     PINNED,
@@ -75,6 +75,15 @@ class GreedyPacker(StageModel):
     signal_weights: Weights = Field(
         default_factory=lambda: ReadOnlyMap({"relevance": 40.0, "memory": 2.0})
     )
+
+    @field_validator("role_weights")
+    @classmethod
+    def _known_roles(cls, weights: Mapping[str, float]) -> Mapping[str, float]:
+        # A misspelt role would weigh no message, and every message of the role meant 0.
+        unknown = sorted(set(weights) - set(ROLES))
+        if unknown:
+            raise ValueError(f"unknown role(s) {unknown}; roles are {', '.join(ROLES)}")
+        return weights
 
     @property
     def requires(self) -> frozenset[str]:
