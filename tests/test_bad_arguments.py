@@ -37,6 +37,7 @@ from ctxpack import (
     wrap_openai,
 )
 from ctxpack import pack as ctxpack_pack
+from ctxpack import simulate as simulate_bill
 from ctxpack.adapters import validate_anthropic, validate_openai
 from ctxpack.anthropic_tokens import calibrate
 from ctxpack.caches import memoize
@@ -58,6 +59,7 @@ from ctxpack.integrations.langchain_agent import PackingMiddleware
 from ctxpack.managed import WindowPolicy
 from ctxpack.messages import ensure_messages
 from ctxpack.packing import semantic_pipeline
+from ctxpack.plot import plot_bills, plot_context_usage
 from ctxpack.providers import tool_definition
 from ctxpack.redaction import redact, redact_message
 from ctxpack.retrieval import handle_retrieve_call, read_artifact
@@ -877,6 +879,25 @@ EMBEDDING_CASES = [
     case("MiniLMEmbedder()('text')", lambda: MiniLMEmbedder()("text"), ConfigError, "texts"),
 ]
 
+# ---------------------------------------------------------------------------------- plots
+
+
+def _bill() -> Any:
+    return simulate_bill([MESSAGES], price=price("gpt-4o"))
+
+
+PLOT_CASES = [
+    case("plot_bills(a bill)", lambda: plot_bills(_bill()), ConfigError, "bills", "name it"),
+    case("plot_bills({'a': 5})", lambda: plot_bills({"a": 5}), ConfigError, "bills['a']"),  # type: ignore[dict-item]
+    case("plot_bills(ax=5)", lambda: plot_bills({"a": _bill()}, ax=5), ConfigError, "ax"),  # type: ignore[arg-type]
+    case(
+        "plot_context_usage(messages)",
+        lambda: plot_context_usage(MESSAGES),  # type: ignore[arg-type]
+        ConfigError,
+        "ContextUsage",
+    ),
+]
+
 ALL_CASES: list[Case] = [
     *FINITE_CASES,
     *FLAG_CASES,
@@ -893,6 +914,7 @@ ALL_CASES: list[Case] = [
     *SMALL_CASES,
     *HELPER_CASES,
     *EMBEDDING_CASES,
+    *PLOT_CASES,
 ]
 
 
