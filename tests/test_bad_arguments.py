@@ -56,7 +56,7 @@ from ctxpack.errors import CtxpackError, StoreError, WorkspacePathError
 from ctxpack.filters import ToolOutput, ToolOutputFilter, assemble
 from ctxpack.guard import ArrivalGuard
 from ctxpack.integrations.langchain_agent import PackingMiddleware
-from ctxpack.managed import WindowPolicy
+from ctxpack.managed import WindowPolicy, WindowState
 from ctxpack.messages import ensure_messages
 from ctxpack.packing import semantic_pipeline
 from ctxpack.plot import plot_bills, plot_context_usage
@@ -208,6 +208,13 @@ MODEL_CASES = [
         "reason",
     ),
     case("WindowPolicy(window=10)", lambda: WindowPolicy(window=10), ConfigError, "window"),
+    case(
+        "WindowState.from_json(bad field)",
+        lambda: WindowState.from_json('{"requests": "x"}'),
+        ConfigError,
+        "not a saved WindowState",
+        "requests",
+    ),
     case(
         "WindowPolicy(clear_at=2)",
         lambda: WindowPolicy(window=64_000, clear_at=2),
