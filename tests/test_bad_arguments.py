@@ -9,6 +9,7 @@ words its message must hold.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import tempfile
@@ -313,6 +314,13 @@ TOOL = {"type": "function", "function": {"name": "lookup", "parameters": {"type"
 _SCRATCH = tempfile.TemporaryDirectory(prefix="ctxpack-bad-arguments-")
 
 
+def _price_file(rows: dict[str, Any]) -> str:
+    path = os.path.join(_SCRATCH.name, "rows.json")
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump({"_meta": {"date": "2026-12-01"}, **rows}, fh)
+    return path
+
+
 def _binary_file() -> str:
     path = os.path.join(_SCRATCH.name, "prices.json")
     with open(path, "wb") as fh:
@@ -349,6 +357,13 @@ TEXT_CASES = [
         lambda: PriceTable.load(_binary_file()),
         ConfigError,
         "not a JSON text file",
+    ),
+    case(
+        "PriceTable.load(a bad row)",
+        lambda: PriceTable.load(_price_file({"m": {"input": "x"}})),
+        ConfigError,
+        "model 'm'",
+        "input",
     ),
     case("encoding_for_model(None)", lambda: encoding_for_model(None), ConfigError, "model"),  # type: ignore[arg-type]
     case(

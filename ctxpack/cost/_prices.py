@@ -188,19 +188,26 @@ class PriceTable(CheckedModel):
         meta = raw.get("_meta", {})
         if not isinstance(meta, Mapping):
             raise ConfigError(f"{origin}: '_meta' must be an object with date and sources")
+        prices: dict[str, Price] = {}
+        for name, row in raw.items():
+            if name.startswith("_"):
+                continue
+            if not isinstance(row, Mapping):
+                raise ConfigError(f"{origin}: {name!r} must be an object of prices")
+            try:
+                prices[name] = Price(**row)
+            except ConfigError as exc:
+                raise ConfigError(
+                    f"{origin}: not a valid price table: model {name!r}: {exc}"
+                ) from exc
         try:
-            prices = {
-                name: Price.model_validate(row)
-                for name, row in raw.items()
-                if not name.startswith("_")
-            }
             return cls(
                 date=str(meta.get("date", "")),
-                sources=list(meta.get("sources", [])),
+                sources=meta.get("sources", []),
                 prices=prices,
                 note=str(meta.get("note", "")),
             )
-        except ValidationError as exc:
+        except ConfigError as exc:
             raise ConfigError(f"{origin}: not a valid price table: {exc}") from exc
 
 
