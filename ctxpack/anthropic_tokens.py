@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from ._internal.arguments import number
 from .adapters import from_anthropic
 from .errors import ConfigError, TokenizerUnavailableError
 from .messages import Message
@@ -251,12 +252,15 @@ def calibrate(
         >>> result.requests, result.ratios[0] > 0
         (1, True)
     """
+    for argument, value in (("requests", requests), ("usages", usages)):
+        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
+            raise ConfigError(f"{argument} must be a list, got {type(value).__name__}")
     if len(requests) != len(usages) or not requests:
         raise ConfigError(
             f"calibrate needs one usage per request and at least one: got {len(requests)} "
             f"requests and {len(usages)} usages"
         )
-    if not 0 < coverage <= 1:
+    if not 0 < number(coverage, "coverage") <= 1:
         raise ConfigError(f"coverage must be in (0, 1], got {coverage}")
     resolved: TokenCounter = (
         get_counter(counter=counter) if counter is not None else anthropic_approx_counter()

@@ -345,7 +345,21 @@ def memoize(
         ...     return text.upper()
         >>> shout("hi"), shout("hi"), shout.cache_info().hits
         ('HI', 'HI', 1)
+
+    Raises:
+        ConfigError: a bound that is not a positive int, a name that is not a string, or a
+            ``skip`` that is not callable.
     """
+    # Here, not at the top: the caches module stays free of pydantic, which the checks import.
+    from ._internal.arguments import optional_text
+    from ._internal.arguments import tokens as check_tokens
+    from .errors import ConfigError
+
+    check_tokens(maxsize, "maxsize", unit="entries")
+    check_tokens(maxbytes, "maxbytes", unit="bytes")
+    optional_text(name, "name")
+    if skip is not None and not callable(skip):
+        raise ConfigError(f"skip must be a function (*args) -> bool, got {type(skip).__name__}")
 
     def decorate(fn: Callable[P, R]) -> Memo[P, R]:
         label = name or f"{fn.__module__}.{fn.__qualname__}"

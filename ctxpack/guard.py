@@ -65,14 +65,15 @@ class ArrivalGuard:
     flag_injections: bool | Literal["quarantine"] = True
 
     def __post_init__(self) -> None:
-        if self.redact_secrets not in (True, False, "all"):
+        # Compared by kind, not by ==: 0 and 1 equal False and True.
+        if not (isinstance(self.redact_secrets, bool) or self.redact_secrets == "all"):
             raise ConfigError(
                 f"redact_secrets must be True (tool outputs), 'all' (every message) or False, "
                 f"got {self.redact_secrets!r}"
             )
         if not isinstance(self.store_secrets, bool):
             raise ConfigError(f"store_secrets must be True or False, got {self.store_secrets!r}")
-        if self.flag_injections not in (True, False, "quarantine"):
+        if not (isinstance(self.flag_injections, bool) or self.flag_injections == "quarantine"):
             raise ConfigError(
                 f"flag_injections must be True, 'quarantine' or False, got {self.flag_injections!r}"
             )
@@ -86,6 +87,11 @@ class ArrivalGuard:
 
     def __call__(self, message: Message, counter: TokenCounter, store: ArtifactStore) -> Arrival:
         """Guard one arriving message (its id already set)."""
+        if not isinstance(message, Message):
+            raise ConfigError(
+                f"message must be a Message (ensure_messages() converts dicts), got "
+                f"{type(message).__name__}"
+            )
         if message_chars(message) > MAX_MESSAGE_CHARS:
             # Counting a message this size whole would take many times its size in memory.
             counter = count_tokens_approx()

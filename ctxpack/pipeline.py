@@ -17,9 +17,10 @@ from operator import attrgetter
 from types import MappingProxyType
 from typing import Any, Literal, Protocol, overload, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler
+from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, ValidationError
 from pydantic_core import core_schema
 
+from ._internal.options import invalid_option
 from .errors import ConfigError
 from .messages import Message
 from .providers import (
@@ -81,6 +82,14 @@ class Decision(BaseModel):
     score: float | None = None
     tokens_before: int | None = None
     tokens_after: int | None = None
+
+    def __init__(self, /, **data: Any) -> None:
+        # Validated here rather than through super().__init__: stages record a decision per
+        # message, and a second call frame would show in their time.
+        try:
+            self.__pydantic_validator__.validate_python(data, self_instance=self)
+        except ValidationError as exc:
+            raise invalid_option("Decision", Decision, exc) from exc
 
 
 _MESSAGE_ID = attrgetter("message_id")
@@ -334,6 +343,17 @@ class PackContext:
         return self.budget - self.reserve
 
 
+def check_context(ctx: object, stage: object) -> None:
+    """Raise :class:`~ctxpack.ConfigError` unless ``ctx`` is a :class:`PackContext`: a stage
+    called on a message list (the common slip) would otherwise fail deep inside, on an
+    attribute the list lacks."""
+    if not isinstance(ctx, PackContext):
+        raise ConfigError(
+            f"{type(stage).__name__} runs on a PackContext, got {type(ctx).__name__}; to pack "
+            "messages call ctxpack.pack(messages, budget=..., pipeline=...) with it"
+        )
+
+
 @runtime_checkable
 class Stage(Protocol):
     """Anything that maps a :class:`PackContext` to a new one, without mutating it.
@@ -542,11 +562,7 @@ class Pipeline:
         return Pipeline(out)
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
-        if not isinstance(ctx, PackContext):
-            raise ConfigError(
-                f"a pipeline runs on a PackContext, got {type(ctx).__name__}; to pack messages "
-                "call ctxpack.pack(messages, budget=..., pipeline=pipeline)"
-            )
+        check_context(ctx, self)
         for step_name, stage in self._steps:
             result = stage(ctx)
             if not isinstance(result, PackContext):

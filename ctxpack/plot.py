@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .cost import Bill
+from .errors import ConfigError
 from .usage import ContextUsage
 
 if TYPE_CHECKING:
@@ -41,6 +42,8 @@ def _pyplot() -> Any:
 
 def _axes(ax: Axes | None, size: tuple[float, float]) -> Axes:
     if ax is not None:
+        if not callable(getattr(ax, "plot", None)):
+            raise ConfigError(f"ax must be matplotlib axes, got {type(ax).__name__}")
         return ax
     _, new = _pyplot().subplots(figsize=size)
     return new  # type: ignore[no-any-return]
@@ -54,7 +57,12 @@ def plot_context_usage(usage: ContextUsage, ax: Axes | None = None) -> Axes:
 
     Raises:
         ImportError: matplotlib is not installed (with the install command).
+        ConfigError: ``usage`` is not a :class:`~ctxpack.usage.ContextUsage`, or ``ax`` not axes.
     """
+    if not isinstance(usage, ContextUsage):
+        raise ConfigError(
+            f"usage must be a ContextUsage (see ctxpack.context_usage), got {type(usage).__name__}"
+        )
     ax = _axes(ax, (8, 1.8))
     left = 0
     for bucket in usage.buckets:
@@ -88,7 +96,17 @@ def plot_bills(bills: Mapping[str, Bill], ax: Axes | None = None) -> Axes:
 
     Raises:
         ImportError: matplotlib is not installed (with the install command).
+        ConfigError: ``bills`` is not a mapping of names to bills, or ``ax`` not axes.
     """
+    if not isinstance(bills, Mapping):
+        hint = "; name it: {'session': bill}" if isinstance(bills, Bill) else ""
+        raise ConfigError(
+            f"bills must map names to bills (see ctxpack.simulate), got {type(bills).__name__}"
+            + hint
+        )
+    for name, bill in bills.items():
+        if not isinstance(bill, Bill):
+            raise ConfigError(f"bills[{name!r}] must be a Bill, got {type(bill).__name__}")
     ax = _axes(ax, (7, 4))
     for name, bill in bills.items():
         running, total = [], 0.0

@@ -144,7 +144,10 @@ def detect_provider(
 def tool_definition(name: str, description: str, schema: Any, provider: Provider) -> dict[str, Any]:
     """A tool definition in ``provider``'s shape: an OpenAI function tool, or an Anthropic
     tool with its ``input_schema``."""
-    if provider == "openai":
+    for argument, value in (("name", name), ("description", description)):
+        if not isinstance(value, str):
+            raise ConfigError(f"{argument} must be a string, got {type(value).__name__}")
+    if check_provider(provider) == "openai":
         return {
             "type": "function",
             "function": {"name": name, "description": description, "parameters": schema},

@@ -29,7 +29,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import resources
@@ -38,7 +38,8 @@ from typing import Any
 import regex
 
 from .caches import register
-from .messages import Message
+from .errors import ConfigError
+from .messages import Message, ensure_messages
 
 __all__ = [
     "find_secrets",
@@ -350,7 +351,16 @@ def redact(text: str, findings: Sequence[SecretFinding] | None = None) -> Redact
         >>> redact("postgres://app:s3cr3t-pw@db:5432/prod").text
         'postgres://app:[REDACTED url-credentials]@db:5432/prod'
     """
-    found = tuple(find_secrets(text) if findings is None else findings)
+    if findings is None:
+        found = find_secrets(text)
+    else:
+        if not isinstance(text, str):
+            raise TypeError(f"redact() takes a str, got {type(text).__name__}")
+        found = tuple(findings) if isinstance(findings, Iterable) else ()
+        if not isinstance(findings, Iterable) or not all(
+            isinstance(f, SecretFinding) for f in found
+        ):
+            raise ConfigError("findings must be a list of SecretFinding (see find_secrets)")
     if not found:
         return Redaction(text, ())
     parts, last = [], 0
@@ -370,7 +380,13 @@ def redact_message(message: Message) -> tuple[Message, tuple[SecretFinding, ...]
         >>> msg = Message(role="tool", tool_call_id="c1", content=f"GITHUB_TOKEN={token}")
         >>> redact_message(msg)[0].content
         'GITHUB_TOKEN=[REDACTED github-pat]'
+
+    Raises:
+        InvalidMessageError: ``message`` is not a valid message (an OpenAI-format dict is
+            taken, and returned as a :class:`Message`).
     """
+    if not isinstance(message, Message):
+        message = ensure_messages([message])[0]
     found: list[SecretFinding] = []
 
     def clean(text: str) -> str:

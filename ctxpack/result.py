@@ -7,7 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
+from ._internal.arguments import string
 from ._internal.arguments import tokens as check_tokens
+from .errors import ConfigError
 from .messages import Message
 from .pipeline import Decision, DecisionLog
 
@@ -70,7 +72,7 @@ class PackResult(BaseModel):
 
     def original(self, message_id: str) -> Message | None:
         """The original of a compressed or cleared message, or ``None`` if it was not changed."""
-        return self.artifacts.get(message_id)
+        return self.artifacts.get(string(message_id, "message_id"))
 
     def to_openai(self) -> list[dict[str, Any]]:
         """The messages as OpenAI Chat Completions dicts."""
@@ -165,6 +167,11 @@ class PackResult(BaseModel):
 
     def tokens_of(self, message: Message) -> int:
         """Tokens of one packed message as recorded by the packer (framing included)."""
+        if not isinstance(message, Message):
+            raise ConfigError(
+                f"message must be a Message of the result (result.messages), got "
+                f"{type(message).__name__}"
+            )
         for d in reversed(self.decisions):
             if d.message_id == message.id and d.tokens_after is not None:
                 return d.tokens_after

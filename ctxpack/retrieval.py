@@ -20,8 +20,8 @@ from .errors import ArtifactNotFoundError, ConfigError
 from .filters import RETRIEVE_TOOL_NAME
 from .providers import Provider, check_provider, tool_call_parts, tool_definition
 from .redaction import redact
-from .sdk import SDKObject, coerce_tool_call
-from .store import ArtifactStore
+from .sdk import SDKObject, coerce_tool_call, is_sdk_object
+from .store import ArtifactStore, check_artifact_store
 
 __all__ = [
     "RETRIEVE_TOOL_NAME",
@@ -95,6 +95,23 @@ def _arguments(call: Mapping[str, Any] | str) -> dict[str, Any]:
     return dict(raw)
 
 
+def coerce_call(call: object) -> Mapping[str, Any] | str:
+    """``call`` as a dict (an SDK's object turned into its dict) or a JSON string.
+
+    Raises:
+        ConfigError: ``call`` is neither a tool call, an SDK's object for one, nor its
+            arguments: a bug in the caller, not the model's mistake.
+    """
+    if not isinstance(call, (Mapping, str)) and not is_sdk_object(call):
+        raise ConfigError(
+            "call must be the model's tool call (an OpenAI tool call, an Anthropic tool_use "
+            f"block, or the SDK's object for either) or its arguments, got "
+            f"{type(call).__name__}"
+        )
+    coerced: Mapping[str, Any] | str = coerce_tool_call(call)
+    return coerced
+
+
 def handle_retrieve_call(
     store: ArtifactStore,
     call: Mapping[str, Any] | SDKObject | str,
@@ -123,7 +140,8 @@ def handle_retrieve_call(
         The text to send back as the tool result: a header line, then the page.
 
     Raises:
-        ConfigError: the call is to another tool (a bug in the caller's dispatch).
+        ConfigError: the call is to another tool (a bug in the caller's dispatch), ``call`` is
+            not a call at all, or ``store`` is not an :class:`~ctxpack.store.ArtifactStore`.
 
     Example:
         >>> from ctxpack.store import SQLiteArtifactStore
@@ -136,8 +154,10 @@ def handle_retrieve_call(
         >>> handle_retrieve_call(store, {"artifact": "art_0"})
         "error: no artifact 'art_0' ...
     """
+    check_artifact_store(store)
+    coerced = coerce_call(call)
     try:
-        args = _arguments(coerce_tool_call(call))
+        args = _arguments(coerced)
     except ValueError as exc:
         if isinstance(exc, ConfigError) and "this call is to" in str(exc):
             raise
@@ -386,7 +406,7 @@ def read_artifact(
         71:line 71
         72:line 72
     """
-    _check_read(lines, regex, json_path, page, max_chars, context)
+    _check_read(store, lines, regex, json_path, page, max_chars, context)
     max_chars = min(max_chars, MAX_PAGE_CHARS)
     text = store.get(artifact)
     all_lines = text.split("\n")
@@ -420,9 +440,16 @@ def read_artifact(
 
 
 def _check_read(
-    lines: object, regex: object, json_path: object, page: int, max_chars: int, context: int
+    store: object,
+    lines: object,
+    regex: object,
+    json_path: object,
+    page: int,
+    max_chars: int,
+    context: int,
 ) -> None:
     """Refuse :func:`read_artifact`'s arguments that are out of range or conflict."""
+    check_artifact_store(store)
     chosen = [
         name
         for name, v in (("lines", lines), ("regex", regex), ("json_path", json_path))

@@ -10,6 +10,7 @@ import copy
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from .errors import ConfigError
 from .messages import Message, ensure_messages
 from .pipeline import PackContext, Provider, Stage, stage_name
 from .tokens import get_counter
@@ -179,9 +180,15 @@ def check_stage(
         >>> from ctxpack import Deduplicator
         >>> check_stage(Deduplicator())
     """
+    if not callable(stage):
+        raise ConfigError(f"stage must be callable (ctx) -> ctx, got {type(stage).__name__}")
     name = stage_name(stage)
     if examples is None:
         cases = sample_contexts()
+    elif isinstance(examples, (str, bytes, Mapping)) or not isinstance(examples, Iterable):
+        raise ConfigError(
+            f"examples must be a list of contexts or message lists, got {type(examples).__name__}"
+        )
     else:
         cases = [(f"example {i}", _as_context(e)) for i, e in enumerate(examples)]
     for label, ctx in cases:

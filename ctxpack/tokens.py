@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cache, lru_cache
 from typing import Any, Protocol, runtime_checkable
 
-from ._internal.arguments import optional_text, tool_definitions
+from ._internal.arguments import optional_text, string, tool_definitions, tool_list
 from ._internal.prefix import PrefixMemo
 from .caches import SHORT_TEXT, LRUCache, text_memo
 from .errors import ConfigError, TokenizerUnavailableError
@@ -295,8 +295,11 @@ class ScaledCounter(_FramedCounter):
     exact = False
 
     def __init__(self, base: _FramedCounter, factor: float, *, name: str) -> None:
-        if factor < 1.0:
-            raise ConfigError(f"factor must be >= 1.0 so the margin errs on fitting, got {factor}")
+        if not isinstance(factor, (int, float)) or not 1.0 <= factor < math.inf:
+            raise ConfigError(
+                f"factor must be a finite number >= 1.0 so the margin errs on fitting, got "
+                f"{factor!r}"
+            )
         super().__init__()
         self.base = base
         self.factor = factor
@@ -379,6 +382,16 @@ def image_tokens(part: Mapping[str, Any]) -> int:
 ANTHROPIC_TOOL_PROMPT_TOKENS = 346
 
 
+def check_counter(counter: object) -> TokenCounter:
+    """``counter`` if it is a :class:`TokenCounter`: what a function that takes a counter
+    built already (not a name, see :func:`get_counter`) checks first."""
+    if not isinstance(counter, TokenCounter):
+        raise ConfigError(
+            f"counter must be a TokenCounter (see get_counter), got {type(counter).__name__}"
+        )
+    return counter
+
+
 def tool_definition_tokens(tools: Iterable[Mapping[str, Any]], counter: TokenCounter) -> int:
     """Tokens that tool definitions add to a prompt, never fewer than the provider renders.
 
@@ -405,7 +418,8 @@ def tool_definition_tokens(tools: Iterable[Mapping[str, Any]], counter: TokenCou
     """
     from ._internal.tool_schemas import TOOLS_FUNC_END, compact_json, tool_tokens
 
-    tools = list(tools)
+    tools = tool_list(tools)
+    check_counter(counter)
     for index, tool in enumerate(tools):
         if not isinstance(tool, Mapping):
             raise ConfigError(
@@ -477,7 +491,7 @@ def encoding_for_model(model: str) -> str:
         'o200k_base'
     """
     # A router's provider prefix ("openai/gpt-4o", "azure/gpt-4o") names the same model.
-    lowered = model.lower().rpartition("/")[2]
+    lowered = string(model, "model").lower().rpartition("/")[2]
     for prefix, encoding in _MODEL_PREFIXES:
         if lowered.startswith(prefix):
             return encoding

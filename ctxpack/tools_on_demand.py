@@ -18,6 +18,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ._internal.arguments import tool_list
 from .errors import ConfigError
 from .providers import Provider, tool_call_parts, tool_definition, tool_definition_parts
 from .tokens import TokenCounter, tool_definition_tokens
@@ -162,6 +163,7 @@ def on_demand_saving(
         >>> on_demand_saving([big], get_counter(counter="cl100k_base")) > 500
         True
     """
+    tools = tool_list(tools)
     if not tools:
         return 0
     full = tool_definition_tokens(tools, counter)

@@ -70,7 +70,7 @@ def test_filtering_economics_rejects_a_filter_that_adds_tokens() -> None:
         filtering_economics(
             large=P, small=P, raw_input=10, filtered_input=20, large_output=0, small_output=0
         )
-    with pytest.raises(ConfigError, match="raw_input must be >= 0"):
+    with pytest.raises(ConfigError, match="raw_input must be an int >= 0"):
         filtering_economics(
             large=P, small=P, raw_input=-1, filtered_input=0, large_output=0, small_output=0
         )

@@ -8,6 +8,7 @@ field) before the value reaches code that would fail on it with a bare ``TypeErr
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -21,13 +22,19 @@ __all__ = [
     "TooDeep",
     "check_nesting",
     "check_text",
+    "file_path",
     "finite",
     "flag",
     "message_items",
+    "number",
     "optional_text",
+    "string",
+    "strings",
     "tokens",
     "too_deep_error",
     "tool_definitions",
+    "tool_list",
+    "weights",
 ]
 
 # How deep lists and objects may nest inside a message or a tool definition. JSON parsers stop
@@ -62,6 +69,36 @@ def message_items(messages: Any, *, argument: str = "messages") -> tuple[Any, ..
     return tuple(messages)
 
 
+def string(value: Any, argument: str) -> str:
+    """``value`` if it is a string."""
+    if not isinstance(value, str):
+        raise ConfigError(f"{argument} must be a string, got {_type_name(value)}")
+    return value
+
+
+def file_path(value: Any, argument: str) -> str:
+    """``value`` as a path string if it is a str or an ``os.PathLike``; anything else is
+    refused, since ``str()`` of it (``5``, ``None``) would name a file of that name."""
+    name = os.fspath(value) if isinstance(value, os.PathLike) else value
+    if not isinstance(name, str):
+        raise ConfigError(
+            f"{argument} must be a file path (str or os.PathLike), got {type(value).__name__}"
+        )
+    return name
+
+
+def strings(value: Any, argument: str, *, what: str = "strings") -> list[str]:
+    """``value`` as a list of strings (``what`` names them in the message): a lone string is
+    refused, since it would be read as its characters."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise ConfigError(f"{argument} must be a list of {what}, got {_type_name(value)}")
+    out = list(value)
+    for i, item in enumerate(out):
+        if not isinstance(item, str):
+            raise ConfigError(f"{argument}[{i}] must be a string, got {_type_name(item)}")
+    return out
+
+
 def optional_text(value: Any, argument: str) -> str | None:
     """``value`` if it is a string or ``None``."""
     if value is not None and not isinstance(value, str):
@@ -86,6 +123,17 @@ def tokens(value: Any, argument: str, *, minimum: int = 1, unit: str = "tokens")
     return value
 
 
+def tool_list(tools: Any, *, argument: str = "tools") -> list[Any]:
+    """``tools`` as a list, or the error saying a list of tool definitions was expected (the
+    definitions themselves are not looked at: see :func:`tool_definitions`)."""
+    if isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Iterable):
+        raise ConfigError(
+            f"{argument} must be a list of tool definitions, got {_type_name(tools)}"
+            + ("; wrap a single tool in a list" if isinstance(tools, Mapping) else "")
+        )
+    return list(tools)
+
+
 def tool_definitions(tools: Any, *, argument: str = "tools") -> list[Mapping[str, Any]]:
     """``tools`` as a list of tool definitions, each an object with a name or a type.
 
@@ -93,12 +141,7 @@ def tool_definitions(tools: Any, *, argument: str = "tools") -> list[Mapping[str
     bare function), Anthropic's (``{"name", "input_schema"}``) and the providers' built-in tools
     (``{"type": "web_search"...}``).
     """
-    if isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Iterable):
-        raise ConfigError(
-            f"{argument} must be a list of tool definitions, got {_type_name(tools)}"
-            + ("; wrap a single tool in a list" if isinstance(tools, Mapping) else "")
-        )
-    out = list(tools)
+    out = tool_list(tools, argument=argument)
     for i, tool in enumerate(out):
         where = f"{argument}[{i}]"
         if not isinstance(tool, Mapping):
@@ -173,6 +216,33 @@ def check_text(text: str, field: str) -> None:
             f"{found.start()}, which is not valid Unicode; decode the text with "
             "errors='replace' (or fix its source) first"
         )
+
+
+def number(value: Any, argument: str, *, minimum: float = 0.0) -> float:
+    """``value`` if it is a finite int or float (not a bool) of at least ``minimum``."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value < minimum
+    ):
+        shown = repr(value) if isinstance(value, (int, float, str)) else _type_name(value)
+        raise ConfigError(f"{argument} must be a finite number >= {minimum:g}, got {shown}")
+    return value
+
+
+def weights(value: Any, argument: str) -> dict[str, float]:
+    """``value`` (``None`` for none) as a mapping of names to finite weights >= 0."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(
+            f"{argument} must be a mapping of names to weights, got {_type_name(value)}"
+        )
+    return {
+        string(name, f"{argument} key {name!r}"): number(weight, f"{argument}[{name!r}]")
+        for name, weight in value.items()
+    }
 
 
 def finite(value: float, argument: str) -> float:

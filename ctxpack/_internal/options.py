@@ -3,9 +3,10 @@ pydantic's own error type and text."""
 
 from __future__ import annotations
 
-from typing import Any
+import types
+from typing import Any, Union, get_args, get_origin
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 
 from ..errors import ConfigError
 
@@ -26,10 +27,39 @@ def invalid_option(owner: str, model: type[BaseModel], exc: ValidationError) -> 
     return ConfigError(f"{owner}: {option}={err.get('input')!r}: {message}")
 
 
+def _kind(annotation: Any) -> type | None:
+    """``bool`` for a flag, ``float`` for a number (an int or a float, or ``None``), ``None``
+    for anything else."""
+    options = [annotation]
+    if get_origin(annotation) in (Union, types.UnionType):
+        options = [a for a in get_args(annotation) if a is not type(None)]
+    if options == [bool]:
+        return bool
+    if options and all(a in (int, float) for a in options):
+        return float
+    return None
+
+
 class CheckedModel(BaseModel):
     """A model a user builds from options (a stage, a price): an invalid option raises
     :class:`~ctxpack.ConfigError` naming the model, the option and the value, rather than
-    pydantic's own error type."""
+    pydantic's own error type. A float option must be finite: an infinite price or weight would
+    turn every sum it enters into ``inf`` or ``nan``. A flag takes ``True`` or ``False`` only,
+    and a number is never a bool: pydantic alone would read ``"no"`` or ``1`` as a flag and
+    ``True`` as the number 1."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _flags_and_numbers_apart(cls, value: Any, info: ValidationInfo) -> Any:
+        field = cls.model_fields.get(info.field_name or "")
+        kind = _kind(field.annotation) if field is not None else None
+        if kind is bool and not isinstance(value, bool):
+            raise ValueError(f"must be True or False, got {value!r}")
+        if kind is float and isinstance(value, bool):
+            raise ValueError("must be a number, not a bool")
+        return value
 
     def __init__(self, **options: Any) -> None:
         try:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .._internal.arguments import flag
 from ..errors import InvalidMessageError
 from ..sdk import coerce_messages, coerce_value
 
@@ -243,6 +244,7 @@ def validate_openai(messages: Any, *, tool_pairing: bool = True) -> None:
         ...     print(err.index, err.field)
         0 tool_call_id
     """
+    flag(tool_pairing, "tool_pairing")
     entries = coerce_messages(_check_list(messages, "OpenAI"))
     for index, entry in enumerate(entries):
         check_openai_message(entry, index)
@@ -443,6 +445,7 @@ def validate_anthropic(payload: Any, *, tool_pairing: bool = True) -> None:
         messages: Any = payload["messages"]
     else:
         messages = payload
+    flag(tool_pairing, "tool_pairing")
     entries = coerce_messages(_check_list(messages, "Anthropic"))
     for index, entry in enumerate(entries):
         _check_anthropic_message(entry, index)

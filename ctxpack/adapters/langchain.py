@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .._internal.arguments import message_items
 from ..errors import InvalidMessageError
 from ..messages import Message, ensure_messages
 from ._anthropic import _tool_input
@@ -59,7 +60,7 @@ def from_langchain(messages: Iterable[Any]) -> list[Message]:
     """
     lc = _messages_module()
     dicts: list[dict[str, Any]] = []
-    for index, msg in enumerate(messages):
+    for index, msg in enumerate(message_items(messages)):
         if not isinstance(msg, lc.BaseMessage):
             raise InvalidMessageError(
                 f"expected a LangChain message, got {type(msg).__name__}", index=index

@@ -31,6 +31,7 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
+from .._internal.arguments import file_path
 from .._internal.paths import (
     check_relative,
     hard_linked,
@@ -98,7 +99,7 @@ def resolve_root(root: str | os.PathLike[str]) -> Path:
     Raises:
         ConfigError: ``root`` is not a directory.
     """
-    path = Path(root).expanduser().resolve()
+    path = Path(file_path(root, "root")).expanduser().resolve()
     if not path.is_dir():
         raise ConfigError(
             f"root {str(root)!r} is not a directory; give the root folder of a repository"

@@ -18,10 +18,13 @@ import sysconfig
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from .._internal.arguments import string, strings
+from .._internal.arguments import tokens as check_tokens
+from .._internal.paths import check_relative
 from ..errors import ConfigError
 from ._files import list_files, resolve_root
 
@@ -107,6 +110,8 @@ def grep(
         [('app.py', 1, 'def throttle():')]
     """
     base = resolve_root(root)
+    string(pattern, "pattern")
+    check_tokens(context, "context", minimum=0, unit="lines")
     if not pattern:
         raise ConfigError("grep needs a non-empty pattern")
     flags = re.IGNORECASE if ignore_case else 0
@@ -114,7 +119,7 @@ def grep(
         compiled = re.compile(pattern if regex else re.escape(pattern), flags)
     except re.error as exc:
         raise ConfigError(f"invalid regular expression {pattern!r}: {exc}") from exc
-    files = list(paths) if paths is not None else list_files(base)
+    files = _relative(paths, base) if paths is not None else list_files(base)
     if engine not in ("auto", "ripgrep", "python"):
         raise ConfigError(f"engine must be 'auto', 'ripgrep' or 'python', got {engine!r}")
     rg = ripgrep_path() if engine != "python" else None
@@ -128,6 +133,17 @@ def grep(
     else:
         matches = _python(base, files, compiled)
     return _with_context(base, matches, context)
+
+
+def _relative(paths: Any, base: Path) -> list[str]:
+    """``paths`` if each is a path relative to ``base`` that stays inside it: an absolute path
+    or one climbing out with ``..`` would be searched (and its lines returned) all the same."""
+    files = strings(paths, "paths", what="repository-relative paths")
+    for rel in files:
+        # The string test first: the workspace's search passes every file on each call.
+        if not rel or rel.startswith(("/", "\\")) or ".." in rel or ":" in rel or "\x00" in rel:
+            check_relative(rel, base)
+    return files
 
 
 def _ripgrep(

@@ -38,6 +38,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
+from .._internal.arguments import file_path, string, strings
+from .._internal.arguments import tokens as check_tokens
+from .._internal.arguments import weights as check_weights
 from .._internal.paths import confined_file
 from ..errors import ConfigError
 from ..signals.bm25 import InvertedIndex
@@ -173,14 +176,15 @@ class CodeIndex:
         self.root = resolve_root(root)
         self.embedder = embedder
         self._vectors: Any = None
-        self.db = str(db) if db is not None else str(default_db_path(self.root))
-        unknown = set(weights or {}) - set(DEFAULT_WEIGHTS)
+        self.db = file_path(db, "db") if db is not None else str(default_db_path(self.root))
+        weights = check_weights(weights, "weights")
+        unknown = set(weights) - set(DEFAULT_WEIGHTS)
         if unknown:
             raise ConfigError(
                 f"unknown ranking signal(s) {sorted(unknown)}; the signals are "
                 f"{sorted(DEFAULT_WEIGHTS)}"
             )
-        self.weights = {**DEFAULT_WEIGHTS, **(weights or {})}
+        self.weights = {**DEFAULT_WEIGHTS, **weights}
         self._counter_arg = counter
         self._lock = threading.RLock()
         self._store: FileStore | None = None
@@ -299,6 +303,7 @@ class CodeIndex:
         Raises:
             ConfigError: ``path`` is not an indexed file.
         """
+        string(path, "path")
         with self._lock:
             self._ensure()
             try:
@@ -332,6 +337,7 @@ class CodeIndex:
 
     def definitions(self, name: str) -> list[Symbol]:
         """Every symbol unit named ``name`` (where it is defined)."""
+        string(name, "name")
         with self._lock:
             self._ensure()
             return [
@@ -343,6 +349,7 @@ class CodeIndex:
 
     def callers(self, name: str) -> list[Symbol]:
         """Every symbol unit that calls or uses ``name``: the blast radius of changing it."""
+        string(name, "name")
         with self._lock:
             self._ensure()
             return [u for u in self._units if name in u.references]
@@ -356,8 +363,7 @@ class CodeIndex:
         Raises:
             ConfigError: ``k`` is not positive.
         """
-        if k < 1:
-            raise ConfigError(f"k must be at least 1, got {k}")
+        check_tokens(k, "k", unit="hits")
         files = self.rank_files(query, k=max(k, 20))
         hits = [unit for hit in files for unit in hit.units]
         hits.sort(key=lambda h: -h.score)
@@ -381,12 +387,13 @@ class CodeIndex:
             boost: Extra weight per query term, on top of the query's own terms (the loop adds
                 the codebase's own words for what the task describes this way).
         """
-        if k < 1:
-            raise ConfigError(f"k must be at least 1, got {k}")
-        query = issue_words(query)
+        check_tokens(k, "k", unit="files")
+        query = issue_words(string(query, "query"))
+        excluded = set(strings(exclude, "exclude", what="paths"))
+        boost = check_weights(boost, "boost")
         with self._lock:
             self._ensure()
-            return self._rank(query, k, set(exclude), boost or {})
+            return self._rank(query, k, excluded, boost)
 
     def _query_terms(self, query: str, boost: Mapping[str, float]) -> dict[str, float]:
         counts = Counter(code_terms(query))
@@ -539,9 +546,12 @@ class CodeIndex:
     ) -> dict[str, list[tuple[Symbol, float]]]:
         """BM25 score of every symbol unit of ``paths`` for ``query`` (units with no match left
         out), best first per file."""
+        words = issue_words(string(query, "query"))
+        paths = strings(paths, "paths", what="paths")
+        boost = check_weights(boost, "boost")
         with self._lock:
             self._ensure()
-            scores = self._unit_index.bm25(self._query_terms(issue_words(query), boost or {}))
+            scores = self._unit_index.bm25(self._query_terms(words, boost))
             wanted = {p: i for i, p in enumerate(self._paths) if p in set(paths)}
             out: dict[str, list[tuple[Symbol, float]]] = {p: [] for p in paths}
             for u, unit in enumerate(self._units):
@@ -553,12 +563,14 @@ class CodeIndex:
 
     def file_terms(self, path: str) -> set[str]:
         """The index terms of an indexed file."""
+        self.parsed(path)
         with self._lock:
             self._ensure()
             return self._file_terms[self._paths.index(path)]
 
     def idf(self, term: str) -> float:
         """Inverse document frequency of a term over the indexed files."""
+        string(term, "term")
         with self._lock:
             self._ensure()
             return self._file_index.idf(term)

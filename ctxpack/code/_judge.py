@@ -18,6 +18,7 @@ from typing import ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from .._internal.options import CheckedModel
 from ..errors import CtxpackError
 from ._index import FileHit
 
@@ -76,7 +77,7 @@ class Candidate(BaseModel):
     unresolved: tuple[str, ...] = ()
 
 
-class Judgement(BaseModel):
+class Judgement(CheckedModel):
     """A judge's verdict on one file.
 
     Attributes:
@@ -122,7 +123,7 @@ def band(relevance: float) -> str:
     return "none"
 
 
-class RankingJudge(BaseModel):
+class RankingJudge(CheckedModel):
     """The default judge: relevance from the ranking itself, no model.
 
     A file's relevance is ``score_share`` times the square root of its score relative to the

@@ -32,6 +32,8 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
+from .._internal.arguments import string
+from .._internal.arguments import tokens as check_tokens
 from ..errors import ConfigError
 from ..store import ArtifactStore, SQLiteArtifactStore
 from ._context import build_context
@@ -189,9 +191,7 @@ def iterative_retrieve(
         >>> result.files, result.tokens > 0, len(result.cycles)
         (('limits.py',), True, 2)
     """
-    for name, value in (("max_cycles", max_cycles), ("candidates", candidates), ("budget", budget)):
-        if value < 1:
-            raise ConfigError(f"{name} must be at least 1, got {value}")
+    _check_arguments(task, judge, max_cycles, candidates, budget)
     index = root if isinstance(root, CodeIndex) else CodeIndex(root)
     judge = judge if judge is not None else RankingJudge()
     store = store if store is not None else SQLiteArtifactStore(":memory:")
@@ -397,6 +397,19 @@ def _candidates(
             )
         )
     return out
+
+
+def _check_arguments(
+    task: object, judge: object, max_cycles: object, candidates: object, budget: object
+) -> None:
+    string(task, "task")
+    check_tokens(max_cycles, "max_cycles", unit="cycles")
+    check_tokens(candidates, "candidates", unit="files")
+    check_tokens(budget, "budget")
+    if judge is not None and not callable(judge):
+        raise ConfigError(
+            f"judge must be a callable (task, candidates) -> judgements, got {type(judge).__name__}"
+        )
 
 
 def _new_terms(

@@ -14,6 +14,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from .._internal.arguments import flag, number, string
+from .._internal.arguments import tokens as check_tokens
 from ..errors import ConfigError
 from ._index import CodeIndex
 
@@ -97,10 +99,12 @@ def decide_loading(
         >>> decide_loading("Fix the crash in main", index, window=200_000).action
         'retrieve'
     """
-    if window < 1:
-        raise ConfigError(f"window must be a positive number of tokens, got {window}")
-    if not 0 < share <= 1:
+    string(task, "task")
+    check_tokens(window, "window")
+    if not 0 < number(share, "share") <= 1:
         raise ConfigError(f"share must be in (0, 1], got {share}")
+    if whole_task is not None:
+        flag(whole_task, "whole_task")
     index = root if isinstance(root, CodeIndex) else CodeIndex(root)
     tokens = index.tokens()
     threshold = int(share * window)

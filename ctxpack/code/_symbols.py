@@ -15,6 +15,7 @@ from __future__ import annotations
 import warnings
 from functools import cache
 
+from .._internal.arguments import string
 from .fallback import parse_python_ast, parse_whole_file
 from .treesitter import parse_with_tree_sitter, parser_for
 from .units import ParsedFile as ParsedFile
@@ -55,6 +56,9 @@ def parse_source(path: str, language: str, source: str) -> ParsedFile:
         >>> parsed.imports
         ('os',)
     """
+    string(path, "path")
+    string(language, "language")
+    string(source, "source")
     parser = parser_for(language)
     if parser is not None:
         return parse_with_tree_sitter(path, language, source, parser)

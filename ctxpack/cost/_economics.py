@@ -6,6 +6,7 @@ from decimal import Decimal
 
 from pydantic import BaseModel, ConfigDict
 
+from .._internal.arguments import tokens as check_tokens
 from ..errors import ConfigError
 from ._prices import MILLION, Price
 
@@ -74,8 +75,10 @@ def filtering_economics(
         "small_output": small_output,
     }
     for name, value in counts.items():
-        if value < 0:
-            raise ConfigError(f"{name} must be >= 0, got {value}")
+        check_tokens(value, name, minimum=0)
+    for name, model in (("large", large), ("small", small)):
+        if not isinstance(model, Price):
+            raise ConfigError(f"{name} must be a Price, got {type(model).__name__}")
     if filtered_input > raw_input:
         raise ConfigError(
             f"filtered_input ({filtered_input}) is larger than raw_input ({raw_input}); a filter "

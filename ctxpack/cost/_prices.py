@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, ValidationError
 
+from .._internal.arguments import file_path, string
 from .._internal.options import CheckedModel
 from ..errors import ConfigError
 
@@ -87,7 +88,7 @@ class PriceTable(CheckedModel):
         Raises:
             ConfigError: the model is not in the table (the message lists the nearest names).
         """
-        name = resolve_model_name(model, self.prices)
+        name = resolve_model_name(string(model, "model"), self.prices)
         if name is None:
             near = difflib.get_close_matches(_normalised(model), list(self.prices), n=5)
             families = sorted(n for n in self.prices if not _DATE_SUFFIX.search(n))
@@ -105,6 +106,8 @@ class PriceTable(CheckedModel):
 
         The date is the later of the two, and the sources are both lists.
         """
+        if not isinstance(other, PriceTable):
+            raise ConfigError(f"other must be a PriceTable, got {type(other).__name__}")
         sources = list(dict.fromkeys([*self.sources, *other.sources]))
         notes = " ".join(n for n in (self.note, other.note) if n)
         return PriceTable(
@@ -185,19 +188,26 @@ class PriceTable(CheckedModel):
         meta = raw.get("_meta", {})
         if not isinstance(meta, Mapping):
             raise ConfigError(f"{origin}: '_meta' must be an object with date and sources")
+        prices: dict[str, Price] = {}
+        for name, row in raw.items():
+            if name.startswith("_"):
+                continue
+            if not isinstance(row, Mapping):
+                raise ConfigError(f"{origin}: {name!r} must be an object of prices")
+            try:
+                prices[name] = Price(**row)
+            except ConfigError as exc:
+                raise ConfigError(
+                    f"{origin}: not a valid price table: model {name!r}: {exc}"
+                ) from exc
         try:
-            prices = {
-                name: Price.model_validate(row)
-                for name, row in raw.items()
-                if not name.startswith("_")
-            }
             return cls(
                 date=str(meta.get("date", "")),
-                sources=list(meta.get("sources", [])),
+                sources=meta.get("sources", []),
                 prices=prices,
                 note=str(meta.get("note", "")),
             )
-        except ValidationError as exc:
+        except ConfigError as exc:
             raise ConfigError(f"{origin}: not a valid price table: {exc}") from exc
 
 
@@ -235,8 +245,13 @@ def _per_million(cost_per_token: Any) -> float:
 
 
 def _read_json_file(path: str | Path) -> Any:
+    name = file_path(path, "path")
     try:
-        return json.loads(Path(path).read_text("utf-8"))
+        return json.loads(Path(name).read_text("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path} is not a JSON text file: {exc.reason} at byte {exc.start}"
+        ) from exc
     except OSError as exc:
         raise ConfigError(f"cannot read the price table {path}: {exc}") from exc
     except json.JSONDecodeError as exc:

@@ -9,14 +9,15 @@ from typing import ClassVar, Literal, NamedTuple
 
 from pydantic import Field, field_validator
 
+from .._internal.arguments import optional_text
 from ..cost import Price, price
 from ..errors import ConfigError
 from ..filters import original_note
 from ..messages import Message
-from ..pipeline import Decision, PackContext
+from ..pipeline import Decision, PackContext, check_context
 from ..store import ArtifactStore, artifact_id
 from ..tokens import REPLY_PRIMING, TokenCounter, message_sizes
-from ._shared import _as_json, _original_text, _request_points, _StoreModel
+from ._shared import _as_json, _history, _original_text, _request_points, _StoreModel
 
 __all__ = ["DEFAULT_PLACEHOLDER", "ClearBatch", "ToolResultClearer"]
 
@@ -213,7 +214,8 @@ class ToolResultClearer(_StoreModel):
         ``k == len(history)``). With ``cache_aware=False`` there is at most one batch, for the
         current request.
         """
-        messages = tuple(messages)
+        messages = _history(messages, counter, protected)
+        optional_text(model, "model")
         plan = self._plan(messages, counter)
         sizes = list(message_sizes(counter, messages))
         tools = [
@@ -277,6 +279,7 @@ class ToolResultClearer(_StoreModel):
     # ---------------------------------------------------------------------------- the stage
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
+        check_context(ctx, self)
         messages = ctx.messages
         found = self.batches(
             messages, counter=ctx.counter, model=ctx.model, protected=ctx.protected

@@ -13,11 +13,11 @@ from pydantic import Field, PrivateAttr, field_validator
 
 from ..errors import ConfigError
 from ..messages import Message
-from ..pipeline import Decision, PackContext
+from ..pipeline import Decision, PackContext, check_context
 from ..store import ArtifactStore, artifact_id
 from ..tokens import REPLY_PRIMING, TokenCounter, message_sizes
 from ._digest import extractive_digest
-from ._shared import _as_json, _original_text, _request_points, _StoreModel
+from ._shared import _as_json, _history, _original_text, _request_points, _StoreModel
 
 __all__ = ["COMPACTION_FLOOR", "NOT_ENOUGH_MESSAGES", "CompactionPoint", "Compactor", "Summarizer"]
 
@@ -200,7 +200,7 @@ class Compactor(_StoreModel):
         ``k`` whenever ``k`` is a request point. With a ``store``, the tool outputs a summary
         names are put in it, for the summary to name them by the ids the store gives.
         """
-        messages = tuple(messages)
+        messages = _history(messages, counter, protected)
         sizes = message_sizes(counter, messages)
         verbatim = [_verbatim(m, protected) for m in messages]
         by_id = {m.id: m for m in messages}
@@ -261,6 +261,7 @@ class Compactor(_StoreModel):
         return self.store.put(text, message_id=msg.id, kind="compacted_message", summary=summary_id)
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
+        check_context(ctx, self)
         messages = ctx.messages
         done, refused = self.points(messages, counter=ctx.counter, protected=ctx.protected)
         if not done:

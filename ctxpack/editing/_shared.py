@@ -4,11 +4,32 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 
 from pydantic import ConfigDict
 
+from .._internal.arguments import message_items
+from ..errors import ConfigError, InvalidMessageError
 from ..messages import Message
 from ..stages import StageModel
+from ..tokens import check_counter
+
+
+def _history(messages: object, counter: object, protected: object) -> tuple[Message, ...]:
+    """``messages`` as a tuple, once checked with the counter and the protected ids that a
+    planner (``batches``, ``points``) is given: it reads their fields without asking."""
+    items = message_items(messages)
+    if not all(isinstance(m, Message) for m in items):
+        index = next(i for i, m in enumerate(items) if not isinstance(m, Message))
+        raise InvalidMessageError(
+            f"expected a Message (ensure_messages() converts dicts), got "
+            f"{type(items[index]).__name__}",
+            index=index,
+        )
+    check_counter(counter)
+    if not isinstance(protected, AbstractSet):
+        raise ConfigError(f"protected must be a set of message ids, got {type(protected).__name__}")
+    return items
 
 
 def _request_points(messages: Sequence[Message]) -> list[int]:

@@ -26,8 +26,9 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
+from .._internal.arguments import flag, number, optional_text
 from ..errors import ConfigError
-from ..store import ArtifactStore, artifact_id
+from ..store import ArtifactStore, artifact_id, check_artifact_store
 from ._base import (
     Extract,
     OutputFilter,
@@ -163,12 +164,12 @@ class ToolOutputFilter:
                 )
         if isinstance(min_chars, bool) or not isinstance(min_chars, int) or min_chars < 0:
             raise ConfigError(f"min_chars must be an int >= 0, got {min_chars!r}")
-        if not 0 <= min_saving < 1:
+        if not number(min_saving, "min_saving") < 1:
             raise ConfigError(f"min_saving must be in [0, 1), got {min_saving!r}")
         self.filters = chosen
         self.min_chars = min_chars
         self.min_saving = min_saving
-        self.retrievable = retrievable
+        self.retrievable = flag(retrievable, "retrievable")
 
     def __repr__(self) -> str:
         return (
@@ -178,6 +179,11 @@ class ToolOutputFilter:
 
     def detect(self, output: ToolOutput) -> OutputFilter:
         """The filter for ``output``: the surest one."""
+        if not isinstance(output, ToolOutput):
+            raise ConfigError(
+                f"output must be a ToolOutput (ToolOutput(text, tool=...)), got "
+                f"{type(output).__name__}"
+            )
         best, best_score = self.filters[-1], -1.0
         for f in self.filters:
             score = f.detect(output)
@@ -208,6 +214,10 @@ class ToolOutputFilter:
         """
         if not isinstance(text, str):
             raise TypeError(f"a tool output is a str, got {type(text).__name__}")
+        for argument, value in (("tool", tool), ("command", command), ("goal", goal)):
+            optional_text(value, argument)
+        if store is not None:
+            check_artifact_store(store)
         if len(text) < self.min_chars:
             return FilteredOutput(
                 text=text, kind="short", shortened=False, reason=f"under {self.min_chars} chars"

@@ -9,11 +9,13 @@ and counts ("[… 57 lines hidden]"). Every note starts with ``[…`` or ``[ctxp
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from numbers import Integral
 from typing import Protocol, runtime_checkable
 
+from ..errors import ConfigError
 from ..signals.stop_words import GOAL_STOP_WORDS
 
 __all__ = [
@@ -154,6 +156,37 @@ def _gap_note(first: int, last: int) -> str:
     return f"[… {last - first + 1} lines hidden: {first}-{last}]"
 
 
+def _is_index(value: object) -> bool:
+    # An int first, the common case; numpy's integers too, but not a bool.
+    return type(value) is int or (isinstance(value, Integral) and not isinstance(value, bool))
+
+
+def _checked_assembly(
+    output: object, keep: object, notes: object
+) -> tuple[list[int], Mapping[int, str]]:
+    """:func:`assemble`'s arguments checked: the kept indices sorted, and the notes."""
+    if not isinstance(output, ToolOutput):
+        raise ConfigError(f"output must be a ToolOutput, got {type(output).__name__}")
+    if isinstance(keep, (str, bytes, Mapping)) or not isinstance(keep, Iterable):
+        raise ConfigError(f"keep must be a list of line indices, got {type(keep).__name__}")
+    indices = set(keep)
+    wrong = next((i for i in indices if not _is_index(i)), None)
+    if wrong is not None:
+        raise ConfigError(f"keep must hold line indices (ints), got {wrong!r}")
+    kept = sorted(int(i) for i in indices)
+    if kept and not (kept[0] >= 0 and kept[-1] < len(output.lines)):
+        raise ConfigError(
+            f"keep holds {kept[0] if kept[0] < 0 else kept[-1]}, not an index of the output's "
+            f"{len(output.lines)} lines (0 is the first)"
+        )
+    if notes is not None and not (
+        isinstance(notes, Mapping)
+        and all(_is_index(i) and isinstance(n, str) for i, n in notes.items())
+    ):
+        raise ConfigError("notes must map line indices (ints) to note texts")
+    return kept, notes or {}
+
+
 def assemble(
     output: ToolOutput, keep: Iterable[int], *, notes: dict[int, str] | None = None
 ) -> str:
@@ -167,9 +200,8 @@ def assemble(
         notes: Extra notes, placed before the kept line of that index (or at the end for an
             index past the last line).
     """
+    kept, extra = _checked_assembly(output, keep, notes)
     lines = output.lines
-    kept = sorted(set(keep))
-    extra = notes or {}
     out: list[str] = []
     previous = -1
 

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from .._internal.arguments import optional_text
+from .._internal.arguments import message_items, optional_text, tool_list
 from .._internal.budgets import check_limits, pack_limits
 from ..adapters import from_anthropic
 from ..errors import ConfigError
@@ -157,8 +157,9 @@ class _Packer:
         budget, reserve = pack_limits(
             self.window, self.budget, self.reserve, self.reply_room(kwargs)
         )
+        messages = message_items(messages)
         tools: Any = kwargs.get("tools")
-        tools = list(tools) if _given(tools) else None
+        tools = tool_list(tools) if _given(tools) else None
         system = kwargs.get("system") if self.provider == "anthropic" else None
         system = system if _given(system) else None
         out = dict(kwargs)
@@ -383,6 +384,13 @@ def _wrap(
             f"{type(session).__name__}"
         )
     openai = provider == "openai"
+    resources = _OPENAI_RESOURCES if openai else _ANTHROPIC_RESOURCES
+    if not any(hasattr(client, path[0]) for path in resources):
+        wanted = "client.chat.completions" if openai else "client.messages"
+        raise ConfigError(
+            f"client must be the {provider} SDK's client (with {wanted}), got "
+            f"{type(client).__name__}"
+        )
     packer = _Packer(
         provider=provider,
         window=window,
@@ -392,7 +400,7 @@ def _wrap(
         counter=counter,
         pipeline=pipeline,
         session=session,
-        resources=_OPENAI_RESOURCES if openai else _ANTHROPIC_RESOURCES,
+        resources=resources,
         methods=_OPENAI_METHODS if openai else _ANTHROPIC_METHODS,
     )
     return PackedClient(client, packer)

@@ -17,9 +17,10 @@ from typing import Any
 
 from .._internal.budgets import check_limits, pack_limits
 from ..adapters.langchain import from_langchain
+from ..errors import ConfigError
 from ..packing import pack
 from ..pipeline import Stage
-from ..providers import Provider, provider_from_chat_model
+from ..providers import Provider, check_provider, provider_from_chat_model
 from ..result import PackResult
 from ..tokens import CounterLike, get_counter
 
@@ -98,8 +99,10 @@ class PackingMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.budget = budget
         self.reserve = reserve
         self.counter = get_counter(model, counter)
+        if pipeline is not None and not callable(pipeline):
+            raise ConfigError(f"pipeline must be a stage, got {type(pipeline).__name__}")
         self.pipeline = pipeline
-        self.provider = provider
+        self.provider = None if provider is None else check_provider(provider)
         self.last_result: PackResult | None = None
 
     def pack_request(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
@@ -109,6 +112,10 @@ class PackingMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             ConfigError: ``max_tokens`` and ``reserve`` leave no room in the window.
             BudgetExceededError: the system message and the current question alone do not fit.
         """
+        if not hasattr(request, "messages"):
+            raise ConfigError(
+                f"request must be LangChain's ModelRequest, got {type(request).__name__}"
+            )
         if not request.messages:
             return request
         history: list[Any] = list(request.messages)

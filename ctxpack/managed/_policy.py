@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from .._internal.options import CheckedModel
 from ..cost import price
 from ..editing import Summarizer
 from ..messages import Message
@@ -47,7 +48,7 @@ class PinnedText(BaseModel):
         )
 
 
-class WindowPolicy(BaseModel):
+class WindowPolicy(CheckedModel):
     """How a managed session keeps every request within its window.
 
     Args:

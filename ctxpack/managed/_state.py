@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import ConfigError
 from ..messages import Message
@@ -93,8 +93,13 @@ class WindowState(BaseModel):
         """
         try:
             return cls.model_validate_json(text)
-        except ValueError as exc:
-            raise ConfigError(f"not a saved WindowState: {exc}") from exc
+        except ValidationError as exc:
+            # The first problem on one line: the text itself may be long.
+            err = exc.errors()[0]
+            where = ".".join(str(part) for part in err["loc"])
+            raise ConfigError(
+                f"not a saved WindowState: {where + ': ' if where else ''}{err['msg']}"
+            ) from exc
 
 
 def cache_warnings(

@@ -56,19 +56,29 @@ _KNOWN_KEYS = frozenset(
 _NULL_CONTENT_KEYS = frozenset({"function_call", "refusal", "audio"})
 
 
-class FunctionCall(BaseModel):
-    """The function half of an OpenAI tool call: a name and its JSON-encoded arguments."""
+class _CallPart(BaseModel):
+    """A part of a tool call built on its own: an invalid field raises the message's error,
+    naming the part and the field (inside a message, the message's own check reports it)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def __init__(self, /, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            field, problem = _first_problem(exc)
+            raise InvalidMessageError(f"{field}: {problem}", field=field) from exc
+
+
+class FunctionCall(_CallPart):
+    """The function half of an OpenAI tool call: a name and its JSON-encoded arguments."""
 
     name: str
     arguments: str
 
 
-class ToolCall(BaseModel):
+class ToolCall(_CallPart):
     """A tool call made by an assistant message (OpenAI shape)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str
     type: Literal["function"] = "function"
@@ -313,11 +323,21 @@ def _format_loc(loc: Sequence[int | str]) -> str:
     return out
 
 
-def _invalid(exc: ValidationError, index: int | None) -> InvalidMessageError:
-    """The message's error for the first problem pydantic found, naming the field."""
+def _first_problem(exc: ValidationError) -> tuple[str, str]:
+    """Where the first problem pydantic found is (``"tool_calls[0].function.name"``) and what
+    it is; a tool call's part nested inside reports its own field, joined to the path."""
     err = exc.errors()[0]
     loc = _format_loc(err["loc"])
-    msg = str(err["msg"]).removeprefix("Value error, ")
+    inner = err.get("ctx", {}).get("error")
+    if isinstance(inner, InvalidMessageError) and inner.field:
+        problem = inner.detail.removeprefix(f"{inner.field}: ")
+        return (f"{loc}.{inner.field}" if loc else inner.field), problem
+    return loc, str(err["msg"]).removeprefix("Value error, ")
+
+
+def _invalid(exc: ValidationError, index: int | None) -> InvalidMessageError:
+    """The message's error for the first problem pydantic found, naming the field."""
+    loc, msg = _first_problem(exc)
     if loc:
         # pydantic reports union members as separate locs; the first segment is the field.
         field = loc.split(".")[0].split("[")[0]

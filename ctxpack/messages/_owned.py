@@ -345,6 +345,10 @@ def ensure_messages(
         >>> [m.id for m in ensure_messages([{"role": "user", "content": "hi", "id": "q"}])]
         ['q']
     """
+    if check is not None and not callable(check):
+        raise ConfigError(
+            f"check must be a function (dict, index) -> None, got {type(check).__name__}"
+        )
     return [detached(msg) for msg in owned_messages(messages, check=check)]
 
 

@@ -14,7 +14,7 @@ from ..pipeline import Action, Decision
 from ..redaction import redact
 from ..result import PackResult
 from ._model import FileRequest, Selection
-from ._workspace import Passage, Workspace, is_artifact_id
+from ._workspace import Passage, Workspace, check_workspace, is_artifact_id
 
 __all__ = ["CONTEXT_ID", "apply_selection", "check_selection"]
 
@@ -284,8 +284,7 @@ def _check_arguments(selection: Any, workspace: Any, budget: int | None) -> None
             f"selection must be a Selection (check_selection() parses a selector's answer into "
             f"one), got {type(selection).__name__}"
         )
-    if not isinstance(workspace, Workspace):
-        raise ConfigError(f"workspace must be a Workspace, got {type(workspace).__name__}")
+    check_workspace(workspace)
     if budget is not None:
         check_tokens(budget, "budget")
 

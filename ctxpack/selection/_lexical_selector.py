@@ -12,7 +12,7 @@ from ..packing import default_pipeline, pack
 from ..stages import StageModel
 from ._model import FileRequest, ItemReason, Selection
 from ._search import keywords
-from ._workspace import Workspace
+from ._workspace import Workspace, check_workspace
 
 __all__ = ["LexicalSelector", "Selector"]
 
@@ -64,6 +64,7 @@ class LexicalSelector(StageModel):
     max_files: int = Field(default=3, ge=0)
 
     def __call__(self, workspace: Workspace, goal: str, /) -> Selection:
+        check_workspace(workspace, goal)
         messages = workspace.messages
         reasons: dict[int, str] = {}
         if messages:

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from .._internal.options import CheckedModel
 from ..cost import Price
 from ..errors import SelectionError
 
@@ -138,7 +139,7 @@ ANSWER_FIELDS = (
 )
 
 
-class Selection(BaseModel):
+class Selection(CheckedModel):
     """What a selector chose from a :class:`~ctxpack.selection.Workspace` for the large model's next
     step.
 

@@ -6,6 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from .._internal.arguments import tokens as check_tokens
 from .._internal.paths import shown_path
 from ..errors import ConfigError, SelectionError
 from ..providers import (
@@ -21,7 +22,7 @@ from ._apply import check_selection
 from ._lexical_selector import LexicalSelector, Selector
 from ._model import Selection, SelectorUsage
 from ._search import keywords
-from ._workspace import Workspace
+from ._workspace import Workspace, check_workspace
 
 __all__ = ["SYSTEM_PROMPT", "TOOL_NAME", "ModelSelector", "selection_prompt"]
 
@@ -72,6 +73,10 @@ def selection_prompt(
         Messages ([index] role, tokens: start of the text):
         [0] user, 9 tokens: Fix the login bug.
     """
+    check_workspace(workspace, goal)
+    check_tokens(preview_chars, "preview_chars", unit="characters")
+    check_tokens(candidate_files, "candidate_files", minimum=0, unit="files")
+    check_tokens(listed_files, "listed_files", minimum=0, unit="files")
     counter = workspace.counter
     lines = [f"Goal: {goal}", "", "Messages ([index] role, tokens: start of the text):"]
     for i, msg in enumerate(workspace.messages):
@@ -171,8 +176,15 @@ class ModelSelector:
         self.provider: Provider = provider
         self.fallback: Selector = fallback if fallback is not None else LexicalSelector()
         self.max_tokens = max_tokens
+        if request_options is not None and not isinstance(request_options, Mapping):
+            raise ConfigError(
+                "request_options must be a mapping of request fields, got "
+                f"{type(request_options).__name__}"
+            )
         self.request_options = dict(request_options or {})
-        self.preview_chars = preview_chars
+        self.preview_chars = check_tokens(preview_chars, "preview_chars", unit="characters")
+        if max_tokens is not None:
+            check_tokens(max_tokens, "max_tokens")
 
     def __repr__(self) -> str:
         return f"ModelSelector(model={self.model!r}, provider={self.provider!r})"

@@ -12,11 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from .._internal.arguments import string, strings
 from .._internal.paths import shown_path
 from ..code import Engine, is_binary, iter_lines, resolve_file, resolve_root, walk_files
 from ..errors import ConfigError, SelectionError, WorkspacePathError
 from ..messages import Message, ensure_messages
-from ..store import ArtifactStore
+from ..store import ArtifactStore, check_artifact_store
 from ..tokens import CounterLike, TokenCounter, get_counter
 from ._model import FileRequest
 from ._search import FileSearch, keywords
@@ -117,11 +118,7 @@ class Workspace:
     ) -> None:
         self._messages: tuple[Message, ...] = tuple(ensure_messages(messages))
         self.root: Path | None = resolve_root(root) if root is not None else None
-        if store is not None and not isinstance(store, ArtifactStore):
-            raise ConfigError(
-                f"store must have put() and get() (an ArtifactStore), got {type(store).__name__}"
-            )
-        self.store = store
+        self.store = check_artifact_store(store) if store is not None else None
         self.counter: TokenCounter = get_counter(model, counter)
         for option, value in (
             ("max_file_bytes", max_file_bytes),
@@ -142,6 +139,8 @@ class Workspace:
         self.match_context = match_context
         self.max_matches = max_matches
         self.max_listed_files = max_listed_files
+        if search not in ("auto", "ripgrep", "python"):
+            raise ConfigError(f"search must be 'auto', 'ripgrep' or 'python', got {search!r}")
         self.search_engine: Engine = search
         self._notes: list[str] = []
         self._files: list[str] | None = None
@@ -173,6 +172,10 @@ class Workspace:
             >>> Workspace.from_session(session).messages[0].text
             'Fix the login bug.'
         """
+        from ..session import Session
+
+        if not isinstance(session, Session):
+            raise ConfigError(f"session must be a Session, got {type(session).__name__}")
         if record not in ("compact", "transcript"):
             raise ConfigError(f"record must be 'compact' or 'transcript', got {record!r}")
         messages = session.compact() if record == "compact" else session.transcript()
@@ -236,7 +239,7 @@ class Workspace:
     def add_notes(self, notes: Iterable[str]) -> list[str]:
         """Keep ``notes`` (blank and repeated ones are skipped); returns the new ones."""
         added = []
-        for note in notes:
+        for note in strings(notes, "notes", what="notes"):
             text = note.strip()
             if text and text not in self._notes:
                 self._notes.append(text)
@@ -249,7 +252,7 @@ class Workspace:
         Raises:
             KeyError: no such note (the error lists the notes).
         """
-        text = note.strip()
+        text = string(note, "note").strip()
         if text not in self._notes:
             raise KeyError(f"no durable note {note!r}; notes are {self._notes}")
         self._notes.remove(text)
@@ -287,7 +290,7 @@ class Workspace:
                 root=None,
                 detail="the workspace has no root; give Workspace(root=...) to read files",
             )
-        return resolve_file(self.root, path, self.files())
+        return resolve_file(self.root, string(path, "path"), self.files())
 
     def searcher(self) -> FileSearch:
         """A :class:`~ctxpack.selection.FileSearch` over :meth:`files`.
@@ -411,3 +414,11 @@ def is_artifact_id(ref: str) -> bool:
 
 def _contains(full: Path, word: str) -> bool:
     return any(word in line.lower() for line in iter_lines(full))
+
+
+def check_workspace(workspace: object, goal: object = "") -> None:
+    """Raise :class:`~ctxpack.ConfigError` unless ``workspace`` is a :class:`Workspace` and
+    ``goal`` a string: what a selector is called with."""
+    if not isinstance(workspace, Workspace):
+        raise ConfigError(f"workspace must be a Workspace, got {type(workspace).__name__}")
+    string(goal, "goal")

@@ -13,7 +13,7 @@ from ..managed import cache_warnings, render_window
 from ..messages import Message
 from ..packing import pack
 from ..pipeline import Decision, DecisionLog
-from ..providers import Provider
+from ..providers import Provider, check_provider
 from ..result import PackResult
 from ..retrieval import retrieve_tool
 from ..store import artifact_id
@@ -54,7 +54,7 @@ class Rendering(SessionState):
             check_tokens(budget, "budget")
         check_tokens(reserve, "reserve", minimum=0)
         optional_text(query, "query")
-        provider = provider or self.provider
+        provider = self.provider if provider is None else check_provider(provider)
         given: Sequence[Mapping[str, Any]] = tool_definitions(tools) if tools is not None else []
         if self.tools_on_demand and given:
             self._full_tools = list(given)

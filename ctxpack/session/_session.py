@@ -15,12 +15,12 @@ from ..managed import PinnedText, WindowPolicy, WindowState
 from ..messages import Message
 from ..persistence import open_backing
 from ..pipeline import Decision, Stage
-from ..providers import Provider, tool_call_parts
+from ..providers import Provider, check_provider, tool_call_parts
 from ..redaction import redact
 from ..result import PackResult
-from ..retrieval import Retrieval, handle_retrieve_call, read_artifact
-from ..sdk import SDKObject, coerce_tool_call, is_sdk_object
-from ..store import ArtifactStore, SQLiteArtifactStore
+from ..retrieval import Retrieval, coerce_call, handle_retrieve_call, read_artifact
+from ..sdk import SDKObject
+from ..store import ArtifactStore, SQLiteArtifactStore, check_artifact_store
 from ..tokens import CounterLike, get_counter
 from ..tools_on_demand import DESCRIBE_TOOL_NAME, describe_tools
 from ._arrival import Arrival
@@ -225,11 +225,9 @@ class Session(Arrival, Rendering):
         self.supersede_batch = _supersede_batch(supersede_batch)
         self.model = model
         self.counter = get_counter(model, counter)
-        self.store = SQLiteArtifactStore(":memory:") if store is None else store
-        if not isinstance(self.store, ArtifactStore):
-            raise ConfigError(
-                f"store must have put(text, **metadata) and get(id), got {type(store).__name__}"
-            )
+        self.store = (
+            SQLiteArtifactStore(":memory:") if store is None else check_artifact_store(store)
+        )
         self.retrieve_tool = flag(retrieve_tool, "retrieve_tool")
         self.filter = _tool_filter(filters, retrieve_tool)
         if pipeline is not None and not callable(pipeline):
@@ -237,7 +235,7 @@ class Session(Arrival, Rendering):
         self.pipeline = pipeline
         self.guard = ArrivalGuard(redact_secrets, store_secrets, flag_injections)
         self.window = _window_policy(window, pipeline)
-        self.tools_on_demand = tools_on_demand
+        self.tools_on_demand = flag(tools_on_demand, "tools_on_demand")
         # Everything the managed mode and the cache-bust warnings remember between requests.
         self.window_state = WindowState() if window_state is None else window_state
         if not isinstance(self.window_state, WindowState):
@@ -450,9 +448,10 @@ class Session(Arrival, Rendering):
             openai_context_management,
         )
 
+        provider = self.provider if provider is None else check_provider(provider)
         if self.window is None or not self.window.server_side:
             return {}
-        if (provider or self.provider) == "anthropic":
+        if provider == "anthropic":
             return {
                 "context_management": anthropic_context_management(self.window),
                 "betas": list(ANTHROPIC_BETAS),
@@ -541,13 +540,7 @@ class Session(Arrival, Rendering):
             ConfigError: ``call`` is none of these (the model's own mistakes in a call are
                 answered in words instead).
         """
-        if not isinstance(call, (Mapping, str)) and not is_sdk_object(call):
-            raise ConfigError(
-                "call must be the model's tool call (an OpenAI tool call, an Anthropic tool_use "
-                f"block, or the SDK's object for either) or its arguments, got "
-                f"{type(call).__name__}"
-            )
-        coerced: Mapping[str, Any] | str = coerce_tool_call(call)
+        coerced = coerce_call(call)
         parts = tool_call_parts(coerced) if isinstance(coerced, Mapping) else None
         if self.tools_on_demand and parts is not None and parts[0] == DESCRIBE_TOOL_NAME:
             with self._lock:

@@ -25,7 +25,7 @@ from pydantic import (
     model_validator,
 )
 
-from .._internal.options import invalid_option
+from .._internal.options import CheckedModel, invalid_option
 from ..errors import ConfigError
 from ..messages import Message
 from .bm25 import InvertedIndex
@@ -70,7 +70,7 @@ class Adjustment:
     note: str
 
 
-class Signal(BaseModel):
+class Signal(CheckedModel):
     """A named, frozen and validated part of the relevance score.
 
     An invalid option raises :class:`~ctxpack.ConfigError` (a ``ValueError``) naming the signal,
@@ -83,7 +83,8 @@ class Signal(BaseModel):
 
     def __init__(self, **options: Any) -> None:
         try:
-            super().__init__(**options)
+            # Past CheckedModel's own __init__: the error names the signal as well.
+            BaseModel.__init__(self, **options)
         except ValidationError as exc:
             signal = f"{type(self).__name__} (signal {getattr(self, 'name', '?')!r})"
             raise invalid_option(signal, type(self), exc) from exc
@@ -116,6 +117,11 @@ def signal_from(options: Mapping[str, Any]) -> Signal:
     Raises:
         ConfigError: no signal, or more than one, has that name.
     """
+    if not isinstance(options, Mapping):
+        raise ConfigError(
+            f"options must be a mapping such as {{'name': 'neighbors', ...}}, got "
+            f"{type(options).__name__}"
+        )
     name = options.get("name")
     found = [cls for cls in _subclasses(Signal) if getattr(cls, "name", None) == name]
     if len(found) != 1:

@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .._internal.arguments import file_path, strings
+from .._internal.arguments import tokens as check_tokens
 from ..caches import LRUCache
 from ..errors import ConfigError
 
@@ -119,10 +121,10 @@ class MiniLMEmbedder:
         batch_size: int = 64,
         heads: int = 12,
     ) -> None:
-        self.model_dir = Path(model_dir) if model_dir is not None else None
-        self.max_length = max_length
-        self.batch_size = batch_size
-        self.heads = heads
+        self.model_dir = Path(file_path(model_dir, "model_dir")) if model_dir is not None else None
+        self.max_length = check_tokens(max_length, "max_length")
+        self.batch_size = check_tokens(batch_size, "batch_size", unit="texts")
+        self.heads = check_tokens(heads, "heads", unit="attention heads")
         self._weights: dict[str, np.ndarray[Any, Any]] | None = None
         self._tokenizer: Any = None
         self._layers = 0
@@ -211,6 +213,8 @@ class MiniLMEmbedder:
 
     def __call__(self, texts: Sequence[str]) -> FloatArray:
         """Embed ``texts``; returns an ``(len(texts), 384)`` float32 array of unit vectors."""
+        # A lone string is a sequence too: of its characters, each embedded on its own.
+        texts = strings(texts, "texts", what="texts")
         found = self._cache.get_many(dict.fromkeys(texts))
         missing = [t for t in dict.fromkeys(texts) if t not in found]
         if missing:

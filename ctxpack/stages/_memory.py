@@ -7,7 +7,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from .._internal.columns import IMPORTANT, PINNED, PRIORITY, flags, positions
-from ..pipeline import Decision, PackContext
+from ..pipeline import Decision, PackContext, check_context
 from ._base import StageModel
 
 __all__ = ["MemorySelector"]
@@ -33,6 +33,7 @@ class MemorySelector(StageModel):
     important_priority: float = 1.0
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
+        check_context(ctx, self)
         messages = ctx.messages
         start = len(messages)
         turns = 0

@@ -17,7 +17,7 @@ from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from .._internal.columns import (
     PINNED,
@@ -33,7 +33,7 @@ from .._internal.columns import ids as message_ids
 from .._internal.decisions import trusted_decision
 from ..errors import BudgetExceededError
 from ..messages import ROLES, Message
-from ..pipeline import Action, Decision, DecisionLog, PackContext
+from ..pipeline import Action, Decision, DecisionLog, PackContext, check_context
 from ..tokens import message_sizes, priming_tokens
 from ._base import ReadOnlyMap, StageModel, Weights
 from ._tool_pairs import Units, exchange_units, strip_unanswered_calls
@@ -76,6 +76,15 @@ class GreedyPacker(StageModel):
         default_factory=lambda: ReadOnlyMap({"relevance": 40.0, "memory": 2.0})
     )
 
+    @field_validator("role_weights")
+    @classmethod
+    def _known_roles(cls, weights: Mapping[str, float]) -> Mapping[str, float]:
+        # A misspelt role would weigh no message, and every message of the role meant 0.
+        unknown = sorted(set(weights) - set(ROLES))
+        if unknown:
+            raise ValueError(f"unknown role(s) {unknown}; roles are {', '.join(ROLES)}")
+        return weights
+
     @property
     def requires(self) -> frozenset[str]:
         """The signals it weighs (a non-zero weight): a pipeline needs a step providing each
@@ -83,6 +92,7 @@ class GreedyPacker(StageModel):
         return frozenset(signal for signal, weight in self.signal_weights.items() if weight)
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
+        check_context(ctx, self)
         ctx = strip_unanswered_calls(ctx, self.name)
         messages = ctx.messages
         ids = message_ids(messages)

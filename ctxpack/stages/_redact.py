@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from .._internal.prefix import PrefixMemo
 from ..messages import Message, Role
-from ..pipeline import Decision, PackContext
+from ..pipeline import Decision, PackContext, check_context
 from ..redaction import SecretFinding, redact_message, secrets_reason
 from ._base import StageModel
 
@@ -60,6 +60,7 @@ class SecretRedactor(StageModel):
     roles: tuple[Role, ...] = ("tool",)
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
+        check_context(ctx, self)
         results = _redactions(frozenset(self.roles))(ctx.messages)
         changed = [i for i, result in enumerate(results) if result is not None]
         if not changed:

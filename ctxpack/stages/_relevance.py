@@ -17,7 +17,7 @@ from .._internal.decisions import trusted_decision
 from .._internal.prefix import PrefixMemo
 from ..caches import memoize
 from ..messages import Message
-from ..pipeline import Decision, DecisionLog, PackContext
+from ..pipeline import Decision, DecisionLog, PackContext, check_context
 from ..signals import (
     CompoundWords,
     FollowUp,
@@ -164,6 +164,7 @@ class RelevanceScorer(StageModel):
         return type(self)(**{**options, "signals": signals})
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
+        check_context(ctx, self)
         if not ctx.query:
             return ctx
         messages = ctx.messages

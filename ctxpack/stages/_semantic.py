@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 
 from ..errors import ConfigError
-from ..pipeline import Decision, PackContext
+from ..pipeline import Decision, PackContext, check_context
 from ..signals import Neighbors
 from ..signals.embeddings import MiniLMEmbedder
 from ._base import StageModel
@@ -79,6 +79,15 @@ class SemanticScorer(StageModel):
     weight: float = Field(default=0.3, ge=0.0, le=1.0)
     neighbors: Neighbors | None = Neighbors()
 
+    @field_validator("embedder")
+    @classmethod
+    def _callable(cls, embedder: Any) -> Any:
+        if embedder is not None and not callable(embedder):
+            raise ValueError(
+                f"must be a callable list[str] -> array (n, d), got {type(embedder).__name__}"
+            )
+        return embedder
+
     def _embed(self, texts: list[str]) -> np.ndarray[Any, np.dtype[np.float64]]:
         embedder = self.embedder if self.embedder is not None else _shared_embedder()
         vectors = np.asarray(embedder(texts), dtype=np.float64)
@@ -91,6 +100,7 @@ class SemanticScorer(StageModel):
         return vectors / np.maximum(norms, 1e-12)  # type: ignore[no-any-return]
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
+        check_context(ctx, self)
         if not ctx.query or self.weight == 0:
             return ctx
         messages = ctx.messages

@@ -27,6 +27,9 @@ from ._artifacts import (
 from ._artifacts import (
     artifact_id as artifact_id,
 )
+from ._artifacts import (
+    check_artifact_store as check_artifact_store,
+)
 from ._base import (
     AsyncSessionStore,
     SessionStore,

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from ..errors import ArtifactNotFoundError
+from ..errors import ArtifactNotFoundError, ConfigError
 from ._sqlite import SQLiteFile, database_path
 
 __all__ = ["ArtifactStore", "SQLiteArtifactStore", "artifact_id"]
@@ -37,6 +37,16 @@ class ArtifactStore(Protocol):
     def put(self, text: str, **metadata: Any) -> str: ...
 
     def get(self, artifact: str) -> str: ...
+
+
+def check_artifact_store(store: object, argument: str = "store") -> ArtifactStore:
+    """``store`` if it is an :class:`ArtifactStore` (has ``put`` and ``get``)."""
+    if not isinstance(store, ArtifactStore):
+        raise ConfigError(
+            f"{argument} must have put(text, **metadata) and get(id) (an ArtifactStore), "
+            f"got {type(store).__name__}"
+        )
+    return store
 
 
 class SQLiteArtifactStore:

@@ -196,6 +196,36 @@ def check_version(version: object) -> int:
     return version
 
 
+def check_append(version: object, entry: object, state: object, artifacts: object) -> int:
+    """``version`` if an append's arguments are what a store keeps: a version, an entry and
+    a state that are strings, and artifacts mapping string ids to string texts. Anything else
+    would be stored as it is (a number, ``None``) and read back as something no session can
+    load."""
+    checked = check_version(version)
+    for name, value in (("entry", entry), ("state", state)):
+        if not isinstance(value, str):
+            raise ConfigError(f"{name} must be a str, got {type(value).__name__}")
+    if artifacts is not None:
+        if not isinstance(artifacts, Mapping):
+            raise ConfigError(
+                f"artifacts must be a mapping of id to text, got {type(artifacts).__name__}"
+            )
+        for ref, text in artifacts.items():
+            check_artifact(ref, text)
+    return checked
+
+
+def check_artifact(artifact: object, text: object = "") -> str:
+    """``artifact`` if it is a str id, and ``text`` (when given) a str."""
+    if not isinstance(artifact, str):
+        raise ConfigError(f"an artifact id must be a str, got {type(artifact).__name__}")
+    if not isinstance(text, str):
+        raise ConfigError(
+            f"artifact {artifact!r}: its text must be a str, got {type(text).__name__}"
+        )
+    return artifact
+
+
 def check_ttl(ttl: object) -> float | None:
     """``ttl`` in seconds if valid: ``None`` (keep forever) or a positive number."""
     if ttl is None:

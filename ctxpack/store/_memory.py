@@ -8,7 +8,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..errors import ArtifactNotFoundError, StoreConflictError
-from ._base import StoredSession, check_session_id, check_ttl, check_version
+from ._base import (
+    StoredSession,
+    check_append,
+    check_artifact,
+    check_session_id,
+    check_ttl,
+    check_version,
+)
 
 __all__ = ["MemoryStore"]
 
@@ -65,7 +72,7 @@ class MemoryStore:
         state: str,
         artifacts: Mapping[str, str] | None = None,
     ) -> None:
-        check_version(version)
+        check_append(version, entry, state, artifacts)
         with self._lock:
             stored = self._get(session_id) or _Stored()
             actual = len(stored.entries)
@@ -82,6 +89,7 @@ class MemoryStore:
             self._sessions[session_id] = stored
 
     def put_artifact(self, session_id: str, artifact: str, text: str) -> None:
+        check_artifact(artifact, text)
         with self._lock:
             stored = self._get(session_id)
             if stored is None:
@@ -89,6 +97,7 @@ class MemoryStore:
             stored.artifacts.setdefault(artifact, text)
 
     def get_artifact(self, session_id: str, artifact: str) -> str:
+        check_artifact(artifact)
         with self._lock:
             stored = self._get(session_id)
             if stored is None or artifact not in stored.artifacts:

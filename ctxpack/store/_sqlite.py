@@ -6,6 +6,7 @@ a writer waits up to the busy timeout for another one, then gets a :class:`Store
 
 from __future__ import annotations
 
+import math
 import os
 import sqlite3
 import threading
@@ -15,8 +16,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
-from ..errors import ArtifactNotFoundError, ConfigError, StoreConflictError, StoreError
-from ._base import StoredSession, check_session_id, check_ttl, check_version
+from .._internal.arguments import file_path, flag
+from ..errors import ArtifactNotFoundError, StoreConflictError, StoreError
+from ._base import (
+    StoredSession,
+    check_append,
+    check_artifact,
+    check_session_id,
+    check_ttl,
+    check_version,
+)
 
 __all__ = ["SQLiteFile", "SQLiteStore"]
 
@@ -35,10 +44,7 @@ TABLES = ("ctxpack_entries", "ctxpack_artifacts", "ctxpack_sessions")
 def database_path(path: object) -> str:
     """``path`` as the file name SQLite opens; anything but a str or a path is refused, since
     ``str()`` of it (``5``, ``None``) would quietly create a database of that name."""
-    name = os.fspath(path) if isinstance(path, os.PathLike) else path
-    if isinstance(name, str):
-        return name
-    raise ConfigError(f"path must be a file path (str or os.PathLike), got {type(path).__name__}")
+    return file_path(path, "path")
 
 
 class SQLiteFile:
@@ -48,14 +54,18 @@ class SQLiteFile:
     def __init__(self, path: str, *, url: str, timeout: float, read_only: bool) -> None:
         self.path = path
         self.url = url
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, (int, float))
+            or not 0 <= timeout < math.inf
+        ):
             raise StoreError(
-                f"timeout must be a number of seconds >= 0, got {timeout!r}",
+                f"timeout must be a finite number of seconds >= 0, got {timeout!r}",
                 url=url,
                 operation="open",
             )
         self.timeout = float(timeout)
-        self.read_only = read_only or self._unwritable()
+        self.read_only = flag(read_only, "read_only") or self._unwritable()
         # One connection per store object, under a lock: a ":memory:" database exists only in
         # its connection, and SQLite serialises writers anyway.
         self.lock = threading.Lock()
@@ -240,7 +250,7 @@ class SQLiteStore:
         artifacts: Mapping[str, str] | None = None,
     ) -> None:
         check_session_id(session_id)
-        check_version(version)
+        check_append(version, entry, state, artifacts)
         with self._db.transaction(f"append to session {session_id!r}") as conn:
             actual, _, expired = self._live_version(conn, session_id)
             if actual != version:
@@ -272,6 +282,7 @@ class SQLiteStore:
 
     def put_artifact(self, session_id: str, artifact: str, text: str) -> None:
         check_session_id(session_id)
+        check_artifact(artifact, text)
         with self._db.transaction(f"store an artifact of session {session_id!r}") as conn:
             conn.execute(
                 "INSERT OR IGNORE INTO ctxpack_artifacts (session_id, artifact, text)"
@@ -281,6 +292,7 @@ class SQLiteStore:
 
     def get_artifact(self, session_id: str, artifact: str) -> str:
         check_session_id(session_id)
+        check_artifact(artifact)
         with self._db.reading(f"read an artifact of session {session_id!r}") as conn:
             row = conn.execute(
                 "SELECT a.text FROM ctxpack_artifacts a LEFT JOIN ctxpack_sessions s"

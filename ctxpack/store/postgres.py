@@ -17,6 +17,8 @@ from typing import Any
 from ..errors import ArtifactNotFoundError, ConfigError, StoreConflictError, StoreError
 from ._base import (
     StoredSession,
+    check_append,
+    check_artifact,
     check_session_id,
     check_version,
     missing_driver,
@@ -209,7 +211,7 @@ class PostgresStore(_Common):
         artifacts: Mapping[str, str] | None = None,
     ) -> None:
         check_session_id(session_id)
-        check_version(version)
+        check_append(version, entry, state, artifacts)
         with self._transaction(f"append to session {session_id!r}") as conn:
             conn.execute(CREATE_ROW, (session_id,))
             row = conn.execute(LOCK_ROW, (session_id,)).fetchone()
@@ -230,11 +232,13 @@ class PostgresStore(_Common):
 
     def put_artifact(self, session_id: str, artifact: str, text: str) -> None:
         check_session_id(session_id)
+        check_artifact(artifact, text)
         with self._transaction(f"store an artifact of session {session_id!r}") as conn:
             conn.execute(INSERT_ARTIFACT, (session_id, artifact, _bytes(text)))
 
     def get_artifact(self, session_id: str, artifact: str) -> str:
         check_session_id(session_id)
+        check_artifact(artifact)
         with self._transaction(f"read an artifact of session {session_id!r}") as conn:
             row = conn.execute(GET_ARTIFACT, (session_id, artifact, time.time())).fetchone()
         if row is None:
@@ -338,7 +342,7 @@ class AsyncPostgresStore(_Common):
         artifacts: Mapping[str, str] | None = None,
     ) -> None:
         check_session_id(session_id)
-        check_version(version)
+        check_append(version, entry, state, artifacts)
         async with self._transaction(f"append to session {session_id!r}") as conn:
             await conn.execute(CREATE_ROW, (session_id,))
             row = await (await conn.execute(LOCK_ROW, (session_id,))).fetchone()
@@ -359,11 +363,13 @@ class AsyncPostgresStore(_Common):
 
     async def put_artifact(self, session_id: str, artifact: str, text: str) -> None:
         check_session_id(session_id)
+        check_artifact(artifact, text)
         async with self._transaction(f"store an artifact of session {session_id!r}") as conn:
             await conn.execute(INSERT_ARTIFACT, (session_id, artifact, _bytes(text)))
 
     async def get_artifact(self, session_id: str, artifact: str) -> str:
         check_session_id(session_id)
+        check_artifact(artifact)
         async with self._transaction(f"read an artifact of session {session_id!r}") as conn:
             cur = await conn.execute(GET_ARTIFACT, (session_id, artifact, time.time()))
             row = await cur.fetchone()

@@ -16,6 +16,8 @@ from typing import Any
 from ..errors import ArtifactNotFoundError, ConfigError, StoreConflictError, StoreError
 from ._base import (
     StoredSession,
+    check_append,
+    check_artifact,
     check_session_id,
     check_version,
     missing_driver,
@@ -90,7 +92,8 @@ class _Common:
     def _append_args(
         self, version: int, entry: str, state: str, artifacts: Mapping[str, str] | None
     ) -> list[Any]:
-        args: list[Any] = [check_version(version), entry, state, self._ttl_ms()]
+        version = check_append(version, entry, state, artifacts)
+        args: list[Any] = [version, entry, state, self._ttl_ms()]
         for ref, text in (artifacts or {}).items():
             args += [ref, text]
         return args
@@ -181,11 +184,13 @@ class RedisStore(_Common):
         self._after_append(session_id, version, found)
 
     def put_artifact(self, session_id: str, artifact: str, text: str) -> None:
+        check_artifact(artifact, text)
         meta, _, artifacts = self._keys(session_id)
         with self._errors(f"store an artifact of session {session_id!r}"):
             self._put(keys=[meta, artifacts], args=[artifact, text, self._ttl_ms()])
 
     def get_artifact(self, session_id: str, artifact: str) -> str:
+        check_artifact(artifact)
         _, _, artifacts = self._keys(session_id)
         with self._errors(f"read an artifact of session {session_id!r}"):
             text = self._client.hget(artifacts, artifact)
@@ -254,6 +259,7 @@ class AsyncRedisStore(_Common):
         self._after_append(session_id, version, found)
 
     async def put_artifact(self, session_id: str, artifact: str, text: str) -> None:
+        check_artifact(artifact, text)
         meta, _, artifacts = self._keys(session_id)
         try:
             await self._put(keys=[meta, artifacts], args=[artifact, text, self._ttl_ms()])
@@ -261,6 +267,7 @@ class AsyncRedisStore(_Common):
             raise self._wrap(exc, f"store an artifact of session {session_id!r}") from exc
 
     async def get_artifact(self, session_id: str, artifact: str) -> str:
+        check_artifact(artifact)
         _, _, artifacts = self._keys(session_id)
         try:
             text = await self._client.hget(artifacts, artifact)

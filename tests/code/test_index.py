@@ -98,7 +98,7 @@ def test_tokens_and_errors(repo: Path, tmp_path: Path) -> None:
     assert index.tokens("api/db.py") == index.counter.count(index.read("api/db.py"))
     with pytest.raises(ConfigError, match="not an indexed source file"):
         index.parsed("README.md")
-    with pytest.raises(ConfigError, match="k must be at least 1"):
+    with pytest.raises(ConfigError, match="k must be a positive int"):
         index.search("x", k=0)
     with pytest.raises(ConfigError, match="not a directory"):
         CodeIndex(tmp_path / "nowhere")

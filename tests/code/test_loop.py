@@ -284,7 +284,7 @@ def test_bands_and_arguments(repo: Path) -> None:
     ]
     index = CodeIndex(repo, db=":memory:")
     for bad in ({"max_cycles": 0}, {"candidates": 0}, {"budget": 0}):
-        with pytest.raises(ConfigError, match="must be at least 1"):
+        with pytest.raises(ConfigError, match="must be a positive int"):
             iterative_retrieve(RATE_LIMIT, index, **bad)  # type: ignore[arg-type]
     # A folder works as well as an index.
     assert iterative_retrieve(RATE_LIMIT, repo).files
