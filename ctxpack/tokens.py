@@ -149,7 +149,13 @@ class _FramedCounter:
         raise NotImplementedError
 
     def count(self, text: str) -> int:
-        return self._counts(text)
+        try:
+            return self._counts(text)
+        except TypeError:
+            # Checked only once counting failed: the hot path stays a memo lookup.
+            if not isinstance(text, str):
+                raise ConfigError(f"count() takes a str, got {type(text).__name__}") from None
+            raise
 
     def _count_content(self, content: str | list[dict[str, Any]] | None) -> int:
         if content is None:

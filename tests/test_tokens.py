@@ -73,6 +73,8 @@ def test_a_counter_names_the_message_it_cannot_read() -> None:
         counter.count_messages([{"role": "user", "content": "hi"}, {"content": "no role"}])
     with pytest.raises(ctxpack.InvalidMessageError, match="message 0"):
         counter.count_message(42)  # type: ignore[arg-type]
+    with pytest.raises(ctxpack.ConfigError, match="count\\(\\) takes a str, got int"):
+        counter.count(5)  # type: ignore[arg-type]
 
 
 def _call(arguments: str) -> dict[str, Any]:
