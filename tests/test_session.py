@@ -498,3 +498,17 @@ def test_rendering_is_append_only_and_deterministic_for_any_history(steps: list[
     assert again.render().to_openai() == sent
     for message, raw in zip(session.transcript(), history, strict=True):
         assert message.text == (raw["content"] or "")
+
+
+def test_file_views_stored_before_regions_had_a_basis_still_load() -> None:
+    # A replica of an earlier release stored each live view as [position, path, start, end].
+    session = Session(model="gpt-4", supersede_batch=1)
+    text = "\n".join(f"line {i}" for i in range(50))  # longer than the note replacing it
+    session.extend([{"role": "user", "content": "Read."}, call("a", "cat a.py"), result("a", text)])
+    state = session._state()
+    assert state["views"] == [[2, "a.py", 1, 10**9, ""]]
+    session._set_state(state)  # as this release stores it
+    state["views"] = [view[:4] for view in state["views"]]
+    session._set_state(state)
+    session.extend([call("b", "cat a.py"), result("b", text)])
+    assert [r.kind for r in session.records if r.kind == "superseded"] == ["superseded"]

@@ -236,7 +236,8 @@ class SessionState:
     def _set_state(self, state: Mapping[str, Any]) -> None:
         self.provider = state["provider"]
         self._pending = list(state["pending"])
-        self._views = [(p, FileRegion(path, a, b)) for p, path, a, b in state["views"]]
+        # A view stored before regions had a basis has 4 fields; FileRegion's default fills it.
+        self._views = [(p, FileRegion(*region)) for p, *region in state["views"]]
         self._superseded = [(p, by) for p, by in state["superseded"]]
         self._extensions = dict(state["extensions"])
         if self.window is not None and "window" in state:
