@@ -15,6 +15,7 @@ from functools import cache, lru_cache
 from typing import Any, Protocol, runtime_checkable
 
 from ._internal.arguments import optional_text, string, tool_definitions, tool_list
+from ._internal.images import image_tokens
 from ._internal.prefix import PrefixMemo
 from .caches import SHORT_TEXT, LRUCache, text_memo
 from .errors import ConfigError, TokenizerUnavailableError
@@ -41,13 +42,6 @@ TOKENS_PER_MESSAGE = 3
 TOKENS_PER_NAME = 1
 TOKENS_PER_TOOL_CALL = 3
 REPLY_PRIMING = 3
-
-# OpenAI's published image formula: a low-detail image costs 85 tokens; a high-detail one is
-# scaled to fit 2048x2048, then its short side to 768, and costs 85 + 170 per 512px tile.
-IMAGE_BASE_TOKENS = 85
-IMAGE_TILE_TOKENS = 170
-# Without known dimensions we assume a 1024x1024 image at high detail (4 tiles): 765 tokens.
-IMAGE_DEFAULT_TOKENS = IMAGE_BASE_TOKENS + 4 * IMAGE_TILE_TOKENS
 
 # Model-name prefixes, longest match first, to the encoding OpenAI uses for that family.
 _MODEL_PREFIXES: tuple[tuple[str, str], ...] = (
@@ -356,32 +350,6 @@ def message_sizes(counter: TokenCounter, messages: Sequence[Message]) -> tuple[i
     return tuple(map(counter.count_message, messages))
 
 
-def image_tokens(part: Mapping[str, Any]) -> int:
-    """Tokens of an image content part by OpenAI's published formula (Anthropic's for an
-    Anthropic ``image`` block, which has a ``source``).
-
-    Width and height are read from the part (``width``/``height``, at the top level or inside
-    ``image_url``); without them a 1024x1024 image is assumed.
-    """
-    if isinstance(part.get("source"), Mapping):
-        return _anthropic_image_tokens(part)
-    inner = part.get("image_url")
-    info: Mapping[str, Any] = inner if isinstance(inner, Mapping) else {}
-    detail = info.get("detail", part.get("detail", "auto"))
-    if detail == "low":
-        return IMAGE_BASE_TOKENS
-    width = info.get("width", part.get("width"))
-    height = info.get("height", part.get("height"))
-    if not isinstance(width, int) or not isinstance(height, int) or width <= 0 or height <= 0:
-        return IMAGE_DEFAULT_TOKENS
-    scale = min(1.0, 2048 / max(width, height))
-    w, h = width * scale, height * scale
-    scale = min(1.0, 768 / min(w, h))
-    w, h = w * scale, h * scale
-    tiles = math.ceil(w / 512) * math.ceil(h / 512)
-    return IMAGE_BASE_TOKENS + IMAGE_TILE_TOKENS * tiles
-
-
 # Anthropic adds its own tool-use system prompt when a request has tools: 346 tokens for Claude 4
 # and 3.7 models with tool_choice auto (published on Anthropic's pricing page), more than for any
 # older model, so it is the safe figure.
@@ -458,19 +426,6 @@ def tool_definition_tokens(tools: Iterable[Mapping[str, Any]], counter: TokenCou
     if anthropic:
         total += ANTHROPIC_TOOL_PROMPT_TOKENS
     return total
-
-
-# Anthropic's published image cost: width x height / 750 tokens, after scaling the image to at
-# most 1568 px on its long side; about 1600 tokens at most, which we assume without dimensions.
-ANTHROPIC_IMAGE_MAX_TOKENS = 1600
-
-
-def _anthropic_image_tokens(block: Mapping[str, Any]) -> int:
-    width, height = block.get("width"), block.get("height")
-    if not isinstance(width, int) or not isinstance(height, int) or width <= 0 or height <= 0:
-        return ANTHROPIC_IMAGE_MAX_TOKENS
-    scale = min(1.0, 1568 / max(width, height))
-    return min(ANTHROPIC_IMAGE_MAX_TOKENS, math.ceil(width * scale * height * scale / 750))
 
 
 @cache
