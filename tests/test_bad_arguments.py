@@ -57,7 +57,7 @@ from ctxpack.errors import CtxpackError, StoreError, WorkspacePathError
 from ctxpack.filters import ToolOutput, ToolOutputFilter, assemble
 from ctxpack.guard import ArrivalGuard
 from ctxpack.integrations.langchain_agent import PackingMiddleware
-from ctxpack.managed import WindowPolicy, WindowState
+from ctxpack.managed import WindowEvent, WindowPolicy, WindowState
 from ctxpack.messages import ensure_messages
 from ctxpack.packing import semantic_pipeline
 from ctxpack.plot import plot_bills, plot_context_usage
@@ -215,6 +215,33 @@ MODEL_CASES = [
         ConfigError,
         "not a saved WindowState",
         "requests",
+    ),
+    case(
+        "WindowState(requests=-1)",
+        lambda: WindowState(requests=-1),
+        ConfigError,
+        "WindowState",
+        "requests",
+    ),
+    case(
+        "WindowState(unknown field)",
+        lambda: WindowState(request=3),  # type: ignore[call-arg]
+        ConfigError,
+        "unknown option",
+    ),
+    case(
+        "WindowEvent(no request)",
+        lambda: WindowEvent(action="cleared", tokens_before=1, tokens_after=0, rewritten=0),  # type: ignore[call-arg]
+        ConfigError,
+        "WindowEvent",
+        "request is required",
+    ),
+    case(
+        "WindowState.from_json(negative)",
+        lambda: WindowState.from_json('{"requests": -2}'),
+        ConfigError,
+        "not a saved WindowState",
+        "greater than or equal to 0",
     ),
     case(
         "WindowPolicy(clear_at=2)",

@@ -7,8 +7,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .._internal.options import invalid_option
 from ..errors import ConfigError
 from ..messages import Message
 from ..pipeline import Decision
@@ -16,7 +17,19 @@ from ..pipeline import Decision
 __all__ = ["WindowEvent", "WindowState", "cache_warnings"]
 
 
-class WindowEvent(BaseModel):
+class _BuiltByHand(BaseModel):
+    """A model a user may build directly: a bad field raises :class:`~ctxpack.ConfigError`
+    naming it. Restored states go through ``model_validate`` and :meth:`WindowState.from_json`
+    words their errors."""
+
+    def __init__(self, /, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise invalid_option(type(self).__name__, type(self), exc) from exc
+
+
+class WindowEvent(_BuiltByHand):
     """One edit the managed mode made, at one request.
 
     Attributes:
@@ -29,14 +42,14 @@ class WindowEvent(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    request: int
+    request: int = Field(ge=0)
     action: Literal["cleared", "compacted", "emergency"]
-    tokens_before: int
-    tokens_after: int
-    rewritten: int
+    tokens_before: int = Field(ge=0)
+    tokens_after: int = Field(ge=0)
+    rewritten: int = Field(ge=0)
 
 
-class WindowState(BaseModel):
+class WindowState(_BuiltByHand):
     """What a managed session remembers between requests: one JSON-serialisable object.
 
     Attributes:
@@ -64,10 +77,10 @@ class WindowState(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    requests: int = 0
+    requests: int = Field(default=0, ge=0)
     cleared: dict[str, str] = {}
     thinking_cleared: list[str] = []
-    boundary: int = 0
+    boundary: int = Field(default=0, ge=0)
     summary: str | None = None
     summary_id: str | None = None
     index_artifact: str | None = None
@@ -75,10 +88,10 @@ class WindowState(BaseModel):
     decisions: list[Decision] = []
     events: list[WindowEvent] = []
     last_fingerprint: dict[str, str | None] | None = None
-    last_tokens: int = 0
-    rent: float = 0.0
-    compact_rent: float = 0.0
-    crowded_floor: int = 0
+    last_tokens: int = Field(default=0, ge=0)
+    rent: float = Field(default=0.0, ge=0)
+    compact_rent: float = Field(default=0.0, ge=0)
+    crowded_floor: int = Field(default=0, ge=0)
 
     def to_json(self) -> str:
         """The state as JSON (what a session store saves)."""
@@ -97,8 +110,9 @@ class WindowState(BaseModel):
             # The first problem on one line: the text itself may be long.
             err = exc.errors()[0]
             where = ".".join(str(part) for part in err["loc"])
+            message = str(err["msg"]).removeprefix("Value error, ")
             raise ConfigError(
-                f"not a saved WindowState: {where + ': ' if where else ''}{err['msg']}"
+                f"not a saved WindowState: {where + ': ' if where else ''}{message}"
             ) from exc
 
 
