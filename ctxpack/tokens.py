@@ -295,7 +295,7 @@ class ScaledCounter(_FramedCounter):
     exact = False
 
     def __init__(self, base: _FramedCounter, factor: float, *, name: str) -> None:
-        if not isinstance(factor, (int, float)) or not 1.0 <= factor < math.inf:
+        if not _is_number(factor) or not 1.0 <= factor < math.inf:
             raise ConfigError(
                 f"factor must be a finite number >= 1.0 so the margin errs on fitting, got "
                 f"{factor!r}"

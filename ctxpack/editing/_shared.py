@@ -19,8 +19,8 @@ def _history(messages: object, counter: object, protected: object) -> tuple[Mess
     """``messages`` as a tuple, once checked with the counter and the protected ids that a
     planner (``batches``, ``points``) is given: it reads their fields without asking."""
     items = message_items(messages)
-    if not all(isinstance(m, Message) for m in items):
-        index = next(i for i, m in enumerate(items) if not isinstance(m, Message))
+    index = next((i for i, m in enumerate(items) if not isinstance(m, Message)), None)
+    if index is not None:
         raise InvalidMessageError(
             f"expected a Message (ensure_messages() converts dicts), got "
             f"{type(items[index]).__name__}",
