@@ -516,6 +516,8 @@ class AgentSession:
     messages: list[dict[str, Any]]
     resolved: bool | None = None
     source: str = ""
+    # Where each task starts, for sessions joined from several (see ``session_evidence``).
+    task_starts: tuple[int, ...] = ()
 
 
 def load_sessions(data: str | Path, limit: int | None = None) -> list[AgentSession]:
@@ -592,11 +594,21 @@ class Evidence:
     source: int  # index of the tool message where it first appeared
 
 
-def session_evidence(messages: Sequence[Mapping[str, Any]]) -> dict[int, list[Evidence]]:
-    """Per assistant message index, the evidence it uses (see :class:`Evidence`)."""
+def session_evidence(
+    messages: Sequence[Mapping[str, Any]], task_starts: Sequence[int] = ()
+) -> dict[int, list[Evidence]]:
+    """Per assistant message index, the evidence it uses (see :class:`Evidence`).
+
+    ``task_starts``: the indices where a new task begins, in a session joined from separate
+    ones. Each ran on its own: a term one task uses cannot come from another task's outputs (a
+    line number or ``runtests.py`` seen in task 2 and named in task 8 is a coincidence), so the
+    terms seen are forgotten at each start."""
     first_seen: dict[str, tuple[int, str]] = {}
     out: dict[int, list[Evidence]] = {}
+    starts = set(task_starts)
     for index, message in enumerate(messages):
+        if index in starts:
+            first_seen.clear()
         terms = evidence_terms(message_text(message))
         role = _role(message)
         if role == "assistant":
@@ -677,7 +689,7 @@ def replay(
     info = SessionInfo(id=session.id, counter=counter, resolved=session.resolved)
     strategy = factory(info)
     recoverable = getattr(strategy, "recoverable", None)
-    evidence = session_evidence(session.messages)
+    evidence = session_evidence(session.messages, session.task_starts)
     run = StrategyRun(strategy=name, session=session.id)
     messages = session.messages
     for step, message in enumerate(messages):

@@ -327,12 +327,15 @@ def tools_on_demand_table(
 def chain(sessions: Sequence[Any], length: int = CHAIN_LENGTH) -> list[Any]:
     """Consecutive sessions joined as one agent working through their tasks in turn: the first
     system prompt, then each session's messages after its own system prompt (tool call ids
-    prefixed so that they stay unique)."""
+    prefixed so that they stay unique), and where each task starts: its evidence comes from its
+    own tool outputs only (see ``session_evidence``)."""
     out = []
     for start in range(0, len(sessions) - length + 1, length):
         group = sessions[start : start + length]
         messages: list[dict[str, Any]] = [group[0].messages[0]]
+        starts = []
         for k, s in enumerate(group):
+            starts.append(len(messages))
             for m in s.messages[1:]:
                 m = dict(m)
                 if m.get("tool_call_id"):
@@ -341,7 +344,7 @@ def chain(sessions: Sequence[Any], length: int = CHAIN_LENGTH) -> list[Any]:
                     m["tool_calls"] = [{**c, "id": f"t{k}_{c['id']}"} for c in m["tool_calls"]]
                 messages.append(m)
         ids = "+".join(s.id for s in group)
-        out.append(A.AgentSession(id=f"chain:{ids}", messages=messages))
+        out.append(A.AgentSession(id=f"chain:{ids}", messages=messages, task_starts=tuple(starts)))
     return out
 
 

@@ -52,6 +52,30 @@ def test_chains_keep_one_system_prompt_and_unique_call_ids(bench: ModuleType, da
     assert answered <= set(ids)
 
 
+def test_a_chained_task_draws_its_evidence_from_its_own_outputs(
+    bench: ModuleType, data: Path
+) -> None:
+    # The same session four times: every term the second copy uses was first seen in the first
+    # copy's outputs, but each copy ran on its own, so its evidence is what it saw itself.
+    sessions = bench.A.load_sessions(data)
+    (chained, *_) = bench.chain(sessions[:4])
+    size = len(sessions[0].messages) - 1
+    assert chained.task_starts == tuple(1 + k * size for k in range(4))
+    alone = bench.A.session_evidence(sessions[0].messages)
+    joined = bench.A.session_evidence(chained.messages, chained.task_starts)
+    assert sum(map(len, alone.values())) > 0
+    for k in range(4):
+        for step, items in alone.items():
+            again = joined[step + k * size]
+            assert [(e.term, e.source) for e in again] == [
+                (e.term, e.source + k * size) for e in items
+            ]
+    # Without the starts, the later copies' evidence would point back into the first copy.
+    crossing = bench.A.session_evidence(chained.messages)
+    last = max(alone, key=lambda step: len(alone[step]))
+    assert any(e.source < 1 + size for e in crossing[last + size])
+
+
 def test_the_report_counts_requests_over_the_window(
     bench: ModuleType, data: Path, tmp_path: Path
 ) -> None:
