@@ -398,6 +398,20 @@ def test_the_default_digest_keeps_paths_numbers_and_errors_verbatim() -> None:
     assert result.tokens < result.input_tokens / 2
 
 
+def test_the_digest_lists_named_terms_by_their_last_mention() -> None:
+    # A fit cuts the index from its front: a term named at the start and again lately must sit
+    # at the end, after one named only in between.
+    messages = ctxpack.messages.ensure_messages(
+        [
+            {"role": "assistant", "content": "Look at parse_header_v2 first."},
+            {"role": "assistant", "content": "Then read_chunk_size, once."},
+            {"role": "assistant", "content": "Back to parse_header_v2 for the fix."},
+        ]
+    )
+    index = extractive_digest(messages).split("## Identifiers, paths and numbers named\n")[1]
+    assert index.index("read_chunk_size") < index.index("parse_header_v2")
+
+
 def test_the_instruction_steers_the_default_digest() -> None:
     messages = ctxpack.messages.ensure_messages(
         [

@@ -236,7 +236,14 @@ class _Digest:
             )
         written = "\n".join(out)
         named = set(evidence_terms(written))  # as terms: "323" inside "1323" is not named
-        index = [t for t in evidence_terms("\n".join(self.said)) if t not in named]
+        # Named last, listed last: the fit drops the front first, and a term named at the
+        # start and again lately is current.
+        latest: dict[str, None] = {}
+        for text in self.said:
+            for term in evidence_terms(text):
+                latest.pop(term, None)
+                latest[term] = None
+        index = [t for t in latest if t not in named]
         section(
             "evidence", "Identifiers, paths and numbers named", [", ".join(index)] if index else []
         )
