@@ -25,6 +25,7 @@ __all__ = [
     "file_path",
     "finite",
     "flag",
+    "item_list",
     "message_items",
     "number",
     "optional_text",
@@ -87,12 +88,18 @@ def file_path(value: Any, argument: str) -> str:
     return name
 
 
+def item_list(value: Any, argument: str, *, what: str) -> list[Any]:
+    """``value`` as a list of its items (``what`` names them in the message): a lone string or
+    mapping is refused, since it would be read as its characters or its keys."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise ConfigError(f"{argument} must be a list of {what}, got {_type_name(value)}")
+    return list(value)
+
+
 def strings(value: Any, argument: str, *, what: str = "strings") -> list[str]:
     """``value`` as a list of strings (``what`` names them in the message): a lone string is
     refused, since it would be read as its characters."""
-    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
-        raise ConfigError(f"{argument} must be a list of {what}, got {_type_name(value)}")
-    out = list(value)
+    out = item_list(value, argument, what=what)
     for i, item in enumerate(out):
         if not isinstance(item, str):
             raise ConfigError(f"{argument}[{i}] must be a string, got {_type_name(item)}")

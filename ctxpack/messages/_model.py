@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
-from .._internal.arguments import MAX_NESTING, TooDeep, check_nesting, check_text
+from .._internal.arguments import MAX_NESTING, TooDeep, check_nesting, check_text, message_items
 from .._internal.trusted import trusted_frozen_instance
 from ..errors import InvalidMessageError
 
@@ -26,6 +26,7 @@ __all__ = [
     "copy_value",
     "detached",
     "from_mapping",
+    "message_objects",
     "provider_of",
     "stable_id",
     "with_provider",
@@ -296,6 +297,24 @@ def detached(message: Message) -> Message:
         message.__pydantic_fields_set__,
         None if private is None else dict(private),
     )
+
+
+def message_objects(messages: Any, *, argument: str = "messages") -> tuple[Message, ...]:
+    """``messages`` as a tuple of :class:`Message` objects, for code that reads their fields
+    without asking: a dict among them is refused, not converted (that is
+    :func:`ensure_messages`'s work, with ids and checks of its own)."""
+    items = message_items(messages, argument=argument)
+    # Every stage's new context checks its messages: the common case is one pass in C.
+    if set(map(type, items)) <= {Message}:
+        return items
+    index = next((i for i, m in enumerate(items) if not isinstance(m, Message)), None)
+    if index is not None:
+        raise InvalidMessageError(
+            f"expected a Message in {argument} (ensure_messages() converts dicts), got "
+            f"{type(items[index]).__name__}",
+            index=index,
+        )
+    return items
 
 
 def provider_of(message: Message) -> str | None:

@@ -1,0 +1,308 @@
+"""What fuzzing the public API with generated conversations and contexts found, kept as tests.
+
+A conversation in the shapes users send (OpenAI and Anthropic messages, content parts and
+blocks, tool calls) with a few odd fields (wrong types, missing keys, extra keys, values JSON
+cannot hold) must give, at every entry point, either a result that keeps the promises or
+ctxpack's own error naming the message index and the field. The cases below it are the
+failures the fuzzing found: a custom stage handing back a context with a bad field, the
+decision log and the tool output taking anything, and a stored session keeping values that its
+store gives back changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import datetime
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ctxpack
+from ctxpack import (
+    ConfigError,
+    CtxpackError,
+    Decision,
+    InvalidMessageError,
+    Message,
+    Pipeline,
+    Session,
+    get_counter,
+    pack,
+)
+from ctxpack.editing import extractive_digest
+from ctxpack.filters import ToolOutput, ToolOutputFilter
+from ctxpack.pipeline import DecisionLog, PackContext
+from ctxpack.store import MemoryStore
+
+from .strategies import conversations
+from .test_adversarial import Case, case
+
+USER = {"role": "user", "content": "Where is the invoice?"}
+HISTORY = [Message(role="user", content="Where is the invoice?", id="u1")]
+BUDGET = 300
+
+# ------------------------------------------------------------------ generated conversations
+
+# Values a field may hold by mistake, or legitimately but oddly.
+ODD = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=8),
+    st.sampled_from(
+        [
+            [],
+            {},
+            [{}],
+            [{"type": "text"}],
+            [{"type": "text", "text": "a", "extra": {"deep": [1, 2]}}],
+            [{"type": "image_url", "image_url": {"url": ""}}],
+            [{"type": "text", "text": "a"}, {"type": "tool_use", "id": "q", "name": "n"}],
+            {"k": ("a", "tuple")},
+            {"k": datetime.datetime(2025, 1, 1)},
+            {"important": "yes"},
+            {1: "an int key"},
+            [{"id": "dup", "function": {"name": "f", "arguments": "{}"}}] * 2,
+            [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "no json"}}],
+            [{"id": "c1", "function": {"name": "f", "arguments": "{}"}, "extra": 1}],
+            "msg1",
+            "2025-01-01T00:00:00",
+        ]
+    ),
+)
+FIELDS = st.sampled_from(
+    ["content", "metadata", "extras", "name", "id", "tool_calls", "tool_call_id", "priority",
+     "pinned", "source", "timestamp", "role", "refusal", "cache_control"]
+)  # fmt: skip
+
+
+@st.composite
+def odd_conversations(draw: st.DrawFn) -> list[Any]:
+    """A generated conversation (dicts and Messages) with one to three fields of its dicts
+    changed to an odd value or removed."""
+    items = list(draw(conversations(max_turns=6)).items)
+    for _ in range(draw(st.integers(min_value=1, max_value=3))):
+        k = draw(st.integers(min_value=0, max_value=len(items) - 1))
+        if isinstance(items[k], Message):
+            items[k] = items[k].model_dump(exclude_defaults=True)
+        field = draw(FIELDS)
+        if draw(st.integers(min_value=0, max_value=4)) == 0:
+            items[k].pop(field, None)
+        else:
+            items[k][field] = draw(ODD)
+    return items
+
+
+def _stored(items: list[Any]) -> None:
+    session = Session.open("fuzz", store=MemoryStore())
+    session.extend(items)
+    session.render()
+
+
+async def _async(items: list[Any]) -> None:
+    session = await ctxpack.AsyncSession.open("fuzz", store="memory://")
+    await session.extend(items)
+    await session.render()
+
+
+ENTRY_POINTS = {
+    "pack": lambda items: pack(items, budget=BUDGET),
+    "pack for Anthropic": lambda items: pack(items, budget=BUDGET, provider="anthropic"),
+    "Session": lambda items: Session().extend(items),
+    "managed Session": lambda items: Session(window=4_000).extend(items),
+    "stored Session": _stored,
+    "AsyncSession": lambda items: asyncio.run(_async(items)),
+    "to_openai": ctxpack.to_openai,
+    "to_anthropic": ctxpack.to_anthropic,
+    "count_messages": get_counter().count_messages,
+}
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(odd_conversations())
+def test_odd_conversations_give_a_result_or_an_error_naming_the_message(items: list[Any]) -> None:
+    before = copy.deepcopy(items)
+    for name, call in ENTRY_POINTS.items():
+        try:
+            result = call(items)
+        except InvalidMessageError as exc:
+            assert exc.index is not None and exc.field, f"{name}: {exc}"
+        except CtxpackError:
+            pass
+        else:
+            if isinstance(result, ctxpack.PackResult):
+                assert result.tokens <= BUDGET, name
+        assert items == before or _has_nan(before), f"{name} mutated its input"
+
+
+def _has_nan(value: Any) -> bool:
+    # NaN != NaN: a conversation holding one never compares equal to its copy.
+    return "nan" in repr(value)
+
+
+# ------------------------------------------------------ what a custom stage hands back
+
+
+def _through(**changes: Any) -> Any:
+    """pack() with a pipeline whose one stage returns its context with ``changes``."""
+    return pack([USER], budget=200, pipeline=Pipeline([lambda ctx: ctx.evolve(**changes)]))
+
+
+def _before_the_default(**changes: Any) -> Any:
+    steps = [("odd", lambda ctx: ctx.evolve(**changes)), *ctxpack.default_pipeline().steps]
+    return pack([USER], budget=200, pipeline=Pipeline(steps))
+
+
+STAGE_CASES = [
+    case(
+        "stage returns dicts as messages",
+        lambda: _through(messages=[{"role": "user", "content": "x"}]),
+        InvalidMessageError,
+        "message 0",
+        "PackContext.messages",
+        "dict",
+    ),
+    case(
+        "stage returns messages=None",
+        lambda: _through(messages=None),
+        InvalidMessageError,
+        "messages",
+    ),
+    case(
+        "stage returns decisions=None", lambda: _through(decisions=None), ConfigError, "decisions"
+    ),
+    case("stage returns budget='5'", lambda: _through(budget="5"), ConfigError, "budget"),
+    case("stage returns reserve=None", lambda: _through(reserve=None), ConfigError, "reserve"),
+    case("stage returns counter=None", lambda: _through(counter=None), ConfigError, "counter"),
+    case("stage returns query=5", lambda: _through(query=5), ConfigError, "query"),
+    case(
+        "stage returns artifacts of text",
+        lambda: _through(artifacts={"u": "text"}),
+        ConfigError,
+        "artifacts['u']",
+        "Message",
+    ),
+    case("stage returns artifacts=[1]", lambda: _through(artifacts=[1]), ConfigError, "artifacts"),
+    case(
+        "stage returns protected=['u']", lambda: _through(protected=["u"]), ConfigError, "protected"
+    ),
+    case(
+        "stage sets a signal to a number",
+        lambda: _before_the_default(signals={"relevance": 5}),
+        ConfigError,
+        "signals['relevance']",
+    ),
+    case(
+        "stage sets a score to a string",
+        lambda: _before_the_default(signals={"relevance": {"m": "high"}}),
+        ConfigError,
+        "signals['relevance']['m']",
+    ),
+    case(
+        "stage sets a score to NaN",
+        lambda: _before_the_default(signals={"relevance": {"m": math.nan}}),
+        ConfigError,
+        "signals['relevance']['m']",
+    ),
+    case(
+        "stage evolves a field that does not exist",
+        lambda: _through(messsages=()),
+        ConfigError,
+        "messsages",
+        "messages",
+    ),
+]
+
+
+def _context(**fields: Any) -> PackContext:
+    values: dict[str, Any] = {"messages": tuple(HISTORY), "budget": 100, "counter": get_counter()}
+    return PackContext(**{**values, **fields})
+
+
+CONTEXT_CASES = [
+    case(
+        "PackContext(messages=None)",
+        lambda: _context(messages=None),
+        InvalidMessageError,
+        "messages",
+    ),
+    case("PackContext(budget=0)", lambda: _context(budget=0), ConfigError, "budget"),
+    case("PackContext(reserve=-1)", lambda: _context(reserve=-1), ConfigError, "reserve"),
+    case("PackContext(protected={5})", lambda: _context(protected={5}), ConfigError, "protected"),
+    case("PackContext(signals=None)", lambda: _context(signals=None), ConfigError, "signals"),
+    case(
+        "with_signal(name, None)",
+        lambda: _context().with_signal("relevance", None),  # type: ignore[arg-type]
+        ConfigError,
+        "signals['relevance']",
+    ),
+    case(
+        "with_signal(5, scores)",
+        lambda: _context().with_signal(5, {"u1": 1.0}),  # type: ignore[arg-type]
+        ConfigError,
+        "signal names",
+    ),
+    case("DecisionLog(None)", lambda: DecisionLog(None), ConfigError, "decisions"),  # type: ignore[arg-type]
+    case("DecisionLog(5)", lambda: DecisionLog(5), ConfigError, "decisions"),  # type: ignore[arg-type]
+    case("DecisionLog() + 5", lambda: DecisionLog() + 5, ConfigError, "decisions"),  # type: ignore[operator]
+    case(
+        "DecisionLog.deferred(5, build)",
+        lambda: DecisionLog.deferred(5, list),  # type: ignore[arg-type]
+        ConfigError,
+        "message_ids",
+    ),
+    case(
+        "DecisionLog.deferred(ids, None)",
+        lambda: DecisionLog.deferred(["u1"], None),  # type: ignore[arg-type]
+        ConfigError,
+        "build",
+    ),
+    case("ToolOutput(None)", lambda: ToolOutput(None), ConfigError, "ToolOutput.text"),  # type: ignore[arg-type]
+    case(
+        "ToolOutput(command=['ls'])",
+        lambda: ToolOutput("x", command=["ls"]),  # type: ignore[arg-type]
+        ConfigError,
+        "ToolOutput.command",
+    ),
+    case("ToolOutput(goal=5)", lambda: ToolOutput("x", goal=5), ConfigError, "ToolOutput.goal"),  # type: ignore[arg-type]
+    case("ToolOutput(tool=5)", lambda: ToolOutput("x", tool=5), ConfigError, "ToolOutput.tool"),  # type: ignore[arg-type]
+    case(
+        "ToolOutput(terms='ab')",
+        lambda: ToolOutput("x", terms="ab"),  # type: ignore[arg-type]
+        ConfigError,
+        "ToolOutput.terms",
+    ),
+    case("ToolOutputFilter()(5)", lambda: ToolOutputFilter()(5), ConfigError, "text"),  # type: ignore[arg-type]
+]
+
+
+@pytest.mark.parametrize("c", STAGE_CASES + CONTEXT_CASES, ids=lambda c: c.id)
+def test_a_bad_field_is_ctxpacks_own_error_naming_it(c: Case) -> None:
+    with pytest.raises(c.error) as info:
+        c.call()
+    text = str(info.value)
+    for name in c.names:
+        assert name in text, f"{name!r} not named in: {text}"
+
+
+def test_what_a_stage_may_give_in_another_form_is_stored_in_the_context_s_own() -> None:
+    ctx = _context(messages=list(HISTORY), protected={"u1"})
+    assert ctx.messages == tuple(HISTORY) and ctx.protected == frozenset({"u1"})
+    evolved = ctx.evolve(messages=[*HISTORY, HISTORY[0].model_copy(update={"id": "u2"})])
+    assert isinstance(evolved.messages, tuple) and len(evolved.messages) == 2
+    # A signal computed with numpy holds numpy floats; ints are scores too.
+    scored = ctx.with_signal("relevance", {"u1": np.float32(0.5), "u2": 1})
+    assert scored.signal("relevance") == {"u1": 0.5, "u2": 1}
+    assert ctx.decide(Decision(stage="s", action="kept", message_id="u1", reason="r")).decisions
+
+
+def test_the_digest_of_a_generator_is_the_digest_of_its_messages() -> None:
+    # The check consumed the generator and the digest was then made of nothing.
+    messages = [Message(role="user", content="Fix the refresh bug. Never touch cookies.")]
+    assert extractive_digest(m for m in messages) == extractive_digest(messages) != ""
