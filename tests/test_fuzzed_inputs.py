@@ -100,8 +100,11 @@ def odd_conversations(draw: st.DrawFn) -> list[Any]:
 
 
 def _stored(items: list[Any]) -> None:
-    session = Session.open("fuzz", store=MemoryStore())
+    store = MemoryStore()
+    session = Session.open("fuzz", store=store)
     session.extend(items)
+    # Another replica reads each message as it was given.
+    assert Session.open("fuzz", store=store).transcript() == session.transcript()
     session.render()
 
 
@@ -306,3 +309,67 @@ def test_the_digest_of_a_generator_is_the_digest_of_its_messages() -> None:
     # The check consumed the generator and the digest was then made of nothing.
     messages = [Message(role="user", content="Fix the refresh bug. Never touch cookies.")]
     assert extractive_digest(m for m in messages) == extractive_digest(messages) != ""
+
+
+# ---------------------------------------------------------------- a stored session's values
+
+
+@pytest.mark.parametrize(
+    ("message", "field", "where"),
+    [
+        ({**USER, "metadata": {"k": ("a", "b")}}, "metadata", "metadata.k"),
+        (
+            {**USER, "metadata": {"when": datetime.datetime(2025, 1, 1)}},
+            "metadata",
+            "metadata.when",
+        ),
+        ({**USER, "metadata": {"score": math.nan}}, "metadata", "metadata.score"),
+        ({**USER, "metadata": {"k": {1: "x"}}}, "metadata", "metadata.k"),
+        ({**USER, "audio": {"data": b"raw"}}, "extras", "extras.audio.data"),
+        ({**USER, "trace": object()}, "extras", "extras.trace"),
+        (
+            {"role": "user", "content": [{"type": "text", "text": "hi", "ids": (1, 2)}]},
+            "content",
+            "content[0].ids",
+        ),
+    ],
+)
+def test_a_stored_session_refuses_values_its_store_would_give_back_changed(
+    message: dict[str, Any], field: str, where: str
+) -> None:
+    session = Session.open("s", store="memory://")
+    session.append(USER)
+    with pytest.raises(InvalidMessageError) as info:
+        session.append(message)
+    assert (info.value.index, info.value.field) == (1, field)
+    assert where in str(info.value)
+    assert len(session) == 1, "a refused append leaves the session as it was"
+
+
+def test_every_replica_of_a_stored_session_reads_a_message_as_it_was_given(tmp_path: Any) -> None:
+    url = f"sqlite:///{tmp_path / 'sessions.db'}"
+    given = {
+        **USER,
+        "metadata": {"tags": ["a", "b"], "n": 2**70, "score": 0.5, "ok": True, "none": None},
+        "cache_control": {"type": "ephemeral"},
+    }
+    writer = Session.open("s", store=url)
+    writer.append(given)
+    reader = Session.open("s", store=url)
+    assert reader.transcript() == writer.transcript()
+    assert reader.transcript()[0].metadata == given["metadata"]
+    writer.close()
+    reader.close()
+
+
+def test_an_async_stored_session_refuses_them_too() -> None:
+    async def run() -> tuple[InvalidMessageError, int]:
+        session = await ctxpack.AsyncSession.open("s", store="memory://")
+        with pytest.raises(InvalidMessageError) as info:
+            await session.append({**USER, "metadata": {"k": {1, 2}}})
+        size = len(session)
+        await session.close()
+        return info.value, size
+
+    error, size = asyncio.run(run())
+    assert (error.index, error.field, size) == (0, "metadata", 0)
