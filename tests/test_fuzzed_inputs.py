@@ -373,3 +373,57 @@ def test_an_async_stored_session_refuses_them_too() -> None:
 
     error, size = asyncio.run(run())
     assert (error.index, error.field, size) == (0, "metadata", 0)
+
+
+# ------------------------------------------------------------ what a session hands out
+
+PYTEST_OUTPUT = "\n".join(
+    ["======== test session starts ========"]
+    + [f"tests/test_mod{i}.py::test_case_{i} PASSED  [{i}%]" for i in range(300)]
+    + ["======== 300 passed in 3.2s ========"]
+)
+
+
+def _edit(message: Message) -> None:
+    """Edit a handed-out message in place, as a caller might."""
+    if isinstance(message.content, list):
+        message.content[0]["text"] = "EDITED"
+    message.metadata.setdefault("tags", []).append("edited")
+    message.extras["extra"] = "edited"
+
+
+@pytest.mark.parametrize("window", [None, 4_000])
+@pytest.mark.parametrize(
+    "handed_out", ["render", "render(budget)", "transcript", "compact", "original"]
+)
+def test_editing_what_a_session_hands_out_leaves_the_session_as_it_was(
+    handed_out: str, window: int | None
+) -> None:
+    session = Session(window=window)
+    session.extend(
+        [
+            {"role": "user", "content": [{"type": "text", "text": "Run the tests."}],
+             "metadata": {"tags": ["a"]}},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c", "type": "function",
+                 "function": {"name": "bash", "arguments": '{"command": "pytest"}'}}]},
+            {"role": "tool", "tool_call_id": "c", "content": PYTEST_OUTPUT,
+             "metadata": {"tags": ["b"]}},
+        ]
+    )  # fmt: skip
+    sent = [m.model_dump() for m in session.render().messages]
+    kept = [m.model_dump() for m in session.transcript()]
+    if handed_out == "original":
+        result = session.render()
+        original = result.original(result.messages[-1].id)
+        assert original is not None, "the tool output was shortened: its original is kept"
+        _edit(original)
+    elif handed_out == "render(budget)" and window is None:
+        for message in session.render(5_000).messages:
+            _edit(message)
+    else:
+        get = {"render": lambda: session.render().messages, "transcript": session.transcript}
+        for message in get.get(handed_out, session.compact)():
+            _edit(message)
+    assert [m.model_dump() for m in session.render().messages] == sent
+    assert [m.model_dump() for m in session.transcript()] == kept

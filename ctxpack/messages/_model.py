@@ -251,7 +251,7 @@ def content_digest(message: Message) -> str:
 _DIGEST_CHUNK = 1 << 20
 
 
-_SCALARS = (str, int, float, bool, type(None), datetime)
+_SCALARS = frozenset({str, int, float, bool, type(None), datetime})
 
 
 def copy_value(value: Any) -> Any:
@@ -265,15 +265,21 @@ def copy_value(value: Any) -> Any:
         (True, False)
     """
     kind = type(value)
-    if kind in _SCALARS or (isinstance(value, BaseModel) and value.model_config.get("frozen")):
+    if kind in _SCALARS:
         return value
-    if kind is list:
-        return [copy_value(v) for v in value]
     if kind is dict:
         return {k: copy_value(v) for k, v in value.items()}
+    if kind is list:
+        return [copy_value(v) for v in value]
     if kind is tuple:
         return tuple(copy_value(v) for v in value)
+    # Last: isinstance() on a pydantic model class is slow, and most values are plain.
+    if isinstance(value, BaseModel) and value.model_config.get("frozen"):
+        return value
     return copy.deepcopy(value)
+
+
+_MUTABLE_FIELDS = ("content", "tool_calls", "metadata", "extras")
 
 
 def detached(message: Message) -> Message:
@@ -281,14 +287,12 @@ def detached(message: Message) -> Message:
     call list) with it: what ctxpack hands out, so that editing it cannot reach a cache or the
     caller's input, and what it keeps, so that editing the input cannot reach it."""
     values = message.__dict__
-    if type(values["content"]) is str and not (
-        values["metadata"] or values["extras"] or values["tool_calls"]
-    ):
-        # The common chat message: only the two empty dicts are mutable.
-        copied = dict(values)
-        copied["metadata"], copied["extras"] = {}, {}
-    else:
-        copied = {key: copy_value(value) for key, value in values.items()}
+    copied = dict(values)
+    # The other fields hold strings, numbers, booleans, datetimes or None: nothing to copy.
+    for key in _MUTABLE_FIELDS:
+        value = values[key]
+        if value is not None and type(value) is not str:
+            copied[key] = copy_value(value) if value else type(value)()
     private = message.__pydantic_private__
     # The fields set is shared: Message is frozen (see trusted_frozen_instance).
     return trusted_frozen_instance(

@@ -12,7 +12,7 @@ from ..errors import ConfigError, InvalidMessageError
 from ..filters import OutputFilter, ToolOutputFilter
 from ..guard import ArrivalGuard
 from ..managed import PinnedText, WindowPolicy, WindowState
-from ..messages import Message
+from ..messages import Message, detached
 from ..persistence import open_backing
 from ..pipeline import Decision, Stage
 from ..providers import Provider, check_provider, tool_call_parts
@@ -353,16 +353,18 @@ class Session(Arrival, Rendering):
     # ------------------------------------------------------------------------------ output
 
     def transcript(self) -> list[Message]:
-        """The full record, for humans: every message as it arrived (a new list)."""
+        """The full record, for humans: every message as it arrived (a new list of copies:
+        editing one does not change the session)."""
         with self._lock:
             self._refresh()
-            return list(self._raw)
+            return [detached(m) for m in self._raw]
 
     def compact(self) -> list[Message]:
-        """The compact record, for the model: tool outputs as filtered (a new list)."""
+        """The compact record, for the model: tool outputs as filtered (a new list of
+        copies)."""
         with self._lock:
             self._refresh()
-            return list(self._compact)
+            return [detached(m) for m in self._compact]
 
     @property
     def records(self) -> list[FilterRecord]:
