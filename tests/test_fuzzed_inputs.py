@@ -427,3 +427,54 @@ def test_editing_what_a_session_hands_out_leaves_the_session_as_it_was(
             _edit(message)
     assert [m.model_dump() for m in session.render().messages] == sent
     assert [m.model_dump() for m in session.transcript()] == kept
+
+
+# ------------------------------------------------------------------- a provider's response
+
+ANTHROPIC_REPLY = {
+    "role": "assistant",
+    "type": "message",
+    "content": [{"type": "text", "text": "ok"}],
+}
+
+
+def _cleared(tokens: Any) -> dict[str, Any]:
+    edit = {
+        "type": "clear_tool_uses_20250919",
+        "cleared_tool_uses": 2,
+        "cleared_input_tokens": tokens,
+    }
+    return {**ANTHROPIC_REPLY, "context_management": {"applied_edits": [edit]}}
+
+
+@pytest.mark.parametrize(
+    ("response", "field"),
+    [
+        (_cleared("abc"), "context_management.applied_edits[0].cleared_input_tokens"),
+        (_cleared([1]), "context_management.applied_edits[0].cleared_input_tokens"),
+        (_cleared(math.inf), "context_management.applied_edits[0].cleared_input_tokens"),
+        (_cleared(-5), "context_management.applied_edits[0].cleared_input_tokens"),
+        ({**ANTHROPIC_REPLY, "context_management": {"applied_edits": 5}},
+         "context_management.applied_edits"),
+        ({**ANTHROPIC_REPLY, "content": 5}, "content"),
+        ({"id": "resp_1", "output": 5}, "output"),
+    ],
+)  # fmt: skip
+def test_a_malformed_response_is_refused_naming_its_field(
+    response: dict[str, Any], field: str
+) -> None:
+    # It raised ValueError, TypeError or OverflowError, or recorded -5 cleared tokens.
+    session = Session()
+    session.append(USER)
+    with pytest.raises(InvalidMessageError) as info:
+        session.record_response(response)
+    assert info.value.field == field and field in str(info.value)
+    assert len(session) == 1 and not session.window_state.decisions
+
+
+def test_a_well_formed_response_is_still_recorded() -> None:
+    session = Session()
+    session.append(USER)
+    (decision,) = session.record_response(_cleared(1200))
+    assert (decision.action, decision.tokens_before) == ("cleared", 1200)
+    assert session.transcript()[-1].text == "ok"

@@ -471,6 +471,11 @@ class Session(Arrival, Rendering):
 
         Returns:
             The decisions recorded.
+
+        Raises:
+            InvalidMessageError: ``response`` is not a response, or a field of it is malformed
+                (``context_management.applied_edits[0].cleared_input_tokens`` not a count);
+                the session is then left as it was.
         """
         recorded: list[Decision] = []
 
