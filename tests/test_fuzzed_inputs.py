@@ -429,6 +429,17 @@ def test_editing_what_a_session_hands_out_leaves_the_session_as_it_was(
     assert [m.model_dump() for m in session.transcript()] == kept
 
 
+@pytest.mark.parametrize("stored", [False, True])
+def test_editing_a_message_after_appending_it_leaves_the_session_as_it_was(stored: bool) -> None:
+    # A Message was kept as given: its content parts and metadata were the caller's own.
+    message = Message(role="user", content=[{"type": "text", "text": "hi"}], metadata={"a": [1]})
+    session = Session.open("s", store=MemoryStore()) if stored else Session()
+    session.append(message)
+    sent = [m.model_dump() for m in session.render().messages]
+    _edit(message)
+    assert [m.model_dump() for m in session.render().messages] == sent
+
+
 # ------------------------------------------------------------------- a provider's response
 
 ANTHROPIC_REPLY = {
