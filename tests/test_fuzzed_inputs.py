@@ -489,3 +489,45 @@ def test_a_well_formed_response_is_still_recorded() -> None:
     (decision,) = session.record_response(_cleared(1200))
     assert (decision.action, decision.tokens_before) == ("cleared", 1200)
     assert session.transcript()[-1].text == "ok"
+
+
+# ------------------------------------------------------------------------------- LangChain
+
+
+def test_langchain_tool_arguments_that_are_not_json_are_refused_naming_them() -> None:
+    lc = pytest.importorskip("langchain_core.messages")
+    from ctxpack.adapters import from_langchain
+
+    for args in ({"when": datetime.datetime(2025, 1, 1)}, {"ids": {1, 2}}, {"x": math.nan}):
+        call = {"name": "f", "args": args, "id": "c1"}
+        with pytest.raises(InvalidMessageError) as info:
+            from_langchain([lc.HumanMessage("hi"), lc.AIMessage(content="", tool_calls=[call])])
+        assert (info.value.index, info.value.field) == (1, "tool_calls")
+        assert "tool_calls[0].args" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "kept",
+    [
+        "text",
+        {"fields": "text"},
+        {"str_parts": 5},
+        {"fields": {1: "an int key"}},
+        {"fields": {"type": "ai"}},
+        {"fields": {"additional_kwargs": 3}},
+    ],
+)
+def test_a_users_own_langchain_metadata_is_read_or_refused_naming_it(kept: Any) -> None:
+    # metadata["langchain"] is where from_langchain() keeps LangChain's fields, but the user
+    # may use the key too: a shape ctxpack did not write raised ValueError, TypeError or
+    # pydantic's ValidationError.
+    pytest.importorskip("langchain_core.messages")
+    from ctxpack.adapters import to_langchain
+
+    message = {"role": "user", "content": "hi", "metadata": {"langchain": kept}}
+    try:
+        (converted,) = to_langchain([message])
+    except InvalidMessageError as exc:
+        assert (exc.index, exc.field) == (0, "metadata") and "langchain" in str(exc)
+    else:
+        assert converted.content == "hi"
