@@ -531,3 +531,20 @@ def test_a_users_own_langchain_metadata_is_read_or_refused_naming_it(kept: Any) 
         assert (exc.index, exc.field) == (0, "metadata") and "langchain" in str(exc)
     else:
         assert converted.content == "hi"
+
+
+@pytest.mark.parametrize(
+    "kept",
+    [{"tool_use": 5}, {"tool_use": [1]}, {"tool_use": {"c1": 5}}, {"block": 5}, {"block": "ab"}],
+)
+def test_a_users_own_anthropic_metadata_of_another_shape_is_left_out(kept: Any) -> None:
+    # from_anthropic() keeps block fields in metadata["anthropic"]; the user may use the key
+    # too, and to_anthropic() raised AttributeError, TypeError or ValueError on it.
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    plain = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "out"},
+    ]
+    tagged = [{**m, "metadata": {"anthropic": kept}} for m in plain]
+    assert ctxpack.to_anthropic(tagged) == ctxpack.to_anthropic(plain)
