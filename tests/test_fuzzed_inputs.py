@@ -548,3 +548,20 @@ def test_a_users_own_anthropic_metadata_of_another_shape_is_left_out(kept: Any) 
     ]
     tagged = [{**m, "metadata": {"anthropic": kept}} for m in plain]
     assert ctxpack.to_anthropic(tagged) == ctxpack.to_anthropic(plain)
+
+
+def test_a_users_own_openai_responses_metadata_beside_an_sdk_message_is_read() -> None:
+    # An empty list under the key ctxpack keeps Responses API items in raised IndexError
+    # when the list also held an SDK object.
+    chat = pytest.importorskip("openai.types.chat")
+    from ctxpack.adapters import validate_openai
+
+    reply = chat.ChatCompletionMessage(role="assistant", content="In the drawer.")
+    tagged = {"role": "user", "content": "Thanks", "metadata": {"openai_responses": []}}
+    messages = [USER, reply, tagged]
+    validate_openai(messages)
+    assert [m.text for m in ctxpack.from_openai(messages)] == [
+        "Where is the invoice?",
+        "In the drawer.",
+        "Thanks",
+    ]
