@@ -15,6 +15,7 @@ import asyncio
 import copy
 import datetime
 import math
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -565,3 +566,36 @@ def test_a_users_own_openai_responses_metadata_beside_an_sdk_message_is_read() -
         "In the drawer.",
         "Thanks",
     ]
+
+
+# --------------------------------------------------------------------------------- threads
+
+
+def test_threads_packing_at_once_with_spacy_all_get_their_result() -> None:
+    # spaCy's parser is not thread-safe: of 32 packs of tool outputs full of names run by
+    # eight threads, a third failed with an OverflowError or a KeyError from inside spaCy.
+    from ctxpack.stages import spacy_available
+
+    if not spacy_available():
+        pytest.skip("the spaCy pipeline is not installed")
+    compressor = ctxpack.ExtractiveCompressor(proper_nouns="spacy")
+    steps = [(n, compressor if n == "compress" else s) for n, s in ctxpack.default_pipeline().steps]
+
+    def conversation(k: int) -> list[dict[str, Any]]:
+        log = "\n".join(
+            f"Ligne {j} du journal {k}: Marie Dupont a vu Paris et le module {k * 31 + j}"
+            for j in range(20)
+        )
+        call = {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        return [
+            {"role": "user", "content": f"question {k}"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c", "content": log},
+            {"role": "user", "content": f"and Paris {k}?"},
+        ]
+
+    def run(k: int) -> int:
+        return pack(conversation(k), budget=300, pipeline=Pipeline(steps)).tokens
+
+    with ThreadPoolExecutor(8) as pool:
+        assert all(tokens <= 300 for tokens in pool.map(run, range(32)))
