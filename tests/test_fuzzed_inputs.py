@@ -283,6 +283,20 @@ CONTEXT_CASES = [
         "ToolOutput.terms",
     ),
     case("ToolOutputFilter()(5)", lambda: ToolOutputFilter()(5), ConfigError, "text"),  # type: ignore[arg-type]
+    # A list reached SQLite (a StoreError about binding a parameter), None was "no artifact".
+    case("Session.retrieve(None)", lambda: Session().retrieve(None), ConfigError, "artifact"),  # type: ignore[arg-type]
+    case(
+        "Session.retrieve([id])",
+        lambda: Session().retrieve(["art_x"]),  # type: ignore[arg-type]
+        ConfigError,
+        "artifact",
+    ),
+    case(
+        "Session.retrieve(json_path=5)",
+        lambda: Session().retrieve("art_x", json_path=5),  # type: ignore[arg-type]
+        ConfigError,
+        "json_path",
+    ),
 ]
 
 
