@@ -26,6 +26,7 @@ __all__ = [
     "finite",
     "flag",
     "item_list",
+    "keyed",
     "message_items",
     "number",
     "optional_text",
@@ -94,6 +95,20 @@ def item_list(value: Any, argument: str, *, what: str) -> list[Any]:
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
         raise ConfigError(f"{argument} must be a list of {what}, got {_type_name(value)}")
     return list(value)
+
+
+def keyed(value: Any, argument: str, *, values: type, what: str) -> Mapping[str, Any]:
+    """``value`` if it is a mapping of strings to instances of ``values`` (``what`` says what
+    it maps, in the message: ``"message ids to their original Message"``)."""
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{argument} must be a mapping of {what}, got {_type_name(value)}")
+    for key, item in value.items():
+        if not isinstance(key, str) or not isinstance(item, values):
+            raise ConfigError(
+                f"{argument}[{key!r}]: must map {what}, got "
+                f"{type(key).__name__} -> {_type_name(item)}"
+            )
+    return value
 
 
 def strings(value: Any, argument: str, *, what: str = "strings") -> list[str]:

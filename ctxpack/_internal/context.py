@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..messages import Message, message_objects
 from ..tokens import check_counter
-from .arguments import optional_text, tokens
+from .arguments import keyed, optional_text, tokens
 
 __all__ = ["context_fields", "scores"]
 
@@ -90,21 +90,6 @@ def _ids(protected: Any) -> frozenset[str]:
     return protected if type(protected) is frozenset else frozenset(protected)
 
 
-def _artifacts(artifacts: Any) -> Mapping[str, Message]:
-    if not isinstance(artifacts, Mapping):
-        raise ConfigError(
-            "PackContext.artifacts must be a mapping of message ids to their original "
-            f"Message, got {_type_name(artifacts)}"
-        )
-    for mid, original in artifacts.items():
-        if not isinstance(mid, str) or not isinstance(original, Message):
-            raise ConfigError(
-                f"PackContext.artifacts[{mid!r}]: expected the original Message by its id, got "
-                f"{_type_name(original)}"
-            )
-    return artifacts
-
-
 def _provider(provider: Any) -> str:
     if provider not in ("openai", "anthropic"):
         raise ConfigError(f"provider must be 'openai' or 'anthropic', got {provider!r}")
@@ -120,6 +105,8 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "model": lambda v: optional_text(v, "PackContext.model"),
     "protected": _ids,
     "signals": _signals,
-    "artifacts": _artifacts,
+    "artifacts": lambda v: keyed(
+        v, "PackContext.artifacts", values=Message, what="message ids to their original Message"
+    ),
     "provider": _provider,
 }
