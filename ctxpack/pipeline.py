@@ -163,7 +163,11 @@ class DecisionLog(Sequence[Decision]):
     __slots__ = ("_items", "_length", "_parts")
 
     def __init__(self, decisions: Iterable[Decision] = ()) -> None:
-        items = tuple(item_list(decisions, "decisions", what="Decision objects"))
+        items = (
+            decisions
+            if type(decisions) is tuple
+            else tuple(item_list(decisions, "decisions", what="Decision objects"))
+        )
         for i, d in enumerate(items):
             if not isinstance(d, Decision):
                 raise ConfigError(f"decision {i}: expected a Decision, got {type(d).__name__}")
