@@ -189,9 +189,7 @@ STAGE_CASES = [
         "Message",
     ),
     case("stage returns artifacts=[1]", lambda: _through(artifacts=[1]), ConfigError, "artifacts"),
-    case(
-        "stage returns protected=['u']", lambda: _through(protected=["u"]), ConfigError, "protected"
-    ),
+    case("stage returns protected='u'", lambda: _through(protected="u"), ConfigError, "protected"),
     case(
         "stage sets a signal to a number",
         lambda: _before_the_default(signals={"relevance": 5}),
@@ -304,6 +302,7 @@ def test_a_bad_field_is_ctxpacks_own_error_naming_it(c: Case) -> None:
 def test_what_a_stage_may_give_in_another_form_is_stored_in_the_context_s_own() -> None:
     ctx = _context(messages=list(HISTORY), protected={"u1"})
     assert ctx.messages == tuple(HISTORY) and ctx.protected == frozenset({"u1"})
+    assert ctx.evolve(protected=["u1", "u2"]).protected == frozenset({"u1", "u2"})
     evolved = ctx.evolve(messages=[*HISTORY, HISTORY[0].model_copy(update={"id": "u2"})])
     assert isinstance(evolved.messages, tuple) and len(evolved.messages) == 2
     # A signal computed with numpy holds numpy floats; ints are scores too.

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from collections.abc import Set as AbstractSet
 from numbers import Real
 from typing import Any
 
 from ..errors import ConfigError
 from ..messages import Message, message_objects
 from ..tokens import check_counter
-from .arguments import keyed, optional_text, tokens
+from .arguments import keyed, optional_text, strings, tokens
 
 __all__ = ["context_fields", "scores"]
 
@@ -80,14 +79,10 @@ def _signals(signals: Any) -> Mapping[str, Mapping[str, float]]:
 
 
 def _ids(protected: Any) -> frozenset[str]:
-    if not isinstance(protected, AbstractSet):
-        raise ConfigError(
-            f"PackContext.protected must be a set of message ids, got {_type_name(protected)}"
-        )
-    odd = next((i for i in protected if not isinstance(i, str)), None)
-    if odd is not None:
-        raise ConfigError(f"PackContext.protected holds {odd!r}; message ids are strings")
-    return protected if type(protected) is frozenset else frozenset(protected)
+    if type(protected) is frozenset and all(type(i) is str for i in protected):
+        return protected
+    # A list or a set is taken too, as a frozenset; a lone string would be read as its letters.
+    return frozenset(strings(protected, "PackContext.protected", what="message ids"))
 
 
 def _provider(provider: Any) -> str:
