@@ -604,3 +604,28 @@ def test_threads_packing_at_once_with_spacy_all_get_their_result() -> None:
 
     with ThreadPoolExecutor(8) as pool:
         assert all(tokens <= 300 for tokens in pool.map(run, range(32)))
+
+
+# ------------------------------------------------------------- a message built from a dict
+
+
+@pytest.mark.parametrize(
+    ("build", "field"),
+    [
+        (lambda: Message.model_validate({"role": 5}), "role"),
+        (lambda: Message.model_validate_json('{"role": "robot"}'), "role"),
+        (lambda: Message.model_validate({"role": "tool", "content": "42"}), "tool_call_id"),
+        (lambda: ctxpack.ToolCall.model_validate({"id": 5}), "id"),
+        (lambda: ctxpack.FunctionCall.model_validate_json('{"name": 1}'), "name"),
+    ],
+)
+def test_a_message_built_from_a_dict_or_json_raises_ctxpacks_error(build: Any, field: str) -> None:
+    # model_validate() skipped the constructor's translation: pydantic's ValidationError.
+    with pytest.raises(InvalidMessageError) as info:
+        build()
+    assert info.value.field == field and field in str(info.value)
+
+
+def test_a_valid_message_is_still_built_from_a_dict_and_json() -> None:
+    message = Message.model_validate({"role": "user", "content": "hi", "id": "u1"})
+    assert Message.model_validate_json(message.model_dump_json()) == message

@@ -8,7 +8,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
@@ -57,6 +57,10 @@ _KNOWN_KEYS = frozenset(
 _NULL_CONTENT_KEYS = frozenset({"function_call", "refusal", "audio"})
 
 
+_Part = TypeVar("_Part", bound="_CallPart")
+_M = TypeVar("_M", bound="Message")
+
+
 class _CallPart(BaseModel):
     """A part of a tool call built on its own: an invalid field raises the message's error,
     naming the part and the field (inside a message, the message's own check reports it)."""
@@ -67,8 +71,28 @@ class _CallPart(BaseModel):
         try:
             super().__init__(**data)
         except ValidationError as exc:
-            field, problem = _first_problem(exc)
-            raise InvalidMessageError(f"{field}: {problem}", field=field) from exc
+            raise _part_error(exc) from exc
+
+    @classmethod
+    def model_validate(cls: type[_Part], obj: Any, **options: Any) -> _Part:
+        try:
+            return super().model_validate(obj, **options)
+        except ValidationError as exc:
+            raise _part_error(exc) from exc
+
+    @classmethod
+    def model_validate_json(
+        cls: type[_Part], json_data: str | bytes | bytearray, **options: Any
+    ) -> _Part:
+        try:
+            return super().model_validate_json(json_data, **options)
+        except ValidationError as exc:
+            raise _part_error(exc) from exc
+
+
+def _part_error(exc: ValidationError) -> InvalidMessageError:
+    field, problem = _first_problem(exc)
+    return InvalidMessageError(f"{field}: {problem}", field=field)
 
 
 class FunctionCall(_CallPart):
@@ -132,6 +156,24 @@ class Message(BaseModel):
     def __init__(self, /, **data: Any) -> None:
         try:
             super().__init__(**data)
+        except ValidationError as exc:
+            raise _invalid(exc, None) from exc
+
+    # Built from a dict or JSON too, a malformed message is ctxpack's error naming the field,
+    # not pydantic's.
+    @classmethod
+    def model_validate(cls: type[_M], obj: Any, **options: Any) -> _M:
+        try:
+            return super().model_validate(obj, **options)
+        except ValidationError as exc:
+            raise _invalid(exc, None) from exc
+
+    @classmethod
+    def model_validate_json(
+        cls: type[_M], json_data: str | bytes | bytearray, **options: Any
+    ) -> _M:
+        try:
+            return super().model_validate_json(json_data, **options)
         except ValidationError as exc:
             raise _invalid(exc, None) from exc
 
@@ -401,5 +443,5 @@ def from_mapping(index: int, data: Mapping[str, Any]) -> Message:
         fields.pop("id", None)
     try:
         return Message.model_validate(fields)
-    except ValidationError as exc:
-        raise _invalid(exc, index) from exc
+    except InvalidMessageError as exc:
+        raise InvalidMessageError(exc.detail, index=index, field=exc.field) from exc.__cause__
