@@ -407,8 +407,7 @@ def read_artifact(
         71:line 71
         72:line 72
     """
-    string(artifact, "artifact")
-    _check_read(store, lines, regex, json_path, page, max_chars, context)
+    _check_read(store, artifact, lines, regex, json_path, page, max_chars, context)
     max_chars = min(max_chars, MAX_PAGE_CHARS)
     text = store.get(artifact)
     all_lines = text.split("\n")
@@ -443,6 +442,7 @@ def read_artifact(
 
 def _check_read(
     store: object,
+    artifact: object,
     lines: object,
     regex: object,
     json_path: object,
@@ -452,6 +452,7 @@ def _check_read(
 ) -> None:
     """Refuse :func:`read_artifact`'s arguments that are out of range or conflict."""
     check_artifact_store(store)
+    string(artifact, "artifact")
     chosen = [
         name
         for name, v in (("lines", lines), ("regex", regex), ("json_path", json_path))
