@@ -57,37 +57,49 @@ _KNOWN_KEYS = frozenset(
 _NULL_CONTENT_KEYS = frozenset({"function_call", "refusal", "audio"})
 
 
-_Part = TypeVar("_Part", bound="_CallPart")
-_M = TypeVar("_M", bound="Message")
+_Checked = TypeVar("_Checked", bound="_CheckedModel")
 
 
-class _CallPart(BaseModel):
-    """A part of a tool call built on its own: an invalid field raises the message's error,
-    naming the part and the field (inside a message, the message's own check reports it)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class _CheckedModel(BaseModel):
+    """A model whose invalid fields raise ctxpack's error naming them, however it is built:
+    by its constructor, ``model_validate()`` or ``model_validate_json()``."""
 
     def __init__(self, /, **data: Any) -> None:
         try:
             super().__init__(**data)
         except ValidationError as exc:
-            raise _part_error(exc) from exc
+            raise self._error(exc) from exc
 
     @classmethod
-    def model_validate(cls: type[_Part], obj: Any, **options: Any) -> _Part:
+    def model_validate(cls: type[_Checked], obj: Any, **options: Any) -> _Checked:
         try:
             return super().model_validate(obj, **options)
         except ValidationError as exc:
-            raise _part_error(exc) from exc
+            raise cls._error(exc) from exc
 
     @classmethod
     def model_validate_json(
-        cls: type[_Part], json_data: str | bytes | bytearray, **options: Any
-    ) -> _Part:
+        cls: type[_Checked], json_data: str | bytes | bytearray, **options: Any
+    ) -> _Checked:
         try:
             return super().model_validate_json(json_data, **options)
         except ValidationError as exc:
-            raise _part_error(exc) from exc
+            raise cls._error(exc) from exc
+
+    @classmethod
+    def _error(cls, exc: ValidationError) -> InvalidMessageError:
+        raise NotImplementedError
+
+
+class _CallPart(_CheckedModel):
+    """A part of a tool call built on its own: an invalid field raises the message's error,
+    naming the part and the field (inside a message, the message's own check reports it)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @classmethod
+    def _error(cls, exc: ValidationError) -> InvalidMessageError:
+        return _part_error(exc)
 
 
 def _part_error(exc: ValidationError) -> InvalidMessageError:
@@ -110,7 +122,7 @@ class ToolCall(_CallPart):
     function: FunctionCall
 
 
-class Message(BaseModel):
+class Message(_CheckedModel):
     """One chat message.
 
     Args:
@@ -153,29 +165,9 @@ class Message(BaseModel):
     # that provider's rules. Private, so that metadata stays the user's.
     _provider: str | None = PrivateAttr()
 
-    def __init__(self, /, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            raise _invalid(exc, None) from exc
-
-    # Built from a dict or JSON too, a malformed message is ctxpack's error naming the field,
-    # not pydantic's.
     @classmethod
-    def model_validate(cls: type[_M], obj: Any, **options: Any) -> _M:
-        try:
-            return super().model_validate(obj, **options)
-        except ValidationError as exc:
-            raise _invalid(exc, None) from exc
-
-    @classmethod
-    def model_validate_json(
-        cls: type[_M], json_data: str | bytes | bytearray, **options: Any
-    ) -> _M:
-        try:
-            return super().model_validate_json(json_data, **options)
-        except ValidationError as exc:
-            raise _invalid(exc, None) from exc
+    def _error(cls, exc: ValidationError) -> InvalidMessageError:
+        return _invalid(exc, None)
 
     @model_validator(mode="after")
     def _check_consistency(self) -> Message:
