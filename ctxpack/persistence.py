@@ -16,13 +16,20 @@ import asyncio
 import hashlib
 import hmac
 import json
+import math
 import random
 import secrets
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .errors import ArtifactNotFoundError, ConfigError, StoreConflictError, StoreError
+from .errors import (
+    ArtifactNotFoundError,
+    ConfigError,
+    InvalidMessageError,
+    StoreConflictError,
+    StoreError,
+)
 from .messages import Message, provider_of, with_provider
 from .store import AsyncSessionStore, SessionStore, StoredSession, check_session_id, open_store
 
@@ -37,13 +44,46 @@ MAX_ATTEMPTS = 200
 FORMAT = 1
 
 
-def encode_message(message: Message) -> dict[str, Any]:
-    """``message`` as JSON, with the provider it was converted from."""
+def encode_message(message: Message, index: int) -> dict[str, Any]:
+    """``message`` (the session's ``index``-th) as JSON, with the provider it was converted
+    from; refused when JSON would not give it back as it is."""
+    for field in ("content", "metadata", "extras"):
+        problem = _not_json(getattr(message, field), field)
+        if problem is not None:
+            raise InvalidMessageError(
+                f"{problem}: a stored session keeps JSON values (strings, finite numbers, "
+                "booleans, None, lists, dicts with string keys), so that every replica reads "
+                "the message as it was given; convert it first (a tuple to a list, a datetime "
+                "to an ISO string)",
+                index=index,
+                field=field,
+            )
     data: dict[str, Any] = {"message": message.model_dump(mode="json", exclude_defaults=True)}
     provider = provider_of(message)
     if provider is not None:
         data["provider"] = provider
     return data
+
+
+def _not_json(value: Any, field: str) -> str | None:
+    """Where in ``value`` (the message's ``field``) a value lies that JSON would give back
+    changed or not at all (a tuple as a list, a datetime as a string, NaN as null), or None."""
+    stack = [(value, field)]
+    while stack:
+        item, path = stack.pop()
+        kind = type(item)
+        if item is None or kind in (str, int, bool) or (kind is float and math.isfinite(item)):
+            continue
+        if kind is list:
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(item))
+        elif kind is dict:
+            for key, v in item.items():
+                if type(key) is not str:
+                    return f"{path}: the key {key!r} is not a string"
+                stack.append((v, f"{path}.{key}"))
+        else:
+            return f"{path}: {item!r}" if kind is float else f"{path}: a {kind.__name__} value"
+    return None
 
 
 def decode_message(data: Mapping[str, Any]) -> Message:
@@ -252,7 +292,7 @@ class Backing:
     def failed(self, what: str, exc: Exception) -> Exception:
         """``exc`` from a store call, as the error to raise: ctxpack's own errors as they are,
         any other wrapped in a :class:`StoreError` naming the store and the call."""
-        if isinstance(exc, (StoreError, ConfigError, ArtifactNotFoundError)):
+        if isinstance(exc, (StoreError, ConfigError, ArtifactNotFoundError, InvalidMessageError)):
             return exc
         return StoreError(
             f"{type(exc).__name__}: {exc}",

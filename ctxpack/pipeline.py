@@ -20,6 +20,8 @@ from typing import Any, Literal, Protocol, overload, runtime_checkable
 from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, ValidationError
 from pydantic_core import core_schema
 
+from ._internal.arguments import item_list, strings
+from ._internal.context import context_fields, scores
 from ._internal.options import invalid_option
 from .errors import ConfigError
 from .messages import Message
@@ -161,7 +163,11 @@ class DecisionLog(Sequence[Decision]):
     __slots__ = ("_items", "_length", "_parts")
 
     def __init__(self, decisions: Iterable[Decision] = ()) -> None:
-        items = tuple(decisions)
+        items = (
+            decisions
+            if type(decisions) is tuple
+            else tuple(item_list(decisions, "decisions", what="Decision objects"))
+        )
         for i, d in enumerate(items):
             if not isinstance(d, Decision):
                 raise ConfigError(f"decision {i}: expected a Decision, got {type(d).__name__}")
@@ -177,7 +183,10 @@ class DecisionLog(Sequence[Decision]):
         the log is first read. ``build`` is called at most once, even when threads read the log
         at the same time; it must not depend on state
         that may change after the stage returns (capture what it needs)."""
-        return cls._of((_Deferred(message_ids, build),), len(message_ids))
+        ids = strings(message_ids, "message_ids", what="message ids")
+        if not callable(build):
+            raise ConfigError(f"build must be a function () -> decisions, got {build!r}")
+        return cls._of((_Deferred(ids, build),), len(ids))
 
     @classmethod
     def _of(cls, parts: tuple[_Part, ...], length: int) -> DecisionLog:
@@ -309,19 +318,31 @@ class PackContext:
     provider: Provider = "openai"
 
     def __post_init__(self) -> None:
-        if self.provider not in ("openai", "anthropic"):
-            raise ConfigError(f"provider must be 'openai' or 'anthropic', got {self.provider!r}")
-        if not isinstance(self.decisions, DecisionLog):
-            # A frozen dataclass sets its own fields this way.
-            object.__setattr__(self, "decisions", DecisionLog(self.decisions))
+        checked = context_fields({f.name: getattr(self, f.name) for f in dataclasses.fields(self)})
+        self._set(checked)
+
+    def _set(self, values: Mapping[str, Any]) -> None:
+        # A frozen dataclass sets its own fields this way.
+        for name, value in values.items():
+            if name == "decisions" and not isinstance(value, DecisionLog):
+                value = DecisionLog(value)
+            object.__setattr__(self, name, value)
 
     def evolve(self, **changes: Any) -> PackContext:
         """A copy with ``changes`` applied."""
-        return dataclasses.replace(self, **changes)
+        return self._changed(changes)
 
     def decide(self, *decisions: Decision, **changes: Any) -> PackContext:
         """A copy with ``decisions`` appended and ``changes`` applied."""
-        return dataclasses.replace(self, decisions=self.decisions + decisions, **changes)
+        return self._changed({**changes, "decisions": self.decisions + decisions})
+
+    def _changed(self, changes: dict[str, Any]) -> PackContext:
+        # Only the changed fields are checked: the others passed when this context was made,
+        # and each stage makes several contexts from a history of thousands of messages.
+        copy = object.__new__(type(self))
+        copy.__dict__.update(self.__dict__)
+        copy._set(context_fields(changes))
+        return copy
 
     def tokens(self, message: Message) -> int:
         """Tokens ``message`` adds to the prompt, framing included."""
@@ -330,8 +351,8 @@ class PackContext:
     def with_signal(self, name: str, values: Mapping[str, float]) -> PackContext:
         """A copy where the signal ``name`` is ``values`` (message id -> score), replacing any
         earlier values of that signal."""
-        merged = {**self.signals, name: MappingProxyType(dict(values))}
-        return dataclasses.replace(self, signals=MappingProxyType(merged))
+        merged = {**self.signals, name: MappingProxyType(dict(scores(name, values)))}
+        return self._changed({"signals": MappingProxyType(merged)})
 
     def signal(self, name: str) -> Mapping[str, float]:
         """The values of one signal (message id -> score); empty when no stage set it."""

@@ -16,6 +16,7 @@ from typing import Any
 import regex as regex_engine
 from pydantic import BaseModel, ConfigDict
 
+from ._internal.arguments import optional_text, string
 from .errors import ArtifactNotFoundError, ConfigError
 from .filters import RETRIEVE_TOOL_NAME
 from .providers import Provider, check_provider, tool_call_parts, tool_definition
@@ -406,7 +407,7 @@ def read_artifact(
         71:line 71
         72:line 72
     """
-    _check_read(store, lines, regex, json_path, page, max_chars, context)
+    _check_read(store, artifact, lines, regex, json_path, page, max_chars, context)
     max_chars = min(max_chars, MAX_PAGE_CHARS)
     text = store.get(artifact)
     all_lines = text.split("\n")
@@ -441,6 +442,7 @@ def read_artifact(
 
 def _check_read(
     store: object,
+    artifact: object,
     lines: object,
     regex: object,
     json_path: object,
@@ -450,6 +452,7 @@ def _check_read(
 ) -> None:
     """Refuse :func:`read_artifact`'s arguments that are out of range or conflict."""
     check_artifact_store(store)
+    string(artifact, "artifact")
     chosen = [
         name
         for name, v in (("lines", lines), ("regex", regex), ("json_path", json_path))
@@ -470,6 +473,7 @@ def _check_read(
         )
     if regex is not None and not isinstance(regex, str):
         raise ConfigError(f"regex must be a string, got {type(regex).__name__}")
+    optional_text(json_path, "json_path")
     if isinstance(regex, str) and len(regex) > MAX_REGEX_CHARS:
         raise ConfigError(f"regex is {len(regex)} characters long; the limit is {MAX_REGEX_CHARS}")
 

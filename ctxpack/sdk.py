@@ -360,5 +360,6 @@ def _is_responses_call(message: Any) -> bool:
     if not isinstance(meta, dict) or RESPONSES_META not in meta:
         return False
     items = meta[RESPONSES_META]
-    item = items[-1] if isinstance(items, list) else items
+    # The key is the user's too: an empty list is not the items of a call.
+    item = (items[-1] if items else None) if isinstance(items, list) else items
     return isinstance(item, dict) and item.get("type") == "function_call"

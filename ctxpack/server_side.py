@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .editing import COMPACTION_FLOOR
+from .errors import InvalidMessageError
 from .managed import WindowPolicy
 from .pipeline import Decision
 from .sdk import is_sdk_object
@@ -110,12 +111,12 @@ def response_decisions(response: Any, *, message_id: str) -> list[Decision]:
         return []
     out: list[Decision] = []
     management = body.get("context_management")
-    edits = management.get("applied_edits") if isinstance(management, Mapping) else None
-    for edit in edits or ():
+    edits = _listed(management, "applied_edits", "context_management.applied_edits")
+    for i, edit in enumerate(edits):
         if not isinstance(edit, Mapping):
             continue
         kind = str(edit.get("type"))
-        cleared = int(edit.get("cleared_input_tokens") or 0)
+        cleared = _count(edit, "cleared_input_tokens", f"context_management.applied_edits[{i}]")
         what = (
             f"{edit.get('cleared_tool_uses', 0)} tool uses"
             if "cleared_tool_uses" in edit
@@ -131,7 +132,7 @@ def response_decisions(response: Any, *, message_id: str) -> list[Decision]:
                 tokens_after=0,
             )
         )
-    blocks = [*(body.get("content") or ()), *(body.get("output") or ())]
+    blocks = [*_listed(body, "content", "content"), *_listed(body, "output", "output")]
     for block in blocks:
         if isinstance(block, Mapping) and block.get("type") == "compaction":
             summary = block.get("content")
@@ -148,3 +149,27 @@ def response_decisions(response: Any, *, message_id: str) -> list[Decision]:
                 )
             )
     return out
+
+
+def _listed(body: Any, key: str, field: str) -> list[Any]:
+    """The list at ``body[key]`` of a response (empty when absent); anything else is a
+    malformed response, named by its ``field``."""
+    value = body.get(key) if isinstance(body, Mapping) else None
+    if value is None or isinstance(value, str):
+        return []  # a text reply holds no block
+    if not isinstance(value, list):
+        raise InvalidMessageError(
+            f"{field}: the response's {key} must be a list, got {type(value).__name__}",
+            field=field,
+        )
+    return value
+
+
+def _count(edit: Mapping[str, Any], key: str, where: str) -> int:
+    value = edit.get(key) or 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidMessageError(
+            f"{where}.{key}: a count of tokens, an int >= 0, got {value!r}",
+            field=f"{where}.{key}",
+        )
+    return value

@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ._internal.arguments import keyed, tool_definitions
 from ._internal.arguments import tokens as check_tokens
-from ._internal.arguments import tool_definitions
 from .errors import ConfigError
 from .messages import Message, owned_messages
 from .tokens import (
@@ -251,7 +251,7 @@ def context_usage(
         (19, 8173)
     """
     if memory_files is not None:
-        _check_memory_files(memory_files)
+        keyed(memory_files, "memory_files", values=str, what="file names to their text")
     resolved = get_counter(model, counter)
     msgs = list(owned_messages(messages))  # read only, never handed out
     tool_list = tool_definitions(tools) if tools is not None else []
@@ -306,19 +306,6 @@ def _buckets(
         _bucket(HISTORY, per_bucket[HISTORY], extra=counter.count_messages([])),
     ]
     return buckets, tool_items
-
-
-def _check_memory_files(memory_files: Any) -> None:
-    if not isinstance(memory_files, Mapping):
-        raise ConfigError(
-            f"memory_files must map a file name to its text, got {type(memory_files).__name__}"
-        )
-    for name, text in memory_files.items():
-        if not isinstance(name, str) or not isinstance(text, str):
-            raise ConfigError(
-                f"memory_files[{name!r}]: must map a file name (str) to its text (str), got "
-                f"{type(name).__name__} -> {type(text).__name__}"
-            )
 
 
 def _move_memory(

@@ -25,6 +25,8 @@ __all__ = [
     "file_path",
     "finite",
     "flag",
+    "item_list",
+    "keyed",
     "message_items",
     "number",
     "optional_text",
@@ -87,12 +89,32 @@ def file_path(value: Any, argument: str) -> str:
     return name
 
 
+def item_list(value: Any, argument: str, *, what: str) -> list[Any]:
+    """``value`` as a list of its items (``what`` names them in the message): a lone string or
+    mapping is refused, since it would be read as its characters or its keys."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise ConfigError(f"{argument} must be a list of {what}, got {_type_name(value)}")
+    return list(value)
+
+
+def keyed(value: Any, argument: str, *, values: type, what: str) -> Mapping[str, Any]:
+    """``value`` if it is a mapping of strings to instances of ``values`` (``what`` says what
+    it maps, in the message: ``"message ids to their original Message"``)."""
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{argument} must be a mapping of {what}, got {_type_name(value)}")
+    for key, item in value.items():
+        if not isinstance(key, str) or not isinstance(item, values):
+            raise ConfigError(
+                f"{argument}[{key!r}]: must map {what}, got "
+                f"{type(key).__name__} -> {_type_name(item)}"
+            )
+    return value
+
+
 def strings(value: Any, argument: str, *, what: str = "strings") -> list[str]:
     """``value`` as a list of strings (``what`` names them in the message): a lone string is
     refused, since it would be read as its characters."""
-    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
-        raise ConfigError(f"{argument} must be a list of {what}, got {_type_name(value)}")
-    out = list(value)
+    out = item_list(value, argument, what=what)
     for i, item in enumerate(out):
         if not isinstance(item, str):
             raise ConfigError(f"{argument}[{i}] must be a string, got {_type_name(item)}")

@@ -245,16 +245,22 @@ def _tool_input(arguments: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"value": value}
 
 
+def _mapping(value: Any) -> Mapping[str, Any]:
+    # metadata["anthropic"] is the user's too: a value of another shape than the one
+    # from_anthropic() writes is not ctxpack's, and is left out.
+    return value if isinstance(value, Mapping) else {}
+
+
 def _assistant_blocks(msg: Message, meta: Mapping[str, Any]) -> list[dict[str, Any]]:
     parts = _to_blocks(msg.content)
-    extras = meta.get("tool_use") or {}
+    extras = _mapping(meta.get("tool_use"))
     uses = [
         {
             "type": "tool_use",
             "id": call.id,
             "name": call.function.name,
             "input": _tool_input(call.function.arguments),
-            **extras.get(call.id, {}),
+            **_mapping(extras.get(call.id)),
         }
         for call in msg.tool_calls or ()
     ]
@@ -273,7 +279,7 @@ def _tool_result_block(msg: Message, meta: Mapping[str, Any]) -> dict[str, Any]:
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": msg.tool_call_id}
     if not (meta.get("no_content") and msg.content == ""):
         block["content"] = msg.content if isinstance(msg.content, str) else _to_blocks(msg.content)
-    block.update(meta.get("block") or {})
+    block.update(_mapping(meta.get("block")))
     return block
 
 

@@ -12,6 +12,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pydantic import ValidationError
+
 from .._internal.arguments import message_items
 from ..errors import InvalidMessageError
 from ..messages import Message, ensure_messages
@@ -51,7 +53,8 @@ def from_langchain(messages: Iterable[Any]) -> list[Message]:
 
     Raises:
         ImportError: ``langchain-core`` is not installed (with the install command).
-        InvalidMessageError: an entry is not a LangChain message ctxpack can map.
+        InvalidMessageError: an entry is not a LangChain message ctxpack can map, or a tool
+            call's ``args`` are not JSON.
 
     Example:
         >>> from langchain_core.messages import HumanMessage
@@ -100,15 +103,24 @@ def from_langchain(messages: Iterable[Any]) -> list[Message]:
                 {
                     "id": call.get("id") or f"lc-{index}-{k}",
                     "type": "function",
-                    "function": {
-                        "name": call["name"],
-                        "arguments": json.dumps(call.get("args", {}), ensure_ascii=False),
-                    },
+                    "function": {"name": call["name"], "arguments": _arguments(call, index, k)},
                 }
                 for k, call in enumerate(calls)
             ]
         dicts.append(item)
     return ensure_messages(dicts)
+
+
+def _arguments(call: Mapping[str, Any], index: int, k: int) -> str:
+    """A LangChain tool call's ``args`` as the JSON string a ctxpack tool call holds."""
+    try:
+        return json.dumps(call.get("args", {}), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidMessageError(
+            f"tool_calls[{k}].args: not JSON ({exc}); give the tool's arguments as JSON values",
+            index=index,
+            field="tool_calls",
+        ) from exc
 
 
 def _content_out(msg: Message, meta: Mapping[str, Any]) -> str | list[Any]:
@@ -117,7 +129,9 @@ def _content_out(msg: Message, meta: Mapping[str, Any]) -> str | list[Any]:
         return ""
     if isinstance(content, str):
         return content
-    str_parts = set(meta.get("str_parts") or ())
+    # metadata["langchain"] is the user's too: what is not the shape ctxpack wrote is ignored.
+    listed = meta.get("str_parts")
+    str_parts = {j for j in listed if isinstance(j, int)} if isinstance(listed, list) else set()
     return [
         str(part.get("text", "")) if j in str_parts and part.get("type") == "text" else part
         for j, part in enumerate(content)
@@ -129,6 +143,8 @@ def to_langchain(messages: Iterable[Message | Mapping[str, Any]]) -> list[Any]:
 
     Raises:
         ImportError: ``langchain-core`` is not installed (with the install command).
+        InvalidMessageError: a message is malformed, or the LangChain fields kept in its
+            ``metadata["langchain"]`` are ones LangChain refuses.
 
     Example:
         >>> [type(m).__name__ for m in to_langchain([{"role": "user", "content": "Hi"}])]
@@ -136,31 +152,51 @@ def to_langchain(messages: Iterable[Message | Mapping[str, Any]]) -> list[Any]:
     """
     lc = _messages_module()
     out: list[Any] = []
-    for msg in ensure_messages(messages):
+    for index, msg in enumerate(ensure_messages(messages)):
         raw = msg.metadata.get(META)
         meta: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
-        fields: dict[str, Any] = dict(meta.get("fields") or {})
+        kept = meta.get("fields")
+        fields = (
+            {k: v for k, v in kept.items() if isinstance(k, str)}
+            if isinstance(kept, Mapping)
+            else {}
+        )
         fields["content"] = _content_out(msg, meta)
         if msg.name is not None:
             fields["name"] = msg.name
-        if msg.role == "developer" or (meta.get("type") == "chat" and msg.role != "tool"):
-            # LangChain has no class for developer messages; ChatMessage carries any role.
-            out.append(lc.ChatMessage(role=msg.role, **fields))
-        elif msg.role == "system":
-            out.append(lc.SystemMessage(**fields))
-        elif msg.role == "user":
-            out.append(lc.HumanMessage(**fields))
-        elif msg.role == "assistant":
-            fields["tool_calls"] = [
-                {
-                    "name": call.function.name,
-                    "args": _tool_input(call.function.arguments),
-                    "id": call.id,
-                    "type": "tool_call",
-                }
-                for call in msg.tool_calls or ()
-            ]
-            out.append(lc.AIMessage(**fields))
-        else:
-            out.append(lc.ToolMessage(tool_call_id=msg.tool_call_id, **fields))
+        try:
+            out.append(_langchain_message(lc, msg, meta, fields))
+        except ValidationError as exc:
+            # Fields kept in metadata["langchain"], which the user may have edited.
+            first = exc.errors()[0]
+            raise InvalidMessageError(
+                f"metadata.{META}.fields: LangChain refuses them "
+                f"({'.'.join(map(str, first['loc']))}: {first['msg']})",
+                index=index,
+                field="metadata",
+            ) from exc
     return out
+
+
+def _langchain_message(
+    lc: Any, msg: Message, meta: Mapping[str, Any], fields: dict[str, Any]
+) -> Any:
+    if msg.role == "developer" or (meta.get("type") == "chat" and msg.role != "tool"):
+        # LangChain has no class for developer messages; ChatMessage carries any role.
+        return lc.ChatMessage(role=msg.role, **fields)
+    if msg.role == "system":
+        return lc.SystemMessage(**fields)
+    if msg.role == "user":
+        return lc.HumanMessage(**fields)
+    if msg.role == "assistant":
+        fields["tool_calls"] = [
+            {
+                "name": call.function.name,
+                "args": _tool_input(call.function.arguments),
+                "id": call.id,
+                "type": "tool_call",
+            }
+            for call in msg.tool_calls or ()
+        ]
+        return lc.AIMessage(**fields)
+    return lc.ToolMessage(tool_call_id=msg.tool_call_id, **fields)

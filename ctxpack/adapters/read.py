@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InvalidMessageError
-from ..messages import Message
+from ..messages import Message, detached
 from ..providers import Provider, check_provider, provider_from_message
 from ..sdk import SDKObject, coerce_message
 from ._anthropic import read_anthropic
@@ -46,7 +46,8 @@ def read_message(
         ('anthropic', 'ls')
     """
     if isinstance(message, Message):
-        return [message], None
+        # A copy: the caller may go on editing its message's content parts or metadata.
+        return [detached(message)], None
     entry = coerce_message(message, index)  # the SDKs' objects, as dicts
     if not isinstance(entry, Mapping):
         raise InvalidMessageError(

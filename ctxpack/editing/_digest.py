@@ -6,9 +6,8 @@ import json
 import re
 from collections.abc import Sequence
 
-from .._internal.arguments import message_items, optional_text
-from ..errors import InvalidMessageError
-from ..messages import Message
+from .._internal.arguments import optional_text
+from ..messages import Message, message_objects
 from ..signals.evidence import evidence_terms
 from ..signals.stop_words import STOP_WORDS
 
@@ -122,12 +121,7 @@ def extractive_digest(messages: Sequence[Message], instructions: str | None = No
         True
     """
     optional_text(instructions, "instructions")
-    for index, msg in enumerate(message_items(messages)):
-        if not isinstance(msg, Message):
-            raise InvalidMessageError(
-                f"expected a Message, got {type(msg).__name__}", index=index, field=None
-            )
-    return _digest(messages, instructions)
+    return _digest(message_objects(messages), instructions)
 
 
 def _digest(

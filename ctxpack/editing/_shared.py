@@ -8,9 +8,8 @@ from collections.abc import Set as AbstractSet
 
 from pydantic import ConfigDict
 
-from .._internal.arguments import message_items
-from ..errors import ConfigError, InvalidMessageError
-from ..messages import Message
+from ..errors import ConfigError
+from ..messages import Message, message_objects
 from ..stages import StageModel
 from ..tokens import check_counter
 
@@ -18,14 +17,7 @@ from ..tokens import check_counter
 def _history(messages: object, counter: object, protected: object) -> tuple[Message, ...]:
     """``messages`` as a tuple, once checked with the counter and the protected ids that a
     planner (``batches``, ``points``) is given: it reads their fields without asking."""
-    items = message_items(messages)
-    index = next((i for i, m in enumerate(items) if not isinstance(m, Message)), None)
-    if index is not None:
-        raise InvalidMessageError(
-            f"expected a Message (ensure_messages() converts dicts), got "
-            f"{type(items[index]).__name__}",
-            index=index,
-        )
+    items = message_objects(messages)
     check_counter(counter)
     if not isinstance(protected, AbstractSet):
         raise ConfigError(f"protected must be a set of message ids, got {type(protected).__name__}")

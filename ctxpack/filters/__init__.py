@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from .._internal.arguments import flag, number, optional_text
+from .._internal.arguments import flag, number, optional_text, string
 from ..errors import ConfigError
 from ..store import ArtifactStore, artifact_id, check_artifact_store
 from ._base import (
@@ -212,8 +212,7 @@ class ToolOutputFilter:
                 marker names the id the original would have.
             metadata: Stored with the original.
         """
-        if not isinstance(text, str):
-            raise TypeError(f"a tool output is a str, got {type(text).__name__}")
+        string(text, "text")
         for argument, value in (("tool", tool), ("command", command), ("goal", goal)):
             optional_text(value, argument)
         if store is not None:

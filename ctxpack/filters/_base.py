@@ -15,6 +15,7 @@ from functools import cached_property
 from numbers import Integral
 from typing import Protocol, runtime_checkable
 
+from .._internal.arguments import optional_text, string, strings
 from ..errors import ConfigError
 from ..signals.stop_words import GOAL_STOP_WORDS
 
@@ -64,6 +65,15 @@ class ToolOutput:
     command: str | None = None
     goal: str | None = None
     terms: frozenset[str] = field(default=frozenset(), compare=False)
+
+    def __post_init__(self) -> None:
+        string(self.text, "ToolOutput.text")
+        for name in ("tool", "command", "goal"):
+            optional_text(getattr(self, name), f"ToolOutput.{name}")
+        if not isinstance(self.terms, frozenset):
+            # A frozen dataclass sets its own fields this way.
+            terms = frozenset(strings(self.terms, "ToolOutput.terms", what="words"))
+            object.__setattr__(self, "terms", terms)
 
     @cached_property
     def lines(self) -> list[str]:

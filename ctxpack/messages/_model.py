@@ -8,11 +8,11 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
-from .._internal.arguments import MAX_NESTING, TooDeep, check_nesting, check_text
+from .._internal.arguments import MAX_NESTING, TooDeep, check_nesting, check_text, message_items
 from .._internal.trusted import trusted_frozen_instance
 from ..errors import InvalidMessageError
 
@@ -26,6 +26,7 @@ __all__ = [
     "copy_value",
     "detached",
     "from_mapping",
+    "message_objects",
     "provider_of",
     "stable_id",
     "with_provider",
@@ -56,18 +57,54 @@ _KNOWN_KEYS = frozenset(
 _NULL_CONTENT_KEYS = frozenset({"function_call", "refusal", "audio"})
 
 
-class _CallPart(BaseModel):
-    """A part of a tool call built on its own: an invalid field raises the message's error,
-    naming the part and the field (inside a message, the message's own check reports it)."""
+_Checked = TypeVar("_Checked", bound="_CheckedModel")
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+
+class _CheckedModel(BaseModel):
+    """A model whose invalid fields raise ctxpack's error naming them, however it is built:
+    by its constructor, ``model_validate()`` or ``model_validate_json()``."""
 
     def __init__(self, /, **data: Any) -> None:
         try:
             super().__init__(**data)
         except ValidationError as exc:
-            field, problem = _first_problem(exc)
-            raise InvalidMessageError(f"{field}: {problem}", field=field) from exc
+            raise self._error(exc) from exc
+
+    @classmethod
+    def model_validate(cls: type[_Checked], obj: Any, **options: Any) -> _Checked:
+        try:
+            return super().model_validate(obj, **options)
+        except ValidationError as exc:
+            raise cls._error(exc) from exc
+
+    @classmethod
+    def model_validate_json(
+        cls: type[_Checked], json_data: str | bytes | bytearray, **options: Any
+    ) -> _Checked:
+        try:
+            return super().model_validate_json(json_data, **options)
+        except ValidationError as exc:
+            raise cls._error(exc) from exc
+
+    @classmethod
+    def _error(cls, exc: ValidationError) -> InvalidMessageError:
+        raise NotImplementedError
+
+
+class _CallPart(_CheckedModel):
+    """A part of a tool call built on its own: an invalid field raises the message's error,
+    naming the part and the field (inside a message, the message's own check reports it)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @classmethod
+    def _error(cls, exc: ValidationError) -> InvalidMessageError:
+        return _part_error(exc)
+
+
+def _part_error(exc: ValidationError) -> InvalidMessageError:
+    field, problem = _first_problem(exc)
+    return InvalidMessageError(f"{field}: {problem}", field=field)
 
 
 class FunctionCall(_CallPart):
@@ -85,7 +122,7 @@ class ToolCall(_CallPart):
     function: FunctionCall
 
 
-class Message(BaseModel):
+class Message(_CheckedModel):
     """One chat message.
 
     Args:
@@ -128,11 +165,9 @@ class Message(BaseModel):
     # that provider's rules. Private, so that metadata stays the user's.
     _provider: str | None = PrivateAttr()
 
-    def __init__(self, /, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            raise _invalid(exc, None) from exc
+    @classmethod
+    def _error(cls, exc: ValidationError) -> InvalidMessageError:
+        return _invalid(exc, None)
 
     @model_validator(mode="after")
     def _check_consistency(self) -> Message:
@@ -250,7 +285,7 @@ def content_digest(message: Message) -> str:
 _DIGEST_CHUNK = 1 << 20
 
 
-_SCALARS = (str, int, float, bool, type(None), datetime)
+_SCALARS = frozenset({str, int, float, bool, type(None), datetime})
 
 
 def copy_value(value: Any) -> Any:
@@ -264,15 +299,21 @@ def copy_value(value: Any) -> Any:
         (True, False)
     """
     kind = type(value)
-    if kind in _SCALARS or (isinstance(value, BaseModel) and value.model_config.get("frozen")):
+    if kind in _SCALARS:
         return value
-    if kind is list:
-        return [copy_value(v) for v in value]
     if kind is dict:
         return {k: copy_value(v) for k, v in value.items()}
+    if kind is list:
+        return [copy_value(v) for v in value]
     if kind is tuple:
         return tuple(copy_value(v) for v in value)
+    # Last: isinstance() on a pydantic model class is slow, and most values are plain.
+    if isinstance(value, BaseModel) and value.model_config.get("frozen"):
+        return value
     return copy.deepcopy(value)
+
+
+_MUTABLE_FIELDS = ("content", "tool_calls", "metadata", "extras")
 
 
 def detached(message: Message) -> Message:
@@ -280,14 +321,12 @@ def detached(message: Message) -> Message:
     call list) with it: what ctxpack hands out, so that editing it cannot reach a cache or the
     caller's input, and what it keeps, so that editing the input cannot reach it."""
     values = message.__dict__
-    if type(values["content"]) is str and not (
-        values["metadata"] or values["extras"] or values["tool_calls"]
-    ):
-        # The common chat message: only the two empty dicts are mutable.
-        copied = dict(values)
-        copied["metadata"], copied["extras"] = {}, {}
-    else:
-        copied = {key: copy_value(value) for key, value in values.items()}
+    copied = dict(values)
+    # The other fields hold strings, numbers, booleans, datetimes or None: nothing to copy.
+    for key in _MUTABLE_FIELDS:
+        value = values[key]
+        if value is not None and type(value) is not str:
+            copied[key] = copy_value(value) if value else type(value)()
     private = message.__pydantic_private__
     # The fields set is shared: Message is frozen (see trusted_frozen_instance).
     return trusted_frozen_instance(
@@ -296,6 +335,24 @@ def detached(message: Message) -> Message:
         message.__pydantic_fields_set__,
         None if private is None else dict(private),
     )
+
+
+def message_objects(messages: Any, *, argument: str = "messages") -> tuple[Message, ...]:
+    """``messages`` as a tuple of :class:`Message` objects, for code that reads their fields
+    without asking: a dict among them is refused, not converted (that is
+    :func:`ensure_messages`'s work, with ids and checks of its own)."""
+    items = message_items(messages, argument=argument)
+    # Every stage's new context checks its messages: the common case is one pass in C.
+    if set(map(type, items)) <= {Message}:
+        return items
+    index = next((i for i, m in enumerate(items) if not isinstance(m, Message)), None)
+    if index is not None:
+        raise InvalidMessageError(
+            f"expected a Message in {argument} (ensure_messages() converts dicts), got "
+            f"{type(items[index]).__name__}",
+            index=index,
+        )
+    return items
 
 
 def provider_of(message: Message) -> str | None:
@@ -378,5 +435,5 @@ def from_mapping(index: int, data: Mapping[str, Any]) -> Message:
         fields.pop("id", None)
     try:
         return Message.model_validate(fields)
-    except ValidationError as exc:
-        raise _invalid(exc, index) from exc
+    except InvalidMessageError as exc:
+        raise InvalidMessageError(exc.detail, index=index, field=exc.field) from exc.__cause__

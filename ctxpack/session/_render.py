@@ -10,7 +10,7 @@ from .._internal.arguments import optional_text, tool_definitions
 from .._internal.arguments import tokens as check_tokens
 from ..errors import ConfigError
 from ..managed import cache_warnings, render_window
-from ..messages import Message
+from ..messages import Message, detached
 from ..packing import pack
 from ..pipeline import Decision, DecisionLog
 from ..providers import Provider, check_provider
@@ -104,7 +104,7 @@ class Rendering(SessionState):
                 "decisions": filter_log + packed.decisions,
                 # The session's originals win: a stage's "original" of a filtered message is
                 # the filtered text, not what the tool returned.
-                "artifacts": {**packed.artifacts, **originals},
+                "artifacts": {**packed.artifacts, **_copies(originals)},
             }
         )
         return self._with_warnings(result, all_tools)
@@ -205,7 +205,7 @@ class Rendering(SessionState):
             if m.id not in filtered
         ]
         return PackResult.model_construct(
-            messages=messages,
+            messages=[detached(m) for m in messages],
             tokens=tokens,
             budget=budget,
             reserve=reserve,
@@ -216,7 +216,7 @@ class Rendering(SessionState):
             exact=self.counter.exact,
             query=query,
             decisions=filter_log + unfiltered,
-            artifacts=originals,
+            artifacts=_copies(originals),
         )
 
     def _filter_log(self) -> DecisionLog:
@@ -232,3 +232,9 @@ class Rendering(SessionState):
             for i in self._pending
         ]
         return DecisionLog([*self._decisions, *waiting])
+
+
+def _copies(messages: Mapping[str, Message]) -> dict[str, Message]:
+    # What a result hands out shares nothing with the session's record: editing a message's
+    # content parts or metadata must not change what the session sends next.
+    return {mid: detached(m) for mid, m in messages.items()}

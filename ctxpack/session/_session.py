@@ -12,7 +12,7 @@ from ..errors import ConfigError, InvalidMessageError
 from ..filters import OutputFilter, ToolOutputFilter
 from ..guard import ArrivalGuard
 from ..managed import PinnedText, WindowPolicy, WindowState
-from ..messages import Message
+from ..messages import Message, detached
 from ..persistence import open_backing
 from ..pipeline import Decision, Stage
 from ..providers import Provider, check_provider, tool_call_parts
@@ -353,16 +353,18 @@ class Session(Arrival, Rendering):
     # ------------------------------------------------------------------------------ output
 
     def transcript(self) -> list[Message]:
-        """The full record, for humans: every message as it arrived (a new list)."""
+        """The full record, for humans: every message as it arrived (a new list of copies:
+        editing one does not change the session)."""
         with self._lock:
             self._refresh()
-            return list(self._raw)
+            return [detached(m) for m in self._raw]
 
     def compact(self) -> list[Message]:
-        """The compact record, for the model: tool outputs as filtered (a new list)."""
+        """The compact record, for the model: tool outputs as filtered (a new list of
+        copies)."""
         with self._lock:
             self._refresh()
-            return list(self._compact)
+            return [detached(m) for m in self._compact]
 
     @property
     def records(self) -> list[FilterRecord]:
@@ -469,6 +471,11 @@ class Session(Arrival, Rendering):
 
         Returns:
             The decisions recorded.
+
+        Raises:
+            InvalidMessageError: ``response`` is not a response, or a field of it is malformed
+                (``context_management.applied_edits[0].cleared_input_tokens`` not a count);
+                the session is then left as it was.
         """
         recorded: list[Decision] = []
 

@@ -186,12 +186,12 @@ class SessionState:
         # A compact message that differs from the one before (or, new, from the raw one).
         was = [*snapshot.compact, *self._raw[snapshot.raw :]]
         compact = {
-            str(position): encode_message(message)
+            str(position): encode_message(message, position)
             for position, message in enumerate(self._compact)
             if message is not was[position]
         }
         return {
-            "messages": [encode_message(m) for m in new],
+            "messages": [encode_message(m, snapshot.raw + i) for i, m in enumerate(new)],
             "compact": compact,
             "records": [
                 asdict(r) for mid, r in self._records.items() if snapshot.records.get(mid) is not r

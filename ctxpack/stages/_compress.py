@@ -9,6 +9,7 @@ scans a report for.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, ClassVar, Literal
@@ -109,6 +110,9 @@ class _SpacyProperNouns:
 
     def __init__(self, nlp: Any) -> None:
         self._nlp = nlp
+        # A spaCy pipeline is not thread-safe: threads parsing at once (a server's, or an
+        # AsyncSession's workers) corrupt its parser state and its memory zone.
+        self._lock = threading.Lock()
         # Line -> whether it holds a proper noun, least recently used forgotten.
         self._cache: LRUCache[str, bool] = LRUCache(
             self._MAX_CACHED, maxbytes=8 * 2**20, name="spaCy proper nouns"
@@ -122,7 +126,7 @@ class _SpacyProperNouns:
             # Parsing adds every new word to the pipeline's vocabulary, which would grow with
             # each conversation for the life of the process: the memory zone frees what the
             # parse added once the answers are read (spaCy's documented remedy).
-            with self._nlp.memory_zone():
+            with self._lock, self._nlp.memory_zone():
                 docs = self._nlp.pipe(_HEADING.sub("", line, count=1) for line in todo)
                 for line, doc in zip(todo, docs, strict=True):
                     known[line] = self._has_proper_noun(doc)

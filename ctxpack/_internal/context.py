@@ -1,0 +1,107 @@
+"""The checks of a :class:`~ctxpack.pipeline.PackContext`'s fields.
+
+Every stage builds a new context with ``evolve()``: a bad value a custom stage (or its caller)
+gives is refused there, naming the field, rather than by whichever later stage first reads it
+with a bare ``TypeError`` or ``AttributeError``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from numbers import Real
+from typing import Any
+
+from ..errors import ConfigError
+from ..messages import Message, message_objects
+from ..tokens import check_counter
+from .arguments import keyed, optional_text, strings, tokens
+
+__all__ = ["context_fields", "scores"]
+
+
+def _type_name(value: Any) -> str:
+    return "None" if value is None else type(value).__name__
+
+
+def context_fields(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` (some or all of a context's fields, by name) once checked, each in the form
+    the context stores (a list of messages as a tuple, a set of ids as a frozenset); the
+    ``decisions`` are the pipeline's to check."""
+    out = dict(values)
+    for name, value in values.items():
+        check = _CHECKS.get(name)
+        if check is not None:
+            out[name] = check(value)
+        elif name != "decisions":
+            known = ", ".join(sorted([*_CHECKS, "decisions"]))
+            raise ConfigError(f"PackContext has no field {name!r}; its fields are {known}")
+    return out
+
+
+def scores(name: Any, values: Any) -> Mapping[str, float]:
+    """``values`` if it maps message ids to finite scores (the signal ``name``)."""
+    where = f"PackContext.signals[{name!r}]"
+    if not isinstance(name, str):
+        raise ConfigError(f"{where}: signal names are strings")
+    if not isinstance(values, Mapping):
+        raise ConfigError(
+            f"{where} must be a mapping of message ids to scores, got {_type_name(values)}"
+        )
+    # The common case, in C: string ids and float scores whose sum is finite (so each one is).
+    if (
+        set(map(type, values)) <= {str}
+        and set(map(type, values.values())) <= {float, int}
+        and math.isfinite(sum(values.values()))
+    ):
+        return values
+    for mid, score in values.items():
+        # numbers.Real, not float: a signal computed with numpy holds numpy floats.
+        if (
+            not isinstance(mid, str)
+            or isinstance(score, bool)
+            or not isinstance(score, Real)
+            or not math.isfinite(score)
+        ):
+            raise ConfigError(f"{where}[{mid!r}] = {score!r}: scores are finite numbers")
+    return values
+
+
+def _signals(signals: Any) -> Mapping[str, Mapping[str, float]]:
+    if not isinstance(signals, Mapping):
+        raise ConfigError(
+            "PackContext.signals must be a mapping of signal names to {message id: score}, "
+            f"got {_type_name(signals)}"
+        )
+    for name, values in signals.items():
+        scores(name, values)
+    return signals
+
+
+def _ids(protected: Any) -> frozenset[str]:
+    if type(protected) is frozenset and all(type(i) is str for i in protected):
+        return protected
+    # A list or a set is taken too, as a frozenset; a lone string would be read as its letters.
+    return frozenset(strings(protected, "PackContext.protected", what="message ids"))
+
+
+def _provider(provider: Any) -> str:
+    if provider not in ("openai", "anthropic"):
+        raise ConfigError(f"provider must be 'openai' or 'anthropic', got {provider!r}")
+    return str(provider)
+
+
+_CHECKS: dict[str, Callable[[Any], Any]] = {
+    "messages": lambda v: message_objects(v, argument="PackContext.messages"),
+    "budget": lambda v: tokens(v, "PackContext.budget"),
+    "counter": check_counter,
+    "reserve": lambda v: tokens(v, "PackContext.reserve", minimum=0),
+    "query": lambda v: optional_text(v, "PackContext.query"),
+    "model": lambda v: optional_text(v, "PackContext.model"),
+    "protected": _ids,
+    "signals": _signals,
+    "artifacts": lambda v: keyed(
+        v, "PackContext.artifacts", values=Message, what="message ids to their original Message"
+    ),
+    "provider": _provider,
+}

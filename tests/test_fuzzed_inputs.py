@@ -1,0 +1,631 @@
+"""What fuzzing the public API with generated conversations and contexts found, kept as tests.
+
+A conversation in the shapes users send (OpenAI and Anthropic messages, content parts and
+blocks, tool calls) with a few odd fields (wrong types, missing keys, extra keys, values JSON
+cannot hold) must give, at every entry point, either a result that keeps the promises or
+ctxpack's own error naming the message index and the field. The cases below it are the
+failures the fuzzing found: a custom stage handing back a context with a bad field, the
+decision log and the tool output taking anything, and a stored session keeping values that its
+store gives back changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import datetime
+import math
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ctxpack
+from ctxpack import (
+    ConfigError,
+    CtxpackError,
+    Decision,
+    InvalidMessageError,
+    Message,
+    Pipeline,
+    Session,
+    get_counter,
+    pack,
+)
+from ctxpack.editing import extractive_digest
+from ctxpack.filters import ToolOutput, ToolOutputFilter
+from ctxpack.pipeline import DecisionLog, PackContext
+from ctxpack.store import MemoryStore
+
+from .strategies import conversations
+from .test_adversarial import Case, case, check_case
+
+USER = {"role": "user", "content": "Where is the invoice?"}
+HISTORY = [Message(role="user", content="Where is the invoice?", id="u1")]
+BUDGET = 300
+
+# ------------------------------------------------------------------ generated conversations
+
+# Values a field may hold by mistake, or legitimately but oddly.
+ODD = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=8),
+    st.sampled_from(
+        [
+            [],
+            {},
+            [{}],
+            [{"type": "text"}],
+            [{"type": "text", "text": "a", "extra": {"deep": [1, 2]}}],
+            [{"type": "image_url", "image_url": {"url": ""}}],
+            [{"type": "text", "text": "a"}, {"type": "tool_use", "id": "q", "name": "n"}],
+            {"k": ("a", "tuple")},
+            {"k": datetime.datetime(2025, 1, 1)},
+            {"important": "yes"},
+            {1: "an int key"},
+            [{"id": "dup", "function": {"name": "f", "arguments": "{}"}}] * 2,
+            [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "no json"}}],
+            [{"id": "c1", "function": {"name": "f", "arguments": "{}"}, "extra": 1}],
+            "msg1",
+            "2025-01-01T00:00:00",
+        ]
+    ),
+)
+FIELDS = st.sampled_from(
+    ["content", "metadata", "extras", "name", "id", "tool_calls", "tool_call_id", "priority",
+     "pinned", "source", "timestamp", "role", "refusal", "cache_control"]
+)  # fmt: skip
+
+
+@st.composite
+def odd_conversations(draw: st.DrawFn) -> list[Any]:
+    """A generated conversation (dicts and Messages) with one to three fields of its dicts
+    changed to an odd value or removed."""
+    items = list(draw(conversations(max_turns=6)).items)
+    for _ in range(draw(st.integers(min_value=1, max_value=3))):
+        k = draw(st.integers(min_value=0, max_value=len(items) - 1))
+        if isinstance(items[k], Message):
+            items[k] = items[k].model_dump(exclude_defaults=True)
+        field = draw(FIELDS)
+        if draw(st.integers(min_value=0, max_value=4)) == 0:
+            items[k].pop(field, None)
+        else:
+            items[k][field] = draw(ODD)
+    return items
+
+
+def _stored(items: list[Any]) -> None:
+    store = MemoryStore()
+    session = Session.open("fuzz", store=store)
+    session.extend(items)
+    # Another replica reads each message as it was given.
+    assert Session.open("fuzz", store=store).transcript() == session.transcript()
+    session.render()
+
+
+async def _async(items: list[Any]) -> None:
+    session = await ctxpack.AsyncSession.open("fuzz", store="memory://")
+    await session.extend(items)
+    await session.render()
+
+
+ENTRY_POINTS = {
+    "pack": lambda items: pack(items, budget=BUDGET),
+    "pack for Anthropic": lambda items: pack(items, budget=BUDGET, provider="anthropic"),
+    "Session": lambda items: Session().extend(items),
+    "managed Session": lambda items: Session(window=4_000).extend(items),
+    "stored Session": _stored,
+    "AsyncSession": lambda items: asyncio.run(_async(items)),
+    "to_openai": ctxpack.to_openai,
+    "to_anthropic": ctxpack.to_anthropic,
+    "count_messages": get_counter().count_messages,
+}
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(odd_conversations())
+def test_odd_conversations_give_a_result_or_an_error_naming_the_message(items: list[Any]) -> None:
+    before = copy.deepcopy(items)
+    for name, call in ENTRY_POINTS.items():
+        try:
+            result = call(items)
+        except InvalidMessageError as exc:
+            assert exc.index is not None and exc.field, f"{name}: {exc}"
+        except CtxpackError:
+            pass
+        else:
+            if isinstance(result, ctxpack.PackResult):
+                assert result.tokens <= BUDGET, name
+        # Compared as text: NaN != NaN, so a conversation holding one never equals its copy.
+        assert repr(items) == repr(before), f"{name} mutated its input"
+
+
+# ------------------------------------------------------ what a custom stage hands back
+
+
+def _through(**changes: Any) -> Any:
+    """pack() with a pipeline whose one stage returns its context with ``changes``."""
+    return pack([USER], budget=200, pipeline=Pipeline([lambda ctx: ctx.evolve(**changes)]))
+
+
+def _before_the_default(**changes: Any) -> Any:
+    steps = [("odd", lambda ctx: ctx.evolve(**changes)), *ctxpack.default_pipeline().steps]
+    return pack([USER], budget=200, pipeline=Pipeline(steps))
+
+
+STAGE_CASES = [
+    case(
+        "stage returns dicts as messages",
+        lambda: _through(messages=[{"role": "user", "content": "x"}]),
+        InvalidMessageError,
+        "message 0",
+        "PackContext.messages",
+        "dict",
+    ),
+    case(
+        "stage returns messages=None",
+        lambda: _through(messages=None),
+        InvalidMessageError,
+        "messages",
+    ),
+    case(
+        "stage returns decisions=None", lambda: _through(decisions=None), ConfigError, "decisions"
+    ),
+    case("stage returns budget='5'", lambda: _through(budget="5"), ConfigError, "budget"),
+    case("stage returns reserve=None", lambda: _through(reserve=None), ConfigError, "reserve"),
+    case("stage returns counter=None", lambda: _through(counter=None), ConfigError, "counter"),
+    case("stage returns query=5", lambda: _through(query=5), ConfigError, "query"),
+    case(
+        "stage returns artifacts of text",
+        lambda: _through(artifacts={"u": "text"}),
+        ConfigError,
+        "artifacts['u']",
+        "Message",
+    ),
+    case("stage returns artifacts=[1]", lambda: _through(artifacts=[1]), ConfigError, "artifacts"),
+    case("stage returns protected='u'", lambda: _through(protected="u"), ConfigError, "protected"),
+    case(
+        "stage sets a signal to a number",
+        lambda: _before_the_default(signals={"relevance": 5}),
+        ConfigError,
+        "signals['relevance']",
+    ),
+    case(
+        "stage sets a score to a string",
+        lambda: _before_the_default(signals={"relevance": {"m": "high"}}),
+        ConfigError,
+        "signals['relevance']['m']",
+    ),
+    case(
+        "stage sets a score to NaN",
+        lambda: _before_the_default(signals={"relevance": {"m": math.nan}}),
+        ConfigError,
+        "signals['relevance']['m']",
+    ),
+    case(
+        "stage evolves a field that does not exist",
+        lambda: _through(messsages=()),
+        ConfigError,
+        "messsages",
+        "messages",
+    ),
+]
+
+
+def _context(**fields: Any) -> PackContext:
+    values: dict[str, Any] = {"messages": tuple(HISTORY), "budget": 100, "counter": get_counter()}
+    return PackContext(**{**values, **fields})
+
+
+CONTEXT_CASES = [
+    case(
+        "PackContext(messages=None)",
+        lambda: _context(messages=None),
+        InvalidMessageError,
+        "messages",
+    ),
+    case("PackContext(budget=0)", lambda: _context(budget=0), ConfigError, "budget"),
+    case("PackContext(reserve=-1)", lambda: _context(reserve=-1), ConfigError, "reserve"),
+    case("PackContext(protected={5})", lambda: _context(protected={5}), ConfigError, "protected"),
+    case("PackContext(signals=None)", lambda: _context(signals=None), ConfigError, "signals"),
+    case(
+        "with_signal(name, None)",
+        lambda: _context().with_signal("relevance", None),  # type: ignore[arg-type]
+        ConfigError,
+        "signals['relevance']",
+    ),
+    case(
+        "with_signal(5, scores)",
+        lambda: _context().with_signal(5, {"u1": 1.0}),  # type: ignore[arg-type]
+        ConfigError,
+        "signal names",
+    ),
+    case("DecisionLog(None)", lambda: DecisionLog(None), ConfigError, "decisions"),  # type: ignore[arg-type]
+    case("DecisionLog(5)", lambda: DecisionLog(5), ConfigError, "decisions"),  # type: ignore[arg-type]
+    case("DecisionLog() + 5", lambda: DecisionLog() + 5, ConfigError, "decisions"),  # type: ignore[operator]
+    case(
+        "DecisionLog.deferred(5, build)",
+        lambda: DecisionLog.deferred(5, list),  # type: ignore[arg-type]
+        ConfigError,
+        "message_ids",
+    ),
+    case(
+        "DecisionLog.deferred(ids, None)",
+        lambda: DecisionLog.deferred(["u1"], None),  # type: ignore[arg-type]
+        ConfigError,
+        "build",
+    ),
+    case("ToolOutput(None)", lambda: ToolOutput(None), ConfigError, "ToolOutput.text"),  # type: ignore[arg-type]
+    case(
+        "ToolOutput(command=['ls'])",
+        lambda: ToolOutput("x", command=["ls"]),  # type: ignore[arg-type]
+        ConfigError,
+        "ToolOutput.command",
+    ),
+    case("ToolOutput(goal=5)", lambda: ToolOutput("x", goal=5), ConfigError, "ToolOutput.goal"),  # type: ignore[arg-type]
+    case("ToolOutput(tool=5)", lambda: ToolOutput("x", tool=5), ConfigError, "ToolOutput.tool"),  # type: ignore[arg-type]
+    case(
+        "ToolOutput(terms='ab')",
+        lambda: ToolOutput("x", terms="ab"),  # type: ignore[arg-type]
+        ConfigError,
+        "ToolOutput.terms",
+    ),
+    case("ToolOutputFilter()(5)", lambda: ToolOutputFilter()(5), ConfigError, "text"),  # type: ignore[arg-type]
+    # A list reached SQLite (a StoreError about binding a parameter), None was "no artifact".
+    case("Session.retrieve(None)", lambda: Session().retrieve(None), ConfigError, "artifact"),  # type: ignore[arg-type]
+    case(
+        "Session.retrieve([id])",
+        lambda: Session().retrieve(["art_x"]),  # type: ignore[arg-type]
+        ConfigError,
+        "artifact",
+    ),
+    case(
+        "Session.retrieve(json_path=5)",
+        lambda: Session().retrieve("art_x", json_path=5),  # type: ignore[arg-type]
+        ConfigError,
+        "json_path",
+    ),
+]
+
+
+@pytest.mark.parametrize("c", STAGE_CASES + CONTEXT_CASES, ids=lambda c: c.id)
+def test_a_bad_field_is_ctxpacks_own_error_naming_it(c: Case) -> None:
+    check_case(c)
+
+
+def test_what_a_stage_may_give_in_another_form_is_stored_in_the_context_s_own() -> None:
+    ctx = _context(messages=list(HISTORY), protected={"u1"})
+    assert ctx.messages == tuple(HISTORY) and ctx.protected == frozenset({"u1"})
+    assert ctx.evolve(protected=["u1", "u2"]).protected == frozenset({"u1", "u2"})
+    evolved = ctx.evolve(messages=[*HISTORY, HISTORY[0].model_copy(update={"id": "u2"})])
+    assert isinstance(evolved.messages, tuple) and len(evolved.messages) == 2
+    # A signal computed with numpy holds numpy floats; ints are scores too.
+    scored = ctx.with_signal("relevance", {"u1": np.float32(0.5), "u2": 1})
+    assert scored.signal("relevance") == {"u1": 0.5, "u2": 1}
+    assert ctx.decide(Decision(stage="s", action="kept", message_id="u1", reason="r")).decisions
+
+
+def test_the_digest_of_a_generator_is_the_digest_of_its_messages() -> None:
+    # The check consumed the generator and the digest was then made of nothing.
+    messages = [Message(role="user", content="Fix the refresh bug. Never touch cookies.")]
+    assert extractive_digest(m for m in messages) == extractive_digest(messages) != ""
+
+
+# ---------------------------------------------------------------- a stored session's values
+
+
+@pytest.mark.parametrize(
+    ("message", "field", "where"),
+    [
+        ({**USER, "metadata": {"k": ("a", "b")}}, "metadata", "metadata.k"),
+        (
+            {**USER, "metadata": {"when": datetime.datetime(2025, 1, 1)}},
+            "metadata",
+            "metadata.when",
+        ),
+        ({**USER, "metadata": {"score": math.nan}}, "metadata", "metadata.score"),
+        ({**USER, "metadata": {"k": {1: "x"}}}, "metadata", "metadata.k"),
+        ({**USER, "audio": {"data": b"raw"}}, "extras", "extras.audio.data"),
+        ({**USER, "trace": object()}, "extras", "extras.trace"),
+        (
+            {"role": "user", "content": [{"type": "text", "text": "hi", "ids": (1, 2)}]},
+            "content",
+            "content[0].ids",
+        ),
+    ],
+)
+def test_a_stored_session_refuses_values_its_store_would_give_back_changed(
+    message: dict[str, Any], field: str, where: str
+) -> None:
+    session = Session.open("s", store="memory://")
+    session.append(USER)
+    with pytest.raises(InvalidMessageError) as info:
+        session.append(message)
+    assert (info.value.index, info.value.field) == (1, field)
+    assert where in str(info.value)
+    assert len(session) == 1, "a refused append leaves the session as it was"
+
+
+def test_every_replica_of_a_stored_session_reads_a_message_as_it_was_given(tmp_path: Any) -> None:
+    url = f"sqlite:///{tmp_path / 'sessions.db'}"
+    given = {
+        **USER,
+        "metadata": {"tags": ["a", "b"], "n": 2**70, "score": 0.5, "ok": True, "none": None},
+        "cache_control": {"type": "ephemeral"},
+    }
+    writer = Session.open("s", store=url)
+    writer.append(given)
+    reader = Session.open("s", store=url)
+    assert reader.transcript() == writer.transcript()
+    assert reader.transcript()[0].metadata == given["metadata"]
+    writer.close()
+    reader.close()
+
+
+def test_an_async_stored_session_refuses_them_too() -> None:
+    async def run() -> tuple[InvalidMessageError, int]:
+        session = await ctxpack.AsyncSession.open("s", store="memory://")
+        with pytest.raises(InvalidMessageError) as info:
+            await session.append({**USER, "metadata": {"k": {1, 2}}})
+        size = len(session)
+        await session.close()
+        return info.value, size
+
+    error, size = asyncio.run(run())
+    assert (error.index, error.field, size) == (0, "metadata", 0)
+
+
+# ------------------------------------------------------------ what a session hands out
+
+PYTEST_OUTPUT = "\n".join(
+    ["======== test session starts ========"]
+    + [f"tests/test_mod{i}.py::test_case_{i} PASSED  [{i}%]" for i in range(300)]
+    + ["======== 300 passed in 3.2s ========"]
+)
+
+
+def _edit(message: Message) -> None:
+    """Edit a handed-out message in place, as a caller might."""
+    if isinstance(message.content, list):
+        message.content[0]["text"] = "EDITED"
+    message.metadata.setdefault("tags", []).append("edited")
+    message.extras["extra"] = "edited"
+
+
+@pytest.mark.parametrize("window", [None, 4_000])
+@pytest.mark.parametrize(
+    "handed_out", ["render", "render(budget)", "transcript", "compact", "original"]
+)
+def test_editing_what_a_session_hands_out_leaves_the_session_as_it_was(
+    handed_out: str, window: int | None
+) -> None:
+    session = Session(window=window)
+    session.extend(
+        [
+            {"role": "user", "content": [{"type": "text", "text": "Run the tests."}],
+             "metadata": {"tags": ["a"]}},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c", "type": "function",
+                 "function": {"name": "bash", "arguments": '{"command": "pytest"}'}}]},
+            {"role": "tool", "tool_call_id": "c", "content": PYTEST_OUTPUT,
+             "metadata": {"tags": ["b"]}},
+        ]
+    )  # fmt: skip
+    sent = [m.model_dump() for m in session.render().messages]
+    kept = [m.model_dump() for m in session.transcript()]
+    if handed_out == "original":
+        result = session.render()
+        original = result.original(result.messages[-1].id)
+        assert original is not None, "the tool output was shortened: its original is kept"
+        _edit(original)
+    elif handed_out == "render(budget)" and window is None:
+        for message in session.render(5_000).messages:
+            _edit(message)
+    else:
+        get = {"render": lambda: session.render().messages, "transcript": session.transcript}
+        for message in get.get(handed_out, session.compact)():
+            _edit(message)
+    assert [m.model_dump() for m in session.render().messages] == sent
+    assert [m.model_dump() for m in session.transcript()] == kept
+
+
+@pytest.mark.parametrize("stored", [False, True])
+def test_editing_a_message_after_appending_it_leaves_the_session_as_it_was(stored: bool) -> None:
+    # A Message was kept as given: its content parts and metadata were the caller's own.
+    message = Message(role="user", content=[{"type": "text", "text": "hi"}], metadata={"a": [1]})
+    session = Session.open("s", store=MemoryStore()) if stored else Session()
+    session.append(message)
+    sent = [m.model_dump() for m in session.render().messages]
+    _edit(message)
+    assert [m.model_dump() for m in session.render().messages] == sent
+
+
+# ------------------------------------------------------------------- a provider's response
+
+ANTHROPIC_REPLY = {
+    "role": "assistant",
+    "type": "message",
+    "content": [{"type": "text", "text": "ok"}],
+}
+
+
+def _cleared(tokens: Any) -> dict[str, Any]:
+    edit = {
+        "type": "clear_tool_uses_20250919",
+        "cleared_tool_uses": 2,
+        "cleared_input_tokens": tokens,
+    }
+    return {**ANTHROPIC_REPLY, "context_management": {"applied_edits": [edit]}}
+
+
+@pytest.mark.parametrize(
+    ("response", "field"),
+    [
+        (_cleared("abc"), "context_management.applied_edits[0].cleared_input_tokens"),
+        (_cleared([1]), "context_management.applied_edits[0].cleared_input_tokens"),
+        (_cleared(math.inf), "context_management.applied_edits[0].cleared_input_tokens"),
+        (_cleared(-5), "context_management.applied_edits[0].cleared_input_tokens"),
+        ({**ANTHROPIC_REPLY, "context_management": {"applied_edits": 5}},
+         "context_management.applied_edits"),
+        ({**ANTHROPIC_REPLY, "content": 5}, "content"),
+        ({"id": "resp_1", "output": 5}, "output"),
+    ],
+)  # fmt: skip
+def test_a_malformed_response_is_refused_naming_its_field(
+    response: dict[str, Any], field: str
+) -> None:
+    # It raised ValueError, TypeError or OverflowError, or recorded -5 cleared tokens.
+    session = Session()
+    session.append(USER)
+    with pytest.raises(InvalidMessageError) as info:
+        session.record_response(response)
+    assert info.value.field == field and field in str(info.value)
+    assert len(session) == 1 and not session.window_state.decisions
+
+
+def test_a_well_formed_response_is_still_recorded() -> None:
+    session = Session()
+    session.append(USER)
+    (decision,) = session.record_response(_cleared(1200))
+    assert (decision.action, decision.tokens_before) == ("cleared", 1200)
+    assert session.transcript()[-1].text == "ok"
+
+
+# ------------------------------------------------------------------------------- LangChain
+
+
+def test_langchain_tool_arguments_that_are_not_json_are_refused_naming_them() -> None:
+    lc = pytest.importorskip("langchain_core.messages")
+    from ctxpack.adapters import from_langchain
+
+    for args in ({"when": datetime.datetime(2025, 1, 1)}, {"ids": {1, 2}}, {"x": math.nan}):
+        call = {"name": "f", "args": args, "id": "c1"}
+        with pytest.raises(InvalidMessageError) as info:
+            from_langchain([lc.HumanMessage("hi"), lc.AIMessage(content="", tool_calls=[call])])
+        assert (info.value.index, info.value.field) == (1, "tool_calls")
+        assert "tool_calls[0].args" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "kept",
+    [
+        "text",
+        {"fields": "text"},
+        {"str_parts": 5},
+        {"fields": {1: "an int key"}},
+        {"fields": {"type": "ai"}},
+        {"fields": {"additional_kwargs": 3}},
+    ],
+)
+def test_a_users_own_langchain_metadata_is_read_or_refused_naming_it(kept: Any) -> None:
+    # metadata["langchain"] is where from_langchain() keeps LangChain's fields, but the user
+    # may use the key too: a shape ctxpack did not write raised ValueError, TypeError or
+    # pydantic's ValidationError.
+    pytest.importorskip("langchain_core.messages")
+    from ctxpack.adapters import to_langchain
+
+    message = {"role": "user", "content": "hi", "metadata": {"langchain": kept}}
+    try:
+        (converted,) = to_langchain([message])
+    except InvalidMessageError as exc:
+        assert (exc.index, exc.field) == (0, "metadata") and "langchain" in str(exc)
+    else:
+        assert converted.content == "hi"
+
+
+@pytest.mark.parametrize(
+    "kept",
+    [{"tool_use": 5}, {"tool_use": [1]}, {"tool_use": {"c1": 5}}, {"block": 5}, {"block": "ab"}],
+)
+def test_a_users_own_anthropic_metadata_of_another_shape_is_left_out(kept: Any) -> None:
+    # from_anthropic() keeps block fields in metadata["anthropic"]; the user may use the key
+    # too, and to_anthropic() raised AttributeError, TypeError or ValueError on it.
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    plain = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "out"},
+    ]
+    tagged = [{**m, "metadata": {"anthropic": kept}} for m in plain]
+    assert ctxpack.to_anthropic(tagged) == ctxpack.to_anthropic(plain)
+
+
+def test_a_users_own_openai_responses_metadata_beside_an_sdk_message_is_read() -> None:
+    # An empty list under the key ctxpack keeps Responses API items in raised IndexError
+    # when the list also held an SDK object.
+    chat = pytest.importorskip("openai.types.chat")
+    from ctxpack.adapters import validate_openai
+
+    reply = chat.ChatCompletionMessage(role="assistant", content="In the drawer.")
+    tagged = {"role": "user", "content": "Thanks", "metadata": {"openai_responses": []}}
+    messages = [USER, reply, tagged]
+    validate_openai(messages)
+    assert [m.text for m in ctxpack.from_openai(messages)] == [
+        "Where is the invoice?",
+        "In the drawer.",
+        "Thanks",
+    ]
+
+
+# --------------------------------------------------------------------------------- threads
+
+
+def test_threads_packing_at_once_with_spacy_all_get_their_result() -> None:
+    # spaCy's parser is not thread-safe: of 32 packs of tool outputs full of names run by
+    # eight threads, a third failed with an OverflowError or a KeyError from inside spaCy.
+    from ctxpack.stages import spacy_available
+
+    if not spacy_available():
+        pytest.skip("the spaCy pipeline is not installed")
+    compressor = ctxpack.ExtractiveCompressor(proper_nouns="spacy")
+    steps = [(n, compressor if n == "compress" else s) for n, s in ctxpack.default_pipeline().steps]
+
+    def conversation(k: int) -> list[dict[str, Any]]:
+        log = "\n".join(
+            f"Ligne {j} du journal {k}: Marie Dupont a vu Paris et le module {k * 31 + j}"
+            for j in range(20)
+        )
+        call = {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        return [
+            {"role": "user", "content": f"question {k}"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c", "content": log},
+            {"role": "user", "content": f"and Paris {k}?"},
+        ]
+
+    def run(k: int) -> int:
+        return pack(conversation(k), budget=300, pipeline=Pipeline(steps)).tokens
+
+    with ThreadPoolExecutor(8) as pool:
+        assert all(tokens <= 300 for tokens in pool.map(run, range(32)))
+
+
+# ------------------------------------------------------------- a message built from a dict
+
+
+@pytest.mark.parametrize(
+    ("build", "field"),
+    [
+        (lambda: Message.model_validate({"role": 5}), "role"),
+        (lambda: Message.model_validate_json('{"role": "robot"}'), "role"),
+        (lambda: Message.model_validate({"role": "tool", "content": "42"}), "tool_call_id"),
+        (lambda: ctxpack.ToolCall.model_validate({"id": 5}), "id"),
+        (lambda: ctxpack.FunctionCall.model_validate_json('{"name": 1}'), "name"),
+    ],
+)
+def test_a_message_built_from_a_dict_or_json_raises_ctxpacks_error(build: Any, field: str) -> None:
+    # model_validate() skipped the constructor's translation: pydantic's ValidationError.
+    with pytest.raises(InvalidMessageError) as info:
+        build()
+    assert info.value.field == field and field in str(info.value)
+
+
+def test_a_valid_message_is_still_built_from_a_dict_and_json() -> None:
+    message = Message.model_validate({"role": "user", "content": "hi", "id": "u1"})
+    assert Message.model_validate_json(message.model_dump_json()) == message
