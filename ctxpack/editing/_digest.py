@@ -96,9 +96,10 @@ def extractive_digest(messages: Sequence[Message], instructions: str | None = No
     touched with the last command on each and its return code, the commands run, the errors
     still open (those of the latest failing outputs), the current plan and TODOs, the diff
     lines, and an index of the identifiers, paths and numbers the assistant's words and commands
-    name (those named last at its end). The instruction steers it: ``"keep only the plan and the
-    diff"`` writes only those sections (user instructions are always kept); other words
-    (``"focus on the auth bug fix"``) add a section with every line that names them.
+    name (those named last at its end). The instruction steers it:
+    ``"keep only the plan and the diff"`` writes only those sections (user instructions are
+    always kept); other words (``"focus on the auth bug fix"``) add a section with every line
+    that names them.
 
     Args:
         messages: The messages to summarise, chronological.
