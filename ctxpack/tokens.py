@@ -359,11 +359,21 @@ ANTHROPIC_TOOL_PROMPT_TOKENS = 346
 def check_counter(counter: object) -> TokenCounter:
     """``counter`` if it is a :class:`TokenCounter`: what a function that takes a counter
     built already (not a name, see :func:`get_counter`) checks first."""
+    # isinstance() against a protocol reads every member at each call, and every pack()
+    # checks its counter: a class whose instances passed once is taken as it is.
+    if type(counter) in _COUNTER_TYPES:
+        return counter  # type: ignore[return-value]
     if not isinstance(counter, TokenCounter):
         raise ConfigError(
             f"counter must be a TokenCounter (see get_counter), got {type(counter).__name__}"
         )
+    if all(hasattr(type(counter), name) for name in _COUNTER_MEMBERS):
+        _COUNTER_TYPES.add(type(counter))
     return counter
+
+
+_COUNTER_TYPES: set[type] = set()
+_COUNTER_MEMBERS = ("count", "count_message", "count_messages")
 
 
 def tool_definition_tokens(tools: Iterable[Mapping[str, Any]], counter: TokenCounter) -> int:

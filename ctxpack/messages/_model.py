@@ -322,11 +322,17 @@ def detached(message: Message) -> Message:
     caller's input, and what it keeps, so that editing the input cannot reach it."""
     values = message.__dict__
     copied = dict(values)
-    # The other fields hold strings, numbers, booleans, datetimes or None: nothing to copy.
-    for key in _MUTABLE_FIELDS:
-        value = values[key]
-        if value is not None and type(value) is not str:
-            copied[key] = copy_value(value) if value else type(value)()
+    if type(values["content"]) is str and not (
+        values["metadata"] or values["extras"] or values["tool_calls"]
+    ):
+        # The common chat message: only the two empty dicts are mutable.
+        copied["metadata"], copied["extras"] = {}, {}
+    else:
+        # The other fields hold strings, numbers, booleans, datetimes or None: nothing to copy.
+        for key in _MUTABLE_FIELDS:
+            value = values[key]
+            if value is not None and type(value) is not str:
+                copied[key] = copy_value(value) if value else type(value)()
     private = message.__pydantic_private__
     # The fields set is shared: Message is frozen (see trusted_frozen_instance).
     return trusted_frozen_instance(
