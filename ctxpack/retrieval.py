@@ -471,8 +471,7 @@ def _check_read(
             f"context={context} is more than {MAX_CONTEXT} lines; ask for less context, or read "
             "a line range with lines='START-END'"
         )
-    if regex is not None and not isinstance(regex, str):
-        raise ConfigError(f"regex must be a string, got {type(regex).__name__}")
+    optional_text(regex, "regex")
     optional_text(json_path, "json_path")
     if isinstance(regex, str) and len(regex) > MAX_REGEX_CHARS:
         raise ConfigError(f"regex is {len(regex)} characters long; the limit is {MAX_REGEX_CHARS}")

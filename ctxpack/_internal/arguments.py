@@ -36,6 +36,7 @@ __all__ = [
     "too_deep_error",
     "tool_definitions",
     "tool_list",
+    "type_name",
     "weights",
 ]
 
@@ -49,7 +50,7 @@ MAX_NESTING = 100
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _type_name(value: Any) -> str:
+def type_name(value: Any) -> str:
     return "None" if value is None else type(value).__name__
 
 
@@ -66,7 +67,7 @@ def message_items(messages: Any, *, argument: str = "messages") -> tuple[Any, ..
         elif isinstance(messages, (Mapping, BaseModel)):
             hint = "; wrap a single message in a list"
         raise InvalidMessageError(
-            f"{argument}: expected a list of messages, got {_type_name(messages)}{hint}"
+            f"{argument}: expected a list of messages, got {type_name(messages)}{hint}"
         )
     return tuple(messages)
 
@@ -74,7 +75,7 @@ def message_items(messages: Any, *, argument: str = "messages") -> tuple[Any, ..
 def string(value: Any, argument: str) -> str:
     """``value`` if it is a string."""
     if not isinstance(value, str):
-        raise ConfigError(f"{argument} must be a string, got {_type_name(value)}")
+        raise ConfigError(f"{argument} must be a string, got {type_name(value)}")
     return value
 
 
@@ -93,7 +94,7 @@ def item_list(value: Any, argument: str, *, what: str) -> list[Any]:
     """``value`` as a list of its items (``what`` names them in the message): a lone string or
     mapping is refused, since it would be read as its characters or its keys."""
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
-        raise ConfigError(f"{argument} must be a list of {what}, got {_type_name(value)}")
+        raise ConfigError(f"{argument} must be a list of {what}, got {type_name(value)}")
     return list(value)
 
 
@@ -101,12 +102,12 @@ def keyed(value: Any, argument: str, *, values: type, what: str) -> Mapping[str,
     """``value`` if it is a mapping of strings to instances of ``values`` (``what`` says what
     it maps, in the message: ``"message ids to their original Message"``)."""
     if not isinstance(value, Mapping):
-        raise ConfigError(f"{argument} must be a mapping of {what}, got {_type_name(value)}")
+        raise ConfigError(f"{argument} must be a mapping of {what}, got {type_name(value)}")
     for key, item in value.items():
         if not isinstance(key, str) or not isinstance(item, values):
             raise ConfigError(
                 f"{argument}[{key!r}]: must map {what}, got "
-                f"{type(key).__name__} -> {_type_name(item)}"
+                f"{type(key).__name__} -> {type_name(item)}"
             )
     return value
 
@@ -120,14 +121,14 @@ def strings(value: Any, argument: str, *, what: str = "strings") -> list[str]:
         return out
     for i, item in enumerate(out):
         if not isinstance(item, str):
-            raise ConfigError(f"{argument}[{i}] must be a string, got {_type_name(item)}")
+            raise ConfigError(f"{argument}[{i}] must be a string, got {type_name(item)}")
     return out
 
 
 def optional_text(value: Any, argument: str) -> str | None:
     """``value`` if it is a string or ``None``."""
     if value is not None and not isinstance(value, str):
-        raise ConfigError(f"{argument} must be a string or None, got {_type_name(value)}")
+        raise ConfigError(f"{argument} must be a string or None, got {type_name(value)}")
     return value
 
 
@@ -142,7 +143,7 @@ def tokens(value: Any, argument: str, *, minimum: int = 1, unit: str = "tokens")
     """``value`` if it is an int (not a bool) of at least ``minimum`` (``unit``, for the
     message)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        shown = repr(value) if isinstance(value, (int, float, str)) else _type_name(value)
+        shown = repr(value) if isinstance(value, (int, float, str)) else type_name(value)
         wanted = "a positive int" if minimum == 1 else f"an int >= {minimum}"
         raise ConfigError(f"{argument} must be {wanted} ({unit}), got {shown}")
     return value
@@ -153,7 +154,7 @@ def tool_list(tools: Any, *, argument: str = "tools") -> list[Any]:
     definitions themselves are not looked at: see :func:`tool_definitions`)."""
     if isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Iterable):
         raise ConfigError(
-            f"{argument} must be a list of tool definitions, got {_type_name(tools)}"
+            f"{argument} must be a list of tool definitions, got {type_name(tools)}"
             + ("; wrap a single tool in a list" if isinstance(tools, Mapping) else "")
         )
     return list(tools)
@@ -171,7 +172,7 @@ def tool_definitions(tools: Any, *, argument: str = "tools") -> list[Mapping[str
         where = f"{argument}[{i}]"
         if not isinstance(tool, Mapping):
             raise ConfigError(
-                f"{where}: a tool definition must be an object, got {_type_name(tool)}"
+                f"{where}: a tool definition must be an object, got {type_name(tool)}"
             )
         try:
             check_nesting(tool)
@@ -181,12 +182,12 @@ def tool_definitions(tools: Any, *, argument: str = "tools") -> list[Mapping[str
         if "function" in tool:
             if not isinstance(function, Mapping):
                 raise ConfigError(
-                    f"{where}.function: must be an object with a name, got {_type_name(function)}"
+                    f"{where}.function: must be an object with a name, got {type_name(function)}"
                 )
             if not isinstance(function.get("name"), str):
                 raise ConfigError(f"{where}.function.name: a function tool needs a string name")
         elif "name" in tool and not isinstance(tool["name"], str):
-            raise ConfigError(f"{where}.name: must be a string, got {_type_name(tool['name'])}")
+            raise ConfigError(f"{where}.name: must be a string, got {type_name(tool['name'])}")
         elif not isinstance(tool.get("name"), str) and (
             not isinstance(tool.get("type"), str) or tool["type"] == "function"
         ):
@@ -251,7 +252,7 @@ def number(value: Any, argument: str, *, minimum: float = 0.0) -> float:
         or not math.isfinite(value)
         or value < minimum
     ):
-        shown = repr(value) if isinstance(value, (int, float, str)) else _type_name(value)
+        shown = repr(value) if isinstance(value, (int, float, str)) else type_name(value)
         raise ConfigError(f"{argument} must be a finite number >= {minimum:g}, got {shown}")
     return value
 
@@ -262,7 +263,7 @@ def weights(value: Any, argument: str) -> dict[str, float]:
         return {}
     if not isinstance(value, Mapping):
         raise ConfigError(
-            f"{argument} must be a mapping of names to weights, got {_type_name(value)}"
+            f"{argument} must be a mapping of names to weights, got {type_name(value)}"
         )
     return {
         string(name, f"{argument} key {name!r}"): number(weight, f"{argument}[{name!r}]")

@@ -14,14 +14,11 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..messages import Message, message_objects
+from ..providers import check_provider
 from ..tokens import check_counter
-from .arguments import keyed, optional_text, strings, tokens
+from .arguments import keyed, optional_text, strings, tokens, type_name
 
 __all__ = ["context_fields", "scores"]
-
-
-def _type_name(value: Any) -> str:
-    return "None" if value is None else type(value).__name__
 
 
 def context_fields(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -46,7 +43,7 @@ def scores(name: Any, values: Any) -> Mapping[str, float]:
         raise ConfigError(f"{where}: signal names are strings")
     if not isinstance(values, Mapping):
         raise ConfigError(
-            f"{where} must be a mapping of message ids to scores, got {_type_name(values)}"
+            f"{where} must be a mapping of message ids to scores, got {type_name(values)}"
         )
     # The common case, in C: string ids and float scores whose sum is finite (so each one is).
     if (
@@ -71,7 +68,7 @@ def _signals(signals: Any) -> Mapping[str, Mapping[str, float]]:
     if not isinstance(signals, Mapping):
         raise ConfigError(
             "PackContext.signals must be a mapping of signal names to {message id: score}, "
-            f"got {_type_name(signals)}"
+            f"got {type_name(signals)}"
         )
     for name, values in signals.items():
         scores(name, values)
@@ -83,12 +80,6 @@ def _ids(protected: Any) -> frozenset[str]:
         return protected
     # A list or a set is taken too, as a frozenset; a lone string would be read as its letters.
     return frozenset(strings(protected, "PackContext.protected", what="message ids"))
-
-
-def _provider(provider: Any) -> str:
-    if provider not in ("openai", "anthropic"):
-        raise ConfigError(f"provider must be 'openai' or 'anthropic', got {provider!r}")
-    return str(provider)
 
 
 _CHECKS: dict[str, Callable[[Any], Any]] = {
@@ -103,5 +94,5 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "artifacts": lambda v: keyed(
         v, "PackContext.artifacts", values=Message, what="message ids to their original Message"
     ),
-    "provider": _provider,
+    "provider": check_provider,
 }
