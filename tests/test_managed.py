@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import ctxpack
@@ -372,14 +372,21 @@ def test_a_changed_model_tool_set_or_system_prompt_is_a_cache_warning() -> None:
 @given(
     window=st.integers(min_value=3_000, max_value=20_000),
     sizes=st.lists(st.integers(min_value=0, max_value=120), min_size=5, max_size=60),
-    instructions=st.sets(st.integers(min_value=0, max_value=59), max_size=4),
+    # Each note up to a tenth of the window (a word is four tokens): ten of them pass the share.
+    instructions=st.dictionaries(
+        st.integers(min_value=0, max_value=29), st.floats(min_value=0, max_value=0.1), max_size=10
+    ),
     managed_room=st.one_of(st.none(), st.integers(min_value=1_000, max_value=20_000)),
 )
+@example(  # user notes that together pass instructions_share: the oldest are summarised
+    window=3_000, sizes=[5] * 30, instructions=dict.fromkeys(range(10), 0.1), managed_room=None
+)
 def test_the_promise_holds_on_random_sessions(
-    window: int, sizes: list[int], instructions: set[int], managed_room: int | None
+    window: int, sizes: list[int], instructions: dict[int, float], managed_room: int | None
 ) -> None:
-    """Every request fits the window less the reply room, and holds the system prompt and every
-    user message verbatim; between two recorded edits it only grows at its end."""
+    """Every request fits the window less the reply room, and holds the system prompt, the task
+    and every other user message verbatim, but those summarised once together they passed
+    ``instructions_share`` of the room; between two recorded edits it only grows at its end."""
     policy = WindowPolicy(window=window, managed_room=managed_room)
     session = Session(counter=COUNTER, filters=False, window=policy)
     session.extend([SYSTEM, TASK])
@@ -389,14 +396,18 @@ def test_the_promise_holds_on_random_sessions(
         result = session.render()
         assert result.tokens <= room
         sent = [m.text for m in result.messages]
-        assert all(m.text in sent for m in session.transcript() if m.role in ("system", "user"))
+        assert sent[:2] == [SYSTEM["content"], TASK["content"]]
+        released = set(session.window_state.compacted)
+        users = [m for m in session.transcript() if m.role == "user"]
+        assert all(m.text in sent or m.id in released for m in users)
         edits = {e.request for e in session.window_state.events}
         if session.window_state.requests - 1 not in edits:
             assert result.messages[: len(previous)] == previous
         previous = result.messages
         session.extend(step(i, lines))
         if i in instructions:
-            session.append({"role": "user", "content": f"Note {i}: keep going."})
+            words = " ".join(f"w{i}_{k}" for k in range(int(instructions[i] * window / 4)))
+            session.append({"role": "user", "content": f"Note {i}: keep going. {words}"})
 
 
 def test_a_stored_session_takes_the_window_options() -> None:
@@ -751,3 +762,81 @@ def test_re_injected_pins_stay_in_the_cache_across_compactions() -> None:
         assert at < summary
         kept = COUNTER.count_messages(sent[: at + 1])
         assert event.rewritten <= event.tokens_after - kept + 10
+
+
+def chat_turn(i: int) -> list[dict[str, Any]]:
+    """A chat turn with no tools: the user's words are most of what the session holds."""
+    words = " ".join(f"detail_{i}_{j}" for j in range(30))
+    return [
+        {"role": "user", "content": f"Turn {i}: remember {words}."},
+        {"role": "assistant", "content": f"Noted turn {i}."},
+    ]
+
+
+def test_a_chat_whose_user_turns_outgrow_the_window_goes_on() -> None:
+    session = Session(counter=COUNTER, filters=False, window=4_000)
+    session.extend([SYSTEM, TASK])
+    room = session.window.room(tool_tokens=0)
+    results = []
+    for i in range(150):
+        session.extend(chat_turn(i)[:1])
+        results.append(session.render())
+        session.extend(chat_turn(i)[1:])
+    users = sum(COUNTER.count_message(m) for m in session.transcript() if m.role == "user")
+    assert users > 3 * session.window.window  # the user messages alone outgrow the window
+    assert max(r.tokens for r in results) <= room
+    for result in results:
+        sent = [m.text for m in result.messages]
+        assert sent[:2] == [SYSTEM["content"], TASK["content"]]
+        assert sent[-1] == result.messages[-1].text  # the question asked is sent whole
+    last = results[-1]
+    assert last.messages[-1].text.startswith("Turn 149:")
+    state = session.window_state
+    summarised = [m for m in session.transcript() if m.role == "user" and m.id in state.compacted]
+    assert summarised and TASK["content"] not in {m.text for m in summarised}
+    for msg in summarised:
+        assert last.original(msg.id).text == msg.text
+        [why] = [
+            d.reason for d in state.decisions if d.message_id == msg.id and d.action == "merged"
+        ]
+        assert "instructions_share=0.5" in why
+    # The user messages sent whole (but the task) stay within the share of the room.
+    kept = [m for m in last.messages[2:] if m.role == "user" and m.id != state.summary_id]
+    assert sum(COUNTER.count_message(m) for m in kept) <= 0.5 * room
+    # Released in batches: the cache is written again once per so many turns, not at each.
+    compacted = [e.request for e in state.events if e.action == "compacted"]
+    assert 3 <= len(compacted) <= len(results) / 5
+    assert all(b - a > 3 for a, b in itertools.pairwise(compacted))
+
+
+def test_a_chat_goes_on_the_same_way_from_a_saved_state() -> None:
+    one = Session(counter=COUNTER, filters=False, window=4_000)
+    one.extend([SYSTEM, TASK])
+    for i in range(60):
+        one.extend(chat_turn(i))
+        one.render()
+    assert any(m.role == "user" and m.id in one.window_state.compacted for m in one.transcript())
+    two = Session(
+        counter=COUNTER,
+        filters=False,
+        window=4_000,
+        store=one.store,
+        window_state=WindowState.from_json(one.window_state.to_json()),
+    )
+    two.extend(one.transcript())
+    for i in range(60, 120):
+        one.extend(chat_turn(i))
+        two.extend(chat_turn(i))
+        assert two.render().messages == one.render().messages
+
+
+def test_without_an_instructions_share_every_user_message_stays_until_none_fits() -> None:
+    policy = WindowPolicy(window=4_000, instructions_share=None)
+    session = Session(counter=COUNTER, filters=False, window=policy)
+    session.extend([SYSTEM, TASK])
+    with pytest.raises(BudgetExceededError):
+        for i in range(150):
+            session.extend(chat_turn(i))
+            sent = {m.text for m in session.render().messages}
+            assert all(m.text in sent for m in session.transcript() if m.role == "user")
+    assert i > 15  # it went on as long as they fit

@@ -17,8 +17,9 @@ again what follows the edit point:
 2. **Compaction.** Once the prompt passes ``compact_at`` of the room even so, everything before
    the last ``keep_recent`` messages is replaced by a summary (the extractive digest, with the
    names the summarised tool outputs showed, unless a summarizer is given), except the system
-   prompt and every user instruction, which stay
-   verbatim; pinned content (memory files, skills) is then re-injected within its budgets.
+   prompt and the user instructions, which stay verbatim (the oldest but the first join the
+   summary once together they pass ``instructions_share`` of the room); pinned content (memory
+   files, skills) is then re-injected within its budgets.
 3. **Emergency clearing.** A request that would still not fit has every tool result cleared.
 
 Every removed message stays in the session's store, named by the placeholder or the summary's

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from ..editing import evidence_terms, summary_id_of, window_digest
 from ..errors import ConfigError
@@ -57,8 +58,12 @@ def _tail_start(
     return t, tokens
 
 
-def _compact(state: WindowState, policy: WindowPolicy, ctx: _Context, plan: _Room) -> bool:
-    """Summarise the record before the tail; ``False`` when there is too little to summarise."""
+def _compact(
+    state: WindowState, policy: WindowPolicy, ctx: _Context, plan: _Room, release: int = 0
+) -> bool:
+    """Summarise the record before the tail, and with it the oldest user messages but the
+    first until ``release`` of their tokens are freed (:func:`_released`); ``False`` when there
+    is too little to summarise."""
     record, counter = ctx.record, ctx.counter
     sent = _as_sent(state, ctx)
 
@@ -68,22 +73,34 @@ def _compact(state: WindowState, policy: WindowPolicy, ctx: _Context, plan: _Roo
         return 0 if _verbatim(msg) else counter.count_message(sent(msg))
 
     end, tail = _tail_start(record, state.boundary, policy.keep_recent, plan.tail_budget, size)
+    released = _released(record[:end], set(state.compacted), release, counter)
     region = [i for i in range(state.boundary, end) if not _verbatim(record[i])]
     pins = [i for i in region if _pinned_kind(record[i]) is not None]
     # The floor counts every pin re-injected; one the tail keeps is carried there instead.
     reinjected = _reinjected_tokens(record[:end], record[end:], policy, counter)
-    if len(region) - len(pins) < 2:
+    if not released and len(region) - len(pins) < 2:
         # Too little to summarise, unless pins sent whole give way to their re-injection.
         now = _reinjected_tokens(
             record[: state.boundary], record[state.boundary :], policy, counter
         )
         if sum(size(record[i]) for i in pins) <= reinjected - now:
             return False
+    tokens_before = {record[i].id: size(record[i]) for i in region}
+    tokens_before.update((record[i].id, counter.count_message(record[i])) for i in released)
+    region = sorted([*region, *released])
+    # The user messages released leave the floor: the summary's budget is drawn from the room
+    # they free.
+    plan = replace(plan, floor=plan.floor - sum(tokens_before[record[i].id] for i in released))
+    gone = {*state.compacted, *(record[i].id for i in region)}
     budget = plan.summary_budget(tail + reinjected - plan.pinned)
     if policy.summarizer is None:
         # The extractive digest is cheap: it reads the whole summarised history again, so a
         # second compaction does not summarise a summary.
-        history = [m for m in record[:end] if not _verbatim(m) and _pinned_kind(m) is None]
+        history = [
+            m
+            for m in record[:end]
+            if (m.id in gone or not _verbatim(m)) and _pinned_kind(m) is None
+        ]
         digest = _with_seen_terms(window_digest(history, policy.instructions), history)
         text = fit_digest(digest, budget, counter)
     else:
@@ -95,24 +112,29 @@ def _compact(state: WindowState, policy: WindowPolicy, ctx: _Context, plan: _Roo
                 f"the summarizer returned {type(text).__name__}, not str; a summarizer is a "
                 "callable (messages, instructions) -> text"
             )
-    tokens_before = {record[i].id: size(record[i]) for i in region}
     state.compacted = [*state.compacted, *(record[i].id for i in region)]
-    compacted = set(state.compacted)
     state.index_artifact = ctx.store.put(
-        _index(ctx, [i for i in range(end) if record[i].id in compacted]),
+        _index(ctx, [i for i in range(end) if record[i].id in gone]),
         kind="compaction_index",
     )
     state.summary = text
     state.summary_id = summary_id_of(state.compacted)
     state.boundary = end
-    state.cleared = {k: v for k, v in state.cleared.items() if k not in compacted}
+    state.cleared = {k: v for k, v in state.cleared.items() if k not in gone}
+    why = (
+        f"the user messages after the first passed instructions_share="
+        f"{policy.instructions_share} of the room; "
+        if released
+        else ""
+    )
     for i in region:
+        user = why if i in released else ""
         state.decisions.append(
             Decision(
                 stage="window",
                 action="merged",
                 message_id=record[i].id,
-                reason=f"compacted into {state.summary_id}; original kept as an artifact",
+                reason=f"{user}compacted into {state.summary_id}; original kept as an artifact",
                 tokens_before=tokens_before[record[i].id],
                 tokens_after=0,
             )
@@ -128,6 +150,28 @@ def _compact(state: WindowState, policy: WindowPolicy, ctx: _Context, plan: _Roo
         )
     )
     return True
+
+
+def _released(
+    head: Sequence[Message], compacted: set[str], tokens: int, counter: TokenCounter
+) -> list[int]:
+    """Positions of the oldest user messages of ``head`` still sent verbatim, but the first
+    (the task), whose tokens together reach ``tokens`` (all of them when they do not)."""
+    out: list[int] = []
+    freed = 0
+    first = True
+    for i, msg in enumerate(head):
+        if freed >= tokens:
+            break
+        if msg.role != "user" or not _verbatim(msg):
+            continue
+        if first:
+            first = False
+            continue
+        if msg.id not in compacted:
+            out.append(i)
+            freed += counter.count_message(msg)
+    return out
 
 
 def _with_seen_terms(digest: str, history: Sequence[Message]) -> str:

@@ -68,6 +68,13 @@ class WindowPolicy(CheckedModel):
         keep_recent: How many of the most recent messages a compaction keeps as they are.
         summary_share: The share of the managed room a summary may take (the digest is cut to
             it).
+        instructions_share: The share of the room the user messages after the first (the
+            task) may take verbatim. Past it, the next request compacts the oldest of them into
+            the summary, down to half this share, their originals kept as artifacts: a chat
+            whose user turns alone outgrow the window goes on. The system prompt and the first
+            user message are never summarised. ``None``: every user message stays verbatim,
+            and a request that cannot hold them raises
+            :class:`~ctxpack.BudgetExceededError`.
         managed_room: The most tokens above what every request carries that the shares above
             apply to. Every request re-sends the conversation, so a bigger window need not
             mean a bigger prompt: past this size, re-sending costs more than the compactions
@@ -107,6 +114,7 @@ class WindowPolicy(CheckedModel):
     compact_at: float = Field(default=0.35, gt=0, le=1)
     keep_recent: int = Field(default=6, ge=1)
     summary_share: float = Field(default=0.25, gt=0, lt=1)
+    instructions_share: float | None = Field(default=0.5, gt=0, lt=1)
     managed_room: int | None = Field(default=DEFAULT_MANAGED_ROOM, ge=1_000)
     summarizer: Summarizer | None = Field(default=None, exclude=True)
     instructions: str | None = None

@@ -16,7 +16,7 @@ from ._rent import _cache_price, _pays, _rent
 from ._room import _Room
 from ._state import WindowState
 from .clearing import _clear, _clear_batch, _edit_point, _event
-from .view import _build, _Context, _pinned_kind, _verbatim, _View
+from .view import _PINNED_ID, _build, _Context, _pinned_kind, _verbatim, _View
 
 __all__ = ["render_window"]
 
@@ -94,6 +94,9 @@ def _manage(
 ) -> _View:
     """Clear, compact, then clear everything if need be, until the view fits ``room``."""
     plan = _Room.of(policy, view, room, ctx.record)
+    released = _release_instructions(state, policy, ctx, view, plan)
+    if released is not view:
+        view, plan = released, _Room.of(policy, released, room, ctx.record)
     _warn_if_crowded(state, plan, view)
     p = _cache_price(policy, ctx.model)
     if view.tokens() > plan.level(policy.clear_at):
@@ -109,6 +112,32 @@ def _manage(
             _event(state, "emergency", view, new, edit)
             view = new
     return view
+
+
+def _release_instructions(
+    state: WindowState, policy: WindowPolicy, ctx: _Context, view: _View, plan: _Room
+) -> _View:
+    """Once the user messages after the first pass ``instructions_share`` of the room, compact
+    the oldest of them with the history, down to half the share: the floor no edit removes
+    would otherwise grow with every turn of a chat until no request fits. Half, so that the
+    cache is written again once per so many turns, not at every one."""
+    share = policy.instructions_share
+    if share is None:
+        return view
+    users = [
+        size
+        for m, size in zip(view.messages, view.sizes, strict=True)
+        if m.role == "user" and _verbatim(m) and m.id != _PINNED_ID
+    ]
+    tokens = sum(users[1:])
+    if tokens <= share * plan.room:
+        return view
+    if not _compact(state, policy, ctx, plan, release=tokens - int(share * plan.room / 2)):
+        return view
+    state.compact_rent = 0.0
+    new = _build(state, policy, ctx)
+    _event(state, "compacted", view, new, _first_change(view, new))
+    return new
 
 
 def _warn_if_crowded(state: WindowState, plan: _Room, view: _View) -> None:

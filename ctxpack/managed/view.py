@@ -71,7 +71,7 @@ class _Context:
 
 
 def _build(state: WindowState, policy: WindowPolicy, ctx: _Context) -> _View:
-    """The request the state gives: system prompt, re-injected pins, the other messages never
+    """The request the state gives: system prompt, re-injected pins, the other messages not
     summarised (user instructions), summary, edited tail.
 
     The pins come right after the system prompt: they are the same from one compaction to the
@@ -80,7 +80,9 @@ def _build(state: WindowState, policy: WindowPolicy, ctx: _Context) -> _View:
     view = _View(ctx.counter)
     record = ctx.record
     b = min(state.boundary, len(record))
-    head = [msg for msg in record[:b] if _verbatim(msg)]
+    # A user message past instructions_share may have been summarised with the rest.
+    gone = set(state.compacted)
+    head = [msg for msg in record[:b] if _verbatim(msg) and msg.id not in gone]
     lead = next((k for k, m in enumerate(head) if m.role not in _SYSTEM), len(head))
     summarised = state.summary is not None and state.summary_id is not None
     pins = _reinjection(record[:b], record[b:], policy, ctx.counter) if summarised else None

@@ -148,7 +148,8 @@ class Session(Arrival, Rendering):
             :class:`~ctxpack.managed.WindowPolicy`. Every :meth:`render` is then one request,
             kept within the window with room for the reply: old tool results are cleared in
             batches that pay for the prompt-cache write they cause, the history is compacted
-            near the window, and the system prompt and user instructions stay verbatim (see
+            near the window, and the system prompt and user instructions stay verbatim (the
+            oldest but the first are summarised once they crowd the window; see
             :mod:`ctxpack.managed`).
         tools_on_demand: Send your tools (``render(tools=...)``) as stubs, a name and a
             one-line description each, with a ``describe_tool`` tool that the model calls for
