@@ -93,25 +93,7 @@ def _compact(
     plan = replace(plan, floor=plan.floor - sum(tokens_before[record[i].id] for i in released))
     gone = {*state.compacted, *(record[i].id for i in region)}
     budget = plan.summary_budget(tail + reinjected - plan.pinned)
-    if policy.summarizer is None:
-        # The extractive digest is cheap: it reads the whole summarised history again, so a
-        # second compaction does not summarise a summary.
-        history = [
-            m
-            for m in record[:end]
-            if (m.id in gone or not _verbatim(m)) and _pinned_kind(m) is None
-        ]
-        digest = _with_seen_terms(window_digest(history, policy.instructions), history)
-        text = fit_digest(digest, budget, counter)
-    else:
-        previous = _summary_message(state, ctx) if state.summary is not None else None
-        messages = ([previous] if previous else []) + [record[i] for i in region]
-        text = policy.summarizer(messages, policy.instructions)
-        if not isinstance(text, str):
-            raise ConfigError(
-                f"the summarizer returned {type(text).__name__}, not str; a summarizer is a "
-                "callable (messages, instructions) -> text"
-            )
+    text = _summary_text(state, policy, ctx, [record[i] for i in region], end, gone, budget)
     state.compacted = [*state.compacted, *(record[i].id for i in region)]
     state.index_artifact = ctx.store.put(
         _index(ctx, [i for i in range(end) if record[i].id in gone]),
@@ -150,6 +132,38 @@ def _compact(
         )
     )
     return True
+
+
+def _summary_text(
+    state: WindowState,
+    policy: WindowPolicy,
+    ctx: _Context,
+    region: Sequence[Message],
+    end: int,
+    gone: set[str],
+    budget: int,
+) -> str:
+    """The summary of ``region``, the messages now summarised (``gone``: all of them so far),
+    the record before ``end`` being compacted: the digest within ``budget``, or the user's
+    summarizer's."""
+    if policy.summarizer is None:
+        # The extractive digest is cheap: it reads the whole summarised history again, so a
+        # second compaction does not summarise a summary.
+        history = [
+            m
+            for m in ctx.record[:end]
+            if (m.id in gone or not _verbatim(m)) and _pinned_kind(m) is None
+        ]
+        digest = _with_seen_terms(window_digest(history, policy.instructions), history)
+        return fit_digest(digest, budget, ctx.counter)
+    previous = _summary_message(state, ctx) if state.summary is not None else None
+    text = policy.summarizer(([previous] if previous else []) + list(region), policy.instructions)
+    if not isinstance(text, str):
+        raise ConfigError(
+            f"the summarizer returned {type(text).__name__}, not str; a summarizer is a "
+            "callable (messages, instructions) -> text"
+        )
+    return text
 
 
 def _released(
