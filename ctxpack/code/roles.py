@@ -17,8 +17,13 @@ from pathlib import Path
 
 __all__: list[str] = []
 
-TEST_DIRS = frozenset({"test", "tests", "testing"})
-"""Folder names whose files are tests."""
+TEST_DIRS = frozenset({"test", "tests", "testing", "__tests__"})
+"""Folder names whose files are tests (``__tests__``: Jest's)."""
+
+# JUnit, NUnit, XCTest...: a class named for the class it tests, before or after the word
+# ("FooTest", "FooTests", "FooIT" for an integration test, "TestFoo"). Matched on the name's
+# case: "Latest" or "EDIT" names no test. Not "FooSpec": JavaPoet's TypeSpec is source.
+_CAMEL_SUFFIXES = ("Tests", "Test", "IT")
 
 DOC_DIRS = frozenset(
     {"doc", "docs", "example", "examples", "tutorial", "tutorials", "benchmark", "benchmarks"}
@@ -51,7 +56,24 @@ def is_test_path(path: str) -> bool:
         or stem.endswith(("_test", "_tests"))
         or stem.endswith((".test", ".spec"))
         or stem == "conftest"
+        or _camel_tested(_stem(path.rsplit("/", 1)[-1])) is not None
     )
+
+
+def _camel_tested(stem: str) -> str | None:
+    """The class a CamelCase test class is named for: ``FooBarTest`` -> ``FooBar``."""
+    for cut in _CAMEL_SUFFIXES:
+        head = stem[: -len(cut)]
+        # The name before the word ends a word of its own: "FooIT", not "EDIT" or "Unit".
+        if (
+            stem.endswith(cut)
+            and head[:1].isupper()
+            and (head[-1:].islower() or head[-1:].isdigit())
+        ):
+            return head
+    if stem.startswith("Test") and stem[4:5].isupper():
+        return stem[4:]
+    return None
 
 
 def is_doc_path(path: str) -> bool:
@@ -121,8 +143,15 @@ def outside_packages(paths: Iterable[str], root: Path | None = None) -> set[str]
 
 
 def _tested_name(path: str) -> str | None:
-    """The module name a test file's name points at: ``test_models.py`` -> ``models``."""
+    """The module name a test file's name points at: ``test_models.py`` -> ``models``,
+    ``CartServiceTest.java`` -> ``cartservice``."""
+    camel = _camel_tested(_stem(path.rsplit("/", 1)[-1]))
+    if camel is not None:
+        return camel.lower()
     stem = _stem(path.rsplit("/", 1)[-1].lower())
+    if "/__tests__/" in f"/{path.lower()}":
+        # Jest's folder: __tests__/cart.js (or cart.test.js) tests ../cart.js.
+        return stem.removesuffix(".test").removesuffix(".spec") or None
     for cut in ("test_", "tests_"):
         if stem.startswith(cut):
             return stem[len(cut) :] or None

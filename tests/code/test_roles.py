@@ -24,6 +24,14 @@ from ctxpack.code import TEST_SHARE, CodeIndex, FileHit, roles
         ("pkg/testing_utils.py", False),
         ("pkg/contest.py", False),
         ("pkg/models.py", False),
+        ("app/CartServiceTest.java", True),
+        ("app/CartServiceIT.java", True),
+        ("app/TestCartService.java", True),
+        ("web/src/__tests__/cart.js", True),
+        ("app/Latest.java", False),
+        ("app/EDIT.java", False),
+        ("app/Testing.java", False),
+        ("javapoet/TypeSpec.java", False),
     ],
 )
 def test_is_test_path(path: str, is_test: bool) -> None:
@@ -52,6 +60,25 @@ def test_a_test_file_points_at_the_module_of_its_name_nearest_first() -> None:
     # A package is named by its folder.
     assert roles.tested_modules(["pkg/io/__init__.py", "tests/test_io.py"], {}) == {
         "tests/test_io.py": {"pkg/io/__init__.py": 1.0}
+    }
+
+
+def test_test_files_of_other_languages_point_at_the_class_or_module_of_their_name() -> None:
+    paths = [
+        "src/main/java/shop/CartService.java",
+        "src/main/java/shop/Cart.java",
+        "src/test/java/shop/CartServiceTest.java",
+        "src/test/java/shop/TestCart.java",
+        "web/src/basket.js",
+        "web/src/__tests__/basket.js",
+        "web/src/__tests__/receipt.test.js",
+        "web/src/receipt.js",
+    ]
+    assert roles.tested_modules(paths, {}) == {
+        "src/test/java/shop/CartServiceTest.java": {"src/main/java/shop/CartService.java": 1.0},
+        "src/test/java/shop/TestCart.java": {"src/main/java/shop/Cart.java": 1.0},
+        "web/src/__tests__/basket.js": {"web/src/basket.js": 1.0},
+        "web/src/__tests__/receipt.test.js": {"web/src/receipt.js": 1.0},
     }
 
 
