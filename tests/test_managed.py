@@ -268,6 +268,9 @@ def test_policy_checks_its_fields() -> None:
         WindowPolicy(window=4_000, model="no-such-model")
     with pytest.raises(ValueError, match="managed_room"):
         WindowPolicy(window=4_000, managed_room=10)
+    for share in (0, 1, 1.5, "half"):
+        with pytest.raises(ConfigError, match="instructions_share"):
+            WindowPolicy(window=4_000, instructions_share=share)
 
 
 def test_render_takes_no_budget_in_managed_mode() -> None:
