@@ -843,3 +843,19 @@ def test_without_an_instructions_share_every_user_message_stays_until_none_fits(
             sent = {m.text for m in session.render().messages}
             assert all(m.text in sent for m in session.transcript() if m.role == "user")
     assert i > 15  # it went on as long as they fit
+
+
+def test_a_user_message_the_caller_pinned_is_never_summarised_nor_compacts_at_each_request() -> (
+    None
+):
+    session = Session(counter=COUNTER, filters=False, window=8_000)
+    room = session.window.room(tool_tokens=0)
+    words = " ".join(f"rule_{k}" for k in range(int(0.6 * room / 3)))
+    rules = Message(role="user", content=f"House rules: {words}", pinned=True)
+    session.extend([SYSTEM, TASK, rules])
+    assert COUNTER.count_message(rules) > 0.5 * room
+    for i in range(40):
+        assert rules.content in [m.text for m in session.render().messages]
+        session.extend(step(i, lines=5))
+    compacted = [e.request for e in session.window_state.events if e.action == "compacted"]
+    assert all(b - a > 1 for a, b in itertools.pairwise(compacted))

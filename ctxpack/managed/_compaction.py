@@ -74,6 +74,8 @@ def _compact(
 
     end, tail = _tail_start(record, state.boundary, policy.keep_recent, plan.tail_budget, size)
     released = _released(record[:end], set(state.compacted), release, counter)
+    if release and not released:
+        return False  # the user messages to release are all in the tail: nothing to do yet
     region = [i for i in range(state.boundary, end) if not _verbatim(record[i])]
     pins = [i for i in region if _pinned_kind(record[i]) is not None]
     # The floor counts every pin re-injected; one the tail keeps is carried there instead.
@@ -170,7 +172,8 @@ def _released(
     head: Sequence[Message], compacted: set[str], tokens: int, counter: TokenCounter
 ) -> list[int]:
     """Positions of the oldest user messages of ``head`` still sent verbatim, but the first
-    (the task), whose tokens together reach ``tokens`` (all of them when they do not)."""
+    (the task) and those the caller pinned, whose tokens together reach ``tokens`` (all of
+    them when they do not)."""
     out: list[int] = []
     freed = 0
     first = True
@@ -182,7 +185,7 @@ def _released(
         if first:
             first = False
             continue
-        if msg.id not in compacted:
+        if msg.id not in compacted and not msg.pinned:
             out.append(i)
             freed += counter.count_message(msg)
     return out

@@ -125,11 +125,11 @@ def _release_instructions(
     if share is None:
         return view
     users = [
-        size
+        (m, size)
         for m, size in zip(view.messages, view.sizes, strict=True)
         if m.role == "user" and _verbatim(m) and m.id != _PINNED_ID
     ]
-    tokens = sum(users[1:])
+    tokens = sum(size for m, size in users[1:] if not m.pinned)
     if tokens <= share * plan.room:
         return view
     if not _compact(state, policy, ctx, plan, release=tokens - int(share * plan.room / 2)):
