@@ -71,8 +71,8 @@ class WindowPolicy(CheckedModel):
         instructions_share: The share of the room the user messages after the first (the
             task) may take verbatim. Past it, the next request compacts the oldest of them into
             the summary, down to half this share, their originals kept as artifacts: a chat
-            whose user turns alone outgrow the window goes on. The system prompt and the first
-            user message are never summarised. ``None``: every user message stays verbatim,
+            whose user turns alone outgrow the window goes on. The system prompt, the first
+            user message and those pinned (``pinned=True``) are never summarised. ``None``: every user message stays verbatim,
             and a request that cannot hold them raises
             :class:`~ctxpack.BudgetExceededError`.
         managed_room: The most tokens above what every request carries that the shares above
