@@ -543,7 +543,7 @@ def test_a_compaction_keeps_the_output_the_model_has_not_read_yet() -> None:
 
 def test_by_default_a_clearing_keeps_the_last_twenty_results() -> None:
     session = Session(counter=COUNTER, filters=False, window=64_000)
-    run(session, 60)
+    run(session, 80, lines=15)
     events = session.window_state.events
     assert events and events[0].action == "cleared"  # results piled up before a compaction
     tools = [m for m in session.render().messages if m.role == "tool"]
