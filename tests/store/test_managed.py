@@ -76,6 +76,30 @@ def test_two_replicas_taking_turns_send_the_same_requests_and_keep_every_edit(
     assert any(d.action == "cleared" for d in a.window_state.decisions), "and a clearing"
 
 
+def test_replicas_of_a_chat_whose_user_turns_outgrow_the_window_send_the_same_requests(
+    replicas: Callable[[], SessionStore], session_id: str
+) -> None:
+    a = managed(session_id, replicas())
+    b = managed(session_id, replicas())
+    room = POLICY.room(tool_tokens=0)
+    for n in range(40):
+        replica, other = (a, b) if n % 2 else (b, a)
+        words = " ".join(f"fact_{n}_{k}" for k in range(25))
+        replica.extend(
+            [
+                {"role": "user", "content": f"Turn {n}: remember {words}."},
+                {"role": "assistant", "content": f"Noted {n}."},
+            ]
+        )
+        result = replica.render()
+        assert result.tokens <= room
+        assert wire_of(other.render()) == wire_of(result), f"turn {n}"
+    state = a.window_state
+    released = [m for m in a.transcript() if m.role == "user" and m.id in state.compacted]
+    assert released, "the user turns must pass instructions_share"
+    assert all(a.render().original(m.id).text == m.text for m in released)
+
+
 def test_a_resumed_managed_session_goes_on_where_it_stopped(
     replicas: Callable[[], SessionStore], session_id: str
 ) -> None:
