@@ -14,7 +14,10 @@ from __future__ import annotations
 import asyncio
 import copy
 import datetime
+import importlib
+import inspect
 import math
+import pkgutil
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -22,6 +25,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel, ValidationError
 
 import ctxpack
 from ctxpack import (
@@ -31,13 +35,17 @@ from ctxpack import (
     InvalidMessageError,
     Message,
     Pipeline,
+    SelectionError,
     Session,
     get_counter,
     pack,
 )
+from ctxpack.cost import Price, Request
 from ctxpack.editing import extractive_digest
 from ctxpack.filters import ToolOutput, ToolOutputFilter
+from ctxpack.managed import WindowPolicy, WindowState
 from ctxpack.pipeline import DecisionLog, PackContext
+from ctxpack.selection import Selection
 from ctxpack.store import MemoryStore
 
 from .strategies import conversations
@@ -46,6 +54,7 @@ from .test_adversarial import Case, case, check_case
 USER = {"role": "user", "content": "Where is the invoice?"}
 HISTORY = [Message(role="user", content="Where is the invoice?", id="u1")]
 BUDGET = 300
+PRICE = Price(input=3, output=15, cache_write_5m=3.75, cache_write_1h=6, cache_read=0.3)
 
 # ------------------------------------------------------------------ generated conversations
 
@@ -629,3 +638,107 @@ def test_a_message_built_from_a_dict_or_json_raises_ctxpacks_error(build: Any, f
 def test_a_valid_message_is_still_built_from_a_dict_and_json() -> None:
     message = Message.model_validate({"role": "user", "content": "hi", "id": "u1"})
     assert Message.model_validate_json(message.model_dump_json()) == message
+
+
+# --------------------------------------------------------------- every other public model
+
+
+def _public_models() -> list[type[BaseModel]]:
+    """Every pydantic model a public module of ctxpack lists in ``__all__`` (abstract ones
+    aside: Python itself refuses to build those)."""
+    found: dict[str, type[BaseModel]] = {}
+    names = [m.name for m in pkgutil.walk_packages(ctxpack.__path__, "ctxpack.")]
+    for name in ["ctxpack", *names]:
+        if any(part.startswith("_") for part in name.split(".")):
+            continue
+        try:
+            module = importlib.import_module(name)
+        except ImportError:  # an extra that is not installed
+            continue
+        for attr in getattr(module, "__all__", []):
+            value = getattr(module, attr, None)
+            if (
+                isinstance(value, type)
+                and issubclass(value, BaseModel)
+                and not inspect.isabstract(value)
+            ):
+                found[f"{value.__module__}.{value.__qualname__}"] = value
+    return [found[key] for key in sorted(found)]
+
+
+PUBLIC_MODELS = _public_models()
+
+
+def test_the_public_models_are_all_found() -> None:
+    names = {m.__name__ for m in PUBLIC_MODELS}
+    assert {"Decision", "PackResult", "Price", "WindowPolicy", "Selection", "Request"} <= names
+
+
+def _check_refused(model: type[BaseModel], build: Any, given: Any = ()) -> None:
+    try:
+        build()
+    except ValidationError as exc:
+        pytest.fail(f"{model.__name__}: pydantic's own error leaked: {exc}")
+    except CtxpackError as exc:
+        assert isinstance(exc, ValueError), repr(exc)
+        named = [*model.model_fields, *map(str, given), model.__name__, "options", "Invalid JSON"]
+        assert any(name.lower() in str(exc).lower() for name in named), f"{model.__name__}: {exc}"
+
+
+# Inputs that are not an object of the model: the whole input is what is wrong.
+NOT_OBJECTS = st.one_of(ODD, st.just(object()), st.lists(st.integers(), max_size=2))
+
+
+@pytest.mark.parametrize("model", PUBLIC_MODELS, ids=lambda m: m.__name__)
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_every_public_model_refuses_bad_input_with_ctxpacks_error_naming_the_field(
+    model: type[BaseModel], data: st.DataObject
+) -> None:
+    fields = sorted(model.model_fields) or ["unknown"]
+    given = data.draw(
+        st.dictionaries(st.sampled_from([*fields, "zz_unknown"]), ODD, max_size=3), label="given"
+    )
+    _check_refused(model, lambda: model.model_validate(given), given)
+    _check_refused(model, lambda: model(**given), given)
+    _check_refused(model, lambda: model.model_validate_strings(given), given)
+    whole = data.draw(NOT_OBJECTS, label="whole")
+    _check_refused(
+        model, lambda: model.model_validate(whole), whole if isinstance(whole, dict) else ()
+    )
+    text = data.draw(st.sampled_from(["", "{", "[1]", "null", '{"zz_unknown": 1}']), label="text")
+    _check_refused(model, lambda: model.model_validate_json(text))
+
+
+@pytest.mark.parametrize(
+    ("build", "field"),
+    [
+        (
+            lambda: Decision.model_validate({"stage": "s", "action": "kept", "message_id": 5}),
+            "message_id",
+        ),
+        (lambda: ctxpack.PackResult.model_validate_json('{"messages": 5}'), "messages"),
+        (lambda: Price.model_validate({"input": -1.0, "output": 1.0}), "input"),
+        (lambda: WindowPolicy.model_validate({"window": "big"}), "window"),
+        (lambda: Selection.model_validate({"include_messages": [True]}), "include_messages"),
+        (lambda: Request.model_validate({"messages": 5}), "messages"),
+    ],
+)
+def test_a_model_built_from_a_dict_or_json_names_the_field(build: Any, field: str) -> None:
+    # model_validate() and model_validate_json() gave pydantic's ValidationError.
+    with pytest.raises(ConfigError, match=field) as info:
+        build()
+    assert not isinstance(info.value, ValidationError)
+    assert isinstance(info.value.__cause__, ValidationError)
+
+
+def test_the_callers_that_word_a_model_s_error_again_still_do() -> None:
+    # A bill names the request's position, a selector's answer lists every problem, a saved
+    # window state says it is not one: each read pydantic's error, which is now the cause.
+    with pytest.raises(ConfigError, match="request 1: messages"):
+        ctxpack.simulate([[USER], {"messages": 5}], price=PRICE)
+    with pytest.raises(SelectionError, match="2 problem") as info:
+        Selection.from_answer({"include_messages": [True], "include_files": [{"lines": "1-2"}]})
+    assert any("include_files" in p for p in info.value.problems)
+    with pytest.raises(ConfigError, match="not a saved WindowState: requests"):
+        WindowState.from_json('{"requests": -1}')

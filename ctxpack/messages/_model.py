@@ -8,11 +8,12 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Annotated, Any, Literal, TypeVar, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from .._internal.arguments import MAX_NESTING, TooDeep, check_nesting, check_text, message_items
+from .._internal.options import FieldErrorModel
 from .._internal.trusted import trusted_frozen_instance
 from ..errors import InvalidMessageError
 
@@ -57,41 +58,7 @@ _KNOWN_KEYS = frozenset(
 _NULL_CONTENT_KEYS = frozenset({"function_call", "refusal", "audio"})
 
 
-_Checked = TypeVar("_Checked", bound="_CheckedModel")
-
-
-class _CheckedModel(BaseModel):
-    """A model whose invalid fields raise ctxpack's error naming them, however it is built:
-    by its constructor, ``model_validate()`` or ``model_validate_json()``."""
-
-    def __init__(self, /, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            raise self._error(exc) from exc
-
-    @classmethod
-    def model_validate(cls: type[_Checked], obj: Any, **options: Any) -> _Checked:
-        try:
-            return super().model_validate(obj, **options)
-        except ValidationError as exc:
-            raise cls._error(exc) from exc
-
-    @classmethod
-    def model_validate_json(
-        cls: type[_Checked], json_data: str | bytes | bytearray, **options: Any
-    ) -> _Checked:
-        try:
-            return super().model_validate_json(json_data, **options)
-        except ValidationError as exc:
-            raise cls._error(exc) from exc
-
-    @classmethod
-    def _error(cls, exc: ValidationError) -> InvalidMessageError:
-        raise NotImplementedError
-
-
-class _CallPart(_CheckedModel):
+class _CallPart(FieldErrorModel):
     """A part of a tool call built on its own: an invalid field raises the message's error,
     naming the part and the field (inside a message, the message's own check reports it)."""
 
@@ -99,12 +66,11 @@ class _CallPart(_CheckedModel):
 
     @classmethod
     def _error(cls, exc: ValidationError) -> InvalidMessageError:
-        return _part_error(exc)
-
-
-def _part_error(exc: ValidationError) -> InvalidMessageError:
-    field, problem = _first_problem(exc)
-    return InvalidMessageError(f"{field}: {problem}", field=field)
+        field, problem = _first_problem(exc)
+        if not field:
+            # Not an object at all: the part is what is wrong.
+            return InvalidMessageError(f"{cls.__name__}: {problem}")
+        return InvalidMessageError(f"{field}: {problem}", field=field)
 
 
 class FunctionCall(_CallPart):
@@ -122,7 +88,7 @@ class ToolCall(_CallPart):
     function: FunctionCall
 
 
-class Message(_CheckedModel):
+class Message(FieldErrorModel):
     """One chat message.
 
     Args:
@@ -405,8 +371,10 @@ def _invalid(exc: ValidationError, index: int | None) -> InvalidMessageError:
         # pydantic reports union members as separate locs; the first segment is the field.
         field = loc.split(".")[0].split("[")[0]
         return InvalidMessageError(f"{loc}: {msg}", index=index, field=field)
-    head = msg.split(":", 1)[0] if ":" in msg else None
-    return InvalidMessageError(msg, index=index, field=head)
+    if ":" not in msg:
+        # Not an object at all (a list, a number, JSON of another shape).
+        return InvalidMessageError(f"not a message: {msg}", index=index)
+    return InvalidMessageError(msg, index=index, field=msg.split(":", 1)[0])
 
 
 def from_mapping(index: int, data: Mapping[str, Any]) -> Message:
