@@ -25,7 +25,7 @@ from ._internal.context import context_fields, scores
 from ._internal.options import FieldErrorModel
 from ._internal.requirements import check_requirements
 from .errors import ConfigError
-from .messages import Message
+from .messages import Message, new_messages_checked
 from .providers import (
     Provider as Provider,
 )
@@ -378,6 +378,13 @@ def check_context(ctx: object, stage: object) -> None:
         )
 
 
+def is_own_stage(stage: object) -> bool:
+    """Whether ``stage`` is one of ctxpack's own stage classes (a subclass of one defined
+    elsewhere is not): the messages these build are valid by construction, and checking them
+    again would cost every pack the time to compare its history by identity."""
+    return type(stage).__module__.startswith("ctxpack.")
+
+
 @runtime_checkable
 class Stage(Protocol):
     """Anything that maps a :class:`PackContext` to a new one, without mutating it.
@@ -523,6 +530,8 @@ class Pipeline:
                     f"step {step_name!r} returned {type(result).__name__}, not a PackContext; "
                     "a stage must return the (new) context"
                 )
+            if not is_own_stage(stage):
+                new_messages_checked(ctx.messages, result.messages, where=f"step {step_name!r}")
             ctx = result
         return ctx
 

@@ -224,7 +224,83 @@ STAGE_CASES = [
         "messsages",
         "messages",
     ),
+    # model_copy(update=...) does not validate: the context took any Message object.
+    case(
+        "stage copies a message with content=5",
+        lambda: _copied_by_a_stage(content=5),
+        InvalidMessageError,
+        "message 0",
+        "content",
+        "step 'copy'",
+    ),
+    case(
+        "stage copies a message with role='robot'",
+        lambda: _copied_by_a_stage(role="robot"),
+        InvalidMessageError,
+        "message 0",
+        "role",
+        "step 'copy'",
+    ),
+    case(
+        "stage copies a user message with tool calls",
+        lambda: _copied_by_a_stage(tool_calls=[{"id": "c1"}]),
+        InvalidMessageError,
+        "message 0",
+        "tool_calls",
+    ),
+    case(
+        "stage copies a message with a lone surrogate",
+        lambda: _copied_by_a_stage(content="\ud800"),
+        InvalidMessageError,
+        "message 0",
+        "content",
+    ),
+    case(
+        "stage builds a message with model_construct",
+        lambda: _through(messages=[Message.model_construct(role="user", content=None, id="u")]),
+        InvalidMessageError,
+        "message 0",
+        "content",
+    ),
+    case(
+        "a subclass of a built-in stage copies a message with content=5",
+        lambda: pack([USER], budget=200, pipeline=Pipeline([_CopyingPacker(signal_weights={})])),
+        InvalidMessageError,
+        "message 0",
+        "content",
+        "step 'pack'",
+    ),
+    case(
+        "a lone stage, not a Pipeline, copies a message with content=5",
+        lambda: pack(
+            [USER],
+            budget=200,
+            pipeline=lambda ctx: ctx.evolve(
+                messages=[ctx.messages[0].model_copy(update={"content": 5})]
+            ),
+        ),
+        InvalidMessageError,
+        "message 0",
+        "content",
+    ),
 ]
+
+
+class _CopyingPacker(ctxpack.GreedyPacker):
+    """A user's stage built on a built-in one: its messages are checked like any custom stage's."""
+
+    def __call__(self, ctx: PackContext, /) -> PackContext:
+        out = super().__call__(ctx)
+        return out.evolve(messages=[m.model_copy(update={"content": 5}) for m in out.messages])
+
+
+def _copied_by_a_stage(**update: Any) -> Any:
+    def copy_first(ctx: PackContext) -> PackContext:
+        first = ctx.messages[0].model_copy(update=update)
+        return ctx.evolve(messages=(first, *ctx.messages[1:]))
+
+    steps = [("copy", copy_first), *ctxpack.default_pipeline().steps]
+    return pack([USER], budget=200, pipeline=Pipeline(steps))
 
 
 def _context(**fields: Any) -> PackContext:
@@ -324,6 +400,46 @@ def test_the_digest_of_a_generator_is_the_digest_of_its_messages() -> None:
     # The check consumed the generator and the digest was then made of nothing.
     messages = [Message(role="user", content="Fix the refresh bug. Never touch cookies.")]
     assert extractive_digest(m for m in messages) == extractive_digest(messages) != ""
+
+
+HISTORY_OF_THREE = [
+    {"role": "system", "content": "Be brief.", "id": "s"},
+    {"role": "user", "content": "Where is the invoice?", "id": "u"},
+    {"role": "assistant", "content": "In the drawer.", "id": "a"},
+]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    field=st.sampled_from(sorted(Message.model_fields)),
+    value=ODD,
+    position=st.integers(min_value=0, max_value=2),
+    custom_steps_only=st.booleans(),
+)
+def test_a_message_a_stage_copied_without_validation_is_refused_naming_it(
+    field: str, value: Any, position: int, custom_steps_only: bool
+) -> None:
+    def copy_one(ctx: PackContext) -> PackContext:
+        messages = list(ctx.messages)
+        messages[position] = messages[position].model_copy(update={field: value})
+        return ctx.evolve(messages=messages)
+
+    default = [] if custom_steps_only else ctxpack.default_pipeline().steps
+    pipeline = Pipeline([("copy", copy_one), *default])
+    try:
+        Message.model_validate({**HISTORY_OF_THREE[position], field: value})
+    except InvalidMessageError:
+        with pytest.raises(InvalidMessageError) as info:
+            pack(HISTORY_OF_THREE, budget=BUDGET, pipeline=pipeline)
+        assert info.value.index == position and "step 'copy'" in str(info.value)
+        return
+    try:
+        # A valid value: packed, or refused by a later check (a repeated id) with ctxpack's error.
+        result = pack(HISTORY_OF_THREE, budget=BUDGET, pipeline=pipeline)
+    except CtxpackError:
+        return
+    for message in result.messages:
+        Message.model_validate(dict(message))
 
 
 # ---------------------------------------------------------------- a stored session's values

@@ -28,6 +28,7 @@ __all__ = [
     "detached",
     "from_mapping",
     "message_objects",
+    "new_messages_checked",
     "provider_of",
     "stable_id",
     "with_provider",
@@ -325,6 +326,49 @@ def message_objects(messages: Any, *, argument: str = "messages") -> tuple[Messa
             index=index,
         )
     return items
+
+
+def new_messages_checked(
+    before: Sequence[Message], after: Sequence[Message], *, where: str
+) -> None:
+    """Raise :class:`~ctxpack.InvalidMessageError` for the first message of ``after`` that is
+    not one of ``before`` (by identity) and fails Message's validation, naming its index and
+    field and ``where`` it came from: ``model_copy(update=...)`` and ``model_construct()``
+    skip validation, so a stage may return a message that was never checked."""
+    if after is before:
+        return
+    known = set(map(id, before))
+    # The common case, in C: every message is one of the input's (kept, dropped or reordered).
+    if known.issuperset(map(id, after)):
+        return
+    for index, message in enumerate(after):
+        if id(message) not in known:
+            _revalidated(message, index, where)
+
+
+def _revalidated(message: Message, index: int, where: str) -> None:
+    hint = (
+        f"{where}; model_copy(update=...) does not validate: build the message with "
+        "Message(...) or give each field a value of its type"
+    )
+    values = message.__dict__
+    try:
+        # Strict: a value pydantic would convert ("1" for a priority) is stored unconverted.
+        valid = type(message).__pydantic_validator__.validate_python(values, strict=True)
+    except ValidationError as exc:
+        error = _invalid(exc, index)
+        raise InvalidMessageError(
+            f"{error.detail} ({hint})", index=index, field=error.field
+        ) from exc
+    # What strict mode still converts (a dict for a ToolCall) differs from what it made of it.
+    field = next((k for k, v in valid.__dict__.items() if values.get(k) != v), None)
+    if field is not None:
+        raise InvalidMessageError(
+            f"{field}: holds {values.get(field)!r}, which a Message would hold as "
+            f"{valid.__dict__[field]!r} ({hint})",
+            index=index,
+            field=field,
+        )
 
 
 def provider_of(message: Message) -> str | None:
