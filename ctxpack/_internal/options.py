@@ -4,6 +4,8 @@ place of pydantic's own error type and text, however the model is built."""
 from __future__ import annotations
 
 import types
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
@@ -69,24 +71,26 @@ class FieldErrorModel(BaseModel):
 
     @classmethod
     def model_validate(cls: type[_Model], obj: Any, **options: Any) -> _Model:
-        try:
+        with cls._named_errors():
             return super().model_validate(obj, **options)
-        except ValidationError as exc:
-            raise cls._error(exc) from exc
 
     @classmethod
     def model_validate_json(
         cls: type[_Model], json_data: str | bytes | bytearray, **options: Any
     ) -> _Model:
-        try:
+        with cls._named_errors():
             return super().model_validate_json(json_data, **options)
-        except ValidationError as exc:
-            raise cls._error(exc) from exc
 
     @classmethod
     def model_validate_strings(cls: type[_Model], obj: Any, **options: Any) -> _Model:
-        try:
+        with cls._named_errors():
             return super().model_validate_strings(obj, **options)
+
+    @classmethod
+    @contextmanager
+    def _named_errors(cls) -> Iterator[None]:
+        try:
+            yield
         except ValidationError as exc:
             raise cls._error(exc) from exc
 
