@@ -186,7 +186,7 @@ class CodeIndex:
         unknown = set(weights) - set(DEFAULT_WEIGHTS)
         if unknown:
             raise ConfigError(
-                f"unknown ranking signal(s) {sorted(unknown)}; the signals are "
+                f"weights: unknown ranking signal(s) {sorted(unknown)}; the signals are "
                 f"{sorted(DEFAULT_WEIGHTS)}"
             )
         self.weights = {**DEFAULT_WEIGHTS, **weights}
