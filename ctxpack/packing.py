@@ -12,13 +12,20 @@ from ._internal.columns import ids as message_ids
 from .adapters import check_openai_message
 from .errors import BudgetExceededError, ConfigError
 from .limits import check_message_sizes
-from .messages import Message, check_shared_empties, detached, owned_messages
+from .messages import (
+    Message,
+    check_shared_empties,
+    detached,
+    new_messages_checked,
+    owned_messages,
+)
 from .pipeline import (
     Decision,
     DecisionLog,
     PackContext,
     Pipeline,
     Stage,
+    is_own_stage,
 )
 from .pipeline import (
     Provider as Provider,
@@ -301,6 +308,8 @@ def _pack(
     check_shared_empties()
     if not isinstance(out, PackContext):
         raise ConfigError(f"the pipeline returned {type(out).__name__}, not a PackContext")
+    if not is_own_stage(stage):
+        new_messages_checked(ctx.messages, out.messages, where="the pipeline")
     if target == "anthropic" and not _ends_with_alternator(stage):
         _check_turn_rules(out)
     # Counted afresh (text counts aside), not read from the memo the stages used.

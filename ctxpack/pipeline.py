@@ -17,14 +17,15 @@ from operator import attrgetter
 from types import MappingProxyType
 from typing import Any, Literal, Protocol, overload, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, ValidationError
+from pydantic import ConfigDict, GetCoreSchemaHandler, ValidationError
 from pydantic_core import core_schema
 
 from ._internal.arguments import item_list, strings
 from ._internal.context import context_fields, scores
-from ._internal.options import invalid_option
+from ._internal.options import FieldErrorModel
+from ._internal.requirements import check_requirements
 from .errors import ConfigError
-from .messages import Message
+from .messages import Message, new_messages_checked
 from .providers import (
     Provider as Provider,
 )
@@ -58,7 +59,7 @@ Action = Literal[
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
-class Decision(BaseModel):
+class Decision(FieldErrorModel):
     """One recorded step of what happened to one message.
 
     Attributes:
@@ -86,12 +87,14 @@ class Decision(BaseModel):
     tokens_after: int | None = None
 
     def __init__(self, /, **data: Any) -> None:
-        # Validated here rather than through super().__init__: stages record a decision per
-        # message, and a second call frame would show in their time.
+        # Not through super().__init__: stages record a decision per message, and a second
+        # call frame would show in their time. Marked as FieldErrorModel's own is (see there).
         try:
             self.__pydantic_validator__.validate_python(data, self_instance=self)
         except ValidationError as exc:
-            raise invalid_option("Decision", Decision, exc) from exc
+            raise self._error(exc) from exc
+
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
 
 _MESSAGE_ID = attrgetter("message_id")
@@ -375,6 +378,13 @@ def check_context(ctx: object, stage: object) -> None:
         )
 
 
+def is_own_stage(stage: object) -> bool:
+    """Whether ``stage`` is one of ctxpack's own stage classes (a subclass of one defined
+    elsewhere is not): the messages these build are valid by construction, and checking them
+    again would cost every pack the time to compare its history by identity."""
+    return type(stage).__module__.startswith("ctxpack.")
+
+
 @runtime_checkable
 class Stage(Protocol):
     """Anything that maps a :class:`PackContext` to a new one, without mutating it.
@@ -386,77 +396,6 @@ class Stage(Protocol):
     """
 
     def __call__(self, ctx: PackContext, /) -> PackContext: ...
-
-
-# Signal -> the stage classes that declare they provide it, filled as such classes are defined
-# (by the stage base class): what an error about a missing signal suggests.
-_PRODUCERS: dict[str, dict[str, None]] = {}
-
-
-def note_producer(cls: type) -> None:
-    """Remember that the stage class ``cls`` provides the signals of its class-level
-    ``provides`` (a property, read per instance, is not known here)."""
-    declared = cls.__dict__.get("provides")
-    needed = cls.__dict__.get("requires")
-    if isinstance(declared, (frozenset, set, tuple, list)):
-        for signal in declared:
-            # A stage that refines a signal (needs it first) is no answer to its absence.
-            if not (isinstance(needed, (frozenset, set, tuple, list)) and signal in needed):
-                _PRODUCERS.setdefault(str(signal), {})[cls.__qualname__] = None
-
-
-def _declared(stage: object, attribute: str, step: str) -> frozenset[str]:
-    value = getattr(stage, attribute, None)
-    if value is None:
-        return frozenset()
-    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
-        raise ConfigError(
-            f"step {step!r} ({type(stage).__name__}): {attribute} must be a collection of signal "
-            f"names, such as frozenset({{'relevance'}}), got {value!r}"
-        )
-    names = frozenset(value)
-    bad = sorted(repr(n) for n in names if not isinstance(n, str) or not n)
-    if bad:
-        raise ConfigError(
-            f"step {step!r} ({type(stage).__name__}): {attribute} holds {', '.join(bad)}; "
-            "signal names are non-empty strings"
-        )
-    return names
-
-
-def _check_requirements(steps: Sequence[tuple[str, Stage]]) -> frozenset[str]:
-    """What the steps provide; raise when a step requires a signal no earlier step provides."""
-    provided: set[str] = set()
-    offers = [(name, _declared(stage, "provides", name)) for name, stage in steps]
-    for i, (name, stage) in enumerate(steps):
-        missing = sorted(_declared(stage, "requires", name) - provided)
-        if missing:
-            raise ConfigError(_missing_producers(name, stage, missing, offers[i + 1 :]))
-        provided |= offers[i][1]
-    return frozenset(provided)
-
-
-def _missing_producers(
-    name: str, stage: Stage, signals: Sequence[str], later: Sequence[tuple[str, frozenset[str]]]
-) -> str:
-    """Which signals step ``name`` lacks, and for each where it could come from."""
-    fixes = []
-    for signal in signals:
-        late = [step for step, offered in later if signal in offered]
-        producers = list(_PRODUCERS.get(signal, ()))
-        if late:
-            fixes.append(f"step {late[0]!r} provides {signal!r} but runs after it: move it first")
-        elif producers:
-            fixes.append(f"{' or '.join(producers)} provides {signal!r}")
-        else:
-            fixes.append(f"no known stage provides {signal!r}")
-    listed = ", ".join(repr(s) for s in signals)
-    plural = "s" if len(signals) > 1 else ""
-    return (
-        f"step {name!r} ({type(stage).__name__}) requires the signal{plural} {listed}, which no "
-        f"step before it provides ({'; '.join(fixes)}): add the producer before {name!r}, or "
-        f"configure {name!r} not to require it"
-    )
 
 
 def stage_name(stage: Stage | Callable[..., Any]) -> str:
@@ -527,7 +466,7 @@ class Pipeline:
                 )
             seen.add(step_name)
             named.append((step_name, stage))
-        self._provides = _check_requirements(named)
+        self._provides = check_requirements(named)
         self._steps: tuple[tuple[str, Stage], ...] = tuple(named)
 
     @property
@@ -591,6 +530,8 @@ class Pipeline:
                     f"step {step_name!r} returned {type(result).__name__}, not a PackContext; "
                     "a stage must return the (new) context"
                 )
+            if not is_own_stage(stage):
+                new_messages_checked(ctx.messages, result.messages, where=f"step {step_name!r}")
             ctx = result
         return ctx
 

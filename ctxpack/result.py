@@ -5,10 +5,11 @@ from __future__ import annotations
 import textwrap
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict, Field
 
 from ._internal.arguments import string
 from ._internal.arguments import tokens as check_tokens
+from ._internal.options import FieldErrorModel
 from .errors import ConfigError
 from .messages import Message
 from .pipeline import Decision, DecisionLog
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["PackResult"]
 
 
-class PackResult(BaseModel):
+class PackResult(FieldErrorModel):
     """The packed conversation and how it came to be.
 
     Attributes:
@@ -53,7 +54,7 @@ class PackResult(BaseModel):
     exact: bool
     query: str | None = None
     decisions: DecisionLog
-    artifacts: dict[str, Message] = {}
+    artifacts: dict[str, Message] = Field(default_factory=dict)
 
     @property
     def kept_ids(self) -> list[str]:

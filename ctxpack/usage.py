@@ -13,10 +13,11 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from ._internal.arguments import keyed, tool_definitions
 from ._internal.arguments import tokens as check_tokens
+from ._internal.options import FieldErrorModel
 from .errors import ConfigError
 from .messages import Message, owned_messages
 from .tokens import (
@@ -50,7 +51,7 @@ SUGGESTIONS_PER_KIND = 3
 MCP_PREFIX = "mcp__"
 
 
-class UsageItem(BaseModel):
+class UsageItem(FieldErrorModel):
     """One thing in a bucket: a message, a tool's schema, a memory file."""
 
     model_config = ConfigDict(frozen=True)
@@ -59,7 +60,7 @@ class UsageItem(BaseModel):
     tokens: int
 
 
-class UsageBucket(BaseModel):
+class UsageBucket(FieldErrorModel):
     """One of the five buckets.
 
     Attributes:
@@ -80,7 +81,7 @@ class UsageBucket(BaseModel):
     items: list[UsageItem] = Field(default_factory=list)
 
 
-class ContextUsage(BaseModel):
+class ContextUsage(FieldErrorModel):
     """What fills a request's context window (see :func:`context_usage`).
 
     Attributes:

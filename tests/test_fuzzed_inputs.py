@@ -14,7 +14,10 @@ from __future__ import annotations
 import asyncio
 import copy
 import datetime
+import importlib
+import inspect
 import math
+import pkgutil
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -22,6 +25,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel, ValidationError
 
 import ctxpack
 from ctxpack import (
@@ -31,13 +35,17 @@ from ctxpack import (
     InvalidMessageError,
     Message,
     Pipeline,
+    SelectionError,
     Session,
     get_counter,
     pack,
 )
+from ctxpack.cost import Price, Request
 from ctxpack.editing import extractive_digest
 from ctxpack.filters import ToolOutput, ToolOutputFilter
+from ctxpack.managed import WindowPolicy, WindowState
 from ctxpack.pipeline import DecisionLog, PackContext
+from ctxpack.selection import Selection
 from ctxpack.store import MemoryStore
 
 from .strategies import conversations
@@ -46,6 +54,7 @@ from .test_adversarial import Case, case, check_case
 USER = {"role": "user", "content": "Where is the invoice?"}
 HISTORY = [Message(role="user", content="Where is the invoice?", id="u1")]
 BUDGET = 300
+PRICE = Price(input=3, output=15, cache_write_5m=3.75, cache_write_1h=6, cache_read=0.3)
 
 # ------------------------------------------------------------------ generated conversations
 
@@ -215,7 +224,83 @@ STAGE_CASES = [
         "messsages",
         "messages",
     ),
+    # model_copy(update=...) does not validate: the context took any Message object.
+    case(
+        "stage copies a message with content=5",
+        lambda: _copied_by_a_stage(content=5),
+        InvalidMessageError,
+        "message 0",
+        "content",
+        "step 'copy'",
+    ),
+    case(
+        "stage copies a message with role='robot'",
+        lambda: _copied_by_a_stage(role="robot"),
+        InvalidMessageError,
+        "message 0",
+        "role",
+        "step 'copy'",
+    ),
+    case(
+        "stage copies a user message with tool calls",
+        lambda: _copied_by_a_stage(tool_calls=[{"id": "c1"}]),
+        InvalidMessageError,
+        "message 0",
+        "tool_calls",
+    ),
+    case(
+        "stage copies a message with a lone surrogate",
+        lambda: _copied_by_a_stage(content="\ud800"),
+        InvalidMessageError,
+        "message 0",
+        "content",
+    ),
+    case(
+        "stage builds a message with model_construct",
+        lambda: _through(messages=[Message.model_construct(role="user", content=None, id="u")]),
+        InvalidMessageError,
+        "message 0",
+        "content",
+    ),
+    case(
+        "a subclass of a built-in stage copies a message with content=5",
+        lambda: pack([USER], budget=200, pipeline=Pipeline([_CopyingPacker(signal_weights={})])),
+        InvalidMessageError,
+        "message 0",
+        "content",
+        "step 'pack'",
+    ),
+    case(
+        "a lone stage, not a Pipeline, copies a message with content=5",
+        lambda: pack(
+            [USER],
+            budget=200,
+            pipeline=lambda ctx: ctx.evolve(
+                messages=[ctx.messages[0].model_copy(update={"content": 5})]
+            ),
+        ),
+        InvalidMessageError,
+        "message 0",
+        "content",
+    ),
 ]
+
+
+class _CopyingPacker(ctxpack.GreedyPacker):
+    """A user's stage built on a built-in one: its messages are checked like any custom stage's."""
+
+    def __call__(self, ctx: PackContext, /) -> PackContext:
+        out = super().__call__(ctx)
+        return out.evolve(messages=[m.model_copy(update={"content": 5}) for m in out.messages])
+
+
+def _copied_by_a_stage(**update: Any) -> Any:
+    def copy_first(ctx: PackContext) -> PackContext:
+        first = ctx.messages[0].model_copy(update=update)
+        return ctx.evolve(messages=(first, *ctx.messages[1:]))
+
+    steps = [("copy", copy_first), *ctxpack.default_pipeline().steps]
+    return pack([USER], budget=200, pipeline=Pipeline(steps))
 
 
 def _context(**fields: Any) -> PackContext:
@@ -315,6 +400,46 @@ def test_the_digest_of_a_generator_is_the_digest_of_its_messages() -> None:
     # The check consumed the generator and the digest was then made of nothing.
     messages = [Message(role="user", content="Fix the refresh bug. Never touch cookies.")]
     assert extractive_digest(m for m in messages) == extractive_digest(messages) != ""
+
+
+HISTORY_OF_THREE = [
+    {"role": "system", "content": "Be brief.", "id": "s"},
+    {"role": "user", "content": "Where is the invoice?", "id": "u"},
+    {"role": "assistant", "content": "In the drawer.", "id": "a"},
+]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    field=st.sampled_from(sorted(Message.model_fields)),
+    value=ODD,
+    position=st.integers(min_value=0, max_value=2),
+    custom_steps_only=st.booleans(),
+)
+def test_a_message_a_stage_copied_without_validation_is_refused_naming_it(
+    field: str, value: Any, position: int, custom_steps_only: bool
+) -> None:
+    def copy_one(ctx: PackContext) -> PackContext:
+        messages = list(ctx.messages)
+        messages[position] = messages[position].model_copy(update={field: value})
+        return ctx.evolve(messages=messages)
+
+    default = [] if custom_steps_only else ctxpack.default_pipeline().steps
+    pipeline = Pipeline([("copy", copy_one), *default])
+    try:
+        Message.model_validate({**HISTORY_OF_THREE[position], field: value})
+    except InvalidMessageError:
+        with pytest.raises(InvalidMessageError) as info:
+            pack(HISTORY_OF_THREE, budget=BUDGET, pipeline=pipeline)
+        assert info.value.index == position and "step 'copy'" in str(info.value)
+        return
+    try:
+        # A valid value: packed, or refused by a later check (a repeated id) with ctxpack's error.
+        result = pack(HISTORY_OF_THREE, budget=BUDGET, pipeline=pipeline)
+    except CtxpackError:
+        return
+    for message in result.messages:
+        Message.model_validate(dict(message))
 
 
 # ---------------------------------------------------------------- a stored session's values
@@ -629,3 +754,107 @@ def test_a_message_built_from_a_dict_or_json_raises_ctxpacks_error(build: Any, f
 def test_a_valid_message_is_still_built_from_a_dict_and_json() -> None:
     message = Message.model_validate({"role": "user", "content": "hi", "id": "u1"})
     assert Message.model_validate_json(message.model_dump_json()) == message
+
+
+# --------------------------------------------------------------- every other public model
+
+
+def _public_models() -> list[type[BaseModel]]:
+    """Every pydantic model a public module of ctxpack lists in ``__all__`` (abstract ones
+    aside: Python itself refuses to build those)."""
+    found: dict[str, type[BaseModel]] = {}
+    names = [m.name for m in pkgutil.walk_packages(ctxpack.__path__, "ctxpack.")]
+    for name in ["ctxpack", *names]:
+        if any(part.startswith("_") for part in name.split(".")):
+            continue
+        try:
+            module = importlib.import_module(name)
+        except ImportError:  # an extra that is not installed
+            continue
+        for attr in getattr(module, "__all__", []):
+            value = getattr(module, attr, None)
+            if (
+                isinstance(value, type)
+                and issubclass(value, BaseModel)
+                and not inspect.isabstract(value)
+            ):
+                found[f"{value.__module__}.{value.__qualname__}"] = value
+    return [found[key] for key in sorted(found)]
+
+
+PUBLIC_MODELS = _public_models()
+
+
+def test_the_public_models_are_all_found() -> None:
+    names = {m.__name__ for m in PUBLIC_MODELS}
+    assert {"Decision", "PackResult", "Price", "WindowPolicy", "Selection", "Request"} <= names
+
+
+def _check_refused(model: type[BaseModel], build: Any, given: Any = ()) -> None:
+    try:
+        build()
+    except ValidationError as exc:
+        pytest.fail(f"{model.__name__}: pydantic's own error leaked: {exc}")
+    except CtxpackError as exc:
+        assert isinstance(exc, ValueError), repr(exc)
+        named = [*model.model_fields, *map(str, given), model.__name__, "options", "Invalid JSON"]
+        assert any(name.lower() in str(exc).lower() for name in named), f"{model.__name__}: {exc}"
+
+
+# Inputs that are not an object of the model: the whole input is what is wrong.
+NOT_OBJECTS = st.one_of(ODD, st.just(object()), st.lists(st.integers(), max_size=2))
+
+
+@pytest.mark.parametrize("model", PUBLIC_MODELS, ids=lambda m: m.__name__)
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_every_public_model_refuses_bad_input_with_ctxpacks_error_naming_the_field(
+    model: type[BaseModel], data: st.DataObject
+) -> None:
+    fields = sorted(model.model_fields) or ["unknown"]
+    given = data.draw(
+        st.dictionaries(st.sampled_from([*fields, "zz_unknown"]), ODD, max_size=3), label="given"
+    )
+    _check_refused(model, lambda: model.model_validate(given), given)
+    _check_refused(model, lambda: model(**given), given)
+    _check_refused(model, lambda: model.model_validate_strings(given), given)
+    whole = data.draw(NOT_OBJECTS, label="whole")
+    _check_refused(
+        model, lambda: model.model_validate(whole), whole if isinstance(whole, dict) else ()
+    )
+    text = data.draw(st.sampled_from(["", "{", "[1]", "null", '{"zz_unknown": 1}']), label="text")
+    _check_refused(model, lambda: model.model_validate_json(text))
+
+
+@pytest.mark.parametrize(
+    ("build", "field"),
+    [
+        (
+            lambda: Decision.model_validate({"stage": "s", "action": "kept", "message_id": 5}),
+            "message_id",
+        ),
+        (lambda: ctxpack.PackResult.model_validate_json('{"messages": 5}'), "messages"),
+        (lambda: Price.model_validate({"input": -1.0, "output": 1.0}), "input"),
+        (lambda: WindowPolicy.model_validate({"window": "big"}), "window"),
+        (lambda: Selection.model_validate({"include_messages": [True]}), "include_messages"),
+        (lambda: Request.model_validate({"messages": 5}), "messages"),
+    ],
+)
+def test_a_model_built_from_a_dict_or_json_names_the_field(build: Any, field: str) -> None:
+    # model_validate() and model_validate_json() gave pydantic's ValidationError.
+    with pytest.raises(ConfigError, match=field) as info:
+        build()
+    assert not isinstance(info.value, ValidationError)
+    assert isinstance(info.value.__cause__, ValidationError)
+
+
+def test_the_callers_that_word_a_model_s_error_again_still_do() -> None:
+    # A bill names the request's position, a selector's answer lists every problem, a saved
+    # window state says it is not one: each read pydantic's error, which is now the cause.
+    with pytest.raises(ConfigError, match="request 1: messages"):
+        ctxpack.simulate([[USER], {"messages": 5}], price=PRICE)
+    with pytest.raises(SelectionError, match="2 problem") as info:
+        Selection.from_answer({"include_messages": [True], "include_files": [{"lines": "1-2"}]})
+    assert any("include_files" in p for p in info.value.problems)
+    with pytest.raises(ConfigError, match="not a saved WindowState: requests"):
+        WindowState.from_json('{"requests": -1}')

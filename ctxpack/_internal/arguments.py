@@ -87,6 +87,17 @@ def file_path(value: Any, argument: str) -> str:
         raise ConfigError(
             f"{argument} must be a file path (str or os.PathLike), got {type(value).__name__}"
         )
+    try:
+        # What the operating system is given: a NUL byte or a lone surrogate would stop the
+        # first call that opens it with a ValueError or a UnicodeEncodeError.
+        unusable = b"\0" in os.fsencode(name)
+    except UnicodeEncodeError:
+        unusable = True
+    if unusable:
+        raise ConfigError(
+            f"{argument} {name!r} is not a usable file path: it holds a NUL byte or a lone "
+            "surrogate"
+        )
     return name
 
 

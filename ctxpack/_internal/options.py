@@ -1,16 +1,18 @@
-"""An invalid option as a ctxpack error: who it configures, the option and the value, in place of
-pydantic's own error type and text."""
+"""An invalid option or field as a ctxpack error: who it configures, the option and the value, in
+place of pydantic's own error type and text, however the model is built."""
 
 from __future__ import annotations
 
 import types
-from typing import Any, Union, get_args, get_origin
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 
-from ..errors import ConfigError
+from ..errors import ConfigError, CtxpackError
 
-__all__ = ["CheckedModel", "invalid_option"]
+__all__ = ["CheckedModel", "FieldErrorModel", "invalid_option"]
 
 
 def invalid_option(owner: str, model: type[BaseModel], exc: ValidationError) -> ConfigError:
@@ -24,7 +26,11 @@ def invalid_option(owner: str, model: type[BaseModel], exc: ValidationError) -> 
     if err["type"] == "extra_forbidden":
         valid = ", ".join(sorted(model.model_fields))
         message = f"unknown option; valid options are {valid}"
-    return ConfigError(f"{owner}: {option}={err.get('input')!r}: {message}")
+    shown = repr(err.get("input"))
+    if len(shown) > 80:
+        # A JSON text or a whole mapping may be long: the option and the problem are the news.
+        shown = shown[:77] + "..."
+    return ConfigError(f"{owner}: {option}={shown}: {message}")
 
 
 def _kind(annotation: Any) -> type | None:
@@ -40,7 +46,60 @@ def _kind(annotation: Any) -> type | None:
     return None
 
 
-class CheckedModel(BaseModel):
+_Model = TypeVar("_Model", bound="FieldErrorModel")
+
+
+class FieldErrorModel(BaseModel):
+    """A model whose invalid fields raise a ctxpack error naming them, however it is built: by
+    its constructor, ``model_validate()``, ``model_validate_json()`` or
+    ``model_validate_strings()``. The error is :class:`~ctxpack.ConfigError` naming the model,
+    the field and the value; a model words its own in ``_error`` (a message names its index).
+    The pydantic error stays the ``__cause__``: code that needs every problem, not the first,
+    reads it there."""
+
+    def __init__(self, /, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise self._error(exc) from exc
+
+    # What BaseModel's own __init__ does, errors aside: pydantic then validates a model nested
+    # in another, or given to model_validate(), without calling it, as it would BaseModel's
+    # (else its error would come back wrapped in pydantic's, and a mapping with a key that is
+    # not a string would stop at Python's TypeError on the keywords).
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
+    @classmethod
+    def model_validate(cls: type[_Model], obj: Any, **options: Any) -> _Model:
+        with cls._named_errors():
+            return super().model_validate(obj, **options)
+
+    @classmethod
+    def model_validate_json(
+        cls: type[_Model], json_data: str | bytes | bytearray, **options: Any
+    ) -> _Model:
+        with cls._named_errors():
+            return super().model_validate_json(json_data, **options)
+
+    @classmethod
+    def model_validate_strings(cls: type[_Model], obj: Any, **options: Any) -> _Model:
+        with cls._named_errors():
+            return super().model_validate_strings(obj, **options)
+
+    @classmethod
+    @contextmanager
+    def _named_errors(cls) -> Iterator[None]:
+        try:
+            yield
+        except ValidationError as exc:
+            raise cls._error(exc) from exc
+
+    @classmethod
+    def _error(cls, exc: ValidationError) -> CtxpackError:
+        return invalid_option(cls.__name__, cls, exc)
+
+
+class CheckedModel(FieldErrorModel):
     """A model a user builds from options (a stage, a price): an invalid option raises
     :class:`~ctxpack.ConfigError` naming the model, the option and the value, rather than
     pydantic's own error type. A float option must be finite: an infinite price or weight would
@@ -60,9 +119,3 @@ class CheckedModel(BaseModel):
         if kind is float and isinstance(value, bool):
             raise ValueError("must be a number, not a bool")
         return value
-
-    def __init__(self, **options: Any) -> None:
-        try:
-            super().__init__(**options)
-        except ValidationError as exc:
-            raise invalid_option(type(self).__name__, type(self), exc) from exc

@@ -45,7 +45,7 @@ def check_relative(path: str, root: Path) -> PurePosixPath:
     Raises:
         WorkspacePathError: ``path`` is empty, holds a NUL, is absolute or holds ``..``.
     """
-    if not path or "\x00" in path:
+    if not path or "\x00" in path or not _encodable(path):
         raise WorkspacePathError(path, root=str(root), detail="not a valid path")
     if PurePosixPath(path).is_absolute() or PureWindowsPath(path).is_absolute():
         raise WorkspacePathError(
@@ -59,6 +59,15 @@ def check_relative(path: str, root: Path) -> PurePosixPath:
             path, root=str(root), detail="'..' is refused: paths stay inside the root"
         )
     return relative
+
+
+def _encodable(path: str) -> bool:
+    # A lone surrogate the file system's encoding cannot take: UnicodeEncodeError at the stat.
+    try:
+        os.fsencode(path)
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def hard_linked(info: os.stat_result) -> bool:

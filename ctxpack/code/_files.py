@@ -99,8 +99,12 @@ def resolve_root(root: str | os.PathLike[str]) -> Path:
     Raises:
         ConfigError: ``root`` is not a directory.
     """
-    path = Path(file_path(root, "root")).expanduser().resolve()
-    if not path.is_dir():
+    try:
+        path = Path(file_path(root, "root")).expanduser().resolve()
+        is_dir = path.is_dir()
+    except OSError as exc:  # a name too long, a loop of symlinks
+        raise ConfigError(f"root {str(root)!r} cannot be read: {exc.strerror or exc}") from exc
+    if not is_dir:
         raise ConfigError(
             f"root {str(root)!r} is not a directory; give the root folder of a repository"
         )
@@ -169,7 +173,11 @@ def _walk(base: Path, *, source_only: bool, hidden: bool) -> Iterator[str]:
             continue
         subfolders: list[Path] = []
         for entry in entries:
-            if entry.is_symlink() or (not hidden and entry.name.startswith(".")):
+            if (
+                entry.is_symlink()
+                or (not hidden and entry.name.startswith("."))
+                or not _unicode_name(entry.name)
+            ):
                 continue
             rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
             if entry.is_dir():
@@ -181,6 +189,16 @@ def _walk(base: Path, *, source_only: bool, hidden: bool) -> Iterator[str]:
                 if not _ignored(active, rel) and _listable(entry, source_only=source_only):
                     yield rel
         stack.extend((sub, active) for sub in reversed(subfolders))
+
+
+def _unicode_name(name: str) -> bool:
+    """Whether a file's name is text: a name in another encoding than the file system's reads
+    with lone surrogates, which no path in a prompt or a JSON record can hold."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _listable(entry: os.DirEntry[str], *, source_only: bool) -> bool:
@@ -199,7 +217,21 @@ def _spec(lines: tuple[str, ...]) -> Any:
     except ImportError:
         _warn_no_pathspec()
         return None
-    return pathspec.GitIgnoreSpec.from_lines(lines)
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(lines)
+    except ValueError:
+        # git skips a line that is not a pattern ("!" alone); pathspec refuses the whole file.
+        return pathspec.GitIgnoreSpec.from_lines([line for line in lines if _pattern(line)])
+
+
+def _pattern(line: str) -> bool:
+    import pathspec
+
+    try:
+        pathspec.GitIgnoreSpec.from_lines([line])
+    except ValueError:
+        return False
+    return True
 
 
 register(_spec)
@@ -274,7 +306,13 @@ def resolve_file(root: Path, path: str, listing: Sequence[str] = ()) -> Path:
             several hard links.
     """
     relative = check_relative(path, root)
-    real = inside_root(root, root.joinpath(*relative.parts), path)
+    try:
+        real = inside_root(root, root.joinpath(*relative.parts), path)
+        real.is_dir()
+    except OSError as exc:  # a name too long, a loop of symlinks
+        raise WorkspacePathError(
+            path, root=str(root), detail=f"cannot be read: {exc.strerror or exc}"
+        ) from exc
     if real.is_dir():
         inside = [p for p in listing if p.startswith(relative.as_posix().rstrip("/") + "/")]
         shown = ", ".join(map(shown_path, inside[:10])) + (

@@ -122,8 +122,13 @@ def grep(
     files = _relative(paths, base) if paths is not None else list_files(base)
     if engine not in ("auto", "ripgrep", "python"):
         raise ConfigError(f"engine must be 'auto', 'ripgrep' or 'python', got {engine!r}")
-    rg = ripgrep_path() if engine != "python" else None
+    rg = ripgrep_path() if engine != "python" and _argument_for_rg(pattern) else None
     if engine == "ripgrep" and rg is None:
+        if not _argument_for_rg(pattern):
+            raise ConfigError(
+                "ripgrep cannot take this pattern as an argument (a NUL byte, a lone surrogate, "
+                "or over 100,000 bytes); use engine='python' or 'auto'"
+            )
         raise ConfigError(
             "ripgrep is not installed; pip install 'ctxpack[code]' (or your system's ripgrep), "
             "or use engine='python'"
@@ -133,6 +138,16 @@ def grep(
     else:
         matches = _python(base, files, compiled)
     return _with_context(base, matches, context)
+
+
+def _argument_for_rg(pattern: str) -> bool:
+    """Whether ``pattern`` can be a command-line argument: the system refuses a NUL byte, an
+    argument over its limit (128 KiB on Linux) and text that is not valid Unicode."""
+    try:
+        size = len(pattern.encode("utf-8"))
+    except UnicodeEncodeError:
+        return False
+    return "\0" not in pattern and size <= 100_000
 
 
 def _relative(paths: Any, base: Path) -> list[str]:

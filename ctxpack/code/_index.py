@@ -174,6 +174,11 @@ class CodeIndex:
         embedder: Embedder | None = None,
     ) -> None:
         self.root = resolve_root(root)
+        if embedder is not None and not callable(embedder):
+            raise ConfigError(
+                "embedder must be a callable list[str] -> array (n, d), got "
+                f"{type(embedder).__name__}"
+            )
         self.embedder = embedder
         self._vectors: Any = None
         self.db = file_path(db, "db") if db is not None else str(default_db_path(self.root))
@@ -181,7 +186,7 @@ class CodeIndex:
         unknown = set(weights) - set(DEFAULT_WEIGHTS)
         if unknown:
             raise ConfigError(
-                f"unknown ranking signal(s) {sorted(unknown)}; the signals are "
+                f"weights: unknown ranking signal(s) {sorted(unknown)}; the signals are "
                 f"{sorted(DEFAULT_WEIGHTS)}"
             )
         self.weights = {**DEFAULT_WEIGHTS, **weights}

@@ -17,8 +17,10 @@ import re
 __all__ = ["issue_words"]
 
 _HIDDEN = re.compile(r"<!--[\s\S]*?(?:-->|$)")
-# ``name==version``, wherever it stands (tox prints pins separated by commas).
-_PIN = re.compile(r"[A-Za-z][\w.\-]*==[\w.\-+!]+,?")
+# ``name==version``, wherever it stands (tox prints pins separated by commas). Tried only where
+# a run of name characters starts, its leading characters a name cannot start with kept (group
+# 1): from every position of a long word, a failed try would read the rest of it again.
+_PIN = re.compile(r"(?<![\w.\-])((?:[^\WA-Za-z]|[.\-])*)[A-Za-z][\w.\-]*==[\w.\-+!]+,?")
 # A line holding only a package and its version (and maybe a location after it):
 # ``packaging      20.4``, ``numpy: 1.24.2``, ``Python 3.7.3``.
 _PACKAGE_LINE = re.compile(
@@ -37,6 +39,6 @@ def issue_words(text: str) -> str:
         'xfail ignored  \\n \\n  '
     """
     text = _HIDDEN.sub(" ", text)
-    text = _PIN.sub(" ", text)
+    text = _PIN.sub(r"\1 ", text)
     text = _PIP_HEADER.sub(" ", text)
     return _PACKAGE_LINE.sub(" ", text)

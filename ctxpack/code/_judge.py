@@ -18,8 +18,10 @@ from typing import ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from .._internal.arguments import item_list
+from .._internal.arguments import tokens as check_tokens
 from .._internal.options import CheckedModel
-from ..errors import CtxpackError
+from ..errors import ConfigError, CtxpackError
 from ._index import FileHit
 
 __all__ = [
@@ -150,6 +152,7 @@ class RankingJudge(CheckedModel):
         return f"RankingJudge(score_share={self.score_share})"
 
     def __call__(self, task: str, candidates: Sequence[Candidate], /) -> list[Judgement]:
+        candidates = _candidates(candidates)
         if not candidates:
             return []
         top = max(max(c.hit.score, c.top_score) for c in candidates) or 1.0
@@ -224,8 +227,12 @@ class ModelJudge:
     """
 
     def __init__(self, complete: Callable[[str], str], *, excerpt_chars: int = 2000) -> None:
+        if not callable(complete):
+            raise ConfigError(
+                f"complete must be a callable prompt -> answer text, got {type(complete).__name__}"
+            )
         self.complete = complete
-        self.excerpt_chars = excerpt_chars
+        self.excerpt_chars = check_tokens(excerpt_chars, "excerpt_chars", unit="characters")
 
     def __repr__(self) -> str:
         return f"ModelJudge(excerpt_chars={self.excerpt_chars})"
@@ -236,7 +243,11 @@ class ModelJudge:
         return _RUBRIC.format(task=task, files=files)
 
     def __call__(self, task: str, candidates: Sequence[Candidate], /) -> list[Judgement]:
-        answer = self.complete(self.prompt(task, candidates))
+        answer = self.complete(self.prompt(task, _candidates(candidates)))
+        if not isinstance(answer, str):
+            raise JudgeError(
+                f"the model's answer is a {type(answer).__name__}, not text", answer=repr(answer)
+            )
         start, end = answer.find("["), answer.rfind("]")
         if start == -1 or end <= start:
             raise JudgeError("no JSON list in the answer", answer=answer)
@@ -254,3 +265,12 @@ class ModelJudge:
             or Judgement(path=c.path, relevance=0.0, reason="not judged by the model")
             for c in candidates
         ]
+
+
+def _candidates(candidates: object) -> list[Candidate]:
+    """``candidates`` if it is a list of :class:`Candidate` (what the loop hands a judge)."""
+    items = item_list(candidates, "candidates", what="Candidate objects")
+    odd = next((i for i, c in enumerate(items) if not isinstance(c, Candidate)), None)
+    if odd is not None:
+        raise ConfigError(f"candidates[{odd}] is a {type(items[odd]).__name__}, not a Candidate")
+    return items

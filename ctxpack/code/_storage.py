@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from ..errors import ConfigError
 from ..tokens import TokenCounter
 from ._files import language_of_path, list_files
 from ._symbols import ParsedFile, parse_source
@@ -58,9 +59,16 @@ class FileStore:
 
     def _connect(self) -> sqlite3.Connection:
         if self._conn is None:
-            if self.db != ":memory:":
-                Path(self.db).parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.db, check_same_thread=False)
+            try:
+                if self.db != ":memory:":
+                    Path(self.db).parent.mkdir(parents=True, exist_ok=True)
+                conn = sqlite3.connect(self.db, check_same_thread=False)
+                conn.execute("PRAGMA schema_version").fetchone()  # opens the file now
+            except (OSError, sqlite3.Error) as exc:
+                raise ConfigError(
+                    f"db {self.db!r} cannot be opened as an SQLite file: {exc}; give a writable "
+                    "file path, or ':memory:'"
+                ) from exc
             conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
             row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
             counter = self.counter.name

@@ -15,7 +15,8 @@ from __future__ import annotations
 import warnings
 from functools import cache
 
-from .._internal.arguments import string
+from .._internal.arguments import check_text, string
+from ..errors import ConfigError
 from .fallback import parse_python_ast, parse_whole_file
 from .treesitter import parse_with_tree_sitter, parser_for
 from .units import ParsedFile as ParsedFile
@@ -59,6 +60,11 @@ def parse_source(path: str, language: str, source: str) -> ParsedFile:
     string(path, "path")
     string(language, "language")
     string(source, "source")
+    try:
+        # Tree-sitter reads UTF-8: a lone surrogate would stop it with UnicodeEncodeError.
+        check_text(source, "source")
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     parser = parser_for(language)
     if parser is not None:
         return parse_with_tree_sitter(path, language, source, parser)

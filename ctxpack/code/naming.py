@@ -85,7 +85,10 @@ class QueryNames:
         return out
 
 
-_QUALIFIED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+# Tried only where a word starts, skipping the word characters a name cannot start with: from
+# every position of a long word, a failed try would read the rest of it again, in time that grows
+# with the square of its length. The names found are the same (the group).
+_QUALIFIED = re.compile(r"(?<!\w)[^\WA-Za-z_]*([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)")
 
 
 def _member_pairs(dotted: str) -> list[str]:

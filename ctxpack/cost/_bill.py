@@ -112,8 +112,11 @@ def _as_request(item: Any, index: int) -> Request:
     if isinstance(item, Mapping):
         try:
             return Request.model_validate(dict(item))
-        except ValidationError as exc:
-            raise invalid_option(f"request {index}", Request, exc) from exc
+        except ConfigError as exc:
+            if not isinstance(exc.__cause__, ValidationError):
+                raise
+            # Worded again to name the request's position rather than the model.
+            raise invalid_option(f"request {index}", Request, exc.__cause__) from exc.__cause__
     if isinstance(item, (str, bytes)) or not isinstance(item, Iterable):
         raise ConfigError(
             f"request {index}: expected a list of messages or a Request, got {type(item).__name__}"

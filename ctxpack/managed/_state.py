@@ -7,9 +7,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
-from .._internal.options import invalid_option
+from .._internal.options import FieldErrorModel
 from ..errors import ConfigError
 from ..messages import Message
 from ..pipeline import Decision
@@ -17,19 +17,7 @@ from ..pipeline import Decision
 __all__ = ["WindowEvent", "WindowState", "cache_warnings"]
 
 
-class _BuiltByHand(BaseModel):
-    """A model a user may build directly: a bad field raises :class:`~ctxpack.ConfigError`
-    naming it. Restored states go through ``model_validate`` and :meth:`WindowState.from_json`
-    words their errors."""
-
-    def __init__(self, /, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            raise invalid_option(type(self).__name__, type(self), exc) from exc
-
-
-class WindowEvent(_BuiltByHand):
+class WindowEvent(FieldErrorModel):
     """One edit the managed mode made, at one request.
 
     Attributes:
@@ -49,7 +37,7 @@ class WindowEvent(_BuiltByHand):
     rewritten: int = Field(ge=0)
 
 
-class WindowState(_BuiltByHand):
+class WindowState(FieldErrorModel):
     """What a managed session remembers between requests: one JSON-serialisable object.
 
     Attributes:
@@ -78,15 +66,15 @@ class WindowState(_BuiltByHand):
     model_config = ConfigDict(extra="forbid")
 
     requests: int = Field(default=0, ge=0)
-    cleared: dict[str, str] = {}
-    thinking_cleared: list[str] = []
+    cleared: dict[str, str] = Field(default_factory=dict)
+    thinking_cleared: list[str] = Field(default_factory=list)
     boundary: int = Field(default=0, ge=0)
     summary: str | None = None
     summary_id: str | None = None
     index_artifact: str | None = None
-    compacted: list[str] = []
-    decisions: list[Decision] = []
-    events: list[WindowEvent] = []
+    compacted: list[str] = Field(default_factory=list)
+    decisions: list[Decision] = Field(default_factory=list)
+    events: list[WindowEvent] = Field(default_factory=list)
     last_fingerprint: dict[str, str | None] | None = None
     last_tokens: int = Field(default=0, ge=0)
     rent: float = Field(default=0.0, ge=0)
@@ -106,14 +94,16 @@ class WindowState(_BuiltByHand):
         """
         try:
             return cls.model_validate_json(text)
-        except ValidationError as exc:
+        except ConfigError as exc:
+            if not isinstance(exc.__cause__, ValidationError):
+                raise
             # The first problem on one line: the text itself may be long.
-            err = exc.errors()[0]
+            err = exc.__cause__.errors()[0]
             where = ".".join(str(part) for part in err["loc"])
             message = str(err["msg"]).removeprefix("Value error, ")
             raise ConfigError(
                 f"not a saved WindowState: {where + ': ' if where else ''}{message}"
-            ) from exc
+            ) from exc.__cause__
 
 
 def cache_warnings(

@@ -8,11 +8,12 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Annotated, Any, Literal, TypeVar, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from .._internal.arguments import MAX_NESTING, TooDeep, check_nesting, check_text, message_items
+from .._internal.options import FieldErrorModel
 from .._internal.trusted import trusted_frozen_instance
 from ..errors import InvalidMessageError
 
@@ -27,6 +28,7 @@ __all__ = [
     "detached",
     "from_mapping",
     "message_objects",
+    "new_messages_checked",
     "provider_of",
     "stable_id",
     "with_provider",
@@ -57,41 +59,7 @@ _KNOWN_KEYS = frozenset(
 _NULL_CONTENT_KEYS = frozenset({"function_call", "refusal", "audio"})
 
 
-_Checked = TypeVar("_Checked", bound="_CheckedModel")
-
-
-class _CheckedModel(BaseModel):
-    """A model whose invalid fields raise ctxpack's error naming them, however it is built:
-    by its constructor, ``model_validate()`` or ``model_validate_json()``."""
-
-    def __init__(self, /, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            raise self._error(exc) from exc
-
-    @classmethod
-    def model_validate(cls: type[_Checked], obj: Any, **options: Any) -> _Checked:
-        try:
-            return super().model_validate(obj, **options)
-        except ValidationError as exc:
-            raise cls._error(exc) from exc
-
-    @classmethod
-    def model_validate_json(
-        cls: type[_Checked], json_data: str | bytes | bytearray, **options: Any
-    ) -> _Checked:
-        try:
-            return super().model_validate_json(json_data, **options)
-        except ValidationError as exc:
-            raise cls._error(exc) from exc
-
-    @classmethod
-    def _error(cls, exc: ValidationError) -> InvalidMessageError:
-        raise NotImplementedError
-
-
-class _CallPart(_CheckedModel):
+class _CallPart(FieldErrorModel):
     """A part of a tool call built on its own: an invalid field raises the message's error,
     naming the part and the field (inside a message, the message's own check reports it)."""
 
@@ -99,12 +67,11 @@ class _CallPart(_CheckedModel):
 
     @classmethod
     def _error(cls, exc: ValidationError) -> InvalidMessageError:
-        return _part_error(exc)
-
-
-def _part_error(exc: ValidationError) -> InvalidMessageError:
-    field, problem = _first_problem(exc)
-    return InvalidMessageError(f"{field}: {problem}", field=field)
+        field, problem = _first_problem(exc)
+        if not field:
+            # Not an object at all: the part is what is wrong.
+            return InvalidMessageError(f"{cls.__name__}: {problem}")
+        return InvalidMessageError(f"{field}: {problem}", field=field)
 
 
 class FunctionCall(_CallPart):
@@ -122,7 +89,7 @@ class ToolCall(_CallPart):
     function: FunctionCall
 
 
-class Message(_CheckedModel):
+class Message(FieldErrorModel):
     """One chat message.
 
     Args:
@@ -361,6 +328,49 @@ def message_objects(messages: Any, *, argument: str = "messages") -> tuple[Messa
     return items
 
 
+def new_messages_checked(
+    before: Sequence[Message], after: Sequence[Message], *, where: str
+) -> None:
+    """Raise :class:`~ctxpack.InvalidMessageError` for the first message of ``after`` that is
+    not one of ``before`` (by identity) and fails Message's validation, naming its index and
+    field and ``where`` it came from: ``model_copy(update=...)`` and ``model_construct()``
+    skip validation, so a stage may return a message that was never checked."""
+    if after is before:
+        return
+    known = set(map(id, before))
+    # The common case, in C: every message is one of the input's (kept, dropped or reordered).
+    if known.issuperset(map(id, after)):
+        return
+    for index, message in enumerate(after):
+        if id(message) not in known:
+            _revalidated(message, index, where)
+
+
+def _revalidated(message: Message, index: int, where: str) -> None:
+    hint = (
+        f"{where}; model_copy(update=...) does not validate: build the message with "
+        "Message(...) or give each field a value of its type"
+    )
+    values = message.__dict__
+    try:
+        # Strict: a value pydantic would convert ("1" for a priority) is stored unconverted.
+        valid = type(message).__pydantic_validator__.validate_python(values, strict=True)
+    except ValidationError as exc:
+        error = _invalid(exc, index)
+        raise InvalidMessageError(
+            f"{error.detail} ({hint})", index=index, field=error.field
+        ) from exc
+    # What strict mode still converts (a dict for a ToolCall) differs from what it made of it.
+    field = next((k for k, v in valid.__dict__.items() if values.get(k) != v), None)
+    if field is not None:
+        raise InvalidMessageError(
+            f"{field}: holds {values.get(field)!r}, which a Message would hold as "
+            f"{valid.__dict__[field]!r} ({hint})",
+            index=index,
+            field=field,
+        )
+
+
 def provider_of(message: Message) -> str | None:
     """The provider whose payload the message was converted from (``"anthropic"`` for
     :func:`ctxpack.from_anthropic`), or ``None``. Held in a private attribute, not in
@@ -405,8 +415,10 @@ def _invalid(exc: ValidationError, index: int | None) -> InvalidMessageError:
         # pydantic reports union members as separate locs; the first segment is the field.
         field = loc.split(".")[0].split("[")[0]
         return InvalidMessageError(f"{loc}: {msg}", index=index, field=field)
-    head = msg.split(":", 1)[0] if ":" in msg else None
-    return InvalidMessageError(msg, index=index, field=head)
+    if ":" not in msg:
+        # Not an object at all (a list, a number, JSON of another shape).
+        return InvalidMessageError(f"not a message: {msg}", index=index)
+    return InvalidMessageError(msg, index=index, field=msg.split(":", 1)[0])
 
 
 def from_mapping(index: int, data: Mapping[str, Any]) -> Message:

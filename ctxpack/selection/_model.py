@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .._internal.options import CheckedModel
 from ..cost import Price
-from ..errors import SelectionError
+from ..errors import ConfigError, SelectionError
 
 __all__ = ["FileRequest", "ItemReason", "Selection", "SelectorUsage"]
 
@@ -287,12 +287,15 @@ class Selection(CheckedModel):
         present = {key: value for key, value in data.items() if value is not None}
         try:
             return cls.model_validate(present)
-        except ValidationError as exc:
+        except ConfigError as exc:
+            if not isinstance(exc.__cause__, ValidationError):
+                raise
+            # Every problem, not only the first that ConfigError names: one retry fixes all.
             problems = []
-            for err in exc.errors():
+            for err in exc.__cause__.errors():
                 where = ".".join(str(part) for part in err["loc"])
                 problems.append(f"{where}: {str(err['msg']).removeprefix('Value error, ')}")
-            raise SelectionError(problems) from exc
+            raise SelectionError(problems) from exc.__cause__
 
     def answer(self) -> dict[str, Any]:
         """The answer fields as a JSON-ready dict (what a model selector would have produced)."""

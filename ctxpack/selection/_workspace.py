@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._internal.arguments import string, strings
+from .._internal.arguments import item_list, string, strings
 from .._internal.paths import shown_path
 from ..code import Engine, is_binary, iter_lines, resolve_file, resolve_root, walk_files
 from ..errors import ConfigError, SelectionError, WorkspacePathError
@@ -191,7 +191,8 @@ class Workspace:
 
     def extend(self, messages: Iterable[Message | Mapping[str, Any]]) -> None:
         """Add messages at the end (the durable notes stay)."""
-        self._messages = tuple(ensure_messages([*self._messages, *messages]))
+        added = item_list(messages, "messages", what="messages or dicts")
+        self._messages = tuple(ensure_messages([*self._messages, *added]))
 
     def calls(self) -> dict[str, tuple[int, int | None]]:
         """Each tool call id: the index of the assistant message that made it, and of the tool

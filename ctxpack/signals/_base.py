@@ -17,7 +17,6 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 from pydantic import (
-    BaseModel,
     ConfigDict,
     SerializerFunctionWrapHandler,
     ValidationError,
@@ -81,13 +80,11 @@ class Signal(CheckedModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     name: ClassVar[str]
 
-    def __init__(self, **options: Any) -> None:
-        try:
-            # Past CheckedModel's own __init__: the error names the signal as well.
-            BaseModel.__init__(self, **options)
-        except ValidationError as exc:
-            signal = f"{type(self).__name__} (signal {getattr(self, 'name', '?')!r})"
-            raise invalid_option(signal, type(self), exc) from exc
+    @classmethod
+    def _error(cls, exc: ValidationError) -> ConfigError:
+        # The error names the signal as well as its class.
+        signal = f"{cls.__name__} (signal {getattr(cls, 'name', '?')!r})"
+        return invalid_option(signal, cls, exc)
 
     @model_validator(mode="before")
     @classmethod

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, ConfigDict, PlainSerializer
 
 from .._internal.options import CheckedModel
-from ..pipeline import note_producer
+from .._internal.requirements import note_producer
 
 __all__ = ["ReadOnlyMap", "StageModel", "Weights"]
 
