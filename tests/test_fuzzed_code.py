@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxpack import CtxpackError
+from ctxpack import ConfigError, CtxpackError
 from ctxpack.code import (
     CodeIndex,
     JudgeError,
@@ -29,7 +29,13 @@ from ctxpack.code import (
     parse_source,
 )
 from ctxpack.errors import WorkspacePathError
-from ctxpack.selection import LexicalSelector, Selection, Workspace, apply_selection
+from ctxpack.selection import (
+    FileRequest,
+    LexicalSelector,
+    Selection,
+    Workspace,
+    apply_selection,
+)
 
 ODD = st.one_of(
     st.none(),
@@ -299,3 +305,21 @@ def test_a_huge_one_word_query_is_ranked_in_linear_time(index: CodeIndex) -> Non
     timed(1_000)
     small, large = timed(20_000), timed(200_000)
     assert large < 2.0 and large < 40 * max(small, 0.005)
+
+
+@pytest.mark.parametrize(
+    ("fields", "named"),
+    [
+        ({"path": 5}, "path=5"),
+        ({"path": "a.py", "lines": "x-y"}, "lines='x-y'"),
+        ({"path": "a.py", "lines": "3", "match": "b"}, "either lines or match"),
+    ],
+)
+def test_a_file_request_built_by_hand_names_its_bad_field(
+    fields: dict[str, Any], named: str
+) -> None:
+    # Its docstring shows it built by hand: pydantic's own error stopped there.
+    with pytest.raises(ConfigError, match=named):
+        FileRequest(**fields)
+    with pytest.raises(ConfigError, match=named):
+        FileRequest.model_validate(fields)

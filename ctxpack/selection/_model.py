@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .._internal.options import CheckedModel
+from .._internal.options import CheckedModel, FieldErrorModel
 from ..cost import Price
 from ..errors import ConfigError, SelectionError
 
@@ -17,7 +17,7 @@ __all__ = ["FileRequest", "ItemReason", "Selection", "SelectorUsage"]
 _LINES = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?")
 
 
-class FileRequest(BaseModel):
+class FileRequest(FieldErrorModel):
     """A file, or part of one, to show the large model.
 
     Give ``lines`` (``"48-126"``, or ``"48"`` for one line) or ``match`` (text whose matching
