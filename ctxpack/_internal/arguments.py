@@ -25,11 +25,13 @@ __all__ = [
     "file_path",
     "finite",
     "flag",
+    "instances",
     "item_list",
     "keyed",
     "message_items",
     "number",
     "optional_text",
+    "os_path",
     "string",
     "strings",
     "tokens",
@@ -87,18 +89,21 @@ def file_path(value: Any, argument: str) -> str:
         raise ConfigError(
             f"{argument} must be a file path (str or os.PathLike), got {type(value).__name__}"
         )
-    try:
-        # What the operating system is given: a NUL byte or a lone surrogate would stop the
-        # first call that opens it with a ValueError or a UnicodeEncodeError.
-        unusable = b"\0" in os.fsencode(name)
-    except UnicodeEncodeError:
-        unusable = True
-    if unusable:
+    if not os_path(name):
         raise ConfigError(
             f"{argument} {name!r} is not a usable file path: it holds a NUL byte or a lone "
             "surrogate"
         )
     return name
+
+
+def os_path(name: str) -> bool:
+    """Whether the operating system can take ``name`` as a path: a NUL byte or a lone surrogate
+    would stop the first call that opens it with a ValueError or a UnicodeEncodeError."""
+    try:
+        return b"\0" not in os.fsencode(name)
+    except UnicodeEncodeError:
+        return False
 
 
 def item_list(value: Any, argument: str, *, what: str) -> list[Any]:
@@ -107,6 +112,18 @@ def item_list(value: Any, argument: str, *, what: str) -> list[Any]:
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
         raise ConfigError(f"{argument} must be a list of {what}, got {type_name(value)}")
     return list(value)
+
+
+def instances(value: Any, argument: str, kind: type, *, hint: str = "") -> list[Any]:
+    """``value`` as a list if each of its items is a ``kind`` (``hint``, after the message,
+    says how to build one)."""
+    items = item_list(value, argument, what=f"{kind.__name__} objects")
+    odd = next((i for i, item in enumerate(items) if not isinstance(item, kind)), None)
+    if odd is not None:
+        raise ConfigError(
+            f"{argument}[{odd}] is a {type(items[odd]).__name__}, not a {kind.__name__}{hint}"
+        )
+    return items
 
 
 def keyed(value: Any, argument: str, *, values: type, what: str) -> Mapping[str, Any]:

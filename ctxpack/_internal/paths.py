@@ -15,6 +15,7 @@ import stat
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from ..errors import WorkspacePathError
+from .arguments import os_path
 
 __all__ = [
     "check_relative",
@@ -45,7 +46,7 @@ def check_relative(path: str, root: Path) -> PurePosixPath:
     Raises:
         WorkspacePathError: ``path`` is empty, holds a NUL, is absolute or holds ``..``.
     """
-    if not path or "\x00" in path or not _encodable(path):
+    if not path or not os_path(path):
         raise WorkspacePathError(path, root=str(root), detail="not a valid path")
     if PurePosixPath(path).is_absolute() or PureWindowsPath(path).is_absolute():
         raise WorkspacePathError(
@@ -59,15 +60,6 @@ def check_relative(path: str, root: Path) -> PurePosixPath:
             path, root=str(root), detail="'..' is refused: paths stay inside the root"
         )
     return relative
-
-
-def _encodable(path: str) -> bool:
-    # A lone surrogate the file system's encoding cannot take: UnicodeEncodeError at the stat.
-    try:
-        os.fsencode(path)
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def hard_linked(info: os.stat_result) -> bool:
