@@ -88,11 +88,11 @@ def _compact(
         if sum(size(record[i]) for i in pins) <= reinjected - now:
             return False
     tokens_before = {record[i].id: size(record[i]) for i in region}
-    tokens_before.update((record[i].id, counter.count_message(record[i])) for i in released)
+    tokens_before.update((record[i].id, tokens) for i, tokens in released.items())
     region = sorted([*region, *released])
     # The user messages released leave the floor: the summary's budget is drawn from the room
     # they free.
-    plan = replace(plan, floor=plan.floor - sum(tokens_before[record[i].id] for i in released))
+    plan = replace(plan, floor=plan.floor - sum(released.values()))
     gone = {*state.compacted, *(record[i].id for i in region)}
     budget = plan.summary_budget(tail + reinjected - plan.pinned)
     text = _summary_text(state, policy, ctx, [record[i] for i in region], end, gone, budget)
@@ -170,11 +170,11 @@ def _summary_text(
 
 def _released(
     head: Sequence[Message], compacted: set[str], tokens: int, counter: TokenCounter
-) -> list[int]:
-    """Positions of the oldest user messages of ``head`` still sent verbatim, but the first
-    (the task) and those the caller pinned, whose tokens together reach ``tokens`` (all of
-    them when they do not)."""
-    out: list[int] = []
+) -> dict[int, int]:
+    """The oldest user messages of ``head`` still sent verbatim, but the first (the task) and
+    those the caller pinned, whose tokens together reach ``tokens`` (all of them when they do
+    not): position -> tokens."""
+    out: dict[int, int] = {}
     freed = 0
     first = True
     for i, msg in enumerate(head):
@@ -186,8 +186,8 @@ def _released(
             first = False
             continue
         if msg.id not in compacted and not msg.pinned:
-            out.append(i)
-            freed += counter.count_message(msg)
+            out[i] = counter.count_message(msg)
+            freed += out[i]
     return out
 
 
