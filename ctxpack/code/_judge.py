@@ -18,7 +18,7 @@ from typing import ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from .._internal.arguments import item_list
+from .._internal.arguments import instances
 from .._internal.arguments import tokens as check_tokens
 from .._internal.options import CheckedModel
 from ..errors import ConfigError, CtxpackError
@@ -152,7 +152,7 @@ class RankingJudge(CheckedModel):
         return f"RankingJudge(score_share={self.score_share})"
 
     def __call__(self, task: str, candidates: Sequence[Candidate], /) -> list[Judgement]:
-        candidates = _candidates(candidates)
+        candidates = instances(candidates, "candidates", Candidate)
         if not candidates:
             return []
         top = max(max(c.hit.score, c.top_score) for c in candidates) or 1.0
@@ -243,7 +243,7 @@ class ModelJudge:
         return _RUBRIC.format(task=task, files=files)
 
     def __call__(self, task: str, candidates: Sequence[Candidate], /) -> list[Judgement]:
-        answer = self.complete(self.prompt(task, _candidates(candidates)))
+        answer = self.complete(self.prompt(task, instances(candidates, "candidates", Candidate)))
         if not isinstance(answer, str):
             raise JudgeError(
                 f"the model's answer is a {type(answer).__name__}, not text", answer=repr(answer)
@@ -265,12 +265,3 @@ class ModelJudge:
             or Judgement(path=c.path, relevance=0.0, reason="not judged by the model")
             for c in candidates
         ]
-
-
-def _candidates(candidates: object) -> list[Candidate]:
-    """``candidates`` if it is a list of :class:`Candidate` (what the loop hands a judge)."""
-    items = item_list(candidates, "candidates", what="Candidate objects")
-    odd = next((i for i, c in enumerate(items) if not isinstance(c, Candidate)), None)
-    if odd is not None:
-        raise ConfigError(f"candidates[{odd}] is a {type(items[odd]).__name__}, not a Candidate")
-    return items

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from .._internal.arguments import item_list, string
+from .._internal.arguments import instances, string
 from .._internal.arguments import tokens as check_tokens
 from ..errors import ConfigError
 from ..store import ArtifactStore, SQLiteArtifactStore, check_artifact_store
@@ -257,7 +257,13 @@ class _Search:
         top = ranked[0].score if ranked else 0.0
         hits = [h for h in ranked if h.path not in best][:candidates]
         shown = _candidates(self.index, hits, self.boost, self.task_terms, known=set(best), top=top)
-        judged = _judgements(judge(self.task, shown))
+        # Anything but Judgements would stop the loop at the first attribute it lacks.
+        judged = instances(
+            judge(self.task, shown),
+            "the judge's answer",
+            Judgement,
+            hint="; a judge returns Judgement(path=..., relevance=..., reason=...) per candidate",
+        )
         by_path = {j.path: j for j in judged}
         high = [j.path for j in judged if j.relevance >= HIGH]
         for j in judged:
@@ -397,19 +403,6 @@ def _candidates(
             )
         )
     return out
-
-
-def _judgements(judged: object) -> list[Judgement]:
-    """What a judge returned, if it is a list of :class:`Judgement`: anything else would stop
-    the loop at the first attribute it lacks."""
-    items = item_list(judged, "the judge's answer", what="Judgement objects")
-    odd = next((i for i, j in enumerate(items) if not isinstance(j, Judgement)), None)
-    if odd is not None:
-        raise ConfigError(
-            f"the judge's answer [{odd}] is a {type(items[odd]).__name__}, not a Judgement; a "
-            "judge returns Judgement(path=..., relevance=..., reason=...) per candidate"
-        )
-    return items
 
 
 def _check_arguments(
