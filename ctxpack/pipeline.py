@@ -17,7 +17,7 @@ from operator import attrgetter
 from types import MappingProxyType
 from typing import Any, Literal, Protocol, overload, runtime_checkable
 
-from pydantic import ConfigDict, GetCoreSchemaHandler, ValidationError
+from pydantic import ConfigDict, GetCoreSchemaHandler
 from pydantic_core import core_schema
 
 from ._internal.arguments import item_list, strings
@@ -85,16 +85,6 @@ class Decision(FieldErrorModel):
     score: float | None = None
     tokens_before: int | None = None
     tokens_after: int | None = None
-
-    def __init__(self, /, **data: Any) -> None:
-        # Not through super().__init__: stages record a decision per message, and a second
-        # call frame would show in their time. Marked as FieldErrorModel's own is (see there).
-        try:
-            self.__pydantic_validator__.validate_python(data, self_instance=self)
-        except ValidationError as exc:
-            raise self._error(exc) from exc
-
-    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
 
 _MESSAGE_ID = attrgetter("message_id")
