@@ -17,9 +17,10 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from ._internal.arguments import number
+from ._internal.options import FieldErrorModel
 from .adapters import from_anthropic
 from .errors import ConfigError, TokenizerUnavailableError
 from .messages import Message
@@ -183,7 +184,7 @@ def anthropic_token_counter(client: Any, model: str = DEFAULT_MODEL) -> Anthropi
     return AnthropicTokenCounter(client, model)
 
 
-class Calibration(BaseModel):
+class Calibration(FieldErrorModel):
     """How a counter's counts compare with what Anthropic billed for the same requests.
 
     ``ratios`` are billed / counted per request; a ratio above 1 is an under-count. The

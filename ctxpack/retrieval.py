@@ -14,9 +14,10 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import regex as regex_engine
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from ._internal.arguments import optional_text, string
+from ._internal.options import FieldErrorModel
 from .errors import ArtifactNotFoundError, ConfigError
 from .filters import RETRIEVE_TOOL_NAME
 from .providers import Provider, check_provider, tool_call_parts, tool_definition
@@ -208,7 +209,7 @@ _COUNTED = re.compile(r"\{(\d+)(?:,(\d*))?\}")
 _MAX_JSON_STEPS = 100
 
 
-class Retrieval(BaseModel):
+class Retrieval(FieldErrorModel):
     """One page of an artifact, as :func:`read_artifact` read it.
 
     Attributes:

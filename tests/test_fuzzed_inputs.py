@@ -40,12 +40,13 @@ from ctxpack import (
     get_counter,
     pack,
 )
+from ctxpack.code import FileHit, GrepHit, RetrievalResult, SearchHit
 from ctxpack.cost import Price, Request
 from ctxpack.editing import extractive_digest
 from ctxpack.filters import ToolOutput, ToolOutputFilter
 from ctxpack.managed import WindowPolicy, WindowState
 from ctxpack.pipeline import DecisionLog, PackContext
-from ctxpack.selection import Selection
+from ctxpack.selection import ItemReason, Selection, SelectorUsage
 from ctxpack.store import MemoryStore
 
 from .strategies import conversations
@@ -54,6 +55,7 @@ from .test_adversarial import Case, case, check_case
 USER = {"role": "user", "content": "Where is the invoice?"}
 HISTORY = [Message(role="user", content="Where is the invoice?", id="u1")]
 BUDGET = 300
+HIT = dict(path="a.py", name="f", kind="function", start_line=1, end_line=2, score=1.0, text="")
 PRICE = Price(input=3, output=15, cache_write_5m=3.75, cache_write_1h=6, cache_read=0.3)
 
 # ------------------------------------------------------------------ generated conversations
@@ -760,8 +762,9 @@ def test_a_valid_message_is_still_built_from_a_dict_and_json() -> None:
 
 
 def _public_models() -> list[type[BaseModel]]:
-    """Every pydantic model a public module of ctxpack lists in ``__all__`` (abstract ones
-    aside: Python itself refuses to build those)."""
+    """Every pydantic model of ctxpack a user can import from a public module, in ``__all__``
+    or not (``from ctxpack.code import SearchHit`` loads a saved hit as well as any), abstract
+    ones aside (Python itself refuses to build those), and the internal bases."""
     found: dict[str, type[BaseModel]] = {}
     names = [m.name for m in pkgutil.walk_packages(ctxpack.__path__, "ctxpack.")]
     for name in ["ctxpack", *names]:
@@ -771,11 +774,13 @@ def _public_models() -> list[type[BaseModel]]:
             module = importlib.import_module(name)
         except ImportError:  # an extra that is not installed
             continue
-        for attr in getattr(module, "__all__", []):
-            value = getattr(module, attr, None)
+        for attr, value in vars(module).items():
             if (
-                isinstance(value, type)
+                not attr.startswith("_")
+                and isinstance(value, type)
                 and issubclass(value, BaseModel)
+                and value.__module__.startswith("ctxpack.")
+                and not value.__module__.startswith("ctxpack._internal.")
                 and not inspect.isabstract(value)
             ):
                 found[f"{value.__module__}.{value.__qualname__}"] = value
@@ -788,6 +793,9 @@ PUBLIC_MODELS = _public_models()
 def test_the_public_models_are_all_found() -> None:
     names = {m.__name__ for m in PUBLIC_MODELS}
     assert {"Decision", "PackResult", "Price", "WindowPolicy", "Selection", "Request"} <= names
+    # Results a user loads or builds in a test, importable though outside __all__.
+    assert {"SearchHit", "FileHit", "GrepHit", "RetrievalResult", "ItemReason"} <= names
+    assert {"SelectorUsage", "Symbol", "Bill", "Retrieval", "PinnedText"} <= names
 
 
 def _check_refused(model: type[BaseModel], build: Any, given: Any = ()) -> None:
@@ -838,6 +846,18 @@ def test_every_public_model_refuses_bad_input_with_ctxpacks_error_naming_the_fie
         (lambda: WindowPolicy.model_validate({"window": "big"}), "window"),
         (lambda: Selection.model_validate({"include_messages": [True]}), "include_messages"),
         (lambda: Request.model_validate({"messages": 5}), "messages"),
+        # Results outside __all__, loaded from what a script saved: they gave pydantic's error.
+        (lambda: SearchHit.model_validate({**HIT, "start_line": "first"}), "SearchHit: start_line"),
+        (
+            lambda: FileHit.model_validate(
+                {"path": "a.py", "score": 1.0, "signals": {}, "units": [{}]}
+            ),
+            "FileHit: units.0.path",
+        ),
+        (lambda: GrepHit.model_validate_json('{"path": "a.py", "line": "x"}'), "GrepHit: line"),
+        (lambda: ItemReason(item=3, reason="r"), "ItemReason: item=3"),
+        (lambda: SelectorUsage(calls=-1), "SelectorUsage: calls=-1"),
+        (lambda: RetrievalResult.model_validate_json('{"task": 1}'), "RetrievalResult: task"),
     ],
 )
 def test_a_model_built_from_a_dict_or_json_names_the_field(build: Any, field: str) -> None:
@@ -858,3 +878,5 @@ def test_the_callers_that_word_a_model_s_error_again_still_do() -> None:
     assert any("include_files" in p for p in info.value.problems)
     with pytest.raises(ConfigError, match="not a saved WindowState: requests"):
         WindowState.from_json('{"requests": -1}')
+    with pytest.raises(ConfigError, match=r"^pin\(\): name='': String should have at least 1"):
+        ctxpack.Session().pin("text", name="")

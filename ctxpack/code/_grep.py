@@ -20,10 +20,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from .._internal.arguments import string, strings
 from .._internal.arguments import tokens as check_tokens
+from .._internal.options import FieldErrorModel
 from .._internal.paths import check_relative
 from ..errors import ConfigError
 from ._files import list_files, resolve_root
@@ -36,7 +37,7 @@ Engine = Literal["auto", "ripgrep", "python"]
 _BATCH = 500
 
 
-class GrepHit(BaseModel):
+class GrepHit(FieldErrorModel):
     """One matching line: where it is, what it says, and the lines around it.
 
     Attributes:

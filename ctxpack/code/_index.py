@@ -36,11 +36,12 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from .._internal.arguments import file_path, string, strings
 from .._internal.arguments import tokens as check_tokens
 from .._internal.arguments import weights as check_weights
+from .._internal.options import FieldErrorModel
 from .._internal.paths import confined_file
 from ..errors import ConfigError
 from ..signals.bm25 import InvertedIndex
@@ -91,7 +92,7 @@ _BM25_K1 = 1.2
 _BM25_B = 0.75
 
 
-class SearchHit(BaseModel):
+class SearchHit(FieldErrorModel):
     """A symbol unit that matched a query.
 
     Attributes:
@@ -115,7 +116,7 @@ class SearchHit(BaseModel):
     text: str
 
 
-class FileHit(BaseModel):
+class FileHit(FieldErrorModel):
     """A file ranked for a query, with the signals that put it there and its best units.
 
     Attributes:

@@ -16,11 +16,11 @@ import re
 from collections.abc import Callable, Sequence
 from typing import ClassVar, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 
 from .._internal.arguments import instances
 from .._internal.arguments import tokens as check_tokens
-from .._internal.options import CheckedModel
+from .._internal.options import CheckedModel, FieldErrorModel
 from ..errors import ConfigError, CtxpackError
 from ._index import FileHit
 
@@ -51,7 +51,7 @@ class JudgeError(CtxpackError, ValueError):
         )
 
 
-class Candidate(BaseModel):
+class Candidate(FieldErrorModel):
     """A file put before the judge: its ranking, its best matching units, the names it uses
     that are defined in files not retrieved yet.
 

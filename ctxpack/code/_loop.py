@@ -30,10 +30,11 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from .._internal.arguments import instances, string
 from .._internal.arguments import tokens as check_tokens
+from .._internal.options import FieldErrorModel
 from ..errors import ConfigError
 from ..store import ArtifactStore, SQLiteArtifactStore, check_artifact_store
 from ._context import build_context
@@ -63,7 +64,7 @@ _GAP_WEIGHT = 1.0
 _GAPS_PER_FILE = 3
 
 
-class CycleRecord(BaseModel):
+class CycleRecord(FieldErrorModel):
     """What one cycle did.
 
     Attributes:
@@ -97,7 +98,7 @@ class CycleRecord(BaseModel):
     stop: str = ""
 
 
-class RetrievalResult(BaseModel):
+class RetrievalResult(FieldErrorModel):
     """What :func:`iterative_retrieve` found.
 
     Attributes:

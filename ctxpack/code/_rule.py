@@ -12,10 +12,11 @@ import os
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from .._internal.arguments import flag, number, string
 from .._internal.arguments import tokens as check_tokens
+from .._internal.options import FieldErrorModel
 from ..errors import ConfigError
 from ._index import CodeIndex
 
@@ -32,7 +33,7 @@ _WHOLE_VERB = re.compile(
 )
 
 
-class LoadDecision(BaseModel):
+class LoadDecision(FieldErrorModel):
     """The decision: ``action`` is ``"load"`` (send the whole repository) or ``"retrieve"``.
 
     Attributes:

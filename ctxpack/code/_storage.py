@@ -13,8 +13,9 @@ import os
 import sqlite3
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
+from .._internal.options import FieldErrorModel
 from ..errors import ConfigError
 from ..tokens import TokenCounter
 from ._files import language_of_path, list_files
@@ -26,7 +27,7 @@ __all__ = ["FileStore", "RefreshStats", "default_db_path"]
 _SCHEMA = "3"
 
 
-class RefreshStats(BaseModel):
+class RefreshStats(FieldErrorModel):
     """What :meth:`CodeIndex.refresh` did: files parsed anew, removed, and left as they were."""
 
     model_config = ConfigDict(frozen=True)

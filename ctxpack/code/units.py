@@ -9,12 +9,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
+
+from .._internal.options import FieldErrorModel
 
 __all__: list[str] = []
 
 
-class Symbol(BaseModel):
+class Symbol(FieldErrorModel):
     """One symbol unit of a source file.
 
     Attributes:
@@ -44,7 +46,7 @@ class Symbol(BaseModel):
     references: tuple[str, ...] = ()
 
 
-class ParsedFile(BaseModel):
+class ParsedFile(FieldErrorModel):
     """A parsed source file: its symbol units (in line order) and the modules it imports."""
 
     model_config = ConfigDict(frozen=True)

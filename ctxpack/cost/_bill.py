@@ -6,11 +6,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from .._internal.arguments import finite, tool_definitions
 from .._internal.arguments import tokens as check_tokens
-from .._internal.options import CheckedModel, invalid_option
+from .._internal.options import CheckedModel, FieldErrorModel, invalid_option
 from ..errors import ConfigError
 from ..messages import Message
 from ..tokens import CounterLike, get_counter
@@ -53,7 +53,7 @@ class Request(CheckedModel):
         return tools
 
 
-class _Tokens(BaseModel):
+class _Tokens(FieldErrorModel):
     model_config = ConfigDict(frozen=True)
 
     input_tokens: int = 0

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from .._internal.arguments import tokens as check_tokens
+from .._internal.options import FieldErrorModel
 from ..errors import ConfigError
 from ._prices import MILLION, Price
 
 
-class FilteringEconomics(BaseModel):
+class FilteringEconomics(FieldErrorModel):
     """The what-if of a small model choosing what a large model reads (no cache).
 
     Attributes:

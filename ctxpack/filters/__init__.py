@@ -24,9 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from .._internal.arguments import flag, number, optional_text, string
+from .._internal.options import FieldErrorModel
 from ..errors import ConfigError
 from ..store import ArtifactStore, artifact_id, check_artifact_store
 from ._base import (
@@ -101,7 +102,7 @@ def default_filters() -> list[OutputFilter]:
     ]
 
 
-class FilteredOutput(BaseModel):
+class FilteredOutput(FieldErrorModel):
     """A tool output after filtering.
 
     Attributes:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
-from .._internal.options import CheckedModel
+from .._internal.options import CheckedModel, FieldErrorModel
 from ..cost import price
 from ..editing import Summarizer
 from ..messages import Message
@@ -25,7 +25,7 @@ _PINNED_KEY = "pinned_kind"
 SERVER_SIDE_DEFAULTS = {"clear_at": 0.35, "compact_at": 0.6, "keep": 5}
 
 
-class PinnedText(BaseModel):
+class PinnedText(FieldErrorModel):
     """Content re-injected after a compaction: a memory file (whole) or a skill (within budgets).
 
     Attributes:

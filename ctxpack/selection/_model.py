@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .._internal.options import CheckedModel, FieldErrorModel
 from ..cost import Price
@@ -76,7 +76,7 @@ class FileRequest(FieldErrorModel):
         return int(found.group(1)), int(found.group(2) or found.group(1))
 
 
-class ItemReason(BaseModel):
+class ItemReason(FieldErrorModel):
     """Why one item was included: ``item`` names it as the selection does (a message index or
     id, a tool call id, a file path)."""
 
@@ -86,7 +86,7 @@ class ItemReason(BaseModel):
     reason: str
 
 
-class SelectorUsage(BaseModel):
+class SelectorUsage(FieldErrorModel):
     """The tokens a selector spent choosing, to bill it at its own (small) model's price.
 
     Attributes:

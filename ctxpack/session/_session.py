@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ValidationError
 
 from .._internal.arguments import flag, message_items
+from .._internal.options import invalid_option
 from ..errors import ConfigError, InvalidMessageError
 from ..filters import OutputFilter, ToolOutputFilter
 from ..guard import ArrivalGuard
@@ -40,9 +41,11 @@ def pinned_message(text: str, name: str, kind: Literal["memory", "skill"]) -> Me
     """
     try:
         item = PinnedText(name=name, text=text, kind=kind)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        raise ConfigError(f"pin(): {error['loc'][0]}: {error['msg']}") from exc
+    except ConfigError as exc:
+        if not isinstance(exc.__cause__, ValidationError):
+            raise
+        # Worded again to name what the caller called rather than the model.
+        raise invalid_option("pin()", PinnedText, exc.__cause__) from exc.__cause__
     return item.message()
 
 
@@ -80,10 +83,8 @@ def _window_policy(
         raise ConfigError(
             f"window must be a number of tokens or a WindowPolicy, got {type(window).__name__}"
         )
-    try:
-        return WindowPolicy(window=window)
-    except ValidationError as exc:
-        raise ConfigError(f"window: {exc.errors()[0]['msg']}, got {window}") from exc
+    # WindowPolicy's own error names it and the window: "WindowPolicy: window=0: ...".
+    return WindowPolicy(window=window)
 
 
 def _supersede_batch(value: int | None) -> int | None:
