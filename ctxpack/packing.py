@@ -16,7 +16,6 @@ from .messages import (
     Message,
     check_shared_empties,
     detached,
-    new_messages_checked,
     owned_messages,
 )
 from .pipeline import (
@@ -25,6 +24,7 @@ from .pipeline import (
     PackContext,
     Pipeline,
     Stage,
+    custom_step_checked,
     is_own_stage,
 )
 from .pipeline import (
@@ -309,7 +309,8 @@ def _pack(
     if not isinstance(out, PackContext):
         raise ConfigError(f"the pipeline returned {type(out).__name__}, not a PackContext")
     if not is_own_stage(stage):
-        new_messages_checked(ctx.messages, out.messages, where="the pipeline")
+        # ctx's artifacts are the default's empty read-only mapping: no stage changed them.
+        custom_step_checked(ctx, out, ctx.artifacts, where="the pipeline")
     if target == "anthropic" and not _ends_with_alternator(stage):
         _check_turn_rules(out)
     # Counted afresh (text counts aside), not read from the memo the stages used.

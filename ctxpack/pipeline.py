@@ -21,7 +21,7 @@ from pydantic import ConfigDict, GetCoreSchemaHandler
 from pydantic_core import core_schema
 
 from ._internal.arguments import item_list, strings
-from ._internal.context import context_fields, scores
+from ._internal.context import artifacts_checked, context_fields, scores
 from ._internal.options import FieldErrorModel
 from ._internal.requirements import check_requirements
 from .errors import ConfigError
@@ -375,6 +375,17 @@ def is_own_stage(stage: object) -> bool:
     return type(stage).__module__.startswith("ctxpack.")
 
 
+def custom_step_checked(
+    before: PackContext, after: PackContext, originals: Mapping[str, Message], *, where: str
+) -> None:
+    """Raise for what a stage that is not ctxpack's own returned past PackContext's checks,
+    naming ``where`` (the step): a message or an artifact it copied without validation, an
+    artifact it put into the mapping in place (``originals`` are the artifacts before it ran).
+    ctxpack's own stages build these valid, and are not checked again."""
+    new_messages_checked(before.messages, after.messages, where=where)
+    artifacts_checked(originals, before.messages, after.artifacts, where=where)
+
+
 @runtime_checkable
 class Stage(Protocol):
     """Anything that maps a :class:`PackContext` to a new one, without mutating it.
@@ -514,14 +525,16 @@ class Pipeline:
     def __call__(self, ctx: PackContext, /) -> PackContext:
         check_context(ctx, self)
         for step_name, stage in self._steps:
+            # A custom stage may change the artifacts in place: what they were is kept.
+            originals = None if is_own_stage(stage) else dict(ctx.artifacts)
             result = stage(ctx)
             if not isinstance(result, PackContext):
                 raise ConfigError(
                     f"step {step_name!r} returned {type(result).__name__}, not a PackContext; "
                     "a stage must return the (new) context"
                 )
-            if not is_own_stage(stage):
-                new_messages_checked(ctx.messages, result.messages, where=f"step {step_name!r}")
+            if originals is not None:
+                custom_step_checked(ctx, result, originals, where=f"step {step_name!r}")
             ctx = result
         return ctx
 

@@ -285,7 +285,83 @@ STAGE_CASES = [
         "message 0",
         "content",
     ),
+    # An artifact (an original) a custom stage copied or put in place was not checked again:
+    # the result handed out content=5, and a value put into the mapping stopped pack() at an
+    # AttributeError.
+    case(
+        "stage keeps an original with content=5",
+        lambda: _kept_by_a_stage(content=5),
+        InvalidMessageError,
+        "the artifact 'u'",
+        "content",
+        "step 'keep'",
+    ),
+    case(
+        "stage keeps an original whose id is not a string",
+        lambda: _kept_by_a_stage(id=5),
+        InvalidMessageError,
+        "the artifact 'u'",
+        "id",
+        "step 'keep'",
+    ),
+    case(
+        "stage keeps an original whose tool calls are dicts",
+        lambda: _kept_by_a_stage(tool_calls=[{"id": "c1"}]),
+        InvalidMessageError,
+        "the artifact 'u'",
+        "tool_calls",
+        "step 'keep'",
+    ),
+    case(
+        "stage puts text into the artifacts in place",
+        lambda: _put_in_place("text"),
+        ConfigError,
+        "step 'put'",
+        "PackContext.artifacts['u']",
+        "Message",
+    ),
+    case(
+        "a lone stage, not a Pipeline, keeps an original with content=5",
+        lambda: pack(
+            [USER],
+            budget=200,
+            # No guard step to run first: pack() runs the stage itself, not in a Pipeline.
+            redact_secrets=False,
+            flag_injections=False,
+            pipeline=lambda ctx: ctx.evolve(
+                artifacts={"u": ctx.messages[0].model_copy(update={"content": 5})}
+            ),
+        ),
+        InvalidMessageError,
+        "the artifact 'u'",
+        "content",
+        "the pipeline",
+    ),
 ]
+
+
+def _kept_by_a_stage(**update: Any) -> Any:
+    def keep_first(ctx: PackContext) -> PackContext:
+        first = ctx.messages[0]
+        return ctx.evolve(artifacts={**ctx.artifacts, "u": first.model_copy(update=update)})
+
+    # Last: no later stage reads the artifacts, pack() hands them out.
+    steps = [*ctxpack.default_pipeline().steps, ("keep", keep_first)]
+    return pack([{**USER, "id": "u"}], budget=200, pipeline=Pipeline(steps))
+
+
+def _put_in_place(value: Any) -> Any:
+    def put(ctx: PackContext) -> PackContext:
+        ctx.artifacts["u"] = value  # type: ignore[index]
+        return ctx
+
+    # The step before gives the context a dict of its own, as the built-in stages do.
+    steps = [
+        ("own", lambda ctx: ctx.evolve(artifacts={})),
+        ("put", put),
+        ctxpack.GreedyPacker(signal_weights={}),
+    ]
+    return pack([USER], budget=200, pipeline=Pipeline(steps))
 
 
 class _CopyingPacker(ctxpack.GreedyPacker):
@@ -442,6 +518,36 @@ def test_a_message_a_stage_copied_without_validation_is_refused_naming_it(
         return
     for message in result.messages:
         Message.model_validate(dict(message))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    field=st.sampled_from(sorted(Message.model_fields)),
+    value=ODD,
+    custom_steps_only=st.booleans(),
+)
+def test_an_original_a_stage_kept_without_validation_is_refused_naming_it(
+    field: str, value: Any, custom_steps_only: bool
+) -> None:
+    def keep_one(ctx: PackContext) -> PackContext:
+        original = ctx.messages[1].model_copy(update={field: value})
+        return ctx.evolve(artifacts={**ctx.artifacts, "u": original})
+
+    default = [] if custom_steps_only else ctxpack.default_pipeline().steps
+    pipeline = Pipeline([*default, ("keep", keep_one)])
+    try:
+        Message.model_validate({**HISTORY_OF_THREE[1], field: value})
+    except InvalidMessageError:
+        with pytest.raises(InvalidMessageError) as info:
+            pack(HISTORY_OF_THREE, budget=BUDGET, pipeline=pipeline)
+        assert (info.value.field or "").startswith(field), info.value
+        assert "the artifact 'u' of step 'keep'" in str(info.value)
+        return
+    try:
+        result = pack(HISTORY_OF_THREE, budget=BUDGET, pipeline=pipeline)
+    except CtxpackError:
+        return
+    Message.model_validate(dict(result.artifacts["u"]))
 
 
 # ---------------------------------------------------------------- a stored session's values

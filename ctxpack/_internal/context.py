@@ -8,17 +8,20 @@ with a bare ``TypeError`` or ``AttributeError``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from numbers import Real
 from typing import Any
 
 from ..errors import ConfigError
-from ..messages import Message, message_objects
+from ..messages import Message, message_objects, new_originals_checked
 from ..providers import check_provider
 from ..tokens import check_counter
 from .arguments import keyed, optional_text, strings, tokens, type_name
 
-__all__ = ["context_fields", "scores"]
+__all__ = ["artifacts_checked", "context_fields", "scores"]
+
+# Never an artifact: what a key the step added reads as among the originals.
+_NONE = object()
 
 
 def context_fields(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -34,6 +37,33 @@ def context_fields(values: Mapping[str, Any]) -> dict[str, Any]:
             known = ", ".join(sorted([*_CHECKS, "decisions"]))
             raise ConfigError(f"PackContext has no field {name!r}; its fields are {known}")
     return out
+
+
+def artifacts_checked(
+    originals: Mapping[str, Message],
+    messages: Sequence[Message],
+    artifacts: Mapping[str, Message],
+    *,
+    where: str,
+) -> None:
+    """Raise for an artifact a custom step added or replaced that would break a later stage or
+    the result: a key that is not a string or a value that is not a Message, put into the
+    mapping in place (evolve() never saw it), as :class:`~ctxpack.ConfigError`; an original
+    that fails Message's validation (``model_copy(update=...)``, ``model_construct()``) as
+    :class:`~ctxpack.InvalidMessageError`. ``originals`` are the artifacts as they were before
+    the step ran, ``messages`` its input's (a stage keeps one of these as an original),
+    ``where`` names the step."""
+    # Those the step kept (or dropped) are as they were checked; the others are few.
+    changed = {mid: m for mid, m in artifacts.items() if originals.get(mid, _NONE) is not m}
+    if not changed:
+        return
+    keyed(
+        changed,
+        f"{where}: PackContext.artifacts",
+        values=Message,
+        what="message ids to their original Message",
+    )
+    new_originals_checked(messages, changed, where=where)
 
 
 def scores(name: Any, values: Any) -> Mapping[str, float]:

@@ -15,6 +15,7 @@ from ._model import copy_value as copy_value
 from ._model import detached as detached
 from ._model import message_objects as message_objects
 from ._model import new_messages_checked as new_messages_checked
+from ._model import new_originals_checked as new_originals_checked
 from ._model import provider_of as provider_of
 from ._model import stable_id as stable_id
 from ._model import with_provider as with_provider

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Annotated, Any, Literal, get_args
 
@@ -29,6 +29,7 @@ __all__ = [
     "from_mapping",
     "message_objects",
     "new_messages_checked",
+    "new_originals_checked",
     "provider_of",
     "stable_id",
     "with_provider",
@@ -346,7 +347,19 @@ def new_messages_checked(
             _revalidated(message, index, where)
 
 
-def _revalidated(message: Message, index: int, where: str) -> None:
+def new_originals_checked(
+    before: Iterable[Message], after: Mapping[str, Message], *, where: str
+) -> None:
+    """:func:`new_messages_checked` for a context's artifacts (message id -> original): raise
+    :class:`~ctxpack.InvalidMessageError` for the first original of ``after`` that is not one
+    of ``before`` (by identity) and fails Message's validation, naming its id and field."""
+    known = set(map(id, before))
+    for mid, message in after.items():
+        if id(message) not in known:
+            _revalidated(message, None, f"the artifact {mid!r} of {where}")
+
+
+def _revalidated(message: Message, index: int | None, where: str) -> None:
     hint = (
         f"{where}; model_copy(update=...) does not validate: build the message with "
         "Message(...) or give each field a value of its type"
