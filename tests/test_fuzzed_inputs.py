@@ -869,8 +869,8 @@ def test_a_valid_message_is_still_built_from_a_dict_and_json() -> None:
 
 def _public_models() -> list[type[BaseModel]]:
     """Every pydantic model of ctxpack a user can import from a public module, in ``__all__``
-    or not (``from ctxpack.code import SearchHit`` loads a saved hit as well as any), abstract
-    ones aside (Python itself refuses to build those), and the internal bases."""
+    or not (``from ctxpack.code import SearchHit`` loads a saved hit as well as any); abstract
+    ones (Python itself refuses to build those) and the internal bases aside."""
     found: dict[str, type[BaseModel]] = {}
     names = [m.name for m in pkgutil.walk_packages(ctxpack.__path__, "ctxpack.")]
     for name in ["ctxpack", *names]:
