@@ -409,7 +409,43 @@ def test_the_digest_lists_named_terms_by_their_last_mention() -> None:
         ]
     )
     index = extractive_digest(messages).split("## Identifiers, paths and numbers named\n")[1]
-    assert index.index("read_chunk_size") < index.index("parse_header_v2")
+    assert index.split() == ["read_chunk_size", "parse_header_v2"]
+
+
+def _bash(call_id: str, command: str) -> dict[str, object]:
+    arguments = json.dumps({"command": command})
+    call = {"id": call_id, "type": "function", "function": {"name": "bash", "arguments": arguments}}
+    return {"role": "assistant", "content": "", "tool_calls": [call]}
+
+
+def test_the_digest_lists_the_files_a_command_names_not_the_pieces_of_its_script() -> None:
+    # A sed expression or a quoted script holds slashes; its pieces are no files.
+    messages = ctxpack.messages.ensure_messages(
+        [
+            _bash("c1", "sed -i '316s/return False # x != y/return NotImplemented/' a/b.py"),
+            {"role": "tool", "tool_call_id": "c1", "content": "<returncode>0</returncode>"},
+            _bash("c2", "python -m pytest tests/test_b.py::test_eq -q > out/log.txt"),
+            {"role": "tool", "tool_call_id": "c2", "content": "<returncode>0</returncode>"},
+        ]
+    )
+    files = extractive_digest(messages).split("## Files touched (last known state)\n")[1]
+    listed = [line.split(": ")[0].removeprefix("- ") for line in files.split("\n\n")[0].split("\n")]
+    assert listed == ["a/b.py", "tests/test_b.py", "out/log.txt"]
+
+
+def test_the_digest_leaves_out_decisions_that_name_nothing() -> None:
+    messages = ctxpack.messages.ensure_messages(
+        [
+            {"role": "assistant", "content": "Let's look at it."},
+            {"role": "assistant", "content": "Let's check line 206."},
+            {"role": "assistant", "content": "I should check how the tests are run here."},
+        ]
+    )
+    decisions = extractive_digest(messages).split("## Decisions\n")[1].split("\n\n")[0]
+    assert decisions.split("\n") == [
+        "- Let's check line 206.",
+        "- I should check how the tests are run here.",
+    ]
 
 
 def test_the_instruction_steers_the_default_digest() -> None:

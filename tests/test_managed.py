@@ -471,6 +471,7 @@ def test_server_side_policies_default_to_higher_triggers() -> None:
     assert (given.clear_at, given.compact_at, given.keep) == (0.2, 0.3, 9)
 
 
+@pytest.mark.parametrize("separator", [" ", ", "])
 @settings(max_examples=40, deadline=None)
 @given(
     lines=st.lists(
@@ -489,14 +490,28 @@ def test_server_side_policies_default_to_higher_triggers() -> None:
     budget=st.integers(min_value=20, max_value=600),
 )
 def test_fit_digest_never_passes_its_budget(
-    lines: list[str], names: list[str], budget: int
+    lines: list[str], names: list[str], budget: int, separator: str
 ) -> None:
     # Token counts of joined pieces differ from the sum of their counts: the cut is checked on
-    # the text it returns.
+    # the text it returns. The digests index terms by spaces; a hand-written one by commas.
     digest = "## Files touched\n" + "\n".join(f"- {line}" for line in lines)
     if names:
-        digest += "\n\n## Identifiers, paths and numbers seen in tool outputs\n" + ", ".join(names)
+        digest += "\n\n## Identifiers, paths and numbers seen in tool outputs\n"
+        digest += separator.join(names)
     assert COUNTER.count(fit_digest(digest, budget, COUNTER)) <= budget
+
+
+def test_fit_digest_keeps_more_terms_spaced_than_with_commas() -> None:
+    # ", 1725" takes a token more than " 1725": the digests' index is spaced, and the cut counts
+    # a spaced term as it is sent, so the same budget keeps a quarter more names.
+    terms = [str(n) for n in range(1000, 1800)]
+    title = "## Identifiers, paths and numbers seen in tool outputs\n"
+    kept = {
+        sep: fit_digest(title + sep.join(terms), 400, COUNTER).split("\n")[1].split(sep)
+        for sep in (" ", ", ")
+    }
+    assert kept[" "] == terms[-len(kept[" "]) :]
+    assert len(kept[" "]) >= 1.25 * len(kept[", "])
 
 
 def test_fit_digest_counts_what_it_returns() -> None:

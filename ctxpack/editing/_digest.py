@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Sequence
+from functools import lru_cache
 
 from .._internal.arguments import optional_text
 from ..messages import Message, message_objects
@@ -67,6 +69,29 @@ def _call_text(msg: Message) -> list[tuple[str, str, str]]:
     return out
 
 
+@lru_cache(maxsize=4096)  # a compaction reads the whole history again, and shlex is slow
+def _command_paths(command: str) -> tuple[str, ...]:
+    """The files a command line names: its words that are paths (an argument, a redirection's
+    target, an option's value, a test's file), not the path-like pieces of a quoted script or
+    a sed expression (``'316s/return False/return NotImplemented/'``)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:  # an unbalanced quote: the words as typed
+        words = command.split()
+    out: dict[str, None] = {}
+    for word in words:
+        word = word.rpartition("=")[2].lstrip("<>").partition("::")[0]
+        if _PATH.fullmatch(word):
+            out[word] = None
+    return tuple(out)
+
+
+def _says_something(sentence: str) -> bool:
+    """Whether a sentence names something or is long enough to state a reason: "Let's look at
+    it." says nothing a summary needs."""
+    return len(sentence.split()) >= 6 or bool(evidence_terms(sentence))
+
+
 def _sentences(text: str) -> list[str]:
     return [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", text) if s.strip()]
 
@@ -92,11 +117,12 @@ def _wanted_sections(instructions: str | None) -> tuple[set[str], list[str]]:
 def extractive_digest(messages: Sequence[Message], instructions: str | None = None) -> str:
     """A summary without a model: what an agent needs to go on, copied verbatim from ``messages``.
 
-    It keeps every user instruction (verbatim), the decisions the assistant stated, the files
-    touched with the last command on each and its return code, the commands run, the errors
-    still open (those of the latest failing outputs), the current plan and TODOs, the diff
-    lines, and an index of the identifiers, paths and numbers the assistant's words and commands
-    name (those named last at its end). The instruction steers it:
+    It keeps every user instruction (verbatim), the decisions the assistant stated (those that
+    name something or give a reason), the files touched (the paths its command lines name) with
+    the last command on each and its return code, the commands run, the errors still open (those
+    of the latest failing outputs), the current plan and TODOs, the diff lines, and an index of
+    the identifiers, paths and numbers the assistant's words and commands name (separated by
+    spaces, those named last at its end). The instruction steers it:
     ``"keep only the plan and the diff"`` writes only those sections (user instructions are
     always kept); other words (``"focus on the auth bug fix"``) add a section with every line
     that names them.
@@ -175,7 +201,7 @@ class _Digest:
 
     def _assistant(self, msg: Message, text: str) -> None:
         self.said.append(text)
-        kept = [s for s in _sentences(text) if _DECISION.search(s)]
+        kept = [s for s in _sentences(text) if _DECISION.search(s) and _says_something(s)]
         self.decisions.extend(_clip(s, 300) for s in kept[:3])
         current_plan = [line.strip() for line in text.splitlines() if _PLAN_LINE.match(line)]
         if current_plan:
@@ -190,7 +216,7 @@ class _Digest:
         code = _RETURNCODE.search(text)
         status = f"rc {code.group(1)}" if code else "done"
         self.ran.append(f"`{_clip(command, 200)}` ({tool}, {status})")
-        for path in _PATH.findall(command):
+        for path in _command_paths(command):
             verb = "modified" if _WRITES.search(command) else "read"
             self.files[path] = f"{verb} by `{_clip(command, 120)}` ({status})"
         failing = [line for line in text.splitlines() if _ERROR_LINE.search(line)]
@@ -240,7 +266,7 @@ class _Digest:
                 latest[term] = None
         index = [t for t in latest if t not in named]
         section(
-            "evidence", "Identifiers, paths and numbers named", [", ".join(index)] if index else []
+            "evidence", "Identifiers, paths and numbers named", [" ".join(index)] if index else []
         )
         return "\n\n".join(out)
 

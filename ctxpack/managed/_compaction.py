@@ -207,7 +207,7 @@ def _with_seen_terms(digest: str, history: Sequence[Message]) -> str:
     terms = [t for t in seen if t not in named]
     if not terms:
         return digest
-    return f"{digest}\n\n## Identifiers, paths and numbers seen in tool outputs\n{', '.join(terms)}"
+    return f"{digest}\n\n## Identifiers, paths and numbers seen in tool outputs\n{' '.join(terms)}"
 
 
 def _index(ctx: _Context, positions: Sequence[int]) -> str:
@@ -263,10 +263,14 @@ def _cut(text: str, budget: int, counter: TokenCounter) -> str:
         block = block.removeprefix("## ")
         title, _, body = block.partition("\n")
         if title.startswith("Identifiers"):
-            sections.append((title, body.split(", "), ", "))
+            sep = ", " if ", " in body else " "
+            sections.append((title, body.split(sep), sep))
         else:
             sections.append((title, body.split("\n"), "\n"))
-    sizes = [[counter.count(item) + 1 for item in items] for _, items, _ in sections]
+    sizes = [
+        [counter.count(f" {item}") if sep == " " else counter.count(item) + 1 for item in items]
+        for _, items, sep in sections
+    ]
     total = sum(map(sum, sizes)) + sum(counter.count(t) + 2 for t, _, _ in sections)
     heads = [0] * len(sections)  # items dropped from the front of each section
     while total > budget:
