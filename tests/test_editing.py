@@ -433,6 +433,32 @@ def test_the_digest_lists_the_files_a_command_names_not_the_pieces_of_its_script
     assert listed == ["a/b.py", "tests/test_b.py", "out/log.txt"]
 
 
+def test_the_digest_lists_the_file_an_editor_tool_names_in_its_arguments() -> None:
+    # SWE-agent's and Anthropic's text editor: the path is an argument of its own.
+    def editor(call_id: str, **arguments: str) -> dict[str, object]:
+        function = {"name": "str_replace_editor", "arguments": json.dumps(arguments)}
+        call = {"id": call_id, "type": "function", "function": function}
+        return {"role": "assistant", "content": "", "tool_calls": [call]}
+
+    messages = ctxpack.messages.ensure_messages(
+        [
+            editor("c1", command="view", path="/testbed/src/app.py"),
+            {"role": "tool", "tool_call_id": "c1", "content": "     1\timport os"},
+            editor(
+                "c2", command="str_replace", path="/testbed/src/util.py", old_str="a/b", new_str="c"
+            ),
+            {"role": "tool", "tool_call_id": "c2", "content": "The file has been edited."},
+        ]
+    )
+    files = extractive_digest(messages).split("## Files touched (last known state)\n")[1]
+    lines = files.split("\n\n")[0].split("\n")
+    assert [line.split(": ")[0] for line in lines] == [
+        "- /testbed/src/app.py",
+        "- /testbed/src/util.py",
+    ]
+    assert "read by" in lines[0] and "modified by" in lines[1]
+
+
 def test_the_digest_leaves_out_decisions_that_name_nothing() -> None:
     messages = ctxpack.messages.ensure_messages(
         [

@@ -13,7 +13,7 @@ import shlex
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-__all__ = ["FileRegion", "call_region", "view_region"]
+__all__ = ["PATH_KEYS", "FileRegion", "call_region", "view_region"]
 
 _RANGE = re.compile(r"^(\d+)(?:,(\d+))?p$")
 _WHOLE = (1, 10**9)
@@ -114,7 +114,8 @@ def view_region(command: str) -> FileRegion | None:
 # Tools that read one file, by the last part of their name (``mcp__fs__read_file``): Claude
 # Code's Read, Gemini CLI's and the MCP filesystem server's read_file / read_text_file.
 _READ_TOOLS = frozenset({"read", "read_file", "readfile", "read_text_file", "view_file"})
-_PATH_KEYS = ("path", "file_path", "absolute_path", "target_file", "filename")
+# The arguments that name the file a tool reads or writes.
+PATH_KEYS = ("path", "file_path", "absolute_path", "target_file", "filename")
 
 
 def call_region(tool: str, arguments: str) -> FileRegion | None:
@@ -142,7 +143,7 @@ def call_region(tool: str, arguments: str) -> FileRegion | None:
         # Codex's shell tool: ["bash", "-lc", "cat a.py"] runs its last word as a script.
         script = len(command) >= 3 and command[-2] in ("-c", "-lc")
         command = command[-1] if script else shlex.join(command)
-    path = next((v for k in _PATH_KEYS if isinstance(v := args.get(k), str) and v), None)
+    path = next((v for k in PATH_KEYS if isinstance(v := args.get(k), str) and v), None)
     if command == "view" and path is not None:
         return _editor_view(path, args.get("view_range"))
     if isinstance(command, str):

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from .._internal.arguments import optional_text
+from .._internal.views import PATH_KEYS
 from ..messages import Message, message_objects
 from ..signals.evidence import evidence_terms
 from ..signals.stop_words import STOP_WORDS
@@ -71,9 +72,22 @@ def _call_text(msg: Message) -> list[tuple[str, str, str]]:
 
 @lru_cache(maxsize=4096)  # a compaction reads the whole history again, and shlex is slow
 def _command_paths(command: str) -> tuple[str, ...]:
-    """The files a command line names: its words that are paths (an argument, a redirection's
-    target, an option's value, a test's file), not the path-like pieces of a quoted script or
-    a sed expression (``'316s/return False/return NotImplemented/'``)."""
+    """The files a call names: the words of its command line that are paths (an argument, a
+    redirection's target, an option's value, a test's file), not the path-like pieces of a
+    quoted script or a sed expression (``'316s/return False/return NotImplemented/'``). A call
+    with several arguments (``{"command": "view", "path": "/r/a.py"}``, as :func:`_call_text`
+    gives it) names its path arguments and the paths of its command line; its other arguments
+    are text (an editor's ``old_str``), not names."""
+    if command.startswith("{"):
+        try:
+            arguments = json.loads(command)
+        except json.JSONDecodeError:
+            arguments = None
+        if isinstance(arguments, dict):
+            named = [arguments.get(key) for key in (*PATH_KEYS, "command", "cmd")]
+            return tuple(
+                dict.fromkeys(p for v in named if isinstance(v, str) for p in _command_paths(v))
+            )
     try:
         words = shlex.split(command)
     except ValueError:  # an unbalanced quote: the words as typed
