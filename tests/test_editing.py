@@ -459,6 +459,29 @@ def test_the_digest_lists_the_file_an_editor_tool_names_in_its_arguments() -> No
     assert "read by" in lines[0] and "modified by" in lines[1]
 
 
+@pytest.mark.parametrize(
+    ("output", "status"),
+    [
+        ("<returncode>1</returncode>\n<output>boom</output>", "rc 1"),
+        ("boom\n[Command finished with exit code 1]", "rc 1"),
+        ("Exit code 2\nboom", "rc 2"),
+        ('{"output": "boom", "metadata": {"exit_code": 1}}', "rc 1"),
+        ("ok\n[Command finished with exit code 0]", "rc 0"),
+        ("boom", "done"),
+    ],
+)
+def test_the_digest_reads_how_each_harness_says_a_run_ended(output: str, status: str) -> None:
+    # mini-swe-agent, OpenHands, Claude Code and Codex each write a run's exit code their own
+    # way; a run that failed leaves its last lines among the open errors, whatever they say.
+    messages = ctxpack.messages.ensure_messages(
+        [_bash("c1", "./check.sh"), {"role": "tool", "tool_call_id": "c1", "content": output}]
+    )
+    digest = extractive_digest(messages)
+    assert f"`./check.sh` ({status})" in digest
+    failed = status not in ("rc 0", "done")
+    assert ("## Open errors" in digest) is failed
+
+
 def test_the_digest_leaves_out_decisions_that_name_nothing() -> None:
     messages = ctxpack.messages.ensure_messages(
         [

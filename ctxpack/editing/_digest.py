@@ -21,7 +21,15 @@ _PATH = re.compile(
     r"jsx|json|toml|yaml|yml|cfg|ini|txt|md|rst|c|h|cc|cpp|go|rs|java|rb|sh|html|"
     r"css|sql|lock|diff|patch)\b"
 )
-_RETURNCODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
+# How a run ended, as agent harnesses write it: mini-swe-agent's <returncode>, OpenHands'
+# "[Command finished with exit code 1]", Claude Code's "Exit code 1", `go test`'s "exit status 1",
+# Codex's {"exit_code": 1}.
+_EXIT_CODE = re.compile(
+    r"<returncode>\s*(-?\d+)\s*</returncode>"
+    r"|\bexit(?:ed with)? (?:code|status)\b:?\s*(-?\d+)"
+    r"|\"exit_code\"\s*:\s*(-?\d+)",
+    re.IGNORECASE,
+)
 _ERROR_LINE = re.compile(
     r"Traceback|Error\b|Exception\b|\bFAILED\b|\bFAIL\b|error:|\bassert(?:ion)?\b|"
     r"No such file|not found|command not found|SyntaxError|^\s*File \"",
@@ -227,14 +235,15 @@ class _Digest:
     def _tool_result(self, msg: Message, text: str) -> None:
         """How its command ended, what it touched, what failed."""
         tool, command = self.commands.get(msg.tool_call_id or "", ("tool", ""))
-        code = _RETURNCODE.search(text)
-        status = f"rc {code.group(1)}" if code else "done"
+        found = _EXIT_CODE.search(text)
+        code = next((g for g in found.groups() if g is not None), None) if found else None
+        status = f"rc {code}" if code is not None else "done"
         self.ran.append(f"`{_clip(command, 200)}` ({tool}, {status})")
         for path in _command_paths(command):
             verb = "modified" if _WRITES.search(command) else "read"
             self.files[path] = f"{verb} by `{_clip(command, 120)}` ({status})"
         failing = [line for line in text.splitlines() if _ERROR_LINE.search(line)]
-        if failing or (code and code.group(1) != "0"):
+        if failing or (code is not None and code != "0"):
             for line in failing[-8:] or text.strip().splitlines()[-3:]:
                 self.errors[_clip(line, 300)] = None
         elif command:
