@@ -581,6 +581,32 @@ def test_where_an_instruction_sits_does_not_change_the_summary() -> None:
     assert summaries[0] == summaries[1]
 
 
+def test_a_compaction_keeps_the_last_results_when_an_instruction_follows_them() -> None:
+    # The model has not read the last call's results yet, whatever the user said since.
+    note = {"role": "user", "content": "Stop there and sum up what you found."}
+    session = Session(counter=COUNTER, filters=False, window=8_000)
+    steps = [*itertools.chain(*map(step, range(13))), *step(13, lines=80)]
+    session.extend([SYSTEM, TASK, *steps, note])
+    request = session.render()
+    assert [e.action for e in session.window_state.events] == ["compacted"]
+    call, results = session.transcript()[-3:-1]
+    sent = {m.id: m.text for m in request.messages}
+    assert sent[call.id] == call.text and sent[results.id] == results.text
+
+
+def test_a_long_answer_without_a_call_is_summarised_when_an_instruction_follows_it() -> None:
+    # No call, no results left unread: an agent's runaway answer (it happens: 200k characters
+    # in a real session) and the harness's nudge after it do not pin it in every request.
+    answer = {"role": "assistant", "content": memory_text(9_000)}
+    nudge = {"role": "user", "content": "Please always provide exactly one action."}
+    session = Session(counter=COUNTER, filters=False, window=16_000)
+    session.extend([SYSTEM, TASK, *itertools.chain(*map(step, range(4))), answer, nudge])
+    request = session.render()
+    assert request.tokens <= session.window.room(tool_tokens=0)
+    assert answer["content"] not in [m.text for m in request.messages]
+    assert nudge["content"] in [m.text for m in request.messages]
+
+
 def memory_text(tokens: int) -> str:
     """A memory file of about ``tokens`` tokens."""
     return "\n".join(f"memory line {j}: keep module_{j} stable" for j in range(tokens // 11))
@@ -674,14 +700,15 @@ def test_a_compaction_measures_its_tail_as_the_request_carries_it() -> None:
     # Resumed right after a clearing with a much smaller window, the session compacts at once.
     # A result cleared before is sent as its placeholder, and the tail kept is measured so: the
     # last keep_recent messages, small as sent, are all kept.
-    one = Session(counter=COUNTER, filters=False, window=WindowPolicy(window=32_000, keep=0))
+    first = WindowPolicy(window=32_000, keep=0, clear_at=0.35, compact_at=0.6)
+    one = Session(counter=COUNTER, filters=False, window=first)
     one.extend([SYSTEM, TASK])
     for i in range(60):
         one.extend(step(i))
         one.render()
         if one.window_state.events:  # a clearing: every result is now a placeholder
             break
-    policy = WindowPolicy(window=2_200, keep=0, keep_recent=4)
+    policy = WindowPolicy(window=4_000, keep=0, keep_recent=4)
     state = WindowState.from_json(one.window_state.to_json())
     two = Session(
         counter=COUNTER, filters=False, window=policy, store=one.store, window_state=state
@@ -693,6 +720,26 @@ def test_a_compaction_measures_its_tail_as_the_request_carries_it() -> None:
     assert [e.action for e in state.events[1:]] == ["compacted"]
     sent = {m.id for m in request.messages}
     assert all(m.id in sent for m in tail)
+
+
+def test_a_compaction_gives_most_of_its_landing_to_the_summary() -> None:
+    # A long task names again what it saw many steps ago: the summary's index keeps those
+    # names, a verbatim tail only the last steps. The tail takes at most a quarter of where a
+    # compaction lands (midway between clear_at and compact_at above the floor), the summary
+    # the rest (it had half: here it takes over 60%).
+    policy = WindowPolicy(window=16_000)
+    session = Session(counter=COUNTER, filters=False, window=policy)
+    requests = run(session, 30)
+    first = next(e for e in session.window_state.events if e.action == "compacted")
+    sent = requests[first.request].messages
+    [at] = [i for i, m in enumerate(sent) if m.id.startswith("summary-")]
+    floor = COUNTER.count_messages([SYSTEM, TASK])
+    usable = min(policy.room(tool_tokens=0) - floor, policy.managed_room or 0)
+    landing = (policy.clear_at + policy.compact_at) / 2 * usable
+    tail = sent[at + 1 :]
+    assert [m.role for m in tail] == ["assistant", "tool"]  # only the last call and its result
+    assert sum(map(COUNTER.count_message, tail)) <= landing / 4
+    assert COUNTER.count_message(sent[at]) > 0.6 * landing
 
 
 def test_skills_pinned_over_the_room_are_re_injected_within_their_budgets_at_once() -> None:

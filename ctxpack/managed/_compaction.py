@@ -44,6 +44,16 @@ def _tail_start(
     last = len(record) - 1
     while last > t and (record[last].role == "tool" or _pinned_kind(record[last]) is not None):
         last -= 1
+    # An instruction after the last call's results does not mean the model read them.
+    call = last
+    while call > t and (
+        record[call].role == "tool"
+        or _pinned_kind(record[call]) is not None
+        or _verbatim(record[call])
+    ):
+        call -= 1
+    if record[call].tool_calls:
+        last = call
 
     def passable(k: int) -> bool:
         return k < last or _pinned_kind(record[k]) is not None or _verbatim(record[k])

@@ -13,6 +13,12 @@ from .view import _PINNED_ID, _reinjected_tokens, _verbatim, _View
 
 __all__: list[str] = []  # the managed mode's internals: used by its other modules only
 
+# The share of a compaction's landing the tail kept as it is may take; the summary gets the
+# rest. A long task names again what it saw many steps ago, which the summary's identifier
+# index keeps and a verbatim tail does not: on the tune halves a quarter kept more evidence
+# than a half for the same bill (docs/guides/long-sessions.md, "How the tail's share was chosen").
+TAIL_SHARE = 0.25
+
 
 @dataclass(frozen=True)
 class _Room:
@@ -73,15 +79,15 @@ class _Room:
 
     @property
     def tail_budget(self) -> int:
-        """The tokens the tail a compaction keeps may take: half of the landing (the summary
-        gets the other half)."""
-        return self.landing // 2
+        """The tokens the tail a compaction keeps may take: ``TAIL_SHARE`` of the landing (the
+        summary gets the rest)."""
+        return int(TAIL_SHARE * self.landing)
 
     def summary_budget(self, tail: int) -> int:
         """The summary's tokens when the tail kept takes ``tail`` tokens above the floor:
         ``summary_share`` of the usable room, less when the tail would leave the request above
         the landing (it would compact again at once, rewriting the cache at every request). A
-        tail over its half of the landing (the last call's results are always kept) does not
-        take the summary's half."""
+        tail over its share of the landing (the last call's results are always kept) leaves
+        the summary half of it all the same."""
         left = max(self.landing - tail, self.landing // 2)
         return max(0, min(int(self.policy.summary_share * self.usable), left))
