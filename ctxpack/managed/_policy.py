@@ -66,7 +66,9 @@ class WindowPolicy(CheckedModel):
         compact_at: Past this share of the managed room, compact once re-sending what a
             compaction removes has cost twice the cache write it causes, or at once past midway
             between this share and the whole room.
-        keep_recent: How many of the most recent messages a compaction keeps as they are.
+        keep_recent: How many of the most recent messages a compaction keeps as they are,
+            fewer when they pass a quarter of where it lands (the summary gets the rest), but
+            never the last call's results.
         summary_share: The share of the managed room a summary may take (the digest is cut to
             it).
         instructions_share: The share of the room the user messages after the first (the
