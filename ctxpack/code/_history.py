@@ -27,7 +27,15 @@ from typing import Any, NamedTuple
 from ..signals.bm25 import InvertedIndex
 from .terms import code_terms
 
-__all__ = ["MAX_COMMITS", "TOP_COMMITS", "Commit", "CommitHistory", "read_history"]
+__all__ = [
+    "MAX_COMMITS",
+    "TOP_COMMITS",
+    "Commit",
+    "CommitHistory",
+    "cached_history",
+    "head_of",
+    "read_history",
+]
 
 MAX_COMMITS = 10_000
 """How many of the newest commits before ``HEAD`` are read."""
@@ -39,7 +47,8 @@ TOP_COMMITS = 20
 # a package): it says nothing about any one of them.
 _MAX_FILES = 50
 _GIT_TIMEOUT = 60.0
-# Separators no commit message or path holds (ASCII record and unit separators).
+# Separators that commit messages and paths practically never hold (ASCII record and unit
+# separators): a message holding one loses its tail, nothing worse.
 _START, _END = "\x1e", "\x1f"
 
 
@@ -99,6 +108,8 @@ def read_history(root: Path, head: str, limit: int = MAX_COMMITS) -> list[Commit
     commits = []
     for record in out.split(_START)[1:]:
         message, _, names = record.partition(_END)
+        # git quotes a path holding a quote, a backslash or a control character: rare, and
+        # unquoting it is not worth a parser, so such a path is left out.
         files = tuple(p for p in names.splitlines() if p and not p.startswith('"'))
         commits.append(Commit(message.strip(), files))
     return commits
