@@ -29,7 +29,9 @@ The repositories are not shipped: ``--repos`` is a folder holding a clone or bar
 (``owner+name/repo``, ``owner+name``, ``owner/name``, ``name`` or ``name.git`` inside it), and
 each task's base commit is exported with ``git archive`` into ``--cache`` (kept between runs;
 test folders left out as in the data's SOURCE.md). Every run rebuilds the indexes from scratch
-to time a cold build.
+to time a cold build. With ``--history`` each export also gets a ``.git`` whose ``HEAD`` is the
+base commit (objects borrowed from the mirror), so the ``history`` signal reads the commits
+before the task and none after it.
 
 The split is by repository: weights and rules are chosen on the dev repositories
 (``--dev-repos``, by default the eight of the shared data: requests, pytest, flask, astropy,
@@ -49,6 +51,8 @@ Usage (from the repository root)::
         tasks-unseen.jsonl \
         --repos /path/to/mirrors --cache /path/to/cache --index-dir /path/to/indexes --keep-tests
     python benchmarks/code_retrieval.py --tasks FILE --repos DIR --cache DIR --limit 5
+    python benchmarks/code_retrieval.py --tasks FILE... --repos DIR --cache DIR --keep-tests \
+        --history --weight history=0.5   # trees with their history, the history signal on
     python benchmarks/code_retrieval.py --tasks FILE... --repos DIR --cache DIR --split dev \
         --out /tmp/dev   # while tuning: the dev split only, results kept apart
 
@@ -182,6 +186,32 @@ def export(task: Task, repos: Path, cache: Path, keep_tests: bool) -> Path:
     if archive.wait() != 0:
         raise SystemExit(f"error: git archive of {task.base_commit} in {git_dir} failed")
     partial.rename(target)
+    return target
+
+
+def export_with_history(task: Task, repos: Path, cache: Path, keep_tests: bool) -> Path:
+    """The task's base commit as :func:`export` gives it, made a git work tree whose ``HEAD`` is
+    the base commit (exported once, under ``cache/with-history``).
+
+    The files are the very export the other runs rank; only a ``.git`` is added, whose objects
+    are the mirror's (an alternate: nothing is copied) and whose only ref is a detached ``HEAD``
+    at the base commit, so ``git log`` reads the commits before the task and none after it (the
+    fix itself among them).
+    """
+    target = export(task, repos, cache / "with-history", keep_tests)
+    if (target / ".git").is_dir():
+        return target
+    git_dir = find_repository(repos, task.repo).resolve()
+    staged = target / ".git.partial"
+    shutil.rmtree(staged, ignore_errors=True)
+    subprocess.run(["git", "init", "-q", "--bare", str(staged)], check=True)
+    (staged / "objects" / "info" / "alternates").write_text(f"{git_dir / 'objects'}\n")
+    subprocess.run(["git", "--git-dir", str(staged), "config", "core.bare", "false"], check=True)
+    subprocess.run(
+        ["git", "--git-dir", str(staged), "update-ref", "--no-deref", "HEAD", task.base_commit],
+        check=True,
+    )
+    staged.rename(target / ".git")
     return target
 
 
@@ -374,11 +404,12 @@ def run_task(
     aider_python: str | None = None,
     *,
     cold: bool = True,
+    weights: Mapping[str, float] | None = None,
 ) -> tuple[list[Outcome], dict[str, Any]]:
     if cold and db.exists():
         db.unlink()
     started = time.perf_counter()
-    index = CodeIndex(root, db=db)
+    index = CodeIndex(root, db=db, weights=weights)
     index.refresh()
     build = time.perf_counter() - started
     whole = tree_tokens(root, counter)
@@ -740,6 +771,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--keep-tests", action="store_true", help="export test folders too")
     parser.add_argument(
+        "--history",
+        action="store_true",
+        help="give each task its commit history up to the base commit (a .git added to the "
+        "export, under CACHE/with-history), for the history signal",
+    )
+    parser.add_argument(
+        "--weight",
+        action="append",
+        default=[],
+        metavar="SIGNAL=VALUE",
+        help="a ranking weight of CodeIndex in place of its default (repeatable), e.g. history=0.5",
+    )
+    parser.add_argument(
         "--aider-python",
         default=None,
         help="a Python with aider-chat installed, for the aider-repomap baseline",
@@ -755,6 +799,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{', '.join(dev_repos)})"
             )
     tasks = tasks[: args.limit]
+    weights = {k: float(v) for k, _, v in (w.partition("=") for w in args.weight)}
     counter = get_counter()
     args.cache.mkdir(parents=True, exist_ok=True)
     outcomes: list[Outcome] = []
@@ -762,7 +807,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     skipped: list[str] = []
     for task in tasks:
         try:
-            root = export(task, args.repos, args.cache, args.keep_tests)
+            make = export_with_history if args.history else export
+            root = make(task, args.repos, args.cache, args.keep_tests)
         except MissingRepository:
             skipped.append(task.instance_id)
             continue
@@ -777,6 +823,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             counter,
             args.aider_python,
             cold=args.index_dir is None,
+            weights=weights,
         )
         info["repo"] = task.repo
         info["split"] = "dev" if task.repo in dev_repos else "held-out"
@@ -824,6 +871,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             + "."
         )
+    if args.history:
+        notes.append(
+            "Trees with history: each export is a git work tree whose HEAD is the task's base "
+            "commit (the commits before it and none after)."
+        )
+    if weights:
+        notes.append(
+            "Weights in place of the defaults: "
+            + ", ".join(f"{k}={v:g}" for k, v in sorted(weights.items()))
+            + "."
+        )
     if "aider-repomap" in args.methods and args.aider_python is None:
         notes.append("Not run: `aider-repomap` (no `--aider-python` given).")
     markdown = render_markdown(summary, infos, outcomes, args.budget_share, notes)
@@ -838,6 +896,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "methods": args.methods,
             "budget_share": args.budget_share,
             "keep_tests": args.keep_tests,
+            "history": args.history,
+            "weights": weights,
             "aider_python": args.aider_python,
             "encoding": counter.name,
         },

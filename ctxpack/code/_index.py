@@ -19,7 +19,9 @@ weighed (see :data:`DEFAULT_WEIGHTS`):
 - ``message``: the query quotes a message (an error, a warning) the file's string literals
   hold (see :mod:`ctxpack.code.literals`);
 - ``graph``: PageRank over the import/call graph, personalised by the strongest files (where
-  the code they import and call is defined).
+  the code they import and call is defined);
+- ``history``: when the root is a git work tree, the commits whose messages best match the
+  query lend their score to the files they touched (see ``_history``; weighed 0 by default).
 
 Test files, docs and examples are evidence, rarely answers: their score is scaled by
 :data:`TEST_SHARE` unless the query names them (see :mod:`ctxpack.code.roles`). An issue
@@ -48,13 +50,14 @@ from ..signals.bm25 import InvertedIndex
 from ..tokens import CounterLike, TokenCounter, get_counter
 from ._files import resolve_root
 from ._graph import CodeGraph, personalised_pagerank
+from ._history import CommitHistory
 from ._issue import issue_words
 from ._storage import FileStore, RefreshStats, default_db_path
 from ._symbols import ParsedFile, Symbol
 from .literals import LiteralIndex
 from .naming import QueryNames
 from .roles import is_doc_path, is_test_path, outside_packages, tested_modules
-from .semantic import file_summary, reciprocal_rank_fusion
+from .semantic import file_summary, reciprocal_rank_fusion, unit_rows
 from .terms import code_terms, path_terms
 
 if TYPE_CHECKING:
@@ -70,6 +73,7 @@ DEFAULT_WEIGHTS: Mapping[str, float] = {
     "tested": 0.5,
     "graph": 0.1,
     "message": 0.5,
+    "history": 0.0,
 }
 """How much each ranking signal weighs (signals are normalised to [0, 1] first)."""
 
@@ -231,6 +235,9 @@ class CodeIndex:
             stats = store.refresh()
             self._parsed, self._tokens = store.parsed, store.tokens
             self._build()
+            # Read only when weighed: an index that ignores history spawns no git.
+            commits = store.history() if self.weights["history"] else None
+            self._history = CommitHistory(commits or (), self._paths)
             self._built = True
             return stats
 
@@ -430,6 +437,7 @@ class CodeIndex:
             "mention": self._names.mentions(query),
             "definition": _normalised(self._names.definitions(query)),
             "message": _normalised(self._literals.matches(query)),
+            "history": _normalised(self._history.lent(weighted, k1=_BM25_K1, b=_BM25_B)),
         }
         score = sum(self.weights[name] * value for name, value in signals.items())
         signals["tested"] = self._tested(score)
@@ -500,8 +508,8 @@ class CodeIndex:
         assert self.embedder is not None
         if self._vectors is None:
             summaries = [file_summary(p, self._parsed[p]) for p in self._paths]
-            self._vectors = _unit_rows(np.asarray(self.embedder(summaries), dtype=np.float32))
-        wanted = _unit_rows(np.asarray(self.embedder([query]), dtype=np.float32))[0]
+            self._vectors = unit_rows(np.asarray(self.embedder(summaries), dtype=np.float32))
+        wanted = unit_rows(np.asarray(self.embedder([query]), dtype=np.float32))[0]
         return np.maximum(self._vectors @ wanted, 0.0).astype(float)
 
     def _tested(self, score: Any) -> Any:
@@ -580,13 +588,6 @@ class CodeIndex:
         with self._lock:
             self._ensure()
             return self._file_index.idf(term)
-
-
-def _unit_rows(matrix: Any) -> Any:
-    import numpy as np
-
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return matrix / np.where(norms > 0, norms, 1.0)
 
 
 def _normalised(values: Any) -> Any:

@@ -19,6 +19,7 @@ from .._internal.options import FieldErrorModel
 from ..errors import ConfigError
 from ..tokens import TokenCounter
 from ._files import language_of_path, list_files
+from ._history import Commit, cached_history
 from ._symbols import ParsedFile, parse_source
 
 __all__ = ["FileStore", "RefreshStats", "default_db_path"]
@@ -91,6 +92,10 @@ class FileStore:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+
+    def history(self) -> list[Commit] | None:
+        """The root's commit history, kept in this file per ``HEAD`` (see ``_history``)."""
+        return cached_history(self._connect(), self.root)
 
     def refresh(self) -> RefreshStats:
         """Bring :attr:`parsed` and :attr:`tokens` up to date with the files on disk."""

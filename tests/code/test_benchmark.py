@@ -258,3 +258,22 @@ def test_tasks_from_swebench_keep_the_patched_files_of_the_base_commit(
     argv = ["--swebench", str(source), "--repos", str(repos), "--out", str(fresh)]
     assert builder.main([*argv, "--exclude", str(out)]) == 0
     assert fresh.read_text() == ""
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_a_tree_with_history_stops_at_the_base_commit(
+    bench: ModuleType, mirrors: tuple[Path, str], tmp_path: Path
+) -> None:
+    repos, base = mirrors
+    clone = repos / "acme+shop" / "repo"
+    (clone / "api" / "throttle.py").write_text("def throttle():\n    return 'the fix'\n")
+    _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "the fix", cwd=clone)
+    task = bench.Task("acme__shop-1", "acme/shop", base, "rate limiting", ("api/throttle.py",))
+    root = bench.export_with_history(task, repos, tmp_path / "cache", True)
+    assert root == tmp_path / "cache" / "with-history" / "acme__shop-1"
+    assert _git("rev-parse", "HEAD", cwd=root) == base
+    # The fix came after the base commit: neither its message nor its content is in the tree.
+    assert _git("log", "--format=%s", cwd=root) == "base"
+    assert "the fix" not in (root / "api" / "throttle.py").read_text()
+    assert (root / "tests" / "test_throttle.py").is_file()
+    assert bench.export_with_history(task, repos, tmp_path / "cache", True) == root
