@@ -799,7 +799,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{', '.join(dev_repos)})"
             )
     tasks = tasks[: args.limit]
-    weights = {k: float(v) for k, _, v in (w.partition("=") for w in args.weight)}
+    weights: dict[str, float] = {}
+    for given in args.weight:
+        name, _, value = given.partition("=")
+        try:
+            weights[name] = float(value)
+        except ValueError:
+            parser.error(f"--weight takes SIGNAL=VALUE with a number, got {given!r}")
+    make = export_with_history if args.history else export
     counter = get_counter()
     args.cache.mkdir(parents=True, exist_ok=True)
     outcomes: list[Outcome] = []
@@ -807,7 +814,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     skipped: list[str] = []
     for task in tasks:
         try:
-            make = export_with_history if args.history else export
             root = make(task, args.repos, args.cache, args.keep_tests)
         except MissingRepository:
             skipped.append(task.instance_id)
