@@ -324,6 +324,11 @@ def tools_on_demand_table(
 # ------------------------------------------------------------------------------------ data
 
 
+def session_tokens(session: Any, counter: Any) -> int:
+    """A session's tokens, framing included: the request its last message would close."""
+    return int(counter.count_messages(ctxpack.messages.ensure_messages(session.messages)))
+
+
 def chain(sessions: Sequence[Any], length: int = CHAIN_LENGTH) -> list[Any]:
     """Consecutive sessions joined as one agent working through their tasks in turn: the first
     system prompt, then each session's messages after its own system prompt (tool call ids
@@ -668,6 +673,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--strategies", default="raw,clear,masking,autocompact,filters,managed")
     parser.add_argument("--limit", type=int, default=None, help="only the first N sessions")
     parser.add_argument(
+        "--min-tokens",
+        type=int,
+        default=0,
+        help="only the sessions of at least this many tokens (the long dev sessions: 43,000)",
+    )
+    parser.add_argument(
         "--sets",
         default="single,chained",
         help="comma-separated: single (the sessions alone), chained (multi-task sessions)",
@@ -715,6 +726,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = [n.strip() for n in args.strategies.split(",") if n.strip()]
     sessions = A.load_sessions(args.data, args.limit)
     counter = get_counter(counter=A.ENCODING)
+    if args.min_tokens:
+        sessions = [s for s in sessions if session_tokens(s, counter) >= args.min_tokens]
+        if not sessions:
+            parser.error(f"no session of {args.min_tokens} tokens or more in {args.data}")
     kinds = {k.strip() for k in args.sets.split(",") if k.strip()}
     if not kinds or kinds - {"single", "chained"}:
         parser.error(f"--sets takes single and/or chained, got {args.sets!r}")
@@ -735,8 +750,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.render is not None:
         results = json.loads(args.render.read_text("utf-8"))["results"]
     md = ["# Long sessions: a window smaller than the session", ""]
+    longer = f" of {args.min_tokens:,} tokens or more" if args.min_tokens else ""
     md.append(
-        f"Data: {args.data.name} ({len(sessions)} sessions; split by a hash of the id: "
+        f"Data: {args.data.name} ({len(sessions)} sessions{longer}; split by a hash of the id: "
         f"{len(tune)} tune, {len(report)} report; chains of {args.chain_length} "
         "sessions as one multi-task session). Tokens: cl100k_base. Billings: "
         + ", ".join(BILLINGS)
@@ -748,9 +764,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for label, group in sets.items():
         if not group:
             continue
-        sizes = [
-            counter.count_messages(ctxpack.messages.ensure_messages(s.messages)) for s in group
-        ]
+        sizes = [session_tokens(s, counter) for s in group]
         md.extend(
             [
                 "",

@@ -248,3 +248,23 @@ def test_chain_length_sets_how_many_sessions_a_chain_joins(
     assert "chains of 2 sessions" in (out / "long_sessions.md").read_text("utf-8")
     with pytest.raises(SystemExit):
         bench.main([*args, "--chain-length", "1"])
+
+
+def test_min_tokens_keeps_only_the_longer_sessions(
+    bench: ModuleType, data: Path, tmp_path: Path
+) -> None:
+    raw = json.loads(FIXTURE.read_text("utf-8"))
+    short = {**raw, "id": "session-short", "messages": raw["messages"][:3]}
+    (data / "short.json").write_text(json.dumps(short), "utf-8")
+    counter = get_counter(counter=bench.A.ENCODING)
+    sizes = {s.id: bench.session_tokens(s, counter) for s in bench.A.load_sessions(data)}
+    assert sizes["session-short"] < sizes["session-0"]
+    out = tmp_path / "out"
+    args = ["--data", str(data), "--out", str(out), "--windows", "4096", "--sets", "single"]
+    assert bench.main([*args, "--strategies", "raw", "--min-tokens", str(sizes["session-0"])]) == 0
+    results = json.loads((out / "long_sessions.json").read_text("utf-8"))["results"]
+    measured = {sid for part in results.values() for sid in part["4096"]["raw"]["sessions"]}
+    assert measured == set(sizes) - {"session-short"}
+    assert f"of {sizes['session-0']:,} tokens or more" in (out / "long_sessions.md").read_text()
+    with pytest.raises(SystemExit):
+        bench.main([*args, "--min-tokens", str(sizes["session-0"] + 1)])

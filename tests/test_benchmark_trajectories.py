@@ -1,4 +1,4 @@
-"""benchmarks/mini_swe_agent_sessions.py: trajectories become the sessions the benchmarks read."""
+"""benchmarks/trajectory_sessions.py: trajectories become the sessions the benchmarks read."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    return load_script(ROOT / "benchmarks" / "mini_swe_agent_sessions.py", "mini_swe_agent_bench")
+    return load_script(ROOT / "benchmarks" / "trajectory_sessions.py", "trajectory_sessions_bench")
 
 
 TRAJECTORY = [
@@ -73,3 +73,56 @@ def test_main_leaves_out_the_sessions_already_in_a_folder(
     assert session["id"] == "b__b-2" and session["messages"] == bench.convert(TRAJECTORY)
     with pytest.raises(SystemExit):
         bench.main(["--trajs", str(seen), "--out", str(out)])
+
+
+SWE_AGENT_HISTORY = [
+    {"role": "system", "content": "SETTING: You are an autonomous programmer.", "agent": "primary"},
+    {"role": "user", "content": "--- DEMONSTRATION ---\n...", "is_demo": True, "agent": "primary"},
+    {"role": "user", "content": "ISSUE:\nFix the VAT rounding.", "agent": "primary"},
+    {
+        "role": "assistant",
+        "content": "DISCUSSION\nFind it.\n```\nsearch_dir vat\n```",
+        "thought": "DISCUSSION\nFind it.\n",
+        "action": "search_dir vat\n",
+    },
+    {"role": "user", "content": 'Found 1 matches for "vat"\n(Current directory: /repo)\nbash-$'},
+    {"role": "assistant", "content": "No command here.", "thought": "No command here."},
+    {"role": "user", "content": "Your output was not formatted correctly."},
+    {"role": "assistant", "content": "Exit due to cost limit", "action": "exit_cost"},
+]
+
+
+def test_a_swe_agent_action_becomes_a_call_and_the_next_user_message_its_result(
+    bench: ModuleType,
+) -> None:
+    out = bench.convert_swe_agent(SWE_AGENT_HISTORY)
+    assert [m["role"] for m in out] == [
+        "system",
+        "user",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+        "assistant",
+    ]
+    call = out[3]["tool_calls"][0]
+    assert out[3]["content"] == "DISCUSSION\nFind it."
+    assert json.loads(call["function"]["arguments"]) == {"command": "search_dir vat"}
+    assert out[4]["tool_call_id"] == call["id"]
+    assert out[4]["content"] == SWE_AGENT_HISTORY[4]["content"]
+    # A turn without an action, and the harness's own exit, are no calls.
+    assert out[5] == {"role": "assistant", "content": "No command here."}
+    assert out[6] == {"role": "user", "content": "Your output was not formatted correctly."}
+    assert out[7] == {"role": "assistant", "content": "Exit due to cost limit"}
+
+
+def test_main_reads_swe_agent_trajectories(bench: ModuleType, tmp_path: Path) -> None:
+    trajs = tmp_path / "trajs"
+    trajs.mkdir()
+    (trajs / "o__r-7.traj").write_text(json.dumps({"history": SWE_AGENT_HISTORY, "info": {}}))
+    out = tmp_path / "out"
+    assert bench.main(["--trajs", str(trajs), "--out", str(out)]) == 0
+    session = json.loads((out / "o__r-7.json").read_text())
+    assert session["id"] == "o__r-7"
+    assert session["messages"] == bench.convert_swe_agent(SWE_AGENT_HISTORY)
