@@ -12,13 +12,13 @@ import re
 from functools import lru_cache
 
 from ..signals.lexical import STOP_WORDS
+from ..signals.lexical import split_identifier as split_identifier
 from ..signals.lexical import stem as _stem
 
 __all__: list[str] = []
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Splits "parseHTTPResponse2" into parse, HTTP, Response, 2.
-_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
 # Words of code that match everything and so rank nothing.
 CODE_STOP_WORDS = frozenset(
@@ -54,16 +54,6 @@ CODE_STOP_WORDS = frozenset(
         "py",
     }
 )
-
-
-def split_identifier(identifier: str) -> list[str]:
-    """The lower-cased words of an identifier.
-
-    Example:
-        >>> split_identifier("parseHTTPResponse"), split_identifier("__init_subclass__")
-        (['parse', 'http', 'response'], ['init', 'subclass'])
-    """
-    return [part.lower() for part in _PART.findall(identifier)]
 
 
 def identifiers(text: str) -> list[str]:

@@ -4,8 +4,11 @@ grouped by directory or file, long groups collapsed with the count of what they 
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
-from ._base import Extract, ToolOutput
+from ..signals.lexical import split_identifier
+from ..signals.stop_words import GOAL_STOP_WORDS
+from ._base import _WORDS, Extract, ToolOutput
 
 __all__ = ["ListingFilter"]
 
@@ -31,12 +34,31 @@ _LS_HEADER = re.compile(r"^(?P<dir>\S.*):$")  # "./django/conf:" in ls -R
 _HIT = re.compile(r"^(?P<file>[^\s:]+):(?P<rest>\d+[:-].*|.*)$")  # grep -n hits, rg, git grep
 _NAMED_GROUPS = 60  # collapsed groups named (with their counts) in the closing note
 _PATH = re.compile(r"^\.{0,2}/?[\w.@+-]+(/[\w.@+-]+)+/?$")  # find output, git ls-files
+_MIN_PART = 4  # shorter pieces of a name ("ext", "api", "py") match too much to mean anything
+
+
+def _words(text: str, goal: Collection[str] = ()) -> frozenset[str]:
+    """The words of ``text``, lower-cased, with the pieces of the names they join
+    (``test_ext_napoleon`` gives ``napoleon``): a listing names files and folders by joining
+    words, so an entry is about ``napoleon`` without the goal writing its whole name."""
+    out: set[str] = set()
+    for word in _WORDS.findall(text):
+        out.add(word.lower())
+        out.update(
+            part
+            for part in split_identifier(word)
+            if len(part) >= _MIN_PART and part not in GOAL_STOP_WORDS
+        )
+    return frozenset(out & set(goal)) if goal else frozenset(out)
 
 
 class ListingFilter:
     """Listings: per group (a directory of ``ls -R``, the files' directory for ``find``, the
     file of grep hits) the first entries, then how many more it holds; the entries that share
-    a word with the goal are shown first. Groups keep their order.
+    the most words with the goal are shown first, counting the pieces of joined names
+    (``test_ext_napoleon.py`` is about ``napoleon``) and leaving out the words over half the
+    entries share (``test`` in a folder of tests says nothing about one of them). Groups keep
+    their order, and so do the entries shown.
 
     Args:
         per_group: Entries shown per group.
@@ -97,19 +119,31 @@ class ListingFilter:
             groups.setdefault(current, ([], header))[0].append(i)
         return [(k, v[0], v[1]) for k, v in groups.items()]
 
+    def _relevance(
+        self, output: ToolOutput, groups: list[tuple[str, list[int], int | None]]
+    ) -> tuple[dict[int, int], frozenset[str]]:
+        """Per entry, how many goal words it holds that fewer than half the entries hold; and
+        the goal words left once those common ones are out."""
+        goal = set(_words(" ".join(output.goal_words)))
+        shared = {i: _words(output.lines[i], goal) for _, entries, _ in groups for i in entries}
+        counts: dict[str, int] = {}
+        for words in shared.values():
+            for word in words:
+                counts[word] = counts.get(word, 0) + 1
+        common = {w for w, c in counts.items() if c > len(shared) / 2 and len(shared) >= 4}
+        return {i: len(words - common) for i, words in shared.items()}, frozenset(goal - common)
+
     def extract(self, output: ToolOutput, /) -> Extract | None:
         lines = output.lines
         groups = self._groups(output)
         out: list[str] = [lines[i] for i in sorted(output.envelope) if i < (output.body or [0])[0]]
         hidden_entries = 0
+        score, goal = self._relevance(output, groups)
         # Groups whose name or entries mention the goal come first for the full view.
         ranked = sorted(
             range(len(groups)),
             key=lambda g: (
-                not (
-                    output.mentions_goal(groups[g][0])
-                    or any(output.mentions_goal(lines[i]) for i in groups[g][1])
-                ),
+                not (_words(groups[g][0], goal) or any(score[i] for i in groups[g][1])),
                 g,
             ),
         )
@@ -125,7 +159,7 @@ class ListingFilter:
             if len(entries) <= self.per_group + 1:
                 out.extend(lines[i] for i in entries)
                 continue
-            relevant = [i for i in entries if output.mentions_goal(lines[i])]
+            relevant = sorted((i for i in entries if score[i]), key=lambda i: -score[i])
             chosen = set(relevant[: self.per_group])
             for i in entries:
                 if len(chosen) >= self.per_group:

@@ -23,6 +23,18 @@ Language = Literal["en", "fr"]
 
 # A word: letters and digits, with one inner apostrophe ("Caroline's", "l'équipe").
 WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
+# The words an identifier is made of: "parseHTTPResponse" -> parse, HTTP, Response.
+_IDENTIFIER_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+def split_identifier(identifier: str) -> list[str]:
+    """The lower-cased words of an identifier.
+
+    Example:
+        >>> split_identifier("parseHTTPResponse"), split_identifier("__init_subclass__")
+        (['parse', 'http', 'response'], ['init', 'subclass'])
+    """
+    return [part.lower() for part in _IDENTIFIER_PART.findall(identifier)]
 
 
 # Function words frequent in one language and rare in the other: which of the two a text leans

@@ -258,6 +258,37 @@ def test_listing_shows_entries_naming_the_goal_first() -> None:
     assert out is not None and "test_tax.py" in out.text.split("\n")
 
 
+def test_a_listing_finds_the_goal_in_the_pieces_of_joined_names() -> None:
+    # The goal says "napoleon"; the entries join it into longer names, past the first ones.
+    names = [f"test_area{i}.py" for i in range(40)]
+    names += ["test_ext_napoleon.py", "test_ext_napoleon_docstring.py"]
+    names += [f"test_zone{i}.py" for i in range(40)]
+    goal = "Napoleon: a docstring's attribute type is not a link"
+    out = ListingFilter(per_group=4).extract(
+        ToolOutput("\n".join(names), command="ls tests", goal=goal)
+    )
+    assert out is not None
+    shown = out.text.split("\n")
+    assert "test_ext_napoleon.py" in shown and "test_ext_napoleon_docstring.py" in shown
+    # The order of the listing is kept.
+    assert shown.index("test_ext_napoleon.py") < shown.index("test_ext_napoleon_docstring.py")
+    assert shown[-1] == "[… 78 more in this listing hidden]"
+
+
+def test_a_word_most_entries_share_ranks_none_of_them() -> None:
+    # "test" is in every entry and in the goal: it says nothing about one entry. The entry
+    # holding two other goal words comes first, then the first of those holding one.
+    names = [f"test_area{i}.py" for i in range(30)]
+    names += ["test_units.py", "test_dataset.py", "test_dataset_units.py"]
+    goal = "the dataset test fails with units"
+    out = ListingFilter(per_group=2).extract(
+        ToolOutput("\n".join(names), command="ls tests", goal=goal)
+    )
+    assert out is not None
+    shown = [line for line in out.text.split("\n") if not is_note(line)]
+    assert shown == ["test_units.py", "test_dataset_units.py"]
+
+
 def test_diagnostics_are_unique_and_grouped_by_file() -> None:
     raw = fixture("mypy.txt")
     out = DiagnosticFilter().extract(ToolOutput(raw, command="mypy src"))
