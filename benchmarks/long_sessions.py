@@ -32,9 +32,12 @@ Usage (from the repository root)::
     python benchmarks/long_sessions.py --data ../shared/data/agent-sessions-long
     python benchmarks/long_sessions.py --data DIR --windows 64000 --sets single --limit 4
     python benchmarks/long_sessions.py --data DIR --windows 64000 --rooms 12000,20000,none
+    python benchmarks/long_sessions.py --data DIR --min-tokens 43000 --sets single
 
-``--rooms`` also measures the managed mode at other ``managed_room`` values, and plots cost
-against evidence (``NAME_frontier.png``): where a cheaper bill starts to cost evidence.
+``--min-tokens`` keeps only the sessions of that many tokens or more (43,000: as long as the
+dev long sessions). ``--rooms`` also measures the managed mode at other ``managed_room``
+values, and plots cost against evidence (``NAME_frontier.png``): where a cheaper bill starts
+to cost evidence.
 ``--memory FILE`` and ``--skill FILE`` (repeatable) pin content in every session after its task
 and count the requests that keep it (``pins kept``).
 """

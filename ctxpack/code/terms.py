@@ -18,7 +18,6 @@ from ..signals.lexical import stem as _stem
 __all__: list[str] = []
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# Splits "parseHTTPResponse2" into parse, HTTP, Response, 2.
 
 # Words of code that match everything and so rank nothing.
 CODE_STOP_WORDS = frozenset(

@@ -37,10 +37,11 @@ _PATH = re.compile(r"^\.{0,2}/?[\w.@+-]+(/[\w.@+-]+)+/?$")  # find output, git l
 _MIN_PART = 4  # shorter pieces of a name ("ext", "api", "py") match too much to mean anything
 
 
-def _words(text: str, goal: Collection[str] = ()) -> frozenset[str]:
+def _words(text: str, goal: Collection[str] | None = None) -> frozenset[str]:
     """The words of ``text``, lower-cased, with the pieces of the names they join
     (``test_ext_napoleon`` gives ``napoleon``): a listing names files and folders by joining
-    words, so an entry is about ``napoleon`` without the goal writing its whole name."""
+    words, so an entry is about ``napoleon`` without the goal writing its whole name. With
+    ``goal``, only those among its words."""
     out: set[str] = set()
     for word in _WORDS.findall(text):
         out.add(word.lower())
@@ -49,7 +50,7 @@ def _words(text: str, goal: Collection[str] = ()) -> frozenset[str]:
             for part in split_identifier(word)
             if len(part) >= _MIN_PART and part not in GOAL_STOP_WORDS
         )
-    return frozenset(out & set(goal)) if goal else frozenset(out)
+    return frozenset(out if goal is None else out.intersection(goal))
 
 
 class ListingFilter:

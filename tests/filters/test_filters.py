@@ -289,6 +289,14 @@ def test_a_word_most_entries_share_ranks_none_of_them() -> None:
     assert shown == ["test_units.py", "test_dataset_units.py"]
 
 
+def test_a_listing_without_a_goal_shows_its_first_entries() -> None:
+    # With no goal there is nothing to rank by: entries holding more words do not come first.
+    names = [f"mod{k}.py" for k in range(30)] + [f"beta_gamma_delta{k}.py" for k in range(10)]
+    out = ListingFilter(per_group=3).extract(ToolOutput("\n".join(names), command="ls tests"))
+    assert out is not None
+    assert out.text.split("\n")[:3] == names[:3]
+
+
 def test_diagnostics_are_unique_and_grouped_by_file() -> None:
     raw = fixture("mypy.txt")
     out = DiagnosticFilter().extract(ToolOutput(raw, command="mypy src"))
