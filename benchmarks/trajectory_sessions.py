@@ -50,6 +50,7 @@ from typing import Any
 _BLOCK = re.compile(r"```bash\s*\n(.*?)\n```", re.DOTALL)
 SUFFIX = ".traj.json"
 SWE_AGENT_SUFFIX = ".traj"
+_HARNESS_EXIT = re.compile(r"exit_\w+$")
 
 
 def _text(content: Any) -> str:
@@ -90,7 +91,7 @@ def _bash_block(message: Mapping[str, Any], text: str) -> tuple[str, str] | None
 
 def _swe_agent_action(message: Mapping[str, Any], text: str) -> tuple[str, str] | None:
     action = str(message.get("action") or "").strip()
-    if not action or action.startswith("exit"):  # the harness's own exits, not commands
+    if not action or _HARNESS_EXIT.match(action):  # exit_cost, exit_format...: not commands
         return None
     return action, str(message.get("thought") or "").strip()
 
