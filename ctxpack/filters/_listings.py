@@ -4,6 +4,7 @@ grouped by directory or file, long groups collapsed with the count of what they 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Collection
 
 from ..signals.lexical import split_identifier
@@ -127,10 +128,7 @@ class ListingFilter:
         the goal words left once those common ones are out."""
         goal = set(_words(" ".join(output.goal_words)))
         shared = {i: _words(output.lines[i], goal) for _, entries, _ in groups for i in entries}
-        counts: dict[str, int] = {}
-        for words in shared.values():
-            for word in words:
-                counts[word] = counts.get(word, 0) + 1
+        counts = Counter(word for words in shared.values() for word in words)
         common = {w for w, c in counts.items() if c > len(shared) / 2 and len(shared) >= 4}
         return {i: len(words - common) for i, words in shared.items()}, frozenset(goal - common)
 
