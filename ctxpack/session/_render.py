@@ -16,6 +16,7 @@ from ..pipeline import Decision, DecisionLog
 from ..providers import Provider, check_provider
 from ..result import PackResult
 from ..retrieval import retrieve_tool
+from ..stages import provider_pairs
 from ..store import artifact_id
 from ..tokens import REPLY_PRIMING, tool_definition_tokens
 from ..tools_on_demand import on_demand_tools
@@ -189,8 +190,10 @@ class Rendering(SessionState):
     ) -> PackResult:
         """The compact record whole (or ``messages``, a managed request), as a result."""
         messages = list(self._compact) if messages is None else messages
+        # The record holds what the caller gave; a request must hold what the provider takes.
+        messages, repairs, changed = provider_pairs(messages, self.counter.count_message, "session")
         tokens = self.counter.count_messages(messages) + tool_tokens
-        filtered = set(filter_log.message_ids())
+        filtered = set(filter_log.message_ids()) | {d.message_id for d in repairs}
         # Every message gets its decision, as pack() promises: here, sent as it is.
         unfiltered = [
             Decision(
@@ -215,8 +218,8 @@ class Rendering(SessionState):
             counter=self.counter.name,
             exact=self.counter.exact,
             query=query,
-            decisions=filter_log + unfiltered,
-            artifacts=_copies(originals),
+            decisions=filter_log + repairs + unfiltered,
+            artifacts=_copies({**changed, **originals}),
         )
 
     def _filter_log(self) -> DecisionLog:

@@ -18,6 +18,7 @@ from ._pack import GreedyPacker as GreedyPacker
 from ._redact import SecretRedactor as SecretRedactor
 from ._relevance import RelevanceScorer as RelevanceScorer
 from ._semantic import SemanticScorer as SemanticScorer
+from ._tool_pairs import provider_pairs as provider_pairs
 
 __all__ = [
     "SPACY_MAX_LINES",

@@ -36,7 +36,7 @@ from ..messages import ROLES, Message
 from ..pipeline import Action, Decision, DecisionLog, PackContext, check_context
 from ..tokens import message_sizes, priming_tokens
 from ._base import ReadOnlyMap, StageModel, Weights
-from ._tool_pairs import Units, exchange_units, strip_unanswered_calls
+from ._tool_pairs import Units, exchange_units, orphan_dropped, strip_unanswered_calls
 
 __all__ = ["DEFAULT_ROLE_WEIGHTS", "GreedyPacker"]
 
@@ -202,7 +202,7 @@ class GreedyPacker(StageModel):
         decisions: list[Decision] = []
         for i, unit in enumerate(ranking.units.of.tolist()):
             if stray[unit]:
-                decisions.append(self._stray(ids[i], sizes[i]))
+                decisions.append(orphan_dropped(ids[i], sizes[i], name))
             elif protected[unit]:
                 decisions.append(self._protected(messages[i], own_scores[i], sizes[i]))
             else:
@@ -221,17 +221,6 @@ class GreedyPacker(StageModel):
                 after = size if left < 0 else 0
                 decisions.append(trusted(name, action, ids[i], reason, score, size, after))
         return decisions
-
-    def _stray(self, message_id: str, size: int) -> Decision:
-        return Decision(
-            stage=self.name,
-            action="dropped",
-            message_id=message_id,
-            reason="tool result whose call is not in the conversation (an orphan the "
-            "provider would reject)",
-            tokens_before=size,
-            tokens_after=0,
-        )
 
     def _protected(self, message: Message, score: float, size: int) -> Decision:
         why = (

@@ -3,7 +3,7 @@ for calls left without results. Shared by the packer and the turn alternator."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -13,7 +13,14 @@ from .._internal.columns import TOOL, flags
 from ..messages import Message
 from ..pipeline import Decision, PackContext
 
-__all__ = ["Units", "exchange_units", "strip_unanswered_calls", "unanswered_calls"]
+__all__ = [
+    "Units",
+    "exchange_units",
+    "orphan_dropped",
+    "provider_pairs",
+    "strip_unanswered_calls",
+    "unanswered_calls",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,29 +85,63 @@ def strip_unanswered_calls(ctx: PackContext, stage: str) -> PackContext:
     The original of each changed message is kept as an artifact, and every change is recorded
     under ``stage``.
     """
-    fixes = unanswered_calls(ctx.messages)
-    if not fixes:
+    if not unanswered_calls(ctx.messages):
         return ctx
+    out, decisions, originals = _strip(ctx.messages, ctx.tokens, stage)
+    return ctx.decide(*decisions, messages=tuple(out), artifacts={**originals, **ctx.artifacts})
+
+
+def provider_pairs(
+    messages: Sequence[Message], tokens: Callable[[Message], int], stage: str
+) -> tuple[list[Message], list[Decision], dict[str, Message]]:
+    """``messages`` as a provider takes them: tool results whose call is not there dropped,
+    then the calls :func:`unanswered_calls` finds removed, as the packer does. Returns the
+    messages, a decision per message changed or dropped (under ``stage``) and the originals of
+    the changed ones, by id."""
+    orphans = set(exchange_units(messages).orphans)
+    dropped = [orphan_dropped(messages[i].id, tokens(messages[i]), stage) for i in sorted(orphans)]
+    kept = [m for i, m in enumerate(messages) if i not in orphans]
+    out, decisions, originals = _strip(kept, tokens, stage)
+    return out, dropped + decisions, originals
+
+
+def orphan_dropped(message_id: str, size: int, stage: str) -> Decision:
+    """The decision for a tool result whose call is not in the conversation."""
+    return Decision(
+        stage=stage,
+        action="dropped",
+        message_id=message_id,
+        reason="tool result whose call is not in the conversation (an orphan the "
+        "provider would reject)",
+        tokens_before=size,
+        tokens_after=0,
+    )
+
+
+def _strip(
+    messages: Sequence[Message], tokens: Callable[[Message], int], stage: str
+) -> tuple[list[Message], list[Decision], dict[str, Message]]:
+    fixes = unanswered_calls(messages)
     out: list[Message] = []
     decisions: list[Decision] = []
-    artifacts = dict(ctx.artifacts)
-    for i, msg in enumerate(ctx.messages):
+    originals: dict[str, Message] = {}
+    for i, msg in enumerate(messages):
         missing = fixes.get(i)
         if missing is None:
             out.append(msg)
             continue
         calls = [c for c in msg.tool_calls or () if c.id not in missing]
         if not calls and msg.content in (None, "", []):
-            decisions.append(_dropped_call_only(ctx, msg, missing, stage))
+            decisions.append(_dropped_call_only(tokens(msg), msg, missing, stage))
             continue
         new = msg.model_copy(update={"tool_calls": calls or None})
-        artifacts.setdefault(msg.id, msg)
+        originals[msg.id] = msg
         out.append(new)
-        decisions.append(_cleared_calls(ctx, msg, new, missing, stage))
-    return ctx.decide(*decisions, messages=tuple(out), artifacts=artifacts)
+        decisions.append(_cleared_calls(tokens(msg), tokens(new), msg, missing, stage))
+    return out, decisions, originals
 
 
-def _dropped_call_only(ctx: PackContext, msg: Message, missing: list[str], stage: str) -> Decision:
+def _dropped_call_only(size: int, msg: Message, missing: list[str], stage: str) -> Decision:
     named = ", ".join(map(repr, missing))
     return Decision(
         stage=stage,
@@ -108,13 +149,13 @@ def _dropped_call_only(ctx: PackContext, msg: Message, missing: list[str], stage
         message_id=msg.id,
         reason=f"its tool calls ({named}) have no results and it says nothing else; "
         "the provider would reject an unanswered call",
-        tokens_before=ctx.tokens(msg),
+        tokens_before=size,
         tokens_after=0,
     )
 
 
 def _cleared_calls(
-    ctx: PackContext, msg: Message, new: Message, missing: list[str], stage: str
+    before: int, after: int, msg: Message, missing: list[str], stage: str
 ) -> Decision:
     named = ", ".join(map(repr, missing))
     return Decision(
@@ -123,6 +164,6 @@ def _cleared_calls(
         message_id=msg.id,
         reason=f"removed the tool calls {named}, which no tool message answers (the provider "
         "would reject them); original kept as an artifact",
-        tokens_before=ctx.tokens(msg),
-        tokens_after=ctx.tokens(new),
+        tokens_before=before,
+        tokens_after=after,
     )

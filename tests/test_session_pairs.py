@@ -1,0 +1,100 @@
+"""A session's requests pair tool calls and results as providers require, whatever it was given:
+a result whose call it never saw is left out, a call left without a result has the call
+removed, each with a recorded decision, and the session's own record keeps both."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+import ctxpack
+from ctxpack import Session
+from ctxpack.adapters import validate_openai
+from ctxpack.messages import ensure_messages
+
+from .strategies import Conversation, conversations
+
+USER = {"role": "user", "content": "Why does the build fail?"}
+CALL = {
+    "role": "assistant",
+    "content": "Reading the log.",
+    "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}},
+        {"id": "c2", "type": "function", "function": {"name": "bash", "arguments": "{}"}},
+    ],
+}
+ANSWER = {"role": "tool", "tool_call_id": "c1", "content": "error: missing symbol"}
+
+SESSIONS = {
+    "plain": {"model": "gpt-4o"},
+    "managed": {"model": "gpt-4o", "window": 64_000},
+}
+
+
+@pytest.mark.parametrize("options", SESSIONS.values(), ids=SESSIONS)
+def test_a_result_whose_call_is_not_there_is_left_out_and_says_why(
+    options: dict[str, Any],
+) -> None:
+    session = Session(**options)
+    session.extend([USER, {"role": "tool", "tool_call_id": "gone", "content": "42", "id": "t"}])
+    result = session.render()
+    assert result.to_openai() == [USER]
+    last = _last_decision(result, "t")
+    assert last.action == "dropped"
+    assert "orphan" in last.reason
+    assert session.transcript()[-1].id == "t"  # still the session's
+
+
+@pytest.mark.parametrize("options", SESSIONS.values(), ids=SESSIONS)
+def test_a_call_left_without_result_is_removed_and_its_original_kept(
+    options: dict[str, Any],
+) -> None:
+    session = Session(**options)
+    session.extend([USER, {**CALL, "id": "a"}, ANSWER, {"role": "user", "content": "And now?"}])
+    result = session.render()
+    sent = result.to_openai()
+    validate_openai(sent)  # what the provider would check
+    assert [c["id"] for c in sent[1]["tool_calls"]] == ["c1"]
+    assert _last_decision(result, "a").action == "cleared"
+    assert [c.id for c in result.original("a").tool_calls or ()] == ["c1", "c2"]
+
+
+def test_the_last_call_may_wait_for_its_results() -> None:
+    session = Session(model="gpt-4o", window=64_000)
+    session.extend([USER, CALL])
+    assert session.render().to_openai()[-1]["tool_calls"] == CALL["tool_calls"]
+
+
+def _last_decision(result: ctxpack.PackResult, message_id: str) -> ctxpack.Decision:
+    return [d for d in result.decisions if d.message_id == message_id][-1]
+
+
+def _sendable(sent: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    # Only a trailing assistant message may wait for its results.
+    return sent[:-1] if sent and sent[-1].get("tool_calls") else sent
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(conversations())
+def test_every_request_pairs_calls_and_results(conv: Conversation) -> None:
+    """Random conversations (orphan results among them), plain and managed: what is sent passes
+    the provider's pairing rules, and every message given has a decision."""
+    given_ids = [m.id for m in ensure_messages(conv.items)]
+    for options in SESSIONS.values():
+        session = Session(**options)
+        session.extend(conv.items)
+        try:
+            result = session.render()
+        except ctxpack.BudgetExceededError:
+            continue  # instructions over the window: their own error, tested elsewhere
+        validate_openai(_sendable(result.to_openai()))
+        decided = set(result.decisions.message_ids())
+        ids = [m.id for m in session.transcript()]
+        assert len(ids) == len(given_ids)
+        assert set(ids) <= decided
