@@ -1,6 +1,7 @@
-"""A session's requests pair tool calls and results as providers require, whatever it was given:
-a result whose call it never saw is left out, a call left without a result has the call
-removed, each with a recorded decision, and the session's own record keeps both."""
+"""A session's requests follow the provider's rules, whatever it was given: a result whose call
+it never saw is left out, a call left without a result has the call removed, and for Anthropic
+(a Claude model, or Anthropic messages) the turns start with the user; each change is a
+recorded decision, and the session's own record keeps every message."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 
 import ctxpack
 from ctxpack import Session
-from ctxpack.adapters import validate_openai
+from ctxpack.adapters import validate_anthropic, validate_openai
 from ctxpack.messages import ensure_messages
 
 from .strategies import Conversation, conversations
@@ -30,6 +31,10 @@ ANSWER = {"role": "tool", "tool_call_id": "c1", "content": "error: missing symbo
 SESSIONS = {
     "plain": {"model": "gpt-4o"},
     "managed": {"model": "gpt-4o", "window": 64_000},
+}
+CLAUDE = {
+    "plain": {"model": "claude-sonnet-4-5", "counter": "cl100k_base"},
+    "managed": {"model": "claude-sonnet-4-5", "counter": "cl100k_base", "window": 64_000},
 }
 
 
@@ -67,6 +72,19 @@ def test_the_last_call_may_wait_for_its_results() -> None:
     assert session.render().to_openai()[-1]["tool_calls"] == CALL["tool_calls"]
 
 
+@pytest.mark.parametrize("options", CLAUDE.values(), ids=CLAUDE)
+def test_a_claude_session_starts_with_the_user(options: dict[str, Any]) -> None:
+    """A chatbot's greeting before the user's first message is not sent to Claude, as pack()
+    would not send it; sent to an OpenAI model it stays."""
+    greeting = {"role": "assistant", "content": "Hi! How can I help?", "id": "hello"}
+    session = Session(**options)
+    session.extend([{"role": "system", "content": "Be brief."}, greeting, USER])
+    result = session.render()
+    validate_anthropic(result.to_anthropic())
+    assert _last_decision(result, "hello").action == "dropped"
+    assert session.render(provider="openai").to_openai()[1]["content"] == greeting["content"]
+
+
 def _last_decision(result: ctxpack.PackResult, message_id: str) -> ctxpack.Decision:
     return [d for d in result.decisions if d.message_id == message_id][-1]
 
@@ -76,6 +94,25 @@ def _sendable(sent: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sent[:-1] if sent and sent[-1].get("tool_calls") else sent
 
 
+def _sendable_anthropic(payload: dict[str, Any]) -> dict[str, Any]:
+    turns = payload["messages"]
+    last = turns[-1]["content"] if turns and turns[-1]["role"] == "assistant" else ""
+    if isinstance(last, list) and any(block.get("type") == "tool_use" for block in last):
+        turns = turns[:-1]
+    return {**payload, "messages": turns}
+
+
+def _pinned_before_the_user(session: Session) -> bool:
+    # A pinned message is never dropped, by any ctxpack step: pinned before the user's first
+    # message, it is the caller's to move.
+    for message in session.transcript():
+        if message.role == "user":
+            return False
+        if message.pinned and message.role in ("assistant", "tool"):
+            return True
+    return False
+
+
 @settings(
     max_examples=60,
     deadline=None,
@@ -83,17 +120,22 @@ def _sendable(sent: list[dict[str, Any]]) -> list[dict[str, Any]]:
 )
 @given(conversations())
 def test_every_request_pairs_calls_and_results(conv: Conversation) -> None:
-    """Random conversations (orphan results among them), plain and managed: what is sent passes
-    the provider's pairing rules, and every message given has a decision."""
+    """Random conversations (orphan results among them), plain and managed, for an OpenAI model
+    and a Claude one: what is sent passes the provider's rules, and every message given has a
+    decision."""
     given_ids = [m.id for m in ensure_messages(conv.items)]
-    for options in SESSIONS.values():
+    for options in [*SESSIONS.values(), *CLAUDE.values()]:
         session = Session(**options)
         session.extend(conv.items)
         try:
             result = session.render()
         except ctxpack.BudgetExceededError:
             continue  # instructions over the window: their own error, tested elsewhere
-        validate_openai(_sendable(result.to_openai()))
+        if options in CLAUDE.values():
+            if not _pinned_before_the_user(session):
+                validate_anthropic(_sendable_anthropic(result.to_anthropic()))
+        else:
+            validate_openai(_sendable(result.to_openai()))
         decided = set(result.decisions.message_ids())
         ids = [m.id for m in session.transcript()]
         assert len(ids) == len(given_ids)

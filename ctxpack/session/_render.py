@@ -13,10 +13,10 @@ from ..managed import cache_warnings, render_window
 from ..messages import Message, detached
 from ..packing import pack
 from ..pipeline import Decision, DecisionLog
-from ..providers import Provider, check_provider
+from ..providers import Provider, check_provider, provider_from_model
 from ..result import PackResult
 from ..retrieval import retrieve_tool
-from ..stages import provider_pairs
+from ..stages import provider_conform
 from ..store import artifact_id
 from ..tokens import REPLY_PRIMING, tool_definition_tokens
 from ..tools_on_demand import on_demand_tools
@@ -55,7 +55,12 @@ class Rendering(SessionState):
             check_tokens(budget, "budget")
         check_tokens(reserve, "reserve", minimum=0)
         optional_text(query, "query")
-        provider = self.provider if provider is None else check_provider(provider)
+        if provider is not None:
+            provider = check_provider(provider)
+        elif provider_from_model(self.model) == "anthropic":
+            provider = "anthropic"  # as pack() decides: a Claude model takes Anthropic's rules
+        else:
+            provider = self.provider
         given: Sequence[Mapping[str, Any]] = tool_definitions(tools) if tools is not None else []
         if self.tools_on_demand and given:
             self._full_tools = list(given)
@@ -73,12 +78,16 @@ class Rendering(SessionState):
                     "a managed session (window=...) sizes its own requests: render() takes no "
                     "budget or reserve; set the reply room with WindowPolicy(reply_room=...)"
                 )
-            result = self._render_window(query, all_tools, raw_tokens, filter_log, originals)
+            result = self._render_window(
+                query, all_tools, raw_tokens, filter_log, originals, provider
+            )
             return self._with_warnings(result, all_tools)
         if budget is None:
             tool_tokens = tool_definition_tokens(all_tools, self.counter) if all_tools else 0
             if self.pipeline is None:
-                result = self._whole(query, tool_tokens, raw_tokens, filter_log, originals)
+                result = self._whole(
+                    query, tool_tokens, raw_tokens, filter_log, originals, provider
+                )
                 return self._with_warnings(result, all_tools)
             budget = asked = None if self.model is None else known_window(self.model)
             if budget is None:
@@ -133,6 +142,7 @@ class Rendering(SessionState):
         raw_tokens: int,
         filter_log: DecisionLog,
         originals: dict[str, Message],
+        provider: Provider,
     ) -> PackResult:
         """One request of the managed mode (see :mod:`ctxpack.managed`)."""
         policy = self.window
@@ -158,6 +168,7 @@ class Rendering(SessionState):
             raw_tokens,
             filter_log,
             {**by_id, **originals},
+            provider,
             messages=messages,
             budget=policy.window,
             reserve=policy.reserve,
@@ -183,6 +194,7 @@ class Rendering(SessionState):
         raw_tokens: int,
         filter_log: DecisionLog,
         originals: dict[str, Message],
+        provider: Provider,
         *,
         messages: list[Message] | None = None,
         budget: int | None = None,
@@ -191,7 +203,7 @@ class Rendering(SessionState):
         """The compact record whole (or ``messages``, a managed request), as a result."""
         messages = list(self._compact) if messages is None else messages
         # The record holds what the caller gave; a request must hold what the provider takes.
-        messages, repairs, changed = provider_pairs(messages, self.counter.count_message, "session")
+        messages, repairs, changed = provider_conform(messages, self.counter, provider)
         tokens = self.counter.count_messages(messages) + tool_tokens
         filtered = set(filter_log.message_ids()) | {d.message_id for d in repairs}
         # Every message gets its decision, as pack() promises: here, sent as it is.

@@ -1,6 +1,7 @@
 """The built-in stages, one per module, and :class:`StageModel`, the base class of stages."""
 
 from ._alternate import TurnAlternator as TurnAlternator
+from ._alternate import provider_conform as provider_conform
 from ._alternate import turn_rule_breaks as turn_rule_breaks
 from ._base import StageModel as StageModel
 from ._citations import CitationInheritor as CitationInheritor
@@ -18,7 +19,6 @@ from ._pack import GreedyPacker as GreedyPacker
 from ._redact import SecretRedactor as SecretRedactor
 from ._relevance import RelevanceScorer as RelevanceScorer
 from ._semantic import SemanticScorer as SemanticScorer
-from ._tool_pairs import provider_pairs as provider_pairs
 
 __all__ = [
     "SPACY_MAX_LINES",

@@ -10,14 +10,17 @@ drops messages, which can leave two user turns in a row or an assistant turn fir
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 from ..messages import Message, provider_of
 from ..pipeline import Decision, DecisionLog, PackContext, check_context
+from ..providers import Provider
+from ..tokens import TokenCounter
 from ._base import StageModel
-from ._tool_pairs import strip_unanswered_calls
+from ._tool_pairs import provider_pairs, strip_unanswered_calls
 
-__all__ = ["TurnAlternator", "turn_rule_breaks"]
+__all__ = ["TurnAlternator", "provider_conform", "turn_rule_breaks"]
 
 
 def anthropic_side(msg: Message) -> str:
@@ -164,3 +167,18 @@ def turn_rule_breaks(ctx: PackContext) -> list[Decision]:
     # Read against an empty log: the decisions already made (some of them deferred) stay unbuilt.
     probe = ctx.evolve(decisions=DecisionLog())
     return list(TurnAlternator()._removals(probe).decisions)
+
+
+def provider_conform(
+    messages: Sequence[Message], counter: TokenCounter, provider: Provider
+) -> tuple[list[Message], list[Decision], dict[str, Message]]:
+    """``messages`` as ``provider`` takes them, for a request sent without packing: Anthropic's
+    turn rules as :class:`TurnAlternator` applies them, or OpenAI's pairing of calls and results
+    (:func:`~ctxpack.stages._tool_pairs.provider_pairs`, decisions under ``session``). Returns
+    the messages, the decisions and the originals of the messages changed, by id."""
+    if provider != "anthropic":
+        return provider_pairs(messages, counter.count_message, "session")
+    # It only removes, so no budget binds it.
+    ctx = PackContext(messages=tuple(messages), budget=1, counter=counter, provider="anthropic")
+    ctx = TurnAlternator()(ctx)
+    return list(ctx.messages), list(ctx.decisions), dict(ctx.artifacts)
