@@ -557,7 +557,11 @@ def test_a_compaction_keeps_the_output_the_model_has_not_read_yet() -> None:
 
 
 def test_by_default_a_clearing_keeps_the_last_twenty_results() -> None:
-    session = Session(counter=COUNTER, filters=False, window=64_000)
+    # A managed room this large lets results pile up before a compaction is due; the keep is
+    # the default one.
+    session = Session(
+        counter=COUNTER, filters=False, window=WindowPolicy(window=64_000, managed_room=40_000)
+    )
     run(session, 80, lines=15)
     events = session.window_state.events
     assert events and events[0].action == "cleared"  # results piled up before a compaction
@@ -700,7 +704,7 @@ def test_a_compaction_measures_its_tail_as_the_request_carries_it() -> None:
     # Resumed right after a clearing with a much smaller window, the session compacts at once.
     # A result cleared before is sent as its placeholder, and the tail kept is measured so: the
     # last keep_recent messages, small as sent, are all kept.
-    first = WindowPolicy(window=32_000, keep=0, clear_at=0.35, compact_at=0.6)
+    first = WindowPolicy(window=32_000, keep=0, clear_at=0.35, compact_at=0.6, managed_room=None)
     one = Session(counter=COUNTER, filters=False, window=first)
     one.extend([SYSTEM, TASK])
     for i in range(60):

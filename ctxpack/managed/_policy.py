@@ -15,11 +15,11 @@ __all__ = ["DEFAULT_PINNED_BUDGET", "DEFAULT_SKILL_BUDGET", "PinnedText", "Windo
 
 DEFAULT_SKILL_BUDGET = 5_000
 DEFAULT_PINNED_BUDGET = 25_000
-# The smallest of 36k, 40k, 44k and 48k that keeps the evidence present within half a point of
-# 48k's on every tune set (benchmarks/long_sessions.py: the tune halves of the long dev sessions,
-# single and chained, at 64k and 128k, and of the unseen sessions chained by 4 and by 12 at 64k).
-# About the managed room of a 56k window.
-DEFAULT_MANAGED_ROOM = 40_000
+# The smallest of 24k, 28k, 32k, 36k, 40k and 48k that keeps the evidence present within half a
+# point of 48k's on every tune set (benchmarks/long_sessions.py at 64k: the tune halves of the
+# long dev sessions, single and chained by 4, and of the unseen sessions chained by 4 and by 12).
+# About the managed room of a 32k window: a 64k window is managed as a 32k one would be.
+DEFAULT_MANAGED_ROOM = 24_000
 _PINNED_KEY = "pinned_kind"
 # The shares a server-side policy takes unless given (see WindowPolicy._server_side_defaults).
 SERVER_SIDE_DEFAULTS = {"clear_at": 0.35, "compact_at": 0.6, "keep": 5}
@@ -81,8 +81,8 @@ class WindowPolicy(CheckedModel):
         managed_room: The most tokens above what every request carries that the shares above
             apply to. Every request re-sends the conversation, so a bigger window need not
             mean a bigger prompt: past this size, re-sending costs more than the compactions
-            that keep the prompt small. The default was chosen at 64k and 128k (below the
-            room of a 64k window, it traded no evidence measured for a smaller bill): a
+            that keep the prompt small. The default was chosen at 64k (well below the room of
+            a 64k window, it traded under half a point of evidence for a smaller bill): a
             bigger window is managed as a smaller one. ``None``: the whole room. The window
             stays the hard limit either way; a server-side policy's triggers are shares of the
             whole room.
