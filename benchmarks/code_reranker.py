@@ -41,11 +41,12 @@ from code_retrieval import (
     DEV_REPOS,
     REPO_ROOT,
     MissingRepository,
-    export,
     load_tasks,
+    tree_and_index,
 )
 
 from ctxpack.code import CodeIndex
+from ctxpack.code._index import _SURE_MENTION
 from ctxpack.code.roles import is_doc_path, is_test_path
 
 DEFAULT_OUT = REPO_ROOT / "benchmarks" / "results"
@@ -85,7 +86,7 @@ def candidates(
 def features(rows: Sequence[Mapping[str, Any]], kind: str) -> Any:
     signal = np.array([[r["signals"].get(s, 0.0) for s in SIGNALS] for r in rows], dtype=float)
     evidence = np.array([[1.0 if r["evidence"] else 0.0] for r in rows])
-    named = (signal[:, [SIGNALS.index("mention")]] >= 0.9).astype(float)
+    named = (signal[:, [SIGNALS.index("mention")]] >= _SURE_MENTION).astype(float)
     columns = [signal, evidence, named]
     if kind != "signals":
         # Each signal's rank among the candidates: robust to one outlier squashing the others.
@@ -132,12 +133,10 @@ def fit(groups: Sequence[tuple[Any, Any]], l2: float) -> Model:
     return Model(w, mean, scale)
 
 
-def reranked(c: Candidates, model: Model, kind: str, top: int) -> list[str]:
-    rows = c.rows[:top]
-    if not rows:
-        return []
-    score = ((features(rows, kind) - model.mean) / model.scale) @ model.weights
-    return [rows[i]["path"] for i in np.argsort(-score, kind="stable")]
+def reranked(c: Candidates, x: Any, model: Model) -> list[str]:
+    """``c``'s candidates in the model's order, given their features ``x``."""
+    score = ((x - model.mean) / model.scale) @ model.weights
+    return [c.rows[i]["path"] for i in np.argsort(-score, kind="stable")]
 
 
 def found(ranking: Sequence[str], gold: Sequence[str], k: int) -> int:
@@ -150,20 +149,27 @@ def leave_one_repository_out(
 ) -> dict[str, tuple[int, int, int]]:
     """Per repository left out: files found at 5 by the hand weights, by the learned model, and
     files to find."""
+    # Each task's features and targets once: every fold but its own trains on them.
+    data = [
+        (
+            features(c.rows[:top], kind),
+            np.array([1.0 if r["path"] in c.gold else 0.0 for r in c.rows[:top]]),
+        )
+        if c.rows
+        else None
+        for c in tasks
+    ]
     out: dict[str, tuple[int, int, int]] = {}
     for held in sorted({c.repo for c in tasks}):
-        train = []
-        for c in tasks:
-            if c.repo != held and c.rows:
-                rows = c.rows[:top]
-                y = np.array([1.0 if r["path"] in c.gold else 0.0 for r in rows])
-                if y.sum():
-                    train.append((features(rows, kind), y))
-        model = fit(train, l2)
-        tested = [c for c in tasks if c.repo == held]
-        hand = sum(found([r["path"] for r in c.rows], c.gold, 5) for c in tested)
-        learned = sum(found(reranked(c, model, kind, top), c.gold, 5) for c in tested)
-        out[held] = (hand, learned, sum(len(c.gold) for c in tested))
+        train = [d for c, d in zip(tasks, data, strict=True) if c.repo != held and d is not None]
+        model = fit([(x, y) for x, y in train if y.sum()], l2)
+        tested = [(c, d) for c, d in zip(tasks, data, strict=True) if c.repo == held]
+        hand = sum(found([r["path"] for r in c.rows], c.gold, 5) for c, _ in tested)
+        learned = sum(
+            found(reranked(c, d[0], model), c.gold, 5) for c, d in tested if d is not None
+        )
+        total = sum(len(c.gold) for c, _ in tested)
+        out[held] = (hand, learned, total)
     return out
 
 
@@ -252,12 +258,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 skipped.append(task.instance_id)
                 continue
             try:
-                root = export(task, args.repos, args.cache, args.keep_tests)
+                root, db = tree_and_index(
+                    task, args.repos, args.cache, args.index_dir, args.keep_tests
+                )
             except MissingRepository:
                 skipped.append(task.instance_id)
                 continue
-            index_dir = args.index_dir or args.cache
-            index = CodeIndex(root, db=index_dir / f"{task.instance_id}.sqlite")
+            index = CodeIndex(root, db=db)
             tasks.append(candidates(index, task.instance_id, task.repo, task.problem, task.gold))
             print(task.instance_id, file=sys.stderr)
     if len({c.repo for c in tasks}) < 2:

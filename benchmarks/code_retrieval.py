@@ -70,7 +70,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -187,6 +187,25 @@ def export(task: Task, repos: Path, cache: Path, keep_tests: bool) -> Path:
         raise SystemExit(f"error: git archive of {task.base_commit} in {git_dir} failed")
     partial.rename(target)
     return target
+
+
+def tree_and_index(
+    task: Task,
+    repos: Path,
+    cache: Path,
+    index_dir: Path | None,
+    keep_tests: bool,
+    make: Callable[[Task, Path, Path, bool], Path] = export,
+) -> tuple[Path, Path]:
+    """The task's exported tree and its index file (in ``index_dir``, else beside the trees).
+
+    Raises:
+        MissingRepository: No clone of the task's repository in ``repos``.
+    """
+    root = make(task, repos, cache, keep_tests)
+    folder = index_dir or cache
+    folder.mkdir(parents=True, exist_ok=True)
+    return root, folder / f"{task.instance_id}.sqlite"
 
 
 def export_with_history(task: Task, repos: Path, cache: Path, keep_tests: bool) -> Path:
@@ -814,16 +833,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     skipped: list[str] = []
     for task in tasks:
         try:
-            root = make(task, args.repos, args.cache, args.keep_tests)
+            root, db = tree_and_index(
+                task, args.repos, args.cache, args.index_dir, args.keep_tests, make
+            )
         except MissingRepository:
             skipped.append(task.instance_id)
             continue
-        index_dir = args.index_dir or args.cache
-        index_dir.mkdir(parents=True, exist_ok=True)
         got, info = run_task(
             task,
             root,
-            index_dir / f"{task.instance_id}.sqlite",
+            db,
             args.methods,
             args.budget_share,
             counter,
