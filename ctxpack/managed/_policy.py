@@ -15,10 +15,11 @@ __all__ = ["DEFAULT_PINNED_BUDGET", "DEFAULT_SKILL_BUDGET", "PinnedText", "Windo
 
 DEFAULT_SKILL_BUDGET = 5_000
 DEFAULT_PINNED_BUDGET = 25_000
-# The smallest of 24k, 28k, 32k, 36k, 40k and 48k that keeps the evidence present within half a
-# point of 48k's on every tune set (benchmarks/long_sessions.py at 64k: the tune halves of the
-# long dev sessions, single and chained by 4, and of the unseen sessions chained by 4 and by 12).
-# About the managed room of a 32k window: a 64k window is managed as a 32k one would be.
+# The smallest of 16k, 20k, 24k, 28k, 32k, 36k, 40k and 48k that keeps the evidence present
+# within half a point of 48k's on every tune set (benchmarks/long_sessions.py at 64k: the tune
+# halves of the long dev sessions, single and chained by 4, and of the unseen sessions chained by
+# 4 and by 12). About the managed room of a 32k window: a 64k window is managed as a 32k one would
+# be.
 DEFAULT_MANAGED_ROOM = 24_000
 _PINNED_KEY = "pinned_kind"
 # The shares a server-side policy takes unless given (see WindowPolicy._server_side_defaults).
