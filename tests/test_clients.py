@@ -7,6 +7,7 @@ tiktoken, fit the budget), valid for the provider, and the SDK parses the mocked
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import warnings
 from collections.abc import Iterable
@@ -23,6 +24,7 @@ from tests.sdk_mock import (
     WEATHER_TOOL,
     Capture,
     anthropic_client,
+    anthropic_content_tokens,
     anthropic_message,
     async_anthropic_client,
     async_openai_client,
@@ -286,26 +288,6 @@ def anthropic_history() -> list[dict[str, Any]]:
         history.append({"role": "assistant", "content": f"Answer {i}: pack warm. " * 12})
     history.append({"role": "user", "content": "Weather in Oslo?"})
     return history
-
-
-def anthropic_content_tokens(system: Any, messages: list[dict[str, Any]]) -> int:
-    """cl100k_base tokens of every text the request carries (no framing): a lower bound of
-    what ctxpack must have counted, taken independently of it."""
-
-    def texts(value: Any) -> Iterable[str]:
-        if isinstance(value, str):
-            yield value
-        elif isinstance(value, list):
-            for item in value:
-                yield from texts(item)
-        elif isinstance(value, dict):
-            for key in ("text", "thinking", "content"):
-                if key in value:
-                    yield from texts(value[key])
-            if "input" in value:
-                yield json.dumps(value["input"])
-
-    return sum(len(ENC.encode(t)) for t in [*texts(system), *texts(messages)])
 
 
 def test_anthropic_request_is_packed_with_system_and_tools_counted() -> None:
@@ -655,3 +637,148 @@ def test_openai_parse_and_stream_helpers_are_packed() -> None:
     assert final.choices[0].message.content == "Billing"
     assert openai_prompt_tokens(streaming.body["messages"]) <= 300
     assert client.last_result is not None and client.last_result.budget == 300
+
+
+# A managed session (Session(window=...)) behind a wrapper: the session sizes each request.
+
+
+def module_view(step: int) -> str:
+    return "\n".join(
+        f"def function_{step}_{i}(value_{i}): return value_{i} * {i} + {step}" for i in range(60)
+    )
+
+
+def test_a_managed_session_keeps_every_request_the_sdk_sends_within_its_window() -> None:
+    capture = Capture(anthropic_message([{"type": "text", "text": "ok"}]))
+    session = ctxpack.Session(model="claude-sonnet-4-5", counter="cl100k_base", window=8_000)
+    client = ctxpack.wrap_anthropic(anthropic_client(capture), session=session)
+    task = "Why does the auth test fail?"
+    messages: list[Any] = [{"role": "user", "content": task}]
+    for step in range(30):
+        client.messages.create(
+            model="claude-sonnet-4-5", max_tokens=500, system="You fix bugs.", messages=messages
+        )
+        body = capture.body
+        ctxpack.adapters.validate_anthropic(body)
+        # The system prompt and the task, verbatim; prompt and reply within the window, by a
+        # count taken independently of ctxpack (the texts alone, no framing).
+        assert body["system"] == "You fix bugs."
+        assert task in str(body["messages"][0]["content"])
+        tools = json.dumps(body["tools"])
+        content = anthropic_content_tokens(body["system"], body["messages"])
+        assert content + len(ENC.encode(tools)) + 500 <= 8_000
+        call = {
+            "type": "tool_use",
+            "id": f"toolu_{step}",
+            "name": "bash",
+            "input": {"command": f"cat src/module_{step}.py"},
+        }
+        output = {
+            "type": "tool_result",
+            "tool_use_id": f"toolu_{step}",
+            "content": module_view(step),
+        }
+        messages += [
+            {"role": "assistant", "content": [{"type": "text", "text": f"Reading {step}."}, call]},
+            {"role": "user", "content": [output]},
+        ]
+    assert len(capture.body["messages"]) < len(messages) / 4  # it compacted, through the SDK
+    # What the window removed is still there: the first file view, whole, as the result's original.
+    result = client.last_result
+    first_view = next(m for m in session.transcript() if m.text == module_view(0))
+    assert result is not None and first_view.id not in {m.id for m in result.messages}
+    original = result.original(first_view.id)
+    assert original is not None and original.text == module_view(0)
+
+
+def test_a_managed_session_with_the_openai_client() -> None:
+    capture = Capture(openai_reply())
+    session = ctxpack.Session(model="gpt-4o", window=8_000)
+    client = ctxpack.wrap_openai(openai_client(capture), session=session)
+    messages: list[Any] = [
+        {"role": "system", "content": "You fix bugs."},
+        {"role": "user", "content": "Why does the auth test fail?"},
+    ]
+    for step in range(12):
+        client.chat.completions.create(model="gpt-4o", messages=messages, max_tokens=800)
+        sent = capture.body["messages"]
+        assert sent[:2] == messages[:2]
+        assert openai_prompt_tokens(sent) + 800 <= 8_000
+        call = {
+            "id": f"call_{step}",
+            "type": "function",
+            "function": {"name": "bash", "arguments": json.dumps({"command": "cat m.py"})},
+        }
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"call_{step}", "content": module_view(step)},
+        ]
+    assert len(capture.body["messages"]) < len(messages) / 2
+    with pytest.raises(ctxpack.ConfigError, match=r"max_tokens \(2000\).*reply room \(1000"):
+        client.chat.completions.create(model="gpt-4o", messages=messages, max_tokens=2_000)
+
+
+def test_a_managed_session_sends_a_cacheable_prefix_and_the_caching_switch_as_given() -> None:
+    # Anthropic caches only when asked (a cache_control marker, or the request's top-level
+    # automatic one); the bills assume it is asked and that each request's wire body starts with
+    # the previous one. Both must hold on what the SDK really sends, not only in ctxpack's model.
+    capture = Capture(anthropic_message([{"type": "text", "text": "ok"}]))
+    session = ctxpack.Session(model="claude-sonnet-4-5", counter="cl100k_base", window=64_000)
+    client = ctxpack.wrap_anthropic(
+        anthropic_client(capture), window=64_000, counter="cl100k_base", session=session
+    )
+    system = [{"type": "text", "text": "You fix bugs.", "cache_control": {"type": "ephemeral"}}]
+    messages: list[Any] = [{"role": "user", "content": "Why does the auth test fail?"}]
+    for step in range(6):
+        client.messages.create(
+            model="claude-sonnet-4-5",
+            max_tokens=1_000,
+            system=system,
+            messages=messages,
+            cache_control={"type": "ephemeral"},
+        )
+        call = {
+            "type": "tool_use",
+            "id": f"toolu_{step}",
+            "name": "bash",
+            "input": {"command": f"pytest -k {step}"},
+        }
+        result = {"type": "tool_result", "tool_use_id": f"toolu_{step}", "content": PYTEST_LOG}
+        messages += [
+            {"role": "assistant", "content": [{"type": "text", "text": f"Step {step}."}, call]},
+            {"role": "user", "content": [result]},
+        ]
+    assert all(body["cache_control"] == {"type": "ephemeral"} for body in capture.requests)
+    for before, after in itertools.pairwise(capture.requests):
+        ctxpack.adapters.validate_anthropic(after)
+        assert after["system"] == system and after["tools"] == before["tools"]
+        assert after["messages"][: len(before["messages"])] == before["messages"]
+
+
+@pytest.mark.parametrize(
+    ("limits", "match"),
+    [
+        ({"budget": 4_000}, "leave budget= and reserve= out"),
+        ({"reserve": 100}, "leave budget= and reserve= out"),
+        ({"window": 32_000}, r"window=32000 is not the managed session's window \(8000\)"),
+    ],
+)
+def test_a_wrapper_takes_no_limit_of_its_own_with_a_managed_session(
+    limits: dict[str, Any], match: str
+) -> None:
+    session = ctxpack.Session(model="gpt-4o", window=8_000)
+    with pytest.raises(ctxpack.ConfigError, match=match):
+        ctxpack.wrap_openai(openai_client(Capture(openai_reply())), session=session, **limits)
+
+
+def test_a_managed_session_keeps_the_system_prompt_of_its_first_request() -> None:
+    capture = Capture(anthropic_message([{"type": "text", "text": "ok"}]))
+    session = ctxpack.Session(model="claude-sonnet-4-5", counter="cl100k_base", window=8_000)
+    client = ctxpack.wrap_anthropic(anthropic_client(capture), session=session)
+    history: list[Any] = [{"role": "user", "content": "Hi."}]
+    client.messages.create(model="claude-sonnet-4-5", max_tokens=100, messages=history)
+    history += [{"role": "assistant", "content": "Hello."}, {"role": "user", "content": "Bye."}]
+    with pytest.raises(ctxpack.ConfigError, match="system prompt is not the one of the first"):
+        client.messages.create(
+            model="claude-sonnet-4-5", max_tokens=100, system="Be terse.", messages=history
+        )

@@ -17,63 +17,36 @@ from __future__ import annotations
 
 import contextvars
 import inspect
-import json
-import threading
 import warnings
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from .._internal.arguments import message_items, optional_text, tool_list
-from .._internal.budgets import check_limits, pack_limits
+from .._internal.budgets import pack_limits
 from ..adapters import from_anthropic
 from ..errors import ConfigError
+from ..managed import WindowPolicy
 from ..packing import pack
 from ..pipeline import Stage
 from ..providers import Provider
 from ..result import PackResult
-from ..sdk import coerce_message, coerce_messages
+from ..sdk import coerce_messages
 from ..tokens import (
-    REPLY_PRIMING,
     ApproximateTokenCountWarning,
     CounterLike,
     TokenCounter,
     anthropic_approx_counter,
     get_counter,
 )
+from ._session_feed import SessionFeed, SessionLike, wrapper_policy
 
 __all__ = [
     "PackedClient",
     "wrap_anthropic",
     "wrap_openai",
 ]
-
-
-@runtime_checkable
-class SessionLike(Protocol):
-    """What a wrapper needs from a session; :class:`ctxpack.Session` has it.
-
-    The wrapper gives the session each message it has not seen yet with ``extend``, sends what
-    ``render`` returns, and adds the session's own ``tools`` (the retrieve tool) to the request.
-    """
-
-    def extend(self, messages: Iterable[Any], *, provider: Provider | None = None) -> Any:
-        """Add messages, as the agent produced them, to the session's history."""
-
-    def render(
-        self,
-        budget: int | None = None,
-        *,
-        query: str | None = None,
-        provider: Provider | None = None,
-        reserve: int = 0,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-    ) -> PackResult:
-        """The history to send, packed under ``budget`` tokens (``tools`` counted)."""
-
-    def tools(self, provider: Provider = "openai") -> list[dict[str, Any]]:
-        """The tool definitions the session adds to a request."""
 
 
 # Entry points that pack their keyword arguments, by the attribute path from the client.
@@ -125,11 +98,7 @@ class _Packer:
     model: str | None
     counter: TokenCounter | None
     pipeline: Stage | None
-    session: SessionLike | None
-    # Per message given to the session, in order: its fingerprint.
-    fed: list[int] = field(default_factory=list)
-    # Feeding and rendering one session's history is one step for concurrent requests.
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    feed: SessionFeed | None
     resources: frozenset[tuple[str, ...]] = field(default=frozenset())
     methods: frozenset[str] = field(default=frozenset())
 
@@ -153,18 +122,24 @@ class _Packer:
         messages: Any = kwargs.get("messages")
         if not _given(messages):
             return kwargs  # nothing to pack: let the SDK report what is missing
-        counter = self.counter_for(kwargs.get("model"))
-        budget, reserve = pack_limits(
-            self.window, self.budget, self.reserve, self.reply_room(kwargs)
-        )
+        managed = self.feed is not None and self.feed.policy is not None
+        if not managed:
+            counter = self.counter_for(kwargs.get("model"))
+            budget, reserve = pack_limits(
+                self.window, self.budget, self.reserve, self.reply_room(kwargs)
+            )
         messages = message_items(messages)
         tools: Any = kwargs.get("tools")
         tools = tool_list(tools) if _given(tools) else None
         system = kwargs.get("system") if self.provider == "anthropic" else None
         system = system if _given(system) else None
         out = dict(kwargs)
-        if self.session is not None:
-            result = self._render(list(messages), system, tools, counter, budget, reserve)
+        if self.feed is not None and managed:
+            result = self.feed.render_managed(
+                list(messages), system, tools, self.reply_room(kwargs)
+            )
+        elif self.feed is not None:
+            result = self.feed.render(list(messages), system, tools, counter, budget, reserve)
         elif self.provider == "anthropic":
             result = pack(
                 from_anthropic(messages, system=system),
@@ -186,7 +161,7 @@ class _Packer:
                 provider="openai",
             )
         self.remember(result)
-        sent_tools = self.session_tools(tools)
+        sent_tools = self.feed.tools(tools) if self.feed is not None else tools
         if sent_tools is not None and sent_tools != tools:
             out["tools"] = sent_tools
         if self.provider == "anthropic":
@@ -207,77 +182,6 @@ class _Packer:
         results = weakref.WeakKeyDictionary(_LAST_RESULTS.get(weakref.WeakKeyDictionary()))
         results[self] = result
         _LAST_RESULTS.set(results)
-
-    def _render(
-        self,
-        messages: list[Any],
-        system: Any,
-        tools: Sequence[Mapping[str, Any]] | None,
-        counter: TokenCounter,
-        budget: int,
-        reserve: int,
-    ) -> PackResult:
-        session = self.session
-        assert session is not None
-        limit = budget
-        if system is not None:
-            # Anthropic's system prompt rides beside the messages the session renders.
-            budget -= counter.count_messages(from_anthropic([], system=system)) - REPLY_PRIMING
-        if budget <= reserve:
-            raise ConfigError(
-                f"the system prompt, max_tokens and reserve take the whole of {limit} tokens"
-            )
-        with self.lock:
-            self._feed(messages)
-            return session.render(
-                budget=budget, reserve=reserve, tools=tools, provider=self.provider
-            )
-
-    def _feed(self, messages: list[Any]) -> None:
-        """Give the session the messages it has not had yet, once each.
-
-        Concurrent requests on one session carry the same growing history, read at different
-        times: a request may hold fewer messages than the session has had (nothing to give),
-        never different ones.
-        """
-        assert self.session is not None
-        shared = min(len(messages), len(self.fed))
-        # Only the last message both hold is compared, so a long history costs nothing more:
-        # that catches another conversation or a branch, not an edit further back.
-        if shared and self._fingerprint(messages, shared - 1) != self.fed[shared - 1]:
-            raise ConfigError(
-                f"with a session, messages must be the growing history: message {shared - 1} "
-                f"of this request differs from message {shared - 1} given to the session "
-                "before (one session per conversation; send the history it has, plus new "
-                "messages at the end)"
-            )
-        if len(messages) > shared:
-            # The session takes dicts: the SDKs' objects are converted first, as everywhere.
-            self.session.extend(list(coerce_messages(messages[shared:])), provider=self.provider)
-            self.fed.extend(self._fingerprint(messages, i) for i in range(shared, len(messages)))
-
-    @staticmethod
-    def _fingerprint(messages: list[Any], index: int) -> int:
-        """A digest of one message of a request, to tell the same history from another."""
-        message = coerce_message(messages[index], index)
-        return hash(json.dumps(message, sort_keys=True, default=repr))
-
-    def session_tools(self, tools: list[Any] | None) -> list[Any] | None:
-        """The request's tools plus the session's own (the retrieve tool), each once."""
-        if self.session is None:
-            return tools
-        extra = self.session.tools(self.provider)
-        if not extra:
-            return tools
-        names = {_tool_name(t) for t in tools or ()}
-        return [*(tools or ()), *(t for t in extra if _tool_name(t) not in names)]
-
-
-def _tool_name(tool: Any) -> Any:
-    if not isinstance(tool, Mapping):
-        return None
-    function = tool.get("function")
-    return function.get("name") if isinstance(function, Mapping) else tool.get("name")
 
 
 class _Resource:
@@ -348,7 +252,9 @@ class PackedClient(_Resource):
 
     def __repr__(self) -> str:
         p = self._packer
-        limits = f"window={p.window}, " if p.window is not None else ""
+        managed = p.feed.policy if p.feed is not None else None
+        window = managed.window if managed is not None else p.window
+        limits = f"window={window}, " if window is not None else ""
         limits += f"budget={p.budget}, " if p.budget is not None else ""
         return (
             f"PackedClient({self._target!r}, {limits}reserve={p.reserve}, provider={p.provider!r})"
@@ -365,6 +271,7 @@ def _wrap(
     counter: TokenCounter | None,
     pipeline: Stage | None,
     session: SessionLike | None,
+    policy: WindowPolicy | None,
 ) -> PackedClient:
     """``client`` behind a packer for ``provider``'s request methods."""
     if session is not None and inspect.iscoroutinefunction(getattr(session, "extend", None)):
@@ -399,7 +306,7 @@ def _wrap(
         model=model,
         counter=counter,
         pipeline=pipeline,
-        session=session,
+        feed=None if session is None else SessionFeed(session, provider, policy),
         resources=resources,
         methods=_OPENAI_METHODS if openai else _ANTHROPIC_METHODS,
     )
@@ -468,9 +375,11 @@ def wrap_openai(
         >>> packed.last_result.tokens <= 100 - 20, len(packed.last_result.messages)
         (True, 2)
     """
-    check_limits("wrap_openai()", window, budget, reserve)
+    policy = wrapper_policy("wrap_openai()", window, budget, reserve, session)
     resolved = get_counter(model, counter) if counter is not None else None
-    return _wrap(client, "openai", window, budget, reserve, model, resolved, pipeline, session)
+    return _wrap(
+        client, "openai", window, budget, reserve, model, resolved, pipeline, session, policy
+    )
 
 
 def wrap_anthropic(
@@ -522,10 +431,11 @@ def wrap_anthropic(
             request: ``max_tokens`` leaves no room for the prompt in the window, or with a
             session, the request's messages are not the history the session was given).
     """
-    check_limits("wrap_anthropic()", window, budget, reserve)
+    policy = wrapper_policy("wrap_anthropic()", window, budget, reserve, session)
+    resolved: TokenCounter | None = None
     if counter is not None or model is not None:
         resolved = get_counter(model, counter)
-    else:
+    elif policy is None:  # a managed session counts with its own counter
         resolved = anthropic_approx_counter()
         warnings.warn(
             f"Claude's tokenizer is not public; wrap_anthropic counts with {resolved.name!r}, an "
@@ -534,4 +444,6 @@ def wrap_anthropic(
             ApproximateTokenCountWarning,
             stacklevel=2,
         )
-    return _wrap(client, "anthropic", window, budget, reserve, model, resolved, pipeline, session)
+    return _wrap(
+        client, "anthropic", window, budget, reserve, model, resolved, pipeline, session, policy
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import sys
 import threading
 import time
 import weakref
@@ -14,7 +15,15 @@ import httpx2
 import pytest
 
 import ctxpack
-from tests.sdk_mock import Capture, async_openai_client, chat_completion, openai_client
+from tests.sdk_mock import (
+    Capture,
+    anthropic_client,
+    anthropic_content_tokens,
+    anthropic_message,
+    async_openai_client,
+    chat_completion,
+    openai_client,
+)
 
 THREADS = 8
 
@@ -128,6 +137,54 @@ def test_a_session_shared_by_threads_gets_each_message_once() -> None:
         t.join()
     assert errors == []
     assert [m.text for m in session.transcript()] == [m["content"] for m in history]
+
+
+def test_a_managed_session_shared_by_threads_gets_its_system_prompt_and_each_message_once() -> None:
+    # Anthropic's system prompt opens a managed session's history: given once, first, however
+    # the threads interleave, and every request the SDK sends stays within the window.
+    def slow_claude(body: dict[str, Any]) -> httpx2.Response:
+        time.sleep(0.001)
+        return httpx2.Response(200, json=anthropic_message([{"type": "text", "text": "ok"}]))
+
+    capture = Capture(slow_claude)
+    session = StoredSession(model="claude-sonnet-4-5", counter="cl100k_base", window=4_000)
+    client = ctxpack.wrap_anthropic(anthropic_client(capture), session=session)
+    history: list[dict[str, Any]] = []
+    history_lock = threading.Lock()
+    start = threading.Barrier(THREADS)
+    errors: list[BaseException] = []
+
+    def work(worker: int) -> None:
+        start.wait()
+        for turn in range(6):
+            with history_lock:
+                if history:
+                    history.append({"role": "assistant", "content": "Noted."})
+                history.append({"role": "user", "content": f"Worker {worker}, turn {turn}. " * 20})
+                snapshot = list(history)
+            try:
+                client.messages.create(
+                    model="claude-sonnet-4-5", max_tokens=200, system="Be brief.", messages=snapshot
+                )
+            except Exception as error:  # collected: the assertion below lists them
+                errors.append(error)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=work, args=(w,)) for w in range(THREADS)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []
+    texts = [m.text for m in session.transcript()]
+    assert texts == ["Be brief.", *(m["content"] for m in history)]
+    assert all(body["system"] == "Be brief." for body in capture.requests)
+    for body in capture.requests:  # the texts alone, counted apart from ctxpack: a lower bound
+        assert anthropic_content_tokens(body["system"], body["messages"]) + 200 <= 4_000
 
 
 def test_an_async_session_is_refused_with_what_to_do() -> None:

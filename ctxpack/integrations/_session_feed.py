@@ -1,0 +1,202 @@
+"""A session behind a client wrapper: fed each request's new messages once, rendered per request.
+
+A plain session is packed under the wrapper's limits; a managed one (``Session(window=...)``)
+sizes each request itself, within its own window, so the wrapper then takes no limit of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from .._internal.budgets import check_limits
+from ..adapters import from_anthropic
+from ..errors import ConfigError
+from ..managed import WindowPolicy
+from ..providers import Provider
+from ..result import PackResult
+from ..sdk import coerce_message, coerce_messages
+from ..tokens import REPLY_PRIMING, TokenCounter
+
+__all__ = ["SessionFeed", "SessionLike", "wrapper_policy"]
+
+
+@runtime_checkable
+class SessionLike(Protocol):
+    """What a wrapper needs from a session; :class:`ctxpack.Session` has it.
+
+    The wrapper gives the session each message it has not seen yet with ``extend``, sends what
+    ``render`` returns, and adds the session's own ``tools`` (the retrieve tool) to the request.
+    """
+
+    def extend(self, messages: Iterable[Any], *, provider: Provider | None = None) -> Any:
+        """Add messages, as the agent produced them, to the session's history."""
+
+    def render(
+        self,
+        budget: int | None = None,
+        *,
+        query: str | None = None,
+        provider: Provider | None = None,
+        reserve: int = 0,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> PackResult:
+        """The history to send, packed under ``budget`` tokens (``tools`` counted)."""
+
+    def tools(self, provider: Provider = "openai") -> list[dict[str, Any]]:
+        """The tool definitions the session adds to a request."""
+
+
+def wrapper_policy(
+    owner: str, window: Any, budget: Any, reserve: Any, session: Any
+) -> WindowPolicy | None:
+    """Check a wrapper's limits; return the window policy of a managed session, if given one.
+
+    A managed session sizes each request itself, so the wrapper takes no limit of its own
+    beyond, at most, the same window.
+    """
+    policy = getattr(session, "window", None)
+    if not isinstance(policy, WindowPolicy):
+        check_limits(owner, window, budget, reserve)
+        return None
+    if budget is not None or (reserve is not None and reserve != 0):
+        raise ConfigError(
+            f"{owner}: a managed session (Session(window=...)) sizes each request itself: leave "
+            f"budget= and reserve= out (the reply's room is the session's, {policy.reserve} "
+            "tokens; WindowPolicy(reply_room=...) sets it)"
+        )
+    if window is not None and window != policy.window:
+        raise ConfigError(
+            f"{owner}: window={window!r} is not the managed session's window "
+            f"({policy.window}): give the window once, to the session"
+        )
+    return policy
+
+
+@dataclass(eq=False)
+class SessionFeed:
+    """One session behind one wrapper, and what the wrapper has given it so far."""
+
+    session: SessionLike
+    provider: Provider
+    # A managed session's window policy: the session sizes each request, not the wrapper.
+    policy: WindowPolicy | None = None
+    # Per message given to the session, in order: its fingerprint.
+    fed: list[int] = field(default_factory=list)
+    # Feeding and rendering one session's history is one step for concurrent requests.
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    # Whether a managed session has had its first request, and the digest of that request's
+    # Anthropic system prompt (None: it had none); Anthropic's rides beside the messages.
+    opened: bool = False
+    system_digest: int | None = None
+
+    def render(
+        self,
+        messages: list[Any],
+        system: Any,
+        tools: Sequence[Mapping[str, Any]] | None,
+        counter: TokenCounter,
+        budget: int,
+        reserve: int,
+    ) -> PackResult:
+        """A plain session's request, packed under the wrapper's ``budget``."""
+        limit = budget
+        if system is not None:
+            # Anthropic's system prompt rides beside the messages the session renders.
+            budget -= counter.count_messages(from_anthropic([], system=system)) - REPLY_PRIMING
+        if budget <= reserve:
+            raise ConfigError(
+                f"the system prompt, max_tokens and reserve take the whole of {limit} tokens"
+            )
+        with self.lock:
+            self._feed(messages)
+            return self.session.render(
+                budget=budget, reserve=reserve, tools=tools, provider=self.provider
+            )
+
+    def render_managed(
+        self,
+        messages: list[Any],
+        system: Any,
+        tools: Sequence[Mapping[str, Any]] | None,
+        room: int,
+    ) -> PackResult:
+        """A managed session's request: the session keeps it within its own window, with
+        ``room`` tokens (the request's ``max_tokens``) for the reply."""
+        policy = self.policy
+        assert policy is not None
+        if room > policy.reserve:
+            raise ConfigError(
+                f"max_tokens ({room}) is more than the managed session's reply room "
+                f"({policy.reserve} tokens of its {policy.window}-token window), so prompt and "
+                f"reply could pass the window: ask for at most {policy.reserve}, or give the "
+                f"session window=WindowPolicy(window={policy.window}, reply_room={room})"
+            )
+        with self.lock:
+            self._feed_system(system)
+            self._feed(messages)
+            return self.session.render(tools=tools, provider=self.provider)
+
+    def tools(self, tools: list[Any] | None) -> list[Any] | None:
+        """The request's tools plus the session's own (the retrieve tool), each once."""
+        extra = self.session.tools(self.provider)
+        if not extra:
+            return tools
+        names = {_tool_name(t) for t in tools or ()}
+        return [*(tools or ()), *(t for t in extra if _tool_name(t) not in names)]
+
+    def _feed_system(self, system: Any) -> None:
+        """Give a managed session Anthropic's system prompt as its history's first message.
+
+        The session must count it against the window and keep it verbatim, as it keeps an
+        OpenAI system message; it cannot be replaced later, since the history only grows.
+        """
+        digest = None if system is None else hash(json.dumps(system, sort_keys=True, default=repr))
+        if not self.opened:
+            if system is not None:
+                self.session.extend(from_anthropic([], system=system))
+            self.opened, self.system_digest = True, digest
+        elif digest != self.system_digest:
+            raise ConfigError(
+                "with a managed session, system= opens the history the session keeps: this "
+                "request's system prompt is not the one of the first request (one session per "
+                "conversation; a new system prompt needs a new session)"
+            )
+
+    def _feed(self, messages: list[Any]) -> None:
+        """Give the session the messages it has not had yet, once each.
+
+        Concurrent requests on one session carry the same growing history, read at different
+        times: a request may hold fewer messages than the session has had (nothing to give),
+        never different ones.
+        """
+        shared = min(len(messages), len(self.fed))
+        # Only the last message both hold is compared, so a long history costs nothing more:
+        # that catches another conversation or a branch, not an edit further back.
+        if shared and self._fingerprint(messages, shared - 1) != self.fed[shared - 1]:
+            raise ConfigError(
+                f"with a session, messages must be the growing history: message {shared - 1} "
+                f"of this request differs from message {shared - 1} given to the session "
+                "before (one session per conversation; send the history it has, plus new "
+                "messages at the end)"
+            )
+        if len(messages) > shared:
+            # The session takes dicts: the SDKs' objects are converted first, as everywhere.
+            self.session.extend(list(coerce_messages(messages[shared:])), provider=self.provider)
+            self.fed.extend(self._fingerprint(messages, i) for i in range(shared, len(messages)))
+
+    @staticmethod
+    def _fingerprint(messages: list[Any], index: int) -> int:
+        """A digest of one message of a request, to tell the same history from another."""
+        message = coerce_message(messages[index], index)
+        return hash(json.dumps(message, sort_keys=True, default=repr))
+
+
+def _tool_name(tool: Any) -> Any:
+    if not isinstance(tool, Mapping):
+        return None
+    function = tool.get("function")
+    return function.get("name") if isinstance(function, Mapping) else tool.get("name")
