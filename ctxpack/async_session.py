@@ -245,13 +245,13 @@ class AsyncSession:
         :meth:`ctxpack.Session.context_management`."""
         return self._core.context_management(provider)
 
-    async def record_response(self, response: Any) -> list[Decision]:
+    async def record_response(self, response: Any, *, append: bool = True) -> list[Decision]:
         """Read what the provider's context management did; see
         :meth:`ctxpack.Session.record_response`."""
         recorded: list[Decision] = []
 
         def change() -> None:
-            recorded[:] = self._core._record_response(response)
+            recorded[:] = self._core._record_response(response, append)
 
         await self._commit(change)
         return recorded

@@ -35,11 +35,13 @@ class Capture:
         self.reply = reply
         self.requests: list[dict[str, Any]] = []
         self.paths: list[str] = []
+        self.headers: list[dict[str, str]] = []
 
     def __call__(self, request: httpx2.Request) -> httpx2.Response:
         body = json.loads(request.content) if request.content else {}
         self.requests.append(body)
         self.paths.append(request.url.path)
+        self.headers.append(dict(request.headers))
         if callable(self.reply):
             return self.reply(body)
         return httpx2.Response(200, json=dict(self.reply))

@@ -782,3 +782,80 @@ def test_a_managed_session_keeps_the_system_prompt_of_its_first_request() -> Non
         client.messages.create(
             model="claude-sonnet-4-5", max_tokens=100, system="Be terse.", messages=history
         )
+
+
+def test_a_server_side_session_sends_its_context_management_through_the_beta_client() -> None:
+    compaction = {"type": "compaction", "content": "Summary: auth bug.", "signature": "sig"}
+    text = {"type": "text", "text": "Running.", "citations": None}
+    cleared = {
+        "type": "clear_tool_uses_20250919",
+        "cleared_tool_uses": 3,
+        "cleared_input_tokens": 4_200,
+    }
+    first_reply = {
+        **anthropic_message([compaction, text]),
+        "context_management": {"applied_edits": [cleared]},
+    }
+    replies = iter([first_reply, anthropic_message([{"type": "text", "text": "ok"}])])
+    capture = Capture(lambda body: httpx2.Response(200, json=next(replies)))
+    policy = ctxpack.managed.WindowPolicy(window=200_000, server_side=True)
+    session = ctxpack.Session(model="claude-sonnet-4-5", counter="cl100k_base", window=policy)
+    client = ctxpack.wrap_anthropic(anthropic_client(capture), session=session)
+    history: list[Any] = [{"role": "user", "content": "Why does the auth test fail?"}]
+    first = client.beta.messages.create(
+        model="claude-sonnet-4-5", max_tokens=1_000, messages=history, betas=["my-beta"]
+    )
+    fields = session.context_management()
+    assert capture.body["context_management"] == fields["context_management"]
+    betas = capture.headers[-1]["anthropic-beta"].split(",")
+    assert betas == ["my-beta", *fields["betas"]]
+    # The reply's compaction block goes back as it came, with the history.
+    history += [{"role": "assistant", "content": first.content}, {"role": "user", "content": "Go."}]
+    own = {"edits": [{"type": "clear_tool_uses_20250919"}]}
+    client.beta.messages.create(
+        model="claude-sonnet-4-5", max_tokens=1_000, messages=history, context_management=own
+    )
+    assert capture.body["context_management"] == own  # the caller's own, as given
+    ctxpack.adapters.validate_anthropic(capture.body)
+    assert capture.body["messages"][1]["content"][0] == compaction
+    # What the provider did is read from the reply into the session's decisions; the reply
+    # itself reached the session once, with the history.
+    reply_id = session.transcript()[1].id
+    assert [m.role for m in session.transcript()] == ["user", "assistant", "user"]
+    result = client.last_result
+    assert result is not None
+    server = [(d.action, d.message_id, d.tokens_before) for d in result.decisions]
+    assert server[-2:] == [("cleared", reply_id, 4_200), ("merged", reply_id, None)]
+    with pytest.raises(ctxpack.ConfigError, match=r"client\.beta\.messages\.create"):
+        client.messages.create(model="claude-sonnet-4-5", max_tokens=1_000, messages=history)
+
+
+def test_a_server_side_session_is_refused_by_the_chat_completions_wrapper() -> None:
+    policy = ctxpack.managed.WindowPolicy(window=128_000, server_side=True)
+    session = ctxpack.Session(model="gpt-4o", window=policy)
+    with pytest.raises(ctxpack.ConfigError, match="Responses API"):
+        ctxpack.wrap_openai(openai_client(Capture(openai_reply())), session=session)
+
+
+def test_an_async_client_records_what_the_provider_did_once_the_reply_is_awaited() -> None:
+    cleared = {
+        "type": "clear_tool_uses_20250919",
+        "cleared_tool_uses": 1,
+        "cleared_input_tokens": 700,
+    }
+    reply = {
+        **anthropic_message([{"type": "text", "text": "ok"}]),
+        "context_management": {"applied_edits": [cleared]},
+    }
+    policy = ctxpack.managed.WindowPolicy(window=200_000, server_side=True)
+    session = ctxpack.Session(model="claude-sonnet-4-5", counter="cl100k_base", window=policy)
+    client = ctxpack.wrap_anthropic(async_anthropic_client(Capture(reply)), session=session)
+
+    async def ask() -> Any:
+        return await client.beta.messages.create(
+            model="claude-sonnet-4-5", max_tokens=100, messages=[{"role": "user", "content": "Hi"}]
+        )
+
+    response = asyncio.run(ask())
+    assert response.content[0].text == "ok"
+    assert [d.tokens_before for d in session.window_state.decisions] == [700]

@@ -3,11 +3,9 @@ transport: the request fields they send, and what comes back read into the sessi
 
 from __future__ import annotations
 
-from typing import Any
+import pytest
 
-import httpx2
-
-from ctxpack import Session, get_counter
+from ctxpack import ConfigError, Session, get_counter
 from ctxpack.managed import WindowPolicy
 from ctxpack.server_side import (
     ANTHROPIC_BETAS,
@@ -17,19 +15,6 @@ from ctxpack.server_side import (
 )
 
 from .sdk_mock import Capture, anthropic_client, anthropic_message, openai_client
-
-
-class HeaderCapture(Capture):
-    """A capture that also keeps each request's headers."""
-
-    def __init__(self, reply: dict[str, Any]) -> None:
-        super().__init__(reply)
-        self.headers: list[dict[str, str]] = []
-
-    def __call__(self, request: httpx2.Request) -> httpx2.Response:
-        self.headers.append(dict(request.headers))
-        return super().__call__(request)
-
 
 COUNTER = get_counter(counter="cl100k_base")
 POLICY = WindowPolicy(
@@ -94,7 +79,7 @@ def test_the_anthropic_sdk_sends_the_field_and_the_session_reads_the_reply() -> 
             },
         ]
     }
-    capture = HeaderCapture(reply)
+    capture = Capture(reply)
     client = anthropic_client(capture)
     session = Session(counter=COUNTER, window=POLICY)
     session.append({"role": "user", "content": "Fix the cache bug."}, provider="anthropic")
@@ -166,3 +151,30 @@ def test_a_reply_without_context_management_records_nothing() -> None:
         == []
     )
     assert response_decisions("not a response", message_id="m") == []
+
+
+def test_recording_a_reply_without_appending_it_reads_only_the_decisions() -> None:
+    # For a reply that reaches the session another way: a client wrapper gives it the history.
+    session = Session(counter=COUNTER, window=POLICY)
+    session.append({"role": "user", "content": "Fix the cache bug."}, provider="anthropic")
+    reply = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "content": [{"type": "text", "text": "Done."}],
+        "context_management": {
+            "applied_edits": [
+                {
+                    "type": "clear_thinking_20251015",
+                    "cleared_thinking_turns": 2,
+                    "cleared_input_tokens": 900,
+                }
+            ]
+        },
+    }
+    (decision,) = session.record_response(reply, append=False)
+    assert decision.action == "cleared" and decision.tokens_before == 900
+    assert [m.role for m in session.transcript()] == ["user"]
+    with pytest.raises(ConfigError, match="append must be True or False, got 'no'"):
+        session.record_response(reply, append="no")  # type: ignore[arg-type]

@@ -6,11 +6,12 @@ sizes each request itself, within its own window, so the wrapper then takes no l
 
 from __future__ import annotations
 
+import inspect
 import json
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from .._internal.budgets import check_limits
 from ..adapters import from_anthropic
@@ -18,7 +19,7 @@ from ..errors import ConfigError
 from ..managed import WindowPolicy
 from ..providers import Provider
 from ..result import PackResult
-from ..sdk import coerce_message, coerce_messages
+from ..sdk import coerce_message, coerce_messages, is_sdk_object
 from ..tokens import REPLY_PRIMING, TokenCounter
 
 __all__ = ["SessionFeed", "SessionLike", "wrapper_policy"]
@@ -50,6 +51,12 @@ class SessionLike(Protocol):
         """The tool definitions the session adds to a request."""
 
 
+class _ServerSide(Protocol):
+    def context_management(self, provider: Provider | None = None) -> dict[str, Any]: ...
+
+    def record_response(self, response: Any, *, append: bool = True) -> Any: ...
+
+
 def wrapper_policy(
     owner: str, window: Any, budget: Any, reserve: Any, session: Any
 ) -> WindowPolicy | None:
@@ -72,6 +79,13 @@ def wrapper_policy(
         raise ConfigError(
             f"{owner}: window={window!r} is not the managed session's window "
             f"({policy.window}): give the window once, to the session"
+        )
+    if policy.server_side and owner.startswith("wrap_openai"):
+        raise ConfigError(
+            f"{owner}: a server-side managed session hands the window to OpenAI's Responses "
+            "API (client.responses), which this wrapper does not wrap: Chat Completions has no "
+            "context management. Manage it on the client side (WindowPolicy(server_side=False)) "
+            "or send session.context_management() with client.responses yourself"
         )
     return policy
 
@@ -139,6 +153,48 @@ class SessionFeed:
             self._feed_system(system)
             self._feed(messages)
             return self.session.render(tools=tools, provider=self.provider)
+
+    def server_side_fields(self, *, beta: bool, own: bool, betas: Any) -> dict[str, Any]:
+        """What a server-side managed session adds to an Anthropic request: its
+        ``context_management`` (unless the request has its ``own``) and the ``betas`` it needs
+        beyond the request's."""
+        assert self.policy is not None
+        if not self.policy.server_side:
+            return {}
+        if not beta:
+            raise ConfigError(
+                "a server-side managed session hands the window to Anthropic's context "
+                "management, a beta: send with client.beta.messages.create (or .stream), not "
+                "client.messages"
+            )
+        # Only ctxpack's Session can be managed (its window is a WindowPolicy), and it has this.
+        fields = dict(cast(_ServerSide, self.session).context_management(self.provider))
+        if own:
+            del fields["context_management"]
+        given = list(betas) if isinstance(betas, (list, tuple)) else []
+        fields["betas"] = [*given, *(b for b in fields["betas"] if b not in given)]
+        return fields
+
+    def record(self, response: Any) -> Any:
+        """``response``, once a server-side session has read what the provider's context
+        management did from it (a reply awaited first, for an async client). The reply itself
+        reaches the session with the next request's history, so it is not appended here; a
+        stream or a raw response is left to the caller (``session.record_response``)."""
+        if self.policy is None or not self.policy.server_side:
+            return response
+        if inspect.isawaitable(response):
+            return self._recorded(response)
+        self._record(response)
+        return response
+
+    async def _recorded(self, response: Awaitable[Any]) -> Any:
+        reply = await response
+        self._record(reply)
+        return reply
+
+    def _record(self, reply: Any) -> None:
+        if is_sdk_object(reply) and getattr(reply, "type", None) == "message":
+            cast(_ServerSide, self.session).record_response(reply, append=False)
 
     def tools(self, tools: list[Any] | None) -> list[Any] | None:
         """The request's tools plus the session's own (the retrieve tool), each once."""

@@ -117,8 +117,10 @@ class _Packer:
                 return value
         return 0
 
-    def packed_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        """The request's keyword arguments with ``messages`` (and ``system``) packed."""
+    def packed_kwargs(self, kwargs: dict[str, Any], *, beta: bool = False) -> dict[str, Any]:
+        """The request's keyword arguments with ``messages`` (and ``system``) packed; for a
+        server-side managed session, with its ``context_management`` (``beta``: the request
+        goes through ``client.beta``, the only one that takes it)."""
         messages: Any = kwargs.get("messages")
         if not _given(messages):
             return kwargs  # nothing to pack: let the SDK report what is missing
@@ -135,6 +137,8 @@ class _Packer:
         system = system if _given(system) else None
         out = dict(kwargs)
         if self.feed is not None and managed:
+            own = _given(kwargs.get("context_management"))
+            out.update(self.feed.server_side_fields(beta=beta, own=own, betas=kwargs.get("betas")))
             result = self.feed.render_managed(
                 list(messages), system, tools, self.reply_room(kwargs)
             )
@@ -196,7 +200,7 @@ class _Resource:
         value = getattr(self._target, name)
         packer = self._packer
         if self._path in packer.resources and name in packer.methods and callable(value):
-            return _packing(value, packer)
+            return _packing(value, packer, beta=self._path[:1] == ("beta",))
         path = (*self._path, name)
         if any(resource[: len(path)] == path for resource in packer.resources):
             return _Resource(value, path, packer)
@@ -206,9 +210,10 @@ class _Resource:
         return f"<packed {self._target!r}>"
 
 
-def _packing(method: Callable[..., Any], packer: _Packer) -> Callable[..., Any]:
+def _packing(method: Callable[..., Any], packer: _Packer, *, beta: bool) -> Callable[..., Any]:
     def call(*args: Any, **kwargs: Any) -> Any:
-        return method(*args, **packer.packed_kwargs(kwargs))
+        response = method(*args, **packer.packed_kwargs(kwargs, beta=beta))
+        return response if packer.feed is None else packer.feed.record(response)
 
     call.__name__ = getattr(method, "__name__", "create")
     call.__doc__ = getattr(method, "__doc__", None)

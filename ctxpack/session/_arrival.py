@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .._internal.arguments import flag
 from ..adapters.read import read_message
 from ..errors import InvalidMessageError
 from ..filters import RETRIEVE_TOOL_NAME
@@ -210,9 +211,11 @@ class Arrival(Superseding):
                 return msg.text
         return ""
 
-    def _record_response(self, response: Any) -> list[Decision]:
+    def _record_response(self, response: Any, append: bool = True) -> list[Decision]:
         """:meth:`record_response`'s change of state; returns the decisions recorded."""
         from ..server_side import response_decisions
+
+        flag(append, "append")
 
         body = (
             response.model_dump(mode="json", by_alias=True, exclude_unset=True)
@@ -227,7 +230,7 @@ class Arrival(Superseding):
         anthropic = is_anthropic_response(body)
         mid = f"s{len(self._raw)}" if anthropic else str(body.get("id", "response"))
         decisions = response_decisions(body, message_id=mid)
-        if anthropic:
+        if anthropic and append:
             message = {"role": "assistant", "content": body.get("content") or []}
             self._extend([message], "anthropic")
         self.window_state.decisions.extend(decisions)

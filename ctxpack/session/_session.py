@@ -462,7 +462,7 @@ class Session(Arrival, Rendering):
             }
         return {"context_management": openai_context_management(self.window)}
 
-    def record_response(self, response: Any) -> list[Decision]:
+    def record_response(self, response: Any, *, append: bool = True) -> list[Decision]:
         """Read what the provider's context management did for ``response`` into the session.
 
         An Anthropic Messages response is appended as the assistant message (its
@@ -470,6 +470,11 @@ class Session(Arrival, Rendering):
         ``context_management.applied_edits`` and compaction become decisions of the next
         :meth:`render`. For an OpenAI Responses response, the decisions are recorded and its
         output items (the ``compaction`` item included) are yours to send back.
+
+        Args:
+            response: The provider's response, an SDK object or its dict.
+            append: ``False`` records the decisions only, for a reply that reaches the session
+                with the next request's history (a client wrapper does this).
 
         Returns:
             The decisions recorded.
@@ -484,7 +489,7 @@ class Session(Arrival, Rendering):
         # One change, read afresh on each attempt: the message and its decisions are stored
         # together, on top of other writers' appends.
         def change() -> None:
-            recorded[:] = self._record_response(response)
+            recorded[:] = self._record_response(response, append)
 
         self._change(change)
         return recorded
