@@ -859,3 +859,31 @@ def test_an_async_client_records_what_the_provider_did_once_the_reply_is_awaited
     response = asyncio.run(ask())
     assert response.content[0].text == "ok"
     assert [d.tokens_before for d in session.window_state.decisions] == [700]
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_session_with_tools_on_demand_sends_the_stubs_it_counted(provider: str) -> None:
+    session = ctxpack.Session(model="gpt-4o", counter="cl100k_base", tools_on_demand=True)
+    question = [{"role": "user", "content": "Weather in Oslo?"}]
+    if provider == "openai":
+        capture = Capture(openai_reply())
+        client = ctxpack.wrap_openai(openai_client(capture), window=8_000, session=session)
+        client.chat.completions.create(model="gpt-4o", messages=question, tools=[WEATHER_TOOL])
+    else:
+        capture = Capture(anthropic_message([{"type": "text", "text": "3 C."}]))
+        client = ctxpack.wrap_anthropic(
+            anthropic_client(capture), window=8_000, counter="cl100k_base", session=session
+        )
+        client.messages.create(
+            model="claude-sonnet-4-5",
+            max_tokens=100,
+            messages=question,
+            tools=[CLAUDE_WEATHER_TOOL],
+        )
+    sent = capture.body["tools"]
+    names = [t.get("name") or t["function"]["name"] for t in sent]
+    assert names == ["get_weather", "describe_tool", "retrieve_original"]
+    result = client.last_result
+    assert result is not None
+    counter = ctxpack.get_counter(counter="cl100k_base")
+    assert ctxpack.tokens.tool_definition_tokens(sent, counter) == result.tool_tokens

@@ -21,6 +21,7 @@ from ..providers import Provider
 from ..result import PackResult
 from ..sdk import coerce_message, coerce_messages, is_sdk_object
 from ..tokens import REPLY_PRIMING, TokenCounter
+from ..tools_on_demand import on_demand_tools
 
 __all__ = ["SessionFeed", "SessionLike", "wrapper_policy"]
 
@@ -197,7 +198,10 @@ class SessionFeed:
             cast(_ServerSide, self.session).record_response(reply, append=False)
 
     def tools(self, tools: list[Any] | None) -> list[Any] | None:
-        """The request's tools plus the session's own (the retrieve tool), each once."""
+        """The tools to send: the request's (as stubs and ``describe_tool`` for a session
+        with tools on demand, which counted those) plus the session's own, each once."""
+        if tools and getattr(self.session, "tools_on_demand", False) is True:
+            tools = on_demand_tools(tools, self.provider)
         extra = self.session.tools(self.provider)
         if not extra:
             return tools
