@@ -820,12 +820,12 @@ def test_a_server_side_session_sends_its_context_management_through_the_beta_cli
     assert capture.body["messages"][1]["content"][0] == compaction
     # What the provider did is read from the reply into the session's decisions; the reply
     # itself reached the session once, with the history.
-    reply_id = session.transcript()[1].id
+    question_id = session.transcript()[0].id  # the end of the request the provider edited
     assert [m.role for m in session.transcript()] == ["user", "assistant", "user"]
     result = client.last_result
     assert result is not None
     server = [(d.action, d.message_id, d.tokens_before) for d in result.decisions]
-    assert server[-2:] == [("cleared", reply_id, 4_200), ("merged", reply_id, None)]
+    assert server[-2:] == [("cleared", question_id, 4_200), ("merged", question_id, None)]
     with pytest.raises(ctxpack.ConfigError, match=r"client\.beta\.messages\.create"):
         client.messages.create(model="claude-sonnet-4-5", max_tokens=1_000, messages=history)
 

@@ -180,7 +180,11 @@ def read_anthropic(
         if turn == start and block is not None:
             # The summary stands for the whole earlier history: never drop it.
             produced[0]["pinned"] = True
-        extra = _without(entry, "role", "content")
+        # ``id`` is ctxpack's, as in an OpenAI dict (the message's id, never sent): Anthropic
+        # refuses a message field it does not know.
+        if "id" in entry:
+            produced[0]["id"] = entry["id"]
+        extra = _without(entry, "role", "content", "id")
         if extra:
             # Fields beside role and content are not part of the API today; keep them anyway.
             produced[0]["metadata"][META]["message"] = extra

@@ -2,12 +2,16 @@
 
 A plain session is packed under the wrapper's limits; a managed one (``Session(window=...)``)
 sizes each request itself, within its own window, so the wrapper then takes no limit of its own.
+What was given is read from the session's own messages (their ids name their place in the
+requests and a digest), so replicas of a stored session, and a process started since, agree.
 """
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import json
+import re
 import threading
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -15,11 +19,12 @@ from typing import Any, Protocol, cast, runtime_checkable
 
 from .._internal.budgets import check_limits
 from ..adapters import from_anthropic
-from ..errors import ConfigError
+from ..errors import ConfigError, InvalidMessageError
 from ..managed import WindowPolicy
+from ..messages import Message
 from ..providers import Provider
 from ..result import PackResult
-from ..sdk import coerce_message, coerce_messages, is_sdk_object
+from ..sdk import coerce_message, is_sdk_object
 from ..tokens import REPLY_PRIMING, TokenCounter
 from ..tools_on_demand import on_demand_tools
 
@@ -93,20 +98,20 @@ def wrapper_policy(
 
 @dataclass(eq=False)
 class SessionFeed:
-    """One session behind one wrapper, and what the wrapper has given it so far."""
+    """One session behind one wrapper: what it lacks of each request is given to it, then it
+    renders the request."""
 
     session: SessionLike
     provider: Provider
     # A managed session's window policy: the session sizes each request, not the wrapper.
     policy: WindowPolicy | None = None
-    # Per message given to the session, in order: its fingerprint.
-    fed: list[int] = field(default_factory=list)
+    # What this wrapper gave the session, by the request's message index: its digest. A session
+    # that can say what it holds (ctxpack's, by its messages' ids) is read instead.
+    fed: dict[int, str] = field(default_factory=dict)
     # Feeding and rendering one session's history is one step for concurrent requests.
     lock: threading.Lock = field(default_factory=threading.Lock)
-    # Whether a managed session has had its first request, and the digest of that request's
-    # Anthropic system prompt (None: it had none); Anthropic's rides beside the messages.
-    opened: bool = False
-    system_digest: int | None = None
+    # The digest of the system prompt given to a managed session ("" for none): as ``fed``.
+    system: str | None = None
 
     def render(
         self,
@@ -127,7 +132,7 @@ class SessionFeed:
                 f"the system prompt, max_tokens and reserve take the whole of {limit} tokens"
             )
         with self.lock:
-            self._feed(messages)
+            self._give(messages)
             return self.session.render(
                 budget=budget, reserve=reserve, tools=tools, provider=self.provider
             )
@@ -151,8 +156,7 @@ class SessionFeed:
                 f"session window=WindowPolicy(window={policy.window}, reply_room={room})"
             )
         with self.lock:
-            self._feed_system(system)
-            self._feed(messages)
+            self._give(messages, system, opening=True)
             return self.session.render(tools=tools, provider=self.provider)
 
     def server_side_fields(self, *, beta: bool, own: bool, betas: Any) -> dict[str, Any]:
@@ -208,18 +212,34 @@ class SessionFeed:
         names = {_tool_name(t) for t in tools or ()}
         return [*(tools or ()), *(t for t in extra if _tool_name(t) not in names)]
 
+    def _give(self, messages: list[Any], system: Any = None, *, opening: bool = False) -> None:
+        """Give the session what it lacks of the request: with ``opening``, the system prompt
+        first. Another replica may give the same messages at the same moment: one of the two
+        writes then fails on the ids, and the other reads afresh what the session holds."""
+        for attempt in range(_ATTEMPTS):
+            try:
+                if opening:
+                    self._feed_system(system)
+                self._feed(messages)
+                return
+            except InvalidMessageError as error:
+                if error.field != "id" or attempt == _ATTEMPTS - 1:
+                    raise
+
     def _feed_system(self, system: Any) -> None:
         """Give a managed session Anthropic's system prompt as its history's first message.
 
         The session must count it against the window and keep it verbatim, as it keeps an
         OpenAI system message; it cannot be replaced later, since the history only grows.
         """
-        digest = None if system is None else hash(json.dumps(system, sort_keys=True, default=repr))
-        if not self.opened:
+        digest = "" if system is None else _digest(system)
+        given, held = self._held()
+        if held is None and not given:
             if system is not None:
-                self.session.extend(from_anthropic([], system=system))
-            self.opened, self.system_digest = True, digest
-        elif digest != self.system_digest:
+                (opening,) = from_anthropic([], system=system)
+                self.session.extend([opening.model_copy(update={"id": f"{_SYSTEM}{digest}"})])
+            self.system = digest
+        elif digest != (held or ""):
             raise ConfigError(
                 "with a managed session, system= opens the history the session keeps: this "
                 "request's system prompt is not the one of the first request (one session per "
@@ -231,28 +251,65 @@ class SessionFeed:
 
         Concurrent requests on one session carry the same growing history, read at different
         times: a request may hold fewer messages than the session has had (nothing to give),
-        never different ones.
+        never different ones. Each message goes with an id naming its place in the requests
+        and a digest of it, so that a replica, or a process started since, reads from the
+        session (its store) what any of them gave.
         """
-        shared = min(len(messages), len(self.fed))
-        # Only the last message both hold is compared, so a long history costs nothing more:
+        given, _ = self._held()
+        shared = min(len(messages), max(given, default=-1) + 1)
+        # Only the last message both hold is compared, so a long history costs little more:
         # that catches another conversation or a branch, not an edit further back.
-        if shared and self._fingerprint(messages, shared - 1) != self.fed[shared - 1]:
+        last = shared - 1
+        if shared and _digest(coerce_message(messages[last], last)) != given.get(last):
             raise ConfigError(
-                f"with a session, messages must be the growing history: message {shared - 1} "
-                f"of this request differs from message {shared - 1} given to the session "
-                "before (one session per conversation; send the history it has, plus new "
-                "messages at the end)"
+                f"with a session, messages must be the growing history: message {last} of this "
+                f"request differs from message {last} given to the session before (one session "
+                "per conversation; send the history it has, plus new messages at the end)"
             )
-        if len(messages) > shared:
+        new: list[Any] = []
+        digests: dict[int, str] = {}
+        for index in range(shared, len(messages)):
             # The session takes dicts: the SDKs' objects are converted first, as everywhere.
-            self.session.extend(list(coerce_messages(messages[shared:])), provider=self.provider)
-            self.fed.extend(self._fingerprint(messages, i) for i in range(shared, len(messages)))
+            message = coerce_message(messages[index], index)
+            digests[index] = digest = _digest(message)
+            if isinstance(message, Mapping):
+                message = {**message, "id": f"w{index}-{digest}"}
+            elif isinstance(message, Message):
+                message = message.model_copy(update={"id": f"w{index}-{digest}"})
+            new.append(message)
+        if new:
+            self.session.extend(new, provider=self.provider)
+            self.fed.update(digests)
 
-    @staticmethod
-    def _fingerprint(messages: list[Any], index: int) -> int:
-        """A digest of one message of a request, to tell the same history from another."""
-        message = coerce_message(messages[index], index)
-        return hash(json.dumps(message, sort_keys=True, default=repr))
+    def _held(self) -> tuple[dict[int, str], str | None]:
+        """What the session holds of the requests' messages (index to digest), and the digest
+        of the system prompt it was given (``None``: none given)."""
+        transcript = getattr(self.session, "transcript", None)
+        if not callable(transcript):
+            return self.fed, self.system or None
+        given: dict[int, str] = {}
+        system = None
+        for message in transcript():
+            found = _GIVEN.match(message.id)
+            if found:
+                given[int(found[1])] = found[2]
+            elif message.id.startswith(_SYSTEM):
+                system = message.id.removeprefix(_SYSTEM)
+        return given, system
+
+
+# The ids of what a wrapper gives a session: a request's message (its index there and its
+# digest) and a managed session's Anthropic system prompt.
+_GIVEN = re.compile(r"w(\d+)-([0-9a-f]{12})$")
+_SYSTEM = "wsystem-"
+# Reads afresh after a write lost to another replica's: each loss is another writer's progress.
+_ATTEMPTS = 10
+
+
+def _digest(value: Any) -> str:
+    """A digest of a message (or a system prompt) as sent, the same in every process."""
+    text = json.dumps(value, sort_keys=True, default=repr)
+    return hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
 
 
 def _tool_name(tool: Any) -> Any:

@@ -228,7 +228,12 @@ class Arrival(Superseding):
                 f"{type(response).__name__}"
             )
         anthropic = is_anthropic_response(body)
-        mid = f"s{len(self._raw)}" if anthropic else str(body.get("id", "response"))
+        if anthropic and append:
+            mid = f"s{len(self._raw)}"  # the reply, as it is about to be appended
+        elif anthropic and self._raw:
+            mid = self._raw[-1].id  # the end of the request the provider edited
+        else:
+            mid = str(body.get("id", "response"))
         decisions = response_decisions(body, message_id=mid)
         if anthropic and append:
             message = {"role": "assistant", "content": body.get("content") or []}

@@ -474,7 +474,9 @@ class Session(Arrival, Rendering):
         Args:
             response: The provider's response, an SDK object or its dict.
             append: ``False`` records the decisions only, for a reply that reaches the session
-                with the next request's history (a client wrapper does this).
+                with the next request's history (a client wrapper does this); they then name
+                the last message the session holds, the end of the request the provider
+                edited, rather than the reply.
 
         Returns:
             The decisions recorded.

@@ -137,3 +137,17 @@ def test_tool_inputs_survive_the_round_trip(inputs: list[dict[str, Any]]) -> Non
         {"role": "user", "content": results},
     ]
     assert to_anthropic(from_anthropic(messages)) == {"system": None, "messages": messages}
+
+
+def test_an_id_beside_an_anthropic_message_is_ctxpacks_and_never_sent() -> None:
+    # As in an OpenAI dict: the message's id (a session keeps it), not a field of the API,
+    # which refuses fields it does not know.
+    messages = from_anthropic(
+        [{"role": "user", "content": "Hi.", "id": "q1"}, {"role": "assistant", "content": "Yo."}]
+    )
+    assert messages[0].id == "q1"
+    assert to_anthropic(messages)["messages"][0] == {"role": "user", "content": "Hi."}
+    session = ctxpack.Session(counter="cl100k_base")
+    session.extend([{"role": "user", "content": "Hi.", "id": "q1"}], provider="anthropic")
+    assert [m.id for m in session.transcript()] == ["q1"]
+    assert session.render().to_anthropic()["messages"] == [{"role": "user", "content": "Hi."}]

@@ -1,0 +1,145 @@
+"""Client wrappers on a stored session that replicas share: whichever replica (or a process
+started since) takes a request, the session gets each message of the history once, on every
+backend, also when replicas race for the same messages."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx2
+import pytest
+
+import ctxpack
+from ctxpack.store import SessionStore
+
+from ..sdk_mock import (
+    Capture,
+    anthropic_client,
+    anthropic_content_tokens,
+    anthropic_message,
+    chat_completion,
+    openai_client,
+)
+
+WINDOW = 4_000
+
+
+def openai_replica(session_id: str, store: SessionStore) -> tuple[ctxpack.Session, Any]:
+    session = ctxpack.Session.open(session_id, store=store, model="gpt-4o")
+    reply = chat_completion({"role": "assistant", "content": "ok"})
+    return session, ctxpack.wrap_openai(
+        openai_client(Capture(reply)), window=8_000, session=session
+    )
+
+
+def claude_replica(session_id: str, store: SessionStore, capture: Capture) -> Any:
+    session = ctxpack.Session.open(
+        session_id, store=store, model="claude-sonnet-4-5", counter="cl100k_base", window=WINDOW
+    )
+    return ctxpack.wrap_anthropic(anthropic_client(capture), session=session)
+
+
+def test_replicas_and_a_restart_give_each_message_once(
+    replicas: Callable[[], SessionStore], session_id: str
+) -> None:
+    first, a = openai_replica(session_id, replicas())
+    _, b = openai_replica(session_id, replicas())
+    history: list[dict[str, Any]] = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Question 0?"},
+    ]
+    # Behind a load balancer: the requests of one conversation land on either replica.
+    for turn, client in enumerate([a, b, b, a, b]):
+        client.chat.completions.create(model="gpt-4o", messages=history)
+        history += [
+            {"role": "assistant", "content": f"Answer {turn}."},
+            {"role": "user", "content": f"Question {turn + 1}?"},
+        ]
+    # A process started since knows nothing but what the store holds.
+    restarted, c = openai_replica(session_id, replicas())
+    c.chat.completions.create(model="gpt-4o", messages=history)
+    expected = [m["content"] for m in history]
+    assert [m.text for m in restarted.transcript()] == expected
+    assert [m.text for m in first.transcript()] == expected
+    # Another conversation's history is still refused, whichever replica gets it.
+    other = [history[0], {"role": "user", "content": "Something else?"}]
+    with pytest.raises(ctxpack.ConfigError, match="message 1 of this request differs"):
+        b.chat.completions.create(model="gpt-4o", messages=other)
+
+
+def test_a_managed_session_keeps_the_first_system_prompt_across_replicas(
+    replicas: Callable[[], SessionStore], session_id: str
+) -> None:
+    capture = Capture(anthropic_message([{"type": "text", "text": "ok"}]))
+    a = claude_replica(session_id, replicas(), capture)
+    b = claude_replica(session_id, replicas(), capture)
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Go."}]
+    for turn, client in enumerate([a, b, a, b]):
+        client.messages.create(
+            model="claude-sonnet-4-5", max_tokens=200, system="Be brief.", messages=history
+        )
+        assert capture.body["system"] == "Be brief."
+        history += [
+            {"role": "assistant", "content": f"Step {turn}."},
+            {"role": "user", "content": "Go on."},
+        ]
+    with pytest.raises(ctxpack.ConfigError, match="system prompt is not the one of the first"):
+        b.messages.create(
+            model="claude-sonnet-4-5", max_tokens=200, system="Be long.", messages=history
+        )
+    texts = [m.text for m in ctxpack.Session.open(session_id, store=replicas()).transcript()]
+    assert texts == ["Be brief.", *(m["content"] for m in history[:-2])]
+
+
+def test_replicas_racing_for_the_same_messages_give_each_once(
+    replicas: Callable[[], SessionStore], session_id: str
+) -> None:
+    # Threads on two replicas of one managed session, with a tiny switch interval: the same new
+    # messages reach both replicas at once, and the session still gets each once, the system
+    # prompt first; every request the SDK sends stays within the window.
+    def slow_claude(body: dict[str, Any]) -> httpx2.Response:
+        time.sleep(0.001)
+        return httpx2.Response(200, json=anthropic_message([{"type": "text", "text": "ok"}]))
+
+    capture = Capture(slow_claude)
+    clients = [claude_replica(session_id, replicas(), capture) for _ in range(2)]
+    history: list[dict[str, Any]] = []
+    history_lock = threading.Lock()
+    threads_n = 6
+    start = threading.Barrier(threads_n)
+    errors: list[BaseException] = []
+
+    def work(worker: int) -> None:
+        start.wait()
+        for turn in range(4):
+            with history_lock:
+                if history:
+                    history.append({"role": "assistant", "content": "Noted."})
+                history.append({"role": "user", "content": f"Worker {worker}, turn {turn}. " * 8})
+                snapshot = list(history)
+            try:
+                clients[worker % 2].messages.create(
+                    model="claude-sonnet-4-5", max_tokens=200, system="Be brief.", messages=snapshot
+                )
+            except Exception as error:  # collected: the assertion below lists them
+                errors.append(error)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=work, args=(w,)) for w in range(threads_n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []
+    texts = [m.text for m in ctxpack.Session.open(session_id, store=replicas()).transcript()]
+    assert texts == ["Be brief.", *(m["content"] for m in history)]
+    for body in capture.requests:  # the texts alone, counted apart from ctxpack: a lower bound
+        assert anthropic_content_tokens(body["system"], body["messages"]) + 200 <= WINDOW
