@@ -351,16 +351,19 @@ def wrap_openai(
         pipeline: The stages to run; :func:`ctxpack.default_pipeline` when ``None``.
         session: A :class:`ctxpack.Session` (or any :class:`SessionLike`) that keeps the
             history: each request's new messages are given to ``session.extend`` (once, even
-            from concurrent threads), ``session.render`` says what is sent, and the session's
-            tools (the retrieve tool) are added to the request's.
+            from concurrent threads or from replicas of a stored session), ``session.render``
+            says what is sent, and the session's tools (the retrieve tool) are added to the
+            request's. A managed session (``Session(window=...)``) sizes each request itself:
+            leave ``window`` (or give the session's), ``budget`` and ``reserve`` out.
 
     Returns:
         A :class:`PackedClient`; its ``last_result`` is the ``PackResult`` of the calling
         thread's (or asyncio task's) last request.
 
     Raises:
-        ConfigError: neither ``window`` nor ``budget`` is given, or a limit is invalid (at each
-            request: ``max_tokens`` leaves no room for the prompt in the window, or with a
+        ConfigError: neither ``window`` nor ``budget`` is given (without a managed session),
+            or a limit is invalid (at each request: ``max_tokens`` leaves no room for the
+            prompt in the window, or passes a managed session's reply room, or with a
             session, the request's messages are not the history the session was given).
 
     Example:
@@ -432,8 +435,9 @@ def wrap_anthropic(
         thread's (or asyncio task's) last request.
 
     Raises:
-        ConfigError: neither ``window`` nor ``budget`` is given, or a limit is invalid (at each
-            request: ``max_tokens`` leaves no room for the prompt in the window, or with a
+        ConfigError: neither ``window`` nor ``budget`` is given (without a managed session),
+            or a limit is invalid (at each request: ``max_tokens`` leaves no room for the
+            prompt in the window, or passes a managed session's reply room, or with a
             session, the request's messages are not the history the session was given).
     """
     policy = wrapper_policy("wrap_anthropic()", window, budget, reserve, session)
