@@ -9,6 +9,7 @@ network.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -140,3 +141,9 @@ def anthropic_content_tokens(system: Any, messages: list[dict[str, Any]]) -> int
                 yield json.dumps(value["input"])
 
     return sum(len(_CL100K.encode(t)) for t in [*texts(system), *texts(messages)])
+
+
+def slow_anthropic_reply(body: dict[str, Any]) -> httpx2.Response:
+    """A ``Capture`` reply that takes a moment, as the API does: meanwhile other threads pack."""
+    time.sleep(0.001)
+    return httpx2.Response(200, json=anthropic_message([{"type": "text", "text": "ok"}]))

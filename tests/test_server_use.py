@@ -13,8 +13,7 @@ import json
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -22,6 +21,7 @@ import pytest
 import ctxpack
 from ctxpack.caches import LRUCache
 from ctxpack.tokens import TiktokenCounter
+from tests.threads import switching_often
 
 
 def _fresh_tokens(messages: list[ctxpack.Message]) -> int:
@@ -145,17 +145,6 @@ def test_an_edited_input_dict_gives_what_a_fresh_interpreter_gives() -> None:
 # ---------------------------------------------------------------------------------- threads
 
 
-@contextmanager
-def _switching_often() -> Iterator[None]:
-    # Threads switch every microsecond: any unguarded shared state shows up.
-    before = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        yield
-    finally:
-        sys.setswitchinterval(before)
-
-
 def _run_threads(count: int, work: Callable[[int], Any]) -> tuple[list[Any], list[BaseException]]:
     results: list[Any] = [None] * count
     errors: list[BaseException] = []
@@ -205,7 +194,7 @@ def test_threads_packing_conversations_that_begin_alike() -> None:
             out.append((r.model_dump(), list(r.decisions)))
         return out
 
-    with _switching_often():
+    with switching_often():
         results, errors = _run_threads(8, work)
     assert errors == []
     for k, runs in enumerate(results):
@@ -222,7 +211,7 @@ def test_concurrent_first_reads_of_decisions_build_them_once() -> None:
         return [ctxpack.Decision(stage="s", action="kept", message_id="m", reason="r")]
 
     log = ctxpack.pipeline.DecisionLog.deferred(["m"], build)
-    with _switching_often():
+    with switching_often():
         results, errors = _run_threads(8, lambda _: tuple(log))
     assert errors == []
     assert len(calls) == 1
@@ -231,7 +220,7 @@ def test_concurrent_first_reads_of_decisions_build_them_once() -> None:
 
 def test_concurrent_reads_of_one_result_agree() -> None:
     result = ctxpack.pack(_conversation(3), budget=300, model="gpt-4")
-    with _switching_often():
+    with switching_often():
         results, errors = _run_threads(8, lambda _: [d.reason for d in result.decisions])
     assert errors == []
     assert all(r == results[0] for r in results)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import sys
 import threading
 import time
 import weakref
@@ -19,11 +18,12 @@ from tests.sdk_mock import (
     Capture,
     anthropic_client,
     anthropic_content_tokens,
-    anthropic_message,
     async_openai_client,
     chat_completion,
     openai_client,
+    slow_anthropic_reply,
 )
+from tests.threads import claude_conversation_in_threads
 
 THREADS = 8
 
@@ -142,44 +142,10 @@ def test_a_session_shared_by_threads_gets_each_message_once() -> None:
 def test_a_managed_session_shared_by_threads_gets_its_system_prompt_and_each_message_once() -> None:
     # Anthropic's system prompt opens a managed session's history: given once, first, however
     # the threads interleave, and every request the SDK sends stays within the window.
-    def slow_claude(body: dict[str, Any]) -> httpx2.Response:
-        time.sleep(0.001)
-        return httpx2.Response(200, json=anthropic_message([{"type": "text", "text": "ok"}]))
-
-    capture = Capture(slow_claude)
+    capture = Capture(slow_anthropic_reply)
     session = StoredSession(model="claude-sonnet-4-5", counter="cl100k_base", window=4_000)
     client = ctxpack.wrap_anthropic(anthropic_client(capture), session=session)
-    history: list[dict[str, Any]] = []
-    history_lock = threading.Lock()
-    start = threading.Barrier(THREADS)
-    errors: list[BaseException] = []
-
-    def work(worker: int) -> None:
-        start.wait()
-        for turn in range(6):
-            with history_lock:
-                if history:
-                    history.append({"role": "assistant", "content": "Noted."})
-                history.append({"role": "user", "content": f"Worker {worker}, turn {turn}. " * 20})
-                snapshot = list(history)
-            try:
-                client.messages.create(
-                    model="claude-sonnet-4-5", max_tokens=200, system="Be brief.", messages=snapshot
-                )
-            except Exception as error:  # collected: the assertion below lists them
-                errors.append(error)
-
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        threads = [threading.Thread(target=work, args=(w,)) for w in range(THREADS)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    finally:
-        sys.setswitchinterval(interval)
-    assert errors == []
+    history = claude_conversation_in_threads([client], workers=THREADS, turns=6, repeat=20)
     texts = [m.text for m in session.transcript()]
     assert texts == ["Be brief.", *(m["content"] for m in history)]
     assert all(body["system"] == "Be brief." for body in capture.requests)

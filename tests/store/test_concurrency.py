@@ -8,7 +8,6 @@ import asyncio
 import json
 import subprocess
 import sys
-import threading
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,6 +20,7 @@ from hypothesis import strategies as st
 from ctxpack import AsyncSession, Message, Session, to_openai
 from ctxpack.store import MemoryStore, SessionStore, open_async_store
 
+from ..threads import run_threads, switching_often
 from .backends import backend_url
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,12 +31,8 @@ PER_WRITER = 8
 @pytest.fixture(autouse=True)
 def frequent_switches() -> Iterator[None]:
     """Threads switch as often as the interpreter allows: races show up, if there are any."""
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
+    with switching_often():
         yield
-    finally:
-        sys.setswitchinterval(interval)
 
 
 def exchange(writer: int, k: int) -> list[dict[str, Any]]:
@@ -81,24 +77,6 @@ def check_history(messages: list[Message], writers: int, per_writer: int) -> Non
 
 def wire(session: Session) -> str:
     return json.dumps(to_openai(session.render().messages), sort_keys=True)
-
-
-def run_threads(target: Callable[[int], None], count: int) -> None:
-    errors: list[BaseException] = []
-
-    def guarded(writer: int) -> None:
-        try:
-            target(writer)
-        except BaseException as exc:  # the test fails on it below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=guarded, args=(w,)) for w in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert not errors, errors
-    assert not any(t.is_alive() for t in threads)
 
 
 def test_one_in_memory_session_shared_by_threads() -> None:

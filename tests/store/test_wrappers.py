@@ -4,13 +4,9 @@ backend, also when replicas race for the same messages."""
 
 from __future__ import annotations
 
-import sys
-import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
-import httpx2
 import pytest
 
 import ctxpack
@@ -23,7 +19,9 @@ from ..sdk_mock import (
     anthropic_message,
     chat_completion,
     openai_client,
+    slow_anthropic_reply,
 )
+from ..threads import claude_conversation_in_threads
 
 WINDOW = 4_000
 
@@ -101,44 +99,9 @@ def test_replicas_racing_for_the_same_messages_give_each_once(
     # Threads on two replicas of one managed session, with a tiny switch interval: the same new
     # messages reach both replicas at once, and the session still gets each once, the system
     # prompt first; every request the SDK sends stays within the window.
-    def slow_claude(body: dict[str, Any]) -> httpx2.Response:
-        time.sleep(0.001)
-        return httpx2.Response(200, json=anthropic_message([{"type": "text", "text": "ok"}]))
-
-    capture = Capture(slow_claude)
+    capture = Capture(slow_anthropic_reply)
     clients = [claude_replica(session_id, replicas(), capture) for _ in range(2)]
-    history: list[dict[str, Any]] = []
-    history_lock = threading.Lock()
-    threads_n = 6
-    start = threading.Barrier(threads_n)
-    errors: list[BaseException] = []
-
-    def work(worker: int) -> None:
-        start.wait()
-        for turn in range(4):
-            with history_lock:
-                if history:
-                    history.append({"role": "assistant", "content": "Noted."})
-                history.append({"role": "user", "content": f"Worker {worker}, turn {turn}. " * 8})
-                snapshot = list(history)
-            try:
-                clients[worker % 2].messages.create(
-                    model="claude-sonnet-4-5", max_tokens=200, system="Be brief.", messages=snapshot
-                )
-            except Exception as error:  # collected: the assertion below lists them
-                errors.append(error)
-
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        threads = [threading.Thread(target=work, args=(w,)) for w in range(threads_n)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    finally:
-        sys.setswitchinterval(interval)
-    assert errors == []
+    history = claude_conversation_in_threads(clients, workers=6, turns=4, repeat=8)
     texts = [m.text for m in ctxpack.Session.open(session_id, store=replicas()).transcript()]
     assert texts == ["Be brief.", *(m["content"] for m in history)]
     for body in capture.requests:  # the texts alone, counted apart from ctxpack: a lower bound
