@@ -218,22 +218,22 @@ class SessionFeed:
         writes then fails on the ids, and the other reads afresh what the session holds."""
         for attempt in range(_ATTEMPTS):
             try:
+                given, held = self._held()
                 if opening:
-                    self._feed_system(system)
-                self._feed(messages)
+                    self._feed_system(system, given, held)
+                self._feed(messages, given)
                 return
             except InvalidMessageError as error:
                 if error.field != "id" or attempt == _ATTEMPTS - 1:
                     raise
 
-    def _feed_system(self, system: Any) -> None:
+    def _feed_system(self, system: Any, given: Mapping[int, str], held: str | None) -> None:
         """Give a managed session Anthropic's system prompt as its history's first message.
 
         The session must count it against the window and keep it verbatim, as it keeps an
         OpenAI system message; it cannot be replaced later, since the history only grows.
         """
         digest = "" if system is None else _digest(system)
-        given, held = self._held()
         if held is None and not given:
             if system is not None:
                 (opening,) = from_anthropic([], system=system)
@@ -246,7 +246,7 @@ class SessionFeed:
                 "conversation; a new system prompt needs a new session)"
             )
 
-    def _feed(self, messages: list[Any]) -> None:
+    def _feed(self, messages: list[Any], given: Mapping[int, str]) -> None:
         """Give the session the messages it has not had yet, once each.
 
         Concurrent requests on one session carry the same growing history, read at different
@@ -255,7 +255,6 @@ class SessionFeed:
         and a digest of it, so that a replica, or a process started since, reads from the
         session (its store) what any of them gave.
         """
-        given, _ = self._held()
         shared = min(len(messages), max(given, default=-1) + 1)
         # Only the last message both hold is compared, so a long history costs little more:
         # that catches another conversation or a branch, not an edit further back.
