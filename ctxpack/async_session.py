@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from .errors import ConfigError, InvalidMessageError, StoreConflictError
-from .managed import WindowState
+from .managed import WindowPolicy, WindowState
 from .messages import Message
 from .persistence import MAX_ATTEMPTS, Backing, backoff_delay
 from .pipeline import Decision
@@ -115,6 +115,16 @@ class AsyncSession:
     def provider(self) -> Provider:
         """The provider the messages came from (see :attr:`ctxpack.Session.provider`)."""
         return self._core.provider
+
+    @property
+    def window(self) -> WindowPolicy | None:
+        """The managed mode's policy, ``None`` without one (see :class:`ctxpack.Session`)."""
+        return self._core.window
+
+    @property
+    def tools_on_demand(self) -> bool:
+        """Whether your tools are sent as stubs (see :class:`ctxpack.Session`)."""
+        return self._core.tools_on_demand
 
     async def _sync(self) -> None:
         backing = self._backing

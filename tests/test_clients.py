@@ -376,24 +376,27 @@ def test_async_anthropic_client_is_packed_too() -> None:
     ctxpack.adapters.validate_anthropic(capture.body)
 
 
+# An Anthropic stream saying "Hello", as server-sent events.
+STREAM_EVENTS = [
+    {
+        "type": "message_start",
+        "message": {**anthropic_message([]), "stop_reason": None},
+    },
+    {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hel"}},
+    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "lo"}},
+    {"type": "content_block_stop", "index": 0},
+    {
+        "type": "message_delta",
+        "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+        "usage": {"output_tokens": 2},
+    },
+    {"type": "message_stop"},
+]
+
+
 def test_anthropic_stream_helper_is_packed_and_streams_unchanged() -> None:
-    events = [
-        {
-            "type": "message_start",
-            "message": {**anthropic_message([]), "stop_reason": None},
-        },
-        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hel"}},
-        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "lo"}},
-        {"type": "content_block_stop", "index": 0},
-        {
-            "type": "message_delta",
-            "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-            "usage": {"output_tokens": 2},
-        },
-        {"type": "message_stop"},
-    ]
-    capture = Capture(lambda body: sse(events, named=True))
+    capture = Capture(lambda body: sse(STREAM_EVENTS, named=True))
     client = ctxpack.wrap_anthropic(anthropic_client(capture), window=600, counter="cl100k_base")
     with client.messages.stream(
         model="claude-sonnet-5-5", max_tokens=100, messages=anthropic_history()
@@ -887,3 +890,46 @@ def test_a_session_with_tools_on_demand_sends_the_stubs_it_counted(provider: str
     assert result is not None
     counter = ctxpack.get_counter(counter="cl100k_base")
     assert ctxpack.tokens.tool_definition_tokens(sent, counter) == result.tool_tokens
+
+
+def test_an_async_session_behind_the_async_client_is_awaited_for_every_entry_point() -> None:
+    # An AsyncSession (a store's async driver) is awaited before the SDK is called: for the
+    # methods that return a coroutine, and on entry for the stream helper.
+    replies = iter(
+        [
+            httpx2.Response(200, json=anthropic_message([{"type": "text", "text": "One."}])),
+            sse(STREAM_EVENTS, named=True),
+        ]
+    )
+    capture = Capture(lambda body: next(replies))
+
+    async def converse() -> tuple[str, list[str], Any]:
+        session = await ctxpack.AsyncSession.open(
+            "chat",
+            store="memory://",
+            model="claude-sonnet-4-5",
+            counter="cl100k_base",
+            window=8_000,
+        )
+        client = ctxpack.wrap_anthropic(async_anthropic_client(capture), session=session)
+        history: list[Any] = [{"role": "user", "content": "Count."}]
+        first = await client.messages.create(
+            model="claude-sonnet-4-5", max_tokens=200, system="Be brief.", messages=history
+        )
+        history += [
+            {"role": "assistant", "content": first.content},
+            {"role": "user", "content": "On."},
+        ]
+        async with client.messages.stream(
+            model="claude-sonnet-4-5", max_tokens=200, system="Be brief.", messages=history
+        ) as stream:
+            text = "".join([chunk async for chunk in stream.text_stream])
+        texts = [m.text for m in await session.transcript()]
+        return text, texts, client.last_result
+
+    text, texts, result = asyncio.run(converse())
+    assert text == "Hello"
+    assert texts == ["Be brief.", "Count.", "One.", "On."]
+    assert capture.requests[-1]["system"] == "Be brief." and capture.requests[-1]["stream"] is True
+    assert [m["content"] for m in capture.requests[-1]["messages"]][-1] == "On."
+    assert result is not None and result.messages[-1].text == "On."

@@ -8,6 +8,7 @@ requests and a digest), so replicas of a stored session, and a process started s
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import inspect
 import json
@@ -63,6 +64,16 @@ class _ServerSide(Protocol):
     def record_response(self, response: Any, *, append: bool = True) -> Any: ...
 
 
+class _AsyncSession(Protocol):
+    """An :class:`~ctxpack.AsyncSession`, as a wrapper of an async client uses it."""
+
+    async def transcript(self) -> list[Message]: ...
+
+    async def extend(self, messages: Iterable[Any], *, provider: Provider | None = None) -> Any: ...
+
+    async def render(self, **options: Any) -> PackResult: ...
+
+
 def wrapper_policy(
     owner: str, window: Any, budget: Any, reserve: Any, session: Any
 ) -> WindowPolicy | None:
@@ -99,7 +110,7 @@ def wrapper_policy(
 @dataclass(eq=False)
 class SessionFeed:
     """One session behind one wrapper: what it lacks of each request is given to it, then it
-    renders the request."""
+    renders the request. An :class:`~ctxpack.AsyncSession` is awaited (``arender``)."""
 
     session: SessionLike
     provider: Provider
@@ -110,19 +121,89 @@ class SessionFeed:
     fed: dict[int, str] = field(default_factory=dict)
     # Feeding and rendering one session's history is one step for concurrent requests.
     lock: threading.Lock = field(default_factory=threading.Lock)
-    # The digest of the system prompt given to a managed session ("" for none): as ``fed``.
+    alock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # The digest of the system prompt given to a managed session: as ``fed``.
     system: str | None = None
+
+    @property
+    def is_async(self) -> bool:
+        """Whether the session's methods are coroutines (an AsyncSession)."""
+        return inspect.iscoroutinefunction(getattr(self.session, "extend", None))
 
     def render(
         self,
         messages: list[Any],
         system: Any,
         tools: Sequence[Mapping[str, Any]] | None,
-        counter: TokenCounter,
-        budget: int,
-        reserve: int,
+        room: int,
+        limits: tuple[TokenCounter, int, int] | None,
     ) -> PackResult:
-        """A plain session's request, packed under the wrapper's ``budget``."""
+        """The request as the session renders it, once given what it lacks: a managed
+        session's within its window, with ``room`` tokens (the request's ``max_tokens``) for
+        the reply; a plain one's under the wrapper's ``limits`` (counter, budget, reserve)."""
+        options = self._render_options(system, tools, room, limits)
+        with self.lock:
+            for attempt in range(_ATTEMPTS):
+                given, held = self._held(None)
+                batch, digests = self._batch(messages, system, given, held)
+                try:
+                    if batch:
+                        self.session.extend(batch, provider=self.provider)
+                except InvalidMessageError as error:
+                    self._lost_to_another(error, attempt)
+                    continue
+                self.fed.update(digests)
+                break
+            return self.session.render(**options)
+
+    async def arender(
+        self,
+        messages: list[Any],
+        system: Any,
+        tools: Sequence[Mapping[str, Any]] | None,
+        room: int,
+        limits: tuple[TokenCounter, int, int] | None,
+    ) -> PackResult:
+        """:meth:`render` for an AsyncSession, awaited."""
+        options = self._render_options(system, tools, room, limits)
+        session = cast(_AsyncSession, self.session)
+        async with self.alock:
+            for attempt in range(_ATTEMPTS):
+                given, held = self._held(await session.transcript())
+                batch, digests = self._batch(messages, system, given, held)
+                try:
+                    if batch:
+                        await session.extend(batch, provider=self.provider)
+                except InvalidMessageError as error:
+                    self._lost_to_another(error, attempt)
+                    continue
+                self.fed.update(digests)
+                break
+            return await session.render(**options)
+
+    def _render_options(
+        self,
+        system: Any,
+        tools: Sequence[Mapping[str, Any]] | None,
+        room: int,
+        limits: tuple[TokenCounter, int, int] | None,
+    ) -> dict[str, Any]:
+        """``render``'s arguments for the session; a ``ConfigError`` for a request that
+        cannot fit."""
+        options: dict[str, Any] = {"tools": tools, "provider": self.provider}
+        policy = self.policy
+        if policy is not None:
+            if room > policy.reserve:
+                raise ConfigError(
+                    f"max_tokens ({room}) is more than the managed session's reply room "
+                    f"({policy.reserve} tokens of its {policy.window}-token window), so prompt "
+                    f"and reply could pass the window: ask for at most {policy.reserve}, or "
+                    f"give the session window=WindowPolicy(window={policy.window}, "
+                    f"reply_room={room})"
+                )
+            return options
+        assert limits is not None
+        counter, budget, reserve = limits
         limit = budget
         if system is not None:
             # Anthropic's system prompt rides beside the messages the session renders.
@@ -131,33 +212,14 @@ class SessionFeed:
             raise ConfigError(
                 f"the system prompt, max_tokens and reserve take the whole of {limit} tokens"
             )
-        with self.lock:
-            self._give(messages)
-            return self.session.render(
-                budget=budget, reserve=reserve, tools=tools, provider=self.provider
-            )
+        return {**options, "budget": budget, "reserve": reserve}
 
-    def render_managed(
-        self,
-        messages: list[Any],
-        system: Any,
-        tools: Sequence[Mapping[str, Any]] | None,
-        room: int,
-    ) -> PackResult:
-        """A managed session's request: the session keeps it within its own window, with
-        ``room`` tokens (the request's ``max_tokens``) for the reply."""
-        policy = self.policy
-        assert policy is not None
-        if room > policy.reserve:
-            raise ConfigError(
-                f"max_tokens ({room}) is more than the managed session's reply room "
-                f"({policy.reserve} tokens of its {policy.window}-token window), so prompt and "
-                f"reply could pass the window: ask for at most {policy.reserve}, or give the "
-                f"session window=WindowPolicy(window={policy.window}, reply_room={room})"
-            )
-        with self.lock:
-            self._give(messages, system, opening=True)
-            return self.session.render(tools=tools, provider=self.provider)
+    @staticmethod
+    def _lost_to_another(error: InvalidMessageError, attempt: int) -> None:
+        """Another replica gave the same messages first (their ids clash): read afresh, up to
+        a point; any other error is the caller's."""
+        if error.field != "id" or attempt == _ATTEMPTS - 1:
+            raise error
 
     def server_side_fields(self, *, beta: bool, own: bool, betas: Any) -> dict[str, Any]:
         """What a server-side managed session adds to an Anthropic request: its
@@ -172,7 +234,7 @@ class SessionFeed:
                 "management, a beta: send with client.beta.messages.create (or .stream), not "
                 "client.messages"
             )
-        # Only ctxpack's Session can be managed (its window is a WindowPolicy), and it has this.
+        # Only ctxpack's sessions can be managed (their window is a WindowPolicy); they have this.
         fields = dict(cast(_ServerSide, self.session).context_management(self.provider))
         if own:
             del fields["context_management"]
@@ -193,13 +255,20 @@ class SessionFeed:
         return response
 
     async def _recorded(self, response: Awaitable[Any]) -> Any:
-        reply = await response
-        self._record(reply)
+        return await self.arecord(await response)
+
+    async def arecord(self, reply: Any) -> Any:
+        """:meth:`record` for a reply already awaited, by a sync or an async session."""
+        if self.policy is not None and self.policy.server_side:
+            recorded = self._record(reply)
+            if inspect.isawaitable(recorded):  # an AsyncSession's
+                await recorded
         return reply
 
-    def _record(self, reply: Any) -> None:
+    def _record(self, reply: Any) -> Any:
         if is_sdk_object(reply) and getattr(reply, "type", None) == "message":
-            cast(_ServerSide, self.session).record_response(reply, append=False)
+            return cast(_ServerSide, self.session).record_response(reply, append=False)
+        return None
 
     def tools(self, tools: list[Any] | None) -> list[Any] | None:
         """The tools to send: the request's (as stubs and ``describe_tool`` for a session
@@ -212,42 +281,12 @@ class SessionFeed:
         names = {_tool_name(t) for t in tools or ()}
         return [*(tools or ()), *(t for t in extra if _tool_name(t) not in names)]
 
-    def _give(self, messages: list[Any], system: Any = None, *, opening: bool = False) -> None:
-        """Give the session what it lacks of the request: with ``opening``, the system prompt
-        first. Another replica may give the same messages at the same moment: one of the two
-        writes then fails on the ids, and the other reads afresh what the session holds."""
-        for attempt in range(_ATTEMPTS):
-            try:
-                given, held = self._held()
-                if opening:
-                    self._feed_system(system, given, held)
-                self._feed(messages, given)
-                return
-            except InvalidMessageError as error:
-                if error.field != "id" or attempt == _ATTEMPTS - 1:
-                    raise
-
-    def _feed_system(self, system: Any, given: Mapping[int, str], held: str | None) -> None:
-        """Give a managed session Anthropic's system prompt as its history's first message.
-
-        The session must count it against the window and keep it verbatim, as it keeps an
-        OpenAI system message; it cannot be replaced later, since the history only grows.
-        """
-        digest = "" if system is None else _digest(system)
-        if held is None and not given:
-            if system is not None:
-                (opening,) = from_anthropic([], system=system)
-                self.session.extend([opening.model_copy(update={"id": f"{_SYSTEM}{digest}"})])
-            self.system = digest
-        elif digest != (held or ""):
-            raise ConfigError(
-                "with a managed session, system= opens the history the session keeps: this "
-                "request's system prompt is not the one of the first request (one session per "
-                "conversation; a new system prompt needs a new session)"
-            )
-
-    def _feed(self, messages: list[Any], given: Mapping[int, str]) -> None:
-        """Give the session the messages it has not had yet, once each.
+    def _batch(
+        self, messages: list[Any], system: Any, given: Mapping[int, str], held: str | None
+    ) -> tuple[list[Any], dict[int, str]]:
+        """What to give the session, in one write: for a managed session's first request,
+        Anthropic's system prompt first, then the request's messages it lacks; and their
+        digests by index.
 
         Concurrent requests on one session carry the same growing history, read at different
         times: a request may hold fewer messages than the session has had (nothing to give),
@@ -255,6 +294,9 @@ class SessionFeed:
         and a digest of it, so that a replica, or a process started since, reads from the
         session (its store) what any of them gave.
         """
+        batch: list[Any] = []
+        if self.policy is not None:
+            batch += self._opening(system, given, held)
         shared = min(len(messages), max(given, default=-1) + 1)
         # Only the last message both hold is compared, so a long history costs little more:
         # that catches another conversation or a branch, not an edit further back.
@@ -265,7 +307,6 @@ class SessionFeed:
                 f"request differs from message {last} given to the session before (one session "
                 "per conversation; send the history it has, plus new messages at the end)"
             )
-        new: list[Any] = []
         digests: dict[int, str] = {}
         for index in range(shared, len(messages)):
             # The session takes dicts: the SDKs' objects are converted first, as everywhere.
@@ -275,20 +316,40 @@ class SessionFeed:
                 message = {**message, "id": f"w{index}-{digest}"}
             elif isinstance(message, Message):
                 message = message.model_copy(update={"id": f"w{index}-{digest}"})
-            new.append(message)
-        if new:
-            self.session.extend(new, provider=self.provider)
-            self.fed.update(digests)
+            batch.append(message)
+        return batch, digests
 
-    def _held(self) -> tuple[dict[int, str], str | None]:
+    def _opening(self, system: Any, given: Mapping[int, str], held: str | None) -> list[Message]:
+        """A managed session's first request opens its history with Anthropic's system prompt:
+        the session must count it against the window and keep it verbatim, as it keeps an
+        OpenAI system message. It cannot be replaced later, since the history only grows."""
+        digest = "" if system is None else _digest(system)
+        if held is None and not given:
+            if system is None:
+                return []
+            self.system = digest
+            (opening,) = from_anthropic([], system=system)
+            return [opening.model_copy(update={"id": f"{_SYSTEM}{digest}"})]
+        if digest != (held or ""):
+            raise ConfigError(
+                "with a managed session, system= opens the history the session keeps: this "
+                "request's system prompt is not the one of the first request (one session per "
+                "conversation; a new system prompt needs a new session)"
+            )
+        return []
+
+    def _held(self, transcript: list[Message] | None) -> tuple[dict[int, str], str | None]:
         """What the session holds of the requests' messages (index to digest), and the digest
-        of the system prompt it was given (``None``: none given)."""
-        transcript = getattr(self.session, "transcript", None)
-        if not callable(transcript):
-            return self.fed, self.system or None
+        of the system prompt it was given (``None``: none), read from its ``transcript``
+        (``None``: read it now, or this wrapper's memory for a session without one)."""
+        if transcript is None:
+            read = getattr(self.session, "transcript", None)
+            if not callable(read):
+                return self.fed, self.system
+            transcript = read()
         given: dict[int, str] = {}
         system = None
-        for message in transcript():
+        for message in transcript:
             found = _GIVEN.match(message.id)
             if found:
                 given[int(found[1])] = found[2]

@@ -19,7 +19,7 @@ import contextvars
 import inspect
 import warnings
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,8 +69,20 @@ _ANTHROPIC_RESOURCES = frozenset(
     }
 )
 _ANTHROPIC_METHODS = frozenset({"create", "stream"})
+# The async clients, named in errors.
+_ASYNC_CLIENTS = {"openai": "openai.AsyncOpenAI", "anthropic": "anthropic.AsyncAnthropic"}
 # Client methods that return a new client configured like this one: the copy is wrapped too.
 _COPIES = frozenset({"with_options", "copy"})
+
+
+def _is_async_client(client: Any, provider: Provider) -> bool:
+    """Whether ``client``'s request methods are coroutines (``AsyncOpenAI``, ``AsyncAnthropic``)."""
+    path = ("chat", "completions", "create") if provider == "openai" else ("messages", "create")
+    method = client
+    for name in path:
+        method = getattr(method, name, None)
+    # The SDKs' decorators hide the coroutine function behind a plain one.
+    return callable(method) and inspect.iscoroutinefunction(inspect.unwrap(method))
 
 
 def _given(value: Any) -> bool:
@@ -85,6 +97,39 @@ def _given(value: Any) -> bool:
 _LAST_RESULTS: contextvars.ContextVar[weakref.WeakKeyDictionary[_Packer, PackResult]] = (
     contextvars.ContextVar("ctxpack_last_results")
 )
+
+
+@dataclass(frozen=True)
+class _Request:
+    """One request's messages, system prompt, tools and limits, and its other arguments."""
+
+    messages: list[Any]
+    system: Any
+    tools: list[Any] | None
+    room: int  # the reply's tokens: max_tokens
+    limits: tuple[TokenCounter, int, int] | None  # counter, budget, reserve; None: managed
+    pipeline: Stage | None
+    provider: Provider
+    out: dict[str, Any]
+
+    def for_session(
+        self,
+    ) -> tuple[list[Any], Any, list[Any] | None, int, tuple[TokenCounter, int, int] | None]:
+        return self.messages, self.system, self.tools, self.room, self.limits
+
+    @property
+    def pack(self) -> dict[str, Any]:
+        """:func:`ctxpack.pack`'s arguments beside the messages."""
+        assert self.limits is not None
+        counter, budget, reserve = self.limits
+        return {
+            "budget": budget,
+            "reserve": reserve,
+            "counter": counter,
+            "tools": self.tools,
+            "pipeline": self.pipeline,
+            "provider": self.provider,
+        }
 
 
 @dataclass(eq=False)  # hashed by identity: the key of its last results
@@ -121,50 +166,53 @@ class _Packer:
         """The request's keyword arguments with ``messages`` (and ``system``) packed; for a
         server-side managed session, with its ``context_management`` (``beta``: the request
         goes through ``client.beta``, the only one that takes it)."""
+        request = self._request(kwargs, beta)
+        if request is None:
+            return kwargs  # nothing to pack: let the SDK report what is missing
+        if self.feed is not None:
+            result = self.feed.render(*request.for_session())
+        elif self.provider == "anthropic":
+            result = pack(from_anthropic(request.messages, system=request.system), **request.pack)
+        else:
+            result = pack(coerce_messages(request.messages), **request.pack)
+        return self._sent(request, result)
+
+    async def apacked_kwargs(self, kwargs: dict[str, Any], *, beta: bool = False) -> dict[str, Any]:
+        """:meth:`packed_kwargs` with an AsyncSession, awaited."""
+        request = self._request(kwargs, beta)
+        if request is None:
+            return kwargs
+        assert self.feed is not None
+        return self._sent(request, await self.feed.arender(*request.for_session()))
+
+    def _request(self, kwargs: dict[str, Any], beta: bool) -> _Request | None:
+        """What a request asks: its messages, system prompt, tools and limits (``None``
+        without messages)."""
         messages: Any = kwargs.get("messages")
         if not _given(messages):
-            return kwargs  # nothing to pack: let the SDK report what is missing
-        managed = self.feed is not None and self.feed.policy is not None
-        if not managed:
+            return None
+        room = self.reply_room(kwargs)
+        limits = None
+        if self.feed is None or self.feed.policy is None:
             counter = self.counter_for(kwargs.get("model"))
-            budget, reserve = pack_limits(
-                self.window, self.budget, self.reserve, self.reply_room(kwargs)
-            )
-        messages = message_items(messages)
+            budget, reserve = pack_limits(self.window, self.budget, self.reserve, room)
+            limits = (counter, budget, reserve)
+        messages = list(message_items(messages))
         tools: Any = kwargs.get("tools")
         tools = tool_list(tools) if _given(tools) else None
         system = kwargs.get("system") if self.provider == "anthropic" else None
         system = system if _given(system) else None
         out = dict(kwargs)
-        if self.feed is not None and managed:
+        if self.feed is not None and self.feed.policy is not None:
             own = _given(kwargs.get("context_management"))
             out.update(self.feed.server_side_fields(beta=beta, own=own, betas=kwargs.get("betas")))
-            result = self.feed.render_managed(
-                list(messages), system, tools, self.reply_room(kwargs)
-            )
-        elif self.feed is not None:
-            result = self.feed.render(list(messages), system, tools, counter, budget, reserve)
-        elif self.provider == "anthropic":
-            result = pack(
-                from_anthropic(messages, system=system),
-                budget=budget,
-                reserve=reserve,
-                counter=counter,
-                tools=tools,
-                pipeline=self.pipeline,
-                provider="anthropic",
-            )
-        else:
-            result = pack(
-                coerce_messages(list(messages)),
-                budget=budget,
-                reserve=reserve,
-                counter=counter,
-                tools=tools,
-                pipeline=self.pipeline,
-                provider="openai",
-            )
+        return _Request(messages, system, tools, room, limits, self.pipeline, self.provider, out)
+
+    def _sent(self, request: _Request, result: PackResult) -> dict[str, Any]:
+        """The keyword arguments sent: the request's, with ``result`` in place of its
+        messages (and system prompt), and the session's tools added."""
         self.remember(result)
+        out, tools = request.out, request.tools
         sent_tools = self.feed.tools(tools) if self.feed is not None else tools
         if sent_tools is not None and sent_tools != tools:
             out["tools"] = sent_tools
@@ -211,13 +259,60 @@ class _Resource:
 
 
 def _packing(method: Callable[..., Any], packer: _Packer, *, beta: bool) -> Callable[..., Any]:
-    def call(*args: Any, **kwargs: Any) -> Any:
-        response = method(*args, **packer.packed_kwargs(kwargs, beta=beta))
-        return response if packer.feed is None else packer.feed.record(response)
+    feed = packer.feed
+    call: Callable[..., Any]
+    if feed is not None and feed.is_async:
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            async def packed() -> dict[str, Any]:
+                return await packer.apacked_kwargs(kwargs, beta=beta)
+
+            return _PackedFirst(method, args, packed, feed)
+
+    else:
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            response = method(*args, **packer.packed_kwargs(kwargs, beta=beta))
+            return response if feed is None else feed.record(response)
 
     call.__name__ = getattr(method, "__name__", "create")
     call.__doc__ = getattr(method, "__doc__", None)
     return call
+
+
+class _PackedFirst:
+    """An async client's call with an AsyncSession: the session is awaited (the request
+    packed) before the SDK is called. Awaited, it is the SDK's reply (a coroutine's result);
+    entered, the SDK's async context manager (a stream helper's)."""
+
+    def __init__(
+        self,
+        method: Callable[..., Any],
+        args: tuple[Any, ...],
+        packed: Callable[[], Awaitable[dict[str, Any]]],
+        feed: SessionFeed,
+    ) -> None:
+        self._method = method
+        self._args = args
+        self._packed = packed
+        self._feed = feed
+        self._inner: Any = None
+
+    def __await__(self) -> Any:
+        return self._reply().__await__()
+
+    async def _reply(self) -> Any:
+        response = self._method(*self._args, **await self._packed())
+        if inspect.isawaitable(response):
+            response = await response
+        return await self._feed.arecord(response)
+
+    async def __aenter__(self) -> Any:
+        self._inner = self._method(*self._args, **await self._packed())
+        return await self._inner.__aenter__()
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._inner.__aexit__(*exc)
 
 
 class PackedClient(_Resource):
@@ -279,13 +374,16 @@ def _wrap(
     policy: WindowPolicy | None,
 ) -> PackedClient:
     """``client`` behind a packer for ``provider``'s request methods."""
-    if session is not None and inspect.iscoroutinefunction(getattr(session, "extend", None)):
-        # Packing runs before the SDK call, outside any await: a coroutine would never run.
+    if (
+        session is not None
+        and inspect.iscoroutinefunction(getattr(session, "extend", None))
+        and not _is_async_client(client, provider)
+    ):
+        # A sync client packs before its call, outside any await: a coroutine would never run.
         raise ConfigError(
-            f"session= takes a session with plain methods (ctxpack.Session), got "
-            f"{type(session).__name__}, whose methods are coroutines; with an AsyncSession, "
-            "await session.extend(...) and session.render(...) yourself and pass "
-            "result.to_openai() to the client"
+            f"session= with the sync client takes a session with plain methods "
+            f"(ctxpack.Session), got {type(session).__name__}, whose methods are coroutines; "
+            f"give an AsyncSession to the async client ({_ASYNC_CLIENTS[provider]})"
         )
     optional_text(model, "model")
     if pipeline is not None and not callable(pipeline):
@@ -354,7 +452,8 @@ def wrap_openai(
             from concurrent threads or from replicas of a stored session), ``session.render``
             says what is sent, and the session's tools (the retrieve tool) are added to the
             request's. A managed session (``Session(window=...)``) sizes each request itself:
-            leave ``window`` (or give the session's), ``budget`` and ``reserve`` out.
+            leave ``window`` (or give the session's), ``budget`` and ``reserve`` out. With the
+            async client, an :class:`ctxpack.AsyncSession` is awaited before each request.
 
     Returns:
         A :class:`PackedClient`; its ``last_result`` is the ``PackResult`` of the calling

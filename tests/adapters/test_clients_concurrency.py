@@ -153,7 +153,7 @@ def test_a_managed_session_shared_by_threads_gets_its_system_prompt_and_each_mes
         assert anthropic_content_tokens(body["system"], body["messages"]) + 200 <= 4_000
 
 
-def test_an_async_session_is_refused_with_what_to_do() -> None:
+def test_an_async_session_with_the_sync_client_is_refused_with_what_to_do() -> None:
     session = asyncio.run(ctxpack.AsyncSession.open("s", store="memory://", model="gpt-4"))
-    with pytest.raises(ctxpack.ConfigError, match=r"AsyncSession, await session\.extend"):
+    with pytest.raises(ctxpack.ConfigError, match=r"AsyncSession to the async client \(openai"):
         ctxpack.wrap_openai(openai_client(Capture(reply())), window=500, session=session)

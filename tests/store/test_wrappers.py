@@ -4,7 +4,9 @@ backend, also when replicas race for the same messages."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,11 +19,13 @@ from ..sdk_mock import (
     anthropic_client,
     anthropic_content_tokens,
     anthropic_message,
+    async_anthropic_client,
     chat_completion,
     openai_client,
     slow_anthropic_reply,
 )
-from ..threads import claude_conversation_in_threads
+from ..threads import claude_conversation_in_threads, switching_often
+from .backends import backend_url
 
 WINDOW = 4_000
 
@@ -103,6 +107,58 @@ def test_replicas_racing_for_the_same_messages_give_each_once(
     clients = [claude_replica(session_id, replicas(), capture) for _ in range(2)]
     history = claude_conversation_in_threads(clients, workers=6, turns=4, repeat=8)
     texts = [m.text for m in ctxpack.Session.open(session_id, store=replicas()).transcript()]
+    assert texts == ["Be brief.", *(m["content"] for m in history)]
+    for body in capture.requests:  # the texts alone, counted apart from ctxpack: a lower bound
+        assert anthropic_content_tokens(body["system"], body["messages"]) + 200 <= WINDOW
+
+
+def test_async_replicas_racing_for_the_same_messages_give_each_once(
+    backend: str, replicas: Callable[[], SessionStore], session_id: str, tmp_path: Path
+) -> None:
+    # The same with AsyncSessions behind the async client, on each backend's async driver (the
+    # memory store, which only one process can share, through a worker thread): asyncio tasks
+    # on two replicas carry one conversation on.
+    def store() -> Any:
+        return replicas() if backend == "memory" else backend_url(backend, tmp_path)
+
+    capture = Capture(anthropic_message([{"type": "text", "text": "ok"}]))
+
+    async def converse() -> tuple[list[dict[str, Any]], list[str]]:
+        sessions = [
+            await ctxpack.AsyncSession.open(
+                session_id,
+                store=store(),
+                model="claude-sonnet-4-5",
+                counter="cl100k_base",
+                window=WINDOW,
+            )
+            for _ in range(2)
+        ]
+        clients = [
+            ctxpack.wrap_anthropic(async_anthropic_client(capture), session=s) for s in sessions
+        ]
+        history: list[dict[str, Any]] = []
+        lock = asyncio.Lock()
+
+        async def work(worker: int) -> None:
+            for turn in range(4):
+                async with lock:
+                    if history:
+                        history.append({"role": "assistant", "content": "Noted."})
+                    history.append({"role": "user", "content": f"Task {worker}, turn {turn}. " * 8})
+                    snapshot = list(history)
+                await clients[worker % 2].messages.create(
+                    model="claude-sonnet-4-5", max_tokens=200, system="Be brief.", messages=snapshot
+                )
+
+        await asyncio.gather(*(work(w) for w in range(6)))
+        texts = [m.text for m in await sessions[0].transcript()]
+        for session in sessions:
+            await session.close()
+        return history, texts
+
+    with switching_often():
+        history, texts = asyncio.run(converse())
     assert texts == ["Be brief.", *(m["content"] for m in history)]
     for body in capture.requests:  # the texts alone, counted apart from ctxpack: a lower bound
         assert anthropic_content_tokens(body["system"], body["messages"]) + 200 <= WINDOW
