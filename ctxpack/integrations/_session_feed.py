@@ -152,7 +152,7 @@ class SessionFeed:
                 except InvalidMessageError as error:
                     self._lost_to_another(error, attempt)
                     continue
-                self.fed.update(digests)
+                self._remember(digests)
                 break
             return self.session.render(**options)
 
@@ -177,7 +177,7 @@ class SessionFeed:
                 except InvalidMessageError as error:
                     self._lost_to_another(error, attempt)
                     continue
-                self.fed.update(digests)
+                self._remember(digests)
                 break
             return await session.render(**options)
 
@@ -295,8 +295,12 @@ class SessionFeed:
         session (its store) what any of them gave.
         """
         batch: list[Any] = []
+        digests: dict[int, str] = {}
         if self.policy is not None:
-            batch += self._opening(system, given, held)
+            opening = self._opening(system, given, held)
+            if opening is not None:
+                batch.append(opening)
+                digests[_SYSTEM_INDEX] = opening.id.removeprefix(_SYSTEM)
         shared = min(len(messages), max(given, default=-1) + 1)
         # Only the last message both hold is compared, so a long history costs little more:
         # that catches another conversation or a branch, not an edit further back.
@@ -307,7 +311,6 @@ class SessionFeed:
                 f"request differs from message {last} given to the session before (one session "
                 "per conversation; send the history it has, plus new messages at the end)"
             )
-        digests: dict[int, str] = {}
         for index in range(shared, len(messages)):
             # The session takes dicts: the SDKs' objects are converted first, as everywhere.
             message = coerce_message(messages[index], index)
@@ -319,24 +322,30 @@ class SessionFeed:
             batch.append(message)
         return batch, digests
 
-    def _opening(self, system: Any, given: Mapping[int, str], held: str | None) -> list[Message]:
+    def _opening(self, system: Any, given: Mapping[int, str], held: str | None) -> Message | None:
         """A managed session's first request opens its history with Anthropic's system prompt:
         the session must count it against the window and keep it verbatim, as it keeps an
         OpenAI system message. It cannot be replaced later, since the history only grows."""
         digest = "" if system is None else _digest(system)
         if held is None and not given:
             if system is None:
-                return []
-            self.system = digest
+                return None
             (opening,) = from_anthropic([], system=system)
-            return [opening.model_copy(update={"id": f"{_SYSTEM}{digest}"})]
+            return opening.model_copy(update={"id": f"{_SYSTEM}{digest}"})
         if digest != (held or ""):
             raise ConfigError(
                 "with a managed session, system= opens the history the session keeps: this "
                 "request's system prompt is not the one of the first request (one session per "
                 "conversation; a new system prompt needs a new session)"
             )
-        return []
+        return None
+
+    def _remember(self, digests: dict[int, str]) -> None:
+        """What was given, once the session took it (for a session that cannot say itself)."""
+        system = digests.pop(_SYSTEM_INDEX, None)
+        if system is not None:
+            self.system = system
+        self.fed.update(digests)
 
     def _held(self, transcript: list[Message] | None) -> tuple[dict[int, str], str | None]:
         """What the session holds of the requests' messages (index to digest), and the digest
@@ -362,6 +371,7 @@ class SessionFeed:
 # digest) and a managed session's Anthropic system prompt.
 _GIVEN = re.compile(r"w(\d+)-([0-9a-f]{12})$")
 _SYSTEM = "wsystem-"
+_SYSTEM_INDEX = -1  # the system prompt's place among a batch's digests
 # Reads afresh after a write lost to another replica's: each loss is another writer's progress.
 _ATTEMPTS = 10
 
