@@ -10,7 +10,9 @@ for ``messages.create`` / ``messages.stream`` (and ``beta.messages``), packing `
 The tool definitions are counted against both; the reply is left as the SDK returns it, so
 streaming is unchanged. The wrappers work for sync and async clients alike: packing happens before
 the SDK method is called, and what it returns (a response, a coroutine, a stream) is returned as
-is.
+is. With a session (``session=``) the session keeps the history and renders each request; an
+:class:`~ctxpack.AsyncSession`, given to an async client, is awaited first, so the call returns
+an object to await (the reply) or to enter with ``async with`` (a stream).
 """
 
 from __future__ import annotations
