@@ -1,0 +1,31 @@
+"""benchmarks/wrapped_sessions.py replays a real session through a wrapped client: one timed
+request per assistant message, and the session given each message once."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import ctxpack
+
+from .helpers import load_script
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_a_replay_times_each_request_and_feeds_the_session_once() -> None:
+    bench: Any = load_script(ROOT / "benchmarks" / "wrapped_sessions.py", "wrapped_for_tests")
+    messages = json.loads((ROOT / "tests" / "fixtures" / "agent_session.json").read_text())[
+        "messages"
+    ]
+    session = ctxpack.Session(model="gpt-4o", window=64_000)
+    run = bench.replay(messages, session, None)
+    asked = sum(1 for i, m in enumerate(messages) if m["role"] == "assistant" and i > 0)
+    assert len(run["requests"]) == len(run["reads"]) == asked
+    assert all(t > 0 for t in run["requests"])
+    # Every message before the last answer reached the session, once.
+    last_answer = max(i for i, m in enumerate(messages) if m["role"] == "assistant")
+    assert [m.text for m in session.transcript()] == [
+        ctxpack.from_openai([m])[0].text for m in messages[:last_answer]
+    ]
