@@ -16,7 +16,7 @@ import re
 import threading
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import Any, NamedTuple, Protocol, cast, runtime_checkable
 
 from .._internal.budgets import check_limits
 from ..adapters import from_anthropic
@@ -29,7 +29,7 @@ from ..sdk import coerce_message, is_sdk_object
 from ..tokens import REPLY_PRIMING, TokenCounter
 from ..tools_on_demand import on_demand_tools
 
-__all__ = ["SessionFeed", "SessionLike", "wrapper_policy"]
+__all__ = ["Asked", "SessionFeed", "SessionLike", "wrapper_policy"]
 
 
 @runtime_checkable
@@ -107,6 +107,16 @@ def wrapper_policy(
     return policy
 
 
+class Asked(NamedTuple):
+    """What a request asks of a session behind a wrapper."""
+
+    messages: list[Any]
+    system: Any  # Anthropic's system prompt, beside the messages
+    tools: list[Any] | None
+    room: int  # the reply's tokens: the request's max_tokens
+    limits: tuple[TokenCounter, int, int] | None  # counter, budget, reserve; None: managed
+
+
 @dataclass(eq=False)
 class SessionFeed:
     """One session behind one wrapper: what it lacks of each request is given to it, then it
@@ -130,18 +140,12 @@ class SessionFeed:
         """Whether the session's methods are coroutines (an AsyncSession)."""
         return inspect.iscoroutinefunction(getattr(self.session, "extend", None))
 
-    def render(
-        self,
-        messages: list[Any],
-        system: Any,
-        tools: Sequence[Mapping[str, Any]] | None,
-        room: int,
-        limits: tuple[TokenCounter, int, int] | None,
-    ) -> PackResult:
+    def render(self, asked: Asked) -> PackResult:
         """The request as the session renders it, once given what it lacks: a managed
-        session's within its window, with ``room`` tokens (the request's ``max_tokens``) for
-        the reply; a plain one's under the wrapper's ``limits`` (counter, budget, reserve)."""
-        options = self._render_options(system, tools, room, limits)
+        session's within its window, with room for the reply; a plain one's under the
+        wrapper's limits."""
+        messages, system = asked.messages, asked.system
+        options = self._render_options(asked)
         with self.lock:
             for attempt in range(_ATTEMPTS):
                 given, held = self._held(None)
@@ -156,16 +160,10 @@ class SessionFeed:
                 break
             return self.session.render(**options)
 
-    async def arender(
-        self,
-        messages: list[Any],
-        system: Any,
-        tools: Sequence[Mapping[str, Any]] | None,
-        room: int,
-        limits: tuple[TokenCounter, int, int] | None,
-    ) -> PackResult:
+    async def arender(self, asked: Asked) -> PackResult:
         """:meth:`render` for an AsyncSession, awaited."""
-        options = self._render_options(system, tools, room, limits)
+        messages, system = asked.messages, asked.system
+        options = self._render_options(asked)
         session = cast(_AsyncSession, self.session)
         async with self.alock:
             for attempt in range(_ATTEMPTS):
@@ -181,16 +179,11 @@ class SessionFeed:
                 break
             return await session.render(**options)
 
-    def _render_options(
-        self,
-        system: Any,
-        tools: Sequence[Mapping[str, Any]] | None,
-        room: int,
-        limits: tuple[TokenCounter, int, int] | None,
-    ) -> dict[str, Any]:
+    def _render_options(self, asked: Asked) -> dict[str, Any]:
         """``render``'s arguments for the session; a ``ConfigError`` for a request that
         cannot fit."""
-        options: dict[str, Any] = {"tools": tools, "provider": self.provider}
+        system, room, limits = asked.system, asked.room, asked.limits
+        options: dict[str, Any] = {"tools": asked.tools, "provider": self.provider}
         policy = self.policy
         if policy is not None:
             if room > policy.reserve:

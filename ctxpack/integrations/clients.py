@@ -21,7 +21,7 @@ import contextvars
 import inspect
 import warnings
 import weakref
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,7 +42,7 @@ from ..tokens import (
     anthropic_approx_counter,
     get_counter,
 )
-from ._session_feed import SessionFeed, SessionLike, wrapper_policy
+from ._session_feed import Asked, SessionFeed, SessionLike, wrapper_policy
 
 __all__ = [
     "PackedClient",
@@ -101,39 +101,6 @@ _LAST_RESULTS: contextvars.ContextVar[weakref.WeakKeyDictionary[_Packer, PackRes
 )
 
 
-@dataclass(frozen=True)
-class _Request:
-    """One request's messages, system prompt, tools and limits, and its other arguments."""
-
-    messages: list[Any]
-    system: Any
-    tools: list[Any] | None
-    room: int  # the reply's tokens: max_tokens
-    limits: tuple[TokenCounter, int, int] | None  # counter, budget, reserve; None: managed
-    pipeline: Stage | None
-    provider: Provider
-    out: dict[str, Any]
-
-    def for_session(
-        self,
-    ) -> tuple[list[Any], Any, list[Any] | None, int, tuple[TokenCounter, int, int] | None]:
-        return self.messages, self.system, self.tools, self.room, self.limits
-
-    @property
-    def pack(self) -> dict[str, Any]:
-        """:func:`ctxpack.pack`'s arguments beside the messages."""
-        assert self.limits is not None
-        counter, budget, reserve = self.limits
-        return {
-            "budget": budget,
-            "reserve": reserve,
-            "counter": counter,
-            "tools": self.tools,
-            "pipeline": self.pipeline,
-            "provider": self.provider,
-        }
-
-
 @dataclass(eq=False)  # hashed by identity: the key of its last results
 class _Packer:
     """What a wrapped client packs with, and what it packed last."""
@@ -168,28 +135,42 @@ class _Packer:
         """The request's keyword arguments with ``messages`` (and ``system``) packed; for a
         server-side managed session, with its ``context_management`` (``beta``: the request
         goes through ``client.beta``, the only one that takes it)."""
-        request = self._request(kwargs, beta)
+        request = self._asked(kwargs, beta)
         if request is None:
             return kwargs  # nothing to pack: let the SDK report what is missing
+        asked, out = request
         if self.feed is not None:
-            result = self.feed.render(*request.for_session())
-        elif self.provider == "anthropic":
-            result = pack(from_anthropic(request.messages, system=request.system), **request.pack)
+            return self._sent(asked, out, self.feed.render(asked))
+        assert asked.limits is not None
+        counter, budget, reserve = asked.limits
+        history: Sequence[Any]
+        if self.provider == "anthropic":
+            history = from_anthropic(asked.messages, system=asked.system)
         else:
-            result = pack(coerce_messages(request.messages), **request.pack)
-        return self._sent(request, result)
+            history = coerce_messages(asked.messages)
+        result = pack(
+            history,
+            budget=budget,
+            reserve=reserve,
+            counter=counter,
+            tools=asked.tools,
+            pipeline=self.pipeline,
+            provider=self.provider,
+        )
+        return self._sent(asked, out, result)
 
     async def apacked_kwargs(self, kwargs: dict[str, Any], *, beta: bool = False) -> dict[str, Any]:
         """:meth:`packed_kwargs` with an AsyncSession, awaited."""
-        request = self._request(kwargs, beta)
+        request = self._asked(kwargs, beta)
         if request is None:
             return kwargs
         assert self.feed is not None
-        return self._sent(request, await self.feed.arender(*request.for_session()))
+        asked, out = request
+        return self._sent(asked, out, await self.feed.arender(asked))
 
-    def _request(self, kwargs: dict[str, Any], beta: bool) -> _Request | None:
-        """What a request asks: its messages, system prompt, tools and limits (``None``
-        without messages)."""
+    def _asked(self, kwargs: dict[str, Any], beta: bool) -> tuple[Asked, dict[str, Any]] | None:
+        """What a request asks (its messages, system prompt, tools, reply and limits) and the
+        keyword arguments to send beside them; ``None`` without messages."""
         messages: Any = kwargs.get("messages")
         if not _given(messages):
             return None
@@ -208,13 +189,13 @@ class _Packer:
         if self.feed is not None and self.feed.policy is not None:
             own = _given(kwargs.get("context_management"))
             out.update(self.feed.server_side_fields(beta=beta, own=own, betas=kwargs.get("betas")))
-        return _Request(messages, system, tools, room, limits, self.pipeline, self.provider, out)
+        return Asked(messages, system, tools, room, limits), out
 
-    def _sent(self, request: _Request, result: PackResult) -> dict[str, Any]:
-        """The keyword arguments sent: the request's, with ``result`` in place of its
-        messages (and system prompt), and the session's tools added."""
+    def _sent(self, asked: Asked, out: dict[str, Any], result: PackResult) -> dict[str, Any]:
+        """The keyword arguments sent: ``out``, with ``result`` in place of the messages (and
+        system prompt), and the session's tools added."""
         self.remember(result)
-        out, tools = request.out, request.tools
+        tools = asked.tools
         sent_tools = self.feed.tools(tools) if self.feed is not None else tools
         if sent_tools is not None and sent_tools != tools:
             out["tools"] = sent_tools
