@@ -136,6 +136,11 @@ class SessionFeed:
     system: str | None = None
 
     @property
+    def server_side(self) -> bool:
+        """Whether the session hands its window to the provider's context management."""
+        return self.policy is not None and self.policy.server_side
+
+    @property
     def is_async(self) -> bool:
         """Whether the session's methods are coroutines (an AsyncSession)."""
         return inspect.iscoroutinefunction(getattr(self.session, "extend", None))
@@ -218,8 +223,7 @@ class SessionFeed:
         """What a server-side managed session adds to an Anthropic request: its
         ``context_management`` (unless the request has its ``own``) and the ``betas`` it needs
         beyond the request's."""
-        assert self.policy is not None
-        if not self.policy.server_side:
+        if not self.server_side:
             return {}
         if not beta:
             raise ConfigError(
@@ -240,7 +244,7 @@ class SessionFeed:
         management did from it (a reply awaited first, for an async client). The reply itself
         reaches the session with the next request's history, so it is not appended here; a
         stream or a raw response is left to the caller (``session.record_response``)."""
-        if self.policy is None or not self.policy.server_side:
+        if not self.server_side:
             return response
         if inspect.isawaitable(response):
             return self._recorded(response)
@@ -252,7 +256,7 @@ class SessionFeed:
 
     async def arecord(self, reply: Any) -> Any:
         """:meth:`record` for a reply already awaited, by a sync or an async session."""
-        if self.policy is not None and self.policy.server_side:
+        if self.server_side:
             recorded = self._record(reply)
             if inspect.isawaitable(recorded):  # an AsyncSession's
                 await recorded

@@ -64,3 +64,16 @@ def test_an_async_session_and_a_session_serve_one_session(
     assert json.dumps(to_openai(resumed.render().messages), sort_keys=True) == rendered
     assert json.dumps([m.model_dump(mode="json") for m in resumed.transcript()]) == transcript
     assert "4 messages" in shown
+
+
+def test_an_async_session_says_its_window_and_tools_on_demand_as_a_session_does() -> None:
+    async def options() -> tuple[Any, ...]:
+        managed = await AsyncSession.open(
+            "w", store="memory://", model="gpt-4", window=8_000, tools_on_demand=True
+        )
+        plain = await AsyncSession.open("p", store="memory://", model="gpt-4")
+        return managed.window, managed.tools_on_demand, plain.window, plain.tools_on_demand
+
+    window, on_demand, no_window, off = asyncio.run(options())
+    assert window == Session(model="gpt-4", window=8_000).window and on_demand is True
+    assert no_window is None and off is False
