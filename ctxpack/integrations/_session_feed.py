@@ -375,6 +375,10 @@ _ATTEMPTS = 10
 
 def _digest(value: Any) -> str:
     """A digest of a message (or a system prompt) as sent, the same in every process."""
+    if isinstance(value, Message):
+        # A converted message (LangChain's): what it says, not the id and the extras that
+        # came with it (a LangChain id, token usage), which a client may give afresh.
+        value = value.model_dump(mode="json", exclude={"id", "metadata"})
     text = json.dumps(value, sort_keys=True, default=repr)
     return hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
 

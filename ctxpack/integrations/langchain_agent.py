@@ -1,10 +1,13 @@
-"""A LangChain v1 agent middleware that packs every model request with ctxpack.
+"""LangChain v1 agent middleware: every model request packed, or managed by a session.
 
 Beside LangChain's own ``SummarizationMiddleware`` (which rewrites the agent's state) and
 ``ContextEditingMiddleware`` (which clears old tool results), :class:`PackingMiddleware` packs
 what the model is about to see: the system message and the messages of the request, under a token
-budget, keeping tool exchanges whole and recording every cut. The agent's state is left as it is:
-the full history stays in the graph, and each model call sees a packed view of it.
+budget, keeping tool exchanges whole and recording every cut. :class:`SessionMiddleware` keeps
+each LangGraph thread's history in a managed :class:`ctxpack.Session` instead (filters at
+arrival, originals retrievable, clearing and compaction within the window), in a session store
+that replicas share. Either way the agent's state is left as it is: the full history stays in
+the graph, and each model call sees ctxpack's view of it.
 
 Needs ``langchain`` v1 (``pip install 'ctxpack[langchain]'``); importing this module without it
 raises an ``ImportError`` that says so.
@@ -12,30 +15,40 @@ raises an ``ImportError`` that says so.
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from .._internal.budgets import check_limits, pack_limits
 from ..adapters.langchain import from_langchain
+from ..caches import LRUCache
 from ..errors import ConfigError
+from ..managed import WindowPolicy
 from ..packing import pack
 from ..pipeline import Stage
 from ..providers import Provider, check_provider, provider_from_chat_model
 from ..result import PackResult
+from ..session import Session
+from ..store import SessionStore, open_store
 from ..tokens import CounterLike, get_counter
+from ..tools_on_demand import DESCRIBE_TOOL_NAME
+from ._session_feed import Asked, SessionFeed, wrapper_policy
 
 try:
     from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
     from langchain.agents.middleware.types import ModelResponse
-    from langchain_core.messages import SystemMessage
+    from langchain_core.messages import SystemMessage, ToolMessage
     from langchain_core.utils.function_calling import convert_to_openai_tool
+    from langgraph.prebuilt.tool_node import ToolCallRequest
+    from langgraph.types import Command
 except ImportError as exc:  # pragma: no cover - exercised only without langchain
     raise ImportError(
         "ctxpack's agent middleware needs langchain v1; install it with "
         "pip install 'ctxpack[langchain]' (or pip install 'langchain>=1')"
     ) from exc
 
-__all__ = ["PackingMiddleware"]
+__all__ = ["PackingMiddleware", "SessionMiddleware"]
 
 
 class PackingMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -118,12 +131,9 @@ class PackingMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             )
         if not request.messages:
             return request
-        history: list[Any] = list(request.messages)
-        if request.system_message is not None:
-            history.insert(0, request.system_message)
         budget, reserve = pack_limits(self.window, self.budget, self.reserve, _reply_room(request))
         result = pack(
-            from_langchain(history),
+            from_langchain(_history(request)),
             budget=budget,
             reserve=reserve,
             counter=self.counter,
@@ -132,11 +142,7 @@ class PackingMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             provider=self.provider or provider_from_chat_model(request.model),
         )
         self.last_result = result
-        packed = result.to_langchain()
-        system: SystemMessage | None = None
-        if request.system_message is not None and packed and isinstance(packed[0], SystemMessage):
-            system = packed.pop(0)
-        return request.override(messages=packed, system_message=system)
+        return _with_result(request, result)
 
     def wrap_model_call(
         self,
@@ -153,6 +159,256 @@ class PackingMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> ModelResponse[Any]:
         """Pack the request, then call the model (async agents)."""
         return await handler(self.pack_request(request))
+
+
+class SessionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+    """Keep each LangGraph thread's history in a managed :class:`ctxpack.Session`.
+
+    Every model call of the agent goes through the thread's session, as through a wrapped
+    client (:func:`ctxpack.wrap_openai`): the session is given the messages of the request it
+    lacks (tool outputs are filtered once, when they arrive, their originals stored), and the
+    model sees what the session renders: within ``window`` tokens with room for the reply, the
+    system message and every user message verbatim, old tool results cleared and the history
+    compacted when the window asks for it, each edit a recorded decision. The session's
+    retrieve tool (and, with ``tools_on_demand=True``, ``describe_tool``) is added to every
+    request, and the middleware answers the model's calls to it (``session.handle``). The
+    agent's state is left as it is: the graph keeps the whole history.
+
+    The thread is the session: its id is the LangGraph ``thread_id`` (so invoke the agent
+    with ``config={"configurable": {"thread_id": ...}}``, as a checkpointer needs anyway), and
+    the session lives in ``store``, where the replicas of an application, and a process
+    started since, resume it. The history of a thread must only grow (LangChain's
+    ``SummarizationMiddleware``, which rewrites it, does not go with this one).
+
+    Args:
+        window: The model's context window (or a :class:`~ctxpack.managed.WindowPolicy`):
+            what every request and its reply fit in. ``max_tokens`` (the request's
+            ``model_settings`` or the chat model's) must be within the policy's reply room.
+        store: Where the sessions live: a store URL (``sqlite:///sessions.db``,
+            ``postgresql://...``, ``redis://...``; see :func:`ctxpack.store.open_store`) or a
+            :class:`~ctxpack.store.SessionStore`. ``memory://``, the default, keeps them in
+            this process only.
+        model: The model to count tokens for and price the cache with, as for
+            :class:`ctxpack.Session`.
+        provider: Whose rules the request follows; by default ``"anthropic"`` when the chat
+            model's class name says Anthropic, else ``"openai"``.
+        options: The other :class:`ctxpack.Session` options (``counter``, ``filters``,
+            ``tools_on_demand``...); the same in every replica.
+
+    Attributes:
+        last_result: The last request's :class:`~ctxpack.PackResult` (``None`` before the
+            first).
+
+    Raises:
+        ConfigError: a bad window, store or session option.
+
+    Example:
+        >>> from langchain.agents import create_agent
+        >>> from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+        >>> from langchain_core.messages import AIMessage
+        >>> from langgraph.checkpoint.memory import InMemorySaver
+        >>> # GenericFakeChatModel takes no tools: leave the retrieve tool out here.
+        >>> sessions = SessionMiddleware(window=8_000, model="gpt-4o", retrieve_tool=False)
+        >>> model = GenericFakeChatModel(messages=iter([AIMessage("Hi!"), AIMessage("Bye.")]))
+        >>> agent = create_agent(
+        ...     model, system_prompt="Be brief.", middleware=[sessions],
+        ...     checkpointer=InMemorySaver(),
+        ... )
+        >>> thread = {"configurable": {"thread_id": "user-42"}}
+        >>> agent.invoke({"messages": [("user", "Hello")]}, thread)["messages"][-1].content
+        'Hi!'
+        >>> _ = agent.invoke({"messages": [("user", "Goodbye")]}, thread)
+        >>> [m.text for m in sessions.session("user-42").transcript()]
+        ['Be brief.', 'Hello', 'Hi!', 'Goodbye']
+    """
+
+    def __init__(
+        self,
+        *,
+        window: int | WindowPolicy,
+        store: str | SessionStore = "memory://",
+        model: str | None = None,
+        provider: Provider | None = None,
+        **options: Any,
+    ) -> None:
+        super().__init__()
+        if "window_state" in options:
+            raise ConfigError(
+                "SessionMiddleware(): window_state is each session's own, kept in the store"
+            )
+        # The options are checked now, not at the first request of some thread.
+        probe = Session._configured(model, {**options, "window": window})
+        self.policy = wrapper_policy("SessionMiddleware()", None, None, 0, probe)
+        if self.policy is not None and self.policy.server_side:
+            raise ConfigError(
+                "SessionMiddleware(): a server-side policy hands the window to the provider, "
+                "which a LangChain chat model does not let ctxpack configure: manage it on the "
+                "client side (WindowPolicy(server_side=False))"
+            )
+        self.provider = None if provider is None else check_provider(provider)
+        # The tools every session of these options adds to a request and answers itself.
+        self._own = {_name(t) for t in probe.tools()}
+        if probe.tools_on_demand:
+            self._own.add(DESCRIBE_TOOL_NAME)
+        self._owns_store = isinstance(store, str)
+        self.store: SessionStore = open_store(store) if isinstance(store, str) else store
+        self._model = model
+        self._options = {**options, "window": window}
+        # Open sessions by thread id: each holds what renders its requests one at a time.
+        self._feeds: LRUCache[str, SessionFeed] = LRUCache(
+            _OPEN_SESSIONS, weigh=lambda key, value: 1, name="SessionMiddleware sessions"
+        )
+        self._lock = threading.Lock()
+        self.last_result: PackResult | None = None
+
+    def session(self, thread_id: str) -> Session:
+        """The session of the thread ``thread_id`` (opened from the store, or created)."""
+        return cast(Session, self._feed(thread_id, None).session)
+
+    def close(self) -> None:
+        """Close the store if it was opened from a URL (a store object stays yours)."""
+        if self._owns_store:
+            self.store.close()
+
+    def _feed(self, thread_id: str, provider: Provider | None) -> SessionFeed:
+        with self._lock:
+            feed = self._feeds.get(thread_id)
+            if feed is None:
+                session = Session.open(
+                    thread_id, store=self.store, model=self._model, **self._options
+                )
+                feed = SessionFeed(session, provider or self.provider or "openai", self.policy)
+                self._feeds.put(thread_id, feed)
+            elif provider is not None:
+                # Opened for a tool call first: the model's provider is known from its request.
+                feed.provider = provider
+            return feed
+
+    def pack_request(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
+        """The request as the thread's session renders it, once given what it lacks (a new
+        request).
+
+        Raises:
+            ConfigError: the agent runs without a ``thread_id``, or ``max_tokens`` is more
+                than the reply room.
+            InvalidMessageError: a message ctxpack cannot read (its index and field named).
+        """
+        if not hasattr(request, "messages"):
+            raise ConfigError(
+                f"request must be LangChain's ModelRequest, got {type(request).__name__}"
+            )
+        provider = self.provider or provider_from_chat_model(request.model)
+        feed = self._feed(_thread_id(request.runtime), provider)
+        mine = [t for t in request.tools if _name(t) not in self._own]
+        tools = _tool_definitions(mine)
+        asked = Asked(from_langchain(_history(request)), None, tools, _reply_room(request), None)
+        result = feed.render(asked)
+        self.last_result = result
+        sent = feed.tools(tools) or []
+        # The session's own tools follow the request's; stubs replace them with tools on demand.
+        extra = sent[len(tools or ()) :] if sent[: len(tools or ())] == (tools or []) else None
+        return _with_result(
+            request, result, tools=[*mine, *extra] if extra is not None else list(sent)
+        )
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any]:
+        """Render the request from the thread's session, then call the model."""
+        return handler(self.pack_request(request))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any]:
+        """:meth:`wrap_model_call` for async agents; the store is read in a worker thread, so
+        the event loop never waits on it."""
+        return await handler(await asyncio.to_thread(self.pack_request, request))
+
+    def wrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
+    ) -> ToolMessage | Command[Any]:
+        """Answer a call to the session's own tools from the session; others run as usual."""
+        answer = self._answer(request)
+        return handler(request) if answer is None else answer
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+    ) -> ToolMessage | Command[Any]:
+        """:meth:`wrap_tool_call` for async agents."""
+        answer = await asyncio.to_thread(self._answer, request)
+        return await handler(request) if answer is None else answer
+
+    def _answer(self, request: ToolCallRequest) -> ToolMessage | None:
+        call = request.tool_call
+        if call.get("name") not in self._own:
+            return None
+        session = self.session(_thread_id(request.runtime))
+        block = {"type": "tool_use", "id": call.get("id"), "name": call["name"]}
+        text = session.handle({**block, "input": call.get("args") or {}})
+        return ToolMessage(content=text, tool_call_id=call.get("id") or "", name=call["name"])
+
+
+# Sessions a SessionMiddleware keeps open; a thread past them is opened again from the store.
+_OPEN_SESSIONS = 1_024
+
+
+def _thread_id(runtime: Any) -> str:
+    """The LangGraph thread a model or tool call runs in."""
+    thread = getattr(getattr(runtime, "execution_info", None), "thread_id", None)
+    if thread is None:
+        config = getattr(runtime, "config", None)  # a tool's runtime has the run's config
+        if not isinstance(config, Mapping):
+            try:
+                from langgraph.config import get_config
+
+                config = get_config()
+            except RuntimeError:  # outside a graph run
+                config = {}
+        configurable = config.get("configurable")
+        thread = configurable.get("thread_id") if isinstance(configurable, Mapping) else None
+    if thread is None:
+        raise ConfigError(
+            "SessionMiddleware keeps one session per LangGraph thread: invoke the agent with "
+            "config={'configurable': {'thread_id': ...}} (and a checkpointer, so that the "
+            "thread's history is kept between invocations)"
+        )
+    return str(thread)
+
+
+def _name(tool: Any) -> Any:
+    if isinstance(tool, Mapping):
+        function = tool.get("function")
+        return function.get("name") if isinstance(function, Mapping) else tool.get("name")
+    return getattr(tool, "name", None)
+
+
+def _history(request: ModelRequest[Any]) -> list[Any]:
+    """The request's messages, its system message first."""
+    history: list[Any] = list(request.messages)
+    if request.system_message is not None:
+        history.insert(0, request.system_message)
+    return history
+
+
+def _with_result(
+    request: ModelRequest[Any], result: PackResult, tools: list[Any] | None = None
+) -> ModelRequest[Any]:
+    """``request`` with ``result``'s messages in place of its own (and ``tools``, if given)."""
+    packed = result.to_langchain()
+    system: SystemMessage | None = None
+    if request.system_message is not None and packed and isinstance(packed[0], SystemMessage):
+        system = packed.pop(0)
+    if tools is None:
+        return request.override(messages=packed, system_message=system)
+    return request.override(messages=packed, system_message=system, tools=tools)
 
 
 def _reply_room(request: ModelRequest[Any]) -> int:

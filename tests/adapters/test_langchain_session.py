@@ -1,0 +1,266 @@
+"""SessionMiddleware in a real LangChain v1 agent (create_agent, a checkpointer): each thread's
+history kept by a managed session, every model call within the window, the retrieve tool
+answered by the session."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from pydantic import Field, PrivateAttr
+
+from ctxpack import ConfigError
+from ctxpack.filters import RETRIEVE_TOOL_NAME
+from ctxpack.integrations.langchain_agent import SessionMiddleware
+from ctxpack.managed import WindowPolicy
+from ctxpack.tools_on_demand import DESCRIBE_TOOL_NAME
+
+from .test_langchain_agent import prompt_tokens
+
+WINDOW = 4_000
+SYSTEM = "You are a coding agent. Read files with read_file."
+ARTIFACT = re.compile(r'artifact="([^"]+)"')
+
+
+class AgentModel(BaseChatModel):
+    """A scripted agent: reads a few files per task, then answers; records every call (the
+    messages and the tools bound)."""
+
+    reads: int = 6
+    bound: list[Any] = Field(default_factory=list)
+    respond: Callable[[list[BaseMessage]], AIMessage] | None = None
+    max_tokens: int | None = None
+    # Private: LangChain writes the model's fields out at every call (these grow).
+    _seen: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
+    _tools_seen: list[list[Any]] = PrivateAttr(default_factory=list)
+    _reads: dict[str, int] = PrivateAttr(default_factory=dict)
+
+    @property
+    def seen(self) -> list[list[BaseMessage]]:
+        return self._seen
+
+    @property
+    def tools_seen(self) -> list[list[Any]]:
+        return self._tools_seen
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted-agent"
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        self.seen.append(list(messages))
+        self.tools_seen.append(list(self.bound))
+        reply = (self.respond or self.next_step)(messages)
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    def next_step(self, messages: list[BaseMessage]) -> AIMessage:
+        # What the model has done is counted here: compaction leaves it little of its own
+        # history to count from.
+        task = next(
+            m.text
+            for m in reversed(messages)
+            if isinstance(m, HumanMessage) and not m.text.startswith("[ctxpack")
+        )
+        done = self._reads.get(task, 0)
+        if done >= self.reads:
+            return AIMessage(f"Done after reading {done} files.")
+        self._reads[task] = done + 1
+        path = f"pkg/module_{len(self._reads)}_{done}.py"
+        call = {"name": "read_file", "args": {"path": path}, "id": f"c{len(self.seen)}"}
+        return AIMessage(f"Reading {path} next.", tool_calls=[{**call, "type": "tool_call"}])
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> AgentModel:
+        return self.model_copy(update={"bound": list(tools)})
+
+
+@tool
+def read_file(path: str) -> str:
+    """Read a file of the repository."""
+    name = path.rsplit("/", 1)[-1].removesuffix(".py")
+    return "\n".join(
+        f"def {name}_function_{i}(value_{i}):\n    return value_{i} * {i} + {len(path)}"
+        for i in range(20)
+    )
+
+
+def agent_with(sessions: SessionMiddleware, model: AgentModel, saver: InMemorySaver) -> Any:
+    return create_agent(
+        model, tools=[read_file], system_prompt=SYSTEM, middleware=[sessions], checkpointer=saver
+    )
+
+
+def thread(name: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": name}}
+
+
+def test_every_model_call_fits_the_window_and_keeps_the_instructions() -> None:
+    sessions = SessionMiddleware(window=WINDOW, model="gpt-4")
+    model = AgentModel()
+    agent = agent_with(sessions, model, InMemorySaver())
+    tasks = [f"Task {k}: find where value_{k} is doubled." for k in range(4)]
+    for task in tasks:
+        agent.invoke({"messages": [HumanMessage(task)]}, thread("t1"))
+    state = agent.get_state(thread("t1")).values
+    # The graph keeps the whole history; every read happened.
+    assert sum(isinstance(m, ToolMessage) for m in state["messages"]) == 4 * model.reads
+    history_tokens = prompt_tokens([SystemMessage(SYSTEM), *state["messages"]])
+    policy = sessions.policy
+    assert policy is not None and history_tokens > 2 * WINDOW
+    session = sessions.session("t1")
+    assert any(e.action == "compacted" for e in session.window_state.events)
+    result = sessions.last_result
+    assert result is not None and result.tool_tokens > 0
+    for seen in model.seen:
+        # Within the window, with the reply's room, by an independent count of the messages.
+        assert prompt_tokens(seen) + result.tool_tokens <= WINDOW - policy.reserve
+        assert isinstance(seen[0], SystemMessage) and seen[0].content == SYSTEM
+        asked = [m.text for m in seen if isinstance(m, HumanMessage)]
+        # The tasks given so far, verbatim, in order.
+        given = [t for t in tasks if t in asked]
+        assert given == tasks[: len(given)] and given
+    # Each call bound the agent's tool and the session's retrieve tool, once each.
+    for tools in model.tools_seen:
+        names = [getattr(t, "name", None) or t["function"]["name"] for t in tools]
+        assert sorted(names) == ["read_file", RETRIEVE_TOOL_NAME]
+
+
+def test_the_model_reads_an_original_back_through_the_session() -> None:
+    sessions = SessionMiddleware(window=WINDOW, model="gpt-4")
+    answers: list[str] = []
+
+    def retrieve(artifact: str, regex: str) -> AIMessage:
+        call = {"name": RETRIEVE_TOOL_NAME, "args": {"artifact": artifact, "regex": regex}}
+        return AIMessage("", tool_calls=[{**call, "id": f"r{len(answers)}", "type": "tool_call"}])
+
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        # After a compaction: find the first file's artifact in the summary's index, then
+        # read a line of it back.
+        last = messages[-1]
+        if isinstance(last, ToolMessage) and last.name == RETRIEVE_TOOL_NAME:
+            answers.append(last.text)
+            if len(answers) == 1:
+                # The matching line ("3:" where context lines have "2-") names the original.
+                found = re.search(r"^\d+:.*\t(art_\w+)$", last.text, re.MULTILINE)
+                assert found, last.text
+                return retrieve(found[1], "function_7")
+            return AIMessage("Found it.")
+        summary = next((m.text for m in messages if m.text.startswith("[ctxpack: summary")), "")
+        index = ARTIFACT.search(summary)
+        if index and not answers:
+            return retrieve(index[1], re.escape("module_1_0.py"))
+        return model.next_step(messages)
+
+    model = AgentModel(respond=respond)
+    agent = agent_with(sessions, model, InMemorySaver())
+    for k in range(4):
+        agent.invoke({"messages": [HumanMessage(f"Task {k}.")]}, thread("t2"))
+        if answers:
+            break
+    # The session answered from the originals it stored: text no request carried any more.
+    assert len(answers) == 2, answers
+    assert "module_1_0_function_7(value_7)" in answers[1], answers
+    assert not any("module_1_0_function_7" in m.text for m in model.seen[-3])
+    state = agent.get_state(thread("t2")).values
+    replies = [m.text for m in state["messages"] if isinstance(m, ToolMessage)]
+    assert replies[-2:] == answers
+
+
+def test_each_thread_has_its_own_session() -> None:
+    sessions = SessionMiddleware(window=WINDOW, model="gpt-4")
+    model = AgentModel(reads=1)
+    agent = agent_with(sessions, model, InMemorySaver())
+    agent.invoke({"messages": [HumanMessage("Alice's task.")]}, thread("alice"))
+    agent.invoke({"messages": [HumanMessage("Bob's task.")]}, thread("bob"))
+    agent.invoke({"messages": [HumanMessage("Alice again.")]}, thread("alice"))
+    alice = [m.text for m in sessions.session("alice").transcript() if m.role == "user"]
+    bob = [m.text for m in sessions.session("bob").transcript() if m.role == "user"]
+    assert alice == ["Alice's task.", "Alice again."]
+    assert bob == ["Bob's task."]
+
+
+def test_async_agents_go_through_the_session() -> None:
+    sessions = SessionMiddleware(window=WINDOW, model="gpt-4")
+    model = AgentModel(reads=2)
+    agent = agent_with(sessions, model, InMemorySaver())
+    state = asyncio.run(agent.ainvoke({"messages": [HumanMessage("Task 0.")]}, thread("t3")))
+    assert state["messages"][-1].text == "Done after reading 2 files."
+    held = sessions.session("t3").transcript()
+    # System prompt, task, two calls with their results; the reply arrives with the next call.
+    assert [m.role for m in held] == ["system", "user", *["assistant", "tool"] * 2]
+
+
+def test_a_run_without_a_thread_is_a_clear_error() -> None:
+    sessions = SessionMiddleware(window=WINDOW, model="gpt-4")
+    agent = create_agent(AgentModel(), tools=[read_file], middleware=[sessions])
+    with pytest.raises(ConfigError, match="thread_id"):
+        agent.invoke({"messages": [HumanMessage("Task 0.")]})
+
+
+def test_a_reply_bigger_than_the_reply_room_is_refused_before_the_call() -> None:
+    sessions = SessionMiddleware(window=WindowPolicy(window=WINDOW, reply_room=500), model="gpt-4")
+    model = AgentModel(max_tokens=800)
+    agent = agent_with(sessions, model, InMemorySaver())
+    with pytest.raises(ConfigError, match=r"max_tokens \(800\).*reply room \(500"):
+        agent.invoke({"messages": [HumanMessage("Task 0.")]}, thread("t4"))
+    assert model.seen == []
+
+
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [
+        ({"window": 100}, "window"),
+        ({"window": WINDOW, "bogus": 1}, "bogus"),
+        ({"window": WINDOW, "window_state": None}, "window_state"),
+        ({"window": WindowPolicy(window=WINDOW, server_side=True)}, "server-side"),
+        ({"window": WINDOW, "store": "nosuch://x"}, "nosuch"),
+    ],
+)
+def test_bad_options_are_refused_at_construction(options: dict[str, Any], says: str) -> None:
+    with pytest.raises(ConfigError, match=says):
+        SessionMiddleware(**options)
+
+
+def test_tools_on_demand_go_as_stubs_and_the_session_describes_them() -> None:
+    sessions = SessionMiddleware(window=WINDOW, model="gpt-4", tools_on_demand=True)
+    described: list[str] = []
+
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        last = messages[-1]
+        if isinstance(last, ToolMessage) and last.name == DESCRIBE_TOOL_NAME:
+            described.append(last.text)
+        if not described:
+            call = {"name": DESCRIBE_TOOL_NAME, "args": {"names": ["read_file"]}, "id": "d1"}
+            return AIMessage("", tool_calls=[{**call, "type": "tool_call"}])
+        return model.next_step(messages)
+
+    model = AgentModel(reads=1, respond=respond)
+    agent = agent_with(sessions, model, InMemorySaver())
+    state = agent.invoke({"messages": [HumanMessage("Task 0.")]}, thread("t5"))
+    assert state["messages"][-1].text == "Done after reading 1 files."
+    # Every call bound stubs (dicts), describe_tool and the retrieve tool: what was counted.
+    result = sessions.last_result
+    assert result is not None
+    for tools in model.tools_seen:
+        assert all(isinstance(t, dict) for t in tools)
+        names = sorted(t["function"]["name"] for t in tools)
+        assert names == [DESCRIBE_TOOL_NAME, "read_file", RETRIEVE_TOOL_NAME]
+        stub = next(t for t in tools if t["function"]["name"] == "read_file")
+        assert "path" not in json.dumps(stub)
+    # The session answered with the full definition of the tool named.
+    assert len(described) == 1 and '"path"' in described[0]

@@ -1,0 +1,54 @@
+"""SessionMiddleware on a stored session that replicas share: LangGraph threads served by
+either replica, on threads switching often, on every backend; each message reaches its
+thread's session once, and every model call fits the window."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from ctxpack.integrations.langchain_agent import SessionMiddleware
+from ctxpack.store import SessionStore
+
+from ..adapters.test_langchain_agent import prompt_tokens
+from ..adapters.test_langchain_session import SYSTEM, WINDOW, AgentModel, agent_with, thread
+from ..threads import run_threads, switching_often
+
+
+def test_replicas_serve_threads_with_one_session_each(
+    replicas: Callable[[], SessionStore], session_id: str
+) -> None:
+    saver = InMemorySaver()  # the graph's state, shared as a database checkpointer would be
+    model = AgentModel(reads=2)
+    middlewares = [SessionMiddleware(window=WINDOW, model="gpt-4", store=replicas()) for _ in "ab"]
+    agents = [agent_with(m, model, saver) for m in middlewares]
+    workers, turns = 4, 3
+
+    def work(worker: int) -> None:
+        config = thread(f"{session_id}-{worker}")
+        for turn in range(turns):
+            # Behind a load balancer: a thread's turns land on either replica.
+            agent = agents[(worker + turn) % len(agents)]
+            agent.invoke({"messages": [HumanMessage(f"Worker {worker}, task {turn}.")]}, config)
+
+    with switching_often():
+        run_threads(work, workers)
+
+    for worker in range(workers):
+        name = f"{session_id}-{worker}"
+        state = agents[0].get_state(thread(name)).values["messages"]
+        # What either replica reads: the system prompt and the graph's history, each message
+        # once, in order; only the last reply is still to come, with the next request.
+        for middleware in middlewares:
+            held = [(m.role, m.text) for m in middleware.session(name).transcript()]
+            graph = [(SystemMessage(SYSTEM).type, SYSTEM)] + [
+                ({"human": "user", "ai": "assistant"}.get(m.type, m.type), m.text)
+                for m in state[:-1]
+            ]
+            assert held == [("system", SYSTEM), *graph[1:]]
+    policy = middlewares[0].policy
+    assert policy is not None and model.seen
+    for seen in model.seen:
+        assert prompt_tokens(seen) <= WINDOW - policy.reserve
