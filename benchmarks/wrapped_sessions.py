@@ -7,7 +7,10 @@ mock transport (no network), so the times are ctxpack's and the SDK's own. Three
 
 - ``plain``: a session in memory, packed under the wrapper's window (128,000 tokens);
 - ``managed``: ``Session(window=64_000)`` in memory;
-- ``managed, SQLite``: the same, stored in a SQLite file, as a replica of a backend keeps it.
+- ``managed, SQLite``: the same, stored in a SQLite file, as a replica of a backend keeps it;
+- ``LangChain, SQLite``: the same session behind LangChain's ``SessionMiddleware`` (its
+  ``pack_request``, the time it adds to each model call of an agent: the history arrives as
+  LangChain messages, converted at each request).
 
 Reported per set-up: the time of one request (median and 95th percentile, and the median over
 the last tenth of each session, where the history is longest), and the median time of reading
@@ -30,6 +33,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
@@ -41,6 +45,7 @@ import openai  # noqa: E402
 from agent_sessions import load_sessions  # noqa: E402
 
 import ctxpack  # noqa: E402
+from ctxpack.integrations.langchain_agent import SessionMiddleware  # noqa: E402
 
 REPLY = {
     "id": "c",
@@ -81,6 +86,41 @@ def replay(
     return {"requests": requests, "reads": reads, "messages": len(messages)}
 
 
+def replay_langchain(
+    messages: list[dict[str, Any]], middleware: Any, thread_id: str
+) -> dict[str, Any]:
+    """:func:`replay` through ``SessionMiddleware.pack_request``, with the requests LangChain's
+    agent would build (the history as LangChain messages, the system message beside them)."""
+    from langchain.agents.middleware import ModelRequest
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+    history = ctxpack.adapters.to_langchain(messages)
+    model = GenericFakeChatModel(messages=iter(()))
+    # What the middleware reads of LangGraph's runtime: the thread.
+    runtime = SimpleNamespace(execution_info=SimpleNamespace(thread_id=thread_id))
+    has_system = bool(messages) and messages[0].get("role") == "system"
+    requests: list[float] = []
+    reads: list[float] = []
+    for step, message in enumerate(messages):
+        if message.get("role") != "assistant" or step == 0:
+            continue
+        request = ModelRequest(
+            model=model,
+            messages=history[int(has_system) : step],
+            system_message=history[0] if has_system else None,
+            tools=[],
+            runtime=runtime,  # type: ignore[arg-type]
+            model_settings={"max_tokens": 4_000},
+        )
+        t0 = time.perf_counter()
+        middleware.pack_request(request)
+        requests.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        middleware.session(thread_id).transcript()
+        reads.append(time.perf_counter() - t0)
+    return {"requests": requests, "reads": reads, "messages": len(messages)}
+
+
 def ms(values: list[float], q: float | None = None) -> float:
     if q is None:
         return round(1000 * statistics.median(values), 2)
@@ -94,6 +134,7 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=5, help="the N longest sessions")
     parser.add_argument("--out", type=Path, default=HERE / "results")
     parser.add_argument("--name", default="wrapped_sessions")
+    parser.add_argument("--setups", default="", help="only these set-ups (separated by semicolons)")
     args = parser.parse_args()
 
     sessions = sorted(load_sessions(args.data), key=lambda s: -len(s.messages))[: args.sessions]
@@ -109,13 +150,28 @@ def main() -> None:
                 ),
                 None,
             ),
+            (
+                "LangChain, SQLite",
+                lambda sid: SessionMiddleware(
+                    window=64_000, model="gpt-4o", store=f"sqlite:///{folder}/lc.db"
+                ),
+                None,
+            ),
         ]
+        chosen = {name.strip() for name in args.setups.split(";") if name.strip()}
         for label, make, window in setups:
+            if chosen and label not in chosen:
+                continue
             requests: list[float] = []
             reads: list[float] = []
             last: list[float] = []
             for s in sessions:
-                run = replay(s.messages, make(s.id), window)
+                made = make(s.id)
+                if isinstance(made, ctxpack.Session):
+                    run = replay(s.messages, made, window)
+                else:
+                    run = replay_langchain(s.messages, made, s.id)
+                    made.close()
                 requests += run["requests"]
                 reads += run["reads"]
                 last += run["requests"][-max(1, len(run["requests"]) // 10) :]

@@ -62,53 +62,66 @@ def from_langchain(messages: Iterable[Any]) -> list[Message]:
         [('user', 'Hi')]
     """
     lc = _messages_module()
-    dicts: list[dict[str, Any]] = []
-    for index, msg in enumerate(message_items(messages)):
-        if not isinstance(msg, lc.BaseMessage):
-            raise InvalidMessageError(
-                f"expected a LangChain message, got {type(msg).__name__}", index=index
-            )
-        dumped = msg.model_dump()
-        role = dumped.get("role") if msg.type == "chat" else _ROLE_OF_TYPE.get(msg.type)
-        if role is None:
-            raise InvalidMessageError(
-                f"LangChain message type {msg.type!r} has no ctxpack role; use SystemMessage, "
-                "HumanMessage, AIMessage, ToolMessage or ChatMessage",
-                index=index,
-                field="type",
-            )
-        str_parts = (
-            [j for j, part in enumerate(msg.content) if isinstance(part, str)]
-            if isinstance(msg.content, list)
-            else []
+    return ensure_messages(
+        [_as_dict(lc, msg, index) for index, msg in enumerate(message_items(messages))]
+    )
+
+
+def message_from_langchain(message: Any, index: int) -> Message:
+    """:func:`from_langchain` for the message at ``index`` of a history, alone: a caller that
+    needs a few messages of a long history converts only those. Errors name ``index``."""
+    try:
+        return ensure_messages([_as_dict(_messages_module(), message, index)])[0]
+    except InvalidMessageError as exc:
+        raise InvalidMessageError(exc.detail, index=index, field=exc.field) from exc
+
+
+def _as_dict(lc: Any, msg: Any, index: int) -> dict[str, Any]:
+    """One LangChain message as the dict :func:`ensure_messages` takes."""
+    if not isinstance(msg, lc.BaseMessage):
+        raise InvalidMessageError(
+            f"expected a LangChain message, got {type(msg).__name__}", index=index
         )
-        item: dict[str, Any] = {
-            "role": role,
-            "content": _content_in(msg.content),
-            "metadata": {
-                META: {
-                    "type": msg.type,
-                    "fields": {k: v for k, v in dumped.items() if k not in _MAPPED},
-                    "str_parts": str_parts,
-                }
-            },
-        }
-        if msg.name is not None:
-            item["name"] = msg.name
-        if msg.type == "tool":
-            item["tool_call_id"] = msg.tool_call_id
-        calls = getattr(msg, "tool_calls", None) or []
-        if calls:
-            item["tool_calls"] = [
-                {
-                    "id": call.get("id") or f"lc-{index}-{k}",
-                    "type": "function",
-                    "function": {"name": call["name"], "arguments": _arguments(call, index, k)},
-                }
-                for k, call in enumerate(calls)
-            ]
-        dicts.append(item)
-    return ensure_messages(dicts)
+    dumped = msg.model_dump()
+    role = dumped.get("role") if msg.type == "chat" else _ROLE_OF_TYPE.get(msg.type)
+    if role is None:
+        raise InvalidMessageError(
+            f"LangChain message type {msg.type!r} has no ctxpack role; use SystemMessage, "
+            "HumanMessage, AIMessage, ToolMessage or ChatMessage",
+            index=index,
+            field="type",
+        )
+    str_parts = (
+        [j for j, part in enumerate(msg.content) if isinstance(part, str)]
+        if isinstance(msg.content, list)
+        else []
+    )
+    item: dict[str, Any] = {
+        "role": role,
+        "content": _content_in(msg.content),
+        "metadata": {
+            META: {
+                "type": msg.type,
+                "fields": {k: v for k, v in dumped.items() if k not in _MAPPED},
+                "str_parts": str_parts,
+            }
+        },
+    }
+    if msg.name is not None:
+        item["name"] = msg.name
+    if msg.type == "tool":
+        item["tool_call_id"] = msg.tool_call_id
+    calls = getattr(msg, "tool_calls", None) or []
+    if calls:
+        item["tool_calls"] = [
+            {
+                "id": call.get("id") or f"lc-{index}-{k}",
+                "type": "function",
+                "function": {"name": call["name"], "arguments": _arguments(call, index, k)},
+            }
+            for k, call in enumerate(calls)
+        ]
+    return item
 
 
 def _arguments(call: Mapping[str, Any], index: int, k: int) -> str:

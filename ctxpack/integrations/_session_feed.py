@@ -110,7 +110,7 @@ def wrapper_policy(
 class Asked(NamedTuple):
     """What a request asks of a session behind a wrapper."""
 
-    messages: list[Any]
+    messages: Sequence[Any]
     system: Any  # Anthropic's system prompt, beside the messages
     tools: list[Any] | None
     room: int  # the reply's tokens: the request's max_tokens
@@ -279,7 +279,7 @@ class SessionFeed:
         return [*(tools or ()), *(t for t in extra if _tool_name(t) not in names)]
 
     def _batch(
-        self, messages: list[Any], system: Any, given: Mapping[int, str], held: str | None
+        self, messages: Sequence[Any], system: Any, given: Mapping[int, str], held: str | None
     ) -> tuple[list[Any], dict[int, str]]:
         """What to give the session, in one write: for a managed session's first request,
         Anthropic's system prompt first, then the request's messages it lacks; and their

@@ -18,13 +18,14 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any, cast, overload
 
 from .._internal.budgets import check_limits, pack_limits
-from ..adapters.langchain import from_langchain
+from ..adapters.langchain import from_langchain, message_from_langchain
 from ..caches import LRUCache
 from ..errors import ConfigError
 from ..managed import WindowPolicy
+from ..messages import Message
 from ..packing import pack
 from ..pipeline import Stage
 from ..providers import Provider, check_provider, provider_from_chat_model
@@ -301,7 +302,8 @@ class SessionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         feed = self._feed(_thread_id(request.runtime), provider)
         mine = [t for t in request.tools if _name(t) not in self._own]
         tools = _tool_definitions(mine)
-        asked = Asked(from_langchain(_history(request)), None, tools, _reply_room(request), None)
+        history = _Converted(_history(request))
+        asked = Asked(history, None, tools, _reply_room(request), None)
         result = feed.render(asked)
         self.last_result = result
         sent = feed.tools(tools) or []
@@ -396,6 +398,33 @@ def _history(request: ModelRequest[Any]) -> list[Any]:
     if request.system_message is not None:
         history.insert(0, request.system_message)
     return history
+
+
+class _Converted(Sequence[Message]):
+    """A LangChain history, each message converted when read: the session needs only the
+    messages it lacks and the last one it holds, not the whole history at every request."""
+
+    def __init__(self, history: list[Any]) -> None:
+        self.history = history
+        self.done: dict[int, Message] = {}
+
+    def __len__(self) -> int:
+        return len(self.history)
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Message]: ...
+
+    def __getitem__(self, index: int | slice) -> Message | list[Message]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if index not in self.done:
+            self.done[index] = message_from_langchain(self.history[index], index)
+        return self.done[index]
 
 
 def _with_result(

@@ -73,3 +73,20 @@ def test_non_langchain_entries_are_rejected() -> None:
     with pytest.raises(ctxpack.InvalidMessageError) as info:
         from_langchain([lc.HumanMessage("hi"), {"role": "user", "content": "x"}])
     assert info.value.index == 1
+
+
+def test_one_message_of_a_history_converts_alone_with_its_index() -> None:
+    from ctxpack.adapters.langchain import message_from_langchain
+
+    history = [
+        lc.HumanMessage("Hi", id="h"),
+        lc.AIMessage("", tool_calls=[{"name": "f", "args": {}, "id": None}]),
+    ]
+    alone = [message_from_langchain(m, i) for i, m in enumerate(history)]
+    together = from_langchain(history)
+    assert [m.model_dump(exclude={"id"}) for m in alone] == [
+        m.model_dump(exclude={"id"}) for m in together
+    ]
+    with pytest.raises(ctxpack.InvalidMessageError, match="message 7") as caught:
+        message_from_langchain("not a message", 7)
+    assert caught.value.index == 7
