@@ -790,6 +790,29 @@ CLIENT_CASES = [
         "messages",
     ),
     case("create(messages=5)", lambda: _create(messages=5), InvalidMessageError, "messages"),
+    case("create(messages=None)", lambda: _create(messages=None), InvalidMessageError, "messages"),
+    case("create() without messages", lambda: _create(), InvalidMessageError, "messages"),
+    case(
+        "wrap_openai(session='x')",
+        lambda: wrap_openai(_OpenAIClient(), session="x"),  # type: ignore[arg-type]
+        ConfigError,
+        "session",
+        "Session",
+    ),
+    case(
+        "wrap_openai(budget > window)",
+        lambda: wrap_openai(_OpenAIClient(), window=1_000, budget=5_000),
+        ConfigError,
+        "budget (5000)",
+        "window (1000)",
+    ),
+    case(
+        "PackingMiddleware(budget > window)",
+        lambda: PackingMiddleware(window=1_000, budget=5_000),
+        ConfigError,
+        "budget (5000)",
+        "window (1000)",
+    ),
     case("create(tools=5)", lambda: _create(messages=[USER], tools=5), ConfigError, "tools"),
     case(
         "PackingMiddleware(provider='google')",

@@ -224,6 +224,73 @@ def test_max_tokens_that_leave_no_room_fail_before_sending() -> None:
     assert capture.requests == []
 
 
+def _wrapped(kind: str, capture: Capture) -> Any:
+    """A wrapped client of each kind that packs: limits of its own, or a session's."""
+    if kind == "openai":
+        return ctxpack.wrap_openai(openai_client(capture), window=100_000)
+    if kind == "anthropic":
+        return ctxpack.wrap_anthropic(
+            anthropic_client(capture), window=100_000, counter="cl100k_base"
+        )
+    return ctxpack.wrap_openai(
+        openai_client(capture), session=ctxpack.Session(model="gpt-4o", window=200_000)
+    )
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic", "managed session"])
+@pytest.mark.parametrize("given", ["None", "omitted"])
+def test_a_request_without_messages_fails_before_sending(kind: str, given: str) -> None:
+    # Unchecked, messages=None reached the API as null and an omitted list the SDK's bare
+    # TypeError, both unpacked.
+    capture = Capture(openai_reply())
+    client = _wrapped(kind, capture)
+    create = client.chat.completions.create if kind != "anthropic" else client.messages.create
+    request: dict[str, Any] = {"model": "gpt-4o", "max_tokens": 100}
+    if given == "None":
+        request["messages"] = None
+    with pytest.raises(ctxpack.InvalidMessageError, match=r"^messages: ") as info:
+        create(**request)
+    assert ("got None" in str(info.value)) == (given == "None")
+    assert capture.requests == [] and client.last_result is None
+
+
+def test_an_async_request_without_messages_fails_before_sending() -> None:
+    capture = Capture(openai_reply())
+
+    async def create() -> None:
+        session = await ctxpack.AsyncSession.open(
+            "chat", store="memory://", model="gpt-4o", window=8_000
+        )
+        client = ctxpack.wrap_openai(async_openai_client(capture), session=session)
+        await client.chat.completions.create(model="gpt-4o", messages=None)
+
+    with pytest.raises(ctxpack.InvalidMessageError, match="messages: expected a list"):
+        asyncio.run(create())
+    assert capture.requests == []
+
+
+def test_the_wrapped_resources_other_methods_pass_through_without_messages() -> None:
+    capture = Capture({"object": "list", "data": [], "has_more": False})
+    client = ctxpack.wrap_openai(openai_client(capture), window=100)
+    client.chat.completions.list()
+    assert capture.paths == ["/v1/chat/completions"]
+    assert client.last_result is None
+
+
+def test_a_model_that_is_not_a_string_is_refused_when_it_picks_the_tokenizer() -> None:
+    # The request's model picks the tokenizer: a non-string one used to count with the default
+    # encoding and reach the API as given.
+    capture = Capture(openai_reply())
+    client = ctxpack.wrap_openai(openai_client(capture), window=300)
+    with pytest.raises(ctxpack.ConfigError, match="model must be a string, got int"):
+        client.chat.completions.create(model=5, messages=long_history())
+    assert capture.requests == []
+    # With a counter of its own the wrapper does not read the model: the SDK has it as given.
+    counted = ctxpack.wrap_openai(openai_client(capture), window=300, counter="cl100k_base")
+    counted.chat.completions.create(model="acme-1", messages=long_history())
+    assert capture.body["model"] == "acme-1"
+
+
 def test_wrapper_arguments_are_checked() -> None:
     raw = openai_client(Capture(openai_reply()))
     with pytest.raises(ctxpack.ConfigError, match="window must be a positive int"):
@@ -237,6 +304,14 @@ def test_wrapper_arguments_are_checked() -> None:
     for wrap in (ctxpack.wrap_openai, ctxpack.wrap_anthropic):
         with pytest.raises(ctxpack.ConfigError, match=r"needs window= .* or budget="):
             wrap(raw)
+        # The tighter limit holds, so a budget above the window would never apply.
+        with pytest.raises(ctxpack.ConfigError, match=r"budget \(5000\) is more than window"):
+            wrap(raw, window=1000, budget=5000, counter="cl100k_base")
+        # A bad session is named, not taken for a plain one lacking a window.
+        with pytest.raises(ctxpack.ConfigError, match="session must be a ctxpack Session"):
+            wrap(raw, session="x", counter="cl100k_base")  # type: ignore[arg-type]
+    equal = ctxpack.wrap_openai(raw, window=1000, budget=1000)
+    assert "window=1000, budget=1000" in repr(equal)
 
 
 def test_budget_means_what_it_means_in_pack() -> None:

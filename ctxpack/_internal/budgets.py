@@ -32,6 +32,14 @@ def check_limits(owner: str, window: Any, budget: Any, reserve: Any) -> None:
             isinstance(value, bool) or not isinstance(value, int) or value < 1
         ):
             raise ConfigError(f"{name} must be a positive int, got {value!r}")
+    if window is not None and budget is not None and budget > window:
+        # The tighter limit holds, so such a budget would never apply: most likely the two were
+        # swapped, or budget= is the old spelling of the window.
+        raise ConfigError(
+            f"budget ({budget}) is more than window ({window}): the tighter limit holds, so it "
+            "would never apply; budget= caps the prompt within the window, so give one below "
+            "it, or leave it out"
+        )
     smallest = min(v for v in (window, budget) if v is not None)
     if isinstance(reserve, bool) or not isinstance(reserve, int) or not 0 <= reserve < smallest:
         raise ConfigError(

@@ -82,6 +82,13 @@ def wrapper_policy(
     A managed session sizes each request itself, so the wrapper takes no limit of its own
     beyond, at most, the same window.
     """
+    if session is not None and not isinstance(session, SessionLike):
+        # Checked first: otherwise a session that is no session reads as a plain one, and the
+        # error would be the missing window=.
+        raise ConfigError(
+            f"session must be a ctxpack Session (extend, render and tools), got "
+            f"{type(session).__name__}"
+        )
     policy = getattr(session, "window", None)
     if not isinstance(policy, WindowPolicy):
         check_limits(owner, window, budget, reserve)

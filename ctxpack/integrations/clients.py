@@ -25,10 +25,10 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._internal.arguments import message_items, optional_text, tool_list
+from .._internal.arguments import message_items, optional_text, string, tool_list
 from .._internal.budgets import pack_limits
 from ..adapters import from_anthropic
-from ..errors import ConfigError
+from ..errors import ConfigError, InvalidMessageError
 from ..managed import WindowPolicy
 from ..packing import pack
 from ..pipeline import Stage
@@ -119,8 +119,11 @@ class _Packer:
     def counter_for(self, request_model: Any) -> TokenCounter:
         if self.counter is not None:
             return self.counter
-        model = self.model or (request_model if isinstance(request_model, str) else None)
-        return get_counter(model)
+        if self.model is not None:
+            return get_counter(self.model)
+        # The request's model picks the tokenizer: any other type would count with the default
+        # encoding, unnoticed. An omitted one is left for the SDK to report.
+        return get_counter(string(request_model, "model") if _given(request_model) else None)
 
     def reply_room(self, kwargs: Mapping[str, Any]) -> int:
         for key in ("max_completion_tokens", "max_tokens"):
@@ -135,10 +138,7 @@ class _Packer:
         """The request's keyword arguments with ``messages`` (and ``system``) packed; for a
         server-side managed session, with its ``context_management`` (``beta``: the request
         goes through ``client.beta``, the only one that takes it)."""
-        request = self._asked(kwargs, beta)
-        if request is None:
-            return kwargs  # nothing to pack: let the SDK report what is missing
-        asked, out = request
+        asked, out = self._asked(kwargs, beta)
         if self.feed is not None:
             return self._sent(asked, out, self.feed.render(asked))
         assert asked.limits is not None
@@ -161,26 +161,29 @@ class _Packer:
 
     async def apacked_kwargs(self, kwargs: dict[str, Any], *, beta: bool = False) -> dict[str, Any]:
         """:meth:`packed_kwargs` with an AsyncSession, awaited."""
-        request = self._asked(kwargs, beta)
-        if request is None:
-            return kwargs
         assert self.feed is not None
-        asked, out = request
+        asked, out = self._asked(kwargs, beta)
         return self._sent(asked, out, await self.feed.arender(asked))
 
-    def _asked(self, kwargs: dict[str, Any], beta: bool) -> tuple[Asked, dict[str, Any]] | None:
+    def _asked(self, kwargs: dict[str, Any], beta: bool) -> tuple[Asked, dict[str, Any]]:
         """What a request asks (its messages, system prompt, tools, reply and limits) and the
-        keyword arguments to send beside them; ``None`` without messages."""
+        keyword arguments to send beside them.
+
+        Raises:
+            InvalidMessageError: the request has no list of messages.
+        """
+        # Every method that packs needs messages: without them the request would go out
+        # unpacked (messages=None as null), or fail in the SDK with a bare TypeError.
         messages: Any = kwargs.get("messages")
-        if not _given(messages):
-            return None
+        if "messages" not in kwargs or (messages is not None and not _given(messages)):
+            raise InvalidMessageError("messages: required, the request's list of messages")
+        messages = list(message_items(messages))
         room = self.reply_room(kwargs)
         limits = None
         if self.feed is None or self.feed.policy is None:
             counter = self.counter_for(kwargs.get("model"))
             budget, reserve = pack_limits(self.window, self.budget, self.reserve, room)
             limits = (counter, budget, reserve)
-        messages = list(message_items(messages))
         tools: Any = kwargs.get("tools")
         tools = tool_list(tools) if _given(tools) else None
         system = kwargs.get("system") if self.provider == "anthropic" else None
@@ -371,11 +374,6 @@ def _wrap(
     optional_text(model, "model")
     if pipeline is not None and not callable(pipeline):
         raise ConfigError(f"pipeline must be a stage, got {type(pipeline).__name__}")
-    if session is not None and not isinstance(session, SessionLike):
-        raise ConfigError(
-            f"session must be a ctxpack Session (extend, render and tools), got "
-            f"{type(session).__name__}"
-        )
     openai = provider == "openai"
     resources = _OPENAI_RESOURCES if openai else _ANTHROPIC_RESOURCES
     if not any(hasattr(client, path[0]) for path in resources):
@@ -446,7 +444,11 @@ def wrap_openai(
         ConfigError: neither ``window`` nor ``budget`` is given (without a managed session),
             or a limit is invalid (at each request: ``max_tokens`` leaves no room for the
             prompt in the window, or passes a managed session's reply room, or with a
-            session, the request's messages are not the history the session was given).
+            session, the request's messages are not the history the session was given;
+            the request's ``model`` picks the tokenizer and is not a string), or ``budget``
+            is more than ``window``.
+        InvalidMessageError: at a request, its ``messages`` are missing or not a list of
+            messages.
 
     Example:
         >>> import httpx2, openai
@@ -520,7 +522,11 @@ def wrap_anthropic(
         ConfigError: neither ``window`` nor ``budget`` is given (without a managed session),
             or a limit is invalid (at each request: ``max_tokens`` leaves no room for the
             prompt in the window, or passes a managed session's reply room, or with a
-            session, the request's messages are not the history the session was given).
+            session, the request's messages are not the history the session was given;
+            the request's ``model`` picks the tokenizer and is not a string), or ``budget``
+            is more than ``window``.
+        InvalidMessageError: at a request, its ``messages`` are missing or not a list of
+            messages.
     """
     policy = wrapper_policy("wrap_anthropic()", window, budget, reserve, session)
     resolved: TokenCounter | None = None

@@ -184,6 +184,12 @@ def test_budget_means_what_it_means_in_pack() -> None:
     assert (both.last_result.budget, both.last_result.reserve) == (300, 0)
 
 
+def test_a_budget_above_the_window_is_refused() -> None:
+    # The tighter limit holds, so such a budget would never apply.
+    with pytest.raises(ctxpack.ConfigError, match=r"budget \(5000\) is more than window \(1000\)"):
+        PackingMiddleware(budget=5000, window=1000, model="gpt-4")
+
+
 def test_an_agent_on_chat_openai_sends_a_packed_request() -> None:
     """End to end: create_agent -> PackingMiddleware -> ChatOpenAI -> the openai SDK -> the
     wire, captured by a mock transport and counted independently."""
