@@ -113,6 +113,27 @@ def test_only_assistants_call_tools() -> None:
     assert info.value.field == "tool_calls"
 
 
+def test_the_calls_of_one_message_need_their_own_ids() -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    other = {**call, "id": "c2"}
+    with pytest.raises(InvalidMessageError, match=r"'c1' repeats tool_calls\[0\]\.id") as info:
+        ensure_messages(
+            [
+                {"role": "user", "content": "x"},
+                {"role": "assistant", "content": None, "tool_calls": [call, other, call]},
+            ]
+        )
+    assert (info.value.index, info.value.field) == (1, "tool_calls[2].id")
+    # The same id in two messages is each message's own call (some providers reuse them).
+    (a, b) = ensure_messages(
+        [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+        ]
+    )
+    assert a.tool_calls is not None and b.tool_calls is not None
+
+
 def test_content_may_be_missing_only_beside_tool_calls() -> None:
     call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
     (ok,) = ensure_messages([{"role": "assistant", "content": None, "tool_calls": [call]}])

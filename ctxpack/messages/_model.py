@@ -146,6 +146,16 @@ class Message(FieldErrorModel):
             raise ValueError(
                 f"tool_calls: only an assistant message may call tools, not {self.role}"
             )
+        if self.tool_calls and len(self.tool_calls) > 1:
+            # The provider pairs each result with its call by id: a repeated id is refused.
+            first: dict[str, int] = {}
+            for k, call in enumerate(self.tool_calls):
+                j = first.setdefault(call.id, k)
+                if j != k:
+                    raise ValueError(
+                        f"tool_calls[{k}].id: {call.id!r} repeats tool_calls[{j}].id; each call "
+                        "of a message needs its own id"
+                    )
         # OpenAI replies with content null beside a legacy function_call, a refusal or audio.
         if (
             self.content is None
