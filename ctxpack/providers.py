@@ -170,6 +170,14 @@ def tool_definition_parts(tool: Mapping[str, Any]) -> tuple[Any, Any, Any, Provi
     return tool.get("name"), tool.get("description"), tool.get("input_schema"), "anthropic"
 
 
+def tool_name(tool: Any) -> Any:
+    """The name a tool definition gives (either shape, unchecked), or a tool object's
+    ``name`` (a LangChain tool); ``None`` without one."""
+    if isinstance(tool, Mapping):
+        return tool_definition_parts(tool)[0]
+    return getattr(tool, "name", None)
+
+
 def tool_call_parts(call: Mapping[str, Any]) -> tuple[Any, Any] | None:
     """The tool a call names and its arguments (a JSON string or an object, as sent), for an
     OpenAI tool call, an Anthropic ``tool_use`` block or a Responses API ``function_call``

@@ -20,6 +20,7 @@ from ._internal.arguments import tokens as check_tokens
 from ._internal.options import FieldErrorModel
 from .errors import ConfigError
 from .messages import Message, owned_messages
+from .providers import tool_name
 from .tokens import (
     CounterLike,
     TokenCounter,
@@ -160,16 +161,10 @@ def _k(tokens: int) -> str:
     return str(tokens)
 
 
-def _tool_name(tool: Mapping[str, Any]) -> str:
-    function = tool.get("function", tool)
-    name = function.get("name") if isinstance(function, Mapping) else None
-    return str(name or tool.get("name") or "?")
-
-
 def _tool_items(tools: list[Mapping[str, Any]], counter: TokenCounter) -> list[UsageItem]:
     groups: dict[str, list[Mapping[str, Any]]] = {}
     for tool in tools:
-        name = _tool_name(tool)
+        name = str(tool_name(tool) or "?")
         if name.startswith(MCP_PREFIX) and "__" in name[len(MCP_PREFIX) :]:
             server = name[len(MCP_PREFIX) :].split("__", 1)[0]
             groups.setdefault(f"MCP server {server}", []).append(tool)

@@ -320,6 +320,6 @@ def test_a_module_that_cannot_be_imported_is_read_from_its_source(
     reference = generator.build(ROOT)
     (module,) = [m for m in reference.modules if m.path == missing]
     assert module.module is None
-    assert module.documented == [f"{missing}.PackingMiddleware"]
-    assert module.summary.startswith("A LangChain v1 agent middleware")
-    assert f"::: {missing}.PackingMiddleware" in generator.render(reference)
+    assert module.documented == [f"{missing}.PackingMiddleware", f"{missing}.SessionMiddleware"]
+    assert module.summary.startswith("LangChain v1 agent middleware")
+    assert f"::: {missing}.SessionMiddleware" in generator.render(reference)

@@ -23,7 +23,7 @@ from ..adapters import from_anthropic
 from ..errors import ConfigError, InvalidMessageError
 from ..managed import WindowPolicy
 from ..messages import Message
-from ..providers import Provider
+from ..providers import Provider, tool_name
 from ..result import PackResult
 from ..sdk import coerce_message, is_sdk_object
 from ..tokens import REPLY_PRIMING, TokenCounter
@@ -282,8 +282,8 @@ class SessionFeed:
         extra = self.session.tools(self.provider)
         if not extra:
             return tools
-        names = {_tool_name(t) for t in tools or ()}
-        return [*(tools or ()), *(t for t in extra if _tool_name(t) not in names)]
+        names = {tool_name(t) for t in tools or ()}
+        return [*(tools or ()), *(t for t in extra if tool_name(t) not in names)]
 
     def _batch(
         self, messages: Sequence[Any], system: Any, given: Mapping[int, str], held: str | None
@@ -388,10 +388,3 @@ def _digest(value: Any) -> str:
         value = value.model_dump(mode="json", exclude={"id", "metadata"})
     text = json.dumps(value, sort_keys=True, default=repr)
     return hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
-
-
-def _tool_name(tool: Any) -> Any:
-    if not isinstance(tool, Mapping):
-        return None
-    function = tool.get("function")
-    return function.get("name") if isinstance(function, Mapping) else tool.get("name")

@@ -28,7 +28,7 @@ from ..managed import WindowPolicy
 from ..messages import Message
 from ..packing import pack
 from ..pipeline import Stage
-from ..providers import Provider, check_provider, provider_from_chat_model
+from ..providers import Provider, check_provider, provider_from_chat_model, tool_name
 from ..result import PackResult
 from ..session import Session
 from ..store import SessionStore, open_store
@@ -248,7 +248,7 @@ class SessionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             )
         self.provider = None if provider is None else check_provider(provider)
         # The tools every session of these options adds to a request and answers itself.
-        self._own = {_name(t) for t in probe.tools()}
+        self._own = {tool_name(t) for t in probe.tools()}
         if probe.tools_on_demand:
             self._own.add(DESCRIBE_TOOL_NAME)
         self._owns_store = isinstance(store, str)
@@ -300,18 +300,17 @@ class SessionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             )
         provider = self.provider or provider_from_chat_model(request.model)
         feed = self._feed(_thread_id(request.runtime), provider)
-        mine = [t for t in request.tools if _name(t) not in self._own]
+        mine = [t for t in request.tools if tool_name(t) not in self._own]
         tools = _tool_definitions(mine)
         history = _Converted(_history(request))
         asked = Asked(history, None, tools, _reply_room(request), None)
         result = feed.render(asked)
         self.last_result = result
         sent = feed.tools(tools) or []
-        # The session's own tools follow the request's; stubs replace them with tools on demand.
-        extra = sent[len(tools or ()) :] if sent[: len(tools or ())] == (tools or []) else None
-        return _with_result(
-            request, result, tools=[*mine, *extra] if extra is not None else list(sent)
-        )
+        if not getattr(feed.session, "tools_on_demand", False):
+            # The agent's own tools go as LangChain gave them, the session's after them.
+            sent = [*mine, *sent[len(mine) :]]
+        return _with_result(request, result, tools=sent)
 
     def wrap_model_call(
         self,
@@ -383,13 +382,6 @@ def _thread_id(runtime: Any) -> str:
             "thread's history is kept between invocations)"
         )
     return str(thread)
-
-
-def _name(tool: Any) -> Any:
-    if isinstance(tool, Mapping):
-        function = tool.get("function")
-        return function.get("name") if isinstance(function, Mapping) else tool.get("name")
-    return getattr(tool, "name", None)
 
 
 def _history(request: ModelRequest[Any]) -> list[Any]:

@@ -6,7 +6,6 @@ from ._alternate import turn_rule_breaks as turn_rule_breaks
 from ._base import StageModel as StageModel
 from ._citations import CitationInheritor as CitationInheritor
 from ._compose import PromptComposer as PromptComposer
-from ._compress import SPACY_MAX_LINES as SPACY_MAX_LINES
 from ._compress import ExtractiveCompressor as ExtractiveCompressor
 from ._compress import compress_lines as compress_lines
 from ._compress import has_proper_noun_heuristic as has_proper_noun_heuristic
@@ -21,7 +20,6 @@ from ._relevance import RelevanceScorer as RelevanceScorer
 from ._semantic import SemanticScorer as SemanticScorer
 
 __all__ = [
-    "SPACY_MAX_LINES",
     "CitationInheritor",
     "Deduplicator",
     "ExtractiveCompressor",

@@ -222,8 +222,8 @@ def compress_lines(
         query: Lines sharing terms with it score higher.
         proper_nouns: ``"spacy"`` (the trained pipeline ``spacy_model``), ``"heuristic"``
             (capitalised words not starting a sentence) or ``"auto"`` (spaCy when the pipeline is
-            installed, else the heuristic). A text of more than :data:`SPACY_MAX_LINES`
-            non-blank lines always gets the heuristic.
+            installed, else the heuristic). A text of more than 2,000 non-blank lines
+            always gets the heuristic.
         spacy_model: The spaCy pipeline to load for proper nouns.
 
     Returns:
