@@ -13,7 +13,7 @@ import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
-from .errors import ConfigError, InvalidMessageError, StoreConflictError
+from .errors import ConfigError, StoreConflictError
 from .managed import WindowPolicy, WindowState
 from .messages import Message
 from .persistence import MAX_ATTEMPTS, Backing, backoff_delay
@@ -21,7 +21,7 @@ from .pipeline import Decision
 from .providers import Provider
 from .result import PackResult
 from .retrieval import Retrieval
-from .session import FilterRecord, Session, pinned_message
+from .session import FilterRecord, Session, extend_batch, pinned_message
 from .store import AsyncSessionStore, SessionStore, ThreadedAsyncStore, open_async_store
 
 __all__ = ["AsyncSession"]
@@ -153,12 +153,7 @@ class AsyncSession:
             InvalidMessageError: a message is malformed or reuses an id.
             StoreError: the store failed; the session is unchanged.
         """
-        if isinstance(messages, (str, bytes, Mapping)):
-            raise InvalidMessageError(
-                f"extend() takes a list of messages, got {type(messages).__name__}; "
-                "use append() for one message"
-            )
-        batch = list(messages)
+        batch = extend_batch(messages)
         await self._commit(lambda: self._core._extend(batch, provider))
 
     async def _commit(self, change: Callable[[], None]) -> None:
@@ -270,9 +265,28 @@ class AsyncSession:
         """The tool definitions the session adds to a request (no I/O)."""
         return self._core.tools(provider)
 
-    async def retrieve(self, artifact: str, **selectors: Any) -> Retrieval:
+    async def retrieve(
+        self,
+        artifact: str,
+        *,
+        lines: str | tuple[int, int] | None = None,
+        regex: str | None = None,
+        context: int = 2,
+        json_path: str | None = None,
+        page: int = 1,
+        max_chars: int = 8_000,
+    ) -> Retrieval:
         """Read an original of the session; see :meth:`ctxpack.Session.retrieve`."""
-        return await asyncio.to_thread(self._core.retrieve, artifact, **selectors)
+        return await asyncio.to_thread(
+            self._core.retrieve,
+            artifact,
+            lines=lines,
+            regex=regex,
+            context=context,
+            json_path=json_path,
+            page=page,
+            max_chars=max_chars,
+        )
 
     async def handle(self, call: Mapping[str, Any]) -> str:
         """Answer the model's call to the retrieve tool; see :meth:`ctxpack.Session.handle`."""

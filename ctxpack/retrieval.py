@@ -16,7 +16,7 @@ from typing import Any
 import regex as regex_engine
 from pydantic import ConfigDict
 
-from ._internal.arguments import optional_text, string
+from ._internal.arguments import optional_text, string, type_name
 from ._internal.options import FieldErrorModel
 from .errors import ArtifactNotFoundError, ConfigError
 from .filters import RETRIEVE_TOOL_NAME
@@ -102,7 +102,8 @@ def coerce_call(call: object) -> Mapping[str, Any] | str:
 
     Raises:
         ConfigError: ``call`` is neither a tool call, an SDK's object for one, nor its
-            arguments: a bug in the caller, not the model's mistake.
+            arguments, or it is an OpenAI tool call without its ``function``: a bug in the
+            caller, not the model's mistake.
     """
     if not isinstance(call, (Mapping, str)) and not is_sdk_object(call):
         raise ConfigError(
@@ -111,6 +112,15 @@ def coerce_call(call: object) -> Mapping[str, Any] | str:
             f"{type(call).__name__}"
         )
     coerced: Mapping[str, Any] | str = coerce_tool_call(call)
+    if isinstance(coerced, Mapping) and coerced.get("type") == "function":
+        function = coerced.get("function")
+        if not isinstance(function, Mapping):
+            # An OpenAI tool call without its function: the model never writes that envelope,
+            # so the caller built it wrong, and an answer to the model could not fix it.
+            raise ConfigError(
+                "call.function must be an object with the name and arguments of the tool "
+                f"called, got {type_name(function)}"
+            )
     return coerced
 
 
@@ -165,13 +175,14 @@ def handle_retrieve_call(
             raise
         return f"error: {exc}; call {RETRIEVE_TOOL_NAME} with a JSON object of arguments"
     artifact = args.pop("artifact", None)
-    if not isinstance(artifact, str) or not artifact:
+    if artifact is None or artifact == "":
         return "error: the artifact argument is required (the art_... id a marker names)"
-    known = {"lines", "regex", "context", "json_path", "page"}
-    unknown = sorted(set(args) - known)
+    if not isinstance(artifact, str):
+        return f"error: artifact must be a string, an art_... id, got {type_name(artifact)}"
+    unknown = sorted(map(repr, set(args) - set(_PARAMETERS["properties"])))
     if unknown:
-        named = _clipped(str(unknown), 200)
-        return f"error: unknown arguments {named}; valid ones are artifact, {sorted(known)}"
+        named = _clipped(", ".join(unknown), 200)
+        return f"error: unknown argument(s) {named}; valid: {', '.join(_PARAMETERS['properties'])}"
     try:
         answer = read_artifact(store, artifact, max_chars=8_000, **args).render()
     except (ArtifactNotFoundError, ConfigError) as exc:

@@ -19,10 +19,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ._internal.arguments import type_name
 from .editing import COMPACTION_FLOOR
 from .errors import InvalidMessageError
 from .managed import WindowPolicy
 from .pipeline import Decision
+from .providers import is_anthropic_response
 from .sdk import is_sdk_object
 
 __all__: list[str] = []
@@ -101,40 +103,52 @@ def response_decisions(response: Any, *, message_id: str) -> list[Decision]:
     Returns:
         One ``cleared`` decision per applied clearing edit (with the input tokens it cleared),
         one ``merged`` decision per compaction block or item; none when nothing was applied.
+
+    Raises:
+        InvalidMessageError: ``response`` is neither kind of response, or a field of it is
+            malformed (the error names the field).
     """
-    body = (
-        response.model_dump(mode="json", by_alias=True, exclude_unset=True)
-        if is_sdk_object(response)
-        else response
-    )
-    if not isinstance(body, Mapping):
-        return []
+    body, anthropic = response_body(response)
     out: list[Decision] = []
     management = body.get("context_management")
+    if management is not None and not isinstance(management, Mapping):
+        raise _malformed("context_management", "must be an object", management)
     edits = _listed(management, "applied_edits", "context_management.applied_edits")
     for i, edit in enumerate(edits):
+        where = f"context_management.applied_edits[{i}]"
         if not isinstance(edit, Mapping):
-            continue
-        kind = str(edit.get("type"))
-        cleared = _count(edit, "cleared_input_tokens", f"context_management.applied_edits[{i}]")
-        what = (
-            f"{edit.get('cleared_tool_uses', 0)} tool uses"
-            if "cleared_tool_uses" in edit
-            else f"{edit.get('cleared_thinking_turns', 0)} thinking turns"
-        )
+            raise _malformed(where, "must be an object", edit)
+        kind = edit.get("type")
+        if not isinstance(kind, str) or not kind:
+            raise _malformed(
+                f"{where}.type", "must name the edit (such as 'clear_tool_uses_20250919')", kind
+            )
+        cleared = _count(edit, "cleared_input_tokens", where, "tokens")
+        # An edit names what it cleared by its own count: tool uses, thinking turns, or (an
+        # edit this code does not know yet) only the tokens.
+        what = f"{cleared} input tokens"
+        for key, unit in (
+            ("cleared_tool_uses", "tool uses"),
+            ("cleared_thinking_turns", "thinking turns"),
+        ):
+            if key in edit:
+                what = f"{_count(edit, key, where, unit)} {unit} ({what})"
+                break
         out.append(
             Decision(
                 stage="server",
                 action="cleared",
                 message_id=message_id,
-                reason=f"the provider's {kind} cleared {what} ({cleared} input tokens)",
+                reason=f"the provider's {kind} cleared {what}",
                 tokens_before=cleared,
                 tokens_after=0,
             )
         )
-    blocks = [*_listed(body, "content", "content"), *_listed(body, "output", "output")]
-    for block in blocks:
-        if isinstance(block, Mapping) and block.get("type") == "compaction":
+    key = "content" if anthropic else "output"
+    for i, block in enumerate(_listed(body, key, key)):
+        if not isinstance(block, Mapping):
+            raise _malformed(f"{key}[{i}]", "must be an object", block)
+        if block.get("type") == "compaction":
             summary = block.get("content")
             kind = "an opaque summary" if not isinstance(summary, str) else "a summary"
             out.append(
@@ -151,6 +165,54 @@ def response_decisions(response: Any, *, message_id: str) -> list[Decision]:
     return out
 
 
+def response_body(response: Any) -> tuple[Mapping[str, Any], bool]:
+    """``response`` as a dict, and whether it is an Anthropic Messages response (else it is an
+    OpenAI Responses response).
+
+    Raises:
+        InvalidMessageError: ``response`` is neither; recording nothing from it would hide
+            that the caller passed the wrong object.
+    """
+    body = (
+        response.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        if is_sdk_object(response)
+        else response
+    )
+    if isinstance(body, Mapping):
+        if is_anthropic_response(body):
+            return body, True
+        if body.get("object") == "response" or "output" in body:
+            return body, False
+        if "choices" in body:
+            seen = (
+                "a Chat Completions response, which reports no context management (append its "
+                "choices[0].message instead)"
+            )
+        elif "role" in body:
+            seen = f"its role is {_clipped_repr(body['role'])}, not 'assistant'"
+        elif not body:
+            seen = "an empty object"
+        else:
+            keys = _clipped_repr(sorted(map(str, body))[:8])
+            seen = f"an object with neither role 'assistant' nor output items (keys {keys})"
+    else:
+        seen = f"got {type_name(response)}"
+    raise InvalidMessageError(
+        f"response: not an Anthropic Messages or OpenAI Responses response: {seen}"
+    )
+
+
+def _clipped_repr(value: Any, limit: int = 80) -> str:
+    # A response may hold anything: its error names a piece of it, never all of it.
+    shown = repr(value)
+    return shown if len(shown) <= limit else shown[:limit] + "..."
+
+
+def _malformed(field: str, wanted: str, value: Any) -> InvalidMessageError:
+    shown = _clipped_repr(value) if isinstance(value, str) else type_name(value)
+    return InvalidMessageError(f"{field}: {wanted}, got {shown}", field=field)
+
+
 def _listed(body: Any, key: str, field: str) -> list[Any]:
     """The list at ``body[key]`` of a response (empty when absent); anything else is a
     malformed response, named by its ``field``."""
@@ -165,11 +227,11 @@ def _listed(body: Any, key: str, field: str) -> list[Any]:
     return value
 
 
-def _count(edit: Mapping[str, Any], key: str, where: str) -> int:
+def _count(edit: Mapping[str, Any], key: str, where: str, unit: str) -> int:
     value = edit.get(key) or 0
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InvalidMessageError(
-            f"{where}.{key}: a count of tokens, an int >= 0, got {value!r}",
+            f"{where}.{key}: a count of {unit}, an int >= 0, got {_clipped_repr(value)}",
             field=f"{where}.{key}",
         )
     return value

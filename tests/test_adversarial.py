@@ -409,7 +409,13 @@ ARGUMENT_CASES: list[Case] = [
     case("Session(counter=5)", lambda: Session(counter=5), ConfigError, "counter"),  # type: ignore[arg-type]
     case("Session(store=5)", lambda: Session(store=5), ConfigError, "store"),  # type: ignore[arg-type]
     case("Session(filters=5)", lambda: Session(filters=5), ConfigError, "filters"),  # type: ignore[arg-type]
-    case("Session(filters=[5])", lambda: Session(filters=[5]), ConfigError, "output filter"),  # type: ignore[list-item]
+    case("Session(filters='x')", lambda: Session(filters="x"), ConfigError, "filters must be"),  # type: ignore[arg-type]
+    case(
+        "Session(filters=[5])",
+        lambda: Session(filters=[5]),
+        ConfigError,
+        "filters[0]: int is not an output filter",
+    ),  # type: ignore[list-item]
     case(
         "Session(retrieve_tool='no')",
         lambda: Session(retrieve_tool="no"),
@@ -552,7 +558,12 @@ ARGUMENT_CASES: list[Case] = [
         "safety_margin",
     ),
     case("ToolOutputFilter(5)", lambda: ToolOutputFilter(5), ConfigError, "filters"),  # type: ignore[arg-type]
-    case("ToolOutputFilter([5])", lambda: ToolOutputFilter([5]), ConfigError, "output filter"),  # type: ignore[list-item]
+    case(
+        "ToolOutputFilter([5])",
+        lambda: ToolOutputFilter([5]),
+        ConfigError,
+        "filters[0]: int is not an output filter",
+    ),  # type: ignore[list-item]
     case(
         "extractive_digest(None)", lambda: extractive_digest(None), InvalidMessageError, "messages"
     ),  # type: ignore[arg-type]

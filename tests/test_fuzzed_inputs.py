@@ -708,6 +708,17 @@ def _cleared(tokens: Any) -> dict[str, Any]:
          "context_management.applied_edits"),
         ({**ANTHROPIC_REPLY, "content": 5}, "content"),
         ({"id": "resp_1", "output": 5}, "output"),
+        # These were ignored, or recorded "the provider's None cleared 0 thinking turns".
+        ({**ANTHROPIC_REPLY, "context_management": 5}, "context_management"),
+        ({**ANTHROPIC_REPLY, "context_management": {"applied_edits": [5]}},
+         "context_management.applied_edits[0]"),
+        ({**ANTHROPIC_REPLY, "context_management": {"applied_edits": [{}]}},
+         "context_management.applied_edits[0].type"),
+        ({**ANTHROPIC_REPLY, "context_management": {"applied_edits": [
+            {"type": "clear_tool_uses_20250919", "cleared_tool_uses": "all"}]}},
+         "context_management.applied_edits[0].cleared_tool_uses"),
+        ({**ANTHROPIC_REPLY, "content": [5]}, "content[0]"),
+        ({"id": "resp_1", "object": "response", "output": [5]}, "output[0]"),
     ],
 )  # fmt: skip
 def test_a_malformed_response_is_refused_naming_its_field(
@@ -722,12 +733,45 @@ def test_a_malformed_response_is_refused_naming_its_field(
     assert len(session) == 1 and not session.window_state.decisions
 
 
+@pytest.mark.parametrize(
+    ("response", "why"),
+    [
+        ({}, "an empty object"),
+        ({"id": "r", "object": "chat.completion", "choices": [{"message": ANTHROPIC_REPLY}]},
+         "Chat Completions"),
+        ({"role": "user", "content": "hi"}, "its role is 'user'"),
+        ({"id": "r", "content": []}, "keys ['content', 'id']"),
+        (5, "got int"),
+        (None, "got None"),
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("append", [True, False])
+def test_what_is_not_a_response_is_refused_naming_the_argument(
+    response: Any, why: str, append: bool
+) -> None:
+    # Each returned [] and recorded nothing, as for a response without context management.
+    session = Session()
+    session.append(USER)
+    with pytest.raises(InvalidMessageError) as info:
+        session.record_response(response, append=append)
+    assert str(info.value).startswith(
+        "response: not an Anthropic Messages or OpenAI Responses response: "
+    )
+    assert why in str(info.value)
+    assert len(session) == 1 and not session.window_state.decisions
+
+
 def test_a_well_formed_response_is_still_recorded() -> None:
     session = Session()
     session.append(USER)
     (decision,) = session.record_response(_cleared(1200))
     assert (decision.action, decision.tokens_before) == ("cleared", 1200)
     assert session.transcript()[-1].text == "ok"
+    # An edit type this code does not know yet is recorded by the tokens it cleared.
+    edit = {"type": "clear_future_20270101", "cleared_input_tokens": 300}
+    reply = {**ANTHROPIC_REPLY, "context_management": {"applied_edits": [edit]}}
+    (decision,) = session.record_response(reply, append=False)
+    assert decision.reason == "the provider's clear_future_20270101 cleared 300 input tokens"
 
 
 # ------------------------------------------------------------------------------- LangChain

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import pytest
 
+from ctxpack import ConfigError, Session
 from ctxpack.retrieval import (
     MAX_CONTEXT,
     MAX_REGEX_CHARS,
@@ -184,6 +185,31 @@ def test_anthropic_and_openai_calls_are_read(store: SQLiteArtifactStore) -> None
     anthropic_call = {"type": "tool_use", "name": RETRIEVE_TOOL_NAME, "input": {"artifact": ref}}
     assert handle_retrieve_call(store, openai_call).endswith("a\nb")
     assert handle_retrieve_call(store, anthropic_call).endswith("a\nb")
+
+
+def test_a_bad_artifact_or_argument_is_answered_as_it_is(store: SQLiteArtifactStore) -> None:
+    # An int artifact was answered "the artifact argument is required", and the valid arguments
+    # as "artifact, ['context', ...]".
+    ref = store.put("a")
+    assert handle_retrieve_call(store, {"artifact": 5}) == (
+        "error: artifact must be a string, an art_... id, got int"
+    )
+    assert handle_retrieve_call(store, {}) == (
+        "error: the artifact argument is required (the art_... id a marker names)"
+    )
+    assert handle_retrieve_call(store, {"artifact": ref, "grep": "a", "n": 1}) == (
+        "error: unknown argument(s) 'grep', 'n'; "
+        "valid: artifact, lines, regex, context, json_path, page"
+    )
+
+
+def test_a_tool_call_without_its_function_is_the_callers_error(store: SQLiteArtifactStore) -> None:
+    # It was answered "the artifact argument is required", which the model cannot act on.
+    call = {"id": "c1", "type": "function", "function": None}
+    with pytest.raises(ConfigError, match=r"^call\.function must be an object .*, got None$"):
+        handle_retrieve_call(store, call)
+    with pytest.raises(ConfigError, match=r"^call\.function"):
+        Session().handle(call)
 
 
 def test_counted_repeats_within_reason_still_run(store: SQLiteArtifactStore) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ctxpack import ConfigError, Session, get_counter
+from ctxpack import ConfigError, InvalidMessageError, Session, get_counter
 from ctxpack.managed import WindowPolicy
 from ctxpack.server_side import (
     ANTHROPIC_BETAS,
@@ -150,7 +150,8 @@ def test_a_reply_without_context_management_records_nothing() -> None:
         response_decisions(anthropic_message([{"type": "text", "text": "hi"}]), message_id="m")
         == []
     )
-    assert response_decisions("not a response", message_id="m") == []
+    with pytest.raises(InvalidMessageError, match=r"^response: not an Anthropic Messages or"):
+        response_decisions("not a response", message_id="m")
 
 
 def test_recording_a_reply_without_appending_it_reads_only_the_decisions() -> None:

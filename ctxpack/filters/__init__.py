@@ -22,11 +22,11 @@ untouched, and a filtered output is never longer than the original.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 
 from pydantic import ConfigDict
 
-from .._internal.arguments import flag, number, optional_text, string
+from .._internal.arguments import flag, item_list, number, optional_text, string
 from .._internal.options import FieldErrorModel
 from ..errors import ConfigError
 from ..store import ArtifactStore, artifact_id, check_artifact_store
@@ -150,17 +150,15 @@ class ToolOutputFilter:
         min_saving: float = 0.1,
         retrievable: bool = True,
     ) -> None:
-        if filters is not None and (
-            isinstance(filters, (str, bytes, Mapping)) or not isinstance(filters, Iterable)
-        ):
-            raise ConfigError(
-                f"filters must be a list of output filters, got {type(filters).__name__}"
-            )
-        chosen = list(default_filters() if filters is None else filters)
-        for f in chosen:
+        chosen = (
+            default_filters()
+            if filters is None
+            else item_list(filters, "filters", what="output filters")
+        )
+        for i, f in enumerate(chosen):
             if not isinstance(f, OutputFilter):
                 raise ConfigError(
-                    f"{type(f).__name__} is not an output filter: it needs a kind, "
+                    f"filters[{i}]: {type(f).__name__} is not an output filter: it needs a kind, "
                     "detect(output) -> float and extract(output) -> Extract | None"
                 )
         if isinstance(min_chars, bool) or not isinstance(min_chars, int) or min_chars < 0:

@@ -12,8 +12,7 @@ from ..filters import RETRIEVE_TOOL_NAME
 from ..limits import MAX_MESSAGE_CHARS, message_chars, oversized_view
 from ..messages import Message
 from ..pipeline import Decision
-from ..providers import Provider, is_anthropic_response
-from ..sdk import is_sdk_object
+from ..providers import Provider
 from ..tokens import count_tokens_approx
 from ._records import FilterRecord
 from ._supersede import Superseding
@@ -213,21 +212,10 @@ class Arrival(Superseding):
 
     def _record_response(self, response: Any, append: bool = True) -> list[Decision]:
         """:meth:`record_response`'s change of state; returns the decisions recorded."""
-        from ..server_side import response_decisions
+        from ..server_side import response_body, response_decisions
 
         flag(append, "append")
-
-        body = (
-            response.model_dump(mode="json", by_alias=True, exclude_unset=True)
-            if is_sdk_object(response)
-            else response
-        )
-        if not isinstance(body, Mapping):
-            raise InvalidMessageError(
-                f"expected a provider's response (an SDK object or its dict), got "
-                f"{type(response).__name__}"
-            )
-        anthropic = is_anthropic_response(body)
+        body, anthropic = response_body(response)
         if anthropic and append:
             mid = f"s{len(self._raw)}"  # the reply, as it is about to be appended
         elif anthropic and self._raw:

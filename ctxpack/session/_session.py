@@ -49,6 +49,20 @@ def pinned_message(text: str, name: str, kind: Literal["memory", "skill"]) -> Me
     return item.message()
 
 
+def extend_batch(messages: Any) -> list[Any]:
+    """What ``extend()`` was given, as a list (a stored session may have to apply it twice).
+
+    Raises:
+        InvalidMessageError: ``messages`` is not a list of messages (one message, ``None``...).
+    """
+    if isinstance(messages, (str, bytes, Mapping)):
+        raise InvalidMessageError(
+            f"extend() takes a list of messages, got {type(messages).__name__}; "
+            "use append() for one message"
+        )
+    return list(message_items(messages))
+
+
 # The options Session.open passes on to the constructor.
 _OPTIONS = frozenset(
     {
@@ -103,7 +117,8 @@ def _tool_filter(
         return ToolOutputFilter(retrievable=retrieve_tool)
     if isinstance(filters, ToolOutputFilter):
         return filters
-    if isinstance(filters, Sequence):
+    # A string is a Sequence too, but of characters, not filters.
+    if isinstance(filters, Sequence) and not isinstance(filters, (str, bytes)):
         return ToolOutputFilter(list(filters), retrievable=retrieve_tool)
     raise ConfigError(
         "filters must be a ToolOutputFilter, a list of output filters, True or False; "
@@ -344,12 +359,7 @@ class Session(Arrival, Rendering):
             InvalidMessageError: a message is malformed or reuses an id (the error names its
                 position in the session); the session is then left as it was.
         """
-        if isinstance(messages, (str, bytes, Mapping)):
-            raise InvalidMessageError(
-                f"extend() takes a list of messages, got {type(messages).__name__}; "
-                "use append() for one message"
-            )
-        batch = list(message_items(messages))  # a stored session may have to apply them twice
+        batch = extend_batch(messages)
         self._change(lambda: self._extend(batch, provider))
 
     # ------------------------------------------------------------------------------ output

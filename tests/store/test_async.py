@@ -4,6 +4,7 @@ session as a Session does: the two render the same request."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -77,3 +78,38 @@ def test_an_async_session_says_its_window_and_tools_on_demand_as_a_session_does(
     window, on_demand, no_window, off = asyncio.run(options())
     assert window == Session(model="gpt-4", window=8_000).window and on_demand is True
     assert no_window is None and off is False
+
+
+def test_every_method_takes_the_parameters_of_the_session_method_it_mirrors() -> None:
+    # AsyncSession.retrieve took **selectors: a misspelt one failed in the worker thread with a
+    # TypeError naming Session.retrieve, and its signature hid the valid names.
+    def parameters(method: Any) -> list[tuple[str, Any, Any]]:
+        return [(p.name, p.kind, p.default) for p in inspect.signature(method).parameters.values()]
+
+    shared = {
+        n
+        for n in dir(AsyncSession)
+        if not n.startswith("_")
+        # records is a property of a Session, and a coroutine of an AsyncSession (it reads).
+        and all(callable(getattr(cls, n, None)) for cls in (AsyncSession, Session))
+    }
+    assert {"retrieve", "extend", "render", "handle"} <= shared
+    for name in sorted(shared):
+        assert parameters(getattr(AsyncSession, name)) == parameters(getattr(Session, name)), name
+    with pytest.raises(TypeError, match=r"AsyncSession\.retrieve\(\) .* 'bogus'"):
+        AsyncSession.retrieve(None, "art_0", bogus=1)  # type: ignore[arg-type,call-arg]
+
+
+@pytest.mark.parametrize("messages", [None, 5, "hello", {"role": "user", "content": "hi"}])
+def test_an_async_session_refuses_what_extend_is_given_as_a_session_does(messages: Any) -> None:
+    # None and 5 raised a bare TypeError from list().
+    async def refused() -> tuple[InvalidMessageError, int]:
+        session = await AsyncSession.open("e", store="memory://", model="gpt-4")
+        with pytest.raises(InvalidMessageError) as info:
+            await session.extend(messages)
+        return info.value, len(session)
+
+    error, size = asyncio.run(refused())
+    with pytest.raises(InvalidMessageError) as expected:
+        Session(model="gpt-4").extend(messages)
+    assert (str(error), size) == (str(expected.value), 0)
