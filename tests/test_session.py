@@ -309,7 +309,7 @@ def test_handle_answers_mistakes_in_words() -> None:
     store = SQLiteArtifactStore()
     ref = store.put("a\nb")
     assert handle_retrieve_call(store, {"artifact": "art_0000000000000000"}).startswith("error:")
-    assert "unknown arguments" in handle_retrieve_call(store, {"artifact": ref, "x": 1})
+    assert "unknown argument(s) 'x'" in handle_retrieve_call(store, {"artifact": ref, "x": 1})
     assert "lines=" in handle_retrieve_call(store, {"artifact": ref, "lines": "9-1"})
     assert handle_retrieve_call(store, '{"artifact": "' + ref + '"}').endswith("a\nb")
     anthropic_call = {
