@@ -16,13 +16,13 @@ import asyncio
 import hashlib
 import hmac
 import json
-import math
 import random
 import secrets
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ._internal.arguments import json_problem
 from .errors import (
     ArtifactNotFoundError,
     ConfigError,
@@ -48,7 +48,7 @@ def encode_message(message: Message, index: int) -> dict[str, Any]:
     """``message`` (the session's ``index``-th) as JSON, with the provider it was converted
     from; refused when JSON would not give it back as it is."""
     for field in ("content", "metadata", "extras"):
-        problem = _not_json(getattr(message, field), field)
+        problem = json_problem(getattr(message, field), field)
         if problem is not None:
             raise InvalidMessageError(
                 f"{problem}: a stored session keeps JSON values (strings, finite numbers, "
@@ -63,27 +63,6 @@ def encode_message(message: Message, index: int) -> dict[str, Any]:
     if provider is not None:
         data["provider"] = provider
     return data
-
-
-def _not_json(value: Any, field: str) -> str | None:
-    """Where in ``value`` (the message's ``field``) a value lies that JSON would give back
-    changed or not at all (a tuple as a list, a datetime as a string, NaN as null), or None."""
-    stack = [(value, field)]
-    while stack:
-        item, path = stack.pop()
-        kind = type(item)
-        if item is None or kind in (str, int, bool) or (kind is float and math.isfinite(item)):
-            continue
-        if kind is list:
-            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(item))
-        elif kind is dict:
-            for key, v in item.items():
-                if type(key) is not str:
-                    return f"{path}: the key {key!r} is not a string"
-                stack.append((v, f"{path}.{key}"))
-        else:
-            return f"{path}: {item!r}" if kind is float else f"{path}: a {kind.__name__} value"
-    return None
 
 
 def decode_message(data: Mapping[str, Any]) -> Message:

@@ -133,8 +133,13 @@ def _message_list_cases() -> Iterator[Case]:
             )
 
 
+def _function(**function: Any) -> dict[str, Any]:
+    """An OpenAI function tool named ``f`` with ``function``'s fields."""
+    return {"type": "function", "function": {"name": "f", **function}}
+
+
 def _tool_cases() -> Iterator[Case]:
-    bad_tools: list[tuple[str, Any, str]] = [
+    bad_tools: list[tuple[Any, ...]] = [
         ("str", "lookup", "tools"),
         ("int", 5, "tools"),
         ("one dict", TOOL, "tools"),
@@ -146,6 +151,22 @@ def _tool_cases() -> Iterator[Case]:
         ("function without name", [{"type": "function", "function": {}}], "tools[0].function"),
         ("name not a string", [{"name": 5, "input_schema": {}}], "tools[0].name"),
         ("nested 5000 deep", [{"name": "f", "input_schema": nested(5000)}], "tools[0]"),
+        # Each was counted into the budget and left for the provider to refuse.
+        ("parameters a str", [_function(parameters="x")], "tools[0].function.parameters"),
+        ("parameters an object", [_function(parameters=object())], "tools[0].function.parameters"),
+        ("a set in parameters", [_function(parameters={"x": {1, 2}})], "parameters.x", "set"),
+        ("NaN in parameters", [_function(parameters={"maximum": math.nan})], "maximum"),
+        ("an int key", [_function(parameters={"properties": {1: {}}})], "properties", "key 1"),
+        ("description an int", [_function(description=5)], "tools[0].function.description"),
+        ("empty name", [_function(name="")], "tools[0].function.name", "non-empty"),
+        ("input_schema an int", [{"name": "f", "input_schema": 5}], "tools[0].input_schema"),
+        ("input_schema None", [{"name": "f", "input_schema": None}], "tools[0].input_schema"),
+        ("empty Anthropic name", [{"name": "", "input_schema": {}}], "tools[0].name"),
+        (
+            "bare function's parameters",
+            [{"type": "function", "name": "f", "parameters": 5}],
+            "tools[0].parameters",
+        ),
     ]
     calls: dict[str, Callable[[Any], object]] = {
         "pack": lambda t: pack([USER], budget=1000, tools=t),
@@ -154,8 +175,8 @@ def _tool_cases() -> Iterator[Case]:
         "Session.render": lambda t: session().render(tools=t),
     }
     for fname, func in calls.items():
-        for tname, tools, named in bad_tools:
-            yield case(f"{fname}(tools={tname})", lambda f=func, t=tools: f(t), ConfigError, named)
+        for tname, tools, *named in bad_tools:
+            yield case(f"{fname}(tools={tname})", lambda f=func, t=tools: f(t), ConfigError, *named)
 
 
 def _model_cases() -> Iterator[Case]:
@@ -1016,6 +1037,19 @@ def test_nesting_up_to_the_limit_is_accepted() -> None:
 def test_a_built_in_tool_without_a_name_is_accepted() -> None:
     # Provider-side tools (OpenAI's web_search) have a type and no name.
     assert pack([USER], budget=1000, tools=[{"type": "web_search"}]).tool_tokens > 0
+
+
+def test_tool_definitions_as_sdks_and_providers_write_them_are_accepted() -> None:
+    tools = [
+        # An SDK model dumped without exclude_none: its optional fields as None.
+        _function(description=None, parameters=None, strict=None),
+        # A schema written with tuples: JSON sends them as lists.
+        _function(parameters={"type": "object", "required": ("a",), "properties": {"a": {}}}),
+        {"type": "function", "name": "g", "parameters": {"type": "object"}},
+        {"name": "h", "description": "Do it.", "input_schema": {"type": "object"}},
+        {"type": "web_search_20250305", "name": "web_search", "max_uses": 5},
+    ]
+    assert count_tokens([USER], tools=tools) > count_tokens([USER])
 
 
 # ---------------------------------------------------------------------------- Hypothesis

@@ -815,6 +815,16 @@ CLIENT_CASES = [
     ),
     case("create(tools=5)", lambda: _create(messages=[USER], tools=5), ConfigError, "tools"),
     case(
+        "create(tools=[parameters a str])",
+        lambda: _create(
+            messages=[USER],
+            tools=[{"type": "function", "function": {"name": "f", "parameters": "x"}}],
+        ),
+        ConfigError,
+        "tools[0].function.parameters",
+        "JSON Schema object",
+    ),
+    case(
         "PackingMiddleware(provider='google')",
         lambda: PackingMiddleware(window=8_000, provider="google"),  # type: ignore[arg-type]
         ConfigError,

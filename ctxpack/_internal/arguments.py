@@ -27,6 +27,7 @@ __all__ = [
     "flag",
     "instances",
     "item_list",
+    "json_problem",
     "keyed",
     "message_items",
     "number",
@@ -193,38 +194,85 @@ def tool_definitions(tools: Any, *, argument: str = "tools") -> list[Mapping[str
 
     The shapes read are OpenAI's (``{"type": "function", "function": {"name": ...}}``, or the
     bare function), Anthropic's (``{"name", "input_schema"}``) and the providers' built-in tools
-    (``{"type": "web_search"...}``).
+    (``{"type": "web_search"...}``). A definition is refused, not counted, when the provider
+    would refuse it: an empty name, a description that is not a string, a schema that is not
+    an object, or a value JSON cannot carry.
     """
     out = tool_list(tools, argument=argument)
     for i, tool in enumerate(out):
-        where = f"{argument}[{i}]"
-        if not isinstance(tool, Mapping):
-            raise ConfigError(
-                f"{where}: a tool definition must be an object, got {type_name(tool)}"
-            )
-        try:
-            check_nesting(tool)
-        except TooDeep:
-            raise ConfigError(f"{where}: nested deeper than {MAX_NESTING} levels") from None
-        function = tool.get("function")
-        if "function" in tool:
-            if not isinstance(function, Mapping):
-                raise ConfigError(
-                    f"{where}.function: must be an object with a name, got {type_name(function)}"
-                )
-            if not isinstance(function.get("name"), str):
-                raise ConfigError(f"{where}.function.name: a function tool needs a string name")
-        elif "name" in tool and not isinstance(tool["name"], str):
-            raise ConfigError(f"{where}.name: must be a string, got {type_name(tool['name'])}")
-        elif not isinstance(tool.get("name"), str) and (
-            not isinstance(tool.get("type"), str) or tool["type"] == "function"
+        _check_tool(tool, f"{argument}[{i}]")
+    return out
+
+
+def _check_tool(tool: Any, where: str) -> None:
+    if not isinstance(tool, Mapping):
+        raise ConfigError(f"{where}: a tool definition must be an object, got {type_name(tool)}")
+    nested = "function" in tool
+    function = tool["function"] if nested else tool
+    path = f"{where}.function" if nested else where
+    if nested and not isinstance(function, Mapping):
+        raise ConfigError(f"{path}: must be an object with a name, got {type_name(function)}")
+    name = function.get("name")
+    if "name" in function and not (isinstance(name, str) and name):
+        shown = repr(name) if isinstance(name, str) else type_name(name)
+        raise ConfigError(f"{path}.name: must be a non-empty string, got {shown}")
+    if nested and name is None:
+        raise ConfigError(f"{path}.name: a function tool needs a string name")
+    built_in = isinstance(tool.get("type"), str) and tool["type"] != "function"
+    if name is None and not built_in:
+        raise ConfigError(
+            f"{where}: a tool definition needs a name (or a type for a built-in tool); "
+            'expected {"type": "function", "function": {"name": ...}} or '
+            '{"name": ..., "input_schema": ...}'
+        )
+    description = function.get("description")
+    if description is not None and not isinstance(description, str):
+        raise ConfigError(f"{path}.description: must be a string, got {type_name(description)}")
+    # OpenAI's parameters are optional (an SDK model dumps a missing one as None); Anthropic's
+    # input_schema is required.
+    for key, optional in (("parameters", True), ("input_schema", False)):
+        if key in function and not (
+            isinstance(function[key], Mapping) or (optional and function[key] is None)
         ):
             raise ConfigError(
-                f"{where}: a tool definition needs a name (or a type for a built-in tool); "
-                'expected {"type": "function", "function": {"name": ...}} or '
-                '{"name": ..., "input_schema": ...}'
+                f"{path}.{key}: must be a JSON Schema object, got {type_name(function[key])}"
             )
-    return out
+    problem = json_problem(tool, where, exact=False, limit=MAX_NESTING)
+    if problem is not None:
+        raise ConfigError(
+            f"{problem}: a tool definition is sent as JSON, so it holds only strings, finite "
+            "numbers, booleans, None, lists and objects with string keys"
+        )
+
+
+def json_problem(
+    value: Any, path: str, *, exact: bool = True, limit: int | None = None
+) -> str | None:
+    """Where in ``value`` (found at ``path``) a value lies that JSON cannot carry (a set, an
+    object, NaN, a key that is not a string), or ``None``. With ``exact`` a tuple or a mapping
+    that is not a dict is refused too, since JSON would give it back changed; with ``limit``,
+    lists and objects nested deeper than that. Iterative, so that no depth exhausts the stack.
+    """
+    arrays: tuple[type, ...] = (list,) if exact else (list, tuple)
+    stack = [(value, path, 0)]
+    while stack:
+        item, where, level = stack.pop()
+        kind = type(item)
+        if item is None or kind in (str, int, bool) or (kind is float and math.isfinite(item)):
+            continue
+        array = kind in arrays
+        if not array and kind is not dict and (exact or not isinstance(item, Mapping)):
+            return f"{where}: {item!r}" if kind is float else f"{where}: a {kind.__name__} value"
+        if limit is not None and level >= limit:
+            return f"{where}: lists and objects nested deeper than {limit} levels"
+        if array:
+            stack.extend((v, f"{where}[{i}]", level + 1) for i, v in enumerate(item))
+            continue
+        for key, v in item.items():
+            if type(key) is not str:
+                return f"{where}: the key {key!r} is not a string"
+            stack.append((v, f"{where}.{key}", level + 1))
+    return None
 
 
 class TooDeep(Exception):
