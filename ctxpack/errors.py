@@ -19,6 +19,7 @@ __all__ = [
     "StoreConflictError",
     "StoreError",
     "TokenizerUnavailableError",
+    "UnknownNameError",
     "WorkspacePathError",
 ]
 
@@ -90,6 +91,19 @@ class TokenizerUnavailableError(CtxpackError, RuntimeError):
 
 class ConfigError(CtxpackError, ValueError):
     """A stage, pipeline or function was configured with an invalid value."""
+
+
+class UnknownNameError(ConfigError, KeyError):
+    """A name given to edit something by (a pipeline's step, a scorer's signal) that it does not
+    hold; the message lists the names it does.
+
+    Also a ``KeyError``: ``except KeyError`` still catches it, as it did when the lookup raised
+    the builtin.
+    """
+
+    def __str__(self) -> str:
+        # KeyError's own __str__ would print the message inside quotes.
+        return str(self.args[0])
 
 
 class ArtifactNotFoundError(CtxpackError, KeyError):

@@ -24,7 +24,7 @@ from ._internal.arguments import item_list, strings
 from ._internal.context import artifacts_checked, context_fields, scores
 from ._internal.options import FieldErrorModel
 from ._internal.requirements import check_requirements
-from .errors import ConfigError
+from .errors import ConfigError, UnknownNameError
 from .messages import Message, new_messages_checked
 from .providers import (
     Provider as Provider,
@@ -494,7 +494,7 @@ class Pipeline:
         for step_name, stage in self._steps:
             if step_name == name:
                 return stage
-        raise KeyError(f"no step named {name!r}; steps are {self.names}")
+        raise UnknownNameError(f"no step named {name!r}; steps are {self.names}")
 
     def __iter__(self) -> Iterator[tuple[str, Stage]]:
         return iter(self._steps)
@@ -503,17 +503,29 @@ class Pipeline:
         return len(self._steps)
 
     def replace(self, name: str, stage: Stage) -> Pipeline:
-        """A new pipeline where the step ``name`` runs ``stage`` instead."""
-        self[name]  # raises a KeyError that lists the names
+        """A new pipeline where the step ``name`` runs ``stage`` instead.
+
+        Raises:
+            UnknownNameError: no step is named ``name`` (a ``ConfigError``, and a ``KeyError``).
+        """
+        self[name]  # raises the error that lists the names
         return Pipeline([(n, stage if n == name else s) for n, s in self._steps])
 
     def without(self, name: str) -> Pipeline:
-        """A new pipeline without the step ``name``."""
+        """A new pipeline without the step ``name``.
+
+        Raises:
+            UnknownNameError: no step is named ``name`` (a ``ConfigError``, and a ``KeyError``).
+        """
         self[name]
         return Pipeline([(n, s) for n, s in self._steps if n != name])
 
     def insert(self, before: str, step: StepSpec) -> Pipeline:
-        """A new pipeline with ``step`` inserted before the step named ``before``."""
+        """A new pipeline with ``step`` inserted before the step named ``before``.
+
+        Raises:
+            UnknownNameError: no step is named ``before`` (a ``ConfigError``, and a ``KeyError``).
+        """
         self[before]
         out: list[StepSpec] = []
         for n, s in self._steps:

@@ -58,8 +58,17 @@ def test_unknown_step_name_lists_the_names() -> None:
     p = Pipeline([Deduplicator(), GreedyPacker(signal_weights={})])
     with pytest.raises(KeyError, match=r"\['dedupe', 'pack'\]"):
         p["nope"]
-    with pytest.raises(KeyError):
-        p.replace("nope", Deduplicator())
+    edits = [
+        lambda: p.replace("nope", Deduplicator()),
+        lambda: p.without("nope"),
+        lambda: p.insert("nope", Deduplicator()),
+    ]
+    for edit in edits:
+        # ctxpack's own error, which code written for the builtin KeyError still catches.
+        with pytest.raises(ConfigError, match=r"no step named 'nope'; steps are \['dedupe'"):
+            edit()
+        with pytest.raises(KeyError):
+            edit()
 
 
 def test_replace_without_insert_return_new_pipelines() -> None:

@@ -16,6 +16,7 @@ from .._internal.columns import items_at, positions, positions_of
 from .._internal.decisions import trusted_decision
 from .._internal.prefix import PrefixMemo
 from ..caches import memoize
+from ..errors import UnknownNameError
 from ..messages import Message
 from ..pipeline import Decision, DecisionLog, PackContext, check_context
 from ..signals import (
@@ -146,11 +147,11 @@ class RelevanceScorer(StageModel):
         for signal in self.signals:
             if signal.name == name:
                 return signal
-        raise KeyError(f"no signal named {name!r}; signals are {list(self.signal_names)}")
+        raise UnknownNameError(f"no signal named {name!r}; signals are {list(self.signal_names)}")
 
     def replace(self, name: str, signal: Signal) -> RelevanceScorer:
         """A new scorer where ``signal`` takes the place of the signal called ``name``."""
-        self[name]  # raises a KeyError that lists the names
+        self[name]  # raises the error that lists the names
         return self._with(tuple(signal if s.name == name else s for s in self.signals))
 
     def without(self, *names: str) -> RelevanceScorer:

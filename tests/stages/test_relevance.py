@@ -12,7 +12,7 @@ import numpy.typing as npt
 import pytest
 
 import ctxpack
-from ctxpack import GreedyPacker, Pipeline, PromptComposer, RelevanceScorer
+from ctxpack import ConfigError, GreedyPacker, Pipeline, PromptComposer, RelevanceScorer
 from ctxpack.pipeline import PackContext
 from ctxpack.signals import (
     Adjustment,
@@ -532,6 +532,8 @@ def test_signals_are_listed_replaced_and_switched_off() -> None:
     with pytest.raises(KeyError, match="no signal named 'speakers'; signals are"):
         scorer.without("speakers")
     with pytest.raises(KeyError, match="no signal named 'x'"):
+        scorer.replace("x", Neighbors())
+    with pytest.raises(ConfigError, match="no signal named 'x'"):
         scorer.replace("x", Neighbors())
     # Frozen, and a list of signals is held as a tuple.
     with pytest.raises(ValueError):
