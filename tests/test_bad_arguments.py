@@ -159,6 +159,25 @@ FLAG_CASES = [
         ConfigError,
         "roles",
     ),
+    # A negative weight ranked a message lower for matching; the docs give it no meaning.
+    case(
+        "GreedyPacker(recency_weight=-1)",
+        lambda: GreedyPacker(recency_weight=-1),
+        ConfigError,
+        "recency_weight=-1",
+    ),
+    case(
+        "GreedyPacker(role_weights={'user': -1})",
+        lambda: GreedyPacker(role_weights={"user": -1}),
+        ConfigError,
+        "role_weights.user=-1",
+    ),
+    case(
+        "GreedyPacker(signal_weights={'relevance': -40})",
+        lambda: GreedyPacker(signal_weights={"relevance": -40}),
+        ConfigError,
+        "signal_weights.relevance=-40",
+    ),
     case(
         "GreedyPacker(role_weights={'users': 5})",
         lambda: GreedyPacker(role_weights={"users": 5}),

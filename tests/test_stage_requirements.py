@@ -34,6 +34,19 @@ def test_each_missing_signal_is_named_at_once() -> None:
         Pipeline([GreedyPacker()])
 
 
+def test_a_misspelt_signal_weight_is_refused_with_the_signals_there_are() -> None:
+    # The mapping replaces the defaults: relevance would weigh 0, and 'relevnce' nothing.
+    packer = GreedyPacker(signal_weights={"relevnce": 50.0})
+    with pytest.raises(ConfigError) as caught:
+        default_pipeline().replace("pack", packer)
+    message = str(caught.value)
+    assert "requires the signal 'relevnce'" in message
+    assert "did you mean 'relevance'?" in message
+    assert "known signals: " in message and "'memory'" in message
+    with pytest.raises(ConfigError, match="did you mean 'relevance'"):
+        ctxpack.pack(HISTORY, budget=1000, pipeline=packer)
+
+
 def test_a_producer_after_its_consumer_is_told_to_move() -> None:
     with pytest.raises(ConfigError, match="step 'relevance' provides 'relevance' but runs after"):
         Pipeline([MemorySelector(), GreedyPacker(), RelevanceScorer()])

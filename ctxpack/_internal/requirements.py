@@ -4,6 +4,7 @@ built: a step that needs a signal no earlier step provides is named, with where 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from difflib import get_close_matches
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
@@ -57,15 +58,22 @@ def check_requirements(steps: Sequence[tuple[str, Stage]]) -> frozenset[str]:
     for i, (name, stage) in enumerate(steps):
         missing = sorted(_declared(stage, "requires", name) - provided)
         if missing:
-            raise ConfigError(_missing_producers(name, stage, missing, offers[i + 1 :]))
+            named = provided.union(*(offered for _, offered in offers))
+            raise ConfigError(_missing_producers(name, stage, missing, offers[i + 1 :], named))
         provided |= offers[i][1]
     return frozenset(provided)
 
 
 def _missing_producers(
-    name: str, stage: Stage, signals: Sequence[str], later: Sequence[tuple[str, frozenset[str]]]
+    name: str,
+    stage: Stage,
+    signals: Sequence[str],
+    later: Sequence[tuple[str, frozenset[str]]],
+    named: set[str],
 ) -> str:
-    """Which signals step ``name`` lacks, and for each where it could come from."""
+    """Which signals step ``name`` lacks, and for each where it could come from (``named``:
+    the signals the pipeline's steps provide, for a misspelt one)."""
+    known = sorted(named.union(_PRODUCERS))
     fixes = []
     for signal in signals:
         late = [step for step, offered in later if signal in offered]
@@ -75,7 +83,11 @@ def _missing_producers(
         elif producers:
             fixes.append(f"{' or '.join(producers)} provides {signal!r}")
         else:
-            fixes.append(f"no known stage provides {signal!r}")
+            # Most often a misspelt weight (signal_weights={"relevnce": 40}): name the real ones.
+            close = get_close_matches(signal, known, n=1)
+            guess = f"did you mean {close[0]!r}? " if close else ""
+            listed = ", ".join(map(repr, known)) or "none"
+            fixes.append(f"no known stage provides {signal!r}; {guess}known signals: {listed}")
     listed = ", ".join(repr(s) for s in signals)
     plural = "s" if len(signals) > 1 else ""
     return (

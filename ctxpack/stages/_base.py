@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, ConfigDict, PlainSerializer
+from pydantic import AfterValidator, ConfigDict, Field, PlainSerializer
 
 from .._internal.options import CheckedModel
 from .._internal.requirements import note_producer
@@ -87,7 +87,10 @@ class ReadOnlyMap(Mapping[str, float]):
 
 
 # A weight table in a stage's configuration: validated as a dict of floats, held read-only,
-# serialised back as a dict.
+# serialised back as a dict. A weight is a share of a score, never a penalty: a negative one
+# would rank a message lower for matching (a relevance of -40 keeps the irrelevant first).
 Weights = Annotated[
-    Mapping[str, float], AfterValidator(ReadOnlyMap), PlainSerializer(dict, return_type=dict)
+    Mapping[str, Annotated[float, Field(ge=0.0)]],
+    AfterValidator(ReadOnlyMap),
+    PlainSerializer(dict, return_type=dict),
 ]

@@ -57,12 +57,14 @@ class GreedyPacker(StageModel):
 
     Args:
         role_weights: Weight per role (system 10, developer 8, user 6, assistant 4, tool 3).
-        recency_weight: Weight of recency.
+            Every weight is a finite number >= 0.
+        recency_weight: Weight of recency (0 leaves order out of the score).
         signal_weights: Weight of each named signal set by earlier stages (``relevance`` from
             the relevance scorer, ``memory`` from the memory selector). Each signal with a
             non-zero weight is one the packer ``requires``: a :class:`~ctxpack.Pipeline`
             without a step providing it before the packer raises ``ConfigError``;
-            ``signal_weights={}`` packs on roles, priority and recency alone.
+            ``signal_weights={}`` packs on roles, priority and recency alone. The mapping
+            replaces the defaults: a signal it leaves out weighs 0.
 
     Raises:
         BudgetExceededError: the protected messages alone do not fit in ``budget - reserve``.
@@ -71,7 +73,7 @@ class GreedyPacker(StageModel):
     name: ClassVar[str] = "pack"
 
     role_weights: Weights = Field(default_factory=lambda: ReadOnlyMap(DEFAULT_ROLE_WEIGHTS))
-    recency_weight: float = 2.0
+    recency_weight: float = Field(default=2.0, ge=0.0)
     signal_weights: Weights = Field(
         default_factory=lambda: ReadOnlyMap({"relevance": 40.0, "memory": 2.0})
     )
