@@ -554,6 +554,37 @@ CODE_CASES = [
     case(
         "iterative_retrieve(None)", lambda: iterative_retrieve(None, _index()), ConfigError, "task"
     ),  # type: ignore[arg-type]
+    # An empty task or query matched nothing: an empty result, as if nothing were relevant.
+    case(
+        "iterative_retrieve('')",
+        lambda: iterative_retrieve("", _index()),
+        ConfigError,
+        "task must be a non-empty string",
+    ),
+    case(
+        "iterative_retrieve('   ')",
+        lambda: iterative_retrieve("  \n ", _index()),
+        ConfigError,
+        "task must be a non-empty string",
+    ),
+    case(
+        "decide_loading('')",
+        lambda: decide_loading("", _index(), window=1000),
+        ConfigError,
+        "task must be a non-empty string",
+    ),
+    case(
+        "CodeIndex.search('')",
+        lambda: _index().search(""),
+        ConfigError,
+        "query must be a non-empty string",
+    ),
+    case(
+        "CodeIndex.rank_files(' ')",
+        lambda: _index().rank_files(" "),
+        ConfigError,
+        "query must be a non-empty string",
+    ),
     case(
         "iterative_retrieve(max_cycles=None)",
         lambda: iterative_retrieve("fix", _index(), max_cycles=None),  # type: ignore[arg-type]

@@ -30,6 +30,7 @@ __all__ = [
     "json_problem",
     "keyed",
     "message_items",
+    "nonblank",
     "number",
     "optional_text",
     "os_path",
@@ -79,6 +80,16 @@ def string(value: Any, argument: str) -> str:
     """``value`` if it is a string."""
     if not isinstance(value, str):
         raise ConfigError(f"{argument} must be a string, got {type_name(value)}")
+    return value
+
+
+def nonblank(value: Any, argument: str) -> str:
+    """``value`` if it is a string with more than whitespace in it: a task or a query of none
+    matches nothing, and an empty result would read as "nothing in the repository is
+    relevant"."""
+    if not isinstance(value, str) or not value.strip():
+        shown = repr(value) if isinstance(value, str) else type_name(value)
+        raise ConfigError(f"{argument} must be a non-empty string, got {shown}")
     return value
 
 

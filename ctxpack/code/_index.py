@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ConfigDict
 
-from .._internal.arguments import file_path, string, strings
+from .._internal.arguments import file_path, nonblank, string, strings
 from .._internal.arguments import tokens as check_tokens
 from .._internal.arguments import weights as check_weights
 from .._internal.options import FieldErrorModel
@@ -374,7 +374,7 @@ class CodeIndex:
         units of the files that matter come first.
 
         Raises:
-            ConfigError: ``k`` is not positive.
+            ConfigError: ``k`` is not positive, or ``query`` is empty.
         """
         check_tokens(k, "k", unit="hits")
         files = self.rank_files(query, k=max(k, 20))
@@ -401,7 +401,7 @@ class CodeIndex:
                 the codebase's own words for what the task describes this way).
         """
         check_tokens(k, "k", unit="files")
-        query = issue_words(string(query, "query"))
+        query = issue_words(nonblank(query, "query"))
         excluded = set(strings(exclude, "exclude", what="paths"))
         boost = check_weights(boost, "boost")
         with self._lock:

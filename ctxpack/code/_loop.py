@@ -32,7 +32,7 @@ from collections.abc import Sequence
 
 from pydantic import ConfigDict
 
-from .._internal.arguments import instances, string
+from .._internal.arguments import instances, nonblank
 from .._internal.arguments import tokens as check_tokens
 from .._internal.options import FieldErrorModel
 from ..errors import ConfigError
@@ -409,7 +409,7 @@ def _candidates(
 def _check_arguments(
     task: object, judge: object, max_cycles: object, candidates: object, budget: object
 ) -> None:
-    string(task, "task")
+    nonblank(task, "task")
     check_tokens(max_cycles, "max_cycles", unit="cycles")
     check_tokens(candidates, "candidates", unit="files")
     check_tokens(budget, "budget")

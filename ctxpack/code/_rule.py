@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import ConfigDict
 
-from .._internal.arguments import flag, number, string
+from .._internal.arguments import flag, nonblank, number
 from .._internal.arguments import tokens as check_tokens
 from .._internal.options import FieldErrorModel
 from ..errors import ConfigError
@@ -100,7 +100,7 @@ def decide_loading(
         >>> decide_loading("Fix the crash in main", index, window=200_000).action
         'retrieve'
     """
-    string(task, "task")
+    nonblank(task, "task")
     check_tokens(window, "window")
     if not 0 < number(share, "share") <= 1:
         raise ConfigError(f"share must be in (0, 1], got {share}")
