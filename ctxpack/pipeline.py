@@ -20,7 +20,7 @@ from typing import Any, Literal, Protocol, overload, runtime_checkable
 from pydantic import ConfigDict, GetCoreSchemaHandler
 from pydantic_core import core_schema
 
-from ._internal.arguments import item_list, strings
+from ._internal.arguments import callable_name, item_list, misfit, strings
 from ._internal.context import artifacts_checked, context_fields, scores
 from ._internal.options import FieldErrorModel
 from ._internal.requirements import check_requirements
@@ -539,7 +539,17 @@ class Pipeline:
         for step_name, stage in self._steps:
             # A custom stage may change the artifacts in place: what they were is kept.
             originals = None if is_own_stage(stage) else dict(ctx.artifacts)
-            result = stage(ctx)
+            try:
+                result = stage(ctx)
+            except TypeError as exc:
+                # Only a stage that cannot take the context at all is the caller's setup;
+                # a TypeError from inside a working stage is its own, and goes on as it is.
+                if not misfit(stage, (ctx,)):
+                    raise
+                raise ConfigError(
+                    f"step {step_name!r}: {callable_name(stage)} cannot be called with the "
+                    "context; a stage is a callable (ctx: PackContext, /) -> PackContext"
+                ) from exc
             if not isinstance(result, PackContext):
                 raise ConfigError(
                     f"step {step_name!r} returned {type(result).__name__}, not a PackContext; "

@@ -262,6 +262,28 @@ MODEL_CASES = [
         "not a saved WindowState",
         "greater than or equal to 0",
     ),
+    # A callback of the wrong arity failed with a bare TypeError at its first call, deep inside.
+    case(
+        "WindowPolicy(summarizer=lambda: ...)",
+        lambda: WindowPolicy(window=64_000, summarizer=lambda: "x"),  # type: ignore[arg-type]
+        ConfigError,
+        "summarizer",
+        "(messages, instructions) -> text",
+    ),
+    case(
+        "Compactor(summarizer=lambda m: ...)",
+        lambda: Compactor(summarizer=lambda m: "x"),  # type: ignore[arg-type,misc]
+        ConfigError,
+        "summarizer",
+        "(messages, instructions) -> text",
+    ),
+    case(
+        "pack(pipeline=lambda: 1)",
+        lambda: ctxpack_pack([USER], budget=100, pipeline=lambda: 1),  # type: ignore[arg-type,misc]
+        ConfigError,
+        "cannot be called with the context",
+        "(ctx: PackContext, /) -> PackContext",
+    ),
     case(
         "WindowPolicy(clear_at=2)",
         lambda: WindowPolicy(window=64_000, clear_at=2),
@@ -596,6 +618,13 @@ CODE_CASES = [
         lambda: iterative_retrieve("fix", _index(), judge=5),  # type: ignore[arg-type]
         ConfigError,
         "judge",
+    ),
+    case(
+        "iterative_retrieve(judge=lambda: [])",
+        lambda: iterative_retrieve("fix", _index(), judge=lambda: []),  # type: ignore[arg-type,misc]
+        ConfigError,
+        "judge",
+        "(task, candidates) -> judgements",
     ),
     case(
         "decide_loading(window=inf)",

@@ -134,6 +134,22 @@ def test_a_stage_returning_the_wrong_type_is_named(bad_return: Any) -> None:
         ctxpack.pack(HISTORY, budget=100, pipeline=p)
 
 
+def test_a_step_that_cannot_take_the_context_is_named_but_its_own_errors_pass() -> None:
+    def no_argument() -> PackContext:
+        raise AssertionError("never called")
+
+    def broken(ctx: PackContext, /) -> PackContext:
+        return len(5)  # type: ignore[arg-type,return-value]
+
+    history = [{"role": "user", "content": "hi"}]
+    with pytest.raises(ConfigError, match=r"step 'no_argument': .*no_argument\(\) cannot be"):
+        ctxpack.pack(history, budget=100, pipeline=Pipeline([no_argument]))  # type: ignore[list-item]
+    # A TypeError raised inside a stage that takes the context is the stage's, unchanged.
+    with pytest.raises(TypeError, match="has no len") as caught:
+        ctxpack.pack(history, budget=100, pipeline=Pipeline([broken]))
+    assert not isinstance(caught.value, ConfigError)
+
+
 def test_a_non_callable_step_is_rejected_up_front() -> None:
     with pytest.raises(ConfigError, match=r"step 1 .* not callable"):
         Pipeline([Deduplicator(), 42])  # type: ignore[list-item]

@@ -7,11 +7,12 @@ field) before the value reaches code that would fail on it with a bare ``TypeErr
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -20,6 +21,8 @@ from ..errors import ConfigError, InvalidMessageError
 __all__ = [
     "MAX_NESTING",
     "TooDeep",
+    "callable_name",
+    "callback",
     "check_nesting",
     "check_text",
     "file_path",
@@ -30,6 +33,7 @@ __all__ = [
     "json_problem",
     "keyed",
     "message_items",
+    "misfit",
     "nonblank",
     "number",
     "optional_text",
@@ -43,6 +47,8 @@ __all__ = [
     "type_name",
     "weights",
 ]
+
+_T = TypeVar("_T")
 
 # How deep lists and objects may nest inside a message or a tool definition. JSON parsers stop
 # far below what would exhaust Python's stack (the json module fails near 1,000 levels), and no
@@ -91,6 +97,41 @@ def nonblank(value: Any, argument: str) -> str:
         shown = repr(value) if isinstance(value, str) else type_name(value)
         raise ConfigError(f"{argument} must be a non-empty string, got {shown}")
     return value
+
+
+def misfit(func: Any, args: tuple[Any, ...]) -> bool:
+    """Whether ``func`` cannot take ``args`` at all (too many, too few): what a ``TypeError``
+    from calling a user's callback means when it is not raised inside the callback. Only the
+    arity is read (``args`` may be placeholders); a callable without a readable signature is
+    given the benefit of the doubt."""
+    try:
+        inspect.signature(func).bind(*args)
+    except TypeError:
+        return True
+    except ValueError:
+        return False
+    return False
+
+
+def callback(value: _T, argument: str, expected: str, arity: int) -> _T:
+    """``value`` if it is a callable that takes ``arity`` positional arguments (``expected``
+    shows its signature in the message): checked once when it is given, rather than failing
+    with a bare ``TypeError`` at its first call, deep inside."""
+    if not callable(value) or misfit(value, (None,) * arity):
+        raise ConfigError(f"{argument} must be a callable {expected}, got {callable_name(value)}")
+    return value
+
+
+def callable_name(value: Any) -> str:
+    """``value`` in an error about a callback: a function with its parameters (what is wrong
+    with it), else its type."""
+    if not callable(value):
+        return type_name(value)
+    try:
+        signature = inspect.signature(value).replace(return_annotation=inspect.Signature.empty)
+    except (TypeError, ValueError):
+        return type(value).__name__
+    return f"{getattr(value, '__name__', type(value).__name__)}{signature}"
 
 
 def file_path(value: Any, argument: str) -> str:

@@ -32,10 +32,9 @@ from collections.abc import Sequence
 
 from pydantic import ConfigDict
 
-from .._internal.arguments import instances, nonblank
+from .._internal.arguments import callback, instances, nonblank
 from .._internal.arguments import tokens as check_tokens
 from .._internal.options import FieldErrorModel
-from ..errors import ConfigError
 from ..store import ArtifactStore, SQLiteArtifactStore, check_artifact_store
 from ._context import build_context
 from ._index import CodeIndex, FileHit
@@ -413,10 +412,8 @@ def _check_arguments(
     check_tokens(max_cycles, "max_cycles", unit="cycles")
     check_tokens(candidates, "candidates", unit="files")
     check_tokens(budget, "budget")
-    if judge is not None and not callable(judge):
-        raise ConfigError(
-            f"judge must be a callable (task, candidates) -> judgements, got {type(judge).__name__}"
-        )
+    if judge is not None:
+        callback(judge, "judge", "(task, candidates) -> judgements", 2)
 
 
 def _new_terms(

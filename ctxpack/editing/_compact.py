@@ -7,10 +7,11 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import ClassVar, NamedTuple
+from typing import Annotated, ClassVar, NamedTuple
 
-from pydantic import Field, PrivateAttr, field_validator
+from pydantic import AfterValidator, Field, PrivateAttr, field_validator
 
+from .._internal.arguments import callback
 from ..errors import ConfigError
 from ..messages import Message
 from ..pipeline import Decision, PackContext, check_context
@@ -27,6 +28,16 @@ NOT_ENOUGH_MESSAGES = "Not enough messages to compact."
 
 Summarizer = Callable[[Sequence[Message], str | None], str]
 """Any callable ``(messages, instructions) -> summary text``."""
+
+
+def _takes_messages_and_instructions(value: Summarizer) -> Summarizer:
+    # Checked when given: a wrong arity would otherwise fail at the first compaction, a bare
+    # TypeError deep inside a render.
+    return callback(value, "summarizer", "(messages, instructions) -> text", 2)
+
+
+# A summarizer option of a model (Compactor, WindowPolicy).
+SummarizerOption = Annotated[Summarizer, AfterValidator(_takes_messages_and_instructions)]
 
 
 class CompactionPoint(NamedTuple):
@@ -128,7 +139,7 @@ class Compactor(_StoreModel):
 
     name: ClassVar[str] = "compact"
 
-    summarizer: Summarizer | None = Field(default=None, exclude=True)
+    summarizer: SummarizerOption | None = Field(default=None, exclude=True)
     trigger: int = 150_000
     keep_recent: int = Field(default=6, ge=0)
     instructions: str | None = None

@@ -8,7 +8,7 @@ from pydantic import ConfigDict, Field, model_validator
 
 from .._internal.options import CheckedModel, FieldErrorModel
 from ..cost import price
-from ..editing import Summarizer
+from ..editing._compact import SummarizerOption
 from ..messages import Message
 
 __all__ = ["DEFAULT_PINNED_BUDGET", "DEFAULT_SKILL_BUDGET", "PinnedText", "WindowPolicy"]
@@ -121,7 +121,7 @@ class WindowPolicy(CheckedModel):
     summary_share: float = Field(default=0.25, gt=0, lt=1)
     instructions_share: float | None = Field(default=0.5, gt=0, lt=1)
     managed_room: int | None = Field(default=DEFAULT_MANAGED_ROOM, ge=1_000)
-    summarizer: Summarizer | None = Field(default=None, exclude=True)
+    summarizer: SummarizerOption | None = Field(default=None, exclude=True)
     instructions: str | None = None
     keep_thinking: int | None = Field(default=None, ge=0)
     skill_budget: int = Field(default=DEFAULT_SKILL_BUDGET, ge=0)
