@@ -93,25 +93,55 @@ def _typed_entry(entry: Any, noun: str, allowed: list[str], index: int | None, f
     return kind
 
 
+def _payload(
+    part: Mapping[str, Any], key: str, like: str, index: int, field: str
+) -> Mapping[str, Any]:
+    """The object a part of type ``key`` carries under ``key``."""
+    inner = part.get(key)
+    if not isinstance(inner, Mapping):
+        raise _fail(
+            f"must be an object like {like}, got {_type_name(inner)}", index, f"{field}.{key}"
+        )
+    return inner
+
+
 def _check_openai_parts(parts: list[Any], index: int, role: str) -> None:
     if not parts:
         raise _fail("an empty list of parts; give at least one part or a string", index, "content")
     for j, part in enumerate(parts):
         field = f"content[{j}]"
+        if isinstance(part, Mapping) and part.get("type") in ANTHROPIC_BLOCKS.keys() - {"text"}:
+            # provider= says whose rules the result follows, not how the input is written.
+            raise _fail(
+                f"an Anthropic {part['type']!r} block, not a Chat Completions part: convert "
+                "Anthropic messages with ctxpack.from_anthropic(messages, system=...) first",
+                index,
+                f"{field}.type",
+            )
         kind = _typed_entry(part, "part", sorted(OPENAI_PART_TYPES), index, field)
         if kind in ("text", "input_text"):
             _require_str(part, "text", index, f"{field}.text")
         elif kind == "refusal":
             _require_str(part, "refusal", index, f"{field}.refusal")
         elif kind == "image_url":
-            inner = part.get("image_url")
-            if not isinstance(inner, Mapping):
-                raise _fail(
-                    'must be an object like {"url": "https://..."}, got ' + _type_name(inner),
-                    index,
-                    f"{field}.image_url",
-                )
+            inner = _payload(part, "image_url", '{"url": "https://..."}', index, field)
             _require_str(inner, "url", index, f"{field}.image_url.url")
+            if "detail" in inner:
+                _require_str(inner, "detail", index, f"{field}.image_url.detail")
+        elif kind == "input_audio":
+            inner = _payload(
+                part, "input_audio", '{"data": "<base64>", "format": "wav"}', index, field
+            )
+            _require_str(inner, "data", index, f"{field}.input_audio.data")
+            _require_str(inner, "format", index, f"{field}.input_audio.format")
+        elif kind == "file":
+            _payload(
+                part,
+                "file",
+                '{"file_id": ...} or {"file_data": ..., "filename": ...}',
+                index,
+                field,
+            )
         if role in ("system", "developer", "tool") and kind not in ("text", "input_text"):
             raise _fail(f"a {role} message may only hold text parts, not {kind!r}", index, field)
 

@@ -97,6 +97,52 @@ OPENAI: list[Case] = [
         "is missing",
     ),
     Case(
+        "image detail not a string",
+        [
+            {
+                "role": "user",
+                "content": [{"type": "image_url", "image_url": {"url": "u", "detail": 5}}],
+            }
+        ],
+        0,
+        "content[0].image_url.detail",
+        "must be a string",
+    ),
+    Case(
+        "audio without its payload",
+        [{"role": "user", "content": [{"type": "input_audio"}]}],
+        0,
+        "content[0].input_audio",
+        "must be an object",
+    ),
+    Case(
+        "audio without its format",
+        [{"role": "user", "content": [{"type": "input_audio", "input_audio": {"data": "AAA"}}]}],
+        0,
+        "content[0].input_audio.format",
+        "is missing",
+    ),
+    Case(
+        "file without its payload",
+        [{"role": "user", "content": [{"type": "file"}]}],
+        0,
+        "content[0].file",
+        "must be an object",
+    ),
+    Case(
+        "an Anthropic block in an OpenAI message",
+        [
+            {"role": "user", "content": "hi"},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}}],
+            },
+        ],
+        1,
+        "content[0].type",
+        "from_anthropic",
+    ),
+    Case(
         "image in a system message",
         [{"role": "system", "content": [{"type": "image_url", "image_url": {"url": "https://x"}}]}],
         0,
