@@ -926,6 +926,23 @@ CLIENT_CASES = [
 # ----------------------------------------------------------------- counters, caches, tools
 
 SMALL_CASES = [
+    # Ints too large for a float: refused by name, not an OverflowError from deep inside.
+    case(
+        "pack(budget=10**400)", lambda: ctxpack_pack([USER], budget=10**400), ConfigError, "budget"
+    ),
+    case("Session(window=10**400)", lambda: Session(window=10**400), ConfigError, "window"),
+    case(
+        "simulate(timestamps=[10**400])",
+        lambda: simulate_bill([[USER]], price=price("gpt-4o"), timestamps=[10**400]),
+        ConfigError,
+        "timestamps[0]",
+    ),
+    case(
+        "decide_loading(window=10**400)",
+        lambda: decide_loading("Fix the crash", ".", window=10**400),
+        ConfigError,
+        "window",
+    ),
     case(
         "anthropic_approx_counter(nan)",
         lambda: anthropic_approx_counter(math.nan),

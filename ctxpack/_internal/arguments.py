@@ -220,13 +220,20 @@ def flag(value: Any, argument: str) -> bool:
     return value
 
 
+# The largest count taken: a float (a share, a price) holds every int up to it exactly, and no
+# window or budget comes near it.
+MOST = 2**53
+
+
 def tokens(value: Any, argument: str, *, minimum: int = 1, unit: str = "tokens") -> int:
     """``value`` if it is an int (not a bool) of at least ``minimum`` (``unit``, for the
     message)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= MOST:
         shown = repr(value) if isinstance(value, (int, float, str)) else type_name(value)
+        if isinstance(value, int) and value > MOST:
+            shown = f"an int of {value.bit_length()} bits"
         wanted = "a positive int" if minimum == 1 else f"an int >= {minimum}"
-        raise ConfigError(f"{argument} must be {wanted} ({unit}), got {shown}")
+        raise ConfigError(f"{argument} must be {wanted} up to 2**53 ({unit}), got {shown}")
     return value
 
 
@@ -400,7 +407,12 @@ def weights(value: Any, argument: str) -> dict[str, float]:
 
 
 def finite(value: float, argument: str) -> float:
-    """``value`` if it is a finite number."""
-    if not math.isfinite(value):
-        raise ConfigError(f"{argument} must be a finite number, got {value!r}")
+    """``value`` if it is a finite number (an int too large for a float is not)."""
+    try:
+        ok = math.isfinite(value)
+    except OverflowError:
+        ok = False
+    if not ok:
+        shown = "an int too large for a float" if isinstance(value, int) else repr(value)
+        raise ConfigError(f"{argument} must be a finite number, got {shown}")
     return value

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
+from .._internal.arguments import MOST
 from .._internal.options import CheckedModel, FieldErrorModel
 from ..cost import price
 from ..editing._compact import SummarizerOption
@@ -112,7 +113,7 @@ class WindowPolicy(CheckedModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
-    window: int = Field(ge=1_024)
+    window: int = Field(ge=1_024, le=MOST)
     reply_room: int | None = Field(default=None, ge=0)
     clear_at: float = Field(default=0.1, gt=0, le=1)
     keep: int = Field(default=20, ge=0)
