@@ -277,7 +277,8 @@ class CallableCounter(_FramedCounter):
 
     def _count_uncached(self, text: str) -> int:
         value = self.func(text)
-        if not isinstance(value, int) or value < 0:
+        # A bool is an int to Python, but a counter returning one is a predicate by mistake.
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ConfigError(
                 f"token counter {self.name!r} returned {value!r} for a text; "
                 "it must return a non-negative int"

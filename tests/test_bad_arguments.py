@@ -34,6 +34,7 @@ from ctxpack import (
     Session,
     ToolCall,
     TurnAlternator,
+    count_tokens,
     wrap_anthropic,
     wrap_openai,
 )
@@ -926,6 +927,13 @@ CLIENT_CASES = [
 # ----------------------------------------------------------------- counters, caches, tools
 
 SMALL_CASES = [
+    case("CodeIndex('')", lambda: CodeIndex(""), ConfigError, "root is empty"),
+    case(
+        "count_tokens(counter=predicate)",
+        lambda: count_tokens([USER], counter=lambda text: True),
+        ConfigError,
+        "returned True",
+    ),
     # Ints too large for a float: refused by name, not an OverflowError from deep inside.
     case(
         "pack(budget=10**400)", lambda: ctxpack_pack([USER], budget=10**400), ConfigError, "budget"

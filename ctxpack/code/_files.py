@@ -99,6 +99,9 @@ def resolve_root(root: str | os.PathLike[str]) -> Path:
     Raises:
         ConfigError: ``root`` is not a directory.
     """
+    if not str(file_path(root, "root")).strip():
+        # Path("") is the working directory: an empty setting would index wherever we run.
+        raise ConfigError("root is empty; give the root folder of a repository ('.' for here)")
     try:
         path = Path(file_path(root, "root")).expanduser().resolve()
         is_dir = path.is_dir()
