@@ -19,7 +19,6 @@ __all__ = [
     "StoreConflictError",
     "StoreError",
     "TokenizerUnavailableError",
-    "UnknownNameError",
     "WorkspacePathError",
 ]
 
@@ -93,6 +92,7 @@ class ConfigError(CtxpackError, ValueError):
     """A stage, pipeline or function was configured with an invalid value."""
 
 
+# Out of __all__: callers catch it as the ConfigError or the KeyError it is.
 class UnknownNameError(ConfigError, KeyError):
     """A name given to edit something by (a pipeline's step, a scorer's signal) that it does not
     hold; the message lists the names it does.

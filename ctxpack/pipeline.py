@@ -506,7 +506,7 @@ class Pipeline:
         """A new pipeline where the step ``name`` runs ``stage`` instead.
 
         Raises:
-            UnknownNameError: no step is named ``name`` (a ``ConfigError``, and a ``KeyError``).
+            ConfigError: no step is named ``name`` (also a ``KeyError``).
         """
         self[name]  # raises the error that lists the names
         return Pipeline([(n, stage if n == name else s) for n, s in self._steps])
@@ -515,7 +515,7 @@ class Pipeline:
         """A new pipeline without the step ``name``.
 
         Raises:
-            UnknownNameError: no step is named ``name`` (a ``ConfigError``, and a ``KeyError``).
+            ConfigError: no step is named ``name`` (also a ``KeyError``).
         """
         self[name]
         return Pipeline([(n, s) for n, s in self._steps if n != name])
@@ -524,7 +524,7 @@ class Pipeline:
         """A new pipeline with ``step`` inserted before the step named ``before``.
 
         Raises:
-            UnknownNameError: no step is named ``before`` (a ``ConfigError``, and a ``KeyError``).
+            ConfigError: no step is named ``before`` (also a ``KeyError``).
         """
         self[before]
         out: list[StepSpec] = []

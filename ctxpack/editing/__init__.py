@@ -52,6 +52,9 @@ from ._compact import (
 from ._compact import (
     Summarizer as Summarizer,
 )
+from ._compact import (
+    SummarizerOption as SummarizerOption,
+)
 from ._digest import (
     evidence_terms as evidence_terms,
 )

@@ -9,7 +9,7 @@ from pydantic import ConfigDict, Field, model_validator
 from .._internal.arguments import MOST
 from .._internal.options import CheckedModel, FieldErrorModel
 from ..cost import price
-from ..editing._compact import SummarizerOption
+from ..editing import SummarizerOption
 from ..messages import Message
 
 __all__ = ["DEFAULT_PINNED_BUDGET", "DEFAULT_SKILL_BUDGET", "PinnedText", "WindowPolicy"]
