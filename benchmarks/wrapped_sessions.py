@@ -209,7 +209,9 @@ def main() -> None:
         "",
         "The transcript read is what the wrapper adds to each request to learn what the session "
         "holds (its messages' ids), so that replicas and restarted processes give each message "
-        "once; a stored session reads it from its store.",
+        "once; a stored session reads it from its store. The LangChain row times "
+        "`SessionMiddleware.pack_request` alone (the history as LangChain messages, no SDK call), "
+        "where the other rows include the SDK's request through the mock transport.",
         "",
     ]
     args.out.mkdir(parents=True, exist_ok=True)

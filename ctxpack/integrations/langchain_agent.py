@@ -52,7 +52,22 @@ except ImportError as exc:  # pragma: no cover - exercised only without langchai
 __all__ = ["PackingMiddleware", "SessionMiddleware"]
 
 
-class PackingMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+class _RequestMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+    """A middleware that gives the model ``pack_request(request)`` in place of the request."""
+
+    def pack_request(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
+        raise NotImplementedError
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any]:
+        """Give the model :meth:`pack_request`'s request."""
+        return handler(self.pack_request(request))
+
+
+class PackingMiddleware(_RequestMiddleware):
     """Pack each model request of a LangChain agent under a token budget.
 
     The request's system message and messages are packed by :func:`ctxpack.pack` (the system
@@ -145,14 +160,6 @@ class PackingMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.last_result = result
         return _with_result(request, result)
 
-    def wrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
-    ) -> ModelResponse[Any]:
-        """Pack the request, then call the model."""
-        return handler(self.pack_request(request))
-
     async def awrap_model_call(
         self,
         request: ModelRequest[Any],
@@ -162,7 +169,7 @@ class PackingMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return await handler(self.pack_request(request))
 
 
-class SessionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+class SessionMiddleware(_RequestMiddleware):
     """Keep each LangGraph thread's history in a managed :class:`ctxpack.Session`.
 
     Every model call of the agent goes through the thread's session, as through a wrapped
@@ -311,14 +318,6 @@ class SessionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             # The agent's own tools go as LangChain gave them, the session's after them.
             sent = [*mine, *sent[len(mine) :]]
         return _with_result(request, result, tools=sent)
-
-    def wrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
-    ) -> ModelResponse[Any]:
-        """Render the request from the thread's session, then call the model."""
-        return handler(self.pack_request(request))
 
     async def awrap_model_call(
         self,
