@@ -397,3 +397,17 @@ def test_a_tool_edited_in_place_is_counted_afresh() -> None:
     assert after > before
     ctxpack.caches.clear_caches()
     assert count_tokens("", model="gpt-4o", tools=[tool]) == after
+
+
+def test_an_enum_value_in_a_schema_counts_as_its_text() -> None:
+    import enum
+
+    class Color(str, enum.Enum):
+        RED = "red"
+
+    def tool(value: object) -> list[dict[str, object]]:
+        schema = {"type": "object", "properties": {"c": {"enum": [value]}}}
+        return [{"type": "function", "function": {"name": "f", "parameters": schema}}]
+
+    user = [{"role": "user", "content": "x"}]
+    assert count_tokens(user, tools=tool(Color.RED)) == count_tokens(user, tools=tool("red"))

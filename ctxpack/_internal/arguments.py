@@ -319,6 +319,9 @@ def json_problem(
         kind = type(item)
         if item is None or kind in (str, int, bool) or (kind is float and math.isfinite(item)):
             continue
+        # A str or int subclass (an enum's value) is written as its base type.
+        if not exact and isinstance(item, (str, int)):
+            continue
         array = kind in arrays
         if not array and kind is not dict and (exact or not isinstance(item, Mapping)):
             return f"{where}: {item!r}" if kind is float else f"{where}: a {kind.__name__} value"
