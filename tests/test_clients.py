@@ -1008,3 +1008,88 @@ def test_an_async_session_behind_the_async_client_is_awaited_for_every_entry_poi
     assert capture.requests[-1]["system"] == "Be brief." and capture.requests[-1]["stream"] is True
     assert [m["content"] for m in capture.requests[-1]["messages"]][-1] == "On."
     assert result is not None and result.messages[-1].text == "On."
+
+
+CLEARED = {
+    "type": "clear_tool_uses_20250919",
+    "cleared_tool_uses": 3,
+    "cleared_input_tokens": 4_200,
+}
+
+
+def edited_stream_events() -> list[dict[str, Any]]:
+    """STREAM_EVENTS with what the provider's context management did, in its message_delta."""
+    events = [dict(e) for e in STREAM_EVENTS]
+    events[-2] = {**events[-2], "context_management": {"applied_edits": [CLEARED]}}
+    return events
+
+
+def server_side_client(capture: Capture, *, asynchronous: bool = False) -> tuple[Any, Any]:
+    policy = ctxpack.managed.WindowPolicy(window=200_000, server_side=True)
+    session = ctxpack.Session(model="claude-sonnet-4-5", counter="cl100k_base", window=policy)
+    make = async_anthropic_client if asynchronous else anthropic_client
+    return session, ctxpack.wrap_anthropic(make(capture), session=session)
+
+
+def server_decisions(client: Any) -> list[tuple[str, int | None]]:
+    result = client.last_result
+    assert result is not None
+    return [(d.action, d.tokens_before) for d in result.decisions if d.stage == "server"]
+
+
+@pytest.mark.parametrize("read_to_the_end", [True, False])
+def test_a_server_side_session_reads_what_the_provider_did_from_a_stream(
+    read_to_the_end: bool,
+) -> None:
+    replies = iter(
+        [sse(edited_stream_events(), named=True), httpx2.Response(200, json=anthropic_message([]))]
+    )
+    capture = Capture(lambda body: next(replies))
+    _, client = server_side_client(capture)
+    history: list[Any] = [{"role": "user", "content": "Why does the auth test fail?"}]
+    with client.beta.messages.stream(
+        model="claude-sonnet-4-5", max_tokens=1_000, messages=history
+    ) as stream:
+        if read_to_the_end:
+            assert "".join(stream.text_stream) == "Hello"
+        else:
+            next(iter(stream))  # left after its first event: nothing known of the edits
+    history += [{"role": "assistant", "content": "Hello"}, {"role": "user", "content": "Go."}]
+    client.beta.messages.create(model="claude-sonnet-4-5", max_tokens=1_000, messages=history)
+    assert server_decisions(client) == ([("cleared", 4_200)] if read_to_the_end else [])
+
+
+@pytest.mark.parametrize("async_session", [False, True])
+def test_an_async_server_side_session_reads_a_stream_s_edits_too(async_session: bool) -> None:
+    replies = iter(
+        [sse(edited_stream_events(), named=True), httpx2.Response(200, json=anthropic_message([]))]
+    )
+    capture = Capture(lambda body: next(replies))
+    _, client = server_side_client(capture, asynchronous=True)
+    history: list[Any] = [{"role": "user", "content": "Why does the auth test fail?"}]
+
+    async def run() -> list[tuple[str, int | None]]:
+        nonlocal client
+        if async_session:  # the session's store awaited too (an AsyncSession)
+            policy = ctxpack.managed.WindowPolicy(window=200_000, server_side=True)
+            session = await ctxpack.AsyncSession.open(
+                "s",
+                store="memory://",
+                model="claude-sonnet-4-5",
+                counter="cl100k_base",
+                window=policy,
+            )
+            client = ctxpack.wrap_anthropic(async_anthropic_client(capture), session=session)
+        async with client.beta.messages.stream(
+            model="claude-sonnet-4-5", max_tokens=1_000, messages=history
+        ) as stream:
+            assert "".join([text async for text in stream.text_stream]) == "Hello"
+        history.extend(
+            [{"role": "assistant", "content": "Hello"}, {"role": "user", "content": "Go."}]
+        )
+        await client.beta.messages.create(
+            model="claude-sonnet-4-5", max_tokens=1_000, messages=history
+        )
+        return server_decisions(client)  # last_result is this task's
+
+    assert asyncio.run(run()) == [("cleared", 4_200)]

@@ -29,7 +29,7 @@ from ..sdk import coerce_message, is_sdk_object
 from ..tokens import REPLY_PRIMING, TokenCounter
 from ..tools_on_demand import on_demand_tools
 
-__all__ = ["Asked", "SessionFeed", "SessionLike", "wrapper_policy"]
+__all__ = ["Asked", "SessionFeed", "SessionLike", "finished", "wrapper_policy"]
 
 
 @runtime_checkable
@@ -248,13 +248,18 @@ class SessionFeed:
 
     def record(self, response: Any) -> Any:
         """``response``, once a server-side session has read what the provider's context
-        management did from it (a reply awaited first, for an async client). The reply itself
-        reaches the session with the next request's history, so it is not appended here; a
-        stream or a raw response is left to the caller (``session.record_response``)."""
+        management did from it (a reply awaited first, for an async client; a stream's reply
+        when the stream is left after its end). The reply itself reaches the session with the
+        next request's history, so it is not appended here; a raw response is left to the
+        caller (``session.record_response``)."""
         if not self.server_side:
             return response
         if inspect.isawaitable(response):
             return self._recorded(response)
+        if not is_sdk_object(response) and (
+            hasattr(response, "__exit__") or hasattr(response, "__aexit__")
+        ):
+            return _RecordedStream(response, self)
         self._record(response)
         return response
 
@@ -369,6 +374,52 @@ class SessionFeed:
             elif message.id.startswith(_SYSTEM):
                 system = message.id.removeprefix(_SYSTEM)
         return given, system
+
+
+class _RecordedStream:
+    """A stream helper's context manager (sync or async) whose reply, once the stream reached
+    its end, is read into a server-side session's decisions as the stream is left."""
+
+    def __init__(self, manager: Any, feed: SessionFeed) -> None:
+        self._manager = manager
+        self._feed = feed
+        self._stream: Any = None
+
+    def __enter__(self) -> Any:
+        self._stream = self._manager.__enter__()
+        return self._stream
+
+    def __exit__(self, *exc: Any) -> Any:
+        reply = finished(self._stream) if exc[0] is None else None
+        outcome = self._manager.__exit__(*exc)
+        if reply is not None:
+            self._feed._record(reply)
+        return outcome
+
+    async def __aenter__(self) -> Any:
+        self._stream = await self._manager.__aenter__()
+        return self._stream
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        reply = finished(self._stream) if exc[0] is None else None
+        outcome = await self._manager.__aexit__(*exc)
+        if reply is not None:
+            await self._feed.arecord(reply)
+        return outcome
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._manager, name)
+
+
+def finished(stream: Any) -> Any:
+    """The reply a stream holds once it reached its end (its stop reason, which comes with
+    what context management did, arrived), else ``None``: a stream left early says nothing
+    of what the provider edited."""
+    try:
+        snapshot = stream.current_message_snapshot
+    except (AssertionError, AttributeError):  # no event read yet, or not a message stream
+        return None
+    return snapshot if getattr(snapshot, "stop_reason", None) is not None else None
 
 
 # The ids of what a wrapper gives a session: a request's message (its index there and its

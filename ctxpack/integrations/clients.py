@@ -42,7 +42,7 @@ from ..tokens import (
     anthropic_approx_counter,
     get_counter,
 )
-from ._session_feed import Asked, SessionFeed, SessionLike, wrapper_policy
+from ._session_feed import Asked, SessionFeed, SessionLike, finished, wrapper_policy
 
 __all__ = [
     "PackedClient",
@@ -283,6 +283,7 @@ class _PackedFirst:
         self._packed = packed
         self._feed = feed
         self._inner: Any = None
+        self._stream: Any = None
 
     def __await__(self) -> Any:
         return self._reply().__await__()
@@ -295,10 +296,16 @@ class _PackedFirst:
 
     async def __aenter__(self) -> Any:
         self._inner = self._method(*self._args, **await self._packed())
-        return await self._inner.__aenter__()
+        self._stream = await self._inner.__aenter__()
+        return self._stream
 
     async def __aexit__(self, *exc: Any) -> Any:
-        return await self._inner.__aexit__(*exc)
+        # A server-side session reads what the provider did from a stream that reached its end.
+        reply = finished(self._stream) if exc[0] is None and self._feed.server_side else None
+        outcome = await self._inner.__aexit__(*exc)
+        if reply is not None:
+            await self._feed.arecord(reply)
+        return outcome
 
 
 class PackedClient(_Resource):
