@@ -179,7 +179,10 @@ def response_body(response: Any) -> tuple[Mapping[str, Any], bool]:
         else response
     )
     if isinstance(body, Mapping):
-        if is_anthropic_response(body):
+        # A Chat Completions message has the role too, but a string (or no) content, or calls
+        # beside it: an Anthropic reply's content is always a list of blocks.
+        chat = "tool_calls" in body or isinstance(body.get("content", ""), (str, type(None)))
+        if is_anthropic_response(body) and not chat:
             return body, True
         if body.get("object") == "response" or "output" in body:
             return body, False
@@ -187,6 +190,11 @@ def response_body(response: Any) -> tuple[Mapping[str, Any], bool]:
             seen = (
                 "a Chat Completions response, which reports no context management (append its "
                 "choices[0].message instead)"
+            )
+        elif body.get("role") == "assistant":
+            seen = (
+                "a Chat Completions message (tool_calls, or content that is not a list of "
+                "blocks), which reports no context management"
             )
         elif "role" in body:
             seen = f"its role is {_clipped_repr(body['role'])}, not 'assistant'"

@@ -179,3 +179,15 @@ def test_recording_a_reply_without_appending_it_reads_only_the_decisions() -> No
     assert [m.role for m in session.transcript()] == ["user"]
     with pytest.raises(ConfigError, match="append must be True or False, got 'no'"):
         session.record_response(reply, append="no")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"role": "assistant", "content": "Done."},
+        {"role": "assistant", "content": None, "tool_calls": []},
+    ],
+)
+def test_a_chat_completions_message_is_no_response_to_record(message: dict[str, object]) -> None:
+    with pytest.raises(InvalidMessageError, match="a Chat Completions message"):
+        Session().record_response(message, append=False)

@@ -110,7 +110,8 @@ def _check_openai_parts(parts: list[Any], index: int, role: str) -> None:
         raise _fail("an empty list of parts; give at least one part or a string", index, "content")
     for j, part in enumerate(parts):
         field = f"content[{j}]"
-        if isinstance(part, Mapping) and part.get("type") in ANTHROPIC_BLOCKS.keys() - {"text"}:
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        if isinstance(kind, str) and kind != "text" and kind in ANTHROPIC_BLOCKS:
             # provider= says whose rules the result follows, not how the input is written.
             raise _fail(
                 f"an Anthropic {part['type']!r} block, not a Chat Completions part: convert "
