@@ -205,7 +205,10 @@ class SessionMiddleware(_RequestMiddleware):
 
     Attributes:
         last_result: The last request's :class:`~ctxpack.PackResult` (``None`` before the
-            first).
+            first), whichever thread it served: with several runs at once, read a thread's
+            history from ``session(thread_id)`` (its ``transcript()`` and
+            ``window_state.events``) rather than render it again, since a managed session's
+            render is a request.
 
     Raises:
         ConfigError: a bad window, store or session option.
