@@ -238,19 +238,20 @@ def _wrapped(kind: str, capture: Capture) -> Any:
 
 
 @pytest.mark.parametrize("kind", ["openai", "anthropic", "managed session"])
-@pytest.mark.parametrize("given", ["None", "omitted"])
+@pytest.mark.parametrize("given", ["None", "omitted", "empty"])
 def test_a_request_without_messages_fails_before_sending(kind: str, given: str) -> None:
-    # Unchecked, messages=None reached the API as null and an omitted list the SDK's bare
-    # TypeError, both unpacked.
+    # Unchecked, messages=None reached the API as null, an omitted list the SDK's bare
+    # TypeError, and an empty one the provider's refusal, all unpacked.
     capture = Capture(openai_reply())
     client = _wrapped(kind, capture)
     create = client.chat.completions.create if kind != "anthropic" else client.messages.create
     request: dict[str, Any] = {"model": "gpt-4o", "max_tokens": 100}
-    if given == "None":
-        request["messages"] = None
+    if given != "omitted":
+        request["messages"] = None if given == "None" else []
     with pytest.raises(ctxpack.InvalidMessageError, match=r"^messages: ") as info:
         create(**request)
-    assert ("got None" in str(info.value)) == (given == "None")
+    said = {"None": "got None", "omitted": "required", "empty": "empty"}[given]
+    assert said in str(info.value)
     assert capture.requests == [] and client.last_result is None
 
 

@@ -178,6 +178,9 @@ class _Packer:
         if "messages" not in kwargs or (messages is not None and not _given(messages)):
             raise InvalidMessageError("messages: required, the request's list of messages")
         messages = list(message_items(messages))
+        if not messages:
+            # Both providers refuse an empty list; said here, before anything is sent.
+            raise InvalidMessageError("messages: empty; a request needs at least one message")
         room = self.reply_room(kwargs)
         limits = None
         if self.feed is None or self.feed.policy is None:
