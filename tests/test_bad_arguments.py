@@ -927,6 +927,13 @@ CLIENT_CASES = [
 # ----------------------------------------------------------------- counters, caches, tools
 
 SMALL_CASES = [
+    case(
+        "MemorySelector(3)",
+        lambda: MemorySelector(3),  # type: ignore[misc]
+        ConfigError,
+        "MemorySelector takes keyword arguments only",
+        "window",
+    ),
     case("CodeIndex('')", lambda: CodeIndex(""), ConfigError, "root is empty"),
     case(
         "count_tokens(counter=predicate)",

@@ -57,7 +57,13 @@ class FieldErrorModel(BaseModel):
     The pydantic error stays the ``__cause__``: code that needs every problem, not the first,
     reads it there."""
 
-    def __init__(self, /, **data: Any) -> None:
+    def __init__(self, /, *args: Any, **data: Any) -> None:
+        if args:
+            # Python's own error would name this class, not the one being built.
+            raise ConfigError(
+                f"{type(self).__name__} takes keyword arguments only "
+                f"({', '.join(type(self).model_fields)}), got {len(args)} positional"
+            )
         # BaseModel's __init__ does this, without a second call frame: results are built in
         # loops (a decision per message, a hit per ranked file), where that frame shows.
         try:
