@@ -29,7 +29,7 @@ from ..sdk import coerce_message, is_sdk_object
 from ..tokens import REPLY_PRIMING, TokenCounter
 from ..tools_on_demand import on_demand_tools
 
-__all__ = ["Asked", "SessionFeed", "SessionLike", "finished", "wrapper_policy"]
+__all__ = ["Asked", "SessionFeed", "SessionLike", "wrapper_policy"]
 
 
 @runtime_checkable
@@ -390,7 +390,7 @@ class _RecordedStream:
         return self._stream
 
     def __exit__(self, *exc: Any) -> Any:
-        reply = finished(self._stream) if exc[0] is None else None
+        reply = _finished(self._stream) if exc[0] is None else None
         outcome = self._manager.__exit__(*exc)
         if reply is not None:
             self._feed._record(reply)
@@ -401,7 +401,7 @@ class _RecordedStream:
         return self._stream
 
     async def __aexit__(self, *exc: Any) -> Any:
-        reply = finished(self._stream) if exc[0] is None else None
+        reply = _finished(self._stream) if exc[0] is None else None
         outcome = await self._manager.__aexit__(*exc)
         if reply is not None:
             await self._feed.arecord(reply)
@@ -411,7 +411,7 @@ class _RecordedStream:
         return getattr(self._manager, name)
 
 
-def finished(stream: Any) -> Any:
+def _finished(stream: Any) -> Any:
     """The reply a stream holds once it reached its end (its stop reason, which comes with
     what context management did, arrived), else ``None``: a stream left early says nothing
     of what the provider edited."""

@@ -42,7 +42,7 @@ from ..tokens import (
     anthropic_approx_counter,
     get_counter,
 )
-from ._session_feed import Asked, SessionFeed, SessionLike, finished, wrapper_policy
+from ._session_feed import Asked, SessionFeed, SessionLike, wrapper_policy
 
 __all__ = [
     "PackedClient",
@@ -286,7 +286,6 @@ class _PackedFirst:
         self._packed = packed
         self._feed = feed
         self._inner: Any = None
-        self._stream: Any = None
 
     def __await__(self) -> Any:
         return self._reply().__await__()
@@ -298,17 +297,12 @@ class _PackedFirst:
         return await self._feed.arecord(response)
 
     async def __aenter__(self) -> Any:
-        self._inner = self._method(*self._args, **await self._packed())
-        self._stream = await self._inner.__aenter__()
-        return self._stream
+        # A server-side session's feed wraps the stream helper, to read its reply at the end.
+        self._inner = self._feed.record(self._method(*self._args, **await self._packed()))
+        return await self._inner.__aenter__()
 
     async def __aexit__(self, *exc: Any) -> Any:
-        # A server-side session reads what the provider did from a stream that reached its end.
-        reply = finished(self._stream) if exc[0] is None and self._feed.server_side else None
-        outcome = await self._inner.__aexit__(*exc)
-        if reply is not None:
-            await self._feed.arecord(reply)
-        return outcome
+        return await self._inner.__aexit__(*exc)
 
 
 class PackedClient(_Resource):
@@ -457,8 +451,8 @@ def wrap_openai(
             session, the request's messages are not the history the session was given;
             the request's ``model`` picks the tokenizer and is not a string), or ``budget``
             is more than ``window``.
-        InvalidMessageError: at a request, its ``messages`` are missing or not a list of
-            messages.
+        InvalidMessageError: at a request, its ``messages`` are missing, empty or not a list
+            of messages.
 
     Example:
         >>> import httpx2, openai
@@ -535,8 +529,8 @@ def wrap_anthropic(
             session, the request's messages are not the history the session was given;
             the request's ``model`` picks the tokenizer and is not a string), or ``budget``
             is more than ``window``.
-        InvalidMessageError: at a request, its ``messages`` are missing or not a list of
-            messages.
+        InvalidMessageError: at a request, its ``messages`` are missing, empty or not a list
+            of messages.
     """
     policy = wrapper_policy("wrap_anthropic()", window, budget, reserve, session)
     resolved: TokenCounter | None = None
