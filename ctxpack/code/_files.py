@@ -99,11 +99,12 @@ def resolve_root(root: str | os.PathLike[str]) -> Path:
     Raises:
         ConfigError: ``root`` is not a directory.
     """
-    if not str(file_path(root, "root")).strip():
+    given = file_path(root, "root")
+    if not given.strip():
         # Path("") is the working directory: an empty setting would index wherever we run.
         raise ConfigError("root is empty; give the root folder of a repository ('.' for here)")
     try:
-        path = Path(file_path(root, "root")).expanduser().resolve()
+        path = Path(given).expanduser().resolve()
         is_dir = path.is_dir()
     except OSError as exc:  # a name too long, a loop of symlinks
         raise ConfigError(f"root {str(root)!r} cannot be read: {exc.strerror or exc}") from exc
