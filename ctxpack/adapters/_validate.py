@@ -111,10 +111,10 @@ def _check_openai_parts(parts: list[Any], index: int, role: str) -> None:
     for j, part in enumerate(parts):
         field = f"content[{j}]"
         kind = part.get("type") if isinstance(part, Mapping) else None
-        if isinstance(kind, str) and kind != "text" and kind in ANTHROPIC_BLOCKS:
+        if isinstance(kind, str) and kind not in OPENAI_PART_TYPES and kind in ANTHROPIC_BLOCKS:
             # provider= says whose rules the result follows, not how the input is written.
             raise _fail(
-                f"an Anthropic {part['type']!r} block, not a Chat Completions part: convert "
+                f"an Anthropic {kind!r} block, not a Chat Completions part: convert "
                 "Anthropic messages with ctxpack.from_anthropic(messages, system=...) first",
                 index,
                 f"{field}.type",
