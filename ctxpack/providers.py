@@ -236,5 +236,9 @@ def response_answer(response: Any, provider: Provider, tool: str) -> str | dict[
 
 def is_anthropic_response(body: Mapping[str, Any]) -> bool:
     """Whether a provider's response (as a dict) is an Anthropic Messages response, which has a
-    role, rather than an OpenAI Responses API response, which has output items."""
-    return body.get("role") == "assistant"
+    role, rather than an OpenAI Responses API response, which has output items. A Chat
+    Completions message has the role too, but a string (or no) content, or calls beside it: an
+    Anthropic reply's content is always a list of blocks."""
+    if body.get("role") != "assistant" or "tool_calls" in body:
+        return False
+    return not isinstance(body.get("content", ""), (str, type(None)))

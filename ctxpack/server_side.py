@@ -179,10 +179,7 @@ def response_body(response: Any) -> tuple[Mapping[str, Any], bool]:
         else response
     )
     if isinstance(body, Mapping):
-        # A Chat Completions message has the role too, but a string (or no) content, or calls
-        # beside it: an Anthropic reply's content is always a list of blocks.
-        chat = "tool_calls" in body or isinstance(body.get("content", ""), (str, type(None)))
-        if is_anthropic_response(body) and not chat:
+        if is_anthropic_response(body):
             return body, True
         if body.get("object") == "response" or "output" in body:
             return body, False
