@@ -248,7 +248,8 @@ class SessionMiddleware(_RequestMiddleware):
                 "SessionMiddleware(): window_state is each session's own, kept in the store"
             )
         # The options are checked now, not at the first request of some thread.
-        probe = Session._configured(model, {**options, "window": window})
+        self._options = {**options, "window": window}
+        probe = Session._configured(model, self._options)
         self.policy = wrapper_policy("SessionMiddleware()", None, None, 0, probe)
         if self.policy is not None and self.policy.server_side:
             raise ConfigError(
@@ -264,7 +265,6 @@ class SessionMiddleware(_RequestMiddleware):
         self._owns_store = isinstance(store, str)
         self.store: SessionStore = open_store(store) if isinstance(store, str) else store
         self._model = model
-        self._options = {**options, "window": window}
         # Open sessions by thread id: each holds what renders its requests one at a time.
         self._feeds: LRUCache[str, SessionFeed] = LRUCache(
             _OPEN_SESSIONS, weigh=lambda key, value: 1, name="SessionMiddleware sessions"
