@@ -2,13 +2,14 @@
 
 A conversation starts with a system message, then mixes user, assistant and developer turns,
 tool exchanges (an assistant turn with 1-3 tool calls followed by their results), orphan tool
-results (no call answers them), exact repetitions of earlier turns, pinned, prioritised,
-sourced, named and tagged (``metadata``) messages, and content given as parts (text and images).
-Most are short, some run to a few hundred messages. Words come from a vocabulary of several
-hundred, so queries hit some messages and miss others. Each message is a plain dict or a
-``Message``, with or without an explicit id. A case may also carry an explicit query, tool
-definitions (a fixed one, or random schemas with nested objects, unions, defaults and
-``$ref``), or be converted to an Anthropic payload and back (``from_anthropic``).
+results (no call answers them), retried results (a second result for a call already answered,
+as an agent that re-runs a tool may append), exact repetitions of earlier turns, pinned,
+prioritised, sourced, named and tagged (``metadata``) messages, and content given as parts
+(text and images). Most are short, some run to a few hundred messages. Words come from a
+vocabulary of several hundred, so queries hit some messages and miss others. Each message is a
+plain dict or a ``Message``, with or without an explicit id. A case may also carry an explicit
+query, tool definitions (a fixed one, or random schemas with nested objects, unions, defaults
+and ``$ref``), or be converted to an Anthropic payload and back (``from_anthropic``).
 """
 
 from __future__ import annotations
@@ -213,6 +214,7 @@ def conversations(draw: st.DrawFn, *, max_turns: int = 14) -> Conversation:
     turns = max_turns if draw(st.integers(min_value=0, max_value=15)) else 200
     items: list[Any] = []
     said: list[tuple[str, Any]] = []
+    answered: list[str] = []  # the call ids of the last tool exchange
 
     def add(data: dict[str, Any]) -> None:
         items.append(_finish(draw, len(items), data, explicit_ids=explicit_ids))
@@ -222,7 +224,17 @@ def conversations(draw: st.DrawFn, *, max_turns: int = 14) -> Conversation:
     kinds = draw(
         st.lists(
             st.sampled_from(
-                ["user", "user", "assistant", "developer", "tools", "repeat", "long", "orphan"]
+                [
+                    "user",
+                    "user",
+                    "assistant",
+                    "developer",
+                    "tools",
+                    "repeat",
+                    "long",
+                    "orphan",
+                    "retry",
+                ]
             ),
             max_size=turns,
         )
@@ -244,6 +256,11 @@ def conversations(draw: st.DrawFn, *, max_turns: int = 14) -> Conversation:
             for call in calls:
                 result = draw(st.one_of(texts(), long_texts()))
                 add({"role": "tool", "tool_call_id": call["id"], "content": result})
+            answered = [call["id"] for call in calls]
+            continue
+        if kind == "retry" and answered:
+            call_id = draw(st.sampled_from(answered))
+            add({"role": "tool", "tool_call_id": call_id, "content": draw(texts())})
             continue
         if kind == "orphan":
             # A result whose call is not in the conversation (trimmed earlier, say).

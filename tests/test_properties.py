@@ -97,6 +97,7 @@ def test_tool_exchanges_kept_or_dropped_whole(case: tuple[Conversation, int, int
     for msg in result.messages:
         if msg.role == "tool":
             assert msg.tool_call_id in calls_seen, f"orphan tool result {msg.id}"
+            assert msg.tool_call_id not in results_seen, f"second result {msg.id} of one call"
             results_seen.add(msg.tool_call_id or "")
         for call in msg.tool_calls or ():
             calls_seen.add(call.id)

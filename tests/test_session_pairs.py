@@ -1,5 +1,6 @@
 """A session's requests follow the provider's rules, whatever it was given: a result whose call
-it never saw is left out, a call left without a result has the call removed, and for Anthropic
+it never saw is left out, so is a second result of one call, a call left without a result has
+the call removed, and for Anthropic
 (a Claude model, or Anthropic messages) the turns start with the user; each change is a
 recorded decision, and the session's own record keeps every message."""
 
@@ -50,6 +51,29 @@ def test_a_result_whose_call_is_not_there_is_left_out_and_says_why(
     assert last.action == "dropped"
     assert "orphan" in last.reason
     assert session.transcript()[-1].id == "t"  # still the session's
+
+
+@pytest.mark.parametrize(
+    "options",
+    [*SESSIONS.values(), *CLAUDE.values()],
+    ids=["gpt", "gpt-managed", "claude", "claude-managed"],
+)
+def test_a_second_result_of_one_call_is_left_out_and_says_why(options: dict[str, Any]) -> None:
+    """An agent that re-runs a tool may append its result twice (a retry, a result after an
+    "aborted" placeholder); both providers refuse a request answering one call twice."""
+    session = Session(**options)
+    again = {"role": "tool", "tool_call_id": "c1", "content": "error: again", "id": "t2"}
+    more = {"role": "tool", "tool_call_id": "c2", "content": "ok"}
+    session.extend([USER, CALL, ANSWER, again, more, {"role": "user", "content": "And now?"}])
+    result = session.render()
+    validate_anthropic(result.to_anthropic())
+    validate_openai(result.to_openai())
+    sent = [m.content for m in result.messages if m.role == "tool"]
+    assert sent == ["error: missing symbol", "ok"]
+    last = _last_decision(result, "t2")
+    assert last.action == "dropped"
+    assert "second result" in last.reason
+    assert "t2" in [m.id for m in session.transcript()]  # still the session's
 
 
 @pytest.mark.parametrize("options", SESSIONS.values(), ids=SESSIONS)

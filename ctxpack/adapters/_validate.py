@@ -543,11 +543,18 @@ def _check_anthropic_turns(entries: Sequence[Mapping[str, Any]]) -> None:
             if previous is not None
             else set()
         )
+        results: set[str] = set()
         for j, block in enumerate(blocks):
-            if block["type"] == "tool_result" and block["tool_use_id"] not in called:
+            if block["type"] != "tool_result":
+                continue
+            use_id = block["tool_use_id"]
+            if use_id not in called:
                 raise _fail(
-                    f"{block['tool_use_id']!r} answers no tool_use of the previous assistant "
-                    "message (an orphaned tool_result)",
+                    f"{use_id!r} answers no tool_use of the previous assistant message (an "
+                    "orphaned tool_result)",
                     index,
                     f"content[{j}].tool_use_id",
                 )
+            if use_id in results:
+                raise _fail(f"{use_id!r} is already answered", index, f"content[{j}].tool_use_id")
+            results.add(use_id)

@@ -18,7 +18,7 @@ from ..pipeline import Decision, DecisionLog, PackContext, check_context
 from ..providers import Provider
 from ..tokens import TokenCounter
 from ._base import StageModel
-from ._tool_pairs import provider_pairs, strip_unanswered_calls
+from ._tool_pairs import REPEATED_RESULT, provider_pairs, strip_unanswered_calls
 
 __all__ = ["TurnAlternator", "provider_conform", "turn_rule_breaks"]
 
@@ -51,10 +51,11 @@ class TurnAlternator(StageModel):
     as is), so the default pipeline ends with it, after the packer (step ``alternate``).
     Assistant messages before the first user message are dropped with their tool results
     (unless pinned or protected, or opening with a server-side ``compaction`` block). Tool
-    results that do not answer the assistant turn right before them are dropped, and calls left
-    unanswered are removed. Consecutive messages with the same Anthropic role are sent as one
-    turn by :func:`ctxpack.to_anthropic`; each such merge of two separate turns is recorded as
-    ``merged``. It only removes, so a packed conversation still fits its budget.
+    results that do not answer the assistant turn right before them are dropped, as is a second
+    result of one call, and calls left unanswered are removed. Consecutive messages with the
+    same Anthropic role are sent as one turn by :func:`ctxpack.to_anthropic`; each such merge of
+    two separate turns is recorded as ``merged``. It only removes, so a packed conversation still
+    fits its budget.
     """
 
     name: ClassVar[str] = "alternate"
@@ -113,6 +114,7 @@ class TurnAlternator(StageModel):
         drop: dict[str, str] = {}
         previous_calls: set[str] = set()
         current_calls: set[str] = set()
+        answered: set[str | None] = set()
         side = ""
         for m in ctx.messages:
             m_side = anthropic_side(m)
@@ -120,7 +122,7 @@ class TurnAlternator(StageModel):
                 continue
             if m_side != side:
                 if m_side == "user":
-                    previous_calls = current_calls
+                    previous_calls, answered = current_calls, set()
                 current_calls = set()
                 side = m_side
             if m.role == "assistant":
@@ -130,6 +132,10 @@ class TurnAlternator(StageModel):
                     f"tool result for {m.tool_call_id!r} does not answer the assistant turn "
                     "right before it (Anthropic would reject an orphaned tool_result)"
                 )
+            elif m.role == "tool" and m.tool_call_id in answered:
+                drop[m.id] = REPEATED_RESULT
+            elif m.role == "tool":
+                answered.add(m.tool_call_id)
         return self._drop(ctx, drop)
 
     def _record_merges(self, ctx: PackContext) -> PackContext:

@@ -36,7 +36,7 @@ from ..messages import ROLES, Message
 from ..pipeline import Action, Decision, DecisionLog, PackContext, check_context
 from ..tokens import message_sizes, priming_tokens
 from ._base import ReadOnlyMap, StageModel, Weights
-from ._tool_pairs import Units, exchange_units, orphan_dropped, strip_unanswered_calls
+from ._tool_pairs import Units, exchange_units, stray_dropped, strip_unanswered_calls
 
 __all__ = ["DEFAULT_ROLE_WEIGHTS", "GreedyPacker"]
 
@@ -202,9 +202,10 @@ class GreedyPacker(StageModel):
         rank = ranking.ranks().tolist()
         reasons: dict[tuple[int, int, bool], str] = {}
         decisions: list[Decision] = []
+        repeats = set(ranking.units.repeats)
         for i, unit in enumerate(ranking.units.of.tolist()):
             if stray[unit]:
-                decisions.append(orphan_dropped(ids[i], sizes[i], name))
+                decisions.append(stray_dropped(ids[i], sizes[i], name, repeat=i in repeats))
             elif protected[unit]:
                 decisions.append(self._protected(messages[i], own_scores[i], sizes[i]))
             else:
@@ -328,7 +329,7 @@ class _Ranking:
         protected = np.zeros(count, dtype=bool)
         protected[of[must]] = True
         stray = np.zeros(count, dtype=bool)
-        stray[of[units.orphans]] = True
+        stray[of[units.orphans + units.repeats]] = True
         stray &= ~protected
         free = np.flatnonzero(~(protected | stray))
         order = free[np.lexsort((-last[free], -score[free]))]

@@ -14,13 +14,19 @@ from ..messages import Message
 from ..pipeline import Decision, PackContext
 
 __all__ = [
+    "REPEATED_RESULT",
     "Units",
     "exchange_units",
-    "orphan_dropped",
     "provider_pairs",
+    "stray_dropped",
     "strip_unanswered_calls",
     "unanswered_calls",
 ]
+
+# Why a second result of one call is dropped: every provider takes one result per call.
+REPEATED_RESULT = (
+    "a second result for a call an earlier tool message answers (the provider would reject two)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,29 +43,38 @@ class Units:
     """How many units there are."""
     orphans: list[int]
     """Positions of tool messages whose call is not in the messages (each a unit by itself)."""
+    repeats: list[int]
+    """Positions of tool messages answering a call an earlier one already answers (each a unit
+    by itself): a provider takes one result per call."""
 
 
 def exchange_units(messages: Sequence[Message]) -> Units:
     """Group ``messages`` into :class:`Units`: each tool exchange together, the rest alone."""
     if not (flags(messages) & TOOL).any():
-        return Units(np.arange(len(messages), dtype=np.intp), len(messages), [])
+        return Units(np.arange(len(messages), dtype=np.intp), len(messages), [], [])
     of: list[int] = []
     owner: dict[str, int] = {}
+    answered: set[tuple[int, str]] = set()
     orphans: list[int] = []
+    repeats: list[int] = []
     count = 0
     for i, msg in enumerate(messages):
         if msg.role == "tool":
-            unit = owner.get(msg.tool_call_id or "")
-            if unit is not None:
+            call_id = msg.tool_call_id or ""
+            unit = owner.get(call_id)
+            # A call id is unique within its message, so (unit, id) is one call; its first
+            # result answers it (the one the model read before its next turn).
+            if unit is not None and (unit, call_id) not in answered:
+                answered.add((unit, call_id))
                 of.append(unit)
                 continue
-            orphans.append(i)
+            (orphans if unit is None else repeats).append(i)
         else:
             for call in msg.tool_calls or ():
                 owner[call.id] = count
         of.append(count)
         count += 1
-    return Units(np.array(of, dtype=np.intp), count, orphans)
+    return Units(np.array(of, dtype=np.intp), count, orphans, repeats)
 
 
 def unanswered_calls(messages: Sequence[Message]) -> dict[int, list[str]]:
@@ -94,25 +109,36 @@ def strip_unanswered_calls(ctx: PackContext, stage: str) -> PackContext:
 def provider_pairs(
     messages: Sequence[Message], tokens: Callable[[Message], int], stage: str
 ) -> tuple[list[Message], list[Decision], dict[str, Message]]:
-    """``messages`` as a provider takes them: tool results whose call is not there dropped,
-    then the calls :func:`unanswered_calls` finds removed, as the packer does. Returns the
-    messages, a decision per message changed or dropped (under ``stage``) and the originals of
-    the changed ones, by id."""
-    orphans = set(exchange_units(messages).orphans)
-    dropped = [orphan_dropped(messages[i].id, tokens(messages[i]), stage) for i in sorted(orphans)]
-    kept = [m for i, m in enumerate(messages) if i not in orphans]
+    """``messages`` as a provider takes them: tool results whose call is not there, or whose
+    call an earlier result already answers, dropped; then the calls :func:`unanswered_calls`
+    finds removed, as the packer does. Returns the messages, a decision per message changed or
+    dropped (under ``stage``) and the originals of the changed ones, by id."""
+    units = exchange_units(messages)
+    repeats = set(units.repeats)
+    strays = sorted(repeats.union(units.orphans))
+    dropped = [
+        stray_dropped(messages[i].id, tokens(messages[i]), stage, repeat=i in repeats)
+        for i in strays
+    ]
+    gone = set(strays)
+    kept = [m for i, m in enumerate(messages) if i not in gone]
     out, decisions, originals = _strip(kept, tokens, stage)
     return out, dropped + decisions, originals
 
 
-def orphan_dropped(message_id: str, size: int, stage: str) -> Decision:
-    """The decision for a tool result whose call is not in the conversation."""
+def stray_dropped(message_id: str, size: int, stage: str, *, repeat: bool = False) -> Decision:
+    """The decision for a tool result whose call is not in the conversation or, with
+    ``repeat``, whose call an earlier tool message already answers."""
     return Decision(
         stage=stage,
         action="dropped",
         message_id=message_id,
-        reason="tool result whose call is not in the conversation (an orphan the "
-        "provider would reject)",
+        reason=(
+            REPEATED_RESULT
+            if repeat
+            else "tool result whose call is not in the conversation (an orphan the "
+            "provider would reject)"
+        ),
         tokens_before=size,
         tokens_after=0,
     )

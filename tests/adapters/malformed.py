@@ -582,6 +582,18 @@ ANTHROPIC: list[Case] = [
         pairing=True,
     ),
     Case(
+        "tool_result given twice",
+        _messages(
+            _USER,
+            {"role": "assistant", "content": [_TOOL_USE]},
+            {"role": "user", "content": [_RESULT, _RESULT]},
+        ),
+        2,
+        "content[1].tool_use_id",
+        "already answered",
+        pairing=True,
+    ),
+    Case(
         "unanswered tool_use",
         _messages(_USER, {"role": "assistant", "content": [_TOOL_USE]}, _USER),
         1,

@@ -114,9 +114,12 @@ def as_anthropic(conv: dict[str, Any]) -> list[dict[str, Any]]:
 
 def assert_valid_openai(messages: list[dict[str, Any]]) -> None:
     called: set[str] = set()
+    answered: set[str] = set()
     for i, msg in enumerate(messages):
         if msg["role"] == "tool":
             assert msg["tool_call_id"] in called, f"orphaned tool message at {i}"
+            assert msg["tool_call_id"] not in answered, f"second result of one call at {i}"
+            answered.add(msg["tool_call_id"])
         for call in msg.get("tool_calls") or []:
             called.add(call["id"])
             if i == len(messages) - 1:
@@ -136,6 +139,8 @@ def assert_valid_anthropic(payload: dict[str, Any]) -> None:
         return [b for b in content if b["type"] == kind] if isinstance(content, list) else []
 
     for i, msg in enumerate(messages):
+        answered = [b["tool_use_id"] for b in blocks(msg, "tool_result")]
+        assert len(set(answered)) == len(answered), f"second result of one call at {i}"
         for result in blocks(msg, "tool_result"):
             assert i > 0
             ids = {b["id"] for b in blocks(messages[i - 1], "tool_use")}
@@ -264,6 +269,23 @@ def test_orphaned_results_are_dropped_not_rejected() -> None:
     assert "orphan" in result.decisions_for("t")[-1].reason
 
 
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_second_result_of_one_call_is_dropped_and_recorded(provider: str) -> None:
+    messages = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": None, "tool_calls": [_call("a")]},
+        {"role": "tool", "tool_call_id": "a", "content": "Tool execution aborted", "id": "t1"},
+        {"role": "tool", "tool_call_id": "a", "content": "No files found", "id": "t2"},
+        {"role": "user", "content": "next"},
+    ]
+    result = pack(messages, budget=1000, provider=provider)  # type: ignore[arg-type]
+    assert [m.id for m in result.messages if m.role == "tool"] == ["t1"]
+    assert "t2" in result.dropped_ids
+    assert "second result" in result.decisions_for("t2")[-1].reason
+    assert_valid_openai(result.to_openai())
+    assert_valid_anthropic(result.to_anthropic())
+
+
 def test_anthropic_merges_and_leading_drops_are_recorded() -> None:
     messages = [
         {"role": "user", "content": "first " * 300},
@@ -313,7 +335,16 @@ def test_the_checkers_catch_orphans() -> None:
     calling = {"role": "assistant", "content": None, "tool_calls": [_call("a")]}
     with pytest.raises(AssertionError):
         assert_valid_openai([calling, {"role": "user", "content": "q"}])
+    twice = [{"role": "tool", "tool_call_id": "a", "content": str(k)} for k in range(2)]
+    with pytest.raises(AssertionError):
+        assert_valid_openai([{"role": "user", "content": "q"}, calling, *twice])
     use = {"type": "tool_use", "id": "t", "name": "f", "input": {}}
+    result = {"type": "tool_result", "tool_use_id": "t", "content": "1"}
+    with pytest.raises(AssertionError):
+        assert_valid_anthropic(
+            {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": [use]},
+                          {"role": "user", "content": [result, result]}]}
+        )  # fmt: skip
     with pytest.raises(AssertionError):
         assert_valid_anthropic(
             {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": [use]},
