@@ -92,6 +92,15 @@ class ConfigError(CtxpackError, ValueError):
     """A stage, pipeline or function was configured with an invalid value."""
 
 
+# Out of __all__: callers catch it as the ConfigError or the TypeError it is.
+class ArgumentsError(ConfigError, TypeError):
+    """A call with arguments the function does not take (a misspelt keyword, a positional
+    argument where only keywords are taken); the message names them and what is taken.
+
+    Also a ``TypeError``: ``except TypeError`` still catches it, as it did Python's own.
+    """
+
+
 # Out of __all__: callers catch it as the ConfigError or the KeyError it is.
 class UnknownNameError(ConfigError, KeyError):
     """A name given to edit something by (a pipeline's step, a scorer's signal) that it does not

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from typing import Any
 
-from ._internal.arguments import optional_text, tool_definitions
+from ._internal.arguments import keyword_checked, optional_text, tool_definitions
 from ._internal.arguments import tokens as check_tokens
 from ._internal.columns import ids as message_ids
 from .adapters import check_openai_message
@@ -159,6 +159,7 @@ def _last_user_text(messages: Sequence[Message]) -> str | None:
     return None
 
 
+@keyword_checked
 def pack(
     messages: Iterable[Message | Mapping[str, Any] | SDKObject],
     *,

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cache, lru_cache
 from typing import Any, Protocol, runtime_checkable
 
-from ._internal.arguments import optional_text, string, tool_definitions, tool_list
+from ._internal.arguments import keyword_checked, optional_text, string, tool_definitions, tool_list
 from ._internal.images import image_tokens
 from ._internal.prefix import PrefixMemo
 from .caches import SHORT_TEXT, LRUCache, text_memo
@@ -537,6 +537,7 @@ def get_counter(model: str | None = None, counter: CounterLike | None = None) ->
     return _shared_tiktoken_counter(encoding_for_model(model))
 
 
+@keyword_checked
 def count_tokens(
     messages_or_text: str | Iterable[Message | Mapping[str, Any] | SDKObject],
     *,

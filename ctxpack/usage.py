@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field
 
-from ._internal.arguments import keyed, tool_definitions
+from ._internal.arguments import keyed, keyword_checked, tool_definitions
 from ._internal.arguments import tokens as check_tokens
 from ._internal.options import FieldErrorModel
 from .errors import ConfigError
@@ -196,6 +196,7 @@ def _call_names(messages: list[Message]) -> dict[str, str]:
     return names
 
 
+@keyword_checked
 def context_usage(
     messages: Iterable[Message | Mapping[str, Any]],
     *,

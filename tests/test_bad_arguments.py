@@ -1111,6 +1111,123 @@ ALL_CASES: list[Case] = [
 ]
 
 
+# ------------------------------------------------ arguments an entry point does not take
+
+
+def _fake_client() -> Any:
+    return object()
+
+
+ARGUMENT_CASES = [
+    case(
+        "Session(windw=)",
+        lambda: Session(windw=64_000),  # type: ignore[call-arg]
+        TypeError,
+        "Session()",
+        "'windw'",
+        "did you mean 'window'?",
+        "flag_injections",
+    ),
+    case(
+        "Session(64000)",
+        lambda: Session(64_000),  # type: ignore[misc]
+        TypeError,
+        "keyword arguments only",
+        "window=",
+    ),
+    case(
+        "pack(messages, 100)",
+        lambda: ctxpack_pack(MESSAGES, 100),  # type: ignore[misc]
+        TypeError,
+        "pack() takes messages by position",
+        "budget=",
+    ),
+    case(
+        "pack()",
+        lambda: ctxpack_pack(),  # type: ignore[call-arg]
+        TypeError,
+        "pack()",
+        "'messages'",
+    ),
+    case(
+        "pack(modle=, zzz=)",
+        lambda: ctxpack_pack(MESSAGES, budget=100, modle="gpt-4", zzz=1),  # type: ignore[call-arg]
+        TypeError,
+        "no arguments 'modle' (did you mean 'model'?), 'zzz'",
+    ),
+    case(
+        "wrap_openai(windw=)",
+        lambda: wrap_openai(_fake_client(), windw=8000),  # type: ignore[call-arg]
+        TypeError,
+        "wrap_openai()",
+        "did you mean 'window'?",
+    ),
+    case(
+        "wrap_anthropic(sesion=)",
+        lambda: wrap_anthropic(_fake_client(), sesion=1),  # type: ignore[call-arg]
+        TypeError,
+        "did you mean 'session'?",
+    ),
+    case(
+        "count_tokens(modle=)",
+        lambda: count_tokens(MESSAGES, modle="gpt-4"),  # type: ignore[call-arg]
+        TypeError,
+        "count_tokens()",
+        "'model'",
+    ),
+    case(
+        "CodeIndex(dbb=)",
+        lambda: CodeIndex(".", dbb=":memory:"),  # type: ignore[call-arg]
+        TypeError,
+        "CodeIndex()",
+        "'db'",
+    ),
+    case(
+        "iterative_retrieve(max_cycle=)",
+        lambda: iterative_retrieve("t", ".", max_cycle=2),  # type: ignore[call-arg]
+        TypeError,
+        "iterative_retrieve()",
+        "'max_cycles'",
+    ),
+    case(
+        "simulate(prise=)",
+        lambda: simulate_bill([], prise=1),  # type: ignore[call-arg]
+        TypeError,
+        "simulate()",
+        "'price'",
+    ),
+    case(
+        "PackingMiddleware(windw=)",
+        lambda: PackingMiddleware(windw=1),  # type: ignore[call-arg]
+        TypeError,
+        "PackingMiddleware()",
+        "'window'",
+    ),
+]
+
+ALL_CASES += ARGUMENT_CASES
+
+
+def test_a_type_error_inside_an_entry_point_is_not_taken_for_a_bad_argument() -> None:
+    """Arguments that bind are not blamed: the function's own TypeError goes through as it was."""
+
+    def counter(text: str) -> int:
+        raise TypeError("the caller's own bug")
+
+    with pytest.raises(TypeError, match="the caller's own bug") as info:
+        count_tokens("some text", counter=counter)
+    assert not isinstance(info.value, CtxpackError)
+
+
+def test_a_good_call_of_a_checked_entry_point_is_unchanged() -> None:
+    import inspect
+
+    assert "window" in inspect.signature(Session).parameters
+    assert (
+        ctxpack_pack(MESSAGES, budget=100).kept_ids == ctxpack_pack(MESSAGES, budget=100).kept_ids
+    )
+
+
 def test_case_ids_are_unique() -> None:
     assert len({c.id for c in ALL_CASES}) == len(ALL_CASES)
 

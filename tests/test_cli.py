@@ -460,7 +460,7 @@ def test_a_hostile_file_exits_2_with_one_line(
         (["code", "retrieve", "a_folder", "  "], "the task is empty"),
         (["code", "search", "a_folder", ""], "the task is empty"),
         (["code", "search", "a_folder", "task", "--db", "a_folder"], "is a directory"),
-        (["code", "search", "a_folder", "task", "--db", "not_a_db"], "file is not a database"),
+        (["code", "search", "a_folder", "task", "--db", "not_a_db"], "is not an SQLite database"),
     ],
 )
 def test_a_bad_argument_exits_2_with_one_line(

@@ -7,16 +7,18 @@ field) before the value reaches code that would fail on it with a bare ``TypeErr
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable, Mapping
+from difflib import get_close_matches
+from typing import Any, ParamSpec, TypeVar
 
 from pydantic import BaseModel
 
-from ..errors import ConfigError, InvalidMessageError
+from ..errors import ArgumentsError, ConfigError, InvalidMessageError
 
 __all__ = [
     "MAX_NESTING",
@@ -32,6 +34,7 @@ __all__ = [
     "item_list",
     "json_problem",
     "keyed",
+    "keyword_checked",
     "message_items",
     "misfit",
     "nonblank",
@@ -49,6 +52,7 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+_P = ParamSpec("_P")
 
 # How deep lists and objects may nest inside a message or a tool definition. JSON parsers stop
 # far below what would exhaust Python's stack (the json module fails near 1,000 levels), and no
@@ -120,6 +124,56 @@ def callback(value: _T, argument: str, expected: str, arity: int) -> _T:
     if not callable(value) or misfit(value, (None,) * arity):
         raise ConfigError(f"{argument} must be a callable {expected}, got {callable_name(value)}")
     return value
+
+
+def keyword_checked(func: Callable[_P, _T]) -> Callable[_P, _T]:
+    """``func``, whose calls with arguments it does not take raise :class:`ArgumentsError`
+    naming them, the keyword likely meant and the ones it takes, instead of Python's bare
+    ``TypeError``.
+
+    For the entry points with many options (a misspelt ``windw=`` in ``Session(...)``). The
+    arguments are bound against the signature only once the call has failed with a
+    ``TypeError``, so a good call costs nothing more; a ``TypeError`` raised inside ``func``
+    binds and is re-raised as it was.
+    """
+    signature = inspect.signature(func)
+    name = func.__qualname__.removesuffix(".__init__") + "()"
+    params = [p for p in signature.parameters.values() if p.name != "self"]
+    taken = [p.name for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    method = len(params) < len(signature.parameters)
+
+    def problem(args: tuple[Any, ...], given: Mapping[str, Any], exc: TypeError) -> str:
+        unknown = [key for key in given if key not in taken]
+        if unknown:
+            named = []
+            for key in unknown:
+                near = get_close_matches(key, taken, n=1)
+                named.append(f"{key!r}" + (f" (did you mean {near[0]!r}?)" if near else ""))
+            noun = "argument" if len(named) == 1 else "arguments"
+            return f"{name} takes no {noun} {', '.join(named)}; it takes {', '.join(taken)}"
+        if len(args) - method > len(positional):
+            keywords = ", ".join(f"{key}=" for key in taken if key not in positional)
+            if not positional:
+                return f"{name} takes keyword arguments only: {keywords}"
+            return (
+                f"{name} takes {', '.join(positional)} by position, the others by keyword: "
+                f"{keywords}"
+            )
+        return f"{name}: {exc}; it takes {', '.join(taken)}"
+
+    @functools.wraps(func)
+    def checked(*args: _P.args, **kwargs: _P.kwargs) -> _T:
+        try:
+            return func(*args, **kwargs)
+        except TypeError:
+            try:
+                signature.bind(*args, **kwargs)
+            except TypeError as exc:
+                raise ArgumentsError(problem(args, kwargs, exc)) from None
+            raise
+
+    return checked
 
 
 def callable_name(value: Any) -> str:

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ConfigDict
 
-from .._internal.arguments import file_path, nonblank, string, strings
+from .._internal.arguments import file_path, keyword_checked, nonblank, string, strings
 from .._internal.arguments import tokens as check_tokens
 from .._internal.arguments import weights as check_weights
 from .._internal.options import FieldErrorModel
@@ -52,7 +52,7 @@ from ._files import resolve_root
 from ._graph import CodeGraph, personalised_pagerank
 from ._history import CommitHistory
 from ._issue import issue_words
-from ._storage import FileStore, RefreshStats, default_db_path
+from ._storage import FileStore, RefreshStats, check_db, default_db_path
 from ._symbols import ParsedFile, Symbol
 from .literals import LiteralIndex
 from .naming import QueryNames
@@ -158,7 +158,8 @@ class CodeIndex:
             ``semantic`` signal the cosine similarity. Files are embedded at the first query.
 
     Raises:
-        ConfigError: ``root`` is not a folder, or ``weights`` names an unknown signal.
+        ConfigError: ``root`` is not a folder, ``db`` is a folder or a file that is not an
+            SQLite database, or ``weights`` names an unknown signal.
 
     Example:
         >>> import pathlib, tempfile
@@ -169,6 +170,7 @@ class CodeIndex:
         ['limits.py']
     """
 
+    @keyword_checked
     def __init__(
         self,
         root: str | os.PathLike[str],
@@ -186,7 +188,9 @@ class CodeIndex:
             )
         self.embedder = embedder
         self._vectors: Any = None
-        self.db = file_path(db, "db") if db is not None else str(default_db_path(self.root))
+        self.db = (
+            check_db(file_path(db, "db")) if db is not None else str(default_db_path(self.root))
+        )
         weights = check_weights(weights, "weights")
         unknown = set(weights) - set(DEFAULT_WEIGHTS)
         if unknown:

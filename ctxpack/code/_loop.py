@@ -32,7 +32,7 @@ from collections.abc import Sequence
 
 from pydantic import ConfigDict
 
-from .._internal.arguments import callback, instances, nonblank
+from .._internal.arguments import callback, instances, keyword_checked, nonblank
 from .._internal.arguments import tokens as check_tokens
 from .._internal.options import FieldErrorModel
 from ..store import ArtifactStore, SQLiteArtifactStore, check_artifact_store
@@ -149,6 +149,7 @@ class RetrievalResult(FieldErrorModel):
         return "\n".join(lines)
 
 
+@keyword_checked
 def iterative_retrieve(
     task: str,
     root: str | os.PathLike[str] | CodeIndex,

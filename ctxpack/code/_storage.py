@@ -22,10 +22,13 @@ from ._files import language_of_path, list_files
 from ._history import Commit, cached_history
 from ._symbols import ParsedFile, parse_source
 
-__all__ = ["FileStore", "RefreshStats", "default_db_path"]
+__all__ = ["FileStore", "RefreshStats", "check_db", "default_db_path"]
 
 # Bump when what is stored per file changes: an index written by another version is rebuilt.
 _SCHEMA = "3"
+
+# The first bytes of every SQLite database file.
+_SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 class RefreshStats(FieldErrorModel):
@@ -43,6 +46,27 @@ def default_db_path(root: Path) -> Path:
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     digest = hashlib.sha256(str(root).encode("utf-8")).hexdigest()[:16]
     return Path(cache) / "ctxpack" / "code" / f"{root.name}-{digest}.sqlite"
+
+
+def check_db(db: str) -> str:
+    """``db`` if it can hold an index: refused now, by name, when it is a folder or a file that
+    is not an SQLite database, rather than at the first search (the index opens lazily)."""
+    path = Path(db)
+    if db == ":memory:" or not path.exists():
+        return db
+    if path.is_dir():
+        raise ConfigError(f"db: {db!r} is a folder; give a database file inside it, or ':memory:'")
+    try:
+        with path.open("rb") as file:
+            header = file.read(len(_SQLITE_HEADER))
+    except OSError as exc:
+        raise ConfigError(f"db: {db!r} cannot be read: {exc}") from exc
+    # An empty file is a new database to SQLite.
+    if header and header != _SQLITE_HEADER:
+        raise ConfigError(
+            f"db: {db!r} is not an SQLite database; give a new file path, or ':memory:'"
+        )
+    return db
 
 
 class FileStore:

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
-from .._internal.arguments import finite, tool_definitions
+from .._internal.arguments import finite, keyword_checked, tool_definitions
 from .._internal.arguments import tokens as check_tokens
 from .._internal.options import CheckedModel, FieldErrorModel, invalid_option
 from ..errors import ConfigError
@@ -128,6 +128,7 @@ def _seconds(value: float | datetime) -> float:
     return value.timestamp() if isinstance(value, datetime) else float(value)
 
 
+@keyword_checked
 def simulate(
     requests: Sequence[Request | Sequence[Message | Mapping[str, Any]] | Mapping[str, Any]],
     *,

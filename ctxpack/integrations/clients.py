@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._internal.arguments import message_items, optional_text, string, tool_list
+from .._internal.arguments import keyword_checked, message_items, optional_text, string, tool_list
 from .._internal.budgets import pack_limits
 from ..adapters import from_anthropic
 from ..errors import ConfigError, InvalidMessageError
@@ -401,6 +401,7 @@ def _wrap(
     return PackedClient(client, packer)
 
 
+@keyword_checked
 def wrap_openai(
     client: Any,
     *,
@@ -478,6 +479,7 @@ def wrap_openai(
     )
 
 
+@keyword_checked
 def wrap_anthropic(
     client: Any,
     *,

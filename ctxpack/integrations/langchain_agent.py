@@ -20,6 +20,7 @@ import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, cast, overload
 
+from .._internal.arguments import keyword_checked
 from .._internal.budgets import check_limits, pack_limits
 from ..adapters.langchain import from_langchain, message_from_langchain
 from ..caches import LRUCache
@@ -111,6 +112,7 @@ class PackingMiddleware(_RequestMiddleware):
         (['system', 'assistant', 'user'], True)
     """
 
+    @keyword_checked
     def __init__(
         self,
         budget: int | None = None,
@@ -233,6 +235,7 @@ class SessionMiddleware(_RequestMiddleware):
         ['Be brief.', 'Hello', 'Hi!', 'Goodbye']
     """
 
+    @keyword_checked
     def __init__(
         self,
         *,

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
-from .._internal.arguments import flag, message_items
+from .._internal.arguments import flag, keyword_checked, message_items
 from .._internal.options import invalid_option
 from ..errors import ConfigError, InvalidMessageError
 from ..filters import OutputFilter, ToolOutputFilter
@@ -218,6 +218,7 @@ class Session(Arrival, Rendering):
         60
     """
 
+    @keyword_checked
     def __init__(
         self,
         *,

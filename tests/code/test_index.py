@@ -92,6 +92,24 @@ def test_default_db_lives_in_the_cache_folder(repo: Path, tmp_path: Path) -> Non
     assert not (repo / ".ctxpack").exists()
 
 
+def test_a_db_that_cannot_hold_an_index_is_refused_when_given(repo: Path, tmp_path: Path) -> None:
+    """The index opens its file at the first search: a folder or a foreign file given as ``db``
+    is named at construction, not by a search much later."""
+    with pytest.raises(ConfigError, match=r"db: .* is a folder"):
+        CodeIndex(repo, db=tmp_path)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a database\n")
+    with pytest.raises(ConfigError, match=r"db: .* is not an SQLite database"):
+        CodeIndex(repo, db=notes)
+    assert notes.read_text() == "not a database\n"
+    # A new path, an empty file and an existing index are all fine.
+    empty = tmp_path / "empty.sqlite"
+    empty.touch()
+    for db in (tmp_path / "new.sqlite", empty):
+        CodeIndex(repo, db=db).refresh()
+    assert CodeIndex(repo, db=empty).refresh().parsed == 0
+
+
 def test_tokens_and_errors(repo: Path, tmp_path: Path) -> None:
     index = CodeIndex(repo, db=":memory:")
     assert index.tokens() == sum(index.tokens(p) for p in index.files)
