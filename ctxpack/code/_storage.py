@@ -51,16 +51,20 @@ def default_db_path(root: Path) -> Path:
 def check_db(db: str) -> str:
     """``db`` if it can hold an index: refused now, by name, when it is a folder or a file that
     is not an SQLite database, rather than at the first search (the index opens lazily)."""
-    path = Path(db)
-    if db == ":memory:" or not path.exists():
+    if db == ":memory:":
         return db
-    if path.is_dir():
-        raise ConfigError(f"db: {db!r} is a folder; give a database file inside it, or ':memory:'")
+    path = Path(db)
     try:
+        if path.is_dir():
+            raise ConfigError(
+                f"db: {db!r} is a folder; give a database file inside it, or ':memory:'"
+            )
+        if not path.exists():
+            return db
         with path.open("rb") as file:
             header = file.read(len(_SQLITE_HEADER))
-    except OSError as exc:
-        raise ConfigError(f"db: {db!r} cannot be read: {exc}") from exc
+    except OSError as exc:  # a name too long, a file it may not read...
+        raise ConfigError(f"db: {db!r} cannot be used: {exc}") from exc
     # An empty file is a new database to SQLite.
     if header and header != _SQLITE_HEADER:
         raise ConfigError(

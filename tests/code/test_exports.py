@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import ctxpack.code
 
 
@@ -26,8 +28,9 @@ def test_the_names_scripts_rely_on() -> None:
     from ctxpack.code import CodeIndex, iterative_retrieve
 
     assert callable(CodeIndex.search)
-    assert list(iterative_retrieve.__code__.co_varnames[:2]) == ["task", "root"]
-    assert iterative_retrieve.__kwdefaults__ is not None
-    assert iterative_retrieve.__kwdefaults__["judge"] is None
-    assert iterative_retrieve.__kwdefaults__["max_cycles"] == 3
+    parameters = inspect.signature(iterative_retrieve).parameters
+    assert list(parameters)[:2] == ["task", "root"]
+    assert parameters["judge"].default is None
+    assert parameters["max_cycles"].default == 3
+    assert parameters["max_cycles"].kind is inspect.Parameter.KEYWORD_ONLY
     assert set(ctxpack.code.RetrievalResult.model_fields) >= {"files", "context", "tokens"}
