@@ -12,7 +12,7 @@ import inspect
 import math
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from difflib import get_close_matches
 from typing import Any, ParamSpec, TypeVar
 
@@ -30,6 +30,7 @@ __all__ = [
     "file_path",
     "finite",
     "flag",
+    "guesses",
     "instances",
     "item_list",
     "json_problem",
@@ -146,12 +147,8 @@ def keyword_checked(func: Callable[_P, _T]) -> Callable[_P, _T]:
     def problem(args: tuple[Any, ...], given: Mapping[str, Any], exc: TypeError) -> str:
         unknown = [key for key in given if key not in taken]
         if unknown:
-            named = []
-            for key in unknown:
-                near = get_close_matches(key, taken, n=1)
-                named.append(f"{key!r}" + (f" (did you mean {near[0]!r}?)" if near else ""))
-            noun = "argument" if len(named) == 1 else "arguments"
-            return f"{name} takes no {noun} {', '.join(named)}; it takes {', '.join(taken)}"
+            noun = "argument" if len(unknown) == 1 else "arguments"
+            return f"{name} takes no {noun} {guesses(unknown, taken)}; it takes {', '.join(taken)}"
         if len(args) - method > len(positional):
             keywords = ", ".join(f"{key}=" for key in taken if key not in positional)
             if not positional:
@@ -174,6 +171,16 @@ def keyword_checked(func: Callable[_P, _T]) -> Callable[_P, _T]:
             raise
 
     return checked
+
+
+def guesses(unknown: Iterable[str], known: Sequence[str]) -> str:
+    """The names in ``unknown``, each with the name of ``known`` likely meant, if one is close:
+    ``'windw' (did you mean 'window'?), 'zzz'``."""
+    named = []
+    for key in unknown:
+        near = get_close_matches(key, known, n=1)
+        named.append(f"{key!r}" + (f" (did you mean {near[0]!r}?)" if near else ""))
+    return ", ".join(named)
 
 
 def callable_name(value: Any) -> str:

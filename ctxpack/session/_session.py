@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
-from .._internal.arguments import flag, keyword_checked, message_items
+from .._internal.arguments import flag, guesses, keyword_checked, message_items
 from .._internal.options import invalid_option
 from ..errors import ConfigError, InvalidMessageError
 from ..filters import OutputFilter, ToolOutputFilter
@@ -312,11 +312,12 @@ class Session(Arrival, Rendering):
     @classmethod
     def _configured(cls, model: str | None, options: Mapping[str, Any]) -> Session:
         """A new session with the options given to ``open``, checked."""
-        unknown = set(options) - _OPTIONS
+        unknown = sorted(set(options) - _OPTIONS)
         if unknown:
+            valid = sorted(_OPTIONS)
             raise ConfigError(
-                f"unknown option(s) for opening a session: {', '.join(sorted(unknown))}; "
-                f"valid: {', '.join(sorted(_OPTIONS))}"
+                f"unknown option(s) for opening a session: {guesses(unknown, valid)}; "
+                f"valid: {', '.join(valid)}"
             )
         return cls(model=model, **options)
 

@@ -244,6 +244,8 @@ def test_open_checks_its_arguments(tmp_path: Path) -> None:
         Session.open("u1", store=42)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="unknown option"):
         Session.open("u1", store="memory://", stor="x")
+    with pytest.raises(ConfigError, match=r"'windw' \(did you mean 'window'\?\)"):
+        Session.open("u1", store="memory://", windw=64_000)
     with pytest.raises(StoreError, match="folder"):
         Session.open("u1", store=f"sqlite:///{tmp_path}")
 
