@@ -115,12 +115,11 @@ def provider_pairs(
     dropped (under ``stage``) and the originals of the changed ones, by id."""
     units = exchange_units(messages)
     repeats = set(units.repeats)
-    strays = sorted(repeats.union(units.orphans))
+    gone = repeats.union(units.orphans)
     dropped = [
         stray_dropped(messages[i].id, tokens(messages[i]), stage, repeat=i in repeats)
-        for i in strays
+        for i in sorted(gone)
     ]
-    gone = set(strays)
     kept = [m for i, m in enumerate(messages) if i not in gone]
     out, decisions, originals = _strip(kept, tokens, stage)
     return out, dropped + decisions, originals
