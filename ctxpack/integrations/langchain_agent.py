@@ -23,7 +23,7 @@ from typing import Any, cast, overload
 from .._internal.arguments import keyword_checked
 from .._internal.budgets import check_limits, pack_limits
 from ..adapters.langchain import from_langchain, message_from_langchain
-from ..caches import LRUCache
+from ..caches import ENTRY_OVERHEAD, LRUCache
 from ..errors import ConfigError
 from ..managed import WindowPolicy
 from ..messages import Message
@@ -54,10 +54,48 @@ __all__ = ["PackingMiddleware", "SessionMiddleware"]
 
 
 class _RequestMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
-    """A middleware that gives the model ``pack_request(request)`` in place of the request."""
+    """A middleware that gives the model ``pack_request(request)`` in place of the request,
+    and remembers the results it packed: the last one, and each LangGraph thread's last."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.last_result: PackResult | None = None
+        # Runs of different threads interleave (a server's asyncio tasks, a thread pool), and
+        # LangGraph runs the model call in a copy of the caller's context, so only the thread
+        # id ties a result to the run that asked for it. Bounded by what the results weigh.
+        self._results: LRUCache[str, PackResult] = LRUCache(
+            _OPEN_SESSIONS,
+            maxbytes=_RESULTS_BYTES,
+            weigh=_result_weight,
+            name=f"{type(self).__name__} last results",
+        )
+
+    def last_result_for(self, thread_id: str) -> PackResult | None:
+        """The :class:`~ctxpack.PackResult` of the last request packed in the LangGraph thread
+        ``thread_id`` by this middleware, in this process (``None`` if there is none).
+
+        Each run reads its own thread's result, whatever other threads' runs packed since.
+        The results of the most recent threads are kept, about 64 MB of them at most
+        (:func:`ctxpack.caches.clear_caches` forgets them too).
+        """
+        return self._results.get(str(thread_id))
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Erase what this middleware holds of the LangGraph thread ``thread_id``, as a
+        checkpointer's ``delete_thread`` erases the thread's state: its last result (and
+        ``last_result``, if it was that thread's). Call it when no run of the thread is under
+        way."""
+        forgotten = self._results.pop(str(thread_id))
+        if forgotten is not None and self.last_result is forgotten:
+            self.last_result = None
 
     def pack_request(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
         raise NotImplementedError
+
+    def _remember(self, thread_id: str | None, result: PackResult) -> None:
+        self.last_result = result
+        if thread_id is not None:
+            self._results.put(thread_id, result)
 
     def wrap_model_call(
         self,
@@ -95,7 +133,8 @@ class PackingMiddleware(_RequestMiddleware):
 
     Attributes:
         last_result: The last request's :class:`~ctxpack.PackResult` (``None`` before the
-            first): what was kept, dropped or compressed, and why.
+            first): what was kept, dropped or compressed, and why. With runs of several
+            LangGraph threads at once, :meth:`last_result_for` reads one thread's.
 
     Example:
         >>> from langchain.agents import create_agent
@@ -134,7 +173,6 @@ class PackingMiddleware(_RequestMiddleware):
             raise ConfigError(f"pipeline must be a stage, got {type(pipeline).__name__}")
         self.pipeline = pipeline
         self.provider = None if provider is None else check_provider(provider)
-        self.last_result: PackResult | None = None
 
     def pack_request(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
         """The request with its system message and messages packed (a new request).
@@ -159,7 +197,7 @@ class PackingMiddleware(_RequestMiddleware):
             pipeline=self.pipeline,
             provider=self.provider or provider_from_chat_model(request.model),
         )
-        self.last_result = result
+        self._remember(_thread_id_or_none(request.runtime), result)
         return _with_result(request, result)
 
     async def awrap_model_call(
@@ -207,10 +245,10 @@ class SessionMiddleware(_RequestMiddleware):
 
     Attributes:
         last_result: The last request's :class:`~ctxpack.PackResult` (``None`` before the
-            first), whichever thread it served: with several runs at once, read a thread's
-            history from ``session(thread_id)`` (its ``transcript()`` and
-            ``window_state.events``) rather than render it again, since a managed session's
-            render is a request.
+            first), whichever thread it served: with several runs at once,
+            :meth:`last_result_for` reads one thread's. A thread's history is
+            ``session(thread_id)``'s (its ``transcript()`` and ``window_state.events``); do
+            not render it again to inspect it, since a managed session's render is a request.
 
     Raises:
         ConfigError: a bad window, store or session option.
@@ -232,6 +270,8 @@ class SessionMiddleware(_RequestMiddleware):
         'Hi!'
         >>> _ = agent.invoke({"messages": [("user", "Goodbye")]}, thread)
         >>> [m.text for m in sessions.session("user-42").transcript()]
+        ['Be brief.', 'Hello', 'Hi!', 'Goodbye']
+        >>> [m.text for m in sessions.last_result_for("user-42").messages]
         ['Be brief.', 'Hello', 'Hi!', 'Goodbye']
     """
 
@@ -273,11 +313,23 @@ class SessionMiddleware(_RequestMiddleware):
             _OPEN_SESSIONS, weigh=lambda key, value: 1, name="SessionMiddleware sessions"
         )
         self._lock = threading.Lock()
-        self.last_result: PackResult | None = None
 
     def session(self, thread_id: str) -> Session:
         """The session of the thread ``thread_id`` (opened from the store, or created)."""
         return cast(Session, self._feed(thread_id, None).session)
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Erase the thread's session, as a checkpointer's ``delete_thread`` erases its state:
+        its transcript, records and originals in the store (``store.delete_session``), which
+        every replica reads, and what this one holds in memory (the open session, the last
+        result). Another replica's last result of the thread stays in its memory until it
+        serves the thread again or deletes it too. Call it when no run of the thread is under
+        way; a later run starts a new session."""
+        thread_id = str(thread_id)
+        with self._lock:
+            self._feeds.pop(thread_id)
+        self.store.delete_session(thread_id)
+        super().delete_thread(thread_id)
 
     def close(self) -> None:
         """Close the store if it was opened from a URL (a store object stays yours)."""
@@ -312,13 +364,14 @@ class SessionMiddleware(_RequestMiddleware):
                 f"request must be LangChain's ModelRequest, got {type(request).__name__}"
             )
         provider = self.provider or provider_from_chat_model(request.model)
-        feed = self._feed(_thread_id(request.runtime), provider)
+        thread_id = _thread_id(request.runtime)
+        feed = self._feed(thread_id, provider)
         mine = [t for t in request.tools if tool_name(t) not in self._own]
         tools = _tool_definitions(mine)
         history = _Converted(_history(request))
         asked = Asked(history, None, tools, _reply_room(request), None)
         result = feed.render(asked)
-        self.last_result = result
+        self._remember(thread_id, result)
         sent = feed.tools(tools) or []
         if not getattr(feed.session, "tools_on_demand", False):
             # The agent's own tools go as LangChain gave them, the session's after them.
@@ -366,8 +419,30 @@ class SessionMiddleware(_RequestMiddleware):
 _OPEN_SESSIONS = 1_024
 
 
+# What the last results of a middleware's threads may weigh together (see _result_weight).
+_RESULTS_BYTES = 64 << 20
+
+
+def _result_weight(thread_id: str, result: PackResult) -> int:
+    # Weighing every message would cost as much as packing. A result holds at most its input
+    # (what it sends, and the originals of what it cut), a few bytes of text per token.
+    return ENTRY_OVERHEAD + 8 * result.input_tokens
+
+
 def _thread_id(runtime: Any) -> str:
     """The LangGraph thread a model or tool call runs in."""
+    thread = _thread_id_or_none(runtime)
+    if thread is None:
+        raise ConfigError(
+            "SessionMiddleware keeps one session per LangGraph thread: invoke the agent with "
+            "config={'configurable': {'thread_id': ...}} (and a checkpointer, so that the "
+            "thread's history is kept between invocations)"
+        )
+    return thread
+
+
+def _thread_id_or_none(runtime: Any) -> str | None:
+    """The LangGraph thread a model or tool call runs in, ``None`` for a run without one."""
     thread = getattr(getattr(runtime, "execution_info", None), "thread_id", None)
     if thread is None:
         config = getattr(runtime, "config", None)  # a tool's runtime has the run's config
@@ -380,13 +455,7 @@ def _thread_id(runtime: Any) -> str:
                 config = {}
         configurable = config.get("configurable")
         thread = configurable.get("thread_id") if isinstance(configurable, Mapping) else None
-    if thread is None:
-        raise ConfigError(
-            "SessionMiddleware keeps one session per LangGraph thread: invoke the agent with "
-            "config={'configurable': {'thread_id': ...}} (and a checkpointer, so that the "
-            "thread's history is kept between invocations)"
-        )
-    return str(thread)
+    return None if thread is None else str(thread)
 
 
 def _history(request: ModelRequest[Any]) -> list[Any]:

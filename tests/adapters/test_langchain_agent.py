@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx2
@@ -223,3 +225,74 @@ def test_an_agent_on_chat_openai_sends_a_packed_request() -> None:
     assert [t["function"]["name"] for t in body["tools"]] == ["get_weather"]
     total = 3 + sum(3 + len(ENC.encode(m["role"])) + len(ENC.encode(m["content"])) for m in sent)
     assert total + result.tool_tokens <= 500 - 100
+
+
+class EchoChatModel(BaseChatModel):
+    """Answers every call with the first words of its last user message."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "echo"
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        last = next(m.text for m in reversed(messages) if isinstance(m, HumanMessage))
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(last[:20]))])
+
+
+def asked(result: ctxpack.PackResult | None) -> list[str]:
+    assert result is not None
+    return [m.text for m in result.messages if m.role == "user"]
+
+
+def test_each_thread_reads_its_own_last_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Many runs of different threads at once, interleaved as finely as the interpreter allows.
+    switch = sys.getswitchinterval()
+    packing = PackingMiddleware(window=2_000, model="gpt-4")
+    agent = create_agent(EchoChatModel(), middleware=[packing])
+    names = [f"user-{k}" for k in range(16)]
+
+    def run(name: str) -> list[str]:
+        for turn in range(3):
+            question = f"{name} asks question {turn}."
+            agent.invoke(
+                {"messages": [HumanMessage(question)]}, {"configurable": {"thread_id": name}}
+            )
+            assert asked(packing.last_result_for(name)) == [question]
+        return asked(packing.last_result_for(name))
+
+    sys.setswitchinterval(1e-6)
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            lasts = list(pool.map(run, names))
+    finally:
+        sys.setswitchinterval(switch)
+    assert lasts == [[f"{name} asks question 2."] for name in names]
+    # The last result overall is one of them; a thread never served has none.
+    assert asked(packing.last_result) in lasts
+    assert packing.last_result_for("nobody") is None
+    # A run without a thread id is the last result, and no thread's.
+    agent.invoke({"messages": [HumanMessage("No thread here.")]})
+    assert asked(packing.last_result) == ["No thread here."]
+    assert asked(packing.last_result_for("user-0")) == ["user-0 asks question 2."]
+    # Erasing a thread forgets its result, not the others'.
+    packing.delete_thread("user-0")
+    assert packing.last_result_for("user-0") is None
+    assert asked(packing.last_result_for("user-1")) == ["user-1 asks question 2."]
+    assert asked(packing.last_result) == ["No thread here."]
+
+
+def test_the_last_results_kept_are_bounded_by_their_weight(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ctxpack.integrations import langchain_agent
+
+    # Room for about one result of a few dozen tokens: the older thread's is forgotten.
+    monkeypatch.setattr(langchain_agent, "_RESULTS_BYTES", 400)
+    packing = PackingMiddleware(window=2_000, model="gpt-4")
+    agent = create_agent(EchoChatModel(), middleware=[packing])
+    for name in ("first", "second"):
+        agent.invoke(
+            {"messages": [HumanMessage(f"{name} asks.")]}, {"configurable": {"thread_id": name}}
+        )
+    assert packing.last_result_for("first") is None
+    assert asked(packing.last_result_for("second")) == ["second asks."]

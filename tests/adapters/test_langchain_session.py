@@ -209,6 +209,63 @@ def test_async_agents_go_through_the_session() -> None:
     assert [m.role for m in held] == ["system", "user", *["assistant", "tool"] * 2]
 
 
+def test_concurrent_runs_each_read_their_own_thread_s_last_result() -> None:
+    sessions = SessionMiddleware(window=WINDOW, model="gpt-4")
+    agent = agent_with(sessions, AgentModel(reads=2), InMemorySaver())
+    names = [f"user-{k}" for k in range(6)]
+
+    async def run(name: str) -> ctxpack.PackResult | None:
+        await agent.ainvoke({"messages": [HumanMessage(f"{name}'s task.")]}, thread(name))
+        return sessions.last_result_for(name)
+
+    async def runs() -> list[ctxpack.PackResult | None]:
+        return await asyncio.gather(*(run(name) for name in names))
+
+    for name, result in zip(names, asyncio.run(runs()), strict=True):
+        assert result is not None
+        assert [m.text for m in result.messages if m.role == "user"] == [f"{name}'s task."]
+        # The thread's last request: its second read answered, the final reply to come.
+        assert result.messages[-1].role == "tool"
+        assert result is sessions.last_result_for(name)
+    assert sessions.last_result is not None
+    assert sessions.last_result_for("nobody") is None
+
+
+def test_deleting_a_thread_erases_its_session_everywhere(tmp_path: Any) -> None:
+    url = f"sqlite:///{tmp_path / 'sessions.db'}"
+    sessions = SessionMiddleware(window=WINDOW, model="gpt-4", store=url)
+    replica = SessionMiddleware(window=WINDOW, model="gpt-4", store=url)
+    model = AgentModel(reads=2)
+    saver = InMemorySaver()
+    agent = agent_with(sessions, model, saver)
+    agent.invoke({"messages": [HumanMessage("My card is 4111.")]}, thread("erased"))
+    agent.invoke({"messages": [HumanMessage("Bob's task.")]}, thread("kept"))
+    assert len(replica.session("erased").transcript()) > 2
+    sessions.delete_thread("erased")
+    saver.delete_thread("erased")
+    assert sessions.last_result_for("erased") is None
+    assert sessions.last_result_for("kept") is sessions.last_result is not None
+    # Gone from the store, for this replica and another that had it open.
+    for middleware in (sessions, replica):
+        assert middleware.session("erased").transcript() == []
+    assert [m.text for m in replica.session("kept").transcript() if m.role == "user"] == [
+        "Bob's task."
+    ]
+    # A later run of the thread starts afresh: nothing of the erased one is sent.
+    agent.invoke({"messages": [HumanMessage("A new start.")]}, thread("erased"))
+    assert not any("4111" in m.text for seen in model.seen[-3:] for m in seen)
+    assert [m.text for m in sessions.session("erased").transcript() if m.role == "user"] == [
+        "A new start."
+    ]
+    # The last result overall goes with its thread, and only with its own.
+    sessions.delete_thread("kept")
+    assert sessions.last_result is sessions.last_result_for("erased") is not None
+    sessions.delete_thread("erased")
+    assert sessions.last_result is None
+    sessions.close()
+    replica.close()
+
+
 def test_a_run_without_a_thread_is_a_clear_error() -> None:
     sessions = SessionMiddleware(window=WINDOW, model="gpt-4")
     agent = create_agent(AgentModel(), tools=[read_file], middleware=[sessions])
