@@ -52,3 +52,17 @@ def test_replicas_serve_threads_with_one_session_each(
     assert policy is not None and model.seen
     for seen in model.seen:
         assert prompt_tokens(seen) <= WINDOW - policy.reserve
+    for worker in range(workers):
+        # The replica that served a thread's last turn holds that turn's request, whatever the
+        # other threads did meanwhile.
+        name = f"{session_id}-{worker}"
+        last = middlewares[(worker + turns - 1) % len(middlewares)].last_result_for(name)
+        assert last is not None
+        asked = [m.text for m in last.messages if m.role == "user"]
+        assert asked[-1] == f"Worker {worker}, task {turns - 1}."
+    # Erasing a thread from one replica erases it for the other.
+    erased = f"{session_id}-0"
+    middlewares[0].delete_thread(erased)
+    for middleware in middlewares:
+        assert middleware.session(erased).transcript() == []
+    assert middlewares[1].session(f"{session_id}-1").transcript()
