@@ -9,11 +9,13 @@ keywords appears (in the text, then on the lines of the match), the secret is th
 group, it must reach the rule's entropy, and the rule's and the global allowlists spare
 placeholders such as ``${TOKEN}``.
 
-Four rules of ctxpack's own cover what gitleaks leaves to other tools: credentials in a URL
+Rules of ctxpack's own cover what gitleaks leaves to other tools: credentials in a URL
 (``https://user:pass@host``, as detect-secrets' basic-auth detector), ``KEY=value`` lines
 whose key names a password or secret, whatever the value's entropy (as detect-secrets' keyword
-detector), the value of a command-line option such as ``--password``, and an AWS secret access
-key next to its name (as trufflehog's AWS detector pairs it).
+detector), their XML form (``<password>...</password>``), the token after ``Bearer``, the
+value of a command-line option such as ``--password``, and an AWS secret access key next to
+its name (as trufflehog's AWS detector pairs it). A value found once is replaced wherever else
+it appears in the text.
 
 Example:
     >>> out = redact("export AWS_ACCESS_KEY_ID=AKIAZ5GMHYJKLMNOPQR7")
@@ -146,9 +148,12 @@ def _allowlist(entry: dict[str, Any]) -> _Allowlist:
 
 
 # ctxpack's own rules (see the module's docstring); each names its secret group.
+# The key's last word names the secret: after a separator (DB_PASSWORD, db.password) or a
+# camelCase hump (dbPassword, clientSecret), never inside a word (bypass).
 _SECRET_NAME = (
-    r"(?:[A-Za-z0-9_.-]*[_.-])?(?i:pass(?:word|wd|phrase)?|pwd|secret(?:[_.-]?key)?|"
-    r"client[_.-]?secret|private[_.-]?key|api[_.-]?key|auth[_.-]?token|access[_.-]?token)"
+    r"(?:[A-Za-z0-9_.-]*(?:[_.-]|[a-z0-9](?=[A-Z])))?(?i:pass(?:word|wd|phrase)?|pwd|"
+    r"secret(?:[_.-]?key)?|client[_.-]?secret|private[_.-]?key|api[_.-]?key|auth[_.-]?token|"
+    r"access[_.-]?token)"
 )
 _OWN_RULES: tuple[dict[str, Any], ...] = (
     {
@@ -179,6 +184,25 @@ _OWN_RULES: tuple[dict[str, Any], ...] = (
         "keywords": ["pass", "pwd", "secret", "key", "token"],
     },
     {
+        "id": "secret-element",
+        # The XML form of a secret assignment: <password>...</password> (Maven's settings.xml,
+        # Jenkins' credentials.xml, .NET and Java configuration), whatever the value.
+        "regex": r"<(" + _SECRET_NAME + r")(?:[ \t][^<>\n]*)?>[ \t]*([^<>\n]{4,200}?)[ \t]*</\1>",
+        "entropy": 0.0,
+        "keywords": ["pass", "pwd", "secret", "key", "token"],
+        "secret_group": 2,
+    },
+    {
+        "id": "bearer-token",
+        # RFC 6750: what follows "Bearer" in an Authorization header is the credential itself
+        # (curl -H, HTTP logs, code building the header). A word of prose or a placeholder
+        # has no digit, or too little entropy.
+        "regex": r"(?i)\bbearer[ \t]+((?=[A-Za-z0-9._~+/-]*[0-9])(?=[A-Za-z0-9._~+/-]*[A-Za-z])"
+        r"[A-Za-z0-9._~+/-]{16,}=*)(?![A-Za-z0-9._~+/=-])",
+        "entropy": 3.0,
+        "keywords": ["bearer"],
+    },
+    {
         "id": "password-option",
         # A command-line option that takes a password or token: --password=VALUE, or
         # --password VALUE where VALUE is not a word of prose (it holds a digit or a symbol).
@@ -195,7 +219,7 @@ _OWN_RULES: tuple[dict[str, Any], ...] = (
 # A value that names or refers to a secret instead of being one: a variable, a template, a
 # mask, a word.
 _NOT_A_VALUE = _compile(
-    r"^(?:\$\{?\w+\}?|%\w+%|\{\{.*\}\}|<[^>]*>|\*+|x+|X+|\.+|null|none|true|false|"
+    r"^(?:\$\{?\w+\}?|\$\{[\w.]+\}|%\w+%|\{\{.*\}\}|<[^>]*>|\*+|x+|X+|\.+|null|none|true|false|"
     r"(?i:your[\w-]*)|"
     r"\[REDACTED\b.*|[a-z_]+\.[a-z_.]+|[A-Za-z_]+\(.*)$"
 )
@@ -313,6 +337,10 @@ def _findings(text: str) -> Iterator[SecretFinding]:
 _GENERIC = frozenset({"generic-api-key", "secret-assignment"})
 
 
+# A shorter value (a password such as "hunter2") may well be an ordinary word elsewhere.
+_MIN_REPEATED = 8
+
+
 @lru_cache(maxsize=4096)
 def _scan(text: str) -> tuple[SecretFinding, ...]:
     # Cached by content: a history packed again every turn holds the same tool outputs.
@@ -322,6 +350,18 @@ def _scan(text: str) -> tuple[SecretFinding, ...]:
         # Specific rules first, then generic ones; the first, longest finding of a place wins.
         if not any(finding.start < k.end and k.start < finding.end for k in kept):
             kept.append(finding)
+    # A value found once is a secret wherever else it appears in the text (echoed, logged
+    # twice, in a URL beside its assignment), whether or not a rule matches there.
+    for finding in list(kept):
+        value = text[finding.start : finding.end]
+        if len(value) < _MIN_REPEATED:
+            continue
+        at = text.find(value)
+        while at != -1:
+            end = at + len(value)
+            if not any(at < k.end and k.start < end for k in kept):
+                kept.append(SecretFinding(finding.kind, at, end))
+            at = text.find(value, end)
     return tuple(sorted(kept, key=lambda f: f.start))
 
 

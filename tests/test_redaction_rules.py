@@ -1,0 +1,130 @@
+"""The rules added after reading misses on trufflehog's detector tests (the tune half of
+benchmarks/redaction_external.py): each catches its secret and leaves its lookalikes alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxpack.redaction import find_secrets, redact
+
+TOKEN = "Rk7Vq2Lx9Zm4Wt8Np3Hc6Yb1Fd5Gs0Ja"  # random-looking, no provider's format
+SHA = "3f786850e387550fdab836ed7e6dc881de23001b"
+UUID = "123e4567-e89b-42d3-a456-426614174000"
+SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+BASE64_PATH = "assets/SGVsbG8sIFdvcmxkISBUaGlzIGlzIHRlc3Q/logo.png"
+
+
+def _kinds(text: str) -> list[str]:
+    return [f.kind for f in find_secrets(text)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"<password>{TOKEN}</password>",
+        "<server>\n  <id>nexus</id>\n  <password>hunter2-prod</password>\n</server>",
+        f'<apiKey encrypted="false">{TOKEN}</apiKey>',
+        f"<secret>{{AQAAABAAA {TOKEN}}}</secret>",
+        f"<client_secret> {TOKEN} </client_secret>",
+    ],
+)
+def test_an_xml_element_naming_a_secret_is_redacted(text: str) -> None:
+    out = redact(text)
+    assert "secret-element" in out.kinds
+    assert TOKEN not in out.text and "hunter2-prod" not in out.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<key>CFBundleIdentifier</key>",
+        "<password>${env.NEXUS_PASSWORD}</password>",
+        "<password>${NEXUS_PASSWORD}</password>",
+        "<secretName>db-credentials</secretName>",
+        "<passwordPolicy>strict</passwordPolicy>",
+        f"<sha>{SHA}</sha>\n<uuid>{UUID}</uuid>\n<digest>{SHA256}</digest>",
+        f"<icon>{BASE64_PATH}</icon>",
+        "<password></password>",
+    ],
+)
+def test_other_xml_elements_and_references_survive(text: str) -> None:
+    assert _kinds(text) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f'curl -H "Authorization: Bearer {TOKEN}" https://api.example.com/v1/items',
+        f"Authorization: bearer {TOKEN}",
+        f'req.Header.Set("Authorization", "Bearer {UUID}")',
+        f'headers = {{"Authorization": f"Bearer {TOKEN}"}}',
+    ],
+)
+def test_a_bearer_token_is_redacted(text: str) -> None:
+    out = redact(text)
+    assert TOKEN not in out.text and UUID not in out.text
+    assert set(out.kinds) & {"bearer-token", "curl-auth-header"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The API uses Bearer authentication over HTTPS.",
+        'curl -H "Authorization: Bearer $API_TOKEN" https://api.example.com',
+        "Authorization: Bearer <token>",
+        "Authorization: Bearer YOUR_ACCESS_TOKEN_HERE",
+        "Authorization: Bearer ${{ secrets.GITHUB_TOKEN }}",
+        f"commit {SHA}\nBearer tokens rotate daily; request {UUID}, digest {SHA256}",
+        f"see {BASE64_PATH} (bearer)",
+    ],
+)
+def test_bearer_in_prose_placeholders_and_nearby_ids_survive(text: str) -> None:
+    assert _kinds(text) == []
+
+
+def test_a_secret_found_once_is_redacted_everywhere_it_appears() -> None:
+    text = (
+        f"mapquest token = '{TOKEN}' | '{TOKEN}'\n"
+        f"$ echo $MAPQUEST\n{TOKEN}\n"
+        f"GET https://api.example.com/?k={TOKEN}&q=1"
+    )
+    out = redact(text)
+    assert TOKEN not in out.text
+    assert out.text.count("[REDACTED generic-api-key]") == 4
+
+
+def test_a_short_secret_is_not_hunted_elsewhere() -> None:
+    # A password under 8 characters may be an ordinary word elsewhere in the output.
+    out = redact("postgres://app:tiger7@db:5432/main\nthe tiger7 build passed")
+    assert (
+        out.text
+        == "postgres://app:[REDACTED url-credentials]@db:5432/main\nthe tiger7 build passed"
+    )
+
+
+def test_ids_beside_a_secret_survive_its_other_occurrences() -> None:
+    text = f"API_KEY={TOKEN}\ncommit {SHA}\nrequest {UUID}\nsha256 {SHA256}\n{BASE64_PATH}\n{TOKEN}"
+    out = redact(text)
+    assert TOKEN not in out.text
+    assert all(v in out.text for v in (SHA, UUID, SHA256, BASE64_PATH))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "dbPassword: s3cr3t-value-42",
+        "clientSecret=Zx9Qw2Er7Ty4Ui1Op",
+        'apiSecret: "Lk8Mn3Bv6Cx1Za"',
+    ],
+)
+def test_a_camel_case_key_naming_a_secret_is_redacted(text: str) -> None:
+    out = redact(text)
+    assert out.kinds and "[REDACTED" in out.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["showPassword: false", "bypass=12345678", "passwordLength: 16", "isSecret: true"],
+)
+def test_camel_case_lookalikes_survive(text: str) -> None:
+    assert _kinds(text) == []
