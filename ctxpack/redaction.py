@@ -27,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import re
@@ -341,25 +342,45 @@ _GENERIC = frozenset({"generic-api-key", "secret-assignment"})
 _MIN_REPEATED = 8
 
 
+class _Spans:
+    """Non-overlapping spans of a text, sorted, taking a new one only where it is free: a
+    tool output may hold thousands of findings (a token on every line of a log), so each test
+    is a binary search, not a pass over those kept."""
+
+    def __init__(self) -> None:
+        # Sorted by start; the spans never overlap, so their ends are sorted too.
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+
+    def take(self, start: int, end: int) -> bool:
+        """Keep ``start..end`` if it overlaps no span kept; whether it was kept."""
+        i = bisect.bisect_right(self.starts, start)
+        if (i and self.ends[i - 1] > start) or (i < len(self.starts) and self.starts[i] < end):
+            return False
+        self.starts.insert(i, start)
+        self.ends.insert(i, end)
+        return True
+
+
 @lru_cache(maxsize=4096)
 def _scan(text: str) -> tuple[SecretFinding, ...]:
     # Cached by content: a history packed again every turn holds the same tool outputs.
     found = sorted(_findings(text), key=lambda f: (f.kind in _GENERIC, f.start, -(f.end - f.start)))
-    kept: list[SecretFinding] = []
-    for finding in found:
-        # Specific rules first, then generic ones; the first, longest finding of a place wins.
-        if not any(finding.start < k.end and k.start < finding.end for k in kept):
-            kept.append(finding)
+    spans = _Spans()
+    # Specific rules first, then generic ones; the first, longest finding of a place wins.
+    kept = [finding for finding in found if spans.take(finding.start, finding.end)]
     # A value found once is a secret wherever else it appears in the text (echoed, logged
     # twice, in a URL beside its assignment), whether or not a rule matches there.
+    hunted: set[str] = set()
     for finding in list(kept):
         value = text[finding.start : finding.end]
-        if len(value) < _MIN_REPEATED:
+        if len(value) < _MIN_REPEATED or value in hunted:
             continue
+        hunted.add(value)
         at = text.find(value)
         while at != -1:
             end = at + len(value)
-            if not any(at < k.end and k.start < end for k in kept):
+            if spans.take(at, end):
                 kept.append(SecretFinding(finding.kind, at, end))
             at = text.find(value, end)
     return tuple(sorted(kept, key=lambda f: f.start))
