@@ -114,6 +114,11 @@ def wrapper_policy(
     return policy
 
 
+class HistoryChangedError(ConfigError):
+    """A request whose history is not the one its session was given, plus new messages: a
+    caller that knows where the history comes from (a LangGraph thread) says what to do."""
+
+
 class Asked(NamedTuple):
     """What a request asks of a session behind a wrapper."""
 
@@ -315,7 +320,7 @@ class SessionFeed:
         # that catches another conversation or a branch, not an edit further back.
         last = shared - 1
         if shared and _digest(coerce_message(messages[last], last)) != given.get(last):
-            raise ConfigError(
+            raise HistoryChangedError(
                 f"with a session, messages must be the growing history: message {last} of this "
                 f"request differs from message {last} given to the session before (one session "
                 "per conversation; send the history it has, plus new messages at the end)"

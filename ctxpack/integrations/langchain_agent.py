@@ -35,7 +35,7 @@ from ..session import Session
 from ..store import SessionStore, open_store
 from ..tokens import CounterLike, get_counter
 from ..tools_on_demand import DESCRIBE_TOOL_NAME
-from ._session_feed import Asked, SessionFeed, wrapper_policy
+from ._session_feed import Asked, HistoryChangedError, SessionFeed, wrapper_policy
 
 try:
     from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
@@ -226,7 +226,8 @@ class SessionMiddleware(_RequestMiddleware):
     with ``config={"configurable": {"thread_id": ...}}``, as a checkpointer needs anyway), and
     the session lives in ``store``, where the replicas of an application, and a process
     started since, resume it. The history of a thread must only grow (LangChain's
-    ``SummarizationMiddleware``, which rewrites it, does not go with this one).
+    ``SummarizationMiddleware``, which rewrites it, does not go with this one); to erase a
+    thread, call :meth:`delete_thread` beside the checkpointer's own.
 
     Args:
         window: The model's context window (or a :class:`~ctxpack.managed.WindowPolicy`):
@@ -370,7 +371,15 @@ class SessionMiddleware(_RequestMiddleware):
         tools = _tool_definitions(mine)
         history = _Converted(_history(request))
         asked = Asked(history, None, tools, _reply_room(request), None)
-        result = feed.render(asked)
+        try:
+            result = feed.render(asked)
+        except HistoryChangedError as error:
+            raise ConfigError(
+                f"LangGraph thread {thread_id!r}: {error}. A thread deleted from the "
+                f"checkpointer keeps its session until SessionMiddleware.delete_thread"
+                f"({thread_id!r}) erases it too; a history rewritten in place (LangChain's "
+                "SummarizationMiddleware) cannot go through a session"
+            ) from error
         self._remember(thread_id, result)
         sent = feed.tools(tools) or []
         if not getattr(feed.session, "tools_on_demand", False):

@@ -266,6 +266,22 @@ def test_deleting_a_thread_erases_its_session_everywhere(tmp_path: Any) -> None:
     replica.close()
 
 
+def test_a_thread_deleted_from_the_checkpointer_alone_says_to_delete_it_here_too() -> None:
+    sessions = SessionMiddleware(window=WINDOW, model="gpt-4")
+    saver = InMemorySaver()
+    agent = agent_with(sessions, AgentModel(reads=1), saver)
+    agent.invoke({"messages": [HumanMessage("First task.")]}, thread("t4"))
+    saver.delete_thread("t4")
+    with pytest.raises(ConfigError, match=r"thread 't4'.*SessionMiddleware.delete_thread\('t4'\)"):
+        agent.invoke({"messages": [HumanMessage("A new start.")]}, thread("t4"))
+    # The recipe the error gives: both erased (the failed run left its input in the graph).
+    sessions.delete_thread("t4")
+    saver.delete_thread("t4")
+    agent.invoke({"messages": [HumanMessage("A new start.")]}, thread("t4"))
+    held = [m.text for m in sessions.session("t4").transcript() if m.role == "user"]
+    assert held == ["A new start."]
+
+
 def test_a_run_without_a_thread_is_a_clear_error() -> None:
     sessions = SessionMiddleware(window=WINDOW, model="gpt-4")
     agent = create_agent(AgentModel(), tools=[read_file], middleware=[sessions])
