@@ -97,9 +97,14 @@ class _Allowlist:
     patterns: tuple[Any, ...]
     stopwords: tuple[str, ...]
 
-    def allows(self, secret: str, match: str, line: str) -> bool:
-        subject = {"secret": secret, "match": match, "line": line}.get(self.target, secret)
-        if any(p.search(subject) for p in self.patterns):
+    def allows(self, secret: str, match: str, lines: _Lines, line: tuple[int, int]) -> bool:
+        """Whether this allowlist spares ``secret``, found in ``match`` on ``line`` (its
+        bounds in the text of ``lines``)."""
+        if self.target == "line":
+            # Many findings may share one long line: it is searched once.
+            if lines.allowed(self, line):
+                return True
+        elif any(p.search(match if self.target == "match" else secret) for p in self.patterns):
             return True
         lowered = secret.lower()
         return any(word in lowered for word in self.stopwords)
@@ -267,8 +272,62 @@ def _secret_span(match: Any, group: int) -> tuple[int, int]:
     return int(start), int(end)
 
 
-def _line_around(text: str, start: int, end: int) -> str:
-    return text[text.rfind("\n", 0, start) + 1 : (text.find("\n", end) + 1 or len(text) + 1) - 1]
+class _Lines:
+    """The lines of one text, for the findings in it: the line around a span, whether it
+    holds a keyword, and a line allowlist's verdict, each without reading the line again. A
+    tool output may be one long line holding thousands of matches (minified JSON), and
+    reading that line for each match made redaction quadratic: 10 s for 400 kB."""
+
+    def __init__(self, text: str, lowered: str) -> None:
+        self.text = text
+        self._breaks: list[int] | None = None  # found at the first match: most texts have none
+        # Positions in the lowered text are the text's only if lowering kept every length
+        # (a character such as "İ" lowers to two).
+        self.lowered = lowered if len(lowered) == len(text) else None
+        self._keyword_at: dict[str, list[int]] = {}
+        self._verdicts: dict[tuple[int, int, int], bool] = {}
+
+    def around(self, start: int, end: int) -> tuple[int, int]:
+        """The bounds of the line(s) holding ``start..end``, line breaks excluded."""
+        if self._breaks is None:
+            self._breaks = [m.start() for m in re.finditer("\n", self.text)]
+        breaks = self._breaks
+        i = bisect.bisect_left(breaks, start)
+        j = bisect.bisect_left(breaks, end, lo=i)
+        return (breaks[i - 1] + 1 if i else 0), (breaks[j] if j < len(breaks) else len(self.text))
+
+    def holds(self, keywords: Iterable[str], line: tuple[int, int]) -> bool:
+        """Whether one of ``keywords`` (lower-case) occurs in ``line``, case ignored."""
+        begin, end = line
+        if self.lowered is None:
+            lowered = self.text[begin:end].lower()
+            return any(k in lowered for k in keywords)
+        for keyword in keywords:
+            at = self._keyword_at.get(keyword)
+            if at is None:
+                at = self._keyword_at[keyword] = _occurrences(self.lowered, keyword)
+            i = bisect.bisect_left(at, begin)
+            if i < len(at) and at[i] + len(keyword) <= end:
+                return True
+        return False
+
+    def allowed(self, allowlist: _Allowlist, line: tuple[int, int]) -> bool:
+        """Whether one of ``allowlist``'s patterns is found in ``line`` (once per line)."""
+        key = (id(allowlist), *line)
+        verdict = self._verdicts.get(key)
+        if verdict is None:
+            text = self.text[line[0] : line[1]]
+            verdict = self._verdicts[key] = any(p.search(text) for p in allowlist.patterns)
+        return verdict
+
+
+def _occurrences(text: str, word: str) -> list[int]:
+    """Where ``word`` starts in ``text``, overlapping occurrences included, in order."""
+    found, at = [], text.find(word)
+    while at != -1:
+        found.append(at)
+        at = text.find(word, at + 1)
+    return found
 
 
 @cache
@@ -310,7 +369,9 @@ def _keywords_in(lowered: str) -> set[str]:
 
 def _findings(text: str) -> Iterator[SecretFinding]:
     rules, everywhere = _rules()
-    present = _keywords_in(text.lower())
+    lowered = text.lower()
+    present = _keywords_in(lowered)
+    lines = _Lines(text, lowered)
     for rule in rules:
         if rule.keywords and present.isdisjoint(rule.keywords):
             continue
@@ -321,14 +382,14 @@ def _findings(text: str) -> Iterator[SecretFinding]:
                 continue
             begin = _match_start(text, match.start(), rule.back) if rule.back else match.start()
             whole = text[begin : match.end()]
-            line = _line_around(text, begin, match.end())
+            line = lines.around(begin, match.end())
             # A keyword far from the match says nothing about it: gitleaks looks at a whole
             # file, a tool output is often many files.
-            if rule.keywords and not any(k in line.lower() for k in rule.keywords):
+            if rule.keywords and not lines.holds(rule.keywords, line):
                 continue
-            if everywhere.allows(secret, whole, line) or _NOT_A_VALUE.match(secret):
+            if everywhere.allows(secret, whole, lines, line) or _NOT_A_VALUE.match(secret):
                 continue
-            if any(a.allows(secret, whole, line) for a in rule.allowlists):
+            if any(a.allows(secret, whole, lines, line) for a in rule.allowlists):
                 continue
             yield SecretFinding(rule.kind, start, end)
 
