@@ -75,7 +75,7 @@ class _RequestMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         ``thread_id`` by this middleware, in this process (``None`` if there is none).
 
         Each run reads its own thread's result, whatever other threads' runs packed since.
-        The results of the most recent threads are kept, about 64 MB of them at most
+        The results of the most recent threads are kept, up to 1,024 threads and about 64 MB
         (:func:`ctxpack.caches.clear_caches` forgets them too).
         """
         return self._results.get(str(thread_id))
