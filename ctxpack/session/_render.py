@@ -204,8 +204,14 @@ class Rendering(SessionState):
         messages = list(self._compact) if messages is None else messages
         # The record holds what the caller gave; a request must hold what the provider takes.
         messages, repairs, changed = provider_conform(messages, self.counter, provider)
+        repeats: list[Decision] = []
+        given: dict[str, Message] = {}
+        # After conforming, so that a note never points to an output left out of the request;
+        # not for a provider that clears tool results itself, which could clear that output.
+        if self.repeats is not None and not (self.window and self.window.server_side):
+            messages, repeats, given = self.repeats.apply(messages, self.counter)
         tokens = self.counter.count_messages(messages) + tool_tokens
-        filtered = set(filter_log.message_ids()) | {d.message_id for d in repairs}
+        filtered = set(filter_log.message_ids()) | {d.message_id for d in [*repeats, *repairs]}
         # Every message gets its decision, as pack() promises: here, sent as it is.
         unfiltered = [
             Decision(
@@ -230,8 +236,8 @@ class Rendering(SessionState):
             counter=self.counter.name,
             exact=self.counter.exact,
             query=query,
-            decisions=filter_log + repairs + unfiltered,
-            artifacts=_copies({**changed, **originals}),
+            decisions=filter_log + repeats + repairs + unfiltered,
+            artifacts=_copies({**given, **changed, **originals}),
         )
 
     def _filter_log(self) -> DecisionLog:

@@ -27,6 +27,7 @@ from ..tools_on_demand import DESCRIBE_TOOL_NAME, describe_tools
 from ._arrival import Arrival
 from ._records import FilterRecord
 from ._render import Rendering
+from ._repeats import RepeatedLines
 
 if TYPE_CHECKING:
     from ..persistence import Backing
@@ -74,6 +75,7 @@ _OPTIONS = frozenset(
         "supersede_batch",
         "window",
         "tools_on_demand",
+        "dedupe_outputs",
         "redact_secrets",
         "store_secrets",
         "flag_injections",
@@ -180,6 +182,11 @@ class Session(Arrival, Rendering):
             obsolete views wait until they add up to this many tokens, then go in one batch.
             ``None`` (the default) keeps them: on the real sessions measured, the rewrites cost
             about what the removed tokens saved.
+        dedupe_outputs: In a request rendered whole (no budget, or managed), the lines of a
+            tool output that an earlier tool output of the request shows (a file read again, a
+            test run again) are replaced by a note naming it, a ``deduped`` decision each. The
+            prefix sent last time stays the prefix; ``False`` sends them as they are (and so
+            does a server-side policy: the provider's clearing could remove the earlier copy).
         redact_secrets: Replace the secrets in tool outputs (keys, tokens, private keys,
             passwords in configuration lines...) by ``[REDACTED kind]`` when they arrive,
             before anything stores, filters or renders them, each change a ``redacted``
@@ -233,6 +240,7 @@ class Session(Arrival, Rendering):
         window: int | WindowPolicy | None = None,
         window_state: WindowState | None = None,
         tools_on_demand: bool = False,
+        dedupe_outputs: bool = True,
         redact_secrets: bool | Literal["all"] = True,
         store_secrets: bool = False,
         flag_injections: bool | Literal["quarantine"] = True,
@@ -254,6 +262,8 @@ class Session(Arrival, Rendering):
         self.guard = ArrivalGuard(redact_secrets, store_secrets, flag_injections)
         self.window = _window_policy(window, pipeline)
         self.tools_on_demand = flag(tools_on_demand, "tools_on_demand")
+        # A cache of the last request's tool outputs, derived from the record: never stored.
+        self.repeats = RepeatedLines() if flag(dedupe_outputs, "dedupe_outputs") else None
         # Everything the managed mode and the cache-bust warnings remember between requests.
         self.window_state = WindowState() if window_state is None else window_state
         if not isinstance(self.window_state, WindowState):

@@ -19,6 +19,7 @@ from ..providers import Provider
 from ..store import ArtifactStore
 from ..tokens import TokenCounter
 from ._records import Call, FilterRecord, command_of
+from ._repeats import RepeatedLines
 
 if TYPE_CHECKING:
     from ..persistence import Backing
@@ -61,6 +62,8 @@ class SessionState:
     provider: Provider
     window: WindowPolicy | None
     tools_on_demand: bool
+    # None: repeated tool-output lines are sent as they are (dedupe_outputs=False).
+    repeats: RepeatedLines | None
     window_state: WindowState
     session_id: str | None
     _raw: list[Message]
