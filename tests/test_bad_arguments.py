@@ -941,6 +941,29 @@ SMALL_CASES = [
         ConfigError,
         "returned True",
     ),
+    # A counter of the wrong arity failed with a bare TypeError at its first count, and one
+    # returning an int past 2**53 with an OverflowError inside a stage.
+    case(
+        "pack(counter=lambda: 1)",
+        lambda: ctxpack_pack([USER], budget=100, counter=lambda: 1),  # type: ignore[arg-type,misc]
+        ConfigError,
+        "counter",
+        "text -> int",
+    ),
+    case(
+        "Session(counter=lambda a, b: 1).render()",
+        lambda: Session(counter=lambda a, b: 1).render(100),  # type: ignore[arg-type,misc]
+        ConfigError,
+        "counter",
+        "text -> int",
+    ),
+    case(
+        "pack(counter returning 10**30)",
+        lambda: ctxpack_pack([USER], budget=100, counter=lambda text: 10**30),
+        ConfigError,
+        "token counter",
+        "up to 2**53",
+    ),
     # Ints too large for a float: refused by name, not an OverflowError from deep inside.
     case(
         "pack(budget=10**400)", lambda: ctxpack_pack([USER], budget=10**400), ConfigError, "budget"
