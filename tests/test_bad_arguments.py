@@ -497,6 +497,36 @@ STORE_CASES = [
             ConfigError,
             "artifact id",
         ),
+        # A lone surrogate: SQLite (and the servers) failed with UnicodeEncodeError, the memory
+        # store kept what no other store can.
+        case(
+            f"{make.__name__}.load('\\ud800')",  # type: ignore[attr-defined]
+            lambda make=make: make().load("\ud800"),
+            ConfigError,
+            "session_id",
+            "lone surrogate",
+        ),
+        case(
+            f"{make.__name__}.append(entry='\\ud800')",  # type: ignore[attr-defined]
+            lambda make=make: make().append("s1", "\ud800", version=0, state="{}"),
+            ConfigError,
+            "entry",
+            "lone surrogate",
+        ),
+        case(
+            f"{make.__name__}.put_artifact(text='\\ud800')",  # type: ignore[attr-defined]
+            lambda make=make: make().put_artifact("s1", "a1", "x\ud800"),
+            ConfigError,
+            "artifact 'a1'",
+            "lone surrogate",
+        ),
+        case(
+            f"{make.__name__}.get_artifact('\\ud800')",  # type: ignore[attr-defined]
+            lambda make=make: make().get_artifact("s1", "\ud800"),
+            ConfigError,
+            "artifact id",
+            "lone surrogate",
+        ),
     ]
 ]
 
