@@ -21,7 +21,6 @@ from ._internal.arguments import (
     optional_text,
     string,
     tool_definitions,
-    tool_list,
 )
 from ._internal.images import image_tokens
 from ._internal.prefix import PrefixMemo
@@ -404,7 +403,8 @@ def tool_definition_tokens(tools: Iterable[Mapping[str, Any]], counter: TokenCou
     provider's built-in tool) as its compact JSON.
 
     Raises:
-        ConfigError: a tool is not a mapping.
+        ConfigError: a tool is not a tool definition its provider would take (not a mapping,
+            no name, a value JSON cannot carry), naming it.
 
     Example:
         >>> tool = {"type": "function", "function": {"name": "f", "description": "Do it.",
@@ -414,13 +414,8 @@ def tool_definition_tokens(tools: Iterable[Mapping[str, Any]], counter: TokenCou
     """
     from ._internal.tool_schemas import TOOLS_FUNC_END, compact_json, tool_tokens
 
-    tools = tool_list(tools)
+    tools = tool_definitions(tools)
     check_counter(counter)
-    for index, tool in enumerate(tools):
-        if not isinstance(tool, Mapping):
-            raise ConfigError(
-                f"tools[{index}] must be a tool definition (a dict), got {type(tool).__name__}"
-            )
     own = getattr(counter, "count_tools", None)
     if callable(own):
         # A counter that asks the provider (Anthropic's endpoint) counts them exactly itself.

@@ -846,6 +846,23 @@ BAD_MESSAGES: list[tuple[str, Any, str]] = [
         "audio",
     ),
     ("timestamp bad", {"role": "user", "content": "x", "timestamp": "yesterday"}, "timestamp"),
+    # Ints with more digits than Python writes: accepted, then repr() of the result and every
+    # JSON encoder (a provider SDK's, a stored session's) failed with a bare ValueError.
+    (
+        "content part int too long to write",
+        {"role": "user", "content": [{"type": "text", "text": "x", "n": 10**5000}]},
+        "content",
+    ),
+    (
+        "metadata int too long to write",
+        {"role": "user", "content": "x", "metadata": {"n": [10**5000]}},
+        "metadata",
+    ),
+    (
+        "extra key int too long to write",
+        {"role": "user", "content": "x", "audio": {"n": 10**5000}},
+        "audio",
+    ),
     ("key not a string", {"role": "user", "content": "x", 5: "five"}, "5"),
     (
         "extras a list, beside an unknown key",

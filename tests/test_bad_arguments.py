@@ -377,6 +377,14 @@ SESSION_CASES = [
 
 LINES = "\n".join(f"line {i}" for i in range(20))
 TOOL = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}
+LONG_INT_TOOL = {
+    "type": "function",
+    "function": {"name": "lookup", "parameters": {"type": "object", "maximum": 10**5000}},
+}
+NAN_TOOL = {
+    "type": "function",
+    "function": {"name": "lookup", "parameters": {"type": "object", "maximum": math.nan}},
+}
 
 
 # Removed when the test process ends.
@@ -455,6 +463,31 @@ TEXT_CASES = [
         "wrap a single tool",
     ),
     case("redact_message(None)", lambda: redact_message(None), InvalidMessageError, "message 0"),  # type: ignore[arg-type]
+    # An int with more digits than Python writes: a bare ValueError from the JSON encoder
+    # (from formatting the error itself, in simulate()); a NaN was counted by on_demand_saving().
+    case(
+        "tool_definition_tokens(an int too long to write)",
+        lambda: tool_definition_tokens([LONG_INT_TOOL], get_counter("gpt-4")),
+        ConfigError,
+        "tools[0].function.parameters.maximum",
+        "more digits than Python writes",
+    ),
+    case(
+        "simulate(tools with an int too long to write)",
+        lambda: simulate_bill(
+            [{"messages": [USER], "tools": [LONG_INT_TOOL]}], price=price("gpt-4o")
+        ),
+        ConfigError,
+        "request 0",
+        "more digits than Python writes",
+    ),
+    case(
+        "on_demand_saving(a NaN in a tool)",
+        lambda: on_demand_saving([NAN_TOOL], get_counter("gpt-4")),
+        ConfigError,
+        "tools[0].function.parameters.maximum",
+        "nan",
+    ),
 ]
 
 # ------------------------------------------------ a session store keeps strings, nothing else

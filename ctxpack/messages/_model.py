@@ -12,7 +12,15 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
-from .._internal.arguments import MAX_NESTING, TooDeep, check_nesting, check_text, message_items
+from .._internal.arguments import (
+    MAX_NESTING,
+    TooDeep,
+    TooLongInt,
+    check_nesting,
+    check_text,
+    message_items,
+    too_long_int_text,
+)
 from .._internal.options import FieldErrorModel
 from .._internal.trusted import trusted_frozen_instance
 from ..errors import InvalidMessageError
@@ -185,7 +193,8 @@ class Message(FieldErrorModel):
 
 def _check_values(message: Message) -> None:
     """Refuse what no provider accepts and nothing can process: text that is not valid Unicode
-    (a lone surrogate), and lists or objects nested too deep to copy or serialise."""
+    (a lone surrogate), lists or objects nested too deep to copy or serialise, and ints too long
+    to write as text (no JSON encoder, nor ``repr()``, can)."""
     content = message.content
     if isinstance(content, str):
         check_text(content, "content")
@@ -207,6 +216,20 @@ def _check_values(message: Message) -> None:
                 raise ValueError(
                     f"{field}: lists and objects nested deeper than {MAX_NESTING} levels"
                 ) from None
+            except TooLongInt as exc:
+                raise ValueError(too_long_int_text(_holder(field, value), exc.bits)) from None
+
+
+def _holder(field: str, value: Any) -> str:
+    """The field to name for a bad value inside ``value``: an extra field by its own key (the
+    caller wrote ``audio``, not ``extras``), any other by ``field``."""
+    if field == "extras":
+        for key, inner in value.items():
+            try:
+                check_nesting(inner, 2)
+            except (TooDeep, TooLongInt):
+                return str(key)
+    return field
 
 
 def content_text(content: str | list[dict[str, Any]] | None) -> str:
