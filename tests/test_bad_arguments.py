@@ -365,6 +365,19 @@ SESSION_CASES = [
         ConfigError,
         "provider",
     ),
+    # On an empty session the error was "the session is empty", whatever the argument.
+    case(
+        "Session().render(budget=-1), empty",
+        lambda: Session().render(-1),
+        ConfigError,
+        "budget",
+    ),
+    case(
+        "Session().render(tools=5), empty",
+        lambda: Session().render(1000, tools=5),  # type: ignore[arg-type]
+        ConfigError,
+        "tools",
+    ),
     case(
         "Session.context_management(5)",
         lambda: _session().context_management(5),  # type: ignore[arg-type]
