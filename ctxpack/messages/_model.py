@@ -311,16 +311,30 @@ def copy_value(value: Any) -> Any:
     # Last: isinstance() on a pydantic model class is slow, and most values are plain.
     if isinstance(value, BaseModel) and value.model_config.get("frozen"):
         return value
-    return copy.deepcopy(value)
+    try:
+        return copy.deepcopy(value)
+    except (TypeError, copy.Error) as exc:
+        # A lock, an open file, a generator, a mappingproxy: what deepcopy cannot copy. The
+        # caller that knows the message adds its index and field.
+        raise InvalidMessageError(
+            f"holds a {kind.__name__} value, which cannot be copied ({exc}); a message keeps "
+            "only values it can copy (strings, numbers, lists, dicts, ...), so that editing "
+            "the input cannot change what was packed"
+        ) from exc
 
 
 _MUTABLE_FIELDS = ("content", "tool_calls", "metadata", "extras")
 
 
-def detached(message: Message) -> Message:
+def detached(message: Message, index: int | None = None) -> Message:
     """A copy of ``message`` sharing no mutable object (content parts, metadata, extras, tool
     call list) with it: what ctxpack hands out, so that editing it cannot reach a cache or the
-    caller's input, and what it keeps, so that editing the input cannot reach it."""
+    caller's input, and what it keeps, so that editing the input cannot reach it.
+
+    Raises:
+        InvalidMessageError: a field holds a value that cannot be copied (a lock, an open
+            file), naming the field and ``index``, the message's position.
+    """
     values = message.__dict__
     copied = dict(values)
     if type(values["content"]) is str and not (
@@ -333,7 +347,11 @@ def detached(message: Message) -> Message:
         for key in _MUTABLE_FIELDS:
             value = values[key]
             if value is not None and type(value) is not str:
-                copied[key] = copy_value(value) if value else type(value)()
+                try:
+                    copied[key] = copy_value(value) if value else type(value)()
+                except InvalidMessageError as exc:
+                    detail = f"{key}: {exc.detail}"
+                    raise InvalidMessageError(detail, index=index, field=key) from exc
     private = message.__pydantic_private__
     # The fields set is shared: Message is frozen (see trusted_frozen_instance).
     return trusted_frozen_instance(
