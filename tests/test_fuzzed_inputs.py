@@ -781,7 +781,12 @@ def test_langchain_tool_arguments_that_are_not_json_are_refused_naming_them() ->
     lc = pytest.importorskip("langchain_core.messages")
     from ctxpack.adapters import from_langchain
 
-    for args in ({"when": datetime.datetime(2025, 1, 1)}, {"ids": {1, 2}}, {"x": math.nan}):
+    # Nested 5000 deep: a bare RecursionError from the JSON encoder.
+    deep: dict[str, Any] = {}
+    node = deep
+    for _ in range(5000):
+        node["a"] = node = {}
+    for args in ({"when": datetime.datetime(2025, 1, 1)}, {"ids": {1, 2}}, {"x": math.nan}, deep):
         call = {"name": "f", "args": args, "id": "c1"}
         with pytest.raises(InvalidMessageError) as info:
             from_langchain([lc.HumanMessage("hi"), lc.AIMessage(content="", tool_calls=[call])])
