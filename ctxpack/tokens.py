@@ -14,7 +14,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cache, lru_cache
 from typing import Any, Protocol, runtime_checkable
 
-from ._internal.arguments import keyword_checked, optional_text, string, tool_definitions, tool_list
+from ._internal.arguments import (
+    MOST,
+    callback,
+    keyword_checked,
+    optional_text,
+    string,
+    tool_definitions,
+)
 from ._internal.images import image_tokens
 from ._internal.prefix import PrefixMemo
 from .caches import SHORT_TEXT, LRUCache, text_memo
@@ -278,10 +285,13 @@ class CallableCounter(_FramedCounter):
     def _count_uncached(self, text: str) -> int:
         value = self.func(text)
         # A bool is an int to Python, but a counter returning one is a predicate by mistake.
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        # Past 2**53 no budget is that large, and sums of counts would leave numpy's int64.
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MOST:
+            big = isinstance(value, int) and value > MOST
+            shown = f"an int of {value.bit_length()} bits" if big else repr(value)
             raise ConfigError(
-                f"token counter {self.name!r} returned {value!r} for a text; "
-                "it must return a non-negative int"
+                f"token counter {self.name!r} returned {shown} for a text; "
+                "it must return a non-negative int up to 2**53"
             )
         return value
 
@@ -393,7 +403,8 @@ def tool_definition_tokens(tools: Iterable[Mapping[str, Any]], counter: TokenCou
     provider's built-in tool) as its compact JSON.
 
     Raises:
-        ConfigError: a tool is not a mapping.
+        ConfigError: a tool is not a tool definition its provider would take (not a mapping,
+            no name, a value JSON cannot carry), naming it.
 
     Example:
         >>> tool = {"type": "function", "function": {"name": "f", "description": "Do it.",
@@ -403,13 +414,8 @@ def tool_definition_tokens(tools: Iterable[Mapping[str, Any]], counter: TokenCou
     """
     from ._internal.tool_schemas import TOOLS_FUNC_END, compact_json, tool_tokens
 
-    tools = tool_list(tools)
+    tools = tool_definitions(tools)
     check_counter(counter)
-    for index, tool in enumerate(tools):
-        if not isinstance(tool, Mapping):
-            raise ConfigError(
-                f"tools[{index}] must be a tool definition (a dict), got {type(tool).__name__}"
-            )
     own = getattr(counter, "count_tools", None)
     if callable(own):
         # A counter that asks the provider (Anthropic's endpoint) counts them exactly itself.
@@ -515,7 +521,7 @@ def get_counter(model: str | None = None, counter: CounterLike | None = None) ->
         if isinstance(counter, TokenCounter):
             return counter
         if callable(counter):
-            return _shared_callable_counter(counter)
+            return _shared_callable_counter(callback(counter, "counter", "text -> int", 1))
         raise ConfigError(
             f"counter must be a TokenCounter, an encoding name or a function, got "
             f"{type(counter).__name__}"

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._internal.arguments import tool_list
+from ._internal.jsontext import read_json
 from .errors import ConfigError
 from .providers import Provider, tool_call_parts, tool_definition, tool_definition_parts
 from .tokens import TokenCounter, tool_definition_tokens
@@ -139,8 +140,8 @@ def _arguments(call: Mapping[str, Any] | str) -> dict[str, Any]:
             raise ConfigError(f"this call is to {name!r}, not to {DESCRIBE_TOOL_NAME!r}")
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw or "{}")
-        except json.JSONDecodeError:
+            raw = read_json(raw or "{}")
+        except ValueError:
             return {}
     return dict(raw) if isinstance(raw, Mapping) else {}
 

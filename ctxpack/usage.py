@@ -17,6 +17,7 @@ from pydantic import ConfigDict, Field
 
 from ._internal.arguments import keyed, keyword_checked, tool_definitions
 from ._internal.arguments import tokens as check_tokens
+from ._internal.jsontext import read_json
 from ._internal.options import FieldErrorModel
 from .errors import ConfigError
 from .messages import Message, owned_messages
@@ -183,7 +184,7 @@ def _call_names(messages: list[Message]) -> dict[str, str]:
         for call in m.tool_calls or ():
             args = call.function.arguments
             try:
-                parsed = json.loads(args)
+                parsed = read_json(args)
             except ValueError:
                 parsed = None
             # A call with one string argument (a command, a path) reads best as that string.

@@ -14,6 +14,8 @@ import json
 import math
 import os
 import tempfile
+import threading
+import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -58,6 +60,7 @@ CALL = {
     "function": {"name": "lookup", "arguments": "{}"},
 }
 TOOL = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}
+LOCK = threading.Lock()  # a value no deepcopy can copy
 
 
 def nested(depth: int) -> dict[str, Any]:
@@ -846,6 +849,35 @@ BAD_MESSAGES: list[tuple[str, Any, str]] = [
         "audio",
     ),
     ("timestamp bad", {"role": "user", "content": "x", "timestamp": "yesterday"}, "timestamp"),
+    # Ints with more digits than Python writes: accepted, then repr() of the result and every
+    # JSON encoder (a provider SDK's, a stored session's) failed with a bare ValueError.
+    (
+        "content part int too long to write",
+        {"role": "user", "content": [{"type": "text", "text": "x", "n": 10**5000}]},
+        "content",
+    ),
+    (
+        "metadata int too long to write",
+        {"role": "user", "content": "x", "metadata": {"n": [10**5000]}},
+        "metadata",
+    ),
+    (
+        "extra key int too long to write",
+        {"role": "user", "content": "x", "audio": {"n": 10**5000}},
+        "audio",
+    ),
+    # Values deepcopy cannot copy: a bare TypeError ("cannot pickle ...") from inside the copy.
+    (
+        "content part a mappingproxy",
+        {"role": "user", "content": [types.MappingProxyType({"type": "text", "text": "x"})]},
+        "content",
+    ),
+    (
+        "metadata holds a lock",
+        {"role": "user", "content": "x", "metadata": {"l": LOCK}},
+        "metadata",
+    ),
+    ("extra key holds a lock", {"role": "user", "content": "x", "audio": {"l": LOCK}}, "audio"),
     ("key not a string", {"role": "user", "content": "x", 5: "five"}, "5"),
     (
         "extras a list, beside an unknown key",
@@ -905,6 +937,14 @@ def _message_cases() -> Iterator[Case]:
 MESSAGE_CASES = list(_message_cases())
 
 MESSAGE_MODEL_CASES: list[Case] = [
+    case(
+        "pack([ok, Message(metadata holds a lock)])",
+        lambda: pack([USER, Message(role="user", content="x", metadata={"l": LOCK})], budget=100),
+        InvalidMessageError,
+        "message 1",
+        "metadata",
+        "cannot be copied",
+    ),
     case("Message(role=5)", lambda: Message(role=5, content="x"), InvalidMessageError, "role"),  # type: ignore[arg-type]
     case(
         "Message(content=5)",

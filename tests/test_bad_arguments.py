@@ -365,6 +365,19 @@ SESSION_CASES = [
         ConfigError,
         "provider",
     ),
+    # On an empty session the error was "the session is empty", whatever the argument.
+    case(
+        "Session().render(budget=-1), empty",
+        lambda: Session().render(-1),
+        ConfigError,
+        "budget",
+    ),
+    case(
+        "Session().render(tools=5), empty",
+        lambda: Session().render(1000, tools=5),  # type: ignore[arg-type]
+        ConfigError,
+        "tools",
+    ),
     case(
         "Session.context_management(5)",
         lambda: _session().context_management(5),  # type: ignore[arg-type]
@@ -377,6 +390,14 @@ SESSION_CASES = [
 
 LINES = "\n".join(f"line {i}" for i in range(20))
 TOOL = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}
+LONG_INT_TOOL = {
+    "type": "function",
+    "function": {"name": "lookup", "parameters": {"type": "object", "maximum": 10**5000}},
+}
+NAN_TOOL = {
+    "type": "function",
+    "function": {"name": "lookup", "parameters": {"type": "object", "maximum": math.nan}},
+}
 
 
 # Removed when the test process ends.
@@ -455,6 +476,31 @@ TEXT_CASES = [
         "wrap a single tool",
     ),
     case("redact_message(None)", lambda: redact_message(None), InvalidMessageError, "message 0"),  # type: ignore[arg-type]
+    # An int with more digits than Python writes: a bare ValueError from the JSON encoder
+    # (from formatting the error itself, in simulate()); a NaN was counted by on_demand_saving().
+    case(
+        "tool_definition_tokens(an int too long to write)",
+        lambda: tool_definition_tokens([LONG_INT_TOOL], get_counter("gpt-4")),
+        ConfigError,
+        "tools[0].function.parameters.maximum",
+        "more digits than Python writes",
+    ),
+    case(
+        "simulate(tools with an int too long to write)",
+        lambda: simulate_bill(
+            [{"messages": [USER], "tools": [LONG_INT_TOOL]}], price=price("gpt-4o")
+        ),
+        ConfigError,
+        "request 0",
+        "more digits than Python writes",
+    ),
+    case(
+        "on_demand_saving(a NaN in a tool)",
+        lambda: on_demand_saving([NAN_TOOL], get_counter("gpt-4")),
+        ConfigError,
+        "tools[0].function.parameters.maximum",
+        "nan",
+    ),
 ]
 
 # ------------------------------------------------ a session store keeps strings, nothing else
@@ -496,6 +542,36 @@ STORE_CASES = [
             lambda make=make: make().get_artifact("s1", ["a"]),
             ConfigError,
             "artifact id",
+        ),
+        # A lone surrogate: SQLite (and the servers) failed with UnicodeEncodeError, the memory
+        # store kept what no other store can.
+        case(
+            f"{make.__name__}.load('\\ud800')",  # type: ignore[attr-defined]
+            lambda make=make: make().load("\ud800"),
+            ConfigError,
+            "session_id",
+            "lone surrogate",
+        ),
+        case(
+            f"{make.__name__}.append(entry='\\ud800')",  # type: ignore[attr-defined]
+            lambda make=make: make().append("s1", "\ud800", version=0, state="{}"),
+            ConfigError,
+            "entry",
+            "lone surrogate",
+        ),
+        case(
+            f"{make.__name__}.put_artifact(text='\\ud800')",  # type: ignore[attr-defined]
+            lambda make=make: make().put_artifact("s1", "a1", "x\ud800"),
+            ConfigError,
+            "artifact 'a1'",
+            "lone surrogate",
+        ),
+        case(
+            f"{make.__name__}.get_artifact('\\ud800')",  # type: ignore[attr-defined]
+            lambda make=make: make().get_artifact("s1", "\ud800"),
+            ConfigError,
+            "artifact id",
+            "lone surrogate",
         ),
     ]
 ]
@@ -940,6 +1016,29 @@ SMALL_CASES = [
         lambda: count_tokens([USER], counter=lambda text: True),
         ConfigError,
         "returned True",
+    ),
+    # A counter of the wrong arity failed with a bare TypeError at its first count, and one
+    # returning an int past 2**53 with an OverflowError inside a stage.
+    case(
+        "pack(counter=lambda: 1)",
+        lambda: ctxpack_pack([USER], budget=100, counter=lambda: 1),  # type: ignore[arg-type,misc]
+        ConfigError,
+        "counter",
+        "text -> int",
+    ),
+    case(
+        "Session(counter=lambda a, b: 1).render()",
+        lambda: Session(counter=lambda a, b: 1).render(100),  # type: ignore[arg-type,misc]
+        ConfigError,
+        "counter",
+        "text -> int",
+    ),
+    case(
+        "pack(counter returning 10**30)",
+        lambda: ctxpack_pack([USER], budget=100, counter=lambda text: 10**30),
+        ConfigError,
+        "token counter",
+        "up to 2**53",
     ),
     # Ints too large for a float: refused by name, not an OverflowError from deep inside.
     case(

@@ -781,7 +781,12 @@ def test_langchain_tool_arguments_that_are_not_json_are_refused_naming_them() ->
     lc = pytest.importorskip("langchain_core.messages")
     from ctxpack.adapters import from_langchain
 
-    for args in ({"when": datetime.datetime(2025, 1, 1)}, {"ids": {1, 2}}, {"x": math.nan}):
+    # Nested 5000 deep: a bare RecursionError from the JSON encoder.
+    deep: dict[str, Any] = {}
+    node = deep
+    for _ in range(5000):
+        node["a"] = node = {}
+    for args in ({"when": datetime.datetime(2025, 1, 1)}, {"ids": {1, 2}}, {"x": math.nan}, deep):
         call = {"name": "f", "args": args, "id": "c1"}
         with pytest.raises(InvalidMessageError) as info:
             from_langchain([lc.HumanMessage("hi"), lc.AIMessage(content="", tool_calls=[call])])
@@ -1030,3 +1035,56 @@ def test_the_callers_that_word_a_model_s_error_again_still_do() -> None:
         WindowState.from_json('{"requests": -1}')
     with pytest.raises(ConfigError, match=r"^pin\(\): name='': String should have at least 1"):
         ctxpack.Session().pin("text", name="")
+
+
+# ------------------------------------------------- a tool call's arguments Python cannot read
+
+# JSON a model may write that json.loads refuses with a bare ValueError or a RecursionError,
+# not the JSONDecodeError of malformed text: a number past Python's digit limit, nesting past
+# the recursion limit.
+UNREADABLE_ARGUMENTS = {
+    "a number of 5000 digits": '{"command": ' + "9" * 5000 + "}",
+    "arrays 100000 deep": "[" * 100_000 + "]" * 100_000,
+}
+
+
+def _called(arguments: str, tool: str) -> list[dict[str, Any]]:
+    call = {"id": "c1", "type": "function", "function": {"name": tool, "arguments": arguments}}
+    return [
+        USER,
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "the drawer\n" * 40},
+    ]
+
+
+@pytest.mark.parametrize("tool", ["bash", "Read", "lookup"])
+@pytest.mark.parametrize("arguments", UNREADABLE_ARGUMENTS.values(), ids=list(UNREADABLE_ARGUMENTS))
+def test_tool_call_arguments_python_cannot_read_are_kept_as_text(arguments: str, tool: str) -> None:
+    # Read as broken JSON is: to_anthropic() keeps the text, a session and the usage report go
+    # on. They escaped as ValueError or RecursionError from to_anthropic(), Session.extend(),
+    # context_usage() and the compaction's digest.
+    messages = _called(arguments, tool)
+    (use,) = ctxpack.to_anthropic(messages)["messages"][1]["content"]
+    assert use["input"] == {"arguments": arguments}
+    session = Session(model="gpt-4")
+    session.extend(messages)
+    assert session.render(BUDGET).messages
+    assert ctxpack.context_usage(messages).total > 0
+    assert extractive_digest(ctxpack.from_openai(messages))
+
+
+def test_a_describe_tool_call_python_cannot_read_is_answered_in_words() -> None:
+    tool = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}
+    session = Session(model="gpt-4", tools_on_demand=True)
+    session.append(USER)
+    session.render(2000, tools=[tool])
+    for arguments in UNREADABLE_ARGUMENTS.values():
+        call = {"id": "c", "type": "function", "function": {"name": "describe_tool"}}
+        call["function"]["arguments"] = arguments
+        assert isinstance(session.handle(call), str)
+
+
+@pytest.mark.parametrize("answer", UNREADABLE_ARGUMENTS.values(), ids=list(UNREADABLE_ARGUMENTS))
+def test_a_model_s_answer_python_cannot_read_is_the_selector_s_error(answer: str) -> None:
+    with pytest.raises(SelectionError, match="not JSON"):
+        Selection.from_answer(answer)

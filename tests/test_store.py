@@ -47,6 +47,21 @@ def test_put_rejects_non_text() -> None:
         SQLiteArtifactStore().put(b"raw")  # type: ignore[arg-type]
 
 
+def test_text_that_is_not_valid_unicode_is_refused_naming_it() -> None:
+    # A lone surrogate escaped as UnicodeEncodeError from hashing the text for its id.
+    with pytest.raises(ConfigError, match="text: holds a lone surrogate"):
+        SQLiteArtifactStore().put("ok \ud800")
+
+
+@pytest.mark.parametrize("bad", ["\ud800", ["art_1"]])
+def test_an_id_no_put_could_give_is_not_found(bad: object) -> None:
+    # A lone surrogate escaped as UnicodeEncodeError, a list as SQLite's binding error.
+    store = SQLiteArtifactStore()
+    with pytest.raises(ArtifactNotFoundError):
+        store.get(bad)  # type: ignore[arg-type]
+    assert bad not in store
+
+
 # ----------------------------------------------------------------------------- durability
 
 

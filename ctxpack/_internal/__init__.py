@@ -8,6 +8,8 @@
 - ``decisions``: :func:`~ctxpack._internal.decisions.trusted_decision`, a decision built without
   validation, for the stages that record one per message.
 - ``encodings``: OpenAI's rank files shipped in a package, hash-checked, loaded into tiktoken.
+- ``jsontext``: JSON a model wrote, read with one error (``ValueError``) for all that cannot be
+  read: malformed, too deep, integers past Python's digit limit.
 - ``options``: an invalid option of a stage or a signal as a :class:`~ctxpack.ConfigError`.
 - ``prefix``: :class:`~ctxpack._internal.prefix.PrefixMemo`, reuse of per-message values for the
   prefix a history shares with an earlier call.

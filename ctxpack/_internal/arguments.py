@@ -12,6 +12,7 @@ import inspect
 import math
 import os
 import re
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from difflib import get_close_matches
 from typing import Any, ParamSpec, TypeVar
@@ -23,6 +24,7 @@ from ..errors import ArgumentsError, ConfigError, InvalidMessageError
 __all__ = [
     "MAX_NESTING",
     "TooDeep",
+    "TooLongInt",
     "callable_name",
     "callback",
     "check_nesting",
@@ -46,10 +48,12 @@ __all__ = [
     "strings",
     "tokens",
     "too_deep_error",
+    "too_long_int_text",
     "tool_definitions",
     "tool_list",
     "type_name",
     "weights",
+    "writable_int",
 ]
 
 _T = TypeVar("_T")
@@ -378,6 +382,8 @@ def json_problem(
     while stack:
         item, where, level = stack.pop()
         kind = type(item)
+        if isinstance(item, int) and not writable_int(item):
+            return too_long_int_text(where, item.bit_length())
         if item is None or kind in (str, int, bool) or (kind is float and math.isfinite(item)):
             continue
         # A str or int subclass (an enum's value) is written as its base type.
@@ -403,9 +409,44 @@ class TooDeep(Exception):
     which knows which message or argument it was."""
 
 
+class TooLongInt(Exception):
+    """An int with more digits than Python writes as text: turned into the caller's error, which
+    knows which message or argument it was."""
+
+    def __init__(self, bits: int) -> None:
+        super().__init__(bits)
+        self.bits = bits
+
+
+# Python writes an int as text only up to sys.get_int_max_str_digits() digits (640 at the least,
+# when limited): an int of up to 2,000 bits (603 digits) is always written.
+_ALWAYS_WRITTEN_BITS = 2000
+
+
+def writable_int(number: int) -> bool:
+    """Whether Python can write ``number`` as text, so that ``json.dumps()`` and ``repr()`` of
+    what holds it work: not past ``sys.get_int_max_str_digits()`` digits (4,300 by default)."""
+    if number.bit_length() <= _ALWAYS_WRITTEN_BITS or not sys.get_int_max_str_digits():
+        return True
+    try:
+        str(number)  # refused at once past the limit, before any digit is written
+    except ValueError:
+        return False
+    return True
+
+
+def too_long_int_text(field: str, bits: int) -> str:
+    """What is wrong with a ``field`` holding an int of ``bits`` bits that Python cannot write."""
+    return (
+        f"{field}: holds an int of {bits} bits, more digits than Python writes as text "
+        "(sys.get_int_max_str_digits()), so no JSON encoder can send it"
+    )
+
+
 def check_nesting(value: Any, depth: int = 0, *, limit: int = MAX_NESTING) -> None:
     """Raise :class:`TooDeep` when lists and objects nest deeper than ``limit`` levels inside
-    ``value`` (starting at ``depth``). Iterative, so that no depth exhausts the stack."""
+    ``value`` (starting at ``depth``), and :class:`TooLongInt` for an int inside it that Python
+    cannot write as text. Iterative, so that no depth exhausts the stack."""
     stack: list[tuple[Any, int]] = [(value, depth)]
     while stack:
         item, level = stack.pop()
@@ -414,6 +455,8 @@ def check_nesting(value: Any, depth: int = 0, *, limit: int = MAX_NESTING) -> No
         elif isinstance(item, (list, tuple)):
             inner = item
         else:
+            if type(item) is int and not writable_int(item):
+                raise TooLongInt(item.bit_length())
             continue
         if level >= limit:
             raise TooDeep

@@ -26,7 +26,11 @@ def invalid_option(owner: str, model: type[BaseModel], exc: ValidationError) -> 
     if err["type"] == "extra_forbidden":
         valid = ", ".join(sorted(model.model_fields))
         message = f"unknown option; valid options are {valid}"
-    shown = repr(err.get("input"))
+    value = err.get("input")
+    try:
+        shown = repr(value)
+    except ValueError:  # an int inside it with more digits than Python writes
+        shown = f"<a {type(value).__name__} too long to show>"
     if len(shown) > 80:
         # A JSON text or a whole mapping may be long: the option and the problem are the news.
         shown = shown[:77] + "..."

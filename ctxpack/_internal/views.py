@@ -7,11 +7,12 @@ A session uses it to tell when a later view of a file supersedes an earlier one.
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from collections.abc import Mapping
 from typing import Any, NamedTuple
+
+from .jsontext import read_json
 
 __all__ = ["PATH_KEYS", "FileRegion", "call_region", "view_region"]
 
@@ -133,8 +134,8 @@ def call_region(tool: str, arguments: str) -> FileRegion | None:
         'a.py'
     """
     try:
-        args = json.loads(arguments) if arguments.strip() else {}
-    except json.JSONDecodeError:
+        args = read_json(arguments) if arguments.strip() else {}
+    except ValueError:
         return None
     if not isinstance(args, Mapping):
         return None

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, TypedDict
 
 from .._internal.arguments import message_items
+from .._internal.jsontext import read_json
 from ..messages import Message, copy_value, ensure_messages, owned_messages, with_provider
 from ..sdk import SDKObject, coerce_messages, coerce_value
 from ._validate import validate_anthropic
@@ -242,9 +243,10 @@ def _to_blocks(content: str | list[dict[str, Any]] | None) -> list[dict[str, Any
 
 def _tool_input(arguments: str) -> dict[str, Any]:
     try:
-        value = json.loads(arguments) if arguments.strip() else {}
-    except json.JSONDecodeError:
-        # A model can emit broken JSON; Anthropic needs an object, so keep the text inside one.
+        value = read_json(arguments) if arguments.strip() else {}
+    except ValueError:
+        # A model can emit broken JSON (or JSON too deep, or a number too long, to read);
+        # Anthropic needs an object, so keep the text inside one.
         return {"arguments": arguments}
     return value if isinstance(value, dict) else {"value": value}
 

@@ -128,7 +128,7 @@ def _arguments(call: Mapping[str, Any], index: int, k: int) -> str:
     """A LangChain tool call's ``args`` as the JSON string a ctxpack tool call holds."""
     try:
         return json.dumps(call.get("args", {}), ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:  # RecursionError: nested too deep
         raise InvalidMessageError(
             f"tool_calls[{k}].args: not JSON ({exc}); give the tool's arguments as JSON values",
             index=index,

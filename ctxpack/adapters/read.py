@@ -47,7 +47,7 @@ def read_message(
     """
     if isinstance(message, Message):
         # A copy: the caller may go on editing its message's content parts or metadata.
-        return [detached(message)], None
+        return [detached(message, index)], None
     entry = coerce_message(message, index)  # the SDKs' objects, as dicts
     if not isinstance(entry, Mapping):
         raise InvalidMessageError(

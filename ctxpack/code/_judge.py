@@ -10,7 +10,6 @@ types), low 0.2-0.4 (tangential), none below 0.2 (irrelevant: excluded from late
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -20,6 +19,7 @@ from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 
 from .._internal.arguments import instances
 from .._internal.arguments import tokens as check_tokens
+from .._internal.jsontext import read_json
 from .._internal.options import CheckedModel, FieldErrorModel
 from ..errors import ConfigError, CtxpackError
 from ._index import FileHit
@@ -252,9 +252,9 @@ class ModelJudge:
         if start == -1 or end <= start:
             raise JudgeError("no JSON list in the answer", answer=answer)
         try:
-            raw = json.loads(answer[start : end + 1])
+            raw = read_json(answer[start : end + 1])
             judged = _JUDGEMENTS.validate_python(raw)
-        except (json.JSONDecodeError, ValidationError) as exc:
+        except (ValueError, ValidationError) as exc:
             detail = re.sub(r"\s+", " ", str(exc))[:200]
             raise JudgeError(f"unreadable judgements ({detail})", answer=answer) from exc
         known = {c.path for c in candidates}

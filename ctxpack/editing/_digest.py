@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from .._internal.arguments import optional_text
+from .._internal.jsontext import read_json
 from .._internal.views import PATH_KEYS
 from ..messages import Message, message_objects
 from ..signals.evidence import evidence_terms
@@ -68,8 +69,8 @@ def _call_text(msg: Message) -> list[tuple[str, str, str]]:
     for call in msg.tool_calls or ():
         args = call.function.arguments
         try:
-            value = json.loads(args) if args.strip() else {}
-        except json.JSONDecodeError:
+            value = read_json(args) if args.strip() else {}
+        except ValueError:
             value = args
         if isinstance(value, dict) and len(value) == 1:
             value = next(iter(value.values()))
@@ -88,8 +89,8 @@ def _command_paths(command: str) -> tuple[str, ...]:
     are text (an editor's ``old_str``), not names."""
     if command.startswith("{"):
         try:
-            arguments = json.loads(command)
-        except json.JSONDecodeError:
+            arguments = read_json(command)
+        except ValueError:
             arguments = None
         if isinstance(arguments, dict):
             named = [arguments.get(key) for key in (*PATH_KEYS, "command", "cmd")]

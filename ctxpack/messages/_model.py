@@ -12,7 +12,15 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
-from .._internal.arguments import MAX_NESTING, TooDeep, check_nesting, check_text, message_items
+from .._internal.arguments import (
+    MAX_NESTING,
+    TooDeep,
+    TooLongInt,
+    check_nesting,
+    check_text,
+    message_items,
+    too_long_int_text,
+)
 from .._internal.options import FieldErrorModel
 from .._internal.trusted import trusted_frozen_instance
 from ..errors import InvalidMessageError
@@ -185,7 +193,8 @@ class Message(FieldErrorModel):
 
 def _check_values(message: Message) -> None:
     """Refuse what no provider accepts and nothing can process: text that is not valid Unicode
-    (a lone surrogate), and lists or objects nested too deep to copy or serialise."""
+    (a lone surrogate), lists or objects nested too deep to copy or serialise, and ints too long
+    to write as text (no JSON encoder, nor ``repr()``, can)."""
     content = message.content
     if isinstance(content, str):
         check_text(content, "content")
@@ -207,6 +216,20 @@ def _check_values(message: Message) -> None:
                 raise ValueError(
                     f"{field}: lists and objects nested deeper than {MAX_NESTING} levels"
                 ) from None
+            except TooLongInt as exc:
+                raise ValueError(too_long_int_text(_holder(field, value), exc.bits)) from None
+
+
+def _holder(field: str, value: Any) -> str:
+    """The field to name for a bad value inside ``value``: an extra field by its own key (the
+    caller wrote ``audio``, not ``extras``), any other by ``field``."""
+    if field == "extras":
+        for key, inner in value.items():
+            try:
+                check_nesting(inner, 2)
+            except (TooDeep, TooLongInt):
+                return str(key)
+    return field
 
 
 def content_text(content: str | list[dict[str, Any]] | None) -> str:
@@ -288,16 +311,30 @@ def copy_value(value: Any) -> Any:
     # Last: isinstance() on a pydantic model class is slow, and most values are plain.
     if isinstance(value, BaseModel) and value.model_config.get("frozen"):
         return value
-    return copy.deepcopy(value)
+    try:
+        return copy.deepcopy(value)
+    except (TypeError, copy.Error) as exc:
+        # A lock, an open file, a generator, a mappingproxy: what deepcopy cannot copy. The
+        # caller that knows the message adds its index and field.
+        raise InvalidMessageError(
+            f"holds a {kind.__name__} value, which cannot be copied ({exc}); a message keeps "
+            "only values it can copy (strings, numbers, lists, dicts, ...), so that editing "
+            "the input cannot change what was packed"
+        ) from exc
 
 
 _MUTABLE_FIELDS = ("content", "tool_calls", "metadata", "extras")
 
 
-def detached(message: Message) -> Message:
+def detached(message: Message, index: int | None = None) -> Message:
     """A copy of ``message`` sharing no mutable object (content parts, metadata, extras, tool
     call list) with it: what ctxpack hands out, so that editing it cannot reach a cache or the
-    caller's input, and what it keeps, so that editing the input cannot reach it."""
+    caller's input, and what it keeps, so that editing the input cannot reach it.
+
+    Raises:
+        InvalidMessageError: a field holds a value that cannot be copied (a lock, an open
+            file), naming the field and ``index``, the message's position.
+    """
     values = message.__dict__
     copied = dict(values)
     if type(values["content"]) is str and not (
@@ -310,7 +347,11 @@ def detached(message: Message) -> Message:
         for key in _MUTABLE_FIELDS:
             value = values[key]
             if value is not None and type(value) is not str:
-                copied[key] = copy_value(value) if value else type(value)()
+                try:
+                    copied[key] = copy_value(value) if value else type(value)()
+                except InvalidMessageError as exc:
+                    detail = f"{key}: {exc.detail}"
+                    raise InvalidMessageError(detail, index=index, field=key) from exc
     private = message.__pydantic_private__
     # The fields set is shared: Message is frozen (see trusted_frozen_instance).
     return trusted_frozen_instance(

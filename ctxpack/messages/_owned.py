@@ -172,7 +172,7 @@ def _convert(index: int, item: Any, check: _Check | None) -> tuple[Any, Message]
         # A Message is valid already: the OpenAI rules (check) apply to dicts.
         if hit is not None and _unchanged(item, hit[0]):
             return hit[0], hit[1]
-        snapshot = msg = detached(item)
+        snapshot = msg = detached(item, index)
     elif isinstance(item, Mapping):
         # A conversion is reused by a call with the same check, or with none.
         if hit is not None and (check is None or hit[2] is check) and _unchanged(item, hit[0]):
@@ -186,21 +186,37 @@ def _convert(index: int, item: Any, check: _Check | None) -> tuple[Any, Message]
         else:
             # Validated from a private deep copy: pydantic keeps values typed Any (nested
             # parts, metadata) as they are, and they must not be the caller's.
-            snapshot = copy_value(dict(item))
-            msg = from_mapping(index, snapshot if converted is item else copy_value(converted))
+            snapshot = _copied(item, index)
+            msg = from_mapping(index, snapshot if converted is item else _copied(converted, index))
     elif (converted := coerce_message(item, index)) is not item:
         # An SDK object (an OpenAI ChatCompletionMessage...): reused while it equals its copy.
         if hit is not None and (check is None or hit[2] is check) and _unchanged(item, hit[0]):
             return hit[0], hit[1]
         if check is not None:
             check(converted, index)
-        snapshot, msg = copy_value(item), from_mapping(index, converted)
+        msg = from_mapping(index, converted)
+        try:
+            snapshot = copy_value(item)
+        except InvalidMessageError as exc:
+            raise InvalidMessageError(exc.detail, index=index) from exc
     else:
         raise InvalidMessageError(
             f"expected a Message or a dict, got {type(item).__name__}", index=index
         )
     _CONVERTED.put(key, (snapshot, msg, check))
     return snapshot, msg
+
+
+def _copied(item: Mapping[str, Any], index: int) -> dict[str, Any]:
+    """A copy of the message dict ``item`` sharing no mutable object with it; a value that
+    cannot be copied is refused naming the message and the field."""
+    out = {}
+    for key, value in item.items():
+        try:
+            out[key] = copy_value(value)
+        except InvalidMessageError as exc:
+            raise InvalidMessageError(f"{key}: {exc.detail}", index=index, field=str(key)) from exc
+    return out
 
 
 class _Seen(NamedTuple):

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from .._internal.jsontext import read_json
 from .._internal.options import CheckedModel, FieldErrorModel
 from ..cost import Price
 from ..errors import ConfigError, SelectionError
@@ -270,8 +270,8 @@ class Selection(CheckedModel):
         """
         if isinstance(answer, str):
             try:
-                data = json.loads(answer)
-            except json.JSONDecodeError as exc:
+                data = read_json(answer)
+            except ValueError as exc:
                 shown = answer if len(answer) <= 80 else answer[:77] + "..."
                 raise SelectionError([f"the answer is not JSON ({exc}): {shown!r}"]) from exc
         else:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .._internal.jsontext import read_json
 from .._internal.views import FileRegion
 
 
@@ -47,8 +47,8 @@ class Call:
 def command_of(arguments: str) -> str | None:
     """The command line of a shell-like tool call: its ``command``/``cmd`` argument."""
     try:
-        args = json.loads(arguments) if arguments.strip() else {}
-    except json.JSONDecodeError:
+        args = read_json(arguments) if arguments.strip() else {}
+    except ValueError:
         return None
     if isinstance(args, Mapping):
         for key in ("command", "cmd", "script", "path", "file_path"):

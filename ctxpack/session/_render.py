@@ -49,8 +49,7 @@ class Rendering(SessionState):
         reserve: int,
         tools: Sequence[Mapping[str, Any]] | None,
     ) -> PackResult:
-        if not self._raw:
-            raise ConfigError("the session is empty: append messages before rendering")
+        # The arguments first: a bad one is the caller's mistake whatever the session holds.
         if budget is not None:
             check_tokens(budget, "budget")
         check_tokens(reserve, "reserve", minimum=0)
@@ -62,6 +61,8 @@ class Rendering(SessionState):
         else:
             provider = self.provider
         given: Sequence[Mapping[str, Any]] = tool_definitions(tools) if tools is not None else []
+        if not self._raw:
+            raise ConfigError("the session is empty: append messages before rendering")
         if self.tools_on_demand and given:
             self._full_tools = list(given)
             given = on_demand_tools(given, provider)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import ArtifactNotFoundError, ConfigError
+from ._base import check_unicode
 from ._sqlite import SQLiteFile, database_path
 
 __all__ = ["ArtifactStore", "SQLiteArtifactStore", "artifact_id"]
@@ -28,6 +29,18 @@ def artifact_id(text: str) -> str:
         'art_2cf24dba5fb0a30e'
     """
     return "art_" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _can_be_id(artifact: object) -> bool:
+    """Whether ``artifact`` could name a stored artifact: a str SQLite can take (valid Unicode).
+    Anything else is in no store, and SQLite would refuse it with another error."""
+    if not isinstance(artifact, str):
+        return False
+    try:
+        check_unicode(artifact, "artifact")
+    except ConfigError:
+        return False
+    return True
 
 
 @runtime_checkable
@@ -85,7 +98,7 @@ class SQLiteArtifactStore:
         """
         if not isinstance(text, str):
             raise TypeError(f"an artifact is a str, got {type(text).__name__}")
-        ref = artifact_id(text)
+        ref = artifact_id(check_unicode(text, "text"))
         meta = json.dumps(metadata, sort_keys=True, default=str)
         with self._db.transaction("put an artifact") as conn:
             conn.execute(
@@ -108,7 +121,7 @@ class SQLiteArtifactStore:
         return meta
 
     def __contains__(self, artifact: object) -> bool:
-        if not isinstance(artifact, str):
+        if not _can_be_id(artifact):
             return False
         with self._db.reading("look an artifact up") as conn:
             row = conn.execute("SELECT 1 FROM artifacts WHERE id = ?", (artifact,))
@@ -124,6 +137,8 @@ class SQLiteArtifactStore:
         self._db.close()
 
     def _row(self, artifact: str) -> tuple[str, str]:
+        if not _can_be_id(artifact):
+            raise ArtifactNotFoundError(artifact, store=self.path)
         with self._db.reading("read an artifact") as conn:
             row = conn.execute(
                 "SELECT text, metadata FROM artifacts WHERE id = ?", (artifact,)

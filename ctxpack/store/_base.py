@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
+from .._internal.arguments import check_text
 from ..errors import ConfigError, StoreError
 
 __all__ = [
@@ -179,6 +180,16 @@ class ThreadedAsyncStore:
 # ---------------------------------------------------------------------------- shared helpers
 
 
+def check_unicode(text: str, name: str) -> str:
+    """``text`` if every store can keep it: SQLite, PostgreSQL and Redis take UTF-8, which has
+    no lone surrogate (a memory store would keep one, and a session moved to a server lose it)."""
+    try:
+        check_text(text, name)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    return text
+
+
 def check_session_id(session_id: object) -> str:
     """``session_id`` if it is a usable id: a non-empty str of at most 256 characters."""
     if not isinstance(session_id, str) or not session_id:
@@ -187,7 +198,7 @@ def check_session_id(session_id: object) -> str:
         raise ConfigError(
             f"session_id has {len(session_id)} characters; at most {MAX_SESSION_ID_CHARS}"
         )
-    return session_id
+    return check_unicode(session_id, "session_id")
 
 
 def check_version(version: object) -> int:
@@ -205,6 +216,7 @@ def check_append(version: object, entry: object, state: object, artifacts: objec
     for name, value in (("entry", entry), ("state", state)):
         if not isinstance(value, str):
             raise ConfigError(f"{name} must be a str, got {type(value).__name__}")
+        check_unicode(value, name)
     if artifacts is not None:
         if not isinstance(artifacts, Mapping):
             raise ConfigError(
@@ -223,6 +235,8 @@ def check_artifact(artifact: object, text: object = "") -> str:
         raise ConfigError(
             f"artifact {artifact!r}: its text must be a str, got {type(text).__name__}"
         )
+    check_unicode(artifact, "artifact id")
+    check_unicode(text, f"artifact {artifact!r}")
     return artifact
 
 

@@ -9,7 +9,7 @@ Redis with ``appendonly yes`` and ``appendfsync always`` for writes that survive
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -78,6 +78,17 @@ class _Common:
         if not self.prefix or "{" in self.prefix or "}" in self.prefix:
             raise ConfigError(f"prefix must be a non-empty str without braces, got {self.prefix!r}")
         return address, timeout
+
+    def _client_for(self, factory: Callable[..., Any], address: str, timeout: float) -> Any:
+        """redis-py's client for ``address``: a URL it cannot read (no host after the scheme,
+        a port that is not a number) is the caller's mistake, not the server's."""
+        try:
+            return factory(address, socket_timeout=timeout, socket_connect_timeout=timeout)
+        except ValueError as exc:
+            raise ConfigError(
+                f"store URL {self.url!r} cannot be read: {exc}; use "
+                "redis://[:password@]host:port/db (rediss:// for TLS)"
+            ) from exc
 
     def _keys(self, session_id: str) -> list[str]:
         # The hash tag {...} keeps a session's keys in one cluster slot; braces inside an id
@@ -148,9 +159,7 @@ class RedisStore(_Common):
             raise missing_driver("redis", "redis", url) from None
         self._errors_from = redis.RedisError
         with self._errors("open"):
-            self._client = redis.Redis.from_url(
-                address, socket_timeout=timeout, socket_connect_timeout=timeout
-            )
+            self._client = self._client_for(redis.Redis.from_url, address, timeout)
             self._client.ping()
         self._append = self._client.register_script(APPEND)
         self._load = self._client.register_script(LOAD)
@@ -219,9 +228,7 @@ class AsyncRedisStore(_Common):
         except ImportError:
             raise missing_driver("redis", "redis", url) from None
         self._errors_from = redis.RedisError
-        self._client = redis.asyncio.Redis.from_url(
-            address, socket_timeout=timeout, socket_connect_timeout=timeout
-        )
+        self._client = self._client_for(redis.asyncio.Redis.from_url, address, timeout)
         self._append = self._client.register_script(APPEND)
         self._load = self._client.register_script(LOAD)
         self._put = self._client.register_script(PUT_ARTIFACT)

@@ -271,6 +271,16 @@ def test_model_judge_rejects_unreadable_answers(repo: Path, answer: str) -> None
     assert isinstance(info.value, ValueError)
 
 
+@pytest.mark.parametrize("answer", ["[" + "9" * 5000 + "]", "[" * 100_000 + "]" * 100_000])
+def test_model_judge_rejects_json_python_cannot_read(repo: Path, answer: str) -> None:
+    # A number past Python's digit limit, nesting past the recursion limit: they escaped as a
+    # bare ValueError and a RecursionError.
+    judge = ModelJudge(FakeClient(answer).complete)
+    with pytest.raises(JudgeError, match="unreadable judgements") as info:
+        iterative_retrieve(RATE_LIMIT, CodeIndex(repo, db=":memory:"), judge=judge)
+    assert info.value.answer == answer
+
+
 def test_bands_and_arguments(repo: Path) -> None:
     assert [band(x) for x in (1.0, 0.8, 0.7, 0.5, 0.4, 0.2, 0.19, 0.0)] == [
         "high",

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import socket
 import sys
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from ctxpack.errors import StoreError
+from ctxpack.errors import ConfigError, StoreError
 from ctxpack.store import open_async_store, open_store, redact_url
 
 from .backends import server_url
@@ -62,3 +63,17 @@ def test_a_missing_driver_says_which_extra_to_install(
         import asyncio
 
         asyncio.run(store.open())  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    "url", ["redis://", "rediss://", "redis://:hunter2@h:port/0", "redis://h:99999"]
+)
+@pytest.mark.parametrize("opener", [open_store, open_async_store])
+def test_a_redis_url_redis_py_cannot_read_is_a_config_error(opener: Any, url: str) -> None:
+    # They escaped as redis-py's or urllib's bare ValueError; the URL is the caller's mistake,
+    # so the error names it (its password hidden) and what a Redis URL looks like.
+    pytest.importorskip("redis")
+    with pytest.raises(ConfigError, match="cannot be read") as caught:
+        opener(url)
+    assert redact_url(url) in str(caught.value) and "hunter2" not in str(caught.value)
+    assert "redis://[:password@]host:port/db" in str(caught.value)
