@@ -150,12 +150,18 @@ def parse_rooms(text: str) -> list[int | None]:
 
 
 def strategies(
-    window: int, rooms: Sequence[int | None] = (), pins: Sequence[PinnedText] = ()
+    window: int,
+    rooms: Sequence[int | None] = (),
+    pins: Sequence[PinnedText] = (),
+    dedupe: bool = True,
 ) -> dict[str, Any]:
     room = window - reply_room(window)
     frontier = {
         room_name(r): A._with(
-            Managed, window=WindowPolicy(window=window, managed_room=r), pins=pins
+            Managed,
+            window=WindowPolicy(window=window, managed_room=r),
+            pins=pins,
+            dedupe_outputs=dedupe,
         )
         for r in rooms
     }
@@ -166,8 +172,8 @@ def strategies(
         "autocompact": A._with(A.ThresholdCompaction, trigger=int(0.95 * room)),
         # The issue's baseline: the filters at arrival alone, no window. Its evidence loss is
         # the filters' share of the managed mode's.
-        "filters": A._with(A.SessionStrategy),
-        "managed": A._with(Managed, window=window, pins=pins),
+        "filters": A._with(A.SessionStrategy, dedupe_outputs=dedupe),
+        "managed": A._with(Managed, window=window, pins=pins, dedupe_outputs=dedupe),
         **frontier,
     }
 
@@ -434,11 +440,12 @@ def measure(
     counter: Any,
     rooms: Sequence[int | None] = (),
     pins: Sequence[PinnedText] = (),
+    dedupe: bool = True,
 ) -> dict[str, Any]:
     billings = [A.Billing.parse(b) for b in BILLINGS]
     limit = window
     out: dict[str, Any] = {}
-    factories = strategies(window, rooms, pins)
+    factories = strategies(window, rooms, pins, dedupe)
     names = [*names, *(room_name(r) for r in rooms)]
     for name in names:
         t0 = time.perf_counter()
@@ -722,6 +729,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="write the report again from a results JSON of an earlier run (no replay)",
     )
+    parser.add_argument(
+        "--send-repeats",
+        action="store_true",
+        help="sessions send repeated tool-output lines as they are (dedupe_outputs=False)",
+    )
     args = parser.parse_args(argv)
     if args.chain_length < 2:
         parser.error(f"--chain-length takes 2 or more sessions, got {args.chain_length}")
@@ -764,6 +776,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if pins:
         md.extend(["", pins_note(pins, counter)])
+    if args.send_repeats:
+        md.extend(["", "Sessions send repeated tool-output lines as they are (--send-repeats)."])
     for label, group in sets.items():
         if not group:
             continue
@@ -778,7 +792,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         for window in windows:
             if args.render is None:
                 results.setdefault(label, {})[str(window)] = measure(
-                    group, window, names, counter, parse_rooms(args.rooms), pins
+                    group,
+                    window,
+                    names,
+                    counter,
+                    parse_rooms(args.rooms),
+                    pins,
+                    not args.send_repeats,
                 )
             res = results[label][str(window)]
             if window == windows[0] and "raw" in res:
