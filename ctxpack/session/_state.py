@@ -159,7 +159,7 @@ class SessionState:
             superseded=list(self._superseded),
             provider=self.provider,
             extensions=copy.deepcopy(self._extensions),
-            window_state=self.window_state.model_copy(deep=True),
+            window_state=self.window_state._copy(),
             full_tools=list(self._full_tools),
         )
 
@@ -177,7 +177,7 @@ class SessionState:
         self._superseded = list(snapshot.superseded)
         self.provider = snapshot.provider
         self._extensions = copy.deepcopy(snapshot.extensions)
-        self.window_state = snapshot.window_state.model_copy(deep=True)
+        self.window_state = snapshot.window_state._copy()
         self._full_tools = list(snapshot.full_tools)
 
     def _entry_since(self, snapshot: Snapshot) -> dict[str, Any]:
