@@ -18,7 +18,7 @@ from ..result import PackResult
 from ..retrieval import retrieve_tool
 from ..stages import provider_conform
 from ..store import artifact_id
-from ..tokens import REPLY_PRIMING, tool_definition_tokens
+from ..tokens import history_tokens, tool_definition_tokens
 from ..tools_on_demand import on_demand_tools
 from ..usage import known_window
 from ._state import SessionState
@@ -66,7 +66,7 @@ class Rendering(SessionState):
             self._full_tools = list(given)
             given = on_demand_tools(given, provider)
         all_tools = [*given, *self._own_tools(provider)]
-        raw_tokens = REPLY_PRIMING + sum(map(self._raw_tokens, self._raw))
+        raw_tokens = self._raw_total()
         filter_log = self._filter_log()
         originals = {
             raw.id: raw for raw in self._raw if (r := self._records.get(raw.id)) and r.shortened
@@ -204,7 +204,10 @@ class Rendering(SessionState):
         messages = list(self._compact) if messages is None else messages
         # The record holds what the caller gave; a request must hold what the provider takes.
         messages, repairs, changed = provider_conform(messages, self.counter, provider)
-        tokens = self.counter.count_messages(messages) + tool_tokens
+        # Counted by the identity of the record's messages, which never change: a history
+        # whose texts outgrow the counter's text cache is not counted again at every render.
+        tokens, sizes = history_tokens(self.counter, messages)
+        tokens += tool_tokens
         filtered = set(filter_log.message_ids()) | {d.message_id for d in repairs}
         # Every message gets its decision, as pack() promises: here, sent as it is.
         unfiltered = [
@@ -213,10 +216,10 @@ class Rendering(SessionState):
                 action="kept",
                 message_id=m.id,
                 reason="kept, not filtered",
-                tokens_before=(n := self.counter.count_message(m)),
+                tokens_before=n,
                 tokens_after=n,
             )
-            for m in messages
+            for m, n in zip(messages, sizes, strict=True)
             if m.id not in filtered
         ]
         return PackResult.model_construct(

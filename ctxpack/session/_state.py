@@ -17,7 +17,7 @@ from ..persistence import decode_message, encode_message
 from ..pipeline import Decision, Stage
 from ..providers import Provider
 from ..store import ArtifactStore
-from ..tokens import TokenCounter
+from ..tokens import REPLY_PRIMING, TokenCounter, message_sizes
 from ._records import Call, FilterRecord, command_of
 
 if TYPE_CHECKING:
@@ -135,11 +135,22 @@ class SessionState:
                 region=call_region(call.function.name, call.function.arguments),
             )
 
-    def _raw_tokens(self, msg: Message) -> int:
-        record = self._records.get(msg.id)
-        if record is not None and record.kind == "oversized":
-            return record.tokens_before  # estimated: counting it would take gigabytes
-        return self.counter.count_message(msg)
+    def _raw_total(self) -> int:
+        """The tokens of the transcript as one prompt (the reply priming and every message)."""
+        # The transcript's messages never change: counted by their identity (message_sizes),
+        # not again at every render through the counter's text cache, which a long session's
+        # outputs outgrow. An oversized output is not counted at all.
+        estimated = {
+            mid: r.tokens_before for mid, r in self._records.items() if r.kind == "oversized"
+        }
+        if not estimated:
+            return REPLY_PRIMING + sum(message_sizes(self.counter, self._raw))
+        counted = [m for m in self._raw if m.id not in estimated]
+        return (
+            REPLY_PRIMING
+            + sum(message_sizes(self.counter, counted))
+            + sum(estimated[m.id] for m in self._raw if m.id in estimated)
+        )
 
     # ----------------------------------------------------------------------- persisted state
     # Everything an append may change is saved, restored and stored here, and nowhere else. A
