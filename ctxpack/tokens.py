@@ -361,6 +361,18 @@ def message_sizes(counter: TokenCounter, messages: Sequence[Message]) -> tuple[i
     return tuple(map(counter.count_message, messages))
 
 
+def history_tokens(
+    counter: TokenCounter, messages: Sequence[Message]
+) -> tuple[int, tuple[int, ...]]:
+    """``counter.count_messages(messages)`` and :func:`message_sizes`, counted once for
+    ctxpack's counters (whose prompt is the reply priming and its messages); for ctxpack's own
+    messages only, as :func:`message_sizes`."""
+    sizes = message_sizes(counter, messages)
+    if type(counter).count_messages is _FramedCounter.count_messages:
+        return REPLY_PRIMING + sum(sizes), sizes
+    return counter.count_messages(messages), sizes
+
+
 # Anthropic adds its own tool-use system prompt when a request has tools: 346 tokens for Claude 4
 # and 3.7 models with tool_choice auto (published on Anthropic's pricing page), more than for any
 # older model, so it is the safe figure.

@@ -4,6 +4,8 @@ side, append-only rendering, the retrieve tool."""
 from __future__ import annotations
 
 import json
+import math
+import time
 from pathlib import Path
 from typing import Any
 
@@ -512,3 +514,29 @@ def test_file_views_stored_before_regions_had_a_basis_still_load() -> None:
     session._set_state(state)
     session.extend([call("b", "cat a.py"), result("b", text)])
     assert [r.kind for r in session.records if r.kind == "superseded"] == ["superseded"]
+
+
+def test_a_render_does_not_count_a_long_history_again() -> None:
+    # The counter's text cache holds 12 MB of longer texts: 14 MB of outputs used to be
+    # re-tokenised at every render (0.9 s each here), the least recently counted always gone.
+    session = Session(model="gpt-4o", filters=False, redact_secrets=False, flag_injections=False)
+    words = "the build passed on the second try and the cache was warm " * 330  # 20 kB
+    for i in range(700):
+        call = {"id": f"c{i}", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+        session.extend(
+            [
+                {"role": "user", "content": f"Step {i}."},
+                {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": f"c{i}", "content": f"run {i}: {words}"},
+            ]
+        )
+    start = time.perf_counter()
+    first = session.render()
+    cold = time.perf_counter() - start
+    warm = math.inf
+    for _ in range(2):
+        start = time.perf_counter()
+        again = session.render()
+        warm = min(warm, time.perf_counter() - start)
+    assert again.tokens == first.tokens and again.input_tokens == first.input_tokens
+    assert warm < 0.3 and warm < cold / 4

@@ -281,18 +281,20 @@ def _cut(text: str, budget: int, counter: TokenCounter) -> str:
         [counter.count(f" {item}") if sep == " " else counter.count(item) + 1 for item in items]
         for _, items, sep in sections
     ]
-    total = sum(map(sum, sizes)) + sum(counter.count(t) + 2 for t, _, _ in sections)
+    left = [sum(section) for section in sizes]  # tokens of each section's items still kept
+    total = sum(left) + sum(counter.count(t) + 2 for t, _, _ in sections)
     heads = [0] * len(sections)  # items dropped from the front of each section
     while total > budget:
-        k = max(range(len(sections)), key=lambda j: sum(sizes[j][heads[j] :]))
+        k = max(range(len(sections)), key=left.__getitem__)
         if heads[k] >= len(sizes[k]):
             break
-        # A fenced block keeps its opening fence.
+        # A fenced block keeps its opening fence (its copy's tokens replace the original's).
         if sections[k][1][heads[k]].startswith("```") and heads[k] == 0:
             sections[k][1].insert(1, sections[k][1][0])
             sizes[k].insert(1, sizes[k][0])
             heads[k] = 1
         total -= sizes[k][heads[k]]
+        left[k] -= sizes[k][heads[k]]
         heads[k] += 1
     out = []
     for (title, items, sep), head in zip(sections, heads, strict=True):

@@ -81,6 +81,16 @@ class WindowState(FieldErrorModel):
     compact_rent: float = Field(default=0.0, ge=0)
     crowded_floor: int = Field(default=0, ge=0)
 
+    def _copy(self) -> WindowState:
+        """A copy sharing no container with this state: ``model_copy(deep=True)``'s result, at
+        the cost of copying its lists and dicts (what they hold is immutable: strings and frozen
+        models), not of rebuilding every decision."""
+        copied = self.model_copy()
+        for name, value in copied.__dict__.items():
+            if isinstance(value, list | dict):
+                copied.__dict__[name] = value.copy()
+        return copied
+
     def to_json(self) -> str:
         """The state as JSON (what a session store saves)."""
         return self.model_dump_json()

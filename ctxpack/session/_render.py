@@ -18,7 +18,7 @@ from ..result import PackResult
 from ..retrieval import retrieve_tool
 from ..stages import provider_conform
 from ..store import artifact_id
-from ..tokens import REPLY_PRIMING, tool_definition_tokens
+from ..tokens import history_tokens, tool_definition_tokens
 from ..tools_on_demand import on_demand_tools
 from ..usage import known_window
 from ._state import SessionState
@@ -67,7 +67,7 @@ class Rendering(SessionState):
             self._full_tools = list(given)
             given = on_demand_tools(given, provider)
         all_tools = [*given, *self._own_tools(provider)]
-        raw_tokens = REPLY_PRIMING + sum(map(self._raw_tokens, self._raw))
+        raw_tokens = self._raw_total()
         filter_log = self._filter_log()
         originals = {
             raw.id: raw for raw in self._raw if (r := self._records.get(raw.id)) and r.shortened
@@ -211,7 +211,11 @@ class Rendering(SessionState):
         # not for a provider that clears tool results itself, which could clear that output.
         if self.repeats is not None and not (self.window and self.window.server_side):
             messages, repeats, given = self.repeats.apply(messages, self.counter)
-        tokens = self.counter.count_messages(messages) + tool_tokens
+        # Counted by the identity of the record's messages, which never change (a shortened
+        # output is the same object from one render to the next): a history whose texts
+        # outgrow the counter's text cache is not counted again at every render.
+        tokens, sizes = history_tokens(self.counter, messages)
+        tokens += tool_tokens
         filtered = set(filter_log.message_ids()) | {d.message_id for d in [*repeats, *repairs]}
         # Every message gets its decision, as pack() promises: here, sent as it is.
         unfiltered = [
@@ -220,10 +224,10 @@ class Rendering(SessionState):
                 action="kept",
                 message_id=m.id,
                 reason="kept, not filtered",
-                tokens_before=(n := self.counter.count_message(m)),
+                tokens_before=n,
                 tokens_after=n,
             )
-            for m in messages
+            for m, n in zip(messages, sizes, strict=True)
             if m.id not in filtered
         ]
         return PackResult.model_construct(

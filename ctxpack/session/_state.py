@@ -17,7 +17,7 @@ from ..persistence import decode_message, encode_message
 from ..pipeline import Decision, Stage
 from ..providers import Provider
 from ..store import ArtifactStore
-from ..tokens import TokenCounter
+from ..tokens import REPLY_PRIMING, TokenCounter, message_sizes
 from ._records import Call, FilterRecord, command_of
 from ._repeats import RepeatedLines
 
@@ -138,11 +138,22 @@ class SessionState:
                 region=call_region(call.function.name, call.function.arguments),
             )
 
-    def _raw_tokens(self, msg: Message) -> int:
-        record = self._records.get(msg.id)
-        if record is not None and record.kind == "oversized":
-            return record.tokens_before  # estimated: counting it would take gigabytes
-        return self.counter.count_message(msg)
+    def _raw_total(self) -> int:
+        """The tokens of the transcript as one prompt (the reply priming and every message)."""
+        # The transcript's messages never change: counted by their identity (message_sizes),
+        # not again at every render through the counter's text cache, which a long session's
+        # outputs outgrow. An oversized output is not counted at all.
+        estimated = {
+            mid: r.tokens_before for mid, r in self._records.items() if r.kind == "oversized"
+        }
+        if not estimated:
+            return REPLY_PRIMING + sum(message_sizes(self.counter, self._raw))
+        counted = [m for m in self._raw if m.id not in estimated]
+        return (
+            REPLY_PRIMING
+            + sum(message_sizes(self.counter, counted))
+            + sum(estimated[m.id] for m in self._raw if m.id in estimated)
+        )
 
     # ----------------------------------------------------------------------- persisted state
     # Everything an append may change is saved, restored and stored here, and nowhere else. A
@@ -162,7 +173,7 @@ class SessionState:
             superseded=list(self._superseded),
             provider=self.provider,
             extensions=copy.deepcopy(self._extensions),
-            window_state=self.window_state.model_copy(deep=True),
+            window_state=self.window_state._copy(),
             full_tools=list(self._full_tools),
         )
 
@@ -180,7 +191,7 @@ class SessionState:
         self._superseded = list(snapshot.superseded)
         self.provider = snapshot.provider
         self._extensions = copy.deepcopy(snapshot.extensions)
-        self.window_state = snapshot.window_state.model_copy(deep=True)
+        self.window_state = snapshot.window_state._copy()
         self._full_tools = list(snapshot.full_tools)
 
     def _entry_since(self, snapshot: Snapshot) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from ..caches import memoize
 from ..errors import ConfigError
 
 __all__ = [
@@ -45,6 +46,13 @@ def labelled_evidence_terms(text: str) -> list[tuple[EvidenceKind, str]]:
     """
     if not isinstance(text, str):
         raise ConfigError(f"text must be a string, got {type(text).__name__}")
+    return list(_labelled(text))
+
+
+# Kept by text: each compaction of a managed session reads the terms of the whole summarised
+# history again, most of it the same tool outputs as the compaction before.
+@memoize(maxsize=100_000, maxbytes=16 * 2**20, name="evidence terms")
+def _labelled(text: str) -> tuple[tuple[EvidenceKind, str], ...]:
     found: dict[tuple[EvidenceKind, str], int] = {}
     for match in _PATH.finditer(text):
         path = match.group().strip("./")
@@ -58,7 +66,7 @@ def labelled_evidence_terms(text: str) -> list[tuple[EvidenceKind, str]]:
             found.setdefault(("identifier", word), match.start())
     for match in _NUMBER.finditer(text):
         found.setdefault(("number", match.group()), match.start())
-    return sorted(found, key=found.__getitem__)
+    return tuple(sorted(found, key=found.__getitem__))
 
 
 def evidence_terms(text: str) -> list[str]:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+import time
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -62,3 +65,29 @@ def test_the_plain_terms_are_the_labelled_ones_without_their_kinds(text: str) ->
 def test_only_text_is_read() -> None:
     with pytest.raises(ConfigError, match="text must be a string"):
         evidence_terms(b"auth/token.py")  # type: ignore[arg-type]
+
+
+def test_a_text_read_again_costs_a_lookup_and_hands_out_a_list_of_its_own() -> None:
+    # A managed session's every compaction reads the terms of the whole summarised history again.
+    from ctxpack.caches import cache_stats, clear_caches
+
+    log = "\n".join(f"src/pkg/mod_{i}.py:{1000 + i}: token_{i} failed" for i in range(4_000))
+    clear_caches()
+    start = time.perf_counter()
+    first = evidence_terms(log)
+    cold = time.perf_counter() - start
+    first.append("edited")
+    again = math.inf
+    for _ in range(3):
+        start = time.perf_counter()
+        terms = evidence_terms(log)
+        again = min(again, time.perf_counter() - start)
+    assert terms == first[:-1] and len(terms) == 16_000
+    assert labelled_evidence_terms(log)[:2] == [
+        ("path", "src/pkg/mod_0.py"),
+        ("identifier", "mod_0"),
+    ]
+    assert again < cold / 3
+    assert [s.entries for s in cache_stats() if s.name == "evidence terms"] == [1]
+    clear_caches()
+    assert [s.entries for s in cache_stats() if s.name == "evidence terms"] == [0]
