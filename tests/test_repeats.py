@@ -16,6 +16,8 @@ from ctxpack.session._repeats import MIN_RUN_CHARS, RepeatedLines
 from ctxpack.store import open_store
 from ctxpack.tokens import get_counter
 
+from .threads import run_threads, switching_often
+
 COUNTER = get_counter("gpt-4")
 
 
@@ -192,16 +194,10 @@ def test_every_line_stays_in_the_request_and_the_prefix_holds(
     assert [m.model_dump() for m in result.messages[: len(before)]] == [
         m.model_dump() for m in before
     ]
-    # Every line of every output is in the request: in its own message or an earlier output.
-    shown: set[str] = set()
     for sent, record in zip(result.messages, session.compact(), strict=True):
         assert sent.role == record.role and sent.id == record.id
-        if sent.role != "tool":
-            assert sent.text == record.text
-            continue
-        own = set(sent.text.split("\n"))
-        assert set(record.text.split("\n")) <= own | shown
-        shown |= own
+        assert sent.role == "tool" or sent.text == record.text
+    lines_in_request(result.messages, session.compact())
     # The same history renders the same request in a new session (the cache changes nothing).
     fresh = ctxpack.Session(model="gpt-4", filters=False)
     fresh.extend(session.transcript())
@@ -248,3 +244,37 @@ def test_an_output_left_out_of_the_request_is_no_copy() -> None:
     result = session.render()
     assert "orphan" not in {m.tool_call_id for m in result.messages}
     assert result.messages[-1].text == view(range(1, 41))
+
+
+def lines_in_request(messages: list[Message], record: list[Message]) -> None:
+    """Every line of every output is in the request: in its own message or an earlier one."""
+    shown: set[str] = set()
+    by_id = {m.id: m for m in record}
+    for sent in messages:
+        if sent.role != "tool":
+            continue
+        own = set(sent.text.split("\n"))
+        assert set(by_id[sent.id].text.split("\n")) <= own | shown
+        shown |= own
+
+
+def test_threads_appending_and_rendering_one_session() -> None:
+    # The cache of the last request is shared by every render of the session: renders racing
+    # appends must each send every line, and the last render what a new session would send.
+    session = ctxpack.Session(model="gpt-4", filters=False)
+    session.append({"role": "user", "content": "Fix the overflow in calc.py"})
+
+    def work(worker: int) -> None:
+        for step in range(6):
+            call_id = f"w{worker}-{step}"
+            text = view(range(1 + 10 * (step % 3), 41 + 10 * (step % 3)))
+            session.extend(exchange(call_id, f"open calc.py {step}", text))
+            result = session.render()
+            lines_in_request(result.messages, session.compact())
+
+    with switching_often():
+        run_threads(work, 8)
+    fresh = ctxpack.Session(model="gpt-4", filters=False)
+    fresh.extend(session.transcript())
+    assert [m.text for m in session.render().messages] == [m.text for m in fresh.render().messages]
+    assert any(d.action == "deduped" for d in session.render().decisions)
