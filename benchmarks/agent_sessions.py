@@ -307,12 +307,14 @@ class SessionStrategy:
     """``ctxpack.Session``: each new message appended once (tool outputs filtered on arrival,
     originals stored), the compact record rendered whole and sent, with the retrieve tool's
     definition when it is offered. ``recoverable`` reads the originals whose artifact ids the
-    request names. ``append_seconds`` times the appends alone, per message."""
+    request names. ``append_seconds`` times the appends alone, per message, and
+    ``render_seconds`` the renders, per request."""
 
     def __init__(self, session: SessionInfo, **options: Any) -> None:
         self.session = ctxpack.Session(counter=session.counter, **options)
         self.seen = 0
         self.append_seconds: list[float] = []
+        self.render_seconds: list[float] = []
 
     def __call__(self, history: list[dict[str, Any]]) -> Mapping[str, Any]:
         for message in history[self.seen :]:
@@ -320,7 +322,9 @@ class SessionStrategy:
             self.add(message)
             self.append_seconds.append(time.perf_counter() - t0)
         self.seen = len(history)
+        t0 = time.perf_counter()
         result = self.session.render()
+        self.render_seconds.append(time.perf_counter() - t0)
         return {"messages": result.to_openai(), "tools": self.session.tools() or None}
 
     def add(self, message: Mapping[str, Any]) -> None:

@@ -35,7 +35,12 @@ def _harness() -> Any:
     return agent_sessions
 
 
-MODES = {"session": {}, "session-answered": {"filter_when": "answered"}}
+MODES = {
+    "session": {},
+    "session-answered": {"filter_when": "answered"},
+    # Repeated tool-output lines sent as they are: what sending them once saves, and costs.
+    "session-send-repeats": {"dedupe_outputs": False},
+}
 
 
 def run(data: Path, out: Path, limit: int | None) -> dict[str, Any]:
@@ -62,8 +67,10 @@ def run(data: Path, out: Path, limit: int | None) -> dict[str, Any]:
         kinds: dict[str, Counter[str]] = defaultdict(Counter)
         kind_of: dict[tuple[str, int], str] = {}
         appends: list[float] = []
+        renders: list[float] = []
         for session, strategy in zip(sessions, instances, strict=True):
             appends.extend(strategy.append_seconds)
+            renders.extend(strategy.render_seconds)
             ids = {m.id: i for i, m in enumerate(strategy.session.transcript())}
             for record in strategy.session.records:
                 kind = record.kind if record.shortened else f"{record.kind} (kept whole)"
@@ -81,6 +88,7 @@ def run(data: Path, out: Path, limit: int | None) -> dict[str, Any]:
             kinds[kind]["lost_unrecoverable"] += not case["recoverable"]
             lost_cases.append({**case, "kind": kind})
         appends.sort()
+        renders.sort()
         report["modes"][name] = {
             "cost_usd": summary["cost_usd"],
             "cost_usd_by_billing": summary["cost_usd_by_billing"],
@@ -94,6 +102,8 @@ def run(data: Path, out: Path, limit: int | None) -> dict[str, Any]:
             "append_ms_median": 1000 * statistics.median(appends),
             "append_ms_p95": 1000 * appends[int(0.95 * (len(appends) - 1))],
             "appended_messages": len(appends),
+            "render_ms_median": 1000 * statistics.median(renders),
+            "render_ms_p95": 1000 * renders[int(0.95 * (len(renders) - 1))],
             "kinds": {k: dict(v) for k, v in sorted(kinds.items())},
             "lost_cases": lost_cases,
         }
@@ -114,15 +124,15 @@ def markdown(report: dict[str, Any]) -> str:
         "every strategy), Sonnet-class prices, one cache breakpoint per request.",
         "",
         "| mode | $ | % of raw | input $ % of raw | evidence present | present or recoverable "
-        "| append ms (median / p95) |",
-        "|---|---|---|---|---|---|---|",
+        "| append ms (median / p95) | render ms (median / p95) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name, m in report["modes"].items():
         lines.append(
             f"| {name} | {m['cost_usd']:.2f} | {100 * m['share_of_raw']:.1f}% | "
             f"{100 * m['input_cost_share_of_raw']:.1f}% | {100 * m['evidence_survival']:.2f}% | "
             f"{100 * m['evidence_recoverable']:.2f}% | {m['append_ms_median']:.2f} / "
-            f"{m['append_ms_p95']:.2f} |"
+            f"{m['append_ms_p95']:.2f} | {m['render_ms_median']:.2f} / {m['render_ms_p95']:.2f} |"
         )
     for name, m in report["modes"].items():
         lines += [
