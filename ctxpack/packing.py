@@ -50,10 +50,10 @@ from .stages import (
 from .tokens import (
     CounterLike,
     TokenCounter,
+    checked_tool_tokens,
     get_counter,
     message_sizes,
     priming_tokens,
-    tool_definition_tokens,
 )
 
 __all__ = [
@@ -280,7 +280,7 @@ def _pack(
     msgs = owned_messages(messages, check=check_openai_message)
     check_message_sizes(msgs)
     target = detect_provider(provider, model, msgs)
-    tool_tokens = tool_definition_tokens(tools, resolved) if tools else 0
+    tool_tokens = checked_tool_tokens(tools, resolved) if tools else 0
     input_ids = list(message_ids(msgs))
     if query is None:
         query = _last_user_text(msgs)

@@ -424,10 +424,15 @@ def tool_definition_tokens(tools: Iterable[Mapping[str, Any]], counter: TokenCou
         >>> tool_definition_tokens([tool], get_counter("gpt-4o"))
         23
     """
+    return checked_tool_tokens(tool_definitions(tools), check_counter(counter))
+
+
+def checked_tool_tokens(tools: Sequence[Mapping[str, Any]], counter: TokenCounter) -> int:
+    """:func:`tool_definition_tokens` of definitions that :func:`tool_definitions` has checked
+    where they entered (``pack()``, ``render()``, ``simulate()``...): checking walks every
+    definition, and a request's tools would be walked twice."""
     from ._internal.tool_schemas import TOOLS_FUNC_END, compact_json, tool_tokens
 
-    tools = tool_definitions(tools)
-    check_counter(counter)
     own = getattr(counter, "count_tools", None)
     if callable(own):
         # A counter that asks the provider (Anthropic's endpoint) counts them exactly itself.
@@ -586,7 +591,7 @@ def count_tokens(
         9
     """
     resolved = get_counter(model, counter)
-    extra = tool_definition_tokens(tool_definitions(tools), resolved) if tools is not None else 0
+    extra = checked_tool_tokens(tool_definitions(tools), resolved) if tools is not None else 0
     if isinstance(messages_or_text, str):
         return resolved.count(messages_or_text) + extra
     return resolved.count_messages(owned_messages(messages_or_text)) + extra

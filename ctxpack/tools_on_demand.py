@@ -18,11 +18,11 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._internal.arguments import tool_list
+from ._internal.arguments import tool_definitions
 from ._internal.jsontext import read_json
 from .errors import ConfigError
 from .providers import Provider, tool_call_parts, tool_definition, tool_definition_parts
-from .tokens import TokenCounter, tool_definition_tokens
+from .tokens import TokenCounter, check_counter, checked_tool_tokens
 
 __all__ = [
     "on_demand_saving",
@@ -164,8 +164,9 @@ def on_demand_saving(
         >>> on_demand_saving([big], get_counter(counter="cl100k_base")) > 500
         True
     """
-    tools = tool_list(tools)
+    tools = tool_definitions(tools)
     if not tools:
         return 0
-    full = tool_definition_tokens(tools, counter)
-    return full - tool_definition_tokens(on_demand_tools(tools, provider), counter)
+    counter = check_counter(counter)
+    full = checked_tool_tokens(tools, counter)
+    return full - checked_tool_tokens(on_demand_tools(tools, provider), counter)

@@ -25,9 +25,9 @@ from .providers import tool_name
 from .tokens import (
     CounterLike,
     TokenCounter,
+    checked_tool_tokens,
     get_counter,
     message_sizes,
-    tool_definition_tokens,
 )
 
 __all__ = [
@@ -174,7 +174,7 @@ def _tool_items(tools: list[Mapping[str, Any]], counter: TokenCounter) -> list[U
     items = []
     for name, group in groups.items():
         label = f"{name} ({len(group)} tools)" if name.startswith("MCP server") else name
-        items.append(UsageItem(name=label, tokens=tool_definition_tokens(group, counter)))
+        items.append(UsageItem(name=label, tokens=checked_tool_tokens(group, counter)))
     return sorted(items, key=lambda i: -i.tokens)
 
 
@@ -294,7 +294,7 @@ def _buckets(
     sizes = list(message_sizes(counter, msgs))
     memory_items = _move_memory(memory_files, msgs, sizes, counter)
     per_bucket = _message_items(msgs, sizes)
-    tool_tokens = tool_definition_tokens(tool_list, counter) if tool_list else 0
+    tool_tokens = checked_tool_tokens(tool_list, counter) if tool_list else 0
     tool_items = _tool_items(tool_list, counter)
     buckets = [
         _bucket(SYSTEM, per_bucket[SYSTEM]),

@@ -12,7 +12,7 @@ from typing import Any
 
 from .._internal.prefix import common_prefix
 from ..messages import Message, owned_messages
-from ..tokens import TokenCounter, message_sizes, tool_definition_tokens
+from ..tokens import TokenCounter, checked_tool_tokens, message_sizes
 
 
 class _MessageKeys:
@@ -90,7 +90,8 @@ def _prefix_chain(
     # ctxpack's own copies, shared between calls: what is derived from one (its digest, its
     # tokens) is cached by identity, so a history re-sent costs only its new messages.
     messages = owned_messages(messages_in)
-    tool_tokens = tool_definition_tokens(tools, counter) if tools else 0
+    # Checked where they entered (simulate's Request).
+    tool_tokens = checked_tool_tokens(tools, counter) if tools else 0
     tools_digest = hashlib.blake2b(
         json.dumps(tools, sort_keys=True, default=str).encode("utf-8"), digest_size=16
     ).digest()

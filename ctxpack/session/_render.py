@@ -18,7 +18,7 @@ from ..result import PackResult
 from ..retrieval import retrieve_tool
 from ..stages import provider_conform
 from ..store import artifact_id
-from ..tokens import history_tokens, tool_definition_tokens
+from ..tokens import checked_tool_tokens, history_tokens
 from ..tools_on_demand import on_demand_tools
 from ..usage import known_window
 from ._state import SessionState
@@ -84,7 +84,7 @@ class Rendering(SessionState):
             )
             return self._with_warnings(result, all_tools)
         if budget is None:
-            tool_tokens = tool_definition_tokens(all_tools, self.counter) if all_tools else 0
+            tool_tokens = checked_tool_tokens(all_tools, self.counter) if all_tools else 0
             if self.pipeline is None:
                 result = self._whole(
                     query, tool_tokens, raw_tokens, filter_log, originals, provider
@@ -148,7 +148,7 @@ class Rendering(SessionState):
         """One request of the managed mode (see :mod:`ctxpack.managed`)."""
         policy = self.window
         assert policy is not None
-        tool_tokens = tool_definition_tokens(tools, self.counter) if tools else 0
+        tool_tokens = checked_tool_tokens(tools, self.counter) if tools else 0
         messages = render_window(
             self.window_state,
             policy,
