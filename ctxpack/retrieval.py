@@ -580,6 +580,11 @@ def _json_select(text: str, json_path: str, artifact: str) -> tuple[list[str], i
         ) from exc
     except RecursionError as exc:
         raise ConfigError(_TOO_DEEP.format(artifact=artifact)) from exc
+    except ValueError as exc:  # a number longer than Python reads
+        raise ConfigError(
+            f"json_path needs an artifact whose JSON can be read; {artifact} cannot be ({exc}); "
+            "use lines= or regex= instead"
+        ) from exc
     found = list(_walk(document, steps))
     dumped = found[0] if len(found) == 1 else found
     try:

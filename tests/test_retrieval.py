@@ -223,3 +223,13 @@ def test_the_tool_tells_the_model_the_form_every_original_note_has() -> None:
     assert "'[ctxpack: ... artifact art_...]'" in description
     shown = "[ctxpack: a view cleared; original: artifact art_0123456789abcdef]"
     assert ORIGINAL_NOTE.fullmatch(shown)
+
+
+def test_json_path_on_a_number_too_long_to_read_names_the_artifact(
+    store: SQLiteArtifactStore,
+) -> None:
+    ref = store.put('{"a": ' + "1" * 5_000 + "}")
+    with pytest.raises(
+        ConfigError, match=f"json_path needs an artifact whose JSON can be read; {ref}"
+    ):
+        read_artifact(store, ref, json_path="$.a")

@@ -8,6 +8,7 @@ import json
 import re
 from typing import Any
 
+from .._internal.jsontext import read_json
 from ._base import Extract, ToolOutput
 
 __all__ = ["JSONPayloadFilter"]
@@ -64,8 +65,8 @@ class JSONPayloadFilter:
         if not text or text[0] not in "[{":
             return None
         try:
-            return json.loads(text), body
-        except ValueError:
+            return read_json(text), body
+        except ValueError:  # not JSON, or JSON too deep or with numbers too long to read
             return None
 
     def detect(self, output: ToolOutput, /) -> float:
@@ -77,12 +78,19 @@ class JSONPayloadFilter:
             return None
         document, body = found
         counts = {"keys": 0, "items": 0}
-        slim = self._slim(document, output, counts)
+        # JSON nested deeper than a walk can go is kept whole.
+        try:
+            slim = self._slim(document, output, counts)
+        except RecursionError:
+            return None
         if not counts["keys"] and not counts["items"]:
+            return None
+        try:
+            dumped = json.dumps(slim, ensure_ascii=False, separators=(",", ":"))
+        except RecursionError:
             return None
         head = [output.lines[i] for i in sorted(output.envelope) if not body or i < body[0]]
         tail = [output.lines[i] for i in sorted(output.envelope) if body and i > body[-1]]
-        dumped = json.dumps(slim, ensure_ascii=False, separators=(",", ":"))
         summary = f"{counts['keys']} noise fields and {counts['items']} array items hidden"
         return Extract("\n".join([*head, dumped, *tail]), summary)
 

@@ -544,3 +544,13 @@ def test_compiler_and_type_checker_diagnostics(
     for line in expected:
         assert line in kept
     assert "    4 |     count = 3;" not in kept  # code excerpts go, locations stay
+
+
+@pytest.mark.parametrize("depth", [900, 3_000])
+def test_json_nested_too_deep_to_walk_is_kept_whole(depth: int) -> None:
+    # json.loads fails past the recursion limit, and the slimming walk a little before it.
+    items = ",".join(f'{{"id": {i}, "etag": "e{i}"}}' for i in range(300))
+    doc = f'{{"items": [{items}], "deep": {"[" * depth}{"]" * depth}}}'
+    assert JSONPayloadFilter().extract(ToolOutput(doc)) is None
+    # The public call returns (it raised RecursionError): another filter's result, or the whole.
+    assert ToolOutputFilter()(doc).kind in {"json", "generic"}
