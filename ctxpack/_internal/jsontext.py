@@ -1,10 +1,11 @@
-"""JSON that a model wrote (a tool call's arguments, a judge's or a selector's answer), read
-with one rule for what cannot be read.
+"""JSON that a model or a tool wrote (a tool call's arguments, a judge's or a selector's answer, a
+tool output that looks like JSON), read with one rule for what cannot be read.
 
 ``json.loads`` fails on such text in three ways: ``JSONDecodeError`` for malformed text, a bare
 ``ValueError`` for an integer longer than Python's digit limit, ``RecursionError`` for arrays or
-objects nested past the recursion limit. A model may write any of them; a caller that caught only
-the first let the others escape from deep inside ``to_anthropic()`` or a session's ``render()``.
+objects nested past the recursion limit. A model or a tool may write any of them; a caller that
+caught only the first let the others escape from deep inside ``to_anthropic()`` or a session's
+``render()``.
 """
 
 from __future__ import annotations
