@@ -50,8 +50,8 @@ class RepeatedLines:
 
     _outputs: list[_Output] = field(default_factory=list)
     # Each window shown so far, by its digest, with the label of the output that showed it
-    # first. Digests, not the windows' text: each line is in four windows, so their text took
-    # five times the outputs' (1.2 MB for 0.24 MB of tool text on the largest dev session).
+    # first. Digests, not the windows' text: each line is in four windows, so their text would
+    # take several times the outputs'.
     _first: dict[bytes, str] = field(default_factory=dict)
 
     def apply(

@@ -108,11 +108,11 @@ class _SpacyProperNouns:
     """
 
     # Two levels. A pack reads its whole history again each turn, so a cache of lines that
-    # cannot hold every line of it is evicted in the order it is read and misses on every line
-    # (an agent history of 2,400 messages outgrew 8 MB of lines: a warm pack took 53 s, not
-    # 0.5 s). A text's entry is a digest and one bit per line, so 4 MB holds some 14,000 texts.
-    # The lines serve a text seen for the first time: an agent reads a file again, and parsing
-    # each text alone parsed half as many lines again on 1,200 messages of the dev sessions.
+    # cannot hold every line of it is evicted in the order it is read and misses on every line:
+    # each warm pack of a long agent history parsed it all again. A text's entry is a digest
+    # and one bit per line, so the texts' cache holds far longer histories. The lines' cache
+    # serves a text seen for the first time, which often repeats lines of earlier ones (an
+    # agent reads a file again).
     _MAX_TEXTS = 100_000
     _MAX_LINES = 100_000
 
