@@ -4,7 +4,9 @@ the digest, and provider validity after each edit."""
 from __future__ import annotations
 
 import json
+import math
 import re
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -480,6 +482,77 @@ def test_the_digest_reads_how_each_harness_says_a_run_ended(output: str, status:
     assert f"`./check.sh` ({status})" in digest
     failed = status not in ("rc 0", "done")
     assert ("## Open errors" in digest) is failed
+
+
+def _run(call_id: str, command: str, output: str) -> list[dict[str, object]]:
+    return [_bash(call_id, command), {"role": "tool", "tool_call_id": call_id, "content": output}]
+
+
+def _open_errors(messages: Sequence[dict[str, object]]) -> list[str]:
+    digest = extractive_digest(ctxpack.messages.ensure_messages(messages))
+    if "## Open errors\n" not in digest:
+        return []
+    return digest.split("## Open errors\n")[1].split("\n\n")[0].split("\n")
+
+
+def test_a_command_that_succeeds_closes_the_errors_that_name_it() -> None:
+    # An error repeated while open keeps its place; one closed and raised again is the latest.
+    messages = [
+        *_run("c1", "./lint.sh", "<returncode>1</returncode>\nError: ./lint.sh found 2 issues"),
+        *_run("c2", "make", "<returncode>2</returncode>\nError: make: no rule for 'all'"),
+        *_run("c3", "pytest", "<returncode>1</returncode>\nFAILED test_a - KeyError: 'exp'"),
+        *_run("c4", "./lint.sh", "<returncode>1</returncode>\nError: ./lint.sh found 2 issues"),
+        *_run("c5", "make", "<returncode>0</returncode>\nbuilt"),
+        *_run("c6", "./lint.sh", "<returncode>0</returncode>\nclean"),
+        *_run("c7", "./lint.sh", "<returncode>1</returncode>\nError: ./lint.sh found 2 issues"),
+        *_run("c8", "./build.sh", "<returncode>1</returncode>\nError: make: no rule for 'all'"),
+    ]
+    assert _open_errors(messages[:8]) == [
+        "- Error: ./lint.sh found 2 issues",
+        "- Error: make: no rule for 'all'",
+        "- FAILED test_a - KeyError: 'exp'",
+    ]
+    assert _open_errors(messages) == [
+        "- FAILED test_a - KeyError: 'exp'",
+        "- Error: ./lint.sh found 2 issues",
+        "- Error: make: no rule for 'all'",
+    ]
+    many = [m for i in range(30) for m in _run(f"d{i}", "tox", f"<returncode>1</returncode>\nE{i}")]
+    assert _open_errors(many) == [f"- E{i}" for i in range(10, 30)]
+
+
+def _failing_session(pairs: int) -> list[Message]:
+    """Test runs that fail with eight new errors each, every other one a run that passes."""
+    messages: list[dict[str, object]] = [{"role": "user", "content": "Make the suite pass."}]
+    for i in range(pairs):
+        passes = i % 2 == 1
+        command = f"python -m pytest tests/test_mod{i % 40}.py" + (" -x" if passes else "")
+        errors = (
+            f"E   KeyError: 'field_{i}_{j}' in " + "tests/test_mod.py::test_x " * 10
+            for j in range(8)
+        )
+        output = "3 passed" if passes else "\n".join(errors)
+        code = 0 if passes else 1
+        messages += _run(f"c{i}", command, f"<returncode>{code}</returncode>\n{output}")
+    return ctxpack.messages.ensure_messages(messages)
+
+
+def test_the_digest_of_many_failing_runs_takes_about_linear_time() -> None:
+    # Each run that passed used to look for its command in every error still open, and failing
+    # runs leave thousands of them: 4,000 runs took 4.9 s to digest, 140 times what 250 took.
+    def timed(pairs: int) -> float:
+        messages = _failing_session(pairs)
+        extractive_digest(messages)  # the commands' paths cached, as at a second compaction
+        best = math.inf
+        for _ in range(2):
+            start = time.perf_counter()
+            digest = extractive_digest(messages)
+            best = min(best, time.perf_counter() - start)
+        assert f"'field_{pairs - 2}_7'" in digest.split("## Open errors\n")[1]
+        return best
+
+    small, large = timed(250), timed(4_000)
+    assert large < 2.5 and large < 40 * max(small, 0.005)
 
 
 def test_the_digest_leaves_out_decisions_that_name_nothing() -> None:

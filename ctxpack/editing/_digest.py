@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import heapq
 import json
 import re
 import shlex
-from collections.abc import Sequence
+from bisect import bisect_left
+from collections import deque
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
 from .._internal.arguments import optional_text
@@ -61,6 +64,8 @@ _SECTION_WORDS = {
 }
 # An instruction's own words ("focus on ...", "keep ...") name no section and focus on nothing.
 _STOP = STOP_WORDS | {"focus", "keep"}
+_ERROR_CHARS = 300  # an error line is clipped to this: no longer command can be in one
+_OPEN_ERRORS = 20
 
 
 def _call_text(msg: Message) -> list[tuple[str, str, str]]:
@@ -201,7 +206,13 @@ class _Digest:
         self.decisions: list[str] = []
         self.ran: list[str] = []
         self.files: dict[str, str] = {}
-        self.errors: dict[str, None] = {}
+        # Every error line as it was added, and each succeeding command with how many lines had
+        # been added at its last success: a success closes the lines added before it that
+        # contain its command. Closing them at each success would look for its command in every
+        # line still open, thousands in a long session; which are open is worked out once, for
+        # the few the digest lists, in :meth:`open_errors`.
+        self.errors_added: list[str] = []
+        self.succeeded: dict[str, int] = {}
         self.plan: list[str] = []
         self.diff: list[str] = []
         self.focus_lines: dict[str, None] = {}
@@ -246,10 +257,10 @@ class _Digest:
         failing = [line for line in text.splitlines() if _ERROR_LINE.search(line)]
         if failing or (code is not None and code != "0"):
             for line in failing[-8:] or text.strip().splitlines()[-3:]:
-                self.errors[_clip(line, 300)] = None
-        elif command:
+                self.errors_added.append(_clip(line, _ERROR_CHARS))
+        elif command and len(command) <= _ERROR_CHARS:
             # A command that now succeeds closes the errors an earlier run of it left open.
-            self.errors = {e: None for e in self.errors if command not in e}
+            self.succeeded[command] = len(self.errors_added)
         if re.search(r"^diff --git|^@@ ", text, re.MULTILINE):
             self.diff.extend(
                 line
@@ -271,7 +282,8 @@ class _Digest:
         section("decisions", "Decisions", [f"- {d}" for d in dict.fromkeys(self.decisions)])
         section("files", "Files touched (last known state)", files)
         section("commands", "Commands run", [f"- {r}" for r in self.ran])
-        section("errors", "Open errors", [f"- {e}" for e in list(self.errors)[-20:]])
+        errors = self.open_errors(_OPEN_ERRORS) if "errors" in sections else []
+        section("errors", "Open errors", [f"- {e}" for e in errors])
         section("plan", "Current plan and TODOs", [f"- {p}" for p in self.plan])
         section("diff", "Diff", ["```diff", *self.diff[-200:], "```"] if self.diff else [])
         if self.focus:
@@ -293,6 +305,91 @@ class _Digest:
             "evidence", "Identifiers, paths and numbers named", [" ".join(index)] if index else []
         )
         return "\n\n".join(out)
+
+    def open_errors(self, keep: int) -> list[str]:
+        """The last ``keep`` error lines still open, in the order they were opened. A line is
+        open when it was added after the last success of every command it contains; it was
+        opened by its first addition after that success (adding an open line again does not
+        move it). Lines are read newest first, and only until no older one can be among them."""
+        additions: dict[str, list[int]] = {}
+        for i, line in enumerate(self.errors_added):
+            additions.setdefault(line, []).append(i)
+        closers: _LargestContained | None = None
+        opened: list[int] = []  # a heap of the positions kept, the oldest on top
+        for i in range(len(self.errors_added) - 1, -1, -1):
+            line = self.errors_added[i]
+            at = additions[line]
+            if at[-1] != i:  # not its last addition: the line was read already
+                continue
+            # Its opening is no later than its last addition: none older can displace the kept.
+            if len(opened) == keep and opened[0] > i:
+                break
+            if closers is None:
+                closers = _LargestContained(self.succeeded)
+            closed = closers.largest(line)
+            if i < closed:
+                continue
+            heapq.heappush(opened, at[bisect_left(at, closed)])
+            if len(opened) > keep:
+                heapq.heappop(opened)
+        return [self.errors_added[i] for i in sorted(opened)]
+
+
+class _LargestContained:
+    """The largest value of the keys a text contains. The first texts are checked against each
+    key; once that has cost about what an Aho-Corasick automaton of the keys costs to build
+    (their length), the automaton is built, and each further text is read once whatever the
+    number of keys: a few texts cost a few scans, many cost their length and the keys'."""
+
+    def __init__(self, values: Mapping[str, int]) -> None:
+        self.values = values
+        self.allowance = sum(map(len, values))  # key checks left before the automaton pays
+        self.goto: list[dict[str, int]] = []
+        self.fail: list[int] = []
+        self.best: list[int] = []  # per state: the largest value of the keys ending there
+
+    def largest(self, text: str) -> int:
+        """The largest value of a key ``text`` contains, 0 when it contains none."""
+        if self.allowance > 0:
+            self.allowance -= len(self.values)
+            return max((v for k, v in self.values.items() if k in text), default=0)
+        if not self.goto:
+            self._build()
+        goto, fail, best = self.goto, self.fail, self.best
+        state = found = 0
+        for char in text:
+            while state and char not in goto[state]:
+                state = fail[state]
+            state = goto[state].get(char, 0)
+            found = max(found, best[state])
+        return found
+
+    def _build(self) -> None:
+        goto: list[dict[str, int]] = [{}]
+        best = [0]
+        for key, value in self.values.items():
+            state = 0
+            for char in key:
+                nxt = goto[state].get(char)
+                if nxt is None:
+                    nxt = goto[state][char] = len(goto)
+                    goto.append({})
+                    best.append(0)
+                state = nxt
+            best[state] = max(best[state], value)
+        fail = [0] * len(goto)
+        # Breadth first, so that a state's fallback (a shorter suffix) is complete before it.
+        queue = deque(goto[0].values())
+        while queue:
+            state = queue.popleft()
+            best[state] = max(best[state], best[fail[state]])
+            for char, nxt in goto[state].items():
+                back = fail[state]
+                while back and char not in goto[back]:
+                    back = fail[back]
+                fail[nxt] = goto[back].get(char, 0)
+                queue.append(nxt)
+        self.goto, self.fail, self.best = goto, fail, best
 
 
 # ---------------------------------------------------------------------------------- compaction
