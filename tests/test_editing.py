@@ -521,6 +521,35 @@ def test_a_command_that_succeeds_closes_the_errors_that_name_it() -> None:
     assert _open_errors(many) == [f"- E{i}" for i in range(10, 30)]
 
 
+_WORDS = st.lists(st.sampled_from(["a", "b", "ab", "ba"]), min_size=1, max_size=3).map(" ".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(_WORDS, st.none() | st.lists(_WORDS.map("Error: {}".format), max_size=10)),
+        max_size=40,
+    )
+)
+def test_open_errors_follow_the_rule_run_by_run(runs: list[tuple[str, list[str] | None]]) -> None:
+    # The rule, applied as each run ends: a failing run opens its last eight error lines (a
+    # line already open keeps its place), a run that passes closes every open line holding its
+    # command; the digest lists the last 20 open. Commands and lines of two letters contain one
+    # another often, so lines close, reopen and repeat.
+    messages: list[dict[str, object]] = []
+    expected: dict[str, None] = {}
+    for i, (command, errors) in enumerate(runs):
+        if errors is None:
+            messages += _run(f"c{i}", command, "<returncode>0</returncode>\nok")
+            expected = {line: None for line in expected if command not in line}
+        else:
+            output = "\n".join(["<returncode>1</returncode>", *errors])
+            messages += _run(f"c{i}", command, output)
+            for line in errors[-8:] or output.splitlines()[-3:]:
+                expected.setdefault(line)
+    assert _open_errors(messages) == [f"- {line}" for line in list(expected)[-20:]]
+
+
 def _failing_session(pairs: int) -> list[Message]:
     """Test runs that fail with eight new errors each, every other one a run that passes."""
     messages: list[dict[str, object]] = [{"role": "user", "content": "Make the suite pass."}]
@@ -539,7 +568,7 @@ def _failing_session(pairs: int) -> list[Message]:
 
 def test_the_digest_of_many_failing_runs_takes_about_linear_time() -> None:
     # Each run that passed used to look for its command in every error still open, and failing
-    # runs leave thousands of them: 4,000 runs took 4.9 s to digest, 140 times what 250 took.
+    # runs leave thousands of them: the time grew with the square of the runs.
     def timed(pairs: int) -> float:
         messages = _failing_session(pairs)
         extractive_digest(messages)  # the commands' paths cached, as at a second compaction
