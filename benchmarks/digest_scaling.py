@@ -11,6 +11,8 @@ Usage (from the repository root)::
 
     python benchmarks/digest_scaling.py
     python benchmarks/digest_scaling.py 1000 8000
+
+The table is printed and written to ``benchmarks/results/digest_scaling.md``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import sys
 import time
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 
 from ctxpack import FunctionCall, Message, ToolCall, get_counter
 from ctxpack.editing import extractive_digest
@@ -88,14 +91,25 @@ def best_of(repeats: int, run: Callable[[], object]) -> float:
 def main() -> None:
     counter = get_counter(counter="approx")
     sizes = [int(arg) for arg in sys.argv[1:]] or [500, 1000, 2000, 4000, 8000]
-    print("| N | extractive_digest | fit_digest (4,000 tokens) | digest characters |")
-    print("|---|---|---|---|")
+    rows = [
+        "| N | extractive_digest | fit_digest (4,000 tokens) | digest characters |",
+        "|---|---|---|---|",
+    ]
+    print("\n".join(rows), flush=True)
     for n in sizes:
         messages = history(n)
         digest = extractive_digest(messages)
         took = best_of(3, partial(extractive_digest, messages))
         fit = best_of(3, partial(fit_digest, digest, 4000, counter))
-        print(f"| {n:,} | {took * 1000:,.0f} ms | {fit * 1000:,.1f} ms | {len(digest):,} |")
+        rows.append(f"| {n:,} | {took * 1000:,.0f} ms | {fit * 1000:,.1f} ms | {len(digest):,} |")
+        print(rows[-1], flush=True)
+    out = Path(__file__).parent / "results" / "digest_scaling.md"
+    out.write_text(
+        "# The extractive digest over a long failing history\n\n"
+        "Warm, best of 3 (`python benchmarks/digest_scaling.py`); see the script's docstring.\n\n"
+        + "\n".join(rows)
+        + "\n"
+    )
 
 
 if __name__ == "__main__":
