@@ -17,9 +17,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
-from .caches import register
+from .caches import memoize
 from .messages import Message
 
 __all__ = [
@@ -97,7 +96,7 @@ _COMPILED = tuple(
 )
 
 
-@lru_cache(maxsize=4096)
+@memoize(maxsize=100_000, maxbytes=16 * 2**20, name="injection markers of a text")
 def _scan(text: str) -> tuple[InjectionFinding, ...]:
     # Cached by content: a history packed again every turn holds the same tool outputs.
     lowered, ascii_only = text.lower(), text.isascii()
@@ -108,9 +107,6 @@ def _scan(text: str) -> tuple[InjectionFinding, ...]:
         for m in pattern.finditer(text)
     ]
     return tuple(sorted(found, key=lambda f: (f.start, f.pattern)))
-
-
-register(_scan)
 
 
 def find_injections(text: str) -> tuple[InjectionFinding, ...]:

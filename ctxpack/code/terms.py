@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from ..caches import register_lru
 from ..signals.lexical import STOP_WORDS
 from ..signals.lexical import split_identifier as split_identifier
 from ..signals.lexical import stem as _stem
@@ -65,7 +66,6 @@ def identifiers(text: str) -> list[str]:
     return _IDENT.findall(text)
 
 
-@lru_cache(maxsize=200_000)
 def _word_terms(word: str) -> tuple[str, ...]:
     parts = split_identifier(word)
     out: list[str] = []
@@ -80,6 +80,18 @@ def _word_terms(word: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+# Longer words (a hash, a base64 run) are split each time, so that every entry of the C-speed
+# cache below has a ceiling: the word, and at most 21 terms of its 40 characters with the
+# tuple holding them and the cache's own link. Indexing reads a file's words together, so a
+# small cache hits almost as often as one holding a repository's every word.
+_MAX_CACHED_WORD = 40
+_cached_word_terms = register_lru(
+    lru_cache(maxsize=32_768)(_word_terms),
+    name="index terms of code words",
+    entry_bytes=(49 + _MAX_CACHED_WORD) + (40 + 8 * 21) + (21 * 49 + 2 * _MAX_CACHED_WORD) + 100,
+)
+
+
 def code_terms(text: str) -> list[str]:
     """The index terms of a text, code or prose.
 
@@ -89,7 +101,7 @@ def code_terms(text: str) -> list[str]:
     """
     out: list[str] = []
     for word in _IDENT.findall(text):
-        out.extend(_word_terms(word))
+        out.extend(_cached_word_terms(word) if len(word) <= _MAX_CACHED_WORD else _word_terms(word))
     return out
 
 

@@ -9,11 +9,11 @@ import shlex
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
 
 from .._internal.arguments import optional_text
 from .._internal.jsontext import read_json
 from .._internal.views import PATH_KEYS
+from ..caches import memoize
 from ..messages import Message, message_objects
 from ..signals.evidence import evidence_terms
 from ..signals.stop_words import STOP_WORDS
@@ -84,7 +84,8 @@ def _call_text(msg: Message) -> list[tuple[str, str, str]]:
     return out
 
 
-@lru_cache(maxsize=4096)  # a compaction reads the whole history again, and shlex is slow
+# A compaction reads the whole history again, and shlex is slow.
+@memoize(maxsize=100_000, maxbytes=8 * 2**20, name="paths a command names")
 def _command_paths(command: str) -> tuple[str, ...]:
     """The files a call names: the words of its command line that are paths (an argument, a
     redirection's target, an option's value, a test's file), not the path-like pieces of a
