@@ -40,8 +40,10 @@ __all__: list[str] = []
 
 # Attempts before an append gives up because other writers keep appending first.
 MAX_ATTEMPTS = 200
-# The layout of what a session writes; a reader refuses a layout newer than its own.
-FORMAT = 1
+# The layout of what a session writes; a reader refuses a layout newer than its own. Format 2:
+# the managed mode's growing lists travel in the entries, as what each append adds (format 1
+# kept them whole in the state, rewritten at every append); format 1 is still read.
+FORMAT = 2
 
 
 def encode_message(message: Message, index: int) -> dict[str, Any]:
@@ -160,6 +162,10 @@ class Backing:
         self.session_id = check_session_id(session_id)
         self.artifacts = SessionArtifacts(store, self.session_id, loop)
         self.version = 0
+        # Whether the next entry must carry the window's growing lists whole: the session's
+        # first, or the first on top of a format-1 state (which held them, and its entries
+        # not).
+        self.whole_window = True
         self._empty: Snapshot | None = None
         self.owns_store = False  # opened from a URL: closed with the session
 
@@ -180,6 +186,7 @@ class Backing:
             # The session was erased (or expired), and perhaps started again.
             session._restore(self._empty)
             self.version = 0
+            self.whole_window = True
             self.artifacts.secret = secrets.token_hex(16)
             return True
         if not stored.entries and stored.state is None:
@@ -197,7 +204,7 @@ class Backing:
             for text in stored.entries:
                 session._apply_entry(json.loads(text))
             if data is not None:
-                session._set_state(data["session"])
+                session._set_state(data["session"], data["format"])
                 self.artifacts.secret = data["secret"]
         except Exception as exc:
             session._restore(before)
@@ -210,18 +217,25 @@ class Backing:
                 operation=f"read session {self.session_id!r}",
             ) from exc
         self.version = stored.version
+        if data is not None:
+            self.whole_window = data["format"] < 2
         return False
 
     def prepare(self, session: SessionState, snapshot: Snapshot) -> dict[str, Any]:
         """The store's ``append`` arguments for what changed since ``snapshot``."""
         return {
-            "entry": json.dumps(session._entry_since(snapshot)),
+            "entry": json.dumps(session._entry_since(snapshot, whole_window=self.whole_window)),
             "version": self.version,
             "state": json.dumps(
                 {"format": FORMAT, "session": session._state(), "secret": self.artifacts.secret}
             ),
             "artifacts": self.artifacts.release(),
         }
+
+    def committed(self) -> None:
+        """Note that the store acknowledged the append :meth:`prepare` wrote."""
+        self.version += 1
+        self.whole_window = False
 
     def transact(self, transact: Callable[[], Snapshot]) -> Snapshot:
         """Apply an append in memory, holding its originals back for the store."""
@@ -249,7 +263,7 @@ class Backing:
             except BaseException:
                 session._restore(before)
                 raise
-            self.version += 1
+            self.committed()
             return
         raise self.gave_up()
 
