@@ -41,8 +41,9 @@ sys.path.insert(0, str(HERE.parent))
 from ctxpack import Session  # noqa: E402
 from ctxpack.store import StoredSession, open_store  # noqa: E402
 
-# How a compaction's index of originals begins (ctxpack.managed's header line).
-INDEX_HEADER = "message\ttool\tcommand\tartifact"
+# How a compaction's index of originals begins (ctxpack.managed's header line), whole or as
+# the lines it adds to the one before (ctxpack.persistence.EDIT_MARK, from format 2 on).
+INDEX_HEADERS = ("message\ttool\tcommand\tartifact", "ctxpack-edit:")
 
 
 class RecordingStore:
@@ -82,7 +83,7 @@ class RecordingStore:
         self.store.close()
 
     def _record(self, entry: str, state: str, artifacts: Mapping[str, str]) -> None:
-        index = sum(utf8(t) for t in artifacts.values() if t.startswith(INDEX_HEADER))
+        index = sum(utf8(t) for t in artifacts.values() if t.startswith(INDEX_HEADERS))
         self.writes.append(
             {
                 "entry": utf8(entry),

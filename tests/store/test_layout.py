@@ -151,3 +151,44 @@ def test_a_replica_that_read_format_1_goes_on_with_one_that_writes_format_2() ->
         assert wire_of(other.render()) == wire_of(replica.render()), f"turn {n}"
     a.transcript(), b.transcript()  # both read the last render
     assert a.window_state == b.window_state
+
+
+def test_each_original_is_written_once_and_every_index_reads_back_whole() -> None:
+    store = RecordingStore()
+    session = managed("long", store)
+    indexes = []
+    for n in range(40):
+        session.extend(agent_turn(n))
+        session.render()
+        index = session.window_state.index_artifact
+        if index is not None and index not in indexes:
+            indexes.append(index)
+    assert len(indexes) >= 3
+    # A compaction writes the originals of the messages it summarises, not again those of
+    # the messages earlier ones summarised.
+    compactions = [set(a["artifacts"]) for a in store.appends if set(a["artifacts"]) & {*indexes}]
+    assert len(compactions) == len(indexes)
+    for k, written in enumerate(compactions):
+        assert not written & set().union(*compactions[:k]), f"compaction {k}"
+    # A compaction's index is stored as the lines it adds to the one before; each reads back
+    # whole: one line per message summarised by then, the newest listing every one.
+    stored = {ref: text for a in store.appends for ref, text in a["artifacts"].items()}
+    assert all(len(stored[ref]) < 2_000 for ref in indexes[1:])
+    compacted = session.window_state.compacted
+    for k, ref in enumerate(indexes):
+        lines = session.retrieve(ref, max_chars=10**6).text.splitlines()
+        assert lines[0] == "message\ttool\tcommand\tartifact"
+        ids = [line.split("\t")[0] for line in lines[1:]]
+        assert ids == compacted[: len(ids)] or set(ids) <= set(compacted)
+        if k == len(indexes) - 1:
+            assert sorted(ids) == sorted(compacted)
+        for line in lines[1:]:
+            assert session.retrieve(line.split("\t")[3]).text
+    # A replica reading the session from the store reads the same index.
+    again = managed("long", store)
+    last = indexes[-1]
+    assert (
+        again.retrieve(last, max_chars=10**6).text == session.retrieve(last, max_chars=10**6).text
+    )
+    found = again.retrieve(last, regex=compacted[-1]).text
+    assert compacted[-1] in found
