@@ -40,10 +40,8 @@ __all__: list[str] = []
 
 # Attempts before an append gives up because other writers keep appending first.
 MAX_ATTEMPTS = 200
-# How an original stored as the lines it adds to another begins (see SessionArtifacts.put);
-# the number of such edits read back to a whole text, at most.
+# How an original stored as the lines it adds to another begins (see SessionArtifacts.put).
 EDIT_MARK = "ctxpack-edit:"
-MAX_EDITS = 100_000
 # The layout of what a session writes; a reader refuses a layout newer than its own. Format 2:
 # the managed mode's growing lists travel in the entries, as what each append adds (format 1
 # kept them whole in the state, rewritten at every append); format 1 is still read.
@@ -170,13 +168,15 @@ class SessionArtifacts:
         id (an HMAC of the text): the chain of edits down to a whole text is read back."""
         edits: list[list[list[Any]]] = []
         text = edit
+        seen = {artifact}
         try:
             while text.startswith(EDIT_MARK):
                 data = json.loads(text[len(EDIT_MARK) :])
                 edits.append(data["added"])
                 base = data["base"]
-                if len(edits) > MAX_EDITS or not isinstance(base, str):
+                if not isinstance(base, str) or base in seen:
                     raise ValueError("not an edit ctxpack wrote")
+                seen.add(base)
                 text = self._stored(base)
                 if not text.startswith(EDIT_MARK) or artifact_key(self.secret, text) == base:
                     break

@@ -10,7 +10,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ctxpack import to_openai
+from ctxpack.errors import StoreError
 from ctxpack.managed import WindowState
 from ctxpack.store import MemoryStore, SessionStore, StoredSession
 
@@ -192,3 +195,23 @@ def test_each_original_is_written_once_and_every_index_reads_back_whole() -> Non
     )
     found = again.retrieve(last, regex=compacted[-1]).text
     assert compacted[-1] in found
+
+
+def test_a_damaged_index_is_refused_with_a_store_error() -> None:
+    store = RecordingStore()
+    session = managed("damaged", store)
+    for n in range(24):
+        session.extend(agent_turn(n))
+        session.render()
+    index = session.window_state.index_artifact
+    assert index is not None
+    # The index read back as an edit of itself: the chain never reaches a whole text.
+    cycle = json.dumps({"base": index, "added": []})
+    store.get_artifact = lambda session_id, artifact: (  # type: ignore[method-assign]
+        f"ctxpack-edit:{cycle}"
+        if artifact == index
+        else store.store.get_artifact(session_id, artifact)
+    )
+    again = managed("damaged", store)
+    with pytest.raises(StoreError, match="damaged"):
+        again.retrieve(index)
