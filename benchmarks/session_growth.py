@@ -255,6 +255,10 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{args.name}.json").write_text(json.dumps(report, indent=2) + "\n")
     text = table(report)
+    command = " ".join(["python", "benchmarks/session_growth.py", *sys.argv[1:]])
+    (args.out / f"{args.name}.md").write_text(
+        f"# What a long managed session writes to its store\n\nCommand: `{command}`\n\n{text}\n"
+    )
     print(text)
 
 

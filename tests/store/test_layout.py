@@ -215,3 +215,24 @@ def test_a_damaged_index_is_refused_with_a_store_error() -> None:
     again = managed("damaged", store)
     with pytest.raises(StoreError, match="damaged"):
         again.retrieve(index)
+
+
+def test_a_managed_session_erased_and_started_again_is_read_back_as_written(
+    replicas: Callable[[], SessionStore], session_id: str
+) -> None:
+    store = replicas()
+    a = managed(session_id, store)
+    for n in range(14):
+        a.extend(agent_turn(n))
+        a.render()
+    assert a.window_state.compacted
+    store.delete_session(session_id)
+    b = managed(session_id, replicas())
+    for n in range(6):
+        b.extend(agent_turn(n))
+        b.render()
+    # The replica that wrote the erased session starts again from the new one.
+    assert wire_of(a.render()) == wire_of(b.render())
+    fresh = managed(session_id, replicas())
+    assert fresh.window_state == b.window_state
+    assert not set(fresh.window_state.compacted) - {m.id for m in fresh.transcript()}
