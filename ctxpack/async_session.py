@@ -179,7 +179,7 @@ class AsyncSession:
                 except BaseException:  # cancelled: nothing was acknowledged
                     core._restore(before)
                     raise
-                backing.version += 1
+                backing.committed()
                 return
             raise backing.gave_up()
 

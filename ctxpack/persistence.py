@@ -40,8 +40,12 @@ __all__: list[str] = []
 
 # Attempts before an append gives up because other writers keep appending first.
 MAX_ATTEMPTS = 200
-# The layout of what a session writes; a reader refuses a layout newer than its own.
-FORMAT = 1
+# How an original stored as the lines it adds to another begins (see SessionArtifacts.put).
+EDIT_MARK = "ctxpack-edit:"
+# The layout of what a session writes; a reader refuses a layout newer than its own. Format 2:
+# the managed mode's growing lists travel in the entries, as what each append adds (format 1
+# kept them whole in the state, rewritten at every append); format 1 is still read.
+FORMAT = 2
 
 
 def encode_message(message: Message, index: int) -> dict[str, Any]:
@@ -99,23 +103,107 @@ class SessionArtifacts:
         self.loop = loop
         self.secret = secrets.token_hex(16)
         self._held: dict[str, str] | None = None
+        # The last original stored (or rebuilt from its edits), whole, with the secret then
+        # and its id: the next compaction's index extends it. During an append, the last one
+        # put, until the store acknowledges it (settle).
+        self._last: tuple[str, str, str] | None = None
+        self._held_last: tuple[str, str, str] | None = None
 
     def put(self, text: str, **metadata: Any) -> str:
-        """Keep ``text`` as an original of the session; return its id."""
+        """Keep ``text`` as an original of the session; return its id.
+
+        With ``extends=`` the id of an original whose lines ``text`` keeps in order (a
+        compaction's index, and the one before it), only the lines added are written.
+        """
         if not isinstance(text, str):
             raise TypeError(f"an artifact is a str, got {type(text).__name__}")
         ref = artifact_key(self.secret, text)
+        extends = metadata.get("extends")
+        stored = text if not isinstance(extends, str) else self._edit_of(text, extends)
         if self._held is not None:
-            self._held[ref] = text
+            self._held[ref] = stored
+            self._held_last = (self.secret, ref, text)
         else:
-            self._run(self.store.put_artifact, self.session_id, ref, text)
+            self._run(self.store.put_artifact, self.session_id, ref, stored)
+            self._last = (self.secret, ref, text)
         return ref
 
     def get(self, artifact: str) -> str:
         """The text of one of the session's originals."""
+        for last in (self._held_last if self._held is not None else None, self._last):
+            if last is not None and last[:2] == (self.secret, artifact):
+                return last[2]
+        text = self._stored(artifact)
+        if text.startswith(EDIT_MARK) and artifact_key(self.secret, text) != artifact:
+            # Lines added to another original (an original that begins so is its own key).
+            text = self._rebuilt(artifact, text)
+            self._last = (self.secret, artifact, text)
+        return text
+
+    def _stored(self, artifact: str) -> str:
         if self._held is not None and artifact in self._held:
             return self._held[artifact]
         return str(self._run(self.store.get_artifact, self.session_id, artifact))
+
+    def _edit_of(self, text: str, base: str) -> str:
+        """``text`` as the lines it adds to the original ``base`` (whole when it does not keep
+        every line of ``base`` in order, or ``base`` cannot be read)."""
+        try:
+            before = self.get(base).split("\n")
+        except ArtifactNotFoundError:
+            return text
+        added: list[tuple[int, str]] = []
+        kept = 0
+        for k, line in enumerate(text.split("\n")):
+            if kept < len(before) and line == before[kept]:
+                kept += 1
+            else:
+                added.append((k, line))
+        if kept < len(before):
+            return text
+        return EDIT_MARK + json.dumps({"base": base, "added": added}, ensure_ascii=False)
+
+    def _rebuilt(self, artifact: str, edit: str) -> str:
+        """The text the edit stored under ``artifact`` makes of its base, checked against the
+        id (an HMAC of the text): the chain of edits down to a whole text is read back."""
+        edits: list[list[list[Any]]] = []
+        text = edit
+        seen = {artifact}
+        try:
+            while text.startswith(EDIT_MARK):
+                data = json.loads(text[len(EDIT_MARK) :])
+                edits.append(data["added"])
+                base = data["base"]
+                if not isinstance(base, str) or base in seen:
+                    raise ValueError("not an edit ctxpack wrote")
+                seen.add(base)
+                text = self._stored(base)
+                if not text.startswith(EDIT_MARK) or artifact_key(self.secret, text) == base:
+                    break
+            lines = text.split("\n")
+            for added in reversed(edits):
+                merged: list[str] = []
+                rest = iter(lines)
+                for k, line in added:
+                    while len(merged) < k:
+                        merged.append(next(rest))
+                    merged.append(line)
+                merged.extend(rest)
+                lines = merged
+        except (ValueError, KeyError, TypeError, StopIteration) as exc:
+            raise StoreError(
+                f"the stored original is damaged ({type(exc).__name__}: {exc})",
+                url=self.store.url,
+                operation=f"read artifact {artifact!r} of session {self.session_id!r}",
+            ) from exc
+        whole = "\n".join(lines)
+        if artifact_key(self.secret, whole) != artifact:
+            raise StoreError(
+                "the stored original is damaged (its text does not match its id)",
+                url=self.store.url,
+                operation=f"read artifact {artifact!r} of session {self.session_id!r}",
+            )
+        return whole
 
     def _run(self, method: Callable[..., Any], *args: Any) -> Any:
         if self.loop is None:
@@ -133,6 +221,12 @@ class SessionArtifacts:
 
     def hold(self) -> None:
         self._held = {}
+        self._held_last = None
+
+    def settle(self) -> None:
+        """Note that the originals held for an append are stored."""
+        if self._held_last is not None:
+            self._last, self._held_last = self._held_last, None
 
     def release(self) -> dict[str, str]:
         held, self._held = self._held or {}, None
@@ -160,6 +254,10 @@ class Backing:
         self.session_id = check_session_id(session_id)
         self.artifacts = SessionArtifacts(store, self.session_id, loop)
         self.version = 0
+        # Whether the next entry must carry the window's growing lists whole: the session's
+        # first, or the first on top of a format-1 state (which held them, and its entries
+        # not).
+        self.whole_window = True
         self._empty: Snapshot | None = None
         self.owns_store = False  # opened from a URL: closed with the session
 
@@ -180,6 +278,7 @@ class Backing:
             # The session was erased (or expired), and perhaps started again.
             session._restore(self._empty)
             self.version = 0
+            self.whole_window = True
             self.artifacts.secret = secrets.token_hex(16)
             return True
         if not stored.entries and stored.state is None:
@@ -197,7 +296,7 @@ class Backing:
             for text in stored.entries:
                 session._apply_entry(json.loads(text))
             if data is not None:
-                session._set_state(data["session"])
+                session._set_state(data["session"], data["format"])
                 self.artifacts.secret = data["secret"]
         except Exception as exc:
             session._restore(before)
@@ -210,18 +309,26 @@ class Backing:
                 operation=f"read session {self.session_id!r}",
             ) from exc
         self.version = stored.version
+        if data is not None:
+            self.whole_window = data["format"] < 2
         return False
 
     def prepare(self, session: SessionState, snapshot: Snapshot) -> dict[str, Any]:
         """The store's ``append`` arguments for what changed since ``snapshot``."""
         return {
-            "entry": json.dumps(session._entry_since(snapshot)),
+            "entry": json.dumps(session._entry_since(snapshot, whole_window=self.whole_window)),
             "version": self.version,
             "state": json.dumps(
                 {"format": FORMAT, "session": session._state(), "secret": self.artifacts.secret}
             ),
             "artifacts": self.artifacts.release(),
         }
+
+    def committed(self) -> None:
+        """Note that the store acknowledged the append :meth:`prepare` wrote."""
+        self.version += 1
+        self.whole_window = False
+        self.artifacts.settle()
 
     def transact(self, transact: Callable[[], Snapshot]) -> Snapshot:
         """Apply an append in memory, holding its originals back for the store."""
@@ -249,7 +356,7 @@ class Backing:
             except BaseException:
                 session._restore(before)
                 raise
-            self.version += 1
+            self.committed()
             return
         raise self.gave_up()
 

@@ -509,9 +509,9 @@ def test_file_views_stored_before_regions_had_a_basis_still_load() -> None:
     session.extend([{"role": "user", "content": "Read."}, call("a", "cat a.py"), result("a", text)])
     state = session._state()
     assert state["views"] == [[2, "a.py", 1, 10**9, ""]]
-    session._set_state(state)  # as this release stores it
+    session._set_state(state, 2)  # as this release stores it
     state["views"] = [view[:4] for view in state["views"]]
-    session._set_state(state)
+    session._set_state(state, 2)
     session.extend([call("b", "cat a.py"), result("b", text)])
     assert [r.kind for r in session.records if r.kind == "superseded"] == ["superseded"]
 

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from ..editing import evidence_terms, summary_id_of, window_digest
-from ..errors import ConfigError
+from ..errors import ArtifactNotFoundError, ConfigError
 from ..messages import Message
 from ..pipeline import Decision
 from ..tokens import TokenCounter
@@ -107,10 +107,14 @@ def _compact(
     budget = plan.summary_budget(tail + reinjected - plan.pinned)
     text = _summary_text(state, policy, ctx, [record[i] for i in region], end, gone, budget)
     state.compacted = [*state.compacted, *(record[i].id for i in region)]
-    state.index_artifact = ctx.store.put(
-        _index(ctx, [i for i in range(end) if record[i].id in gone]),
-        kind="compaction_index",
-    )
+    index = _index(ctx, [i for i in range(end) if record[i].id in gone], state.index_artifact)
+    if state.index_artifact is None:
+        state.index_artifact = ctx.store.put(index, kind="compaction_index")
+    else:
+        # The index of the compaction before, and lines added: a store may keep only those.
+        state.index_artifact = ctx.store.put(
+            index, kind="compaction_index", extends=state.index_artifact
+        )
     state.summary = text
     state.summary_id = summary_id_of(state.compacted)
     state.boundary = end
@@ -220,16 +224,27 @@ def _with_seen_terms(digest: str, history: Sequence[Message]) -> str:
     return f"{digest}\n\n## Identifiers, paths and numbers seen in tool outputs\n{' '.join(terms)}"
 
 
-def _index(ctx: _Context, positions: Sequence[int]) -> str:
-    """One line per summarised message: id, role or tool, command, artifact of its original."""
+def _index(ctx: _Context, positions: Sequence[int], previous: str | None) -> str:
+    """One line per summarised message: id, role or tool, command, artifact of its original.
+    A message the ``previous`` index lists keeps its line: its original is stored already,
+    and is not written again at every compaction."""
     calls: dict[str, tuple[str, str]] = {}
     for msg in ctx.record:
         for call in msg.tool_calls or ():
             calls[call.id] = (call.function.name, call.function.arguments)
-    lines = ["message\ttool\tcommand\tartifact"]
+    rows = []
     for i in positions:
         msg = ctx.record[i]
         tool, command = calls.get(msg.tool_call_id or "", (msg.role, ""))
+        rows.append((i, msg, tool, " ".join(command.split())[:300]))
+    # Lines are read back by their first field: only when no id or tool breaks a line in two.
+    plain = not any("\t" in f or "\n" in f for _, msg, tool, _ in rows for f in (msg.id, tool))
+    listed = _index_lines(ctx, previous) if plain else {}
+    lines = ["message\ttool\tcommand\tartifact"]
+    for i, msg, tool, command in rows:
+        if msg.id in listed:
+            lines.append(listed[msg.id])
+            continue
         if msg.role == "tool":
             artifact = ctx.original_artifact(i, True)
         else:
@@ -238,8 +253,21 @@ def _index(ctx: _Context, positions: Sequence[int]) -> str:
                 message_id=msg.id,
                 kind="compacted_message",
             )
-        lines.append(f"{msg.id}\t{tool}\t{' '.join(command.split())[:300]}\t{artifact}")
+        lines.append(f"{msg.id}\t{tool}\t{command}\t{artifact}")
     return "\n".join(lines)
+
+
+def _index_lines(ctx: _Context, index: str | None) -> dict[str, str]:
+    """Message id -> its line in the stored ``index`` (none when it cannot be read: the lines
+    are then made again)."""
+    if index is None:
+        return {}
+    try:
+        text = ctx.store.get(index)
+    except ArtifactNotFoundError:
+        return {}
+    lines = text.split("\n")[1:]
+    return {line.split("\t", 1)[0]: line for line in lines if line.count("\t") == 3}
 
 
 def fit_digest(text: str, budget: int, counter: TokenCounter) -> str:

@@ -37,6 +37,10 @@ class WindowEvent(FieldErrorModel):
     rewritten: int = Field(ge=0)
 
 
+# The lists of a WindowState that only grow as the session goes on (see _grown_since).
+_GROWING = ("decisions", "events", "compacted", "thinking_cleared")
+
+
 class WindowState(FieldErrorModel):
     """What a managed session remembers between requests: one JSON-serialisable object.
 
@@ -80,6 +84,69 @@ class WindowState(FieldErrorModel):
     rent: float = Field(default=0.0, ge=0)
     compact_rent: float = Field(default=0.0, ge=0)
     crowded_floor: int = Field(default=0, ge=0)
+
+    def _grown_since(self, before: WindowState) -> dict[str, Any]:
+        """What the parts that grow with the session (``_GROWING``, ``cleared``) gained since
+        ``before``, as JSON for a session store's entry: a store then writes each edit once,
+        not the whole history again at every append. A list that did not just grow (replaced
+        by another) is written from where the two differ: ``keep`` items, then ``add``."""
+        grown: dict[str, Any] = {}
+        for name in _GROWING:
+            old, new = getattr(before, name), getattr(self, name)
+            keep = len(old)
+            if len(new) < keep or new[:keep] != old:
+                keep = next(
+                    (k for k, (a, b) in enumerate(zip(old, new, strict=False)) if a != b),
+                    min(len(old), len(new)),
+                )
+            if keep < len(old) or len(new) > keep:
+                added = new[keep:]
+                if name in ("decisions", "events"):
+                    added = [item.model_dump(mode="json") for item in added]
+                grown[name] = {"keep": keep, "add": added}
+        # A compaction drops from `cleared` the messages it summarised.
+        dropped = [mid for mid in before.cleared if mid not in self.cleared]
+        changed = {
+            mid: artifact
+            for mid, artifact in self.cleared.items()
+            if before.cleared.get(mid) != artifact
+        }
+        if dropped or changed:
+            grown["cleared"] = {"drop": dropped, "set": changed}
+        return grown
+
+    def _grow(self, grown: Mapping[str, Any]) -> None:
+        """Apply what :meth:`_grown_since` wrote (in place: a snapshot holds copies); with
+        ``"whole"``, on empty lists."""
+        if grown.get("whole"):
+            for name in _GROWING:
+                getattr(self, name).clear()
+            self.cleared.clear()
+        parsed = WindowState.model_validate(
+            {name: grown[name]["add"] for name in _GROWING if name in grown}
+        )
+        for name in _GROWING:
+            if name in grown:
+                items = getattr(self, name)
+                del items[grown[name]["keep"] :]
+                items.extend(getattr(parsed, name))
+        if "cleared" in grown:
+            for mid in grown["cleared"]["drop"]:
+                self.cleared.pop(mid, None)
+            self.cleared.update(grown["cleared"]["set"])
+
+    def _lasting(self) -> dict[str, Any]:
+        """The rest of the state, as JSON: what a session store keeps whole, each append
+        replacing it (small, and not growing with the session)."""
+        return self.model_dump(mode="json", exclude={*_GROWING, "cleared"})
+
+    def _with_lasting(self, data: Mapping[str, Any]) -> WindowState:
+        """This state with the rest (:meth:`_lasting`) read back from ``data``."""
+        lasting = WindowState.model_validate(data)
+        updated = self._copy()
+        for name in data:
+            setattr(updated, name, getattr(lasting, name))
+        return updated
 
     def _copy(self) -> WindowState:
         """A copy sharing no container with this state: ``model_copy(deep=True)``'s result, at

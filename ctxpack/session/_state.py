@@ -194,8 +194,11 @@ class SessionState:
         self.window_state = snapshot.window_state._copy()
         self._full_tools = list(snapshot.full_tools)
 
-    def _entry_since(self, snapshot: Snapshot) -> dict[str, Any]:
-        """What changed since ``snapshot``, as JSON: the store's entry for one append."""
+    def _entry_since(self, snapshot: Snapshot, *, whole_window: bool = False) -> dict[str, Any]:
+        """What changed since ``snapshot``, as JSON: the store's entry for one append. With
+        ``whole_window``, the entry carries the managed mode's growing lists whole (for the
+        first entry of a session, or the first on top of a session stored before entries
+        carried them), not what they gained."""
         new = self._raw[snapshot.raw :]
         # A compact message that differs from the one before (or, new, from the raw one).
         was = [*snapshot.compact, *self._raw[snapshot.raw :]]
@@ -204,7 +207,7 @@ class SessionState:
             for position, message in enumerate(self._compact)
             if message is not was[position]
         }
-        return {
+        entry: dict[str, Any] = {
             "messages": [encode_message(m, snapshot.raw + i) for i, m in enumerate(new)],
             "compact": compact,
             "records": [
@@ -214,6 +217,19 @@ class SessionState:
                 d.model_dump(exclude_none=True) for d in self._decisions[snapshot.decisions :]
             ],
         }
+        if self.window is not None:
+            # The managed mode's lists grow with every edit: each entry holds what it adds, so
+            # that what an append writes does not grow with the session (the rest of the
+            # window's state is in _state()).
+            before = WindowState() if whole_window else snapshot.window_state
+            grown = self.window_state._grown_since(before)
+            if whole_window:
+                # Whole: a reader drops the lists it holds (its own window_state=, or what a
+                # format-1 state gave it) for these.
+                entry["window"] = {"whole": True, **grown}
+            elif grown:
+                entry["window"] = grown
+        return entry
 
     def _apply_entry(self, entry: Mapping[str, Any]) -> None:
         """Apply an entry another writer (or an earlier process) stored."""
@@ -228,6 +244,8 @@ class SessionState:
         for data in entry["records"]:
             self._records[data["message_id"]] = FilterRecord(**data)
         self._decisions.extend(Decision(**data) for data in entry["decisions"])
+        if self.window is not None and "window" in entry:
+            self.window_state._grow(entry["window"])
 
     def _state(self) -> dict[str, Any]:
         """The session's bookkeeping beside its messages, as JSON."""
@@ -241,13 +259,16 @@ class SessionState:
         if self.window is not None:
             # Only a managed session's: another one's (its cache-bust fingerprint) stays with
             # the process that rendered.
-            state["window"] = self.window_state.model_dump(mode="json")
+            # Its lists that grow with the session are in the entries (_entry_since).
+            state["window"] = self.window_state._lasting()
         if self.tools_on_demand:
             # For describe_tool to answer on a replica that did not render them.
             state["full_tools"] = self._full_tools
         return state
 
-    def _set_state(self, state: Mapping[str, Any]) -> None:
+    def _set_state(self, state: Mapping[str, Any], layout: int) -> None:
+        """Read back what :meth:`_state` wrote, in the store's ``layout`` (its format): before
+        format 2, the window's state was whole in it, not partly in the entries."""
         self.provider = state["provider"]
         self._pending = list(state["pending"])
         # A view stored before regions had a basis has 4 fields; FileRegion's default fills it.
@@ -255,6 +276,9 @@ class SessionState:
         self._superseded = [(p, by) for p, by in state["superseded"]]
         self._extensions = dict(state["extensions"])
         if self.window is not None and "window" in state:
-            self.window_state = WindowState.model_validate(state["window"])
+            if layout < 2:
+                self.window_state = WindowState.model_validate(state["window"])
+            else:
+                self.window_state = self.window_state._with_lasting(state["window"])
         if self.tools_on_demand and "full_tools" in state:
             self._full_tools = list(state["full_tools"])
