@@ -39,7 +39,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from ctxpack import Session  # noqa: E402
-from ctxpack.store import StoredSession, open_store  # noqa: E402
+from ctxpack.store import open_store  # noqa: E402
 
 # How a compaction's index of originals begins (ctxpack.managed's header line), whole or as
 # the lines it adds to the one before (ctxpack.persistence.EDIT_MARK, from format 2 on).
@@ -54,8 +54,8 @@ class RecordingStore:
         self.url = store.url
         self.writes: list[dict[str, int]] = []
 
-    def load(self, session_id: str, *, since: int = 0) -> StoredSession:
-        return self.store.load(session_id, since=since)  # type: ignore[no-any-return]
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
 
     def append(
         self,
@@ -72,15 +72,6 @@ class RecordingStore:
     def put_artifact(self, session_id: str, artifact: str, text: str) -> None:
         self.store.put_artifact(session_id, artifact, text)
         self._record("", "", {artifact: text})
-
-    def get_artifact(self, session_id: str, artifact: str) -> str:
-        return self.store.get_artifact(session_id, artifact)  # type: ignore[no-any-return]
-
-    def delete_session(self, session_id: str) -> None:
-        self.store.delete_session(session_id)
-
-    def close(self) -> None:
-        self.store.close()
 
     def _record(self, entry: str, state: str, artifacts: Mapping[str, str]) -> None:
         index = sum(utf8(t) for t in artifacts.values() if t.startswith(INDEX_HEADERS))

@@ -15,7 +15,7 @@ import pytest
 from ctxpack import to_openai
 from ctxpack.errors import StoreError
 from ctxpack.managed import WindowState
-from ctxpack.store import MemoryStore, SessionStore, StoredSession
+from ctxpack.store import MemoryStore, SessionStore
 
 from .test_managed import agent_turn, managed, wire_of
 
@@ -23,15 +23,15 @@ FORMAT_1 = Path(__file__).parent.parent / "fixtures" / "stored_session_format1.j
 
 
 class RecordingStore:
-    """A memory store that keeps the arguments of every append."""
+    """A store (a memory one by default) that keeps the arguments of every append."""
 
     def __init__(self, store: SessionStore | None = None) -> None:
         self.store = store or MemoryStore()
         self.url = self.store.url
         self.appends: list[dict[str, Any]] = []
 
-    def load(self, session_id: str, *, since: int = 0) -> StoredSession:
-        return self.store.load(session_id, since=since)
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
 
     def append(
         self,
@@ -44,18 +44,6 @@ class RecordingStore:
     ) -> None:
         self.store.append(session_id, entry, version=version, state=state, artifacts=artifacts)
         self.appends.append({"entry": entry, "state": state, "artifacts": dict(artifacts or {})})
-
-    def put_artifact(self, session_id: str, artifact: str, text: str) -> None:
-        self.store.put_artifact(session_id, artifact, text)
-
-    def get_artifact(self, session_id: str, artifact: str) -> str:
-        return self.store.get_artifact(session_id, artifact)
-
-    def delete_session(self, session_id: str) -> None:
-        self.store.delete_session(session_id)
-
-    def close(self) -> None:
-        self.store.close()
 
 
 def test_the_state_an_append_writes_does_not_grow_with_the_session() -> None:
