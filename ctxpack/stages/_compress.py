@@ -142,12 +142,14 @@ class _SpacyProperNouns:
     # agent reads a file again).
     _MAX_TEXTS = 100_000
     _MAX_LINES = 100_000
+    # A spaCy pipeline is not thread-safe: threads parsing at once (a server's, or an
+    # AsyncSession's workers) corrupt its parser state and its memory zone. One lock for every
+    # instance: threads asking for the first detector at once may each build one (lru_cache
+    # does not lock the call) over the same loaded pipeline.
+    _lock = threading.Lock()
 
     def __init__(self, nlp: Any) -> None:
         self._nlp = nlp
-        # A spaCy pipeline is not thread-safe: threads parsing at once (a server's, or an
-        # AsyncSession's workers) corrupt its parser state and its memory zone.
-        self._lock = threading.Lock()
         # Digest of a text's lines -> bit i set when its line i holds a proper noun.
         self._texts: LRUCache[bytes, int] = LRUCache(
             self._MAX_TEXTS, maxbytes=4 * 2**20, name="spaCy proper nouns (texts)"

