@@ -161,6 +161,31 @@ _SECRET_NAME = (
     r"secret(?:[_.-]?key)?|client[_.-]?secret|private[_.-]?key|api[_.-]?key|auth[_.-]?token|"
     r"access[_.-]?token)"
 )
+
+
+def _near_aws_key_id(kind: str, value: str) -> tuple[dict[str, Any], ...]:
+    """Rules for ``value`` (one group) before or after an AWS access key id.
+
+    trufflehog's AWS detectors: a 40-character key, or a session token of 100 characters or
+    more, in the text of an access key id (AKIA..., ASIA... for temporary credentials), above
+    their entropy floor (4.25; a hexadecimal hash stays under it). They pair across a whole
+    chunk; here the two must lie within a few lines of each other, as in the credentials JSON
+    `aws sts` prints or `aws configure export-credentials`. AWS's documented example pair
+    (...EXAMPLE, ...EXAMPLEKEY) is spared, as gitleaks spares the example id.
+    """
+    key_id, near = r"\b(?:AKIA|ABIA|ACCA|ASIA)[A-Z0-9]{16}\b", r"[\s\S]{1,300}?"
+    return tuple(
+        {
+            "id": kind,
+            "regex": regex,
+            "entropy": 4.25,
+            "keywords": ["akia", "abia", "acca", "asia"],
+            "allowlists": [{"target": "secret", "regexes": ["EXAMPLE"]}],
+        }
+        for regex in (key_id + near + value, value + near + key_id)
+    )
+
+
 _OWN_RULES: tuple[dict[str, Any], ...] = (
     {
         "id": "aws-secret-access-key",
@@ -170,6 +195,12 @@ _OWN_RULES: tuple[dict[str, Any], ...] = (
         "entropy": 3.0,
         "keywords": ["aws"],
     },
+    *_near_aws_key_id(
+        "aws-secret-access-key", r"(?<![A-Za-z0-9+/])([A-Za-z0-9+/]{40})(?![A-Za-z0-9+/=])"
+    ),
+    *_near_aws_key_id(
+        "aws-session-token", r"(?<![A-Za-z0-9+/])([A-Za-z0-9+/]{100,}={0,3})(?![A-Za-z0-9+/=])"
+    ),
     {
         "id": "url-credentials",
         "regex": r"(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s:/?#@'\"<>]{1,100}:"
@@ -183,8 +214,9 @@ _OWN_RULES: tuple[dict[str, Any], ...] = (
         # KEY=value (no spaces around "=", as .env and shells write it) or "key": value (YAML,
         # JSON). Code writes a value with spaces around "=" or a comma after it, and there the
         # value is more often a name or a test fixture than a credential: code gets only the
-        # high-entropy rule (gitleaks' generic-api-key).
-        "regex": r"(?m)^[ \t]*(?:export[ \t]+)?[\"']?" + _SECRET_NAME + r"[\"']?"
+        # high-entropy rule (gitleaks' generic-api-key). PWD and OLDPWD are the shell's working
+        # directories (POSIX), which `env` prints: not passwords.
+        "regex": r"(?m)^[ \t]*(?:export[ \t]+)?(?!(?:OLD)?PWD=)[\"']?" + _SECRET_NAME + r"[\"']?"
         r"(?:=|:[ \t]+)(?:\"([^\"\n]{4,200})\"|'([^'\n]{4,200})'|([^\s'\"#;,()]{4,200}))[ \t]*$",
         "entropy": 0.0,
         "keywords": ["pass", "pwd", "secret", "key", "token"],

@@ -3,6 +3,7 @@ benchmarks/redaction_external.py): each catches its secret and leaves its lookal
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import string
@@ -175,3 +176,70 @@ def test_one_long_line_of_keys_costs_what_the_same_keys_on_their_own_lines_cost(
 
     redact(keys[0])  # the rules compiled
     assert timed(",") < 1.8 * timed(",\n")
+
+
+# An AWS key pair as the AWS CLI prints it: the secret's key names no "aws" (SecretAccessKey),
+# so only its distance to the access key id gives it away (trufflehog's AWS detectors).
+KEY_ID, TEMP_ID = "AKIA" + "ZQ3MHYJKLMNOPQR7", "ASIA" + "ZQ3MHYJKLMNOPQR7"
+SECRET_KEY = "wJalrXUtnFEMIK7MDENGbPxRfiCYzq8Lp3Vn+/Xa"
+SESSION_TOKEN = "FwoGZXIvYXdzEJr//////////wEaDHqa0AP1F8+Ak2xZhyKsAQ6iW9wB3l1bqkZh0nG7p2Sx4mT+QfY9k"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        json.dumps(
+            {
+                "Credentials": {
+                    "AccessKeyId": TEMP_ID,
+                    "SecretAccessKey": SECRET_KEY,
+                    "SessionToken": SESSION_TOKEN + "L3dR8vN6cJ0hW2uE5yB7aD1zX4oI9rK2sM6pV8tQ3nF0",
+                    "Expiration": "2026-12-04T20:00:00Z",
+                }
+            },
+            indent=4,
+        ),
+        f"aws {KEY_ID} {SECRET_KEY}",
+        f"the key {SECRET_KEY} goes with {KEY_ID}",
+        f"[default]\nkey = {KEY_ID}\nsigning key = {SECRET_KEY}",
+    ],
+)
+def test_an_aws_secret_key_beside_its_key_id_is_redacted(text: str) -> None:
+    out = redact(text)
+    assert SECRET_KEY not in out.text and SESSION_TOKEN not in out.text
+    assert KEY_ID not in out.text and TEMP_ID not in out.text
+    assert "aws-secret-access-key" in out.kinds
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # A hash has too little entropy to be a key (trufflehog drops unverified hex keys).
+        f"{KEY_ID} built from commit {SHA}",
+        # AWS's documented example pair.
+        "AKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        # A 40-character run with no key id within a few lines.
+        f"{KEY_ID}\n{'x' * 400}\n{SECRET_KEY}",
+        f"{KEY_ID} src/components/widgets/ButtonGroupHelper.tsx",
+    ],
+)
+def test_what_lies_near_a_key_id_but_is_no_key_survives(text: str) -> None:
+    kept = {
+        "x" * 400,
+        SHA,
+        SECRET_KEY,
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "src/components/widgets/ButtonGroupHelper",
+    }
+    out = redact(text).text
+    assert [value for value in kept if value in text and value not in out] == []
+
+
+def test_the_shells_working_directories_are_no_passwords() -> None:
+    # `env` in a tool output: a PWD taken for a password was hunted through the whole output,
+    # and every path under the working directory lost its start.
+    env = "HOME=/root\nPWD=/root/repo\nOLDPWD=/tmp\nexport PWD=/root/repo\nFILE=/root/repo/a.java"
+    assert redact(env).text == env
+    assert redact("DB_PWD=hunter2-prod\nPWD=/root").text == (
+        "DB_PWD=[REDACTED secret-assignment]\nPWD=/root"
+    )
