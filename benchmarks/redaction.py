@@ -247,6 +247,45 @@ def session_steps(folder: Path) -> dict[str, float]:
     }
 
 
+def shapes(size: int = 800_000) -> list[dict[str, Any]]:
+    """Seconds to scan large outputs of shapes an agent meets (generated, seeded): the cost of
+    a rule can hide in one shape (a run of name characters, say) that real samples lack."""
+    import base64
+    import random
+
+    draw = random.Random(0)
+    lock: dict[str, Any] = {"lockfileVersion": 3, "packages": {}}
+    for i in range(size // 270):
+        lock["packages"][f"node_modules/pkg-{i}"] = {
+            "version": f"1.{i % 20}.{i % 7}",
+            "resolved": f"https://registry.npmjs.org/pkg-{i}/-/pkg-{i}-1.0.0.tgz",
+            "integrity": "sha512-" + base64.b64encode(draw.randbytes(64)).decode(),
+        }
+    words = ["function", "return", "var", "this", "token", "key", "api", "auth", "value", "a1"]
+    texts = {
+        "npm lockfile (sha512 hashes)": json.dumps(lock, indent=2),
+        "base64 blob": base64.b64encode(draw.randbytes(size * 3 // 4)).decode(),
+        "minified JavaScript (one line)": "".join(
+            draw.choice(words) + draw.choice(".,;(){}=+ _-") for _ in range(size // 6)
+        ),
+        "log lines": "".join(
+            f"2026-12-04T19:{i % 60:02d}:00Z INFO worker-{i % 8} handled request {i:08x} "
+            f"in {i % 97} ms\n"
+            for i in range(size // 70)
+        ),
+    }
+    rows = []
+    for name, text in texts.items():
+        row: dict[str, Any] = {"shape": name, "chars": len(text)}
+        for label, scan in (("secrets", find_secrets), ("injections", find_injections)):
+            clear_caches()
+            start = time.perf_counter()
+            scan(text)
+            row[f"{label} s"] = time.perf_counter() - start
+        rows.append(row)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="folder of session JSON")
@@ -266,9 +305,14 @@ def main() -> None:
     results = [measure(name, data) for name, data in sets]
     recall = corpus_recall()
     steps = session_steps(args.data)
+    shaped = shapes()
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "redaction.json").write_text(
-        json.dumps({"sets": results, "corpus": recall, "session_steps": steps}, indent=1) + "\n",
+        json.dumps(
+            {"sets": results, "corpus": recall, "session_steps": steps, "shapes": shaped},
+            indent=1,
+        )
+        + "\n",
         encoding="utf-8",
     )
     text = table(results, recall)
@@ -278,6 +322,15 @@ def main() -> None:
         f"{steps['without guard']:.2f} / {steps['without guard mean']:.2f} ms without "
         "(`redact_secrets=False, flag_injections=False`).\n"
     )
+    text += (
+        "\nLarge generated outputs (`shapes()`: seeded, one scan each, caches cleared):\n\n"
+        "| shape | characters | secrets, s | injection flags, s |\n|---|---|---|---|\n"
+    )
+    for row in shaped:
+        text += (
+            f"| {row['shape']} | {row['chars']:,} | {row['secrets s']:.2f} "
+            f"| {row['injections s']:.2f} |\n"
+        )
     (args.out / "redaction.md").write_text(text, encoding="utf-8")
     print(text)
 

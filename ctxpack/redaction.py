@@ -34,13 +34,13 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import cache
 from importlib import resources
 from typing import Any
 
 import regex
 
-from .caches import register
+from .caches import memoize
 from .errors import ConfigError
 from .messages import Message, ensure_messages
 
@@ -129,11 +129,15 @@ def _compile(pattern: str, engine: str = "regex") -> Any:
     return regex.compile(pattern, regex.V1)
 
 
-# gitleaks' "semi-generic" rules (a key name, an operator, a value) start with this lazy run of
-# name characters. Tried at every position of a text it is most of the rules' cost, and it
-# decides only where the match starts: the pattern runs without it, from the key name, and
-# the match is then extended back over the same characters (see _match_start).
-_SEMI_GENERIC = "(?i)[\\w.-]{0,50}?"
+# gitleaks' "semi-generic" rules (a key name, an operator, a value) start with a lazy run of
+# up to 50 name characters, some with two ("[\w.-]{0,50}?(?i:[\w.-]{0,50}?okta..."). Tried at
+# every position of a text it is most of the rules' cost (with two, 2,500 widths at each
+# position of a run of name characters such as a lockfile's base64 hashes), and it decides
+# only where the match starts: the pattern runs without it, from the key name, and the match
+# is then extended back over the same characters (see _match_start).
+_NAME_RUN = "[\\w.-]{0,50}?"
+_SEMI_GENERIC = "(?i)" + _NAME_RUN
+_SEMI_GENERIC_NESTED = _NAME_RUN + "(?i:" + _NAME_RUN
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 
 
@@ -255,10 +259,11 @@ _OWN_RULES: tuple[dict[str, Any], ...] = (
 )
 
 # A value that names or refers to a secret instead of being one: a variable, a template, a
-# mask, a word.
+# mask, a word, the secret's own name (`user:password@host` in a documentation example: taken
+# for a secret, the word would be replaced everywhere in the output).
 _NOT_A_VALUE = _compile(
     r"^(?:\$\{?\w+\}?|\$\{[\w.]+\}|%\w+%|\{\{.*\}\}|<[^>]*>|\*+|x+|X+|\.+|null|none|true|false|"
-    r"(?i:your[\w-]*)|"
+    r"(?i:your[\w-]*)|(?i:pass(?:word|wd)?|pwd|secret|token)|"
     r"\[REDACTED\b.*|[a-z_]+\.[a-z_.]+|[A-Za-z_]+\(.*)$"
 )
 
@@ -273,6 +278,8 @@ def _rules() -> tuple[tuple[_Rule, ...], _Allowlist]:
         pattern, back = entry["regex"], 0
         if pattern.startswith(_SEMI_GENERIC):
             pattern, back = "(?i)" + pattern[len(_SEMI_GENERIC) :], 50
+        elif pattern.startswith(_SEMI_GENERIC_NESTED):
+            pattern, back = "(?i:" + pattern[len(_SEMI_GENERIC_NESTED) :], 100
         rules.append(
             _Rule(
                 entry["id"],
@@ -455,7 +462,7 @@ class _Spans:
         return True
 
 
-@lru_cache(maxsize=4096)
+@memoize(maxsize=100_000, maxbytes=16 * 2**20, name="secrets of a text")
 def _scan(text: str) -> tuple[SecretFinding, ...]:
     # Cached by content: a history packed again every turn holds the same tool outputs.
     found = sorted(_findings(text), key=lambda f: (f.kind in _GENERIC, f.start, -(f.end - f.start)))
@@ -477,9 +484,6 @@ def _scan(text: str) -> tuple[SecretFinding, ...]:
                 kept.append(SecretFinding(finding.kind, at, end))
             at = text.find(value, end)
     return tuple(sorted(kept, key=lambda f: f.start))
-
-
-register(_scan)
 
 
 def find_secrets(text: str) -> tuple[SecretFinding, ...]:

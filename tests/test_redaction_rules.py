@@ -243,3 +243,54 @@ def test_the_shells_working_directories_are_no_passwords() -> None:
     assert redact("DB_PWD=hunter2-prod\nPWD=/root").text == (
         "DB_PWD=[REDACTED secret-assignment]\nPWD=/root"
     )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        " * <li>http://username:password@10.20.130.230:8080/list?version=1.0.0",
+        "DB_PASSWORD=password\nAPI_TOKEN=token",
+        "<password>secret</password>",
+    ],
+)
+def test_a_secret_named_by_its_own_name_is_a_placeholder(text: str) -> None:
+    # Taken for a secret, "password" would then be replaced everywhere in the output.
+    assert redact(text + "\nthe password is checked").text == text + "\nthe password is checked"
+
+
+def test_no_rule_starts_with_a_lazy_run_of_name_characters() -> None:
+    # Tried at every position of a long run of name characters (a lockfile's base64 hashes),
+    # two nested runs made one rule cost 2,500 widths a position: a lockfile took seconds.
+    from ctxpack.redaction import _rules
+
+    for rule in _rules()[0]:
+        assert not rule.pattern.pattern.lstrip("(?i:)").startswith("[\\w.-]{0,"), rule.kind
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f'prod.MERAKI_API_KEY = "{"3f786850e387550fdab836ed7e6dc881de23001b"}"',
+        "export CO_API_KEY=Rk7Vq2Lx9Zm4Wt8Np3Hc6Yb1Fd5Gs0JaQw3Er5Tz",
+        'my.okta_token: "00Rk7Vq2Lx9Zm4Wt8Np3Hc6Yb1Fd5Gs0JaQw3Er5Tz"',
+        'private-ai-key = "rk7vq2lx9zm4wt8np3hc6yb1fd5gs0ja"',
+        "svc.sumo_access_id=suRk7Vq2Lx9Zm4",
+    ],
+)
+def test_rules_cut_of_their_lazy_start_find_what_gitleaks_finds(text: str) -> None:
+    import json as json_
+    from importlib import resources
+
+    from ctxpack.redaction import _compile
+
+    data = json_.loads(
+        resources.files("ctxpack").joinpath("data/secret_rules.json").read_text("utf-8")
+    )
+    whole = []
+    for entry in data["rules"]:
+        if entry["regex"].startswith("[\\w.-]{0,50}?(?i:"):
+            for match in _compile(entry["regex"], entry["engine"]).finditer(text):
+                whole.append((entry["id"], match.span(1)))
+    assert whole, "no nested semi-generic rule matches the sample"
+    found = [(f.kind, (f.start, f.end)) for f in find_secrets(text)]
+    assert all(w in found for w in whole), (whole, found)
