@@ -540,3 +540,22 @@ def test_a_render_does_not_count_a_long_history_again() -> None:
         warm = min(warm, time.perf_counter() - start)
     assert again.tokens == first.tokens and again.input_tokens == first.input_tokens
     assert warm < 0.3 and warm < cold / 4
+
+
+def test_a_one_line_output_of_any_size_is_sent_cut_and_kept_whole() -> None:
+    # One line of base64: no filter of lines shortened it, and a session without a window
+    # sent all of it (546,000 tokens for 800,000 characters).
+    blob = "".join(f"{i:05d}iVBORw0KGgoAAAANSUhEUgAAAAEAAAAB" for i in range(20_000))
+    call = {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+    session = Session(model="gpt-4o")
+    session.extend(
+        [
+            {"role": "user", "content": "Why is the logo blank?"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": blob},
+        ]
+    )
+    result = session.render()
+    assert result.tokens < 5_000
+    output_id = session.transcript()[-1].id
+    assert result.original(output_id).text == blob  # type: ignore[union-attr]

@@ -31,10 +31,12 @@ from .._internal.options import FieldErrorModel
 from ..errors import ConfigError
 from ..store import ArtifactStore, artifact_id, check_artifact_store
 from ._base import (
+    MAX_LINE_CHARS,
     Extract,
     OutputFilter,
     ToolOutput,
     assemble,
+    cut_middle,
 )
 from ._base import (
     command_program as command_program,
@@ -137,6 +139,10 @@ class ToolOutputFilter:
             original's length (marker included); otherwise the original passes.
         retrievable: Whether the marker offers the retrieve tool (set it to whether the tool is
             offered to the model); otherwise it only says what was shortened.
+        max_line_chars: A line of the result longer than this keeps its start and end around
+            a note of the characters hidden (a base64 blob, minified code: one line that no
+            filter of lines shortens); ``None`` keeps every line whole. A JSON payload's filter
+            cuts its long strings instead, so that it stays valid JSON.
 
     Raises:
         ConfigError: an option is out of range, or a filter lacks ``detect``/``extract``.
@@ -149,6 +155,7 @@ class ToolOutputFilter:
         min_chars: int = 1_200,
         min_saving: float = 0.1,
         retrievable: bool = True,
+        max_line_chars: int | None = MAX_LINE_CHARS,
     ) -> None:
         chosen = (
             default_filters()
@@ -169,11 +176,21 @@ class ToolOutputFilter:
         self.min_chars = min_chars
         self.min_saving = min_saving
         self.retrievable = flag(retrievable, "retrievable")
+        if max_line_chars is not None and (
+            isinstance(max_line_chars, bool)
+            or not isinstance(max_line_chars, int)
+            or max_line_chars < 100
+        ):
+            raise ConfigError(
+                f"max_line_chars must be an int >= 100 or None, got {max_line_chars!r}"
+            )
+        self.max_line_chars = max_line_chars
 
     def __repr__(self) -> str:
         return (
             f"ToolOutputFilter({self.filters!r}, min_chars={self.min_chars}, "
-            f"min_saving={self.min_saving}, retrievable={self.retrievable})"
+            f"min_saving={self.min_saving}, retrievable={self.retrievable}, "
+            f"max_line_chars={self.max_line_chars})"
         )
 
     def detect(self, output: ToolOutput) -> OutputFilter:
@@ -222,7 +239,7 @@ class ToolOutputFilter:
             )
         output = ToolOutput(text, tool=tool, command=command, goal=goal)
         chosen = self.detect(output)
-        extract = chosen.extract(output)
+        extract = self._cut_long_lines(chosen, chosen.extract(output), text)
         if extract is None:
             return FilteredOutput(
                 text=text, kind=chosen.kind, shortened=False, reason="nothing to drop"
@@ -252,6 +269,23 @@ class ToolOutputFilter:
             summary=extract.summary,
             reason=f"{chosen.kind} filter: {extract.summary}",
         )
+
+    def _cut_long_lines(
+        self, chosen: OutputFilter, extract: Extract | None, text: str
+    ) -> Extract | None:
+        """``extract`` (or the whole output, when the filter kept everything) with each line
+        over ``max_line_chars`` cut in its middle."""
+        limit = self.max_line_chars
+        if limit is None or chosen.kind == "json":
+            return extract
+        lines = (text if extract is None else extract.text).split("\n")
+        long = sum(len(line) > limit for line in lines)
+        if not long:
+            return extract
+        cut = "\n".join(cut_middle(line, limit) for line in lines)
+        note = f"{long} line{'s' * (long > 1)} over {limit:,} characters cut"
+        summary = note if extract is None else f"{extract.summary}; {note}"
+        return Extract(cut, summary)
 
     def marker(self, kind: str, summary: str, artifact: str, lines: int) -> str:
         """The last line of a filtered output: what was shortened and where the original is."""

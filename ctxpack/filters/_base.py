@@ -20,17 +20,23 @@ from ..errors import ConfigError
 from ..signals.stop_words import GOAL_STOP_WORDS
 
 __all__ = [
+    "MAX_LINE_CHARS",
     "NOTE_PREFIXES",
     "Extract",
     "OutputFilter",
     "ToolOutput",
     "assemble",
+    "cut_middle",
     "goal_terms",
     "hidden",
     "is_note",
 ]
 
 NOTE_PREFIXES = ("[…", "[ctxpack")
+
+MAX_LINE_CHARS = 4_000
+"""The longest line (or JSON string) a filtered tool output keeps whole: about 1,000 tokens of
+prose or code, 3,000 of base64."""
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[@-Z\\-_]")
 # The wrapper a harness puts around a command's output (mini-swe-agent's, among others): short
@@ -157,6 +163,20 @@ def is_note(line: str) -> bool:
 def hidden(count: int, what: str = "lines", where: str = "") -> str:
     """The note that stands for ``count`` hidden items: ``[… 57 lines hidden]``."""
     return f"[… {count} {what} hidden{where}]"
+
+
+def cut_middle(text: str, limit: int) -> str:
+    """``text`` if it has at most ``limit`` characters; else its first three quarters of
+    ``limit`` and its last quarter, around a note of how many characters are hidden between.
+
+    Example:
+        >>> cut_middle("a" * 30 + "b" * 10, 20)
+        'aaaaaaaaaaaaaaa[… 20 characters hidden]bbbbb'
+    """
+    if len(text) <= limit:
+        return text
+    head, tail = limit * 3 // 4, limit // 4
+    return text[:head] + hidden(len(text) - head - tail, "characters") + text[len(text) - tail :]
 
 
 def _gap_note(first: int, last: int) -> str:

@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from .._internal.jsontext import read_json
-from ._base import Extract, ToolOutput
+from ._base import MAX_LINE_CHARS, Extract, ToolOutput, cut_middle
 
 __all__ = ["JSONPayloadFilter"]
 
@@ -39,6 +39,8 @@ class JSONPayloadFilter:
 
     Args:
         max_items: Items an array keeps (errors and outliers may add a few).
+        max_string_chars: A string longer than this (base64 data, a whole file) keeps its
+            start and end around a note of the characters hidden.
 
     Example:
         >>> from ctxpack.filters import ToolOutput
@@ -53,11 +55,15 @@ class JSONPayloadFilter:
 
     kind = "json"
 
-    def __init__(self, *, max_items: int = 5) -> None:
+    def __init__(self, *, max_items: int = 5, max_string_chars: int = MAX_LINE_CHARS) -> None:
         self.max_items = max_items
+        self.max_string_chars = max_string_chars
 
     def __repr__(self) -> str:
-        return f"JSONPayloadFilter(max_items={self.max_items})"
+        return (
+            f"JSONPayloadFilter(max_items={self.max_items}, "
+            f"max_string_chars={self.max_string_chars})"
+        )
 
     def _document(self, output: ToolOutput) -> tuple[Any, list[int]] | None:
         body = output.body
@@ -77,13 +83,13 @@ class JSONPayloadFilter:
         if found is None:
             return None
         document, body = found
-        counts = {"keys": 0, "items": 0}
+        counts = {"keys": 0, "items": 0, "strings": 0}
         # JSON nested deeper than a walk can go is kept whole.
         try:
             slim = self._slim(document, output, counts)
         except RecursionError:
             return None
-        if not counts["keys"] and not counts["items"]:
+        if not any(counts.values()):
             return None
         try:
             dumped = json.dumps(slim, ensure_ascii=False, separators=(",", ":"))
@@ -92,6 +98,10 @@ class JSONPayloadFilter:
         head = [output.lines[i] for i in sorted(output.envelope) if not body or i < body[0]]
         tail = [output.lines[i] for i in sorted(output.envelope) if body and i > body[-1]]
         summary = f"{counts['keys']} noise fields and {counts['items']} array items hidden"
+        if counts["strings"]:
+            summary += (
+                f"; {counts['strings']} strings over {self.max_string_chars:,} characters cut"
+            )
         return Extract("\n".join([*head, dumped, *tail]), summary)
 
     def _slim(self, value: Any, output: ToolOutput, counts: dict[str, int]) -> Any:
@@ -129,4 +139,7 @@ class JSONPayloadFilter:
             counts["items"] += hidden
             kept = [self._slim(value[i], output, counts) for i in chosen]
             return [*kept, f"[… {hidden} more items hidden]"]
+        if isinstance(value, str) and len(value) > self.max_string_chars:
+            counts["strings"] += 1
+            return cut_middle(value, self.max_string_chars)
         return value

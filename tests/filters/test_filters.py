@@ -554,3 +554,52 @@ def test_json_nested_too_deep_to_walk_is_kept_whole(depth: int) -> None:
     assert JSONPayloadFilter().extract(ToolOutput(doc)) is None
     # The public call returns (it raised RecursionError): another filter's result, or the whole.
     assert ToolOutputFilter()(doc).kind in {"json", "generic"}
+
+
+# ------------------------------------------------------------------- lines too long to keep
+
+BLOB = "".join(f"{i:05d}QmFzZTY0IGRhdGEgb2YgYW4gaW1hZ2U" for i in range(25_000))  # one line
+
+
+def test_a_line_no_filter_shortens_is_cut_in_its_middle() -> None:
+    # A base64 blob or minified code is one line: every filter of lines kept it whole, and a
+    # session without a window sent all 800,000 characters of it.
+    out = ToolOutputFilter()(f"$ cat bundle\n{BLOB}\ndone", command="cat bundle")
+    assert out.shortened and "1 line over 4,000 characters cut" in out.summary
+    lines = out.text.split("\n")
+    assert max(map(len, lines)) < 4_100
+    cut = next(line for line in lines if "characters hidden]" in line)
+    assert BLOB.startswith(cut[:3_000]) and BLOB.endswith(cut[-1_000:])
+    assert f"[… {len(BLOB) - 4_000} characters hidden]" in cut
+    assert out.text.startswith("$ cat bundle\n") and ORIGINAL_NOTE.search(lines[-1])
+
+
+def test_a_long_line_a_filter_keeps_is_cut_too() -> None:
+    hits = [f"src/mod_{i}.py:{i}: import os" for i in range(300)]
+    hits.insert(5, "static/app.min.js:1:" + "var a=1;" * 2_000)
+    out = ToolOutputFilter()("\n".join(hits), command="grep -rn import .")
+    assert out.kind == "listing" and out.shortened
+    assert "over 4,000 characters cut" in out.summary
+    assert max(map(len, out.text.split("\n"))) < 4_100
+
+
+def test_a_json_payloads_long_strings_are_cut_and_it_stays_json() -> None:
+    doc = {"name": "logo.png", "content": BLOB, "encoding": "base64"}
+    out = ToolOutputFilter()(json.dumps(doc), tool="api_call")
+    assert out.kind == "json" and out.shortened
+    assert "1 strings over 4,000 characters cut" in out.summary
+    slim = json.loads(out.text.split("\n")[0])
+    assert slim["name"] == "logo.png" and "characters hidden]" in slim["content"]
+    assert len(slim["content"]) < 4_100
+
+
+def test_lines_are_kept_whole_when_asked() -> None:
+    out = ToolOutputFilter(max_line_chars=None)(BLOB)
+    assert not out.shortened and out.text == BLOB
+    assert ToolOutputFilter(max_line_chars=len(BLOB))(BLOB).text == BLOB
+
+
+@pytest.mark.parametrize("bad", [99, 0, True, 4_000.0, "4000"])
+def test_max_line_chars_must_be_an_int_of_100_or_more(bad: object) -> None:
+    with pytest.raises(ConfigError, match="max_line_chars"):
+        ToolOutputFilter(max_line_chars=bad)  # type: ignore[arg-type]
