@@ -181,12 +181,12 @@ def _near_aws_key_id(kind: str, value: str) -> tuple[dict[str, Any], ...]:
     return tuple(
         {
             "id": kind,
-            "regex": regex,
+            "regex": pattern,
             "entropy": 4.25,
             "keywords": ["akia", "abia", "acca", "asia"],
             "allowlists": [{"target": "secret", "regexes": ["EXAMPLE"]}],
         }
-        for regex in (key_id + near + value, value + near + key_id)
+        for pattern in (key_id + near + value, value + near + key_id)
     )
 
 

@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from .._internal.jsontext import read_json
+from ..errors import ConfigError
 from ._base import MAX_LINE_CHARS, Extract, ToolOutput, cut_middle
 
 __all__ = ["JSONPayloadFilter"]
@@ -56,6 +57,12 @@ class JSONPayloadFilter:
     kind = "json"
 
     def __init__(self, *, max_items: int = 5, max_string_chars: int = MAX_LINE_CHARS) -> None:
+        if (
+            isinstance(max_string_chars, bool)
+            or not isinstance(max_string_chars, int)
+            or max_string_chars < 100
+        ):
+            raise ConfigError(f"max_string_chars must be an int >= 100, got {max_string_chars!r}")
         self.max_items = max_items
         self.max_string_chars = max_string_chars
 

@@ -600,6 +600,8 @@ def test_lines_are_kept_whole_when_asked() -> None:
 
 
 @pytest.mark.parametrize("bad", [99, 0, True, 4_000.0, "4000"])
-def test_max_line_chars_must_be_an_int_of_100_or_more(bad: object) -> None:
+def test_line_and_string_limits_must_be_ints_of_100_or_more(bad: object) -> None:
     with pytest.raises(ConfigError, match="max_line_chars"):
         ToolOutputFilter(max_line_chars=bad)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="max_string_chars"):
+        JSONPayloadFilter(max_string_chars=bad)  # type: ignore[arg-type]
