@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 from pydantic import ConfigDict
 
-from .._internal.arguments import flag, item_list, number, optional_text, string
+from .._internal.arguments import flag, item_list, number, optional_text, string, tokens
 from .._internal.options import FieldErrorModel
 from ..errors import ConfigError
 from ..store import ArtifactStore, artifact_id, check_artifact_store
@@ -176,15 +176,11 @@ class ToolOutputFilter:
         self.min_chars = min_chars
         self.min_saving = min_saving
         self.retrievable = flag(retrievable, "retrievable")
-        if max_line_chars is not None and (
-            isinstance(max_line_chars, bool)
-            or not isinstance(max_line_chars, int)
-            or max_line_chars < 100
-        ):
-            raise ConfigError(
-                f"max_line_chars must be an int >= 100 or None, got {max_line_chars!r}"
-            )
-        self.max_line_chars = max_line_chars
+        self.max_line_chars = (
+            None
+            if max_line_chars is None
+            else tokens(max_line_chars, "max_line_chars", minimum=100, unit="characters, or None")
+        )
 
     def __repr__(self) -> str:
         return (

@@ -8,8 +8,8 @@ import json
 import re
 from typing import Any
 
+from .._internal.arguments import tokens
 from .._internal.jsontext import read_json
-from ..errors import ConfigError
 from ._base import MAX_LINE_CHARS, Extract, ToolOutput, cut_middle
 
 __all__ = ["JSONPayloadFilter"]
@@ -57,14 +57,10 @@ class JSONPayloadFilter:
     kind = "json"
 
     def __init__(self, *, max_items: int = 5, max_string_chars: int = MAX_LINE_CHARS) -> None:
-        if (
-            isinstance(max_string_chars, bool)
-            or not isinstance(max_string_chars, int)
-            or max_string_chars < 100
-        ):
-            raise ConfigError(f"max_string_chars must be an int >= 100, got {max_string_chars!r}")
         self.max_items = max_items
-        self.max_string_chars = max_string_chars
+        self.max_string_chars = tokens(
+            max_string_chars, "max_string_chars", minimum=100, unit="characters"
+        )
 
     def __repr__(self) -> str:
         return (
