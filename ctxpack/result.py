@@ -3,21 +3,90 @@
 from __future__ import annotations
 
 import textwrap
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, WrapSerializer
 
 from ._internal.arguments import string
 from ._internal.arguments import tokens as check_tokens
 from ._internal.options import FieldErrorModel
 from .errors import ConfigError
-from .messages import Message
+from .messages import Message, detached
 from .pipeline import Decision, DecisionLog
 
 if TYPE_CHECKING:
     from .adapters import AnthropicPayload
 
+# Originals is not among the public names (at most 150): callers read it as the Mapping
+# PackResult.artifacts is annotated with.
 __all__ = ["PackResult"]
+
+
+class Originals(Mapping[str, Message]):
+    """Originals by message id, as ``result.artifacts`` of a session's render: a read-only
+    mapping whose messages are copied when first read.
+
+    A long session has summarised and cleared hundreds of messages; a render that copied every
+    original would spend most of its time on copies few callers read. Each is copied on its
+    first read instead, and that copy is the one every later read gives, as a dict's value
+    would be: editing it changes neither the session nor another result. ``dict(originals)``
+    gives them all.
+    """
+
+    __slots__ = ("_build", "_copies", "_sources")
+
+    def __init__(self, sources: Mapping[str, Message]) -> None:
+        # The owner's messages, never handed out: only their copies are.
+        self._sources: dict[str, Message] | None = dict(sources)
+        self._build: Callable[[], Mapping[str, Message]] | None = None
+        self._copies: dict[str, Message] = {}
+
+    @classmethod
+    def deferred(cls, build: Callable[[], Mapping[str, Message]]) -> Originals:
+        """The originals ``build()`` gives when the mapping is first read, its ids included
+        (finding them may take a pass over a long history). ``build`` may be called more than
+        once, by threads reading at the same time; it must not depend on state that may change
+        after the mapping is made (capture what it needs)."""
+        originals = cls({})
+        originals._sources, originals._build = None, build
+        return originals
+
+    def _all(self) -> dict[str, Message]:
+        sources = self._sources
+        if sources is None:
+            assert self._build is not None
+            sources = self._sources = dict(self._build())
+        return sources
+
+    def __getitem__(self, message_id: str) -> Message:
+        copied = self._copies.get(message_id)
+        if copied is None:
+            # setdefault: threads reading the same original at once all get one copy.
+            copied = self._copies.setdefault(message_id, detached(self._all()[message_id]))
+        return copied
+
+    def __contains__(self, message_id: object) -> bool:
+        return message_id in self._all()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    def __repr__(self) -> str:
+        return f"Originals({dict(self)!r})"
+
+    def __reduce__(self) -> tuple[type[Originals], tuple[dict[str, Message]]]:
+        return Originals, (dict(self),)
+
+
+def _serialized_as_dict(
+    artifacts: Mapping[str, Message], handler: SerializerFunctionWrapHandler
+) -> Any:
+    # A Mapping field is serialised as a dict only when it is one.
+    return handler(artifacts if type(artifacts) is dict else dict(artifacts))
 
 
 class PackResult(FieldErrorModel):
@@ -38,7 +107,10 @@ class PackResult(FieldErrorModel):
         decisions: Every decision, in pipeline order; every input message has at least one. A
             read-only sequence (:class:`~ctxpack.pipeline.DecisionLog`) whose reasons are written
             when it is first read, so a caller that never reads them does not pay for them.
-        artifacts: Originals of messages that were compressed or cleared, by id.
+        artifacts: Originals of messages that were compressed or cleared, by id: a dict from
+            :func:`ctxpack.pack`, a read-only mapping from a session's render, which copies
+            each original when it is first read (``dict(result.artifacts)`` for a dict); each
+            message is the result's own copy.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -54,7 +126,9 @@ class PackResult(FieldErrorModel):
     exact: bool
     query: str | None = None
     decisions: DecisionLog
-    artifacts: dict[str, Message] = Field(default_factory=dict)
+    artifacts: Annotated[Mapping[str, Message], WrapSerializer(_serialized_as_dict)] = Field(
+        default_factory=dict
+    )
 
     @property
     def kept_ids(self) -> list[str]:

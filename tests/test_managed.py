@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import pickle
 import time
 from typing import Any
 
@@ -994,3 +995,60 @@ def test_a_user_message_the_caller_pinned_is_never_summarised_nor_compacts_at_ea
         session.extend(step(i, lines=5))
     compacted = [e.request for e in session.window_state.events if e.action == "compacted"]
     assert all(b - a > 1 for a, b in itertools.pairwise(compacted))
+
+
+def _counting(
+    monkeypatch: pytest.MonkeyPatch, module: Any, name: str, calls: list[Any] | None = None
+) -> list[Any]:
+    """``calls``, where the first argument of every call of ``module.name`` goes from now on."""
+    calls = [] if calls is None else calls
+    real = getattr(module, name)
+
+    def counted(first: Any, *rest: Any, **kwargs: Any) -> Any:
+        calls.append(first)
+        return real(first, *rest, **kwargs)
+
+    monkeypatch.setattr(module, name, counted, raising=False)
+    return calls
+
+
+def test_a_render_copies_an_original_only_once_it_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A render copied the original of every message ever summarised or cleared, though few are
+    # read: the render of a long session took time in proportion to its whole history.
+    import ctxpack.result
+    import ctxpack.session._render
+    from ctxpack.messages import detached
+
+    session = Session(counter=COUNTER, filters=False, window=8_000)
+    run(session, 60)
+    copied = _counting(monkeypatch, ctxpack.session._render, "detached")
+    monkeypatch.setattr(ctxpack.result, "detached", detached, raising=False)
+    _counting(monkeypatch, ctxpack.result, "detached", copied)
+    result = session.render()
+    assert len(result.artifacts) > 60
+    assert len(copied) == len(result.messages)  # the request's own copies, no original
+
+    transcript = {m.id: m for m in session.transcript()}
+    mid = next(iter(result.artifacts))
+    first = result.artifacts[mid]
+    assert first == transcript[mid] and len(copied) == len(result.messages) + 1
+    # One copy per original and result, as a dict's value: read again, it is the same one.
+    assert result.original(mid) is first and result.artifacts.get(mid) is first
+    assert dict(result.artifacts)[mid] is first
+    assert len(copied) == len(result.messages) + len(result.artifacts)
+    assert dict(result.artifacts) == {k: transcript[k] for k in result.artifacts}
+    # The result's own: editing it changes neither the session nor the next result.
+    first.metadata["seen"] = True
+    assert result.artifacts[mid].metadata == {"seen": True}
+    assert "seen" not in transcript[mid].metadata
+    assert "seen" not in session.transcript()[list(transcript).index(mid)].metadata
+    assert "seen" not in session.render().artifacts[mid].metadata
+    with pytest.raises(TypeError):
+        result.artifacts[mid] = first  # type: ignore[index]
+    # Serialised as the dict it was.
+    dumped = result.model_dump(mode="json")["artifacts"]
+    assert list(dumped) == list(result.artifacts)
+    assert dumped[mid] == first.model_dump(mode="json")
+    assert json.loads(result.model_dump_json())["artifacts"] == dumped
+    assert pickle.loads(pickle.dumps(result)).artifacts == result.artifacts
+

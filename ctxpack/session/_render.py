@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .._internal.arguments import optional_text, tool_definitions
@@ -14,7 +14,7 @@ from ..messages import Message, detached
 from ..packing import pack
 from ..pipeline import Decision, DecisionLog
 from ..providers import Provider, check_provider, provider_from_model
-from ..result import PackResult
+from ..result import Originals, PackResult
 from ..retrieval import retrieve_tool
 from ..stages import provider_conform
 from ..store import artifact_id
@@ -69,9 +69,6 @@ class Rendering(SessionState):
         all_tools = [*given, *self._own_tools(provider)]
         raw_tokens = self._raw_total()
         filter_log = self._filter_log()
-        originals = {
-            raw.id: raw for raw in self._raw if (r := self._records.get(raw.id)) and r.shortened
-        }
         asked = budget
         if self.window is not None:
             if budget is not None or reserve:
@@ -79,15 +76,13 @@ class Rendering(SessionState):
                     "a managed session (window=...) sizes its own requests: render() takes no "
                     "budget or reserve; set the reply room with WindowPolicy(reply_room=...)"
                 )
-            result = self._render_window(
-                query, all_tools, raw_tokens, filter_log, originals, provider
-            )
+            result = self._render_window(query, all_tools, raw_tokens, filter_log, provider)
             return self._with_warnings(result, all_tools)
         if budget is None:
             tool_tokens = checked_tool_tokens(all_tools, self.counter) if all_tools else 0
             if self.pipeline is None:
                 result = self._whole(
-                    query, tool_tokens, raw_tokens, filter_log, originals, provider
+                    query, tool_tokens, raw_tokens, filter_log, self._originals(), provider
                 )
                 return self._with_warnings(result, all_tools)
             budget = asked = None if self.model is None else known_window(self.model)
@@ -115,7 +110,7 @@ class Rendering(SessionState):
                 "decisions": filter_log + packed.decisions,
                 # The session's originals win: a stage's "original" of a filtered message is
                 # the filtered text, not what the tool returned.
-                "artifacts": {**packed.artifacts, **_copies(originals)},
+                "artifacts": Originals({**packed.artifacts, **self._originals()()}),
             }
         )
         return self._with_warnings(result, all_tools)
@@ -132,9 +127,9 @@ class Rendering(SessionState):
         )
         if not self.window_state.decisions:
             return result
-        return result.model_copy(
-            update={"decisions": DecisionLog([*result.decisions, *self.window_state.decisions])}
-        )
+        # Appended to the log as it is: its deferred decisions stay unbuilt until read.
+        added = result.decisions + tuple(self.window_state.decisions)
+        return result.model_copy(update={"decisions": added})
 
     def _render_window(
         self,
@@ -142,7 +137,6 @@ class Rendering(SessionState):
         tools: Sequence[Mapping[str, Any]],
         raw_tokens: int,
         filter_log: DecisionLog,
-        originals: dict[str, Message],
         provider: Provider,
     ) -> PackResult:
         """One request of the managed mode (see :mod:`ctxpack.managed`)."""
@@ -161,14 +155,13 @@ class Rendering(SessionState):
             tool_tokens=tool_tokens,
         )
         state = self.window_state
-        gone = set(state.cleared) | set(state.compacted) | set(state.thinking_cleared)
-        by_id = {m.id: m for m in self._raw if m.id in gone}
+        gone = (*state.cleared, *state.compacted, *state.thinking_cleared)
         return self._whole(
             query,
             tool_tokens,
             raw_tokens,
             filter_log,
-            {**by_id, **originals},
+            self._originals(gone),
             provider,
             messages=messages,
             budget=policy.window,
@@ -194,7 +187,7 @@ class Rendering(SessionState):
         tool_tokens: int,
         raw_tokens: int,
         filter_log: DecisionLog,
-        originals: dict[str, Message],
+        originals: Callable[[], dict[str, Message]],
         provider: Provider,
         *,
         messages: list[Message] | None = None,
@@ -242,8 +235,24 @@ class Rendering(SessionState):
             exact=self.counter.exact,
             query=query,
             decisions=filter_log + repeats + repairs + unfiltered,
-            artifacts=_copies({**given, **changed, **originals}),
+            artifacts=Originals.deferred(lambda: {**given, **changed, **originals()}),
         )
+
+    def _originals(self, gone: Sequence[str] = ()) -> Callable[[], dict[str, Message]]:
+        """The originals of the messages ``gone`` from the request and of the shortened tool
+        outputs, by id (in that order, each in the record's), as they are now, found when
+        called: a result finds them only once its artifacts are read, a long session having
+        many and a caller seldom reading them."""
+        # The messages and records as they are now: later appends change both.
+        raw, records = tuple(self._raw), dict(self._records)
+
+        def originals() -> dict[str, Message]:
+            ids = set(gone)
+            removed = {m.id: m for m in raw if m.id in ids}
+            shortened = {m.id: m for m in raw if (r := records.get(m.id)) and r.shortened}
+            return {**removed, **shortened}
+
+        return originals
 
     def _filter_log(self) -> DecisionLog:
         """The filter decisions so far, and a ``kept`` one per output still waiting for its
@@ -258,9 +267,3 @@ class Rendering(SessionState):
             for i in self._pending
         ]
         return DecisionLog([*self._decisions, *waiting])
-
-
-def _copies(messages: Mapping[str, Message]) -> dict[str, Message]:
-    # What a result hands out shares nothing with the session's record: editing a message's
-    # content parts or metadata must not change what the session sends next.
-    return {mid: detached(m) for mid, m in messages.items()}
