@@ -1052,3 +1052,24 @@ def test_a_render_copies_an_original_only_once_it_is_read(monkeypatch: pytest.Mo
     assert json.loads(result.model_dump_json())["artifacts"] == dumped
     assert pickle.loads(pickle.dumps(result)).artifacts == result.artifacts
 
+
+def test_a_render_reads_the_summarised_history_no_more(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each render looked through every summarised message, three times, for the system prompt,
+    # user messages and pinned content it keeps: its time grew with the whole history.
+    import ctxpack.managed.view
+
+    session = Session(counter=COUNTER, filters=False, window=8_000)
+    run(session, 150)
+    assert session.window_state.boundary > 250
+    read = _counting(monkeypatch, ctxpack.managed.view, "_pinned_kind")
+    quiet = []
+    for i in range(150, 170):
+        events = len(session.window_state.events)
+        del read[:]
+        result = session.render()
+        if len(session.window_state.events) == events:  # no edit: one request built
+            quiet.append((len(read), len(result.messages)))
+        session.extend(step(i))
+    assert len(quiet) > 5
+    # About the messages of the request (and the new ones), not the history's.
+    assert all(count <= 3 * sent for count, sent in quiet), quiet

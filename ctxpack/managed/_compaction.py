@@ -89,12 +89,10 @@ def _compact(
     region = [i for i in range(state.boundary, end) if not _verbatim(record[i])]
     pins = [i for i in region if _pinned_kind(record[i]) is not None]
     # The floor counts every pin re-injected; one the tail keeps is carried there instead.
-    reinjected = _reinjected_tokens(record[:end], record[end:], policy, counter)
+    reinjected = _reinjected_tokens(ctx, policy, end)
     if not released and len(region) - len(pins) < 2:
         # Too little to summarise, unless pins sent whole give way to their re-injection.
-        now = _reinjected_tokens(
-            record[: state.boundary], record[state.boundary :], policy, counter
-        )
+        now = _reinjected_tokens(ctx, policy, state.boundary)
         if sum(size(record[i]) for i in pins) <= reinjected - now:
             return False
     tokens_before = {record[i].id: size(record[i]) for i in region}

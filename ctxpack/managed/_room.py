@@ -3,13 +3,11 @@ compaction lands (the budgets of the tail it keeps and of its summary)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..messages import Message
 from ..tokens import REPLY_PRIMING
 from ._policy import WindowPolicy
-from .view import _PINNED_ID, _reinjected_tokens, _verbatim, _View
+from .view import _PINNED_ID, _Context, _reinjected_tokens, _verbatim, _View
 
 __all__: list[str] = []  # the managed mode's internals: used by its other modules only
 
@@ -42,16 +40,16 @@ class _Room:
     pinned: int
 
     @classmethod
-    def of(cls, policy: WindowPolicy, view: _View, room: int, record: Sequence[Message]) -> _Room:
-        """The room of the request ``view`` built from ``record``, with the pinned content of
-        all of ``record`` re-injected (a compaction that keeps a pin in its tail, where it is
+    def of(cls, policy: WindowPolicy, view: _View, room: int, ctx: _Context) -> _Room:
+        """The room of the request ``view`` built from the record, with the pinned content of
+        all of the record re-injected (a compaction that keeps a pin in its tail, where it is
         sent whole instead, counts the difference with the tail)."""
         verbatim = sum(
             s
             for m, s in zip(view.messages, view.sizes, strict=True)
             if _verbatim(m) and m.id != _PINNED_ID
         )
-        pinned = _reinjected_tokens(record, [], policy, view.counter)
+        pinned = _reinjected_tokens(ctx, policy, len(ctx.record))
         return cls(policy, room, REPLY_PRIMING + verbatim + pinned, pinned)
 
     @property

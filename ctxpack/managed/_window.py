@@ -72,7 +72,7 @@ def _too_large(
 ) -> BudgetExceededError:
     """The error of a request that no edit brings within the window: what it cannot remove, and
     which arguments make room for it."""
-    plan = _Room.of(policy, view, policy.room(tool_tokens=tool_tokens), ctx.record)
+    plan = _Room.of(policy, view, policy.room(tool_tokens=tool_tokens), ctx)
     kept = [m.id for m in ctx.record if _verbatim(m) or _pinned_kind(m) is not None]
     return BudgetExceededError(
         required=view.tokens() + policy.reserve + tool_tokens,
@@ -93,10 +93,10 @@ def _manage(
     state: WindowState, policy: WindowPolicy, ctx: _Context, view: _View, room: int
 ) -> _View:
     """Clear, compact, then clear everything if need be, until the view fits ``room``."""
-    plan = _Room.of(policy, view, room, ctx.record)
+    plan = _Room.of(policy, view, room, ctx)
     released = _release_instructions(state, policy, ctx, view, plan)
     if released is not view:
-        view, plan = released, _Room.of(policy, released, room, ctx.record)
+        view, plan = released, _Room.of(policy, released, room, ctx)
     _warn_if_crowded(state, plan, view)
     p = _cache_price(policy, ctx.model)
     if view.tokens() > plan.level(policy.clear_at):

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
+from itertools import compress
+from typing import cast
 
+from .._internal.prefix import PrefixMemo
+from ..caches import LRUCache
 from ..editing import verbatim as _never_summarised
 from ..editing import without_thinking as _without_thinking
 from ..filters import RETRIEVE_TOOL_NAME, original_note
@@ -53,6 +58,19 @@ def _verbatim(msg: Message) -> bool:
     return _pinned_kind(msg) is None and _never_summarised(msg, frozenset())
 
 
+def _marks(msg: Message) -> tuple[str | None, bool] | None:
+    """``(pinned kind, verbatim)`` of a message the managed mode looks for in the whole record
+    (pinned content, or a message never summarised), ``None`` for the others."""
+    kind = _pinned_kind(msg)
+    verbatim = kind is None and _never_summarised(msg, frozenset())
+    return None if kind is None and not verbatim else (kind, verbatim)
+
+
+# By the identity of the record's messages, which never change: a render finds the few marked
+# messages of a long record without reading the others again (see PrefixMemo).
+_MARKS = PrefixMemo(_marks)
+
+
 def _placeholder(artifact: str, retrievable: bool) -> str:
     what = "old tool output cleared to fit the window"
     return original_note(what, artifact, retrievable=retrievable)
@@ -69,6 +87,20 @@ class _Context:
     retrievable: bool
     model: str | None
 
+    @cached_property
+    def marked(self) -> list[tuple[int, str | None, bool]]:
+        """Position, pinned kind and whether verbatim, in order, of each message of the record
+        that is pinned content or never summarised (:func:`_marks`)."""
+        marks = _MARKS(self.record)
+        # Only the positions compress() picks, whose marks are not None, are read.
+        found = cast(Sequence[tuple[str | None, bool]], marks)
+        return [(i, *found[i]) for i in compress(range(len(marks)), marks)]
+
+    def pinned(self, start: int, end: int) -> list[Message]:
+        """The pinned messages of ``record[start:end]``, in order."""
+        record = self.record
+        return [record[i] for i, kind, _ in self.marked if start <= i < end and kind is not None]
+
 
 def _build(state: WindowState, policy: WindowPolicy, ctx: _Context) -> _View:
     """The request the state gives: system prompt, re-injected pins, the other messages not
@@ -82,10 +114,14 @@ def _build(state: WindowState, policy: WindowPolicy, ctx: _Context) -> _View:
     b = min(state.boundary, len(record))
     # A user message past instructions_share may have been summarised with the rest.
     gone = set(state.compacted)
-    head = [msg for msg in record[:b] if _verbatim(msg) and msg.id not in gone]
+    head = [
+        record[i]
+        for i, _, verbatim in ctx.marked
+        if i < b and verbatim and record[i].id not in gone
+    ]
     lead = next((k for k, m in enumerate(head) if m.role not in _SYSTEM), len(head))
     summarised = state.summary is not None and state.summary_id is not None
-    pins = _reinjection(record[:b], record[b:], policy, ctx.counter) if summarised else None
+    pins = _reinjection(ctx, policy, b) if summarised else None
     for msg in head[:lead]:
         view.add(msg)
     if pins is not None:
@@ -115,7 +151,24 @@ def _as_sent(state: WindowState, ctx: _Context) -> Callable[[Message], Message]:
     return sent
 
 
+# The summary messages built last: one lasts from a compaction to the next, and building it
+# checks its list of every message summarised.
+_SUMMARIES: LRUCache[tuple[str | None, str | None, bool, str | None], Message] = LRUCache(
+    64, maxbytes=16 << 20, name="managed window summaries"
+)
+
+
 def _summary_message(state: WindowState, ctx: _Context) -> Message:
+    key = (state.summary_id, state.index_artifact, ctx.retrievable, state.summary)
+    cached = _SUMMARIES.get(key)
+    if cached is not None and cached.metadata["ctxpack"]["summary_of"] == state.compacted:
+        return cached
+    summary = _new_summary_message(state, ctx)
+    _SUMMARIES.put(key, summary)
+    return summary
+
+
+def _new_summary_message(state: WindowState, ctx: _Context) -> Message:
     index = state.index_artifact
     how = (
         f'; {RETRIEVE_TOOL_NAME}(artifact="{index}", regex="...") searches it'
@@ -135,13 +188,13 @@ def _summary_message(state: WindowState, ctx: _Context) -> Message:
     )
 
 
-def _reinjection(
-    before: Sequence[Message], after: Sequence[Message], policy: WindowPolicy, counter: TokenCounter
-) -> Message | None:
-    """Pinned content summarised away, re-injected: memory whole, skills within budgets (each cut
-    to its head, the oldest dropped first when together they exceed ``pinned_budget``)."""
-    in_tail = {m.text for m in after if _pinned_kind(m) is not None}
-    items = [m for m in before if _pinned_kind(m) is not None and m.text not in in_tail]
+def _reinjection(ctx: _Context, policy: WindowPolicy, end: int) -> Message | None:
+    """Pinned content summarised away (before ``end`` in the record, and not pinned again
+    after), re-injected: memory whole, skills within budgets (each cut to its head, the oldest
+    dropped first when together they exceed ``pinned_budget``)."""
+    counter = ctx.counter
+    in_tail = {m.text for m in ctx.pinned(end, len(ctx.record))}
+    items = [m for m in ctx.pinned(0, end) if m.text not in in_tail]
     if not items:
         return None
     memory = [m for m in items if _pinned_kind(m) == "memory"]
@@ -165,12 +218,10 @@ def _reinjection(
     )
 
 
-def _reinjected_tokens(
-    before: Sequence[Message], after: Sequence[Message], policy: WindowPolicy, counter: TokenCounter
-) -> int:
+def _reinjected_tokens(ctx: _Context, policy: WindowPolicy, end: int) -> int:
     """The tokens of what :func:`_reinjection` re-injects (0 when nothing)."""
-    pins = _reinjection(before, after, policy, counter)
-    return 0 if pins is None else counter.count_message(pins)
+    pins = _reinjection(ctx, policy, end)
+    return 0 if pins is None else ctx.counter.count_message(pins)
 
 
 def _head(text: str, budget: int, counter: TokenCounter) -> str:

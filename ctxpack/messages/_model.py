@@ -305,6 +305,9 @@ def copy_value(value: Any) -> Any:
     if kind is dict:
         return {k: copy_value(v) for k, v in value.items()}
     if kind is list:
+        # A list of strings (a summary's ids of every message it replaces) copied in C.
+        if _SCALARS.issuperset(map(type, value)):
+            return value.copy()
         return [copy_value(v) for v in value]
     if kind is tuple:
         return tuple(copy_value(v) for v in value)
