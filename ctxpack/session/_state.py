@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import copy
+import operator
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
+from itertools import compress, count
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._internal.views import FileRegion, call_region
@@ -200,19 +202,20 @@ class SessionState:
         first entry of a session, or the first on top of a session stored before entries
         carried them), not what they gained."""
         new = self._raw[snapshot.raw :]
-        # A compact message that differs from the one before (or, new, from the raw one).
-        was = [*snapshot.compact, *self._raw[snapshot.raw :]]
-        compact = {
-            str(position): encode_message(message, position)
-            for position, message in enumerate(self._compact)
-            if message is not was[position]
-        }
+        # A compact message that differs from the one before (or, new, from the raw one), and a
+        # record that is not the one before: compared by identity in C, a long session's
+        # unchanged history being most of what is compared.
+        was = [*snapshot.compact, *new]
+        changed = compress(count(), map(operator.is_not, self._compact, was))
+        compact = {str(p): encode_message(self._compact[p], p) for p in changed}
+        records = self._records.values()
+        fresh = compress(
+            records, map(operator.is_not, records, map(snapshot.records.get, self._records))
+        )
         entry: dict[str, Any] = {
             "messages": [encode_message(m, snapshot.raw + i) for i, m in enumerate(new)],
             "compact": compact,
-            "records": [
-                asdict(r) for mid, r in self._records.items() if snapshot.records.get(mid) is not r
-            ],
+            "records": [asdict(r) for r in fresh],
             "decisions": [
                 d.model_dump(exclude_none=True) for d in self._decisions[snapshot.decisions :]
             ],
