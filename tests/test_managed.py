@@ -1073,3 +1073,35 @@ def test_a_render_reads_the_summarised_history_no_more(monkeypatch: pytest.Monke
     assert len(quiet) > 5
     # About the messages of the request (and the new ones), not the history's.
     assert all(count <= 3 * sent for count, sent in quiet), quiet
+
+
+def test_a_compaction_reads_only_the_history_summarised_since_the_one_before(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Each compaction read the whole summarised history again (so that it never summarises a
+    # summary): in a long session each cost more than the one before.
+    from ctxpack.caches import clear_caches
+    from ctxpack.editing import _digest, window_digest
+
+    session = Session(counter=COUNTER, filters=False, window=8_000)
+    run(session, 40)
+    history = session.transcript()[2:]
+    clear_caches()
+    read = _counting(monkeypatch, _digest._Digest, "read")
+    first = window_digest(history[:30], None)
+    whole = window_digest(history, None)
+    assert len(read) == len(history)  # the second went on from the first
+    assert window_digest(history, None) == whole and len(read) == len(history)
+    window_digest(history[1:], None)  # not an extension: read from its start
+    assert len(read) == 2 * len(history) - 1
+    clear_caches()
+    assert window_digest(history, None) == whole
+    assert window_digest(history[:30], None) == first
+    # A session's compactions, all together, read its history about once.
+    del read[:]
+    session = Session(counter=COUNTER, filters=False, window=8_000)
+    run(session, 150)
+    compacted = len(session.window_state.compacted)
+    assert sum(e.action == "compacted" for e in session.window_state.events) > 10
+    assert len(read) < 1.5 * compacted
+

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import copy
 import heapq
 import json
 import re
 import shlex
+import threading
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Mapping, Sequence
 
 from .._internal.arguments import optional_text
 from .._internal.jsontext import read_json
+from .._internal.prefix import common_prefix, likely_prefix
 from .._internal.views import PATH_KEYS
-from ..caches import memoize
+from ..caches import memoize, register
 from ..messages import Message, message_objects
 from ..signals.evidence import evidence_terms
 from ..signals.stop_words import STOP_WORDS
@@ -180,27 +183,40 @@ def extractive_digest(messages: Sequence[Message], instructions: str | None = No
     return _digest(message_objects(messages), instructions)
 
 
-def _digest(
-    messages: Sequence[Message], instructions: str | None, omit: frozenset[str] = frozenset()
-) -> str:
+def _digest(messages: Sequence[Message], instructions: str | None) -> str:
     sections, focus = _wanted_sections(instructions)
     digest = _Digest(focus)
     for msg in messages:
         digest.read(msg)
-    return digest.render(sections - omit)
+    return digest.render(sections)
 
 
 def window_digest(messages: Sequence[Message], instructions: str | None) -> str:
     """:func:`extractive_digest` for a compaction that also stores an index of every summarised
     message with its command (the managed window's): the commands are listed there, so the digest
-    leaves them out and keeps its room for what exists nowhere else in the prompt."""
-    return _digest(messages, instructions, omit=frozenset({"commands"}))
+    leaves them out and keeps its room for what exists nowhere else in the prompt. A last section
+    lists the identifiers, paths and numbers the tool outputs showed and the digest does not
+    name, those seen last at the end (:func:`~ctxpack.managed.fit_digest` drops the others
+    first): the outputs themselves leave the prompt, their names tell the model what it has seen
+    and what to read back.
+
+    ``messages`` must be ctxpack's own, which never change: a history that extends one read
+    lately, by the identity of its messages, is read from where that one ended."""
+    sections, _ = _wanted_sections(instructions)
+    digest = _WINDOW_READS.read(messages, instructions)
+    # A term the digest names as a term: "323" inside "1323" or a path does not name it.
+    text, named = digest.rendered(sections - {"commands"})
+    assert digest.seen is not None
+    terms = [t for t in digest.seen if t not in named]
+    if not terms:
+        return text
+    return f"{text}\n\n## Identifiers, paths and numbers seen in tool outputs\n{' '.join(terms)}"
 
 
 class _Digest:
     """What :func:`extractive_digest` collects from the messages, section by section."""
 
-    def __init__(self, focus: list[str]) -> None:
+    def __init__(self, focus: list[str], *, outputs_seen: bool = False) -> None:
         self.focus = focus
         self.commands: dict[str, tuple[str, str]] = {}  # call id -> (tool, command)
         self.user: list[str] = []
@@ -217,7 +233,20 @@ class _Digest:
         self.plan: list[str] = []
         self.diff: list[str] = []
         self.focus_lines: dict[str, None] = {}
-        self.said: list[str] = []  # assistant text and commands: where the index terms come from
+        # The terms of the assistant's text and commands, each where it was named last: the
+        # index's terms.
+        self.latest: dict[str, None] = {}
+        # With outputs_seen, the terms of the tool outputs, each where it was seen last.
+        self.seen: dict[str, None] | None = {} if outputs_seen else None
+
+    def copy(self) -> _Digest:
+        """A copy that reads on without changing this one (every container copied; what they
+        hold is immutable)."""
+        copied = copy.copy(self)
+        for name, value in vars(self).items():
+            if isinstance(value, list | dict):
+                setattr(copied, name, value.copy())
+        return copied
 
     def read(self, msg: Message) -> None:
         text = msg.text
@@ -235,7 +264,7 @@ class _Digest:
             self._tool_result(msg, text)
 
     def _assistant(self, msg: Message, text: str) -> None:
-        self.said.append(text)
+        _named_last(self.latest, text)
         kept = [s for s in _sentences(text) if _DECISION.search(s) and _says_something(s)]
         self.decisions.extend(_clip(s, 300) for s in kept[:3])
         current_plan = [line.strip() for line in text.splitlines() if _PLAN_LINE.match(line)]
@@ -243,10 +272,12 @@ class _Digest:
             self.plan = current_plan  # the latest plan replaces the earlier ones
         for call_id, tool, command in _call_text(msg):
             self.commands[call_id] = (tool, command)
-            self.said.append(command)
+            _named_last(self.latest, command)
 
     def _tool_result(self, msg: Message, text: str) -> None:
         """How its command ended, what it touched, what failed."""
+        if self.seen is not None:
+            _named_last(self.seen, text)
         tool, command = self.commands.get(msg.tool_call_id or "", ("tool", ""))
         found = _EXIT_CODE.search(text)
         code = next((g for g in found.groups() if g is not None), None) if found else None
@@ -272,6 +303,10 @@ class _Digest:
 
     def render(self, sections: set[str]) -> str:
         """The sections asked for, as Markdown, then the index of what is named elsewhere."""
+        return self.rendered(sections)[0]
+
+    def rendered(self, sections: set[str]) -> tuple[str, set[str]]:
+        """:meth:`render`'s text, and the evidence terms it names (``evidence_terms`` of it)."""
         out: list[str] = []
 
         def section(key: str, title: str, lines: Sequence[str]) -> None:
@@ -296,16 +331,16 @@ class _Digest:
         named = set(evidence_terms(written))  # as terms: "323" inside "1323" is not named
         # Named last, listed last: the fit drops the front first, and a term named at the
         # start and again lately is current.
-        latest: dict[str, None] = {}
-        for text in self.said:
-            for term in evidence_terms(text):
-                latest.pop(term, None)
-                latest[term] = None
-        index = [t for t in latest if t not in named]
+        index = [t for t in self.latest if t not in named]
+        before = len(out)
         section(
             "evidence", "Identifiers, paths and numbers named", [" ".join(index)] if index else []
         )
-        return "\n\n".join(out)
+        # No term spans the line breaks between sections: the text names what its sections do.
+        # A long history's digest is large before it is fitted, and is read once this way.
+        for added in out[before:]:
+            named.update(evidence_terms(added))
+        return "\n\n".join(out), named
 
     def open_errors(self, keep: int) -> list[str]:
         """The last ``keep`` error lines still open, in the order they were opened. A line is
@@ -334,6 +369,66 @@ class _Digest:
             if len(opened) > keep:
                 heapq.heappop(opened)
         return [self.errors_added[i] for i in sorted(opened)]
+
+
+def _named_last(terms: dict[str, None], text: str) -> None:
+    """Move the evidence terms of ``text`` to the end of ``terms``, in their order."""
+    for term in evidence_terms(text):
+        terms.pop(term, None)
+        terms[term] = None
+
+
+class _Reads:
+    """The digests of the last histories a managed window summarised, to read on from.
+
+    Each compaction summarises the whole history so far (so that a second compaction does not
+    summarise a summary), which is the history the compaction before read and the messages
+    summarised since: reading it again made each compaction of a long session cost more than
+    the one before. A history that extends one read lately, by the identity of its messages
+    (ctxpack's own, which never change), goes on from a copy of that one's digest; any other is
+    read from its start."""
+
+    def __init__(self, slots: int = 8) -> None:
+        self._slots = slots
+        # Most recent first: (messages, instructions, the digest having read them).
+        self._entries: list[tuple[tuple[Message, ...], str | None, _Digest]] = []
+        self._lock = threading.Lock()
+        register(self)
+
+    def read(self, messages: Sequence[Message], instructions: str | None) -> _Digest:
+        """The digest of ``messages`` (with the tool outputs' terms); never change it."""
+        items = tuple(messages)
+        with self._lock:
+            entries = self._entries
+        base = next(
+            (
+                entry
+                for entry in entries
+                if entry[1] == instructions
+                and len(entry[0]) <= len(items)
+                and likely_prefix(items, entry[0]) == len(entry[0])
+                and common_prefix(items, entry[0]) == len(entry[0])
+            ),
+            None,
+        )
+        if base is None:
+            digest = _Digest(_wanted_sections(instructions)[1], outputs_seen=True)
+        else:
+            digest = base[2].copy()
+        for msg in items[len(base[0]) if base else 0 :]:
+            digest.read(msg)
+        with self._lock:
+            # The history read on from is superseded by this one.
+            kept = [e for e in self._entries if e is not base]
+            self._entries = [(items, instructions, digest), *kept][: self._slots]
+        return digest
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries = []
+
+
+_WINDOW_READS = _Reads()
 
 
 class _LargestContained:

@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from ..editing import evidence_terms, summary_id_of, window_digest
+from ..editing import summary_id_of, window_digest
 from ..errors import ArtifactNotFoundError, ConfigError
 from ..messages import Message
 from ..pipeline import Decision
@@ -161,15 +161,14 @@ def _summary_text(
     the record before ``end`` being compacted: the digest within ``budget``, or the user's
     summarizer's."""
     if policy.summarizer is None:
-        # The extractive digest is cheap: it reads the whole summarised history again, so a
-        # second compaction does not summarise a summary.
+        # The digest of the whole summarised history, so that a second compaction does not
+        # summarise a summary (window_digest reads on from the history read the time before).
         history = [
             m
             for m in ctx.record[:end]
             if (m.id in gone or not _verbatim(m)) and _pinned_kind(m) is None
         ]
-        digest = _with_seen_terms(window_digest(history, policy.instructions), history)
-        return fit_digest(digest, budget, ctx.counter)
+        return fit_digest(window_digest(history, policy.instructions), budget, ctx.counter)
     previous = _summary_message(state, ctx) if state.summary is not None else None
     text = policy.summarizer(([previous] if previous else []) + list(region), policy.instructions)
     if not isinstance(text, str):
@@ -201,25 +200,6 @@ def _released(
             out[i] = counter.count_message(msg)
             freed += out[i]
     return out
-
-
-def _with_seen_terms(digest: str, history: Sequence[Message]) -> str:
-    """``digest`` and a last section: the identifiers, paths and numbers the summarised tool
-    outputs showed and the digest does not name, those seen last at the end (:func:`fit_digest`
-    drops the others first). The outputs themselves leave the prompt; their names tell the model
-    what it has seen and what to read back."""
-    seen: dict[str, None] = {}
-    for msg in history:
-        if msg.role == "tool":
-            for term in evidence_terms(msg.text):
-                seen.pop(term, None)
-                seen[term] = None
-    # A term the digest names as a term: "323" inside "1323" or a path does not name it.
-    named = set(evidence_terms(digest))
-    terms = [t for t in seen if t not in named]
-    if not terms:
-        return digest
-    return f"{digest}\n\n## Identifiers, paths and numbers seen in tool outputs\n{' '.join(terms)}"
 
 
 def _index(ctx: _Context, positions: Sequence[int], previous: str | None) -> str:
