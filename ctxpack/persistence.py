@@ -104,10 +104,13 @@ class SessionArtifacts:
         self.secret = secrets.token_hex(16)
         self._held: dict[str, str] | None = None
         # The last original stored (or rebuilt from its edits), whole, with the secret then
-        # and its id: the next compaction's index extends it. During an append, the last one
-        # put, until the store acknowledges it (settle).
-        self._last: tuple[str, str, str] | None = None
-        self._held_last: tuple[str, str, str] | None = None
+        # and its id; and the last stored as the lines it adds to another ("extends"): a
+        # compaction's index, which the next compaction's extends, though the originals of
+        # the outputs cleared in between were stored after it (rebuilding it reads every
+        # index before it). During an append, those put, until the store acknowledges them
+        # (settle).
+        self._last: dict[str, tuple[str, str, str]] = {}
+        self._held_last: dict[str, tuple[str, str, str]] = {}
 
     def put(self, text: str, **metadata: Any) -> str:
         """Keep ``text`` as an original of the session; return its id.
@@ -120,24 +123,27 @@ class SessionArtifacts:
         ref = artifact_key(self.secret, text)
         extends = metadata.get("extends")
         stored = text if not isinstance(extends, str) else self._edit_of(text, extends)
+        whole = (self.secret, ref, text)
+        slots = ("last", "extends") if isinstance(extends, str) else ("last",)
         if self._held is not None:
             self._held[ref] = stored
-            self._held_last = (self.secret, ref, text)
+            self._held_last.update(dict.fromkeys(slots, whole))
         else:
             self._run(self.store.put_artifact, self.session_id, ref, stored)
-            self._last = (self.secret, ref, text)
+            self._last.update(dict.fromkeys(slots, whole))
         return ref
 
     def get(self, artifact: str) -> str:
         """The text of one of the session's originals."""
-        for last in (self._held_last if self._held is not None else None, self._last):
-            if last is not None and last[:2] == (self.secret, artifact):
+        held = list(self._held_last.values()) if self._held is not None else []
+        for last in [*held, *self._last.values()]:
+            if last[:2] == (self.secret, artifact):
                 return last[2]
         text = self._stored(artifact)
         if text.startswith(EDIT_MARK) and artifact_key(self.secret, text) != artifact:
             # Lines added to another original (an original that begins so is its own key).
             text = self._rebuilt(artifact, text)
-            self._last = (self.secret, artifact, text)
+            self._last.update(dict.fromkeys(("last", "extends"), (self.secret, artifact, text)))
         return text
 
     def _stored(self, artifact: str) -> str:
@@ -221,12 +227,12 @@ class SessionArtifacts:
 
     def hold(self) -> None:
         self._held = {}
-        self._held_last = None
+        self._held_last = {}
 
     def settle(self) -> None:
         """Note that the originals held for an append are stored."""
-        if self._held_last is not None:
-            self._last, self._held_last = self._held_last, None
+        self._last.update(self._held_last)
+        self._held_last = {}
 
     def release(self) -> dict[str, str]:
         held, self._held = self._held or {}, None

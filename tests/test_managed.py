@@ -1105,3 +1105,30 @@ def test_a_compaction_reads_only_the_history_summarised_since_the_one_before(
     assert sum(e.action == "compacted" for e in session.window_state.events) > 10
     assert len(read) < 1.5 * compacted
 
+
+def test_a_stored_compaction_reads_the_index_before_it_without_rebuilding_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A compaction's index is stored as the lines it adds to the one before; the next
+    # compaction read it back through every index before it, as the originals cleared in
+    # between had taken its place as the last original kept whole.
+    from ctxpack.persistence import SessionArtifacts
+
+    rebuilt = _counting(monkeypatch, SessionArtifacts, "_rebuilt")
+    session = Session.open(
+        "rebuilt", store="memory://", counter=COUNTER, filters=False, window=CLEARING
+    )
+    run(session, 150)
+    # Compactions with clearings between them.
+    actions = "".join(e.action[:2] for e in session.window_state.events)
+    assert actions.count("clco") >= 4
+    assert rebuilt == []
+    # Another process reads it back through its edits, as before.
+    backing = session._backing
+    index = session.window_state.index_artifact
+    assert backing is not None and index is not None
+    other = Session.open(
+        "rebuilt", store=backing.store, counter=COUNTER, filters=False, window=CLEARING
+    )
+    assert other.store.get(index) == session.store.get(index)
+    assert rebuilt
