@@ -8,7 +8,9 @@ store records every write. At messages N, 2N, 4N and 8N it reports:
 - the state written by the last write (bytes), and the bytes of each write on average since
   the last checkpoint (entry + state + originals);
 - the totals written so far: entries, states, compaction indexes, other originals;
-- the time one ``append`` and one ``render`` take (median since the last checkpoint).
+- the time one ``append`` and one ``render`` take (median since the last checkpoint), and a
+  render's mean, which the few renders that compact weigh on (each reads the history it
+  summarises).
 
 State written per append that grows with the session makes the total grow with its square.
 
@@ -189,6 +191,7 @@ def run(
                 "total": sum(sum(w.values()) for w in writes),
                 "append_p50_ms": round(statistics.median(appends) * 1000, 3),
                 "render_p50_ms": round(statistics.median(renders) * 1000, 3) if renders else None,
+                "render_mean_ms": round(statistics.fmean(renders) * 1000, 3) if renders else None,
                 "compactions": sum(e.action == "compacted" for e in session.window_state.events),
             }
         )
@@ -209,6 +212,7 @@ COLUMNS = (
     ("total", "total (B)"),
     ("append_p50_ms", "append p50 (ms)"),
     ("render_p50_ms", "render p50 (ms)"),
+    ("render_mean_ms", "render mean (ms)"),
     ("compactions", "compactions"),
 )
 
