@@ -1132,3 +1132,44 @@ def test_a_stored_compaction_reads_the_index_before_it_without_rebuilding_it(
     )
     assert other.store.get(index) == session.store.get(index)
     assert rebuilt
+
+
+@pytest.mark.parametrize("policy", [None, CLEARING], ids=["defaults", "clearing first"])
+def test_managed_sessions_send_the_same_requests_with_their_caches_cleared_before_each_render(
+    policy: WindowPolicy | None,
+) -> None:
+    # Renders reuse what earlier renders read (the digest of the summarised history, the marks
+    # of the record, the summary message, the originals' snapshot), in caches two sessions
+    # rendered in turn share; sessions whose caches are emptied before every render must send,
+    # record and hand back exactly the same.
+    from ctxpack.caches import clear_caches
+
+    window = 8_000 if policy is None else policy.model_copy(update={"window": 8_000})
+
+    def replay(cold: bool) -> list[Any]:
+        sessions = [Session(counter=COUNTER, filters=False, window=window) for _ in range(2)]
+        seen: list[Any] = [[], []]
+        for session in sessions:
+            session.extend([SYSTEM, TASK])
+        for i in range(70):
+            for k, session in enumerate(sessions):
+                if i == 20 + k:
+                    session.pin("Always run the linter first.", name="lint", kind="skill")
+                if i % 25 == 24:
+                    session.append({"role": "user", "content": f"Also check probe {i} twice."})
+                if cold:
+                    clear_caches()
+                result = session.render()
+                artifacts = {mid: m.text for mid, m in sorted(result.artifacts.items())}
+                decisions = [(d.stage, d.action, d.message_id) for d in result.decisions]
+                seen[k].append((result.to_openai(), result.tokens, decisions, artifacts))
+                # Two histories of one length with the same system prompt and task, and
+                # different steps: neither digest may go on from the other's.
+                session.extend(step(i + 1_000 * k))
+        for k, session in enumerate(sessions):
+            events = session.window_state.events
+            assert sum(e.action == "compacted" for e in events) >= 3
+            seen[k].append([(e.action, e.tokens_before, e.tokens_after) for e in events])
+        return seen
+
+    assert replay(cold=False) == replay(cold=True)
