@@ -55,8 +55,9 @@ class BudgetExceededError(CtxpackError, ValueError):
         pinned_ids: Ids of the messages that cannot be dropped.
         tool_tokens: Tokens of the tool definitions sent with the request (in ``required``).
 
-    The message says what must be kept and how to make room; ``what`` and ``fixes`` word them
-    where the caller knows more (the managed mode names its own arguments).
+    The message says what must be kept and how to make room; ``what``, ``fixes`` and ``remedy``
+    word them where the caller knows more (the managed mode names its own arguments, and keeps
+    messages no one pinned: the system prompt and the task).
     """
 
     def __init__(
@@ -68,6 +69,7 @@ class BudgetExceededError(CtxpackError, ValueError):
         tool_tokens: int = 0,
         what: str = "the system, developer and pinned messages",
         fixes: str = "raise the budget, lower the reserve",
+        remedy: str = "unpin some of",
     ) -> None:
         self.required = required
         self.budget = budget
@@ -79,8 +81,8 @@ class BudgetExceededError(CtxpackError, ValueError):
             what += f" with the tool definitions ({tool_tokens} tokens)"
             fixes += ", send fewer tools"
         super().__init__(
-            f"{what} need {required} tokens but the budget is {budget}; {fixes}, or unpin some "
-            f"of: {shown}{more}"
+            f"{what} need {required} tokens but the budget is {budget}; {fixes}, or {remedy}: "
+            f"{shown}{more}"
         )
 
 

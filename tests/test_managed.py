@@ -246,6 +246,11 @@ def test_instructions_that_cannot_fit_raise_a_budget_error() -> None:
     with pytest.raises(BudgetExceededError) as info:
         session.render()
     assert info.value.budget == 2_000
+    # The system prompt and the task are kept without anyone pinning them: the message does not
+    # ask to unpin them alone.
+    system, task = (m.id for m in session.transcript())
+    assert info.value.pinned_ids == [system, task]
+    assert f"or shorten or unpin some of: {system!r}, {task!r}" in str(info.value)
 
 
 @pytest.mark.parametrize(

@@ -86,6 +86,8 @@ def _too_large(
             f"pinned_budget={policy.pinned_budget})"
         ),
         fixes=f"raise window, lower reply_room ({policy.reserve}), skill_budget or pinned_budget",
+        # The system prompt and the task are kept without being pinned: they can only shrink.
+        remedy="shorten or unpin some of",
     )
 
 
