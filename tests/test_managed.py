@@ -253,6 +253,21 @@ def test_instructions_that_cannot_fit_raise_a_budget_error() -> None:
     assert f"or shorten or unpin some of: {system!r}, {task!r}" in str(info.value)
 
 
+def test_a_request_too_large_for_its_last_answer_says_so() -> None:
+    # The agent's last answer is kept whole (it is what the next step continues from): a window
+    # too small for it must not blame the instructions alone.
+    session = Session(counter=COUNTER, filters=False, window=2_000)
+    session.extend([SYSTEM, TASK, *step(0), {"role": "assistant", "content": "why " * 2_500}])
+    with pytest.raises(BudgetExceededError) as info:
+        session.render()
+    answer = session.transcript()[-1]
+    size = COUNTER.count_message(answer)
+    message = str(info.value)
+    assert "the rest of the request, which clearing and compaction shorten no further" in message
+    assert f"the largest message, {answer.id!r}, has {size})" in message
+    assert info.value.required > size
+
+
 @pytest.mark.parametrize(
     ("options", "match"),
     [

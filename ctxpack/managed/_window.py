@@ -74,6 +74,20 @@ def _too_large(
     which arguments make room for it."""
     plan = _Room.of(policy, view, policy.room(tool_tokens=tool_tokens), ctx)
     kept = [m.id for m in ctx.record if _verbatim(m) or _pinned_kind(m) is not None]
+    # What the edits left besides the floor (the summary, the turns a compaction keeps whole):
+    # without it, a request that fails on a long last answer blames the instructions alone.
+    rest = [
+        (size, m.id)
+        for m, size in zip(view.messages, view.sizes, strict=True)
+        if not _verbatim(m) and m.id != _PINNED_ID
+    ]
+    left = (
+        f", and the rest of the request, which clearing and compaction shorten no further "
+        f"({sum(size for size, _ in rest)} tokens; the largest message, {max(rest)[1]!r}, has "
+        f"{max(rest)[0]})"
+        if rest
+        else ""
+    )
     return BudgetExceededError(
         required=view.tokens() + policy.reserve + tool_tokens,
         budget=policy.window,
@@ -83,7 +97,7 @@ def _too_large(
             f"the system prompt and user messages ({plan.floor - plan.pinned} tokens) with the "
             f"pinned content as a compaction re-injects it ({plan.pinned} tokens: memory files "
             f"whole, skills within skill_budget={policy.skill_budget} and "
-            f"pinned_budget={policy.pinned_budget})"
+            f"pinned_budget={policy.pinned_budget}){left}"
         ),
         fixes=f"raise window, lower reply_room ({policy.reserve}), skill_budget or pinned_budget",
         # The system prompt and the task are kept without being pinned: they can only shrink.
