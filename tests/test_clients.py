@@ -233,7 +233,7 @@ def _wrapped(kind: str, capture: Capture) -> Any:
             anthropic_client(capture), window=100_000, counter="cl100k_base"
         )
     return ctxpack.wrap_openai(
-        openai_client(capture), session=ctxpack.Session(model="gpt-4o", window=200_000)
+        openai_client(capture), session=ctxpack.Session(model="gpt-4o", window=100_000)
     )
 
 

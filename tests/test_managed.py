@@ -268,6 +268,17 @@ def test_a_request_too_large_for_its_last_answer_says_so() -> None:
     assert info.value.required > size
 
 
+def test_a_window_larger_than_the_models_warns(recwarn: pytest.WarningsRecorder) -> None:
+    with pytest.warns(UserWarning, match=r"window=200000 is larger than .*'gpt-4o' \(128000"):
+        Session(model="gpt-4o", window=200_000)
+    recwarn.clear()
+    # Within it, or a model whose window the price table does not know: nothing to say.
+    Session(model="gpt-4o", window=128_000)
+    Session(model="gpt-4", window=200_000)
+    Session(counter=COUNTER, window=200_000)
+    assert not [w for w in recwarn if "context window" in str(w.message)]
+
+
 @pytest.mark.parametrize(
     ("options", "match"),
     [

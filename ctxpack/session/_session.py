@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -24,6 +25,7 @@ from ..sdk import SDKObject
 from ..store import ArtifactStore, SQLiteArtifactStore, check_artifact_store
 from ..tokens import CounterLike, get_counter
 from ..tools_on_demand import DESCRIBE_TOOL_NAME, describe_tools
+from ..usage import known_window
 from ._arrival import Arrival
 from ._records import FilterRecord
 from ._render import Rendering
@@ -81,6 +83,21 @@ _OPTIONS = frozenset(
         "flag_injections",
     }
 )
+
+
+def _warn_if_beyond_the_model(window: WindowPolicy | None, model: str | None) -> None:
+    # A warning, not an error: a deployment may have a larger window than the price table says
+    # (a long-context beta, a fine-tuned model under the same name).
+    known = None if window is None or model is None else known_window(model)
+    if window is not None and known is not None and window.window > known:
+        warnings.warn(
+            f"window={window.window} is larger than the context window of {model!r} "
+            f"({known} tokens, in ctxpack's price table): the provider may refuse requests of "
+            f"more than {known} tokens. Pass window={known}, or ignore this warning if your "
+            f"deployment's window is larger",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def _window_policy(
@@ -168,7 +185,8 @@ class Session(Arrival, Rendering):
             batches that pay for the prompt-cache write they cause, the history is compacted
             near the window, and the system prompt and user instructions stay verbatim (the
             oldest but the first are summarised once they crowd the window; see
-            :mod:`ctxpack.managed`).
+            :mod:`ctxpack.managed`). A window larger than ``model``'s, as the price table
+            knows it (:func:`ctxpack.usage.known_window`), warns (``UserWarning``).
         tools_on_demand: Send your tools (``render(tools=...)``) as stubs, a name and a
             one-line description each, with a ``describe_tool`` tool that the model calls for
             the full definitions (:meth:`handle` answers it); see
@@ -261,6 +279,7 @@ class Session(Arrival, Rendering):
         self.pipeline = pipeline
         self.guard = ArrivalGuard(redact_secrets, store_secrets, flag_injections)
         self.window = _window_policy(window, pipeline)
+        _warn_if_beyond_the_model(self.window, model)
         self.tools_on_demand = flag(tools_on_demand, "tools_on_demand")
         # A cache of the last request's tool outputs, derived from the record: never stored.
         self.repeats = RepeatedLines() if flag(dedupe_outputs, "dedupe_outputs") else None
