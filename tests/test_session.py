@@ -283,6 +283,27 @@ def test_filter_when_answered_shows_an_output_whole_until_the_agent_answers() ->
         Session(filter_when="later")  # type: ignore[arg-type]
 
 
+def test_filter_when_answered_in_a_window_filters_at_arrival_what_never_fits_it() -> None:
+    # Left whole until answered, an output larger than the window's room was cleared unread by
+    # the window's emergency edit: the model saw a placeholder instead of the filtered output.
+    history = agent_history()
+    log = "\n".join(
+        f"INFO worker {i % 7} handled request {i:06x} in {i % 89} ms" for i in range(3_000)
+    )
+    big = {**history[3], "content": f"{log}\n{JEST}"}
+    session = Session(model="gpt-4", filter_when="answered", window=8_000)
+    session.extend([*history[:3], big])
+    assert session.counter.count_message(session.transcript()[3]) > 8_000
+    sent = session.render().messages[-1]
+    assert sent.role == "tool" and "FAIL src/auth/auth.test.ts" in sent.text
+    assert len(sent.text) < len(log)
+    assert session.records[-1].shortened and not session.window_state.events
+    # One that fits the room waits for the answer, whole, as without a window.
+    small = Session(model="gpt-4", filter_when="answered", window=8_000)
+    small.extend(history[:4])
+    assert small.render().messages[-1].text == JEST
+
+
 def test_originals_outlive_the_session_in_a_file_store(tmp_path: Path) -> None:
     path = tmp_path / "artifacts.db"
     session = Session(model="gpt-4", store=SQLiteArtifactStore(path))

@@ -75,7 +75,7 @@ class Arrival(Superseding):
             if arrival.quarantined is not None:
                 compact = arrival.quarantined
                 self._record_quarantine(msg, compact, arrival.stored)
-            elif self.filter_when == "answered":
+            elif self.filter_when == "answered" and not self._never_whole(msg):
                 self._pending.append(index)
             else:
                 compact = self._filtered(msg)
@@ -85,6 +85,13 @@ class Arrival(Superseding):
         self._compact.append(compact)
         if msg.role == "tool" and self.supersede_batch is not None:
             self._supersede(index)
+
+    def _never_whole(self, msg: Message) -> bool:
+        """Whether a managed window could never send ``msg`` whole: waiting for the agent's
+        answer would only have the window clear it, unread, to make room."""
+        if self.window is None:
+            return False
+        return self.counter.count_message(msg) > self.window.window - self.window.reserve
 
     def _filtered(self, msg: Message, answer: str = "") -> Message:
         call = self._calls.get(msg.tool_call_id or "")

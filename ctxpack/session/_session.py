@@ -178,7 +178,9 @@ class Session(Arrival, Rendering):
             when the agent's next message arrives, with that message as part of its goal (it
             names what the agent used). The model sees every output whole once; the price is
             that the last tool output before a new assistant message changes once, so a prompt
-            cache rewrites it (shortened) on the next request.
+            cache rewrites it (shortened) on the next request. In a managed session, an
+            output larger than a request's room (the window less the reply room) is filtered
+            when it arrives: it could never be sent whole.
         window: Managed mode: the model's context window in tokens, or a
             :class:`~ctxpack.managed.WindowPolicy`. Every :meth:`render` is then one request,
             kept within the window with room for the reply: old tool results are cleared in
