@@ -80,7 +80,8 @@ def _load_spacy(model: str) -> Any | None:
     try:
         import spacy
 
-        return spacy.load(model, disable=["parser", "lemmatizer"])
+        # Excluded, not disabled: neither is ever run, and loading them cost a fifth of the load.
+        return spacy.load(model, exclude=["parser", "lemmatizer"])
     # spaCy raises ValueError for a folder whose meta.json lacks a setting.
     except (ImportError, OSError, ValueError):
         return None
