@@ -1,0 +1,74 @@
+"""The checks of :class:`~ctxpack.session.Session`'s options, each naming the option it refuses."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+from ..errors import ConfigError
+from ..filters import OutputFilter, ToolOutputFilter
+from ..managed import WindowPolicy
+from ..pipeline import Stage
+from ..usage import known_window
+
+__all__: list[str] = []  # Session's option checks: used by session/_session.py only
+
+
+def _warn_if_beyond_the_model(window: WindowPolicy | None, model: str | None) -> None:
+    # A warning, not an error: a deployment may have a larger window than the price table says
+    # (a long-context beta, a fine-tuned model under the same name).
+    known = None if window is None or model is None else known_window(model)
+    if window is not None and known is not None and window.window > known:
+        warnings.warn(
+            f"window={window.window} is larger than the context window of {model!r} "
+            f"({known} tokens, in ctxpack's price table): the provider may refuse requests of "
+            f"more than {known} tokens. Pass window={known}, or ignore this warning if your "
+            f"deployment's window is larger",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+def _window_policy(
+    window: int | WindowPolicy | None, pipeline: Stage | None
+) -> WindowPolicy | None:
+    if window is None:
+        return None
+    if pipeline is not None:
+        raise ConfigError(
+            "give a window or a pipeline, not both: a managed session (window=...) runs its own "
+            "clearing and compaction"
+        )
+    if isinstance(window, WindowPolicy):
+        return window
+    if isinstance(window, bool) or not isinstance(window, int):
+        raise ConfigError(
+            f"window must be a number of tokens or a WindowPolicy, got {type(window).__name__}"
+        )
+    # WindowPolicy's own error names it and the window: "WindowPolicy: window=0: ...".
+    return WindowPolicy(window=window)
+
+
+def _supersede_batch(value: int | None) -> int | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ConfigError(f"supersede_batch must be a positive int (tokens) or None, got {value!r}")
+    return value
+
+
+def _tool_filter(
+    filters: ToolOutputFilter | Sequence[OutputFilter] | bool | None, retrieve_tool: bool
+) -> ToolOutputFilter | None:
+    """The filter the ``filters`` option asks for (see :class:`Session`)."""
+    if filters is False:
+        return None
+    if filters is None or filters is True:
+        return ToolOutputFilter(retrievable=retrieve_tool)
+    if isinstance(filters, ToolOutputFilter):
+        return filters
+    # A string is a Sequence too, but of characters, not filters.
+    if isinstance(filters, Sequence) and not isinstance(filters, (str, bytes)):
+        return ToolOutputFilter(list(filters), retrievable=retrieve_tool)
+    raise ConfigError(
+        "filters must be a ToolOutputFilter, a list of output filters, True or False; "
+        f"got {type(filters).__name__}"
+    )
