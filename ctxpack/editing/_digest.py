@@ -18,7 +18,7 @@ from .._internal.prefix import common_prefix, likely_prefix
 from .._internal.views import PATH_KEYS
 from ..caches import memoize, register
 from ..messages import Message, message_objects
-from ..signals.evidence import evidence_terms
+from ..signals.evidence import evidence_term_set, evidence_terms
 from ..signals.stop_words import STOP_WORDS
 
 __all__ = ["evidence_terms", "extractive_digest"]
@@ -327,8 +327,9 @@ class _Digest:
                 f"## Lines about: {' '.join(self.focus)}\n"
                 + "\n".join(f"- {f}" for f in self.focus_lines)
             )
-        written = "\n".join(out)
-        named = set(evidence_terms(written))  # as terms: "323" inside "1323" is not named
+        # As terms: "323" inside "1323" is not named. Line by line: most lines are the ones the
+        # compaction before wrote, and a long history's digest is large before it is fitted.
+        named = evidence_term_set("\n".join(out))
         # Named last, listed last: the fit drops the front first, and a term named at the
         # start and again lately is current.
         index = [t for t in self.latest if t not in named]
@@ -337,9 +338,9 @@ class _Digest:
             "evidence", "Identifiers, paths and numbers named", [" ".join(index)] if index else []
         )
         # No term spans the line breaks between sections: the text names what its sections do.
-        # A long history's digest is large before it is fitted, and is read once this way.
+        # Term by term: the index lists the same terms from one compaction to the next.
         for added in out[before:]:
-            named.update(evidence_terms(added))
+            named.update(evidence_term_set(added, " "))
         return "\n\n".join(out), named
 
     def open_errors(self, keep: int) -> list[str]:

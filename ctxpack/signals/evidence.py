@@ -69,6 +69,17 @@ def _labelled(text: str) -> tuple[tuple[EvidenceKind, str], ...]:
     return tuple(sorted(found, key=found.__getitem__))
 
 
+def evidence_term_set(text: str, sep: str = "\n") -> set[str]:
+    """The set of :func:`evidence_terms` of ``text``, read piece by piece (split on ``sep``, a
+    line break or a space): no term spans either, and each side of one is a boundary to every
+    pattern, as the text's ends are. Each piece's terms are kept by text, so a text that repeats
+    most of an earlier one's pieces (a managed window's digest, written again at each
+    compaction) reads only its new ones."""
+    if sep not in ("\n", " "):
+        raise ConfigError(f"sep must be a line break or a space, got {sep!r}")
+    return {term for piece in text.split(sep) for _, term in _labelled(piece)}
+
+
 def evidence_terms(text: str) -> list[str]:
     """The identifiers, file paths and numbers of ``text``, in order of first appearance,
     without repeats.

@@ -91,3 +91,50 @@ def test_a_text_read_again_costs_a_lookup_and_hands_out_a_list_of_its_own() -> N
     assert [s.entries for s in cache_stats() if s.name == "evidence terms"] == [1]
     clear_caches()
     assert [s.entries for s in cache_stats() if s.name == "evidence terms"] == [0]
+
+
+# Pieces of evidence and what sits around them: separators, dots, slashes, digits, capitals.
+_PIECES = st.sampled_from(
+    [
+        "src/",
+        "app.py",
+        "./",
+        "..",
+        "refresh_token",
+        "HttpClient",
+        "123",
+        "3.5",
+        "x",
+        "_",
+        "-",
+        ".",
+        "/",
+        "9",
+        "getValue",
+        "setup.cfg",
+        "ABC_DEF",
+        " ",
+        "\n",
+        "\t",
+        ":",
+        "(",
+        "é",
+        "a1",
+    ]
+)
+
+
+@given(st.lists(_PIECES, max_size=40).map("".join), st.sampled_from(["\n", " "]))
+def test_the_term_set_read_piece_by_piece_is_the_texts(text: str, sep: str) -> None:
+    # The managed window reads its digest line by line (and its index term by term) so that
+    # the lines it wrote before are not read again: no term may span a line break or a space.
+    from ctxpack.signals.evidence import evidence_term_set
+
+    assert evidence_term_set(text, sep) == set(evidence_terms(text))
+
+
+def test_the_term_set_splits_only_where_no_term_can_span() -> None:
+    from ctxpack.signals.evidence import evidence_term_set
+
+    with pytest.raises(ConfigError, match="sep must be a line break or a space"):
+        evidence_term_set("src/app.py", "/")
