@@ -81,13 +81,13 @@ def _too_large(
         for m, size in zip(view.messages, view.sizes, strict=True)
         if not _verbatim(m) and m.id != _PINNED_ID
     ]
-    left = (
-        f", and the rest of the request, which clearing and compaction shorten no further "
-        f"({sum(size for size, _ in rest)} tokens; the largest message, {max(rest)[1]!r}, has "
-        f"{max(rest)[0]})"
-        if rest
-        else ""
-    )
+    left = ""
+    if rest:
+        size, largest = max(rest)
+        left = (
+            f", and the rest of the request, which clearing and compaction shorten no further "
+            f"({sum(s for s, _ in rest)} tokens; the largest message, {largest!r}, has {size})"
+        )
     return BudgetExceededError(
         required=view.tokens() + policy.reserve + tool_tokens,
         budget=policy.window,
