@@ -272,7 +272,9 @@ class ToolOutputFilter:
         """``extract`` (or the whole output, when the filter kept everything) with each line
         over ``max_line_chars`` cut in its middle."""
         limit = self.max_line_chars
-        if limit is None or chosen.kind == "json":
+        # A JSON payload's filter cuts its long strings itself, keeping it valid JSON; but
+        # JSON it kept whole (nothing to drop) may still be one line of any length.
+        if limit is None or (chosen.kind == "json" and extract is not None):
             return extract
         lines = (text if extract is None else extract.text).split("\n")
         long = sum(len(line) > limit for line in lines)

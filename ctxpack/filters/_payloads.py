@@ -23,6 +23,8 @@ _NOISE_KEY = re.compile(
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+# The pieces of a map's key, and of the goal, matched against each other.
+_PIECE = re.compile(r"[a-z0-9]+")
 _ERRORISH = re.compile(r"error|fail|invalid|denied|exception|warning|critical", re.IGNORECASE)
 
 
@@ -35,11 +37,18 @@ def _named(key: str, output: ToolOutput) -> bool:
 class JSONPayloadFilter:
     """A JSON payload: noise keys dropped (ids, timestamps, URLs, pagination) unless the goal
     names them; each array longer than ``max_items`` keeps its first items, the items that
-    look like errors and numeric outliers, then a string saying how many were left out. The
-    values kept are the original values; the result is re-serialised compactly.
+    look like errors and numeric outliers, then a string saying how many were left out. An
+    object with more than ``max_keys`` keys is a map (package names, ids or paths to values)
+    rather than a record, and is shortened as an array is, its last key saying how many were
+    left out. The values kept are the original values; the result is re-serialised compactly.
 
     Args:
-        max_items: Items an array keeps (errors and outliers may add a few).
+        max_items: Items an array keeps, and entries a map keeps (the goal's and errors may
+            add a few).
+        max_keys: Keys an object may have (noise fields left out) and be kept whole as a
+            record. A record of an API rarely has more than a few dozen once its noise fields
+            are dropped (GitHub's repository object keeps 35 of its 80); a lockfile's
+            ``packages`` or a map of ids has thousands.
         max_string_chars: A string longer than this (base64 data, a whole file) keeps its
             start and end around a note of the characters hidden.
 
@@ -56,15 +65,18 @@ class JSONPayloadFilter:
 
     kind = "json"
 
-    def __init__(self, *, max_items: int = 5, max_string_chars: int = MAX_LINE_CHARS) -> None:
-        self.max_items = max_items
+    def __init__(
+        self, *, max_items: int = 5, max_keys: int = 50, max_string_chars: int = MAX_LINE_CHARS
+    ) -> None:
+        self.max_items = tokens(max_items, "max_items", unit="items")
+        self.max_keys = tokens(max_keys, "max_keys", unit="keys")
         self.max_string_chars = tokens(
             max_string_chars, "max_string_chars", minimum=100, unit="characters"
         )
 
     def __repr__(self) -> str:
         return (
-            f"JSONPayloadFilter(max_items={self.max_items}, "
+            f"JSONPayloadFilter(max_items={self.max_items}, max_keys={self.max_keys}, "
             f"max_string_chars={self.max_string_chars})"
         )
 
@@ -86,7 +98,7 @@ class JSONPayloadFilter:
         if found is None:
             return None
         document, body = found
-        counts = {"keys": 0, "items": 0, "strings": 0}
+        counts = {"keys": 0, "items": 0, "entries": 0, "strings": 0}
         # JSON nested deeper than a walk can go is kept whole.
         try:
             slim = self._slim(document, output, counts)
@@ -101,6 +113,8 @@ class JSONPayloadFilter:
         head = [output.lines[i] for i in sorted(output.envelope) if not body or i < body[0]]
         tail = [output.lines[i] for i in sorted(output.envelope) if body and i > body[-1]]
         summary = f"{counts['keys']} noise fields and {counts['items']} array items hidden"
+        if counts["entries"]:
+            summary += f"; {counts['entries']} entries of objects over {self.max_keys} keys hidden"
         if counts["strings"]:
             summary += (
                 f"; {counts['strings']} strings over {self.max_string_chars:,} characters cut"
@@ -109,27 +123,32 @@ class JSONPayloadFilter:
 
     def _slim(self, value: Any, output: ToolOutput, counts: dict[str, int]) -> Any:
         if isinstance(value, dict):
-            out: dict[str, Any] = {}
-            for key, child in value.items():
-                if _NOISE_KEY.match(key) and len(value) > 1 and not _named(key, output):
-                    counts["keys"] += 1
-                    continue
-                out[key] = self._slim(child, output, counts)
+            fields = {
+                key: child
+                for key, child in value.items()
+                if not (_NOISE_KEY.match(key) and len(value) > 1 and not _named(key, output))
+            }
+            counts["keys"] += len(value) - len(fields)
+            if len(fields) <= self.max_keys:
+                return {key: self._slim(child, output, counts) for key, child in fields.items()}
+            keys = list(fields)
+            dumped = [json.dumps({key: fields[key]}, ensure_ascii=False) for key in keys]
+            # A key is what the goal names a map's entry by (an id, a package, a path), in
+            # pieces of any length or kind ("7781", "pkg-1203"): each piece the goal holds
+            # counts more than a word the entry shares with it.
+            said = set(_PIECE.findall((output.goal or "").lower()))
+            named = [3 * len(set(_PIECE.findall(key.lower())) & said) for key in keys]
+            chosen = sorted(set(self._chosen(dumped, output, named)))
+            hidden = len(keys) - len(chosen)
+            counts["entries"] += hidden
+            out = {keys[i]: self._slim(fields[keys[i]], output, counts) for i in chosen}
+            if hidden:
+                out[f"[… {hidden} more keys hidden]"] = None
             return out
         if isinstance(value, list):
             if len(value) <= self.max_items + 1:
                 return [self._slim(v, output, counts) for v in value]
-            chosen = list(range(self.max_items))
-            # Then up to as many again: the items sharing the most words with the goal, then
-            # those that look like errors.
-            scored = []
-            for i in range(self.max_items, len(value)):
-                dumped = json.dumps(value[i], ensure_ascii=False)
-                words = {w.lower() for w in _WORD.findall(dumped)} & output.goal_words
-                score = 2 * len(words) + bool(_ERRORISH.search(dumped))
-                if score:
-                    scored.append((-score, i))
-            chosen.extend(i for _, i in sorted(scored)[: self.max_items])
+            chosen = self._chosen([json.dumps(v, ensure_ascii=False) for v in value], output)
             numbers = [
                 (v, i)
                 for i, v in enumerate(value)
@@ -146,3 +165,21 @@ class JSONPayloadFilter:
             counts["strings"] += 1
             return cut_middle(value, self.max_string_chars)
         return value
+
+    def _chosen(
+        self, dumped: list[str], output: ToolOutput, named: list[int] | None = None
+    ) -> list[int]:
+        """Positions an array or a map keeps, from its items or entries as JSON: the first
+        ``max_items``, then up to as many again, those the goal names (``named``, a score per
+        position) or shares the most words with, then those that look like errors."""
+        chosen = list(range(self.max_items))
+        scored = []
+        for i in range(self.max_items, len(dumped)):
+            words = {w.lower() for w in _WORD.findall(dumped[i])} & output.goal_words
+            score = 2 * len(words) + bool(_ERRORISH.search(dumped[i]))
+            if named is not None:
+                score += named[i]
+            if score:
+                scored.append((-score, i))
+        chosen.extend(i for _, i in sorted(scored)[: self.max_items])
+        return chosen

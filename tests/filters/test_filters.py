@@ -350,6 +350,64 @@ def test_json_keeps_a_noise_field_the_goal_names() -> None:
     assert out is not None and '"id":0' in out.text
 
 
+def _lockfile(packages: int) -> dict[str, object]:
+    """A package-lock.json: its ``packages`` object is a map of thousands of entries."""
+    entries = {
+        f"node_modules/pkg-{i}": {
+            "version": f"{i % 9}.{i % 7}.{i % 5}",
+            "integrity": f"sha512-{i:08d}" + "Ab3" * 28,
+            "license": "MIT",
+        }
+        for i in range(packages)
+    }
+    entries["node_modules/pkg-1203"]["deprecated"] = "failed audit: critical vulnerability"
+    entries["node_modules/7781"] = {"version": "2.0.0", "license": "ISC"}
+    return {"name": "app", "lockfileVersion": 3, "packages": entries}
+
+
+def test_json_map_of_thousands_of_keys_keeps_a_few_entries_and_says_how_many_went() -> None:
+    # Not a record but a map: sent whole before (no array to collapse, "nothing to drop").
+    doc = _lockfile(1_500)
+    raw = json.dumps(doc)
+    out = JSONPayloadFilter().extract(ToolOutput(raw, goal="which version of 7781 is locked?"))
+    assert out is not None and len(out.text) < len(raw) / 50
+    slim = json.loads(out.text)
+    packages = slim["packages"]
+    (marker,) = [k for k in packages if k.startswith("[… ")]
+    assert packages.pop(marker) is None
+    count = re.fullmatch(r"\[… (\d+) more keys hidden\]", marker)
+    assert count is not None
+    hidden = int(count[1])
+    # The first entries, then up to as many again: the one the goal names by its key, the one
+    # that looks like an error.
+    assert len(packages) + hidden == 1_501 and len(packages) <= 10
+    assert list(packages)[:5] == [f"node_modules/pkg-{i}" for i in range(5)]
+    assert {"node_modules/pkg-1203", "node_modules/7781"} <= set(packages)
+    assert is_part_of(slim, doc)
+    assert f"{hidden} entries of objects over 50 keys hidden" in out.summary
+    # Through the public filter too, whether or not pretty-printed.
+    for text in (raw, json.dumps(doc, indent=2)):
+        filtered = ToolOutputFilter()(text, tool="npm_lock")
+        assert filtered.kind == "json" and filtered.shortened
+        assert len(filtered.text) < len(text) / 50
+
+
+def test_json_record_within_max_keys_is_kept_whole() -> None:
+    record = {f"field_{k}": f"value {k}" for k in range(50)}
+    assert JSONPayloadFilter().extract(ToolOutput(json.dumps(record))) is None
+    record["field_50"] = "one too many"
+    out = JSONPayloadFilter().extract(ToolOutput(json.dumps(record)))
+    assert out is not None and "[… 46 more keys hidden]" in json.loads(out.text)
+    assert JSONPayloadFilter(max_keys=51).extract(ToolOutput(json.dumps(record))) is None
+
+
+@pytest.mark.parametrize("argument", ["max_items", "max_keys"])
+@pytest.mark.parametrize("bad", [0, -1, True, 5.0, "5"])
+def test_json_limits_must_be_positive_ints(argument: str, bad: object) -> None:
+    with pytest.raises(ConfigError, match=argument):
+        JSONPayloadFilter(**{argument: bad})  # type: ignore[arg-type]
+
+
 def test_file_view_is_whole_up_to_its_size() -> None:
     raw = "\n".join(f"line {i}" for i in range(100))
     assert FileViewFilter(max_lines=120).extract(ToolOutput(raw, command="cat a.txt")) is None
@@ -591,6 +649,18 @@ def test_a_json_payloads_long_strings_are_cut_and_it_stays_json() -> None:
     slim = json.loads(out.text.split("\n")[0])
     assert slim["name"] == "logo.png" and "characters hidden]" in slim["content"]
     assert len(slim["content"]) < 4_100
+
+
+def test_json_kept_whole_by_its_filter_still_has_its_long_lines_cut() -> None:
+    # Forty strings under the string limit, no array, no noise field: nothing for the JSON
+    # filter to drop, and the one line of 120,000 characters went whole.
+    text = json.dumps({f"doc_{i}": "w" * 3_000 for i in range(40)})
+    assert JSONPayloadFilter().extract(ToolOutput(text)) is None
+    out = ToolOutputFilter()(text, tool="api")
+    assert out.kind == "json" and out.shortened
+    assert max(map(len, out.text.split("\n"))) < 4_100
+    assert "1 line over 4,000 characters cut" in out.reason
+    assert ToolOutputFilter(max_line_chars=None)(text, tool="api").text == text
 
 
 def test_lines_are_kept_whole_when_asked() -> None:
