@@ -7,6 +7,7 @@ import itertools
 import json
 import math
 import pickle
+import re
 import time
 from typing import Any
 
@@ -253,19 +254,83 @@ def test_instructions_that_cannot_fit_raise_a_budget_error() -> None:
     assert f"or shorten or unpin some of: {system!r}, {task!r}" in str(info.value)
 
 
-def test_a_request_too_large_for_its_last_answer_says_so() -> None:
-    # The agent's last answer is kept whole (it is what the next step continues from): a window
-    # too small for it must not blame the instructions alone.
+def test_a_request_too_large_for_what_is_left_besides_the_instructions_says_so() -> None:
+    # Every tool result and answer cleared, the summary and the placeholders still do not fit
+    # beside the instructions: the message must not blame the instructions alone.
     session = Session(counter=COUNTER, filters=False, window=2_000)
-    session.extend([SYSTEM, TASK, *step(0), {"role": "assistant", "content": "why " * 2_500}])
+    task = {"role": "user", "content": "word " * 1_600}
+    session.extend([SYSTEM, task, *step(0), {"role": "assistant", "content": "why " * 2_500}])
     with pytest.raises(BudgetExceededError) as info:
         session.render()
-    answer = session.transcript()[-1]
-    size = COUNTER.count_message(answer)
     message = str(info.value)
-    assert "the rest of the request, which clearing and compaction shorten no further" in message
-    assert f"the largest message, {answer.id!r}, has {size})" in message
-    assert info.value.required > size
+    rest = re.search(
+        r"and the rest of the request, which clearing and compaction shorten no further "
+        r"\((\d+) tokens; the largest message, '([^']+)', has (\d+)\)",
+        message,
+    )
+    assert rest is not None, message
+    floor = sum(COUNTER.count_message(m) for m in session.transcript()[:2])
+    assert info.value.required > floor + int(rest[1]) >= floor + int(rest[3])
+
+
+def _writes(size: int) -> list[dict[str, Any]]:
+    """An answer that reasons at length and writes a file through its call's arguments, and
+    the call's short result."""
+    text = "".join(f"x_{k} = {k}\n" for k in range(size))
+    return [
+        {
+            "role": "assistant",
+            "content": "Let me write the whole module again. " * (size // 4),
+            "tool_calls": [
+                {
+                    "id": "write",
+                    "type": "function",
+                    "function": {"name": "write", "arguments": json.dumps({"text": text})},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "write", "content": "written"},
+    ]
+
+
+def test_an_answer_the_window_cannot_hold_is_cleared_and_stays_retrievable() -> None:
+    # The last call's answer is kept whole by every clearing and compaction: alone larger than
+    # the window, it is the one thing left to shorten before the session cannot go on.
+    from ctxpack.store import open_store
+
+    store = open_store("memory://")
+    session = Session.open("big-answer", store=store, counter=COUNTER, window=2_000)
+    session.extend([SYSTEM, TASK, *step(0), *_writes(600)])
+    answer = session.transcript()[-2]
+    assert COUNTER.count_message(answer) > 2_000
+    result = session.render()
+    policy = session.window
+    assert policy is not None and result.tokens <= policy.window - policy.reserve
+    ids = [m.id for m in result.messages]
+    sent = result.messages[ids.index(answer.id)]
+    # The call keeps its id and name, so the result after it still answers it.
+    assert sent.tool_calls is not None
+    assert [(c.id, c.function.name, c.function.arguments) for c in sent.tool_calls] == [
+        ("write", "write", "{}")
+    ]
+    assert result.messages[ids.index(answer.id) + 1].tool_call_id == "write"
+    assert isinstance(sent.content, str)
+    note = re.fullmatch(ORIGINAL_NOTE, sent.content)
+    assert note is not None and "answer" in sent.content
+    assert json.loads(session.store.get(note[1])) == answer.model_dump(mode="json")
+    assert result.original(answer.id) == answer
+    (cleared,) = [
+        d for d in result.decisions if d.message_id == answer.id and d.action == "cleared"
+    ]
+    assert cleared.stage == "window" and note[1] in cleared.reason
+    assert session.window_state.events[-1].action == "emergency"
+    assert result.to_anthropic()["messages"] and result.to_openai()
+    # Cleared once: the next requests send it the same way, here and in another process.
+    events = len(session.window_state.events)
+    assert session.render().messages == result.messages
+    assert len(session.window_state.events) == events
+    other = Session.open("big-answer", store=store, counter=COUNTER, window=2_000)
+    assert other.render().messages == result.messages
 
 
 def test_a_window_larger_than_the_models_warns(recwarn: pytest.WarningsRecorder) -> None:

@@ -20,7 +20,10 @@ again what follows the edit point:
    prompt and the user instructions, which stay verbatim (the oldest but the first join the
    summary once together they pass ``instructions_share`` of the room); pinned content (memory
    files, skills) is then re-injected within its budgets.
-3. **Emergency clearing.** A request that would still not fit has every tool result cleared.
+3. **Emergency clearing.** A request that would still not fit has every tool result cleared,
+   then, if that is not enough, the agent's answers after the summary (the last call's among
+   them), largest first, each sent as a note naming its stored original with its calls'
+   arguments ``{}``.
 
 Every removed message stays in the session's store, named by the placeholder or the summary's
 index artifact, and every edit is a decision with the tokens the cache writes again.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
@@ -17,6 +16,7 @@ from ._state import WindowState
 from .view import (
     _as_sent,
     _Context,
+    _message_artifact,
     _pinned_kind,
     _reinjected_tokens,
     _summary_message,
@@ -226,11 +226,7 @@ def _index(ctx: _Context, positions: Sequence[int], previous: str | None) -> str
         if msg.role == "tool":
             artifact = ctx.original_artifact(i, True)
         else:
-            artifact = ctx.store.put(
-                json.dumps(msg.model_dump(mode="json"), ensure_ascii=False),
-                message_id=msg.id,
-                kind="compacted_message",
-            )
+            artifact = _message_artifact(ctx, msg, True)
         lines.append(f"{msg.id}\t{tool}\t{command}\t{artifact}")
     return "\n".join(lines)
 

@@ -15,7 +15,7 @@ from ._policy import WindowPolicy
 from ._rent import _cache_price, _pays, _rent
 from ._room import _Room
 from ._state import WindowState
-from .clearing import _clear, _clear_batch, _edit_point, _event
+from .clearing import _answer_batch, _clear, _clear_batch, _edit_point, _event
 from .view import _PINNED_ID, _build, _Context, _pinned_kind, _verbatim, _View
 
 __all__ = ["render_window"]
@@ -108,7 +108,8 @@ def _too_large(
 def _manage(
     state: WindowState, policy: WindowPolicy, ctx: _Context, view: _View, room: int
 ) -> _View:
-    """Clear, compact, then clear everything if need be, until the view fits ``room``."""
+    """Clear, compact, then clear every tool result and, if need be, the answers kept whole,
+    until the view fits ``room``."""
     plan = _Room.of(policy, view, room, ctx)
     released = _release_instructions(state, policy, ctx, view, plan)
     if released is not view:
@@ -124,6 +125,14 @@ def _manage(
         if removed > 0:
             edit = _edit_point(view, {ctx.record[i].id for i in [*tools, *thinking]})
             _clear(state, ctx, tools, thinking, "the request would not fit the window")
+            new = _build(state, policy, ctx)
+            _event(state, "emergency", view, new, edit)
+            view = new
+    if view.tokens() > room:
+        answers = _answer_batch(state, ctx, view.tokens() - room)
+        if answers:
+            edit = _edit_point(view, {ctx.record[i].id for i in answers})
+            _clear(state, ctx, (), (), "the request would not fit the window", answers)
             new = _build(state, policy, ctx)
             _event(state, "emergency", view, new, edit)
             view = new

@@ -11,7 +11,7 @@ from ..pipeline import Decision
 from ..tokens import REPLY_PRIMING
 from ._policy import WindowPolicy
 from ._state import WindowEvent, WindowState
-from .view import _Context, _placeholder, _View
+from .view import _answer_placeholder, _as_sent, _Context, _message_artifact, _placeholder, _View
 
 __all__: list[str] = []  # the managed mode's internals: used by its other modules only
 
@@ -57,6 +57,34 @@ def _clear_batch(
     return out_tools, out_thinking, removed
 
 
+def _answer_batch(state: WindowState, ctx: _Context, over: int) -> list[int]:
+    """Positions of the answers after the summary to clear, largest first, until ``over``
+    tokens are removed (all of them if that is not enough).
+
+    Only when clearing every tool result was not enough: what is left past the summary is
+    then the turns a compaction keeps whole, the last call among them, whose answer (a long
+    reasoning, a file written through a call's arguments) can alone pass a small window. Sent
+    as a placeholder, it stays retrievable; kept, no request can be sent."""
+    record, counter = ctx.record, ctx.counter
+    sent = _as_sent(state, ctx)
+    savings = []
+    for i in _positions(record, state.boundary, "assistant"):
+        msg = record[i]
+        if msg.id in state.cleared:
+            continue
+        cleared = _answer_placeholder(msg, _message_artifact(ctx, msg, False), ctx.retrievable)
+        saving = counter.count_message(sent(msg)) - counter.count_message(cleared)
+        if saving > 0:
+            savings.append((-saving, i))
+    batch = []
+    for negative, i in sorted(savings):
+        if over <= 0:
+            break
+        batch.append(i)
+        over += negative
+    return sorted(batch)
+
+
 def _edit_point(view: _View, ids: set[str]) -> int:
     """The first position of the view that an edit of the messages ``ids`` rewrites."""
     return next((k for k, m in enumerate(view.messages) if m.id in ids), len(view.messages))
@@ -68,6 +96,7 @@ def _clear(
     tools: Sequence[int],
     thinking: Sequence[int],
     why: str,
+    answers: Sequence[int] = (),
 ) -> None:
     """Clear a batch: record a decision per message; the caller rebuilds the view."""
     record, counter = ctx.record, ctx.counter
@@ -94,6 +123,15 @@ def _clear(
         msg = record[i]
         state.thinking_cleared.append(msg.id)
         decide(msg, _without_thinking(msg) or msg, f"thinking blocks cleared ({why})")
+    for i in answers:
+        msg = record[i]
+        artifact = _message_artifact(ctx, msg, True)
+        state.cleared[msg.id] = artifact
+        decide(
+            msg,
+            _answer_placeholder(msg, artifact, ctx.retrievable),
+            f"answer cleared ({why}); original stored as {artifact}",
+        )
 
 
 def _event(

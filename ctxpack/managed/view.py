@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -14,7 +15,7 @@ from ..editing import verbatim as _never_summarised
 from ..editing import without_thinking as _without_thinking
 from ..filters import RETRIEVE_TOOL_NAME, original_note
 from ..messages import Message
-from ..store import ArtifactStore
+from ..store import ArtifactStore, artifact_id
 from ..tokens import REPLY_PRIMING, TokenCounter
 from ._policy import _PINNED_KEY, WindowPolicy
 from ._state import WindowState
@@ -74,6 +75,32 @@ _MARKS = PrefixMemo(_marks)
 def _placeholder(artifact: str, retrievable: bool) -> str:
     what = "old tool output cleared to fit the window"
     return original_note(what, artifact, retrievable=retrievable)
+
+
+def _answer_placeholder(msg: Message, artifact: str, retrievable: bool) -> Message:
+    """An assistant message sent as a note naming its stored original: its text (and any
+    thinking) replaced, its calls' arguments ``{}`` (as Anthropic's ``clear_tool_inputs``),
+    their ids and names kept so that each result still answers its call."""
+    what = "this answer (its text and its calls' arguments) cleared to fit the window"
+    calls = [
+        call.model_copy(update={"function": call.function.model_copy(update={"arguments": "{}"})})
+        for call in msg.tool_calls or ()
+    ]
+    return msg.model_copy(
+        update={
+            "content": original_note(what, artifact, retrievable=retrievable),
+            "tool_calls": calls or None,
+        }
+    )
+
+
+def _message_artifact(ctx: _Context, msg: Message, store: bool) -> str:
+    """The artifact holding a message other than a tool result whole (as JSON); with
+    ``store``, stored (the same artifact whether a clearing or a compaction stores it)."""
+    text = json.dumps(msg.model_dump(mode="json"), ensure_ascii=False)
+    if not store:
+        return artifact_id(text)
+    return ctx.store.put(text, message_id=msg.id, kind="compacted_message")
 
 
 @dataclass(frozen=True)
@@ -137,11 +164,13 @@ def _build(state: WindowState, policy: WindowPolicy, ctx: _Context) -> _View:
 
 def _as_sent(state: WindowState, ctx: _Context) -> Callable[[Message], Message]:
     """A message of the record after the summary, as the request carries it: a cleared tool
-    result as its placeholder, a turn whose thinking was cleared without it."""
+    result or answer as its placeholder, a turn whose thinking was cleared without it."""
     thinking = set(state.thinking_cleared)
 
     def sent(msg: Message) -> Message:
         if msg.id in state.cleared:
+            if msg.role != "tool":
+                return _answer_placeholder(msg, state.cleared[msg.id], ctx.retrievable)
             placeholder = _placeholder(state.cleared[msg.id], ctx.retrievable)
             return msg.model_copy(update={"content": placeholder})
         if msg.id in thinking:
