@@ -21,9 +21,11 @@ What is converted:
 - as a message: an OpenAI ``ChatCompletionMessage``; an Anthropic ``Message`` (the response
   itself: its ``role`` and ``content``, the only fields a request message has); the OpenAI Responses
   API items that map onto a chat message (``message``, ``function_call``, ``function_call_output``),
-  with the original item kept in ``metadata["openai_responses"]``. Parallel function calls
+  with the original item kept in ``metadata["openai_responses"]``; the same items written as
+  dicts too. Parallel function calls
   (consecutive ``function_call`` items) are joined into one assistant message by the functions that
-  see the whole list (:func:`ctxpack.from_openai`, the validators, the client wrappers);
+  see the whole list (:func:`ctxpack.from_openai`, the validators, the client wrappers,
+  :meth:`ctxpack.Session.extend` within its batch);
   :func:`ctxpack.pack` and :func:`ctxpack.messages.ensure_messages` convert item by item, so give
   them ``from_openai(items)`` for a Responses API history.
 
@@ -34,6 +36,7 @@ field and what to pass instead.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
@@ -44,6 +47,31 @@ __all__: list[str] = []
 
 # Where a message made from an OpenAI Responses API item keeps that item, verbatim.
 RESPONSES_META = "openai_responses"
+# The types of the Responses API's input items: as dicts without a role, the two calls' that
+# map onto a chat message are converted and the others refused by name.
+_RESPONSES_ITEMS = frozenset(
+    {
+        "function_call",
+        "function_call_output",
+        "reasoning",
+        "item_reference",
+        "file_search_call",
+        "web_search_call",
+        "computer_call",
+        "computer_call_output",
+        "code_interpreter_call",
+        "image_generation_call",
+        "local_shell_call",
+        "local_shell_call_output",
+        "mcp_call",
+        "mcp_list_tools",
+        "mcp_approval_request",
+        "mcp_approval_response",
+        "custom_tool_call",
+        "custom_tool_call_output",
+    }
+)
+_RESPONSES_PARTS = frozenset({"input_text", "output_text", "refusal", "input_image", "input_file"})
 
 _SDK_PACKAGES = frozenset({"openai", "anthropic"})
 _SCALARS = frozenset({str, int, float, bool, type(None)})
@@ -211,6 +239,11 @@ def coerce_message(item: Any, index: int) -> Any:
             what to pass instead).
     """
     if type(item) is dict:
+        if _is_responses_dict(item):
+            # A Responses API item written as a dict (as OpenAI's guides write a
+            # function_call_output), converted as the SDK's object is; a copy is kept, the
+            # caller may edit its own.
+            return _openai_message("item", copy.deepcopy(item), index)
         # Inlined first level: every message dict of every cold pack comes through here.
         for key, inner in item.items():
             if type(inner) in _SCALARS:
@@ -230,6 +263,22 @@ def coerce_message(item: Any, index: int) -> Any:
     if package == "anthropic":
         return _anthropic_message(type(item).__name__, dumped, index)
     return _openai_message(type(item).__name__, dumped, index)
+
+
+def _is_responses_dict(item: dict[str, Any]) -> bool:
+    """Whether a message dict is a Responses API item: an item type without a role (no chat
+    message has one), or a ``message`` item whose parts are the Responses API's own
+    (``input_text``, ``output_text``...: an Anthropic response's dict is a ``message`` too, with
+    ``text`` blocks)."""
+    kind = item.get("type")
+    if kind == "message":
+        content = item.get("content")
+        return (
+            isinstance(content, list)
+            and bool(content)
+            and all(isinstance(p, Mapping) and p.get("type") in _RESPONSES_PARTS for p in content)
+        )
+    return "role" not in item and kind in _RESPONSES_ITEMS
 
 
 def _anthropic_message(name: str, dumped: dict[str, Any], index: int) -> dict[str, Any]:
@@ -323,14 +372,15 @@ def _responses_parts(parts: list[Any], index: int) -> list[dict[str, Any]]:
     return out
 
 
-def coerce_messages(entries: Sequence[Any]) -> Sequence[Any]:
+def coerce_messages(entries: Sequence[Any], start: int = 0) -> Sequence[Any]:
     """:func:`coerce_message` over a list; the list itself when nothing needed converting.
 
     Consecutive Responses API ``function_call`` items (parallel calls) become one assistant
     message with all their tool calls, as Chat Completions requires; its
-    ``metadata["openai_responses"]`` is then the list of the items.
+    ``metadata["openai_responses"]`` is then the list of the items. Errors name the index of
+    an entry plus ``start`` (where the list goes in a longer history).
     """
-    out = [coerce_message(entry, index) for index, entry in enumerate(entries)]
+    out = [coerce_message(entry, start + index) for index, entry in enumerate(entries)]
     if all(a is b for a, b in zip(out, entries, strict=True)):
         return entries
     joined: list[Any] = []

@@ -415,6 +415,80 @@ def test_parallel_responses_function_calls_become_one_assistant_message() -> Non
     ctxpack.adapters.validate_openai(sent)
 
 
+# The same history as OpenAI's guides write it, in dicts: a user turn, a message item and two
+# parallel calls, then their outputs.
+RESPONSES_DICTS: list[dict[str, Any]] = [
+    {"role": "user", "content": "Weather in Oslo and Bergen?"},
+    {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": "Checking both.", "annotations": []}],
+    },
+    {"type": "function_call", "call_id": "call_a", "name": "get_weather", "arguments": "{}"},
+    {"type": "function_call", "call_id": "call_b", "name": "get_weather", "arguments": "{}"},
+    {"type": "function_call_output", "call_id": "call_a", "output": "3 C"},
+    {"type": "function_call_output", "call_id": "call_b", "output": "6 C"},
+]
+
+
+def test_responses_api_items_written_as_dicts_are_converted_as_the_sdk_objects_are() -> None:
+    # Before, each item but the first was refused: "role: is missing".
+    items = json.loads(json.dumps(RESPONSES_DICTS))
+    msgs = ctxpack.from_openai(items)
+    assert [m.role for m in msgs] == ["user", "assistant", "assistant", "tool", "tool"]
+    assert msgs[1].content == [{"type": "text", "text": "Checking both."}]
+    assert msgs[2].tool_calls is not None
+    assert [c.id for c in msgs[2].tool_calls] == ["call_a", "call_b"]
+    assert [m.tool_call_id for m in msgs[3:]] == ["call_a", "call_b"]
+    assert msgs[2].metadata["openai_responses"] == RESPONSES_DICTS[2:4]
+    ctxpack.adapters.validate_openai(ctxpack.to_openai(msgs))
+    # The items are the caller's: neither changed, nor shared with what ctxpack keeps.
+    assert items == RESPONSES_DICTS
+    items[4]["output"] = "edited"
+    assert msgs[3].text == "3 C"
+    # pack() converts item by item (as for the SDK's objects): the outputs and calls are there.
+    packed = ctxpack.pack(RESPONSES_DICTS, budget=1_000, counter="cl100k_base")
+    assert [m.tool_call_id for m in packed.messages if m.role == "tool"] == ["call_a", "call_b"]
+
+
+@pytest.mark.parametrize("as_objects", [False, True], ids=["dicts", "sdk objects"])
+def test_a_session_joins_the_parallel_calls_of_one_batch(as_objects: bool) -> None:
+    from openai.types.responses import ResponseFunctionToolCall
+
+    items: list[Any] = json.loads(json.dumps(RESPONSES_DICTS))
+    if as_objects:
+        items[2:4] = [ResponseFunctionToolCall.model_validate(item) for item in items[2:4]]
+    session = ctxpack.Session(counter="cl100k_base")
+    session.extend(items[:4])  # response.output, as an agent extends its history
+    for output in items[4:]:
+        session.append(output)
+    assert [m.role for m in session.transcript()] == [
+        "user",
+        "assistant",
+        "assistant",
+        "tool",
+        "tool",
+    ]
+    sent = session.render().to_openai()
+    # Two assistant messages of one call each would leave call_a unanswered before call_b.
+    ctxpack.adapters.validate_openai(sent)
+    assert [c["id"] for c in sent[2]["tool_calls"]] == ["call_a", "call_b"]
+
+
+def test_a_responses_item_dict_without_a_chat_message_is_refused_by_name() -> None:
+    reasoning = {"type": "reasoning", "id": "rs_1", "summary": []}
+    session = ctxpack.Session(counter="cl100k_base")
+    session.append({"role": "user", "content": "hi"})
+    with pytest.raises(ctxpack.InvalidMessageError, match="'reasoning' item") as err:
+        session.extend([{"role": "assistant", "content": "ok"}, reasoning])
+    assert (err.value.index, err.value.field) == (2, "type")
+    assert len(session.transcript()) == 1  # nothing of the batch was added
+    # A chat message, or Anthropic's response as a dict (a "message" of text blocks), is not
+    # a Responses item.
+    reply = {"type": "message", "role": "assistant", "content": [{"type": "text", "text": "Hi"}]}
+    assert ctxpack.from_anthropic([{"role": "user", "content": "Hi"}, reply])[1].text == "Hi"
+
+
 def _retrieve_reply_openai(artifact: str) -> dict[str, Any]:
     arguments = json.dumps({"artifact": artifact, "lines": "2-3"})
     function = {"name": "retrieve_original", "arguments": arguments}

@@ -13,6 +13,7 @@ from ..limits import MAX_MESSAGE_CHARS, message_chars, oversized_view
 from ..messages import Message
 from ..pipeline import Decision
 from ..providers import Provider
+from ..sdk import coerce_messages
 from ..tokens import count_tokens_approx
 from ._records import FilterRecord
 from ._supersede import Superseding
@@ -29,7 +30,9 @@ class Arrival(Superseding):
         batch: list[tuple[Message, str]] = []
         anthropic = False
         taken: set[str] = set()  # ids of this batch
-        for message in messages:
+        # Parallel calls of the Responses API come as one item each (response.output): one
+        # assistant message with all of them, or no chat request could answer them in turn.
+        for message in coerce_messages(messages, start=len(self._raw)):
             index = len(self._raw) + len(batch)
             converted, given_as = read_message(message, provider, index)
             anthropic = anthropic or given_as == "anthropic"
