@@ -265,6 +265,18 @@ def coerce_message(item: Any, index: int) -> Any:
     return _openai_message(type(item).__name__, dumped, index)
 
 
+def not_a_message(item: Any) -> str:
+    """The error's text for an entry that is no message ctxpack reads: a LangChain message is
+    told how to convert (``from_langchain``), anything else named by type."""
+    name = type(item).__name__
+    if type(item).__module__.partition(".")[0] in ("langchain_core", "langchain"):
+        return (
+            f"got LangChain {name}: convert the history with "
+            "ctxpack.adapters.from_langchain(messages)"
+        )
+    return f"expected a Message or a dict, got {name}"
+
+
 def _is_responses_dict(item: dict[str, Any]) -> bool:
     """Whether a message dict is a Responses API item: an item type without a role (no chat
     message has one), or a ``message`` item whose parts are the Responses API's own

@@ -15,7 +15,7 @@ from typing import Any
 from ..errors import InvalidMessageError
 from ..messages import Message, detached
 from ..providers import Provider, check_provider, provider_from_message
-from ..sdk import SDKObject, coerce_message
+from ..sdk import SDKObject, coerce_message, not_a_message
 from ._anthropic import read_anthropic
 from ._openai import read_openai
 
@@ -50,9 +50,7 @@ def read_message(
         return [detached(message, index)], None
     entry = coerce_message(message, index)  # the SDKs' objects, as dicts
     if not isinstance(entry, Mapping):
-        raise InvalidMessageError(
-            f"expected a message dict or a Message, got {type(entry).__name__}", index=index
-        )
+        raise InvalidMessageError(not_a_message(entry), index=index)
     kind = provider_from_message(entry) if provider is None else check_provider(provider)
     try:
         if kind == "anthropic":

@@ -14,7 +14,7 @@ from .._internal.prefix import common_prefix, likely_prefix
 from .._internal.trusted import trusted_frozen_instance
 from ..caches import ENTRY_OVERHEAD, LRUCache, approx_bytes, register
 from ..errors import ConfigError, InvalidMessageError
-from ..sdk import SDKObject, coerce_message
+from ..sdk import SDKObject, coerce_message, not_a_message
 from ._model import Message, content_digest, copy_value, detached, from_mapping
 
 __all__ = ["check_shared_empties", "ensure_messages", "message_bytes", "owned_messages"]
@@ -200,9 +200,7 @@ def _convert(index: int, item: Any, check: _Check | None) -> tuple[Any, Message]
         except InvalidMessageError as exc:
             raise InvalidMessageError(exc.detail, index=index) from exc
     else:
-        raise InvalidMessageError(
-            f"expected a Message or a dict, got {type(item).__name__}", index=index
-        )
+        raise InvalidMessageError(not_a_message(item), index=index)
     _CONVERTED.put(key, (snapshot, msg, check))
     return snapshot, msg
 

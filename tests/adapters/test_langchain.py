@@ -75,6 +75,21 @@ def test_non_langchain_entries_are_rejected() -> None:
     assert info.value.index == 1
 
 
+@pytest.mark.parametrize("entry_point", ["pack", "Session.extend", "ensure_messages"])
+def test_langchain_messages_given_unconverted_say_how_to_convert(entry_point: str) -> None:
+    history = [{"role": "user", "content": "x"}, lc.HumanMessage("hi")]
+    with pytest.raises(ctxpack.InvalidMessageError, match=r"from_langchain\(messages\)") as info:
+        if entry_point == "pack":
+            pack(history, budget=100, counter="cl100k_base")
+        elif entry_point == "Session.extend":
+            ctxpack.Session(counter="cl100k_base").extend(history)
+        else:
+            ctxpack.messages.ensure_messages(history)
+    assert info.value.index == 1 and "LangChain HumanMessage" in str(info.value)
+    # Converted, the same history goes through.
+    assert pack([history[0], *from_langchain(history[1:])], budget=100).messages
+
+
 def test_one_message_of_a_history_converts_alone_with_its_index() -> None:
     from ctxpack.adapters.langchain import message_from_langchain
 
