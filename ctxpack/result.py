@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, WrapSerializer
 
@@ -149,11 +149,12 @@ class PackResult(FieldErrorModel):
         """The original of a compressed or cleared message, or ``None`` if it was not changed."""
         return self.artifacts.get(string(message_id, "message_id"))
 
-    def to_openai(self) -> list[dict[str, Any]]:
-        """The messages as OpenAI Chat Completions dicts."""
+    def to_openai(self, *, api: Literal["chat", "responses"] = "chat") -> list[dict[str, Any]]:
+        """The messages as OpenAI Chat Completions dicts, or with ``api="responses"`` as the
+        Responses API's input items (see :func:`ctxpack.to_openai`)."""
         from .adapters import to_openai
 
-        return to_openai(self.messages)
+        return to_openai(self.messages, api=api)
 
     def to_anthropic(self) -> AnthropicPayload:
         """The messages as an Anthropic Messages payload: ``{"system": ..., "messages": [...]}``."""

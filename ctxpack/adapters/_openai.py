@@ -9,12 +9,14 @@ in ``extras``, and :func:`to_openai` writes back exactly the keys that were ther
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from .._internal.arguments import message_items
+from ..errors import ConfigError
 from ..messages import Message, copy_value, ensure_messages, owned_messages, provider_of
 from ..sdk import SDKObject, coerce_messages
 from ._anthropic import anthropic_parts_to_openai
+from ._responses import chat_to_responses
 from ._validate import validate_openai
 
 __all__ = ["from_openai", "to_openai"]
@@ -70,19 +72,49 @@ def _openai_content(msg: Message) -> str | list[dict[str, Any]] | None:
 
 def to_openai(
     messages: Iterable[Message | Mapping[str, Any] | SDKObject],
+    *,
+    api: Literal["chat", "responses"] = "chat",
 ) -> list[dict[str, Any]]:
-    """:class:`Message` objects (or dicts) -> OpenAI Chat Completions message dicts.
+    """:class:`Message` objects (or dicts) -> OpenAI Chat Completions message dicts, or the
+    Responses API's input items.
 
     ctxpack-only fields (id, priority, pinned, source, metadata...) are left out; ``extras`` are
     written back verbatim. Messages that came from an Anthropic payload are translated: images
     become ``image_url`` parts, thinking blocks are left out.
+
+    Args:
+        messages: The messages.
+        api: ``"chat"`` for ``chat.completions.create(messages=...)``; ``"responses"`` for
+            ``responses.create(input=...)``: system, developer and user messages as messages
+            with ``input_text`` / ``input_image`` / ``input_file`` parts, an assistant's text
+            as an assistant message, each tool call a ``function_call`` item and each tool
+            result a ``function_call_output`` (``extras`` and names, which the Responses API
+            has no place for, left out). Items are written without the ids a response gave
+            them: a ``function_call`` sent with its id needs the ``reasoning`` item that came
+            before it, which a chat history does not hold.
+
+    Raises:
+        InvalidMessageError: with ``api="responses"``, a part the Responses API has no input
+            for (audio), index and field named.
+        ConfigError: ``api`` is neither.
 
     Example:
         >>> to_openai([{"role": "assistant", "content": None, "tool_calls": [
         ...     {"id": "c1", "type": "function",
         ...      "function": {"name": "f", "arguments": "{}"}}]}])[0]["content"] is None
         True
+        >>> to_openai([
+        ...     {"role": "user", "content": "Weather in Oslo?"},
+        ...     {"role": "assistant", "content": None, "tool_calls": [{"id": "c1",
+        ...      "type": "function", "function": {"name": "weather", "arguments": "{}"}}]},
+        ...     {"role": "tool", "tool_call_id": "c1", "content": "3 C"},
+        ... ], api="responses")  # doctest: +NORMALIZE_WHITESPACE
+        [{'role': 'user', 'content': 'Weather in Oslo?'},
+         {'type': 'function_call', 'call_id': 'c1', 'name': 'weather', 'arguments': '{}'},
+         {'type': 'function_call_output', 'call_id': 'c1', 'output': '3 C'}]
     """
+    if api not in ("chat", "responses"):
+        raise ConfigError(f'api must be "chat" or "responses", got {api!r}')
     out: list[dict[str, Any]] = []
     for msg in owned_messages(messages):
         item: dict[str, Any] = {"role": msg.role}
@@ -98,4 +130,5 @@ def to_openai(
         item.update(msg.extras)
         out.append(item)
     # Dicts of their own: editing them (adding cache_control, say) must not reach the messages.
-    return copy_value(out)  # type: ignore[no-any-return]
+    copied: list[dict[str, Any]] = copy_value(out)
+    return chat_to_responses(copied) if api == "responses" else copied

@@ -1,0 +1,193 @@
+"""A packed history written back as OpenAI Responses API input items."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pydantic
+import pytest
+
+import ctxpack
+from ctxpack.adapters import from_anthropic, from_openai, to_openai
+from tests.sdk_mock import Capture, openai_client
+
+openai_responses = pytest.importorskip("openai.types.responses")
+ITEM = pydantic.TypeAdapter(openai_responses.ResponseInputItem)
+
+
+def to_responses(messages: Any) -> list[dict[str, Any]]:
+    return to_openai(messages, api="responses")
+
+
+CHAT: list[dict[str, Any]] = [
+    {"role": "system", "content": "Be brief."},
+    {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "Weather where this photo was taken, and in Bergen?"},
+            {"type": "image_url", "image_url": {"url": "https://example.com/oslo.jpg"}},
+        ],
+    },
+    {
+        "role": "assistant",
+        "content": "Checking both.",
+        "tool_calls": [
+            {
+                "id": "call_a",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'},
+            },
+            {
+                "id": "call_b",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Bergen"}'},
+            },
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_a", "content": "3 C"},
+    {"role": "tool", "tool_call_id": "call_b", "content": [{"type": "text", "text": "6 C"}]},
+    {"role": "assistant", "content": "Oslo 3 C, Bergen 6 C."},
+]
+
+
+def test_each_chat_message_becomes_its_responses_item() -> None:
+    items = to_responses(CHAT)
+    assert items == [
+        {"role": "system", "content": "Be brief."},
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "input_text",
+                    "text": "Weather where this photo was taken, and in Bergen?",
+                },
+                {
+                    "type": "input_image",
+                    "image_url": "https://example.com/oslo.jpg",
+                    "detail": "auto",
+                },
+            ],
+        },
+        {"role": "assistant", "content": "Checking both."},
+        {
+            "type": "function_call",
+            "call_id": "call_a",
+            "name": "get_weather",
+            "arguments": '{"city": "Oslo"}',
+        },
+        {
+            "type": "function_call",
+            "call_id": "call_b",
+            "name": "get_weather",
+            "arguments": '{"city": "Bergen"}',
+        },
+        {"type": "function_call_output", "call_id": "call_a", "output": "3 C"},
+        {
+            "type": "function_call_output",
+            "call_id": "call_b",
+            "output": [{"type": "input_text", "text": "6 C"}],
+        },
+        {"role": "assistant", "content": "Oslo 3 C, Bergen 6 C."},
+    ]
+    # Each item is one the SDK's own model of an input item reads.
+    for item in items:
+        ITEM.validate_python(item)
+
+
+def test_the_sdk_sends_them_as_written() -> None:
+    capture = Capture(
+        {
+            "id": "resp_1",
+            "object": "response",
+            "created_at": 0,
+            "model": "gpt-4o",
+            "status": "completed",
+            "output": [],
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": [],
+        }
+    )
+    items = ctxpack.pack(CHAT, budget=10_000, counter="cl100k_base").to_openai(api="responses")
+    openai_client(capture).responses.create(model="gpt-4o", input=items)  # type: ignore[arg-type]
+    assert capture.paths[-1].endswith("/responses")
+    assert capture.body["input"] == items == to_responses(CHAT)
+
+
+def test_responses_items_read_then_written_come_back_without_their_ids() -> None:
+    given = [
+        {"role": "user", "content": "Weather in Oslo?"},
+        {
+            "type": "function_call",
+            "id": "fc_1",
+            "call_id": "call_a",
+            "name": "get_weather",
+            "arguments": "{}",
+            "status": "completed",
+        },
+        {"type": "function_call_output", "call_id": "call_a", "output": "3 C"},
+    ]
+    items = to_responses(from_openai(given))
+    # A function_call sent with its id needs the reasoning item before it: written new.
+    assert items == [
+        given[0],
+        {k: v for k, v in given[1].items() if k not in {"id", "status"}},
+        given[2],
+    ]
+
+
+def test_an_anthropic_history_is_written_too() -> None:
+    history = [
+        {"role": "user", "content": "List files."},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "ls will do", "signature": "sig"},
+                {"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"cmd": "ls"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.py"}],
+        },
+    ]
+    items = to_responses(from_anthropic(history))
+    assert [item.get("type", item.get("role")) for item in items] == [
+        "user",
+        "function_call",
+        "function_call_output",
+    ]
+    assert json.loads(items[1]["arguments"]) == {"cmd": "ls"}
+    for item in items:
+        ITEM.validate_python(item)
+
+
+def test_an_unknown_api_is_a_config_error() -> None:
+    with pytest.raises(ctxpack.ConfigError, match="api must be"):
+        to_openai(CHAT, api="assistants")  # type: ignore[arg-type]
+
+
+def test_a_part_with_no_responses_input_is_refused_with_index_and_field() -> None:
+    audio = {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}}
+    history = [{"role": "user", "content": "hi"}, {"role": "user", "content": [audio]}]
+    with pytest.raises(ctxpack.InvalidMessageError, match="'input_audio'") as info:
+        to_responses(history)
+    assert (info.value.index, info.value.field) == (1, "content[0].type")
+
+
+def test_a_managed_session_renders_for_the_responses_api() -> None:
+    session = ctxpack.Session(counter="cl100k_base", window=8_000)
+    session.extend(
+        [
+            {"role": "user", "content": "Weather in Oslo?"},
+            {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "3 C"},
+        ]
+    )
+    items = session.render().to_openai(api="responses")
+    assert [item.get("type", "message") for item in items] == [
+        "message",
+        "function_call",
+        "function_call_output",
+    ]
