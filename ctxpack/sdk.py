@@ -352,9 +352,20 @@ def _openai_message(name: str, dumped: dict[str, Any], index: int) -> dict[str, 
             "content": _responses_parts(output, index) if isinstance(output, list) else output,
             "metadata": meta,
         }
+    got = (
+        f"a Responses API {kind!r} item"
+        if name == "item"
+        else f"OpenAI {name} (a Responses API {kind!r} item)"
+    )
+    # A reasoning model's response.output starts with one: say how to pass the rest.
+    skip = (
+        ' (leave reasoning items out: [i for i in response.output if i.type != "reasoning"])'
+        if kind == "reasoning"
+        else ""
+    )
     raise InvalidMessageError(
-        f"got OpenAI {name} (a Responses API {kind!r} item), which has no Chat Completions "
-        "message; ctxpack packs message, function_call and function_call_output items",
+        f"got {got}, which has no Chat Completions message; ctxpack packs message, "
+        f"function_call and function_call_output items{skip}",
         index=index,
         field="type",
     )
