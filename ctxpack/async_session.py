@@ -47,15 +47,30 @@ class AsyncSession:
         ['Hello']
     """
 
-    def __init__(
-        self, core: Session, backing: Backing, store: AsyncSessionStore, owned: bool
-    ) -> None:
-        # Private: use ``await AsyncSession.open(...)``.
-        self._core = core
-        self._backing = backing
-        self.store = store
-        self._owned = owned
-        self._lock = asyncio.Lock()
+    _core: Session
+    _backing: Backing
+    store: AsyncSessionStore
+    _owned: bool
+    _lock: asyncio.Lock
+
+    def __init__(self, *args: Any, **options: Any) -> None:
+        # Opening reads the store, which a constructor cannot await.
+        raise ConfigError(
+            "an AsyncSession is opened, not built: "
+            "session = await AsyncSession.open(session_id, store=..., model=...)"
+        )
+
+    @classmethod
+    def _made(
+        cls, core: Session, backing: Backing, store: AsyncSessionStore, owned: bool
+    ) -> AsyncSession:
+        session = cls.__new__(cls)
+        session._core = core
+        session._backing = backing
+        session.store = store
+        session._owned = owned
+        session._lock = asyncio.Lock()
+        return session
 
     @classmethod
     async def open(
@@ -103,7 +118,7 @@ class AsyncSession:
         opener = getattr(async_store, "open", None)
         if opener is not None:
             await opener()
-        session = cls(core, backing, async_store, owned)
+        session = cls._made(core, backing, async_store, owned)
         await session._sync()
         return session
 

@@ -27,6 +27,19 @@ def test_async_session_mirrors_session_names() -> None:
     assert mirrored - {"store", "session_id", "provider", "close"} <= public
 
 
+@pytest.mark.parametrize("args", [((), {"counter": "cl100k_base"}), (("s",), {}), ((), {})])
+def test_an_async_session_built_directly_says_how_to_open_one(
+    args: tuple[tuple[Any, ...], dict[str, Any]],
+) -> None:
+    # Opening reads the store and must be awaited; the constructor used to fail on its own
+    # private arguments ("unexpected keyword argument 'counter'").
+    from ctxpack import ConfigError
+
+    positional, options = args
+    with pytest.raises(ConfigError, match=r"await AsyncSession\.open\(session_id, store="):
+        AsyncSession(*positional, **options)
+
+
 def test_an_async_session_and_a_session_serve_one_session(
     backend: str, tmp_path: Path, replicas: Callable[[], SessionStore], session_id: str
 ) -> None:
