@@ -46,7 +46,8 @@ class WindowState(FieldErrorModel):
 
     Attributes:
         requests: Renders so far.
-        cleared: Message id -> artifact id of its original, for each cleared tool result.
+        cleared: Message id -> artifact id of its original, for each cleared tool result
+            (and each answer an emergency cleared).
         thinking_cleared: Ids of assistant messages sent without their thinking blocks.
         boundary: Messages of the compact record before this position are summarised (except
             the system prompt and user instructions).
