@@ -479,7 +479,7 @@ def test_a_responses_item_dict_without_a_chat_message_is_refused_by_name() -> No
     reasoning = {"type": "reasoning", "id": "rs_1", "summary": []}
     session = ctxpack.Session(counter="cl100k_base")
     session.append({"role": "user", "content": "hi"})
-    with pytest.raises(ctxpack.InvalidMessageError, match="'reasoning' item.*leave") as err:
+    with pytest.raises(ctxpack.InvalidMessageError, match=r"'reasoning' item.*leave") as err:
         session.extend([{"role": "assistant", "content": "ok"}, reasoning])
     assert (err.value.index, err.value.field) == (2, "type")
     assert len(session.transcript()) == 1  # nothing of the batch was added
