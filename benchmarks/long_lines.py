@@ -1,19 +1,24 @@
-"""What cutting long lines changes in real tool outputs, and what it hides that the agent used.
+"""What a limit of the filters changes in real tool outputs, and what it hides that the agent
+used: the long-line cut (``--compare long-lines``, the default) or the diff filter's budget
+(``--compare diff-budget``).
 
 Every tool output of every session (OpenAI-format JSON: ``{"id", "messages": [...]}``) is
-filtered twice with :class:`ctxpack.filters.ToolOutputFilter`: with its default
-``max_line_chars`` and with ``max_line_chars=None`` (every line whole, as before the option).
-For each output the two differ on, the words of four characters or more that the cut hides are
-looked for in the agent's later messages (content and tool calls): a word used there that
-nothing before it showed (the messages before the output, and the output as cut) is a term the
-cut lost. Outputs are filtered without a goal or a command (the session's filters know both, so
-the kinds chosen here may differ a little from a session's).
+filtered twice with :class:`ctxpack.filters.ToolOutputFilter`: with its defaults, and without
+the limit (``max_line_chars=None``, every line whole; or ``DiffFilter(max_total_lines=10**9)``,
+every file's changes). For each output the two differ on, the words of four characters or more
+that the limit hides are looked for in the agent's later messages (content and tool calls): a
+word used there that nothing before it showed (the messages before the output, and the output
+as filtered) is a term the limit lost. For the long-line cut, outputs are filtered without a
+goal or a command (the session's filters know both, so the kinds chosen here may differ a little
+from a session's); for the diff budget, with the call's command and its message as the goal, as
+a session filters them (the diff filter is chosen by the command).
 
 Usage (from the repository root)::
 
     python benchmarks/long_lines.py ../shared/data/agent-sessions ../shared/data/agent-sessions-long
+    python benchmarks/long_lines.py --compare diff-budget ../shared/data/agent-sessions ...
 
-The table is printed and written to ``benchmarks/results/long_lines.md``.
+The table is printed and written to ``benchmarks/results/long_lines.md`` (``diff_budget.md``).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ctxpack.filters import ToolOutputFilter
+from ctxpack.filters import DiffFilter, ToolOutputFilter, default_filters
 from ctxpack.tokens import count_tokens
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,18 +48,50 @@ def _said(message: dict[str, Any]) -> str:
     return str(message.get("content") or "") + json.dumps(message.get("tool_calls") or "")
 
 
-def measure(folder: Path) -> dict[str, Any]:
-    whole, cut = ToolOutputFilter(max_line_chars=None), ToolOutputFilter()
+# What each comparison filters without: the limit lifted.
+UNLIMITED = {
+    "long-lines": lambda: ToolOutputFilter(max_line_chars=None),
+    "diff-budget": lambda: ToolOutputFilter(
+        [
+            DiffFilter(max_total_lines=10**9) if isinstance(f, DiffFilter) else f
+            for f in default_filters()
+        ]
+    ),
+}
+
+
+def _calls(messages: list[dict[str, Any]]) -> dict[str, tuple[str | None, str]]:
+    """Call id -> (its command, its message's text): what a session filters an output with."""
+    out: dict[str, tuple[str | None, str]] = {}
+    for message in messages:
+        for call in message.get("tool_calls") or ():
+            try:
+                command = json.loads(call["function"]["arguments"]).get("command")
+            except (ValueError, AttributeError, KeyError, TypeError):
+                command = None
+            text = message.get("content")
+            out[call.get("id")] = (
+                command if isinstance(command, str) else None,
+                text if isinstance(text, str) else "",
+            )
+    return out
+
+
+def measure(folder: Path, compare: str = "long-lines") -> dict[str, Any]:
+    whole, cut = UNLIMITED[compare](), ToolOutputFilter()
     row: dict[str, Any] = {"set": folder.name, "outputs": 0, "changed": 0, "kinds": Counter()}
     row |= {"tokens whole": 0, "tokens cut": 0, "lost": []}
     for path in sorted(folder.glob("*.json")):
         messages = _messages(path)
+        calls = _calls(messages) if compare == "diff-budget" else {}
         for k, message in enumerate(messages):
             content = message.get("content")
             if message.get("role") != "tool" or not isinstance(content, str):
                 continue
             row["outputs"] += 1
-            before, after = whole(content), cut(content)
+            command, goal = calls.get(message.get("tool_call_id") or "", (None, ""))
+            before = whole(content, command=command, goal=goal or None)
+            after = cut(content, command=command, goal=goal or None)
             if before.text == after.text:
                 continue
             row["changed"] += 1
@@ -72,13 +109,26 @@ def measure(folder: Path) -> dict[str, Any]:
     return row
 
 
-def table(rows: list[dict[str, Any]]) -> str:
-    lines = [
+TITLES = {
+    "long-lines": (
         "# Long lines cut in tool outputs",
+        "`ToolOutputFilter()` against `ToolOutputFilter(max_line_chars=None)` on every tool output",
+    ),
+    "diff-budget": (
+        "# The diff filter's budget in all files",
+        "`ToolOutputFilter()` against the same with `DiffFilter(max_total_lines=10**9)` on every"
+        " tool output, with its call's command and message",
+    ),
+}
+
+
+def table(rows: list[dict[str, Any]], compare: str = "long-lines") -> str:
+    title, what = TITLES[compare]
+    lines = [
+        title,
         "",
-        "`ToolOutputFilter()` against `ToolOutputFilter(max_line_chars=None)` on every tool output"
-        " (see `benchmarks/long_lines.py`). Tokens: gpt-4o (o200k_base), of the outputs that"
-        " differ.",
+        f"{what} (see `benchmarks/long_lines.py`). Tokens: gpt-4o (o200k_base), of the outputs"
+        " that differ.",
         "",
         "| set | tool outputs | outputs changed | kinds | tokens whole | tokens cut |"
         " terms the agent used later, hidden by the cut |",
@@ -100,12 +150,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("data", type=Path, nargs="+", help="folders of session JSON")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    parser.add_argument("--compare", choices=sorted(UNLIMITED), default="long-lines")
     args = parser.parse_args(argv)
-    rows = [measure(folder) for folder in args.data]
-    text = table(rows)
+    rows = [measure(folder, args.compare) for folder in args.data]
+    text = table(rows, args.compare)
+    name = args.compare.replace("-", "_")
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "long_lines.md").write_text(text, encoding="utf-8")
-    (args.out / "long_lines.json").write_text(json.dumps(rows, indent=1) + "\n", "utf-8")
+    (args.out / f"{name}.md").write_text(text, encoding="utf-8")
+    (args.out / f"{name}.json").write_text(json.dumps(rows, indent=1) + "\n", "utf-8")
     print(text)
     return 0
 

@@ -37,3 +37,28 @@ def test_a_term_hidden_by_the_cut_and_used_later_is_counted(tmp_path: Path) -> N
     assert row["lost"] == ["s1: renderLogoBlank"]
     assert row["tokens cut"] < row["tokens whole"]
     assert "| sessions | 2 | 1 |" in (tmp_path / "out" / "long_lines.md").read_text("utf-8")
+
+
+def test_the_diff_budget_comparison_filters_with_the_calls_command(tmp_path: Path) -> None:
+    bench = load_script(ROOT / "benchmarks" / "long_lines.py", "long_lines_diff_for_tests")
+    data = tmp_path / "sessions"
+    data.mkdir()
+    diff = []
+    for f in range(300):
+        diff += [f"diff --git a/lib_{f}.py b/lib_{f}.py", "@@ -1 +1 @@", f"+value_{f} = {f}"]
+        diff += [f"+pad_{f}_{k} = {k}" for k in range(10)]
+    arguments = json.dumps({"command": "git diff --cached"})
+    call = {"id": "c", "type": "function", "function": {"name": "bash", "arguments": arguments}}
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "submit"},
+        {"role": "assistant", "content": "Review the diff.", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c", "content": "\n".join(diff)},
+        {"role": "assistant", "content": "value_250 looks wrong."},
+    ]
+    (data / "s1.json").write_text(json.dumps({"id": "s1", "messages": messages}), "utf-8")
+    out = tmp_path / "out"
+    assert bench.main([str(data), "--compare", "diff-budget", "--out", str(out)]) == 0
+    (row,) = json.loads((out / "diff_budget.json").read_text("utf-8"))
+    assert (row["outputs"], row["changed"], row["kinds"]) == (1, 1, {"diff": 1})
+    assert row["lost"] == ["s1: value_250"]
+    assert "# The diff filter's budget in all files" in (out / "diff_budget.md").read_text("utf-8")

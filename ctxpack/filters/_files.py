@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from .._internal.arguments import tokens
 from ._base import Extract, ToolOutput, assemble, goal_terms
 
 __all__ = ["DiffFilter", "FileViewFilter"]
@@ -124,7 +125,10 @@ class FileViewFilter:
 class DiffFilter:
     """A diff: whole up to ``max_lines``; above, every file and hunk header and every changed
     line, with ``context`` unchanged lines around changes; a file with more than ``max_lines``
-    changed lines shows its first ones and counts the rest.
+    changed lines shows its first ones and counts the rest. Past ``max_total_lines`` kept in
+    all (a commit of hundreds of files, ``git log -p``), the files whose header the goal names
+    come first, then the others in order, and the files past the budget keep their first
+    header line alone.
 
     Example:
         >>> from ctxpack.filters import ToolOutput
@@ -146,12 +150,18 @@ class DiffFilter:
 
     kind = "diff"
 
-    def __init__(self, *, max_lines: int = 80, context: int = 2) -> None:
+    def __init__(
+        self, *, max_lines: int = 80, context: int = 2, max_total_lines: int = 400
+    ) -> None:
         self.max_lines = max_lines
         self.context = context
+        self.max_total_lines = tokens(max_total_lines, "max_total_lines", unit="lines")
 
     def __repr__(self) -> str:
-        return f"DiffFilter(max_lines={self.max_lines}, context={self.context})"
+        return (
+            f"DiffFilter(max_lines={self.max_lines}, context={self.context}, "
+            f"max_total_lines={self.max_total_lines})"
+        )
 
     def detect(self, output: ToolOutput, /) -> float:
         if output.command and _DIFF_COMMAND.search(output.command):
@@ -164,26 +174,50 @@ class DiffFilter:
         lines = output.lines
         if len(output.body) <= self.max_lines:
             return None
-        keep: set[int] = set(output.envelope)
+        # Each file (or commit) of the diff: its first line and the lines it keeps.
+        files: list[tuple[int, set[int]]] = []
+        kept: set[int] = set()
         changed_in_file = 0
         hidden_changes = 0
         for i in output.body:
             line = lines[i]
             if _DIFF_HEAD.match(line):
-                keep.add(i)
-                if line.startswith(("diff ", "Index: ", "commit ")):
+                if not files or line.startswith(("diff ", "Index: ", "commit ")):
+                    files.append((i, set()))
+                    kept = files[-1][1]
                     changed_in_file = 0
+                kept.add(i)
                 continue
             if line.startswith(("+", "-")):
+                if not files:  # changes before any header: a file of their own
+                    files.append((i, set()))
+                    kept = files[-1][1]
                 changed_in_file += 1
                 if changed_in_file > self.max_lines:
                     hidden_changes += 1
                     continue
                 lo, hi = max(0, i - self.context), min(len(lines), i + self.context + 1)
-                keep.update(range(lo, hi))
+                kept.update(range(lo, hi))
+        keep: set[int] = set(output.envelope)
+        left = self.max_total_lines
+        # The goal's files first (the call's reason names what it diffs for), then in order.
+        order = sorted(files, key=lambda f: not output.mentions_goal(lines[f[0]]))
+        skipped = 0
+        for first, lines_kept in order:
+            if len(lines_kept) <= left or left == self.max_total_lines:
+                keep |= lines_kept
+                left -= min(left, len(lines_kept))
+            else:
+                keep.add(first)
+                skipped += 1
         if len(keep) >= len(lines) - 1:
             return None
         summary = f"headers and changed lines kept, {len(keep)} of {len(lines)} lines"
         if hidden_changes:
             summary += f"; {hidden_changes} changed lines past {self.max_lines} per file hidden"
+        if skipped:
+            summary += (
+                f"; {skipped} files past {self.max_total_lines} lines in all shown by their "
+                "first line"
+            )
         return Extract(assemble(output, keep), summary)

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from ctxpack import ConfigError, count_tokens
 from ctxpack.filters import (
     DiagnosticFilter,
+    DiffFilter,
     FileViewFilter,
     GenericFilter,
     JSONPayloadFilter,
@@ -406,6 +407,43 @@ def test_json_record_within_max_keys_is_kept_whole() -> None:
 def test_json_limits_must_be_positive_ints(argument: str, bad: object) -> None:
     with pytest.raises(ConfigError, match=argument):
         JSONPayloadFilter(**{argument: bad})  # type: ignore[arg-type]
+
+
+def _commit(files: int, changes: int) -> list[str]:
+    """A diff of ``files`` files of ``changes`` changed lines each."""
+    lines = []
+    for f in range(files):
+        name = "src/billing/tax.py" if f == files - 2 else f"vendor/lib_{f}/module.py"
+        lines += [f"diff --git a/{name} b/{name}", f"--- a/{name}", f"+++ b/{name}", "@@ -1 +1 @@"]
+        lines += [f"+line {k} of file {f}" for k in range(changes)]
+    return lines
+
+
+def test_a_diff_of_hundreds_of_files_keeps_the_goals_files_then_the_first_within_a_budget() -> None:
+    # A commit of vendored files went whole but for 80 changed lines per file: the final diff of
+    # a real session (868,167 characters) still sent 72,003 tokens.
+    diff = "\n".join(_commit(300, 30))
+    goal = "check the change to tax.py before submitting"
+    out = DiffFilter().extract(ToolOutput(diff, command="git diff --cached", goal=goal))
+    assert out is not None
+    kept = out.text.split("\n")
+    # Every file is still named by its first line.
+    assert sum(line.startswith("diff --git") for line in kept) == 300
+    # The goal's file first, whatever its place, then the first files, within 400 lines.
+    assert "+line 29 of file 298" in kept
+    assert "+line 29 of file 0" in kept and "+line 0 of file 200" not in kept
+    assert sum(line.startswith("+line") for line in kept) <= 400
+    assert "files past 400 lines in all shown by their first line" in out.summary
+    # Within the budget, the diff is shortened as before; with a larger one, kept whole.
+    assert DiffFilter(max_total_lines=20_000).extract(ToolOutput(diff, command="git diff")) is None
+    small = "\n".join(_commit(3, 30))
+    assert DiffFilter().extract(ToolOutput(small, command="git diff")) is None
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 1.5, "400"])
+def test_diff_total_must_be_a_positive_int(bad: object) -> None:
+    with pytest.raises(ConfigError, match="max_total_lines"):
+        DiffFilter(max_total_lines=bad)  # type: ignore[arg-type]
 
 
 def test_file_view_is_whole_up_to_its_size() -> None:
