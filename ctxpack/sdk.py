@@ -239,7 +239,8 @@ def coerce_message(item: Any, index: int) -> Any:
             what to pass instead).
     """
     if type(item) is dict:
-        if _is_responses_dict(item):
+        # A chat message has no "type": the test costs them a key lookup, not a call.
+        if "type" in item and _is_responses_dict(item):
             # A Responses API item written as a dict (as OpenAI's guides write a
             # function_call_output), converted as the SDK's object is; a copy is kept, the
             # caller may edit its own.
