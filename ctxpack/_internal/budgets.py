@@ -58,9 +58,12 @@ def check_limits(owner: str, window: Any, budget: Any, reserve: Any) -> None:
         )
 
 
-def pack_limits(window: int | None, budget: int | None, reserve: int, room: int) -> tuple[int, int]:
+def pack_limits(
+    window: int | None, budget: int | None, reserve: int, room: int, *, asked: str = "max_tokens"
+) -> tuple[int, int]:
     """The ``budget`` and ``reserve`` to give :func:`ctxpack.pack` for a reply of ``room``
-    tokens: the tighter of the window (prompt and reply) and the budget (the prompt alone).
+    tokens (the request's argument ``asked``): the tighter of the window (prompt and reply)
+    and the budget (the prompt alone).
 
     Raises:
         ConfigError: ``room`` and ``reserve`` leave nothing of the window for the prompt.
@@ -69,7 +72,7 @@ def pack_limits(window: int | None, budget: int | None, reserve: int, room: int)
     if window is not None:
         if reserve + room >= window:
             raise ConfigError(
-                f"max_tokens ({room}) plus reserve ({reserve}) leaves nothing of the context "
+                f"{asked} ({room}) plus reserve ({reserve}) leaves nothing of the context "
                 f"window ({window}) for the prompt"
             )
         options.append((window, reserve + room))

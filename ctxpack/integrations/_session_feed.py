@@ -107,9 +107,9 @@ def wrapper_policy(
     if policy.server_side and owner.startswith("wrap_openai"):
         raise ConfigError(
             f"{owner}: a server-side managed session hands the window to OpenAI's Responses "
-            "API (client.responses), which this wrapper does not wrap: Chat Completions has no "
-            "context management. Manage it on the client side (WindowPolicy(server_side=False)) "
-            "or send session.context_management() with client.responses yourself"
+            "API compaction, which this wrapper does not send: manage it on the client side "
+            "(WindowPolicy(server_side=False)), or send session.context_management() with the "
+            "unwrapped client.responses yourself"
         )
     return policy
 
@@ -123,10 +123,11 @@ class Asked(NamedTuple):
     """What a request asks of a session behind a wrapper."""
 
     messages: Sequence[Any]
-    system: Any  # Anthropic's system prompt, beside the messages
+    system: Any  # Anthropic's system prompt or the Responses API's instructions, beside them
     tools: list[Any] | None
     room: int  # the reply's tokens: the request's max_tokens
     limits: tuple[TokenCounter, int, int] | None  # counter, budget, reserve; None: managed
+    responses: bool = False  # OpenAI's Responses API: input items, instructions as the system
 
 
 @dataclass(eq=False)
@@ -216,7 +217,8 @@ class SessionFeed:
         counter, budget, reserve = limits
         limit = budget
         if system is not None:
-            # Anthropic's system prompt rides beside the messages the session renders.
+            # Anthropic's system prompt (the Responses API's instructions) rides beside the
+            # messages the session renders.
             budget -= counter.count_messages(from_anthropic([], system=system)) - REPLY_PRIMING
         if budget <= reserve:
             raise ConfigError(

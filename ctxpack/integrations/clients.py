@@ -3,8 +3,10 @@
 ``wrap_openai(client, window=...)`` returns an object that behaves like ``client``: every
 attribute is the client's own, except that ``chat.completions.create`` (and ``parse``,
 ``stream``, and their ``with_raw_response`` / ``with_streaming_response`` forms) pack
-``messages`` with :func:`ctxpack.pack` before the SDK sends them. ``wrap_anthropic`` does the same
-for ``messages.create`` / ``messages.stream`` (and ``beta.messages``), packing ``system`` too.
+``messages`` with :func:`ctxpack.pack` before the SDK sends them, and ``responses.create``
+(and the same forms) packs ``input`` with ``instructions`` beside it. ``wrap_anthropic`` does
+the same for ``messages.create`` / ``messages.stream`` (and ``beta.messages``), packing
+``system`` too.
 ``window`` is the model's context window, prompt and reply together (each request's
 ``max_tokens`` is taken out of it); ``budget``, as in :func:`ctxpack.pack`, caps the prompt alone.
 The tool definitions are counted against both; the reply is left as the SDK returns it, so
@@ -42,6 +44,8 @@ from ..tokens import (
     anthropic_approx_counter,
     get_counter,
 )
+from . import _responses_request as responses_api
+from ._responses_request import given as _given
 from ._session_feed import Asked, SessionFeed, SessionLike, wrapper_policy
 
 __all__ = [
@@ -57,6 +61,9 @@ _OPENAI_RESOURCES = frozenset(
         ("chat", "completions"),
         ("chat", "completions", "with_raw_response"),
         ("chat", "completions", "with_streaming_response"),
+        ("responses",),
+        ("responses", "with_raw_response"),
+        ("responses", "with_streaming_response"),
     }
 )
 _OPENAI_METHODS = frozenset({"create", "parse", "stream"})
@@ -85,11 +92,6 @@ def _is_async_client(client: Any, provider: Provider) -> bool:
         method = getattr(method, name, None)
     # The SDKs' decorators hide the coroutine function behind a plain one.
     return callable(method) and inspect.iscoroutinefunction(inspect.unwrap(method))
-
-
-def _given(value: Any) -> bool:
-    """Whether a keyword argument was really given (the SDKs use NOT_GIVEN / omit sentinels)."""
-    return value is not None and type(value).__name__ not in ("NotGiven", "Omit")
 
 
 # Each thread and each asyncio task sees the results of the requests it packed itself: a new
@@ -125,8 +127,9 @@ class _Packer:
         # encoding, unnoticed. An omitted one is left for the SDK to report.
         return get_counter(string(request_model, "model") if _given(request_model) else None)
 
-    def reply_room(self, kwargs: Mapping[str, Any]) -> int:
-        for key in ("max_completion_tokens", "max_tokens"):
+    def reply_room(self, kwargs: Mapping[str, Any], *, responses: bool = False) -> int:
+        keys = ("max_output_tokens",) if responses else ("max_completion_tokens", "max_tokens")
+        for key in keys:
             value = kwargs.get(key)
             if _given(value):
                 if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -134,11 +137,16 @@ class _Packer:
                 return value
         return 0
 
-    def packed_kwargs(self, kwargs: dict[str, Any], *, beta: bool = False) -> dict[str, Any]:
-        """The request's keyword arguments with ``messages`` (and ``system``) packed; for a
+    def packed_kwargs(
+        self, kwargs: dict[str, Any], *, beta: bool = False, responses: bool = False
+    ) -> dict[str, Any]:
+        """The request's keyword arguments with ``messages`` (and ``system``) packed, or for
+        the Responses API (``responses``) its ``input`` (``instructions`` beside it); for a
         server-side managed session, with its ``context_management`` (``beta``: the request
         goes through ``client.beta``, the only one that takes it)."""
-        asked, out = self._asked(kwargs, beta)
+        if responses and not responses_api.packs(kwargs):
+            return kwargs
+        asked, out = self._asked(kwargs, beta, responses)
         if self.feed is not None:
             return self._sent(asked, out, self.feed.render(asked))
         assert asked.limits is not None
@@ -146,6 +154,8 @@ class _Packer:
         history: Sequence[Any]
         if self.provider == "anthropic":
             history = from_anthropic(asked.messages, system=asked.system)
+        elif responses:
+            history = responses_api.with_instructions(asked.messages, asked.system)
         else:
             history = coerce_messages(asked.messages)
         result = pack(
@@ -159,43 +169,65 @@ class _Packer:
         )
         return self._sent(asked, out, result)
 
-    async def apacked_kwargs(self, kwargs: dict[str, Any], *, beta: bool = False) -> dict[str, Any]:
+    async def apacked_kwargs(
+        self, kwargs: dict[str, Any], *, beta: bool = False, responses: bool = False
+    ) -> dict[str, Any]:
         """:meth:`packed_kwargs` with an AsyncSession, awaited."""
         assert self.feed is not None
-        asked, out = self._asked(kwargs, beta)
+        if responses and not responses_api.packs(kwargs):
+            return kwargs
+        asked, out = self._asked(kwargs, beta, responses)
         return self._sent(asked, out, await self.feed.arender(asked))
 
-    def _asked(self, kwargs: dict[str, Any], beta: bool) -> tuple[Asked, dict[str, Any]]:
+    def _asked(
+        self, kwargs: dict[str, Any], beta: bool, responses: bool = False
+    ) -> tuple[Asked, dict[str, Any]]:
         """What a request asks (its messages, system prompt, tools, reply and limits) and the
         keyword arguments to send beside them.
 
         Raises:
             InvalidMessageError: the request has no list of messages.
         """
+        system: Any = None
+        if responses:
+            messages = responses_api.request_input(kwargs)
+            system = responses_api.instructions(kwargs)
+        else:
+            messages = self._messages(kwargs)
+            if self.provider == "anthropic" and _given(kwargs.get("system")):
+                system = kwargs["system"]
+        room = self.reply_room(kwargs, responses=responses)
+        limits = None
+        if self.feed is None or self.feed.policy is None:
+            counter = self.counter_for(kwargs.get("model"))
+            asked = "max_output_tokens" if responses else "max_tokens"
+            budget, reserve = pack_limits(self.window, self.budget, self.reserve, room, asked=asked)
+            limits = (counter, budget, reserve)
+        tools: Any = kwargs.get("tools")
+        tools = tool_list(tools) if _given(tools) else None
+        out = dict(kwargs)
+        if self.feed is not None and self.feed.policy is not None:
+            own = _given(kwargs.get("context_management"))
+            out.update(self.feed.server_side_fields(beta=beta, own=own, betas=kwargs.get("betas")))
+        return Asked(messages, system, tools, room, limits, responses), out
+
+    @staticmethod
+    def _messages(kwargs: Mapping[str, Any]) -> list[Any]:
+        """A Chat Completions or Messages request's ``messages``.
+
+        Raises:
+            InvalidMessageError: missing, empty, or not a list.
+        """
         # Every method that packs needs messages: without them the request would go out
         # unpacked (messages=None as null), or fail in the SDK with a bare TypeError.
         messages: Any = kwargs.get("messages")
         if "messages" not in kwargs or (messages is not None and not _given(messages)):
             raise InvalidMessageError("messages: required, the request's list of messages")
-        messages = list(message_items(messages))
-        if not messages:
+        entries = list(message_items(messages))
+        if not entries:
             # Both providers refuse an empty list; said here, before anything is sent.
             raise InvalidMessageError("messages: empty; a request needs at least one message")
-        room = self.reply_room(kwargs)
-        limits = None
-        if self.feed is None or self.feed.policy is None:
-            counter = self.counter_for(kwargs.get("model"))
-            budget, reserve = pack_limits(self.window, self.budget, self.reserve, room)
-            limits = (counter, budget, reserve)
-        tools: Any = kwargs.get("tools")
-        tools = tool_list(tools) if _given(tools) else None
-        system = kwargs.get("system") if self.provider == "anthropic" else None
-        system = system if _given(system) else None
-        out = dict(kwargs)
-        if self.feed is not None and self.feed.policy is not None:
-            own = _given(kwargs.get("context_management"))
-            out.update(self.feed.server_side_fields(beta=beta, own=own, betas=kwargs.get("betas")))
-        return Asked(messages, system, tools, room, limits), out
+        return entries
 
     def _sent(self, asked: Asked, out: dict[str, Any], result: PackResult) -> dict[str, Any]:
         """The keyword arguments sent: ``out``, with ``result`` in place of the messages (and
@@ -204,8 +236,10 @@ class _Packer:
         tools = asked.tools
         sent_tools = self.feed.tools(tools) if self.feed is not None else tools
         if sent_tools is not None and sent_tools != tools:
-            out["tools"] = sent_tools
-        if self.provider == "anthropic":
+            out["tools"] = responses_api.flat_tools(sent_tools) if asked.responses else sent_tools
+        if asked.responses:
+            out["input"] = responses_api.input_items(result.messages, asked.system)
+        elif self.provider == "anthropic":
             payload = result.to_anthropic()
             out["messages"] = payload["messages"]
             if payload["system"] is not None:
@@ -237,7 +271,8 @@ class _Resource:
         value = getattr(self._target, name)
         packer = self._packer
         if self._path in packer.resources and name in packer.methods and callable(value):
-            return _packing(value, packer, beta=self._path[:1] == ("beta",))
+            top = self._path[:1]
+            return _packing(value, packer, beta=top == ("beta",), responses=top == ("responses",))
         path = (*self._path, name)
         if any(resource[: len(path)] == path for resource in packer.resources):
             return _Resource(value, path, packer)
@@ -247,21 +282,23 @@ class _Resource:
         return f"<packed {self._target!r}>"
 
 
-def _packing(method: Callable[..., Any], packer: _Packer, *, beta: bool) -> Callable[..., Any]:
+def _packing(
+    method: Callable[..., Any], packer: _Packer, *, beta: bool, responses: bool
+) -> Callable[..., Any]:
     feed = packer.feed
     call: Callable[..., Any]
     if feed is not None and feed.is_async:
 
         def call(*args: Any, **kwargs: Any) -> Any:
             async def packed() -> dict[str, Any]:
-                return await packer.apacked_kwargs(kwargs, beta=beta)
+                return await packer.apacked_kwargs(kwargs, beta=beta, responses=responses)
 
             return _PackedFirst(method, args, packed, feed)
 
     else:
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            response = method(*args, **packer.packed_kwargs(kwargs, beta=beta))
+            response = method(*args, **packer.packed_kwargs(kwargs, beta=beta, responses=responses))
             return response if feed is None else feed.record(response)
 
     call.__name__ = getattr(method, "__name__", "create")
@@ -413,7 +450,7 @@ def wrap_openai(
     pipeline: Stage | None = None,
     session: SessionLike | None = None,
 ) -> PackedClient:
-    """Wrap an ``openai.OpenAI`` (or ``AsyncOpenAI``) client so that every chat request is packed.
+    """Wrap an ``openai.OpenAI`` (or ``AsyncOpenAI``) client so that every request is packed.
 
     ``client.chat.completions.create(messages=..., ...)`` (and ``parse``, ``stream``) packs
     ``messages`` so that prompt and reply fit the context ``window``: the prompt, tool
@@ -422,7 +459,10 @@ def wrap_openai(
     prompt alone, as in :func:`ctxpack.pack` (``budget - reserve`` tokens at most); with both,
     the tighter limit holds. The messages may be dicts or the SDK's own objects
     (``response.choices[0].message``). Everything else is sent as given, and the reply (a
-    stream too) comes back unchanged.
+    stream too) comes back unchanged. ``client.responses.create(input=..., ...)`` (and
+    ``parse``, ``stream``) packs the Responses API's ``input`` the same way, a string or items
+    (``response.output`` too), with ``instructions`` counted and sent as given and
+    ``max_output_tokens`` as the reply's room.
 
     Args:
         client: The SDK client, sync or async.
@@ -451,9 +491,10 @@ def wrap_openai(
             prompt in the window, or passes a managed session's reply room, or with a
             session, the request's messages are not the history the session was given;
             the request's ``model`` picks the tokenizer and is not a string), or ``budget``
-            is more than ``window``.
-        InvalidMessageError: at a request, its ``messages`` are missing, empty or not a list
-            of messages.
+            is more than ``window``, or a Responses API request has ``previous_response_id``
+            or ``conversation`` (OpenAI holds that history, which the wrapper cannot see).
+        InvalidMessageError: at a request, its ``messages`` (``input``) are missing, empty or
+            not a list of messages (or hold a Responses API ``reasoning`` item).
 
     Example:
         >>> import httpx2, openai
