@@ -8,6 +8,9 @@ reads; the reply's items (parallel calls included) go back in the next request.
 from __future__ import annotations
 
 import asyncio
+import sys
+import threading
+import time
 from typing import Any
 
 import httpx2
@@ -285,3 +288,51 @@ def test_the_async_client_is_packed_too() -> None:
     assert text == "Under Billing > Profile."
     assert len(sent_items(capture)) < len(long_input())
     assert tokens is not None and tokens <= 800
+
+
+def test_a_managed_session_shared_by_threads_gets_its_instructions_and_each_item_once() -> None:
+    def slow_reply(body: dict[str, Any]) -> httpx2.Response:
+        time.sleep(0.001)  # while one thread waits for the "API", the others pack theirs
+        return httpx2.Response(200, json=text_reply())
+
+    capture = Capture(slow_reply)
+    session = ctxpack.Session(model="gpt-4o", window=3_000)
+    client = ctxpack.wrap_openai(openai_client(capture), session=session)
+    history: list[dict[str, Any]] = []
+    lock = threading.Lock()
+    start = threading.Barrier(8)
+    errors: list[BaseException] = []
+
+    def work(worker: int) -> None:
+        start.wait()
+        for turn in range(8):
+            with lock:
+                history.append({"role": "user", "content": f"Worker {worker}, turn {turn}. " * 8})
+                snapshot = list(history)
+            try:
+                client.responses.create(
+                    model="gpt-4o", input=snapshot, instructions=INSTRUCTIONS, max_output_tokens=50
+                )
+            except Exception as error:  # collected: the assertion below lists them
+                errors.append(error)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=work, args=(w,)) for w in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []
+    assert [m.text for m in session.transcript()] == [
+        INSTRUCTIONS,
+        *(item["content"] for item in history),
+    ]
+    assert all(body["instructions"] == INSTRUCTIONS for body in capture.requests)
+    # Texts alone, counted apart from ctxpack: a lower bound of each request within the window.
+    for body in capture.requests:
+        sent = text_tokens(body["input"]) + len(O200K.encode(INSTRUCTIONS))
+        assert sent + session.window.reserve <= 3_000
