@@ -514,6 +514,23 @@ def count_tokens_approx(
 CounterLike = TokenCounter | str | Callable[[str], int]
 
 
+def _refuse_model_name(counter: str) -> None:
+    """A model's name given as ``counter`` (an encoding's name) is refused with the argument
+    it belongs to: tiktoken would try to download an encoding of that name, and fail offline
+    with an error that says nothing of the mix-up."""
+    from .providers import provider_from_model
+
+    lowered = counter.lower().rpartition("/")[2]
+    if provider_from_model(lowered) is None and not lowered.startswith(
+        tuple(prefix for prefix, _ in _MODEL_PREFIXES)
+    ):
+        return
+    raise ConfigError(
+        f"counter={counter!r} is a model's name, not an encoding's: pass model={counter!r}, "
+        "or counter='o200k_base' / 'cl100k_base', a TokenCounter or a function text -> int"
+    )
+
+
 def get_counter(model: str | None = None, counter: CounterLike | None = None) -> TokenCounter:
     """Resolve the ``model`` / ``counter`` arguments every public function takes.
 
@@ -526,7 +543,8 @@ def get_counter(model: str | None = None, counter: CounterLike | None = None) ->
         The counter. With neither argument, exact ``cl100k_base``.
 
     Raises:
-        ConfigError: ``model`` is not a string, or ``counter`` is none of the above.
+        ConfigError: ``model`` is not a string, or ``counter`` is none of the above (a
+            model's name given as ``counter`` is refused, saying to pass ``model=``).
         TokenizerUnavailableError: the model or encoding has no tokenizer that can be loaded.
     """
     optional_text(model, "model")
@@ -534,6 +552,7 @@ def get_counter(model: str | None = None, counter: CounterLike | None = None) ->
         if isinstance(counter, str):
             if counter == "approx":
                 return count_tokens_approx()
+            _refuse_model_name(counter)
             return _shared_tiktoken_counter(counter)
         if isinstance(counter, TokenCounter):
             return counter

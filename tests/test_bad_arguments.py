@@ -419,6 +419,18 @@ def _binary_file() -> str:
 
 
 TEXT_CASES = [
+    case(
+        "pack(counter='gpt-4o')",
+        lambda: ctxpack_pack([USER], budget=100, counter="gpt-4o"),
+        ConfigError,
+        "counter='gpt-4o' is a model's name, not an encoding's: pass model='gpt-4o'",
+    ),
+    case(
+        "Session(counter='claude-sonnet-4-5')",
+        lambda: Session(counter="claude-sonnet-4-5"),
+        ConfigError,
+        "counter='claude-sonnet-4-5' is a model's name",
+    ),
     case("compress_lines(None)", lambda: compress_lines(None, max_lines=3), ConfigError, "text"),  # type: ignore[arg-type]
     case(
         "compress_lines(max_lines=1.5)",
