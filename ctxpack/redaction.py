@@ -245,6 +245,57 @@ _OWN_RULES: tuple[dict[str, Any], ...] = (
         "keywords": ["bearer"],
     },
     {
+        "id": "basic-auth-header",
+        # RFC 7617: what follows "Basic" in an Authorization header is base64("user:password")
+        # (curl -v, HTTP logs, code building the header).
+        "regex": r"(?i)\b(?:proxy-)?authorization[\"']?\]?[ \t]*[:=,][ \t]*[\"']?basic[ \t]+"
+        r"([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])",
+        "entropy": 2.5,
+        "keywords": ["basic"],
+    },
+    {
+        "id": "password-short-option",
+        # Command-line tools whose one-letter option takes the password itself: mysql's
+        # -pVALUE (attached: "-p VALUE" prompts, VALUE being the database), sshpass -p,
+        # redis-cli -a, the OpenLDAP clients' -w, smbclient's -U user%VALUE. Each command is
+        # a word of its own (not a path's end: a compiler line holds -I/usr/include/mysql
+        # then -pthread).
+        "regex": r"(?<![\w/.-])(?:(?:mysql(?:dump|admin|import|check|show|slap|binlog)?|"
+        r"mariadb(?:-dump|-admin|-import|-check)?)[ \t][^\n]{0,300}?[ \t]-p(?=[^\s-])|"
+        r"sshpass[ \t][^\n]{0,300}?(?<=[ \t])-p[ \t]*|"
+        r"redis-cli[ \t][^\n]{0,300}?(?<=[ \t])-a[ \t]+|"
+        r"ldap(?:search|add|modify|delete|passwd|whoami|compare|modrdn)[ \t][^\n]{0,300}?"
+        r"(?<=[ \t])-w[ \t]*|"
+        r"(?:smbclient|rpcclient)[ \t][^\n]{0,300}?(?<=[ \t])(?:-U|--user=)[ \t]*[^\s%'\"]+%)"
+        r"(?:\"([^\"\n]{3,200})\"|'([^'\n]{3,200})'|([^\s'\"-][^\s'\";|&]{2,199}))",
+        "entropy": 0.0,
+        "keywords": ["mysql", "mariadb", "sshpass", "redis-cli", "ldap", "smbclient", "rpcclient"],
+    },
+    {
+        "id": "secret-env-prefix",
+        # An environment variable naming a secret, set for one command or container
+        # (PGPASSWORD=... psql, docker run -e POSTGRES_PASSWORD=...): upper case, with no
+        # spaces around "=", as shells and .env files write it, where code puts spaces.
+        # The pattern starts with a letter, not a lookbehind, so that the regex engine skips
+        # to the capitals: most outputs hold the keywords ("token") and few such names.
+        "regex": r"[A-Z](?<![\w$.-][A-Z])(?!(?<=O)LDPWD=|(?<=P)WD=)(?:[A-Z0-9_]*(?:PASSWORD|"
+        r"PASSWD|PWD|SECRET|SECRET_KEY|TOKEN|API_KEY|APIKEY|PRIVATE_KEY|AUTH)|(?<=P)ASSW(?:OR)?D|"
+        r"(?<=S)ECRET(?:_KEY)?|(?<=T)OKEN|(?<=A)PI_?KEY|(?<=P)RIVATE_KEY)="
+        r"(?:\"([^\"\n]{4,200})\"|'([^'\n]{4,200})'|([^\s'\"();,`]{4,200}))(?=[ \t]+\S)",
+        "entropy": 0.0,
+        "keywords": [
+            "password",
+            "passwd",
+            "_pwd",
+            "secret",
+            "token",
+            "api_key",
+            "apikey",
+            "private_key",
+            "_auth",
+        ],
+    },
+    {
         "id": "password-option",
         # A command-line option that takes a password or token: --password=VALUE, or
         # --password VALUE where VALUE is not a word of prose (it holds a digit or a symbol).
@@ -259,12 +310,13 @@ _OWN_RULES: tuple[dict[str, Any], ...] = (
 )
 
 # A value that names or refers to a secret instead of being one: a variable, a template, a
-# mask, a word, the secret's own name (`user:password@host` in a documentation example: taken
-# for a secret, the word would be replaced everywhere in the output).
+# mask, a word, an elided example ("sk-..."), the secret's own name (`user:password@host` in a
+# documentation example: taken for a secret, the word would be replaced everywhere in the
+# output).
 _NOT_A_VALUE = _compile(
     r"^(?:\$\{?\w+\}?|\$\{[\w.]+\}|%\w+%|\{\{.*\}\}|<[^>]*>|\*+|x+|X+|\.+|null|none|true|false|"
     r"(?i:your[\w-]*)|(?i:pass(?:word|wd)?|pwd|secret|token)|"
-    r"\[REDACTED\b.*|[a-z_]+\.[a-z_.]+|[A-Za-z_]+\(.*)$"
+    r"\[REDACTED\b.*|[a-z_]+\.[a-z_.]+|[A-Za-z_]+\(.*|.*(?:\.\.\.|…))$"
 )
 
 

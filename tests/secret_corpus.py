@@ -83,6 +83,24 @@ def planted(seed: int = 0) -> Iterator[tuple[str, str, list[str]]]:
             yield "env password", f"DEBUG=1\nDB_PASSWORD={value}\nDB_HOST=db\n", [value]
             yield "cli password", f"$ mysql -u app --password={value} prod\n", [value]
             yield "cli password after a space", f"docker login --password {value} reg.io", [value]
+            yield "mysql password option", f"$ mysql -h db -u app -p{value} prod\n", [value]
+            yield (
+                "password for one command",
+                f"+ PGPASSWORD={value} psql -h db -U app -c 'select 1'\n",
+                [value],
+            )
+            yield (
+                "container password",
+                f"$ docker run -d -e POSTGRES_PASSWORD={value} postgres:16\n",
+                [value],
+            )
+            yield "redis password option", f"$ redis-cli -h cache -a {value} ping\nPONG\n", [value]
+            basic = base64.b64encode(f"app:{value}".encode()).decode()
+            yield (
+                "basic auth header",
+                f"> GET /v1/items HTTP/1.1\n> Host: api.example.com\n> Authorization: Basic {basic}\n",
+                [basic],
+            )
             yield "yaml password", f"database:\n  user: app\n  password: '{value}'\n", [value]
             yield "json password", json.dumps({"user": "app", "password": value}, indent=2), [value]
             continue

@@ -294,3 +294,55 @@ def test_rules_cut_of_their_lazy_start_find_what_gitleaks_finds(text: str) -> No
     assert whole, "no nested semi-generic rule matches the sample"
     found = [(f.kind, (f.start, f.end)) for f in find_secrets(text)]
     assert all(w in found for w in whole), (whole, found)
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        (f"$ mysqldump -uroot -p{TOKEN} shop > shop.sql", "password-short-option"),
+        (f"mysql -h db -u app -p'{TOKEN}' -e 'show tables'", "password-short-option"),
+        (f"sshpass -p {TOKEN} ssh deploy@10.0.0.7", "password-short-option"),
+        (f"redis-cli -h cache -p 6379 -a {TOKEN} ping", "password-short-option"),
+        (f"ldapsearch -x -D cn=admin,dc=acme -w {TOKEN} -b dc=acme", "password-short-option"),
+        (f"smbclient //files/share -U bob%{TOKEN}", "password-short-option"),
+        (f"MYSQL_PWD={TOKEN} mysql -u root", "secret-env-prefix"),
+        (f"docker run -e APP_API_KEY={TOKEN} -e DEBUG=1 acme/api", "secret-env-prefix"),
+        (f'TOKEN="{TOKEN}" ./deploy.sh', "secret-env-prefix"),
+        (f"Proxy-Authorization: Basic {TOKEN}==", "basic-auth-header"),
+        (f'headers["Authorization"] = "Basic {TOKEN}"', "basic-auth-header"),
+    ],
+)
+def test_a_password_given_on_a_command_line_or_in_basic_auth_is_redacted(
+    text: str, kind: str
+) -> None:
+    out = redact(text)
+    assert TOKEN not in out.text
+    assert kind in out.kinds
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # -p without a value prompts; what follows is the database. -P is the port.
+        "mysql -u root -p shop",
+        "mysql -h db -P3306 -u app --ssl-mode=REQUIRED",
+        # A compiler line: mysql is the end of an include path, -pthread a compiler flag.
+        "gcc -I/usr/include/mysql -pthread -O2 -o client client.c -lmysqlclient",
+        "mysql -u root -p$MYSQL_PASSWORD shop",
+        "sshpass -p $DEPLOY_PASSWORD ssh deploy@host",
+        "redis-cli -a <password> ping",
+        # The shell's working directories, references and elided examples.
+        "PWD=/srv/app OLDPWD=/root ls",
+        "GITHUB_TOKEN=${{ secrets.GITHUB_TOKEN }} gh pr list",
+        "API_TOKEN=$(cat /run/secrets/token) ./run.sh",
+        "hf spaces secrets add me/space -s OPENAI_API_KEY=sk-... -s DEBUG=1",
+        # Code puts spaces around "=", and lower-case keyword arguments are no environment.
+        "connect(host=HOST, password=password, user=user)",
+        "DB_PASSWORD = os.environ['DB_PASSWORD']",
+        "Basic usage: mysql --help",
+        "Authorization: Basic YOUR_CREDENTIALS",
+        f"commit {SHA}\nAuthorization header checked, request {UUID}",
+    ],
+)
+def test_command_line_and_basic_auth_lookalikes_survive(text: str) -> None:
+    assert _kinds(text) == []
