@@ -1,9 +1,11 @@
 """The fallback for any other output: repeated lines folded, the head and the tail, and in
-between the lines with errors, warnings, the goal's words, numbers or paths."""
+between the lines with errors, warnings, the odd lines of a listing of records, the goal's
+words, numbers or paths."""
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from ._base import Extract, ToolOutput, assemble
 
@@ -15,12 +17,21 @@ _SIGNAL = re.compile(
     re.IGNORECASE,
 )
 _PATH_OR_NUMBER = re.compile(r"[\w.-]*/[\w./-]+|\b\d+(\.\d+)?\b")
+# What varies between the lines one template prints (counts, ids, hashes, addresses): a
+# line with these masked is its template.
+_VARIABLE = re.compile(r"\b[0-9a-f]*\d[0-9a-f]*\b|\d+")
+# An output is a listing of records when most of its lines repeat a template at least this
+# many times; a line whose template is its own is then the odd one out (a pod that does not
+# start among ninety that run, a log line among thousands of the same three).
+_REPEATED = 3
 
 
 class GenericFilter:
     """Any output: runs of identical lines folded to the first (with a count), the first
     ``head`` and last ``tail`` lines, and, up to ``max_lines``, the lines with errors or
-    warnings, then those sharing a word with the goal, then those with a path or a number.
+    warnings, then, when most lines repeat a template (numbers and hex ids aside), the lines
+    whose template is their own, then those sharing a word with the goal, then those with a
+    path or a number; a line the same as one already kept is not kept again.
 
     Example:
         >>> from ctxpack.filters import ToolOutput
@@ -65,20 +76,38 @@ class GenericFilter:
         keep.update(first_of_run[: self.head])
         keep.update(first_of_run[-self.tail :] if self.tail else [])
         middle = first_of_run[self.head : len(first_of_run) - self.tail]
+        odd = _odd_lines(lines, first_of_run)
+        # A line the same as one kept says nothing more: a listing of records repeats its
+        # fields' lines, and those would fill the budget before the records further down.
+        shown = {lines[i].strip() for i in keep}
         for pattern_hit in (
             lambda line: bool(_SIGNAL.search(line)),
+            lambda line: line in odd,
             output.mentions_goal,
             lambda line: bool(_PATH_OR_NUMBER.search(line)),
         ):
             for i in middle:
                 if len(keep) >= self.max_lines:
                     break
-                if i not in keep and pattern_hit(lines[i]):
+                line = lines[i]
+                if i not in keep and line.strip() not in shown and pattern_hit(line):
                     keep.add(i)
+                    shown.add(line.strip())
         if len(keep) >= len(lines) - 1:
             return None
         text = _fold_notes(output, keep, runs) if runs else assemble(output, keep)
         return Extract(text, f"{len(keep)} of {len(lines)} lines kept")
+
+
+def _odd_lines(lines: list[str], indices: list[int]) -> set[str]:
+    """The lines whose template no other line has, when most lines repeat a template: the
+    odd records of a listing. Empty for an output that is no such listing."""
+    templates = {i: _VARIABLE.sub("#", lines[i].strip()) for i in indices}
+    counts = Counter(templates.values())
+    repeated = sum(1 for t in templates.values() if counts[t] >= _REPEATED)
+    if repeated * 2 < len(templates):
+        return set()
+    return {lines[i] for i, t in templates.items() if counts[t] == 1 and lines[i].strip()}
 
 
 def _fold_notes(output: ToolOutput, keep: set[int], runs: dict[int, int]) -> str:
