@@ -20,13 +20,12 @@ from ..adapters import to_openai
 from ..errors import ConfigError, InvalidMessageError
 from ..messages import Message
 from ..sdk import coerce_messages
+from ._session_feed import SYSTEM_PREFIX
 
 __all__: list[str] = []
 
 # The id of the system message ``instructions`` becomes while a request is packed.
 INSTRUCTIONS_ID = "responses-instructions"
-# The prefix of a managed session's opening system message (``_session_feed._SYSTEM``).
-_SESSION_SYSTEM = "wsystem-"
 
 
 def given(value: Any) -> bool:
@@ -86,10 +85,11 @@ def with_instructions(messages: Sequence[Any], system: str | None) -> list[Any]:
 
 def input_items(messages: Sequence[Message], system: str | None) -> list[dict[str, Any]]:
     """A packed history as ``input`` items, without the system message ``instructions``
-    became (sent as ``instructions``, unchanged)."""
+    became (sent as ``instructions``, unchanged): the packer's, or the one a managed session
+    opened its history with."""
     if system is not None and messages and messages[0].role == "system":
         first = messages[0].id
-        if first == INSTRUCTIONS_ID or first.startswith(_SESSION_SYSTEM):
+        if first == INSTRUCTIONS_ID or first.startswith(SYSTEM_PREFIX):
             messages = messages[1:]
     return to_openai(messages, api="responses")
 

@@ -29,7 +29,7 @@ from ..sdk import coerce_message, is_sdk_object
 from ..tokens import REPLY_PRIMING, TokenCounter
 from ..tools_on_demand import on_demand_tools
 
-__all__ = ["Asked", "SessionFeed", "SessionLike", "wrapper_policy"]
+__all__ = ["SYSTEM_PREFIX", "Asked", "SessionFeed", "SessionLike", "wrapper_policy"]
 
 
 @runtime_checkable
@@ -316,7 +316,7 @@ class SessionFeed:
             opening = self._opening(system, given, held)
             if opening is not None:
                 batch.append(opening)
-                digests[_SYSTEM_INDEX] = opening.id.removeprefix(_SYSTEM)
+                digests[_SYSTEM_INDEX] = opening.id.removeprefix(SYSTEM_PREFIX)
         shared = min(len(messages), max(given, default=-1) + 1)
         # Only the last message both hold is compared, so a long history costs little more:
         # that catches another conversation or a branch, not an edit further back.
@@ -347,7 +347,7 @@ class SessionFeed:
             if system is None:
                 return None
             (opening,) = from_anthropic([], system=system)
-            return opening.model_copy(update={"id": f"{_SYSTEM}{digest}"})
+            return opening.model_copy(update={"id": f"{SYSTEM_PREFIX}{digest}"})
         if digest != (held or ""):
             raise ConfigError(
                 "with a managed session, system= opens the history the session keeps: this "
@@ -378,8 +378,8 @@ class SessionFeed:
             found = _GIVEN.match(message.id)
             if found:
                 given[int(found[1])] = found[2]
-            elif message.id.startswith(_SYSTEM):
-                system = message.id.removeprefix(_SYSTEM)
+            elif message.id.startswith(SYSTEM_PREFIX):
+                system = message.id.removeprefix(SYSTEM_PREFIX)
         return given, system
 
 
@@ -432,7 +432,7 @@ def _finished(stream: Any) -> Any:
 # The ids of what a wrapper gives a session: a request's message (its index there and its
 # digest) and a managed session's Anthropic system prompt.
 _GIVEN = re.compile(r"w(\d+)-([0-9a-f]{12})$")
-_SYSTEM = "wsystem-"
+SYSTEM_PREFIX = "wsystem-"
 _SYSTEM_INDEX = -1  # the system prompt's place among a batch's digests
 # Reads afresh after a write lost to another replica's: each loss is another writer's progress.
 _ATTEMPTS = 10
