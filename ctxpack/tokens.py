@@ -22,6 +22,7 @@ from ._internal.arguments import (
     string,
     tool_definitions,
 )
+from ._internal.encodings import MODEL_PREFIXES, model_encoding
 from ._internal.images import image_tokens
 from ._internal.prefix import PrefixMemo
 from .caches import SHORT_TEXT, LRUCache, text_memo
@@ -49,23 +50,6 @@ TOKENS_PER_MESSAGE = 3
 TOKENS_PER_NAME = 1
 TOKENS_PER_TOOL_CALL = 3
 REPLY_PRIMING = 3
-
-# Model-name prefixes, longest match first, to the encoding OpenAI uses for that family.
-_MODEL_PREFIXES: tuple[tuple[str, str], ...] = (
-    ("gpt-4o", "o200k_base"),
-    ("gpt-4.1", "o200k_base"),
-    ("gpt-4.5", "o200k_base"),
-    ("gpt-5", "o200k_base"),
-    ("chatgpt-4o", "o200k_base"),
-    ("o1", "o200k_base"),
-    ("o3", "o200k_base"),
-    ("o4", "o200k_base"),
-    ("gpt-4", "cl100k_base"),
-    ("gpt-3.5", "cl100k_base"),
-    ("gpt-35", "cl100k_base"),
-    ("text-embedding-3", "cl100k_base"),
-    ("text-embedding-ada-002", "cl100k_base"),
-)
 
 DEFAULT_ENCODING = "cl100k_base"
 
@@ -485,14 +469,12 @@ def encoding_for_model(model: str) -> str:
         >>> encoding_for_model("gpt-4o-mini")
         'o200k_base'
     """
-    # A router's provider prefix ("openai/gpt-4o", "azure/gpt-4o") names the same model.
-    lowered = string(model, "model").lower().rpartition("/")[2]
-    for prefix, encoding in _MODEL_PREFIXES:
-        if lowered.startswith(prefix):
-            return encoding
+    encoding = model_encoding(string(model, "model"))
+    if encoding is not None:
+        return encoding
     raise TokenizerUnavailableError(
         f"no public tokenizer is known for model {model!r}; ctxpack knows OpenAI models "
-        f"({', '.join(p for p, _ in _MODEL_PREFIXES)}...). Pass counter='cl100k_base' or "
+        f"({', '.join(p for p, _ in MODEL_PREFIXES)}...). Pass counter='cl100k_base' or "
         "'o200k_base' for an exact encoding, a function text -> int, or "
         "counter=count_tokens_approx() for an approximation"
     )
@@ -520,10 +502,7 @@ def _refuse_model_name(counter: str) -> None:
     with an error that says nothing of the mix-up."""
     from .providers import provider_from_model
 
-    lowered = counter.lower().rpartition("/")[2]
-    if provider_from_model(lowered) is None and not lowered.startswith(
-        tuple(prefix for prefix, _ in _MODEL_PREFIXES)
-    ):
+    if provider_from_model(counter) is None and model_encoding(counter) is None:
         return
     raise ConfigError(
         f"counter={counter!r} is a model's name, not an encoding's: pass model={counter!r}, "

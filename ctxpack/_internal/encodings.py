@@ -4,7 +4,7 @@ tiktoken downloads ``cl100k_base`` and ``o200k_base`` on first use. The ``pureti
 (a dependency of ctxpack, pure Python) ships both files gzipped; they are checked against the
 sha256 that tiktoken itself checks for the official download, then handed to
 :class:`tiktoken.Encoding` with tiktoken's pattern and special tokens, so the counts are
-tiktoken's, computed by tiktoken.
+tiktoken's, computed by tiktoken. Also: which encoding OpenAI uses for a model's name.
 """
 
 from __future__ import annotations
@@ -142,3 +142,29 @@ def load_encoding(name: str) -> Any:
             "the encoding file in the folder named by TIKTOKEN_CACHE_DIR, or pass "
             "counter=count_tokens_approx() for an announced approximation"
         ) from exc
+
+
+# Model-name prefixes, longest match first, to the encoding OpenAI uses for that family.
+MODEL_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("gpt-4o", "o200k_base"),
+    ("gpt-4.1", "o200k_base"),
+    ("gpt-4.5", "o200k_base"),
+    ("gpt-5", "o200k_base"),
+    ("chatgpt-4o", "o200k_base"),
+    ("o1", "o200k_base"),
+    ("o3", "o200k_base"),
+    ("o4", "o200k_base"),
+    ("gpt-4", "cl100k_base"),
+    ("gpt-3.5", "cl100k_base"),
+    ("gpt-35", "cl100k_base"),
+    ("text-embedding-3", "cl100k_base"),
+    ("text-embedding-ada-002", "cl100k_base"),
+)
+
+
+def model_encoding(model: str) -> str | None:
+    """The tiktoken encoding OpenAI uses for ``model``, or ``None`` for a name it does not
+    know."""
+    # A router's provider prefix ("openai/gpt-4o", "azure/gpt-4o") names the same model.
+    lowered = model.lower().rpartition("/")[2]
+    return next((enc for prefix, enc in MODEL_PREFIXES if lowered.startswith(prefix)), None)
