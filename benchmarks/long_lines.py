@@ -1,24 +1,27 @@
 """What a limit of the filters changes in real tool outputs, and what it hides that the agent
-used: the long-line cut (``--compare long-lines``, the default) or the diff filter's budget
-(``--compare diff-budget``).
+used: the long-line cut (``--compare long-lines``, the default), the diff filter's budget
+(``--compare diff-budget``) or the generic filter's odd lines (``--compare odd-lines``).
 
 Every tool output of every session (OpenAI-format JSON: ``{"id", "messages": [...]}``) is
 filtered twice with :class:`ctxpack.filters.ToolOutputFilter`: with its defaults, and without
-the limit (``max_line_chars=None``, every line whole; or ``DiffFilter(max_total_lines=10**9)``,
-every file's changes). For each output the two differ on, the words of four characters or more
-that the limit hides are looked for in the agent's later messages (content and tool calls): a
-word used there that nothing before it showed (the messages before the output, and the output
-as filtered) is a term the limit lost. For the long-line cut, outputs are filtered without a
-goal or a command (the session's filters know both, so the kinds chosen here may differ a little
-from a session's); for the diff budget, with the call's command and its message as the goal, as
-a session filters them (the diff filter is chosen by the command).
+the limit (``max_line_chars=None``, every line whole; ``DiffFilter(max_total_lines=10**9)``,
+every file's changes; ``GenericFilter(odd_lines=False)``, no odd lines kept first). For each
+output the two differ on, the words of four characters or more that the default hides are
+looked for in the agent's later messages (content and tool calls): a word used there that
+nothing before it showed (the messages before the output, and the output as filtered) is a
+term the default lost; a word the default shows and the other hides, used so, is a term
+gained. For the long-line cut, outputs are filtered without a goal or a command (the session's
+filters know both, so the kinds chosen here may differ a little from a session's); for the
+others, with the call's command and its message as the goal, as a session filters them.
 
 Usage (from the repository root)::
 
     python benchmarks/long_lines.py ../shared/data/agent-sessions ../shared/data/agent-sessions-long
     python benchmarks/long_lines.py --compare diff-budget ../shared/data/agent-sessions ...
+    python benchmarks/long_lines.py --compare odd-lines ../shared/data/agent-sessions ...
 
-The table is printed and written to ``benchmarks/results/long_lines.md`` (``diff_budget.md``).
+The table is printed and written to ``benchmarks/results/long_lines.md`` (``diff_budget.md``,
+``odd_lines.md``).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ctxpack.filters import DiffFilter, ToolOutputFilter, default_filters
+from ctxpack.filters import DiffFilter, GenericFilter, ToolOutputFilter, default_filters
 from ctxpack.tokens import count_tokens
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,6 +57,12 @@ UNLIMITED = {
     "diff-budget": lambda: ToolOutputFilter(
         [
             DiffFilter(max_total_lines=10**9) if isinstance(f, DiffFilter) else f
+            for f in default_filters()
+        ]
+    ),
+    "odd-lines": lambda: ToolOutputFilter(
+        [
+            GenericFilter(odd_lines=False) if isinstance(f, GenericFilter) else f
             for f in default_filters()
         ]
     ),
@@ -80,10 +89,10 @@ def _calls(messages: list[dict[str, Any]]) -> dict[str, tuple[str | None, str]]:
 def measure(folder: Path, compare: str = "long-lines") -> dict[str, Any]:
     whole, cut = UNLIMITED[compare](), ToolOutputFilter()
     row: dict[str, Any] = {"set": folder.name, "outputs": 0, "changed": 0, "kinds": Counter()}
-    row |= {"tokens whole": 0, "tokens cut": 0, "lost": []}
+    row |= {"tokens whole": 0, "tokens cut": 0, "lost": [], "gained": []}
     for path in sorted(folder.glob("*.json")):
         messages = _messages(path)
-        calls = _calls(messages) if compare == "diff-budget" else {}
+        calls = _calls(messages) if compare != "long-lines" else {}
         for k, message in enumerate(messages):
             content = message.get("content")
             if message.get("role") != "tool" or not isinstance(content, str):
@@ -98,13 +107,20 @@ def measure(folder: Path, compare: str = "long-lines") -> dict[str, Any]:
             row["kinds"][after.kind] += 1
             row["tokens whole"] += count_tokens(before.text, model="gpt-4o")
             row["tokens cut"] += count_tokens(after.text, model="gpt-4o")
-            hidden = set(_WORD.findall(before.text)) - set(_WORD.findall(after.text))
+            words_before, words_after = (
+                set(_WORD.findall(before.text)),
+                set(_WORD.findall(after.text)),
+            )
             later = " ".join(_said(m) for m in messages[k + 1 :] if m.get("role") == "assistant")
-            shown = " ".join(_said(m) for m in messages[:k]) + after.text
-            for word in sorted(hidden):
-                used = re.search(rf"\b{re.escape(word)}\b", later)
-                if used and not re.search(rf"\b{re.escape(word)}\b", shown):
-                    row["lost"].append(f"{path.stem}: {word}")
+            earlier = " ".join(_said(m) for m in messages[:k])
+            for key, words, shown in (
+                ("lost", words_before - words_after, earlier + after.text),
+                ("gained", words_after - words_before, earlier + before.text),
+            ):
+                for word in sorted(words):
+                    used = re.search(rf"\b{re.escape(word)}\b", later)
+                    if used and not re.search(rf"\b{re.escape(word)}\b", shown):
+                        row[key].append(f"{path.stem}: {word}")
     row["kinds"] = dict(row["kinds"])
     return row
 
@@ -119,6 +135,11 @@ TITLES = {
         "`ToolOutputFilter()` against the same with `DiffFilter(max_total_lines=10**9)` on every"
         " tool output, with its call's command and message",
     ),
+    "odd-lines": (
+        "# The generic filter's odd lines",
+        "`ToolOutputFilter()` against the same with `GenericFilter(odd_lines=False)` on every tool"
+        " output, with its call's command and message",
+    ),
 }
 
 
@@ -130,19 +151,21 @@ def table(rows: list[dict[str, Any]], compare: str = "long-lines") -> str:
         f"{what} (see `benchmarks/long_lines.py`). Tokens: gpt-4o (o200k_base), of the outputs"
         " that differ.",
         "",
-        "| set | tool outputs | outputs changed | kinds | tokens whole | tokens cut |"
-        " terms the agent used later, hidden by the cut |",
-        "|---|---|---|---|---|---|---|",
+        "| set | tool outputs | outputs changed | kinds | tokens without | tokens with |"
+        " terms the agent used later, hidden by the default | shown by it, hidden without |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(r["kinds"].items())) or "-"
         lines.append(
             f"| {r['set']} | {r['outputs']:,} | {r['changed']} | {kinds} "
-            f"| {r['tokens whole']:,} | {r['tokens cut']:,} | {len(r['lost'])} |"
+            f"| {r['tokens whole']:,} | {r['tokens cut']:,} | {len(r['lost'])} "
+            f"| {len(r['gained'])} |"
         )
-    lost = [term for r in rows for term in r["lost"]]
-    if lost:
-        lines += ["", "Terms lost:", "", *(f"- {t}" for t in lost)]
+    for key in ("lost", "gained"):
+        terms = [term for r in rows for term in r[key]]
+        if terms:
+            lines += ["", f"Terms {key}:", "", *(f"- {t}" for t in terms)]
     return "\n".join(lines) + "\n"
 
 

@@ -98,7 +98,8 @@ def planted(seed: int = 0) -> Iterator[tuple[str, str, list[str]]]:
             basic = base64.b64encode(f"app:{value}".encode()).decode()
             yield (
                 "basic auth header",
-                f"> GET /v1/items HTTP/1.1\n> Host: api.example.com\n> Authorization: Basic {basic}\n",
+                "> GET /v1/items HTTP/1.1\n> Host: api.example.com\n"
+                f"> Authorization: Basic {basic}\n",
                 [basic],
             )
             yield "yaml password", f"database:\n  user: app\n  password: '{value}'\n", [value]

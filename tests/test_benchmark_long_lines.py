@@ -62,3 +62,26 @@ def test_the_diff_budget_comparison_filters_with_the_calls_command(tmp_path: Pat
     assert (row["outputs"], row["changed"], row["kinds"]) == (1, 1, {"diff": 1})
     assert row["lost"] == ["s1: value_250"]
     assert "# The diff filter's budget in all files" in (out / "diff_budget.md").read_text("utf-8")
+
+
+def test_the_odd_lines_comparison_counts_a_term_the_default_shows(tmp_path: Path) -> None:
+    bench = load_script(ROOT / "benchmarks" / "long_lines.py", "long_lines_odd_for_tests")
+    data = tmp_path / "sessions"
+    data.mkdir()
+    log = [f"worker-{i % 8} handled request {i:06d} in {i % 97} ms" for i in range(900)]
+    log[600] = "worker-3 switched upstream to standbyReplica"
+    arguments = json.dumps({"command": "journalctl -u api"})
+    call = {"id": "c", "type": "function", "function": {"name": "bash", "arguments": arguments}}
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "why is it slow"},
+        {"role": "assistant", "content": "Read the log.", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c", "content": "\n".join(log)},
+        {"role": "assistant", "content": "It moved to standbyReplica."},
+    ]
+    (data / "s1.json").write_text(json.dumps({"id": "s1", "messages": messages}), "utf-8")
+    out = tmp_path / "out"
+    assert bench.main([str(data), "--compare", "odd-lines", "--out", str(out)]) == 0
+    (row,) = json.loads((out / "odd_lines.json").read_text("utf-8"))
+    assert (row["outputs"], row["changed"]) == (1, 1)
+    assert (row["gained"], row["lost"]) == (["s1: standbyReplica"], [])
+    assert "# The generic filter's odd lines" in (out / "odd_lines.md").read_text("utf-8")

@@ -32,6 +32,7 @@ class GenericFilter:
     warnings, then, when most lines repeat a template (numbers and hex ids aside), the lines
     whose template is their own, then those sharing a word with the goal, then those with a
     path or a number; a line the same as one already kept is not kept again.
+    ``odd_lines=False`` leaves the odd lines to the other passes.
 
     Example:
         >>> from ctxpack.filters import ToolOutput
@@ -45,13 +46,19 @@ class GenericFilter:
 
     kind = "generic"
 
-    def __init__(self, *, head: int = 15, tail: int = 15, max_lines: int = 80) -> None:
+    def __init__(
+        self, *, head: int = 15, tail: int = 15, max_lines: int = 80, odd_lines: bool = True
+    ) -> None:
         self.head = head
         self.tail = tail
         self.max_lines = max_lines
+        self.odd_lines = odd_lines
 
     def __repr__(self) -> str:
-        return f"GenericFilter(head={self.head}, tail={self.tail}, max_lines={self.max_lines})"
+        return (
+            f"GenericFilter(head={self.head}, tail={self.tail}, max_lines={self.max_lines}, "
+            f"odd_lines={self.odd_lines})"
+        )
 
     def detect(self, output: ToolOutput, /) -> float:
         return 0.01
@@ -76,7 +83,7 @@ class GenericFilter:
         keep.update(first_of_run[: self.head])
         keep.update(first_of_run[-self.tail :] if self.tail else [])
         middle = first_of_run[self.head : len(first_of_run) - self.tail]
-        odd = _odd_lines(lines, first_of_run)
+        odd = _odd_lines(lines, first_of_run) if self.odd_lines else set()
         # A line the same as one kept says nothing more: a listing of records repeats its
         # fields' lines, and those would fill the budget before the records further down.
         shown = {lines[i].strip() for i in keep}
