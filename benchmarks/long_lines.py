@@ -1,11 +1,13 @@
 """What a limit of the filters changes in real tool outputs, and what it hides that the agent
 used: the long-line cut (``--compare long-lines``, the default), the diff filter's budget
-(``--compare diff-budget``) or the generic filter's odd lines (``--compare odd-lines``).
+(``--compare diff-budget``), the generic filter's odd lines (``--compare odd-lines``) or the
+build-log filter's budget of warnings (``--compare warning-budget``).
 
 Every tool output of every session (OpenAI-format JSON: ``{"id", "messages": [...]}``) is
 filtered twice with :class:`ctxpack.filters.ToolOutputFilter`: with its defaults, and without
 the limit (``max_line_chars=None``, every line whole; ``DiffFilter(max_total_lines=10**9)``,
-every file's changes; ``GenericFilter(odd_lines=False)``, no odd lines kept first). For each
+every file's changes; ``GenericFilter(odd_lines=False)``, no odd lines kept first;
+``BuildLogFilter(max_warnings=10**9)``, every distinct warning). For each
 output the two differ on, the words of four characters or more that the default hides are
 looked for in the agent's later messages (content and tool calls): a word used there that
 nothing before it showed (the messages before the output, and the output as filtered) is a
@@ -21,7 +23,7 @@ Usage (from the repository root)::
     python benchmarks/long_lines.py --compare odd-lines ../shared/data/agent-sessions ...
 
 The table is printed and written to ``benchmarks/results/long_lines.md`` (``diff_budget.md``,
-``odd_lines.md``).
+``odd_lines.md``, ``warning_budget.md``).
 """
 
 from __future__ import annotations
@@ -34,7 +36,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ctxpack.filters import DiffFilter, GenericFilter, ToolOutputFilter, default_filters
+from ctxpack.filters import (
+    BuildLogFilter,
+    DiffFilter,
+    GenericFilter,
+    ToolOutputFilter,
+    default_filters,
+)
 from ctxpack.tokens import count_tokens
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,6 +65,12 @@ UNLIMITED = {
     "diff-budget": lambda: ToolOutputFilter(
         [
             DiffFilter(max_total_lines=10**9) if isinstance(f, DiffFilter) else f
+            for f in default_filters()
+        ]
+    ),
+    "warning-budget": lambda: ToolOutputFilter(
+        [
+            BuildLogFilter(max_warnings=10**9) if isinstance(f, BuildLogFilter) else f
             for f in default_filters()
         ]
     ),
@@ -133,6 +147,11 @@ TITLES = {
     "diff-budget": (
         "# The diff filter's budget in all files",
         "`ToolOutputFilter()` against the same with `DiffFilter(max_total_lines=10**9)` on every"
+        " tool output, with its call's command and message",
+    ),
+    "warning-budget": (
+        "# The build-log filter's budget of warnings",
+        "`ToolOutputFilter()` against the same with `BuildLogFilter(max_warnings=10**9)` on every"
         " tool output, with its call's command and message",
     ),
     "odd-lines": (

@@ -85,3 +85,25 @@ def test_the_odd_lines_comparison_counts_a_term_the_default_shows(tmp_path: Path
     assert (row["outputs"], row["changed"]) == (1, 1)
     assert (row["gained"], row["lost"]) == (["s1: standbyReplica"], [])
     assert "# The generic filter's odd lines" in (out / "odd_lines.md").read_text("utf-8")
+
+
+def test_the_warning_budget_comparison_counts_a_warning_it_hides(tmp_path: Path) -> None:
+    bench = load_script(ROOT / "benchmarks" / "long_lines.py", "long_lines_warn_for_tests")
+    data = tmp_path / "sessions"
+    data.mkdir()
+    log = [f"npm WARN deprecated pkg{i}@1.0.0: unsupported" for i in range(100)]
+    log[90] = "npm WARN deprecated leftpadLegacy@1.0.0: unsupported"
+    arguments = json.dumps({"command": "npm install"})
+    call = {"id": "c", "type": "function", "function": {"name": "bash", "arguments": arguments}}
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "install"},
+        {"role": "assistant", "content": "Install.", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c", "content": "\n".join([*log, "added 100 packages"])},
+        {"role": "assistant", "content": "Replace leftpadLegacy."},
+    ]
+    (data / "s1.json").write_text(json.dumps({"id": "s1", "messages": messages}), "utf-8")
+    out = tmp_path / "out"
+    assert bench.main([str(data), "--compare", "warning-budget", "--out", str(out)]) == 0
+    (row,) = json.loads((out / "warning_budget.json").read_text("utf-8"))
+    assert (row["changed"], row["kinds"]) == (1, {"build_log": 1})
+    assert (row["lost"], row["gained"]) == (["s1: leftpadLegacy"], [])

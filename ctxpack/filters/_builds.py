@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from .._internal.arguments import tokens
 from ._base import Extract, ToolOutput, assemble
 
 __all__ = ["BuildLogFilter"]
@@ -64,8 +65,10 @@ _OUTCOME = re.compile(
 
 
 class BuildLogFilter:
-    """Build and install logs: errors (with the two lines after each), distinct warnings,
-    outcome lines and the last lines; download and progress chatter is counted.
+    """Build and install logs: errors (with the two lines after each), distinct warnings (at
+    most ``max_warnings``: those naming a word of the goal first, then the first ones; the
+    others counted), outcome lines and the last lines; download and progress chatter is
+    counted.
 
     Example:
         >>> from ctxpack.filters import ToolOutput
@@ -79,6 +82,14 @@ class BuildLogFilter:
 
     kind = "build_log"
 
+    def __init__(self, *, max_warnings: int = 40) -> None:
+        # An install of an old project prints a deprecation per package: hundreds of distinct
+        # lines, which say little more than their count.
+        self.max_warnings = tokens(max_warnings, "max_warnings", minimum=0, unit="lines")
+
+    def __repr__(self) -> str:
+        return f"BuildLogFilter(max_warnings={self.max_warnings})"
+
     def detect(self, output: ToolOutput, /) -> float:
         if output.program in _PROGRAMS:
             return 1.0
@@ -90,6 +101,7 @@ class BuildLogFilter:
         lines = output.lines
         keep: set[int] = set(output.envelope)
         warnings: Counter[str] = Counter()
+        warned: list[int] = []  # the first line of each distinct warning
         errors = noise = 0
         for i in output.body:
             line = lines[i]
@@ -103,13 +115,19 @@ class BuildLogFilter:
             elif _WARNING.search(line):
                 warnings[line] += 1
                 if warnings[line] == 1:
-                    keep.add(i)
+                    warned.append(i)
             elif _NOISE.match(line):
                 noise += 1
+        named = {i for i in warned if output.mentions_goal(lines[i])}
+        chosen = sorted(named)[: self.max_warnings]
+        chosen += [i for i in warned if i not in named][: self.max_warnings - len(chosen)]
+        keep.update(chosen)
         keep.update(i for i in output.body[-3:] if not _NOISE.match(lines[i]))
         if len(keep) >= len(lines) - 1:
             return None
         summary = f"{errors} error lines, {len(warnings)} distinct warnings"
+        if len(warned) > len(chosen):
+            summary += f" ({len(warned) - len(chosen)} of them hidden)"
         if noise:
             summary += f", {noise} progress/download lines hidden"
         return Extract(assemble(output, keep), summary)

@@ -1,10 +1,20 @@
-"""The generic filter on listings of records: the odd record is kept, repeated lines are not."""
+"""The generic filter on listings of records (the odd record is kept, repeated lines are not),
+and the build-log filter on installs of hundreds of warnings."""
 
 from __future__ import annotations
 
 import random
 
-from ctxpack.filters import GenericFilter, ToolOutput, ToolOutputFilter
+import pytest
+
+from ctxpack import ConfigError
+from ctxpack.filters import (
+    BuildLogFilter,
+    GenericFilter,
+    ToolOutput,
+    ToolOutputFilter,
+    default_filters,
+)
 
 
 def pods(count: int = 90, bad: int = 61) -> str:
@@ -87,3 +97,27 @@ def test_an_output_of_distinct_lines_is_filtered_as_before() -> None:
     assert raw.splitlines()[150] in kept
     # The head and the tail, the error, and nothing else (no word of a goal, no numbers).
     assert len(kept) == 15 + 15 + 1
+
+
+def test_an_install_of_hundreds_of_distinct_warnings_keeps_a_budget_of_them() -> None:
+    warnings = [
+        f"npm WARN deprecated pkg-{i}@1.{i % 20}.0: no longer supported, use pkg-{i}-next"
+        for i in range(400)
+    ]
+    warnings[250] = "npm WARN deprecated request@2.88.2: request has been deprecated"
+    log = [*warnings, "", "added 1423 packages in 41s", "38 vulnerabilities (2 critical)"]
+    out = ToolOutputFilter()("\n".join(log), command="npm install", goal="Why does request fail?")
+    assert out.kind == "build_log"
+    kept = out.text.splitlines()
+    # The warning naming the goal's word, the first ones up to the budget, the outcome.
+    assert warnings[250] in kept and warnings[0] in kept and warnings[300] not in kept
+    assert sum(line.startswith("npm WARN") for line in kept) == 40
+    assert "added 1423 packages in 41s" in kept
+    assert "(360 of them hidden)" in out.text
+    every = ToolOutputFilter([BuildLogFilter(max_warnings=10**9), *default_filters()])
+    assert all(w in every("\n".join(log), command="npm install").text for w in warnings)
+
+
+def test_the_warning_budget_is_checked() -> None:
+    with pytest.raises(ConfigError, match="max_warnings"):
+        BuildLogFilter(max_warnings=-1)
