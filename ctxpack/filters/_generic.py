@@ -19,7 +19,7 @@ _SIGNAL = re.compile(
 _PATH_OR_NUMBER = re.compile(r"[\w.-]*/[\w./-]+|\b\d+(\.\d+)?\b")
 # What varies between the lines one template prints (counts, ids, hashes, addresses): a
 # line with these masked is its template.
-_VARIABLE = re.compile(r"\b[0-9a-f]*\d[0-9a-f]*\b|\d+")
+_VARIABLE = re.compile(r"[0-9a-f]*\d[0-9a-f]*")
 # An output is a listing of records when most of its lines repeat a template at least this
 # many times; a line whose template is its own is then the odd one out (a pod that does not
 # start among ninety that run, a log line among thousands of the same three).
@@ -109,12 +109,14 @@ class GenericFilter:
 def _odd_lines(lines: list[str], indices: list[int]) -> set[str]:
     """The lines whose template no other line has, when most lines repeat a template: the
     odd records of a listing. Empty for an output that is no such listing."""
-    templates = {i: _VARIABLE.sub("#", lines[i].strip()) for i in indices}
-    counts = Counter(templates.values())
-    repeated = sum(1 for t in templates.values() if counts[t] >= _REPEATED)
+    body = [lines[i] for i in indices]
+    # One substitution over the whole body: per line, the calls cost more than the matching.
+    templates = [t.strip() for t in _VARIABLE.sub("#", "\n".join(body)).split("\n")]
+    counts = Counter(templates)
+    repeated = sum(n for n in counts.values() if n >= _REPEATED)
     if repeated * 2 < len(templates):
         return set()
-    return {lines[i] for i, t in templates.items() if counts[t] == 1 and lines[i].strip()}
+    return {line for line, t in zip(body, templates, strict=True) if counts[t] == 1 and t}
 
 
 def _fold_notes(output: ToolOutput, keep: set[int], runs: dict[int, int]) -> str:
