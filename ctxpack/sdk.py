@@ -324,6 +324,7 @@ def _openai_message(name: str, dumped: dict[str, Any], index: int) -> dict[str, 
     if kind is None and "role" in dumped:
         return dumped  # a Chat Completions message: already in request form
     meta = {RESPONSES_META: dumped}
+    _check_item_fields(kind, dumped, index)
     if kind == "message" and "role" in dumped:
         content = dumped.get("content")
         out: dict[str, Any] = {
@@ -370,6 +371,31 @@ def _openai_message(name: str, dumped: dict[str, Any], index: int) -> dict[str, 
         index=index,
         field="type",
     )
+
+
+# The fields of a Responses API call and its output, checked under their own names: once
+# converted, an error would name the Chat Completions fields the caller never wrote.
+_ITEM_FIELDS = {
+    "function_call": (("call_id", True), ("name", True), ("arguments", False)),
+    "function_call_output": (("call_id", True), ("output", False)),
+}
+
+
+def _check_item_fields(kind: Any, item: dict[str, Any], index: int) -> None:
+    for field, nonempty in _ITEM_FIELDS.get(kind, ()):
+        value = item.get(field)
+        if field == "output" and isinstance(value, list):
+            continue
+        if not isinstance(value, str) or (nonempty and not value):
+            wanted = "a non-empty string" if nonempty else "a string"
+            got = "missing" if field not in item else f"got {type(value).__name__}"
+            if isinstance(value, str):
+                got = "got an empty string"
+            raise InvalidMessageError(
+                f"a Responses API {kind} item's {field} must be {wanted} ({got})",
+                index=index,
+                field=field,
+            )
 
 
 def _responses_parts(parts: list[Any], index: int) -> list[dict[str, Any]]:

@@ -191,3 +191,29 @@ def test_a_managed_session_renders_for_the_responses_api() -> None:
         "function_call",
         "function_call_output",
     ]
+
+
+@pytest.mark.parametrize(
+    ("item", "field", "said"),
+    [
+        ({"type": "function_call_output", "call_id": 5, "output": "3 C"}, "call_id", "got int"),
+        ({"type": "function_call", "call_id": "a", "name": "f"}, "arguments", "missing"),
+        (
+            {"type": "function_call", "call_id": "", "name": "f", "arguments": "{}"},
+            "call_id",
+            "empty",
+        ),
+        ({"type": "function_call", "call_id": "a", "arguments": "{}"}, "name", "missing"),
+        ({"type": "function_call_output", "call_id": "a", "output": None}, "output", "NoneType"),
+    ],
+)
+def test_a_malformed_responses_item_is_refused_under_its_own_field_names(
+    item: dict[str, Any], field: str, said: str
+) -> None:
+    # The error names the Responses API's field, not the Chat Completions one it becomes.
+    with pytest.raises(
+        ctxpack.InvalidMessageError, match=f"{item['type']} item's {field}"
+    ) as error:
+        from_openai([{"role": "user", "content": "hi"}, item])
+    assert (error.value.index, error.value.field) == (1, field)
+    assert said in str(error.value)
