@@ -1,6 +1,6 @@
 """The fallback for any other output: repeated lines folded, the head and the tail, and in
-between the lines with errors, warnings, the odd lines of a listing of records, the goal's
-words, numbers or paths."""
+between the lines with errors, warnings or failure states, the odd lines of a listing of
+records, the goal's words, numbers or paths."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from ._base import Extract, ToolOutput, assemble
 __all__ = ["GenericFilter"]
 
 _SIGNAL = re.compile(
-    r"\b\w*(error|exception|warning|fail|fatal|denied|refused|timeout|traceback|panic)\w*\b|"
+    r"\b\w*(error|exception|warning|fail|fatal|denied|refused|timeout|traceback|panic|backoff|"
+    r"crash|abort|killed|evicted|unhealthy|segfault)\w*\b|"
     r"\bnot found\b|\bmissing\b|\binvalid\b",
     re.IGNORECASE,
 )

@@ -121,3 +121,17 @@ def test_an_install_of_hundreds_of_distinct_warnings_keeps_a_budget_of_them() ->
 def test_the_warning_budget_is_checked() -> None:
     with pytest.raises(ConfigError, match="max_warnings"):
         BuildLogFilter(max_warnings=-1)
+
+
+def test_a_failure_state_is_a_signal_in_a_table() -> None:
+    # `kubectl get pods`: each pod's name is random, so no template repeats; the crashing
+    # pod's status is what flags its row.
+    draw = random.Random(2)
+    rows = ["NAME                        READY   STATUS             RESTARTS      AGE"]
+    for i in range(300):
+        name = "api-7c9f8d-" + "".join(draw.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5))
+        status = "0/1     CrashLoopBackOff   57 (3m ago)" if i == 211 else "1/1     Running   0"
+        rows.append(f"{name:28s}{status}   4h")
+    out = ToolOutputFilter()("\n".join(rows), command="kubectl get pods", goal="Which pod fails?")
+    assert out.kind == "generic" and out.shortened
+    assert rows[212] in out.text.splitlines()
