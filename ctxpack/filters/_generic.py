@@ -29,10 +29,10 @@ _REPEATED = 3
 
 class GenericFilter:
     """Any output: runs of identical lines folded to the first (with a count), the first
-    ``head`` and last ``tail`` lines, and, up to ``max_lines``, the lines with errors or
-    warnings, then, when most lines repeat a template (numbers and hex ids aside), the lines
-    whose template is their own, then those sharing a word with the goal, then those with a
-    path or a number; a line the same as one already kept is not kept again.
+    ``head`` and last ``tail`` lines, and, up to ``max_lines``, the lines with errors, failure
+    states or warnings, then, when most lines repeat a template (numbers and hex ids aside),
+    the lines whose template is their own, then those sharing a word with the goal, then those
+    with a path or a number; a line the same as one already kept is not kept again.
     ``odd_lines=False`` leaves the odd lines to the other passes.
 
     Example:
