@@ -24,10 +24,11 @@ from tests.sdk_mock import WEATHER_TOOL, Capture, async_openai_client, openai_cl
 
 openai_responses = pytest.importorskip("openai.types.responses")
 ITEM = pydantic.TypeAdapter(openai_responses.ResponseInputItem)
+FUNCTION_TOOL = pydantic.TypeAdapter(openai_responses.FunctionToolParam)
 O200K = load_encoding("o200k_base")  # OpenAI's file, shipped with ctxpack
 
 # The Responses API's shape of a function tool: the function's fields at the top.
-FLAT_WEATHER_TOOL = {"type": "function", **WEATHER_TOOL["function"]}  # type: ignore[dict-item]
+FLAT_WEATHER_TOOL = {"type": "function", "strict": False, **WEATHER_TOOL["function"]}  # type: ignore[dict-item]
 INSTRUCTIONS = "You are a support agent. Answer in one sentence."
 
 
@@ -267,9 +268,12 @@ def test_a_managed_session_keeps_instructions_apart_and_adds_its_tools_flat() ->
         assert client.last_result is not None
         assert client.last_result.tokens + session.window.reserve <= 2000
     assert len(items) < len(history) / 2  # the session kept the request within its window
-    # The session's own tool goes in the Responses API's shape, beside the request's.
+    # The session's own tool goes in the Responses API's shape, beside the request's, as the
+    # SDK's own type reads it, and not strict: its schema was written for Chat Completions.
     assert [tool["name"] for tool in capture.body["tools"]] == ["get_weather", "retrieve_original"]
-    assert all("function" not in tool for tool in capture.body["tools"])
+    for tool in capture.body["tools"]:
+        FUNCTION_TOOL.validate_python(tool)
+    assert capture.body["tools"][1]["strict"] is False
     # The instructions open the history the session keeps, verbatim.
     assert session.transcript()[0].content == INSTRUCTIONS
 
@@ -336,3 +340,15 @@ def test_a_managed_session_shared_by_threads_gets_its_instructions_and_each_item
     for body in capture.requests:
         sent = text_tokens(body["input"]) + len(O200K.encode(INSTRUCTIONS))
         assert sent + session.window.reserve <= 3_000
+
+
+def test_a_session_with_tools_on_demand_sends_function_tools_the_sdk_reads() -> None:
+    capture = Capture(text_reply())
+    session = ctxpack.Session(model="gpt-4o", window=8000, tools_on_demand=True)
+    client = ctxpack.wrap_openai(openai_client(capture), session=session)
+    client.responses.create(model="gpt-4o", input="Weather in Oslo?", tools=[FLAT_WEATHER_TOOL])
+    tools = capture.body["tools"]
+    assert [tool["name"] for tool in tools] == ["get_weather", "describe_tool", "retrieve_original"]
+    for tool in tools:
+        FUNCTION_TOOL.validate_python(tool)
+        assert tool["strict"] is False  # the stubs' schemas say nothing of their fields
