@@ -496,18 +496,12 @@ def count_tokens_approx(
 CounterLike = TokenCounter | str | Callable[[str], int]
 
 
-def _refuse_model_name(counter: str) -> None:
-    """A model's name given as ``counter`` (an encoding's name) is refused with the argument
-    it belongs to: tiktoken would try to download an encoding of that name, and fail offline
-    with an error that says nothing of the mix-up."""
+def _is_model_name(name: str) -> bool:
+    """Whether ``name``, given as an encoding, is a model's: tiktoken's error for it says
+    nothing of the mix-up."""
     from .providers import provider_from_model
 
-    if provider_from_model(counter) is None and model_encoding(counter) is None:
-        return
-    raise ConfigError(
-        f"counter={counter!r} is a model's name, not an encoding's: pass model={counter!r}, "
-        "or counter='o200k_base' / 'cl100k_base', a TokenCounter or a function text -> int"
-    )
+    return provider_from_model(name) is not None or model_encoding(name) is not None
 
 
 def get_counter(model: str | None = None, counter: CounterLike | None = None) -> TokenCounter:
@@ -531,8 +525,17 @@ def get_counter(model: str | None = None, counter: CounterLike | None = None) ->
         if isinstance(counter, str):
             if counter == "approx":
                 return count_tokens_approx()
-            _refuse_model_name(counter)
-            return _shared_tiktoken_counter(counter)
+            try:
+                return _shared_tiktoken_counter(counter)
+            except TokenizerUnavailableError as exc:
+                # Looked at only once loading failed: every other call is a cache hit.
+                if _is_model_name(counter):
+                    raise ConfigError(
+                        f"counter={counter!r} is a model's name, not an encoding's: pass "
+                        f"model={counter!r}, or counter='o200k_base' / 'cl100k_base', a "
+                        "TokenCounter or a function text -> int"
+                    ) from exc
+                raise
         if isinstance(counter, TokenCounter):
             return counter
         if callable(counter):
