@@ -388,9 +388,12 @@ def _check_item_fields(kind: Any, item: dict[str, Any], index: int) -> None:
             continue
         if not isinstance(value, str) or (nonempty and not value):
             wanted = "a non-empty string" if nonempty else "a string"
-            got = "missing" if field not in item else f"got {type(value).__name__}"
-            if isinstance(value, str):
+            if field not in item:
+                got = "missing"
+            elif isinstance(value, str):
                 got = "got an empty string"
+            else:
+                got = f"got {type(value).__name__}"
             raise InvalidMessageError(
                 f"a Responses API {kind} item's {field} must be {wanted} ({got})",
                 index=index,
