@@ -84,13 +84,21 @@ class GenericFilter:
         keep.update(first_of_run[: self.head])
         keep.update(first_of_run[-self.tail :] if self.tail else [])
         middle = first_of_run[self.head : len(first_of_run) - self.tail]
-        odd = _odd_lines(lines, first_of_run) if self.odd_lines else set()
+        odd: set[str] | None = None
+
+        def is_odd(line: str) -> bool:
+            # Found when the pass first asks: an output whose errors fill the budget needs none.
+            nonlocal odd
+            if odd is None:
+                odd = _odd_lines(lines, first_of_run) if self.odd_lines else set()
+            return line in odd
+
         # A line the same as one kept says nothing more: a listing of records repeats its
         # fields' lines, and those would fill the budget before the records further down.
         shown = {lines[i].strip() for i in keep}
         for pattern_hit in (
             lambda line: bool(_SIGNAL.search(line)),
-            lambda line: line in odd,
+            is_odd,
             output.mentions_goal,
             lambda line: bool(_PATH_OR_NUMBER.search(line)),
         ):
