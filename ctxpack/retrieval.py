@@ -136,7 +136,7 @@ def handle_retrieve_call(
     (an unknown id, a malformed or out-of-range line range, a regex that is invalid, too long or
     too slow, too much context, a JSON path into JSON too deep, a page past the end) is
     answered in words starting with ``error:``, so that the model can correct its call; none
-    raises, and none takes much over :data:`REGEX_TIME_LIMIT`.
+    raises, and none takes much over :data:`REGEX_TIME_LIMIT` seconds per megabyte read.
 
     Args:
         store: Where the originals are.
@@ -211,8 +211,9 @@ MAX_REGEX_CHARS = 1_000
 """The longest regex :func:`read_artifact` accepts."""
 
 REGEX_TIME_LIMIT = 0.25
-"""Seconds a regex search through one artifact may take before it is abandoned (processor
-time within a line, as the ``regex`` package measures it, and wall-clock time across lines)."""
+"""Seconds a regex search may take per megabyte of the artifact it reads, and at least this on
+a smaller one, before it is abandoned: a pattern that backtracks without end stops soon, and a
+plain search through a large artifact still finishes on a busy machine."""
 
 _MAX_LINE_DIGITS = 9  # line numbers beyond a billion are a mistake, not a file
 _MAX_EXPANSION = 500_000
@@ -430,7 +431,7 @@ def read_artifact(
         selected = all_lines[start - 1 : end]
         selector = f"lines {start}-{end}"
     elif regex is not None:
-        selected, matches = _grep(all_lines, regex, context)
+        selected, matches = _grep(all_lines, regex, context, len(text))
         selector = f"regex {regex!r} ({context} lines of context)"
     elif json_path is not None:
         selected, matches = _json_select(text, json_path, artifact)
@@ -526,12 +527,13 @@ def _expansion(pattern: str) -> int:
     return sum(frame[0] for frame in frames)
 
 
-def _grep(all_lines: list[str], regex: str, context: int) -> tuple[list[str], int]:
+def _grep(all_lines: list[str], regex: str, context: int, chars: int) -> tuple[list[str], int]:
     """The lines matching ``regex`` with ``context`` lines around them, numbered as grep does
     (``12:`` a match, ``13-`` context, ``--`` between runs), and how many lines matched.
 
-    The search runs with the ``regex`` package under :data:`REGEX_TIME_LIMIT` seconds in all,
-    so a pattern that backtracks without end (``(a+)+$``) is abandoned, not waited for.
+    The search runs with the ``regex`` package under :data:`REGEX_TIME_LIMIT` seconds per
+    megabyte of the ``chars`` searched, so a pattern that backtracks without end (``(a+)+$``)
+    is abandoned, not waited for.
     """
     if _expansion(regex) > _MAX_EXPANSION:
         raise ConfigError(
@@ -542,15 +544,22 @@ def _grep(all_lines: list[str], regex: str, context: int) -> tuple[list[str], in
         pattern = regex_engine.compile(regex)
     except (regex_engine.error, OverflowError, RecursionError) as exc:
         raise ConfigError(f"regex={regex!r} is not a valid regular expression: {exc}") from exc
-    deadline = time.monotonic() + REGEX_TIME_LIMIT
+    # The budget grows with the artifact: a fixed one ran out on a plain search through a large
+    # log (the per-line timeout alone costs a system call per line), and once spent it left
+    # each line a sliver that any scheduling pause overran.
+    limit = REGEX_TIME_LIMIT * max(1.0, chars / 1_000_000)
+    deadline = time.monotonic() + limit
     hits: list[int] = []
     try:
         for i, line in enumerate(all_lines):
-            if pattern.search(line, timeout=max(deadline - time.monotonic(), 0.001)):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            if pattern.search(line, timeout=remaining):
                 hits.append(i)
     except TimeoutError as exc:
         raise ConfigError(
-            f"regex={regex!r} took more than {REGEX_TIME_LIMIT:g} s on this artifact and was "
+            f"regex={regex!r} took more than {limit:.3g} s on this artifact and was "
             "stopped; simplify it (nested repetition such as (a+)+ backtracks without end) or "
             "read a line range with lines='START-END'"
         ) from exc

@@ -131,6 +131,24 @@ def test_catastrophic_regex_error_says_why_and_what_to_do(store: SQLiteArtifactS
     assert "lines=" in answer
 
 
+def test_a_plain_search_through_a_large_artifact_finishes(store: SQLiteArtifactStore) -> None:
+    # 10 MB of short lines spend a fixed quarter second on their own; the long line at the end
+    # then needs some milliseconds, which a budget that did not grow with the artifact lacked.
+    text = "INFO worker processed an item\n" * 350_000 + "ab " * 350_000 + "LASTLINEMARK"
+    answer = handle_retrieve_call(store, {"artifact": store.put(text), "regex": r"\w{12}"})
+    assert not answer.startswith("error:"), answer[:300]
+    assert "350001 lines in all, 1 matches" in answer
+
+
+def test_a_catastrophic_regex_on_a_large_artifact_is_stopped_within_its_budget(
+    store: SQLiteArtifactStore,
+) -> None:
+    text = "\n".join([A_RUN] * 400)  # 2 MB: a budget of two quarter seconds
+    answer, seconds = _answer(store, artifact=store.put(text), regex="(a|aa)+$")
+    assert answer.startswith("error: regex='(a|aa)+$' took more than 0.5 s"), answer[:300]
+    assert seconds < 2.0
+
+
 def test_range_past_the_end_names_the_length(store: SQLiteArtifactStore) -> None:
     answer, _ = _answer(store, artifact=store.put("a\nb\nc"), lines="10-20")
     assert "3 lines" in answer
