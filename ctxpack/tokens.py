@@ -22,6 +22,7 @@ from ._internal.arguments import (
     string,
     tool_definitions,
 )
+from ._internal.documents import DOCUMENT_TYPES, document_tokens
 from ._internal.encodings import MODEL_PREFIXES, model_encoding
 from ._internal.images import image_tokens
 from ._internal.prefix import PrefixMemo
@@ -44,8 +45,7 @@ __all__ = [
 # Chat framing from OpenAI's published recipe (cookbook "How to count tokens with tiktoken"):
 # every message costs 3 tokens around its role and content, a name costs 1 more, and every reply
 # is primed with 3 tokens. Tool-call framing is not published; 3 tokens per call around the
-# function name and arguments is an estimate (not checked against the API, which tests cannot
-# reach offline).
+# function name and arguments is an estimate, not checked against the API (offline tests).
 TOKENS_PER_MESSAGE = 3
 TOKENS_PER_NAME = 1
 TOKENS_PER_TOOL_CALL = 3
@@ -154,9 +154,10 @@ class _FramedCounter:
                 total += self.count(str(part.get("text", "")))
             elif kind in ("image_url", "input_image", "image"):
                 total += image_tokens(part)
+            elif kind in DOCUMENT_TYPES:
+                total += document_tokens(part, self.count)
             else:
-                # Unknown part types (audio, files...) are billed by the provider in ways we
-                # cannot see; count their JSON so they are never free.
+                # Unknown part types (audio...) are billed in ways we cannot see: never free.
                 total += self.count(str(part))
         return total
 

@@ -221,6 +221,22 @@ def _image_block(part: Mapping[str, Any]) -> dict[str, Any]:
     return {"type": "image", "source": {"type": "url", "url": url}}
 
 
+def _document_block(part: Mapping[str, Any]) -> dict[str, Any]:
+    inner = part.get("file")
+    info: Mapping[str, Any] = inner if isinstance(inner, Mapping) else {}
+    data = info.get("file_data")
+    if not (isinstance(data, str) and data.startswith("data:") and ";base64," in data):
+        return dict(part)  # an OpenAI file id means nothing to Anthropic: its API says so
+    head, payload = data[5:].split(";base64,", 1)
+    block: dict[str, Any] = {
+        "type": "document",
+        "source": {"type": "base64", "media_type": head or "application/pdf", "data": payload},
+    }
+    if isinstance(info.get("filename"), str):
+        block["title"] = info["filename"]
+    return block
+
+
 def _to_blocks(content: str | list[dict[str, Any]] | None) -> list[dict[str, Any]]:
     """Content as Anthropic blocks: Anthropic blocks verbatim, OpenAI parts translated."""
     if content is None:
@@ -232,6 +248,8 @@ def _to_blocks(content: str | list[dict[str, Any]] | None) -> list[dict[str, Any
         kind = part.get("type")
         if kind == "image_url":
             out.append(_image_block(part))
+        elif kind == "file":
+            out.append(_document_block(part))
         elif kind == "input_text":
             out.append({"type": "text", "text": str(part.get("text", ""))})
         elif kind == "refusal":
@@ -321,8 +339,9 @@ def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> AnthropicPa
     System and developer messages become ``system`` (one string, or text blocks when there are
     several). Consecutive messages of the same Anthropic role are merged into one turn, so tool
     results join the user turn they belong to. OpenAI parts are translated (``image_url`` to an
-    ``image`` block, a ``refusal`` to text; ``name`` and the legacy ``function_call`` have no
-    Anthropic equivalent and are left out, and so is a message left with no content). It does
+    ``image`` block, a ``file`` sent as data to a ``document`` block, a ``refusal`` to text;
+    ``name`` and the legacy ``function_call`` have no Anthropic equivalent and are left out,
+    and so is a message left with no content). It does
     not repair tool pairing or turn order: :func:`ctxpack.pack` makes the conversation valid for
     Anthropic first, and records how.
 
@@ -370,8 +389,9 @@ def anthropic_parts_to_openai(
     """Anthropic blocks held as parts -> OpenAI parts; blocks OpenAI cannot take are left out.
 
     Thinking and server-tool blocks only mean something to Anthropic, so they are dropped; an
-    image becomes an ``image_url`` part (a data URL for base64 sources); a text document or a
-    search result becomes text.
+    image becomes an ``image_url`` part (a data URL for base64 sources), a base64 document (a
+    PDF) a ``file`` part; a text document or a search result becomes text. A document sent by
+    URL or by Anthropic file id has no OpenAI form and is left out.
     """
     if not isinstance(content, list):
         return content
@@ -390,6 +410,11 @@ def anthropic_parts_to_openai(
             out.append({"type": "image_url", "image_url": {"url": url}})
         elif kind == "document" and src.get("type") == "text":
             out.append({"type": "text", "text": str(src.get("data", ""))})
+        elif kind == "document" and src.get("type") == "base64" and not text_only:
+            # OpenAI's API asks a file sent as data for its name.
+            name = block.get("title") if isinstance(block.get("title"), str) else "document.pdf"
+            data = f"data:{src.get('media_type')};base64,{src.get('data')}"
+            out.append({"type": "file", "file": {"filename": name, "file_data": data}})
         elif kind == "search_result":
             texts = [str(b.get("text", "")) for b in block.get("content") or [] if b.get("text")]
             out.append({"type": "text", "text": "\n".join([str(block.get("title", "")), *texts])})

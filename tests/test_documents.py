@@ -1,0 +1,170 @@
+"""Documents (PDFs, text files) inside messages: counted by their pages, carried across providers.
+
+A PDF is billed as the text and a picture of each page, so counting its base64 as text made a
+300 KB attachment cost 270,000 tokens and fail every budget.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import warnings
+import zlib
+from typing import Any
+
+import pytest
+from pydantic import TypeAdapter
+
+import ctxpack
+from ctxpack._internal.documents import PDF_PAGE_TOKENS
+from ctxpack._internal.encodings import load_encoding
+from ctxpack.tokens import ApproximateTokenCountWarning
+
+O200K = load_encoding("o200k_base")  # OpenAI's file, shipped with ctxpack
+
+
+def make_pdf(pages: int, *, object_stream: bool = False, padding: int = 0) -> bytes:
+    """A PDF of ``pages`` blank pages; with ``object_stream``, the pages packed compressed in
+    an object stream as PDF 1.5 writers do; ``padding`` bytes of noise in a content stream."""
+    kids = " ".join(f"{3 + i} 0 R" for i in range(pages))
+    objects = [
+        b"1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\n",
+        f"2 0 obj << /Type /Pages /Kids [{kids}] /Count {pages} >> endobj\n".encode(),
+    ]
+    page_dicts = [b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >>"] * pages
+    if object_stream:
+        packed = zlib.compress(b"\n".join(page_dicts))
+        header = f"<< /Type /ObjStm /N {pages} /First 0 /Filter /FlateDecode /Length "
+        objects.append(f"9 0 obj {header}{len(packed)} >>\nstream\n".encode())
+        objects.append(packed + b"\nendstream\nendobj\n")
+    else:
+        objects += [f"{3 + i} 0 obj ".encode() + d + b" endobj\n" for i, d in enumerate(page_dicts)]
+    noise = zlib.compress(os.urandom(padding)) if padding else b""
+    objects.append(f"8 0 obj << /Length {len(noise)} >>\nstream\n".encode() + noise)
+    objects.append(b"\nendstream\nendobj\n")
+    return b"%PDF-1.5\n" + b"".join(objects) + b"trailer << /Root 1 0 R >>\n%%EOF\n"
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def openai_file(data: bytes, name: str = "report.pdf") -> dict[str, Any]:
+    url = "data:application/pdf;base64," + b64(data)
+    return {"type": "file", "file": {"filename": name, "file_data": url}}
+
+
+def asking(part: dict[str, Any], text: str = "Summarize it") -> list[dict[str, Any]]:
+    return [{"role": "user", "content": [part, {"type": "text", "text": text}]}]
+
+
+def text_only_count(text: str, name: str) -> int:
+    # A user message's framing (3 + role) and the reply priming (3), the texts by o200k.
+    return 3 + len(O200K.encode("user")) + len(O200K.encode(text)) + len(O200K.encode(name)) + 3
+
+
+@pytest.mark.parametrize("object_stream", [False, True])
+def test_a_pdf_costs_its_pages_not_its_bytes(object_stream: bool) -> None:
+    pdf = make_pdf(12, object_stream=object_stream, padding=300_000)
+    tokens = ctxpack.count_tokens(asking(openai_file(pdf)), model="gpt-4o")
+    assert tokens == text_only_count("Summarize it", "report.pdf") + 12 * PDF_PAGE_TOKENS
+
+
+def test_a_300_kb_pdf_packs_within_a_budget_it_fits() -> None:
+    history = [
+        {"role": "system", "content": "You answer questions about documents."},
+        *asking(openai_file(make_pdf(10, padding=300_000))),
+    ]
+    result = ctxpack.pack(history, budget=40_000, model="gpt-4o")
+    assert result.messages[1].content == history[1]["content"]
+    assert 10 * PDF_PAGE_TOKENS < result.tokens <= 40_000
+
+
+def test_an_anthropic_document_counts_its_pages_title_and_text() -> None:
+    pdf = {
+        "type": "document",
+        "title": "Q3 report",
+        "source": {"type": "base64", "media_type": "application/pdf", "data": b64(make_pdf(4))},
+    }
+    plain = {
+        "type": "document",
+        "source": {"type": "text", "media_type": "text/plain", "data": "a b c"},
+    }
+    counter = ctxpack.get_counter("gpt-4o")
+    assert counter.count_message(ctxpack.Message(role="user", content=[pdf])) == (
+        3 + counter.count("user") + counter.count("Q3 report") + 4 * PDF_PAGE_TOKENS
+    )
+    assert counter.count_message(ctxpack.Message(role="user", content=[plain])) == (
+        3 + counter.count("user") + counter.count("a b c")
+    )
+
+
+def test_a_text_file_sent_as_data_counts_as_its_text() -> None:
+    text = "name,amount\n" + "".join(f"item {i},{i * 7}\n" for i in range(200))
+    part = {
+        "type": "input_file",
+        "filename": "items.csv",
+        "file_data": "data:text/csv;base64," + b64(text.encode()),
+    }
+    counter = ctxpack.get_counter("gpt-4o")
+    assert counter.count_message(ctxpack.Message(role="user", content=[part])) == (
+        3 + counter.count("user") + counter.count("items.csv") + counter.count(text)
+    )
+
+
+@pytest.mark.parametrize(
+    "part",
+    [
+        {"type": "file", "file": {"file_id": "file-abc123"}},
+        {"type": "input_file", "file_url": "https://example.com/report.pdf"},
+        {"type": "document", "source": {"type": "url", "url": "https://example.com/r.pdf"}},
+    ],
+    ids=["openai file id", "responses file url", "anthropic url"],
+)
+def test_a_file_sent_by_reference_counts_as_a_page_and_warns(part: dict[str, Any]) -> None:
+    counter = ctxpack.get_counter("gpt-4o")
+    with pytest.warns(ApproximateTokenCountWarning, match="only the provider knows its size"):
+        tokens = counter.count_message(ctxpack.Message(role="user", content=[part]))
+    assert tokens == 3 + counter.count("user") + PDF_PAGE_TOKENS
+
+
+def test_data_that_is_not_a_pdf_still_costs_a_page() -> None:
+    part = {
+        "type": "file",
+        "file": {"filename": "x.pdf", "file_data": "data:application/pdf;base64,@@@"},
+    }
+    counter = ctxpack.get_counter("gpt-4o")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tokens = counter.count_message(ctxpack.Message(role="user", content=[part]))
+    assert tokens == 3 + counter.count("user") + counter.count("x.pdf") + PDF_PAGE_TOKENS
+
+
+def test_a_pdf_goes_from_openai_to_anthropic_and_back_whole() -> None:
+    from anthropic.types import MessageParam
+    from openai.types.chat import ChatCompletionMessageParam
+
+    data = b64(make_pdf(3))
+    payload = ctxpack.to_anthropic(ctxpack.from_openai(asking(openai_file(make_pdf(3)))))
+    block = payload["messages"][0]["content"][0]
+    assert block == {
+        "type": "document",
+        "source": {"type": "base64", "media_type": "application/pdf", "data": data},
+        "title": "report.pdf",
+    }
+    TypeAdapter(list[MessageParam]).validate_python(payload["messages"])
+    back = ctxpack.to_openai(ctxpack.from_anthropic(payload["messages"]))
+    assert back[0]["content"][0] == openai_file(make_pdf(3))
+    TypeAdapter(list[ChatCompletionMessageParam]).validate_python(back)
+
+
+def test_an_untitled_anthropic_pdf_gets_a_file_name_for_openai() -> None:
+    block = {
+        "type": "document",
+        "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERg=="},
+    }
+    back = ctxpack.to_openai(ctxpack.from_anthropic([{"role": "user", "content": [block]}]))
+    assert back[0]["content"][0]["file"] == {
+        "filename": "document.pdf",
+        "file_data": "data:application/pdf;base64,JVBERg==",
+    }
