@@ -168,3 +168,41 @@ def test_an_untitled_anthropic_pdf_gets_a_file_name_for_openai() -> None:
         "filename": "document.pdf",
         "file_data": "data:application/pdf;base64,JVBERg==",
     }
+
+
+@pytest.mark.parametrize(
+    ("part", "field", "says"),
+    [
+        (
+            {"type": "file", "file": {"file_data": 5}},
+            "content[0].file.file_data",
+            "must be a string",
+        ),
+        ({"type": "file", "file": {}}, "content[0].file", 'needs a "file_id" or a "file_data"'),
+        (
+            {"type": "file", "file": {"file_id": "f", "filename": 3}},
+            "content[0].file.filename",
+            "must be a string",
+        ),
+    ],
+)
+def test_a_malformed_file_part_is_refused_naming_its_field(
+    part: dict[str, Any], field: str, says: str
+) -> None:
+    with pytest.raises(ctxpack.InvalidMessageError) as caught:
+        ctxpack.pack([{"role": "user", "content": [part]}], budget=5_000, model="gpt-4o")
+    assert (caught.value.index, caught.value.field) == (0, field)
+    assert says in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("source", "field"),
+    [({"type": "text"}, "content[0].source.data"), ({"type": "file"}, "content[0].source.file_id")],
+)
+def test_a_malformed_document_source_is_refused_naming_its_field(
+    source: dict[str, Any], field: str
+) -> None:
+    block = {"type": "document", "source": source}
+    with pytest.raises(ctxpack.InvalidMessageError) as caught:
+        ctxpack.from_anthropic([{"role": "user", "content": [block]}])
+    assert (caught.value.index, caught.value.field) == (0, field)

@@ -136,13 +136,18 @@ def _check_openai_parts(parts: list[Any], index: int, role: str) -> None:
             _require_str(inner, "data", index, f"{field}.input_audio.data")
             _require_str(inner, "format", index, f"{field}.input_audio.format")
         elif kind == "file":
-            _payload(
+            inner = _payload(
                 part,
                 "file",
                 '{"file_id": ...} or {"file_data": ..., "filename": ...}',
                 index,
                 field,
             )
+            if "file_id" not in inner and "file_data" not in inner:
+                raise _fail('needs a "file_id" or a "file_data"', index, f"{field}.file")
+            for key in ("file_id", "file_data", "filename"):
+                if key in inner:
+                    _require_str(inner, key, index, f"{field}.file.{key}")
         if role in ("system", "developer", "tool") and kind not in ("text", "input_text"):
             raise _fail(f"a {role} message may only hold text parts, not {kind!r}", index, field)
 
@@ -358,7 +363,11 @@ def _check_anthropic_block(block: Any, index: int | None, field: str, role: str)
             _require_str(source, "data", index, f"{field}.source.data")
         elif stype == "url":
             _require_str(source, "url", index, f"{field}.source.url")
-        elif stype not in ("file", "text", "content"):
+        elif stype == "text":
+            _require_str(source, "data", index, f"{field}.source.data")
+        elif stype == "file":
+            _require_str(source, "file_id", index, f"{field}.source.file_id")
+        elif stype != "content":
             raise _fail(
                 f"{stype!r} is not a source type (base64, url, file)",
                 index,
