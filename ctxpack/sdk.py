@@ -415,10 +415,13 @@ def _responses_parts(parts: list[Any], index: int) -> list[dict[str, Any]]:
             if part.get("detail") is not None:
                 image["detail"] = part["detail"]
             out.append({"type": "image_url", "image_url": image})
+        elif kind == "input_file" and ("file_data" in part or "file_id" in part):
+            keys = ("file_id", "file_data", "filename")
+            out.append({"type": "file", "file": {k: part[k] for k in keys if k in part}})
         else:
             raise InvalidMessageError(
                 f"content[{j}].type: Responses API part {kind!r} has no Chat Completions "
-                "equivalent (text, refusal and image URLs do)",
+                "equivalent (text, refusal, image URLs and files sent as data or by id do)",
                 index=index,
                 field=f"content[{j}].type",
             )

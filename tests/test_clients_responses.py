@@ -173,6 +173,24 @@ def test_a_string_input_is_one_user_message() -> None:
     assert capture.body["instructions"] == INSTRUCTIONS
 
 
+@pytest.mark.parametrize("typed", [False, True], ids=["easy input message", "message item"])
+def test_a_pdf_goes_out_whole_and_is_counted_by_its_pages(typed: bool) -> None:
+    from tests.test_documents import PDF_PAGE_TOKENS, b64, make_pdf
+
+    data = "data:application/pdf;base64," + b64(make_pdf(4, padding=200_000))
+    pdf = {"type": "input_file", "filename": "q3.pdf", "file_data": data}
+    question = {"role": "user", "content": [pdf, {"type": "input_text", "text": "Totals?"}]}
+    given = [*long_input(20)[:-1], {**question, "type": "message"} if typed else question]
+    capture = Capture(text_reply())
+    client = ctxpack.wrap_openai(openai_client(capture), window=16_000)
+    client.responses.create(model="gpt-4o", input=given, max_output_tokens=500)
+    items = sent_items(capture)
+    assert items[-1]["content"][0] == pdf  # the file as it was given
+    result = client.last_result
+    assert result is not None
+    assert 4 * PDF_PAGE_TOKENS < result.tokens <= 16_000 - 500
+
+
 @pytest.mark.parametrize("key", ["previous_response_id", "conversation"])
 def test_a_history_openai_holds_is_refused_before_sending(key: str) -> None:
     capture = Capture(text_reply())

@@ -178,7 +178,7 @@ def test_an_untitled_anthropic_pdf_gets_a_file_name_for_openai() -> None:
             "content[0].file.file_data",
             "must be a string",
         ),
-        ({"type": "file", "file": {}}, "content[0].file", 'needs a "file_id" or a "file_data"'),
+        ({"type": "file", "file": {}}, "content[0].file", 'needs "file_id" or "file_data"'),
         (
             {"type": "file", "file": {"file_id": "f", "filename": 3}},
             "content[0].file.filename",
@@ -206,3 +206,28 @@ def test_a_malformed_document_source_is_refused_naming_its_field(
     with pytest.raises(ctxpack.InvalidMessageError) as caught:
         ctxpack.from_anthropic([{"role": "user", "content": [block]}])
     assert (caught.value.index, caught.value.field) == (0, field)
+
+
+def test_a_responses_input_file_reaches_anthropic_as_a_document() -> None:
+    data = b64(make_pdf(2))
+    part = {
+        "type": "input_file",
+        "filename": "q3.pdf",
+        "file_data": "data:application/pdf;base64," + data,
+    }
+    history = ctxpack.from_openai([{"role": "user", "content": [part]}])
+    assert ctxpack.to_openai(history, api="responses")[0]["content"] == [part]
+    assert ctxpack.to_anthropic(history)["messages"][0]["content"] == [
+        {
+            "type": "document",
+            "source": {"type": "base64", "media_type": "application/pdf", "data": data},
+            "title": "q3.pdf",
+        }
+    ]
+
+
+def test_a_responses_input_file_needs_a_source() -> None:
+    with pytest.raises(ctxpack.InvalidMessageError) as caught:
+        ctxpack.from_openai([{"role": "user", "content": [{"type": "input_file"}]}])
+    assert caught.value.field == "content[0]"
+    assert '"file_id" or "file_data" or "file_url"' in str(caught.value)

@@ -222,7 +222,7 @@ def _image_block(part: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _document_block(part: Mapping[str, Any]) -> dict[str, Any]:
-    inner = part.get("file")
+    inner = part.get("file") if part.get("type") == "file" else part
     info: Mapping[str, Any] = inner if isinstance(inner, Mapping) else {}
     data = info.get("file_data")
     if not (isinstance(data, str) and data.startswith("data:") and ";base64," in data):
@@ -248,7 +248,7 @@ def _to_blocks(content: str | list[dict[str, Any]] | None) -> list[dict[str, Any
         kind = part.get("type")
         if kind == "image_url":
             out.append(_image_block(part))
-        elif kind == "file":
+        elif kind in ("file", "input_file"):
             out.append(_document_block(part))
         elif kind == "input_text":
             out.append({"type": "text", "text": str(part.get("text", ""))})

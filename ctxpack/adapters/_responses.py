@@ -80,7 +80,7 @@ def _parts(content: Any, index: int) -> str | list[dict[str, Any]]:
                     "detail": image.get("detail") or "auto",
                 }
             )
-        elif kind == "input_image":
+        elif kind in ("input_image", "input_file"):
             parts.append(dict(part))
         elif kind == "file":
             parts.append({"type": "input_file", **dict(part.get("file") or {})})

@@ -22,7 +22,16 @@ __all__ = ["validate_anthropic", "validate_openai"]
 OPENAI_ROLES = ("system", "developer", "user", "assistant", "tool")
 # Chat Completions part types, plus the Responses API spellings ctxpack also reads.
 OPENAI_PART_TYPES = frozenset(
-    {"text", "image_url", "input_audio", "file", "refusal", "input_text", "input_image"}
+    {
+        "text",
+        "image_url",
+        "input_audio",
+        "file",
+        "refusal",
+        "input_text",
+        "input_image",
+        "input_file",
+    }
 )
 
 ANTHROPIC_ROLES = ("user", "assistant")
@@ -105,6 +114,16 @@ def _payload(
     return inner
 
 
+def _check_file(file: Mapping[str, Any], sources: tuple[str, ...], index: int, field: str) -> None:
+    """A file part's fields: one of ``sources`` at least, each a string, as is its name."""
+    if not any(key in file for key in sources):
+        wanted = " or ".join(f'"{key}"' for key in sources)
+        raise _fail(f"needs {wanted}", index, field)
+    for key in (*sources, "filename"):
+        if key in file:
+            _require_str(file, key, index, f"{field}.{key}")
+
+
 def _check_openai_parts(parts: list[Any], index: int, role: str) -> None:
     if not parts:
         raise _fail("an empty list of parts; give at least one part or a string", index, "content")
@@ -143,11 +162,9 @@ def _check_openai_parts(parts: list[Any], index: int, role: str) -> None:
                 index,
                 field,
             )
-            if "file_id" not in inner and "file_data" not in inner:
-                raise _fail('needs a "file_id" or a "file_data"', index, f"{field}.file")
-            for key in ("file_id", "file_data", "filename"):
-                if key in inner:
-                    _require_str(inner, key, index, f"{field}.file.{key}")
+            _check_file(inner, ("file_id", "file_data"), index, f"{field}.file")
+        elif kind == "input_file":
+            _check_file(part, ("file_id", "file_data", "file_url"), index, field)
         if role in ("system", "developer", "tool") and kind not in ("text", "input_text"):
             raise _fail(f"a {role} message may only hold text parts, not {kind!r}", index, field)
 
