@@ -8,6 +8,7 @@ re-tokenize it.
 
 from __future__ import annotations
 
+import copy
 import math
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -22,9 +23,9 @@ from ._internal.arguments import (
     string,
     tool_definitions,
 )
-from ._internal.documents import DOCUMENT_TYPES, document_tokens
 from ._internal.encodings import MODEL_PREFIXES, model_encoding
-from ._internal.images import image_tokens
+from ._internal.images import GPT_4O_IMAGES, ImageRule, image_rule
+from ._internal.parts import part_tokens
 from ._internal.prefix import PrefixMemo
 from .caches import SHORT_TEXT, LRUCache, text_memo
 from .errors import ConfigError, TokenizerUnavailableError
@@ -112,6 +113,7 @@ class _FramedCounter:
 
     name: str = "framed"
     exact: bool = False
+    images: ImageRule = GPT_4O_IMAGES  # how the model bills an image (see get_counter)
 
     def __init__(self) -> None:
         # Keyed by the text itself.
@@ -147,19 +149,7 @@ class _FramedCounter:
             return 0
         if isinstance(content, str):
             return self.count(content)
-        total = 0
-        for part in content:
-            kind = part.get("type")
-            if kind in ("text", "input_text"):
-                total += self.count(str(part.get("text", "")))
-            elif kind in ("image_url", "input_image", "image"):
-                total += image_tokens(part)
-            elif kind in DOCUMENT_TYPES:
-                total += document_tokens(part, self.count)
-            else:
-                # Unknown part types (audio...) are billed in ways we cannot see: never free.
-                total += self.count(str(part))
-        return total
+        return sum(part_tokens(part, self.count, self.images) for part in content)
 
     def count_message(self, message: Message | Mapping[str, Any] | SDKObject) -> int:
         # Not cached per message: a Message's content can be edited in place. Its texts'
@@ -448,9 +438,15 @@ def checked_tool_tokens(tools: Sequence[Mapping[str, Any]], counter: TokenCounte
 
 
 @cache
-def _shared_tiktoken_counter(encoding: str) -> TiktokenCounter:
+def _shared_tiktoken_counter(encoding: str, images: ImageRule = GPT_4O_IMAGES) -> TiktokenCounter:
     # One counter per encoding for the whole process: its cache is what makes repacking cheap.
-    return TiktokenCounter(encoding)
+    # A model that bills images otherwise has a counter of its own over the same text counts.
+    if images == GPT_4O_IMAGES:
+        return TiktokenCounter(encoding)
+    counter = copy.copy(_shared_tiktoken_counter(encoding))
+    counter.images, counter.name = images, f"{encoding} ({images.name} images)"
+    counter._sizes = PrefixMemo(counter._count_message_uncached)
+    return counter
 
 
 @lru_cache(maxsize=64)
@@ -559,7 +555,7 @@ def get_counter(model: str | None = None, counter: CounterLike | None = None) ->
             stacklevel=3,
         )
         return anthropic
-    return _shared_tiktoken_counter(encoding_for_model(model))
+    return _shared_tiktoken_counter(encoding_for_model(model), image_rule(model))
 
 
 @keyword_checked

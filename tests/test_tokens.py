@@ -13,12 +13,8 @@ from hypothesis import strategies as st
 
 import ctxpack
 from ctxpack import count_tokens
-from ctxpack.tokens import (
-    CallableCounter,
-    TiktokenCounter,
-    encoding_for_model,
-    image_tokens,
-)
+from ctxpack._internal.images import image_tokens
+from ctxpack.tokens import CallableCounter, TiktokenCounter, encoding_for_model
 
 
 def test_exact_text_counts_with_cl100k() -> None:

@@ -1,45 +1,190 @@
-"""Tokens of an image content part, by the formulas the providers publish."""
+"""Tokens of an image content part, by the formulas the providers publish, for each model.
+
+OpenAI bills an image by one of two rules, chosen by the model. Tiles (gpt-4o, gpt-4.1, gpt-5,
+o1, o3): a low-detail image costs the base; a high-detail one is scaled to fit 2048x2048, then
+its short side to 768, and costs the base plus a price per 512 px tile. Patches (the mini and
+nano models since gpt-4.1, o4-mini, gpt-5.2 and later): the 32 px patches covering the image,
+scaled down to a model's budget of patches, times a model's multiplier. The prices differ by
+model: gpt-4o-mini bills 2,833 + 5,667 a tile, 33 times gpt-4o's 85 + 170, for the same dollars.
+The figures are those of OpenAI's vision guide ("Calculating costs").
+"""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import math
+import struct
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
-__all__ = ["image_tokens"]
-
-# OpenAI's published image formula: a low-detail image costs 85 tokens; a high-detail one is
-# scaled to fit 2048x2048, then its short side to 768, and costs 85 + 170 per 512px tile.
-IMAGE_BASE_TOKENS = 85
-IMAGE_TILE_TOKENS = 170
-# Without known dimensions we assume a 1024x1024 image at high detail (4 tiles): 765 tokens.
-IMAGE_DEFAULT_TOKENS = IMAGE_BASE_TOKENS + 4 * IMAGE_TILE_TOKENS
+__all__: list[str] = []
 
 
-def image_tokens(part: Mapping[str, Any]) -> int:
-    """Tokens of an image content part by OpenAI's published formula (Anthropic's for an
-    Anthropic ``image`` block, which has a ``source``).
+class ImageRule(NamedTuple):
+    """How the models named ``name`` bill an image: ``base`` + ``tile`` per 512 px tile, or,
+    with a ``multiplier``, its 32 px patches (at most ``patches``) times the multiplier."""
 
-    Width and height are read from the part (``width``/``height``, at the top level or inside
-    ``image_url``); without them a 1024x1024 image is assumed.
+    name: str
+    base: int
+    tile: int
+    multiplier: float = 0.0
+    patches: int = 0
+
+
+GPT_4O_IMAGES = ImageRule("gpt-4o", 85, 170)
+
+
+def _patches(name: str, multiplier: float, budget: int = 1536) -> ImageRule:
+    return ImageRule(name, 0, 0, multiplier, budget)
+
+
+# The first name a model's name starts with wins: the longer names come first.
+IMAGE_RULES: tuple[ImageRule, ...] = (
+    ImageRule("gpt-4o-mini", 2833, 5667),
+    _patches("gpt-4.1-mini", 1.62),
+    _patches("gpt-4.1-nano", 2.46),
+    _patches("gpt-5-mini", 1.62),
+    _patches("gpt-5-nano", 2.46),
+    _patches("gpt-5.4-mini", 1.62),
+    _patches("gpt-5.4-nano", 2.46),
+    _patches("gpt-5.4", 1.0, 2500),
+    _patches("gpt-5.5", 1.0, 2500),
+    _patches("gpt-5.2", 1.0),
+    _patches("gpt-5.3", 1.0),
+    ImageRule("gpt-5", 70, 140),
+    _patches("o4-mini", 1.72),
+    ImageRule("o1", 75, 150),
+    ImageRule("o3", 75, 150),
+    ImageRule("computer-use-preview", 65, 129),
+)
+
+
+def image_rule(model: str) -> ImageRule:
+    """How ``model`` bills an image; gpt-4o's tiles for a model not listed."""
+    lowered = model.lower().rpartition("/")[2]
+    return next((rule for rule in IMAGE_RULES if lowered.startswith(rule.name)), GPT_4O_IMAGES)
+
+
+# Without known dimensions we assume a 1024x1024 image at high detail.
+DEFAULT_SIDE = 1024
+
+
+def image_tokens(part: Mapping[str, Any], rule: ImageRule = GPT_4O_IMAGES) -> int:
+    """Tokens of an image content part by ``rule`` (Anthropic's formula for an Anthropic
+    ``image`` block, which has a ``source``).
+
+    The size is read from the part (``width``/``height``, at the top level or inside
+    ``image_url``), else from the header of an image sent as data (PNG, JPEG, GIF, WebP); else
+    a 1024x1024 image is assumed.
     """
     if isinstance(part.get("source"), Mapping):
         return _anthropic_image_tokens(part)
     inner = part.get("image_url")
     info: Mapping[str, Any] = inner if isinstance(inner, Mapping) else {}
+    url = info.get("url") if inner is info else inner
     detail = info.get("detail", part.get("detail", "auto"))
+    size = _given_size(info) or _given_size(part) or data_url_size(url)
+    width, height = size or (DEFAULT_SIDE, DEFAULT_SIDE)
+    if rule.multiplier:
+        return math.ceil(_patch_count(width, height, rule.patches) * rule.multiplier)
     if detail == "low":
-        return IMAGE_BASE_TOKENS
-    width = info.get("width", part.get("width"))
-    height = info.get("height", part.get("height"))
-    if not isinstance(width, int) or not isinstance(height, int) or width <= 0 or height <= 0:
-        return IMAGE_DEFAULT_TOKENS
+        return rule.base
     scale = min(1.0, 2048 / max(width, height))
     w, h = width * scale, height * scale
     scale = min(1.0, 768 / min(w, h))
     w, h = w * scale, h * scale
-    tiles = math.ceil(w / 512) * math.ceil(h / 512)
-    return IMAGE_BASE_TOKENS + IMAGE_TILE_TOKENS * tiles
+    return rule.base + rule.tile * math.ceil(w / 512) * math.ceil(h / 512)
+
+
+def _given_size(entry: Mapping[str, Any]) -> tuple[int, int] | None:
+    width, height = entry.get("width"), entry.get("height")
+    if type(width) is int and type(height) is int and width > 0 and height > 0:
+        return width, height
+    return None
+
+
+def _patch_count(width: int, height: int, budget: int) -> int:
+    # Past the budget OpenAI's guide shrinks the image to fit it, a few patches under it; bills
+    # measured on such images show the budget itself, the figure that errs on fitting.
+    return min(budget, math.ceil(width / 32) * math.ceil(height / 32))
+
+
+# The bytes that hold an image's size sit in its first few hundred bytes (a JPEG's frame
+# header may follow its metadata, further in).
+_HEADER_CHARS = 64 * 1024
+
+
+def data_url_size(url: Any) -> tuple[int, int] | None:
+    """The width and height of an image sent as a base64 data URL, read from its header."""
+    if not isinstance(url, str) or not url.startswith("data:") or ";base64," not in url[:100]:
+        return None
+    start = url.index(";base64,") + 8
+    return base64_size(url[start : start + _HEADER_CHARS])
+
+
+def base64_size(data: str) -> tuple[int, int] | None:
+    """The width and height of the base64 image ``data`` (its start is enough)."""
+    chunk = data[:_HEADER_CHARS]
+    try:
+        head = base64.b64decode(chunk[: len(chunk) // 4 * 4])
+    except (binascii.Error, ValueError):
+        return None
+    size = _image_size(head)
+    return size if size and size[0] > 0 and size[1] > 0 else None
+
+
+def _pair(layout: str, data: bytes) -> tuple[int, int]:
+    first, second = struct.unpack(layout, data)
+    return int(first), int(second)
+
+
+def _image_size(head: bytes) -> tuple[int, int] | None:
+    if head.startswith(b"\x89PNG\r\n\x1a\n") and head[12:16] == b"IHDR":
+        return _pair(">II", head[16:24])
+    if head[:6] in (b"GIF87a", b"GIF89a"):
+        return _pair("<HH", head[6:10])
+    if head.startswith(b"RIFF") and head[8:12] == b"WEBP":
+        return _webp_size(head)
+    if head.startswith(b"\xff\xd8"):
+        return _jpeg_size(head)
+    return None
+
+
+def _webp_size(head: bytes) -> tuple[int, int] | None:
+    kind = head[12:16]
+    if kind == b"VP8X" and len(head) >= 30:
+        return (
+            int.from_bytes(head[24:27], "little") + 1,
+            int.from_bytes(head[27:30], "little") + 1,
+        )
+    if kind == b"VP8L" and len(head) >= 25:
+        bits = int.from_bytes(head[21:25], "little")
+        return (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
+    if kind == b"VP8 " and len(head) >= 30:
+        width, height = _pair("<HH", head[26:30])
+        return width & 0x3FFF, height & 0x3FFF
+    return None
+
+
+# Start-of-frame markers: every SOFn but DHT (C4), JPG (C8) and DAC (CC).
+_JPEG_FRAMES = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+
+
+def _jpeg_size(head: bytes) -> tuple[int, int] | None:
+    i = 2
+    while i + 9 <= len(head):
+        if head[i] != 0xFF:
+            return None
+        marker = head[i + 1]
+        if marker == 0xFF:  # fill byte
+            i += 1
+            continue
+        if marker in _JPEG_FRAMES:
+            height, width = _pair(">HH", head[i + 5 : i + 9])
+            return width, height
+        i += 2 + int.from_bytes(head[i + 2 : i + 4], "big")
+    return None
 
 
 # Anthropic's published image cost: width x height / 750 tokens, after scaling the image to at
@@ -48,8 +193,10 @@ ANTHROPIC_IMAGE_MAX_TOKENS = 1600
 
 
 def _anthropic_image_tokens(block: Mapping[str, Any]) -> int:
-    width, height = block.get("width"), block.get("height")
-    if not isinstance(width, int) or not isinstance(height, int) or width <= 0 or height <= 0:
+    data = block["source"].get("data")
+    size = _given_size(block) or (base64_size(data) if isinstance(data, str) else None)
+    if size is None:
         return ANTHROPIC_IMAGE_MAX_TOKENS
+    width, height = size
     scale = min(1.0, 1568 / max(width, height))
     return min(ANTHROPIC_IMAGE_MAX_TOKENS, math.ceil(width * scale * height * scale / 750))

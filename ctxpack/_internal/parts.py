@@ -1,0 +1,27 @@
+"""Tokens of a content part: a text, an image, a document, or a part we cannot see into."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .documents import DOCUMENT_TYPES, document_tokens
+from .images import ImageRule, image_tokens
+
+__all__: list[str] = []
+
+IMAGE_TYPES = frozenset({"image_url", "input_image", "image"})
+
+
+def part_tokens(part: Mapping[str, Any], count: Callable[[str], int], images: ImageRule) -> int:
+    """The tokens of one content part; ``count`` counts a text, ``images`` is how the model
+    bills an image."""
+    kind = part.get("type")
+    if kind in ("text", "input_text"):
+        return count(str(part.get("text", "")))
+    if kind in IMAGE_TYPES:
+        return image_tokens(part, images)
+    if kind in DOCUMENT_TYPES:
+        return document_tokens(part, count)
+    # Unknown part types (audio...) are billed in ways we cannot see: never free.
+    return count(str(part))
