@@ -94,6 +94,12 @@ class ConfigError(CtxpackError, ValueError):
     """A stage, pipeline or function was configured with an invalid value."""
 
 
+# Public as ctxpack.tokens.ApproximateTokenCountWarning; defined here, below the counters, so that
+# what counts a part (a document sent by id) can warn without importing them.
+class ApproximateTokenCountWarning(UserWarning):
+    """Token counts come from an approximation, not from the model's tokenizer."""
+
+
 # Out of __all__: callers catch it as the ConfigError or the TypeError it is.
 class ArgumentsError(ConfigError, TypeError):
     """A call with arguments the function does not take (a misspelt keyword, a positional

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import regex as regex_engine
 from pydantic import ConfigDict
 
 from ._internal.arguments import optional_text, string, type_name
 from ._internal.options import FieldErrorModel
+from ._internal.regex_search import grep
 from .errors import ArtifactNotFoundError, ConfigError
 from .filters import RETRIEVE_TOOL_NAME
 from .providers import Provider, check_provider, tool_call_parts, tool_definition
@@ -216,8 +215,6 @@ a smaller one, before it is abandoned: a pattern that backtracks without end sto
 plain search through a large artifact still finishes on a busy machine."""
 
 _MAX_LINE_DIGITS = 9  # line numbers beyond a billion are a mistake, not a file
-_MAX_EXPANSION = 500_000
-_COUNTED = re.compile(r"\{(\d+)(?:,(\d*))?\}")
 _MAX_JSON_STEPS = 100
 
 
@@ -431,7 +428,7 @@ def read_artifact(
         selected = all_lines[start - 1 : end]
         selector = f"lines {start}-{end}"
     elif regex is not None:
-        selected, matches = _grep(all_lines, regex, context, len(text))
+        selected, matches = grep(all_lines, regex, context, _regex_seconds(len(text)))
         selector = f"regex {regex!r} ({context} lines of context)"
     elif json_path is not None:
         selected, matches = _json_select(text, json_path, artifact)
@@ -451,6 +448,12 @@ def read_artifact(
         total_lines=total,
         matches=matches,
     )
+
+
+def _regex_seconds(chars: int) -> float:
+    # Grows with the artifact: a plain search through a large log outlasts a fixed budget (the
+    # timeout of each line's search costs a system call).
+    return REGEX_TIME_LIMIT * max(1.0, chars / 1_000_000)
 
 
 def _check_read(
@@ -488,93 +491,6 @@ def _check_read(
     optional_text(json_path, "json_path")
     if isinstance(regex, str) and len(regex) > MAX_REGEX_CHARS:
         raise ConfigError(f"regex is {len(regex)} characters long; the limit is {MAX_REGEX_CHARS}")
-
-
-def _expansion(pattern: str) -> int:
-    """How many atoms ``pattern`` holds once its counted repeats are unrolled, roughly (group
-    headers count as atoms, alternatives add up): the ``regex`` package unrolls nested counted
-    repeats when it compiles, so ``(?:(?:a{1000}){1000}){1000}`` would take minutes to compile,
-    before any time limit applies."""
-    frames = [[0, 0]]  # per open group: [atoms so far, atoms of the last item]
-    i, n = 0, len(pattern)
-    while i < n:
-        ch = pattern[i]
-        counted = _COUNTED.match(pattern, i) if ch == "{" else None
-        if counted:
-            low, high = counted.group(1), counted.group(2)
-            times = int(high or low) if len(high or low) < 7 else 10**6
-            frame = frames[-1]
-            frame[0] += frame[1] * (times - 1)
-            frame[1] *= times
-            i = counted.end()
-            continue
-        if ch == "(":
-            frames.append([0, 0])
-        elif ch == ")" and len(frames) > 1:
-            size = frames.pop()[0]
-            frames[-1][0] += size
-            frames[-1][1] = size
-        else:
-            if ch == "\\":
-                i += 1
-            elif ch == "[":
-                # A character class is one atom: skip to its closing bracket.
-                close = pattern.find("]", i + 2)
-                i = close if close != -1 else n
-            frames[-1][0] += 1
-            frames[-1][1] = 1
-        i += 1
-    return sum(frame[0] for frame in frames)
-
-
-def _grep(all_lines: list[str], regex: str, context: int, chars: int) -> tuple[list[str], int]:
-    """The lines matching ``regex`` with ``context`` lines around them, numbered as grep does
-    (``12:`` a match, ``13-`` context, ``--`` between runs), and how many lines matched.
-
-    The search runs with the ``regex`` package under :data:`REGEX_TIME_LIMIT` seconds per
-    megabyte of the ``chars`` searched, so a pattern that backtracks without end (``(a+)+$``)
-    is abandoned, not waited for.
-    """
-    if _expansion(regex) > _MAX_EXPANSION:
-        raise ConfigError(
-            f"regex={regex!r} nests counted repeats too deep (such as (?:(?:a{{1000}}){{1000}})"
-            f"); unrolled it would hold over {_MAX_EXPANSION:,} atoms, too many to compile"
-        )
-    try:
-        pattern = regex_engine.compile(regex)
-    except (regex_engine.error, OverflowError, RecursionError) as exc:
-        raise ConfigError(f"regex={regex!r} is not a valid regular expression: {exc}") from exc
-    # The budget grows with the artifact: a fixed one ran out on a plain search through a large
-    # log (the per-line timeout alone costs a system call per line), and once spent it left
-    # each line a sliver that any scheduling pause overran.
-    limit = REGEX_TIME_LIMIT * max(1.0, chars / 1_000_000)
-    deadline = time.monotonic() + limit
-    hits: list[int] = []
-    try:
-        for i, line in enumerate(all_lines):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError
-            if pattern.search(line, timeout=remaining):
-                hits.append(i)
-    except TimeoutError as exc:
-        raise ConfigError(
-            f"regex={regex!r} took more than {limit:.3g} s on this artifact and was "
-            "stopped; simplify it (nested repetition such as (a+)+ backtracks without end) or "
-            "read a line range with lines='START-END'"
-        ) from exc
-    total, hit_set = len(all_lines), set(hits)
-    selected: list[str] = []
-    shown_to = -1  # the last line shown: each line is shown once, whatever the context
-    for i in hits:
-        start, end = max(i - context, shown_to + 1), min(total - 1, i + context)
-        if selected and start > shown_to + 1:
-            selected.append("--")
-        selected.extend(
-            f"{k + 1}{':' if k in hit_set else '-'}{all_lines[k]}" for k in range(start, end + 1)
-        )
-        shown_to = max(shown_to, end)
-    return selected, len(hits)
 
 
 def _json_select(text: str, json_path: str, artifact: str) -> tuple[list[str], int]:

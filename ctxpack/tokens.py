@@ -28,7 +28,7 @@ from ._internal.images import GPT_4O_IMAGES, ImageRule, image_rule
 from ._internal.parts import part_tokens
 from ._internal.prefix import PrefixMemo
 from .caches import SHORT_TEXT, LRUCache, text_memo
-from .errors import ConfigError, TokenizerUnavailableError
+from .errors import ApproximateTokenCountWarning, ConfigError, TokenizerUnavailableError
 from .messages import Message, owned_messages
 from .sdk import SDKObject
 
@@ -63,10 +63,6 @@ SHORT_CACHE_SIZE = 16_384
 # Tool definitions whose count each counter remembers: a few agents' MCP tool lists.
 TOOL_CACHE_SIZE = 4096
 TOOL_CACHE_BYTES = 4 * 2**20
-
-
-class ApproximateTokenCountWarning(UserWarning):
-    """Token counts come from an approximation, not from the model's tokenizer."""
 
 
 @runtime_checkable

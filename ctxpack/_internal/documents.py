@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..caches import LRUCache
+from ..errors import ApproximateTokenCountWarning
 
 __all__: list[str] = []
 
@@ -49,8 +50,6 @@ def document_tokens(part: Mapping[str, Any], count: Callable[[str], int]) -> int
     kind = part.get("type")
     tokens, seen = (_anthropic_document if kind == "document" else _openai_file)(part, count)
     if not seen:
-        from ..tokens import ApproximateTokenCountWarning  # tokens imports this module
-
         warnings.warn(
             f"a {kind} part sent by id or URL counts as one PDF page ({PDF_PAGE_TOKENS:,} "
             "tokens): only the provider knows its size",
