@@ -23,6 +23,7 @@ from .result import PackResult
 from .retrieval import Retrieval
 from .session import FilterRecord, Session, extend_batch, pinned_message
 from .store import AsyncSessionStore, SessionStore, ThreadedAsyncStore, open_async_store
+from .tokens import TokenCounter
 
 __all__ = ["AsyncSession"]
 
@@ -130,6 +131,11 @@ class AsyncSession:
     def provider(self) -> Provider:
         """The provider the messages came from (see :attr:`ctxpack.Session.provider`)."""
         return self._core.provider
+
+    @property
+    def counter(self) -> TokenCounter:
+        """The token counter (see :attr:`ctxpack.Session.counter`)."""
+        return self._core.counter
 
     @property
     def window(self) -> WindowPolicy | None:

@@ -59,23 +59,32 @@ def check_limits(owner: str, window: Any, budget: Any, reserve: Any) -> None:
 
 
 def pack_limits(
-    window: int | None, budget: int | None, reserve: int, room: int, *, asked: str = "max_tokens"
+    window: int | None,
+    budget: int | None,
+    reserve: int,
+    room: int,
+    *,
+    asked: str = "max_tokens",
+    schema: int = 0,
 ) -> tuple[int, int]:
     """The ``budget`` and ``reserve`` to give :func:`ctxpack.pack` for a reply of ``room``
     tokens (the request's argument ``asked``): the tighter of the window (prompt and reply)
-    and the budget (the prompt alone).
+    and the budget (the prompt alone). ``schema`` is the tokens of the reply's output format,
+    which the provider adds to the prompt: reserved beside ``reserve``.
 
     Raises:
-        ConfigError: ``room`` and ``reserve`` leave nothing of the window for the prompt.
+        ConfigError: ``room``, ``schema`` and ``reserve`` leave nothing of the window for the
+            prompt.
     """
     options = []
     if window is not None:
-        if reserve + room >= window:
+        if reserve + schema + room >= window:
+            format_said = f", the output format's schema ({schema} tokens)," if schema else ""
             raise ConfigError(
-                f"{asked} ({room}) plus reserve ({reserve}) leaves nothing of the context "
-                f"window ({window}) for the prompt"
+                f"{asked} ({room}){format_said} plus reserve ({reserve}) leaves nothing of the "
+                f"context window ({window}) for the prompt"
             )
-        options.append((window, reserve + room))
+        options.append((window, reserve + schema + room))
     if budget is not None:
-        options.append((budget, reserve))
+        options.append((budget, reserve + schema))
     return min(options, key=lambda option: option[0] - option[1])

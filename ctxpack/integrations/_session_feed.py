@@ -26,7 +26,7 @@ from ..messages import Message
 from ..providers import Provider, tool_name
 from ..result import PackResult
 from ..sdk import coerce_message, is_sdk_object
-from ..tokens import REPLY_PRIMING, TokenCounter
+from ..tokens import REPLY_PRIMING, TokenCounter, get_counter
 from ..tools_on_demand import on_demand_tools
 
 __all__ = ["SYSTEM_PREFIX", "Asked", "SessionFeed", "SessionLike", "wrapper_policy"]
@@ -128,6 +128,7 @@ class Asked(NamedTuple):
     room: int  # the reply's tokens: the request's max_tokens
     limits: tuple[TokenCounter, int, int] | None  # counter, budget, reserve; None: managed
     responses: bool = False  # OpenAI's Responses API: input items, instructions as the system
+    schema: int = 0  # the tokens of the reply's output format, which joins the prompt
 
 
 @dataclass(eq=False)
@@ -157,6 +158,11 @@ class SessionFeed:
     def is_async(self) -> bool:
         """Whether the session's methods are coroutines (an AsyncSession)."""
         return inspect.iscoroutinefunction(getattr(self.session, "extend", None))
+
+    def count(self, text: str) -> int:
+        """The tokens of ``text`` as the session counts (ctxpack's sessions say how)."""
+        counter: TokenCounter = getattr(self.session, "counter", None) or get_counter()
+        return counter.count(text)
 
     def render(self, asked: Asked) -> PackResult:
         """The request as the session renders it, once given what it lacks: a managed
@@ -204,13 +210,16 @@ class SessionFeed:
         options: dict[str, Any] = {"tools": asked.tools, "provider": self.provider}
         policy = self.policy
         if policy is not None:
-            if room > policy.reserve:
+            # The session fills its window but the reply room, where the schema goes too.
+            if room + asked.schema > policy.reserve:
+                schema = f" and the output format's schema ({asked.schema} tokens)"
                 raise ConfigError(
-                    f"max_tokens ({room}) is more than the managed session's reply room "
-                    f"({policy.reserve} tokens of its {policy.window}-token window), so prompt "
-                    f"and reply could pass the window: ask for at most {policy.reserve}, or "
-                    f"give the session window=WindowPolicy(window={policy.window}, "
-                    f"reply_room={room})"
+                    f"max_tokens ({room}){schema if asked.schema else ''} need more than the "
+                    f"managed session's reply room ({policy.reserve} tokens of its "
+                    f"{policy.window}-token window), so prompt and reply could pass the "
+                    f"window: ask for at most {policy.reserve - asked.schema}, or give the "
+                    f"session window=WindowPolicy(window={policy.window}, "
+                    f"reply_room={room + asked.schema})"
                 )
             return options
         assert limits is not None

@@ -45,6 +45,7 @@ from ..tokens import (
     get_counter,
 )
 from . import _responses_request as responses_api
+from ._output_format import output_format
 from ._responses_request import given as _given
 from ._session_feed import Asked, SessionFeed, SessionLike, wrapper_policy
 
@@ -77,7 +78,7 @@ _ANTHROPIC_RESOURCES = frozenset(
         ("beta", "messages", "with_streaming_response"),
     }
 )
-_ANTHROPIC_METHODS = frozenset({"create", "stream"})
+_ANTHROPIC_METHODS = frozenset({"create", "parse", "stream"})
 # The async clients, named in errors.
 _ASYNC_CLIENTS = {"openai": "openai.AsyncOpenAI", "anthropic": "anthropic.AsyncAnthropic"}
 # Client methods that return a new client configured like this one: the copy is wrapped too.
@@ -197,19 +198,24 @@ class _Packer:
             if self.provider == "anthropic" and _given(kwargs.get("system")):
                 system = kwargs["system"]
         room = self.reply_room(kwargs, responses=responses)
-        limits = None
+        schema_text = output_format(kwargs, provider=self.provider, responses=responses)
+        limits, schema = None, 0
         if self.feed is None or self.feed.policy is None:
             counter = self.counter_for(kwargs.get("model"))
+            schema = counter.count(schema_text) if schema_text else 0
             asked = "max_output_tokens" if responses else "max_tokens"
-            budget, reserve = pack_limits(self.window, self.budget, self.reserve, room, asked=asked)
+            budget, reserve = pack_limits(
+                self.window, self.budget, self.reserve, room, asked=asked, schema=schema
+            )
             limits = (counter, budget, reserve)
         tools: Any = kwargs.get("tools")
         tools = tool_list(tools) if _given(tools) else None
         out = dict(kwargs)
         if self.feed is not None and self.feed.policy is not None:
+            schema = self.feed.count(schema_text) if schema_text else 0
             own = _given(kwargs.get("context_management"))
             out.update(self.feed.server_side_fields(beta=beta, own=own, betas=kwargs.get("betas")))
-        return Asked(messages, system, tools, room, limits, responses), out
+        return Asked(messages, system, tools, room, limits, responses, schema), out
 
     @staticmethod
     def _messages(kwargs: Mapping[str, Any]) -> list[Any]:

@@ -80,16 +80,24 @@ def test_an_async_session_and_a_session_serve_one_session(
     assert "4 messages" in shown
 
 
-def test_an_async_session_says_its_window_and_tools_on_demand_as_a_session_does() -> None:
+def test_an_async_session_says_its_window_tools_on_demand_and_counter_as_a_session_does() -> None:
     async def options() -> tuple[Any, ...]:
         managed = await AsyncSession.open(
-            "w", store="memory://", model="gpt-4", window=8_000, tools_on_demand=True
+            "w", store="memory://", model="gpt-4o-mini", window=8_000, tools_on_demand=True
         )
         plain = await AsyncSession.open("p", store="memory://", model="gpt-4")
-        return managed.window, managed.tools_on_demand, plain.window, plain.tools_on_demand
+        return (
+            managed.window,
+            managed.tools_on_demand,
+            managed.counter,
+            plain.window,
+            plain.tools_on_demand,
+        )
 
-    window, on_demand, no_window, off = asyncio.run(options())
-    assert window == Session(model="gpt-4", window=8_000).window and on_demand is True
+    window, on_demand, counter, no_window, off = asyncio.run(options())
+    reference = Session(model="gpt-4o-mini", window=8_000)
+    assert window == reference.window and on_demand is True
+    assert counter is reference.counter  # the one counter that model's images need
     assert no_window is None and off is False
 
 
