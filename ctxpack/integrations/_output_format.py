@@ -44,7 +44,17 @@ def output_format(kwargs: Mapping[str, Any], *, provider: Provider, responses: b
     return None
 
 
-def _model_schema(model: type) -> Any:
+def strategy_format(strategy: Any) -> str | None:
+    """A LangChain agent's ``response_format`` (``ToolStrategy``, ``ProviderStrategy``,
+    ``AutoStrategy``) as the text to count: its schema, which reaches the model as a tool or as
+    the provider's output format; ``None`` for none."""
+    schema = getattr(strategy, "schema", None)
+    if schema is None:
+        return None
+    return _compact(schema if isinstance(schema, Mapping) else _model_schema(schema))
+
+
+def _model_schema(model: Any) -> Any:
     """The JSON schema of a pydantic model (or any type pydantic reads), as the SDKs send it."""
     from pydantic import TypeAdapter
 

@@ -35,6 +35,7 @@ from ..session import Session
 from ..store import SessionStore, open_store
 from ..tokens import CounterLike, get_counter
 from ..tools_on_demand import DESCRIBE_TOOL_NAME
+from ._output_format import strategy_format
 from ._session_feed import Asked, HistoryChangedError, SessionFeed, wrapper_policy
 
 try:
@@ -187,7 +188,11 @@ class PackingMiddleware(_RequestMiddleware):
             )
         if not request.messages:
             return request
-        budget, reserve = pack_limits(self.window, self.budget, self.reserve, _reply_room(request))
+        schema_text = strategy_format(request.response_format)
+        schema = self.counter.count(schema_text) if schema_text else 0
+        budget, reserve = pack_limits(
+            self.window, self.budget, self.reserve, _reply_room(request), schema=schema
+        )
         result = pack(
             from_langchain(_history(request)),
             budget=budget,
@@ -370,7 +375,9 @@ class SessionMiddleware(_RequestMiddleware):
         mine = [t for t in request.tools if tool_name(t) not in self._own]
         tools = _tool_definitions(mine)
         history = _Converted(_history(request))
-        asked = Asked(history, None, tools, _reply_room(request), None)
+        schema_text = strategy_format(request.response_format)
+        schema = feed.count(schema_text) if schema_text else 0
+        asked = Asked(history, None, tools, _reply_room(request), None, schema=schema)
         try:
             result = feed.render(asked)
         except HistoryChangedError as error:

@@ -296,3 +296,30 @@ def test_the_last_results_kept_are_bounded_by_their_weight(
         )
     assert packing.last_result_for("first") is None
     assert asked(packing.last_result_for("second")) == ["second asks."]
+
+
+@pytest.mark.parametrize("strategy", ["tool", "provider"])
+def test_a_structured_response_schema_is_reserved_beside_the_reply(strategy: str) -> None:
+    from langchain.agents.structured_output import ProviderStrategy, ToolStrategy
+    from pydantic import BaseModel
+
+    class Forecast(BaseModel):
+        """A city's forecast."""
+
+        city: str = Field(description="The city, as the user named it.")
+        summary: str = Field(description="The weather in one sentence.")
+
+    fmt = ToolStrategy(Forecast) if strategy == "tool" else ProviderStrategy(Forecast)
+    request = ModelRequest(
+        model=RecordingChatModel(script=[]),
+        messages=long_history(),
+        model_settings={"max_tokens": 100},
+        response_format=fmt,
+    )
+    packing = PackingMiddleware(window=800, model="gpt-4")
+    packing.pack_request(request)
+    result = packing.last_result
+    assert result is not None
+    schema = json.dumps(Forecast.model_json_schema(), separators=(",", ":"))
+    assert result.reserve == 100 + len(ENC.encode(schema))
+    assert result.tokens + len(ENC.encode(schema)) + 100 <= 800

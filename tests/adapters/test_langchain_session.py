@@ -408,3 +408,26 @@ def test_an_agent_on_chat_openai_sends_what_the_session_renders() -> None:
         # The agent's tool as LangChain writes it, then the session's own, as it defines it.
         assert [t["function"]["name"] for t in body["tools"]] == ["read_file", RETRIEVE_TOOL_NAME]
         assert body["tools"][1] == session.tools()[0]
+
+
+def test_a_structured_response_schema_shares_the_reply_room() -> None:
+    from langchain.agents.structured_output import ProviderStrategy
+
+    schema = {
+        "title": "Plan",
+        "type": "object",
+        "properties": {"steps": {"type": "array", "items": {"type": "string"}}},
+    }
+    sessions = SessionMiddleware(window=WindowPolicy(window=WINDOW, reply_room=500), model="gpt-4")
+    model = AgentModel(max_tokens=480)
+    agent = create_agent(
+        model,
+        tools=[read_file],
+        system_prompt=SYSTEM,
+        middleware=[sessions],
+        checkpointer=InMemorySaver(),
+        response_format=ProviderStrategy(schema),
+    )
+    with pytest.raises(ConfigError, match=r"max_tokens \(480\) and the output format's schema"):
+        agent.invoke({"messages": [HumanMessage("Task 0.")]}, thread("t5"))
+    assert model.seen == []
