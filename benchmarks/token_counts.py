@@ -25,7 +25,8 @@ from typing import Any
 import ctxpack
 
 HERE = Path(__file__).resolve().parent
-# Each family's names resolve to one counter; the table shows that they all do.
+# Each name resolves to the o200k_base encoding (some with a counter of their own, for the way the
+# model bills images); the table shows that every one counts texts alike.
 MODELS = (
     "gpt-4o",
     "gpt-4o-2024-08-06",

@@ -103,9 +103,16 @@ def read_file(path: str) -> str:
     )
 
 
-def agent_with(sessions: SessionMiddleware, model: AgentModel, saver: InMemorySaver) -> Any:
+def agent_with(
+    sessions: SessionMiddleware, model: AgentModel, saver: InMemorySaver, **options: Any
+) -> Any:
     return create_agent(
-        model, tools=[read_file], system_prompt=SYSTEM, middleware=[sessions], checkpointer=saver
+        model,
+        tools=[read_file],
+        system_prompt=SYSTEM,
+        middleware=[sessions],
+        checkpointer=saver,
+        **options,
     )
 
 
@@ -420,14 +427,7 @@ def test_a_structured_response_schema_shares_the_reply_room() -> None:
     }
     sessions = SessionMiddleware(window=WindowPolicy(window=WINDOW, reply_room=500), model="gpt-4")
     model = AgentModel(max_tokens=480)
-    agent = create_agent(
-        model,
-        tools=[read_file],
-        system_prompt=SYSTEM,
-        middleware=[sessions],
-        checkpointer=InMemorySaver(),
-        response_format=ProviderStrategy(schema),
-    )
+    agent = agent_with(sessions, model, InMemorySaver(), response_format=ProviderStrategy(schema))
     with pytest.raises(ConfigError, match=r"max_tokens \(480\) and the output format's schema"):
         agent.invoke({"messages": [HumanMessage("Task 0.")]}, thread("t5"))
     assert model.seen == []
