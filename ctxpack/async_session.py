@@ -282,9 +282,12 @@ class AsyncSession:
         await self._commit(change)
         return recorded
 
-    def tools(self, provider: Provider = "openai") -> list[dict[str, Any]]:
-        """The tool definitions the session adds to a request (no I/O)."""
-        return self._core.tools(provider)
+    def tools(
+        self, provider: Provider = "openai", *, api: Literal["chat", "responses"] = "chat"
+    ) -> list[dict[str, Any]]:
+        """The tool definitions the session adds to a request (no I/O; see
+        :meth:`ctxpack.Session.tools`)."""
+        return self._core.tools(provider, api=api)
 
     async def retrieve(
         self,

@@ -155,6 +155,21 @@ def tool_definition(name: str, description: str, schema: Any, provider: Provider
     return {"name": name, "description": description, "input_schema": schema}
 
 
+def flat_tools(tools: Sequence[Any]) -> list[Any]:
+    """Tool definitions in the Responses API's shape: a Chat Completions function tool
+    (``{"type": "function", "function": {...}}``) with its function's fields at the top, and
+    ``strict`` as Chat Completions meant it (off unless the function says so): the Responses
+    API makes an unmarked function strict, and would refuse a schema written for Chat
+    Completions (optional properties, no ``additionalProperties: false``)."""
+    out: list[Any] = []
+    for tool in tools:
+        function = tool.get("function") if isinstance(tool, Mapping) else None
+        if isinstance(function, Mapping) and tool.get("type") == "function":
+            tool = {"type": "function", "strict": False, **function}
+        out.append(tool)
+    return out
+
+
 def tool_definition_parts(tool: Mapping[str, Any]) -> tuple[Any, Any, Any, Provider]:
     """A tool definition's name, description and schema (each as given, unchecked), and the
     shape it is in: an OpenAI function tool (``{"type": "function", "function": {...}}``) or

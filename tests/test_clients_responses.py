@@ -370,3 +370,22 @@ def test_a_session_with_tools_on_demand_sends_function_tools_the_sdk_reads() -> 
     for tool in tools:
         FUNCTION_TOOL.validate_python(tool)
         assert tool["strict"] is False  # the stubs' schemas say nothing of their fields
+
+
+def test_a_session_gives_its_tools_in_the_responses_api_shape() -> None:
+    session = ctxpack.Session(model="gpt-4o")
+    flat = session.tools(api="responses")
+    assert [tool["name"] for tool in flat] == ["retrieve_original"]
+    for tool in flat:
+        FUNCTION_TOOL.validate_python(tool)
+        assert tool["strict"] is False
+    chat = session.tools()[0]["function"]
+    assert {k: v for k, v in flat[0].items() if k not in ("type", "strict")} == chat
+    with pytest.raises(ctxpack.ConfigError, match='api must be "chat" or "responses"'):
+        session.tools(api="completions")  # type: ignore[arg-type]
+
+    async def from_async() -> list[dict[str, Any]]:
+        opened = await ctxpack.AsyncSession.open("s", store="memory://", model="gpt-4o")
+        return opened.tools(api="responses")
+
+    assert asyncio.run(from_async()) == flat

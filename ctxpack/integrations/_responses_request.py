@@ -92,18 +92,3 @@ def input_items(messages: Sequence[Message], system: str | None) -> list[dict[st
         if first == INSTRUCTIONS_ID or first.startswith(SYSTEM_PREFIX):
             messages = messages[1:]
     return to_openai(messages, api="responses")
-
-
-def flat_tools(tools: Sequence[Any]) -> list[Any]:
-    """Tool definitions in the Responses API's shape: a Chat Completions function tool
-    (``{"type": "function", "function": {...}}``) with its function's fields at the top, and
-    ``strict`` as Chat Completions meant it (off unless the function says so): the Responses
-    API makes an unmarked function strict, and would refuse a schema written for Chat
-    Completions (optional properties, no ``additionalProperties: false``)."""
-    out: list[Any] = []
-    for tool in tools:
-        function = tool.get("function") if isinstance(tool, Mapping) else None
-        if isinstance(function, Mapping) and tool.get("type") == "function":
-            tool = {"type": "function", "strict": False, **function}
-        out.append(tool)
-    return out

@@ -34,7 +34,7 @@ from ..errors import ConfigError, InvalidMessageError
 from ..managed import WindowPolicy
 from ..packing import pack
 from ..pipeline import Stage
-from ..providers import Provider
+from ..providers import Provider, flat_tools
 from ..result import PackResult
 from ..sdk import coerce_messages
 from ..tokens import (
@@ -242,7 +242,7 @@ class _Packer:
         tools = asked.tools
         sent_tools = self.feed.tools(tools) if self.feed is not None else tools
         if sent_tools is not None and sent_tools != tools:
-            out["tools"] = responses_api.flat_tools(sent_tools) if asked.responses else sent_tools
+            out["tools"] = flat_tools(sent_tools) if asked.responses else sent_tools
         if asked.responses:
             out["input"] = responses_api.input_items(result.messages, asked.system)
         elif self.provider == "anthropic":

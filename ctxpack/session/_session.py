@@ -16,7 +16,7 @@ from ..managed import PinnedText, WindowPolicy, WindowState
 from ..messages import Message, detached
 from ..persistence import open_backing
 from ..pipeline import Decision, Stage
-from ..providers import Provider, check_provider, tool_call_parts
+from ..providers import Provider, check_provider, flat_tools, tool_call_parts
 from ..redaction import redact
 from ..result import PackResult
 from ..retrieval import Retrieval, coerce_call, handle_retrieve_call, read_artifact
@@ -361,9 +361,18 @@ class Session(Arrival, Rendering):
         with self._lock:
             return len(self._raw)
 
-    def tools(self, provider: Provider = "openai") -> list[dict[str, Any]]:
-        """The tool definitions the session adds to a request: the retrieve tool, if offered."""
-        return self._own_tools(provider)
+    def tools(
+        self, provider: Provider = "openai", *, api: Literal["chat", "responses"] = "chat"
+    ) -> list[dict[str, Any]]:
+        """The tool definitions the session adds to a request: the retrieve tool, if offered.
+
+        ``api="responses"`` gives OpenAI's in the Responses API's flat shape
+        (``client.responses.create(tools=...)``), ``strict`` off as Chat Completions meant it.
+        """
+        if api not in ("chat", "responses"):
+            raise ConfigError(f'api must be "chat" or "responses", got {api!r}')
+        tools = self._own_tools(provider)
+        return flat_tools(tools) if api == "responses" else tools
 
     def render(
         self,
