@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import ConfigDict
 
 from ._internal.arguments import number
+from ._internal.images import image_rule
 from ._internal.options import FieldErrorModel
 from .adapters import from_anthropic
 from .errors import ConfigError, TokenizerUnavailableError
@@ -73,6 +74,7 @@ class AnthropicTokenCounter(_FramedCounter):
                 f"with messages.count_tokens; got {type(client).__name__}"
             )
         super().__init__()
+        self.images = image_rule(model)
         self.client = client
         self.model = model
         self.name = f"anthropic:{model}"

@@ -24,7 +24,7 @@ from ._internal.arguments import (
     tool_definitions,
 )
 from ._internal.encodings import MODEL_PREFIXES, model_encoding
-from ._internal.images import GPT_4O_IMAGES, ImageRule, image_rule
+from ._internal.images import CLAUDE_IMAGES, GPT_4O_IMAGES, ImageRule, image_rule
 from ._internal.parts import part_tokens
 from ._internal.prefix import PrefixMemo
 from .caches import SHORT_TEXT, LRUCache, text_memo
@@ -299,18 +299,20 @@ ANTHROPIC_FACTOR = 1.41
 
 
 @lru_cache(maxsize=16)
-def anthropic_approx_counter(factor: float = ANTHROPIC_FACTOR) -> TokenCounter:
+def anthropic_approx_counter(factor: float = ANTHROPIC_FACTOR) -> ScaledCounter:
     """Approximate counter for Claude models: cl100k_base counts times ``factor`` (>= 1).
 
     It is an approximation (``exact=False``); for exact packing pass your own count function,
     e.g. one that calls Anthropic's count-tokens endpoint, as ``counter=``. One counter per
     factor is shared by the process, so its counts stay cached between packs.
     """
-    return ScaledCounter(
+    counter = ScaledCounter(
         _shared_tiktoken_counter(DEFAULT_ENCODING),
         factor,
         name=f"anthropic-approx(cl100k*{factor})",
     )
+    counter.images = CLAUDE_IMAGES
+    return counter
 
 
 def priming_tokens(counter: TokenCounter) -> int:
@@ -434,15 +436,20 @@ def checked_tool_tokens(tools: Sequence[Mapping[str, Any]], counter: TokenCounte
 
 
 @cache
-def _shared_tiktoken_counter(encoding: str, images: ImageRule = GPT_4O_IMAGES) -> TiktokenCounter:
+def _shared_tiktoken_counter(encoding: str) -> TiktokenCounter:
     # One counter per encoding for the whole process: its cache is what makes repacking cheap.
+    return TiktokenCounter(encoding)
+
+
+@lru_cache(maxsize=64)
+def _with_images(counter: _FramedCounter, images: ImageRule) -> _FramedCounter:
     # A model that bills images otherwise has a counter of its own over the same text counts.
-    if images == GPT_4O_IMAGES:
-        return TiktokenCounter(encoding)
-    counter = copy.copy(_shared_tiktoken_counter(encoding))
-    counter.images, counter.name = images, f"{encoding} ({images.name} images)"
-    counter._sizes = PrefixMemo(counter._count_message_uncached)
-    return counter
+    if images == counter.images:
+        return counter
+    own = copy.copy(counter)
+    own.images, own.name = images, f"{counter.name} ({images.name} images)"
+    own._sizes = PrefixMemo(own._count_message_uncached)
+    return own
 
 
 @lru_cache(maxsize=64)
@@ -542,7 +549,7 @@ def get_counter(model: str | None = None, counter: CounterLike | None = None) ->
     from .providers import provider_from_model
 
     if provider_from_model(model) == "anthropic":
-        anthropic = anthropic_approx_counter()
+        anthropic = _with_images(anthropic_approx_counter(), image_rule(model))
         warnings.warn(
             f"{model!r} has no public tokenizer; counting with {anthropic.name!r}, an "
             "approximation with a safety margin. Pass counter=<your exact count function> "
@@ -551,7 +558,7 @@ def get_counter(model: str | None = None, counter: CounterLike | None = None) ->
             stacklevel=3,
         )
         return anthropic
-    return _shared_tiktoken_counter(encoding_for_model(model), image_rule(model))
+    return _with_images(_shared_tiktoken_counter(encoding_for_model(model)), image_rule(model))
 
 
 @keyword_checked

@@ -154,3 +154,50 @@ def test_models_that_bill_images_alike_share_a_counter_and_text_counts() -> None
     assert mini is ctxpack.get_counter("gpt-4o-mini-2024-07-18")
     assert mini.count("hello world") == ctxpack.get_counter("gpt-4o").count("hello world") == 2
     assert image_rule("gpt-4o-mini").name == "gpt-4o-mini"
+
+
+def anthropic_image(width: int, height: int) -> dict[str, Any]:
+    data = base64.b64encode(image_bytes(width, height, "PNG")).decode()
+    return {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
+
+
+def claude_image_tokens(model: str, block: dict[str, Any]) -> int:
+    counter = ctxpack.get_counter(model)
+    bare = counter.count_message(ctxpack.Message(role="user", content=[]))
+    return counter.count_message(ctxpack.Message(role="user", content=[block])) - bare
+
+
+BY_LINK = {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}
+
+
+@pytest.mark.filterwarnings("ignore::ctxpack.tokens.ApproximateTokenCountWarning")
+@pytest.mark.parametrize(
+    ("model", "edge", "most"),
+    [
+        ("claude-sonnet-4-5", 1568, 1600),
+        ("claude-haiku-4-5", 1568, 1600),
+        ("claude-opus-4-7", 2576, 4784),
+        ("claude-opus-4-8", 2576, 4784),
+        ("claude-sonnet-5-5", 2576, 4784),
+    ],
+)
+def test_a_claude_image_costs_its_pixels_up_to_its_models_limits(
+    model: str, edge: int, most: int
+) -> None:
+    assert claude_image_tokens(model, anthropic_image(600, 300)) == math.ceil(600 * 300 / 750)
+    scale = min(1.0, edge / 2400)
+    big = min(most, math.ceil(2400 * scale * 1200 * scale / 750))
+    assert claude_image_tokens(model, anthropic_image(2400, 1200)) == big
+    assert claude_image_tokens(model, BY_LINK) == most  # its size unknown: the most it costs
+    # An OpenAI image part sent to Claude becomes an image block, billed as one.
+    part = {"type": "image_url", "image_url": {"url": data_url(600, 300)}}
+    assert claude_image_tokens(model, part) == math.ceil(600 * 300 / 750)
+
+
+def test_the_default_claude_counter_keeps_its_name() -> None:
+    with pytest.warns(ctxpack.tokens.ApproximateTokenCountWarning):
+        counter = ctxpack.get_counter("claude-sonnet-4-5")
+    assert counter is ctxpack.tokens.anthropic_approx_counter()
+    with pytest.warns(ctxpack.tokens.ApproximateTokenCountWarning, match="claude-opus-4-7 images"):
+        high = ctxpack.get_counter("claude-opus-4-7")
+    assert high.count("hello world") == counter.count("hello world")

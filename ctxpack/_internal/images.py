@@ -23,13 +23,16 @@ __all__: list[str] = []
 
 class ImageRule(NamedTuple):
     """How the models named ``name`` bill an image: ``base`` + ``tile`` per 512 px tile, or,
-    with a ``multiplier``, its 32 px patches (at most ``patches``) times the multiplier."""
+    with a ``multiplier``, its 32 px patches (at most ``patches``) times the multiplier; or, for
+    Claude (``edge``), width x height / 750 once its long side fits ``edge``, at most
+    ``patches``."""
 
     name: str
     base: int
     tile: int
     multiplier: float = 0.0
     patches: int = 0
+    edge: int = 0
 
 
 GPT_4O_IMAGES = ImageRule("gpt-4o", 85, 170)
@@ -57,13 +60,24 @@ IMAGE_RULES: tuple[ImageRule, ...] = (
     ImageRule("o1", 75, 150),
     ImageRule("o3", 75, 150),
     ImageRule("computer-use-preview", 65, 129),
+    # Anthropic's high-resolution models take an image up to 2,576 px and 4,784 tokens (two
+    # public sources quoting its vision guide; none other is known to take more than 1,600).
+    *(
+        ImageRule(name, 0, 0, patches=4784, edge=2576)
+        for name in ("claude-opus-4-7", "claude-opus-4-8", "claude-sonnet-5", "claude-opus-5")
+    ),
 )
+
+# Anthropic's published image cost: width x height / 750 tokens, after scaling the image to at
+# most 1568 px on its long side; about 1600 tokens at most, which we assume without dimensions.
+CLAUDE_IMAGES = ImageRule("claude", 0, 0, patches=1600, edge=1568)
 
 
 def image_rule(model: str) -> ImageRule:
     """How ``model`` bills an image; gpt-4o's tiles for a model not listed."""
     lowered = model.lower().rpartition("/")[2]
-    return next((rule for rule in IMAGE_RULES if lowered.startswith(rule.name)), GPT_4O_IMAGES)
+    default = CLAUDE_IMAGES if lowered.startswith("claude") else GPT_4O_IMAGES
+    return next((rule for rule in IMAGE_RULES if lowered.startswith(rule.name)), default)
 
 
 # Without known dimensions we assume a 1024x1024 image at high detail.
@@ -78,13 +92,18 @@ def image_tokens(part: Mapping[str, Any], rule: ImageRule = GPT_4O_IMAGES) -> in
     ``image_url``), else from the header of an image sent as data (PNG, JPEG, GIF, WebP); else
     a 1024x1024 image is assumed.
     """
-    if isinstance(part.get("source"), Mapping):
-        return _anthropic_image_tokens(part)
+    source = part.get("source")
     inner = part.get("image_url")
     info: Mapping[str, Any] = inner if isinstance(inner, Mapping) else {}
     url = info.get("url") if inner is info else inner
     detail = info.get("detail", part.get("detail", "auto"))
-    size = _given_size(info) or _given_size(part) or data_url_size(url)
+    if isinstance(source, Mapping):
+        data = source.get("data")
+        size = _given_size(part) or (base64_size(data) if isinstance(data, str) else None)
+    else:
+        size = _given_size(info) or _given_size(part) or data_url_size(url)
+    if rule.edge or isinstance(source, Mapping):
+        return _claude_tokens(size, rule if rule.edge else CLAUDE_IMAGES)
     width, height = size or (DEFAULT_SIDE, DEFAULT_SIDE)
     if rule.multiplier:
         return math.ceil(_patch_count(width, height, rule.patches) * rule.multiplier)
@@ -187,16 +206,9 @@ def _jpeg_size(head: bytes) -> tuple[int, int] | None:
     return None
 
 
-# Anthropic's published image cost: width x height / 750 tokens, after scaling the image to at
-# most 1568 px on its long side; about 1600 tokens at most, which we assume without dimensions.
-ANTHROPIC_IMAGE_MAX_TOKENS = 1600
-
-
-def _anthropic_image_tokens(block: Mapping[str, Any]) -> int:
-    data = block["source"].get("data")
-    size = _given_size(block) or (base64_size(data) if isinstance(data, str) else None)
+def _claude_tokens(size: tuple[int, int] | None, rule: ImageRule) -> int:
     if size is None:
-        return ANTHROPIC_IMAGE_MAX_TOKENS
+        return rule.patches  # the most an image costs: its size is unknown
     width, height = size
-    scale = min(1.0, 1568 / max(width, height))
-    return min(ANTHROPIC_IMAGE_MAX_TOKENS, math.ceil(width * scale * height * scale / 750))
+    scale = min(1.0, rule.edge / max(width, height))
+    return min(rule.patches, math.ceil(width * scale * height * scale / 750))
