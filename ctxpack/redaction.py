@@ -243,13 +243,19 @@ class _Lines:
             lowered = self.text[begin:end].lower()
             return any(k in lowered for k in keywords)
         for keyword in keywords:
-            at = self._keyword_at.get(keyword)
-            if at is None:
-                at = self._keyword_at[keyword] = _occurrences(self.lowered, keyword)
+            at = self.occurrences(keyword)
             i = bisect.bisect_left(at, begin)
             if i < len(at) and at[i] + len(keyword) <= end:
                 return True
         return False
+
+    def occurrences(self, keyword: str) -> list[int]:
+        """Where ``keyword`` (lower-case) starts in the text, case ignored (needs ``lowered``)."""
+        assert self.lowered is not None
+        at = self._keyword_at.get(keyword)
+        if at is None:
+            at = self._keyword_at[keyword] = _occurrences(self.lowered, keyword)
+        return at
 
     def allowed(self, allowlist: _Allowlist, line: tuple[int, int]) -> bool:
         """Whether one of ``allowlist``'s patterns is found in ``line`` (once per line)."""
@@ -307,6 +313,52 @@ def _keywords_in(lowered: str) -> set[str]:
     return {k for k in keywords if any(m.startswith(k) for m in longest)}
 
 
+# In a text longer than this, a rule with keywords is run only near them: the matches it keeps
+# hold a keyword on their line, and in one long line (a base64 blob, minified code) a keyword
+# is in every stretch by chance; beyond _NEAR characters of the match it says nothing of it.
+_LONG_TEXT = 64 * 1024
+_NEAR = 512
+_SPAN = 4096  # how far a match found near a keyword may run before it is read again whole
+
+
+def _near_keywords(rule: _Rule, text: str, lines: _Lines, present: set[str]) -> Iterator[Any]:
+    """``rule``'s matches in ``text`` that start or end within :data:`_NEAR` characters of
+    one of its keywords (all of them in a short text)."""
+    lowered = lines.lowered
+    if not rule.keywords or len(text) <= _LONG_TEXT or lowered is None:
+        yield from rule.pattern.finditer(text)
+        return
+    found = [k for k in rule.keywords if k in present]
+    if sum(map(lowered.count, found)) * _NEAR > len(text):
+        # Keywords everywhere (minified code): their stretches would cover the text anyway.
+        yield from rule.pattern.finditer(text)
+        return
+    near = sorted(
+        (max(0, at - _NEAR), at + len(k) + _NEAR) for k in found for at in lines.occurrences(k)
+    )
+    spans: list[list[int]] = []
+    for start, end in near:
+        # Stretches closer than a search reads past its end are one: read once, not twice.
+        if spans and start <= spans[-1][1] + _SPAN:
+            spans[-1][1] = max(spans[-1][1], end)
+        else:
+            spans.append([start, end])
+    done = 0  # where the last match ended: a match is given once
+    for start, end in spans:
+        at = max(start, done)
+        # A search that finds nothing near must not read on to the end of the text.
+        limit = min(len(text), end + _SPAN)
+        while at < end:
+            match = rule.pattern.search(text, at, limit)
+            if match is None or match.start() >= end:
+                break
+            if limit < len(text) and match.end() >= limit:
+                # Cut by the limit: read it whole, as a search of the text would.
+                match = rule.pattern.match(text, match.start()) or match
+            yield match
+            done = at = max(match.end(), match.start() + 1)
+
+
 def _findings(text: str) -> Iterator[SecretFinding]:
     rules, everywhere = _rules()
     lowered = text.lower()
@@ -315,7 +367,7 @@ def _findings(text: str) -> Iterator[SecretFinding]:
     for rule in rules:
         if rule.keywords and present.isdisjoint(rule.keywords):
             continue
-        for match in rule.pattern.finditer(text):
+        for match in _near_keywords(rule, text, lines, present):
             start, end = _secret_span(match, rule.group)
             secret = text[start:end]
             if not secret.strip() or _entropy(secret) < rule.entropy:

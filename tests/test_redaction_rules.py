@@ -346,3 +346,35 @@ def test_a_password_given_on_a_command_line_or_in_basic_auth_is_redacted(
 )
 def test_command_line_and_basic_auth_lookalikes_survive(text: str) -> None:
     assert _kinds(text) == []
+
+
+@pytest.mark.parametrize("where", [0.0, 0.5, 1.0])
+@pytest.mark.parametrize("lines", [False, True], ids=["one long line", "many lines"])
+def test_secrets_in_a_large_output_are_found_wherever_they_sit(where: float, lines: bool) -> None:
+    # Past 64 kB a rule with keywords runs only near them; a secret sits next to its own.
+    import base64
+
+    draw = random.Random(7)
+    noise = base64.b64encode(draw.randbytes(300_000)).decode()
+    if lines:
+        noise = "\n".join(noise[i : i + 76] for i in range(0, len(noise), 76))
+    pat = "ghp_" + "R8sVt2Lq9ZxW4mKp7YcN3bHd6FgJ1aEu5TiO"
+    planted = f' {{"api_key": "{TOKEN}", "gh": "{pat}"}} '
+    at = int(len(noise) * where)
+    out = redact(noise[:at] + planted + noise[at:])
+    assert [s for s in (TOKEN, pat) if s in out.text] == []
+    assert set(out.kinds) == {"generic-api-key", "github-pat"}
+    assert (
+        out.text.replace("[REDACTED generic-api-key]", TOKEN).replace("[REDACTED github-pat]", pat)
+        == noise[:at] + planted + noise[at:]
+    )
+
+
+def test_a_secret_before_its_keyword_in_a_large_output_is_found() -> None:
+    # The AWS rule finds a secret key near its key id, before it as well as after.
+    log = "".join(
+        f"2026-12-05T10:00:{i % 60:02d}Z INFO request {i:06d} served\n" for i in range(3_000)
+    )
+    out = redact(log + f"the key {SECRET_KEY} goes with {KEY_ID}\n" + log)
+    assert SECRET_KEY not in out.text and KEY_ID not in out.text
+    assert out.text.startswith(log) and out.text.endswith(log)
