@@ -322,8 +322,9 @@ _SPAN = 4096  # how far a match found near a keyword may run before it is read a
 
 
 def _near_keywords(rule: _Rule, text: str, lines: _Lines, present: set[str]) -> Iterator[Any]:
-    """``rule``'s matches in ``text`` that start or end within :data:`_NEAR` characters of
-    one of its keywords (all of them in a short text)."""
+    """``rule``'s matches in ``text`` that start within :data:`_NEAR` characters of one of its
+    keywords, before or after it (all of them in a short text, or where keywords are
+    everywhere)."""
     lowered = lines.lowered
     if not rule.keywords or len(text) <= _LONG_TEXT or lowered is None:
         yield from rule.pattern.finditer(text)
