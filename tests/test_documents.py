@@ -231,3 +231,17 @@ def test_a_responses_input_file_needs_a_source() -> None:
         ctxpack.from_openai([{"role": "user", "content": [{"type": "input_file"}]}])
     assert caught.value.field == "content[0]"
     assert '"file_id" or "file_data" or "file_url"' in str(caught.value)
+
+
+def test_a_langchain_file_block_counts_its_pages() -> None:
+    pytest.importorskip("langchain_core")
+    from langchain_core.messages import HumanMessage
+
+    from ctxpack.adapters.langchain import from_langchain
+
+    block = {"type": "file", "base64": b64(make_pdf(3)), "mime_type": "application/pdf"}
+    history = from_langchain([HumanMessage(content=[block])])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # its data is there: no guess, no warning
+        tokens = ctxpack.count_tokens(history, model="gpt-4o")
+    assert tokens == 3 + 1 + 3 * PDF_PAGE_TOKENS + 3

@@ -201,3 +201,28 @@ def test_the_default_claude_counter_keeps_its_name() -> None:
     with pytest.warns(ctxpack.tokens.ApproximateTokenCountWarning, match="claude-opus-4-7 images"):
         high = ctxpack.get_counter("claude-opus-4-7")
     assert high.count("hello world") == counter.count("hello world")
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        lambda data: {"type": "image", "base64": data, "mime_type": "image/png"},
+        lambda data: {
+            "type": "image",
+            "source_type": "base64",
+            "data": data,
+            "mime_type": "image/png",
+        },
+    ],
+    ids=["langchain v1 block", "langchain v0.3 block"],
+)
+def test_a_langchain_image_block_is_counted_by_its_size(block: Any) -> None:
+    pytest.importorskip("langchain_core")
+    from langchain_core.messages import HumanMessage
+
+    from ctxpack.adapters.langchain import from_langchain
+
+    data = base64.b64encode(image_bytes(3000, 1000, "PNG")).decode()
+    history = from_langchain([HumanMessage(content=[block(data)])])
+    assert ctxpack.count_tokens(history, model="gpt-4o") == FRAMING + 85 + 170 * 8
+    assert ctxpack.count_tokens(history, model="gpt-4o-mini") == FRAMING + 2833 + 5667 * 8

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..caches import LRUCache
 from ..errors import ApproximateTokenCountWarning
+from .images import langchain_base64
 
 __all__: list[str] = []
 
@@ -70,6 +71,10 @@ def _openai_file(part: Mapping[str, Any], count: Callable[[str], int]) -> tuple[
         match = _DATA_URL.match(data)
         media, start = (match.group(1), match.end()) if match else ("", 0)
         return named + _base64_tokens(media, data, start, count), True
+    inline = langchain_base64(part)  # a LangChain file block: its data at the top
+    if inline is not None:
+        media = part.get("mime_type")
+        return _base64_tokens(media if isinstance(media, str) else "", inline, 0, count), True
     return named + PDF_PAGE_TOKENS, False
 
 

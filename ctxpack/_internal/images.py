@@ -102,6 +102,8 @@ def image_tokens(part: Mapping[str, Any], rule: ImageRule = GPT_4O_IMAGES) -> in
         size = _given_size(part) or (base64_size(data) if isinstance(data, str) else None)
     else:
         size = _given_size(info) or _given_size(part) or data_url_size(url)
+        inline = langchain_base64(part)
+        size = size or (base64_size(inline) if inline else None)
     if rule.edge or isinstance(source, Mapping):
         return _claude_tokens(size, rule if rule.edge else CLAUDE_IMAGES)
     width, height = size or (DEFAULT_SIDE, DEFAULT_SIDE)
@@ -114,6 +116,15 @@ def image_tokens(part: Mapping[str, Any], rule: ImageRule = GPT_4O_IMAGES) -> in
     scale = min(1.0, 768 / min(w, h))
     w, h = w * scale, h * scale
     return rule.base + rule.tile * math.ceil(w / 512) * math.ceil(h / 512)
+
+
+def langchain_base64(block: Mapping[str, Any]) -> str | None:
+    """The base64 data of a LangChain content block (``{"type": "image", "base64": ...}``, or
+    ``"source_type": "base64"`` with ``"data"``), which LangChain's chat models send on."""
+    data = block.get("base64")
+    if data is None and block.get("source_type") == "base64":
+        data = block.get("data")
+    return data if isinstance(data, str) and data else None
 
 
 def _given_size(entry: Mapping[str, Any]) -> tuple[int, int] | None:
