@@ -355,7 +355,11 @@ def _near_keywords(rule: _Rule, text: str, lines: _Lines, present: set[str]) -> 
                 break
             if limit < len(text) and match.end() >= limit:
                 # Cut by the limit: read it whole, as a search of the text would.
-                match = rule.pattern.match(text, match.start()) or match
+                whole = rule.pattern.match(text, match.start())
+                if whole is None:  # it held only where the limit ended the text
+                    at = match.start() + 1
+                    continue
+                match = whole
             yield match
             done = at = max(match.end(), match.start() + 1)
 
