@@ -162,9 +162,14 @@ MODEL_PREFIXES: tuple[tuple[str, str], ...] = (
 )
 
 
+def model_key(model: str) -> str:
+    """``model`` as the tables of models read it: lower-case, without a router's provider
+    prefix ("openai/gpt-4o", "azure/gpt-4o" name the same model)."""
+    return model.lower().rpartition("/")[2]
+
+
 def model_encoding(model: str) -> str | None:
     """The tiktoken encoding OpenAI uses for ``model``, or ``None`` for a name it does not
     know."""
-    # A router's provider prefix ("openai/gpt-4o", "azure/gpt-4o") names the same model.
-    lowered = model.lower().rpartition("/")[2]
-    return next((enc for prefix, enc in MODEL_PREFIXES if lowered.startswith(prefix)), None)
+    key = model_key(model)
+    return next((enc for prefix, enc in MODEL_PREFIXES if key.startswith(prefix)), None)

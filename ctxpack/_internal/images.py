@@ -18,6 +18,8 @@ import struct
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from .encodings import model_key
+
 __all__: list[str] = []
 
 
@@ -75,9 +77,9 @@ CLAUDE_IMAGES = ImageRule("claude", 0, 0, patches=1600, edge=1568)
 
 def image_rule(model: str) -> ImageRule:
     """How ``model`` bills an image; gpt-4o's tiles for a model not listed."""
-    lowered = model.lower().rpartition("/")[2]
-    default = CLAUDE_IMAGES if lowered.startswith("claude") else GPT_4O_IMAGES
-    return next((rule for rule in IMAGE_RULES if lowered.startswith(rule.name)), default)
+    key = model_key(model)
+    default = CLAUDE_IMAGES if key.startswith("claude") else GPT_4O_IMAGES
+    return next((rule for rule in IMAGE_RULES if key.startswith(rule.name)), default)
 
 
 # Without known dimensions we assume a 1024x1024 image at high detail.

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import ConfigDict, Field, ValidationError
 
 from .._internal.arguments import file_path, string
+from .._internal.encodings import model_key
 from .._internal.options import CheckedModel
 from ..errors import ConfigError
 
@@ -217,7 +218,7 @@ _DATE_SUFFIX = re.compile(r"(?:[-@]\d{4}-\d{2}-\d{2}|[-@]\d{8})$")
 
 
 def _normalised(model: str) -> str:
-    return model.strip().lower().rpartition("/")[2]
+    return model_key(model.strip())
 
 
 def resolve_model_name(model: str, known: Mapping[str, Any]) -> str | None:
