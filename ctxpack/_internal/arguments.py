@@ -15,7 +15,7 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from difflib import get_close_matches
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Literal, ParamSpec, TypeVar
 
 from pydantic import BaseModel
 
@@ -276,6 +276,15 @@ def optional_text(value: Any, argument: str) -> str | None:
     if value is not None and not isinstance(value, str):
         raise ConfigError(f"{argument} must be a string or None, got {type_name(value)}")
     return value
+
+
+def openai_api(value: Any) -> Literal["chat", "responses"]:
+    """``value`` as the OpenAI API a caller writes for: Chat Completions or Responses."""
+    if value == "chat":
+        return "chat"
+    if value == "responses":
+        return "responses"
+    raise ConfigError(f'api must be "chat" or "responses", got {value!r}')
 
 
 def flag(value: Any, argument: str) -> bool:

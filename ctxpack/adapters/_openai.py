@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-from .._internal.arguments import message_items
-from ..errors import ConfigError
+from .._internal.arguments import message_items, openai_api
 from ..messages import Message, copy_value, ensure_messages, owned_messages, provider_of
 from ..sdk import SDKObject, coerce_messages
 from ._anthropic import anthropic_parts_to_openai
@@ -113,8 +112,7 @@ def to_openai(
          {'type': 'function_call', 'call_id': 'c1', 'name': 'weather', 'arguments': '{}'},
          {'type': 'function_call_output', 'call_id': 'c1', 'output': '3 C'}]
     """
-    if api not in ("chat", "responses"):
-        raise ConfigError(f'api must be "chat" or "responses", got {api!r}')
+    api = openai_api(api)
     out: list[dict[str, Any]] = []
     for msg in owned_messages(messages):
         item: dict[str, Any] = {"role": msg.role}

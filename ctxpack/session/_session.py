@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
-from .._internal.arguments import flag, guesses, keyword_checked, message_items
+from .._internal.arguments import flag, guesses, keyword_checked, message_items, openai_api
 from .._internal.options import invalid_option
 from ..errors import ConfigError, InvalidMessageError
 from ..filters import OutputFilter, ToolOutputFilter
@@ -369,10 +369,8 @@ class Session(Arrival, Rendering):
         ``api="responses"`` gives OpenAI's in the Responses API's flat shape
         (``client.responses.create(tools=...)``), ``strict`` off as Chat Completions meant it.
         """
-        if api not in ("chat", "responses"):
-            raise ConfigError(f'api must be "chat" or "responses", got {api!r}')
         tools = self._own_tools(provider)
-        return flat_tools(tools) if api == "responses" else tools
+        return flat_tools(tools) if openai_api(api) == "responses" else tools
 
     def render(
         self,
