@@ -200,7 +200,8 @@ class _Packer:
         room = self.reply_room(kwargs, responses=responses)
         schema_text = output_format(kwargs, provider=self.provider, responses=responses)
         limits, schema = None, 0
-        if self.feed is None or self.feed.policy is None:
+        feed = self.feed if self.feed is not None and self.feed.policy is not None else None
+        if feed is None:  # the wrapper's limits; a managed session sizes its own requests
             counter = self.counter_for(kwargs.get("model"))
             schema = counter.count(schema_text) if schema_text else 0
             asked = "max_output_tokens" if responses else "max_tokens"
@@ -211,10 +212,10 @@ class _Packer:
         tools: Any = kwargs.get("tools")
         tools = tool_list(tools) if _given(tools) else None
         out = dict(kwargs)
-        if self.feed is not None and self.feed.policy is not None:
-            schema = self.feed.count(schema_text) if schema_text else 0
+        if feed is not None:
+            schema = feed.count(schema_text) if schema_text else 0
             own = _given(kwargs.get("context_management"))
-            out.update(self.feed.server_side_fields(beta=beta, own=own, betas=kwargs.get("betas")))
+            out.update(feed.server_side_fields(beta=beta, own=own, betas=kwargs.get("betas")))
         return Asked(messages, system, tools, room, limits, responses, schema), out
 
     @staticmethod
