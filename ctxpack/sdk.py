@@ -41,6 +41,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from ._internal.arguments import MAX_NESTING, TooDeep, too_deep_error
+from ._internal.reasoning import REASONING, is_reasoning
 from .errors import InvalidMessageError
 
 __all__: list[str] = []
@@ -325,6 +326,10 @@ def _openai_message(name: str, dumped: dict[str, Any], index: int) -> dict[str, 
         return dumped  # a Chat Completions message: already in request form
     meta = {RESPONSES_META: dumped}
     _check_item_fields(kind, dumped, index)
+    if kind == REASONING:
+        # A part of the assistant message it leads to (see coerce_messages); the part is a copy,
+        # the item in metadata stays as it came.
+        return {"role": "assistant", "content": [copy.deepcopy(dumped)], "metadata": meta}
     if kind == "message" and "role" in dumped:
         content = dumped.get("content")
         out: dict[str, Any] = {
@@ -359,15 +364,9 @@ def _openai_message(name: str, dumped: dict[str, Any], index: int) -> dict[str, 
         if name == "item"
         else f"OpenAI {name} (a Responses API {kind!r} item)"
     )
-    # A reasoning model's response.output starts with one: say how to pass the rest.
-    skip = (
-        ' (leave reasoning items out: [i for i in response.output if i.type != "reasoning"])'
-        if kind == "reasoning"
-        else ""
-    )
     raise InvalidMessageError(
         f"got {got}, which has no Chat Completions message; ctxpack packs message, "
-        f"function_call and function_call_output items{skip}",
+        "reasoning, function_call and function_call_output items",
         index=index,
         field="type",
     )
@@ -376,12 +375,30 @@ def _openai_message(name: str, dumped: dict[str, Any], index: int) -> dict[str, 
 # The fields of a Responses API call and its output, checked under their own names: once
 # converted, an error would name the Chat Completions fields the caller never wrote.
 _ITEM_FIELDS = {
+    REASONING: (("id", True),),
     "function_call": (("call_id", True), ("name", True), ("arguments", False)),
     "function_call_output": (("call_id", True), ("output", False)),
 }
 
 
 def _check_item_fields(kind: Any, item: dict[str, Any], index: int) -> None:
+    if kind == REASONING:
+        # What the API requires of a reasoning input item (its summary may be empty).
+        if not isinstance(item.get("summary"), list):
+            got = "missing" if "summary" not in item else f"got {type(item['summary']).__name__}"
+            raise InvalidMessageError(
+                f"a Responses API reasoning item's summary must be a list ({got})",
+                index=index,
+                field="summary",
+            )
+        encrypted = item.get("encrypted_content")
+        if encrypted is not None and not isinstance(encrypted, str):
+            raise InvalidMessageError(
+                "a Responses API reasoning item's encrypted_content must be a string or null "
+                f"(got {type(encrypted).__name__})",
+                index=index,
+                field="encrypted_content",
+            )
     for field, nonempty in _ITEM_FIELDS.get(kind, ()):
         value = item.get(field)
         if field == "output" and isinstance(value, list):
@@ -443,29 +460,53 @@ def coerce_messages(entries: Sequence[Any], start: int = 0) -> Sequence[Any]:
     for message in out:
         previous: Any = joined[-1] if joined else None
         if _is_responses_call(message) and _is_responses_call(previous):
-            items = previous["metadata"][RESPONSES_META]
             joined[-1] = {
                 **previous,
                 "tool_calls": [*previous["tool_calls"], *message["tool_calls"]],
-                "metadata": {
-                    RESPONSES_META: [
-                        *(items if isinstance(items, list) else [items]),
-                        message["metadata"][RESPONSES_META],
-                    ]
-                },
+                "metadata": {RESPONSES_META: [*_items(previous), *_items(message)]},
+            }
+        elif _items(message) and message.get("role") == "assistant" and _only_reasoning(previous):
+            # The thoughts and what they led to are sent, kept and dropped together.
+            content = message.get("content")
+            parts = [{"type": "text", "text": content}] if content else []
+            joined[-1] = {
+                **message,
+                "content": [
+                    *previous["content"],
+                    *(content if isinstance(content, list) else parts),
+                ],
+                "metadata": {RESPONSES_META: [*_items(previous), *_items(message)]},
             }
         else:
             joined.append(message)
     return joined
 
 
-def _is_responses_call(message: Any) -> bool:
+def _items(message: Any) -> list[Any]:
+    """The Responses API items a message was made from (none for any other message)."""
     if type(message) is not dict:
-        return False
+        return []
     meta = message.get("metadata")
     if not isinstance(meta, dict) or RESPONSES_META not in meta:
-        return False
+        return []
     items = meta[RESPONSES_META]
+    return list(items) if isinstance(items, list) else [items]
+
+
+def _is_responses_call(message: Any) -> bool:
     # The key is the user's too: an empty list is not the items of a call.
-    item = (items[-1] if items else None) if isinstance(items, list) else items
-    return isinstance(item, dict) and item.get("type") == "function_call"
+    items = _items(message)
+    return bool(items) and isinstance(items[-1], dict) and items[-1].get("type") == "function_call"
+
+
+def _only_reasoning(message: Any) -> bool:
+    """Whether a message is a reasoning item alone, waiting for what it led to."""
+    items = _items(message)
+    content = message.get("content") if items else None
+    return (
+        bool(items)
+        and all(isinstance(i, dict) and i.get("type") == REASONING for i in items)
+        and isinstance(content, list)
+        and all(is_reasoning(part) for part in content)
+        and not message.get("tool_calls")
+    )

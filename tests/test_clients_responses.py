@@ -223,9 +223,9 @@ def test_a_history_openai_holds_is_refused_before_sending(key: str) -> None:
         ),
         ({"input": "hi", "max_output_tokens": 600}, ctxpack.ConfigError, "max_output_tokens"),
         (
-            {"input": [{"type": "reasoning", "id": "rs_1", "summary": []}]},
+            {"input": [{"type": "item_reference", "id": "msg_1"}]},
             ctxpack.InvalidMessageError,
-            "leave reasoning items out",
+            "'item_reference' item",
         ),
     ],
 )

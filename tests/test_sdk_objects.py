@@ -300,13 +300,18 @@ def test_responses_api_items_map_onto_chat_messages() -> None:
 
 
 def test_a_responses_item_without_a_chat_message_is_refused_with_index_and_field() -> None:
-    from openai.types.responses import ResponseReasoningItem
+    from openai.types.responses import ResponseFunctionWebSearch
 
-    reasoning = ResponseReasoningItem.model_validate(
-        {"type": "reasoning", "id": "rs_1", "summary": []}
+    search = ResponseFunctionWebSearch.model_validate(
+        {
+            "type": "web_search_call",
+            "id": "ws_1",
+            "status": "completed",
+            "action": {"type": "search", "query": "weather"},
+        }
     )
-    with pytest.raises(ctxpack.InvalidMessageError, match="'reasoning'") as err:
-        ctxpack.pack([{"role": "user", "content": "hi"}, reasoning], budget=100)
+    with pytest.raises(ctxpack.InvalidMessageError, match="'web_search_call'") as err:
+        ctxpack.pack([{"role": "user", "content": "hi"}, search], budget=100)
     assert (err.value.index, err.value.field) == (1, "type")
 
 
@@ -476,11 +481,11 @@ def test_a_session_joins_the_parallel_calls_of_one_batch(as_objects: bool) -> No
 
 
 def test_a_responses_item_dict_without_a_chat_message_is_refused_by_name() -> None:
-    reasoning = {"type": "reasoning", "id": "rs_1", "summary": []}
+    reference = {"type": "item_reference", "id": "msg_1"}
     session = ctxpack.Session(counter="cl100k_base")
     session.append({"role": "user", "content": "hi"})
-    with pytest.raises(ctxpack.InvalidMessageError, match=r"'reasoning' item.*leave") as err:
-        session.extend([{"role": "assistant", "content": "ok"}, reasoning])
+    with pytest.raises(ctxpack.InvalidMessageError, match=r"'item_reference' item.*packs") as err:
+        session.extend([{"role": "assistant", "content": "ok"}, reference])
     assert (err.value.index, err.value.field) == (2, "type")
     assert len(session.transcript()) == 1  # nothing of the batch was added
     # A chat message, or Anthropic's response as a dict (a "message" of text blocks), is not

@@ -1,4 +1,5 @@
-"""Tokens of a content part: a text, an image, a document, or a part we cannot see into."""
+"""Tokens of a content part: a text, an image, a document, a model's reasoning, or a part we
+cannot see into."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 from .documents import DOCUMENT_TYPES, document_tokens
 from .images import ImageRule, image_tokens
+from .reasoning import REASONING, reasoning_tokens
 
 __all__: list[str] = []
 
@@ -23,5 +25,7 @@ def part_tokens(part: Mapping[str, Any], count: Callable[[str], int], images: Im
         return image_tokens(part, images)
     if kind in DOCUMENT_TYPES:
         return document_tokens(part, count)
+    if kind == REASONING:
+        return reasoning_tokens(part, count)
     # Unknown part types (audio...) are billed in ways we cannot see: never free.
     return count(str(part))

@@ -12,10 +12,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from .._internal.arguments import message_items, openai_api
+from .._internal.reasoning import is_reasoning
 from ..messages import Message, copy_value, ensure_messages, owned_messages, provider_of
 from ..sdk import SDKObject, coerce_messages
 from ._anthropic import anthropic_parts_to_openai
-from ._responses import chat_to_responses
+from ._responses import ResponsesLink, chat_to_responses, responses_link
 from ._validate import validate_openai
 
 __all__ = ["from_openai", "to_openai"]
@@ -60,9 +61,14 @@ def read_openai(entries: list[Mapping[str, Any]]) -> list[Message]:
 
 
 def _openai_content(msg: Message) -> str | list[dict[str, Any]] | None:
-    if provider_of(msg) != "anthropic":
+    if provider_of(msg) == "anthropic":
+        converted = anthropic_parts_to_openai(msg.content, text_only=msg.role == "tool")
+    elif isinstance(msg.content, list) and any(is_reasoning(p) for p in msg.content):
+        # Chat Completions has no place for reasoning; the Responses API's input takes it
+        # from the message (see chat_to_responses).
+        converted = [p for p in msg.content if not is_reasoning(p)]
+    else:
         return msg.content
-    converted = anthropic_parts_to_openai(msg.content, text_only=msg.role == "tool")
     if isinstance(converted, list) and not converted:
         # Nothing OpenAI can take is left (say, only thinking blocks).
         return None if msg.tool_calls else ""
@@ -114,7 +120,10 @@ def to_openai(
     """
     api = openai_api(api)
     out: list[dict[str, Any]] = []
+    links: list[ResponsesLink | None] = []
     for msg in owned_messages(messages):
+        if api == "responses":
+            links.append(responses_link(msg))
         item: dict[str, Any] = {"role": msg.role}
         content = _openai_content(msg)
         if not (content is None and msg.metadata.get(_NO_CONTENT)):
@@ -129,4 +138,4 @@ def to_openai(
         out.append(item)
     # Dicts of their own: editing them (adding cache_control, say) must not reach the messages.
     copied: list[dict[str, Any]] = copy_value(out)
-    return chat_to_responses(copied) if api == "responses" else copied
+    return chat_to_responses(copied, links) if api == "responses" else copied

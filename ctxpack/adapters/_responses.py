@@ -15,25 +15,75 @@ chat history does not hold.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
+from .._internal.reasoning import is_reasoning, reasoning_item
 from ..errors import InvalidMessageError
+from ..messages import Message
+from ..sdk import RESPONSES_META
 
 __all__: list[str] = []  # public through to_openai(messages, api="responses")
 
 
-def chat_to_responses(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+class ResponsesLink(NamedTuple):
+    """What ties a message to the response that produced it: the reasoning it holds, as input
+    items, and the ids the response gave its items (a function call's by its call id)."""
+
+    reasoning: list[dict[str, Any]]
+    call_ids: dict[str, str]
+    message_id: str | None
+
+
+def responses_link(msg: Message) -> ResponsesLink | None:
+    """The reasoning and item ids of an assistant message (reasoning appended alone, before
+    it, is written with its ids), or ``None`` when it has neither."""
+    items = msg.metadata.get(RESPONSES_META)
+    if msg.role != "assistant" or (items is None and not isinstance(msg.content, list)):
+        return None
+    reasoning = [
+        item
+        for part in (msg.content if isinstance(msg.content, list) else ())
+        if is_reasoning(part) and (item := reasoning_item(part))
+    ]
+    call_ids: dict[str, str] = {}
+    message_id = None
+    # metadata is the user's too: only items of the shape ctxpack wrote are read.
+    for item in items if isinstance(items, list) else [items]:
+        if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
+            continue
+        if item.get("type") == "function_call" and isinstance(item.get("call_id"), str):
+            call_ids[item["call_id"]] = item["id"]
+        elif item.get("type") == "message":
+            message_id = item["id"]
+    if not (reasoning or call_ids or message_id):
+        return None
+    return ResponsesLink(reasoning, call_ids, message_id)
+
+
+def chat_to_responses(
+    messages: Sequence[dict[str, Any]], links: Sequence[ResponsesLink | None] = ()
+) -> list[dict[str, Any]]:
     """Chat Completions message dicts (as :func:`~ctxpack.adapters.to_openai` writes them) ->
     Responses API input items.
+
+    ``links[i]`` is the reasoning of ``messages[i]`` and the ids of the items that followed it
+    (:func:`responses_link`). The API pairs a reasoning item with the item after it by that
+    item's id, and refuses a reasoning item followed by nothing of its response: reasoning is
+    written only before the message or calls it led to, with their ids, and left out when they
+    are gone (packed out, or written without their ids).
 
     Raises:
         InvalidMessageError: a content part the Responses API has no input for (audio, a
             refusal in a user message), index and field named.
     """
     out: list[dict[str, Any]] = []
+    pending: list[dict[str, Any]] = []  # reasoning alone in its message, awaiting its items
     for index, msg in enumerate(messages):
         role, content = msg["role"], msg.get("content")
+        link = links[index] if index < len(links) else None
+        if role != "assistant":
+            pending = []
         if role == "tool":
             output = _parts(content, index)
             out.append(
@@ -42,21 +92,51 @@ def chat_to_responses(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]
             continue
         if role == "assistant":
             text = _assistant_text(content, index)
-            if text:
+            calls = msg.get("tool_calls") or ()
+            thoughts = [*pending, *(link.reasoning if link else ())]
+            if not text and not calls:
+                pending = thoughts
+                continue
+            pending = []
+            paired = (
+                link
+                if link is not None
+                and thoughts
+                and (not text or link.message_id is not None)
+                and all(call["id"] in link.call_ids for call in calls)
+                else None
+            )
+            if paired:
+                out.extend(thoughts)
+                if text:
+                    out.append(_output_message(text, paired.message_id))
+            elif text:
                 out.append({"role": "assistant", "content": text})
-            for call in msg.get("tool_calls") or ():
+            for call in calls:
                 function = call["function"]
-                out.append(
-                    {
-                        "type": "function_call",
-                        "call_id": call["id"],
-                        "name": function["name"],
-                        "arguments": function["arguments"],
-                    }
-                )
+                item = {
+                    "type": "function_call",
+                    "call_id": call["id"],
+                    "name": function["name"],
+                    "arguments": function["arguments"],
+                }
+                if paired:
+                    item["id"] = paired.call_ids[call["id"]]
+                out.append(item)
             continue
         out.append({"role": role, "content": _parts(content, index)})
     return out
+
+
+def _output_message(text: str, item_id: str | None) -> dict[str, Any]:
+    """An assistant's text as the output message item it came as, under its id."""
+    return {
+        "type": "message",
+        "role": "assistant",
+        "id": item_id,
+        "status": "completed",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
 
 
 def _parts(content: Any, index: int) -> str | list[dict[str, Any]]:

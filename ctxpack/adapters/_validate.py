@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._internal.arguments import flag
+from .._internal.reasoning import check_reasoning
 from ..errors import InvalidMessageError
 from ..sdk import coerce_messages, coerce_value
 
@@ -31,6 +32,8 @@ OPENAI_PART_TYPES = frozenset(
         "input_text",
         "input_image",
         "input_file",
+        # A reasoning model's thoughts, in the assistant message they led to (see ctxpack.sdk).
+        "reasoning",
     }
 )
 
@@ -165,6 +168,8 @@ def _check_openai_parts(parts: list[Any], index: int, role: str) -> None:
             _check_file(inner, ("file_id", "file_data"), index, f"{field}.file")
         elif kind == "input_file":
             _check_file(part, ("file_id", "file_data", "file_url"), index, field)
+        elif kind == "reasoning":
+            check_reasoning(part, index, field, role)
         if role in ("system", "developer", "tool") and kind not in ("text", "input_text"):
             raise _fail(f"a {role} message may only hold text parts, not {kind!r}", index, field)
 

@@ -10,6 +10,7 @@ from typing import ClassVar, Literal, NamedTuple
 from pydantic import Field, field_validator
 
 from .._internal.arguments import optional_text
+from .._internal.reasoning import REASONING
 from ..cost import Price, price
 from ..errors import ConfigError
 from ..filters import original_note
@@ -29,7 +30,8 @@ _DEFAULT_PRICED_MODEL = "claude-sonnet-4-5"
 # shortly before a session ends costs more than it saves.
 _PATIENCE = 2.0
 
-_THINKING = frozenset({"thinking", "redacted_thinking"})
+# Anthropic's thinking blocks and OpenAI's reasoning items (held as parts, see ctxpack.sdk).
+_THINKING = frozenset({"thinking", "redacted_thinking", REASONING})
 
 
 def _call_names(messages: Sequence[Message]) -> dict[str, tuple[str, int]]:
@@ -108,8 +110,9 @@ class ToolResultClearer(_StoreModel):
             original's artifact id (:func:`ctxpack.store.artifact_id`).
         cache_aware: Clear only in batches that pay (see above); ``False`` gives the plain
             Anthropic semantics.
-        clear_thinking: Also remove thinking blocks from assistant messages, except those of the
-            last ``clear_thinking`` assistant messages that have some; ``None`` keeps them all.
+        clear_thinking: Also remove thinking blocks (and OpenAI reasoning items) from assistant
+            messages, except those of the last ``clear_thinking`` assistant messages that have
+            some; ``None`` keeps them all.
         model: Whose prices decide whether a batch pays (:func:`ctxpack.cost.price`); by default
             the context's model when it is priced, else ``claude-sonnet-4-5``.
         price: A :class:`~ctxpack.cost.Price` to use instead.

@@ -91,8 +91,9 @@ class WindowPolicy(CheckedModel):
         summarizer: ``(messages, instructions) -> text``; by default
             :func:`~ctxpack.editing.extractive_digest`, which needs no model.
         instructions: What a summary must keep, in words.
-        keep_thinking: Keep the thinking blocks of this many of the last assistant turns (as
-            Anthropic's ``clear_thinking_20251015``); the older ones go with the next clearing.
+        keep_thinking: Keep the thinking blocks (and OpenAI reasoning items) of this many of
+            the last assistant turns (as Anthropic's ``clear_thinking_20251015``); the older
+            ones go with the next clearing.
             ``None`` keeps them all.
         skill_budget: Tokens each skill may take when re-injected (its head is kept).
         pinned_budget: Tokens all skills together may take when re-injected (oldest dropped

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 from itertools import compress, count
 from typing import TYPE_CHECKING, Any, Literal
 
+from .._internal.reasoning import summary_text
 from .._internal.views import FileRegion, call_region
 from ..filters import ToolOutputFilter
 from ..guard import ArrivalGuard
@@ -136,7 +137,9 @@ class SessionState:
             self._calls[call.id] = Call(
                 tool=call.function.name,
                 command=command_of(call.function.arguments),
-                goal=msg.text,
+                # A reasoning model often calls without a word: its reasoning's summary says
+                # what it is after, closer to the call than the user's question.
+                goal=msg.text or summary_text(msg.content),
                 region=call_region(call.function.name, call.function.arguments),
             )
 
