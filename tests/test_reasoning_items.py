@@ -24,6 +24,7 @@ from ctxpack.adapters import from_openai, to_openai, validate_anthropic, validat
 from ctxpack.editing import ToolResultClearer
 from ctxpack.tokens import ApproximateTokenCountWarning
 from tests.sdk_mock import WEATHER_TOOL, Capture, openai_client
+from tests.test_clients_responses import response
 
 openai_responses = pytest.importorskip("openai.types.responses")
 ITEM = pydantic.TypeAdapter(openai_responses.ResponseInputItem)
@@ -307,23 +308,9 @@ def test_packed_histories_send_reasoning_only_with_its_items(
 # --------------------------------------------------------------------------- the client wrapper
 
 
-def _response(*output: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "id": "resp_1",
-        "object": "response",
-        "created_at": 0,
-        "model": "o4-mini",
-        "status": "completed",
-        "output": list(output),
-        "parallel_tool_calls": True,
-        "tool_choice": "auto",
-        "tools": [],
-    }
-
-
 def test_a_wrapped_client_sends_a_reasoning_models_output_back_paired() -> None:
     replies = iter(
-        [_response(reasoning(1), call("Oslo"), call("Rome")), _response(answer(2, "Cold."))]
+        [response(reasoning(1), call("Oslo"), call("Rome")), response(answer(2, "Cold."))]
     )
     capture = Capture(lambda body: httpx2.Response(200, json=next(replies)))
     client = ctxpack.wrap_openai(openai_client(capture), window=20_000)
