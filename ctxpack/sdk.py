@@ -41,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from ._internal.arguments import MAX_NESTING, TooDeep, too_deep_error
-from ._internal.reasoning import REASONING, is_reasoning
+from ._internal.reasoning import REASONING, check_reasoning, is_reasoning
 from .errors import InvalidMessageError
 
 __all__: list[str] = []
@@ -383,22 +383,14 @@ _ITEM_FIELDS = {
 
 def _check_item_fields(kind: Any, item: dict[str, Any], index: int) -> None:
     if kind == REASONING:
-        # What the API requires of a reasoning input item (its summary may be empty).
-        if not isinstance(item.get("summary"), list):
-            got = "missing" if "summary" not in item else f"got {type(item['summary']).__name__}"
+        # The API requires a summary (it may be empty); the part's own checks do the rest.
+        if "summary" not in item:
             raise InvalidMessageError(
-                f"a Responses API reasoning item's summary must be a list ({got})",
+                "a Responses API reasoning item's summary must be a list (missing)",
                 index=index,
                 field="summary",
             )
-        encrypted = item.get("encrypted_content")
-        if encrypted is not None and not isinstance(encrypted, str):
-            raise InvalidMessageError(
-                "a Responses API reasoning item's encrypted_content must be a string or null "
-                f"(got {type(encrypted).__name__})",
-                index=index,
-                field="encrypted_content",
-            )
+        check_reasoning(item, index, None, "assistant")
     for field, nonempty in _ITEM_FIELDS.get(kind, ()):
         value = item.get(field)
         if field == "output" and isinstance(value, list):

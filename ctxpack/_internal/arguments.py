@@ -73,6 +73,11 @@ def type_name(value: Any) -> str:
     return "None" if value is None else type(value).__name__
 
 
+def json_type_name(value: Any) -> str:
+    """:func:`type_name` for a payload's value, whose ``None`` was JSON's ``null``."""
+    return "null" if value is None else type(value).__name__
+
+
 def message_items(messages: Any, *, argument: str = "messages") -> tuple[Any, ...]:
     """``messages`` as a tuple of its entries, or the error saying a list was expected."""
     if (

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import ApproximateTokenCountWarning, InvalidMessageError
+from .arguments import json_type_name
 
 __all__: list[str] = []
 
@@ -38,15 +39,21 @@ def is_reasoning(part: Any) -> bool:
     return isinstance(part, Mapping) and part.get("type") == REASONING
 
 
-def check_reasoning(part: Mapping[str, Any], index: int, field: str, role: str) -> None:
-    """A reasoning part's fields (a Responses API item, or LangChain's block for one), as the
-    message validators check a part: the error names the message and the field."""
+def check_reasoning(part: Mapping[str, Any], index: int, field: str | None, role: str) -> None:
+    """A reasoning part's fields (a Responses API item, or LangChain's block for one): the
+    error names the message and the field, under ``field`` (the part's place in the content;
+    ``None`` for an item not yet converted, whose fields are named as the caller wrote them)."""
 
     def fail(detail: str, where: str) -> InvalidMessageError:
         return InvalidMessageError(f"{where}: {detail}", index=index, field=where)
 
+    def at(key: str) -> str:
+        return f"{field}.{key}" if field else key
+
     if role != "assistant":
-        raise fail(f"a reasoning part belongs to an assistant message, not a {role} one", field)
+        raise fail(
+            f"a reasoning part belongs to an assistant message, not a {role} one", field or "role"
+        )
     for key, kind, name in (
         ("id", str, "a string"),
         ("summary", list, "a list"),
@@ -54,16 +61,12 @@ def check_reasoning(part: Mapping[str, Any], index: int, field: str, role: str) 
         ("reasoning", str, "a string"),
     ):
         if key in part and not isinstance(part[key], kind):
-            raise fail(f"must be {name}, got {_type_name(part[key])}", f"{field}.{key}")
+            raise fail(f"must be {name}, got {json_type_name(part[key])}", at(key))
     encrypted = part.get("encrypted_content")
     if encrypted is not None and not isinstance(encrypted, str):
         raise fail(
-            f"must be a string or null, got {_type_name(encrypted)}", f"{field}.encrypted_content"
+            f"must be a string or null, got {json_type_name(encrypted)}", at("encrypted_content")
         )
-
-
-def _type_name(value: Any) -> str:
-    return "null" if value is None else type(value).__name__
 
 
 def reasoning_tokens(part: Mapping[str, Any], count: Callable[[str], int]) -> int:

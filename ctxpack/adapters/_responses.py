@@ -62,7 +62,7 @@ def responses_link(msg: Message) -> ResponsesLink | None:
 
 
 def chat_to_responses(
-    messages: Sequence[dict[str, Any]], links: Sequence[ResponsesLink | None] = ()
+    messages: Sequence[dict[str, Any]], links: Sequence[ResponsesLink | None]
 ) -> list[dict[str, Any]]:
     """Chat Completions message dicts (as :func:`~ctxpack.adapters.to_openai` writes them) ->
     Responses API input items.
@@ -81,7 +81,7 @@ def chat_to_responses(
     pending: list[dict[str, Any]] = []  # reasoning alone in its message, awaiting its items
     for index, msg in enumerate(messages):
         role, content = msg["role"], msg.get("content")
-        link = links[index] if index < len(links) else None
+        link = links[index]
         if role != "assistant":
             pending = []
         if role == "tool":

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._internal.arguments import flag
+from .._internal.arguments import flag, json_type_name
 from .._internal.reasoning import check_reasoning
 from ..errors import InvalidMessageError
 from ..sdk import coerce_messages, coerce_value
@@ -69,20 +69,18 @@ def _fail(detail: str, index: int | None, field: str | None) -> InvalidMessageEr
     return InvalidMessageError(where + detail, index=index, field=field)
 
 
-def _type_name(value: Any) -> str:
-    return "null" if value is None else type(value).__name__
-
-
 def _require_str(entry: Mapping[str, Any], key: str, index: int | None, field: str) -> None:
     if key not in entry:
         raise _fail("is missing", index, field)
     if not isinstance(entry[key], str):
-        raise _fail(f"must be a string, got {_type_name(entry[key])}", index, field)
+        raise _fail(f"must be a string, got {json_type_name(entry[key])}", index, field)
 
 
 def _check_list(messages: Any, what: str) -> Sequence[Any]:
     if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
-        raise _fail(f"expected a list of {what} messages, got {_type_name(messages)}", None, None)
+        raise _fail(
+            f"expected a list of {what} messages, got {json_type_name(messages)}", None, None
+        )
     return messages
 
 
@@ -92,7 +90,9 @@ def _check_list(messages: Any, what: str) -> Sequence[Any]:
 def _typed_entry(entry: Any, noun: str, allowed: list[str], index: int | None, field: str) -> str:
     """The ``type`` of a content part or block, checked against ``allowed`` (listed in order)."""
     if not isinstance(entry, Mapping):
-        raise _fail(f"a content {noun} must be an object, got {_type_name(entry)}", index, field)
+        raise _fail(
+            f"a content {noun} must be an object, got {json_type_name(entry)}", index, field
+        )
     kind = entry.get("type")
     if not isinstance(kind, str):
         raise _fail(f"every content {noun} needs a string type", index, f"{field}.type")
@@ -112,7 +112,7 @@ def _payload(
     inner = part.get(key)
     if not isinstance(inner, Mapping):
         raise _fail(
-            f"must be an object like {like}, got {_type_name(inner)}", index, f"{field}.{key}"
+            f"must be an object like {like}, got {json_type_name(inner)}", index, f"{field}.{key}"
         )
     return inner
 
@@ -180,7 +180,7 @@ def _check_openai_function(
     if not isinstance(function, Mapping):
         raise _fail(
             'must be an object {"name": ..., "arguments": "<JSON string>"}, got '
-            + _type_name(function),
+            + json_type_name(function),
             index,
             field,
         )
@@ -193,7 +193,7 @@ def _check_openai_function(
         )
     if not isinstance(function["arguments"], str):
         raise _fail(
-            f"must be a JSON string, got {_type_name(function['arguments'])}; "
+            f"must be a JSON string, got {json_type_name(function['arguments'])}; "
             "encode it with json.dumps",
             index,
             f"{field}.arguments",
@@ -203,7 +203,7 @@ def _check_openai_function(
 def _role_of(entry: Any, index: int) -> Any:
     """The entry's role, after checking that it is an object that has one."""
     if not isinstance(entry, Mapping):
-        raise _fail(f"a message must be an object, got {_type_name(entry)}", index, None)
+        raise _fail(f"a message must be an object, got {json_type_name(entry)}", index, None)
     role = entry.get("role")
     if role is None:
         raise _fail("is missing", index, "role")
@@ -222,7 +222,7 @@ def check_openai_message(entry: Any, index: int) -> None:
     if role not in OPENAI_ROLES:
         raise _fail(f"{role!r} is not one of {', '.join(OPENAI_ROLES)}", index, "role")
     if "name" in entry and not isinstance(entry["name"], str):
-        raise _fail(f"must be a string, got {_type_name(entry['name'])}", index, "name")
+        raise _fail(f"must be a string, got {json_type_name(entry['name'])}", index, "name")
     calls = entry.get("tool_calls")
     if "tool_calls" in entry and calls is not None:
         if role != "assistant":
@@ -230,11 +230,13 @@ def check_openai_message(entry: Any, index: int) -> None:
                 f"only an assistant message may call tools, not {role}", index, "tool_calls"
             )
         if not isinstance(calls, list):
-            raise _fail(f"must be a list, got {_type_name(calls)}", index, "tool_calls")
+            raise _fail(f"must be a list, got {json_type_name(calls)}", index, "tool_calls")
         for k, call in enumerate(calls):
             field = f"tool_calls[{k}]"
             if not isinstance(call, Mapping):
-                raise _fail(f"a tool call must be an object, got {_type_name(call)}", index, field)
+                raise _fail(
+                    f"a tool call must be an object, got {json_type_name(call)}", index, field
+                )
             _require_str(call, "id", index, f"{field}.id")
             if call.get("type", "function") != "function":
                 raise _fail(f"{call.get('type')!r} is not 'function'", index, f"{field}.type")
@@ -273,7 +275,7 @@ def check_openai_message(entry: Any, index: int) -> None:
         _check_openai_parts(content, index, role)
     elif not isinstance(content, str):
         raise _fail(
-            f"must be a string or a list of parts, got {_type_name(content)}", index, "content"
+            f"must be a string or a list of parts, got {json_type_name(content)}", index, "content"
         )
 
 
@@ -375,7 +377,7 @@ def _check_anthropic_block(block: Any, index: int | None, field: str, role: str)
         if not isinstance(source, Mapping):
             raise _fail(
                 'must be an object like {"type": "base64", "media_type": ..., "data": ...}, got '
-                + _type_name(source),
+                + json_type_name(source),
                 index,
                 f"{field}.source",
             )
@@ -402,7 +404,7 @@ def _check_anthropic_block(block: Any, index: int | None, field: str, role: str)
             raise _fail("a tool_use block needs its input object", index, f"{field}.input")
         if not isinstance(block["input"], Mapping):
             raise _fail(
-                f"must be an object, got {_type_name(block['input'])}", index, f"{field}.input"
+                f"must be an object, got {json_type_name(block['input'])}", index, f"{field}.input"
             )
     elif kind == "tool_result":
         _require_str(block, "tool_use_id", index, f"{field}.tool_use_id")
@@ -422,7 +424,7 @@ def _check_anthropic_block(block: Any, index: int | None, field: str, role: str)
                     )
         elif inner is not None and not isinstance(inner, str):
             raise _fail(
-                f"must be a string or a list of blocks, got {_type_name(inner)}",
+                f"must be a string or a list of blocks, got {json_type_name(inner)}",
                 index,
                 f"{field}.content",
             )
@@ -453,7 +455,7 @@ def _check_anthropic_message(entry: Any, index: int) -> None:
         return
     if not isinstance(content, list):
         raise _fail(
-            f"must be a string or a list of blocks, got {_type_name(content)}", index, "content"
+            f"must be a string or a list of blocks, got {json_type_name(content)}", index, "content"
         )
     if not content:
         raise _fail("an empty list of blocks; give at least one block", index, "content")
@@ -466,7 +468,9 @@ def _check_anthropic_system(system: Any) -> None:
         return
     if not isinstance(system, list):
         raise _fail(
-            f"must be a string or a list of text blocks, got {_type_name(system)}", None, "system"
+            f"must be a string or a list of text blocks, got {json_type_name(system)}",
+            None,
+            "system",
         )
     for j, block in enumerate(system):
         kind = _check_anthropic_block(block, None, f"system[{j}]", "user")
