@@ -25,6 +25,7 @@ from ._internal.options import FieldErrorModel
 from .adapters import from_anthropic
 from .errors import ConfigError, TokenizerUnavailableError
 from .messages import Message
+from .providers import anthropic_tool
 from .sdk import SDKObject
 from .tokens import (
     TOKENS_PER_TOOL_CALL,
@@ -146,7 +147,7 @@ class AnthropicTokenCounter(_FramedCounter):
         """What tool definitions add to a request, by the endpoint (OpenAI functions are sent
         in Anthropic's form), cached by their JSON. Used by
         :func:`ctxpack.tokens.tool_definition_tokens`."""
-        as_sent = [_anthropic_tool(tool) for tool in tools]
+        as_sent = [anthropic_tool(tool) for tool in tools]
         if not as_sent:
             return 0
         key = json.dumps(as_sent, ensure_ascii=False, sort_keys=True, default=str)
@@ -157,18 +158,6 @@ class AnthropicTokenCounter(_FramedCounter):
             cached = max(0, self._endpoint(probe, as_sent) - sum(self.framing()) - 1)
             self._tool_sizes.put(key, cached)
         return cached
-
-
-def _anthropic_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
-    """An OpenAI function definition in Anthropic's form; anything else as it is."""
-    function = tool.get("function") if tool.get("type") == "function" else None
-    if isinstance(function, Mapping):
-        out = {"name": function.get("name", ""), "input_schema": function.get("parameters")}
-        if function.get("description"):
-            out["description"] = function["description"]
-        out["input_schema"] = out["input_schema"] or {"type": "object", "properties": {}}
-        return out
-    return dict(tool)
 
 
 def anthropic_token_counter(client: Any, model: str = DEFAULT_MODEL) -> AnthropicTokenCounter:

@@ -30,7 +30,7 @@ from .pipeline import (
 from .pipeline import (
     Provider as Provider,
 )
-from .providers import detect_provider
+from .providers import detect_provider, tools_as_sent
 from .result import PackResult
 from .sdk import SDKObject
 from .stages import (
@@ -280,7 +280,7 @@ def _pack(
     msgs = owned_messages(messages, check=check_openai_message)
     check_message_sizes(msgs)
     target = detect_provider(provider, model, msgs)
-    tool_tokens = checked_tool_tokens(tools, resolved) if tools else 0
+    tool_tokens = checked_tool_tokens(tools_as_sent(tools, target), resolved) if tools else 0
     input_ids = list(message_ids(msgs))
     if query is None:
         query = _last_user_text(msgs)

@@ -155,6 +155,28 @@ def tool_definition(name: str, description: str, schema: Any, provider: Provider
     return {"name": name, "description": description, "input_schema": schema}
 
 
+def anthropic_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
+    """An OpenAI function definition (Chat Completions' or the Responses API's flat one) in
+    Anthropic's form; any other tool as it is."""
+    function = tool.get("function", tool) if tool.get("type") == "function" else None
+    if not isinstance(function, Mapping):
+        return dict(tool)
+    out = {"name": function.get("name", ""), "input_schema": function.get("parameters")}
+    if function.get("description"):
+        out["description"] = function["description"]
+    out["input_schema"] = out["input_schema"] or {"type": "object", "properties": {}}
+    return out
+
+
+def tools_as_sent(
+    tools: Sequence[Mapping[str, Any]], provider: Provider | None
+) -> list[Mapping[str, Any]]:
+    """Tool definitions as ``provider`` receives them, which is what they cost: Anthropic
+    takes no OpenAI function, so a request for Claude carries each one as an Anthropic tool
+    (its JSON, and Anthropic's tool-use prompt once per request)."""
+    return [anthropic_tool(t) for t in tools] if provider == "anthropic" else list(tools)
+
+
 def flat_tools(tools: Sequence[Any]) -> list[Any]:
     """Tool definitions in the Responses API's shape: a Chat Completions function tool
     (``{"type": "function", "function": {...}}``) with its function's fields at the top, and

@@ -591,8 +591,10 @@ def count_tokens(
         >>> count_tokens([{"role": "user", "content": "hello world"}], model="gpt-4")
         9
     """
-    resolved = get_counter(model, counter)
-    extra = checked_tool_tokens(tool_definitions(tools), resolved) if tools is not None else 0
+    from .providers import provider_from_model, tools_as_sent
+
+    resolved, given = get_counter(model, counter), tool_definitions(() if tools is None else tools)
+    extra = checked_tool_tokens(tools_as_sent(given, provider_from_model(model)), resolved)
     if isinstance(messages_or_text, str):
         return resolved.count(messages_or_text) + extra
     return resolved.count_messages(owned_messages(messages_or_text)) + extra

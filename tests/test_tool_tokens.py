@@ -411,3 +411,36 @@ def test_an_enum_value_in_a_schema_counts_as_its_text() -> None:
 
     user = [{"role": "user", "content": "x"}]
     assert count_tokens(user, tools=tool(Color.RED)) == count_tokens(user, tools=tool("red"))
+
+
+def test_tools_for_claude_are_counted_in_anthropics_form_whatever_shape_they_come_in() -> None:
+    # Anthropic takes no OpenAI function: a request for Claude carries each one as an
+    # Anthropic tool, and the API adds its tool-use prompt. LangChain's agents hand ChatAnthropic
+    # OpenAI-shaped definitions.
+    schema = WEATHER["function"]["parameters"]
+    function = WEATHER["function"]
+    as_anthropic = {
+        "name": function["name"],
+        "input_schema": schema,
+        "description": function["description"],
+    }
+    flat = {"type": "function", **function}  # the Responses API's shape
+    history = [{"role": "user", "content": "Weather in Oslo?"}]
+    with pytest.warns(ctxpack.errors.ApproximateTokenCountWarning):
+        claude = get_counter("claude-sonnet-4-5")
+    expected = tool_definition_tokens([as_anthropic], claude)
+    assert expected > tool_definition_tokens([WEATHER], claude) + 300
+    for tools in ([WEATHER], [flat], [as_anthropic]):
+        packed = ctxpack.pack(
+            history, budget=2_000, counter=claude, provider="anthropic", tools=tools
+        )
+        assert packed.tool_tokens == expected
+        counted = count_tokens(history, counter=claude, model="claude-sonnet-4-5", tools=tools)
+        assert counted == claude.count_messages(history) + expected
+        session = ctxpack.Session(model="claude-sonnet-4-5", counter=claude, retrieve_tool=False)
+        session.extend(history)
+        assert session.render(tools=tools).tool_tokens == expected
+    # For OpenAI, an OpenAI function stays what it is.
+    openai = ctxpack.pack(history, budget=2_000, model="gpt-4o", tools=[WEATHER])
+    assert openai.tool_tokens == count_tokens("", model="gpt-4o", tools=[WEATHER])
+    assert openai.tool_tokens < expected

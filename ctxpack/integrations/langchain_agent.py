@@ -533,7 +533,8 @@ def _reply_room(request: ModelRequest[Any]) -> int:
 
 
 def _tool_definitions(tools: Sequence[Any]) -> list[Mapping[str, Any]] | None:
-    """The request's tools as OpenAI definitions, to count them (LangChain sends them so)."""
+    """The request's tools as OpenAI definitions, to count them (``pack()`` counts them in
+    Anthropic's form for ``ChatAnthropic``, which sends them so)."""
     if not tools:
         return None
     out: list[Mapping[str, Any]] = []

@@ -13,7 +13,7 @@ from ..managed import cache_warnings, render_window
 from ..messages import Message, detached
 from ..packing import pack
 from ..pipeline import Decision, DecisionLog
-from ..providers import Provider, check_provider, provider_from_model
+from ..providers import Provider, check_provider, provider_from_model, tools_as_sent
 from ..result import Originals, PackResult
 from ..retrieval import retrieve_tool
 from ..stages import provider_conform
@@ -66,7 +66,7 @@ class Rendering(SessionState):
         if self.tools_on_demand and given:
             self._full_tools = list(given)
             given = on_demand_tools(given, provider)
-        all_tools = [*given, *self._own_tools(provider)]
+        all_tools = tools_as_sent([*given, *self._own_tools(provider)], provider)
         raw_tokens = self._raw_total()
         filter_log = self._filter_log()
         asked = budget

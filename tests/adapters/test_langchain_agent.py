@@ -25,6 +25,7 @@ from langchain_core.messages import (
 )
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field
 
 import ctxpack
@@ -323,3 +324,22 @@ def test_a_structured_response_schema_is_reserved_beside_the_reply(strategy: str
     schema = json.dumps(Forecast.model_json_schema(), separators=(",", ":"))
     assert result.reserve == 100 + len(ENC.encode(schema))
     assert result.tokens + len(ENC.encode(schema)) + 100 <= 800
+
+
+def test_tools_for_an_anthropic_model_are_counted_as_anthropic_receives_them() -> None:
+    class ChatAnthropicLike(RecordingChatModel):
+        pass
+
+    history: list[BaseMessage] = [HumanMessage("Weather in Oslo?", id="q")]
+    packing = PackingMiddleware(window=2_000, model="gpt-4")
+    counts = {}
+    for model in (RecordingChatModel(script=[]), ChatAnthropicLike(script=[])):
+        request = ModelRequest(model=model, messages=history, tools=[get_weather])
+        packing.pack_request(request)
+        assert packing.last_result is not None
+        counts[type(model).__name__] = packing.last_result.tool_tokens
+    # ChatAnthropic sends the tool as an input_schema, and Anthropic adds its tool-use prompt.
+    as_sent = ctxpack.providers.anthropic_tool(convert_to_openai_tool(get_weather))
+    counter = ctxpack.tokens.get_counter("gpt-4")
+    assert counts["ChatAnthropicLike"] == ctxpack.tokens.tool_definition_tokens([as_sent], counter)
+    assert counts["ChatAnthropicLike"] > counts["RecordingChatModel"] + 300
