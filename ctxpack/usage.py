@@ -21,7 +21,7 @@ from ._internal.jsontext import read_json
 from ._internal.options import FieldErrorModel
 from .errors import ConfigError
 from .messages import Message, owned_messages
-from .providers import tool_name
+from .providers import provider_from_model, tool_name, tools_as_sent
 from .tokens import (
     CounterLike,
     TokenCounter,
@@ -253,6 +253,7 @@ def context_usage(
     resolved = get_counter(model, counter)
     msgs = list(owned_messages(messages))  # read only, never handed out
     tool_list = tool_definitions(tools) if tools is not None else []
+    tool_list = tools_as_sent(tool_list, provider_from_model(model))  # counted as sent
     window = _window(window, compaction_window, model)
     buckets, tool_items = _buckets(msgs, tool_list, memory_files or {}, resolved)
     total = sum(b.tokens for b in buckets)

@@ -440,6 +440,16 @@ def test_tools_for_claude_are_counted_in_anthropics_form_whatever_shape_they_com
         session = ctxpack.Session(model="claude-sonnet-4-5", counter=claude, retrieve_tool=False)
         session.extend(history)
         assert session.render(tools=tools).tool_tokens == expected
+    # The /context view and the bill read the model's name the same way.
+    claude_name = {"model": "claude-sonnet-4-5", "counter": claude}
+    for tools in ([WEATHER], [as_anthropic]):
+        usage = ctxpack.context_usage(history, tools=tools, window=200_000, **claude_name)
+        assert usage.total == claude.count_messages(history) + expected
+        request = ctxpack.cost.Request(messages=history, tools=tools, model="claude-sonnet-4-5")
+        bill = ctxpack.cost.simulate(
+            [request], price=ctxpack.cost.price("claude-sonnet-4-5"), counter=claude
+        )
+        assert bill.input_tokens == counted
     # For OpenAI, an OpenAI function stays what it is.
     openai = ctxpack.pack(history, budget=2_000, model="gpt-4o", tools=[WEATHER])
     assert openai.tool_tokens == count_tokens("", model="gpt-4o", tools=[WEATHER])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import accumulate
 from typing import Any
 
@@ -83,7 +83,7 @@ _CHAINS = _ChainMemo()
 
 
 def _prefix_chain(
-    messages_in: Sequence[Any], tools: list[dict[str, Any]], counter: TokenCounter
+    messages_in: Sequence[Any], tools: Sequence[Mapping[str, Any]], counter: TokenCounter
 ) -> tuple[list[bytes], list[int], list[int]]:
     """Per cache point (after the tools, then after each message): the digest of the prefix up
     to it, its tokens (the last one includes the reply priming), and its blocks."""
@@ -119,7 +119,7 @@ class PromptCache:
     def serve(
         self,
         messages: Sequence[Any],
-        tools: list[dict[str, Any]],
+        tools: Sequence[Mapping[str, Any]],
         model: str | None,
         counter: TokenCounter,
         now: float,
