@@ -94,9 +94,8 @@ class TokenCounter(Protocol):
 def _read_messages(
     messages: Iterable[Message | Mapping[str, Any] | SDKObject],
 ) -> Sequence[Message]:
-    """The messages a counter was given, as :class:`Message` objects: OpenAI-style dicts and
-    SDK objects are read as :func:`count_tokens` reads them (a malformed one raises
-    ``InvalidMessageError`` naming its index and field)."""
+    """The messages a counter was given, as :class:`Message` objects, read as
+    :func:`count_tokens` reads them (``InvalidMessageError`` naming a malformed one)."""
     items = messages if isinstance(messages, (list, tuple)) else list(messages)
     # The common case, ctxpack's own Messages, costs one pass of type checks.
     if all(isinstance(m, Message) for m in items):
@@ -167,11 +166,12 @@ class _FramedCounter:
             for call in message.tool_calls:
                 total += TOKENS_PER_TOOL_CALL
                 total += self.count(call.function.name) + self.count(call.function.arguments)
-        function_call = message.extras.get("function_call")
-        if isinstance(function_call, Mapping):
-            total += TOKENS_PER_TOOL_CALL
-            total += self.count(str(function_call.get("name", "")))
-            total += self.count(str(function_call.get("arguments", "")))
+        if isinstance(call := message.extras.get("function_call"), Mapping):
+            total += TOKENS_PER_TOOL_CALL + self.count(str(call.get("name", "")))
+            total += self.count(str(call.get("arguments", "")))
+        if isinstance(refusal := message.extras.get("refusal"), str):
+            # Sent back with its turn (to Claude as its text): the model reads it.
+            total += self.count(refusal)
         return total
 
     def count_messages(self, messages: Iterable[Message | Mapping[str, Any] | SDKObject]) -> int:

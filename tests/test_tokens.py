@@ -88,6 +88,22 @@ def test_tool_call_arguments_are_counted() -> None:
     assert count_tokens(short, model="gpt-4") == expected
 
 
+def test_a_refusal_is_counted_as_the_text_it_sends_back() -> None:
+    # ChatCompletionMessage's shape for a refusal: content null, the text in "refusal".
+    refusal = "I'm sorry, but I cannot help with that request. " * 50
+    history = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": None, "refusal": refusal},
+        {"role": "user", "content": "ok"},
+    ]
+    empty = [*history[:1], {"role": "assistant", "content": None, "refusal": ""}, *history[2:]]
+    added = count_tokens(history, model="gpt-4o") - count_tokens(empty, model="gpt-4o")
+    assert added == count_tokens(refusal, model="gpt-4o")
+    result = ctxpack.pack(history, budget=60, model="gpt-4o")
+    assert result.tokens <= 60
+    assert refusal not in str(result.to_openai())
+
+
 def test_image_formula() -> None:
     assert image_tokens({"type": "image_url", "image_url": {"url": "x", "detail": "low"}}) == 85
     # Unknown size: a 1024x1024 image at high detail, 4 tiles.
