@@ -166,9 +166,9 @@ class _FramedCounter:
             for call in message.tool_calls:
                 total += TOKENS_PER_TOOL_CALL
                 total += self.count(call.function.name) + self.count(call.function.arguments)
-        if isinstance(call := message.extras.get("function_call"), Mapping):
-            total += TOKENS_PER_TOOL_CALL + self.count(str(call.get("name", "")))
-            total += self.count(str(call.get("arguments", "")))
+        if isinstance(legacy := message.extras.get("function_call"), Mapping):
+            total += TOKENS_PER_TOOL_CALL + self.count(str(legacy.get("name", "")))
+            total += self.count(str(legacy.get("arguments", "")))
         if isinstance(refusal := message.extras.get("refusal"), str):
             # Sent back with its turn (to Claude as its text): the model reads it.
             total += self.count(refusal)

@@ -324,6 +324,14 @@ def _turn_content(msg: Message, meta: Mapping[str, Any]) -> tuple[str | None, li
     return None, _to_blocks(msg.content)
 
 
+def _sendable(
+    text: str | None, blocks: list[dict[str, Any]]
+) -> tuple[str | None, list[dict[str, Any]]]:
+    """A turn's content without the whitespace-only text the API refuses."""
+    kept = [b for b in blocks if b.get("type") != "text" or str(b.get("text", "")).strip()]
+    return (text if kept else None), kept
+
+
 def _system_value(messages: list[Message]) -> str | list[dict[str, Any]] | None:
     if not messages:
         return None
@@ -344,7 +352,8 @@ def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> AnthropicPa
     results join the user turn they belong to. OpenAI parts are translated (``image_url`` to an
     ``image`` block, a ``file`` sent as data to a ``document`` block, a ``refusal`` to text;
     ``name`` and the legacy ``function_call`` have no Anthropic equivalent and are left out,
-    and so is a message left with no content). It does
+    and so is text of only whitespace and a message left with no content, which the API
+    refuses). A turn's tool results go before its other blocks, as the API requires. It does
     not repair tool pairing or turn order: :func:`ctxpack.pack` makes the conversation valid for
     Anthropic first, and records how.
 
@@ -366,8 +375,8 @@ def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> AnthropicPa
         meta = msg.metadata.get(META)
         meta = meta if isinstance(meta, Mapping) else {}
         role = "assistant" if msg.role == "assistant" else "user"
-        piece = _turn_content(msg, meta)
-        if piece[0] is None and not piece[1]:
+        piece = _sendable(*_turn_content(msg, meta))
+        if not piece[1]:
             continue  # nothing Anthropic can take (say, only a legacy function_call)
         if turns and turns[-1][0] == role:
             turns[-1][1].append(piece)
@@ -381,6 +390,8 @@ def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> AnthropicPa
             content = pieces[0][0]
         else:
             content = [block for _, blocks in pieces for block in blocks]
+            # A turn's tool results come first: the API refuses any block before them.
+            content.sort(key=lambda block: block.get("type") != "tool_result")
         out.append({"role": role, "content": content, **extra})
     # A payload of its own: adding cache_control to it must not reach the messages.
     return {"system": copy_value(_system_value(system)), "messages": copy_value(out)}

@@ -15,8 +15,10 @@ from typing import Any
 
 from .._internal.arguments import flag, json_type_name
 from .._internal.reasoning import check_reasoning
-from ..errors import InvalidMessageError
+from ..errors import InvalidMessageError  # noqa: F401 (the examples catch it)
 from ..sdk import coerce_messages, coerce_value
+from ._turns import check_anthropic_turns
+from ._turns import fail as _fail
 
 __all__ = ["validate_anthropic", "validate_openai"]
 
@@ -62,11 +64,6 @@ ANTHROPIC_BLOCKS: Mapping[str, str | None] = {
 }
 # What a tool_result's content list may hold.
 _TOOL_RESULT_BLOCKS = frozenset({"text", "image", "document", "search_result"})
-
-
-def _fail(detail: str, index: int | None, field: str | None) -> InvalidMessageError:
-    where = f"{field}: " if field else ""
-    return InvalidMessageError(where + detail, index=index, field=field)
 
 
 def _require_str(entry: Mapping[str, Any], key: str, index: int | None, field: str) -> None:
@@ -486,10 +483,12 @@ def validate_anthropic(payload: Any, *, tool_pairing: bool = True) -> None:
     Args:
         payload: ``{"system": ..., "messages": [...]}`` (``system`` optional: a string or a list
             of text blocks), or just the ``messages`` list.
-        tool_pairing: Also check what the API rejects about the order of turns: the first
-            message is a user message, roles alternate, every ``tool_result`` answers a
-            ``tool_use`` of the assistant message right before it, and every ``tool_use`` gets its
-            result in the next message (unless its assistant message is the last one).
+        tool_pairing: Also check what the API rejects about the turns as a whole: the first
+            message is a user message, roles alternate, no content is empty (but a last
+            assistant message's), every ``tool_result`` answers a ``tool_use`` of the assistant
+            message right before it and comes before the other blocks of its message, and every
+            ``tool_use`` gets its result in the next message (unless its assistant message is
+            the last one).
 
     Raises:
         InvalidMessageError: naming the message index (``None`` for the payload itself or the
@@ -516,80 +515,4 @@ def validate_anthropic(payload: Any, *, tool_pairing: bool = True) -> None:
     for index, entry in enumerate(entries):
         _check_anthropic_message(entry, index)
     if tool_pairing:
-        _check_anthropic_turns(entries)
-
-
-def opens_with_compaction(entry: Mapping[str, Any]) -> bool:
-    """Whether a message starts with a ``compaction`` block: the history the API reads begins
-    there, so it may come first whatever its role."""
-    blocks = _blocks(entry)
-    return bool(blocks) and blocks[0].get("type") == "compaction"
-
-
-def _blocks(entry: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    content = entry["content"]
-    return content if isinstance(content, list) else []
-
-
-def _check_anthropic_turns(entries: Sequence[Mapping[str, Any]]) -> None:
-    if entries and entries[0]["role"] != "user" and not opens_with_compaction(entries[0]):
-        raise _fail(
-            "the first message must be a user message (or open with a compaction block)", 0, "role"
-        )
-    for index in range(1, len(entries)):
-        if entries[index]["role"] == entries[index - 1]["role"]:
-            raise _fail(
-                f"two {entries[index]['role']} messages in a row; roles must alternate "
-                "(merge them into one message)",
-                index,
-                "role",
-            )
-    seen: dict[str, int] = {}
-    for index, entry in enumerate(entries):
-        blocks = _blocks(entry)
-        if entry["role"] == "assistant":
-            calls = [(j, b["id"]) for j, b in enumerate(blocks) if b["type"] == "tool_use"]
-            for j, call_id in calls:
-                if call_id in seen:
-                    raise _fail(
-                        f"{call_id!r} repeats the id of a tool_use in message {seen[call_id]}",
-                        index,
-                        f"content[{j}].id",
-                    )
-                seen[call_id] = index
-            if calls and index + 1 < len(entries):
-                answered = {
-                    b["tool_use_id"]
-                    for b in _blocks(entries[index + 1])
-                    if b["type"] == "tool_result"
-                }
-                for j, call_id in calls:
-                    if call_id not in answered:
-                        raise _fail(
-                            f"tool_use {call_id!r} has no tool_result in the next message "
-                            "(only the last message may wait for its results)",
-                            index,
-                            f"content[{j}]",
-                        )
-            continue
-        previous = entries[index - 1] if index > 0 else None
-        called = (
-            {b["id"] for b in _blocks(previous) if b["type"] == "tool_use"}
-            if previous is not None
-            else set()
-        )
-        results: set[str] = set()
-        for j, block in enumerate(blocks):
-            if block["type"] != "tool_result":
-                continue
-            use_id = block["tool_use_id"]
-            if use_id not in called:
-                raise _fail(
-                    f"{use_id!r} answers no tool_use of the previous assistant message (an "
-                    "orphaned tool_result)",
-                    index,
-                    f"content[{j}].tool_use_id",
-                )
-            if use_id in results:
-                raise _fail(f"{use_id!r} is already answered", index, f"content[{j}].tool_use_id")
-            results.add(use_id)
+        check_anthropic_turns(entries)

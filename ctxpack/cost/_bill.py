@@ -13,7 +13,6 @@ from .._internal.arguments import tokens as check_tokens
 from .._internal.options import CheckedModel, FieldErrorModel, invalid_option
 from ..errors import ConfigError
 from ..messages import Message
-from ..providers import provider_from_model, tools_as_sent
 from ..tokens import CounterLike, get_counter
 from ._cache import PromptCache
 from ._prices import MILLION, Price
@@ -198,8 +197,7 @@ def simulate(
         if now < previous_time:
             raise ConfigError(f"timestamps must not go back in time (request {index})")
         previous_time = now
-        tools = tools_as_sent(request.tools or [], provider_from_model(request.model))
-        served = cache_.serve(request.messages, tools, request.model, resolved, now)
+        served = cache_.serve(request.messages, request.tools or [], request.model, resolved, now)
         rows.append(_request_cost(index, request, unit, ttl, *served))
     return Bill(
         requests=rows,

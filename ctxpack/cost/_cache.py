@@ -12,6 +12,7 @@ from typing import Any
 
 from .._internal.prefix import common_prefix
 from ..messages import Message, owned_messages
+from ..providers import provider_from_model, tools_as_sent
 from ..tokens import TokenCounter, checked_tool_tokens, message_sizes
 
 
@@ -126,7 +127,9 @@ class PromptCache:
     ) -> tuple[int, int, int, int]:
         """Send a prompt (``tools`` first, then ``messages``) to ``model`` at ``now``: its input
         tokens, then how many were billed uncached, written to the cache and read from it.
-        Entries it reads or writes live on."""
+        Entries it reads or writes live on. The tools count as ``model``'s provider receives
+        them."""
+        tools = tools_as_sent(tools, provider_from_model(model))
         chain, sizes, blocks = _prefix_chain(messages, tools, counter)
         total = sizes[-1]
         entries = self._models.setdefault(model, {})

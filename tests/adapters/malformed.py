@@ -614,4 +614,47 @@ ANTHROPIC: list[Case] = [
         "repeats the id",
         pairing=True,
     ),
+    Case(
+        "text before a tool_result",
+        _messages(
+            _USER,
+            {"role": "assistant", "content": [_TOOL_USE]},
+            {"role": "user", "content": [{"type": "text", "text": "hurry"}, _RESULT]},
+        ),
+        2,
+        "content[1]",
+        "tool_result blocks first",
+        pairing=True,
+    ),
+    Case(
+        "empty assistant turn",
+        _messages(_USER, {"role": "assistant", "content": ""}, _USER),
+        1,
+        "content",
+        "is empty",
+        pairing=True,
+    ),
+    Case(
+        "whitespace-only user turn",
+        _messages(
+            _USER, {"role": "assistant", "content": "ok"}, {"role": "user", "content": " \n"}
+        ),
+        2,
+        "content",
+        "is empty",
+        pairing=True,
+    ),
+    Case(
+        "blank text block",
+        _messages(
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": "hi"}, {"type": "text", "text": ""}],
+            }
+        ),
+        0,
+        "content[1].text",
+        "non-whitespace text",
+        pairing=True,
+    ),
 ]

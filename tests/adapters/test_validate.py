@@ -104,3 +104,34 @@ def test_from_anthropic_rejects_malformed_payloads(case: Case) -> None:
     with pytest.raises(InvalidMessageError) as info:
         ctxpack.from_anthropic(payload["messages"], system=payload.get("system"))
     assert (info.value.index, info.value.field) == (case.index, case.field)
+
+
+def test_a_last_assistant_turn_may_be_left_empty_for_the_model() -> None:
+    validate_anthropic(
+        {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": ""}]}
+    )
+
+
+def test_to_anthropic_sends_what_the_turn_rules_take() -> None:
+    # A user spoke between a call and its result; an assistant said nothing; a text was blank.
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    history = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "user", "content": "hurry"},
+        {"role": "tool", "tool_call_id": "c1", "content": "r1"},
+        {"role": "assistant", "content": ""},
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": " "}, {"type": "text", "text": "and?"}],
+        },
+    ]
+    payload = ctxpack.to_anthropic(history)
+    validate_anthropic(payload)
+    assert payload["messages"][2]["content"] == [
+        {"type": "tool_result", "tool_use_id": "c1", "content": "r1"},
+        {"type": "text", "text": "hurry"},
+        {"type": "text", "text": "and?"},
+    ]
+    packed = ctxpack.pack(history, budget=500, provider="anthropic")
+    validate_anthropic(packed.to_anthropic())

@@ -1,0 +1,139 @@
+"""What the Anthropic API refuses about a conversation's turns as a whole, beyond each message's
+own shape: the first turn, alternating roles, empty content, and tool results (each answering a
+``tool_use`` of the turn right before it, and placed before anything else in its turn).
+:func:`~ctxpack.adapters.validate_anthropic` checks these with ``tool_pairing=True``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..errors import InvalidMessageError
+
+__all__: list[str] = []
+
+
+def fail(detail: str, index: int | None, field: str | None) -> InvalidMessageError:
+    """The error for a problem in message ``index`` (``None``: the payload) at ``field``."""
+    where = f"{field}: " if field else ""
+    return InvalidMessageError(where + detail, index=index, field=field)
+
+
+def opens_with_compaction(entry: Mapping[str, Any]) -> bool:
+    """Whether a message starts with a ``compaction`` block: the history the API reads begins
+    there, so it may come first whatever its role."""
+    blocks = _blocks(entry)
+    return bool(blocks) and blocks[0].get("type") == "compaction"
+
+
+def _blocks(entry: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    content = entry["content"]
+    return content if isinstance(content, list) else []
+
+
+def check_anthropic_turns(entries: Sequence[Mapping[str, Any]]) -> None:
+    """Raise at the first turn the API would refuse (see the module's docstring)."""
+    if entries and entries[0]["role"] != "user" and not opens_with_compaction(entries[0]):
+        raise fail(
+            "the first message must be a user message (or open with a compaction block)", 0, "role"
+        )
+    for index in range(1, len(entries)):
+        if entries[index]["role"] == entries[index - 1]["role"]:
+            raise fail(
+                f"two {entries[index]['role']} messages in a row; roles must alternate "
+                "(merge them into one message)",
+                index,
+                "role",
+            )
+    for index, entry in enumerate(entries):
+        # The API's one exception: a last assistant turn left empty for the model to write.
+        if not (index == len(entries) - 1 and entry["role"] == "assistant"):
+            _check_not_empty(entry, index)
+    seen: dict[str, int] = {}
+    for index, entry in enumerate(entries):
+        if entry["role"] == "assistant":
+            _check_calls_answered(entries, index, seen)
+        else:
+            _check_results(entries, index)
+
+
+def _check_not_empty(entry: Mapping[str, Any], index: int) -> None:
+    content = entry["content"]
+    if isinstance(content, str) and not content.strip():
+        raise fail(
+            "is empty (or only whitespace); the API takes empty content only in a last "
+            "assistant message: leave the message out",
+            index,
+            "content",
+        )
+    for j, block in enumerate(content if isinstance(content, list) else ()):
+        text = block.get("text")
+        if block["type"] == "text" and isinstance(text, str) and not text.strip():
+            raise fail(
+                "a text block must hold some non-whitespace text; leave the block out",
+                index,
+                f"content[{j}].text",
+            )
+
+
+def _check_calls_answered(
+    entries: Sequence[Mapping[str, Any]], index: int, seen: dict[str, int]
+) -> None:
+    """Each ``tool_use`` of assistant turn ``index`` has an id of its own, and its result in the
+    next turn (unless this turn is the last)."""
+    calls = [(j, b["id"]) for j, b in enumerate(_blocks(entries[index])) if b["type"] == "tool_use"]
+    for j, call_id in calls:
+        if call_id in seen:
+            raise fail(
+                f"{call_id!r} repeats the id of a tool_use in message {seen[call_id]}",
+                index,
+                f"content[{j}].id",
+            )
+        seen[call_id] = index
+    if not calls or index + 1 == len(entries):
+        return
+    answered = {b["tool_use_id"] for b in _blocks(entries[index + 1]) if b["type"] == "tool_result"}
+    for j, call_id in calls:
+        if call_id not in answered:
+            raise fail(
+                f"tool_use {call_id!r} has no tool_result in the next message "
+                "(only the last message may wait for its results)",
+                index,
+                f"content[{j}]",
+            )
+
+
+def _check_results(entries: Sequence[Mapping[str, Any]], index: int) -> None:
+    """Each ``tool_result`` of user turn ``index`` answers, once, a ``tool_use`` of the turn
+    before, and comes before any other block of its turn."""
+    previous = entries[index - 1] if index > 0 else None
+    called = (
+        {b["id"] for b in _blocks(previous) if b["type"] == "tool_use"}
+        if previous is not None
+        else set()
+    )
+    results: set[str] = set()
+    other: int | None = None
+    for j, block in enumerate(_blocks(entries[index])):
+        if block["type"] != "tool_result":
+            other = j if other is None else other
+            continue
+        use_id = block["tool_use_id"]
+        if use_id not in called:
+            raise fail(
+                f"{use_id!r} answers no tool_use of the previous assistant message (an "
+                "orphaned tool_result)",
+                index,
+                f"content[{j}].tool_use_id",
+            )
+        if use_id in results:
+            raise fail(f"{use_id!r} is already answered", index, f"content[{j}].tool_use_id")
+        results.add(use_id)
+        if other is not None:
+            raise fail(
+                f"comes after content[{other}]; the API takes a turn's tool_result blocks "
+                "first, before its text and other blocks",
+                index,
+                f"content[{j}]",
+            )
