@@ -18,6 +18,7 @@ results back into their user message.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any, TypedDict
@@ -229,10 +230,12 @@ def _document_block(part: Mapping[str, Any]) -> dict[str, Any]:
     if not (isinstance(data, str) and data.startswith("data:") and ";base64," in data):
         return dict(part)  # an OpenAI file id means nothing to Anthropic: its API says so
     head, payload = data[5:].split(";base64,", 1)
-    block: dict[str, Any] = {
-        "type": "document",
-        "source": {"type": "base64", "media_type": head or "application/pdf", "data": payload},
-    }
+    source = {"type": "base64", "media_type": head or "application/pdf", "data": payload}
+    if head.startswith("text/"):
+        # Anthropic reads a base64 document as a PDF only; a text file goes as its text.
+        text = base64.b64decode(payload + "=" * (-len(payload) % 4)).decode("utf-8", "replace")
+        source = {"type": "text", "media_type": "text/plain", "data": text}
+    block: dict[str, Any] = {"type": "document", "source": source}
     if isinstance(info.get("filename"), str):
         block["title"] = info["filename"]
     return block

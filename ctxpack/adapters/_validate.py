@@ -359,6 +359,43 @@ def _report_unanswered(pending: Mapping[str, int], entries: Sequence[Mapping[str
 # ------------------------------------------------------------------------------------ Anthropic
 
 
+# What each base64 source may hold: the API refuses any other media type.
+_BASE64_MEDIA = {
+    "image": ("image/jpeg", "image/png", "image/gif", "image/webp"),
+    "document": ("application/pdf",),
+}
+
+
+def _check_source(source: Any, kind: str, index: int | None, field: str) -> None:
+    """An image's or a document's ``source``."""
+    if not isinstance(source, Mapping):
+        raise _fail(
+            'must be an object like {"type": "base64", "media_type": ..., "data": ...}, got '
+            + json_type_name(source),
+            index,
+            field,
+        )
+    stype = source.get("type")
+    if stype == "base64":
+        _require_str(source, "media_type", index, f"{field}.media_type")
+        if source["media_type"] not in _BASE64_MEDIA[kind]:
+            raise _fail(
+                f"{source['media_type']!r} is not a base64 {kind}'s media type (one of "
+                f"{', '.join(_BASE64_MEDIA[kind])}; a text document is a 'text' source)",
+                index,
+                f"{field}.media_type",
+            )
+        _require_str(source, "data", index, f"{field}.data")
+    elif stype == "url":
+        _require_str(source, "url", index, f"{field}.url")
+    elif stype == "text":
+        _require_str(source, "data", index, f"{field}.data")
+    elif stype == "file":
+        _require_str(source, "file_id", index, f"{field}.file_id")
+    elif stype != "content":
+        raise _fail(f"{stype!r} is not a source type (base64, url, file)", index, f"{field}.type")
+
+
 def _check_anthropic_block(block: Any, index: int | None, field: str, role: str) -> str:
     kind = _typed_entry(block, "block", list(ANTHROPIC_BLOCKS), index, field)
     allowed = ANTHROPIC_BLOCKS[kind]
@@ -370,30 +407,25 @@ def _check_anthropic_block(block: Any, index: int | None, field: str, role: str)
     if kind == "text":
         _require_str(block, "text", index, f"{field}.text")
     elif kind in ("image", "document"):
-        source = block.get("source")
-        if not isinstance(source, Mapping):
+        _check_source(block.get("source"), kind, index, f"{field}.source")
+    elif kind == "search_result":
+        _require_str(block, "source", index, f"{field}.source")
+        _require_str(block, "title", index, f"{field}.title")
+        inner = block.get("content")
+        if not isinstance(inner, list):
             raise _fail(
-                'must be an object like {"type": "base64", "media_type": ..., "data": ...}, got '
-                + json_type_name(source),
+                f"must be a list of text blocks, got {json_type_name(inner)}",
                 index,
-                f"{field}.source",
+                f"{field}.content",
             )
-        stype = source.get("type")
-        if stype == "base64":
-            _require_str(source, "media_type", index, f"{field}.source.media_type")
-            _require_str(source, "data", index, f"{field}.source.data")
-        elif stype == "url":
-            _require_str(source, "url", index, f"{field}.source.url")
-        elif stype == "text":
-            _require_str(source, "data", index, f"{field}.source.data")
-        elif stype == "file":
-            _require_str(source, "file_id", index, f"{field}.source.file_id")
-        elif stype != "content":
-            raise _fail(
-                f"{stype!r} is not a source type (base64, url, file)",
-                index,
-                f"{field}.source.type",
-            )
+        for k, sub in enumerate(inner):
+            sub_kind = _check_anthropic_block(sub, index, f"{field}.content[{k}]", "user")
+            if sub_kind != "text":
+                raise _fail(
+                    f"a search_result holds text blocks only, not {sub_kind!r}",
+                    index,
+                    f"{field}.content[{k}].type",
+                )
     elif kind in ("tool_use", "server_tool_use"):
         _require_str(block, "id", index, f"{field}.id")
         _require_str(block, "name", index, f"{field}.name")

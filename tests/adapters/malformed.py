@@ -615,6 +615,49 @@ ANTHROPIC: list[Case] = [
         pairing=True,
     ),
     Case(
+        "search_result with a string content",
+        _messages(
+            {
+                "role": "user",
+                "content": [
+                    {"type": "search_result", "source": "s", "title": "t", "content": "hello"}
+                ],
+            }
+        ),
+        0,
+        "content[0].content",
+        "must be a list of text blocks",
+    ),
+    Case(
+        "search_result without a title",
+        _messages(
+            {
+                "role": "user",
+                "content": [{"type": "search_result", "source": "s", "content": []}],
+            }
+        ),
+        0,
+        "content[0].title",
+        "is missing",
+    ),
+    Case(
+        "base64 document that is not a PDF",
+        _messages(
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "document",
+                        "source": {"type": "base64", "media_type": "text/plain", "data": "aGk="},
+                    }
+                ],
+            }
+        ),
+        0,
+        "content[0].source.media_type",
+        "not a base64 document's media type",
+    ),
+    Case(
         "text before a tool_result",
         _messages(
             _USER,

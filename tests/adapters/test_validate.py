@@ -135,3 +135,19 @@ def test_to_anthropic_sends_what_the_turn_rules_take() -> None:
     ]
     packed = ctxpack.pack(history, budget=500, provider="anthropic")
     validate_anthropic(packed.to_anthropic())
+
+
+def test_a_text_file_goes_to_anthropic_as_a_text_document() -> None:
+    part = {
+        "type": "file",
+        "file": {"filename": "notes.txt", "file_data": "data:text/plain;base64,aGVsbG8gw6l0w6k="},
+    }
+    payload = ctxpack.to_anthropic(
+        [{"role": "user", "content": [{"type": "text", "text": "Sum up"}, part]}]
+    )
+    validate_anthropic(payload)
+    assert payload["messages"][0]["content"][1] == {
+        "type": "document",
+        "source": {"type": "text", "media_type": "text/plain", "data": "hello été"},
+        "title": "notes.txt",
+    }
