@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._internal.columns import ANTHROPIC, flags
+from ._internal.encodings import model_key
 from .adapters import ANTHROPIC_BLOCKS, OPENAI_PART_TYPES
 from .errors import ConfigError
 
@@ -58,7 +59,7 @@ def check_provider(value: object, argument: str = "provider") -> Provider:
 def provider_from_model(model: str | None) -> Provider | None:
     """``"anthropic"`` for a Claude model's name, ``None`` for any other (or no) name: only
     Claude names are recognised, since OpenAI-compatible servers serve every other family."""
-    if model is not None and model.lower().startswith(("claude", "anthropic")):
+    if model is not None and model_key(model).startswith(("claude", "anthropic")):
         return "anthropic"
     return None
 

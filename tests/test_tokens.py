@@ -104,6 +104,23 @@ def test_a_refusal_is_counted_as_the_text_it_sends_back() -> None:
     assert refusal not in str(result.to_openai())
 
 
+@pytest.mark.parametrize(
+    "model",
+    [
+        "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+        "anthropic.claude-3-5-sonnet-20240620-v1:0",
+        "global.anthropic.claude-opus-4-1-20250805-v1:0",
+        "bedrock/us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+    ],
+)
+def test_bedrock_names_are_claude(model: str) -> None:
+    with pytest.warns(ctxpack.errors.ApproximateTokenCountWarning):
+        counter = ctxpack.get_counter(model)
+    assert counter.name.startswith("anthropic-approx")
+    assert ctxpack.providers.provider_from_model(model) == "anthropic"
+    assert ctxpack.usage.known_window("us.anthropic.claude-sonnet-4-5-20250929-v1:0") == 200_000
+
+
 def test_image_formula() -> None:
     assert image_tokens({"type": "image_url", "image_url": {"url": "x", "detail": "low"}}) == 85
     # Unknown size: a 1024x1024 image at high detail, 4 tiles.
@@ -130,6 +147,9 @@ def test_image_formula() -> None:
         ("gpt-4", "cl100k_base"),
         ("gpt-4-turbo", "cl100k_base"),
         ("gpt-3.5-turbo", "cl100k_base"),
+        ("ft:gpt-4o-mini-2024-07-18:acme::abc123", "o200k_base"),
+        ("ft:gpt-3.5-turbo-0125:acme::xyz", "cl100k_base"),
+        ("gpt-oss-120b", "o200k_base"),
         ("GPT-4", "cl100k_base"),
     ],
 )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import re
 from binascii import a2b_base64
 from importlib import resources
 from typing import Any
@@ -150,6 +151,8 @@ MODEL_PREFIXES: tuple[tuple[str, str], ...] = (
     ("gpt-4.1", "o200k_base"),
     ("gpt-4.5", "o200k_base"),
     ("gpt-5", "o200k_base"),
+    # o200k_harmony: o200k_base's ranks, with more special tokens that no text turns into.
+    ("gpt-oss", "o200k_base"),
     ("chatgpt-4o", "o200k_base"),
     ("o1", "o200k_base"),
     ("o3", "o200k_base"),
@@ -164,8 +167,18 @@ MODEL_PREFIXES: tuple[tuple[str, str], ...] = (
 
 def model_key(model: str) -> str:
     """``model`` as the tables of models read it: lower-case, without a router's provider
-    prefix ("openai/gpt-4o", "azure/gpt-4o" name the same model)."""
-    return model.lower().rpartition("/")[2]
+    prefix ("openai/gpt-4o", "azure/gpt-4o" name the same model), a fine-tune's ``ft:``
+    ("ft:gpt-4o-mini-2024-07-18:org::id" is a gpt-4o-mini), or Bedrock's wrapping of a
+    Claude name ("us.anthropic.claude-sonnet-4-5-20250929-v1:0")."""
+    key = model.lower().rpartition("/")[2].removeprefix("ft:")
+    bedrock = _BEDROCK.match(key)
+    return _BEDROCK_VERSION.sub("", key[bedrock.end() :]) if bedrock else key
+
+
+# Bedrock's model ids: an inference profile's region (optional), the vendor, the model's name,
+# then a version.
+_BEDROCK = re.compile(r"(?:[a-z]+(?:-[a-z]+)?\.)?anthropic\.")
+_BEDROCK_VERSION = re.compile(r"-v\d+(?::\d+)?$")
 
 
 def model_encoding(model: str) -> str | None:
