@@ -427,10 +427,14 @@ def _responses_parts(parts: list[Any], index: int) -> list[dict[str, Any]]:
         elif kind == "input_file" and ("file_data" in part or "file_id" in part):
             keys = ("file_id", "file_data", "filename")
             out.append({"type": "file", "file": {k: part[k] for k in keys if k in part}})
+        elif kind in ("input_image", "input_file"):
+            # By file id or URL: kept as it is, as in a message without "type": the Responses
+            # API takes it back, and it is counted as a document or an image all the same.
+            out.append(dict(part))
         else:
             raise InvalidMessageError(
                 f"content[{j}].type: Responses API part {kind!r} has no Chat Completions "
-                "equivalent (text, refusal, image URLs and files sent as data or by id do)",
+                "equivalent (text, refusal, images and files do)",
                 index=index,
                 field=f"content[{j}].type",
             )

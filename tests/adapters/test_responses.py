@@ -137,6 +137,22 @@ def test_responses_items_read_then_written_come_back_without_their_ids() -> None
     ]
 
 
+@pytest.mark.parametrize(
+    "part",
+    [
+        {"type": "input_image", "file_id": "file-abc", "detail": "auto"},
+        {"type": "input_file", "file_url": "https://example.com/report.pdf"},
+    ],
+)
+def test_a_part_by_id_or_url_reads_the_same_with_or_without_the_message_type(
+    part: dict[str, Any],
+) -> None:
+    plain = from_openai([{"role": "user", "content": [part]}])
+    typed = from_openai([{"type": "message", "role": "user", "content": [part]}])
+    assert typed[0].content == plain[0].content == [part]
+    assert to_responses(typed) == [{"role": "user", "content": [part]}]
+
+
 def test_an_anthropic_history_is_written_too() -> None:
     history = [
         {"role": "user", "content": "List files."},
