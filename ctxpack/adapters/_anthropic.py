@@ -407,7 +407,8 @@ def anthropic_parts_to_openai(
 
     Thinking and server-tool blocks only mean something to Anthropic, so they are dropped; an
     image becomes an ``image_url`` part (a data URL for base64 sources), a base64 document (a
-    PDF) a ``file`` part; a text document or a search result becomes text. A document sent by
+    PDF) a ``file`` part; a text document (its text, or its content's text blocks) or a search
+    result becomes text. A document sent by
     URL or by Anthropic file id has no OpenAI form and is left out.
     """
     if not isinstance(content, list):
@@ -427,6 +428,8 @@ def anthropic_parts_to_openai(
             out.append({"type": "image_url", "image_url": {"url": url}})
         elif kind == "document" and src.get("type") == "text":
             out.append({"type": "text", "text": str(src.get("data", ""))})
+        elif kind == "document" and src.get("type") == "content":
+            out.append({"type": "text", "text": _content_text(src.get("content"))})
         elif kind == "document" and src.get("type") == "base64" and not text_only:
             # OpenAI's API asks a file sent as data for its name.
             name = block.get("title") if isinstance(block.get("title"), str) else "document.pdf"
@@ -438,3 +441,12 @@ def anthropic_parts_to_openai(
         elif kind in ("image_url", "input_audio", "file", "refusal") and not text_only:
             out.append(dict(block))
     return out
+
+
+def _content_text(content: Any) -> str:
+    """The text of a document's ``content`` source: a string, or its text blocks'."""
+    if isinstance(content, str):
+        return content
+    blocks = content if isinstance(content, list) else []
+    texts = (b.get("text") for b in blocks if isinstance(b, Mapping) and b.get("type") == "text")
+    return "\n".join(str(text) for text in texts)

@@ -60,9 +60,11 @@ def read_openai(entries: list[Mapping[str, Any]]) -> list[Message]:
     return ensure_messages(out)
 
 
-def _openai_content(msg: Message) -> str | list[dict[str, Any]] | None:
+def _openai_content(msg: Message, api: str) -> str | list[dict[str, Any]] | None:
     if provider_of(msg) == "anthropic":
-        converted = anthropic_parts_to_openai(msg.content, text_only=msg.role == "tool")
+        # A Chat Completions tool message holds text only; a function_call_output takes more.
+        text_only = msg.role == "tool" and api == "chat"
+        converted = anthropic_parts_to_openai(msg.content, text_only=text_only)
     elif isinstance(msg.content, list) and any(is_reasoning(p) for p in msg.content):
         # Chat Completions has no place for reasoning; the Responses API's input takes it
         # from the message (see chat_to_responses).
@@ -125,7 +127,7 @@ def to_openai(
         if api == "responses":
             links.append(responses_link(msg))
         item: dict[str, Any] = {"role": msg.role}
-        content = _openai_content(msg)
+        content = _openai_content(msg, api)
         if not (content is None and msg.metadata.get(_NO_CONTENT)):
             item["content"] = content
         if msg.name is not None:

@@ -153,6 +153,40 @@ def test_a_part_by_id_or_url_reads_the_same_with_or_without_the_message_type(
     assert to_responses(typed) == [{"role": "user", "content": [part]}]
 
 
+def test_an_anthropic_tool_results_image_and_a_content_document_reach_the_responses_api() -> None:
+    png = "iVBORw0KGgoAAAANSUhEUgAAABAAAAAQCAIAAACQkWg2AAAAAA=="
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}}
+    chunks = {"type": "content", "content": [{"type": "text", "text": "chunk one"}]}
+    history = from_anthropic(
+        [
+            {
+                "role": "user",
+                "content": [{"type": "document", "source": chunks}, {"type": "text", "text": "Go"}],
+            },
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t1", "name": "shot", "input": {}}],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "t1",
+                        "content": [{"type": "text", "text": "here"}, image],
+                    }
+                ],
+            },
+        ]
+    )
+    items = to_responses(history)
+    assert items[0]["content"][0] == {"type": "input_text", "text": "chunk one"}
+    assert [part["type"] for part in items[2]["output"]] == ["input_text", "input_image"]
+    assert items[2]["output"][1]["image_url"] == f"data:image/png;base64,{png}"
+    # Chat Completions' tool message takes text only: the image stays out there.
+    assert to_openai(history)[2]["content"] == [{"type": "text", "text": "here"}]
+
+
 def test_an_anthropic_history_is_written_too() -> None:
     history = [
         {"role": "user", "content": "List files."},
