@@ -233,8 +233,13 @@ def _document_block(part: Mapping[str, Any]) -> dict[str, Any]:
     source = {"type": "base64", "media_type": head or "application/pdf", "data": payload}
     if head.startswith("text/"):
         # Anthropic reads a base64 document as a PDF only; a text file goes as its text.
-        text = base64.b64decode(payload + "=" * (-len(payload) % 4)).decode("utf-8", "replace")
-        source = {"type": "text", "media_type": "text/plain", "data": text}
+        try:
+            raw = base64.b64decode(payload + "=" * (-len(payload) % 4), validate=True)
+        except ValueError:
+            raw = None  # not base64 after all: sent as it is, for the API to name
+        if raw is not None:
+            text = raw.decode("utf-8", "replace")
+            source = {"type": "text", "media_type": "text/plain", "data": text}
     block: dict[str, Any] = {"type": "document", "source": source}
     if isinstance(info.get("filename"), str):
         block["title"] = info["filename"]

@@ -151,3 +151,11 @@ def test_a_text_file_goes_to_anthropic_as_a_text_document() -> None:
         "source": {"type": "text", "media_type": "text/plain", "data": "hello été"},
         "title": "notes.txt",
     }
+
+
+def test_a_text_file_that_is_not_base64_is_named_by_the_validator_not_a_crash() -> None:
+    part = {"type": "file", "file": {"filename": "a.txt", "file_data": "data:text/plain;base64,@@"}}
+    payload = ctxpack.to_anthropic([{"role": "user", "content": [part]}])
+    with pytest.raises(InvalidMessageError) as info:
+        validate_anthropic(payload)
+    assert info.value.field == "content[0].source.media_type"
