@@ -535,9 +535,31 @@ def redact_message(message: Message) -> tuple[Message, tuple[SecretFinding, ...]
         ]
         if any(new is not old for new, old in zip(calls, message.tool_calls, strict=True)):
             update["tool_calls"] = calls
+    raw = message.metadata.get(_RESPONSES_ITEMS)
+    if raw is not None and (items := _scrubbed(raw)) != raw:
+        # The Responses API item it was read from rides along (to go back with its ids): the
+        # same secret is in it, and a store would keep it.
+        update["metadata"] = {**message.metadata, _RESPONSES_ITEMS: items}
     if not update:
         return message, ()
     return message.model_copy(update=update), tuple(found)
+
+
+# Where ctxpack.sdk keeps a Responses API item as it came, and the fields of it that must go
+# back as they are (ids that pair items, the reasoning the API encrypted).
+_RESPONSES_ITEMS = "openai_responses"
+_VERBATIM = frozenset({"id", "call_id", "type", "encrypted_content", "status", "role"})
+
+
+def _scrubbed(value: Any) -> Any:
+    """``value`` (a Responses item, or a list of them) with its texts redacted."""
+    if isinstance(value, str):
+        return redact(value).text
+    if isinstance(value, list):
+        return [_scrubbed(v) for v in value]
+    if isinstance(value, dict):
+        return {k: v if k in _VERBATIM else _scrubbed(v) for k, v in value.items()}
+    return value
 
 
 def secrets_reason(findings: Sequence[SecretFinding]) -> str:

@@ -333,3 +333,23 @@ def test_a_stored_session_never_writes_a_secret_to_its_database(tmp_path: Any) -
     raw = b"".join(path.read_bytes() for path in tmp_path.iterdir())
     leaked = [name for name, _, values in CORPUS[:40] for v in values if v.encode() in raw]
     assert not leaked
+
+
+def test_a_responses_items_secret_is_gone_from_the_raw_item_it_keeps(tmp_path: Any) -> None:
+    # from_openai keeps each Responses item as it came (metadata["openai_responses"]) to send
+    # it back with its ids: the secret in its output must not ride along, nor reach a store.
+    token = "ghp_" + "R8sVt2Lq9ZxW4mKp7YcN3bHd6FgJ1aEu5TiO"
+    items = [
+        {"role": "user", "content": "list env"},
+        {"type": "function_call", "call_id": "c1", "name": "sh", "arguments": '{"cmd": "env"}'},
+        {"type": "function_call_output", "call_id": "c1", "output": f"GITHUB_TOKEN={token}"},
+    ]
+    packed = ctxpack.pack(items, budget=1_000, model="gpt-4o")
+    assert token not in repr(packed.messages)
+    assert packed.messages[-1].metadata["openai_responses"]["call_id"] == "c1"
+    session = ctxpack.Session.open("a", store=f"sqlite:///{tmp_path / 's.db'}")
+    session.extend(items)
+    assert token not in repr(session.render().messages)
+    assert token not in repr(
+        ctxpack.Session.open("a", store=f"sqlite:///{tmp_path / 's.db'}").render().messages
+    )
