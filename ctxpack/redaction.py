@@ -44,6 +44,7 @@ from ._internal.secret_rules import OWN_RULES
 from .caches import memoize
 from .errors import ConfigError
 from .messages import Message, ensure_messages
+from .sdk import RESPONSES_META
 
 __all__ = [
     "find_secrets",
@@ -535,19 +536,18 @@ def redact_message(message: Message) -> tuple[Message, tuple[SecretFinding, ...]
         ]
         if any(new is not old for new, old in zip(calls, message.tool_calls, strict=True)):
             update["tool_calls"] = calls
-    raw = message.metadata.get(_RESPONSES_ITEMS)
+    raw = message.metadata.get(RESPONSES_META)
     if raw is not None and (items := _scrubbed(raw)) != raw:
         # The Responses API item it was read from rides along (to go back with its ids): the
         # same secret is in it, and a store would keep it.
-        update["metadata"] = {**message.metadata, _RESPONSES_ITEMS: items}
+        update["metadata"] = {**message.metadata, RESPONSES_META: items}
     if not update:
         return message, ()
     return message.model_copy(update=update), tuple(found)
 
 
-# Where ctxpack.sdk keeps a Responses API item as it came, and the fields of it that must go
-# back as they are (ids that pair items, the reasoning the API encrypted).
-_RESPONSES_ITEMS = "openai_responses"
+# The fields of a Responses API item kept as it came (ctxpack.sdk's RESPONSES_META) that must
+# go back as they are: ids that pair items, the reasoning the API encrypted.
 _VERBATIM = frozenset({"id", "call_id", "type", "encrypted_content", "status", "role"})
 
 
