@@ -394,11 +394,32 @@ def _findings(text: str) -> Iterator[SecretFinding]:
 
 # Rules that read any value assigned to a key naming a secret: where a rule for a known format
 # finds the same value, its kind names the secret better.
-_GENERIC = frozenset({"generic-api-key", "secret-assignment"})
+_GENERIC = frozenset({"generic-api-key", "secret-assignment", "secret-field"})
 
 
 # A shorter value (a password such as "hunter2") may well be an ordinary word elsewhere.
 _MIN_REPEATED = 8
+_WORDS = re.compile(r"[^\W\d_]+(?:[-_.: ][^\W\d_]+)*\Z")
+
+
+def _hunted(value: str) -> bool:
+    """Whether ``value``, found once, is a secret wherever else it appears.
+
+    A value of words alone with a word's entropy (``postgres``, ``development``, assigned to
+    a password in a docker-compose file or a settings module) is as often the image, database
+    or environment named on the next lines: replacing it there would break the edits an agent
+    makes to that file. A value holding a digit or a symbol, or random letters, is not prose.
+    """
+    return len(value) >= _MIN_REPEATED and (not _WORDS.match(value) or _entropy(value) >= 3.5)
+
+
+def _standalone(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` is not the inside of a longer word or value."""
+
+    def word(at: int) -> bool:
+        return 0 <= at < len(text) and (text[at].isalnum() or text[at] == "_")
+
+    return not (word(start - 1) and word(start)) and not (word(end) and word(end - 1))
 
 
 class _Spans:
@@ -433,13 +454,13 @@ def _scan(text: str) -> tuple[SecretFinding, ...]:
     hunted: set[str] = set()
     for finding in list(kept):
         value = text[finding.start : finding.end]
-        if len(value) < _MIN_REPEATED or value in hunted:
+        if not _hunted(value) or value in hunted:
             continue
         hunted.add(value)
         at = text.find(value)
         while at != -1:
             end = at + len(value)
-            if spans.take(at, end):
+            if _standalone(text, at, end) and spans.take(at, end):
                 kept.append(SecretFinding(finding.kind, at, end))
             at = text.find(value, end)
     return tuple(sorted(kept, key=lambda f: f.start))

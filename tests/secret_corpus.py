@@ -73,6 +73,16 @@ def secrets(seed: int = 0) -> Iterator[tuple[str, str]]:
     yield "jwt", _jwt(rng)
     yield "password", _r(rng, ALNUM, 6) + "!" + _r(rng, string.digits, 3)
     yield "url-password", _r(rng, ALNUM, 14)
+    yield "xai-api-key", "xai-" + _r(rng, ALNUM, 80)
+    yield "groq-api-key", "gsk_" + _r(rng, ALNUM, 52)
+    yield "replicate-api-token", "r8_" + _r(rng, ALNUM, 37)
+    bot_id = str(rng.randrange(10**17, 2 * 10**18)).encode()
+    yield (
+        "discord-bot-token",
+        base64.urlsafe_b64encode(bot_id).decode().rstrip("=")
+        + f".{_r(rng, URLSAFE, 6)}.{_r(rng, URLSAFE, 38)}",
+    )
+    yield "session-cookie", _r(rng, LOWER_ALNUM, 32)
 
 
 def planted(seed: int = 0) -> Iterator[tuple[str, str, list[str]]]:
@@ -104,6 +114,39 @@ def planted(seed: int = 0) -> Iterator[tuple[str, str, list[str]]]:
             )
             yield "yaml password", f"database:\n  user: app\n  password: '{value}'\n", [value]
             yield "json password", json.dumps({"user": "app", "password": value}, indent=2), [value]
+            yield (
+                "compact json password",
+                json.dumps({"password": value, "user": "app"}, separators=(",", ":")),
+                [value],
+            )
+            ini = f"[client]\nuser = app\npassword = {value}\nport = 3306\n"
+            yield "ini password", ini, [value]
+            yield (
+                "compose password",
+                f"    environment:\n      - POSTGRES_PASSWORD={value}\n      - POSTGRES_DB=app\n",
+                [value],
+            )
+            yield (
+                "netrc password",
+                f"machine api.example.com\n  login app\n  password {value}\n",
+                [value],
+            )
+            yield "docker login", f"$ docker login -u app -p {value} registry.io\n", [value]
+            yield "sql password", f"ALTER ROLE app WITH LOGIN PASSWORD '{value}';\n", [value]
+            yield "mysql identified by", f"CREATE USER 'app' IDENTIFIED BY '{value}';\n", [value]
+            yield "redis url", f"REDIS_URL=redis://:{value}@cache:6379/0\n", [value]
+            continue
+        if fmt == "session-cookie":
+            yield (
+                "cookie header",
+                f"> GET / HTTP/1.1\n> Cookie: theme=dark; sessionid={value}\n",
+                [value],
+            )
+            yield (
+                "set-cookie header",
+                f"< HTTP/1.1 200 OK\n< Set-Cookie: sid={value}; Path=/; HttpOnly\n",
+                [value],
+            )
             continue
         if fmt == "url-password":
             yield (
@@ -143,3 +186,7 @@ def planted(seed: int = 0) -> Iterator[tuple[str, str, list[str]]]:
     for kind in ("", "RSA ", "EC ", "OPENSSH "):
         block, lines = _pem(rng, kind)
         yield f"{kind or 'pkcs8 '}private key", f"$ cat ~/.ssh/id\n{block}\n", lines
+        head = block.split("\n")[:5]
+        yield f"{kind or 'pkcs8 '}private key cut", "$ head -5 id\n" + "\n".join(head), head[1:]
+        tail = block.split("\n")[-4:]
+        yield f"{kind or 'pkcs8 '}private key tail", "$ tail -4 id\n" + "\n".join(tail), tail[:-1]

@@ -18,6 +18,30 @@ _SECRET_NAME = (
 )
 
 
+# A digit or an ASCII symbol (quotes aside): what a word of prose ("sésame") lacks.
+_NOT_PROSE = r"[\d!#-&(-/:-@\[-`{-~]"
+
+# What the rules reading any value assigned to a secret's name spare: a short value that
+# names what it stands for ("somepassword", "my-secret", "example-key"; a long one is a key,
+# whatever letters it holds), as tests' fixtures and documentation's samples do, and a value
+# that refers to one: a dotted name (settings.SECRET_KEY, module.path:Class), an environment
+# variable's name (OPENAI_API_KEY), a header's name (X-API-Key), a template field
+# ({self.password}), a mask, a type's name. Agent sessions read many in code, and replacing
+# them breaks the edits made to those files.
+_NOT_SECRET = [
+    {
+        "target": "secret",
+        "regexes": [
+            r"(?i)^(?=.{0,24}$|[a-z_.:-]+$).*(?:pass(?:word|wd)|secret|example|dummy|fake|"
+            r"sample|placeholder|changeme)",
+            r"^(?:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?::\w+)?|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|"
+            r"[A-Z][A-Za-z]*(?:-[A-Z][A-Za-z]*)+|\{[\w.]+\}|:?\*{3,}|"
+            r"(?i:value|string|str|bytes|empty|undefined))$",
+        ],
+    }
+]
+
+
 def _near_aws_key_id(kind: str, value: str) -> tuple[dict[str, Any], ...]:
     """Rules for ``value`` (one group) before or after an AWS access key id.
 
@@ -58,23 +82,47 @@ OWN_RULES: tuple[dict[str, Any], ...] = (
     ),
     {
         "id": "url-credentials",
-        "regex": r"(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s:/?#@'\"<>]{1,100}:"
+        # The user may be empty: redis://:password@host (Redis before ACLs has no users).
+        "regex": r"(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s:/?#@'\"<>]{0,100}:"
         r"([^\s:/?#@'\"<>]{1,200})@[\w.-]+",
         "entropy": 0.0,
         "keywords": ["://"],
     },
     {
         "id": "secret-assignment",
-        # A configuration line (.env, shell, YAML, JSON) whose key's last word names a secret:
-        # KEY=value (no spaces around "=", as .env and shells write it) or "key": value (YAML,
-        # JSON). Code writes a value with spaces around "=" or a comma after it, and there the
-        # value is more often a name or a test fixture than a credential: code gets only the
-        # high-entropy rule (gitleaks' generic-api-key). PWD and OLDPWD are the shell's working
-        # directories (POSIX), which `env` prints: not passwords.
-        "regex": r"(?m)^[ \t]*(?:export[ \t]+)?(?!(?:OLD)?PWD=)[\"']?" + _SECRET_NAME + r"[\"']?"
-        r"(?:=|:[ \t]+)(?:\"([^\"\n]{4,200})\"|'([^'\n]{4,200})'|([^\s'\"#;,()]{4,200}))[ \t]*$",
+        # A configuration line (.env, shell, YAML, JSON, INI, TOML, docker-compose's
+        # "- KEY=value") whose key's last word names a secret, the value ending the line
+        # (a comment after it aside). Written KEY=value or "key": value, any value is taken
+        # but one ending as code's do ("password=pw," in a call, "=get(...)"). Written with
+        # spaces around "=", as code assigns too, a quoted value must hold a digit or a
+        # symbol (a test's password = 'sésame' is a word), an unquoted one must not be a name
+        # ("password = None", "= args.password") or must look random (letters of both cases
+        # and digits). PWD and OLDPWD are the shell's working directories (POSIX), which
+        # `env` prints: not passwords.
+        "regex": r"(?m)^[ \t]*(?:-[ \t]+)?(?:export[ \t]+)?[\"']?(?!(?:OLD)?PWD\b)"
+        + _SECRET_NAME
+        + r"[\"']?(?:(?:=|:[ \t]+|(?<=[\"']):)(?:\"([^\"\n]{4,200})\"|'([^'\n]{4,200})'|"
+        r"([^\s'\"]{3,199}[^\s'\"#;,():]))|(?:[ \t]+=[ \t]*|=[ \t]+)(?:\"(?=[^\"\n]*"
+        + _NOT_PROSE
+        + r")([^\"\n]{4,200})\"|'(?=[^'\n]*"
+        + _NOT_PROSE
+        + r")([^'\n]{4,200})'|(?:(?=[\w.]*\d)(?=[\w.]*[A-Z])(?=[\w.]*[a-z])|"
+        r"(?![A-Za-z_][\w.]*(?:\s|$)))([^\s'\"(\[{][^\s'\"]{2,198}[^\s'\"#;,()\[\]{}])))"
+        r"(?:[ \t]+#[^\n]*)?[ \t]*$",
         "entropy": 0.0,
         "keywords": ["pass", "pwd", "secret", "key", "token"],
+        "allowlists": _NOT_SECRET,
+    },
+    {
+        "id": "secret-field",
+        # A JSON object's or a Python dict's field naming a secret, anywhere on a line
+        # (compact JSON, a log's payload, a dict in code): its key is quoted, so it is data.
+        # An escaped quote (JSON inside a JSON string) ends the value.
+        "regex": r"[\"']" + _SECRET_NAME + r"\\?[\"'][ \t]*:[ \t]*\\?(?:\"([^\"\n\\]{4,200})\\?\"|"
+        r"'([^'\n\\]{4,200})\\?')",
+        "entropy": 0.0,
+        "keywords": ["pass", "pwd", "secret", "key", "token"],
+        "allowlists": _NOT_SECRET,
     },
     {
         "id": "secret-element",
@@ -83,6 +131,7 @@ OWN_RULES: tuple[dict[str, Any], ...] = (
         "regex": r"<(" + _SECRET_NAME + r")(?:[ \t][^<>\n]*)?>[ \t]*([^<>\n]{4,200}?)[ \t]*</\1>",
         "entropy": 0.0,
         "keywords": ["pass", "pwd", "secret", "key", "token"],
+        "allowlists": _NOT_SECRET,
         "secret_group": 2,
     },
     {
@@ -117,10 +166,21 @@ OWN_RULES: tuple[dict[str, Any], ...] = (
         r"redis-cli[ \t][^\n]{0,300}?(?<=[ \t])-a[ \t]+|"
         r"ldap(?:search|add|modify|delete|passwd|whoami|compare|modrdn)[ \t][^\n]{0,300}?"
         r"(?<=[ \t])-w[ \t]*|"
-        r"(?:smbclient|rpcclient)[ \t][^\n]{0,300}?(?<=[ \t])(?:-U|--user=)[ \t]*[^\s%'\"]+%)"
+        r"(?:smbclient|rpcclient)[ \t][^\n]{0,300}?(?<=[ \t])(?:-U|--user=)[ \t]*[^\s%'\"]+%|"
+        r"(?:docker|podman|buildah|nerdctl|helm[ \t]+registry)[ \t]+login[ \t][^\n]{0,300}?"
+        r"(?<=[ \t])-p[ \t]+)"
         r"(?:\"([^\"\n]{3,200})\"|'([^'\n]{3,200})'|([^\s'\"-][^\s'\";|&]{2,199}))",
         "entropy": 0.0,
-        "keywords": ["mysql", "mariadb", "sshpass", "redis-cli", "ldap", "smbclient", "rpcclient"],
+        "keywords": [
+            "mysql",
+            "mariadb",
+            "sshpass",
+            "redis-cli",
+            "ldap",
+            "smbclient",
+            "rpcclient",
+            "login",
+        ],
     },
     {
         "id": "secret-env-prefix",
@@ -157,5 +217,106 @@ OWN_RULES: tuple[dict[str, Any], ...] = (
         r"([^\s'\"\-][^\s'\"]{3,199}))",
         "entropy": 0.0,
         "keywords": ["--"],
+    },
+    {
+        "id": "cookie",
+        # RFC 6265: a Cookie or Set-Cookie header's values are session identifiers, as good
+        # as a password while the session lives (curl -v, HTTP logs, browser tools): each pair
+        # after the header's name, or after a ";" on a line that says "cookie" (the keyword
+        # must be on the match's line). Set-Cookie's attributes are not values; a short or
+        # repetitive value (a flag, a locale) is spared.
+        "regex": r"(?i)(?:\bcookie[ \t]*:[ \t]*|--cookie[ \t]+[\"']?|;[ \t]*)"
+        r"(?!(?:path|domain|expires|max-age|samesite|secure|httponly|priority|partitioned)=)"
+        r"[\w.$%!#&*+^|~-]+=([^;\s\"'\\]{8,})",
+        "entropy": 3.0,
+        "keywords": ["cookie"],
+    },
+    {
+        "id": "api-key-header",
+        # An HTTP header that carries an API key or token as its whole value (x-api-key for
+        # Anthropic and AWS API Gateway, api-key for Azure OpenAI, GitLab's Private-Token,
+        # Vault's X-Vault-Token), on a header line of an HTTP log ("> x-api-key: ...").
+        "regex": r"(?im)^[ \t]*(?:[<>][ \t]*)?(?:x-api-key|api-key|x-apikey|x-auth-token|"
+        r"private-token|x-goog-api-key|x-access-token|x-vault-token|"
+        r"ocp-apim-subscription-key)[ \t]*:[ \t]*([^\s]{8,})[ \t]*$",
+        "entropy": 3.0,
+        "keywords": ["api-key", "apikey", "token", "subscription-key"],
+    },
+    {
+        "id": "netrc-password",
+        # A .netrc entry (curl, git, ftp, pip read it): "machine HOST login USER password
+        # VALUE", on one line or several.
+        "regex": r"(?im)^[ \t]*(?:machine[ \t]+\S+|default)(?:\s+(?:login|account|port)[ \t]+\S+)*"
+        r"\s+password[ \t]+(\S{3,200})",
+        "entropy": 0.0,
+        "keywords": ["machine", "default"],
+        "allowlists": _NOT_SECRET,
+    },
+    {
+        "id": "sql-password",
+        # A password in SQL: PostgreSQL's CREATE/ALTER ROLE ... [WITH] [LOGIN] PASSWORD '...',
+        # MySQL's IDENTIFIED [WITH plugin] BY '...' and SET PASSWORD [FOR user] = '...',
+        # Oracle's IDENTIFIED BY "...".
+        "regex": r"(?i)\b(?:(?:with|encrypted|unencrypted|login|role[ \t]+[\w\"]+|"
+        r"user[ \t]+[\w\"'`@%.-]+)[ \t]+password|"
+        r"\b(?:user|grant)\b[^\n;]{0,200}?\bidentified(?:[ \t]+with[ \t]+\w+)?[ \t]+by|"
+        r"set[ \t]+password(?:[ \t]+for[ \t]+[\w\"'`@%.-]+)?[ \t]*=(?:[ \t]*password[ \t]*\()?)"
+        r"[ \t]*(?:'((?:[^'\n]|''){3,200})'|\"([^\"\n]{3,200})\")",
+        "entropy": 0.0,
+        "keywords": ["password", "identified"],
+        "allowlists": _NOT_SECRET,
+    },
+    {
+        "id": "discord-bot-token",
+        # The bot's id in base64 (its digits encode to M, N or O first), a timestamp, an HMAC.
+        # The pattern starts with the letter, not a lookbehind, so that the regex engine skips
+        # to those letters: the rule has no keyword and reads every output.
+        "regex": r"([MNO](?<![\w-][MNO])[A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\."
+        r"[A-Za-z0-9_-]{27,38})(?![\w-])",
+        "entropy": 3.5,
+        "keywords": [],
+    },
+    {
+        "id": "discord-webhook-url",
+        "regex": r"(?i)https://(?:(?:ptb|canary)\.)?discord(?:app)?\.com/api/webhooks/[0-9]{17,20}/"
+        r"([A-Za-z0-9_-]{60,80})",
+        "entropy": 3.0,
+        "keywords": ["discord"],
+    },
+    {
+        "id": "xai-api-key",
+        "regex": r"\b(xai-[0-9A-Za-z_]{80})\b",
+        "entropy": 3.5,
+        "keywords": ["xai-"],
+    },
+    {
+        "id": "groq-api-key",
+        "regex": r"\b(gsk_[A-Za-z0-9]{52})\b",
+        "entropy": 3.5,
+        "keywords": ["gsk_"],
+    },
+    {
+        "id": "replicate-api-token",
+        "regex": r"\b(r8_[0-9A-Za-z_-]{37})(?![\w-])",
+        "entropy": 3.5,
+        "keywords": ["r8_"],
+    },
+    {
+        "id": "private-key",
+        # A private key cut before its END line (an output truncated by the tool, `head`):
+        # the base64 lines after BEGIN. A whole block is gitleaks' rule's.
+        "regex": r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----[ \t]*\r?\n"
+        r"(?:[A-Za-z-]+:[^\n]*\r?\n)*(?:\r?\n)?((?:[A-Za-z0-9+/=]{4,}[ \t]*(?:\r?\n|$))+)",
+        "entropy": 3.0,
+        "keywords": ["-----begin"],
+    },
+    {
+        "id": "private-key",
+        # Its tail without BEGIN (an output cut before it): the base64 lines before END.
+        "regex": r"(?<=(?:^|\n)((?:[A-Za-z0-9+/=]{4,}[ \t]*\r?\n)+))"
+        r"-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----",
+        "entropy": 3.0,
+        "keywords": ["-----end"],
+        "engine": "regex",
     },
 )
