@@ -449,11 +449,18 @@ def coerce_messages(entries: Sequence[Any], start: int = 0) -> Sequence[Any]:
     ``metadata["openai_responses"]`` is then the list of the items. Errors name the index of
     an entry plus ``start`` (where the list goes in a longer history).
     """
+    return joined_messages(entries, start)[0]
+
+
+def joined_messages(entries: Sequence[Any], start: int = 0) -> tuple[Sequence[Any], list[int]]:
+    """:func:`coerce_messages`, and for each message the index (plus ``start``) of the first
+    entry it was made from: an error found in a joined message names the caller's entry."""
     out = [coerce_message(entry, start + index) for index, entry in enumerate(entries)]
     if all(a is b for a, b in zip(out, entries, strict=True)):
-        return entries
+        return entries, list(range(start, start + len(entries)))
     joined: list[Any] = []
-    for message in out:
+    origin: list[int] = []
+    for index, message in enumerate(out, start):
         previous: Any = joined[-1] if joined else None
         if _is_responses_call(message) and _is_responses_call(previous):
             joined[-1] = {
@@ -475,7 +482,16 @@ def coerce_messages(entries: Sequence[Any], start: int = 0) -> Sequence[Any]:
             }
         else:
             joined.append(message)
-    return joined
+            origin.append(index)
+    return joined, origin
+
+
+def item_error(exc: InvalidMessageError, origin: Sequence[int]) -> InvalidMessageError:
+    """``exc``, raised for a message of :func:`joined_messages`, naming the caller's entry."""
+    index = exc.index
+    if index is None or index >= len(origin) or origin[index] == index:
+        return exc
+    return InvalidMessageError(exc.detail, index=origin[index], field=exc.field)
 
 
 def _items(message: Any) -> list[Any]:

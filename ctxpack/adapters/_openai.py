@@ -13,8 +13,9 @@ from typing import Any, Literal
 
 from .._internal.arguments import message_items, openai_api
 from .._internal.reasoning import is_reasoning
+from ..errors import InvalidMessageError
 from ..messages import Message, copy_value, ensure_messages, owned_messages, provider_of
-from ..sdk import SDKObject, coerce_messages
+from ..sdk import SDKObject, item_error, joined_messages
 from ._anthropic import anthropic_parts_to_openai
 from ._responses import ResponsesLink, chat_to_responses, responses_link
 from ._validate import validate_openai
@@ -46,7 +47,11 @@ def from_openai(messages: Iterable[Mapping[str, Any] | SDKObject]) -> list[Messa
         >>> msgs[0].name, to_openai(msgs)
         ('ana', [{'role': 'user', 'content': 'Hi', 'name': 'ana'}])
     """
-    return read_openai(list(coerce_messages(message_items(messages))))
+    entries, origin = joined_messages(message_items(messages))
+    try:
+        return read_openai(list(entries))
+    except InvalidMessageError as exc:
+        raise item_error(exc, origin) from None
 
 
 def read_openai(entries: list[Mapping[str, Any]]) -> list[Message]:
@@ -65,6 +70,10 @@ def _openai_content(msg: Message, api: str) -> str | list[dict[str, Any]] | None
         # A Chat Completions tool message holds text only; a function_call_output takes more.
         text_only = msg.role == "tool" and api == "chat"
         converted = anthropic_parts_to_openai(msg.content, text_only=text_only)
+    elif msg.role == "tool" and api == "chat" and isinstance(msg.content, list):
+        # A function_call_output's images and files (Responses API) have no place in Chat
+        # Completions' tool message, which takes text alone.
+        converted = [p for p in msg.content if p.get("type") in ("text", "input_text")]
     elif isinstance(msg.content, list) and any(is_reasoning(p) for p in msg.content):
         # Chat Completions has no place for reasoning; the Responses API's input takes it
         # from the message (see chat_to_responses).

@@ -16,7 +16,7 @@ from typing import Any
 from .._internal.arguments import flag, json_type_name
 from .._internal.reasoning import check_reasoning
 from ..errors import InvalidMessageError  # noqa: F401 (the examples catch it)
-from ..sdk import coerce_messages, coerce_value
+from ..sdk import RESPONSES_META, coerce_messages, coerce_value
 from ._turns import check_anthropic_turns
 from ._turns import fail as _fail
 
@@ -124,7 +124,12 @@ def _check_file(file: Mapping[str, Any], sources: tuple[str, ...], index: int, f
             _require_str(file, key, index, f"{field}.{key}")
 
 
-def _check_openai_parts(parts: list[Any], index: int, role: str) -> None:
+# What a Responses API function_call_output may hold beside text (a screenshot a tool took),
+# read as these parts; Chat Completions' tool message takes text alone.
+_OUTPUT_MEDIA = frozenset({"image_url", "file", "input_image", "input_file"})
+
+
+def _check_openai_parts(parts: list[Any], index: int, role: str, output: bool = False) -> None:
     if not parts:
         raise _fail("an empty list of parts; give at least one part or a string", index, "content")
     for j, part in enumerate(parts):
@@ -167,6 +172,8 @@ def _check_openai_parts(parts: list[Any], index: int, role: str) -> None:
             _check_file(part, ("file_id", "file_data", "file_url"), index, field)
         elif kind == "reasoning":
             check_reasoning(part, index, field, role)
+        if output and kind in _OUTPUT_MEDIA:
+            continue
         if role in ("system", "developer", "tool") and kind not in ("text", "input_text"):
             raise _fail(f"a {role} message may only hold text parts, not {kind!r}", index, field)
 
@@ -269,7 +276,9 @@ def check_openai_message(entry: Any, index: int) -> None:
                 "content",
             )
     elif isinstance(content, list):
-        _check_openai_parts(content, index, role)
+        metadata = entry.get("metadata")
+        output = role == "tool" and isinstance(metadata, Mapping) and RESPONSES_META in metadata
+        _check_openai_parts(content, index, role, output)
     elif not isinstance(content, str):
         raise _fail(
             f"must be a string or a list of parts, got {json_type_name(content)}", index, "content"

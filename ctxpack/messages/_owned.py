@@ -14,7 +14,7 @@ from .._internal.prefix import common_prefix, likely_prefix
 from .._internal.trusted import trusted_frozen_instance
 from ..caches import ENTRY_OVERHEAD, LRUCache, approx_bytes, register
 from ..errors import ConfigError, InvalidMessageError
-from ..sdk import SDKObject, coerce_message, not_a_message
+from ..sdk import SDKObject, coerce_message, item_error, joined_messages, not_a_message
 from ._model import Message, content_digest, copy_value, detached, from_mapping
 
 __all__ = ["check_shared_empties", "ensure_messages", "message_bytes", "owned_messages"]
@@ -290,7 +290,51 @@ def owned_messages(
     Because they are ctxpack's own (built from copies, never handed out), what is derived from
     one of them (its token count, its flags) may be cached by its identity.
     """
-    items = message_items(messages)
+    items, origin = _joined(message_items(messages))
+    try:
+        return _owned(items, check)
+    except InvalidMessageError as exc:
+        if origin is None:
+            raise
+        raise item_error(exc, origin) from None
+
+
+def _responses_kind(item: Any) -> Any:
+    kind = item.get("type") if isinstance(item, Mapping) else getattr(item, "type", None)
+    return kind if kind in ("function_call", "reasoning") else None
+
+
+def _joined(items: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[int] | None]:
+    """``items`` with each run of Responses API ``function_call`` items (parallel calls), and
+    each ``reasoning`` item with what it led to, joined into one message as
+    :func:`~ctxpack.sdk.coerce_messages` joins them (Chat Completions wants one assistant
+    message for parallel calls, its results after it); and where each entry came from (None
+    when nothing was joined, the common case, at the cost of one look at each item)."""
+    kinds = [_responses_kind(item) for item in items]
+    if not any(kinds):
+        return items, None
+    out: list[Any] = []
+    origin: list[int] = []
+    start = 0
+    while start < len(items):
+        end = start
+        while end < len(items) and kinds[end]:
+            end += 1
+        if end > start and kinds[end - 1] == "reasoning" and end < len(items):
+            end += 1  # the message or calls the reasoning led to
+        if end - start < 2:
+            out.append(items[start])
+            origin.append(start)
+            start += 1
+            continue
+        run, where = joined_messages(items[start:end], start=start)
+        out.extend(run)
+        origin.extend(where)
+        start = end
+    return tuple(out), origin
+
+
+def _owned(items: tuple[Any, ...], check: _Check | None) -> tuple[Message, ...]:
     base, shared = _reusable(items, check)
     if base is None or shared == 0:
         base, shared = None, 0

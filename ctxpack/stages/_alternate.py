@@ -44,13 +44,27 @@ def _opens_with_compaction(msg: Message) -> bool:
     return isinstance(content, list) and bool(content) and content[0].get("type") == "compaction"
 
 
+def _blank(msg: Message) -> bool:
+    """Whether ``msg`` is a user or assistant message of whitespace alone (or nothing)."""
+    if msg.role not in ("user", "assistant") or msg.tool_calls or msg.extras.get("refusal"):
+        return False
+    content = msg.content
+    if isinstance(content, list):
+        return all(
+            part.get("type") in ("text", "input_text") and not str(part.get("text", "")).strip()
+            for part in content
+        )
+    return not (content or "").strip()
+
+
 class TurnAlternator(StageModel):
     """Make the conversation valid for Anthropic: user first, alternating turns, tools paired.
 
     Only when the context's ``provider`` is ``"anthropic"`` (for OpenAI it returns the context
     as is), so the default pipeline ends with it, after the packer (step ``alternate``).
-    Assistant messages before the first user message are dropped with their tool results
-    (unless pinned or protected, or opening with a server-side ``compaction`` block). Tool
+    Assistant messages before the first user message (a blank one, which
+    :func:`ctxpack.to_anthropic` leaves out, does not count) are dropped with their tool
+    results (unless pinned or protected, or opening with a server-side ``compaction`` block). Tool
     results that do not answer the assistant turn right before them are dropped, as is a second
     result of one call, and calls left unanswered are removed. Consecutive messages with the
     same Anthropic role are sent as one turn by :func:`ctxpack.to_anthropic`; each such merge of
@@ -97,7 +111,10 @@ class TurnAlternator(StageModel):
         return ctx.decide(*decisions, messages=kept)
 
     def _drop_leading_assistant(self, ctx: PackContext) -> PackContext:
-        first = next((m for m in ctx.messages if anthropic_side(m) != "system"), None)
+        # A blank user message opens no turn: to_anthropic() leaves it out, as the API refuses it.
+        first = next(
+            (m for m in ctx.messages if anthropic_side(m) != "system" and not _blank(m)), None
+        )
         if first is None or first.role != "assistant":
             return ctx
         if first.pinned or first.id in ctx.protected or _opens_with_compaction(first):

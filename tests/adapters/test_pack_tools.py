@@ -312,6 +312,21 @@ def test_anthropic_merges_and_leading_drops_are_recorded() -> None:
     assert payload["messages"] == [{"role": "user", "content": [second, third]}]
 
 
+@pytest.mark.parametrize("blank", ["  \n", "", [{"type": "text", "text": " "}]])
+def test_a_blank_user_message_does_not_open_the_conversation_for_anthropic(blank: Any) -> None:
+    # to_anthropic() leaves a blank message out (the API refuses it): the assistant reply
+    # after it would lead the request, which the API refuses too.
+    messages = [
+        {"role": "user", "content": blank, "id": "u0"},
+        {"role": "assistant", "content": "hello", "id": "a0"},
+        {"role": "user", "content": "what now?", "id": "u1"},
+    ]
+    result = pack(messages, budget=1000, provider="anthropic")
+    assert_valid_anthropic(result.to_anthropic())
+    assert "a0" in result.dropped_ids
+    assert "start with a user message" in result.decisions_for("a0")[-1].reason
+
+
 def test_provider_anthropic_can_be_forced_for_openai_shaped_messages() -> None:
     messages = [
         {"role": "system", "content": "s"},

@@ -267,3 +267,64 @@ def test_a_malformed_responses_item_is_refused_under_its_own_field_names(
         from_openai([{"role": "user", "content": "hi"}, item])
     assert (error.value.index, error.value.field) == (1, field)
     assert said in str(error.value)
+
+
+PARALLEL_SHOTS: list[dict[str, Any]] = [
+    {"role": "user", "content": "Screenshot both windows"},
+    {"type": "function_call", "call_id": "c1", "name": "shot", "arguments": '{"w": 1}'},
+    {"type": "function_call", "call_id": "c2", "name": "shot", "arguments": '{"w": 2}'},
+    {"type": "function_call_output", "call_id": "c1", "output": "window 1 is closed"},
+    {
+        "type": "function_call_output",
+        "call_id": "c2",
+        "output": [
+            {"type": "input_text", "text": "window 2:"},
+            {"type": "input_image", "image_url": "https://example.com/w2.png", "detail": "low"},
+        ],
+    },
+]
+
+
+def test_packed_parallel_calls_are_one_assistant_message_for_chat_completions() -> None:
+    # pack() reads Responses items as from_openai() does: parallel calls are one message,
+    # else Chat Completions refuses the first call's result after the second call.
+    result = ctxpack.pack(PARALLEL_SHOTS, budget=5000, model="gpt-4o")
+    calls = [[c.id for c in m.tool_calls or ()] for m in result.messages]
+    assert calls == [[], ["c1", "c2"], [], []]
+    ctxpack.adapters.validate_openai(result.to_openai())
+    assert result.to_openai(api="responses")[1:] == PARALLEL_SHOTS[1:]
+
+
+def test_a_function_call_output_with_an_image_goes_where_each_api_takes_it() -> None:
+    messages = from_openai(PARALLEL_SHOTS)
+    assert messages[-1].content == [
+        {"type": "text", "text": "window 2:"},
+        {"type": "image_url", "image_url": {"url": "https://example.com/w2.png", "detail": "low"}},
+    ]
+    assert to_responses(messages)[-1] == PARALLEL_SHOTS[-1]
+    # Chat Completions' tool message takes text alone.
+    chat = to_openai(messages)
+    assert chat[-1]["content"] == [{"type": "text", "text": "window 2:"}]
+    ctxpack.adapters.validate_openai(chat)
+    anthropic = ctxpack.to_anthropic(messages)
+    ctxpack.adapters.validate_anthropic(anthropic["messages"])
+    result = anthropic["messages"][-1]["content"][-1]
+    image = {"type": "image", "source": {"type": "url", "url": "https://example.com/w2.png"}}
+    assert result["content"][-1] == image
+    # The image is counted: a budget that fits the text alone does not fit it.
+    assert ctxpack.count_tokens(messages[-1:], model="gpt-4o") > ctxpack.count_tokens(
+        to_openai(messages)[-1:], model="gpt-4o"
+    )
+
+
+@pytest.mark.parametrize("read", [from_openai, lambda items: ctxpack.pack(items, budget=5000)])
+def test_an_error_after_joined_calls_names_the_callers_item(read: Any) -> None:
+    # The two calls are one message: the bad output is the 4th message but the 5th item.
+    bad = {"type": "function_call_output", "call_id": "c2", "output": [{"type": "input_audio"}]}
+    with pytest.raises(ctxpack.InvalidMessageError) as raised:
+        read([*PARALLEL_SHOTS[:4], bad])
+    assert raised.value.index == 4
+    bad = {"role": "tool", "tool_call_id": "c2", "content": [{"type": "image_url"}]}
+    with pytest.raises(ctxpack.InvalidMessageError) as raised:
+        read([*PARALLEL_SHOTS[:4], bad])
+    assert (raised.value.index, raised.value.field) == (4, "content[0].image_url")
