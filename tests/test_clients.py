@@ -556,6 +556,25 @@ def test_a_session_gets_each_new_message_once_and_renders_the_request() -> None:
     assert session.extended == [22, 2]
 
 
+def test_the_legacy_functions_parameter_is_counted_as_the_tools_it_declares() -> None:
+    # functions= (Chat Completions before tools=) reaches the model as tools do: a request
+    # that fits without it must not fit with it, and it goes out as it came.
+    history = long_history(10)
+    results = []
+    for extra in ({}, {"tools": [WEATHER_TOOL]}, {"functions": [WEATHER_TOOL["function"]]}):
+        capture = Capture(openai_reply())
+        client = ctxpack.wrap_openai(openai_client(capture), window=700)
+        client.chat.completions.create(model="gpt-4", messages=history, max_tokens=100, **extra)
+        assert {k: capture.body[k] for k in extra} == extra
+        assert "tools" not in capture.body or "functions" not in capture.body
+        result = client.last_result
+        assert result is not None
+        results.append(result)
+    plain, tools, functions = results
+    assert functions.tool_tokens == tools.tool_tokens > 0 == plain.tool_tokens
+    assert openai_prompt_tokens(functions.to_openai()) + functions.tool_tokens <= 700 - 100
+
+
 def test_an_anthropic_session_budget_leaves_room_for_the_system_prompt() -> None:
     session = RecordingSession()
     capture = Capture(anthropic_message([{"type": "text", "text": "ok"}]))

@@ -184,11 +184,7 @@ class _Packer:
         self, kwargs: dict[str, Any], beta: bool, responses: bool = False
     ) -> tuple[Asked, dict[str, Any]]:
         """What a request asks (its messages, system prompt, tools, reply and limits) and the
-        keyword arguments to send beside them.
-
-        Raises:
-            InvalidMessageError: the request has no list of messages.
-        """
+        keyword arguments to send beside them; InvalidMessageError without a list of messages."""
         system: Any = None
         if responses:
             messages = responses_api.request_input(kwargs)
@@ -210,6 +206,8 @@ class _Packer:
             )
             limits = (counter, budget, reserve)
         tools: Any = kwargs.get("tools")
+        if not _given(tools):  # the legacy functions= declares tools the model reads alike
+            tools = kwargs.get("functions")
         tools = tool_list(tools) if _given(tools) else None
         out = dict(kwargs)
         if feed is not None:
@@ -241,7 +239,9 @@ class _Packer:
         system prompt), and the session's tools added."""
         self.remember(result)
         tools = asked.tools
-        sent_tools = self.feed.tools(tools) if self.feed is not None else tools
+        # The session's tools go with tools=: the legacy functions= cannot carry them.
+        legacy = not _given(out.get("tools")) and _given(out.get("functions"))
+        sent_tools = self.feed.tools(tools) if self.feed is not None and not legacy else tools
         if sent_tools is not None and sent_tools != tools:
             out["tools"] = flat_tools(sent_tools) if asked.responses else sent_tools
         if asked.responses:
