@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from .errors import ConfigError, StoreConflictError
 from .managed import WindowPolicy, WindowState
@@ -26,6 +26,30 @@ from .store import AsyncSessionStore, SessionStore, ThreadedAsyncStore, open_asy
 from .tokens import TokenCounter
 
 __all__ = ["AsyncSession"]
+
+
+_T = TypeVar("_T")
+
+
+async def _in_thread(
+    func: Callable[..., _T], /, *args: Any, undo: Callable[[_T], None] | None = None, **kwargs: Any
+) -> _T:
+    """``func(*args, **kwargs)`` in a worker thread, awaited to its end even if the caller is
+    cancelled: the thread cannot be stopped, and the state it changes must be neither read nor
+    let go of (the session's lock released) before it ends. Cancelled, ``undo`` is given what
+    the thread returned, and the cancellation is raised."""
+    work = asyncio.ensure_future(asyncio.to_thread(func, *args, **kwargs))
+    cancelled: asyncio.CancelledError | None = None
+    while not work.done():
+        try:
+            await asyncio.wait([work])  # cancelling this wait leaves the work running
+        except asyncio.CancelledError as exc:
+            cancelled = exc
+    if cancelled is None:
+        return work.result()
+    if undo is not None and work.exception() is None:
+        undo(work.result())
+    raise cancelled
 
 
 class AsyncSession:
@@ -185,7 +209,9 @@ class AsyncSession:
         async with self._lock:
             for attempt in range(MAX_ATTEMPTS):
                 await self._sync()
-                before = await asyncio.to_thread(backing.transact, lambda: core._transact(change))
+                before = await _in_thread(
+                    backing.transact, lambda: core._transact(change), undo=core._restore
+                )
                 try:
                     await backing.store.append(  # type: ignore[misc]
                         self.session_id, **backing.prepare(core, before)
@@ -226,7 +252,7 @@ class AsyncSession:
             return results[-1]
         async with self._lock:
             await self._sync()
-            return await asyncio.to_thread(
+            return await _in_thread(
                 self._core.render,
                 budget,
                 query=query,

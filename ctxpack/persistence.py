@@ -280,7 +280,14 @@ class Backing:
         the session was erased meanwhile and must be read again from the start."""
         if self._empty is None:
             self._empty = session._snapshot()
-        if stored.version < self.version:
+        data = self._state_of(stored)
+        if stored.version < self.version or (
+            # Erased and written again to as many versions or more: each life of a session id
+            # has its own secret, drawn by its first writer.
+            self.version
+            and data is not None
+            and data.get("secret", self.artifacts.secret) != self.artifacts.secret
+        ):
             # The session was erased (or expired), and perhaps started again.
             session._restore(self._empty)
             self.version = 0
@@ -291,7 +298,6 @@ class Backing:
             return False
         before = session._snapshot()
         try:
-            data = None if stored.state is None else json.loads(stored.state)
             if data is not None and data["format"] > FORMAT:
                 raise StoreError(
                     f"the session was written by a newer ctxpack (format {data['format']}, "
@@ -308,16 +314,31 @@ class Backing:
             session._restore(before)
             if isinstance(exc, StoreError):
                 raise
-            raise StoreError(
-                f"the stored session is not one ctxpack wrote, or is damaged "
-                f"({type(exc).__name__}: {exc})",
-                url=self.store.url,
-                operation=f"read session {self.session_id!r}",
-            ) from exc
+            raise self._damaged(exc) from exc
         self.version = stored.version
         if data is not None:
             self.whole_window = data["format"] < 2
         return False
+
+    def _state_of(self, stored: StoredSession) -> dict[str, Any] | None:
+        """The state ``stored`` holds, read (``None`` for a new session)."""
+        if stored.state is None:
+            return None
+        try:
+            data = json.loads(stored.state)
+            if not isinstance(data, dict):
+                raise TypeError(f"a state is an object, not {type(data).__name__}")
+        except (ValueError, TypeError) as exc:
+            raise self._damaged(exc) from exc
+        return data
+
+    def _damaged(self, exc: Exception) -> StoreError:
+        return StoreError(
+            f"the stored session is not one ctxpack wrote, or is damaged "
+            f"({type(exc).__name__}: {exc})",
+            url=self.store.url,
+            operation=f"read session {self.session_id!r}",
+        )
 
     def prepare(self, session: SessionState, snapshot: Snapshot) -> dict[str, Any]:
         """The store's ``append`` arguments for what changed since ``snapshot``."""

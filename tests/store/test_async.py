@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -134,3 +135,54 @@ def test_an_async_session_refuses_what_extend_is_given_as_a_session_does(message
     with pytest.raises(InvalidMessageError) as expected:
         Session(model="gpt-4").extend(messages)
     assert (str(error), size) == (str(expected.value), 0)
+
+
+class _HeldFilter:
+    """An output filter that holds the worker thread filtering until it is released."""
+
+    kind = "held"
+
+    def __init__(self) -> None:
+        self.started, self.release = threading.Event(), threading.Event()
+
+    def detect(self, output: Any, /) -> float:
+        self.started.set()
+        self.release.wait(10)
+        return 0.0
+
+    def extract(self, output: Any, /) -> None:
+        return None
+
+
+def test_a_cancelled_extend_leaves_the_session_as_the_store_has_it(
+    backend: str, tmp_path: Path, replicas: Callable[[], SessionStore], session_id: str
+) -> None:
+    # The worker thread filtering cannot be stopped: cancelling the extend must not leave
+    # its messages in the object (and not in the store), nor let another append in meanwhile.
+    url = backend_url(backend, tmp_path)
+    sync_store = replicas()
+    held = _HeldFilter()
+
+    async def main() -> list[str]:
+        store: Any = sync_store if backend == "memory" else url
+        session = await AsyncSession.open(session_id, store=store, model="gpt-4", filters=[held])
+        await session.append({"role": "user", "content": "run the tests"})
+        task = asyncio.create_task(session.extend(turn(1)[1:]))
+        assert await asyncio.to_thread(held.started.wait, 10)
+        task.cancel()
+        await asyncio.sleep(0.05)
+        appended = asyncio.create_task(session.append({"role": "user", "content": "status?"}))
+        await asyncio.sleep(0.05)
+        assert not appended.done()  # the session is not let go of while the thread runs
+        held.release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await appended
+        ids = [f"{m.id} {m.text}" for m in await session.transcript()]
+        await session.close()
+        return ids
+
+    ids = asyncio.run(main())
+    assert ids == ["s0 run the tests", "s1 status?"]
+    resumed = Session.open(session_id, store=sync_store, model="gpt-4")
+    assert [f"{m.id} {m.text}" for m in resumed.transcript()] == ids

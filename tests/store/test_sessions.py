@@ -177,6 +177,31 @@ def test_delete_session_erases_transcript_record_and_originals(
     assert [m.text for m in fresh.transcript()] == ["hello again"]
 
 
+@pytest.mark.parametrize("regrown", [2, 3], ids=["as many versions", "more versions"])
+def test_a_replica_sees_an_erasure_the_session_id_grew_back_from(
+    replicas: Callable[[], SessionStore], session_id: str, regrown: int
+) -> None:
+    # Versions count appends: erased and written again as often, the id's version alone
+    # would not tell the replica that its history is gone.
+    store = replicas()
+    stale = Session.open(session_id, store=replicas(), model="gpt-4")
+    stale.extend([{"role": "user", "content": "erased 1"}])
+    stale.append({"role": "user", "content": "erased 2"})
+    store.delete_session(session_id)
+    other = Session.open(session_id, store=replicas(), model="gpt-4")
+    for k in range(regrown):
+        other.append({"role": "user", "content": f"new {k}"})
+    new = [f"new {k}" for k in range(regrown)]
+    assert [m.text for m in stale.transcript()] == new
+    assert wire(stale) == wire(other)
+    stale.append({"role": "user", "content": "from the stale replica"})
+    fresh = Session.open(session_id, store=replicas(), model="gpt-4")
+    assert [m.text for m in fresh.transcript()] == [*new, "from the stale replica"]
+    assert [m.id for m in fresh.transcript()] == [f"s{k}" for k in range(regrown + 1)]
+    other.append({"role": "user", "content": "and on"})
+    assert wire(Session.open(session_id, store=replicas(), model="gpt-4")) == wire(other)
+
+
 def test_a_filter_that_fails_keeps_the_output_whole_and_says_so(
     store: SessionStore, session_id: str
 ) -> None:
