@@ -9,6 +9,7 @@ version moved gets :class:`~ctxpack.errors.StoreConflictError`, which a session 
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
@@ -72,6 +73,10 @@ DELETE = tuple(
     f"DELETE FROM {table} WHERE session_id = %s"
     for table in ("ctxpack_entries", "ctxpack_artifacts", "ctxpack_sessions")
 )
+# An erasure takes the session's row lock first, as an append does: deleting the entries first
+# would miss the entry of an append holding the lock (not committed yet, so not seen), leave it
+# behind, and take the two locks in the other order (a deadlock).
+ERASE = (LOCK_ROW, *DELETE)
 EXPIRED = "SELECT session_id FROM ctxpack_sessions WHERE expires_at < %s"
 
 
@@ -121,6 +126,18 @@ class _Common:
         return StoreConflictError(
             url=self.url, session_id=session_id, expected=version, actual=actual
         )
+
+    def _to_clear(self, row: Any, session_id: str, version: int) -> tuple[str, ...]:
+        """What to delete before an append at ``version``, its session's row locked: what an
+        expired session left, and any entry of a session at version 0. Raises the conflict when
+        the version moved, or the row was erased between its creation and the lock (the
+        writer reads again)."""
+        actual, _ = self._live(row)
+        if row is None or actual != version:
+            raise self._conflict(session_id, version, actual)
+        if actual == 0:
+            return DELETE[:2] if row[0] != 0 else DELETE[:1]
+        return ()
 
     def _not_found(self, session_id: str, artifact: str) -> ArtifactNotFoundError:
         return ArtifactNotFoundError(artifact, store=f"{self.url} session {session_id!r}")
@@ -215,13 +232,8 @@ class PostgresStore(_Common):
         with self._transaction(f"append to session {session_id!r}") as conn:
             conn.execute(CREATE_ROW, (session_id,))
             row = conn.execute(LOCK_ROW, (session_id,)).fetchone()
-            actual, _ = self._live(row)
-            if actual != version:
-                raise self._conflict(session_id, version, actual)
-            if actual == 0 and row[0] != 0:
-                # Expired: nothing of the session's earlier life stays.
-                for statement in DELETE[:2]:
-                    conn.execute(statement, (session_id,))
+            for statement in self._to_clear(row, session_id, version):
+                conn.execute(statement, (session_id,))
             conn.execute(INSERT_ENTRY, (session_id, version, _bytes(entry)))
             conn.execute(UPDATE_ROW, (version + 1, _bytes(state), self._expires(), session_id))
             if artifacts:
@@ -248,7 +260,7 @@ class PostgresStore(_Common):
     def delete_session(self, session_id: str) -> None:
         check_session_id(session_id)
         with self._transaction(f"delete session {session_id!r}") as conn:
-            for statement in DELETE:
+            for statement in ERASE:
                 conn.execute(statement, (session_id,))
 
     def purge_expired(self) -> int:
@@ -256,7 +268,7 @@ class PostgresStore(_Common):
         with self._transaction("purge expired sessions") as conn:
             expired = [r[0] for r in conn.execute(EXPIRED, (time.time(),)).fetchall()]
             for session_id in expired:
-                for statement in DELETE:
+                for statement in ERASE:
                     conn.execute(statement, (session_id,))
         return len(expired)
 
@@ -275,11 +287,24 @@ class AsyncPostgresStore(_Common):
         self._conninfo = self._configure(url, options)
         self._url_for_errors = url
         self._pool: Any = None
+        self._opening: asyncio.Future[None] | None = None
 
     async def open(self) -> None:
         """Open the pool and create the tables if missing (idempotent)."""
         if self._pool is not None:
             return
+        # Callers that come at once share one opening: each would build a pool of its own,
+        # and close() close only the last.
+        opening = self._opening
+        if opening is None or opening.get_loop() is not asyncio.get_running_loop():
+            opening = self._opening = asyncio.ensure_future(self._open())
+        try:
+            await asyncio.shield(opening)
+        finally:
+            if opening.done() and self._opening is opening:
+                self._opening = None
+
+    async def _open(self) -> None:
         try:
             import psycopg
             from psycopg_pool import AsyncConnectionPool
@@ -346,12 +371,8 @@ class AsyncPostgresStore(_Common):
         async with self._transaction(f"append to session {session_id!r}") as conn:
             await conn.execute(CREATE_ROW, (session_id,))
             row = await (await conn.execute(LOCK_ROW, (session_id,))).fetchone()
-            actual, _ = self._live(row)
-            if actual != version:
-                raise self._conflict(session_id, version, actual)
-            if actual == 0 and row[0] != 0:
-                for statement in DELETE[:2]:
-                    await conn.execute(statement, (session_id,))
+            for statement in self._to_clear(row, session_id, version):
+                await conn.execute(statement, (session_id,))
             await conn.execute(INSERT_ENTRY, (session_id, version, _bytes(entry)))
             row_values = (version + 1, _bytes(state), self._expires(), session_id)
             await conn.execute(UPDATE_ROW, row_values)
@@ -380,7 +401,7 @@ class AsyncPostgresStore(_Common):
     async def delete_session(self, session_id: str) -> None:
         check_session_id(session_id)
         async with self._transaction(f"delete session {session_id!r}") as conn:
-            for statement in DELETE:
+            for statement in ERASE:
                 await conn.execute(statement, (session_id,))
 
     async def close(self) -> None:

@@ -104,6 +104,34 @@ def test_replicas_appending_at_once_all_succeed(
     assert {wire(s) for s in sessions} == {wire(reader)}
 
 
+def test_erasures_racing_appends_leave_nothing_and_the_id_usable(
+    replicas: Callable[[], SessionStore], session_id: str
+) -> None:
+    # An erasure request may come while replicas append (a user deleting a live chat): each
+    # append and each erasure succeeds, and after the last erasure nothing of the session
+    # stays, nor breaks the id's next life.
+    sessions = [Session.open(session_id, store=replicas(), model="gpt-4") for _ in range(4)]
+    eraser = replicas()
+
+    def work(worker: int) -> None:
+        for k in range(25):
+            if worker == len(sessions):
+                eraser.delete_session(session_id)
+            else:
+                sessions[worker].append({"role": "user", "content": f"w{worker} m{k}"})
+
+    run_threads(work, len(sessions) + 1)
+    eraser.delete_session(session_id)
+    assert eraser.load(session_id).version == 0
+    assert all(session.transcript() == [] for session in sessions)
+    for worker, session in enumerate(sessions):
+        session.append({"role": "user", "content": f"again {worker}"})
+    reader = Session.open(session_id, store=replicas(), model="gpt-4")
+    assert [m.text for m in reader.transcript()] == [f"again {w}" for w in range(len(sessions))]
+    assert [m.id for m in reader.transcript()] == [f"s{w}" for w in range(len(sessions))]
+    assert {wire(s) for s in sessions} == {wire(reader)}
+
+
 def test_asyncio_tasks_and_async_replicas(backend: str, tmp_path: Path, session_id: str) -> None:
     url = backend_url(backend, tmp_path)
     shared_memory = MemoryStore()

@@ -3,6 +3,7 @@ password, a server that does not answer, a driver that is not installed."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import sys
 from typing import Any
@@ -77,3 +78,27 @@ def test_a_redis_url_redis_py_cannot_read_is_a_config_error(opener: Any, url: st
         opener(url)
     assert redact_url(url) in str(caught.value) and "hunter2" not in str(caught.value)
     assert "redis://[:password@]host:port/db" in str(caught.value)
+
+
+def test_an_async_postgres_store_first_used_by_many_tasks_at_once_opens_one_pool(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Each task used to find no pool and open its own; close() closed only the last.
+    psycopg_pool = pytest.importorskip("psycopg_pool")
+    opened: list[Any] = []
+
+    class CountedPool(psycopg_pool.AsyncConnectionPool):  # type: ignore[misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            opened.append(self)
+
+    monkeypatch.setattr(psycopg_pool, "AsyncConnectionPool", CountedPool)
+    store: Any = open_async_store(server_url("postgres"))
+
+    async def main() -> None:
+        await asyncio.gather(*(store.load(f"pool-{k}") for k in range(8)))
+        await store.close()
+
+    asyncio.run(main())
+    assert len(opened) == 1
+    assert opened[0].closed
