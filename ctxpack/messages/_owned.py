@@ -299,9 +299,17 @@ def owned_messages(
         raise item_error(exc, origin) from None
 
 
+_JOINED_KINDS = frozenset({"function_call", "reasoning"})
+
+
 def _responses_kind(item: Any) -> Any:
-    kind = item.get("type") if isinstance(item, Mapping) else getattr(item, "type", None)
-    return kind if kind in ("function_call", "reasoning") else None
+    if type(item) is dict:  # the common case first: a look-up, no isinstance against an ABC
+        kind = item.get("type")
+    elif isinstance(item, Message):
+        return None
+    else:
+        kind = item.get("type") if isinstance(item, Mapping) else getattr(item, "type", None)
+    return kind if kind in _JOINED_KINDS else None
 
 
 def _joined(items: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[int] | None]:
@@ -310,9 +318,12 @@ def _joined(items: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[int] | None]:
     :func:`~ctxpack.sdk.coerce_messages` joins them (Chat Completions wants one assistant
     message for parallel calls, its results after it); and where each entry came from (None
     when nothing was joined, the common case, at the cost of one look at each item)."""
-    kinds = [_responses_kind(item) for item in items]
-    if not any(kinds):
+    if not any(
+        item.get("type") in _JOINED_KINDS if type(item) is dict else _responses_kind(item)
+        for item in items
+    ):
         return items, None
+    kinds = [_responses_kind(item) for item in items]
     out: list[Any] = []
     origin: list[int] = []
     start = 0
