@@ -54,7 +54,7 @@ from ctxpack.code import (
 )
 from ctxpack.cost import Price, PriceTable, filtering_economics, price, shipped_prices
 from ctxpack.editing import Compactor, ToolResultClearer
-from ctxpack.errors import CtxpackError, StoreError, WorkspacePathError
+from ctxpack.errors import CtxpackError, WorkspacePathError
 from ctxpack.filters import ToolOutput, ToolOutputFilter, assemble
 from ctxpack.guard import ArrivalGuard
 from ctxpack.integrations.langchain_agent import PackingMiddleware
@@ -75,7 +75,13 @@ from ctxpack.selection import (
 from ctxpack.signals import Neighbors, QueryWords, signal_from
 from ctxpack.signals.embeddings import MiniLMEmbedder
 from ctxpack.stages import compress_lines
-from ctxpack.store import MemoryStore, SQLiteArtifactStore, SQLiteStore
+from ctxpack.store import (
+    MemoryStore,
+    SQLiteArtifactStore,
+    SQLiteStore,
+    open_async_store,
+    open_store,
+)
 from ctxpack.testing import check_stage
 from ctxpack.tokens import (
     anthropic_approx_counter,
@@ -1100,7 +1106,64 @@ SMALL_CASES = [
         ConfigError,
         "provider",
     ),
-    case("SQLiteStore(timeout=nan)", lambda: SQLiteStore(timeout=math.nan), StoreError, "timeout"),
+    case("SQLiteStore(timeout=nan)", lambda: SQLiteStore(timeout=math.nan), ConfigError, "timeout"),
+    case(
+        "open_store(ttl=10**400)", lambda: open_store("memory://", ttl=10**400), ConfigError, "ttl"
+    ),
+    case(
+        "open_store(sqlite timeout='x')",
+        lambda: open_store("sqlite://", timeout="x"),
+        ConfigError,
+        "timeout",
+    ),
+    case(
+        "open_store(postgres timeout=None)",
+        lambda: open_store("postgresql://nohost", timeout=None),
+        ConfigError,
+        "timeout",
+    ),
+    case(
+        "open_store(postgres timeout=inf)",
+        lambda: open_store("postgresql://nohost", timeout=math.inf),
+        ConfigError,
+        "timeout",
+    ),
+    case(
+        "open_store(redis timeout='x')",
+        lambda: open_store("redis://nohost.invalid", timeout="x"),
+        ConfigError,
+        "timeout",
+    ),
+    case(
+        "open_async_store(postgres timeout=None)",
+        lambda: open_async_store("postgresql://nohost", timeout=None),
+        ConfigError,
+        "timeout",
+    ),
+    case(
+        "open_store(postgres pool_size=2.5)",
+        lambda: open_store("postgresql://nohost?pool_size=2.5"),
+        ConfigError,
+        "pool_size",
+    ),
+    case(
+        "open_store(sqlite URL option misspelt)",
+        lambda: open_store("sqlite://?timout=30"),
+        ConfigError,
+        "timout",
+    ),
+    case(
+        "open_store(memory URL option misspelt)",
+        lambda: open_store("memory://?tll=30"),
+        ConfigError,
+        "tll",
+    ),
+    case(
+        "open_store(read_only=maybe)",
+        lambda: open_store("sqlite://?read_only=maybe"),
+        ConfigError,
+        "read_only",
+    ),
     case(
         "SQLiteArtifactStore(read_only='no')",
         lambda: SQLiteArtifactStore(read_only="no"),  # type: ignore[arg-type]

@@ -34,6 +34,7 @@ from ._base import (
     AsyncSessionStore,
     SessionStore,
     StoredSession,
+    no_other_options,
     redact_url,
     store_options,
 )
@@ -83,6 +84,14 @@ def _sqlite_path(url: str) -> str:
     return rest[1:]
 
 
+def _read_only(url: str, value: str) -> bool:
+    if value.lower() in ("1", "true", "yes", "0", "false", "no"):
+        return value.lower() in ("1", "true", "yes")
+    raise ConfigError(
+        f"store URL {redact_url(url)}: read_only={value!r} must be true or false (1, yes; 0, no)"
+    )
+
+
 def open_store(url: str, **options: Any) -> SessionStore:
     """The session store at ``url``, its backend chosen by the scheme.
 
@@ -108,12 +117,15 @@ def open_store(url: str, **options: Any) -> SessionStore:
     """
     scheme = _scheme(url)
     if scheme == "memory":
-        return MemoryStore(**store_options(url, ("ttl",), options)[1])
+        rest, settings = store_options(url, ("ttl",), options)
+        no_other_options(url, rest)
+        return MemoryStore(**settings)
     if scheme == "sqlite":
         names = ("ttl", "timeout", "read_only")
-        settings = store_options(url, names, options, text=("read_only",))[1]
+        rest, settings = store_options(url, names, options, text=("read_only",))
+        no_other_options(url, rest)
         if isinstance(settings.get("read_only"), str):
-            settings["read_only"] = settings["read_only"].lower() in ("1", "true", "yes")
+            settings["read_only"] = _read_only(url, settings["read_only"])
         return SQLiteStore(_sqlite_path(url), **settings)
     if scheme in ("postgresql", "postgres"):
         from .postgres import PostgresStore

@@ -15,6 +15,7 @@ the artifacts of one append are written together or not at all, and are durable 
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -240,13 +241,33 @@ def check_artifact(artifact: object, text: object = "") -> str:
     return artifact
 
 
+def _seconds(value: object) -> float | None:
+    """``value`` as a finite number of seconds, or ``None`` when it is not one."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        seconds = float(value)  # an int too large for a float overflows
+    except OverflowError:
+        return None
+    return seconds if math.isfinite(seconds) else None
+
+
 def check_ttl(ttl: object) -> float | None:
     """``ttl`` in seconds if valid: ``None`` (keep forever) or a positive number."""
     if ttl is None:
         return None
-    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not ttl > 0:
+    seconds = _seconds(ttl)
+    if seconds is None or not seconds > 0:
         raise ConfigError(f"ttl must be a positive number of seconds or None, got {ttl!r}")
-    return float(ttl)
+    return seconds
+
+
+def check_timeout(timeout: object) -> float:
+    """``timeout`` in seconds if valid: a finite number >= 0."""
+    seconds = _seconds(timeout)
+    if seconds is None or seconds < 0:
+        raise ConfigError(f"timeout must be a finite number of seconds >= 0, got {timeout!r}")
+    return seconds
 
 
 def redact_url(url: str) -> str:
@@ -290,7 +311,19 @@ def store_options(
         )
     if "ttl" in settings:
         settings["ttl"] = check_ttl(settings["ttl"])
+    if "timeout" in settings:
+        settings["timeout"] = check_timeout(settings["timeout"])
     return urlunsplit(parts._replace(query=urlencode(query))), settings
+
+
+def no_other_options(url: str, rest: str) -> None:
+    """Refuse what is left of ``url``'s query (``rest``, from :func:`store_options`) for a
+    store that passes nothing on to a driver: a misspelt option would be ignored."""
+    left = parse_qs(urlsplit(rest).query, keep_blank_values=True)
+    if left:
+        raise ConfigError(
+            f"unknown store option(s) in {redact_url(url)}: {', '.join(sorted(left))}"
+        )
 
 
 def missing_driver(package: str, extra: str, url: str) -> StoreError:

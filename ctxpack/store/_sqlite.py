@@ -6,7 +6,6 @@ a writer waits up to the busy timeout for another one, then gets a :class:`Store
 
 from __future__ import annotations
 
-import math
 import os
 import sqlite3
 import threading
@@ -23,6 +22,7 @@ from ._base import (
     check_append,
     check_artifact,
     check_session_id,
+    check_timeout,
     check_ttl,
     check_version,
 )
@@ -54,17 +54,7 @@ class SQLiteFile:
     def __init__(self, path: str, *, url: str, timeout: float, read_only: bool) -> None:
         self.path = path
         self.url = url
-        if (
-            isinstance(timeout, bool)
-            or not isinstance(timeout, (int, float))
-            or not 0 <= timeout < math.inf
-        ):
-            raise StoreError(
-                f"timeout must be a finite number of seconds >= 0, got {timeout!r}",
-                url=url,
-                operation="open",
-            )
-        self.timeout = float(timeout)
+        self.timeout = check_timeout(timeout)
         self.read_only = flag(read_only, "read_only") or self._unwritable()
         # One connection per store object, under a lock: a ":memory:" database exists only in
         # its connection, and SQLite serialises writers anyway.

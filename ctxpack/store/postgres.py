@@ -81,7 +81,13 @@ EXPIRED = "SELECT session_id FROM ctxpack_sessions WHERE expires_at < %s"
 
 
 def _pool_size(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 1:
+    # A URL's query gives every number as a float: 4.0 is an int, 2.5 is not.
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not 1 <= value < 2**31
+        or value != int(value)
+    ):
         raise ConfigError(f"pool_size must be an int >= 1, got {value!r}")
     return int(value)
 
@@ -116,7 +122,7 @@ class _Common:
         conninfo = "postgresql" + conninfo[conninfo.index(":") :]
         self.ttl = settings.get("ttl")
         self.pool_size = _pool_size(settings.get("pool_size", 10))
-        self.timeout = float(settings.get("timeout", 10.0))
+        self.timeout = settings.get("timeout", 10.0)
         return conninfo
 
     def _expires(self) -> float | None:

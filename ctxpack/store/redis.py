@@ -73,7 +73,7 @@ class _Common:
         self.url = redact_url(url)
         address, settings = store_options(url, OPTIONS, options, text=("prefix",))
         self.ttl = settings.get("ttl")
-        timeout = float(settings.get("timeout", 10.0))
+        timeout = settings.get("timeout", 10.0)
         self.prefix = str(settings.get("prefix", "ctxpack"))
         if not self.prefix or "{" in self.prefix or "}" in self.prefix:
             raise ConfigError(f"prefix must be a non-empty str without braces, got {self.prefix!r}")
