@@ -40,6 +40,7 @@ from typing import Any
 
 import regex
 
+from ._internal.part_texts import with_texts
 from ._internal.secret_rules import OWN_RULES
 from .caches import memoize
 from .errors import ConfigError
@@ -394,7 +395,12 @@ def _findings(text: str) -> Iterator[SecretFinding]:
 
 # Rules that read any value assigned to a key naming a secret: where a rule for a known format
 # finds the same value, its kind names the secret better.
-_GENERIC = frozenset({"generic-api-key", "secret-assignment", "secret-field"})
+_GENERIC = frozenset({"generic-api-key", "secret-assignment", "secret-field", "secret-env-prefix"})
+
+
+def _precedence(f: SecretFinding) -> tuple[bool, int, int, bool]:
+    # Of generic findings of one span, gitleaks' (an entropy guess) names it least well.
+    return f.kind in _GENERIC, f.start, f.start - f.end, f.kind == "generic-api-key"
 
 
 # A shorter value (a password such as "hunter2") may well be an ordinary word elsewhere.
@@ -445,7 +451,7 @@ class _Spans:
 @memoize(maxsize=100_000, maxbytes=16 * 2**20, name="secrets of a text")
 def _scan(text: str) -> tuple[SecretFinding, ...]:
     # Cached by content: a history packed again every turn holds the same tool outputs.
-    found = sorted(_findings(text), key=lambda f: (f.kind in _GENERIC, f.start, -(f.end - f.start)))
+    found = sorted(_findings(text), key=_precedence)
     spans = _Spans()
     # Specific rules first, then generic ones; the first, longest finding of a place wins.
     kept = [finding for finding in found if spans.take(finding.start, finding.end)]
@@ -538,13 +544,9 @@ def redact_message(message: Message) -> tuple[Message, tuple[SecretFinding, ...]
         if (new := clean(content)) != content:
             update["content"] = new
     elif isinstance(content, list):
-        parts = [
-            {**part, "text": clean(part["text"])}
-            if part.get("type") == "text" and isinstance(part.get("text"), str)
-            else part
-            for part in content
-        ]
-        if parts != content:
+        # Every text of every part: a tool result's document or search result too.
+        parts = [with_texts(part, clean) for part in content]
+        if any(new is not old for new, old in zip(parts, content, strict=True)):
             update["content"] = parts
     if message.tool_calls:
         calls = [

@@ -4,9 +4,14 @@ cannot be an ordinary word."""
 
 from __future__ import annotations
 
+import base64
+import json
+from typing import Any
+
 import pytest
 
-from ctxpack.redaction import find_secrets, redact
+import ctxpack
+from ctxpack.redaction import find_secrets, redact, redact_message
 
 TOKEN = "Rk7Vq2Lx9Zm4Wt8Np3Hc6Yb1Fd5Gs0Ja"  # random-looking, no provider's format
 PASSWORD = "Zq8#vLp;2x,R(y)9"  # the symbols a config line's value may hold
@@ -42,6 +47,23 @@ PASSWORD = "Zq8#vLp;2x,R(y)9"  # the symbols a config line's value may hold
             "sql-password",
         ),
         ("SET PASSWORD FOR 'app'@'%' = 'pg-4xQ7w';", "pg-4xQ7w", "sql-password"),
+        # The line as grep -n, grep -rn and cat -n print it, and as the retrieve tool quotes it.
+        ("3:DB_PASSWORD=pg-4xQ7w!\n", "pg-4xQ7w!", "secret-assignment"),
+        ("./.env:3:DB_PASSWORD=pg-4xQ7w!\n", "pg-4xQ7w!", "secret-assignment"),
+        ("     2\tDB_PASSWORD=pg-4xQ7w!\n", "pg-4xQ7w!", "secret-assignment"),
+        ("config.yaml:12:  password: pg-4xQ7w!\n", "pg-4xQ7w!", "secret-assignment"),
+        # An environment variable anywhere on a line: docker inspect, a log, escaped stdout.
+        (
+            '    "Env": ["DB_PASSWORD=pg-4xQ7w!", "PATH=/usr/bin"],',
+            "pg-4xQ7w!",
+            "secret-env-prefix",
+        ),
+        ("12:00:01 env DB_PASSWORD=pg-4xQ7w! USER=app\n", "pg-4xQ7w!", "secret-env-prefix"),
+        ('{"stdout": "DB_PASSWORD=pg-4xQ7w!\\n", "code": 0}', "pg-4xQ7w!", "secret-env-prefix"),
+        ('{"env": "A=1\\nDB_PASSWORD=pg-4xQ7w!\\nB=2"}', "pg-4xQ7w!", "secret-env-prefix"),
+        # key=value inside a line, in any case: a log, a URL's query.
+        ("retrying with password=pg-4xQ7w! in 5s", "pg-4xQ7w!", "secret-assignment"),
+        ("GET /v1/items?user=app&api_key=pg4xQ7w2026&page=2", "pg4xQ7w2026", "secret-assignment"),
     ],
 )
 def test_a_secret_in_a_config_line_header_or_command_is_redacted(
@@ -68,6 +90,12 @@ def test_a_secret_in_a_config_line_header_or_command_is_redacted(
         "secret = secrets.token_hex(32)\n",
         "        'PASSWORD': os.environ.get('DB_PASSWORD', ''),\n",
         "{'password': password}\n",
+        "os.environ.update(OPENAI_API_KEY=api_key)\n",
+        'DB_PASSWORD=os.environ["DB_PASSWORD"]\n',
+        "headers = dict(API_TOKEN=get_token())\n",
+        "login(user=user, password=password_2)\n",
+        "PWD=/srv/app OLDPWD=/tmp make\n",
+        'Add `OPENAI_API_KEY="My API Key"` to your `.env` file.\n',
         '    api_key="lm-studio",  # any string\n',
         '        auth_password="open sesame",\n',
         '    private_key: "_RSAPrivateKey",\n',
@@ -141,3 +169,59 @@ def test_a_private_key_cut_by_the_output_is_redacted(text: str) -> None:
 def test_a_certificate_is_no_private_key() -> None:
     cert = f"-----BEGIN CERTIFICATE-----\n{TOKEN * 2}\n-----END CERTIFICATE-----\n"
     assert find_secrets(cert) == ()
+
+
+TEXT_SECRET = "DB_PASSWORD=pg-4xQ7w!\nGITHUB_TOKEN=ghp_R8sVt2Lq9ZxW4mKp7YcN3bHd6FgJ1aEu5TiO"
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "{}"}},
+        {"type": "document", "source": {"type": "content", "content": "{}"}},
+        {
+            "type": "document",
+            "source": {"type": "content", "content": [{"type": "text", "text": "{}"}]},
+        },
+        {
+            "type": "search_result",
+            "source": "s",
+            "title": "t",
+            "content": [{"type": "text", "text": "{}"}],
+        },
+        {"type": "document", "title": "{}", "source": {"type": "url", "url": "https://x/a.pdf"}},
+    ],
+    ids=["text document", "content string", "content blocks", "search result", "title"],
+)
+def test_every_text_of_an_anthropic_tool_result_is_redacted(block: dict[str, Any]) -> None:
+    # A tool_result may hold documents and search results: their texts reach the model as
+    # a text block's do.
+    filled = json.loads(json.dumps(block).replace("{}", json.dumps(TEXT_SECRET)[1:-1]))
+    use = {"type": "tool_use", "id": "t1", "name": "read", "input": {}}
+    history = [
+        {"role": "user", "content": "read the config"},
+        {"role": "assistant", "content": [use]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [filled]}],
+        },
+    ]
+    result = ctxpack.pack(ctxpack.from_anthropic(history), budget=4000)
+    for sent in (json.dumps(result.to_anthropic()), json.dumps(result.to_openai())):
+        assert "pg-4xQ7w" not in sent and "ghp_R8sV" not in sent
+    assert "secrets replaced" in result.decisions_for(result.messages[-1].id)[0].reason
+
+
+def test_a_text_file_sent_as_data_is_redacted_and_stays_base64() -> None:
+    data = "data:text/plain;base64," + base64.b64encode(TEXT_SECRET.encode()).decode()
+    message = ctxpack.Message(
+        role="tool",
+        tool_call_id="c1",
+        content=[{"type": "file", "file": {"filename": "prod.env", "file_data": data}}],
+    )
+    redacted, found = redact_message(message)
+    sent = redacted.content[0]["file"]["file_data"]  # type: ignore[index]
+    head, _, payload = sent.partition(",")
+    text = base64.b64decode(payload).decode()
+    assert head == "data:text/plain;base64" and len(found) == 2
+    assert "pg-4xQ7w" not in text and "[REDACTED github-pat]" in text

@@ -363,9 +363,9 @@ def test_secrets_in_a_large_output_are_found_wherever_they_sit(where: float, lin
     at = int(len(noise) * where)
     out = redact(noise[:at] + planted + noise[at:])
     assert [s for s in (TOKEN, pat) if s in out.text] == []
-    assert set(out.kinds) == {"generic-api-key", "github-pat"}
+    assert set(out.kinds) == {"secret-field", "github-pat"}
     assert (
-        out.text.replace("[REDACTED generic-api-key]", TOKEN).replace("[REDACTED github-pat]", pat)
+        out.text.replace("[REDACTED secret-field]", TOKEN).replace("[REDACTED github-pat]", pat)
         == noise[:at] + planted + noise[at:]
     )
 

@@ -25,9 +25,9 @@ _NOT_PROSE = r"[\d!#-&(-/:-@\[-`{-~]"
 # names what it stands for ("somepassword", "my-secret", "example-key"; a long one is a key,
 # whatever letters it holds), as tests' fixtures and documentation's samples do, and a value
 # that refers to one: a dotted name (settings.SECRET_KEY, module.path:Class), an environment
-# variable's name (OPENAI_API_KEY), a header's name (X-API-Key), a template field
-# ({self.password}), a mask, a type's name. Agent sessions read many in code, and replacing
-# them breaks the edits made to those files.
+# variable's name (OPENAI_API_KEY), a header's name (X-API-Key), a variable's (api_key), a
+# field of a template ({self.password}), a mask, a type's name. Agent sessions read many in
+# code, and replacing them breaks the edits made to those files.
 _NOT_SECRET = [
     {
         "target": "secret",
@@ -35,8 +35,8 @@ _NOT_SECRET = [
             r"(?i)^(?=.{0,24}$|[a-z_.:-]+$).*(?:pass(?:word|wd)|secret|example|dummy|fake|"
             r"sample|placeholder|changeme)",
             r"^(?:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?::\w+)?|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|"
-            r"[A-Z][A-Za-z]*(?:-[A-Z][A-Za-z]*)+|\{[\w.]+\}|:?\*{3,}|"
-            r"(?i:value|string|str|bytes|empty|undefined))$",
+            r"[A-Z][A-Za-z]*(?:-[A-Z][A-Za-z]*)+|[a-z][a-z0-9]*(?:_[a-z0-9]+)+|\{[\w.]+\}|:?\*{3,}|"
+            r"(?i:value|string|str|bytes|empty|undefined|(?:my|your)[ _-][\w -]*))$",
         ],
     }
 ]
@@ -91,7 +91,8 @@ OWN_RULES: tuple[dict[str, Any], ...] = (
     {
         "id": "secret-assignment",
         # A configuration line (.env, shell, YAML, JSON, INI, TOML, docker-compose's
-        # "- KEY=value") whose key's last word names a secret, the value ending the line
+        # "- KEY=value"; as grep -n or cat -n print it too: "path:3:KEY=value") whose key's
+        # last word names a secret, the value ending the line
         # (a comment after it aside). Written KEY=value or "key": value, any value is taken
         # but one ending as code's do ("password=pw," in a call, "=get(...)"). Written with
         # spaces around "=", as code assigns too, a quoted value must hold a digit or a
@@ -99,7 +100,9 @@ OWN_RULES: tuple[dict[str, Any], ...] = (
         # ("password = None", "= args.password") or must look random (letters of both cases
         # and digits). PWD and OLDPWD are the shell's working directories (POSIX), which
         # `env` prints: not passwords.
-        "regex": r"(?m)^[ \t]*(?:-[ \t]+)?(?:export[ \t]+)?[\"']?(?!(?:OLD)?PWD\b)"
+        "regex": r"(?m)^[ \t]*(?:(?:[^\s:]+:(?:\d+[:-])?|\d+[:-]|\d+\t)[ \t]*)?(?:-[ \t]+)?"
+        r"(?:export[ \t]+)?"
+        r"[\"']?(?!(?:OLD)?PWD\b)"
         + _SECRET_NAME
         + r"[\"']?(?:(?:=|:[ \t]+|(?<=[\"']):)(?:\"([^\"\n]{4,200})\"|'([^'\n]{4,200})'|"
         r"([^\s'\"]{3,199}[^\s'\"#;,():]))|(?:[ \t]+=[ \t]*|=[ \t]+)(?:\"(?=[^\"\n]*"
@@ -184,15 +187,19 @@ OWN_RULES: tuple[dict[str, Any], ...] = (
     },
     {
         "id": "secret-env-prefix",
-        # An environment variable naming a secret, set for one command or container
-        # (PGPASSWORD=... psql, docker run -e POSTGRES_PASSWORD=...): upper case, with no
-        # spaces around "=", as shells and .env files write it, where code puts spaces.
+        # An environment variable naming a secret, wherever a line holds it: set for one
+        # command or container (PGPASSWORD=... psql, docker run -e POSTGRES_PASSWORD=...),
+        # listed ("Env": ["DB_PASSWORD=..."] in docker inspect, a log line, JSON-escaped in a
+        # tool's stdout, after an escaped line break). Upper case, with no spaces around "=",
+        # as shells and .env files write it, where code puts spaces; a value that is a call
+        # or an index is code's.
         # The pattern starts with a letter, not a lookbehind, so that the regex engine skips
         # to the capitals: most outputs hold the keywords ("token") and few such names.
-        "regex": r"[A-Z](?<![\w$.-][A-Z])(?!(?<=O)LDPWD=|(?<=P)WD=)(?:[A-Z0-9_]*(?:PASSWORD|"
+        "regex": r"[A-Z](?<!(?<!\\)[\w$.-][A-Z])(?!(?<=O)LDPWD=|(?<=P)WD=)(?:[A-Z0-9_]*(?:PASSWORD|"
         r"PASSWD|PWD|SECRET|SECRET_KEY|TOKEN|API_KEY|APIKEY|PRIVATE_KEY|AUTH)|(?<=P)ASSW(?:OR)?D|"
         r"(?<=S)ECRET(?:_KEY)?|(?<=T)OKEN|(?<=A)PI_?KEY|(?<=P)RIVATE_KEY)="
-        r"(?:\"([^\"\n]{4,200})\"|'([^'\n]{4,200})'|([^\s'\"();,`]{4,200}))(?=[ \t]+\S)",
+        r"(?:\"([^\"\n]{4,200})\"|'([^'\n]{4,200})'|([^\s'\"();,`\[\\]{4,200}))"
+        r"(?=[\s'\"`;,)]|\\|$)",
         "entropy": 0.0,
         "keywords": [
             "password",
@@ -205,6 +212,23 @@ OWN_RULES: tuple[dict[str, Any], ...] = (
             "private_key",
             "_auth",
         ],
+        "allowlists": _NOT_SECRET,
+    },
+    {
+        "id": "secret-assignment",
+        # key=value inside a line of any case: a log ("connecting with password=..."), a
+        # URL's query ("?api_key=..."). Code passes a name there (password=pw): the value
+        # must hold a digit or a symbol, and not be a call or an index. After the rule for
+        # upper-case names: of one span, that one names it. The pattern starts with a letter,
+        # not a lookbehind, so that the regex engine skips to those letters.
+        "regex": r"(?i)[psac](?<![a-z0-9][psac])(?!(?<![_.-].)(?<=p)wd=)(?:(?<=p)ass(?:word|wd|"
+        r"phrase)?|(?<=p)wd|(?<=s)ecret|(?<=a)pi[_-]?key|(?<=a)ccess[_-]?token|"
+        r"(?<=a)uth[_-]?token|(?<=c)lient[_-]?secret)="
+        r"((?=[^\s'\"&;,()\[\]{}<>\\]*[\d!#$%*+/:=?@^~-])[^\s'\"&;,()\[\]{}<>\\]{4,200})"
+        r"(?=[\s'\"&;,)\]}>]|\\|$)",
+        "entropy": 0.0,
+        "keywords": ["pass", "pwd", "secret", "key", "token"],
+        "allowlists": _NOT_SECRET,
     },
     {
         "id": "password-option",

@@ -1,0 +1,81 @@
+"""The texts a content part carries, wherever the part's shape puts them: a text part's text,
+an Anthropic document's (its text or content source, its title and context), a text file sent
+as base64 data (OpenAI's ``file`` and ``input_file``, Anthropic's base64 document), a search
+result's title and text blocks. What reads every text a model is sent (secret redaction) goes
+through :func:`with_texts`, not through each shape.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .documents import DOCUMENT_TYPES
+
+__all__: list[str] = []
+
+_Edit = Callable[[str], str]
+
+
+def with_texts(part: Any, edit: _Edit) -> Any:
+    """``part`` with ``edit`` applied to each of its texts; ``part`` itself when none changed.
+    Images, PDFs and anything not a part come back as they are."""
+    if not isinstance(part, Mapping):
+        return part
+    kind = part.get("type")
+    changes: dict[str, Any] = {}
+    if kind in ("text", "input_text", "output_text") or kind == "search_result":
+        changes.update(_fields(part, ("text", "title"), edit))
+    if kind == "search_result" and isinstance(content := part.get("content"), list):
+        changes["content"] = [with_texts(block, edit) for block in content]
+    elif kind == "document":
+        changes.update(_fields(part, ("title", "context"), edit))
+        if isinstance(source := part.get("source"), Mapping):
+            changes["source"] = _source(source, edit)
+    elif kind in DOCUMENT_TYPES:  # OpenAI's file parts: the file's fields sit in "file" or not
+        inner = part.get("file") if kind == "file" else part
+        if isinstance(inner, Mapping) and isinstance(data := inner.get("file_data"), str):
+            new = {**inner, "file_data": _data_url(data, edit)}
+            changes.update({"file": new} if kind == "file" else new)
+    changed = {k: v for k, v in changes.items() if v is not part.get(k) and v != part.get(k)}
+    return {**part, **changed} if changed else part
+
+
+def _fields(part: Mapping[str, Any], keys: tuple[str, ...], edit: _Edit) -> dict[str, Any]:
+    return {key: edit(value) for key in keys if isinstance(value := part.get(key), str)}
+
+
+def _source(source: Mapping[str, Any], edit: _Edit) -> Mapping[str, Any]:
+    kind, data = source.get("type"), source.get("data")
+    if kind == "text" and isinstance(data, str):
+        return {**source, "data": edit(data)}
+    if kind == "base64" and isinstance(data, str):
+        media = source.get("media_type")
+        if isinstance(media, str) and media.startswith("text/"):
+            return {**source, "data": _base64_text(data, edit)}
+    if kind == "content":
+        content = source.get("content")
+        if isinstance(content, str):
+            return {**source, "content": edit(content)}
+        if isinstance(content, list):
+            return {**source, "content": [with_texts(block, edit) for block in content]}
+    return source
+
+
+def _data_url(data: str, edit: _Edit) -> str:
+    """A file sent as data: a text file's text edited, any other's data as it is."""
+    head, comma, payload = data.partition(",")
+    if not (comma and head.startswith("data:text/") and head.endswith(";base64")):
+        return data
+    return head + comma + _base64_text(payload, edit)
+
+
+def _base64_text(payload: str, edit: _Edit) -> str:
+    try:
+        text = base64.b64decode(payload, validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return payload  # not base64 text after all: as it came
+    edited = edit(text)
+    return payload if edited == text else base64.b64encode(edited.encode("utf-8")).decode()
