@@ -183,13 +183,16 @@ def handle_retrieve_call(
         named = _clipped(", ".join(unknown), 200)
         return f"error: unknown argument(s) {named}; valid: {', '.join(_PARAMETERS['properties'])}"
     try:
-        answer = read_artifact(store, artifact, max_chars=8_000, **args).render()
+        answer = read_artifact(
+            store, artifact, max_chars=8_000, redact_secrets=redact_secrets, **args
+        ).render()
     except (ArtifactNotFoundError, ConfigError) as exc:
         return f"error: {_clipped(str(exc))}"
     except (ValueError, TypeError, RecursionError) as exc:
         # What the checks did not foresee (say, a number too long to print) is still the
         # arguments' fault: answered, never raised.
         return f"error: the arguments cannot be used ({_clipped(str(exc), 200)})"
+    # The header echoes the model's own arguments: redacted too.
     return redact(answer).text if redact_secrets else answer
 
 
@@ -378,6 +381,7 @@ def read_artifact(
     json_path: str | None = None,
     page: int = 1,
     max_chars: int = 8_000,
+    redact_secrets: bool = False,
 ) -> Retrieval:
     r"""Read an artifact whole or in part, one page at a time, from any :class:`ArtifactStore`.
 
@@ -395,6 +399,10 @@ def read_artifact(
         json_path: A path into an artifact that is JSON.
         page: Which page, from 1.
         max_chars: Page size cap.
+        redact_secrets: Replace the artifact's secrets (see :mod:`ctxpack.redaction`) before
+            anything is selected: a part (a private key's middle lines, half a token at a
+            page's end) hides no secret from the redaction of the whole, and a regex matches
+            the placeholders, not the secrets.
 
     Returns:
         A :class:`Retrieval`; ``.render()`` gives the text a retrieve tool sends back.
@@ -420,6 +428,8 @@ def read_artifact(
     _check_read(store, artifact, lines, regex, json_path, page, max_chars, context)
     max_chars = min(max_chars, MAX_PAGE_CHARS)
     text = store.get(artifact)
+    if redact_secrets:
+        text = redact(text).text
     all_lines = text.split("\n")
     total = len(all_lines)
     matches: int | None = None

@@ -194,6 +194,27 @@ def test_store_secrets_keeps_the_original_in_the_store_but_not_in_answers() -> N
     assert token not in session.retrieve(raw_ref).text
 
 
+def test_no_part_of_a_stored_original_gives_a_secret_away() -> None:
+    # A selection of the original (a key's middle lines, half a token at a page's end) holds
+    # no whole secret for the answer's redaction to find, and a regex's match count would
+    # spell a secret out one guess at a time: the whole original is redacted first.
+    token = "ghp_" + "R8sVt2Lq9ZxW4mKp7YcN3bHd6FgJ1aEu5TiO"
+    body = ["MIIEpAIBAAKCAQEA1c7+9z5Pad7OejecsQ0bu3aozN3tihPmljnnudb9G3HECdnH"] * 4
+    key = "\n".join(["-----BEGIN RSA PRIVATE KEY-----", *body, "-----END RSA PRIVATE KEY-----"])
+    output = f"{'x' * 7_990} GITHUB_TOKEN={token} done\nDB_PASSWORD=Zq8vLp2xRy9!\n{key}"
+    session = Session(store=RecordingStore(), store_secrets=True)
+    session.extend(_history([output]))
+    (decision,) = [d for d in session.render().decisions if d.action == "redacted"]
+    raw_ref = decision.reason.rsplit(" ", 1)[-1]
+    pages = [session.handle({"artifact": raw_ref, "page": n}) for n in (1, 2)]
+    assert token not in "".join(p.split("\n", 1)[1] for p in pages)
+    # The key is one placeholder now: its lines are gone from what can be asked for.
+    assert body[0] not in session.handle({"artifact": raw_ref, "lines": "3-"})
+    assert session.retrieve(raw_ref, lines="3-").text == "[REDACTED private-key]"
+    guess = session.handle({"artifact": raw_ref, "regex": "^DB_PASSWORD=Zq8", "context": 0})
+    assert "0 matches" in guess
+
+
 def test_the_redact_step_is_listed_replaceable_and_removable() -> None:
     pipeline = ctxpack.default_pipeline()
     assert pipeline.names[0] == "redact"

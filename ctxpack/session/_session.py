@@ -17,7 +17,6 @@ from ..messages import Message, detached
 from ..persistence import open_backing
 from ..pipeline import Decision, Stage
 from ..providers import Provider, check_provider, flat_tools, tool_call_parts
-from ..redaction import redact
 from ..result import PackResult
 from ..retrieval import Retrieval, coerce_call, handle_retrieve_call, read_artifact
 from ..sdk import SDKObject
@@ -527,10 +526,9 @@ class Session(Arrival, Rendering):
             json_path=json_path,
             page=page,
             max_chars=max_chars,
+            redact_secrets=bool(self.guard.redact_secrets),
         )
-        if not self.guard.redact_secrets:
-            return found
-        return found.model_copy(update={"text": redact(found.text).text})
+        return found
 
     def handle(self, call: Mapping[str, Any] | SDKObject | str) -> str:
         """Answer the model's call to the retrieve tool (an OpenAI tool call or an Anthropic
