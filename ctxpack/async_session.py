@@ -13,6 +13,7 @@ import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
+from ._internal.arguments import keyword_checked
 from .errors import ConfigError, StoreConflictError
 from .managed import WindowPolicy, WindowState
 from .messages import Message
@@ -98,6 +99,7 @@ class AsyncSession:
         return session
 
     @classmethod
+    @keyword_checked
     async def open(
         cls,
         session_id: str,
@@ -183,12 +185,14 @@ class AsyncSession:
 
     # ------------------------------------------------------------------------------- input
 
+    @keyword_checked
     async def append(
         self, message: Mapping[str, Any] | Message, *, provider: Provider | None = None
     ) -> None:
         """Add one message; see :meth:`ctxpack.Session.append`."""
         await self.extend([message], provider=provider)
 
+    @keyword_checked
     async def extend(
         self, messages: Iterable[Mapping[str, Any] | Message], *, provider: Provider | None = None
     ) -> None:
@@ -232,6 +236,7 @@ class AsyncSession:
 
     # ------------------------------------------------------------------------------ output
 
+    @keyword_checked
     async def render(
         self,
         budget: int | None = None,
@@ -285,6 +290,7 @@ class AsyncSession:
         :attr:`ctxpack.Session.window_state`)."""
         return self._core.window_state
 
+    @keyword_checked
     async def pin(
         self, text: str, *, name: str, kind: Literal["memory", "skill"] = "skill"
     ) -> None:
@@ -292,11 +298,13 @@ class AsyncSession:
         message = await asyncio.to_thread(pinned_message, text, name, kind)
         await self.append(message)
 
+    @keyword_checked
     def context_management(self, provider: Provider | None = None) -> dict[str, Any]:
         """The request fields handing the window to the provider (no I/O); see
         :meth:`ctxpack.Session.context_management`."""
         return self._core.context_management(provider)
 
+    @keyword_checked
     async def record_response(self, response: Any, *, append: bool = True) -> list[Decision]:
         """Read what the provider's context management did; see
         :meth:`ctxpack.Session.record_response`."""
@@ -308,6 +316,7 @@ class AsyncSession:
         await self._commit(change)
         return recorded
 
+    @keyword_checked
     def tools(
         self, provider: Provider = "openai", *, api: Literal["chat", "responses"] = "chat"
     ) -> list[dict[str, Any]]:
@@ -315,6 +324,7 @@ class AsyncSession:
         :meth:`ctxpack.Session.tools`)."""
         return self._core.tools(provider, api=api)
 
+    @keyword_checked
     async def retrieve(
         self,
         artifact: str,
@@ -338,6 +348,7 @@ class AsyncSession:
             max_chars=max_chars,
         )
 
+    @keyword_checked
     async def handle(self, call: Mapping[str, Any]) -> str:
         """Answer the model's call to the retrieve tool; see :meth:`ctxpack.Session.handle`."""
         async with self._lock:

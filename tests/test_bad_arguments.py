@@ -1303,6 +1303,40 @@ ARGUMENT_CASES = [
         "flag_injections",
     ),
     case(
+        "session.render(bugdet=)",
+        lambda: _session().render(bugdet=4000),  # type: ignore[call-arg]
+        TypeError,
+        "Session.render()",
+        "did you mean 'budget'?",
+    ),
+    case(
+        "session.render(4000, 100)",
+        lambda: _session().render(4000, 100),  # type: ignore[misc]
+        TypeError,
+        "Session.render() takes budget by position",
+        "reserve=",
+    ),
+    case(
+        "session.pin(text) without a name",
+        lambda: _session().pin("x"),  # type: ignore[call-arg]
+        TypeError,
+        "Session.pin()",
+        "'name'",
+    ),
+    case(
+        "session.retrieve(linez=)",
+        lambda: _session().retrieve("art_0", linez="1-3"),  # type: ignore[call-arg]
+        TypeError,
+        "did you mean 'lines'?",
+    ),
+    case(
+        "Session.open(store=) without an id",
+        lambda: Session.open(store="memory://"),  # type: ignore[call-arg]
+        TypeError,
+        "Session.open()",
+        "'session_id'",
+    ),
+    case(
         "Session(64000)",
         lambda: Session(64_000),  # type: ignore[misc]
         TypeError,

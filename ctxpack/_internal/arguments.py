@@ -148,7 +148,7 @@ def keyword_checked(func: Callable[_P, _T]) -> Callable[_P, _T]:
     """
     signature = inspect.signature(func)
     name = func.__qualname__.removesuffix(".__init__") + "()"
-    params = [p for p in signature.parameters.values() if p.name != "self"]
+    params = [p for p in signature.parameters.values() if p.name not in ("self", "cls")]
     taken = [p.name for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     method = len(params) < len(signature.parameters)

@@ -66,11 +66,15 @@ ANTHROPIC_BLOCKS: Mapping[str, str | None] = {
 _TOOL_RESULT_BLOCKS = frozenset({"text", "image", "document", "search_result"})
 
 
-def _require_str(entry: Mapping[str, Any], key: str, index: int | None, field: str) -> None:
+def _require_str(
+    entry: Mapping[str, Any], key: str, index: int | None, field: str, *, empty: bool = True
+) -> None:
     if key not in entry:
         raise _fail("is missing", index, field)
     if not isinstance(entry[key], str):
         raise _fail(f"must be a string, got {json_type_name(entry[key])}", index, field)
+    if not empty and not entry[key]:
+        raise _fail("must be a non-empty string", index, field)
 
 
 def _check_list(messages: Any, what: str) -> Sequence[Any]:
@@ -188,7 +192,7 @@ def _check_openai_function(
             index,
             field,
         )
-    _require_str(function, "name", index, f"{field}.name")
+    _require_str(function, "name", index, f"{field}.name", empty=False)
     if "arguments" not in function:
         raise _fail(
             f'a {what} needs its arguments as a JSON string ("{{}}" for none)',
@@ -241,7 +245,8 @@ def check_openai_message(entry: Any, index: int) -> None:
                 raise _fail(
                     f"a tool call must be an object, got {json_type_name(call)}", index, field
                 )
-            _require_str(call, "id", index, f"{field}.id")
+            # An empty id could never be answered (a tool message needs a non-empty one).
+            _require_str(call, "id", index, f"{field}.id", empty=False)
             if call.get("type", "function") != "function":
                 raise _fail(f"{call.get('type')!r} is not 'function'", index, f"{field}.type")
             if "function" not in call:

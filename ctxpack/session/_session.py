@@ -232,6 +232,7 @@ class Session(Arrival, Rendering):
         self._start_empty()
 
     @classmethod
+    @keyword_checked
     def open(
         cls,
         session_id: str,
@@ -304,6 +305,7 @@ class Session(Arrival, Rendering):
 
     # ------------------------------------------------------------------------------- input
 
+    @keyword_checked
     def append(
         self, message: Mapping[str, Any] | Message, *, provider: Provider | None = None
     ) -> None:
@@ -321,6 +323,7 @@ class Session(Arrival, Rendering):
         """
         self.extend([message], provider=provider)
 
+    @keyword_checked
     def extend(
         self, messages: Iterable[Mapping[str, Any] | Message], *, provider: Provider | None = None
     ) -> None:
@@ -360,6 +363,7 @@ class Session(Arrival, Rendering):
         with self._lock:
             return len(self._raw)
 
+    @keyword_checked
     def tools(
         self, provider: Provider = "openai", *, api: Literal["chat", "responses"] = "chat"
     ) -> list[dict[str, Any]]:
@@ -371,6 +375,7 @@ class Session(Arrival, Rendering):
         tools = self._own_tools(provider)
         return flat_tools(tools) if openai_api(api) == "responses" else tools
 
+    @keyword_checked
     def render(
         self,
         budget: int | None = None,
@@ -425,6 +430,7 @@ class Session(Arrival, Rendering):
             )
             return results[-1]
 
+    @keyword_checked
     def context_management(self, provider: Provider | None = None) -> dict[str, Any]:
         """The request fields that hand the window's management to the provider, from the
         session's :class:`~ctxpack.managed.WindowPolicy` (see :mod:`ctxpack.server_side`).
@@ -450,6 +456,7 @@ class Session(Arrival, Rendering):
             }
         return {"context_management": openai_context_management(self.window)}
 
+    @keyword_checked
     def record_response(self, response: Any, *, append: bool = True) -> list[Decision]:
         """Read what the provider's context management did for ``response`` into the session.
 
@@ -484,6 +491,7 @@ class Session(Arrival, Rendering):
         self._change(change)
         return recorded
 
+    @keyword_checked
     def pin(self, text: str, *, name: str, kind: Literal["memory", "skill"] = "skill") -> None:
         """Add a memory file or a skill to the conversation, as a user message.
 
@@ -500,6 +508,7 @@ class Session(Arrival, Rendering):
 
     # --------------------------------------------------------------------------- originals
 
+    @keyword_checked
     def retrieve(
         self,
         artifact: str,
@@ -530,6 +539,7 @@ class Session(Arrival, Rendering):
         )
         return found
 
+    @keyword_checked
     def handle(self, call: Mapping[str, Any] | SDKObject | str) -> str:
         """Answer the model's call to the retrieve tool (an OpenAI tool call or an Anthropic
         ``tool_use`` block, as a dict or as the SDK's own object:

@@ -220,6 +220,20 @@ OPENAI: list[Case] = [
         "is missing",
     ),
     Case(
+        "tool call with an empty id",
+        [_USER, {"role": "assistant", "content": None, "tool_calls": [_call("")]}],
+        1,
+        "tool_calls[0].id",
+        "non-empty",
+    ),
+    Case(
+        "tool call with an empty name",
+        [_USER, {"role": "assistant", "content": None, "tool_calls": [_call(name="")]}],
+        1,
+        "tool_calls[0].function.name",
+        "non-empty",
+    ),
+    Case(
         "tool call of another type",
         [
             _USER,
