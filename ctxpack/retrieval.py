@@ -432,20 +432,9 @@ def read_artifact(
         text = redact(text).text
     all_lines = text.split("\n")
     total = len(all_lines)
-    matches: int | None = None
-    if lines is not None:
-        start, end = _line_range(lines, total)
-        selected = all_lines[start - 1 : end]
-        selector = f"lines {start}-{end}"
-    elif regex is not None:
-        selected, matches = grep(all_lines, regex, context, _regex_seconds(len(text)))
-        selector = f"regex {regex!r} ({context} lines of context)"
-    elif json_path is not None:
-        selected, matches = _json_select(text, json_path, artifact)
-        selector = f"json path {json_path}"
-    else:
-        selected = all_lines
-        selector = "whole"
+    selected, selector, matches = _selection(
+        text, all_lines, artifact, lines, regex, context, json_path
+    )
     pages = _pages(selected, max_chars)
     if page > len(pages):
         raise ConfigError(f"page={page} is past the end: the selection has {len(pages)} pages")
@@ -458,6 +447,28 @@ def read_artifact(
         total_lines=total,
         matches=matches,
     )
+
+
+def _selection(
+    text: str,
+    all_lines: list[str],
+    artifact: str,
+    lines: str | tuple[int, int] | None,
+    regex: str | None,
+    context: int,
+    json_path: str | None,
+) -> tuple[list[str], str, int | None]:
+    """The lines a read selects, how the header names the selector, and the matches found."""
+    if lines is not None:
+        start, end = _line_range(lines, len(all_lines))
+        return all_lines[start - 1 : end], f"lines {start}-{end}", None
+    if regex is not None:
+        selected, matches = grep(all_lines, regex, context, _regex_seconds(len(text)))
+        return selected, f"regex {regex!r} ({context} lines of context)", matches
+    if json_path is not None:
+        selected, matches = _json_select(text, json_path, artifact)
+        return selected, f"json path {json_path}", matches
+    return all_lines, "whole", None
 
 
 def _regex_seconds(chars: int) -> float:
