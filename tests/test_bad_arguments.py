@@ -1324,6 +1324,19 @@ ARGUMENT_CASES = [
         "'name'",
     ),
     case(
+        "session.pin(bytes)",
+        lambda: _session().pin(b"rules", name="m"),  # type: ignore[arg-type]
+        ConfigError,
+        "pin(): text=",
+    ),
+    case(
+        "session.pin(lone surrogate)",
+        lambda: _session().pin("\ud800", name="m"),
+        ConfigError,
+        "pin(): text=",
+        "lone surrogate",
+    ),
+    case(
         "session.retrieve(linez=)",
         lambda: _session().retrieve("art_0", linez="1-3"),  # type: ignore[call-arg]
         TypeError,

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ctxpack
+from ctxpack.providers import tools_as_sent
 from ctxpack.tokens import TiktokenCounter, tool_definition_tokens
 
 from .strategies import Conversation, Edit, apply_edit, edits, pack_cases
@@ -40,7 +41,9 @@ def _pack(conv: Conversation, budget: int, reserve: int) -> ctxpack.PackResult |
 def _fresh_count(messages: list[ctxpack.Message], conv: Conversation) -> int:
     """The prompt's tokens by a counter made for this check alone: no cache of ctxpack's."""
     counter = TiktokenCounter("cl100k_base")
-    tools = tool_definition_tokens(conv.tools, counter) if conv.tools else 0
+    # Claude receives each tool as an Anthropic tool, and Anthropic's tool-use prompt with them.
+    sent = tools_as_sent(conv.tools or [], conv.provider)
+    tools = tool_definition_tokens(sent, counter) if sent else 0
     return counter.count_messages(messages) + tools
 
 

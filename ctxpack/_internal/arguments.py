@@ -13,9 +13,9 @@ import math
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from difflib import get_close_matches
-from typing import Any, Literal, ParamSpec, TypeVar
+from typing import Any, Literal, ParamSpec, TypeVar, cast
 
 from pydantic import BaseModel
 
@@ -179,7 +179,16 @@ def keyword_checked(func: Callable[_P, _T]) -> Callable[_P, _T]:
                 raise ArgumentsError(problem(args, kwargs, exc)) from None
             raise
 
-    return checked
+    if not inspect.iscoroutinefunction(func):
+        return checked
+
+    # A coroutine function stays one (callers tell an async session by it); a bad call fails
+    # when it is made, before there is a coroutine to await.
+    @functools.wraps(func)
+    async def checked_async(*args: _P.args, **kwargs: _P.kwargs) -> Any:
+        return await cast(Awaitable[Any], checked(*args, **kwargs))
+
+    return cast(Callable[_P, _T], checked_async)
 
 
 def guesses(unknown: Iterable[str], known: Sequence[str]) -> str:

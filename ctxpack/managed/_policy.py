@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from .._internal.arguments import MOST
+from .._internal.arguments import MOST, check_text
 from .._internal.options import CheckedModel, FieldErrorModel
 from ..cost import price
 from ..editing import SummarizerOption
@@ -38,9 +38,16 @@ class PinnedText(FieldErrorModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    name: str = Field(min_length=1)
-    text: str
+    # Strict: bytes are not a text (pydantic would decode them as UTF-8 unasked).
+    name: str = Field(min_length=1, strict=True)
+    text: str = Field(strict=True)
     kind: Literal["memory", "skill"] = "skill"
+
+    @field_validator("name", "text")
+    @classmethod
+    def _sendable(cls, value: str, info: ValidationInfo) -> str:
+        check_text(value, str(info.field_name))  # a lone surrogate cannot be sent as UTF-8
+        return value
 
     def message(self) -> Message:
         """The user message that brings it into the conversation (what ``Session.pin`` adds)."""

@@ -119,7 +119,8 @@ def test_every_method_takes_the_parameters_of_the_session_method_it_mirrors() ->
     for name in sorted(shared):
         assert parameters(getattr(AsyncSession, name)) == parameters(getattr(Session, name)), name
     with pytest.raises(TypeError, match=r"AsyncSession\.retrieve\(\) .* 'bogus'"):
-        AsyncSession.retrieve(None, "art_0", bogus=1)  # type: ignore[arg-type,call-arg]
+        asyncio.run(AsyncSession.retrieve(None, "art_0", bogus=1))  # type: ignore[arg-type,call-arg]
+    assert all(inspect.iscoroutinefunction(getattr(AsyncSession, n)) for n in ("extend", "render"))
 
 
 @pytest.mark.parametrize("messages", [None, 5, "hello", {"role": "user", "content": "hi"}])
