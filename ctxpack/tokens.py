@@ -20,6 +20,7 @@ from ._internal.arguments import (
     callback,
     keyword_checked,
     optional_text,
+    sendable,
     string,
     tool_definitions,
 )
@@ -111,8 +112,7 @@ class _FramedCounter:
     images: ImageRule = GPT_4O_IMAGES  # how the model bills an image (see get_counter)
 
     def __init__(self) -> None:
-        # Keyed by the text itself.
-        self._counts = text_memo(
+        self._counts = text_memo(  # keyed by the text itself
             name=f"token counts ({type(self).__name__})",
             maxsize=TEXT_CACHE_SIZE,
             maxbytes=TEXT_CACHE_BYTES,
@@ -582,7 +582,7 @@ def count_tokens(
             :func:`tool_definition_tokens`).
 
     Raises:
-        InvalidMessageError: a message is malformed.
+        InvalidMessageError: a message is malformed, or the text holds a lone surrogate.
         TokenizerUnavailableError: the encoding cannot be loaded.
 
     Example:
@@ -596,5 +596,5 @@ def count_tokens(
     resolved, given = get_counter(model, counter), tool_definitions(() if tools is None else tools)
     extra = checked_tool_tokens(tools_as_sent(given, provider_from_model(model)), resolved)
     if isinstance(messages_or_text, str):
-        return resolved.count(messages_or_text) + extra
+        return resolved.count(sendable(messages_or_text, "messages_or_text")) + extra
     return resolved.count_messages(owned_messages(messages_or_text)) + extra

@@ -1337,6 +1337,13 @@ ARGUMENT_CASES = [
         "lone surrogate",
     ),
     case(
+        "count_tokens(lone surrogate)",
+        lambda: count_tokens("\ud800", model="gpt-4"),
+        InvalidMessageError,
+        "messages_or_text",
+        "lone surrogate",
+    ),
+    case(
         "session.retrieve(linez=)",
         lambda: _session().retrieve("art_0", linez="1-3"),  # type: ignore[call-arg]
         TypeError,

@@ -509,6 +509,16 @@ def check_text(text: str, field: str) -> None:
         )
 
 
+def sendable(text: str, argument: str) -> str:
+    """``text`` if it holds no lone surrogate, else the :class:`InvalidMessageError` naming
+    ``argument`` (a text counted alone, as a message's would be)."""
+    try:
+        check_text(text, argument)
+    except ValueError as exc:
+        raise InvalidMessageError(str(exc)) from None
+    return text
+
+
 def number(value: Any, argument: str, *, minimum: float = 0.0) -> float:
     """``value`` if it is a finite int or float (not a bool) of at least ``minimum``."""
     if (
