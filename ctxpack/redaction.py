@@ -40,7 +40,7 @@ from typing import Any
 
 import regex
 
-from ._internal.part_texts import with_texts
+from ._internal.part_texts import joined_where_split, with_texts
 from ._internal.secret_rules import OWN_RULES
 from .caches import memoize
 from .errors import ConfigError
@@ -544,9 +544,10 @@ def redact_message(message: Message) -> tuple[Message, tuple[SecretFinding, ...]
         if (new := clean(content)) != content:
             update["content"] = new
     elif isinstance(content, list):
-        # Every text of every part: a tool result's document or search result too.
-        parts = [with_texts(part, clean) for part in content]
-        if any(new is not old for new, old in zip(parts, content, strict=True)):
+        # Every text of every part (a tool result's documents too), parts cut in a secret joined.
+        joined = joined_where_split(content, lambda text: [(f.start, f.end) for f in _scan(text)])
+        parts = [with_texts(part, clean) for part in joined]
+        if joined is not content or any(a is not b for a, b in zip(parts, content, strict=True)):
             update["content"] = parts
     if message.tool_calls:
         calls = [

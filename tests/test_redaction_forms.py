@@ -225,3 +225,23 @@ def test_a_text_file_sent_as_data_is_redacted_and_stays_base64() -> None:
     text = base64.b64decode(payload).decode()
     assert head == "data:text/plain;base64" and len(found) == 2
     assert "pg-4xQ7w" not in text and "[REDACTED github-pat]" in text
+
+
+@pytest.mark.parametrize("cut", [4, 11, 30])
+def test_a_secret_cut_between_two_text_parts_is_redacted(cut: int) -> None:
+    # A tool output sent in chunks: each part holds half of the token, which no scan of a
+    # part alone finds, and the model reads the parts as one text.
+    text = "token: ghp_R8sVt2Lq9ZxW4mKp7YcN3bHd6FgJ1aEu5TiO\nnext line"
+    start = text.index("ghp_")
+    parts = [
+        {"type": "text", "text": text[: start + cut]},
+        {"type": "text", "text": text[start + cut :]},
+    ]
+    message = ctxpack.Message(role="tool", tool_call_id="c1", content=parts)
+    redacted, found = redact_message(message)
+    assert [f.kind for f in found] == ["github-pat"]
+    assert redacted.content == [{"type": "text", "text": "token: [REDACTED github-pat]\nnext line"}]
+    # Parts a secret does not cross stay apart.
+    apart = [{"type": "text", "text": "token: "}, {"type": "text", "text": text[start:]}]
+    redacted, _ = redact_message(message.model_copy(update={"content": apart}))
+    assert len(redacted.content) == 2  # type: ignore[arg-type]

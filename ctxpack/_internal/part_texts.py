@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import itertools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -79,3 +80,37 @@ def _base64_text(payload: str, edit: _Edit) -> str:
         return payload  # not base64 text after all: as it came
     edited = edit(text)
     return payload if edited == text else base64.b64encode(edited.encode("utf-8")).decode()
+
+
+def joined_where_split(parts: list[Any], spans: Callable[[str], Any]) -> list[Any]:
+    """``parts`` with each run of consecutive text parts made one where one of ``spans``
+    (``(start, end)`` pairs) of their joined text crosses from a part into the next: a tool
+    output cut into chunks can cut a secret, and the model reads the chunks as one text.
+    ``parts`` itself when no run needs it."""
+    out: list[Any] = []
+    run: list[Mapping[str, Any]] = []
+    changed = False
+    for part in [*parts, None]:
+        if (
+            isinstance(part, Mapping)
+            and part.get("type") == "text"
+            and isinstance(part.get("text"), str)
+        ):
+            run.append(part)
+            continue
+        if len(run) > 1 and _crossed(run, spans):
+            out.append({**run[0], "text": "".join(p["text"] for p in run)})
+            changed = True
+        else:
+            out.extend(run)
+        run = []
+        if part is not None:
+            out.append(part)
+    return out if changed else parts
+
+
+def _crossed(run: list[Mapping[str, Any]], spans: Callable[[str], Any]) -> bool:
+    """Whether a span of the run's joined text holds a boundary between two of its parts."""
+    bounds = list(itertools.accumulate(len(part["text"]) for part in run[:-1]))
+    joined = "".join(part["text"] for part in run)
+    return any(start < b < stop for start, stop in spans(joined) for b in bounds)
