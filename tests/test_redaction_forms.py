@@ -47,6 +47,8 @@ PASSWORD = "Zq8#vLp;2x,R(y)9"  # the symbols a config line's value may hold
             "sql-password",
         ),
         ("SET PASSWORD FOR 'app'@'%' = 'pg-4xQ7w';", "pg-4xQ7w", "sql-password"),
+        # Upper case with underscores, as an environment variable's name is, yet no such name.
+        ("CREATE USER ops IDENTIFIED BY 'ADMIN_PASS_2024';", "ADMIN_PASS_2024", "sql-password"),
         # The line as grep -n, grep -rn and cat -n print it, and as the retrieve tool quotes it.
         ("3:DB_PASSWORD=pg-4xQ7w!\n", "pg-4xQ7w!", "secret-assignment"),
         ("./.env:3:DB_PASSWORD=pg-4xQ7w!\n", "pg-4xQ7w!", "secret-assignment"),

@@ -24,17 +24,19 @@ _NOT_PROSE = r"[\d!#-&(-/:-@\[-`{-~]"
 # What the rules reading any value assigned to a secret's name spare: a short value that
 # names what it stands for ("somepassword", "my-secret", "example-key"; a long one is a key,
 # whatever letters it holds), as tests' fixtures and documentation's samples do, and a value
-# that refers to one: a dotted name (settings.SECRET_KEY, module.path:Class), an environment
-# variable's name (OPENAI_API_KEY), a header's name (X-API-Key), a variable's (api_key), a
-# field of a template ({self.password}), a mask, a type's name. Agent sessions read many in
-# code, and replacing them breaks the edits made to those files.
+# that refers to one: a dotted name (settings.SECRET_KEY, module.path:Class), the name of the
+# environment variable holding it (OPENAI_API_KEY; not ADMIN_PASS_2024), a header's name
+# (X-API-Key), a variable's (api_key), a field of a template ({self.password}), a mask, a
+# type's name. Agent sessions read many in code, and replacing them breaks the edits made to
+# those files.
 _NOT_SECRET = [
     {
         "target": "secret",
         "regexes": [
             r"(?i)^(?=.{0,24}$|[a-z_.:-]+$).*(?:pass(?:word|wd)|secret|example|dummy|fake|"
             r"sample|placeholder|changeme)",
-            r"^(?:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?::\w+)?|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|"
+            r"^(?:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?::\w+)?|"
+            r"[A-Z][A-Z0-9_]*_(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|AUTH|CREDENTIALS?|DSN|URL)|"
             r"[A-Z][A-Za-z]*(?:-[A-Z][A-Za-z]*)+|[a-z][a-z0-9]*(?:_[a-z0-9]+)+|\{[\w.]+\}|:?\*{3,}|"
             r"(?i:value|string|str|bytes|empty|undefined|(?:my|your)[ _-][\w -]*))$",
         ],
