@@ -509,13 +509,16 @@ def check_text(text: str, field: str) -> None:
         )
 
 
-def sendable(text: str, argument: str) -> str:
-    """``text`` if it holds no lone surrogate, else the :class:`InvalidMessageError` naming
-    ``argument`` (a text counted alone, as a message's would be)."""
+def sendable(
+    text: str, argument: str, error: type[ConfigError | InvalidMessageError] = InvalidMessageError
+) -> str:
+    """``text`` if it holds no lone surrogate, else ``error`` naming ``argument``: an
+    :class:`InvalidMessageError` for a text counted alone as a message's would be, a
+    :class:`ConfigError` for a value a store or a parser must take as UTF-8."""
     try:
         check_text(text, argument)
     except ValueError as exc:
-        raise InvalidMessageError(str(exc)) from None
+        raise error(str(exc)) from None
     return text
 
 

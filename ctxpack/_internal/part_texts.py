@@ -27,7 +27,7 @@ def with_texts(part: Any, edit: _Edit) -> Any:
         return part
     kind = part.get("type")
     changes: dict[str, Any] = {}
-    if kind in ("text", "input_text", "output_text") or kind == "search_result":
+    if kind in ("text", "input_text", "output_text", "search_result"):
         changes.update(_fields(part, ("text", "title"), edit))
     if kind == "search_result" and isinstance(content := part.get("content"), list):
         changes["content"] = [with_texts(block, edit) for block in content]
@@ -40,7 +40,7 @@ def with_texts(part: Any, edit: _Edit) -> Any:
         if isinstance(inner, Mapping) and isinstance(data := inner.get("file_data"), str):
             new = {**inner, "file_data": _data_url(data, edit)}
             changes.update({"file": new} if kind == "file" else new)
-    changed = {k: v for k, v in changes.items() if v is not part.get(k) and v != part.get(k)}
+    changed = {k: v for k, v in changes.items() if v != part.get(k)}
     return {**part, **changed} if changed else part
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import warnings
 from functools import cache
 
-from .._internal.arguments import check_text, string
+from .._internal.arguments import sendable, string
 from ..errors import ConfigError
 from .fallback import parse_python_ast, parse_whole_file
 from .treesitter import parse_with_tree_sitter, parser_for
@@ -60,11 +60,8 @@ def parse_source(path: str, language: str, source: str) -> ParsedFile:
     string(path, "path")
     string(language, "language")
     string(source, "source")
-    try:
-        # Tree-sitter reads UTF-8: a lone surrogate would stop it with UnicodeEncodeError.
-        check_text(source, "source")
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
+    # Tree-sitter reads UTF-8: a lone surrogate would stop it with UnicodeEncodeError.
+    sendable(source, "source", ConfigError)
     parser = parser_for(language)
     if parser is not None:
         return parse_with_tree_sitter(path, language, source, parser)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
-from .._internal.arguments import check_text
+from .._internal.arguments import sendable
 from ..errors import ConfigError, StoreError
 
 __all__ = [
@@ -184,11 +184,7 @@ class ThreadedAsyncStore:
 def check_unicode(text: str, name: str) -> str:
     """``text`` if every store can keep it: SQLite, PostgreSQL and Redis take UTF-8, which has
     no lone surrogate (a memory store would keep one, and a session moved to a server lose it)."""
-    try:
-        check_text(text, name)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
-    return text
+    return sendable(text, name, ConfigError)
 
 
 def check_session_id(session_id: object) -> str:
