@@ -28,6 +28,7 @@ from ._internal.encodings import MODEL_PREFIXES, model_encoding
 from ._internal.images import CLAUDE_IMAGES, GPT_4O_IMAGES, ImageRule, image_rule
 from ._internal.parts import part_tokens
 from ._internal.prefix import PrefixMemo
+from .adapters.read import check_counted_message
 from .caches import SHORT_TEXT, LRUCache, text_memo
 from .errors import ApproximateTokenCountWarning, ConfigError, TokenizerUnavailableError
 from .messages import Message, owned_messages
@@ -95,13 +96,11 @@ class TokenCounter(Protocol):
 def _read_messages(
     messages: Iterable[Message | Mapping[str, Any] | SDKObject],
 ) -> Sequence[Message]:
-    """The messages a counter was given, as :class:`Message` objects, read as
-    :func:`count_tokens` reads them (``InvalidMessageError`` naming a malformed one)."""
-    items = messages if isinstance(messages, (list, tuple)) else list(messages)
+    """The messages a counter was given as Messages, each checked as its format's rules say."""
     # The common case, ctxpack's own Messages, costs one pass of type checks.
-    if all(isinstance(m, Message) for m in items):
-        return items  # type: ignore[return-value]
-    return owned_messages(items)
+    if isinstance(messages, (list, tuple)) and all(isinstance(m, Message) for m in messages):
+        return messages
+    return owned_messages(messages, check=check_counted_message)
 
 
 class _FramedCounter:
@@ -597,4 +596,4 @@ def count_tokens(
     extra = checked_tool_tokens(tools_as_sent(given, provider_from_model(model)), resolved)
     if isinstance(messages_or_text, str):
         return resolved.count(sendable(messages_or_text, "messages_or_text")) + extra
-    return resolved.count_messages(owned_messages(messages_or_text)) + extra
+    return resolved.count_messages(_read_messages(messages_or_text)) + extra

@@ -19,6 +19,7 @@ from ._internal.arguments import keyed, keyword_checked, tool_definitions
 from ._internal.arguments import tokens as check_tokens
 from ._internal.jsontext import read_json
 from ._internal.options import FieldErrorModel
+from .adapters.read import check_counted_message
 from .errors import ConfigError
 from .messages import Message, owned_messages
 from .providers import provider_from_model, tool_name, tools_as_sent
@@ -251,7 +252,7 @@ def context_usage(
     if memory_files is not None:
         keyed(memory_files, "memory_files", values=str, what="file names to their text")
     resolved = get_counter(model, counter)
-    msgs = list(owned_messages(messages))  # read only, never handed out
+    msgs = list(owned_messages(messages, check=check_counted_message))  # read only
     tool_list = tool_definitions(tools) if tools is not None else []
     tool_list = tools_as_sent(tool_list, provider_from_model(model))  # counted as sent
     window = _window(window, compaction_window, model)

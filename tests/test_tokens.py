@@ -73,6 +73,49 @@ def test_a_counter_names_the_message_it_cannot_read() -> None:
         counter.count(5)  # type: ignore[arg-type]
 
 
+_MALFORMED = [
+    # Anthropic blocks, checked as Session.append checks them.
+    (
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": 5}]},
+        "content\\[0\\].content",
+    ),
+    (
+        {"role": "assistant", "content": [{"type": "tool_use", "name": "f", "input": {}}]},
+        "content\\[0\\].id: is missing",
+    ),
+    (
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t", "name": "f", "input": [1]}],
+        },
+        "content\\[0\\].input: must be an object",
+    ),
+    # OpenAI parts, checked as pack() checks them.
+    ({"role": "user", "content": [{"type": "text"}]}, "content\\[0\\].text: is missing"),
+    ({"role": "tool", "content": "x"}, "tool_call_id: is missing"),
+]
+
+
+@pytest.mark.parametrize(("bad", "field"), _MALFORMED)
+@pytest.mark.parametrize("reader", ["count_tokens", "count_messages", "context_usage", "simulate"])
+def test_what_counts_messages_refuses_a_malformed_one_naming_it(
+    bad: dict[str, Any], field: str, reader: str
+) -> None:
+    # Each used to count the malformed message (a tool_result holding 5 as its JSON text).
+    history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}, bad]
+    price = ctxpack.cost.Price(
+        input=3, output=15, cache_write_5m=3.75, cache_write_1h=6, cache_read=0.3
+    )
+    read = {
+        "count_tokens": lambda: count_tokens(history, model="gpt-4o"),
+        "count_messages": lambda: ctxpack.get_counter(model="gpt-4o").count_messages(history),
+        "context_usage": lambda: ctxpack.context_usage(history, model="gpt-4o"),
+        "simulate": lambda: ctxpack.cost.simulate([history], price=price),
+    }[reader]
+    with pytest.raises(ctxpack.InvalidMessageError, match=f"message 2: {field}"):
+        read()
+
+
 def _call(arguments: str) -> dict[str, Any]:
     return {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": arguments}}
 
@@ -96,7 +139,7 @@ def test_a_refusal_is_counted_as_the_text_it_sends_back() -> None:
         {"role": "assistant", "content": None, "refusal": refusal},
         {"role": "user", "content": "ok"},
     ]
-    empty = [*history[:1], {"role": "assistant", "content": None, "refusal": ""}, *history[2:]]
+    empty = [*history[:1], {"role": "assistant", "content": ""}, *history[2:]]
     added = count_tokens(history, model="gpt-4o") - count_tokens(empty, model="gpt-4o")
     assert added == count_tokens(refusal, model="gpt-4o")
     result = ctxpack.pack(history, budget=60, model="gpt-4o")

@@ -18,6 +18,7 @@ from ..providers import Provider, check_provider, provider_from_message
 from ..sdk import SDKObject, coerce_message, not_a_message
 from ._anthropic import read_anthropic
 from ._openai import read_openai
+from ._validate import _check_anthropic_message, check_openai_message
 
 __all__: list[str] = []
 
@@ -58,3 +59,18 @@ def read_message(
         return read_openai([entry]), kind
     except InvalidMessageError as exc:
         raise InvalidMessageError(exc.detail, index=index, field=exc.field) from exc
+
+
+def check_counted_message(entry: Any, index: int) -> None:
+    """The rules of the format ``entry`` is in, for what reads messages as given to count or
+    bill them (count_tokens, context_usage, simulate): a message holding a block only Anthropic
+    has is counted as Anthropic's, so it is checked as Anthropic's, as :func:`read_message`
+    checks it; any other as :func:`~ctxpack.adapters.check_openai_message` does."""
+    if isinstance(entry, Mapping) and provider_from_message(entry) == "anthropic":
+        _check_anthropic_message(entry, index)
+    else:
+        check_openai_message(entry, index)
+
+
+# A plain dict (role, string content) is in neither format's blocks and passes the OpenAI rules.
+check_counted_message.passes_plain_dicts = True  # type: ignore[attr-defined]
