@@ -226,7 +226,9 @@ def context_usage(
         tools: Tool definitions sent with the request; ``mcp__<server>__<tool>`` names are
             grouped per MCP server.
         memory_files: Name to text of the memory files the request loaded (``CLAUDE.md``...);
-            each text must appear in a message.
+            each text must appear in a message. Each file takes a copy of its text no earlier
+            file took: files whose text the request holds once (the same text, or one inside
+            another) count it once, the later ones at 0 tokens.
         window: The context window in tokens.
         compaction_window: Where compaction starts, when below the window.
         counter: A token counter instead of the model's (see :func:`ctxpack.get_counter`).
@@ -311,19 +313,39 @@ def _buckets(
 def _move_memory(
     memory_files: Mapping[str, str], msgs: list[Message], sizes: list[int], counter: TokenCounter
 ) -> list[UsageItem]:
-    """One item per memory file, its tokens moved out of ``sizes`` of the message holding it."""
+    """One item per memory file, its tokens moved out of ``sizes`` of the message holding it.
+
+    Each file takes a copy of its text no earlier file took: two files with the same text (or
+    one inside the other) sent once are counted once, the later file at 0 tokens; sent twice,
+    each copy is one file's."""
     items: list[UsageItem] = []
+    taken: list[list[tuple[int, int]]] = [[] for _ in msgs]  # per message, spans files took
     for name, text in memory_files.items():
-        holder = next((i for i, m in enumerate(msgs) if text and text in m.text), None)
-        if holder is None:
+        found = [i for i, m in enumerate(msgs) if text and text in m.text]
+        if not found:
             raise ConfigError(
                 f"memory file {name!r} is not in any message of the request; pass the files "
                 "the request loaded, with the exact text it holds"
             )
-        moved = min(counter.count(text), sizes[holder])
-        sizes[holder] -= moved
+        holder = next((i for i in found if _take(msgs[i].text, text, taken[i])), None)
+        moved = 0 if holder is None else min(counter.count(text), sizes[holder])
+        if holder is not None:
+            sizes[holder] -= moved
         items.append(UsageItem(name=name, tokens=moved))
     return items
+
+
+def _take(haystack: str, text: str, spans: list[tuple[int, int]]) -> bool:
+    """Record in ``spans`` the first copy of ``text`` in ``haystack`` that overlaps none of
+    them; whether there was one."""
+    start = haystack.find(text)
+    while start >= 0:
+        end = start + len(text)
+        if all(end <= a or start >= b for a, b in spans):
+            spans.append((start, end))
+            return True
+        start = haystack.find(text, start + 1)
+    return False
 
 
 def _message_items(msgs: list[Message], sizes: list[int]) -> dict[str, list[UsageItem]]:

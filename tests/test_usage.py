@@ -124,6 +124,35 @@ def test_suggestions_name_the_largest_tool_result_and_a_long_memory_file() -> No
     assert quiet.suggestions == []
 
 
+@pytest.mark.parametrize("copies", [1, 2])
+def test_memory_files_with_the_same_text_share_its_copies(copies: int) -> None:
+    # Two CLAUDE.md files with one text (a repository's and a folder's): sent once, its tokens
+    # are one file's, not the first file's plus the rest of the message holding it.
+    rules = "Always run the tests with pytest -q before committing. " * 20
+    messages = [{"role": "user", "content": f"{rules}\n\nhello"}]
+    messages += [{"role": "user", "content": rules}] * (copies - 1)
+    files = {"a/CLAUDE.md": rules, "b/CLAUDE.md": rules}
+    usage = context_usage(messages, model="gpt-4o", memory_files=files)
+    one = ctxpack.get_counter(model="gpt-4o").count(rules)
+    assert [i.tokens for i in usage.bucket("memory files").items] == [
+        one,
+        one if copies == 2 else 0,
+    ]
+    assert usage.total == count_tokens(messages, model="gpt-4o")
+    hello = next(i for i in usage.bucket("message history").items if i.name == "0: user")
+    assert hello.tokens > 0  # "hello" and the framing stay the message's
+
+
+def test_a_memory_file_inside_another_is_counted_once() -> None:
+    rules = "Use tabs. " * 30
+    usage = context_usage(
+        [{"role": "user", "content": rules + "Never push to main. hi"}],
+        model="gpt-4o",
+        memory_files={"CLAUDE.md": rules + "Never push to main.", "tabs.md": rules},
+    )
+    assert [i.tokens for i in usage.bucket("memory files").items][1] == 0
+
+
 def test_a_memory_file_missing_from_the_request_is_an_error() -> None:
     with pytest.raises(ConfigError, match=r"memory file 'AGENTS\.md' is not in any message"):
         context_usage(session(), memory_files={"AGENTS.md": "never sent"})
