@@ -40,7 +40,7 @@ from typing import Any
 
 import regex
 
-from ._internal.part_texts import joined_where_split, with_texts
+from ._internal.part_texts import RESPONSES_TEXTS, joined_where_split, with_texts
 from ._internal.secret_rules import OWN_RULES
 from .caches import memoize
 from .errors import ConfigError
@@ -545,7 +545,7 @@ def redact_message(message: Message) -> tuple[Message, tuple[SecretFinding, ...]
             update["content"] = new
     elif isinstance(content, list):
         # Every text of every part (a tool result's documents too), parts cut in a secret joined.
-        joined = joined_where_split(content, lambda text: [(f.start, f.end) for f in _scan(text)])
+        joined = joined_where_split(content, _scan)
         parts = [with_texts(part, clean) for part in joined]
         if joined is not content or any(a is not b for a, b in zip(parts, content, strict=True)):
             update["content"] = parts
@@ -579,8 +579,8 @@ def _scrubbed(value: Any) -> Any:
     """``value`` (a Responses item, or a list of them) with its texts redacted."""
     if isinstance(value, str):
         return redact(value).text
-    if isinstance(value, list):
-        return [_scrubbed(v) for v in value]
+    if isinstance(value, list):  # input_text parts a secret is cut between joined, as in content
+        return [_scrubbed(v) for v in joined_where_split(value, _scan, RESPONSES_TEXTS)]
     if isinstance(value, dict):
         return {k: v if k in _VERBATIM else _scrubbed(v) for k, v in value.items()}
     return value

@@ -374,3 +374,30 @@ def test_a_responses_items_secret_is_gone_from_the_raw_item_it_keeps(tmp_path: A
     assert token not in repr(
         ctxpack.Session.open("a", store=f"sqlite:///{tmp_path / 's.db'}").render().messages
     )
+
+
+@pytest.mark.parametrize("kind", ["function_call_output", "message"])
+def test_a_secret_cut_between_two_parts_of_a_responses_item_is_gone_from_it(
+    tmp_path: Any, kind: str
+) -> None:
+    # The message's parts are joined where a secret crosses them; the item kept as it came
+    # (never sent, but stored) was scanned part by part, and kept both halves.
+    token = "ghp_" + "R8sVt2Lq9ZxW4mKp7YcN3bHd6FgJ1aEu5TiO"
+    halves = [
+        {"type": "input_text", "text": f"token: {token[:10]}"},
+        {"type": "input_text", "text": f"{token[10:]} ok"},
+    ]
+    call = {"type": "function_call", "call_id": "c1", "name": "sh", "arguments": "{}"}
+    if kind == "message":
+        items = [{"type": "message", "role": "user", "content": halves}]
+    else:
+        items = [call, {"type": "function_call_output", "call_id": "c1", "output": halves}]
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    session = ctxpack.Session.open("a", store=store, redact_secrets="all")
+    session.extend(items)
+    session.close()
+    stored = b"".join(path.read_bytes() for path in tmp_path.iterdir())
+    assert token[10:].encode() not in stored
+    kept = ctxpack.Session.open("a", store=store).render().messages[-1]
+    assert token[10:] not in repr(kept)
+    assert kept.metadata["openai_responses"]["type"] == kind

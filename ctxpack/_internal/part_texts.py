@@ -82,18 +82,24 @@ def _base64_text(payload: str, edit: _Edit) -> str:
     return payload if edited == text else base64.b64encode(edited.encode("utf-8")).decode()
 
 
-def joined_where_split(parts: list[Any], spans: Callable[[str], Any]) -> list[Any]:
-    """``parts`` with each run of consecutive text parts made one where one of ``spans``
-    (``(start, end)`` pairs) of their joined text crosses from a part into the next: a tool
-    output cut into chunks can cut a secret, and the model reads the chunks as one text.
-    ``parts`` itself when no run needs it."""
+# The text parts of a Responses API item as it came (kept in a message's metadata).
+RESPONSES_TEXTS = frozenset({"text", "input_text", "output_text"})
+
+
+def joined_where_split(
+    parts: list[Any], spans: Callable[[str], Any], kinds: frozenset[str] = frozenset({"text"})
+) -> list[Any]:
+    """``parts`` with each run of consecutive text parts (of a type in ``kinds``) made one
+    where one of ``spans`` (each with a ``start`` and an ``end``) of their joined text crosses
+    from a part into the next: a tool output cut into chunks can cut a secret, and the model
+    reads the chunks as one text. ``parts`` itself when no run needs it."""
     out: list[Any] = []
     run: list[Mapping[str, Any]] = []
     changed = False
     for part in [*parts, None]:
         if (
             isinstance(part, Mapping)
-            and part.get("type") == "text"
+            and part.get("type") in kinds
             and isinstance(part.get("text"), str)
         ):
             run.append(part)
@@ -113,4 +119,4 @@ def _crossed(run: list[Mapping[str, Any]], spans: Callable[[str], Any]) -> bool:
     """Whether a span of the run's joined text holds a boundary between two of its parts."""
     bounds = list(itertools.accumulate(len(part["text"]) for part in run[:-1]))
     joined = "".join(part["text"] for part in run)
-    return any(start < b < stop for start, stop in spans(joined) for b in bounds)
+    return any(span.start < b < span.end for span in spans(joined) for b in bounds)
