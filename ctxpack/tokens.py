@@ -28,10 +28,10 @@ from ._internal.encodings import MODEL_PREFIXES, model_encoding
 from ._internal.images import CLAUDE_IMAGES, GPT_4O_IMAGES, ImageRule, image_rule
 from ._internal.parts import part_tokens
 from ._internal.prefix import PrefixMemo
-from .adapters.read import check_counted_message
+from .adapters.read import counted_messages
 from .caches import SHORT_TEXT, LRUCache, text_memo
 from .errors import ApproximateTokenCountWarning, ConfigError, TokenizerUnavailableError
-from .messages import Message, owned_messages
+from .messages import Message
 from .sdk import SDKObject
 
 __all__ = [
@@ -100,7 +100,7 @@ def _read_messages(
     # The common case, ctxpack's own Messages, costs one pass of type checks.
     if isinstance(messages, (list, tuple)) and all(isinstance(m, Message) for m in messages):
         return messages
-    return owned_messages(messages, check=check_counted_message)
+    return counted_messages(messages)
 
 
 class _FramedCounter:
@@ -574,7 +574,8 @@ def count_tokens(
     tokens that prime the reply: it is what the provider bills for that prompt.
 
     Args:
-        messages_or_text: A string, or messages (``Message`` objects or OpenAI-style dicts).
+        messages_or_text: A string, or messages: ``Message`` objects, OpenAI-style dicts, or
+            Anthropic's (a ``tool_result`` counted as the tool message Claude reads).
         model: OpenAI model name, selects the encoding (``gpt-4`` -> cl100k_base).
         counter: See :func:`get_counter`.
         tools: Tool definitions sent with the prompt; their tokens are added (see

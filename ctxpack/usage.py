@@ -19,9 +19,9 @@ from ._internal.arguments import keyed, keyword_checked, tool_definitions
 from ._internal.arguments import tokens as check_tokens
 from ._internal.jsontext import read_json
 from ._internal.options import FieldErrorModel
-from .adapters.read import check_counted_message
+from .adapters.read import counted_messages
 from .errors import ConfigError
-from .messages import Message, owned_messages
+from .messages import Message
 from .providers import provider_from_model, tool_name, tools_as_sent
 from .tokens import (
     CounterLike,
@@ -220,7 +220,8 @@ def context_usage(
     may differ by a token or two from how the whole message tokenizes.
 
     Args:
-        messages: The request's messages (``Message`` objects or OpenAI-style dicts).
+        messages: The request's messages (``Message`` objects, OpenAI-style dicts, or
+            Anthropic's, read as :func:`ctxpack.from_anthropic` reads them).
         model: Model name: picks the tokenizer and, when ``window`` is not given, the window from
             the shipped price table (:mod:`ctxpack.cost`).
         tools: Tool definitions sent with the request; ``mcp__<server>__<tool>`` names are
@@ -254,7 +255,7 @@ def context_usage(
     if memory_files is not None:
         keyed(memory_files, "memory_files", values=str, what="file names to their text")
     resolved = get_counter(model, counter)
-    msgs = list(owned_messages(messages, check=check_counted_message))  # read only
+    msgs = list(counted_messages(messages))  # read only, never handed out
     tool_list = tool_definitions(tools) if tools is not None else []
     tool_list = tools_as_sent(tool_list, provider_from_model(model))  # counted as sent
     window = _window(window, compaction_window, model)

@@ -3,6 +3,7 @@ failure modes (offline, unknown model, approximate counters)."""
 
 from __future__ import annotations
 
+import base64
 import warnings
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import ctxpack
 from ctxpack import count_tokens
 from ctxpack._internal.images import image_tokens
 from ctxpack.tokens import CallableCounter, TiktokenCounter, encoding_for_model
+from tests.test_images import image_bytes
 
 
 def test_exact_text_counts_with_cl100k() -> None:
@@ -114,6 +116,47 @@ def test_what_counts_messages_refuses_a_malformed_one_naming_it(
     }[reader]
     with pytest.raises(ctxpack.InvalidMessageError, match=f"message 2: {field}"):
         read()
+
+
+@pytest.mark.parametrize("model", ["claude-sonnet-4-5", "gpt-4o"])
+def test_anthropic_messages_are_counted_as_the_messages_they_are_read_as(model: str) -> None:
+    # What to_anthropic() returns: a tool_result was counted as its JSON (41 tokens for "hello
+    # world" against 11), and an image inside it as a few characters of base64.
+    png = base64.b64encode(image_bytes(1500, 1500, "PNG")).decode()
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}}
+    messages = [
+        {"role": "user", "content": "Show me the chart."},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Rendering."},
+                {"type": "tool_use", "id": "t1", "name": "plot", "input": {"q": "sales"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "t1",
+                    "content": [{"type": "text", "text": "hello world"}, image],
+                },
+            ],
+        },
+    ]
+    read = ctxpack.from_anthropic(messages)
+    price = ctxpack.cost.Price(
+        input=3, output=15, cache_write_5m=3.75, cache_write_1h=6, cache_read=0.3
+    )
+    counter = ctxpack.get_counter(model=model)
+    assert count_tokens(messages, model=model) == count_tokens(read, model=model)
+    assert counter.count_messages(messages) == counter.count_messages(read)
+    assert count_tokens(messages, model=model) > 1_500  # the image, as the model bills it
+    usage = ctxpack.context_usage(messages, model=model)
+    assert usage.total == count_tokens(read, model=model)
+    assert usage.bucket("tool results").tokens == counter.count_messages(read[2:]) - 3
+    bills = [ctxpack.cost.simulate([m], price=price, counter=counter) for m in (messages, read)]
+    assert bills[0].requests == bills[1].requests
 
 
 def _call(arguments: str) -> dict[str, Any]:

@@ -9,16 +9,17 @@ converts it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .._internal.arguments import message_items
 from ..errors import InvalidMessageError
-from ..messages import Message, detached
+from ..messages import Message, detached, owned_messages
 from ..providers import Provider, check_provider, provider_from_message
 from ..sdk import SDKObject, coerce_message, not_a_message
 from ._anthropic import read_anthropic
 from ._openai import read_openai
-from ._validate import _check_anthropic_message, check_openai_message
+from ._validate import check_openai_message
 
 __all__: list[str] = []
 
@@ -61,16 +62,28 @@ def read_message(
         raise InvalidMessageError(exc.detail, index=index, field=exc.field) from exc
 
 
-def check_counted_message(entry: Any, index: int) -> None:
-    """The rules of the format ``entry`` is in, for what reads messages as given to count or
-    bill them (count_tokens, context_usage, simulate): a message holding a block only Anthropic
-    has is counted as Anthropic's, so it is checked as Anthropic's, as :func:`read_message`
-    checks it; any other as :func:`~ctxpack.adapters.check_openai_message` does."""
-    if isinstance(entry, Mapping) and provider_from_message(entry) == "anthropic":
-        _check_anthropic_message(entry, index)
-    else:
-        check_openai_message(entry, index)
+def counted_messages(
+    messages: Iterable[Message | Mapping[str, Any] | SDKObject],
+) -> tuple[Message, ...]:
+    """Messages given to count or bill them (count_tokens, a counter, context_usage, simulate),
+    read as the provider reads them. A list holding an Anthropic message (a block only Anthropic
+    has) is read message by message as :func:`read_message` reads it for ``Session.append``: a
+    ``tool_result`` is counted as the tool message Claude reads, not as its JSON, and the images
+    and documents it holds as such. Any other list is read as :func:`ctxpack.pack` reads it
+    (checked, cached by identity).
+
+    Raises:
+        InvalidMessageError: ``messages`` is not a list, or a message is malformed (index and
+            field named).
+    """
+    items = message_items(messages)
+    if not any(_is_anthropic(item, index) for index, item in enumerate(items)):
+        return owned_messages(items, check=check_openai_message)
+    return tuple(m for i, item in enumerate(items) for m in read_message(item, None, i)[0])
 
 
-# A plain dict (role, string content) is in neither format's blocks and passes the OpenAI rules.
-check_counted_message.passes_plain_dicts = True  # type: ignore[attr-defined]
+def _is_anthropic(item: Any, index: int) -> bool:
+    if isinstance(item, Message):
+        return False
+    entry = item if isinstance(item, Mapping) else coerce_message(item, index)
+    return isinstance(entry, Mapping) and provider_from_message(entry) == "anthropic"

@@ -11,8 +11,8 @@ from itertools import accumulate
 from typing import Any
 
 from .._internal.prefix import common_prefix
-from ..adapters.read import check_counted_message
-from ..messages import Message, owned_messages
+from ..adapters.read import counted_messages
+from ..messages import Message
 from ..providers import provider_from_model, tools_as_sent
 from ..tokens import TokenCounter, checked_tool_tokens, message_sizes
 
@@ -91,7 +91,7 @@ def _prefix_chain(
     to it, its tokens (the last one includes the reply priming), and its blocks."""
     # ctxpack's own copies, shared between calls: what is derived from one (its digest, its
     # tokens) is cached by identity, so a history re-sent costs only its new messages.
-    messages = owned_messages(messages_in, check=check_counted_message)
+    messages = counted_messages(messages_in)
     # Checked where they entered (simulate's Request).
     tool_tokens = checked_tool_tokens(tools, counter) if tools else 0
     tools_digest = hashlib.blake2b(
