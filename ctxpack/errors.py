@@ -177,7 +177,8 @@ class SelectionError(CtxpackError, ValueError):
 
 
 class StoreError(CtxpackError, RuntimeError):
-    """A session store failed: it cannot be opened, read or written.
+    """A store failed: it cannot be opened, read or written (a session store, or the SQLite
+    file of a :class:`~ctxpack.code.CodeIndex`).
 
     Attributes:
         url: The store's URL, its password hidden.

@@ -26,7 +26,7 @@ import difflib
 import itertools
 import os
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
@@ -48,6 +48,7 @@ __all__ = [
     "language_of_path",
     "list_files",
     "resolve_root",
+    "source_files",
 ]
 
 # Extension -> language name (the names the symbol parser knows).
@@ -154,10 +155,26 @@ def walk_files(
         limit: At most this many files: the first ones of a walk that takes each folder's files
             before its subfolders, in name order.
     """
-    return sorted(itertools.islice(_walk(root, source_only=source_only, hidden=hidden), limit))
+    walk = _walk(root, source_only=source_only, hidden=hidden)
+    return sorted(rel for rel, _ in itertools.islice(walk, limit))
 
 
-def _walk(base: Path, *, source_only: bool, hidden: bool) -> Iterator[str]:
+def source_files(
+    root: Path, known: Callable[[str, os.stat_result], bool]
+) -> list[tuple[str, os.stat_result]]:
+    """:func:`list_files` of ``root`` (resolved), each file with its ``stat``, for an index
+    refresh: a file ``known(rel, stat)`` says is the text it indexed is not read again to tell
+    whether it is binary (a refresh that finds nothing changed opens no file)."""
+    return sorted(_walk(root, source_only=True, hidden=True, known=known))
+
+
+def _walk(
+    base: Path,
+    *,
+    source_only: bool,
+    hidden: bool,
+    known: Callable[[str, os.stat_result], bool] | None = None,
+) -> Iterator[tuple[str, os.stat_result]]:
     """The files of the walk, each folder's files before its subfolders, by name."""
     # Each folder to visit carries the ignore specs in force: (folder relative to root, spec).
     specs: list[tuple[str, Any]] = []
@@ -190,8 +207,11 @@ def _walk(base: Path, *, source_only: bool, hidden: bool) -> Iterator[str]:
             elif entry.is_file():
                 if source_only and language_of_path(entry.name) is None:
                     continue
-                if not _ignored(active, rel) and _listable(entry, source_only=source_only):
-                    yield rel
+                if _ignored(active, rel):
+                    continue
+                stat = _listable(entry, rel, source_only=source_only, known=known)
+                if stat is not None:
+                    yield rel, stat
         stack.extend((sub, active) for sub in reversed(subfolders))
 
 
@@ -205,13 +225,23 @@ def _unicode_name(name: str) -> bool:
     return True
 
 
-def _listable(entry: os.DirEntry[str], *, source_only: bool) -> bool:
+def _listable(
+    entry: os.DirEntry[str],
+    rel: str,
+    *,
+    source_only: bool,
+    known: Callable[[str, os.stat_result], bool] | None,
+) -> os.stat_result | None:
+    """The file's ``stat`` if it is listed."""
     try:
-        if hard_linked(entry.stat(follow_symlinks=False)):
-            return False  # another name may lie outside the root
-        return not (source_only and is_binary(Path(entry.path)))
+        stat = entry.stat(follow_symlinks=False)
+        if hard_linked(stat):
+            return None  # another name may lie outside the root
+        if source_only and not (known and known(rel, stat)) and is_binary(Path(entry.path)):
+            return None
+        return stat
     except OSError:
-        return False
+        return None
 
 
 @lru_cache(maxsize=64)

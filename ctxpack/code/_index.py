@@ -209,8 +209,7 @@ class CodeIndex:
     def __repr__(self) -> str:
         return f"CodeIndex({str(self.root)!r}, db={self.db!r})"
 
-    # ----------------------------------------------------------------------------------------
-    # Storage
+    # ---- Storage ----
 
     @property
     def counter(self) -> TokenCounter:
@@ -233,12 +232,16 @@ class CodeIndex:
 
         Returns:
             How many files were parsed, removed, and left unchanged.
+
+        Raises:
+            StoreError: the index's file cannot be read or written (read-only, or busy 30 s).
         """
         with self._lock:
             store = self._file_store()
             stats = store.refresh()
             self._parsed, self._tokens = store.parsed, store.tokens
-            self._build()
+            if store.changed or not self._built:  # else what ranks stands: no rebuild
+                self._build()
             # Read only when weighed: an index that ignores history spawns no git.
             commits = store.history() if self.weights["history"] else None
             self._history = CommitHistory(commits or (), self._paths)
@@ -249,8 +252,7 @@ class CodeIndex:
         if not self._built:
             self.refresh()
 
-    # ----------------------------------------------------------------------------------------
-    # In-memory structures
+    # ---- In-memory structures ----
 
     def _build(self) -> None:
         import numpy as np
@@ -297,8 +299,7 @@ class CodeIndex:
             np.array([w for _, _, w in links], dtype=float),
         )
 
-    # ----------------------------------------------------------------------------------------
-    # Queries
+    # ---- Queries ----
 
     @property
     def files(self) -> tuple[str, ...]:

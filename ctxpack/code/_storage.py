@@ -16,9 +16,9 @@ from pathlib import Path
 from pydantic import ConfigDict
 
 from .._internal.options import FieldErrorModel
-from ..errors import ConfigError
+from ..errors import ConfigError, StoreError
 from ..tokens import TokenCounter
-from ._files import language_of_path, list_files
+from ._files import language_of_path, source_files
 from ._history import Commit, cached_history
 from ._symbols import ParsedFile, parse_source
 
@@ -26,6 +26,12 @@ __all__ = ["FileStore", "RefreshStats", "check_db", "default_db_path"]
 
 # Bump when what is stored per file changes: an index written by another version is rebuilt.
 _SCHEMA = "3"
+
+# The tables of an index file (history: see _history); a file holding others is not one.
+_TABLES = frozenset({"meta", "files", "history"})
+
+# How long a writer waits for another index of the root to finish its write.
+_BUSY_SECONDS = 30.0
 
 # The first bytes of every SQLite database file.
 _SQLITE_HEADER = b"SQLite format 3\x00"
@@ -86,24 +92,65 @@ class FileStore:
         self._conn: sqlite3.Connection | None = None
         self.parsed: dict[str, ParsedFile] = {}
         self.tokens: dict[str, int] = {}
+        # Per file in memory, the stored row (time, size, hash) its parse was read or made as.
+        self._rows: dict[str, tuple[int, int, str]] = {}
+        self.changed = True
 
     def _connect(self) -> sqlite3.Connection:
         if self._conn is None:
             try:
                 if self.db != ":memory:":
                     Path(self.db).parent.mkdir(parents=True, exist_ok=True)
-                conn = sqlite3.connect(self.db, check_same_thread=False)
-                conn.execute("PRAGMA schema_version").fetchone()  # opens the file now
+                # Builders of one root share its file: a writer waits for another's short
+                # write, and readers never block it (WAL).
+                conn = sqlite3.connect(self.db, check_same_thread=False, timeout=_BUSY_SECONDS)
+                try:
+                    self._schema(conn)  # refused before WAL mode is set on someone's file
+                except ConfigError:
+                    conn.close()
+                    raise
             except (OSError, sqlite3.Error) as exc:
                 raise ConfigError(
                     f"db {self.db!r} cannot be opened as an SQLite file: {exc}; give a writable "
                     "file path, or ':memory:'"
                 ) from exc
-            conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+            try:
+                self._prepare(conn)
+            except BaseException as exc:
+                conn.close()
+                if isinstance(exc, sqlite3.Error):
+                    raise _failed(self.db, "open the code index", exc) from exc
+                raise
+            self._conn = conn
+        return self._conn
+
+    def _schema(self, conn: sqlite3.Connection) -> str | None:
+        """The index schema ``conn``'s file holds (``None``: a new file), or the error saying
+        it is someone else's database, whose tables are not the index's to drop."""
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        schema = None
+        if "meta" in tables:
             row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-            counter = self.counter.name
+            schema = row[0] if row else None
+        if tables and (schema is None or not tables <= _TABLES):
+            raise ConfigError(
+                f"db {self.db!r} is another application's SQLite database (tables: "
+                f"{', '.join(sorted(tables)[:5])}); give a new file path, or ':memory:'"
+            )
+        return schema
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        """Make ``conn``'s file an index of this schema and counter, rebuilt if it is another's:
+        checked again and made under the write lock, as another builder may be making it."""
+        if self.db != ":memory:":
+            conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            schema = self._schema(conn)
+            conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
             crow = conn.execute("SELECT value FROM meta WHERE key = 'counter'").fetchone()
-            if row is None or row[0] != _SCHEMA or crow is None or crow[0] != counter:
+            counter = self.counter.name
+            if schema != _SCHEMA or crow is None or crow[0] != counter:
                 conn.execute("DROP TABLE IF EXISTS files")
                 conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (_SCHEMA,))
                 conn.execute("INSERT OR REPLACE INTO meta VALUES ('counter', ?)", (counter,))
@@ -112,8 +159,9 @@ class FileStore:
                 " size INTEGER, sha256 TEXT, tokens INTEGER, parsed TEXT)"
             )
             conn.commit()
-            self._conn = conn
-        return self._conn
+        except BaseException:
+            conn.rollback()
+            raise
 
     def close(self) -> None:
         """Close the SQLite connection (the next refresh opens it again)."""
@@ -126,59 +174,106 @@ class FileStore:
         return cached_history(self._connect(), self.root)
 
     def refresh(self) -> RefreshStats:
-        """Bring :attr:`parsed` and :attr:`tokens` up to date with the files on disk."""
+        """Bring :attr:`parsed` and :attr:`tokens` up to date with the files on disk.
+
+        Files are read and parsed first, then written in one short transaction, so that
+        indexes of one root sharing the file do not wait on each other's parsing.
+        """
         conn = self._connect()
-        stored = {
-            row[0]: (row[1], row[2], row[3])
-            for row in conn.execute("SELECT path, mtime_ns, size, sha256 FROM files")
-        }
-        parsed = unchanged = 0
+        try:
+            stored = {
+                row[0]: (row[1], row[2], row[3])
+                for row in conn.execute("SELECT path, mtime_ns, size, sha256 FROM files")
+            }
+        except sqlite3.Error as exc:
+            raise _failed(self.db, "read the code index", exc) from exc
         fresh: dict[str, ParsedFile] = {}
         tokens: dict[str, int] = {}
-        for rel in list_files(self.root):
-            full = self.root / rel
-            try:
-                stat = full.stat()
-            except OSError:
-                continue
-            old = stored.get(rel)
-            if old is not None and old[0] == stat.st_mtime_ns and old[1] == stat.st_size:
-                if rel in self.parsed:
-                    fresh[rel], tokens[rel] = self.parsed[rel], self.tokens[rel]
-                else:
-                    fresh[rel], tokens[rel] = self._load_row(conn, rel)
-                unchanged += 1
-                continue
-            raw = full.read_bytes()
-            digest = hashlib.sha256(raw).hexdigest()
-            if old is not None and old[2] == digest:
-                conn.execute(
-                    "UPDATE files SET mtime_ns = ?, size = ? WHERE path = ?",
-                    (stat.st_mtime_ns, stat.st_size, rel),
-                )
-                fresh[rel], tokens[rel] = self._load_row(conn, rel)
-                unchanged += 1
-                continue
-            fresh[rel], tokens[rel] = self._parse(conn, rel, raw, digest, stat)
-            parsed += 1
-        gone = set(stored) - set(fresh)
-        conn.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in sorted(gone)])
-        conn.commit()
-        self.parsed, self.tokens = fresh, tokens
-        return RefreshStats(parsed=parsed, removed=len(gone), unchanged=unchanged)
+        rows: dict[str, tuple[int, int, str]] = {}
+        writes: list[tuple[str, int, int, str, int, str]] = []
 
-    def _parse(
-        self, conn: sqlite3.Connection, rel: str, raw: bytes, digest: str, stat: os.stat_result
-    ) -> tuple[ParsedFile, int]:
+        def known(rel: str, stat: os.stat_result) -> bool:
+            row = stored.get(rel)
+            return row is not None and row[:2] == (stat.st_mtime_ns, stat.st_size)
+
+        for rel, stat in source_files(self.root, known):
+            old = stored.get(rel)
+            if old is not None and old[:2] == (stat.st_mtime_ns, stat.st_size):
+                # This object's parse, if it was read from the row as it is now: another index
+                # of the root may have written the file's new parse there since.
+                mine = rel in self.parsed and self._rows.get(rel) == old
+                loaded = (self.parsed[rel], self.tokens[rel]) if mine else self._row(conn, rel)
+                if loaded is not None:
+                    fresh[rel], tokens[rel] = loaded
+                    rows[rel] = old
+                    continue
+            try:
+                raw = (self.root / rel).read_bytes()
+            except OSError:  # gone or unreadable since the walk
+                continue
+            digest = hashlib.sha256(raw).hexdigest()
+            same = old is not None and old[2] == digest
+            loaded = self._row(conn, rel) if same else None
+            parse_json = None
+            if loaded is None:
+                pf, count, parse_json = self._parse(rel, raw)
+                loaded = (pf, count)
+            fresh[rel], tokens[rel] = loaded
+            rows[rel] = (stat.st_mtime_ns, stat.st_size, digest)
+            writes.append((rel, *rows[rel], tokens[rel], parse_json or ""))
+        gone = sorted(set(stored) - set(fresh))
+        self._write(conn, writes, gone)
+        parsed = sum(1 for w in writes if w[5])
+        # Whether a parse in memory changed (one new, gone, or read again from the row).
+        self.changed = fresh.keys() != self.parsed.keys() or any(
+            pf is not self.parsed[p] for p, pf in fresh.items()
+        )
+        self.parsed, self.tokens, self._rows = fresh, tokens, rows
+        return RefreshStats(parsed=parsed, removed=len(gone), unchanged=len(fresh) - parsed)
+
+    def _write(
+        self,
+        conn: sqlite3.Connection,
+        writes: list[tuple[str, int, int, str, int, str]],
+        gone: list[str],
+    ) -> None:
+        """Store what a refresh found: new parses, new times of files whose content did not
+        change (an empty parse), and the files deleted."""
+        try:
+            with conn:
+                conn.executemany(
+                    "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?)",
+                    [w for w in writes if w[5]],
+                )
+                conn.executemany(
+                    "UPDATE files SET mtime_ns = ?, size = ? WHERE path = ?",
+                    [(w[1], w[2], w[0]) for w in writes if not w[5]],
+                )
+                conn.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in gone])
+        except sqlite3.Error as exc:
+            raise _failed(self.db, "write the code index", exc) from exc
+
+    def _parse(self, rel: str, raw: bytes) -> tuple[ParsedFile, int, str]:
         text = raw.decode("utf-8", errors="replace")
         pf = parse_source(rel, language_of_path(rel) or "text", text)
-        count = self.counter.count(text)
-        conn.execute(
-            "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?)",
-            (rel, stat.st_mtime_ns, stat.st_size, digest, count, pf.model_dump_json()),
-        )
-        return pf, count
+        return pf, self.counter.count(text), pf.model_dump_json()
 
-    def _load_row(self, conn: sqlite3.Connection, rel: str) -> tuple[ParsedFile, int]:
+    def _row(self, conn: sqlite3.Connection, rel: str) -> tuple[ParsedFile, int] | None:
+        """The parse and tokens stored for ``rel``; ``None`` when the row cannot be read (the
+        file is then parsed again and the row written anew)."""
         row = conn.execute("SELECT parsed, tokens FROM files WHERE path = ?", (rel,)).fetchone()
-        return ParsedFile.model_validate_json(row[0]), int(row[1])
+        try:
+            return ParsedFile.model_validate_json(row[0]), int(row[1])
+        except (ConfigError, TypeError, ValueError):
+            return None
+
+
+def _failed(db: str, operation: str, exc: sqlite3.Error) -> StoreError:
+    """A failure of the index's database, as the session stores name theirs."""
+    busy = "locked" in str(exc) or "busy" in str(exc)
+    hint = (
+        f"another process held it for over {_BUSY_SECONDS:.0f} s; try again"
+        if busy
+        else "give a writable file path of this index, or ':memory:'"
+    )
+    return StoreError(f"{exc}; {hint}", url=db, operation=operation)

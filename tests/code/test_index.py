@@ -1,13 +1,18 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import ctxpack.errors
 from ctxpack import ConfigError
-from ctxpack.code import DEFAULT_WEIGHTS, CodeIndex
+from ctxpack.code import DEFAULT_WEIGHTS, CodeIndex, _storage
+from ctxpack.code._symbols import parse_source
+from tests.threads import run_threads, switching_often
 
 
 def test_search_returns_symbol_units_best_first(repo: Path) -> None:
@@ -82,6 +87,85 @@ def test_index_is_incremental_and_persistent(repo: Path, tmp_path: Path) -> None
     third = CodeIndex(repo, db=db)
     assert third.refresh().parsed == 0
     assert third.search("evict", k=1)[0].path == "api/cache.py"
+
+
+def test_a_refresh_reads_a_parse_another_index_of_the_root_stored(
+    repo: Path, tmp_path: Path
+) -> None:
+    # Both share the file (as CodeIndex(root) and iterative_retrieve(task, root) share the
+    # default one): the second stores the edit with the file's new time and size, and the
+    # first, seeing them in the row, kept its own old parse as "unchanged".
+    db = tmp_path / "index.sqlite"
+    first = CodeIndex(repo, db=db)
+    assert first.rank_files("refund payment") == []
+    target = repo / "api" / "db.py"
+    target.write_text(target.read_text() + "\n\ndef refund_payment(order):\n    pass\n")
+    assert [h.path for h in CodeIndex(repo, db=db).rank_files("refund payment")] == ["api/db.py"]
+    stats = first.refresh()
+    assert (stats.parsed, stats.removed) == (0, 0)
+    assert "refund_payment" in [s.name for s in first.symbols_of("api/db.py")]
+    assert [h.path for h in first.rank_files("refund payment")] == ["api/db.py"]
+
+
+def test_another_applications_database_is_refused_untouched(repo: Path, tmp_path: Path) -> None:
+    db = tmp_path / "app.sqlite"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE files (id INTEGER, owner TEXT)")
+        conn.execute("INSERT INTO files VALUES (1, 'ada')")
+    conn.close()
+    with pytest.raises(ConfigError, match="another application's SQLite database"):
+        CodeIndex(repo, db=db).refresh()
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT * FROM files").fetchall() == [(1, "ada")]
+    conn.close()
+
+
+def test_a_row_that_cannot_be_read_is_parsed_again(repo: Path, tmp_path: Path) -> None:
+    db = tmp_path / "index.sqlite"
+    CodeIndex(repo, db=db).refresh()
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE files SET parsed = '{not json' WHERE path = 'api/db.py'")
+    conn.close()
+    index = CodeIndex(repo, db=db)
+    assert index.refresh().parsed == 1
+    assert index.symbols_of("api/db.py") == CodeIndex(repo, db=":memory:").symbols_of("api/db.py")
+    assert CodeIndex(repo, db=db).refresh().parsed == 0  # written anew
+
+
+def test_a_database_that_fails_is_a_store_error_naming_it(repo: Path) -> None:
+    with pytest.raises(ctxpack.errors.StoreError, match="/dev/null: open the code index failed"):
+        CodeIndex(repo, db="/dev/null").refresh()
+
+
+def test_a_refresh_holds_no_write_lock_while_it_parses(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Indexes of one root share its file. Parsing inside the write transaction held the lock
+    # for the whole build, and another builder failed with sqlite3's "database is locked"
+    # once a build outlasted the busy timeout.
+    db = tmp_path / "index.sqlite"
+    CodeIndex(repo, db=db).refresh()
+    for i in range(3):
+        (repo / f"mod{i}.py").write_text(f"def f{i}():\n    return {i}\n")
+    writes: list[str] = []
+
+    def parse_then_write(*args: Any) -> Any:
+        with sqlite3.connect(db, timeout=0.1) as other:
+            other.execute("INSERT OR REPLACE INTO meta VALUES ('probe', ?)", (str(args[0]),))
+        other.close()
+        writes.append(args[0])
+        return parse_source(*args)
+
+    monkeypatch.setattr(_storage, "parse_source", parse_then_write)
+    assert CodeIndex(repo, db=db).refresh().parsed == 3
+    assert len(writes) == 3
+
+
+def test_builders_of_one_root_sharing_a_file_all_succeed(repo: Path, tmp_path: Path) -> None:
+    db = tmp_path / "index.sqlite"
+    with switching_often():
+        run_threads(lambda _: CodeIndex(repo, db=db).refresh(), 4)
+    assert CodeIndex(repo, db=db).refresh().parsed == 0
 
 
 def test_default_db_lives_in_the_cache_folder(repo: Path, tmp_path: Path) -> None:
