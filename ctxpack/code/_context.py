@@ -6,9 +6,11 @@ artifact that holds the whole file, so that a model (or a person) can ask for th
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 
 from .._internal.paths import shown_path
+from ..errors import WorkspacePathError
 from ..store import ArtifactStore
 from ._index import CodeIndex
 from ._symbols import Symbol
@@ -54,7 +56,13 @@ def build_context(
         if not units:
             symbols = index.symbols_of(path)
             units = list(symbols[:1])
-        artifact = store.put(index.read(path), path=path)
+        try:
+            whole = index.read(path)
+        except WorkspacePathError:
+            if os.path.lexists(index.root / path):
+                raise
+            continue  # deleted since the index read the tree: nothing left to quote
+        artifact = store.put(whole, path=path)
         for unit in sorted(units, key=lambda u: u.start_line):
             block = f"{_header(unit, artifact)}\n{unit.text}\n"
             # The blank line between blocks costs what it costs once joined.

@@ -170,7 +170,8 @@ def iterative_retrieve(
 
     Args:
         task: What the files are needed for (an issue, a feature request).
-        root: The repository's root folder, or a :class:`CodeIndex` over it.
+        root: The repository's root folder, or a :class:`CodeIndex` over it (refreshed
+            first, and held until the loop returns).
         judge: Scores candidates (default: :class:`RankingJudge`, no model).
         max_cycles: At most this many cycles.
         candidates: Files dispatched per cycle.
@@ -193,7 +194,24 @@ def iterative_retrieve(
         (('limits.py',), True, 2)
     """
     _check_arguments(task, judge, max_cycles, candidates, budget)
-    index = root if isinstance(root, CodeIndex) else CodeIndex(root)
+    if isinstance(root, CodeIndex):
+        # Held for the whole loop, and brought up to date first: its files were read at its
+        # first search, and the context quotes them as they are now.
+        with root._lock:
+            root.refresh()
+            return _retrieve(task, root, judge, max_cycles, candidates, budget, store)
+    return _retrieve(task, CodeIndex(root), judge, max_cycles, candidates, budget, store)
+
+
+def _retrieve(
+    task: str,
+    index: CodeIndex,
+    judge: Judge | None,
+    max_cycles: int,
+    candidates: int,
+    budget: int,
+    store: ArtifactStore | None,
+) -> RetrievalResult:
     judge = judge if judge is not None else RankingJudge()
     store = check_artifact_store(store) if store is not None else SQLiteArtifactStore(":memory:")
     search = _Search(index, task, comparable=not getattr(judge, "relative_to_dispatch", False))

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from ctxpack.code import (
     Judgement,
     ModelJudge,
     RankingJudge,
+    RefreshStats,
     band,
     iterative_retrieve,
 )
@@ -85,6 +87,40 @@ def test_result_files_context_and_tokens(repo: Path) -> None:
         # The whole file is kept: the passage header names it, the store gives it back.
         assert result.artifacts[path] in result.context
         assert store.get(result.artifacts[path]) == (repo / path).read_text()
+
+
+def test_an_index_passed_in_is_brought_up_to_date_first(repo: Path) -> None:
+    # Its files were read at its first search: the context quoted a function as it was then,
+    # beside the whole file as it is now, and a file deleted since stopped the loop.
+    index = CodeIndex(repo, db=":memory:")
+    index.rank_files(RATE_LIMIT)
+    (repo / "api" / "quota.py").write_text(
+        "def rate_limit_endpoint(request):\n    return 'RATE_LIMIT_V2'\n"
+    )
+    first = iterative_retrieve(RATE_LIMIT, index)
+    assert "RATE_LIMIT_V2" in first.context
+    for path in first.files:
+        os.remove(repo / path)
+    again = iterative_retrieve(RATE_LIMIT, index)
+    assert not set(again.files) & set(first.files)
+    assert all(f"### {path}:" not in again.context for path in first.files)
+
+
+def test_a_file_deleted_while_the_loop_runs_is_left_out(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = CodeIndex(repo, db=":memory:")
+    gone = iterative_retrieve(RATE_LIMIT, index).files[0]
+    refresh = index.refresh
+
+    def refresh_then_delete() -> RefreshStats:
+        stats = refresh()
+        (repo / gone).unlink(missing_ok=True)  # after the loop's refresh, before its reads
+        return stats
+
+    monkeypatch.setattr(index, "refresh", refresh_then_delete)
+    result = iterative_retrieve(RATE_LIMIT, index)
+    assert gone not in result.artifacts and f"### {gone}:" not in result.context
 
 
 def test_budget_bounds_the_context(repo: Path) -> None:
