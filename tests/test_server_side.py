@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ctxpack import ConfigError, InvalidMessageError, Session, get_counter
+from ctxpack import BudgetExceededError, ConfigError, InvalidMessageError, Session, get_counter
 from ctxpack.managed import WindowPolicy
 from ctxpack.server_side import (
     ANTHROPIC_BETAS,
@@ -50,6 +50,38 @@ def test_compaction_trigger_never_goes_under_anthropics_floor() -> None:
     edits = anthropic_context_management(WindowPolicy(window=32_000))["edits"]
     assert edits[-1]["trigger"]["value"] == 50_000
     assert [e["type"] for e in edits] == ["clear_tool_uses_20250919", "compact_20260112"]
+
+
+@pytest.mark.parametrize(
+    ("model", "window", "warned"),
+    [
+        ("claude-sonnet-4-5", 16_000, True),
+        ("claude-sonnet-4-5", 128_000, False),
+        ("gpt-4o", 16_000, False),  # OpenAI's compaction has no floor
+    ],
+)
+def test_the_first_request_says_when_compaction_cannot_trigger_in_the_window(
+    model: str, window: int, warned: bool
+) -> None:
+    session = Session(model=model, window=WindowPolicy(window=window, server_side=True))
+    session.extend([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Go"}])
+    notes = [d.reason for d in session.render().decisions if d.stage == "room"]
+    assert bool(notes) is warned
+    assert all("compaction cannot trigger under 50000" in (n or "") for n in notes)
+    session.append({"role": "assistant", "content": "ok"})
+    again = [d.reason for d in session.render().decisions if d.stage == "room"]
+    assert again == notes  # said once, at the first request
+
+
+@pytest.mark.parametrize("model", ["claude-sonnet-4-5", "gpt-4o"])
+def test_a_system_prompt_over_the_window_is_refused_server_side_too(model: str) -> None:
+    # The provider never edits it: the request would fail at the API, and rendered silently.
+    session = Session(model=model, window=WindowPolicy(window=4_000, server_side=True))
+    session.extend(
+        [{"role": "system", "content": "rule " * 5_000}, {"role": "user", "content": "Go"}]
+    )
+    with pytest.raises(BudgetExceededError, match="the system prompt, which the provider"):
+        session.render()
 
 
 def test_openai_compaction_threshold_follows_the_policy() -> None:

@@ -105,8 +105,9 @@ class WindowPolicy(CheckedModel):
         skill_budget: Tokens each skill may take when re-injected (its head is kept).
         pinned_budget: Tokens all skills together may take when re-injected (oldest dropped
             first).
-        server_side: Leave the edits to the provider: :func:`render_window` only checks the
-            window, and the session produces the provider's ``context_management`` field. The
+        server_side: Leave the edits to the provider: :func:`render_window` only checks that
+            the system prompt fits the room, and the session produces the provider's
+            ``context_management`` field. The
             provider edits whenever a trigger is crossed and bills its compaction as a summary
             request, so ``clear_at`` and ``compact_at`` then default to 0.35 and 0.6 of the room,
             and ``keep`` to 5.

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ..cost import Price
+from ..editing import COMPACTION_FLOOR
 from ..errors import BudgetExceededError
 from ..messages import Message
 from ..pipeline import Decision
+from ..providers import provider_from_model
 from ..store import ArtifactStore
 from ..tokens import REPLY_PRIMING, TokenCounter
 from ._compaction import _compact
@@ -58,13 +60,61 @@ def render_window(
     ctx = _Context(record, counter, store, original_artifact, retrievable, model)
     room = policy.room(tool_tokens=tool_tokens)
     view = _build(state, policy, ctx)
-    if not policy.server_side:
+    if policy.server_side:
+        _server_side(state, policy, ctx, view, room, tool_tokens)
+    else:
         view = _manage(state, policy, ctx, view, room)
-    if view.tokens() > room and not policy.server_side:
-        raise _too_large(policy, ctx, view, tool_tokens)
+        if view.tokens() > room:
+            raise _too_large(policy, ctx, view, tool_tokens)
     state.requests += 1
     state.last_tokens = view.tokens()
     return view.messages
+
+
+def _server_side(
+    state: WindowState,
+    policy: WindowPolicy,
+    ctx: _Context,
+    view: _View,
+    room: int,
+    tool_tokens: int,
+) -> None:
+    """The provider edits what a server-side session sends, past its triggers, but never the
+    system prompt: that must fit. Anthropic's compaction cannot trigger under its floor, said
+    at the first request when the floor is above the room (only clearing then edits)."""
+    system = [
+        (m.id, size) for m, size in zip(view.messages, view.sizes, strict=True) if m.role in _SYSTEM
+    ]
+    if sum(size for _, size in system) > room:
+        raise BudgetExceededError(
+            required=sum(size for _, size in system) + REPLY_PRIMING + policy.reserve + tool_tokens,
+            budget=policy.window,
+            pinned_ids=[i for i, _ in system],
+            tool_tokens=tool_tokens,
+            what="the system prompt, which the provider's context management never edits,",
+            fixes=f"raise window, lower reply_room ({policy.reserve})",
+            remedy="shorten",
+        )
+    first = state.requests == 0 and provider_from_model(ctx.model) == "anthropic"
+    if first and room < COMPACTION_FLOOR:
+        state.decisions.append(
+            Decision(
+                stage="room",
+                action="warned",
+                message_id=view.messages[0].id,
+                reason=(
+                    f"Anthropic's compaction cannot trigger under {COMPACTION_FLOOR} input "
+                    f"tokens, over the {room} tokens a request may hold: only tool-result "
+                    "clearing edits this session server-side, and a request it does not bring "
+                    "within the window fails; raise window, or manage it client-side"
+                ),
+                tokens_before=view.tokens(),
+                tokens_after=view.tokens(),
+            )
+        )
+
+
+_SYSTEM = ("system", "developer")
 
 
 def _too_large(
