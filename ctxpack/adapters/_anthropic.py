@@ -413,8 +413,9 @@ def anthropic_parts_to_openai(
     Thinking and server-tool blocks only mean something to Anthropic, so they are dropped; an
     image becomes an ``image_url`` part (a data URL for base64 sources), a base64 document (a
     PDF) a ``file`` part; a text document (its text, or its content's text blocks) or a search
-    result becomes text. A document sent by
-    URL or by Anthropic file id has no OpenAI form and is left out.
+    result becomes text. A document sent by URL or by Anthropic file id has no OpenAI form, nor
+    has an image or a file in a ``text_only`` message (Chat Completions' tool message): each is
+    a text part saying what was not sent, so that the model knows it is missing.
     """
     if not isinstance(content, list):
         return content
@@ -445,7 +446,20 @@ def anthropic_parts_to_openai(
             out.append({"type": "text", "text": "\n".join([str(block.get("title", "")), *texts])})
         elif kind in ("image_url", "input_audio", "file", "refusal") and not text_only:
             out.append(dict(block))
+        elif kind in _MEDIA:
+            out.append(not_sent(kind, text_only))
     return out
+
+
+# What a model is shown where it would have read them (the rest, thinking and server-tool
+# blocks, mean nothing to it).
+_MEDIA = frozenset({"image", "document", "image_url", "input_audio", "file"})
+
+
+def not_sent(kind: str, text_only: bool) -> dict[str, str]:
+    """The text part standing for a part of ``kind`` OpenAI's message cannot hold."""
+    why = "a tool message holds text only" if text_only else "OpenAI's API has no form for it"
+    return {"type": "text", "text": f"[{kind} not sent: {why}]"}
 
 
 def _content_text(content: Any) -> str:

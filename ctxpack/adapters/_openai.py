@@ -16,7 +16,7 @@ from .._internal.reasoning import is_reasoning
 from ..errors import InvalidMessageError
 from ..messages import Message, copy_value, ensure_messages, owned_messages, provider_of
 from ..sdk import SDKObject, item_error, joined_messages
-from ._anthropic import anthropic_parts_to_openai
+from ._anthropic import anthropic_parts_to_openai, not_sent
 from ._responses import ResponsesLink, chat_to_responses, responses_link
 from ._validate import validate_openai
 
@@ -73,7 +73,10 @@ def _openai_content(msg: Message, api: str) -> str | list[dict[str, Any]] | None
     elif msg.role == "tool" and api == "chat" and isinstance(msg.content, list):
         # A function_call_output's images and files (Responses API) have no place in Chat
         # Completions' tool message, which takes text alone.
-        converted = [p for p in msg.content if p.get("type") in ("text", "input_text")]
+        converted = [
+            p if p.get("type") in ("text", "input_text") else not_sent(str(p.get("type")), True)
+            for p in msg.content
+        ]
     elif isinstance(msg.content, list) and any(is_reasoning(p) for p in msg.content):
         # Chat Completions has no place for reasoning; the Responses API's input takes it
         # from the message (see chat_to_responses).

@@ -183,8 +183,12 @@ def test_an_anthropic_tool_results_image_and_a_content_document_reach_the_respon
     assert items[0]["content"][0] == {"type": "input_text", "text": "chunk one"}
     assert [part["type"] for part in items[2]["output"]] == ["input_text", "input_image"]
     assert items[2]["output"][1]["image_url"] == f"data:image/png;base64,{png}"
-    # Chat Completions' tool message takes text only: the image stays out there.
-    assert to_openai(history)[2]["content"] == [{"type": "text", "text": "here"}]
+    # Chat Completions' tool message takes text only: a note stands where the image was, so
+    # that the model knows the tool returned one (it was dropped silently).
+    assert to_openai(history)[2]["content"] == [
+        {"type": "text", "text": "here"},
+        {"type": "text", "text": "[image not sent: a tool message holds text only]"},
+    ]
 
 
 def test_an_anthropic_history_is_written_too() -> None:
@@ -302,9 +306,12 @@ def test_a_function_call_output_with_an_image_goes_where_each_api_takes_it() -> 
         {"type": "image_url", "image_url": {"url": "https://example.com/w2.png", "detail": "low"}},
     ]
     assert to_responses(messages)[-1] == PARALLEL_SHOTS[-1]
-    # Chat Completions' tool message takes text alone.
+    # Chat Completions' tool message takes text alone: a note stands where the image was.
     chat = to_openai(messages)
-    assert chat[-1]["content"] == [{"type": "text", "text": "window 2:"}]
+    assert chat[-1]["content"] == [
+        {"type": "text", "text": "window 2:"},
+        {"type": "text", "text": "[image_url not sent: a tool message holds text only]"},
+    ]
     ctxpack.adapters.validate_openai(chat)
     anthropic = ctxpack.to_anthropic(messages)
     ctxpack.adapters.validate_anthropic(anthropic["messages"])
@@ -328,3 +335,14 @@ def test_an_error_after_joined_calls_names_the_callers_item(read: Any) -> None:
     with pytest.raises(ctxpack.InvalidMessageError) as raised:
         read([*PARALLEL_SHOTS[:4], bad])
     assert (raised.value.index, raised.value.field) == (4, "content[0].image_url")
+
+
+def test_a_document_openai_has_no_form_for_is_named_where_it_was() -> None:
+    doc = {"type": "document", "source": {"type": "url", "url": "https://example.com/a.pdf"}}
+    history = ctxpack.from_anthropic(
+        [{"role": "user", "content": [doc, {"type": "text", "text": "Summarise it."}]}]
+    )
+    assert to_openai(history)[0]["content"][0] == {
+        "type": "text",
+        "text": "[document not sent: OpenAI's API has no form for it]",
+    }
