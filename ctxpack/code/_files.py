@@ -107,8 +107,9 @@ def resolve_root(root: str | os.PathLike[str]) -> Path:
     try:
         path = Path(given).expanduser().resolve()
         is_dir = path.is_dir()
-    except OSError as exc:  # a name too long, a loop of symlinks
-        raise ConfigError(f"root {str(root)!r} cannot be read: {exc.strerror or exc}") from exc
+    except (OSError, RuntimeError) as exc:  # a name too long; a loop of symlinks (3.11-3.12)
+        detail = getattr(exc, "strerror", None) or exc
+        raise ConfigError(f"root {str(root)!r} cannot be read: {detail}") from exc
     if not is_dir:
         raise ConfigError(
             f"root {str(root)!r} is not a directory; give the root folder of a repository"

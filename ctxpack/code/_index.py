@@ -57,7 +57,7 @@ from ._symbols import ParsedFile, Symbol
 from .literals import LiteralIndex
 from .naming import QueryNames
 from .roles import is_doc_path, is_test_path, outside_packages, tested_modules
-from .semantic import file_summary, reciprocal_rank_fusion, unit_rows
+from .semantic import file_summary, reciprocal_rank_fusion
 from .terms import code_terms, path_terms
 
 if TYPE_CHECKING:
@@ -508,14 +508,14 @@ class CodeIndex:
 
     def _similarity(self, query: str) -> Any:
         """Cosine similarity of the query to each file's summary (0 for opposite meanings)."""
-        import numpy as np
+        from ..signals.embeddings import embedded  # numpy's import only when it is needed
 
         assert self.embedder is not None
         if self._vectors is None:
             summaries = [file_summary(p, self._parsed[p]) for p in self._paths]
-            self._vectors = unit_rows(np.asarray(self.embedder(summaries), dtype=np.float32))
-        wanted = unit_rows(np.asarray(self.embedder([query]), dtype=np.float32))[0]
-        return np.maximum(self._vectors @ wanted, 0.0).astype(float)
+            self._vectors = embedded(self.embedder, summaries, "float32")
+        wanted = embedded(self.embedder, [query], "float32")[0]
+        return (self._vectors @ wanted).clip(min=0.0).astype(float)
 
     def _tested(self, score: Any) -> Any:
         """Per source file, the best score of one of the test files that best match the query

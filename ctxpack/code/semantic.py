@@ -61,11 +61,3 @@ def reciprocal_rank_fusion(scores: Sequence[Any], *, k: int = RRF_K) -> Any:
         ranks[order] = np.arange(1, len(values) + 1)
         fused += np.where(values > 0, 1.0 / (k + ranks), 0.0)
     return fused
-
-
-def unit_rows(matrix: Any) -> Any:
-    """The rows of ``matrix`` scaled to unit length (a zero row stays zero), for cosines."""
-    import numpy as np
-
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return matrix / np.where(norms > 0, norms, 1.0)

@@ -7,10 +7,9 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import ConfigDict, Field, field_validator
 
-from ..errors import ConfigError
 from ..pipeline import Decision, PackContext, check_context
 from ..signals import Neighbors
-from ..signals.embeddings import MiniLMEmbedder
+from ..signals.embeddings import MiniLMEmbedder, embedded
 from ._base import StageModel
 
 __all__ = ["SemanticScorer"]
@@ -90,14 +89,7 @@ class SemanticScorer(StageModel):
 
     def _embed(self, texts: list[str]) -> np.ndarray[Any, np.dtype[np.float64]]:
         embedder = self.embedder if self.embedder is not None else _shared_embedder()
-        vectors = np.asarray(embedder(texts), dtype=np.float64)
-        if vectors.ndim != 2 or vectors.shape[0] != len(texts):
-            raise ConfigError(
-                f"the embedder returned an array of shape {vectors.shape} for {len(texts)} "
-                "texts; it must return one vector per text, shape (n, d)"
-            )
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        return vectors / np.maximum(norms, 1e-12)  # type: ignore[no-any-return]
+        return embedded(embedder, texts, np.float64)  # type: ignore[no-any-return]
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
         check_context(ctx, self)

@@ -5,10 +5,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
+from ctxpack import ConfigError
 from ctxpack.code import CodeIndex
 from ctxpack.code.semantic import RRF_K, reciprocal_rank_fusion
 
@@ -69,3 +71,27 @@ def test_reciprocal_rank_fusion_counts_only_what_each_ranking_found() -> None:
     assert fused[0] == pytest.approx(1 / (RRF_K + 1))
     assert fused[1] == pytest.approx(1 / (RRF_K + 2) + 1 / (RRF_K + 2))
     assert fused[2] == pytest.approx(1 / (RRF_K + 1))
+
+
+@pytest.mark.parametrize(
+    "embedder",
+    [
+        lambda texts: [[1.0]] * max(1, len(texts) - 1),  # a vector short
+        lambda texts: [1.0] * len(texts),  # one number per text
+        lambda texts: None,
+        lambda texts: [["a", "b"]] * len(texts),
+    ],
+)
+def test_an_embedder_returning_no_vector_per_text_is_a_config_error(
+    root: Path, embedder: Any
+) -> None:
+    # It came back as numpy's IndexError or AxisError from inside the ranking.
+    with pytest.raises(ConfigError, match=r"embedder: .*one vector"):
+        CodeIndex(root, db=":memory:", embedder=embedder).rank_files(QUERY)
+
+
+def test_a_root_that_is_a_loop_of_symlinks_is_named(tmp_path: Path) -> None:
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    with pytest.raises(ConfigError, match=r"root .* cannot be read"):
+        CodeIndex(tmp_path / "a", db=":memory:")
