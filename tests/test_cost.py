@@ -291,6 +291,23 @@ def test_a_litellm_map_is_imported_per_million() -> None:
         PriceTable.from_litellm({"m": {"input_cost_per_token": -1, "output_cost_per_token": 0}})
 
 
+@pytest.mark.parametrize("value", [None, "3e-07", True])
+@pytest.mark.parametrize(
+    "field",
+    [
+        "cache_read_input_token_cost",
+        "cache_creation_input_token_cost",
+        "cache_creation_input_token_cost_above_1hr",
+    ],
+)
+def test_a_litellm_cache_price_that_is_not_a_number_names_the_row_and_field(
+    field: str, value: Any
+) -> None:
+    row = {"input_cost_per_token": 3e-06, "output_cost_per_token": 1.5e-05, field: value}
+    with pytest.raises(ConfigError, match=f"LiteLLM row 'm': {field} must be a number"):
+        PriceTable.from_litellm({"m": row})
+
+
 # ------------------------------------------------------------------------ the shipped table
 
 CURRENT_MODELS = [

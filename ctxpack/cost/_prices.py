@@ -148,7 +148,8 @@ class PriceTable(CheckedModel):
             source: Where it came from.
 
         Raises:
-            ConfigError: the file cannot be read or is not a JSON object, or a price is negative.
+            ConfigError: the file cannot be read or is not a JSON object, or a price is negative
+                or not a number (the message names the row and the field).
 
         Example:
             >>> PriceTable.from_litellm({"m": {"input_cost_per_token": 3e-06,
@@ -165,9 +166,9 @@ class PriceTable(CheckedModel):
             cost_in, cost_out = row.get("input_cost_per_token"), row.get("output_cost_per_token")
             if not isinstance(cost_in, (int, float)) or not isinstance(cost_out, (int, float)):
                 continue
-            write_5m = row.get("cache_creation_input_token_cost", cost_in)
-            write_1h = row.get("cache_creation_input_token_cost_above_1hr", write_5m)
-            read = row.get("cache_read_input_token_cost", cost_in)
+            write_5m = _cost(row, "cache_creation_input_token_cost", cost_in, model)
+            write_1h = _cost(row, "cache_creation_input_token_cost_above_1hr", write_5m, model)
+            read = _cost(row, "cache_read_input_token_cost", cost_in, model)
             window = row.get("max_input_tokens")
             try:
                 prices[str(model)] = Price(
@@ -238,6 +239,20 @@ def resolve_model_name(model: str, known: Mapping[str, Any]) -> str | None:
         return name
     undated = _DATE_SUFFIX.sub("", name)
     return undated if undated in known else None
+
+
+def _cost(row: Mapping[str, Any], field: str, default: float, model: Any) -> float:
+    """A LiteLLM row's ``field`` (dollars per token), ``default`` when the row has none."""
+    if field not in row:
+        return default
+    value = row[field]
+    # A null or a text here is a broken map, not a missing price: refused, not guessed at.
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(
+            f"LiteLLM row {model!r}: {field} must be a number (dollars per token), got "
+            f"{value!r:.40}"
+        )
+    return value
 
 
 def _per_million(cost_per_token: Any) -> float:
