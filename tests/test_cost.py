@@ -405,3 +405,29 @@ def test_simulate_bills_with_current_prices(model: str) -> None:
     assert bill.cost == pytest.approx(expected)
     # Reading the history from the cache is cheaper than sending it again.
     assert second.cost < first.cost
+
+
+# --- strict numbers -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["100", 2.0, 10**30, 2**53 + 1])
+def test_output_tokens_is_an_int_up_to_2_53_never_coerced(value: Any) -> None:
+    with pytest.raises(ConfigError, match="output_tokens"):
+        Request(messages=[user(3)], output_tokens=value)
+    with pytest.raises(ConfigError, match="request 0: output_tokens"):
+        simulate([{"messages": [user(3)], "output_tokens": value}], price=P)
+    assert Request(messages=[user(3)], output_tokens=2**53).output_tokens == 2**53
+
+
+@pytest.mark.parametrize(
+    "field", ["input", "output", "cache_write_5m", "cache_write_1h", "cache_read"]
+)
+def test_a_price_given_as_text_is_refused(field: str) -> None:
+    fields: dict[str, Any] = {
+        "input": 3, "output": 15, "cache_write_5m": 3.75, "cache_write_1h": 6, "cache_read": 0.3
+    }  # fmt: skip
+    with pytest.raises(ConfigError, match=f"Price: {field}='3'"):
+        Price(**{**fields, field: "3"})
+    with pytest.raises(ConfigError, match="context_window"):
+        Price(**fields, context_window="200000")
+    assert Price(**fields).input == 3.0

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
-from .._internal.arguments import finite, keyword_checked, tool_definitions
+from .._internal.arguments import MOST, finite, keyword_checked, tool_definitions
 from .._internal.arguments import tokens as check_tokens
 from .._internal.options import CheckedModel, FieldErrorModel, invalid_option
 from ..errors import ConfigError
@@ -33,7 +33,7 @@ class Request(CheckedModel):
     Args:
         messages: The prompt's messages (``Message`` objects or OpenAI-style dicts).
         tools: Tool definitions sent with it; they come first in the cached prefix.
-        output_tokens: Tokens the model answered with.
+        output_tokens: Tokens the model answered with: an int from 0 to 2**53.
         model: Which model served it; each model has its own cache. ``None`` is the default
             model of :func:`simulate`.
     """
@@ -42,7 +42,8 @@ class Request(CheckedModel):
 
     messages: list[Any]
     tools: list[dict[str, Any]] | None = None
-    output_tokens: int = Field(default=0, ge=0)
+    # Strict and capped as every other token count: "100" or 2.0 is a caller's mistake.
+    output_tokens: int = Field(default=0, ge=0, le=MOST, strict=True)
     model: str | None = None
 
     @field_validator("tools")

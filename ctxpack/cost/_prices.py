@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, ValidationError
 
-from .._internal.arguments import file_path, string
+from .._internal.arguments import MOST, file_path, string
 from .._internal.encodings import model_key
 from .._internal.options import CheckedModel
 from ..errors import ConfigError
@@ -24,6 +24,8 @@ MILLION = 1_000_000
 
 class Price(CheckedModel):
     """Dollars per million tokens for one model.
+
+    Every price is a number (an int or a float, not a text), at least 0.
 
     Args:
         input: Uncached input.
@@ -44,12 +46,13 @@ class Price(CheckedModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    input: float = Field(ge=0)
-    output: float = Field(ge=0)
-    cache_write_5m: float = Field(ge=0)
-    cache_write_1h: float = Field(ge=0)
-    cache_read: float = Field(ge=0)
-    context_window: int | None = Field(default=None, gt=0)
+    # Strict: a price given as text ("3") is a table read wrong, not a number to coerce.
+    input: float = Field(ge=0, strict=True)
+    output: float = Field(ge=0, strict=True)
+    cache_write_5m: float = Field(ge=0, strict=True)
+    cache_write_1h: float = Field(ge=0, strict=True)
+    cache_read: float = Field(ge=0, strict=True)
+    context_window: int | None = Field(default=None, gt=0, le=MOST, strict=True)
     date: str | None = None
     source: str | None = None
 
