@@ -61,6 +61,8 @@ PRICING_PAGES = {
     "anthropic": "https://docs.anthropic.com/en/docs/about-claude/pricing",
     "google": "https://ai.google.dev/gemini-api/docs/pricing",
 }
+# Where the minimum cacheable lengths (ctxpack.cost's KNOWN_MIN_CACHEABLE) were read.
+MINIMUMS_PAGE = "https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching"
 DATED = re.compile(r"^(?P<base>.+?)-(?:\d{4}-\d{2}-\d{2}|\d{8})$")
 NOTE = (
     "Dollars per million tokens. OpenAI and Google bill no cache write: their writes are priced "
@@ -68,7 +70,9 @@ NOTE = (
     "explicit context caching also bills storage per hour, not modelled). Anthropic's "
     "cache_write_5m and cache_write_1h are its 5-minute and 1-hour cache writes. Gemini 2.5 "
     "Pro doubles its input price above 200k tokens of prompt: the row is the price up to 200k. "
-    "context_window is the input window (LiteLLM's max_input_tokens)."
+    "context_window is the input window (LiteLLM's max_input_tokens). min_cacheable_tokens is "
+    "the shortest prompt the model caches (Anthropic's prompt-caching guide; not in LiteLLM's "
+    "map): 1,024 where the row does not say."
 )
 
 
@@ -92,7 +96,7 @@ def refresh(source_map: Path, source: str, date: str) -> dict[str, Any]:
         "_meta": {
             "date": date,
             "unit": "US dollars per million tokens",
-            "sources": [source, *PRICING_PAGES.values()],
+            "sources": [source, *PRICING_PAGES.values(), MINIMUMS_PAGE],
             "note": NOTE,
         }
     }
@@ -101,7 +105,8 @@ def refresh(source_map: Path, source: str, date: str) -> dict[str, Any]:
         row = table.prices[name].model_copy(
             update={"date": date, "source": f"{source}; {PRICING_PAGES[provider]}"}
         )
-        out[name] = row.model_dump(exclude_none=True)
+        # Defaults left out: no window when unknown, no minimum when it is the usual 1,024.
+        out[name] = row.model_dump(exclude_defaults=True)
     return out
 
 

@@ -431,3 +431,50 @@ def test_a_price_given_as_text_is_refused(field: str) -> None:
     with pytest.raises(ConfigError, match="context_window"):
         Price(**fields, context_window="200000")
     assert Price(**fields).input == 3.0
+
+
+# --- the minimum cacheable length follows the model -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("model", "minimum"),
+    [
+        ("claude-haiku-4-5", 4096),
+        ("claude-haiku-4-5-20251001", 4096),
+        ("claude-opus-4-5", 4096),
+        ("claude-opus-4-7", 4096),
+        ("claude-sonnet-4-5", 1024),
+        ("gpt-5", 1024),
+    ],
+)
+def test_the_shipped_prices_carry_each_models_minimum_cacheable_length(
+    model: str, minimum: int
+) -> None:
+    assert price(model).min_cacheable_tokens == minimum
+
+
+def test_simulate_applies_each_requests_model_minimum_unless_one_is_passed() -> None:
+    turn1 = [user(2000)]
+    turn2 = [*turn1, assistant(2), user(2)]
+    haiku = price("claude-haiku-4-5")
+    # ~2k tokens: above Sonnet's 1,024, under Haiku 4.5's 4,096.
+    bill = simulate([turn1, turn2], price=haiku)
+    assert bill.cache_write_tokens == bill.cache_read_tokens == 0
+    assert bill.uncached_input_tokens == bill.input_tokens
+    forced = simulate([turn1, turn2], price=haiku, min_cacheable_tokens=1024)
+    assert forced.cache_read_tokens > 0
+    both = {"claude-haiku-4-5": haiku, "claude-sonnet-4-5": price("claude-sonnet-4-5")}
+    mixed = simulate(
+        [Request(messages=turn1, model=m) for m in ("claude-haiku-4-5", "claude-sonnet-4-5")],
+        price=both,
+    )
+    assert [r.cache_write_tokens > 0 for r in mixed.requests] == [False, True]
+    own = P.model_copy(update={"min_cacheable_tokens": 10_000})
+    assert simulate([turn1, turn2], price=own).cache_write_tokens == 0
+
+
+def test_a_litellm_row_gets_the_known_minimum_of_its_model() -> None:
+    row = {"input_cost_per_token": 1e-06, "output_cost_per_token": 5e-06}
+    table = PriceTable.from_litellm({"claude-haiku-4-5-20251001": row, "my-model": row})
+    assert table.price("claude-haiku-4-5-20251001").min_cacheable_tokens == 4096
+    assert table.price("my-model").min_cacheable_tokens == 1024

@@ -18,10 +18,6 @@ from ._cache import PromptCache
 from ._prices import MILLION, Price
 
 TTL_SECONDS: dict[str, float] = {"5m": 300.0, "1h": 3600.0}
-# The minimum cacheable prompt Anthropic publishes for Sonnet, and OpenAI's: a shorter prefix is
-# billed as plain input and nothing is written. Some models need more (Anthropic lists 2,048 or
-# 4,096 for some Haiku and Opus versions): pass min_cacheable_tokens.
-DEFAULT_MIN_CACHEABLE = 1024
 # Anthropic looks for an earlier cache entry at most this many content blocks before a
 # breakpoint (its prompt-caching guide); an entry further back is not found.
 DEFAULT_LOOKBACK = 20
@@ -138,7 +134,7 @@ def simulate(
     timestamps: Sequence[float | datetime] | None = None,
     counter: CounterLike | None = None,
     cache_points: Literal["request", "message"] = "request",
-    min_cacheable_tokens: int = DEFAULT_MIN_CACHEABLE,
+    min_cacheable_tokens: int | None = None,
     lookback: int | None = DEFAULT_LOOKBACK,
 ) -> Bill:
     """Bill a sequence of requests through a model of the provider's prompt cache.
@@ -146,9 +142,10 @@ def simulate(
     The prompt is read as a prefix of blocks: the tool definitions first, then each message. A
     request reads from the cache the longest prefix of it that an earlier request of the same
     model left there and that is still alive; the rest of the prompt is written to the cache
-    (at the ``ttl`` write price) if the whole prompt reaches ``min_cacheable_tokens``, else billed
-    as plain input. Every entry lives ``ttl`` after its last write or read. Each model has its own
-    cache, so switching model rewrites the whole history at the target's write price.
+    (at the ``ttl`` write price) if the whole prompt reaches the model's minimum cacheable
+    length, else billed as plain input. Every entry lives ``ttl`` after its last write or read.
+    Each model has its own cache, so switching model rewrites the whole history at the target's
+    write price.
 
     Args:
         requests: Each a list of messages, or a :class:`Request` (or a mapping of its fields)
@@ -164,7 +161,9 @@ def simulate(
             cache breakpoint on the last message, as Anthropic's automatic caching and agent
             harnesses do); ``"message"``, at every message boundary (automatic prefix caching,
             as OpenAI does at a finer grain).
-        min_cacheable_tokens: A prefix shorter than this is never cached.
+        min_cacheable_tokens: A prefix shorter than this is never cached. ``None``: each
+            request's price says (:attr:`Price.min_cacheable_tokens`: 1,024, or 4,096 for the
+            shipped Claude Haiku 4.5 and Opus 4.5 to 4.7); an int applies to every request.
         lookback: With ``cache_points="request"``, how many blocks (a message, plus one per
             tool call) before the end an earlier entry may sit and still be found; ``None`` for
             no limit.
@@ -188,7 +187,7 @@ def simulate(
     _check_requests_and_price(requests, price)
     _check_options(ttl, cache_points, min_cacheable_tokens, lookback, timestamps, len(requests))
     resolved = get_counter(counter=counter)
-    cache_ = PromptCache(TTL_SECONDS[ttl], cache_points, min_cacheable_tokens, lookback)
+    cache_ = PromptCache(TTL_SECONDS[ttl], cache_points, lookback)
     rows: list[RequestCost] = []
     previous_time = float("-inf")
     for index, item in enumerate(requests):
@@ -198,8 +197,18 @@ def simulate(
         if now < previous_time:
             raise ConfigError(f"timestamps must not go back in time (request {index})")
         previous_time = now
-        served = cache_.serve(request.messages, request.tools or [], request.model, resolved, now)
+        minimum = (
+            unit.min_cacheable_tokens if min_cacheable_tokens is None else min_cacheable_tokens
+        )
+        served = cache_.serve(
+            request.messages, request.tools or [], request.model, resolved, now, minimum
+        )
         rows.append(_request_cost(index, request, unit, ttl, *served))
+    return _bill(rows, ttl)
+
+
+def _bill(rows: list[RequestCost], ttl: str) -> Bill:
+    """The bill of ``rows``: their sums."""
     return Bill(
         requests=rows,
         ttl=ttl,
@@ -259,7 +268,7 @@ def _request_cost(
 def _check_options(
     ttl: str,
     cache_points: str,
-    min_cacheable_tokens: int,
+    min_cacheable_tokens: int | None,
     lookback: int | None,
     timestamps: Sequence[float | datetime] | None,
     n_requests: int,
@@ -269,7 +278,8 @@ def _check_options(
         raise ConfigError(f"ttl must be '5m' or '1h', got {ttl!r}")
     if cache_points not in ("request", "message"):
         raise ConfigError(f"cache_points must be 'request' or 'message', got {cache_points!r}")
-    check_tokens(min_cacheable_tokens, "min_cacheable_tokens", minimum=0)
+    if min_cacheable_tokens is not None:
+        check_tokens(min_cacheable_tokens, "min_cacheable_tokens", minimum=0)
     if lookback is not None:
         check_tokens(lookback, "lookback")
     if timestamps is None:

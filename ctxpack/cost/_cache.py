@@ -108,12 +108,9 @@ class PromptCache:
     """The provider's prompt cache: prefix entries per model, each expiring ``life`` seconds
     after its last write or read."""
 
-    def __init__(
-        self, life: float, cache_points: str, min_cacheable_tokens: int, lookback: int | None
-    ) -> None:
+    def __init__(self, life: float, cache_points: str, lookback: int | None) -> None:
         self._life = life
         self._cache_points = cache_points
-        self._min = min_cacheable_tokens
         self._lookback = lookback
         # Per model: each cached prefix's digest, and when its entry expires.
         self._models: dict[str | None, dict[bytes, float]] = {}
@@ -125,10 +122,12 @@ class PromptCache:
         model: str | None,
         counter: TokenCounter,
         now: float,
+        minimum: int,
     ) -> tuple[int, int, int, int]:
         """Send a prompt (``tools`` first, then ``messages``) to ``model`` at ``now``: its input
         tokens, then how many were billed uncached, written to the cache and read from it.
-        Entries it reads or writes live on. The tools count as ``model``'s provider receives
+        Entries it reads or writes live on; nothing shorter than ``minimum`` tokens (the model's
+        minimum cacheable length) is written. The tools count as ``model``'s provider receives
         them."""
         tools = tools_as_sent(tools, provider_from_model(model))
         chain, sizes, blocks = _prefix_chain(messages, tools, counter)
@@ -138,12 +137,12 @@ class PromptCache:
         read = sizes[hit] if hit is not None else 0
         if hit is not None:
             entries[chain[hit]] = now + self._life
-        if total < self._min:
+        if total < minimum:
             return total, total - read, 0, read
         points = range(len(chain)) if self._cache_points == "message" else (len(chain) - 1,)
         for point in points:
             # Written anew or refreshed: either way it lives on from now.
-            if sizes[point] >= self._min:
+            if sizes[point] >= minimum:
                 entries[chain[point]] = now + self._life
         return total, 0, total - read, read
 

@@ -20,6 +20,18 @@ from .._internal.options import CheckedModel
 from ..errors import ConfigError
 
 MILLION = 1_000_000
+# The shortest prompt a provider caches: OpenAI's, and Anthropic's for Sonnet 4.x and Opus 4/4.1.
+DEFAULT_MIN_CACHEABLE = 1024
+# Anthropic's longer minimums (its prompt-caching guide), by family name: LiteLLM's map does not
+# carry them, so an imported row takes them from here, as the shipped table's rows do.
+KNOWN_MIN_CACHEABLE: dict[str, int] = {
+    "claude-haiku-4-5": 4096,
+    "claude-opus-4-5": 4096,
+    "claude-opus-4-6": 4096,
+    "claude-opus-4-7": 4096,
+    "claude-3-5-haiku": 2048,
+    "claude-3-haiku": 2048,
+}
 
 
 class Price(CheckedModel):
@@ -35,6 +47,9 @@ class Price(CheckedModel):
         cache_read: Input read from the cache.
         context_window: The model's context window in tokens, when known (used by
             :func:`ctxpack.context_usage` for the free space).
+        min_cacheable_tokens: The shortest prompt the provider caches for this model (used by
+            :func:`ctxpack.cost.simulate`): 1,024 unless the model needs more (the shipped
+            Claude Haiku 4.5 and Opus 4.5 to 4.7 rows say 4,096).
         date: When this price was read (ISO date), when known.
         source: Where it was read, when known.
 
@@ -53,6 +68,7 @@ class Price(CheckedModel):
     cache_write_1h: float = Field(ge=0, strict=True)
     cache_read: float = Field(ge=0, strict=True)
     context_window: int | None = Field(default=None, gt=0, le=MOST, strict=True)
+    min_cacheable_tokens: int = Field(default=DEFAULT_MIN_CACHEABLE, ge=0, le=MOST, strict=True)
     date: str | None = None
     source: str | None = None
 
@@ -142,8 +158,11 @@ class PriceTable(CheckedModel):
         ``cache_creation_input_token_cost_above_1hr`` (1-hour writes) and
         ``cache_read_input_token_cost``. A model without a write price writes at its input price
         (OpenAI bills no write premium), one without a read price reads at its input price (no
-        cache discount). Rows without input and output prices (images, audio, the
-        ``sample_spec`` row) are skipped. ``max_input_tokens`` becomes the context window.
+        cache discount). The map has no minimum cacheable length: a Claude model that needs more
+        than 1,024 tokens (Haiku 4.5, Opus 4.5 to 4.7: 4,096; Haiku 3 and 3.5: 2,048) gets its
+        minimum from ctxpack, by its name resolved as :meth:`price` resolves it. Rows without
+        input and output prices (images, audio, the ``sample_spec`` row) are skipped.
+        ``max_input_tokens`` becomes the context window.
 
         Args:
             data: The parsed map, or a path to the JSON file.
@@ -181,6 +200,7 @@ class PriceTable(CheckedModel):
                     cache_write_1h=_per_million(write_1h),
                     cache_read=_per_million(read),
                     context_window=window if isinstance(window, int) and window > 0 else None,
+                    min_cacheable_tokens=_known_minimum(str(model)),
                 )
             except (ValidationError, TypeError, ValueError) as exc:
                 raise ConfigError(f"LiteLLM row {model!r} is not a valid price: {exc}") from exc
@@ -242,6 +262,11 @@ def resolve_model_name(model: str, known: Mapping[str, Any]) -> str | None:
         return name
     undated = _DATE_SUFFIX.sub("", name)
     return undated if undated in known else None
+
+
+def _known_minimum(model: str) -> int:
+    family = resolve_model_name(model, KNOWN_MIN_CACHEABLE)
+    return KNOWN_MIN_CACHEABLE[family] if family is not None else DEFAULT_MIN_CACHEABLE
 
 
 def _cost(row: Mapping[str, Any], field: str, default: float, model: Any) -> float:
