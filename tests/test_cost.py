@@ -209,6 +209,26 @@ def test_the_default_counter_counts_like_count_tokens() -> None:
     assert simulate([messages], price=P).input_tokens == count_tokens(messages)
 
 
+def test_each_request_is_counted_with_its_models_tokenizer_unless_a_counter_is_given() -> None:
+    from ctxpack import count_tokens
+    from ctxpack.errors import ApproximateTokenCountWarning
+
+    messages = [{"role": "user", "content": "You are a coding agent. " * 200}]
+    prices = {"claude-sonnet-4-5": P, "gpt-4o": P, "my-label": P}
+    requests = [Request(messages=messages, model=m) for m in prices]
+    with pytest.warns(ApproximateTokenCountWarning):
+        bill = simulate(requests, price=prices)
+        claude = count_tokens(messages, model="claude-sonnet-4-5")
+    assert [r.input_tokens for r in bill.requests] == [
+        claude,
+        count_tokens(messages, model="gpt-4o"),
+        count_tokens(messages),  # a label ctxpack knows no tokenizer for: cl100k_base
+    ]
+    assert claude > count_tokens(messages)
+    fixed = simulate(requests, price=prices, counter="cl100k_base")
+    assert {r.input_tokens for r in fixed.requests} == {count_tokens(messages)}
+
+
 # --- price tables ---------------------------------------------------------------------------
 
 
@@ -467,6 +487,7 @@ def test_simulate_applies_each_requests_model_minimum_unless_one_is_passed() -> 
     mixed = simulate(
         [Request(messages=turn1, model=m) for m in ("claude-haiku-4-5", "claude-sonnet-4-5")],
         price=both,
+        counter="cl100k_base",
     )
     assert [r.cache_write_tokens > 0 for r in mixed.requests] == [False, True]
     own = P.model_copy(update={"min_cacheable_tokens": 10_000})

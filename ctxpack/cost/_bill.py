@@ -10,10 +10,12 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from .._internal.arguments import MOST, finite, keyword_checked, tool_definitions
 from .._internal.arguments import tokens as check_tokens
+from .._internal.encodings import model_encoding
 from .._internal.options import CheckedModel, FieldErrorModel, invalid_option
 from ..errors import ConfigError
 from ..messages import Message
-from ..tokens import CounterLike, get_counter
+from ..providers import provider_from_model
+from ..tokens import CounterLike, TokenCounter, get_counter
 from ._cache import PromptCache
 from ._prices import MILLION, Price
 
@@ -155,8 +157,12 @@ def simulate(
         ttl: The cache lifetime the requests ask for: ``"5m"`` or ``"1h"``.
         timestamps: When each request was sent (seconds or datetimes); ``None`` treats the
             session as continuous, with no entry ever expiring.
-        counter: Token counter (see :func:`ctxpack.tokens.get_counter`); exact cl100k_base when
-            ``None``.
+        counter: Token counter for every request (see :func:`ctxpack.tokens.get_counter`).
+            ``None``: each request is counted as its model's (``Request.model``) tokenizer does,
+            as ``count_tokens(model=...)`` counts it (Claude's is an approximation, with its
+            warning); exact cl100k_base for a request without a model or with one ctxpack
+            knows no tokenizer for. A :class:`Price` does not name its model: give the request
+            its model, or pass ``counter``.
         cache_points: Where entries are written: ``"request"``, at the end of each prompt (one
             cache breakpoint on the last message, as Anthropic's automatic caching and agent
             harnesses do); ``"message"``, at every message boundary (automatic prefix caching,
@@ -186,25 +192,34 @@ def simulate(
     """
     _check_requests_and_price(requests, price)
     _check_options(ttl, cache_points, min_cacheable_tokens, lookback, timestamps, len(requests))
-    resolved = get_counter(counter=counter)
+    fixed = None if counter is None else get_counter(counter=counter)  # refused before any request
+    counters: dict[str | None, TokenCounter] = {}
     cache_ = PromptCache(TTL_SECONDS[ttl], cache_points, lookback)
     rows: list[RequestCost] = []
-    previous_time = float("-inf")
     for index, item in enumerate(requests):
         request = _as_request(item, index)
         unit = _price_for(price, request.model, index)
         now = 0.0 if timestamps is None else _seconds(timestamps[index])
-        if now < previous_time:
-            raise ConfigError(f"timestamps must not go back in time (request {index})")
-        previous_time = now
-        minimum = (
-            unit.min_cacheable_tokens if min_cacheable_tokens is None else min_cacheable_tokens
-        )
+        minimum = min_cacheable_tokens
+        minimum = unit.min_cacheable_tokens if minimum is None else minimum
+        resolved = fixed or _model_counter(request.model, counters)
         served = cache_.serve(
             request.messages, request.tools or [], request.model, resolved, now, minimum
         )
         rows.append(_request_cost(index, request, unit, ttl, *served))
     return _bill(rows, ttl)
+
+
+def _model_counter(model: str | None, counters: dict[str | None, TokenCounter]) -> TokenCounter:
+    """The counter of ``model``'s tokenizer, as ``count_tokens(model=...)`` picks it; exact
+    cl100k_base for no model or one ctxpack knows no tokenizer for (a label of the caller's own,
+    as ``simulate`` always took). Each model's is resolved once per call: once its warning."""
+    if model not in counters:
+        known = model is not None and (
+            provider_from_model(model) == "anthropic" or model_encoding(model) is not None
+        )
+        counters[model] = get_counter(model=model if known else None)
+    return counters[model]
 
 
 def _bill(rows: list[RequestCost], ttl: str) -> Bill:
@@ -294,6 +309,7 @@ def _check_options(
             f"timestamps has {len(timestamps)} entries for {n_requests} requests; give one "
             "per request, or None for a continuous session"
         )
+    previous = float("-inf")
     for i, value in enumerate(timestamps):
         if isinstance(value, bool) or not isinstance(value, (int, float, datetime)):
             raise ConfigError(
@@ -302,6 +318,9 @@ def _check_options(
             )
         if not isinstance(value, datetime):
             finite(value, f"timestamps[{i}]")
+        if _seconds(value) < previous:
+            raise ConfigError(f"timestamps must not go back in time (request {i})")
+        previous = _seconds(value)
 
 
 def _price_for(price: Price | Mapping[str, Price], model: str | None, index: int) -> Price:
