@@ -499,3 +499,41 @@ def test_a_litellm_row_gets_the_known_minimum_of_its_model() -> None:
     table = PriceTable.from_litellm({"claude-haiku-4-5-20251001": row, "my-model": row})
     assert table.price("claude-haiku-4-5-20251001").min_cacheable_tokens == 4096
     assert table.price("my-model").min_cacheable_tokens == 1024
+
+
+# --- a request's model finds its price entry as price() finds a name ------------------------
+
+
+def test_a_dated_or_prefixed_model_finds_its_familys_price_and_shares_its_cache() -> None:
+    turn1 = [user(1500)]
+    turn2 = [*turn1, assistant(2), user(2)]
+    turn3 = [*turn2, assistant(2), user(2)]
+    requests = [
+        Request(messages=turn1, model="claude-sonnet-4-5"),
+        Request(messages=turn2, model="claude-sonnet-4-5-20250929"),
+        Request(messages=turn3, model="anthropic/Claude-Sonnet-4-5"),
+    ]
+    bill = simulate(requests, price={"claude-sonnet-4-5": P}, counter="cl100k_base")
+    assert [r.cache_read_tokens > 0 for r in bill.requests] == [False, True, True]
+    assert [r.model for r in bill.requests] == [r.model for r in requests]
+    # Both spellings priced alike, as the shipped table lists them: still one model.
+    both = {"claude-sonnet-4-5": P, "claude-sonnet-4-5-20250929": P}
+    assert simulate(requests[:2], price=both, counter="cl100k_base").cache_read_tokens > 0
+    # A snapshot priced apart is another model: its own price, its own cache.
+    apart = {"gpt-4o": P, "gpt-4o-2024-05-13": P.model_copy(update={"input": 5.0})}
+    split = [
+        Request(messages=t, model=m) for t, m in ((turn1, "gpt-4o"), (turn2, "gpt-4o-2024-05-13"))
+    ]
+    assert simulate(split, price=apart, counter="cl100k_base").cache_read_tokens == 0
+    # The exact key wins over a resolved one, and an unknown name is still refused.
+    exact = simulate(
+        requests[1:2],
+        price={**both, "claude-sonnet-4-5": P.model_copy(update={"input": 9.0})},
+        counter="cl100k_base",
+    )
+    assert (
+        exact.requests[0].cost
+        == simulate(requests[1:2], price=both, counter="cl100k_base").requests[0].cost
+    )
+    with pytest.raises(ConfigError, match="no price for model 'claude-opus-4-5'"):
+        simulate([Request(messages=turn1, model="claude-opus-4-5")], price=both)

@@ -17,7 +17,7 @@ from ..messages import Message
 from ..providers import provider_from_model
 from ..tokens import CounterLike, TokenCounter, get_counter
 from ._cache import PromptCache
-from ._prices import MILLION, Price
+from ._prices import _DATE_SUFFIX, MILLION, Price, resolve_model_name
 
 TTL_SECONDS: dict[str, float] = {"5m": 300.0, "1h": 3600.0}
 # Anthropic looks for an earlier cache entry at most this many content blocks before a
@@ -153,16 +153,14 @@ def simulate(
         requests: Each a list of messages, or a :class:`Request` (or a mapping of its fields)
             with tools, output tokens and model.
         price: One :class:`Price` for every request, or prices per model name (a request without
-            a model uses the entry ``"default"``).
+            a model uses the entry ``"default"``; a dated or prefixed name finds its entry as
+            :func:`price` finds a name, exact key first, and shares that entry's cache).
         ttl: The cache lifetime the requests ask for: ``"5m"`` or ``"1h"``.
         timestamps: When each request was sent (seconds or datetimes); ``None`` treats the
             session as continuous, with no entry ever expiring.
         counter: Token counter for every request (see :func:`ctxpack.tokens.get_counter`).
-            ``None``: each request is counted as its model's (``Request.model``) tokenizer does,
-            as ``count_tokens(model=...)`` counts it (Claude's is an approximation, with its
-            warning); exact cl100k_base for a request without a model or with one ctxpack
-            knows no tokenizer for. A :class:`Price` does not name its model: give the request
-            its model, or pass ``counter``.
+            ``None``: each request's ``Request.model``'s, as ``count_tokens(model=...)`` picks
+            it; exact cl100k_base without a model or for a name with no known tokenizer.
         cache_points: Where entries are written: ``"request"``, at the end of each prompt (one
             cache breakpoint on the last message, as Anthropic's automatic caching and agent
             harnesses do); ``"message"``, at every message boundary (automatic prefix caching,
@@ -198,13 +196,13 @@ def simulate(
     rows: list[RequestCost] = []
     for index, item in enumerate(requests):
         request = _as_request(item, index)
-        unit = _price_for(price, request.model, index)
+        entry, unit = _price_for(price, request.model, index)
         now = 0.0 if timestamps is None else _seconds(timestamps[index])
         minimum = min_cacheable_tokens
         minimum = unit.min_cacheable_tokens if minimum is None else minimum
         resolved = fixed or _model_counter(request.model, counters)
         served = cache_.serve(
-            request.messages, request.tools or [], request.model, resolved, now, minimum
+            request.messages, request.tools or [], request.model, resolved, now, minimum, entry
         )
         rows.append(_request_cost(index, request, unit, ttl, *served))
     return _bill(rows, ttl)
@@ -323,16 +321,33 @@ def _check_options(
         previous = _seconds(value)
 
 
-def _price_for(price: Price | Mapping[str, Price], model: str | None, index: int) -> Price:
+def _price_for(
+    price: Price | Mapping[str, Price], model: str | None, index: int
+) -> tuple[str | None, Price]:
+    """The request's price, and the name of the model whose cache it uses: its entry in a
+    mapping of prices, found as :func:`price` finds a name (the exact key first, then without
+    a provider prefix, letter case or release date), so two spellings of one model share one
+    entry and one cache; with a single price, the model as named."""
     if isinstance(price, Price):
-        return price
+        return model, price
     key = model if model is not None else "default"
-    if key not in price:
+    name = key if key in price or model is None else resolve_model_name(key, price)
+    if name is None or name not in price:
         raise ConfigError(
             f"request {index}: no price for model {key!r}; prices are given for "
             f"{', '.join(sorted(map(str, price)))}"
         )
-    found = price[key]
+    found = price[name]
     if not isinstance(found, Price):
-        raise ConfigError(f"price[{key!r}] must be a Price, got {type(found).__name__}")
-    return found
+        raise ConfigError(f"price[{name!r}] must be a Price, got {type(found).__name__}")
+    # A dated row priced as its family (as the shipped table lists snapshots) is one model
+    # under two names, so one cache; a snapshot priced apart (gpt-4o-2024-05-13) is another.
+    family = price.get(_DATE_SUFFIX.sub("", name))
+    if isinstance(family, Price) and _as_billed(family) == _as_billed(found):
+        return _DATE_SUFFIX.sub("", name), found
+    return name, found
+
+
+def _as_billed(unit: Price) -> Price:
+    """``unit`` without where and when it was read: what a bill uses of it."""
+    return unit.model_copy(update={"date": None, "source": None})

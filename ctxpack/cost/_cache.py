@@ -123,16 +123,17 @@ class PromptCache:
         counter: TokenCounter,
         now: float,
         minimum: int,
+        key: str | None,
     ) -> tuple[int, int, int, int]:
         """Send a prompt (``tools`` first, then ``messages``) to ``model`` at ``now``: its input
         tokens, then how many were billed uncached, written to the cache and read from it.
         Entries it reads or writes live on; nothing shorter than ``minimum`` tokens (the model's
         minimum cacheable length) is written. The tools count as ``model``'s provider receives
-        them."""
+        them; ``key`` names the model's cache (one name for every spelling of the model)."""
         tools = tools_as_sent(tools, provider_from_model(model))
         chain, sizes, blocks = _prefix_chain(messages, tools, counter)
         total = sizes[-1]
-        entries = self._models.setdefault(model, {})
+        entries = self._models.setdefault(key, {})
         hit = _longest_hit(entries, chain, blocks, now, self._cache_points, self._lookback)
         read = sizes[hit] if hit is not None else 0
         if hit is not None:
