@@ -83,7 +83,10 @@ class SessionStore(Protocol):
         ...
 
     def put_artifact(self, session_id: str, artifact: str, text: str) -> None:
-        """Store one original of the session under ``artifact`` (kept if already there)."""
+        """Store one original of the session under ``artifact`` (kept if already there), at
+        once with respect to :meth:`delete_session`: nothing is stored for a session the store
+        does not hold (erased, expired, or never appended to), so that an original written
+        while the session is erased is never left behind."""
         ...
 
     def get_artifact(self, session_id: str, artifact: str) -> str:

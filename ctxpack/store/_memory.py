@@ -92,9 +92,8 @@ class MemoryStore:
         check_artifact(artifact, text)
         with self._lock:
             stored = self._get(session_id)
-            if stored is None:
-                stored = self._sessions[session_id] = _Stored()
-            stored.artifacts.setdefault(artifact, text)
+            if stored is not None:  # erased or never written: nothing to attach it to
+                stored.artifacts.setdefault(artifact, text)
 
     def get_artifact(self, session_id: str, artifact: str) -> str:
         check_artifact(artifact)

@@ -274,10 +274,12 @@ class SQLiteStore:
         check_session_id(session_id)
         check_artifact(artifact, text)
         with self._db.transaction(f"store an artifact of session {session_id!r}") as conn:
+            # Only beside the session's row, in the transaction that would erase it.
             conn.execute(
                 "INSERT OR IGNORE INTO ctxpack_artifacts (session_id, artifact, text)"
-                " VALUES (?, ?, ?)",
-                (session_id, artifact, text),
+                " SELECT ?, ?, ? WHERE EXISTS"
+                " (SELECT 1 FROM ctxpack_sessions WHERE session_id = ?)",
+                (session_id, artifact, text, session_id),
             )
 
     def get_artifact(self, session_id: str, artifact: str) -> str:

@@ -173,6 +173,12 @@ class _Checks:
             "a deleted session's originals are erased",
             lambda: run(lambda: store.get_artifact(a, "art_2")),
         )
+        run(lambda: store.put_artifact(a, "art_4", "written after the erasure"))
+        _raises(
+            ArtifactNotFoundError,
+            "put_artifact stores nothing for a session the store does not hold (erased)",
+            lambda: run(lambda: store.get_artifact(a, "art_4")),
+        )
         _equal(run(lambda: store.load(b)).version, 1, "deleting a session leaves the others")
         run(lambda: store.append(a, "again", version=0, state="s"))
         _equal(

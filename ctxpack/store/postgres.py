@@ -64,6 +64,9 @@ INSERT_ARTIFACT = (
     "INSERT INTO ctxpack_artifacts (session_id, artifact, text) VALUES (%s, %s, %s)"
     " ON CONFLICT DO NOTHING"
 )
+# put_artifact: the row's share lock first, so that an erasure (which takes it for update)
+# either waits for the original and deletes it, or has deleted the row and nothing is put.
+SHARE_ROW = "SELECT 1 FROM ctxpack_sessions WHERE session_id = %s FOR SHARE"
 GET_ARTIFACT = (
     "SELECT a.text FROM ctxpack_artifacts a LEFT JOIN ctxpack_sessions s"
     " ON s.session_id = a.session_id WHERE a.session_id = %s AND a.artifact = %s"
@@ -252,7 +255,8 @@ class PostgresStore(_Common):
         check_session_id(session_id)
         check_artifact(artifact, text)
         with self._transaction(f"store an artifact of session {session_id!r}") as conn:
-            conn.execute(INSERT_ARTIFACT, (session_id, artifact, _bytes(text)))
+            if conn.execute(SHARE_ROW, (session_id,)).fetchone() is not None:
+                conn.execute(INSERT_ARTIFACT, (session_id, artifact, _bytes(text)))
 
     def get_artifact(self, session_id: str, artifact: str) -> str:
         check_session_id(session_id)
@@ -392,7 +396,9 @@ class AsyncPostgresStore(_Common):
         check_session_id(session_id)
         check_artifact(artifact, text)
         async with self._transaction(f"store an artifact of session {session_id!r}") as conn:
-            await conn.execute(INSERT_ARTIFACT, (session_id, artifact, _bytes(text)))
+            cur = await conn.execute(SHARE_ROW, (session_id,))
+            if await cur.fetchone() is not None:
+                await conn.execute(INSERT_ARTIFACT, (session_id, artifact, _bytes(text)))
 
     async def get_artifact(self, session_id: str, artifact: str) -> str:
         check_session_id(session_id)

@@ -55,6 +55,7 @@ return {version, state, entries}
 """
 # KEYS: meta, artifacts. ARGV: id, text, ttl in ms (0: none).
 PUT_ARTIFACT = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2])
 local ttl = tonumber(ARGV[3])
 if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end

@@ -5,6 +5,7 @@ each writer's order is kept, and every reader renders the same request."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxpack import AsyncSession, Message, Session, to_openai
+from ctxpack import ArtifactNotFoundError, AsyncSession, Message, Session, to_openai
 from ctxpack.store import MemoryStore, SessionStore, open_async_store
 
 from ..threads import run_threads, switching_often
@@ -130,6 +131,35 @@ def test_erasures_racing_appends_leave_nothing_and_the_id_usable(
     assert [m.text for m in reader.transcript()] == [f"again {w}" for w in range(len(sessions))]
     assert [m.id for m in reader.transcript()] == [f"s{w}" for w in range(len(sessions))]
     assert {wire(s) for s in sessions} == {wire(reader)}
+
+
+def test_originals_written_while_their_session_is_erased_are_not_left_behind(
+    replicas: Callable[[], SessionStore], session_id: str
+) -> None:
+    # A replica clearing an output at render stores its original outside an append; an erasure
+    # meanwhile, on another replica, must not leave that text behind (an erasure request).
+    writer, eraser = replicas(), replicas()
+    writer.append(session_id, "e0", version=0, state="s")
+    ids = [f"art_{k}" for k in range(40)]
+
+    def work(worker: int) -> None:
+        if worker == 0:
+            for artifact in ids:
+                writer.put_artifact(session_id, artifact, f"original {artifact}")
+        else:
+            eraser.delete_session(session_id)
+
+    run_threads(work, 2)
+    eraser.delete_session(session_id)
+    left = []
+    for artifact in ids:
+        with contextlib.suppress(ArtifactNotFoundError):
+            left.append(writer.get_artifact(session_id, artifact))
+    assert left == []
+    # Put after it is gone, every time (the erasure done): nothing is stored.
+    writer.put_artifact(session_id, "art_late", "late")
+    with pytest.raises(ArtifactNotFoundError):
+        eraser.get_artifact(session_id, "art_late")
 
 
 def test_asyncio_tasks_and_async_replicas(backend: str, tmp_path: Path, session_id: str) -> None:

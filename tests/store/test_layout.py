@@ -93,10 +93,10 @@ def test_replicas_taking_turns_through_compactions_read_the_same_window(
 def _load_format_1(store: SessionStore) -> dict[str, Any]:
     fixture = json.loads(FORMAT_1.read_text("utf-8"))
     session_id = fixture["session_id"]
-    for artifact, text in fixture["artifacts"].items():
-        store.put_artifact(session_id, artifact, text)
     for version, entry in enumerate(fixture["entries"]):
         store.append(session_id, entry, version=version, state=fixture["state"])
+    for artifact, text in fixture["artifacts"].items():  # a store keeps them for a session only
+        store.put_artifact(session_id, artifact, text)
     return dict(fixture)
 
 
