@@ -86,14 +86,9 @@ def run(data: Path, limit: int | None) -> dict[str, Any]:
             ]
             for s in made
         ]
-        # The committed figures were billed with a 1,024-token minimum for every model, from
-        # before prices carried their own (Haiku 4.5's is 4,096): pinned so they reproduce.
+        # Each small model's own minimum cacheable prompt (Haiku 4.5's is 4,096).
         bills = {
-            label: [
-                simulate(reqs, price=p, counter=counter, min_cacheable_tokens=1024)
-                for reqs in per_session
-                if reqs
-            ]
+            label: [simulate(reqs, price=p, counter=counter) for reqs in per_session if reqs]
             for label, p in small.items()
         }
         first = next(iter(bills.values()))
