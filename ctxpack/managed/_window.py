@@ -97,21 +97,29 @@ def _server_side(
         )
     first = state.requests == 0 and provider_from_model(ctx.model) == "anthropic"
     if first and room < COMPACTION_FLOOR:
-        state.decisions.append(
-            Decision(
-                stage="room",
-                action="warned",
-                message_id=view.messages[0].id,
-                reason=(
-                    f"Anthropic's compaction cannot trigger under {COMPACTION_FLOOR} input "
-                    f"tokens, over the {room} tokens a request may hold: only tool-result "
-                    "clearing edits this session server-side, and a request it does not bring "
-                    "within the window fails; raise window, or manage it client-side"
-                ),
-                tokens_before=view.tokens(),
-                tokens_after=view.tokens(),
-            )
+        _room_warning(
+            state,
+            view,
+            f"Anthropic's compaction cannot trigger under {COMPACTION_FLOOR} input tokens, over "
+            f"the {room} tokens a request may hold: only tool-result clearing edits this session "
+            "server-side, and a request it does not bring within the window fails; raise "
+            "window, or manage it client-side",
         )
+
+
+def _room_warning(state: WindowState, view: _View, reason: str) -> None:
+    """A warning about the room a request has, which only the caller can change. Not a
+    "window" decision: those are the edits, one per event."""
+    state.decisions.append(
+        Decision(
+            stage="room",
+            action="warned",
+            message_id=view.messages[0].id,
+            reason=reason,
+            tokens_before=view.tokens(),
+            tokens_after=view.tokens(),
+        )
+    )
 
 
 _SYSTEM = ("system", "developer")
@@ -224,22 +232,13 @@ def _warn_if_crowded(state: WindowState, plan: _Room, view: _View) -> None:
     state.crowded_floor = plan.floor
     left = plan.room - plan.floor
     pinned = f" ({plan.pinned} tokens as a compaction re-injects it)" if plan.pinned else ""
-    state.decisions.append(
-        Decision(
-            # Not "window": those warnings are the edits, one per event.
-            stage="room",
-            action="warned",
-            message_id=view.messages[0].id,
-            reason=(
-                f"the system prompt, user messages and pinned content{pinned} take "
-                f"{plan.floor} of the {plan.room} tokens a request may hold: {left} are left "
-                "for the conversation, so clearings and compactions come often and each "
-                "rewrites the prompt cache; raise window, lower skill_budget or pinned_budget, "
-                "or pin less"
-            ),
-            tokens_before=view.tokens(),
-            tokens_after=view.tokens(),
-        )
+    _room_warning(
+        state,
+        view,
+        f"the system prompt, user messages and pinned content{pinned} take {plan.floor} of the "
+        f"{plan.room} tokens a request may hold: {left} are left for the conversation, so "
+        "clearings and compactions come often and each rewrites the prompt cache; raise "
+        "window, lower skill_budget or pinned_budget, or pin less",
     )
 
 
