@@ -252,6 +252,10 @@ def test_instructions_that_cannot_fit_raise_a_budget_error() -> None:
     system, task = (m.id for m in session.transcript())
     assert info.value.pinned_ids == [system, task]
     assert f"or shorten or unpin some of: {system!r}, {task!r}" in str(info.value)
+    # The one to shorten is named with its size, among short ones.
+    assert f"; the largest, {task!r}, has {COUNTER.count_message(session.transcript()[1])})" in (
+        str(info.value)
+    )
 
 
 def test_a_request_too_large_for_what_is_left_besides_the_instructions_says_so() -> None:

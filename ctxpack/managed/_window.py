@@ -139,6 +139,13 @@ def _too_large(
         for m, size in zip(view.messages, view.sizes, strict=True)
         if not _verbatim(m) and m.id != _PINNED_ID
     ]
+    floor = [
+        (size, m.id)
+        for m, size in zip(view.messages, view.sizes, strict=True)
+        if _verbatim(m) and m.id != _PINNED_ID
+    ]
+    # The one to shorten first: a pasted log among short instructions.
+    biggest = "; the largest, {1!r}, has {0}".format(*max(floor)) if floor else ""
     left = ""
     if rest:
         size, largest = max(rest)
@@ -152,7 +159,8 @@ def _too_large(
         pinned_ids=kept,
         tool_tokens=tool_tokens,
         what=(
-            f"the system prompt and user messages ({plan.floor - plan.pinned} tokens) with the "
+            f"the system prompt and user messages ({plan.floor - plan.pinned} tokens{biggest}) "
+            "with the "
             f"pinned content as a compaction re-injects it ({plan.pinned} tokens: memory files "
             f"whole, skills within skill_budget={policy.skill_budget} and "
             f"pinned_budget={policy.pinned_budget}){left}"
