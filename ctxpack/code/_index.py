@@ -508,7 +508,7 @@ class CodeIndex:
 
     def _similarity(self, query: str) -> Any:
         """Cosine similarity of the query to each file's summary (0 for opposite meanings)."""
-        from ..signals.embeddings import embedded  # numpy's import only when it is needed
+        from .._internal.vectors import embedded  # numpy's import only when it is needed
 
         assert self.embedder is not None
         if self._vectors is None:

@@ -25,7 +25,6 @@ from ..errors import ConfigError
 
 __all__ = [
     "MiniLMEmbedder",
-    "embedded",
 ]
 
 FloatArray = npt.NDArray[np.float32]
@@ -235,22 +234,3 @@ class MiniLMEmbedder:
             return np.zeros((0, dim), dtype=np.float32)
         # np.stack copies: the caller's array never aliases a cached vector.
         return np.stack([found[t] for t in texts])
-
-
-def embedded(embedder: Callable[[list[str]], Any], texts: list[str], dtype: Any) -> Any:
-    """``embedder(texts)`` as a ``dtype`` matrix of unit rows (a zero row stays zero), for
-    cosines; a ConfigError when the caller's embedder returns anything but one numeric vector
-    per text (it came back as numpy's IndexError or AxisError from deep in a ranking)."""
-    try:
-        vectors = np.asarray(embedder(texts), dtype=dtype)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(
-            f"embedder: it must return one vector of numbers per text, shape (n, d): {exc}"
-        ) from exc
-    if vectors.ndim != 2 or vectors.shape[0] != len(texts):
-        raise ConfigError(
-            f"embedder: it returned an array of shape {vectors.shape} for {len(texts)} texts; "
-            "it must return one vector per text, shape (n, d)"
-        )
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.where(norms > 0, norms, 1.0)

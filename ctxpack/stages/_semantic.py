@@ -7,9 +7,10 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import ConfigDict, Field, field_validator
 
+from .._internal.vectors import embedded
 from ..pipeline import Decision, PackContext, check_context
 from ..signals import Neighbors
-from ..signals.embeddings import MiniLMEmbedder, embedded
+from ..signals.embeddings import MiniLMEmbedder
 from ._base import StageModel
 
 __all__ = ["SemanticScorer"]
