@@ -87,7 +87,10 @@ class SessionArtifacts:
     """The originals of one stored session, as an :class:`~ctxpack.store.ArtifactStore`.
 
     During an append, originals are held back and written with the append's entry, all at
-    once; outside one (a stage putting an original at render time), ``put`` writes through.
+    once; outside one (a stage putting an original at render time), ``put`` writes through,
+    unless the store holds no entry of the session yet: a store keeps originals only beside a
+    session it holds (so that one written while the session is erased is not left behind), so
+    those wait here for the first append.
     With an async store, ``put`` and ``get`` are called from a worker thread and run on the
     store's event loop.
     """
@@ -111,6 +114,10 @@ class SessionArtifacts:
         # (settle).
         self._last: dict[str, tuple[str, str, str]] = {}
         self._held_last: dict[str, tuple[str, str, str]] = {}
+        # Whether the store holds an entry of the session, as last seen; the originals put
+        # while it did not, for the next append.
+        self.written = False
+        self._unwritten: dict[str, str] = {}
 
     def put(self, text: str, **metadata: Any) -> str:
         """Keep ``text`` as an original of the session; return its id.
@@ -128,6 +135,9 @@ class SessionArtifacts:
         if self._held is not None:
             self._held[ref] = stored
             self._held_last.update(dict.fromkeys(slots, whole))
+        elif not self.written:
+            self._unwritten[ref] = stored
+            self._last.update(dict.fromkeys(slots, whole))
         else:
             self._run(self.store.put_artifact, self.session_id, ref, stored)
             self._last.update(dict.fromkeys(slots, whole))
@@ -149,6 +159,8 @@ class SessionArtifacts:
     def _stored(self, artifact: str) -> str:
         if self._held is not None and artifact in self._held:
             return self._held[artifact]
+        if artifact in self._unwritten:
+            return self._unwritten[artifact]
         return str(self._run(self.store.get_artifact, self.session_id, artifact))
 
     def _edit_of(self, text: str, base: str) -> str:
@@ -233,10 +245,18 @@ class SessionArtifacts:
         """Note that the originals held for an append are stored."""
         self._last.update(self._held_last)
         self._held_last = {}
+        self.written, self._unwritten = True, {}
 
     def release(self) -> dict[str, str]:
-        held, self._held = self._held or {}, None
+        """The originals an append writes: those held for it, and those put before the
+        session had an entry in the store (kept until an append succeeds)."""
+        held, self._held = {**self._unwritten, **(self._held or {})}, None
         return held
+
+    def erased(self) -> None:
+        """The session was erased: its next life has its own secret, and nothing of this one."""
+        self.secret = secrets.token_hex(16)
+        self.written, self._unwritten = False, {}
 
     def __repr__(self) -> str:
         return f"SessionArtifacts({self.store.url!r}, session_id={self.session_id!r})"
@@ -292,7 +312,7 @@ class Backing:
             session._restore(self._empty)
             self.version = 0
             self.whole_window = True
-            self.artifacts.secret = secrets.token_hex(16)
+            self.artifacts.erased()
             return True
         if not stored.entries and stored.state is None:
             return False
@@ -316,6 +336,7 @@ class Backing:
                 raise
             raise self._damaged(exc) from exc
         self.version = stored.version
+        self.artifacts.written = self.version > 0
         if data is not None:
             self.whole_window = data["format"] < 2
         return False

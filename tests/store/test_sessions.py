@@ -158,6 +158,19 @@ def test_sessions_read_only_their_own_originals(store: SessionStore, session_id:
     assert artifact_id(PYTEST) not in {ref, bob_ref}
 
 
+def test_originals_put_before_the_first_append_are_written_with_it(
+    replicas: Callable[[], SessionStore], session_id: str
+) -> None:
+    # A store keeps originals only beside a session it holds: a stage putting one through a
+    # new session's store (pack(..., store=session.store)) must not lose it.
+    first = Session.open(session_id, store=replicas(), model="gpt-4")
+    ref = first.store.put("an original put before any append")
+    assert first.store.get(ref) == "an original put before any append"
+    first.append({"role": "user", "content": "hello"})
+    other = Session.open(session_id, store=replicas(), model="gpt-4")
+    assert other.store.get(ref) == "an original put before any append"
+
+
 def test_delete_session_erases_transcript_record_and_originals(
     replicas: Callable[[], SessionStore], session_id: str
 ) -> None:
