@@ -40,8 +40,10 @@ from typing import Any
 
 import regex
 
+from ._internal.jsontext import slashes_unescaped
 from ._internal.part_texts import RESPONSES_TEXTS, joined_where_split, with_texts
 from ._internal.secret_rules import OWN_RULES
+from ._internal.spans import Spans
 from .caches import memoize
 from .errors import ConfigError
 from .messages import Message, ensure_messages
@@ -428,31 +430,11 @@ def _standalone(text: str, start: int, end: int) -> bool:
     return not (word(start - 1) and word(start)) and not (word(end) and word(end - 1))
 
 
-class _Spans:
-    """Non-overlapping spans of a text, sorted, taking a new one only where it is free: a
-    tool output may hold thousands of findings (a token on every line of a log), so each test
-    is a binary search, not a pass over those kept."""
-
-    def __init__(self) -> None:
-        # Sorted by start; the spans never overlap, so their ends are sorted too.
-        self.starts: list[int] = []
-        self.ends: list[int] = []
-
-    def take(self, start: int, end: int) -> bool:
-        """Keep ``start..end`` if it overlaps no span kept; whether it was kept."""
-        i = bisect.bisect_right(self.starts, start)
-        if (i and self.ends[i - 1] > start) or (i < len(self.starts) and self.starts[i] < end):
-            return False
-        self.starts.insert(i, start)
-        self.ends.insert(i, end)
-        return True
-
-
 @memoize(maxsize=100_000, maxbytes=16 * 2**20, name="secrets of a text")
 def _scan(text: str) -> tuple[SecretFinding, ...]:
     # Cached by content: a history packed again every turn holds the same tool outputs.
-    found = sorted(_findings(text), key=_precedence)
-    spans = _Spans()
+    found = sorted([*_findings(text), *_through_slashes(text)], key=_precedence)
+    spans = Spans()
     # Specific rules first, then generic ones; the first, longest finding of a place wins.
     kept = [finding for finding in found if spans.take(finding.start, finding.end)]
     # A value found once is a secret wherever else it appears in the text (echoed, logged
@@ -470,6 +452,15 @@ def _scan(text: str) -> tuple[SecretFinding, ...]:
                 kept.append(SecretFinding(finding.kind, at, end))
             at = text.find(value, end)
     return tuple(sorted(kept, key=lambda f: f.start))
+
+
+def _through_slashes(text: str) -> list[SecretFinding]:
+    """What the rules find once JSON's ``\\/`` escapes are read as ``/`` (in a URL's ``://``,
+    in a base64 key), as spans of ``text``."""
+    if "\\/" not in text:
+        return []
+    view, starts, ends = slashes_unescaped(text)
+    return [SecretFinding(f.kind, starts[f.start], ends[f.end - 1]) for f in _findings(view)]
 
 
 def find_secrets(text: str) -> tuple[SecretFinding, ...]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -166,6 +167,54 @@ def test_a_private_key_cut_by_the_output_is_redacted(text: str) -> None:
     out = redact(text.format(a=a, b=b))
     assert a not in out.text and b not in out.text
     assert out.kinds == ("private-key",)
+
+
+@pytest.mark.parametrize(
+    "number",
+    [
+        lambda i: f"{i:6d}\t",  # cat -n
+        lambda i: f"{i}:",  # grep -n
+        lambda i: f"{i:6d}\u2192",  # a read tool's numbered lines
+        lambda i: f"{i} | ",  # a selection's file lines
+    ],
+    ids=["cat -n", "grep -n", "read tool", "selection"],
+)
+@pytest.mark.parametrize("cut", ["head", "tail"])
+def test_a_private_key_cut_by_a_numbered_output_is_redacted(
+    number: Callable[[int], str], cut: str
+) -> None:
+    # The cut-key rules read bare base64 lines: a line number before each let 3 of 4 through.
+    lines = [
+        "-----BEGIN RSA PRIVATE KEY-----",
+        TOKEN * 2,
+        TOKEN[::-1] + "==",
+        TOKEN + "Qw",
+        "-----END RSA PRIVATE KEY-----",
+    ]
+    shown = list(enumerate(lines, 10))[:4] if cut == "head" else list(enumerate(lines, 10))[1:]
+    out = redact("\n".join(number(i) + line for i, line in shown))
+    assert not any(line in out.text for line in lines[1:4]), out.text
+    assert out.kinds == ("private-key",)
+
+
+@pytest.mark.parametrize(
+    ("text", "gone"),
+    [
+        (
+            '{"SecretAccessKey": "Xq7\\/ZbT2k9LmW4pR8sVt2Lq9ZxW4mKp7YcN3bHd6", "AccessKeyId": '
+            '"ASIAXAMPLE7KQ2M4N6P8"}',
+            "ZbT2k9LmW4pR8sVt2Lq9ZxW4mKp7YcN3bHd6",
+        ),
+        ('{"DATABASE_URL": "postgres:\\/\\/app:s3cr3t-pw-9921@db:5432\\/prod"}', "s3cr3t-pw-9921"),
+        ('{"cache": "redis:\\/\\/:rd-8Qw2-pass@cache:6379"}', "rd-8Qw2-pass"),
+    ],
+    ids=["sts credentials", "database url", "redis url"],
+)
+def test_json_that_escapes_its_slashes_is_read_through(text: str, gone: str) -> None:
+    # PHP's json_encode writes every "/" as "\/": the URL and key rules did not match.
+    out = redact(text)
+    assert gone not in out.text, out.text
+    assert out.text.count('"') == text.count('"')  # the JSON around the secret stays
 
 
 def test_a_certificate_is_no_private_key() -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["read_json"]
+__all__ = ["read_json", "slashes_unescaped"]
 
 
 def read_json(text: str) -> Any:
@@ -35,3 +35,28 @@ def read_json(text: str) -> Any:
         return json.loads(text)
     except RecursionError as exc:
         raise ValueError("the JSON is nested too deep to read") from exc
+
+
+def slashes_unescaped(text: str) -> tuple[str, list[int], list[int]]:
+    """``text`` with JSON's optional ``\\/`` escapes read as ``/`` (PHP's ``json_encode`` writes
+    every slash so: ``"postgres:\\/\\/app:pw@db"``), and for each character of it where it starts
+    and ends in ``text``, so that a span found in the one is a span of the other.
+
+    Example:
+        >>> view, starts, ends = slashes_unescaped("a:\\\\/\\\\/b")
+        >>> view, view[2:4], (starts[2], ends[3])
+        ('a://b', '//', (2, 6))
+    """
+    pieces = text.split("\\/")
+    starts: list[int] = []
+    ends: list[int] = []
+    at = 0
+    for k, piece in enumerate(pieces):
+        starts.extend(range(at, at + len(piece)))
+        ends.extend(range(at + 1, at + len(piece) + 1))
+        at += len(piece)
+        if k < len(pieces) - 1:  # the "/" read from the two characters "\/"
+            starts.append(at)
+            ends.append(at + 2)
+            at += 2
+    return "/".join(pieces), starts, ends

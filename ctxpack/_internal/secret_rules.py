@@ -9,6 +9,10 @@ from typing import Any
 
 __all__ = ["OWN_RULES"]
 
+# A line number a tool printed before a line (cat -n "     3\t", grep -n "3:", a read tool's
+# "3→", a selection's "3 | "): a key cut by the output is often numbered.
+_NUMBERED = r"(?:[ \t]*\d{1,7}(?:\t|:|\u2192| ?\| ?))?"
+
 # The key's last word names the secret: after a separator (DB_PASSWORD, db.password) or a
 # camelCase hump (dbPassword, clientSecret), never inside a word (bypass).
 _SECRET_NAME = (
@@ -332,15 +336,16 @@ OWN_RULES: tuple[dict[str, Any], ...] = (
         # A private key cut before its END line (an output truncated by the tool, `head`):
         # the base64 lines after BEGIN. A whole block is gitleaks' rule's.
         "regex": r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----[ \t]*\r?\n"
-        r"(?:[A-Za-z-]+:[^\n]*\r?\n)*(?:\r?\n)?((?:[A-Za-z0-9+/=]{4,}[ \t]*(?:\r?\n|$))+)",
+        rf"(?:{_NUMBERED}[A-Za-z-]+:[^\n]*\r?\n)*(?:{_NUMBERED}\r?\n)?"
+        rf"((?:{_NUMBERED}[A-Za-z0-9+/=]{{4,}}[ \t]*(?:\r?\n|$))+)",
         "entropy": 3.0,
         "keywords": ["-----begin"],
     },
     {
         "id": "private-key",
         # Its tail without BEGIN (an output cut before it): the base64 lines before END.
-        "regex": r"(?<=(?:^|\n)((?:[A-Za-z0-9+/=]{4,}[ \t]*\r?\n)+))"
-        r"-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----",
+        "regex": rf"(?<=(?:^|\n)((?:{_NUMBERED}[A-Za-z0-9+/=]{{4,}}[ \t]*\r?\n)+))"
+        rf"{_NUMBERED}-----END[ A-Z0-9_-]{{0,100}}PRIVATE KEY(?: BLOCK)?-----",
         "entropy": 3.0,
         "keywords": ["-----end"],
         "engine": "regex",
