@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import warnings
@@ -75,6 +76,14 @@ def _not_json(constant: str) -> Any:
     raise ValueError(f"{constant} is not a JSON value")
 
 
+def _finite(literal: str) -> float:
+    # 1e999 is valid JSON but reads as inf, which the output would write as Infinity.
+    value = float(literal)
+    if math.isinf(value):
+        raise ValueError(f"{literal} is past the range of a number (about 1.8e308)")
+    return value
+
+
 def _read_json(path: str) -> Any:
     name = "stdin" if path == "-" else path
     try:
@@ -95,7 +104,7 @@ def _read_json(path: str) -> Any:
             ) from exc
     try:
         # Python's parser takes NaN and Infinity, which JSON does not have.
-        data = json.loads(raw, parse_constant=_not_json)
+        data = json.loads(raw, parse_constant=_not_json, parse_float=_finite)
     except json.JSONDecodeError as exc:
         raise UsageError(f"{name} is not valid JSON: {exc.msg} at line {exc.lineno}") from exc
     except ValueError as exc:
@@ -280,6 +289,12 @@ def _pack(args: argparse.Namespace) -> str:
     packed: Any
     if request.provider == "anthropic":
         anthropic = result.to_anthropic()
+        if not anthropic["messages"]:
+            # Written all the same (the decisions say why), but no API takes it as it is.
+            _warn(
+                "the packed request holds no message (Anthropic takes a user message first, "
+                "and a tool result only after its call): the API refuses it; see --explain"
+            )
         packed = {**(request.payload or {}), "messages": anthropic["messages"]}
         packed.pop("system", None)
         if anthropic["system"] is not None:

@@ -337,6 +337,32 @@ def test_a_claude_model_warns_in_one_line(capsys: pytest.CaptureFixture[str]) ->
     assert err[0].startswith("ctxpack: warning: 'claude-sonnet-4-5' has no public tokenizer")
 
 
+@pytest.mark.parametrize(
+    "messages",
+    [
+        [{"role": "assistant", "content": "hello"}],
+        [
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t", "content": "x"}],
+            }
+        ],
+    ],
+    ids=["only an assistant turn", "a result without its call"],
+)
+def test_an_anthropic_pack_left_with_no_message_warns(
+    messages: list[dict[str, object]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # It exited 0 with {"messages": []} and nothing said: the API refuses an empty list.
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps({"system": "s", "messages": messages}))
+    assert main(["pack", str(path), "--budget", "500"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["messages"] == []
+    (line,) = captured.err.splitlines()
+    assert line.startswith("ctxpack: warning: the packed request holds no message")
+
+
 def _cli_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
 
@@ -405,6 +431,9 @@ HOSTILE_FILES: list[tuple[str, bytes, str]] = [
     ("empty", b"", "is not valid JSON"),
     ("NaN", b'[{"role": "user", "content": "hi", "priority": NaN}]', "NaN is not a JSON value"),
     ("Infinity", b'[{"role": "user", "content": "hi", "priority": -Infinity}]', "-Infinity"),
+    # Valid JSON that Python reads as inf: written back, it was the invalid literal Infinity.
+    ("1e999", b'[{"role": "user", "content": "hi", "n": -1e999}]', "past the range"),
+    ("1e999 in the payload", b'{"messages": [], "temperature": 1e999}', "past the range"),
     ("a number", b"42", "must hold a JSON list of messages"),
     ("null", b"null", "must hold a JSON list of messages"),
     ("a message that is a string", b'["hi"]', "message 0"),
