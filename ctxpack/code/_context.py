@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from .._internal.paths import shown_path
 from ..errors import WorkspacePathError
+from ..redaction import redact
 from ..store import ArtifactStore
 from ._index import CodeIndex
 from ._symbols import Symbol
@@ -40,8 +41,9 @@ def build_context(
     ``budget`` tokens.
 
     Every file is stored whole in ``store``; a file whose units match nothing shows its first
-    unit (its imports and module docstring, mostly). A passage that would overflow the budget
-    is left out and the next, smaller one may still fit.
+    unit (its imports and module docstring, mostly). Passages and stored files are redacted as
+    tool outputs are (:func:`ctxpack.redaction.redact`): the context goes to a model. A passage
+    that would overflow the budget is left out and the next, smaller one may still fit.
 
     Returns:
         The text, its token count, and the artifact id of each file that has a passage.
@@ -62,9 +64,10 @@ def build_context(
             if os.path.lexists(index.root / path):
                 raise
             continue  # deleted since the index read the tree: nothing left to quote
-        artifact = store.put(whole, path=path)
+        # Read for a model as a tool's output is: a key in a settings file is redacted.
+        artifact = store.put(redact(whole).text, path=path)
         for unit in sorted(units, key=lambda u: u.start_line):
-            block = f"{_header(unit, artifact)}\n{unit.text}\n"
+            block = f"{_header(unit, artifact)}\n{redact(unit.text).text}\n"
             # The blank line between blocks costs what it costs once joined.
             cost = counter.count(block + "\n")
             if used + cost > budget:

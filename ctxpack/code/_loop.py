@@ -35,6 +35,7 @@ from pydantic import ConfigDict
 from .._internal.arguments import callback, instances, keyword_checked, nonblank
 from .._internal.arguments import tokens as check_tokens
 from .._internal.options import FieldErrorModel
+from ..redaction import redact
 from ..store import ArtifactStore, SQLiteArtifactStore, check_artifact_store
 from ._context import build_context
 from ._index import CodeIndex, FileHit
@@ -299,7 +300,7 @@ class _Search:
             cycle=cycle,
             terms=dict(self.boost),
             excluded=tuple([*self.excluded, *(p for p in best if p not in high)]),
-            candidates=tuple(hits),
+            candidates=tuple(c.hit for c in shown),  # as the judge saw them
             judgements=tuple(judged),
             high=tuple(high),
             gaps=tuple(f"{path}: {m}" for path in high for m in by_path[path].missing),
@@ -405,15 +406,16 @@ def _candidates(
                 gap = f"{name} ({', '.join(sorted(definers))})"
                 if gap not in unresolved:
                     unresolved.append(gap)
+        # What a judge (a model's, perhaps) reads of the file: redacted as a tool's output is.
+        shown = [u.model_copy(update={"text": redact(u.text).text}) for u in hit.units]
         excerpt = "\n".join(
-            f"# lines {u.start_line}-{u.end_line} ({u.kind} {u.name})\n{u.text}"
-            for u in hit.units[:2]
+            f"# lines {u.start_line}-{u.end_line} ({u.kind} {u.name})\n{u.text}" for u in shown[:2]
         )
         out.append(
             Candidate(
                 path=hit.path,
                 rank=rank,
-                hit=hit,
+                hit=hit.model_copy(update={"units": tuple(shown)}),
                 excerpt=excerpt,
                 matched=matched,
                 coverage=coverage,

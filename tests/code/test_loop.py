@@ -123,6 +123,28 @@ def test_a_file_deleted_while_the_loop_runs_is_left_out(
     assert gone not in result.artifacts and f"### {gone}:" not in result.context
 
 
+def test_what_the_loop_shows_a_model_is_redacted(repo: Path) -> None:
+    # The context goes to a model, as a tool's output does: a key in a settings file was in it,
+    # in the judge's excerpts and in the whole files stored for the model to read.
+    token = "ghp_" + "R8sVt2Lq9ZxW4mKp7YcN3bHd6FgJ1aEu5TiO"
+    (repo / "api" / "limits_settings.py").write_text(
+        f'"""Rate limiting settings for the API endpoints."""\n\nGITHUB_TOKEN = "{token}"\n\n'
+        "def rate_limit_settings():\n    return GITHUB_TOKEN\n"
+    )
+    seen: list[str] = []
+
+    def judge(task: str, candidates: Sequence[Candidate]) -> list[Judgement]:
+        seen.extend(c.excerpt for c in candidates)
+        return RankingJudge()(task, candidates)
+
+    result = iterative_retrieve(RATE_LIMIT, CodeIndex(repo, db=":memory:"), judge=judge)
+    assert "api/limits_settings.py" in result.files
+    assert "[REDACTED github-pat]" in result.context
+    assert token not in repr(result.cycles) and token not in result.report()
+    assert not any(token in excerpt for excerpt in seen)
+    assert not any(token in result.store.get(a) for a in result.artifacts.values())
+
+
 def test_budget_bounds_the_context(repo: Path) -> None:
     result = iterative_retrieve(RATE_LIMIT, CodeIndex(repo, db=":memory:"), budget=60)
     assert result.tokens <= 60
