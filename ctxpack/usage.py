@@ -19,6 +19,7 @@ from ._internal.arguments import keyed, keyword_checked, tool_definitions
 from ._internal.arguments import tokens as check_tokens
 from ._internal.jsontext import read_json
 from ._internal.options import FieldErrorModel
+from ._internal.spans import Spans
 from .adapters.read import counted_messages
 from .errors import ConfigError
 from .messages import Message
@@ -320,7 +321,7 @@ def _move_memory(
     one inside the other) sent once are counted once, the later file at 0 tokens; sent twice,
     each copy is one file's."""
     items: list[UsageItem] = []
-    taken: list[list[tuple[int, int]]] = [[] for _ in msgs]  # per message, spans files took
+    taken = [Spans() for _ in msgs]  # per message, the copies files took
     for name, text in memory_files.items():
         found = [i for i, m in enumerate(msgs) if text and text in m.text]
         if not found:
@@ -336,14 +337,12 @@ def _move_memory(
     return items
 
 
-def _take(haystack: str, text: str, spans: list[tuple[int, int]]) -> bool:
-    """Record in ``spans`` the first copy of ``text`` in ``haystack`` that overlaps none of
-    them; whether there was one."""
+def _take(haystack: str, text: str, spans: Spans) -> bool:
+    """Take in ``spans`` the first copy of ``text`` in ``haystack`` that overlaps none of them;
+    whether there was one."""
     start = haystack.find(text)
     while start >= 0:
-        end = start + len(text)
-        if all(end <= a or start >= b for a, b in spans):
-            spans.append((start, end))
+        if spans.take(start, start + len(text)):
             return True
         start = haystack.find(text, start + 1)
     return False

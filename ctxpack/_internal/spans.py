@@ -1,4 +1,5 @@
-"""Non-overlapping spans of a text, kept sorted: the places redaction has taken."""
+"""Non-overlapping spans of a text, kept sorted: the places redaction has taken, the copies of
+a memory file's text ``context_usage`` has given a file."""
 
 from __future__ import annotations
 

@@ -198,7 +198,7 @@ class FileStore:
 
         for rel, stat in source_files(self.root, known):
             old = stored.get(rel)
-            if old is not None and old[:2] == (stat.st_mtime_ns, stat.st_size):
+            if old is not None and known(rel, stat):
                 # This object's parse, if it was read from the row as it is now: another index
                 # of the root may have written the file's new parse there since.
                 mine = rel in self.parsed and self._rows.get(rel) == old

@@ -342,9 +342,10 @@ def _price_for(
         raise ConfigError(f"price[{name!r}] must be a Price, got {type(found).__name__}")
     # A dated row priced as its family (as the shipped table lists snapshots) is one model
     # under two names, so one cache; a snapshot priced apart (gpt-4o-2024-05-13) is another.
-    family = price.get(_DATE_SUFFIX.sub("", name))
+    undated = _DATE_SUFFIX.sub("", name)
+    family = price.get(undated)
     if isinstance(family, Price) and _as_billed(family) == _as_billed(found):
-        return _DATE_SUFFIX.sub("", name), found
+        return undated, found
     return name, found
 
 

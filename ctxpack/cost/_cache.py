@@ -90,7 +90,8 @@ def _prefix_chain(
     """Per cache point (after the tools, then after each message): the digest of the prefix up
     to it, its tokens (the last one includes the reply priming), and its blocks."""
     # ctxpack's own copies, shared between calls: what is derived from one (its digest, its
-    # tokens) is cached by identity, so a history re-sent costs only its new messages.
+    # tokens) is cached by identity, so a history re-sent costs only its new messages (an
+    # Anthropic history is read anew each time, as from_anthropic reads it).
     messages = counted_messages(messages_in)
     # Checked where they entered (simulate's Request).
     tool_tokens = checked_tool_tokens(tools, counter) if tools else 0

@@ -107,10 +107,9 @@ class WindowPolicy(CheckedModel):
             first).
         server_side: Leave the edits to the provider: :func:`render_window` only checks that
             the system prompt fits the room, and the session produces the provider's
-            ``context_management`` field. The
-            provider edits whenever a trigger is crossed and bills its compaction as a summary
-            request, so ``clear_at`` and ``compact_at`` then default to 0.35 and 0.6 of the room,
-            and ``keep`` to 5.
+            ``context_management`` field. The provider edits whenever a trigger is crossed and
+            bills its compaction as a summary request, so ``clear_at`` and ``compact_at`` then
+            default to 0.35 and 0.6 of the room, and ``keep`` to 5.
         model: Whose prices decide whether a clearing pays; by default the session's model when
             it is priced, else ``claude-sonnet-4-5``.
 

@@ -18,7 +18,7 @@ from ._rent import _cache_price, _pays, _rent
 from ._room import _Room
 from ._state import WindowState
 from .clearing import _answer_batch, _clear, _clear_batch, _edit_point, _event
-from .view import _PINNED_ID, _build, _Context, _pinned_kind, _verbatim, _View
+from .view import _PINNED_ID, _SYSTEM, _build, _Context, _pinned_kind, _verbatim, _View
 
 __all__ = ["render_window"]
 
@@ -82,14 +82,13 @@ def _server_side(
     """The provider edits what a server-side session sends, past its triggers, but never the
     system prompt: that must fit. Anthropic's compaction cannot trigger under its floor, said
     at the first request when the floor is above the room (only clearing then edits)."""
-    system = [
-        (m.id, size) for m, size in zip(view.messages, view.sizes, strict=True) if m.role in _SYSTEM
-    ]
-    if sum(size for _, size in system) > room:
+    system = [m.id for m in view.messages if m.role in _SYSTEM]
+    tokens = sum(size for m, size in zip(view.messages, view.sizes, strict=True) if m.id in system)
+    if tokens > room:
         raise BudgetExceededError(
-            required=sum(size for _, size in system) + REPLY_PRIMING + policy.reserve + tool_tokens,
+            required=tokens + REPLY_PRIMING + policy.reserve + tool_tokens,
             budget=policy.window,
-            pinned_ids=[i for i, _ in system],
+            pinned_ids=system,
             tool_tokens=tool_tokens,
             what="the system prompt, which the provider's context management never edits,",
             fixes=f"raise window, lower reply_room ({policy.reserve})",
@@ -120,9 +119,6 @@ def _room_warning(state: WindowState, view: _View, reason: str) -> None:
             tokens_after=view.tokens(),
         )
     )
-
-
-_SYSTEM = ("system", "developer")
 
 
 def _too_large(
