@@ -1,8 +1,8 @@
 """``CodeIndex``: symbol units of a repository in an incremental SQLite index, ranked for a query.
 
-The index keeps, per source file, its modification time, size, SHA-256, token count and parsed
-symbol units. :meth:`CodeIndex.refresh` re-reads only files whose time or size changed, and
-re-parses only those whose content hash changed; deleted files leave the index.
+The index keeps, per source file, its times, size, SHA-256, token count and parsed symbol
+units. :meth:`CodeIndex.refresh` re-reads only files whose times or size changed, and re-parses
+only those whose content hash changed; deleted files and files too large to be code leave it.
 
 Ranking mixes named signals, each normalised to [0, 1] over the repository's files before it is
 weighed (see :data:`DEFAULT_WEIGHTS`):
@@ -231,7 +231,7 @@ class CodeIndex:
         """Bring the index up to date with the files on disk; parse only what changed.
 
         Returns:
-            How many files were parsed, removed, and left unchanged.
+            How many files were parsed, removed, and left unchanged; the files too large.
 
         Raises:
             StoreError: the index's file cannot be read or written (read-only, or busy 30 s).

@@ -1,9 +1,9 @@
 """The incremental SQLite store behind :class:`~ctxpack.code.CodeIndex`: per source file, its
-modification time, size, SHA-256, token count and parsed symbol units.
+modification and change times, size, SHA-256, token count and parsed symbol units.
 
-A refresh re-reads only files whose time or size changed and re-parses only those whose content
-hash changed; deleted files leave the store. A store written by another schema or another token
-counter is rebuilt.
+A refresh re-reads only files whose times or size changed, as git's index does, and re-parses
+only those whose content hash changed; deleted files leave the store. A store written by
+another schema or another token counter is rebuilt.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import time
 from pathlib import Path
 
 from pydantic import ConfigDict
@@ -25,7 +26,7 @@ from ._symbols import ParsedFile, parse_source
 __all__ = ["FileStore", "RefreshStats", "check_db", "default_db_path"]
 
 # Bump when what is stored per file changes: an index written by another version is rebuilt.
-_SCHEMA = "3"
+_SCHEMA = "4"
 
 # The tables of an index file (history: see _history); a file holding others is not one.
 _TABLES = frozenset({"meta", "files", "history"})
@@ -33,18 +34,31 @@ _TABLES = frozenset({"meta", "files", "history"})
 # How long a writer waits for another index of the root to finish its write.
 _BUSY_SECONDS = 30.0
 
+# A file modified this close to when its row was read may have changed again within the same
+# tick of the file system's clock (1 s on HFS+, 2 s on FAT; a few ms on Linux), keeping its time
+# and size: git's "racily clean" entries. Such a row is checked against the content again.
+_RACY_NS = 2_000_000_000
+
+# A source file larger than this is generated or vendored (a minified bundle, a data table), not
+# code a person edits; it is left out of the index, as zoekt leaves out files over 2 MiB. Parsing
+# a 20 MB module took 9 s and 1.6 GB, and reading it back 8.6 s at every start.
+MAX_SOURCE_BYTES = 2_000_000
+
 # The first bytes of every SQLite database file.
 _SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 class RefreshStats(FieldErrorModel):
-    """What :meth:`CodeIndex.refresh` did: files parsed anew, removed, and left as they were."""
+    """What :meth:`CodeIndex.refresh` did: files parsed anew, removed, and left as they were;
+    ``too_large``, the source files left out of the index for their size (over 2,000,000
+    bytes: generated or vendored code)."""
 
     model_config = ConfigDict(frozen=True)
 
     parsed: int
     removed: int
     unchanged: int
+    too_large: tuple[str, ...] = ()
 
 
 def default_db_path(root: Path) -> Path:
@@ -79,6 +93,10 @@ def check_db(db: str) -> str:
     return db
 
 
+# A file's row: modification time, size, SHA-256, change time (ns), and when it was read.
+_Row = tuple[int, int, str, int, int]
+
+
 class FileStore:
     """The parsed files of one root in one SQLite file (``":memory:"`` keeps nothing on disk).
 
@@ -92,8 +110,8 @@ class FileStore:
         self._conn: sqlite3.Connection | None = None
         self.parsed: dict[str, ParsedFile] = {}
         self.tokens: dict[str, int] = {}
-        # Per file in memory, the stored row (time, size, hash) its parse was read or made as.
-        self._rows: dict[str, tuple[int, int, str]] = {}
+        # Per file in memory, the stored row its parse was read or made as.
+        self._rows: dict[str, _Row] = {}
         self.changed = True
 
     def _connect(self) -> sqlite3.Connection:
@@ -156,7 +174,8 @@ class FileStore:
                 conn.execute("INSERT OR REPLACE INTO meta VALUES ('counter', ?)", (counter,))
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, mtime_ns INTEGER,"
-                " size INTEGER, sha256 TEXT, tokens INTEGER, parsed TEXT)"
+                " size INTEGER, sha256 TEXT, ctime_ns INTEGER, read_ns INTEGER, tokens INTEGER,"
+                " parsed TEXT)"
             )
             conn.commit()
         except BaseException:
@@ -180,29 +199,37 @@ class FileStore:
         indexes of one root sharing the file do not wait on each other's parsing.
         """
         conn = self._connect()
+        started = time.time_ns()  # before any file is read: the rows' read time
         try:
-            stored = {
-                row[0]: (row[1], row[2], row[3])
-                for row in conn.execute("SELECT path, mtime_ns, size, sha256 FROM files")
+            stored: dict[str, _Row] = {
+                row[0]: row[1:]
+                for row in conn.execute(
+                    "SELECT path, mtime_ns, size, sha256, ctime_ns, read_ns FROM files"
+                )
             }
         except sqlite3.Error as exc:
             raise _failed(self.db, "read the code index", exc) from exc
         fresh: dict[str, ParsedFile] = {}
         tokens: dict[str, int] = {}
-        rows: dict[str, tuple[int, int, str]] = {}
-        writes: list[tuple[str, int, int, str, int, str]] = []
+        rows: dict[str, _Row] = {}
+        writes: list[tuple[str, _Row, int, str]] = []
+        too_large: list[str] = []
 
         def known(rel: str, stat: os.stat_result) -> bool:
             row = stored.get(rel)
-            return row is not None and row[:2] == (stat.st_mtime_ns, stat.st_size)
+            return (
+                row is not None
+                and (row[0], row[1], row[3]) == (stat.st_mtime_ns, stat.st_size, stat.st_ctime_ns)
+                and row[0] < row[4] - _RACY_NS
+            )
 
         for rel, stat in source_files(self.root, known):
+            if stat.st_size > MAX_SOURCE_BYTES:
+                too_large.append(rel)
+                continue
             old = stored.get(rel)
             if old is not None and known(rel, stat):
-                # This object's parse, if it was read from the row as it is now: another index
-                # of the root may have written the file's new parse there since.
-                mine = rel in self.parsed and self._rows.get(rel) == old
-                loaded = (self.parsed[rel], self.tokens[rel]) if mine else self._row(conn, rel)
+                loaded = self._loaded(conn, rel, old)
                 if loaded is not None:
                     fresh[rel], tokens[rel] = loaded
                     rows[rel] = old
@@ -212,29 +239,43 @@ class FileStore:
             except OSError:  # gone or unreadable since the walk
                 continue
             digest = hashlib.sha256(raw).hexdigest()
-            same = old is not None and old[2] == digest
-            loaded = self._row(conn, rel) if same else None
-            parse_json = None
+            loaded = self._loaded(conn, rel, old) if old is not None and old[2] == digest else None
+            parse_json = ""
             if loaded is None:
                 pf, count, parse_json = self._parse(rel, raw)
                 loaded = (pf, count)
             fresh[rel], tokens[rel] = loaded
-            rows[rel] = (stat.st_mtime_ns, stat.st_size, digest)
-            writes.append((rel, *rows[rel], tokens[rel], parse_json or ""))
+            rows[rel] = (stat.st_mtime_ns, stat.st_size, digest, stat.st_ctime_ns, started)
+            writes.append((rel, rows[rel], tokens[rel], parse_json))
         gone = sorted(set(stored) - set(fresh))
         self._write(conn, writes, gone)
-        parsed = sum(1 for w in writes if w[5])
+        parsed = sum(1 for w in writes if w[3])
         # Whether a parse in memory changed (one new, gone, or read again from the row).
         self.changed = fresh.keys() != self.parsed.keys() or any(
             pf is not self.parsed[p] for p, pf in fresh.items()
         )
         self.parsed, self.tokens, self._rows = fresh, tokens, rows
-        return RefreshStats(parsed=parsed, removed=len(gone), unchanged=len(fresh) - parsed)
+        return RefreshStats(
+            parsed=parsed,
+            removed=len(gone),
+            unchanged=len(fresh) - parsed,
+            too_large=tuple(too_large),
+        )
+
+    def _loaded(
+        self, conn: sqlite3.Connection, rel: str, row: _Row
+    ) -> tuple[ParsedFile, int] | None:
+        """The parse of the content ``row`` hashed: this object's own if it parsed that content
+        (another index of the root may have stored a newer one since), else the row's."""
+        mine = self._rows.get(rel)
+        if mine is not None and mine[2] == row[2] and rel in self.parsed:
+            return self.parsed[rel], self.tokens[rel]
+        return self._row(conn, rel)
 
     def _write(
         self,
         conn: sqlite3.Connection,
-        writes: list[tuple[str, int, int, str, int, str]],
+        writes: list[tuple[str, _Row, int, str]],
         gone: list[str],
     ) -> None:
         """Store what a refresh found: new parses, new times of files whose content did not
@@ -242,12 +283,13 @@ class FileStore:
         try:
             with conn:
                 conn.executemany(
-                    "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?)",
-                    [w for w in writes if w[5]],
+                    "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [(rel, *row, count, parse) for rel, row, count, parse in writes if parse],
                 )
                 conn.executemany(
-                    "UPDATE files SET mtime_ns = ?, size = ? WHERE path = ?",
-                    [(w[1], w[2], w[0]) for w in writes if not w[5]],
+                    "UPDATE files SET mtime_ns = ?, size = ?, ctime_ns = ?, read_ns = ?"
+                    " WHERE path = ?",
+                    [(r[0], r[1], r[3], r[4], rel) for rel, r, _, parse in writes if not parse],
                 )
                 conn.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in gone])
         except sqlite3.Error as exc:

@@ -68,6 +68,7 @@ def test_index_is_incremental_and_persistent(repo: Path, tmp_path: Path) -> None
         "parsed": 0,
         "removed": 0,
         "unchanged": len(first.files),
+        "too_large": (),
     }
     # Touched but unchanged: its hash says so, nothing is parsed.
     target = repo / "api" / "db.py"
@@ -105,6 +106,68 @@ def test_a_refresh_reads_a_parse_another_index_of_the_root_stored(
     assert (stats.parsed, stats.removed) == (0, 0)
     assert "refund_payment" in [s.name for s in first.symbols_of("api/db.py")]
     assert [h.path for h in first.rank_files("refund payment")] == ["api/db.py"]
+
+
+def test_an_edit_that_keeps_the_files_time_and_size_is_seen(repo: Path, tmp_path: Path) -> None:
+    # cp -p, rsync -a and tar restore a file's time: with its size unchanged, the row's time
+    # and size matched and the index kept the old parse for good. The change time gives it away.
+    db = tmp_path / "index.sqlite"
+    target = repo / "api" / "db.py"
+    an_hour_ago = time.time_ns() - 3600 * 10**9
+    os.utime(target, ns=(an_hour_ago, an_hour_ago))
+    assert CodeIndex(repo, db=db).rank_files("refund payment") == []
+    text = target.read_text()
+    edited = text.replace("def ", "def refund_payment_", 1)
+    target.write_text(edited[: len(text)] if len(edited) > len(text) else edited)
+    os.utime(target, ns=(an_hour_ago, an_hour_ago))
+    assert target.stat().st_size == len(text.encode())
+    index = CodeIndex(repo, db=db)
+    assert index.refresh().parsed == 1
+    assert [h.path for h in index.rank_files("refund payment")][:1] == ["api/db.py"]
+
+
+def test_a_row_read_within_the_clocks_tick_of_an_edit_is_checked_again(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two same-size writes within one tick of the file system's clock leave every time as it
+    # was (git's "racily clean" entries): a row read so soon after the file's last
+    # modification is compared by content at the next refresh.
+    db = tmp_path / "index.sqlite"
+    target = repo / "api" / "db.py"
+    text = target.read_text()
+    target.write_text(text)  # modified now, as an agent's edit is
+    first = CodeIndex(repo, db=db)
+    first.refresh()
+    walk = _storage.source_files
+    seen = dict(walk(first.root, lambda *_: False))
+    target.write_text(text.replace("def ", "def refund_payment_", 1)[: len(text)])
+
+    def as_before(root: Path, known: Any) -> list[tuple[str, os.stat_result]]:
+        return [(rel, seen.get(rel, stat)) for rel, stat in walk(root, known)]
+
+    monkeypatch.setattr(_storage, "source_files", as_before)
+    assert first.refresh().parsed == 1
+    assert [h.path for h in first.rank_files("refund payment")][:1] == ["api/db.py"]
+
+
+def test_a_file_too_large_to_be_code_is_left_out_and_named(repo: Path, tmp_path: Path) -> None:
+    db = tmp_path / "index.sqlite"
+    index = CodeIndex(repo, db=db)
+    index.refresh()
+    table = repo / "api" / "table.py"
+    row = "ROW = ('refund', 'payment', 1, 2, 3)\n"
+    table.write_text(row * (_storage.MAX_SOURCE_BYTES // len(row) + 1))
+    stats = index.refresh()
+    assert stats.too_large == ("api/table.py",)
+    assert (stats.parsed, stats.removed) == (0, 0)
+    assert "api/table.py" not in index.files
+    # Cut under the limit, it is code again; grown past it, it leaves the index.
+    table.write_text(row * 10)
+    assert index.refresh().parsed == 1
+    assert "api/table.py" in index.files
+    table.write_text(row * (_storage.MAX_SOURCE_BYTES // len(row) + 1))
+    stats = index.refresh()
+    assert (stats.removed, stats.too_large) == (1, ("api/table.py",))
 
 
 def test_another_applications_database_is_refused_untouched(repo: Path, tmp_path: Path) -> None:
