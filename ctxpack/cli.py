@@ -23,7 +23,7 @@ from ._internal.arguments import TooDeep, check_nesting
 from ._internal.cliargs import UsageError, non_negative_int, positive_int
 from .adapters import from_anthropic, from_openai
 from .code.cli import add_code_parser, run_code_command
-from .errors import CtxpackError, TokenizerUnavailableError
+from .errors import BudgetExceededError, CtxpackError, TokenizerUnavailableError
 from .messages import Message
 from .packing import pack
 from .providers import Provider, provider_from_model, provider_from_request
@@ -64,6 +64,18 @@ class _Request:
     tools: list[dict[str, Any]] | None
     provider: Provider
     payload: dict[str, Any] | None
+    entries: list[Any] | None = None  # the file's OpenAI messages, one per message
+
+    def name(self, message_id: str) -> str:
+        """How the command line names a message: where it is in the file, and its own id."""
+        at = next(i for i, m in enumerate(self.messages) if m.id == message_id)
+        message = self.messages[at]
+        if self.entries is None:  # an Anthropic payload: its blocks may make several messages
+            words = " ".join(message.text.split())
+            shown = words if len(words) <= 30 else words[:29] + "…"
+            return "system" if message.role == "system" else f"the {message.role} {shown!r}"
+        given = self.entries[at].get("id") if isinstance(self.entries[at], dict) else None
+        return f"messages[{at}]" + (f" ({given!r})" if given is not None else "")
 
     @property
     def model(self) -> str | None:
@@ -166,7 +178,7 @@ def _read_request(path: str, provider: Provider | None) -> _Request:
         raise UsageError(
             f"{path} must hold a JSON list of messages (or an object with a 'messages' list)"
         )
-    return _Request(from_openai(entries), tools, provider, payload)
+    return _Request(from_openai(entries), tools, provider, payload, entries)
 
 
 def _counter(args: argparse.Namespace, request: _Request) -> tuple[TokenCounter, str | None]:
@@ -274,16 +286,22 @@ def _pack(args: argparse.Namespace) -> str:
         raise UsageError(
             f"--reserve ({args.reserve}) must be smaller than --budget ({args.budget})"
         )
+    if args.model is not None and args.counter is not None:
+        # pack counts with one tokenizer; the other option would be ignored without a word.
+        raise UsageError("--model and --counter both choose the tokenizer; give one of them")
     counter, _ = _counter(args, request)
-    result = pack(
-        request.messages,
-        budget=args.budget,
-        counter=counter,
-        query=args.query,
-        reserve=args.reserve,
-        tools=request.tools,
-        provider=request.provider,
-    )
+    try:
+        result = pack(
+            request.messages,
+            budget=args.budget,
+            counter=counter,
+            query=args.query,
+            reserve=args.reserve,
+            tools=request.tools,
+            provider=request.provider,
+        )
+    except BudgetExceededError as exc:
+        raise UsageError(_no_room(exc, request, args.reserve)) from exc
     if args.explain:
         return explain_table(result)
     packed: Any
@@ -304,6 +322,22 @@ def _pack(args: argparse.Namespace) -> str:
     else:
         packed = result.to_openai()
     return json.dumps(packed, ensure_ascii=False, indent=2)
+
+
+def _no_room(exc: BudgetExceededError, request: _Request, reserve: int) -> str:
+    """The error of a budget too small for what is always kept, in the command line's words:
+    its options, and the messages by their place in the file (their ids are ctxpack's own
+    unless the file gave them)."""
+    kept = ", ".join(request.name(i) for i in exc.pinned_ids)
+    tools = f" and the tool definitions ({exc.tool_tokens} tokens)" if exc.tool_tokens else ""
+    with_reserve = f", --reserve {reserve} included," if reserve else ""
+    fixes = "raise --budget" + (", lower --reserve" if reserve else "")
+    fixes += ", send fewer tools" if exc.tool_tokens else ""
+    return (
+        f"the messages always kept (instructions, pinned ones, the last user turn: {kept})"
+        f"{tools} need {exc.required} tokens{with_reserve} but --budget is {exc.budget}; "
+        f"{fixes}, or shorten them"
+    )
 
 
 # --- ctxpack demo ---------------------------------------------------------------------------

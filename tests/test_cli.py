@@ -90,11 +90,44 @@ def test_invalid_role(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert "message 0" in line and "'wizard'" in line
 
 
-def test_budget_too_small(capsys: pytest.CaptureFixture[str]) -> None:
+def test_budget_too_small(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # In the command line's words: its options, and each message kept by its place in the file
+    # and the id the file gave it (ctxpack's own ids, m-..., mean nothing to the caller).
     assert main(["pack", str(CHAT), "--budget", "20"]) == 2
     line = _error_line(capsys)
-    assert "budget is 20" in line
-    assert "'sys'" in line
+    assert "--budget is 20; raise --budget, or shorten them" in line
+    assert "messages[0] ('sys'), messages[8] ('u4'), messages[9] ('u5')" in line
+    assert main(["pack", str(CHAT), "--budget", "30", "--reserve", "20"]) == 2
+    assert "--reserve 20 included, but --budget is 30; raise --budget, lower --reserve" in (
+        _error_line(capsys)
+    )
+    plain = [{k: v for k, v in m.items() if k != "id"} for m in json.loads(CHAT.read_text())]
+    assert main(["pack", _write(tmp_path, "plain.json", plain), "--budget", "20"]) == 2
+    line = _error_line(capsys)
+    assert "messages[0], messages[8], messages[9])" in line and "m-" not in line
+
+
+def test_an_anthropic_budget_too_small_names_the_system_and_the_turn(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    payload = {
+        "system": "You are a weather bot. " * 20,
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "And in London?"}]}],
+    }
+    assert main(["pack", _write(tmp_path, "a.json", payload), "--budget", "30"]) == 2
+    line = _error_line(capsys)
+    assert "(instructions, pinned ones, the last user turn: system, the user 'And in London?')" in (
+        line
+    )
+
+
+def test_model_and_counter_together_are_refused_by_pack(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # pack counts with one tokenizer: --model was ignored without a word.
+    argv = ["pack", str(CHAT), "--budget", "500", "--model", "gpt-4o", "--counter", "approx"]
+    assert main(argv) == 2
+    assert "--model and --counter both choose the tokenizer" in _error_line(capsys)
 
 
 @pytest.mark.parametrize(
