@@ -10,7 +10,7 @@ drops messages, which can leave two user turns in a row or an assistant turn fir
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import ClassVar
 
 from ..messages import Message, provider_of
@@ -20,7 +20,10 @@ from ..tokens import TokenCounter
 from ._base import StageModel
 from ._tool_pairs import REPEATED_RESULT, provider_pairs, strip_unanswered_calls
 
-__all__ = ["TurnAlternator", "provider_conform", "turn_rule_breaks"]
+__all__ = ["TurnAlternator", "leading_assistant", "provider_conform", "turn_rule_breaks"]
+
+# Why an assistant message that would open the conversation is dropped.
+USER_FIRST = "Anthropic needs the conversation to start with a user message"
 
 
 def anthropic_side(msg: Message) -> str:
@@ -55,6 +58,18 @@ def _blank(msg: Message) -> bool:
             for part in content
         )
     return not (content or "").strip()
+
+
+def leading_assistant(messages: Sequence[Message], protected: Collection[str]) -> Message | None:
+    """The assistant message that would open the conversation, which Anthropic refuses, unless
+    it may stay (pinned, protected, or opening with a server-side ``compaction`` block)."""
+    # A blank user message opens no turn: to_anthropic() leaves it out, as the API refuses it.
+    first = next((m for m in messages if anthropic_side(m) != "system" and not _blank(m)), None)
+    if first is None or first.role != "assistant":
+        return None
+    if first.pinned or first.id in protected or _opens_with_compaction(first):
+        return None
+    return first
 
 
 class TurnAlternator(StageModel):
@@ -111,16 +126,11 @@ class TurnAlternator(StageModel):
         return ctx.decide(*decisions, messages=kept)
 
     def _drop_leading_assistant(self, ctx: PackContext) -> PackContext:
-        # A blank user message opens no turn: to_anthropic() leaves it out, as the API refuses it.
-        first = next(
-            (m for m in ctx.messages if anthropic_side(m) != "system" and not _blank(m)), None
-        )
-        if first is None or first.role != "assistant":
-            return ctx
-        if first.pinned or first.id in ctx.protected or _opens_with_compaction(first):
+        first = leading_assistant(ctx.messages, ctx.protected)
+        if first is None:
             return ctx
         calls = {c.id for c in first.tool_calls or ()}
-        drop = {first.id: "Anthropic needs the conversation to start with a user message"}
+        drop = {first.id: USER_FIRST}
         for m in ctx.messages:
             if m.role == "tool" and m.tool_call_id in calls:
                 drop[m.id] = "its tool call was dropped with the assistant message leading the "

@@ -35,6 +35,7 @@ from ..errors import BudgetExceededError
 from ..messages import ROLES, Message
 from ..pipeline import Action, Decision, DecisionLog, PackContext, check_context
 from ..tokens import message_sizes, priming_tokens
+from ._alternate import USER_FIRST, leading_assistant
 from ._base import ReadOnlyMap, StageModel, Weights
 from ._tool_pairs import Units, exchange_units, stray_dropped, strip_unanswered_calls
 
@@ -108,9 +109,12 @@ class GreedyPacker(StageModel):
                 required=used + ctx.reserve, budget=ctx.budget, pinned_ids=pinned
             )
         lefts = _greedy_fill(ranking.costs(), used, ctx.available)
+        leading: set[int] = set()
+        if ctx.provider == "anthropic":
+            lefts = _user_first(ctx, ranking, used, lefts, leading)
 
         def trace() -> list[Decision]:
-            return self._trace(ctx, sizes, scores, columns, ranking, lefts)
+            return self._trace(ctx, sizes, scores, columns, ranking, lefts, leading)
 
         # The reasons are written only if someone reads them (DecisionLog.deferred).
         return ctx.evolve(
@@ -190,9 +194,11 @@ class GreedyPacker(StageModel):
         columns: list[tuple[str, npt.NDArray[np.float64]]],
         ranking: _Ranking,
         lefts: list[int],
+        leading: set[int],
     ) -> list[Decision]:
         """One decision per message, in order: a stray result, a protected message, or a
-        member of a ranked unit (kept with its score in words, or dropped for lack of room)."""
+        member of a ranked unit (kept with its score in words, or dropped for lack of room or
+        for opening an Anthropic conversation)."""
         messages, ids, name = ctx.messages, message_ids(ctx.messages), self.name
         trusted = trusted_decision
         explain = self._explainer(messages, columns)
@@ -215,6 +221,8 @@ class GreedyPacker(StageModel):
                     reason = f"score {unit_scores[unit]:.2f} = {explain(i)}"
                     if together[unit]:
                         reason += f" (with its tool exchange, {costs[unit]} tokens)"
+                elif unit in leading:
+                    action, reason = "dropped", _LEADING
                 else:
                     # Most of a long history is dropped, so the reason is short (the score is
                     # in the decision); once the budget is spent it repeats, so it is made once.
@@ -271,6 +279,33 @@ def _must_keep(ctx: PackContext, ids: Sequence[str]) -> npt.NDArray[np.bool_]:
     must: npt.NDArray[np.bool_] = (flags(ctx.messages) & (SYSTEM | PINNED)) != 0
     must[positions_of(ids, ctx.protected)] = True
     return must
+
+
+# How many times an Anthropic fill is made again, each without the assistant message that would
+# open the conversation; the alternation stage drops any still left after that.
+_USER_FIRST_REFILLS = 16
+_LEADING = USER_FIRST + "; its room went to the next messages by score"
+
+
+def _user_first(
+    ctx: PackContext, ranking: _Ranking, used: int, lefts: list[int], leading: set[int]
+) -> list[int]:
+    """The fill made again without each unit that would open an Anthropic conversation with an
+    assistant message (the alternation stage would drop it after the fill, its room unused), so
+    that its room goes to the next units; adds those units to ``leading``. A fill without one
+    unit keeps every unit the fill with it kept, and maybe more."""
+    costs = ranking.costs()
+    rank = ranking.ranks()
+    for _ in range(_USER_FIRST_REFILLS):
+        kept = ranking.kept_positions(lefts)
+        first = leading_assistant(items_at(ctx.messages, kept), ctx.protected)
+        if first is None:
+            break
+        unit = int(ranking.units.of[next(i for i in kept if ctx.messages[i] is first)])
+        leading.add(unit)
+        costs[rank[unit]] = ctx.available + 1  # never fits
+        lefts = _greedy_fill(costs, used, ctx.available)
+    return lefts
 
 
 def _greedy_fill(costs: Sequence[int], used: int, available: int) -> list[int]:

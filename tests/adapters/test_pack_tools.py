@@ -303,13 +303,39 @@ def test_anthropic_merges_and_leading_drops_are_recorded() -> None:
     # "reply one" would lead once "first" is gone; "second" and "third" become one user turn.
     assert [m.text for m in result.messages] == ["second", "third"]
     leading, merged = converted[1].id, converted[4].id
-    assert [(d.stage, d.action) for d in result.decisions_for(leading)][-1] == (
-        "alternate",
-        "dropped",
-    )
+    # The packer leaves it out itself, so that its room can go to the next message by score.
+    last = result.decisions_for(leading)[-1]
+    assert (last.stage, last.action) == ("pack", "dropped")
+    assert "start with a user message; its room went to the next messages" in last.reason
     assert ("alternate", "merged") in [(d.stage, d.action) for d in result.decisions_for(merged)]
     second, third = ({"type": "text", "text": t} for t in ("second", "third"))
     assert payload["messages"] == [{"role": "user", "content": [second, third]}]
+
+
+def test_the_room_of_an_assistant_turn_that_would_lead_goes_to_the_next_messages() -> None:
+    # The fill took a0 first (its priority) and a1, then had no room for u1; the alternation
+    # dropped a0 for leading, then a1 for leading in turn: 114 of 164 tokens stood unused and
+    # only the question was sent. Left out by the packer itself, a0's room goes to u1.
+    def turn(role: str, name: str, priority: float = 0.0) -> dict[str, Any]:
+        return {"role": role, "content": f"{name} " * 50, "id": name, "priority": priority}
+
+    messages = [
+        turn("user", "u0"),
+        turn("assistant", "a0", priority=10),
+        turn("user", "u1"),
+        turn("assistant", "a1", priority=5),
+        {"role": "user", "content": "and now?", "id": "u2"},
+    ]
+    sizes = {m["id"]: count_tokens([m]) for m in messages}
+    budget = count_tokens([messages[1], messages[3], messages[4]]) + 10
+    result = pack(messages, budget=budget, provider="anthropic")
+    assert result.kept_ids == ["u1", "a1", "u2"]
+    assert_valid_anthropic(result.to_anthropic())
+    assert result.tokens <= budget and result.tokens > sizes["u2"] + sizes["a1"]
+    last = result.decisions_for("a0")[-1]
+    assert (last.stage, last.action) == ("pack", "dropped")
+    # For OpenAI an assistant turn may lead: the same fill keeps it.
+    assert pack(messages, budget=budget).kept_ids == ["a0", "a1", "u2"]
 
 
 @pytest.mark.parametrize("blank", ["  \n", "", [{"type": "text", "text": " "}]])
@@ -336,7 +362,7 @@ def test_provider_anthropic_can_be_forced_for_openai_shaped_messages() -> None:
     result = pack(messages, budget=1000, provider="anthropic")
     assert result.kept_ids == [m.id for m in result.messages]
     assert "a0" in result.dropped_ids
-    assert result.decisions_for("a0")[-1].stage == "alternate"
+    assert "start with a user message" in result.decisions_for("a0")[-1].reason
     assert_valid_anthropic(result.to_anthropic())
     with pytest.raises(ctxpack.ConfigError):
         pack(messages, budget=1000, provider="gemini")  # type: ignore[arg-type]
@@ -415,7 +441,10 @@ def test_the_alternator_acts_only_for_anthropic() -> None:
 
 
 def test_a_pipeline_without_the_alternate_step_must_return_valid_anthropic_turns() -> None:
-    custom = Pipeline([GreedyPacker(signal_weights={})])
+    def as_given(ctx: PackContext, /) -> PackContext:
+        return ctx
+
+    custom = Pipeline([as_given])
     with pytest.raises(ConfigError, match=r"'a0'.*'alternate' step.*TurnAlternator\(\)"):
         pack(LEADING_ASSISTANT, budget=1000, pipeline=custom, provider="anthropic")
     # The fix the error names.
@@ -430,10 +459,16 @@ def test_a_pipeline_without_the_alternate_step_must_return_valid_anthropic_turns
     # Valid turns pass as the pipeline returned them: no hidden step runs after it.
     valid = [*LEADING_ASSISTANT[:1], *LEADING_ASSISTANT[2:], LEADING_ASSISTANT[1]]
     result = pack(valid, budget=1000, pipeline=custom, provider="anthropic")
-    assert {d.stage for d in result.decisions} == {"pack"}
+    assert result.kept_ids == ["s", "u1", "a0"]
     assert_valid_anthropic(result.to_anthropic())
     # For OpenAI an assistant turn may come first.
     assert pack(LEADING_ASSISTANT, budget=1000, pipeline=custom).kept_ids == ["s", "a0", "u1"]
+    # The packer alone already leaves out, for Anthropic, an assistant turn that would lead.
+    packer = Pipeline([GreedyPacker(signal_weights={})])
+    assert pack(LEADING_ASSISTANT, budget=1000, pipeline=packer, provider="anthropic").kept_ids == [
+        "s",
+        "u1",
+    ]
 
 
 def test_a_step_after_the_alternator_is_checked_too() -> None:
