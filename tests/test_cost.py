@@ -229,6 +229,28 @@ def test_each_request_is_counted_with_its_models_tokenizer_unless_a_counter_is_g
     assert {r.input_tokens for r in fixed.requests} == {count_tokens(messages)}
 
 
+def test_a_request_naming_no_model_is_counted_as_the_model_of_its_shipped_price() -> None:
+    # simulate(turns, price=price("claude-sonnet-4-5")) counted Claude's requests with
+    # cl100k_base, about 30% under what Anthropic bills.
+    from ctxpack import count_tokens
+    from ctxpack.errors import ApproximateTokenCountWarning
+
+    messages = [{"role": "user", "content": "Réglez le cache à Zürich; 東京のログを読む. " * 100}]
+    with pytest.warns(ApproximateTokenCountWarning):
+        claude = simulate([messages], price=price("claude-sonnet-4-5")).input_tokens
+        assert claude == count_tokens(messages, model="claude-sonnet-4-5")
+        by_default = simulate([messages], price={"default": price("claude-sonnet-4-5")})
+    assert by_default.input_tokens == claude
+    gpt = simulate([messages], price=price("gpt-4o")).input_tokens
+    assert gpt == count_tokens(messages, model="gpt-4o") != count_tokens(messages)
+    # A price of the caller's own, even at Claude's numbers, names no model: cl100k_base.
+    own = price("claude-sonnet-4-5").model_copy(update={"date": None, "source": None})
+    assert simulate([messages], price=own).input_tokens == count_tokens(messages)
+    # A request's own model still decides.
+    named = Request(messages=messages, model="gpt-4o")
+    assert simulate([named], price=price("claude-sonnet-4-5")).input_tokens == gpt
+
+
 # --- price tables ---------------------------------------------------------------------------
 
 
@@ -478,10 +500,10 @@ def test_simulate_applies_each_requests_model_minimum_unless_one_is_passed() -> 
     turn2 = [*turn1, assistant(2), user(2)]
     haiku = price("claude-haiku-4-5")
     # ~2k tokens: above Sonnet's 1,024, under Haiku 4.5's 4,096.
-    bill = simulate([turn1, turn2], price=haiku)
+    bill = simulate([turn1, turn2], price=haiku, counter="cl100k_base")
     assert bill.cache_write_tokens == bill.cache_read_tokens == 0
     assert bill.uncached_input_tokens == bill.input_tokens
-    forced = simulate([turn1, turn2], price=haiku, min_cacheable_tokens=1024)
+    forced = simulate([turn1, turn2], price=haiku, min_cacheable_tokens=1024, counter="cl100k_base")
     assert forced.cache_read_tokens > 0
     both = {"claude-haiku-4-5": haiku, "claude-sonnet-4-5": price("claude-sonnet-4-5")}
     mixed = simulate(

@@ -1273,3 +1273,45 @@ def test_managed_sessions_send_the_same_requests_with_their_caches_cleared_befor
         return seen
 
     assert replay(cold=False) == replay(cold=True)
+
+
+def _parallel(results: int, lines: int) -> list[dict[str, Any]]:
+    """One assistant turn calling ``results`` tools at once, and their outputs."""
+    calls = [
+        {
+            "id": f"p{k}",
+            "type": "function",
+            "function": {"name": "bash", "arguments": json.dumps({"command": f"cat part_{k}"})},
+        }
+        for k in range(results)
+    ]
+    outputs = [
+        {
+            "role": "tool",
+            "tool_call_id": f"p{k}",
+            "content": "\n".join(f"part {k} row {j}: value_{k}_{j} = {j * 7}" for j in range(lines)),
+        }
+        for k in range(results)
+    ]
+    return [{"role": "assistant", "content": None, "tool_calls": calls}, *outputs]
+
+
+def test_an_emergency_clears_the_fewest_results_the_oldest_first() -> None:
+    # Three results of one parallel call, together over the room: the emergency cleared all
+    # three, where clearing the first leaves the other two within it.
+    session = Session(counter=COUNTER, filters=False, window=4_000)
+    session.extend([SYSTEM, TASK, *_parallel(3, 90)])
+    sizes = [COUNTER.count_message(m) for m in session.transcript()[-3:]]
+    policy = session.window
+    assert policy is not None
+    room = policy.window - policy.reserve
+    assert sum(sizes) > room > sum(sizes[1:]) + 300
+    result = session.render()
+    assert result.tokens <= room
+    cleared = [d.message_id for d in result.decisions if d.action == "cleared"]
+    assert cleared == [session.transcript()[-3].id]
+    assert session.window_state.events[-1].action == "emergency"
+    sent = {m.id: m for m in result.messages}
+    for original in session.transcript()[-2:]:
+        assert sent[original.id] == original
+    assert result.original(cleared[0]) == session.transcript()[-3]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
+from functools import cache
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator
@@ -17,7 +18,7 @@ from ..messages import Message
 from ..providers import provider_from_model
 from ..tokens import CounterLike, TokenCounter, get_counter
 from ._cache import PromptCache
-from ._prices import _DATE_SUFFIX, MILLION, Price, resolve_model_name
+from ._prices import _DATE_SUFFIX, MILLION, Price, _shipped, resolve_model_name
 
 TTL_SECONDS: dict[str, float] = {"5m": 300.0, "1h": 3600.0}
 # Anthropic looks for an earlier cache entry at most this many content blocks before a
@@ -160,7 +161,9 @@ def simulate(
             session as continuous, with no entry ever expiring.
         counter: Token counter for every request (see :func:`ctxpack.tokens.get_counter`).
             ``None``: each request's ``Request.model``'s, as ``count_tokens(model=...)`` picks
-            it; exact cl100k_base without a model or for a name with no known tokenizer.
+            it; without a model, the model's whose shipped price the request is billed at
+            (``price("claude-sonnet-4-5")`` counts as Claude does); else exact cl100k_base, as
+            for a name with no known tokenizer.
         cache_points: Where entries are written: ``"request"``, at the end of each prompt (one
             cache breakpoint on the last message, as Anthropic's automatic caching and agent
             harnesses do); ``"message"``, at every message boundary (automatic prefix caching,
@@ -200,7 +203,7 @@ def simulate(
         now = 0.0 if timestamps is None else _seconds(timestamps[index])
         minimum = min_cacheable_tokens
         minimum = unit.min_cacheable_tokens if minimum is None else minimum
-        resolved = fixed or _model_counter(request.model, counters)
+        resolved = fixed or _model_counter(request.model or _shipped_model(unit), counters)
         served = cache_.serve(
             request.messages, request.tools or [], request.model, resolved, now, minimum, entry
         )
@@ -218,6 +221,27 @@ def _model_counter(model: str | None, counters: dict[str | None, TokenCounter]) 
         )
         counters[model] = get_counter(model=model if known else None)
     return counters[model]
+
+
+@cache
+def _shipped_names() -> dict[Price, list[str]]:
+    names: dict[Price, list[str]] = {}
+    for name, row in _shipped().prices.items():
+        names.setdefault(row, []).append(name)
+    return names
+
+
+def _shipped_model(unit: Price) -> str | None:
+    """The model a request naming none is counted as, when its price is a row of the shipped
+    table (``price("claude-sonnet-4-5")``; its date and source too, so not a price of the
+    caller's own that happens to match): one of the names the row prices, when they all count
+    alike (all Claude, or one encoding)."""
+    names = _shipped_names().get(unit, [])
+    kinds = {
+        "anthropic" if provider_from_model(name) == "anthropic" else model_encoding(name)
+        for name in names
+    }
+    return names[0] if len(kinds) == 1 and None not in kinds else None
 
 
 def _bill(rows: list[RequestCost], ttl: str) -> Bill:

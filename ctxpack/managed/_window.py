@@ -17,7 +17,7 @@ from ._policy import WindowPolicy
 from ._rent import _cache_price, _pays, _rent
 from ._room import _Room
 from ._state import WindowState
-from .clearing import _answer_batch, _clear, _clear_batch, _edit_point, _event
+from .clearing import _answer_batch, _clear, _clear_batch, _edit_point, _emergency_batch, _event
 from .view import _PINNED_ID, _SYSTEM, _build, _Context, _pinned_kind, _verbatim, _View
 
 __all__ = ["render_window"]
@@ -182,8 +182,16 @@ def _manage(
         view = _maybe_clear(state, policy, ctx, view, plan, p)
     if view.tokens() > plan.level(policy.compact_at):
         view = _maybe_compact(state, policy, ctx, view, plan, p)
-    if view.tokens() > room:
-        tools, thinking, removed = _clear_batch(state, policy, ctx, keep=0, keep_thinking=0)
+    # The fewest tool results and thinking turns first, the oldest first; then every one (a
+    # count may differ a little from the view's once built).
+    for least in (True, False):
+        if view.tokens() <= room:
+            break
+        tools, thinking, removed = (
+            _emergency_batch(state, policy, ctx, view.tokens() - room)
+            if least
+            else _clear_batch(state, policy, ctx, keep=0, keep_thinking=0)
+        )
         if removed > 0:
             edit = _edit_point(view, {ctx.record[i].id for i in [*tools, *thinking]})
             _clear(state, ctx, tools, thinking, "the request would not fit the window")

@@ -57,6 +57,25 @@ def _clear_batch(
     return out_tools, out_thinking, removed
 
 
+def _emergency_batch(
+    state: WindowState, policy: WindowPolicy, ctx: _Context, over: int
+) -> tuple[list[int], list[int], int]:
+    """The batch that removes at least ``over`` tokens keeping the most recent tool results
+    and thinking turns (as many of each), or all of them when nothing less is enough: the
+    results of the last call, and the thinking of the turn they answer (which Anthropic needs
+    with thinking on), go last. A batch keeping more removes less: a binary search."""
+    best = _clear_batch(state, policy, ctx, keep=0, keep_thinking=0)
+    low, high = 0, len(ctx.record)
+    while best[2] >= over and low < high:
+        keep = (low + high + 1) // 2
+        batch = _clear_batch(state, policy, ctx, keep=keep, keep_thinking=keep)
+        if batch[2] >= over:
+            low, best = keep, batch
+        else:
+            high = keep - 1
+    return best
+
+
 def _answer_batch(state: WindowState, ctx: _Context, over: int) -> list[int]:
     """Positions of the answers after the summary to clear, largest first, until ``over``
     tokens are removed (all of them if that is not enough).
