@@ -8,6 +8,7 @@ import functools
 import re
 from collections.abc import Iterable
 
+from .terms import IDENTIFIER
 from .units import ParsedFile, Symbol, module_units, unique
 
 __all__: list[str] = []
@@ -98,7 +99,7 @@ def parse_whole_file(path: str, language: str, source: str) -> ParsedFile:
     return ParsedFile(path=path, language=language, symbols=tuple(units))
 
 
-_CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+_CALL = re.compile(rf"({IDENTIFIER})\s*\(")
 _KEYWORDS = frozenset(
     {"if", "for", "while", "switch", "return", "print", "catch", "with", "elif", "and", "or"}
     | {"not", "in", "function", "func", "fn", "super", "assert", "except", "sizeof", "typeof"}

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._symbols import ParsedFile
-from .terms import identifiers
+from .terms import IDENTIFIER, identifiers
 
 __all__: list[str] = []
 
@@ -88,7 +88,7 @@ class QueryNames:
 # Tried only where a word starts, skipping the word characters a name cannot start with: from
 # every position of a long word, a failed try would read the rest of it again, in time that grows
 # with the square of its length. The names found are the same (the group).
-_QUALIFIED = re.compile(r"(?<!\w)[^\WA-Za-z_]*([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)")
+_QUALIFIED = re.compile(rf"(?<!\w)\d*({IDENTIFIER}(?:\.{IDENTIFIER})+)")
 
 
 def _member_pairs(dotted: str) -> list[str]:

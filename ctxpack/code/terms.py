@@ -18,7 +18,10 @@ from ..signals.lexical import stem as _stem
 
 __all__: list[str] = []
 
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# An identifier as Python reads one: a letter of any script or "_", then letters, digits, "_"
+# (``rückerstattung``, ``größe``, ``обработать``: an ASCII-only rule cut them into fragments).
+IDENTIFIER = r"[^\W\d]\w*"
+_IDENT = re.compile(IDENTIFIER)
 
 # Words of code that match everything and so rank nothing.
 CODE_STOP_WORDS = frozenset(

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
+from .terms import identifiers
 from .units import ParsedFile, Symbol, module_units, unique
 
 __all__: list[str] = []
@@ -396,7 +397,7 @@ def _strings(node: Any) -> Iterable[str]:
 
 def _last_name(node: Any) -> str:
     """The rightmost identifier of a call target: ``a.b.c`` -> ``c``, ``pkg::f`` -> ``f``."""
-    names = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", _text(node))
+    names = identifiers(_text(node))
     return names[-1] if names else ""
 
 

@@ -28,13 +28,23 @@ _IDENTIFIER_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+"
 
 
 def split_identifier(identifier: str) -> list[str]:
-    """The lower-cased words of an identifier.
+    """The lower-cased words of an identifier, in any script.
 
     Example:
         >>> split_identifier("parseHTTPResponse"), split_identifier("__init_subclass__")
         (['parse', 'http', 'response'], ['init', 'subclass'])
+        >>> split_identifier("berechneRückerstattung")
+        ['berechne', 'rückerstattung']
     """
-    return [part.lower() for part in _IDENTIFIER_PART.findall(identifier)]
+    if identifier.isascii():
+        return [part.lower() for part in _IDENTIFIER_PART.findall(identifier)]
+    # Python's re has no Unicode letter classes: the parts are found in the word's shape, each
+    # character written as an ASCII one of its kind (upper, other letter, digit, other).
+    shape = "".join(
+        "A" if c.isupper() else "a" if c.isalpha() else "0" if c.isdigit() else "_"
+        for c in identifier
+    )
+    return [identifier[m.start() : m.end()].lower() for m in _IDENTIFIER_PART.finditer(shape)]
 
 
 # Function words frequent in one language and rare in the other: which of the two a text leans

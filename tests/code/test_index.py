@@ -446,3 +446,38 @@ def test_the_first_line_of_a_longer_query_weighs_more(tmp_path: Path) -> None:
     # The same words, the title moved to the end: the body's words lead again.
     ranked = index.rank_files(body + "Stale entries are never evicted\n", k=2)
     assert ranked[0].path == "pkg/log.py"
+
+
+def test_words_and_names_in_any_script_are_whole_terms(tmp_path: Path) -> None:
+    # [A-Za-z_] terms cut "Rückerstattung" into "r" (dropped) and "ckerstattung", "Größe" into
+    # "gr" and "e", and left Cyrillic or Greek out entirely: a query in the code's own language
+    # matched fragments shared by unrelated words, or nothing.
+    root = tmp_path / "shop"
+    root.mkdir()
+    (root / "erstattung.py").write_text(
+        "def berechne_rückerstattung(bestellung):\n"
+        '    """Berechnet die Rückerstattung einer Bestellung."""\n'
+        "    return bestellung.betrag\n",
+        encoding="utf-8",
+    )
+    (root / "groesse.py").write_text(
+        "def größe_prüfen(paket):\n"
+        '    """Prüft die Größe eines Pakets vor dem Versand."""\n'
+        "    return paket.größe < 10\n",
+        encoding="utf-8",
+    )
+    (root / "заказы.py").write_text(
+        "def обработать_заказ(заказ):\n"
+        '    """Обработать заказ клиента и отправить счёт."""\n'
+        "    return заказ\n",
+        encoding="utf-8",
+    )
+    (root / "misc.py").write_text("def ckerstattung_gr(e):\n    return e\n", encoding="utf-8")
+    index = CodeIndex(root, db=":memory:")
+    assert index.rank_files("Rückerstattung falsch berechnet", k=1)[0].path == "erstattung.py"
+    assert index.rank_files("Größe des Pakets", k=1)[0].path == "groesse.py"
+    top = index.rank_files("обработать_заказ падает", k=1)[0]
+    assert top.path == "заказы.py" and top.signals["definition"] > 0
+    names = {s.name for s in index.symbols_of("заказы.py")}
+    assert "обработать_заказ" in names
+    assert index.search("berechne_rückerstattung", k=1)[0].name == "berechne_rückerstattung"
