@@ -124,6 +124,7 @@ class _Rule:
     keywords: tuple[str, ...]
     group: int
     allowlists: tuple[_Allowlist, ...]
+    gate: Any = None  # for a rule without keywords: an ``re`` pattern the text must hold
 
 
 def _compile(pattern: str, engine: str = "regex") -> Any:
@@ -194,6 +195,7 @@ def _rules() -> tuple[tuple[_Rule, ...], _Allowlist]:
                 tuple(entry.get("keywords", ())),
                 int(entry.get("secret_group", 0)),
                 tuple(_allowlist(a) for a in entry.get("allowlists", ())),
+                _compile(entry["gate"], "re") if "gate" in entry else None,
             )
         )
     glob = data["global_allowlist"]
@@ -375,6 +377,8 @@ def _findings(text: str) -> Iterator[SecretFinding]:
     lines = _Lines(text, lowered)
     for rule in rules:
         if rule.keywords and present.isdisjoint(rule.keywords):
+            continue
+        if rule.gate is not None and rule.gate.search(text) is None:
             continue
         for match in _near_keywords(rule, text, lines, present):
             start, end = _secret_span(match, rule.group)

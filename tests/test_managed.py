@@ -1289,7 +1289,9 @@ def _parallel(results: int, lines: int) -> list[dict[str, Any]]:
         {
             "role": "tool",
             "tool_call_id": f"p{k}",
-            "content": "\n".join(f"part {k} row {j}: value_{k}_{j} = {j * 7}" for j in range(lines)),
+            "content": "\n".join(
+                f"part {k} row {j}: value_{k}_{j} = {j * 7}" for j in range(lines)
+            ),
         }
         for k in range(results)
     ]

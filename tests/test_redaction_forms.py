@@ -5,7 +5,10 @@ cannot be an ordinary word."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
+import random
+import string
 from collections.abc import Callable
 from typing import Any
 
@@ -215,6 +218,51 @@ def test_json_that_escapes_its_slashes_is_read_through(text: str, gone: str) -> 
     out = redact(text)
     assert gone not in out.text, out.text
     assert out.text.count('"') == text.count('"')  # the JSON around the secret stays
+
+
+def _pem_body(seed: int, width: int = 64, lines: int = 12) -> list[str]:
+    rng = random.Random(seed)
+    alphabet = string.ascii_letters + string.digits + "+/"
+    return ["".join(rng.choice(alphabet) for _ in range(width)) for _ in range(lines)]
+
+
+@pytest.mark.parametrize(
+    "shown",
+    [
+        lambda body: "page 2 of id_rsa:\n" + "\n".join(body[3:9]) + "\n(more)",
+        lambda body: "\n".join(f"{i:6d}\t{line}" for i, line in enumerate(body[3:9], 8)),
+        lambda body: "\n".join(f"{i}\u2192{line}" for i, line in enumerate(body[3:9], 8)),
+        lambda body: "\n".join([*body[4:], "tK9w=="]),  # its middle and short last line
+    ],
+    ids=["paged read", "cat -n", "read tool", "up to the last line"],
+)
+def test_a_private_keys_middle_lines_alone_are_redacted(shown: Callable[[list[str]], str]) -> None:
+    # A paged read of a key file (offset and limit, sed -n 5,20p) shows neither BEGIN nor END:
+    # the middle of an RSA key holds most of its primes, and it went through whole.
+    for width in (64, 70):  # PEM's width, OpenSSH's
+        body = _pem_body(width, width)
+        out = redact(shown(body))
+        assert not any(line in out.text for line in body), out.text
+        assert out.kinds == ("private-key",)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "-----BEGIN CERTIFICATE-----\n{body}\n-----END CERTIFICATE-----\n",
+        "-----BEGIN CERTIFICATE-----\n{body}\n",  # cut before END
+        "{body}\n-----END CERTIFICATE-----\n",  # its tail
+        "-----BEGIN PUBLIC KEY-----\n{body}\n-----END PUBLIC KEY-----\n",
+        "three lines are not a key's body:\n{three}\n",
+        "sha256 digests:\n{hexes}\n",
+    ],
+    ids=["certificate", "certificate head", "certificate tail", "public key", "3 lines", "hex"],
+)
+def test_base64_lines_that_are_no_private_key_stay(text: str) -> None:
+    body = _pem_body(7)
+    hexes = "\n".join(hashlib.sha256(line.encode()).hexdigest() for line in body)
+    filled = text.format(body="\n".join(body), three="\n".join(body[:3]), hexes=hexes)
+    assert find_secrets(filled) == ()
 
 
 def test_a_certificate_is_no_private_key() -> None:

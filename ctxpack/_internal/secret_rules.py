@@ -13,6 +13,9 @@ __all__ = ["OWN_RULES"]
 # "3→", a selection's "3 | "): a key cut by the output is often numbered.
 _NUMBERED = r"(?:[ \t]*\d{1,7}(?:\t|:|\u2192| ?\| ?))?"
 
+# A line of a PEM body: 64 base64 characters (70 in an OpenSSH private key's).
+_PEM_LINE = r"[A-Za-z0-9+/]{64}(?:[A-Za-z0-9+/]{6})?"
+
 # The key's last word names the secret: after a separator (DB_PASSWORD, db.password) or a
 # camelCase hump (dbPassword, clientSecret), never inside a word (bypass).
 _SECRET_NAME = (
@@ -348,6 +351,25 @@ OWN_RULES: tuple[dict[str, Any], ...] = (
         rf"{_NUMBERED}-----END[ A-Z0-9_-]{{0,100}}PRIVATE KEY(?: BLOCK)?-----",
         "entropy": 3.0,
         "keywords": ["-----end"],
+        "engine": "regex",
+    },
+    {
+        "id": "private-key",
+        # Its middle alone (a paged read, `sed -n 5,20p`): four or more lines of a PEM body's
+        # width (64 characters; 70 in OpenSSH's), neither after a BEGIN line (the rules above
+        # read a private key's; a certificate's or public key's is not a secret) nor before
+        # the END of anything but a private key. A middle part of an RSA key gives its primes
+        # away; a certificate's middle alone is read as one, a cost taken for safety.
+        "regex": rf"(?:^|(?<=\n))(?={_NUMBERED}{_PEM_LINE}[ \t]*\r?\n)"
+        rf"(?<!-----BEGIN[^\n]{{0,100}}-----[ \t]*\r?\n(?:{_NUMBERED}[A-Za-z-]+:[^\n]*\r?\n)*"
+        rf"(?:{_NUMBERED}\r?\n)?)(?<!(?:^|\n){_NUMBERED}{_PEM_LINE}[ \t]*\r?\n)"
+        rf"((?:{_NUMBERED}{_PEM_LINE}[ \t]*\r?\n){{3,}}{_NUMBERED}{_PEM_LINE}"
+        rf"(?:[ \t]*\r?\n{_NUMBERED}[A-Za-z0-9+/]{{1,69}}={{0,2}})?)[ \t]*(?=\r?\n|$)"
+        rf"(?!\r?\n{_NUMBERED}(?:[A-Za-z0-9+/]|-----END(?![ A-Z0-9_-]{{0,100}}PRIVATE KEY)))",
+        "entropy": 4.5,
+        "keywords": [],
+        # Its slow look-behinds run only where a line is a PEM body's (base64, not hex).
+        "gate": rf"(?m)^{_NUMBERED}{_PEM_LINE}[ \t]*\r?$",
         "engine": "regex",
     },
 )
