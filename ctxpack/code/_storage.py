@@ -201,14 +201,36 @@ class FileStore:
         conn = self._connect()
         started = time.time_ns()  # before any file is read: the rows' read time
         try:
-            stored: dict[str, _Row] = {
-                row[0]: row[1:]
-                for row in conn.execute(
-                    "SELECT path, mtime_ns, size, sha256, ctime_ns, read_ns FROM files"
-                )
-            }
+            stored = self._snapshot(conn)
+            if stored is None:  # rebuilt since by an index counting otherwise: ours again
+                self._prepare(conn)
+                stored = self._snapshot(conn) or {}
+            return self._refresh(conn, started, stored)
         except sqlite3.Error as exc:
             raise _failed(self.db, "read the code index", exc) from exc
+        finally:
+            if conn.in_transaction:  # the snapshot of a refresh that failed
+                conn.rollback()
+
+    def _snapshot(self, conn: sqlite3.Connection) -> dict[str, _Row] | None:
+        """The stored rows, in a read transaction left open: every row read during the refresh
+        is of this index's counter and schema, even if an index counting otherwise rebuilds the
+        file meanwhile (WAL readers see one snapshot). ``None``: the file is another's now."""
+        conn.execute("BEGIN")
+        if not self._ours(conn):
+            conn.rollback()
+            return None
+        rows = conn.execute("SELECT path, mtime_ns, size, sha256, ctime_ns, read_ns FROM files")
+        return {row[0]: row[1:] for row in rows}
+
+    def _ours(self, conn: sqlite3.Connection) -> bool:
+        """Whether the file holds rows of this schema and counter."""
+        label = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('schema', 'counter')"))
+        return label == {"schema": _SCHEMA, "counter": self.counter.name}
+
+    def _refresh(
+        self, conn: sqlite3.Connection, started: int, stored: dict[str, _Row]
+    ) -> RefreshStats:
         fresh: dict[str, ParsedFile] = {}
         tokens: dict[str, int] = {}
         rows: dict[str, _Row] = {}
@@ -248,6 +270,8 @@ class FileStore:
             rows[rel] = (stat.st_mtime_ns, stat.st_size, digest, stat.st_ctime_ns, started)
             writes.append((rel, rows[rel], tokens[rel], parse_json))
         gone = sorted(set(stored) - set(fresh))
+        if conn.in_transaction:
+            conn.rollback()  # the snapshot ends: a writer must see the file as it is now
         self._write(conn, writes, gone)
         parsed = sum(1 for w in writes if w[3])
         # Whether a parse in memory changed (one new, gone, or read again from the row).
@@ -281,17 +305,25 @@ class FileStore:
         """Store what a refresh found: new parses, new times of files whose content did not
         change (an empty parse), and the files deleted."""
         try:
-            with conn:
-                conn.executemany(
-                    "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    [(rel, *row, count, parse) for rel, row, count, parse in writes if parse],
-                )
-                conn.executemany(
-                    "UPDATE files SET mtime_ns = ?, size = ?, ctime_ns = ?, read_ns = ?"
-                    " WHERE path = ?",
-                    [(r[0], r[1], r[3], r[4], rel) for rel, r, _, parse in writes if not parse],
-                )
-                conn.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in gone])
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                # Rebuilt meanwhile by an index counting otherwise: its rows are not ours to
+                # write into (this index keeps its parses in memory).
+                if self._ours(conn):
+                    conn.executemany(
+                        "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        [(rel, *row, count, parse) for rel, row, count, parse in writes if parse],
+                    )
+                    conn.executemany(
+                        "UPDATE files SET mtime_ns = ?, size = ?, ctime_ns = ?, read_ns = ?"
+                        " WHERE path = ?",
+                        [(r[0], r[1], r[3], r[4], rel) for rel, r, _, parse in writes if not parse],
+                    )
+                    conn.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in gone])
+                conn.commit()
+            except BaseException:
+                conn.rollback()
+                raise
         except sqlite3.Error as exc:
             raise _failed(self.db, "write the code index", exc) from exc
 

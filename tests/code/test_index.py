@@ -170,6 +170,24 @@ def test_a_file_too_large_to_be_code_is_left_out_and_named(repo: Path, tmp_path:
     assert (stats.removed, stats.too_large) == (1, ("api/table.py",))
 
 
+def test_indexes_counting_otherwise_never_mix_their_counts_in_one_file(
+    repo: Path, tmp_path: Path
+) -> None:
+    # cl100k_base's index wrote its count of an edit into the file the o200k_base index had
+    # rebuilt as its own, and a third index read that count as o200k_base's.
+    db = tmp_path / "index.sqlite"
+    target = repo / "api" / "db.py"
+    first = CodeIndex(repo, db=db, counter="cl100k_base")
+    first.refresh()
+    CodeIndex(repo, db=db, counter="o200k_base").refresh()
+    target.write_text(target.read_text() + "\n# 日本語のテキスト: " + "東京 1234 " * 50 + "\n")
+    first.refresh()
+    assert first.tokens("api/db.py") == first.counter.count(target.read_text())
+    third = CodeIndex(repo, db=db, counter="o200k_base")
+    assert third.tokens("api/db.py") == third.counter.count(target.read_text())
+    assert third.tokens("api/db.py") != first.tokens("api/db.py")
+
+
 def test_another_applications_database_is_refused_untouched(repo: Path, tmp_path: Path) -> None:
     db = tmp_path / "app.sqlite"
     with sqlite3.connect(db) as conn:
