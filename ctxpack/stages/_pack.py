@@ -302,6 +302,8 @@ def _user_first(
         if first is None:
             break
         unit = int(ranking.units.of[next(i for i in kept if ctx.messages[i] is first)])
+        if ranking.protected[unit]:  # kept whatever the budget: the alternate step decides
+            break
         leading.add(unit)
         costs[rank[unit]] = ctx.available + 1  # never fits
         lefts = _greedy_fill(costs, used, ctx.available)

@@ -338,6 +338,28 @@ def test_the_room_of_an_assistant_turn_that_would_lead_goes_to_the_next_messages
     assert pack(messages, budget=budget).kept_ids == ["a0", "a1", "u2"]
 
 
+def test_a_leading_exchange_the_packer_must_keep_is_left_to_the_alternate_step() -> None:
+    # Its pinned result keeps the exchange whatever the budget, so it has no place in the
+    # fill's order: leaving it out of the fill struck another unit (u1) in its place.
+    call = {"id": "c0", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    messages = [
+        {"role": "assistant", "content": None, "id": "a0", "tool_calls": [call]},
+        {
+            "role": "tool",
+            "tool_call_id": "c0",
+            "content": "pinned result",
+            "id": "t0",
+            "pinned": True,
+        },
+        {"role": "user", "content": "question one " * 5, "id": "u1"},
+        {"role": "assistant", "content": "answer one " * 5, "id": "a1"},
+        {"role": "user", "content": "final?", "id": "u2"},
+    ]
+    result = pack(messages, budget=2000, provider="anthropic")
+    assert result.kept_ids == ["u1", "a1", "u2"]
+    assert result.decisions_for("a0")[-1].stage == "alternate"
+
+
 @pytest.mark.parametrize("blank", ["  \n", "", [{"type": "text", "text": " "}]])
 def test_a_blank_user_message_does_not_open_the_conversation_for_anthropic(blank: Any) -> None:
     # to_anthropic() leaves a blank message out (the API refuses it): the assistant reply
