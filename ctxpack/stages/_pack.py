@@ -2,9 +2,11 @@
 
 The promise: the result is the chronological subsequence of the messages that holds every system,
 pinned and protected message, keeps or drops each tool exchange whole (a call without a result,
-or a result without its call, is removed first: providers reject both), and adds the other units in
-decreasing score (ties: the more recent first) whenever they still fit, so that the prompt never
-exceeds ``budget - reserve`` tokens.
+or a result without its call, is removed first: providers reject both), and adds the other units
+whenever they still fit, so that the prompt never exceeds ``budget - reserve`` tokens: first the
+turn in progress (the unit the conversation ends with when it ends with the model's calls and
+their results, or with an answer prefilled for it), then the others in decreasing score (ties:
+the more recent first).
 """
 
 from __future__ import annotations
@@ -101,7 +103,8 @@ class GreedyPacker(StageModel):
         ids = message_ids(messages)
         sizes = message_sizes(ctx.counter, messages)
         scores, columns = self._scores(ctx)
-        ranking = _Ranking.of(exchange_units(messages), _must_keep(ctx, ids), scores, sizes)
+        units = exchange_units(messages)
+        ranking = _Ranking.of(units, _must_keep(ctx, ids), scores, sizes, _in_progress(ctx, units))
         used = priming_tokens(ctx.counter) + ranking.protected_tokens()
         if used > ctx.available:
             pinned = list(items_at(ids, ranking.protected_positions()))
@@ -219,6 +222,8 @@ class GreedyPacker(StageModel):
                 if left < 0:
                     action: Action = "kept"
                     reason = f"score {unit_scores[unit]:.2f} = {explain(i)}"
+                    if unit == ranking.in_progress:
+                        reason = f"{_IN_PROGRESS}; {reason}"
                     if together[unit]:
                         reason += f" (with its tool exchange, {costs[unit]} tokens)"
                 elif unit in leading:
@@ -279,6 +284,20 @@ def _must_keep(ctx: PackContext, ids: Sequence[str]) -> npt.NDArray[np.bool_]:
     must: npt.NDArray[np.bool_] = (flags(ctx.messages) & (SYSTEM | PINNED)) != 0
     must[positions_of(ids, ctx.protected)] = True
     return must
+
+
+# Why the unit that ends the conversation is taken first.
+_IN_PROGRESS = "the turn in progress (it ends the conversation), filled first"
+
+
+def _in_progress(ctx: PackContext, units: Units) -> int | None:
+    """The unit the conversation ends with when it is not the question: the calls the model
+    is waiting on with their results, or an answer prefilled for it to go on with. The next
+    answer reads it first, whatever older turns score."""
+    messages = ctx.messages
+    if not messages or messages[-1].role not in ("assistant", "tool"):
+        return None
+    return int(units.of[-1])
 
 
 # How many times an Anthropic fill is made again, each without the assistant message that would
@@ -346,7 +365,9 @@ class _Ranking:
     stray: npt.NDArray[np.bool_]
     """A tool result without its call that nothing protects: dropped (providers reject it)."""
     order: npt.NDArray[np.intp]
-    """The other units by decreasing score, the more recent first among equals."""
+    """The other units by decreasing score, the more recent first among equals; the turn in
+    progress first."""
+    in_progress: int | None = None
 
     @classmethod
     def of(
@@ -355,6 +376,7 @@ class _Ranking:
         must: npt.NDArray[np.bool_],
         scores: npt.NDArray[np.float64],
         sizes: Sequence[int],
+        in_progress: int | None = None,
     ) -> _Ranking:
         of, count = units.of, units.count
         score = np.full(count, -np.inf)
@@ -370,8 +392,12 @@ class _Ranking:
         stray &= ~protected
         free = np.flatnonzero(~(protected | stray))
         order = free[np.lexsort((-last[free], -score[free]))]
+        if in_progress is not None and not (protected[in_progress] or stray[in_progress]):
+            order = np.concatenate(([in_progress], order[order != in_progress]))
+        else:
+            in_progress = None
         members = np.bincount(of, minlength=count)
-        return cls(units, score, cost, members, protected, stray, order)
+        return cls(units, score, cost, members, protected, stray, order, in_progress)
 
     def costs(self) -> list[int]:
         """What each ranked unit costs, in ranking order."""

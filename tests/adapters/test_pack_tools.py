@@ -338,6 +338,41 @@ def test_the_room_of_an_assistant_turn_that_would_lead_goes_to_the_next_messages
     assert pack(messages, budget=budget).kept_ids == ["a0", "a1", "u2"]
 
 
+def _chat_then(turn: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Ten old turns about Oslo, the question, then ``turn``: what the model did since."""
+    old: list[dict[str, Any]] = []
+    for i in range(10):
+        old.append({"role": "user", "content": f"Old question {i} about Oslo " * 30})
+        old.append({"role": "assistant", "content": f"Old answer {i} " * 30})
+    question = {"role": "user", "content": "Weather in Oslo?", "id": "q"}
+    return [{"role": "system", "content": "You are an agent."}, *old, question, *turn]
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_the_turn_in_progress_is_filled_before_older_turns(provider: str) -> None:
+    # The call the model is waiting on and its result (322 tokens of 1,000) were dropped while
+    # old turns naming Oslo were kept: the model, blind to its own call, calls the tool again.
+    call = {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}
+    messages = _chat_then(
+        [
+            {"role": "assistant", "content": None, "tool_calls": [call], "id": "a"},
+            {"role": "tool", "tool_call_id": "c1", "content": "3C " * 100, "id": "t"},
+        ]
+    )
+    result = pack(messages, budget=1000, provider=provider)
+    assert result.kept_ids[-3:] == ["q", "a", "t"]
+    assert result.tokens <= 1000
+    assert any(m.role == "user" and m.id != "q" for m in result.messages)  # room left, filled
+    assert "the turn in progress" in result.decisions_for("t")[-1].reason
+
+
+def test_an_answer_prefilled_for_the_model_is_filled_first() -> None:
+    prefill = {"role": "assistant", "content": 'The forecast, as JSON: {"answer": ' * 3, "id": "p"}
+    result = pack(_chat_then([prefill]), budget=900, provider="anthropic")
+    assert result.kept_ids[-2:] == ["q", "p"]
+    assert result.to_anthropic()["messages"][-1]["role"] == "assistant"
+
+
 def test_a_leading_exchange_the_packer_must_keep_is_left_to_the_alternate_step() -> None:
     # Its pinned result keeps the exchange whatever the budget, so it has no place in the
     # fill's order: leaving it out of the fill struck another unit (u1) in its place.
