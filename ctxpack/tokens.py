@@ -383,8 +383,8 @@ def tool_definition_tokens(tools: Iterable[Mapping[str, Any]], counter: TokenCou
     is counted as the larger of its compact JSON as sent and that rendering with every
     reference resolved in place, so it is never under-counted. An Anthropic tool (``{"name",
     "description", "input_schema"}``) is counted as its compact JSON (references resolved when
-    that is larger), plus Anthropic's tool-use system prompt once; any other tool (a
-    provider's built-in tool) as its compact JSON.
+    larger), one of Anthropic's own (``bash_20250124``...) as Anthropic publishes it, and
+    either adds Anthropic's tool-use prompt once; other built-in tools as their compact JSON.
 
     Raises:
         ConfigError: a tool is not a tool definition its provider would take (not a mapping,
@@ -403,7 +403,7 @@ def checked_tool_tokens(tools: Sequence[Mapping[str, Any]], counter: TokenCounte
     """:func:`tool_definition_tokens` of definitions that :func:`tool_definitions` has checked
     where they entered (``pack()``, ``render()``, ``simulate()``...): checking walks every
     definition, and a request's tools would be walked twice."""
-    from ._internal.tool_schemas import TOOLS_FUNC_END, compact_json, tool_tokens
+    from ._internal.tool_schemas import TOOLS_FUNC_END, anthropic_tool, compact_json, tool_tokens
 
     own = getattr(counter, "count_tools", None)
     if callable(own):
@@ -413,7 +413,7 @@ def checked_tool_tokens(tools: Sequence[Mapping[str, Any]], counter: TokenCounte
     total = 0
     anthropic = openai = False
     for tool in tools:
-        if "input_schema" in tool:
+        if anthropic_tool(tool):
             anthropic = True
         else:
             openai = True

@@ -454,3 +454,28 @@ def test_tools_for_claude_are_counted_in_anthropics_form_whatever_shape_they_com
     openai = ctxpack.pack(history, budget=2_000, model="gpt-4o", tools=[WEATHER])
     assert openai.tool_tokens == count_tokens("", model="gpt-4o", tools=[WEATHER])
     assert openai.tool_tokens < expected
+
+
+def test_anthropics_own_tools_count_what_the_model_reads_not_their_few_words() -> None:
+    # {"type": "bash_20250124", "name": "bash"} was counted as its JSON (25 tokens) without the
+    # tool-use prompt; the model reads bash's full definition (245 tokens, as Anthropic
+    # publishes it) and the prompt (346). An agent with bash and the editor was ~1,300 short.
+    from ctxpack.tokens import ANTHROPIC_TOOL_PROMPT_TOKENS
+
+    claude = get_counter(counter="cl100k_base")
+    bash = {"type": "bash_20250124", "name": "bash"}
+    editor = {"type": "text_editor_20250728", "name": "str_replace_based_edit_tool"}
+    computer = {"type": "computer_20250124", "name": "computer", "display_width_px": 1024}
+    prompt = ANTHROPIC_TOOL_PROMPT_TOKENS
+    assert tool_definition_tokens([bash], claude) == 245 + prompt
+    assert tool_definition_tokens([bash, editor], claude) == 245 + 700 + prompt
+    assert tool_definition_tokens([computer], claude) == 735 + prompt
+    # A server tool of Anthropic's is its JSON, with the tool-use prompt as every tool brings.
+    search = {"type": "web_search_20250305", "name": "web_search", "max_uses": 5}
+    assert (
+        tool_definition_tokens([search], claude)
+        == claude.count(json.dumps(search, separators=(",", ":"))) + prompt
+    )
+    # OpenAI's dated built-ins are not Anthropic's.
+    openai_search = {"type": "web_search_preview_2025_03_11"}
+    assert tool_definition_tokens([openai_search], claude) < prompt

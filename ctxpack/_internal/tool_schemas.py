@@ -14,6 +14,7 @@ whitespace; :func:`tool_tokens` counts one definition with a token counter.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -270,8 +271,30 @@ TOOLS_FUNC_END = 12
 TOOLS_RENDER_INIT = 4
 
 
+# Anthropic's own tools are named by a dated type (``{"type": "bash_20250124", "name":
+# "bash"}``; OpenAI dates its built-ins with underscores, web_search_preview_2025_03_11). The
+# model reads their full definitions, not the few words the request holds: Anthropic publishes
+# what each adds (its tool pages, as quoted by third-party guides; the computer tool's for
+# Claude 4 and 3.7 models).
+_ANTHROPIC_DEFINED = re.compile(r"([a-z_]+?)_20\d{6}")
+_ANTHROPIC_DEFINED_TOKENS = {"bash": 245, "text_editor": 700, "computer": 735}
+
+
+def anthropic_tool(tool: Mapping[str, Any]) -> bool:
+    """Whether Anthropic takes ``tool``: a custom tool (``input_schema``) or one of its own."""
+    kind = tool.get("type")
+    return "input_schema" in tool or (
+        isinstance(kind, str) and _ANTHROPIC_DEFINED.fullmatch(kind) is not None
+    )
+
+
 def tool_tokens(tool: Mapping[str, Any], counter: TokenCounter) -> int:
     """One tool definition, without the per-request constants."""
+    kind = tool.get("type")
+    defined = _ANTHROPIC_DEFINED.fullmatch(kind) if isinstance(kind, str) else None
+    if defined is not None and "input_schema" not in tool:
+        published = _ANTHROPIC_DEFINED_TOKENS.get(defined[1], 0)
+        return max(published, counter.count(compact_json(tool)))
     if "input_schema" in tool:
         return max(counter.count(compact_json(tool)), counter.count(_inlined_json(tool)))
     function = tool.get("function", tool)
