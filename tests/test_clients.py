@@ -198,6 +198,36 @@ def test_everything_else_passes_through() -> None:
     assert capture.paths == ["/v1/models"]
 
 
+def test_the_wrapper_is_a_context_manager_that_closes_the_client() -> None:
+    capture = Capture(openai_reply())
+    raw = openai_client(capture)
+    client = ctxpack.wrap_openai(raw, window=300)
+    with client as entered:
+        assert entered is client  # the wrapper, whose requests are packed
+        entered.chat.completions.create(model="gpt-4", messages=long_history())
+        assert not raw.is_closed()
+    assert raw.is_closed() and client.last_result is not None
+    assert openai_prompt_tokens(capture.body["messages"]) <= 300
+
+    async def run() -> Any:
+        capture = Capture(anthropic_message([{"type": "text", "text": "ok"}]))
+        raw = async_anthropic_client(capture)
+        client = ctxpack.wrap_anthropic(raw, window=2000, counter="cl100k_base")
+        async with client as entered:
+            assert entered is client
+            await entered.messages.create(
+                model="claude-sonnet-5-5", max_tokens=300, messages=anthropic_history()
+            )
+        assert raw.is_closed()
+        return client.last_result
+
+    assert asyncio.run(run()) is not None
+    async_client = ctxpack.wrap_openai(async_openai_client(capture), window=300)
+    refused = pytest.raises(TypeError, match="AsyncOpenAI does not support with; use async with")
+    with refused, async_client:
+        pass
+
+
 def test_copies_made_with_with_options_stay_packed() -> None:
     capture = Capture(openai_reply())
     client = ctxpack.wrap_openai(openai_client(capture), window=300)
@@ -214,6 +244,38 @@ def test_raw_response_entry_points_are_packed() -> None:
     raw = client.chat.completions.with_raw_response.create(model="gpt-4", messages=long_history())
     assert raw.parse().choices[0].message.content == "Under Billing > Profile."
     assert openai_prompt_tokens(capture.body["messages"]) <= 300
+
+
+# Each form the SDK gives the plain request method, wherever its modifier stands; unlisted, these
+# sent the whole history unpacked.
+OPENAI_FORMS = {
+    "client.with_raw_response": lambda c: c.with_raw_response.chat.completions.create,
+    "client.chat.with_raw_response": lambda c: c.chat.with_raw_response.completions.create,
+    "client.with_streaming_response": lambda c: c.with_streaming_response.chat.completions.create,
+    "client.beta parse": lambda c: c.beta.chat.completions.parse,
+    "client.beta.chat.completions.with_raw_response": lambda c: (
+        c.beta.chat.completions.with_raw_response.create
+    ),
+}
+
+
+@pytest.mark.parametrize("form", list(OPENAI_FORMS))
+def test_every_form_of_the_request_method_packs_as_the_plain_one(form: str) -> None:
+    capture = Capture(openai_reply())
+    client = ctxpack.wrap_openai(openai_client(capture), window=600)
+    kwargs: dict[str, Any] = {"model": "gpt-4", "messages": long_history(), "max_tokens": 50}
+    client.chat.completions.create(**kwargs)
+    plain, expected = capture.body, client.last_result
+    reply = OPENAI_FORMS[form](client)(**kwargs)
+    if form == "client.with_streaming_response":
+        with reply:  # the request goes out on entering
+            pass
+    # parse adds stream=False; the history sent is the same.
+    assert capture.body["messages"] == plain["messages"] and len(capture.requests) == 2
+    assert len(plain["messages"]) < len(kwargs["messages"])
+    result = client.last_result
+    assert result is not expected and expected is not None
+    assert result is not None and result.tokens == expected.tokens
 
 
 def test_max_tokens_that_leave_no_room_fail_before_sending() -> None:
@@ -390,6 +452,102 @@ def test_anthropic_request_is_packed_with_system_and_tools_counted() -> None:
     content = anthropic_content_tokens(body["system"], body["messages"])
     assert content <= result.tokens - result.tool_tokens
     assert content + result.tool_tokens <= 2000 - 300
+
+
+ANTHROPIC_FORMS = {
+    "client.with_raw_response": lambda c: c.with_raw_response.messages.create,
+    "client.beta.with_raw_response": lambda c: c.beta.with_raw_response.messages.create,
+    "client.with_streaming_response": lambda c: c.with_streaming_response.messages.create,
+    "client.beta.messages.with_raw_response": lambda c: c.beta.messages.with_raw_response.create,
+}
+
+
+@pytest.mark.parametrize("form", list(ANTHROPIC_FORMS))
+def test_every_form_of_the_anthropic_request_method_packs_as_the_plain_one(form: str) -> None:
+    capture = Capture(anthropic_message([{"type": "text", "text": "ok"}]))
+    client = ctxpack.wrap_anthropic(anthropic_client(capture), window=2000, counter="cl100k_base")
+    kwargs: dict[str, Any] = {
+        "model": "claude-sonnet-5-5",
+        "max_tokens": 300,
+        "system": "You are a travel agent.",
+        "messages": anthropic_history(),
+    }
+    client.messages.create(**kwargs)
+    plain, expected = capture.body, client.last_result
+    reply = ANTHROPIC_FORMS[form](client)(**kwargs)
+    if form == "client.with_streaming_response":
+        with reply:
+            pass
+    assert capture.body == plain and len(capture.requests) == 2
+    assert len(plain["messages"]) < len(kwargs["messages"])
+    result = client.last_result
+    assert result is not expected and expected is not None
+    assert result is not None and result.tokens == expected.tokens
+
+
+def test_the_tool_runner_packs_every_turn_or_is_refused_on_a_server_thread() -> None:
+    from anthropic import beta_tool
+
+    @beta_tool
+    def get_weather(city: str) -> str:
+        """Current weather in a city."""
+        return "3 C"
+
+    call = {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}}
+    replies = iter(
+        [
+            {**anthropic_message([call]), "stop_reason": "tool_use"},
+            anthropic_message([{"type": "text", "text": "3 C."}]),
+        ]
+    )
+    capture = Capture(lambda body: httpx2.Response(200, json=next(replies)))
+    client = ctxpack.wrap_anthropic(anthropic_client(capture), window=2000, counter="cl100k_base")
+    history = anthropic_history()
+    kwargs: dict[str, Any] = {"model": "claude-sonnet-5-5", "max_tokens": 300, "messages": history}
+    # On a thread the server keeps the history and each turn sends only its new messages: the
+    # wrapper would see a lone tool result, and the thread would grow past the window.
+    with pytest.raises(
+        ctxpack.ConfigError, match=r"client\.beta\.messages\.tool_runner\(\).*thread=False"
+    ):
+        client.beta.messages.tool_runner(tools=[get_weather], **kwargs)
+    with pytest.raises(ctxpack.ConfigError, match=r"client\.beta\.messages\.thread\(\)"):
+        client.beta.messages.thread(**kwargs)
+    assert capture.requests == []
+    runner = client.beta.messages.tool_runner(tools=[get_weather], thread=False, **kwargs)
+    assert [m.content[-1].type for m in runner] == ["tool_use", "text"]
+    first, second = capture.requests
+    assert len(first["messages"]) < len(history)
+    # The second turn is the whole history, packed: the call and its result end it.
+    assert second["messages"][-2]["content"][-1]["id"] == "toolu_1"
+    assert second["messages"][-1]["content"][0]["tool_use_id"] == "toolu_1"
+    ctxpack.adapters.validate_anthropic(second)
+    result = client.last_result
+    assert result is not None and len(result.input_ids) == len(history) + 2
+    assert result.tokens <= 2000 - 300
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_request_packed_down_to_no_message_fails_before_sending(provider: str) -> None:
+    # The only turn is a result whose call the caller's history lost: dropped as an orphan,
+    # it left messages=[], sent for the API to refuse.
+    if provider == "openai":
+        capture = Capture(openai_reply())
+        client = ctxpack.wrap_openai(openai_client(capture), window=5_000)
+        create = client.chat.completions.create
+        orphan: dict[str, Any] = {"role": "tool", "tool_call_id": "call_gone", "content": "42"}
+    else:
+        capture = Capture(anthropic_message([{"type": "text", "text": "ok"}]))
+        client = ctxpack.wrap_anthropic(
+            anthropic_client(capture), window=5_000, counter="cl100k_base"
+        )
+        create = client.messages.create
+        result_block = {"type": "tool_result", "tool_use_id": "toolu_gone", "content": "42"}
+        orphan = {"role": "user", "content": [result_block]}
+    with pytest.raises(ctxpack.InvalidMessageError, match=r"^messages: .*no message") as info:
+        create(model="gpt-4", max_tokens=10, messages=[orphan])
+    assert "orphan" in str(info.value)
+    assert capture.requests == []
+    assert client.last_result is not None and client.last_result.messages == []
 
 
 def test_anthropic_default_counter_is_announced_once() -> None:

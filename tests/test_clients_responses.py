@@ -264,6 +264,41 @@ def test_raw_response_and_parse_are_packed() -> None:
     assert client.last_result is not None and client.last_result.tokens <= 800
 
 
+@pytest.mark.parametrize(
+    "form",
+    ["client.with_raw_response", "client.beta", "client.with_streaming_response"],
+)
+def test_every_form_of_responses_create_packs_as_the_plain_one(form: str) -> None:
+    # Unlisted, these sent the whole input unpacked.
+    capture = Capture(text_reply())
+    client = ctxpack.wrap_openai(openai_client(capture), window=800)
+    kwargs: dict[str, Any] = {"model": "gpt-4o", "input": long_input(), "max_output_tokens": 50}
+    client.responses.create(**kwargs)
+    plain, expected = capture.body, client.last_result
+    if form == "client.with_raw_response":
+        client.with_raw_response.responses.create(**kwargs)
+    elif form == "client.beta":
+        client.beta.responses.create(**kwargs)
+    else:
+        with client.with_streaming_response.responses.create(**kwargs):
+            pass
+    assert capture.body == plain and len(capture.requests) == 2
+    assert len(plain["input"]) < len(long_input())
+    result = client.last_result
+    assert result is not None and expected is not None and result is not expected
+    assert result.tokens == expected.tokens
+
+
+def test_an_input_packed_down_to_no_item_fails_before_sending() -> None:
+    # A lone output whose call is gone is dropped as an orphan: input=[] went out.
+    capture = Capture(text_reply())
+    client = ctxpack.wrap_openai(openai_client(capture), window=5_000)
+    orphan = {"type": "function_call_output", "call_id": "call_gone", "output": "42"}
+    with pytest.raises(ctxpack.InvalidMessageError, match=r"^input: .*no message.*orphan"):
+        client.responses.create(model="gpt-4o", instructions=INSTRUCTIONS, input=[orphan])
+    assert capture.requests == []
+
+
 def test_a_managed_session_keeps_instructions_apart_and_adds_its_tools_flat() -> None:
     capture = Capture(text_reply())
     session = ctxpack.Session(model="gpt-4o", window=2000)

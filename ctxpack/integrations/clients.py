@@ -2,11 +2,12 @@
 
 ``wrap_openai(client, window=...)`` returns an object that behaves like ``client``: every
 attribute is the client's own, except that ``chat.completions.create`` (and ``parse``,
-``stream``, and their ``with_raw_response`` / ``with_streaming_response`` forms) pack
-``messages`` with :func:`ctxpack.pack` before the SDK sends them, and ``responses.create``
-(and the same forms) packs ``input`` with ``instructions`` beside it. ``wrap_anthropic`` does
-the same for ``messages.create`` / ``messages.stream`` (and ``beta.messages``), packing
-``system`` too.
+``stream``) pack ``messages`` with :func:`ctxpack.pack` before the SDK sends them, and
+``responses.create`` (and the same) packs ``input`` with ``instructions`` beside it; every
+form of these methods (``with_raw_response``, ``with_streaming_response``, ``beta``, at any
+level of the path) packs alike. ``wrap_anthropic`` does the same for ``messages.create`` /
+``messages.stream`` (and their forms), packing ``system`` too, and for the requests of
+``beta.messages.tool_runner(..., thread=False)``.
 ``window`` is the model's context window, prompt and reply together (each request's
 ``max_tokens`` is taken out of it); ``budget``, as in :func:`ctxpack.pack`, caps the prompt alone.
 The tool definitions are counted against both; the reply is left as the SDK returns it, so
@@ -19,24 +20,17 @@ an object to await (the reply) or to enter with ``async with`` (a stream).
 
 from __future__ import annotations
 
-import contextvars
 import inspect
 import warnings
-import weakref
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .._internal.arguments import keyword_checked, message_items, optional_text, string, tool_list
-from .._internal.budgets import pack_limits
-from ..adapters import from_anthropic
-from ..errors import ConfigError, InvalidMessageError
+from .._internal.arguments import keyword_checked, optional_text
+from ..errors import ConfigError
 from ..managed import WindowPolicy
-from ..packing import pack
 from ..pipeline import Stage
-from ..providers import Provider, flat_tools
+from ..providers import Provider
 from ..result import PackResult
-from ..sdk import coerce_messages
 from ..tokens import (
     ApproximateTokenCountWarning,
     CounterLike,
@@ -44,10 +38,8 @@ from ..tokens import (
     anthropic_approx_counter,
     get_counter,
 )
-from . import _responses_request as responses_api
-from ._output_format import output_format
-from ._responses_request import given as _given
-from ._session_feed import Asked, SessionFeed, SessionLike, wrapper_policy
+from ._packer import _Packer
+from ._session_feed import SessionFeed, SessionLike, wrapper_policy
 
 __all__ = [
     "PackedClient",
@@ -56,29 +48,18 @@ __all__ = [
 ]
 
 
-# Entry points that pack their keyword arguments, by the attribute path from the client.
-_OPENAI_RESOURCES = frozenset(
-    {
-        ("chat", "completions"),
-        ("chat", "completions", "with_raw_response"),
-        ("chat", "completions", "with_streaming_response"),
-        ("responses",),
-        ("responses", "with_raw_response"),
-        ("responses", "with_streaming_response"),
-    }
-)
-_OPENAI_METHODS = frozenset({"create", "parse", "stream"})
-_ANTHROPIC_RESOURCES = frozenset(
-    {
-        ("messages",),
-        ("messages", "with_raw_response"),
-        ("messages", "with_streaming_response"),
-        ("beta", "messages"),
-        ("beta", "messages", "with_raw_response"),
-        ("beta", "messages", "with_streaming_response"),
-    }
-)
-_ANTHROPIC_METHODS = frozenset({"create", "parse", "stream"})
+# The resources whose request methods send a history, by their attribute path from the client.
+_OPENAI_RESOURCES = frozenset({("chat", "completions"), ("responses",)})
+_ANTHROPIC_RESOURCES = frozenset({("messages",)})
+_METHODS = frozenset({"create", "parse", "stream"})
+# Attributes that reach the same request methods in another form (the raw or streamed HTTP
+# response, the beta API). The SDKs place them at any level (client.with_raw_response.chat,
+# client.chat.with_raw_response, client.beta.with_raw_response.messages...), so a path is
+# matched with them taken out: wherever they appear, the method packs as the plain one does.
+_MODIFIERS = frozenset({"with_raw_response", "with_streaming_response", "beta"})
+# Anthropic's helpers that run a conversation themselves, sending from the SDK client they were
+# made from: the tool runner, and a message thread (whose history the server keeps).
+_SERVER_THREADS = frozenset({"tool_runner", "thread"})
 # The async clients, named in errors.
 _ASYNC_CLIENTS = {"openai": "openai.AsyncOpenAI", "anthropic": "anthropic.AsyncAnthropic"}
 # Client methods that return a new client configured like this one: the copy is wrapped too.
@@ -95,198 +76,62 @@ def _is_async_client(client: Any, provider: Provider) -> bool:
     return callable(method) and inspect.iscoroutinefunction(inspect.unwrap(method))
 
 
-# Each thread and each asyncio task sees the results of the requests it packed itself: a new
-# mapping is set on every request (never edited in place, since tasks share their parent's), and
-# it holds its packers weakly so a wrapper made per request leaves nothing behind in a long-lived
-# worker thread.
-_LAST_RESULTS: contextvars.ContextVar[weakref.WeakKeyDictionary[_Packer, PackResult]] = (
-    contextvars.ContextVar("ctxpack_last_results")
-)
-
-
-@dataclass(eq=False)  # hashed by identity: the key of its last results
-class _Packer:
-    """What a wrapped client packs with, and what it packed last."""
-
-    provider: Provider
-    window: int | None
-    budget: int | None
-    reserve: int
-    model: str | None
-    counter: TokenCounter | None
-    pipeline: Stage | None
-    feed: SessionFeed | None
-    resources: frozenset[tuple[str, ...]] = field(default=frozenset())
-    methods: frozenset[str] = field(default=frozenset())
-
-    def counter_for(self, request_model: Any) -> TokenCounter:
-        if self.counter is not None:
-            return self.counter
-        if self.model is not None:
-            return get_counter(self.model)
-        # The request's model picks the tokenizer: any other type would count with the default
-        # encoding, unnoticed. An omitted one is left for the SDK to report.
-        return get_counter(string(request_model, "model") if _given(request_model) else None)
-
-    def reply_room(self, kwargs: Mapping[str, Any], *, responses: bool = False) -> int:
-        keys = ("max_output_tokens",) if responses else ("max_completion_tokens", "max_tokens")
-        for key in keys:
-            value = kwargs.get(key)
-            if _given(value):
-                if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                    raise ConfigError(f"{key} must be a non-negative int, got {value!r}")
-                return value
-        return 0
-
-    def packed_kwargs(
-        self, kwargs: dict[str, Any], *, beta: bool = False, responses: bool = False
-    ) -> dict[str, Any]:
-        """The request's keyword arguments with ``messages`` (and ``system``) packed, or for
-        the Responses API (``responses``) its ``input`` (``instructions`` beside it); for a
-        server-side managed session, with its ``context_management`` (``beta``: the request
-        goes through ``client.beta``, the only one that takes it)."""
-        if responses and not responses_api.packs(kwargs):
-            return kwargs
-        asked, out = self._asked(kwargs, beta, responses)
-        if self.feed is not None:
-            return self._sent(asked, out, self.feed.render(asked))
-        assert asked.limits is not None
-        counter, budget, reserve = asked.limits
-        history: Sequence[Any]
-        if self.provider == "anthropic":
-            history = from_anthropic(asked.messages, system=asked.system)
-        elif responses:
-            history = responses_api.with_instructions(asked.messages, asked.system)
-        else:
-            history = coerce_messages(asked.messages)
-        result = pack(
-            history,
-            budget=budget,
-            reserve=reserve,
-            counter=counter,
-            tools=asked.tools,
-            pipeline=self.pipeline,
-            provider=self.provider,
-        )
-        return self._sent(asked, out, result)
-
-    async def apacked_kwargs(
-        self, kwargs: dict[str, Any], *, beta: bool = False, responses: bool = False
-    ) -> dict[str, Any]:
-        """:meth:`packed_kwargs` with an AsyncSession, awaited."""
-        assert self.feed is not None
-        if responses and not responses_api.packs(kwargs):
-            return kwargs
-        asked, out = self._asked(kwargs, beta, responses)
-        return self._sent(asked, out, await self.feed.arender(asked))
-
-    def _asked(
-        self, kwargs: dict[str, Any], beta: bool, responses: bool = False
-    ) -> tuple[Asked, dict[str, Any]]:
-        """What a request asks (its messages, system prompt, tools, reply and limits) and the
-        keyword arguments to send beside them; InvalidMessageError without a list of messages."""
-        system: Any = None
-        if responses:
-            messages = responses_api.request_input(kwargs)
-            system = responses_api.instructions(kwargs)
-        else:
-            messages = self._messages(kwargs)
-            if self.provider == "anthropic" and _given(kwargs.get("system")):
-                system = kwargs["system"]
-        room = self.reply_room(kwargs, responses=responses)
-        schema_text = output_format(kwargs, provider=self.provider, responses=responses)
-        limits, schema = None, 0
-        feed = self.feed if self.feed is not None and self.feed.policy is not None else None
-        if feed is None:  # the wrapper's limits; a managed session sizes its own requests
-            counter = self.counter_for(kwargs.get("model"))
-            schema = counter.count(schema_text) if schema_text else 0
-            asked = "max_output_tokens" if responses else "max_tokens"
-            budget, reserve = pack_limits(
-                self.window, self.budget, self.reserve, room, asked=asked, schema=schema
-            )
-            limits = (counter, budget, reserve)
-        tools: Any = kwargs.get("tools")
-        if not _given(tools):  # the legacy functions= declares tools the model reads alike
-            tools = kwargs.get("functions")
-        tools = tool_list(tools) if _given(tools) else None
-        out = dict(kwargs)
-        if feed is not None:
-            schema = feed.count(schema_text) if schema_text else 0
-            own = _given(kwargs.get("context_management"))
-            out.update(feed.server_side_fields(beta=beta, own=own, betas=kwargs.get("betas")))
-        return Asked(messages, system, tools, room, limits, responses, schema), out
-
-    @staticmethod
-    def _messages(kwargs: Mapping[str, Any]) -> list[Any]:
-        """A Chat Completions or Messages request's ``messages``.
-
-        Raises:
-            InvalidMessageError: missing, empty, or not a list.
-        """
-        # Every method that packs needs messages: without them the request would go out
-        # unpacked (messages=None as null), or fail in the SDK with a bare TypeError.
-        messages: Any = kwargs.get("messages")
-        if "messages" not in kwargs or (messages is not None and not _given(messages)):
-            raise InvalidMessageError("messages: required, the request's list of messages")
-        entries = list(message_items(messages))
-        if not entries:
-            # Both providers refuse an empty list; said here, before anything is sent.
-            raise InvalidMessageError("messages: empty; a request needs at least one message")
-        return entries
-
-    def _sent(self, asked: Asked, out: dict[str, Any], result: PackResult) -> dict[str, Any]:
-        """The keyword arguments sent: ``out``, with ``result`` in place of the messages (and
-        system prompt), and the session's tools added."""
-        self.remember(result)
-        tools = asked.tools
-        # The session's tools go with tools=: the legacy functions= cannot carry them.
-        legacy = not _given(out.get("tools")) and _given(out.get("functions"))
-        sent_tools = self.feed.tools(tools) if self.feed is not None and not legacy else tools
-        if sent_tools is not None and sent_tools != tools:
-            out["tools"] = flat_tools(sent_tools) if asked.responses else sent_tools
-        if asked.responses:
-            out["input"] = responses_api.input_items(result.messages, asked.system)
-        elif self.provider == "anthropic":
-            payload = result.to_anthropic()
-            out["messages"] = payload["messages"]
-            if payload["system"] is not None:
-                out["system"] = payload["system"]
-        else:
-            out["messages"] = result.to_openai()
-        return out
-
-    @property
-    def last_result(self) -> PackResult | None:
-        """The result of the last request packed by this thread or asyncio task."""
-        return _LAST_RESULTS.get(weakref.WeakKeyDictionary()).get(self)
-
-    def remember(self, result: PackResult) -> None:
-        results = weakref.WeakKeyDictionary(_LAST_RESULTS.get(weakref.WeakKeyDictionary()))
-        results[self] = result
-        _LAST_RESULTS.set(results)
-
-
 class _Resource:
     """An attribute of the client on the way to (or holding) the packing methods."""
 
-    def __init__(self, target: Any, path: tuple[str, ...], packer: _Packer) -> None:
+    def __init__(self, target: Any, path: tuple[str, ...], packer: _Packer, root: Any) -> None:
         self._target = target
         self._path = path
         self._packer = packer
+        self._root = root  # the PackedClient, which a tool runner sends through
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._target, name)
         packer = self._packer
-        if self._path in packer.resources and name in packer.methods and callable(value):
-            top = self._path[:1]
-            return _packing(value, packer, beta=top == ("beta",), responses=top == ("responses",))
+        core = _core(self._path)
+        if core in packer.resources and callable(value):
+            if name in _METHODS:
+                beta, responses = "beta" in self._path, core == ("responses",)
+                return _packing(value, packer, beta=beta, responses=responses)
+            if name in _SERVER_THREADS and packer.provider == "anthropic":
+                return _threaded(value, self._root, (*self._path, name))
         path = (*self._path, name)
-        if any(resource[: len(path)] == path for resource in packer.resources):
-            return _Resource(value, path, packer)
+        core = _core(path)
+        if any(resource[: len(core)] == core for resource in packer.resources):
+            return _Resource(value, path, packer, self._root)
         return value
 
     def __repr__(self) -> str:
         return f"<packed {self._target!r}>"
+
+
+def _core(path: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(name for name in path if name not in _MODIFIERS)
+
+
+def _threaded(method: Any, root: Any, path: tuple[str, ...]) -> Callable[..., Any]:
+    """A tool runner made from the wrapper, so that each turn's request goes through its
+    packing ``create``. A thread on the server is refused: each turn then sends only its new
+    messages, and the history the server keeps grows past the window unseen by the wrapper."""
+    name = ".".join(("client", *path))
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        client = root.wrapped
+        threads = getattr(client, "_supports_message_threads", False)  # SDKs before threads lack it
+        if path[-1] != "tool_runner" or (threads and kwargs.get("thread") is not False):
+            raise ConfigError(
+                f"{name}() keeps the conversation in a thread on Anthropic's server, which the "
+                "wrapper cannot pack: use client.beta.messages.tool_runner(..., thread=False), "
+                "whose every turn sends the whole history, packed, or client.messages.create"
+            )
+        # The SDK's resources take their client as their only argument; given the wrapper, the
+        # runner's requests are the wrapper's.
+        resource = type(method.__self__)
+        return getattr(resource(root), path[-1])(*args, **kwargs)
+
+    call.__name__ = path[-1]
+    call.__doc__ = getattr(method, "__doc__", None)
+    return call
 
 
 def _packing(
@@ -364,7 +209,7 @@ class PackedClient(_Resource):
     """
 
     def __init__(self, client: Any, packer: _Packer) -> None:
-        super().__init__(client, (), packer)
+        super().__init__(client, (), packer, self)
 
     @property
     def last_result(self) -> PackResult | None:
@@ -384,6 +229,24 @@ class PackedClient(_Resource):
             return copied
         return super().__getattr__(name)
 
+    # The SDK clients close their HTTP connections on leaving a with block; the wrapper is
+    # entered in their place and hands the block itself, so its requests stay packed.
+    def __enter__(self) -> PackedClient:
+        _protocol(self._target, "__enter__", "with", "async with")
+        self._target.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> Any:
+        return self._target.__exit__(*exc)
+
+    async def __aenter__(self) -> PackedClient:
+        _protocol(self._target, "__aenter__", "async with", "with")
+        await self._target.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._target.__aexit__(*exc)
+
     def __repr__(self) -> str:
         p = self._packer
         managed = p.feed.policy if p.feed is not None else None
@@ -392,6 +255,13 @@ class PackedClient(_Resource):
         limits += f"budget={p.budget}, " if p.budget is not None else ""
         return (
             f"PackedClient({self._target!r}, {limits}reserve={p.reserve}, provider={p.provider!r})"
+        )
+
+
+def _protocol(client: Any, method: str, statement: str, other: str) -> None:
+    if not hasattr(type(client), method):
+        raise TypeError(
+            f"the wrapped {type(client).__name__} does not support {statement}; use {other}"
         )
 
 
@@ -440,7 +310,6 @@ def _wrap(
         pipeline=pipeline,
         feed=None if session is None else SessionFeed(session, provider, policy),
         resources=resources,
-        methods=_OPENAI_METHODS if openai else _ANTHROPIC_METHODS,
     )
     return PackedClient(client, packer)
 
@@ -500,8 +369,8 @@ def wrap_openai(
             the request's ``model`` picks the tokenizer and is not a string), or ``budget``
             is more than ``window``, or a Responses API request has ``previous_response_id``
             or ``conversation`` (OpenAI holds that history, which the wrapper cannot see).
-        InvalidMessageError: at a request, its ``messages`` (``input``) are missing, empty or
-            not a list of messages (or hold a Responses API ``reasoning`` item).
+        InvalidMessageError: at a request, its ``messages`` (``input``) are missing, empty, not
+            a list of messages (or hold a ``reasoning`` item), or packed down to none.
 
     Example:
         >>> import httpx2, openai
@@ -543,11 +412,13 @@ def wrap_anthropic(
     packed.
 
     ``client.messages.create(messages=..., system=..., max_tokens=..., ...)`` (and
-    ``messages.stream``, ``beta.messages``) packs ``messages`` and ``system`` under Anthropic's
-    rules (a user turn first, alternating turns, tool pairs kept whole) so that the prompt, tool
-    definitions included, never exceeds ``window - reserve - max_tokens`` tokens (and
-    ``budget - reserve`` with a ``budget``, as for :func:`wrap_openai`). The messages may be
-    dicts or the SDK's own objects (``{"role": "assistant", "content": response.content}``).
+    ``messages.stream``, ``beta.messages``, the raw forms, each turn of
+    ``beta.messages.tool_runner(..., thread=False)``) packs ``messages`` and ``system``
+    under Anthropic's rules (a user turn first, alternating turns, tool pairs kept whole) so
+    that the prompt, tool definitions included, never exceeds ``window - reserve -
+    max_tokens`` tokens (and ``budget - reserve`` with a ``budget``, as for
+    :func:`wrap_openai`). The messages may be dicts or the SDK's own objects
+    (``{"role": "assistant", "content": response.content}``).
 
     Anthropic does not publish its tokenizer: without ``counter``, counts are
     :func:`ctxpack.tokens.anthropic_approx_counter`'s (``cl100k_base`` times 1.25, a margin that
@@ -578,9 +449,11 @@ def wrap_anthropic(
             prompt in the window, or passes a managed session's reply room, or with a
             session, the request's messages are not the history the session was given;
             the request's ``model`` picks the tokenizer and is not a string), or ``budget``
-            is more than ``window``.
+            is more than ``window``, or a conversation is kept in a thread on Anthropic's
+            server (``beta.messages.tool_runner`` without ``thread=False``,
+            ``beta.messages.thread``), whose history the wrapper cannot see.
         InvalidMessageError: at a request, its ``messages`` are missing, empty or not a list
-            of messages.
+            of messages, or none is left once packed (an orphan tool result dropped, say).
     """
     policy = wrapper_policy("wrap_anthropic()", window, budget, reserve, session)
     resolved: TokenCounter | None = None

@@ -1,0 +1,211 @@
+"""A wrapped client's packer: the limits it packs each request with, the request's keyword
+arguments with the history packed, and the result each thread or task packed last."""
+
+from __future__ import annotations
+
+import contextvars
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._internal.arguments import message_items, string, tool_list
+from .._internal.budgets import pack_limits
+from ..adapters import from_anthropic
+from ..errors import ConfigError, InvalidMessageError
+from ..packing import pack
+from ..pipeline import Stage
+from ..providers import Provider, flat_tools
+from ..result import PackResult
+from ..sdk import coerce_messages
+from ..tokens import TokenCounter, get_counter
+from . import _responses_request as responses_api
+from ._output_format import output_format
+from ._responses_request import given as _given
+from ._session_feed import Asked, SessionFeed
+
+__all__: list[str] = []
+
+# Each thread and each asyncio task sees the results of the requests it packed itself: a new
+# mapping is set on every request (never edited in place, since tasks share their parent's), and
+# it holds its packers weakly so a wrapper made per request leaves nothing behind in a long-lived
+# worker thread.
+_LAST_RESULTS: contextvars.ContextVar[weakref.WeakKeyDictionary[_Packer, PackResult]] = (
+    contextvars.ContextVar("ctxpack_last_results")
+)
+
+
+@dataclass(eq=False)  # hashed by identity: the key of its last results
+class _Packer:
+    """What a wrapped client packs with, and what it packed last."""
+
+    provider: Provider
+    window: int | None
+    budget: int | None
+    reserve: int
+    model: str | None
+    counter: TokenCounter | None
+    pipeline: Stage | None
+    feed: SessionFeed | None
+    resources: frozenset[tuple[str, ...]] = field(default=frozenset())
+
+    def counter_for(self, request_model: Any) -> TokenCounter:
+        if self.counter is not None:
+            return self.counter
+        if self.model is not None:
+            return get_counter(self.model)
+        # The request's model picks the tokenizer: any other type would count with the default
+        # encoding, unnoticed. An omitted one is left for the SDK to report.
+        return get_counter(string(request_model, "model") if _given(request_model) else None)
+
+    def reply_room(self, kwargs: Mapping[str, Any], *, responses: bool = False) -> int:
+        keys = ("max_output_tokens",) if responses else ("max_completion_tokens", "max_tokens")
+        for key in keys:
+            value = kwargs.get(key)
+            if _given(value):
+                if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                    raise ConfigError(f"{key} must be a non-negative int, got {value!r}")
+                return value
+        return 0
+
+    def packed_kwargs(
+        self, kwargs: dict[str, Any], *, beta: bool = False, responses: bool = False
+    ) -> dict[str, Any]:
+        """The request's keyword arguments with ``messages`` (and ``system``) packed, or for
+        the Responses API (``responses``) its ``input`` (``instructions`` beside it); for a
+        server-side managed session, with its ``context_management`` (``beta``: the request
+        goes through ``client.beta``, the only one that takes it)."""
+        if responses and not responses_api.packs(kwargs):
+            return kwargs
+        asked, out = self._asked(kwargs, beta, responses)
+        if self.feed is not None:
+            return self._sent(asked, out, self.feed.render(asked))
+        assert asked.limits is not None
+        counter, budget, reserve = asked.limits
+        history: Sequence[Any]
+        if self.provider == "anthropic":
+            history = from_anthropic(asked.messages, system=asked.system)
+        elif responses:
+            history = responses_api.with_instructions(asked.messages, asked.system)
+        else:
+            history = coerce_messages(asked.messages)
+        result = pack(
+            history,
+            budget=budget,
+            reserve=reserve,
+            counter=counter,
+            tools=asked.tools,
+            pipeline=self.pipeline,
+            provider=self.provider,
+        )
+        return self._sent(asked, out, result)
+
+    async def apacked_kwargs(
+        self, kwargs: dict[str, Any], *, beta: bool = False, responses: bool = False
+    ) -> dict[str, Any]:
+        """:meth:`packed_kwargs` with an AsyncSession, awaited."""
+        assert self.feed is not None
+        if responses and not responses_api.packs(kwargs):
+            return kwargs
+        asked, out = self._asked(kwargs, beta, responses)
+        return self._sent(asked, out, await self.feed.arender(asked))
+
+    def _asked(
+        self, kwargs: dict[str, Any], beta: bool, responses: bool = False
+    ) -> tuple[Asked, dict[str, Any]]:
+        """What a request asks (its messages, system prompt, tools, reply and limits) and the
+        keyword arguments to send beside them; InvalidMessageError without a list of messages."""
+        system: Any = None
+        if responses:
+            messages = responses_api.request_input(kwargs)
+            system = responses_api.instructions(kwargs)
+        else:
+            messages = self._messages(kwargs)
+            if self.provider == "anthropic" and _given(kwargs.get("system")):
+                system = kwargs["system"]
+        room = self.reply_room(kwargs, responses=responses)
+        schema_text = output_format(kwargs, provider=self.provider, responses=responses)
+        limits, schema = None, 0
+        feed = self.feed if self.feed is not None and self.feed.policy is not None else None
+        if feed is None:  # the wrapper's limits; a managed session sizes its own requests
+            counter = self.counter_for(kwargs.get("model"))
+            schema = counter.count(schema_text) if schema_text else 0
+            asked = "max_output_tokens" if responses else "max_tokens"
+            budget, reserve = pack_limits(
+                self.window, self.budget, self.reserve, room, asked=asked, schema=schema
+            )
+            limits = (counter, budget, reserve)
+        tools: Any = kwargs.get("tools")
+        if not _given(tools):  # the legacy functions= declares tools the model reads alike
+            tools = kwargs.get("functions")
+        tools = tool_list(tools) if _given(tools) else None
+        out = dict(kwargs)
+        if feed is not None:
+            schema = feed.count(schema_text) if schema_text else 0
+            own = _given(kwargs.get("context_management"))
+            out.update(feed.server_side_fields(beta=beta, own=own, betas=kwargs.get("betas")))
+        return Asked(messages, system, tools, room, limits, responses, schema), out
+
+    @staticmethod
+    def _messages(kwargs: Mapping[str, Any]) -> list[Any]:
+        """A Chat Completions or Messages request's ``messages``.
+
+        Raises:
+            InvalidMessageError: missing, empty, or not a list.
+        """
+        # Every method that packs needs messages: without them the request would go out
+        # unpacked (messages=None as null), or fail in the SDK with a bare TypeError.
+        messages: Any = kwargs.get("messages")
+        if "messages" not in kwargs or (messages is not None and not _given(messages)):
+            raise InvalidMessageError("messages: required, the request's list of messages")
+        entries = list(message_items(messages))
+        if not entries:
+            # Both providers refuse an empty list; said here, before anything is sent.
+            raise InvalidMessageError("messages: empty; a request needs at least one message")
+        return entries
+
+    def _sent(self, asked: Asked, out: dict[str, Any], result: PackResult) -> dict[str, Any]:
+        """The keyword arguments sent: ``out``, with ``result`` in place of the messages (and
+        system prompt), and the session's tools added."""
+        self.remember(result)
+        tools = asked.tools
+        # The session's tools go with tools=: the legacy functions= cannot carry them.
+        legacy = not _given(out.get("tools")) and _given(out.get("functions"))
+        sent_tools = self.feed.tools(tools) if self.feed is not None and not legacy else tools
+        if sent_tools is not None and sent_tools != tools:
+            out["tools"] = flat_tools(sent_tools) if asked.responses else sent_tools
+        if asked.responses:
+            out["input"] = responses_api.input_items(result.messages, asked.system)
+        elif self.provider == "anthropic":
+            payload = result.to_anthropic()
+            out["messages"] = payload["messages"]
+            if payload["system"] is not None:
+                out["system"] = payload["system"]
+        else:
+            out["messages"] = result.to_openai()
+        key = "input" if asked.responses else "messages"
+        if not out[key]:
+            raise InvalidMessageError(_nothing_left(key, result))
+        return out
+
+    @property
+    def last_result(self) -> PackResult | None:
+        """The result of the last request packed by this thread or asyncio task."""
+        return _LAST_RESULTS.get(weakref.WeakKeyDictionary()).get(self)
+
+    def remember(self, result: PackResult) -> None:
+        results = weakref.WeakKeyDictionary(_LAST_RESULTS.get(weakref.WeakKeyDictionary()))
+        results[self] = result
+        _LAST_RESULTS.set(results)
+
+
+def _nothing_left(key: str, result: PackResult) -> str:
+    """Why a packed request holds no message: what dropped the ones it had."""
+    last = {d.message_id: d.reason for d in result.decisions}
+    reasons = dict.fromkeys(last.get(i, "no decision recorded") for i in result.dropped_ids)
+    why = "; ".join(reasons) or "none was given beside the system prompt"
+    # Every API refuses an empty list: said here, rather than by the provider after sending.
+    return (
+        f"{key}: the packed request holds no message, so it was not sent (dropped: {why}); "
+        f"a request needs at least one message (the wrapper's last_result.report() says more)"
+    )
