@@ -421,7 +421,7 @@ def wrap_anthropic(
     (``{"role": "assistant", "content": response.content}``).
 
     Anthropic does not publish its tokenizer: without ``counter``, counts are
-    :func:`ctxpack.tokens.anthropic_approx_counter`'s (``cl100k_base`` times 1.25, a margin that
+    :func:`ctxpack.tokens.anthropic_approx_counter`'s (``cl100k_base`` times 1.41, a margin that
     errs on the side of fitting), and an :class:`~ctxpack.tokens.ApproximateTokenCountWarning` says
     so once, here. Pass ``counter=`` (say, a function backed by the count-tokens endpoint) to be
     exact.
