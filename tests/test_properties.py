@@ -13,14 +13,14 @@ import copy
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import ctxpack
 from ctxpack.providers import tools_as_sent
 from ctxpack.tokens import TiktokenCounter, tool_definition_tokens
 
-from .strategies import Conversation, Edit, apply_edit, edits, pack_cases
+from .strategies import Conversation, Edit, apply_edit, conversations, edits, pack_cases
 
 SETTINGS = settings(
     max_examples=60,
@@ -106,6 +106,31 @@ def test_tool_exchanges_kept_or_dropped_whole(case: tuple[Conversation, int, int
             calls_seen.add(call.id)
     missing = (calls_seen & answered_in_input) - results_seen
     assert not missing, f"tool calls kept without their results: {sorted(missing)}"
+
+
+@settings(SETTINGS, max_examples=150)
+@given(conv=conversations(), data=st.data())
+def test_the_turn_in_progress_is_kept_when_it_fits_beside_the_instructions(
+    conv: Conversation, data: st.DataObject
+) -> None:
+    # The model's calls and their results, or an answer prefilled for it, end the request: the
+    # next answer reads them first, so they are filled before any older turn by score.
+    msgs = ctxpack.messages.ensure_messages(conv.items)
+    if not msgs or msgs[-1].role not in ("assistant", "tool"):
+        event("ends with the question")
+        return
+    if msgs[-1].id not in ctxpack.pack(conv.items, budget=10**7, **conv.pack_kwargs()).kept_ids:
+        event("ends with a message no budget keeps (an orphan)")
+        return
+    users = [i for i, m in enumerate(msgs) if m.role == "user"]
+    after = msgs[users[-1] + 1 :] if users else msgs
+    need = _fresh_count([*_mandatory(msgs), *after], conv)
+    total = _fresh_count(msgs, conv)
+    budget = data.draw(st.integers(need, max(need, total + 40)), label="budget")
+    reserve = data.draw(st.integers(0, min(budget - need, 60)), label="reserve")
+    event("the turn fits beside the instructions")
+    result = _pack(conv, budget, reserve)
+    assert result is not None and msgs[-1].id in result.kept_ids
 
 
 @SETTINGS
