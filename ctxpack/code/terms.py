@@ -22,6 +22,9 @@ __all__: list[str] = []
 # (``rückerstattung``, ``größe``, ``обработать``: an ASCII-only rule cut them into fragments).
 IDENTIFIER = r"[^\W\d]\w*"
 _IDENT = re.compile(IDENTIFIER)
+# The same on ASCII text (most source files; str.isascii() is a flag CPython keeps), where it
+# runs in two thirds of the time: a build reads every word of a repository.
+_ASCII_IDENT = re.compile(r"[A-Za-z_]\w*", re.ASCII)
 
 # Words of code that match everything and so rank nothing.
 CODE_STOP_WORDS = frozenset(
@@ -66,7 +69,7 @@ def identifiers(text: str) -> list[str]:
         >>> identifiers("call resolve_redirects() on Session.send")
         ['call', 'resolve_redirects', 'on', 'Session', 'send']
     """
-    return _IDENT.findall(text)
+    return (_ASCII_IDENT if text.isascii() else _IDENT).findall(text)
 
 
 def _word_terms(word: str) -> tuple[str, ...]:
@@ -103,7 +106,7 @@ def code_terms(text: str) -> list[str]:
         ['rate', 'limit', 'ratelimit', 'request', 'throttl', 'request', 'throttlerequest']
     """
     out: list[str] = []
-    for word in _IDENT.findall(text):
+    for word in (_ASCII_IDENT if text.isascii() else _IDENT).findall(text):
         out.extend(_cached_word_terms(word) if len(word) <= _MAX_CACHED_WORD else _word_terms(word))
     return out
 
