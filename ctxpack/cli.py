@@ -66,9 +66,9 @@ class _Request:
     payload: dict[str, Any] | None
     entries: list[Any] | None = None  # the file's OpenAI messages, one per message
 
-    def name(self, message_id: str) -> str:
-        """How the command line names a message: where it is in the file, and its own id."""
-        at = next(i for i, m in enumerate(self.messages) if m.id == message_id)
+    def name(self, at: int) -> str:
+        """How the command line names the message at ``at``: where it is in the file, and its
+        own id."""
         message = self.messages[at]
         if self.entries is None:  # an Anthropic payload: its blocks may make several messages
             words = " ".join(message.text.split())
@@ -76,6 +76,12 @@ class _Request:
             return "system" if message.role == "system" else f"the {message.role} {shown!r}"
         given = self.entries[at].get("id") if isinstance(self.entries[at], dict) else None
         return f"messages[{at}]" + (f" ({given!r})" if given is not None else "")
+
+    def names(self, message_ids: list[str], shown: int = 5) -> str:
+        """The first ``shown`` of these messages by :meth:`name`, and how many more."""
+        at = {m.id: i for i, m in enumerate(self.messages)}
+        first = ", ".join(self.name(at[i]) for i in message_ids[:shown])
+        return first + (f" and {len(message_ids) - shown} more" if len(message_ids) > shown else "")
 
     @property
     def model(self) -> str | None:
@@ -328,7 +334,7 @@ def _no_room(exc: BudgetExceededError, request: _Request, reserve: int) -> str:
     """The error of a budget too small for what is always kept, in the command line's words:
     its options, and the messages by their place in the file (their ids are ctxpack's own
     unless the file gave them)."""
-    kept = ", ".join(request.name(i) for i in exc.pinned_ids)
+    kept = request.names(exc.pinned_ids)
     tools = f" and the tool definitions ({exc.tool_tokens} tokens)" if exc.tool_tokens else ""
     with_reserve = f", --reserve {reserve} included," if reserve else ""
     fixes = "raise --budget" + (", lower --reserve" if reserve else "")

@@ -107,6 +107,17 @@ def test_budget_too_small(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert "messages[0], messages[8], messages[9])" in line and "m-" not in line
 
 
+def test_a_budget_too_small_for_many_kept_messages_names_five(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Every one was named: 2,000 system messages made a 30,000-character error line.
+    chat = [{"role": "system", "content": f"rule {i}"} for i in range(2000)]
+    path = _write(tmp_path, "many.json", [*chat, {"role": "user", "content": "hi"}])
+    assert main(["pack", path, "--budget", "50"]) == 2
+    line = _error_line(capsys)
+    assert "messages[4] and 1996 more) need" in line and len(line) < 400
+
+
 def test_an_anthropic_budget_too_small_names_the_system_and_the_turn(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
