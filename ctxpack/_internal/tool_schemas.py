@@ -280,20 +280,25 @@ _ANTHROPIC_DEFINED = re.compile(r"([a-z_]+?)_20\d{6}")
 _ANTHROPIC_DEFINED_TOKENS = {"bash": 245, "text_editor": 700, "computer": 735}
 
 
+def _anthropic_family(tool: Mapping[str, Any]) -> str | None:
+    """The family of one of Anthropic's own tools (``bash`` for ``bash_20250124``), or None."""
+    kind = tool.get("type")
+    if "input_schema" in tool or not isinstance(kind, str):
+        return None
+    defined = _ANTHROPIC_DEFINED.fullmatch(kind)
+    return defined[1] if defined is not None else None
+
+
 def anthropic_tool(tool: Mapping[str, Any]) -> bool:
     """Whether Anthropic takes ``tool``: a custom tool (``input_schema``) or one of its own."""
-    kind = tool.get("type")
-    return "input_schema" in tool or (
-        isinstance(kind, str) and _ANTHROPIC_DEFINED.fullmatch(kind) is not None
-    )
+    return "input_schema" in tool or _anthropic_family(tool) is not None
 
 
 def tool_tokens(tool: Mapping[str, Any], counter: TokenCounter) -> int:
     """One tool definition, without the per-request constants."""
-    kind = tool.get("type")
-    defined = _ANTHROPIC_DEFINED.fullmatch(kind) if isinstance(kind, str) else None
-    if defined is not None and "input_schema" not in tool:
-        published = _ANTHROPIC_DEFINED_TOKENS.get(defined[1], 0)
+    family = _anthropic_family(tool)
+    if family is not None:
+        published = _ANTHROPIC_DEFINED_TOKENS.get(family, 0)
         return max(published, counter.count(compact_json(tool)))
     if "input_schema" in tool:
         return max(counter.count(compact_json(tool)), counter.count(_inlined_json(tool)))

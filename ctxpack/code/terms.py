@@ -106,7 +106,7 @@ def code_terms(text: str) -> list[str]:
         ['rate', 'limit', 'ratelimit', 'request', 'throttl', 'request', 'throttlerequest']
     """
     out: list[str] = []
-    for word in (_ASCII_IDENT if text.isascii() else _IDENT).findall(text):
+    for word in identifiers(text):
         out.extend(_cached_word_terms(word) if len(word) <= _MAX_CACHED_WORD else _word_terms(word))
     return out
 
