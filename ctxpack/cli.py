@@ -21,6 +21,7 @@ from typing import Any
 
 from ._internal.arguments import TooDeep, check_nesting
 from ._internal.cliargs import UsageError, non_negative_int, positive_int
+from ._internal.named import named
 from .adapters import from_anthropic, from_openai
 from .code.cli import add_code_parser, run_code_command
 from .errors import BudgetExceededError, CtxpackError, TokenizerUnavailableError
@@ -69,11 +70,8 @@ class _Request:
     def name(self, at: int) -> str:
         """How the command line names the message at ``at``: where it is in the file, and its
         own id."""
-        message = self.messages[at]
         if self.entries is None:  # an Anthropic payload: its blocks may make several messages
-            words = " ".join(message.text.split())
-            shown = words if len(words) <= 30 else words[:29] + "…"
-            return "system" if message.role == "system" else f"the {message.role} {shown!r}"
+            return named(self.messages[at])
         given = self.entries[at].get("id") if isinstance(self.entries[at], dict) else None
         return f"messages[{at}]" + (f" ({given!r})" if given is not None else "")
 

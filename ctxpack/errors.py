@@ -55,9 +55,10 @@ class BudgetExceededError(CtxpackError, ValueError):
         pinned_ids: Ids of the messages that cannot be dropped.
         tool_tokens: Tokens of the tool definitions sent with the request (in ``required``).
 
-    The message says what must be kept and how to make room; ``what``, ``fixes`` and ``remedy``
-    word them where the caller knows more (the managed mode names its own arguments, and keeps
-    messages no one pinned: the system prompt and the task).
+    The message says what must be kept and how to make room; ``what``, ``fixes``, ``remedy``,
+    ``limit`` and ``names`` word them where the caller knows more (the managed mode names its own
+    arguments, and keeps messages no one pinned: the system prompt and the task; a client wrapper
+    names the messages by their first words, as their ids are ctxpack's own).
     """
 
     def __init__(
@@ -67,21 +68,24 @@ class BudgetExceededError(CtxpackError, ValueError):
         budget: int,
         pinned_ids: Sequence[str],
         tool_tokens: int = 0,
-        what: str = "the system, developer and pinned messages",
+        what: str = "the system, developer and pinned messages and the current question",
         fixes: str = "raise the budget, lower the reserve",
         remedy: str = "unpin some of",
+        names: Sequence[str] | None = None,
+        limit: str = "the budget",
     ) -> None:
         self.required = required
         self.budget = budget
         self.pinned_ids = list(pinned_ids)
         self.tool_tokens = tool_tokens
-        shown = ", ".join(repr(i) for i in self.pinned_ids[:5])
+        # ``names``: the messages as the caller knows them, where ids are ctxpack's own.
+        shown = ", ".join(names[:5] if names is not None else map(repr, self.pinned_ids[:5]))
         more = f" and {len(self.pinned_ids) - 5} more" if len(self.pinned_ids) > 5 else ""
         if tool_tokens:
             what += f" with the tool definitions ({tool_tokens} tokens)"
             fixes += ", send fewer tools"
         super().__init__(
-            f"{what} need {required} tokens but the budget is {budget}; {fixes}, or {remedy}: "
+            f"{what} need {required} tokens but {limit} is {budget}; {fixes}, or {remedy}: "
             f"{shown}{more}"
         )
 

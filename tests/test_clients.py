@@ -550,6 +550,49 @@ def test_a_request_packed_down_to_no_message_fails_before_sending(provider: str)
     assert client.last_result is not None and client.last_result.messages == []
 
 
+def test_a_request_packed_down_to_its_system_prompt_fails_before_sending() -> None:
+    # OpenAI answers a system prompt alone: the orphan dropped, the request went out and was
+    # billed for a reply to no question.
+    capture = Capture(openai_reply())
+    client = ctxpack.wrap_openai(openai_client(capture), window=5_000)
+    messages = [
+        {"role": "system", "content": "You are terse."},
+        {"role": "tool", "tool_call_id": "call_gone", "content": "42"},
+    ]
+    with pytest.raises(ctxpack.InvalidMessageError, match=r"^messages: .*beside the instr"):
+        client.chat.completions.create(model="gpt-4o", max_tokens=10, messages=messages)
+    assert capture.requests == []
+    # Instructions alone, as the caller gave them, are the caller's request: sent.
+    client.chat.completions.create(model="gpt-4o", max_tokens=10, messages=messages[:1])
+    assert len(capture.requests) == 1
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_window_too_small_for_the_question_is_said_in_the_wrappers_words(provider: str) -> None:
+    # pack()'s error told the caller to unpin 'm-cc00c163977d': an id ctxpack made, for a
+    # message no one pinned (the question, which the wrapper always keeps).
+    question = "Why is the invoice wrong? " + "details " * 2_000
+    if provider == "openai":
+        client: Any = ctxpack.wrap_openai(openai_client(Capture(openai_reply())), window=300)
+        messages = [{"role": "system", "content": "You are terse."}]
+        extra: dict[str, Any] = {}
+    else:
+        capture = Capture(anthropic_message([{"type": "text", "text": "ok"}]))
+        client = ctxpack.wrap_anthropic(
+            anthropic_client(capture), window=300, counter="cl100k_base"
+        )
+        messages, extra = [], {"system": "You are terse."}
+    messages.append({"role": "user", "content": question})
+    create = client.chat.completions.create if provider == "openai" else client.messages.create
+    with pytest.raises(ctxpack.BudgetExceededError) as info:
+        create(model="gpt-4o", max_tokens=10, messages=messages, **extra)
+    said = str(info.value)
+    assert "the last user turn) and max_tokens (10) need" in said
+    assert "but window= is 300; raise window=, lower max_tokens" in said
+    assert said.endswith("shorten some of: system, the user 'Why is the invoice wrong? det…'")
+    assert "m-" not in said and len(info.value.pinned_ids) == 2
+
+
 def test_anthropic_default_counter_is_announced_once() -> None:
     with pytest.warns(ctxpack.tokens.ApproximateTokenCountWarning, match="counter="):
         client = ctxpack.wrap_anthropic(

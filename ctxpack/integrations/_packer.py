@@ -11,8 +11,10 @@ from typing import Any
 
 from .._internal.arguments import message_items, string, tool_list
 from .._internal.budgets import pack_limits
+from .._internal.named import named
 from ..adapters import from_anthropic
-from ..errors import ConfigError, InvalidMessageError
+from ..errors import BudgetExceededError, ConfigError, InvalidMessageError
+from ..messages import owned_messages
 from ..packing import pack
 from ..pipeline import Stage
 from ..providers import Provider, flat_tools
@@ -89,16 +91,43 @@ class _Packer:
             history = responses_api.with_instructions(asked.messages, asked.system)
         else:
             history = coerce_messages(asked.messages)
-        result = pack(
-            history,
-            budget=budget,
-            reserve=reserve,
-            counter=counter,
-            tools=asked.tools,
-            pipeline=self.pipeline,
-            provider=self.provider,
-        )
+        try:
+            result = pack(
+                history,
+                budget=budget,
+                reserve=reserve,
+                counter=counter,
+                tools=asked.tools,
+                pipeline=self.pipeline,
+                provider=self.provider,
+            )
+        except BudgetExceededError as exc:
+            raise self._no_room(exc, history, asked, reserve) from exc
         return self._sent(asked, out, result)
+
+    def _no_room(
+        self, exc: BudgetExceededError, history: Sequence[Any], asked: Asked, reserve: int
+    ) -> BudgetExceededError:
+        """pack()'s error in the wrapper's words: its arguments, and the messages by their
+        role and first words (their ids are ctxpack's own, never seen by the caller)."""
+        # The ids pack() gave: its own copies are cached, so this reads them back.
+        at = {m.id: m for m in owned_messages(history)}
+        reply = "max_output_tokens" if asked.responses else "max_tokens"
+        limit = "window=" if self.window is not None and exc.budget == self.window else "budget="
+        fixes = f"raise {limit}" + (f", lower {reply}" if limit == "window=" and asked.room else "")
+        fixes += ", lower reserve=" if self.reserve else ""
+        return BudgetExceededError(
+            required=exc.required,
+            budget=exc.budget,
+            pinned_ids=exc.pinned_ids,
+            tool_tokens=exc.tool_tokens,
+            what="the messages always kept (instructions, pinned ones, the last user turn)"
+            + (f" and {reply} ({asked.room})" if limit == "window=" and asked.room else ""),
+            fixes=fixes,
+            remedy="shorten some of",
+            limit=limit,
+            names=[named(at[i]) if i in at else repr(i) for i in exc.pinned_ids[:5]],
+        )
 
     async def apacked_kwargs(
         self, kwargs: dict[str, Any], *, beta: bool = False, responses: bool = False
@@ -184,7 +213,11 @@ class _Packer:
         else:
             out["messages"] = result.to_openai()
         key = "input" if asked.responses else "messages"
-        if not out[key]:
+        # OpenAI answers instructions alone, but not the question the caller asked: a pack
+        # that dropped every turn would be billed for a reply to nothing.
+        if not out[key] or (
+            result.dropped_ids and all(m.role in _INSTRUCTIONS for m in result.messages)
+        ):
             raise InvalidMessageError(_nothing_left(key, result))
         return out
 
@@ -199,13 +232,17 @@ class _Packer:
         _LAST_RESULTS.set(results)
 
 
+_INSTRUCTIONS = frozenset({"system", "developer"})
+
+
 def _nothing_left(key: str, result: PackResult) -> str:
-    """Why a packed request holds no message: what dropped the ones it had."""
+    """Why a packed request holds no turn: what dropped the ones it had."""
     last = {d.message_id: d.reason for d in result.decisions}
     reasons = dict.fromkeys(last.get(i, "no decision recorded") for i in result.dropped_ids)
     why = "; ".join(reasons) or "none was given beside the system prompt"
-    # Every API refuses an empty list: said here, rather than by the provider after sending.
+    # Said here, rather than by the provider (or its bill) after sending.
     return (
-        f"{key}: the packed request holds no message, so it was not sent (dropped: {why}); "
-        f"a request needs at least one message (the wrapper's last_result.report() says more)"
+        f"{key}: the packed request holds no message beside the instructions, so it was not "
+        f"sent (dropped: {why}); a request needs at least one turn to answer (the wrapper's "
+        f"last_result.report() says more)"
     )
