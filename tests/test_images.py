@@ -74,7 +74,13 @@ def test_a_tiled_model_bills_its_base_and_tiles(
 
 @pytest.mark.parametrize(
     ("model", "multiplier"),
-    [("gpt-4.1-mini", 1.62), ("gpt-4.1-nano", 2.46), ("gpt-5-mini", 1.62), ("o4-mini", 1.72)],
+    [
+        ("gpt-4.1-mini", 1.62),
+        ("gpt-4.1-nano", 2.46),
+        ("gpt-5-mini", 1.62),
+        ("o4-mini", 1.72),
+        ("codex-mini-latest", 1.72),
+    ],
 )
 @pytest.mark.parametrize(("width", "height"), [(128, 64), (1000, 700), (1800, 2400)])
 def test_a_patch_model_bills_its_patches_times_its_multiplier(

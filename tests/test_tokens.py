@@ -403,6 +403,10 @@ OPENAI_O200K_MODELS = [
     "o4-mini",
     "o4-mini-2025-04-16",
     "openai/gpt-4o",
+    # Beyond tiktoken's table: a TokenizerUnavailableError before, for models OpenAI serves.
+    "codex-mini-latest",
+    "computer-use-preview",
+    "computer-use-preview-2025-03-11",
 ]
 
 

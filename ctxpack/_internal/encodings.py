@@ -157,6 +157,10 @@ MODEL_PREFIXES: tuple[tuple[str, str], ...] = (
     ("o1", "o200k_base"),
     ("o3", "o200k_base"),
     ("o4", "o200k_base"),
+    # A fine-tuned o4-mini (OpenAI's model page), and the computer-use model built on gpt-4o:
+    # tiktoken's own table lacks both.
+    ("codex-mini", "o200k_base"),
+    ("computer-use-preview", "o200k_base"),
     ("gpt-4", "cl100k_base"),
     ("gpt-3.5", "cl100k_base"),
     ("gpt-35", "cl100k_base"),

@@ -59,6 +59,7 @@ IMAGE_RULES: tuple[ImageRule, ...] = (
     _patches("gpt-5.3", 1.0),
     ImageRule("gpt-5", 70, 140),
     _patches("o4-mini", 1.72),
+    _patches("codex-mini", 1.72),  # a fine-tuned o4-mini, its images read alike
     ImageRule("o1", 75, 150),
     ImageRule("o3", 75, 150),
     ImageRule("computer-use-preview", 65, 129),
