@@ -72,9 +72,9 @@ class UsageBucket(FieldErrorModel):
             ``message history``.
         tokens: Its share of the request's tokens.
         fixed: Whether it is paid on every request (the first three) or grows.
-        items: What it holds, largest first. Tool items are each tool's (or MCP server's)
-            definitions counted alone, so they add up to a little less than the bucket, which
-            also holds the tool block's own framing.
+        items: What it holds, largest first. A tool item is what the request would save
+            without that tool (or MCP server): its definitions, and the tool block's own
+            framing when it is the only one, so the items add up to at most the bucket.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -164,19 +164,27 @@ def _k(tokens: int) -> str:
     return str(tokens)
 
 
-def _tool_items(tools: list[Mapping[str, Any]], counter: TokenCounter) -> list[UsageItem]:
-    groups: dict[str, list[Mapping[str, Any]]] = {}
-    for tool in tools:
+def _tool_items(
+    tools: list[Mapping[str, Any]], counter: TokenCounter, total: int
+) -> list[UsageItem]:
+    """One item per tool or MCP server: what the request would save without it (``total`` less
+    the others' definitions). A group counted alone would carry the tool block's framing too,
+    once per item, and the items would add up to more than the bucket."""
+    groups: dict[str, list[int]] = {}
+    for at, tool in enumerate(tools):
         name = str(tool_name(tool) or "?")
         if name.startswith(MCP_PREFIX) and "__" in name[len(MCP_PREFIX) :]:
             server = name[len(MCP_PREFIX) :].split("__", 1)[0]
-            groups.setdefault(f"MCP server {server}", []).append(tool)
+            groups.setdefault(f"MCP server {server}", []).append(at)
         else:
-            groups.setdefault(name, []).append(tool)
+            groups.setdefault(name, []).append(at)
     items = []
     for name, group in groups.items():
         label = f"{name} ({len(group)} tools)" if name.startswith("MCP server") else name
-        items.append(UsageItem(name=label, tokens=checked_tool_tokens(group, counter)))
+        members = set(group)
+        others = [tool for at, tool in enumerate(tools) if at not in members]
+        rest = checked_tool_tokens(others, counter) if others else 0
+        items.append(UsageItem(name=label, tokens=max(total - rest, 0)))
     return sorted(items, key=lambda i: -i.tokens)
 
 
@@ -301,7 +309,7 @@ def _buckets(
     memory_items = _move_memory(memory_files, msgs, sizes, counter)
     per_bucket = _message_items(msgs, sizes)
     tool_tokens = checked_tool_tokens(tool_list, counter) if tool_list else 0
-    tool_items = _tool_items(tool_list, counter)
+    tool_items = _tool_items(tool_list, counter, tool_tokens)
     buckets = [
         _bucket(SYSTEM, per_bucket[SYSTEM]),
         _bucket(TOOLS, tool_items, tokens=tool_tokens),

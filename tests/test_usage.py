@@ -97,6 +97,27 @@ def test_tools_are_listed_per_tool_and_per_mcp_server() -> None:
     assert any("MCP server github (2 tools)" in s for s in usage.suggestions)
 
 
+@pytest.mark.parametrize("model", ["gpt-4", "claude-sonnet-4-5"])
+def test_tool_items_are_what_each_tool_costs_and_add_up_to_at_most_the_bucket(
+    model: str,
+) -> None:
+    # Each group used to be counted alone, framing included: with Claude's 346-token tool
+    # prompt, bash and a small MCP server made 765 tokens of items in a 419-token bucket.
+    tools = [BASH, mcp_tool("github", "search", 20), mcp_tool("github", "issue", 20)]
+    usage = context_usage([{"role": "user", "content": "hi"}], model=model, tools=tools)
+    bucket = usage.bucket("tool definitions")
+    assert sum(i.tokens for i in bucket.items) <= bucket.tokens
+    without_bash = context_usage(
+        [{"role": "user", "content": "hi"}], model=model, tools=tools[1:]
+    ).bucket("tool definitions")
+    bash = next(i for i in bucket.items if i.name == "bash")
+    assert bash.tokens == bucket.tokens - without_bash.tokens
+    alone = context_usage([{"role": "user", "content": "hi"}], model=model, tools=[BASH])
+    assert (
+        alone.bucket("tool definitions").items[0].tokens == alone.bucket("tool definitions").tokens
+    )
+
+
 def test_free_space_and_the_two_warnings_of_context() -> None:
     big = [{"role": "user", "content": "word " * 5000}]  # 5,007 tokens
     usage = context_usage(big, window=4_000, compaction_window=3_000)
