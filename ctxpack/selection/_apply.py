@@ -235,6 +235,8 @@ def apply_selection(
         SelectionError: the selection names unknown messages, calls, artifacts or files, a
             refused path, a range outside its file or a match found nowhere (every problem
             listed, each with what exists), or the context exceeds ``budget``.
+        ConfigError: a workspace message has the id ``"selection-context"`` (an earlier
+            step's context message), or an argument has the wrong type.
 
     Example:
         >>> ws = Workspace([
@@ -287,6 +289,14 @@ def _check_arguments(selection: Any, workspace: Any, budget: int | None) -> None
     check_workspace(workspace)
     if budget is not None:
         check_tokens(budget, "budget")
+    # The context message would go out next to it under the same id: two messages, one id.
+    for i, msg in enumerate(workspace.messages):
+        if msg.id == CONTEXT_ID:
+            raise ConfigError(
+                f"workspace message {i} has the id {CONTEXT_ID!r}, which apply_selection() gives "
+                "the context message it adds; leave an earlier step's context message out of "
+                "the workspace (each step builds its own), or give the message another id"
+            )
 
 
 def _selected(

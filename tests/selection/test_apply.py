@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxpack.adapters import validate_openai
-from ctxpack.errors import SelectionError
+from ctxpack.errors import ConfigError, SelectionError
 from ctxpack.selection import (
     CONTEXT_ID,
     FileRequest,
@@ -188,6 +188,17 @@ def test_a_budget_is_checked(ws: Workspace) -> None:
     with pytest.raises(SelectionError, match="over the budget of 20; select less"):
         apply_selection(Selection(include_messages=[7], durable_notes=["a note"]), ws, budget=20)
     assert ws.notes == ()  # a refused selection adds no note
+
+
+def test_a_workspace_holding_an_earlier_context_message_is_refused_by_index(
+    ws: Workspace,
+) -> None:
+    # An agent that keeps what it sent feeds the last step's context message back: the new
+    # context used to go out next to it, two messages with the id "selection-context".
+    sent = apply_selection(Selection(include_messages=[7], omit_reason="old"), ws).messages
+    again = Workspace([*sent, {"role": "user", "content": "And now?"}])
+    with pytest.raises(ConfigError, match=f"workspace message {len(sent) - 1} has the id"):
+        apply_selection(Selection(), again)
 
 
 def test_without_a_budget_none_is_reported(ws: Workspace) -> None:
