@@ -105,7 +105,8 @@ class LexicalSelector(StageModel):
                 items.append(ItemReason(item=msg.tool_call_id, reason=reasons[i]))
             else:
                 include_messages.append(i)
-                items.append(ItemReason(item=str(i), reason=reasons[i]))
+                # By id: ids are unique, while "3" names the message whose id is "3" first.
+                items.append(ItemReason(item=msg.id, reason=reasons[i]))
         files = self._files(workspace, goal, items)
         return Selection(
             include_messages=include_messages,

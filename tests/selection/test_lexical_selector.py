@@ -40,6 +40,25 @@ def test_it_selects_the_relevant_messages_and_tool_results(repo: Path) -> None:
     assert ws.messages[3].id in result.dropped_ids  # the build log
 
 
+def test_each_reason_lands_on_its_own_message_when_ids_are_numbers() -> None:
+    # Ids counted from 1: the reason written for index 1 (as "1") used to name the message
+    # whose id is "1", index 0, and the last message got no reason of its own.
+    ws = Workspace(
+        [
+            {"role": "user", "content": f"note {i} about topic {i}", "id": str(i + 1)}
+            for i in range(4)
+        ]
+    )
+    sel = LexicalSelector(budget=1_000, recent=1)(ws, "topic 2")
+    assert sel.include_messages == [0, 1, 2, 3]  # one reason each, in order
+    said = [r.reason for r in sel.reasons]
+    assert said[1] != said[0]
+    result = apply_selection(sel, ws)
+    for i, msg in enumerate(ws.messages):
+        (decision,) = result.decisions_for(msg.id)
+        assert decision.reason.startswith(f"selected by LexicalSelector: {said[i]}")
+
+
 def test_it_finds_files_by_their_words_and_shows_them_around_a_match(repo: Path) -> None:
     ws = Workspace(
         [{"role": "user", "content": "Why does the expired token test fail?"}], root=repo
