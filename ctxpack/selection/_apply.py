@@ -266,7 +266,7 @@ def apply_selection(
         # A selection that is refused leaves the workspace as it was.
         for note in new_notes:
             workspace.forget_note(note)
-        raise _over_budget(decisions, tokens, budget)
+        raise _over_budget(workspace, decisions, tokens, budget)
     return PackResult(
         messages=out,
         tokens=tokens,
@@ -428,10 +428,29 @@ def _message_decisions(
     return decisions
 
 
-def _over_budget(decisions: list[Decision], tokens: int, budget: int) -> SelectionError:
-    """The error for a context over its budget, naming the three largest selected items."""
+def _over_budget(
+    workspace: Workspace, decisions: list[Decision], tokens: int, budget: int
+) -> SelectionError:
+    """The error for a context over its budget: what is kept whatever is selected, when that
+    alone is over, else the three largest selected items."""
+    floor = _decide(workspace.messages, _Resolved(), "")
+    _complete_exchanges(workspace, floor)
+    kept = workspace.counter.count_messages([workspace.messages[i] for i in sorted(floor)])
+    if kept > budget:
+        return SelectionError(
+            [
+                f"the selected context takes {tokens} tokens, over the budget of {budget}; the "
+                f"messages kept whatever is selected (system, developer, pinned and user "
+                f"messages, with their tool exchanges) take {kept} tokens alone: raise the budget"
+            ]
+        )
+    # Items only: the "selection" decision records who chose, and holds no tokens.
     largest = sorted(
-        ((d.tokens_after or 0, d.message_id) for d in decisions if d.action == "selected"),
+        (
+            (d.tokens_after or 0, d.message_id)
+            for d in decisions
+            if d.action == "selected" and d.message_id != "selection"
+        ),
         reverse=True,
     )[:3]
     shown = ", ".join(f"{mid} ({n} tokens)" for n, mid in largest)

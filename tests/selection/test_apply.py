@@ -185,8 +185,10 @@ def test_a_budget_is_checked(ws: Workspace) -> None:
     result = apply_selection(Selection(include_messages=[7]), ws, budget=10_000)
     assert result.budget == 10_000 and result.tokens <= 10_000
     assert result.tokens == ws.counter.count_messages(result.messages)
-    with pytest.raises(SelectionError, match="over the budget of 20; select less"):
-        apply_selection(Selection(include_messages=[7], durable_notes=["a note"]), ws, budget=20)
+    # The messages kept in any case take 50 tokens: within 80, the selection is over.
+    with pytest.raises(SelectionError, match="over the budget of 80; select less") as caught:
+        apply_selection(Selection(include_messages=[7], durable_notes=["a note"]), ws, budget=80)
+    assert f"{ws.messages[7].id} (22 tokens)" in str(caught.value)
     assert ws.notes == ()  # a refused selection adds no note
 
 
@@ -199,6 +201,24 @@ def test_a_workspace_holding_an_earlier_context_message_is_refused_by_index(
     again = Workspace([*sent, {"role": "user", "content": "And now?"}])
     with pytest.raises(ConfigError, match=f"workspace message {len(sent) - 1} has the id"):
         apply_selection(Selection(), again)
+
+
+def test_a_budget_below_what_is_always_kept_says_so() -> None:
+    # The pinned message alone is over: the error used to say "select less", naming as the
+    # largest selected item the record of who chose, "selection (0 tokens)".
+    ws = Workspace(
+        [
+            {"role": "assistant", "content": "pinned " * 100, "pinned": True},
+            {"role": "user", "content": "q"},
+        ]
+    )
+    with pytest.raises(SelectionError) as caught:
+        apply_selection(Selection(), ws, budget=20)
+    (problem,) = caught.value.problems
+    assert "raise the budget" in problem and "select less" not in problem
+    assert "selection (0 tokens)" not in problem
+    kept = ws.counter.count_messages(list(ws.messages))
+    assert f"take {kept} tokens alone" in problem
 
 
 def test_without_a_budget_none_is_reported(ws: Workspace) -> None:
