@@ -110,9 +110,11 @@ class _Resolver:
         n = len(self.workspace.messages)
         shown = self._shown_calls()
         files = "" if self.workspace.root is None else ", or a file path under the root"
+        # An empty workspace has no index to offer: "(0--1)" would read as a range.
+        messages = f"a message index (0-{n - 1}) or id" if n else "a message (there are none)"
         return (
-            f"names nothing in the workspace; give a message index (0-{n - 1}) or id, a tool call "
-            f"id ({shown or 'none'}){files}"
+            f"names nothing in the workspace; give {messages}, a tool call id "
+            f"({shown or 'none'}){files}"
         )
 
     def _shown_calls(self) -> str:

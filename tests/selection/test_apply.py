@@ -137,6 +137,14 @@ def test_unknown_items_are_all_reported_with_what_exists(ws: Workspace) -> None:
     assert ws.notes == ()  # nothing applied
 
 
+def test_an_unknown_item_of_an_empty_workspace_names_no_index_range() -> None:
+    with pytest.raises(SelectionError) as caught:
+        apply_selection(Selection(uncertain=["x"]), Workspace([]))
+    (problem,) = caught.value.problems
+    assert "0--1" not in problem  # was: "give a message index (0--1) or id"
+    assert "a message (there are none)" in problem
+
+
 def test_a_tool_exchange_is_kept_whole_and_valid_for_the_provider(ws: Workspace) -> None:
     # The assistant message that made call_1, without naming its result.
     result = apply_selection(Selection(include_messages=[2]), ws)
