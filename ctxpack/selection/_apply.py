@@ -176,8 +176,11 @@ class _Resolver:
             return
         key = f"f{PurePosixPath(request.path.replace(chr(92), '/')).as_posix()}"
         reason = self._reason(key, uncertain)
+        # A passage asked for twice (listed twice, or also uncertain) is shown once.
+        shown = {(p.path, p.start, p.end) for p, _ in self.out.passages}
         for passage in read if isinstance(read, list) else [read]:
-            self.out.passages.append((passage, reason))
+            if (passage.path, passage.start, passage.end) not in shown:
+                self.out.passages.append((passage, reason))
 
 
 def check_selection(selection: Selection, workspace: Workspace) -> None:

@@ -98,6 +98,16 @@ def test_file_passages_are_labelled_with_path_and_line_numbers(ws: Workspace) ->
     assert "Left out of this step: messages 2-5, 7." in context
 
 
+def test_a_passage_asked_for_twice_is_shown_once(ws: Workspace) -> None:
+    # The passage went out twice, under two decisions of one id.
+    request = FileRequest(path="src/auth.ts", lines="1-3")
+    sel = Selection(include_files=[request, FileRequest(path="src\\auth.ts", lines="1-3")])
+    result = apply_selection(sel, ws)
+    labels = [d.message_id for d in result.decisions if d.message_id.startswith("file:")]
+    assert len(labels) == len(set(labels))
+    assert result.messages[-1].text.count("--- src/auth.ts, lines 1-3") == 1
+
+
 def test_durable_notes_are_kept_across_later_selections(ws: Workspace) -> None:
     note = "The user rejected cookie-based sessions."
     first = apply_selection(Selection(durable_notes=[note], selector="one"), ws)
