@@ -90,10 +90,13 @@ class LexicalSelector(StageModel):
             if result is not None:
                 position = {m.id: i for i, m in enumerate(messages)}
                 for msg in result.messages:
+                    i = position[msg.id]
+                    if i >= first_recent and not messages[i].pinned:
+                        continue  # pinned here for being recent: pack() would say "pinned"
                     said = [d for d in result.decisions_for(msg.id) if d.stage == "relevance"]
                     said = said or result.decisions_for(msg.id)
-                    reasons[position[msg.id]] = said[0].reason if said else "kept by pack()"
-            for i in range(max(0, len(messages) - self.recent), len(messages)):
+                    reasons[i] = said[0].reason if said else "kept by pack()"
+            for i in range(first_recent, len(messages)):
                 reasons.setdefault(i, f"one of the last {self.recent} messages")
         include_messages: list[int | str] = []
         include_tool_results: list[str] = []

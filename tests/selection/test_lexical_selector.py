@@ -59,6 +59,23 @@ def test_each_reason_lands_on_its_own_message_when_ids_are_numbers() -> None:
         assert decision.reason.startswith(f"selected by LexicalSelector: {said[i]}")
 
 
+def test_a_recent_message_is_said_to_be_recent_not_pinned() -> None:
+    # The selector pins the recent messages for pack(), whose reason, "pinned", was passed on
+    # as if the caller had pinned them.
+    ws = Workspace(
+        [
+            {"role": "user", "content": "The deploy fails with error E42."},
+            {"role": "assistant", "content": "E42: the build image is missing."},
+            {"role": "user", "content": "Thanks.", "pinned": True},
+            {"role": "assistant", "content": "Anything else?"},
+        ]
+    )
+    sel = LexicalSelector(budget=1_000, recent=2)(ws, "error E42")
+    said = {r.item: r.reason for r in sel.reasons}
+    assert said[ws.messages[3].id] == "one of the last 2 messages"
+    assert said[ws.messages[2].id] == "pinned"  # pinned by the caller: that is why
+
+
 def test_it_finds_files_by_their_words_and_shows_them_around_a_match(repo: Path) -> None:
     ws = Workspace(
         [{"role": "user", "content": "Why does the expired token test fail?"}], root=repo
