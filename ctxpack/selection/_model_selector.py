@@ -6,6 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from .._internal.arguments import nonblank
 from .._internal.arguments import tokens as check_tokens
 from .._internal.paths import shown_path
 from ..errors import ConfigError, SelectionError
@@ -172,8 +173,14 @@ class ModelSelector:
         elif provider not in ("openai", "anthropic"):
             raise ConfigError(f"provider must be 'openai' or 'anthropic', got {provider!r}")
         self.client = client
-        self.model = model
+        # Sent as the request's model and shown in every decision: None would reach the API.
+        self.model = nonblank(model, "model")
         self.provider: Provider = provider
+        if fallback is not None and not callable(fallback):
+            raise ConfigError(
+                "fallback must be a selector, callable as fallback(workspace, goal), got "
+                f"{type(fallback).__name__}"
+            )
         self.fallback: Selector = fallback if fallback is not None else LexicalSelector()
         self.max_tokens = max_tokens
         if request_options is not None and not isinstance(request_options, Mapping):
@@ -221,6 +228,11 @@ class ModelSelector:
                 update={"selector": self.name, "goal": goal, "usage": usage}
             )
         chosen = self.fallback(workspace, goal)
+        if not isinstance(chosen, Selection):
+            raise ConfigError(
+                f"fallback must return a Selection, got {type(chosen).__name__} from "
+                f"{self.fallback!r}"
+            )
         why = f"{self.name} failed after {attempts} attempt(s): {problem}"
         return chosen.model_copy(
             update={

@@ -176,6 +176,24 @@ def test_an_unknown_client_is_a_config_error() -> None:
         ModelSelector(object(), model="x")
 
 
+@pytest.mark.parametrize("model", [None, 5, ""])
+def test_a_model_that_is_no_name_is_a_config_error(model: Any) -> None:
+    # model=None was taken, sent to the provider as "model": null, named "ModelSelector(None)".
+    with pytest.raises(ConfigError, match="model must be a non-empty string"):
+        ModelSelector(FakeOpenAI(), model=model)
+
+
+def test_a_fallback_that_is_no_selector_is_a_config_error(ws: Workspace) -> None:
+    # A fallback that cannot choose used to fail only when needed, deep inside: TypeError
+    # ("'int' object is not callable"), or AttributeError for an answer that is no Selection.
+    with pytest.raises(ConfigError, match="fallback must be a selector"):
+        ModelSelector(FakeOpenAI(), model="small", fallback=5)  # type: ignore[arg-type]
+    failing = FakeOpenAI(TimeoutError("read timed out"))
+    selector = ModelSelector(failing, model="small", fallback=lambda w, g: {"x": 1})  # type: ignore[arg-type,return-value]
+    with pytest.raises(ConfigError, match="fallback must return a Selection, got dict"):
+        selector(ws, GOAL)
+
+
 # The real SDKs, offline: a mock transport answers with the recorded bodies and keeps what
 # was sent, so that the request shape is the one the provider receives.
 
