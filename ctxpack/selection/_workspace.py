@@ -312,7 +312,13 @@ class Workspace:
         Raises:
             WorkspacePathError: the path is refused (see :meth:`resolve_path`).
             SelectionError: the range lies outside the file, or nothing matches.
+            ConfigError: ``request`` is not a :class:`~ctxpack.selection.FileRequest`.
         """
+        if not isinstance(request, FileRequest):
+            raise ConfigError(
+                f"request must be a FileRequest (FileRequest(path=..., lines=... or match=...)), "
+                f"got {type(request).__name__}"
+            )
         full = self.resolve_path(request.path)
         rel = Path(full).relative_to(self.root).as_posix() if self.root else request.path
         size = full.stat().st_size

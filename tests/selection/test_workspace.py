@@ -223,3 +223,10 @@ def test_a_text_file_in_another_encoding_is_shown_not_called_binary(repo: Path) 
     assert passage.lines == ("caf\ufffd token",)
     counts = Workspace([], root=repo, search="python").searcher().counts(["token"])
     assert counts["notes.txt"] == {"token": 1}
+
+
+def test_reading_something_other_than_a_file_request_is_a_config_error(tmp_path: Path) -> None:
+    # A dict used to fail deep inside: AttributeError: 'dict' object has no attribute 'path'.
+    ws = Workspace([], root=make_repo(tmp_path / "repo"))
+    with pytest.raises(ConfigError, match=r"request must be a FileRequest .*got dict"):
+        ws.read({"path": "src/auth.ts"})  # type: ignore[arg-type]
