@@ -188,7 +188,9 @@ def check_selection(selection: Selection, workspace: Workspace) -> None:
 
     Raises:
         SelectionError: listing every problem at once, each naming the item and what exists.
+        ConfigError: ``selection`` is not a Selection or ``workspace`` not a Workspace.
     """
+    _check_arguments(selection, workspace, None)
     _Resolver(selection, workspace).run()
 
 
@@ -288,8 +290,8 @@ def apply_selection(
 def _check_arguments(selection: Any, workspace: Any, budget: int | None) -> None:
     if not isinstance(selection, Selection):
         raise ConfigError(
-            f"selection must be a Selection (check_selection() parses a selector's answer into "
-            f"one), got {type(selection).__name__}"
+            f"selection must be a Selection (Selection.from_answer() parses a selector's answer "
+            f"into one), got {type(selection).__name__}"
         )
     check_workspace(workspace)
     if budget is not None:

@@ -18,6 +18,7 @@ from ctxpack.selection import (
     Selection,
     Workspace,
     apply_selection,
+    check_selection,
 )
 from ctxpack.store import SQLiteArtifactStore
 
@@ -304,3 +305,12 @@ def test_any_selection_keeps_the_promise(chosen: list[int], calls: list[str]) ->
     # The original order, and valid tool exchanges.
     assert kept == [i for i in ids if i in kept]
     validate_openai(result.to_openai())
+
+
+def test_check_selection_names_an_argument_of_the_wrong_type(ws: Workspace) -> None:
+    # Both used to fail deep inside: AttributeError: 'dict' object has no attribute 'reasons'
+    # ('list' object has no attribute 'calls').
+    with pytest.raises(ConfigError, match=r"selection must be a Selection \(Selection.from_answer"):
+        check_selection({"include_messages": [0]}, ws)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="workspace must be a Workspace, got list"):
+        check_selection(Selection(), [])  # type: ignore[arg-type]
