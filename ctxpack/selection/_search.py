@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._internal.arguments import string
+from .._internal.arguments import tokens as check_tokens
 from ..code import Engine, grep, ripgrep_path, searchable
 from ..errors import ConfigError
 from ..signals.lexical import STOP_WORDS, WORD
@@ -28,6 +30,8 @@ def keywords(goal: str, *, most: int = 12) -> list[str]:
         >>> keywords("Why does refresh_token fail in auth.ts?")
         ['refresh_token', 'auth.ts', 'fail']
     """
+    string(goal, "goal")
+    check_tokens(most, "most", minimum=0, unit="keywords")
     found: dict[str, None] = {}
     for token in goal.split():
         token = token.strip("`'\"()[]{}<>,;:!?").rstrip(".")

@@ -138,3 +138,12 @@ def test_an_unknown_engine_is_a_config_error(repo: Path) -> None:
         FileSearch(repo, [], engine="grep", max_bytes=1)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="LexicalSelector: budget=0"):
         LexicalSelector(budget=0)
+
+
+def test_keywords_of_arguments_of_the_wrong_type_are_a_config_error() -> None:
+    # AttributeError: 'NoneType' object has no attribute 'split', and TypeError: slice
+    # indices must be integers, before.
+    with pytest.raises(ConfigError, match="goal must be a string, got None"):
+        keywords(None)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="most must be an int >= 0"):
+        keywords("refresh token", most="3")  # type: ignore[arg-type]
