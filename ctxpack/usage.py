@@ -72,9 +72,10 @@ class UsageBucket(FieldErrorModel):
             ``message history``.
         tokens: Its share of the request's tokens.
         fixed: Whether it is paid on every request (the first three) or grows.
-        items: What it holds, largest first. A tool item is what the request would save
-            without that tool (or MCP server): its definitions, and the tool block's own
-            framing when it is the only one, so the items add up to at most the bucket.
+        items: What it holds, largest first. Tool items are each tool's (or MCP server's)
+            definitions without the tool block's own framing, which the bucket holds once, so
+            they add up to a little less than the bucket (at most the bucket when the counter
+            asks the provider: an item is then what the request would save without it).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -167,9 +168,11 @@ def _k(tokens: int) -> str:
 def _tool_items(
     tools: list[Mapping[str, Any]], counter: TokenCounter, total: int
 ) -> list[UsageItem]:
-    """One item per tool or MCP server: what the request would save without it (``total`` less
-    the others' definitions). A group counted alone would carry the tool block's framing too,
-    once per item, and the items would add up to more than the bucket."""
+    """One item per tool or MCP server: its definitions without the tool block's framing, which
+    the bucket holds once (counted with each group alone, every item carried it, and the items
+    added up to more than the bucket)."""
+    from ._internal.tool_schemas import tool_tokens
+
     groups: dict[str, list[int]] = {}
     for at, tool in enumerate(tools):
         name = str(tool_name(tool) or "?")
@@ -178,13 +181,20 @@ def _tool_items(
             groups.setdefault(f"MCP server {server}", []).append(at)
         else:
             groups.setdefault(name, []).append(at)
+    # A counter that asks the provider counts a list whole, framing included: an item is then
+    # what the request would save without it, where the framing cancels out.
+    asks = callable(getattr(counter, "count_tools", None))
     items = []
     for name, group in groups.items():
         label = f"{name} ({len(group)} tools)" if name.startswith("MCP server") else name
-        members = set(group)
-        others = [tool for at, tool in enumerate(tools) if at not in members]
-        rest = checked_tool_tokens(others, counter) if others else 0
-        items.append(UsageItem(name=label, tokens=max(total - rest, 0)))
+        if asks:
+            members = set(group)
+            others = [tool for at, tool in enumerate(tools) if at not in members]
+            rest = checked_tool_tokens(others, counter) if others else 0
+            tokens = max(total - rest, 0)
+        else:
+            tokens = sum(tool_tokens(tools[at], counter) for at in group)
+        items.append(UsageItem(name=label, tokens=tokens))
     return sorted(items, key=lambda i: -i.tokens)
 
 

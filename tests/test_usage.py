@@ -98,7 +98,7 @@ def test_tools_are_listed_per_tool_and_per_mcp_server() -> None:
 
 
 @pytest.mark.parametrize("model", ["gpt-4", "claude-sonnet-4-5"])
-def test_tool_items_are_what_each_tool_costs_and_add_up_to_at_most_the_bucket(
+def test_tool_items_are_their_definitions_without_the_framing(
     model: str,
 ) -> None:
     # Each group used to be counted alone, framing included: with Claude's 346-token tool
@@ -106,16 +106,32 @@ def test_tool_items_are_what_each_tool_costs_and_add_up_to_at_most_the_bucket(
     tools = [BASH, mcp_tool("github", "search", 20), mcp_tool("github", "issue", 20)]
     usage = context_usage([{"role": "user", "content": "hi"}], model=model, tools=tools)
     bucket = usage.bucket("tool definitions")
-    assert sum(i.tokens for i in bucket.items) <= bucket.tokens
+    assert sum(i.tokens for i in bucket.items) < bucket.tokens
     without_bash = context_usage(
         [{"role": "user", "content": "hi"}], model=model, tools=tools[1:]
     ).bucket("tool definitions")
     bash = next(i for i in bucket.items if i.name == "bash")
     assert bash.tokens == bucket.tokens - without_bash.tokens
     alone = context_usage([{"role": "user", "content": "hi"}], model=model, tools=[BASH])
-    assert (
-        alone.bucket("tool definitions").items[0].tokens == alone.bucket("tool definitions").tokens
-    )
+    assert alone.bucket("tool definitions").items[0].tokens == bash.tokens
+    assert bash.tokens < alone.bucket("tool definitions").tokens  # the framing is the bucket's
+
+
+def test_tool_items_of_a_counter_that_asks_the_provider_are_what_each_saves() -> None:
+    from ctxpack.tokens import TiktokenCounter
+
+    class Asking(TiktokenCounter):
+        def count_tools(self, tools: list[Any]) -> int:  # 300 of framing, 10 a tool
+            return 300 + 10 * len(tools) if tools else 0
+
+    tools = [BASH, mcp_tool("github", "search", 20), mcp_tool("github", "issue", 20)]
+    usage = context_usage([{"role": "user", "content": "hi"}], counter=Asking(), tools=tools)
+    bucket = usage.bucket("tool definitions")
+    assert bucket.tokens == 330
+    assert [(i.name, i.tokens) for i in bucket.items] == [
+        ("MCP server github (2 tools)", 20),
+        ("bash", 10),
+    ]
 
 
 def test_free_space_and_the_two_warnings_of_context() -> None:
