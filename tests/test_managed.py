@@ -1317,3 +1317,26 @@ def test_an_emergency_clears_the_fewest_results_the_oldest_first() -> None:
     for original in session.transcript()[-2:]:
         assert sent[original.id] == original
     assert result.original(cleared[0]) == session.transcript()[-3]
+
+
+def test_the_last_tokens_are_those_of_the_request_sent() -> None:
+    # A repeated output goes out as a note naming the first; last_tokens counted it whole
+    # (663 against the 377 tokens sent).
+    session = Session(model="gpt-4", window=100_000)
+    session.append({"role": "system", "content": "You are a coding agent."})
+    output = "\n".join(f"file{j}.py modified" for j in range(60))
+    for i in range(2):
+        call = {"name": "bash", "arguments": json.dumps({"command": "git status"})}
+        session.append({"role": "user", "content": f"step {i}"})
+        session.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": f"c{i}", "type": "function", "function": call}],
+            }
+        )
+        session.append({"role": "tool", "tool_call_id": f"c{i}", "content": output})
+    result = session.render()
+    assert "as in the output of c0 above" in result.messages[-1].text
+    sent = session.counter.count_messages(result.messages)
+    assert session.window_state.last_tokens == sent == result.tokens - result.tool_tokens

@@ -156,7 +156,7 @@ class Rendering(SessionState):
         )
         state = self.window_state
         gone = (*state.cleared, *state.compacted, *state.thinking_cleared)
-        return self._whole(
+        result = self._whole(
             query,
             tool_tokens,
             raw_tokens,
@@ -167,6 +167,9 @@ class Rendering(SessionState):
             budget=policy.window,
             reserve=policy.reserve,
         )
+        # What is sent: a repeated output shortened to a note is counted as the note.
+        state.last_tokens = result.tokens - tool_tokens
+        return result
 
     def _original_artifact(self, position: int, store: bool = True) -> str:
         """The artifact id of the original of the message at ``position``; with ``store``, it is
