@@ -328,14 +328,12 @@ class SessionFeed:
                 digests[_SYSTEM_INDEX] = opening.id.removeprefix(SYSTEM_PREFIX)
         shared = min(len(messages), max(given, default=-1) + 1)
         # Only the last message both hold is compared, so a long history costs little more:
-        # that catches another conversation or a branch, not an edit further back.
-        last = shared - 1
-        if shared and _digest(coerce_message(messages[last], last)) != given.get(last):
-            raise HistoryChangedError(
-                f"with a session, messages must be the growing history: message {last} of this "
-                f"request differs from message {last} given to the session before (one session "
-                "per conversation; send the history it has, plus new messages at the end)"
-            )
+        # that catches another conversation or a branch, not an edit further back. The first
+        # is compared too: a system prompt that changes per request (a date, LangChain's
+        # dynamic_prompt) would otherwise be dropped silently for the one first given.
+        for index in sorted({0, shared - 1}) if shared else ():
+            if _digest(coerce_message(messages[index], index)) != given.get(index):
+                raise HistoryChangedError(_changed(messages[index], index))
         for index in range(shared, len(messages)):
             # The session takes dicts: the SDKs' objects are converted first, as everywhere.
             message = coerce_message(messages[index], index)
@@ -390,6 +388,23 @@ class SessionFeed:
             elif message.id.startswith(SYSTEM_PREFIX):
                 system = message.id.removeprefix(SYSTEM_PREFIX)
         return given, system
+
+
+def _changed(message: Any, index: int) -> str:
+    """Why a request's message ``index`` cannot go to the session that was given another."""
+    given = coerce_message(message, index)
+    role = given.get("role") if isinstance(given, Mapping) else getattr(given, "role", None)
+    if index == 0 and role == "system":
+        return (
+            "with a session, the system message must stay the one the history opened with: "
+            "this request's differs from the one given to the session before (a system "
+            "prompt that changes from request to request needs a new session each time)"
+        )
+    return (
+        f"with a session, messages must be the growing history: message {index} of this "
+        f"request differs from message {index} given to the session before (one session "
+        "per conversation; send the history it has, plus new messages at the end)"
+    )
 
 
 class _RecordedStream:

@@ -14,6 +14,7 @@ import httpx2
 import pytest
 import tiktoken
 from langchain.agents import create_agent
+from langchain.agents.middleware import dynamic_prompt
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
@@ -287,6 +288,24 @@ def test_a_thread_deleted_from_the_checkpointer_alone_says_to_delete_it_here_too
     agent.invoke({"messages": [HumanMessage("A new start.")]}, thread("t4"))
     held = [m.text for m in sessions.session("t4").transcript() if m.role == "user"]
     assert held == ["A new start."]
+
+
+def test_a_system_prompt_that_changes_is_refused_not_sent_stale() -> None:
+    # LangChain's dynamic_prompt writes the system message afresh at every model call; the
+    # session used to send the first one ever given, silently, for all later calls.
+    prompts = iter(["Today is Monday.", "Today is Tuesday."])
+
+    @dynamic_prompt
+    def dated(request: Any) -> str:
+        return next(prompts)
+
+    sessions = SessionMiddleware(window=WINDOW, model="gpt-4")
+    model = AgentModel(reads=0)
+    agent = create_agent(model, middleware=[dated, sessions], checkpointer=InMemorySaver())
+    agent.invoke({"messages": [HumanMessage("First task.")]}, thread("t6"))
+    with pytest.raises(ConfigError, match=r"thread 't6'.*system message.*dynamic_prompt"):
+        agent.invoke({"messages": [HumanMessage("Second task.")]}, thread("t6"))
+    assert [m[0].text for m in model.seen] == ["Today is Monday."]
 
 
 def test_a_run_without_a_thread_is_a_clear_error() -> None:
