@@ -24,7 +24,7 @@ from .._internal.arguments import keyword_checked
 from .._internal.budgets import check_limits, pack_limits
 from ..adapters.langchain import from_langchain, message_from_langchain
 from ..caches import ENTRY_OVERHEAD, LRUCache
-from ..errors import ConfigError
+from ..errors import ConfigError, InvalidMessageError
 from ..managed import WindowPolicy
 from ..messages import Message
 from ..packing import pack
@@ -193,8 +193,12 @@ class PackingMiddleware(_RequestMiddleware):
         budget, reserve = pack_limits(
             self.window, self.budget, self.reserve, _reply_room(request), schema=schema
         )
+        try:
+            messages = from_langchain(_history(request))
+        except InvalidMessageError as error:
+            raise _in_request(error, request) from error
         result = pack(
-            from_langchain(_history(request)),
+            messages,
             budget=budget,
             reserve=reserve,
             counter=self.counter,
@@ -374,7 +378,7 @@ class SessionMiddleware(_RequestMiddleware):
         feed = self._feed(thread_id, provider)
         mine = [t for t in request.tools if tool_name(t) not in self._own]
         tools = _tool_definitions(mine)
-        history = _Converted(_history(request))
+        history = _Converted(request)
         schema_text = strategy_format(request.response_format)
         schema = feed.count(schema_text) if schema_text else 0
         asked = Asked(history, None, tools, _reply_room(request), None, schema=schema)
@@ -483,12 +487,24 @@ def _history(request: ModelRequest[Any]) -> list[Any]:
     return history
 
 
+def _in_request(error: InvalidMessageError, request: ModelRequest[Any]) -> InvalidMessageError:
+    """``error`` about a message of ``_history(request)``, naming the message as the caller
+    knows it: by its index in ``request.messages`` (the agent's state), not in the history
+    that has the system message first, or as the request's ``system_message``."""
+    if error.index is None or request.system_message is None:
+        return error
+    if error.index == 0:
+        return InvalidMessageError(f"system_message: {error.detail}", field=error.field)
+    return InvalidMessageError(error.detail, index=error.index - 1, field=error.field)
+
+
 class _Converted(Sequence[Message]):
     """A LangChain history, each message converted when read: the session needs only the
     messages it lacks and the last one it holds, not the whole history at every request."""
 
-    def __init__(self, history: list[Any]) -> None:
-        self.history = history
+    def __init__(self, request: ModelRequest[Any]) -> None:
+        self.request = request
+        self.history = _history(request)
         self.done: dict[int, Message] = {}
 
     def __len__(self) -> int:
@@ -506,7 +522,10 @@ class _Converted(Sequence[Message]):
         if index < 0:
             index += len(self)
         if index not in self.done:
-            self.done[index] = message_from_langchain(self.history[index], index)
+            try:
+                self.done[index] = message_from_langchain(self.history[index], index)
+            except InvalidMessageError as error:
+                raise _in_request(error, self.request) from error
         return self.done[index]
 
 

