@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import inspect
 import json
 import random
 import secrets
@@ -447,9 +448,22 @@ def open_backing(store: str | SessionStore, session_id: str) -> Backing:
         backing = Backing(open_store(store), session_id)
         backing.owns_store = True
         return backing
+    return Backing(check_sync_store(store), session_id)
+
+
+def check_sync_store(store: Any) -> SessionStore:
+    """``store`` if a :class:`~ctxpack.Session` can call it, else the ``ConfigError`` saying
+    what it takes."""
     if not isinstance(store, SessionStore):
         raise ConfigError(
             "store must be a store URL (sqlite:///PATH, postgresql://..., redis://..., "
             f"memory://) or a ctxpack.store.SessionStore, got {type(store).__name__}"
         )
-    return Backing(store, session_id)
+    if inspect.iscoroutinefunction(store.load):
+        # Both protocols have the same method names: a sync caller would get coroutines back.
+        raise ConfigError(
+            f"store: {type(store).__name__} is an AsyncSessionStore, whose methods are "
+            "coroutines, for an AsyncSession: give a Session a store URL or a SessionStore "
+            "(ctxpack.store.open_store(url))"
+        )
+    return store

@@ -28,6 +28,7 @@ from ..errors import ConfigError, InvalidMessageError
 from ..managed import WindowPolicy
 from ..messages import Message
 from ..packing import pack
+from ..persistence import check_sync_store
 from ..pipeline import Stage
 from ..providers import Provider, check_provider, provider_from_chat_model, tool_name
 from ..result import PackResult
@@ -316,7 +317,10 @@ class SessionMiddleware(_RequestMiddleware):
         if probe.tools_on_demand:
             self._own.add(DESCRIBE_TOOL_NAME)
         self._owns_store = isinstance(store, str)
-        self.store: SessionStore = open_store(store) if isinstance(store, str) else store
+        # Checked now, as the options are: Session.open would refuse it at the first request.
+        self.store: SessionStore = (
+            open_store(store) if isinstance(store, str) else check_sync_store(store)
+        )
         self._model = model
         # Open sessions by thread id: each holds what renders its requests one at a time.
         self._feeds: LRUCache[str, SessionFeed] = LRUCache(

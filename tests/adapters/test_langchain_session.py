@@ -33,6 +33,7 @@ from ctxpack import ConfigError
 from ctxpack.filters import RETRIEVE_TOOL_NAME
 from ctxpack.integrations.langchain_agent import SessionMiddleware
 from ctxpack.managed import WindowPolicy
+from ctxpack.store import open_async_store
 from ctxpack.tools_on_demand import DESCRIBE_TOOL_NAME
 
 from .test_langchain_agent import prompt_tokens
@@ -332,6 +333,9 @@ def test_a_reply_bigger_than_the_reply_room_is_refused_before_the_call() -> None
         ({"window": WINDOW, "window_state": None}, "window_state"),
         ({"window": WindowPolicy(window=WINDOW, server_side=True)}, "server-side"),
         ({"window": WINDOW, "store": "nosuch://x"}, "nosuch"),
+        # These two were taken, and refused at the first request of the first thread.
+        ({"window": WINDOW, "store": 5}, "store must be a store URL"),
+        ({"window": WINDOW, "store": open_async_store("memory://")}, "AsyncSessionStore"),
     ],
 )
 def test_bad_options_are_refused_at_construction(options: dict[str, Any], says: str) -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from ctxpack import ConfigError, Session, to_anthropic, to_openai
 from ctxpack.errors import ArtifactNotFoundError, StoreError
-from ctxpack.store import SessionStore, artifact_id, open_store
+from ctxpack.store import SessionStore, artifact_id, open_async_store, open_store
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "tool_outputs"
@@ -280,6 +280,10 @@ def test_open_checks_its_arguments(tmp_path: Path) -> None:
         Session.open("u1", store="mysql://db/x")
     with pytest.raises(ConfigError, match="store must be a store URL"):
         Session.open("u1", store=42)  # type: ignore[arg-type]
+    # An AsyncSession's store has the same method names: it got as far as reading the
+    # coroutine load() returned ("'coroutine' object has no attribute 'state'").
+    with pytest.raises(ConfigError, match=r"AsyncSessionStore.*open_store"):
+        Session.open("u1", store=open_async_store("memory://"))  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="unknown option"):
         Session.open("u1", store="memory://", stor="x")
     with pytest.raises(ConfigError, match=r"'windw' \(did you mean 'window'\?\)"):
