@@ -20,9 +20,9 @@ import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, cast, overload
 
-from .._internal.arguments import keyword_checked
+from .._internal.arguments import json_problem, keyword_checked
 from .._internal.budgets import check_limits, pack_limits
-from ..adapters.langchain import from_langchain, message_from_langchain
+from ..adapters.langchain import META, from_langchain, message_from_langchain
 from ..caches import ENTRY_OVERHEAD, LRUCache
 from ..errors import ConfigError, InvalidMessageError
 from ..managed import WindowPolicy
@@ -527,10 +527,26 @@ class _Converted(Sequence[Message]):
             index += len(self)
         if index not in self.done:
             try:
-                self.done[index] = message_from_langchain(self.history[index], index)
+                message = message_from_langchain(self.history[index], index)
             except InvalidMessageError as error:
                 raise _in_request(error, self.request) from error
+            self.done[index] = _storable(message)
         return self.done[index]
+
+
+def _storable(message: Message) -> Message:
+    """``message`` without its tool artifact when JSON cannot carry it: a stored session keeps
+    only JSON, and LangChain never sends an artifact to the model (it is the application's: a
+    tool's bytes, rows, a data frame), so the run need not fail on it. The state keeps it."""
+    raw = message.metadata.get(META)
+    if not isinstance(raw, Mapping):
+        return message
+    fields = raw.get("fields")
+    if not isinstance(fields, Mapping) or json_problem(fields.get("artifact"), "artifact") is None:
+        return message
+    kept = {k: v for k, v in fields.items() if k != "artifact"}
+    metadata = {**message.metadata, META: {**raw, "fields": kept}}
+    return message.model_copy(update={"metadata": metadata})
 
 
 def _with_result(

@@ -8,6 +8,7 @@ import asyncio
 import json
 import re
 from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
 from typing import Any
 
 import httpx2
@@ -307,6 +308,36 @@ def test_a_system_prompt_that_changes_is_refused_not_sent_stale() -> None:
     with pytest.raises(ConfigError, match=r"thread 't6'.*system message.*dynamic_prompt"):
         agent.invoke({"messages": [HumanMessage("Second task.")]}, thread("t6"))
     assert [m[0].text for m in model.seen] == ["Today is Monday."]
+
+
+def test_a_tool_artifact_json_cannot_carry_does_not_fail_the_run() -> None:
+    # LangChain never sends an artifact to the model, yet the run failed on one: "message 2:
+    # metadata.langchain.fields.artifact: a tuple value: a stored session keeps JSON values".
+    shot = (b"\x89PNG", datetime(2026, 1, 1, tzinfo=timezone.utc))
+
+    @tool(response_format="content_and_artifact")
+    def screenshot() -> tuple[str, Any]:
+        """Take a screenshot."""
+        return "A login page.", shot
+
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        if isinstance(messages[-1], HumanMessage):
+            call = {"name": "screenshot", "args": {}, "id": "s1", "type": "tool_call"}
+            return AIMessage("", tool_calls=[call])
+        return AIMessage("It is a login page.")
+
+    sessions = SessionMiddleware(window=WINDOW, model="gpt-4", retrieve_tool=False)
+    model = AgentModel(respond=respond)
+    agent = create_agent(
+        model, tools=[screenshot], middleware=[sessions], checkpointer=InMemorySaver()
+    )
+    state = agent.invoke({"messages": [HumanMessage("What is on screen?")]}, thread("t7"))
+    assert state["messages"][-1].text == "It is a login page."
+    assert state["messages"][2].artifact == shot  # the graph keeps it whole
+    assert model.seen[-1][-1].text == "A login page."
+    # The session holds the message without it.
+    held = sessions.session("t7").transcript()[-1].metadata["langchain"]["fields"]
+    assert "artifact" not in held
 
 
 def test_a_run_without_a_thread_is_a_clear_error() -> None:
