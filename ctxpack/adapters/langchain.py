@@ -3,7 +3,8 @@
 ``SystemMessage``, ``HumanMessage``, ``AIMessage`` (with ``tool_calls``), ``ToolMessage`` and
 ``ChatMessage`` map onto the roles of :class:`~ctxpack.messages.Message`. The fields ctxpack does
 not model (``additional_kwargs``, ``response_metadata``, LangChain's own ``id``...) ride in
-``metadata["langchain"]``, so ``to_langchain(from_langchain(x)) == x``.
+``metadata["langchain"]``, so ``to_langchain(from_langchain(x)) == x``. A chunk of a stream
+(``AIMessageChunk``, summed) is read as the message it makes, and comes back as that message.
 """
 
 from __future__ import annotations
@@ -82,6 +83,10 @@ def _as_dict(lc: Any, msg: Any, index: int) -> dict[str, Any]:
         raise InvalidMessageError(
             f"expected a LangChain message, got {type(msg).__name__}", index=index
         )
+    if isinstance(msg, lc.BaseMessageChunk):
+        # A streamed reply summed (AIMessageChunk): the message its chunks make, as
+        # LangGraph's add_messages reads it; its type would name no role.
+        msg = lc.message_chunk_to_message(msg)
     dumped = msg.model_dump()
     role = dumped.get("role") if msg.type == "chat" else _ROLE_OF_TYPE.get(msg.type)
     if role is None:

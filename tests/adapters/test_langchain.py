@@ -105,3 +105,18 @@ def test_one_message_of_a_history_converts_alone_with_its_index() -> None:
     with pytest.raises(ctxpack.InvalidMessageError, match="message 7") as caught:
         message_from_langchain("not a message", 7)
     assert caught.value.index == 7
+
+
+def test_a_streamed_reply_summed_reads_as_the_message_it_makes() -> None:
+    # model.stream()'s chunks summed give an AIMessageChunk, which chat models take in a
+    # history; it was refused ("LangChain message type 'AIMessageChunk' has no ctxpack role").
+    call = {"name": "search", "args": '{"q": "os', "id": "c1", "index": 0}
+    rest = {"name": None, "args": 'lo"}', "id": None, "index": 0}
+    reply = lc.AIMessageChunk("Looking.", tool_call_chunks=[call]) + lc.AIMessageChunk(
+        "", tool_call_chunks=[rest]
+    )
+    history = [lc.HumanMessage("Weather?"), reply, lc.ToolMessageChunk("3 C", tool_call_id="c1")]
+    msgs = from_langchain(history)
+    assert [m.role for m in msgs] == ["user", "assistant", "tool"]
+    assert (msgs[1].tool_calls or [])[0].function.arguments == '{"q": "oslo"}'
+    assert to_langchain(msgs)[1] == lc.message_chunk_to_message(reply)
