@@ -54,6 +54,14 @@ def _parts(tool: Mapping[str, Any], index: int) -> tuple[str, str, Any, bool]:
     return name, description if isinstance(description, str) else "", schema, shape == "openai"
 
 
+def _deferred(tool: Mapping[str, Any]) -> bool:
+    """Whether ``tool`` is sent as a stub: a function with a schema (OpenAI's function tool,
+    Anthropic's custom tool). A provider's own tool (web search, Anthropic's dated
+    ``bash_20250124``...) has no schema to defer, and as a stub would become a function the
+    caller must run: the provider would no longer run it."""
+    return "input_schema" in tool or tool.get("type", "function") == "function"
+
+
 def _first_line(text: str, limit: int = 160) -> str:
     line = next((line.strip() for line in text.splitlines() if line.strip()), "")
     return line if len(line) <= limit else line[: limit - 3] + "..."
@@ -65,7 +73,9 @@ def on_demand_tools(
     """What to send instead of ``tools``: a stub per tool, and the ``describe_tool`` tool.
 
     Args:
-        tools: The full definitions (OpenAI function tools or Anthropic tools).
+        tools: The full definitions (OpenAI function tools or Anthropic tools). A provider's
+            own tool (``{"type": "web_search"}``, Anthropic's ``web_search_20250305``) is sent
+            as it is, for the provider to run.
         provider: The shape of the stubs and of ``describe_tool``.
 
     Raises:
@@ -86,6 +96,9 @@ def on_demand_tools(
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
     for index, tool in enumerate(tools):
+        if not _deferred(tool):
+            out.append(dict(tool))
+            continue
         name, description, _, _ = _parts(tool, index)
         if name in seen:
             raise ConfigError(f"tools[{index}]: the name {name!r} is used twice")
@@ -124,7 +137,7 @@ def describe_tools(tools: Sequence[Mapping[str, Any]], call: Mapping[str, Any] |
         names = [names]
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         return 'error: call describe_tool with {"names": ["tool_name", ...]}'
-    by_name = {_parts(tool, i)[0]: tool for i, tool in enumerate(tools)}
+    by_name = {_parts(tool, i)[0]: tool for i, tool in enumerate(tools) if _deferred(tool)}
     unknown = [n for n in names if n not in by_name]
     if unknown:
         return f"error: no tools named {unknown}; the tools are {sorted(by_name)}"

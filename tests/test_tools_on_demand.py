@@ -106,3 +106,21 @@ def test_names_must_be_given_and_unique() -> None:
         on_demand_tools([{"description": "x"}])
     with pytest.raises(ConfigError, match="used twice"):
         on_demand_tools([TOOLS[0], TOOLS[0]])
+
+
+def test_a_providers_own_tools_are_sent_as_they_are_for_the_provider_to_run() -> None:
+    # As a stub, Anthropic's web search became a function the caller had to run, and OpenAI's
+    # was refused as a tool "without a name".
+    grep = {"name": "grep", "description": "Search.", "input_schema": {"type": "object"}}
+    web = {"type": "web_search_20250305", "name": "web_search", "max_uses": 5}
+    sent = on_demand_tools([grep, web, {"type": "bash_20250124", "name": "bash"}], "anthropic")
+    assert sent[1:3] == [web, {"type": "bash_20250124", "name": "bash"}]
+    assert [t["name"] for t in sent] == ["grep", "web_search", "bash", DESCRIBE_TOOL_NAME]
+    openai_sent = on_demand_tools([{"type": "web_search"}, TOOLS[0]])
+    assert openai_sent[0] == {"type": "web_search"}
+    assert openai_sent[1]["function"]["parameters"] == {"type": "object"}
+    answer = describe_tools([{"type": "web_search"}, TOOLS[0]], {"names": ["create_issue"]})
+    assert json.loads(answer) == [TOOLS[0]]
+    session = Session(counter=COUNTER, tools_on_demand=True, retrieve_tool=False)
+    session.append({"role": "user", "content": "News on issue 7?"})
+    assert session.render(tools=[{"type": "web_search"}, *TOOLS]).tool_tokens > 0
