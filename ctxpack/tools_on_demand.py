@@ -79,7 +79,8 @@ def on_demand_tools(
         provider: The shape of the stubs and of ``describe_tool``.
 
     Raises:
-        ConfigError: a definition without a name, or a name used twice.
+        ConfigError: a definition without a name, a name used twice, or a tool of yours
+            named ``describe_tool``.
 
     Example:
         >>> weather = {"type": "function", "function": {"name": "get_weather",
@@ -102,6 +103,12 @@ def on_demand_tools(
         name, description, _, _ = _parts(tool, index)
         if name in seen:
             raise ConfigError(f"tools[{index}]: the name {name!r} is used twice")
+        if name == DESCRIBE_TOOL_NAME:
+            # Sent beside the one added below, it would make a request the provider refuses.
+            raise ConfigError(
+                f"tools[{index}]: the name {DESCRIBE_TOOL_NAME!r} is the tool that tools on "
+                "demand adds to give the full definitions; rename yours"
+            )
         seen.add(name)
         out.append(
             tool_definition(

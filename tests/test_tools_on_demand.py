@@ -124,3 +124,14 @@ def test_a_providers_own_tools_are_sent_as_they_are_for_the_provider_to_run() ->
     session = Session(counter=COUNTER, tools_on_demand=True, retrieve_tool=False)
     session.append({"role": "user", "content": "News on issue 7?"})
     assert session.render(tools=[{"type": "web_search"}, *TOOLS]).tool_tokens > 0
+
+
+def test_a_tool_of_the_callers_named_describe_tool_is_refused() -> None:
+    # Sent beside the describe tool added, two tools of one name: the provider refuses both.
+    mine = {"name": DESCRIBE_TOOL_NAME, "description": "Mine.", "input_schema": {"type": "object"}}
+    with pytest.raises(ConfigError, match=r"tools\[1\]: the name 'describe_tool' is the tool"):
+        on_demand_tools([TOOLS[0], mine], "anthropic")
+    session = Session(counter=COUNTER, tools_on_demand=True, retrieve_tool=False)
+    session.append({"role": "user", "content": "Close issue 7."})
+    with pytest.raises(ConfigError, match=r"tools\[1\]: the name 'describe_tool'"):
+        session.render(tools=[TOOLS[0], mine])
