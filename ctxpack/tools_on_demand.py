@@ -94,6 +94,7 @@ def on_demand_tools(
     """
     if provider not in ("openai", "anthropic"):
         raise ConfigError(f"provider must be 'openai' or 'anthropic', got {provider!r}")
+    tools = tool_definitions(tools)  # a ConfigError naming the bad definition
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
     for index, tool in enumerate(tools):
@@ -138,6 +139,7 @@ def describe_tools(tools: Sequence[Mapping[str, Any]], call: Mapping[str, Any] |
         >>> describe_tools([tool], {"names": ["grep"]})
         '[{"name": "grep", "description": "Search.", "input_schema": {"type": "object"}}]'
     """
+    tools = tool_definitions(tools)
     args = _arguments(call)
     names = args.get("names")
     if isinstance(names, str):

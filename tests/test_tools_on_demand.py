@@ -102,7 +102,7 @@ def test_a_session_sends_stubs_answers_describe_calls_and_keeps_the_tools_fixed(
 
 
 def test_names_must_be_given_and_unique() -> None:
-    with pytest.raises(ConfigError, match=r"tools\[0\] has no name"):
+    with pytest.raises(ConfigError, match=r"tools\[0\]: a tool definition needs a name"):
         on_demand_tools([{"description": "x"}])
     with pytest.raises(ConfigError, match="used twice"):
         on_demand_tools([TOOLS[0], TOOLS[0]])
@@ -135,3 +135,21 @@ def test_a_tool_of_the_callers_named_describe_tool_is_refused() -> None:
     session.append({"role": "user", "content": "Close issue 7."})
     with pytest.raises(ConfigError, match=r"tools\[1\]: the name 'describe_tool'"):
         session.render(tools=[TOOLS[0], mine])
+
+
+@pytest.mark.parametrize(
+    ("tools", "message"),
+    [
+        (["grep"], r"tools\[0\]: a tool definition must be an object, got str"),
+        (TOOLS[0], "wrap a single tool in a list"),
+        (None, "tools must be a list of tool definitions, got None"),
+    ],
+)
+def test_tools_that_are_no_definitions_are_named_not_a_deep_traceback(
+    tools: Any, message: str
+) -> None:
+    # Each raised AttributeError ('str' object has no attribute 'get') or TypeError.
+    with pytest.raises(ConfigError, match=message):
+        on_demand_tools(tools)
+    with pytest.raises(ConfigError, match=message):
+        describe_tools(tools, {"names": ["grep"]})
