@@ -21,7 +21,13 @@ from typing import Any
 from ._internal.arguments import tool_definitions
 from ._internal.jsontext import read_json
 from .errors import ConfigError
-from .providers import Provider, tool_call_parts, tool_definition, tool_definition_parts
+from .providers import (
+    Provider,
+    flat_tools,
+    tool_call_parts,
+    tool_definition,
+    tool_definition_parts,
+)
 from .tokens import TokenCounter, check_counter, checked_tool_tokens
 
 __all__ = [
@@ -76,7 +82,8 @@ def on_demand_tools(
         tools: The full definitions (OpenAI function tools or Anthropic tools). A provider's
             own tool (``{"type": "web_search"}``, Anthropic's ``web_search_20250305``) is sent
             as it is, for the provider to run.
-        provider: The shape of the stubs and of ``describe_tool``.
+        provider: The shape of the stubs and of ``describe_tool`` (OpenAI's in the Responses
+            API's flat shape, ``strict`` off, when ``tools`` hold functions in that shape).
 
     Raises:
         ConfigError: a definition without a name, a name used twice, or a tool of yours
@@ -95,6 +102,16 @@ def on_demand_tools(
     if provider not in ("openai", "anthropic"):
         raise ConfigError(f"provider must be 'openai' or 'anthropic', got {provider!r}")
     tools = tool_definitions(tools)  # a ConfigError naming the bad definition
+    # The Responses API refuses a Chat Completions function: given its flat shape, the stubs
+    # and describe_tool take it too.
+    flat = provider == "openai" and any(
+        t.get("type") == "function" and "function" not in t for t in tools
+    )
+
+    def definition(name: str, description: str, schema: Any) -> dict[str, Any]:
+        sent = tool_definition(name, description, schema, provider)
+        return dict(flat_tools([sent])[0]) if flat else sent
+
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
     for index, tool in enumerate(tools):
@@ -111,16 +128,8 @@ def on_demand_tools(
                 "demand adds to give the full definitions; rename yours"
             )
         seen.add(name)
-        out.append(
-            tool_definition(
-                name, _first_line(description) + _STUB_NOTE, {"type": "object"}, provider
-            )
-        )
-    out.append(
-        tool_definition(
-            DESCRIBE_TOOL_NAME, _DESCRIPTION, json.loads(json.dumps(_PARAMETERS)), provider
-        )
-    )
+        out.append(definition(name, _first_line(description) + _STUB_NOTE, {"type": "object"}))
+    out.append(definition(DESCRIBE_TOOL_NAME, _DESCRIPTION, json.loads(json.dumps(_PARAMETERS))))
     return out
 
 

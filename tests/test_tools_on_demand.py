@@ -153,3 +153,19 @@ def test_tools_that_are_no_definitions_are_named_not_a_deep_traceback(
         on_demand_tools(tools)
     with pytest.raises(ConfigError, match=message):
         describe_tools(tools, {"names": ["grep"]})
+
+
+def test_functions_in_the_responses_shape_get_stubs_the_responses_api_takes() -> None:
+    # The stubs went out in Chat Completions' nested shape, which the Responses API refuses
+    # (no tools[0].name).
+    import pydantic
+    from openai.types.responses import FunctionToolParam
+
+    flat = [{"type": "function", **t["function"]} for t in TOOLS]
+    sent = on_demand_tools([{"type": "web_search"}, *flat])
+    assert [t.get("name") for t in sent[1:]] == [*(t["name"] for t in flat), DESCRIBE_TOOL_NAME]
+    for stub in sent[1:]:
+        pydantic.TypeAdapter(FunctionToolParam).validate_python(stub)
+        assert stub["strict"] is False  # an open schema cannot be strict
+    assert sent[1]["description"] == "Create issue in the tracker. (parameters: describe_tool)"
+    assert all("function" in t for t in on_demand_tools(TOOLS))  # the nested shape stays
