@@ -1147,6 +1147,36 @@ def test_a_server_side_session_sends_its_context_management_through_the_beta_cli
         client.messages.create(model="claude-sonnet-4-5", max_tokens=1_000, messages=history)
 
 
+def test_a_server_side_session_clears_thinking_only_in_requests_that_think() -> None:
+    # Anthropic answers 400 "`clear_thinking_20251015` strategy requires `thinking` to be
+    # enabled": a request without thinking went out with the edit all the same.
+    capture = Capture(anthropic_message([{"type": "text", "text": "ok"}]))
+    policy = ctxpack.managed.WindowPolicy(window=200_000, server_side=True, keep_thinking=2)
+    session = ctxpack.Session(model="claude-sonnet-4-5", counter="cl100k_base", window=policy)
+    client = ctxpack.wrap_anthropic(anthropic_client(capture), session=session)
+    history: list[Any] = [{"role": "user", "content": "Why does the auth test fail?"}]
+    kinds: list[list[str]] = []
+    for thinking in (None, {"type": "disabled"}, {"type": "enabled", "budget_tokens": 2_000}):
+        extra = {} if thinking is None else {"thinking": thinking}
+        client.beta.messages.create(
+            model="claude-sonnet-4-5", max_tokens=4_000, messages=history, **extra
+        )
+        kinds.append([edit["type"] for edit in capture.body["context_management"]["edits"]])
+    assert kinds[0] == kinds[1] == ["clear_tool_uses_20250919", "compact_20260112"]
+    assert kinds[2] == ["clear_thinking_20251015", *kinds[0]]
+    client.beta.messages.create(
+        model="claude-sonnet-4-5",
+        max_tokens=4_000,
+        messages=history,
+        extra_body={"thinking": {"type": "adaptive"}},
+    )
+    assert capture.body["context_management"]["edits"][0]["type"] == "clear_thinking_20251015"
+    assert session.context_management()["context_management"]["edits"][0]["keep"] == {
+        "type": "thinking_turns",
+        "value": 2,
+    }
+
+
 def test_a_server_side_session_is_refused_by_the_chat_completions_wrapper() -> None:
     policy = ctxpack.managed.WindowPolicy(window=128_000, server_side=True)
     session = ctxpack.Session(model="gpt-4o", window=policy)

@@ -172,7 +172,9 @@ class _Packer:
         if feed is not None:
             schema = feed.count(schema_text) if schema_text else 0
             own = _given(kwargs.get("context_management"))
-            out.update(feed.server_side_fields(beta=beta, own=own, betas=kwargs.get("betas")))
+            betas = kwargs.get("betas")
+            thinks = _thinks(kwargs)
+            out.update(feed.server_side_fields(beta=beta, own=own, betas=betas, thinks=thinks))
         return Asked(messages, system, tools, room, limits, responses, schema), out
 
     @staticmethod
@@ -246,3 +248,12 @@ def _nothing_left(key: str, result: PackResult) -> str:
         f"sent (dropped: {why}); a request needs at least one turn to answer (the wrapper's "
         f"last_result.report() says more)"
     )
+
+
+def _thinks(kwargs: Mapping[str, Any]) -> bool:
+    """Whether an Anthropic request turns thinking on (``thinking=``, or in ``extra_body``)."""
+    thinking = kwargs.get("thinking")
+    extra = kwargs.get("extra_body")
+    if not _given(thinking) and isinstance(extra, Mapping):
+        thinking = extra.get("thinking")
+    return isinstance(thinking, Mapping) and thinking.get("type") != "disabled"

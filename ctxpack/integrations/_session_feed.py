@@ -242,10 +242,13 @@ class SessionFeed:
         if error.field != "id" or attempt == _ATTEMPTS - 1:
             raise error
 
-    def server_side_fields(self, *, beta: bool, own: bool, betas: Any) -> dict[str, Any]:
+    def server_side_fields(
+        self, *, beta: bool, own: bool, betas: Any, thinks: bool = True
+    ) -> dict[str, Any]:
         """What a server-side managed session adds to an Anthropic request: its
-        ``context_management`` (unless the request has its ``own``) and the ``betas`` it needs
-        beyond the request's."""
+        ``context_management`` (unless the request has its ``own``; without the thinking
+        clearing in a request that ``thinks`` not) and the ``betas`` it needs beyond the
+        request's."""
         if not self.server_side:
             return {}
         if not beta:
@@ -258,6 +261,12 @@ class SessionFeed:
         fields = dict(cast(_ServerSide, self.session).context_management(self.provider))
         if own:
             del fields["context_management"]
+        elif not thinks:
+            # Anthropic refuses the whole request otherwise: "`clear_thinking_20251015`
+            # strategy requires `thinking` to be enabled".
+            edits = fields["context_management"]["edits"]
+            kept = [e for e in edits if e["type"] != "clear_thinking_20251015"]
+            fields["context_management"] = {**fields["context_management"], "edits": kept}
         given = list(betas) if isinstance(betas, (list, tuple)) else []
         fields["betas"] = [*given, *(b for b in fields["betas"] if b not in given)]
         return fields
