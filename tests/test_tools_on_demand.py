@@ -169,3 +169,23 @@ def test_functions_in_the_responses_shape_get_stubs_the_responses_api_takes() ->
         assert stub["strict"] is False  # an open schema cannot be strict
     assert sent[1]["description"] == "Create issue in the tracker. (parameters: describe_tool)"
     assert all("function" in t for t in on_demand_tools(TOOLS))  # the nested shape stays
+
+
+def test_the_definitions_describe_tool_gives_reach_the_model_whole() -> None:
+    # The session's JSON filter shortened the answer like any tool output: a definition of 150
+    # parameters (19,164 characters) was sent as 1,015, 145 of its parameters hidden.
+    big = tool("query", options=150)
+    session = Session(counter=COUNTER, tools_on_demand=True)
+    session.append({"role": "user", "content": "Run the query."})
+    session.render(tools=[big])
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": DESCRIBE_TOOL_NAME, "arguments": '{"names": ["query"]}'},
+    }
+    session.append({"role": "assistant", "content": None, "tool_calls": [call]})
+    answer = session.handle(call)
+    session.append({"role": "tool", "tool_call_id": "c1", "content": answer})
+    sent = session.render(tools=[big]).messages[-1]
+    assert sent.text == answer and json.loads(sent.text) == [big]
+    assert not session.records[-1].shortened

@@ -15,6 +15,7 @@ from ..pipeline import Decision
 from ..providers import Provider
 from ..sdk import coerce_messages
 from ..tokens import count_tokens_approx
+from ..tools_on_demand import DESCRIBE_TOOL_NAME
 from ._records import FilterRecord
 from ._supersede import Superseding
 
@@ -177,6 +178,10 @@ class Arrival(Superseding):
             return "filtering is off"
         if tool == RETRIEVE_TOOL_NAME:
             return "a retrieved original is never filtered again"
+        if tool == DESCRIBE_TOOL_NAME:
+            # The definitions the model asked for before calling: shortened, it would call
+            # with parameters it was never shown.
+            return "the tool definitions describe_tool gives are never filtered"
         text_only = isinstance(msg.content, str) or all(
             part.get("type") == "text" for part in msg.content or []
         )
