@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ctxpack import BudgetExceededError, ConfigError, InvalidMessageError, Session, get_counter
+from ctxpack.adapters import from_anthropic
 from ctxpack.managed import WindowPolicy
 from ctxpack.server_side import (
     ANTHROPIC_BETAS,
@@ -223,3 +224,21 @@ def test_recording_a_reply_without_appending_it_reads_only_the_decisions() -> No
 def test_a_chat_completions_message_is_no_response_to_record(message: dict[str, object]) -> None:
     with pytest.raises(InvalidMessageError, match="a Chat Completions message"):
         Session().record_response(message, append=False)
+
+
+def test_a_failed_anthropic_compaction_block_is_read_and_keeps_the_history_before_it() -> None:
+    # Null content marks a compaction that produced no summary, which the API takes back as a
+    # no-op: record_response refused the reply ('content[0].content: must be a string, got
+    # null'), and had it been read, the history before the block would have been dropped.
+    history = [
+        {"role": "user", "content": "The secret word is PAPAYA."},
+        {"role": "assistant", "content": [{"type": "compaction", "content": None}]},
+        {"role": "user", "content": "What is the secret word?"},
+    ]
+    assert from_anthropic(history)[0].text == "The secret word is PAPAYA."
+    session = Session(counter=COUNTER, window=POLICY)
+    session.append(history[0], provider="anthropic")
+    session.record_response(anthropic_message([{"type": "compaction", "content": None}]))
+    session.append(history[2], provider="anthropic")
+    sent = session.render().to_anthropic()["messages"]
+    assert sent == history

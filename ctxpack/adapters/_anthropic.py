@@ -7,7 +7,8 @@ of ``input``); and each ``tool_result`` block of a user message becomes its own 
 so a tool exchange is an assistant message and the tool messages after it, exactly as for OpenAI.
 A ``compaction`` block (the summary Anthropic's server-side compaction returns) is kept verbatim,
 signature included, and the messages and blocks before the last one are left out, as the API
-drops them. What the mapping cannot hold (the place of each ``tool_use`` among the other blocks, a
+drops them (not before one whose null content says the compaction failed: a no-op). What the
+mapping cannot hold (the place of each ``tool_use`` among the other blocks, a
 ``tool_result``'s ``is_error`` and ``cache_control``) rides in ``metadata["anthropic"]``, so
 ``to_anthropic(from_anthropic(m, system=s)) == {"system": s, "messages": m}``.
 
@@ -198,12 +199,14 @@ def read_anthropic(
 
 def _last_compaction(entries: list[Mapping[str, Any]]) -> tuple[int, int] | None:
     """(message, block) of the last ``compaction`` block, where the history the API reads
-    starts (it drops every block before it); ``None`` without one."""
+    starts (it drops every block before it); ``None`` without one. A block with null content
+    (a compaction that failed) is a no-op to the API: the history before it is still read."""
     for turn in range(len(entries) - 1, -1, -1):
         content = entries[turn]["content"]
         if isinstance(content, list):
             for j in range(len(content) - 1, -1, -1):
-                if content[j].get("type") == "compaction":
+                block = content[j]
+                if block.get("type") == "compaction" and block.get("content") is not None:
                     return turn, j
     return None
 

@@ -476,7 +476,8 @@ def _check_anthropic_block(block: Any, index: int | None, field: str, role: str)
         _require_str(block, "signature", index, f"{field}.signature")
     elif kind == "redacted_thinking":
         _require_str(block, "data", index, f"{field}.data")
-    elif kind == "compaction":
+    elif kind == "compaction" and block.get("content", "") is not None:
+        # Null content is the API's mark of a compaction that failed, sent back as a no-op.
         _require_str(block, "content", index, f"{field}.content")
     return kind
 
