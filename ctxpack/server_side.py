@@ -102,7 +102,8 @@ def response_decisions(response: Any, *, message_id: str) -> list[Decision]:
 
     Returns:
         One ``cleared`` decision per applied clearing edit (with the input tokens it cleared),
-        one ``merged`` decision per compaction block or item; none when nothing was applied.
+        one ``merged`` decision per compaction block or item (``warned`` for an Anthropic
+        block whose null content says the compaction failed); none when nothing was applied.
 
     Raises:
         InvalidMessageError: ``response`` is neither kind of response, or a field of it is
@@ -149,20 +150,35 @@ def response_decisions(response: Any, *, message_id: str) -> list[Decision]:
         if not isinstance(block, Mapping):
             raise _malformed(f"{key}[{i}]", "must be an object", block)
         if block.get("type") == "compaction":
-            summary = block.get("content")
-            kind = "an opaque summary" if not isinstance(summary, str) else "a summary"
-            out.append(
-                Decision(
-                    stage="server",
-                    action="merged",
-                    message_id=message_id,
-                    reason=(
-                        f"the provider compacted the history into {kind}; send the compaction "
-                        "block back unchanged in the next request"
-                    ),
-                )
-            )
+            out.append(_compaction(block, anthropic, message_id))
     return out
+
+
+def _compaction(block: Mapping[str, Any], anthropic: bool, message_id: str) -> Decision:
+    """The decision of a compaction block (Anthropic's) or item (OpenAI's, always opaque)."""
+    summary = block.get("content")
+    if anthropic and summary is None:
+        # Anthropic's mark of a compaction that produced no summary: the server compacted
+        # nothing, and reads the block sent back as a no-op.
+        return Decision(
+            stage="server",
+            action="warned",
+            message_id=message_id,
+            reason=(
+                "the provider's compaction failed to produce a summary (the compaction block's "
+                "content is null): nothing was compacted"
+            ),
+        )
+    kind = "an opaque summary" if not isinstance(summary, str) else "a summary"
+    return Decision(
+        stage="server",
+        action="merged",
+        message_id=message_id,
+        reason=(
+            f"the provider compacted the history into {kind}; send the compaction block back "
+            "unchanged in the next request"
+        ),
+    )
 
 
 def response_body(response: Any) -> tuple[Mapping[str, Any], bool]:

@@ -242,3 +242,16 @@ def test_a_failed_anthropic_compaction_block_is_read_and_keeps_the_history_befor
     session.append(history[2], provider="anthropic")
     sent = session.render().to_anthropic()["messages"]
     assert sent == history
+
+
+def test_a_failed_anthropic_compaction_is_no_merge() -> None:
+    # It was recorded as "the provider compacted the history into an opaque summary".
+    failed = anthropic_message(
+        [{"type": "compaction", "content": None}, {"type": "text", "text": "Going on."}]
+    )
+    session = Session(counter=COUNTER, window=POLICY)
+    session.append({"role": "user", "content": "Fix the cache bug."}, provider="anthropic")
+    (decision,) = session.record_response(failed)
+    assert decision.action == "warned" and "nothing was compacted" in (decision.reason or "")
+    done = anthropic_message([{"type": "compaction", "content": "Summary."}])
+    assert [d.action for d in response_decisions(done, message_id="m")] == ["merged"]
