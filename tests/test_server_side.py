@@ -255,3 +255,23 @@ def test_a_failed_anthropic_compaction_is_no_merge() -> None:
     assert decision.action == "warned" and "nothing was compacted" in (decision.reason or "")
     done = anthropic_message([{"type": "compaction", "content": "Summary."}])
     assert [d.action for d in response_decisions(done, message_id="m")] == ["merged"]
+
+
+def test_a_claude_session_of_plain_messages_gets_anthropics_field() -> None:
+    # Its messages say no provider (plain strings), its model does: render() took Anthropic's
+    # rules, context_management() gave OpenAI's compaction list, which Anthropic refuses.
+    capture = Capture(anthropic_message([{"type": "text", "text": "ok"}]))
+    session = Session(model="claude-sonnet-4-5", counter=COUNTER, window=POLICY)
+    session.append({"role": "user", "content": "Fix the cache bug."})
+    fields = session.context_management()
+    assert fields == {
+        "context_management": anthropic_context_management(POLICY),
+        "betas": list(ANTHROPIC_BETAS),
+    }
+    anthropic_client(capture).beta.messages.create(
+        model="claude-sonnet-4-5", max_tokens=1024, **session.render().to_anthropic(), **fields
+    )
+    assert capture.body["context_management"]["edits"][-1]["type"] == "compact_20260112"
+    assert session.context_management(provider="openai") == {
+        "context_management": openai_context_management(POLICY)
+    }

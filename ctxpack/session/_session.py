@@ -16,7 +16,13 @@ from ..managed import PinnedText, WindowPolicy, WindowState
 from ..messages import Message, detached
 from ..persistence import open_backing
 from ..pipeline import Decision, Stage
-from ..providers import Provider, check_provider, flat_tools, tool_call_parts
+from ..providers import (
+    Provider,
+    check_provider,
+    flat_tools,
+    provider_from_model,
+    tool_call_parts,
+)
 from ..result import PackResult
 from ..retrieval import Retrieval, coerce_call, handle_retrieve_call, read_artifact
 from ..sdk import SDKObject
@@ -437,8 +443,9 @@ class Session(Arrival, Rendering):
 
         For Anthropic, ``{"context_management": {"edits": [...]}, "betas": [...]}`` (pass both
         to ``client.beta.messages.create``); for OpenAI, ``{"context_management": [...]}`` (for
-        ``client.responses.create``). Empty when the session has no window or manages it on
-        the client side.
+        ``client.responses.create``). Without ``provider``, Anthropic's for a Claude model, as
+        :meth:`render` decides, else the provider of the messages appended. Empty when the
+        session has no window or manages it on the client side.
         """
         from ..server_side import (
             ANTHROPIC_BETAS,
@@ -446,7 +453,12 @@ class Session(Arrival, Rendering):
             openai_context_management,
         )
 
-        provider = self.provider if provider is None else check_provider(provider)
+        if provider is not None:
+            provider = check_provider(provider)
+        elif provider_from_model(self.model) == "anthropic":
+            provider = "anthropic"  # as render() decides: a Claude model takes Anthropic's field
+        else:
+            provider = self.provider
         if self.window is None or not self.window.server_side:
             return {}
         if provider == "anthropic":
