@@ -27,6 +27,7 @@ from .providers import (
     tool_call_parts,
     tool_definition,
     tool_definition_parts,
+    tools_as_sent,
 )
 from .tokens import TokenCounter, check_counter, checked_tool_tokens
 
@@ -199,5 +200,8 @@ def on_demand_saving(
     if not tools:
         return 0
     counter = check_counter(counter)
-    full = checked_tool_tokens(tools, counter)
-    return full - checked_tool_tokens(on_demand_tools(tools, provider), counter)
+    # Both as the provider receives them (Claude takes an OpenAI function as an Anthropic
+    # tool), as a session counts them.
+    full = checked_tool_tokens(tools_as_sent(tools, provider), counter)
+    stubs = tools_as_sent(on_demand_tools(tools, provider), provider)
+    return full - checked_tool_tokens(stubs, counter)
