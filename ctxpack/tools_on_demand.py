@@ -129,7 +129,11 @@ def on_demand_tools(
                 "demand adds to give the full definitions; rename yours"
             )
         seen.add(name)
-        out.append(definition(name, _first_line(description) + _STUB_NOTE, {"type": "object"}))
+        stub = definition(name, _first_line(description) + _STUB_NOTE, {"type": "object"})
+        if provider == "anthropic" and "cache_control" in tool:
+            # The caller's cache breakpoint stays where it was put: the stub stands in its place.
+            stub["cache_control"] = tool["cache_control"]
+        out.append(stub)
     out.append(definition(DESCRIBE_TOOL_NAME, _DESCRIPTION, json.loads(json.dumps(_PARAMETERS))))
     return out
 

@@ -202,3 +202,22 @@ def test_the_saving_is_what_a_session_sends_less(provider: Any) -> None:
         session.append({"role": "user", "content": "Close issue 7."})
         sent.append(session.render(tools=TOOLS, provider=provider).tool_tokens)
     assert on_demand_saving(TOOLS, COUNTER, provider) == sent[0] - sent[1] > 0
+
+
+def test_a_cache_breakpoint_on_a_tool_stays_on_its_stub() -> None:
+    # The stub went without the caller's cache_control: the prefix it marked was no longer
+    # written to Anthropic's cache, without a word.
+    marked = {
+        "name": "grep",
+        "description": "Search.",
+        "input_schema": {"type": "object"},
+        "cache_control": {"type": "ephemeral"},
+    }
+    sent = on_demand_tools([TOOLS[0], marked], "anthropic")
+    assert sent[1]["cache_control"] == {"type": "ephemeral"}
+    assert "cache_control" not in sent[0] and "cache_control" not in sent[2]
+    import pydantic
+    from anthropic.types.beta import BetaToolParam
+
+    for tool in sent:
+        pydantic.TypeAdapter(BetaToolParam).validate_python(tool)
