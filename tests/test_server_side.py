@@ -275,3 +275,27 @@ def test_a_claude_session_of_plain_messages_gets_anthropics_field() -> None:
     assert session.context_management(provider="openai") == {
         "context_management": openai_context_management(POLICY)
     }
+
+
+def test_an_empty_claude_reply_records_its_edits_and_appends_nothing() -> None:
+    # Claude may end a turn with no content: record_response raised ('content: an empty list
+    # of blocks') and the 40,000 tokens the provider cleared went unrecorded.
+    reply = anthropic_message([])
+    reply["context_management"] = {
+        "applied_edits": [
+            {
+                "type": "clear_tool_uses_20250919",
+                "cleared_tool_uses": 5,
+                "cleared_input_tokens": 40_000,
+            }
+        ]
+    }
+    session = Session(counter=COUNTER, window=POLICY)
+    session.append({"role": "user", "content": "Fix the cache bug."}, provider="anthropic")
+    response = anthropic_client(Capture(reply)).beta.messages.create(
+        model="claude-sonnet-4-5", max_tokens=1024, messages=[{"role": "user", "content": "x"}]
+    )
+    (decision,) = session.record_response(response)
+    assert decision.tokens_before == 40_000
+    assert decision.message_id == session.transcript()[-1].id
+    assert [m.role for m in session.transcript()] == ["user"]

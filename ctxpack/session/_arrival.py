@@ -231,6 +231,9 @@ class Arrival(Superseding):
 
         flag(append, "append")
         body, anthropic = response_body(response)
+        # An empty reply (Claude may end its turn saying nothing) is no message to keep:
+        # Anthropic refuses one with no content in a later request's history.
+        append = append and bool(body.get("content"))
         if anthropic and append:
             mid = f"s{len(self._raw)}"  # the reply, as it is about to be appended
         elif anthropic and self._raw:

@@ -473,7 +473,8 @@ class Session(Arrival, Rendering):
         """Read what the provider's context management did for ``response`` into the session.
 
         An Anthropic Messages response is appended as the assistant message (its
-        ``compaction`` block included, kept verbatim to be sent back), and its
+        ``compaction`` block included, kept verbatim to be sent back; an empty reply is not
+        appended, Anthropic refusing an empty message in a later request), and its
         ``context_management.applied_edits`` and compaction become decisions of the next
         :meth:`render`. For an OpenAI Responses response, the decisions are recorded and its
         output items (the ``compaction`` item included) are yours to send back.
