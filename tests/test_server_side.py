@@ -299,3 +299,40 @@ def test_an_empty_claude_reply_records_its_edits_and_appends_nothing() -> None:
     assert decision.tokens_before == 40_000
     assert decision.message_id == session.transcript()[-1].id
     assert [m.role for m in session.transcript()] == ["user"]
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        {
+            "type": "mcp_tool_use",
+            "id": "mcptoolu_1",
+            "name": "search",
+            "server_name": "gh",
+            "input": {},
+        },
+        {
+            "type": "mcp_tool_result",
+            "tool_use_id": "mcptoolu_1",
+            "is_error": False,
+            "content": [{"type": "text", "text": "3 issues"}],
+        },
+        {"type": "mcp_tool_listing", "mcp_server_name": "gh", "tools": []},
+        {
+            "type": "fallback",
+            "from": {"model": "claude-opus-4-5"},
+            "to": {"model": "claude-sonnet-4-5"},
+            "trigger": {"type": "refusal"},
+        },
+    ],
+)
+def test_a_reply_with_the_mcp_connectors_or_a_fallbacks_blocks_is_recorded(
+    block: dict[str, object],
+) -> None:
+    # record_response raised "content[0].type: unknown block type 'mcp_tool_use'" for blocks
+    # the SDK parses and takes back.
+    session = Session(counter=COUNTER, window=POLICY)
+    session.append({"role": "user", "content": "Any open issues?"}, provider="anthropic")
+    session.record_response(anthropic_message([block, {"type": "text", "text": "Three."}]))
+    session.append({"role": "user", "content": "Thanks."}, provider="anthropic")
+    assert session.render().to_anthropic()["messages"][1]["content"][0] == block

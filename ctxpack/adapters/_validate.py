@@ -58,6 +58,13 @@ ANTHROPIC_BLOCKS: Mapping[str, str | None] = {
     "bash_code_execution_tool_result": "assistant",
     "text_editor_code_execution_tool_result": "assistant",
     "tool_search_tool_result": "assistant",
+    "advisor_tool_result": "assistant",
+    # The MCP connector's call, its result and the tool listing it fetched; a fallback hop's
+    # mark. The API returns them in an assistant turn and takes them back as they came.
+    "mcp_tool_use": "assistant",
+    "mcp_tool_result": "assistant",
+    "mcp_tool_listing": "assistant",
+    "fallback": "assistant",
     "container_upload": None,
     # The summary server-side compaction returns; sent back as it came, in either role.
     "compaction": None,
