@@ -69,6 +69,12 @@ def _deferred(tool: Mapping[str, Any]) -> bool:
     return "input_schema" in tool or tool.get("type", "function") == "function"
 
 
+def _claim(seen: set[str], name: str, index: int) -> None:
+    if name in seen:
+        raise ConfigError(f"tools[{index}]: the name {name!r} is used twice")
+    seen.add(name)
+
+
 def _first_line(text: str, limit: int = 160) -> str:
     line = next((line.strip() for line in text.splitlines() if line.strip()), "")
     return line if len(line) <= limit else line[: limit - 3] + "..."
@@ -117,18 +123,19 @@ def on_demand_tools(
     seen: set[str] = set()
     for index, tool in enumerate(tools):
         if not _deferred(tool):
+            built_in = tool.get("name")
+            if isinstance(built_in, str):
+                _claim(seen, built_in, index)  # the provider refuses two tools of one name
             out.append(dict(tool))
             continue
         name, description, _, _ = _parts(tool, index)
-        if name in seen:
-            raise ConfigError(f"tools[{index}]: the name {name!r} is used twice")
+        _claim(seen, name, index)
         if name == DESCRIBE_TOOL_NAME:
             # Sent beside the one added below, it would make a request the provider refuses.
             raise ConfigError(
                 f"tools[{index}]: the name {DESCRIBE_TOOL_NAME!r} is the tool that tools on "
                 "demand adds to give the full definitions; rename yours"
             )
-        seen.add(name)
         stub = definition(name, _first_line(description) + _STUB_NOTE, {"type": "object"})
         if provider == "anthropic" and "cache_control" in tool:
             # The caller's cache breakpoint stays where it was put: the stub stands in its place.

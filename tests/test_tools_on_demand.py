@@ -221,3 +221,10 @@ def test_a_cache_breakpoint_on_a_tool_stays_on_its_stub() -> None:
 
     for tool in sent:
         pydantic.TypeAdapter(BetaToolParam).validate_python(tool)
+
+
+def test_a_built_in_tools_name_counts_in_the_check_for_names_used_twice() -> None:
+    web = {"type": "web_search_20250305", "name": "web_search"}
+    mine = {"name": "web_search", "description": "Mine.", "input_schema": {"type": "object"}}
+    with pytest.raises(ConfigError, match=r"tools\[1\]: the name 'web_search' is used twice"):
+        on_demand_tools([web, mine], "anthropic")
