@@ -29,6 +29,8 @@ from .providers import (
     tool_definition_parts,
     tools_as_sent,
 )
+from .retrieval import coerce_call
+from .sdk import SDKObject
 from .tokens import TokenCounter, check_counter, checked_tool_tokens
 
 __all__ = [
@@ -145,7 +147,9 @@ def on_demand_tools(
     return out
 
 
-def describe_tools(tools: Sequence[Mapping[str, Any]], call: Mapping[str, Any] | str) -> str:
+def describe_tools(
+    tools: Sequence[Mapping[str, Any]], call: Mapping[str, Any] | SDKObject | str
+) -> str:
     """Answer a ``describe_tool`` call: the full definitions of the tools it names, as JSON.
 
     Unknown names are answered in words, with the names that exist, so that the model can
@@ -153,7 +157,11 @@ def describe_tools(tools: Sequence[Mapping[str, Any]], call: Mapping[str, Any] |
 
     Args:
         tools: The full definitions.
-        call: An OpenAI tool call, an Anthropic ``tool_use`` block, its arguments, or their JSON.
+        call: An OpenAI tool call, an Anthropic ``tool_use`` block (either as the SDK's
+            object too), its arguments, or their JSON.
+
+    Raises:
+        ConfigError: ``call`` is none of these, or a call to another tool.
 
     Example:
         >>> tool = {"name": "grep", "description": "Search.", "input_schema": {"type": "object"}}
@@ -161,7 +169,9 @@ def describe_tools(tools: Sequence[Mapping[str, Any]], call: Mapping[str, Any] |
         '[{"name": "grep", "description": "Search.", "input_schema": {"type": "object"}}]'
     """
     tools = tool_definitions(tools)
-    args = _arguments(call)
+    # An SDK's object read as its dict: else its arguments went unseen, and the model was told
+    # it called wrongly.
+    args = _arguments(coerce_call(call))
     names = args.get("names")
     if isinstance(names, str):
         names = [names]

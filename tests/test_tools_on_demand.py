@@ -16,6 +16,8 @@ from ctxpack.tools_on_demand import (
     on_demand_tools,
 )
 
+from .sdk_mock import Capture, anthropic_client, anthropic_message
+
 COUNTER = get_counter(counter="cl100k_base")
 
 
@@ -228,3 +230,28 @@ def test_a_built_in_tools_name_counts_in_the_check_for_names_used_twice() -> Non
     mine = {"name": "web_search", "description": "Mine.", "input_schema": {"type": "object"}}
     with pytest.raises(ConfigError, match=r"tools\[1\]: the name 'web_search' is used twice"):
         on_demand_tools([web, mine], "anthropic")
+
+
+def test_describe_reads_a_call_given_as_the_sdks_object() -> None:
+    # The SDK's ToolUseBlock was read as no arguments at all: the model, which called rightly,
+    # was answered 'error: call describe_tool with {"names": [...]}'.
+    reply = anthropic_message(
+        [
+            {
+                "type": "tool_use",
+                "id": "toolu_1",
+                "name": DESCRIBE_TOOL_NAME,
+                "input": {"names": ["add_label"]},
+            }
+        ]
+    )
+    block = (
+        anthropic_client(Capture(reply))
+        .messages.create(
+            model="claude-sonnet-4-5", max_tokens=100, messages=[{"role": "user", "content": "x"}]
+        )
+        .content[0]
+    )
+    assert json.loads(describe_tools(TOOLS, block)) == [TOOLS[3]]
+    with pytest.raises(ConfigError, match="call must be the model's tool call"):
+        describe_tools(TOOLS, 42)  # type: ignore[arg-type]
