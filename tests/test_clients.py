@@ -1362,3 +1362,22 @@ def test_an_async_server_side_session_reads_a_stream_s_edits_too(async_session: 
         return server_decisions(client)  # last_result is this task's
 
     assert asyncio.run(run()) == [("cleared", 4_200)]
+
+
+def test_a_server_side_session_keeping_all_thinking_says_so_in_requests_that_think() -> None:
+    # keep_thinking=None keeps every thinking block, but no thinking edit was sent: Anthropic
+    # then keeps the last turn's thinking only.
+    capture = Capture(anthropic_message([{"type": "text", "text": "ok"}]))
+    policy = ctxpack.managed.WindowPolicy(window=200_000, server_side=True)
+    session = ctxpack.Session(model="claude-sonnet-4-5", counter="cl100k_base", window=policy)
+    client = ctxpack.wrap_anthropic(anthropic_client(capture), session=session)
+    history: list[Any] = [{"role": "user", "content": "Why does the auth test fail?"}]
+    thinking = {"type": "enabled", "budget_tokens": 2_000}
+    client.beta.messages.create(
+        model="claude-sonnet-4-5", max_tokens=4_000, messages=history, thinking=thinking
+    )
+    edits = capture.body["context_management"]["edits"]
+    assert edits[0] == {"type": "clear_thinking_20251015", "keep": "all"}
+    client.beta.messages.create(model="claude-sonnet-4-5", max_tokens=4_000, messages=history)
+    kinds = [edit["type"] for edit in capture.body["context_management"]["edits"]]
+    assert kinds == ["clear_tool_uses_20250919", "compact_20260112"]

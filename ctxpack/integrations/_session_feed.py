@@ -246,9 +246,8 @@ class SessionFeed:
         self, *, beta: bool, own: bool, betas: Any, thinks: bool = True
     ) -> dict[str, Any]:
         """What a server-side managed session adds to an Anthropic request: its
-        ``context_management`` (unless the request has its ``own``; without the thinking
-        clearing in a request that ``thinks`` not) and the ``betas`` it needs beyond the
-        request's."""
+        ``context_management`` (unless the request has its ``own``; its thinking clearing
+        as :func:`_thinking_edit` says) and the ``betas`` it needs beyond the request's."""
         if not self.server_side:
             return {}
         if not beta:
@@ -261,12 +260,8 @@ class SessionFeed:
         fields = dict(cast(_ServerSide, self.session).context_management(self.provider))
         if own:
             del fields["context_management"]
-        elif not thinks:
-            # Anthropic refuses the whole request otherwise: "`clear_thinking_20251015`
-            # strategy requires `thinking` to be enabled".
-            edits = fields["context_management"]["edits"]
-            kept = [e for e in edits if e["type"] != "clear_thinking_20251015"]
-            fields["context_management"] = {**fields["context_management"], "edits": kept}
+        else:
+            fields["context_management"] = _thinking_edit(fields["context_management"], thinks)
         given = list(betas) if isinstance(betas, (list, tuple)) else []
         fields["betas"] = [*given, *(b for b in fields["betas"] if b not in given)]
         return fields
@@ -479,3 +474,18 @@ def _digest(value: Any) -> str:
         value = value.model_dump(mode="json", exclude={"id", "metadata"})
     text = json.dumps(value, sort_keys=True, default=repr)
     return hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
+
+
+def _thinking_edit(management: Mapping[str, Any], thinks: bool) -> dict[str, Any]:
+    """``management`` with the thinking clearing a request can take: none in one that does
+    not think (Anthropic refuses it whole: "`clear_thinking_20251015` strategy requires
+    `thinking` to be enabled"); in one that does, the policy's, or ``keep: "all"`` for a
+    policy that keeps every thinking block (``keep_thinking=None``): without the edit,
+    Anthropic keeps the last turn's only."""
+    kind = "clear_thinking_20251015"
+    edits = [e for e in management["edits"] if e["type"] != kind]
+    thinking = [e for e in management["edits"] if e["type"] == kind]
+    if thinks:
+        # First: the API requires the thinking clearing before the other edits.
+        edits = [*(thinking or [{"type": kind, "keep": "all"}]), *edits]
+    return {**management, "edits": edits}
