@@ -365,6 +365,18 @@ def test_bad_input_is_refused_clearly() -> None:
         Session(filters=42)  # type: ignore[arg-type]
 
 
+def test_a_callers_id_shaped_like_the_sessions_own_is_never_given_twice() -> None:
+    # The caller named its first message "s1": the second, without an id, was given "s1" too
+    # and refused as a duplicate the caller never wrote.
+    session = Session(model="gpt-4")
+    session.append({"role": "user", "content": "hi", "id": "s1"})
+    session.append({"role": "assistant", "content": "hello"})
+    session.extend([{"role": "user", "content": "a", "id": "s3"}, {"role": "user", "content": "b"}])
+    ids = [m.id for m in session.transcript()]
+    assert ids == ["s1", "s1.1", "s3", "s3.1"]
+    assert session.render().input_ids == ids
+
+
 def test_extend_adds_all_messages_or_none() -> None:
     session = Session(model="gpt-4")
     session.append({"role": "user", "content": "hi"})

@@ -43,7 +43,7 @@ class Arrival(Superseding):
                 given = message["id"]
             for msg in converted:
                 position = len(self._raw) + len(batch)
-                mid = given or f"s{position}"
+                mid = given or self._own_id(position, taken)
                 if mid in self._ids or mid in taken:
                     raise InvalidMessageError(
                         f"id {mid!r} is already used in this session; ids must be unique",
@@ -57,6 +57,15 @@ class Arrival(Superseding):
             self.provider = "anthropic"
         for msg, mid in batch:
             self._add(msg, mid)
+
+    def _own_id(self, position: int, taken: set[str] | frozenset[str] = frozenset()) -> str:
+        """The session's id for the message at ``position``: ``s<position>``, unless a caller
+        gave that id to another message (then the first free ``s<position>.<k>``)."""
+        mid, k = f"s{position}", 0
+        while mid in self._ids or mid in taken:
+            k += 1
+            mid = f"s{position}.{k}"
+        return mid
 
     def _add(self, msg: Message, mid: str) -> None:
         index = len(self._raw)
@@ -235,7 +244,7 @@ class Arrival(Superseding):
         # Anthropic refuses one with no content in a later request's history.
         append = append and bool(body.get("content"))
         if anthropic and append:
-            mid = f"s{len(self._raw)}"  # the reply, as it is about to be appended
+            mid = self._own_id(len(self._raw))  # the reply, as it is about to be appended
         elif anthropic and self._raw:
             mid = self._raw[-1].id  # the end of the request the provider edited
         else:
