@@ -31,6 +31,15 @@ class Rendering(SessionState):
         """The tool definitions the session adds to a request (see ``Session.tools``)."""
         return [retrieve_tool(provider)] if self.retrieve_tool else []
 
+    def _target(self, provider: Any) -> Provider:
+        """The provider a request is shaped for: the one asked, else Anthropic for a Claude
+        model (as pack() decides), else that of the messages appended."""
+        if provider is not None:
+            return check_provider(provider)
+        if provider_from_model(self.model) == "anthropic":
+            return "anthropic"
+        return self.provider
+
     def _renders_state(self, tools: Sequence[Mapping[str, Any]] | None) -> bool:
         """Whether a render changes the session's state: a managed one does (its window's),
         and so does one giving tools on demand new definitions."""
@@ -54,12 +63,7 @@ class Rendering(SessionState):
             check_tokens(budget, "budget")
         check_tokens(reserve, "reserve", minimum=0)
         optional_text(query, "query")
-        if provider is not None:
-            provider = check_provider(provider)
-        elif provider_from_model(self.model) == "anthropic":
-            provider = "anthropic"  # as pack() decides: a Claude model takes Anthropic's rules
-        else:
-            provider = self.provider
+        provider = self._target(provider)
         given: Sequence[Mapping[str, Any]] = tool_definitions(tools) if tools is not None else []
         if not self._raw:
             raise ConfigError("the session is empty: append messages before rendering")

@@ -18,9 +18,7 @@ from ..persistence import open_backing
 from ..pipeline import Decision, Stage
 from ..providers import (
     Provider,
-    check_provider,
     flat_tools,
-    provider_from_model,
     tool_call_parts,
 )
 from ..result import PackResult
@@ -453,12 +451,7 @@ class Session(Arrival, Rendering):
             openai_context_management,
         )
 
-        if provider is not None:
-            provider = check_provider(provider)
-        elif provider_from_model(self.model) == "anthropic":
-            provider = "anthropic"  # as render() decides: a Claude model takes Anthropic's field
-        else:
-            provider = self.provider
+        provider = self._target(provider)  # as render() decides
         if self.window is None or not self.window.server_side:
             return {}
         if provider == "anthropic":
