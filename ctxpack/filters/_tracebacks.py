@@ -12,6 +12,9 @@ __all__ = ["TracebackFilter"]
 _START = re.compile(r"^\s*Traceback \(most recent call last\):|^Exception in thread ")
 _PY_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line \d+')
 _JS_FRAME = re.compile(r"^\s+at (?:.+ \()?(?P<path>[^():]+):\d+(?::\d+)?\)?$")
+# A JVM frame names its method, not a path: "at com.acme.App.run(App.java:12)", and the
+# method's package tells a library frame ("java.base/java.util...") from the project's.
+_JAVA_FRAME = re.compile(r"^\s+at (?P<path>[\w$.<>/@-]+)\([^()]*\)$")
 _CHAIN = re.compile(
     r"^(During handling of the above exception|The above exception was the direct cause)|"
     r"^Caused by: "
@@ -65,7 +68,7 @@ class TracebackFilter:
                 continue
             if not in_trace:
                 continue
-            frame = _PY_FRAME.match(line) or _JS_FRAME.match(line)
+            frame = _PY_FRAME.match(line) or _JS_FRAME.match(line) or _JAVA_FRAME.match(line)
             if frame:
                 last = i
                 if _LIBRARY.search(frame["path"]):

@@ -1,0 +1,33 @@
+"""Filters on the shapes of output that other runtimes and tools print: a JVM stack's frames,
+the context lines of ``grep -C`` (each kept where its hit is)."""
+
+from __future__ import annotations
+
+from ctxpack.filters import ToolOutput, ToolOutputFilter, TracebackFilter
+
+
+def _java_stack() -> str:
+    lines = [
+        'Exception in thread "main" java.lang.NullPointerException: token is null',
+        "\tat com.acme.auth.Refresher.refresh(Refresher.java:42)",
+    ]
+    lines += [f"\tat java.base/java.util.stream.Pipe.step{i}(Pipe.java:{i})" for i in range(40)]
+    lines += [
+        "Caused by: java.io.IOException: disk full",
+        "\tat com.acme.io.Store.write(Store.java:7)",
+    ]
+    lines += [f"\tat java.base/java.io.Out.w{i}(Out.java:{i})" for i in range(30)]
+    return "\n".join(lines)
+
+
+def test_a_java_stack_keeps_the_projects_frames_and_counts_the_jdks() -> None:
+    text = _java_stack()
+    extract = TracebackFilter().extract(ToolOutput(text))
+    assert extract is not None
+    kept = extract.text.split("\n")
+    assert "\tat com.acme.auth.Refresher.refresh(Refresher.java:42)" in kept
+    assert "\tat com.acme.io.Store.write(Store.java:7)" in kept
+    assert not any("java.base/" in line for line in kept)
+    assert extract.summary == "70 library frames hidden"
+    out = ToolOutputFilter()(text)
+    assert out.kind == "traceback" and "Refresher.java:42" in out.text
