@@ -75,6 +75,24 @@ def _verbatim(msg: Message, protected: frozenset[str]) -> bool:
     )
 
 
+def _whole_exchanges(messages: Sequence[Message], verbatim: list[bool]) -> list[bool]:
+    """``verbatim`` extended to the whole tool exchange of a call or result kept verbatim (a
+    pinned result, a protected call): summarising the other half would leave it orphaned, a
+    request the provider refuses."""
+    caller = {c.id: i for i, m in enumerate(messages) for c in m.tool_calls or ()}
+    exchanges: dict[int, list[int]] = {}
+    for i, m in enumerate(messages):
+        if m.role == "tool" and m.tool_call_id in caller:
+            at = caller[m.tool_call_id]
+            exchanges.setdefault(at, [at]).append(i)
+    out = list(verbatim)
+    for members in exchanges.values():
+        if any(verbatim[i] for i in members):
+            for i in members:
+                out[i] = True
+    return out
+
+
 def _is_summary(msg: Message) -> bool:
     meta = msg.metadata.get("ctxpack")
     return isinstance(meta, dict) and "summary_of" in meta
@@ -84,14 +102,14 @@ class Compactor(_StoreModel):
     """Replace the older history by a summary when the prompt exceeds ``trigger`` tokens.
 
     System and developer messages, user messages (instructions and constraints), pinned and
-    protected messages are never summarised: they stay, verbatim and in order, before the
-    summary. What is summarised are the assistant turns and tool exchanges before the last
-    ``keep_recent`` messages (never splitting a tool exchange); the summary is a user message
-    whose ``metadata["ctxpack"]["summary_of"]`` lists the ids it replaces, and each original
-    stays in ``result.artifacts`` (and in ``store`` when given); the summary names the artifact
-    id of each tool output it replaces (:func:`ctxpack.store.artifact_id` of its text). When
-    there is too little to summarise, the context is left as it is and a ``kept`` decision says
-    ``"Not enough messages to compact."``.
+    protected messages (with the rest of their tool exchange) are never summarised: they stay,
+    verbatim and in order, before the summary. What is summarised are the assistant turns and
+    tool exchanges before the last ``keep_recent`` messages (never splitting a tool exchange);
+    the summary is a user message whose ``metadata["ctxpack"]["summary_of"]`` lists the ids it
+    replaces, and each original stays in ``result.artifacts`` (and in ``store`` when given); the
+    summary names the artifact id of each tool output it replaces
+    (:func:`ctxpack.store.artifact_id` of its text). When there is too little to summarise, the
+    context is left as it is and a ``kept`` decision says ``"Not enough messages to compact."``.
 
     Like :class:`ToolResultClearer`, it replays the history request by request and compacts
     where the prompt, with the earlier compactions applied, crosses ``trigger``: the same
@@ -213,7 +231,7 @@ class Compactor(_StoreModel):
         """
         messages = _history(messages, counter, protected)
         sizes = message_sizes(counter, messages)
-        verbatim = [_verbatim(m, protected) for m in messages]
+        verbatim = _whole_exchanges(messages, [_verbatim(m, protected) for m in messages])
         by_id = {m.id: m for m in messages}
         done: list[CompactionPoint] = []
         kept_tokens = 0  # verbatim messages before the compacted boundary
