@@ -33,6 +33,7 @@ _PROGRAMS = frozenset(
 _GIT_LIST = re.compile(r"\bgit (ls-files|grep|status)\b")
 _LS_HEADER = re.compile(r"^(?P<dir>\S.*):$")  # "./django/conf:" in ls -R
 _HIT = re.compile(r"^(?P<file>[^\s:]+):(?P<rest>\d+[:-].*|.*)$")  # grep -n hits, rg, git grep
+_CONTEXT = re.compile(r"-\d+-")  # grep -C's context line: "src/a.py-11-    before = 1"
 _NAMED_GROUPS = 60  # collapsed groups named (with their counts) in the closing note
 _PATH = re.compile(r"^\.{0,2}/?[\w.@+-]+(/[\w.@+-]+)+/?$")  # find output, git ls-files
 _MIN_PART = 4  # shorter pieces of a name ("ext", "api", "py") match too much to mean anything
@@ -52,6 +53,28 @@ def _words(text: str, goal: Collection[str] | None = None) -> frozenset[str]:
             if len(part) >= _MIN_PART and part not in GOAL_STOP_WORDS
         )
     return frozenset(out if goal is None else out.intersection(goal))
+
+
+def _hit_files(lines: list[str], body: list[int]) -> frozenset[str]:
+    """The files grep hits name (``src/a.py:12:...``)."""
+    out = set()
+    for i in body:
+        hit = _HIT.match(lines[i])
+        if hit and ("/" in hit["file"] or "." in hit["file"]) and hit["rest"]:
+            out.add(hit["file"])
+    return frozenset(out)
+
+
+def _context_file(line: str, hit_files: frozenset[str], previous: str) -> str | None:
+    """The file a context line of ``grep -C`` belongs to (``src/a.py-11-...``, or the ``--``
+    between two hits' contexts, which goes with the hit before it); ``None`` for another line.
+    Grouped apart from its hit, it would be shown away from it, in a group of its own."""
+    if line == "--":
+        return previous or None
+    for dash in _CONTEXT.finditer(line):
+        if line[: dash.start()] in hit_files:
+            return line[: dash.start()]
+    return None
 
 
 class ListingFilter:
@@ -100,9 +123,16 @@ class ListingFilter:
         groups: dict[str, tuple[list[int], int | None]] = {}
         current = ""
         header: int | None = None
+        hit_files = _hit_files(lines, output.body)
+        context_of = ""  # the file of the last hit or context line of grep -C
         for i in output.body:
             line = lines[i]
             if not line.strip():
+                continue
+            key = _context_file(line, hit_files, context_of)
+            if key is not None:
+                context_of = key
+                groups.setdefault(key, ([], None))[0].append(i)
                 continue
             ls = _LS_HEADER.match(line)
             if ls and not _HIT.match(line.rstrip(":")):
@@ -111,7 +141,7 @@ class ListingFilter:
                 continue
             hit = _HIT.match(line)
             if hit and ("/" in hit["file"] or "." in hit["file"]) and hit["rest"]:
-                key = hit["file"]
+                key = context_of = hit["file"]
                 groups.setdefault(key, ([], None))[0].append(i)
                 continue
             if _PATH.match(line.strip()) and not header:

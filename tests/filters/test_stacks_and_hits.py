@@ -3,7 +3,7 @@ the context lines of ``grep -C`` (each kept where its hit is)."""
 
 from __future__ import annotations
 
-from ctxpack.filters import ToolOutput, ToolOutputFilter, TracebackFilter
+from ctxpack.filters import ListingFilter, ToolOutput, ToolOutputFilter, TracebackFilter
 
 
 def _java_stack() -> str:
@@ -31,3 +31,31 @@ def test_a_java_stack_keeps_the_projects_frames_and_counts_the_jdks() -> None:
     assert extract.summary == "70 library frames hidden"
     out = ToolOutputFilter()(text)
     assert out.kind == "traceback" and "Refresher.java:42" in out.text
+
+
+def test_grep_context_lines_stay_with_their_hit() -> None:
+    lines = []
+    for name in ("src/auth.py", "src/my-1-file.py"):
+        for n in range(10, 400, 20):
+            lines += [
+                f"{name}-{n - 1}-    before = {n}",
+                f"{name}:{n}:    token = refresh({n})",
+                f"{name}-{n + 1}-    after = {n}",
+                "--",
+            ]
+    output = ToolOutput("\n".join(lines[:-1]), command="grep -rn -C1 token src")
+    extract = ListingFilter(per_group=8).extract(output)
+    assert extract is not None
+    assert extract.text.split("\n")[:9] == [
+        "src/auth.py-9-    before = 10",
+        "src/auth.py:10:    token = refresh(10)",
+        "src/auth.py-11-    after = 10",
+        "--",
+        "src/auth.py-29-    before = 30",
+        "src/auth.py:30:    token = refresh(30)",
+        "src/auth.py-31-    after = 30",
+        "--",
+        "[… 72 more in src/auth.py hidden]",
+    ]
+    assert "src/my-1-file.py-9-    before = 10" in extract.text.split("\n")
+    assert "in this listing" not in extract.text
