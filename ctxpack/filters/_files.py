@@ -69,8 +69,8 @@ class FileViewFilter:
     kind = "file_view"
 
     def __init__(self, *, max_lines: int = 400, radius: int = 6) -> None:
-        self.max_lines = max_lines
-        self.radius = radius
+        self.max_lines = tokens(max_lines, "max_lines", minimum=0, unit="lines")
+        self.radius = tokens(radius, "radius", minimum=0, unit="lines")
 
     def __repr__(self) -> str:
         return f"FileViewFilter(max_lines={self.max_lines}, radius={self.radius})"
@@ -153,8 +153,8 @@ class DiffFilter:
     def __init__(
         self, *, max_lines: int = 80, context: int = 2, max_total_lines: int = 400
     ) -> None:
-        self.max_lines = max_lines
-        self.context = context
+        self.max_lines = tokens(max_lines, "max_lines", minimum=0, unit="lines")
+        self.context = tokens(context, "context", minimum=0, unit="lines")
         self.max_total_lines = tokens(max_total_lines, "max_total_lines", unit="lines")
 
     def __repr__(self) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from .._internal.arguments import flag, tokens
 from ._base import Extract, ToolOutput, assemble
 
 __all__ = ["GenericFilter"]
@@ -50,10 +51,10 @@ class GenericFilter:
     def __init__(
         self, *, head: int = 15, tail: int = 15, max_lines: int = 80, odd_lines: bool = True
     ) -> None:
-        self.head = head
-        self.tail = tail
-        self.max_lines = max_lines
-        self.odd_lines = odd_lines
+        self.head = tokens(head, "head", minimum=0, unit="lines")
+        self.tail = tokens(tail, "tail", minimum=0, unit="lines")
+        self.max_lines = tokens(max_lines, "max_lines", minimum=0, unit="lines")
+        self.odd_lines = flag(odd_lines, "odd_lines")
 
     def __repr__(self) -> str:
         return (

@@ -7,6 +7,7 @@ import re
 from collections import Counter
 from collections.abc import Collection
 
+from .._internal.arguments import tokens
 from ..signals.lexical import split_identifier
 from ..signals.stop_words import GOAL_STOP_WORDS
 from ._base import _WORDS, Extract, ToolOutput
@@ -102,8 +103,8 @@ class ListingFilter:
     kind = "listing"
 
     def __init__(self, *, per_group: int = 12, max_groups: int = 40) -> None:
-        self.per_group = per_group
-        self.max_groups = max_groups
+        self.per_group = tokens(per_group, "per_group", minimum=0, unit="entries")
+        self.max_groups = tokens(max_groups, "max_groups", minimum=0, unit="groups")
 
     def __repr__(self) -> str:
         return f"ListingFilter(per_group={self.per_group}, max_groups={self.max_groups})"
