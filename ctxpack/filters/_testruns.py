@@ -73,6 +73,10 @@ _LIBRARY = re.compile(
     r"internal/|/rustc/|\(node:|/\.cargo/registry/|jest-circus|unittest/case\.py"
 )
 _GO_FAIL = re.compile(r"^\s*--- FAIL: ")
+# The diff jest, vitest and mocha print for an equality that failed ("- Expected  - 1",
+# "-   \"total\": 4,", "+   \"total\": 3,"): the values the test expected and received. Kept
+# apart from the other details, so that a long diff leaves room for where the test failed.
+_DIFF = re.compile(r"^\s*[-+](?![-+])\s*\S")
 _LOOSE_ERROR = re.compile(r"\b\w*(Error|Exception)\b|^error\b|^Traceback ", re.IGNORECASE)
 _DETAILS_PER_FAILURE = 14
 
@@ -117,7 +121,7 @@ class TestRunFilter:
         lines = output.lines
         keep: set[int] = set(output.envelope)
         in_failure = False
-        details = 0
+        details = diff = 0
         library = 0
         failures = 0
         totals = 0
@@ -138,7 +142,7 @@ class TestRunFilter:
                     while j >= 0 and i - j <= _DETAILS_PER_FAILURE and lines[j][:1].isspace():
                         keep.add(j)
                         j -= 1
-                in_failure, details = True, 0
+                in_failure, details, diff = True, 0, 0
                 continue
             if not line.strip():
                 continue
@@ -150,6 +154,11 @@ class TestRunFilter:
                 continue
             if _LIBRARY.search(line):
                 library += 1
+                continue
+            if _DIFF.match(line):
+                if diff < _DETAILS_PER_FAILURE:
+                    keep.add(i)
+                    diff += 1
                 continue
             if details < _DETAILS_PER_FAILURE and first_match(_DETAIL, line):
                 keep.add(i)

@@ -1,9 +1,16 @@
 """Filters on the shapes of output that other runtimes and tools print: a JVM stack's frames,
-the context lines of ``grep -C`` (each kept where its hit is)."""
+the context lines of ``grep -C`` (each kept where its hit is), the diff of a failed
+equality in jest or mocha."""
 
 from __future__ import annotations
 
-from ctxpack.filters import ListingFilter, ToolOutput, ToolOutputFilter, TracebackFilter
+from ctxpack.filters import (
+    ListingFilter,
+    TestRunFilter,
+    ToolOutput,
+    ToolOutputFilter,
+    TracebackFilter,
+)
 
 
 def _java_stack() -> str:
@@ -59,3 +66,41 @@ def test_grep_context_lines_stay_with_their_hit() -> None:
     ]
     assert "src/my-1-file.py-9-    before = 10" in extract.text.split("\n")
     assert "in this listing" not in extract.text
+
+
+def test_a_jest_equality_diff_keeps_the_values_expected_and_received() -> None:
+    log = [f"PASS src/c{i}.test.js" for i in range(40)] + [
+        "FAIL src/sum.test.js",
+        "  ● sum › adds objects",
+        "",
+        "    expect(received).toEqual(expected) // deep equality",
+        "",
+        "    - Expected  - 1",
+        "    + Received  + 1",
+        "",
+        "      Object {",
+        '    -   "total": 4,',
+        '    +   "total": 3,',
+        "      }",
+        "",
+        "    > 13 |     expect(sum({a: 1})).toEqual({total: 4});",
+        "",
+        "      at Object.<anonymous> (src/sum.test.js:13:25)",
+        "",
+        "Tests:       1 failed, 120 passed, 121 total",
+    ]
+    extract = TestRunFilter().extract(ToolOutput("\n".join(log), command="npx jest"))
+    assert extract is not None
+    kept = extract.text.split("\n")
+    for line in ("    - Expected  - 1", '    -   "total": 4,', '    +   "total": 3,'):
+        assert line in kept
+    assert "      at Object.<anonymous> (src/sum.test.js:13:25)" in kept
+
+
+def test_a_long_diff_leaves_room_for_where_the_test_failed() -> None:
+    log = [f"ok {i}" for i in range(40)] + ["  1) adds", "      AssertionError: lists differ"]
+    log += [f"      -{i}" for i in range(30)] + [f"      +{i + 1}" for i in range(30)]
+    log += ["      at Context.<anonymous> (test/sum.js:5:14)", "  0 passing", "  1 failing"]
+    extract = TestRunFilter().extract(ToolOutput("\n".join(log), command="npx mocha"))
+    assert extract is not None
+    assert "      at Context.<anonymous> (test/sum.js:5:14)" in extract.text.split("\n")
