@@ -120,17 +120,20 @@ class DiagnosticFilter:
             if located and not line[:1].isspace():
                 path = located["path"]
                 current = path
-                if pending_head is not None:
+                if pending_head is not None:  # a message rustc gave no location
+                    self._add(groups, seen, "", pending_head)
                     pending_head = None
                 self._add(groups, seen, path, line)
                 continue
             if _RUST_HEAD.match(line):
+                if pending_head is not None:
+                    self._add(groups, seen, "", pending_head)
                 pending_head = line
                 continue
             at = _RUST_AT.match(line)
             if at and pending_head is not None:
-                self._add(groups, seen, at["path"], pending_head)
-                self._add(groups, seen, at["path"], line, count=False)
+                # One diagnostic: the message with its location, counted and shown as one.
+                self._add(groups, seen, at["path"], f"{pending_head}\n{line}")
                 pending_head = None
                 continue
             if _STYLISH_ROW.match(line) and current is not None:
@@ -142,7 +145,7 @@ class DiagnosticFilter:
             if line.strip():
                 other += 1
         if pending_head is not None:
-            groups.setdefault("", []).append(pending_head)
+            self._add(groups, seen, "", pending_head)
         if not groups:
             return None
         out: list[str] = [lines[i] for i in sorted(output.envelope) if i < (output.body or [0])[0]]
@@ -169,11 +172,7 @@ class DiagnosticFilter:
         return Extract("\n".join(out), summary)
 
     @staticmethod
-    def _add(
-        groups: dict[str, list[str]], seen: Counter[str], path: str, line: str, count: bool = True
-    ) -> None:
-        if count:
-            seen[line] += 1
-            if seen[line] > 1:
-                return
-        groups.setdefault(path, []).append(line)
+    def _add(groups: dict[str, list[str]], seen: Counter[str], path: str, line: str) -> None:
+        seen[line] += 1
+        if seen[line] == 1:
+            groups.setdefault(path, []).append(line)
