@@ -65,12 +65,14 @@ _DETAIL = [
         r"[\w./-]+\.(py|pyx|ts|tsx|js|jsx|mjs|go|rs|java|kt|rb|php|c|cc|cpp|h|cs|swift):\d+",
         r'File ".+", line \d+',
         r"panicked at",
+        r"^\s*panic: ",  # go: the panic a failing test raised
         r"^\s+at .+:\d+(:\d+)?\)?$",
     )
 ]
 _LIBRARY = re.compile(
     r"site-packages|dist-packages|node_modules|/usr/lib/|/lib/python\d|<frozen |"
-    r"internal/|/rustc/|\(node:|/\.cargo/registry/|jest-circus|unittest/case\.py"
+    r"internal/|/rustc/|\(node:|/\.cargo/registry/|jest-circus|unittest/case\.py|"
+    r"/usr/local/go/src/|/go/pkg/mod/"
 )
 _GO_FAIL = re.compile(r"^\s*--- FAIL: ")
 # The diff jest, vitest and mocha print for an equality that failed ("- Expected  - 1",

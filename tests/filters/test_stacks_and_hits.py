@@ -1,6 +1,6 @@
 """Filters on the shapes of output that other runtimes and tools print: a JVM stack's frames,
 the context lines of ``grep -C`` (each kept where its hit is), the diff of a failed
-equality in jest or mocha."""
+equality in jest or mocha, the panic of a go test."""
 
 from __future__ import annotations
 
@@ -104,3 +104,23 @@ def test_a_long_diff_leaves_room_for_where_the_test_failed() -> None:
     extract = TestRunFilter().extract(ToolOutput("\n".join(log), command="npx mocha"))
     assert extract is not None
     assert "      at Context.<anonymous> (test/sum.js:5:14)" in extract.text.split("\n")
+
+
+def test_a_go_test_panic_keeps_the_panic_and_the_projects_frames() -> None:
+    log = [f"--- PASS: TestOK{i} (0.00s)" for i in range(60)] + [
+        "--- FAIL: TestX (0.00s)",
+        "panic: runtime error: index out of range [5] with length 3 [recovered]",
+        "",
+        "goroutine 7 [running]:",
+    ]
+    for n in range(1, 8):
+        log += ["testing.tRunner.func1()", f"\t/usr/local/go/src/testing/testing.go:15{n}0 +0x3"]
+    log += ["example.com/m.TestX(0xc000007ba0)", "\t/app/m_test.go:12 +0x1d"]
+    log += ["FAIL\texample.com/m\t0.005s"]
+    extract = TestRunFilter().extract(ToolOutput("\n".join(log), command="go test ./..."))
+    assert extract is not None
+    kept = extract.text.split("\n")
+    assert "panic: runtime error: index out of range [5] with length 3 [recovered]" in kept
+    assert "\t/app/m_test.go:12 +0x1d" in kept
+    assert not any("/usr/local/go/src/" in line for line in kept)
+    assert "7 library frames hidden" in extract.summary
