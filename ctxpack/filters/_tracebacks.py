@@ -57,12 +57,13 @@ class TracebackFilter:
         keep: set[int] = set(output.envelope)
         library = 0
         in_trace = False
+        message = False  # in the lines of an exception's message (pydantic's are indented)
         first = last = None
         for i in output.body:
             line = lines[i]
             if _START.match(line) or _CHAIN.match(line):
                 keep.add(i)
-                in_trace = True
+                in_trace, message = True, False
                 first = i if first is None else first
                 last = i
                 continue
@@ -70,7 +71,7 @@ class TracebackFilter:
                 continue
             frame = _PY_FRAME.match(line) or _JS_FRAME.match(line) or _JAVA_FRAME.match(line)
             if frame:
-                last = i
+                last, message = i, False
                 if _LIBRARY.search(frame["path"]):
                     library += 1
                     continue
@@ -80,11 +81,11 @@ class TracebackFilter:
                     if nxt.startswith("    ") and not _PY_FRAME.match(nxt):
                         keep.add(i + 1)
                 continue
-            if line.startswith((" ", "\t")) and not _EXCEPTION.match(line.strip()):
+            if not message and line.startswith((" ", "\t")) and not _EXCEPTION.match(line.strip()):
                 continue  # a library frame's code line, or a caret line
             # The exception, and what follows it up to the next blank line.
             keep.add(i)
-            last = i
+            last, message = i, True
             if not line.strip():
                 in_trace = False
         if first is None:

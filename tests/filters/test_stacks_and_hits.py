@@ -1,6 +1,6 @@
 """Filters on the shapes of output that other runtimes and tools print: a JVM stack's frames,
 the context lines of ``grep -C`` (each kept where its hit is), the diff of a failed
-equality in jest or mocha, the panic of a go test."""
+equality in jest or mocha, the panic of a go test, an exception's indented message."""
 
 from __future__ import annotations
 
@@ -124,3 +124,23 @@ def test_a_go_test_panic_keeps_the_panic_and_the_projects_frames() -> None:
     assert "\t/app/m_test.go:12 +0x1d" in kept
     assert not any("/usr/local/go/src/" in line for line in kept)
     assert "7 library frames hidden" in extract.summary
+
+
+def test_an_exceptions_indented_message_lines_are_kept() -> None:
+    tb = ["Traceback (most recent call last):", '  File "/app/main.py", line 10, in <module>']
+    tb += ["    run()"]
+    for n in range(15):
+        tb += [f'  File "/venv/lib/python3.11/site-packages/pydantic/m{n}.py", line {n}, in f']
+        tb += ["    f()"]
+    message = [
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for Settings",
+        "port",
+        "  Input should be a valid integer [type=int_parsing, input_value='abc', input_type=str]",
+        "    For further information visit https://errors.pydantic.dev/2.5/v/int_parsing",
+    ]
+    tail = ["", *(f"cleanup {i}" for i in range(20))]
+    extract = TracebackFilter().extract(ToolOutput("\n".join(tb + message + tail)))
+    assert extract is not None
+    kept = extract.text.split("\n")
+    assert all(line in kept for line in message)
+    assert not any("site-packages" in line for line in kept)
