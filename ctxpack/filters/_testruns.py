@@ -27,6 +27,7 @@ _TOTALS = [
         r"^(OK|FAILED)( \(.*\))?$",
         r"^test result: ",
         r"^\[?(INFO|ERROR|WARNING)?\]?\s*Tests run: \d+, Failures: \d+",
+        r"^\s*(Test Files|Tests)  +\d+ (passed|failed|skipped)",  # vitest, without colons
         r"^(ok|FAIL|PASS)\s+\S+\s+(\d[\d.]*m?s|\(cached\)|\[no test files\])",
         r"^(FAIL|ok|PASS)$",
         r"^BUILD (SUCCESS|SUCCESSFUL|FAILURE|FAILED)",
@@ -46,7 +47,7 @@ _FAILURE_HEAD = [
         r"^\s*(×|✕|✗|❯) ",  # vitest, jest verbose
         r"^\s*--- FAIL: ",  # go
         r"^(FAILED|ERROR) \S+\.\w+::",  # pytest short summary
-        r"^FAIL\s+\S+\.(test|spec)\.[jt]sx?",  # jest: the failing file
+        r"^\s?FAIL\s+\S+\.(test|spec)\.[jt]sx?",  # jest, vitest (" FAIL  a.test.ts > t")
         r"^---- \S+ stdout ----",  # cargo
         r"^\s*\d+\) ",  # mocha, rspec
         r"^\[ERROR\] \S+.*(FAILURE|ERROR)!?$",  # maven

@@ -1,6 +1,6 @@
 """Filters on the shapes of output that other runtimes and tools print: a JVM stack's frames,
-the context lines of ``grep -C`` (each kept where its hit is), the diff of a failed
-equality in jest or mocha, the panic of a go test, an exception's indented message."""
+the context lines of ``grep -C`` (each kept where its hit is), the diff of a failed equality
+in jest or mocha, the panic of a go test, an exception's indented message, vitest's totals."""
 
 from __future__ import annotations
 
@@ -144,3 +144,25 @@ def test_an_exceptions_indented_message_lines_are_kept() -> None:
     kept = extract.text.split("\n")
     assert all(line in kept for line in message)
     assert not any("site-packages" in line for line in kept)
+
+
+def test_a_vitest_run_keeps_its_totals_and_the_failing_tests_name() -> None:
+    log = [" RUN  v1.2.0 /app", ""] + [f" ✓ src/c{i}.test.ts  (3 tests) 2ms" for i in range(60)]
+    log += [
+        " ❯ src/sum.test.ts  (2 tests | 1 failed) 5ms",
+        "   × sum > adds 3ms",
+        "",
+        " FAIL  src/sum.test.ts > sum > adds",
+        "AssertionError: expected 3 to be 4 // Object.is equality",
+        " ❯ src/sum.test.ts:5:17",
+        "",
+        " Test Files  1 failed | 60 passed (61)",
+        "      Tests  1 failed | 181 passed (182)",
+        "   Duration  1.20s",
+    ]
+    extract = TestRunFilter().extract(ToolOutput("\n".join(log), command="npx vitest run"))
+    assert extract is not None
+    kept = extract.text.split("\n")
+    assert " FAIL  src/sum.test.ts > sum > adds" in kept
+    assert " Test Files  1 failed | 60 passed (61)" in kept
+    assert "      Tests  1 failed | 181 passed (182)" in kept
