@@ -36,6 +36,10 @@ _TOTALS = [
         r"^\d+ tests? completed, \d+ failed",
         r"^\s*\d+ examples?, \d+ failures?",
         r"^System check identified",
+        # pytest -q: the same totals as its "=== ... ===" line, undecorated
+        r"^(\d+ (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?|rerun),? )+"
+        r"in \d",
+        r"^no tests ran in \d",
     )
 ]
 _FAILURE_HEAD = [

@@ -1,6 +1,7 @@
 """Filters on the shapes of output that other runtimes and tools print: a JVM stack's frames,
 the context lines of ``grep -C`` (each kept where its hit is), the diff of a failed equality
-in jest or mocha, the panic of a go test, an exception's indented message, vitest's totals."""
+in jest or mocha, the panic of a go test, an exception's indented message, the totals of
+vitest and of ``pytest -q``."""
 
 from __future__ import annotations
 
@@ -166,3 +167,19 @@ def test_a_vitest_run_keeps_its_totals_and_the_failing_tests_name() -> None:
     assert " FAIL  src/sum.test.ts > sum > adds" in kept
     assert " Test Files  1 failed | 60 passed (61)" in kept
     assert "      Tests  1 failed | 181 passed (182)" in kept
+
+
+def test_a_quiet_pytest_run_keeps_its_totals() -> None:
+    log = ["." * 70 + " [ 50%]"] * 20 + [
+        "=================================== FAILURES ===================================",
+        "___________________________________ test_x ____________________________________",
+        ">       assert 1 == 2",
+        "E       assert 1 == 2",
+        "tests/test_a.py:3: AssertionError",
+        "=========================== short test summary info ============================",
+        "FAILED tests/test_a.py::test_x - assert 1 == 2",
+        "1 failed, 1469 passed, 3 warnings in 3.05s",
+    ]
+    extract = TestRunFilter().extract(ToolOutput("\n".join(log), command="pytest -q"))
+    assert extract is not None
+    assert extract.text.split("\n")[-1] == "1 failed, 1469 passed, 3 warnings in 3.05s"
