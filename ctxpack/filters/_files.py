@@ -26,6 +26,7 @@ _MAX_DEFINITIONS = 12
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 
 _DIFF_COMMAND = re.compile(r"\b(git (diff|show|log -p|format-patch)|diff\s)")
+_HUNK_MARKS = ("@@ ", "diff --git ", "diff -", "--- ", "+++ ", "Index: ")
 _DIFF_HEAD = re.compile(
     r"^(diff --git |diff -|Index: |--- |\+\+\+ |@@ |index [0-9a-f]+|new file|"
     r"deleted file|similarity|rename (from|to)|commit [0-9a-f]{7,})"
@@ -165,7 +166,10 @@ class DiffFilter:
 
     def detect(self, output: ToolOutput, /) -> float:
         if output.command and _DIFF_COMMAND.search(output.command):
-            return 1.0
+            # Not every output of git diff or show is a diff: --stat, --name-only, a commit's
+            # header and message have no hunk, and this filter would hide every line of them.
+            lines = output.lines
+            return 1.0 if any(lines[i].startswith(_HUNK_MARKS) for i in output.body) else 0.0
         head = output.body[:400]
         hunks = any(output.lines[i].startswith(("@@ ", "diff --git")) for i in head)
         return 0.8 if hunks and any(output.lines[i].startswith("+++ ") for i in head) else 0.0

@@ -1,7 +1,7 @@
 """Filters on the shapes of output that other runtimes and tools print: a JVM stack's frames,
 the context lines of ``grep -C`` (each kept where its hit is), the diff of a failed equality
 in jest or mocha, the panic of a go test, an exception's indented message, the totals of
-vitest and of ``pytest -q``."""
+vitest and of ``pytest -q``, ``git diff --stat`` (no diff)."""
 
 from __future__ import annotations
 
@@ -183,3 +183,15 @@ def test_a_quiet_pytest_run_keeps_its_totals() -> None:
     extract = TestRunFilter().extract(ToolOutput("\n".join(log), command="pytest -q"))
     assert extract is not None
     assert extract.text.split("\n")[-1] == "1 failed, 1469 passed, 3 warnings in 3.05s"
+
+
+def test_git_diff_stat_and_name_only_are_not_hidden_as_diffs() -> None:
+    stat = [f" src/module_{i}/file_{i}.py | {i % 17 + 1} +++--" for i in range(150)]
+    stat.append(" 150 files changed, 900 insertions(+), 300 deletions(-)")
+    out = ToolOutputFilter()("\n".join(stat), command="git diff --stat")
+    assert out.kind != "diff"
+    assert " 150 files changed, 900 insertions(+), 300 deletions(-)" in out.text.split("\n")
+    names = "\n".join(f"src/module_{i}/file_{i}.py" for i in range(150))
+    out = ToolOutputFilter()(names, command="git diff --name-only HEAD~3")
+    assert out.kind != "diff"
+    assert "src/module_0/file_0.py" in out.text.split("\n")
