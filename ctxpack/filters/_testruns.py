@@ -18,6 +18,10 @@ _COMMAND = re.compile(
     r"(npm|yarn|pnpm|bun)( run)? test|go test|cargo test|mvn\b.*\btest|gradlew? .*test|rspec|"
     r"phpunit|ctest|bin/test)\b"
 )
+# A runner asked to list its tests runs none: its output is the list, which a test run's
+# filter would hide whole (pytest --collect-only, go test -list, cargo test -- --list, jest
+# --listTests).
+_LISTS_TESTS = re.compile(r"(^|\s)(--collect-only|--co|-list|--list|--listTests)(\s|=|$)")
 _TOTALS = [
     re.compile(p)
     for p in (
@@ -116,6 +120,8 @@ class TestRunFilter:
     kind = "test_run"
 
     def detect(self, output: ToolOutput, /) -> float:
+        if output.command and _LISTS_TESTS.search(output.command):
+            return 0.0
         if output.command and (
             (_PROGRAMS.match(output.program) and output.program not in ("go", "cargo", "test"))
             or _COMMAND.search(output.command)

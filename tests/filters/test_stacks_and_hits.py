@@ -1,7 +1,8 @@
 """Filters on the shapes of output that other runtimes and tools print: a JVM stack's frames,
 the context lines of ``grep -C`` (each kept where its hit is), the diff of a failed equality
 in jest or mocha, the panic of a go test, an exception's indented message, the totals of
-vitest and of ``pytest -q``, ``git diff --stat`` (no diff)."""
+vitest and of ``pytest -q``, ``git diff --stat`` (no diff), ``pytest --collect-only``
+(no test run)."""
 
 from __future__ import annotations
 
@@ -195,3 +196,14 @@ def test_git_diff_stat_and_name_only_are_not_hidden_as_diffs() -> None:
     out = ToolOutputFilter()(names, command="git diff --name-only HEAD~3")
     assert out.kind != "diff"
     assert "src/module_0/file_0.py" in out.text.split("\n")
+
+
+def test_a_runner_listing_its_tests_is_not_filtered_as_a_test_run() -> None:
+    out = ["collected 300 items", ""]
+    for m in range(10):
+        out += [f"<Module tests/test_m{m}.py>"] + [f"  <Function test_{m}_{i}>" for i in range(30)]
+    out += ["", "========================= 300 tests collected in 0.31s ========================="]
+    filtered = ToolOutputFilter()("\n".join(out), command="pytest --collect-only")
+    assert filtered.kind != "test_run"
+    assert "<Module tests/test_m0.py>" in filtered.text.split("\n")
+    assert out[-1] in filtered.text.split("\n")
