@@ -316,11 +316,7 @@ def _pack(
         _check_turn_rules(out)
     # Counted afresh (text counts aside), not read from the memo the stages used.
     tokens = resolved.count_messages(out.messages) + tool_tokens
-    if tokens > out.available + tool_tokens:
-        raise ConfigError(
-            f"the pipeline produced {tokens} tokens for a budget of {budget} (reserve {reserve}); "
-            "a custom pipeline must end with a packer such as GreedyPacker()"
-        )
+    _check_fits(tokens, budget, reserve, ctx, out)
     # Every value here was produced and checked above; validating thousands of decisions and
     # messages again would be a large share of a warm pack.
     return PackResult.model_construct(
@@ -337,6 +333,25 @@ def _pack(
         query=query,
         decisions=_every_message_decided(out, input_ids),
         artifacts={mid: detached(m) for mid, m in out.artifacts.items()},
+    )
+
+
+def _check_fits(tokens: int, budget: int, reserve: int, ctx: PackContext, out: PackContext) -> None:
+    """Raise when the pipeline's ``tokens`` exceed the caller's ``budget - reserve``."""
+    # Against the caller's budget, not the one the context came back with: a stage that
+    # raised ctx.budget or lowered ctx.reserve must not move the limit it is checked against.
+    if tokens <= budget - reserve:
+        return
+    changed = (out.budget, out.reserve) != (ctx.budget, ctx.reserve)
+    raise ConfigError(
+        f"the pipeline produced {tokens} tokens for a budget of {budget} (reserve {reserve}); "
+        + (
+            f"a stage changed the context's budget or reserve (budget {out.budget}, "
+            f"reserve {out.reserve} with the tools' tokens), which are the caller's; "
+            if changed
+            else ""
+        )
+        + "a custom pipeline must end with a packer such as GreedyPacker()"
     )
 
 

@@ -163,6 +163,26 @@ def test_a_custom_pipeline_without_a_packer_cannot_overflow_silently() -> None:
         ctxpack.pack(history, budget=20, pipeline=Pipeline([Deduplicator()]))
 
 
+def test_a_stage_that_moves_the_budget_cannot_overflow_the_callers() -> None:
+    # The check once read the budget and reserve off the returned context: a stage that raised
+    # ctx.budget tenfold got 508 tokens past a budget of 200 with no error.
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": f"message {i} " + "word " * 40} for i in range(10)
+    ]
+
+    def raise_budget(ctx: PackContext, /) -> PackContext:
+        return ctx.evolve(budget=ctx.budget * 10)
+
+    def drop_reserve(ctx: PackContext, /) -> PackContext:
+        return ctx.evolve(reserve=0)
+
+    packer = GreedyPacker(signal_weights={})
+    with pytest.raises(ConfigError, match="changed the context's budget or reserve"):
+        ctxpack.pack(history, budget=200, pipeline=Pipeline([raise_budget, packer]))
+    with pytest.raises(ConfigError, match=r"budget of 300 \(reserve 100\)"):
+        ctxpack.pack(history, budget=300, reserve=100, pipeline=Pipeline([drop_reserve, packer]))
+
+
 def test_repr_lists_the_steps() -> None:
     p = Pipeline([Deduplicator()])
     assert repr(p) == "Pipeline([('dedupe', Deduplicator(case_sensitive=False))])"
