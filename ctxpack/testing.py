@@ -165,7 +165,8 @@ def check_stage(
 
     The contract: the stage returns a :class:`~ctxpack.pipeline.PackContext`; it does not mutate the
     context it gets (nor its messages); the same input gives the same output; it keeps earlier
-    decisions; every message it removes, adds or rewrites has a decision naming its id; it keeps
+    decisions; every message it removes, adds or rewrites has a decision naming its id; every
+    message it rewrites (unless ``redacted``) has its original in ``ctx.artifacts``; it keeps
     the protected messages and the provider; and the messages that survive keep their order.
 
     Args:
@@ -237,6 +238,8 @@ def _check_changes_recorded(ctx: PackContext, out: PackContext, where: str) -> N
             f"{where} added message {mid!r} without a Decision naming it; added messages "
             "must be announced"
         )
+    # A secret's original is not kept on purpose: its redacted decision is the record.
+    redacted = {d.message_id for d in out.decisions[len(ctx.decisions) :] if d.action == "redacted"}
     for mid in old.keys() & new.keys():
         a, b = old[mid], new[mid]
         if (a.role, a.content, a.tool_calls) != (b.role, b.content, b.tool_calls):
@@ -244,6 +247,15 @@ def _check_changes_recorded(ctx: PackContext, out: PackContext, where: str) -> N
                 f"{where} rewrote message {mid!r} without a Decision naming it; record "
                 "every cut (action='compressed' or 'cleared') and keep the original in "
                 "ctx.artifacts"
+            )
+            if mid in redacted:
+                continue
+            kept = out.artifacts.get(mid)
+            # An earlier stage's original stands; else the one kept must be what came in.
+            assert mid in ctx.artifacts or (kept is not None and kept.content == a.content), (
+                f"{where} rewrote message {mid!r} without keeping its original in "
+                "ctx.artifacts; nothing may be lost: artifacts.setdefault(msg.id, msg) and "
+                "ctx.decide(..., artifacts=artifacts)"
             )
 
 

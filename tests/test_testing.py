@@ -98,6 +98,21 @@ def mutates_metadata(ctx: PackContext, /) -> PackContext:
     return ctx
 
 
+def shortens_without_the_original(ctx: PackContext, /) -> PackContext:
+    # Recorded as compressed, yet result.original() would find nothing: the original is lost.
+    def cut(m: ctxpack.Message) -> ctxpack.Message:
+        return m.model_copy(update={"content": "[cut]"}) if m.role == "tool" else m
+
+    return ctx.decide(
+        *(
+            Decision(stage="bad", action="compressed", message_id=m.id, reason="cut")
+            for m in ctx.messages
+            if m.role == "tool"
+        ),
+        messages=tuple(map(cut, ctx.messages)),
+    )
+
+
 def reverses(ctx: PackContext, /) -> PackContext:
     return ctx.evolve(messages=tuple(reversed(ctx.messages)))
 
@@ -132,6 +147,7 @@ def _with_a_decision(ctx: PackContext) -> PackContext:
         (drops_silently, "removed message .* without a Decision"),
         (adds_silently, "added message 'invented' without a Decision"),
         (rewrites_silently, "rewrote message .* without a Decision"),
+        (shortens_without_the_original, "rewrote message 't1' without keeping its original"),
         (mutates_metadata, "mutated its input context"),
         (reverses, "reordered the messages"),
         (not_deterministic, "is not deterministic"),
