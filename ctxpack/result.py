@@ -142,7 +142,12 @@ class PackResult(FieldErrorModel):
         return [i for i in self.input_ids if i not in kept]
 
     def decisions_for(self, message_id: str) -> list[Decision]:
-        """Every decision about one message, in order."""
+        """Every decision about one message, in order.
+
+        Raises:
+            ConfigError: ``message_id`` is not a string (a ``Message`` rather than its ``id``).
+        """
+        message_id = string(message_id, "message_id")
         return [d for d in self.decisions if d.message_id == message_id]
 
     def original(self, message_id: str) -> Message | None:

@@ -893,6 +893,13 @@ def _economics(**change: Any) -> object:
 OTHER_CASES = [
     case("PackResult.tokens_of(dict)", lambda: _result().tokens_of(USER), ConfigError, "message"),
     case("PackResult.original([])", lambda: _result().original([]), ConfigError, "message_id"),
+    # Given a Message rather than its id, it answered [] as for a message nobody decided about.
+    case(
+        "PackResult.decisions_for(Message)",
+        lambda: _result().decisions_for(_result().messages[0]),  # type: ignore[arg-type]
+        ConfigError,
+        "message_id",
+    ),
     case(
         "validate_openai(tool_pairing='no')",
         lambda: validate_openai([USER], tool_pairing="no"),  # type: ignore[arg-type]
