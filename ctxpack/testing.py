@@ -172,10 +172,11 @@ def check_stage(
     Args:
         stage: Any stage: a built-in one, a function ``ctx -> ctx``, a pipeline.
         examples: Contexts (or message lists, packed with a 10 000-token budget) to run on
-            instead of :func:`sample_contexts`.
+            instead of :func:`sample_contexts`; at least one.
 
     Raises:
         AssertionError: naming the stage, the sample and the rule it broke.
+        ConfigError: ``stage`` is not callable, or ``examples`` is not a non-empty list.
 
     Example:
         >>> from ctxpack import Deduplicator
@@ -192,6 +193,12 @@ def check_stage(
         )
     else:
         cases = [(f"example {i}", _as_context(e)) for i, e in enumerate(examples)]
+        if not cases:
+            # Nothing run is nothing checked: a test passing here would vouch for any stage.
+            raise ConfigError(
+                "examples is empty: give at least one context or message list, or None for the "
+                "built-in samples"
+            )
     for label, ctx in cases:
         where = f"stage {name!r} on sample {label!r}"
         out = _run_checked(stage, ctx, where)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import ctxpack
-from ctxpack import Decision
+from ctxpack import ConfigError, Decision
 from ctxpack.pipeline import PackContext
 from ctxpack.testing import check_stage, sample_contexts
 
@@ -166,3 +166,9 @@ def test_losing_earlier_decisions_fails_the_check() -> None:
     examples = [_with_a_decision(ctx) for _, ctx in sample_contexts()]
     with pytest.raises(AssertionError, match="lost or rewrote earlier decisions"):
         check_stage(forgets_decisions, examples=examples)
+
+
+def test_no_examples_is_refused_rather_than_passed() -> None:
+    # An empty list ran nothing and returned: any stage, however broken, passed.
+    with pytest.raises(ConfigError, match="examples is empty"):
+        check_stage(returns_a_list, examples=[])
