@@ -286,6 +286,10 @@ class _CacheInfo(NamedTuple):
     currsize: int
 
 
+# Separates the positional arguments from the keyword ones in a Memo's keys.
+_KWARGS = object()
+
+
 class Memo(Generic[P, R]):
     """``fn`` with its results kept in an :class:`LRUCache` bounded by entries and bytes, keyed
     by its (hashable) arguments; made by :func:`memoize`. Like ``functools.lru_cache``, with
@@ -302,7 +306,8 @@ class Memo(Generic[P, R]):
         self._hits = self._misses = 0
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
-        key: Hashable = (*args, *kwargs.items()) if kwargs else args
+        # The marker keeps f(x=1) apart from f(("x", 1)), as functools.lru_cache does.
+        key: Hashable = (*args, _KWARGS, *kwargs.items()) if kwargs else args
         value = self._cache.get(key)
         if value is not None:
             self._hits += 1

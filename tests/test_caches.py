@@ -53,6 +53,16 @@ def test_memoize_keeps_results_within_its_bounds_and_can_skip() -> None:
     assert upper.cache_info().currsize == 0
 
 
+def test_memoize_keeps_keyword_arguments_apart_from_a_positional_pair() -> None:
+    # The key of f(x=1) was the key of f(("x", 1)): the second call got the first's result.
+    @memoize(maxsize=10, maxbytes=100_000)
+    def show(*args: Any, **kwargs: Any) -> str:
+        return f"{args} {kwargs}"
+
+    assert show(("x", 1)) == "(('x', 1),) {}"
+    assert show(x=1) == "() {'x': 1}"
+
+
 def _chat(k: int, rng: random.Random) -> list[dict[str, Any]]:
     words = [f"w{rng.randrange(10**9)}" for _ in range(300)]
     turns = [
