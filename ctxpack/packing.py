@@ -331,7 +331,7 @@ def _pack(
         counter=resolved.name,
         exact=resolved.exact,
         query=query,
-        decisions=_every_message_decided(out, input_ids),
+        decisions=_every_message_decided(out, msgs, resolved),
         artifacts={mid: detached(m) for mid, m in out.artifacts.items()},
     )
 
@@ -355,22 +355,27 @@ def _check_fits(tokens: int, budget: int, reserve: int, ctx: PackContext, out: P
     )
 
 
-def _every_message_decided(out: PackContext, input_ids: list[str]) -> DecisionLog:
+def _every_message_decided(
+    out: PackContext, msgs: Sequence[Message], counter: TokenCounter
+) -> DecisionLog:
     """The pipeline's decisions, and a ``kept`` or ``dropped`` one for each input message no
     stage spoke about (the promise: every input message gets at least one decision)."""
     decisions = out.decisions
     decided = set(decisions.message_ids())
-    if len(decided) < len(input_ids):
-        final_ids = {m.id for m in out.messages}
+    if len(decided) < len(msgs):
+        final = {m.id: m for m in out.messages}
+        # With its tokens: else tokens_of() and report() read 0 for a message that was sent.
         decisions += tuple(
             Decision(
                 stage="pack()",
-                action="kept" if mid in final_ids else "dropped",
-                message_id=mid,
+                action="kept" if m.id in final else "dropped",
+                message_id=m.id,
                 reason="no stage recorded a decision for this message",
+                tokens_before=counter.count_message(m),
+                tokens_after=counter.count_message(final[m.id]) if m.id in final else 0,
             )
-            for mid in input_ids
-            if mid not in decided
+            for m in msgs
+            if m.id not in decided
         )
     return decisions
 

@@ -183,6 +183,23 @@ def test_a_stage_that_moves_the_budget_cannot_overflow_the_callers() -> None:
         ctxpack.pack(history, budget=300, reserve=100, pipeline=Pipeline([drop_reserve, packer]))
 
 
+def test_a_message_no_stage_decided_about_keeps_its_tokens_in_the_result() -> None:
+    # pack()'s own kept/dropped decisions carried no tokens: through a pipeline that decides
+    # nothing, tokens_of() read 0 for every message sent, and report() showed '-' for each.
+    def keep_all_but_the_first_user(ctx: PackContext, /) -> PackContext:
+        return ctx.evolve(messages=tuple(m for m in ctx.messages if m.id != "u1"))
+
+    pipeline = Pipeline([keep_all_but_the_first_user])
+    result = ctxpack.pack(HISTORY, budget=1000, pipeline=pipeline)
+    counter = ctxpack.tokens.get_counter()
+    each = [result.tokens_of(m) for m in result.messages]
+    assert each == [counter.count_message(m) for m in result.messages]
+    assert sum(each) + counter.count_messages([]) == result.tokens
+    (dropped,) = result.decisions_for("u1")
+    assert (dropped.action, dropped.tokens_after) == ("dropped", 0)
+    assert dropped.tokens_before == counter.count_message(ctxpack.Message(**HISTORY[1]))
+
+
 def test_repr_lists_the_steps() -> None:
     p = Pipeline([Deduplicator()])
     assert repr(p) == "Pipeline([('dedupe', Deduplicator(case_sensitive=False))])"
