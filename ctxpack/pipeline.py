@@ -463,7 +463,7 @@ class Pipeline:
             if step_name in seen:
                 raise ConfigError(
                     f"step {i}: the name {step_name!r} is already used; name the step "
-                    f"explicitly with a ({step_name!r}_2, stage) pair"
+                    f"explicitly with a ({step_name + '_2'!r}, stage) pair"
                 )
             seen.add(step_name)
             named.append((step_name, stage))

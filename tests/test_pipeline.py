@@ -50,8 +50,10 @@ def test_steps_are_named_after_their_stage_and_listed_in_order() -> None:
 def test_explicit_names_and_duplicate_names() -> None:
     p = Pipeline([("first", Deduplicator()), ("second", Deduplicator(case_sensitive=True))])
     assert p.names == ["first", "second"]
-    with pytest.raises(ConfigError, match="'dedupe' is already used"):
+    with pytest.raises(ConfigError, match="'dedupe' is already used") as caught:
         Pipeline([Deduplicator(), Deduplicator()])
+    # The suggested pair is Python the caller can paste (it read ('dedupe'_2, stage)).
+    assert "('dedupe_2', stage)" in str(caught.value)
 
 
 def test_unknown_step_name_lists_the_names() -> None:
