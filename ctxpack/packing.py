@@ -45,7 +45,9 @@ from .stages import (
     SecretRedactor,
     SemanticScorer,
     TurnAlternator,
+    exchange_units,
     turn_rule_breaks,
+    unanswered_calls,
 )
 from .tokens import (
     CounterLike,
@@ -219,8 +221,8 @@ def pack(
         BudgetExceededError: the system, developer and pinned messages alone do not fit.
         TokenizerUnavailableError: the model's encoding cannot be loaded.
         ConfigError: ``budget``/``reserve``/``provider`` are invalid, or the pipeline
-            misbehaves (returns no context, exceeds the budget, or breaks Anthropic's turn rules
-            when packing for Anthropic).
+            misbehaves (returns no context, exceeds the budget, or returns tool messages or
+            turns that the provider would reject).
 
     Example:
         >>> history = [
@@ -314,6 +316,8 @@ def _pack(
         custom_step_checked(ctx, out, ctx.artifacts, where="the pipeline")
     if target == "anthropic" and not _ends_with_alternator(stage):
         _check_turn_rules(out)
+    elif target == "openai" and not _is_shared_default(stage):
+        _check_openai_pairs(out)
     # Counted afresh (text counts aside), not read from the memo the stages used.
     tokens = resolved.count_messages(out.messages) + tool_tokens
     _check_fits(tokens, budget, reserve, ctx, out)
@@ -384,6 +388,35 @@ def _ends_with_alternator(stage: Stage) -> bool:
     # What the alternator returns always keeps the rules: no need to check it again.
     return (
         isinstance(stage, Pipeline) and bool(stage) and type(stage.steps[-1][1]) is TurnAlternator
+    )
+
+
+def _is_shared_default(stage: Stage) -> bool:
+    # Its packer keeps each tool exchange whole: no need to check what it returns again.
+    flags = (True, False)
+    return any(stage is _shared_default_pipeline(r, f) for r in flags for f in flags)
+
+
+def _check_openai_pairs(out: PackContext) -> None:
+    """Raise when a pipeline packing for OpenAI returned a tool result without its call, a
+    second result of one call, or a call without its result (but in the last message), which
+    OpenAI rejects."""
+    units = exchange_units(out.messages)
+    strays = sorted(units.orphans + units.repeats)
+    unanswered = unanswered_calls(out.messages)
+    if not strays and not unanswered:
+        return
+    if strays and (not unanswered or strays[0] < min(unanswered)):
+        m = out.messages[strays[0]]
+        kind = "answers no call before it" if strays[0] in units.orphans else "answers it again"
+        problem = f"{m.id!r}: the tool result for {m.tool_call_id!r} {kind}"
+    else:
+        i = min(unanswered)
+        problem = f"{out.messages[i].id!r}: its tool calls {unanswered[i]} have no result"
+    raise ConfigError(
+        f"packing for OpenAI, the pipeline returned tool messages OpenAI would reject "
+        f"({problem}); drop or keep each tool exchange whole, as a packer such as "
+        "GreedyPacker() does"
     )
 
 

@@ -202,6 +202,36 @@ def test_a_message_no_stage_decided_about_keeps_its_tokens_in_the_result() -> No
     assert dropped.tokens_before == counter.count_message(ctxpack.Message(**HISTORY[1]))
 
 
+def test_a_custom_pipeline_cannot_return_tool_messages_openai_rejects() -> None:
+    # Checked for Anthropic only: a stage dropping the call 'a1' but keeping its result 't1'
+    # gave an OpenAI request that OpenAI refuses (a tool message answering no call).
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "look it up", "id": "u1"},
+        {"role": "assistant", "content": None, "id": "a1", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "found", "id": "t1"},
+        {"role": "assistant", "content": "done", "id": "a2"},
+        {"role": "user", "content": "thanks", "id": "u2"},
+    ]
+
+    def without(gone: str) -> Any:
+        def drop(ctx: PackContext, /) -> PackContext:
+            return ctx.decide(
+                Decision(stage="drop", action="dropped", message_id=gone, reason="test"),
+                messages=tuple(m for m in ctx.messages if m.id != gone),
+            )
+
+        return drop
+
+    with pytest.raises(ConfigError, match="'t1': the tool result for 'c1' answers no call"):
+        ctxpack.pack(history, budget=1000, pipeline=Pipeline([without("a1")]))
+    with pytest.raises(ConfigError, match=r"'a1': its tool calls \['c1'\] have no result"):
+        ctxpack.pack(history, budget=1000, pipeline=Pipeline([without("t1")]))
+    # A call in the last message may still wait for its result.
+    result = ctxpack.pack(history[:2], budget=1000, pipeline=Pipeline([without("none")]))
+    assert result.kept_ids == ["u1", "a1"]
+
+
 def test_repr_lists_the_steps() -> None:
     p = Pipeline([Deduplicator()])
     assert repr(p) == "Pipeline([('dedupe', Deduplicator(case_sensitive=False))])"
