@@ -166,8 +166,9 @@ def check_stage(
     The contract: the stage returns a :class:`~ctxpack.pipeline.PackContext`; it does not mutate the
     context it gets (nor its messages); the same input gives the same output; it keeps earlier
     decisions; every message it removes, adds or rewrites has a decision naming its id; every
-    message it rewrites (unless ``redacted``) has its original in ``ctx.artifacts``; it keeps
-    the protected messages and the provider; and the messages that survive keep their order.
+    message it rewrites (unless ``redacted``) has its original in ``ctx.artifacts``, and the
+    originals already there stay as they are; it keeps the protected messages and the provider;
+    and the messages that survive keep their order.
 
     Args:
         stage: Any stage: a built-in one, a function ``ctx -> ctx``, a pipeline.
@@ -267,7 +268,15 @@ def _check_changes_recorded(ctx: PackContext, out: PackContext, where: str) -> N
 
 
 def _check_kept_what_is_not_its_to_change(ctx: PackContext, out: PackContext, where: str) -> None:
-    """The protected messages and ids, the provider, and the order of the survivors."""
+    """The protected messages and ids, the provider, the earlier originals, and the order of
+    the survivors."""
+    # An earlier stage's original is the true one: replacing it (artifacts[id] = msg, not
+    # setdefault) keeps only a shortened copy, and dropping it loses it.
+    replaced = sorted(mid for mid, m in ctx.artifacts.items() if out.artifacts.get(mid) != m)
+    assert not replaced, (
+        f"{where} lost or replaced the originals {replaced} an earlier stage kept in "
+        "ctx.artifacts; keep them as they are (artifacts.setdefault(msg.id, msg))"
+    )
     new_ids = {m.id for m in out.messages}
     position = {mid: i for i, mid in enumerate(dict.fromkeys(m.id for m in ctx.messages))}
     lost = sorted(mid for mid in ctx.protected if mid in position and mid not in new_ids)

@@ -172,3 +172,31 @@ def test_no_examples_is_refused_rather_than_passed() -> None:
     # An empty list ran nothing and returned: any stage, however broken, passed.
     with pytest.raises(ConfigError, match="examples is empty"):
         check_stage(returns_a_list, examples=[])
+
+
+def overwrites_the_original(ctx: PackContext, /) -> PackContext:
+    # artifacts[id] = msg rather than setdefault: a second cut keeps the first cut as "original".
+    artifacts = dict(ctx.artifacts)
+    messages, decisions = [], []
+    for m in ctx.messages:
+        if m.id in artifacts:
+            artifacts[m.id] = m
+            m = m.model_copy(update={"content": "[cut again]"})
+            decisions.append(
+                Decision(stage="bad", action="compressed", message_id=m.id, reason="r")
+            )
+        messages.append(m)
+    return ctx.decide(*decisions, messages=tuple(messages), artifacts=artifacts)
+
+
+def forgets_the_originals(ctx: PackContext, /) -> PackContext:
+    return ctx.evolve(artifacts={})
+
+
+@pytest.mark.parametrize("stage", [overwrites_the_original, forgets_the_originals])
+def test_losing_an_earlier_original_fails_the_check(stage: Callable[..., Any]) -> None:
+    # Both passed: only the messages a stage rewrote were checked, not the originals it got.
+    cut = ctxpack.ExtractiveCompressor(max_lines=3, min_tokens=0, only_when_over_budget=False)
+    examples = [cut(ctx) for _, ctx in sample_contexts()]
+    with pytest.raises(AssertionError, match=r"lost or replaced the originals \['a4', 't1'\]"):
+        check_stage(stage, examples=examples)
