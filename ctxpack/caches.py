@@ -18,6 +18,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
 from functools import lru_cache
+from types import MethodType
 from typing import Any, Generic, NamedTuple, ParamSpec, TypeVar
 
 __all__ = [
@@ -318,6 +319,11 @@ class Memo(Generic[P, R]):
             self._cache.put(key, value)
         return value
 
+    def __get__(self, instance: object, owner: type | None = None) -> Any:
+        # A method: bound as a function would be, with the instance in the key (which keeps it
+        # alive while cached, as functools.lru_cache does).
+        return self if instance is None else MethodType(self, instance)
+
     def cache_info(self) -> _CacheInfo:
         return _CacheInfo(self._hits, self._misses, self._cache.maxsize, len(self._cache))
 
@@ -342,7 +348,8 @@ def memoize(
     """A decorator keeping ``fn``'s results by its arguments, at most ``maxsize`` of them and
     ``maxbytes`` bytes (arguments and results weighed with :func:`approx_bytes`); the least
     recently used forgotten first, thread-safe, cleared by :func:`clear_caches`. Calls for
-    which ``skip(*args)`` is true are computed and not kept.
+    which ``skip(*args)`` is true are computed and not kept. On a method, the instance is part
+    of the key and is kept alive while its results are cached, as with ``functools.lru_cache``.
 
     Example:
         >>> @memoize(maxsize=100, maxbytes=10_000)

@@ -63,6 +63,23 @@ def test_memoize_keeps_keyword_arguments_apart_from_a_positional_pair() -> None:
     assert show(x=1) == "() {'x': 1}"
 
 
+def test_memoize_on_a_method_binds_the_instance_and_keys_by_it() -> None:
+    # The wrapper did not bind self: Greeter().hello("x") failed with a TypeError.
+    class Greeter:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        @memoize(maxsize=10, maxbytes=100_000)
+        def hello(self, who: str) -> str:
+            return f"{self.name} greets {who}"
+
+    ann, bob = Greeter("Ann"), Greeter("Bob")
+    assert ann.hello("x") == ann.hello("x") == "Ann greets x"
+    assert bob.hello("x") == "Bob greets x"
+    assert Greeter.hello.cache_info().hits == 1
+    assert Greeter.hello(ann, "y") == "Ann greets y"
+
+
 def _chat(k: int, rng: random.Random) -> list[dict[str, Any]]:
     words = [f"w{rng.randrange(10**9)}" for _ in range(300)]
     turns = [
