@@ -15,6 +15,13 @@ from ctxpack.filters import (
 )
 
 
+def _run_kept(log: list[str], command: str) -> list[str]:
+    """The lines TestRunFilter keeps of a run's ``log``, run as ``command``."""
+    extract = TestRunFilter().extract(ToolOutput("\n".join(log), command=command))
+    assert extract is not None
+    return extract.text.split("\n")
+
+
 def _java_stack() -> str:
     lines = [
         'Exception in thread "main" java.lang.NullPointerException: token is null',
@@ -91,9 +98,7 @@ def test_a_jest_equality_diff_keeps_the_values_expected_and_received() -> None:
         "",
         "Tests:       1 failed, 120 passed, 121 total",
     ]
-    extract = TestRunFilter().extract(ToolOutput("\n".join(log), command="npx jest"))
-    assert extract is not None
-    kept = extract.text.split("\n")
+    kept = _run_kept(log, "npx jest")
     for line in ("    - Expected  - 1", '    -   "total": 4,', '    +   "total": 3,'):
         assert line in kept
     assert "      at Object.<anonymous> (src/sum.test.js:13:25)" in kept
@@ -162,9 +167,7 @@ def test_a_vitest_run_keeps_its_totals_and_the_failing_tests_name() -> None:
         "      Tests  1 failed | 181 passed (182)",
         "   Duration  1.20s",
     ]
-    extract = TestRunFilter().extract(ToolOutput("\n".join(log), command="npx vitest run"))
-    assert extract is not None
-    kept = extract.text.split("\n")
+    kept = _run_kept(log, "npx vitest run")
     assert " FAIL  src/sum.test.ts > sum > adds" in kept
     assert " Test Files  1 failed | 60 passed (61)" in kept
     assert "      Tests  1 failed | 181 passed (182)" in kept
