@@ -20,6 +20,7 @@ from ._internal.arguments import tokens as check_tokens
 from ._internal.jsontext import read_json
 from ._internal.options import FieldErrorModel
 from ._internal.spans import Spans
+from ._internal.tool_schemas import tool_tokens
 from .adapters.read import counted_messages
 from .errors import ConfigError
 from .messages import Message
@@ -171,8 +172,6 @@ def _tool_items(
     """One item per tool or MCP server: its definitions without the tool block's framing, which
     the bucket holds once (counted with each group alone, every item carried it, and the items
     added up to more than the bucket)."""
-    from ._internal.tool_schemas import tool_tokens
-
     groups: dict[str, list[int]] = {}
     for at, tool in enumerate(tools):
         name = str(tool_name(tool) or "?")
