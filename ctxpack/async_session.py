@@ -247,23 +247,33 @@ class AsyncSession:
         tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> PackResult:
         """The request to send; see :meth:`ctxpack.Session.render`."""
+        return await self._render_opening(None, budget, query, provider, reserve, tools)
+
+    async def _render_opening(
+        self,
+        opening: Any,
+        budget: int | None = None,
+        query: str | None = None,
+        provider: Provider | None = None,
+        reserve: int = 0,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> PackResult:
+        """:meth:`render`, opening with the system prompt ``opening`` unless ``None`` (see
+        ``Session._render_opening``)."""
         core = self._core
         if core._renders_state(tools):
             # Stored like an append (see Session.render).
             results: list[PackResult] = []
             await self._commit(
-                lambda: results.append(core._render(budget, query, provider, reserve, tools))
+                lambda: results.append(
+                    core._render_with(opening, budget, query, provider, reserve, tools)
+                )
             )
             return results[-1]
         async with self._lock:
             await self._sync()
             return await _in_thread(
-                self._core.render,
-                budget,
-                query=query,
-                provider=provider,
-                reserve=reserve,
-                tools=tools,
+                core._render_opening, opening, budget, query, provider, reserve, tools
             )
 
     async def transcript(self) -> list[Message]:

@@ -41,11 +41,17 @@ def run_threads(target: Callable[[int], None], count: int) -> None:
 
 
 def claude_conversation_in_threads(
-    clients: Sequence[Any], *, workers: int, turns: int, repeat: int
+    clients: Sequence[Any],
+    *,
+    workers: int,
+    turns: int,
+    repeat: int,
+    system: Callable[[int], str] = lambda worker: "Be brief.",
 ) -> list[dict[str, Any]]:
     """One conversation carried on by ``workers`` threads switching often, each sending its
     turns through ``clients[worker % len(clients)]`` (wrapped Anthropic clients) with the
-    history as it read it; returns the whole history."""
+    history as it read it and the system prompt ``system(worker)``; returns the whole
+    history."""
     history: list[dict[str, Any]] = []
     lock = threading.Lock()
     start = threading.Barrier(workers)
@@ -60,7 +66,10 @@ def claude_conversation_in_threads(
                 history.append({"role": "user", "content": text})
                 snapshot = list(history)
             clients[worker % len(clients)].messages.create(
-                model="claude-sonnet-4-5", max_tokens=200, system="Be brief.", messages=snapshot
+                model="claude-sonnet-4-5",
+                max_tokens=200,
+                system=system(worker),
+                messages=snapshot,
             )
 
     with switching_often():

@@ -64,8 +64,17 @@ class _ServerSide(Protocol):
     def record_response(self, response: Any, *, append: bool = True) -> Any: ...
 
 
+class _Reopening(Protocol):
+    """A ctxpack :class:`~ctxpack.Session`, whose requests can open with another system
+    prompt."""
+
+    def _render_opening(self, opening: Any, **options: Any) -> PackResult: ...
+
+
 class _AsyncSession(Protocol):
     """An :class:`~ctxpack.AsyncSession`, as a wrapper of an async client uses it."""
+
+    async def _render_opening(self, opening: Any, **options: Any) -> PackResult: ...
 
     async def transcript(self) -> list[Message]: ...
 
@@ -172,8 +181,8 @@ class SessionFeed:
         options = self._render_options(asked)
         with self.lock:
             for attempt in range(_ATTEMPTS):
-                given, held = self._held(None)
-                batch, digests = self._batch(messages, system, given, held)
+                given, held, opens = self._held(None)
+                batch, digests, reopen = self._batch(messages, system, given, held, opens)
                 try:
                     if batch:
                         self.session.extend(batch, provider=self.provider)
@@ -182,6 +191,8 @@ class SessionFeed:
                     continue
                 self._remember(digests)
                 break
+            if reopen is not None:
+                return cast(_Reopening, self.session)._render_opening(reopen, **options)
             return self.session.render(**options)
 
     async def arender(self, asked: Asked) -> PackResult:
@@ -191,8 +202,8 @@ class SessionFeed:
         session = cast(_AsyncSession, self.session)
         async with self.alock:
             for attempt in range(_ATTEMPTS):
-                given, held = self._held(await session.transcript())
-                batch, digests = self._batch(messages, system, given, held)
+                given, held, opens = self._held(await session.transcript())
+                batch, digests, reopen = self._batch(messages, system, given, held, opens)
                 try:
                     if batch:
                         await session.extend(batch, provider=self.provider)
@@ -201,6 +212,8 @@ class SessionFeed:
                     continue
                 self._remember(digests)
                 break
+            if reopen is not None:
+                return await session._render_opening(reopen, **options)
             return await session.render(**options)
 
     def _render_options(self, asked: Asked) -> dict[str, Any]:
@@ -311,11 +324,18 @@ class SessionFeed:
         return [*(tools or ()), *(t for t in extra if tool_name(t) not in names)]
 
     def _batch(
-        self, messages: Sequence[Any], system: Any, given: Mapping[int, str], held: str | None
-    ) -> tuple[list[Any], dict[int, str]]:
+        self,
+        messages: Sequence[Any],
+        system: Any,
+        given: Mapping[int, str],
+        held: str | None,
+        opens: bool,
+    ) -> tuple[list[Any], dict[int, str], Any]:
         """What to give the session, in one write: for a managed session's first request,
-        Anthropic's system prompt first, then the request's messages it lacks; and their
-        digests by index.
+        Anthropic's system prompt first, then the request's messages it lacks; their digests
+        by index; and the system prompt this request opens with, when it is not the one the
+        session was first given (``None``: it is). ``opens``: whether the session's history
+        opens with a system message, which a request may then change.
 
         Concurrent requests on one session carry the same growing history, read at different
         times: a request may hold fewer messages than the session has had (nothing to give),
@@ -325,8 +345,9 @@ class SessionFeed:
         """
         batch: list[Any] = []
         digests: dict[int, str] = {}
+        reopen = None
         if self.policy is not None:
-            opening = self._opening(system, given, held)
+            opening, reopen = self._opening(system, given, held)
             if opening is not None:
                 batch.append(opening)
                 digests[_SYSTEM_INDEX] = opening.id.removeprefix(SYSTEM_PREFIX)
@@ -334,10 +355,15 @@ class SessionFeed:
         # Only the last message both hold is compared, so a long history costs little more:
         # that catches another conversation or a branch, not an edit further back. The first
         # is compared too: a system prompt that changes per request (a date, LangChain's
-        # dynamic_prompt) would otherwise be dropped silently for the one first given.
+        # dynamic_prompt) is sent in place of the one first given.
         for index in sorted({0, shared - 1}) if shared else ():
-            if _digest(coerce_message(messages[index], index)) != given.get(index):
-                raise HistoryChangedError(_changed(messages[index], index))
+            message = coerce_message(messages[index], index)
+            if _digest(message) == given.get(index):
+                continue
+            if index == 0 and opens and _role(message) in _SYSTEM_ROLES and self._reopens:
+                reopen = message
+                continue
+            raise HistoryChangedError(_changed(message, index, self._reopens))
         for index in range(shared, len(messages)):
             # The session takes dicts: the SDKs' objects are converted first, as everywhere.
             message = coerce_message(messages[index], index)
@@ -347,25 +373,35 @@ class SessionFeed:
             elif isinstance(message, Message):
                 message = message.model_copy(update={"id": f"w{index}-{digest}"})
             batch.append(message)
-        return batch, digests
+        return batch, digests, reopen
 
-    def _opening(self, system: Any, given: Mapping[int, str], held: str | None) -> Message | None:
+    @property
+    def _reopens(self) -> bool:
+        """Whether the session can open its requests with another system prompt (ctxpack's)."""
+        return hasattr(self.session, "_render_opening")
+
+    def _opening(
+        self, system: Any, given: Mapping[int, str], held: str | None
+    ) -> tuple[Message | None, Message | None]:
         """A managed session's first request opens its history with Anthropic's system prompt:
         the session must count it against the window and keep it verbatim, as it keeps an
-        OpenAI system message. It cannot be replaced later, since the history only grows."""
+        OpenAI system message. Returns that opening, or, for a later request whose system
+        prompt changed, the prompt to open the requests with from now on."""
         digest = "" if system is None else _digest(system)
         if held is None and not given:
             if system is None:
-                return None
+                return None, None
             (opening,) = from_anthropic([], system=system)
-            return opening.model_copy(update={"id": f"{SYSTEM_PREFIX}{digest}"})
-        if digest != (held or ""):
-            raise ConfigError(
-                "with a managed session, system= opens the history the session keeps: this "
-                "request's system prompt is not the one of the first request (one session per "
-                "conversation; a new system prompt needs a new session)"
-            )
-        return None
+            return opening.model_copy(update={"id": f"{SYSTEM_PREFIX}{digest}"}), None
+        if digest == (held or ""):
+            return None, None
+        if system is not None and held is not None and self._reopens:
+            return None, from_anthropic([], system=system)[0]
+        raise ConfigError(
+            "with a managed session, system= opens the history the session keeps: this "
+            "request's system prompt is not the one of the first request, and it can only be "
+            "changed, not added or removed (one session per conversation)"
+        )
 
     def _remember(self, digests: dict[int, str]) -> None:
         """What was given, once the session took it (for a session that cannot say itself)."""
@@ -374,14 +410,15 @@ class SessionFeed:
             self.system = system
         self.fed.update(digests)
 
-    def _held(self, transcript: list[Message] | None) -> tuple[dict[int, str], str | None]:
-        """What the session holds of the requests' messages (index to digest), and the digest
-        of the system prompt it was given (``None``: none), read from its ``transcript``
-        (``None``: read it now, or this wrapper's memory for a session without one)."""
+    def _held(self, transcript: list[Message] | None) -> tuple[dict[int, str], str | None, bool]:
+        """What the session holds of the requests' messages (index to digest), the digest of
+        the system prompt it was given (``None``: none), and whether its history opens with a
+        system message, read from its ``transcript`` (``None``: read it now, or this wrapper's
+        memory for a session without one)."""
         if transcript is None:
             read = getattr(self.session, "transcript", None)
             if not callable(read):
-                return self.fed, self.system
+                return self.fed, self.system, False
             transcript = read()
         given: dict[int, str] = {}
         system = None
@@ -391,18 +428,28 @@ class SessionFeed:
                 given[int(found[1])] = found[2]
             elif message.id.startswith(SYSTEM_PREFIX):
                 system = message.id.removeprefix(SYSTEM_PREFIX)
-        return given, system
+        opens = bool(transcript) and transcript[0].role in _SYSTEM_ROLES
+        return given, system, opens
 
 
-def _changed(message: Any, index: int) -> str:
-    """Why a request's message ``index`` cannot go to the session that was given another."""
-    given = coerce_message(message, index)
-    role = given.get("role") if isinstance(given, Mapping) else getattr(given, "role", None)
-    if index == 0 and role == "system":
+def _role(message: Any) -> Any:
+    return message.get("role") if isinstance(message, Mapping) else getattr(message, "role", None)
+
+
+def _changed(message: Any, index: int, reopens: bool) -> str:
+    """Why a request's message ``index`` cannot go to the session that was given another
+    (``reopens``: a ctxpack session, which follows a changed system prompt)."""
+    if index == 0 and _role(message) in _SYSTEM_ROLES:
+        if reopens:
+            return (
+                "with a session, message 0 of this request is a system message but the "
+                "history the session was given opened without one, and a request cannot add "
+                "one (one session per conversation)"
+            )
         return (
-            "with a session, the system message must stay the one the history opened with: "
-            "this request's differs from the one given to the session before (a system "
-            "prompt that changes from request to request needs a new session each time)"
+            "with a session other than ctxpack's, the system message must stay the one the "
+            "history opened with: this request's differs from the one given to the session "
+            "before (a ctxpack Session follows a system prompt that changes)"
         )
     return (
         f"with a session, messages must be the growing history: message {index} of this "
@@ -462,6 +509,7 @@ def _finished(stream: Any) -> Any:
 _GIVEN = re.compile(r"w(\d+)-([0-9a-f]{12})$")
 SYSTEM_PREFIX = "wsystem-"
 _SYSTEM_INDEX = -1  # the system prompt's place among a batch's digests
+_SYSTEM_ROLES = ("system", "developer")
 # Reads afresh after a write lost to another replica's: each loss is another writer's progress.
 _ATTEMPTS = 10
 

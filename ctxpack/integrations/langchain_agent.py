@@ -393,8 +393,7 @@ class SessionMiddleware(_RequestMiddleware):
                 f"LangGraph thread {thread_id!r}: {error}. A thread deleted from the "
                 f"checkpointer keeps its session until SessionMiddleware.delete_thread"
                 f"({thread_id!r}) erases it too; a history rewritten in place (LangChain's "
-                "SummarizationMiddleware) or a system prompt that changes between runs "
-                "(dynamic_prompt) cannot go through a session"
+                "SummarizationMiddleware) cannot go through a session"
             ) from error
         self._remember(thread_id, result)
         sent = feed.tools(tools) or []

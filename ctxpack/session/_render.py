@@ -8,7 +8,9 @@ from typing import Any
 
 from .._internal.arguments import optional_text, tool_definitions
 from .._internal.arguments import tokens as check_tokens
-from ..errors import ConfigError
+from ..adapters.read import read_message
+from ..errors import ConfigError, InvalidMessageError
+from ..limits import MAX_MESSAGE_CHARS, message_chars
 from ..managed import cache_warnings, render_window
 from ..messages import Message, detached
 from ..packing import pack
@@ -22,6 +24,8 @@ from ..tokens import checked_tool_tokens, history_tokens
 from ..tools_on_demand import on_demand_tools
 from ..usage import known_window
 from ._state import SessionState
+
+_SYSTEM = ("system", "developer")
 
 
 class Rendering(SessionState):
@@ -50,6 +54,77 @@ class Rendering(SessionState):
         given = tool_definitions(tools)  # a ConfigError naming the bad definition
         return bool(given) and given != self._full_tools
 
+    def _render_opening(
+        self,
+        opening: Any,
+        budget: int | None = None,
+        query: str | None = None,
+        provider: Provider | None = None,
+        reserve: int = 0,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> PackResult:
+        """``render()``, the request opening with its own system prompt ``opening`` (a
+        wrapper's, whose caller's prompt changed since the session's first) unless ``None``."""
+        with self._lock:
+            if self._backing is None or self.window is None:
+                self._refresh()
+                if self._backing is None or not self._renders_state(tools):
+                    return self._render_with(opening, budget, query, provider, reserve, tools)
+            # A render that changes the state (a managed one: what was cleared, compacted) is
+            # stored like an append, on top of the newest stored state, so that every replica
+            # goes on from the last request sent, whoever sent it.
+            results: list[PackResult] = []
+            self._change(
+                lambda: results.append(
+                    self._render_with(opening, budget, query, provider, reserve, tools)
+                )
+            )
+            return results[-1]
+
+    def _render_with(
+        self,
+        opening: Any,
+        budget: int | None,
+        query: str | None,
+        provider: Provider | None,
+        reserve: int,
+        tools: Sequence[Mapping[str, Any]] | None,
+    ) -> PackResult:
+        """The request, opening with the system prompt ``opening`` unless ``None``."""
+        if opening is None:
+            return self._render(budget, query, provider, reserve, tools)
+        record, decisions = self._opening(opening, provider)
+        result = self._render(budget, query, provider, reserve, tools, record)
+        if not decisions:
+            return result
+        return result.model_copy(update={"decisions": result.decisions + tuple(decisions)})
+
+    def _opening(
+        self, message: Mapping[str, Any] | Message, provider: Provider | None
+    ) -> tuple[list[Message], list[Decision]]:
+        """The record to render for a request that opens with its own system prompt
+        ``message`` (a date in it, LangChain's ``dynamic_prompt``), and the guard's decisions
+        on it. The session keeps the prompt it opened with: each request carries its own and
+        nothing is stored, so that replicas sending different prompts never send each other's."""
+        converted, _ = read_message(message, provider, 0)
+        first = self._raw[0] if self._raw else None
+        if len(converted) != 1 or first is None or first.role not in _SYSTEM:
+            raise InvalidMessageError(
+                "the session's history does not open with a system message, so a request "
+                "cannot open with one (one session per conversation)",
+                index=0,
+            )
+        if converted[0].role not in _SYSTEM:
+            raise InvalidMessageError("must be a system message", index=0, field="role")
+        arrival = self.guard(
+            converted[0].model_copy(update={"id": first.id}), self.counter, self.store
+        )
+        if message_chars(arrival.message) > MAX_MESSAGE_CHARS:
+            raise InvalidMessageError(
+                f"a system prompt above {MAX_MESSAGE_CHARS:,} characters", index=0, field="content"
+            )
+        return [arrival.message, *self._compact[1:]], list(arrival.decisions)
+
     def _render(
         self,
         budget: int | None,
@@ -57,7 +132,10 @@ class Rendering(SessionState):
         provider: Provider | None,
         reserve: int,
         tools: Sequence[Mapping[str, Any]] | None,
+        record: Sequence[Message] | None = None,
     ) -> PackResult:
+        """The request from the compact record (or ``record``, the compact record with another
+        system prompt first: see ``_opening``)."""
         # The arguments first: a bad one is the caller's mistake whatever the session holds.
         if budget is not None:
             check_tokens(budget, "budget")
@@ -74,27 +152,34 @@ class Rendering(SessionState):
         raw_tokens = self._raw_total()
         filter_log = self._filter_log()
         asked = budget
+        record = self._compact if record is None else record
         if self.window is not None:
             if budget is not None or reserve:
                 raise ConfigError(
                     "a managed session (window=...) sizes its own requests: render() takes no "
                     "budget or reserve; set the reply room with WindowPolicy(reply_room=...)"
                 )
-            result = self._render_window(query, all_tools, raw_tokens, filter_log, provider)
+            result = self._render_window(query, all_tools, raw_tokens, filter_log, provider, record)
             return self._with_warnings(result, all_tools)
         if budget is None:
             tool_tokens = checked_tool_tokens(all_tools, self.counter) if all_tools else 0
             if self.pipeline is None:
                 result = self._whole(
-                    query, tool_tokens, raw_tokens, filter_log, self._originals(), provider
+                    query,
+                    tool_tokens,
+                    raw_tokens,
+                    filter_log,
+                    self._originals(),
+                    provider,
+                    messages=list(record),
                 )
                 return self._with_warnings(result, all_tools)
             budget = asked = None if self.model is None else known_window(self.model)
             if budget is None:
                 # No known limit: the stages run on the whole record, which then fits.
-                budget = self.counter.count_messages(self._compact) + tool_tokens + reserve + 1
+                budget = self.counter.count_messages(record) + tool_tokens + reserve + 1
         packed = pack(
-            self._compact,
+            record,
             budget=budget,
             counter=self.counter,
             query=query,
@@ -142,6 +227,7 @@ class Rendering(SessionState):
         raw_tokens: int,
         filter_log: DecisionLog,
         provider: Provider,
+        record: Sequence[Message],
     ) -> PackResult:
         """One request of the managed mode (see :mod:`ctxpack.managed`)."""
         policy = self.window
@@ -150,7 +236,7 @@ class Rendering(SessionState):
         messages = render_window(
             self.window_state,
             policy,
-            record=self._compact,
+            record=record,
             counter=self.counter,
             store=self.store,
             original_artifact=self._original_artifact,

@@ -420,19 +420,7 @@ class Session(Arrival, Rendering):
             BudgetExceededError: with a budget, the system, developer and pinned messages alone
                 do not fit.
         """
-        with self._lock:
-            if self._backing is None or self.window is None:
-                self._refresh()
-                if self._backing is None or not self._renders_state(tools):
-                    return self._render(budget, query, provider, reserve, tools)
-            # A render that changes the state (a managed one: what was cleared, compacted) is
-            # stored like an append, on top of the newest stored state, so that every replica
-            # goes on from the last request sent, whoever sent it.
-            results: list[PackResult] = []
-            self._change(
-                lambda: results.append(self._render(budget, query, provider, reserve, tools))
-            )
-            return results[-1]
+        return self._render_opening(None, budget, query, provider, reserve, tools)
 
     @keyword_checked
     def context_management(self, provider: Provider | None = None) -> dict[str, Any]:

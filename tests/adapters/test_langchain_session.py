@@ -292,10 +292,10 @@ def test_a_thread_deleted_from_the_checkpointer_alone_says_to_delete_it_here_too
     assert held == ["A new start."]
 
 
-def test_a_system_prompt_that_changes_is_refused_not_sent_stale() -> None:
+def test_a_system_prompt_that_changes_is_sent_as_it_is_at_each_call() -> None:
     # LangChain's dynamic_prompt writes the system message afresh at every model call; the
-    # session used to send the first one ever given, silently, for all later calls.
-    prompts = iter(["Today is Monday.", "Today is Tuesday."])
+    # session used to send the first one ever given for all later calls, then refused them.
+    prompts = iter(["Today is Monday.", "Today is Tuesday.", "Today is Wednesday."])
 
     @dynamic_prompt
     def dated(request: Any) -> str:
@@ -304,10 +304,17 @@ def test_a_system_prompt_that_changes_is_refused_not_sent_stale() -> None:
     sessions = SessionMiddleware(window=WINDOW, model="gpt-4")
     model = AgentModel(reads=0)
     agent = create_agent(model, middleware=[dated, sessions], checkpointer=InMemorySaver())
-    agent.invoke({"messages": [HumanMessage("First task.")]}, thread("t6"))
-    with pytest.raises(ConfigError, match=r"thread 't6'.*system message.*dynamic_prompt"):
-        agent.invoke({"messages": [HumanMessage("Second task.")]}, thread("t6"))
-    assert [m[0].text for m in model.seen] == ["Today is Monday."]
+    for task in ("First task.", "Second task.", "Third task."):
+        agent.invoke({"messages": [HumanMessage(task)]}, thread("t6"))
+    assert [m[0].text for m in model.seen] == [
+        "Today is Monday.",
+        "Today is Tuesday.",
+        "Today is Wednesday.",
+    ]
+    assert [m[-1].text for m in model.seen] == ["First task.", "Second task.", "Third task."]
+    # The session holds each message once, opening with the first prompt, as it came.
+    held = [m.text for m in sessions.session("t6").transcript()]
+    assert held[0] == "Today is Monday." and held.count("Second task.") == 1
 
 
 def test_a_tool_artifact_json_cannot_carry_does_not_fail_the_run() -> None:
