@@ -26,6 +26,7 @@ from .pipeline import (
     Stage,
     custom_step_checked,
     is_own_stage,
+    stage_name,
 )
 from .pipeline import (
     Provider as Provider,
@@ -136,7 +137,8 @@ def _guarded(stage: Stage, redact_secrets: bool, flag_injections: bool) -> Stage
     """``stage`` with the guard steps ``pack()`` was asked for: a guard switched off is taken out
     of a pipeline; one switched on that the stage lacks runs first."""
     wanted = (redact_secrets, flag_injections)
-    steps = stage.steps if isinstance(stage, Pipeline) else [("pipeline", stage)]
+    # A lone stage's step is named after it: a broken rule names the stage that broke it.
+    steps = stage.steps if isinstance(stage, Pipeline) else [(stage_name(stage), stage)]
     kept = [
         (name, s)
         for name, s in steps
@@ -313,7 +315,7 @@ def _pack(
         raise ConfigError(f"the pipeline returned {type(out).__name__}, not a PackContext")
     if not is_own_stage(stage):
         # ctx's artifacts are the default's empty read-only mapping: no stage changed them.
-        custom_step_checked(ctx, out, ctx.artifacts, where="the pipeline")
+        custom_step_checked(ctx, out, ctx.artifacts, where=f"the pipeline {stage_name(stage)!r}")
     if target == "anthropic" and not _ends_with_alternator(stage):
         _check_turn_rules(out)
     elif target == "openai" and not _is_shared_default(stage):

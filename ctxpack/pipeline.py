@@ -21,7 +21,7 @@ from pydantic import ConfigDict, GetCoreSchemaHandler
 from pydantic_core import core_schema
 
 from ._internal.arguments import callable_name, item_list, misfit, strings
-from ._internal.context import artifacts_checked, context_fields, scores
+from ._internal.context import artifacts_checked, context_fields, contract_break, scores
 from ._internal.options import FieldErrorModel
 from ._internal.requirements import check_requirements
 from .errors import ConfigError, UnknownNameError
@@ -380,10 +380,14 @@ def custom_step_checked(
 ) -> None:
     """Raise for what a stage that is not ctxpack's own returned past PackContext's checks,
     naming ``where`` (the step): a message or an artifact it copied without validation, an
-    artifact it put into the mapping in place (``originals`` are the artifacts before it ran).
+    artifact it put into the mapping in place (``originals`` are the artifacts before it ran),
+    a repeated id, a protected message dropped or messages reordered (as ConfigError).
     ctxpack's own stages build these valid, and are not checked again."""
     new_messages_checked(before.messages, after.messages, where=where)
     artifacts_checked(originals, before.messages, after.artifacts, where=where)
+    problem = contract_break(before.messages, before.protected, after.messages)
+    if problem is not None:
+        raise ConfigError(f"{where} {problem}")
 
 
 @runtime_checkable

@@ -232,6 +232,70 @@ def test_a_custom_pipeline_cannot_return_tool_messages_openai_rejects() -> None:
     assert result.kept_ids == ["u1", "a1"]
 
 
+def _drops_the_system_prompt(ctx: PackContext, /) -> PackContext:
+    gone = [m for m in ctx.messages if m.role == "system"]
+    return ctx.decide(
+        *(Decision(stage="mine", action="dropped", message_id=m.id, reason="x") for m in gone),
+        messages=tuple(m for m in ctx.messages if m not in gone),
+    )
+
+
+def _drops_the_question(ctx: PackContext, /) -> PackContext:
+    return ctx.decide(
+        Decision(stage="mine", action="dropped", message_id=ctx.messages[-1].id, reason="x"),
+        messages=ctx.messages[:-1],
+    )
+
+
+def _reverses(ctx: PackContext, /) -> PackContext:
+    return ctx.evolve(messages=tuple(reversed(ctx.messages)))
+
+
+def _repeats_a_message(ctx: PackContext, /) -> PackContext:
+    return ctx.evolve(messages=(*ctx.messages, ctx.messages[1]))
+
+
+_CHAT: list[dict[str, Any]] = [
+    {"role": "system", "content": "You are terse.", "id": "sys"},
+    {"role": "user", "content": "Name a prime.", "id": "u1"},
+    {"role": "assistant", "content": "7", "id": "a1"},
+    {"role": "user", "content": "Another one?", "id": "u2"},
+]
+
+
+@pytest.mark.parametrize(
+    ("stage", "expected"),
+    [
+        (_drops_the_system_prompt, r"step '_drops_the_system_prompt' dropped protected .*'sys'"),
+        (_reverses, r"step '_reverses' reordered the messages: 'a1' \(input index 2\)"),
+        (_repeats_a_message, r"step '_repeats_a_message' .*repeated ids: 'u1' at indices 1 and 4"),
+    ],
+    ids=lambda v: getattr(v, "__name__", "msg"),
+)
+def test_pack_holds_a_custom_step_to_the_packers_promises(stage: Any, expected: str) -> None:
+    # A custom stage dropped the system prompt, reversed the history or sent a message twice,
+    # and pack() returned it: ['u1', 'a1', 'u2'], ['u2', 'a1', 'u1', 'sys'], [..., 'u2', 'u1'].
+    for pipeline in (
+        stage,
+        Pipeline([PromptComposer(), stage, GreedyPacker(signal_weights={})]),
+        Pipeline([PromptComposer(), GreedyPacker(signal_weights={}), stage]),
+    ):
+        with pytest.raises(ConfigError, match=expected):
+            ctxpack.pack(_CHAT, budget=1000, pipeline=pipeline)
+
+
+def test_pack_refuses_a_custom_step_dropping_the_protected_question() -> None:
+    pipeline = Pipeline([PromptComposer(), _drops_the_question])
+    with pytest.raises(ConfigError, match=r"step '_drops_the_question' dropped protected .*'u2'"):
+        ctxpack.pack(_CHAT, budget=1000, pipeline=pipeline)
+    # Without the compose step nothing protects the question: dropping it is the stage's call.
+    assert ctxpack.pack(_CHAT, budget=1000, pipeline=_drops_the_question).kept_ids == [
+        "sys",
+        "u1",
+        "a1",
+    ]
+
+
 def test_repr_lists_the_steps() -> None:
     p = Pipeline([Deduplicator()])
     assert repr(p) == "Pipeline([('dedupe', Deduplicator(case_sensitive=False))])"

@@ -8,7 +8,7 @@ with a bare ``TypeError`` or ``AttributeError``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from numbers import Real
 from typing import Any
 
@@ -17,8 +17,9 @@ from ..messages import Message, message_objects, new_originals_checked
 from ..providers import check_provider
 from ..tokens import check_counter
 from .arguments import keyed, optional_text, strings, tokens, type_name
+from .columns import PINNED, SYSTEM, flags, ids, items_at, positions
 
-__all__ = ["artifacts_checked", "context_fields", "scores"]
+__all__ = ["artifacts_checked", "context_fields", "contract_break", "scores"]
 
 # Never an artifact: what a key the step added reads as among the originals.
 _NONE = object()
@@ -64,6 +65,60 @@ def artifacts_checked(
         what="message ids to their original Message",
     )
     new_originals_checked(messages, changed, where=where)
+
+
+def contract_break(
+    before: Sequence[Message], protected: Collection[str], after: Sequence[Message]
+) -> str | None:
+    """The first rule of the stage contract a step that turned ``before`` into ``after`` broke,
+    in words naming the message, or ``None``: an id repeated, a system, pinned or ``protected``
+    message dropped, surviving messages out of their order. Checked by
+    :func:`~ctxpack.testing.check_stage` and, for custom steps, by every pack."""
+    if after is before or _keeps_the_contract(before, protected, after):
+        return None
+    position = {m.id: i for i, m in enumerate(before)}
+    seen: dict[str, int] = {}
+    last = -1
+    for i, m in enumerate(after):
+        if m.id in seen:
+            return (
+                f"returned messages with repeated ids: {m.id!r} at indices {seen[m.id]} and {i}; "
+                "every message id must be unique"
+            )
+        seen[m.id] = i
+        at = position.get(m.id, last)
+        if at < last:
+            return (
+                f"reordered the messages: {m.id!r} (input index {at}) comes after "
+                f"{before[last].id!r} (input index {last}) at index {i}; surviving messages "
+                "must keep their chronological order"
+            )
+        last = at
+    lost = [
+        f"{m.id!r} (input index {i})"
+        for i, m in enumerate(before)
+        if m.id not in seen and (m.id in protected or m.role == "system" or m.pinned)
+    ]
+    if lost:
+        return (
+            f"dropped protected messages {', '.join(lost)}; system, pinned and protected "
+            "messages (the current question by default) must be kept"
+        )
+    return None
+
+
+def _keeps_the_contract(
+    before: Sequence[Message], protected: Collection[str], after: Sequence[Message]
+) -> bool:
+    # The common case, in C: no id new or repeated, the positions rising, the musts all there.
+    # Any other case goes to the loop of contract_break(), which says which rule broke.
+    kept = ids(after)
+    at = list(map(dict(zip(ids(before), range(len(before)), strict=True)).get, kept))
+    unique = set(kept)
+    if None in at or len(unique) < len(kept) or at != sorted(at):  # type: ignore[type-var]
+        return False
+    must = positions(flags(before) & (SYSTEM | PINNED))
+    return unique.issuperset(protected) and unique.issuperset(items_at(ids(before), must))
 
 
 def scores(name: Any, values: Any) -> Mapping[str, float]:
