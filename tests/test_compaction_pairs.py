@@ -43,3 +43,44 @@ def test_a_pinned_half_of_a_tool_exchange_keeps_the_other(pinned: str) -> None:
     calls = {c.id for m in result.messages for c in m.tool_calls or ()}
     answered = {m.tool_call_id for m in result.messages if m.role == "tool"}
     assert calls == answered
+
+
+def _agent_step(k: int, pin: str | None) -> list[dict[str, object]]:
+    call = {"id": f"c{k}", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+    output = "\n".join(f"probe {k} row {j}: value_{k}_{j}" for j in range(25))
+    step: list[dict[str, object]] = [
+        {"role": "assistant", "content": f"step {k}", "tool_calls": [call], "id": f"a{k}"},
+        {"role": "tool", "tool_call_id": f"c{k}", "content": output, "id": f"t{k}"},
+    ]
+    for message in step:
+        message["pinned"] = message["id"] == pin
+    return step
+
+
+@pytest.mark.parametrize("pinned", ["t1", "a1", None])
+@pytest.mark.parametrize("keep_recent", [1, 2, 3, 6])
+def test_the_managed_window_keeps_a_pinned_half_with_its_exchange(
+    pinned: str | None, keep_recent: int
+) -> None:
+    # The window kept a pinned t1 out of the summary but summarised its call a1: the session's
+    # guard then dropped t1 from every request as an orphan (a pinned call lost its calls the
+    # same way), so what the caller pinned was neither sent nor summarised.
+    from ctxpack.managed import WindowPolicy
+
+    window = WindowPolicy(window=8_000, keep_recent=keep_recent)
+    counter = ctxpack.get_counter(counter="cl100k_base")
+    session = ctxpack.Session(counter=counter, filters=False, window=window)
+    session.extend(_history("none")[:2])
+    for k in range(40):
+        result = session.render()
+        sent = result.to_openai()
+        calls = {c["id"] for m in sent for c in m.get("tool_calls") or ()}
+        assert calls == {m["tool_call_id"] for m in sent if m["role"] == "tool"}, k
+        if pinned is not None and k > 1:
+            kept = next(m for m in result.messages if m.id == pinned)
+            assert kept.text == session.transcript()[2 + 2 * 1 + (pinned == "t1")].text
+            assert kept.tool_calls or pinned == "t1"
+        session.extend(_agent_step(k, pinned))
+    assert session.window_state.compacted
+    assert pinned not in session.window_state.compacted
+    ctxpack.adapters.validate_anthropic(result.to_anthropic())

@@ -32,6 +32,7 @@ def _tail_start(
     keep_recent: int,
     budget: int,
     size: Callable[[Message], int],
+    verbatim: Callable[[Message], bool],
 ) -> tuple[int, int]:
     """Where the messages a compaction keeps as they are begin, and their tokens above the
     floor (``size`` of each): the last ``keep_recent``, fewer when they pass ``budget`` tokens,
@@ -49,14 +50,14 @@ def _tail_start(
     while call > t and (
         record[call].role == "tool"
         or _pinned_kind(record[call]) is not None
-        or _verbatim(record[call])
+        or verbatim(record[call])
     ):
         call -= 1
     if record[call].tool_calls:
         last = call
 
     def passable(k: int) -> bool:
-        return k < last or _pinned_kind(record[k]) is not None or _verbatim(record[k])
+        return k < last or _pinned_kind(record[k]) is not None or verbatim(record[k])
 
     tokens = sum(map(size, record[t:]))
     while t < len(record) and passable(t) and tokens > budget:
@@ -80,13 +81,15 @@ def _compact(
     def size(msg: Message) -> int:
         # As the request carries it: an instruction is in the floor, a cleared result is its
         # placeholder.
-        return 0 if _verbatim(msg) else counter.count_message(sent(msg))
+        return 0 if ctx.verbatim(msg) else counter.count_message(sent(msg))
 
-    end, tail = _tail_start(record, state.boundary, policy.keep_recent, plan.tail_budget, size)
+    end, tail = _tail_start(
+        record, state.boundary, policy.keep_recent, plan.tail_budget, size, ctx.verbatim
+    )
     released = _released(record[:end], set(state.compacted), release, counter)
     if release and not released:
         return False  # the user messages to release are all in the tail: nothing to do yet
-    region = [i for i in range(state.boundary, end) if not _verbatim(record[i])]
+    region = [i for i in range(state.boundary, end) if not ctx.verbatim(record[i])]
     pins = [i for i in region if _pinned_kind(record[i]) is not None]
     # The floor counts every pin re-injected; one the tail keeps is carried there instead.
     reinjected = _reinjected_tokens(ctx, policy, end)
@@ -166,7 +169,7 @@ def _summary_text(
         history = [
             m
             for m in ctx.record[:end]
-            if (m.id in gone or not _verbatim(m)) and _pinned_kind(m) is None
+            if (m.id in gone or not ctx.verbatim(m)) and _pinned_kind(m) is None
         ]
         return fit_digest(window_digest(history, policy.instructions), budget, ctx.counter)
     previous = _summary_message(state, ctx) if state.summary is not None else None

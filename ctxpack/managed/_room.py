@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ..tokens import REPLY_PRIMING
 from ._policy import WindowPolicy
-from .view import _PINNED_ID, _Context, _reinjected_tokens, _verbatim, _View
+from .view import _PINNED_ID, _Context, _reinjected_tokens, _View
 
 __all__: list[str] = []  # the managed mode's internals: used by its other modules only
 
@@ -47,7 +47,7 @@ class _Room:
         verbatim = sum(
             s
             for m, s in zip(view.messages, view.sizes, strict=True)
-            if _verbatim(m) and m.id != _PINNED_ID
+            if ctx.verbatim(m) and m.id != _PINNED_ID
         )
         pinned = _reinjected_tokens(ctx, policy, len(ctx.record))
         return cls(policy, room, REPLY_PRIMING + verbatim + pinned, pinned)

@@ -127,18 +127,18 @@ def _too_large(
     """The error of a request that no edit brings within the window: what it cannot remove, and
     which arguments make room for it."""
     plan = _Room.of(policy, view, policy.room(tool_tokens=tool_tokens), ctx)
-    kept = [m.id for m in ctx.record if _verbatim(m) or _pinned_kind(m) is not None]
+    kept = [m.id for m in ctx.record if ctx.verbatim(m) or _pinned_kind(m) is not None]
     # What the edits left besides the floor (the summary, the turns a compaction keeps whole):
     # without it, a request that fails on a long last answer blames the instructions alone.
     rest = [
         (size, m.id)
         for m, size in zip(view.messages, view.sizes, strict=True)
-        if not _verbatim(m) and m.id != _PINNED_ID
+        if not ctx.verbatim(m) and m.id != _PINNED_ID
     ]
     floor = [
         (size, m.id)
         for m, size in zip(view.messages, view.sizes, strict=True)
-        if _verbatim(m) and m.id != _PINNED_ID
+        if ctx.verbatim(m) and m.id != _PINNED_ID
     ]
     # The one to shorten first: a pasted log among short instructions.
     biggest = "; the largest, {1!r}, has {0}".format(*max(floor)) if floor else ""

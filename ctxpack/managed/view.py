@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import compress
+from operator import itemgetter
 from typing import cast
 
 from .._internal.prefix import PrefixMemo
@@ -117,16 +118,63 @@ class _Context:
     @cached_property
     def marked(self) -> list[tuple[int, str | None, bool]]:
         """Position, pinned kind and whether verbatim, in order, of each message of the record
-        that is pinned content or never summarised (:func:`_marks`)."""
+        that is pinned content or never summarised (:func:`_marks`), or in the tool exchange
+        of one that is (:attr:`whole_exchanges`)."""
+        if not self._partners:
+            return self._own_marks
+        partners = ((i, None, True) for i in self._partners)
+        return sorted([*self._own_marks, *partners], key=itemgetter(0))
+
+    @cached_property
+    def _own_marks(self) -> list[tuple[int, str | None, bool]]:
         marks = _MARKS(self.record)
         # Only the positions compress() picks, whose marks are not None, are read.
         found = cast(Sequence[tuple[str | None, bool]], marks)
         return [(i, *found[i]) for i in compress(range(len(marks)), marks)]
 
+    @cached_property
+    def _partners(self) -> list[int]:
+        return _exchange_partners(self.record, [i for i, _, v in self._own_marks if v])
+
+    @cached_property
+    def whole_exchanges(self) -> frozenset[str]:
+        """Ids of the calls and results sent verbatim because they share a tool exchange with
+        a message never summarised (a pinned result, a pinned call): summarising them would
+        leave that message orphaned, and the request refused."""
+        return frozenset(self.record[i].id for i in self._partners)
+
+    def verbatim(self, msg: Message) -> bool:
+        """:func:`_verbatim`, or in the tool exchange of a message that is."""
+        return _verbatim(msg) or msg.id in self.whole_exchanges
+
     def pinned(self, start: int, end: int) -> list[Message]:
         """The pinned messages of ``record[start:end]``, in order."""
         record = self.record
         return [record[i] for i, kind, _ in self.marked if start <= i < end and kind is not None]
+
+
+def _exchange_partners(record: Sequence[Message], verbatim: Sequence[int]) -> list[int]:
+    """Positions of the other members of the tool exchanges (a call and every result of its
+    message's calls) that the messages at ``verbatim`` positions are part of, as
+    :class:`~ctxpack.editing.Compactor` keeps them."""
+    halves = [record[i] for i in verbatim if record[i].role == "tool" or record[i].tool_calls]
+    if not halves:
+        return []  # the common case: instructions only, no record scanned
+    wanted = {c.id for m in halves for c in m.tool_calls or ()}
+    wanted |= {m.tool_call_id for m in halves if m.role == "tool" and m.tool_call_id}
+    # A call's message goes whole: each call it makes must keep its results.
+    for m in record:
+        ids = {c.id for c in m.tool_calls or ()}
+        if ids & wanted:
+            wanted |= ids
+    own = set(verbatim)
+
+    def member(m: Message) -> bool:
+        if m.role == "tool":
+            return m.tool_call_id in wanted
+        return any(c.id in wanted for c in m.tool_calls or ())
+
+    return [i for i, m in enumerate(record) if i not in own and member(m)]
 
 
 def _build(state: WindowState, policy: WindowPolicy, ctx: _Context) -> _View:
