@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
 from ._internal.arguments import keyword_checked
@@ -257,6 +257,7 @@ class AsyncSession:
         provider: Provider | None = None,
         reserve: int = 0,
         tools: Sequence[Mapping[str, Any]] | None = None,
+        whole: Collection[str] = (),
     ) -> PackResult:
         """:meth:`render`, opening with the system prompt ``opening`` unless ``None`` (see
         ``Session._render_opening``)."""
@@ -266,14 +267,14 @@ class AsyncSession:
             results: list[PackResult] = []
             await self._commit(
                 lambda: results.append(
-                    core._render_with(opening, budget, query, provider, reserve, tools)
+                    core._render_with(opening, budget, query, provider, reserve, tools, whole)
                 )
             )
             return results[-1]
         async with self._lock:
             await self._sync()
             return await _in_thread(
-                core._render_opening, opening, budget, query, provider, reserve, tools
+                core._render_opening, opening, budget, query, provider, reserve, tools, whole
             )
 
     async def transcript(self) -> list[Message]:

@@ -15,7 +15,7 @@ call; :func:`on_demand_saving` says how many tokens each request saves.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from ._internal.arguments import tool_definitions
@@ -23,6 +23,7 @@ from ._internal.jsontext import read_json
 from .errors import ConfigError
 from .providers import (
     Provider,
+    anthropic_tool,
     flat_tools,
     tool_call_parts,
     tool_definition,
@@ -108,6 +109,15 @@ def on_demand_tools(
         >>> sent[1]["function"]["name"]
         'describe_tool'
     """
+    return _on_demand(tools, provider)
+
+
+def _on_demand(
+    tools: Sequence[Mapping[str, Any]], provider: Provider, whole: Collection[str] = ()
+) -> list[dict[str, Any]]:
+    """:func:`on_demand_tools`, but the tools named in ``whole`` go with their full definitions:
+    a request that forces a tool (``tool_choice``) has the model call it at once, with no turn
+    to load its definition, so a stub's open schema would leave its arguments to guesses."""
     if provider not in ("openai", "anthropic"):
         raise ConfigError(f"provider must be 'openai' or 'anthropic', got {provider!r}")
     tools = tool_definitions(tools)  # a ConfigError naming the bad definition
@@ -138,6 +148,15 @@ def on_demand_tools(
                 f"tools[{index}]: the name {DESCRIBE_TOOL_NAME!r} is the tool that tools on "
                 "demand adds to give the full definitions; rename yours"
             )
+        if name in whole:
+            # In the shape of the stubs beside it, as the provider takes it.
+            if provider == "anthropic":
+                out.append(anthropic_tool(tool))
+            elif "function" in tool or tool.get("type") == "function":
+                out.append(dict(flat_tools([tool])[0]) if flat else dict(tool))
+            else:
+                out.append(definition(name, description, tool.get("input_schema")))
+            continue
         stub = definition(name, _first_line(description) + _STUB_NOTE, {"type": "object"})
         if provider == "anthropic" and "cache_control" in tool:
             # The caller's cache breakpoint stays where it was put: the stub stands in its place.

@@ -3,12 +3,14 @@ the tools sent never changing (the prompt cache keeps working), the tokens saved
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
 import pytest
 
-from ctxpack import ConfigError, Session, get_counter
+from ctxpack import AsyncSession, ConfigError, Session, get_counter, wrap_anthropic, wrap_openai
+from ctxpack.tokens import tool_definition_tokens
 from ctxpack.tools_on_demand import (
     DESCRIBE_TOOL_NAME,
     describe_tools,
@@ -16,7 +18,14 @@ from ctxpack.tools_on_demand import (
     on_demand_tools,
 )
 
-from .sdk_mock import Capture, anthropic_client, anthropic_message
+from .sdk_mock import (
+    Capture,
+    anthropic_client,
+    anthropic_message,
+    async_openai_client,
+    chat_completion,
+    openai_client,
+)
 
 COUNTER = get_counter(counter="cl100k_base")
 
@@ -255,3 +264,109 @@ def test_describe_reads_a_call_given_as_the_sdks_object() -> None:
     assert json.loads(describe_tools(TOOLS, block)) == [TOOLS[3]]
     with pytest.raises(ConfigError, match="call must be the model's tool call"):
         describe_tools(TOOLS, 42)  # type: ignore[arg-type]
+
+
+def _responses_reply() -> dict[str, Any]:
+    text = {"type": "output_text", "text": "ok", "annotations": []}
+    item = {"type": "message", "id": "m", "role": "assistant", "status": "completed"}
+    return {
+        "id": "resp_1",
+        "object": "response",
+        "created_at": 0,
+        "model": "gpt-4o",
+        "status": "completed",
+        "output": [{**item, "content": [text]}],
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+    }
+
+
+def _forced(api: str, choice: Any) -> tuple[list[dict[str, Any]], Any]:
+    """The tools a wrapped client sends for a request with ``tool_choice=choice``, and the
+    session's result."""
+    session = Session(counter=COUNTER, tools_on_demand=True)
+    question = [{"role": "user", "content": "Close issue 7."}]
+    if api == "anthropic":
+        capture = Capture(anthropic_message([{"type": "text", "text": "ok"}]))
+        client: Any = wrap_anthropic(
+            anthropic_client(capture), window=8_000, counter=COUNTER, session=session
+        )
+        tools = [
+            {
+                "name": t["function"]["name"],
+                "description": t["function"]["description"],
+                "input_schema": t["function"]["parameters"],
+            }
+            for t in TOOLS
+        ]
+        client.messages.create(
+            model="claude-sonnet-4-5",
+            max_tokens=100,
+            messages=question,
+            tools=tools,
+            tool_choice=choice,
+        )
+    elif api == "responses":
+        capture = Capture(_responses_reply())
+        client = wrap_openai(openai_client(capture), window=8_000, session=session)
+        flat = [{"type": "function", **t["function"]} for t in TOOLS]
+        client.responses.create(model="gpt-4o", input=question, tools=flat, tool_choice=choice)
+    else:
+        capture = Capture(chat_completion({"role": "assistant", "content": "ok"}))
+        client = wrap_openai(openai_client(capture), window=8_000, session=session)
+        client.chat.completions.create(
+            model="gpt-4o", messages=question, tools=TOOLS, tool_choice=choice
+        )
+    return capture.body["tools"], client.last_result
+
+
+def _schema(tool: dict[str, Any]) -> Any:
+    return tool.get("input_schema") or tool.get("function", tool).get("parameters")
+
+
+@pytest.mark.parametrize(
+    ("api", "choice"),
+    [
+        ("chat", {"type": "function", "function": {"name": "close_issue"}}),
+        ("responses", {"type": "function", "name": "close_issue"}),
+        ("anthropic", {"type": "tool", "name": "close_issue"}),
+    ],
+)
+def test_a_tool_forced_by_tool_choice_is_sent_whole_and_counted_so(api: str, choice: Any) -> None:
+    # The forced tool went as its stub, {"type": "object"}: the model had to call it at once,
+    # with no turn to ask describe_tool, so its 12 parameters were guesses.
+    sent, result = _forced(api, choice)
+    full = TOOLS[2]["function"]["parameters"]
+    assert [_schema(t) == full for t in sent] == [False, False, True, False, False, False]
+    assert all(_schema(t) == {"type": "object"} for t in sent[:2] + sent[3:4])
+    # Counted as sent: the session's window holds the whole definition.
+    assert result.tool_tokens == tool_definition_tokens(sent, COUNTER)
+
+
+@pytest.mark.parametrize(
+    ("api", "choice"),
+    [("chat", "required"), ("responses", "required"), ("anthropic", {"type": "any"})],
+)
+def test_a_choice_of_any_tool_keeps_the_stubs(api: str, choice: Any) -> None:
+    # The model may call describe_tool first: nothing to send whole.
+    sent, _ = _forced(api, choice)
+    assert [_schema(t) == {"type": "object"} for t in sent][:4] == [True] * 4
+
+
+def test_an_async_session_counts_the_forced_tool_whole_too() -> None:
+    async def ask() -> tuple[list[dict[str, Any]], Any]:
+        session = await AsyncSession.open("s", store="memory://", tools_on_demand=True)
+        capture = Capture(chat_completion({"role": "assistant", "content": "ok"}))
+        client = wrap_openai(async_openai_client(capture), window=8_000, session=session)
+        await client.chat.completions.create(
+            model="gpt-4o",
+            messages=[{"role": "user", "content": "Close issue 7."}],
+            tools=TOOLS,
+            tool_choice={"type": "function", "function": {"name": "add_label"}},
+        )
+        return capture.body["tools"], client.last_result
+
+    sent, result = asyncio.run(ask())
+    assert sent[3] == TOOLS[3] and sent[0] != TOOLS[0]
+    assert result.tool_tokens == tool_definition_tokens(sent, COUNTER)

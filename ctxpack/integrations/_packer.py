@@ -24,7 +24,7 @@ from ..tokens import TokenCounter, get_counter
 from . import _responses_request as responses_api
 from ._output_format import output_format
 from ._responses_request import given as _given
-from ._session_feed import Asked, SessionFeed
+from ._session_feed import Asked, SessionFeed, forced_tool
 
 __all__: list[str] = []
 
@@ -175,7 +175,8 @@ class _Packer:
             betas = kwargs.get("betas")
             thinks = _thinks(kwargs)
             out.update(feed.server_side_fields(beta=beta, own=own, betas=betas, thinks=thinks))
-        return Asked(messages, system, tools, room, limits, responses, schema), out
+        forced = forced_tool(kwargs.get("tool_choice")) if tools else None
+        return Asked(messages, system, tools, room, limits, responses, schema, forced), out
 
     @staticmethod
     def _messages(kwargs: Mapping[str, Any]) -> list[Any]:
@@ -202,7 +203,8 @@ class _Packer:
         tools = asked.tools
         # The session's tools go with tools=: the legacy functions= cannot carry them.
         legacy = not _given(out.get("tools")) and _given(out.get("functions"))
-        sent_tools = self.feed.tools(tools) if self.feed is not None and not legacy else tools
+        feed = self.feed
+        sent_tools = feed.tools(tools, asked.forced) if feed is not None and not legacy else tools
         if sent_tools is not None and sent_tools != tools:
             out["tools"] = flat_tools(sent_tools) if asked.responses else sent_tools
         if asked.responses:

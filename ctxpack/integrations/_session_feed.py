@@ -27,9 +27,9 @@ from ..providers import Provider, tool_name
 from ..result import PackResult
 from ..sdk import coerce_message, is_sdk_object
 from ..tokens import REPLY_PRIMING, TokenCounter, get_counter
-from ..tools_on_demand import on_demand_tools
+from ..tools_on_demand import _on_demand
 
-__all__ = ["SYSTEM_PREFIX", "Asked", "SessionFeed", "SessionLike", "wrapper_policy"]
+__all__ = ["SYSTEM_PREFIX", "Asked", "SessionFeed", "SessionLike", "forced_tool", "wrapper_policy"]
 
 
 @runtime_checkable
@@ -69,6 +69,19 @@ class _Reopening(Protocol):
     prompt."""
 
     def _render_opening(self, opening: Any, **options: Any) -> PackResult: ...
+
+
+def forced_tool(choice: Any) -> str | None:
+    """The tool a request's ``tool_choice`` forces, by name: Chat Completions'
+    ``{"type": "function", "function": {"name": ...}}``, the Responses API's
+    ``{"type": "function", "name": ...}`` or Anthropic's ``{"type": "tool", "name": ...}``;
+    ``None`` for any other choice (``"auto"``, ``"required"``, Anthropic's ``{"type": "any"}``:
+    the model may then call ``describe_tool`` first)."""
+    if not isinstance(choice, Mapping) or choice.get("type") not in ("function", "tool"):
+        return None
+    function = choice.get("function")
+    name = function.get("name") if isinstance(function, Mapping) else choice.get("name")
+    return name if isinstance(name, str) and name else None
 
 
 class _AsyncSession(Protocol):
@@ -138,6 +151,7 @@ class Asked(NamedTuple):
     limits: tuple[TokenCounter, int, int] | None  # counter, budget, reserve; None: managed
     responses: bool = False  # OpenAI's Responses API: input items, instructions as the system
     schema: int = 0  # the tokens of the reply's output format, which joins the prompt
+    forced: str | None = None  # the tool tool_choice forces, by name
 
 
 @dataclass(eq=False)
@@ -191,7 +205,7 @@ class SessionFeed:
                     continue
                 self._remember(digests)
                 break
-            if reopen is not None:
+            if reopen is not None or "whole" in options:
                 return cast(_Reopening, self.session)._render_opening(reopen, **options)
             return self.session.render(**options)
 
@@ -212,7 +226,7 @@ class SessionFeed:
                     continue
                 self._remember(digests)
                 break
-            if reopen is not None:
+            if reopen is not None or "whole" in options:
                 return await session._render_opening(reopen, **options)
             return await session.render(**options)
 
@@ -221,6 +235,9 @@ class SessionFeed:
         cannot fit."""
         system, room, limits = asked.system, asked.room, asked.limits
         options: dict[str, Any] = {"tools": asked.tools, "provider": self.provider}
+        whole = self._whole(asked.forced)
+        if whole:
+            options["whole"] = whole
         policy = self.policy
         if policy is not None:
             # The session fills its window but the reply room, where the schema goes too.
@@ -312,11 +329,12 @@ class SessionFeed:
             return cast(_ServerSide, self.session).record_response(reply, append=False)
         return None
 
-    def tools(self, tools: list[Any] | None) -> list[Any] | None:
+    def tools(self, tools: list[Any] | None, forced: str | None = None) -> list[Any] | None:
         """The tools to send: the request's (as stubs and ``describe_tool`` for a session
-        with tools on demand, which counted those) plus the session's own, each once."""
+        with tools on demand, which counted those, the ``forced`` one whole) plus the
+        session's own, each once."""
         if tools and getattr(self.session, "tools_on_demand", False) is True:
-            tools = on_demand_tools(tools, self.provider)
+            tools = _on_demand(tools, self.provider, self._whole(forced))
         extra = self.session.tools(self.provider)
         if not extra:
             return tools
@@ -374,6 +392,13 @@ class SessionFeed:
                 message = message.model_copy(update={"id": f"w{index}-{digest}"})
             batch.append(message)
         return batch, digests, reopen
+
+    def _whole(self, forced: str | None) -> tuple[str, ...]:
+        """The tools to send whole with tools on demand: the one the request forces, which the
+        model calls at once, with no turn to load its definition. Only a ctxpack session can
+        count it so (``_render_opening``); another is sent the stubs it counted."""
+        on_demand = getattr(self.session, "tools_on_demand", False) is True
+        return (forced,) if forced and on_demand and self._reopens else ()
 
     @property
     def _reopens(self) -> bool:

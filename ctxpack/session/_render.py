@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from .._internal.arguments import optional_text, tool_definitions
@@ -21,7 +21,7 @@ from ..retrieval import retrieve_tool
 from ..stages import provider_conform
 from ..store import artifact_id
 from ..tokens import checked_tool_tokens, history_tokens
-from ..tools_on_demand import on_demand_tools
+from ..tools_on_demand import _on_demand
 from ..usage import known_window
 from ._state import SessionState
 
@@ -62,21 +62,26 @@ class Rendering(SessionState):
         provider: Provider | None = None,
         reserve: int = 0,
         tools: Sequence[Mapping[str, Any]] | None = None,
+        whole: Collection[str] = (),
     ) -> PackResult:
         """``render()``, the request opening with its own system prompt ``opening`` (a
-        wrapper's, whose caller's prompt changed since the session's first) unless ``None``."""
+        wrapper's, whose caller's prompt changed since the session's first) unless ``None``;
+        with tools on demand, the tools named in ``whole`` (the one a wrapper's request forces)
+        counted with their full definitions."""
         with self._lock:
             if self._backing is None or self.window is None:
                 self._refresh()
                 if self._backing is None or not self._renders_state(tools):
-                    return self._render_with(opening, budget, query, provider, reserve, tools)
+                    return self._render_with(
+                        opening, budget, query, provider, reserve, tools, whole
+                    )
             # A render that changes the state (a managed one: what was cleared, compacted) is
             # stored like an append, on top of the newest stored state, so that every replica
             # goes on from the last request sent, whoever sent it.
             results: list[PackResult] = []
             self._change(
                 lambda: results.append(
-                    self._render_with(opening, budget, query, provider, reserve, tools)
+                    self._render_with(opening, budget, query, provider, reserve, tools, whole)
                 )
             )
             return results[-1]
@@ -89,12 +94,13 @@ class Rendering(SessionState):
         provider: Provider | None,
         reserve: int,
         tools: Sequence[Mapping[str, Any]] | None,
+        whole: Collection[str] = (),
     ) -> PackResult:
         """The request, opening with the system prompt ``opening`` unless ``None``."""
         if opening is None:
-            return self._render(budget, query, provider, reserve, tools)
+            return self._render(budget, query, provider, reserve, tools, whole=whole)
         record, decisions = self._opening(opening, provider)
-        result = self._render(budget, query, provider, reserve, tools, record)
+        result = self._render(budget, query, provider, reserve, tools, record, whole)
         if not decisions:
             return result
         return result.model_copy(update={"decisions": result.decisions + tuple(decisions)})
@@ -133,6 +139,7 @@ class Rendering(SessionState):
         reserve: int,
         tools: Sequence[Mapping[str, Any]] | None,
         record: Sequence[Message] | None = None,
+        whole: Collection[str] = (),
     ) -> PackResult:
         """The request from the compact record (or ``record``, the compact record with another
         system prompt first: see ``_opening``)."""
@@ -147,7 +154,7 @@ class Rendering(SessionState):
             raise ConfigError("the session is empty: append messages before rendering")
         if self.tools_on_demand and given:
             self._full_tools = list(given)
-            given = on_demand_tools(given, provider)
+            given = _on_demand(given, provider, whole)
         all_tools = tools_as_sent([*given, *self._own_tools(provider)], provider)
         raw_tokens = self._raw_total()
         filter_log = self._filter_log()
