@@ -47,6 +47,16 @@ def test_anthropic_edits_follow_the_policy() -> None:
     ]
 
 
+def test_keep_thinking_0_is_refused_server_side_anthropic_takes_no_such_edit() -> None:
+    # It was sent as {"type": "thinking_turns", "value": 0}; Anthropic's context-editing docs
+    # take thinking_turns N > 0 only (or "all"), so every request would have been refused.
+    with pytest.raises(ConfigError, match=r"keep_thinking=0 cannot be sent server-side"):
+        WindowPolicy(window=200_000, server_side=True, keep_thinking=0)
+    assert WindowPolicy(window=200_000, keep_thinking=0).keep_thinking == 0  # client-side: fine
+    edits = anthropic_context_management(POLICY.model_copy(update={"keep_thinking": 1}))["edits"]
+    assert edits[0]["keep"] == {"type": "thinking_turns", "value": 1}
+
+
 def test_compaction_trigger_never_goes_under_anthropics_floor() -> None:
     edits = anthropic_context_management(WindowPolicy(window=32_000))["edits"]
     assert edits[-1]["trigger"]["value"] == 50_000

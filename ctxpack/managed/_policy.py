@@ -101,7 +101,8 @@ class WindowPolicy(CheckedModel):
         keep_thinking: Keep the thinking blocks (and OpenAI reasoning items) of this many of
             the last assistant turns (as Anthropic's ``clear_thinking_20251015``); the older
             ones go with the next clearing.
-            ``None`` keeps them all.
+            ``None`` keeps them all. Server-side, at least 1 (Anthropic keeps the thinking of
+            one turn at least).
         skill_budget: Tokens each skill may take when re-injected (its head is kept).
         pinned_budget: Tokens all skills together may take when re-injected (oldest dropped
             first).
@@ -158,6 +159,15 @@ class WindowPolicy(CheckedModel):
             raise ValueError(
                 f"clear_at ({self.clear_at}) must not exceed compact_at ({self.compact_at}): "
                 "clearing comes before compaction"
+            )
+        if self.server_side and self.keep_thinking == 0:
+            # Anthropic's clear_thinking_20251015 takes {"type": "thinking_turns", "value": N}
+            # with N > 0 only (its context-editing docs), and has no form that clears every
+            # turn's thinking: the field sent would be refused with every request.
+            raise ValueError(
+                "keep_thinking=0 cannot be sent server-side: Anthropic's clear_thinking_20251015 "
+                "keeps the thinking of at least the last turn (thinking_turns > 0); give "
+                "keep_thinking=1, or manage the window client-side (server_side=False)"
             )
         if self.model is not None:
             price(self.model)  # raises ConfigError listing the known models
