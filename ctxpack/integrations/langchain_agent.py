@@ -37,7 +37,7 @@ from ..store import SessionStore, open_store
 from ..tokens import CounterLike, get_counter
 from ..tools_on_demand import DESCRIBE_TOOL_NAME
 from ._output_format import strategy_format
-from ._session_feed import Asked, HistoryChangedError, SessionFeed, wrapper_policy
+from ._session_feed import Asked, HistoryChangedError, SessionFeed, forced_tool, wrapper_policy
 
 try:
     from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
@@ -385,7 +385,9 @@ class SessionMiddleware(_RequestMiddleware):
         history = _Converted(request)
         schema_text = strategy_format(request.response_format)
         schema = feed.count(schema_text) if schema_text else 0
-        asked = Asked(history, None, tools, _reply_room(request), None, schema=schema)
+        forced = _forced(request.tool_choice) if tools else None
+        room = _reply_room(request)
+        asked = Asked(history, None, tools, room, None, schema=schema, forced=forced)
         try:
             result = feed.render(asked)
         except HistoryChangedError as error:
@@ -396,7 +398,7 @@ class SessionMiddleware(_RequestMiddleware):
                 "SummarizationMiddleware) cannot go through a session"
             ) from error
         self._remember(thread_id, result)
-        sent = feed.tools(tools) or []
+        sent = feed.tools(tools, forced) or []
         if not getattr(feed.session, "tools_on_demand", False):
             # The agent's own tools go as LangChain gave them, the session's after them.
             sent = [*mine, *sent[len(mine) :]]
@@ -451,6 +453,14 @@ def _result_weight(thread_id: str, result: PackResult) -> int:
     # Weighing every message would cost as much as packing. A result holds at most its input
     # (what it sends, and the originals of what it cut), a few bytes of text per token.
     return ENTRY_OVERHEAD + 8 * result.input_tokens
+
+
+def _forced(choice: Any) -> str | None:
+    """The tool a request's ``tool_choice`` forces: LangChain's tool name, or a provider's
+    form (see :func:`forced_tool`); ``None`` for a choice of any tool or none."""
+    if isinstance(choice, str):
+        return None if choice in ("auto", "any", "none", "required") else choice
+    return forced_tool(choice)
 
 
 def _thread_id(runtime: Any) -> str:

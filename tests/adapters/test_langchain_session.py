@@ -411,6 +411,40 @@ def test_tools_on_demand_go_as_stubs_and_the_session_describes_them() -> None:
     assert len(described) == 1 and '"path"' in described[0]
 
 
+@pytest.mark.parametrize("choice", ["read_file", {"type": "function", "name": "read_file"}])
+def test_a_tool_forced_by_tool_choice_goes_whole_and_is_counted_so(choice: Any) -> None:
+    # The forced tool went as its stub (parameters {"type": "object"}): the model, made to
+    # call it at once, had no turn to ask describe_tool for its "path".
+    from types import SimpleNamespace
+
+    from langchain.agents.middleware import ModelRequest
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    from ctxpack.tokens import tool_definition_tokens
+
+    sessions = SessionMiddleware(window=WINDOW, model="gpt-4", tools_on_demand=True)
+    runtime = SimpleNamespace(config={"configurable": {"thread_id": "forced"}})
+    sent = {}
+    for tool_choice in ("auto", choice):
+        request = ModelRequest(
+            model=AgentModel(),
+            messages=[HumanMessage("Task 0.")],
+            tools=[read_file],
+            tool_choice=tool_choice,
+            runtime=runtime,  # type: ignore[arg-type]
+        )
+        packed = sessions.pack_request(request)
+        result = sessions.last_result
+        assert result is not None
+        assert result.tool_tokens == tool_definition_tokens(
+            packed.tools, ctxpack.get_counter("gpt-4")
+        )
+        sent[tool_choice if isinstance(tool_choice, str) else "forced"] = packed.tools[0]
+    assert "path" not in json.dumps(sent["auto"])
+    forced = sent["read_file" if isinstance(choice, str) else "forced"]
+    assert forced == convert_to_openai_tool(read_file)
+
+
 def wire_tokens(sent: list[dict[str, Any]]) -> int:
     """OpenAI's recipe over the wire's messages, written out independently."""
     total = 3
