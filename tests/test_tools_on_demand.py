@@ -370,3 +370,26 @@ def test_an_async_session_counts_the_forced_tool_whole_too() -> None:
     sent, result = asyncio.run(ask())
     assert sent[3] == TOOLS[3] and sent[0] != TOOLS[0]
     assert result.tool_tokens == tool_definition_tokens(sent, COUNTER)
+
+
+def test_legacy_functions_with_tools_on_demand_are_refused_before_sending() -> None:
+    # functions= went whole while the session counted their stubs (731 tokens sent, 383
+    # counted): a request could pass the window. functions= cannot carry describe_tool.
+    capture = Capture(chat_completion({"role": "assistant", "content": "ok"}))
+    session = Session(counter=COUNTER, tools_on_demand=True)
+    client = wrap_openai(openai_client(capture), window=8_000, session=session)
+    with pytest.raises(ConfigError, match=r"functions=: .*tools_on_demand.*tools="):
+        client.chat.completions.create(
+            model="gpt-4o",
+            messages=[{"role": "user", "content": "Close issue 7."}],
+            functions=[t["function"] for t in TOOLS],
+        )
+    assert capture.requests == []
+    # Without tools on demand, functions= goes as before.
+    plain = wrap_openai(openai_client(capture), window=8_000, session=Session(counter=COUNTER))
+    plain.chat.completions.create(
+        model="gpt-4o",
+        messages=[{"role": "user", "content": "Close issue 7."}],
+        functions=[t["function"] for t in TOOLS],
+    )
+    assert [f["name"] for f in capture.body["functions"]] == [t["function"]["name"] for t in TOOLS]

@@ -167,6 +167,15 @@ class _Packer:
         tools: Any = kwargs.get("tools")
         if not _given(tools):  # the legacy functions= declares tools the model reads alike
             tools = kwargs.get("functions")
+            on_demand = getattr(getattr(self.feed, "session", None), "tools_on_demand", False)
+            if _given(tools) and on_demand is True:
+                # They would go whole, the session counting their stubs: a request over its
+                # limit. functions= cannot carry describe_tool, nor so the stubs either.
+                raise ConfigError(
+                    "functions=: a session with tools_on_demand needs its tools in tools= (the "
+                    "legacy functions= cannot carry describe_tool); give them as tools=[{'type': "
+                    "'function', 'function': ...}]"
+                )
         tools = tool_list(tools) if _given(tools) else None
         out = dict(kwargs)
         if feed is not None:
