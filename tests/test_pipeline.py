@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+import sys
 from typing import Any
 
 import pytest
@@ -401,3 +402,16 @@ def test_weight_tables_are_read_only_and_round_trip() -> None:
     assert ctxpack.GreedyPacker(**packer.model_dump()) == packer
     assert pickle.loads(pickle.dumps(packer)) == packer
     assert copy.deepcopy(packer) == packer
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="exception notes came with Python 3.11")
+def test_an_exception_from_a_custom_step_names_the_step_in_a_note() -> None:
+    # A traceback through a pipeline of several steps did not say which step raised.
+    def broken(ctx: Any) -> Any:
+        raise KeyError("score")
+
+    pipeline = ctxpack.default_pipeline().insert("pack", ("rescore", broken))
+    messages = [{"role": "user", "content": "Hello"}]
+    with pytest.raises(KeyError) as caught:  # the stage's own type, for callers who catch it
+        ctxpack.pack(messages, budget=1_000, pipeline=pipeline)
+    assert caught.value.__notes__ == ["ctxpack: raised in pipeline step 'rescore' (broken)"]
