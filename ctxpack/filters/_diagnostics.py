@@ -65,12 +65,16 @@ _TOTALS = [
     )
 ]
 _PER_FILE = 25
+# Diagnostics shown in all: a run over hundreds of files showed 25 for each, 300 files 7,500
+# lines. Files are shown in order until this many are, each begun file up to its own limit.
+_MAX_SHOWN = 200
 
 
 class DiagnosticFilter:
     """Diagnostics: each distinct message once (repeats counted), grouped by file in the order
     files first appear, with the tool's totals; code excerpts under a rustc or gcc message are
-    dropped, the ``-->`` location kept.
+    dropped, the ``-->`` location kept. At most 25 diagnostics per file are shown, and files
+    until 200 are shown in all; the files after are counted in one note.
 
     Example:
         >>> from ctxpack.filters import ToolOutput
@@ -149,8 +153,12 @@ class DiagnosticFilter:
         if not groups:
             return None
         out: list[str] = [lines[i] for i in sorted(output.envelope) if i < (output.body or [0])[0]]
-        shown = 0
+        shown = files_hidden = items_hidden = 0
         for path, items in groups.items():
+            if shown >= _MAX_SHOWN:
+                files_hidden += 1
+                items_hidden += len(items)
+                continue
             if path and len(groups) > 1 and not any(item.startswith(path) for item in items[:1]):
                 out.append(path)
             for n, item in enumerate(items):
@@ -163,12 +171,19 @@ class DiagnosticFilter:
                     out.append(
                         f"[… repeated {seen[item] - 1} more time{'s' if seen[item] > 2 else ''}]"
                     )
+        if files_hidden:
+            out.append(
+                f"[… {files_hidden} more file{'s' if files_hidden > 1 else ''} with "
+                f"{items_hidden} diagnostics hidden]"
+            )
         out.extend(totals)
         out.extend(lines[i] for i in sorted(output.envelope) if i > (output.body or [0])[-1])
         unique = sum(len(v) for v in groups.values())
         summary = f"{unique} distinct diagnostics in {len([g for g in groups if g])} files"
         if other:
             summary += f"; {other} other lines (code excerpts, context) hidden"
+        if files_hidden:
+            summary += f"; {files_hidden} files hidden"
         return Extract("\n".join(out), summary)
 
     @staticmethod
