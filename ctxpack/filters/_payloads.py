@@ -8,7 +8,7 @@ import json
 import re
 from typing import Any
 
-from .._internal.arguments import tokens
+from .._internal.arguments import MAX_NESTING, tokens
 from .._internal.jsontext import read_json
 from ._base import MAX_LINE_CHARS, Extract, ToolOutput, cut_middle
 
@@ -26,6 +26,8 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 # The pieces of a map's key, and of the goal, matched against each other.
 _PIECE = re.compile(r"[a-z0-9]+")
 _ERRORISH = re.compile(r"error|fail|invalid|denied|exception|warning|critical", re.IGNORECASE)
+# A key a json_path names as .key; any other is named ['key'], unless it holds what ends that.
+_PATH_KEY = re.compile(r"[A-Za-z_][\w-]*")
 
 
 def _named(key: str, output: ToolOutput) -> bool:
@@ -40,7 +42,9 @@ class JSONPayloadFilter:
     look like errors and numeric outliers, then a string saying how many were left out. An
     object with more than ``max_keys`` keys is a map (package names, ids or paths to values)
     rather than a record, and is shortened as an array is, its last key saying how many were
-    left out. The values kept are the original values; the result is re-serialised compactly.
+    left out. A list or object nested deeper than 100 levels is replaced by a string naming
+    its ``json_path`` in the original. The values kept are the original values; the result is
+    re-serialised compactly.
 
     Args:
         max_items: Items an array keeps, and entries a map keeps (the goal's and errors may
@@ -98,8 +102,8 @@ class JSONPayloadFilter:
         if found is None:
             return None
         document, body = found
-        counts = {"keys": 0, "items": 0, "entries": 0, "strings": 0}
-        # JSON nested deeper than a walk can go is kept whole.
+        counts = {"keys": 0, "items": 0, "entries": 0, "strings": 0, "deep": 0}
+        # The walk stops at MAX_NESTING levels; this guards a caller already deep in its stack.
         try:
             slim = self._slim(document, output, counts)
         except RecursionError:
@@ -119,9 +123,18 @@ class JSONPayloadFilter:
             summary += (
                 f"; {counts['strings']} strings over {self.max_string_chars:,} characters cut"
             )
+        if counts["deep"]:
+            summary += f"; {counts['deep']} values nested deeper than {MAX_NESTING} levels hidden"
         return Extract("\n".join([*head, dumped, *tail]), summary)
 
-    def _slim(self, value: Any, output: ToolOutput, counts: dict[str, int]) -> Any:
+    def _slim(
+        self, value: Any, output: ToolOutput, counts: dict[str, int], at: tuple[str | int, ...] = ()
+    ) -> Any:
+        if len(at) >= MAX_NESTING and isinstance(value, dict | list) and value:
+            # Past this the walk would exhaust the stack (about 480 levels) and the payload
+            # went whole: what lies deeper is left to the original, by its path.
+            counts["deep"] += 1
+            return _deep_note(value, at)
         if isinstance(value, dict):
             fields = {
                 key: child
@@ -130,7 +143,10 @@ class JSONPayloadFilter:
             }
             counts["keys"] += len(value) - len(fields)
             if len(fields) <= self.max_keys:
-                return {key: self._slim(child, output, counts) for key, child in fields.items()}
+                return {
+                    key: self._slim(child, output, counts, (*at, key))
+                    for key, child in fields.items()
+                }
             keys = list(fields)
             dumped = [json.dumps({key: fields[key]}, ensure_ascii=False) for key in keys]
             # A key is what the goal names a map's entry by (an id, a package, a path), in
@@ -141,13 +157,15 @@ class JSONPayloadFilter:
             chosen = sorted(set(self._chosen(dumped, output, named)))
             hidden = len(keys) - len(chosen)
             counts["entries"] += hidden
-            out = {keys[i]: self._slim(fields[keys[i]], output, counts) for i in chosen}
+            out = {
+                keys[i]: self._slim(fields[keys[i]], output, counts, (*at, keys[i])) for i in chosen
+            }
             if hidden:
                 out[f"[… {hidden} more keys hidden]"] = None
             return out
         if isinstance(value, list):
             if len(value) <= self.max_items + 1:
-                return [self._slim(v, output, counts) for v in value]
+                return [self._slim(v, output, counts, (*at, i)) for i, v in enumerate(value)]
             chosen = self._chosen([json.dumps(v, ensure_ascii=False) for v in value], output)
             numbers = [
                 (v, i)
@@ -159,7 +177,7 @@ class JSONPayloadFilter:
             chosen = sorted(set(chosen))
             hidden = len(value) - len(chosen)
             counts["items"] += hidden
-            kept = [self._slim(value[i], output, counts) for i in chosen]
+            kept = [self._slim(value[i], output, counts, (*at, i)) for i in chosen]
             return [*kept, f"[… {hidden} more items hidden]"]
         if isinstance(value, str) and len(value) > self.max_string_chars:
             counts["strings"] += 1
@@ -183,3 +201,25 @@ class JSONPayloadFilter:
                 scored.append((-score, i))
         chosen.extend(i for _, i in sorted(scored)[: self.max_items])
         return chosen
+
+
+def _deep_note(value: dict[str, Any] | list[Any], at: tuple[str | int, ...]) -> str:
+    """The string that stands for a value nested past the walk's depth: what it is, and the
+    json_path that reads it from the original when every key can be written in one."""
+    n = len(value)
+    what = (
+        f"an object of {n} key{'s' * (n > 1)}"
+        if isinstance(value, dict)
+        else f"an array of {n} item{'s' * (n > 1)}"
+    )
+    steps = []
+    for step in at:
+        if isinstance(step, int):
+            steps.append(f"[{step}]")
+        elif _PATH_KEY.fullmatch(step):
+            steps.append(f".{step}")
+        elif not any(c in step for c in "'\"]"):
+            steps.append(f"['{step}']")
+        else:
+            return f"[… {what} nested deeper than {MAX_NESTING} levels hidden]"
+    return f"[… {what} nested deeper than {MAX_NESTING} levels hidden: json_path ${''.join(steps)}]"
