@@ -42,8 +42,9 @@ _COMMAND = re.compile(r"\b(cargo (build|check|clippy)|go (vet|build)|make\b.*\bl
 _LOCATED = re.compile(
     r"^(?P<path>[^\s:()]+\.[\w]+)(?::(?P<line>\d+)(?::\d+)?:|\((?P<pline>\d+),\d+\):)\s*(?P<msg>.*)"
 )
-# rustc: "error[E0308]: mismatched types" then " --> src/main.rs:4:5"
-_RUST_HEAD = re.compile(r"^(error|warning)(\[\w+\])?: ")
+# rustc: "error[E0308]: mismatched types" then " --> src/main.rs:4:5"; ruff's default output
+# (0.5 and later) the same with the rule's code first: "F401 [*] `os` imported but unused".
+_RUST_HEAD = re.compile(r"^((error|warning)(\[\w+\])?: |[A-Z]{1,5}\d{3,4} )")
 _RUST_AT = re.compile(r"^\s*--> (?P<path>[^\s:]+):\d+")
 # eslint's stylish format: a path line, then "  12:5  error  message  rule"
 _STYLISH_ROW = re.compile(r"^\s+\d+:\d+\s+(error|warning)\s")
@@ -72,8 +73,8 @@ _MAX_SHOWN = 200
 
 class DiagnosticFilter:
     """Diagnostics: each distinct message once (repeats counted), grouped by file in the order
-    files first appear, with the tool's totals; code excerpts under a rustc or gcc message are
-    dropped, the ``-->`` location kept. At most 25 diagnostics per file are shown, and files
+    files first appear, with the tool's totals; code excerpts under a rustc, ruff or gcc message
+    are dropped, the ``-->`` location kept. At most 25 diagnostics per file are shown, and files
     until 200 are shown in all; the files after are counted in one note.
 
     Example:
