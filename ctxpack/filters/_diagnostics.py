@@ -43,7 +43,7 @@ _LOCATED = re.compile(
     r"^(?P<path>[^\s:()]+\.[\w]+)(?::(?P<line>\d+)(?::\d+)?:|\((?P<pline>\d+),\d+\):)\s*(?P<msg>.*)"
 )
 # rustc: "error[E0308]: mismatched types" then " --> src/main.rs:4:5"; ruff's default output
-# (0.5 and later) the same with the rule's code first: "F401 [*] `os` imported but unused".
+# (recent versions: 0.17) the same with the rule's code first: "F401 [*] `os` imported but unused".
 _RUST_HEAD = re.compile(r"^((error|warning)(\[\w+\])?: |[A-Z]{1,5}\d{3,4} )")
 _RUST_AT = re.compile(r"^\s*--> (?P<path>[^\s:]+):\d+")
 # eslint's stylish format: a path line, then "  12:5  error  message  rule"

@@ -1,4 +1,4 @@
-"""ruff's default output (0.5 and later): the rule's code and message, then a ``-->`` location
+"""ruff's default output (recent versions: 0.17): the rule's code and message, then a ``-->`` location
 and a code excerpt, as rustc writes them."""
 
 from __future__ import annotations
