@@ -26,6 +26,7 @@ from .sdk_mock import (
     chat_completion,
     openai_client,
 )
+from .test_clients_responses import text_reply
 
 COUNTER = get_counter(counter="cl100k_base")
 
@@ -266,22 +267,6 @@ def test_describe_reads_a_call_given_as_the_sdks_object() -> None:
         describe_tools(TOOLS, 42)  # type: ignore[arg-type]
 
 
-def _responses_reply() -> dict[str, Any]:
-    text = {"type": "output_text", "text": "ok", "annotations": []}
-    item = {"type": "message", "id": "m", "role": "assistant", "status": "completed"}
-    return {
-        "id": "resp_1",
-        "object": "response",
-        "created_at": 0,
-        "model": "gpt-4o",
-        "status": "completed",
-        "output": [{**item, "content": [text]}],
-        "parallel_tool_calls": True,
-        "tool_choice": "auto",
-        "tools": [],
-    }
-
-
 def _forced(api: str, choice: Any) -> tuple[list[dict[str, Any]], Any]:
     """The tools a wrapped client sends for a request with ``tool_choice=choice``, and the
     session's result."""
@@ -308,7 +293,7 @@ def _forced(api: str, choice: Any) -> tuple[list[dict[str, Any]], Any]:
             tool_choice=choice,
         )
     elif api == "responses":
-        capture = Capture(_responses_reply())
+        capture = Capture(text_reply("ok"))
         client = wrap_openai(openai_client(capture), window=8_000, session=session)
         flat = [{"type": "function", **t["function"]} for t in TOOLS]
         client.responses.create(model="gpt-4o", input=question, tools=flat, tool_choice=choice)
