@@ -64,9 +64,9 @@ class _ServerSide(Protocol):
     def record_response(self, response: Any, *, append: bool = True) -> Any: ...
 
 
-class _Reopening(Protocol):
-    """A ctxpack :class:`~ctxpack.Session`, whose requests can open with another system
-    prompt."""
+class _OwnSession(Protocol):
+    """A ctxpack :class:`~ctxpack.Session`, which renders a request opening with its own
+    system prompt, or with tools sent whole, counted so."""
 
     def _render_opening(self, opening: Any, **options: Any) -> PackResult: ...
 
@@ -206,7 +206,7 @@ class SessionFeed:
                 self._remember(digests)
                 break
             if reopen is not None or "whole" in options:
-                return cast(_Reopening, self.session)._render_opening(reopen, **options)
+                return cast(_OwnSession, self.session)._render_opening(reopen, **options)
             return self.session.render(**options)
 
     async def arender(self, asked: Asked) -> PackResult:
