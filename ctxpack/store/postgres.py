@@ -197,6 +197,9 @@ class PostgresStore(_Common):
             timeout=self.timeout,
             open=False,
             kwargs={"autocommit": True},
+            # A connection the server closed while idle (a restart, a failover) is replaced
+            # before use: handed out, it failed the next call, once per pooled connection.
+            check=ConnectionPool.check_connection,
         )
         try:
             self._pool.open(wait=True, timeout=self.timeout)
@@ -334,6 +337,7 @@ class AsyncPostgresStore(_Common):
             timeout=self.timeout,
             open=False,
             kwargs={"autocommit": True},
+            check=AsyncConnectionPool.check_connection,  # as PostgresStore's pool
         )
         try:
             await pool.open(wait=True, timeout=self.timeout)
