@@ -269,14 +269,43 @@ def check_timeout(timeout: object) -> float:
     return seconds
 
 
+def _userinfo(url: str) -> tuple[str, str, str] | None:
+    """``url`` cut around the password of its user information (before, password, after),
+    or ``None`` when it has none. The user information ends at the last ``@``: a password
+    written unescaped may hold ``@``, ``/``, ``?`` or ``#``, and libpq reads it so."""
+    match = re.match(r"^[a-z0-9+.-]+://([^:/@]*):", url, flags=re.IGNORECASE)
+    at = url.rfind("@")
+    if match is None or at < match.end():
+        return None
+    return url[: match.end()], url[match.end() : at], url[at:]
+
+
 def redact_url(url: str) -> str:
-    """``url`` with its password replaced by ``***``, fit for errors and logs.
+    """``url`` with its password replaced by ``***``, fit for errors and logs: the one in its
+    user information, and a ``password=`` in its query (libpq and redis-py read both).
 
     Example:
         >>> redact_url("postgresql://app:s3cret@db:5432/chat")
         'postgresql://app:***@db:5432/chat'
     """
-    return re.sub(r"^([a-z0-9+.-]+://[^:/@]*):[^@/]*@", r"\1:***@", url, flags=re.IGNORECASE)
+    cut = _userinfo(url)
+    if cut is not None:
+        url = f"{cut[0]}***{cut[2]}"
+    return re.sub(r"([?&]password=)[^&#]*", r"\1***", url, flags=re.IGNORECASE)
+
+
+def hide_password(text: str, url: str) -> str:
+    """``text`` (a driver's message about ``url``) without ``url``'s password, nor the parts
+    of it a driver may quote after misreading an unescaped ``/`` or ``@`` (as a port, a
+    host)."""
+    secrets = re.findall(r"[?&]password=([^&#]*)", url, flags=re.IGNORECASE)
+    cut = _userinfo(url)
+    if cut is not None:
+        secrets.append(cut[1])
+        secrets += [p for p in re.split(r"[@/?#:]", cut[1]) if len(p) >= 3]
+    for secret in sorted(filter(None, secrets), key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
 
 
 def store_options(

@@ -22,6 +22,7 @@ from ._base import (
     check_artifact,
     check_session_id,
     check_version,
+    hide_password,
     missing_driver,
     redact_url,
     store_options,
@@ -104,10 +105,12 @@ def _str(data: Any) -> str:
 
 
 def _wrap(exc: Exception, url: str, operation: str) -> StoreError:
-    detail = f"{type(exc).__name__}: {exc}".strip()
+    """``exc`` as a :class:`StoreError` for the store at ``url`` (given whole: its password is
+    hidden here, in the URL and in libpq's message, which may quote a part of it)."""
+    detail = hide_password(f"{type(exc).__name__}: {exc}".strip(), url)
     if type(exc).__name__ == "PoolTimeout":
         detail += " (the server is unreachable, or every pooled connection is busy)"
-    return StoreError(detail, url=url, operation=operation)
+    return StoreError(detail, url=redact_url(url), operation=operation)
 
 
 class _Common:
@@ -120,6 +123,7 @@ class _Common:
         if not isinstance(url, str):
             raise ConfigError(f"a store URL is a str, got {type(url).__name__}")
         self.url = redact_url(url)
+        self._raw_url = url
         conninfo, settings = store_options(url, OPTIONS, options)
         # libpq knows postgresql:// and postgres://; the scheme is spelled its way.
         conninfo = "postgresql" + conninfo[conninfo.index(":") :]
@@ -189,7 +193,7 @@ class PostgresStore(_Common):
         try:
             psycopg.connect(conninfo, connect_timeout=max(1, int(self.timeout))).close()
         except psycopg.Error as exc:
-            raise _wrap(exc, self.url, "open") from exc
+            raise _wrap(exc, self._raw_url, "open") from exc
         self._pool = ConnectionPool(
             conninfo,
             min_size=1,
@@ -205,7 +209,7 @@ class PostgresStore(_Common):
             self._pool.open(wait=True, timeout=self.timeout)
         except Exception as exc:
             self._pool.close()
-            raise _wrap(exc, self.url, "open") from exc
+            raise _wrap(exc, self._raw_url, "open") from exc
         with self._transaction("open") as conn:
             for statement in SCHEMA:
                 conn.execute(statement)
@@ -220,7 +224,7 @@ class PostgresStore(_Common):
         except Exception as exc:
             if "psycopg" not in type(exc).__module__:
                 raise
-            raise _wrap(exc, self.url, operation) from exc
+            raise _wrap(exc, self._raw_url, operation) from exc
 
     def load(self, session_id: str, *, since: int = 0) -> StoredSession:
         check_session_id(session_id)
@@ -329,7 +333,7 @@ class AsyncPostgresStore(_Common):
             )
             await conn.close()
         except psycopg.Error as exc:
-            raise _wrap(exc, self.url, "open") from exc
+            raise _wrap(exc, self._raw_url, "open") from exc
         pool = AsyncConnectionPool(
             self._conninfo,
             min_size=1,
@@ -346,7 +350,7 @@ class AsyncPostgresStore(_Common):
                     await conn.execute(statement)
         except Exception as exc:
             await pool.close()
-            raise _wrap(exc, self.url, "open") from exc
+            raise _wrap(exc, self._raw_url, "open") from exc
         self._pool = pool
 
     @asynccontextmanager
@@ -360,7 +364,7 @@ class AsyncPostgresStore(_Common):
         except Exception as exc:
             if "psycopg" not in type(exc).__module__:
                 raise
-            raise _wrap(exc, self.url, operation) from exc
+            raise _wrap(exc, self._raw_url, operation) from exc
 
     async def load(self, session_id: str, *, since: int = 0) -> StoredSession:
         check_session_id(session_id)

@@ -20,6 +20,7 @@ from ._base import (
     check_artifact,
     check_session_id,
     check_version,
+    hide_password,
     missing_driver,
     redact_url,
     store_options,
@@ -67,11 +68,13 @@ class _Common:
     url: str
     ttl: float | None
     prefix: str
+    _raw_url: str  # for hiding its password in a driver's message
 
     def _configure(self, url: str, options: dict[str, Any]) -> tuple[str, float]:
         if not isinstance(url, str):
             raise ConfigError(f"a store URL is a str, got {type(url).__name__}")
         self.url = redact_url(url)
+        self._raw_url = url
         address, settings = store_options(url, OPTIONS, options, text=("prefix",))
         self.ttl = settings.get("ttl")
         timeout = settings.get("timeout", 10.0)
@@ -86,8 +89,9 @@ class _Common:
         try:
             return factory(address, socket_timeout=timeout, socket_connect_timeout=timeout)
         except ValueError as exc:
+            why = hide_password(str(exc), self._raw_url)
             raise ConfigError(
-                f"store URL {self.url!r} cannot be read: {exc}; use "
+                f"store URL {self.url!r} cannot be read: {why}; use "
                 "redis://[:password@]host:port/db (rediss:// for TLS)"
             ) from exc
 
@@ -125,7 +129,8 @@ class _Common:
         return ArtifactNotFoundError(artifact, store=f"{self.url} session {session_id!r}")
 
     def _wrap(self, exc: Exception, operation: str) -> StoreError:
-        return StoreError(f"{type(exc).__name__}: {exc}", url=self.url, operation=operation)
+        detail = hide_password(f"{type(exc).__name__}: {exc}", self._raw_url)
+        return StoreError(detail, url=self.url, operation=operation)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r}, prefix={self.prefix!r})"

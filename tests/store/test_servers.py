@@ -102,3 +102,44 @@ def test_an_async_postgres_store_first_used_by_many_tasks_at_once_opens_one_pool
     asyncio.run(main())
     assert len(opened) == 1
     assert opened[0].closed
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        # libpq and redis-py take the password from the query too.
+        (
+            "postgresql://app@db:5432/chat?password=hunter2",
+            "postgresql://app@db:5432/chat?password=***",
+        ),
+        (
+            "postgresql://db/chat?user=app&PASSWORD=hunter2&sslmode=require",
+            "postgresql://db/chat?user=app&PASSWORD=***&sslmode=require",
+        ),
+        ("redis://db:6379/0?password=hunter2", "redis://db:6379/0?password=***"),
+        # A password written unescaped: the user information ends at the last "@".
+        ("postgresql://app:hun@ter2@db:5432/chat", "postgresql://app:***@db:5432/chat"),
+        ("postgresql://app:hun/ter2@db:5432/chat", "postgresql://app:***@db:5432/chat"),
+        ("redis://:hun/ter2@db:6379/0", "redis://:***@db:6379/0"),
+        ("postgresql://app:hunter2@db:5432/chat", "postgresql://app:***@db:5432/chat"),
+        ("postgresql://app@db:5432/chat", "postgresql://app@db:5432/chat"),
+    ],
+)
+def test_redact_url_hides_every_spelling_of_the_password(url: str, shown: str) -> None:
+    # Each of these was shown whole or in part in the StoreError of a failed open.
+    assert redact_url(url) == shown
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://ctxpack@127.0.0.1:{port}/db?password=hunter2",
+        "postgresql://ctxpack:hun/ter2@127.0.0.1:{port}/db",
+        "redis://:hun/ter2@127.0.0.1:{port}/0",
+        "redis://:hun@ter2@127.0.0.1:{port}/0",
+    ],
+)
+def test_a_store_that_cannot_open_never_shows_the_password(url: str) -> None:
+    with pytest.raises((StoreError, ConfigError)) as caught:
+        open_store(url.format(port=free_port()), timeout=1)
+    assert "hunter2" not in str(caught.value) and "ter2" not in str(caught.value)
