@@ -53,6 +53,8 @@ class SQLiteFile:
 
     def __init__(self, path: str, *, url: str, timeout: float, read_only: bool) -> None:
         self.path = path
+        # Absolute once, at open: a relative path would follow the process's later chdir.
+        self._absolute = os.path.abspath(path)
         self.url = url
         self.timeout = check_timeout(timeout)
         self.read_only = flag(read_only, "read_only") or self._unwritable()
@@ -61,6 +63,7 @@ class SQLiteFile:
         self.lock = threading.Lock()
         with self.errors("open"):
             self.conn = self._connect()
+            self._identity = self._file_identity()
             if self.read_only:
                 self.conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
             else:
@@ -90,6 +93,28 @@ class SQLiteFile:
         if not target.exists():
             return False
         return not (os.access(folder, os.W_OK) and os.access(target, os.W_OK))
+
+    def _file_identity(self) -> tuple[int, int] | None:
+        """The file at the store's path (device, inode), ``None`` for ``:memory:`` or none."""
+        if self.path == ":memory:":
+            return None
+        try:
+            info = os.stat(self._absolute)
+        except FileNotFoundError:
+            return None
+        return info.st_dev, info.st_ino
+
+    def _check_file(self, operation: str) -> None:
+        """Refuse to go on with a file deleted or replaced since the store opened it: SQLite
+        would go on writing to the deleted one, each write acknowledged and then lost, while
+        every other opener of the path sees another database."""
+        if self.path != ":memory:" and self._file_identity() != self._identity:
+            raise StoreError(
+                f"the database file {self.path!r} was deleted or replaced since this store "
+                "opened it; what is written now would be lost: open the store again",
+                url=self.url,
+                operation=operation,
+            )
 
     def _connect(self) -> sqlite3.Connection:
         if not self.read_only:
@@ -139,6 +164,7 @@ class SQLiteFile:
                 operation=operation,
             )
         with self.lock, self.errors(operation):
+            self._check_file(operation)
             conn = self.conn
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -152,6 +178,7 @@ class SQLiteFile:
     def reading(self, operation: str) -> Iterator[sqlite3.Connection]:
         """One read transaction (its statements see one state), under the lock."""
         with self.lock, self.errors(operation):
+            self._check_file(operation)
             conn = self.conn
             conn.execute("BEGIN")
             try:

@@ -23,7 +23,7 @@ def test_a_writer_that_waits_past_the_busy_timeout_gets_a_store_error(tmp_path: 
         with pytest.raises(StoreError, match="busy timeout") as caught:
             store.append("u1", "e", version=0, state="s")
         assert caught.value.url == f"sqlite:///{path}"
-        assert "append to session 'u1'" in caught.value.operation
+        assert "session 'u1'" in caught.value.operation
     finally:
         other.execute("ROLLBACK")
     store.append("u1", "e", version=0, state="s")  # usable once the lock is gone
@@ -100,3 +100,26 @@ def test_a_file_that_is_not_a_database_is_named(tmp_path: Path) -> None:
     path.write_text("these are notes, not a database " * 100)
     with pytest.raises(StoreError, match="not an SQLite database"):
         SQLiteStore(path)
+
+
+@pytest.mark.parametrize("replaced", [False, True])
+def test_a_database_file_deleted_while_open_is_a_store_error_not_a_silent_loss(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, replaced: bool
+) -> None:
+    # Appends went on "succeeding" into the deleted file: acknowledged, and lost to every
+    # other opener and to the next start; a replica opening the path got another database.
+    monkeypatch.chdir(tmp_path)  # a relative path, and a process that changes folder later
+    session = Session.open("u1", store="sqlite:///sessions.db", model="gpt-4")
+    session.append({"role": "user", "content": "kept"})
+    monkeypatch.chdir(tmp_path.parent)
+    for name in ("sessions.db", "sessions.db-wal", "sessions.db-shm"):
+        (tmp_path / name).unlink(missing_ok=True)
+    if replaced:
+        SQLiteStore(tmp_path / "sessions.db").close()  # another process made it again
+    with pytest.raises(StoreError, match="deleted or replaced") as caught:
+        session.append({"role": "user", "content": "lost"})
+    assert "session 'u1'" in caught.value.operation
+    with pytest.raises(StoreError, match="deleted or replaced"):
+        session.render()
+    assert len(session) == 1  # the failed append left nothing behind
+    session.close()
