@@ -132,6 +132,18 @@ class _Common:
         self.timeout = settings.get("timeout", 10.0)
         return conninfo
 
+    def _limits(self) -> str:
+        """The statement that bounds a writing transaction's waits by ``timeout``: for a lock
+        (a row another writer holds), and the server's for the client between two statements.
+        A writer whose connection died unseen (a partition, a frozen VM) stayed "idle in
+        transaction" holding its session's row, and every other append to the session waited
+        for it without end (the server notices a dead peer only by TCP keepalive, hours)."""
+        ms = max(1, round(self.timeout * 1000))
+        return (
+            f"SELECT set_config('lock_timeout', '{ms}', true),"
+            f" set_config('idle_in_transaction_session_timeout', '{ms}', true)"
+        )
+
     def _expires(self) -> float | None:
         return None if self.ttl is None else time.time() + self.ttl
 
@@ -215,9 +227,11 @@ class PostgresStore(_Common):
                 conn.execute(statement)
 
     @contextmanager
-    def _transaction(self, operation: str) -> Iterator[Any]:
+    def _transaction(self, operation: str, *, writes: bool = True) -> Iterator[Any]:
         try:
             with self._pool.connection() as conn, conn.transaction():
+                if writes:
+                    conn.execute(self._limits())
                 yield conn
         except (StoreError, ArtifactNotFoundError):
             raise
@@ -229,7 +243,7 @@ class PostgresStore(_Common):
     def load(self, session_id: str, *, since: int = 0) -> StoredSession:
         check_session_id(session_id)
         check_version(since)
-        with self._transaction(f"load session {session_id!r}") as conn:
+        with self._transaction(f"load session {session_id!r}", writes=False) as conn:
             version, state = self._live(conn.execute(LOAD, (session_id,)).fetchone())
             rows = conn.execute(ENTRIES, (session_id, since, version)).fetchall()
         return StoredSession(version, tuple(_str(r[0]) for r in rows), state)
@@ -268,7 +282,7 @@ class PostgresStore(_Common):
     def get_artifact(self, session_id: str, artifact: str) -> str:
         check_session_id(session_id)
         check_artifact(artifact)
-        with self._transaction(f"read an artifact of session {session_id!r}") as conn:
+        with self._transaction(f"read an artifact of session {session_id!r}", writes=False) as conn:
             row = conn.execute(GET_ARTIFACT, (session_id, artifact, time.time())).fetchone()
         if row is None:
             raise self._not_found(session_id, artifact)
@@ -346,6 +360,7 @@ class AsyncPostgresStore(_Common):
         try:
             await pool.open(wait=True, timeout=self.timeout)
             async with pool.connection() as conn, conn.transaction():
+                await conn.execute(self._limits())
                 for statement in SCHEMA:
                     await conn.execute(statement)
         except Exception as exc:
@@ -354,10 +369,12 @@ class AsyncPostgresStore(_Common):
         self._pool = pool
 
     @asynccontextmanager
-    async def _transaction(self, operation: str) -> AsyncIterator[Any]:
+    async def _transaction(self, operation: str, *, writes: bool = True) -> AsyncIterator[Any]:
         await self.open()
         try:
             async with self._pool.connection() as conn, conn.transaction():
+                if writes:
+                    await conn.execute(self._limits())
                 yield conn
         except (StoreError, ArtifactNotFoundError):
             raise
@@ -369,7 +386,7 @@ class AsyncPostgresStore(_Common):
     async def load(self, session_id: str, *, since: int = 0) -> StoredSession:
         check_session_id(session_id)
         check_version(since)
-        async with self._transaction(f"load session {session_id!r}") as conn:
+        async with self._transaction(f"load session {session_id!r}", writes=False) as conn:
             version, state = self._live(await (await conn.execute(LOAD, (session_id,))).fetchone())
             cur = await conn.execute(ENTRIES, (session_id, since, version))
             rows = await cur.fetchall()
@@ -411,7 +428,9 @@ class AsyncPostgresStore(_Common):
     async def get_artifact(self, session_id: str, artifact: str) -> str:
         check_session_id(session_id)
         check_artifact(artifact)
-        async with self._transaction(f"read an artifact of session {session_id!r}") as conn:
+        async with self._transaction(
+            f"read an artifact of session {session_id!r}", writes=False
+        ) as conn:
             cur = await conn.execute(GET_ARTIFACT, (session_id, artifact, time.time()))
             row = await cur.fetchone()
         if row is None:

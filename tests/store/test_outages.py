@@ -5,6 +5,7 @@ servers by ending the store's own connections from the server side, as a restart
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 import uuid
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 import ctxpack
+from ctxpack.errors import StoreError
 from ctxpack.store import open_async_store, open_store
 
 from .backends import server_url
@@ -74,3 +76,74 @@ def test_a_postgres_restart_does_not_fail_the_next_async_append() -> None:
             await store.close()
 
     assert asyncio.run(main()) == ["before the restart", "after the restart"]
+
+
+def bounded(call: Any, seconds: float = 20.0) -> Any:
+    """``call()`` in a thread, failing the test instead of hanging when it does not return."""
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append(("ok", call()))
+        except BaseException as exc:  # handed to the test
+            outcome.append(("error", exc))
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if not outcome:
+        pytest.fail(f"still waiting after {seconds} s")
+    kind, value = outcome[0]
+    if kind == "error":
+        raise value
+    return value
+
+
+def test_an_append_waits_for_a_session_row_held_by_a_dead_client_at_most_timeout() -> None:
+    # A writer whose connection died unseen by the server (a partition, a frozen VM) keeps its
+    # transaction, and the session's row locked, until TCP keepalive notices (hours): the next
+    # append to the session waited for it without end, whatever the store's timeout.
+    psycopg = pytest.importorskip("psycopg")
+    url = server_url("postgres")
+    store = open_store(url, timeout=1)
+    session_id = f"outage-{uuid.uuid4().hex}"
+    store.append(session_id, "e0", version=0, state="s")
+    dead = psycopg.connect(url)
+    try:
+        dead.execute(
+            "SELECT 1 FROM ctxpack_sessions WHERE session_id = %s FOR UPDATE", (session_id,)
+        )
+        started = time.monotonic()
+        with pytest.raises(StoreError, match="lock timeout") as caught:
+            bounded(lambda: store.append(session_id, "e1", version=1, state="s"))
+        assert time.monotonic() - started < 5
+        assert caught.value.operation == f"append to session {session_id!r}"
+    finally:
+        dead.rollback()
+        dead.close()
+    store.append(session_id, "e1", version=1, state="s")  # the row is free again
+    assert store.load(session_id).entries == ("e0", "e1")
+    store.delete_session(session_id)
+    store.close()
+
+
+def test_a_ctxpack_writer_stalled_in_its_transaction_frees_the_session_row() -> None:
+    # The server ends a ctxpack transaction left idle longer than the store's timeout, so that
+    # the row it locked is free for the other replicas' appends.
+    url = server_url("postgres")
+    stalled: Any = open_store(url, timeout=0.5)
+    other = open_store(url, timeout=10)
+    session_id = f"outage-{uuid.uuid4().hex}"
+    other.append(session_id, "e0", version=0, state="s")
+    try:
+        with pytest.raises(StoreError), stalled._transaction("append") as conn:
+            conn.execute(
+                "SELECT 1 FROM ctxpack_sessions WHERE session_id = %s FOR UPDATE", (session_id,)
+            )
+            bounded(lambda: other.append(session_id, "e1", version=1, state="s"))
+            conn.execute("SELECT 1")  # the server ended this transaction meanwhile
+        assert other.load(session_id).entries == ("e0", "e1")
+    finally:
+        other.delete_session(session_id)
+        stalled.close()
+        other.close()
