@@ -1,5 +1,5 @@
-"""ruff's default output (recent versions: 0.17): the rule's code and message, then a ``-->`` location
-and a code excerpt, as rustc writes them."""
+"""ruff's default output (recent versions: 0.17): the rule's code and message, then a
+``-->`` location and a code excerpt, as rustc writes them."""
 
 from __future__ import annotations
 
