@@ -164,3 +164,80 @@ def test_every_request_pairs_calls_and_results(conv: Conversation) -> None:
         ids = [m.id for m in session.transcript()]
         assert len(ids) == len(given_ids)
         assert set(ids) <= decided
+
+
+# Programmatic tool calling: the code the model runs calls a client tool, so the server tool's
+# call and its result are two assistant turns apart, the client tool's exchange between them.
+_CODE_CALL = {"type": "code_execution_20250825", "tool_id": "srvtoolu_1"}
+_SERVER_THREAD = [
+    {"role": "user", "content": "Average the weather in Oslo. " + "lorem ipsum dolor " * 300},
+    {
+        "role": "assistant",
+        "content": [
+            {
+                "type": "server_tool_use",
+                "id": "srvtoolu_1",
+                "name": "code_execution",
+                "input": {"code": "print(await get_weather('Oslo'))"},
+            },
+            {
+                "type": "tool_use",
+                "id": "toolu_1",
+                "name": "get_weather",
+                "input": {"city": "Oslo"},
+                "caller": _CODE_CALL,
+            },
+        ],
+    },
+    {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "3 C"}],
+    },
+    {
+        "role": "assistant",
+        "content": [
+            {
+                "type": "code_execution_tool_result",
+                "tool_use_id": "srvtoolu_1",
+                "content": {
+                    "type": "code_execution_result",
+                    "stdout": "3 C",
+                    "stderr": "",
+                    "return_code": 0,
+                    "content": [],
+                },
+            },
+            {"type": "text", "text": "It is 3 C. " + "lorem ipsum dolor " * 300},
+        ],
+    },
+    {"role": "user", "content": "And Paris?"},
+]
+
+
+def _server_pairs(payload: dict[str, Any]) -> tuple[list[str], list[str]]:
+    blocks = [
+        b for m in payload["messages"] if isinstance(m["content"], list) for b in m["content"]
+    ]
+    uses = [b["id"] for b in blocks if b["type"] == "server_tool_use"]
+    results = [
+        b["tool_use_id"]
+        for b in blocks
+        if b["type"].endswith("_tool_result") and b["type"] != "tool_result"
+    ]
+    return uses, results
+
+
+@pytest.mark.parametrize("budget", [1_000, 1_500, 2_500, 3_000])
+def test_a_server_tool_call_keeps_its_result_turns_later(budget: int) -> None:
+    """The API refuses a server_tool_use without its result, and a result without its call:
+    both are kept or both left out, though turns apart (the pack of 2,500 tokens sent the call
+    and the client tool's exchange without the code_execution_tool_result)."""
+    messages = ctxpack.from_anthropic(_SERVER_THREAD)
+    payload = ctxpack.pack(messages, budget=budget, model="claude-sonnet-4-5").to_anthropic()
+    uses, results = _server_pairs(dict(payload))
+    assert uses == results
+    validate_anthropic(payload)
+    session = Session(model="claude-sonnet-4-5", counter="cl100k_base")
+    session.extend(_SERVER_THREAD)
+    uses, results = _server_pairs(dict(session.render(budget).to_anthropic()))
+    assert uses == results

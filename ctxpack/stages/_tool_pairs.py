@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from .._internal.columns import TOOL, flags
+from .._internal.columns import ANTHROPIC, TOOL, flags
+from .._internal.prefix import PrefixMemo
 from ..messages import Message
 from ..pipeline import Decision, PackContext
 
@@ -34,7 +35,10 @@ class Units:
     """Message positions grouped into units, kept or dropped together.
 
     An assistant message with tool calls and the tool messages answering those calls form one
-    unit; every other message is a unit by itself (in a chat without tools, every message).
+    unit, and so does an assistant message holding the result of a server tool an earlier one
+    called (Anthropic's ``server_tool_use``, turns apart when the code it runs calls a client
+    tool) with that earlier one's unit; every other message is a unit by itself (in a chat
+    without tools, every message).
     """
 
     of: npt.NDArray[np.intp]
@@ -48,12 +52,45 @@ class Units:
     by itself): a provider takes one result per call."""
 
 
+def _server_blocks(msg: Message) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """The ids of the server tools an assistant message calls and of those whose results it
+    holds (``None`` for neither)."""
+    if msg.role != "assistant" or not isinstance(msg.content, list):
+        return None
+    uses: list[str] = []
+    results: list[str] = []
+    for block in msg.content:
+        kind = block.get("type")
+        if kind in _SERVER_USES and isinstance(block.get("id"), str):
+            uses.append(block["id"])
+        elif (
+            isinstance(kind, str)
+            and kind.endswith("_tool_result")  # web_search_..., mcp_... (a client's is its own)
+            and kind != "tool_result"
+            and isinstance(block.get("tool_use_id"), str)
+        ):
+            results.append(block["tool_use_id"])
+    return (tuple(uses), tuple(results)) if uses or results else None
+
+
+_SERVER_USES = frozenset({"server_tool_use", "mcp_tool_use"})
+# Per message, reused across packs of a growing history.
+_SERVER: PrefixMemo[Message, tuple[tuple[str, ...], tuple[str, ...]] | None] = PrefixMemo(
+    _server_blocks
+)
+
+
 def exchange_units(messages: Sequence[Message]) -> Units:
     """Group ``messages`` into :class:`Units`: each tool exchange together, the rest alone."""
-    if not (flags(messages) & TOOL).any():
+    marks = flags(messages)
+    # Only Anthropic's messages hold server tools' blocks: other histories skip the scan.
+    server = _SERVER(messages) if (marks & ANTHROPIC).any() else ()
+    if not (marks & TOOL).any() and not any(server):
         return Units(np.arange(len(messages), dtype=np.intp), len(messages), [], [])
     of: list[int] = []
     owner: dict[str, int] = {}
+    server_owner: dict[str, int] = {}
+    merged = False
     answered: set[tuple[int, str]] = set()
     orphans: list[int] = []
     repeats: list[int] = []
@@ -69,12 +106,32 @@ def exchange_units(messages: Sequence[Message]) -> Units:
                 of.append(unit)
                 continue
             (orphans if unit is None else repeats).append(i)
-        else:
-            for call in msg.tool_calls or ():
-                owner[call.id] = count
-        of.append(count)
-        count += 1
-    return Units(np.array(of, dtype=np.intp), count, orphans, repeats)
+            of.append(count)
+            count += 1
+            continue
+        uses, results = (server[i] if server else None) or ((), ())
+        joined = sorted({server_owner[r] for r in results if r in server_owner})
+        unit = joined[0] if joined else count
+        for other in joined[1:]:
+            # One result may close calls of two units: they become one.
+            merged = True
+            of = [unit if u == other else u for u in of]
+            for table in (owner, server_owner):
+                table.update({k: unit for k, u in table.items() if u == other})
+            answered = {(unit if u == other else u, call) for u, call in answered}
+        for call in msg.tool_calls or ():
+            owner[call.id] = unit
+        for use in uses:
+            server_owner[use] = unit
+        of.append(unit)
+        if unit == count:
+            count += 1
+    numbers = np.array(of, dtype=np.intp)
+    if merged:
+        # Numbered again in the order of their first member, without the merged ones' gaps.
+        labels, numbers = np.unique(numbers, return_inverse=True)
+        count = len(labels)
+    return Units(numbers.astype(np.intp), count, orphans, repeats)
 
 
 def unanswered_calls(messages: Sequence[Message]) -> dict[int, list[str]]:
