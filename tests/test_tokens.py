@@ -475,3 +475,40 @@ def test_exact_counters_do_not_warn() -> None:
         warnings.simplefilter("error")
         count_tokens("hi", model="gpt-4")
         count_tokens("hi", counter=lambda t: 1)
+
+
+def _wav(seconds: int, rate: int = 16_000) -> str:
+    """A mono 16-bit WAV file of ``seconds``, as base64."""
+    samples = bytes((i * 37) % 251 for i in range(rate * 2 * seconds))
+    header = (
+        b"RIFF"
+        + (36 + len(samples)).to_bytes(4, "little")
+        + b"WAVEfmt "
+        + (16).to_bytes(4, "little")
+        + (1).to_bytes(2, "little")  # PCM
+        + (1).to_bytes(2, "little")  # mono
+        + rate.to_bytes(4, "little")
+        + (rate * 2).to_bytes(4, "little")  # bytes a second
+        + (2).to_bytes(2, "little")
+        + (16).to_bytes(2, "little")
+        + b"data"
+        + len(samples).to_bytes(4, "little")
+    )
+    return base64.b64encode(header + samples).decode()
+
+
+@pytest.mark.parametrize(("fmt", "seconds"), [("wav", 10), ("mp3", 10)])
+def test_audio_counts_by_its_length_not_its_base64(fmt: str, seconds: int) -> None:
+    """OpenAI bills audio by its length (about 10 tokens a second: $0.06 a minute at $100 a
+    million); counted as its base64, 10 s of 16 kHz speech came to 294,962 tokens, more than
+    gpt-4o-audio's window, and pack() refused a request the API takes."""
+    if fmt == "wav":
+        data = _wav(seconds)
+    else:  # 10 s at 128 kbps: the length is read from the size, at a low bitrate
+        data = base64.b64encode(b"\xff\xfb\x90\x64" + b"\x00" * (16_000 * seconds - 4)).decode()
+    part = {"type": "input_audio", "input_audio": {"data": data, "format": fmt}}
+    messages = [{"role": "user", "content": [{"type": "text", "text": "Transcribe."}, part]}]
+    tokens = count_tokens(messages, model="gpt-4o-audio-preview")
+    assert 10 * seconds <= tokens <= 100 * seconds
+    packed = ctxpack.pack(messages, budget=20_000, model="gpt-4o-audio-preview")
+    assert packed.to_openai() == messages

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .audio import audio_tokens
 from .documents import DOCUMENT_TYPES, document_tokens
 from .images import ImageRule, image_tokens
 from .reasoning import REASONING, reasoning_tokens
@@ -27,5 +28,7 @@ def part_tokens(part: Mapping[str, Any], count: Callable[[str], int], images: Im
         return document_tokens(part, count)
     if kind == REASONING:
         return reasoning_tokens(part, count)
-    # Unknown part types (audio...) are billed in ways we cannot see: never free.
+    if kind == "input_audio" and (audio := audio_tokens(part)) is not None:
+        return audio
+    # Unknown part types are billed in ways we cannot see: never free.
     return count(str(part))
