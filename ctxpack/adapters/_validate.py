@@ -71,6 +71,10 @@ ANTHROPIC_BLOCKS: Mapping[str, str | None] = {
 }
 # What a tool_result's content list may hold.
 _TOOL_RESULT_BLOCKS = frozenset({"text", "image", "document", "search_result"})
+# Blocks only a tool_result holds: a client-side tool search's answer (the tools it found, by
+# name) and a browser toolset's state after its call (the API renders it for the model). Each
+# by its required field.
+_RESULT_ONLY_BLOCKS = {"tool_reference": ("tool_name", str), "browser_state": ("tabs", list)}
 
 
 def _require_str(
@@ -464,10 +468,14 @@ def _check_anthropic_block(block: Any, index: int | None, field: str, role: str)
         if isinstance(inner, list):
             for k, sub in enumerate(inner):
                 sub_field = f"{field}.content[{k}]"
+                if isinstance(sub, Mapping) and sub.get("type") in _RESULT_ONLY_BLOCKS:
+                    _check_result_only(sub, index, sub_field)
+                    continue
                 sub_kind = _check_anthropic_block(sub, index, sub_field, "user")
                 if sub_kind not in _TOOL_RESULT_BLOCKS:
                     raise _fail(
-                        f"a tool_result may hold {', '.join(sorted(_TOOL_RESULT_BLOCKS))} "
+                        f"a tool_result may hold "
+                        f"{', '.join(sorted(_TOOL_RESULT_BLOCKS | _RESULT_ONLY_BLOCKS.keys()))} "
                         f"blocks, not {sub_kind!r}",
                         index,
                         f"{sub_field}.type",
@@ -487,6 +495,16 @@ def _check_anthropic_block(block: Any, index: int | None, field: str, role: str)
         # Null content is the API's mark of a compaction that failed, sent back as a no-op.
         _require_str(block, "content", index, f"{field}.content")
     return kind
+
+
+def _check_result_only(block: Mapping[str, Any], index: int | None, field: str) -> None:
+    """A block only a ``tool_result`` holds: its required field, of its type."""
+    key, kind = _RESULT_ONLY_BLOCKS[block["type"]]
+    if key not in block:
+        raise _fail("is missing", index, f"{field}.{key}")
+    if not isinstance(block[key], kind):
+        wanted = "a string" if kind is str else "a list"
+        raise _fail(f"must be {wanted}, got {json_type_name(block[key])}", index, f"{field}.{key}")
 
 
 def _check_anthropic_message(entry: Any, index: int) -> None:

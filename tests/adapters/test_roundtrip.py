@@ -151,3 +151,58 @@ def test_an_id_beside_an_anthropic_message_is_ctxpacks_and_never_sent() -> None:
     session.extend([{"role": "user", "content": "Hi.", "id": "q1"}], provider="anthropic")
     assert [m.id for m in session.transcript()] == ["q1"]
     assert session.render().to_anthropic()["messages"] == [{"role": "user", "content": "Hi."}]
+
+
+def test_a_tool_result_of_tool_references_goes_through_whole() -> None:
+    """A client-side tool search answers with tool_reference blocks (and a browser toolset's
+    result carries a browser_state block), both in the SDK's tool_result content: they were
+    refused as unknown block types, and no request holding them could be packed."""
+    results = [
+        {"type": "tool_reference", "tool_name": "get_weather"},
+        {
+            "type": "tool_reference",
+            "tool_name": "get_forecast",
+            "cache_control": {"type": "ephemeral"},
+        },
+    ]
+    browser = {"type": "browser_state", "tabs": [{"url": "https://example.com", "active": True}]}
+    messages = [
+        {"role": "user", "content": "Weather in Oslo?"},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "t1", "name": "search_tools", "input": {"q": "weather"}},
+                {"type": "tool_use", "id": "t2", "name": "navigate", "input": {"url": "x"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": results},
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "t2",
+                    "content": [{"type": "text", "text": "ok"}, browser],
+                },
+            ],
+        },
+    ]
+    packed = ctxpack.pack(from_anthropic(messages), budget=10_000, model="claude-sonnet-4-5")
+    assert packed.to_anthropic()["messages"] == messages
+    session = ctxpack.Session(model="claude-sonnet-4-5")
+    session.extend(messages)
+    assert session.render().to_anthropic()["messages"] == messages
+    bad = [
+        messages[0],
+        messages[1],
+        {
+            **messages[2],
+            "content": [
+                {**messages[2]["content"][0], "content": [{"type": "tool_reference"}]},
+                messages[2]["content"][1],
+            ],
+        },
+    ]
+    with pytest.raises(ctxpack.InvalidMessageError) as caught:
+        from_anthropic(bad)
+    assert (caught.value.index, caught.value.field) == (2, "content[0].content[0].tool_name")
