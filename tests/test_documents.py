@@ -99,6 +99,20 @@ def test_an_anthropic_document_counts_its_pages_title_and_text() -> None:
     )
 
 
+def test_an_anthropic_document_of_content_blocks_counts_its_images() -> None:
+    """A content source holds text and image blocks, and Claude bills each image: a 1500 x 1000
+    PNG in one counted 0 tokens (the document its text alone), as much as in a message."""
+    from tests.test_images import image_bytes
+
+    data = base64.b64encode(image_bytes(1500, 1000, "png")).decode()
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
+    text = {"type": "text", "text": "Figure 1"}
+    document = {"type": "document", "source": {"type": "content", "content": [text, image]}}
+    counter = ctxpack.get_counter("claude-sonnet-4-5")
+    alone = counter.count_message(ctxpack.Message(role="user", content=[text, image]))
+    assert counter.count_message(ctxpack.Message(role="user", content=[document])) == alone
+
+
 def test_a_text_file_sent_as_data_counts_as_its_text() -> None:
     text = "name,amount\n" + "".join(f"item {i},{i * 7}\n" for i in range(200))
     part = {

@@ -25,10 +25,24 @@ def part_tokens(part: Mapping[str, Any], count: Callable[[str], int], images: Im
     if kind in IMAGE_TYPES:
         return image_tokens(part, images)
     if kind in DOCUMENT_TYPES:
-        return document_tokens(part, count)
+        return document_tokens(part, count) + _source_images(part, images)
     if kind == REASONING:
         return reasoning_tokens(part, count)
     if kind == "input_audio" and (audio := audio_tokens(part)) is not None:
         return audio
     # Unknown part types are billed in ways we cannot see: never free.
     return count(str(part))
+
+
+def _source_images(part: Mapping[str, Any], images: ImageRule) -> int:
+    """The images of an Anthropic document's content source, billed as images are (its text
+    blocks are the document's text)."""
+    source = part.get("source")
+    blocks = source.get("content") if isinstance(source, Mapping) else None
+    if not isinstance(blocks, list):
+        return 0
+    return sum(
+        image_tokens(b, images)
+        for b in blocks
+        if isinstance(b, Mapping) and b.get("type") == "image"
+    )
