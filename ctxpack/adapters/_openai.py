@@ -106,11 +106,11 @@ def to_openai(
         api: ``"chat"`` for ``chat.completions.create(messages=...)``; ``"responses"`` for
             ``responses.create(input=...)``: system, developer and user messages as messages
             with ``input_text`` / ``input_image`` / ``input_file`` parts, an assistant's text
-            as an assistant message, each tool call a ``function_call`` item and each tool
-            result a ``function_call_output`` (``extras`` and names, which the Responses API
-            has no place for, left out). Items are written without the ids a response gave
-            them: a ``function_call`` sent with its id needs the ``reasoning`` item that came
-            before it, which a chat history does not hold.
+            as an assistant message (with its ``phase``), each tool call a ``function_call``
+            item and each tool result a ``function_call_output`` (other ``extras`` and names,
+            which the Responses API has no place for, left out). Items are written without the
+            ids a response gave them: a ``function_call`` sent with its id needs the
+            ``reasoning`` item that came before it, which a chat history does not hold.
 
     Raises:
         InvalidMessageError: with ``api="responses"``, a part the Responses API has no input

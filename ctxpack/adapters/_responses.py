@@ -33,6 +33,9 @@ class ResponsesLink(NamedTuple):
     reasoning: list[dict[str, Any]]
     call_ids: dict[str, str]
     message_id: str | None
+    phase: str | None = None
+    """The message's ``phase`` (``commentary`` or ``final_answer``), which OpenAI asks to have
+    sent back on every assistant message."""
 
 
 def responses_link(msg: Message) -> ResponsesLink | None:
@@ -47,18 +50,20 @@ def responses_link(msg: Message) -> ResponsesLink | None:
         if is_reasoning(part) and (item := reasoning_item(part))
     ]
     call_ids: dict[str, str] = {}
-    message_id = None
+    message_id = phase = None
     # metadata is the user's too: only items of the shape ctxpack wrote are read.
     for item in items if isinstance(items, list) else [items]:
+        if isinstance(item, Mapping) and item.get("type") == "message":
+            phase = item.get("phase") if isinstance(item.get("phase"), str) else phase
         if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
             continue
         if item.get("type") == "function_call" and isinstance(item.get("call_id"), str):
             call_ids[item["call_id"]] = item["id"]
         elif item.get("type") == "message":
             message_id = item["id"]
-    if not (reasoning or call_ids or message_id):
+    if not (reasoning or call_ids or message_id or phase):
         return None
-    return ResponsesLink(reasoning, call_ids, message_id)
+    return ResponsesLink(reasoning, call_ids, message_id, phase)
 
 
 def chat_to_responses(
@@ -98,6 +103,9 @@ def chat_to_responses(
                 pending = thoughts
                 continue
             pending = []
+            # An easy-form message's phase rides in its extras, an output item's in the link.
+            phase = msg.get("phase") if isinstance(msg.get("phase"), str) else None
+            phase = link.phase if link is not None and link.phase else phase
             paired = (
                 link
                 if link is not None
@@ -109,9 +117,9 @@ def chat_to_responses(
             if paired:
                 out.extend(thoughts)
                 if text:
-                    out.append(_output_message(text, paired.message_id))
+                    out.append(_output_message(text, paired.message_id, phase))
             elif text:
-                out.append({"role": "assistant", "content": text})
+                out.append({"role": "assistant", "content": text, **_phase(phase)})
             for call in calls:
                 function = call["function"]
                 item = {
@@ -128,7 +136,7 @@ def chat_to_responses(
     return out
 
 
-def _output_message(text: str, item_id: str | None) -> dict[str, Any]:
+def _output_message(text: str, item_id: str | None, phase: str | None) -> dict[str, Any]:
     """An assistant's text as the output message item it came as, under its id."""
     return {
         "type": "message",
@@ -136,7 +144,12 @@ def _output_message(text: str, item_id: str | None) -> dict[str, Any]:
         "id": item_id,
         "status": "completed",
         "content": [{"type": "output_text", "text": text, "annotations": []}],
+        **_phase(phase),
     }
+
+
+def _phase(phase: str | None) -> dict[str, str]:
+    return {"phase": phase} if phase else {}
 
 
 def _parts(content: Any, index: int) -> str | list[dict[str, Any]]:

@@ -346,3 +346,57 @@ def test_a_document_openai_has_no_form_for_is_named_where_it_was() -> None:
         "type": "text",
         "text": "[document not sent: OpenAI's API has no form for it]",
     }
+
+
+def test_an_assistant_message_s_phase_is_sent_back() -> None:
+    """gpt-5.4 marks each assistant message commentary or final_answer, and OpenAI asks that the
+    phase be sent back on all of them (dropping it can degrade performance): to_openai, pack()
+    and wrap_openai's responses.create wrote every assistant message without it."""
+    reasoning = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAA"}
+    commentary = {
+        "type": "message",
+        "id": "msg_1",
+        "role": "assistant",
+        "status": "completed",
+        "phase": "commentary",
+        "content": [{"type": "output_text", "text": "Reading the log.", "annotations": []}],
+    }
+    final = {**commentary, "id": "msg_2", "phase": "final_answer"}
+    final["content"] = [{"type": "output_text", "text": "Fixed.", "annotations": []}]
+    easy = {"role": "assistant", "content": "Anything else?", "phase": "final_answer"}
+    given = [{"role": "user", "content": "Fix the build."}, reasoning, commentary, final, easy]
+    given.append({"role": "user", "content": "No, thanks."})
+    items = to_responses(from_openai(given))
+    assert [item.get("phase") for item in items] == [
+        None,
+        None,
+        "commentary",
+        "final_answer",
+        "final_answer",
+        None,
+    ]
+    for item in items:
+        ITEM.validate_python(item)
+    capture = Capture(
+        {
+            "id": "resp_1",
+            "object": "response",
+            "created_at": 0,
+            "model": "gpt-5.4",
+            "status": "completed",
+            "output": [],
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": [],
+        }
+    )
+    client = ctxpack.wrap_openai(openai_client(capture), window=400_000)
+    client.responses.create(model="gpt-5.4", input=given)
+    assert [item.get("phase") for item in capture.body["input"]] == [
+        None,
+        None,
+        "commentary",
+        "final_answer",
+        "final_answer",
+        None,
+    ]
