@@ -70,6 +70,18 @@ _RESPONSES_ITEMS = frozenset(
         "mcp_approval_response",
         "custom_tool_call",
         "custom_tool_call_output",
+        "shell_call",
+        "shell_call_output",
+        "apply_patch_call",
+        "apply_patch_call_output",
+        "tool_search_call",
+        "tool_search_output",
+        "additional_tools",
+        "configuration_update",
+        "compaction",
+        "compaction_trigger",
+        "program",
+        "program_output",
     }
 )
 _RESPONSES_PARTS = frozenset({"input_text", "output_text", "refusal", "input_image", "input_file"})
