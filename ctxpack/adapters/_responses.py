@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 from .._internal.reasoning import is_reasoning, reasoning_item
 from ..errors import InvalidMessageError
-from ..messages import Message
+from ..messages import Message, copy_value
 from ..sdk import RESPONSES_META
 
 __all__: list[str] = []  # public through to_openai(messages, api="responses")
@@ -36,6 +36,9 @@ class ResponsesLink(NamedTuple):
     phase: str | None = None
     """The message's ``phase`` (``commentary`` or ``final_answer``), which OpenAI asks to have
     sent back on every assistant message."""
+    call_fields: dict[str, dict[str, Any]] | None = None
+    """By call id, what a function call's item says beside the chat form's fields: the
+    ``namespace`` of the function, the ``caller`` that made the call."""
 
 
 def responses_link(msg: Message) -> ResponsesLink | None:
@@ -50,20 +53,29 @@ def responses_link(msg: Message) -> ResponsesLink | None:
         if is_reasoning(part) and (item := reasoning_item(part))
     ]
     call_ids: dict[str, str] = {}
+    call_fields: dict[str, dict[str, Any]] = {}
     message_id = phase = None
     # metadata is the user's too: only items of the shape ctxpack wrote are read.
     for item in items if isinstance(items, list) else [items]:
         if isinstance(item, Mapping) and item.get("type") == "message":
             phase = item.get("phase") if isinstance(item.get("phase"), str) else phase
+        if isinstance(item, Mapping) and item.get("type") == "function_call":
+            fields = {k: item[k] for k in _CALL_FIELDS if item.get(k) is not None}
+            if fields and isinstance(item.get("call_id"), str):
+                call_fields[item["call_id"]] = fields
         if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
             continue
         if item.get("type") == "function_call" and isinstance(item.get("call_id"), str):
             call_ids[item["call_id"]] = item["id"]
         elif item.get("type") == "message":
             message_id = item["id"]
-    if not (reasoning or call_ids or message_id or phase):
+    if not (reasoning or call_ids or message_id or phase or call_fields):
         return None
-    return ResponsesLink(reasoning, call_ids, message_id, phase)
+    return ResponsesLink(reasoning, call_ids, message_id, phase, call_fields)
+
+
+# A function_call item's fields the chat form has no place for, sent back as they came.
+_CALL_FIELDS = ("namespace", "caller")
 
 
 def chat_to_responses(
@@ -130,6 +142,8 @@ def chat_to_responses(
                 }
                 if paired:
                     item["id"] = paired.call_ids[call["id"]]
+                if link is not None and link.call_fields and call["id"] in link.call_fields:
+                    item.update(copy_value(link.call_fields[call["id"]]))
                 out.append(item)
             continue
         out.append({"role": role, "content": _parts(content, index)})

@@ -400,3 +400,28 @@ def test_an_assistant_message_s_phase_is_sent_back() -> None:
         "final_answer",
         None,
     ]
+
+
+def test_a_function_call_keeps_its_namespace_and_caller() -> None:
+    """A function of a namespace (tool search's recommended shape) is called with the
+    namespace on its function_call item, and a call the model's program made names its
+    caller: both were dropped when the call was written back, so the call named a function
+    outside its namespace."""
+    call = {
+        "type": "function_call",
+        "call_id": "call_1",
+        "name": "list_customers",
+        "namespace": "crm",
+        "caller": {"type": "direct"},
+        "arguments": "{}",
+    }
+    given = [
+        {"role": "user", "content": "Who bought last week?"},
+        call,
+        {"type": "function_call_output", "call_id": "call_1", "output": "Ana, Bo"},
+    ]
+    assert to_responses(from_openai(given)) == given
+    packed = ctxpack.pack(from_openai(given), budget=10_000, model="gpt-5.4")
+    assert packed.to_openai(api="responses") == given
+    # Chat Completions has no place for them.
+    assert "namespace" not in json.dumps(packed.to_openai())
