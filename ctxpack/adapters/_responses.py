@@ -43,8 +43,12 @@ class ResponsesLink(NamedTuple):
 
 def responses_link(msg: Message) -> ResponsesLink | None:
     """The reasoning and item ids of an assistant message (reasoning appended alone, before
-    it, is written with its ids), or ``None`` when it has neither."""
+    it, is written with its ids), or ``None`` when it has neither; for a tool message, the
+    fields its ``function_call_output`` item had beside the chat form's."""
     items = msg.metadata.get(RESPONSES_META)
+    if msg.role == "tool" and isinstance(items, Mapping) and isinstance(msg.tool_call_id, str):
+        fields = {k: items[k] for k in _OUTPUT_FIELDS if items.get(k) is not None}
+        return ResponsesLink([], {}, None, None, {msg.tool_call_id: fields}) if fields else None
     if msg.role != "assistant" or (items is None and not isinstance(msg.content, list)):
         return None
     reasoning = [
@@ -74,8 +78,10 @@ def responses_link(msg: Message) -> ResponsesLink | None:
     return ResponsesLink(reasoning, call_ids, message_id, phase, call_fields)
 
 
-# A function_call item's fields the chat form has no place for, sent back as they came.
+# A function_call item's fields the chat form has no place for, sent back as they came, and a
+# function_call_output's.
 _CALL_FIELDS = ("namespace", "caller")
+_OUTPUT_FIELDS = ("name", "namespace", "caller")
 
 
 def chat_to_responses(
@@ -103,9 +109,11 @@ def chat_to_responses(
             pending = []
         if role == "tool":
             output = _parts(content, index)
-            out.append(
-                {"type": "function_call_output", "call_id": msg["tool_call_id"], "output": output}
-            )
+            call_id = msg["tool_call_id"]
+            item = {"type": "function_call_output", "call_id": call_id, "output": output}
+            if link is not None and link.call_fields and call_id in link.call_fields:
+                item.update(copy_value(link.call_fields[call_id]))
+            out.append(item)
             continue
         if role == "assistant":
             text = _assistant_text(content, index)

@@ -418,7 +418,13 @@ def test_a_function_call_keeps_its_namespace_and_caller() -> None:
     given = [
         {"role": "user", "content": "Who bought last week?"},
         call,
-        {"type": "function_call_output", "call_id": "call_1", "output": "Ana, Bo"},
+        {
+            "type": "function_call_output",
+            "call_id": "call_1",
+            "output": "Ana, Bo",
+            "namespace": "crm",
+            "caller": {"type": "direct"},
+        },
     ]
     assert to_responses(from_openai(given)) == given
     packed = ctxpack.pack(from_openai(given), budget=10_000, model="gpt-5.4")
