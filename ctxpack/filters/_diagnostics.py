@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from pathlib import PurePosixPath
 
 from ._base import Extract, ToolOutput, first_match
 
@@ -75,7 +76,8 @@ class DiagnosticFilter:
     """Diagnostics: each distinct message once (repeats counted), grouped by file in the order
     files first appear, with the tool's totals; code excerpts under a rustc, ruff or gcc message
     are dropped, the ``-->`` location kept. At most 25 diagnostics per file are shown, and files
-    until 200 are shown in all; the files after are counted in one note.
+    until 200 are shown in all, those the goal names by file name first; the others are counted
+    in one note.
 
     Example:
         >>> from ctxpack.filters import ToolOutput
@@ -154,9 +156,10 @@ class DiagnosticFilter:
         if not groups:
             return None
         out: list[str] = [lines[i] for i in sorted(output.envelope) if i < (output.body or [0])[0]]
+        chosen = _files_shown(groups, output.goal_words)
         shown = files_hidden = items_hidden = 0
         for path, items in groups.items():
-            if shown >= _MAX_SHOWN:
+            if path not in chosen:
                 files_hidden += 1
                 items_hidden += len(items)
                 continue
@@ -192,3 +195,19 @@ class DiagnosticFilter:
         seen[line] += 1
         if seen[line] == 1:
             groups.setdefault(path, []).append(line)
+
+
+def _files_shown(groups: dict[str, list[str]], goal: frozenset[str]) -> set[str]:
+    """The files whose diagnostics are shown: those the goal names (by file name, the agent
+    editing them) and the messages of no file first, then the others in order, until about
+    ``_MAX_SHOWN`` diagnostics are (a file begun shows up to ``_PER_FILE``)."""
+    named = [p for p in groups if not p or PurePosixPath(p).stem.lower() in goal]
+    rest = [p for p in groups if p not in set(named)]
+    chosen: set[str] = set()
+    count = 0
+    for path in [*named, *rest]:
+        if count >= _MAX_SHOWN:
+            break
+        chosen.add(path)
+        count += min(len(groups[path]), _PER_FILE)
+    return chosen

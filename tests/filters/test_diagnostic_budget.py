@@ -43,3 +43,17 @@ def test_a_run_within_the_budget_is_shown_as_before() -> None:
     assert extract.text == raw and "hidden" not in extract.summary
     mypy = DiagnosticFilter().extract(ToolOutput(fixture("mypy.txt"), command="mypy src"))
     assert mypy is not None and "more files" not in mypy.text
+
+
+def test_the_files_the_goal_names_are_shown_first_in_a_long_run() -> None:
+    # The agent editing module_250 got the first eight files' errors and a count for its own.
+    raw = _mypy_run(300, 40)
+    goal = "Fix the type errors in module_250 after the refactor"
+    extract = DiagnosticFilter().extract(ToolOutput(raw, command="mypy .", goal=goal))
+    assert extract is not None
+    lines = extract.text.split("\n")
+    assert 'src/pkg/module_250.py:1: error: Name "x0" is not defined  [name-defined]' in lines
+    files = list(dict.fromkeys(line.split(":")[0] for line in lines if ".py:" in line))
+    # Still in the run's order, the named file among the first ones, the budget unchanged.
+    assert files == [*(f"src/pkg/module_{k}.py" for k in range(7)), "src/pkg/module_250.py"]
+    assert "[… 292 more files with 11680 diagnostics hidden]" in lines
