@@ -167,8 +167,7 @@ class _Packer:
         tools: Any = kwargs.get("tools")
         if not _given(tools):  # the legacy functions= declares tools the model reads alike
             tools = kwargs.get("functions")
-            on_demand = getattr(getattr(self.feed, "session", None), "tools_on_demand", False)
-            if _given(tools) and on_demand is True:
+            if _given(tools) and self.feed is not None and self.feed.on_demand:
                 # They would go whole, the session counting their stubs: a request over its
                 # limit. functions= cannot carry describe_tool, nor so the stubs either.
                 raise ConfigError(

@@ -333,7 +333,7 @@ class SessionFeed:
         """The tools to send: the request's (as stubs and ``describe_tool`` for a session
         with tools on demand, which counted those, the ``forced`` one whole) plus the
         session's own, each once."""
-        if tools and getattr(self.session, "tools_on_demand", False) is True:
+        if tools and self.on_demand:
             tools = _on_demand(tools, self.provider, self._whole(forced))
         extra = self.session.tools(self.provider)
         if not extra:
@@ -397,8 +397,12 @@ class SessionFeed:
         """The tools to send whole with tools on demand: the one the request forces, which the
         model calls at once, with no turn to load its definition. Only a ctxpack session can
         count it so (``_render_opening``); another is sent the stubs it counted."""
-        on_demand = getattr(self.session, "tools_on_demand", False) is True
-        return (forced,) if forced and on_demand and self._reopens else ()
+        return (forced,) if forced and self.on_demand and self._reopens else ()
+
+    @property
+    def on_demand(self) -> bool:
+        """Whether the session sends tools on demand (stubs and ``describe_tool``)."""
+        return getattr(self.session, "tools_on_demand", False) is True
 
     @property
     def _reopens(self) -> bool:

@@ -399,7 +399,7 @@ class SessionMiddleware(_RequestMiddleware):
             ) from error
         self._remember(thread_id, result)
         sent = feed.tools(tools, forced) or []
-        if not getattr(feed.session, "tools_on_demand", False):
+        if not feed.on_demand:
             # The agent's own tools go as LangChain gave them, the session's after them.
             sent = [*mine, *sent[len(mine) :]]
         return _with_result(request, result, tools=sent)

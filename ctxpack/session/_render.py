@@ -97,9 +97,7 @@ class Rendering(SessionState):
         whole: Collection[str] = (),
     ) -> PackResult:
         """The request, opening with the system prompt ``opening`` unless ``None``."""
-        if opening is None:
-            return self._render(budget, query, provider, reserve, tools, whole=whole)
-        record, decisions = self._opening(opening, provider)
+        record, decisions = (None, []) if opening is None else self._opening(opening, provider)
         result = self._render(budget, query, provider, reserve, tools, record, whole)
         if not decisions:
             return result

@@ -11,6 +11,7 @@ import pytest
 import ctxpack
 from ctxpack.adapters import from_anthropic, from_openai, to_openai
 from tests.sdk_mock import Capture, openai_client
+from tests.test_clients_responses import response
 
 openai_responses = pytest.importorskip("openai.types.responses")
 ITEM = pydantic.TypeAdapter(openai_responses.ResponseInputItem)
@@ -366,40 +367,15 @@ def test_an_assistant_message_s_phase_is_sent_back() -> None:
     easy = {"role": "assistant", "content": "Anything else?", "phase": "final_answer"}
     given = [{"role": "user", "content": "Fix the build."}, reasoning, commentary, final, easy]
     given.append({"role": "user", "content": "No, thanks."})
+    phases = [None, None, "commentary", "final_answer", "final_answer", None]
     items = to_responses(from_openai(given))
-    assert [item.get("phase") for item in items] == [
-        None,
-        None,
-        "commentary",
-        "final_answer",
-        "final_answer",
-        None,
-    ]
+    assert [item.get("phase") for item in items] == phases
     for item in items:
         ITEM.validate_python(item)
-    capture = Capture(
-        {
-            "id": "resp_1",
-            "object": "response",
-            "created_at": 0,
-            "model": "gpt-5.4",
-            "status": "completed",
-            "output": [],
-            "parallel_tool_calls": True,
-            "tool_choice": "auto",
-            "tools": [],
-        }
-    )
+    capture = Capture(response())
     client = ctxpack.wrap_openai(openai_client(capture), window=400_000)
     client.responses.create(model="gpt-5.4", input=given)
-    assert [item.get("phase") for item in capture.body["input"]] == [
-        None,
-        None,
-        "commentary",
-        "final_answer",
-        "final_answer",
-        None,
-    ]
+    assert [item.get("phase") for item in capture.body["input"]] == phases
 
 
 def test_a_function_call_keeps_its_namespace_and_caller() -> None:
