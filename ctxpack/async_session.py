@@ -22,7 +22,14 @@ from .pipeline import Decision
 from .providers import Provider
 from .result import PackResult
 from .retrieval import Retrieval
-from .session import FilterRecord, Session, extend_batch, pinned_message
+from .session import (
+    FilterRecord,
+    Session,
+    extend_batch,
+    naming_system_argument,
+    pinned_message,
+    system_argument,
+)
 from .store import AsyncSessionStore, SessionStore, ThreadedAsyncStore, open_async_store
 from .tokens import TokenCounter
 
@@ -245,9 +252,14 @@ class AsyncSession:
         provider: Provider | None = None,
         reserve: int = 0,
         tools: Sequence[Mapping[str, Any]] | None = None,
+        system: str | Mapping[str, Any] | None = None,
     ) -> PackResult:
         """The request to send; see :meth:`ctxpack.Session.render`."""
-        return await self._render_opening(None, budget, query, provider, reserve, tools)
+        if system is None:
+            return await self._render_opening(None, budget, query, provider, reserve, tools)
+        opening = system_argument(system)
+        with naming_system_argument():
+            return await self._render_opening(opening, budget, query, provider, reserve, tools)
 
     async def _render_opening(
         self,

@@ -159,3 +159,66 @@ def test_a_session_with_a_changed_prompt_renders_the_same_as_a_fresh_one() -> No
         sent.append(capture.body["messages"])
     assert sent[0] == sent[1]
     assert sent[0][0] == changed[0]
+
+
+def test_render_takes_this_requests_system_prompt() -> None:
+    # A chatbot backend calling Session directly, its system prompt holding today's date:
+    # render(system=...) sends it, counts it, and stores nothing of it.
+    policy = WindowPolicy(window=2_000, reply_room=200)
+    session = ctxpack.Session(model="gpt-4", window=policy)
+    session.extend(
+        [{"role": "system", "content": "Today is Monday."}, {"role": "user", "content": "Hi?"}]
+    )
+    assert session.render().messages[0].text == "Today is Monday."
+    tuesday = "Today is Tuesday. " + "Answer in French. " * 60
+    result = session.render(system=tuesday)
+    assert [m.text for m in result.messages] == [tuesday, "Hi?"]
+    assert result.to_openai()[0] == {"role": "system", "content": tuesday}
+    # Counted as a session that opened with it counts it.
+    fresh = ctxpack.Session(model="gpt-4", window=policy)
+    fresh.extend([{"role": "system", "content": tuesday}, {"role": "user", "content": "Hi?"}])
+    assert result.tokens == fresh.render().tokens
+    assert any("system prompt changed" in w for w in _warnings(result))
+    assert session.transcript()[0].text == "Today is Monday."
+    # A message works too (a developer prompt), and so does the session's own prompt again.
+    developer = session.render(system={"role": "developer", "content": "Be terse."})
+    assert developer.to_openai()[0] == {"role": "developer", "content": "Be terse."}
+    assert session.render().messages[0].text == "Today is Monday."
+    # Each long prompt pushes the history out, never the window.
+    for turn in range(12):
+        session.extend(
+            [
+                {"role": "assistant", "content": "Bonjour. " * 40},
+                {"role": "user", "content": f"Question {turn}? " + "context " * 80},
+            ]
+        )
+        result = session.render(system=tuesday)
+        assert result.messages[0].text == tuesday
+        assert result.tokens <= policy.window - policy.reserve
+
+
+def test_render_system_names_what_is_wrong() -> None:
+    session = ctxpack.Session(model="gpt-4")
+    session.append({"role": "user", "content": "Hi?"})
+    with pytest.raises(ctxpack.InvalidMessageError, match=r"render\(system=\.\.\.\)"):
+        session.render(system="Be brief.")
+    session = ctxpack.Session(model="gpt-4")
+    session.extend([{"role": "system", "content": "A."}, {"role": "user", "content": "Hi?"}])
+    named = r"render\(system=\.\.\.\): role"
+    with pytest.raises(ctxpack.InvalidMessageError, match=named) as error:
+        session.render(system={"role": "user", "content": "Be brief."})
+    assert error.value.field == "system.role"
+    with pytest.raises(ctxpack.InvalidMessageError, match=r"render\(system=\.\.\.\)"):
+        session.render(system=42)  # type: ignore[arg-type]
+
+
+def test_async_render_takes_this_requests_system_prompt() -> None:
+    async def render() -> tuple[str, str]:
+        session = await ctxpack.AsyncSession.open("chat", store="memory://", model="gpt-4")
+        await session.extend(
+            [{"role": "system", "content": "Prompt 0."}, {"role": "user", "content": "Hi?"}]
+        )
+        result = await session.render(system="Prompt 1.")
+        return result.messages[0].text, (await session.transcript())[0].text
+
+    assert asyncio.run(render()) == ("Prompt 1.", "Prompt 0.")

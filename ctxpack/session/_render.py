@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from .._internal.arguments import optional_text, tool_definitions
@@ -26,6 +27,38 @@ from ..usage import known_window
 from ._state import SessionState
 
 _SYSTEM = ("system", "developer")
+
+
+def system_argument(system: Any) -> Mapping[str, Any] | Message:
+    """``render(system=...)`` as the message a request opens with: a string is a system
+    message's content."""
+    if isinstance(system, str):
+        return {"role": "system", "content": system}
+    if isinstance(system, (Mapping, Message)):
+        return system
+    raise InvalidMessageError(
+        f"render(system=...): a string or a system message, got {type(system).__name__}",
+        field="system",
+    )
+
+
+@contextmanager
+def naming_system_argument() -> Iterator[None]:
+    """Errors about the prompt ``render(system=...)`` gave, named after that argument.
+
+    The prompt is read as message 0 (a wrapper's request opens with it); the record's own
+    messages were checked when they were appended, so a render raises about message 0 only
+    for that prompt."""
+    try:
+        yield
+    except InvalidMessageError as error:
+        if error.index != 0:
+            raise
+        where = "" if error.field is None else f"{error.field}: "
+        field = "system" if error.field is None else f"system.{error.field}"
+        raise InvalidMessageError(
+            f"render(system=...): {where}{error.detail}", field=field
+        ) from error
 
 
 class Rendering(SessionState):

@@ -30,7 +30,7 @@ from ..tools_on_demand import DESCRIBE_TOOL_NAME, describe_tools
 from ._arrival import Arrival
 from ._options import _supersede_batch, _tool_filter, _warn_if_beyond_the_model, _window_policy
 from ._records import FilterRecord
-from ._render import Rendering
+from ._render import Rendering, naming_system_argument, system_argument
 from ._repeats import RepeatedLines
 
 if TYPE_CHECKING:
@@ -388,6 +388,7 @@ class Session(Arrival, Rendering):
         provider: Provider | None = None,
         reserve: int = 0,
         tools: Sequence[Mapping[str, Any]] | None = None,
+        system: str | Mapping[str, Any] | None = None,
     ) -> PackResult:
         """The compact record, ready to send, as a :class:`PackResult`.
 
@@ -415,12 +416,24 @@ class Session(Arrival, Rendering):
             reserve: Tokens kept free for the reply (with a budget).
             tools: Your own tool definitions, counted in ``result.tokens``; the retrieve tool's
                 definition is added when it is offered.
+            system: This request's system prompt, in place of the one the session opened
+                with (today's date or the user's profile in it): a string, or a system or
+                developer message. It is sent and counted (a managed session fits the history
+                around it) but never stored, so the session, and every replica of it, keep
+                the first; a change is recorded as a prompt-cache rewrite (a ``warned``
+                decision). The session must have opened with a system message.
 
         Raises:
             BudgetExceededError: with a budget, the system, developer and pinned messages alone
                 do not fit.
+            InvalidMessageError: ``system`` is not a system prompt, or the session did not
+                open with one.
         """
-        return self._render_opening(None, budget, query, provider, reserve, tools)
+        if system is None:
+            return self._render_opening(None, budget, query, provider, reserve, tools)
+        opening = system_argument(system)
+        with naming_system_argument():
+            return self._render_opening(opening, budget, query, provider, reserve, tools)
 
     @keyword_checked
     def context_management(self, provider: Provider | None = None) -> dict[str, Any]:
