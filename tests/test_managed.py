@@ -209,7 +209,7 @@ def test_thinking_blocks_are_cleared_keeping_the_last_turns() -> None:
         session.render()
         block = {
             "type": "thinking",
-            "thinking": f"thinking about probe {i} " * 30,
+            "thinking": f"thinking about probe {i} " * 33,
             "signature": "s",
         }
         session.append(

@@ -1,5 +1,5 @@
-"""Tokens of a content part: a text, an image, a document, a model's reasoning, or a part we
-cannot see into."""
+"""Tokens of a content part: a text, an image, a document, a model's reasoning or thinking, or
+a part we cannot see into."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ from typing import Any
 from .audio import audio_tokens
 from .documents import DOCUMENT_TYPES, document_tokens
 from .images import ImageRule, image_tokens
-from .reasoning import REASONING, reasoning_tokens
+from .reasoning import REASONING, reasoning_tokens, thinking_tokens
 
 __all__: list[str] = []
 
 IMAGE_TYPES = frozenset({"image_url", "input_image", "image"})
+THINKING_TYPES = frozenset({"thinking", "redacted_thinking"})
 
 
 def part_tokens(part: Mapping[str, Any], count: Callable[[str], int], images: ImageRule) -> int:
@@ -28,6 +29,8 @@ def part_tokens(part: Mapping[str, Any], count: Callable[[str], int], images: Im
         return document_tokens(part, count) + _source_images(part, images)
     if kind == REASONING:
         return reasoning_tokens(part, count)
+    if kind in THINKING_TYPES:
+        return thinking_tokens(part, count)
     if kind == "input_audio" and (audio := audio_tokens(part)) is not None:
         return audio
     # Unknown part types are billed in ways we cannot see: never free.

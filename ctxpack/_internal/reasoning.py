@@ -79,8 +79,7 @@ def reasoning_tokens(part: Mapping[str, Any], count: Callable[[str], int]) -> in
             ApproximateTokenCountWarning,
             stacklevel=3,
         )
-        hidden = max(0, len(encrypted) * 3 // 4 - _ENVELOPE_BYTES)
-        return -(-hidden // _BYTES_PER_TOKEN)
+        return encrypted_tokens(encrypted)
     raw = _texts(part.get("content"), "reasoning_text")
     if raw:
         return count(raw)
@@ -93,6 +92,30 @@ def reasoning_tokens(part: Mapping[str, Any], count: Callable[[str], int]) -> in
     )
     text = part.get("reasoning")
     return count(text if isinstance(text, str) else _texts(part.get("summary"), "summary_text"))
+
+
+def encrypted_tokens(encrypted: str) -> int:
+    """The tokens of reasoning carried encrypted, from its base64 text's length alone."""
+    hidden = max(0, len(encrypted) * 3 // 4 - _ENVELOPE_BYTES)
+    return -(-hidden // _BYTES_PER_TOKEN)
+
+
+def thinking_tokens(part: Mapping[str, Any], count: Callable[[str], int]) -> int:
+    """The tokens of an Anthropic ``thinking`` or ``redacted_thinking`` block sent back.
+
+    The signature is opaque: Anthropic checks it, it is not text the model reads, and counted
+    as text its base64 cost more than the thinking itself. What the model reads is the
+    thinking: its text, or, when the text is a summary or empty (``display: "omitted"``),
+    the full thinking the signature carries encrypted, estimated from its length as
+    :func:`encrypted_tokens` does; the larger of the two, so that the count errs high. A
+    redacted block's ``data`` is that encrypted thinking.
+    """
+    if part.get("type") == "redacted_thinking":
+        data = part.get("data")
+        return encrypted_tokens(data) if isinstance(data, str) else 0
+    text, signature = part.get("thinking"), part.get("signature")
+    shown = count(text) if isinstance(text, str) and text else 0
+    return max(shown, encrypted_tokens(signature) if isinstance(signature, str) else 0)
 
 
 def _texts(parts: Any, kind: str) -> str:
