@@ -282,7 +282,7 @@ class CodeIndex:
         self._graph = CodeGraph(self._parsed)
         self._names = QueryNames(self._paths, self._parsed, self._graph.definers)
         self._literals = LiteralIndex(self._paths, self._parsed)
-        at = {p: i for i, p in enumerate(self._paths)}
+        self._position = at = {p: i for i, p in enumerate(self._paths)}
         scripts = outside_packages(self._paths, self.root)
         self._evidence = np.array(
             [is_test_path(p) or is_doc_path(p) or p in scripts for p in self._paths], dtype=bool
@@ -585,7 +585,7 @@ class CodeIndex:
         self.parsed(path)
         with self._lock:
             self._ensure()
-            return self._file_terms[self._paths.index(path)]
+            return self._file_terms[self._position[path]]
 
     def idf(self, term: str) -> float:
         """Inverse document frequency of a term over the indexed files."""

@@ -356,3 +356,35 @@ def test_bands_and_arguments(repo: Path) -> None:
             iterative_retrieve(RATE_LIMIT, index, **bad)  # type: ignore[arg-type]
     # A folder works as well as an index.
     assert iterative_retrieve(RATE_LIMIT, repo).files
+
+
+def test_learning_words_looks_each_file_up_without_scanning_the_file_list(
+    tmp_path: Path,
+) -> None:
+    """Learning words asks, for each other file of the repository, which words it holds. Each
+    of these looked the file up by a scan of the sorted file list, so the step grew with the
+    square of the files: 19 s of a 20 s loop on 50,000 files."""
+    import sys
+
+    for i in range(300):
+        (tmp_path / f"mod{i}.py").write_text(f"def helper_{i}():\n    return {i}\n")
+    (tmp_path / "throttle.py").write_text(
+        "def throttle(request):\n    '''Rate limit a request.'''\n    return bucket(request)\n"
+    )
+    (tmp_path / "bucket.py").write_text("def bucket(request):\n    return request\n")
+    index = CodeIndex(tmp_path, db=":memory:")
+    index.refresh()
+    scans = 0
+
+    def count(frame: object, event: str, arg: object) -> None:
+        nonlocal scans
+        if event == "c_call" and getattr(arg, "__qualname__", "") == "list.index":
+            scans += 1
+
+    sys.setprofile(count)
+    try:
+        result = iterative_retrieve("rate limit a request", index)
+    finally:
+        sys.setprofile(None)
+    assert result.cycles[0].added_terms  # the step ran
+    assert scans == 0
