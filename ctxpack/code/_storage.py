@@ -11,7 +11,9 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import sys
 import time
+import warnings
 from pathlib import Path
 
 from pydantic import ConfigDict
@@ -100,13 +102,16 @@ _Row = tuple[int, int, str, int, int]
 class FileStore:
     """The parsed files of one root in one SQLite file (``":memory:"`` keeps nothing on disk).
 
-    Not thread-safe on its own: its owner serialises calls.
+    Not thread-safe on its own: its owner serialises calls. A ``cache`` store's file is one
+    the user never chose (the default path): when it cannot be opened, read or written, the
+    store goes on in memory with a warning rather than fail every search.
     """
 
-    def __init__(self, root: Path, db: str, counter: TokenCounter) -> None:
+    def __init__(self, root: Path, db: str, counter: TokenCounter, *, cache: bool = False) -> None:
         self.root = root
         self.db = db
         self.counter = counter
+        self.cache = cache
         self._conn: sqlite3.Connection | None = None
         self.parsed: dict[str, ParsedFile] = {}
         self.tokens: dict[str, int] = {}
@@ -198,6 +203,34 @@ class FileStore:
         Files are read and parsed first, then written in one short transaction, so that
         indexes of one root sharing the file do not wait on each other's parsing.
         """
+        try:
+            return self._refresh_file()
+        except (ConfigError, StoreError) as exc:
+            if not self.cache or self.db == ":memory:":
+                raise
+            self._in_memory(exc)
+            return self._refresh_file()
+
+    def _in_memory(self, exc: Exception) -> None:
+        """Go on with an in-memory database: the cache file ``exc`` says cannot be used."""
+        damaged = isinstance(exc.__cause__, sqlite3.DatabaseError) and any(
+            word in str(exc.__cause__) for word in ("not a database", "malformed")
+        )
+        hint = (
+            "remove it to rebuild it"
+            if damaged
+            else "make its folder writable, set XDG_CACHE_HOME, or pass CodeIndex(root, db=...)"
+        )
+        warnings.warn(
+            f"the code index file {self.db!r} cannot be used ({exc.__cause__ or exc}); the index "
+            f"is kept in memory, so files are parsed again at each start: {hint}",
+            UserWarning,
+            stacklevel=_caller_level(),
+        )
+        self.close()
+        self.db = ":memory:"
+
+    def _refresh_file(self) -> RefreshStats:
         conn = self._connect()
         started = time.time_ns()  # before any file is read: the rows' read time
         try:
@@ -340,6 +373,18 @@ class FileStore:
             return ParsedFile.model_validate_json(row[0]), int(row[1])
         except (ConfigError, TypeError, ValueError):
             return None
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first frame outside ctxpack, seen from the function that calls
+    this one: a warning then names the user's line, however deep the search that opened the
+    index was."""
+    package = str(Path(__file__).resolve().parents[1])
+    frame = sys._getframe(1)
+    level = 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _failed(db: str, operation: str, exc: sqlite3.Error) -> StoreError:

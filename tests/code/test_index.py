@@ -10,7 +10,7 @@ import pytest
 
 import ctxpack.errors
 from ctxpack import ConfigError
-from ctxpack.code import DEFAULT_WEIGHTS, CodeIndex, _storage
+from ctxpack.code import DEFAULT_WEIGHTS, CodeIndex, _storage, iterative_retrieve
 from ctxpack.code._symbols import parse_source
 from tests.threads import run_threads, switching_often
 
@@ -499,3 +499,33 @@ def test_words_and_names_in_any_script_are_whole_terms(tmp_path: Path) -> None:
     names = {s.name for s in index.symbols_of("заказы.py")}
     assert "обработать_заказ" in names
     assert index.search("berechne_rückerstattung", k=1)[0].name == "berechne_rückerstattung"
+
+
+def test_a_default_index_file_that_cannot_be_made_leaves_the_index_in_memory(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without ``db=``, the index file is a cache the user never chose: a home folder that
+    cannot be written (a container's user, a read-only file system) made every search, and
+    ``iterative_retrieve(task, root)``, which has no ``db=``, fail with an error asking for a
+    path. The index now works in memory and a warning says why and what to do."""
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where the cache folder would be\n")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker / "cache"))
+    index = CodeIndex(repo)
+    with pytest.warns(UserWarning, match=r"blocker/cache/ctxpack/code/.*kept in memory"):
+        assert index.rank_files("session token expires", k=1)[0].path == "web/src/session.ts"
+    assert index.db == ":memory:"
+    with pytest.warns(UserWarning, match="kept in memory"):
+        assert "web/src/session.ts" in iterative_retrieve("session token expires", repo).files
+
+
+def test_a_damaged_default_index_file_is_named_and_left_alone(repo: Path) -> None:
+    first = CodeIndex(repo)
+    first.refresh()
+    first.close()
+    damaged = Path(first.db)
+    damaged.write_bytes(b"not a database any more" * 100)
+    index = CodeIndex(repo)
+    with pytest.warns(UserWarning, match=rf"{damaged.name}.*remove it to rebuild"):
+        assert index.rank_files("session token expires", k=1)[0].path == "web/src/session.ts"
+    assert damaged.read_bytes() == b"not a database any more" * 100
