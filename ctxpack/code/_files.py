@@ -6,7 +6,8 @@ list and read a repository through this module. A walk from the root:
 
 - never enters a version-control, dependency, cache or build folder (``.git``,
   ``node_modules``, ``__pycache__``, ``.venv``, ``target``, ``dist``, ``build``...), whatever
-  ``.gitignore`` says (a repository without one, or an exported tree, still has these);
+  ``.gitignore`` says (a repository without one, or an exported tree, still has these), nor
+  a Python environment of any name (a folder holding ``pyvenv.cfg`` or ``conda-meta``);
 - leaves out what a ``.gitignore`` on the way from the root ignores (each applies to its own
   folder and below, as git reads it, through ``pathspec``), and what ``.git/info/exclude``
   ignores;
@@ -89,6 +90,11 @@ _SKIPPED_DIRS = frozenset(
         ".ctxpack",
     }
 )
+
+# A folder holding one of these is a Python environment, whatever its name (PEP 405's
+# pyvenv.cfg; conda's conda-meta): installed packages, not the project. ``python -m venv``
+# writes no .gitignore into it before Python 3.13.
+_ENVIRONMENT_MARKERS = frozenset({"pyvenv.cfg", "conda-meta"})
 
 # git's own probe: a NUL byte among the first 8000 bytes makes a file binary.
 _BINARY_PROBE = 8000
@@ -193,6 +199,8 @@ def _walk(
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError:
             continue
+        if folder != base and any(e.name in _ENVIRONMENT_MARKERS for e in entries):
+            continue  # the root itself may be an environment a user means to search
         subfolders: list[Path] = []
         for entry in entries:
             if (

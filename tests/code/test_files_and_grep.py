@@ -92,3 +92,24 @@ def test_compiled_gitignore_rules_are_emptied_by_clear_caches(repo: Path) -> Non
     assert _spec.cache_info().currsize > 0
     clear_caches()
     assert _spec.cache_info().currsize == 0
+
+
+@pytest.mark.parametrize("marker", ["pyvenv.cfg", "conda-meta/history"])
+def test_an_environment_of_any_name_is_not_the_project(repo: Path, marker: str) -> None:
+    """``python -m venv env`` (before Python 3.13) writes no ``.gitignore``, and an
+    environment may have any name (``env``, ``venv311``, ``.direnv/python-3.11``): its
+    site-packages were indexed as the project's code, 892 files beside one of the project's in
+    a probe, and ranked among its files. A folder holding ``pyvenv.cfg`` (a virtual
+    environment) or ``conda-meta`` (a conda environment) is skipped like ``.venv``."""
+    env = repo / "env311"
+    site = env / "lib" / "python3.11" / "site-packages" / "requests"
+    site.mkdir(parents=True)
+    (site / "api.py").write_text("def throttle(url):\n    return url\n")
+    (env / marker).parent.mkdir(parents=True, exist_ok=True)
+    (env / marker).write_text("home = /usr/bin\n")
+    files = list_files(repo)
+    assert "api/throttle.py" in files
+    assert not [f for f in files if f.startswith("env311/")]
+    assert not [h for h in grep(repo, "def throttle(url)") if h.path.startswith("env311/")]
+    # The root itself may be an environment a user means to search.
+    assert list_files(env) == ["lib/python3.11/site-packages/requests/api.py"]
