@@ -28,7 +28,7 @@ from ._symbols import ParsedFile, parse_source
 __all__ = ["FileStore", "RefreshStats", "check_db", "default_db_path"]
 
 # Bump when what is stored per file changes: an index written by another version is rebuilt.
-_SCHEMA = "4"
+_SCHEMA = "5"
 
 # The tables of an index file (history: see _history); a file holding others is not one.
 _TABLES = frozenset({"meta", "files", "history"})
@@ -361,7 +361,8 @@ class FileStore:
             raise _failed(self.db, "write the code index", exc) from exc
 
     def _parse(self, rel: str, raw: bytes) -> tuple[ParsedFile, int, str]:
-        text = raw.decode("utf-8", errors="replace")
+        # Universal newlines, as Python and read() take the file: a lone "\r" ends a line too.
+        text = raw.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
         pf = parse_source(rel, language_of_path(rel) or "text", text)
         return pf, self.counter.count(text), pf.model_dump_json()
 

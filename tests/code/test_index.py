@@ -529,3 +529,19 @@ def test_a_damaged_default_index_file_is_named_and_left_alone(repo: Path) -> Non
     with pytest.warns(UserWarning, match=rf"{damaged.name}.*remove it to rebuild"):
         assert index.rank_files("session token expires", k=1)[0].path == "web/src/session.ts"
     assert damaged.read_bytes() == b"not a database any more" * 100
+
+
+@pytest.mark.parametrize("end", [b"\r\n", b"\r"])
+def test_units_of_a_file_with_windows_or_classic_mac_line_ends(tmp_path: Path, end: bytes) -> None:
+    """Units were parsed from the bytes as they are, while ``read()`` and the context read the
+    file with universal newlines, as Python does: a unit of a CRLF file kept a ``\\r`` on each
+    line, and a file whose lines end in a lone ``\\r`` was one line, so its units all spanned
+    line 1 and the context ran its lines together."""
+    lines = [b"import os", b"", b"def cr_target():", b"    return 1", b"", b"def other():"]
+    (tmp_path / "ends.py").write_bytes(end.join([*lines, b"    return 2", b""]))
+    index = CodeIndex(tmp_path, db=":memory:")
+    hit = index.search("cr_target", k=1)[0]
+    assert (hit.name, hit.start_line, hit.end_line) == ("cr_target", 3, 4)
+    assert hit.text == "def cr_target():\n    return 1"
+    assert index.read("ends.py").splitlines()[2:4] == hit.text.splitlines()
+    assert "def cr_target():\n    return 1\n" in iterative_retrieve("cr_target", index).context
