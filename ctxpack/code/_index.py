@@ -147,9 +147,7 @@ class CodeIndex:
     Args:
         root: The repository's root folder.
         db: The SQLite file (``":memory:"`` keeps nothing on disk). Default: a file per root in
-            ``$XDG_CACHE_HOME/ctxpack/code/`` (``~/.cache`` when unset); when that file cannot
-            be made, read or written, the index is kept in memory (``db`` becomes
-            ``":memory:"``) and a ``UserWarning`` says why.
+            ``$XDG_CACHE_HOME/ctxpack/code/`` (``~/.cache`` when unset; memory if it fails).
         counter: How tokens are counted (see :func:`ctxpack.get_counter`; default cl100k_base).
         weights: Weights of the ranking signals, replacing :data:`DEFAULT_WEIGHTS` key by key.
         embedder: Optional: any ``list[str] -> array (n, d)`` callable (such as
@@ -190,7 +188,6 @@ class CodeIndex:
             )
         self.embedder = embedder
         self._vectors: Any = None
-        self._cache_db = db is None
         self.db = (
             check_db(file_path(db, "db")) if db is not None else str(default_db_path(self.root))
         )
@@ -221,7 +218,7 @@ class CodeIndex:
 
     def _file_store(self) -> FileStore:
         if self._store is None:
-            self._store = FileStore(self.root, self.db, self.counter, cache=self._cache_db)
+            self._store = FileStore(self.root, self.db, self.counter)
         return self._store
 
     def close(self) -> None:
@@ -242,8 +239,7 @@ class CodeIndex:
         with self._lock:
             store = self._file_store()
             stats = store.refresh()
-            self.db = store.db  # ":memory:" when the default file could not be used
-            self._parsed, self._tokens = store.parsed, store.tokens
+            self._parsed, self._tokens, self.db = store.parsed, store.tokens, store.db
             if store.changed or not self._built:  # else what ranks stands: no rebuild
                 self._build()
             # Read only when weighed: an index that ignores history spawns no git.

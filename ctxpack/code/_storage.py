@@ -102,16 +102,16 @@ _Row = tuple[int, int, str, int, int]
 class FileStore:
     """The parsed files of one root in one SQLite file (``":memory:"`` keeps nothing on disk).
 
-    Not thread-safe on its own: its owner serialises calls. A ``cache`` store's file is one
-    the user never chose (the default path): when it cannot be opened, read or written, the
-    store goes on in memory with a warning rather than fail every search.
+    Not thread-safe on its own: its owner serialises calls. The default file
+    (:func:`default_db_path`) is a cache the user never chose: when it cannot be opened, read
+    or written, the store goes on in memory with a warning rather than fail every search.
     """
 
-    def __init__(self, root: Path, db: str, counter: TokenCounter, *, cache: bool = False) -> None:
+    def __init__(self, root: Path, db: str, counter: TokenCounter) -> None:
         self.root = root
         self.db = db
         self.counter = counter
-        self.cache = cache
+        self.cache = db == str(default_db_path(root))
         self._conn: sqlite3.Connection | None = None
         self.parsed: dict[str, ParsedFile] = {}
         self.tokens: dict[str, int] = {}
