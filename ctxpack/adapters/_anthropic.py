@@ -417,8 +417,10 @@ def anthropic_parts_to_openai(
     image becomes an ``image_url`` part (a data URL for base64 sources), a base64 document (a
     PDF) a ``file`` part; a text document (its text, or its content's text blocks) or a search
     result becomes text. A document sent by URL or by Anthropic file id has no OpenAI form, nor
-    has an image or a file in a ``text_only`` message (Chat Completions' tool message): each is
-    a text part saying what was not sent, so that the model knows it is missing.
+    has a ``browser_state`` block, nor an image or a file in a ``text_only`` message (Chat
+    Completions' tool message): each is a text part saying what was not sent, so that the
+    model knows it is missing; a ``tool_reference`` (a tool search's find) becomes a text part
+    naming its tool.
     """
     if not isinstance(content, list):
         return content
@@ -449,8 +451,13 @@ def anthropic_parts_to_openai(
             out.append({"type": "text", "text": "\n".join([str(block.get("title", "")), *texts])})
         elif kind in ("image_url", "input_audio", "file", "refusal") and not text_only:
             out.append(dict(block))
-        elif kind in _MEDIA:
+        elif kind in _MEDIA or kind == "browser_state":
             out.append(not_sent(kind, text_only))
+        elif kind == "tool_reference":
+            # What a tool search found: the model needs the names, though OpenAI cannot load
+            # the tools from them.
+            name = block.get("tool_name")
+            out.append({"type": "text", "text": f"[tool_reference: {name}; not loaded on OpenAI]"})
     return out
 
 

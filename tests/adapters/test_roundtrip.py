@@ -206,3 +206,47 @@ def test_a_tool_result_of_tool_references_goes_through_whole() -> None:
     with pytest.raises(ctxpack.InvalidMessageError) as caught:
         from_anthropic(bad)
     assert (caught.value.index, caught.value.field) == (2, "content[0].content[0].tool_name")
+
+
+def test_tool_references_and_browser_state_are_named_when_sent_to_openai() -> None:
+    # A tool result holding only tool_reference blocks went to OpenAI as an empty output: the
+    # model saw its call answered with nothing, not which tools the search found.
+    messages = [
+        {"role": "user", "content": "Weather in Oslo?"},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "t1", "name": "search_tools", "input": {"q": "w"}},
+                {"type": "tool_use", "id": "t2", "name": "navigate", "input": {"url": "x"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "t1",
+                    "content": [
+                        {"type": "tool_reference", "tool_name": "get_weather"},
+                        {"type": "tool_reference", "tool_name": "get_forecast"},
+                    ],
+                },
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "t2",
+                    "content": [
+                        {"type": "text", "text": "ok"},
+                        {"type": "browser_state", "tabs": [{"url": "https://example.com"}]},
+                    ],
+                },
+            ],
+        },
+    ]
+    for api in ("chat", "responses"):
+        sent = ctxpack.to_openai(from_anthropic(messages), api=api)
+        outputs = [
+            m for m in sent if m.get("role") == "tool" or m.get("type") == "function_call_output"
+        ]
+        texts = [str(m.get("content", m.get("output"))) for m in outputs]
+        assert "get_weather" in texts[0] and "get_forecast" in texts[0], (api, texts)
+        assert "ok" in texts[1] and "browser_state" in texts[1], (api, texts)
