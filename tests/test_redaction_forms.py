@@ -34,6 +34,12 @@ PASSWORD = "Zq8#vLp;2x,R(y)9"  # the symbols a config line's value may hold
         ("log: {'api_key': 'pg-4xQ7w', 'retries': 3}", "pg-4xQ7w", "secret-field"),
         ('"{\\"password\\": \\"pg-4xQ7w\\"}"', "pg-4xQ7w", "secret-field"),
         ("REDIS_URL=redis://:pg-4xQ7w@cache:6379/0", "pg-4xQ7w", "url-credentials"),
+        # A password written into a URL unescaped, as a .env or a compose file often holds it.
+        (
+            "DATABASE_URL=postgres://app:Vq8#nT2!zLp4@db:5432/prod",
+            "Vq8#nT2!zLp4",
+            "url-credentials",
+        ),
         (f"> Cookie: theme=dark; sessionid={TOKEN}\n", TOKEN, "cookie"),
         (f"< Set-Cookie: sid={TOKEN}; Path=/; HttpOnly\n", TOKEN, "cookie"),
         (f"curl --cookie 'sid={TOKEN}' https://example.com", TOKEN, "cookie"),
@@ -78,6 +84,33 @@ def test_a_secret_in_a_config_line_header_or_command_is_redacted(
     out = redact(text)
     assert secret not in out.text
     assert kind in out.kinds
+
+
+@pytest.mark.parametrize(
+    "password",
+    ["Vq8#nT2!zLp4", "p@ss:w0rd-9", "pg@4xQ7w", "a:b#c@d-9x"],
+)
+def test_a_password_written_into_a_url_unescaped_is_redacted_whole(password: str) -> None:
+    # Written into a URL unescaped, a password's "#", ":" or "@" once ended the match: the
+    # rest of the password reached the model.
+    out = redact(f"DATABASE_URL=postgres://app:{password}@db.internal:5432/prod\n")
+    assert (
+        out.text == "DATABASE_URL=postgres://app:[REDACTED url-credentials]@db.internal:5432/prod\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "see https://example.com/#section:intro@top for details",
+        "git@github.com:acme/api.git",
+        "ssh://git@github.com:22/acme/api.git",
+        "http://localhost:8080/#/login@v2",
+        "email me at app@example.com or http://host:80/",
+    ],
+)
+def test_urls_without_credentials_stay(text: str) -> None:
+    assert redact(text).text == text
 
 
 @pytest.mark.parametrize(

@@ -92,8 +92,11 @@ OWN_RULES: tuple[dict[str, Any], ...] = (
     {
         "id": "url-credentials",
         # The user may be empty: redis://:password@host (Redis before ACLs has no users).
+        # The password runs to the last "@" before the host: one written in unescaped, as a
+        # .env often holds it, may hold "#", ":" and "@" (cut at the first, its rest was
+        # shown); a "/" or "?" ends the authority, so a path or a query never joins it.
         "regex": r"(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s:/?#@'\"<>]{0,100}:"
-        r"([^\s:/?#@'\"<>]{1,200})@[\w.-]+",
+        r"([^\s/?'\"<>]{1,200})@[\w.-]+",
         "entropy": 0.0,
         "keywords": ["://"],
     },
