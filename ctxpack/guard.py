@@ -17,7 +17,7 @@ from .injection import injection_reason, message_injections, quarantine_note
 from .limits import MAX_MESSAGE_CHARS, message_chars
 from .messages import Message, Role
 from .pipeline import Decision
-from .redaction import redact_message, secrets_reason
+from .redaction import redact_for_roles, secrets_reason
 from .store import ArtifactStore
 from .tokens import TokenCounter, count_tokens_approx
 
@@ -50,7 +50,8 @@ class ArrivalGuard:
     """The session's guard: which messages are redacted and flagged, and how.
 
     Args:
-        redact_secrets: ``True``: tool outputs; ``"all"``: every message, what users typed
+        redact_secrets: ``True``: tool outputs (and the results of tools a provider ran, inside
+            an assistant's turn); ``"all"``: every message, what users typed
             included; ``False``: none.
         store_secrets: Also put the original, secrets and all, in the artifact store (its id is
             in the ``redacted`` decision). Dangerous: anyone who can read the store can read
@@ -96,8 +97,8 @@ class ArrivalGuard:
             # Counting a message this size whole would take many times its size in memory.
             counter = count_tokens_approx()
         decisions: list[Decision] = []
-        if message.role in self.redacted_roles:
-            clean, found = redact_message(message)
+        if self.redact_secrets:
+            clean, found = redact_for_roles(message, self.redacted_roles)
             if found:
                 reason = secrets_reason(found)
                 if self.store_secrets:

@@ -27,12 +27,11 @@ Example:
 
 from __future__ import annotations
 
-import bisect
 import json
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -41,9 +40,15 @@ from typing import Any
 import regex
 
 from ._internal.jsontext import slashes_unescaped
-from ._internal.part_texts import RESPONSES_TEXTS, joined_where_split, with_texts
+from ._internal.part_texts import (
+    RESPONSES_TEXTS,
+    is_provider_tool_result,
+    joined_where_split,
+    with_texts,
+)
 from ._internal.secret_rules import OWN_RULES
 from ._internal.spans import Spans
+from ._internal.text_lines import TextLines
 from .caches import memoize
 from .errors import ConfigError
 from .messages import Message, ensure_messages
@@ -102,12 +107,12 @@ class _Allowlist:
     patterns: tuple[Any, ...]
     stopwords: tuple[str, ...]
 
-    def allows(self, secret: str, match: str, lines: _Lines, line: tuple[int, int]) -> bool:
+    def allows(self, secret: str, match: str, lines: TextLines, line: tuple[int, int]) -> bool:
         """Whether this allowlist spares ``secret``, found in ``match`` on ``line`` (its
         bounds in the text of ``lines``)."""
         if self.target == "line":
             # Many findings may share one long line: it is searched once.
-            if lines.allowed(self, line):
+            if lines.allowed(self, self.patterns, line):
                 return True
         elif any(p.search(match if self.target == "match" else secret) for p in self.patterns):
             return True
@@ -218,70 +223,6 @@ def _secret_span(match: Any, group: int) -> tuple[int, int]:
     return int(start), int(end)
 
 
-class _Lines:
-    """The lines of one text, for the findings in it: the line around a span, whether it
-    holds a keyword, and a line allowlist's verdict, each without reading the line again. A
-    tool output may be one long line holding thousands of matches (minified JSON), and
-    reading that line for each match made redaction quadratic: 10 s for 400 kB."""
-
-    def __init__(self, text: str, lowered: str) -> None:
-        self.text = text
-        self._breaks: list[int] | None = None  # found at the first match: most texts have none
-        # Positions in the lowered text are the text's only if lowering kept every length
-        # (a character such as "İ" lowers to two).
-        self.lowered = lowered if len(lowered) == len(text) else None
-        self._keyword_at: dict[str, list[int]] = {}
-        self._verdicts: dict[tuple[int, int, int], bool] = {}
-
-    def around(self, start: int, end: int) -> tuple[int, int]:
-        """The bounds of the line(s) holding ``start..end``, line breaks excluded."""
-        if self._breaks is None:
-            self._breaks = [m.start() for m in re.finditer("\n", self.text)]
-        breaks = self._breaks
-        i = bisect.bisect_left(breaks, start)
-        j = bisect.bisect_left(breaks, end, lo=i)
-        return (breaks[i - 1] + 1 if i else 0), (breaks[j] if j < len(breaks) else len(self.text))
-
-    def holds(self, keywords: Iterable[str], line: tuple[int, int]) -> bool:
-        """Whether one of ``keywords`` (lower-case) occurs in ``line``, case ignored."""
-        begin, end = line
-        if self.lowered is None:
-            lowered = self.text[begin:end].lower()
-            return any(k in lowered for k in keywords)
-        for keyword in keywords:
-            at = self.occurrences(keyword)
-            i = bisect.bisect_left(at, begin)
-            if i < len(at) and at[i] + len(keyword) <= end:
-                return True
-        return False
-
-    def occurrences(self, keyword: str) -> list[int]:
-        """Where ``keyword`` (lower-case) starts in the text, case ignored (needs ``lowered``)."""
-        assert self.lowered is not None
-        at = self._keyword_at.get(keyword)
-        if at is None:
-            at = self._keyword_at[keyword] = _occurrences(self.lowered, keyword)
-        return at
-
-    def allowed(self, allowlist: _Allowlist, line: tuple[int, int]) -> bool:
-        """Whether one of ``allowlist``'s patterns is found in ``line`` (once per line)."""
-        key = (id(allowlist), *line)
-        verdict = self._verdicts.get(key)
-        if verdict is None:
-            text = self.text[line[0] : line[1]]
-            verdict = self._verdicts[key] = any(p.search(text) for p in allowlist.patterns)
-        return verdict
-
-
-def _occurrences(text: str, word: str) -> list[int]:
-    """Where ``word`` starts in ``text``, overlapping occurrences included, in order."""
-    found, at = [], text.find(word)
-    while at != -1:
-        found.append(at)
-        at = text.find(word, at + 1)
-    return found
-
-
 @cache
 def _keyword_finder() -> tuple[re.Pattern[str], tuple[str, ...]]:
     """One pattern that finds, at every position, the longest rule keyword starting there (a
@@ -327,7 +268,7 @@ _NEAR = 512
 _SPAN = 4096  # how far a match found near a keyword may run before it is read again whole
 
 
-def _near_keywords(rule: _Rule, text: str, lines: _Lines, present: set[str]) -> Iterator[Any]:
+def _near_keywords(rule: _Rule, text: str, lines: TextLines, present: set[str]) -> Iterator[Any]:
     """``rule``'s matches in ``text`` that start within :data:`_NEAR` characters of one of its
     keywords, before or after it (all of them in a short text, or where keywords are
     everywhere)."""
@@ -374,7 +315,7 @@ def _findings(text: str) -> Iterator[SecretFinding]:
     rules, everywhere = _rules()
     lowered = text.lower()
     present = _keywords_in(lowered)
-    lines = _Lines(text, lowered)
+    lines = TextLines(text, lowered)
     for rule in rules:
         if rule.keywords and present.isdisjoint(rule.keywords):
             continue
@@ -526,6 +467,31 @@ def redact_message(message: Message) -> tuple[Message, tuple[SecretFinding, ...]
     """
     if not isinstance(message, Message):
         message = ensure_messages([message])[0]
+    return _redacted(message, whole=True)
+
+
+def redact_for_roles(
+    message: Message, roles: Collection[str]
+) -> tuple[Message, tuple[SecretFinding, ...]]:
+    """``message`` redacted as a guard of ``roles`` redacts it, and the secrets found: the
+    whole message when its role is one of them; and while tool outputs are (``"tool"`` is one),
+    the results of the tools a provider ran inside an assistant's turn (code execution, a web
+    fetch, an MCP server's tool), the assistant's own words left as written."""
+    if message.role in roles:
+        return redact_message(message)
+    if (
+        "tool" in roles
+        and message.role == "assistant"
+        and isinstance(message.content, list)
+        and any(is_provider_tool_result(part) for part in message.content)
+    ):
+        return _redacted(message, whole=False)
+    return message, ()
+
+
+def _redacted(message: Message, *, whole: bool) -> tuple[Message, tuple[SecretFinding, ...]]:
+    """``message`` with its secrets replaced: all of them (``whole``), or only those of its
+    provider's tool results."""
     found: list[SecretFinding] = []
 
     def clean(text: str) -> str:
@@ -533,6 +499,12 @@ def redact_message(message: Message) -> tuple[Message, tuple[SecretFinding, ...]
         found.extend(out.findings)
         return out.text
 
+    if not whole:
+        assert isinstance(message.content, list)  # redact_for_roles sends no other
+        parts = [with_texts(p, clean) if is_provider_tool_result(p) else p for p in message.content]
+        if not found:
+            return message, ()
+        return message.model_copy(update={"content": parts}), tuple(found)
     update: dict[str, Any] = {}
     content = message.content
     if isinstance(content, str):

@@ -401,3 +401,119 @@ def test_a_secret_cut_between_two_parts_of_a_responses_item_is_gone_from_it(
     kept = ctxpack.Session.open("a", store=store).render().messages[-1]
     assert token[10:] not in repr(kept)
     assert kept.metadata["openai_responses"]["type"] == kind
+
+
+def _server_tool_turn(env: str) -> list[dict[str, Any]]:
+    """An Anthropic assistant turn whose tools ran on Anthropic's side: code execution's bash,
+    the text editor's view, a web fetch and an MCP server's tool, each printing ``env``."""
+    document = {"type": "document", "source": {"type": "text", "media_type": "text/plain"}}
+    return [
+        {"role": "user", "content": "Why does the deploy fail?"},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Reading the settings."},
+                {
+                    "type": "server_tool_use",
+                    "id": "srvtoolu_1",
+                    "name": "bash_code_execution",
+                    "input": {"command": "cat .env"},
+                },
+                {
+                    "type": "bash_code_execution_tool_result",
+                    "tool_use_id": "srvtoolu_1",
+                    "content": {
+                        "type": "bash_code_execution_result",
+                        "stdout": env,
+                        "stderr": env,
+                        "return_code": 0,
+                        "content": [],
+                    },
+                },
+                {
+                    "type": "server_tool_use",
+                    "id": "srvtoolu_2",
+                    "name": "text_editor_code_execution",
+                    "input": {"command": "view", "path": ".env"},
+                },
+                {
+                    "type": "text_editor_code_execution_tool_result",
+                    "tool_use_id": "srvtoolu_2",
+                    "content": {
+                        "type": "text_editor_code_execution_view_result",
+                        "file_type": "text",
+                        "content": env,
+                        "num_lines": 2,
+                        "start_line": 1,
+                        "total_lines": 2,
+                    },
+                },
+                {
+                    "type": "server_tool_use",
+                    "id": "srvtoolu_3",
+                    "name": "web_fetch",
+                    "input": {"url": "https://ci.example.com/env"},
+                },
+                {
+                    "type": "web_fetch_tool_result",
+                    "tool_use_id": "srvtoolu_3",
+                    "content": {
+                        "type": "web_fetch_result",
+                        "url": "https://ci.example.com/env",
+                        "content": {**document, "source": {**document["source"], "data": env}},
+                    },
+                },
+                {
+                    "type": "mcp_tool_use",
+                    "id": "mcptoolu_1",
+                    "name": "read_env",
+                    "server_name": "fs",
+                    "input": {},
+                },
+                {
+                    "type": "mcp_tool_result",
+                    "tool_use_id": "mcptoolu_1",
+                    "is_error": False,
+                    "content": [{"type": "text", "text": env}],
+                },
+                {"type": "text", "text": "The token is set."},
+            ],
+        },
+        {"role": "user", "content": "Thanks, go on."},
+    ]
+
+
+def test_the_output_of_a_tool_run_on_the_providers_side_is_redacted() -> None:
+    # Code execution, a web fetch, an MCP server's tool: their results come back inside the
+    # assistant's turn, not as tool messages, and went to the model, the transcript and the
+    # store with every secret they printed.
+    token = "ghp_" + "R8sVt2Lq9ZxW4mKp7YcN3bHd6FgJ1aEu5TiO"
+    history = _server_tool_turn(f"GITHUB_TOKEN={token}\nREGION=eu-west-1\n")
+    session = Session(model="claude-sonnet-4-5", counter="approx")
+    session.extend(history)
+    result = session.render()
+    seen = json.dumps(result.to_anthropic()) + repr(session.transcript())
+    assert token not in seen
+    assert seen.count("GITHUB_TOKEN=[REDACTED github-pat]\\nREGION=eu-west-1") == 2 * 5
+    (decision,) = [d for d in result.decisions if d.action == "redacted"]
+    assert decision.reason == "5 secrets replaced: github-pat"
+    packed = pack(ctxpack.from_anthropic(history), budget=50_000, counter="approx")
+    assert token not in json.dumps(packed.to_anthropic())
+    # What the assistant wrote itself is left as written, as a user's words are.
+    said = next(m for m in packed.messages if m.role == "assistant").content
+    assert said[0] == {"type": "text", "text": "Reading the settings."}
+    assert said[-1]["text"] == "The token is set."
+
+
+def test_a_providers_tool_call_and_result_keep_their_ids_and_fields() -> None:
+    token = "ghp_" + "R8sVt2Lq9ZxW4mKp7YcN3bHd6FgJ1aEu5TiO"
+    clean = _server_tool_turn("REGION=eu-west-1\n")
+    dirty = _server_tool_turn(f"REGION=eu-west-1\nT={token}\n")
+    packed = pack(ctxpack.from_anthropic(dirty), budget=50_000, counter="approx")
+    sent = packed.to_anthropic()["messages"][1]["content"]
+    expected = json.loads(
+        json.dumps(clean[1]["content"]).replace(
+            "REGION=eu-west-1\\n", "REGION=eu-west-1\\nT=[REDACTED github-pat]\\n"
+        )
+    )
+    assert sent == expected

@@ -1,8 +1,9 @@
 """The texts a content part carries, wherever the part's shape puts them: a text part's text,
 an Anthropic document's (its text or content source, its title and context), a text file sent
 as base64 data (OpenAI's ``file`` and ``input_file``, Anthropic's base64 document), a search
-result's title and text blocks. What reads every text a model is sent (secret redaction) goes
-through :func:`with_texts`, not through each shape.
+result's title and text blocks, the result of a tool the provider ran (Anthropic's code
+execution, web fetch, an MCP server's tool: every text in it). What reads every text a model is
+sent (secret redaction) goes through :func:`with_texts`, not through each shape.
 """
 
 from __future__ import annotations
@@ -20,6 +21,34 @@ __all__: list[str] = []
 _Edit = Callable[[str], str]
 
 
+def is_provider_tool_result(part: Any) -> bool:
+    """Whether ``part`` is the result of a tool the provider ran, which comes back inside the
+    assistant's turn (``web_search_tool_result``, ``bash_code_execution_tool_result``,
+    ``mcp_tool_result``...), not a client's ``tool_result``."""
+    kind = part.get("type") if isinstance(part, Mapping) else None
+    return isinstance(kind, str) and kind.endswith("_tool_result") and kind != "tool_result"
+
+
+# The fields of a provider's tool result that pair it, name a file or hold what the provider
+# encrypted: sent back as they came.
+_RESULT_VERBATIM = frozenset({"type", "tool_use_id", "id", "file_id", "encrypted_content"})
+
+
+def _result_texts(value: Any, edit: _Edit) -> Any:
+    """``value`` (what a provider's tool result holds) with every text in it edited: its
+    shapes are many (stdout and stderr, a file's view, a fetched document, an MCP server's
+    blocks) and each is a tool's output."""
+    if isinstance(value, str):
+        return edit(value)
+    if isinstance(value, list):
+        return [_result_texts(v, edit) for v in value]
+    if isinstance(value, Mapping):
+        if value.get("type") in ("text", "document", "search_result"):
+            return with_texts(value, edit)
+        return {k: v if k in _RESULT_VERBATIM else _result_texts(v, edit) for k, v in value.items()}
+    return value
+
+
 def with_texts(part: Any, edit: _Edit) -> Any:
     """``part`` with ``edit`` applied to each of its texts; ``part`` itself when none changed.
     Images, PDFs and anything not a part come back as they are."""
@@ -27,6 +56,8 @@ def with_texts(part: Any, edit: _Edit) -> Any:
         return part
     kind = part.get("type")
     changes: dict[str, Any] = {}
+    if is_provider_tool_result(part) and "content" in part:
+        changes["content"] = _result_texts(part["content"], edit)
     if kind in ("text", "input_text", "output_text", "search_result"):
         changes.update(_fields(part, ("text", "title"), edit))
     if kind == "search_result" and isinstance(content := part.get("content"), list):

@@ -8,7 +8,7 @@ from typing import ClassVar
 from .._internal.prefix import PrefixMemo
 from ..messages import Message, Role
 from ..pipeline import Decision, PackContext, check_context
-from ..redaction import SecretFinding, redact_message, secrets_reason
+from ..redaction import SecretFinding, redact_for_roles, secrets_reason
 from ._base import StageModel
 
 __all__ = ["SecretRedactor"]
@@ -22,9 +22,7 @@ def _redactions(roles: frozenset[str]) -> PrefixMemo[Message, _Redacted]:
     history: a long history is packed again every turn, its messages unchanged."""
 
     def redacted(message: Message) -> _Redacted:
-        if message.role not in roles:
-            return None
-        new, found = redact_message(message)
+        new, found = redact_for_roles(message, roles)
         return (new, found) if found else None
 
     return PrefixMemo(redacted)
@@ -40,7 +38,8 @@ class SecretRedactor(StageModel):
 
     Args:
         roles: Whose messages are redacted. By default tool outputs only: what a user typed is
-            left as typed unless their role is listed.
+            left as typed unless their role is listed. With ``"tool"`` listed, the results of
+            tools a provider ran inside an assistant's turn are redacted too.
 
     Example:
         >>> from ctxpack import Message, pack

@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._internal.columns import ANTHROPIC, TOOL, flags
+from .._internal.part_texts import is_provider_tool_result
 from .._internal.prefix import PrefixMemo
 from ..messages import Message
 from ..pipeline import Decision, PackContext
@@ -63,12 +64,7 @@ def _server_blocks(msg: Message) -> tuple[tuple[str, ...], tuple[str, ...]] | No
         kind = block.get("type")
         if kind in _SERVER_USES and isinstance(block.get("id"), str):
             uses.append(block["id"])
-        elif (
-            isinstance(kind, str)
-            and kind.endswith("_tool_result")  # web_search_..., mcp_... (a client's is its own)
-            and kind != "tool_result"
-            and isinstance(block.get("tool_use_id"), str)
-        ):
+        elif is_provider_tool_result(block) and isinstance(block.get("tool_use_id"), str):
             results.append(block["tool_use_id"])
     return (tuple(uses), tuple(results)) if uses or results else None
 
