@@ -31,7 +31,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -49,6 +49,7 @@ from ._internal.part_texts import (
 from ._internal.secret_rules import OWN_RULES
 from ._internal.spans import Spans
 from ._internal.text_lines import TextLines
+from .adapters.langchain import META as LANGCHAIN_META
 from .caches import memoize
 from .errors import ConfigError
 from .messages import Message, ensure_messages
@@ -527,29 +528,39 @@ def _redacted(message: Message, *, whole: bool) -> tuple[Message, tuple[SecretFi
         ]
         if any(new is not old for new, old in zip(calls, message.tool_calls, strict=True)):
             update["tool_calls"] = calls
-    raw = message.metadata.get(RESPONSES_META)
-    if raw is not None and (items := _scrubbed(raw)) != raw:
-        # The Responses API item it was read from rides along (to go back with its ids): the
-        # same secret is in it, and a store would keep it.
-        update["metadata"] = {**message.metadata, RESPONSES_META: items}
+    # What the message was read from rides along, to go back as it came: the Responses API
+    # item (with its ids), a LangChain message's other fields (a ToolMessage's artifact: the
+    # tool's raw output). The same secrets are in them, and a store would keep them.
+    in_content = tuple(found)
+    found.clear()
+    meta = message.metadata
+    kept = {key: _scrubbed(meta[key], clean) for key in _KEPT_AS_READ if key in meta}
+    if any(new != meta[key] for key, new in kept.items()):
+        update["metadata"] = {**meta, **kept}
     if not update:
         return message, ()
-    return message.model_copy(update=update), tuple(found)
+    # A secret in the content and its copy in what rides along count once.
+    return message.model_copy(update=update), tuple(in_content or found)
 
 
-# The fields of a Responses API item kept as it came (ctxpack.sdk's RESPONSES_META) that must
-# go back as they are: ids that pair items, the reasoning the API encrypted.
+# The fields of what a message was read from (a Responses API item, a LangChain message) that
+# must go back as they are: ids that pair items, the reasoning the API encrypted, a type.
 _VERBATIM = frozenset({"id", "call_id", "type", "encrypted_content", "status", "role"})
 
 
-def _scrubbed(value: Any) -> Any:
-    """``value`` (a Responses item, or a list of them) with its texts redacted."""
+# The metadata keys holding what a message was read from.
+_KEPT_AS_READ = (RESPONSES_META, LANGCHAIN_META)
+
+
+def _scrubbed(value: Any, clean: Callable[[str], str]) -> Any:
+    """``value`` (a Responses item or a list of them, a LangChain message's fields) with
+    ``clean`` applied to its texts."""
     if isinstance(value, str):
-        return redact(value).text
+        return clean(value)
     if isinstance(value, list):  # input_text parts a secret is cut between joined, as in content
-        return [_scrubbed(v) for v in joined_where_split(value, _scan, RESPONSES_TEXTS)]
+        return [_scrubbed(v, clean) for v in joined_where_split(value, _scan, RESPONSES_TEXTS)]
     if isinstance(value, dict):
-        return {k: v if k in _VERBATIM else _scrubbed(v) for k, v in value.items()}
+        return {k: v if k in _VERBATIM else _scrubbed(v, clean) for k, v in value.items()}
     return value
 
 

@@ -120,3 +120,28 @@ def test_a_streamed_reply_summed_reads_as_the_message_it_makes() -> None:
     assert [m.role for m in msgs] == ["user", "assistant", "tool"]
     assert (msgs[1].tool_calls or [])[0].function.arguments == '{"q": "oslo"}'
     assert to_langchain(msgs)[1] == lc.message_chunk_to_message(reply)
+
+
+def test_a_tool_messages_artifact_keeps_no_secret_in_the_session_or_its_database(
+    tmp_path: Path,
+) -> None:
+    # A tool built with response_format="content_and_artifact" hands LangChain the raw output
+    # as the ToolMessage's artifact, which from_langchain keeps (metadata["langchain"]) to give
+    # it back: the content was redacted, the artifact went to the transcript and the database.
+    token = "ghp_" + "R8sVt2Lq9ZxW4mKp7YcN3bHd6FgJ1aEu5TiO"
+    history = [
+        lc.HumanMessage("Which token does CI use?"),
+        lc.AIMessage("", tool_calls=[{"name": "env", "args": {}, "id": "c1"}]),
+        lc.ToolMessage(
+            "1 variable printed (in the artifact)",
+            tool_call_id="c1",
+            artifact={"stdout": f"GITHUB_TOKEN={token}\n", "exit_code": 0},
+        ),
+    ]
+    session = ctxpack.Session.open("lc", store=f"sqlite:///{tmp_path / 's.db'}", model="gpt-4")
+    session.extend(from_langchain(history))
+    sent = to_langchain(session.render().messages)
+    assert sent[-1].artifact == {"stdout": "GITHUB_TOKEN=[REDACTED github-pat]\n", "exit_code": 0}
+    assert token not in repr(session.transcript())
+    session.close()
+    assert not any(token.encode() in path.read_bytes() for path in tmp_path.iterdir())
