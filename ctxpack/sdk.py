@@ -20,18 +20,19 @@ What is converted:
   SDK model, into its dict;
 - as a message: an OpenAI ``ChatCompletionMessage``; an Anthropic ``Message`` (the response
   itself: its ``role`` and ``content``, the only fields a request message has); the OpenAI Responses
-  API items that map onto a chat message (``message``, ``function_call``, ``function_call_output``),
-  with the original item kept in ``metadata["openai_responses"]``; the same items written as
-  dicts too. Parallel function calls
-  (consecutive ``function_call`` items) are joined into one assistant message by the functions that
-  see the whole list (:func:`ctxpack.from_openai`, the validators, the client wrappers,
-  :meth:`ctxpack.Session.extend` within its batch);
+  API items that map onto a chat message (``message``, ``function_call``, ``function_call_output``,
+  and a custom tool's ``custom_tool_call`` and ``custom_tool_call_output``, which become a
+  ``{"type": "custom", "custom": {"name", "input"}}`` tool call and its tool message), with the
+  original item kept in ``metadata["openai_responses"]``; the same items written as dicts too.
+  Parallel calls (consecutive ``function_call`` or ``custom_tool_call`` items) are joined into
+  one assistant message by the functions that see the whole list (:func:`ctxpack.from_openai`,
+  the validators, the client wrappers, :meth:`ctxpack.Session.extend` within its batch);
   :func:`ctxpack.pack` and :func:`ctxpack.messages.ensure_messages` convert item by item, so give
   them ``from_openai(items)`` for a Responses API history.
 
 Anything else (a whole ``ChatCompletion``, a content block given as a message, a Responses
-``reasoning`` item) raises :class:`~ctxpack.errors.InvalidMessageError` naming the index, the
-field and what to pass instead.
+item that has no chat message, such as ``web_search_call``) raises
+:class:`~ctxpack.errors.InvalidMessageError` naming the index, the field and what to pass instead.
 """
 
 from __future__ import annotations
@@ -350,20 +351,21 @@ def _openai_message(name: str, dumped: dict[str, Any], index: int) -> dict[str, 
             "metadata": meta,
         }
         return out
-    if kind == "function_call":
+    if kind in _CALLS:
+        tool = dumped.get("name")
+        # A custom tool's call is Chat Completions' custom tool call: its input is free text.
+        call = (
+            {"type": "function", "function": {"name": tool, "arguments": dumped.get("arguments")}}
+            if kind == "function_call"
+            else {"type": "custom", "custom": {"name": tool, "input": dumped.get("input")}}
+        )
         return {
             "role": "assistant",
             "content": None,
-            "tool_calls": [
-                {
-                    "id": dumped.get("call_id"),
-                    "type": "function",
-                    "function": {"name": dumped.get("name"), "arguments": dumped.get("arguments")},
-                }
-            ],
+            "tool_calls": [{"id": dumped.get("call_id"), **call}],
             "metadata": meta,
         }
-    if kind == "function_call_output":
+    if kind in _OUTPUTS:
         output = dumped.get("output")
         return {
             "role": "tool",
@@ -378,18 +380,24 @@ def _openai_message(name: str, dumped: dict[str, Any], index: int) -> dict[str, 
     )
     raise InvalidMessageError(
         f"got {got}, which has no Chat Completions message; ctxpack packs message, "
-        "reasoning, function_call and function_call_output items",
+        "reasoning, function_call, custom_tool_call and their output items",
         index=index,
         field="type",
     )
 
 
+# The Responses API's calls that are a Chat Completions tool call (a function's, a custom
+# tool's), and the items that answer them, a tool message.
+_CALLS = frozenset({"function_call", "custom_tool_call"})
+_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
 # The fields of a Responses API call and its output, checked under their own names: once
 # converted, an error would name the Chat Completions fields the caller never wrote.
 _ITEM_FIELDS = {
     REASONING: (("id", True),),
     "function_call": (("call_id", True), ("name", True), ("arguments", False)),
+    "custom_tool_call": (("call_id", True), ("name", True), ("input", False)),
     "function_call_output": (("call_id", True), ("output", False)),
+    "custom_tool_call_output": (("call_id", True), ("output", False)),
 }
 
 
@@ -520,7 +528,7 @@ def _items(message: Any) -> list[Any]:
 def _is_responses_call(message: Any) -> bool:
     # The key is the user's too: an empty list is not the items of a call.
     items = _items(message)
-    return bool(items) and isinstance(items[-1], dict) and items[-1].get("type") == "function_call"
+    return bool(items) and isinstance(items[-1], dict) and items[-1].get("type") in _CALLS
 
 
 def _only_reasoning(message: Any) -> bool:

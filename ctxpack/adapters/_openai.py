@@ -107,7 +107,8 @@ def to_openai(
             ``responses.create(input=...)``: system, developer and user messages as messages
             with ``input_text`` / ``input_image`` / ``input_file`` parts, an assistant's text
             as an assistant message (with its ``phase``), each tool call a ``function_call``
-            item and each tool result a ``function_call_output`` (other ``extras`` and names,
+            item (a custom tool's a ``custom_tool_call``) and each tool result the output
+            item of its call (other ``extras`` and names,
             which the Responses API has no place for, left out). Items are written without the
             ids a response gave them: a ``function_call`` sent with its id needs the
             ``reasoning`` item that came before it, which a chat history does not hold.

@@ -5,8 +5,8 @@ Reading goes through :func:`~ctxpack.adapters.from_openai`, which takes Response
 (see :mod:`ctxpack.sdk`); this writes a packed history back as the ``input`` of
 ``client.responses.create``. Each Chat Completions message has one form there: system,
 developer and user messages as messages with ``input_text`` / ``input_image`` parts, an
-assistant's text as an assistant message, each of its tool calls as a ``function_call`` item,
-a tool result as a ``function_call_output`` item.
+assistant's text as an assistant message, each of its tool calls as a ``function_call`` item
+(a custom tool's as a ``custom_tool_call``), a tool result as the output item of its call.
 
 The items are written new, without the ids a response gave them (``fc_...``, ``msg_...``): a
 ``function_call`` sent with its id needs the ``reasoning`` item that came before it, which a
@@ -63,13 +63,13 @@ def responses_link(msg: Message) -> ResponsesLink | None:
     for item in items if isinstance(items, list) else [items]:
         if isinstance(item, Mapping) and item.get("type") == "message":
             phase = item.get("phase") if isinstance(item.get("phase"), str) else phase
-        if isinstance(item, Mapping) and item.get("type") == "function_call":
+        if isinstance(item, Mapping) and item.get("type") in _CALLS:
             fields = {k: item[k] for k in _CALL_FIELDS if item.get(k) is not None}
             if fields and isinstance(item.get("call_id"), str):
                 call_fields[item["call_id"]] = fields
         if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
             continue
-        if item.get("type") == "function_call" and isinstance(item.get("call_id"), str):
+        if item.get("type") in _CALLS and isinstance(item.get("call_id"), str):
             call_ids[item["call_id"]] = item["id"]
         elif item.get("type") == "message":
             message_id = item["id"]
@@ -78,8 +78,10 @@ def responses_link(msg: Message) -> ResponsesLink | None:
     return ResponsesLink(reasoning, call_ids, message_id, phase, call_fields)
 
 
-# A function_call item's fields the chat form has no place for, sent back as they came, and a
-# function_call_output's.
+# The items of a call that is a chat tool call: a function's and a custom tool's.
+_CALLS = ("function_call", "custom_tool_call")
+# A call item's fields the chat form has no place for, sent back as they came, and an output
+# item's.
 _CALL_FIELDS = ("namespace", "caller")
 _OUTPUT_FIELDS = ("name", "namespace", "caller")
 
@@ -102,6 +104,7 @@ def chat_to_responses(
     """
     out: list[dict[str, Any]] = []
     pending: list[dict[str, Any]] = []  # reasoning alone in its message, awaiting its items
+    custom: set[str] = set()  # the ids of custom tools' calls: their results answer in kind
     for index, msg in enumerate(messages):
         role, content = msg["role"], msg.get("content")
         link = links[index]
@@ -110,7 +113,8 @@ def chat_to_responses(
         if role == "tool":
             output = _parts(content, index)
             call_id = msg["tool_call_id"]
-            item = {"type": "function_call_output", "call_id": call_id, "output": output}
+            kind = "custom_tool_call_output" if call_id in custom else "function_call_output"
+            item = {"type": kind, "call_id": call_id, "output": output}
             if link is not None and link.call_fields and call_id in link.call_fields:
                 item.update(copy_value(link.call_fields[call_id]))
             out.append(item)
@@ -141,13 +145,9 @@ def chat_to_responses(
             elif text:
                 out.append({"role": "assistant", "content": text, **_phase(phase)})
             for call in calls:
-                function = call["function"]
-                item = {
-                    "type": "function_call",
-                    "call_id": call["id"],
-                    "name": function["name"],
-                    "arguments": function["arguments"],
-                }
+                item = _call_item(call)
+                if call.get("type") == "custom":
+                    custom.add(call["id"])
                 if paired:
                     item["id"] = paired.call_ids[call["id"]]
                 if link is not None and link.call_fields and call["id"] in link.call_fields:
@@ -156,6 +156,25 @@ def chat_to_responses(
             continue
         out.append({"role": role, "content": _parts(content, index)})
     return out
+
+
+def _call_item(call: dict[str, Any]) -> dict[str, Any]:
+    """A chat tool call as the Responses API's call item: a function's or a custom tool's."""
+    if call.get("type") == "custom":
+        custom = call["custom"]
+        return {
+            "type": "custom_tool_call",
+            "call_id": call["id"],
+            "name": custom["name"],
+            "input": custom["input"],
+        }
+    function = call["function"]
+    return {
+        "type": "function_call",
+        "call_id": call["id"],
+        "name": function["name"],
+        "arguments": function["arguments"],
+    }
 
 
 def _output_message(text: str, item_id: str | None, phase: str | None) -> dict[str, Any]:

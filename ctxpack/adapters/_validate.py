@@ -194,16 +194,21 @@ def _check_openai_parts(parts: list[Any], index: int, role: str, output: bool = 
 
 
 def _check_openai_function(
-    function: Any, index: int, field: str, *, what: str = "tool call"
+    function: Any, index: int, field: str, *, what: str = "tool call", custom: bool = False
 ) -> None:
+    """A function call's name and JSON arguments, or a custom tool call's name and input
+    (free text)."""
+    shape = '"input": "<text>"' if custom else '"arguments": "<JSON string>"'
     if not isinstance(function, Mapping):
         raise _fail(
-            'must be an object {"name": ..., "arguments": "<JSON string>"}, got '
-            + json_type_name(function),
+            f'must be an object {{"name": ..., {shape}}}, got {json_type_name(function)}',
             index,
             field,
         )
     _require_str(function, "name", index, f"{field}.name", empty=False)
+    if custom:
+        _require_str(function, "input", index, f"{field}.input")
+        return
     if "arguments" not in function:
         raise _fail(
             f'a {what} needs its arguments as a JSON string ("{{}}" for none)',
@@ -258,11 +263,12 @@ def check_openai_message(entry: Any, index: int) -> None:
                 )
             # An empty id could never be answered (a tool message needs a non-empty one).
             _require_str(call, "id", index, f"{field}.id", empty=False)
-            if call.get("type", "function") != "function":
-                raise _fail(f"{call.get('type')!r} is not 'function'", index, f"{field}.type")
-            if "function" not in call:
-                raise _fail("is missing", index, f"{field}.function")
-            _check_openai_function(call["function"], index, f"{field}.function")
+            kind = call.get("type", "function")
+            if kind not in ("function", "custom"):
+                raise _fail(f"{kind!r} is not 'function' or 'custom'", index, f"{field}.type")
+            if kind not in call:
+                raise _fail("is missing", index, f"{field}.{kind}")
+            _check_openai_function(call[kind], index, f"{field}.{kind}", custom=kind == "custom")
     if "function_call" in entry and entry["function_call"] is not None:
         if role != "assistant":
             raise _fail(

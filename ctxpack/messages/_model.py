@@ -10,7 +10,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from .._internal.arguments import (
     MAX_NESTING,
@@ -91,11 +100,42 @@ class FunctionCall(_CallPart):
 
 
 class ToolCall(_CallPart):
-    """A tool call made by an assistant message (OpenAI shape)."""
+    """A tool call made by an assistant message (OpenAI shape).
+
+    A custom tool's call (``{"id", "type": "custom", "custom": {"name", "input"}}``, whose input
+    is free text, not JSON) holds its name and input in ``function`` too, so that whatever
+    reads a call's name and input reads both kinds; it is written back in its own shape.
+
+    Example:
+        >>> call = ToolCall.model_validate(
+        ...     {"id": "c1", "type": "custom", "custom": {"name": "sh", "input": "ls"}})
+        >>> call.function.arguments, call.model_dump()
+        ('ls', {'id': 'c1', 'type': 'custom', 'custom': {'name': 'sh', 'input': 'ls'}})
+    """
 
     id: str
-    type: Literal["function"] = "function"
+    type: Literal["function", "custom"] = "function"
     function: FunctionCall
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_custom(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and data.get("type") == "custom" and "custom" in data:
+            custom = data["custom"]
+            data = {k: v for k, v in data.items() if k != "custom"}
+            if isinstance(custom, Mapping):
+                data["function"] = {"name": custom.get("name"), "arguments": custom.get("input")}
+            else:
+                data["function"] = custom  # refused by FunctionCall, under this call's field
+        return data
+
+    @model_serializer(mode="wrap")
+    def _write_custom(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        dumped: dict[str, Any] = handler(self)
+        if self.type == "custom":
+            function = dumped.pop("function", {})
+            dumped["custom"] = {"name": function.get("name"), "input": function.get("arguments")}
+        return dumped
 
 
 class Message(FieldErrorModel):
