@@ -22,9 +22,12 @@ What is converted:
   itself: its ``role`` and ``content``, the only fields a request message has); the OpenAI Responses
   API items that map onto a chat message (``message``, ``function_call``, ``function_call_output``,
   and a custom tool's ``custom_tool_call`` and ``custom_tool_call_output``, which become a
-  ``{"type": "custom", "custom": {"name", "input"}}`` tool call and its tool message), with the
-  original item kept in ``metadata["openai_responses"]``; the same items written as dicts too.
-  Parallel calls (consecutive ``function_call`` or ``custom_tool_call`` items) are joined into
+  ``{"type": "custom", "custom": {"name", "input"}}`` tool call and its tool message; the
+  calls and outputs of the built-in tools the client runs, ``shell_call`` and
+  ``apply_patch_call``, a call of the tool ``shell`` or ``apply_patch`` and its result, see
+  :mod:`ctxpack._internal.tool_items`), with the original item kept in
+  ``metadata["openai_responses"]``; the same items written as dicts too.
+  Parallel calls (consecutive call items) are joined into
   one assistant message by the functions that see the whole list (:func:`ctxpack.from_openai`,
   the validators, the client wrappers, :meth:`ctxpack.Session.extend` within its batch);
   :func:`ctxpack.pack` and :func:`ctxpack.messages.ensure_messages` convert item by item, so give
@@ -41,6 +44,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from ._internal import tool_items
 from ._internal.arguments import MAX_NESTING, TooDeep, too_deep_error
 from ._internal.reasoning import REASONING, check_reasoning, is_reasoning
 from .errors import InvalidMessageError
@@ -352,21 +356,16 @@ def _openai_message(name: str, dumped: dict[str, Any], index: int) -> dict[str, 
         }
         return out
     if kind in _CALLS:
-        tool = dumped.get("name")
-        # A custom tool's call is Chat Completions' custom tool call: its input is free text.
-        call = (
-            {"type": "function", "function": {"name": tool, "arguments": dumped.get("arguments")}}
-            if kind == "function_call"
-            else {"type": "custom", "custom": {"name": tool, "input": dumped.get("input")}}
-        )
         return {
             "role": "assistant",
             "content": None,
-            "tool_calls": [{"id": dumped.get("call_id"), **call}],
+            "tool_calls": [_tool_call(kind, dumped)],
             "metadata": meta,
         }
     if kind in _OUTPUTS:
-        output = dumped.get("output")
+        output = (
+            tool_items.output_text(dumped) if kind in tool_items.OUTPUTS else dumped.get("output")
+        )
         return {
             "role": "tool",
             "tool_call_id": dumped.get("call_id"),
@@ -380,16 +379,33 @@ def _openai_message(name: str, dumped: dict[str, Any], index: int) -> dict[str, 
     )
     raise InvalidMessageError(
         f"got {got}, which has no Chat Completions message; ctxpack packs message, "
-        "reasoning, function_call, custom_tool_call and their output items",
+        "reasoning, function_call, custom_tool_call, shell_call, apply_patch_call and their "
+        "output items",
         index=index,
         field="type",
     )
 
 
+def _tool_call(kind: str, item: dict[str, Any]) -> dict[str, Any]:
+    """A Responses API call item as the Chat Completions tool call it is."""
+    if kind in tool_items.CALLS:
+        return tool_items.tool_call(item)
+    name, call_id = item.get("name"), item.get("call_id")
+    if kind == "custom_tool_call":
+        # Chat Completions' custom tool call: its input is free text, not JSON.
+        return {
+            "id": call_id,
+            "type": "custom",
+            "custom": {"name": name, "input": item.get("input")},
+        }
+    function = {"name": name, "arguments": item.get("arguments")}
+    return {"id": call_id, "type": "function", "function": function}
+
+
 # The Responses API's calls that are a Chat Completions tool call (a function's, a custom
-# tool's), and the items that answer them, a tool message.
-_CALLS = frozenset({"function_call", "custom_tool_call"})
-_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
+# tool's, a built-in tool's the client runs), and the items that answer them, a tool message.
+_CALLS = frozenset({"function_call", "custom_tool_call", *tool_items.CALLS})
+_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", *tool_items.OUTPUTS})
 # The fields of a Responses API call and its output, checked under their own names: once
 # converted, an error would name the Chat Completions fields the caller never wrote.
 _ITEM_FIELDS = {
@@ -411,6 +427,8 @@ def _check_item_fields(kind: Any, item: dict[str, Any], index: int) -> None:
                 field="summary",
             )
         check_reasoning(item, index, None, "assistant")
+    if kind in tool_items.CALLS or kind in tool_items.OUTPUTS:
+        tool_items.check_item(kind, item, index)
     for field, nonempty in _ITEM_FIELDS.get(kind, ()):
         value = item.get(field)
         if field == "output" and isinstance(value, list):

@@ -318,15 +318,6 @@ def test_a_responses_item_without_a_chat_message_is_refused_with_index_and_field
 @pytest.mark.parametrize(
     "item",
     [
-        {"type": "shell_call", "call_id": "c1", "action": {"commands": ["ls"]}},
-        {"type": "shell_call_output", "call_id": "c1", "output": []},
-        {
-            "type": "apply_patch_call",
-            "call_id": "c2",
-            "status": "completed",
-            "operation": {"type": "delete_file", "path": "a.py"},
-        },
-        {"type": "apply_patch_call_output", "call_id": "c2", "status": "completed"},
         {"type": "tool_search_call", "arguments": {"query": "crm"}},
         {"type": "tool_search_output", "tools": []},
         {"type": "compaction", "encrypted_content": "gAAA"},
@@ -334,8 +325,9 @@ def test_a_responses_item_without_a_chat_message_is_refused_with_index_and_field
     ids=lambda item: item["type"],
 )
 def test_a_responses_item_of_a_newer_tool_is_refused_by_its_type(item: dict[str, Any]) -> None:
-    """The shell and apply_patch tools' items, tool search's and a compaction item were read as
-    chat messages and refused for a missing role, which the caller's item never has."""
+    """Tool search's items and a compaction item were read as chat messages and refused for a
+    missing role, which the caller's item never has (the shell and apply_patch tools' items
+    are carried: tests/adapters/test_client_tool_items.py)."""
     history = [{"role": "user", "content": "hi"}, item]
     for read in (ctxpack.from_openai, lambda h: ctxpack.pack(h, budget=1_000)):
         with pytest.raises(ctxpack.InvalidMessageError, match=f"'{item['type']}' item") as err:

@@ -6,7 +6,8 @@ Reading goes through :func:`~ctxpack.adapters.from_openai`, which takes Response
 ``client.responses.create``. Each Chat Completions message has one form there: system,
 developer and user messages as messages with ``input_text`` / ``input_image`` parts, an
 assistant's text as an assistant message, each of its tool calls as a ``function_call`` item
-(a custom tool's as a ``custom_tool_call``), a tool result as the output item of its call.
+(a custom tool's as a ``custom_tool_call``, a ``shell`` or ``apply_patch`` call as the item it
+came as), a tool result as the output item of its call.
 
 The items are written new, without the ids a response gave them (``fc_...``, ``msg_...``): a
 ``function_call`` sent with its id needs the ``reasoning`` item that came before it, which a
@@ -18,9 +19,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+from .._internal import tool_items
 from .._internal.reasoning import is_reasoning, reasoning_item
 from ..errors import InvalidMessageError
-from ..messages import Message, copy_value
+from ..messages import Message, content_text, copy_value
 from ..sdk import RESPONSES_META
 
 __all__: list[str] = []  # public through to_openai(messages, api="responses")
@@ -39,6 +41,9 @@ class ResponsesLink(NamedTuple):
     call_fields: dict[str, dict[str, Any]] | None = None
     """By call id, what a function call's item says beside the chat form's fields: the
     ``namespace`` of the function, the ``caller`` that made the call."""
+    built_in: dict[str, Mapping[str, Any]] | None = None
+    """By call id, the item of a built-in tool's call or output (``shell_call``...), written
+    back from it (see :mod:`ctxpack._internal.tool_items`)."""
 
 
 def responses_link(msg: Message) -> ResponsesLink | None:
@@ -47,6 +52,8 @@ def responses_link(msg: Message) -> ResponsesLink | None:
     fields its ``function_call_output`` item had beside the chat form's."""
     items = msg.metadata.get(RESPONSES_META)
     if msg.role == "tool" and isinstance(items, Mapping) and isinstance(msg.tool_call_id, str):
+        if items.get("type") in tool_items.OUTPUTS and items.get("call_id") == msg.tool_call_id:
+            return ResponsesLink([], {}, None, built_in={msg.tool_call_id: items})
         fields = {k: items[k] for k in _OUTPUT_FIELDS if items.get(k) is not None}
         return ResponsesLink([], {}, None, None, {msg.tool_call_id: fields}) if fields else None
     if msg.role != "assistant" or (items is None and not isinstance(msg.content, list)):
@@ -58,6 +65,7 @@ def responses_link(msg: Message) -> ResponsesLink | None:
     ]
     call_ids: dict[str, str] = {}
     call_fields: dict[str, dict[str, Any]] = {}
+    built_in: dict[str, Mapping[str, Any]] = {}
     message_id = phase = None
     # metadata is the user's too: only items of the shape ctxpack wrote are read.
     for item in items if isinstance(items, list) else [items]:
@@ -67,19 +75,21 @@ def responses_link(msg: Message) -> ResponsesLink | None:
             fields = {k: item[k] for k in _CALL_FIELDS if item.get(k) is not None}
             if fields and isinstance(item.get("call_id"), str):
                 call_fields[item["call_id"]] = fields
+        if isinstance(item, Mapping) and item.get("type") in tool_items.CALLS:
+            built_in[item["call_id"]] = item
         if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
             continue
         if item.get("type") in _CALLS and isinstance(item.get("call_id"), str):
             call_ids[item["call_id"]] = item["id"]
         elif item.get("type") == "message":
             message_id = item["id"]
-    if not (reasoning or call_ids or message_id or phase or call_fields):
+    if not (reasoning or call_ids or message_id or phase or call_fields or built_in):
         return None
-    return ResponsesLink(reasoning, call_ids, message_id, phase, call_fields)
+    return ResponsesLink(reasoning, call_ids, message_id, phase, call_fields, built_in)
 
 
 # The items of a call that is a chat tool call: a function's and a custom tool's.
-_CALLS = ("function_call", "custom_tool_call")
+_CALLS = ("function_call", "custom_tool_call", *tool_items.CALLS)
 # A call item's fields the chat form has no place for, sent back as they came, and an output
 # item's.
 _CALL_FIELDS = ("namespace", "caller")
@@ -111,13 +121,7 @@ def chat_to_responses(
         if role != "assistant":
             pending = []
         if role == "tool":
-            output = _parts(content, index)
-            call_id = msg["tool_call_id"]
-            kind = "custom_tool_call_output" if call_id in custom else "function_call_output"
-            item = {"type": kind, "call_id": call_id, "output": output}
-            if link is not None and link.call_fields and call_id in link.call_fields:
-                item.update(copy_value(link.call_fields[call_id]))
-            out.append(item)
+            out.append(_output_item(msg, link, custom, index))
             continue
         if role == "assistant":
             text = _assistant_text(content, index)
@@ -145,36 +149,64 @@ def chat_to_responses(
             elif text:
                 out.append({"role": "assistant", "content": text, **_phase(phase)})
             for call in calls:
-                item = _call_item(call)
                 if call.get("type") == "custom":
                     custom.add(call["id"])
+                item = _call_item(call, link)
                 if paired:
                     item["id"] = paired.call_ids[call["id"]]
-                if link is not None and link.call_fields and call["id"] in link.call_fields:
-                    item.update(copy_value(link.call_fields[call["id"]]))
                 out.append(item)
             continue
         out.append({"role": role, "content": _parts(content, index)})
     return out
 
 
-def _call_item(call: dict[str, Any]) -> dict[str, Any]:
-    """A chat tool call as the Responses API's call item: a function's or a custom tool's."""
+def _call_item(call: dict[str, Any], link: ResponsesLink | None) -> dict[str, Any]:
+    """A chat tool call as the Responses API's call item, without an id: a function's, a
+    custom tool's, or a built-in tool's (its item as it came, with the arguments' edits)."""
+    call_id = call["id"]
+    original = link.built_in.get(call_id) if link is not None and link.built_in else None
+    if original is not None and call.get("type") == "function":
+        edited: dict[str, Any] = copy_value(
+            tool_items.call_item(original, call["function"]["arguments"])
+        )
+        return edited
     if call.get("type") == "custom":
         custom = call["custom"]
-        return {
+        item = {
             "type": "custom_tool_call",
-            "call_id": call["id"],
+            "call_id": call_id,
             "name": custom["name"],
             "input": custom["input"],
         }
-    function = call["function"]
-    return {
-        "type": "function_call",
-        "call_id": call["id"],
-        "name": function["name"],
-        "arguments": function["arguments"],
-    }
+    else:
+        function = call["function"]
+        item = {
+            "type": "function_call",
+            "call_id": call_id,
+            "name": function["name"],
+            "arguments": function["arguments"],
+        }
+    if link is not None and link.call_fields and call_id in link.call_fields:
+        item.update(copy_value(link.call_fields[call_id]))
+    return item
+
+
+def _output_item(
+    msg: dict[str, Any], link: ResponsesLink | None, custom: set[str], index: int
+) -> dict[str, Any]:
+    """A tool message as the output item of its call: a built-in tool's as it came, with the
+    text ctxpack left (filtered, cleared, redacted) in its place."""
+    call_id, content = msg["tool_call_id"], msg.get("content")
+    if link is not None and link.built_in and call_id in link.built_in:
+        filtered: dict[str, Any] = copy_value(
+            tool_items.output_item(link.built_in[call_id], content_text(content))
+        )
+        return filtered
+    kind = "custom_tool_call_output" if call_id in custom else "function_call_output"
+    item = {"type": kind, "call_id": call_id, "output": _parts(content, index)}
+    if link is not None and link.call_fields and call_id in link.call_fields:
+        item.update(copy_value(link.call_fields[call_id]))
+    return item
 
 
 def _output_message(text: str, item_id: str | None, phase: str | None) -> dict[str, Any]:

@@ -1,0 +1,110 @@
+"""The Responses API's built-in tools that the client runs (``shell``, ``apply_patch``): their
+call and output items carried as a chat tool call and its tool message.
+
+The model calls them with a ``shell_call`` (an ``action``: the commands) or an
+``apply_patch_call`` (an ``operation``: a file to create, update or delete), and the agent
+answers with a ``shell_call_output`` (each command's stdout, stderr and outcome) or an
+``apply_patch_call_output`` (a log line). As a chat tool call (the tool's name, the item's own
+fields as JSON arguments) and a tool message (the output's text), they are counted, packed as a
+pair and filtered as any call and result are; the original item, kept in the message's
+metadata, is written back with whatever ctxpack changed (a redacted argument, a shortened
+output) and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import InvalidMessageError
+from .jsontext import read_json
+
+__all__: list[str] = []
+
+# A call item's type -> the tool's name (its type in the request's tools) and the fields that
+# say what to do, the call's arguments.
+CALLS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "shell_call": ("shell", ("action", "environment")),
+    "apply_patch_call": ("apply_patch", ("operation",)),
+}
+OUTPUTS = frozenset({"shell_call_output", "apply_patch_call_output"})
+
+
+def check_item(kind: str, item: Mapping[str, Any], index: int) -> None:
+    """A call's or an output's fields, named as the caller wrote them."""
+
+    def fail(field: str, wanted: str) -> InvalidMessageError:
+        got = "missing" if field not in item else f"got {type(item[field]).__name__}"
+        return InvalidMessageError(
+            f"a Responses API {kind} item's {field} must be {wanted} ({got})",
+            index=index,
+            field=field,
+        )
+
+    if not isinstance(item.get("call_id"), str) or not item["call_id"]:
+        raise fail("call_id", "a non-empty string")
+    if kind in CALLS:
+        field = CALLS[kind][1][0]
+        if not isinstance(item.get(field), Mapping):
+            raise fail(field, "an object")
+    elif kind == "apply_patch_call_output":
+        if item.get("output") is not None and not isinstance(item["output"], str):
+            raise fail("output", "a string")
+    else:
+        output = item.get("output")
+        if not isinstance(output, list) or not all(
+            isinstance(c, Mapping) and isinstance(c.get("stdout", ""), str) for c in output
+        ):
+            raise fail("output", "a list of {stdout, stderr, outcome} objects")
+
+
+def tool_call(item: Mapping[str, Any]) -> dict[str, Any]:
+    """A call item as a chat tool call: the tool's name, what to do as JSON arguments."""
+    name, fields = CALLS[item["type"]]
+    arguments = {k: item[k] for k in fields if item.get(k) is not None}
+    return {
+        "id": item["call_id"],
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)},
+    }
+
+
+def call_item(original: Mapping[str, Any], arguments: str) -> dict[str, Any]:
+    """``original`` with what its chat call's ``arguments`` now say (a redacted command), and
+    without the id a response gave it (see ``chat_to_responses``). A field the arguments no
+    longer hold (inputs cleared to ``{}``) is sent as it came: the API needs it."""
+    try:
+        edited = read_json(arguments)
+    except ValueError:
+        edited = {}
+    fields = CALLS[original["type"]][1]
+    out = {k: v for k, v in original.items() if k != "id"}
+    if isinstance(edited, dict):
+        out.update({k: edited[k] for k in fields if k in original and k in edited})
+    return out
+
+
+def output_text(item: Mapping[str, Any]) -> str:
+    """The text of an output item: the log, or each command's stdout and stderr."""
+    if item["type"] == "apply_patch_call_output":
+        return item.get("output") or ""
+    texts = (c.get(k) for c in item["output"] for k in ("stdout", "stderr"))
+    return "\n".join(t for t in texts if isinstance(t, str) and t)
+
+
+def output_item(original: Mapping[str, Any], text: str) -> dict[str, Any]:
+    """``original``, or when its text was changed (filtered, cleared, redacted), ``original``
+    with ``text`` in its place: a shell output's first command's stdout, the others' emptied,
+    every command's outcome kept."""
+    out = dict(original)
+    if text == output_text(original):
+        return out
+    if original["type"] == "apply_patch_call_output":
+        out["output"] = text
+        return out
+    out["output"] = [
+        {**chunk, "stdout": text if j == 0 else "", "stderr": ""}
+        for j, chunk in enumerate(original["output"])
+    ]
+    return out
