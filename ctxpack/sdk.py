@@ -26,7 +26,10 @@ What is converted:
   calls and outputs of the built-in tools the client runs, ``shell_call`` and
   ``apply_patch_call``, a call of the tool ``shell`` or ``apply_patch`` and its result, see
   :mod:`ctxpack._internal.tool_items`), with the original item kept in
-  ``metadata["openai_responses"]``; the same items written as dicts too.
+  ``metadata["openai_responses"]``; the same items written as dicts too. A ``reasoning`` item,
+  and the call of a tool OpenAI ran (``web_search_call``, ``file_search_call``,
+  ``code_interpreter_call``, ``mcp_call``, ``mcp_list_tools``), becomes a part of the assistant
+  message it leads to, sent back verbatim in its place.
   Parallel calls (consecutive call items) are joined into
   one assistant message by the functions that see the whole list (:func:`ctxpack.from_openai`,
   the validators, the client wrappers, :meth:`ctxpack.Session.extend` within its batch);
@@ -343,7 +346,7 @@ def _openai_message(name: str, dumped: dict[str, Any], index: int) -> dict[str, 
         return dumped  # a Chat Completions message: already in request form
     meta = {RESPONSES_META: dumped}
     _check_item_fields(kind, dumped, index)
-    if kind == REASONING:
+    if kind == REASONING or kind in tool_items.SERVER_ITEMS:
         # A part of the assistant message it leads to (see coerce_messages); the part is a copy,
         # the item in metadata stays as it came.
         return {"role": "assistant", "content": [copy.deepcopy(dumped)], "metadata": meta}
@@ -380,7 +383,7 @@ def _openai_message(name: str, dumped: dict[str, Any], index: int) -> dict[str, 
     raise InvalidMessageError(
         f"got {got}, which has no Chat Completions message; ctxpack packs message, "
         "reasoning, function_call, custom_tool_call, shell_call, apply_patch_call and their "
-        "output items",
+        "output items, and the calls of web search, file search, the code interpreter and MCP",
         index=index,
         field="type",
     )
@@ -427,7 +430,7 @@ def _check_item_fields(kind: Any, item: dict[str, Any], index: int) -> None:
                 field="summary",
             )
         check_reasoning(item, index, None, "assistant")
-    if kind in tool_items.CALLS or kind in tool_items.OUTPUTS:
+    if kind in tool_items.CALLS or kind in tool_items.OUTPUTS or kind in tool_items.SERVER_ITEMS:
         tool_items.check_item(kind, item, index)
     for field, nonempty in _ITEM_FIELDS.get(kind, ()):
         value = item.get(field)
@@ -550,13 +553,18 @@ def _is_responses_call(message: Any) -> bool:
 
 
 def _only_reasoning(message: Any) -> bool:
-    """Whether a message is a reasoning item alone, waiting for what it led to."""
+    """Whether a message is reasoning items alone (or the calls of tools OpenAI ran), waiting
+    for what they led to."""
     items = _items(message)
     content = message.get("content") if items else None
     return (
         bool(items)
-        and all(isinstance(i, dict) and i.get("type") == REASONING for i in items)
+        and all(isinstance(i, dict) and _leads(i) for i in items)
         and isinstance(content, list)
-        and all(is_reasoning(part) for part in content)
+        and all(_leads(part) for part in content)
         and not message.get("tool_calls")
     )
+
+
+def _leads(part: Any) -> bool:
+    return is_reasoning(part) or tool_items.is_server_item(part)

@@ -300,18 +300,13 @@ def test_responses_api_items_map_onto_chat_messages() -> None:
 
 
 def test_a_responses_item_without_a_chat_message_is_refused_with_index_and_field() -> None:
-    from openai.types.responses import ResponseFunctionWebSearch
+    from openai.types.responses.response_input_item import ImageGenerationCall
 
-    search = ResponseFunctionWebSearch.model_validate(
-        {
-            "type": "web_search_call",
-            "id": "ws_1",
-            "status": "completed",
-            "action": {"type": "search", "query": "weather"},
-        }
+    image = ImageGenerationCall.model_validate(
+        {"type": "image_generation_call", "id": "ig_1", "status": "completed", "result": "iVBO"}
     )
-    with pytest.raises(ctxpack.InvalidMessageError, match="'web_search_call'") as err:
-        ctxpack.pack([{"role": "user", "content": "hi"}, search], budget=100)
+    with pytest.raises(ctxpack.InvalidMessageError, match="'image_generation_call'") as err:
+        ctxpack.pack([{"role": "user", "content": "hi"}, image], budget=100)
     assert (err.value.index, err.value.field) == (1, "type")
 
 

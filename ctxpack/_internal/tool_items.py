@@ -1,5 +1,7 @@
 """The Responses API's built-in tools that the client runs (``shell``, ``apply_patch``): their
-call and output items carried as a chat tool call and its tool message.
+call and output items carried as a chat tool call and its tool message; and the tools OpenAI
+runs itself (web search, file search, the code interpreter, a remote MCP server), whose items
+are carried in the assistant message of their turn.
 
 The model calls them with a ``shell_call`` (an ``action``: the commands) or an
 ``apply_patch_call`` (an ``operation``: a file to create, update or delete), and the agent
@@ -29,21 +31,36 @@ CALLS: dict[str, tuple[str, tuple[str, ...]]] = {
     "apply_patch_call": ("apply_patch", ("operation",)),
 }
 OUTPUTS = frozenset({"shell_call_output", "apply_patch_call_output"})
+# The items of the tools OpenAI runs: a call and its result in one item, sent back verbatim as
+# a part of the assistant message of their turn (as a reasoning item is), counted by their JSON
+# (an image_generation_call's result is an image, which that would overcount: it is refused).
+SERVER_ITEMS = frozenset(
+    {"web_search_call", "file_search_call", "code_interpreter_call", "mcp_call", "mcp_list_tools"}
+)
+
+
+def is_server_item(part: Any) -> bool:
+    return isinstance(part, Mapping) and part.get("type") in SERVER_ITEMS
 
 
 def check_item(kind: str, item: Mapping[str, Any], index: int) -> None:
     """A call's or an output's fields, named as the caller wrote them."""
 
     def fail(field: str, wanted: str) -> InvalidMessageError:
-        got = "missing" if field not in item else f"got {type(item[field]).__name__}"
+        value = item.get(field)
+        got = f"got {type(value).__name__}" if field in item else "missing"
+        got = "got an empty string" if value == "" else got
         return InvalidMessageError(
             f"a Responses API {kind} item's {field} must be {wanted} ({got})",
             index=index,
             field=field,
         )
 
-    if not isinstance(item.get("call_id"), str) or not item["call_id"]:
-        raise fail("call_id", "a non-empty string")
+    key = "id" if kind in SERVER_ITEMS else "call_id"
+    if not isinstance(item.get(key), str) or not item[key]:
+        raise fail(key, "a non-empty string")
+    if kind in SERVER_ITEMS:
+        return
     if kind in CALLS:
         field = CALLS[kind][1][0]
         if not isinstance(item.get(field), Mapping):

@@ -27,6 +27,7 @@ from typing import Any, TypedDict
 from .._internal.arguments import message_items
 from .._internal.jsontext import read_json
 from .._internal.reasoning import REASONING
+from .._internal.tool_items import SERVER_ITEMS
 from ..messages import Message, copy_value, ensure_messages, owned_messages, with_provider
 from ..sdk import SDKObject, coerce_messages, coerce_value
 from ._validate import validate_anthropic
@@ -258,8 +259,8 @@ def _to_blocks(content: str | list[dict[str, Any]] | None) -> list[dict[str, Any
     out: list[dict[str, Any]] = []
     for part in content:
         kind = part.get("type")
-        if kind == REASONING:
-            continue  # an OpenAI model's reasoning: only the Responses API can read it
+        if kind == REASONING or kind in SERVER_ITEMS:
+            continue  # an OpenAI model's reasoning, its tools' calls: only OpenAI reads them
         if kind == "image_url":
             out.append(_image_block(part))
         elif kind in ("file", "input_file"):

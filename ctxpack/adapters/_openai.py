@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from .._internal.arguments import message_items, openai_api
 from .._internal.reasoning import is_reasoning
+from .._internal.tool_items import is_server_item
 from ..errors import InvalidMessageError
 from ..messages import Message, copy_value, ensure_messages, owned_messages, provider_of
 from ..sdk import SDKObject, item_error, joined_messages
@@ -77,16 +78,20 @@ def _openai_content(msg: Message, api: str) -> str | list[dict[str, Any]] | None
             p if p.get("type") in ("text", "input_text") else not_sent(str(p.get("type")), True)
             for p in msg.content
         ]
-    elif isinstance(msg.content, list) and any(is_reasoning(p) for p in msg.content):
-        # Chat Completions has no place for reasoning; the Responses API's input takes it
-        # from the message (see chat_to_responses).
-        converted = [p for p in msg.content if not is_reasoning(p)]
+    elif isinstance(msg.content, list) and any(map(_responses_only, msg.content)):
+        # Chat Completions has no place for reasoning, nor for the calls of tools OpenAI ran;
+        # the Responses API's input takes them from the message (see chat_to_responses).
+        converted = [p for p in msg.content if not _responses_only(p)]
     else:
         return msg.content
     if isinstance(converted, list) and not converted:
         # Nothing OpenAI can take is left (say, only thinking blocks).
         return None if msg.tool_calls else ""
     return converted
+
+
+def _responses_only(part: Any) -> bool:
+    return is_reasoning(part) or is_server_item(part)
 
 
 def to_openai(

@@ -29,8 +29,9 @@ __all__: list[str] = []  # public through to_openai(messages, api="responses")
 
 
 class ResponsesLink(NamedTuple):
-    """What ties a message to the response that produced it: the reasoning it holds, as input
-    items, and the ids the response gave its items (a function call's by its call id)."""
+    """What ties a message to the response that produced it: the reasoning it holds (and the
+    calls of tools OpenAI ran, in their order among it), as input items, and the ids the
+    response gave its items (a function call's by its call id)."""
 
     reasoning: list[dict[str, Any]]
     call_ids: dict[str, str]
@@ -61,7 +62,7 @@ def responses_link(msg: Message) -> ResponsesLink | None:
     reasoning = [
         item
         for part in (msg.content if isinstance(msg.content, list) else ())
-        if is_reasoning(part) and (item := reasoning_item(part))
+        if (item := _leading_item(part))
     ]
     call_ids: dict[str, str] = {}
     call_fields: dict[str, dict[str, Any]] = {}
@@ -119,6 +120,7 @@ def chat_to_responses(
         role, content = msg["role"], msg.get("content")
         link = links[index]
         if role != "assistant":
+            out.extend(_server_items(pending))
             pending = []
         if role == "tool":
             out.append(_output_item(msg, link, custom, index))
@@ -142,10 +144,10 @@ def chat_to_responses(
                 and all(call["id"] in link.call_ids for call in calls)
                 else None
             )
-            if paired:
-                out.extend(thoughts)
-                if text:
-                    out.append(_output_message(text, paired.message_id, phase))
+            # The calls of tools OpenAI ran go back with or without the reasoning among them.
+            out.extend(thoughts if paired else _server_items(thoughts))
+            if paired and text:
+                out.append(_output_message(text, paired.message_id, phase))
             elif text:
                 out.append({"role": "assistant", "content": text, **_phase(phase)})
             for call in calls:
@@ -157,7 +159,23 @@ def chat_to_responses(
                 out.append(item)
             continue
         out.append({"role": role, "content": _parts(content, index)})
+    out.extend(_server_items(pending))
     return out
+
+
+def _leading_item(part: Any) -> dict[str, Any] | None:
+    """The input item of a part that goes before an assistant's message: its reasoning, the
+    call of a tool OpenAI ran (as it came)."""
+    if is_reasoning(part):
+        return reasoning_item(part)
+    if tool_items.is_server_item(part):
+        copied: dict[str, Any] = copy_value(part)
+        return copied
+    return None
+
+
+def _server_items(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [item for item in items if tool_items.is_server_item(item)]
 
 
 def _call_item(call: dict[str, Any], link: ResponsesLink | None) -> dict[str, Any]:

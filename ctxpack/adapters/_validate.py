@@ -15,6 +15,7 @@ from typing import Any
 
 from .._internal.arguments import flag, json_type_name
 from .._internal.reasoning import check_reasoning
+from .._internal.tool_items import SERVER_ITEMS
 from ..errors import InvalidMessageError  # noqa: F401 (the examples catch it)
 from ..sdk import RESPONSES_META, coerce_messages, coerce_value
 from ._turns import check_anthropic_turns
@@ -26,16 +27,12 @@ OPENAI_ROLES = ("system", "developer", "user", "assistant", "tool")
 # Chat Completions part types, plus the Responses API spellings ctxpack also reads.
 OPENAI_PART_TYPES = frozenset(
     {
-        "text",
-        "image_url",
-        "input_audio",
-        "file",
-        "refusal",
-        "input_text",
-        "input_image",
-        "input_file",
-        # A reasoning model's thoughts, in the assistant message they led to (see ctxpack.sdk).
+        *("text", "image_url", "input_audio", "file", "refusal"),
+        *("input_text", "input_image", "input_file"),
+        # A reasoning model's thoughts, in the assistant message they led to (see ctxpack.sdk),
+        # and the calls of the tools OpenAI ran in that turn.
         "reasoning",
+        *SERVER_ITEMS,
     }
 )
 
@@ -187,6 +184,8 @@ def _check_openai_parts(parts: list[Any], index: int, role: str, output: bool = 
             _check_file(part, ("file_id", "file_data", "file_url"), index, field)
         elif kind == "reasoning":
             check_reasoning(part, index, field, role)
+        elif kind in SERVER_ITEMS and role != "assistant":
+            raise _fail(f"a {kind} part belongs to an assistant message, not {role}", index, field)
         if output and kind in _OUTPUT_MEDIA:
             continue
         if role in ("system", "developer", "tool") and kind not in ("text", "input_text"):

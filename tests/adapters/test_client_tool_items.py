@@ -147,7 +147,7 @@ def test_a_malformed_item_is_refused_under_its_own_field_name() -> None:
         )
 
 
-@pytest.mark.parametrize("kind", ["web_search_call", "computer_call", "local_shell_call"])
+@pytest.mark.parametrize("kind", ["computer_call", "local_shell_call", "image_generation_call"])
 def test_items_ctxpack_does_not_carry_are_still_refused_by_type(kind: str) -> None:
     with pytest.raises(ctxpack.InvalidMessageError, match=kind) as e:
         from_openai([HISTORY[0], {"type": kind, "id": "x", "call_id": "c", "status": "completed"}])
@@ -168,3 +168,79 @@ def test_wrap_openai_sends_the_sdk_s_shell_call_back() -> None:
     assert sent[0] == HISTORY[0] and sent[2] == SHELL_OUTPUT
     assert {k: v for k, v in sent[1].items() if v is not None} == SHELL_CALL
     assert capture.body["tools"] == [{"type": "shell"}]
+
+
+# ------------------------------------------------------------- server-side tools' items
+
+SEARCH: dict[str, Any] = {
+    "type": "web_search_call",
+    "id": "ws_1",
+    "status": "completed",
+    "action": {"type": "search", "query": "Oslo weather today"},
+}
+THOUGHT: dict[str, Any] = {"type": "reasoning", "id": "rs_1", "summary": []}
+ANSWER: dict[str, Any] = {
+    "type": "message",
+    "id": "msg_1",
+    "role": "assistant",
+    "status": "completed",
+    "content": [{"type": "output_text", "text": "3 C and clear.", "annotations": []}],
+}
+MCP: dict[str, Any] = {
+    "type": "mcp_call",
+    "id": "mcp_1",
+    "server_label": "crm",
+    "name": "list_customers",
+    "arguments": "{}",
+    "output": "Ana, Bo",
+}
+
+
+def test_a_server_side_call_goes_back_verbatim_in_its_turn() -> None:
+    given = [{"role": "user", "content": "Weather in Oslo?"}, THOUGHT, SEARCH, MCP, ANSWER]
+    for item in given:
+        ITEM.validate_python(item)
+    messages = from_openai(given)
+    assert len(messages) == 2  # the whole turn is one assistant message
+    assert to_openai(messages, api="responses") == given
+    packed = ctxpack.pack(messages, budget=10_000, model="gpt-5")
+    assert packed.to_openai(api="responses") == given
+    # Chat Completions has no place for them: the answer alone.
+    text = [{"type": "text", "text": "3 C and clear."}]
+    assert packed.to_openai()[1] == {"role": "assistant", "content": text}
+
+
+def test_a_server_side_call_is_counted_and_dropped_with_its_turn() -> None:
+    big = {**SEARCH, "action": {"type": "search", "query": "Oslo weather " * 300}}
+    turn = [{"role": "user", "content": "Weather in Oslo?"}, big, ANSWER]
+    small = ctxpack.count_tokens(from_openai([turn[0], ANSWER]), model="gpt-5")
+    full = ctxpack.count_tokens(from_openai(turn), model="gpt-5")
+    assert full - small >= 600
+    history = [*turn, {"role": "user", "content": "And Bergen?"}]
+    packed = ctxpack.pack(from_openai(history), budget=full - 100, model="gpt-5")
+    sent = packed.to_openai(api="responses")
+    assert big not in sent and ANSWER not in sent
+    assert sorted(packed.kept_ids + packed.dropped_ids) == sorted(packed.input_ids)
+
+
+def test_a_server_side_call_at_the_end_of_a_turn_is_sent() -> None:
+    given = [{"role": "user", "content": "Weather in Oslo?"}, ANSWER, SEARCH]
+    # The message with nothing before it is written new, as any is (see test_responses.py).
+    easy = {"role": "assistant", "content": "3 C and clear."}
+    assert to_openai(from_openai(given), api="responses") == [given[0], easy, SEARCH]
+    given = [{"role": "user", "content": "Look it up"}, SEARCH, {"role": "user", "content": "and?"}]
+    assert to_openai(from_openai(given), api="responses") == given
+
+
+def test_wrap_openai_sends_a_web_search_turn_back() -> None:
+    replies = iter([response(SEARCH, ANSWER), text_reply("Bergen is 6 C.")])
+    capture = Capture(lambda body: httpx2.Response(200, json=next(replies)))
+    client = ctxpack.wrap_openai(openai_client(capture), window=100_000)
+    history: list[Any] = [{"role": "user", "content": "Weather in Oslo?"}]
+    first = client.responses.create(model="gpt-5", input=history, tools=[{"type": "web_search"}])
+    history += first.output
+    history.append({"role": "user", "content": "And Bergen?"})
+    client.responses.create(model="gpt-5", input=history, tools=[{"type": "web_search"}])
+    sent = capture.body["input"]
+    assert [i.get("type") for i in sent] == [None, "web_search_call", "message", None]
+    assert {k: v for k, v in sent[1].items() if v is not None} == SEARCH
