@@ -29,10 +29,10 @@ What is converted:
   ``metadata["openai_responses"]``; the same items written as dicts too. A ``reasoning`` item,
   and the call of a tool OpenAI ran (``web_search_call``, ``file_search_call``,
   ``code_interpreter_call``, ``mcp_call``, ``mcp_list_tools``), becomes a part of the assistant
-  message it leads to, sent back verbatim in its place.
-  Parallel calls (consecutive call items) are joined into
-  one assistant message by the functions that see the whole list (:func:`ctxpack.from_openai`,
-  the validators, the client wrappers, :meth:`ctxpack.Session.extend` within its batch);
+  message it leads to, sent back verbatim in its place. Parallel calls (consecutive call items)
+  are joined into one assistant message by the functions that see the whole list
+  (:func:`ctxpack.from_openai`, the validators, the client wrappers,
+  :meth:`ctxpack.Session.extend` within its batch);
   :func:`ctxpack.pack` and :func:`ctxpack.messages.ensure_messages` convert item by item, so give
   them ``from_openai(items)`` for a Responses API history.
 
@@ -56,8 +56,8 @@ __all__: list[str] = []
 
 # Where a message made from an OpenAI Responses API item keeps that item, verbatim.
 RESPONSES_META = "openai_responses"
-# The types of the Responses API's input items: as dicts without a role, the two calls' that
-# map onto a chat message are converted and the others refused by name.
+# The types of the Responses API's input items: as dicts without a role, those ctxpack carries
+# are converted (see _openai_message) and the others refused by name.
 _RESPONSES_ITEMS = frozenset(
     {
         "function_call",
