@@ -31,7 +31,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -501,11 +501,7 @@ def _redacted(message: Message, *, whole: bool) -> tuple[Message, tuple[SecretFi
         return out.text
 
     if not whole:
-        assert isinstance(message.content, list)  # redact_for_roles sends no other
-        parts = [with_texts(p, clean) if is_provider_tool_result(p) else p for p in message.content]
-        if not found:
-            return message, ()
-        return message.model_copy(update={"content": parts}), tuple(found)
+        return _provider_results_redacted(message, clean, found)
     update: dict[str, Any] = {}
     content = message.content
     if isinstance(content, str):
@@ -541,6 +537,30 @@ def _redacted(message: Message, *, whole: bool) -> tuple[Message, tuple[SecretFi
         return message, ()
     # A secret in the content and its copy in what rides along count once.
     return message.model_copy(update=update), tuple(in_content or found)
+
+
+def _provider_results_redacted(
+    message: Message, clean: Callable[[str], str], found: list[SecretFinding]
+) -> tuple[Message, tuple[SecretFinding, ...]]:
+    """``message`` (an assistant's, in a list of parts) with ``clean`` applied to the results
+    of the tools its provider ran, and the secrets found there."""
+    assert isinstance(message.content, list)  # redact_for_roles sends no other
+    parts = [with_texts(p, clean) if is_provider_tool_result(p) else p for p in message.content]
+    if not found:
+        return message, ()
+    in_parts = tuple(found)
+    changed: dict[str, Any] = {"content": parts}
+    # A Responses API item rides along in metadata too, which a store would keep; its copy of
+    # the output counts once.
+    items = message.metadata.get(RESPONSES_META)
+    if isinstance(items, (list, Mapping)):
+        scrubbed = [
+            with_texts(i, clean) if is_provider_tool_result(i) else i
+            for i in (items if isinstance(items, list) else [items])
+        ]
+        kept = scrubbed if isinstance(items, list) else scrubbed[0]
+        changed["metadata"] = {**message.metadata, RESPONSES_META: kept}
+    return message.model_copy(update=changed), in_parts
 
 
 # The fields of what a message was read from (a Responses API item, a LangChain message) that

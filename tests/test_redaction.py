@@ -517,3 +517,55 @@ def test_a_providers_tool_call_and_result_keep_their_ids_and_fields() -> None:
         )
     )
     assert sent == expected
+
+
+def test_the_output_of_a_tool_openai_ran_is_redacted(tmp_path: Any) -> None:
+    # A remote MCP server's output, the code interpreter's logs, file search's passages: the
+    # Responses API returns them in the call's own item, inside the assistant's turn.
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    items = [
+        {"type": "message", "role": "user", "content": "Check the repository."},
+        {
+            "type": "mcp_call",
+            "id": "mcp_1",
+            "server_label": "gh",
+            "name": "env",
+            "arguments": "{}",
+            "output": f"GITHUB_TOKEN={token}\nOK",
+            "status": "completed",
+        },
+        {
+            "type": "code_interpreter_call",
+            "id": "ci_1",
+            "container_id": "cntr_1",
+            "code": "print(open('.env').read())",
+            "outputs": [{"type": "logs", "logs": f"token {token}"}],
+            "status": "completed",
+        },
+        {
+            "type": "file_search_call",
+            "id": "fs_1",
+            "queries": ["deploy token"],
+            "status": "completed",
+            "results": [{"file_id": "file_1", "filename": "ops.md", "text": f"use {token}"}],
+        },
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "Done.", "annotations": []}],
+        },
+        {"type": "message", "role": "user", "content": "Next?"},
+    ]
+    store = f"sqlite:///{tmp_path / 'sessions.db'}"
+    session = Session.open("s", store=store, model="gpt-4o")
+    session.extend(ctxpack.from_openai(items))
+    sent = session.render().to_openai(api="responses")
+    packed = pack(ctxpack.from_openai(items), budget=5_000).to_openai(api="responses")
+    for seen in (json.dumps(sent), json.dumps(packed), repr(session.transcript())):
+        assert token not in seen
+    assert (tmp_path / "sessions.db").read_bytes().find(token.encode()) == -1
+    # What pairs the items and what the model wrote stays as it came.
+    by_id = {item.get("id"): item for item in sent if item.get("id")}
+    assert by_id["ci_1"]["code"] == "print(open('.env').read())"
+    assert by_id["fs_1"]["results"][0]["file_id"] == "file_1"
+    assert by_id["mcp_1"]["output"] == "GITHUB_TOKEN=[REDACTED github-pat]\nOK"

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .documents import DOCUMENT_TYPES
+from .tool_items import is_server_item
 
 __all__: list[str] = []
 
@@ -23,10 +24,23 @@ _Edit = Callable[[str], str]
 
 def is_provider_tool_result(part: Any) -> bool:
     """Whether ``part`` is the result of a tool the provider ran, which comes back inside the
-    assistant's turn (``web_search_tool_result``, ``bash_code_execution_tool_result``,
-    ``mcp_tool_result``...), not a client's ``tool_result``."""
+    assistant's turn: Anthropic's (``web_search_tool_result``,
+    ``bash_code_execution_tool_result``, ``mcp_tool_result``...), not a client's
+    ``tool_result``; the Responses API's call items that hold their own output (``mcp_call``,
+    ``code_interpreter_call``, ``file_search_call``...)."""
     kind = part.get("type") if isinstance(part, Mapping) else None
-    return isinstance(kind, str) and kind.endswith("_tool_result") and kind != "tool_result"
+    if not isinstance(kind, str):
+        return False
+    return (kind.endswith("_tool_result") and kind != "tool_result") or is_server_item(part)
+
+
+# What a Responses API server item says of the call itself (the model's own arguments, code and
+# queries, which are left as written as a client tool call's are) and what pairs or names it:
+# sent as they came. Every other field is the tool's output.
+_CALL_FIELDS = frozenset(
+    {"type", "id", "status", "server_label", "name", "arguments", "code", "container_id"}
+    | {"queries", "action", "approval_request_id"}
+)
 
 
 # The fields of a provider's tool result that pair it, name a file or hold what the provider
@@ -56,7 +70,11 @@ def with_texts(part: Any, edit: _Edit) -> Any:
         return part
     kind = part.get("type")
     changes: dict[str, Any] = {}
-    if is_provider_tool_result(part) and "content" in part:
+    if is_server_item(part):
+        changes.update(
+            {k: _result_texts(v, edit) for k, v in part.items() if k not in _CALL_FIELDS}
+        )
+    elif is_provider_tool_result(part) and "content" in part:
         changes["content"] = _result_texts(part["content"], edit)
     if kind in ("text", "input_text", "output_text", "search_result"):
         changes.update(_fields(part, ("text", "title"), edit))
