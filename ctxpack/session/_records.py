@@ -45,11 +45,16 @@ class Call:
 
 
 def command_of(arguments: str) -> str | None:
-    """The command line of a shell-like tool call: its ``command``/``cmd`` argument."""
+    """The command line of a shell-like tool call: its ``command``/``cmd`` argument, or the
+    ``commands`` of its ``action`` (the Responses API's shell tool), run one after the other."""
     try:
         args = read_json(arguments) if arguments.strip() else {}
     except ValueError:
         return None
+    action = args.get("action") if isinstance(args, Mapping) else None
+    commands = action.get("commands") if isinstance(action, Mapping) else None
+    if isinstance(commands, list) and commands and all(isinstance(c, str) for c in commands):
+        return " && ".join(commands)
     if isinstance(args, Mapping):
         for key in ("command", "cmd", "script", "path", "file_path"):
             value = args.get(key)

@@ -244,3 +244,18 @@ def test_wrap_openai_sends_a_web_search_turn_back() -> None:
     sent = capture.body["input"]
     assert [i.get("type") for i in sent] == [None, "web_search_call", "message", None]
     assert {k: v for k, v in sent[1].items() if v is not None} == SEARCH
+
+
+def test_a_shell_calls_commands_are_its_command() -> None:
+    # The session reads a call's command to name what a filter shortened (and which file a
+    # view shows); a shell call's commands sit in its action, and were read as no command.
+    session = ctxpack.Session(model="gpt-4o")
+    passes = (f"tests/test_{i}.py::test_x PASSED" for i in range(400))
+    log = "\n".join(["collected 400 items", *passes, "===== 400 passed in 3.21s ====="])
+    output = {**SHELL_OUTPUT, "output": [{**SHELL_OUTPUT["output"][0], "stdout": log}]}
+    two = {**SHELL_CALL, "action": {**SHELL_CALL["action"], "commands": ["cd app", "pytest -q"]}}
+    session.extend(from_openai([HISTORY[0], two, output]))
+    (record,) = session.records
+    assert record.command == "cd app && pytest -q"
+    # Read as a test run, by its command: its totals kept, the passes dropped.
+    assert (record.kind, record.shortened) == ("test_run", True)
