@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from ._base import Extract, ToolOutput, assemble, first_match
+from ._generic import GenericFilter
 
 __all__ = ["TestRunFilter"]
 
@@ -13,10 +14,12 @@ _PROGRAMS = re.compile(
     r"^(pytest|py\.test|unittest|nosetests|tox|runtests\.py|test|jest|vitest|mocha|ava|go|"
     r"cargo|mvn|mvnw|gradle|gradlew|rspec|phpunit|ctest|bin/test)$"
 )
+# A runner's name in a command, not a file's or a folder's: `cat src/_pytest/unittest.py` and
+# `head jest.config.js` show files, which a test run's filter would read as a run.
 _COMMAND = re.compile(
-    r"\b(pytest|py\.test|unittest|runtests\.py|manage\.py test|jest|vitest|mocha|"
+    r"(?<![\w.-])(pytest|py\.test|unittest|runtests\.py|manage\.py test|jest|vitest|mocha|"
     r"(npm|yarn|pnpm|bun)( run)? test|go test|cargo test|mvn\b.*\btest|gradlew? .*test|rspec|"
-    r"phpunit|ctest|bin/test)\b"
+    r"phpunit|ctest|bin/test)(?![\w/-]|\.\w)"
 )
 # A runner asked to list its tests runs none: its output is the list, which a test run's
 # filter would hide whole (pytest --collect-only, go test -list, cargo test -- --list, jest
@@ -179,9 +182,24 @@ class TestRunFilter:
                 # The code line under a Python frame says what ran there.
                 if line.lstrip().startswith('File "') and i + 1 < len(lines):
                     keep.add(i + 1)
-        if (not totals and not failures) or len(keep) >= len(lines) - 1:
+        if not totals and not failures:
+            return _unread(output)
+        if len(keep) >= len(lines) - 1:
             return None
         summary = "totals and failures kept" if failures else "totals kept, no failure"
         if library:
             summary += f", {library} library frames hidden"
         return Extract(assemble(output, keep), summary)
+
+
+_GENERIC = GenericFilter()
+
+
+def _unread(output: ToolOutput) -> Extract | None:
+    """A test command's output with neither totals nor a failure ctxpack can read: a run cut
+    before its totals (a tool's output limit, a timeout), or a runner's format it does not
+    know. Shortened as any output is (its errors, head and tail kept), not sent whole."""
+    extract = _GENERIC.extract(output)
+    if extract is None:
+        return None
+    return Extract(extract.text, f"no totals read, shortened as any output: {extract.summary}")

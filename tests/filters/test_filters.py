@@ -213,6 +213,30 @@ def test_each_kind_is_detected_and_keeps_what_matters(
     assert 'retrieve_original(artifact="' in last
 
 
+def test_a_test_run_cut_before_its_totals_is_shortened_as_any_output() -> None:
+    # A shell tool's output limit or a timeout cuts the run before its totals: read as a test
+    # run by its command, it was sent whole (100,890 characters here).
+    raw = "".join(f"tests/test_{i}.py::test_x PASSED\n" for i in range(3000))
+    raw += "tests/test_db.py::test_connect ERROR: connection refused\n"
+    raw += "".join(f"tests/test_z{i}.py::test_y PASSED\n" for i in range(200))
+    out = ToolOutputFilter()(raw, tool="shell", command="pytest -v")
+    assert out.kind == "test_run" and out.shortened
+    assert "no totals read" in out.reason
+    assert "tests/test_db.py::test_connect ERROR: connection refused" in kept_lines(out.text)
+    assert len(out.text) < len(raw) // 10
+
+
+@pytest.mark.parametrize(
+    "command", ["cat src/_pytest/unittest.py", "head -50 jest.config.js", "cat docs/pytest.rst"]
+)
+def test_a_file_named_after_a_test_runner_is_not_a_test_run(command: str) -> None:
+    # The runner's name was read anywhere in the command, so a file view of pytest's own
+    # unittest.py (a real session's) went to the test-run filter.
+    source = "".join(f"def helper_{i}(x):\n    return x + {i}\n\n" for i in range(300))
+    out = ToolOutputFilter()(source, tool="bash", command=command)
+    assert out.kind != "test_run"
+
+
 def test_jest_log_becomes_a_few_lines() -> None:
     """A ~2,000-token jest log: "14 tests passed. refreshes expired token failed: expiresAt
     was undefined at auth.test.ts:88. Full output: artifact ..." """
