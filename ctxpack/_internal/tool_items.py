@@ -90,16 +90,30 @@ def tool_call(item: Mapping[str, Any]) -> dict[str, Any]:
 def call_item(original: Mapping[str, Any], arguments: str) -> dict[str, Any]:
     """``original`` with what its chat call's ``arguments`` now say (a redacted command), and
     without the id a response gave it (see ``chat_to_responses``). A field the arguments no
-    longer hold (inputs cleared to ``{}``) is sent as it came: the API needs it."""
+    longer hold (inputs cleared to ``{}`` to fit a window) is sent as its cleared stand-in:
+    the API needs the field, and the request was counted without what it said."""
     try:
         edited = read_json(arguments)
     except ValueError:
         edited = {}
+    edited = edited if isinstance(edited, dict) else {}
     fields = CALLS[original["type"]][1]
     out = {k: v for k, v in original.items() if k != "id"}
-    if isinstance(edited, dict):
-        out.update({k: edited[k] for k in fields if k in original and k in edited})
+    for k in fields:
+        if k in original:
+            out[k] = edited[k] if k in edited else _cleared(k, original[k])
     return out
+
+
+def _cleared(field: str, value: Any) -> Any:
+    """A call's field with what it said removed, in the shape the API accepts: a shell call's
+    action without its commands, a patch's operation without its diff (its kind and file
+    kept); any other field (the shell's environment, small) as it came."""
+    if field == "action" and isinstance(value, Mapping):
+        return {**{k: v for k, v in value.items() if k != "commands"}, "commands": []}
+    if field == "operation" and isinstance(value, Mapping):
+        return {**value, "diff": ""} if "diff" in value else dict(value)
+    return value
 
 
 def output_text(item: Mapping[str, Any]) -> str:

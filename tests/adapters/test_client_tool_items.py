@@ -259,3 +259,41 @@ def test_a_shell_calls_commands_are_its_command() -> None:
     assert record.command == "cd app && pytest -q"
     # Read as a test run, by its command: its totals kept, the passes dropped.
     assert (record.kind, record.shortened) == ("test_run", True)
+
+
+# ------------------------------------------------- a call cleared to fit a managed window
+
+BIG_FILE = "".join(f"+line {i} of the generated fixture, with some words\n" for i in range(6000))
+CLEARED_CALLS = {
+    "apply_patch": (
+        {**PATCH_CALL, "operation": {"type": "create_file", "path": "f.txt", "diff": BIG_FILE}},
+        PATCH_OUTPUT,
+    ),
+    "shell": (
+        {**SHELL_CALL, "action": {"commands": [f"cat > f.txt <<'EOF'\n{BIG_FILE}EOF"]}},
+        SHELL_OUTPUT,
+    ),
+}
+
+
+@pytest.mark.parametrize("tool", sorted(CLEARED_CALLS))
+def test_a_call_cleared_to_fit_the_window_is_sent_cleared(tool: str) -> None:
+    call, output = CLEARED_CALLS[tool]
+    session = ctxpack.Session(window=32_000, model="gpt-5.1")
+    session.extend(from_openai([HISTORY[0], {**call, "id": "x_1"}, output]))
+    result = session.render()
+    assert session.window_state.events[-1].action == "emergency"
+    sent = result.to_openai(api="responses")
+    for item in sent:
+        ITEM.validate_python(item)
+    # What is sent is what was counted: the call's arguments are not sent back whole.
+    assert ctxpack.count_tokens(json.dumps(sent), model="gpt-5.1") < 32_000
+    assert [i.get("call_id") for i in sent[2:]] == [call["call_id"]] * 2
+    cleared, escaped = sent[2], json.dumps(BIG_FILE)[1:-1]
+    assert escaped[:200] not in json.dumps(cleared)
+    assert {k: v for k, v in cleared.items() if k not in ("action", "operation")} == {
+        k: v for k, v in call.items() if k not in ("action", "operation")
+    }
+    # The original stays retrievable, the whole call with it.
+    original = result.original(result.messages[1].id)
+    assert original is not None and escaped in json.dumps(original.model_dump())
