@@ -461,6 +461,38 @@ def test_the_digest_lists_the_file_an_editor_tool_names_in_its_arguments() -> No
     assert "read by" in lines[0] and "modified by" in lines[1]
 
 
+def test_the_digest_reads_the_shell_and_apply_patch_tools_calls() -> None:
+    # The Responses API's built-in tools: a shell call's commands, a patch's operation.
+    def output(call_id: str) -> dict[str, Any]:
+        result = {"stdout": "ok\n", "stderr": "", "outcome": {"type": "exit", "exit_code": 0}}
+        return {"type": "shell_call_output", "call_id": call_id, "output": [result]}
+
+    def patch(call_id: str, kind: str, path: str) -> list[dict[str, Any]]:
+        operation = {"type": kind, "path": path, **({"diff": "+x\n"} if kind[0] != "d" else {})}
+        call = {"type": "apply_patch_call", "call_id": call_id, "status": "completed"}
+        done = {"type": "apply_patch_call_output", "call_id": call_id, "status": "completed"}
+        return [{**call, "operation": operation}, done]
+
+    action = {"commands": ["cat src/app.py", "git status"], "timeout_ms": 60_000}
+    messages = ctxpack.from_openai(
+        [
+            {"type": "shell_call", "call_id": "c1", "action": action, "status": "completed"},
+            output("c1"),
+            *patch("c2", "update_file", "src/util.py"),
+            *patch("c3", "delete_file", "src/old.py"),
+            *patch("c4", "create_file", "src/new.py"),
+        ]
+    )
+    digest = extractive_digest(messages)
+    files = digest.split("## Files touched (last known state)\n")[1].split("\n\n")[0]
+    verbs = {line.split(": ")[0][2:]: line.split(": ")[1] for line in files.split("\n")}
+    assert list(verbs) == ["src/app.py", "src/util.py", "src/old.py", "src/new.py"]
+    assert verbs["src/app.py"].startswith("read by `cat src/app.py")
+    assert all(verbs[p].startswith("modified by") for p in ("src/util.py", "src/old.py"))
+    assert "`delete_file src/old.py`" in verbs["src/old.py"]
+    assert "timeout_ms" not in digest
+
+
 @pytest.mark.parametrize(
     ("output", "status"),
     [

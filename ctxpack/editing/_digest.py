@@ -11,6 +11,7 @@ import threading
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .._internal.arguments import optional_text
 from .._internal.jsontext import read_json
@@ -52,9 +53,12 @@ _PLAN_LINE = re.compile(
 )
 _WRITES = re.compile(
     r"\bsed\s+-i|>>?\s*\S|\btee\b|\bpatch\b|\bgit\s+(?:apply|checkout|restore)|\bmv\b|\bcp\b|"
-    r"\brm\b|\btouch\b|\bmkdir\b|\bcreate\b|\bstr_replace\b|\bwrite\b|\bedit\b|open\([^)]*['\"]w",
+    r"\brm\b|\btouch\b|\bmkdir\b|\bcreate\b|\b(?:create|update|delete)_file\b|"
+    r"\bstr_replace\b|\bwrite\b|\bedit\b|open\([^)]*['\"]w",
     re.IGNORECASE,
 )
+# An ``apply_patch`` call's operations: each writes its file.
+_PATCH_OPERATIONS = ("create_file", "update_file", "delete_file")
 _SECTIONS = ("instructions", "decisions", "files", "commands", "errors", "plan", "diff", "evidence")
 _SECTION_WORDS = {
     "decisions": ("decision", "decisions", "decided"),
@@ -82,9 +86,22 @@ def _call_text(msg: Message) -> list[tuple[str, str, str]]:
             value = args
         if isinstance(value, dict) and len(value) == 1:
             value = next(iter(value.values()))
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        text = value if isinstance(value, str) else _built_in_command(value)
         out.append((call.id, call.function.name, text))
     return out
+
+
+def _built_in_command(value: Any) -> str:
+    """The Responses API's shell call as its command lines, an ``apply_patch`` operation as
+    its kind and file (its diff is the call's, not a name); other arguments as JSON."""
+    if isinstance(value, dict):
+        commands = value.get("commands")
+        if isinstance(commands, list) and commands and all(isinstance(c, str) for c in commands):
+            return " && ".join(commands)
+        kind, path = value.get("type"), value.get("path")
+        if kind in _PATCH_OPERATIONS and isinstance(path, str):
+            return f"{kind} {shlex.quote(path)}"
+    return json.dumps(value, ensure_ascii=False)
 
 
 # A compaction reads the whole history again, and shlex is slow.
