@@ -76,6 +76,15 @@ def check_item(kind: str, item: Mapping[str, Any], index: int) -> None:
             raise fail("output", "a list of {stdout, stderr, outcome} objects")
 
 
+def shell_command(action: Any) -> str | None:
+    """A shell call's ``action`` (its arguments' value) as one command line: its commands,
+    run one after the other."""
+    commands = action.get("commands") if isinstance(action, Mapping) else None
+    if isinstance(commands, list) and commands and all(isinstance(c, str) for c in commands):
+        return " && ".join(commands)
+    return None
+
+
 def tool_call(item: Mapping[str, Any]) -> dict[str, Any]:
     """A call item as a chat tool call: the tool's name, what to do as JSON arguments."""
     name, fields = CALLS[item["type"]]
@@ -105,12 +114,16 @@ def call_item(original: Mapping[str, Any], arguments: str) -> dict[str, Any]:
     return out
 
 
+_CLEARED_COMMAND = "# cleared by ctxpack to fit the window"
+
+
 def _cleared(field: str, value: Any) -> Any:
     """A call's field with what it said removed, in the shape the API accepts: a shell call's
     action without its commands, a patch's operation without its diff (its kind and file
     kept); any other field (the shell's environment, small) as it came."""
     if field == "action" and isinstance(value, Mapping):
-        return {**{k: v for k, v in value.items() if k != "commands"}, "commands": []}
+        # One comment rather than none: the API's schema may ask for a command.
+        return {**value, "commands": [_CLEARED_COMMAND]}
     if field == "operation" and isinstance(value, Mapping):
         return {**value, "diff": ""} if "diff" in value else dict(value)
     return value

@@ -16,6 +16,7 @@ from typing import Any
 from .._internal.arguments import optional_text
 from .._internal.jsontext import read_json
 from .._internal.prefix import common_prefix, likely_prefix
+from .._internal.tool_items import shell_command
 from .._internal.views import PATH_KEYS
 from ..caches import memoize, register
 from ..messages import Message, message_objects
@@ -94,10 +95,9 @@ def _call_text(msg: Message) -> list[tuple[str, str, str]]:
 def _built_in_command(value: Any) -> str:
     """The Responses API's shell call as its command lines, an ``apply_patch`` operation as
     its kind and file (its diff is the call's, not a name); other arguments as JSON."""
+    if (shell := shell_command(value)) is not None:
+        return shell
     if isinstance(value, dict):
-        commands = value.get("commands")
-        if isinstance(commands, list) and commands and all(isinstance(c, str) for c in commands):
-            return " && ".join(commands)
         kind, path = value.get("type"), value.get("path")
         if kind in _PATCH_OPERATIONS and isinstance(path, str):
             return f"{kind} {shlex.quote(path)}"

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .._internal.jsontext import read_json
+from .._internal.tool_items import shell_command
 from .._internal.views import FileRegion
 
 
@@ -51,10 +52,9 @@ def command_of(arguments: str) -> str | None:
         args = read_json(arguments) if arguments.strip() else {}
     except ValueError:
         return None
-    action = args.get("action") if isinstance(args, Mapping) else None
-    commands = action.get("commands") if isinstance(action, Mapping) else None
-    if isinstance(commands, list) and commands and all(isinstance(c, str) for c in commands):
-        return " && ".join(commands)
+    shell = shell_command(args.get("action")) if isinstance(args, Mapping) else None
+    if shell is not None:
+        return shell
     if isinstance(args, Mapping):
         for key in ("command", "cmd", "script", "path", "file_path"):
             value = args.get(key)
