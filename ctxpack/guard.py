@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ._internal.secret_values import Hunt
 from .errors import ConfigError
 from .injection import injection_reason, message_injections, quarantine_note
 from .limits import MAX_MESSAGE_CHARS, message_chars
@@ -86,8 +87,16 @@ class ArrivalGuard:
             return _ALL_ROLES
         return ("tool",) if self.redact_secrets else ()
 
-    def __call__(self, message: Message, counter: TokenCounter, store: ArtifactStore) -> Arrival:
-        """Guard one arriving message (its id already set)."""
+    def __call__(
+        self,
+        message: Message,
+        counter: TokenCounter,
+        store: ArtifactStore,
+        hunt: Hunt | None = None,
+    ) -> Arrival:
+        """Guard one arriving message (its id already set); with ``hunt`` (the session's
+        memory of the secret values it found), a value found earlier is redacted wherever it
+        stands alone in what is redacted, and the values found are added to it."""
         if not isinstance(message, Message):
             raise ConfigError(
                 f"message must be a Message (ensure_messages() converts dicts), got "
@@ -98,7 +107,7 @@ class ArrivalGuard:
             counter = count_tokens_approx()
         decisions: list[Decision] = []
         if self.redact_secrets:
-            clean, found = redact_for_roles(message, self.redacted_roles)
+            clean, found = redact_for_roles(message, self.redacted_roles, hunt)
             if found:
                 reason = secrets_reason(found)
                 if self.store_secrets:

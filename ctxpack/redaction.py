@@ -15,7 +15,9 @@ whose key names a password or secret, whatever the value's entropy (as detect-se
 detector), their XML form (``<password>...</password>``), the token after ``Bearer``, the
 value of a command-line option such as ``--password``, and an AWS secret access key next to
 its name (as trufflehog's AWS detector pairs it). A value found once is replaced wherever else
-it appears in the text.
+it appears in the text; a :class:`~ctxpack.Session` and one ``pack()`` call also replace it in
+the other tool outputs, where it may stand alone (``echo $DB_PASSWORD``), through the ``hunt``
+of :func:`redact_for_roles` (``ctxpack._internal.secret_values``).
 
 Example:
     >>> out = redact("export AWS_ACCESS_KEY_ID=AKIAZ5GMHYJKLMNOPQR7")
@@ -28,9 +30,7 @@ Example:
 from __future__ import annotations
 
 import json
-import math
 import re
-from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -47,6 +47,7 @@ from ._internal.part_texts import (
     with_texts,
 )
 from ._internal.secret_rules import OWN_RULES
+from ._internal.secret_values import Hunt, KnownValues, entropy
 from ._internal.spans import Spans
 from ._internal.text_lines import TextLines
 from .adapters.langchain import META as LANGCHAIN_META
@@ -210,12 +211,6 @@ def _rules() -> tuple[tuple[_Rule, ...], _Allowlist]:
     )
 
 
-def _entropy(text: str) -> float:
-    """Shannon entropy of ``text`` in bits per character, as gitleaks computes it."""
-    n = len(text)
-    return -sum(c / n * math.log2(c / n) for c in Counter(text).values()) if n else 0.0
-
-
 def _secret_span(match: Any, group: int) -> tuple[int, int]:
     if not group:
         # gitleaks: the first capture group that matched, else the whole match.
@@ -325,7 +320,7 @@ def _findings(text: str) -> Iterator[SecretFinding]:
         for match in _near_keywords(rule, text, lines, present):
             start, end = _secret_span(match, rule.group)
             secret = text[start:end]
-            if not secret.strip() or _entropy(secret) < rule.entropy:
+            if not secret.strip() or entropy(secret) < rule.entropy:
                 continue
             begin = _match_start(text, match.start(), rule.back) if rule.back else match.start()
             whole = text[begin : match.end()]
@@ -351,31 +346,6 @@ def _precedence(f: SecretFinding) -> tuple[bool, int, int, bool]:
     return f.kind in _GENERIC, f.start, f.start - f.end, f.kind == "generic-api-key"
 
 
-# A shorter value (a password such as "hunter2") may well be an ordinary word elsewhere.
-_MIN_REPEATED = 8
-_WORDS = re.compile(r"[^\W\d_]+(?:[-_.: ][^\W\d_]+)*\Z")
-
-
-def _hunted(value: str) -> bool:
-    """Whether ``value``, found once, is a secret wherever else it appears.
-
-    A value of words alone with a word's entropy (``postgres``, ``development``, assigned to
-    a password in a docker-compose file or a settings module) is as often the image, database
-    or environment named on the next lines: replacing it there would break the edits an agent
-    makes to that file. A value holding a digit or a symbol, or random letters, is not prose.
-    """
-    return len(value) >= _MIN_REPEATED and (not _WORDS.match(value) or _entropy(value) >= 3.5)
-
-
-def _standalone(text: str, start: int, end: int) -> bool:
-    """Whether ``text[start:end]`` is not the inside of a longer word or value."""
-
-    def word(at: int) -> bool:
-        return 0 <= at < len(text) and (text[at].isalnum() or text[at] == "_")
-
-    return not (word(start - 1) and word(start)) and not (word(end) and word(end - 1))
-
-
 @memoize(maxsize=100_000, maxbytes=16 * 2**20, name="secrets of a text")
 def _scan(text: str) -> tuple[SecretFinding, ...]:
     # Cached by content: a history packed again every turn holds the same tool outputs.
@@ -385,18 +355,10 @@ def _scan(text: str) -> tuple[SecretFinding, ...]:
     kept = [finding for finding in found if spans.take(finding.start, finding.end)]
     # A value found once is a secret wherever else it appears in the text (echoed, logged
     # twice, in a URL beside its assignment), whether or not a rule matches there.
-    hunted: set[str] = set()
-    for finding in list(kept):
-        value = text[finding.start : finding.end]
-        if not _hunted(value) or value in hunted:
-            continue
-        hunted.add(value)
-        at = text.find(value)
-        while at != -1:
-            end = at + len(value)
-            if _standalone(text, at, end) and spans.take(at, end):
-                kept.append(SecretFinding(finding.kind, at, end))
-            at = text.find(value, end)
+    values = KnownValues()
+    for finding in kept:
+        values.learn(text[finding.start : finding.end], finding.kind)
+    kept += [SecretFinding(k, a, b) for a, b, k in values.find(text) if spans.take(a, b)]
     return tuple(sorted(kept, key=lambda f: f.start))
 
 
@@ -472,31 +434,51 @@ def redact_message(message: Message) -> tuple[Message, tuple[SecretFinding, ...]
 
 
 def redact_for_roles(
-    message: Message, roles: Collection[str]
+    message: Message, roles: Collection[str], hunt: Hunt | None = None
 ) -> tuple[Message, tuple[SecretFinding, ...]]:
     """``message`` redacted as a guard of ``roles`` redacts it, and the secrets found: the
     whole message when its role is one of them; and while tool outputs are (``"tool"`` is one),
     the results of the tools a provider ran inside an assistant's turn (code execution, a web
-    fetch, an MCP server's tool), the assistant's own words left as written."""
+    fetch, an MCP server's tool), the assistant's own words left as written.
+
+    With ``hunt``, the values it learnt earlier are secrets wherever they stand alone in what
+    is redacted, and the values found are learnt into it."""
     if message.role in roles:
-        return redact_message(message)
+        return _redacted(message, whole=True, hunt=hunt)
     if (
         "tool" in roles
         and message.role == "assistant"
         and isinstance(message.content, list)
         and any(is_provider_tool_result(part) for part in message.content)
     ):
-        return _redacted(message, whole=False)
+        return _redacted(message, whole=False, hunt=hunt)
     return message, ()
 
 
-def _redacted(message: Message, *, whole: bool) -> tuple[Message, tuple[SecretFinding, ...]]:
+def _hunting(text: str, hunt: Hunt) -> Redaction:
+    """``text`` redacted, and the values ``hunt`` learnt earlier with it; what was found in
+    ``text`` is learnt."""
+    found = find_secrets(text)
+    spans = Spans()
+    for f in found:
+        spans.take(f.start, f.end)
+    seen = [SecretFinding(k, a, b) for a, b, k in hunt.find(text) if spans.take(a, b)]
+    for f in found:
+        hunt.learn(text[f.start : f.end], f.kind)
+    if not seen:
+        return redact(text, found)
+    return redact(text, sorted([*found, *seen], key=lambda f: f.start))
+
+
+def _redacted(
+    message: Message, *, whole: bool, hunt: Hunt | None = None
+) -> tuple[Message, tuple[SecretFinding, ...]]:
     """``message`` with its secrets replaced: all of them (``whole``), or only those of its
     provider's tool results."""
     found: list[SecretFinding] = []
 
     def clean(text: str) -> str:
-        out = redact(text)
+        out = redact(text) if hunt is None else _hunting(text, hunt)
         found.extend(out.findings)
         return out.text
 

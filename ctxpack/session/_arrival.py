@@ -71,7 +71,7 @@ class Arrival(Superseding):
         index = len(self._raw)
         msg = msg.model_copy(update={"id": mid})
         # Secrets out and injection markers flagged before anything keeps or reads the message.
-        arrival = self.guard(msg, self.counter, self.store)
+        arrival = self.guard(msg, self.counter, self.store, self._hunt())
         msg = arrival.message
         self._decisions.extend(arrival.decisions)
         self._ids.add(mid)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import copy
+import hashlib
+import hmac
 import operator
+import secrets
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
@@ -11,12 +14,13 @@ from itertools import compress, count
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._internal.reasoning import summary_text
+from .._internal.secret_values import BoundFingerprints, Fingerprints
 from .._internal.views import FileRegion, call_region
 from ..filters import ToolOutputFilter
 from ..guard import ArrivalGuard
 from ..managed import WindowPolicy, WindowState
 from ..messages import Message
-from ..persistence import decode_message, encode_message
+from ..persistence import SessionArtifacts, decode_message, encode_message
 from ..pipeline import Decision, Stage
 from ..providers import Provider
 from ..store import ArtifactStore
@@ -46,6 +50,7 @@ class Snapshot:
     extensions: dict[str, Any]
     window_state: WindowState
     full_tools: list[Mapping[str, Any]]
+    found: int  # the secret values found (they only grow)
 
 
 class SessionState:
@@ -80,6 +85,8 @@ class SessionState:
     _superseded: list[tuple[int, int]]
     _full_tools: list[Mapping[str, Any]]
     _extensions: dict[str, Any]
+    _found: Fingerprints
+    _own_key: bytes
     _lock: threading.RLock
     _backing: Backing | None
 
@@ -100,6 +107,10 @@ class SessionState:
         # JSON state that other features keep per session, by feature name: saved with every
         # append of a stored session and restored with it (see _state()).
         self._extensions = {}
+        # The secret values found in tool outputs, as keyed fingerprints, to redact a value
+        # wherever it reappears alone (echo $DB_PASSWORD); see _hunt for a stored session's key.
+        self._found = Fingerprints()
+        self._own_key = secrets.token_bytes(32)
         # One lock for every read and write of the state above: a Session is shared by threads.
         self._lock = threading.RLock()
         self._backing = None
@@ -126,6 +137,17 @@ class SessionState:
             self._restore(before)
             raise
         return before
+
+    def _hunt(self) -> BoundFingerprints:
+        """The secret values found so far, under the session's key, for the guard."""
+        key = self._own_key
+        if isinstance(self.store, SessionArtifacts):
+            # A stored session's (an async one's too, whose core has no backing): derived from
+            # the secret its first writer drew, which every replica reads and an erasure
+            # renews; not that secret itself, which keys the originals' ids.
+            secret = bytes.fromhex(self.store.secret)
+            key = hmac.new(secret, b"ctxpack secret values found", hashlib.sha256).digest()
+        return self._found.bound(key)
 
     def _refresh(self) -> None:
         """Read what other writers appended to a stored session (nothing for one in memory)."""
@@ -180,6 +202,7 @@ class SessionState:
             extensions=copy.deepcopy(self._extensions),
             window_state=self.window_state._copy(),
             full_tools=list(self._full_tools),
+            found=len(self._found),
         )
 
     def _restore(self, snapshot: Snapshot) -> None:
@@ -198,6 +221,7 @@ class SessionState:
         self._extensions = copy.deepcopy(snapshot.extensions)
         self.window_state = snapshot.window_state._copy()
         self._full_tools = list(snapshot.full_tools)
+        self._found.truncate(snapshot.found)
 
     def _entry_since(self, snapshot: Snapshot, *, whole_window: bool = False) -> dict[str, Any]:
         """What changed since ``snapshot``, as JSON: the store's entry for one append. With
@@ -223,6 +247,9 @@ class SessionState:
                 d.model_dump(exclude_none=True) for d in self._decisions[snapshot.decisions :]
             ],
         }
+        if len(self._found) > snapshot.found:
+            # Fingerprints, never the values: what this append found, for the replicas.
+            entry["secrets"] = self._found.since(snapshot.found)
         if self.window is not None:
             # The managed mode's lists grow with every edit: each entry holds what it adds, so
             # that what an append writes does not grow with the session (the rest of the
@@ -250,6 +277,7 @@ class SessionState:
         for data in entry["records"]:
             self._records[data["message_id"]] = FilterRecord(**data)
         self._decisions.extend(Decision(**data) for data in entry["decisions"])
+        self._found.grow(entry.get("secrets", ()))
         if self.window is not None and "window" in entry:
             self.window_state._grow(entry["window"])
 

@@ -6,6 +6,7 @@ from functools import lru_cache
 from typing import ClassVar
 
 from .._internal.prefix import PrefixMemo
+from .._internal.secret_values import KnownValues
 from ..messages import Message, Role
 from ..pipeline import Decision, PackContext, check_context
 from ..redaction import SecretFinding, redact_for_roles, secrets_reason
@@ -13,17 +14,34 @@ from ._base import StageModel
 
 __all__ = ["SecretRedactor"]
 
-_Redacted = tuple[Message, tuple[SecretFinding, ...]] | None
+_Redacted = tuple[Message, tuple[SecretFinding, ...], tuple[tuple[str, str], ...]] | None
 
 
 @lru_cache(maxsize=32)
 def _redactions(roles: frozenset[str]) -> PrefixMemo[Message, _Redacted]:
-    """Each message redacted (``None`` when nothing is), memoised across packs of a growing
-    history: a long history is packed again every turn, its messages unchanged."""
+    """Each message redacted (``None`` when nothing is), with the secret values found in it
+    (those worth hunting elsewhere), memoised across packs of a growing history: a long
+    history is packed again every turn, its messages unchanged."""
 
     def redacted(message: Message) -> _Redacted:
-        new, found = redact_for_roles(message, roles)
-        return (new, found) if found else None
+        values = KnownValues()
+        new, found = redact_for_roles(message, roles, values)
+        return (new, found, tuple(values.values.items())) if found else None
+
+    return PrefixMemo(redacted)
+
+
+# Keyed by the values themselves: the memo of a history packed every turn, which holds them
+# already (its messages are its keys), is reused while the history finds no new one.
+@lru_cache(maxsize=8)
+def _hunts(
+    roles: frozenset[str], values: tuple[tuple[str, str], ...]
+) -> PrefixMemo[Message, _Redacted]:
+    """Each message redacted, the ``values`` found anywhere in the history hunted in it."""
+
+    def redacted(message: Message) -> _Redacted:
+        new, found = redact_for_roles(message, roles, KnownValues(dict(values)))
+        return (new, found, ()) if found else None
 
     return PrefixMemo(redacted)
 
@@ -33,6 +51,9 @@ class SecretRedactor(StageModel):
     configuration line...) by ``[REDACTED kind]``, before any other stage reads the message.
 
     Secrets are found by :mod:`ctxpack.redaction` (gitleaks' rules and four of ctxpack's own).
+    A value found in one message is replaced wherever else it stands alone in the messages
+    redacted, before or after it (``echo $DB_PASSWORD`` printing what ``cat .env`` showed
+    assigned), unless it is shorter than 8 characters or made of words.
     Each message changed gets a ``redacted`` decision naming the kinds of secret, never a value.
     The original is not kept as an artifact: it would hand the secret back.
 
@@ -60,7 +81,13 @@ class SecretRedactor(StageModel):
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
         check_context(ctx, self)
-        results = _redactions(frozenset(self.roles))(ctx.messages)
+        roles = frozenset(self.roles)
+        results = _redactions(roles)(ctx.messages)
+        # A value found in one message is a secret wherever it stands alone in the others,
+        # earlier ones too: the model is sent the whole history at once.
+        values = dict(pair for result in results if result is not None for pair in result[2])
+        if values:
+            results = _hunts(roles, tuple(sorted(values.items())))(ctx.messages)
         changed = [i for i, result in enumerate(results) if result is not None]
         if not changed:
             return ctx
@@ -69,7 +96,7 @@ class SecretRedactor(StageModel):
         for i in changed:
             result = results[i]
             assert result is not None  # changed lists only those
-            msg, (new, found) = messages[i], result
+            msg, (new, found, _) = messages[i], result
             messages[i] = new
             decisions.append(
                 Decision(
