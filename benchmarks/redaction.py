@@ -10,7 +10,8 @@ Also measured:
 
 - what must survive does: git SHAs, UUIDs, hex digests (md5, sha1, sha256) and base64 runs
   found in the outputs, each checked to be still present after redaction;
-- ms per tool output (the guard alone, warm rule set; median and 99th percentile);
+- ms per tool output (the guard alone, warm rule set, each session's values found hunted in
+  its later outputs as a Session does; median and 99th percentile);
 - recall on a generated corpus (``tests/secret_corpus.py``: random secrets in each provider's
   published format, planted in realistic outputs): the share of planted values removed.
 
@@ -30,6 +31,7 @@ import importlib.util
 import json
 import os
 import re
+import secrets
 import statistics
 import sys
 import time
@@ -38,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxpack import Message
+from ctxpack._internal.secret_values import Fingerprints
 from ctxpack.caches import clear_caches
 from ctxpack.guard import ArrivalGuard
 from ctxpack.injection import find_injections
@@ -89,13 +92,15 @@ def measure(name: str, sessions: dict[str, list[str]]) -> dict[str, Any]:
     lost: Counter[str] = Counter()
     outputs = 0
     for sid, texts in sessions.items():
+        # A session's memory of the values it found, hunted in its later outputs (as Session).
+        hunt = Fingerprints().bound(secrets.token_bytes(32))
         for i, text in enumerate(texts):
             outputs += 1
             msg = Message(role="tool", id=f"{sid}:{i}", tool_call_id="c", content=text)
             # Content-keyed caches would time a repeated output at nothing: clear them.
             clear_caches()
             start = time.perf_counter()
-            arrival = guard(msg, counter, store)
+            arrival = guard(msg, counter, store, hunt)
             times.append((time.perf_counter() - start) * 1000)
             if len(text) > 10_000:
                 per_kchar.append(times[-1] / (len(text) / 1000))
@@ -104,7 +109,7 @@ def measure(name: str, sessions: dict[str, list[str]]) -> dict[str, Any]:
                 row = {"session": sid, "output": i, "reason": d.reason}
                 if d.action == "redacted":
                     found = find_secrets(text)
-                    row["kinds"] = sorted({f.kind for f in found})
+                    row["kinds"] = sorted({f.kind for f in found}) or ["a value found earlier"]
                     row["context"] = [_masked(text, f.start, f.end) for f in found[:3]]
                     altered.append(row)
                 elif d.action == "flagged":
@@ -274,10 +279,16 @@ def shapes(size: int = 800_000) -> list[dict[str, Any]]:
             for i in range(size // 70)
         ),
     }
+    # A session that found three values (a password, a token, one with punctuation) looks for
+    # them in every later output.
+    hunt = Fingerprints().bound(secrets.token_bytes(32))
+    for value in ("Vq8nT2zLp4Rw", "ghp_R8sVt2Lq9ZxW4mKp7YcN3bHd6FgJ1aEu5TiO", "s3cr3t-pw.42"):
+        hunt.learn(value, "secret-assignment")
     rows = []
     for name, text in texts.items():
         row: dict[str, Any] = {"shape": name, "chars": len(text)}
-        for label, scan in (("secrets", find_secrets), ("injections", find_injections)):
+        scans = (("secrets", find_secrets), ("injections", find_injections), ("hunt", hunt.find))
+        for label, scan in scans:
             clear_caches()
             start = time.perf_counter()
             scan(text)
@@ -324,13 +335,18 @@ def main() -> None:
     )
     text += (
         "\nLarge generated outputs (`shapes()`: seeded, one scan each, caches cleared):\n\n"
-        "| shape | characters | secrets, s | injection flags, s |\n|---|---|---|---|\n"
+        "| shape | characters | secrets, s | injection flags, s | values found earlier, s |\n"
+        "|---|---|---|---|---|\n"
     )
     for row in shaped:
         text += (
             f"| {row['shape']} | {row['chars']:,} | {row['secrets s']:.2f} "
-            f"| {row['injections s']:.2f} |\n"
+            f"| {row['injections s']:.2f} | {row['hunt s']:.3f} |\n"
         )
+    text += (
+        "\nValues found earlier: a session that found three values (a password, a token, one "
+        "with a dash and a dot) looks for them in the output by their fingerprints.\n"
+    )
     (args.out / "redaction.md").write_text(text, encoding="utf-8")
     print(text)
 
