@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -277,3 +278,19 @@ def test_the_c_stemmer_gives_the_pure_python_stems() -> None:
     ]  # fmt: skip
     pure = EnglishStemmer()
     assert [fast.stemWord(w.lower()) for w in words] == [pure.stemWord(w.lower()) for w in words]
+
+
+def test_an_index_extended_at_once_is_the_index_appended_one_by_one() -> None:
+    documents = [["rate", "limit", "rate"], [], ["limit", "throttl"], ["rate"] * 5, ["x", "y"]]
+    one_by_one, at_once = InvertedIndex(), InvertedIndex()
+    for doc in documents:
+        one_by_one.append_terms("", doc)
+    at_once.extend_counted([(dict(Counter(doc)), len(doc)) for doc in documents[:2]])
+    at_once.extend_counted([(dict(Counter(doc)), len(doc)) for doc in documents[2:]])
+    assert len(at_once) == len(documents)
+    for query in (["rate"], ["limit", "throttl"], {"rate": 2.0, "y": 0.5}, ["absent"]):
+        assert at_once.bm25(query).tolist() == one_by_one.bm25(query).tolist()
+    assert [dict(at_once.terms_at(i)) for i in range(5)] == [
+        dict(one_by_one.terms_at(i)) for i in range(5)
+    ]
+    assert at_once.idf("limit") == one_by_one.idf("limit")

@@ -58,7 +58,7 @@ from .literals import LiteralIndex
 from .naming import QueryNames
 from .roles import is_doc_path, is_test_path, outside_packages, tested_modules
 from .semantic import file_summary, reciprocal_rank_fusion
-from .terms import code_terms, path_terms
+from .terms import CountedTerms, code_terms
 
 if TYPE_CHECKING:
     from ..signals.embeddings import Embedder
@@ -204,6 +204,7 @@ class CodeIndex:
         self._store: FileStore | None = None
         self._parsed: dict[str, ParsedFile] = {}
         self._tokens: dict[str, int] = {}
+        self._terms: dict[str, CountedTerms] = {}
         self._built = False
 
     def __repr__(self) -> str:
@@ -240,6 +241,7 @@ class CodeIndex:
             store = self._file_store()
             stats = store.refresh()
             self._parsed, self._tokens, self.db = store.parsed, store.tokens, store.db
+            self._terms = store.terms
             if store.changed or not self._built:  # else what ranks stands: no rebuild
                 self._build()
             # Read only when weighed: an index that ignores history spawns no git.
@@ -261,23 +263,15 @@ class CodeIndex:
         self._paths: list[str] = sorted(self._parsed)
         self._units: list[Symbol] = []
         self._unit_file: list[int] = []
-        self._unit_index = InvertedIndex()
-        self._file_index = InvertedIndex()
         self._file_terms: list[set[str]] = []
         for position, path in enumerate(self._paths):
-            pf = self._parsed[path]
-            where = path_terms(path)
-            file_terms: list[str] = list(where)
-            for unit in pf.symbols:
-                name_terms = code_terms(unit.name) if unit.kind != "module" else []
-                parent_terms = code_terms(unit.parent) if unit.parent else []
-                unit_terms = [*code_terms(unit.text), *name_terms, *parent_terms, *where]
-                self._units.append(unit)
-                self._unit_file.append(position)
-                self._unit_index.append_terms("", unit_terms)
-                file_terms.extend(unit_terms)
-            self._file_index.append_terms("", file_terms)
-            self._file_terms.append(set(file_terms))
+            self._units.extend(self._parsed[path].symbols)
+            self._unit_file.extend([position] * len(self._parsed[path].symbols))
+            self._file_terms.append(set(self._terms[path][1][0]))
+        self._unit_index = InvertedIndex()
+        self._unit_index.extend_counted(u for p in self._paths for u in self._terms[p][0])
+        self._file_index = InvertedIndex()
+        self._file_index.extend_counted(self._terms[p][1] for p in self._paths)
         self._unit_file_array = np.array(self._unit_file, dtype=np.int64)
         self._graph = CodeGraph(self._parsed)
         self._names = QueryNames(self._paths, self._parsed, self._graph.definers)

@@ -9,12 +9,18 @@ names the identifier exactly finds it first.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from functools import lru_cache
+from itertools import chain
+from typing import TYPE_CHECKING
 
 from ..caches import register_lru
 from ..signals.lexical import STOP_WORDS
 from ..signals.lexical import split_identifier as split_identifier
 from ..signals.lexical import stem as _stem
+
+if TYPE_CHECKING:
+    from .units import ParsedFile
 
 __all__: list[str] = []
 
@@ -105,8 +111,12 @@ def code_terms(text: str) -> list[str]:
         >>> code_terms("def rateLimit(request): return throttle_request()")
         ['rate', 'limit', 'ratelimit', 'request', 'throttl', 'request', 'throttlerequest']
     """
+    words = identifiers(text)
+    if not words or len(max(words, key=len)) <= _MAX_CACHED_WORD:
+        # Every word cached: the loop below, run in C (an index reads every word of a tree).
+        return list(chain.from_iterable(map(_cached_word_terms, words)))
     out: list[str] = []
-    for word in identifiers(text):
+    for word in words:
         out.extend(_cached_word_terms(word) if len(word) <= _MAX_CACHED_WORD else _word_terms(word))
     return out
 
@@ -120,3 +130,37 @@ def path_terms(path: str) -> list[str]:
     """
     stem = path.rsplit(".", 1)[0] if "." in path.rsplit("/", 1)[-1] else path
     return code_terms(stem.replace("/", " "))
+
+
+Counted = tuple[dict[str, int], int]
+"""Terms of a text with how often it holds each, and how many terms it holds in all."""
+
+CountedTerms = tuple[list[Counted], Counted]
+"""The terms of each symbol unit of a file, then of the whole file (see :func:`counted_terms`)."""
+
+
+def counted_terms(parsed: ParsedFile) -> CountedTerms:
+    """The index terms of each symbol unit of a parsed file (of its text, its name, its class
+    and its file's path), counted; then those of the whole file (its path's and its units').
+
+    Example:
+        >>> from ctxpack.code._symbols import parse_source
+        >>> parsed = parse_source("a/limits.py", "python", "def throttle(): ...")
+        >>> units, whole = counted_terms(parsed)
+        >>> units
+        [({'throttl': 2, 'limit': 1}, 3)]
+        >>> whole
+        ({'limit': 2, 'throttl': 2}, 4)
+    """
+    where = path_terms(parsed.path)
+    whole = Counter(where)
+    length = len(where)
+    units: list[Counted] = []
+    for unit in parsed.symbols:
+        name_terms = code_terms(unit.name) if unit.kind != "module" else []
+        parent_terms = code_terms(unit.parent) if unit.parent else []
+        unit_terms = [*code_terms(unit.text), *name_terms, *parent_terms, *where]
+        whole.update(unit_terms)
+        length += len(unit_terms)
+        units.append((dict(Counter(unit_terms)), len(unit_terms)))
+    return units, (dict(whole), length)

@@ -545,3 +545,49 @@ def test_units_of_a_file_with_windows_or_classic_mac_line_ends(tmp_path: Path, e
     assert hit.text == "def cr_target():\n    return 1"
     assert index.read("ends.py").splitlines()[2:4] == hit.text.splitlines()
     assert "def cr_target():\n    return 1\n" in iterative_retrieve("cr_target", index).context
+
+
+_GUARD_QUERIES = (
+    "Crash in fetch_record when the key is missing",
+    "decode the JWT claims",
+    "something is off in services/audit/audit.go\nthe audit log drops the price with tax",
+    "refund payment",
+)
+
+
+def _rankings(index: CodeIndex) -> list[list[dict[str, Any]]]:
+    return [[hit.model_dump() for hit in index.rank_files(q, k=20)] for q in _GUARD_QUERIES]
+
+
+def test_an_index_read_back_from_its_file_ranks_as_one_built_afresh(
+    repo: Path, tmp_path: Path
+) -> None:
+    # A later process reads parses and counted terms from the file instead of analysing the
+    # tree again: every hit, score and signal must be what a fresh build gives, before and
+    # after a file changes.
+    db = tmp_path / "index.sqlite"
+    CodeIndex(repo, db=db).refresh()
+    loaded = CodeIndex(repo, db=db)
+    assert loaded.refresh().parsed == 0
+    assert _rankings(loaded) == _rankings(CodeIndex(repo, db=":memory:"))
+    target = repo / "api" / "db.py"
+    target.write_text(target.read_text() + "\n\ndef refund_payment(order):\n    pass\n")
+    assert loaded.refresh().parsed == 1
+    again = CodeIndex(repo, db=db)
+    assert again.refresh().parsed == 0
+    fresh = _rankings(CodeIndex(repo, db=":memory:"))
+    assert _rankings(loaded) == fresh
+    assert _rankings(again) == fresh
+    assert fresh[3][0]["path"] == "api/db.py"
+
+
+def test_a_row_whose_terms_cannot_be_read_is_parsed_again(repo: Path, tmp_path: Path) -> None:
+    db = tmp_path / "index.sqlite"
+    expected = _rankings(CodeIndex(repo, db=db))
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE files SET terms = '[[], 3]' WHERE path = 'api/db.py'")
+        conn.execute("UPDATE files SET terms = 'not json' WHERE path = 'api/storage.py'")
+    conn.close()
+    index = CodeIndex(repo, db=db)
+    assert index.refresh().parsed == 2
+    assert _rankings(index) == expected
