@@ -205,6 +205,7 @@ class CodeIndex:
         self._parsed: dict[str, ParsedFile] = {}
         self._tokens: dict[str, int] = {}
         self._terms: dict[str, CountedTerms] = {}
+        self._grams: dict[str, str] = {}
         self._built = False
 
     def __repr__(self) -> str:
@@ -241,7 +242,7 @@ class CodeIndex:
             store = self._file_store()
             stats = store.refresh()
             self._parsed, self._tokens, self.db = store.parsed, store.tokens, store.db
-            self._terms = store.terms
+            self._terms, self._grams = store.terms, store.grams
             if store.changed or not self._built:  # else what ranks stands: no rebuild
                 self._build()
             # Read only when weighed: an index that ignores history spawns no git.
@@ -275,7 +276,7 @@ class CodeIndex:
         self._unit_file_array = np.array(self._unit_file, dtype=np.int64)
         self._graph = CodeGraph(self._parsed)
         self._names = QueryNames(self._paths, self._parsed, self._graph.definers)
-        self._literals = LiteralIndex(self._paths, self._parsed)
+        self._literals = LiteralIndex(self._paths, self._grams)
         self._position = at = {p: i for i, p in enumerate(self._paths)}
         scripts = outside_packages(self._paths, self.root)
         self._evidence = np.array(

@@ -1,6 +1,7 @@
 """The incremental SQLite store behind :class:`~ctxpack.code.CodeIndex`: per source file, its
-modification and change times, size, SHA-256, token count, parsed symbol units and their index
-terms, counted (analysing every word of a tree again at each start took most of a load).
+modification and change times, size, SHA-256, token count, parsed symbol units, their index
+terms counted and the runs of words of their string literals (analysing every word of a tree
+again at each start took most of a load).
 
 A refresh re-reads only files whose times or size changed, as git's index does, and re-parses
 only those whose content hash changed; deleted files leave the store. A store written by
@@ -26,12 +27,13 @@ from ..tokens import TokenCounter
 from ._files import language_of_path, source_files
 from ._history import Commit, cached_history
 from ._symbols import ParsedFile, parse_source
+from .literals import file_grams
 from .terms import CountedTerms, counted_terms
 
 __all__ = ["FileStore", "RefreshStats", "check_db", "default_db_path"]
 
 # Bump when what is stored per file changes: an index written by another version is rebuilt.
-_SCHEMA = "6"
+_SCHEMA = "7"
 
 # The tables of an index file (history: see _history); a file holding others is not one.
 _TABLES = frozenset({"meta", "files", "history"})
@@ -119,6 +121,7 @@ class FileStore:
         self.parsed: dict[str, ParsedFile] = {}
         self.tokens: dict[str, int] = {}
         self.terms: dict[str, CountedTerms] = {}
+        self.grams: dict[str, str] = {}
         # Per file in memory, the stored row its parse was read or made as.
         self._rows: dict[str, _Row] = {}
         self.changed = True
@@ -184,7 +187,7 @@ class FileStore:
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, mtime_ns INTEGER,"
                 " size INTEGER, sha256 TEXT, ctime_ns INTEGER, read_ns INTEGER, tokens INTEGER,"
-                " parsed TEXT, terms TEXT)"
+                " parsed TEXT, terms TEXT, grams TEXT)"
             )
             conn.commit()
         except BaseException:
@@ -271,8 +274,9 @@ class FileStore:
         fresh: dict[str, ParsedFile] = {}
         tokens: dict[str, int] = {}
         terms: dict[str, CountedTerms] = {}
+        grams: dict[str, str] = {}
         rows: dict[str, _Row] = {}
-        writes: list[tuple[str, _Row, int, str, str]] = []
+        writes: list[tuple[str, _Row, int, str, str, str]] = []
         too_large: list[str] = []
 
         def known(rel: str, stat: os.stat_result) -> bool:
@@ -291,7 +295,7 @@ class FileStore:
             if old is not None and known(rel, stat):
                 loaded = self._loaded(conn, rel, old)
                 if loaded is not None:
-                    fresh[rel], tokens[rel], terms[rel] = loaded
+                    fresh[rel], tokens[rel], terms[rel], grams[rel] = loaded
                     rows[rel] = old
                     continue
             try:
@@ -300,12 +304,12 @@ class FileStore:
                 continue
             digest = hashlib.sha256(raw).hexdigest()
             loaded = self._loaded(conn, rel, old) if old is not None and old[2] == digest else None
-            parse_json = terms_json = ""
+            stored_as = ("", "", "")
             if loaded is None:
-                loaded, parse_json, terms_json = self._parse(rel, raw)
-            fresh[rel], tokens[rel], terms[rel] = loaded
+                loaded, stored_as = self._parse(rel, raw)
+            fresh[rel], tokens[rel], terms[rel], grams[rel] = loaded
             rows[rel] = (stat.st_mtime_ns, stat.st_size, digest, stat.st_ctime_ns, started)
-            writes.append((rel, rows[rel], tokens[rel], parse_json, terms_json))
+            writes.append((rel, rows[rel], tokens[rel], *stored_as))
         gone = sorted(set(stored) - set(fresh))
         if conn.in_transaction:
             conn.rollback()  # the snapshot ends: a writer must see the file as it is now
@@ -315,7 +319,8 @@ class FileStore:
         self.changed = fresh.keys() != self.parsed.keys() or any(
             pf is not self.parsed[p] for p, pf in fresh.items()
         )
-        self.parsed, self.tokens, self.terms, self._rows = fresh, tokens, terms, rows
+        self.parsed, self.tokens, self.terms, self.grams = fresh, tokens, terms, grams
+        self._rows = rows
         return RefreshStats(
             parsed=parsed,
             removed=len(gone),
@@ -328,13 +333,13 @@ class FileStore:
         (another index of the root may have stored a newer one since), else the row's."""
         mine = self._rows.get(rel)
         if mine is not None and mine[2] == row[2] and rel in self.parsed:
-            return self.parsed[rel], self.tokens[rel], self.terms[rel]
+            return self.parsed[rel], self.tokens[rel], self.terms[rel], self.grams[rel]
         return self._row(conn, rel)
 
     def _write(
         self,
         conn: sqlite3.Connection,
-        writes: list[tuple[str, _Row, int, str, str]],
+        writes: list[tuple[str, _Row, int, str, str, str]],
         gone: list[str],
     ) -> None:
         """Store what a refresh found: new parses, new times of files whose content did not
@@ -346,13 +351,13 @@ class FileStore:
                 # write into (this index keeps its parses in memory).
                 if self._ours(conn):
                     conn.executemany(
-                        "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        [(rel, *row, count, p, t) for rel, row, count, p, t in writes if p],
+                        "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        [(rel, *row, n, *stored) for rel, row, n, *stored in writes if stored[0]],
                     )
                     conn.executemany(
                         "UPDATE files SET mtime_ns = ?, size = ?, ctime_ns = ?, read_ns = ?"
                         " WHERE path = ?",
-                        [(r[0], r[1], r[3], r[4], rel) for rel, r, _, p, _ in writes if not p],
+                        [(r[0], r[1], r[3], r[4], rel) for rel, r, _, p, *_ in writes if not p],
                     )
                     conn.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in gone])
                 conn.commit()
@@ -362,34 +367,34 @@ class FileStore:
         except sqlite3.Error as exc:
             raise _failed(self.db, "write the code index", exc) from exc
 
-    def _parse(self, rel: str, raw: bytes) -> tuple[_Loaded, str, str]:
-        """What a file's content gives, and the parse and terms as stored."""
+    def _parse(self, rel: str, raw: bytes) -> tuple[_Loaded, tuple[str, str, str]]:
+        """What a file's content gives, and its parse, terms and runs of words as stored."""
         # Universal newlines, as Python and read() take the file: a lone "\r" ends a line too.
         text = raw.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
         pf = parse_source(rel, language_of_path(rel) or "text", text)
-        terms = counted_terms(pf)
+        terms, grams = counted_terms(pf), file_grams(pf)
         stored = json.dumps(terms, ensure_ascii=False, separators=(",", ":"))
-        return (pf, self.counter.count(text), terms), pf.model_dump_json(), stored
+        return (pf, self.counter.count(text), terms, grams), (pf.model_dump_json(), stored, grams)
 
     def _row(self, conn: sqlite3.Connection, rel: str) -> _Loaded | None:
-        """The parse, tokens and terms stored for ``rel``; ``None`` when the row cannot be read
-        (the file is then parsed again and the row written anew)."""
+        """The parse, tokens, terms and runs of words stored for ``rel``; ``None`` when the row
+        cannot be read (the file is then parsed again and the row written anew)."""
         row = conn.execute(
-            "SELECT parsed, tokens, terms FROM files WHERE path = ?", (rel,)
+            "SELECT parsed, tokens, terms, grams FROM files WHERE path = ?", (rel,)
         ).fetchone()
         try:
             pf = ParsedFile.model_validate_json(row[0])
             units, whole = json.loads(row[2])
             terms: CountedTerms = ([_counted(u) for u in units], _counted(whole))
-            if len(terms[0]) != len(pf.symbols):
+            if len(terms[0]) != len(pf.symbols) or not isinstance(row[3], str):
                 return None
-            return pf, int(row[1]), terms
+            return pf, int(row[1]), terms, row[3]
         except (ConfigError, TypeError, ValueError):
             return None
 
 
-# What a file's row gives: its parse, its tokens and its terms.
-_Loaded = tuple[ParsedFile, int, CountedTerms]
+# What a file's row gives: its parse, tokens, terms and the runs of words of its literals.
+_Loaded = tuple[ParsedFile, int, CountedTerms, str]
 
 
 def _counted(stored: object) -> tuple[dict[str, int], int]:

@@ -54,24 +54,38 @@ def literal_grams(source: str) -> set[tuple[str, ...]]:
     return out
 
 
+def file_grams(parsed: ParsedFile) -> str:
+    """The runs of words of the string literals of a file's units (see :func:`literal_grams`),
+    sorted, one a line, words joined by a space: what :class:`LiteralIndex` reads of it (a
+    file's index row keeps it, so that a later process does not scan every literal again).
+
+    Example:
+        >>> from ctxpack.code._symbols import parse_source
+        >>> print(file_grams(parse_source("a.py", "python", 'x = "one two three four five"')))
+        one two three four
+        two three four five
+    """
+    grams: set[tuple[str, ...]] = set()
+    for unit in parsed.symbols:
+        grams |= literal_grams(unit.text)
+    return "\n".join(sorted(" ".join(gram) for gram in grams))
+
+
 class LiteralIndex:
     """The string-literal runs of a set of files (test files left out), looked up from a query.
 
     Args:
         paths: The files (their order is the order of the array returned).
-        parsed: Each file's parsed form.
+        grams: Each file's runs of words (see :func:`file_grams`).
     """
 
-    def __init__(self, paths: Sequence[str], parsed: Mapping[str, ParsedFile]) -> None:
+    def __init__(self, paths: Sequence[str], grams: Mapping[str, str]) -> None:
         self._size = len(paths)
-        holders: dict[tuple[str, ...], list[int]] = {}
+        holders: dict[str, list[int]] = {}
         for i, path in enumerate(paths):
-            if is_test_path(path):
+            if is_test_path(path) or not grams[path]:
                 continue
-            grams: set[tuple[str, ...]] = set()
-            for unit in parsed[path].symbols:
-                grams |= literal_grams(unit.text)
-            for gram in grams:
+            for gram in grams[path].split("\n"):
                 holders.setdefault(gram, []).append(i)
         self._holders = {g: h for g, h in holders.items() if len(h) <= _MAX_HOLDERS}
 
@@ -83,7 +97,7 @@ class LiteralIndex:
         out = np.zeros(self._size)
         words = [w.lower() for w in _WORD.findall(query)]
         for gram in dict.fromkeys(_grams(words)):
-            files = self._holders.get(gram)
+            files = self._holders.get(" ".join(gram))
             if files:
                 out[files] += 1.0 / len(files)
         return out

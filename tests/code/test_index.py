@@ -552,6 +552,7 @@ _GUARD_QUERIES = (
     "decode the JWT claims",
     "something is off in services/audit/audit.go\nthe audit log drops the price with tax",
     "refund payment",
+    "KeyError: no record 42 in the table of refunds",
 )
 
 
@@ -565,6 +566,9 @@ def test_an_index_read_back_from_its_file_ranks_as_one_built_afresh(
     # A later process reads parses and counted terms from the file instead of analysing the
     # tree again: every hit, score and signal must be what a fresh build gives, before and
     # after a file changes.
+    (repo / "api" / "errors.py").write_text(
+        "def missing(key):\n    raise KeyError(f'no record {key} in the table of refunds')\n"
+    )
     db = tmp_path / "index.sqlite"
     CodeIndex(repo, db=db).refresh()
     loaded = CodeIndex(repo, db=db)
@@ -579,6 +583,7 @@ def test_an_index_read_back_from_its_file_ranks_as_one_built_afresh(
     assert _rankings(loaded) == fresh
     assert _rankings(again) == fresh
     assert fresh[3][0]["path"] == "api/db.py"
+    assert any(hit["signals"]["message"] > 0 for hit in fresh[4])
 
 
 def test_a_row_whose_terms_cannot_be_read_is_parsed_again(repo: Path, tmp_path: Path) -> None:
@@ -587,7 +592,8 @@ def test_a_row_whose_terms_cannot_be_read_is_parsed_again(repo: Path, tmp_path: 
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE files SET terms = '[[], 3]' WHERE path = 'api/db.py'")
         conn.execute("UPDATE files SET terms = 'not json' WHERE path = 'api/storage.py'")
+        conn.execute("UPDATE files SET grams = NULL WHERE path = 'services/audit/audit.go'")
     conn.close()
     index = CodeIndex(repo, db=db)
-    assert index.refresh().parsed == 2
+    assert index.refresh().parsed == 3
     assert _rankings(index) == expected
