@@ -4,9 +4,12 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ctxpack
 from ctxpack import ExtractiveCompressor
+from ctxpack.signals.lexical import language_of, terms
 from ctxpack.stages import (
     compress_lines,
     has_proper_noun_heuristic,
@@ -370,4 +373,50 @@ def test_detectors_sharing_a_pipeline_never_parse_at_once() -> None:
             got = list(pool.map(lambda k: detectors[k % 4].flags(lines(k)), range(24)))
     finally:
         sys.setswitchinterval(interval)
+    assert got == expected
+
+
+_LINES = [
+    "",
+    "   ",
+    "# Title 3",
+    "- item",
+    "plain text",
+    "Budget of 42 set by Marie",
+    "tests/test_pack.py::test_budget PASSED [ 10%]",
+    "E   AssertionError: budget exceeded",
+    "the budget fits",
+    "** Bold heading",
+    "short",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(_LINES), min_size=1, max_size=60),
+    st.integers(min_value=1, max_value=15),
+    st.sampled_from([None, "budget", "budget exceeded test pack", "Marie"]),
+)
+def test_kept_lines_are_the_best_ranked_of_all(
+    lines: list[str], max_lines: int, query: str | None
+) -> None:
+    # The promise, written the plain way: rank every non-blank line, keep the first max_lines.
+    text = "\n".join(lines)
+    shown = text.splitlines()
+    candidates = [i for i, line in enumerate(shown) if line.strip()]
+    if len(candidates) <= max_lines:
+        expected = text
+    else:
+        language = language_of([text]) if query else "en"
+        query_terms = frozenset(terms(query, language)) if query else frozenset()
+        ranked = sorted(
+            candidates,
+            key=lambda i: (
+                -score_line(shown[i], query_terms=query_terms, language=language),
+                -len(shown[i].strip()),
+                i,
+            ),
+        )
+        expected = "\n".join(shown[i] for i in sorted(ranked[:max_lines]))
+    got = compress_lines(text, max_lines=max_lines, query=query, proper_nouns="heuristic")
     assert got == expected
