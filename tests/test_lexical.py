@@ -294,3 +294,16 @@ def test_an_index_extended_at_once_is_the_index_appended_one_by_one() -> None:
         dict(one_by_one.terms_at(i)) for i in range(5)
     ]
     assert at_once.idf("limit") == one_by_one.idf("limit")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([*WORDS, "l'équipe", "L’eau", "a", "7", "Backups,", "\n", "x_y"]),
+        max_size=40,
+    ).map(" ".join),
+    st.sampled_from(["en", "fr"]),
+)
+def test_terms_of_a_text_are_the_terms_analyse_finds(text: str, language: str) -> None:
+    # terms() analyses each distinct word of a text once; analyse() reads every word.
+    assert terms(text, language) == tuple(term for term, _ in analyse(text, language))  # type: ignore[arg-type]

@@ -155,19 +155,36 @@ def analyse(text: str, language: Language = "en") -> Iterator[tuple[str, str]]:
     """
     for match in WORD.finditer(text.lower()):
         written = match.group()
-        word = written.replace("’", "'")
-        if language == "fr":
-            word = _ELISION.sub("", word, count=1)
-        if word in STOP_WORDS or (len(word) < 2 and not word.isdigit()):
-            continue
-        if word.endswith("'s"):
-            word = word[:-2]
-        yield stem(word, language), written
+        term = _term_of(written, language)
+        if term is not None:
+            yield term, written
+
+
+def _term_of(written: str, language: Language) -> str | None:
+    """The index term of one lower-cased word as written; None for a stop word."""
+    word = written.replace("’", "'")
+    if language == "fr":
+        word = _ELISION.sub("", word, count=1)
+    if word in STOP_WORDS or (len(word) < 2 and not word.isdigit()):
+        return None
+    if word.endswith("'s"):
+        word = word[:-2]
+    return stem(word, language)
 
 
 @memoize(maxsize=100_000, maxbytes=8 * 2**20, name="text terms")
 def _terms_cached(text: str, language: Language) -> tuple[str, ...]:
-    return tuple(term for term, _ in analyse(text, language))
+    # A long text (a tool's log) repeats its words: each distinct one is analysed once.
+    known: dict[str, str | None] = {}
+    found: list[str] = []
+    for written in WORD.findall(text.lower()):
+        if written in known:
+            term = known[written]
+        else:
+            term = known[written] = _term_of(written, language)
+        if term is not None:
+            found.append(term)
+    return tuple(found)
 
 
 def terms(text: str, language: Language = "en") -> tuple[str, ...]:
