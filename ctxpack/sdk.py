@@ -48,7 +48,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from ._internal import tool_items
-from ._internal.arguments import MAX_NESTING, TooDeep, too_deep_error
+from ._internal.arguments import (
+    MAX_NESTING,
+    TooDeep,
+    TooLongInt,
+    check_nesting,
+    check_text,
+    too_deep_error,
+)
 from ._internal.reasoning import REASONING, check_reasoning, is_reasoning
 from .errors import InvalidMessageError
 
@@ -265,7 +272,7 @@ def coerce_message(item: Any, index: int) -> Any:
             # A Responses API item written as a dict (as OpenAI's guides write a
             # function_call_output), converted as the SDK's object is; a copy is kept, the
             # caller may edit its own.
-            return _openai_message("item", copy.deepcopy(item), index)
+            return _openai_message("item", _copied_item(item, index), index)
         # Inlined first level: every message dict of every cold pack comes through here.
         for key, inner in item.items():
             if type(inner) in _SCALARS:
@@ -285,6 +292,19 @@ def coerce_message(item: Any, index: int) -> Any:
     if package == "anthropic":
         return _anthropic_message(type(item).__name__, dumped, index)
     return _openai_message(type(item).__name__, dumped, index)
+
+
+def _copied_item(item: dict[str, Any], index: int) -> dict[str, Any]:
+    """A deep copy of a Responses API item written as a dict, refused (naming the field) when
+    it nests too deep to copy."""
+    for key, inner in item.items():
+        try:
+            check_nesting(inner, 1)
+        except TooDeep:
+            raise too_deep_error(index, str(key)) from None
+        except TooLongInt:
+            pass  # copied as any int is; the item's own checks name it where it matters
+    return copy.deepcopy(item)
 
 
 def not_a_message(item: Any) -> str:
@@ -310,9 +330,9 @@ def _is_responses_dict(item: dict[str, Any]) -> bool:
         return (
             isinstance(content, list)
             and bool(content)
-            and all(isinstance(p, Mapping) and p.get("type") in _RESPONSES_PARTS for p in content)
+            and all(tool_items.item_type(p) in _RESPONSES_PARTS for p in content)
         )
-    return "role" not in item and kind in _RESPONSES_ITEMS
+    return "role" not in item and tool_items.item_type(item) in _RESPONSES_ITEMS
 
 
 def _anthropic_message(name: str, dumped: dict[str, Any], index: int) -> dict[str, Any]:
@@ -449,6 +469,12 @@ def _check_item_fields(kind: Any, item: dict[str, Any], index: int) -> None:
                 index=index,
                 field=field,
             )
+        try:
+            check_text(value, field)
+        except ValueError as exc:
+            raise InvalidMessageError(
+                f"a Responses API {kind} item's {exc}", index=index, field=field
+            ) from None
 
 
 def _responses_parts(parts: list[Any], index: int) -> list[dict[str, Any]]:
@@ -549,7 +575,7 @@ def _items(message: Any) -> list[Any]:
 def _is_responses_call(message: Any) -> bool:
     # The key is the user's too: an empty list is not the items of a call.
     items = _items(message)
-    return bool(items) and isinstance(items[-1], dict) and items[-1].get("type") in _CALLS
+    return bool(items) and isinstance(items[-1], dict) and tool_items.item_type(items[-1]) in _CALLS
 
 
 def _only_reasoning(message: Any) -> bool:

@@ -393,12 +393,14 @@ def _check_tool(tool: Any, where: str) -> None:
 
 
 def json_problem(
-    value: Any, path: str, *, exact: bool = True, limit: int | None = None
+    value: Any, path: str, *, exact: bool = True, limit: int | None = None, utf8: bool = False
 ) -> str | None:
     """Where in ``value`` (found at ``path``) a value lies that JSON cannot carry (a set, an
     object, NaN, a key that is not a string), or ``None``. With ``exact`` a tuple or a mapping
     that is not a dict is refused too, since JSON would give it back changed; with ``limit``,
-    lists and objects nested deeper than that. Iterative, so that no depth exhausts the stack.
+    lists and objects nested deeper than that; with ``utf8``, a string holding a lone
+    surrogate, which a request sent as UTF-8 cannot. Iterative, so that no depth exhausts the
+    stack.
     """
     arrays: tuple[type, ...] = (list,) if exact else (list, tuple)
     stack = [(value, path, 0)]
@@ -407,6 +409,8 @@ def json_problem(
         kind = type(item)
         if isinstance(item, int) and not writable_int(item):
             return too_long_int_text(where, item.bit_length())
+        if utf8 and isinstance(item, str) and not _valid_utf8(item):
+            return f"{where}: a string holding a lone surrogate"
         if item is None or kind in (str, int, bool) or (kind is float and math.isfinite(item)):
             continue
         # A str or int subclass (an enum's value) is written as its base type.
@@ -423,8 +427,14 @@ def json_problem(
         for key, v in item.items():
             if type(key) is not str:
                 return f"{where}: the key {key!r} is not a string"
+            if utf8 and not _valid_utf8(key):
+                return f"{where}: the key {key!r} holds a lone surrogate"
             stack.append((v, f"{where}.{key}", level + 1))
     return None
+
+
+def _valid_utf8(text: str) -> bool:
+    return text.isascii() or _SURROGATE.search(text) is None
 
 
 class TooDeep(Exception):

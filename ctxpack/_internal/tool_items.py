@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InvalidMessageError
+from .arguments import MAX_NESTING, json_problem
 from .jsontext import read_json
 
 __all__: list[str] = []
@@ -39,12 +40,35 @@ SERVER_ITEMS = frozenset(
 )
 
 
+def item_type(item: Any) -> str | None:
+    """An item's (or a part's) ``type`` when it is a string. The dicts read are the caller's
+    (and ``metadata`` the user's too): a list or an object there is no type, nor hashable."""
+    kind = item.get("type") if isinstance(item, Mapping) else None
+    return kind if isinstance(kind, str) else None
+
+
 def is_server_item(part: Any) -> bool:
-    return isinstance(part, Mapping) and part.get("type") in SERVER_ITEMS
+    return item_type(part) in SERVER_ITEMS
 
 
 def check_item(kind: str, item: Mapping[str, Any], index: int) -> None:
-    """A call's or an output's fields, named as the caller wrote them."""
+    """A call's or an output's fields, named as the caller wrote them. The item itself is sent
+    back, so every value in it must be one a JSON request in UTF-8 can carry."""
+    for key, value in item.items():
+        field = key if isinstance(key, str) else repr(key)
+        problem = (
+            json_problem(value, field, exact=False, limit=MAX_NESTING - 1, utf8=True)
+            if isinstance(key, str)
+            else f"the key {key!r} is not a string"
+        )
+        if problem is not None:
+            raise InvalidMessageError(
+                f"a Responses API {kind} item's {problem}: the item is sent as it came, as "
+                "JSON, which holds only strings (valid Unicode), finite numbers, booleans, "
+                "None, lists and objects with string keys",
+                index=index,
+                field=field,
+            )
 
     def fail(field: str, wanted: str) -> InvalidMessageError:
         value = item.get(field)

@@ -53,7 +53,8 @@ def responses_link(msg: Message) -> ResponsesLink | None:
     fields its ``function_call_output`` item had beside the chat form's."""
     items = msg.metadata.get(RESPONSES_META)
     if msg.role == "tool" and isinstance(items, Mapping) and isinstance(msg.tool_call_id, str):
-        if items.get("type") in tool_items.OUTPUTS and items.get("call_id") == msg.tool_call_id:
+        kind = tool_items.item_type(items)
+        if kind in tool_items.OUTPUTS and items.get("call_id") == msg.tool_call_id:
             return ResponsesLink([], {}, None, built_in={msg.tool_call_id: items})
         fields = {k: items[k] for k in _OUTPUT_FIELDS if items.get(k) is not None}
         return ResponsesLink([], {}, None, None, {msg.tool_call_id: fields}) if fields else None
@@ -70,19 +71,22 @@ def responses_link(msg: Message) -> ResponsesLink | None:
     message_id = phase = None
     # metadata is the user's too: only items of the shape ctxpack wrote are read.
     for item in items if isinstance(items, list) else [items]:
-        if isinstance(item, Mapping) and item.get("type") == "message":
+        kind = tool_items.item_type(item)
+        if not isinstance(item, Mapping) or kind is None:
+            continue
+        if kind == "message":
             phase = item.get("phase") if isinstance(item.get("phase"), str) else phase
-        if isinstance(item, Mapping) and item.get("type") in _CALLS:
+        if kind in _CALLS:
             fields = {k: item[k] for k in _CALL_FIELDS if item.get(k) is not None}
             if fields and isinstance(item.get("call_id"), str):
                 call_fields[item["call_id"]] = fields
-        if isinstance(item, Mapping) and item.get("type") in tool_items.CALLS:
+        if kind in tool_items.CALLS and isinstance(item.get("call_id"), str):
             built_in[item["call_id"]] = item
-        if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
+        if not isinstance(item.get("id"), str):
             continue
-        if item.get("type") in _CALLS and isinstance(item.get("call_id"), str):
+        if kind in _CALLS and isinstance(item.get("call_id"), str):
             call_ids[item["call_id"]] = item["id"]
-        elif item.get("type") == "message":
+        elif kind == "message":
             message_id = item["id"]
     if not (reasoning or call_ids or message_id or phase or call_fields or built_in):
         return None

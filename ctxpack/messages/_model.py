@@ -245,8 +245,16 @@ def _check_values(message: Message) -> None:
                 check_text(text, f"content[{i}].text")
     if message.name is not None:
         check_text(message.name, "name")
+    if message.tool_call_id is not None:
+        check_text(message.tool_call_id, "tool_call_id")
     for k, call in enumerate(message.tool_calls or ()):
-        check_text(call.function.arguments, f"tool_calls[{k}].function.arguments")
+        check_text(call.id, f"tool_calls[{k}].id")
+        # Named as the caller wrote them: a custom tool's name and input are under "custom".
+        where = f"tool_calls[{k}].custom" if call.type == "custom" else f"tool_calls[{k}].function"
+        check_text(call.function.name, f"{where}.name")
+        check_text(
+            call.function.arguments, where + (".input" if call.type == "custom" else ".arguments")
+        )
     for field in ("content", "metadata", "extras"):
         value = getattr(message, field)
         if value and not isinstance(value, str):

@@ -309,7 +309,7 @@ def _responses_kind(item: Any) -> Any:
         return None
     else:
         kind = item.get("type") if isinstance(item, Mapping) else getattr(item, "type", None)
-    return kind if kind in _JOINED_KINDS else None
+    return kind if isinstance(kind, str) and kind in _JOINED_KINDS else None
 
 
 def _joined(items: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[int] | None]:
@@ -319,7 +319,9 @@ def _joined(items: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[int] | None]:
     message for parallel calls, its results after it); and where each entry came from (None
     when nothing was joined, the common case, at the cost of one look at each item)."""
     if not any(
-        item.get("type") in _JOINED_KINDS if type(item) is dict else _responses_kind(item)
+        (type(kind := item.get("type")) is str and kind in _JOINED_KINDS)
+        if type(item) is dict
+        else _responses_kind(item)
         for item in items
     ):
         return items, None
