@@ -31,10 +31,8 @@ What is converted:
   ``code_interpreter_call``, ``mcp_call``, ``mcp_list_tools``), becomes a part of the assistant
   message it leads to, sent back verbatim in its place. Parallel calls (consecutive call items)
   are joined into one assistant message by the functions that see the whole list
-  (:func:`ctxpack.from_openai`, the validators, the client wrappers,
-  :meth:`ctxpack.Session.extend` within its batch);
-  :func:`ctxpack.pack` and :func:`ctxpack.messages.ensure_messages` convert item by item, so give
-  them ``from_openai(items)`` for a Responses API history.
+  (:func:`ctxpack.from_openai`, :func:`ctxpack.pack`, the validators, the client wrappers,
+  :meth:`ctxpack.Session.extend` within its batch).
 
 Anything else (a whole ``ChatCompletion``, a content block given as a message, a Responses
 item that has no chat message, such as ``web_search_call``) raises
@@ -56,7 +54,7 @@ from ._internal.arguments import (
     check_text,
     too_deep_error,
 )
-from ._internal.reasoning import REASONING, check_reasoning, is_reasoning
+from ._internal.reasoning import REASONING, check_reasoning
 from .errors import InvalidMessageError
 
 __all__: list[str] = []
@@ -429,6 +427,10 @@ def _tool_call(kind: str, item: dict[str, Any]) -> dict[str, Any]:
 # tool's, a built-in tool's the client runs), and the items that answer them, a tool message.
 _CALLS = frozenset({"function_call", "custom_tool_call", *tool_items.CALLS})
 _OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", *tool_items.OUTPUTS})
+# The items joined with what follows them into one message (see joined_messages): the items
+# that lead to their turn's message or calls, and parallel calls.
+LEADING_ITEMS = frozenset({REASONING, *tool_items.SERVER_ITEMS})
+JOINED_ITEMS = frozenset({*_CALLS, *LEADING_ITEMS})
 # The fields of a Responses API call and its output, checked under their own names: once
 # converted, an error would name the Chat Completions fields the caller never wrote.
 _ITEM_FIELDS = {
@@ -593,4 +595,4 @@ def _only_reasoning(message: Any) -> bool:
 
 
 def _leads(part: Any) -> bool:
-    return is_reasoning(part) or tool_items.is_server_item(part)
+    return tool_items.item_type(part) in LEADING_ITEMS

@@ -14,7 +14,15 @@ from .._internal.prefix import common_prefix, likely_prefix
 from .._internal.trusted import trusted_frozen_instance
 from ..caches import ENTRY_OVERHEAD, LRUCache, approx_bytes, register
 from ..errors import ConfigError, InvalidMessageError
-from ..sdk import SDKObject, coerce_message, item_error, joined_messages, not_a_message
+from ..sdk import (
+    JOINED_ITEMS,
+    LEADING_ITEMS,
+    SDKObject,
+    coerce_message,
+    item_error,
+    joined_messages,
+    not_a_message,
+)
 from ._model import Message, content_digest, copy_value, detached, from_mapping
 
 __all__ = ["check_shared_empties", "ensure_messages", "message_bytes", "owned_messages"]
@@ -299,9 +307,6 @@ def owned_messages(
         raise item_error(exc, origin) from None
 
 
-_JOINED_KINDS = frozenset({"function_call", "reasoning"})
-
-
 def _responses_kind(item: Any) -> Any:
     if type(item) is dict:  # the common case first: a look-up, no isinstance against an ABC
         kind = item.get("type")
@@ -309,17 +314,18 @@ def _responses_kind(item: Any) -> Any:
         return None
     else:
         kind = item.get("type") if isinstance(item, Mapping) else getattr(item, "type", None)
-    return kind if isinstance(kind, str) and kind in _JOINED_KINDS else None
+    return kind if isinstance(kind, str) and kind in JOINED_ITEMS else None
 
 
 def _joined(items: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[int] | None]:
-    """``items`` with each run of Responses API ``function_call`` items (parallel calls), and
-    each ``reasoning`` item with what it led to, joined into one message as
+    """``items`` with each run of Responses API call items (parallel calls), and each
+    ``reasoning`` item or call of a tool OpenAI ran with what it led to, joined into one
+    message as
     :func:`~ctxpack.sdk.coerce_messages` joins them (Chat Completions wants one assistant
     message for parallel calls, its results after it); and where each entry came from (None
     when nothing was joined, the common case, at the cost of one look at each item)."""
     if not any(
-        (type(kind := item.get("type")) is str and kind in _JOINED_KINDS)
+        (type(kind := item.get("type")) is str and kind in JOINED_ITEMS)
         if type(item) is dict
         else _responses_kind(item)
         for item in items
@@ -333,7 +339,7 @@ def _joined(items: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[int] | None]:
         end = start
         while end < len(items) and kinds[end]:
             end += 1
-        if end > start and kinds[end - 1] == "reasoning" and end < len(items):
+        if end > start and kinds[end - 1] in LEADING_ITEMS and end < len(items):
             end += 1  # the message or calls the reasoning led to
         if end - start < 2:
             out.append(items[start])

@@ -375,3 +375,19 @@ def test_an_id_or_a_name_holding_a_lone_surrogate_is_refused_naming_it(
         with pytest.raises(InvalidMessageError, match="surrogate") as info:
             call([USER, *messages])
         assert (info.value.index, info.value.field) == (1, field)
+
+
+@pytest.mark.parametrize("kind", CALLS)
+@pytest.mark.parametrize("lead", [[], [SEARCH], [{"type": "reasoning", "id": "rs", "summary": []}]])
+def test_pack_given_the_items_joins_parallel_calls_as_from_openai_does(
+    kind: str, lead: list[Item]
+) -> None:
+    # pack() joined parallel function_call items only: two shell calls went out as two
+    # assistant messages, the first call's output after the second (refused by the API).
+    first, first_output = _pair(kind, 1, None, "ledger")
+    second, second_output = _pair(kind, 2, None, "parser")
+    items = [USER, *lead, first, second, first_output, second_output]
+    result = ctxpack.pack(items, budget=5000, model="gpt-5")
+    validate_openai(result.to_openai())
+    expected = ctxpack.pack(from_openai(items), budget=5000, model="gpt-5")
+    assert result.to_openai() == expected.to_openai()
