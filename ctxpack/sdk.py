@@ -359,7 +359,7 @@ def _openai_message(name: str, dumped: dict[str, Any], index: int) -> dict[str, 
         raise InvalidMessageError(
             f"got OpenAI {name}: append its .message", index=index, field=None
         )
-    kind = dumped.get("type")
+    kind = tool_items.item_type(dumped)  # an object built unvalidated may hold any type
     if kind is None and "role" in dumped:
         return dumped  # a Chat Completions message: already in request form
     meta = {RESPONSES_META: dumped}
@@ -393,6 +393,7 @@ def _openai_message(name: str, dumped: dict[str, Any], index: int) -> dict[str, 
             "content": _responses_parts(output, index) if isinstance(output, list) else output,
             "metadata": meta,
         }
+    kind = dumped.get("type")
     got = (
         f"a Responses API {kind!r} item"
         if name == "item"

@@ -332,9 +332,14 @@ def test_an_item_whose_type_is_a_list_or_an_object_is_refused_naming_it(kind: An
         lambda items: Session().extend(items),
         lambda items: ctxpack.pack(items, budget=5000),
     ):
-        with pytest.raises(InvalidMessageError) as info:
-            call([USER, {**SHELL, "type": kind}])
-        assert info.value.index == 1 and info.value.field
+        # An SDK object built without validation (model_construct) too.
+        built = openai_responses.ResponseCustomToolCall.model_construct(
+            type=kind, call_id="c", name="grep", input=""
+        )
+        for item in ({**SHELL, "type": kind}, built):
+            with pytest.raises(InvalidMessageError) as info:
+                call([USER, item])
+            assert info.value.index == 1 and info.value.field
 
 
 @pytest.mark.parametrize("kind", [[], {}])
