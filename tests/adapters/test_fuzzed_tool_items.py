@@ -204,11 +204,25 @@ def _sdk_objects() -> list[Any]:
 
 @st.composite
 def changed_histories(draw: st.DrawFn) -> list[Any]:
+    """A valid history, as Responses API items or in Chat Completions form (custom tool calls
+    as ``{"type": "custom", "custom": {...}}``), with one change. A chat message's own extra
+    fields are left alone: ctxpack sends them as given, and the SDK's JSON encoder, not
+    ctxpack, is the judge of them (see docs/exceptions.md)."""
     items: list[Any] = draw(histories())
+    if draw(st.booleans()):
+        items = to_openai(from_openai(items))
     k = draw(st.integers(1, len(items) - 1))
     how = draw(st.sampled_from(["item", "item", "item", "swap", "twice", "alone", "sdk", "drop"]))
-    if how == "item":
+    if how == "item" and "role" not in items[k]:
         items[k] = draw(changed_item(items[k]))
+    elif how == "item" and items[k].get("tool_calls"):
+        calls = items[k]["tool_calls"]
+        j = draw(st.integers(0, len(calls) - 1))
+        inner = draw(st.sampled_from([key for key in ("custom", "function") if key in calls[j]]))
+        changed = draw(changed_item(calls[j]))
+        if draw(st.booleans()) and isinstance(changed.get(inner), dict):
+            changed[inner] = draw(changed_item(changed[inner]))
+        calls[j] = changed
     elif how == "swap":  # an output before its call, or a call after another turn
         j = draw(st.integers(1, len(items) - 1))
         items[k], items[j] = items[j], items[k]
@@ -396,3 +410,50 @@ def test_pack_given_the_items_joins_parallel_calls_as_from_openai_does(
     validate_openai(result.to_openai())
     expected = ctxpack.pack(from_openai(items), budget=5000, model="gpt-5")
     assert result.to_openai() == expected.to_openai()
+
+
+# ------------------------------------------------------------------- secret values hunted
+
+PASSWORD = "Vq8nT2zLp4Rw"
+ENV = f"DB_HOST=db.internal\nDB_PASSWORD={PASSWORD}\nDEBUG=true\n"
+
+
+def _printing(kind: str, n: int, text: str) -> list[Item]:
+    """Items whose result prints ``text``: a client tool's call and output, or a server item
+    in an assistant turn."""
+    if kind in SERVER_ITEMS_BY_TYPE:
+        item = copy.deepcopy(SERVER_ITEMS_BY_TYPE[kind])
+        if kind == "mcp_call":
+            item["output"] = text
+        else:
+            item["outputs"] = [{"type": "logs", "logs": text}]
+        return [{**item, "id": f"srv_{n}"}, {"role": "assistant", "content": "Read."}]
+    call, output = _pair(kind, n, None, "x")
+    if kind == "shell_call":
+        output["output"][0]["stdout"] = text
+    else:
+        output["output"] = text
+    return [call, output]
+
+
+SERVER_ITEMS_BY_TYPE = {item["type"]: item for item in SERVER_ITEMS}
+PRINTERS = [
+    "shell_call",
+    "apply_patch_call",
+    "custom_tool_call",
+    "mcp_call",
+    "code_interpreter_call",
+]
+
+
+@pytest.mark.parametrize("later", PRINTERS)
+@pytest.mark.parametrize("first", PRINTERS)
+def test_a_secret_found_in_one_tool_item_is_redacted_alone_in_a_later_one(
+    first: str, later: str
+) -> None:
+    items = [USER, *_printing(first, 1, ENV), *_printing(later, 2, f"{PASSWORD}\n")]
+    session = Session(model="gpt-5", filters=False)
+    session.extend(items)
+    packed = ctxpack.pack(from_openai(items), budget=100_000, model="gpt-5")
+    for messages in (session.render().messages, packed.messages):
+        assert PASSWORD not in repr(to_openai(messages, api="responses"))
