@@ -457,3 +457,52 @@ def test_a_secret_found_in_one_tool_item_is_redacted_alone_in_a_later_one(
     packed = ctxpack.pack(from_openai(items), budget=100_000, model="gpt-5")
     for messages in (session.render().messages, packed.messages):
         assert PASSWORD not in repr(to_openai(messages, api="responses"))
+
+
+# ------------------------------------------------------------------ render(system=...)
+
+SYSTEMS = st.one_of(
+    GARBAGE,
+    st.builds(lambda content: {"role": "system", "content": content}, GARBAGE),
+    st.builds(lambda role: {"role": role, "content": "Today is Monday."}, GARBAGE),
+    st.sampled_from(
+        [
+            {"role": "developer", "content": [{"type": "text", "text": "Be brief."}]},
+            {"role": "system", "content": [{"type": "image_url", "image_url": {"url": "x"}}]},
+            {"role": "system", "content": "x", "tool_calls": [{"id": "c"}]},
+            {"role": "system", "content": "x", "metadata": 5},
+            {"type": "message", "role": "system", "content": [{"type": "input_text", "text": "s"}]},
+            {**SHELL},
+            {1: "an int key"},
+        ]
+    ),
+)
+
+
+@SETTINGS
+@given(SYSTEMS)
+def test_render_system_gives_a_result_or_an_error_naming_the_system_argument(system: Any) -> None:
+    opening = [{"role": "system", "content": "You help."}, USER]
+
+    async def rendered() -> None:
+        session = await ctxpack.AsyncSession.open("fuzz", store="memory://")
+        await session.extend(opening)
+        await session.render(system=system)
+
+    def session(**options: Any) -> Session:
+        opened = Session(**options)
+        opened.extend(opening)
+        return opened
+
+    assert session().render(system="Today is Monday.").messages[0].text == "Today is Monday."
+    for render in (
+        lambda: session().render(system=system),
+        lambda: session(window=4000).render(system=system),
+        lambda: asyncio.run(rendered()),
+    ):
+        try:
+            render()
+        except InvalidMessageError as exc:
+            assert exc.index is None and (exc.field or "").startswith("system"), repr(exc)
+        except CtxpackError:
+            pass
