@@ -26,9 +26,8 @@ from .session import (
     FilterRecord,
     Session,
     extend_batch,
-    naming_system_argument,
     pinned_message,
-    system_argument,
+    system_opening,
 )
 from .store import AsyncSessionStore, SessionStore, ThreadedAsyncStore, open_async_store
 from .tokens import TokenCounter
@@ -255,10 +254,7 @@ class AsyncSession:
         system: str | Mapping[str, Any] | None = None,
     ) -> PackResult:
         """The request to send; see :meth:`ctxpack.Session.render`."""
-        if system is None:
-            return await self._render_opening(None, budget, query, provider, reserve, tools)
-        opening = system_argument(system)
-        with naming_system_argument():
+        with system_opening(system) as opening:
             return await self._render_opening(opening, budget, query, provider, reserve, tools)
 
     async def _render_opening(

@@ -14,8 +14,7 @@ changed all or nothing and stored), ``_records`` (what was done to each tool out
 """
 
 from ._records import FilterRecord as FilterRecord
-from ._render import naming_system_argument as naming_system_argument
-from ._render import system_argument as system_argument
+from ._render import system_opening as system_opening
 from ._session import Session as Session
 from ._session import extend_batch as extend_batch
 from ._session import pinned_message as pinned_message

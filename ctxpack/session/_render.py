@@ -29,28 +29,29 @@ from ._state import SessionState
 _SYSTEM = ("system", "developer")
 
 
-def system_argument(system: Any) -> Mapping[str, Any] | Message:
-    """``render(system=...)`` as the message a request opens with: a string is a system
-    message's content."""
-    if isinstance(system, str):
-        return {"role": "system", "content": system}
-    if isinstance(system, (Mapping, Message)):
-        return system
-    raise InvalidMessageError(
-        f"render(system=...): a string or a system message, got {type(system).__name__}",
-        field="system",
-    )
-
-
 @contextmanager
-def naming_system_argument() -> Iterator[None]:
-    """Errors about the prompt ``render(system=...)`` gave, named after that argument.
+def system_opening(system: Any) -> Iterator[Mapping[str, Any] | Message | None]:
+    """``render(system=...)``'s prompt as the message a request opens with (a string is a
+    system message's content; ``None``, the session's own prompt), and the errors about it
+    named after that argument.
 
     The prompt is read as message 0 (a wrapper's request opens with it); the record's own
     messages were checked when they were appended, so a render raises about message 0 only
     for that prompt."""
+    if system is None:
+        yield None
+        return
+    if isinstance(system, str):
+        opening: Mapping[str, Any] | Message = {"role": "system", "content": system}
+    elif isinstance(system, (Mapping, Message)):
+        opening = system
+    else:
+        raise InvalidMessageError(
+            f"render(system=...): a string or a system message, got {type(system).__name__}",
+            field="system",
+        )
     try:
-        yield
+        yield opening
     except InvalidMessageError as error:
         if error.index != 0:
             raise

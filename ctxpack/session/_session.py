@@ -30,7 +30,7 @@ from ..tools_on_demand import DESCRIBE_TOOL_NAME, describe_tools
 from ._arrival import Arrival
 from ._options import _supersede_batch, _tool_filter, _warn_if_beyond_the_model, _window_policy
 from ._records import FilterRecord
-from ._render import Rendering, naming_system_argument, system_argument
+from ._render import Rendering, system_opening
 from ._repeats import RepeatedLines
 
 if TYPE_CHECKING:
@@ -429,10 +429,7 @@ class Session(Arrival, Rendering):
             InvalidMessageError: ``system`` is not a system prompt, or the session did not
                 open with one.
         """
-        if system is None:
-            return self._render_opening(None, budget, query, provider, reserve, tools)
-        opening = system_argument(system)
-        with naming_system_argument():
+        with system_opening(system) as opening:
             return self._render_opening(opening, budget, query, provider, reserve, tools)
 
     @keyword_checked
