@@ -1,6 +1,7 @@
 """What the Anthropic API refuses about a conversation's turns as a whole, beyond each message's
-own shape: the first turn, alternating roles, empty content, and tool results (each answering a
-``tool_use`` of the turn right before it, and placed before anything else in its turn).
+own shape: the first turn, alternating roles, empty content, tool results (each answering a
+``tool_use`` of the turn right before it, and placed before anything else in its turn), and the
+tools the API runs itself (each ``server_tool_use`` or ``mcp_tool_use`` followed by its result).
 :func:`~ctxpack.adapters.validate_anthropic` checks these with ``tool_pairing=True``.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .._internal.part_texts import is_provider_tool_result
 from ..errors import InvalidMessageError
 
 __all__: list[str] = []
@@ -56,6 +58,7 @@ def check_anthropic_turns(entries: Sequence[Mapping[str, Any]]) -> None:
             _check_calls_answered(entries, index, seen)
         else:
             _check_results(entries, index)
+    _check_server_pairs(entries)
 
 
 def _check_not_empty(entry: Mapping[str, Any], index: int) -> None:
@@ -137,3 +140,68 @@ def _check_results(entries: Sequence[Mapping[str, Any]], index: int) -> None:
                 index,
                 f"content[{j}]",
             )
+
+
+# The call block each kind of server tool result answers.
+_SERVER_USE = {"mcp_tool_result": "mcp_tool_use"}
+
+
+def _check_server_pairs(entries: Sequence[Mapping[str, Any]]) -> None:
+    """Each tool the API ran has its result after its call, in the same assistant turn, or in a
+    later one while the code it runs waits on client tools it called (programmatic tool calling:
+    each turn between holds a ``tool_use`` whose ``caller`` names it); only the last message
+    may leave a call waiting otherwise. Each result answers one such call, once."""
+    uses: dict[str, str] = {}  # id -> the block type that made the call
+    waiting: dict[str, tuple[int, int]] = {}  # unanswered calls -> message index, block index
+    for index, entry in enumerate(entries):
+        if entry["role"] != "assistant":
+            continue
+        blocks = _blocks(entry)
+        for j, block in enumerate(blocks):
+            kind = block["type"]
+            if kind in ("server_tool_use", "mcp_tool_use"):
+                if block["id"] in uses:
+                    raise fail(
+                        f"{block['id']!r} repeats the id of an earlier {kind}",
+                        index,
+                        f"content[{j}].id",
+                    )
+                uses[block["id"]] = kind
+                waiting[block["id"]] = (index, j)
+            elif is_provider_tool_result(block):
+                _answer(block, uses, waiting, index, f"content[{j}].tool_use_id")
+        callers = {_caller(b) for b in blocks if b["type"] == "tool_use"}
+        for use_id, (at, j) in waiting.items():
+            if use_id not in callers and index + 1 < len(entries):
+                later = (
+                    "" if at == index else f" nor in message {index}, which calls no tool for it"
+                )
+                raise fail(
+                    f"{uses[use_id]} {use_id!r} has no result after it in its message{later} "
+                    "(only the last message, or code waiting on the client tools it called, may "
+                    "leave a server tool's call waiting)",
+                    at,
+                    f"content[{j}]",
+                )
+
+
+def _answer(
+    block: Mapping[str, Any],
+    uses: Mapping[str, str],
+    waiting: dict[str, tuple[int, int]],
+    index: int,
+    field: str,
+) -> None:
+    use_id, kind = block["tool_use_id"], block["type"]
+    wanted = _SERVER_USE.get(kind, "server_tool_use")
+    if uses.get(use_id) != wanted:
+        raise fail(f"{use_id!r} answers no {wanted} before it (an orphaned {kind})", index, field)
+    if use_id not in waiting:
+        raise fail(f"{use_id!r} is already answered", index, field)
+    del waiting[use_id]
+
+
+def _caller(block: Mapping[str, Any]) -> object:
+    """The id of the server tool whose code made a client ``tool_use`` (``None``: the model)."""
+    caller = block.get("caller")
+    return caller.get("tool_id") if isinstance(caller, Mapping) else None

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._internal.arguments import flag, json_type_name
+from .._internal.part_texts import is_provider_tool_result
 from .._internal.reasoning import check_reasoning
 from .._internal.tool_items import SERVER_ITEMS
 from ..errors import InvalidMessageError  # noqa: F401 (the examples catch it)
@@ -456,11 +457,11 @@ def _check_anthropic_block(block: Any, index: int | None, field: str, role: str)
                     index,
                     f"{field}.content[{k}].type",
                 )
-    elif kind in ("tool_use", "server_tool_use"):
+    elif kind in ("tool_use", "server_tool_use", "mcp_tool_use"):
         _require_str(block, "id", index, f"{field}.id")
         _require_str(block, "name", index, f"{field}.name")
         if "input" not in block:
-            raise _fail("a tool_use block needs its input object", index, f"{field}.input")
+            raise _fail(f"a {kind} block needs its input object", index, f"{field}.input")
         if not isinstance(block["input"], Mapping):
             raise _fail(
                 f"must be an object, got {json_type_name(block['input'])}", index, f"{field}.input"
@@ -491,6 +492,8 @@ def _check_anthropic_block(block: Any, index: int | None, field: str, role: str)
                 index,
                 f"{field}.content",
             )
+    elif is_provider_tool_result(block):  # a server tool's result: paired by its call's id
+        _require_str(block, "tool_use_id", index, f"{field}.tool_use_id")
     elif kind == "thinking":
         _require_str(block, "thinking", index, f"{field}.thinking")
         _require_str(block, "signature", index, f"{field}.signature")

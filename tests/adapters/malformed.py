@@ -346,6 +346,56 @@ _TOOL_USE = {"type": "tool_use", "id": "t1", "name": "f", "input": {}}
 _RESULT = {"type": "tool_result", "tool_use_id": "t1", "content": "ok"}
 
 
+# A tool the API runs itself, called and answered in the assistant's turn.
+_SEARCH = {
+    "type": "server_tool_use",
+    "id": "srvtoolu_1",
+    "name": "web_search",
+    "input": {"query": "weather Oslo"},
+}
+_SEARCHED = {
+    "type": "web_search_tool_result",
+    "tool_use_id": "srvtoolu_1",
+    "content": [
+        {
+            "type": "web_search_result",
+            "url": "https://example.com/oslo",
+            "title": "Oslo",
+            "encrypted_content": "EqQ...",
+        }
+    ],
+}
+_SAID = {"type": "text", "text": "Searching."}
+_MCP_USE = {
+    "type": "mcp_tool_use",
+    "id": "mcptoolu_1",
+    "name": "read_env",
+    "server_name": "fs",
+    "input": {},
+}
+_MCP_RESULT = {
+    "type": "mcp_tool_result",
+    "tool_use_id": "mcptoolu_1",
+    "is_error": False,
+    "content": [{"type": "text", "text": "REGION=eu"}],
+}
+# Programmatic tool calling: the code the API runs calls a client tool, so its result comes in a
+# later assistant turn.
+_CODE_RUN = {
+    "type": "server_tool_use",
+    "id": "srvtoolu_2",
+    "name": "code_execution",
+    "input": {"code": "print(await f())"},
+}
+_CALLED_BY_CODE = {
+    "type": "tool_use",
+    "id": "toolu_1",
+    "name": "f",
+    "input": {},
+    "caller": {"type": "code_execution_20250825", "tool_id": "srvtoolu_2"},
+}
+
+
 def _messages(*messages: Any, system: Any = None) -> dict[str, Any]:
     return {"system": system, "messages": list(messages)}
 
@@ -712,6 +762,127 @@ ANTHROPIC: list[Case] = [
         0,
         "content[1].text",
         "non-whitespace text",
+        pairing=True,
+    ),
+    Case(
+        "server tool result without tool_use_id",
+        _messages(
+            _USER, {"role": "assistant", "content": [_SEARCH, {**_SEARCHED, "tool_use_id": 7}]}
+        ),
+        1,
+        "content[1].tool_use_id",
+        "must be a string, got int",
+    ),
+    Case(
+        "mcp_tool_use without input",
+        _messages(
+            _USER,
+            {"role": "assistant", "content": [{k: v for k, v in _MCP_USE.items() if k != "input"}]},
+        ),
+        1,
+        "content[0].input",
+        "mcp_tool_use block needs its input",
+    ),
+    Case(
+        "server_tool_use without its result",
+        _messages(_USER, {"role": "assistant", "content": [_SEARCH, _SAID]}, _USER),
+        1,
+        "content[0]",
+        "server_tool_use 'srvtoolu_1' has no result after it in its message",
+        pairing=True,
+    ),
+    Case(
+        "server tool result without its server_tool_use",
+        _messages(_USER, {"role": "assistant", "content": [_SAID, _SEARCHED]}),
+        1,
+        "content[1].tool_use_id",
+        "'srvtoolu_1' answers no server_tool_use before it (an orphaned web_search_tool_result)",
+        pairing=True,
+    ),
+    Case(
+        "server tool result before its server_tool_use",
+        _messages(_USER, {"role": "assistant", "content": [_SEARCHED, _SEARCH]}),
+        1,
+        "content[0].tool_use_id",
+        "answers no server_tool_use before it",
+        pairing=True,
+    ),
+    Case(
+        "server tool result given twice",
+        _messages(_USER, {"role": "assistant", "content": [_SEARCH, _SEARCHED, _SEARCHED]}),
+        1,
+        "content[2].tool_use_id",
+        "'srvtoolu_1' is already answered",
+        pairing=True,
+    ),
+    Case(
+        "server tool result of an earlier turn's finished call",
+        _messages(
+            _USER,
+            {"role": "assistant", "content": [_SEARCH, _SEARCHED]},
+            _USER,
+            {"role": "assistant", "content": [_SEARCHED]},
+        ),
+        3,
+        "content[0].tool_use_id",
+        "already answered",
+        pairing=True,
+    ),
+    Case(
+        "server_tool_use id given twice",
+        _messages(
+            _USER,
+            {"role": "assistant", "content": [_SEARCH, _SEARCHED]},
+            _USER,
+            {"role": "assistant", "content": [_SEARCH, _SEARCHED]},
+        ),
+        3,
+        "content[0].id",
+        "repeats the id of an earlier server_tool_use",
+        pairing=True,
+    ),
+    Case(
+        "server tool result answering an mcp_tool_use",
+        _messages(
+            _USER,
+            {
+                "role": "assistant",
+                "content": [_MCP_USE, {**_SEARCHED, "tool_use_id": "mcptoolu_1"}],
+            },
+        ),
+        1,
+        "content[1].tool_use_id",
+        "'mcptoolu_1' answers no server_tool_use before it",
+        pairing=True,
+    ),
+    Case(
+        "mcp_tool_use without its mcp_tool_result",
+        _messages(_USER, {"role": "assistant", "content": [_MCP_USE, _SAID]}, _USER),
+        1,
+        "content[0]",
+        "mcp_tool_use 'mcptoolu_1' has no result",
+        pairing=True,
+    ),
+    Case(
+        "mcp_tool_result without its mcp_tool_use",
+        _messages(_USER, {"role": "assistant", "content": [_MCP_RESULT]}),
+        1,
+        "content[0].tool_use_id",
+        "answers no mcp_tool_use before it (an orphaned mcp_tool_result)",
+        pairing=True,
+    ),
+    Case(
+        "server tool left waiting past a turn that calls no tool for it",
+        _messages(
+            _USER,
+            {"role": "assistant", "content": [_CODE_RUN, _CALLED_BY_CODE]},
+            {"role": "user", "content": [{**_RESULT, "tool_use_id": "toolu_1"}]},
+            {"role": "assistant", "content": [_SAID]},
+            _USER,
+        ),
+        1,
+        "content[0]",
+        "nor in message 3, which calls no tool for it",
         pairing=True,
     ),
 ]

@@ -159,3 +159,65 @@ def test_a_text_file_that_is_not_base64_is_named_by_the_validator_not_a_crash() 
     with pytest.raises(InvalidMessageError) as info:
         validate_anthropic(payload)
     assert info.value.field == "content[0].source.media_type"
+
+
+_ASK = {"role": "user", "content": "And Paris?"}
+
+
+def _server_turn(*pairs: tuple[str, str]) -> dict[str, Any]:
+    """An assistant turn calling server tools (name, result type), each answered in the turn."""
+    blocks: list[dict[str, Any]] = []
+    for k, (name, result) in enumerate(pairs):
+        use = "mcp_tool_use" if result == "mcp_tool_result" else "server_tool_use"
+        blocks.append({"type": use, "id": f"srvtoolu_{k}", "name": name, "input": {}})
+        blocks.append({"type": result, "tool_use_id": f"srvtoolu_{k}", "content": []})
+    return {"role": "assistant", "content": [*blocks, {"type": "text", "text": "Done."}]}
+
+
+def test_server_tools_answered_in_their_turn_pass() -> None:
+    turn = _server_turn(
+        ("web_search", "web_search_tool_result"),
+        ("web_fetch", "web_fetch_tool_result"),
+        ("code_execution", "code_execution_tool_result"),
+        ("bash_code_execution", "bash_code_execution_tool_result"),
+        ("text_editor_code_execution", "text_editor_code_execution_tool_result"),
+        ("tool_search_tool_regex", "tool_search_tool_result"),
+        ("read_env", "mcp_tool_result"),
+    )
+    validate_anthropic([{"role": "user", "content": "Look it up."}, turn])
+    validate_anthropic([{"role": "user", "content": "Look it up."}, turn, _ASK])
+
+
+def _code_calls(*ids: str) -> dict[str, Any]:
+    """An assistant turn of client tool calls made by the code srvtoolu_1 runs."""
+    caller = {"type": "code_execution_20250825", "tool_id": "srvtoolu_1"}
+    calls = [{"type": "tool_use", "id": i, "name": "f", "input": {}, "caller": caller} for i in ids]
+    return {"role": "assistant", "content": calls}
+
+
+def _answers(*ids: str) -> dict[str, Any]:
+    return {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": i, "content": "3 C"} for i in ids],
+    }
+
+
+def test_a_server_tool_may_wait_on_the_client_tools_its_code_calls() -> None:
+    """Programmatic tool calling: the code_execution_tool_result comes turns after its call,
+    each turn between calling client tools for it; the last messages may still be waiting."""
+    run = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "code_execution", "input": {}}
+    first = _code_calls("toolu_1")
+    first["content"].insert(0, run)
+    done = {
+        "role": "assistant",
+        "content": [
+            {"type": "code_execution_tool_result", "tool_use_id": "srvtoolu_1", "content": {}},
+            {"type": "text", "text": "3 C."},
+        ],
+    }
+    thread = [_ASK, first, _answers("toolu_1"), _code_calls("toolu_2"), _answers("toolu_2")]
+    for end in range(2, len(thread) + 1):
+        validate_anthropic(thread[:end])  # still running
+    validate_anthropic([*thread, done, _ASK])
+    # The turn of the pause (the last message) may leave its call waiting too.
+    validate_anthropic([_ASK, {"role": "assistant", "content": [run]}])
