@@ -84,3 +84,112 @@ def test_the_managed_window_keeps_a_pinned_half_with_its_exchange(
     assert session.window_state.compacted
     assert pinned not in session.window_state.compacted
     ctxpack.adapters.validate_anthropic(result.to_anthropic())
+
+
+# Programmatic tool calling: the code a server tool runs calls a client tool, so the server
+# tool's call and its result are two assistant turns apart, the client tool's exchange between.
+def _code_run(k: int, big: int) -> list[dict[str, object]]:
+    run = f"srvtoolu_{k}"
+    caller = {"type": "code_execution_20250825", "tool_id": run}
+    result = {"type": "code_execution_result", "stdout": f"{k} C", "stderr": "", "return_code": 0}
+    return [
+        {"role": "user", "content": f"Question {k}. " + "lorem ipsum dolor " * big},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "server_tool_use", "id": run, "name": "code_execution", "input": {}},
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_{k}",
+                    "name": "f",
+                    "input": {},
+                    "caller": caller,
+                },
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": f"toolu_{k}", "content": "3 C"}],
+        },
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "code_execution_tool_result", "tool_use_id": run, "content": result},
+                {"type": "text", "text": f"It is {k} C. " + "sit amet " * big},
+            ],
+        },
+    ]
+
+
+def _server_pairs(payload: object) -> tuple[list[str], list[str]]:
+    blocks = [
+        b
+        for m in payload["messages"]  # type: ignore[index]
+        if isinstance(m["content"], list)
+        for b in m["content"]
+    ]
+    uses = [b["id"] for b in blocks if b["type"] == "server_tool_use"]
+    results = [b["tool_use_id"] for b in blocks if b["type"] == "code_execution_tool_result"]
+    return uses, results
+
+
+@pytest.mark.parametrize("keep_recent", range(6))
+def test_compaction_keeps_a_server_tools_call_with_its_result_turns_later(
+    keep_recent: int,
+) -> None:
+    """A tail opening on the code_execution_tool_result (keep_recent 0 and 2) summarised its
+    server_tool_use: the request sent the result alone, which the API refuses."""
+    history = [m for k in range(6) for m in _code_run(k, 2_500)]
+    history.append({"role": "user", "content": "And Paris?"})
+    compactor = Compactor(trigger=50_000, keep_recent=keep_recent, summarizer=lambda m, i: "S")
+    messages = ctxpack.from_anthropic(history)
+    result = ctxpack.pack(messages, budget=1_000_000, pipeline=ctxpack.Pipeline([compactor]))
+    assert any(d.stage == "compact" for d in result.decisions)
+    payload = result.to_anthropic()
+    uses, results = _server_pairs(payload)
+    assert uses == results
+    ctxpack.adapters.validate_anthropic(payload)
+
+
+def test_compaction_keeps_a_server_tools_call_still_waiting_for_its_result() -> None:
+    """While the code runs (its client tool answered, its result still to come), the call
+    stays in the tail: the next turn brings its result."""
+    history = [m for k in range(5) for m in _code_run(k, 4_000)][:-1]
+    compactor = Compactor(trigger=50_000, keep_recent=0, summarizer=lambda m, i: "S")
+    messages = ctxpack.from_anthropic(history)
+    result = ctxpack.pack(messages, budget=1_000_000, pipeline=ctxpack.Pipeline([compactor]))
+    assert any(d.stage == "compact" for d in result.decisions)
+    assert _server_pairs(result.to_anthropic())[0] == ["srvtoolu_4"]
+
+
+def test_a_pinned_server_tool_result_keeps_its_call() -> None:
+    history = [m for k in range(6) for m in _code_run(k, 2_500)]
+    history.append({"role": "user", "content": "And Paris?"})
+    messages = ctxpack.from_anthropic(history)
+    messages[7] = messages[7].model_copy(update={"pinned": True})  # srvtoolu_1's result
+    compactor = Compactor(trigger=50_000, keep_recent=2, summarizer=lambda m, i: "S")
+    result = ctxpack.pack(messages, budget=1_000_000, pipeline=ctxpack.Pipeline([compactor]))
+    payload = result.to_anthropic()
+    uses, results = _server_pairs(payload)
+    assert "srvtoolu_1" in results and uses == results
+    ctxpack.adapters.validate_anthropic(payload)
+
+
+@pytest.mark.parametrize("keep_recent", [1, 2, 3, 6])
+def test_the_managed_window_keeps_a_server_tools_call_with_its_result(keep_recent: int) -> None:
+    """A window that opened its tail on a code_execution_tool_result (keep_recent 2 and more)
+    summarised its server_tool_use: every request after sent the result alone."""
+    from ctxpack.managed import WindowPolicy
+
+    window = WindowPolicy(window=8_000, keep_recent=keep_recent)
+    session = ctxpack.Session(counter="cl100k_base", filters=False, window=window)
+    for k in range(24):
+        for message in _code_run(k, 60):
+            session.append(message)
+            if message["role"] == "user":
+                payload = session.render().to_anthropic()
+                uses, results = _server_pairs(payload)
+                # The last call may still wait for its result: the next turn brings it.
+                assert results == uses or results == uses[:-1], (k, message)
+                ctxpack.adapters.validate_anthropic(payload)
+    assert session.window_state.compacted

@@ -15,6 +15,7 @@ from .._internal.arguments import callback
 from ..errors import ConfigError
 from ..messages import Message
 from ..pipeline import Decision, PackContext, check_context
+from ..stages import exchange_starts, exchange_units
 from ..store import ArtifactStore, artifact_id
 from ..tokens import REPLY_PRIMING, TokenCounter, message_sizes
 from ._digest import extractive_digest
@@ -77,20 +78,11 @@ def _verbatim(msg: Message, protected: frozenset[str]) -> bool:
 
 def _whole_exchanges(messages: Sequence[Message], verbatim: list[bool]) -> list[bool]:
     """``verbatim`` extended to the whole tool exchange of a call or result kept verbatim (a
-    pinned result, a protected call): summarising the other half would leave it orphaned, a
-    request the provider refuses."""
-    caller = {c.id: i for i, m in enumerate(messages) for c in m.tool_calls or ()}
-    exchanges: dict[int, list[int]] = {}
-    for i, m in enumerate(messages):
-        if m.role == "tool" and m.tool_call_id in caller:
-            at = caller[m.tool_call_id]
-            exchanges.setdefault(at, [at]).append(i)
-    out = list(verbatim)
-    for members in exchanges.values():
-        if any(verbatim[i] for i in members):
-            for i in members:
-                out[i] = True
-    return out
+    pinned result, a protected call, a server tool's call or its result turns later):
+    summarising the other half would leave it orphaned, a request the provider refuses."""
+    of = exchange_units(messages).of.tolist()
+    kept = {unit for unit, v in zip(of, verbatim, strict=True) if v}
+    return [unit in kept for unit in of]
 
 
 def _is_summary(msg: Message) -> bool:
@@ -208,10 +200,11 @@ class Compactor(_StoreModel):
                 self._cache.popitem(last=False)
         return text
 
-    def _tail_start(self, messages: Sequence[Message], start: int, p: int) -> int:
+    def _tail_start(self, starts: Sequence[bool], start: int, p: int) -> int:
         t = max(start, p - self.keep_recent)
-        # Never split a tool exchange: a tail that would open on results takes their call too.
-        while t > start and messages[t].role == "tool" if t < p else False:
+        # Never split a tool exchange: a tail that would open on results takes their call too,
+        # and one after a server tool's call its result comes with (or waits for) too.
+        while t > start and not starts[t]:
             t -= 1
         return t
 
@@ -232,6 +225,7 @@ class Compactor(_StoreModel):
         messages = _history(messages, counter, protected)
         sizes = message_sizes(counter, messages)
         verbatim = _whole_exchanges(messages, [_verbatim(m, protected) for m in messages])
+        starts = exchange_starts(messages)
         by_id = {m.id: m for m in messages}
         done: list[CompactionPoint] = []
         kept_tokens = 0  # verbatim messages before the compacted boundary
@@ -242,7 +236,7 @@ class Compactor(_StoreModel):
             prompt = REPLY_PRIMING + kept_tokens + summary_tokens + sum(sizes[start:p])
             if prompt <= self.trigger:
                 continue
-            end = self._tail_start(messages, start, p)
+            end = self._tail_start(starts, start, p)
             region = [
                 m for m, v in zip(messages[start:end], verbatim[start:end], strict=True) if not v
             ]

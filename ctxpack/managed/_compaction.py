@@ -9,6 +9,7 @@ from ..editing import summary_id_of, window_digest
 from ..errors import ArtifactNotFoundError, ConfigError
 from ..messages import Message
 from ..pipeline import Decision
+from ..stages import exchange_starts
 from ..tokens import TokenCounter
 from ._policy import WindowPolicy
 from ._room import _Room
@@ -38,9 +39,11 @@ def _tail_start(
     floor (``size`` of each): the last ``keep_recent``, fewer when they pass ``budget`` tokens,
     never opening on tool results (their call goes with them) and never after the last call:
     the model has not read its results yet. Pinned content after it may go (it is re-injected
-    within its budgets), and instructions with it (they are in every request anyway)."""
+    within its budgets), and instructions with it (they are in every request anyway). A server
+    tool's call goes with its result, turns later or still to come."""
+    starts = exchange_starts(record)
     t = max(start, len(record) - keep_recent)
-    while t > start and t < len(record) and record[t].role == "tool":
+    while t > start and not starts[t]:
         t -= 1
     last = len(record) - 1
     while last > t and (record[last].role == "tool" or _pinned_kind(record[last]) is not None):
@@ -63,7 +66,7 @@ def _tail_start(
     while t < len(record) and passable(t) and tokens > budget:
         tokens -= size(record[t])
         t += 1
-        while t < len(record) and record[t].role == "tool":
+        while t < len(record) and not starts[t]:
             tokens -= size(record[t])
             t += 1
     return t, tokens

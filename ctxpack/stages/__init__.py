@@ -18,6 +18,7 @@ from ._pack import GreedyPacker as GreedyPacker
 from ._redact import SecretRedactor as SecretRedactor
 from ._relevance import RelevanceScorer as RelevanceScorer
 from ._semantic import SemanticScorer as SemanticScorer
+from ._tool_pairs import exchange_starts as exchange_starts
 from ._tool_pairs import exchange_units as exchange_units
 from ._tool_pairs import unanswered_calls as unanswered_calls
 

@@ -18,6 +18,7 @@ from ..pipeline import Decision, PackContext
 __all__ = [
     "REPEATED_RESULT",
     "Units",
+    "exchange_starts",
     "exchange_units",
     "provider_pairs",
     "stray_dropped",
@@ -76,11 +77,17 @@ _SERVER: PrefixMemo[Message, tuple[tuple[str, ...], tuple[str, ...]] | None] = P
 )
 
 
+def _server_of(
+    messages: Sequence[Message],
+) -> Sequence[tuple[tuple[str, ...], tuple[str, ...]] | None]:
+    # Only Anthropic's messages hold server tools' blocks: other histories skip the scan.
+    return _SERVER(messages) if (flags(messages) & ANTHROPIC).any() else ()
+
+
 def exchange_units(messages: Sequence[Message]) -> Units:
     """Group ``messages`` into :class:`Units`: each tool exchange together, the rest alone."""
     marks = flags(messages)
-    # Only Anthropic's messages hold server tools' blocks: other histories skip the scan.
-    server = _SERVER(messages) if (marks & ANTHROPIC).any() else ()
+    server = _server_of(messages)
     if not (marks & TOOL).any() and not any(server):
         return Units(np.arange(len(messages), dtype=np.intp), len(messages), [], [])
     of: list[int] = []
@@ -128,6 +135,31 @@ def exchange_units(messages: Sequence[Message]) -> Units:
         labels, numbers = np.unique(numbers, return_inverse=True)
         count = len(labels)
     return Units(numbers.astype(np.intp), count, orphans, repeats)
+
+
+def exchange_starts(messages: Sequence[Message]) -> list[bool]:
+    """Where ``messages`` can be cut in two (at each position from 0 to ``len(messages)``)
+    keeping every tool exchange on one side: no unit (see :class:`Units`) has members on both
+    sides, no server tool called before the cut still waits for its result (it comes in a turn
+    not there yet), and the message the cut opens on is no tool result."""
+    units = exchange_units(messages)
+    of = units.of.tolist()
+    first: dict[int, int] = {}
+    for i, unit in enumerate(of):
+        first.setdefault(unit, i)
+    # The earliest member of a unit that goes on past the position; a waiting call's goes on
+    # to the end and beyond.
+    lowest = len(messages)
+    server = _server_of(messages)
+    if any(server):
+        answered = {r for blocks in server if blocks for r in blocks[1]}
+        waiting = [i for i, b in enumerate(server) if b and not answered.issuperset(b[0])]
+        lowest = first[of[waiting[0]]] if waiting else lowest
+    out = [False] * len(messages) + [lowest == len(messages)]
+    for i in range(len(messages) - 1, -1, -1):
+        lowest = min(lowest, first[of[i]])
+        out[i] = lowest == i and messages[i].role != "tool"
+    return out
 
 
 def unanswered_calls(messages: Sequence[Message]) -> dict[int, list[str]]:
