@@ -241,3 +241,60 @@ def test_a_server_tool_call_keeps_its_result_turns_later(budget: int) -> None:
     session.extend(_SERVER_THREAD)
     uses, results = _server_pairs(dict(session.render(budget).to_anthropic()))
     assert uses == results
+
+
+def _code_calls(*ids: str, run: bool = False) -> dict[str, Any]:
+    """An assistant turn of client tool calls the code srvtoolu_1 runs made (and that call)."""
+    calls: list[dict[str, Any]] = [
+        {"type": "tool_use", "id": i, "name": "get_weather", "input": {}, "caller": _CODE_CALL}
+        for i in ids
+    ]
+    if run:
+        use = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "code_execution"}
+        calls.insert(0, {**use, "input": {"code": "for c in cities: await get_weather(c)"}})
+    return {"role": "assistant", "content": calls}
+
+
+def _rows(call_id: str) -> dict[str, Any]:
+    result = {"type": "tool_result", "tool_use_id": call_id, "content": "row " * 400}
+    return {"role": "user", "content": [result]}
+
+
+# The code calls a client tool twice, a turn each, before its result comes.
+_TWO_ROUNDS = [
+    {"role": "user", "content": "Average the weather. " + "lorem ipsum " * 100},
+    _code_calls("toolu_1", run=True),
+    _rows("toolu_1"),
+    _code_calls("toolu_2"),
+    _rows("toolu_2"),
+    {
+        "role": "assistant",
+        "content": [
+            _SERVER_THREAD[3]["content"][0],  # the code_execution_tool_result
+            {"type": "text", "text": "3 C. " + "sit amet " * 200},
+        ],
+    },
+    {"role": "user", "content": "And Paris?"},
+]
+_CHAIN = {"srvtoolu_1", "toolu_1", "toolu_2"}
+
+
+@pytest.mark.parametrize("budget", range(700, 2_100, 200))
+def test_the_client_calls_a_server_tools_code_made_go_with_it(budget: int) -> None:
+    """The calls the code of a server tool makes, a turn each, are kept or left out with it:
+    packs of 700 to 1,100 tokens sent the second without the server_tool_use (its caller), and
+    of 1,200 to 1,500 the server tool's call and result without the second round."""
+    validate_anthropic(_TWO_ROUNDS)
+    messages = ctxpack.from_anthropic(_TWO_ROUNDS)
+    session = Session(model="claude-sonnet-4-5", counter="cl100k_base")
+    session.extend(_TWO_ROUNDS)
+    for result in (
+        ctxpack.pack(messages, budget=budget, counter="cl100k_base", provider="anthropic"),
+        session.render(budget + 600),  # its tool definitions' tokens too
+    ):
+        payload = result.to_anthropic()
+        blocks = [b for m in payload["messages"] if isinstance(m["content"], list)
+                  for b in m["content"]]  # fmt: skip
+        sent = {b.get("id") or b.get("tool_use_id") for b in blocks}
+        assert sent >= _CHAIN or not _CHAIN & sent, sent
+        validate_anthropic(payload)

@@ -150,7 +150,8 @@ def _check_server_pairs(entries: Sequence[Mapping[str, Any]]) -> None:
     """Each tool the API ran has its result after its call, in the same assistant turn, or in a
     later one while the code it runs waits on client tools it called (programmatic tool calling:
     each turn between holds a ``tool_use`` whose ``caller`` names it); only the last message
-    may leave a call waiting otherwise. Each result answers one such call, once."""
+    may leave a call waiting otherwise. Each result answers one such call, once, and each client
+    call such code made names one still waiting."""
     uses: dict[str, str] = {}  # id -> the block type that made the call
     waiting: dict[str, tuple[int, int]] = {}  # unanswered calls -> message index, block index
     for index, entry in enumerate(entries):
@@ -170,6 +171,13 @@ def _check_server_pairs(entries: Sequence[Mapping[str, Any]]) -> None:
                 waiting[block["id"]] = (index, j)
             elif is_provider_tool_result(block):
                 _answer(block, uses, waiting, index, f"content[{j}].tool_use_id")
+            elif kind == "tool_use" and (run := _caller(block)) is not None and run not in waiting:
+                raise fail(
+                    f"{run!r} is no server tool before it still waiting for its result (a call "
+                    "made by the code a server tool runs goes with that tool's call)",
+                    index,
+                    f"content[{j}].caller.tool_id",
+                )
         callers = {_caller(b) for b in blocks if b["type"] == "tool_use"}
         for use_id, (at, j) in waiting.items():
             if use_id not in callers and index + 1 < len(entries):

@@ -3,7 +3,7 @@ for calls left without results. Shared by the packer and the turn alternator."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,8 +39,8 @@ class Units:
     An assistant message with tool calls and the tool messages answering those calls form one
     unit, and so does an assistant message holding the result of a server tool an earlier one
     called (Anthropic's ``server_tool_use``, turns apart when the code it runs calls a client
-    tool) with that earlier one's unit; every other message is a unit by itself (in a chat
-    without tools, every message).
+    tool), or a client tool call that code made (its ``caller``), with that earlier one's unit;
+    every other message is a unit by itself (in a chat without tools, every message).
     """
 
     of: npt.NDArray[np.intp]
@@ -54,32 +54,42 @@ class Units:
     by itself): a provider takes one result per call."""
 
 
-def _server_blocks(msg: Message) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
-    """The ids of the server tools an assistant message calls and of those whose results it
-    holds (``None`` for neither)."""
-    if msg.role != "assistant" or not isinstance(msg.content, list):
+_Server = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
+
+
+def _server_blocks(msg: Message) -> _Server | None:
+    """The ids of the server tools an assistant message calls, of those whose results it holds
+    and of those whose code made its client tool calls (``None`` for none)."""
+    if msg.role != "assistant":
         return None
     uses: list[str] = []
     results: list[str] = []
-    for block in msg.content:
+    for block in msg.content if isinstance(msg.content, list) else ():
         kind = block.get("type")
         if kind in _SERVER_USES and isinstance(block.get("id"), str):
             uses.append(block["id"])
         elif is_provider_tool_result(block) and isinstance(block.get("tool_use_id"), str):
             results.append(block["tool_use_id"])
-    return (tuple(uses), tuple(results)) if uses or results else None
+    meta = msg.metadata.get("anthropic")
+    extras = meta.get("tool_use") if isinstance(meta, Mapping) else None
+    callers = [
+        caller["tool_id"]
+        for call in msg.tool_calls or ()
+        if isinstance(extras, Mapping)
+        and isinstance(extra := extras.get(call.id), Mapping)
+        and isinstance(caller := extra.get("caller"), Mapping)
+        and isinstance(caller.get("tool_id"), str)
+    ]
+    found = (tuple(uses), tuple(results), tuple(callers))
+    return found if any(found) else None
 
 
 _SERVER_USES = frozenset({"server_tool_use", "mcp_tool_use"})
 # Per message, reused across packs of a growing history.
-_SERVER: PrefixMemo[Message, tuple[tuple[str, ...], tuple[str, ...]] | None] = PrefixMemo(
-    _server_blocks
-)
+_SERVER: PrefixMemo[Message, _Server | None] = PrefixMemo(_server_blocks)
 
 
-def _server_of(
-    messages: Sequence[Message],
-) -> Sequence[tuple[tuple[str, ...], tuple[str, ...]] | None]:
+def _server_of(messages: Sequence[Message]) -> Sequence[_Server | None]:
     # Only Anthropic's messages hold server tools' blocks: other histories skip the scan.
     return _SERVER(messages) if (flags(messages) & ANTHROPIC).any() else ()
 
@@ -112,8 +122,8 @@ def exchange_units(messages: Sequence[Message]) -> Units:
             of.append(count)
             count += 1
             continue
-        uses, results = (server[i] if server else None) or ((), ())
-        joined = sorted({server_owner[r] for r in results if r in server_owner})
+        uses, results, callers = (server[i] if server else None) or ((), (), ())
+        joined = sorted({server_owner[r] for r in (*results, *callers) if r in server_owner})
         unit = joined[0] if joined else count
         for other in joined[1:]:
             # One result may close calls of two units: they become one.

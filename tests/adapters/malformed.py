@@ -395,6 +395,8 @@ _CALLED_BY_CODE = {
     "caller": {"type": "code_execution_20250825", "tool_id": "srvtoolu_2"},
 }
 
+_CODE_RAN = {"type": "code_execution_tool_result", "tool_use_id": "srvtoolu_2", "content": {}}
+
 
 def _messages(*messages: Any, system: Any = None) -> dict[str, Any]:
     return {"system": system, "messages": list(messages)}
@@ -883,6 +885,30 @@ ANTHROPIC: list[Case] = [
         1,
         "content[0]",
         "nor in message 3, which calls no tool for it",
+        pairing=True,
+    ),
+    Case(
+        "client call made by code no server tool runs",
+        _messages(_USER, {"role": "assistant", "content": [_CALLED_BY_CODE]}),
+        1,
+        "content[0].caller.tool_id",
+        "'srvtoolu_2' is no server tool before it still waiting for its result",
+        pairing=True,
+    ),
+    Case(
+        "client call made by code that already finished",
+        _messages(
+            _USER,
+            {
+                "role": "assistant",
+                "content": [_CODE_RUN, {**_SEARCHED, "tool_use_id": "srvtoolu_2"}],
+            },
+            _USER,
+            {"role": "assistant", "content": [_CALLED_BY_CODE]},
+        ),
+        3,
+        "content[0].caller.tool_id",
+        "still waiting",
         pairing=True,
     ),
 ]
