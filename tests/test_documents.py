@@ -259,3 +259,35 @@ def test_a_langchain_file_block_counts_its_pages() -> None:
         warnings.simplefilter("error")  # its data is there: no guess, no warning
         tokens = ctxpack.count_tokens(history, model="gpt-4o")
     assert tokens == 3 + 1 + 3 * PDF_PAGE_TOKENS + 3
+
+
+def test_what_a_server_tool_fetched_counts_as_pages_and_images_not_base64_text() -> None:
+    """A PDF web_fetch read and a screenshot an MCP server's tool took are billed as a document
+    and an image, as in a client's tool_result: they counted as the text of their base64 data
+    (this 12-page PDF of 300 kB some 406,000 tokens, not 36,000)."""
+    pdf = make_pdf(12, padding=300_000)
+    document = {
+        "type": "document",
+        "source": {"type": "base64", "media_type": "application/pdf", "data": b64(pdf)},
+    }
+    png = zlib.compress(b"\x00" * 400_000, 0)  # not an image we can read: a fallback size
+    image = {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": b64(png)},
+    }
+    fetched = {
+        "type": "web_fetch_tool_result",
+        "tool_use_id": "srvtoolu_1",
+        "content": {"type": "web_fetch_result", "url": "https://x.test/r.pdf", "content": document},
+    }
+    shot = {"type": "mcp_tool_result", "tool_use_id": "mcptoolu_1", "content": [image]}
+    counter = ctxpack.get_counter("claude-sonnet-4-5")
+
+    def tokens(*parts: dict[str, Any]) -> int:
+        return counter.count_message(ctxpack.Message(role="assistant", content=list(parts)))
+
+    # The pages and the image as the same parts cost in a message, and the wrapping's text.
+    assert 0 < tokens(fetched) - tokens(document) < 100
+    assert 0 < tokens(shot) - tokens(image) < 100
+    assert tokens(document) >= 12 * PDF_PAGE_TOKENS
+    assert tokens(image) < 5_000

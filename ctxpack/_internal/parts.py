@@ -1,5 +1,6 @@
-"""Tokens of a content part: a text, an image, a document, a model's reasoning or thinking, or
-a part we cannot see into."""
+"""Tokens of a content part: a text, an image, a document, a model's reasoning or thinking, the
+result of a tool the provider ran (the images and documents in it too), or a part we cannot see
+into."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 from .audio import audio_tokens
 from .documents import DOCUMENT_TYPES, document_tokens
 from .images import ImageRule, image_tokens
+from .part_texts import is_provider_tool_result
 from .reasoning import REASONING, reasoning_tokens, thinking_tokens
 
 __all__: list[str] = []
@@ -33,6 +35,8 @@ def part_tokens(part: Mapping[str, Any], count: Callable[[str], int], images: Im
         return thinking_tokens(part, count)
     if kind == "input_audio" and (audio := audio_tokens(part)) is not None:
         return audio
+    if is_provider_tool_result(part):
+        return _with_media(part, count, images)
     # Unknown part types are billed in ways we cannot see: never free.
     return count(str(part))
 
@@ -49,3 +53,26 @@ def _source_images(part: Mapping[str, Any], images: ImageRule) -> int:
         for b in blocks
         if isinstance(b, Mapping) and b.get("type") == "image"
     )
+
+
+# What a provider's tool result may hold that is billed as media, not as the text of its data.
+_MEDIA_TYPES = IMAGE_TYPES | DOCUMENT_TYPES
+
+
+def _with_media(part: Mapping[str, Any], count: Callable[[str], int], images: ImageRule) -> int:
+    """The tokens of a provider's tool result (an MCP tool's screenshot, a fetched PDF): each
+    image or document in it as such a part, the rest as text."""
+    media: list[Mapping[str, Any]] = []
+
+    def rest(value: Any) -> Any:
+        if isinstance(value, Mapping):
+            if value.get("type") in _MEDIA_TYPES and value is not part:
+                media.append(value)
+                return {"type": value["type"]}
+            return {k: rest(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [rest(v) for v in value]
+        return value
+
+    text = str(rest(part))
+    return count(text) + sum(part_tokens(m, count, images) for m in media)
