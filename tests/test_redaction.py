@@ -519,6 +519,27 @@ def test_a_providers_tool_call_and_result_keep_their_ids_and_fields() -> None:
     assert sent == expected
 
 
+def test_an_image_in_a_providers_tool_result_is_sent_as_it_came() -> None:
+    # A screenshot an MCP server's tool took: its base64 data held, by chance, what reads as
+    # an AWS key, and was "redacted" (the image broken) where a client tool's was left alone.
+    data = "iVBORw0KGgo" + "q7Rw" * 200 + "/AKIAQ3ZR7TYU2WXB4N6M/" + "Zp3x" * 200
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
+    token = "ghp_" + "R8sVt2Lq9ZxW4mKp7YcN3bHd6FgJ1aEu5TiO"
+    said = {"type": "text", "text": f"TOKEN={token}"}
+    use = {"type": "mcp_tool_use", "id": "mcptoolu_1", "name": "shot", "server_name": "s"}
+    result = {"type": "mcp_tool_result", "tool_use_id": "mcptoolu_1", "content": [image, said]}
+    history = [
+        {"role": "user", "content": "Take a screenshot."},
+        {"role": "assistant", "content": [{**use, "input": {}}, result]},
+        {"role": "user", "content": "Thanks."},
+    ]
+    session = Session(model="claude-sonnet-4-5", counter="approx")
+    session.extend(history)
+    sent = session.render().to_anthropic()["messages"][1]["content"][1]["content"]
+    assert sent[0] == image
+    assert sent[1]["text"] == "TOKEN=[REDACTED github-pat]"
+
+
 def test_the_output_of_a_tool_openai_ran_is_redacted(tmp_path: Any) -> None:
     # A remote MCP server's output, the code interpreter's logs, file search's passages: the
     # Responses API returns them in the call's own item, inside the assistant's turn.

@@ -22,6 +22,9 @@ from .encodings import model_key
 
 __all__: list[str] = []
 
+# The content part types of an image: OpenAI's Chat Completions and Responses API, Anthropic's.
+IMAGE_TYPES = frozenset({"image_url", "input_image", "image"})
+
 
 class ImageRule(NamedTuple):
     """How the models named ``name`` bill an image: ``base`` + ``tile`` per 512 px tile, or,

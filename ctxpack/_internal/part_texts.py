@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .documents import DOCUMENT_TYPES
+from .images import IMAGE_TYPES
 from .tool_items import is_server_item
 
 __all__: list[str] = []
@@ -51,7 +52,8 @@ _RESULT_VERBATIM = frozenset({"type", "tool_use_id", "id", "file_id", "encrypted
 def _result_texts(value: Any, edit: _Edit) -> Any:
     """``value`` (what a provider's tool result holds) with every text in it edited: its
     shapes are many (stdout and stderr, a file's view, a fetched document, an MCP server's
-    blocks) and each is a tool's output."""
+    blocks) and each is a tool's output; an image in it is left as it is, as a client tool's
+    is."""
     if isinstance(value, str):
         return edit(value)
     if isinstance(value, list):
@@ -59,6 +61,8 @@ def _result_texts(value: Any, edit: _Edit) -> Any:
     if isinstance(value, Mapping):
         if value.get("type") in ("text", "document", "search_result"):
             return with_texts(value, edit)
+        if value.get("type") in IMAGE_TYPES:
+            return value  # its data is no text: an edit there breaks the image
         return {k: v if k in _RESULT_VERBATIM else _result_texts(v, edit) for k, v in value.items()}
     return value
 

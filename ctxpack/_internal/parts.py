@@ -9,13 +9,12 @@ from typing import Any
 
 from .audio import audio_tokens
 from .documents import DOCUMENT_TYPES, document_tokens
-from .images import ImageRule, image_tokens
+from .images import IMAGE_TYPES, ImageRule, image_tokens
 from .part_texts import is_provider_tool_result
 from .reasoning import REASONING, reasoning_tokens, thinking_tokens
 
 __all__: list[str] = []
 
-IMAGE_TYPES = frozenset({"image_url", "input_image", "image"})
 THINKING_TYPES = frozenset({"thinking", "redacted_thinking"})
 
 
