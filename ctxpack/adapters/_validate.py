@@ -568,7 +568,8 @@ def validate_anthropic(payload: Any, *, tool_pairing: bool = True) -> None:
             assistant message's), every ``tool_result`` answers a ``tool_use`` of the assistant
             message right before it and comes before the other blocks of its message, and every
             ``tool_use`` gets its result in the next message (unless its assistant message is
-            the last one).
+            the last one); a ``server_tool_use`` or ``mcp_tool_use`` gets it after it in its
+            message (or turns later while the code it runs waits on client tools it called).
 
     Raises:
         InvalidMessageError: naming the message index (``None`` for the payload itself or the
