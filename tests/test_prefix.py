@@ -302,3 +302,18 @@ def test_a_custom_check_runs_on_every_dict_once() -> None:
     other: list[int] = []
     ensure_messages(history, check=lambda item, index: other.append(index))
     assert other == [0, 1, 2]
+
+
+def test_a_sequence_that_differs_in_the_middle_from_the_last_reuses_one_it_matches() -> None:
+    # A session's transcript and its record hunted again alternate: each differs from the other
+    # in the middle, and the binary search's guess on the last one seen is too high.
+    calls: list[Box] = []
+    memo: PrefixMemo[Box, int] = PrefixMemo(lambda b: calls.append(b) or b.value)
+    a = [Box(i) for i in range(50)]
+    b = [*a[:5], Box(5), *a[6:]]
+    memo(a)
+    memo(b)
+    calls.clear()
+    memo(a)
+    memo(b)
+    assert calls == []

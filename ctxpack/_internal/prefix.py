@@ -117,6 +117,14 @@ class PrefixMemo(Generic[T, V]):
         if best >= 0 and guesses[best]:
             seen, values = entries[best]
             k = _verified_prefix(items, seen)
+            if k < guesses[best]:
+                # The guess was too high: an item differs in the middle (a session's record
+                # and its transcript, which differ where a message was redacted again). Another
+                # sequence seen may share more.
+                for i, (other, _) in enumerate(entries):
+                    if i != best and (shared := common_prefix(items, other)) > k:
+                        best, k = i, shared
+                seen, values = entries[best]
             if k == len(items) == len(seen):
                 return values
         head = entries[best][1][:k] if k else ()
