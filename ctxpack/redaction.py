@@ -33,7 +33,7 @@ import json
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from importlib import resources
 from typing import Any
 
@@ -434,7 +434,7 @@ def redact_message(message: Message) -> tuple[Message, tuple[SecretFinding, ...]
 
 
 def redact_for_roles(
-    message: Message, roles: Collection[str], hunt: Hunt | None = None
+    message: Message, roles: Collection[str], hunt: Hunt | None = None, *, rules: bool = True
 ) -> tuple[Message, tuple[SecretFinding, ...]]:
     """``message`` redacted as a guard of ``roles`` redacts it, and the secrets found: the
     whole message when its role is one of them; and while tool outputs are (``"tool"`` is one),
@@ -442,43 +442,65 @@ def redact_for_roles(
     fetch, an MCP server's tool), the assistant's own words left as written.
 
     With ``hunt``, the values it learnt earlier are secrets wherever they stand alone in what
-    is redacted, and the values found are learnt into it."""
+    is redacted, and the values found are learnt into it; without ``rules``, only those values
+    are (a message redacted once already, hunted for values found since), and nothing is
+    learnt."""
+    redaction: Callable[[str], Redaction] = redact
+    if hunt is not None:
+        redaction = partial(_hunting, hunt=hunt) if rules else partial(_known_only, hunt=hunt)
     if message.role in roles:
-        return _redacted(message, whole=True, hunt=hunt)
+        return _redacted(message, whole=True, redaction=redaction)
     if (
         "tool" in roles
         and message.role == "assistant"
         and isinstance(message.content, list)
         and any(is_provider_tool_result(part) for part in message.content)
     ):
-        return _redacted(message, whole=False, hunt=hunt)
+        return _redacted(message, whole=False, redaction=redaction)
     return message, ()
 
 
-def _hunting(text: str, hunt: Hunt) -> Redaction:
-    """``text`` redacted, and the values ``hunt`` learnt earlier with it; what was found in
-    ``text`` is learnt."""
-    found = find_secrets(text)
+def redact_known(text: str, hunt: Hunt) -> Redaction:
+    """``text`` redacted by the rules and where the values ``hunt`` learnt stand alone,
+    learning nothing (a session's originals, read back)."""
+    return _with_hunt(text, hunt, find_secrets(text))
+
+
+def _known_only(text: str, *, hunt: Hunt) -> Redaction:
+    return _with_hunt(text, hunt, ())
+
+
+def _with_hunt(text: str, hunt: Hunt, found: Sequence[SecretFinding]) -> Redaction:
+    """``text`` with the secrets ``found`` and the values ``hunt`` learnt replaced, a place
+    both found counted once."""
     spans = Spans()
     for f in found:
         spans.take(f.start, f.end)
     seen = [SecretFinding(k, a, b) for a, b, k in hunt.find(text) if spans.take(a, b)]
-    for f in found:
-        hunt.learn(text[f.start : f.end], f.kind)
     if not seen:
         return redact(text, found)
     return redact(text, sorted([*found, *seen], key=lambda f: f.start))
 
 
+def _hunting(text: str, *, hunt: Hunt) -> Redaction:
+    """``text`` redacted, and the values ``hunt`` learnt earlier with it; what was found in
+    ``text`` is learnt."""
+    found = find_secrets(text)
+    out = _with_hunt(text, hunt, found)
+    for f in found:
+        hunt.learn(text[f.start : f.end], f.kind)
+    return out
+
+
 def _redacted(
-    message: Message, *, whole: bool, hunt: Hunt | None = None
+    message: Message, *, whole: bool, redaction: Callable[[str], Redaction] = redact
 ) -> tuple[Message, tuple[SecretFinding, ...]]:
-    """``message`` with its secrets replaced: all of them (``whole``), or only those of its
-    provider's tool results."""
+    """``message`` with its secrets replaced (each text by ``redaction``): all of them
+    (``whole``), or only those of its provider's tool results."""
     found: list[SecretFinding] = []
 
     def clean(text: str) -> str:
-        out = redact(text) if hunt is None else _hunting(text, hunt)
+        out = redaction(text)
         found.extend(out.findings)
         return out.text
 

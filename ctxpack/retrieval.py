@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from pydantic import ConfigDict
@@ -165,6 +165,20 @@ def handle_retrieve_call(
         >>> handle_retrieve_call(store, {"artifact": "art_0"})
         "error: no artifact 'art_0' ...
     """
+    return _answer_retrieve_call(store, call, _by_rules if redact_secrets else None)
+
+
+def _by_rules(text: str) -> str:
+    return redact(text).text
+
+
+def _answer_retrieve_call(
+    store: ArtifactStore,
+    call: Mapping[str, Any] | SDKObject | str,
+    redactor: Callable[[str], str] | None,
+) -> str:
+    """:func:`handle_retrieve_call`, the answer redacted by ``redactor`` (none if ``None``):
+    a session's redacts the values it found too."""
     check_artifact_store(store)
     coerced = coerce_call(call)
     try:
@@ -183,9 +197,7 @@ def handle_retrieve_call(
         named = _clipped(", ".join(unknown), 200)
         return f"error: unknown argument(s) {named}; valid: {', '.join(_PARAMETERS['properties'])}"
     try:
-        answer = read_artifact(
-            store, artifact, max_chars=8_000, redact_secrets=redact_secrets, **args
-        ).render()
+        answer = _read_artifact_with(store, artifact, redactor, max_chars=8_000, **args).render()
     except (ArtifactNotFoundError, ConfigError) as exc:
         return f"error: {_clipped(str(exc))}"
     except (ValueError, TypeError, RecursionError) as exc:
@@ -193,7 +205,7 @@ def handle_retrieve_call(
         # arguments' fault: answered, never raised.
         return f"error: the arguments cannot be used ({_clipped(str(exc), 200)})"
     # The header echoes the model's own arguments: redacted too.
-    return redact(answer).text if redact_secrets else answer
+    return answer if redactor is None else redactor(answer)
 
 
 def _clipped(text: str, limit: int = 500) -> str:
@@ -425,11 +437,38 @@ def read_artifact(
         71:line 71
         72:line 72
     """
+    return _read_artifact_with(
+        store,
+        artifact,
+        _by_rules if redact_secrets else None,
+        lines=lines,
+        regex=regex,
+        context=context,
+        json_path=json_path,
+        page=page,
+        max_chars=max_chars,
+    )
+
+
+def _read_artifact_with(
+    store: ArtifactStore,
+    artifact: str,
+    redactor: Callable[[str], str] | None,
+    *,
+    lines: str | tuple[int, int] | None = None,
+    regex: str | None = None,
+    context: int = 2,
+    json_path: str | None = None,
+    page: int = 1,
+    max_chars: int = 8_000,
+) -> Retrieval:
+    """:func:`read_artifact`, the whole artifact redacted by ``redactor`` (if any) before
+    anything is selected."""
     _check_read(store, artifact, lines, regex, json_path, page, max_chars, context)
     max_chars = min(max_chars, MAX_PAGE_CHARS)
     text = store.get(artifact)
-    if redact_secrets:
-        text = redact(text).text
+    if redactor is not None:
+        text = redactor(text)
     all_lines = text.split("\n")
     total = len(all_lines)
     selected, selector, matches = _selection(

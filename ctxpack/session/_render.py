@@ -24,6 +24,7 @@ from ..store import artifact_id
 from ..tokens import checked_tool_tokens, history_tokens
 from ..tools_on_demand import _on_demand
 from ..usage import known_window
+from ._later import frozen, hunted_message
 from ._state import SessionState
 
 _SYSTEM = ("system", "developer")
@@ -189,9 +190,9 @@ class Rendering(SessionState):
             given = _on_demand(given, provider, whole)
         all_tools = tools_as_sent([*given, *self._own_tools(provider)], provider)
         raw_tokens = self._raw_total()
-        filter_log = self._filter_log()
+        record, found_later = self._hunted(record)
+        filter_log = self._filter_log(found_later)
         asked = budget
-        record = self._compact if record is None else record
         if self.window is not None:
             if budget is not None or reserve:
                 raise ConfigError(
@@ -375,20 +376,37 @@ class Rendering(SessionState):
         outputs, by id (in that order, each in the record's), as they are now, found when
         called: a result finds them only once its artifacts are read, a long session having
         many and a caller seldom reading them."""
-        # The messages and records as they are now: later appends change both.
+        # The messages, records and values found as they are now: later appends change them.
         raw, records = tuple(self._raw), dict(self._records)
+        hunt, roles = self._hunt(), self.guard.redacted_roles
+        found = list(hunt.fingerprints.entries)
 
         def originals() -> dict[str, Message]:
             ids = set(gone)
             removed = {m.id: m for m in raw if m.id in ids}
             shortened = {m.id: m for m in raw if (r := records.get(m.id)) and r.shortened}
-            return {**removed, **shortened}
+            # An original that arrived before a value was recognised still holds it.
+            then = frozen(found, hunt.key)
+            return {
+                mid: hunted_message(m, then, roles) for mid, m in {**removed, **shortened}.items()
+            }
 
         return originals
 
-    def _filter_log(self) -> DecisionLog:
-        """The filter decisions so far, and a ``kept`` one per output still waiting for its
-        answer (``filter_when="answered"``)."""
+    def _hunted(self, record: Sequence[Message] | None) -> tuple[Sequence[Message], list[Decision]]:
+        """The compact record (or ``record``, the same with another system prompt first) with
+        the secret values found replaced wherever they are, in messages that arrived before
+        a value was recognised too, and a ``redacted`` decision per message that changes."""
+        hunt, roles = self._hunt(), self.guard.redacted_roles
+        compact, found = self._later.record(self._compact, hunt, roles, self.counter)
+        if record is None:
+            return compact, found
+        opening = hunted_message(record[0], hunt, roles)
+        return [opening, *compact[1:]], [d for d in found if d.message_id != opening.id]
+
+    def _filter_log(self, found_later: Sequence[Decision] = ()) -> DecisionLog:
+        """The filter decisions so far (and ``found_later``'s), and a ``kept`` one per output
+        still waiting for its answer (``filter_when="answered"``)."""
         waiting = [
             Decision(
                 stage="filter",
@@ -398,4 +416,4 @@ class Rendering(SessionState):
             )
             for i in self._pending
         ]
-        return DecisionLog([*self._decisions, *waiting])
+        return DecisionLog([*self._decisions, *found_later, *waiting])

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
@@ -22,12 +23,13 @@ from ..providers import (
     tool_call_parts,
 )
 from ..result import PackResult
-from ..retrieval import Retrieval, coerce_call, handle_retrieve_call, read_artifact
+from ..retrieval import Retrieval, _answer_retrieve_call, _read_artifact_with, coerce_call
 from ..sdk import SDKObject
 from ..store import ArtifactStore, SQLiteArtifactStore, check_artifact_store
 from ..tokens import CounterLike, get_counter
 from ..tools_on_demand import DESCRIBE_TOOL_NAME, describe_tools
 from ._arrival import Arrival
+from ._later import frozen, hunted_text
 from ._options import _supersede_batch, _tool_filter, _warn_if_beyond_the_model, _window_policy
 from ._records import FilterRecord
 from ._render import Rendering, system_opening
@@ -530,18 +532,28 @@ class Session(Arrival, Rendering):
             ArtifactNotFoundError: no such artifact.
             ConfigError: a bad selector or page.
         """
-        found = read_artifact(
+        return _read_artifact_with(
             self.store,
             artifact,
+            self._original_redactor(),
             lines=lines,
             regex=regex,
             context=context,
             json_path=json_path,
             page=page,
             max_chars=max_chars,
-            redact_secrets=bool(self.guard.redact_secrets),
         )
-        return found
+
+    def _original_redactor(self) -> Callable[[str], str] | None:
+        """How an original read back is redacted: by the rules and for every value any
+        replica found (one printed bare before it was recognised is in its original)."""
+        if not self.guard.redact_secrets:
+            return None
+        with self._lock:
+            self._refresh()
+            hunt = self._hunt()
+            hunt = frozen(hunt.fingerprints.entries, hunt.key)
+        return partial(hunted_text, hunt=hunt)
 
     @keyword_checked
     def handle(self, call: Mapping[str, Any] | SDKObject | str) -> str:
@@ -563,9 +575,7 @@ class Session(Arrival, Rendering):
             with self._lock:
                 self._refresh()  # the tools another replica rendered last
                 return describe_tools(self._full_tools, coerced)
-        return handle_retrieve_call(
-            self.store, coerced, redact_secrets=bool(self.guard.redact_secrets)
-        )
+        return _answer_retrieve_call(self.store, coerced, self._original_redactor())
 
     def __repr__(self) -> str:
         with self._lock:

@@ -25,6 +25,7 @@ from ..pipeline import Decision, Stage
 from ..providers import Provider
 from ..store import ArtifactStore
 from ..tokens import REPLY_PRIMING, TokenCounter, message_sizes
+from ._later import LaterValues
 from ._records import Call, FilterRecord, command_of
 from ._repeats import RepeatedLines
 
@@ -87,6 +88,7 @@ class SessionState:
     _extensions: dict[str, Any]
     _found: Fingerprints
     _own_key: bytes
+    _later: LaterValues
     _lock: threading.RLock
     _backing: Backing | None
 
@@ -111,6 +113,8 @@ class SessionState:
         # wherever it reappears alone (echo $DB_PASSWORD); see _hunt for a stored session's key.
         self._found = Fingerprints()
         self._own_key = secrets.token_bytes(32)
+        # What is sent, hunted again for values found after a message arrived (a cache).
+        self._later = LaterValues()
         # One lock for every read and write of the state above: a Session is shared by threads.
         self._lock = threading.RLock()
         self._backing = None

@@ -120,3 +120,55 @@ def test_replicas_finding_secrets_at_once_lose_none(
     echoed = " ".join(f"{v}{k}" for v in values for k in range(3))
     reader.extend(_exchange(99, echoed))
     assert reader.transcript()[-1].text == " ".join(["[REDACTED generic-api-key]"] * 12)
+
+
+def test_no_replica_sends_a_value_another_found_after_it_was_printed(
+    replicas: Callable[[], SessionStore], session_id: str
+) -> None:
+    first = Session.open(session_id, store=replicas(), model="gpt-4", filters=False)
+    second = Session.open(session_id, store=replicas(), model="gpt-4", filters=False)
+    first.extend(_exchange(1, f"{PASSWORD}\n"))
+    assert first.render().messages[1].text == f"{PASSWORD}\n"  # not yet known
+    second.extend(_exchange(2, ENV))
+    for replica in (first, second):
+        sent = replica.render()
+        assert PASSWORD not in json.dumps(sent.to_openai())
+        assert sent.messages[1].text == "[REDACTED secret-assignment]\n"
+    restarted = Session.open(session_id, store=replicas(), model="gpt-4", filters=False)
+    assert PASSWORD not in json.dumps(restarted.render().to_openai())
+
+
+def test_two_sqlite_replicas_never_send_a_value_found_after_it_was_printed(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'sessions.db'}"
+    first = Session.open("s", store=url, model="gpt-4", filters=False)
+    second = Session.open("s", store=url, model="gpt-4", filters=False)
+    first.extend(_exchange(1, f"echo done: {PASSWORD}\n"))
+    second.extend(_exchange(2, ENV))
+    assert first.render().messages[1].text == "echo done: [REDACTED secret-assignment]\n"
+    assert PASSWORD not in json.dumps(second.render(budget=2_000).to_openai())
+    first.close()
+    second.close()
+
+
+def test_async_replicas_never_send_a_value_found_after_it_was_printed(
+    backend: str, tmp_path: Path, session_id: str
+) -> None:
+    url = backend_url(backend, tmp_path)
+    shared = MemoryStore()
+
+    def store() -> Any:
+        return shared if backend == "memory" else open_async_store(url)
+
+    async def main() -> list[str]:
+        first = await AsyncSession.open(session_id, store=store(), model="gpt-4", filters=False)
+        second = await AsyncSession.open(session_id, store=store(), model="gpt-4", filters=False)
+        await first.extend(_exchange(1, PASSWORD))
+        await second.extend(_exchange(2, ENV))
+        sent = [json.dumps((await s.render()).to_openai()) for s in (first, second)]
+        for s in (first, second):
+            await s.store.close()
+        return sent
+
+    assert not [sent for sent in asyncio.run(main()) if PASSWORD in sent]

@@ -1,0 +1,100 @@
+"""Secret values found later, hunted in what the session kept before it found them.
+
+The guard hunts a message for the values found before it arrived; one printed bare before
+its value was recognised (``echo $TOKEN``, then ``cat .env``) is kept as it arrived, in the
+transcript and in the store, whose entries are never rewritten. What leaves the session (a
+request, an original a result hands back, a retrieve answer) is hunted again for every value
+found so far, on any replica: each replica has the fingerprints of all of them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Collection, Sequence
+from typing import Any
+
+from .._internal.prefix import PrefixMemo
+from .._internal.secret_values import BoundFingerprints, Fingerprints
+from ..messages import Message
+from ..pipeline import Decision
+from ..redaction import redact_for_roles, redact_known, secrets_reason
+from ..tokens import TokenCounter
+
+__all__: list[str] = []
+
+_Hunted = tuple[Message, Decision] | None
+
+
+class LaterValues:
+    """A session's record hunted for every value found, memoised per set of values found: a
+    render scans the history once after each value found, and then finds each message's
+    result by its identity (the record's messages never change)."""
+
+    def __init__(self) -> None:
+        self._memo: tuple[tuple[object, ...], PrefixMemo[Message, _Hunted]] | None = None
+        self._lock = threading.Lock()
+
+    def record(
+        self,
+        record: Sequence[Message],
+        hunt: BoundFingerprints,
+        roles: Collection[str],
+        counter: TokenCounter,
+    ) -> tuple[Sequence[Message], list[Decision]]:
+        """``record`` with the values found replaced in each message of ``roles`` (as the
+        guard redacts them), and a ``redacted`` decision per message changed."""
+        entries = hunt.fingerprints.entries
+        if not entries or not roles:
+            return record, []
+        # Fingerprints only grow (a failed append's are forgotten, an erasure changes the key):
+        # the key, how many and the last name the set.
+        key = (hunt.key, len(entries), entries[-1][0], frozenset(roles), counter)
+        with self._lock:
+            if self._memo is None or self._memo[0] != key:
+                self._memo = (key, PrefixMemo(_hunter(hunt, roles, counter), slots=2))
+            memo = self._memo[1]
+        results = memo(record)
+        if not any(results):
+            return record, []
+        sent = [m if r is None else r[0] for m, r in zip(record, results, strict=True)]
+        return sent, [r[1] for r in results if r is not None]
+
+
+def _hunter(
+    hunt: BoundFingerprints, roles: Collection[str], counter: TokenCounter
+) -> Callable[[Message], _Hunted]:
+    def hunted(message: Message) -> _Hunted:
+        new, found = redact_for_roles(message, roles, hunt, rules=False)
+        if not found:
+            return None
+        decision = Decision(
+            stage="redact",
+            action="redacted",
+            message_id=message.id,
+            reason=f"{secrets_reason(found)} (values recognised in a later output)",
+            tokens_before=counter.count_message(message),
+            tokens_after=counter.count_message(new),
+        )
+        return new, decision
+
+    return hunted
+
+
+def frozen(entries: Sequence[Sequence[Any]], key: bytes) -> BoundFingerprints:
+    """The fingerprints ``entries`` under ``key``, apart from the session's (which appends
+    grow), for a read outside its lock."""
+    copy = Fingerprints()
+    copy.grow(entries)
+    return copy.bound(key)
+
+
+def hunted_message(message: Message, hunt: BoundFingerprints, roles: Collection[str]) -> Message:
+    """``message`` with the values found replaced, if it is of ``roles``."""
+    if not hunt.fingerprints.entries or not roles:
+        return message
+    return redact_for_roles(message, roles, hunt, rules=False)[0]
+
+
+def hunted_text(text: str, hunt: BoundFingerprints) -> str:
+    """``text`` redacted by the rules and for the values found: an original read back."""
+    return redact_known(text, hunt).text
