@@ -158,8 +158,9 @@ class Session(Arrival, Rendering):
             typed included; ``False``: none. Answers to the retrieve tool are redacted too.
         store_secrets: Dangerous: also put each redacted message's original, secrets and all,
             in ``store`` (its id is in the ``redacted`` decision), for an application that must
-            audit them. Anyone who can read the store can then read the secrets; the model
-            still cannot (retrieve answers are redacted).
+            audit them (a value hunted in one included). Anyone who can read the store can
+            then read the secrets; the model still cannot (retrieve answers are redacted, and
+            hunted for every value found).
         flag_injections: Record a ``flagged`` decision for each tool output holding
             prompt-injection markers (see :mod:`ctxpack.injection`); its text is kept.
             ``"quarantine"``: the compact record holds a note instead of the text (the
