@@ -356,6 +356,8 @@ class AsyncSession:
         max_chars: int = 8_000,
     ) -> Retrieval:
         """Read an original of the session; see :meth:`ctxpack.Session.retrieve`."""
+        async with self._lock:
+            await self._sync()  # the secret values another replica found, hunted in it
         return await asyncio.to_thread(
             self._core.retrieve,
             artifact,
@@ -371,7 +373,9 @@ class AsyncSession:
     async def handle(self, call: Mapping[str, Any]) -> str:
         """Answer the model's call to the retrieve tool; see :meth:`ctxpack.Session.handle`."""
         async with self._lock:
-            await self._sync()  # describe_tool answers from the tools rendered last
+            # describe_tool answers from the tools rendered last; a retrieve answer is hunted
+            # for the secret values another replica found.
+            await self._sync()
         return await asyncio.to_thread(self._core.handle, call)
 
     async def close(self) -> None:

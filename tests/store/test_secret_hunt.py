@@ -172,3 +172,30 @@ def test_async_replicas_never_send_a_value_found_after_it_was_printed(
         return sent
 
     assert not [sent for sent in asyncio.run(main()) if PASSWORD in sent]
+
+
+def test_an_async_replica_retrieves_an_earlier_original_without_a_value_found_elsewhere(
+    backend: str, tmp_path: Path, session_id: str
+) -> None:
+    url = backend_url(backend, tmp_path)
+    shared = MemoryStore()
+    log = "\n".join(f"12:00:{i % 60:02d} INFO worker {i} connected" for i in range(400))
+
+    def store() -> Any:
+        return shared if backend == "memory" else open_async_store(url)
+
+    async def main() -> tuple[str, str]:
+        first = await AsyncSession.open(session_id, store=store(), model="gpt-4")
+        second = await AsyncSession.open(session_id, store=store(), model="gpt-4")
+        await first.extend(_exchange(1, f"{log}\nERROR bad password {PASSWORD}\n"))
+        (artifact,) = [r.artifact for r in await first.records() if r.artifact]
+        await second.extend(_exchange(2, ENV))
+        read = (await first.retrieve(artifact, lines="401")).text
+        answer = await first.handle({"artifact": artifact, "lines": "401"})
+        for s in (first, second):
+            await s.store.close()
+        return read, answer
+
+    read, answer = asyncio.run(main())
+    assert read == "ERROR bad password [REDACTED secret-assignment]"
+    assert PASSWORD not in answer
