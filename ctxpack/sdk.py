@@ -532,10 +532,12 @@ def joined_messages(entries: Sequence[Any], start: int = 0) -> tuple[Sequence[An
     origin: list[int] = []
     for index, message in enumerate(out, start):
         previous: Any = joined[-1] if joined else None
-        if _is_responses_call(message) and _is_responses_call(previous):
+        if _is_responses_call(message) and (
+            _is_responses_call(previous) or _says_before_calls(previous)
+        ):
             joined[-1] = {
                 **previous,
-                "tool_calls": [*previous["tool_calls"], *message["tool_calls"]],
+                "tool_calls": [*(previous.get("tool_calls") or ()), *message["tool_calls"]],
                 "metadata": {RESPONSES_META: [*_items(previous), *_items(message)]},
             }
         elif _items(message) and message.get("role") == "assistant" and _only_reasoning(previous):
@@ -579,6 +581,20 @@ def _is_responses_call(message: Any) -> bool:
     # The key is the user's too: an empty list is not the items of a call.
     items = _items(message)
     return bool(items) and isinstance(items[-1], dict) and tool_items.item_type(items[-1]) in _CALLS
+
+
+def _says_before_calls(message: Any) -> bool:
+    """Whether a message is an assistant's ``message`` item after its reasoning, which the
+    calls after it join: one response's thoughts, text and calls, packed together and sent
+    back with their ids (without reasoning, a message and calls stay apart, ids unneeded)."""
+    items = _items(message)
+    return (
+        len(items) > 1
+        and message.get("role") == "assistant"
+        and not message.get("tool_calls")
+        and tool_items.item_type(items[-1]) == "message"
+        and _leads(items[-2])
+    )
 
 
 def _only_reasoning(message: Any) -> bool:

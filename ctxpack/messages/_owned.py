@@ -337,7 +337,7 @@ def _joined(items: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[int] | None]:
     start = 0
     while start < len(items):
         end = start
-        while end < len(items) and kinds[end]:
+        while end < len(items) and (kinds[end] or _says_before_calls(items, kinds, end)):
             end += 1
         if end > start and kinds[end - 1] in LEADING_ITEMS and end < len(items):
             end += 1  # the message or calls the reasoning led to
@@ -351,6 +351,26 @@ def _joined(items: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[int] | None]:
         origin.extend(where)
         start = end
     return tuple(out), origin
+
+
+def _says_before_calls(items: tuple[Any, ...], kinds: list[Any], at: int) -> bool:
+    """Whether ``items[at]`` is an assistant's ``message`` item between its reasoning and
+    calls: one response's, joined as :func:`~ctxpack.sdk.coerce_messages` joins them."""
+    if at == 0 or kinds[at - 1] not in LEADING_ITEMS:
+        return False
+    item = items[at]
+    following = kinds[at + 1] if at + 1 < len(kinds) else None
+    return (
+        _field(item, "type") == "message"
+        and _field(item, "role") == "assistant"
+        and following is not None
+        and following not in LEADING_ITEMS
+    )
+
+
+def _field(item: Any, key: str) -> Any:
+    """A field of an item given as a dict or as an SDK object."""
+    return item.get(key) if isinstance(item, Mapping) else getattr(item, key, None)
 
 
 def _owned(items: tuple[Any, ...], check: _Check | None) -> tuple[Message, ...]:
