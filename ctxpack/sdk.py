@@ -23,8 +23,9 @@ What is converted:
   API items that map onto a chat message (``message``, ``function_call``, ``function_call_output``,
   and a custom tool's ``custom_tool_call`` and ``custom_tool_call_output``, which become a
   ``{"type": "custom", "custom": {"name", "input"}}`` tool call and its tool message; the
-  calls and outputs of the built-in tools the client runs, ``shell_call`` and
-  ``apply_patch_call``, a call of the tool ``shell`` or ``apply_patch`` and its result, see
+  calls and outputs of the built-in tools the client runs, ``shell_call``,
+  ``local_shell_call``, ``apply_patch_call`` and ``computer_call``, a call of the tool
+  ``shell``, ``local_shell``, ``apply_patch`` or ``computer`` and its result, see
   :mod:`ctxpack._internal.tool_items`), with the original item kept in
   ``metadata["openai_responses"]``; the same items written as dicts too. A ``reasoning`` item,
   and the call of a tool OpenAI ran (``web_search_call``, ``file_search_call``,
@@ -32,10 +33,12 @@ What is converted:
   message it leads to, sent back verbatim in its place. Parallel calls (consecutive call items)
   are joined into one assistant message by the functions that see the whole list
   (:func:`ctxpack.from_openai`, :func:`ctxpack.pack`, the validators, the client wrappers,
-  :meth:`ctxpack.Session.extend` within its batch).
+  :meth:`ctxpack.Session.extend` within its batch), and so are an assistant's ``message``
+  item and the calls after it when reasoning led to them: one response, sent back with its ids.
 
 Anything else (a whole ``ChatCompletion``, a content block given as a message, a Responses
-item that has no chat message, such as ``web_search_call``) raises
+item that has no chat message, such as ``image_generation_call``, or an ``item_reference`` to
+an item only OpenAI stores) raises
 :class:`~ctxpack.errors.InvalidMessageError` naming the index, the field and what to pass instead.
 """
 
@@ -51,10 +54,9 @@ from ._internal.arguments import (
     TooDeep,
     TooLongInt,
     check_nesting,
-    check_text,
     too_deep_error,
 )
-from ._internal.reasoning import REASONING, check_reasoning
+from ._internal.reasoning import REASONING
 from .errors import InvalidMessageError
 
 __all__: list[str] = []
@@ -363,7 +365,7 @@ def _openai_message(name: str, dumped: dict[str, Any], index: int) -> dict[str, 
     if kind is None and "role" in dumped:
         return dumped  # a Chat Completions message: already in request form
     meta = {RESPONSES_META: dumped}
-    _check_item_fields(kind, dumped, index)
+    tool_items.check_fields(kind, dumped, index)
     if kind == REASONING or kind in tool_items.SERVER_ITEMS:
         # A part of the assistant message it leads to (see coerce_messages); the part is a copy,
         # the item in metadata stays as it came.
@@ -384,12 +386,15 @@ def _openai_message(name: str, dumped: dict[str, Any], index: int) -> dict[str, 
             "metadata": meta,
         }
     if kind in _OUTPUTS:
-        output = (
-            tool_items.output_text(dumped) if kind in tool_items.OUTPUTS else dumped.get("output")
-        )
+        if kind == "computer_call_output":  # a screenshot: an image, counted as one
+            output: Any = [tool_items.screenshot_part(dumped)]
+        elif kind in tool_items.OUTPUTS:
+            output = tool_items.output_text(dumped)
+        else:
+            output = dumped.get("output")
         return {
             "role": "tool",
-            "tool_call_id": dumped.get("call_id"),
+            "tool_call_id": dumped.get(tool_items.call_key(dumped)),
             "content": _responses_parts(output, index) if isinstance(output, list) else output,
             "metadata": meta,
         }
@@ -399,13 +404,17 @@ def _openai_message(name: str, dumped: dict[str, Any], index: int) -> dict[str, 
         if name == "item"
         else f"OpenAI {name} (a Responses API {kind!r} item)"
     )
-    raise InvalidMessageError(
-        f"got {got}, which has no Chat Completions message; ctxpack packs message, "
-        "reasoning, function_call, custom_tool_call, shell_call, apply_patch_call and their "
-        "output items, and the calls of web search, file search, the code interpreter and MCP",
-        index=index,
-        field="type",
+    why = (
+        "which names an item only OpenAI stores: ctxpack can neither count it nor tell the "
+        "call or output it pairs with, to keep or drop them together; pass the item itself "
+        "(from the response's output or client.responses.input_items.list)"
+        if kind == "item_reference"
+        else "which has no Chat Completions message; ctxpack packs message, reasoning, "
+        "function_call, custom_tool_call, shell_call, local_shell_call, apply_patch_call, "
+        "computer_call and their output items, and the calls of web search, file search, "
+        "the code interpreter and MCP"
     )
+    raise InvalidMessageError(f"got {got}, {why}", index=index, field="type")
 
 
 def _tool_call(kind: str, item: dict[str, Any]) -> dict[str, Any]:
@@ -432,52 +441,6 @@ _OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", *tool_i
 # that lead to their turn's message or calls, and parallel calls.
 LEADING_ITEMS = frozenset({REASONING, *tool_items.SERVER_ITEMS})
 JOINED_ITEMS = frozenset({*_CALLS, *LEADING_ITEMS})
-# The fields of a Responses API call and its output, checked under their own names: once
-# converted, an error would name the Chat Completions fields the caller never wrote.
-_ITEM_FIELDS = {
-    REASONING: (("id", True),),
-    "function_call": (("call_id", True), ("name", True), ("arguments", False)),
-    "custom_tool_call": (("call_id", True), ("name", True), ("input", False)),
-    "function_call_output": (("call_id", True), ("output", False)),
-    "custom_tool_call_output": (("call_id", True), ("output", False)),
-}
-
-
-def _check_item_fields(kind: Any, item: dict[str, Any], index: int) -> None:
-    if kind == REASONING:
-        # The API requires a summary (it may be empty); the part's own checks do the rest.
-        if "summary" not in item:
-            raise InvalidMessageError(
-                "a Responses API reasoning item's summary must be a list (missing)",
-                index=index,
-                field="summary",
-            )
-        check_reasoning(item, index, None, "assistant")
-    if kind in tool_items.CALLS or kind in tool_items.OUTPUTS or kind in tool_items.SERVER_ITEMS:
-        tool_items.check_item(kind, item, index)
-    for field, nonempty in _ITEM_FIELDS.get(kind, ()):
-        value = item.get(field)
-        if field == "output" and isinstance(value, list):
-            continue
-        if not isinstance(value, str) or (nonempty and not value):
-            wanted = "a non-empty string" if nonempty else "a string"
-            if field not in item:
-                got = "missing"
-            elif isinstance(value, str):
-                got = "got an empty string"
-            else:
-                got = f"got {type(value).__name__}"
-            raise InvalidMessageError(
-                f"a Responses API {kind} item's {field} must be {wanted} ({got})",
-                index=index,
-                field=field,
-            )
-        try:
-            check_text(value, field)
-        except ValueError as exc:
-            raise InvalidMessageError(
-                f"a Responses API {kind} item's {exc}", index=index, field=field
-            ) from None
 
 
 def _responses_parts(parts: list[Any], index: int) -> list[dict[str, Any]]:

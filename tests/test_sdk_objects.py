@@ -499,7 +499,9 @@ def test_a_responses_item_dict_without_a_chat_message_is_refused_by_name() -> No
     reference = {"type": "item_reference", "id": "msg_1"}
     session = ctxpack.Session(counter="cl100k_base")
     session.append({"role": "user", "content": "hi"})
-    with pytest.raises(ctxpack.InvalidMessageError, match=r"'item_reference' item.*packs") as err:
+    with pytest.raises(
+        ctxpack.InvalidMessageError, match=r"'item_reference' item.*only OpenAI stores"
+    ) as err:
         session.extend([{"role": "assistant", "content": "ok"}, reference])
     assert (err.value.index, err.value.field) == (2, "type")
     assert len(session.transcript()) == 1  # nothing of the batch was added

@@ -6,12 +6,13 @@ Reading goes through :func:`~ctxpack.adapters.from_openai`, which takes Response
 ``client.responses.create``. Each Chat Completions message has one form there: system,
 developer and user messages as messages with ``input_text`` / ``input_image`` parts, an
 assistant's text as an assistant message, each of its tool calls as a ``function_call`` item
-(a custom tool's as a ``custom_tool_call``, a ``shell`` or ``apply_patch`` call as the item it
-came as), a tool result as the output item of its call.
+(a custom tool's as a ``custom_tool_call``, a ``shell``, ``local_shell``, ``apply_patch`` or
+``computer`` call as the item it came as), a tool result as the output item of its call.
 
 The items are written new, without the ids a response gave them (``fc_...``, ``msg_...``): a
 ``function_call`` sent with its id needs the ``reasoning`` item that came before it, which a
-chat history does not hold.
+chat history does not hold. A ``local_shell_call`` and a ``computer_call`` keep theirs: the
+API's schema requires it.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def responses_link(msg: Message) -> ResponsesLink | None:
     items = msg.metadata.get(RESPONSES_META)
     if msg.role == "tool" and isinstance(items, Mapping) and isinstance(msg.tool_call_id, str):
         kind = tool_items.item_type(items)
-        if kind in tool_items.OUTPUTS and items.get("call_id") == msg.tool_call_id:
+        if kind in tool_items.OUTPUTS and items.get(tool_items.call_key(items)) == msg.tool_call_id:
             return ResponsesLink([], {}, None, built_in={msg.tool_call_id: items})
         fields = {k: items[k] for k in _OUTPUT_FIELDS if items.get(k) is not None}
         return ResponsesLink([], {}, None, None, {msg.tool_call_id: fields}) if fields else None
@@ -220,8 +221,17 @@ def _output_item(
     text ctxpack left (filtered, cleared, redacted) in its place."""
     call_id, content = msg["tool_call_id"], msg.get("content")
     if link is not None and link.built_in and call_id in link.built_in:
+        original = link.built_in[call_id]
+        if original["type"] == "computer_call_output" and not _holds_image(content):
+            raise InvalidMessageError(
+                "content: a computer_call_output whose screenshot was replaced (by clearing "
+                "or an edit) has no Responses API form, which takes a screenshot only; keep "
+                'the computer tool\'s results, e.g. ToolResultClearer(exclude_tools=("computer",))',
+                index=index,
+                field="content",
+            )
         filtered: dict[str, Any] = copy_value(
-            tool_items.output_item(link.built_in[call_id], content_text(content))
+            tool_items.output_item(original, content_text(content))
         )
         return filtered
     kind = "custom_tool_call_output" if call_id in custom else "function_call_output"
@@ -229,6 +239,12 @@ def _output_item(
     if link is not None and link.call_fields and call_id in link.call_fields:
         item.update(copy_value(link.call_fields[call_id]))
     return item
+
+
+def _holds_image(content: Any) -> bool:
+    return isinstance(content, list) and any(
+        part.get("type") in ("image_url", "input_image") for part in content
+    )
 
 
 def _output_message(text: str, item_id: str | None, phase: str | None) -> dict[str, Any]:

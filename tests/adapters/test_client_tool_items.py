@@ -147,7 +147,7 @@ def test_a_malformed_item_is_refused_under_its_own_field_name() -> None:
         )
 
 
-@pytest.mark.parametrize("kind", ["computer_call", "local_shell_call", "image_generation_call"])
+@pytest.mark.parametrize("kind", ["image_generation_call", "mcp_approval_request"])
 def test_items_ctxpack_does_not_carry_are_still_refused_by_type(kind: str) -> None:
     with pytest.raises(ctxpack.InvalidMessageError, match=kind) as e:
         from_openai([HISTORY[0], {"type": kind, "id": "x", "call_id": "c", "status": "completed"}])

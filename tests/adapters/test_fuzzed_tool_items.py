@@ -1,5 +1,6 @@
 """What fuzzing the OpenAI tool items found, kept as tests: the Responses API's
-``custom_tool_call``, ``shell_call``, ``apply_patch_call`` and their outputs, the items of the
+``custom_tool_call``, ``shell_call``, ``local_shell_call``, ``apply_patch_call``,
+``computer_call`` and their outputs, the items of the
 tools OpenAI runs (web search, file search, the code interpreter, MCP), Chat Completions'
 custom tool calls, and ``render(system=...)``.
 
@@ -32,7 +33,14 @@ openai_responses = pytest.importorskip("openai.types.responses")
 
 Item = dict[str, Any]
 USER: Item = {"role": "user", "content": "Fix the ledger tests."}
-CALLS = ("function_call", "custom_tool_call", "shell_call", "apply_patch_call")
+CALLS = (
+    "function_call",
+    "custom_tool_call",
+    "shell_call",
+    "apply_patch_call",
+    "local_shell_call",
+    "computer_call",
+)
 OUTPUTS = tuple(f"{kind}_output" for kind in CALLS)
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -51,6 +59,18 @@ def _pair(kind: str, n: int, item_id: str | None, text: str) -> tuple[Item, Item
         operation = {"type": "update_file", "path": f"{text}.py", "diff": f"+{text} = 1\n"}
         call = {"type": kind, "call_id": cid, "status": "completed", "operation": operation}
         output = {"type": "apply_patch_call_output", "call_id": cid, "output": f"Done {text}"}
+    elif kind == "local_shell_call":
+        # The API requires this call's item id; its output names the call by "id".
+        action = {"type": "exec", "command": ["bash", "-lc", f"cat {text}.py"], "env": {}}
+        call = {"type": kind, "id": f"lsh_{n}", "call_id": cid, "action": action}
+        call["status"] = "completed"
+        output = {"type": "local_shell_call_output", "id": cid, "output": f"{text} = 3"}
+    elif kind == "computer_call":
+        action = {"type": "type", "text": text}
+        call = {"type": kind, "id": f"cu_{n}", "call_id": cid, "action": action}
+        call |= {"status": "completed", "pending_safety_checks": []}
+        shot = {"type": "computer_screenshot", "image_url": f"https://example.com/{n}.png"}
+        output = {"type": "computer_call_output", "call_id": cid, "output": shot}
     elif kind == "custom_tool_call":
         # A freeform input that looks like JSON stays text.
         call = {"type": kind, "call_id": cid, "name": "grep", "input": f'{{"q": "{text}"}}'}
@@ -60,6 +80,8 @@ def _pair(kind: str, n: int, item_id: str | None, text: str) -> tuple[Item, Item
         output = {"type": "function_call_output", "call_id": cid, "output": f"{text} = 2"}
     if item_id is not None:
         call = {"type": call["type"], "id": item_id, **call}
+        if kind in ("local_shell_call", "computer_call"):
+            call["id"] = item_id
     return call, output
 
 
@@ -109,14 +131,14 @@ def test_a_valid_history_goes_through_from_openai_and_back_as_it_came(items: lis
 
 def _check_pairs(sent: list[Item]) -> None:
     calls = [item["call_id"] for item in sent if item.get("type") in CALLS]
-    outputs = [item["call_id"] for item in sent if item.get("type") in OUTPUTS]
+    outputs = [item.get("call_id", item.get("id")) for item in sent if item.get("type") in OUTPUTS]
     assert sorted(calls) == sorted(outputs), sent
     seen: set[str] = set()
     for item in sent:
         if item.get("type") in CALLS:
             seen.add(item["call_id"])
         elif item.get("type") in OUTPUTS:
-            assert item["call_id"] in seen, "an output sent before its call"
+            assert item.get("call_id", item.get("id")) in seen, "an output sent before its call"
 
 
 @SETTINGS
