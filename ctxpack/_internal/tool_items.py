@@ -53,6 +53,9 @@ _KEEPS_ID = frozenset({"local_shell_call", "computer_call"})
 # The outputs that are one text: a patch's log, a local shell's output (JSON, by the API's
 # description, but any text the agent wrote).
 _TEXT_OUTPUTS = frozenset({"apply_patch_call_output", "local_shell_call_output"})
+# The outputs whose item has no place for text (a screenshot): a stage that would put text in
+# their place (clearing) leaves them, the pair can only be dropped whole.
+TEXTLESS_OUTPUTS = frozenset({"computer_call_output"})
 # The items of the tools OpenAI runs: a call and its result in one item, sent back verbatim as
 # a part of the assistant message of their turn (as a reasoning item is), counted by their JSON
 # (an image_generation_call's result is an image, which that would overcount: it is refused).
@@ -66,6 +69,11 @@ def item_type(item: Any) -> str | None:
     (and ``metadata`` the user's too): a list or an object there is no type, nor hashable."""
     kind = item.get("type") if isinstance(item, Mapping) else None
     return kind if isinstance(kind, str) else None
+
+
+def is_textless_output(metadata: Mapping[str, Any], key: str) -> bool:
+    """Whether a tool message's item (``metadata[key]``) is an output that holds no text."""
+    return item_type(metadata.get(key)) in TEXTLESS_OUTPUTS
 
 
 def is_server_item(part: Any) -> bool:

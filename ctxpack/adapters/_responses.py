@@ -224,9 +224,9 @@ def _output_item(
         original = link.built_in[call_id]
         if original["type"] == "computer_call_output" and not _holds_image(content):
             raise InvalidMessageError(
-                "content: a computer_call_output whose screenshot was replaced (by clearing "
-                "or an edit) has no Responses API form, which takes a screenshot only; keep "
-                'the computer tool\'s results, e.g. ToolResultClearer(exclude_tools=("computer",))',
+                "content: a computer_call_output whose screenshot was replaced by text has no "
+                "Responses API form, which takes a screenshot only; leave its content as read "
+                "(ToolResultClearer does), or drop the call and its output together",
                 index=index,
                 field="content",
             )

@@ -11,11 +11,13 @@ from pydantic import Field, field_validator
 
 from .._internal.arguments import optional_text
 from .._internal.reasoning import REASONING
+from .._internal.tool_items import is_textless_output
 from ..cost import Price, price
 from ..errors import ConfigError
 from ..filters import original_note
 from ..messages import Message
 from ..pipeline import Decision, PackContext, check_context
+from ..sdk import RESPONSES_META
 from ..store import ArtifactStore, artifact_id
 from ..tokens import REPLY_PRIMING, TokenCounter, message_sizes
 from ._shared import _as_json, _history, _original_text, _request_points, _StoreModel
@@ -87,7 +89,8 @@ class ToolResultClearer(_StoreModel):
     With ``cache_aware=False`` it follows Anthropic's ``clear_tool_uses_20250919``: when the
     prompt exceeds ``trigger`` tokens, every tool result except the ``keep`` most recent ones is
     cleared (unless that would clear fewer than ``clear_at_least`` tokens), results of
-    ``exclude_tools`` are never cleared, and the calls' inputs stay unless
+    ``exclude_tools`` are never cleared (nor a Responses API ``computer_call_output``, whose
+    screenshot has no text form to send in its place), and the calls' inputs stay unless
     ``clear_tool_inputs``. Like the API, it decides again at every request, so the boundary
     moves with each new tool result and the cache is written again from there every turn.
 
@@ -176,7 +179,8 @@ class ToolResultClearer(_StoreModel):
         tool_saving: list[int] = []
         tool_edit: list[int] = []
         for i, m in enumerate(messages):
-            if m.role != "tool" or m.pinned:
+            # A computer's screenshot has no text form to send in its place.
+            if m.role != "tool" or m.pinned or is_textless_output(m.metadata, RESPONSES_META):
                 continue
             name, at = calls.get(m.tool_call_id or "", ("", i))
             if name in excluded:

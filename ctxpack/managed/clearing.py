@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
+from .._internal.tool_items import is_textless_output
 from ..editing import without_thinking as _without_thinking
 from ..messages import Message
 from ..pipeline import Decision
+from ..sdk import RESPONSES_META
 from ..tokens import REPLY_PRIMING
 from ._policy import WindowPolicy
 from ._state import WindowEvent, WindowState
@@ -26,7 +28,12 @@ def _clear_batch(
     """Positions of the tool results and the thinking turns a batch would clear, and the
     tokens it removes."""
     record, counter = ctx.record, ctx.counter
-    tools = _positions(record, state.boundary, "tool")
+    # A computer's screenshot has no text form to send in its place.
+    tools = [
+        i
+        for i in _positions(record, state.boundary, "tool")
+        if not is_textless_output(record[i].metadata, RESPONSES_META)
+    ]
     out_tools: list[int] = []
     removed = 0
     for i in tools[: max(0, len(tools) - keep)]:

@@ -1,7 +1,8 @@
 """Seeded Codex-style agent histories in the Responses API's form, for soak tests: a task, then
 steps of a reasoning item and one or several parallel calls (``shell_call`` with several
 commands, ``apply_patch_call`` creating, updating or deleting a file, ``custom_tool_call``,
-``function_call``), now and then a web search or an MCP call in the turn, assistant messages
+``function_call``, a Codex-style ``local_shell_call``, a ``computer_call`` answered by a
+screenshot), now and then a web search or an MCP call in the turn, assistant messages
 with a ``phase``, and new user instructions."""
 
 from __future__ import annotations
@@ -119,6 +120,35 @@ class AgentHistory:
         output = self._lines(self.rng.randint(5, 300), "{w}_{i} = compute({i})")
         return call, {"type": "function_call_output", "call_id": cid, "output": output}
 
+    def local_shell(self) -> tuple[Item, Item]:
+        cid = self._id("call")
+        script = f"grep -rn {self.rng.choice(WORDS)} src/"
+        action = {"type": "exec", "command": ["bash", "-lc", script], "env": {}}
+        call = {
+            "type": "local_shell_call",
+            "id": self._id("lsh"),
+            "call_id": cid,
+            "status": "completed",
+            "action": action,
+        }
+        output = self._lines(self.rng.randint(1, 400), "src/{w}.py:{i}: {w}")
+        # The output names its call by "id", as the SDK types it.
+        return call, {"type": "local_shell_call_output", "id": cid, "output": output}
+
+    def computer(self) -> tuple[Item, Item]:
+        cid = self._id("call")
+        action = {"type": "click", "button": "left", "x": self.rng.randint(0, 1023), "y": 40}
+        call = {
+            "type": "computer_call",
+            "id": self._id("cu"),
+            "call_id": cid,
+            "status": "completed",
+            "pending_safety_checks": [],
+            "action": action,
+        }
+        shot = {"type": "computer_screenshot", "image_url": f"https://shots.example/{cid}.png"}
+        return call, {"type": "computer_call_output", "call_id": cid, "output": shot}
+
     def server(self) -> Item:
         if self.rng.random() < 0.5:
             action = {"type": "search", "query": f"python {self.rng.choice(WORDS)} error"}
@@ -170,6 +200,8 @@ class AgentHistory:
             self.patch,
             self.custom,
             self.function,
+            self.local_shell,
+            self.computer,
         ]
         for step in range(self.count):
             turn = [self.reasoning()]
@@ -178,7 +210,8 @@ class AgentHistory:
             if rng.random() < 0.1:
                 turn += [self.server(), self.reasoning()]
             calls = [
-                rng.choices(makers, [5, 3, 1, 2])[0]() for _ in range(rng.choice([1, 1, 2, 3]))
+                rng.choices(makers, [5, 3, 1, 2, 1, 1])[0]()
+                for _ in range(rng.choice([1, 1, 2, 3]))
             ]
             if self.write_lines and step == self.count // 2:
                 calls.append(self.patch(self.write_lines))

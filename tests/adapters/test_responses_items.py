@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import httpx2
 import pydantic
 import pytest
 
@@ -16,6 +17,9 @@ import ctxpack
 from ctxpack import InvalidMessageError, Pipeline, Session
 from ctxpack.adapters import from_openai, to_openai, validate_openai
 from ctxpack.editing import ToolResultClearer
+from ctxpack.managed import WindowPolicy
+from tests.sdk_mock import Capture, openai_client
+from tests.test_clients_responses import response, text_reply
 
 openai_responses = pytest.importorskip("openai.types.responses")
 ITEM = pydantic.TypeAdapter(openai_responses.ResponseInputItemParam)
@@ -218,17 +222,26 @@ def test_a_cleared_local_shell_call_is_written_with_a_stand_in_command() -> None
     }
 
 
-def test_a_cleared_screenshot_is_refused_naming_the_message_and_excluding_it_works() -> None:
-    history = [*AGENT, {"role": "assistant", "content": "Clicked."}]
+def test_clearing_leaves_a_screenshot_which_has_no_text_form() -> None:
+    # A managed session cleared it, and the request could not be written.
+    long_output = {**LOCAL_SHELL_OUTPUT, "output": "4 passed\n" * 200}
+    history = [USER, LOCAL_SHELL, long_output, COMPUTER, COMPUTER_OUTPUT]
+    history.append({"role": "assistant", "content": "Clicked."})
     clearer = ToolResultClearer(trigger=0, keep=0, cache_aware=False)
-    messages = from_openai(history)
-    cleared = ctxpack.pack(messages, budget=100_000, model="gpt-5", pipeline=Pipeline([clearer]))
-    with pytest.raises(InvalidMessageError, match="exclude_tools") as info:
-        cleared.to_openai(api="responses")
+    packed = ctxpack.pack(history, budget=100_000, model="gpt-5", pipeline=Pipeline([clearer]))
+    assert [d.message_id for d in packed.decisions if d.action == "cleared"] == [
+        packed.messages[2].id
+    ]
+    sent = packed.to_openai(api="responses")
+    assert sent[4] == COMPUTER_OUTPUT and sent[2]["output"].startswith("[ctxpack:")
+
+
+def test_a_screenshot_replaced_by_text_is_refused_naming_the_message_and_content() -> None:
+    messages = from_openai(AGENT)
+    messages[4] = messages[4].model_copy(update={"content": "[a screenshot]"})
+    with pytest.raises(InvalidMessageError, match="takes a screenshot only") as info:
+        to_openai(messages, api="responses")
     assert (info.value.index, info.value.field) == (4, "content")
-    kept = ToolResultClearer(trigger=0, keep=0, cache_aware=False, exclude_tools=("computer",))
-    packed = ctxpack.pack(messages, budget=100_000, model="gpt-5", pipeline=Pipeline([kept]))
-    assert packed.to_openai(api="responses")[4] == COMPUTER_OUTPUT
 
 
 @pytest.mark.parametrize(
@@ -278,3 +291,63 @@ def test_an_item_reference_is_refused_naming_its_index_and_type() -> None:
         with pytest.raises(InvalidMessageError, match="only OpenAI stores") as info:
             call([USER, REASONING, SAYS, reference, READ_OUTPUT])
         assert (info.value.index, info.value.field) == (3, "type")
+
+
+@pytest.mark.parametrize(
+    ("call", "output", "tool"),
+    [
+        (LOCAL_SHELL, LOCAL_SHELL_OUTPUT, {"type": "local_shell"}),
+        (
+            COMPUTER,
+            COMPUTER_OUTPUT,
+            {
+                "type": "computer_use_preview",
+                "environment": "browser",
+                "display_width": 1024,
+                "display_height": 768,
+            },
+        ),
+    ],
+)
+def test_wrap_openai_sends_the_sdk_s_call_and_its_output_back(
+    call: Item, output: Item, tool: Item
+) -> None:
+    replies = iter([response(call), text_reply("Done.")])
+    capture = Capture(lambda body: httpx2.Response(200, json=next(replies)))
+    client = ctxpack.wrap_openai(openai_client(capture), window=100_000)
+    history: list[Any] = [USER]
+    first = client.responses.create(model="gpt-5", input=history, tools=[tool])
+    history += first.output  # the SDK's object, as OpenAI's guides append it
+    history.append(output)
+    client.responses.create(model="gpt-5", input=history, tools=[tool])
+    sent = capture.body["input"]
+    assert sent[0] == USER and sent[2] == output
+    assert {k: v for k, v in sent[1].items() if v is not None} == call
+    assert capture.body["tools"] == [tool]
+
+
+def _step(n: int) -> list[Item]:
+    """A local shell call and a click, each answered, under call ids of their own."""
+    shell = {**LOCAL_SHELL, "id": f"lsh_{n}", "call_id": f"ls_{n}"}
+    printed = {**LOCAL_SHELL_OUTPUT, "id": f"ls_{n}", "output": f"{n} passed\n" * 150}
+    click = {**COMPUTER, "id": f"cu_{n}", "call_id": f"cu_{n}"}
+    shot = {"type": "computer_screenshot", "image_url": f"https://shots.example/{n}.png"}
+    return [shell, printed, click, {**COMPUTER_OUTPUT, "call_id": f"cu_{n}", "output": shot}]
+
+
+def test_a_managed_session_sends_each_screenshot_it_keeps_as_it_came() -> None:
+    # The window cleared screenshots like any old output, and the request could not be
+    # written (tests/adapters/test_responses_soak.py found it).
+    session = Session(model="gpt-5", window=WindowPolicy(window=6000, managed_room=None))
+    session.append(USER)
+    for n in range(12):
+        session.extend(_step(n))
+        result = session.render()
+        sent = result.to_openai(api="responses")
+        shots = {i["call_id"]: i for i in sent if i.get("type") == "computer_call_output"}
+        assert all(shot == _step(int(cid[3:]))[3] for cid, shot in shots.items())
+        calls = [
+            i["call_id"] for i in sent if i.get("type") in ("local_shell_call", "computer_call")
+        ]
+        outputs = [i.get("call_id", i.get("id")) for i in sent if "output" in i]
+        assert calls == outputs

@@ -22,7 +22,14 @@ from .responses_histories import AgentHistory
 
 openai_responses = pytest.importorskip("openai.types.responses")
 ITEM = pydantic.TypeAdapter(openai_responses.ResponseInputItemParam)
-CALLS = ("function_call", "custom_tool_call", "shell_call", "apply_patch_call")
+CALLS = (
+    "function_call",
+    "custom_tool_call",
+    "shell_call",
+    "apply_patch_call",
+    "local_shell_call",
+    "computer_call",
+)
 
 
 def check_request(sent: list[dict[str, Any]], users: list[str]) -> None:
@@ -36,10 +43,15 @@ def check_request(sent: list[dict[str, Any]], users: list[str]) -> None:
         if kind in CALLS:
             calls.append(item["call_id"])
         elif kind in {f"{c}_output" for c in CALLS}:
-            assert item["call_id"] in calls  # after its call
-            answered.append(item["call_id"])
+            call_id = item.get("call_id", item.get("id"))  # a local shell's output: its id
+            assert call_id in calls  # after its call
+            answered.append(call_id)
         elif kind == "reasoning":  # followed by an item of its response, sent with its id
             assert i + 1 < len(sent) and "id" in sent[i + 1]
+        if kind == "message" and "id" in item and i + 1 < len(sent):
+            # The calls after a message of their response go with their ids too.
+            after = sent[i + 1]
+            assert after.get("type") not in CALLS or "id" in after, after
     assert sorted(calls) == sorted(answered)
     text = json.dumps(sent)
     assert all(json.dumps(u)[1:-1] in text for u in users)
