@@ -336,8 +336,8 @@ def _step(n: int) -> list[Item]:
 
 
 def test_a_managed_session_sends_each_screenshot_it_keeps_as_it_came() -> None:
-    # The window cleared screenshots like any old output, and the request could not be
-    # written (tests/adapters/test_responses_soak.py found it).
+    # A guard: test_responses_soak.py found the window clearing screenshots like any old
+    # output, which left a request that could not be written.
     session = Session(model="gpt-5", window=WindowPolicy(window=6000, managed_room=None))
     session.append(USER)
     for n in range(12):
