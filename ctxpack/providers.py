@@ -64,6 +64,34 @@ def provider_from_model(model: str | None) -> Provider | None:
     return None
 
 
+# The models that check each thinking block sent back against its prefix (Anthropic's "Prefix
+# checks on thinking blocks" lists them): an edit before a block makes it and every later one
+# invalid.
+PRESERVED_THINKING_MODELS = (
+    "claude-fable-5-2",
+    "claude-mythos-5-2",
+    "claude-fable-5-1",
+    "claude-mythos-5-1",
+    "claude-opus-5-5",
+    "claude-sonnet-5-5",
+    "claude-haiku-5-5",
+)
+
+
+def preserves_thinking(model: str | None) -> bool:
+    """Whether ``model`` has preserved thinking: it accepts a thinking block sent back only if
+    nothing before it (system prompt, tools, earlier messages) changed since it was produced.
+    A dated or platform name (``claude-sonnet-5-5-20261001``, Vertex's ``@`` form, Bedrock's
+    ids) counts as its family."""
+    if model is None:
+        return False
+    key = model_key(model)
+    return any(
+        key == name or key.startswith((f"{name}-", f"{name}@"))
+        for name in PRESERVED_THINKING_MODELS
+    )
+
+
 def provider_from_client(client: Any) -> Provider:
     """The provider of an SDK client: OpenAI's (or a compatible one's) has
     ``client.chat.completions.create``, Anthropic's ``client.messages.create``.

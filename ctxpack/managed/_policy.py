@@ -11,6 +11,7 @@ from .._internal.options import CheckedModel, FieldErrorModel
 from ..cost import price
 from ..editing import SummarizerOption
 from ..messages import Message
+from ..providers import preserves_thinking
 
 __all__ = ["DEFAULT_PINNED_BUDGET", "DEFAULT_SKILL_BUDGET", "PinnedText", "WindowPolicy"]
 
@@ -103,6 +104,12 @@ class WindowPolicy(CheckedModel):
             ones go with the next clearing.
             ``None`` keeps them all. Server-side, at least 1 (Anthropic keeps the thinking of
             one turn at least).
+        preserved_thinking: Whether the model checks each thinking block sent back against
+            what came before it (Anthropic's preserved thinking): an edit then also clears the
+            thinking of every assistant turn after it, which the check would refuse or drop,
+            and so a clearing of old thinking (``keep_thinking``) clears every later turn's
+            too. ``None``: by the session's model name
+            (:func:`~ctxpack.providers.preserves_thinking`).
         skill_budget: Tokens each skill may take when re-injected (its head is kept).
         pinned_budget: Tokens all skills together may take when re-injected (oldest dropped
             first).
@@ -134,6 +141,7 @@ class WindowPolicy(CheckedModel):
     summarizer: SummarizerOption | None = Field(default=None, exclude=True)
     instructions: str | None = None
     keep_thinking: int | None = Field(default=None, ge=0)
+    preserved_thinking: bool | None = None
     skill_budget: int = Field(default=DEFAULT_SKILL_BUDGET, ge=0)
     pinned_budget: int = Field(default=DEFAULT_PINNED_BUDGET, ge=0)
     server_side: bool = False
@@ -172,6 +180,13 @@ class WindowPolicy(CheckedModel):
         if self.model is not None:
             price(self.model)  # raises ConfigError listing the known models
         return self
+
+    def checks_thinking_prefix(self, model: str | None) -> bool:
+        """Whether the session's ``model`` checks each thinking block's prefix: as
+        ``preserved_thinking`` says, else as its name does."""
+        if self.preserved_thinking is not None:
+            return self.preserved_thinking
+        return preserves_thinking(model)
 
     @property
     def reserve(self) -> int:

@@ -10,9 +10,11 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, ValidationError
 
 from .._internal.options import FieldErrorModel
+from .._internal.parts import THINKING_TYPES
 from ..errors import ConfigError
 from ..messages import Message
 from ..pipeline import Decision
+from ..providers import preserves_thinking
 
 __all__ = ["WindowEvent", "WindowState", "cache_warnings"]
 
@@ -191,10 +193,14 @@ def cache_warnings(
     tools: Sequence[Mapping[str, Any]],
     messages: Sequence[Message],
     tokens: int,
+    preserved_thinking: bool | None = None,
 ) -> list[Decision]:
     """Warnings for what invalidates the prompt cache since the last request: another model,
     another tool set, another system prompt. Each says how many tokens the cache writes again
-    (the whole prompt: tools and system prompt come first). Updates ``state``."""
+    (the whole prompt: tools and system prompt come first), and, on a model with preserved
+    thinking (``preserved_thinking``, by default as the model's name says), that the thinking
+    blocks of earlier turns fail its prefix check after another tool set or system prompt.
+    Updates ``state``."""
     system = [m for m in messages[:2] if m.role in ("system", "developer")]
     fingerprint: dict[str, str | None] = {
         "model": model,
@@ -214,19 +220,37 @@ def cache_warnings(
         changed.append("the system prompt changed")
     if not changed:
         return []
+    reason = (
+        f"{'; '.join(changed)}: the prompt cache is lost, and this request writes its "
+        f"{tokens} tokens again"
+    )
+    if preserved_thinking is None:
+        preserved_thinking = preserves_thinking(model)
+    prefixed = (
+        last.get("tools") != fingerprint["tools"] or last.get("system") != fingerprint["system"]
+    )
+    if preserved_thinking and prefixed and any(_has_thinking(m) for m in messages):
+        reason += (
+            "; the thinking blocks of earlier turns now fail the model's prefix check (preserved "
+            "thinking): the API refuses the request or drops them. Keep the system prompt and "
+            "tools as they were and add new instructions as a message instead"
+        )
     warning = Decision(
         stage="cache",
         action="warned",
         message_id=messages[0].id,
-        reason=(
-            f"{'; '.join(changed)}: the prompt cache is lost, and this request writes its "
-            f"{tokens} tokens again"
-        ),
+        reason=reason,
         tokens_before=tokens,
         tokens_after=tokens,
     )
     state.decisions.append(warning)
     return [warning]
+
+
+def _has_thinking(msg: Message) -> bool:
+    return isinstance(msg.content, list) and any(
+        part.get("type") in THINKING_TYPES for part in msg.content
+    )
 
 
 def _digest(value: Any) -> str:

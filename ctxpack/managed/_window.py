@@ -17,7 +17,14 @@ from ._policy import WindowPolicy
 from ._rent import _cache_price, _pays, _rent
 from ._room import _Room
 from ._state import WindowState
-from .clearing import _answer_batch, _clear, _clear_batch, _edit_point, _emergency_batch, _event
+from .clearing import (
+    _answer_batch,
+    _clear,
+    _clear_batch,
+    _edit_point,
+    _edited,
+    _emergency_batch,
+)
 from .view import _PINNED_ID, _SYSTEM, _build, _Context, _pinned_kind, _verbatim, _View
 
 __all__ = ["render_window"]
@@ -196,16 +203,14 @@ def _manage(
             edit = _edit_point(view, {ctx.record[i].id for i in [*tools, *thinking]})
             _clear(state, ctx, tools, thinking, "the request would not fit the window")
             new = _build(state, policy, ctx)
-            _event(state, "emergency", view, new, edit)
-            view = new
+            view = _edited(state, policy, ctx, "emergency", view, new, edit)
     if view.tokens() > room:
         answers = _answer_batch(state, ctx, view.tokens() - room)
         if answers:
             edit = _edit_point(view, {ctx.record[i].id for i in answers})
             _clear(state, ctx, (), (), "the request would not fit the window", answers)
             new = _build(state, policy, ctx)
-            _event(state, "emergency", view, new, edit)
-            view = new
+            view = _edited(state, policy, ctx, "emergency", view, new, edit)
     return view
 
 
@@ -231,8 +236,7 @@ def _release_instructions(
         return view
     state.compact_rent = 0.0
     new = _build(state, policy, ctx)
-    _event(state, "compacted", view, new, _first_change(view, new))
-    return new
+    return _edited(state, policy, ctx, "compacted", view, new, _first_change(view, new))
 
 
 def _warn_if_crowded(state: WindowState, plan: _Room, view: _View) -> None:
@@ -276,8 +280,7 @@ def _maybe_clear(
     state.rent = 0.0
     _clear(state, ctx, tools, thinking, f"batch at request {state.requests}")
     new = _build(state, policy, ctx)
-    _event(state, "cleared", view, new, edit)
-    return new
+    return _edited(state, policy, ctx, "cleared", view, new, edit)
 
 
 def _maybe_compact(
@@ -297,8 +300,7 @@ def _maybe_compact(
         return view
     state.compact_rent = 0.0
     new = _build(state, policy, ctx)
-    _event(state, "compacted", view, new, _first_change(view, new))
-    return new
+    return _edited(state, policy, ctx, "compacted", view, new, _first_change(view, new))
 
 
 def _first_change(before: _View, after: _View) -> int:

@@ -13,7 +13,15 @@ from ..sdk import RESPONSES_META
 from ..tokens import REPLY_PRIMING
 from ._policy import WindowPolicy
 from ._state import WindowEvent, WindowState
-from .view import _answer_placeholder, _as_sent, _Context, _message_artifact, _placeholder, _View
+from .view import (
+    _answer_placeholder,
+    _as_sent,
+    _build,
+    _Context,
+    _message_artifact,
+    _placeholder,
+    _View,
+)
 
 __all__: list[str] = []  # the managed mode's internals: used by its other modules only
 
@@ -158,6 +166,54 @@ def _clear(
             _answer_placeholder(msg, artifact, ctx.retrievable),
             f"answer cleared ({why}); original stored as {artifact}",
         )
+
+
+def _edited(
+    state: WindowState,
+    policy: WindowPolicy,
+    ctx: _Context,
+    action: Literal["cleared", "compacted", "emergency"],
+    before: _View,
+    after: _View,
+    edit: int,
+) -> _View:
+    """The view after an edit from position ``edit`` on, recorded (:func:`_event`).
+
+    On a model that checks each thinking block's prefix, the thinking of every assistant turn
+    from ``edit`` on goes too: its prefix is no longer what was sent when it was produced, so
+    the API would refuse the request or drop it and every later block. Clearing that thinking
+    edits only from ``edit`` on, so one pass leaves no kept block after an edited position;
+    thinking produced after this request has the edited prefix, and stays."""
+    if policy.checks_thinking_prefix(ctx.model):
+        after = _clear_thinking_after(state, policy, ctx, after, edit)
+    _event(state, action, before, after, edit)
+    return after
+
+
+def _clear_thinking_after(
+    state: WindowState, policy: WindowPolicy, ctx: _Context, view: _View, edit: int
+) -> _View:
+    done = set(state.thinking_cleared)
+    ids = {m.id for m in view.messages[edit:] if m.role == "assistant" and m.id not in done}
+    # Only the turns sent as the record holds them (after the summary) can be sent without
+    # their thinking: the view's copy of one cleared before has none left.
+    turns = [
+        i
+        for i in range(min(state.boundary, len(ctx.record)), len(ctx.record))
+        if ctx.record[i].id in ids and _without_thinking(ctx.record[i]) is not None
+    ]
+    if not turns:
+        return view
+    _clear(
+        state,
+        ctx,
+        (),
+        turns,
+        f"prefix check: an edit at request {state.requests} changes what precedes this turn, "
+        "and a model with preserved thinking refuses or drops a thinking block whose prefix "
+        "changed",
+    )
+    return _build(state, policy, ctx)
 
 
 def _event(

@@ -253,6 +253,9 @@ class Rendering(SessionState):
             tools=tools,
             messages=result.messages,
             tokens=result.tokens,
+            preserved_thinking=(
+                None if self.window is None else self.window.checks_thinking_prefix(self.model)
+            ),
         )
         if not self.window_state.decisions:
             return result

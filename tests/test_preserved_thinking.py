@@ -1,0 +1,179 @@
+"""Preserved thinking: a managed window never sends a thinking block whose prefix changed."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxpack import Message, Session, get_counter
+from ctxpack.managed import WindowPolicy
+from ctxpack.providers import preserves_thinking
+
+COUNTER = get_counter(counter="cl100k_base")
+SYSTEM = {"role": "system", "content": "You are a coding agent. Never push to main."}
+TASK = {"role": "user", "content": "Fix the flaky test in tests/test_cache.py; keep the API."}
+PRESERVED = "claude-sonnet-5-5"
+PREFIX_CHECK = "thinking blocks cleared (prefix check"
+
+
+def _thinks(msg: Message) -> bool:
+    return isinstance(msg.content, list) and any(
+        part.get("type") in ("thinking", "redacted_thinking") for part in msg.content
+    )
+
+
+def _json(messages: list[Message]) -> str:
+    return json.dumps([m.model_dump(mode="json") for m in messages], sort_keys=True)
+
+
+def _turn(i: int, words: int, lines: int, call: bool) -> list[dict[str, Any]]:
+    """An assistant turn with thinking, then a tool call and its result (or a text answer and
+    a user note)."""
+    thinking = {
+        "type": "thinking",
+        "thinking": " ".join(f"idea_{i}_{k}" for k in range(words)),
+        "signature": f"sig{i}",
+    }
+    if not call:
+        return [
+            {
+                "role": "assistant",
+                "id": f"a{i}",
+                "content": [thinking, {"type": "text", "text": "ok"}],
+            },
+            {"role": "user", "content": f"Note {i}: go on."},
+        ]
+    output = "\n".join(f"probe {i} row {j}: value_{i}_{j}" for j in range(lines))
+    return [
+        {
+            "role": "assistant",
+            "id": f"a{i}",
+            "content": [
+                thinking,
+                {"type": "tool_use", "id": f"t{i}", "name": "bash", "input": {"cmd": f"ls {i}"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": output}],
+        },
+    ]
+
+
+def _session(
+    model: str, window: int, keep_thinking: int | None, turns: list[Any], compact_at: float = 0.35
+) -> list[Any]:
+    """Run a managed session as an agent does (render, then append the reply), checking every
+    request as the API does: each thinking block sent back must follow exactly the request
+    that produced it. Returns each render's result."""
+    policy = WindowPolicy(
+        window=window, keep_thinking=keep_thinking, clear_at=0.3, compact_at=compact_at, keep=2
+    )
+    session = Session(model=model, counter=COUNTER, filters=False, window=policy)
+    session.extend([SYSTEM, TASK])
+    produced: dict[str, str] = {}  # assistant id -> the request it answered, as JSON
+    results = []
+    for i, (words, lines, call) in enumerate(turns):
+        result = session.render()
+        results.append(result)
+        for k, msg in enumerate(result.messages):
+            if msg.role == "assistant" and _thinks(msg) and model == PRESERVED:
+                assert _json(result.messages[:k]) == produced[msg.id], (
+                    f"request {i}: the thinking of {msg.id} follows a changed prefix"
+                )
+        state = session.window_state
+        if i > 0 and all(e.request != state.requests - 1 for e in state.events):
+            # Produced after every earlier edit, the last turn's thinking stays.
+            assert _thinks(next(m for m in result.messages if m.id == f"a{i - 1}"))
+        produced[f"a{i}"] = _json(result.messages)
+        session.extend(_turn(i, words, lines, call))
+    results.append(session.render())
+    return results
+
+
+TURNS = st.lists(
+    st.tuples(st.integers(5, 150), st.integers(1, 60), st.booleans()), min_size=3, max_size=25
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    window=st.integers(2_000, 6_000),
+    keep_thinking=st.sampled_from([None, 0, 1, 3]),
+    turns=TURNS,
+    # Late compaction: clearing batches, then emergencies, do most of the edits.
+    compact_at=st.sampled_from([0.35, 0.9]),
+)
+def test_no_thinking_block_follows_an_edited_prefix(
+    window: int, keep_thinking: int | None, turns: list[Any], compact_at: float
+) -> None:
+    """On a model with preserved thinking, every thinking block a request carries comes right
+    after the very messages of the request that produced it (the API's prefix check)."""
+    results = _session(PRESERVED, window, keep_thinking, turns, compact_at)
+    assert all(r.tokens <= window - WindowPolicy(window=window).reserve for r in results)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    window=st.integers(2_000, 6_000), keep_thinking=st.sampled_from([None, 0, 1, 3]), turns=TURNS
+)
+def test_without_preserved_thinking_only_the_batches_clear_thinking(
+    window: int, keep_thinking: int | None, turns: list[Any]
+) -> None:
+    """On another model, thinking goes only with the batches that clear it (old turns past
+    ``keep_thinking``, or an emergency), never for the prefix check."""
+    results = _session("claude-sonnet-4-5", window, keep_thinking, turns)
+    reasons = [d.reason for d in results[-1].decisions if d.stage == "window"]
+    assert not any(r.startswith(PREFIX_CHECK) for r in reasons)
+
+
+def test_an_edit_clears_the_thinking_of_every_later_turn_once() -> None:
+    """A clearing of old thinking on a model with preserved thinking clears every later
+    turn's in the same request, each a decision naming the prefix check; the next turn's
+    thinking, produced after the edit, stays."""
+    session = Session(
+        model=PRESERVED,
+        counter=COUNTER,
+        filters=False,
+        window=WindowPolicy(window=8_000, keep_thinking=1, clear_at=0.35, compact_at=0.6, keep=5),
+    )
+    session.extend([SYSTEM, TASK])
+    for i in range(30):
+        result = session.render()
+        session.extend(_turn(i, 60, 40, call=True))
+    result = session.render()
+    state = session.window_state
+    prefix = [d for d in state.decisions if d.reason.startswith(PREFIX_CHECK)]
+    assert prefix and all((d.tokens_after or 0) < (d.tokens_before or 0) for d in prefix)
+    assert len(state.thinking_cleared) == len(set(state.thinking_cleared))
+    edited = {e.request for e in state.events}
+    if state.requests - 1 not in edited:
+        assert _thinks(next(m for m in result.messages if m.id == "a29"))
+
+
+def test_the_policy_can_force_preserved_thinking_on_or_off() -> None:
+    assert preserves_thinking("claude-sonnet-5-5-20261001")
+    assert preserves_thinking("us.anthropic.claude-opus-5-5-20261001-v1:0")
+    assert not preserves_thinking("claude-sonnet-4-5") and not preserves_thinking(None)
+    on = WindowPolicy(window=8_000, preserved_thinking=True)
+    off = WindowPolicy(window=8_000, preserved_thinking=False)
+    assert on.checks_thinking_prefix("gpt-4o") and not off.checks_thinking_prefix(PRESERVED)
+    assert WindowPolicy(window=8_000).checks_thinking_prefix(PRESERVED)
+
+
+def test_a_changed_system_prompt_or_tool_set_says_earlier_thinking_becomes_invalid() -> None:
+    tool = {"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}
+    reasons = {}
+    for model in (PRESERVED, "claude-sonnet-4-5"):
+        session = Session(model=model, counter=COUNTER, filters=False, window=8_000)
+        session.extend([SYSTEM, TASK])
+        session.render(tools=[tool])
+        session.extend(_turn(0, 20, 5, call=True))
+        retooled = session.render(tools=[])
+        reasons[model] = [d.reason for d in retooled.decisions if d.stage == "cache"][-1]
+    assert "the tool definitions changed" in reasons[PRESERVED]
+    assert "prefix check" in reasons[PRESERVED] and "as a message" in reasons[PRESERVED]
+    assert "prefix check" not in reasons["claude-sonnet-4-5"]
