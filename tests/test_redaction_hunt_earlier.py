@@ -101,3 +101,56 @@ def test_an_original_kept_with_store_secrets_is_retrieved_without_a_hunted_value
     assert session.store.get(artifact) == f"{PASSWORD}\n"
     assert session.retrieve(artifact).text == "[REDACTED secret-assignment]\n"
     assert PASSWORD not in session.handle({"artifact": artifact})
+
+
+def _thinking_turn(i: int, command: str, output: str) -> list[dict[str, Any]]:
+    call = {"type": "tool_use", "id": f"t{i}", "name": "bash", "input": {"command": command}}
+    thinking = {"type": "thinking", "thinking": f"step {i}: run {command}", "signature": f"s{i}"}
+    result = {"type": "tool_result", "tool_use_id": f"t{i}", "content": output}
+    return [
+        {"role": "assistant", "content": [thinking, call]},
+        {"role": "user", "content": [result]},
+    ]
+
+
+# An agent's thinking before each call; the value printed bare at step 1, recognised at step 3.
+THINKING_STEPS = [
+    {"role": "user", "content": "Why does the app fail?"},
+    *_thinking_turn(0, "ls", "app.py\n.env\n"),
+    *_thinking_turn(1, "echo $DB_PASSWORD", f"{PASSWORD}\n"),
+    *_thinking_turn(2, "cat app.py", "import os\n"),
+    *_thinking_turn(3, "cat .env", ENV),
+]
+
+
+def _thinking_of(request: dict[str, Any]) -> list[str]:
+    return [
+        block["signature"]
+        for message in request["messages"]
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == "thinking"
+    ]
+
+
+def test_a_hunt_in_an_earlier_output_clears_the_thinking_after_it_on_preserved_thinking() -> None:
+    # The value's replacement in step 1's output changes what precedes the thinking of steps
+    # 2 and 3: a model with preserved thinking refuses those blocks (400) or drops them.
+    preserved = Session(model="claude-sonnet-5-5", filters=False)
+    preserved.extend(THINKING_STEPS)
+    result = preserved.render()
+    request = result.to_anthropic()
+    assert PASSWORD not in json.dumps(request)
+    assert _thinking_of(request) == ["s0", "s1"]
+    cleared = [d for d in result.decisions if d.action == "cleared" and d.stage == "redact"]
+    assert len(cleared) == 2 and all("preserved thinking" in d.reason for d in cleared)
+    assert all(d.tokens_after < d.tokens_before for d in cleared)
+    assert _thinking_of(preserved.render().to_anthropic()) == ["s0", "s1"]  # the same each time
+    # Another model reads the thinking as sent: nothing of it goes.
+    other = Session(model="claude-sonnet-4-5", filters=False)
+    other.extend(THINKING_STEPS)
+    assert _thinking_of(other.render().to_anthropic()) == ["s0", "s1", "s2", "s3"]
+    # Before the value is recognised, nothing changed, and every thinking block is sent.
+    early = Session(model="claude-sonnet-5-5", filters=False)
+    early.extend(THINKING_STEPS[:-2])
+    assert _thinking_of(early.render().to_anthropic()) == ["s0", "s1", "s2"]

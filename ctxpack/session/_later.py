@@ -15,6 +15,7 @@ from typing import Any
 
 from .._internal.prefix import PrefixMemo
 from .._internal.secret_values import BoundFingerprints, Fingerprints
+from ..editing import without_thinking
 from ..messages import Message
 from ..pipeline import Decision
 from ..redaction import redact_for_roles, redact_known, secrets_reason
@@ -98,3 +99,38 @@ def hunted_message(message: Message, hunt: BoundFingerprints, roles: Collection[
 def hunted_text(text: str, hunt: BoundFingerprints) -> str:
     """``text`` redacted by the rules and for the values found: an original read back."""
     return redact_known(text, hunt).text
+
+
+def later_thinking_cleared(
+    record: Sequence[Message], found: Sequence[Decision], counter: TokenCounter
+) -> tuple[Sequence[Message], list[Decision]]:
+    """``record`` (hunted: ``found`` names the messages changed) without the thinking of the
+    assistant turns after the first message changed, and a ``cleared`` decision per turn.
+
+    A model with preserved thinking refuses (or drops) a thinking block once anything before
+    it changed since it was produced, and a value hunted in an earlier output is such a change.
+    Which turns were produced before the value was found is not kept, so every later turn's
+    thinking goes, those produced since too: the same request each time, always accepted."""
+    changed = {d.message_id for d in found}
+    first = next((k for k, m in enumerate(record) if m.id in changed), len(record))
+    out = list(record)
+    cleared: list[Decision] = []
+    for k in range(first + 1, len(out)):
+        new = without_thinking(out[k])
+        if new is None:
+            continue
+        cleared.append(
+            Decision(
+                stage="redact",
+                action="cleared",
+                message_id=new.id,
+                reason=(
+                    "thinking blocks cleared: a secret value replaced in an earlier output "
+                    "changes what precedes them, which a model with preserved thinking refuses"
+                ),
+                tokens_before=counter.count_message(out[k]),
+                tokens_after=counter.count_message(new),
+            )
+        )
+        out[k] = new
+    return (out, [*found, *cleared]) if cleared else (record, list(found))

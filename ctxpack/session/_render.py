@@ -16,7 +16,13 @@ from ..managed import cache_warnings, render_window
 from ..messages import Message, detached
 from ..packing import pack
 from ..pipeline import Decision, DecisionLog
-from ..providers import Provider, check_provider, provider_from_model, tools_as_sent
+from ..providers import (
+    Provider,
+    check_provider,
+    preserves_thinking,
+    provider_from_model,
+    tools_as_sent,
+)
 from ..result import Originals, PackResult
 from ..retrieval import retrieve_tool
 from ..stages import provider_conform
@@ -24,7 +30,7 @@ from ..store import artifact_id
 from ..tokens import checked_tool_tokens, history_tokens
 from ..tools_on_demand import _on_demand
 from ..usage import known_window
-from ._later import frozen, hunted_message
+from ._later import frozen, hunted_message, later_thinking_cleared
 from ._state import SessionState
 
 _SYSTEM = ("system", "developer")
@@ -253,9 +259,7 @@ class Rendering(SessionState):
             tools=tools,
             messages=result.messages,
             tokens=result.tokens,
-            preserved_thinking=(
-                None if self.window is None else self.window.checks_thinking_prefix(self.model)
-            ),
+            preserved_thinking=self._checks_thinking_prefix(),
         )
         if not self.window_state.decisions:
             return result
@@ -402,10 +406,19 @@ class Rendering(SessionState):
         a value was recognised too, and a ``redacted`` decision per message that changes."""
         hunt, roles = self._hunt(), self.guard.redacted_roles
         compact, found = self._later.record(self._compact, hunt, roles, self.counter)
+        if found and self._checks_thinking_prefix():
+            compact, found = later_thinking_cleared(compact, found, self.counter)
         if record is None:
             return compact, found
         opening = hunted_message(record[0], hunt, roles)
         return [opening, *compact[1:]], [d for d in found if d.message_id != opening.id]
+
+    def _checks_thinking_prefix(self) -> bool:
+        """Whether the session's model refuses a thinking block whose prefix changed (see
+        :func:`~ctxpack.providers.preserves_thinking`; a window policy may say otherwise)."""
+        if self.window is not None:
+            return self.window.checks_thinking_prefix(self.model)
+        return preserves_thinking(self.model)
 
     def _filter_log(self, found_later: Sequence[Decision] = ()) -> DecisionLog:
         """The filter decisions so far (and ``found_later``'s), and a ``kept`` one per output
