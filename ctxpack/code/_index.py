@@ -52,6 +52,7 @@ from ._files import resolve_root
 from ._graph import CodeGraph, personalised_pagerank
 from ._history import CommitHistory
 from ._issue import issue_words
+from ._parallel import check_workers
 from ._storage import FileStore, RefreshStats, check_db, default_db_path
 from ._symbols import ParsedFile, Symbol
 from .literals import LiteralIndex
@@ -156,10 +157,13 @@ class CodeIndex:
             query, and the two rankings are fused by reciprocal rank fusion (see
             :mod:`ctxpack.code.semantic`): a hit's ``score`` is then the fused score and its
             ``semantic`` signal the cosine similarity. Files are embedded at the first query.
+        workers: Processes that parse files when a refresh has over 64 to parse (``None``:
+            one per CPU, at most 8; 1: none, this process parses). Started with ``spawn``: a
+            script building an index needs the ``if __name__ == "__main__":`` guard.
 
     Raises:
         ConfigError: ``root`` is not a folder, ``db`` is a folder or a file that is not an
-            SQLite database, or ``weights`` names an unknown signal.
+            SQLite database, ``weights`` names an unknown signal, or ``workers`` is not >= 1.
 
     Example:
         >>> import pathlib, tempfile
@@ -179,8 +183,10 @@ class CodeIndex:
         counter: CounterLike | None = None,
         weights: Mapping[str, float] | None = None,
         embedder: Embedder | None = None,
+        workers: int | None = None,
     ) -> None:
         self.root = resolve_root(root)
+        self.workers = check_workers(workers)
         if embedder is not None and not callable(embedder):
             raise ConfigError(
                 "embedder must be a callable list[str] -> array (n, d), got "
@@ -220,7 +226,7 @@ class CodeIndex:
 
     def _file_store(self) -> FileStore:
         if self._store is None:
-            self._store = FileStore(self.root, self.db, self.counter)
+            self._store = FileStore(self.root, self.db, self.counter, self.workers)
         return self._store
 
     def close(self) -> None:

@@ -24,11 +24,11 @@ from pydantic import ConfigDict
 from .._internal.options import FieldErrorModel
 from ..errors import ConfigError, StoreError
 from ..tokens import TokenCounter
-from ._files import language_of_path, source_files
+from ._files import source_files
 from ._history import Commit, cached_history
-from ._symbols import ParsedFile, parse_source
-from .literals import file_grams
-from .terms import CountedTerms, counted_terms
+from ._parallel import Parsed, decoded, parse_files
+from ._symbols import ParsedFile
+from .terms import CountedTerms
 
 __all__ = ["FileStore", "RefreshStats", "check_db", "default_db_path"]
 
@@ -112,10 +112,13 @@ class FileStore:
     or written, the store goes on in memory with a warning rather than fail every search.
     """
 
-    def __init__(self, root: Path, db: str, counter: TokenCounter) -> None:
+    def __init__(
+        self, root: Path, db: str, counter: TokenCounter, workers: int | None = None
+    ) -> None:
         self.root = root
         self.db = db
         self.counter = counter
+        self.workers = workers  # processes that parse a refresh's files (see _parallel)
         self.cache = db == str(default_db_path(root))
         self._conn: sqlite3.Connection | None = None
         self.parsed: dict[str, ParsedFile] = {}
@@ -287,10 +290,16 @@ class FileStore:
                 and row[0] < row[4] - _RACY_NS
             )
 
+        # Files read anew, in walk order; the ones whose content changed are parsed together
+        # below (in worker processes when there are many).
+        read: list[tuple[str, _Row]] = []
+        unparsed: list[tuple[str, bytes]] = []
+        walked: list[str] = []
         for rel, stat in source_files(self.root, known):
             if stat.st_size > MAX_SOURCE_BYTES:
                 too_large.append(rel)
                 continue
+            walked.append(rel)
             old = stored.get(rel)
             if old is not None and known(rel, stat):
                 loaded = self._loaded(conn, rel, old)
@@ -303,13 +312,27 @@ class FileStore:
             except OSError:  # gone or unreadable since the walk
                 continue
             digest = hashlib.sha256(raw).hexdigest()
+            row = (stat.st_mtime_ns, stat.st_size, digest, stat.st_ctime_ns, started)
+            read.append((rel, row))
             loaded = self._loaded(conn, rel, old) if old is not None and old[2] == digest else None
-            stored_as = ("", "", "")
             if loaded is None:
-                loaded, stored_as = self._parse(rel, raw)
-            fresh[rel], tokens[rel], terms[rel], grams[rel] = loaded
-            rows[rel] = (stat.st_mtime_ns, stat.st_size, digest, stat.st_ctime_ns, started)
-            writes.append((rel, rows[rel], tokens[rel], *stored_as))
+                unparsed.append((rel, raw))
+            else:
+                fresh[rel], tokens[rel], terms[rel], grams[rel] = loaded
+        stored_as: dict[str, tuple[str, str, str]] = {}
+
+        def add(position: int, result: Parsed) -> None:
+            rel, raw = unparsed[position]
+            pf, terms[rel], grams[rel], pf_json, terms_json = result
+            fresh[rel], tokens[rel] = pf, self.counter.count(decoded(raw))
+            stored_as[rel] = (pf_json, terms_json, grams[rel])
+
+        parse_files(unparsed, self.workers, add)
+        for rel, row in read:
+            rows[rel] = row
+            writes.append((rel, row, tokens[rel], *stored_as.get(rel, ("", "", ""))))
+        # In walk order, whichever way each file came (read back, or parsed).
+        fresh = {rel: fresh[rel] for rel in walked if rel in fresh}
         gone = sorted(set(stored) - set(fresh))
         if conn.in_transaction:
             conn.rollback()  # the snapshot ends: a writer must see the file as it is now
@@ -366,15 +389,6 @@ class FileStore:
                 raise
         except sqlite3.Error as exc:
             raise _failed(self.db, "write the code index", exc) from exc
-
-    def _parse(self, rel: str, raw: bytes) -> tuple[_Loaded, tuple[str, str, str]]:
-        """What a file's content gives, and its parse, terms and runs of words as stored."""
-        # Universal newlines, as Python and read() take the file: a lone "\r" ends a line too.
-        text = raw.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
-        pf = parse_source(rel, language_of_path(rel) or "text", text)
-        terms, grams = counted_terms(pf), file_grams(pf)
-        stored = json.dumps(terms, ensure_ascii=False, separators=(",", ":"))
-        return (pf, self.counter.count(text), terms, grams), (pf.model_dump_json(), stored, grams)
 
     def _row(self, conn: sqlite3.Connection, rel: str) -> _Loaded | None:
         """The parse, tokens, terms and runs of words stored for ``rel``; ``None`` when the row

@@ -237,7 +237,7 @@ def test_a_refresh_holds_no_write_lock_while_it_parses(
         writes.append(args[0])
         return parse_source(*args)
 
-    monkeypatch.setattr(_storage, "parse_source", parse_then_write)
+    monkeypatch.setattr("ctxpack.code._parallel.parse_source", parse_then_write)
     assert CodeIndex(repo, db=db).refresh().parsed == 3
     assert len(writes) == 3
 
