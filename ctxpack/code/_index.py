@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ConfigDict
 
-from .._internal.arguments import file_path, keyword_checked, nonblank, string, strings
+from .._internal.arguments import keyword_checked, nonblank, string, strings
 from .._internal.arguments import tokens as check_tokens
 from .._internal.arguments import weights as check_weights
 from .._internal.options import FieldErrorModel
@@ -52,8 +52,7 @@ from ._files import resolve_root
 from ._graph import CodeGraph, personalised_pagerank
 from ._history import CommitHistory
 from ._issue import issue_words
-from ._parallel import check_workers
-from ._storage import FileStore, RefreshStats, check_db, default_db_path
+from ._storage import FileStore, RefreshStats, check_db
 from ._symbols import ParsedFile, Symbol
 from .literals import LiteralIndex
 from .naming import QueryNames
@@ -157,9 +156,9 @@ class CodeIndex:
             query, and the two rankings are fused by reciprocal rank fusion (see
             :mod:`ctxpack.code.semantic`): a hit's ``score`` is then the fused score and its
             ``semantic`` signal the cosine similarity. Files are embedded at the first query.
-        workers: Processes that parse files when a refresh has over 64 to parse (``None``:
-            one per CPU, at most 8; 1: none, this process parses). Started with ``spawn``: a
-            script building an index needs the ``if __name__ == "__main__":`` guard.
+        workers: Processes that parse a refresh's files when over 64 (1: none, this process
+            does). Default: one per CPU, at most 8, but 1 under a script, which ``spawn`` runs
+            again in each: a script passing it needs the ``if __name__ == "__main__":`` guard.
 
     Raises:
         ConfigError: ``root`` is not a folder, ``db`` is a folder or a file that is not an
@@ -186,7 +185,9 @@ class CodeIndex:
         workers: int | None = None,
     ) -> None:
         self.root = resolve_root(root)
-        self.workers = check_workers(workers)
+        self.workers = (
+            None if workers is None else check_tokens(workers, "workers", unit="processes")
+        )
         if embedder is not None and not callable(embedder):
             raise ConfigError(
                 "embedder must be a callable list[str] -> array (n, d), got "
@@ -194,9 +195,7 @@ class CodeIndex:
             )
         self.embedder = embedder
         self._vectors: Any = None
-        self.db = (
-            check_db(file_path(db, "db")) if db is not None else str(default_db_path(self.root))
-        )
+        self.db = check_db(db, self.root)
         weights = check_weights(weights, "weights")
         unknown = set(weights) - set(DEFAULT_WEIGHTS)
         if unknown:

@@ -22,7 +22,6 @@ from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
-from ..errors import ConfigError
 from ._files import language_of_path
 from ._symbols import ParsedFile, parse_source
 from .literals import file_grams
@@ -75,19 +74,6 @@ def _main_run_again() -> bool:
     if name is not None:
         return name != "__main__" and not name.endswith(".__main__")
     return getattr(main, "__file__", None) is not None
-
-
-def check_workers(value: object) -> int | None:
-    """``workers`` if it is ``None`` or a positive int, else the error naming it."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        shown = repr(value) if isinstance(value, (int, float, str)) else type(value).__name__
-        raise ConfigError(
-            f"workers must be a positive int (worker processes that parse files; 1 parses in "
-            f"this process) or None (one per CPU, at most {_MOST_DEFAULT_WORKERS}), got {shown}"
-        )
-    return value
 
 
 def parse_file(rel: str, raw: bytes) -> Parsed:

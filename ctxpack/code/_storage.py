@@ -21,6 +21,7 @@ from pathlib import Path
 
 from pydantic import ConfigDict
 
+from .._internal.arguments import file_path
 from .._internal.options import FieldErrorModel
 from ..errors import ConfigError, StoreError
 from ..tokens import TokenCounter
@@ -75,9 +76,13 @@ def default_db_path(root: Path) -> Path:
     return Path(cache) / "ctxpack" / "code" / f"{root.name}-{digest}.sqlite"
 
 
-def check_db(db: str) -> str:
-    """``db`` if it can hold an index: refused now, by name, when it is a folder or a file that
-    is not an SQLite database, rather than at the first search (the index opens lazily)."""
+def check_db(given: object, root: Path) -> str:
+    """The index file of ``root``: ``given`` (``None``: :func:`default_db_path`) if it can hold
+    an index, refused now, by name, when it is a folder or a file that is not an SQLite
+    database, rather than at the first search (the index opens lazily)."""
+    if given is None:
+        return str(default_db_path(root))
+    db = file_path(given, "db")
     if db == ":memory:":
         return db
     path = Path(db)
