@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from .._internal.server_results import clearable_results
 from ..editing import summary_id_of, window_digest
 from ..errors import ArtifactNotFoundError, ConfigError
 from ..messages import Message
@@ -123,6 +124,8 @@ def _compact(
     state.summary_id = summary_id_of(state.compacted)
     state.boundary = end
     state.cleared = {k: v for k, v in state.cleared.items() if k not in gone}
+    summarised = {rid for i in region for _, rid in clearable_results(record[i].content)}
+    state.results_cleared = {k: v for k, v in state.results_cleared.items() if k not in summarised}
     why = (
         f"the user messages after the first passed instructions_share="
         f"{policy.instructions_share} of the room; "

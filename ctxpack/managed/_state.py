@@ -41,6 +41,8 @@ class WindowEvent(FieldErrorModel):
 
 # The lists of a WindowState that only grow as the session goes on (see _grown_since).
 _GROWING = ("decisions", "events", "compacted", "thinking_cleared")
+# The maps of a WindowState that grow too, an entry at a time (a compaction drops some).
+_MAPS = ("cleared", "results_cleared")
 
 
 class WindowState(FieldErrorModel):
@@ -51,6 +53,9 @@ class WindowState(FieldErrorModel):
         cleared: Message id -> artifact id of its original, for each cleared tool result
             (and each answer an emergency cleared).
         thinking_cleared: Ids of assistant messages sent without their thinking blocks.
+        results_cleared: Result id (an Anthropic block's ``tool_use_id``, a Responses API
+            item's ``id``) -> artifact id of its original, for each cleared result of a tool
+            the provider ran (sent in its assistant message with a stand-in for its text).
         boundary: Messages of the compact record before this position are summarised (except
             the system prompt and user instructions).
         summary: The summary's text, once a compaction happened.
@@ -75,6 +80,7 @@ class WindowState(FieldErrorModel):
     requests: int = Field(default=0, ge=0)
     cleared: dict[str, str] = Field(default_factory=dict)
     thinking_cleared: list[str] = Field(default_factory=list)
+    results_cleared: dict[str, str] = Field(default_factory=dict)
     boundary: int = Field(default=0, ge=0)
     summary: str | None = None
     summary_id: str | None = None
@@ -108,14 +114,14 @@ class WindowState(FieldErrorModel):
                     added = [item.model_dump(mode="json") for item in added]
                 grown[name] = {"keep": keep, "add": added}
         # A compaction drops from `cleared` the messages it summarised.
-        dropped = [mid for mid in before.cleared if mid not in self.cleared]
-        changed = {
-            mid: artifact
-            for mid, artifact in self.cleared.items()
-            if before.cleared.get(mid) != artifact
-        }
-        if dropped or changed:
-            grown["cleared"] = {"drop": dropped, "set": changed}
+        for name in _MAPS:
+            old_map, new_map = getattr(before, name), getattr(self, name)
+            dropped = [mid for mid in old_map if mid not in new_map]
+            changed = {
+                mid: artifact for mid, artifact in new_map.items() if old_map.get(mid) != artifact
+            }
+            if dropped or changed:
+                grown[name] = {"drop": dropped, "set": changed}
         return grown
 
     def _grow(self, grown: Mapping[str, Any]) -> None:
@@ -124,7 +130,8 @@ class WindowState(FieldErrorModel):
         if grown.get("whole"):
             for name in _GROWING:
                 getattr(self, name).clear()
-            self.cleared.clear()
+            for name in _MAPS:
+                getattr(self, name).clear()
         parsed = WindowState.model_validate(
             {name: grown[name]["add"] for name in _GROWING if name in grown}
         )
@@ -133,15 +140,17 @@ class WindowState(FieldErrorModel):
                 items = getattr(self, name)
                 del items[grown[name]["keep"] :]
                 items.extend(getattr(parsed, name))
-        if "cleared" in grown:
-            for mid in grown["cleared"]["drop"]:
-                self.cleared.pop(mid, None)
-            self.cleared.update(grown["cleared"]["set"])
+        for name in _MAPS:
+            if name in grown:
+                mapping = getattr(self, name)
+                for mid in grown[name]["drop"]:
+                    mapping.pop(mid, None)
+                mapping.update(grown[name]["set"])
 
     def _lasting(self) -> dict[str, Any]:
         """The rest of the state, as JSON: what a session store keeps whole, each append
         replacing it (small, and not growing with the session)."""
-        return self.model_dump(mode="json", exclude={*_GROWING, "cleared"})
+        return self.model_dump(mode="json", exclude={*_GROWING, *_MAPS})
 
     def _with_lasting(self, data: Mapping[str, Any]) -> WindowState:
         """This state with the rest (:meth:`_lasting`) read back from ``data``."""

@@ -200,7 +200,9 @@ def _manage(
             else _clear_batch(state, policy, ctx, keep=0, keep_thinking=0)
         )
         if removed > 0:
-            edit = _edit_point(view, {ctx.record[i].id for i in [*tools, *thinking]})
+            edit = _edit_point(
+                view, {ctx.record[i].id for i in [*(j for j, _ in tools), *thinking]}
+            )
             _clear(state, ctx, tools, thinking, "the request would not fit the window")
             new = _build(state, policy, ctx)
             view = _edited(state, policy, ctx, "emergency", view, new, edit)
@@ -269,7 +271,7 @@ def _maybe_clear(
     )
     if removed <= 0:
         return view
-    edit = _edit_point(view, {ctx.record[i].id for i in [*tools, *thinking]})
+    edit = _edit_point(view, {ctx.record[i].id for i in [*(j for j, _ in tools), *thinking]})
     after = REPLY_PRIMING + sum(view.sizes[edit:]) - removed
     state.rent += _rent(removed, p)
     tokens = view.tokens()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
+from .._internal.server_results import clearable_results, with_results_cleared
 from .._internal.tool_items import is_textless_output
 from ..editing import without_thinking as _without_thinking
 from ..messages import Message
@@ -20,6 +21,7 @@ from .view import (
     _Context,
     _message_artifact,
     _placeholder,
+    _result_artifact,
     _View,
 )
 
@@ -30,31 +32,32 @@ def _positions(record: Sequence[Message], start: int, role: str) -> list[int]:
     return [i for i in range(start, len(record)) if record[i].role == role]
 
 
+# A tool result the batch clears: its position in the record, and for the result of a tool
+# the provider ran (a part of an assistant message) its id; ``None`` for a tool message.
+_Unit = tuple[int, str | None]
+
+
 def _clear_batch(
     state: WindowState, policy: WindowPolicy, ctx: _Context, *, keep: int, keep_thinking: int
-) -> tuple[list[int], list[int], int]:
-    """Positions of the tool results and the thinking turns a batch would clear, and the
-    tokens it removes."""
+) -> tuple[list[_Unit], list[int], int]:
+    """The tool results (the client's tool messages and the results of tools the provider ran,
+    oldest first) and the thinking turns a batch would clear, and the tokens it removes."""
     record, counter = ctx.record, ctx.counter
-    # A computer's screenshot has no text form to send in its place.
-    tools = [
-        i
-        for i in _positions(record, state.boundary, "tool")
-        if not is_textless_output(record[i].metadata, RESPONSES_META)
-    ]
-    out_tools: list[int] = []
+    out_tools: list[_Unit] = []
     removed = 0
-    for i in tools[: max(0, len(tools) - keep)]:
+    units = _tool_units(state, ctx)
+    for i, rid in units[: max(0, len(units) - keep)]:
         msg = record[i]
-        if msg.id in state.cleared:
+        if rid is None and msg.id in state.cleared:
             continue
-        # The placeholder's size, without storing anything until the batch is cleared.
-        cleared = msg.model_copy(
-            update={"content": _placeholder(ctx.original_artifact(i, False), ctx.retrievable)}
+        if rid is not None and (rid in state.results_cleared or msg.id in state.cleared):
+            continue
+        # The stand-in's size, without storing anything until the batch is cleared.
+        saving = counter.count_message(msg) - counter.count_message(
+            _cleared_unit(ctx, i, rid, False)[0]
         )
-        saving = counter.count_message(msg) - counter.count_message(cleared)
         if saving > 0:
-            out_tools.append(i)
+            out_tools.append((i, rid))
             removed += saving
     out_thinking: list[int] = []
     turns = [
@@ -72,9 +75,35 @@ def _clear_batch(
     return out_tools, out_thinking, removed
 
 
+def _tool_units(state: WindowState, ctx: _Context) -> list[_Unit]:
+    """Every tool result after the summary that clearing may replace, oldest first."""
+    units: list[tuple[int, int, str | None]] = []
+    for i in range(state.boundary, len(ctx.record)):
+        msg = ctx.record[i]
+        # A computer's screenshot has no text form to send in its place.
+        if msg.role == "tool" and not is_textless_output(msg.metadata, RESPONSES_META):
+            units.append((i, -1, None))
+        elif msg.role == "assistant" and not msg.pinned:
+            units.extend((i, k, rid) for k, rid in clearable_results(msg.content))
+    return [(i, rid) for i, _, rid in units]
+
+
+def _cleared_unit(ctx: _Context, i: int, rid: str | None, store: bool) -> tuple[Message, str]:
+    """The record's message at ``i`` with the tool result ``rid`` (for ``None``, its whole
+    content) replaced by the placeholder, and the artifact of the original; with ``store``,
+    the original is stored."""
+    msg = ctx.record[i]
+    if rid is None:
+        artifact = ctx.original_artifact(i, store)
+        return msg.model_copy(update={"content": _placeholder(artifact, ctx.retrievable)}), artifact
+    artifact = _result_artifact(ctx, msg, rid, store)
+    content = with_results_cleared(msg.content, {rid: _placeholder(artifact, ctx.retrievable)})
+    return msg.model_copy(update={"content": content}), artifact
+
+
 def _emergency_batch(
     state: WindowState, policy: WindowPolicy, ctx: _Context, over: int
-) -> tuple[list[int], list[int], int]:
+) -> tuple[list[_Unit], list[int], int]:
     """The batch that removes at least ``over`` tokens keeping the most recent tool results
     and thinking turns (as many of each), or all of them when nothing less is enough: the
     results of the last call, and the thinking of the turn they answer (which Anthropic needs
@@ -127,7 +156,7 @@ def _edit_point(view: _View, ids: set[str]) -> int:
 def _clear(
     state: WindowState,
     ctx: _Context,
-    tools: Sequence[int],
+    tools: Sequence[_Unit],
     thinking: Sequence[int],
     why: str,
     answers: Sequence[int] = (),
@@ -147,12 +176,16 @@ def _clear(
             )
         )
 
-    for i in tools:
+    for i, rid in tools:
         msg = record[i]
-        artifact = ctx.original_artifact(i, True)
-        state.cleared[msg.id] = artifact
-        placeholder = msg.model_copy(update={"content": _placeholder(artifact, ctx.retrievable)})
-        decide(msg, placeholder, f"old tool output cleared ({why}); original stored as {artifact}")
+        placeholder, artifact = _cleared_unit(ctx, i, rid, True)
+        if rid is None:
+            state.cleared[msg.id] = artifact
+            what = "old tool output"
+        else:
+            state.results_cleared[rid] = artifact
+            what = f"old result of the provider's tool ({rid})"
+        decide(msg, placeholder, f"{what} cleared ({why}); original stored as {artifact}")
     for i in thinking:
         msg = record[i]
         state.thinking_cleared.append(msg.id)

@@ -11,6 +11,7 @@ from operator import itemgetter
 from typing import cast
 
 from .._internal.prefix import PrefixMemo
+from .._internal.server_results import clearable_results, result_id, with_results_cleared
 from ..caches import LRUCache
 from ..editing import verbatim as _never_summarised
 from ..editing import without_thinking as _without_thinking
@@ -102,6 +103,17 @@ def _message_artifact(ctx: _Context, msg: Message, store: bool) -> str:
     if not store:
         return artifact_id(text)
     return ctx.store.put(text, message_id=msg.id, kind="compacted_message")
+
+
+def _result_artifact(ctx: _Context, msg: Message, rid: str, store: bool) -> str:
+    """The artifact holding the result ``rid`` of a tool the provider ran (a part of ``msg``)
+    as it came, as JSON; with ``store``, stored as a cleared tool output is."""
+    parts = msg.content if isinstance(msg.content, list) else []
+    part = next(p for p in parts if result_id(p) == rid)
+    text = json.dumps(part, ensure_ascii=False)
+    if not store:
+        return artifact_id(text)
+    return ctx.store.put(text, message_id=msg.id, kind="cleared_tool_output")
 
 
 @dataclass(frozen=True)
@@ -212,7 +224,8 @@ def _build(state: WindowState, policy: WindowPolicy, ctx: _Context) -> _View:
 
 def _as_sent(state: WindowState, ctx: _Context) -> Callable[[Message], Message]:
     """A message of the record after the summary, as the request carries it: a cleared tool
-    result or answer as its placeholder, a turn whose thinking was cleared without it."""
+    result or answer as its placeholder, a turn whose thinking was cleared without it, the
+    cleared results of the provider's tools in it with a placeholder for their text."""
     thinking = set(state.thinking_cleared)
 
     def sent(msg: Message) -> Message:
@@ -222,7 +235,16 @@ def _as_sent(state: WindowState, ctx: _Context) -> Callable[[Message], Message]:
             placeholder = _placeholder(state.cleared[msg.id], ctx.retrievable)
             return msg.model_copy(update={"content": placeholder})
         if msg.id in thinking:
-            return _without_thinking(msg) or msg
+            msg = _without_thinking(msg) or msg
+        if state.results_cleared and msg.role == "assistant":
+            notes = {
+                rid: _placeholder(state.results_cleared[rid], ctx.retrievable)
+                for _, rid in clearable_results(msg.content)
+                if rid in state.results_cleared
+            }
+            content = with_results_cleared(msg.content, notes)
+            if content is not msg.content:
+                return msg.model_copy(update={"content": content})
         return msg
 
     return sent
