@@ -272,3 +272,24 @@ def test_describe_tool_answers_on_a_replica_that_did_not_render_the_tools(
     }
     assert b.handle(call) == a.handle(call)
     assert "report the failures" in b.handle(call)
+
+
+def test_replicas_read_back_the_provider_tool_results_cleared(
+    replicas: Callable[[], SessionStore], session_id: str
+) -> None:
+    from tests.test_server_results_clearing import POLICY as SERVER_POLICY
+    from tests.test_server_results_clearing import _history
+
+    a, b = (
+        Session.open(session_id, store=replicas(), model="gpt-4", window=SERVER_POLICY)
+        for _ in range(2)
+    )
+    history = _history()
+    for k, message in enumerate(history):
+        replica, other = (a, b) if k % 2 else (b, a)
+        replica.append(message)
+        if message["role"] == "user":
+            sent = replica.render().to_anthropic()
+            assert other.render().to_anthropic() == sent, f"message {k}"
+    assert a.window_state.results_cleared, "the history must exercise a clearing"
+    assert b.window_state.results_cleared == a.window_state.results_cleared
