@@ -267,3 +267,82 @@ def test_old_responses_server_items_are_cleared_in_their_items() -> None:
         assert outputs[1] == {"type": "image", "url": f"https://files.example/chart{k}.png"}
         assert by_id[f"mcp_{k}"]["arguments"] == json.dumps({"item": k})
     assert by_id["ci_3"]["outputs"][0]["logs"].startswith("row 3.0")
+
+
+_TEXT = _page(200, 6_000)
+# Each shape a provider's tool result holds its text in: (call name, result type, content, the
+# path of the text field that must hold the stand-in, what must stay as it came).
+SHAPES = {
+    "code execution": (
+        "code_execution",
+        "code_execution_tool_result",
+        {
+            "type": "code_execution_result",
+            "stdout": _TEXT,
+            "stderr": "",
+            "return_code": 0,
+            "content": [],
+        },
+        ("stdout",),
+        {"return_code": 0, "content": []},
+    ),
+    "file view": (
+        "text_editor_code_execution",
+        "text_editor_code_execution_tool_result",
+        {
+            "type": "text_editor_code_execution_view_result",
+            "file_type": "text",
+            "content": _TEXT,
+            "numLines": 900,
+            "startLine": 1,
+            "totalLines": 900,
+        },
+        ("content",),
+        {"file_type": "text", "numLines": 900},
+    ),
+    "file edit": (
+        "text_editor_code_execution",
+        "text_editor_code_execution_tool_result",
+        {
+            "type": "text_editor_code_execution_str_replace_result",
+            "oldStart": 3,
+            "oldLines": 1,
+            "newStart": 3,
+            "newLines": 1,
+            "lines": _TEXT.split(" "),
+        },
+        ("lines", 0),
+        {"oldStart": 3, "newLines": 1},
+    ),
+    "MCP text": ("search_issues", "mcp_tool_result", _TEXT, (), {}),
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_each_result_shape_gets_the_stand_in_where_its_text_was(shape: str) -> None:
+    name, kind, content, path, kept = SHAPES[shape]
+    call_type = "mcp_tool_use" if kind == "mcp_tool_result" else "server_tool_use"
+    call = {"type": call_type, "id": "toolu_x", "name": name, "input": {}}
+    if call_type == "mcp_tool_use":
+        call["server_name"] = "tracker"
+    turn = [
+        {
+            "role": "assistant",
+            "content": [call, {"type": kind, "tool_use_id": "toolu_x", "content": content}],
+        },
+        {"role": "user", "content": "Go on."},
+    ]
+    history = _history()
+    at = history.index(_mcp(0)[0])
+    history[at : at + 2] = turn
+    session, result = _run(history)
+    sent = result.to_anthropic()["messages"]
+    validate_anthropic(sent)
+    blocks = [b for m in sent if isinstance(m["content"], list) for b in m["content"]]
+    block = next(b for b in blocks if b.get("tool_use_id") == "toolu_x")
+    assert "toolu_x" in session.window_state.results_cleared
+    text: Any = block["content"]
+    for key in path:
+        text = text[key]
+    assert ORIGINAL_NOTE.fullmatch(text)
+    assert {k: block["content"][k] for k in kept} == kept
