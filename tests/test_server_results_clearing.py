@@ -272,7 +272,7 @@ def test_old_responses_server_items_are_cleared_in_their_items() -> None:
 _TEXT = _page(200, 6_000)
 # Each shape a provider's tool result holds its text in: (call name, result type, content, the
 # path of the text field that must hold the stand-in, what must stay as it came).
-SHAPES = {
+SHAPES: dict[str, tuple[str, str, Any, tuple[Any, ...], dict[str, Any]]] = {
     "code execution": (
         "code_execution",
         "code_execution_tool_result",
@@ -322,10 +322,10 @@ SHAPES = {
 def test_each_result_shape_gets_the_stand_in_where_its_text_was(shape: str) -> None:
     name, kind, content, path, kept = SHAPES[shape]
     call_type = "mcp_tool_use" if kind == "mcp_tool_result" else "server_tool_use"
-    call = {"type": call_type, "id": "toolu_x", "name": name, "input": {}}
+    call: dict[str, Any] = {"type": call_type, "id": "toolu_x", "name": name, "input": {}}
     if call_type == "mcp_tool_use":
         call["server_name"] = "tracker"
-    turn = [
+    turn: list[dict[str, Any]] = [
         {
             "role": "assistant",
             "content": [call, {"type": kind, "tool_use_id": "toolu_x", "content": content}],
