@@ -73,6 +73,14 @@ def _tail_start(
     return t, tokens
 
 
+def _forget_cleared(state: WindowState, gone: set[str], summarised: Sequence[Message]) -> None:
+    """Drop from the state what was cleared in the messages a compaction summarised (``gone``
+    their ids): no request sends them again."""
+    state.cleared = {k: v for k, v in state.cleared.items() if k not in gone}
+    results = {rid for m in summarised for _, rid in clearable_results(m.content)}
+    state.results_cleared = {k: v for k, v in state.results_cleared.items() if k not in results}
+
+
 def _compact(
     state: WindowState, policy: WindowPolicy, ctx: _Context, plan: _Room, release: int = 0
 ) -> bool:
@@ -123,9 +131,7 @@ def _compact(
     state.summary = text
     state.summary_id = summary_id_of(state.compacted)
     state.boundary = end
-    state.cleared = {k: v for k, v in state.cleared.items() if k not in gone}
-    summarised = {rid for i in region for _, rid in clearable_results(record[i].content)}
-    state.results_cleared = {k: v for k, v in state.results_cleared.items() if k not in summarised}
+    _forget_cleared(state, gone, [record[i] for i in region])
     why = (
         f"the user messages after the first passed instructions_share="
         f"{policy.instructions_share} of the room; "
