@@ -27,6 +27,15 @@ def result_id(part: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def result_ids(content: Any) -> Iterable[str]:
+    """The id of each provider tool result in a message's content (cheap: nothing is built;
+    :func:`clearable_results` says which of them a stand-in fits)."""
+    if isinstance(content, list):
+        for part in content:
+            if (rid := result_id(part)) is not None:
+                yield rid
+
+
 def clearable_results(content: Any) -> Iterable[tuple[int, str]]:
     """(position in ``content``, result id) of each provider tool result in a message's
     content that has a text to put a stand-in in."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from .._internal.server_results import clearable_results
+from .._internal.server_results import result_ids
 from ..editing import summary_id_of, window_digest
 from ..errors import ArtifactNotFoundError, ConfigError
 from ..messages import Message
@@ -77,7 +77,7 @@ def _forget_cleared(state: WindowState, gone: set[str], summarised: Sequence[Mes
     """Drop from the state what was cleared in the messages a compaction summarised (``gone``
     their ids): no request sends them again."""
     state.cleared = {k: v for k, v in state.cleared.items() if k not in gone}
-    results = {rid for m in summarised for _, rid in clearable_results(m.content)}
+    results = {rid for m in summarised for rid in result_ids(m.content)}
     state.results_cleared = {k: v for k, v in state.results_cleared.items() if k not in results}
 
 

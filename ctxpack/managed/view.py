@@ -11,7 +11,7 @@ from operator import itemgetter
 from typing import cast
 
 from .._internal.prefix import PrefixMemo
-from .._internal.server_results import clearable_results, result_id, with_results_cleared
+from .._internal.server_results import result_id, result_ids, with_results_cleared
 from ..caches import LRUCache
 from ..editing import verbatim as _never_summarised
 from ..editing import without_thinking as _without_thinking
@@ -239,7 +239,7 @@ def _as_sent(state: WindowState, ctx: _Context) -> Callable[[Message], Message]:
         if state.results_cleared and msg.role == "assistant":
             notes = {
                 rid: _placeholder(state.results_cleared[rid], ctx.retrievable)
-                for _, rid in clearable_results(msg.content)
+                for rid in result_ids(msg.content)
                 if rid in state.results_cleared
             }
             content = with_results_cleared(msg.content, notes)

@@ -9,7 +9,7 @@ from typing import Any
 
 from .._internal.arguments import optional_text, tool_definitions
 from .._internal.arguments import tokens as check_tokens
-from .._internal.server_results import clearable_results
+from .._internal.server_results import result_ids
 from ..adapters.read import read_message
 from ..errors import ConfigError, InvalidMessageError
 from ..limits import MAX_MESSAGE_CHARS, message_chars
@@ -296,9 +296,7 @@ class Rendering(SessionState):
         gone = (*state.cleared, *state.compacted, *state.thinking_cleared)
         if state.results_cleared:  # the turns holding a cleared result of the provider's tool
             cleared = state.results_cleared
-            gone += tuple(
-                m.id for m in record if any(r in cleared for _, r in clearable_results(m.content))
-            )
+            gone += tuple(m.id for m in record if any(r in cleared for r in result_ids(m.content)))
         result = self._whole(
             query,
             tool_tokens,
