@@ -225,9 +225,10 @@ MAX_REGEX_CHARS = 1_000
 """The longest regex :func:`read_artifact` accepts."""
 
 REGEX_TIME_LIMIT = 0.25
-"""Seconds a regex search may take per megabyte of the artifact it reads, and at least this on
-a smaller one, before it is abandoned: a pattern that backtracks without end stops soon, and a
-plain search through a large artifact still finishes on a busy machine."""
+"""Seconds of CPU time a regex search may take per megabyte of the artifact it reads, and at
+least this on a smaller one, before it is abandoned: a pattern that backtracks without end stops
+soon, and a plain search through a large artifact still finishes on a busy machine (the time
+the search waits for a core is not counted)."""
 
 _MAX_LINE_DIGITS = 9  # line numbers beyond a billion are a mistake, not a file
 _MAX_JSON_STEPS = 100

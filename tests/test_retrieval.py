@@ -140,6 +140,33 @@ def test_a_plain_search_through_a_large_artifact_finishes(store: SQLiteArtifactS
     assert "350001 lines in all, 1 matches" in answer
 
 
+def test_a_plain_search_on_a_busy_machine_is_not_failed_by_the_time_it_waits(
+    store: SQLiteArtifactStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A busy machine, simulated: every reading of a wall clock finds a second gone, as if the
+    # search had waited for a core that long between two lines. Only the CPU time it spends
+    # counts against its budget.
+    from ctxpack._internal import regex_search
+
+    class _BusyClock:
+        def __init__(self) -> None:
+            self.wall = time.monotonic()
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(time, name)
+
+        def monotonic(self) -> float:
+            self.wall += 1.0
+            return self.wall
+
+        perf_counter = time = monotonic
+
+    monkeypatch.setattr(regex_search, "time", _BusyClock())
+    answer = handle_retrieve_call(store, {"artifact": store.put(SIXTY_K_LINES), "regex": "line 59"})
+    assert not answer.startswith("error:"), answer[:300]
+    assert "1111 matches" in answer
+
+
 def test_a_catastrophic_regex_on_a_large_artifact_is_stopped_within_its_budget(
     store: SQLiteArtifactStore,
 ) -> None:
