@@ -9,11 +9,12 @@ a PDF) has no text form: such a result is not cleared, and is not counted as cle
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .part_texts import is_provider_tool_result
-from .tool_items import item_type
+from .tool_items import SERVER_ITEMS, item_type
 
 __all__: list[str] = []
 
@@ -34,6 +35,35 @@ def result_ids(content: Any) -> Iterable[str]:
         for part in content:
             if (rid := result_id(part)) is not None:
                 yield rid
+
+
+def original_result(content: Any, rid: str) -> str:
+    """The provider tool result ``rid`` in a message's content as it came, as JSON: what a
+    cleared result's artifact holds."""
+    part = next(p for p in content if result_id(p) == rid)
+    return json.dumps(part, ensure_ascii=False)
+
+
+# Anthropic's blocks that call a tool the provider runs; the result names the call by its id.
+_SERVER_USES = frozenset({"server_tool_use", "mcp_tool_use"})
+
+
+def tool_names(content: Any) -> Iterable[tuple[str, str]]:
+    """(result id, tool name) of each call of a tool the provider runs in a message's content:
+    an Anthropic block's ``name`` (its result, under the call's id, may come in a later turn),
+    a Responses API item's ``name`` (an MCP tool's), else its tool's type
+    (``code_interpreter`` for a ``code_interpreter_call``)."""
+    if not isinstance(content, list):
+        return
+    for part in content:
+        kind = item_type(part)
+        if kind is None or (kind not in _SERVER_USES and kind not in SERVER_ITEMS):
+            continue
+        rid, name = part.get("id"), part.get("name")
+        if isinstance(rid, str) and isinstance(name, str):
+            yield rid, name
+        elif isinstance(rid, str) and kind in SERVER_ITEMS:
+            yield rid, kind.removesuffix("_call")
 
 
 def clearable_results(content: Any) -> Iterable[tuple[int, str]]:

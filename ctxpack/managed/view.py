@@ -11,7 +11,7 @@ from operator import itemgetter
 from typing import cast
 
 from .._internal.prefix import PrefixMemo
-from .._internal.server_results import result_id, result_ids, with_results_cleared
+from .._internal.server_results import original_result, result_ids, with_results_cleared
 from ..caches import LRUCache
 from ..editing import verbatim as _never_summarised
 from ..editing import without_thinking as _without_thinking
@@ -108,9 +108,7 @@ def _message_artifact(ctx: _Context, msg: Message, store: bool) -> str:
 def _result_artifact(ctx: _Context, msg: Message, rid: str, store: bool) -> str:
     """The artifact holding the result ``rid`` of a tool the provider ran (a part of ``msg``)
     as it came, as JSON; with ``store``, stored as a cleared tool output is."""
-    parts = msg.content if isinstance(msg.content, list) else []
-    part = next(p for p in parts if result_id(p) == rid)
-    text = json.dumps(part, ensure_ascii=False)
+    text = original_result(msg.content, rid)
     if not store:
         return artifact_id(text)
     return ctx.store.put(text, message_id=msg.id, kind="cleared_tool_output")
