@@ -3,8 +3,9 @@
 Two operations, two stages, each usable alone in a :class:`~ctxpack.Pipeline`:
 
 - :class:`ToolResultClearer` replaces old tool results by a short placeholder (the calls stay,
-  so the model still sees what it did), with the names and defaults of Anthropic's
-  ``clear_tool_uses_20250919`` edit.
+  so the model still sees what it did), the client's and those of the tools the provider ran
+  (in their blocks), with the names and defaults of Anthropic's ``clear_tool_uses_20250919``
+  edit.
 - :class:`Compactor` replaces the older history by a summary; system and developer messages and
   user messages are never summarised, they stay verbatim.
 

@@ -5,12 +5,19 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import ClassVar, Literal, NamedTuple
 
 from pydantic import Field, field_validator
 
 from .._internal.arguments import optional_text
 from .._internal.reasoning import REASONING
+from .._internal.server_results import (
+    clearable_results,
+    original_result,
+    tool_names,
+    with_results_cleared,
+)
 from .._internal.tool_items import is_textless_output
 from ..cost import Price, price
 from ..errors import ConfigError
@@ -37,11 +44,15 @@ _THINKING = frozenset({"thinking", "redacted_thinking", REASONING})
 
 
 def _call_names(messages: Sequence[Message]) -> dict[str, tuple[str, int]]:
-    """Tool call id -> (tool name, position of the assistant message that made the call)."""
+    """Tool call id -> (tool name, position of the assistant message that made the call), for
+    the client's calls and for the calls of the tools the provider ran (by the id that pairs
+    each with its result)."""
     out: dict[str, tuple[str, int]] = {}
     for i, m in enumerate(messages):
         for call in m.tool_calls or ():
             out[call.id] = (call.function.name, i)
+        if m.role == "assistant":
+            out.update((rid, (name, i)) for rid, name in tool_names(m.content))
     return out
 
 
@@ -75,12 +86,28 @@ class ClearBatch(NamedTuple):
     tokens_after_edit: int
 
 
+class _Result(NamedTuple):
+    """A tool result clearing may replace."""
+
+    position: int  # of its message: a tool message, or the assistant turn holding it
+    rid: str | None  # the id of a provider tool result (a part of its turn); None: the message
+    saving: int
+    edit: int  # the first message clearing it rewrites
+
+
 class _Plan(NamedTuple):
-    tool_positions: list[int]  # eligible results, ascending
-    tool_saving: list[int]
-    tool_edit: list[int]  # first message a clear of this result rewrites
+    tools: list[_Result]  # eligible results, oldest first
     thinking_positions: list[int]
     thinking_saving: list[int]
+
+
+class _Found(NamedTuple):
+    """A batch, and what it clears: the tool results, and the turns that lose their
+    thinking (positions)."""
+
+    batch: ClearBatch
+    tools: tuple[_Result, ...]
+    thinking: tuple[int, ...]
 
 
 class ToolResultClearer(_StoreModel):
@@ -94,6 +121,17 @@ class ToolResultClearer(_StoreModel):
     ``clear_tool_inputs``. Like the API, it decides again at every request, so the boundary
     moves with each new tool result and the cache is written again from there every turn.
 
+    A tool result is a client's (an Anthropic ``tool_result``, an OpenAI ``tool`` message) or,
+    as the API counts them too, that of a tool the provider ran, which comes back inside the
+    assistant's turn (``web_fetch_tool_result``, ``bash_code_execution_tool_result``,
+    ``mcp_tool_result``..., a Responses API ``mcp_call``, ``code_interpreter_call`` or
+    ``file_search_call`` item): all of them, oldest first, share the ``keep`` most recent. A
+    provider's result stays in its turn with its type and ids (its call stays, and its input:
+    ``clear_tool_inputs`` applies to the client's calls); only its text fields get the
+    placeholder. One with no text form (a web search's encrypted results, an image) is not
+    cleared. ``exclude_tools`` names a provider's tool as its call does (``web_fetch``, an MCP
+    tool's name; a Responses item without one by its tool's type, ``code_interpreter``).
+
     With ``cache_aware=True`` (the default) it replays the history request by request; a batch
     is cleared at a request whose prompt, with the earlier batches applied, exceeds ``trigger``,
     and only when the batch pays for the cache it breaks: tokens removed x expected re-sends x
@@ -105,7 +143,7 @@ class ToolResultClearer(_StoreModel):
 
     Args:
         trigger: Clear when the prompt exceeds this many tokens.
-        keep: How many of the most recent tool results stay.
+        keep: How many of the most recent tool results (client's and provider's) stay.
         clear_at_least: A batch that would remove fewer tokens is not cleared.
         exclude_tools: Tool names whose results are never cleared.
         clear_tool_inputs: Also replace the cleared calls' arguments by ``{}``.
@@ -171,31 +209,23 @@ class ToolResultClearer(_StoreModel):
     def _cleared_tool(self, msg: Message, ref: str) -> Message:
         return msg.model_copy(update={"content": self.placeholder.replace("{artifact}", ref)})
 
+    def _cleared_results(self, msg: Message, refs: dict[str, str]) -> Message:
+        """``msg`` with each provider tool result whose id is in ``refs`` cleared to the
+        placeholder naming its artifact: only its text fields, its type and ids kept."""
+        notes = {rid: self.placeholder.replace("{artifact}", ref) for rid, ref in refs.items()}
+        return msg.model_copy(update={"content": with_results_cleared(msg.content, notes)})
+
     def _plan(self, messages: Sequence[Message], counter: TokenCounter) -> _Plan:
         sizes = message_sizes(counter, messages)
         calls = _call_names(messages)
-        excluded = set(self.exclude_tools)
-        tool_positions: list[int] = []
-        tool_saving: list[int] = []
-        tool_edit: list[int] = []
+        tools: list[_Result] = []
         for i, m in enumerate(messages):
-            # A computer's screenshot has no text form to send in its place.
-            if m.role != "tool" or m.pinned or is_textless_output(m.metadata, RESPONSES_META):
+            if m.pinned:
                 continue
-            name, at = calls.get(m.tool_call_id or "", ("", i))
-            if name in excluded:
-                continue
-            # Sized with the content-hash id: nothing is stored until the batch is cleared.
-            cleared = self._cleared_tool(m, artifact_id(_original_text(m)))
-            saving = sizes[i] - counter.count_message(cleared)
-            if self.clear_tool_inputs and at != i:
-                call = next(c for c in messages[at].tool_calls or () if c.id == m.tool_call_id)
-                saving += max(0, counter.count(call.function.arguments) - counter.count("{}"))
-            if saving <= 0:
-                continue  # already short: clearing it would only break the cache
-            tool_positions.append(i)
-            tool_saving.append(saving)
-            tool_edit.append(at if self.clear_tool_inputs else i)
+            if m.role == "tool":
+                tools.extend(self._client_result(messages, i, calls, sizes[i], counter))
+            elif m.role == "assistant":
+                tools.extend(self._provider_results(m, i, calls, sizes[i], counter))
         thinking_positions: list[int] = []
         thinking_saving: list[int] = []
         if self.clear_thinking is not None:
@@ -204,7 +234,52 @@ class ToolResultClearer(_StoreModel):
                 if stripped is not None:
                     thinking_positions.append(i)
                     thinking_saving.append(sizes[i] - counter.count_message(stripped))
-        return _Plan(tool_positions, tool_saving, tool_edit, thinking_positions, thinking_saving)
+        return _Plan(tools, thinking_positions, thinking_saving)
+
+    def _client_result(
+        self,
+        messages: Sequence[Message],
+        i: int,
+        calls: dict[str, tuple[str, int]],
+        size: int,
+        counter: TokenCounter,
+    ) -> list[_Result]:
+        """The tool message at ``i`` as a result to clear, if it is one (none or one)."""
+        m = messages[i]
+        # A computer's screenshot has no text form to send in its place.
+        if is_textless_output(m.metadata, RESPONSES_META):
+            return []
+        name, at = calls.get(m.tool_call_id or "", ("", i))
+        if name in self.exclude_tools:
+            return []
+        # Sized with the content-hash id: nothing is stored until the batch is cleared.
+        saving = size - counter.count_message(self._cleared_tool(m, artifact_id(_original_text(m))))
+        if self.clear_tool_inputs and at != i:
+            call = next(c for c in messages[at].tool_calls or () if c.id == m.tool_call_id)
+            saving += max(0, counter.count(call.function.arguments) - counter.count("{}"))
+        if saving <= 0:
+            return []  # already short: clearing it would only break the cache
+        return [_Result(i, None, saving, at if self.clear_tool_inputs else i)]
+
+    def _provider_results(
+        self,
+        m: Message,
+        i: int,
+        calls: dict[str, tuple[str, int]],
+        size: int,
+        counter: TokenCounter,
+    ) -> list[_Result]:
+        """The results of the tools the provider ran that the assistant turn ``m`` (at ``i``)
+        holds with a text to clear, in order."""
+        out = []
+        for _, rid in clearable_results(m.content):
+            if calls.get(rid, ("", i))[0] in self.exclude_tools:
+                continue
+            cleared = self._cleared_results(m, {rid: artifact_id(original_result(m.content, rid))})
+            saving = size - counter.count_message(cleared)
+            if saving > 0:
+                out.append(_Result(i, rid, saving, i))
+        return out
 
     def batches(
         self,
@@ -223,14 +298,20 @@ class ToolResultClearer(_StoreModel):
         """
         messages = _history(messages, counter, protected)
         optional_text(model, "model")
+        return [found.batch for found in self._replay(messages, counter, model, protected)]
+
+    def _replay(
+        self,
+        messages: Sequence[Message],
+        counter: TokenCounter,
+        model: str | None,
+        protected: frozenset[str],
+    ) -> list[_Found]:
+        """The batches, with what each clears: the history replayed request by request."""
         plan = self._plan(messages, counter)
         sizes = list(message_sizes(counter, messages))
-        tools = [
-            (p, s, e)
-            for p, s, e in zip(plan.tool_positions, plan.tool_saving, plan.tool_edit, strict=True)
-            if messages[p].id not in protected
-        ]
-        positions = [p for p, _, _ in tools]
+        tools = [r for r in plan.tools if messages[r.position].id not in protected]
+        positions = [r.position for r in tools]
         thinking = list(zip(plan.thinking_positions, plan.thinking_saving, strict=True))
         thinking_at = [p for p, _ in thinking]
         points = _request_points(messages)
@@ -244,11 +325,12 @@ class ToolResultClearer(_StoreModel):
         cleared_thinking = 0
         # What re-sending the clearable tokens has cost since the last batch, at the read price.
         rent = 0.0
-        out: list[ClearBatch] = []
+        out: list[_Found] = []
         for p in points:
             prompt = REPLY_PRIMING + (sum(current[:p]) if self.cache_aware else sum(sizes[:p]))
             if prompt <= self.trigger:
                 continue
+            # Results in the turn at ``p`` come after this request: bisect_left leaves them.
             new_tools = max(cleared_tools, bisect_left(positions, p) - self.keep)
             new_thinking = cleared_thinking
             if self.clear_thinking is not None:
@@ -257,7 +339,7 @@ class ToolResultClearer(_StoreModel):
                 )
             batch_tools = tools[cleared_tools:new_tools]
             batch_thinking = thinking[cleared_thinking:new_thinking]
-            removed = sum(s for _, s, _ in batch_tools) + sum(s for _, s in batch_thinking)
+            removed = sum(r.saving for r in batch_tools) + sum(s for _, s in batch_thinking)
             rent += removed * read  # this request re-sends them unless it clears them
             if removed <= 0 or removed < self.clear_at_least:
                 continue
@@ -266,7 +348,8 @@ class ToolResultClearer(_StoreModel):
             if self.cache_aware and not self._pays(removed, rent, read, write * after):
                 continue
             ids = _batch_ids(messages, batch_tools, batch_thinking)
-            out.append(ClearBatch(p, ids, removed, after))
+            batch = ClearBatch(p, ids, removed, after)
+            out.append(_Found(batch, tuple(batch_tools), tuple(q for q, _ in batch_thinking)))
             current = edited
             cleared_tools, cleared_thinking = new_tools, new_thinking
             rent = 0.0
@@ -288,33 +371,21 @@ class ToolResultClearer(_StoreModel):
     def __call__(self, ctx: PackContext, /) -> PackContext:
         check_context(ctx, self)
         messages = ctx.messages
-        found = self.batches(
-            messages, counter=ctx.counter, model=ctx.model, protected=ctx.protected
-        )
+        found = self._replay(messages, ctx.counter, ctx.model, ctx.protected)
         if not found:
             return ctx
-        by_id = {m.id: i for i, m in enumerate(messages)}
-        batch_of: dict[str, ClearBatch] = {}
-        for batch in found:
-            for mid in batch.message_ids:
-                batch_of.setdefault(mid, batch)
+        edits, cleared_calls = _edits(messages, found, self.clear_tool_inputs)
         calls = _call_names(messages)
-        cleared_calls = {
-            m.tool_call_id
-            for m in messages
-            if m.role == "tool" and m.id in batch_of and self.clear_tool_inputs
-        }
         out = list(messages)
         decisions: list[Decision] = []
         artifacts = dict(ctx.artifacts)
         mode = "cache-aware batch" if self.cache_aware else "cleared"
-        for mid, batch in batch_of.items():
-            i = by_id[mid]
-            msg = messages[i]
+        for i, edit in sorted(edits.items()):
+            msg, batch = messages[i], edit.batch
             if msg.role == "tool":
                 new, what = self._clear_result(msg, calls.get(msg.tool_call_id or "", ("?", i))[0])
             else:
-                new, what = self._clear_assistant(msg, cleared_calls)
+                new, what = self._clear_assistant(msg, cleared_calls, edit, calls)
             if new is msg:
                 continue
             out[i] = new
@@ -335,7 +406,6 @@ class ToolResultClearer(_StoreModel):
             )
         if not decisions:
             return ctx
-        decisions.sort(key=lambda d: by_id[d.message_id])
         return ctx.decide(*decisions, messages=tuple(out), artifacts=artifacts)
 
     def _clear_result(self, msg: Message, tool: str) -> tuple[Message, list[str]]:
@@ -350,22 +420,68 @@ class ToolResultClearer(_StoreModel):
         return self._cleared_tool(msg, ref), [f"tool result of {tool!r}"]
 
     def _clear_assistant(
-        self, msg: Message, cleared_calls: set[str | None]
+        self,
+        msg: Message,
+        cleared_calls: set[str | None],
+        edit: _Edit,
+        calls: dict[str, tuple[str, int]],
     ) -> tuple[Message, list[str]]:
-        """An assistant message without the inputs of its cleared calls and, when asked, its
-        thinking blocks (the original put in the store); ``msg`` itself when nothing changes."""
+        """An assistant message without the inputs of its cleared calls, the results of the
+        tools the provider ran that ``edit`` clears (each original put in the store as a tool
+        result is) and, when ``edit`` says so, its thinking blocks (the original put in the
+        store); ``msg`` itself when nothing changes."""
         new = msg
         what = []
         if msg.tool_calls and cleared_calls & {c.id for c in msg.tool_calls}:
             new = _without_inputs(new, cleared_calls)
             what.append("tool inputs")
-        stripped = _without_thinking(new) if self.clear_thinking is not None else None
+        stripped = _without_thinking(new) if edit.thinking else None
         if stripped is not None:
             new = stripped
             what.append("thinking blocks")
         if self.store is not None and new is not msg:
             self.store.put(_as_json(msg), message_id=msg.id, kind="assistant_message")
+        refs: dict[str, str] = {}
+        for rid in edit.results:
+            text, tool = original_result(msg.content, rid), calls.get(rid, ("?", 0))[0]
+            refs[rid] = (
+                artifact_id(text)
+                if self.store is None
+                else self.store.put(text, message_id=msg.id, tool=tool, kind="tool_result")
+            )
+            what.append(f"result of the provider's tool {tool!r} ({rid})")
+        if refs:
+            new = self._cleared_results(new, refs)
         return new, what
+
+
+@dataclass
+class _Edit:
+    """What the batches change in one message."""
+
+    batch: ClearBatch  # the first batch that edits it
+    results: list[str] = field(default_factory=list)  # the provider tool results it clears
+    thinking: bool = False  # whether it loses its thinking blocks
+
+
+def _edits(
+    messages: Sequence[Message], found: Sequence[_Found], inputs: bool
+) -> tuple[dict[int, _Edit], set[str | None]]:
+    """The edit of each message the batches change (by position), and the calls whose
+    arguments become ``{}``."""
+    edits: dict[int, _Edit] = {}
+    cleared_calls: set[str | None] = set()
+    for batch, tools, thinking in found:
+        for r in tools:
+            edit = edits.setdefault(r.position, _Edit(batch))
+            if r.rid is not None:
+                edit.results.append(r.rid)
+            elif inputs:
+                edits.setdefault(r.edit, _Edit(batch))
+                cleared_calls.add(messages[r.position].tool_call_id)
+        for q in thinking:
+            edits.setdefault(q, _Edit(batch)).thinking = True
+    return edits, cleared_calls
 
 
 def _without_inputs(msg: Message, cleared_calls: set[str | None]) -> Message:
@@ -381,15 +497,15 @@ def _without_inputs(msg: Message, cleared_calls: set[str | None]) -> Message:
 
 def _apply_batch(
     current: list[int],
-    batch_tools: Sequence[tuple[int, int, int]],
+    batch_tools: Sequence[_Result],
     batch_thinking: Sequence[tuple[int, int]],
 ) -> tuple[list[int], int]:
     """The message sizes once a batch is cleared, and its edit point (the first message it
     rewrites)."""
-    edit = min([e for _, _, e in batch_tools] + [q for q, _ in batch_thinking])
+    edit = min([r.edit for r in batch_tools] + [q for q, _ in batch_thinking])
     edited = current[:]
-    for q, s, _ in batch_tools:
-        edited[q] -= s
+    for r in batch_tools:
+        edited[r.position] -= r.saving
     for q, s in batch_thinking:
         edited[q] -= s
     return edited, edit
@@ -397,16 +513,13 @@ def _apply_batch(
 
 def _batch_ids(
     messages: Sequence[Message],
-    batch_tools: Sequence[tuple[int, int, int]],
+    batch_tools: Sequence[_Result],
     batch_thinking: Sequence[tuple[int, int]],
 ) -> tuple[str, ...]:
     """The ids of the messages a batch rewrites, in history order."""
-    ids = (
-        {messages[q].id for q, _, _ in batch_tools}
-        | {messages[e].id for _, _, e in batch_tools}
-        | {messages[q].id for q, _ in batch_thinking}
-    )
-    return tuple(sorted(ids, key={m.id: i for i, m in enumerate(messages)}.__getitem__))
+    at = {r.position for r in batch_tools} | {r.edit for r in batch_tools}
+    at |= {q for q, _ in batch_thinking}
+    return tuple(messages[i].id for i in sorted(at))
 
 
 def _without_thinking(msg: Message) -> Message | None:
