@@ -48,11 +48,12 @@ def original_result(content: Any, rid: str) -> str:
 _SERVER_USES = frozenset({"server_tool_use", "mcp_tool_use"})
 
 
-def tool_names(content: Any) -> Iterable[tuple[str, str]]:
-    """(result id, tool name) of each call of a tool the provider runs in a message's content:
-    an Anthropic block's ``name`` (its result, under the call's id, may come in a later turn),
-    a Responses API item's ``name`` (an MCP tool's), else its tool's type
-    (``code_interpreter`` for a ``code_interpreter_call``)."""
+def tool_calls(content: Any) -> Iterable[tuple[str, str, str]]:
+    """(result id, tool name, arguments as JSON text) of each call of a tool the provider
+    runs in a message's content: an Anthropic block's ``name`` and ``input`` (its result,
+    under the call's id, may come in a later turn), a Responses API item's ``name`` (an MCP
+    tool's) and ``arguments``, else its tool's type (``code_interpreter`` for a
+    ``code_interpreter_call``) and no arguments."""
     if not isinstance(content, list):
         return
     for part in content:
@@ -60,10 +61,19 @@ def tool_names(content: Any) -> Iterable[tuple[str, str]]:
         if kind is None or (kind not in _SERVER_USES and kind not in SERVER_ITEMS):
             continue
         rid, name = part.get("id"), part.get("name")
+        given = part.get("input", part.get("arguments"))
+        arguments = json.dumps(given) if isinstance(given, Mapping) else given
+        arguments = arguments if isinstance(arguments, str) else ""
         if isinstance(rid, str) and isinstance(name, str):
-            yield rid, name
+            yield rid, name, arguments
         elif isinstance(rid, str) and kind in SERVER_ITEMS:
-            yield rid, kind.removesuffix("_call")
+            yield rid, kind.removesuffix("_call"), arguments
+
+
+def tool_names(content: Any) -> Iterable[tuple[str, str]]:
+    """(result id, tool name) of each call of a tool the provider runs in a message's content
+    (see :func:`tool_calls`)."""
+    return ((rid, name) for rid, name, _ in tool_calls(content))
 
 
 def clearable_results(content: Any) -> Iterable[tuple[int, str]]:

@@ -6,17 +6,20 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._internal.arguments import flag
+from .._internal.part_texts import with_texts
+from .._internal.server_results import result_id, result_ids, tool_calls
 from ..adapters.read import read_message
 from ..errors import InvalidMessageError
-from ..filters import RETRIEVE_TOOL_NAME
+from ..filters import RETRIEVE_TOOL_NAME, FilteredOutput
 from ..limits import MAX_MESSAGE_CHARS, message_chars, oversized_view
 from ..messages import Message
 from ..pipeline import Decision
 from ..providers import Provider
 from ..sdk import coerce_messages
+from ..store import ArtifactStore
 from ..tokens import count_tokens_approx
 from ..tools_on_demand import DESCRIBE_TOOL_NAME
-from ._records import FilterRecord
+from ._records import FilterRecord, command_of, record_key
 from ._supersede import Superseding
 
 
@@ -94,6 +97,8 @@ class Arrival(Superseding):
                 compact = self._filtered(msg)
         elif message_chars(msg) > MAX_MESSAGE_CHARS:
             compact = self._oversized(msg)
+        elif msg.role == "assistant" and self.filter is not None:
+            compact = self._provider_results_filtered(msg)
         self._raw.append(msg)
         self._compact.append(compact)
         if msg.role == "tool" and self.supersede_batch is not None:
@@ -150,6 +155,105 @@ class Arrival(Superseding):
             )
         )
         return compact
+
+    def _provider_results_filtered(self, msg: Message) -> Message:
+        """``msg`` (an assistant's turn) with the texts of the results of the tools its
+        provider ran (an MCP server's blocks, code execution's stdout and stderr, an
+        ``mcp_call``'s output, the code interpreter's logs...) filtered as a tool message's
+        text is, each result recorded; every other part, and each result's type, ids and
+        other fields, as they came.
+
+        Filtered at arrival, whatever ``filter_when`` says: the turn already holds what the
+        model made of them (its text, which is part of their goal)."""
+        if not isinstance(msg.content, list) or not any(result_ids(msg.content)):
+            return msg
+        calls = {rid: (tool, arguments) for rid, tool, arguments in tool_calls(msg.content)}
+        goal = "\n".join(t for t in (self._last_user_text(), msg.text) if t.strip())
+        compact = msg
+        for k, part in enumerate(msg.content):
+            rid = result_id(part)
+            if rid is not None:
+                # A result whose use is not in the turn is filtered by its content alone.
+                tool, arguments = calls.get(rid, (None, ""))
+                compact = self._provider_result_filtered(
+                    compact, k, rid, tool, command_of(arguments), goal
+                )
+        return compact
+
+    def _provider_result_filtered(
+        self, msg: Message, k: int, rid: str, tool: str | None, command: str | None, goal: str
+    ) -> Message:
+        """``msg`` with its part ``k`` (the provider tool result ``rid``) filtered: each text
+        :func:`~ctxpack._internal.part_texts.with_texts` finds in it is one output to the
+        filter, and the result is recorded once (by its longest text, which names the kind)."""
+        assert isinstance(msg.content, list)
+        before = self.counter.count_message(msg)
+
+        def keep(kind: str, reason: str) -> Message:
+            self._record(
+                FilterRecord(msg.id, kind, False, None, before, before, reason, tool, command, rid)
+            )
+            return msg
+
+        try:
+            compact, outs = self._result_texts_cut(msg, k, tool, command, goal, None)
+        except Exception as exc:  # an odd output must not make appending fail
+            return keep(
+                "error", f"the filter failed ({type(exc).__name__}: {exc}), so it is sent whole"
+            )
+        if not outs:  # no text in it (a web search's encrypted results, an image)
+            return msg
+        cuts = [(text, out) for text, out in outs.items() if out.shortened]
+        if not cuts:
+            largest = outs[max(outs, key=len)]
+            return keep(largest.kind, largest.reason)
+        after = self.counter.count_message(compact)
+        if after >= before:
+            return keep(cuts[0][1].kind, "the filtered version would not be shorter in tokens")
+        # Stored only now that the shortened texts are used: the store holds what markers name.
+        stored = [
+            self.store.put(text, message_id=msg.id, kind=out.kind, tool=tool, command=command)
+            for text, out in cuts
+        ]
+        if stored != [out.artifact for _, out in cuts]:
+            compact, outs = self._result_texts_cut(msg, k, tool, command, goal, self.store)
+            after = self.counter.count_message(compact)
+        main = outs[max((text for text, _ in cuts), key=len)]
+        reason = main.reason
+        if len(stored) > 1:
+            others = ", ".join(a for a in stored if a != main.artifact)
+            reason += f"; {len(stored) - 1} more of its texts shortened, stored as {others}"
+        self._record(
+            FilterRecord(
+                msg.id, main.kind, True, main.artifact, before, after, reason, tool, command, rid
+            )
+        )
+        return compact
+
+    def _result_texts_cut(
+        self,
+        msg: Message,
+        k: int,
+        tool: str | None,
+        command: str | None,
+        goal: str,
+        store: ArtifactStore | None,
+    ) -> tuple[Message, dict[str, FilteredOutput]]:
+        """``msg`` with each text of its part ``k`` as the filter gives it, and what the
+        filter gave for each text."""
+        assert self.filter is not None and isinstance(msg.content, list)
+        run, outs = self.filter, dict[str, FilteredOutput]()
+
+        def cut(text: str) -> str:
+            if text not in outs:
+                outs[text] = run(
+                    text, tool=tool, command=command, goal=goal, store=store, message_id=msg.id
+                )
+            return outs[text].text
+
+        part = with_texts(msg.content[k], cut)
+        content = [*msg.content[:k], part, *msg.content[k + 1 :]]
+        return msg.model_copy(update={"content": content}), outs
 
     def _oversized(
         self, msg: Message, tool: str | None = None, command: str | None = None
@@ -210,7 +314,7 @@ class Arrival(Superseding):
         return msg
 
     def _record(self, record: FilterRecord) -> None:
-        self._records[record.message_id] = record
+        self._records[record_key(record)] = record
         if record.shortened:
             reason = f"{record.reason}; original stored as {record.artifact}"
             action: Any = "compressed"

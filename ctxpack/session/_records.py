@@ -14,16 +14,27 @@ from .._internal.views import FileRegion
 class FilterRecord:
     """What the session did with one tool output: the structured, auditable filtering decision.
 
+    The results of the tools the provider ran (an MCP server's tool, code execution, a web
+    fetch), which come back inside the assistant's turn, get a record each too: its
+    ``message_id`` is that turn's and its ``result_id`` the result's own pairing id.
+
     Attributes:
-        message_id: The tool message's id.
+        message_id: The tool message's id (for a provider tool's result, the id of the
+            assistant message that holds it).
         kind: The kind of output detected (``"test_run"``, ``"file_view"``..., ``"short"``).
         shortened: Whether the compact record holds a shortened version.
         artifact: The stored original's id, when shortened.
-        tokens_before: The raw message's tokens (framing included).
-        tokens_after: The compact message's tokens.
+        tokens_before: The raw message's tokens (framing included); for a provider tool's
+            result, its turn's tokens before this result was shortened.
+        tokens_after: The compact message's tokens; for a provider tool's result, its turn's
+            tokens after.
         reason: Why, in words.
-        tool: The tool's name, when known.
+        tool: The tool's name, when known (for a provider tool's result, the name of its
+            paired use: ``"bash_code_execution"``, an MCP tool's own name...).
         command: The command, when known.
+        result_id: For the result of a tool the provider ran, its pairing id (an Anthropic
+            block's ``tool_use_id``, a Responses API item's ``id``); ``None`` for a tool
+            message.
     """
 
     message_id: str
@@ -35,6 +46,19 @@ class FilterRecord:
     reason: str
     tool: str | None = None
     command: str | None = None
+    result_id: str | None = None
+
+
+# A record's key among a session's records: a tool message's id, or (the assistant message's
+# id, the result's id) for the result of a tool the provider ran, many of which may share a
+# message.
+RecordKey = str | tuple[str, str]
+
+
+def record_key(record: FilterRecord) -> RecordKey:
+    if record.result_id is None:
+        return record.message_id
+    return (record.message_id, record.result_id)
 
 
 @dataclass(frozen=True)

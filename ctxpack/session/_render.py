@@ -395,7 +395,9 @@ class Rendering(SessionState):
         def originals() -> dict[str, Message]:
             ids = set(gone)
             removed = {m.id: m for m in raw if m.id in ids}
-            shortened = {m.id: m for m in raw if (r := records.get(m.id)) and r.shortened}
+            # A tool message's, or an assistant's holding a provider tool's shortened result.
+            cut = {r.message_id for r in records.values() if r.shortened}
+            shortened = {m.id: m for m in raw if m.id in cut}
             # An original that arrived before a value was recognised still holds it.
             then = frozen(found, hunt.key)
             return {

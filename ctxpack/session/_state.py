@@ -26,7 +26,7 @@ from ..providers import Provider
 from ..store import ArtifactStore
 from ..tokens import REPLY_PRIMING, TokenCounter, message_sizes
 from ._later import LaterValues
-from ._records import Call, FilterRecord, command_of
+from ._records import Call, FilterRecord, RecordKey, command_of, record_key
 from ._repeats import RepeatedLines
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ class Snapshot:
     decisions: int
     compact: list[Message]
     calls: dict[str, Call]
-    records: dict[str, FilterRecord]
+    records: dict[RecordKey, FilterRecord]
     pending: list[int]
     views: list[tuple[int, FileRegion]]
     superseded: list[tuple[int, int]]
@@ -79,7 +79,7 @@ class SessionState:
     _compact: list[Message]
     _ids: set[str]
     _calls: dict[str, Call]
-    _records: dict[str, FilterRecord]
+    _records: dict[RecordKey, FilterRecord]
     _decisions: list[Decision]
     _pending: list[int]
     _views: list[tuple[int, FileRegion]]
@@ -175,7 +175,7 @@ class SessionState:
         # not again at every render through the counter's text cache, which a long session's
         # outputs outgrow. An oversized output is not counted at all.
         estimated = {
-            mid: r.tokens_before for mid, r in self._records.items() if r.kind == "oversized"
+            r.message_id: r.tokens_before for r in self._records.values() if r.kind == "oversized"
         }
         if not estimated:
             return REPLY_PRIMING + sum(message_sizes(self.counter, self._raw))
@@ -279,7 +279,8 @@ class SessionState:
         for position, data in entry["compact"].items():
             self._compact[int(position)] = decode_message(data)
         for data in entry["records"]:
-            self._records[data["message_id"]] = FilterRecord(**data)
+            record = FilterRecord(**data)
+            self._records[record_key(record)] = record
         self._decisions.extend(Decision(**data) for data in entry["decisions"])
         self._found.grow(entry.get("secrets", ()))
         if self.window is not None and "window" in entry:

@@ -277,12 +277,12 @@ def test_describe_tool_answers_on_a_replica_that_did_not_render_the_tools(
 def test_replicas_read_back_the_provider_tool_results_cleared(
     replicas: Callable[[], SessionStore], session_id: str
 ) -> None:
-    from tests.test_server_results_clearing import POLICY as SERVER_POLICY
     from tests.test_server_results_clearing import _history
 
+    # A window small enough that the results, shortened at arrival, are cleared later too.
+    policy = WindowPolicy(window=8_000, managed_room=None, clear_at=0.35, compact_at=0.6, keep=1)
     a, b = (
-        Session.open(session_id, store=replicas(), model="gpt-4", window=SERVER_POLICY)
-        for _ in range(2)
+        Session.open(session_id, store=replicas(), model="gpt-4", window=policy) for _ in range(2)
     )
     history = _history()
     for k, message in enumerate(history):
@@ -293,3 +293,4 @@ def test_replicas_read_back_the_provider_tool_results_cleared(
             assert other.render().to_anthropic() == sent, f"message {k}"
     assert a.window_state.results_cleared, "the history must exercise a clearing"
     assert b.window_state.results_cleared == a.window_state.results_cleared
+    assert b.records == a.records and any(r.result_id and r.shortened for r in a.records)
