@@ -346,3 +346,27 @@ def test_each_result_shape_gets_the_stand_in_where_its_text_was(shape: str) -> N
         text = text[key]
     assert ORIGINAL_NOTE.fullmatch(text)
     assert {k: block["content"][k] for k in kept} == kept
+
+
+def test_a_filtered_result_cleared_later_stores_the_result_as_it_came() -> None:
+    """Filtered at arrival, then cleared: the stored original is the result the provider sent,
+    not its filtered version (as a cleared client output names its original)."""
+    policy = WindowPolicy(window=8_000, managed_room=None, clear_at=0.35, compact_at=0.6, keep=1)
+    session = Session(model="claude-sonnet-4-5", counter=COUNTER, window=policy)
+    history = _history()
+    for message in history:
+        if message["role"] == "assistant":
+            session.render()
+        session.append(message)
+    assert any(r.result_id and r.shortened for r in session.records)
+    cleared = session.window_state.results_cleared
+    assert cleared
+    for rid, artifact in cleared.items():
+        original = next(
+            b
+            for m in history
+            if m["role"] == "assistant"
+            for b in m["content"]
+            if b.get("tool_use_id") == rid
+        )
+        assert json.loads(session.store.get(artifact)) == original, rid

@@ -41,6 +41,7 @@ def render_window(
     retrievable: bool = True,
     model: str | None = None,
     tool_tokens: int = 0,
+    arrived: Callable[[int], Message] | None = None,
 ) -> list[Message]:
     """The next request's messages from the compact ``record``, within the window; updates
     ``state`` (the edits made, their decisions and cache effects).
@@ -58,13 +59,16 @@ def render_window(
             it).
         model: The session's model (prices for the clearing rule).
         tool_tokens: Tokens of the tool definitions sent with the request.
+        arrived: ``position`` -> the record's message at ``position`` as it arrived (the
+            results of the provider's tools in it unfiltered), whose results a clearing
+            stores; ``None``: the record's own.
 
     Raises:
         BudgetExceededError: the messages that are never removed (system prompt, user
             instructions, pinned content within its budgets) do not fit in the window with the
             reply room.
     """
-    ctx = _Context(record, counter, store, original_artifact, retrievable, model)
+    ctx = _Context(record, counter, store, original_artifact, retrievable, model, arrived)
     room = policy.room(tool_tokens=tool_tokens)
     view = _build(state, policy, ctx)
     if policy.server_side:

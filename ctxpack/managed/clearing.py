@@ -96,7 +96,7 @@ def _cleared_unit(ctx: _Context, i: int, rid: str | None, store: bool) -> tuple[
     if rid is None:
         artifact = ctx.original_artifact(i, store)
         return msg.model_copy(update={"content": _placeholder(artifact, ctx.retrievable)}), artifact
-    artifact = _result_artifact(ctx, msg, rid, store)
+    artifact = _result_artifact(ctx, i, rid, store)
     content = with_results_cleared(msg.content, {rid: _placeholder(artifact, ctx.retrievable)})
     return msg.model_copy(update={"content": content}), artifact
 

@@ -105,9 +105,11 @@ def _message_artifact(ctx: _Context, msg: Message, store: bool) -> str:
     return ctx.store.put(text, message_id=msg.id, kind="compacted_message")
 
 
-def _result_artifact(ctx: _Context, msg: Message, rid: str, store: bool) -> str:
-    """The artifact holding the result ``rid`` of a tool the provider ran (a part of ``msg``)
-    as it came, as JSON; with ``store``, stored as a cleared tool output is."""
+def _result_artifact(ctx: _Context, i: int, rid: str, store: bool) -> str:
+    """The artifact holding the result ``rid`` of a tool the provider ran (a part of the
+    record's message at ``i``) as it came, before any filter, as JSON; with ``store``, stored
+    as a cleared tool output is."""
+    msg = ctx.record[i] if ctx.arrived is None else ctx.arrived(i)
     text = original_result(msg.content, rid)
     if not store:
         return artifact_id(text)
@@ -124,6 +126,9 @@ class _Context:
     original_artifact: Callable[[int, bool], str]
     retrievable: bool
     model: str | None
+    # The record's message at a position as it arrived (its provider tool results unfiltered);
+    # None: the record's own.
+    arrived: Callable[[int], Message] | None = None
 
     @cached_property
     def marked(self) -> list[tuple[int, str | None, bool]]:

@@ -291,6 +291,7 @@ class Rendering(SessionState):
             retrievable=self.retrieve_tool,
             model=self.model,
             tool_tokens=tool_tokens,
+            arrived=self._raw.__getitem__,
         )
         state = self.window_state
         gone = (*state.cleared, *state.compacted, *state.thinking_cleared)
