@@ -27,6 +27,7 @@ reaches the same edits at the same places: appending messages never moves an ear
 it can only add a new batch.
 """
 
+from .._internal import thinking as _thinking
 from . import _clear as _clear
 from . import _compact as _compact
 from ._clear import (
@@ -68,7 +69,7 @@ from ._digest import (
 
 # For the managed window (another package), which clears and compacts by the same rules: named
 # here, out of __all__, so that it never imports a private name of this package.
-without_thinking = _clear._without_thinking
+without_thinking = _thinking.without_thinking
 verbatim = _compact._verbatim
 summary_id_of = _compact.summary_id_of
 resolve_price = _clear._resolve_price

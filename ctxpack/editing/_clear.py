@@ -11,13 +11,13 @@ from typing import ClassVar, Literal, NamedTuple
 from pydantic import Field, field_validator
 
 from .._internal.arguments import optional_text
-from .._internal.reasoning import REASONING
 from .._internal.server_results import (
     clearable_results,
     original_result,
     tool_names,
     with_results_cleared,
 )
+from .._internal.thinking import without_thinking as _without_thinking
 from .._internal.tool_items import is_textless_output
 from ..cost import Price, price
 from ..errors import ConfigError
@@ -38,9 +38,6 @@ _DEFAULT_PRICED_MODEL = "claude-sonnet-4-5"
 # rewrite: it then expects (re-sends so far) / _PATIENCE more. At 1 (break even) a clear made
 # shortly before a session ends costs more than it saves.
 _PATIENCE = 2.0
-
-# Anthropic's thinking blocks and OpenAI's reasoning items (held as parts, see ctxpack.sdk).
-_THINKING = frozenset({"thinking", "redacted_thinking", REASONING})
 
 
 def _call_names(messages: Sequence[Message]) -> dict[str, tuple[str, int]]:
@@ -520,13 +517,3 @@ def _batch_ids(
     at = {r.position for r in batch_tools} | {r.edit for r in batch_tools}
     at |= {q for q, _ in batch_thinking}
     return tuple(messages[i].id for i in sorted(at))
-
-
-def _without_thinking(msg: Message) -> Message | None:
-    """``msg`` without its thinking blocks, or ``None`` when it has none (or only those)."""
-    if msg.role != "assistant" or not isinstance(msg.content, list):
-        return None
-    kept = [part for part in msg.content if part.get("type") not in _THINKING]
-    if len(kept) == len(msg.content) or (not kept and not msg.tool_calls):
-        return None
-    return msg.model_copy(update={"content": kept or None})

@@ -15,7 +15,7 @@ from typing import Any
 
 from .._internal.prefix import PrefixMemo
 from .._internal.secret_values import BoundFingerprints, Fingerprints
-from ..editing import without_thinking
+from .._internal.thinking import thinking_cleared_from
 from ..messages import Message
 from ..pipeline import Decision
 from ..redaction import redact_for_roles, redact_known, secrets_reason
@@ -113,24 +113,14 @@ def later_thinking_cleared(
     thinking goes, those produced since too: the same request each time, always accepted."""
     changed = {d.message_id for d in found}
     first = next((k for k, m in enumerate(record) if m.id in changed), len(record))
-    out = list(record)
-    cleared: list[Decision] = []
-    for k in range(first + 1, len(out)):
-        new = without_thinking(out[k])
-        if new is None:
-            continue
-        cleared.append(
-            Decision(
-                stage="redact",
-                action="cleared",
-                message_id=new.id,
-                reason=(
-                    "thinking blocks cleared: a secret value replaced in an earlier output "
-                    "changes what precedes them, which a model with preserved thinking refuses"
-                ),
-                tokens_before=counter.count_message(out[k]),
-                tokens_after=counter.count_message(new),
-            )
-        )
-        out[k] = new
+    out, cleared = thinking_cleared_from(
+        record,
+        first + 1,
+        counter,
+        stage="redact",
+        reason=(
+            "thinking blocks cleared: a secret value replaced in an earlier output "
+            "changes what precedes them, which a model with preserved thinking refuses"
+        ),
+    )
     return (out, [*found, *cleared]) if cleared else (record, list(found))
