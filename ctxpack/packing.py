@@ -6,9 +6,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from typing import Any
 
+from ._internal.arguments import flag as check_flag
 from ._internal.arguments import keyword_checked, optional_text, tool_definitions
 from ._internal.arguments import tokens as check_tokens
 from ._internal.columns import ids as message_ids
+from ._internal.thinking import thinking_cleared_from
 from .adapters import check_openai_message
 from .errors import BudgetExceededError, ConfigError
 from .limits import check_message_sizes
@@ -31,7 +33,7 @@ from .pipeline import (
 from .pipeline import (
     Provider as Provider,
 )
-from .providers import detect_provider, tools_as_sent
+from .providers import detect_provider, preserves_thinking, tools_as_sent
 from .result import PackResult
 from .sdk import SDKObject
 from .stages import (
@@ -177,6 +179,7 @@ def pack(
     provider: Provider | None = None,
     redact_secrets: bool = True,
     flag_injections: bool = True,
+    preserved_thinking: bool | None = None,
 ) -> PackResult:
     """Fit a conversation into ``budget`` tokens, keeping what the next answer needs.
 
@@ -186,8 +189,8 @@ def pack(
     decision. Developer messages are instructions, kept like the system prompt; a pipeline whose
     ``PromptComposer(protect_developer=False)`` lets them compete for the budget instead. The
     result is valid for the provider: no tool result without its call, no call without its
-    result (except in a trailing assistant message), and for Anthropic a user message first and
-    alternating turns.
+    result (except in a trailing assistant message), for Anthropic a user message first and
+    alternating turns, and on a model with preserved thinking no thinking block after a change.
 
     Args:
         messages: ``Message`` objects or OpenAI-style dicts, chronological. Never mutated.
@@ -214,6 +217,9 @@ def pack(
         flag_injections: Record a ``flagged`` decision for each tool output holding
             prompt-injection markers (the ``flag`` step,
             :class:`~ctxpack.stages.InjectionFlagger`); ``False`` takes it out.
+        preserved_thinking: Whether the model refuses a thinking block once anything before it
+            changed: the turns from the first message dropped or changed on then lose theirs
+            (``cleared``; kept in a turn of thinking alone). ``None``: by ``model``'s name.
 
     Returns:
         A :class:`PackResult`.
@@ -222,9 +228,9 @@ def pack(
         InvalidMessageError: a message is malformed (the error names its index and field).
         BudgetExceededError: the system, developer and pinned messages alone do not fit.
         TokenizerUnavailableError: the model's encoding cannot be loaded.
-        ConfigError: ``budget``/``reserve``/``provider`` are invalid, or the pipeline
-            misbehaves (returns no context, exceeds the budget, or returns tool messages or
-            turns that the provider would reject).
+        ConfigError: an argument is invalid (``budget``, ``reserve``, ``provider``...), or the
+            pipeline misbehaves (returns no context, exceeds the budget, or returns tool messages
+            or turns that the provider would reject).
 
     Example:
         >>> history = [
@@ -234,23 +240,26 @@ def pack(
         ...     {"role": "user", "content": "Another one?"},
         ... ]
         >>> result = pack(history, budget=30, model="gpt-4")
-        >>> [m.role for m in result.messages], result.tokens
-        (['system', 'user', 'user'], 26)
-        >>> result.dropped_ids
-        ['m-aa71853aaf03']
+        >>> [m.role for m in result.messages], result.tokens, result.dropped_ids
+        (['system', 'user', 'user'], 26, ['m-aa71853aaf03'])
     """
-    _check_arguments(budget, reserve, query)
-    resolved = get_counter(model, counter)
-    tools = tool_definitions(tools) if tools is not None else None
+    thinking = _check_arguments(budget, reserve, query, model, preserved_thinking)
     stage = _stage_to_run(pipeline, redact_secrets, flag_injections)
-    return _pack(messages, budget, model, resolved, query, reserve, stage, tools, provider)
+    return _pack(messages, budget, model, counter, query, reserve, stage, tools, provider, thinking)
 
 
-def _check_arguments(budget: int, reserve: int, query: str | None) -> None:
+def _check_arguments(
+    budget: int, reserve: int, query: str | None, model: str | None, preserved_thinking: bool | None
+) -> bool:
+    """Raise on a bad argument; return whether the model checks each thinking block's prefix."""
     check_tokens(budget, "budget")
     if isinstance(reserve, bool) or not isinstance(reserve, int) or not 0 <= reserve < budget:
         raise ConfigError(f"reserve must be an int in [0, budget), got {reserve!r}")
     optional_text(query, "query")
+    optional_text(model, "model")
+    if preserved_thinking is None:
+        return preserves_thinking(model)
+    return check_flag(preserved_thinking, "preserved_thinking")
 
 
 def _stage_to_run(pipeline: Stage | None, redact_secrets: bool, flag_injections: bool) -> Stage:
@@ -273,13 +282,16 @@ def _pack(
     messages: Iterable[Message | Mapping[str, Any] | SDKObject],
     budget: int,
     model: str | None,
-    resolved: TokenCounter,
+    counter: CounterLike | None,
     query: str | None,
     reserve: int,
     stage: Stage,
     tools: Sequence[Mapping[str, Any]] | None,
     provider: Provider | None,
+    preserved_thinking: bool,
 ) -> PackResult:
+    resolved = get_counter(model, counter)
+    tools = tool_definitions(tools) if tools is not None else None
     # ctxpack's own copies, shared with earlier calls: never handed out (see detached below).
     msgs = owned_messages(messages, check=check_openai_message)
     check_message_sizes(msgs)
@@ -320,6 +332,8 @@ def _pack(
         _check_turn_rules(out)
     elif target == "openai" and not _is_shared_default(stage):
         _check_openai_pairs(out)
+    if preserved_thinking:
+        out = _prefix_checked(out, msgs, resolved)
     # Counted afresh (text counts aside), not read from the memo the stages used.
     tokens = resolved.count_messages(out.messages) + tool_tokens
     _check_fits(tokens, budget, reserve, ctx, out)
@@ -340,6 +354,46 @@ def _pack(
         decisions=_every_message_decided(out, msgs, resolved),
         artifacts={mid: detached(m) for mid, m in out.artifacts.items()},
     )
+
+
+def _prefix_checked(
+    out: PackContext, msgs: Sequence[Message], counter: TokenCounter
+) -> PackContext:
+    """``out`` without the thinking of the assistant turns from the first message dropped or
+    changed on, each a ``cleared`` decision with its original kept as an artifact.
+
+    A model with preserved thinking refuses (or drops) a thinking block once anything before
+    it changed since it was produced, and the history given is what was sent then. Clearing
+    that thinking changes nothing before it, so no kept block follows a change; it only
+    shrinks the request, which still fits."""
+    sent = out.messages
+    pairs = zip(sent, msgs, strict=False)
+    first = next(
+        (k for k, (m, given) in enumerate(pairs) if m is not given and m != given),
+        min(len(sent), len(msgs)),
+    )
+    if first >= len(sent):
+        return out
+    changed = msgs[first].id if first < len(msgs) else sent[first].id
+    messages, cleared = thinking_cleared_from(
+        sent,
+        first,
+        counter,
+        stage="pack()",
+        reason=(
+            f"thinking blocks cleared (prefix check: {changed!r} before this turn is dropped or "
+            "changed, and a model with preserved thinking refuses a thinking block whose prefix "
+            "changed); original kept as an artifact"
+        ),
+    )
+    if not cleared:
+        return out
+    ids = {d.message_id for d in cleared}
+    artifacts = dict(out.artifacts)
+    for original in sent[first:]:
+        if original.id in ids:
+            artifacts.setdefault(original.id, original)
+    return out.decide(*cleared, messages=tuple(messages), artifacts=artifacts)
 
 
 def _check_fits(tokens: int, budget: int, reserve: int, ctx: PackContext, out: PackContext) -> None:

@@ -1,14 +1,25 @@
-"""Preserved thinking: a managed window never sends a thinking block whose prefix changed."""
+"""Preserved thinking: a managed window, pack() and render(budget=...) never send a thinking
+block whose prefix changed."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxpack import Message, Session, get_counter
+from ctxpack import (
+    BudgetExceededError,
+    ConfigError,
+    Message,
+    PackResult,
+    Session,
+    from_anthropic,
+    get_counter,
+    pack,
+)
 from ctxpack.managed import WindowPolicy
 from ctxpack.providers import preserves_thinking
 
@@ -177,3 +188,133 @@ def test_a_changed_system_prompt_or_tool_set_says_earlier_thinking_becomes_inval
     assert "the tool definitions changed" in reasons[PRESERVED]
     assert "prefix check" in reasons[PRESERVED] and "as a message" in reasons[PRESERVED]
     assert "prefix check" not in reasons["claude-sonnet-4-5"]
+
+
+# ------------------------------------------------------------- pack() and render(budget=...)
+
+OTHER = "claude-sonnet-4-5"
+
+
+def _history(turns: list[Any]) -> list[Message]:
+    """An agent's history (system, task, then ``turns`` as :func:`_turn` makes them) as
+    messages, every assistant turn with thinking."""
+    items: list[Any] = [TASK]
+    for i, (words, lines, call) in enumerate(turns):
+        items += _turn(i, words, lines, call)
+    items.append({"role": "user", "content": "Go on."})
+    return list(from_anthropic(items, system=str(SYSTEM["content"])))
+
+
+def _first_change(sent: list[Message], history: list[Message]) -> int:
+    """The first position where the request differs from the history (a drop, an edit)."""
+    pairs = zip(_dumped(sent), _dumped(history), strict=False)
+    return next((k for k, (a, b) in enumerate(pairs) if a != b), min(len(sent), len(history)))
+
+
+def _dumped(messages: list[Message]) -> list[str]:
+    return [json.dumps(m.model_dump(mode="json"), sort_keys=True) for m in messages]
+
+
+def _check_prefixes(result: PackResult, history: list[Message], preserved: bool) -> None:
+    """With ``preserved``, every thinking block sent follows the very messages that preceded it
+    in the history, and the turns before the first change keep theirs; else no turn loses its
+    thinking. Each turn stripped is a ``cleared`` decision, its original kept."""
+    first = _first_change(result.messages, history)
+    by_id = {m.id: m for m in history}
+    stripped = [m.id for m in result.messages if _thinks(by_id[m.id]) and not _thinks(m)]
+    for k, msg in enumerate(result.messages):
+        if preserved and _thinks(msg):
+            assert _dumped(result.messages[:k]) == _dumped(history[:k]), (
+                f"the thinking of {msg.id} follows a changed prefix"
+            )
+        if k < first:
+            assert _thinks(msg) == _thinks(history[k]), f"{msg.id} lost its thinking"
+    if not preserved:
+        assert not stripped
+    cleared = [d for d in result.decisions if d.reason.startswith(PREFIX_CHECK)]
+    assert [d.message_id for d in cleared] == stripped
+    for d in cleared:
+        assert d.action == "cleared" and (d.tokens_after or 0) < (d.tokens_before or 0)
+        original = result.original(d.message_id)
+        assert original is not None and _thinks(original)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    turns=TURNS,
+    share=st.floats(0.05, 1.1),
+    reserve=st.integers(0, 50),
+    model=st.sampled_from([PRESERVED, OTHER]),
+)
+def test_pack_sends_no_thinking_block_after_a_dropped_message(
+    turns: list[Any], share: float, reserve: int, model: str
+) -> None:
+    """pack() on a model with preserved thinking sends no thinking block after a message it
+    dropped or changed (and keeps the thinking before it); on another model no thinking goes.
+    The packer's promises hold: within the budget, in order, the same result for the same
+    input, the input untouched, every message decided."""
+    history = _history(turns)
+    before = _dumped(history)
+    budget = max(reserve + 1, int(COUNTER.count_messages(history) * share))
+    try:
+        result = pack(history, budget=budget, reserve=reserve, counter=COUNTER, model=model)
+    except BudgetExceededError:
+        return
+    assert _dumped(history) == before
+    assert result.tokens <= budget - reserve
+    assert result.tokens == COUNTER.count_messages(result.messages)
+    order = [m.id for m in history]
+    positions = [order.index(m.id) for m in result.messages]
+    assert positions == sorted(positions)
+    assert {d.message_id for d in result.decisions} >= set(order)
+    again = pack(history, budget=budget, reserve=reserve, counter=COUNTER, model=model)
+    assert _dumped(again.messages) == _dumped(result.messages)
+    assert list(again.decisions) == list(result.decisions)
+    _check_prefixes(result, history, preserved=model == PRESERVED)
+
+
+def _agent_history() -> list[Message]:
+    return _history([(60, 40, True), (30, 5, False), (60, 40, True), (40, 10, True)])
+
+
+def test_pack_clears_the_thinking_of_each_turn_after_the_first_drop() -> None:
+    history = _agent_history()
+    budget = COUNTER.count_messages(history) * 2 // 3
+    result = pack(history, budget=budget, counter=COUNTER, model=PRESERVED)
+    assert result.dropped_ids and result.tokens <= budget
+    _check_prefixes(result, history, preserved=True)
+    cleared = [d for d in result.decisions if d.reason.startswith(PREFIX_CHECK)]
+    assert cleared and all(d.stage == "pack()" for d in cleared)
+    kept = pack(history, budget=budget, counter=COUNTER, model=OTHER)
+    assert [m.id for m in kept.messages] == [m.id for m in result.messages]
+    _check_prefixes(kept, history, preserved=False)
+
+
+def test_pack_keeps_every_thinking_block_when_nothing_is_dropped() -> None:
+    history = _agent_history()
+    result = pack(history, budget=100_000, counter=COUNTER, model=PRESERVED)
+    assert _dumped(result.messages) == _dumped(history)
+
+
+def test_pack_preserved_thinking_overrides_the_model_name() -> None:
+    history = _agent_history()
+    budget = COUNTER.count_messages(history) * 2 // 3
+    on = pack(history, budget=budget, counter=COUNTER, preserved_thinking=True)
+    off = pack(history, budget=budget, counter=COUNTER, model=PRESERVED, preserved_thinking=False)
+    _check_prefixes(on, history, preserved=True)
+    assert any(d.reason.startswith(PREFIX_CHECK) for d in on.decisions)
+    _check_prefixes(off, history, preserved=False)
+    with pytest.raises(ConfigError, match="preserved_thinking"):
+        pack(history, budget=budget, counter=COUNTER, preserved_thinking="yes")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("model", [PRESERVED, OTHER])
+def test_render_with_a_budget_sends_no_thinking_block_after_a_dropped_message(model: str) -> None:
+    history = _agent_history()
+    session = Session(model=model, counter=COUNTER, filters=False)
+    session.extend(history)
+    budget = COUNTER.count_messages(history) * 2 // 3
+    result = session.render(budget=budget)
+    assert result.dropped_ids and result.tokens <= budget
+    _check_prefixes(result, history, preserved=model == PRESERVED)
+    assert any(d.reason.startswith(PREFIX_CHECK) for d in result.decisions) == (model == PRESERVED)

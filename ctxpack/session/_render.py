@@ -237,6 +237,7 @@ class Rendering(SessionState):
             # Done once, at arrival (self.guard).
             redact_secrets=False,
             flag_injections=False,
+            preserved_thinking=self._checks_thinking_prefix(),
         )
         result = PackResult.model_construct(
             **{
