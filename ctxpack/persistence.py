@@ -45,8 +45,16 @@ MAX_ATTEMPTS = 200
 EDIT_MARK = "ctxpack-edit:"
 # The layout of what a session writes; a reader refuses a layout newer than its own. Format 2:
 # the managed mode's growing lists travel in the entries, as what each append adds (format 1
-# kept them whole in the state, rewritten at every append); format 1 is still read.
-FORMAT = 2
+# kept them whole in the state, rewritten at every append); format 1 is still read. Format 3:
+# a filter record may name the result of a tool the provider ran (its result_id), which the
+# releases reading format 2 cannot read; a session with no such record is still written as
+# format 2, so that they go on reading it during a rolling deploy.
+FORMAT = 3
+
+
+def format_of(session: SessionState) -> int:
+    """The format a session's state is written in: the oldest that holds what it has."""
+    return FORMAT if session._names_provider_results() else 2
 
 
 def encode_message(message: Message, index: int) -> dict[str, Any]:
@@ -368,7 +376,11 @@ class Backing:
             "entry": json.dumps(session._entry_since(snapshot, whole_window=self.whole_window)),
             "version": self.version,
             "state": json.dumps(
-                {"format": FORMAT, "session": session._state(), "secret": self.artifacts.secret}
+                {
+                    "format": format_of(session),
+                    "session": session._state(),
+                    "secret": self.artifacts.secret,
+                }
             ),
             "artifacts": self.artifacts.release(),
         }

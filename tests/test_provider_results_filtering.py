@@ -227,3 +227,47 @@ def test_a_result_whose_use_is_not_in_the_turn_is_filtered_by_its_content() -> N
     session.extend([{"role": "user", "content": "Go."}, turn])
     record = next(r for r in session.records if r.result_id == "mcptoolu_1")
     assert record.shortened and record.tool is None
+
+
+# The fields of a filter record as the releases reading store format 2 know them.
+_FORMAT_2_RECORD = {
+    *("message_id", "kind", "shortened", "artifact", "tokens_before", "tokens_after"),
+    *("reason", "tool", "command"),
+}
+
+
+def test_replicas_on_the_release_before_read_sessions_without_them_and_refuse_the_others(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ctxpack import persistence
+    from ctxpack.errors import StoreError
+    from ctxpack.store import MemoryStore
+
+    store = MemoryStore()
+    call = {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+    plain = Session.open("plain", store=store, model="claude-sonnet-4-5", counter=COUNTER)
+    plain.extend(
+        [
+            *_history()[:2],
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": PYTEST},
+        ]
+    )
+    Session.open("mcp", store=store, model="claude-sonnet-4-5", counter=COUNTER).extend(_history())
+
+    def stored(session_id: str) -> tuple[int, list[dict[str, Any]]]:
+        loaded = store.load(session_id)
+        records = [r for e in loaded.entries for r in json.loads(e)["records"]]
+        return json.loads(loaded.state or "")["format"], records
+
+    # A session of client tool outputs is written as before: that release reads it.
+    form, records = stored("plain")
+    assert form == 2 and records and all(r.keys() <= _FORMAT_2_RECORD for r in records)
+    # One whose records name a provider tool's result is marked so that release refuses it
+    # with the error that says to upgrade, not one that calls it damaged.
+    assert stored("mcp")[0] == 3
+    monkeypatch.setattr(persistence, "FORMAT", 2)
+    with pytest.raises(StoreError, match=r"newer ctxpack \(format 3"):
+        Session.open("mcp", store=store, model="claude-sonnet-4-5", counter=COUNTER)
+    reread = Session.open("plain", store=store, model="claude-sonnet-4-5", counter=COUNTER)
+    assert reread.records == plain.records

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from .._internal.jsontext import read_json
 from .._internal.tool_items import shell_command
@@ -53,6 +54,15 @@ class FilterRecord:
 # id, the result's id) for the result of a tool the provider ran, many of which may share a
 # message.
 RecordKey = str | tuple[str, str]
+
+
+def encoded_record(record: FilterRecord) -> dict[str, Any]:
+    """``record`` as JSON for a store's entry, ``result_id`` only when it has one: a tool
+    message's record is then as the releases reading format 2 wrote and read it."""
+    data = asdict(record)
+    if record.result_id is None:
+        del data["result_id"]
+    return data
 
 
 def record_key(record: FilterRecord) -> RecordKey:

@@ -9,7 +9,7 @@ import operator
 import secrets
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from itertools import compress, count
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -26,7 +26,7 @@ from ..providers import Provider
 from ..store import ArtifactStore
 from ..tokens import REPLY_PRIMING, TokenCounter, message_sizes
 from ._later import LaterValues
-from ._records import Call, FilterRecord, RecordKey, command_of, record_key
+from ._records import Call, FilterRecord, RecordKey, command_of, encoded_record, record_key
 from ._repeats import RepeatedLines
 
 if TYPE_CHECKING:
@@ -246,7 +246,7 @@ class SessionState:
         entry: dict[str, Any] = {
             "messages": [encode_message(m, snapshot.raw + i) for i, m in enumerate(new)],
             "compact": compact,
-            "records": [asdict(r) for r in fresh],
+            "records": [encoded_record(r) for r in fresh],
             "decisions": [
                 d.model_dump(exclude_none=True) for d in self._decisions[snapshot.decisions :]
             ],
@@ -285,6 +285,10 @@ class SessionState:
         self._found.grow(entry.get("secrets", ()))
         if self.window is not None and "window" in entry:
             self.window_state._grow(entry["window"])
+
+    def _names_provider_results(self) -> bool:
+        """Whether a filter record names the result of a tool the provider ran (keyed by it)."""
+        return any(type(key) is tuple for key in self._records)
 
     def _state(self) -> dict[str, Any]:
         """The session's bookkeeping beside its messages, as JSON."""
