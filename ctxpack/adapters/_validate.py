@@ -19,6 +19,9 @@ from .._internal.reasoning import check_reasoning
 from .._internal.tool_items import SERVER_ITEMS
 from ..errors import InvalidMessageError  # noqa: F401 (the examples catch it)
 from ..sdk import RESPONSES_META, coerce_messages, coerce_value
+from ._fields import payload as _payload
+from ._fields import require_str as _require_str
+from ._fields import typed_entry as _typed_entry
 from ._turns import check_anthropic_turns
 from ._turns import fail as _fail
 
@@ -75,17 +78,6 @@ _TOOL_RESULT_BLOCKS = frozenset({"text", "image", "document", "search_result"})
 _RESULT_ONLY_BLOCKS = {"tool_reference": ("tool_name", str), "browser_state": ("tabs", list)}
 
 
-def _require_str(
-    entry: Mapping[str, Any], key: str, index: int | None, field: str, *, empty: bool = True
-) -> None:
-    if key not in entry:
-        raise _fail("is missing", index, field)
-    if not isinstance(entry[key], str):
-        raise _fail(f"must be a string, got {json_type_name(entry[key])}", index, field)
-    if not empty and not entry[key]:
-        raise _fail("must be a non-empty string", index, field)
-
-
 def _check_list(messages: Any, what: str) -> Sequence[Any]:
     if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
         raise _fail(
@@ -95,36 +87,6 @@ def _check_list(messages: Any, what: str) -> Sequence[Any]:
 
 
 # --------------------------------------------------------------------------------------- OpenAI
-
-
-def _typed_entry(entry: Any, noun: str, allowed: list[str], index: int | None, field: str) -> str:
-    """The ``type`` of a content part or block, checked against ``allowed`` (listed in order)."""
-    if not isinstance(entry, Mapping):
-        raise _fail(
-            f"a content {noun} must be an object, got {json_type_name(entry)}", index, field
-        )
-    kind = entry.get("type")
-    if not isinstance(kind, str):
-        raise _fail(f"every content {noun} needs a string type", index, f"{field}.type")
-    if kind not in allowed:
-        raise _fail(
-            f"unknown {noun} type {kind!r}; expected one of {', '.join(allowed)}",
-            index,
-            f"{field}.type",
-        )
-    return kind
-
-
-def _payload(
-    part: Mapping[str, Any], key: str, like: str, index: int, field: str
-) -> Mapping[str, Any]:
-    """The object a part of type ``key`` carries under ``key``."""
-    inner = part.get(key)
-    if not isinstance(inner, Mapping):
-        raise _fail(
-            f"must be an object like {like}, got {json_type_name(inner)}", index, f"{field}.{key}"
-        )
-    return inner
 
 
 def _check_file(file: Mapping[str, Any], sources: tuple[str, ...], index: int, field: str) -> None:
