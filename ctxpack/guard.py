@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ._internal.arguments import shown
 from ._internal.secret_values import Hunt
 from .errors import ConfigError
 from .injection import injection_reason, message_injections, quarantine_note
@@ -71,13 +72,15 @@ class ArrivalGuard:
         if not (isinstance(self.redact_secrets, bool) or self.redact_secrets == "all"):
             raise ConfigError(
                 f"redact_secrets must be True (tool outputs), 'all' (every message) or False, "
-                f"got {self.redact_secrets!r}"
+                f"got {shown(self.redact_secrets)}"
             )
         if not isinstance(self.store_secrets, bool):
-            raise ConfigError(f"store_secrets must be True or False, got {self.store_secrets!r}")
+            got = shown(self.store_secrets)
+            raise ConfigError(f"store_secrets must be True or False, got {got}")
         if not (isinstance(self.flag_injections, bool) or self.flag_injections == "quarantine"):
             raise ConfigError(
-                f"flag_injections must be True, 'quarantine' or False, got {self.flag_injections!r}"
+                "flag_injections must be True, 'quarantine' or False, got "
+                + shown(self.flag_injections)
             )
 
     @property

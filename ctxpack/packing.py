@@ -7,7 +7,7 @@ from functools import cache
 from typing import Any
 
 from ._internal.arguments import flag as check_flag
-from ._internal.arguments import keyword_checked, optional_text, tool_definitions
+from ._internal.arguments import keyword_checked, optional_text, shown, tool_definitions
 from ._internal.arguments import tokens as check_tokens
 from ._internal.columns import ids as message_ids
 from ._internal.thinking import thinking_cleared_from
@@ -254,7 +254,7 @@ def _check_arguments(
     """Raise on a bad argument; return whether the model checks each thinking block's prefix."""
     check_tokens(budget, "budget")
     if isinstance(reserve, bool) or not isinstance(reserve, int) or not 0 <= reserve < budget:
-        raise ConfigError(f"reserve must be an int in [0, budget), got {reserve!r}")
+        raise ConfigError(f"reserve must be an int in [0, budget), got {shown(reserve)}")
     optional_text(query, "query")
     optional_text(model, "model")
     if preserved_thinking is None:
@@ -267,7 +267,7 @@ def _stage_to_run(pipeline: Stage | None, redact_secrets: bool, flag_injections:
     it was asked for."""
     for name, flag in (("redact_secrets", redact_secrets), ("flag_injections", flag_injections)):
         if not isinstance(flag, bool):
-            raise ConfigError(f"{name} must be True or False, got {flag!r}")
+            raise ConfigError(f"{name} must be True or False, got {shown(flag)}")
     if pipeline is None:
         return _shared_default_pipeline(redact_secrets, flag_injections)
     if not callable(pipeline):

@@ -20,6 +20,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from ._internal.arguments import shown
 from ._internal.columns import ANTHROPIC, flags
 from ._internal.encodings import model_key
 from .adapters import ANTHROPIC_BLOCKS, OPENAI_PART_TYPES
@@ -53,7 +54,7 @@ def check_provider(value: object, argument: str = "provider") -> Provider:
         return "anthropic"
     if value == "openai":
         return "openai"
-    raise ConfigError(f"{argument} must be 'openai' or 'anthropic', got {value!r}")
+    raise ConfigError(f"{argument} must be 'openai' or 'anthropic', got {shown(value)}")
 
 
 def provider_from_model(model: str | None) -> Provider | None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ConfigDict
 
-from ._internal.arguments import optional_text, string, type_name
+from ._internal.arguments import optional_text, shown, string, type_name
 from ._internal.options import FieldErrorModel
 from ._internal.regex_search import grep
 from .errors import ArtifactNotFoundError, ConfigError
@@ -286,10 +286,11 @@ def _line_range(lines: str | tuple[int, int], total: int) -> tuple[int, int]:
                 f"lines must be a string such as '120-180', got {type(lines).__name__}"
             )
         digits = f"(\\d{{1,{_MAX_LINE_DIGITS}}})"
-        match = re.fullmatch(rf"\s*{digits}\s*(?:[-:,]\s*{digits}?\s*)?", str(lines)[:100])
+        text = lines if isinstance(lines, str) else shown(lines)
+        match = re.fullmatch(rf"\s*{digits}\s*(?:[-:,]\s*{digits}?\s*)?", text[:100])
         if match is None:
             raise ConfigError(
-                f"lines={_clipped(repr(lines), 80)}: expected 'START-END' (1-based, inclusive, "
+                f"lines={_clipped(shown(lines), 80)}: expected 'START-END' (1-based, inclusive, "
                 "e.g. '120-180'), 'START-' for the rest, or a single line number (at most "
                 f"{_MAX_LINE_DIGITS} digits each)"
             )
@@ -477,7 +478,9 @@ def _read_artifact_with(
     )
     pages = _pages(selected, max_chars)
     if page > len(pages):
-        raise ConfigError(f"page={page} is past the end: the selection has {len(pages)} pages")
+        raise ConfigError(
+            f"page={shown(page)} is past the end: the selection has {len(pages)} pages"
+        )
     return Retrieval(
         artifact=artifact,
         selector=selector,
@@ -538,15 +541,15 @@ def _check_read(
     if len(chosen) > 1:
         raise ConfigError(f"give at most one of lines, regex and json_path, not {chosen}")
     if isinstance(page, bool) or not isinstance(page, int) or page < 1:
-        raise ConfigError(f"page must be an int >= 1, got {_clipped(repr(page), 80)}")
+        raise ConfigError(f"page must be an int >= 1, got {_clipped(shown(page), 80)}")
     if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
-        raise ConfigError(f"max_chars must be a positive int, got {max_chars!r}")
+        raise ConfigError(f"max_chars must be a positive int, got {_clipped(shown(max_chars), 80)}")
     if isinstance(context, bool) or not isinstance(context, int) or context < 0:
-        raise ConfigError(f"context must be an int >= 0, got {_clipped(repr(context), 80)}")
+        raise ConfigError(f"context must be an int >= 0, got {_clipped(shown(context), 80)}")
     if context > MAX_CONTEXT:
         raise ConfigError(
-            f"context={context} is more than {MAX_CONTEXT} lines; ask for less context, or read "
-            "a line range with lines='START-END'"
+            f"context={shown(context)} is more than {MAX_CONTEXT} lines; ask for less context, "
+            "or read a line range with lines='START-END'"
         )
     optional_text(regex, "regex")
     optional_text(json_path, "json_path")

@@ -1083,6 +1083,92 @@ SMALL_CASES = [
         "window",
     ),
     case(
+        "decide_loading(share=10**400)",
+        lambda: decide_loading("Fix the crash", ".", window=1000, share=10**400),
+        ConfigError,
+        "share",
+        "finite number",
+    ),
+    # Ints with more digits than Python writes as text: named by their size, not a ValueError
+    # from the repr() that quoted them in the message.
+    case(
+        "pack(budget=10**5000)",
+        lambda: ctxpack_pack([USER], budget=10**5000),
+        ConfigError,
+        "budget",
+        "an int of 16610 bits",
+    ),
+    case(
+        "pack(reserve=10**5000)",
+        lambda: ctxpack_pack([USER], budget=100, reserve=10**5000),
+        ConfigError,
+        "reserve",
+    ),
+    case(
+        "pack(redact_secrets=10**5000)",
+        lambda: ctxpack_pack([USER], budget=100, redact_secrets=10**5000),  # type: ignore[arg-type]
+        ConfigError,
+        "redact_secrets",
+    ),
+    case(
+        "pack(provider=10**5000)",
+        lambda: ctxpack_pack([USER], budget=100, provider=10**5000),  # type: ignore[arg-type]
+        ConfigError,
+        "provider",
+    ),
+    case(
+        "pack(role=10**5000)",
+        lambda: ctxpack_pack([{"role": 10**5000, "content": "hi"}], budget=100),
+        InvalidMessageError,
+        "message 0",
+        "role",
+    ),
+    case(
+        "ensure_messages(role=10**5000)",
+        lambda: ensure_messages([{"role": 10**5000, "content": "hi"}]),
+        InvalidMessageError,
+        "message 0",
+        "role an int of 16610 bits",
+    ),
+    case(
+        "Session(filter_when=10**5000)",
+        lambda: Session(filter_when=10**5000),  # type: ignore[arg-type]
+        ConfigError,
+        "filter_when",
+    ),
+    case(
+        "Session(store_secrets=[10**5000])",
+        lambda: Session(store_secrets=[10**5000]),  # type: ignore[arg-type]
+        ConfigError,
+        "store_secrets",
+        "a list holding an int too long",
+    ),
+    case(
+        "Session.render(budget=10**5000)",
+        lambda: _session().render(10**5000),
+        ConfigError,
+        "budget",
+    ),
+    case(
+        "simulate(ttl=10**5000)",
+        lambda: simulate_bill([[USER]], price=price("gpt-4o"), ttl=10**5000),  # type: ignore[arg-type]
+        ConfigError,
+        "ttl",
+    ),
+    case("SQLiteStore(ttl=10**5000)", lambda: SQLiteStore(ttl=10**5000), ConfigError, "ttl"),
+    case(
+        "MemoryStore().load(10**5000)",
+        lambda: MemoryStore().load(10**5000),  # type: ignore[arg-type]
+        ConfigError,
+        "session_id",
+    ),
+    case(
+        "grep(engine=10**5000)",
+        lambda: grep(".", "x", engine=10**5000),  # type: ignore[arg-type]
+        ConfigError,
+        "engine",
+    ),
+    case(
         "anthropic_approx_counter(nan)",
         lambda: anthropic_approx_counter(math.nan),
         ConfigError,

@@ -44,6 +44,7 @@ __all__ = [
     "number",
     "optional_text",
     "os_path",
+    "shown",
     "string",
     "strings",
     "tokens",
@@ -71,6 +72,18 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def type_name(value: Any) -> str:
     return "None" if value is None else type(value).__name__
+
+
+def shown(value: Any) -> str:
+    """``repr(value)`` for an error message; where ``repr()`` itself would fail (an int with more
+    digits than Python writes as text, or a list holding one), what the value is instead, so that
+    the error naming the argument is raised rather than Python's ``ValueError`` about digits."""
+    if isinstance(value, int) and not writable_int(value):
+        return f"an int of {value.bit_length()} bits"
+    try:
+        return repr(value)
+    except ValueError:
+        return f"a {type_name(value)} holding an int too long to write as text"
 
 
 def json_type_name(value: Any) -> str:
@@ -298,13 +311,13 @@ def openai_api(value: Any) -> Literal["chat", "responses"]:
         return "chat"
     if value == "responses":
         return "responses"
-    raise ConfigError(f'api must be "chat" or "responses", got {value!r}')
+    raise ConfigError(f'api must be "chat" or "responses", got {shown(value)}')
 
 
 def flag(value: Any, argument: str) -> bool:
     """``value`` if it is ``True`` or ``False`` (a truthy string is not a yes)."""
     if not isinstance(value, bool):
-        raise ConfigError(f"{argument} must be True or False, got {value!r}")
+        raise ConfigError(f"{argument} must be True or False, got {shown(value)}")
     return value
 
 
@@ -317,11 +330,11 @@ def tokens(value: Any, argument: str, *, minimum: int = 1, unit: str = "tokens")
     """``value`` if it is an int (not a bool) of at least ``minimum`` (``unit``, for the
     message)."""
     if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= MOST:
-        shown = repr(value) if isinstance(value, (int, float, str)) else type_name(value)
+        got = shown(value) if isinstance(value, (int, float, str)) else type_name(value)
         if isinstance(value, int) and value > MOST:
-            shown = f"an int of {value.bit_length()} bits"
+            got = f"an int of {value.bit_length()} bits"
         wanted = "a positive int" if minimum == 1 else f"an int >= {minimum}"
-        raise ConfigError(f"{argument} must be {wanted} up to 2**53 ({unit}), got {shown}")
+        raise ConfigError(f"{argument} must be {wanted} up to 2**53 ({unit}), got {got}")
     return value
 
 
@@ -537,12 +550,20 @@ def number(value: Any, argument: str, *, minimum: float = 0.0) -> float:
     if (
         isinstance(value, bool)
         or not isinstance(value, (int, float))
-        or not math.isfinite(value)
+        or not _fits_float(value)
         or value < minimum
     ):
-        shown = repr(value) if isinstance(value, (int, float, str)) else type_name(value)
-        raise ConfigError(f"{argument} must be a finite number >= {minimum:g}, got {shown}")
+        got = shown(value) if isinstance(value, (int, float, str)) else type_name(value)
+        raise ConfigError(f"{argument} must be a finite number >= {minimum:g}, got {got}")
     return value
+
+
+def _fits_float(value: float) -> bool:
+    """Whether ``value`` is finite, as a float (an int too large for one is not)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def weights(value: Any, argument: str) -> dict[str, float]:
@@ -561,11 +582,7 @@ def weights(value: Any, argument: str) -> dict[str, float]:
 
 def finite(value: float, argument: str) -> float:
     """``value`` if it is a finite number (an int too large for a float is not)."""
-    try:
-        ok = math.isfinite(value)
-    except OverflowError:
-        ok = False
-    if not ok:
+    if not _fits_float(value):
         shown = "an int too large for a float" if isinstance(value, int) else repr(value)
         raise ConfigError(f"{argument} must be a finite number, got {shown}")
     return value

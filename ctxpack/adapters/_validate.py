@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._internal.arguments import flag, json_type_name
+from .._internal.arguments import flag, json_type_name, shown
 from .._internal.part_texts import is_provider_tool_result
 from .._internal.reasoning import check_reasoning
 from .._internal.tool_items import SERVER_ITEMS
@@ -206,7 +206,7 @@ def check_openai_message(entry: Any, index: int) -> None:
             "role",
         )
     if role not in OPENAI_ROLES:
-        raise _fail(f"{role!r} is not one of {', '.join(OPENAI_ROLES)}", index, "role")
+        raise _fail(f"{shown(role)} is not one of {', '.join(OPENAI_ROLES)}", index, "role")
     if "name" in entry and not isinstance(entry["name"], str):
         raise _fail(f"must be a string, got {json_type_name(entry['name'])}", index, "name")
     calls = entry.get("tool_calls")
@@ -227,7 +227,7 @@ def check_openai_message(entry: Any, index: int) -> None:
             _require_str(call, "id", index, f"{field}.id", empty=False)
             kind = call.get("type", "function")
             if kind not in ("function", "custom"):
-                raise _fail(f"{kind!r} is not 'function' or 'custom'", index, f"{field}.type")
+                raise _fail(f"{shown(kind)} is not 'function' or 'custom'", index, f"{field}.type")
             if kind not in call:
                 raise _fail("is missing", index, f"{field}.{kind}")
             _check_openai_function(call[kind], index, f"{field}.{kind}", custom=kind == "custom")
@@ -386,7 +386,9 @@ def _check_source(source: Any, kind: str, index: int | None, field: str) -> None
     elif stype == "file":
         _require_str(source, "file_id", index, f"{field}.file_id")
     elif stype != "content":
-        raise _fail(f"{stype!r} is not a source type (base64, url, file)", index, f"{field}.type")
+        raise _fail(
+            f"{shown(stype)} is not a source type (base64, url, file)", index, f"{field}.type"
+        )
 
 
 def _check_anthropic_block(block: Any, index: int | None, field: str, role: str) -> str:
@@ -486,7 +488,7 @@ def _check_anthropic_message(entry: Any, index: int) -> None:
             "role",
         )
     if role not in ANTHROPIC_ROLES:
-        raise _fail(f"{role!r} is not one of user, assistant", index, "role")
+        raise _fail(f"{shown(role)} is not one of user, assistant", index, "role")
     if "content" not in entry or entry["content"] is None:
         raise _fail("is missing", index, "content")
     content = entry["content"]

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict
 
-from .._internal.arguments import string, strings
+from .._internal.arguments import shown, string, strings
 from .._internal.arguments import tokens as check_tokens
 from .._internal.options import FieldErrorModel
 from .._internal.paths import check_relative
@@ -122,7 +122,7 @@ def grep(
         raise ConfigError(f"invalid regular expression {pattern!r}: {exc}") from exc
     files = _relative(paths, base) if paths is not None else list_files(base)
     if engine not in ("auto", "ripgrep", "python"):
-        raise ConfigError(f"engine must be 'auto', 'ripgrep' or 'python', got {engine!r}")
+        raise ConfigError(f"engine must be 'auto', 'ripgrep' or 'python', got {shown(engine)}")
     rg = ripgrep_path() if engine != "python" and _argument_for_rg(pattern) else None
     if engine == "ripgrep" and rg is None:
         if not _argument_for_rg(pattern):

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
-from .._internal.arguments import MOST, finite, keyword_checked, tool_definitions
+from .._internal.arguments import MOST, finite, keyword_checked, shown, tool_definitions
 from .._internal.arguments import tokens as check_tokens
 from .._internal.encodings import model_encoding
 from .._internal.options import CheckedModel, FieldErrorModel, invalid_option
@@ -312,9 +312,9 @@ def _check_options(
 ) -> None:
     """Refuse :func:`simulate`'s options that are out of range, before anything is billed."""
     if not isinstance(ttl, str) or ttl not in TTL_SECONDS:
-        raise ConfigError(f"ttl must be '5m' or '1h', got {ttl!r}")
+        raise ConfigError(f"ttl must be '5m' or '1h', got {shown(ttl)}")
     if cache_points not in ("request", "message"):
-        raise ConfigError(f"cache_points must be 'request' or 'message', got {cache_points!r}")
+        raise ConfigError(f"cache_points must be 'request' or 'message', got {shown(cache_points)}")
     if min_cacheable_tokens is not None:
         check_tokens(min_cacheable_tokens, "min_cacheable_tokens", minimum=0)
     if lookback is not None:

@@ -28,6 +28,7 @@ from .._internal.arguments import (
     check_nesting,
     check_text,
     message_items,
+    shown,
     too_long_int_text,
 )
 from .._internal.options import FieldErrorModel
@@ -542,7 +543,7 @@ def from_mapping(index: int, data: Mapping[str, Any]) -> Message:
         raise InvalidMessageError("role is missing", index=index, field="role")
     if not isinstance(role, str) or role not in ROLES:
         raise InvalidMessageError(
-            f"role {role!r} is not one of {', '.join(ROLES)}", index=index, field="role"
+            f"role {shown(role)} is not one of {', '.join(ROLES)}", index=index, field="role"
         )
     if "id" in data and data["id"] is not None and not isinstance(data["id"], str):
         raise InvalidMessageError(

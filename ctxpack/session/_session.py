@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
-from .._internal.arguments import flag, guesses, keyword_checked, message_items, openai_api
+from .._internal.arguments import (
+    flag,
+    guesses,
+    keyword_checked,
+    message_items,
+    openai_api,
+    shown,
+)
 from .._internal.options import invalid_option
 from ..errors import ConfigError, InvalidMessageError
 from ..filters import OutputFilter, ToolOutputFilter
@@ -211,7 +218,9 @@ class Session(Arrival, Rendering):
         flag_injections: bool | Literal["quarantine"] = True,
     ) -> None:
         if filter_when not in ("arrival", "answered"):
-            raise ConfigError(f"filter_when must be 'arrival' or 'answered', got {filter_when!r}")
+            raise ConfigError(
+                f"filter_when must be 'arrival' or 'answered', got {shown(filter_when)}"
+            )
         self.filter_when = filter_when
         self.supersede_batch = _supersede_batch(supersede_batch)
         self.model = model

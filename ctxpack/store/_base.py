@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
-from .._internal.arguments import sendable
+from .._internal.arguments import sendable, shown
 from ..errors import ConfigError, StoreError
 
 __all__ = [
@@ -193,7 +193,7 @@ def check_unicode(text: str, name: str) -> str:
 def check_session_id(session_id: object) -> str:
     """``session_id`` if it is a usable id: a non-empty str of at most 256 characters."""
     if not isinstance(session_id, str) or not session_id:
-        raise ConfigError(f"session_id must be a non-empty str, got {session_id!r}")
+        raise ConfigError(f"session_id must be a non-empty str, got {shown(session_id)}")
     if len(session_id) > MAX_SESSION_ID_CHARS:
         raise ConfigError(
             f"session_id has {len(session_id)} characters; at most {MAX_SESSION_ID_CHARS}"
@@ -257,7 +257,7 @@ def check_ttl(ttl: object) -> float | None:
         return None
     seconds = _seconds(ttl)
     if seconds is None or not seconds > 0:
-        raise ConfigError(f"ttl must be a positive number of seconds or None, got {ttl!r}")
+        raise ConfigError(f"ttl must be a positive number of seconds or None, got {shown(ttl)}")
     return seconds
 
 
@@ -265,7 +265,7 @@ def check_timeout(timeout: object) -> float:
     """``timeout`` in seconds if valid: a finite number >= 0."""
     seconds = _seconds(timeout)
     if seconds is None or seconds < 0:
-        raise ConfigError(f"timeout must be a finite number of seconds >= 0, got {timeout!r}")
+        raise ConfigError(f"timeout must be a finite number of seconds >= 0, got {shown(timeout)}")
     return seconds
 
 
