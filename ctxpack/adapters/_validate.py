@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._internal.arguments import flag, json_type_name, shown
+from .._internal.arguments import MAX_NESTING, flag, json_problem, json_type_name, shown
 from .._internal.part_texts import is_provider_tool_result
 from .._internal.reasoning import check_reasoning
 from .._internal.tool_items import SERVER_ITEMS
@@ -391,6 +391,27 @@ def _check_source(source: Any, kind: str, index: int | None, field: str) -> None
         )
 
 
+def _check_tool_use(block: Mapping[str, Any], kind: str, index: int | None, field: str) -> None:
+    """A tool call block: its id, its name and its input object."""
+    _require_str(block, "id", index, f"{field}.id")
+    _require_str(block, "name", index, f"{field}.name")
+    if "input" not in block:
+        raise _fail(f"a {kind} block needs its input object", index, f"{field}.input")
+    if not isinstance(block["input"], Mapping):
+        raise _fail(
+            f"must be an object, got {json_type_name(block['input'])}", index, f"{field}.input"
+        )
+    # The input becomes the call's JSON arguments (and is sent back as it came).
+    problem = json_problem(block["input"], "input", exact=False, limit=MAX_NESTING, utf8=True)
+    if problem is not None:
+        raise _fail(
+            f"holds {problem}; a tool's input is sent as JSON, which holds only strings (valid "
+            "Unicode), finite numbers, booleans, null, lists and objects with string keys",
+            index,
+            f"{field}.input",
+        )
+
+
 def _check_anthropic_block(block: Any, index: int | None, field: str, role: str) -> str:
     kind = _typed_entry(block, "block", list(ANTHROPIC_BLOCKS), index, field)
     allowed = ANTHROPIC_BLOCKS[kind]
@@ -422,14 +443,7 @@ def _check_anthropic_block(block: Any, index: int | None, field: str, role: str)
                     f"{field}.content[{k}].type",
                 )
     elif kind in ("tool_use", "server_tool_use", "mcp_tool_use"):
-        _require_str(block, "id", index, f"{field}.id")
-        _require_str(block, "name", index, f"{field}.name")
-        if "input" not in block:
-            raise _fail(f"a {kind} block needs its input object", index, f"{field}.input")
-        if not isinstance(block["input"], Mapping):
-            raise _fail(
-                f"must be an object, got {json_type_name(block['input'])}", index, f"{field}.input"
-            )
+        _check_tool_use(block, kind, index, field)
     elif kind == "tool_result":
         _require_str(block, "tool_use_id", index, f"{field}.tool_use_id")
         if "is_error" in block and not isinstance(block["is_error"], bool):
@@ -438,7 +452,9 @@ def _check_anthropic_block(block: Any, index: int | None, field: str, role: str)
         if isinstance(inner, list):
             for k, sub in enumerate(inner):
                 sub_field = f"{field}.content[{k}]"
-                if isinstance(sub, Mapping) and sub.get("type") in _RESULT_ONLY_BLOCKS:
+                # A type that is not a string (a list) is named by the block check below.
+                sub_type = sub.get("type") if isinstance(sub, Mapping) else None
+                if isinstance(sub_type, str) and sub_type in _RESULT_ONLY_BLOCKS:
                     _check_result_only(sub, index, sub_field)
                     continue
                 sub_kind = _check_anthropic_block(sub, index, sub_field, "user")

@@ -548,6 +548,49 @@ ANTHROPIC: list[Case] = [
         "must be an object, got str",
     ),
     Case(
+        "tool_use input holding bytes",
+        _messages(_USER, {"role": "assistant", "content": [{**_TOOL_USE, "input": {"q": b"x"}}]}),
+        1,
+        "content[0].input",
+        "input.q: a bytes value",
+    ),
+    Case(
+        "tool_use input holding NaN",
+        _messages(
+            _USER, {"role": "assistant", "content": [{**_TOOL_USE, "input": {"n": float("nan")}}]}
+        ),
+        1,
+        "content[0].input",
+        "input.n: nan",
+    ),
+    Case(
+        "tool_use input holding a lone surrogate",
+        _messages(
+            _USER, {"role": "assistant", "content": [{**_TOOL_USE, "input": {"q": ["\ud800"]}}]}
+        ),
+        1,
+        "content[0].input",
+        "input.q[0]: a string holding a lone surrogate",
+    ),
+    Case(
+        "tool_result content block with a list as its type",
+        _messages(
+            _USER,
+            {"role": "assistant", "content": [_TOOL_USE]},
+            {"role": "user", "content": [{**_RESULT, "content": [{"type": ["text"]}]}]},
+        ),
+        2,
+        "content[0].content[0].type",
+        "needs a string type",
+    ),
+    Case(
+        "role an int too long to write",
+        _messages({"role": 10**5000, "content": "hi"}),
+        0,
+        "role",
+        "an int of 16610 bits is not one of",
+    ),
+    Case(
         "tool_use without id",
         _messages(
             _USER,
