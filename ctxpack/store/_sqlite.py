@@ -76,7 +76,14 @@ class SQLiteFile:
     def _unwritable(self) -> bool:
         if self.path == ":memory:":
             return False
-        target = Path(self.path)
+        try:
+            return self._unwritable_file(Path(self.path))
+        except OSError as exc:  # a name too long, a folder that cannot be read
+            raise StoreError(
+                f"the path cannot be opened: {exc.strerror or exc}", url=self.url, operation="open"
+            ) from exc
+
+    def _unwritable_file(self, target: Path) -> bool:
         if target.is_dir():
             raise StoreError(
                 "the path is a folder; give a database file inside it",

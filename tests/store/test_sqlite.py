@@ -95,6 +95,12 @@ def test_a_folder_or_a_missing_folder_is_named(tmp_path: Path) -> None:
         SQLiteStore(tmp_path / "missing" / "sessions.db")
 
 
+def test_a_path_the_system_refuses_is_a_store_error(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="File name too long") as info:
+        SQLiteStore(tmp_path / ("x" * 300))
+    assert "open" in str(info.value)
+
+
 def test_a_file_that_is_not_a_database_is_named(tmp_path: Path) -> None:
     path = tmp_path / "notes.txt"
     path.write_text("these are notes, not a database " * 100)
