@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import ConfigDict
 
-from ._internal.arguments import number
+from ._internal.arguments import number, shown
 from ._internal.images import image_rule
 from ._internal.options import FieldErrorModel
 from .adapters import from_anthropic
@@ -213,7 +213,7 @@ def billed_input_tokens(usage: Mapping[str, Any] | Any) -> int:
         if value is None:
             continue
         if not isinstance(value, int) or value < 0:
-            raise ConfigError(f"usage.{key} must be a non-negative int, got {value!r}")
+            raise ConfigError(f"usage.{key} must be a non-negative int, got {shown(value)}")
         total += value
     return total
 

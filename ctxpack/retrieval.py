@@ -317,7 +317,7 @@ _PATH_TOKEN = re.compile(r"\.([A-Za-z_][\w-]*)|\[(\d+|\*)\]|\[\s*['\"](.*?)['\"]
 def _json_steps(path: str) -> list[str | int | None]:
     """``$.a.b[0]['c d'][*]`` -> ``["a", "b", 0, "c d", None]`` (``None`` is a wildcard)."""
     if not isinstance(path, str):
-        raise ConfigError(f"json_path must be a string such as '$.items[0]', got {path!r}")
+        raise ConfigError(f"json_path must be a string such as '$.items[0]', got {shown(path)}")
     rest = path.strip()
     if rest.startswith("$"):
         rest = rest[1:]

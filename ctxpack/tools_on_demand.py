@@ -18,7 +18,7 @@ import json
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from ._internal.arguments import tool_definitions
+from ._internal.arguments import shown, tool_definitions
 from ._internal.jsontext import read_json
 from .errors import ConfigError
 from .providers import (
@@ -119,7 +119,7 @@ def _on_demand(
     a request that forces a tool (``tool_choice``) has the model call it at once, with no turn
     to load its definition, so a stub's open schema would leave its arguments to guesses."""
     if provider not in ("openai", "anthropic"):
-        raise ConfigError(f"provider must be 'openai' or 'anthropic', got {provider!r}")
+        raise ConfigError(f"provider must be 'openai' or 'anthropic', got {shown(provider)}")
     tools = tool_definitions(tools)  # a ConfigError naming the bad definition
     # The Responses API refuses a Chat Completions function: given its flat shape, the stubs
     # and describe_tool take it too.

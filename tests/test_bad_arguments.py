@@ -1155,6 +1155,12 @@ SMALL_CASES = [
         ConfigError,
         "ttl",
     ),
+    case(
+        "wrap_openai(budget=10**5000)",
+        lambda: wrap_openai(_fake_client(), budget=10**5000),
+        ConfigError,
+        "budget",
+    ),
     case("SQLiteStore(ttl=10**5000)", lambda: SQLiteStore(ttl=10**5000), ConfigError, "ttl"),
     case(
         "MemoryStore().load(10**5000)",

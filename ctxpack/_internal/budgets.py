@@ -12,6 +12,7 @@ import warnings
 from typing import Any
 
 from ..errors import ConfigError
+from .arguments import shown, tokens
 
 __all__ = ["check_limits", "pack_limits"]
 
@@ -28,10 +29,8 @@ def check_limits(owner: str, window: Any, budget: Any, reserve: Any) -> None:
             "budget= (the most the prompt may take, as in pack())"
         )
     for name, value in (("window", window), ("budget", budget)):
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int) or value < 1
-        ):
-            raise ConfigError(f"{name} must be a positive int, got {value!r}")
+        if value is not None:
+            tokens(value, name)
     if window is not None and budget is not None and budget > window:
         # The tighter limit holds, so such a budget would never apply: most likely the two were
         # swapped, or budget= is the old spelling of the window.
@@ -44,7 +43,7 @@ def check_limits(owner: str, window: Any, budget: Any, reserve: Any) -> None:
     if isinstance(reserve, bool) or not isinstance(reserve, int) or not 0 <= reserve < smallest:
         raise ConfigError(
             f"reserve must be an int in [0, {'budget' if smallest == budget else 'window'}), "
-            f"got {reserve!r}"
+            f"got {shown(reserve)}"
         )
     if window is None:
         warnings.warn(

@@ -8,6 +8,7 @@ from difflib import get_close_matches
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
+from .arguments import shown
 
 if TYPE_CHECKING:
     from ..pipeline import Stage
@@ -39,7 +40,7 @@ def _declared(stage: object, attribute: str, step: str) -> frozenset[str]:
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
         raise ConfigError(
             f"step {step!r} ({type(stage).__name__}): {attribute} must be a collection of signal "
-            f"names, such as frozenset({{'relevance'}}), got {value!r}"
+            f"names, such as frozenset({{'relevance'}}), got {shown(value)}"
         )
     names = frozenset(value)
     bad = sorted(repr(n) for n in names if not isinstance(n, str) or not n)

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 from pydantic import ConfigDict
 
-from .._internal.arguments import flag, item_list, number, optional_text, string, tokens
+from .._internal.arguments import flag, item_list, number, optional_text, shown, string, tokens
 from .._internal.options import FieldErrorModel
 from ..errors import ConfigError
 from ..store import ArtifactStore, artifact_id, check_artifact_store
@@ -169,9 +169,9 @@ class ToolOutputFilter:
                     "detect(output) -> float and extract(output) -> Extract | None"
                 )
         if isinstance(min_chars, bool) or not isinstance(min_chars, int) or min_chars < 0:
-            raise ConfigError(f"min_chars must be an int >= 0, got {min_chars!r}")
+            raise ConfigError(f"min_chars must be an int >= 0, got {shown(min_chars)}")
         if not number(min_saving, "min_saving") < 1:
-            raise ConfigError(f"min_saving must be in [0, 1), got {min_saving!r}")
+            raise ConfigError(f"min_saving must be in [0, 1), got {shown(min_saving)}")
         self.filters = chosen
         self.min_chars = min_chars
         self.min_saving = min_saving

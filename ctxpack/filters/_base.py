@@ -15,7 +15,7 @@ from functools import cached_property
 from numbers import Integral
 from typing import Protocol, runtime_checkable
 
-from .._internal.arguments import optional_text, string, strings
+from .._internal.arguments import optional_text, shown, string, strings
 from ..errors import ConfigError
 from ..signals.stop_words import GOAL_STOP_WORDS
 
@@ -202,7 +202,7 @@ def _checked_assembly(
     indices = set(keep)
     wrong = next((i for i in indices if not _is_index(i)), None)
     if wrong is not None:
-        raise ConfigError(f"keep must hold line indices (ints), got {wrong!r}")
+        raise ConfigError(f"keep must hold line indices (ints), got {shown(wrong)}")
     kept = sorted(int(i) for i in indices)
     if kept and not (kept[0] >= 0 and kept[-1] < len(output.lines)):
         raise ConfigError(

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._internal.arguments import message_items, string, tool_list
+from .._internal.arguments import message_items, shown, string, tool_list
 from .._internal.budgets import pack_limits
 from .._internal.named import named
 from ..adapters import from_anthropic
@@ -66,7 +66,7 @@ class _Packer:
             value = kwargs.get(key)
             if _given(value):
                 if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                    raise ConfigError(f"{key} must be a non-negative int, got {value!r}")
+                    raise ConfigError(f"{key} must be a non-negative int, got {shown(value)}")
                 return value
         return 0
 

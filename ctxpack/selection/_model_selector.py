@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from .._internal.arguments import nonblank
+from .._internal.arguments import nonblank, shown
 from .._internal.arguments import tokens as check_tokens
 from .._internal.paths import shown_path
 from ..errors import ConfigError, SelectionError
@@ -171,7 +171,7 @@ class ModelSelector:
         if provider is None:
             provider = provider_from_client(client)
         elif provider not in ("openai", "anthropic"):
-            raise ConfigError(f"provider must be 'openai' or 'anthropic', got {provider!r}")
+            raise ConfigError(f"provider must be 'openai' or 'anthropic', got {shown(provider)}")
         self.client = client
         # Sent as the request's model and shown in every decision: None would reach the API.
         self.model = nonblank(model, "model")

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._internal.arguments import string
+from .._internal.arguments import shown, string
 from .._internal.arguments import tokens as check_tokens
 from ..code import Engine, grep, ripgrep_path, searchable
 from ..errors import ConfigError
@@ -78,7 +78,7 @@ class FileSearch:
         self, root: Path, files: Sequence[str], *, engine: Engine = "auto", max_bytes: int
     ) -> None:
         if engine not in ("auto", "ripgrep", "python"):
-            raise ConfigError(f"engine must be 'auto', 'ripgrep' or 'python', got {engine!r}")
+            raise ConfigError(f"engine must be 'auto', 'ripgrep' or 'python', got {shown(engine)}")
         self.root = root
         self.files = list(files)
         self.max_bytes = max_bytes

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._internal.arguments import item_list, string, strings
+from .._internal.arguments import item_list, shown, string, strings
 from .._internal.paths import shown_path
 from ..code import Engine, is_binary, iter_lines, resolve_file, resolve_root, walk_files
 from ..errors import ConfigError, SelectionError, WorkspacePathError
@@ -127,20 +127,20 @@ class Workspace:
             ("max_listed_files", max_listed_files),
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{option} must be a positive int, got {value!r}")
+                raise ConfigError(f"{option} must be a positive int, got {shown(value)}")
         if (
             isinstance(match_context, bool)
             or not isinstance(match_context, int)
             or match_context < 0
         ):
-            raise ConfigError(f"match_context must be an int >= 0, got {match_context!r}")
+            raise ConfigError(f"match_context must be an int >= 0, got {shown(match_context)}")
         self.max_file_bytes = max_file_bytes
         self.max_passage_lines = max_passage_lines
         self.match_context = match_context
         self.max_matches = max_matches
         self.max_listed_files = max_listed_files
         if search not in ("auto", "ripgrep", "python"):
-            raise ConfigError(f"search must be 'auto', 'ripgrep' or 'python', got {search!r}")
+            raise ConfigError(f"search must be 'auto', 'ripgrep' or 'python', got {shown(search)}")
         self.search_engine: Engine = search
         self._notes: list[str] = []
         self._files: list[str] | None = None
@@ -177,7 +177,7 @@ class Workspace:
         if not isinstance(session, Session):
             raise ConfigError(f"session must be a Session, got {type(session).__name__}")
         if record not in ("compact", "transcript"):
-            raise ConfigError(f"record must be 'compact' or 'transcript', got {record!r}")
+            raise ConfigError(f"record must be 'compact' or 'transcript', got {shown(record)}")
         messages = session.compact() if record == "compact" else session.transcript()
         options.setdefault("counter", session.counter)
         return cls(messages, root, session.store, **options)

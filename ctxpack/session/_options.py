@@ -5,6 +5,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 
+from .._internal.arguments import shown
 from ..errors import ConfigError
 from ..filters import OutputFilter, ToolOutputFilter
 from ..managed import WindowPolicy
@@ -51,7 +52,9 @@ def _window_policy(
 
 def _supersede_batch(value: int | None) -> int | None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ConfigError(f"supersede_batch must be a positive int (tokens) or None, got {value!r}")
+        raise ConfigError(
+            f"supersede_batch must be a positive int (tokens) or None, got {shown(value)}"
+        )
     return value
 
 

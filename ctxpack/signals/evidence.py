@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from .._internal.arguments import shown
 from ..caches import memoize
 from ..errors import ConfigError
 
@@ -76,7 +77,7 @@ def evidence_term_set(text: str, sep: str = "\n") -> set[str]:
     most of an earlier one's pieces (a managed window's digest, written again at each
     compaction) reads only its new ones."""
     if sep not in ("\n", " "):
-        raise ConfigError(f"sep must be a line break or a space, got {sep!r}")
+        raise ConfigError(f"sep must be a line break or a space, got {shown(sep)}")
     return {term for piece in text.split(sep) for _, term in _labelled(piece)}
 
 

@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Literal, get_args
 import numpy as np
 from pydantic import Field
 
-from .._internal.arguments import optional_text, string
+from .._internal.arguments import optional_text, shown, string
 from .._internal.arguments import tokens as check_tokens
 from ..caches import LRUCache
 from ..errors import ConfigError
@@ -371,7 +371,7 @@ def compress_lines(
     if proper_nouns not in _PROPER_NOUN_MODES:
         raise ConfigError(
             f"proper_nouns must be one of {', '.join(map(repr, _PROPER_NOUN_MODES))}, "
-            f"got {proper_nouns!r}"
+            f"got {shown(proper_nouns)}"
         )
     lines = text.splitlines()
     if sum(1 for line in lines if line.strip()) <= max_lines:

@@ -203,7 +203,7 @@ def check_session_id(session_id: object) -> str:
 
 def check_version(version: object) -> int:
     if isinstance(version, bool) or not isinstance(version, int) or version < 0:
-        raise ConfigError(f"version must be an int >= 0, got {version!r}")
+        raise ConfigError(f"version must be an int >= 0, got {shown(version)}")
     return version
 
 

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
+from .._internal.arguments import shown
 from ..errors import ArtifactNotFoundError, ConfigError, StoreConflictError, StoreError
 from ._base import (
     StoredSession,
@@ -92,7 +93,7 @@ def _pool_size(value: Any) -> int:
         or not 1 <= value < 2**31
         or value != int(value)
     ):
-        raise ConfigError(f"pool_size must be an int >= 1, got {value!r}")
+        raise ConfigError(f"pool_size must be an int >= 1, got {shown(value)}")
     return int(value)
 
 

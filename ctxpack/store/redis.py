@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from .._internal.arguments import shown
 from ..errors import ArtifactNotFoundError, ConfigError, StoreConflictError, StoreError
 from ._base import (
     StoredSession,
@@ -80,7 +81,9 @@ class _Common:
         timeout = settings.get("timeout", 10.0)
         self.prefix = str(settings.get("prefix", "ctxpack"))
         if not self.prefix or "{" in self.prefix or "}" in self.prefix:
-            raise ConfigError(f"prefix must be a non-empty str without braces, got {self.prefix!r}")
+            raise ConfigError(
+                f"prefix must be a non-empty str without braces, got {shown(self.prefix)}"
+            )
         return address, timeout
 
     def _client_for(self, factory: Callable[..., Any], address: str, timeout: float) -> Any:
