@@ -19,8 +19,10 @@ from ._internal.arguments import (
     MOST,
     callback,
     keyword_checked,
+    number,
     optional_text,
     sendable,
+    shown,
     string,
     tool_definitions,
 )
@@ -218,10 +220,15 @@ class CharsPerTokenApproxCounter(_FramedCounter):
     def __init__(
         self, chars_per_token: float = 4.0, *, safety_margin: float = 1.0, name: str = "approx"
     ) -> None:
-        if not _is_number(chars_per_token) or not 0 < chars_per_token < math.inf:
-            raise ConfigError(f"chars_per_token must be a number > 0, got {chars_per_token!r}")
-        if not _is_number(safety_margin) or not 1.0 <= safety_margin < math.inf:
-            raise ConfigError(f"safety_margin must be a number >= 1.0, got {safety_margin!r}")
+        if (
+            isinstance(chars_per_token, bool)
+            or not isinstance(chars_per_token, (int, float))
+            or not 0 < chars_per_token < math.inf
+        ):
+            raise ConfigError(
+                f"chars_per_token must be a finite number > 0, got {shown(chars_per_token)}"
+            )
+        number(safety_margin, "safety_margin", minimum=1.0)
         super().__init__()
         self.chars_per_token = chars_per_token
         self.safety_margin = safety_margin
@@ -229,10 +236,6 @@ class CharsPerTokenApproxCounter(_FramedCounter):
 
     def _count_uncached(self, text: str) -> int:
         return math.ceil(len(text) / self.chars_per_token * self.safety_margin)
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 class CallableCounter(_FramedCounter):
@@ -276,11 +279,7 @@ class ScaledCounter(_FramedCounter):
     exact = False
 
     def __init__(self, base: _FramedCounter, factor: float, *, name: str) -> None:
-        if not _is_number(factor) or not 1.0 <= factor < math.inf:
-            raise ConfigError(
-                f"factor must be a finite number >= 1.0 so the margin errs on fitting, got "
-                f"{factor!r}"
-            )
+        number(factor, "factor (so that the margin errs on fitting)", minimum=1.0)
         super().__init__()
         self.base = base
         self.factor = factor
@@ -305,6 +304,7 @@ def anthropic_approx_counter(factor: float = ANTHROPIC_FACTOR) -> ScaledCounter:
     e.g. one that calls Anthropic's count-tokens endpoint, as ``counter=``. One counter per
     factor is shared by the process, so its counts stay cached between packs.
     """
+    number(factor, "factor", minimum=1.0)  # before the name quotes it: 10**5000 would fail
     counter = ScaledCounter(
         _shared_tiktoken_counter(DEFAULT_ENCODING),
         factor,

@@ -833,6 +833,13 @@ BAD_MESSAGES: list[tuple[str, Any, str]] = [
     ("name int", {"role": "user", "content": "x", "name": 5}, "name"),
     ("name lone surrogate", {"role": "user", "content": "x", "name": "\ud800"}, "name"),
     ("id int", {"role": "user", "content": "x", "id": 5}, "id"),
+    ("id lone surrogate", {"role": "user", "content": "x", "id": "\ud800"}, "id"),
+    (
+        "id lone surrogate, list content",
+        {"role": "user", "content": [{"type": "text", "text": "x"}], "id": "a\udfff"},
+        "id",
+    ),
+    ("source lone surrogate", {"role": "user", "content": "x", "source": "\ud800"}, "source"),
     ("priority NaN", {"role": "user", "content": "x", "priority": math.nan}, "priority"),
     ("priority inf", {"role": "user", "content": "x", "priority": math.inf}, "priority"),
     ("priority str", {"role": "user", "content": "x", "priority": "high"}, "priority"),

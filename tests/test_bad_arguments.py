@@ -84,6 +84,7 @@ from ctxpack.store import (
 )
 from ctxpack.testing import check_stage
 from ctxpack.tokens import (
+    CharsPerTokenApproxCounter,
     anthropic_approx_counter,
     encoding_for_model,
     get_counter,
@@ -1183,6 +1184,24 @@ SMALL_CASES = [
     case(
         "anthropic_approx_counter(inf)",
         lambda: anthropic_approx_counter(math.inf),
+        ConfigError,
+        "factor",
+    ),
+    case(
+        "CharsPerTokenApproxCounter(-10**5000)",
+        lambda: CharsPerTokenApproxCounter(-(10**5000)),
+        ConfigError,
+        "chars_per_token",
+    ),
+    case(
+        "CharsPerTokenApproxCounter(safety_margin=10**5000)",
+        lambda: CharsPerTokenApproxCounter(safety_margin=10**5000),
+        ConfigError,
+        "safety_margin",
+    ),
+    case(
+        "anthropic_approx_counter(-10**5000)",
+        lambda: anthropic_approx_counter(-(10**5000)),
         ConfigError,
         "factor",
     ),

@@ -244,6 +244,10 @@ def _check_values(message: Message) -> None:
             text = part.get("text")
             if isinstance(text, str):
                 check_text(text, f"content[{i}].text")
+    # An id and a source go into every record and request a message is part of.
+    check_text(message.id, "id")
+    if message.source is not None:
+        check_text(message.source, "source")
     if message.name is not None:
         check_text(message.name, "name")
     if message.tool_call_id is not None:

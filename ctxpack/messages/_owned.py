@@ -122,6 +122,7 @@ def _plain_message(item: Mapping[str, Any]) -> Message | None:
         # Text that may not be valid Unicode goes through validation, which names the problem.
         or not (content.isascii() or _valid_text(content))
         or not (name is None or name.isascii() or _valid_text(name))
+        or not (mid.isascii() or _valid_text(mid))
     ):
         return None
     # Every field, in declaration order (a test checks this equals the validated Message).
