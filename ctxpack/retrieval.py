@@ -80,7 +80,7 @@ def _arguments(call: Mapping[str, Any] | str) -> dict[str, Any]:
     elif (parts := tool_call_parts(call)) is not None:
         name, raw = parts
         if name != RETRIEVE_TOOL_NAME:
-            raise ConfigError(f"this call is to {name!r}, not to {RETRIEVE_TOOL_NAME!r}")
+            raise ConfigError(f"this call is to {shown(name)}, not to {RETRIEVE_TOOL_NAME!r}")
     else:
         raw = dict(call)
     if isinstance(raw, str):

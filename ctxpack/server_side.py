@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ._internal.arguments import type_name
+from ._internal.arguments import shown, type_name
 from .editing import COMPACTION_FLOOR
 from .errors import InvalidMessageError
 from .managed import WindowPolicy
@@ -210,11 +210,11 @@ def response_body(response: Any) -> tuple[Mapping[str, Any], bool]:
                 "blocks), which reports no context management"
             )
         elif "role" in body:
-            seen = f"its role is {_clipped_repr(body['role'])}, not 'assistant'"
+            seen = f"its role is {shown(body['role'], 80)}, not 'assistant'"
         elif not body:
             seen = "an empty object"
         else:
-            keys = _clipped_repr(sorted(map(str, body))[:8])
+            keys = shown(sorted(map(str, body))[:8], 80)
             seen = f"an object with neither role 'assistant' nor output items (keys {keys})"
     else:
         seen = f"got {type_name(response)}"
@@ -223,15 +223,9 @@ def response_body(response: Any) -> tuple[Mapping[str, Any], bool]:
     )
 
 
-def _clipped_repr(value: Any, limit: int = 80) -> str:
-    # A response may hold anything: its error names a piece of it, never all of it.
-    shown = repr(value)
-    return shown if len(shown) <= limit else shown[:limit] + "..."
-
-
 def _malformed(field: str, wanted: str, value: Any) -> InvalidMessageError:
-    shown = _clipped_repr(value) if isinstance(value, str) else type_name(value)
-    return InvalidMessageError(f"{field}: {wanted}, got {shown}", field=field)
+    got = shown(value, 80) if isinstance(value, str) else type_name(value)
+    return InvalidMessageError(f"{field}: {wanted}, got {got}", field=field)
 
 
 def _listed(body: Any, key: str, field: str) -> list[Any]:
@@ -252,7 +246,7 @@ def _count(edit: Mapping[str, Any], key: str, where: str, unit: str) -> int:
     value = edit.get(key) or 0
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InvalidMessageError(
-            f"{where}.{key}: a count of {unit}, an int >= 0, got {_clipped_repr(value)}",
+            f"{where}.{key}: a count of {unit}, an int >= 0, got {shown(value, 80)}",
             field=f"{where}.{key}",
         )
     return value

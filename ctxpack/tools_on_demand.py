@@ -209,7 +209,7 @@ def _arguments(call: Mapping[str, Any] | str) -> dict[str, Any]:
     if parts is not None:
         name, raw = parts
         if name != DESCRIBE_TOOL_NAME:
-            raise ConfigError(f"this call is to {name!r}, not to {DESCRIBE_TOOL_NAME!r}")
+            raise ConfigError(f"this call is to {shown(name)}, not to {DESCRIBE_TOOL_NAME!r}")
     if isinstance(raw, str):
         try:
             raw = read_json(raw or "{}")

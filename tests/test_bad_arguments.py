@@ -1683,3 +1683,15 @@ def test_assemble_still_takes_numpy_indices() -> None:
     import numpy as np
 
     assert assemble(OUTPUT, [np.int64(10)]) == assemble(OUTPUT, [10])
+
+
+def test_an_error_names_a_huge_value_without_carrying_it_whole() -> None:
+    # The model writes a tool call's name: a hundred thousand characters of it are not echoed.
+    call = {"id": "c1", "type": "function", "function": {"name": "x" * 100_000, "arguments": "{}"}}
+    with pytest.raises(ConfigError) as info:
+        Session().handle(call)
+    assert "this call is to 'xxx" in str(info.value)
+    assert "(100,002 characters)" in str(info.value) and len(str(info.value)) < 1_000
+    with pytest.raises(ConfigError) as info:
+        ctxpack_pack([{"role": "user", "content": "hi"}], budget=100, reserve="r" * 100_000)  # type: ignore[arg-type]
+    assert "reserve" in str(info.value) and len(str(info.value)) < 1_000

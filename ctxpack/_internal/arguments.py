@@ -74,16 +74,19 @@ def type_name(value: Any) -> str:
     return "None" if value is None else type(value).__name__
 
 
-def shown(value: Any) -> str:
-    """``repr(value)`` for an error message; where ``repr()`` itself would fail (an int with more
-    digits than Python writes as text, or a list holding one), what the value is instead, so that
-    the error naming the argument is raised rather than Python's ``ValueError`` about digits."""
+def shown(value: Any, limit: int = 200) -> str:
+    """``repr(value)`` for an error message, its first ``limit`` characters when longer (an
+    error names a value, it need not carry a megabyte of it); where ``repr()`` itself would
+    fail (an int with more digits than Python writes as text, or a list holding one), what the
+    value is instead, so that the error naming the argument is raised rather than Python's
+    ``ValueError`` about digits."""
     if isinstance(value, int) and not writable_int(value):
         return f"an int of {value.bit_length()} bits"
     try:
-        return repr(value)
+        text = repr(value)
     except ValueError:
         return f"a {type_name(value)} holding an int too long to write as text"
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 
 def json_type_name(value: Any) -> str:
