@@ -17,6 +17,7 @@ from ctxpack.editing import ToolResultClearer
 from ctxpack.store import SQLiteArtifactStore, artifact_id
 
 from .helpers import ORIGINAL_NOTE
+from .provider_turns import fetch_turn, mcp_turn
 
 
 def words(text: str) -> int:
@@ -31,60 +32,11 @@ def _page(k: int, size: int) -> str:
 
 
 def _fetch(k: int) -> list[dict[str, Any]]:
-    page = {
-        "type": "document",
-        "title": f"Page {k}",
-        "source": {"type": "text", "media_type": "text/plain", "data": _page(k, 300)},
-    }
-    return [
-        {
-            "role": "assistant",
-            "content": [
-                {"type": "text", "text": f"Fetching page {k}."},
-                {
-                    "type": "server_tool_use",
-                    "id": f"srvtoolu_{k}",
-                    "name": "web_fetch",
-                    "input": {"url": f"https://example.com/{k}"},
-                },
-                {
-                    "type": "web_fetch_tool_result",
-                    "tool_use_id": f"srvtoolu_{k}",
-                    "content": {
-                        "type": "web_fetch_result",
-                        "url": f"https://example.com/{k}",
-                        "content": page,
-                    },
-                },
-            ],
-        },
-        {"role": "user", "content": f"Go on after page {k}."},
-    ]
+    return fetch_turn(k, _page(k, 300))
 
 
 def _mcp(k: int) -> list[dict[str, Any]]:
-    return [
-        {
-            "role": "assistant",
-            "content": [
-                {
-                    "type": "mcp_tool_use",
-                    "id": f"mcptoolu_{k}",
-                    "name": "search_issues",
-                    "server_name": "tracker",
-                    "input": {"q": f"bug {k}"},
-                },
-                {
-                    "type": "mcp_tool_result",
-                    "tool_use_id": f"mcptoolu_{k}",
-                    "is_error": False,
-                    "content": [{"type": "text", "text": _page(100 + k, 300)}],
-                },
-                {"type": "text", "text": f"Issues {k} listed."},
-            ],
-        },
-        {"role": "user", "content": f"Now the tracker after {k}."},
-    ]
+    return mcp_turn(k, _page(100 + k, 300))
 
 
 def _bash(k: int) -> list[dict[str, Any]]:

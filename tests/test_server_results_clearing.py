@@ -16,6 +16,7 @@ from ctxpack.adapters import from_openai, validate_anthropic
 from ctxpack.managed import WindowPolicy
 
 from .helpers import ORIGINAL_NOTE
+from .provider_turns import fetch_turn, mcp_turn
 
 COUNTER = get_counter(counter="cl100k_base")
 POLICY = WindowPolicy(window=48_000, managed_room=None, clear_at=0.35, compact_at=0.6, keep=1)
@@ -26,63 +27,11 @@ def _page(k: int, tokens: int) -> str:
 
 
 def _fetch(k: int) -> list[dict[str, Any]]:
-    document = {
-        "type": "document",
-        "title": f"Page {k}",
-        "source": {"type": "text", "media_type": "text/plain", "data": _page(k, 10_000)},
-        "citations": {"enabled": False},
-    }
-    result = {
-        "type": "web_fetch_result",
-        "url": f"https://example.com/{k}",
-        "retrieved_at": "2025-08-25T10:30:00Z",
-        "content": document,
-    }
-    return [
-        {
-            "role": "assistant",
-            "content": [
-                {"type": "text", "text": f"Fetching page {k}."},
-                {
-                    "type": "server_tool_use",
-                    "id": f"srvtoolu_{k}",
-                    "name": "web_fetch",
-                    "input": {"url": f"https://example.com/{k}"},
-                },
-                {
-                    "type": "web_fetch_tool_result",
-                    "tool_use_id": f"srvtoolu_{k}",
-                    "content": result,
-                },
-            ],
-        },
-        {"role": "user", "content": f"Good, go on after page {k}."},
-    ]
+    return fetch_turn(k, _page(k, 10_000))
 
 
 def _mcp(k: int) -> list[dict[str, Any]]:
-    return [
-        {
-            "role": "assistant",
-            "content": [
-                {
-                    "type": "mcp_tool_use",
-                    "id": f"mcptoolu_{k}",
-                    "name": "search_issues",
-                    "server_name": "tracker",
-                    "input": {"q": f"bug {k}"},
-                },
-                {
-                    "type": "mcp_tool_result",
-                    "tool_use_id": f"mcptoolu_{k}",
-                    "is_error": False,
-                    "content": [{"type": "text", "text": _page(100 + k, 6_000)}],
-                },
-                {"type": "text", "text": f"Issues {k} listed."},
-            ],
-        },
-        {"role": "user", "content": f"Now the tracker after {k}."},
-    ]
+    return mcp_turn(k, _page(100 + k, 6_000))
 
 
 def _searched_and_ran() -> list[dict[str, Any]]:
