@@ -10,7 +10,7 @@ from ._internal.arguments import flag as check_flag
 from ._internal.arguments import keyword_checked, optional_text, shown, tool_definitions
 from ._internal.arguments import tokens as check_tokens
 from ._internal.columns import ids as message_ids
-from ._internal.thinking import thinking_cleared_from
+from ._internal.thinking import thinking_cleared_from, without_thinking
 from .adapters import check_openai_message
 from .errors import BudgetExceededError, ConfigError
 from .limits import check_message_sizes
@@ -214,12 +214,12 @@ def pack(
             :class:`~ctxpack.stages.SecretRedactor`; a pipeline without one gets it first).
             ``False`` takes that step out. What users typed is left alone: to redact it too,
             give a pipeline whose ``redact`` step is ``SecretRedactor(roles=(...))``.
-        flag_injections: Record a ``flagged`` decision for each tool output holding
-            prompt-injection markers (the ``flag`` step,
-            :class:`~ctxpack.stages.InjectionFlagger`); ``False`` takes it out.
+        flag_injections: Record a ``flagged`` decision per tool output with prompt-injection
+            markers (the ``flag`` step, :class:`~ctxpack.stages.InjectionFlagger`); ``False``: none.
         preserved_thinking: Whether the model refuses a thinking block once anything before it
             changed: the turns from the first message dropped or changed on then lose theirs
-            (``cleared``; kept in a turn of thinking alone). ``None``: by ``model``'s name.
+            (``cleared``; kept in a turn of thinking alone), and the history is packed again
+            with that thinking cleared, to use the room it held. ``None``: by ``model``'s name.
 
     Returns:
         A :class:`PackResult`.
@@ -310,30 +310,9 @@ def _pack(
         model=model,
         provider=target,
     )
-    try:
-        out = stage(ctx)
-    except BudgetExceededError as exc:
-        if not tool_tokens or exc.tool_tokens:
-            raise
-        # The stages see the tools as reserved room; the caller should hear they are tools.
-        raise BudgetExceededError(
-            required=exc.required,
-            budget=exc.budget,
-            pinned_ids=exc.pinned_ids,
-            tool_tokens=tool_tokens,
-        ) from exc
-    check_shared_empties()
-    if not isinstance(out, PackContext):
-        raise ConfigError(f"the pipeline returned {type(out).__name__}, not a PackContext")
-    if not is_own_stage(stage):
-        # ctx's artifacts are the default's empty read-only mapping: no stage changed them.
-        custom_step_checked(ctx, out, ctx.artifacts, where=f"the pipeline {stage_name(stage)!r}")
-    if target == "anthropic" and not _ends_with_alternator(stage):
-        _check_turn_rules(out)
-    elif target == "openai" and not _is_shared_default(stage):
-        _check_openai_pairs(out)
+    out = _run(stage, ctx, tool_tokens)
     if preserved_thinking:
-        out = _prefix_checked(out, msgs, resolved)
+        out = _prefix_checked_repacked(out, ctx, stage, tool_tokens)
     # Counted afresh (text counts aside), not read from the memo the stages used.
     tokens = resolved.count_messages(out.messages) + tool_tokens
     _check_fits(tokens, budget, reserve, ctx, out)
@@ -356,22 +335,97 @@ def _pack(
     )
 
 
-def _prefix_checked(
-    out: PackContext, msgs: Sequence[Message], counter: TokenCounter
+def _run(stage: Stage, ctx: PackContext, tool_tokens: int) -> PackContext:
+    """What ``stage`` returns for ``ctx``, checked against the provider's rules."""
+    try:
+        out = stage(ctx)
+    except BudgetExceededError as exc:
+        if not tool_tokens or exc.tool_tokens:
+            raise
+        # The stages see the tools as reserved room; the caller should hear they are tools.
+        raise BudgetExceededError(
+            required=exc.required,
+            budget=exc.budget,
+            pinned_ids=exc.pinned_ids,
+            tool_tokens=tool_tokens,
+        ) from exc
+    check_shared_empties()
+    if not isinstance(out, PackContext):
+        raise ConfigError(f"the pipeline returned {type(out).__name__}, not a PackContext")
+    if not is_own_stage(stage):
+        # ctx's artifacts are the default's empty read-only mapping: no stage changed them.
+        custom_step_checked(ctx, out, ctx.artifacts, where=f"the pipeline {stage_name(stage)!r}")
+    if ctx.provider == "anthropic" and not _ends_with_alternator(stage):
+        _check_turn_rules(out)
+    elif ctx.provider == "openai" and not _is_shared_default(stage):
+        _check_openai_pairs(out)
+    return out
+
+
+def _prefix_checked_repacked(
+    out: PackContext, ctx: PackContext, stage: Stage, tool_tokens: int
 ) -> PackContext:
-    """``out`` without the thinking of the assistant turns from the first message dropped or
-    changed on, each a ``cleared`` decision with its original kept as an artifact.
+    """:func:`_prefix_checked` of the better of two packings: ``out``, and when that clears
+    thinking, the packing of ``ctx`` with that thinking cleared before the stages run.
+
+    The stages fit the budget with every thinking block counted; the prefix check then takes
+    the blocks of the turns after the first message dropped or changed, so the room they held
+    goes unused. Packed again without them, less needs dropping or compressing. The second
+    packing is sent when it sends more tokens; it is checked against the caller's history,
+    from its own first change, so it never sends a block after a change."""
+    msgs, counter = ctx.messages, ctx.counter
+    first = _first_change(out.messages, msgs)
+    checked = _prefix_checked(out, msgs, counter, first)
+    if checked is out:
+        return out
+    lighter = [without_thinking(m) or m for m in msgs[first:]]
+    again = _run(stage, ctx.evolve(messages=(*msgs[:first], *lighter)), tool_tokens)
+    second = _first_change(again.messages, msgs)
+    repacked = _prefix_checked(again, msgs, counter, second)
+    # More of the history in the same budget. Not more messages: turns without their thinking
+    # may repeat each other and go to the deduplicator, while the first packing compressed.
+    if counter.count_messages(repacked.messages) <= counter.count_messages(checked.messages):
+        return checked
+    changed = msgs[second].id if second < len(msgs) else repacked.messages[second].id
+    _, cleared = thinking_cleared_from(
+        msgs,
+        first,
+        counter,
+        stage="pack()",
+        reason=(
+            f"thinking blocks cleared (prefix check: {changed!r}, at or before this turn, is "
+            "dropped or changed, and a model with preserved thinking refuses a thinking block "
+            "whose prefix changed; cleared before packing, so that the room it held keeps other "
+            "messages); original kept as an artifact"
+        ),
+    )
+    # Before the stages' decisions, as the clearing came before them; the caller's turn is the
+    # original, whatever a stage kept of the lighter one.
+    originals = {m.id: m for m in msgs[first:]}
+    artifacts = {**repacked.artifacts, **{d.message_id: originals[d.message_id] for d in cleared}}
+    return repacked.evolve(decisions=DecisionLog(cleared) + repacked.decisions, artifacts=artifacts)
+
+
+def _first_change(sent: Sequence[Message], msgs: Sequence[Message]) -> int:
+    """The first position where the request ``sent`` differs from the history ``msgs``."""
+    pairs = zip(sent, msgs, strict=False)
+    return next(
+        (k for k, (m, given) in enumerate(pairs) if m is not given and m != given),
+        min(len(sent), len(msgs)),
+    )
+
+
+def _prefix_checked(
+    out: PackContext, msgs: Sequence[Message], counter: TokenCounter, first: int
+) -> PackContext:
+    """``out`` without the thinking of the assistant turns from position ``first`` on (the
+    first message dropped or changed), each a ``cleared`` decision, its original an artifact.
 
     A model with preserved thinking refuses (or drops) a thinking block once anything before
     it changed since it was produced, and the history given is what was sent then. Clearing
     that thinking changes nothing before it, so no kept block follows a change; it only
     shrinks the request, which still fits."""
     sent = out.messages
-    pairs = zip(sent, msgs, strict=False)
-    first = next(
-        (k for k, (m, given) in enumerate(pairs) if m is not given and m != given),
-        min(len(sent), len(msgs)),
-    )
     if first >= len(sent):
         return out
     changed = msgs[first].id if first < len(msgs) else sent[first].id

@@ -232,11 +232,20 @@ def _check_prefixes(result: PackResult, history: list[Message], preserved: bool)
     if not preserved:
         assert not stripped
     cleared = [d for d in result.decisions if d.reason.startswith(PREFIX_CHECK)]
-    assert [d.message_id for d in cleared] == stripped
+    # A turn cleared before a second packing may then go: cleared, then dropped.
+    sent = {m.id for m in result.messages}
+    assert sorted(d.message_id for d in cleared if d.message_id in sent) == sorted(stripped)
+    assert len({d.message_id for d in cleared}) == len(cleared)
     for d in cleared:
         assert d.action == "cleared" and (d.tokens_after or 0) < (d.tokens_before or 0)
         original = result.original(d.message_id)
         assert original is not None and _thinks(original)
+        if d.message_id not in sent:
+            assert result.decisions_for(d.message_id)[-1].action in ("dropped", "deduped")
+    # Each message's first count (what report() shows) is of the message as given.
+    for m in history:
+        counts = [d.tokens_before for d in result.decisions_for(m.id) if d.tokens_before]
+        assert not counts or counts[0] == COUNTER.count_message(m), m.id
 
 
 @settings(max_examples=60, deadline=None)
@@ -271,6 +280,27 @@ def test_pack_sends_no_thinking_block_after_a_dropped_message(
     assert _dumped(again.messages) == _dumped(result.messages)
     assert list(again.decisions) == list(result.decisions)
     _check_prefixes(result, history, preserved=model == PRESERVED)
+    if model == PRESERVED:
+        # Never worse than clearing the thinking after the packing a model without the check
+        # gets: as many tokens of the history at least.
+        other = pack(history, budget=budget, reserve=reserve, counter=COUNTER, model=OTHER)
+        assert result.tokens >= _pass_one(other, history)
+
+
+def _pass_one(other: PackResult, history: list[Message]) -> int:
+    """Tokens of ``other``'s packing (made for a model without the prefix check)
+    once the thinking of every turn from its first change on is cleared."""
+    first = _first_change(other.messages, history)
+    sent = [_cleared(m) if k >= first else m for k, m in enumerate(other.messages)]
+    return COUNTER.count_messages(sent)
+
+
+def _cleared(msg: Message) -> Message:
+    """``msg`` without its thinking blocks, unless they are all it holds."""
+    if not _thinks(msg) or not isinstance(msg.content, list):
+        return msg
+    rest = [p for p in msg.content if p.get("type") not in ("thinking", "redacted_thinking")]
+    return msg.model_copy(update={"content": rest or None}) if rest or msg.tool_calls else msg
 
 
 def _agent_history() -> list[Message]:
@@ -279,15 +309,33 @@ def _agent_history() -> list[Message]:
 
 def test_pack_clears_the_thinking_of_each_turn_after_the_first_drop() -> None:
     history = _agent_history()
-    budget = COUNTER.count_messages(history) * 2 // 3
+    budget = COUNTER.count_messages(history) // 5
     result = pack(history, budget=budget, counter=COUNTER, model=PRESERVED)
     assert result.dropped_ids and result.tokens <= budget
     _check_prefixes(result, history, preserved=True)
     cleared = [d for d in result.decisions if d.reason.startswith(PREFIX_CHECK)]
     assert cleared and all(d.stage == "pack()" for d in cleared)
     kept = pack(history, budget=budget, counter=COUNTER, model=OTHER)
-    assert [m.id for m in kept.messages] == [m.id for m in result.messages]
+    assert len(kept.messages) <= len(result.messages)
     _check_prefixes(kept, history, preserved=False)
+
+
+def test_pack_uses_the_room_that_cleared_thinking_frees() -> None:
+    """The thinking the prefix check clears no longer counts against the budget: the messages
+    dropped to make room for it are kept."""
+    history = _agent_history()
+    budget = COUNTER.count_messages(history) * 2 // 3
+    other = pack(history, budget=budget, counter=COUNTER, model=OTHER)
+    assert other.dropped_ids
+    result = pack(history, budget=budget, counter=COUNTER, model=PRESERVED)
+    assert result.dropped_ids == [] and result.tokens <= budget
+    _check_prefixes(result, history, preserved=True)
+    assert _pass_one(other, history) < result.tokens
+    assert len(other.messages) < len(result.messages)
+    # The first turn dropped for the other model is sent, without its thinking.
+    first = other.dropped_ids[0]
+    assert result.decisions_for(first)[0].action == "cleared"
+    assert not _thinks(next(m for m in result.messages if m.id == first))
 
 
 def test_pack_keeps_every_thinking_block_when_nothing_is_dropped() -> None:
@@ -313,7 +361,7 @@ def test_render_with_a_budget_sends_no_thinking_block_after_a_dropped_message(mo
     history = _agent_history()
     session = Session(model=model, counter=COUNTER, filters=False)
     session.extend(history)
-    budget = COUNTER.count_messages(history) * 2 // 3
+    budget = COUNTER.count_messages(history) * 2 // 5
     result = session.render(budget=budget)
     assert result.dropped_ids and result.tokens <= budget
     _check_prefixes(result, history, preserved=model == PRESERVED)
