@@ -276,6 +276,10 @@ def test_pack_sends_no_thinking_block_after_a_dropped_message(
     positions = [order.index(m.id) for m in result.messages]
     assert positions == sorted(positions)
     assert {d.message_id for d in result.decisions} >= set(order)
+    kept = set(result.kept_ids)
+    assert {history[0].id, history[-1].id} <= kept  # the system prompt, the current question
+    calls = {c.id for m in result.messages for c in m.tool_calls or ()}
+    assert calls == {m.tool_call_id for m in result.messages if m.role == "tool"}
     again = pack(history, budget=budget, reserve=reserve, counter=COUNTER, model=model)
     assert _dumped(again.messages) == _dumped(result.messages)
     assert list(again.decisions) == list(result.decisions)
