@@ -9,6 +9,7 @@ Redis with ``appendonly yes`` and ``appendfsync always`` for writes that survive
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -30,15 +31,27 @@ from ._base import (
 __all__ = ["AsyncRedisStore", "RedisStore"]
 
 OPTIONS = ("ttl", "prefix", "timeout")
+# Times a call is sent again on a new connection when its connection dropped (a restart, an
+# idle connection the server closed as the call went out): every script here is safe to run
+# twice (see APPEND). A timeout is not sent again: the server may still be running the call.
+RETRIES = 3
 
-# KEYS: meta, entries, artifacts. ARGV: version, entry, state, ttl in ms (0: none), then
-# artifact id and text pairs. Returns the version found when it is not the one expected.
+# KEYS: meta, entries, artifacts. ARGV: version, entry, state, ttl in ms (0: none), the
+# append's token, then artifact id and text pairs. Returns the version found when it is not the
+# one expected. The token makes the script safe to run twice: the driver sends it again when the
+# connection drops before the reply, and a second run finding its own append stored says so,
+# where it would otherwise report a conflict (and the session append its messages again).
 APPEND = """
 local version = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
-if version ~= tonumber(ARGV[1]) then return version end
+if version ~= tonumber(ARGV[1]) then
+    if version == tonumber(ARGV[1]) + 1 and redis.call('HGET', KEYS[1], 'token') == ARGV[5] then
+        return -1
+    end
+    return version
+end
 redis.call('RPUSH', KEYS[2], ARGV[2])
-redis.call('HSET', KEYS[1], 'version', version + 1, 'state', ARGV[3])
-for i = 5, #ARGV, 2 do redis.call('HSETNX', KEYS[3], ARGV[i], ARGV[i + 1]) end
+redis.call('HSET', KEYS[1], 'version', version + 1, 'state', ARGV[3], 'token', ARGV[5])
+for i = 6, #ARGV, 2 do redis.call('HSETNX', KEYS[3], ARGV[i], ARGV[i + 1]) end
 local ttl = tonumber(ARGV[4])
 if ttl > 0 then
     for _, key in ipairs(KEYS) do redis.call('PEXPIRE', key, ttl) end
@@ -86,11 +99,21 @@ class _Common:
             )
         return address, timeout
 
-    def _client_for(self, factory: Callable[..., Any], address: str, timeout: float) -> Any:
-        """redis-py's client for ``address``: a URL it cannot read (no host after the scheme,
-        a port that is not a number) is the caller's mistake, not the server's."""
+    def _client_for(
+        self, factory: Callable[..., Any], retry: Any, address: str, timeout: float
+    ) -> Any:
+        """redis-py's client for ``address``, sending a call again on a new connection when
+        its connection dropped (``retry``: redis-py's ``Retry`` class, sync or asyncio; a
+        client built from a URL has no retries): a URL it cannot read (no host after the
+        scheme, a port that is not a number) is the caller's mistake, not the server's."""
+        import redis.backoff
+
+        backoff = redis.backoff.ExponentialBackoff(cap=1.0, base=0.05)
+        policy = retry(backoff, RETRIES, supported_errors=(redis.ConnectionError,))
         try:
-            return factory(address, socket_timeout=timeout, socket_connect_timeout=timeout)
+            return factory(
+                address, socket_timeout=timeout, socket_connect_timeout=timeout, retry=policy
+            )
         except ValueError as exc:
             why = hide_password(str(exc), self._raw_url)
             raise ConfigError(
@@ -112,7 +135,7 @@ class _Common:
         self, version: int, entry: str, state: str, artifacts: Mapping[str, str] | None
     ) -> list[Any]:
         version = check_append(version, entry, state, artifacts)
-        args: list[Any] = [version, entry, state, self._ttl_ms()]
+        args: list[Any] = [version, entry, state, self._ttl_ms(), secrets.token_hex(16)]
         for ref, text in (artifacts or {}).items():
             args += [ref, text]
         return args
@@ -164,11 +187,14 @@ class RedisStore(_Common):
         address, timeout = self._configure(url, options)
         try:
             import redis
+            import redis.retry
         except ImportError:
             raise missing_driver("redis", "redis", url) from None
         self._errors_from = redis.RedisError
         with self._errors("open"):
-            self._client = self._client_for(redis.Redis.from_url, address, timeout)
+            self._client = self._client_for(
+                redis.Redis.from_url, redis.retry.Retry, address, timeout
+            )
             self._client.ping()
         self._append = self._client.register_script(APPEND)
         self._load = self._client.register_script(LOAD)
@@ -234,10 +260,13 @@ class AsyncRedisStore(_Common):
         try:
             import redis
             import redis.asyncio
+            import redis.asyncio.retry
         except ImportError:
             raise missing_driver("redis", "redis", url) from None
         self._errors_from = redis.RedisError
-        self._client = self._client_for(redis.asyncio.Redis.from_url, address, timeout)
+        self._client = self._client_for(
+            redis.asyncio.Redis.from_url, redis.asyncio.retry.Retry, address, timeout
+        )
         self._append = self._client.register_script(APPEND)
         self._load = self._client.register_script(LOAD)
         self._put = self._client.register_script(PUT_ARTIFACT)

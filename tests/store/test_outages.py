@@ -147,3 +147,65 @@ def test_a_ctxpack_writer_stalled_in_its_transaction_frees_the_session_row() -> 
         other.delete_session(session_id)
         stalled.close()
         other.close()
+
+
+def kill_redis_clients(url: str, ids: set[int]) -> None:
+    """End the Redis connections ``ids`` from the server side, as a restart (or the server's
+    idle ``timeout``) does."""
+    redis = pytest.importorskip("redis")
+    admin = redis.Redis.from_url(url)
+    try:
+        for client in ids:
+            admin.client_kill_filter(_id=str(client))
+    finally:
+        admin.close()
+
+
+def test_a_redis_restart_does_not_fail_the_next_async_append() -> None:
+    # A call made as the server closed its connection failed with "ConnectionError:
+    # Connection closed by server": redis.asyncio, built from a URL, does not send again.
+    url = server_url("redis")
+    store: Any = open_async_store(url)
+    session_id = f"outage-{uuid.uuid4().hex}"
+
+    async def main() -> list[str]:
+        session = await ctxpack.AsyncSession.open(session_id, store=store, model="gpt-4")
+        try:
+            await session.append({"role": "user", "content": "before the restart"})
+            pooled = store._client.connection_pool._available_connections
+            ids = set()
+            for conn in pooled:
+                await conn.send_command("CLIENT", "ID")
+                ids.add(int(await conn.read_response()))
+            kill_redis_clients(url, ids)  # the next call comes as the server closes them
+            await session.append({"role": "user", "content": "after the restart"})
+            return [m.text for m in await session.transcript()]
+        finally:
+            await store.delete_session(session_id)
+            await session.close()
+            await store.close()
+
+    assert asyncio.run(main()) == ["before the restart", "after the restart"]
+
+
+def test_a_redis_append_sent_again_after_a_lost_reply_is_stored_once() -> None:
+    # A connection that drops after the server ran the append, before its reply arrived: the
+    # driver sends it again. The second run found the session one version on and said
+    # "conflict", and the session appended its own messages again on top of themselves.
+    url = server_url("redis")
+    store: Any = open_store(url)
+    session_id = f"outage-{uuid.uuid4().hex}"
+    script = store._append
+    store._append = lambda **call: (script(**call), script(**call))[1]
+    session = ctxpack.Session.open(session_id, store=store, model="gpt-4")
+    try:
+        session.append({"role": "user", "content": "once"})
+        session.append({"role": "user", "content": "and once more"})
+        resumed = ctxpack.Session.open(session_id, store=open_store(url), model="gpt-4")
+        assert [m.text for m in resumed.transcript()] == ["once", "and once more"]
+        assert [m.text for m in session.transcript()] == ["once", "and once more"]
+        resumed.close()
+    finally:
+        store.delete_session(session_id)
+        session.close()
+        store.close()
