@@ -54,7 +54,10 @@ async def _in_thread(
             cancelled = exc
     if cancelled is None:
         return work.result()
-    if undo is not None and work.exception() is None:
+    # Read even when nothing is undone: a thread's error nobody reads is logged by asyncio
+    # ("Task exception was never retrieved") once the caller has long gone.
+    failed = work.exception()
+    if undo is not None and failed is None:
         undo(work.result())
     raise cancelled
 

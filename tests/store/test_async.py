@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +20,7 @@ from ctxpack.errors import ArtifactNotFoundError
 from ctxpack.store import SessionStore
 
 from .backends import backend_url
-from .test_sessions import PYTEST, turn
+from .test_sessions import PYTEST, ROOT, turn
 
 
 def test_async_session_mirrors_session_names() -> None:
@@ -187,3 +189,55 @@ def test_a_cancelled_extend_leaves_the_session_as_the_store_has_it(
     assert ids == ["s0 run the tests", "s1 status?"]
     resumed = Session.open(session_id, store=sync_store, model="gpt-4")
     assert [f"{m.id} {m.text}" for m in resumed.transcript()] == ids
+
+
+# In a process of its own: whether the collector finds the unread error before the loop
+# closes depends on what else the process holds.
+UNREAD_SCRIPT = """
+import asyncio, gc, threading
+from ctxpack import AsyncSession
+
+started, release = threading.Event(), threading.Event()
+
+def stage(ctx, /):
+    started.set()
+    release.wait(10)
+    raise RuntimeError("the stage failed after the caller left")
+
+async def main():
+    session = await AsyncSession.open("c", store="memory://", model="gpt-4", pipeline=stage)
+    await session.append({"role": "user", "content": "hello"})
+    task = asyncio.create_task(session.render(1_000))
+    assert await asyncio.to_thread(started.wait, 10)
+    task.cancel()
+    await asyncio.sleep(0.05)
+    release.set()
+    try:
+        await task
+    except asyncio.CancelledError:
+        print("cancelled")
+    await asyncio.sleep(0.05)
+    await session.close()
+
+unread = []
+loop = asyncio.new_event_loop()
+loop.set_exception_handler(lambda _, context: unread.append(context.get("message")))
+loop.run_until_complete(main())
+gc.collect()
+loop.close()
+print(unread)
+"""
+
+
+def test_a_cancelled_render_whose_thread_then_fails_leaves_no_error_unread() -> None:
+    # The render's worker thread failed after the caller was cancelled: its error was never
+    # read, and asyncio logged "Task exception was never retrieved" with its traceback.
+    out = subprocess.run(
+        [sys.executable, "-c", UNREAD_SCRIPT],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert out.stdout.split("\n")[:2] == ["cancelled", "[]"]
