@@ -9,6 +9,7 @@ thread so that the event loop keeps serving other users meanwhile.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
@@ -146,16 +147,24 @@ class AsyncSession:
                 "store must be a store URL or a ctxpack.store.AsyncSessionStore or "
                 f"SessionStore, got {type(store).__name__}"
             )
-        core = await asyncio.to_thread(Session._configured, model, options)
-        backing = Backing(async_store, session_id, asyncio.get_running_loop())
-        core._attach(backing)
-        # The core session never calls the store itself: this object does, awaiting.
-        core._backing = None
-        opener = getattr(async_store, "open", None)
-        if opener is not None:
-            await opener()
-        session = cls._made(core, backing, async_store, owned)
-        await session._sync()
+        try:
+            core = await asyncio.to_thread(Session._configured, model, options)
+            backing = Backing(async_store, session_id, asyncio.get_running_loop())
+            core._attach(backing)
+            # The core session never calls the store itself: this object does, awaiting.
+            core._backing = None
+            opener = getattr(async_store, "open", None)
+            if opener is not None:
+                await opener()
+            session = cls._made(core, backing, async_store, owned)
+            await session._sync()
+        except BaseException:
+            # Nobody else can close a store opened from the URL: the caller has no session.
+            # Its own error is the one to raise, not one from closing.
+            if owned:
+                with contextlib.suppress(Exception):
+                    await async_store.close()
+            raise
         return session
 
     @property

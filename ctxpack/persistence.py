@@ -13,6 +13,7 @@ content by anyone who lacks the secret, nor found in another session.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import inspect
@@ -303,6 +304,17 @@ class Backing:
         if self.catch_up(session, stored):
             stored = self._call("read", store.load, self.session_id)
             self.catch_up(session, stored)
+
+    def first_sync(self, session: SessionState) -> None:
+        """:meth:`sync` as the session opens: failing (or interrupted), it closes a store
+        opened from a URL, which the caller, left without a session, cannot close."""
+        try:
+            self.sync(session)
+        except BaseException:
+            if self.owns_store:
+                with contextlib.suppress(Exception):  # the read's error is the one to raise
+                    self.store.close()
+            raise
 
     def catch_up(self, session: SessionState, stored: StoredSession) -> bool:
         """Apply ``stored`` (read from the session's version on) to ``session``; ``True`` if

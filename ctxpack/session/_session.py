@@ -292,7 +292,7 @@ class Session(Arrival, Rendering):
         backing = open_backing(store, session_id)
         session._attach(backing)
         with session._lock:
-            backing.sync(session)
+            backing.first_sync(session)
         return session
 
     @classmethod

@@ -3,14 +3,16 @@ the busy timeout, a read-only file, a folder, a file that is not a database."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import sqlite3
 from pathlib import Path
 
 import pytest
 
-from ctxpack import Session
-from ctxpack.errors import StoreError
+from ctxpack import AsyncSession, Session
+from ctxpack.errors import ConfigError, StoreError
 from ctxpack.store import SQLiteArtifactStore, SQLiteStore, open_store
 
 
@@ -129,3 +131,56 @@ def test_a_database_file_deleted_while_open_is_a_store_error_not_a_silent_loss(
         session.render()
     assert len(session) == 1  # the failed append left nothing behind
     session.close()
+
+
+def _files_open_on(path: Path) -> list[str]:
+    """The descriptors this process holds on ``path`` (its SQLite connections)."""
+    fds = Path("/proc/self/fd")
+    if not fds.is_dir():
+        pytest.skip("needs /proc/self/fd")
+    held = []
+    for fd in fds.iterdir():
+        with contextlib.suppress(OSError):
+            if os.readlink(fd) == str(path):
+                held.append(fd.name)
+    return held
+
+
+def _damaged(path: Path) -> str:
+    url = f"sqlite:///{path}"
+    store = open_store(url)
+    store.append("u1", "not an entry ctxpack wrote", version=0, state="{}")
+    store.close()
+    assert _files_open_on(path) == []
+    return url
+
+
+def test_an_open_that_fails_closes_the_store_it_opened_from_the_url(tmp_path: Path) -> None:
+    # A session that cannot be read (damaged, written by a newer ctxpack, a server gone
+    # mid-read) left the store Session.open had opened from the URL open: a server retrying
+    # the request leaked a connection (a pool, with its threads, for PostgreSQL) each time.
+    url = _damaged(tmp_path / "sessions.db")
+    with pytest.raises(StoreError) as caught:
+        Session.open("u1", store=url, model="gpt-4")
+    assert _files_open_on(tmp_path / "sessions.db") == []
+    assert caught.value.operation == "read session 'u1'"
+
+
+def test_an_async_open_that_fails_or_is_cancelled_closes_the_store_it_opened(
+    tmp_path: Path,
+) -> None:
+    url = _damaged(tmp_path / "sessions.db")
+
+    async def main() -> None:
+        with pytest.raises(StoreError):
+            await AsyncSession.open("u1", store=url, model="gpt-4")
+        with pytest.raises(ConfigError):  # an option checked after the store is opened
+            await AsyncSession.open("u1", store=url, model="gpt-4", filterz=[])
+        opening = asyncio.create_task(AsyncSession.open("u2", store=url, model="gpt-4"))
+        await asyncio.sleep(0)  # the store is open, its first read under way
+        opening.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await opening
+
+    asyncio.run(main())
+    assert _files_open_on(tmp_path / "sessions.db") == []
