@@ -10,6 +10,7 @@ version moved gets :class:`~ctxpack.errors.StoreConflictError`, which a session 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
@@ -445,6 +446,12 @@ class AsyncPostgresStore(_Common):
                 await conn.execute(statement, (session_id,))
 
     async def close(self) -> None:
+        opening = self._opening
+        if opening is not None and opening.get_loop() is asyncio.get_running_loop():
+            # An opening whose caller was cancelled goes on (shielded): waited for, so that
+            # the pool it makes is closed here, not left open after close().
+            with contextlib.suppress(Exception):
+                await asyncio.shield(opening)
         if self._pool is not None:
             await self._pool.close()
             self._pool = None

@@ -104,6 +104,38 @@ def test_an_async_postgres_store_first_used_by_many_tasks_at_once_opens_one_pool
     assert opened[0].closed
 
 
+def test_an_async_postgres_store_closed_while_its_cancelled_opening_runs_closes_its_pool(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An AsyncSession.open cancelled while the store opened (a request's wait_for), then the
+    # store closed: the opening went on, shielded, and left its pool open after close().
+    psycopg_pool = pytest.importorskip("psycopg_pool")
+    opened: list[Any] = []
+
+    class CountedPool(psycopg_pool.AsyncConnectionPool):  # type: ignore[misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            opened.append(self)
+
+    monkeypatch.setattr(psycopg_pool, "AsyncConnectionPool", CountedPool)
+    store: Any = open_async_store(server_url("postgres"))
+
+    async def main() -> None:
+        opening = asyncio.create_task(store.open())
+        await asyncio.sleep(0)  # the opening is under way
+        shared = store._opening
+        opening.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await opening
+        await store.close()
+        await asyncio.wait([shared], timeout=10)  # what it left behind shows by now
+        assert shared.done()
+
+    asyncio.run(main())
+    assert all(pool.closed for pool in opened)
+    assert store._pool is None
+
+
 @pytest.mark.parametrize(
     ("url", "shown"),
     [
