@@ -131,11 +131,31 @@ class SQLiteFile:
         # Without write access to the folder, SQLite cannot make the WAL's shared-memory file:
         # "immutable" reads the file as it is.
         folder_writable = os.access(Path(self.path).parent, os.W_OK)
+        if not folder_writable:
+            self._check_no_wal()
         flags = "mode=ro" if folder_writable else "mode=ro&immutable=1"
         uri = f"file:{quote(os.path.abspath(self.path))}?{flags}"
         return sqlite3.connect(
             uri, uri=True, timeout=self.timeout, isolation_level=None, check_same_thread=False
         )
+
+    def _check_no_wal(self) -> None:
+        """Refuse to read the file alone ("immutable") when the latest writes are still in
+        its WAL: the reader would be given the sessions as they were before them, silently."""
+        wal = f"{self._absolute}-wal"
+        try:
+            waiting = os.path.getsize(wal) > 0
+        except OSError:  # no WAL: every write is in the file
+            return
+        if waiting:
+            raise StoreError(
+                f"the latest writes are in {wal!r}, which a reader without write access to "
+                "the folder cannot read (it would see the sessions as they were before "
+                "them): give it write access to the folder, or read once the writers have "
+                "closed the store (which moves them into the file)",
+                url=self.url,
+                operation="open",
+            )
 
     @contextmanager
     def errors(self, operation: str) -> Iterator[None]:

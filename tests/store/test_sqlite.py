@@ -8,6 +8,7 @@ import contextlib
 import os
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -184,3 +185,31 @@ def test_an_async_open_that_fails_or_is_cancelled_closes_the_store_it_opened(
 
     asyncio.run(main())
     assert _files_open_on(tmp_path / "sessions.db") == []
+
+
+def test_a_reader_that_cannot_write_the_folder_refuses_writes_it_cannot_see(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Without write access to the folder, the file is read alone ("immutable"): the appends
+    # still in the WAL (a writer has the store open) were silently missing from what it read.
+    path = tmp_path / "sessions.db"
+    first = SQLiteStore(path)
+    first.append("u1", "e0", version=0, state="s")
+    first.close()  # e0 is in the file
+    writer = SQLiteStore(path)
+    writer.append("u1", "e1", version=1, state="s")  # e1 in the WAL while the writer is open
+    access = os.access
+
+    def no_folder_write(target: Any, mode: int, **options: Any) -> bool:
+        if mode & os.W_OK and Path(target) in (tmp_path, path):
+            return False
+        return access(target, mode, **options)
+
+    monkeypatch.setattr(os, "access", no_folder_write)
+    with pytest.raises(StoreError, match=r"sessions\.db-wal") as caught:
+        open_store(f"sqlite:///{path}").load("u1")
+    assert caught.value.operation == "open"
+    writer.close()
+    reader = open_store(f"sqlite:///{path}")
+    assert reader.load("u1").entries == ("e0", "e1")
+    reader.close()
