@@ -80,10 +80,8 @@ def test_a_redis_url_redis_py_cannot_read_is_a_config_error(opener: Any, url: st
     assert "redis://[:password@]host:port/db" in str(caught.value)
 
 
-def test_an_async_postgres_store_first_used_by_many_tasks_at_once_opens_one_pool(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # Each task used to find no pool and open its own; close() closed only the last.
+def _counted_pools(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The pools psycopg_pool's AsyncConnectionPool makes from now on, in order."""
     psycopg_pool = pytest.importorskip("psycopg_pool")
     opened: list[Any] = []
 
@@ -93,6 +91,14 @@ def test_an_async_postgres_store_first_used_by_many_tasks_at_once_opens_one_pool
             opened.append(self)
 
     monkeypatch.setattr(psycopg_pool, "AsyncConnectionPool", CountedPool)
+    return opened
+
+
+def test_an_async_postgres_store_first_used_by_many_tasks_at_once_opens_one_pool(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Each task used to find no pool and open its own; close() closed only the last.
+    opened = _counted_pools(monkeypatch)
     store: Any = open_async_store(server_url("postgres"))
 
     async def main() -> None:
@@ -109,15 +115,7 @@ def test_an_async_postgres_store_closed_while_its_cancelled_opening_runs_closes_
 ) -> None:
     # An AsyncSession.open cancelled while the store opened (a request's wait_for), then the
     # store closed: the opening went on, shielded, and left its pool open after close().
-    psycopg_pool = pytest.importorskip("psycopg_pool")
-    opened: list[Any] = []
-
-    class CountedPool(psycopg_pool.AsyncConnectionPool):  # type: ignore[misc]
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            opened.append(self)
-
-    monkeypatch.setattr(psycopg_pool, "AsyncConnectionPool", CountedPool)
+    opened = _counted_pools(monkeypatch)
     store: Any = open_async_store(server_url("postgres"))
 
     async def main() -> None:
