@@ -188,28 +188,21 @@ class Arrival(Superseding):
         filter, and the result is recorded once (by its longest text, which names the kind)."""
         assert isinstance(msg.content, list)
         before = self.counter.count_message(msg)
-
-        def keep(kind: str, reason: str) -> Message:
-            self._record(
-                FilterRecord(msg.id, kind, False, None, before, before, reason, tool, command, rid)
-            )
-            return msg
-
         try:
             compact, outs = self._result_texts_cut(msg, k, tool, command, goal, None)
         except Exception as exc:  # an odd output must not make appending fail
-            return keep(
-                "error", f"the filter failed ({type(exc).__name__}: {exc}), so it is sent whole"
-            )
+            reason = f"the filter failed ({type(exc).__name__}: {exc}), so it is sent whole"
+            return self._keep_whole(msg, "error", before, reason, tool, command, rid)
         if not outs:  # no text in it (a web search's encrypted results, an image)
             return msg
         cuts = [(text, out) for text, out in outs.items() if out.shortened]
         if not cuts:
             largest = outs[max(outs, key=len)]
-            return keep(largest.kind, largest.reason)
+            return self._keep_whole(msg, largest.kind, before, largest.reason, tool, command, rid)
         after = self.counter.count_message(compact)
         if after >= before:
-            return keep(cuts[0][1].kind, "the filtered version would not be shorter in tokens")
+            reason = "the filtered version would not be shorter in tokens"
+            return self._keep_whole(msg, cuts[0][1].kind, before, reason, tool, command, rid)
         # Stored only now that the shortened texts are used: the store holds what markers name.
         stored = [
             self.store.put(text, message_id=msg.id, kind=out.kind, tool=tool, command=command)
@@ -308,9 +301,15 @@ class Arrival(Superseding):
         reason: str,
         tool: str | None,
         command: str | None,
+        result_id: str | None = None,
     ) -> Message:
-        """Record that ``msg`` is sent whole, and why; return it."""
-        self._record(FilterRecord(msg.id, kind, False, None, tokens, tokens, reason, tool, command))
+        """Record that ``msg`` (or its provider tool result ``result_id``) is sent whole, and
+        why; return it."""
+        self._record(
+            FilterRecord(
+                msg.id, kind, False, None, tokens, tokens, reason, tool, command, result_id
+            )
+        )
         return msg
 
     def _record(self, record: FilterRecord) -> None:
