@@ -53,11 +53,6 @@ EDIT_MARK = "ctxpack-edit:"
 FORMAT = 3
 
 
-def format_of(session: SessionState) -> int:
-    """The format a session's state is written in: the oldest that holds what it has."""
-    return FORMAT if session._names_provider_results() else 2
-
-
 def encode_message(message: Message, index: int) -> dict[str, Any]:
     """``message`` (the session's ``index``-th) as JSON, with the provider it was converted
     from; refused when JSON would not give it back as it is."""
@@ -294,6 +289,12 @@ class Backing:
         # first, or the first on top of a format-1 state (which held them, and its entries
         # not).
         self.whole_window = True
+        # The format the session is stored in, the oldest that holds its entries (3 once one
+        # holds a record of a provider tool's result), and the one the append being written
+        # moves it to: known from the state read and the entries written, where scanning the
+        # session's records at every append would grow with it.
+        self.format = 2
+        self._writing = 2
         self._empty: Snapshot | None = None
         self.owns_store = False  # opened from a URL: closed with the session
 
@@ -333,6 +334,7 @@ class Backing:
             session._restore(self._empty)
             self.version = 0
             self.whole_window = True
+            self.format = 2
             self.artifacts.erased()
             return True
         if not stored.entries and stored.state is None:
@@ -360,6 +362,7 @@ class Backing:
         self.artifacts.written = self.version > 0
         if data is not None:
             self.whole_window = data["format"] < 2
+            self.format = max(2, data["format"])
         return False
 
     def _state_of(self, stored: StoredSession) -> dict[str, Any] | None:
@@ -384,12 +387,16 @@ class Backing:
 
     def prepare(self, session: SessionState, snapshot: Snapshot) -> dict[str, Any]:
         """The store's ``append`` arguments for what changed since ``snapshot``."""
+        entry = session._entry_since(snapshot, whole_window=self.whole_window)
+        # A record names a provider tool's result only when it has one (see encoded_record).
+        names_results = any("result_id" in record for record in entry["records"])
+        self._writing = FORMAT if names_results else self.format
         return {
-            "entry": json.dumps(session._entry_since(snapshot, whole_window=self.whole_window)),
+            "entry": json.dumps(entry),
             "version": self.version,
             "state": json.dumps(
                 {
-                    "format": format_of(session),
+                    "format": self._writing,
                     "session": session._state(),
                     "secret": self.artifacts.secret,
                 }
@@ -401,6 +408,7 @@ class Backing:
         """Note that the store acknowledged the append :meth:`prepare` wrote."""
         self.version += 1
         self.whole_window = False
+        self.format = self._writing
         self.artifacts.settle()
 
     def transact(self, transact: Callable[[], Snapshot]) -> Snapshot:

@@ -253,7 +253,8 @@ def test_replicas_on_the_release_before_read_sessions_without_them_and_refuse_th
             {"role": "tool", "tool_call_id": "c1", "content": PYTEST},
         ]
     )
-    Session.open("mcp", store=store, model="claude-sonnet-4-5", counter=COUNTER).extend(_history())
+    mcp = Session.open("mcp", store=store, model="claude-sonnet-4-5", counter=COUNTER)
+    mcp.extend(_history())
 
     def stored(session_id: str) -> tuple[int, list[dict[str, Any]]]:
         loaded = store.load(session_id)
@@ -265,6 +266,12 @@ def test_replicas_on_the_release_before_read_sessions_without_them_and_refuse_th
     assert form == 2 and records and all(r.keys() <= _FORMAT_2_RECORD for r in records)
     # One whose records name a provider tool's result is marked so that release refuses it
     # with the error that says to upgrade, not one that calls it damaged.
+    assert stored("mcp")[0] == 3
+    # It stays so after appends holding no such record, by this replica or another one.
+    mcp.append({"role": "assistant", "content": "Fixed."})
+    assert stored("mcp")[0] == 3
+    other = Session.open("mcp", store=store, model="claude-sonnet-4-5", counter=COUNTER)
+    other.append({"role": "user", "content": "Thanks."})
     assert stored("mcp")[0] == 3
     monkeypatch.setattr(persistence, "FORMAT", 2)
     with pytest.raises(StoreError, match=r"newer ctxpack \(format 3"):

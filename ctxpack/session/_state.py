@@ -286,10 +286,6 @@ class SessionState:
         if self.window is not None and "window" in entry:
             self.window_state._grow(entry["window"])
 
-    def _names_provider_results(self) -> bool:
-        """Whether a filter record names the result of a tool the provider ran (keyed by it)."""
-        return any(type(key) is tuple for key in self._records)
-
     def _state(self) -> dict[str, Any]:
         """The session's bookkeeping beside its messages, as JSON."""
         state: dict[str, Any] = {
