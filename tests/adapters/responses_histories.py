@@ -13,6 +13,15 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 Item = dict[str, Any]
+# The call items a client runs and answers with a ``{kind}_output`` item.
+CALLS = (
+    "function_call",
+    "custom_tool_call",
+    "shell_call",
+    "apply_patch_call",
+    "local_shell_call",
+    "computer_call",
+)
 WORDS = [
     "parser",
     "token",

@@ -29,18 +29,12 @@ from ctxpack.adapters import from_openai, to_openai, validate_openai
 from tests.sdk_mock import Capture, chat_completion, openai_client
 from tests.test_clients_responses import text_reply
 
+from .responses_histories import CALLS
+
 openai_responses = pytest.importorskip("openai.types.responses")
 
 Item = dict[str, Any]
 USER: Item = {"role": "user", "content": "Fix the ledger tests."}
-CALLS = (
-    "function_call",
-    "custom_tool_call",
-    "shell_call",
-    "apply_patch_call",
-    "local_shell_call",
-    "computer_call",
-)
 OUTPUTS = tuple(f"{kind}_output" for kind in CALLS)
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -18,18 +18,10 @@ from ctxpack.adapters import from_openai
 from ctxpack.managed import WindowPolicy
 from ctxpack.tokens import ApproximateTokenCountWarning
 
-from .responses_histories import AgentHistory
+from .responses_histories import CALLS, AgentHistory
 
 openai_responses = pytest.importorskip("openai.types.responses")
 ITEM = pydantic.TypeAdapter(openai_responses.ResponseInputItemParam)
-CALLS = (
-    "function_call",
-    "custom_tool_call",
-    "shell_call",
-    "apply_patch_call",
-    "local_shell_call",
-    "computer_call",
-)
 
 
 def check_request(sent: list[dict[str, Any]], users: list[str]) -> None:
