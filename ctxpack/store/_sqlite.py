@@ -47,6 +47,13 @@ def database_path(path: object) -> str:
     return file_path(path, "path")
 
 
+def erase(conn: sqlite3.Connection, session_id: str) -> None:
+    """Delete every row of the session (their bytes zeroed: ``secure_delete``); the caller
+    empties the WAL once the transaction is committed (:meth:`SQLiteFile.empty_wal`)."""
+    for table in TABLES:
+        conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+
+
 class SQLiteFile:
     """One SQLite database file opened the way every ctxpack store opens it: WAL, durable
     writes, a busy timeout, read-only when it cannot be written, and clear errors."""
@@ -63,6 +70,9 @@ class SQLiteFile:
         self.lock = threading.Lock()
         with self.errors("open"):
             self.conn = self._connect()
+            # What is deleted is overwritten with zeros, not left in the file's free pages
+            # (the default of some SQLite builds only).
+            self.conn.execute("PRAGMA secure_delete=ON")
             self._identity = self._file_identity()
             if self.read_only:
                 self.conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
@@ -213,6 +223,18 @@ class SQLiteFile:
             finally:
                 conn.execute("COMMIT")
 
+    def empty_wal(self, operation: str) -> None:
+        """Copy the WAL into the file and truncate it, after an erasure: the WAL still holds
+        the pages as they were before it, the erased texts on them, until then. Another
+        connection reading or writing for longer than the busy timeout leaves it as it is
+        (this is no error: the erasure is done); it is emptied at a later erasure, or when
+        the last connection to the file closes."""
+        if self.path == ":memory:":
+            return
+        with self.lock, self.errors(operation):
+            self._check_file(operation)
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+
     def close(self) -> None:
         with self.lock:
             self.conn.close()
@@ -304,8 +326,7 @@ class SQLiteStore:
             if expired:
                 # A session starting again after its ttl ran out: nothing of its earlier life
                 # stays.
-                for table in TABLES:
-                    conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+                erase(conn, session_id)
             conn.execute(
                 "INSERT INTO ctxpack_entries (session_id, seq, entry) VALUES (?, ?, ?)",
                 (session_id, version, entry),
@@ -323,6 +344,8 @@ class SQLiteStore:
                 " VALUES (?, ?, ?)",
                 [(session_id, ref, text) for ref, text in (artifacts or {}).items()],
             )
+        if expired:
+            self._db.empty_wal(f"append to session {session_id!r}")
 
     def put_artifact(self, session_id: str, artifact: str, text: str) -> None:
         check_session_id(session_id)
@@ -351,13 +374,15 @@ class SQLiteStore:
         return str(row[0])
 
     def delete_session(self, session_id: str) -> None:
+        """Erase the session: its rows, their bytes in the file and in its WAL."""
         check_session_id(session_id)
         with self._db.transaction(f"delete session {session_id!r}") as conn:
-            for table in TABLES:
-                conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+            erase(conn, session_id)
+        self._db.empty_wal(f"delete session {session_id!r}")
 
     def purge_expired(self) -> int:
-        """Erase every session whose ``ttl`` has run out; return how many."""
+        """Erase every session whose ``ttl`` has run out (as :meth:`delete_session` does);
+        return how many."""
         with self._db.transaction("purge expired sessions") as conn:
             expired = [
                 r[0]
@@ -366,8 +391,9 @@ class SQLiteStore:
                 )
             ]
             for session_id in expired:
-                for table in TABLES:
-                    conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+                erase(conn, session_id)
+        if expired:
+            self._db.empty_wal("purge expired sessions")
         return len(expired)
 
     def close(self) -> None:

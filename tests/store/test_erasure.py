@@ -1,0 +1,111 @@
+"""Erasure leaves nothing behind: no byte of an erased session in an SQLite file or its WAL
+(deleted, purged or expired)."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxpack import Session
+from ctxpack.store import SessionStore, SQLiteStore
+
+MARKER = "QZXERASEMEQZX"
+
+
+def long_output(tag: str) -> str:
+    """A tool output long enough to be filtered, its original stored beside the session."""
+    return "\n".join(f"line {i} {MARKER}-{tag} build step output {i * 7}" for i in range(300))
+
+
+def write_session(store: SessionStore, session_id: str) -> Session:
+    session = Session.open(session_id, store=store, model="gpt-4", redact_secrets=False)
+    session.append({"role": "user", "content": f"remember {MARKER}-user"})
+    call = {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+    session.append({"role": "assistant", "content": "", "tool_calls": [call]})
+    session.append({"role": "tool", "tool_call_id": "c1", "content": long_output("tool")})
+    return session
+
+
+def marker_bytes(path: Path) -> dict[str, int]:
+    """How often the marker is in the database file and in its WAL."""
+    found = {}
+    for suffix in ("", "-wal"):
+        file = Path(f"{path}{suffix}")
+        found[file.name] = file.read_bytes().count(MARKER.encode()) if file.exists() else 0
+    return found
+
+
+@pytest.fixture
+def sqlite_path(tmp_path: Path) -> Iterator[Path]:
+    """A database file, with a connection of another process's kind kept open on it: the
+    file's WAL is not removed when the store closes."""
+    path = tmp_path / "sessions.db"
+    SQLiteStore(path).close()
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+    yield path
+    other.close()
+
+
+def expire(store: SQLiteStore, session_id: str) -> None:
+    time.sleep(0.4)
+    store.append(session_id, "a new life", version=0, state="{}")
+
+
+def purge(store: SQLiteStore, session_id: str) -> None:
+    time.sleep(0.4)
+    assert store.purge_expired() == 1
+
+
+ERASURES: dict[str, Callable[[SQLiteStore, str], None]] = {
+    "delete_session": lambda store, session_id: store.delete_session(session_id),
+    "purge_expired": purge,
+    "an append after the ttl": expire,
+}
+
+
+@pytest.mark.parametrize("erasure", ERASURES)
+def test_an_erased_session_leaves_no_byte_in_the_file_nor_its_wal(
+    sqlite_path: Path, erasure: str
+) -> None:
+    ttl = None if erasure == "delete_session" else 0.3
+    store = SQLiteStore(sqlite_path, ttl=ttl)
+    write_session(store, "victim")
+    Session.open("bystander", store=SQLiteStore(sqlite_path), model="gpt-4").append(
+        {"role": "user", "content": "kept"}
+    )
+    assert sum(marker_bytes(sqlite_path).values()) > 0
+    ERASURES[erasure](store, "victim")
+    # While the store is open (a server's), and once it is closed.
+    assert marker_bytes(sqlite_path) == {"sessions.db": 0, "sessions.db-wal": 0}
+    store.close()
+    assert marker_bytes(sqlite_path) == {"sessions.db": 0, "sessions.db-wal": 0}
+    again = Session.open("bystander", store=SQLiteStore(sqlite_path), model="gpt-4")
+    assert [m.text for m in again.transcript()] == ["kept"]
+
+
+def test_an_erased_session_leaves_no_byte_on_an_sqlite_build_that_keeps_deleted_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # SQLite keeps deleted rows in its free pages unless built with SQLITE_SECURE_DELETE (as
+    # some Linux distributions do, and python.org's builds do not).
+    connect = sqlite3.connect
+
+    def connect_keeping_deleted_bytes(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn: sqlite3.Connection = connect(*args, **kwargs)
+        conn.execute("PRAGMA secure_delete=OFF")
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", connect_keeping_deleted_bytes)
+    path = tmp_path / "sessions.db"
+    store = SQLiteStore(path)
+    write_session(store, "victim")
+    Session.open("bystander", store=store, model="gpt-4").append({"role": "user", "content": "x"})
+    store.delete_session("victim")
+    store.close()
+    assert marker_bytes(path) == {"sessions.db": 0, "sessions.db-wal": 0}
