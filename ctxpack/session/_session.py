@@ -556,11 +556,13 @@ class Session(Arrival, Rendering):
 
     def _original_redactor(self) -> Callable[[str], str] | None:
         """How an original read back is redacted: by the rules and for every value any
-        replica found (one printed bare before it was recognised is in its original)."""
-        if not self.guard.redact_secrets:
-            return None
+        replica found (one printed bare before it was recognised is in its original).
+        What other replicas wrote is read first, redacting or not: an erasure among it, the
+        originals this replica holds in memory are not read back."""
         with self._lock:
             self._refresh()
+            if not self.guard.redact_secrets:
+                return None
             hunt = self._hunt()
             hunt = frozen(hunt.fingerprints.entries, hunt.key)
         return partial(hunted_text, hunt=hunt)

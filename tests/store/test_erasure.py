@@ -1,8 +1,10 @@
 """Erasure leaves nothing behind: no byte of an erased session in an SQLite file or its WAL
-(deleted, purged or expired)."""
+(deleted, purged or expired), and no original of it read back through a live session of
+another replica."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -11,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from ctxpack import Session
+from ctxpack import ArtifactNotFoundError, Session
 from ctxpack.store import SessionStore, SQLiteStore
 
 MARKER = "QZXERASEMEQZX"
@@ -109,3 +111,25 @@ def test_an_erased_session_leaves_no_byte_on_an_sqlite_build_that_keeps_deleted_
     store.delete_session("victim")
     store.close()
     assert marker_bytes(path) == {"sessions.db": 0, "sessions.db-wal": 0}
+
+
+def test_a_replica_does_not_read_back_an_original_of_an_erased_session(
+    replicas: Callable[[], SessionStore], session_id: str
+) -> None:
+    # The replica that stored the original holds it in memory (the last one stored); once
+    # another replica erased the session, it reads the store first, as a retrieve with
+    # redaction on does.
+    writer = write_session(replicas(), session_id)
+    (ref,) = set(re.findall(r"art_[0-9a-f]{16}", str(writer.render().to_openai())))
+    assert MARKER in writer.retrieve(ref).text
+    replicas().delete_session(session_id)
+    with pytest.raises(ArtifactNotFoundError):
+        writer.retrieve(ref)
+    call = {
+        "id": "r1",
+        "type": "function",
+        "function": {"name": "retrieve_original", "arguments": f'{{"artifact": "{ref}"}}'},
+    }
+    answer = writer.handle(call)
+    assert MARKER not in answer
+    assert ref in answer
