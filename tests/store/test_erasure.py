@@ -16,6 +16,8 @@ import pytest
 from ctxpack import ArtifactNotFoundError, Session
 from ctxpack.store import SessionStore, SQLiteStore
 
+from ..threads import run_threads, switching_often
+
 MARKER = "QZXERASEMEQZX"
 
 
@@ -111,6 +113,46 @@ def test_an_erased_session_leaves_no_byte_on_an_sqlite_build_that_keeps_deleted_
     store.delete_session("victim")
     store.close()
     assert marker_bytes(path) == {"sessions.db": 0, "sessions.db-wal": 0}
+
+
+def test_erasures_racing_appends_leave_no_byte_once_the_last_is_done(tmp_path: Path) -> None:
+    # An erasure whose WAL cannot be emptied at once (other replicas writing) still succeeds;
+    # the last one, with the replicas idle but open, leaves nothing.
+    path = tmp_path / "sessions.db"
+    stores = [SQLiteStore(path) for _ in range(4)]
+    sessions = [Session.open("victim", store=store, model="gpt-4") for store in stores[:3]]
+
+    def work(worker: int) -> None:
+        for k in range(15):
+            if worker == len(sessions):
+                stores[-1].delete_session("victim")
+            else:
+                sessions[worker].append({"role": "user", "content": f"{MARKER} w{worker} m{k}"})
+
+    with switching_often():
+        run_threads(work, len(sessions) + 1)
+    stores[-1].delete_session("victim")
+    assert marker_bytes(path) == {"sessions.db": 0, "sessions.db-wal": 0}
+    for store in stores:
+        store.close()
+
+
+def test_an_erasure_succeeds_while_another_connection_holds_the_wal(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.db"
+    store = SQLiteStore(path, timeout=0.1)
+    write_session(store, "victim")
+    reader = sqlite3.connect(path, isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # reading, for long
+    store.delete_session("victim")  # done; the WAL waits for the reader
+    assert store.load("victim").version == 0
+    assert marker_bytes(path)["sessions.db-wal"] > 0
+    reader.execute("COMMIT")
+    store.append("other", "e", version=0, state="{}")
+    store.delete_session("other")  # a later erasure empties it
+    assert marker_bytes(path) == {"sessions.db": 0, "sessions.db-wal": 0}
+    reader.close()
+    store.close()
 
 
 def test_a_replica_does_not_read_back_an_original_of_an_erased_session(
