@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import inspect
 import warnings
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any
 
 from .._internal.arguments import keyword_checked, optional_text
@@ -158,10 +158,11 @@ def _packing(
     return call
 
 
-class _PackedFirst:
+class _PackedFirst(Coroutine[Any, Any, Any]):
     """An async client's call with an AsyncSession: the session is awaited (the request
     packed) before the SDK is called. Awaited, it is the SDK's reply (a coroutine's result);
-    entered, the SDK's async context manager (a stream helper's)."""
+    entered, the SDK's async context manager (a stream helper's). It is a coroutine, as the
+    SDK's call is, so that ``asyncio.create_task`` takes it."""
 
     def __init__(
         self,
@@ -175,9 +176,26 @@ class _PackedFirst:
         self._packed = packed
         self._feed = feed
         self._inner: Any = None
+        # Made when first run: a call only entered (a stream) leaves no coroutine unawaited.
+        self._running: Coroutine[Any, Any, Any] | None = None
 
-    def __await__(self) -> Any:
-        return self._reply().__await__()
+    def __await__(self) -> Generator[Any, None, Any]:
+        return self._coroutine().__await__()
+
+    def send(self, value: Any) -> Any:
+        return self._coroutine().send(value)
+
+    def throw(self, *error: Any) -> Any:
+        return self._coroutine().throw(*error)
+
+    def close(self) -> None:
+        if self._running is not None:
+            self._running.close()
+
+    def _coroutine(self) -> Coroutine[Any, Any, Any]:
+        if self._running is None:
+            self._running = self._reply()
+        return self._running
 
     async def _reply(self) -> Any:
         response = self._method(*self._args, **await self._packed())
@@ -202,9 +220,10 @@ class PackedClient(_Resource):
 
     Attributes:
         last_result: The :class:`~ctxpack.PackResult` of the last request packed by the
-            calling thread or asyncio task (``None`` before its first); read it to log what
-            was cut. Shared by the copies made with ``with_options``; another thread's or
-            task's requests never change it.
+            calling thread or asyncio task (``None`` before its first, or after a request
+            refused before it was sent); read it to log what was cut. A request the provider
+            fails was packed: this is its result. Shared by the copies made with
+            ``with_options``; another thread's or task's requests never change it.
         wrapped: The SDK client itself.
     """
 
