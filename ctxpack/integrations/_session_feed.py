@@ -300,15 +300,13 @@ class SessionFeed:
         """``response``, once a server-side session has read what the provider's context
         management did from it (a reply awaited first, for an async client; a stream's reply
         when the stream is left after its end). The reply itself reaches the session with the
-        next request's history, so it is not appended here; a raw response is left to the
-        caller (``session.record_response``)."""
+        next request's history, so it is not appended here; a raw response, and the events of
+        ``create(stream=True)``, are left to the caller (``session.record_response``)."""
         if not self.server_side:
             return response
         if inspect.isawaitable(response):
             return self._recorded(response)
-        if not is_sdk_object(response) and (
-            hasattr(response, "__exit__") or hasattr(response, "__aexit__")
-        ):
+        if _stream_helper(response):
             return _RecordedStream(response, self)
         self._record(response)
         return response
@@ -381,7 +379,8 @@ class SessionFeed:
             if index == 0 and opens and _role(message) in _SYSTEM_ROLES and self._reopens:
                 reopen = message
                 continue
-            raise HistoryChangedError(_changed(message, index, self._reopens))
+            last = index == max(given)
+            raise HistoryChangedError(_changed(message, index, self._reopens, last=last))
         for index in range(shared, len(messages)):
             # The session takes dicts: the SDKs' objects are converted first, as everywhere.
             message = coerce_message(messages[index], index)
@@ -465,9 +464,10 @@ def _role(message: Any) -> Any:
     return message.get("role") if isinstance(message, Mapping) else getattr(message, "role", None)
 
 
-def _changed(message: Any, index: int, reopens: bool) -> str:
+def _changed(message: Any, index: int, reopens: bool, *, last: bool = False) -> str:
     """Why a request's message ``index`` cannot go to the session that was given another
-    (``reopens``: a ctxpack session, which follows a changed system prompt)."""
+    (``reopens``: a ctxpack session, which follows a changed system prompt; ``last``: the
+    other is the last message the session was given, as after a request that failed)."""
     if index == 0 and _role(message) in _SYSTEM_ROLES:
         if reopens:
             return (
@@ -480,10 +480,23 @@ def _changed(message: Any, index: int, reopens: bool) -> str:
             "history opened with: this request's differs from the one given to the session "
             "before (a ctxpack Session follows a system prompt that changes)"
         )
-    return (
+    changed = (
         f"with a session, messages must be the growing history: message {index} of this "
-        f"request differs from message {index} given to the session before (one session "
-        "per conversation; send the history it has, plus new messages at the end)"
+        f"request differs from message {index} given to the session before"
+    )
+    if last:
+        # The usual cause: a request failed (or was cancelled) after its messages were given,
+        # and the application sent another message in place of its last.
+        return (
+            f"{changed}, the last it was given. The session keeps every message it was given, "
+            "a failed request's too (a stored session is shared, append-only): to retry a "
+            "request, send its messages again as they were (nothing is given twice); to send "
+            f"another message instead, keep message {index} as it was and add the new one "
+            "after it, or give that conversation a new session"
+        )
+    return (
+        f"{changed} (one session per conversation; send the history it has, plus new "
+        "messages at the end)"
     )
 
 
@@ -520,6 +533,15 @@ class _RecordedStream:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._manager, name)
+
+
+def _stream_helper(response: Any) -> bool:
+    """Whether ``response`` is a stream helper's manager (``messages.stream(...)``), entered
+    with ``with``; not the event stream of ``create(stream=True)``, which is iterated as it
+    is (the wrapper leaves it whole: it is a context manager too)."""
+    if is_sdk_object(response) or hasattr(response, "__iter__") or hasattr(response, "__aiter__"):
+        return False
+    return hasattr(response, "__exit__") or hasattr(response, "__aexit__")
 
 
 def _finished(stream: Any) -> Any:
