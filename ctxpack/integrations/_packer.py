@@ -79,6 +79,8 @@ class _Packer:
         goes through ``client.beta``, the only one that takes it)."""
         if responses and not responses_api.packs(kwargs):
             return kwargs
+        # A request refused before it is sent leaves no result: the one before is not its.
+        self.remember(None)
         asked, out = self._asked(kwargs, beta, responses)
         if self.feed is not None:
             return self._sent(asked, out, self.feed.render(asked))
@@ -136,6 +138,7 @@ class _Packer:
         assert self.feed is not None
         if responses and not responses_api.packs(kwargs):
             return kwargs
+        self.remember(None)
         asked, out = self._asked(kwargs, beta, responses)
         return self._sent(asked, out, await self.feed.arender(asked))
 
@@ -238,9 +241,15 @@ class _Packer:
         """The result of the last request packed by this thread or asyncio task."""
         return _LAST_RESULTS.get(weakref.WeakKeyDictionary()).get(self)
 
-    def remember(self, result: PackResult) -> None:
+    def remember(self, result: PackResult | None) -> None:
+        """Make ``result`` this thread's (task's) last; ``None``: it has none."""
         results = weakref.WeakKeyDictionary(_LAST_RESULTS.get(weakref.WeakKeyDictionary()))
-        results[self] = result
+        if result is None:
+            if self not in results:
+                return
+            del results[self]
+        else:
+            results[self] = result
         _LAST_RESULTS.set(results)
 
 
