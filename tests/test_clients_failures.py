@@ -1,0 +1,297 @@
+"""Client wrappers when the provider call fails: the SDK raises (an error status, its own
+retries), a task is cancelled while awaiting the call, a stream breaks. The wrapper and its
+session stay consistent: ``last_result`` is the failed request's packing, the session holds
+each message once, and the next request goes through."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import httpx2
+import openai
+import pytest
+
+import ctxpack
+from ctxpack.store import open_store
+from tests.sdk_mock import (
+    Capture,
+    anthropic_client,
+    anthropic_message,
+    chat_completion,
+    openai_client,
+)
+
+QUESTION = {"role": "user", "content": "Why does the auth test fail?"}
+FAILED = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+
+
+def statuses(*codes: int) -> Callable[[dict[str, Any]], httpx2.Response]:
+    """A Chat Completions reply per request: an error for each status but 200."""
+    replies = iter(codes)
+
+    def reply(body: dict[str, Any]) -> httpx2.Response:
+        code = next(replies)
+        if code != 200:
+            # retry-after-ms: the SDK's own retries wait a millisecond, not seconds.
+            return httpx2.Response(code, headers={"retry-after-ms": "1"}, json=FAILED)
+        return httpx2.Response(200, json=chat_completion({"role": "assistant", "content": "ok"}))
+
+    return reply
+
+
+def given(session: ctxpack.Session) -> list[str]:
+    return [m.text for m in session.transcript()]
+
+
+@pytest.mark.parametrize("sdk_retries", [0, 2])
+def test_a_failed_call_leaves_the_session_whole_and_a_retry_gives_nothing_twice(
+    sdk_retries: int,
+) -> None:
+    # Without retries the SDK raises at the first 500; with two, it resends the packed request
+    # itself and the third answer is the reply.
+    capture = Capture(statuses(429, 500, 200, 200))
+    raw = openai.OpenAI(
+        api_key="k",
+        base_url="http://mock.invalid/v1",
+        max_retries=sdk_retries,
+        http_client=httpx2.Client(transport=httpx2.MockTransport(capture)),
+    )
+    session = ctxpack.Session(model="gpt-4")
+    client = ctxpack.wrap_openai(raw, window=4_000, session=session)
+    history: list[Any] = [{"role": "system", "content": "Be brief."}, QUESTION]
+    if not sdk_retries:
+        for _ in range(2):
+            with pytest.raises(openai.APIStatusError):
+                client.chat.completions.create(model="gpt-4", messages=history)
+            # The request was packed, then the call failed: last_result is that packing.
+            result = client.last_result
+            assert result is not None and result.messages[-1].text == QUESTION["content"]
+    reply = client.chat.completions.create(model="gpt-4", messages=history)
+    assert reply.choices[0].message.content == "ok"
+    assert len(capture.requests) == 3
+    assert all(body == capture.requests[0] for body in capture.requests)
+    history += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "And?"}]
+    client.chat.completions.create(model="gpt-4", messages=history)
+    assert given(session) == ["Be brief.", QUESTION["content"], "ok", "And?"]
+
+
+@pytest.mark.parametrize("store", ["memory://", "sqlite"])
+def test_a_retry_with_another_last_message_says_how_to_retry(store: str, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'sessions.db'}" if store == "sqlite" else store
+    shared = open_store(url) if store == "memory://" else None
+
+    def replica(capture: Capture) -> tuple[ctxpack.Session, Any]:
+        session = ctxpack.Session.open("s", store=shared or url, model="gpt-4")
+        return session, ctxpack.wrap_openai(openai_client(capture), window=4_000, session=session)
+
+    capture = Capture(statuses(500, 200))
+    _, a = replica(capture)
+    session, b = replica(capture)
+    with pytest.raises(openai.APIStatusError):
+        a.chat.completions.create(model="gpt-4", messages=[QUESTION])
+    rephrased = {"role": "user", "content": "Which assertion fails in test_auth?"}
+    # The failed turn stays in the stored session, which replicas share: another message in
+    # its place is refused, saying what to send instead.
+    with pytest.raises(ctxpack.ConfigError, match="send its messages again as they were") as error:
+        b.chat.completions.create(model="gpt-4", messages=[rephrased])
+    assert "keep message 0 as it was and add the new one after it" in str(error.value)
+    b.chat.completions.create(model="gpt-4", messages=[QUESTION, rephrased])
+    assert [m["content"] for m in capture.body["messages"]] == [
+        QUESTION["content"],
+        rephrased["content"],
+    ]
+    assert given(session) == [QUESTION["content"], rephrased["content"]]
+
+
+def slow_openai_transport() -> httpx2.MockTransport:
+    async def reply(request: httpx2.Request) -> httpx2.Response:
+        await asyncio.sleep(0.05)  # the API thinking: meanwhile the task is cancelled
+        return httpx2.Response(200, json=chat_completion({"role": "assistant", "content": "ok"}))
+
+    return httpx2.MockTransport(reply)
+
+
+def test_an_async_call_is_a_task_that_can_be_cancelled_and_retried() -> None:
+    async def converse() -> tuple[list[str], str | None]:
+        session = await ctxpack.AsyncSession.open("s", store="memory://", model="gpt-4")
+        raw = openai.AsyncOpenAI(
+            api_key="k",
+            base_url="http://mock.invalid/v1",
+            max_retries=0,
+            http_client=httpx2.AsyncClient(transport=slow_openai_transport()),
+        )
+        client = ctxpack.wrap_openai(raw, window=4_000, session=session)
+        # A task, as with the SDK's own call (a coroutine): cancelled while awaiting the API.
+        task = asyncio.create_task(
+            client.chat.completions.create(model="gpt-4", messages=[QUESTION])
+        )
+        await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        # The lock is free and the retry gives nothing twice.
+        retry = asyncio.create_task(
+            client.chat.completions.create(model="gpt-4", messages=[QUESTION])
+        )
+        reply = await asyncio.wait_for(retry, 5)
+        return [m.text for m in await session.transcript()], reply.choices[0].message.content
+
+    assert asyncio.run(converse()) == ([QUESTION["content"]], "ok")
+
+
+STREAM_EVENTS: list[dict[str, Any]] = [
+    {
+        "type": "message_start",
+        "message": {**anthropic_message([]), "stop_reason": None},
+    },
+    {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}},
+    {"type": "content_block_stop", "index": 0},
+    {
+        "type": "message_delta",
+        "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+        "usage": {"output_tokens": 2},
+        "context_management": {
+            "applied_edits": [
+                {
+                    "type": "clear_tool_uses_20250919",
+                    "cleared_tool_uses": 3,
+                    "cleared_input_tokens": 4_200,
+                }
+            ]
+        },
+    },
+    {"type": "message_stop"},
+]
+
+
+def sse(events: list[dict[str, Any]]) -> httpx2.Response:
+    body = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+    return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+
+def server_side(replies: Iterator[httpx2.Response]) -> tuple[ctxpack.Session, Any]:
+    policy = ctxpack.managed.WindowPolicy(window=200_000, server_side=True)
+    session = ctxpack.Session(model="claude-sonnet-4-5", counter="cl100k_base", window=policy)
+    raw = anthropic.Anthropic(
+        api_key="k",
+        base_url="http://mock.invalid",
+        max_retries=0,
+        http_client=httpx2.Client(transport=httpx2.MockTransport(lambda r: next(replies))),
+    )
+    return session, ctxpack.wrap_anthropic(raw, session=session)
+
+
+def server_decisions(client: Any) -> list[str]:
+    result = client.last_result
+    assert result is not None
+    return [d.action for d in result.decisions if d.stage == "server"]
+
+
+def test_the_event_stream_of_create_goes_through_a_server_side_session_as_the_sdk_gives_it() -> (
+    None
+):
+    replies = iter([sse(STREAM_EVENTS), httpx2.Response(200, json=anthropic_message([]))])
+    session, client = server_side(replies)
+    stream = client.beta.messages.create(
+        model="claude-sonnet-4-5", max_tokens=100, messages=[QUESTION], stream=True
+    )
+    assert [event.type for event in stream] == [e["type"] for e in STREAM_EVENTS]
+    history = [QUESTION, {"role": "assistant", "content": "Hi"}, {"role": "user", "content": "Go."}]
+    client.beta.messages.create(model="claude-sonnet-4-5", max_tokens=100, messages=history)
+    # Events are the caller's to read (as a raw response is): nothing is recorded from them.
+    assert server_decisions(client) == []
+    assert given(session) == [QUESTION["content"], "Hi", "Go."]
+
+
+@pytest.mark.parametrize("breaks", ["error event", "left early"])
+def test_a_stream_that_breaks_records_nothing_and_the_next_request_goes_through(
+    breaks: str,
+) -> None:
+    events = [*STREAM_EVENTS[:3], FAILED] if breaks == "error event" else STREAM_EVENTS
+    replies = iter([sse(events), httpx2.Response(200, json=anthropic_message([]))])
+    session, client = server_side(replies)
+    failing = pytest.raises(anthropic.APIStatusError, match="Overloaded")
+    with (
+        failing if breaks == "error event" else contextlib.nullcontext(),
+        client.beta.messages.stream(
+            model="claude-sonnet-4-5", max_tokens=100, messages=[QUESTION]
+        ) as stream,
+    ):
+        for text in stream.text_stream:
+            assert text == "Hi"
+            if breaks == "left early":
+                break
+    result = client.last_result
+    assert result is not None and result.messages[-1].text == QUESTION["content"]
+    history = [QUESTION, {"role": "assistant", "content": "Hi"}, {"role": "user", "content": "Go."}]
+    client.beta.messages.create(model="claude-sonnet-4-5", max_tokens=100, messages=history)
+    assert server_decisions(client) == []  # a partial stream says nothing of the edits
+    assert given(session) == [QUESTION["content"], "Hi", "Go."]
+
+
+def test_a_request_refused_before_it_is_sent_leaves_no_last_result() -> None:
+    # The previous request's result would read, in an except block, as the refused one's.
+    capture = Capture(chat_completion({"role": "assistant", "content": "ok"}))
+    client = ctxpack.wrap_openai(openai_client(capture), window=60)
+    client.chat.completions.create(model="gpt-4", messages=[QUESTION])
+    assert client.last_result is not None
+    with pytest.raises(ctxpack.BudgetExceededError):
+        client.chat.completions.create(
+            model="gpt-4", messages=[{"role": "user", "content": "Why? " * 100}]
+        )
+    assert client.last_result is None
+    assert len(capture.requests) == 1
+
+    # With a session, the user's counter failing while the request renders: the session holds
+    # the new messages once, and the same request sent again goes through.
+    down = False
+
+    def count(text: str) -> int:
+        if down:
+            raise RuntimeError("the count endpoint is down")
+        return len(text) // 4
+
+    session = ctxpack.Session(counter=count)
+    client = ctxpack.wrap_openai(openai_client(capture), window=4_000, session=session)
+    client.chat.completions.create(model="gpt-4", messages=[QUESTION])
+    history = [QUESTION, {"role": "assistant", "content": "ok"}, {"role": "user", "content": "Go."}]
+    down = True
+    with pytest.raises(RuntimeError, match="count endpoint"):
+        client.chat.completions.create(model="gpt-4", messages=history)
+    assert client.last_result is None
+    down = False
+    client.chat.completions.create(model="gpt-4", messages=history)
+    result = client.last_result
+    assert result is not None and result.messages[-1].text == "Go."
+    assert given(session) == [QUESTION["content"], "ok", "Go."]
+
+
+def test_a_failed_turn_kept_before_the_new_question_goes_to_anthropic_as_one_turn() -> None:
+    # The remedy the refusal names: two user messages in a row, which Anthropic takes merged.
+    def reply(body: dict[str, Any]) -> httpx2.Response:
+        if len(capture.requests) == 1:
+            return httpx2.Response(500, json=FAILED)
+        return httpx2.Response(200, json=anthropic_message([{"type": "text", "text": "ok"}]))
+
+    capture = Capture(reply)
+    session = ctxpack.Session(model="claude-sonnet-4-5", counter="cl100k_base")
+    client = ctxpack.wrap_anthropic(anthropic_client(capture), window=4_000, session=session)
+    with pytest.raises(anthropic.APIStatusError):
+        client.messages.create(model="claude-sonnet-4-5", max_tokens=100, messages=[QUESTION])
+    rephrased = {"role": "user", "content": "Which assertion fails?"}
+    client.messages.create(
+        model="claude-sonnet-4-5", max_tokens=100, messages=[QUESTION, rephrased]
+    )
+    ctxpack.adapters.validate_anthropic(capture.body)
+    texts = [block["text"] for block in capture.body["messages"][0]["content"]]
+    assert len(capture.body["messages"]) == 1 and texts == [
+        QUESTION["content"],
+        "Which assertion fails?",
+    ]
