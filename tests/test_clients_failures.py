@@ -282,7 +282,9 @@ def test_a_failed_turn_kept_before_the_new_question_goes_to_anthropic_as_one_tur
 
     capture = Capture(reply)
     session = ctxpack.Session(model="claude-sonnet-4-5", counter="cl100k_base")
-    client = ctxpack.wrap_anthropic(anthropic_client(capture), window=4_000, session=session)
+    client = ctxpack.wrap_anthropic(
+        anthropic_client(capture), window=4_000, session=session, counter="cl100k_base"
+    )
     with pytest.raises(anthropic.APIStatusError):
         client.messages.create(model="claude-sonnet-4-5", max_tokens=100, messages=[QUESTION])
     rephrased = {"role": "user", "content": "Which assertion fails?"}
@@ -295,3 +297,30 @@ def test_a_failed_turn_kept_before_the_new_question_goes_to_anthropic_as_one_tur
         QUESTION["content"],
         "Which assertion fails?",
     ]
+
+
+def test_a_wrapper_with_an_async_session_outlives_the_event_loop_that_first_used_it() -> None:
+    # An application that runs asyncio.run() per job (or whose loop died with a failure) keeps
+    # its wrapper: requests that wait for one another on the next loop still go through.
+    session = asyncio.run(ctxpack.AsyncSession.open("s", store="memory://", model="gpt-4"))
+    raw = openai.AsyncOpenAI(
+        api_key="k",
+        base_url="http://mock.invalid/v1",
+        max_retries=0,
+        http_client=httpx2.AsyncClient(transport=slow_openai_transport()),
+    )
+    client = ctxpack.wrap_openai(raw, window=4_000, session=session)
+
+    async def burst() -> list[str | None]:
+        requests = [
+            client.chat.completions.create(model="gpt-4", messages=[QUESTION]) for _ in range(3)
+        ]
+        return [reply.choices[0].message.content for reply in await asyncio.gather(*requests)]
+
+    assert asyncio.run(burst()) == ["ok"] * 3
+    assert asyncio.run(burst()) == ["ok"] * 3
+
+    async def transcript() -> list[str]:
+        return [m.text for m in await session.transcript()]
+
+    assert asyncio.run(transcript()) == [QUESTION["content"]]

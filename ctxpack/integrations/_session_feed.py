@@ -14,6 +14,7 @@ import inspect
 import json
 import re
 import threading
+import weakref
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol, cast, runtime_checkable
@@ -168,7 +169,12 @@ class SessionFeed:
     fed: dict[int, str] = field(default_factory=dict)
     # Feeding and rendering one session's history is one step for concurrent requests.
     lock: threading.Lock = field(default_factory=threading.Lock)
-    alock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # An asyncio lock serves one event loop (it refuses another once it was waited on): one
+    # per loop, so a wrapper outlives the asyncio.run() that first used it. Requests on two
+    # loops at once are two writers, as replicas are.
+    alocks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = field(
+        default_factory=weakref.WeakKeyDictionary
+    )
     # The digest of the system prompt given to a managed session: as ``fed``.
     system: str | None = None
 
@@ -214,7 +220,8 @@ class SessionFeed:
         messages, system = asked.messages, asked.system
         options = self._render_options(asked)
         session = cast(_AsyncSession, self.session)
-        async with self.alock:
+        # A loop runs in one thread: only that thread ever asks for its lock.
+        async with self.alocks.setdefault(asyncio.get_running_loop(), asyncio.Lock()):
             for attempt in range(_ATTEMPTS):
                 given, held, opens = self._held(await session.transcript())
                 batch, digests, reopen = self._batch(messages, system, given, held, opens)
