@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
+import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -324,3 +327,37 @@ def test_a_wrapper_with_an_async_session_outlives_the_event_loop_that_first_used
         return [m.text for m in await session.transcript()]
 
     assert asyncio.run(transcript()) == [QUESTION["content"]]
+
+
+def test_threads_on_replicas_retrying_failed_calls_give_each_message_once(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'sessions.db'}"
+    lock = threading.Lock()
+    calls = itertools.count()
+
+    def flaky(body: dict[str, Any]) -> httpx2.Response:
+        with lock:
+            failing = next(calls) % 2 == 0
+        if failing:
+            return httpx2.Response(503, json=FAILED)
+        return httpx2.Response(200, json=chat_completion({"role": "assistant", "content": "ok"}))
+
+    history: list[Any] = [{"role": "system", "content": "Be brief."}, QUESTION]
+
+    def replica(turns: int) -> int:
+        session = ctxpack.Session.open("s", store=url, model="gpt-4")
+        client = ctxpack.wrap_openai(openai_client(Capture(flaky)), window=4_000, session=session)
+        failures = 0
+        for _ in range(turns):
+            try:
+                client.chat.completions.create(model="gpt-4", messages=history)
+                return failures
+            except openai.APIStatusError:
+                failures += 1
+                assert client.last_result is not None  # the failed request's packing
+        raise AssertionError("no call went through")
+
+    with ThreadPoolExecutor(4) as pool:
+        failures = list(pool.map(replica, [20] * 8))
+    assert sum(failures) >= 4
+    stored = ctxpack.Session.open("s", store=url, model="gpt-4")
+    assert given(stored) == ["Be brief.", QUESTION["content"]]
