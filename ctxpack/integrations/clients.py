@@ -15,7 +15,8 @@ streaming is unchanged. The wrappers work for sync and async clients alike: pack
 the SDK method is called, and what it returns (a response, a coroutine, a stream) is returned as
 is. With a session (``session=``) the session keeps the history and renders each request; an
 :class:`~ctxpack.AsyncSession`, given to an async client, is awaited first, so the call returns
-an object to await (the reply) or to enter with ``async with`` (a stream).
+a coroutine (the reply, to await or to run as a task) or an object to enter with
+``async with`` (a stream).
 """
 
 from __future__ import annotations
