@@ -11,7 +11,7 @@ from ._internal.arguments import keyword_checked, optional_text, shown, tool_def
 from ._internal.arguments import tokens as check_tokens
 from ._internal.columns import ids as message_ids
 from ._internal.thinking import thinking_cleared_from, without_thinking
-from .adapters import check_openai_message
+from .adapters import SENT_METADATA, check_openai_message
 from .errors import BudgetExceededError, ConfigError
 from .limits import check_message_sizes
 from .messages import (
@@ -407,12 +407,29 @@ def _prefix_checked_repacked(
 
 
 def _first_change(sent: Sequence[Message], msgs: Sequence[Message]) -> int:
-    """The first position where the request ``sent`` differs from the history ``msgs``."""
+    """The first position where the request ``sent`` differs from the history ``msgs`` in
+    what the provider sees (see :func:`_seen_alike`)."""
     pairs = zip(sent, msgs, strict=False)
     return next(
-        (k for k, (m, given) in enumerate(pairs) if m is not given and m != given),
+        (k for k, (m, given) in enumerate(pairs) if m is not given and not _seen_alike(m, given)),
         min(len(sent), len(msgs)),
     )
+
+
+# What no provider sees of a message: ctxpack's own fields and the caller's metadata (all but
+# adapters.SENT_METADATA). A step that sets only these (the citation step's inherited source)
+# leaves the prefix as it was.
+_UNSEEN = frozenset({"id", "priority", "pinned", "source", "timestamp", "metadata"})
+
+
+def _seen_alike(a: Message, b: Message) -> bool:
+    """Whether the provider sees ``a`` and ``b`` as the same message."""
+    if a == b:
+        return True
+    seen = (f for f in Message.model_fields if f not in _UNSEEN)
+    if any(getattr(a, f) != getattr(b, f) for f in seen):
+        return False
+    return all(a.metadata.get(k) == b.metadata.get(k) for k in SENT_METADATA)
 
 
 def _prefix_checked(

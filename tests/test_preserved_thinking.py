@@ -370,3 +370,35 @@ def test_render_with_a_budget_sends_no_thinking_block_after_a_dropped_message(mo
     assert result.dropped_ids and result.tokens <= budget
     _check_prefixes(result, history, preserved=model == PRESERVED)
     assert any(d.reason.startswith(PREFIX_CHECK) for d in result.decisions) == (model == PRESERVED)
+
+
+def test_pack_keeps_the_thinking_after_a_change_no_provider_sees() -> None:
+    """The citation step gives the later messages the source of an earlier one, a field no
+    provider sees: the prefix is unchanged and every thinking block stays."""
+    history = _agent_history()
+    history[1] = history[1].model_copy(update={"source": "docs/cache.md"})
+    result = pack(history, budget=100_000, counter=COUNTER, model=PRESERVED)
+    assert any(d.action == "cited" for d in result.decisions)
+    assert [_thinks(m) for m in result.messages] == [_thinks(m) for m in history]
+    assert not any(d.reason.startswith(PREFIX_CHECK) for d in result.decisions)
+    # What the provider does see counts, the metadata the adapters send included.
+    cached = {"anthropic": {"turn": {"cache_control": {"type": "ephemeral"}}}}
+    history[1] = history[1].model_copy(update={"metadata": cached})
+    edited = pack(history, budget=100_000, counter=COUNTER, model=PRESERVED)
+    assert [_thinks(m) for m in edited.messages] == [_thinks(m) for m in history]
+    owned = history[1].model_copy(update={"metadata": {**cached, "mine": 1}})
+
+    def tag(ctx: Any) -> Any:
+        msgs = list(ctx.messages)
+        msgs[1] = owned if msgs[1].metadata.get("mine") is None else msgs[1]
+        return ctx.evolve(messages=tuple(msgs))
+
+    tagged = pack(history, budget=100_000, counter=COUNTER, model=PRESERVED, pipeline=tag)
+    assert [_thinks(m) for m in tagged.messages] == [_thinks(m) for m in history]
+    sent_meta = history[1].model_copy(update={"metadata": {"anthropic": {"turn": {}}}})
+
+    def recache(ctx: Any) -> Any:
+        return ctx.evolve(messages=(ctx.messages[0], sent_meta, *ctx.messages[2:]))
+
+    changed = pack(history, budget=100_000, counter=COUNTER, model=PRESERVED, pipeline=recache)
+    assert not any(_thinks(m) for m in changed.messages)
