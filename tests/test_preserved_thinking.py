@@ -402,3 +402,92 @@ def test_pack_keeps_the_thinking_after_a_change_no_provider_sees() -> None:
 
     changed = pack(history, budget=100_000, counter=COUNTER, model=PRESERVED, pipeline=recache)
     assert not any(_thinks(m) for m in changed.messages)
+
+
+def _agent_loop(
+    session: Session, replies: list[list[Any]], budget: int | None = None
+) -> list[PackResult]:
+    """Render (with ``budget``), check the request as the API does (each thinking block sent
+    back follows exactly the request that produced it), append the reply; for each of
+    ``replies``."""
+    produced: dict[str, str] = {}
+    results = []
+    for i, reply in enumerate([*replies, []]):
+        result = session.render(budget=budget)
+        results.append(result)
+        for k, msg in enumerate(result.messages):
+            if msg.role == "assistant" and _thinks(msg):
+                assert _json(result.messages[:k]) == produced[msg.id], (
+                    f"request {i}: the thinking of {msg.id} follows a changed prefix"
+                )
+        for item in reply:
+            if item["role"] == "assistant":
+                produced[item["id"]] = _json(result.messages)
+        session.extend(reply)
+    return results
+
+
+def _viewing(i: int, path: str, text: str) -> list[dict[str, Any]]:
+    """An assistant turn with thinking that views ``path``, and the view."""
+    turn = _turn(i, 20, 1, call=True)
+    turn[0]["content"][1]["input"] = {"cmd": f"cat {path}"}
+    turn[1]["content"][0]["content"] = text
+    return turn
+
+
+def test_a_superseded_file_view_clears_the_thinking_after_it() -> None:
+    """A file view replaced by a note once a later view of the file arrives was sent whole
+    before: on a model with preserved thinking no render sends a thinking block after it."""
+    text = "\n".join(
+        f"    value_{i} = compute({i})  # the cached value of step {i}" for i in range(60)
+    )
+    replies = [_viewing(i, "src/cache.py", text) for i in range(4)]
+    session = Session(model=PRESERVED, counter=COUNTER, supersede_batch=1)
+    session.extend([SYSTEM, TASK])
+    results = _agent_loop(session, replies)
+    assert any(r.kind == "superseded" for r in session.records)
+    cleared = [d for d in results[-1].decisions if d.stage == "session" and d.action == "cleared"]
+    assert cleared and all("rewritten after it arrived" in d.reason for d in cleared)
+    for d in cleared:
+        original = results[-1].original(d.message_id)
+        assert original is not None and _thinks(original)
+    # The turns before the first view keep their thinking.
+    assert _thinks(next(m for m in results[-1].messages if m.id == "a0"))
+    other = Session(model=OTHER, counter=COUNTER, supersede_batch=1)
+    other.extend([SYSTEM, TASK, *[m for r in replies for m in r]])
+    assert all(_thinks(m) for m in other.render().messages if m.role == "assistant")
+
+
+@pytest.mark.parametrize("budget", [None, 100_000])
+def test_an_output_filtered_once_answered_clears_the_thinking_after_it(
+    budget: int | None,
+) -> None:
+    """With filter_when="answered" an output is sent whole, then filtered when the agent's
+    answer (with its thinking) arrives: that answer's thinking, and every later turn's, no
+    longer follows the request that produced it, with or without a budget."""
+    log = "\n".join(
+        f"INFO worker {i % 7} handled request {i:06x} in {i % 89} ms" for i in range(400)
+    )
+    replies = [_turn(i, 20, 1, call=True) for i in range(3)]
+    for reply in replies:
+        reply[1]["content"][0]["content"] = f"{log}\nFAIL tests/test_cache.py::test_ttl"
+    session = Session(model=PRESERVED, counter=COUNTER, filter_when="answered")
+    session.extend([SYSTEM, TASK])
+    results = _agent_loop(session, replies, budget)
+    assert any(r.shortened for r in session.records)
+    assert _thinks(next(m for m in results[-1].messages if m.id == "a0"))
+    assert not _thinks(next(m for m in results[-1].messages if m.id == "a1"))
+
+
+def test_a_stored_session_remembers_a_rewritten_message(tmp_path: Any) -> None:
+    """Another process resuming the session clears the same thinking: which message was
+    rewritten after it arrived is stored with the session."""
+    text = "\n".join(f"    value_{i} = compute({i})  # the value of step {i}" for i in range(60))
+    url = f"sqlite:///{tmp_path / 'sessions.db'}"
+    options: dict[str, Any] = {"model": PRESERVED, "counter": COUNTER, "supersede_batch": 1}
+    writer = Session.open("s1", store=url, **options)
+    writer.extend([SYSTEM, TASK, *[m for i in range(3) for m in _viewing(i, "a.py", text)]])
+    sent = writer.render()
+    assert any(d.stage == "session" and d.action == "cleared" for d in sent.decisions)
+    reader = Session.open("s1", store=url, **options)
+    assert _json(reader.render().messages) == _json(sent.messages)

@@ -86,6 +86,8 @@ class Arrival(Superseding):
             answer = "\n".join([msg.text, *(c.function.arguments for c in msg.tool_calls or ())])
             for position in self._pending:
                 self._compact[position] = self._filtered(self._raw[position], answer)
+                if self._compact[position] is not self._raw[position]:
+                    self._rewrote(position)
             self._pending = []
         if msg.role == "tool":
             if arrival.quarantined is not None:

@@ -102,25 +102,34 @@ def hunted_text(text: str, hunt: BoundFingerprints) -> str:
 
 
 def later_thinking_cleared(
-    record: Sequence[Message], found: Sequence[Decision], counter: TokenCounter
+    record: Sequence[Message],
+    found: Sequence[Decision],
+    counter: TokenCounter,
+    rewritten: int | None = None,
 ) -> tuple[Sequence[Message], list[Decision]]:
-    """``record`` (hunted: ``found`` names the messages changed) without the thinking of the
-    assistant turns after the first message changed, and a ``cleared`` decision per turn.
+    """``record`` (hunted: ``found`` names the messages changed; ``rewritten``, the first
+    position the session rewrote after its arrival) without the thinking of the assistant
+    turns after the first message changed, and a ``cleared`` decision per turn.
 
     A model with preserved thinking refuses (or drops) a thinking block once anything before
-    it changed since it was produced, and a value hunted in an earlier output is such a change.
-    Which turns were produced before the value was found is not kept, so every later turn's
-    thinking goes, those produced since too: the same request each time, always accepted."""
+    it changed since it was produced: a value hunted in an earlier output is such a change, and
+    so is an output filtered once the agent answered it or a file view superseded. Which turns
+    were produced before the change is not kept, so every later turn's thinking goes, those
+    produced since too: the same request each time, always accepted."""
     changed = {d.message_id for d in found}
     first = next((k for k, m in enumerate(record) if m.id in changed), len(record))
-    out, cleared = thinking_cleared_from(
-        record,
-        first + 1,
-        counter,
-        stage="redact",
-        reason=(
-            "thinking blocks cleared: a secret value replaced in an earlier output "
-            "changes what precedes them, which a model with preserved thinking refuses"
-        ),
+    stage, reason = (
+        "redact",
+        "thinking blocks cleared: a secret value replaced in an earlier output "
+        "changes what precedes them, which a model with preserved thinking refuses",
     )
+    if rewritten is not None and rewritten < min(first, len(record)):
+        first, stage = rewritten, "session"
+        reason = (
+            f"thinking blocks cleared: {record[first].id!r}, an earlier message, was rewritten "
+            "after it arrived (an output filtered once answered, a file view superseded), "
+            "which changes what precedes them and a model with preserved thinking refuses; "
+            "original kept as an artifact"
+        )
+    out, cleared = thinking_cleared_from(record, first + 1, counter, stage=stage, reason=reason)
     return (out, [*found, *cleared]) if cleared else (record, list(found))

@@ -70,6 +70,13 @@ def system_opening(system: Any) -> Iterator[Mapping[str, Any] | Message | None]:
         ) from error
 
 
+def _check_arguments(budget: int | None, reserve: int, query: str | None) -> None:
+    if budget is not None:
+        check_tokens(budget, "budget")
+    check_tokens(reserve, "reserve", minimum=0)
+    optional_text(query, "query")
+
+
 class Rendering(SessionState):
     """What a session sends: the compact record, packed or managed."""
 
@@ -184,10 +191,7 @@ class Rendering(SessionState):
         """The request from the compact record (or ``record``, the compact record with another
         system prompt first: see ``_opening``)."""
         # The arguments first: a bad one is the caller's mistake whatever the session holds.
-        if budget is not None:
-            check_tokens(budget, "budget")
-        check_tokens(reserve, "reserve", minimum=0)
-        optional_text(query, "query")
+        _check_arguments(budget, reserve, query)
         provider = self._target(provider)
         given: Sequence[Mapping[str, Any]] = tool_definitions(tools) if tools is not None else []
         if not self._raw:
@@ -199,6 +203,7 @@ class Rendering(SessionState):
         raw_tokens = self._raw_total()
         record, found_later = self._hunted(record)
         filter_log = self._filter_log(found_later)
+        unthought = [d.message_id for d in found_later if d.action == "cleared"]
         asked = budget
         if self.window is not None:
             if budget is not None or reserve:
@@ -206,7 +211,9 @@ class Rendering(SessionState):
                     "a managed session (window=...) sizes its own requests: render() takes no "
                     "budget or reserve; set the reply room with WindowPolicy(reply_room=...)"
                 )
-            result = self._render_window(query, all_tools, raw_tokens, filter_log, provider, record)
+            result = self._render_window(
+                query, all_tools, raw_tokens, filter_log, provider, record, unthought
+            )
             return self._with_warnings(result, all_tools)
         if budget is None:
             tool_tokens = checked_tool_tokens(all_tools, self.counter) if all_tools else 0
@@ -216,7 +223,7 @@ class Rendering(SessionState):
                     tool_tokens,
                     raw_tokens,
                     filter_log,
-                    self._originals(),
+                    self._originals(unthought),
                     provider,
                     messages=list(record),
                 )
@@ -247,7 +254,7 @@ class Rendering(SessionState):
                 "decisions": filter_log + packed.decisions,
                 # The session's originals win: a stage's "original" of a filtered message is
                 # the filtered text, not what the tool returned.
-                "artifacts": Originals({**packed.artifacts, **self._originals()()}),
+                "artifacts": Originals({**packed.artifacts, **self._originals(unthought)()}),
             }
         )
         return self._with_warnings(result, all_tools)
@@ -277,8 +284,10 @@ class Rendering(SessionState):
         filter_log: DecisionLog,
         provider: Provider,
         record: Sequence[Message],
+        unthought: Sequence[str] = (),
     ) -> PackResult:
-        """One request of the managed mode (see :mod:`ctxpack.managed`)."""
+        """One request of the managed mode (see :mod:`ctxpack.managed`); ``unthought``, the
+        turns of ``record`` whose thinking the prefix check took."""
         policy = self.window
         assert policy is not None
         tool_tokens = checked_tool_tokens(tools, self.counter) if tools else 0
@@ -295,7 +304,7 @@ class Rendering(SessionState):
             arrived=self._raw.__getitem__,
         )
         state = self.window_state
-        gone = (*state.cleared, *state.compacted, *state.thinking_cleared)
+        gone = (*state.cleared, *state.compacted, *state.thinking_cleared, *unthought)
         if state.results_cleared:  # the turns holding a cleared result of the provider's tool
             cleared = state.results_cleared
             gone += tuple(m.id for m in record if any(r in cleared for r in result_ids(m.content)))
@@ -414,8 +423,9 @@ class Rendering(SessionState):
         a value was recognised too, and a ``redacted`` decision per message that changes."""
         hunt, roles = self._hunt(), self.guard.redacted_roles
         compact, found = self._later.record(self._compact, hunt, roles, self.counter)
-        if found and self._checks_thinking_prefix():
-            compact, found = later_thinking_cleared(compact, found, self.counter)
+        rewritten = self._first_rewritten()
+        if (found or rewritten is not None) and self._checks_thinking_prefix():
+            compact, found = later_thinking_cleared(compact, found, self.counter, rewritten)
         if record is None:
             return compact, found
         opening = hunted_message(record[0], hunt, roles)

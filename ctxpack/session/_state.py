@@ -54,6 +54,11 @@ class Snapshot:
     found: int  # the secret values found (they only grow)
 
 
+# The extension (see SessionState._extensions) holding the first compact message rewritten
+# after it arrived.
+_REWRITTEN = "rewritten"
+
+
 class SessionState:
     """A session's attributes, its options and then the state an append may change (listed
     here and nowhere else), and how that state is changed all or nothing, saved, restored and
@@ -152,6 +157,19 @@ class SessionState:
             secret = bytes.fromhex(self.store.secret)
             key = hmac.new(secret, b"ctxpack secret values found", hashlib.sha256).digest()
         return self._found.bound(key)
+
+    def _rewrote(self, position: int) -> None:
+        """Note that the compact message at ``position`` changed after it arrived (an output
+        filtered once answered, a file view superseded): the requests sent before held it as
+        it was, so on a model with preserved thinking the later turns' thinking fails."""
+        first = self._first_rewritten()
+        if first is None or position < first:
+            self._extensions[_REWRITTEN] = position
+
+    def _first_rewritten(self) -> int | None:
+        """The first position :meth:`_rewrote` noted, if any."""
+        first = self._extensions.get(_REWRITTEN)
+        return first if isinstance(first, int) else None
 
     def _refresh(self) -> None:
         """Read what other writers appended to a stored session (nothing for one in memory)."""

@@ -49,6 +49,7 @@ class Superseding(SessionState):
         if after >= before:
             return
         self._compact[position] = new
+        self._rewrote(position)
         previous = self._records.get(raw.id)
         self._records[raw.id] = FilterRecord(
             raw.id,
