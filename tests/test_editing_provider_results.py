@@ -265,3 +265,96 @@ def test_keep_counts_client_and_provider_results_together(keep: int) -> None:
     blocks = _blocks(result.to_anthropic()["messages"])
     cleared = [rid for rid in ORDER if ORIGINAL_NOTE.fullmatch(_text(blocks[rid]))]
     assert cleared == ORDER[: len(ORDER) - keep]
+
+
+def _inputs(sent: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each call's input in an Anthropic request, by the call's id."""
+    return {
+        b["id"]: b["input"]
+        for m in sent
+        if isinstance(m["content"], list)
+        for b in m["content"]
+        if b.get("type") in ("tool_use", "server_tool_use", "mcp_tool_use")
+    }
+
+
+def test_clear_tool_inputs_clears_the_provider_tools_calls_too() -> None:
+    """With clear_tool_inputs, the call of a provider tool whose result is cleared loses its
+    input as a client's call does ({}), keeping its type, id and name; the request stays
+    valid, the turn comes back whole, and the decision says so."""
+    history = _history()
+    original = _inputs(ctxpack.pack(history, budget=BIG, counter=words).to_anthropic()["messages"])
+    result = _pack(history, keep=3, clear_tool_inputs=True)
+    sent = result.to_anthropic()["messages"]
+    validate_anthropic(sent)
+    inputs = _inputs(sent)
+    for rid in ORDER[:-3]:
+        assert inputs[rid] == {}, rid
+    for rid in ORDER[-3:]:
+        assert inputs[rid] == original[rid] != {}, rid
+    assert _blocks(sent)["srvtoolu_0"]["type"] == "web_fetch_tool_result"
+    for rid in ("srvtoolu_0", "mcptoolu_0", "srvtoolu_1"):
+        turn = next(m for m in history if rid in json.dumps(m.content))
+        assert result.original(turn.id) == turn
+        (decision,) = [d for d in result.decisions_for(turn.id) if d.action == "cleared"]
+        assert decision.reason.startswith("tool inputs and result of the provider's tool")
+    # Without the option the calls keep their inputs.
+    assert _inputs(_pack(history, keep=3).to_anthropic()["messages"])["srvtoolu_0"] != {}
+
+
+def test_clear_tool_inputs_clears_a_call_answered_in_a_later_turn() -> None:
+    """A provider tool's call whose result comes in a later turn (a paused turn resumed) loses
+    its input in its own turn, the edit point moving there."""
+    use = {
+        "type": "server_tool_use",
+        "id": "srvtoolu_p",
+        "name": "bash_code_execution",
+        "input": {"command": "python -c 'print(1)'" + " # pad" * 50},
+    }
+    output = {
+        "type": "bash_code_execution_result",
+        "stdout": _page(7, 300),
+        "stderr": "",
+        "return_code": 0,
+        "content": [],
+    }
+    result_block = {
+        "type": "bash_code_execution_tool_result",
+        "tool_use_id": "srvtoolu_p",
+        "content": output,
+    }
+    history = from_anthropic(
+        [
+            {"role": "user", "content": "Run it."},
+            {"role": "assistant", "content": [{"type": "text", "text": "Running."}, use]},
+            {"role": "user", "content": "Continue."},
+            {"role": "assistant", "content": [result_block, {"type": "text", "text": "Ran."}]},
+            {"role": "user", "content": "Thanks."},
+        ]
+    )
+    stage = ToolResultClearer(trigger=0, keep=0, clear_tool_inputs=True, cache_aware=False)
+    (batch,) = stage.batches(history, counter=ctxpack.get_counter(counter=words))
+    result = _pack(history, keep=0, clear_tool_inputs=True)
+    assert _inputs(result.to_anthropic()["messages"])["srvtoolu_p"] == {}
+    assert ORIGINAL_NOTE.fullmatch(_text_of_stdout(result.messages[3].content))
+    assert [d.action for d in result.decisions_for(history[1].id)][-1] == "cleared"
+    assert result.original(history[1].id) == history[1]
+    assert batch.message_ids == (history[1].id, history[3].id)
+
+
+def _text_of_stdout(content: Any) -> str:
+    return str(
+        next(p for p in content if p.get("tool_use_id") == "srvtoolu_p")["content"]["stdout"]
+    )
+
+
+def test_clear_tool_inputs_clears_a_responses_items_arguments() -> None:
+    history = [m for k in range(3) for m in from_openai(_responses_turn(k))]
+    result = _pack(history, keep=1, clear_tool_inputs=True)
+    by_id = {item["id"]: item for item in result.to_openai(api="responses") if "id" in item}
+    assert [by_id[f"mcp_{k}"]["arguments"] for k in range(3)] == [
+        "{}",
+        "{}",
+        json.dumps({"item": 2}),
+    ]
+    assert by_id["mcp_0"]["name"] == "lookup" and ORIGINAL_NOTE.fullmatch(by_id["mcp_0"]["output"])

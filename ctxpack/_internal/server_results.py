@@ -10,7 +10,7 @@ a PDF) has no text form: such a result is not cleared, and is not counted as cle
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from .part_texts import is_provider_tool_result
@@ -68,6 +68,34 @@ def tool_calls(content: Any) -> Iterable[tuple[str, str, str]]:
             yield rid, name, arguments
         elif isinstance(rid, str) and kind in SERVER_ITEMS:
             yield rid, kind.removesuffix("_call"), arguments
+
+
+def call_arguments(content: Any, rid: str) -> str:
+    """The arguments, as JSON text, of the call ``rid`` of a tool the provider runs in a
+    message's content (see :func:`tool_calls`); ``""`` when it has none or is not there."""
+    return next((arguments for r, _, arguments in tool_calls(content) if r == rid), "")
+
+
+def with_inputs_cleared(content: Any, ids: Collection[str | None]) -> Any:
+    """A message's ``content`` with the input of each call of a tool the provider runs whose
+    id is in ``ids`` emptied, as a client's call's arguments are: an Anthropic block's
+    ``input`` ``{}``, a Responses API item's ``arguments`` ``"{}"``; its type, id and name
+    stay, so that its result still answers it. ``content`` itself when none changes."""
+    if not ids or not isinstance(content, list):
+        return content
+    out = list(content)
+    changed = False
+    for k, part in enumerate(content):
+        kind = item_type(part)
+        rid = part.get("id") if kind is not None else None
+        if not isinstance(rid, str) or rid not in ids:
+            continue
+        given = part.get("input", part.get("arguments"))
+        if kind in _SERVER_USES and isinstance(given, Mapping) and given:
+            out[k], changed = {**part, "input": {}}, True
+        elif kind in SERVER_ITEMS and isinstance(given, str) and given != "{}":
+            out[k], changed = {**part, "arguments": "{}"}, True
+    return out if changed else content
 
 
 def tool_names(content: Any) -> Iterable[tuple[str, str]]:

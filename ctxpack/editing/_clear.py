@@ -12,9 +12,11 @@ from pydantic import Field, field_validator
 
 from .._internal.arguments import optional_text
 from .._internal.server_results import (
+    call_arguments,
     clearable_results,
     original_result,
     tool_names,
+    with_inputs_cleared,
     with_results_cleared,
 )
 from .._internal.thinking import without_thinking as _without_thinking
@@ -123,11 +125,12 @@ class ToolResultClearer(_StoreModel):
     assistant's turn (``web_fetch_tool_result``, ``bash_code_execution_tool_result``,
     ``mcp_tool_result``..., a Responses API ``mcp_call``, ``code_interpreter_call`` or
     ``file_search_call`` item): all of them, oldest first, share the ``keep`` most recent. A
-    provider's result stays in its turn with its type and ids (its call stays, and its input:
-    ``clear_tool_inputs`` applies to the client's calls); only its text fields get the
-    placeholder. One with no text form (a web search's encrypted results, an image) is not
-    cleared. ``exclude_tools`` names a provider's tool as its call does (``web_fetch``, an MCP
-    tool's name; a Responses item without one by its tool's type, ``code_interpreter``).
+    provider's result stays in its turn with its type and ids, and so does its call (with
+    ``clear_tool_inputs``, its input ``{}`` as a client's call's arguments); only its text
+    fields get the placeholder. One with no text form (a web search's encrypted results, an
+    image) is not cleared, nor is its call's input. ``exclude_tools`` names a provider's tool
+    as its call does (``web_fetch``, an MCP tool's name; a Responses item without one by its
+    tool's type, ``code_interpreter``).
 
     With ``cache_aware=True`` (the default) it replays the history request by request; a batch
     is cleared at a request whose prompt, with the earlier batches applied, exceeds ``trigger``,
@@ -143,7 +146,8 @@ class ToolResultClearer(_StoreModel):
         keep: How many of the most recent tool results (client's and provider's) stay.
         clear_at_least: A batch that would remove fewer tokens is not cleared.
         exclude_tools: Tool names whose results are never cleared.
-        clear_tool_inputs: Also replace the cleared calls' arguments by ``{}``.
+        clear_tool_inputs: Also replace the cleared results' calls' arguments by ``{}`` (a
+            provider tool's call: its ``input``, a Responses item's ``arguments``).
         placeholder: The text a cleared result becomes; ``{artifact}`` is replaced by the
             original's artifact id (:func:`ctxpack.store.artifact_id`).
         cache_aware: Clear only in batches that pay (see above); ``False`` gives the plain
@@ -222,7 +226,7 @@ class ToolResultClearer(_StoreModel):
             if m.role == "tool":
                 tools.extend(self._client_result(messages, i, calls, sizes[i], counter))
             elif m.role == "assistant":
-                tools.extend(self._provider_results(m, i, calls, sizes[i], counter))
+                tools.extend(self._provider_results(messages, i, calls, sizes[i], counter))
         thinking_positions: list[int] = []
         thinking_saving: list[int] = []
         if self.clear_thinking is not None:
@@ -253,29 +257,35 @@ class ToolResultClearer(_StoreModel):
         saving = size - counter.count_message(self._cleared_tool(m, artifact_id(_original_text(m))))
         if self.clear_tool_inputs and at != i:
             call = next(c for c in messages[at].tool_calls or () if c.id == m.tool_call_id)
-            saving += max(0, counter.count(call.function.arguments) - counter.count("{}"))
+            saving += _input_saving(call.function.arguments, counter)
         if saving <= 0:
             return []  # already short: clearing it would only break the cache
         return [_Result(i, None, saving, at if self.clear_tool_inputs else i)]
 
     def _provider_results(
         self,
-        m: Message,
+        messages: Sequence[Message],
         i: int,
         calls: dict[str, tuple[str, int]],
         size: int,
         counter: TokenCounter,
     ) -> list[_Result]:
-        """The results of the tools the provider ran that the assistant turn ``m`` (at ``i``)
-        holds with a text to clear, in order."""
+        """The results of the tools the provider ran that the assistant turn at ``i`` holds
+        with a text to clear, in order; with ``clear_tool_inputs``, each with its call's input
+        (in that turn, or in an earlier one that the result answers)."""
+        m = messages[i]
         out = []
         for _, rid in clearable_results(m.content):
-            if calls.get(rid, ("", i))[0] in self.exclude_tools:
+            name, at = calls.get(rid, ("", i))
+            if name in self.exclude_tools:
                 continue
             cleared = self._cleared_results(m, {rid: artifact_id(original_result(m.content, rid))})
             saving = size - counter.count_message(cleared)
-            if saving > 0:
-                out.append(_Result(i, rid, saving, i))
+            if saving <= 0:
+                continue
+            if self.clear_tool_inputs:
+                saving += _input_saving(call_arguments(messages[at].content, rid), counter)
+            out.append(_Result(i, rid, saving, at if self.clear_tool_inputs else i))
         return out
 
     def batches(
@@ -431,6 +441,10 @@ class ToolResultClearer(_StoreModel):
         what = []
         if msg.tool_calls and cleared_calls & {c.id for c in msg.tool_calls}:
             new = _without_inputs(new, cleared_calls)
+        served = with_inputs_cleared(new.content, cleared_calls)
+        if served is not new.content:
+            new = new.model_copy(update={"content": served})
+        if new is not msg:
             what.append("tool inputs")
         stripped = _without_thinking(new) if edit.thinking else None
         if stripped is not None:
@@ -473,12 +487,17 @@ def _edits(
             edit = edits.setdefault(r.position, _Edit(batch))
             if r.rid is not None:
                 edit.results.append(r.rid)
-            elif inputs:
+            if inputs:
                 edits.setdefault(r.edit, _Edit(batch))
-                cleared_calls.add(messages[r.position].tool_call_id)
+                cleared_calls.add(r.rid or messages[r.position].tool_call_id)
         for q in thinking:
             edits.setdefault(q, _Edit(batch)).thinking = True
     return edits, cleared_calls
+
+
+def _input_saving(arguments: str, counter: TokenCounter) -> int:
+    """The tokens saved by sending a call's ``arguments`` as ``{}``."""
+    return max(0, counter.count(arguments) - counter.count("{}")) if arguments else 0
 
 
 def _without_inputs(msg: Message, cleared_calls: set[str | None]) -> Message:
