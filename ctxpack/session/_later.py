@@ -33,6 +33,8 @@ class LaterValues:
 
     def __init__(self) -> None:
         self._memo: tuple[tuple[object, ...], PrefixMemo[Message, _Hunted]] | None = None
+        # The same for the turns whose thinking a change before them clears.
+        self._thinking: tuple[tuple[object, ...], PrefixMemo[Message, _Hunted]] | None = None
         self._lock = threading.Lock()
 
     def record(
@@ -59,6 +61,53 @@ class LaterValues:
             return record, []
         sent = [m if r is None else r[0] for m, r in zip(record, results, strict=True)]
         return sent, [r[1] for r in results if r is not None]
+
+    def thinking_cleared(
+        self,
+        record: Sequence[Message],
+        found: Sequence[Decision],
+        counter: TokenCounter,
+        rewritten: int | None = None,
+    ) -> tuple[Sequence[Message], list[Decision]]:
+        """``record`` (hunted: ``found`` names the messages changed; ``rewritten``, the first
+        position the session rewrote after its arrival) without the thinking of the assistant
+        turns after the first message changed, and a ``cleared`` decision per turn.
+
+        A model with preserved thinking refuses (or drops) a thinking block once anything
+        before it changed since it was produced: a value hunted in an earlier output is such a
+        change, and so is an output filtered once the agent answered it or a file view
+        superseded. Which turns were produced before the change is not kept, so every later
+        turn's thinking goes, those produced since too: the same request each time, always
+        accepted."""
+        changed = {d.message_id for d in found}
+        first = next((k for k, m in enumerate(record) if m.id in changed), len(record))
+        stage, reason = (
+            "redact",
+            "thinking blocks cleared: a secret value replaced in an earlier output "
+            "changes what precedes them, which a model with preserved thinking refuses",
+        )
+        if rewritten is not None and rewritten < min(first, len(record)):
+            first, stage = rewritten, "session"
+            reason = (
+                f"thinking blocks cleared: {record[first].id!r}, an earlier message, was "
+                "rewritten after it arrived (an output filtered once answered, a file view "
+                "superseded), which changes what precedes them and a model with preserved "
+                "thinking refuses; original kept as an artifact"
+            )
+        key = (stage, reason, counter)
+        with self._lock:
+            if self._thinking is None or self._thinking[0] != key:
+                self._thinking = (key, PrefixMemo(_unthinking(stage, reason, counter), slots=2))
+            memo = self._thinking[1]
+        # Each turn by its identity: the record's messages never change.
+        results = memo(record[first + 1 :])
+        if not any(results):
+            return record, list(found)
+        sent = [
+            *record[: first + 1],
+            *(m if r is None else r[0] for m, r in zip(record[first + 1 :], results, strict=True)),
+        ]
+        return sent, [*found, *(r[1] for r in results if r is not None)]
 
 
 def _hunter(
@@ -101,35 +150,9 @@ def hunted_text(text: str, hunt: BoundFingerprints) -> str:
     return redact_known(text, hunt).text
 
 
-def later_thinking_cleared(
-    record: Sequence[Message],
-    found: Sequence[Decision],
-    counter: TokenCounter,
-    rewritten: int | None = None,
-) -> tuple[Sequence[Message], list[Decision]]:
-    """``record`` (hunted: ``found`` names the messages changed; ``rewritten``, the first
-    position the session rewrote after its arrival) without the thinking of the assistant
-    turns after the first message changed, and a ``cleared`` decision per turn.
+def _unthinking(stage: str, reason: str, counter: TokenCounter) -> Callable[[Message], _Hunted]:
+    def cleared(message: Message) -> _Hunted:
+        out, decisions = thinking_cleared_from([message], 0, counter, stage=stage, reason=reason)
+        return (out[0], decisions[0]) if decisions else None
 
-    A model with preserved thinking refuses (or drops) a thinking block once anything before
-    it changed since it was produced: a value hunted in an earlier output is such a change, and
-    so is an output filtered once the agent answered it or a file view superseded. Which turns
-    were produced before the change is not kept, so every later turn's thinking goes, those
-    produced since too: the same request each time, always accepted."""
-    changed = {d.message_id for d in found}
-    first = next((k for k, m in enumerate(record) if m.id in changed), len(record))
-    stage, reason = (
-        "redact",
-        "thinking blocks cleared: a secret value replaced in an earlier output "
-        "changes what precedes them, which a model with preserved thinking refuses",
-    )
-    if rewritten is not None and rewritten < min(first, len(record)):
-        first, stage = rewritten, "session"
-        reason = (
-            f"thinking blocks cleared: {record[first].id!r}, an earlier message, was rewritten "
-            "after it arrived (an output filtered once answered, a file view superseded), "
-            "which changes what precedes them and a model with preserved thinking refuses; "
-            "original kept as an artifact"
-        )
-    out, cleared = thinking_cleared_from(record, first + 1, counter, stage=stage, reason=reason)
-    return (out, [*found, *cleared]) if cleared else (record, list(found))
+    return cleared

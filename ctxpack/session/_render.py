@@ -31,7 +31,7 @@ from ..store import artifact_id
 from ..tokens import checked_tool_tokens, history_tokens
 from ..tools_on_demand import _on_demand
 from ..usage import known_window
-from ._later import frozen, hunted_message, later_thinking_cleared
+from ._later import frozen, hunted_message
 from ._state import SessionState
 
 _SYSTEM = ("system", "developer")
@@ -425,7 +425,7 @@ class Rendering(SessionState):
         compact, found = self._later.record(self._compact, hunt, roles, self.counter)
         rewritten = self._first_rewritten()
         if (found or rewritten is not None) and self._checks_thinking_prefix():
-            compact, found = later_thinking_cleared(compact, found, self.counter, rewritten)
+            compact, found = self._later.thinking_cleared(compact, found, self.counter, rewritten)
         if record is None:
             return compact, found
         opening = hunted_message(record[0], hunt, roles)
