@@ -5,6 +5,10 @@ its value was recognised (``echo $TOKEN``, then ``cat .env``) is kept as it arri
 transcript and in the store, whose entries are never rewritten. What leaves the session (a
 request, an original a result hands back, a retrieve answer) is hunted again for every value
 found so far, on any replica: each replica has the fingerprints of all of them.
+
+Such a replacement changes what the later turns' thinking followed, as does a message the
+session rewrote after it arrived: on a model with preserved thinking those turns' thinking
+goes (:meth:`LaterValues.thinking_cleared`).
 """
 
 from __future__ import annotations
