@@ -44,6 +44,8 @@ from ._internal.part_texts import (
     RESPONSES_TEXTS,
     is_provider_tool_result,
     joined_where_split,
+    quotes,
+    with_quotes,
     with_texts,
 )
 from ._internal.secret_rules import OWN_RULES
@@ -454,7 +456,7 @@ def redact_for_roles(
         "tool" in roles
         and message.role == "assistant"
         and isinstance(message.content, list)
-        and any(is_provider_tool_result(part) for part in message.content)
+        and any(is_provider_tool_result(part) or quotes(part) for part in message.content)
     ):
         return _redacted(message, whole=False, redaction=redaction)
     return message, ()
@@ -547,9 +549,13 @@ def _provider_results_redacted(
     message: Message, clean: Callable[[str], str], found: list[SecretFinding]
 ) -> tuple[Message, tuple[SecretFinding, ...]]:
     """``message`` (an assistant's, in a list of parts) with ``clean`` applied to the results
-    of the tools its provider ran, and the secrets found there."""
+    of the tools its provider ran and to what its citations quote of them, and the secrets
+    found there."""
     assert isinstance(message.content, list)  # redact_for_roles sends no other
-    parts = [with_texts(p, clean) if is_provider_tool_result(p) else p for p in message.content]
+    parts = [
+        with_texts(p, clean) if is_provider_tool_result(p) else with_quotes(p, clean)
+        for p in message.content
+    ]
     if not found:
         return message, ()
     in_parts = tuple(found)

@@ -78,10 +78,18 @@ def with_texts(part: Any, edit: _Edit) -> Any:
         changes.update(
             {k: _result_texts(v, edit) for k, v in part.items() if k not in _CALL_FIELDS}
         )
+        # A web search's action is the model's query, and the pages it found: the tool's output.
+        action = part.get("action")
+        if isinstance(action, Mapping) and isinstance(action.get("sources"), list):
+            changes["action"] = {**action, "sources": _result_texts(action["sources"], edit)}
     elif is_provider_tool_result(part) and "content" in part:
         changes["content"] = _result_texts(part["content"], edit)
     if kind in ("text", "input_text", "output_text", "search_result"):
         changes.update(_fields(part, ("text", "title"), edit))
+        changes.update(_quotes_edited(part, edit))
+    if kind == "search_result":
+        # Its source (a URL, often) names it to the citations that quote it: edited alike.
+        changes.update(_fields(part, ("source",), edit))
     if kind == "search_result" and isinstance(content := part.get("content"), list):
         changes["content"] = [with_texts(block, edit) for block in content]
     elif kind == "document":
@@ -95,6 +103,48 @@ def with_texts(part: Any, edit: _Edit) -> Any:
             changes.update({"file": new} if kind == "file" else new)
     changed = {k: v for k, v in changes.items() if v != part.get(k)}
     return {**part, **changed} if changed else part
+
+
+# The lists of a text part whose entries quote a source (Anthropic's ``citations``, the
+# Responses API's ``annotations``), and what an entry holds of that source: its text, its
+# title, its URL or name. The rest (indexes, ids, an encrypted index) places the quote.
+_QUOTE_LISTS = ("citations", "annotations")
+_QUOTED = ("cited_text", "url", "title", "document_title", "source", "filename")
+
+
+def quotes(part: Any) -> bool:
+    """Whether ``part`` is a text part that quotes a source (a document, a search result, a
+    fetched page): what it quotes came from a tool's output, though the part is the
+    assistant's."""
+    return (
+        isinstance(part, Mapping)
+        and part.get("type") in ("text", "output_text")
+        and any(isinstance(part.get(key), list) and part[key] for key in _QUOTE_LISTS)
+    )
+
+
+def with_quotes(part: Any, edit: _Edit) -> Any:
+    """``part`` with ``edit`` applied to what its citations quote, its own text as written;
+    ``part`` itself when none changed."""
+    if not quotes(part):
+        return part
+    changed = _quotes_edited(part, edit)
+    return {**part, **changed} if changed else part
+
+
+def _quotes_edited(part: Mapping[str, Any], edit: _Edit) -> dict[str, Any]:
+    changes: dict[str, Any] = {}
+    for key in _QUOTE_LISTS:
+        entries = part.get(key)
+        if not isinstance(entries, list):
+            continue
+        edited = [
+            {**entry, **_fields(entry, _QUOTED, edit)} if isinstance(entry, Mapping) else entry
+            for entry in entries
+        ]
+        if edited != entries:
+            changes[key] = edited
+    return changes
 
 
 def _fields(part: Mapping[str, Any], keys: tuple[str, ...], edit: _Edit) -> dict[str, Any]:
