@@ -10,7 +10,8 @@ group, it must reach the rule's entropy, and the rule's and the global allowlist
 placeholders such as ``${TOKEN}``.
 
 Rules of ctxpack's own cover what gitleaks leaves to other tools: credentials in a URL
-(``https://user:pass@host``, as detect-secrets' basic-auth detector), ``KEY=value`` lines
+(``https://user:pass@host``, as detect-secrets' basic-auth detector) and in its query (a
+signed URL's signature, ``?token=``), ``KEY=value`` lines
 whose key names a password or secret, whatever the value's entropy (as detect-secrets' keyword
 detector), their XML form (``<password>...</password>``), the token after ``Bearer``, the
 value of a command-line option such as ``--password``, and an AWS secret access key next to
@@ -39,9 +40,9 @@ from typing import Any
 
 import regex
 
-from ._internal.jsontext import slashes_unescaped
+from ._internal.escapes import escaped_views
 from ._internal.part_texts import (
-    RESPONSES_TEXTS,
+    as_read_edited,
     is_provider_tool_result,
     joined_where_split,
     quotes,
@@ -340,7 +341,15 @@ def _findings(text: str) -> Iterator[SecretFinding]:
 
 # Rules that read any value assigned to a key naming a secret: where a rule for a known format
 # finds the same value, its kind names the secret better.
-_GENERIC = frozenset({"generic-api-key", "secret-assignment", "secret-field", "secret-env-prefix"})
+_GENERIC = frozenset(
+    {
+        "generic-api-key",
+        "secret-assignment",
+        "secret-field",
+        "secret-env-prefix",
+        "url-query-credential",
+    }
+)
 
 
 def _precedence(f: SecretFinding) -> tuple[bool, int, int, bool]:
@@ -351,7 +360,7 @@ def _precedence(f: SecretFinding) -> tuple[bool, int, int, bool]:
 @memoize(maxsize=100_000, maxbytes=16 * 2**20, name="secrets of a text")
 def _scan(text: str) -> tuple[SecretFinding, ...]:
     # Cached by content: a history packed again every turn holds the same tool outputs.
-    found = sorted([*_findings(text), *_through_slashes(text)], key=_precedence)
+    found = sorted([*_findings(text), *_through_escapes(text)], key=_precedence)
     spans = Spans()
     # Specific rules first, then generic ones; the first, longest finding of a place wins.
     kept = [finding for finding in found if spans.take(finding.start, finding.end)]
@@ -364,13 +373,14 @@ def _scan(text: str) -> tuple[SecretFinding, ...]:
     return tuple(sorted(kept, key=lambda f: f.start))
 
 
-def _through_slashes(text: str) -> list[SecretFinding]:
-    """What the rules find once JSON's ``\\/`` escapes are read as ``/`` (in a URL's ``://``,
-    in a base64 key), as spans of ``text``."""
-    if "\\/" not in text:
-        return []
-    view, starts, ends = slashes_unescaped(text)
-    return [SecretFinding(f.kind, starts[f.start], ends[f.end - 1]) for f in _findings(view)]
+def _through_escapes(text: str) -> list[SecretFinding]:
+    """What the rules find once escapes that hide a secret's shape are read (a URL's ``://``
+    written ``:\\/\\/`` or ``%3A%2F%2F``), as spans of ``text``."""
+    return [
+        SecretFinding(f.kind, starts[f.start], ends[f.end - 1])
+        for view, starts, ends in escaped_views(text)
+        for f in _findings(view)
+    ]
 
 
 def find_secrets(text: str) -> tuple[SecretFinding, ...]:
@@ -536,7 +546,7 @@ def _redacted(
     in_content = tuple(found)
     found.clear()
     meta = message.metadata
-    kept = {key: _scrubbed(meta[key], clean) for key in _KEPT_AS_READ if key in meta}
+    kept = {key: as_read_edited(meta[key], clean, _scan) for key in _KEPT_AS_READ if key in meta}
     if any(new != meta[key] for key, new in kept.items()):
         update["metadata"] = {**meta, **kept}
     if not update:
@@ -573,25 +583,8 @@ def _provider_results_redacted(
     return message.model_copy(update=changed), in_parts
 
 
-# The fields of what a message was read from (a Responses API item, a LangChain message) that
-# must go back as they are: ids that pair items, the reasoning the API encrypted, a type.
-_VERBATIM = frozenset({"id", "call_id", "type", "encrypted_content", "status", "role"})
-
-
 # The metadata keys holding what a message was read from.
 _KEPT_AS_READ = (RESPONSES_META, LANGCHAIN_META)
-
-
-def _scrubbed(value: Any, clean: Callable[[str], str]) -> Any:
-    """``value`` (a Responses item or a list of them, a LangChain message's fields) with
-    ``clean`` applied to its texts."""
-    if isinstance(value, str):
-        return clean(value)
-    if isinstance(value, list):  # input_text parts a secret is cut between joined, as in content
-        return [_scrubbed(v, clean) for v in joined_where_split(value, _scan, RESPONSES_TEXTS)]
-    if isinstance(value, dict):
-        return {k: v if k in _VERBATIM else _scrubbed(v, clean) for k, v in value.items()}
-    return value
 
 
 def secrets_reason(findings: Sequence[SecretFinding]) -> str:

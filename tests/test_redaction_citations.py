@@ -157,7 +157,7 @@ def test_the_pages_an_openai_web_search_found_are_redacted_its_query_kept() -> N
             "sources": [{"type": "url", "url": found}],
         },
     }
-    items = [
+    items: list[dict[str, Any]] = [
         {"role": "user", "content": "Search the runbook."},
         search,
         {"role": "user", "content": "Go on."},

@@ -377,3 +377,80 @@ def test_a_secret_cut_between_two_text_parts_is_redacted(cut: int) -> None:
     apart = [{"type": "text", "text": "token: "}, {"type": "text", "text": text[start:]}]
     redacted, _ = redact_message(message.model_copy(update={"content": apart}))
     assert len(redacted.content) == 2  # type: ignore[arg-type]
+
+
+SIG = "3f1c8e0b6a2d4f9e7c5b3a1d0e9f8c7b6a5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f"
+SAS = "Hq3%2BkLmN8pQ2rStUvWxYz1A2b3C4d5E6f7G8h9I0jK%3D"
+
+
+@pytest.mark.parametrize(
+    ("url", "secret"),
+    [
+        # A signed URL grants what its signature signs to whoever holds it, until it expires:
+        # S3 (SigV4, and its temporary credentials' session token), Cloud Storage, Azure's
+        # shared access signature, CloudFront, a web framework's signed route.
+        (
+            f"https://b.s3.amazonaws.com/f.csv?X-Amz-Date=20240101T000000Z&X-Amz-Signature={SIG}",
+            SIG,
+        ),
+        (
+            f"https://b.s3.amazonaws.com/f.csv?X-Amz-Security-Token=IQoJb3JpZ2luX2VjEJr%2F%2F{TOKEN}"
+            "&X-Amz-Expires=3600",
+            TOKEN,
+        ),
+        (f"https://storage.googleapis.com/b/o?X-Goog-Expires=900&X-Goog-Signature={SIG}", SIG),
+        (f"https://acct.blob.core.windows.net/c/b.txt?sv=2022-11-02&sp=r&sig={SAS}", SAS),
+        (
+            f"https://d1.cloudfront.net/v.mp4?Expires=1700000000&Signature={TOKEN}~&Key-Pair-Id=K2",
+            TOKEN,
+        ),
+        (f"https://app.example.com/unsubscribe/7?expires=1700000000&signature={SIG}", SIG),
+        # A token in a query: a websocket's, a download link's, an OAuth redirect's.
+        (f"wss://rt.example.com/socket?token={TOKEN}&v=2", TOKEN),
+        (f"https://app.example.com/cb#state=x&id_token={TOKEN}&expires_in=3600", TOKEN),
+        (f"curl 'https://files.example.com/dl?refreshToken={TOKEN}'", TOKEN),
+    ],
+)
+def test_a_credential_in_a_urls_query_is_redacted(url: str, secret: str) -> None:
+    out = redact(f"GET {url} 200\n")
+    assert secret not in out.text
+    assert out.kinds == ("url-query-credential",)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Pagination cursors and names: no credential.
+        "GET https://www.googleapis.com/youtube/v3/videos?pageToken=CAUQAA&part=id\n",
+        "GET /api/items?next_token=eyJvZmZzZXQiOjEwMH0&limit=100\n",
+        "GET /search?q=signature&sig=on\n",
+        "https://example.com/docs?token=YOUR_TOKEN\n",
+        "https://example.com/?signature=${SIGNATURE}\n",
+        "inspect.signature(fn)&token=\n",
+    ],
+)
+def test_a_query_without_a_credential_stays(text: str) -> None:
+    assert redact(text).text == text
+
+
+@pytest.mark.parametrize(
+    ("text", "gone"),
+    [
+        (
+            "GET /login?next=https%3A%2F%2Fdeploy%3AVq8nT2zLp4Rw%40git.example.com%2Frepo 302",
+            "Vq8nT2zLp4Rw",
+        ),
+        (
+            "redirect_uri=https%3A%2F%2Fapp.example.com%2Fcb%3Fstate%3D1%26token%3D" + TOKEN,
+            TOKEN,
+        ),
+        ("DATABASE_URL=postgres%3A%2F%2Fapp%3Apg-4xQ7w%2521%40db%3A5432%2Fprod", "pg-4xQ7w"),
+    ],
+    ids=["login redirect", "oauth redirect", "encoded twice"],
+)
+def test_a_percent_encoded_url_is_read_through(text: str, gone: str) -> None:
+    # A URL passed as a query's value (a redirect, a callback) is percent-encoded: "://"
+    # became "%3A%2F%2F" and the URL rules did not match.
+    out = redact(text)
+    assert gone not in out.text, out.text
+    assert "%3A%2F%2F" in out.text  # the encoding around the secret stays

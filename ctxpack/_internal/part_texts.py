@@ -189,6 +189,28 @@ def _base64_text(payload: str, edit: _Edit) -> str:
 RESPONSES_TEXTS = frozenset({"text", "input_text", "output_text"})
 
 
+# The fields of what a message was read from (a Responses API item, a LangChain message) that
+# must go back as they are: ids that pair items, the reasoning the API encrypted, a type.
+_AS_READ_VERBATIM = frozenset({"id", "call_id", "type", "encrypted_content", "status", "role"})
+
+
+def as_read_edited(value: Any, edit: _Edit, spans: Callable[[str], Any]) -> Any:
+    """``value`` (what a message was read from: a Responses item or a list of them, a LangChain
+    message's fields) with ``edit`` applied to its texts; its input_text parts that one of
+    ``spans`` crosses are joined first, as :func:`joined_where_split` joins a message's."""
+    if isinstance(value, str):
+        return edit(value)
+    if isinstance(value, list):
+        joined = joined_where_split(value, spans, RESPONSES_TEXTS)
+        return [as_read_edited(v, edit, spans) for v in joined]
+    if isinstance(value, dict):
+        return {
+            k: v if k in _AS_READ_VERBATIM else as_read_edited(v, edit, spans)
+            for k, v in value.items()
+        }
+    return value
+
+
 def joined_where_split(
     parts: list[Any], spans: Callable[[str], Any], kinds: frozenset[str] = frozenset({"text"})
 ) -> list[Any]:

@@ -101,6 +101,22 @@ OWN_RULES: tuple[dict[str, Any], ...] = (
         "keywords": ["://"],
     },
     {
+        "id": "url-query-credential",
+        # A credential a URL's query (or fragment) carries: a signed URL's signature, which
+        # grants whoever holds the URL what it signs until it expires (S3's X-Amz-Signature
+        # and the session token of its temporary credentials, Cloud Storage's
+        # X-Goog-Signature, Azure's shared access signature "sig", CloudFront's and a web
+        # framework's signed route's "Signature"), and a token (a websocket's "?token=", an
+        # OAuth redirect's "#access_token=", "id_token", "refresh_token", GitLab's
+        # "private_token"). A cursor named a token ("pageToken", "next_token") names none.
+        "regex": r"(?i)[?&#;](?:x-(?:amz|goog)-signature|signature|sig|x-amz-security-token|"
+        r"(?:access|auth|id|refresh|session|security|oauth|api|client|bearer|private)?[_-]?"
+        r"token)=([A-Za-z0-9%+/=_.~-]{12,2000})(?![A-Za-z0-9%+/=_.~-])",
+        "entropy": 3.0,
+        "keywords": ["token", "sig"],
+        "allowlists": _NOT_SECRET,
+    },
+    {
         "id": "secret-assignment",
         # A configuration line (.env, shell, YAML, JSON, INI, TOML, docker-compose's
         # "- KEY=value"; as grep -n or cat -n print it too: "path:3:KEY=value") whose key's
