@@ -23,6 +23,28 @@ from .images import langchain_base64
 __all__: list[str] = []
 
 DOCUMENT_TYPES = frozenset({"file", "input_file", "document"})
+
+# The media types of text that are not text/*: formats registered as application/ (RFC 8259's
+# JSON, RFC 7303's XML, RFC 9512's YAML, TOML, JavaScript, SQL, shell scripts, NDJSON), and
+# any with a structured syntax suffix for JSON, XML or YAML (RFC 6839: application/ld+json).
+_TEXT_APPLICATIONS = re.compile(
+    r"application/(?:json|xml|yaml|x-yaml|toml|javascript|x-javascript|ecmascript|sql|x-sh|"
+    r"x-shellscript|x-ndjson|x-www-form-urlencoded|[\w.+-]+\+(?:json|xml|yaml))\Z"
+)
+
+
+def is_text_media(media: str) -> bool:
+    """Whether a file of the media type ``media`` (parameters such as ``; charset=`` aside)
+    is text.
+
+    Example:
+        >>> [is_text_media(m) for m in ("text/csv", "application/ld+json", "application/pdf")]
+        [True, True, False]
+    """
+    kind = media.partition(";")[0].strip().lower()
+    return kind.startswith("text/") or _TEXT_APPLICATIONS.match(kind) is not None
+
+
 """Content part types that carry a document: OpenAI's Chat Completions ``file``, the Responses
 API's ``input_file`` and Anthropic's ``document`` block."""
 
@@ -104,7 +126,7 @@ def _anthropic_document(block: Mapping[str, Any], count: Callable[[str], int]) -
 def _base64_tokens(media: str, data: str, start: int, count: Callable[[str], int]) -> int:
     """Tokens of the base64 file in ``data[start:]`` (``data`` may open with a data URL's
     header), a text file's by its text, any other's as a PDF's pages."""
-    if media.startswith("text/"):
+    if is_text_media(media):
         try:
             return count(base64.b64decode(data[start:]).decode("utf-8", "replace"))
         except (binascii.Error, ValueError):

@@ -14,7 +14,7 @@ import itertools
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .documents import DOCUMENT_TYPES
+from .documents import DOCUMENT_TYPES, is_text_media
 from .images import IMAGE_TYPES
 from .tool_items import is_server_item
 
@@ -98,8 +98,10 @@ def with_texts(part: Any, edit: _Edit) -> Any:
             changes["source"] = _source(source, edit)
     elif kind in DOCUMENT_TYPES:  # OpenAI's file parts: the file's fields sit in "file" or not
         inner = part.get("file") if kind == "file" else part
-        if isinstance(inner, Mapping) and isinstance(data := inner.get("file_data"), str):
-            new = {**inner, "file_data": _data_url(data, edit)}
+        if isinstance(inner, Mapping):
+            new = {**inner, **_fields(inner, ("filename",), edit)}
+            if isinstance(data := inner.get("file_data"), str):
+                new["file_data"] = _data_url(data, edit)
             changes.update({"file": new} if kind == "file" else new)
     changed = {k: v for k, v in changes.items() if v != part.get(k)}
     return {**part, **changed} if changed else part
@@ -157,7 +159,7 @@ def _source(source: Mapping[str, Any], edit: _Edit) -> Mapping[str, Any]:
         return {**source, "data": edit(data)}
     if kind == "base64" and isinstance(data, str):
         media = source.get("media_type")
-        if isinstance(media, str) and media.startswith("text/"):
+        if isinstance(media, str) and is_text_media(media):
             return {**source, "data": _base64_text(data, edit)}
     if kind == "content":
         content = source.get("content")
@@ -171,7 +173,9 @@ def _source(source: Mapping[str, Any], edit: _Edit) -> Mapping[str, Any]:
 def _data_url(data: str, edit: _Edit) -> str:
     """A file sent as data: a text file's text edited, any other's data as it is."""
     head, comma, payload = data.partition(",")
-    if not (comma and head.startswith("data:text/") and head.endswith(";base64")):
+    if not (comma and head.startswith("data:") and head.endswith(";base64")):
+        return data
+    if not is_text_media(head[5:].removesuffix(";base64")):
         return data
     return head + comma + _base64_text(payload, edit)
 

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, TypedDict
 
 from .._internal.arguments import message_items
+from .._internal.documents import is_text_media
 from .._internal.jsontext import read_json
 from .._internal.reasoning import REASONING
 from .._internal.tool_items import SERVER_ITEMS
@@ -235,7 +236,7 @@ def _document_block(part: Mapping[str, Any]) -> dict[str, Any]:
         return dict(part)  # an OpenAI file id means nothing to Anthropic: its API says so
     head, payload = data[5:].split(";base64,", 1)
     source = {"type": "base64", "media_type": head or "application/pdf", "data": payload}
-    if head.startswith("text/"):
+    if is_text_media(head):
         # Anthropic reads a base64 document as a PDF only; a text file goes as its text.
         try:
             raw = base64.b64decode(payload + "=" * (-len(payload) % 4), validate=True)
