@@ -454,3 +454,24 @@ def test_a_percent_encoded_url_is_read_through(text: str, gone: str) -> None:
     out = redact(text)
     assert gone not in out.text, out.text
     assert "%3A%2F%2F" in out.text  # the encoding around the secret stays
+
+
+@pytest.mark.parametrize(
+    ("text", "gone"),
+    [
+        # Go's encoding/json writes "&" as "\u0026": a signed URL in kubectl's or a Go tool's
+        # JSON.
+        (
+            '{"url":"https://b.s3.amazonaws.com/f?X-Amz-Date=20240101T000000Z'
+            f'\\u0026X-Amz-Signature={SIG}\\u0026x=1"}}',
+            SIG,
+        ),
+        ('{"out": "token \\u0067hp_R8sVt2Lq9ZxW4mKp7YcN3bHd6FgJ1aEu5TiO"}', "R8sVt2Lq9ZxW4mKp7"),
+        ('{"dsn": "postgres://app:pg-4xQ7w\\u0021@db:5432/prod"}', "pg-4xQ7w"),
+    ],
+    ids=["go's ampersand", "escaped letter", "escaped symbol"],
+)
+def test_json_that_escapes_ascii_is_read_through(text: str, gone: str) -> None:
+    out = redact(text)
+    assert gone not in out.text, out.text
+    assert out.text.count('"') == text.count('"')

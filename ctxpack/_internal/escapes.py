@@ -1,6 +1,8 @@
 """Text read through the escapes that hide a secret's shape, with a map back to where each
-character was written: JSON's ``\\/`` (``"postgres:\\/\\/app:pw@db"``) and a URL
-percent-encoded inside other text (a redirect's or a callback's URL as a query's value)."""
+character was written: JSON's ``\\/`` (``"postgres:\\/\\/app:pw@db"``), JSON's ``\\u``
+escapes of printable ASCII (Go's encoder writes every ``&`` of a URL's query as ``\\u0026``)
+and a URL percent-encoded inside other text (a redirect's or a callback's URL as a query's
+value)."""
 
 from __future__ import annotations
 
@@ -22,9 +24,16 @@ def escaped_views(text: str) -> list[View]:
     views = []
     if "\\/" in text:
         views.append(slashes_unescaped(text))
+    if _JSON_ASCII.search(text):
+        views.append(_read(text, _JSON_ASCII))
     if _ENCODED_URL.search(text):
         views.append(percent_decoded(text))
     return views
+
+
+# A printable ASCII character JSON-escaped (a control character's escape, as in a terminal's
+# colours, hides no secret: it is left as written).
+_JSON_ASCII = re.compile(r"\\u00(?:2[0-9A-Fa-f]|[3-7][0-9A-Fa-f])")
 
 
 # An encoded ASCII character: a byte over 0x7f is part of a UTF-8 sequence, left as written so
@@ -42,15 +51,21 @@ def percent_decoded(text: str) -> View:
         >>> view, view[1:4], (starts[1], ends[3])
         ('a://b', '://', (1, 10))
     """
+    return _read(text, _ESCAPE)
+
+
+def _read(text: str, escape: re.Pattern[str]) -> View:
+    """``text`` with each match of ``escape`` read as the character its last two hex digits
+    name, and where each character of it is in ``text``."""
     pieces: list[str] = []
     starts: list[int] = []
     ends: list[int] = []
     at = 0
-    for m in _ESCAPE.finditer(text):
+    for m in escape.finditer(text):
         pieces.append(text[at : m.start()])
         starts.extend(range(at, m.start()))
         ends.extend(range(at + 1, m.start() + 1))
-        pieces.append(chr(int(m.group()[1:], 16)))
+        pieces.append(chr(int(m.group()[-2:], 16)))
         starts.append(m.start())
         ends.append(m.end())
         at = m.end()
