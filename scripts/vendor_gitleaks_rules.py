@@ -12,7 +12,8 @@ run time:
   compiles it without a warning, else ``"regex"``, the ``regex`` package in its version-1 mode,
   which reads a flag such as ``(?i)`` in the middle of a pattern as Go does (to the end of the
   group) and knows POSIX classes such as ``[[:alnum:]]``. The one spelling neither has, ``\\z``,
-  becomes ``\\Z``. The script fails if a rule compiles with neither.
+  becomes ``\\Z``. The script fails if a rule compiles with neither;
+- a pattern known to read otherwise than meant is corrected (``CORRECTED``).
 
 Usage::
 
@@ -37,9 +38,17 @@ import tomllib
 OUT = Path(__file__).resolve().parent.parent / "ctxpack" / "data" / "secret_rules.json"
 
 
+# Patterns whose alternation is not anchored as meant, and what they were meant to say.
+# gitleaks' global allowlist's "^true|false|null$" reads "starts with true, holds false, or
+# ends with null": it spared any secret holding "false" (a private key cut before a line
+# FALSE, a password with the word in it), not the placeholder words alone.
+CORRECTED = {r"(?i)^true|false|null$": r"(?i)^(?:true|false|null)$"}
+
+
 def go_to_python(pattern: str) -> str:
-    """A Go RE2 pattern as the ``regex`` package reads it in version-1 mode."""
-    return pattern.replace(r"\z", r"\Z")
+    """A Go RE2 pattern as the ``regex`` package reads it in version-1 mode (corrected, for
+    one of ``CORRECTED``)."""
+    return CORRECTED.get(pattern, pattern).replace(r"\z", r"\Z")
 
 
 def _check(pattern: str, where: str) -> str:

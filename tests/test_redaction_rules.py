@@ -378,3 +378,32 @@ def test_a_secret_before_its_keyword_in_a_large_output_is_found() -> None:
     out = redact(log + f"the key {SECRET_KEY} goes with {KEY_ID}\n" + log)
     assert SECRET_KEY not in out.text and KEY_ID not in out.text
     assert out.text.startswith(log) and out.text.endswith(log)
+
+
+_KEY_LINES = [
+    "y9jG0zbW+jZ2fT6ayMapMOK00N5Mq4ruGb2eV1ZKcllaXI7IV9RX6o9Ts1scwHVq",
+    "K0HK1J3Q+B+Z2liqAtDdnGt9mZxal2gB2Sgn1pHJw9gBlXp5L/Yo9ntXzvG1K/BR",
+]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "DB_PASSWORD=Xk9falsePq27!z",
+        "DB_PASSWORD=trueBlue-42x9Q",
+        "DB_PASSWORD=q9Z2-xnull",
+        # A private key cut by `head`, the next line of the output reading FALSE.
+        "-----BEGIN EC PRIVATE KEY-----\n" + "\n".join(_KEY_LINES) + "\nFALSE",
+    ],
+)
+def test_a_secret_holding_true_false_or_null_is_redacted(text: str) -> None:
+    # gitleaks' global allowlist reads "^true|false|null$", which spares any secret holding
+    # "false" (or starting with "true", ending with "null"), not the words alone.
+    out = redact(text).text
+    assert "Xk9false" not in out and "trueBlue" not in out and "xnull" not in out
+    assert _KEY_LINES[0] not in out and _KEY_LINES[1] not in out
+
+
+@pytest.mark.parametrize("text", ["DB_PASSWORD=false", 'api_key = "null"', "token: TRUE"])
+def test_the_words_true_false_and_null_alone_are_no_secrets(text: str) -> None:
+    assert redact(text).text == text
