@@ -22,6 +22,7 @@ __all__ = [
     "confined_file",
     "hard_linked",
     "inside_root",
+    "read_confined",
     "refuse_hard_links",
     "shown_path",
 ]
@@ -117,3 +118,29 @@ def confined_file(root: Path, relative: str) -> Path:
         raise WorkspacePathError(relative, root=str(root), detail="is not a regular file")
     refuse_hard_links(info, relative, root)
     return real
+
+
+def read_confined(root: Path, relative: str) -> bytes:
+    """The bytes of :func:`confined_file`, opened without following a symlink swapped in
+    after the check and checked again on the open file (a regular file with one hard link).
+
+    Raises:
+        WorkspacePathError: as :func:`confined_file`, or the file changed so between the
+            check and the open.
+        OSError: the file cannot be read.
+    """
+    real = confined_file(root, relative)
+    try:
+        fd = os.open(real, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        if os.path.islink(real):  # ELOOP: a symlink took the file's place since the check
+            raise WorkspacePathError(
+                relative, root=str(root), detail="was replaced by a symlink; it is refused"
+            ) from exc
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise WorkspacePathError(relative, root=str(root), detail="is not a regular file")
+        refuse_hard_links(info, relative, root)
+        return handle.read()

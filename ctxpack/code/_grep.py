@@ -8,6 +8,7 @@ respected the same way and the hits are the same whichever engine ran.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -25,8 +26,8 @@ from pydantic import ConfigDict
 from .._internal.arguments import shown, string, strings
 from .._internal.arguments import tokens as check_tokens
 from .._internal.options import FieldErrorModel
-from .._internal.paths import check_relative
-from ..errors import ConfigError
+from .._internal.paths import check_relative, inside_root, read_confined
+from ..errors import ConfigError, WorkspacePathError
 from ._files import list_files, resolve_root
 
 __all__ = ["GrepHit", "grep", "ripgrep_path"]
@@ -102,6 +103,8 @@ def grep(
     Raises:
         ConfigError: ``root`` is not a folder, ``pattern`` is empty or not a valid expression,
             or ``engine="ripgrep"`` and no ``rg`` is installed.
+        WorkspacePathError: a path of ``paths`` is absolute, climbs out with ``..``, or leads
+            outside the root through a symlink (a file swapped so after the check is skipped).
 
     Example:
         >>> import pathlib, tempfile
@@ -159,6 +162,8 @@ def _relative(paths: Any, base: Path) -> list[str]:
         # The string test first: the workspace's search passes every file on each call.
         if not rel or rel.startswith(("/", "\\")) or ".." in rel or ":" in rel or "\x00" in rel:
             check_relative(rel, base)
+        # A symlink on the way may lead anywhere; the walk follows none, a caller's path may.
+        inside_root(base, base / rel, rel)
     return files
 
 
@@ -194,16 +199,24 @@ def _ripgrep(
 def _python(base: Path, files: list[str], compiled: re.Pattern[str]) -> dict[str, list[int]]:
     found: dict[str, list[int]] = {}
     for rel in files:
-        try:
-            text = (base / rel).read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        if not compiled.search(text):
+        text = _text(base, rel)
+        if text is None or not compiled.search(text):
             continue
         lines = [n for n, line in enumerate(_lines(text), start=1) if compiled.search(line)]
         if lines:
             found[rel] = lines
     return found
+
+
+def _text(base: Path, rel: str) -> str | None:
+    """The file's text, checked again as it is read (``None``: gone, unreadable, or a symlink
+    out of the root took its place since it was listed)."""
+    try:
+        raw = read_confined(base, rel)
+    except (OSError, WorkspacePathError):
+        return None
+    # Read as read_text reads, universal newlines and all.
+    return io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8", errors="replace").read()
 
 
 def _lines(text: str) -> list[str]:
@@ -214,7 +227,9 @@ def _lines(text: str) -> list[str]:
 def _with_context(base: Path, matches: dict[str, list[int]], context: int) -> list[GrepHit]:
     hits: list[GrepHit] = []
     for rel in sorted(matches):
-        text = (base / rel).read_text(encoding="utf-8", errors="replace")
+        text = _text(base, rel)
+        if text is None:
+            continue
         lines = [line.rstrip("\r") for line in _lines(text)]
         for number in sorted(set(matches[rel])):
             i = number - 1

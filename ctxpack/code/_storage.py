@@ -23,7 +23,8 @@ from pydantic import ConfigDict
 
 from .._internal.arguments import file_path
 from .._internal.options import FieldErrorModel
-from ..errors import ConfigError, StoreError
+from .._internal.paths import read_confined
+from ..errors import ConfigError, StoreError, WorkspacePathError
 from ..tokens import TokenCounter
 from ._files import source_files
 from ._history import Commit, cached_history
@@ -313,8 +314,9 @@ class FileStore:
                     rows[rel] = old
                     continue
             try:
-                raw = (self.root / rel).read_bytes()
-            except OSError:  # gone or unreadable since the walk
+                # Checked again: a symlink out of the root may have taken its place.
+                raw = read_confined(self.root, rel)
+            except (OSError, WorkspacePathError):  # gone, unreadable or swapped since the walk
                 continue
             digest = hashlib.sha256(raw).hexdigest()
             row = (stat.st_mtime_ns, stat.st_size, digest, stat.st_ctime_ns, started)

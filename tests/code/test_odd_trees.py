@@ -1,0 +1,65 @@
+"""Code retrieval over odd trees: files that change between the walk and the read, symlinks
+that lead out of the root, names that are not text."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxpack.code import CodeIndex, grep
+from ctxpack.code._files import source_files
+from ctxpack.errors import WorkspacePathError
+
+SECRET = "def secret_token():\n    return 'SECRET'\n"
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """A folder beside the repository, with a file no index of it may read."""
+    folder = tmp_path / "outside"
+    folder.mkdir()
+    (folder / "secret.py").write_text(SECRET)
+    return folder
+
+
+def test_a_file_swapped_for_a_symlink_out_of_the_root_after_the_walk_is_not_read(
+    repo: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The walk lists a regular file; before the refresh reads it, a symlink to a file outside
+    # the root takes its place. Its text must not reach the index (nor a context built on it).
+    target = repo / "api" / "db.py"
+
+    def then_swapped(root: Path, known: Any) -> list[tuple[str, os.stat_result]]:
+        listed = source_files(root, known)
+        target.unlink()
+        target.symlink_to(outside / "secret.py")
+        return listed
+
+    monkeypatch.setattr("ctxpack.code._storage.source_files", then_swapped)
+    index = CodeIndex(repo, db=":memory:")
+    index.refresh()
+    assert "api/db.py" not in index.files
+    texts = [u.text for hit in index.rank_files("secret_token SECRET") for u in hit.units]
+    assert not any("SECRET" in text for text in texts)
+    assert not index.definitions("secret_token")
+
+
+@pytest.mark.parametrize("engine", ["python", "auto"])
+@pytest.mark.parametrize("link", ["leak.py", "out/secret.py"])
+def test_grep_refuses_paths_that_lead_out_of_the_root(
+    repo: Path, outside: Path, engine: Any, link: str
+) -> None:
+    (repo / "leak.py").symlink_to(outside / "secret.py")
+    (repo / "out").symlink_to(outside)
+    with pytest.raises(WorkspacePathError, match="outside the root") as caught:
+        grep(repo, "SECRET", paths=["api/db.py", link], engine=engine)
+    assert caught.value.path == link
+
+
+def test_grep_reads_a_symlink_that_stays_inside_the_root(repo: Path) -> None:
+    (repo / "alias.py").symlink_to(repo / "api" / "db.py")
+    hits = grep(repo, "def ", paths=["alias.py"], engine="python")
+    assert hits and {h.path for h in hits} == {"alias.py"}
