@@ -49,6 +49,7 @@ __all__ = [
     "language_of_path",
     "list_files",
     "resolve_root",
+    "shown_invalid",
     "source_files",
 ]
 
@@ -167,12 +168,17 @@ def walk_files(
 
 
 def source_files(
-    root: Path, known: Callable[[str, os.stat_result], bool]
+    root: Path,
+    known: Callable[[str, os.stat_result], bool],
+    *,
+    invalid: list[str] | None = None,
 ) -> list[tuple[str, os.stat_result]]:
     """:func:`list_files` of ``root`` (resolved), each file with its ``stat``, for an index
     refresh: a file ``known(rel, stat)`` says is the text it indexed is not read again to tell
-    whether it is binary (a refresh that finds nothing changed opens no file)."""
-    return sorted(_walk(root, source_only=True, hidden=True, known=known))
+    whether it is binary (a refresh that finds nothing changed opens no file). The source files
+    and folders left out for a name that is not text are added to ``invalid`` (see
+    :func:`shown_invalid`), folders with a trailing ``/``."""
+    return sorted(_walk(root, source_only=True, hidden=True, known=known, invalid=invalid))
 
 
 def _walk(
@@ -181,8 +187,10 @@ def _walk(
     source_only: bool,
     hidden: bool,
     known: Callable[[str, os.stat_result], bool] | None = None,
+    invalid: list[str] | None = None,
 ) -> Iterator[tuple[str, os.stat_result]]:
-    """The files of the walk, each folder's files before its subfolders, by name."""
+    """The files of the walk, each folder's files before its subfolders, by name; the files
+    and folders it would take but for a name that is not text are added to ``invalid``."""
     # Each folder to visit carries the ignore specs in force: (folder relative to root, spec).
     specs: list[tuple[str, Any]] = []
     exclude = _read_ignore(base / ".git" / "info" / "exclude")
@@ -203,20 +211,23 @@ def _walk(
             continue  # the root itself may be an environment a user means to search
         subfolders: list[Path] = []
         for entry in entries:
-            if (
-                entry.is_symlink()
-                or (not hidden and entry.name.startswith("."))
-                or not _unicode_name(entry.name)
-            ):
+            if entry.is_symlink() or (not hidden and entry.name.startswith(".")):
                 continue
             rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
             if entry.is_dir():
                 if entry.name not in _SKIPPED_DIRS and not _ignored(active, rel + "/"):
-                    subfolders.append(Path(entry.path))
+                    if _unicode_name(entry.name):
+                        subfolders.append(Path(entry.path))
+                    elif invalid is not None:
+                        invalid.append(shown_invalid(rel) + "/")
             elif entry.is_file():
                 if source_only and language_of_path(entry.name) is None:
                     continue
                 if _ignored(active, rel):
+                    continue
+                if not _unicode_name(entry.name):
+                    if invalid is not None:
+                        invalid.append(shown_invalid(rel))
                     continue
                 stat = _listable(entry, rel, source_only=source_only, known=known)
                 if stat is not None:
@@ -232,6 +243,18 @@ def _unicode_name(name: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def shown_invalid(name: str) -> str:
+    r"""A name that is not text as text: each byte that is not UTF-8 written ``\xNN``, as
+    ``ls -b`` and Python's ``repr`` of bytes show it.
+
+    Example:
+        >>> shown_invalid(os.fsdecode(b"caf\xe9.py"))
+        'caf\\xe9.py'
+    """
+    raw = os.fsencode(name)
+    return shown_path(raw.decode("utf-8", errors="backslashreplace"))
 
 
 def _listable(

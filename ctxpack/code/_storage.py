@@ -60,7 +60,9 @@ _SQLITE_HEADER = b"SQLite format 3\x00"
 class RefreshStats(FieldErrorModel):
     """What :meth:`CodeIndex.refresh` did: files parsed anew, removed, and left as they were;
     ``too_large``, the source files left out of the index for their size (over 2,000,000
-    bytes: generated or vendored code)."""
+    bytes: generated or vendored code); ``invalid_names``, the source files and folders (with
+    a trailing ``/``) left out because their name is not valid text in the file system's
+    encoding, each byte that is not UTF-8 written ``\\xNN`` (rename them to index them)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -68,6 +70,7 @@ class RefreshStats(FieldErrorModel):
     removed: int
     unchanged: int
     too_large: tuple[str, ...] = ()
+    invalid_names: tuple[str, ...] = ()
 
 
 def default_db_path(root: Path) -> Path:
@@ -301,7 +304,8 @@ class FileStore:
         read: list[tuple[str, _Row]] = []
         unparsed: list[tuple[str, bytes]] = []
         walked: list[str] = []
-        for rel, stat in source_files(self.root, known):
+        invalid: list[str] = []
+        for rel, stat in source_files(self.root, known, invalid=invalid):
             if stat.st_size > MAX_SOURCE_BYTES:
                 too_large.append(rel)
                 continue
@@ -313,10 +317,8 @@ class FileStore:
                     fresh[rel], tokens[rel], terms[rel], grams[rel] = loaded
                     rows[rel] = old
                     continue
-            try:
-                # Checked again: a symlink out of the root may have taken its place.
-                raw = read_confined(self.root, rel)
-            except (OSError, WorkspacePathError):  # gone, unreadable or swapped since the walk
+            raw = _read(self.root, rel)
+            if raw is None:
                 continue
             digest = hashlib.sha256(raw).hexdigest()
             row = (stat.st_mtime_ns, stat.st_size, digest, stat.st_ctime_ns, started)
@@ -356,6 +358,7 @@ class FileStore:
             removed=len(gone),
             unchanged=len(fresh) - parsed,
             too_large=tuple(too_large),
+            invalid_names=tuple(sorted(invalid)),
         )
 
     def _loaded(self, conn: sqlite3.Connection, rel: str, row: _Row) -> _Loaded | None:
@@ -412,6 +415,15 @@ class FileStore:
             return pf, int(row[1]), terms, row[3]
         except (ConfigError, TypeError, ValueError):
             return None
+
+
+def _read(root: Path, rel: str) -> bytes | None:
+    """A listed file's bytes, checked again as it is read (``None``: gone, unreadable, or a
+    symlink out of the root took its place since the walk)."""
+    try:
+        return read_confined(root, rel)
+    except (OSError, WorkspacePathError):
+        return None
 
 
 # What a file's row gives: its parse, tokens, terms and the runs of words of its literals.

@@ -69,6 +69,7 @@ def test_index_is_incremental_and_persistent(repo: Path, tmp_path: Path) -> None
         "removed": 0,
         "unchanged": len(first.files),
         "too_large": (),
+        "invalid_names": (),
     }
     # Touched but unchanged: its hash says so, nothing is parsed.
     target = repo / "api" / "db.py"
@@ -142,8 +143,8 @@ def test_a_row_read_within_the_clocks_tick_of_an_edit_is_checked_again(
     seen = dict(walk(first.root, lambda *_: False))
     target.write_text(text.replace("def ", "def refund_payment_", 1)[: len(text)])
 
-    def as_before(root: Path, known: Any) -> list[tuple[str, os.stat_result]]:
-        return [(rel, seen.get(rel, stat)) for rel, stat in walk(root, known)]
+    def as_before(root: Path, known: Any, **options: Any) -> list[tuple[str, os.stat_result]]:
+        return [(rel, seen.get(rel, stat)) for rel, stat in walk(root, known, **options)]
 
     monkeypatch.setattr(_storage, "source_files", as_before)
     assert first.refresh().parsed == 1

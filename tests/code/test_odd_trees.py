@@ -32,8 +32,8 @@ def test_a_file_swapped_for_a_symlink_out_of_the_root_after_the_walk_is_not_read
     # the root takes its place. Its text must not reach the index (nor a context built on it).
     target = repo / "api" / "db.py"
 
-    def then_swapped(root: Path, known: Any) -> list[tuple[str, os.stat_result]]:
-        listed = source_files(root, known)
+    def then_swapped(root: Path, known: Any, **options: Any) -> list[tuple[str, os.stat_result]]:
+        listed = source_files(root, known, **options)
         target.unlink()
         target.symlink_to(outside / "secret.py")
         return listed
@@ -63,3 +63,27 @@ def test_grep_reads_a_symlink_that_stays_inside_the_root(repo: Path) -> None:
     (repo / "alias.py").symlink_to(repo / "api" / "db.py")
     hits = grep(repo, "def ", paths=["alias.py"], engine="python")
     assert hits and {h.path for h in hits} == {"alias.py"}
+
+
+def test_names_that_are_not_text_are_left_out_and_named(repo: Path) -> None:
+    # A Latin-1 name on a UTF-8 system reads with lone surrogates: no prompt or JSON record
+    # can hold it, so it is left out of the index, and the refresh says so, bytes escaped.
+    folder = os.fsencode(repo)
+    with open(folder + b"/caf\xe9.py", "wb") as file:
+        file.write(b"def latin_name():\n    pass\n")
+    os.mkdir(folder + b"/r\xe9sum\xe9")
+    with open(folder + b"/r\xe9sum\xe9/inner.py", "wb") as file:
+        file.write(b"def inside_latin_folder():\n    pass\n")
+    with open(folder + b"/notes\xff.txt", "wb") as file:  # not source: never listed anyway
+        file.write(b"latin\n")
+    index = CodeIndex(repo, db=":memory:")
+    stats = index.refresh()
+    assert stats.invalid_names == ("caf\\xe9.py", "r\\xe9sum\\xe9/")
+    assert not any("latin" in path for path in index.files)
+    assert not index.definitions("latin_name")
+    assert stats.model_dump_json()  # the names are text
+    # Renamed, the file is indexed and no longer named.
+    os.rename(folder + b"/caf\xe9.py", folder + b"/cafe.py")
+    stats = index.refresh()
+    assert stats.invalid_names == ("r\\xe9sum\\xe9/",)
+    assert index.definitions("latin_name")
