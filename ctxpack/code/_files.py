@@ -28,6 +28,7 @@ import itertools
 import os
 import warnings
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,7 @@ from ..errors import ConfigError, WorkspacePathError
 __all__ = [
     "LANGUAGES",
     "GitignoreUnsupportedWarning",
+    "LeftOut",
     "language_of_path",
     "list_files",
     "resolve_root",
@@ -167,18 +169,34 @@ def walk_files(
     return sorted(rel for rel, _ in itertools.islice(walk, limit))
 
 
+@dataclass
+class LeftOut:
+    """What a walk would list but cannot: names that are not text (see :func:`shown_invalid`),
+    and files and folders it may not read; folders with a trailing ``/`` (the root is ``./``)."""
+
+    invalid_names: list[str] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)
+
+    def as_fields(self) -> dict[str, tuple[str, ...]]:
+        """Each list sorted, by its name (the fields of a refresh's stats)."""
+        return {
+            "invalid_names": tuple(sorted(self.invalid_names)),
+            "unreadable": tuple(sorted(self.unreadable)),
+        }
+
+
 def source_files(
     root: Path,
     known: Callable[[str, os.stat_result], bool],
     *,
-    invalid: list[str] | None = None,
+    left_out: LeftOut | None = None,
 ) -> list[tuple[str, os.stat_result]]:
     """:func:`list_files` of ``root`` (resolved), each file with its ``stat``, for an index
     refresh: a file ``known(rel, stat)`` says is the text it indexed is not read again to tell
     whether it is binary (a refresh that finds nothing changed opens no file). The source files
-    and folders left out for a name that is not text are added to ``invalid`` (see
-    :func:`shown_invalid`), folders with a trailing ``/``."""
-    return sorted(_walk(root, source_only=True, hidden=True, known=known, invalid=invalid))
+    and folders the walk cannot list are added to ``left_out``."""
+    walk = _walk(root, source_only=True, hidden=True, known=known, left_out=left_out)
+    return sorted(walk)
 
 
 def _walk(
@@ -187,10 +205,11 @@ def _walk(
     source_only: bool,
     hidden: bool,
     known: Callable[[str, os.stat_result], bool] | None = None,
-    invalid: list[str] | None = None,
+    left_out: LeftOut | None = None,
 ) -> Iterator[tuple[str, os.stat_result]]:
     """The files of the walk, each folder's files before its subfolders, by name; the files
-    and folders it would take but for a name that is not text are added to ``invalid``."""
+    and folders it would take but cannot are added to ``left_out``."""
+    left_out = left_out if left_out is not None else LeftOut()
     # Each folder to visit carries the ignore specs in force: (folder relative to root, spec).
     specs: list[tuple[str, Any]] = []
     exclude = _read_ignore(base / ".git" / "info" / "exclude")
@@ -206,6 +225,7 @@ def _walk(
         try:
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError:
+            left_out.unreadable.append(f"{rel_folder or '.'}/")
             continue
         if folder != base and any(e.name in _ENVIRONMENT_MARKERS for e in entries):
             continue  # the root itself may be an environment a user means to search
@@ -218,18 +238,21 @@ def _walk(
                 if entry.name not in _SKIPPED_DIRS and not _ignored(active, rel + "/"):
                     if _unicode_name(entry.name):
                         subfolders.append(Path(entry.path))
-                    elif invalid is not None:
-                        invalid.append(shown_invalid(rel) + "/")
+                    else:
+                        left_out.invalid_names.append(shown_invalid(rel) + "/")
             elif entry.is_file():
                 if source_only and language_of_path(entry.name) is None:
                     continue
                 if _ignored(active, rel):
                     continue
                 if not _unicode_name(entry.name):
-                    if invalid is not None:
-                        invalid.append(shown_invalid(rel))
+                    left_out.invalid_names.append(shown_invalid(rel))
                     continue
-                stat = _listable(entry, rel, source_only=source_only, known=known)
+                try:
+                    stat = _listable(entry, rel, source_only=source_only, known=known)
+                except PermissionError:
+                    left_out.unreadable.append(rel)
+                    continue
                 if stat is not None:
                     yield rel, stat
         stack.extend((sub, active) for sub in reversed(subfolders))
@@ -264,7 +287,11 @@ def _listable(
     source_only: bool,
     known: Callable[[str, os.stat_result], bool] | None,
 ) -> os.stat_result | None:
-    """The file's ``stat`` if it is listed."""
+    """The file's ``stat`` if it is listed.
+
+    Raises:
+        PermissionError: the file may not be read.
+    """
     try:
         stat = entry.stat(follow_symlinks=False)
         if hard_linked(stat):
@@ -272,7 +299,9 @@ def _listable(
         if source_only and not (known and known(rel, stat)) and is_binary(Path(entry.path)):
             return None
         return stat
-    except OSError:
+    except PermissionError:
+        raise
+    except OSError:  # gone since the folder was read
         return None
 
 

@@ -26,7 +26,7 @@ from .._internal.options import FieldErrorModel
 from .._internal.paths import read_confined
 from ..errors import ConfigError, StoreError, WorkspacePathError
 from ..tokens import TokenCounter
-from ._files import source_files
+from ._files import LeftOut, source_files
 from ._history import Commit, cached_history
 from ._parallel import Parsed, decoded, parse_files
 from ._symbols import ParsedFile
@@ -62,7 +62,9 @@ class RefreshStats(FieldErrorModel):
     ``too_large``, the source files left out of the index for their size (over 2,000,000
     bytes: generated or vendored code); ``invalid_names``, the source files and folders (with
     a trailing ``/``) left out because their name is not valid text in the file system's
-    encoding, each byte that is not UTF-8 written ``\\xNN`` (rename them to index them)."""
+    encoding, each byte that is not UTF-8 written ``\\xNN`` (rename them to index them);
+    ``unreadable``, the source files and folders left out because this process may not read
+    them (the root itself is ``./``)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -71,6 +73,7 @@ class RefreshStats(FieldErrorModel):
     unchanged: int
     too_large: tuple[str, ...] = ()
     invalid_names: tuple[str, ...] = ()
+    unreadable: tuple[str, ...] = ()
 
 
 def default_db_path(root: Path) -> Path:
@@ -304,8 +307,8 @@ class FileStore:
         read: list[tuple[str, _Row]] = []
         unparsed: list[tuple[str, bytes]] = []
         walked: list[str] = []
-        invalid: list[str] = []
-        for rel, stat in source_files(self.root, known, invalid=invalid):
+        left_out = LeftOut()
+        for rel, stat in source_files(self.root, known, left_out=left_out):
             if stat.st_size > MAX_SOURCE_BYTES:
                 too_large.append(rel)
                 continue
@@ -358,7 +361,7 @@ class FileStore:
             removed=len(gone),
             unchanged=len(fresh) - parsed,
             too_large=tuple(too_large),
-            invalid_names=tuple(sorted(invalid)),
+            **left_out.as_fields(),
         )
 
     def _loaded(self, conn: sqlite3.Connection, rel: str, row: _Row) -> _Loaded | None:

@@ -70,6 +70,7 @@ def test_index_is_incremental_and_persistent(repo: Path, tmp_path: Path) -> None
         "unchanged": len(first.files),
         "too_large": (),
         "invalid_names": (),
+        "unreadable": (),
     }
     # Touched but unchanged: its hash says so, nothing is parsed.
     target = repo / "api" / "db.py"

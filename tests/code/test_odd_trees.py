@@ -87,3 +87,47 @@ def test_names_that_are_not_text_are_left_out_and_named(repo: Path) -> None:
     stats = index.refresh()
     assert stats.invalid_names == ("r\\xe9sum\\xe9/",)
     assert index.definitions("latin_name")
+
+
+# Run as root, the check drops the capabilities that let root read any file (capsh).
+_UNREADABLE_CHECK = """
+import os, sys
+from pathlib import Path
+from ctxpack.code import CodeIndex
+root = Path(sys.argv[1])
+(root / "locked.py").write_text("def locked_away():\\n    pass\\n")
+(root / "locked.py").chmod(0)
+(root / "closed").mkdir()
+(root / "closed" / "inner.py").write_text("def closed_away():\\n    pass\\n")
+(root / "closed").chmod(0)
+stats = CodeIndex(root, db=":memory:").refresh()
+print(stats.unreadable)
+"""
+
+
+def test_files_and_folders_that_cannot_be_read_are_left_out_and_named(repo: Path) -> None:
+    import shlex
+    import shutil
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-c", _UNREADABLE_CHECK, str(repo)]
+    if os.geteuid() == 0:
+        capsh = shutil.which("capsh")
+        if capsh is None:
+            pytest.skip("run as root without capsh: every file can be read")
+        command = [
+            capsh,
+            "--drop=cap_dac_override,cap_dac_read_search",
+            "--",
+            "-c",
+            shlex.join(command),
+        ]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    try:
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == "('closed/', 'locked.py')"
+    finally:
+        for path in (repo / "locked.py", repo / "closed"):
+            path.chmod(0o700)  # so that the test's folder can be removed
