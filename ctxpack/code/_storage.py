@@ -155,9 +155,10 @@ class FileStore:
                     conn.close()
                     raise
             except (OSError, sqlite3.Error) as exc:
+                hint = _DAMAGED_HINT if _damaged(exc) else "give a writable file path"
                 raise ConfigError(
-                    f"db {self.db!r} cannot be opened as an SQLite file: {exc}; give a writable "
-                    "file path, or ':memory:'"
+                    f"db {self.db!r} cannot be opened as an SQLite file: {exc}; {hint}, or "
+                    "':memory:'"
                 ) from exc
             try:
                 self._prepare(conn)
@@ -235,12 +236,9 @@ class FileStore:
 
     def _in_memory(self, exc: Exception) -> None:
         """Go on with an in-memory database: the cache file ``exc`` says cannot be used."""
-        damaged = isinstance(exc.__cause__, sqlite3.DatabaseError) and any(
-            word in str(exc.__cause__) for word in ("not a database", "malformed")
-        )
         hint = (
             "remove it to rebuild it"
-            if damaged
+            if _damaged(exc.__cause__)
             else "make its folder writable, set XDG_CACHE_HOME, or pass CodeIndex(root, db=...)"
         )
         warnings.warn(
@@ -455,12 +453,25 @@ def _caller_level() -> int:
     return level
 
 
+# What to do about an index file SQLite finds damaged (truncated, overwritten): it is only a
+# cache of the tree, but one the user named, so it is theirs to remove.
+_DAMAGED_HINT = "it is damaged: remove it to rebuild the index; or give another file path"
+
+
+def _damaged(exc: BaseException | None) -> bool:
+    """Whether SQLite found the file damaged (rather than busy, read-only or missing)."""
+    return isinstance(exc, sqlite3.DatabaseError) and any(
+        word in str(exc) for word in ("not a database", "malformed")
+    )
+
+
 def _failed(db: str, operation: str, exc: sqlite3.Error) -> StoreError:
     """A failure of the index's database, as the session stores name theirs."""
     busy = "locked" in str(exc) or "busy" in str(exc)
-    hint = (
-        f"another process held it for over {_BUSY_SECONDS:.0f} s; try again"
-        if busy
-        else "give a writable file path of this index, or ':memory:'"
-    )
+    if busy:
+        hint = f"another process held it for over {_BUSY_SECONDS:.0f} s; try again"
+    elif _damaged(exc):
+        hint = f"{_DAMAGED_HINT}, or ':memory:'"
+    else:
+        hint = "give a writable file path of this index, or ':memory:'"
     return StoreError(f"{exc}; {hint}", url=db, operation=operation)

@@ -131,3 +131,30 @@ def test_files_and_folders_that_cannot_be_read_are_left_out_and_named(repo: Path
     finally:
         for path in (repo / "locked.py", repo / "closed"):
             path.chmod(0o700)  # so that the test's folder can be removed
+
+
+def _truncated_index(repo: Path, db: Path) -> bytes:
+    """An index file of ``repo`` written in full (no write-ahead log beside it), cut in half."""
+    import sqlite3
+
+    index = CodeIndex(repo, db=db)
+    index.refresh()
+    index.close()
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA journal_mode=DELETE")  # the rows move from the log into the file
+    conn.close()
+    whole = db.read_bytes()
+    db.write_bytes(whole[: len(whole) // 2])
+    return whole[: len(whole) // 2]
+
+
+def test_a_truncated_index_file_given_is_named_damaged_and_left_alone(
+    repo: Path, tmp_path: Path
+) -> None:
+    from ctxpack.errors import CtxpackError
+
+    db = tmp_path / "index.sqlite"
+    cut = _truncated_index(repo, db)
+    with pytest.raises(CtxpackError, match=r"index\.sqlite.*damaged.*remove it to rebuild"):
+        CodeIndex(repo, db=db).rank_files("session token expires")
+    assert db.read_bytes() == cut
