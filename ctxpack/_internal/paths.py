@@ -121,8 +121,9 @@ def confined_file(root: Path, relative: str) -> Path:
 
 
 def read_confined(root: Path, relative: str) -> bytes:
-    """The bytes of :func:`confined_file`, opened without following a symlink swapped in
-    after the check and checked again on the open file (a regular file with one hard link).
+    """The bytes of :func:`confined_file`, opened without following a symlink or waiting on a
+    pipe swapped in after the check, and checked again on the open file (a regular file with
+    one hard link).
 
     Raises:
         WorkspacePathError: as :func:`confined_file`, or the file changed so between the
@@ -131,7 +132,9 @@ def read_confined(root: Path, relative: str) -> bytes:
     """
     real = confined_file(root, relative)
     try:
-        fd = os.open(real, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        # Nor wait on a named pipe swapped in: the open file is checked to be a regular file.
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        fd = os.open(real, flags)
     except OSError as exc:
         if os.path.islink(real):  # ELOOP: a symlink took the file's place since the check
             raise WorkspacePathError(

@@ -158,3 +158,29 @@ def test_a_truncated_index_file_given_is_named_damaged_and_left_alone(
     with pytest.raises(CtxpackError, match=r"index\.sqlite.*damaged.*remove it to rebuild"):
         CodeIndex(repo, db=db).rank_files("session token expires")
     assert db.read_bytes() == cut
+
+
+def test_a_file_swapped_for_a_pipe_after_the_walk_does_not_hang_the_refresh(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Opening a named pipe to read waits for a writer, which may never come.
+    import threading
+
+    target = repo / "api" / "db.py"
+
+    def then_swapped(root: Path, known: Any, **options: Any) -> list[tuple[str, os.stat_result]]:
+        listed = source_files(root, known, **options)
+        target.unlink()
+        os.mkfifo(target)
+        return listed
+
+    monkeypatch.setattr("ctxpack.code._storage.source_files", then_swapped)
+    index = CodeIndex(repo, db=":memory:")
+    done = threading.Thread(target=index.refresh, daemon=True)
+    done.start()
+    done.join(timeout=20)
+    if done.is_alive():
+        with open(target, "wb"):  # lets the blocked read go, so the thread can end
+            pass
+        pytest.fail("the refresh waits on a named pipe")
+    assert "api/db.py" not in index.files
