@@ -23,6 +23,7 @@ __all__ = [
     "hard_linked",
     "inside_root",
     "read_confined",
+    "read_regular",
     "refuse_hard_links",
     "shown_path",
 ]
@@ -121,16 +122,25 @@ def confined_file(root: Path, relative: str) -> Path:
 
 
 def read_confined(root: Path, relative: str) -> bytes:
-    """The bytes of :func:`confined_file`, opened without following a symlink or waiting on a
-    pipe swapped in after the check, and checked again on the open file (a regular file with
-    one hard link).
+    """The bytes of :func:`confined_file` (see :func:`read_regular`).
 
     Raises:
-        WorkspacePathError: as :func:`confined_file`, or the file changed so between the
-            check and the open.
+        WorkspacePathError: as :func:`confined_file` and :func:`read_regular`.
         OSError: the file cannot be read.
     """
-    real = confined_file(root, relative)
+    return read_regular(root, confined_file(root, relative), relative)
+
+
+def read_regular(root: Path, real: str | Path, relative: str) -> bytes:
+    """The bytes of ``real``, a path inside ``root`` with every symlink resolved, opened
+    without following a symlink or waiting on a pipe swapped in since it was resolved, and
+    checked again on the open file: a regular file with one hard link.
+
+    Raises:
+        WorkspacePathError: a symlink took the file's place, or it is not a regular file, or
+            it has several hard links.
+        OSError: the file cannot be read.
+    """
     try:
         # Nor wait on a named pipe swapped in: the open file is checked to be a regular file.
         flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)

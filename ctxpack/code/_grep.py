@@ -26,7 +26,7 @@ from pydantic import ConfigDict
 from .._internal.arguments import shown, string, strings
 from .._internal.arguments import tokens as check_tokens
 from .._internal.options import FieldErrorModel
-from .._internal.paths import check_relative, inside_root, read_confined
+from .._internal.paths import check_relative, inside_root, read_regular
 from ..errors import ConfigError, WorkspacePathError
 from ._files import list_files, resolve_root
 
@@ -124,6 +124,7 @@ def grep(
     except re.error as exc:
         raise ConfigError(f"invalid regular expression {pattern!r}: {exc}") from exc
     files = _relative(paths, base) if paths is not None else list_files(base)
+    real = _confined(base, files)
     if engine not in ("auto", "ripgrep", "python"):
         raise ConfigError(f"engine must be 'auto', 'ripgrep' or 'python', got {shown(engine)}")
     rg = ripgrep_path() if engine != "python" and _argument_for_rg(pattern) else None
@@ -140,8 +141,8 @@ def grep(
     if rg is not None:
         matches = _ripgrep(rg, base, files, pattern, regex=regex, ignore_case=ignore_case)
     else:
-        matches = _python(base, files, compiled)
-    return _with_context(base, matches, context)
+        matches = _python(base, real, compiled)
+    return _with_context(base, real, matches, context)
 
 
 def _argument_for_rg(pattern: str) -> bool:
@@ -162,9 +163,30 @@ def _relative(paths: Any, base: Path) -> list[str]:
         # The string test first: the workspace's search passes every file on each call.
         if not rel or rel.startswith(("/", "\\")) or ".." in rel or ":" in rel or "\x00" in rel:
             check_relative(rel, base)
-        # A symlink on the way may lead anywhere; the walk follows none, a caller's path may.
-        inside_root(base, base / rel, rel)
     return files
+
+
+def _confined(base: Path, files: list[str]) -> dict[str, str]:
+    """Each file's path with its symlinks resolved, checked to stay inside ``base``: the walk
+    follows none, but a caller's path may pass one, and a folder may have been swapped for one
+    since the walk. Each folder is resolved once (the workspace's search passes every file).
+
+    Raises:
+        WorkspacePathError: a file leads outside ``base`` through a symlink.
+    """
+    folders: dict[str, tuple[str, bool]] = {}  # resolved, and whether inside ``base``
+    real: dict[str, str] = {}
+    for rel in files:
+        parent, _, name = rel.rpartition("/")
+        known = folders.get(parent)
+        if known is None:
+            folder = Path(os.path.realpath(base / parent))
+            known = folders[parent] = (str(folder), folder == base or base in folder.parents)
+        full = os.path.join(known[0], name)
+        if not known[1] or os.path.islink(full):
+            full = str(inside_root(base, base / rel, rel))  # names ``rel`` if it leads out
+        real[rel] = full
+    return real
 
 
 def _ripgrep(
@@ -196,10 +218,10 @@ def _ripgrep(
     return found
 
 
-def _python(base: Path, files: list[str], compiled: re.Pattern[str]) -> dict[str, list[int]]:
+def _python(base: Path, real: dict[str, str], compiled: re.Pattern[str]) -> dict[str, list[int]]:
     found: dict[str, list[int]] = {}
-    for rel in files:
-        text = _text(base, rel)
+    for rel, full in real.items():
+        text = _text(base, full, rel)
         if text is None or not compiled.search(text):
             continue
         lines = [n for n, line in enumerate(_lines(text), start=1) if compiled.search(line)]
@@ -208,11 +230,11 @@ def _python(base: Path, files: list[str], compiled: re.Pattern[str]) -> dict[str
     return found
 
 
-def _text(base: Path, rel: str) -> str | None:
-    """The file's text, checked again as it is read (``None``: gone, unreadable, or a symlink
-    out of the root took its place since it was listed)."""
+def _text(base: Path, full: str, rel: str) -> str | None:
+    """The text of ``full`` (``rel`` resolved), checked again as it is read (``None``: gone,
+    unreadable, or no longer a regular file)."""
     try:
-        raw = read_confined(base, rel)
+        raw = read_regular(base, full, rel)
     except (OSError, WorkspacePathError):
         return None
     # Read as read_text reads, universal newlines and all.
@@ -224,10 +246,14 @@ def _lines(text: str) -> list[str]:
     return text.split("\n")
 
 
-def _with_context(base: Path, matches: dict[str, list[int]], context: int) -> list[GrepHit]:
+def _with_context(
+    base: Path, real: dict[str, str], matches: dict[str, list[int]], context: int
+) -> list[GrepHit]:
     hits: list[GrepHit] = []
     for rel in sorted(matches):
-        text = _text(base, rel)
+        if rel not in real:  # ripgrep's name for a file is not one it was given
+            continue
+        text = _text(base, real[rel], rel)
         if text is None:
             continue
         lines = [line.rstrip("\r") for line in _lines(text)]
