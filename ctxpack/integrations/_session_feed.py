@@ -138,8 +138,12 @@ def wrapper_policy(
 
 
 class HistoryChangedError(ConfigError):
-    """A request whose history is not the one its session was given, plus new messages: a
-    caller that knows where the history comes from (a LangGraph thread) says what to do."""
+    """A request whose history is not the one its session was given, plus new messages (its
+    message ``index`` differs): a caller that knows where the history comes from says what to do."""
+
+    def __init__(self, detail: str, index: int) -> None:
+        super().__init__(detail)
+        self.index = index
 
 
 class Asked(NamedTuple):
@@ -238,8 +242,7 @@ class SessionFeed:
             return await session.render(**options)
 
     def _render_options(self, asked: Asked) -> dict[str, Any]:
-        """``render``'s arguments for the session; a ``ConfigError`` for a request that
-        cannot fit."""
+        """``render``'s arguments for the session; a ``ConfigError`` for one that cannot fit."""
         system, room, limits = asked.system, asked.room, asked.limits
         options: dict[str, Any] = {"tools": asked.tools, "provider": self.provider}
         whole = self._whole(asked.forced)
@@ -386,8 +389,8 @@ class SessionFeed:
             if index == 0 and opens and _role(message) in _SYSTEM_ROLES and self._reopens:
                 reopen = message
                 continue
-            last = index == max(given)
-            raise HistoryChangedError(_changed(message, index, self._reopens, last=last))
+            detail = _changed(message, index, self._reopens, last=index == max(given))
+            raise HistoryChangedError(detail, index)
         for index in range(shared, len(messages)):
             # The session takes dicts: the SDKs' objects are converted first, as everywhere.
             message = coerce_message(messages[index], index)

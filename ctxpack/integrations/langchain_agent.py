@@ -19,6 +19,7 @@ import asyncio
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, cast, overload
+from uuid import UUID
 
 from .._internal.arguments import json_problem, keyword_checked
 from .._internal.budgets import check_limits, pack_limits
@@ -38,6 +39,8 @@ from ..tokens import CounterLike, get_counter
 from ..tools_on_demand import DESCRIBE_TOOL_NAME
 from ._output_format import strategy_format
 from ._session_feed import Asked, HistoryChangedError, SessionFeed, forced_tool, wrapper_policy
+from ._threads import diverged, thread_id_or_none, thread_key
+from ._threads import thread_id as _thread_id
 
 try:
     from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
@@ -72,7 +75,7 @@ class _RequestMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             name=f"{type(self).__name__} last results",
         )
 
-    def last_result_for(self, thread_id: str) -> PackResult | None:
+    def last_result_for(self, thread_id: str | int | UUID) -> PackResult | None:
         """The :class:`~ctxpack.PackResult` of the last request packed in the LangGraph thread
         ``thread_id`` by this middleware, in this process (``None`` if there is none).
 
@@ -80,14 +83,14 @@ class _RequestMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         The results of the most recent threads are kept, up to 1,024 threads and about 64 MB
         (:func:`ctxpack.caches.clear_caches` forgets them too).
         """
-        return self._results.get(str(thread_id))
+        return self._results.get(thread_key(thread_id))
 
-    def delete_thread(self, thread_id: str) -> None:
+    def delete_thread(self, thread_id: str | int | UUID) -> None:
         """Erase what this middleware holds of the LangGraph thread ``thread_id``, as a
         checkpointer's ``delete_thread`` erases the thread's state: its last result (and
         ``last_result``, if it was that thread's). Call it when no run of the thread is under
         way."""
-        forgotten = self._results.pop(str(thread_id))
+        forgotten = self._results.pop(thread_key(thread_id))
         if forgotten is not None and self.last_result is forgotten:
             self.last_result = None
 
@@ -207,7 +210,8 @@ class PackingMiddleware(_RequestMiddleware):
             pipeline=self.pipeline,
             provider=self.provider or provider_from_chat_model(request.model),
         )
-        self._remember(_thread_id_or_none(request.runtime), result)
+        thread = thread_id_or_none(request.runtime)
+        self._remember(None if thread is None else str(thread), result)
         return _with_result(request, result)
 
     async def awrap_model_call(
@@ -297,6 +301,12 @@ class SessionMiddleware(_RequestMiddleware):
         **options: Any,
     ) -> None:
         super().__init__()
+        if window is None:
+            # Checked here: the check of the limits would name budget=, which this does not take.
+            raise ConfigError(
+                "SessionMiddleware() needs window=: the model's context window (prompt and "
+                "reply together), or a WindowPolicy"
+            )
         if "window_state" in options:
             raise ConfigError(
                 "SessionMiddleware(): window_state is each session's own, kept in the store"
@@ -328,18 +338,18 @@ class SessionMiddleware(_RequestMiddleware):
         )
         self._lock = threading.Lock()
 
-    def session(self, thread_id: str) -> Session:
+    def session(self, thread_id: str | int | UUID) -> Session:
         """The session of the thread ``thread_id`` (opened from the store, or created)."""
-        return cast(Session, self._feed(thread_id, None).session)
+        return cast(Session, self._feed(thread_key(thread_id), None).session)
 
-    def delete_thread(self, thread_id: str) -> None:
+    def delete_thread(self, thread_id: str | int | UUID) -> None:
         """Erase the thread's session, as a checkpointer's ``delete_thread`` erases its state:
         its transcript, records and originals in the store (``store.delete_session``), which
         every replica reads, and what this one holds in memory (the open session, the last
         result). Another replica's last result of the thread stays in its memory until it
         serves the thread again or deletes it too. Call it when no run of the thread is under
         way; a later run starts a new session."""
-        thread_id = str(thread_id)
+        thread_id = thread_key(thread_id)
         with self._lock:
             self._feeds.pop(thread_id)
         self.store.delete_session(thread_id)
@@ -391,12 +401,7 @@ class SessionMiddleware(_RequestMiddleware):
         try:
             result = feed.render(asked)
         except HistoryChangedError as error:
-            raise ConfigError(
-                f"LangGraph thread {thread_id!r}: {error}. A thread deleted from the "
-                f"checkpointer keeps its session until SessionMiddleware.delete_thread"
-                f"({thread_id!r}) erases it too; a history rewritten in place (LangChain's "
-                "SummarizationMiddleware) cannot go through a session"
-            ) from error
+            raise diverged(thread_id, error, request.system_message is not None) from error
         self._remember(thread_id, result)
         sent = feed.tools(tools, forced) or []
         if not feed.on_demand:
@@ -461,35 +466,6 @@ def _forced(choice: Any) -> str | None:
     if isinstance(choice, str):
         return None if choice in ("auto", "any", "none", "required") else choice
     return forced_tool(choice)
-
-
-def _thread_id(runtime: Any) -> str:
-    """The LangGraph thread a model or tool call runs in."""
-    thread = _thread_id_or_none(runtime)
-    if thread is None:
-        raise ConfigError(
-            "SessionMiddleware keeps one session per LangGraph thread: invoke the agent with "
-            "config={'configurable': {'thread_id': ...}} (and a checkpointer, so that the "
-            "thread's history is kept between invocations)"
-        )
-    return thread
-
-
-def _thread_id_or_none(runtime: Any) -> str | None:
-    """The LangGraph thread a model or tool call runs in, ``None`` for a run without one."""
-    thread = getattr(getattr(runtime, "execution_info", None), "thread_id", None)
-    if thread is None:
-        config = getattr(runtime, "config", None)  # a tool's runtime has the run's config
-        if not isinstance(config, Mapping):
-            try:
-                from langgraph.config import get_config
-
-                config = get_config()
-            except RuntimeError:  # outside a graph run
-                config = {}
-        configurable = config.get("configurable")
-        thread = configurable.get("thread_id") if isinstance(configurable, Mapping) else None
-    return None if thread is None else str(thread)
 
 
 def _history(request: ModelRequest[Any]) -> list[Any]:
