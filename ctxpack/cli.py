@@ -2,8 +2,9 @@
 ``ctxpack code search|retrieve ROOT "task"`` and ``ctxpack demo``.
 
 Every user error (bad arguments, an unreadable or malformed file, a budget too small) ends with
-exit status 2 and one line on stderr, ``ctxpack: error: ...``; a reader that closes the pipe
-early (``ctxpack pack ... | head``) ends it quietly, as Unix tools do.
+exit status 2 and one line on stderr, ``ctxpack: error: ...``; an output that cannot be written
+(a full disk) with status 1 and one line; a reader that closes the pipe early
+(``ctxpack pack ... | head``) or Ctrl-C ends it quietly, as Unix tools do.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ import math
 import os
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._internal.arguments import TooDeep, check_nesting
 from ._internal.cliargs import UsageError, non_negative_int, positive_int
@@ -32,6 +34,9 @@ from .result import PackResult
 from .tokens import ApproximateTokenCountWarning, TokenCounter, encoding_for_model, get_counter
 from .usage import ContextUsage, context_usage
 
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
+
 __all__: list[str] = []
 
 EXAMPLE = "support_chat.json"
@@ -40,11 +45,36 @@ EXAMPLE = "support_chat.json"
 MAX_DEPTH = 200
 # What a process killed by SIGPIPE reports (128 + 13), as `yes | head` does.
 EXIT_BROKEN_PIPE = 141
+# What a shell reports for a command ended by Ctrl-C (128 + 2, SIGINT).
+EXIT_INTERRUPTED = 130
+# The output could not be written (a full disk): no fault of the input, so not status 2.
+EXIT_OUTPUT_FAILED = 1
+
+
+class _OutputError(Exception):
+    """stdout refused what the command wrote."""
+
+
+@contextmanager
+def _writing() -> Iterator[None]:
+    """Write to stdout, a failure of it (not a closed pipe) becoming an :class:`_OutputError`."""
+    try:
+        yield
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise _OutputError(f"cannot write the output: {exc.strerror or exc}") from exc
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{message} (see '{self.prog} --help')")
+
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
+        # argparse drops a failed write without a word: a full disk would print no help, exit 0.
+        if message:
+            (file or sys.stderr).write(message)
 
 
 def _version() -> str:
@@ -104,6 +134,8 @@ def _read_json(path: str) -> Any:
     name = "stdin" if path == "-" else path
     try:
         if path == "-":
+            if sys.stdin is None:  # the process was started with its stdin closed
+                raise UsageError("there is no stdin to read (it is closed); give a file, not -")
             raw = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
         else:
             with open(path, "rb") as fh:
@@ -355,7 +387,14 @@ def _demo(budget: int) -> str:
         .read_text(encoding="utf-8")
     )
     messages = json.loads(text)
-    result = pack(messages, budget=budget, model="gpt-4")
+    try:
+        result = pack(messages, budget=budget, model="gpt-4")
+    except BudgetExceededError as exc:
+        # The demo has no --reserve and no pinning to change: only its budget.
+        raise UsageError(
+            f"--budget {budget} is too small for the demo: the messages it always keeps need "
+            f"{exc.required} tokens; raise --budget"
+        ) from exc
     lines = [
         f"ctxpack demo: packing the bundled conversation ({EXAMPLE}) into {budget} tokens",
         "",
@@ -478,19 +517,22 @@ def _parser() -> _Parser:
 
 
 def _run(args: argparse.Namespace) -> None:
-    if args.command == "code":
-        print(run_code_command(args))
-    elif args.command == "demo":
-        print(_demo(args.budget))
-    elif args.command == "context":
+    if args.command == "context" and not args.json:
         usage = _context(args)
-        if args.json:
-            print(usage.to_json())
-        else:
+        with _writing():
             _print_context(usage)
+        return
+    # Made whole before the first byte is written, so that a failure to write is told apart.
+    if args.command == "code":
+        text = run_code_command(args)
+    elif args.command == "demo":
+        text = _demo(args.budget)
+    elif args.command == "context":
+        text = _context(args).to_json()
     else:
-        print(_pack(args))
-    sys.stdout.flush()
+        text = _pack(args)
+    with _writing():
+        print(text)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -501,11 +543,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         ctxpack ...
         0
     """
-    parser = _parser()
     try:
+        parser = _parser()
         try:
-            args = parser.parse_args(argv)
+            with _writing():  # --help and --version write
+                args = parser.parse_args(argv)
         except SystemExit as exc:  # --help and --version, printed
+            with _writing():
+                pass
             return exc.code if isinstance(exc.code, int) else 0
         if args.command is None:
             parser.print_help(sys.stderr)
@@ -514,6 +559,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         _silence_stdout()
         return EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:  # Ctrl-C: what the user asked for, not a fault to trace
+        return EXIT_INTERRUPTED
+    except _OutputError as exc:
+        print(f"ctxpack: error: {exc}", file=sys.stderr)
+        _silence_stdout()  # else Python fails again writing what is left, at exit
+        return EXIT_OUTPUT_FAILED
     except (UsageError, CtxpackError) as exc:
         # One line, whatever the message: a multi-line cause would read as several errors.
         print(f"ctxpack: error: {' '.join(str(exc).split())}", file=sys.stderr)
@@ -522,8 +573,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _silence_stdout() -> None:
-    """Point stdout at the null device: the reader has gone, and Python would otherwise report
-    the broken pipe again when it flushes stdout at exit."""
+    """Point stdout at the null device: the reader has gone (or the disk is full), and Python
+    would otherwise report the failure again when it flushes stdout at exit."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
