@@ -103,7 +103,11 @@ class Backend:
     async def session(self, user: str) -> ctxpack.AsyncSession:
         session = self._open.get(user)
         if session is None:
-            session = await ctxpack.AsyncSession.open(user, store=self.store, model=MODEL)
+            # No retrieve tool: the model is sent messages only, and a render would otherwise
+            # keep room in the window for a tool definition that is never sent.
+            session = await ctxpack.AsyncSession.open(
+                user, store=self.store, model=MODEL, retrieve_tool=False
+            )
             self._open[user] = session
             while len(self._open) > OPEN_SESSIONS:
                 self._open.popitem(last=False)
@@ -120,8 +124,12 @@ class Backend:
         if answered in said:  # a retry of a turn already answered: the same reply
             return {"reply": said[answered].text, "retried": True}
         if asked not in said:
-            with contextlib.suppress(ctxpack.InvalidMessageError):  # another replica added it
+            try:
                 await session.append({"role": "user", "content": text, "id": asked})
+            except ctxpack.InvalidMessageError:
+                # Another replica added it meanwhile, or else the message itself is invalid.
+                if asked not in {m.id for m in await session.transcript()}:
+                    raise
         result = await session.render(budget=WINDOW, reserve=REPLY_TOKENS + SYSTEM_TOKENS)
         prompt = [SYSTEM, *result.to_openai()]
         spent += time.perf_counter() - start
@@ -173,13 +181,19 @@ def create_app(store_url: str, *, model: MockModel | None = None) -> Starlette:
     async def chat(request: Request) -> Response:
         try:
             body = await request.json()
-            turn, text = str(body["turn"]), str(body["message"])
+            turn, text = str(body["turn"]), body["message"]
+            if not isinstance(text, str):  # str() would keep null as the text "None"
+                raise TypeError(text)
         except (ValueError, KeyError, TypeError):
-            return JSONResponse({"error": 'send {"turn": "...", "message": "..."}'}, 422)
+            return JSONResponse({"error": 'send {"turn": "...", "message": "<text>"}'}, 422)
         try:
             answer = await holder["backend"].chat(user_of(request), turn, text)
         except ContextWindowExceeded as error:
             return JSONResponse({"error": f"context window exceeded: {error}"}, 502)
+        except ctxpack.BudgetExceededError as error:  # the client's to shorten: no retry helps
+            return JSONResponse({"error": f"the message is too long for the window: {error}"}, 413)
+        except ctxpack.InvalidMessageError as error:
+            return JSONResponse({"error": f"invalid message: {error}"}, 422)
         except ctxpack.CtxpackError as error:  # a store failure, an invalid message...
             return JSONResponse({"error": str(error)}, 503)
         return JSONResponse({**answer, "replica": replica})

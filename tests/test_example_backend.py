@@ -77,3 +77,42 @@ def test_a_bad_request_says_what_to_send(backend: ModuleType) -> None:
         answer = client.post("/chat/dave", json={"message": "no turn"})
         assert answer.status_code == 422 and "turn" in answer.json()["error"]
         assert client.get("/health").status_code == 200
+
+
+@pytest.mark.parametrize("text", [None, 5, ["hi"], {"text": "hi"}])
+def test_a_message_that_is_not_text_is_refused(backend: ModuleType, text: object) -> None:
+    with TestClient(backend.create_app("memory://")) as client:
+        answer = client.post("/chat/erin", json={"turn": "0", "message": text})
+        assert answer.status_code == 422 and "message" in answer.json()["error"]
+        assert client.get("/chat/erin").json() == []  # not kept as the text "None" or "5"
+
+
+def test_a_message_that_is_not_valid_is_refused_not_skipped(backend: ModuleType) -> None:
+    with TestClient(backend.create_app("memory://")) as client:
+        assert client.post("/chat/fay", json={"turn": "0", "message": "hi"}).status_code == 200
+        # A lone surrogate is no Unicode text: the session refuses it. Answering the earlier
+        # turn instead, as if the message had been said, would be a wrong reply.
+        answer = client.post("/chat/fay", content=b'{"turn": "1", "message": "\\ud800"}')
+        assert answer.status_code == 422, answer.text
+        assert [m["id"] for m in client.get("/chat/fay").json()] == ["u-0", "a-0"]
+
+
+def test_a_message_too_long_for_the_window_is_413_not_a_retryable_503(
+    backend: ModuleType,
+) -> None:
+    with TestClient(backend.create_app("memory://")) as client:
+        answer = client.post("/chat/gus", json={"turn": "0", "message": "word " * 5_000})
+        assert answer.status_code == 413, answer.text
+        assert "too long" in answer.json()["error"]
+        # The next, shorter turn is answered: the long one is left out of its prompt.
+        assert client.post("/chat/gus", json={"turn": "1", "message": "hi"}).status_code == 200
+
+
+def test_the_window_is_not_spent_on_a_tool_the_model_is_not_sent(backend: ModuleType) -> None:
+    # About 700 tokens: under the window less the reply and the system prompt, but not under
+    # that less the session's retrieve tool (some 230 tokens), which the backend never sends.
+    text = "word " * 700
+    with TestClient(backend.create_app("memory://")) as client:
+        answer = client.post("/chat/hal", json={"turn": "0", "message": text})
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["prompt_tokens"] <= backend.WINDOW - backend.REPLY_TOKENS
