@@ -87,3 +87,20 @@ def test_an_output_that_cannot_be_written_is_one_line_not_a_traceback(argv: list
     err = proc.stderr.decode()
     assert proc.returncode == 1, err
     assert err == "ctxpack: error: cannot write the output: No space left on device\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["pack", str(CHAT), "--budget", "1" + "0" * 22], "argument --budget"),
+        (["pack", str(CHAT), "--budget", "100", "--reserve", "9" * 20], "argument --reserve"),
+        (["context", str(CHAT), "--window", "9" * 20], "argument --window"),
+        (["code", "search", ".", "task", "-k", "9" * 20], "argument -k"),
+    ],
+)
+def test_a_number_past_any_budget_names_its_option(
+    argv: list[str], named: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"ctxpack: error: {named}: expected ") and "up to 2**53" in err, err

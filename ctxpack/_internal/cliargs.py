@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 
+from .arguments import MOST
+
 __all__ = ["UsageError", "non_negative_int", "positive_int"]
 
 
@@ -17,9 +19,12 @@ class UsageError(Exception):
 
 def _int(text: str, what: str) -> int:
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+    if value > MOST:  # the library refuses it too, but without the option's name
+        raise argparse.ArgumentTypeError(f"expected {what} up to 2**53, got {text!r}")
+    return value
 
 
 def positive_int(text: str) -> int:
