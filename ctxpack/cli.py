@@ -154,7 +154,10 @@ def _read_json(path: str) -> Any:
         # Python's parser takes NaN and Infinity, which JSON does not have.
         data = json.loads(raw, parse_constant=_not_json, parse_float=_finite)
     except json.JSONDecodeError as exc:
-        raise UsageError(f"{name} is not valid JSON: {exc.msg} at line {exc.lineno}") from exc
+        # A second value after the first: most often one message per line, JSON Lines.
+        hint = "; JSON Lines is not read: put the messages in one list"
+        hint = hint if exc.msg == "Extra data" else ""
+        raise UsageError(f"{name} is not valid JSON: {exc.msg} at line {exc.lineno}{hint}") from exc
     except ValueError as exc:
         raise UsageError(f"{name} is not valid JSON: {exc}") from exc
     except RecursionError as exc:

@@ -104,3 +104,14 @@ def test_a_number_past_any_budget_names_its_option(
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"ctxpack: error: {named}: expected ") and "up to 2**53" in err, err
+
+
+def test_a_json_lines_file_is_told_what_to_send_instead(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "chat.jsonl"
+    path.write_text('{"role": "user", "content": "a"}\n{"role": "user", "content": "b"}\n')
+    assert main(["pack", str(path), "--budget", "100"]) == 2
+    err = capsys.readouterr().err
+    assert "is not valid JSON: Extra data at line 2" in err
+    assert "JSON Lines" in err and len(err.splitlines()) == 1
