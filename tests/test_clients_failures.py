@@ -120,16 +120,21 @@ def slow_openai_transport() -> httpx2.MockTransport:
     return httpx2.MockTransport(reply)
 
 
+def slow_async_client(session: ctxpack.AsyncSession) -> Any:
+    """An async OpenAI client on :func:`slow_openai_transport`, wrapped with ``session``."""
+    raw = openai.AsyncOpenAI(
+        api_key="k",
+        base_url="http://mock.invalid/v1",
+        max_retries=0,
+        http_client=httpx2.AsyncClient(transport=slow_openai_transport()),
+    )
+    return ctxpack.wrap_openai(raw, window=4_000, session=session)
+
+
 def test_an_async_call_is_a_task_that_can_be_cancelled_and_retried() -> None:
     async def converse() -> tuple[list[str], str | None]:
         session = await ctxpack.AsyncSession.open("s", store="memory://", model="gpt-4")
-        raw = openai.AsyncOpenAI(
-            api_key="k",
-            base_url="http://mock.invalid/v1",
-            max_retries=0,
-            http_client=httpx2.AsyncClient(transport=slow_openai_transport()),
-        )
-        client = ctxpack.wrap_openai(raw, window=4_000, session=session)
+        client = slow_async_client(session)
         # A task, as with the SDK's own call (a coroutine): cancelled while awaiting the API.
         task = asyncio.create_task(
             client.chat.completions.create(model="gpt-4", messages=[QUESTION])
@@ -306,13 +311,7 @@ def test_a_wrapper_with_an_async_session_outlives_the_event_loop_that_first_used
     # An application that runs asyncio.run() per job (or whose loop died with a failure) keeps
     # its wrapper: requests that wait for one another on the next loop still go through.
     session = asyncio.run(ctxpack.AsyncSession.open("s", store="memory://", model="gpt-4"))
-    raw = openai.AsyncOpenAI(
-        api_key="k",
-        base_url="http://mock.invalid/v1",
-        max_retries=0,
-        http_client=httpx2.AsyncClient(transport=slow_openai_transport()),
-    )
-    client = ctxpack.wrap_openai(raw, window=4_000, session=session)
+    client = slow_async_client(session)
 
     async def burst() -> list[str | None]:
         requests = [
