@@ -9,10 +9,11 @@ Redis with ``appendonly yes`` and ``appendfsync always`` for writes that survive
 
 from __future__ import annotations
 
+import asyncio
 import secrets
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager, suppress
+from typing import Any, TypeVar
 
 from .._internal.arguments import shown
 from ..errors import ArtifactNotFoundError, ConfigError, StoreConflictError, StoreError
@@ -252,6 +253,29 @@ class RedisStore(_Common):
         self._client.close()
 
 
+_T = TypeVar("_T")
+
+
+async def _cancellable(call: Awaitable[_T]) -> _T:
+    """``call`` (a command) awaited in a task of its own, so that a cancellation reaches the
+    caller: redis-py sends each command through ``asyncio.wait_for``, which before Python 3.12
+    returns the result and drops a cancellation arriving as the send completes (the cancelled
+    call went on to its end, and ``asyncio.timeout`` raised nothing). Cancelled, the command
+    is cancelled too and waited for, so that its connection is back in the pool first."""
+    work = asyncio.ensure_future(call)
+    try:
+        await asyncio.wait([work])  # cancelling this wait leaves the command running
+    except asyncio.CancelledError:
+        work.cancel()
+        while not work.done():
+            with suppress(asyncio.CancelledError):
+                await asyncio.wait([work])
+        if not work.cancelled():
+            work.exception()  # read: asyncio logs an error nobody reads
+        raise
+    return work.result()
+
+
 class AsyncRedisStore(_Common):
     """:class:`RedisStore` for asyncio, on ``redis.asyncio``."""
 
@@ -274,14 +298,14 @@ class AsyncRedisStore(_Common):
     async def open(self) -> None:
         """Check that the server answers."""
         try:
-            await self._client.ping()
+            await _cancellable(self._client.ping())
         except self._errors_from as exc:
             raise self._wrap(exc, "open") from exc
 
     async def load(self, session_id: str, *, since: int = 0) -> StoredSession:
         keys = self._keys(session_id)
         try:
-            reply = await self._load(keys=keys[:2], args=[check_version(since)])
+            reply = await _cancellable(self._load(keys=keys[:2], args=[check_version(since)]))
         except self._errors_from as exc:
             raise self._wrap(exc, f"load session {session_id!r}") from exc
         return self._stored(reply)
@@ -298,7 +322,7 @@ class AsyncRedisStore(_Common):
         keys = self._keys(session_id)
         args = self._append_args(version, entry, state, artifacts)
         try:
-            found = await self._append(keys=keys, args=args)
+            found = await _cancellable(self._append(keys=keys, args=args))
         except self._errors_from as exc:
             raise self._wrap(exc, f"append to session {session_id!r}") from exc
         self._after_append(session_id, version, found)
@@ -307,7 +331,9 @@ class AsyncRedisStore(_Common):
         check_artifact(artifact, text)
         meta, _, artifacts = self._keys(session_id)
         try:
-            await self._put(keys=[meta, artifacts], args=[artifact, text, self._ttl_ms()])
+            await _cancellable(
+                self._put(keys=[meta, artifacts], args=[artifact, text, self._ttl_ms()])
+            )
         except self._errors_from as exc:
             raise self._wrap(exc, f"store an artifact of session {session_id!r}") from exc
 
@@ -315,7 +341,7 @@ class AsyncRedisStore(_Common):
         check_artifact(artifact)
         _, _, artifacts = self._keys(session_id)
         try:
-            text = await self._client.hget(artifacts, artifact)
+            text = await _cancellable(self._client.hget(artifacts, artifact))
         except self._errors_from as exc:
             raise self._wrap(exc, f"read an artifact of session {session_id!r}") from exc
         if text is None:
@@ -325,7 +351,7 @@ class AsyncRedisStore(_Common):
     async def delete_session(self, session_id: str) -> None:
         keys = self._keys(session_id)
         try:
-            await self._client.delete(*keys)
+            await _cancellable(self._client.delete(*keys))
         except self._errors_from as exc:
             raise self._wrap(exc, f"delete session {session_id!r}") from exc
 

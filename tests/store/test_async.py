@@ -19,6 +19,7 @@ from ctxpack import AsyncSession, InvalidMessageError, Session, to_openai
 from ctxpack.errors import ArtifactNotFoundError
 from ctxpack.store import SessionStore
 
+from ..threads import switching_often
 from .backends import backend_url
 from .test_sessions import PYTEST, ROOT, turn
 
@@ -241,3 +242,56 @@ def test_a_cancelled_render_whose_thread_then_fails_leaves_no_error_unread() -> 
         timeout=60,
     )
     assert out.stdout.split("\n")[:2] == ["cancelled", "[]"]
+
+
+# Enough loop steps for an append to reach the store and come back on every backend.
+MAX_STEPS = 3_000
+
+
+@pytest.mark.parametrize("call", ["append", "transcript", "retrieve"])
+def test_a_call_cancelled_at_any_step_raises_the_cancellation(
+    backend: str, tmp_path: Path, replicas: Callable[[], SessionStore], session_id: str, call: str
+) -> None:
+    # The call is cancelled after k steps of the loop, for k = 0, 1, ... until it ends first.
+    # redis-py sends each command through asyncio.wait_for, which before Python 3.12 returns
+    # the result and drops a cancellation arriving as the send completes: the cancelled call
+    # went on to its end as if never cancelled (under asyncio.timeout, no TimeoutError).
+    url = backend_url(backend, tmp_path)
+    sync_store = replicas()
+
+    async def main() -> tuple[list[str], int]:
+        store: Any = sync_store if backend == "memory" else url
+        session = await AsyncSession.open(session_id, store=store, model="gpt-4")
+        await session.extend(turn(1))
+        artifact = next(r.artifact for r in await session.records() if r.artifact)
+        calls: dict[str, Callable[[int], Any]] = {
+            "append": lambda k: session.append({"role": "user", "content": f"step {k}"}),
+            "transcript": lambda k: session.transcript(),
+            "retrieve": lambda k: session.retrieve(artifact),
+        }
+        swallowed = []
+        for k in range(MAX_STEPS):
+            task = asyncio.ensure_future(calls[call](k))
+            for _ in range(k):
+                await asyncio.sleep(0)
+            if task.done():
+                break
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                continue
+            swallowed.append(k)
+        else:
+            pytest.fail(f"{call} did not end within {MAX_STEPS} steps")
+        await session.append({"role": "user", "content": "after"})  # the object still works
+        ids = [f"{m.id} {m.text}" for m in await session.transcript()]
+        await session.close()
+        return ids, len(swallowed)
+
+    with switching_often():
+        ids, swallowed = asyncio.run(main())
+    assert swallowed == 0
+    resumed = Session.open(session_id, store=sync_store, model="gpt-4")
+    assert [f"{m.id} {m.text}" for m in resumed.transcript()] == ids
+    assert len(set(ids)) == len(ids)
