@@ -9,7 +9,6 @@ thread so that the event loop keeps serving other users meanwhile.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
@@ -39,6 +38,29 @@ __all__ = ["AsyncSession"]
 _T = TypeVar("_T")
 
 
+async def _to_end(work: asyncio.Future[Any]) -> asyncio.CancelledError | None:
+    """Wait for ``work`` to end, however often the caller is cancelled meanwhile; return the
+    first cancellation, for the caller to raise once it is done."""
+    cancelled: asyncio.CancelledError | None = None
+    while not work.done():
+        try:
+            await asyncio.wait([work])  # cancelling this wait leaves the work running
+        except asyncio.CancelledError as exc:
+            cancelled = cancelled or exc
+    return cancelled
+
+
+async def _closed(store: AsyncSessionStore) -> asyncio.CancelledError | None:
+    """Close ``store`` to the end, even if the caller is cancelled again meanwhile (a task
+    group, an anyio scope cancelling at every step): interrupted, a PostgreSQL pool was left
+    open. Return the cancellation that came meanwhile, if any."""
+    closing = asyncio.ensure_future(store.close())
+    cancelled = await _to_end(closing)
+    if not closing.cancelled():
+        closing.exception()  # read: the caller's own error is the one to raise
+    return cancelled
+
+
 async def _in_thread(
     func: Callable[..., _T], /, *args: Any, undo: Callable[[_T], None] | None = None, **kwargs: Any
 ) -> _T:
@@ -47,12 +69,7 @@ async def _in_thread(
     let go of (the session's lock released) before it ends. Cancelled, ``undo`` is given what
     the thread returned, and the cancellation is raised."""
     work = asyncio.ensure_future(asyncio.to_thread(func, *args, **kwargs))
-    cancelled: asyncio.CancelledError | None = None
-    while not work.done():
-        try:
-            await asyncio.wait([work])  # cancelling this wait leaves the work running
-        except asyncio.CancelledError as exc:
-            cancelled = exc
+    cancelled = await _to_end(work)
     if cancelled is None:
         return work.result()
     # Read even when nothing is undone: a thread's error nobody reads is logged by asyncio
@@ -158,12 +175,14 @@ class AsyncSession:
                 await opener()
             session = cls._made(core, backing, async_store, owned)
             await session._sync()
-        except BaseException:
+        except BaseException as exc:
             # Nobody else can close a store opened from the URL: the caller has no session.
-            # Its own error is the one to raise, not one from closing.
+            # Its own error is the one to raise, not one from closing; a cancellation that
+            # came while closing is raised in its place.
             if owned:
-                with contextlib.suppress(Exception):
-                    await async_store.close()
+                cancelled = await _closed(async_store)
+                if cancelled is not None and not isinstance(exc, asyncio.CancelledError):
+                    raise cancelled from exc
             raise
         return session
 
@@ -391,9 +410,16 @@ class AsyncSession:
         return await asyncio.to_thread(self._core.handle, call)
 
     async def close(self) -> None:
-        """Close the store if the session opened it from a URL."""
+        """Close the store if the session opened it from a URL; cancelled meanwhile, it is
+        closed to the end all the same, and the cancellation raised."""
         if self._owned:
-            await self.store.close()
+            closing = asyncio.ensure_future(self.store.close())
+            cancelled = await _to_end(closing)
+            if cancelled is not None:
+                if not closing.cancelled():
+                    closing.exception()  # read: the cancellation is the one to raise
+                raise cancelled
+            closing.result()
 
     def __len__(self) -> int:
         # Not through the core's lock: a worker thread rendering may hold it while it waits
