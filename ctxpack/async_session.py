@@ -9,6 +9,7 @@ thread so that the event loop keeps serving other users meanwhile.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
@@ -53,11 +54,14 @@ async def _to_end(work: asyncio.Future[Any]) -> asyncio.CancelledError | None:
 async def _closed(store: AsyncSessionStore) -> asyncio.CancelledError | None:
     """Close ``store`` to the end, even if the caller is cancelled again meanwhile (a task
     group, an anyio scope cancelling at every step): interrupted, a PostgreSQL pool was left
-    open. Return the cancellation that came meanwhile, if any."""
+    open. Return the cancellation that came meanwhile, if any (the close's own error then
+    read, not raised); else raise the close's own error, if any."""
     closing = asyncio.ensure_future(store.close())
     cancelled = await _to_end(closing)
-    if not closing.cancelled():
-        closing.exception()  # read: the caller's own error is the one to raise
+    if cancelled is None:
+        closing.result()
+    elif not closing.cancelled():
+        closing.exception()  # read: the cancellation is the one to raise
     return cancelled
 
 
@@ -180,9 +184,10 @@ class AsyncSession:
             # Its own error is the one to raise, not one from closing; a cancellation that
             # came while closing is raised in its place.
             if owned:
-                cancelled = await _closed(async_store)
-                if cancelled is not None and not isinstance(exc, asyncio.CancelledError):
-                    raise cancelled from exc
+                with contextlib.suppress(Exception):
+                    cancelled = await _closed(async_store)
+                    if cancelled is not None and not isinstance(exc, asyncio.CancelledError):
+                        raise cancelled from exc
             raise
         return session
 
@@ -413,13 +418,9 @@ class AsyncSession:
         """Close the store if the session opened it from a URL; cancelled meanwhile, it is
         closed to the end all the same, and the cancellation raised."""
         if self._owned:
-            closing = asyncio.ensure_future(self.store.close())
-            cancelled = await _to_end(closing)
+            cancelled = await _closed(self.store)
             if cancelled is not None:
-                if not closing.cancelled():
-                    closing.exception()  # read: the cancellation is the one to raise
                 raise cancelled
-            closing.result()
 
     def __len__(self) -> int:
         # Not through the core's lock: a worker thread rendering may hold it while it waits
