@@ -297,6 +297,14 @@ def test_a_call_cancelled_at_any_step_raises_the_cancellation(
     assert len(set(ids)) == len(ids)
 
 
+def log_loop_errors(logged: list[str]) -> None:
+    """Have the running loop's errors nobody read (a task destroyed pending) added to
+    ``logged``."""
+    asyncio.get_running_loop().set_exception_handler(
+        lambda _, context: logged.append(str(context.get("message")))
+    )
+
+
 def test_an_open_cancelled_again_and_again_still_closes_the_store_it_opened(
     backend: str, tmp_path: Path, session_id: str
 ) -> None:
@@ -307,9 +315,7 @@ def test_an_open_cancelled_again_and_again_still_closes_the_store_it_opened(
     logged: list[str] = []
 
     async def main() -> None:
-        asyncio.get_running_loop().set_exception_handler(
-            lambda _, context: logged.append(str(context.get("message")))
-        )
+        log_loop_errors(logged)
         k = 0
         while k < MAX_STEPS:
             task = asyncio.ensure_future(AsyncSession.open(session_id, store=url, model="gpt-4"))
@@ -339,9 +345,7 @@ def test_a_close_cancelled_at_any_step_still_closes_the_store(
     logged: list[str] = []
 
     async def main() -> None:
-        asyncio.get_running_loop().set_exception_handler(
-            lambda _, context: logged.append(str(context.get("message")))
-        )
+        log_loop_errors(logged)
         # From one step on: a close cancelled before it starts runs nothing to close with.
         for k in range(1, MAX_STEPS):
             session = await AsyncSession.open(session_id, store=url, model="gpt-4")
