@@ -232,3 +232,15 @@ def test_a_langchain_image_block_is_counted_by_its_size(block: Any) -> None:
     history = from_langchain([HumanMessage(content=[block(data)])])
     assert ctxpack.count_tokens(history, model="gpt-4o") == FRAMING + 85 + 170 * 8
     assert ctxpack.count_tokens(history, model="gpt-4o-mini") == FRAMING + 2833 + 5667 * 8
+
+
+@pytest.mark.parametrize("model", ["gpt-5.2", "gpt-5.3-codex", "gpt-5.4", "gpt-5.5-2026-04-23"])
+def test_gpt_5_2_and_later_bill_1_2_tokens_a_patch(model: str) -> None:
+    """The guide gives these models no multiplier, but OpenAI bills them 1.2 tokens a patch
+    (forum reports for gpt-5.2, gpt-5.3-codex and gpt-5.4): counted at 1, a 1920 x 1080
+    screenshot was 308 tokens short for gpt-5.2."""
+    patches = min(image_rule(model).patches, 60 * 34)
+    assert ctxpack.count_tokens(with_image(data_url(1920, 1080)), model=model) == (
+        FRAMING + math.ceil(patches * 1.2)
+    )
+

@@ -6,7 +6,9 @@ its short side to 768, and costs the base plus a price per 512 px tile. Patches 
 nano models since gpt-4.1, o4-mini, gpt-5.2 and later): the 32 px patches covering the image,
 scaled down to a model's budget of patches, times a model's multiplier. The prices differ by
 model: gpt-4o-mini bills 2,833 + 5,667 a tile, 33 times gpt-4o's 85 + 170, for the same dollars.
-The figures are those of OpenAI's vision guide ("Calculating costs").
+The figures are those of OpenAI's vision guide ("Calculating costs"), but for gpt-5.2 and later,
+which bill 1.2 tokens a patch where the guide says nothing of a multiplier (bills reported on
+OpenAI's developer forum).
 """
 
 from __future__ import annotations
@@ -47,6 +49,10 @@ def _patches(name: str, multiplier: float, budget: int = 1536) -> ImageRule:
     return ImageRule(name, 0, 0, multiplier, budget)
 
 
+# What gpt-5.2 and later bill a patch: the guide gives no multiplier (so 1), but bills reported on
+# OpenAI's forum for gpt-5.2, gpt-5.3-codex and gpt-5.4 come to 1.2 tokens a patch.
+_GPT_5_2_PATCH = 1.2
+
 # The first name a model's name starts with wins: the longer names come first.
 IMAGE_RULES: tuple[ImageRule, ...] = (
     ImageRule("gpt-4o-mini", 2833, 5667),
@@ -56,10 +62,10 @@ IMAGE_RULES: tuple[ImageRule, ...] = (
     _patches("gpt-5-nano", 2.46),
     _patches("gpt-5.4-mini", 1.62),
     _patches("gpt-5.4-nano", 2.46),
-    _patches("gpt-5.4", 1.0, 2500),
-    _patches("gpt-5.5", 1.0, 2500),
-    _patches("gpt-5.2", 1.0),
-    _patches("gpt-5.3", 1.0),
+    _patches("gpt-5.4", _GPT_5_2_PATCH, 2500),
+    _patches("gpt-5.5", _GPT_5_2_PATCH, 2500),
+    _patches("gpt-5.2", _GPT_5_2_PATCH),
+    _patches("gpt-5.3", _GPT_5_2_PATCH),
     ImageRule("gpt-5", 70, 140),
     _patches("o4-mini", 1.72),
     _patches("codex-mini", 1.72),  # a fine-tuned o4-mini, its images read alike
