@@ -244,3 +244,13 @@ def test_gpt_5_2_and_later_bill_1_2_tokens_a_patch(model: str) -> None:
         FRAMING + math.ceil(patches * 1.2)
     )
 
+
+@pytest.mark.parametrize("model", ["gpt-5.4", "gpt-5.5", "openai/gpt-5.5-2026-04-23"])
+def test_original_detail_bills_up_to_10000_patches(model: str) -> None:
+    """gpt-5.4 and later take an image at ``detail: "original"`` up to 10,000 patches: counted
+    at high detail's 2,500, a 4000 x 3000 photo was 9,500 tokens short."""
+    url = data_url(4000, 3000)  # 125 x 94 = 11,750 patches
+    original = ctxpack.count_tokens(with_image(url, "original"), model=model)
+    assert original == FRAMING + math.ceil(10_000 * 1.2)
+    assert ctxpack.count_tokens(with_image(url, "high"), model=model) == FRAMING + 2500 * 1.2
+

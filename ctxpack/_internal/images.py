@@ -8,7 +8,8 @@ scaled down to a model's budget of patches, times a model's multiplier. The pric
 model: gpt-4o-mini bills 2,833 + 5,667 a tile, 33 times gpt-4o's 85 + 170, for the same dollars.
 The figures are those of OpenAI's vision guide ("Calculating costs"), but for gpt-5.2 and later,
 which bill 1.2 tokens a patch where the guide says nothing of a multiplier (bills reported on
-OpenAI's developer forum).
+OpenAI's developer forum), and ``detail: "original"``, which gpt-5.4 and later take up to 10,000
+patches (the budget OpenAI's own agent, Codex, counts for it).
 """
 
 from __future__ import annotations
@@ -30,9 +31,9 @@ IMAGE_TYPES = frozenset({"image_url", "input_image", "image"})
 
 class ImageRule(NamedTuple):
     """How the models named ``name`` bill an image: ``base`` + ``tile`` per 512 px tile, or,
-    with a ``multiplier``, its 32 px patches (at most ``patches``) times the multiplier; or, for
-    Claude (``edge``), width x height / 750 once its long side fits ``edge``, at most
-    ``patches``."""
+    with a ``multiplier``, its 32 px patches (at most ``patches``, or ``original`` at that detail)
+    times the multiplier; or, for Claude (``edge``), width x height / 750 once its long side fits
+    ``edge``, at most ``patches``."""
 
     name: str
     base: int
@@ -40,18 +41,21 @@ class ImageRule(NamedTuple):
     multiplier: float = 0.0
     patches: int = 0
     edge: int = 0
+    original: int = 0  # the budget of patches at detail "original", when the model takes it
 
 
 GPT_4O_IMAGES = ImageRule("gpt-4o", 85, 170)
 
 
-def _patches(name: str, multiplier: float, budget: int = 1536) -> ImageRule:
-    return ImageRule(name, 0, 0, multiplier, budget)
+def _patches(name: str, multiplier: float, budget: int = 1536, original: int = 0) -> ImageRule:
+    return ImageRule(name, 0, 0, multiplier, budget, original=original)
 
 
 # What gpt-5.2 and later bill a patch: the guide gives no multiplier (so 1), but bills reported on
 # OpenAI's forum for gpt-5.2, gpt-5.3-codex and gpt-5.4 come to 1.2 tokens a patch.
 _GPT_5_2_PATCH = 1.2
+# gpt-5.4 and later: 2,500 patches at high detail, 10,000 at "original".
+_FUTURE = (2500, 10_000)
 
 # The first name a model's name starts with wins: the longer names come first.
 IMAGE_RULES: tuple[ImageRule, ...] = (
@@ -62,8 +66,8 @@ IMAGE_RULES: tuple[ImageRule, ...] = (
     _patches("gpt-5-nano", 2.46),
     _patches("gpt-5.4-mini", 1.62),
     _patches("gpt-5.4-nano", 2.46),
-    _patches("gpt-5.4", _GPT_5_2_PATCH, 2500),
-    _patches("gpt-5.5", _GPT_5_2_PATCH, 2500),
+    _patches("gpt-5.4", _GPT_5_2_PATCH, *_FUTURE),
+    _patches("gpt-5.5", _GPT_5_2_PATCH, *_FUTURE),
     _patches("gpt-5.2", _GPT_5_2_PATCH),
     _patches("gpt-5.3", _GPT_5_2_PATCH),
     ImageRule("gpt-5", 70, 140),
@@ -120,7 +124,8 @@ def image_tokens(part: Mapping[str, Any], rule: ImageRule = GPT_4O_IMAGES) -> in
         return _claude_tokens(size, rule if rule.edge else CLAUDE_IMAGES)
     width, height = size or (DEFAULT_SIDE, DEFAULT_SIDE)
     if rule.multiplier:
-        return math.ceil(_patch_count(width, height, rule.patches) * rule.multiplier)
+        budget = rule.original if detail == "original" and rule.original else rule.patches
+        return math.ceil(_patch_count(width, height, budget) * rule.multiplier)
     if detail == "low":
         return rule.base
     scale = min(1.0, 2048 / max(width, height))
