@@ -245,7 +245,7 @@ def test_gpt_5_2_and_later_bill_1_2_tokens_a_patch(model: str) -> None:
     )
 
 
-@pytest.mark.parametrize("model", ["gpt-5.4", "gpt-5.5", "openai/gpt-5.5-2026-04-23"])
+@pytest.mark.parametrize("model", ["gpt-5.4", "gpt-5.5", "gpt-5.6", "openai/gpt-5.7-2027-01-01"])
 def test_original_detail_bills_up_to_10000_patches(model: str) -> None:
     """gpt-5.4 and later take an image at ``detail: "original"`` up to 10,000 patches: counted
     at high detail's 2,500, a 4000 x 3000 photo was 9,500 tokens short."""
@@ -254,3 +254,15 @@ def test_original_detail_bills_up_to_10000_patches(model: str) -> None:
     assert original == FRAMING + math.ceil(10_000 * 1.2)
     assert ctxpack.count_tokens(with_image(url, "high"), model=model) == FRAMING + 2500 * 1.2
 
+
+@pytest.mark.parametrize(
+    ("model", "rule"),
+    [("gpt-5.6", "gpt-5.4"), ("gpt-5.6-mini", "gpt-5.4-mini"), ("gpt-5.20", "gpt-5.4")],
+)
+def test_a_newer_gpt_5_release_is_billed_as_future_models_not_as_gpt_5_tiles(
+    model: str, rule: str
+) -> None:
+    """OpenAI's guide gives gpt-5.4's budgets to "future models"; a newer point release was
+    billed as gpt-5's tiles (910 tokens for a 1920 x 1080 screenshot that costs 2,448)."""
+    assert image_rule(model) == image_rule(rule)
+    assert image_rule("gpt-5.1").name == "gpt-5"  # gpt-5.1 keeps gpt-5's tiles

@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 import math
+import re
 import struct
 from collections.abc import Mapping
 from typing import Any, NamedTuple
@@ -54,10 +55,11 @@ def _patches(name: str, multiplier: float, budget: int = 1536, original: int = 0
 # What gpt-5.2 and later bill a patch: the guide gives no multiplier (so 1), but bills reported on
 # OpenAI's forum for gpt-5.2, gpt-5.3-codex and gpt-5.4 come to 1.2 tokens a patch.
 _GPT_5_2_PATCH = 1.2
-# gpt-5.4 and later: 2,500 patches at high detail, 10,000 at "original".
+# "gpt-5.4 and future models": 2,500 patches at high detail, 10,000 at "original".
 _FUTURE = (2500, 10_000)
 
-# The first name a model's name starts with wins: the longer names come first.
+# The first name a model's name starts with (not followed by a digit) wins: the longer names
+# come first.
 IMAGE_RULES: tuple[ImageRule, ...] = (
     ImageRule("gpt-4o-mini", 2833, 5667),
     _patches("gpt-4.1-mini", 1.62),
@@ -89,11 +91,26 @@ IMAGE_RULES: tuple[ImageRule, ...] = (
 CLAUDE_IMAGES = ImageRule("claude", 0, 0, patches=1600, edge=1568)
 
 
+# A gpt-5 point release newer than the rules above: billed as "future models" are, not as
+# gpt-5's tiles, which its name also starts with.
+_LATER_GPT_5 = re.compile(r"gpt-5\.(\d+)")
+_NEWEST_GPT_5 = 5
+
+
 def image_rule(model: str) -> ImageRule:
-    """How ``model`` bills an image; gpt-4o's tiles for a model not listed."""
+    """How ``model`` bills an image; gpt-4o's tiles for a model not listed, and gpt-5.4's
+    rules for a gpt-5 point release past those listed (``gpt-5.6``, ``gpt-5.6-mini``)."""
     key = model_key(model)
+    later = _LATER_GPT_5.match(key)
+    if later is not None and int(later[1]) > _NEWEST_GPT_5:
+        key = f"gpt-5.4{key[later.end() :]}"
     default = CLAUDE_IMAGES if key.startswith("claude") else GPT_4O_IMAGES
-    return next((rule for rule in IMAGE_RULES if key.startswith(rule.name)), default)
+    return next((rule for rule in IMAGE_RULES if _names(key, rule.name)), default)
+
+
+def _names(key: str, name: str) -> bool:
+    # gpt-5.2's rule is not gpt-5.20's.
+    return key.startswith(name) and not key[len(name) : len(name) + 1].isdigit()
 
 
 # Without known dimensions we assume a 1024x1024 image at high detail.
