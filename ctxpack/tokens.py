@@ -28,7 +28,7 @@ from ._internal.arguments import (
 )
 from ._internal.encodings import MODEL_PREFIXES, model_encoding
 from ._internal.images import CLAUDE_IMAGES, GPT_4O_IMAGES, ImageRule, image_rule
-from ._internal.parts import part_tokens
+from ._internal.parts import extras_tokens, part_tokens
 from ._internal.prefix import PrefixMemo
 from .adapters.read import counted_messages
 from .caches import SHORT_TEXT, LRUCache, text_memo
@@ -170,10 +170,7 @@ class _FramedCounter:
         if isinstance(legacy := message.extras.get("function_call"), Mapping):
             total += TOKENS_PER_TOOL_CALL + self.count(str(legacy.get("name", "")))
             total += self.count(str(legacy.get("arguments", "")))
-        if isinstance(refusal := message.extras.get("refusal"), str):
-            # Sent back with its turn (to Claude as its text): the model reads it.
-            total += self.count(refusal)
-        return total
+        return total + extras_tokens(message.extras, self.count)
 
     def count_messages(self, messages: Iterable[Message | Mapping[str, Any] | SDKObject]) -> int:
         return REPLY_PRIMING + sum(map(self._count_message_uncached, _read_messages(messages)))

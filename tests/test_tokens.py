@@ -512,3 +512,14 @@ def test_audio_counts_by_its_length_not_its_base64(fmt: str, seconds: int) -> No
     assert 10 * seconds <= tokens <= 100 * seconds
     packed = ctxpack.pack(messages, budget=20_000, model="gpt-4o-audio-preview")
     assert packed.to_openai() == messages
+
+
+def test_an_assistants_audio_reference_counts_as_its_json() -> None:
+    """The model reads the earlier answer an ``audio`` reference names, whose length only OpenAI
+    knows: the docs promise its JSON at least, and it counted nothing."""
+    reply = {"role": "assistant", "content": None, "audio": {"id": "audio_abc123"}}
+    counter = ctxpack.get_counter("gpt-4o-audio-preview")
+    framing = 3 + counter.count("assistant") + 3
+    assert count_tokens([reply], model="gpt-4o-audio-preview") == framing + counter.count(
+        '{"id":"audio_abc123"}'
+    )

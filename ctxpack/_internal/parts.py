@@ -12,6 +12,7 @@ from .documents import DOCUMENT_TYPES, document_tokens
 from .images import IMAGE_TYPES, ImageRule, image_tokens
 from .part_texts import is_provider_tool_result
 from .reasoning import REASONING, reasoning_tokens, thinking_tokens
+from .tool_schemas import compact_json
 
 __all__: list[str] = []
 
@@ -38,6 +39,19 @@ def part_tokens(part: Mapping[str, Any], count: Callable[[str], int], images: Im
         return _with_media(part, count, images)
     # Unknown part types are billed in ways we cannot see: never free.
     return count(str(part))
+
+
+def extras_tokens(extras: Mapping[str, Any], count: Callable[[str], int]) -> int:
+    """The tokens of the provider fields a message carries beside its content: an assistant's
+    ``refusal`` and its ``audio`` reference."""
+    total = 0
+    if isinstance(refusal := extras.get("refusal"), str):
+        # Sent back with its turn (to Claude as its text): the model reads it.
+        total += count(refusal)
+    if isinstance(audio := extras.get("audio"), Mapping):
+        # The model reads the answer it names, whose length only OpenAI knows: never free.
+        total += count(compact_json(audio))
+    return total
 
 
 def _source_images(part: Mapping[str, Any], images: ImageRule) -> int:
