@@ -523,3 +523,13 @@ def test_an_assistants_audio_reference_counts_as_its_json() -> None:
     assert count_tokens([reply], model="gpt-4o-audio-preview") == framing + counter.count(
         '{"id":"audio_abc123"}'
     )
+
+
+def test_a_refusal_part_counts_as_its_text_as_the_refusal_field_does() -> None:
+    """An assistant's refusal sent back as a content part (Chat Completions' ``refusal`` part,
+    the Responses API's) is the same text as its ``refusal`` field: it counted as the part's
+    Python repr, twice the tokens."""
+    text = "I can't help with that."
+    as_field = [{"role": "assistant", "content": None, "refusal": text}]
+    as_part = [{"role": "assistant", "content": [{"type": "refusal", "refusal": text}]}]
+    assert count_tokens(as_part, model="gpt-4o") == count_tokens(as_field, model="gpt-4o")

@@ -25,6 +25,9 @@ def part_tokens(part: Mapping[str, Any], count: Callable[[str], int], images: Im
     kind = part.get("type")
     if kind in ("text", "input_text"):
         return count(str(part.get("text", "")))
+    if kind == "refusal":
+        # As the message's refusal field: its text.
+        return count(str(part.get("refusal", "")))
     if kind in IMAGE_TYPES:
         return image_tokens(part, images)
     if kind in DOCUMENT_TYPES:
