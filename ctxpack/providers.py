@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -91,6 +92,29 @@ def preserves_thinking(model: str | None) -> bool:
         key == name or key.startswith((f"{name}-", f"{name}@"))
         for name in PRESERVED_THINKING_MODELS
     )
+
+
+# Claude's newer tokenizer: "Claude Opus 4.7 and later Opus models, Claude Fable 5, Claude Mythos
+# 5, Claude Mythos Preview, and Claude Sonnet 5" (Anthropic's token-counting page). A name holds
+# a family, a major version and a minor one (never a date's digits); the first version of each
+# family with it (Haiku 5 assumed alike: erring high).
+_CLAUDE_VERSION = re.compile(r"claude-(opus|sonnet|haiku)-(\d+)(?:[-.](\d{1,2})(?!\d))?")
+_NEWER_TOKENIZER = {"opus": (4, 7), "sonnet": (5, 0), "haiku": (5, 0)}
+
+
+def newer_claude_tokenizer(model: str | None) -> bool:
+    """Whether ``model`` is a Claude model with Anthropic's newer tokenizer, which makes about 30%
+    more tokens of the same text than earlier models' (a dated or platform name counts as its
+    family)."""
+    if model is None:
+        return False
+    key = model_key(model)
+    if key.startswith(("claude-fable", "claude-mythos")):
+        return True
+    found = _CLAUDE_VERSION.match(key)
+    if found is None:
+        return False
+    return (int(found[2]), int(found[3] or 0)) >= _NEWER_TOKENIZER[found[1]]
 
 
 def provider_from_client(client: Any) -> Provider:

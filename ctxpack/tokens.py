@@ -291,6 +291,8 @@ class ScaledCounter(_FramedCounter):
 # requests over the cl100k_base count of the messages added: p10 1.11, median 1.25, p90 1.41.
 # The factor is that p90, so the approximation covers about nine steps in ten (docs/tokens.md).
 ANTHROPIC_FACTOR = 1.41
+# Claude's newer tokenizer (Opus 4.7 on, the 5 models) makes up to 1.35x the tokens: 1.41 x 1.35.
+ANTHROPIC_NEWER_FACTOR = 1.91
 
 
 @lru_cache(maxsize=16)
@@ -542,10 +544,11 @@ def get_counter(model: str | None = None, counter: CounterLike | None = None) ->
         )
     if model is None:
         return _shared_tiktoken_counter(DEFAULT_ENCODING)
-    from .providers import provider_from_model
+    from .providers import newer_claude_tokenizer, provider_from_model
 
     if provider_from_model(model) == "anthropic":
-        anthropic = _with_images(anthropic_approx_counter(), image_rule(model))
+        factor = (ANTHROPIC_NEWER_FACTOR,) if newer_claude_tokenizer(model) else ()
+        anthropic = _with_images(anthropic_approx_counter(*factor), image_rule(model))
         warnings.warn(
             f"{model!r} has no public tokenizer; counting with {anthropic.name!r}, an "
             "approximation with a safety margin. Pass counter=<your exact count function> "

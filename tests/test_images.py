@@ -206,7 +206,10 @@ def test_the_default_claude_counter_keeps_its_name() -> None:
     assert counter is ctxpack.tokens.anthropic_approx_counter()
     with pytest.warns(ctxpack.tokens.ApproximateTokenCountWarning, match="claude-opus-4-7 images"):
         high = ctxpack.get_counter("claude-opus-4-7")
-    assert high.count("hello world") == counter.count("hello world")
+    # Opus 4.7's newer tokenizer has its own factor (see tests/test_tokens.py).
+    assert high.count("hello world") == ctxpack.tokens.anthropic_approx_counter(1.91).count(
+        "hello world"
+    )
 
 
 @pytest.mark.parametrize(

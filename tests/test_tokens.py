@@ -4,6 +4,7 @@ failure modes (offline, unknown model, approximate counters)."""
 from __future__ import annotations
 
 import base64
+import math
 import warnings
 from pathlib import Path
 from typing import Any
@@ -533,3 +534,34 @@ def test_a_refusal_part_counts_as_its_text_as_the_refusal_field_does() -> None:
     as_field = [{"role": "assistant", "content": None, "refusal": text}]
     as_part = [{"role": "assistant", "content": [{"type": "refusal", "refusal": text}]}]
     assert count_tokens(as_part, model="gpt-4o") == count_tokens(as_field, model="gpt-4o")
+
+
+@pytest.mark.parametrize(
+    ("model", "newer"),
+    [
+        ("claude-opus-4-7", True),
+        ("claude-opus-4-7-20260415", True),
+        ("us.anthropic.claude-opus-4-8-v1:0", True),
+        ("claude-sonnet-5-5", True),
+        ("claude-fable-5-1", True),
+        ("claude-mythos-preview", True),
+        ("claude-opus-4-6", False),
+        ("claude-opus-4-20250514", False),
+        ("claude-sonnet-4-5", False),
+        ("claude-3-5-sonnet-20241022", False),
+    ],
+)
+def test_claudes_newer_tokenizer_is_approximated_with_its_larger_factor(
+    model: str, newer: bool
+) -> None:
+    """Claude Opus 4.7 and later and the 5 models tokenize the same text into up to 1.35 times
+    the tokens (Anthropic's token-counting page and Opus 4.7 migration guide): counted with the
+    factor measured on the 4.5 models, they were under-counted by a fifth or more."""
+    with pytest.warns(ctxpack.tokens.ApproximateTokenCountWarning):
+        counter = ctxpack.get_counter(model)
+    factor = 1.91 if newer else 1.41
+    assert counter.name.startswith(f"anthropic-approx(cl100k*{factor})")
+    text = "The deploy failed with E42 after the migration ran twice. " * 20
+    base = ctxpack.get_counter(counter="cl100k_base").count(text)
+    assert counter.count(text) == math.ceil(base * factor)
+    assert not newer or counter.count(text) >= math.ceil(base * 1.41 * 1.35)
