@@ -307,3 +307,46 @@ def test_an_index_extended_at_once_is_the_index_appended_one_by_one() -> None:
 def test_terms_of_a_text_are_the_terms_analyse_finds(text: str, language: str) -> None:
     # terms() analyses each distinct word of a text once; analyse() reads every word.
     assert terms(text, language) == tuple(term for term, _ in analyse(text, language))  # type: ignore[arg-type]
+
+
+def test_chinese_and_japanese_are_indexed_as_character_pairs() -> None:
+    # No spaces between words: a run of ideographs or kana would otherwise be one term per
+    # sentence, matching nothing. Pairs of characters, as Lucene's CJKAnalyzer indexes them.
+    assert terms("我的猫喜欢吃鱼") == ("我的", "的猫", "猫喜", "喜欢", "欢吃", "吃鱼")
+    assert terms("東京タワー") == ("東京", "京タ", "タワ", "ワー")
+    # A character standing alone is a word; other scripts inside the run are words of their own.
+    assert terms("猫") == ("猫",)
+    assert terms("我的iPhone15坏了") == ("我的", "iphone15", "坏了")
+    # Korean writes particles onto the word: pairs find "학교" in both.
+    assert {"학교"} <= set(terms("학교에 갔어요")) & set(terms("학교는 어디예요"))
+
+
+def test_thai_words_keep_their_vowel_signs() -> None:
+    # Thai vowel signs are combining marks: the word does not end at them, and a run of Thai
+    # (written without spaces) is indexed as pairs of characters with their marks.
+    assert terms("กิน") == ("กิน",)
+    assert terms("ชอบกิน") == ("ชอ", "อบ", "บกิ", "กิน")
+    assert set(terms("ชอบกิน")) <= set(terms("ผมชอบกินข้าวมาก"))
+    # Hindi keeps its vowel signs too; it writes spaces, so its words stay whole.
+    assert terms("नमस्ते दुनिया") == ("नमस्ते", "दुनिया")
+
+
+def test_case_width_and_compatibility_forms_are_folded() -> None:
+    assert terms("Straße") == terms("STRASSE") == terms("strasse")
+    assert terms("İstanbul") == terms("istanbul") == terms("ISTANBUL")
+    assert terms("１２３ ＡＢＣ") == terms("123 abc")
+    assert terms("ﬁle") == terms("file")
+    # A decomposed accent is the accent written as one character.
+    assert terms("cafe\u0301", "fr") == terms("café", "fr")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["我的猫", "東京タワー", "学校", "กินข้าว", "İstanbul", "Straße", "x", "猫"]),
+        max_size=12,
+    ).map("".join),
+    st.sampled_from(["en", "fr"]),
+)
+def test_terms_of_any_script_are_the_terms_analyse_finds(text: str, language: str) -> None:
+    assert terms(text, language) == tuple(term for term, _ in analyse(text, language))  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""Lexical analysis shared by the stages: terms (lower-cased, stemmed, no stop words), the
+"""Lexical analysis shared by the stages: terms (case-folded, stemmed, no stop words), the
 language a text leans to, and compound words.
 
 The stop words are :data:`ctxpack.signals.stop_words.STOP_WORDS`; the BM25 index over terms is
@@ -9,6 +9,7 @@ not analysed again.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from typing import Literal
@@ -21,8 +22,94 @@ __all__: list[str] = []
 Language = Literal["en", "fr"]
 """The languages terms are stemmed for: English and French Snowball."""
 
-# A word: letters and digits, with one inner apostrophe ("Caroline's", "l'équipe").
-WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
+
+def _marks() -> str:
+    """A character class of the combining marks of the Basic Multilingual Plane (Thai and Indic
+    vowel signs, Arabic vowel points, accents written apart): Python's re has no ``\\p{M}``,
+    and ``\\w`` leaves them out, which would end a word at each of them."""
+    spans: list[str] = []
+    start = -1
+    for code in range(0x10001):
+        is_mark = code < 0x10000 and unicodedata.category(chr(code))[0] == "M"
+        if is_mark and start < 0:
+            start = code
+        elif not is_mark and start >= 0:
+            spans.append(f"\\u{start:04x}-\\u{code - 1:04x}")
+            start = -1
+    return "".join(spans)
+
+
+_MARK = _marks()
+# A word: letters and digits with their marks, with one inner apostrophe ("Caroline's",
+# "l'équipe").
+_LETTERS = rf"[^\W_]+(?:[{_MARK}]+[^\W_]*)*"
+WORD = re.compile(rf"{_LETTERS}(?:['’]{_LETTERS})?")
+# WORD in a lower-cased ASCII text, the common case, found faster.
+_ASCII_WORD = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)?")
+
+# Scripts written without spaces between words: Han, kana, Hangul (whose words carry their
+# particles: "학교에", "학교는"), Thai, Lao, Myanmar, Khmer. With no dictionary to cut words, a run
+# of them is indexed as its overlapping pairs of characters (each with its marks), and a
+# character standing alone as itself, as Lucene's CJKAnalyzer does: "我的猫" is "我的", "的猫".
+_SPACELESS = (
+    "\u0e00-\u0eff\u1000-\u109f\u1100-\u11ff\u1780-\u17ff\u2e80-\u2fdf\u3005-\u3007"
+    "\u3040-\u30ff\u3100-\u312f\u3130-\u318f\u31a0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+    "\ua960-\ua97f\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003134f"
+)
+_SPACELESS_START = re.compile(f"[{_SPACELESS}]")
+# A word's runs: characters of a spaceless script (each with its marks), or anything else.
+_RUN = re.compile(f"((?:[{_SPACELESS}][{_MARK}]*)+)")
+_CHARACTER = re.compile(f"[{_SPACELESS}][{_MARK}]*")
+# Vowel points Arabic and Hebrew usually leave unwritten ("مرحبا" is "مَرْحَبًا"), and the
+# Arabic stretching stroke: the same word with or without them is one term.
+_UNWRITTEN = dict.fromkeys(
+    [
+        code
+        for first, last in ((0x0591, 0x05C7), (0x064B, 0x065F), (0x0670, 0x0670))
+        for code in range(first, last + 1)
+        if unicodedata.category(chr(code)) == "Mn"
+    ]
+    + [0x0640]
+)
+
+_HAS_UNWRITTEN = re.compile("[" + "".join(f"\\u{code:04x}" for code in _UNWRITTEN) + "]")
+
+
+def fold(text: str) -> str:
+    """``text`` as its words are compared: compatibility forms and case folded (NFKC, then
+    Unicode case folding: "Straße" is "strasse", "１２３" is "123", "ﬁle" is "file"), the dot of a
+    capital "İ" dropped ("İstanbul" is "istanbul"), and Arabic and Hebrew vowel points dropped.
+
+    Example:
+        >>> fold("Straße İstanbul ＡＢＣ")
+        'strasse istanbul abc'
+    """
+    if text.isascii():
+        return text.lower()
+    folded = unicodedata.normalize("NFKC", text).casefold().replace("i\u0307", "i")
+    # str.translate maps character by character: only for the texts that need it.
+    return folded.translate(_UNWRITTEN) if _HAS_UNWRITTEN.search(folded) else folded
+
+
+def _pieces(word: str) -> list[str]:
+    """A word as it is indexed: itself, or for a run of a spaceless script its pairs of
+    characters (the other runs of the word whole: "我的iphone" is "我的", "iphone")."""
+    if word.isascii() or not _SPACELESS_START.search(word):
+        return [word]
+    pieces: list[str] = []
+    for at, run in enumerate(_RUN.split(word)):
+        if at % 2 == 0:
+            if run:
+                pieces.append(run)  # between two spaceless runs: another script
+            continue
+        characters = _CHARACTER.findall(run)
+        if len(characters) == 1:
+            pieces.append(run)
+        else:
+            pieces.extend(map(str.__add__, characters, characters[1:]))
+    return pieces
+
+
 # The words an identifier is made of: "parseHTTPResponse" -> parse, HTTP, Response.
 _IDENTIFIER_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
@@ -145,7 +232,7 @@ def stem(word: str, language: Language) -> str:
 
 
 def analyse(text: str, language: Language = "en") -> Iterator[tuple[str, str]]:
-    """Each index term of ``text`` with the word it comes from (lower-cased, as written).
+    """Each index term of ``text`` with the word it comes from (folded, as written).
 
     Example:
         >>> list(analyse("Caroline's paintings"))
@@ -153,15 +240,16 @@ def analyse(text: str, language: Language = "en") -> Iterator[tuple[str, str]]:
         >>> list(analyse("L'équipe a mangé", "fr"))
         [('équip', "l'équipe"), ('mang', 'mangé')]
     """
-    for match in WORD.finditer(text.lower()):
-        written = match.group()
+    for written in _written_words(text):
         term = _term_of(written, language)
         if term is not None:
             yield term, written
 
 
 def _term_of(written: str, language: Language) -> str | None:
-    """The index term of one lower-cased word as written; None for a stop word."""
+    """The index term of one folded word as written; None for a stop word."""
+    if not written.isascii() and _SPACELESS_START.match(written):
+        return written  # a pair of characters of a spaceless script, or one alone
     word = written.replace("’", "'")
     if language == "fr":
         word = _ELISION.sub("", word, count=1)
@@ -172,12 +260,23 @@ def _term_of(written: str, language: Language) -> str | None:
     return stem(word, language)
 
 
+def _written_words(text: str) -> list[str]:
+    """The words of ``text`` as they are indexed, folded (runs of a spaceless script as pairs)."""
+    folded = fold(text)
+    if folded.isascii():
+        return _ASCII_WORD.findall(folded)
+    words: list[str] = WORD.findall(folded)
+    if not _SPACELESS_START.search(folded):
+        return words
+    return [piece for word in words for piece in _pieces(word)]
+
+
 @memoize(maxsize=100_000, maxbytes=8 * 2**20, name="text terms")
 def _terms_cached(text: str, language: Language) -> tuple[str, ...]:
     # A long text (a tool's log) repeats its words: each distinct one is analysed once.
     known: dict[str, str | None] = {}
     found: list[str] = []
-    for written in WORD.findall(text.lower()):
+    for written in _written_words(text):
         if written in known:
             term = known[written]
         else:
@@ -188,14 +287,18 @@ def _terms_cached(text: str, language: Language) -> tuple[str, ...]:
 
 
 def terms(text: str, language: Language = "en") -> tuple[str, ...]:
-    """The index terms of ``text``: lower-cased words, stop words removed, Snowball-stemmed in
-    ``language`` (French also drops elided articles: "l'eau" is "eau").
+    """The index terms of ``text``: its words folded (:func:`fold`), stop words removed,
+    Snowball-stemmed in ``language`` (French also drops elided articles: "l'eau" is "eau"); a
+    run of Chinese, Japanese, Korean, Thai, Lao, Khmer or Myanmar as its overlapping pairs of
+    characters, these scripts writing no space between words.
 
     Example:
         >>> terms("Caroline painted two sunrises")
         ('carolin', 'paint', 'two', 'sunris')
         >>> terms("Elle a mangé, ils mangeront", "fr")
         ('mang', 'mang')
+        >>> terms("我的猫喜欢吃鱼")
+        ('我的', '的猫', '猫喜', '喜欢', '欢吃', '吃鱼')
     """
     return _terms_cached(text, language)
 
@@ -209,7 +312,7 @@ def compounds(text: str, language: Language = "en") -> list[str]:
         >>> compounds("After the road trip, we had ice-cream. How do I log in?")
         ['roadtrip', 'icecream', 'login']
     """
-    lowered = text.lower()
+    lowered = fold(text)
     found: list[str] = []
     previous: re.Match[str] | None = None
     for match in WORD.finditer(lowered):

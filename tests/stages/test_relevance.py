@@ -623,3 +623,74 @@ def test_the_configuration_round_trips_through_a_dump() -> None:
     assert RelevanceScorer.model_validate_json(scorer.model_dump_json()) == scorer
     with pytest.raises(ctxpack.ConfigError, match="no signal is named 'nope'; signals are"):
         RelevanceScorer(signals=[{"name": "nope"}])
+
+
+# A small made-up check, one conversation per language, the same facts in each: the question's
+# answer must be the best match (top 1). English is the control.
+_FACTS: dict[str, tuple[list[str], list[tuple[str, int]]]] = {
+    "en": (
+        [
+            "Next month I am travelling to Beijing to see the Great Wall.",
+            "My cat is called Snowball and she loves eating fish.",
+            "The weather is lovely today, good for a walk.",
+            "My sister works as a nurse in a hospital in Shanghai.",
+        ],
+        [
+            ("What does my cat love eating?", 1),
+            ("Where does my sister work?", 3),
+            ("When am I travelling to Beijing?", 0),
+        ],
+    ),
+    "zh": (
+        [
+            "我下个月要去北京旅行，想看长城。",
+            "我的猫叫小白，它喜欢吃鱼。",
+            "今天天气很好，适合散步。",
+            "我姐姐在上海的一家医院当护士。",
+        ],
+        [("我的猫喜欢吃什么？", 1), ("我姐姐在哪里工作？", 3), ("我什么时候去北京？", 0)],
+    ),
+    "ja": (
+        [
+            "来月、万里の長城を見に北京へ旅行します。",
+            "うちの猫はシロという名前で、魚が大好きです。",
+            "今日は天気が良くて、散歩日和です。",
+            "姉は上海の病院で看護師をしています。",
+        ],
+        [
+            ("猫は何が好きですか？", 1),
+            ("姉はどこで働いていますか？", 3),
+            ("北京にはいつ行きますか？", 0),
+        ],
+    ),
+    "ko": (
+        [
+            "다음 달에 만리장성을 보러 베이징에 여행 가요.",
+            "우리 고양이 이름은 흰둥이고 생선을 좋아해요.",
+            "오늘은 날씨가 좋아서 산책하기 좋아요.",
+            "우리 언니는 상하이의 병원에서 간호사로 일해요.",
+        ],
+        [("고양이는 뭘 좋아해요?", 1), ("언니는 어디에서 일해요?", 3), ("베이징에 언제 가요?", 0)],
+    ),
+    "th": (
+        [
+            "เดือนหน้าฉันจะไปเที่ยวปักกิ่งเพื่อดูกำแพงเมืองจีน",
+            "แมวของฉันชื่อสโนว์บอล มันชอบกินปลา",
+            "วันนี้อากาศดี เหมาะกับการเดินเล่น",
+            "พี่สาวของฉันเป็นพยาบาลที่โรงพยาบาลในเซี่ยงไฮ้",
+        ],
+        [("แมวของฉันชอบกินอะไร", 1), ("พี่สาวทำงานที่ไหน", 3), ("ฉันจะไปปักกิ่งเมื่อไหร่", 0)],
+    ),
+}
+
+
+@pytest.mark.parametrize("language", sorted(_FACTS))
+def test_the_answer_ranks_first_in_languages_written_without_spaces(language: str) -> None:
+    said, questions = _FACTS[language]
+    history = [{"role": "user", "content": text, "id": f"m{i}"} for i, text in enumerate(said)]
+    for question, answer in questions:
+        asked = [*history, {"role": "user", "content": question, "id": "q"}]
+        ctx = ctx_of(asked, query=question, protected=["q"])
+        scores = dict(plain()(ctx).signal("relevance"))
+        best = max(scores, key=scores.__getitem__, default=None)
+        assert best == f"m{answer}", (question, scores)
