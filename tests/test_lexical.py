@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Sequence
 
@@ -350,3 +353,29 @@ def test_case_width_and_compatibility_forms_are_folded() -> None:
 )
 def test_terms_of_any_script_are_the_terms_analyse_finds(text: str, language: str) -> None:
     assert terms(text, language) == tuple(term for term, _ in analyse(text, language))  # type: ignore[arg-type]
+
+
+_BM25_IN_A_NEW_PROCESS = """
+import random
+from ctxpack.signals.bm25 import bm25_scores
+rng = random.Random(5)
+words = "bike beer dump trip login help work kid great road".split()
+documents = [[rng.choice(words) for _ in range(10)] for _ in range(300)]
+print([repr(x) for x in bm25_scores(words[:7], documents)])
+"""
+
+
+def test_bm25_scores_are_the_same_in_every_process() -> None:
+    # The query's terms were summed in the order of a set, which string hashing changes from
+    # one process to the next: scores differed in their last digits, enough to flip a tie.
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", _BM25_IN_A_NEW_PROCESS],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("0", "1", "2", "3")
+    }
+    assert len(outputs) == 1, outputs

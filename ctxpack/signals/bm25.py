@@ -205,7 +205,11 @@ class InvertedIndex:
             lengths = _spread(lengths, spread, silent)
         avg = float(lengths.mean()) or 1.0
         norm = k1 * (1.0 - b + b * lengths / avg)
-        weighted = query.items() if isinstance(query, Mapping) else ((t, 1.0) for t in set(query))
+        # Each term once, in the order given: a set's order changes from one process to the next
+        # (string hashing), and with it the last digits of the sums.
+        weighted = (
+            query.items() if isinstance(query, Mapping) else dict.fromkeys(query, 1.0).items()
+        )
         found = [(self._postings[t], w) for t, w in weighted if w and t in self._postings]
         if not found:
             return scores
