@@ -17,14 +17,15 @@ from .._internal.arguments import shown, string
 from .._internal.arguments import tokens as check_tokens
 from ..code import Engine, grep, ripgrep_path, searchable
 from ..errors import ConfigError
-from ..signals.lexical import STOP_WORDS, WORD
+from ..signals.lexical import SPACELESS_START, STOP_WORDS, WORD, word_pieces
 
 __all__ = ["FileSearch", "keywords"]
 
 
 def keywords(goal: str, *, most: int = 12) -> list[str]:
     """The words of ``goal`` worth searching files for: no stop words, at least 3 characters,
-    lower-cased, first occurrence first; identifiers (``refresh_token``, ``auth.ts``) whole.
+    lower-cased, first occurrence first; identifiers (``refresh_token``, ``auth.ts``) whole; in
+    Chinese, Japanese, Korean or Thai, which write no space between words, pairs of characters.
 
     Example:
         >>> keywords("Why does refresh_token fail in auth.ts?")
@@ -37,9 +38,10 @@ def keywords(goal: str, *, most: int = 12) -> list[str]:
         token = token.strip("`'\"()[]{}<>,;:!?").rstrip(".")
         if len(token) >= 3 and ("_" in token or "." in token or "/" in token):
             found.setdefault(token.lower(), None)
-    for word in WORD.findall(goal):
-        lowered = word.lower()
-        if len(lowered) < 3 or lowered in STOP_WORDS or lowered.isdigit():
+    for lowered in (piece for word in WORD.findall(goal) for piece in word_pieces(word.lower())):
+        # A pair of characters of a script written without spaces is a word of its own.
+        shortest = 2 if not lowered.isascii() and SPACELESS_START.match(lowered) else 3
+        if len(lowered) < shortest or lowered in STOP_WORDS or lowered.isdigit():
             continue
         # "refresh" is already searched through "refresh_token".
         if not any(lowered in whole and lowered != whole for whole in found):

@@ -27,16 +27,13 @@ def _marks() -> str:
     """A character class of the combining marks of the Basic Multilingual Plane (Thai and Indic
     vowel signs, Arabic vowel points, accents written apart): Python's re has no ``\\p{M}``,
     and ``\\w`` leaves them out, which would end a word at each of them."""
-    spans: list[str] = []
-    start = -1
-    for code in range(0x10001):
-        is_mark = code < 0x10000 and unicodedata.category(chr(code))[0] == "M"
-        if is_mark and start < 0:
-            start = code
-        elif not is_mark and start >= 0:
-            spans.append(f"\\u{start:04x}-\\u{code - 1:04x}")
-            start = -1
-    return "".join(spans)
+    # Every character's two-letter category, end to end: a run of "Mn", "Mc" or "Me" can only
+    # start at an even offset, a category's second letter being lower-case.
+    categories = "".join(map(unicodedata.category, map(chr, range(0x10000))))
+    return "".join(
+        f"\\u{found.start() // 2:04x}-\\u{found.end() // 2 - 1:04x}"
+        for found in re.finditer("(?:M[nce])+", categories)
+    )
 
 
 _MARK = _marks()
@@ -56,7 +53,7 @@ _SPACELESS = (
     "\u3040-\u30ff\u3100-\u312f\u3130-\u318f\u31a0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
     "\ua960-\ua97f\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003134f"
 )
-_SPACELESS_START = re.compile(f"[{_SPACELESS}]")
+SPACELESS_START = re.compile(f"[{_SPACELESS}]")
 # A word's runs: characters of a spaceless script (each with its marks), or anything else.
 _RUN = re.compile(f"((?:[{_SPACELESS}][{_MARK}]*)+)")
 _CHARACTER = re.compile(f"[{_SPACELESS}][{_MARK}]*")
@@ -91,10 +88,10 @@ def fold(text: str) -> str:
     return folded.translate(_UNWRITTEN) if _HAS_UNWRITTEN.search(folded) else folded
 
 
-def _pieces(word: str) -> list[str]:
+def word_pieces(word: str) -> list[str]:
     """A word as it is indexed: itself, or for a run of a spaceless script its pairs of
     characters (the other runs of the word whole: "我的iphone" is "我的", "iphone")."""
-    if word.isascii() or not _SPACELESS_START.search(word):
+    if word.isascii() or not SPACELESS_START.search(word):
         return [word]
     pieces: list[str] = []
     for at, run in enumerate(_RUN.split(word)):
@@ -248,7 +245,7 @@ def analyse(text: str, language: Language = "en") -> Iterator[tuple[str, str]]:
 
 def _term_of(written: str, language: Language) -> str | None:
     """The index term of one folded word as written; None for a stop word."""
-    if not written.isascii() and _SPACELESS_START.match(written):
+    if not written.isascii() and SPACELESS_START.match(written):
         return written  # a pair of characters of a spaceless script, or one alone
     word = written.replace("’", "'")
     if language == "fr":
@@ -266,9 +263,9 @@ def _written_words(text: str) -> list[str]:
     if folded.isascii():
         return _ASCII_WORD.findall(folded)
     words: list[str] = WORD.findall(folded)
-    if not _SPACELESS_START.search(folded):
+    if not SPACELESS_START.search(folded):
         return words
-    return [piece for word in words for piece in _pieces(word)]
+    return [piece for word in words for piece in word_pieces(word)]
 
 
 @memoize(maxsize=100_000, maxbytes=8 * 2**20, name="text terms")

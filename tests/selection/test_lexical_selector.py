@@ -147,3 +147,16 @@ def test_keywords_of_arguments_of_the_wrong_type_are_a_config_error() -> None:
         keywords(None)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="most must be an int >= 0"):
         keywords("refresh token", most="3")  # type: ignore[arg-type]
+
+
+def test_keywords_of_a_chinese_goal_are_pairs_of_characters(tmp_path: Path) -> None:
+    # Chinese writes no space between words: the whole goal was one keyword, found nowhere.
+    assert keywords("为什么登录失败？") == ["为什", "什么", "么登", "登录", "录失", "失败"]
+    assert keywords("修复 login 错误") == ["修复", "login", "错误"]
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "auth.py").write_text("# 用户登录：密码错误时登录失败\ndef login(): ...\n", "utf-8")
+    (root / "pay.py").write_text("# 支付模块\ndef pay(): ...\n", "utf-8")
+    ws = Workspace([], root=root, search="python")
+    sel = LexicalSelector(max_files=1)(ws, "为什么登录失败？")
+    assert [f.path for f in sel.include_files] == ["auth.py"]
