@@ -18,8 +18,10 @@ from ._base import Adjustment, Query, ScoreSignal
 __all__ = ["SpeakerFocus", "named_speaker"]
 
 # "Caroline: I went hiking." A speaker is one to four capitalised words before a colon, which
-# French typography spaces ("Marie : bonjour", often with a narrow no-break space).
-_SPEAKER = re.compile(r"\s*([A-Z][\w'’.-]*(?: [A-Z][\w'’.-]*){0,3})[ \u00a0\u202f]?:\s")
+# French typography spaces ("Marie : bonjour", often with a narrow no-break space). Python's re
+# has no class of capitals beyond A to Z: each word begins with a letter, which _speaker checks
+# is a capital ("Émilie", "Łukasz").
+_SPEAKER = re.compile(r"\s*([^\W\d_][\w'’.-]*(?: [^\W\d_][\w'’.-]*){0,3})[ \u00a0\u202f]?:\s")
 _WORDS = re.compile(r"[^\W_]+")
 
 
@@ -30,7 +32,9 @@ def _speaker(msg: Message) -> str | None:
     if msg.name:
         return msg.name
     match = _SPEAKER.match(msg.text[:80])
-    return match.group(1) if match else None
+    if match is None or not all(word[0].isupper() for word in match.group(1).split(" ")):
+        return None
+    return match.group(1)
 
 
 _SPEAKERS: PrefixMemo[Message, str | None] = PrefixMemo(_speaker)

@@ -65,3 +65,19 @@ def test_speaker_prefixes_in_french_typography() -> None:
 def test_options_are_validated() -> None:
     with pytest.raises(ctxpack.ConfigError, match=r"SpeakerFocus \(signal 'speaker'\): focus=2"):
         SpeakerFocus(focus=2)
+
+
+def test_speakers_whose_names_begin_with_an_accented_capital() -> None:
+    # A message's ``name`` may only be ASCII for OpenAI: "Émilie" and "Łukasz" are speakers
+    # through the "Name:" prefix alone, which took A to Z only as a capital.
+    dialogue = [
+        "Émilie: J'ai commencé la peinture.",
+        "Łukasz: Moi aussi, la peinture à l'huile.",
+        "Émilie: On devrait faire de la randonnée.",
+        "Łukasz: Oui, le week-end prochain.",
+        "Émilie: Super.",
+        "Łukasz: À bientôt.",
+    ]
+    adjusted = SpeakerFocus().adjust(SCORES, query_of(dialogue, "Qu'a peint Émilie ?"))
+    assert adjusted is not None and adjusted.note == "x0.3: the query is about Émilie"
+    assert adjusted.scores.tolist() == pytest.approx([1.0, 0.24, 0.5, 0.12, 0.0, 0.06])
