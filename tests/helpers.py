@@ -62,3 +62,27 @@ def ids(ctx: ctxpack.pipeline.PackContext) -> list[str]:
 
 def call(call_id: str, name: str = "lookup", arguments: str = "{}") -> dict[str, Any]:
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def run_guarded(code: str, timeout: float = 60.0) -> str:
+    """What ``code`` prints, run in a fresh interpreter that imports ctxpack from this tree.
+
+    For a hang fixed where no other assertion tells the old code from the new: the input is
+    chosen so that the old code needs many minutes and the new a second, and ``timeout`` is
+    only a guard against hanging the suite, not a measure.
+    """
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=timeout,
+            env={"PYTHONPATH": str(ROOT), "PATH": ""},
+        )
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"still running after {timeout:.0f} s") from None
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
