@@ -7,6 +7,8 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ctxpack.redaction import redact
+
 from .helpers import ROOT, load_script, run_guarded
 
 TOKEN = "Rk7Vq2Lx9Zm4Wt8Np3Hc6Yb1Fd5Gs0Ja"
@@ -42,3 +44,24 @@ def test_the_linear_forms_of_gitleaks_patterns_find_the_same_texts(text: str) ->
         old = regex.compile("(?i)" + quadratic, regex.V1)
         new = regex.compile("(?i)" + linear, regex.V1)
         assert bool(old.search(text)) == bool(new.search(text)), (quadratic, text)
+
+
+def test_a_line_of_keys_without_a_value_end_is_read_in_linear_time() -> None:
+    # The key=value rule looked for a digit or a symbol to the end of the run after each
+    # "password=", though the value is 200 characters at most: quadratic, 5 s at 100 kB; this
+    # line (1 MB) took minutes.
+    code = (
+        "from ctxpack.redaction import redact\n"
+        f"out = redact('login password={TOKEN}1 ok\\n' + 'password=' * 111_112)\n"
+        f"print({TOKEN!r} in out.text, out.text.startswith('login password=[REDACTED'))\n"
+    )
+    assert run_guarded(code).strip() == "False True"
+
+
+def test_a_value_after_key_equals_is_found_up_to_its_length_limit() -> None:
+    # The look for a digit or a symbol now stops where the value's 200 characters do.
+    value = "a" * 199 + "1"
+    assert redact(f"log password={value} done").text == (
+        "log password=[REDACTED secret-assignment] done"
+    )
+    assert redact(f"log password={value}x done").text == f"log password={value}x done"

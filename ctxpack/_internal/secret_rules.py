@@ -248,11 +248,14 @@ OWN_RULES: tuple[dict[str, Any], ...] = (
         # URL's query ("?api_key=..."). Code passes a name there (password=pw): the value
         # must hold a digit or a symbol, and not be a call or an index. After the rule for
         # upper-case names: of one span, that one names it. The pattern starts with a letter,
-        # not a lookbehind, so that the regex engine skips to those letters.
+        # not a lookbehind, so that the regex engine skips to those letters. The value is the
+        # whole run up to its end, 200 characters at most: the look for a digit or a symbol
+        # reads no further (unbounded, it read to the end of a run holding "password=" at
+        # every 9th character from each of them: quadratic, minutes for one line of 1 MB).
         "regex": r"(?i)[psac](?<![a-z0-9][psac])(?!(?<![_.-].)(?<=p)wd=)(?:(?<=p)ass(?:word|wd|"
         r"phrase)?|(?<=p)wd|(?<=s)ecret|(?<=a)pi[_-]?key|(?<=a)ccess[_-]?token|"
         r"(?<=a)uth[_-]?token|(?<=c)lient[_-]?secret)="
-        r"((?=[^\s'\"&;,()\[\]{}<>\\]*[\d!#$%*+/:=?@^~-])[^\s'\"&;,()\[\]{}<>\\]{4,200})"
+        r"((?=[^\s'\"&;,()\[\]{}<>\\]{0,199}[\d!#$%*+/:=?@^~-])[^\s'\"&;,()\[\]{}<>\\]{4,200})"
         r"(?=[\s'\"&;,)\]}>]|\\|$)",
         "entropy": 0.0,
         "keywords": ["pass", "pwd", "secret", "key", "token"],
