@@ -26,7 +26,7 @@ from ._internal.arguments import (
     string,
     tool_definitions,
 )
-from ._internal.encodings import MODEL_PREFIXES, model_encoding
+from ._internal.encodings import MODEL_PREFIXES, encoded_length, model_encoding
 from ._internal.images import CLAUDE_IMAGES, GPT_4O_IMAGES, ImageRule, image_rule
 from ._internal.parts import extras_tokens, part_tokens
 from ._internal.prefix import PrefixMemo
@@ -201,7 +201,7 @@ class TiktokenCounter(_FramedCounter):
         self._encoding = load_encoding(encoding)
 
     def _count_uncached(self, text: str) -> int:
-        return len(self._encoding.encode(text, disallowed_special=()))
+        return encoded_length(self._encoding, text)
 
 
 class CharsPerTokenApproxCounter(_FramedCounter):

@@ -3,15 +3,28 @@ values. Each goes through in about linear time and gives the result a short one 
 
 from __future__ import annotations
 
+import re
+from functools import cache
+from typing import Any
+
+import pytest
 import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ctxpack import count_tokens
+from ctxpack._internal import encodings
 from ctxpack.redaction import redact
+from ctxpack.tokens import TiktokenCounter
 
 from .helpers import ROOT, load_script, run_guarded
 
 TOKEN = "Rk7Vq2Lx9Zm4Wt8Np3Hc6Yb1Fd5Gs0Ja"
+
+
+@cache
+def _encoding(name: str) -> Any:
+    return encodings.load_encoding(name)
 
 
 def _vendoring() -> object:
@@ -65,3 +78,61 @@ def test_a_value_after_key_equals_is_found_up_to_its_length_limit() -> None:
         "log password=[REDACTED secret-assignment] done"
     )
     assert redact(f"log password={value}x done").text == f"log password={value}x done"
+
+
+_SPACES = [
+    " " * 1_000_000 + "x",
+    "ls\n" + " " * 1_000_000 + "x",
+    "x\n" + " " * 1_000_000,
+    "done.\r\n" + "\u3000" * 1_000_000 + "\tok",
+]
+
+
+@pytest.mark.parametrize("model", ["gpt-4", "gpt-4o"])
+@pytest.mark.parametrize("text", _SPACES, ids=range(len(_SPACES)))
+def test_a_megabyte_of_spaces_is_counted(model: str, text: str) -> None:
+    # tiktoken's split pattern raised "Max stack size exceeded for backtracking", a bare
+    # ValueError from count_tokens, on a run of spaces this long before a non-space (o200k's
+    # at the end of a text too).
+    assert count_tokens(text, model=model) > 7_000
+
+
+def test_a_megabyte_of_spaces_costs_what_tiktoken_counts_for_its_pieces() -> None:
+    # The run is one piece but for its last space, which starts the next piece: cl100k's
+    # tiktoken reads the run alone at the end of a text.
+    enc = _encoding("cl100k_base")
+    run = len(enc.encode(" " * 999_999))
+    assert count_tokens(" " * 1_000_000 + "x", model="gpt-4") == run + len(enc.encode(" x"))
+
+
+@pytest.mark.parametrize("encoding", ["cl100k_base", "o200k_base"])
+@pytest.mark.parametrize("text", [" " * 200_000 + "x", "a.\n" + "\t" * 200_000 + "b"])
+def test_long_runs_that_tiktoken_reads_count_as_before(encoding: str, text: str) -> None:
+    enc = _encoding(encoding)
+    assert TiktokenCounter(encoding).count(text) == len(enc.encode(text))
+
+
+_TEXT_PIECES = [" ", "   ", "\t\t\t", "\n", "\r\n", "x", "Ab", "12", ".", "'s", "\xa0\xa0\xa0"]
+_TEXT_PIECES += ["\u3000", "\x1c", "é", "/", "<|endoftext|>"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(_TEXT_PIECES), min_size=1, max_size=12).map("".join))
+def test_texts_cut_around_runs_of_spaces_count_as_whole(text: str) -> None:
+    # With runs of 3 spaces taken as long, every cut is tried on short texts that tiktoken
+    # reads whole: the parts' counts add up to the text's.
+    for encoding in ("cl100k_base", "o200k_base"):
+        enc = _encoding(encoding)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(encodings, "LONG_SPACE_RUN", 2)
+            patch.setattr(
+                encodings,
+                "_SPACE_RUN",
+                re.compile(encodings._SPACE_RUN.pattern.replace("{10000,}", "{3,}")),
+            )
+            parts = encodings.split_space_runs(text, enc._pat_str)
+        counted = sum(
+            len(enc._encode_single_piece(p)) if whole else len(enc.encode(p, disallowed_special=()))
+            for p, whole in parts
+        )
+        assert counted == len(enc.encode(text, disallowed_special=())), (encoding, parts)

@@ -190,3 +190,55 @@ def model_encoding(model: str) -> str | None:
     know."""
     key = model_key(model)
     return next((enc for prefix, enc in MODEL_PREFIXES if key.startswith(prefix)), None)
+
+
+# tiktoken's split patterns give up ("Max stack size exceeded for backtracking", a ValueError)
+# on a run of a few hundred thousand spaces: "\s+(?!\S)" (and o200k's "\s*[\r\n]+") steps back
+# over it with a stack as deep as the run (tiktoken's own tests leave it failing). In the
+# patterns of cl100k and o200k, a long run of spaces without a line break, after a non-space,
+# a line break or the start, is one piece but for its last character, which starts the next
+# piece when a non-space follows; at the end of the text it is one piece whole (after a line
+# break, o200k's alone: cl100k's "\s++$" reads the break with it). Cut there, the parts'
+# counts add up to the text's, and the run is encoded as the one piece it is, without the
+# pattern. The run's characters are Unicode's White_Space but the line breaks (the patterns'
+# \s); what stands before and after it is read with Python's \s, which holds them all, so that
+# no cut is made where the pattern would read on.
+LONG_SPACE_RUN = 10_000
+_SPACE_RUN = re.compile(
+    r"(?<![^\S\r\n])[\t\x0b\x0c \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+    rf"{{{LONG_SPACE_RUN},}}(?:(?=\S)|\Z)"
+)
+
+
+def split_space_runs(text: str, pattern: str) -> list[tuple[str, bool]]:
+    """``text`` cut around its long runs of spaces, each part with whether it is one piece of
+    the split ``pattern`` (a run, to encode whole), so that the parts' counts add up to the
+    text's. Only cl100k's and o200k's patterns are cut, the ones read above."""
+    if len(text) <= LONG_SPACE_RUN or pattern not in (_CL100K_PATTERN, _O200K_PATTERN):
+        return [(text, False)]
+    parts: list[tuple[str, bool]] = []
+    at = 0
+    for m in _SPACE_RUN.finditer(text):
+        start, end = m.span()
+        if end < len(text):
+            end -= 1  # the last space goes with the next piece
+        elif start and text[start - 1] in "\r\n" and pattern == _CL100K_PATTERN:
+            continue
+        if at < start:
+            parts.append((text[at:start], False))
+        parts.append((text[start:end], True))
+        at = end
+    if at < len(text):
+        parts.append((text[at:], False))
+    return parts
+
+
+def encoded_length(encoding: Any, text: str) -> int:
+    """How many tokens tiktoken's ``encoding`` makes of ``text`` (special tokens' text read as
+    text), long runs of spaces included (:func:`split_space_runs`)."""
+    return sum(
+        len(encoding._encode_single_piece(part))
+        if whole
+        else len(encoding.encode(part, disallowed_special=()))
+        for part, whole in split_space_runs(text, encoding._pat_str)
+    )
