@@ -12,7 +12,7 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxpack import count_tokens
+from ctxpack import ConfigError, count_tokens
 from ctxpack._internal import encodings
 from ctxpack.redaction import redact
 from ctxpack.tokens import TiktokenCounter
@@ -136,3 +136,14 @@ def test_texts_cut_around_runs_of_spaces_count_as_whole(text: str) -> None:
             for p, whole in parts
         )
         assert counted == len(enc.encode(text, disallowed_special=())), (encoding, parts)
+
+
+def test_a_tool_output_holding_a_lone_surrogate_is_refused_naming_the_text() -> None:
+    # A UnicodeEncodeError escaped from hashing the original for its artifact id.
+    from ctxpack.filters import ToolOutputFilter
+
+    text = "collected 80 items\n" * 100 + "bad byte \ud800 here\n"
+    with pytest.raises(
+        ConfigError, match=r"text: holds a lone surrogate U\+D800 at character 1909"
+    ):
+        ToolOutputFilter()(text, command="pytest")

@@ -26,7 +26,16 @@ from collections.abc import Sequence
 
 from pydantic import ConfigDict
 
-from .._internal.arguments import flag, item_list, number, optional_text, shown, string, tokens
+from .._internal.arguments import (
+    flag,
+    item_list,
+    number,
+    optional_text,
+    sendable,
+    shown,
+    string,
+    tokens,
+)
 from .._internal.options import FieldErrorModel
 from ..errors import ConfigError
 from ..store import ArtifactStore, artifact_id, check_artifact_store
@@ -223,8 +232,12 @@ class ToolOutputFilter:
             store: Where the original goes when the output is shortened; without one, the
                 marker names the id the original would have.
             metadata: Stored with the original.
+
+        Raises:
+            ConfigError: an argument is of the wrong type, or ``text`` holds a lone surrogate
+                (its original could not be stored, nor sent, as UTF-8).
         """
-        string(text, "text")
+        sendable(string(text, "text"), "text", ConfigError)
         for argument, value in (("tool", tool), ("command", command), ("goal", goal)):
             optional_text(value, argument)
         if store is not None:
