@@ -8,6 +8,7 @@ would naturally catch (``ValueError`` for bad input, ``RuntimeError`` for a miss
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 __all__ = [
     "ArtifactNotFoundError",
@@ -25,6 +26,20 @@ __all__ = [
 
 class CtxpackError(Exception):
     """Root of every error raised by ctxpack."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickle's default calls ``type(self)(*self.args)``: the one formatted message, which
+        # the constructors taking their fields by keyword refuse. An error a process-pool
+        # worker raised then broke the pool, and a celery result could not be read.
+        return _restore, (type(self), self.args, self.__dict__)
+
+
+def _restore(cls: type[CtxpackError], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
+    """An error as pickled: its message and fields, its constructor not called again."""
+    error = cls.__new__(cls, *args)
+    error.args = args
+    error.__dict__.update(state)
+    return error
 
 
 class InvalidMessageError(CtxpackError, ValueError):
