@@ -6,6 +6,7 @@ a writer waits up to the busy timeout for another one, then gets a :class:`Store
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
@@ -15,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
+from .._internal import forks
 from .._internal.arguments import file_path, flag
 from ..errors import ArtifactNotFoundError, StoreConflictError, StoreError
 from ._base import (
@@ -68,20 +70,66 @@ class SQLiteFile:
         # One connection per store object, under a lock: a ":memory:" database exists only in
         # its connection, and SQLite serialises writers anyway.
         self.lock = threading.Lock()
+        self._closed = False
+        # In a forked child: the parent's connection is to be replaced at the next use, or
+        # why it cannot be.
+        self._reopen = False
+        self._unusable: str | None = None
         with self.errors("open"):
-            self.conn = self._connect()
-            # What is deleted is overwritten with zeros, not left in the file's free pages
-            # (the default of some SQLite builds only).
-            self.conn.execute("PRAGMA secure_delete=ON")
+            self.conn = self._open()
             self._identity = self._file_identity()
-            if self.read_only:
-                self.conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
-            else:
-                if self.path != ":memory:":
-                    self.conn.execute("PRAGMA journal_mode=WAL")
-                # FULL: a write that returned survives the process being killed, and a
-                # power cut.
-                self.conn.execute("PRAGMA synchronous=FULL")
+        forks.track(self)
+
+    def _open(self) -> sqlite3.Connection:
+        conn = self._connect()
+        # What is deleted is overwritten with zeros, not left in the file's free pages
+        # (the default of some SQLite builds only).
+        conn.execute("PRAGMA secure_delete=ON")
+        if self.read_only:
+            conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        else:
+            if self.path != ":memory:":
+                conn.execute("PRAGMA journal_mode=WAL")
+            # FULL: a write that returned survives the process being killed, and a
+            # power cut.
+            conn.execute("PRAGMA synchronous=FULL")
+        return conn
+
+    def after_fork(self) -> None:
+        """In a forked child: close the parent's connection here and open one at the next
+        use. SQLite keeps its file locks per process, in memory; the copy of the parent's
+        connection made the child's connections (this one's, and any other's to the file)
+        believe that they held the parent's locks, so that the parent, closing, deleted the
+        write-ahead log under them, and their acknowledged writes were lost."""
+        busy = forks.was_held(self.lock)
+        self.lock = threading.Lock()
+        if self._closed:
+            return
+        if self.path == ":memory:":
+            # The child's own copy of the database: usable, unless a parent's thread was
+            # writing it at the fork.
+            if busy:
+                self._unusable = (
+                    "another thread was using this in-memory store when the process forked; "
+                    "its copy in this process cannot be read: open a new store"
+                )
+            return
+        if busy:
+            forks.keep(self.conn)  # a parent's thread was inside SQLite with it
+        else:
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.close()
+        self._reopen = True
+
+    def _connection(self, operation: str) -> sqlite3.Connection:
+        """The connection, under the lock: opened anew in a forked child."""
+        if self._reopen:
+            self.conn = self._open()
+            self._reopen = False
+        if self._unusable is not None:
+            raise StoreError(self._unusable, url=self.url, operation=operation)
+        self._check_file(operation)
+        return self.conn
 
     def _unwritable(self) -> bool:
         if self.path == ":memory:":
@@ -201,8 +249,7 @@ class SQLiteFile:
                 operation=operation,
             )
         with self.lock, self.errors(operation):
-            self._check_file(operation)
-            conn = self.conn
+            conn = self._connection(operation)
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
@@ -215,8 +262,7 @@ class SQLiteFile:
     def reading(self, operation: str) -> Iterator[sqlite3.Connection]:
         """One read transaction (its statements see one state), under the lock."""
         with self.lock, self.errors(operation):
-            self._check_file(operation)
-            conn = self.conn
+            conn = self._connection(operation)
             conn.execute("BEGIN")
             try:
                 yield conn
@@ -232,11 +278,11 @@ class SQLiteFile:
         if self.path == ":memory:":
             return
         with self.lock, self.errors(operation):
-            self._check_file(operation)
-            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            self._connection(operation).execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
 
     def close(self) -> None:
         with self.lock:
+            self._closed = True
             self.conn.close()
 
 

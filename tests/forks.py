@@ -1,0 +1,35 @@
+"""Forked children for the tests of objects made before a fork and used after it."""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from collections.abc import Callable
+
+import pytest
+
+needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="this platform has no fork")
+
+
+def fork(work: Callable[[], None]) -> int:
+    """Run ``work`` in a forked child, which exits 0 if it returned, 1 (its traceback on
+    stderr) if it raised; the child's pid."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child, seen through its exit code
+        code = 1
+        try:
+            work()
+            code = 0
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            sys.stderr.flush()
+            os._exit(code)
+    return pid
+
+
+def succeeded(pid: int) -> bool:
+    """Whether the child ``pid`` exited 0 (waited for)."""
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
