@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
+from .._internal import forks
 from .._internal.arguments import shown
 from ..errors import ArtifactNotFoundError, ConfigError, StoreConflictError, StoreError
 from ._base import (
@@ -208,8 +210,20 @@ class PostgresStore(_Common):
             psycopg.connect(conninfo, connect_timeout=max(1, int(self.timeout))).close()
         except psycopg.Error as exc:
             raise _wrap(exc, self._raw_url, "open") from exc
-        self._pool = ConnectionPool(
-            conninfo,
+        self._conninfo = conninfo
+        self._pool_type = ConnectionPool
+        self._pool: Any = self._open_pool()
+        self._closed = False
+        # A forked child opens a pool of its own at its first call (see after_fork).
+        self._forked_lock = threading.Lock()
+        forks.track(self)
+        with self._transaction("open") as conn:
+            for statement in SCHEMA:
+                conn.execute(statement)
+
+    def _open_pool(self) -> Any:
+        pool = self._pool_type(
+            self._conninfo,
             min_size=1,
             max_size=self.pool_size,
             timeout=self.timeout,
@@ -217,21 +231,37 @@ class PostgresStore(_Common):
             kwargs={"autocommit": True},
             # A connection the server closed while idle (a restart, a failover) is replaced
             # before use: handed out, it failed the next call, once per pooled connection.
-            check=ConnectionPool.check_connection,
+            check=self._pool_type.check_connection,
         )
         try:
-            self._pool.open(wait=True, timeout=self.timeout)
+            pool.open(wait=True, timeout=self.timeout)
         except Exception as exc:
-            self._pool.close()
+            pool.close()
             raise _wrap(exc, self._raw_url, "open") from exc
-        with self._transaction("open") as conn:
-            for statement in SCHEMA:
-                conn.execute(statement)
+        return pool
+
+    def after_fork(self) -> None:
+        """In a forked child: leave the parent's pool alone (its connections are the parent's
+        sockets: used here, two processes' messages interleaved on one, and closing them would
+        close the parent's) and open one of this process at the next call."""
+        self._forked_lock = threading.Lock()
+        if not self._closed:
+            forks.keep(self._pool)
+            self._pool = None
+
+    def _pool_here(self, operation: str) -> Any:
+        if self._pool is None:
+            with self._forked_lock:
+                if self._closed:
+                    raise StoreError("the store is closed", url=self.url, operation=operation)
+                if self._pool is None:
+                    self._pool = self._open_pool()
+        return self._pool
 
     @contextmanager
     def _transaction(self, operation: str, *, writes: bool = True) -> Iterator[Any]:
         try:
-            with self._pool.connection() as conn, conn.transaction():
+            with self._pool_here(operation).connection() as conn, conn.transaction():
                 if writes:
                     conn.execute(self._limits())
                 yield conn
@@ -307,7 +337,11 @@ class PostgresStore(_Common):
 
     def close(self) -> None:
         """Close the pool's connections; the database keeps every session."""
-        self._pool.close()
+        with self._forked_lock:
+            self._closed = True
+            # None: a forked child's before its first call; the parent's pool is not its own.
+            if self._pool is not None:
+                self._pool.close()
 
 
 class AsyncPostgresStore(_Common):
@@ -321,6 +355,7 @@ class AsyncPostgresStore(_Common):
         self._url_for_errors = url
         self._pool: Any = None
         self._opening: asyncio.Future[None] | None = None
+        forks.track(self)
 
     async def open(self) -> None:
         """Open the pool and create the tables if missing (idempotent)."""
@@ -455,3 +490,11 @@ class AsyncPostgresStore(_Common):
         if self._pool is not None:
             await self._pool.close()
             self._pool = None
+
+    def after_fork(self) -> None:
+        """In a forked child: leave the parent's pool alone, as :class:`PostgresStore` does;
+        the next call opens one of this process."""
+        if self._pool is not None:
+            forks.keep(self._pool)
+            self._pool = None
+        self._opening = None

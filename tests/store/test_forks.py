@@ -30,7 +30,7 @@ def frequent_switches() -> Iterator[None]:
         yield
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "redis"])
+@pytest.mark.parametrize("backend", ["sqlite", "postgres", "redis"])
 def test_a_session_opened_before_a_fork_takes_appends_from_every_process(
     backend: str, tmp_path: Path, session_id: str
 ) -> None:
