@@ -21,6 +21,7 @@ from pathlib import Path
 
 from pydantic import ConfigDict
 
+from .._internal import forks
 from .._internal.arguments import file_path
 from .._internal.options import FieldErrorModel
 from .._internal.paths import read_confined
@@ -140,6 +141,19 @@ class FileStore:
         # Per file in memory, the stored row its parse was read or made as.
         self._rows: dict[str, _Row] = {}
         self.changed = True
+        forks.track(self)
+
+    def after_fork(self) -> None:
+        """In a forked child: close the parent's connection here, and open one at the next
+        use (as a session store does, see ``SQLiteFile.after_fork``: its copy made SQLite
+        lose the child's writes to the file). A ``":memory:"`` database is the child's copy."""
+        if self._conn is None or self.db == ":memory:":
+            return
+        if self._conn.in_transaction:
+            forks.keep(self._conn)  # a parent's thread was writing with it
+        else:
+            self._conn.close()
+        self._conn = None
 
     def _connect(self) -> sqlite3.Connection:
         if self._conn is None:
