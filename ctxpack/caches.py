@@ -19,7 +19,10 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
 from functools import lru_cache
 from types import MethodType
-from typing import Any, Generic, NamedTuple, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, ParamSpec, TypeVar
+
+if TYPE_CHECKING:
+    from functools import _lru_cache_wrapper
 
 __all__ = [
     "cache_stats",
@@ -275,6 +278,15 @@ class LRUCache(Generic[K, V]):
     def __len__(self) -> int:
         return len(self._data)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # What a cache holds is its process's: pickled (for a worker process), it is a new,
+        # empty cache of the same bounds, as functools.lru_cache's functions are.
+        return _new_lru, (self.maxsize, self.maxbytes, self._weigh, self.name)
+
+
+def _new_lru(maxsize: int, maxbytes: int, weigh: Any, name: str) -> LRUCache[Any, Any]:
+    return LRUCache(maxsize, maxbytes=maxbytes, weigh=weigh, name=name)
+
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -408,34 +420,53 @@ def text_memo(
         (2, 1000, 2)
     """
 
-    def decorate(fn: Callable[..., R]) -> Callable[..., R]:
-        long = Memo(fn, LRUCache(maxsize, maxbytes=maxbytes, name=name), None)
-        short = register_lru(
-            lru_cache(maxsize=short_size)(fn),
-            name=f"{name} (short texts)",
-            entry_bytes=short_entry_bytes,
+    bounds = {
+        "name": name,
+        "maxsize": maxsize,
+        "maxbytes": maxbytes,
+        "short_size": short_size,
+        "short_entry_bytes": short_entry_bytes,
+    }
+    return lambda fn: TextMemo(fn, bounds)
+
+
+class TextMemo(Generic[R]):
+    """``fn(text, *rest)`` kept by its arguments, as :func:`text_memo` says."""
+
+    def __init__(self, fn: Callable[..., R], bounds: dict[str, Any]) -> None:
+        self.__wrapped__ = fn
+        self.__doc__ = fn.__doc__
+        self.__name__ = getattr(fn, "__name__", "memo")
+        self.__module__ = fn.__module__
+        self.__qualname__ = getattr(fn, "__qualname__", self.__name__)
+        self._bounds = bounds
+        cache = LRUCache[Hashable, R](
+            bounds["maxsize"], maxbytes=bounds["maxbytes"], name=bounds["name"]
+        )
+        self._long = Memo(fn, cache, None)
+        self._short: _lru_cache_wrapper[R] = register_lru(
+            lru_cache(maxsize=bounds["short_size"])(fn),
+            name=f"{bounds['name']} (short texts)",
+            entry_bytes=bounds["short_entry_bytes"],
         )
 
-        def call(text: str, *rest: Any) -> R:
-            if len(text) <= SHORT_TEXT:
-                return short(text, *rest)
-            return long(text, *rest)
+    def __call__(self, text: str, *rest: Any) -> R:
+        if len(text) <= SHORT_TEXT:
+            return self._short(text, *rest)
+        return self._long(text, *rest)
 
-        def cache_info() -> _CacheInfo:
-            a, b = short.cache_info(), long.cache_info()
-            return _CacheInfo(
-                a.hits + b.hits, a.misses + b.misses, short_size + maxsize, a.currsize + b.currsize
-            )
+    def cache_info(self) -> _CacheInfo:
+        a, b = self._short.cache_info(), self._long.cache_info()
+        size = self._bounds["short_size"] + self._bounds["maxsize"]
+        return _CacheInfo(a.hits + b.hits, a.misses + b.misses, size, a.currsize + b.currsize)
 
-        def cache_clear() -> None:
-            short.cache_clear()
-            long.cache_clear()
+    def cache_clear(self) -> None:
+        self._short.cache_clear()
+        self._long.cache_clear()
 
-        call.cache_info = cache_info  # type: ignore[attr-defined]
-        call.cache_clear = cache_clear  # type: ignore[attr-defined]
-        call.__wrapped__ = fn  # type: ignore[attr-defined]
-        call.__doc__ = fn.__doc__
-        call.__name__ = getattr(fn, "__name__", "memo")
-        return call
-
-    return decorate
+    def __reduce__(self) -> str | tuple[Any, ...]:
+        # Pickled, a new, empty memo of the same function (a counter's, sent to a worker
+        # process with it); a module's function is found by its name, as any function is.
+        if not isinstance(self.__wrapped__, MethodType):
+            return self.__qualname__
+        return TextMemo, (self.__wrapped__, self._bounds)

@@ -13,6 +13,7 @@ import gzip
 import hashlib
 import re
 from binascii import a2b_base64
+from functools import cache
 from importlib import resources
 from typing import Any
 
@@ -115,7 +116,31 @@ _SPECS: dict[str, tuple[str, dict[str, int]]] = {
 }
 
 
-def load_encoding(name: str) -> Any:
+class NamedEncoding:
+    """A tiktoken encoding that pickles as its name: the process that unpickles it loads it
+    as :func:`load_encoding` does (the bundled copy, offline). tiktoken's own pickle of an
+    encoding it did not load itself carries the whole vocabulary (megabytes, and a second to
+    build again) into every task sent to a process pool with a counter."""
+
+    def __init__(self, encoding: Any) -> None:
+        self.name: str = encoding.name
+        self.encode = encoding.encode  # bound once: counting calls it directly
+        self.encoding = encoding
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(self.encoding, attribute)
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        return unpickled_encoding, (self.name,)
+
+
+@cache  # one per process, whatever the tasks it is sent: loading takes a good part of a second
+def unpickled_encoding(name: str) -> NamedEncoding:
+    """The encoding ``name`` as a pickle of a :class:`NamedEncoding` gives it."""
+    return load_encoding(name)
+
+
+def load_encoding(name: str) -> NamedEncoding:
     """The tiktoken encoding ``name``: the bundled, hash-checked copy when there is one, else
     tiktoken's own loader.
 
@@ -129,13 +154,13 @@ def load_encoding(name: str) -> Any:
         # OpenAI's own file, shipped in a package and hash-checked: never touch the network
         # for the encodings of every current OpenAI model.
         try:
-            return load_bundled_encoding(name)
+            return NamedEncoding(load_bundled_encoding(name))
         except Exception as exc:
             # Missing or altered: try tiktoken's own loader (its cache, then the network),
             # and report the bundled copy's problem with its failure.
             bundled_problem = f" The bundled copy is unavailable ({exc}): {INSTALL_HINT}."
     try:
-        return tiktoken.get_encoding(name)
+        return NamedEncoding(tiktoken.get_encoding(name))
     except Exception as exc:
         raise TokenizerUnavailableError(
             f"could not load the tiktoken encoding {name!r} ({type(exc).__name__}: {exc})."

@@ -13,7 +13,7 @@ from __future__ import annotations
 import operator
 import threading
 from collections.abc import Callable, Sequence
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from ..caches import register
 
@@ -96,6 +96,11 @@ class PrefixMemo(Generic[T, V]):
         self._entries: list[tuple[tuple[T, ...], tuple[V, ...]]] = []
         self._lock = threading.Lock()
         register(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled (a counter sent to a worker process), a new memo that remembers nothing:
+        # identities mean nothing in another process.
+        return PrefixMemo, (self._fn, self._slots)
 
     def __call__(self, items: Sequence[T]) -> tuple[V, ...]:
         items = tuple(items)
