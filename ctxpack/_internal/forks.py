@@ -27,7 +27,35 @@ class ForkAware(Protocol):
         unless it is only the child's) what belongs to the parent, and reset the locks."""
 
 
+class Quiesced:
+    """A lock that a fork waits for: held by the forking thread across the fork, so that no
+    other thread is inside the connection it guards at that moment, and the child's copy of
+    the connection is idle (it can be closed there). A fork waits at most ``timeout``
+    seconds (a thread held up by another process's write); then the copy is left busy."""
+
+    def __init__(self, timeout: float) -> None:
+        self.lock = threading.Lock()
+        self.timeout = timeout
+        self._held_for_fork = False
+        _quiesced.add(self)
+
+    def before_fork(self) -> None:
+        self._held_for_fork = self.lock.acquire(timeout=self.timeout)
+
+    def after_fork_in_parent(self) -> None:
+        if self._held_for_fork:
+            self._held_for_fork = False
+            self.lock.release()
+
+    def after_fork_in_child(self) -> bool:
+        """A new lock for the child; whether the connection was idle at the fork."""
+        idle, self._held_for_fork = self._held_for_fork, False
+        self.lock = threading.Lock()
+        return idle
+
+
 _owners: weakref.WeakSet[ForkAware] = weakref.WeakSet()
+_quiesced: weakref.WeakSet[Quiesced] = weakref.WeakSet()
 # What a child inherited and may not close (closing a pooled PostgreSQL connection sends the
 # server a goodbye on the parent's socket; an SQLite connection another thread was inside of
 # may hold SQLite's own mutex): kept for the child's life, so that it is never collected.
@@ -44,13 +72,14 @@ def keep(handle: object) -> None:
     _inherited.append(handle)
 
 
-def was_held(lock: threading.Lock | threading.RLock) -> bool:
-    """Whether ``lock``, as the child inherited it, was held by one of the parent's threads
-    at the fork (no thread of the child can release it: it is to be replaced)."""
-    if lock.acquire(blocking=False):
-        lock.release()
-        return False
-    return True
+def _before() -> None:
+    for lock in list(_quiesced):
+        lock.before_fork()
+
+
+def _in_parent() -> None:
+    for lock in list(_quiesced):
+        lock.after_fork_in_parent()
 
 
 def _in_child() -> None:
@@ -65,4 +94,4 @@ def _in_child() -> None:
 
 
 if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
-    os.register_at_fork(after_in_child=_in_child)
+    os.register_at_fork(before=_before, after_in_parent=_in_parent, after_in_child=_in_child)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -68,8 +67,9 @@ class SQLiteFile:
         self.timeout = check_timeout(timeout)
         self.read_only = flag(read_only, "read_only") or self._unwritable()
         # One connection per store object, under a lock: a ":memory:" database exists only in
-        # its connection, and SQLite serialises writers anyway.
-        self.lock = threading.Lock()
+        # its connection, and SQLite serialises writers anyway. A fork waits for it (see
+        # after_fork).
+        self._guard = forks.Quiesced(self.timeout)
         self._closed = False
         # In a forked child: the parent's connection is to be replaced at the next use, or
         # why it cannot be.
@@ -101,8 +101,7 @@ class SQLiteFile:
         connection made the child's connections (this one's, and any other's to the file)
         believe that they held the parent's locks, so that the parent, closing, deleted the
         write-ahead log under them, and their acknowledged writes were lost."""
-        busy = forks.was_held(self.lock)
-        self.lock = threading.Lock()
+        busy = not self._guard.after_fork_in_child()
         if self._closed:
             return
         if self.path == ":memory:":
@@ -115,7 +114,8 @@ class SQLiteFile:
                 )
             return
         if busy:
-            forks.keep(self.conn)  # a parent's thread was inside SQLite with it
+            # A parent's thread was still in a transaction with it after the busy timeout.
+            forks.keep(self.conn)
         else:
             with contextlib.suppress(sqlite3.Error):
                 self.conn.close()
@@ -248,7 +248,7 @@ class SQLiteFile:
                 url=self.url,
                 operation=operation,
             )
-        with self.lock, self.errors(operation):
+        with self._guard.lock, self.errors(operation):
             conn = self._connection(operation)
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -261,7 +261,7 @@ class SQLiteFile:
     @contextmanager
     def reading(self, operation: str) -> Iterator[sqlite3.Connection]:
         """One read transaction (its statements see one state), under the lock."""
-        with self.lock, self.errors(operation):
+        with self._guard.lock, self.errors(operation):
             conn = self._connection(operation)
             conn.execute("BEGIN")
             try:
@@ -277,11 +277,11 @@ class SQLiteFile:
         the last connection to the file closes."""
         if self.path == ":memory:":
             return
-        with self.lock, self.errors(operation):
+        with self._guard.lock, self.errors(operation):
             self._connection(operation).execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
 
     def close(self) -> None:
-        with self.lock:
+        with self._guard.lock:
             self._closed = True
             self.conn.close()
 

@@ -6,12 +6,14 @@ that returned is never lost."""
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from ctxpack import Session
+from ctxpack.errors import StoreConflictError
 from ctxpack.store import SQLiteStore, open_store
 
 from ..forks import fork, needs_fork, succeeded
@@ -86,3 +88,42 @@ def test_an_sqlite_append_in_a_child_survives_the_parent_closing_its_store(
     os.write(closed[1], b"1")
     assert succeeded(pid)
     assert SQLiteStore(path).load("s").entries == ("e0", "e1", "e2")
+
+
+def append_retrying(store: SQLiteStore, session_id: str, entry: str) -> None:
+    """Append ``entry`` at the stored version, again when another writer moved it first."""
+    for _ in range(1000):
+        try:
+            version = store.load(session_id).version
+            store.append(session_id, entry, version=version, state="{}")
+            return
+        except StoreConflictError:
+            continue
+    raise AssertionError("no append went through")
+
+
+def test_a_fork_while_another_thread_appends_to_an_sqlite_store(tmp_path: Path) -> None:
+    # A fork that caught the other thread inside a transaction left the child a copy of the
+    # connection in the middle of it: SQLite, in the child, believed the write lock taken,
+    # and every append there waited out the busy timeout and failed, "database is locked".
+    store = SQLiteStore(tmp_path / "sessions.db", timeout=30.0)
+    stop = threading.Event()
+
+    def keep_appending() -> None:
+        while not stop.wait(0.0005):  # a pause: the children's writes are not starved
+            append_retrying(store, "s", "from the thread")
+
+    thread = threading.Thread(target=keep_appending)
+    thread.start()
+    try:
+
+        def child(n: int) -> Callable[[], None]:
+            return lambda: append_retrying(store, "s", f"child {n}")
+
+        children = [fork(child(n)) for n in range(8)]
+        assert all([succeeded(pid) for pid in children])
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+    entries = SQLiteStore(tmp_path / "sessions.db").load("s").entries
+    assert sorted(e for e in entries if e.startswith("child")) == [f"child {n}" for n in range(8)]
