@@ -94,6 +94,20 @@ from ctxpack.tools_on_demand import on_demand_saving
 
 from .test_adversarial import Case, case
 
+
+async def _async_summarizer(messages: Any, instructions: str | None) -> str:
+    return "summary"
+
+
+class _AsyncSummarizer:
+    async def __call__(self, messages: Any, instructions: str | None) -> str:
+        return "summary"
+
+
+async def _async_counter(text: str) -> int:
+    return len(text)
+
+
 USER = {"role": "user", "content": "Where is the invoice?"}
 MESSAGES = [USER, {"role": "assistant", "content": "In the drawer."}]
 
@@ -284,6 +298,29 @@ MODEL_CASES = [
         ConfigError,
         "summarizer",
         "(messages, instructions) -> text",
+    ),
+    # A coroutine function was taken, and its first call deep inside a render returned a
+    # coroutine no one awaited: a ConfigError hours into a session, for a mistake made at once.
+    case(
+        "WindowPolicy(summarizer=async def)",
+        lambda: WindowPolicy(window=64_000, summarizer=_async_summarizer),
+        ConfigError,
+        "summarizer",
+        "coroutine function",
+    ),
+    case(
+        "Compactor(summarizer=async __call__)",
+        lambda: Compactor(summarizer=_AsyncSummarizer()),  # type: ignore[arg-type]
+        ConfigError,
+        "summarizer",
+        "coroutine function",
+    ),
+    case(
+        "get_counter(counter=async def)",
+        lambda: get_counter(counter=_async_counter),  # type: ignore[arg-type]
+        ConfigError,
+        "counter",
+        "coroutine function",
     ),
     case(
         "pack(pipeline=lambda: 1)",

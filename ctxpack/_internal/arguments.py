@@ -149,6 +149,14 @@ def callback(value: _T, argument: str, expected: str, arity: int) -> _T:
     with a bare ``TypeError`` at its first call, deep inside."""
     if not callable(value) or misfit(value, (None,) * arity):
         raise ConfigError(f"{argument} must be a callable {expected}, got {callable_name(value)}")
+    # An async one returns a coroutine nobody awaits: refused now, not at its first call, deep
+    # inside a render hours later. An object's own async __call__ counts too.
+    if inspect.iscoroutinefunction(value) or inspect.iscoroutinefunction(type(value).__call__):
+        raise ConfigError(
+            f"{argument} must be a plain callable {expected}, got a coroutine function "
+            f"({callable_name(value)}): ctxpack calls it and uses what it returns; run an async "
+            "call inside it (asyncio.run, or a thread's event loop)"
+        )
     return value
 
 
