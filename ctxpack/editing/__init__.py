@@ -57,6 +57,9 @@ from ._compact import (
 from ._compact import (
     SummarizerOption as SummarizerOption,
 )
+from ._compact import (
+    summarized as summarized,
+)
 from ._digest import (
     evidence_terms as evidence_terms,
 )

@@ -11,7 +11,7 @@ from typing import Annotated, ClassVar, NamedTuple
 
 from pydantic import AfterValidator, Field, PrivateAttr, field_validator
 
-from .._internal.arguments import callback
+from .._internal.arguments import callback, sendable
 from ..errors import ConfigError
 from ..messages import Message
 from ..pipeline import Decision, PackContext, check_context
@@ -39,6 +39,18 @@ def _takes_messages_and_instructions(value: Summarizer) -> Summarizer:
 
 # A summarizer option of a model (Compactor, WindowPolicy).
 SummarizerOption = Annotated[Summarizer, AfterValidator(_takes_messages_and_instructions)]
+
+
+def summarized(summarize: Summarizer, messages: Sequence[Message], instructions: str | None) -> str:
+    """What ``summarize`` returns for ``messages``, checked: a text that can be sent (a lone
+    surrogate would fail the summary message's own check, an error naming no summarizer)."""
+    text = summarize(list(messages), instructions)
+    if not isinstance(text, str):
+        raise ConfigError(
+            f"the summarizer returned {type(text).__name__}, not str; a summarizer is a "
+            "callable (messages, instructions) -> text"
+        )
+    return sendable(text, "the summarizer's text", ConfigError)
 
 
 class CompactionPoint(NamedTuple):
@@ -187,13 +199,7 @@ class Compactor(_StoreModel):
             if hit is not None:
                 self._cache.move_to_end(key)
                 return hit
-        summarize = self.summarizer or extractive_digest
-        text = summarize(list(messages), self.instructions)
-        if not isinstance(text, str):
-            raise ConfigError(
-                f"the summarizer returned {type(text).__name__}, not str; a summarizer is a "
-                "callable (messages, instructions) -> text"
-            )
+        text = summarized(self.summarizer or extractive_digest, messages, self.instructions)
         with self._lock:
             self._cache[key] = text
             while len(self._cache) > self._CACHE_SIZE:

@@ -6,8 +6,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from .._internal.server_results import result_ids
-from ..editing import summary_id_of, window_digest
-from ..errors import ArtifactNotFoundError, ConfigError
+from ..editing import summarized, summary_id_of, window_digest
+from ..errors import ArtifactNotFoundError
 from ..messages import Message
 from ..pipeline import Decision
 from ..stages import exchange_starts
@@ -185,13 +185,9 @@ def _summary_text(
         ]
         return fit_digest(window_digest(history, policy.instructions), budget, ctx.counter)
     previous = _summary_message(state, ctx) if state.summary is not None else None
-    text = policy.summarizer(([previous] if previous else []) + list(region), policy.instructions)
-    if not isinstance(text, str):
-        raise ConfigError(
-            f"the summarizer returned {type(text).__name__}, not str; a summarizer is a "
-            "callable (messages, instructions) -> text"
-        )
-    return text
+    return summarized(
+        policy.summarizer, ([previous] if previous else []) + list(region), policy.instructions
+    )
 
 
 def _released(
