@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import pytest
@@ -32,3 +33,30 @@ def test_a_compactor_refuses_the_same_summary_naming_the_summarizer() -> None:
     history = [SYSTEM, TASK, *(m for i in range(60) for m in step(i, lines=60))]
     with pytest.raises(ConfigError, match=r"summarizer.*lone surrogate U\+D800"):
         pack(history, budget=100_000, counter=COUNTER, pipeline=Pipeline([compactor]))
+
+
+def test_a_summary_over_its_share_is_cut_to_it_and_kept_whole_as_an_artifact() -> None:
+    # A model's summary of 9,000 tokens at a 16k window left every request above where a
+    # compaction is due at once: each request compacted again, calling the model every turn.
+    calls: list[int] = []
+
+    def verbose(messages: Sequence[Message], instructions: str | None) -> str:
+        calls.append(len(messages))
+        return "\n".join(f"- step {k}: the agent probed value_{k} and moved on" for k in range(700))
+
+    policy = WindowPolicy(window=16_000, summarizer=verbose)
+    session = Session(counter=COUNTER, filters=False, window=policy)
+    requests = run(session, 60)
+    compactions = [e for e in session.window_state.events if e.action == "compacted"]
+    assert 1 <= len(calls) == len(compactions) <= 6
+    summary = next(m for m in requests[-1].messages if m.id.startswith("summary-"))
+    usable = policy.room(tool_tokens=0) - COUNTER.count_messages([SYSTEM, TASK])
+    assert COUNTER.count(summary.text) <= policy.summary_share * usable + 100
+    assert "- step 0: the agent probed value_0" in summary.text  # its head is kept
+    [artifact] = re.findall(r"cut to its head.*original: artifact (\S+?)[;\]]", summary.text)
+    assert session.store.get(artifact).endswith(
+        "- step 699: the agent probed value_699 and moved on"
+    )
+    decisions = session.window_state.decisions
+    cut = [d for d in decisions if d.message_id == summary.id and d.action == "merged"]
+    assert cut and artifact in cut[-1].reason

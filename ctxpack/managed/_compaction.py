@@ -8,6 +8,7 @@ from dataclasses import replace
 from .._internal.server_results import result_ids
 from ..editing import summarized, summary_id_of, window_digest
 from ..errors import ArtifactNotFoundError
+from ..filters import original_note
 from ..messages import Message
 from ..pipeline import Decision
 from ..stages import exchange_starts
@@ -118,7 +119,7 @@ def _compact(
     plan = replace(plan, floor=plan.floor - sum(released.values()))
     gone = {*state.compacted, *(record[i].id for i in region)}
     budget = plan.summary_budget(tail + reinjected - plan.pinned)
-    text = _summary_text(state, policy, ctx, [record[i] for i in region], end, gone, budget)
+    text, cut = _summary_text(state, policy, ctx, [record[i] for i in region], end, gone, budget)
     state.compacted = [*state.compacted, *(record[i].id for i in region)]
     index = _index(ctx, [i for i in range(end) if record[i].id in gone], state.index_artifact)
     if state.index_artifact is None:
@@ -155,7 +156,7 @@ def _compact(
             stage="window",
             action="merged",
             message_id=state.summary_id,
-            reason=f"summary of {len(state.compacted)} messages (request {state.requests})",
+            reason=f"summary of {len(state.compacted)} messages (request {state.requests}){cut}",
             tokens_before=sum(tokens_before.values()),
             tokens_after=counter.count_message(_summary_message(state, ctx)),
         )
@@ -171,10 +172,10 @@ def _summary_text(
     end: int,
     gone: set[str],
     budget: int,
-) -> str:
+) -> tuple[str, str]:
     """The summary of ``region``, the messages now summarised (``gone``: all of them so far),
     the record before ``end`` being compacted: the digest within ``budget``, or the user's
-    summarizer's."""
+    summarizer's (:func:`_within` it), and what its decision adds when it was cut."""
     if policy.summarizer is None:
         # The digest of the whole summarised history, so that a second compaction does not
         # summarise a summary (window_digest reads on from the history read the time before).
@@ -183,11 +184,42 @@ def _summary_text(
             for m in ctx.record[:end]
             if (m.id in gone or not ctx.verbatim(m)) and _pinned_kind(m) is None
         ]
-        return fit_digest(window_digest(history, policy.instructions), budget, ctx.counter)
+        return fit_digest(window_digest(history, policy.instructions), budget, ctx.counter), ""
     previous = _summary_message(state, ctx) if state.summary is not None else None
-    return summarized(
+    text = summarized(
         policy.summarizer, ([previous] if previous else []) + list(region), policy.instructions
     )
+    return _within(text, budget, ctx)
+
+
+def _within(text: str, budget: int, ctx: _Context) -> tuple[str, str]:
+    """A summarizer's ``text`` within the summary's ``budget``: its head, and a note naming the
+    whole text, stored (as ``max_tokens`` would cut a model's reply, but kept). A summarizer is
+    not told the budget: a longer summary would leave the request where a compaction is due at
+    once, and every request would compact again, calling the summarizer each time."""
+    counter = ctx.counter
+    tokens = counter.count(text)
+    if tokens <= budget:
+        return text, ""
+    artifact = ctx.store.put(text, kind="summary")
+    what = f"the summarizer's {tokens}-token text cut to its head to fit the summary's {budget}"
+    note = original_note(f"{what} tokens", artifact, retrievable=ctx.retrievable)
+    head = _head_within(text, budget - counter.count(note) - 1, counter)
+    return f"{head}\n{note}".lstrip("\n"), f"; {what} tokens, whole in artifact {artifact}"
+
+
+def _head_within(text: str, budget: int, counter: TokenCounter) -> str:
+    """The longest head of ``text`` within ``budget`` tokens, ending before a line or word."""
+    lo, hi = 0, len(text)
+    while lo < hi:  # a head's count grows with its length
+        mid = (lo + hi + 1) // 2
+        if counter.count(text[:mid]) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    head = text[:lo]
+    end = max(head.rfind("\n"), head.rfind(" "))
+    return head[:end] if end > 0 else head
 
 
 def _released(

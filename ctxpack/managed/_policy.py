@@ -80,7 +80,8 @@ class WindowPolicy(CheckedModel):
             fewer when they pass a quarter of where it lands (the summary gets the rest), but
             never the last call's results.
         summary_share: The share of the managed room a summary may take (the digest is cut to
-            it).
+            it; a summarizer's longer text to its head, the whole text stored as an artifact
+            that a note ending the summary names).
         instructions_share: The share of the room the user messages after the first (the
             task) may take verbatim. Past it, the next request compacts the oldest of them into
             the summary, down to half this share, their originals kept as artifacts: a chat
