@@ -19,6 +19,7 @@ from ._state import WindowState
 from .view import (
     _as_sent,
     _Context,
+    _head,
     _message_artifact,
     _pinned_kind,
     _reinjected_tokens,
@@ -204,22 +205,8 @@ def _within(text: str, budget: int, ctx: _Context) -> tuple[str, str]:
     artifact = ctx.store.put(text, kind="summary")
     what = f"the summarizer's {tokens}-token text cut to its head to fit the summary's {budget}"
     note = original_note(f"{what} tokens", artifact, retrievable=ctx.retrievable)
-    head = _head_within(text, budget - counter.count(note) - 1, counter)
+    head = _head(text, budget - counter.count(note) - 1, counter)
     return f"{head}\n{note}".lstrip("\n"), f"; {what} tokens, whole in artifact {artifact}"
-
-
-def _head_within(text: str, budget: int, counter: TokenCounter) -> str:
-    """The longest head of ``text`` within ``budget`` tokens, ending before a line or word."""
-    lo, hi = 0, len(text)
-    while lo < hi:  # a head's count grows with its length
-        mid = (lo + hi + 1) // 2
-        if counter.count(text[:mid]) <= budget:
-            lo = mid
-        else:
-            hi = mid - 1
-    head = text[:lo]
-    end = max(head.rfind("\n"), head.rfind(" "))
-    return head[:end] if end > 0 else head
 
 
 def _released(

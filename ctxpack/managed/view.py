@@ -327,16 +327,31 @@ def _reinjected_tokens(ctx: _Context, policy: WindowPolicy, end: int) -> int:
 
 
 def _head(text: str, budget: int, counter: TokenCounter) -> str:
-    """``text`` cut to its first lines within ``budget`` tokens."""
+    """``text`` cut to its first lines within ``budget`` tokens, the line that passes it cut to
+    its first words: a text of one long line would otherwise be cut to nothing."""
     if counter.count(text) <= budget:
         return text
-    lines = text.splitlines(keepends=True)
     kept: list[str] = []
     used = 0
-    for line in lines:
+    for line in text.splitlines(keepends=True):
         size = counter.count(line)
         if used + size > budget:
+            kept.append(_first_words(line, budget - used, counter))
             break
         kept.append(line)
         used += size
     return "".join(kept)
+
+
+def _first_words(line: str, budget: int, counter: TokenCounter) -> str:
+    """The longest head of ``line`` within ``budget`` tokens that ends before a space (a word
+    longer than the budget: cut inside it)."""
+    lo, hi = 0, len(line)
+    while lo < hi:  # a head's count grows with its length
+        mid = (lo + hi + 1) // 2
+        if counter.count(line[:mid]) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    space = line.rfind(" ", 0, lo + 1)
+    return line[:space] if space > 0 else line[:lo]
