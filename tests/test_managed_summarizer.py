@@ -60,3 +60,30 @@ def test_a_summary_over_its_share_is_cut_to_it_and_kept_whole_as_an_artifact() -
     decisions = session.window_state.decisions
     cut = [d for d in decisions if d.message_id == summary.id and d.action == "merged"]
     assert cut and artifact in cut[-1].reason
+
+
+def test_a_render_that_fails_leaves_an_in_memory_session_as_it_was() -> None:
+    # A stored session restored its state; one in memory kept what the render had done before
+    # the summarizer failed (the rents it added, an edit made), then did it again on the retry.
+    failures = [RuntimeError("the summarizing model is down")]
+
+    def flaky(messages: Sequence[Message], instructions: str | None) -> str:
+        if failures:
+            raise failures.pop()
+        return "the agent probed files"
+
+    policy = WindowPolicy(window=8_000, summarizer=flaky, clear_at=0.05, keep=1)
+    session = Session(counter=COUNTER, filters=False, window=policy)
+    session.extend([SYSTEM, TASK])
+    for i in range(60):
+        session.extend(step(i))
+        before = session.window_state.to_json()
+        try:
+            session.render()
+        except RuntimeError:
+            assert session.window_state.to_json() == before
+            break
+    else:
+        pytest.fail("the summarizer was never called")
+    session.render()
+    assert session.window_state.summary == "the agent probed files"

@@ -120,12 +120,13 @@ class Rendering(SessionState):
         with self._lock:
             if self._backing is None or self.window is None:
                 self._refresh()
-                if self._backing is None or not self._renders_state(tools):
+                if not self._renders_state(tools):
                     return self._render_with(
                         opening, budget, query, provider, reserve, tools, whole
                     )
             # A render that changes the state (a managed one: what was cleared, compacted) is
-            # stored like an append, on top of the newest stored state, so that every replica
+            # made like an append, all or nothing (a summarizer that raises leaves no rent nor
+            # edit behind), and stored on top of the newest stored state, so that every replica
             # goes on from the last request sent, whoever sent it.
             results: list[PackResult] = []
             self._change(
