@@ -294,12 +294,21 @@ def read_field(value: Any, name: str) -> Any:
 
 def response_usage(response: Any, provider: Provider) -> tuple[Any, Any]:
     """The input and output tokens a response reports (as found: ``None`` when absent):
-    ``usage.prompt_tokens``/``completion_tokens`` from OpenAI's Chat Completions,
-    ``usage.input_tokens``/``output_tokens`` from Anthropic's Messages."""
+    ``usage.prompt_tokens``/``completion_tokens`` from OpenAI's Chat Completions (its prompt
+    includes the cached tokens), ``usage.input_tokens``/``output_tokens`` from Anthropic's
+    Messages, with the cache's ``cache_creation_input_tokens`` and ``cache_read_input_tokens``
+    added to the input: Anthropic's ``input_tokens`` are only the prompt's uncached part."""
     used = read_field(response, "usage")
     if provider == "openai":
         return read_field(used, "prompt_tokens"), read_field(used, "completion_tokens")
-    return read_field(used, "input_tokens"), read_field(used, "output_tokens")
+    prompt = read_field(used, "input_tokens")
+    for field in ("cache_creation_input_tokens", "cache_read_input_tokens"):
+        cached = read_field(used, field)
+        # Absent or null without caching; anything else not an int is left for the caller to
+        # refuse, as a malformed input_tokens is.
+        if cached is not None and isinstance(prompt, int):
+            prompt = prompt + cached if isinstance(cached, int) else cached
+    return prompt, read_field(used, "output_tokens")
 
 
 def response_answer(response: Any, provider: Provider, tool: str) -> str | dict[str, Any]:

@@ -156,6 +156,24 @@ def test_an_anthropic_client_answers_through_a_forced_tool(ws: Workspace) -> Non
     assert any(d.message_id.startswith("file:tests/auth.test.ts") for d in result.decisions)
 
 
+def test_anthropic_cached_prompt_tokens_count_as_input(ws: Workspace) -> None:
+    # With prompt caching (a top-level cache_control in request_options), Anthropic reports
+    # only the tokens after the breakpoint as input_tokens: the prompt is all three fields.
+    anthropic = pytest.importorskip("anthropic")
+    body = anthropic_response(answer(include_messages=[1]))
+    body["usage"] = {
+        "input_tokens": 12,
+        "cache_creation_input_tokens": 3000,
+        "cache_read_input_tokens": None,
+        "output_tokens": 80,
+    }
+    reply = anthropic.types.Message.model_validate(body)
+    options = {"cache_control": {"type": "ephemeral"}}
+    sel = ModelSelector(FakeAnthropic(reply), model="small", request_options=options)(ws, GOAL)
+    assert sel.usage is not None and sel.usage.exact
+    assert (sel.usage.input_tokens, sel.usage.output_tokens) == (3012, 80)
+
+
 def test_an_anthropic_retry_answers_the_tool_call_with_the_error(ws: Workspace) -> None:
     client = FakeAnthropic(
         anthropic_response(answer(include_messages=[99])),
