@@ -202,6 +202,13 @@ class Calibration(FieldErrorModel):
 def billed_input_tokens(usage: Mapping[str, Any] | Any) -> int:
     """What Anthropic billed as the prompt: input + cache write + cache read tokens.
 
+    ``usage`` is a response's ``usage`` (a dict or the SDK's object); the cache fields may be
+    absent or null, ``input_tokens`` may not.
+
+    Raises:
+        ConfigError: ``input_tokens`` is missing (a whole response, an empty dict), or a field
+            is not an int >= 0.
+
     Example:
         >>> billed_input_tokens({"input_tokens": 12, "cache_creation_input_tokens": 3000,
         ...                      "cache_read_input_tokens": 40000, "output_tokens": 80})
@@ -210,10 +217,13 @@ def billed_input_tokens(usage: Mapping[str, Any] | Any) -> int:
     total = 0
     for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
         value = usage.get(key) if isinstance(usage, Mapping) else getattr(usage, key, None)
-        if value is None:
+        # Every usage Anthropic returns has input_tokens: without it this is not a usage (a
+        # response passed whole, a dict left empty), and 0 billed tokens would be made up.
+        if value is None and key != "input_tokens":
             continue
-        if not isinstance(value, int) or value < 0:
-            raise ConfigError(f"usage.{key} must be a non-negative int, got {shown(value)}")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            hint = " (pass the response's usage, not the response)" if value is None else ""
+            raise ConfigError(f"usage.{key} must be an int >= 0, got {shown(value)}{hint}")
         total += value
     return total
 
@@ -264,7 +274,10 @@ def calibrate(
         messages = from_anthropic(request["messages"], system=request.get("system"))
         tools = request.get("tools") or []
         counted = resolved.count_messages(messages) + tool_definition_tokens(tools, resolved)
-        billed = billed_input_tokens(usage)
+        try:
+            billed = billed_input_tokens(usage)
+        except ConfigError as exc:
+            raise ConfigError(f"usages[{index}]: {exc}") from exc
         ratios.append(billed / counted if counted else math.inf)
     ordered = sorted(ratios)
     cut = ordered[min(len(ordered) - 1, math.ceil(coverage * len(ordered)) - 1)]

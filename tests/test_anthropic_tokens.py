@@ -170,6 +170,31 @@ def test_calibration_checks_its_input() -> None:
         calibrate([{"messages": []}], [{"input_tokens": 3}], coverage=0)
 
 
+def test_a_usage_without_input_tokens_is_refused_not_billed_as_zero() -> None:
+    # A whole response, an empty dict or None is not a usage: read as 0 billed tokens, it made
+    # a calibration of ratio 0 and factor 0 (every request "over-counted").
+    anthropic = pytest.importorskip("anthropic")
+    response = anthropic.types.Message.model_validate(
+        {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5",
+            "content": [],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 40, "output_tokens": 5},
+        }
+    )
+    assert billed_input_tokens(response.usage) == 40
+    for bad in (response, {}, None, {"input_tokens": True}, {"input_tokens": None}):
+        with pytest.raises(ctxpack.ConfigError, match="input_tokens"):
+            billed_input_tokens(bad)
+    request = {"messages": [{"role": "user", "content": "hi"}]}
+    with pytest.raises(ctxpack.ConfigError, match=r"usages\[1\].*input_tokens"):
+        calibrate([request, request], [response.usage, response])
+
+
 def test_the_default_approximation_carries_the_measured_margin() -> None:
     counter = anthropic_approx_counter()
     assert counter.exact is False
