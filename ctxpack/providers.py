@@ -311,6 +311,25 @@ def response_usage(response: Any, provider: Provider) -> tuple[Any, Any]:
     return prompt, read_field(used, "output_tokens")
 
 
+def response_cache_usage(response: Any, provider: Provider) -> tuple[int, int]:
+    """The prompt tokens a response reports read from and written to the prompt cache (both
+    part of :func:`response_usage`'s input): OpenAI's ``usage.prompt_tokens_details.cached_tokens``
+    (it bills no write), Anthropic's ``cache_read_input_tokens`` and
+    ``cache_creation_input_tokens``. 0 for a field absent, null or not an int >= 0."""
+    used = read_field(response, "usage")
+    if provider == "openai":
+        read = read_field(read_field(used, "prompt_tokens_details"), "cached_tokens")
+        written = None
+    else:
+        read = read_field(used, "cache_read_input_tokens")
+        written = read_field(used, "cache_creation_input_tokens")
+    return _reported_count(read), _reported_count(written)
+
+
+def _reported_count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
 def response_answer(response: Any, provider: Provider, tool: str) -> str | dict[str, Any]:
     """What the model answered: from OpenAI's Chat Completions, the first choice's content (a
     refusal as ``{"refusal": ...}`` in JSON); from Anthropic's Messages, the input of its call

@@ -92,8 +92,12 @@ class SelectorUsage(FieldErrorModel):
     Attributes:
         model: The selector's model, when it used one.
         calls: Requests made (a retry counts).
-        input_tokens: Prompt tokens over all calls.
-        output_tokens: Answer tokens over all calls.
+        input_tokens: Prompt tokens over all calls, the cached ones included.
+        output_tokens: Answer tokens over all calls (reasoning tokens included, as billed).
+        cache_read_tokens: Of the prompt tokens, those the provider reported read from its
+            prompt cache (OpenAI caches a repeated prefix of 1,024 tokens or more on its own).
+        cache_write_tokens: Of the prompt tokens, those written to the cache (Anthropic's, with
+            a ``cache_control`` in the selector's ``request_options``).
         exact: Whether the counts come from the provider's reported usage (else counted locally).
 
     Example:
@@ -110,11 +114,31 @@ class SelectorUsage(FieldErrorModel):
     calls: int = Field(default=0, ge=0)
     input_tokens: int = Field(default=0, ge=0)
     output_tokens: int = Field(default=0, ge=0)
+    cache_read_tokens: int = Field(default=0, ge=0)
+    cache_write_tokens: int = Field(default=0, ge=0)
     exact: bool = True
 
     def cost(self, price: Price) -> float:
-        """Dollars at ``price`` (uncached input: a selector prompt changes every step)."""
-        return (self.input_tokens * price.input + self.output_tokens * price.output) / 1e6
+        """Dollars at ``price``: cache reads at ``cache_read``, cache writes at
+        ``cache_write_5m`` (a selector's cache lives 5 minutes unless its ``request_options``
+        ask for an hour), the rest of the input at ``input``."""
+        uncached = self.input_tokens - self.cache_read_tokens - self.cache_write_tokens
+        return (
+            uncached * price.input
+            + self.cache_read_tokens * price.cache_read
+            + self.cache_write_tokens * price.cache_write_5m
+            + self.output_tokens * price.output
+        ) / 1e6
+
+    @model_validator(mode="after")
+    def _cached_within_input(self) -> SelectorUsage:
+        if self.cache_read_tokens + self.cache_write_tokens > self.input_tokens:
+            raise ValueError(
+                f"cache_read_tokens ({self.cache_read_tokens}) + cache_write_tokens "
+                f"({self.cache_write_tokens}) exceed input_tokens ({self.input_tokens}): the "
+                "cached tokens are part of the input"
+            )
+        return self
 
     def __add__(self, other: SelectorUsage) -> SelectorUsage:
         return SelectorUsage(
@@ -122,6 +146,8 @@ class SelectorUsage(FieldErrorModel):
             calls=self.calls + other.calls,
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
             exact=self.exact and other.exact,
         )
 

@@ -15,6 +15,7 @@ from ..providers import (
     provider_from_client,
     read_field,
     response_answer,
+    response_cache_usage,
     response_usage,
     tool_definition,
 )
@@ -288,7 +289,18 @@ class ModelSelector:
         answer = response_answer(response, self.provider, TOOL_NAME)
         n_in, n_out = response_usage(response, self.provider)
         if isinstance(n_in, int) and isinstance(n_out, int):
-            spent = SelectorUsage(model=self.model, calls=1, input_tokens=n_in, output_tokens=n_out)
+            read, written = response_cache_usage(response, self.provider)
+            # Within the prompt, whatever a provider (or a proxy) reports.
+            read = min(read, n_in)
+            written = min(written, n_in - read)
+            spent = SelectorUsage(
+                model=self.model,
+                calls=1,
+                input_tokens=n_in,
+                output_tokens=n_out,
+                cache_read_tokens=read,
+                cache_write_tokens=written,
+            )
         else:
             # No usage reported: count what was sent and received, framing included.
             sent = counter.count(SYSTEM_PROMPT) + sum(

@@ -8,7 +8,7 @@ import jsonschema
 import pytest
 
 from ctxpack.cost import Price
-from ctxpack.errors import SelectionError
+from ctxpack.errors import ConfigError, SelectionError
 from ctxpack.selection import Selection, SelectorUsage
 
 from .helpers import answer
@@ -102,6 +102,8 @@ def test_usage_is_billed_at_the_small_models_price() -> None:
     )
     usage = SelectorUsage(calls=1, input_tokens=100_000, output_tokens=10_000)
     assert usage.cost(small) == pytest.approx(0.025 + 0.015)
+    with pytest.raises(ConfigError, match="cache_read_tokens"):
+        SelectorUsage(input_tokens=10, cache_read_tokens=8, cache_write_tokens=3)
     total = usage + SelectorUsage(calls=1, input_tokens=1, output_tokens=2, exact=False)
     assert (total.calls, total.input_tokens, total.output_tokens, total.exact) == (
         2,

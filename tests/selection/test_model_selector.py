@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from ctxpack import ConfigError
+from ctxpack.cost import price
 from ctxpack.selection import (
     SYSTEM_PROMPT,
     TOOL_NAME,
@@ -172,6 +173,48 @@ def test_anthropic_cached_prompt_tokens_count_as_input(ws: Workspace) -> None:
     sel = ModelSelector(FakeAnthropic(reply), model="small", request_options=options)(ws, GOAL)
     assert sel.usage is not None and sel.usage.exact
     assert (sel.usage.input_tokens, sel.usage.output_tokens) == (3012, 80)
+
+
+def test_openai_cached_prompt_tokens_are_billed_at_the_cache_read_price(ws: Workspace) -> None:
+    # OpenAI caches a repeated prefix of 1,024 tokens or more on its own (the system prompt, the
+    # schema, an unchanged goal and listing): cached_tokens are part of prompt_tokens.
+    openai = pytest.importorskip("openai")
+    body = openai_response(json.dumps(answer(include_messages=[7])), usage=(1500, 40))
+    body["usage"]["prompt_tokens_details"] = {"cached_tokens": 1280, "audio_tokens": 0}
+    body["usage"]["completion_tokens_details"] = {"reasoning_tokens": 32}
+    reply = openai.types.chat.ChatCompletion.model_validate(body)
+    sel = ModelSelector(FakeOpenAI(reply), model="gpt-5-mini")(ws, GOAL)
+    usage = sel.usage
+    assert usage is not None and (usage.input_tokens, usage.output_tokens) == (1500, 40)
+    assert (usage.cache_read_tokens, usage.cache_write_tokens) == (1280, 0)
+    mini = price("gpt-5-mini")  # reads at a tenth of the input price
+    expected = (220 * mini.input + 1280 * mini.cache_read + 40 * mini.output) / 1e6
+    assert usage.cost(mini) == pytest.approx(expected)
+
+
+def test_anthropic_cache_writes_and_reads_are_billed_at_their_prices(ws: Workspace) -> None:
+    anthropic = pytest.importorskip("anthropic")
+    body = anthropic_response(answer(include_messages=[1]))
+    body["usage"] = {
+        "input_tokens": 12,
+        "cache_creation_input_tokens": 3000,
+        "cache_read_input_tokens": 500,
+        "output_tokens": 80,
+    }
+    reply = anthropic.types.Message.model_validate(body)
+    options = {"cache_control": {"type": "ephemeral"}}
+    sel = ModelSelector(FakeAnthropic(reply), model="claude-haiku-4-5", request_options=options)(
+        ws, GOAL
+    )
+    usage = sel.usage
+    assert usage is not None and usage.input_tokens == 3512
+    assert (usage.cache_read_tokens, usage.cache_write_tokens) == (500, 3000)
+    haiku = price("claude-haiku-4-5")
+    expected = (
+        12 * haiku.input + 3000 * haiku.cache_write_5m + 500 * haiku.cache_read + 80 * haiku.output
+    ) / 1e6
+    assert usage.cost(haiku) == pytest.approx(expected)
+    assert (usage + usage).cache_write_tokens == 6000
 
 
 def test_an_anthropic_retry_answers_the_tool_call_with_the_error(ws: Workspace) -> None:
