@@ -251,6 +251,30 @@ def test_a_request_naming_no_model_is_counted_as_the_model_of_its_shipped_price(
     assert simulate([named], price=price("claude-sonnet-4-5")).input_tokens == gpt
 
 
+def test_the_tools_of_a_request_naming_no_model_are_counted_as_its_shipped_price_s_model() -> None:
+    # Counted as Claude, but the tools were framed as OpenAI's: the tool-use system prompt
+    # Anthropic adds to every request with tools (hundreds of tokens) was left out of the bill.
+    from ctxpack import count_tokens
+
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "read",
+                "description": "Read a file.",
+                "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+            },
+        }
+    ]
+    messages = [{"role": "user", "content": "word " * 2000}]
+    with pytest.warns(Warning):
+        unnamed = simulate(
+            [Request(messages=messages, tools=tools)], price=price("claude-sonnet-4-5")
+        )
+        expected = count_tokens(messages, model="claude-sonnet-4-5", tools=tools)
+    assert unnamed.input_tokens == expected
+
+
 # --- price tables ---------------------------------------------------------------------------
 
 

@@ -201,14 +201,19 @@ def simulate(
         request = _as_request(item, index)
         entry, unit = _price_for(price, request.model, index)
         now = 0.0 if timestamps is None else _seconds(timestamps[index])
-        minimum = min_cacheable_tokens
-        minimum = unit.min_cacheable_tokens if minimum is None else minimum
-        resolved = fixed or _model_counter(request.model or _shipped_model(unit), counters)
+        minimum = _minimum(unit, min_cacheable_tokens)
+        counted_as = request.model or _shipped_model(unit)  # also frames its tools
+        resolved = fixed or _model_counter(counted_as, counters)
         served = cache_.serve(
-            request.messages, request.tools or [], request.model, resolved, now, minimum, entry
+            request.messages, request.tools or [], counted_as, resolved, now, minimum, entry
         )
         rows.append(_request_cost(index, request, unit, ttl, *served))
     return _bill(rows, ttl)
+
+
+def _minimum(unit: Price, given: int | None) -> int:
+    """The shortest prompt cached: ``given`` for every request, else the request's price's."""
+    return unit.min_cacheable_tokens if given is None else given
 
 
 def _model_counter(model: str | None, counters: dict[str | None, TokenCounter]) -> TokenCounter:
