@@ -275,6 +275,19 @@ def test_the_tools_of_a_request_naming_no_model_are_counted_as_its_shipped_price
     assert unnamed.input_tokens == expected
 
 
+def test_messages_differing_only_in_a_provider_field_do_not_share_a_cache_entry() -> None:
+    # A refusal or a legacy function_call rides in the message's extras and is sent: two
+    # prompts differing there were read whole from the cache, more tokens than were written.
+    base = [{"role": "system", "content": "word " * 1200}, {"role": "user", "content": "go"}]
+    turns = [
+        [*base, {"role": "assistant", "content": None, "refusal": refusal}]
+        for refusal in ("I can't help with that.", "No.")
+    ]
+    first, second = simulate(turns, price=price("gpt-4o")).requests
+    assert first.cache_write_tokens == first.input_tokens
+    assert second.cache_read_tokens == 0 and second.cache_write_tokens == second.input_tokens
+
+
 # --- price tables ---------------------------------------------------------------------------
 
 

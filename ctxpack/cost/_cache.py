@@ -29,8 +29,16 @@ class _MessageKeys:
         if hit is not None and hit[0] is message:
             return hit[1]
         calls = [c.model_dump(mode="json") for c in message.tool_calls or ()]
+        # Everything the provider receives: the extras too (a refusal, a legacy function_call).
         canon = json.dumps(
-            [message.role, message.content, message.name, message.tool_call_id, calls],
+            [
+                message.role,
+                message.content,
+                message.name,
+                message.tool_call_id,
+                calls,
+                message.extras,
+            ],
             ensure_ascii=False,
             sort_keys=True,
             default=str,
