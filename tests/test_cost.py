@@ -288,6 +288,32 @@ def test_messages_differing_only_in_a_provider_field_do_not_share_a_cache_entry(
     assert second.cache_read_tokens == 0 and second.cache_write_tokens == second.input_tokens
 
 
+def test_a_breakpoint_moved_to_the_last_message_still_reads_the_earlier_prefix() -> None:
+    # Anthropic's multi-turn recipe: each request marks its last block with cache_control, so
+    # the block marked in one request is unmarked in the next. The marker is not content: the
+    # next request reads the prefix the first one wrote (no hit at all was predicted).
+    mark = {"type": "ephemeral"}
+    history = "word " * 2000
+    first = [
+        {"role": "user", "content": [{"type": "text", "text": history, "cache_control": mark}]}
+    ]
+    second = [
+        {"role": "user", "content": [{"type": "text", "text": history}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "ok"}]},
+        {"role": "user", "content": [{"type": "text", "text": "more", "cache_control": mark}]},
+    ]
+    unmarked = [
+        [{"role": "user", "content": [{"type": "text", "text": history}]}],
+        [{**m, "content": [{"type": "text", "text": m["content"][0]["text"]}]} for m in second],
+    ]
+    with pytest.warns(Warning):
+        marked = simulate([first, second], price=price("claude-sonnet-4-5"))
+        plain = simulate(unmarked, price=price("claude-sonnet-4-5"))
+    rows = [(r.cache_write_tokens, r.cache_read_tokens) for r in marked.requests]
+    assert rows == [(r.cache_write_tokens, r.cache_read_tokens) for r in plain.requests]
+    assert rows[1][1] > 0
+
+
 # --- price tables ---------------------------------------------------------------------------
 
 

@@ -33,11 +33,11 @@ class _MessageKeys:
         canon = json.dumps(
             [
                 message.role,
-                message.content,
+                _unmarked(message.content),
                 message.name,
                 message.tool_call_id,
                 calls,
-                message.extras,
+                _unmarked(message.extras),
             ],
             ensure_ascii=False,
             sort_keys=True,
@@ -52,6 +52,17 @@ class _MessageKeys:
 
 
 _KEYS = _MessageKeys()
+
+
+def _unmarked(value: Any) -> Any:
+    """``value`` without its ``cache_control`` markers: a breakpoint says where to cache, it is
+    not content (Anthropic's multi-turn recipe moves it to the last block every request, and the
+    block it leaves is read from the cache)."""
+    if isinstance(value, dict):
+        return {k: _unmarked(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_unmarked(v) for v in value]
+    return value
 
 
 class _ChainMemo:
@@ -104,7 +115,7 @@ def _prefix_chain(
     # Checked where they entered (simulate's Request).
     tool_tokens = checked_tool_tokens(tools, counter) if tools else 0
     tools_digest = hashlib.blake2b(
-        json.dumps(tools, sort_keys=True, default=str).encode("utf-8"), digest_size=16
+        json.dumps(_unmarked(tools), sort_keys=True, default=str).encode("utf-8"), digest_size=16
     ).digest()
     chain, blocks = _CHAINS(tools_digest, len(tools), messages)
     sizes = list(accumulate(message_sizes(counter, messages), initial=tool_tokens))
