@@ -251,6 +251,21 @@ def test_a_request_naming_no_model_is_counted_as_the_model_of_its_shipped_price(
     assert simulate([named], price=price("claude-sonnet-4-5")).input_tokens == gpt
 
 
+def test_a_price_shared_by_claude_models_of_two_tokenizers_counts_as_the_newer() -> None:
+    # Opus 4.6 and 4.7 have one shipped price, but 4.7's tokenizer makes about a third more
+    # tokens: price("claude-opus-4-7") counted as Opus 4.6, a quarter short. The larger count
+    # is taken (a bill errs high); a Request's model says which.
+    from ctxpack import count_tokens
+
+    messages = [{"role": "user", "content": "word and more words, with text. " * 500}]
+    with pytest.warns(Warning):
+        unnamed = simulate([messages], price=price("claude-opus-4-7")).input_tokens
+        assert unnamed == count_tokens(messages, model="claude-opus-4-7")
+        named = Request(messages=messages, model="claude-opus-4-6")
+        as_4_6 = simulate([named], price=price("claude-opus-4-6")).input_tokens
+        assert as_4_6 == count_tokens(messages, model="claude-opus-4-6") < unnamed
+
+
 def test_the_tools_of_a_request_naming_no_model_are_counted_as_its_shipped_price_s_model() -> None:
     # Counted as Claude, but the tools were framed as OpenAI's: the tool-use system prompt
     # Anthropic adds to every request with tools (hundreds of tokens) was left out of the bill.

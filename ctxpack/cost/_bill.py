@@ -15,7 +15,7 @@ from .._internal.encodings import model_encoding
 from .._internal.options import CheckedModel, FieldErrorModel, invalid_option
 from ..errors import ConfigError
 from ..messages import Message
-from ..providers import provider_from_model
+from ..providers import newer_claude_tokenizer, provider_from_model
 from ..tokens import CounterLike, TokenCounter, get_counter
 from ._cache import PromptCache
 from ._prices import _DATE_SUFFIX, MILLION, Price, _shipped, resolve_model_name
@@ -240,13 +240,16 @@ def _shipped_model(unit: Price) -> str | None:
     """The model a request naming none is counted as, when its price is a row of the shipped
     table (``price("claude-sonnet-4-5")``; its date and source too, so not a price of the
     caller's own that happens to match): one of the names the row prices, when they all count
-    alike (all Claude, or one encoding)."""
+    alike (all Claude, or one encoding). Claude models of two tokenizers sharing a price (Opus
+    4.6 and 4.7) count as the newer one, which makes more tokens: a bill errs high."""
     names = _shipped_names().get(unit, [])
     kinds = {
         "anthropic" if provider_from_model(name) == "anthropic" else model_encoding(name)
         for name in names
     }
-    return names[0] if len(kinds) == 1 and None not in kinds else None
+    if len(kinds) != 1 or None in kinds:
+        return None
+    return next((name for name in names if newer_claude_tokenizer(name)), names[0])
 
 
 def _bill(rows: list[RequestCost], ttl: str) -> Bill:
