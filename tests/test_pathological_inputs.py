@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from ctxpack import ConfigError, count_tokens
 from ctxpack._internal import encodings
 from ctxpack.redaction import redact
+from ctxpack.signals.evidence import labelled_evidence_terms
 from ctxpack.tokens import TiktokenCounter
 
 from .helpers import ROOT, load_script, run_guarded
@@ -147,3 +148,40 @@ def test_a_tool_output_holding_a_lone_surrogate_is_refused_naming_the_text() -> 
         ConfigError, match=r"text: holds a lone surrogate U\+D800 at character 1909"
     ):
         ToolOutputFilter()(text, command="pytest")
+
+
+def test_a_long_run_without_a_path_is_read_for_evidence_in_linear_time() -> None:
+    # The path pattern was tried from each character of a run of name characters and read to
+    # its end each time: quadratic, an extractive digest of 10 kB of one letter took over 30 s
+    # and 100 kB of dashes 46 s. These (400 kB of tool output in all) took many minutes.
+    code = (
+        "from ctxpack import FunctionCall, Message, ToolCall\n"
+        "from ctxpack.editing import extractive_digest, evidence_terms\n"
+        'args = \'{"command": "pytest tests/test_auth.py"}\'\n'
+        "call = ToolCall(id='c1', function=FunctionCall(name='bash', arguments=args))\n"
+        "out = 'a' * 100_000 + '! ' + 'a-' * 50_000 + '! ' + '/' * 100_000 + ' ' + '-' * 100_000\n"
+        "out = '<returncode>1</returncode>\\n' + out\n"
+        "digest = extractive_digest([Message(role='user', content='Fix it.'),\n"
+        "    Message(role='assistant', content='Reading auth/token.py.', tool_calls=[call]),\n"
+        "    Message(role='tool', tool_call_id='c1', content=out)])\n"
+        "print(digest.endswith('## Identifiers, paths and numbers named\\nauth/token.py'))\n"
+        "print(evidence_terms('postgres://dbhost' + 'u:' * 50_000 + '/' * 100_000 + ' x/y.py'))\n"
+    )
+    assert run_guarded(code).split() == ["True", "['dbhostu',", "'x/y.py']"]
+
+
+_PATH_PIECES = ["a", "B", "_", "-", ".", "/", "py", "txt", "c", " ", ":", "é", "1", "//", "x.py"]
+_QUADRATIC_PATH = re.compile(
+    r"(?:[\w.-]*/)+[\w.-]+|\b[\w-]+\.(?:py|pyx|c|h|cfg|toml|ini|txt|rst|md|json|yml|yaml|js|ts"
+    r"|html)\b"
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_PATH_PIECES), max_size=14).map("".join))
+def test_the_linear_path_pattern_finds_the_paths_the_quadratic_one_did(text: str) -> None:
+    paths = [(match.start(), match.group().strip("./")) for match in _QUADRATIC_PATH.finditer(text)]
+    expected = [path for path in dict.fromkeys(path for _, path in paths) if len(path) >= 4]
+    expected = [path for path in expected if not path.replace("/", "").isdigit()]
+    found = [term for kind, term in labelled_evidence_terms(text) if kind == "path"]
+    assert found == expected

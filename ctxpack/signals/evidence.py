@@ -18,9 +18,15 @@ __all__ = [
     "evidence_terms",
 ]
 
-# File paths: something with a slash, or a name with a file extension.
+# File paths: something with a slash, or a name with a file extension. Each is tried once per
+# run, not from each of its characters (quadratic on a long run that is neither): a path never
+# starts after a path character, as no match ends before one and the path would have been found
+# from it; a name whose extension fails fails from every later start in its [\w-] run, which
+# the last alternative ("run", no term) skips.
 _PATH = re.compile(
-    r"(?:[\w.-]*/)+[\w.-]+|\b[\w-]+\.(?:py|pyx|c|h|cfg|toml|ini|txt|rst|md|json|yml|yaml|js|ts|html)\b"
+    r"(?<![\w./-])(?:[\w.-]*/)+[\w.-]+"
+    r"|\b[\w-]+\.(?:py|pyx|c|h|cfg|toml|ini|txt|rst|md|json|yml|yaml|js|ts|html)\b"
+    r"|(?P<run>\b[\w-]+)"
 )
 # Identifiers: snake_case with an underscore inside, or camelCase/PascalCase with an inner capital.
 _IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
@@ -56,6 +62,8 @@ def labelled_evidence_terms(text: str) -> list[tuple[EvidenceKind, str]]:
 def _labelled(text: str) -> tuple[tuple[EvidenceKind, str], ...]:
     found: dict[tuple[EvidenceKind, str], int] = {}
     for match in _PATH.finditer(text):
+        if match.group("run") is not None:
+            continue
         path = match.group().strip("./")
         if len(path) >= 4 and not path.replace("/", "").isdigit():
             found.setdefault(("path", path), match.start())
