@@ -65,8 +65,8 @@ INJECTION_PATTERNS: dict[str, str] = {
     "hidden-unicode-tags": r"[\U000E0000-\U000E007F]+",
     # Zero-width characters that carry no meaning in normal text; the joiner (in emoji
     # sequences) and a leading byte-order mark are left alone.
-    "zero-width-text": r"[\u200B\u200C\u2060-\u2064\u180E]+|(?<!^)\uFEFF",
-    "bidi-override": r"[\u202A-\u202E\u2066-\u2069]",
+    "zero-width-text": r"[\u200B\u200C\u2060-\u2064\u180E]+|(?<!^)\uFEFF+",
+    "bidi-override": r"[\u202A-\u202E\u2066-\u2069]+",
 }
 """The markers :func:`find_injections` looks for, by name (Python regular expressions)."""
 

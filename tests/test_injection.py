@@ -150,3 +150,17 @@ def test_bad_options_are_config_errors() -> None:
         Session(flag_injections="block")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="flag_injections"):
         pack([{"role": "user", "content": "hi"}], budget=100, flag_injections=1)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("text", "pattern"),
+    [
+        ("a\u202e\u202e\u2066b", "bidi-override"),
+        ("a\ufeff\ufeff\ufeffb", "zero-width-text"),
+    ],
+)
+def test_a_run_of_hidden_characters_is_one_marker(text: str, pattern: str) -> None:
+    # Each character was a marker of its own, as the other hidden-text patterns' runs are not:
+    # a megabyte of U+202E made a million, and packing it took 26 s, most of it weighing them
+    # for the cache.
+    assert [(f.pattern, f.start, f.end) for f in find_injections(text)] == [(pattern, 1, 4)]
