@@ -593,20 +593,98 @@ def test_a_window_too_small_for_the_question_is_said_in_the_wrappers_words(provi
     assert "m-" not in said and len(info.value.pinned_ids) == 2
 
 
-def test_anthropic_default_counter_is_announced_once() -> None:
-    with pytest.warns(ctxpack.tokens.ApproximateTokenCountWarning, match="counter="):
+def counted_with(model: str) -> ctxpack.tokens.TokenCounter:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ctxpack.tokens.ApproximateTokenCountWarning)
+        return ctxpack.get_counter(model=model)
+
+
+def test_anthropic_default_counter_follows_each_request_model_announced_once_each() -> None:
+    # Opus 4.7 and the 5 models have a tokenizer making about 1.35x the tokens: counted as
+    # Sonnet 4.5 is, their requests would pass the window.
+    with warnings.catch_warnings(record=True) as at_wrap:
+        warnings.simplefilter("always")
         client = ctxpack.wrap_anthropic(
             anthropic_client(Capture(anthropic_message([{"type": "text", "text": "ok"}]))),
-            window=1000,
+            window=8000,
         )
+    assert at_wrap == []
+    models = ["claude-sonnet-4-5", "claude-opus-4-7", "claude-sonnet-4-5", "claude-sonnet-5-5"]
+    announced = []
+    for model in models:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            client.messages.create(model=model, max_tokens=500, messages=anthropic_history())
+        assert client.last_result is not None
+        assert client.last_result.counter == counted_with(model).name
+        assert not client.last_result.exact
+        announced += [str(w.message) for w in caught]
+        assert all(w.filename == __file__ for w in caught)
+        assert all(
+            issubclass(w.category, ctxpack.tokens.ApproximateTokenCountWarning) for w in caught
+        )
+    names = [counted_with(model).name for model in models]
+    assert names[0] == ctxpack.tokens.anthropic_approx_counter().name
+    assert ctxpack.tokens.ANTHROPIC_NEWER_FACTOR and names[1] != names[0]
+    # One announcement per counter, naming it and the way to be exact, at its first request.
+    assert len(announced) == len(set(names)) == 3
+    assert all("counter=" in text for text in announced)
+    assert [name for name in dict.fromkeys(names) if any(name in t for t in announced)] == list(
+        dict.fromkeys(names)
+    )
+
+
+def test_anthropic_request_for_a_newer_model_fits_the_window_by_its_counter() -> None:
+    capture = Capture(anthropic_message([{"type": "text", "text": "ok"}]))
     with warnings.catch_warnings():
-        warnings.simplefilter("error", ctxpack.tokens.ApproximateTokenCountWarning)
+        warnings.simplefilter("ignore", ctxpack.tokens.ApproximateTokenCountWarning)
+        client = ctxpack.wrap_anthropic(anthropic_client(capture), window=3000)
         client.messages.create(
-            model="claude-sonnet-5-5", max_tokens=100, messages=anthropic_history()
+            model="claude-opus-4-7", max_tokens=500, messages=anthropic_history()
         )
-    assert client.last_result is not None
-    assert client.last_result.counter == ctxpack.tokens.anthropic_approx_counter().name
-    assert not client.last_result.exact
+    sent = capture.requests[-1]
+    counter = counted_with("claude-opus-4-7")
+    prompt = ctxpack.from_anthropic(sent["messages"], system=sent.get("system"))
+    assert counter.count_messages(prompt) <= 3000 - 500
+
+
+def test_anthropic_model_or_counter_given_wins_over_the_request_model() -> None:
+    capture = Capture(anthropic_message([{"type": "text", "text": "ok"}]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ctxpack.tokens.ApproximateTokenCountWarning)
+        by_model = ctxpack.wrap_anthropic(
+            anthropic_client(capture), window=8000, model="claude-sonnet-4-5"
+        )
+    by_counter = ctxpack.wrap_anthropic(
+        anthropic_client(capture), window=8000, counter="o200k_base"
+    )
+    for client, expected in (
+        (by_model, counted_with("claude-sonnet-4-5").name),
+        (by_counter, "o200k_base"),
+    ):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ctxpack.tokens.ApproximateTokenCountWarning)
+            client.messages.create(
+                model="claude-opus-4-7", max_tokens=100, messages=anthropic_history()
+            )
+        assert client.last_result is not None and client.last_result.counter == expected
+
+
+def test_openai_default_counter_follows_each_request_model_announced_once_each() -> None:
+    reply = chat_completion({"role": "assistant", "content": "ok"})
+    client = ctxpack.wrap_openai(openai_client(Capture(reply)), window=8000)
+    history = [{"role": "user", "content": "hello there"}]
+    announced = []
+    for model in ["gpt-4", "gpt-4o", "claude-opus-4-7", "gpt-4", "claude-opus-4-7"]:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            client.chat.completions.create(model=model, messages=history)
+        assert client.last_result is not None
+        assert client.last_result.counter == counted_with(model).name
+        announced += caught
+    # Claude behind an OpenAI-compatible endpoint: its approximation is announced once.
+    assert len(announced) == 1
+    assert counted_with("claude-opus-4-7").name in str(announced[0].message)
 
 
 def test_anthropic_sdk_blocks_in_the_history_are_sent_back_as_received() -> None:

@@ -22,7 +22,6 @@ a coroutine (the reply, to await or to run as a task) or an object to enter with
 from __future__ import annotations
 
 import inspect
-import warnings
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any
 
@@ -32,13 +31,7 @@ from ..managed import WindowPolicy
 from ..pipeline import Stage
 from ..providers import Provider
 from ..result import PackResult
-from ..tokens import (
-    ApproximateTokenCountWarning,
-    CounterLike,
-    TokenCounter,
-    anthropic_approx_counter,
-    get_counter,
-)
+from ..tokens import CounterLike, TokenCounter, get_counter
 from ._packer import _Packer
 from ._session_feed import SessionFeed, SessionLike, wrapper_policy
 
@@ -440,11 +433,13 @@ def wrap_anthropic(
     :func:`wrap_openai`). The messages may be dicts or the SDK's own objects
     (``{"role": "assistant", "content": response.content}``).
 
-    Anthropic does not publish its tokenizer: without ``counter``, counts are
-    :func:`ctxpack.tokens.anthropic_approx_counter`'s (``cl100k_base`` times 1.41, a margin that
-    errs on the side of fitting), and an :class:`~ctxpack.tokens.ApproximateTokenCountWarning` says
-    so once, here. Pass ``counter=`` (say, a function backed by the count-tokens endpoint) to be
-    exact.
+    Anthropic does not publish its tokenizer: without ``model`` or ``counter``, each request is
+    counted with the approximation its ``model`` calls for (``get_counter(model=...)``'s:
+    ``cl100k_base`` times 1.41, a margin that errs on the side of fitting, or 1.91 for the
+    models with Claude's newer tokenizer, Opus 4.7 on and the 5 models), and an
+    :class:`~ctxpack.tokens.ApproximateTokenCountWarning` names each approximation once, at the
+    first request counted with it. Pass ``counter=`` (say, a function backed by the
+    count-tokens endpoint) to be exact.
 
     Args:
         client: The SDK client, sync or async.
@@ -453,7 +448,8 @@ def wrap_anthropic(
             asks. Given alone it warns (:class:`FutureWarning`): it used to mean the window.
         reserve: Tokens to leave free beyond the request's ``max_tokens``.
         model: A model name for :func:`ctxpack.get_counter` (an OpenAI name picks its exact
-            encoding); ignored when ``counter`` is given.
+            encoding), counting every request; by default each request's ``model``. Ignored
+            when ``counter`` is given.
         counter: A token counter (see :func:`ctxpack.get_counter`).
         pipeline: The stages to run; :func:`ctxpack.default_pipeline` when ``None``.
         session: A :class:`ctxpack.Session` (or any :class:`SessionLike`), as for
@@ -476,18 +472,9 @@ def wrap_anthropic(
             of messages, or none is left once packed (an orphan tool result dropped, say).
     """
     policy = wrapper_policy("wrap_anthropic()", window, budget, reserve, session)
-    resolved: TokenCounter | None = None
-    if counter is not None or model is not None:
-        resolved = get_counter(model, counter)
-    elif policy is None:  # a managed session counts with its own counter
-        resolved = anthropic_approx_counter()
-        warnings.warn(
-            f"Claude's tokenizer is not public; wrap_anthropic counts with {resolved.name!r}, an "
-            "approximation with a safety margin. Pass counter=<your exact count function> to "
-            "be exact.",
-            ApproximateTokenCountWarning,
-            stacklevel=2,
-        )
+    # Neither: each request's model picks its approximation (a managed session counts with
+    # its own counter).
+    resolved = get_counter(model, counter) if counter is not None or model is not None else None
     return _wrap(
         client, "anthropic", window, budget, reserve, model, resolved, pipeline, session, policy
     )

@@ -1,0 +1,64 @@
+"""The approximate counter a Claude model's name calls for, and its announcement: once per
+counter, from the user's line, however deep the request that first counted with it."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import warnings
+from pathlib import Path
+
+from ..errors import ApproximateTokenCountWarning
+from ..providers import newer_claude_tokenizer, provider_from_model
+from ..tokens import ANTHROPIC_NEWER_FACTOR, TokenCounter, _with_images, anthropic_approx_counter
+from .images import image_rule
+
+__all__: list[str] = []
+
+
+def claude_approx_counter(model: str | None) -> TokenCounter:
+    """ctxpack's approximation for ``model``: the newer tokenizer's factor where it has it, and
+    its image rule; the default approximation for no name or one that is not Claude's (an
+    alias the Anthropic client was given). Shared by the process, so its counts stay cached."""
+    if model is None or provider_from_model(model) != "anthropic":
+        return anthropic_approx_counter()
+    factor = (ANTHROPIC_NEWER_FACTOR,) if newer_claude_tokenizer(model) else ()
+    return _with_images(anthropic_approx_counter(*factor), image_rule(model))
+
+
+def caller_level() -> int:
+    """The ``stacklevel`` of the first frame outside ctxpack, seen from the function that calls
+    this one: a warning then names the user's line, however deep the call that raised it."""
+    package = str(Path(__file__).resolve().parents[1])
+    frame = sys._getframe(1)
+    level = 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+class Announcements:
+    """The approximate counters one object (a wrapped client, a middleware) has announced: each
+    is announced the first time it counts, not on every request."""
+
+    def __init__(self, who: str) -> None:
+        self.who = who
+        self._names: set[str] = set()
+        self._lock = threading.Lock()
+
+    def __call__(self, counter: TokenCounter, model: str | None) -> TokenCounter:
+        if counter.exact:
+            return counter
+        with self._lock:
+            if counter.name in self._names:
+                return counter
+            self._names.add(counter.name)
+        named = "its requests" if model is None else f"requests for {model!r}"
+        warnings.warn(
+            f"Claude's tokenizer is not public; {self.who} counts {named} with "
+            f"{counter.name!r}, an approximation with a safety margin. Pass counter=<your exact "
+            "count function> to be exact.",
+            ApproximateTokenCountWarning,
+            stacklevel=caller_level(),
+        )
+        return counter
