@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import ConfigDict
 
+from ._internal.approximations import claude_approx_counter
 from ._internal.arguments import number, shown
 from ._internal.images import image_rule
 from ._internal.options import FieldErrorModel
@@ -30,10 +31,8 @@ from .sdk import SDKObject
 from .tokens import (
     TOKENS_PER_TOOL_CALL,
     CounterLike,
-    TokenCounter,
     _FramedCounter,
     _read_messages,
-    anthropic_approx_counter,
     get_counter,
     tool_definition_tokens,
 )
@@ -182,7 +181,8 @@ class Calibration(FieldErrorModel):
     quantiles summarise them; ``under_counted`` is the share of requests counted below their
     bill, ``worst_under_count`` the largest relative shortfall (0 when none), and
     ``factor_for_coverage`` the factor the counts need so that ``coverage`` of the requests
-    are not under-counted.
+    are not under-counted. ``counter`` names the counter, or the counters (comma-separated)
+    when the requests' models called for different approximations.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -241,12 +241,14 @@ def calibrate(
         requests: The Messages API payloads you sent (``messages``, and ``system`` and
             ``tools`` when they had them).
         usages: The ``usage`` Anthropic returned for each (dicts or the SDK's objects).
-        counter: The counter to check; ctxpack's Claude approximation by default.
+        counter: The counter to check; by default ctxpack's Claude approximation for each
+            request's ``model`` (see :func:`ctxpack.get_counter`).
         coverage: The share of requests the suggested factor must not under-count.
 
     Raises:
-        ConfigError: the lists differ in length or are empty, a request has no messages, a
-            usage is malformed, or ``coverage`` is not in (0, 1].
+        ConfigError: the lists differ in length or are empty, a request has no messages (or a
+            ``model`` that is not a string), a usage is malformed, or ``coverage`` is not in
+            (0, 1].
 
     Example:
         >>> request = {"messages": [{"role": "user", "content": "Hello, Claude"}]}
@@ -264,13 +266,18 @@ def calibrate(
         )
     if not 0 < number(coverage, "coverage") <= 1:
         raise ConfigError(f"coverage must be in (0, 1], got {coverage}")
-    resolved: TokenCounter = (
-        get_counter(counter=counter) if counter is not None else anthropic_approx_counter()
-    )
-    ratios = []
+    given = get_counter(counter=counter) if counter is not None else None
+    ratios, names = [], {}
     for index, (request, usage) in enumerate(zip(requests, usages, strict=True)):
         if not isinstance(request, Mapping) or not isinstance(request.get("messages"), list):
             raise ConfigError(f"requests[{index}] must be a payload with a 'messages' list")
+        model = request.get("model")
+        if model is not None and not isinstance(model, str):
+            raise ConfigError(f"requests[{index}]['model'] must be a string, got {shown(model)}")
+        # Each request as ctxpack counts it for its model: the newer tokenizer's factor for
+        # Opus 4.7 on and the 5 models.
+        resolved = given or claude_approx_counter(model)
+        names[resolved.name] = None
         messages = from_anthropic(request["messages"], system=request.get("system"))
         tools = request.get("tools") or []
         counted = resolved.count_messages(messages) + tool_definition_tokens(tools, resolved)
@@ -282,7 +289,7 @@ def calibrate(
     ordered = sorted(ratios)
     cut = ordered[min(len(ordered) - 1, math.ceil(coverage * len(ordered)) - 1)]
     return Calibration(
-        counter=resolved.name,
+        counter=", ".join(names),
         requests=len(ratios),
         ratios=ratios,
         p10=_quantile(ordered, 0.1),

@@ -195,6 +195,25 @@ def test_a_usage_without_input_tokens_is_refused_not_billed_as_zero() -> None:
         calibrate([request, request], [response.usage, response])
 
 
+def test_calibrate_counts_each_request_with_its_models_approximation() -> None:
+    history = [{"role": "user", "content": "Pack warm clothes for Oslo in winter."}]
+    newer = {"model": "claude-opus-4-7", "messages": history}
+    older = {"model": "claude-sonnet-4-5", "messages": history}
+    usage = {"input_tokens": 40}
+    by_newer = anthropic_approx_counter(ctxpack.tokens.ANTHROPIC_NEWER_FACTOR)
+    counted = by_newer.count_messages(ctxpack.from_anthropic(history))
+    alone = calibrate([newer], [usage])
+    # What a request to Opus 4.7 is packed with: x1.91, not the older models' x1.41.
+    assert alone.counter.startswith(by_newer.name)
+    assert alone.ratios == [40 / counted]
+    mixed = calibrate([older, newer, {"messages": history}], [usage] * 3)
+    assert mixed.counter.split(", ")[0] == anthropic_approx_counter().name
+    assert mixed.counter.count("anthropic-approx") == 2
+    assert mixed.ratios[1] == 40 / counted and mixed.ratios[0] == mixed.ratios[2] > 40 / counted
+    with pytest.raises(ctxpack.ConfigError, match=r"requests\[0\]\['model'\] must be a string"):
+        calibrate([{"model": 4, "messages": history}], [usage])
+
+
 def test_the_default_approximation_carries_the_measured_margin() -> None:
     counter = anthropic_approx_counter()
     assert counter.exact is False
