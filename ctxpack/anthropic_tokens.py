@@ -267,7 +267,8 @@ def calibrate(
     if not 0 < number(coverage, "coverage") <= 1:
         raise ConfigError(f"coverage must be in (0, 1], got {coverage}")
     given = get_counter(counter=counter) if counter is not None else None
-    ratios, names = [], {}
+    ratios: list[float] = []
+    names: dict[str, None] = {}  # in the order first used
     for index, (request, usage) in enumerate(zip(requests, usages, strict=True)):
         if not isinstance(request, Mapping) or not isinstance(request.get("messages"), list):
             raise ConfigError(f"requests[{index}] must be a payload with a 'messages' list")

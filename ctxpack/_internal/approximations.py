@@ -9,8 +9,14 @@ import warnings
 from pathlib import Path
 
 from ..errors import ApproximateTokenCountWarning
-from ..providers import newer_claude_tokenizer, provider_from_model
-from ..tokens import ANTHROPIC_NEWER_FACTOR, TokenCounter, _with_images, anthropic_approx_counter
+from ..providers import Provider, newer_claude_tokenizer, provider_from_model
+from ..tokens import (
+    ANTHROPIC_NEWER_FACTOR,
+    TokenCounter,
+    _with_images,
+    anthropic_approx_counter,
+    get_counter,
+)
 from .images import image_rule
 
 __all__: list[str] = []
@@ -62,3 +68,13 @@ class Announcements:
             stacklevel=caller_level(),
         )
         return counter
+
+
+def request_counter(
+    model: str | None, provider: Provider | None, announce: Announcements
+) -> TokenCounter:
+    """The counter for a request to ``model`` when none was given (through ``provider``'s
+    API): Claude's approximation for it, announced once, else its exact encoding."""
+    if provider == "anthropic" or provider_from_model(model) == "anthropic":
+        return announce(claude_approx_counter(model), model)
+    return get_counter(model)

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._internal.approximations import Announcements, claude_approx_counter
+from .._internal.approximations import Announcements, request_counter
 from .._internal.arguments import message_items, shown, string, tool_list
 from .._internal.budgets import pack_limits
 from .._internal.named import named
@@ -18,7 +18,7 @@ from ..errors import BudgetExceededError, ConfigError, InvalidMessageError
 from ..messages import owned_messages
 from ..packing import pack
 from ..pipeline import Stage
-from ..providers import Provider, flat_tools, provider_from_model
+from ..providers import Provider, flat_tools
 from ..result import PackResult
 from ..sdk import coerce_messages
 from ..tokens import TokenCounter, get_counter
@@ -61,11 +61,7 @@ class _Packer:
         # The request's model picks the tokenizer: any other type would count with the default
         # encoding, unnoticed. An omitted one is left for the SDK to report.
         model = string(request_model, "model") if _given(request_model) else None
-        if self.provider == "anthropic" or provider_from_model(model) == "anthropic":
-            # Claude's approximation differs by model (the newer tokenizer makes more tokens),
-            # announced once per counter rather than at every request.
-            return self.announce(claude_approx_counter(model), model)
-        return get_counter(model)
+        return request_counter(model, self.provider, self.announce)
 
     def reply_room(self, kwargs: Mapping[str, Any], *, responses: bool = False) -> int:
         keys = ("max_output_tokens",) if responses else ("max_completion_tokens", "max_tokens")

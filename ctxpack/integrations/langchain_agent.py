@@ -21,8 +21,10 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, cast, overload
 from uuid import UUID
 
+from .._internal.approximations import Announcements, request_counter
 from .._internal.arguments import json_problem, keyword_checked
 from .._internal.budgets import check_limits, pack_limits
+from .._internal.encodings import model_encoding
 from ..adapters.langchain import META, from_langchain, message_from_langchain
 from ..caches import ENTRY_OVERHEAD, LRUCache
 from ..errors import ConfigError, InvalidMessageError
@@ -31,7 +33,13 @@ from ..messages import Message
 from ..packing import pack
 from ..persistence import check_sync_store
 from ..pipeline import Stage
-from ..providers import Provider, check_provider, provider_from_chat_model, tool_name
+from ..providers import (
+    Provider,
+    check_provider,
+    provider_from_chat_model,
+    provider_from_model,
+    tool_name,
+)
 from ..result import PackResult
 from ..session import Session
 from ..store import SessionStore, open_store
@@ -128,8 +136,9 @@ class PackingMiddleware(_RequestMiddleware):
             asks. Given alone it warns (:class:`FutureWarning`): it used to mean the window.
         window: The model's context window: tokens the prompt and the reply may take together.
         reserve: Tokens to leave free beyond ``max_tokens``.
-        model: An OpenAI model name to count with (its exact tokenizer); see
-            :func:`ctxpack.get_counter`. Neither ``model`` nor ``counter``: ``cl100k_base``.
+        model: A model name to count every request with (see :func:`ctxpack.get_counter`).
+            Neither ``model`` nor ``counter``: each request's chat model's name picks it
+            (Claude's approximation announced once each), ``cl100k_base`` without a known name.
         counter: A token counter instead.
         pipeline: The stages to run; :func:`ctxpack.default_pipeline` when ``None``.
         provider: Whose rules the packed request follows (``"anthropic"``: a user turn first,
@@ -173,7 +182,10 @@ class PackingMiddleware(_RequestMiddleware):
         self.window = window
         self.budget = budget
         self.reserve = reserve
-        self.counter = get_counter(model, counter)
+        # Neither model nor counter: each request's chat model picks its counter.
+        given = model is not None or counter is not None
+        self.counter = get_counter(model, counter) if given else None
+        self._announce = Announcements("PackingMiddleware")
         if pipeline is not None and not callable(pipeline):
             raise ConfigError(f"pipeline must be a stage, got {type(pipeline).__name__}")
         self.pipeline = pipeline
@@ -192,8 +204,12 @@ class PackingMiddleware(_RequestMiddleware):
             )
         if not request.messages:
             return request
+        provider = self.provider or provider_from_chat_model(request.model)
+        counter = self.counter or request_counter(
+            _model_name(request.model), provider, self._announce
+        )
         schema_text = strategy_format(request.response_format)
-        schema = self.counter.count(schema_text) if schema_text else 0
+        schema = counter.count(schema_text) if schema_text else 0
         budget, reserve = pack_limits(
             self.window, self.budget, self.reserve, _reply_room(request), schema=schema
         )
@@ -205,10 +221,10 @@ class PackingMiddleware(_RequestMiddleware):
             messages,
             budget=budget,
             reserve=reserve,
-            counter=self.counter,
+            counter=counter,
             tools=_tool_definitions(request.tools),
             pipeline=self.pipeline,
-            provider=self.provider or provider_from_chat_model(request.model),
+            provider=provider,
         )
         thread = thread_id_or_none(request.runtime)
         self._remember(None if thread is None else str(thread), result)
@@ -569,3 +585,15 @@ def _tool_definitions(tools: Sequence[Any]) -> list[Mapping[str, Any]] | None:
         else:
             out.append(convert_to_openai_tool(tool))
     return out
+
+
+def _model_name(chat_model: Any) -> str | None:
+    """The chat model's name when it picks a counter: a Claude model's, or one whose encoding is
+    known (``ChatOpenAI.model_name``, ``ChatAnthropic.model``, Bedrock's ``model_id``); else
+    ``None``, for ``cl100k_base``."""
+    for field in ("model_name", "model", "model_id"):
+        name = getattr(chat_model, field, None)
+        if isinstance(name, str) and name:
+            known = provider_from_model(name) is not None or model_encoding(name) is not None
+            return name if known else None
+    return None

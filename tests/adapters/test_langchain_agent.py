@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import warnings
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
@@ -154,6 +155,49 @@ def test_an_anthropic_model_gets_anthropic_turns() -> None:
         .pack_request(ModelRequest(model=RecordingChatModel(script=[]), messages=history))
         .messages
         == history
+    )
+
+
+def test_default_counter_follows_each_request_s_chat_model() -> None:
+    class ChatAnthropicLike(RecordingChatModel):
+        model: str = "claude-opus-4-7"
+
+    class ChatOpenAILike(RecordingChatModel):
+        model_name: str = "gpt-4o"
+
+    def counted_with(model: str) -> str:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ctxpack.tokens.ApproximateTokenCountWarning)
+            return ctxpack.get_counter(model=model).name
+
+    packing = PackingMiddleware(window=1500)
+    models: list[BaseChatModel] = [
+        ChatAnthropicLike(script=[]),
+        ChatOpenAILike(script=[]),
+        ChatAnthropicLike(script=[], model="claude-sonnet-4-5"),
+        ChatAnthropicLike(script=[]),
+        RecordingChatModel(script=[]),  # no model's name: cl100k_base, as documented
+    ]
+    expected = [*map(counted_with, ["claude-opus-4-7", "gpt-4o", "claude-sonnet-4-5"])]
+    expected += [expected[0], "cl100k_base"]
+    announced = []
+    history: list[Any] = long_history()
+    for model, name in zip(models, expected, strict=True):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            packing.pack_request(ModelRequest(model=model, messages=history))
+        result = packing.last_result
+        assert result is not None and result.counter == name
+        announced += [str(w.message) for w in caught]
+    # Claude's two approximations, each named once; Opus 4.7's prompt fits by its own count.
+    assert len(announced) == 2 and expected[0] in announced[0] and expected[2] in announced[1]
+    sent = packing.pack_request(ModelRequest(model=models[0], messages=history)).messages
+    assert (
+        ctxpack.count_tokens(
+            ctxpack.adapters.from_langchain(sent),
+            counter=ctxpack.tokens.anthropic_approx_counter(1.91),
+        )
+        <= 1500
     )
 
 
