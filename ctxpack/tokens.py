@@ -544,11 +544,11 @@ def get_counter(model: str | None = None, counter: CounterLike | None = None) ->
         )
     if model is None:
         return _shared_tiktoken_counter(DEFAULT_ENCODING)
-    from ._internal.approximations import claude_approx_counter
-    from .providers import provider_from_model
+    from .providers import newer_claude_tokenizer, provider_from_model
 
     if provider_from_model(model) == "anthropic":
-        anthropic = claude_approx_counter(model)
+        factor = (ANTHROPIC_NEWER_FACTOR,) if newer_claude_tokenizer(model) else ()
+        anthropic = _with_images(anthropic_approx_counter(*factor), image_rule(model))
         warnings.warn(
             f"{model!r} has no public tokenizer; counting with {anthropic.name!r}, an "
             "approximation with a safety margin. Pass counter=<your exact count function> "

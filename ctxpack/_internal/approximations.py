@@ -25,7 +25,9 @@ __all__: list[str] = []
 def claude_approx_counter(model: str | None) -> TokenCounter:
     """ctxpack's approximation for ``model``: the newer tokenizer's factor where it has it, and
     its image rule; the default approximation for no name or one that is not Claude's (an
-    alias the Anthropic client was given). Shared by the process, so its counts stay cached."""
+    alias the Anthropic client was given). Shared by the process, so its counts stay cached.
+    The same choice as ``get_counter(model=...)``'s, without its warning on every call (tokens
+    cannot import this module: it imports tokens)."""
     if model is None or provider_from_model(model) != "anthropic":
         return anthropic_approx_counter()
     factor = (ANTHROPIC_NEWER_FACTOR,) if newer_claude_tokenizer(model) else ()
