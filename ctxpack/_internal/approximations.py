@@ -3,10 +3,8 @@ counter, from the user's line, however deep the request that first counted with 
 
 from __future__ import annotations
 
-import sys
 import threading
 import warnings
-from pathlib import Path
 
 from ..errors import ApproximateTokenCountWarning
 from ..providers import Provider, newer_claude_tokenizer, provider_from_model
@@ -17,6 +15,7 @@ from ..tokens import (
     anthropic_approx_counter,
     get_counter,
 )
+from .callers import caller_level
 from .images import image_rule
 
 __all__: list[str] = []
@@ -32,17 +31,6 @@ def claude_approx_counter(model: str | None) -> TokenCounter:
         return anthropic_approx_counter()
     factor = (ANTHROPIC_NEWER_FACTOR,) if newer_claude_tokenizer(model) else ()
     return _with_images(anthropic_approx_counter(*factor), image_rule(model))
-
-
-def caller_level() -> int:
-    """The ``stacklevel`` of the first frame outside ctxpack, seen from the function that calls
-    this one: a warning then names the user's line, however deep the call that raised it."""
-    package = str(Path(__file__).resolve().parents[1])
-    frame = sys._getframe(1)
-    level = 1
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(package):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 class Announcements:

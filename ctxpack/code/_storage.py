@@ -14,7 +14,6 @@ import hashlib
 import json
 import os
 import sqlite3
-import sys
 import time
 import warnings
 from pathlib import Path
@@ -23,6 +22,7 @@ from pydantic import ConfigDict
 
 from .._internal import forks
 from .._internal.arguments import file_path
+from .._internal.callers import caller_level
 from .._internal.options import FieldErrorModel
 from .._internal.paths import read_confined
 from ..errors import ConfigError, StoreError, WorkspacePathError
@@ -259,7 +259,7 @@ class FileStore:
             f"the code index file {self.db!r} cannot be used ({exc.__cause__ or exc}); the index "
             f"is kept in memory, so files are parsed again at each start: {hint}",
             UserWarning,
-            stacklevel=_caller_level(),
+            stacklevel=caller_level(),
         )
         self.close()
         self.db = ":memory:"
@@ -453,18 +453,6 @@ def _counted(stored: object) -> tuple[dict[str, int], int]:
     if not isinstance(counts, dict) or type(length) is not int:
         raise ValueError("not counted terms")
     return counts, length
-
-
-def _caller_level() -> int:
-    """The ``stacklevel`` of the first frame outside ctxpack, seen from the function that calls
-    this one: a warning then names the user's line, however deep the search that opened the
-    index was."""
-    package = str(Path(__file__).resolve().parents[1])
-    frame = sys._getframe(1)
-    level = 1
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(package):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 # What to do about an index file SQLite finds damaged (truncated, overwritten): it is only a
