@@ -1,0 +1,78 @@
+"""What ctxpack sends must be what the providers take: every conversion and every packed
+request is checked against the providers' documented request rules (tests/api_rules.py)."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Literal
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ctxpack
+from ctxpack.errors import ApproximateTokenCountWarning
+from tests.adapters.anthropic_payloads import anthropic_payloads
+from tests.api_rules import anthropic_problems, openai_problems, responses_problems
+from tests.strategies import Conversation, pack_cases
+
+_FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+# ------------------------------------------------------------------------------ random attack
+
+
+@_FUZZ
+@given(anthropic_payloads(), st.integers(min_value=30, max_value=3000))
+def test_anthropic_payloads_round_trip_and_pack_into_requests_the_apis_take(
+    payload: dict[str, Any], budget: int
+) -> None:
+    assert anthropic_problems(payload) == []
+    messages = ctxpack.from_anthropic(payload["messages"], system=payload["system"])
+    assert ctxpack.to_anthropic(messages) == payload
+    assert openai_problems(ctxpack.to_openai(messages)) == []
+    assert responses_problems(ctxpack.to_openai(messages, api="responses")) == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ApproximateTokenCountWarning)
+        try:
+            result = ctxpack.pack(messages, budget=budget, model="claude-sonnet-4-5")
+        except ctxpack.BudgetExceededError:
+            return
+    sent = result.to_anthropic()
+    if sent["messages"]:
+        assert anthropic_problems(sent) == []
+    assert openai_problems(result.to_openai()) == []
+
+
+def _leads_pinned(conv: Conversation) -> bool:
+    # A pinned assistant message is kept, even first (the first-party API takes it there).
+    first = next((m for m in conv.items if _field(m, "role") not in ("system", "developer")), None)
+    return first is not None and bool(_field(first, "pinned"))
+
+
+def _field(item: Any, key: str) -> Any:
+    return item.get(key) if isinstance(item, dict) else getattr(item, key)
+
+
+@_FUZZ
+@given(pack_cases(), st.sampled_from(["openai", "anthropic"]))
+def test_packed_conversations_are_requests_the_apis_take(
+    case: tuple[Conversation, int, int], provider: Literal["openai", "anthropic"]
+) -> None:
+    conv, budget, reserve = case
+    try:
+        result = ctxpack.pack(
+            conv.items, budget=budget, reserve=reserve, provider=provider, **conv.pack_kwargs()
+        )
+    except ctxpack.BudgetExceededError:
+        return
+    if provider == "anthropic":
+        sent = result.to_anthropic()
+        problems = anthropic_problems(sent) if sent["messages"] else []
+        if _leads_pinned(conv):
+            problems = [p for p in problems if "first message" not in p]
+        assert problems == []
+        return
+    chat = result.to_openai()
+    assert openai_problems(chat) == []
+    assert responses_problems(result.to_openai(api="responses")) == []
+    assert ctxpack.to_openai(ctxpack.from_openai(chat)) == chat
