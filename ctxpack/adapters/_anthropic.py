@@ -20,7 +20,9 @@ results back into their user message.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any, TypedDict
 
@@ -216,6 +218,21 @@ def _last_compaction(entries: list[Mapping[str, Any]]) -> tuple[int, int] | None
 # ------------------------------------------------------------------------- ctxpack -> Anthropic
 
 
+# What the API refuses in a tool id.
+_NOT_ID = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+def tool_id(call_id: str) -> str:
+    """``call_id`` as Anthropic takes a tool id (``^[a-zA-Z0-9_-]+$``): another provider's id
+    (``functions.lookup:0``) gets its other characters replaced and a digest of the whole, so
+    that two ids never become one; the same id always maps to the same one, which keeps each
+    ``tool_use`` and its ``tool_result`` paired."""
+    if call_id and not _NOT_ID.search(call_id):
+        return call_id
+    digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return f"{_NOT_ID.sub('_', call_id)}_{digest}"
+
+
 def _image_block(part: Mapping[str, Any]) -> dict[str, Any]:
     inner = part.get("image_url")
     url = str(inner.get("url", "")) if isinstance(inner, Mapping) else str(inner or "")
@@ -297,7 +314,7 @@ def _assistant_blocks(msg: Message, meta: Mapping[str, Any]) -> list[dict[str, A
     uses = [
         {
             "type": "tool_use",
-            "id": call.id,
+            "id": tool_id(call.id),
             "name": call.function.name,
             "input": _tool_input(call.function.arguments),
             **_mapping(extras.get(call.id)),
@@ -316,7 +333,7 @@ def _assistant_blocks(msg: Message, meta: Mapping[str, Any]) -> list[dict[str, A
 
 
 def _tool_result_block(msg: Message, meta: Mapping[str, Any]) -> dict[str, Any]:
-    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": msg.tool_call_id}
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_id(msg.tool_call_id or "")}
     if not (meta.get("no_content") and msg.content == ""):
         block["content"] = msg.content if isinstance(msg.content, str) else _to_blocks(msg.content)
     block.update(_mapping(meta.get("block")))
@@ -366,7 +383,9 @@ def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> AnthropicPa
     ``image`` block, a ``file`` sent as data to a ``document`` block, a ``refusal`` to text;
     ``name`` and the legacy ``function_call`` have no Anthropic equivalent and are left out,
     and so is text of only whitespace and a message left with no content, which the API
-    refuses). A turn's tool results go before its other blocks, as the API requires. It does
+    refuses). A turn's tool results go before its other blocks, as the API requires. A tool id
+    with characters the API refuses (another provider's ``functions.lookup:0``) is sent in its
+    pattern, ``^[a-zA-Z0-9_-]+$``, the same in the call and its result. It does
     not repair tool pairing or turn order: :func:`ctxpack.pack` makes the conversation valid for
     Anthropic first, and records how.
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 from typing import Any, Literal
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -16,6 +17,41 @@ from tests.api_rules import anthropic_problems, openai_problems, responses_probl
 from tests.strategies import Conversation, pack_cases
 
 _FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def _call(call_id: str) -> list[dict[str, Any]]:
+    function = {"name": "lookup", "arguments": '{"q": "x"}'}
+    return [
+        {"role": "user", "content": "Look it up."},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": call_id, "type": "function", "function": function}],
+        },
+        {"role": "tool", "tool_call_id": call_id, "content": "found"},
+    ]
+
+
+@pytest.mark.parametrize("call_id", ["functions.lookup:0", "call|7", "call 7", "tool/é"])
+def test_tool_ids_the_anthropic_api_refuses_are_sent_in_its_pattern(call_id: str) -> None:
+    payload = ctxpack.to_anthropic(_call(call_id))
+    assert anthropic_problems(payload) == []
+    use = payload["messages"][1]["content"][0]
+    assert payload["messages"][2]["content"][0]["tool_use_id"] == use["id"]
+
+
+def test_tool_ids_made_valid_stay_distinct() -> None:
+    messages: list[dict[str, Any]] = [*_call("a.b"), *_call("a:b")[1:]]
+    messages.insert(3, {"role": "user", "content": "Again."})
+    payload = ctxpack.to_anthropic(messages)
+    assert anthropic_problems(payload) == []
+    ids = [m["content"][0].get("id") for m in payload["messages"] if m["role"] == "assistant"]
+    assert len(set(ids)) == 2
+
+
+def test_valid_tool_ids_are_sent_as_they_are() -> None:
+    payload = ctxpack.to_anthropic(_call("call_Ab-9"))
+    assert payload["messages"][1]["content"][0]["id"] == "call_Ab-9"
 
 
 # ------------------------------------------------------------------------------ random attack
