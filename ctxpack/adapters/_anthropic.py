@@ -218,8 +218,9 @@ def _last_compaction(entries: list[Mapping[str, Any]]) -> tuple[int, int] | None
 # ------------------------------------------------------------------------- ctxpack -> Anthropic
 
 
-# What the API refuses in a tool id.
+# What the API refuses in a tool id, and the spelling of a media type it does not know.
 _NOT_ID = re.compile(r"[^a-zA-Z0-9_-]")
+_MEDIA_ALIASES = {"image/jpg": "image/jpeg"}
 
 
 def tool_id(call_id: str) -> str:
@@ -233,15 +234,20 @@ def tool_id(call_id: str) -> str:
     return f"{_NOT_ID.sub('_', call_id)}_{digest}"
 
 
+def _media_type(head: str, default: str) -> str:
+    """The media type of a data URL's head (``image/png;name=a.png``), without its parameters,
+    as the API spells it."""
+    media = head.split(";", 1)[0].strip().lower() or default
+    return _MEDIA_ALIASES.get(media, media)
+
+
 def _image_block(part: Mapping[str, Any]) -> dict[str, Any]:
     inner = part.get("image_url")
     url = str(inner.get("url", "")) if isinstance(inner, Mapping) else str(inner or "")
     if url.startswith("data:") and ";base64," in url:
         head, data = url[5:].split(";base64,", 1)
-        return {
-            "type": "image",
-            "source": {"type": "base64", "media_type": head or "image/png", "data": data},
-        }
+        media = _media_type(head, "image/png")
+        return {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}
     return {"type": "image", "source": {"type": "url", "url": url}}
 
 
@@ -252,7 +258,8 @@ def _document_block(part: Mapping[str, Any]) -> dict[str, Any]:
     if not (isinstance(data, str) and data.startswith("data:") and ";base64," in data):
         return dict(part)  # an OpenAI file id means nothing to Anthropic: its API says so
     head, payload = data[5:].split(";base64,", 1)
-    source = {"type": "base64", "media_type": head or "application/pdf", "data": payload}
+    head = _media_type(head, "application/pdf")
+    source = {"type": "base64", "media_type": head, "data": payload}
     if is_text_media(head):
         # Anthropic reads a base64 document as a PDF only; a text file goes as its text.
         try:
@@ -380,7 +387,9 @@ def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> AnthropicPa
     System and developer messages become ``system`` (one string, or text blocks when there are
     several). Consecutive messages of the same Anthropic role are merged into one turn, so tool
     results join the user turn they belong to. OpenAI parts are translated (``image_url`` to an
-    ``image`` block, a ``file`` sent as data to a ``document`` block, a ``refusal`` to text;
+    ``image`` block, a data URL's media type as the API spells it: ``image/jpg`` as
+    ``image/jpeg``, without parameters; a ``file`` sent as data to a ``document`` block, a
+    ``refusal`` to text;
     ``name`` and the legacy ``function_call`` have no Anthropic equivalent and are left out,
     and so is text of only whitespace and a message left with no content, which the API
     refuses). A turn's tool results go before its other blocks, as the API requires. A tool id

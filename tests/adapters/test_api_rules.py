@@ -54,6 +54,21 @@ def test_valid_tool_ids_are_sent_as_they_are() -> None:
     assert payload["messages"][1]["content"][0]["id"] == "call_Ab-9"
 
 
+@pytest.mark.parametrize(
+    ("url", "media_type"),
+    [
+        ("data:image/jpg;base64,AAAA", "image/jpeg"),
+        ("data:image/png;name=a.png;base64,AAAA", "image/png"),
+        ("data:IMAGE/PNG;base64,AAAA", "image/png"),
+    ],
+)
+def test_data_url_images_get_a_media_type_anthropic_takes(url: str, media_type: str) -> None:
+    part = {"type": "image_url", "image_url": {"url": url}}
+    payload = ctxpack.to_anthropic([{"role": "user", "content": [part]}])
+    assert anthropic_problems(payload) == []
+    assert payload["messages"][0]["content"][0]["source"]["media_type"] == media_type
+
+
 # ------------------------------------------------------------------------------ random attack
 
 
