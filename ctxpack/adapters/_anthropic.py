@@ -372,21 +372,23 @@ def _sendable(
 def _system_value(messages: list[Message]) -> str | list[dict[str, Any]] | None:
     if not messages:
         return None
-    if len(messages) == 1:
-        only = messages[0].content
-        return only if isinstance(only, str) or only is None else [dict(b) for b in only]
+    if len(messages) == 1 and not isinstance(messages[0].content, list):
+        return messages[0].content
+    # The system prompt takes text blocks only, none of them blank (a Responses API system
+    # message's input_text parts become text).
     blocks: list[dict[str, Any]] = []
     for msg in messages:
         blocks.extend(b for b in _to_blocks(msg.content) if b.get("type") == "text")
-    return blocks
+    return _sendable(None, blocks)[1]
 
 
 def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> AnthropicPayload:
     """:class:`Message` objects (or OpenAI-style dicts) -> an Anthropic Messages payload.
 
     System and developer messages become ``system`` (one string, or text blocks when there are
-    several). Consecutive messages of the same Anthropic role are merged into one turn, so tool
-    results join the user turn they belong to. OpenAI parts are translated (``image_url`` to an
+    several or they hold parts; blank text left out). Consecutive messages of the same
+    Anthropic role are merged into one turn, so tool results join the user turn they belong
+    to. OpenAI parts are translated (``image_url`` to an
     ``image`` block, a data URL's media type as the API spells it: ``image/jpg`` as
     ``image/jpeg``, without parameters; a ``file`` sent as data to a ``document`` block, a
     ``refusal`` to text;

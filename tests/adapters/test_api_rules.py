@@ -69,6 +69,33 @@ def test_data_url_images_get_a_media_type_anthropic_takes(url: str, media_type: 
     assert payload["messages"][0]["content"][0]["source"]["media_type"] == media_type
 
 
+@pytest.mark.parametrize(
+    "system",
+    [
+        [{"type": "input_text", "text": "Be brief."}],
+        [{"type": "text", "text": "Be brief."}, {"type": "text", "text": "  "}],
+    ],
+)
+def test_a_system_prompt_of_parts_is_sent_as_text_blocks(system: list[dict[str, Any]]) -> None:
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": system},
+        {"role": "user", "content": "Hi"},
+    ]
+    payload = ctxpack.to_anthropic(messages)
+    assert anthropic_problems(payload) == []
+    assert payload["system"] == [{"type": "text", "text": "Be brief."}]
+
+
+def test_several_system_messages_leave_out_blank_text() -> None:
+    messages = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "developer", "content": " \n"},
+        {"role": "user", "content": "Hi"},
+    ]
+    payload = ctxpack.to_anthropic(messages)
+    assert payload["system"] == [{"type": "text", "text": "Be brief."}]
+
+
 # ------------------------------------------------------------------------------ random attack
 
 
