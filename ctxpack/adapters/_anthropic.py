@@ -341,8 +341,13 @@ def _assistant_blocks(msg: Message, meta: Mapping[str, Any]) -> list[dict[str, A
 
 def _tool_result_block(msg: Message, meta: Mapping[str, Any]) -> dict[str, Any]:
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_id(msg.tool_call_id or "")}
-    if not (meta.get("no_content") and msg.content == ""):
-        block["content"] = msg.content if isinstance(msg.content, str) else _to_blocks(msg.content)
+    if isinstance(msg.content, list):
+        # The API refuses blank text here too; a result left with nothing goes without content.
+        inner = _sendable(None, _to_blocks(msg.content))[1]
+        if inner or not msg.content:
+            block["content"] = inner
+    elif not (meta.get("no_content") and msg.content == ""):
+        block["content"] = msg.content
     block.update(_mapping(meta.get("block")))
     return block
 
@@ -388,16 +393,15 @@ def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> AnthropicPa
     System and developer messages become ``system`` (one string, or text blocks when there are
     several or they hold parts; blank text left out). Consecutive messages of the same
     Anthropic role are merged into one turn, so tool results join the user turn they belong
-    to. OpenAI parts are translated (``image_url`` to an
-    ``image`` block, a data URL's media type as the API spells it: ``image/jpg`` as
-    ``image/jpeg``, without parameters; a ``file`` sent as data to a ``document`` block, a
-    ``refusal`` to text;
-    ``name`` and the legacy ``function_call`` have no Anthropic equivalent and are left out,
-    and so is text of only whitespace and a message left with no content, which the API
+    to. OpenAI parts are translated (``image_url`` to an ``image`` block, with a data URL's
+    media type as the API spells it: ``image/jpg`` as ``image/jpeg``, without parameters; a
+    ``file`` sent as data to a ``document`` block, a ``refusal`` to text; ``name`` and the
+    legacy ``function_call`` have no Anthropic equivalent and are left out, and so is text of
+    only whitespace, in a tool result too, and a message left with no content, which the API
     refuses). A turn's tool results go before its other blocks, as the API requires. A tool id
     with characters the API refuses (another provider's ``functions.lookup:0``) is sent in its
-    pattern, ``^[a-zA-Z0-9_-]+$``, the same in the call and its result. It does
-    not repair tool pairing or turn order: :func:`ctxpack.pack` makes the conversation valid for
+    pattern, ``^[a-zA-Z0-9_-]+$``, the same in the call and its result. It does not repair
+    tool pairing or turn order: :func:`ctxpack.pack` makes the conversation valid for
     Anthropic first, and records how.
 
     Returns:

@@ -96,6 +96,22 @@ def test_several_system_messages_leave_out_blank_text() -> None:
     assert payload["system"] == [{"type": "text", "text": "Be brief."}]
 
 
+def test_blank_text_inside_a_tool_result_is_left_out() -> None:
+    messages = _call("c1")
+    messages[2]["content"] = [{"type": "text", "text": "found"}, {"type": "text", "text": ""}]
+    payload = ctxpack.to_anthropic(messages)
+    assert anthropic_problems(payload) == []
+    assert payload["messages"][2]["content"][0]["content"] == [{"type": "text", "text": "found"}]
+
+
+def test_a_tool_result_of_blank_text_alone_is_sent_without_content() -> None:
+    messages = _call("c1")
+    messages[2]["content"] = [{"type": "text", "text": " "}]
+    payload = ctxpack.to_anthropic(messages)
+    assert anthropic_problems(payload) == []
+    assert payload["messages"][2]["content"][0] == {"type": "tool_result", "tool_use_id": "c1"}
+
+
 # ------------------------------------------------------------------------------ random attack
 
 
