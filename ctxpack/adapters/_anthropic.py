@@ -387,6 +387,26 @@ def _system_value(messages: list[Message]) -> str | list[dict[str, Any]] | None:
     return _sendable(None, blocks)[1]
 
 
+def _trim_prefill(out: list[dict[str, Any]]) -> None:
+    """A final assistant turn (a prefill) without its trailing whitespace, which the API refuses
+    ("final assistant content cannot end with trailing whitespace"); left out when nothing else
+    is left of it. The payload is ctxpack's own copy: the caller's message keeps its text."""
+    if not out or out[-1]["role"] != "assistant":
+        return
+    content = out[-1]["content"]
+    if isinstance(content, str):
+        out[-1] = {**out[-1], "content": content.rstrip()}
+        if not out[-1]["content"]:
+            out.pop()
+        return
+    if content and content[-1].get("type") == "text":
+        content[-1] = {**content[-1], "text": str(content[-1].get("text", "")).rstrip()}
+        if not content[-1]["text"]:
+            content.pop()
+        if not content:
+            out.pop()
+
+
 def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> AnthropicPayload:
     """:class:`Message` objects (or OpenAI-style dicts) -> an Anthropic Messages payload.
 
@@ -402,7 +422,8 @@ def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> AnthropicPa
     with characters the API refuses (another provider's ``functions.lookup:0``) is sent in its
     pattern, ``^[a-zA-Z0-9_-]+$``, the same in the call and its result. It does not repair
     tool pairing or turn order: :func:`ctxpack.pack` makes the conversation valid for
-    Anthropic first, and records how.
+    Anthropic first, and records how. A final assistant turn (a prefill) is sent without its
+    trailing whitespace, which the API refuses.
 
     Returns:
         ``{"system": ..., "messages": [...]}``; ``system`` is ``None`` without a system prompt.
@@ -440,6 +461,7 @@ def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> AnthropicPa
             # A turn's tool results come first: the API refuses any block before them.
             content.sort(key=lambda block: block.get("type") != "tool_result")
         out.append({"role": role, "content": content, **extra})
+    _trim_prefill(out)
     # A payload of its own: adding cache_control to it must not reach the messages.
     return {"system": copy_value(_system_value(system)), "messages": copy_value(out)}
 

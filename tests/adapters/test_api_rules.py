@@ -170,3 +170,25 @@ def test_packed_conversations_are_requests_the_apis_take(
     assert openai_problems(chat) == []
     assert responses_problems(result.to_openai(api="responses")) == []
     assert ctxpack.to_openai(ctxpack.from_openai(chat)) == chat
+
+
+@pytest.mark.parametrize(
+    ("prefill", "sent"),
+    [
+        ("Sure, ", "Sure,"),
+        ([{"type": "text", "text": "The answer is "}], [{"type": "text", "text": "The answer is"}]),
+        (" \n", None),
+    ],
+)
+def test_a_prefill_is_sent_without_the_trailing_whitespace_the_api_refuses(
+    prefill: Any, sent: Any
+) -> None:
+    history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": prefill}]
+    payload = ctxpack.to_anthropic(history)
+    assert anthropic_problems(payload) == []
+    last = payload["messages"][-1]
+    if sent is None:  # a prefill of whitespace alone: nothing is left to send of it
+        assert last == {"role": "user", "content": "hi"}
+    else:
+        assert last == {"role": "assistant", "content": sent}
+    assert history[1]["content"] == prefill  # the caller's message keeps its text
