@@ -267,7 +267,7 @@ class Session(Arrival, Rendering):
         each writer's order kept.
 
         Args:
-            session_id: The session's id in the store (at most 256 characters).
+            session_id: The session's id in the store (at most 256 characters, no NUL).
             store: A store URL (``sqlite:///sessions.db``, ``postgresql://...``,
                 ``redis://...``, ``memory://``; see :func:`ctxpack.store.open_store`) or a
                 :class:`~ctxpack.store.SessionStore`.

@@ -190,15 +190,27 @@ def check_unicode(text: str, name: str) -> str:
     return sendable(text, name, ConfigError)
 
 
+def check_key(key: str, name: str) -> str:
+    """``key`` (an id a store looks rows up by) if every store can keep it: valid Unicode,
+    and no NUL, which PostgreSQL's text cannot hold (its texts are bytes, so may)."""
+    at = key.find("\x00")
+    if at >= 0:
+        raise ConfigError(
+            f"{name}: holds a NUL character at character {at}, which "
+            "PostgreSQL cannot keep in an id; use an id without it"
+        )
+    return check_unicode(key, name)
+
+
 def check_session_id(session_id: object) -> str:
-    """``session_id`` if it is a usable id: a non-empty str of at most 256 characters."""
+    """``session_id`` if it is a usable id: a non-empty str of at most 256 characters, no NUL."""
     if not isinstance(session_id, str) or not session_id:
         raise ConfigError(f"session_id must be a non-empty str, got {shown(session_id)}")
     if len(session_id) > MAX_SESSION_ID_CHARS:
         raise ConfigError(
             f"session_id has {len(session_id)} characters; at most {MAX_SESSION_ID_CHARS}"
         )
-    return check_unicode(session_id, "session_id")
+    return check_key(session_id, "session_id")
 
 
 def check_version(version: object) -> int:
@@ -235,7 +247,7 @@ def check_artifact(artifact: object, text: object = "") -> str:
         raise ConfigError(
             f"artifact {artifact!r}: its text must be a str, got {type(text).__name__}"
         )
-    check_unicode(artifact, "artifact id")
+    check_key(artifact, "artifact id")
     check_unicode(text, f"artifact {artifact!r}")
     return artifact
 

@@ -434,3 +434,18 @@ def test_a_feature_s_own_state_is_stored_and_rolled_back_with_the_session(
         first._change(fails)
     assert first._extensions == {"window": {"cleared": [1]}}
     assert Session.open(session_id, store=replicas())._extensions == {"window": {"cleared": [1]}}
+
+
+@pytest.mark.parametrize("where", ["session_id", "artifact id"])
+def test_a_nul_in_an_id_is_refused_by_every_store(store: SessionStore, where: str) -> None:
+    # PostgreSQL keeps ids as text, which cannot hold NUL: the session opened in memory,
+    # SQLite or Redis failed there with a StoreError from the driver ("DataError: PostgreSQL
+    # text fields cannot contain NUL"), and could not move from one store to another.
+    session_id, artifact = ("a\x00b", "art_1") if where == "session_id" else ("nul-id", "a\x00b")
+    with pytest.raises(ConfigError, match=f"{where}: holds a NUL character"):
+        store.append(session_id, "e0", version=0, state="s", artifacts={artifact: "text"})
+    if where == "session_id":
+        with pytest.raises(ConfigError, match="session_id: holds a NUL character"):
+            Session.open(session_id, store=store, model="gpt-4")
+        with pytest.raises(ConfigError, match="session_id: holds a NUL character"):
+            store.delete_session(session_id)
