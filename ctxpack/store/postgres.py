@@ -86,6 +86,10 @@ DELETE = tuple(
 # behind, and take the two locks in the other order (a deadlock).
 ERASE = (LOCK_ROW, *DELETE)
 EXPIRED = "SELECT session_id FROM ctxpack_sessions WHERE expires_at < %s"
+# A purge locks each expired row as an erasure does, and erases it only if it is still expired
+# once locked: an append may have started the session again meanwhile (PostgreSQL reads the
+# row again after waiting for its lock).
+LOCK_EXPIRED = "SELECT 1 FROM ctxpack_sessions WHERE session_id = %s AND expires_at < %s FOR UPDATE"
 
 
 def _pool_size(value: Any) -> int:
@@ -328,12 +332,16 @@ class PostgresStore(_Common):
 
     def purge_expired(self) -> int:
         """Erase every session whose ``ttl`` has run out; return how many."""
+        purged = 0
         with self._transaction("purge expired sessions") as conn:
-            expired = [r[0] for r in conn.execute(EXPIRED, (time.time(),)).fetchall()]
-            for session_id in expired:
-                for statement in ERASE:
+            now = time.time()
+            for (session_id,) in conn.execute(EXPIRED, (now,)).fetchall():
+                if conn.execute(LOCK_EXPIRED, (session_id, now)).fetchone() is None:
+                    continue  # appended to since it was listed: it lives again
+                for statement in DELETE:
                     conn.execute(statement, (session_id,))
-        return len(expired)
+                purged += 1
+        return purged
 
     def close(self) -> None:
         """Close the pool's connections; the database keeps every session."""

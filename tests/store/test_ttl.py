@@ -3,14 +3,17 @@ to for that long, on every backend; Redis keys are namespaced and carry the expi
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ctxpack.errors import ArtifactNotFoundError
-from ctxpack.store import MemoryStore, SessionStore, open_store
+from ctxpack.store import MemoryStore, SessionStore, StoredSession, open_store
 
 from .backends import backend_url, server_url
 
@@ -72,3 +75,78 @@ def test_sql_stores_purge_expired_sessions(tmp_path: Path) -> None:
     time.sleep(0.4)
     assert store.purge_expired() == 1  # type: ignore[attr-defined]
     assert store.purge_expired() == 0  # type: ignore[attr-defined]
+
+
+def test_a_postgres_purge_spares_a_session_appended_to_while_it_purged() -> None:
+    # purge_expired listed the expired sessions, then erased each without reading it again:
+    # a session started again (appended to after its ttl ran out) while the purge waited for
+    # its row was erased with the message just appended, which the append had reported stored.
+    psycopg = pytest.importorskip("psycopg")
+    url = server_url("postgres")
+    name = f"purge-{uuid.uuid4().hex[:12]}"
+    joiner = "&" if "?" in url else "?"
+    named = {role: f"{url}{joiner}application_name={name}-{role}" for role in ("append", "purge")}
+    session_id = f"test-{uuid.uuid4().hex}"
+    expiring = open_store(url, ttl=0.2)
+    writer = open_store(named["append"], ttl=3600)
+    purger = open_store(named["purge"], ttl=3600)
+    holder = psycopg.connect(url)
+
+    def wait_until_waiting(role: str) -> None:
+        with psycopg.connect(url, autocommit=True) as admin:
+            for _ in range(500):
+                row = admin.execute(
+                    "SELECT count(*) FROM pg_stat_activity"
+                    " WHERE application_name = %s AND wait_event_type = 'Lock'",
+                    (f"{name}-{role}",),
+                ).fetchone()
+                if row is not None and row[0] > 0:
+                    return
+                time.sleep(0.02)
+        pytest.fail(f"the {role} never waited for the session's row")
+
+    try:
+        expiring.append(session_id, "old", version=0, state="s")
+        time.sleep(0.4)
+        # The session's row held, so that the append starting it again and then the purge
+        # both wait for it, in this order.
+        holder.execute(
+            "SELECT 1 FROM ctxpack_sessions WHERE session_id = %s FOR UPDATE", (session_id,)
+        )
+        appended = ThreadResult(lambda: writer.append(session_id, "new", version=0, state="s2"))
+        wait_until_waiting("append")
+        purged = ThreadResult(purger.purge_expired)  # type: ignore[attr-defined]
+        wait_until_waiting("purge")
+        holder.rollback()
+        appended.get()
+        purged.get()
+        assert writer.load(session_id) == StoredSession(1, ("new",), "s2")
+    finally:
+        holder.close()
+        writer.delete_session(session_id)
+        for store in (expiring, writer, purger):
+            store.close()
+
+
+class ThreadResult:
+    """``call()`` run in a thread; :meth:`get` gives its result or raises its error."""
+
+    def __init__(self, call: Callable[[], Any]) -> None:
+        self._outcome: list[tuple[bool, Any]] = []
+        self._thread = threading.Thread(target=self._run, args=(call,), daemon=True)
+        self._thread.start()
+
+    def _run(self, call: Callable[[], Any]) -> None:
+        try:
+            self._outcome.append((True, call()))
+        except Exception as exc:  # handed to the test
+            self._outcome.append((False, exc))
+
+    def get(self) -> Any:
+        self._thread.join(20)
+        if not self._outcome:
+            pytest.fail("still running after 20 s")
+        ok, value = self._outcome[0]
+        if not ok:
+            raise value
+        return value
