@@ -50,6 +50,10 @@ if version ~= tonumber(ARGV[1]) then
     end
     return version
 end
+if version == 0 then
+    -- A session starting (again, after its ttl ran out): nothing of an earlier life stays.
+    redis.call('DEL', KEYS[2], KEYS[3])
+end
 redis.call('RPUSH', KEYS[2], ARGV[2])
 redis.call('HSET', KEYS[1], 'version', version + 1, 'state', ARGV[3], 'token', ARGV[5])
 for i = 6, #ARGV, 2 do redis.call('HSETNX', KEYS[3], ARGV[i], ARGV[i + 1]) end
@@ -69,11 +73,12 @@ if version > tonumber(ARGV[1]) then
 end
 return {version, state, entries}
 """
-# KEYS: meta, artifacts. ARGV: id, text, ttl in ms (0: none).
+# KEYS: meta, artifacts. ARGV: id, text. The originals expire with the session's meta, whose
+# clock only an append restarts: a full ttl from here would keep them after the session expired.
 PUT_ARTIFACT = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2])
-local ttl = tonumber(ARGV[3])
+local ttl = redis.call('PTTL', KEYS[1])
 if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
 return 1
 """
@@ -232,7 +237,7 @@ class RedisStore(_Common):
         check_artifact(artifact, text)
         meta, _, artifacts = self._keys(session_id)
         with self._errors(f"store an artifact of session {session_id!r}"):
-            self._put(keys=[meta, artifacts], args=[artifact, text, self._ttl_ms()])
+            self._put(keys=[meta, artifacts], args=[artifact, text])
 
     def get_artifact(self, session_id: str, artifact: str) -> str:
         check_artifact(artifact)
@@ -331,9 +336,7 @@ class AsyncRedisStore(_Common):
         check_artifact(artifact, text)
         meta, _, artifacts = self._keys(session_id)
         try:
-            await _cancellable(
-                self._put(keys=[meta, artifacts], args=[artifact, text, self._ttl_ms()])
-            )
+            await _cancellable(self._put(keys=[meta, artifacts], args=[artifact, text]))
         except self._errors_from as exc:
             raise self._wrap(exc, f"store an artifact of session {session_id!r}") from exc
 

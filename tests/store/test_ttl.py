@@ -46,6 +46,32 @@ def test_a_session_expires_after_its_ttl(backend: str, tmp_path: Path, session_i
         kept.close()
 
 
+def test_an_original_put_after_the_last_append_expires_with_the_session(
+    backend: str, tmp_path: Path, session_id: str
+) -> None:
+    # Redis gave the originals' key a full ttl again at each put_artifact (a render storing
+    # an original), so it outlived the session's other keys: the originals stayed readable
+    # after the session expired, and a session started again under the id kept them (and
+    # renewed them at each append) rather than starting from nothing.
+    store = store_with_ttl(backend, tmp_path, ttl=1.0)
+    try:
+        store.append(session_id, "e0", version=0, state="s", artifacts={"art_1": "at append"})
+        time.sleep(0.6)
+        store.put_artifact(session_id, "art_2", "at render")
+        time.sleep(0.6)  # the session expired; a full ttl from the put has not run out
+        assert store.load(session_id).version == 0
+        for artifact in ("art_1", "art_2"):
+            with pytest.raises(ArtifactNotFoundError):
+                store.get_artifact(session_id, artifact)
+        store.append(session_id, "new life", version=0, state="s")
+        for artifact in ("art_1", "art_2"):
+            with pytest.raises(ArtifactNotFoundError):
+                store.get_artifact(session_id, artifact)
+    finally:
+        store.delete_session(session_id)
+        store.close()
+
+
 def test_redis_keys_are_namespaced_and_expire() -> None:
     import redis
 
