@@ -56,8 +56,16 @@ FORMAT = 3
 def encode_message(message: Message, index: int) -> dict[str, Any]:
     """``message`` (the session's ``index``-th) as JSON, with the provider it was converted
     from; refused when JSON would not give it back as it is."""
-    for field in ("content", "metadata", "extras"):
-        problem = json_problem(getattr(message, field), field)
+    values = [
+        (field, getattr(message, field), field) for field in ("content", "metadata", "extras")
+    ]
+    values += [
+        ("tool_calls", call.__pydantic_extra__, f"tool_calls[{k}]")
+        for k, call in enumerate(message.tool_calls or ())
+        if call.__pydantic_extra__
+    ]
+    for field, value, path in values:
+        problem = json_problem(value, path)
         if problem is not None:
             raise InvalidMessageError(
                 f"{problem}: a stored session keeps JSON values (strings, finite numbers, "

@@ -114,6 +114,11 @@ class ToolCall(_CallPart):
         ('ls', {'id': 'c1', 'type': 'custom', 'custom': {'name': 'sh', 'input': 'ls'}})
     """
 
+    # Fields a provider adds that ctxpack does not model (Gemini's ``extra_content``, which
+    # holds the thought signature its next request must send back; a streamed call's
+    # ``index``) are kept verbatim and written back.
+    model_config = ConfigDict(frozen=True, extra="allow")
+
     id: str
     type: Literal["function", "custom"] = "function"
     function: FunctionCall
@@ -366,7 +371,8 @@ def copy_value(value: Any) -> Any:
         return tuple(copy_value(v) for v in value)
     # Last: isinstance() on a pydantic model class is slow, and most values are plain.
     if isinstance(value, BaseModel) and value.model_config.get("frozen"):
-        return value
+        # A frozen model's fields are immutable; the unknown fields it keeps are not.
+        return value.model_copy(deep=True) if value.__pydantic_extra__ else value
     try:
         return copy.deepcopy(value)
     except (TypeError, copy.Error) as exc:

@@ -3,6 +3,7 @@ isolated from the others, erasable."""
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 import sys
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 
 from ctxpack import ConfigError, Session, to_anthropic, to_openai
-from ctxpack.errors import ArtifactNotFoundError, StoreError
+from ctxpack.errors import ArtifactNotFoundError, InvalidMessageError, StoreError
 from ctxpack.store import SessionStore, artifact_id, open_async_store, open_store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -449,3 +450,36 @@ def test_a_nul_in_an_id_is_refused_by_every_store(store: SessionStore, where: st
             Session.open(session_id, store=store, model="gpt-4")
         with pytest.raises(ConfigError, match="session_id: holds a NUL character"):
             store.delete_session(session_id)
+
+
+def test_the_unknown_fields_of_a_tool_call_are_kept_and_not_aliased(
+    store: SessionStore, session_id: str
+) -> None:
+    # Gemini's OpenAI-compatible API returns each call's thought signature in the call's
+    # "extra_content", and refuses the next request without it; other servers add a
+    # streamed call's "index". A call with a field ctxpack does not model was refused
+    # ("tool_calls[0].extra_content: Extra inputs are not permitted").
+    extra = {"index": 0, "extra_content": {"google": {"thought_signature": "c2ln"}}}
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    given = [
+        {"role": "user", "content": "Go"},
+        {"role": "assistant", "content": None, "tool_calls": [copy.deepcopy({**call, **extra})]},
+        {"role": "tool", "tool_call_id": "c1", "content": "done"},
+    ]
+    for session in (
+        Session(model="gpt-4"),
+        Session.open(session_id, store=store, model="gpt-4"),
+    ):
+        session.extend(given)
+        given[1]["tool_calls"][0]["extra_content"]["google"]["thought_signature"] = "edited"
+        result = session.render()
+        assert result.to_openai()[1]["tool_calls"] == [{**call, **extra}]
+        sent = result.messages[1].tool_calls
+        assert sent is not None and sent[0].model_extra is not None
+        sent[0].model_extra["extra_content"]["google"]["thought_signature"] = "edited"
+        assert session.render().to_openai()[1]["tool_calls"] == [{**call, **extra}]
+        given[1]["tool_calls"][0]["extra_content"]["google"]["thought_signature"] = "c2ln"
+    replica = Session.open(session_id, store=store, model="gpt-4")
+    assert replica.render().to_openai()[1]["tool_calls"] == [{**call, **extra}]
+    with pytest.raises(InvalidMessageError, match=r"tool_calls\[0\]\.x: a set value"):
+        replica.append({"role": "assistant", "content": None, "tool_calls": [{**call, "x": {1}}]})
