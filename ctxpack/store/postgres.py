@@ -363,10 +363,15 @@ class AsyncPostgresStore(_Common):
         self._url_for_errors = url
         self._pool: Any = None
         self._opening: asyncio.Future[None] | None = None
+        # Set by close(): a call then fails, as PostgresStore's does, rather than open a
+        # pool again that nothing would close. An explicit open() opens it again.
+        self._closed = False
         forks.track(self)
 
     async def open(self) -> None:
-        """Open the pool and create the tables if missing (idempotent)."""
+        """Open the pool and create the tables if missing (idempotent); after :meth:`close`,
+        open it again."""
+        self._closed = False
         if self._pool is not None:
             return
         # Callers that come at once share one opening: each would build a pool of its own,
@@ -415,6 +420,8 @@ class AsyncPostgresStore(_Common):
 
     @asynccontextmanager
     async def _transaction(self, operation: str, *, writes: bool = True) -> AsyncIterator[Any]:
+        if self._closed:
+            raise StoreError("the store is closed", url=self.url, operation=operation)
         await self.open()
         try:
             async with self._pool.connection() as conn, conn.transaction():
@@ -489,6 +496,7 @@ class AsyncPostgresStore(_Common):
                 await conn.execute(statement, (session_id,))
 
     async def close(self) -> None:
+        self._closed = True
         opening = self._opening
         if opening is not None and opening.get_loop() is asyncio.get_running_loop():
             # An opening whose caller was cancelled goes on (shielded): waited for, so that

@@ -6,11 +6,13 @@ from __future__ import annotations
 import asyncio
 import socket
 import sys
+import uuid
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
+import ctxpack
 from ctxpack.errors import ConfigError, StoreError
 from ctxpack.store import open_async_store, open_store, redact_url
 
@@ -173,3 +175,30 @@ def test_a_store_that_cannot_open_never_shows_the_password(url: str) -> None:
     with pytest.raises((StoreError, ConfigError)) as caught:
         open_store(url.format(port=free_port()), timeout=1)
     assert "hunter2" not in str(caught.value) and "ter2" not in str(caught.value)
+
+
+def test_an_async_postgres_store_used_after_close_fails_rather_than_open_a_pool_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A call after close() (a task still appending when the request ended and closed the
+    # session) opened a new pool, which nothing would close: its connections stayed open until
+    # the process exited. PostgresStore fails such a call; the async store now does too.
+    opened = _counted_pools(monkeypatch)
+    url = server_url("postgres")
+
+    async def main() -> None:
+        session = await ctxpack.AsyncSession.open(f"closed-{uuid.uuid4().hex}", store=url)
+        await session.append({"role": "user", "content": "hi"})
+        await session.close()
+        with pytest.raises(StoreError, match="closed") as caught:
+            await session.append({"role": "user", "content": "after close"})
+        assert "load session" in str(caught.value)
+        await session.close()  # twice: nothing to do
+        store = session.store
+        await store.open()  # an explicit opening opens it again
+        await store.delete_session(session.session_id)
+        await store.close()
+
+    asyncio.run(main())
+    assert len(opened) == 2
+    assert all(pool.closed for pool in opened)
