@@ -32,7 +32,8 @@ class MemoryStore:
     """Sessions in this process's memory: gone when it exits; safe under threads.
 
     Args:
-        ttl: Seconds a session is kept after its last append; ``None`` keeps it.
+        ttl: Seconds a session is kept after its last append; ``None`` keeps it. An expired
+            session is freed at the next append to the store, read again or not.
 
     Example:
         >>> store = MemoryStore()
@@ -86,7 +87,20 @@ class MemoryStore:
                 stored.artifacts.setdefault(ref, text)
             if self.ttl is not None:
                 stored.expires_at = time.time() + self.ttl
+                # Kept in the order of their last append, which is the order they expire in
+                # (one ttl for all): the expired ones are at the front, erased as the store is
+                # written, whether or not anyone reads them again.
+                self._sessions.pop(session_id, None)
+                self._sweep()
             self._sessions[session_id] = stored
+
+    def _sweep(self) -> None:
+        now = time.time()
+        while self._sessions:
+            session_id, stored = next(iter(self._sessions.items()))
+            if stored.expires_at is None or stored.expires_at >= now:
+                return
+            del self._sessions[session_id]
 
     def put_artifact(self, session_id: str, artifact: str, text: str) -> None:
         check_artifact(artifact, text)

@@ -103,6 +103,21 @@ def test_sql_stores_purge_expired_sessions(tmp_path: Path) -> None:
     assert store.purge_expired() == 0  # type: ignore[attr-defined]
 
 
+def test_a_memory_store_lets_go_of_expired_sessions_nobody_reads_again() -> None:
+    # A chatbot's users mostly never come back: their sessions must not stay in memory for the
+    # life of the process because no one loads them again.
+    store = MemoryStore(ttl=0.2)
+    for user in range(200):
+        store.append(f"gone-{user}", "e0", version=0, state="s")
+    store.append("back", "e0", version=0, state="s")
+    time.sleep(0.4)
+    store.append("back", "e1", version=0, state="s")  # written again after its ttl: a new life
+    store.append("new", "e0", version=0, state="s")
+    assert sorted(store._sessions) == ["back", "new"]
+    assert store.load("back").entries == ("e1",)
+    assert store.load("gone-0").version == 0
+
+
 def test_a_postgres_purge_spares_a_session_appended_to_while_it_purged() -> None:
     # purge_expired listed the expired sessions, then erased each without reading it again:
     # a session started again (appended to after its ttl ran out) while the purge waited for
