@@ -127,7 +127,15 @@ class _Common:
                 "redis://[:password@]host:port/db (rediss:// for TLS)"
             ) from exc
 
+    # Set by close(): a call then fails, as the SQL stores' do, rather than have redis-py
+    # connect again, with connections nothing would close.
+    _closed = False
+
     def _keys(self, session_id: str) -> list[str]:
+        if self._closed:
+            raise StoreError(
+                "the store is closed", url=self.url, operation=f"use session {session_id!r}"
+            )
         # The hash tag {...} keeps a session's keys in one cluster slot; braces inside an id
         # would end the tag early, so they are escaped.
         tag = check_session_id(session_id).replace("{", "{{").replace("}", "}}")
@@ -254,7 +262,9 @@ class RedisStore(_Common):
             self._client.delete(*keys)
 
     def close(self) -> None:
-        """Close the connections; the server keeps every session (until its ttl)."""
+        """Close the connections; the server keeps every session (until its ttl). A call
+        made after it fails with a :class:`StoreError`."""
+        self._closed = True
         self._client.close()
 
 
@@ -301,7 +311,8 @@ class AsyncRedisStore(_Common):
         self._put = self._client.register_script(PUT_ARTIFACT)
 
     async def open(self) -> None:
-        """Check that the server answers."""
+        """Check that the server answers; after :meth:`close`, open the store again."""
+        self._closed = False
         try:
             await _cancellable(self._client.ping())
         except self._errors_from as exc:
@@ -359,4 +370,6 @@ class AsyncRedisStore(_Common):
             raise self._wrap(exc, f"delete session {session_id!r}") from exc
 
     async def close(self) -> None:
+        """As :meth:`RedisStore.close`; :meth:`open` opens the store again."""
+        self._closed = True
         await self._client.aclose()

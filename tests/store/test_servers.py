@@ -202,3 +202,27 @@ def test_an_async_postgres_store_used_after_close_fails_rather_than_open_a_pool_
     asyncio.run(main())
     assert len(opened) == 2
     assert all(pool.closed for pool in opened)
+
+
+def test_a_redis_store_used_after_close_fails_as_the_sql_stores_do() -> None:
+    # redis-py connected again in silence: a task still appending after the request closed its
+    # session wrote on, with connections nothing would close.
+    url = server_url("redis")
+    session_id = f"closed-{uuid.uuid4().hex}"
+    session = ctxpack.Session.open(session_id, store=url)
+    session.append({"role": "user", "content": "hi"})
+    session.close()
+    with pytest.raises(StoreError, match="closed"):
+        session.append({"role": "user", "content": "after close"})
+
+    async def main() -> None:
+        store = open_async_store(url)
+        await store.close()
+        with pytest.raises(StoreError, match="closed"):
+            await store.load(session_id)
+        await store.open()  # an explicit opening opens it again
+        assert (await store.load(session_id)).version == 1
+        await store.delete_session(session_id)
+        await store.close()
+
+    asyncio.run(main())
