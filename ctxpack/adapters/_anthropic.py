@@ -31,9 +31,10 @@ from .._internal.documents import is_text_media
 from .._internal.jsontext import read_json
 from .._internal.reasoning import REASONING
 from .._internal.tool_items import SERVER_ITEMS
+from ..errors import InvalidMessageError
 from ..messages import Message, copy_value, ensure_messages, owned_messages, with_provider
 from ..sdk import SDKObject, coerce_messages, coerce_value
-from ._validate import validate_anthropic
+from ._validate import check_openai_tool_calls, validate_anthropic
 
 __all__ = ["AnthropicPayload", "from_anthropic", "to_anthropic"]
 
@@ -95,9 +96,12 @@ def _user_messages(content: str | list[dict[str, Any]], turn: int) -> list[dict[
     return out
 
 
-def _assistant_message(content: str | list[dict[str, Any]], turn: int) -> dict[str, Any]:
+def _assistant_message(
+    content: str | list[dict[str, Any]], turn: int, openai_calls: list[Any]
+) -> dict[str, Any]:
     if isinstance(content, str):
-        return {"role": "assistant", "content": content, "metadata": _meta(turn=turn)}
+        plain = {"role": "assistant", "content": content, "metadata": _meta(turn=turn)}
+        return {**plain, "tool_calls": openai_calls} if openai_calls else plain
     parts: list[dict[str, Any]] = []
     calls: list[dict[str, Any]] = []
     layout = ""
@@ -121,6 +125,16 @@ def _assistant_message(content: str | list[dict[str, Any]], turn: int) -> dict[s
         extra = _without(block, "type", "id", "name", "input")
         if extra:
             call_extras[block["id"]] = extra
+    if calls and openai_calls:
+        raise InvalidMessageError(
+            "holds OpenAI tool_calls beside Anthropic tool_use blocks; give each call once, "
+            "in one format",
+            index=turn,
+            field="tool_calls",
+        )
+    # OpenAI's calls (as LiteLLM returns them beside thinking blocks) come after the blocks.
+    if openai_calls:
+        calls, layout = list(openai_calls), layout + _CALL * len(openai_calls)
     msg: dict[str, Any] = {"role": "assistant", "content": parts or None}
     if calls:
         msg["tool_calls"] = calls
@@ -148,8 +162,10 @@ def from_anthropic(
         except that each ``tool_result`` block becomes a ``tool`` message of its own.
 
     Raises:
-        InvalidMessageError: the payload is malformed (index and field named). Tool pairing is
-            not checked here: :func:`ctxpack.pack` repairs it.
+        InvalidMessageError: the payload is malformed (index and field named), or an
+            assistant message gives calls both as ``tool_use`` blocks and as OpenAI
+            ``tool_calls`` (which, alone, are read as its calls after its blocks). Tool pairing
+            is not checked here: :func:`ctxpack.pack` repairs it.
 
     Example:
         >>> call = {"type": "tool_use", "id": "t1", "name": "weather", "input": {"city": "Oslo"}}
@@ -181,10 +197,13 @@ def read_anthropic(
         if turn == start and block is not None:
             entry = {**entry, "content": entry["content"][block:]}
         content = entry["content"]
+        # A message may carry OpenAI's tool_calls beside Anthropic's blocks (LiteLLM's and
+        # OpenRouter's replies, a history pasted into another format): they are its calls too.
+        check_openai_tool_calls(entry, entry["role"], turn)
         if entry["role"] == "user":
             produced = _user_messages(content, turn)
         else:
-            produced = [_assistant_message(content, turn)]
+            produced = [_assistant_message(content, turn, entry.get("tool_calls") or [])]
         if turn == start and block is not None:
             # The summary stands for the whole earlier history: never drop it.
             produced[0]["pinned"] = True
@@ -192,7 +211,7 @@ def read_anthropic(
         # refuses a message field it does not know.
         if "id" in entry:
             produced[0]["id"] = entry["id"]
-        extra = _without(entry, "role", "content", "id")
+        extra = _without(entry, "role", "content", "id", "tool_calls")
         if extra:
             # Fields beside role and content are not part of the API today; keep them anyway.
             produced[0]["metadata"][META]["message"] = extra

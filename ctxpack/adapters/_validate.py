@@ -196,6 +196,30 @@ def _role_of(entry: Any, index: int) -> Any:
     return role
 
 
+def check_openai_tool_calls(entry: Mapping[str, Any], role: Any, index: int) -> None:
+    """The OpenAI ``tool_calls`` of a message, if it has any: each with a non-empty id and a
+    function (or custom tool) call."""
+    calls = entry.get("tool_calls")
+    if calls is None:
+        return
+    if role != "assistant":
+        raise _fail(f"only an assistant message may call tools, not {role}", index, "tool_calls")
+    if not isinstance(calls, list):
+        raise _fail(f"must be a list, got {json_type_name(calls)}", index, "tool_calls")
+    for k, call in enumerate(calls):
+        field = f"tool_calls[{k}]"
+        if not isinstance(call, Mapping):
+            raise _fail(f"a tool call must be an object, got {json_type_name(call)}", index, field)
+        # An empty id could never be answered (a tool message needs a non-empty one).
+        _require_str(call, "id", index, f"{field}.id", empty=False)
+        kind = call.get("type", "function")
+        if kind not in ("function", "custom"):
+            raise _fail(f"{shown(kind)} is not 'function' or 'custom'", index, f"{field}.type")
+        if kind not in call:
+            raise _fail("is missing", index, f"{field}.{kind}")
+        _check_openai_function(call[kind], index, f"{field}.{kind}", custom=kind == "custom")
+
+
 def check_openai_message(entry: Any, index: int) -> None:
     role = _role_of(entry, index)
     if role == "function":
@@ -209,28 +233,7 @@ def check_openai_message(entry: Any, index: int) -> None:
         raise _fail(f"{shown(role)} is not one of {', '.join(OPENAI_ROLES)}", index, "role")
     if "name" in entry and not isinstance(entry["name"], str):
         raise _fail(f"must be a string, got {json_type_name(entry['name'])}", index, "name")
-    calls = entry.get("tool_calls")
-    if "tool_calls" in entry and calls is not None:
-        if role != "assistant":
-            raise _fail(
-                f"only an assistant message may call tools, not {role}", index, "tool_calls"
-            )
-        if not isinstance(calls, list):
-            raise _fail(f"must be a list, got {json_type_name(calls)}", index, "tool_calls")
-        for k, call in enumerate(calls):
-            field = f"tool_calls[{k}]"
-            if not isinstance(call, Mapping):
-                raise _fail(
-                    f"a tool call must be an object, got {json_type_name(call)}", index, field
-                )
-            # An empty id could never be answered (a tool message needs a non-empty one).
-            _require_str(call, "id", index, f"{field}.id", empty=False)
-            kind = call.get("type", "function")
-            if kind not in ("function", "custom"):
-                raise _fail(f"{shown(kind)} is not 'function' or 'custom'", index, f"{field}.type")
-            if kind not in call:
-                raise _fail("is missing", index, f"{field}.{kind}")
-            _check_openai_function(call[kind], index, f"{field}.{kind}", custom=kind == "custom")
+    check_openai_tool_calls(entry, role, index)
     if "function_call" in entry and entry["function_call"] is not None:
         if role != "assistant":
             raise _fail(

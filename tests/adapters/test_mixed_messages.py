@@ -1,0 +1,111 @@
+"""An assistant message carrying Anthropic blocks (thinking) and OpenAI ``tool_calls`` at once,
+as LiteLLM and OpenRouter return them or a user pastes them: its calls are read, never lost."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import pytest
+
+import ctxpack
+from ctxpack import (
+    InvalidMessageError,
+    Session,
+    count_tokens,
+    from_anthropic,
+    from_openai,
+    pack,
+    to_anthropic,
+    to_openai,
+)
+from ctxpack.adapters import validate_anthropic, validate_openai
+
+THINKING = {"type": "thinking", "thinking": "List the files first.", "signature": "sig"}
+CALL = {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": '{"cmd": "ls"}'}}
+
+
+def _mixed(**fields: Any) -> dict[str, Any]:
+    content = [THINKING, {"type": "text", "text": "Looking."}]
+    return {"role": "assistant", "content": content, "tool_calls": [CALL], **fields}
+
+
+def _result() -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": "c1", "content": "a.py b.py"}
+
+
+def _check_payloads(messages: list[ctxpack.Message]) -> None:
+    payload = to_anthropic(messages)
+    validate_anthropic(payload)
+    turns = payload["messages"]
+    assert all(set(turn) == {"role", "content"} for turn in turns)
+    assert turns[1]["content"][-1] == {
+        "type": "tool_use",
+        "id": "c1",
+        "name": "bash",
+        "input": {"cmd": "ls"},
+    }
+    assert turns[2]["content"] == [
+        {"type": "tool_result", "tool_use_id": "c1", "content": "a.py b.py"}
+    ]
+    chat = to_openai(messages)
+    validate_openai(chat)
+    assert chat[1] == {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "Looking."}],
+        "tool_calls": [CALL],
+    }
+
+
+def test_session_keeps_the_tool_pair_of_a_mixed_message() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        session = Session(model="claude-sonnet-4-5", window=8000)
+    for message in ({"role": "user", "content": "List the files."}, _mixed(), _result()):
+        session.append(message)
+    rendered = session.render()
+    assert [m.role for m in rendered.messages] == ["user", "assistant", "tool"]
+    assert rendered.messages[1].tool_calls is not None
+    assert rendered.messages[1].tool_calls[0].id == "c1"
+    assert not [d for d in rendered.decisions if d.action == "dropped"]
+    _check_payloads(list(rendered.messages))
+
+
+def test_pack_keeps_the_tool_pair_of_a_mixed_message() -> None:
+    messages = [
+        *from_anthropic([{"role": "user", "content": "List the files."}, _mixed()]),
+        *from_openai([_result()]),
+    ]
+    result = pack(messages, budget=1000, provider="anthropic")
+    assert [m.role for m in result.messages] == ["user", "assistant", "tool"]
+    assert not [d for d in result.decisions if d.action == "dropped"]
+    _check_payloads(list(result.messages))
+
+
+def test_a_mixed_message_counts_its_tool_calls() -> None:
+    with_calls = count_tokens([_mixed()], model="gpt-4o")
+    without = count_tokens([{k: v for k, v in _mixed().items() if k != "tool_calls"}])
+    assert with_calls > without
+
+
+def test_a_mixed_message_without_calls_sends_no_stray_key() -> None:
+    for empty in (None, []):
+        payload = to_anthropic(from_anthropic([_mixed(tool_calls=empty)]))
+        assert set(payload["messages"][0]) == {"role", "content"}
+
+
+def test_calls_in_both_formats_are_refused_naming_the_field() -> None:
+    use = {"type": "tool_use", "id": "t1", "name": "bash", "input": {}}
+    mixed = {"role": "assistant", "content": [THINKING, use], "tool_calls": [CALL]}
+    session = Session()
+    session.append({"role": "user", "content": "Go."})
+    with pytest.raises(InvalidMessageError) as caught:
+        session.append(mixed)
+    assert (caught.value.index, caught.value.field) == (1, "tool_calls")
+
+
+def test_a_malformed_call_on_a_mixed_message_names_its_field() -> None:
+    bad = _mixed(tool_calls=[{"type": "function", "function": {"name": "bash"}}])
+    with pytest.raises(InvalidMessageError) as caught:
+        from_anthropic([{"role": "user", "content": "Go."}, bad])
+    assert (caught.value.index, caught.value.field) == (1, "tool_calls[0].id")
