@@ -191,6 +191,27 @@ def test_a_refusal_is_counted_as_the_text_it_sends_back() -> None:
     assert refusal not in str(result.to_openai())
 
 
+def test_litellm_thinking_beside_an_openai_message_is_counted_as_it_is_sent_back() -> None:
+    # LiteLLM's reply to a Claude or DeepSeek model: OpenAI's shape, the thinking beside it.
+    thinking = "Check the config, then the logs. " * 60
+    call = {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+    reply = {"role": "assistant", "content": "Looking.", "tool_calls": [call]}
+    block = {"type": "thinking", "thinking": thinking, "signature": "c2ln"}
+    blocks = {**reply, "thinking_blocks": [block], "reasoning_content": thinking}
+    reasoning = {**reply, "reasoning_content": thinking}
+    bare = count_tokens([reply], model="gpt-4o")
+    text = count_tokens(thinking, model="gpt-4o")
+    # The blocks are what Claude reads back (their thinking text: the signature is too short
+    # to carry more); the same text as reasoning_content is not counted twice.
+    assert count_tokens([blocks], model="gpt-4o") == bare + text
+    assert count_tokens([reasoning], model="gpt-4o") == bare + text
+    history = [{"role": "user", "content": "Why is it down?"}, blocks]
+    history.append({"role": "tool", "tool_call_id": "c1", "content": "app.log"})
+    result = ctxpack.pack(history, budget=200, model="gpt-4o")
+    assert result.tokens <= 200
+    assert count_tokens(result.to_openai(), model="gpt-4o") == result.tokens
+
+
 @pytest.mark.parametrize(
     "model",
     [

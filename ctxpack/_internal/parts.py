@@ -46,8 +46,9 @@ def part_tokens(part: Mapping[str, Any], count: Callable[[str], int], images: Im
 
 def extras_tokens(extras: Mapping[str, Any], count: Callable[[str], int]) -> int:
     """The tokens of the provider fields a message carries beside its content: an assistant's
-    ``refusal`` and its ``audio`` reference."""
-    total = 0
+    ``refusal``, its ``audio`` reference, and the thinking LiteLLM returns beside an OpenAI
+    message (``thinking_blocks``, else ``reasoning_content``)."""
+    total = _litellm_thinking_tokens(extras, count)
     if isinstance(refusal := extras.get("refusal"), str):
         # Sent back with its turn (to Claude as its text): the model reads it.
         total += count(refusal)
@@ -55,6 +56,21 @@ def extras_tokens(extras: Mapping[str, Any], count: Callable[[str], int]) -> int
         # The model reads the answer it names, whose length only OpenAI knows: never free.
         total += count(compact_json(audio))
     return total
+
+
+def _litellm_thinking_tokens(extras: Mapping[str, Any], count: Callable[[str], int]) -> int:
+    """LiteLLM sends ``thinking_blocks`` back to Claude as its thinking blocks, counted as
+    those are; ``reasoning_content`` is the same thinking as text, and is what a model without
+    blocks (DeepSeek's) is sent back, so it counts only without blocks."""
+    blocks = extras.get("thinking_blocks")
+    if isinstance(blocks, list) and blocks:
+        return sum(
+            thinking_tokens(b, count)
+            for b in blocks
+            if isinstance(b, Mapping) and b.get("type") in THINKING_TYPES
+        )
+    reasoning = extras.get("reasoning_content")
+    return count(reasoning) if isinstance(reasoning, str) else 0
 
 
 def _source_images(part: Mapping[str, Any], images: ImageRule) -> int:
