@@ -375,14 +375,29 @@ def _turn_content(msg: Message, meta: Mapping[str, Any]) -> tuple[str | None, li
     """``(string, blocks)``: the string when the message alone may be sent as a plain string."""
     if msg.role == "tool":
         return None, [_tool_result_block(msg, meta)]
-    if msg.role == "assistant" and (msg.tool_calls or isinstance(msg.content, list)):
-        return None, _assistant_blocks(msg, meta)
+    thinking = _litellm_thinking(msg)
+    if msg.role == "assistant" and (msg.tool_calls or isinstance(msg.content, list) or thinking):
+        return None, thinking + _assistant_blocks(msg, meta)
     refusal = msg.extras.get("refusal")
     if msg.content is None and isinstance(refusal, str) and refusal:
         return None, [{"type": "text", "text": refusal}]
     if isinstance(msg.content, str):
         return msg.content, _to_blocks(msg.content)
     return None, _to_blocks(msg.content)
+
+
+def _litellm_thinking(msg: Message) -> list[dict[str, Any]]:
+    """The thinking blocks LiteLLM returns beside an OpenAI-shaped message (``thinking_blocks``),
+    which lead its turn as Claude wrote it: Claude refuses a tool-use turn sent back without
+    them while thinking is on."""
+    blocks = msg.extras.get("thinking_blocks")
+    if msg.role != "assistant" or not isinstance(blocks, list):
+        return []
+    return [
+        dict(b)
+        for b in blocks
+        if isinstance(b, Mapping) and b.get("type") in ("thinking", "redacted_thinking")
+    ]
 
 
 def _sendable(
@@ -434,15 +449,16 @@ def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> AnthropicPa
     Anthropic role are merged into one turn, so tool results join the user turn they belong
     to. OpenAI parts are translated (``image_url`` to an ``image`` block, with a data URL's
     media type as the API spells it: ``image/jpg`` as ``image/jpeg``, without parameters; a
-    ``file`` sent as data to a ``document`` block, a ``refusal`` to text; ``name`` and the
-    legacy ``function_call`` have no Anthropic equivalent and are left out, and so is text of
-    only whitespace, in a tool result too, and a message left with no content, which the API
-    refuses). A turn's tool results go before its other blocks, as the API requires. A tool id
-    with characters the API refuses (another provider's ``functions.lookup:0``) is sent in its
-    pattern, ``^[a-zA-Z0-9_-]+$``, the same in the call and its result. It does not repair
-    tool pairing or turn order: :func:`ctxpack.pack` makes the conversation valid for
-    Anthropic first, and records how. A final assistant turn (a prefill) is sent without its
-    trailing whitespace, which the API refuses.
+    ``file`` sent as data to a ``document`` block, a ``refusal`` to text; the
+    ``thinking_blocks`` LiteLLM returns beside an OpenAI message lead its turn, as Claude wrote
+    them; ``name`` and the legacy ``function_call`` have no Anthropic equivalent and are left
+    out, and so is text of only whitespace, in a tool result too, and a message left with no
+    content, which the API refuses). A turn's tool results go before its other blocks, as the
+    API requires. A tool id with characters the API refuses (another provider's
+    ``functions.lookup:0``) is sent in its pattern, ``^[a-zA-Z0-9_-]+$``, the same in the call
+    and its result. It does not repair tool pairing or turn order: :func:`ctxpack.pack` makes
+    the conversation valid for Anthropic first, and records how. A final assistant turn (a
+    prefill) is sent without its trailing whitespace, which the API refuses.
 
     Returns:
         ``{"system": ..., "messages": [...]}``; ``system`` is ``None`` without a system prompt.

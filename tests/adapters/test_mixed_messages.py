@@ -109,3 +109,23 @@ def test_a_malformed_call_on_a_mixed_message_names_its_field() -> None:
     with pytest.raises(InvalidMessageError) as caught:
         from_anthropic([{"role": "user", "content": "Go."}, bad])
     assert (caught.value.index, caught.value.field) == (1, "tool_calls[0].id")
+
+
+def test_to_anthropic_sends_litellm_thinking_blocks_back_first() -> None:
+    # LiteLLM's reply from Claude: OpenAI's shape, the thinking in thinking_blocks beside it.
+    reply = {
+        "role": "assistant",
+        "content": "Looking.",
+        "tool_calls": [CALL],
+        "reasoning_content": THINKING["thinking"],
+        "thinking_blocks": [THINKING],
+    }
+    history = [{"role": "user", "content": "List the files."}, reply, _result()]
+    payload = to_anthropic(history)
+    validate_anthropic(payload)
+    turn = payload["messages"][1]
+    assert set(turn) == {"role", "content"}
+    assert [block["type"] for block in turn["content"]] == ["thinking", "text", "tool_use"]
+    assert turn["content"][0] == THINKING
+    # Sent back to LiteLLM as it came.
+    assert to_openai(history)[1] == reply
