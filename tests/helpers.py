@@ -86,3 +86,21 @@ def run_guarded(code: str, timeout: float = 60.0) -> str:
         raise AssertionError(f"still running after {timeout:.0f} s") from None
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
+
+
+def outputs_across_hash_seeds(code: str, seeds: Sequence[str] = ("0", "1", "2", "3")) -> set[str]:
+    """The distinct outputs of ``code`` run in a fresh interpreter under each string-hashing
+    seed: one output when nothing depends on a set's or a dict of strings' order."""
+    import os
+    import subprocess
+
+    return {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in seeds
+    }

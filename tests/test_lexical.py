@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import Sequence
 
@@ -22,6 +19,8 @@ from ctxpack.signals.lexical import (
     leaning,
     terms,
 )
+
+from .helpers import outputs_across_hash_seeds
 
 WORDS = ["alpha", "beta", "gamma", "delta", "backup", "backups", "the", "Caroline's", "42"]
 texts_st = st.lists(
@@ -370,14 +369,5 @@ print([repr(x) for x in bm25_scores(words[:7], documents)])
 def test_bm25_scores_are_the_same_in_every_process() -> None:
     # The query's terms were summed in the order of a set, which string hashing changes from
     # one process to the next: scores differed in their last digits, enough to flip a tie.
-    outputs = {
-        subprocess.run(
-            [sys.executable, "-c", _BM25_IN_A_NEW_PROCESS],
-            env={**os.environ, "PYTHONHASHSEED": seed},
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        for seed in ("0", "1", "2", "3")
-    }
+    outputs = outputs_across_hash_seeds(_BM25_IN_A_NEW_PROCESS)
     assert len(outputs) == 1, outputs

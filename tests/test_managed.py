@@ -179,6 +179,16 @@ def test_the_state_round_trips_through_json_and_goes_on_the_same_way() -> None:
         WindowState.from_json("{not json")
 
 
+def pinned_after_compaction(session: Session) -> Message:
+    """The pinned message a session re-injects after 40 steps have made it compact."""
+    for i in range(40):
+        session.render()
+        session.extend(step(i))
+    result = session.render()
+    assert session.window_state.compacted
+    return next(m for m in result.messages if m.id == "ctxpack-pinned")
+
+
 def test_pinned_content_is_reinjected_within_budgets_after_a_compaction() -> None:
     policy = WindowPolicy(window=12_000, skill_budget=300, pinned_budget=500)
     session = Session(counter=COUNTER, filters=False, window=policy)
@@ -188,12 +198,7 @@ def test_pinned_content_is_reinjected_within_budgets_after_a_compaction() -> Non
     session.pin(old, name="old-skill")
     long_skill = "\n".join(f"deploy step {j}: run stage {j}" for j in range(200))
     session.pin(long_skill, name="deploy")
-    for i in range(40):
-        session.render()
-        session.extend(step(i))
-    result = session.render()
-    assert session.window_state.compacted
-    pinned = next(m for m in result.messages if m.id == "ctxpack-pinned")
+    pinned = pinned_after_compaction(session)
     assert "Always run ruff before committing." in pinned.text  # memory: whole
     assert "deploy step 0: run stage 0" in pinned.text  # the head of the truncated skill
     assert "deploy step 199" not in pinned.text

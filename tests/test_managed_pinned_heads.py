@@ -5,7 +5,7 @@ from __future__ import annotations
 from ctxpack import Session
 from ctxpack.managed import WindowPolicy
 
-from .test_managed import COUNTER, SYSTEM, TASK, step
+from .test_managed import COUNTER, SYSTEM, TASK, pinned_after_compaction
 
 
 def test_a_one_line_skill_over_its_budget_keeps_its_first_words() -> None:
@@ -15,12 +15,7 @@ def test_a_one_line_skill_over_its_budget_keeps_its_first_words() -> None:
     session = Session(counter=COUNTER, filters=False, window=policy)
     session.extend([SYSTEM, TASK])
     session.pin("Deploy: " + " ".join(f"then run deploy_{j}" for j in range(400)), name="deploy")
-    for i in range(40):
-        session.render()
-        session.extend(step(i))
-    result = session.render()
-    assert session.window_state.compacted
-    pinned = next(m for m in result.messages if m.id == "ctxpack-pinned")
+    pinned = pinned_after_compaction(session)
     assert "Deploy: then run deploy_0 then run deploy_1" in pinned.text
     assert "deploy_399" not in pinned.text
     head = pinned.text.split("\n\n", 1)[1]

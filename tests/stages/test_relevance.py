@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from typing import Any, ClassVar
 
 import numpy as np
@@ -24,7 +21,7 @@ from ctxpack.signals import (
     TermSignal,
 )
 
-from ..helpers import call, ctx_of, ids
+from ..helpers import call, ctx_of, ids, outputs_across_hash_seeds
 
 HISTORY: list[dict[str, Any]] = [
     {"role": "user", "content": "Our Postgres backups run nightly at 02:00 UTC.", "id": "u1"},
@@ -455,16 +452,7 @@ def test_follow_up_scores_are_the_same_in_every_process() -> None:
     # Borrowed terms used to be summed in a set's order, which string hashing changes from
     # one process to the next: the scores then differed in their last digits, enough to flip
     # a tie. Seeds 0 and 1 gave different scores before the fix.
-    outputs = {
-        subprocess.run(
-            [sys.executable, "-c", _SCORES_IN_A_NEW_PROCESS],
-            env={**os.environ, "PYTHONHASHSEED": seed},
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        for seed in ("0", "1", "2")
-    }
+    outputs = outputs_across_hash_seeds(_SCORES_IN_A_NEW_PROCESS, ("0", "1", "2"))
     assert len(outputs) == 1, outputs
     assert outputs.pop().count("(") >= 3, "the follow-up should select several messages"
 
