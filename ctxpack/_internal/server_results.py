@@ -10,7 +10,7 @@ a PDF) has no text form: such a result is not cleared, and is not counted as cle
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from .part_texts import is_provider_tool_result
@@ -81,20 +81,35 @@ def with_inputs_cleared(content: Any, ids: Collection[str | None]) -> Any:
     id is in ``ids`` emptied, as a client's call's arguments are: an Anthropic block's
     ``input`` ``{}``, a Responses API item's ``arguments`` ``"{}"``; its type, id and name
     stay, so that its result still answers it. ``content`` itself when none changes."""
-    if not ids or not isinstance(content, list):
+    if not ids:
+        return content
+
+    def emptied(part: Mapping[str, Any]) -> dict[str, Any] | None:
+        kind = item_type(part)
+        rid = part.get("id") if kind is not None else None
+        if not isinstance(rid, str) or rid not in ids:
+            return None
+        given = part.get("input", part.get("arguments"))
+        if kind in _SERVER_USES and isinstance(given, Mapping) and given:
+            return {**part, "input": {}}
+        if kind in SERVER_ITEMS and isinstance(given, str) and given != "{}":
+            return {**part, "arguments": "{}"}
+        return None
+
+    return _parts_replaced(content, emptied)
+
+
+def _parts_replaced(content: Any, replace: Callable[[Mapping[str, Any]], Any]) -> Any:
+    """``content`` (a list of parts) with each part ``replace`` gives a new one for (not
+    ``None``) replaced; ``content`` itself when none is, or when it is not a list."""
+    if not isinstance(content, list):
         return content
     out = list(content)
     changed = False
     for k, part in enumerate(content):
-        kind = item_type(part)
-        rid = part.get("id") if kind is not None else None
-        if not isinstance(rid, str) or rid not in ids:
-            continue
-        given = part.get("input", part.get("arguments"))
-        if kind in _SERVER_USES and isinstance(given, Mapping) and given:
-            out[k], changed = {**part, "input": {}}, True
-        elif kind in SERVER_ITEMS and isinstance(given, str) and given != "{}":
-            out[k], changed = {**part, "arguments": "{}"}, True
+        new = replace(part)
+        if new is not None:
+            out[k], changed = new, True
     return out if changed else content
 
 
@@ -191,15 +206,11 @@ def _is_text(block: Any) -> bool:
 def with_results_cleared(content: Any, notes: Mapping[str, str]) -> Any:
     """A message's ``content`` with each provider tool result whose id is in ``notes`` cleared
     to that note; ``content`` itself when none is."""
-    if not notes or not isinstance(content, list):
+    if not notes:
         return content
-    out = list(content)
-    changed = False
-    for k, part in enumerate(content):
+
+    def cleared(part: Mapping[str, Any]) -> Any:
         rid = result_id(part)
-        if rid is not None and rid in notes:
-            cleared = cleared_result(part, notes[rid])
-            if cleared is not None:
-                out[k] = cleared
-                changed = True
-    return out if changed else content
+        return cleared_result(part, notes[rid]) if rid is not None and rid in notes else None
+
+    return _parts_replaced(content, cleared)
