@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -86,6 +86,30 @@ def run_guarded(code: str, timeout: float = 60.0) -> str:
         raise AssertionError(f"still running after {timeout:.0f} s") from None
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
+
+
+def cpu_seconds(work: Callable[[], object], repeat: int = 3) -> float:
+    """The least CPU time ``work`` took on this thread over ``repeat`` runs, the collector off.
+
+    For the tests that a cost grows about linearly: wall time counts whatever else the machine
+    runs (CI shares it with the database servers; one run of 0.09 s took 0.89 s there), and a
+    collection can land in either of the two runs compared. This thread's CPU time counts
+    neither; the least of a few runs drops what is left (a cold cache line, a page fault).
+    """
+    import gc
+    import time
+
+    best = float("inf")
+    for _ in range(repeat):
+        gc.collect()
+        gc.disable()
+        try:
+            start = time.thread_time()
+            work()
+            best = min(best, time.thread_time() - start)
+        finally:
+            gc.enable()
+    return best
 
 
 def outputs_across_hash_seeds(code: str, seeds: Sequence[str] = ("0", "1", "2", "3")) -> set[str]:

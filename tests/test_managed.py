@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 import pickle
 import re
-import time
 from typing import Any
 
 import pytest
@@ -19,7 +17,7 @@ import ctxpack
 from ctxpack import BudgetExceededError, ConfigError, Message, Session, get_counter
 from ctxpack.managed import WindowPolicy, WindowState, fit_digest
 
-from .helpers import ORIGINAL_NOTE
+from .helpers import ORIGINAL_NOTE, cpu_seconds
 
 SYSTEM = {"role": "system", "content": "You are a coding agent. Never push to main."}
 TASK = {"role": "user", "content": "Fix the flaky test in tests/test_cache.py; keep the API."}
@@ -632,21 +630,16 @@ def test_fit_digest_counts_what_it_returns() -> None:
 def test_fit_digest_cuts_a_long_digest_in_about_linear_time() -> None:
     # Each line dropped used to sum every section's remaining lines again to pick the largest:
     # 8,000 lines and 8,000 terms took 1.1 s to fit, 40 times what 1,000 of each took.
-    def timed(lines: int) -> float:
+    def cost(lines: int) -> float:
         digest = "## Commands run\n" + "\n".join(f"- `ls dir{i}`" for i in range(lines))
         digest += "\n\n## Identifiers, paths and numbers seen in tool outputs\n"
         digest += " ".join(f"name_{i}" for i in range(lines))
-        fit_digest(digest, 300, COUNTER)  # the lines' counts cached
-        best = math.inf
-        for _ in range(2):
-            start = time.perf_counter()
-            short = fit_digest(digest, 300, COUNTER)
-            best = min(best, time.perf_counter() - start)
+        short = fit_digest(digest, 300, COUNTER)  # the lines' counts cached
         assert COUNTER.count(short) <= 300 and short.endswith(f"name_{lines - 1}")
-        return best
+        return cpu_seconds(lambda: fit_digest(digest, 300, COUNTER), repeat=2)
 
-    small, large = timed(1_000), timed(8_000)
-    assert large < 1.5 and large < 25 * max(small, 0.002)
+    small, large = cost(1_000), cost(8_000)
+    assert large < 25 * max(small, 0.002)
 
 
 def _long_state(edits: int) -> WindowState:
@@ -671,18 +664,17 @@ def _long_state(edits: int) -> WindowState:
 def test_an_append_costs_the_same_however_many_edits_the_window_made() -> None:
     # Every append (and managed render) copies the window state so that a failure can restore
     # it: a deep copy rebuilt every decision, 32 ms an append after 4,000 edits (4 ms after 500).
-    def timed(edits: int) -> float:
+    def cost(edits: int) -> float:
         session = Session(model="gpt-4o", window=64_000, window_state=_long_state(edits))
-        best = math.inf
-        for i in range(5):
-            start = time.perf_counter()
-            session.append({"role": "user", "content": f"Next step {i}."})
-            best = min(best, time.perf_counter() - start)
-        return best
+        steps = itertools.count()
+        return cpu_seconds(
+            lambda: session.append({"role": "user", "content": f"Next step {next(steps)}."}),
+            repeat=5,
+        )
 
-    timed(10)
-    small, large = timed(500), timed(4_000)
-    assert large < 0.02 and large < 3 * max(small, 0.002)
+    cost(10)
+    small, large = cost(500), cost(4_000)
+    assert large < 3 * max(small, 0.002)
 
 
 def test_a_failed_append_restores_the_window_state_as_it_was() -> None:
