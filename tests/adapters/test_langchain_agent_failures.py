@@ -200,10 +200,14 @@ class RacingSaver(InMemorySaver):
 
     def get_tuple(self, config: Any) -> Any:
         barrier = self.barrier
+        read = super().get_tuple(config)
         if barrier is not None:
+            # Both runs have read before either goes on: waiting before the read let one run,
+            # late to be scheduled, read the checkpoint the other had already written (its
+            # question in it), a history that grew, rightly served.
             barrier.wait(timeout=60)  # a loaded machine may start the second run late
             self.barrier = None  # the runs' later reads go as they come
-        return super().get_tuple(config)
+        return read
 
 
 def test_two_runs_of_one_thread_at_once_are_refused_by_name() -> None:
