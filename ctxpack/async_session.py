@@ -11,14 +11,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+import threading
+import weakref
+from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
 from ._internal.arguments import keyword_checked
 from .errors import ConfigError, StoreConflictError
 from .managed import WindowPolicy, WindowState
 from .messages import Message
-from .persistence import MAX_ATTEMPTS, Backing, backoff_delay
+from .persistence import MAX_ATTEMPTS, Backing, backoff_delay, run_for
 from .pipeline import Decision
 from .providers import Provider
 from .result import PackResult
@@ -72,7 +74,8 @@ async def _in_thread(
     cancelled: the thread cannot be stopped, and the state it changes must be neither read nor
     let go of (the session's lock released) before it ends. Cancelled, ``undo`` is given what
     the thread returned, and the cancellation is raised."""
-    work = asyncio.ensure_future(asyncio.to_thread(func, *args, **kwargs))
+    loop = asyncio.get_running_loop()
+    work = asyncio.ensure_future(asyncio.to_thread(run_for, loop, func, *args, **kwargs))
     cancelled = await _to_end(work)
     if cancelled is None:
         return work.result()
@@ -84,13 +87,35 @@ async def _in_thread(
     raise cancelled
 
 
+# How long a worker thread waits at a time for another thread's event loop to let go of a
+# session: a cancelled caller waits at most this long.
+_POLL_SECONDS = 0.05
+
+
+async def _acquired(lock: threading.Lock) -> None:
+    """``lock`` taken without blocking the event loop: at once when free, else from a worker
+    thread, a while at a time; cancelled, the cancellation is raised without the lock."""
+    if lock.acquire(blocking=False):
+        return
+    while True:
+        work = asyncio.ensure_future(asyncio.to_thread(lock.acquire, True, _POLL_SECONDS))
+        cancelled = await _to_end(work)
+        if work.result():
+            if cancelled is None:
+                return
+            lock.release()
+        if cancelled is not None:
+            raise cancelled
+
+
 class AsyncSession:
     """An agent session in a session store, with coroutines: ``await`` every method that
     reads or writes the store.
 
     Open one with :meth:`open`; the options are :class:`~ctxpack.Session`'s. One object may be
     shared by the tasks of its event loop: its appends are applied one at a time, each all or
-    nothing, durable when the ``await`` returns.
+    nothing, durable when the ``await`` returns. It outlives its loop (an ``asyncio.run()``
+    per job), and the loops of several threads take turns on it.
 
     Example:
         >>> import asyncio
@@ -108,7 +133,11 @@ class AsyncSession:
     _backing: Backing
     store: AsyncSessionStore
     _owned: bool
-    _lock: asyncio.Lock
+    # The tasks of one event loop take turns on its asyncio lock (one per loop: a lock serves
+    # the loop that first waited on it, and the session outlives an asyncio.run()); event
+    # loops of other threads on the thread lock: an asyncio lock shared by two loops hung.
+    _locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock]
+    _turns: threading.Lock
 
     def __init__(self, *args: Any, **options: Any) -> None:
         # Opening reads the store, which a constructor cannot await.
@@ -126,8 +155,20 @@ class AsyncSession:
         session._backing = backing
         session.store = store
         session._owned = owned
-        session._lock = asyncio.Lock()
+        session._locks = weakref.WeakKeyDictionary()
+        session._turns = threading.Lock()
         return session
+
+    @contextlib.asynccontextmanager
+    async def _turn(self) -> AsyncIterator[None]:
+        """The session to this call alone, among the tasks of every event loop."""
+        # A loop runs in one thread: only that thread ever asks for its lock.
+        async with self._locks.setdefault(asyncio.get_running_loop(), asyncio.Lock()):
+            await _acquired(self._turns)
+            try:
+                yield
+            finally:
+                self._turns.release()
 
     @classmethod
     @keyword_checked
@@ -252,7 +293,7 @@ class AsyncSession:
         thread, reading the state it changes) applied and stored, all or nothing, again on top
         of other writers' appends when they came first."""
         core, backing = self._core, self._backing
-        async with self._lock:
+        async with self._turn():
             for attempt in range(MAX_ATTEMPTS):
                 await self._sync()
                 before = await _in_thread(
@@ -315,7 +356,7 @@ class AsyncSession:
                 )
             )
             return results[-1]
-        async with self._lock:
+        async with self._turn():
             await self._sync()
             return await _in_thread(
                 core._render_opening, opening, budget, query, provider, reserve, tools, whole
@@ -323,19 +364,19 @@ class AsyncSession:
 
     async def transcript(self) -> list[Message]:
         """The full record; see :meth:`ctxpack.Session.transcript`."""
-        async with self._lock:
+        async with self._turn():
             await self._sync()
             return self._core.transcript()
 
     async def compact(self) -> list[Message]:
         """The compact record; see :meth:`ctxpack.Session.compact`."""
-        async with self._lock:
+        async with self._turn():
             await self._sync()
             return self._core.compact()
 
     async def records(self) -> list[FilterRecord]:
         """One record per tool output; see :attr:`ctxpack.Session.records`."""
-        async with self._lock:
+        async with self._turn():
             await self._sync()
             return self._core.records
 
@@ -392,9 +433,9 @@ class AsyncSession:
         max_chars: int = 8_000,
     ) -> Retrieval:
         """Read an original of the session; see :meth:`ctxpack.Session.retrieve`."""
-        async with self._lock:
+        async with self._turn():
             await self._sync()  # the secret values another replica found, hunted in it
-        return await asyncio.to_thread(
+        return await _in_thread(
             self._core.retrieve,
             artifact,
             lines=lines,
@@ -408,11 +449,11 @@ class AsyncSession:
     @keyword_checked
     async def handle(self, call: Mapping[str, Any]) -> str:
         """Answer the model's call to the retrieve tool; see :meth:`ctxpack.Session.handle`."""
-        async with self._lock:
+        async with self._turn():
             # describe_tool answers from the tools rendered last; a retrieve answer is hunted
             # for the secret values another replica found.
             await self._sync()
-        return await asyncio.to_thread(self._core.handle, call)
+        return await _in_thread(self._core.handle, call)
 
     async def close(self) -> None:
         """Close the store if the session opened it from a URL; cancelled meanwhile, it is

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import hashlib
 import hmac
 import inspect
@@ -22,7 +23,7 @@ import random
 import secrets
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._internal.arguments import json_problem
 from .errors import (
@@ -51,6 +52,25 @@ EDIT_MARK = "ctxpack-edit:"
 # releases reading format 2 cannot read; a session with no such record is still written as
 # format 2, so that they go on reading it during a rolling deploy.
 FORMAT = 3
+
+# The event loop of the AsyncSession call a worker thread runs for (see run_for): an
+# original is read or stored on it, the loop the session was opened in being long closed
+# when the session outlives its asyncio.run().
+_CALLER: contextvars.ContextVar[asyncio.AbstractEventLoop | None] = contextvars.ContextVar(
+    "ctxpack_caller_loop", default=None
+)
+
+
+_T = TypeVar("_T")
+
+
+def run_for(
+    loop: asyncio.AbstractEventLoop, func: Callable[..., _T], /, *args: Any, **kwargs: Any
+) -> _T:
+    """``func(*args, **kwargs)`` in a worker thread, for a call awaited on ``loop``: the
+    session's originals are read and stored on it."""
+    _CALLER.set(loop)  # the thread runs in a copy of the caller's context: nothing leaks
+    return func(*args, **kwargs)
 
 
 def encode_message(message: Message, index: int) -> dict[str, Any]:
@@ -105,7 +125,7 @@ class SessionArtifacts:
     session it holds (so that one written while the session is erased is not left behind), so
     those wait here for the first append.
     With an async store, ``put`` and ``get`` are called from a worker thread and run on the
-    store's event loop.
+    event loop of the call it works for (:func:`run_for`).
     """
 
     def __init__(
@@ -243,12 +263,13 @@ class SessionArtifacts:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
-        if running is self.loop:
+        loop = _CALLER.get() or self.loop
+        if running is loop:
             raise RuntimeError(
                 "an async session's originals are read from a worker thread; "
                 "use `await session.retrieve(...)`"
             )
-        return asyncio.run_coroutine_threadsafe(method(*args), self.loop).result()
+        return asyncio.run_coroutine_threadsafe(method(*args), loop).result()
 
     def hold(self) -> None:
         self._held = {}

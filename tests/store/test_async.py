@@ -20,6 +20,7 @@ from ctxpack import AsyncSession, InvalidMessageError, Session, to_openai
 from ctxpack.errors import ArtifactNotFoundError
 from ctxpack.store import SessionStore
 
+from ..helpers import run_guarded
 from ..threads import switching_often
 from .backends import backend_url
 from .test_sessions import PYTEST, ROOT, turn
@@ -362,3 +363,68 @@ def test_a_close_cancelled_at_any_step_still_closes_the_store(
 
     asyncio.run(main())
     assert logged == []
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+def test_an_async_session_outlives_the_event_loop_that_opened_it(
+    backend: str, tmp_path: Path, replicas: Callable[[], SessionStore], session_id: str
+) -> None:
+    # An application running asyncio.run() per job keeps its session: tasks that waited for
+    # one another on a second loop raised RuntimeError (the lock belonged to the first), and
+    # an original read from the store ran on the closed loop that opened the session.
+    url = backend_url(backend, tmp_path)
+    sync_store = replicas()
+    store: Any = sync_store if backend == "memory" else url
+    session = asyncio.run(AsyncSession.open(session_id, store=store, model="gpt-4"))
+
+    async def job(k: int) -> tuple[list[str], str]:
+        runs = [3 * k + t for t in range(3)]
+        await asyncio.gather(*(session.extend(turn(n, f"{PYTEST}(run {n})\n")) for n in runs))
+        first = next(r.artifact for r in await session.records() if r.artifact)
+        original = await session.retrieve(first)  # not the last stored: read from the store
+        return [m.text or "" for m in await session.transcript()], original.text
+
+    for k in range(3):
+        texts, original = asyncio.run(job(k))
+        assert len(texts) == 9 * (k + 1)
+        assert original.startswith(PYTEST[:40])
+    asyncio.run(session.close())
+    resumed = Session.open(session_id, store=sync_store, model="gpt-4")
+    assert [m.text or "" for m in resumed.transcript()] == texts
+
+
+TWO_LOOPS_SCRIPT = """
+import asyncio, sys, threading
+from ctxpack import AsyncSession, Session
+from ctxpack.store import MemoryStore
+
+store = MemoryStore()
+session = asyncio.run(AsyncSession.open("two", store=store, model="gpt-4"))
+sys.setswitchinterval(1e-6)
+errors = []
+
+def work(worker):
+    async def appends():
+        await asyncio.gather(*(
+            session.append({"role": "user", "content": f"{worker} {k}"}) for k in range(20)
+        ))
+    try:
+        asyncio.run(appends())
+    except BaseException as exc:
+        errors.append(repr(exc))
+
+threads = [threading.Thread(target=work, args=(w,)) for w in range(3)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+texts = [m.text for m in Session.open("two", store=store, model="gpt-4").transcript()]
+ids = [m.id for m in asyncio.run(session.transcript())]
+print(errors, len(texts), len(set(texts)), len(ids) == len(set(ids)))
+"""
+
+
+def test_event_loops_of_several_threads_take_turns_on_one_async_session() -> None:
+    # The tasks of each loop shared one asyncio lock across the loops: a task of one loop
+    # waited on a future of another, woken from the wrong thread, and the threads hung.
+    assert run_guarded(TWO_LOOPS_SCRIPT).split() == ["[]", "60", "60", "True"]
