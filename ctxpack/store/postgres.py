@@ -9,8 +9,6 @@ version moved gets :class:`~ctxpack.errors.StoreConflictError`, which a session 
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
@@ -31,6 +29,7 @@ from ._base import (
     redact_url,
     store_options,
 )
+from ._loops import PerLoop
 
 __all__ = ["AsyncPostgresStore", "PostgresStore"]
 
@@ -361,31 +360,20 @@ class AsyncPostgresStore(_Common):
     def __init__(self, url: str, **options: Any) -> None:
         self._conninfo = self._configure(url, options)
         self._url_for_errors = url
-        self._pool: Any = None
-        self._opening: asyncio.Future[None] | None = None
+        # One pool per event loop: a pool serves the loop it was opened in (see PerLoop).
+        self._pools: PerLoop[Any] = PerLoop(self._open, lambda pool: pool.close())
         # Set by close(): a call then fails, as PostgresStore's does, rather than open a
         # pool again that nothing would close. An explicit open() opens it again.
         self._closed = False
         forks.track(self)
 
     async def open(self) -> None:
-        """Open the pool and create the tables if missing (idempotent); after :meth:`close`,
-        open it again."""
+        """Open the running event loop's pool and create the tables if missing (idempotent);
+        after :meth:`close`, open it again."""
         self._closed = False
-        if self._pool is not None:
-            return
-        # Callers that come at once share one opening: each would build a pool of its own,
-        # and close() close only the last.
-        opening = self._opening
-        if opening is None or opening.get_loop() is not asyncio.get_running_loop():
-            opening = self._opening = asyncio.ensure_future(self._open())
-        try:
-            await asyncio.shield(opening)
-        finally:
-            if opening.done() and self._opening is opening:
-                self._opening = None
+        await self._pools.get()
 
-    async def _open(self) -> None:
+    async def _open(self) -> Any:
         try:
             import psycopg
             from psycopg_pool import AsyncConnectionPool
@@ -416,15 +404,15 @@ class AsyncPostgresStore(_Common):
         except Exception as exc:
             await pool.close()
             raise _wrap(exc, self._raw_url, "open") from exc
-        self._pool = pool
+        return pool
 
     @asynccontextmanager
     async def _transaction(self, operation: str, *, writes: bool = True) -> AsyncIterator[Any]:
         if self._closed:
             raise StoreError("the store is closed", url=self.url, operation=operation)
-        await self.open()
+        pool = await self._pools.get()
         try:
-            async with self._pool.connection() as conn, conn.transaction():
+            async with pool.connection() as conn, conn.transaction():
                 if writes:
                     await conn.execute(self._limits())
                 yield conn
@@ -496,21 +484,13 @@ class AsyncPostgresStore(_Common):
                 await conn.execute(statement, (session_id,))
 
     async def close(self) -> None:
+        """Close the pool of the event loop it is awaited in (that of another loop is closed
+        as its loop shuts down); a call made after it fails with a :class:`StoreError`."""
         self._closed = True
-        opening = self._opening
-        if opening is not None and opening.get_loop() is asyncio.get_running_loop():
-            # An opening whose caller was cancelled goes on (shielded): waited for, so that
-            # the pool it makes is closed here, not left open after close().
-            with contextlib.suppress(Exception):
-                await asyncio.shield(opening)
-        if self._pool is not None:
-            await self._pool.close()
-            self._pool = None
+        await self._pools.close_here()
 
     def after_fork(self) -> None:
-        """In a forked child: leave the parent's pool alone, as :class:`PostgresStore` does;
+        """In a forked child: leave the parent's pools alone, as :class:`PostgresStore` does;
         the next call opens one of this process."""
-        if self._pool is not None:
-            forks.keep(self._pool)
-            self._pool = None
-        self._opening = None
+        for pool in self._pools.forget():
+            forks.keep(pool)

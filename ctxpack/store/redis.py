@@ -13,7 +13,7 @@ import asyncio
 import secrets
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from .._internal.arguments import shown
 from ..errors import ArtifactNotFoundError, ConfigError, StoreConflictError, StoreError
@@ -28,6 +28,7 @@ from ._base import (
     redact_url,
     store_options,
 )
+from ._loops import PerLoop
 
 __all__ = ["AsyncRedisStore", "RedisStore"]
 
@@ -291,6 +292,15 @@ async def _cancellable(call: Awaitable[_T]) -> _T:
     return work.result()
 
 
+class _Client(NamedTuple):
+    """An event loop's redis-py client and the scripts registered on it."""
+
+    redis: Any
+    append: Any
+    load: Any
+    put: Any
+
+
 class AsyncRedisStore(_Common):
     """:class:`RedisStore` for asyncio, on ``redis.asyncio``."""
 
@@ -303,25 +313,37 @@ class AsyncRedisStore(_Common):
         except ImportError:
             raise missing_driver("redis", "redis", url) from None
         self._errors_from = redis.RedisError
-        self._client = self._client_for(
-            redis.asyncio.Redis.from_url, redis.asyncio.retry.Retry, address, timeout
-        )
-        self._append = self._client.register_script(APPEND)
-        self._load = self._client.register_script(LOAD)
-        self._put = self._client.register_script(PUT_ARTIFACT)
+        self._address, self._timeout = address, timeout
+        self._made()  # a URL redis-py cannot read is refused here, not at the first call
+        # One client per event loop: its connections serve the loop they were opened in.
+        self._clients: PerLoop[_Client] = PerLoop(self._client_here, lambda c: c.redis.aclose())
+
+    def _made(self) -> Any:
+        import redis.asyncio
+        import redis.asyncio.retry
+
+        retry = redis.asyncio.retry.Retry
+        return self._client_for(redis.asyncio.Redis.from_url, retry, self._address, self._timeout)
+
+    async def _client_here(self) -> _Client:
+        client = self._made()
+        scripts = (client.register_script(script) for script in (APPEND, LOAD, PUT_ARTIFACT))
+        return _Client(client, *scripts)
 
     async def open(self) -> None:
         """Check that the server answers; after :meth:`close`, open the store again."""
         self._closed = False
         try:
-            await _cancellable(self._client.ping())
+            await _cancellable((await self._clients.get()).redis.ping())
         except self._errors_from as exc:
             raise self._wrap(exc, "open") from exc
 
     async def load(self, session_id: str, *, since: int = 0) -> StoredSession:
         keys = self._keys(session_id)
         try:
-            reply = await _cancellable(self._load(keys=keys[:2], args=[check_version(since)]))
+            reply = await _cancellable(
+                (await self._here()).load(keys=keys[:2], args=[check_version(since)])
+            )
         except self._errors_from as exc:
             raise self._wrap(exc, f"load session {session_id!r}") from exc
         return self._stored(reply)
@@ -338,7 +360,7 @@ class AsyncRedisStore(_Common):
         keys = self._keys(session_id)
         args = self._append_args(version, entry, state, artifacts)
         try:
-            found = await _cancellable(self._append(keys=keys, args=args))
+            found = await _cancellable((await self._here()).append(keys=keys, args=args))
         except self._errors_from as exc:
             raise self._wrap(exc, f"append to session {session_id!r}") from exc
         self._after_append(session_id, version, found)
@@ -347,7 +369,8 @@ class AsyncRedisStore(_Common):
         check_artifact(artifact, text)
         meta, _, artifacts = self._keys(session_id)
         try:
-            await _cancellable(self._put(keys=[meta, artifacts], args=[artifact, text]))
+            put = (await self._here()).put
+            await _cancellable(put(keys=[meta, artifacts], args=[artifact, text]))
         except self._errors_from as exc:
             raise self._wrap(exc, f"store an artifact of session {session_id!r}") from exc
 
@@ -355,7 +378,7 @@ class AsyncRedisStore(_Common):
         check_artifact(artifact)
         _, _, artifacts = self._keys(session_id)
         try:
-            text = await _cancellable(self._client.hget(artifacts, artifact))
+            text = await _cancellable((await self._here()).redis.hget(artifacts, artifact))
         except self._errors_from as exc:
             raise self._wrap(exc, f"read an artifact of session {session_id!r}") from exc
         if text is None:
@@ -365,11 +388,16 @@ class AsyncRedisStore(_Common):
     async def delete_session(self, session_id: str) -> None:
         keys = self._keys(session_id)
         try:
-            await _cancellable(self._client.delete(*keys))
+            await _cancellable((await self._here()).redis.delete(*keys))
         except self._errors_from as exc:
             raise self._wrap(exc, f"delete session {session_id!r}") from exc
 
+    async def _here(self) -> _Client:
+        return await self._clients.get()
+
     async def close(self) -> None:
-        """As :meth:`RedisStore.close`; :meth:`open` opens the store again."""
+        """As :meth:`RedisStore.close`, for the client of the event loop it is awaited in
+        (that of another loop is closed as its loop shuts down); :meth:`open` opens the store
+        again."""
         self._closed = True
-        await self._client.aclose()
+        await self._clients.close_here()

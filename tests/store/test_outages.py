@@ -65,7 +65,7 @@ def test_a_postgres_restart_does_not_fail_the_next_async_append() -> None:
         session = await ctxpack.AsyncSession.open(session_id, store=store, model="gpt-4")
         try:
             await session.append({"role": "user", "content": "before the restart"})
-            async with store._pool.connection() as conn:
+            async with store._pools.here().connection() as conn:
                 pid = conn.info.backend_pid
             await asyncio.to_thread(terminate_backends, url, {pid})
             await session.append({"role": "user", "content": "after the restart"})
@@ -172,7 +172,7 @@ def test_a_redis_restart_does_not_fail_the_next_async_append() -> None:
         session = await ctxpack.AsyncSession.open(session_id, store=store, model="gpt-4")
         try:
             await session.append({"role": "user", "content": "before the restart"})
-            pooled = store._client.connection_pool._available_connections
+            pooled = store._clients.here().redis.connection_pool._available_connections
             ids = set()
             for conn in pooled:
                 await conn.send_command("CLIENT", "ID")

@@ -14,7 +14,7 @@ import pytest
 
 import ctxpack
 from ctxpack.errors import ConfigError, StoreError
-from ctxpack.store import open_async_store, open_store, redact_url
+from ctxpack.store import StoredSession, open_async_store, open_store, redact_url
 
 from .backends import server_url
 
@@ -123,7 +123,7 @@ def test_an_async_postgres_store_closed_while_its_cancelled_opening_runs_closes_
     async def main() -> None:
         opening = asyncio.create_task(store.open())
         await asyncio.sleep(0)  # the opening is under way
-        shared = store._opening
+        shared = store._pools._making[asyncio.get_running_loop()]
         opening.cancel()
         with pytest.raises(asyncio.CancelledError):
             await opening
@@ -133,7 +133,38 @@ def test_an_async_postgres_store_closed_while_its_cancelled_opening_runs_closes_
 
     asyncio.run(main())
     assert all(pool.closed for pool in opened)
-    assert store._pool is None
+    assert not store._pools._held
+
+
+@pytest.mark.parametrize("backend", ["postgres", "redis"])
+def test_an_async_store_serves_one_event_loop_after_another(
+    backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A store opened once and used by an asyncio.run() per job: redis-py's connections were
+    # the first loop's ("Event loop is closed" at the next loop's first call, and at close());
+    # psycopg's pool could not grow on the next loop (its workers were the first loop's
+    # tasks), nor be closed from it (RuntimeError). Each loop has its own, closed with it.
+    opened = _counted_pools(monkeypatch)
+    store: Any = open_async_store(server_url(backend))
+    session_id = f"loops-{uuid.uuid4().hex}"
+
+    async def job(k: int) -> tuple[str, ...]:
+        await asyncio.gather(*(store.load(session_id) for _ in range(4)))
+        await store.append(session_id, f"entry {k}", version=k, state="{}")
+        stored: StoredSession = await store.load(session_id)
+        return stored.entries
+
+    for k in range(3):
+        assert asyncio.run(job(k)) == tuple(f"entry {j}" for j in range(k + 1))
+
+    async def end() -> None:
+        await store.delete_session(session_id)
+        await store.close()
+
+    asyncio.run(end())
+    if backend == "postgres":
+        assert len(opened) == 4
+        assert all(pool.closed for pool in opened)
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,94 @@
+"""One connection pool per event loop, for the async stores.
+
+A pool serves the loop it was made in: its sockets are that loop's, its background tasks run
+there. A store object outlives an ``asyncio.run()`` (an application running one per job, a
+test suite's loop per test): used from the next loop, redis-py failed with "Event loop is
+closed", and psycopg's pool could no longer grow, nor be closed. Each loop gets its own pool,
+closed when the store is closed from that loop, or else when the loop shuts down
+(``asyncio.run`` closes the loop's async generators before the loop itself).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import weakref
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from typing import Generic, TypeVar
+
+__all__: list[str] = []
+
+_R = TypeVar("_R")
+
+
+class PerLoop(Generic[_R]):
+    """The pool of each event loop, made by ``make`` at the loop's first call and closed by
+    ``close``."""
+
+    def __init__(
+        self, make: Callable[[], Awaitable[_R]], close: Callable[[_R], Awaitable[None]]
+    ) -> None:
+        self._make, self._close = make, close
+        self._held: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, tuple[_R, AsyncGenerator[None, None]]
+        ] = weakref.WeakKeyDictionary()
+        self._making: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Future[_R]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def here(self) -> _R | None:
+        """The running loop's pool, if made."""
+        held = self._held.get(asyncio.get_running_loop())
+        return None if held is None else held[0]
+
+    async def get(self) -> _R:
+        """The running loop's pool; callers that come at once share one making (each would
+        make a pool of its own, and closing close only the last)."""
+        loop = asyncio.get_running_loop()
+        held = self._held.get(loop)
+        if held is not None:
+            return held[0]
+        making = self._making.get(loop)
+        if making is None:
+            making = self._making[loop] = asyncio.ensure_future(self._made())
+        try:
+            return await asyncio.shield(making)
+        finally:
+            if making.done() and self._making.get(loop) is making:
+                del self._making[loop]
+
+    async def _made(self) -> _R:
+        pool = await self._make()
+        ender = self._ender(pool)
+        await anext(ender)  # the loop now knows it: closed at its shutdown
+        self._held[asyncio.get_running_loop()] = (pool, ender)
+        return pool
+
+    async def _ender(self, pool: _R) -> AsyncGenerator[None, None]:
+        try:
+            yield
+        finally:
+            # No reference to the loop while suspended: the pool's entry would keep it alive.
+            held = self._held.get(asyncio.get_running_loop())
+            if held is not None and held[0] is pool:
+                del self._held[asyncio.get_running_loop()]
+            await self._close(pool)
+
+    async def close_here(self) -> None:
+        """Close the running loop's pool, waiting first for a making in flight (shielded, it
+        goes on when its caller is cancelled, and its pool would be left open)."""
+        loop = asyncio.get_running_loop()
+        making = self._making.get(loop)
+        if making is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(making)
+        held = self._held.pop(loop, None)
+        if held is not None:
+            await held[1].aclose()
+
+    def forget(self) -> list[_R]:
+        """Forget every pool (a forked child's are its parent's); return them."""
+        pools = [pool for pool, _ in self._held.values()]
+        self._held.clear()
+        self._making.clear()
+        return pools
