@@ -32,7 +32,13 @@ from .session import (
     pinned_message,
     system_opening,
 )
-from .store import AsyncSessionStore, SessionStore, ThreadedAsyncStore, open_async_store
+from .store import (
+    AsyncSessionStore,
+    SessionStore,
+    StoredSession,
+    ThreadedAsyncStore,
+    open_async_store,
+)
 from .tokens import TokenCounter
 
 __all__ = ["AsyncSession"]
@@ -260,11 +266,19 @@ class AsyncSession:
         backing = self._backing
         try:
             stored = await backing.store.load(self.session_id, since=backing.version)  # type: ignore[misc]
-            if backing.catch_up(self._core, stored):
+            if await self._caught_up(stored):
                 stored = await backing.store.load(self.session_id)  # type: ignore[misc]
-                backing.catch_up(self._core, stored)
+                await self._caught_up(stored)
         except Exception as exc:
             raise backing.failed("read", exc) from exc
+
+    async def _caught_up(self, stored: StoredSession) -> bool:
+        """:meth:`Backing.catch_up`, in a worker thread when there are entries to apply: a
+        long session opened (each request of a server may open one) decoded and validated
+        its every message on the event loop, which served no one else meanwhile."""
+        if not stored.entries:
+            return self._backing.catch_up(self._core, stored)
+        return await _in_thread(self._backing.catch_up, self._core, stored)
 
     # ------------------------------------------------------------------------------- input
 

@@ -18,7 +18,8 @@ import pytest
 
 from ctxpack import AsyncSession, InvalidMessageError, Session, to_openai
 from ctxpack.errors import ArtifactNotFoundError
-from ctxpack.store import SessionStore
+from ctxpack.persistence import Backing
+from ctxpack.store import MemoryStore, SessionStore
 
 from ..helpers import run_guarded
 from ..threads import switching_often
@@ -428,3 +429,33 @@ def test_event_loops_of_several_threads_take_turns_on_one_async_session() -> Non
     # The tasks of each loop shared one asyncio lock across the loops: a task of one loop
     # waited on a future of another, woken from the wrong thread, and the threads hung.
     assert run_guarded(TWO_LOOPS_SCRIPT).split() == ["[]", "60", "60", "True"]
+
+
+def test_an_async_session_applies_what_it_reads_in_a_worker_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Opening a long session (a server may open one per request) decoded and validated its
+    # every message on the event loop, which served no one else meanwhile: 0.1 s for 2,000
+    # appends, in proportion to the history.
+    store = MemoryStore()
+    seed = Session.open("long", store=store, model="gpt-4")
+    for k in range(40):
+        seed.append({"role": "user", "content": f"message {k}"})
+    applied: list[tuple[threading.Thread, int]] = []
+    catch_up = Backing.catch_up
+
+    def recorded(self: Backing, session: Any, stored: Any) -> bool:
+        applied.append((threading.current_thread(), len(stored.entries)))
+        return catch_up(self, session, stored)
+
+    monkeypatch.setattr(Backing, "catch_up", recorded)
+
+    async def main() -> int:
+        session = await AsyncSession.open("long", store=store, model="gpt-4")
+        seed.append({"role": "user", "content": "from another replica"})
+        await session.append({"role": "user", "content": "here"})
+        return len(await session.transcript())
+
+    assert asyncio.run(main()) == 42
+    assert [entries for _, entries in applied if entries] == [40, 1]
+    assert all(thread is not threading.main_thread() for thread, entries in applied if entries)
