@@ -19,7 +19,6 @@ from typing import Any
 
 from pydantic import ConfigDict
 
-from ._internal.approximations import claude_approx_counter
 from ._internal.arguments import number, shown
 from ._internal.images import image_rule
 from ._internal.options import FieldErrorModel
@@ -33,6 +32,7 @@ from .tokens import (
     CounterLike,
     _FramedCounter,
     _read_messages,
+    claude_approx_counter,
     get_counter,
     tool_definition_tokens,
 )

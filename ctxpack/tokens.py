@@ -30,6 +30,8 @@ from ._internal.encodings import MODEL_PREFIXES, encoded_length, model_encoding
 from ._internal.images import CLAUDE_IMAGES, GPT_4O_IMAGES, ImageRule, image_rule
 from ._internal.parts import extras_tokens, part_tokens
 from ._internal.prefix import PrefixMemo
+from ._internal.tool_schemas import ANTHROPIC_TOOL_PROMPT_TOKENS as ANTHROPIC_TOOL_PROMPT_TOKENS
+from ._internal.tool_schemas import tool_list_tokens
 from .adapters.read import counted_messages
 from .caches import SHORT_TEXT, LRUCache, text_memo
 from .errors import ApproximateTokenCountWarning, ConfigError, TokenizerUnavailableError
@@ -313,6 +315,18 @@ def anthropic_approx_counter(factor: float = ANTHROPIC_FACTOR) -> ScaledCounter:
     return counter
 
 
+def claude_approx_counter(model: str | None) -> TokenCounter:
+    """ctxpack's approximation for Claude ``model``, without a warning: the newer tokenizer's
+    factor where it has it, and its image rule; the default one for no name or one that is not
+    Claude's (an alias the Anthropic client was given). Shared, so its counts stay cached."""
+    from .providers import newer_claude_tokenizer, provider_from_model
+
+    if model is None or provider_from_model(model) != "anthropic":
+        return anthropic_approx_counter()
+    factor = (ANTHROPIC_NEWER_FACTOR,) if newer_claude_tokenizer(model) else ()
+    return _with_images(anthropic_approx_counter(*factor), image_rule(model))
+
+
 def priming_tokens(counter: TokenCounter) -> int:
     """The tokens a prompt costs beyond its messages (the reply priming: 3 with OpenAI's
     framing); a counter with another framing says so through ``count_messages([])``."""
@@ -342,12 +356,6 @@ def history_tokens(
     if type(counter).count_messages is _FramedCounter.count_messages:
         return REPLY_PRIMING + sum(sizes), sizes
     return counter.count_messages(messages), sizes
-
-
-# Anthropic adds its own tool-use system prompt when a request has tools: 346 tokens for Claude 4
-# and 3.7 models with tool_choice auto (published on Anthropic's pricing page), more than for any
-# older model, so it is the safe figure.
-ANTHROPIC_TOOL_PROMPT_TOKENS = 346
 
 
 def check_counter(counter: object) -> TokenCounter:
@@ -402,35 +410,8 @@ def checked_tool_tokens(tools: Sequence[Mapping[str, Any]], counter: TokenCounte
     """:func:`tool_definition_tokens` of definitions that :func:`tool_definitions` has checked
     where they entered (``pack()``, ``render()``, ``simulate()``...): checking walks every
     definition, and a request's tools would be walked twice."""
-    from ._internal.tool_schemas import TOOLS_FUNC_END, anthropic_tool, compact_json, tool_tokens
-
-    own = getattr(counter, "count_tools", None)
-    if callable(own):
-        # A counter that asks the provider (Anthropic's endpoint) counts them exactly itself.
-        return int(own(tools))
     sizes = counter._tool_sizes if isinstance(counter, _FramedCounter) else None
-    total = 0
-    anthropic = openai = False
-    for tool in tools:
-        if anthropic_tool(tool):
-            anthropic = True
-        else:
-            openai = True
-        if sizes is None:
-            total += tool_tokens(tool, counter)
-            continue
-        # The same definitions ride with every request: count each once per counter.
-        key = compact_json(tool)
-        size = sizes.get(key)
-        if size is None:
-            size = tool_tokens(tool, counter)
-            sizes.put(key, size)
-        total += size
-    if openai:
-        total += TOOLS_FUNC_END
-    if anthropic:
-        total += ANTHROPIC_TOOL_PROMPT_TOKENS
-    return total
+    return tool_list_tokens(tools, counter, sizes)
 
 
 @cache
@@ -544,11 +525,10 @@ def get_counter(model: str | None = None, counter: CounterLike | None = None) ->
         )
     if model is None:
         return _shared_tiktoken_counter(DEFAULT_ENCODING)
-    from .providers import newer_claude_tokenizer, provider_from_model
+    from .providers import provider_from_model
 
     if provider_from_model(model) == "anthropic":
-        factor = (ANTHROPIC_NEWER_FACTOR,) if newer_claude_tokenizer(model) else ()
-        anthropic = _with_images(anthropic_approx_counter(*factor), image_rule(model))
+        anthropic = claude_approx_counter(model)
         warnings.warn(
             f"{model!r} has no public tokenizer; counting with {anthropic.name!r}, an "
             "approximation with a safety margin. Pass counter=<your exact count function> "

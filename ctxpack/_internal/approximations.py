@@ -1,5 +1,7 @@
-"""The approximate counter a Claude model's name calls for, and its announcement: once per
-counter, from the user's line, however deep the request that first counted with it."""
+"""The counter a request is counted with when none was given, and the announcement of an
+approximate one: once per counter, from the user's line, however deep the request that first
+counted with it. Which approximation a Claude model's name calls for is
+:func:`ctxpack.tokens.claude_approx_counter`'s choice, the one ``get_counter(model=...)`` makes."""
 
 from __future__ import annotations
 
@@ -7,30 +9,11 @@ import threading
 import warnings
 
 from ..errors import ApproximateTokenCountWarning
-from ..providers import Provider, newer_claude_tokenizer, provider_from_model
-from ..tokens import (
-    ANTHROPIC_NEWER_FACTOR,
-    TokenCounter,
-    _with_images,
-    anthropic_approx_counter,
-    get_counter,
-)
+from ..providers import Provider, provider_from_model
+from ..tokens import TokenCounter, claude_approx_counter, get_counter
 from .callers import caller_level
-from .images import image_rule
 
 __all__: list[str] = []
-
-
-def claude_approx_counter(model: str | None) -> TokenCounter:
-    """ctxpack's approximation for ``model``: the newer tokenizer's factor where it has it, and
-    its image rule; the default approximation for no name or one that is not Claude's (an
-    alias the Anthropic client was given). Shared by the process, so its counts stay cached.
-    The same choice as ``get_counter(model=...)``'s, without its warning on every call (tokens
-    cannot import this module: it imports tokens)."""
-    if model is None or provider_from_model(model) != "anthropic":
-        return anthropic_approx_counter()
-    factor = (ANTHROPIC_NEWER_FACTOR,) if newer_claude_tokenizer(model) else ()
-    return _with_images(anthropic_approx_counter(*factor), image_rule(model))
 
 
 class Announcements:

@@ -8,17 +8,19 @@ comments. :func:`is_recipe_schema` says whether a schema stays within what OpenA
 counting recipe covers (flat properties with a type, a description and an enum),
 :func:`is_rendering_schema` whether it stays within what the published rendering covers
 (nested objects and arrays too); :func:`compact_json` is the definition as sent, without
-whitespace; :func:`tool_tokens` counts one definition with a token counter.
+whitespace; :func:`tool_tokens` counts one definition with a token counter, and
+:func:`tool_list_tokens` a request's list of them.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ..caches import LRUCache
     from ..tokens import TokenCounter
 
 # Keywords the rendering expresses itself; any other keyword becomes a comment, so it is counted.
@@ -269,6 +271,10 @@ TOOLS_FUNC_END = 12
 # API's counts): its rendered text plus 4, the namespace around the functions (7 tokens) and the
 # 9 that library measured per request, less the 12 the tool block already counts.
 TOOLS_RENDER_INIT = 4
+# Anthropic adds its own tool-use system prompt when a request has tools: 346 tokens for Claude 4
+# and 3.7 models with tool_choice auto (published on Anthropic's pricing page), more than for any
+# older model, so it is the safe figure.
+ANTHROPIC_TOOL_PROMPT_TOKENS = 346
 
 
 # Anthropic's own tools are named by a dated type (``{"type": "bash_20250124", "name":
@@ -309,6 +315,41 @@ def tool_tokens(tool: Mapping[str, Any], counter: TokenCounter) -> int:
         # A provider's built-in tool (web search, code interpreter...): its JSON.
         return counter.count(compact_json(tool))
     return _function_tokens(function, counter)
+
+
+def tool_list_tokens(
+    tools: Sequence[Mapping[str, Any]],
+    counter: TokenCounter,
+    sizes: LRUCache[str, int] | None,
+) -> int:
+    """A request's tool definitions with the per-request constants, each definition counted
+    once per counter where it has ``sizes`` (the counter's own cache of them)."""
+    own = getattr(counter, "count_tools", None)
+    if callable(own):
+        # A counter that asks the provider (Anthropic's endpoint) counts them exactly itself.
+        return int(own(tools))
+    total = 0
+    anthropic = openai = False
+    for tool in tools:
+        if anthropic_tool(tool):
+            anthropic = True
+        else:
+            openai = True
+        if sizes is None:
+            total += tool_tokens(tool, counter)
+            continue
+        # The same definitions ride with every request: count each once per counter.
+        key = compact_json(tool)
+        size = sizes.get(key)
+        if size is None:
+            size = tool_tokens(tool, counter)
+            sizes.put(key, size)
+        total += size
+    if openai:
+        total += TOOLS_FUNC_END
+    if anthropic:
+        total += ANTHROPIC_TOOL_PROMPT_TOKENS
+    return total
 
 
 def _inlined_json(tool: Mapping[str, Any]) -> str:
