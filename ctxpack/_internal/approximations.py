@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import threading
 import warnings
+from typing import Any
 
 from ..errors import ApproximateTokenCountWarning
 from ..providers import Provider, provider_from_model
 from ..tokens import TokenCounter, claude_approx_counter, get_counter
 from .callers import caller_level
+from .encodings import model_encoding
 
 __all__: list[str] = []
 
@@ -51,3 +53,18 @@ def request_counter(
     if provider == "anthropic" or provider_from_model(model) == "anthropic":
         return announce(claude_approx_counter(model), model)
     return get_counter(model)
+
+
+def chat_model_counter(
+    chat_model: Any, provider: Provider | None, announce: Announcements
+) -> TokenCounter:
+    """:func:`request_counter` for a LangChain chat model's request: its name picks the counter
+    when it is a Claude model's or one whose encoding is known (``ChatOpenAI.model_name``,
+    ``ChatAnthropic.model``, Bedrock's ``model_id``); else ``cl100k_base`` (or Claude's default
+    approximation for Anthropic's API)."""
+    for field in ("model_name", "model", "model_id"):
+        name = getattr(chat_model, field, None)
+        if isinstance(name, str) and name:
+            known = provider_from_model(name) is not None or model_encoding(name) is not None
+            return request_counter(name if known else None, provider, announce)
+    return request_counter(None, provider, announce)

@@ -21,10 +21,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, cast, overload
 from uuid import UUID
 
-from .._internal.approximations import Announcements, request_counter
+from .._internal.approximations import Announcements, chat_model_counter
 from .._internal.arguments import json_problem, keyword_checked
 from .._internal.budgets import check_limits, pack_limits
-from .._internal.encodings import model_encoding
 from ..adapters.langchain import META, from_langchain, message_from_langchain
 from ..caches import ENTRY_OVERHEAD, LRUCache
 from ..errors import ConfigError, InvalidMessageError
@@ -33,17 +32,11 @@ from ..messages import Message
 from ..packing import pack
 from ..persistence import check_sync_store
 from ..pipeline import Stage
-from ..providers import (
-    Provider,
-    check_provider,
-    provider_from_chat_model,
-    provider_from_model,
-    tool_name,
-)
+from ..providers import Provider, check_provider, provider_from_chat_model, tool_name
 from ..result import PackResult
 from ..session import Session
 from ..store import SessionStore, open_store
-from ..tokens import CounterLike, get_counter
+from ..tokens import CounterLike, TokenCounter, get_counter
 from ..tools_on_demand import DESCRIBE_TOOL_NAME
 from ._output_format import strategy_format
 from ._session_feed import Asked, HistoryChangedError, SessionFeed, forced_tool, wrapper_policy
@@ -215,9 +208,7 @@ class PackingMiddleware(_RequestMiddleware):
         if not request.messages:
             return request
         provider = self.provider or provider_from_chat_model(request.model)
-        counter = self.counter or request_counter(
-            _model_name(request.model), provider, self._announce
-        )
+        counter = self.counter or chat_model_counter(request.model, provider, self._announce)
         schema_text = strategy_format(request.response_format)
         schema = counter.count(schema_text) if schema_text else 0
         budget, reserve = pack_limits(
@@ -270,7 +261,8 @@ class SessionMiddleware(_RequestMiddleware):
             :class:`~ctxpack.store.SessionStore`. ``memory://``, the default, keeps them in
             this process only.
         model: The model to count tokens for and price the cache with, as for
-            :class:`ctxpack.Session`.
+            :class:`ctxpack.Session`. Neither ``model`` nor a ``counter`` option: each thread's
+            session counts as its chat model's name calls for (as :class:`PackingMiddleware`).
         provider: Whose rules the request follows; by default ``"anthropic"`` when the chat
             model's class name says Anthropic, else ``"openai"``.
         options: The other :class:`ctxpack.Session` options (``counter``, ``filters``,
@@ -350,6 +342,8 @@ class SessionMiddleware(_RequestMiddleware):
             open_store(store) if isinstance(store, str) else check_sync_store(store)
         )
         self._model = model
+        given = model is not None or "counter" in options
+        self._announce = None if given else Announcements("SessionMiddleware")
         # Open sessions by thread id: each holds what renders its requests one at a time.
         self._feeds: LRUCache[str, SessionFeed] = LRUCache(
             _OPEN_SESSIONS, weigh=lambda key, value: 1, name="SessionMiddleware sessions"
@@ -378,13 +372,20 @@ class SessionMiddleware(_RequestMiddleware):
         if self._owns_store:
             self.store.close()
 
-    def _feed(self, thread_id: str, provider: Provider | None) -> SessionFeed:
+    def _feed(
+        self, thread_id: str, provider: Provider | None, counter: TokenCounter | None = None
+    ) -> SessionFeed:
         with self._lock:
             feed = self._feeds.get(thread_id)
+            if feed is not None and counter not in (None, cast(Session, feed.session).counter):
+                # Opened before its model was known (session(), a tool call first), or the
+                # model changed: opened again from the store, counting as the model does.
+                feed = None
             if feed is None:
-                session = Session.open(
-                    thread_id, store=self.store, model=self._model, **self._options
+                options = (
+                    self._options if counter is None else {**self._options, "counter": counter}
                 )
+                session = Session.open(thread_id, store=self.store, model=self._model, **options)
                 feed = SessionFeed(session, provider or self.provider or "openai", self.policy)
                 self._feeds.put(thread_id, feed)
             elif provider is not None:
@@ -407,7 +408,11 @@ class SessionMiddleware(_RequestMiddleware):
             )
         provider = self.provider or provider_from_chat_model(request.model)
         thread_id = _thread_id(request.runtime)
-        feed = self._feed(thread_id, provider)
+        # Given no counter, each thread's session counts as its chat model calls for.
+        counter = None
+        if self._announce is not None:
+            counter = chat_model_counter(request.model, provider, self._announce)
+        feed = self._feed(thread_id, provider, counter)
         mine = [t for t in request.tools if tool_name(t) not in self._own]
         tools = _tool_definitions(mine)
         history = _Converted(request)
@@ -578,15 +583,3 @@ def _tool_definitions(tools: Sequence[Any]) -> list[Mapping[str, Any]] | None:
         else:
             out.append(convert_to_openai_tool(tool))
     return out
-
-
-def _model_name(chat_model: Any) -> str | None:
-    """The chat model's name when it picks a counter: a Claude model's, or one whose encoding is
-    known (``ChatOpenAI.model_name``, ``ChatAnthropic.model``, Bedrock's ``model_id``); else
-    ``None``, for ``cl100k_base``."""
-    for field in ("model_name", "model", "model_id"):
-        name = getattr(chat_model, field, None)
-        if isinstance(name, str) and name:
-            known = provider_from_model(name) is not None or model_encoding(name) is not None
-            return name if known else None
-    return None

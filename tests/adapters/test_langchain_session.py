@@ -526,3 +526,53 @@ def test_a_structured_response_schema_shares_the_reply_room() -> None:
     with pytest.raises(ConfigError, match=r"max_tokens \(480\) and the output format's schema"):
         agent.invoke({"messages": [HumanMessage("Task 0.")]}, thread("t5"))
     assert model.seen == []
+
+
+def test_without_model_each_thread_counts_with_its_chat_model_s_counter() -> None:
+    # Every session counted with cl100k_base, whatever the chat model: a Claude thread's
+    # request, under-counted by about 1.4x, could be past the window the API takes.
+    import warnings
+    from types import SimpleNamespace
+
+    from langchain.agents.middleware import ModelRequest
+
+    class ClaudeLike(AgentModel):
+        model: str = "claude-opus-4-7"
+
+    class OpenAILike(AgentModel):
+        model_name: str = "gpt-4o"
+
+    def counted_with(model: str) -> str:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ctxpack.tokens.ApproximateTokenCountWarning)
+            return ctxpack.get_counter(model=model).name
+
+    sessions = SessionMiddleware(window=WINDOW, retrieve_tool=False)
+    sessions.session("opened-first")  # before any model call: its model is not known yet
+    cases = [
+        ("claude", ClaudeLike(), counted_with("claude-opus-4-7")),
+        ("openai", OpenAILike(), counted_with("gpt-4o")),
+        ("claude-2", ClaudeLike(), counted_with("claude-opus-4-7")),
+        ("opened-first", ClaudeLike(), counted_with("claude-opus-4-7")),
+        ("unnamed", AgentModel(), "cl100k_base"),  # no model's name: the default
+    ]
+    announced = []
+    for name, chat_model, expected in cases:
+        runtime = SimpleNamespace(config={"configurable": {"thread_id": name}})
+        request = ModelRequest(
+            model=chat_model,
+            messages=[HumanMessage(f"Task for {name}.")],
+            runtime=runtime,  # type: ignore[arg-type]
+        )
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            sessions.pack_request(request)
+        result = sessions.last_result
+        assert result is not None and result.counter == expected, name
+        assert sessions.session(name).counter.name == expected
+        announced += [str(w.message) for w in caught]
+    # Claude's approximation named once, for the middleware, not at every thread.
+    assert len(announced) == 1 and counted_with("claude-opus-4-7") in announced[0]
+    assert [m.text for m in sessions.session("opened-first").transcript()] == [
+        "Task for opened-first."
+    ]
