@@ -508,7 +508,7 @@ def test_an_unknown_model_lists_near_matches() -> None:
 @pytest.mark.parametrize("model", ["gpt-4o", "gpt-4.1", "gemini-2.5-pro", "gemini-2.5-flash"])
 def test_simulate_bills_with_current_prices(model: str) -> None:
     p = price(model)
-    turn1 = [{"role": "user", "content": "word " * 2000}]
+    turn1 = [{"role": "user", "content": "word " * 3000}]
     turn2 = [*turn1, {"role": "assistant", "content": "ok"}, {"role": "user", "content": "and?"}]
     bill = simulate([turn1, turn2], price=p, counter="o200k_base")
     first, second = bill.requests
@@ -565,6 +565,10 @@ def test_a_price_given_as_text_is_refused(field: str) -> None:
         ("claude-opus-4-7", 4096),
         ("claude-sonnet-4-5", 1024),
         ("gpt-5", 1024),
+        # Google's implicit-caching table; Flash-Lite's is the API's own refusal (2,048).
+        ("gemini-2.5-pro", 2048),
+        ("gemini-2.5-flash", 2048),
+        ("gemini-2.5-flash-lite", 2048),
     ],
 )
 def test_the_shipped_prices_carry_each_models_minimum_cacheable_length(
@@ -596,8 +600,10 @@ def test_simulate_applies_each_requests_model_minimum_unless_one_is_passed() -> 
 
 def test_a_litellm_row_gets_the_known_minimum_of_its_model() -> None:
     row = {"input_cost_per_token": 1e-06, "output_cost_per_token": 5e-06}
-    table = PriceTable.from_litellm({"claude-haiku-4-5-20251001": row, "my-model": row})
+    rows = {"claude-haiku-4-5-20251001": row, "my-model": row, "gemini/gemini-2.5-pro": row}
+    table = PriceTable.from_litellm(rows)
     assert table.price("claude-haiku-4-5-20251001").min_cacheable_tokens == 4096
+    assert table.price("gemini/gemini-2.5-pro").min_cacheable_tokens == 2048
     assert table.price("my-model").min_cacheable_tokens == 1024
 
 

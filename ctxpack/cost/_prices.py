@@ -22,8 +22,10 @@ from ..errors import ConfigError
 MILLION = 1_000_000
 # The shortest prompt a provider caches: OpenAI's, and Anthropic's for Sonnet 4.x and Opus 4/4.1.
 DEFAULT_MIN_CACHEABLE = 1024
-# Anthropic's longer minimums (its prompt-caching guide), by family name: LiteLLM's map does not
-# carry them, so an imported row takes them from here, as the shipped table's rows do.
+# Longer minimums, by family name: Anthropic's (its prompt-caching guide) and Google's (its
+# implicit-caching table; Flash-Lite, missing from it, refuses a cache under 2,048 tokens).
+# LiteLLM's map does not carry them, so an imported row takes them from here, as the shipped
+# table's rows do.
 KNOWN_MIN_CACHEABLE: dict[str, int] = {
     "claude-haiku-4-5": 4096,
     "claude-opus-4-5": 4096,
@@ -31,6 +33,9 @@ KNOWN_MIN_CACHEABLE: dict[str, int] = {
     "claude-opus-4-7": 4096,
     "claude-3-5-haiku": 2048,
     "claude-3-haiku": 2048,
+    "gemini-2.5-pro": 2048,
+    "gemini-2.5-flash": 2048,
+    "gemini-2.5-flash-lite": 2048,
 }
 
 
@@ -49,7 +54,7 @@ class Price(CheckedModel):
             :func:`ctxpack.context_usage` for the free space).
         min_cacheable_tokens: The shortest prompt the provider caches for this model (used by
             :func:`ctxpack.cost.simulate`): 1,024 unless the model needs more (the shipped
-            Claude Haiku 4.5 and Opus 4.5 to 4.7 rows say 4,096).
+            Claude Haiku 4.5 and Opus 4.5 to 4.7 rows say 4,096, the Gemini 2.5 rows 2,048).
         date: When this price was read (ISO date), when known.
         source: Where it was read, when known.
 
