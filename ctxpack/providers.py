@@ -311,19 +311,22 @@ def response_usage(response: Any, provider: Provider) -> tuple[Any, Any]:
     return prompt, read_field(used, "output_tokens")
 
 
-def response_cache_usage(response: Any, provider: Provider) -> tuple[int, int]:
+def response_cache_usage(response: Any, provider: Provider) -> tuple[int, int, int]:
     """The prompt tokens a response reports read from and written to the prompt cache (both
-    part of :func:`response_usage`'s input): OpenAI's ``usage.prompt_tokens_details.cached_tokens``
-    (it bills no write), Anthropic's ``cache_read_input_tokens`` and
-    ``cache_creation_input_tokens``. 0 for a field absent, null or not an int >= 0."""
+    part of :func:`response_usage`'s input), and of the writes those with a 1-hour lifetime:
+    OpenAI's ``usage.prompt_tokens_details.cached_tokens`` (it bills no write), Anthropic's
+    ``cache_read_input_tokens``, ``cache_creation_input_tokens`` and
+    ``cache_creation.ephemeral_1h_input_tokens`` (billed at 2x the input price, where a 5-minute
+    write is 1.25x). 0 for a field absent, null or not an int >= 0."""
     used = read_field(response, "usage")
     if provider == "openai":
         read = read_field(read_field(used, "prompt_tokens_details"), "cached_tokens")
-        written = None
+        written = hour = None
     else:
         read = read_field(used, "cache_read_input_tokens")
         written = read_field(used, "cache_creation_input_tokens")
-    return _reported_count(read), _reported_count(written)
+        hour = read_field(read_field(used, "cache_creation"), "ephemeral_1h_input_tokens")
+    return _reported_count(read), _reported_count(written), _reported_count(hour)
 
 
 def _reported_count(value: Any) -> int:

@@ -98,6 +98,8 @@ class SelectorUsage(FieldErrorModel):
             prompt cache (OpenAI caches a repeated prefix of 1,024 tokens or more on its own).
         cache_write_tokens: Of the prompt tokens, those written to the cache (Anthropic's, with
             a ``cache_control`` in the selector's ``request_options``).
+        cache_write_1h_tokens: Of the cache writes, those with a 1-hour lifetime (a cache_control
+            with ``"ttl": "1h"``; Anthropic's ``cache_creation.ephemeral_1h_input_tokens``).
         exact: Whether the counts come from the provider's reported usage (else counted locally).
 
     Example:
@@ -116,17 +118,20 @@ class SelectorUsage(FieldErrorModel):
     output_tokens: int = Field(default=0, ge=0)
     cache_read_tokens: int = Field(default=0, ge=0)
     cache_write_tokens: int = Field(default=0, ge=0)
+    cache_write_1h_tokens: int = Field(default=0, ge=0)
     exact: bool = True
 
     def cost(self, price: Price) -> float:
         """Dollars at ``price``: cache reads at ``cache_read``, cache writes at
-        ``cache_write_5m`` (a selector's cache lives 5 minutes unless its ``request_options``
-        ask for an hour), the rest of the input at ``input``."""
+        ``cache_write_1h`` for those with a 1-hour lifetime and ``cache_write_5m`` for the
+        others, the rest of the input at ``input``."""
         uncached = self.input_tokens - self.cache_read_tokens - self.cache_write_tokens
+        minutes = self.cache_write_tokens - self.cache_write_1h_tokens
         return (
             uncached * price.input
             + self.cache_read_tokens * price.cache_read
-            + self.cache_write_tokens * price.cache_write_5m
+            + minutes * price.cache_write_5m
+            + self.cache_write_1h_tokens * price.cache_write_1h
             + self.output_tokens * price.output
         ) / 1e6
 
@@ -138,6 +143,12 @@ class SelectorUsage(FieldErrorModel):
                 f"({self.cache_write_tokens}) exceed input_tokens ({self.input_tokens}): the "
                 "cached tokens are part of the input"
             )
+        if self.cache_write_1h_tokens > self.cache_write_tokens:
+            raise ValueError(
+                f"cache_write_1h_tokens ({self.cache_write_1h_tokens}) exceed "
+                f"cache_write_tokens ({self.cache_write_tokens}): the 1-hour writes are part "
+                "of the writes"
+            )
         return self
 
     def __add__(self, other: SelectorUsage) -> SelectorUsage:
@@ -148,6 +159,7 @@ class SelectorUsage(FieldErrorModel):
             output_tokens=self.output_tokens + other.output_tokens,
             cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
             cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            cache_write_1h_tokens=self.cache_write_1h_tokens + other.cache_write_1h_tokens,
             exact=self.exact and other.exact,
         )
 

@@ -289,7 +289,7 @@ class ModelSelector:
         answer = response_answer(response, self.provider, TOOL_NAME)
         n_in, n_out = response_usage(response, self.provider)
         if isinstance(n_in, int) and isinstance(n_out, int):
-            read, written = response_cache_usage(response, self.provider)
+            read, written, hour = response_cache_usage(response, self.provider)
             # Within the prompt, whatever a provider (or a proxy) reports.
             read = min(read, n_in)
             written = min(written, n_in - read)
@@ -300,6 +300,7 @@ class ModelSelector:
                 output_tokens=n_out,
                 cache_read_tokens=read,
                 cache_write_tokens=written,
+                cache_write_1h_tokens=min(hour, written),
             )
         else:
             # No usage reported: count what was sent and received, framing included.

@@ -217,6 +217,42 @@ def test_anthropic_cache_writes_and_reads_are_billed_at_their_prices(ws: Workspa
     assert (usage + usage).cache_write_tokens == 6000
 
 
+def test_anthropic_one_hour_cache_writes_are_billed_at_the_one_hour_price(ws: Workspace) -> None:
+    # Anthropic bills a 1-hour write at 2x the input price, a 5-minute one at 1.25x, and says
+    # which is which in usage.cache_creation: every write was billed at the 5-minute price.
+    anthropic = pytest.importorskip("anthropic")
+    body = anthropic_response(answer(include_messages=[1]))
+    body["usage"] = {
+        "input_tokens": 12,
+        "cache_creation_input_tokens": 3000,
+        "cache_creation": {"ephemeral_5m_input_tokens": 1000, "ephemeral_1h_input_tokens": 2000},
+        "cache_read_input_tokens": 500,
+        "output_tokens": 80,
+    }
+    reply = anthropic.types.Message.model_validate(body)
+    options = {"cache_control": {"type": "ephemeral", "ttl": "1h"}}
+    sel = ModelSelector(FakeAnthropic(reply), model="claude-haiku-4-5", request_options=options)(
+        ws, GOAL
+    )
+    usage = sel.usage
+    assert usage is not None and usage.input_tokens == 3512
+    assert (usage.cache_write_tokens, usage.cache_write_1h_tokens) == (3000, 2000)
+    haiku = price("claude-haiku-4-5")
+    expected = (
+        12 * haiku.input
+        + 1000 * haiku.cache_write_5m
+        + 2000 * haiku.cache_write_1h
+        + 500 * haiku.cache_read
+        + 80 * haiku.output
+    ) / 1e6
+    assert usage.cost(haiku) == pytest.approx(expected)
+    assert (usage + usage).cache_write_1h_tokens == 4000
+    # A dict of usage as a proxy returns it, and a breakdown past the writes, are read alike.
+    body["usage"]["cache_creation"]["ephemeral_1h_input_tokens"] = 9000
+    sel = ModelSelector(FakeAnthropic(body), model="claude-haiku-4-5")(ws, GOAL)
+    assert sel.usage is not None and sel.usage.cache_write_1h_tokens == 3000
+
+
 def test_an_anthropic_retry_answers_the_tool_call_with_the_error(ws: Workspace) -> None:
     client = FakeAnthropic(
         anthropic_response(answer(include_messages=[99])),
