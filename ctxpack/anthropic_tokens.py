@@ -52,9 +52,10 @@ class AnthropicTokenCounter(_FramedCounter):
 
     A text's count is the endpoint's count of a user turn holding it, less that turn's framing;
     the framing of a turn and of the request are measured once, on first use, with two probe
-    requests. A message costs its turn's framing plus its texts; tool calls add
-    ``TOKENS_PER_TOOL_CALL`` each around their exact name and arguments (an estimate, like
-    images, which follow Anthropic's published formula). A prompt costs the request's framing
+    requests. A message costs its turn's framing plus its texts (a refusal and LiteLLM's
+    thinking blocks beside its content included, as ctxpack's other counters count them); tool
+    calls add ``TOKENS_PER_TOOL_CALL`` each around their exact name and arguments (an estimate,
+    like images, which follow Anthropic's published formula). A prompt costs the request's framing
     plus its messages, so ``count_messages([])`` is that framing.
 
     Args:
@@ -136,7 +137,7 @@ class AnthropicTokenCounter(_FramedCounter):
         for call in message.tool_calls or ():
             total += TOKENS_PER_TOOL_CALL
             total += self.count(call.function.name) + self.count(call.function.arguments)
-        return total
+        return total + self._beside_content(message)
 
     def count_messages(self, messages: Iterable[Message | Mapping[str, Any] | SDKObject]) -> int:
         found = _read_messages(messages)

@@ -169,6 +169,12 @@ class _FramedCounter:
             for call in message.tool_calls:
                 total += TOKENS_PER_TOOL_CALL
                 total += self.count(call.function.name) + self.count(call.function.arguments)
+        return total + self._beside_content(message)
+
+    def _beside_content(self, message: Message) -> int:
+        """What the model reads of a message beside its content, name and tool calls: a legacy
+        ``function_call``, and the provider fields in its extras (see extras_tokens)."""
+        total = 0
         if isinstance(legacy := message.extras.get("function_call"), Mapping):
             total += TOKENS_PER_TOOL_CALL + self.count(str(legacy.get("name", "")))
             total += self.count(str(legacy.get("arguments", "")))

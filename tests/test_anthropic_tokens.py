@@ -244,3 +244,18 @@ def test_the_calibration_script_reads_requests_and_usages(
     assert script.main([str(data), "--factor", "1.0"]) == 0
     out = capsys.readouterr().out
     assert "3 requests" in out and "under-counted: 100.0% of requests" in out
+
+
+def test_what_rides_beside_a_message_s_content_is_counted_as_the_framed_counters_do() -> None:
+    # Claude is sent LiteLLM's thinking_blocks as thinking blocks and a refusal as text: the
+    # exact counter counted the content alone, under the approximation's own count.
+    counter = anthropic_token_counter(anthropic_client(Capture(endpoint)))
+    reasoning = "the user wants the weather in Oslo so call the tool"
+    block = {"type": "thinking", "thinking": reasoning, "signature": "c2ln"}
+    plain = {"role": "assistant", "content": "Sunny."}
+    thinking = {**plain, "thinking_blocks": [block]}
+    assert counter.count_message(thinking) >= counter.count_message(plain) + counter.count(
+        reasoning
+    )
+    refusal = {"role": "assistant", "content": None, "refusal": "I cannot help with that request"}
+    assert counter.count_message(refusal) == TURN + counter.count(refusal["refusal"])
