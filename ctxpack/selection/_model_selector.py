@@ -9,6 +9,8 @@ from typing import Any
 from .._internal.arguments import nonblank, shown
 from .._internal.arguments import tokens as check_tokens
 from .._internal.paths import shown_path
+from .._internal.tool_schemas import compact_json
+from ..adapters import from_anthropic
 from ..errors import ConfigError, SelectionError
 from ..providers import (
     Provider,
@@ -19,7 +21,7 @@ from ..providers import (
     response_usage,
     tool_definition,
 )
-from ..tokens import TokenCounter
+from ..tokens import TokenCounter, tool_definition_tokens
 from ._apply import check_selection
 from ._lexical_selector import LexicalSelector, Selector
 from ._model import Selection, SelectorUsage
@@ -303,22 +305,27 @@ class ModelSelector:
                 cache_write_1h_tokens=min(hour, written),
             )
         else:
-            # No usage reported: count what was sent and received, framing included.
-            sent = counter.count(SYSTEM_PROMPT) + sum(
-                counter.count(
-                    t["content"] if isinstance(t["content"], str) else json.dumps(t["content"])
-                )
-                for t in turns
-            )
+            # No usage reported: count what was sent and received.
             text = answer if isinstance(answer, str) else json.dumps(answer)
             spent = SelectorUsage(
                 model=self.model,
                 calls=1,
-                input_tokens=sent,
+                input_tokens=self._sent_tokens(request, counter),
                 output_tokens=counter.count(text),
                 exact=False,
             )
         return answer, response, spent
+
+    def _sent_tokens(self, request: Mapping[str, Any], counter: TokenCounter) -> int:
+        """A request's prompt as sent: its messages with their framing, and the answer's
+        schema (Anthropic's forced tool, with its tool-use prompt; OpenAI's output format)."""
+        if self.provider == "anthropic":
+            history = from_anthropic(request["messages"], system=request.get("system"))
+            tools = request.get("tools") or []
+            return counter.count_messages(history) + tool_definition_tokens(tools, counter)
+        output = read_field(request.get("response_format"), "json_schema")
+        schema = counter.count(compact_json(output)) if isinstance(output, Mapping) else 0
+        return counter.count_messages(request["messages"]) + schema
 
     def _retry_turns(
         self, raw: Any, answer: str | dict[str, Any], problem: str

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+import ctxpack
 from ctxpack import ConfigError
 from ctxpack.cost import price
 from ctxpack.selection import (
@@ -135,13 +136,29 @@ def test_a_failing_call_falls_back_and_says_why(ws: Workspace) -> None:
     assert sel.include_messages  # the lexical selector chose
 
 
-def test_without_reported_usage_tokens_are_counted(ws: Workspace) -> None:
+def test_without_reported_usage_tokens_are_counted_as_the_request_was_sent(
+    ws: Workspace,
+) -> None:
+    # The prompt's texts alone were counted: the answer's schema (about 425 tokens, sent with
+    # every call), the messages' framing and Anthropic's tool-use prompt were left out.
     client = FakeOpenAI(openai_response(json.dumps(answer(include_messages=[7])), usage=None))
     sel = ModelSelector(client, model="small")(ws, GOAL)
     assert sel.usage is not None and not sel.usage.exact
-    prompt_tokens = ws.counter.count(SYSTEM_PROMPT) + ws.counter.count(selection_prompt(ws, GOAL))
-    assert sel.usage.input_tokens == prompt_tokens
+    sent = client.requests[0]
+    assert [m["content"] for m in sent["messages"]] == [SYSTEM_PROMPT, selection_prompt(ws, GOAL)]
+    schema = json.dumps(sent["response_format"]["json_schema"], separators=(",", ":"))
+    messages = ctxpack.count_tokens(sent["messages"], counter=ws.counter)
+    assert sel.usage.input_tokens == messages + ws.counter.count(schema)
     assert sel.usage.output_tokens == ws.counter.count(json.dumps(answer(include_messages=[7])))
+    body = anthropic_response(answer(include_messages=[1]))
+    del body["usage"]
+    client = FakeAnthropic(body)
+    sel = ModelSelector(client, model="small")(ws, GOAL)
+    assert sel.usage is not None and not sel.usage.exact
+    sent = client.requests[0]
+    tools = ctxpack.tokens.tool_definition_tokens(sent["tools"], ws.counter)
+    history = ctxpack.adapters.from_anthropic(sent["messages"], system=sent["system"])
+    assert sel.usage.input_tokens == ctxpack.count_tokens(history, counter=ws.counter) + tools
 
 
 def test_an_anthropic_client_answers_through_a_forced_tool(ws: Workspace) -> None:
