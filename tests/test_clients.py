@@ -634,6 +634,25 @@ def test_anthropic_default_counter_follows_each_request_model_announced_once_eac
     )
 
 
+def test_openai_wrapper_given_a_claude_model_announces_its_approximation_once() -> None:
+    # An OpenAI-compatible gateway serving Claude: model= named Claude's approximation again
+    # at every request, where a request's own model is announced once.
+    capture = Capture(chat_completion({"role": "assistant", "content": "ok"}))
+    client = ctxpack.wrap_openai(openai_client(capture), window=8000, model="claude-opus-4-7")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            client.chat.completions.create(
+                model="anthropic/claude-opus-4-7",
+                max_tokens=100,
+                messages=[{"role": "user", "content": "Hello"}],
+            )
+            assert client.last_result is not None
+            assert client.last_result.counter == counted_with("claude-opus-4-7").name
+    assert len(caught) == 1 and caught[0].filename == __file__
+    assert "counter=" in str(caught[0].message)
+
+
 def test_anthropic_request_for_a_newer_model_fits_the_window_by_its_counter() -> None:
     capture = Capture(anthropic_message([{"type": "text", "text": "ok"}]))
     with warnings.catch_warnings():

@@ -21,7 +21,7 @@ from ..pipeline import Stage
 from ..providers import Provider, flat_tools
 from ..result import PackResult
 from ..sdk import coerce_messages
-from ..tokens import TokenCounter, get_counter
+from ..tokens import TokenCounter
 from . import _responses_request as responses_api
 from ._output_format import output_format
 from ._responses_request import given as _given
@@ -56,11 +56,12 @@ class _Packer:
     def counter_for(self, request_model: Any) -> TokenCounter:
         if self.counter is not None:
             return self.counter
-        if self.model is not None:
-            return get_counter(self.model)
-        # The request's model picks the tokenizer: any other type would count with the default
+        # The wrapper's model, else the request's, picks the tokenizer (Claude's approximation
+        # announced once): a request's model of any other type would count with the default
         # encoding, unnoticed. An omitted one is left for the SDK to report.
-        model = string(request_model, "model") if _given(request_model) else None
+        model = self.model
+        if model is None and _given(request_model):
+            model = string(request_model, "model")
         return request_counter(model, self.provider, self.announce)
 
     def reply_room(self, kwargs: Mapping[str, Any], *, responses: bool = False) -> int:
