@@ -324,6 +324,9 @@ class SessionMiddleware(_RequestMiddleware):
         # The options are checked now, not at the first request of some thread.
         self._options = {**options, "window": window}
         probe = Session._configured(model, self._options)
+        if model is not None:
+            # Resolved once: each thread's session named Claude's approximation again.
+            self._options.setdefault("counter", probe.counter)
         self.policy = wrapper_policy("SessionMiddleware()", None, None, 0, probe)
         if self.policy is not None and self.policy.server_side:
             raise ConfigError(

@@ -576,3 +576,27 @@ def test_without_model_each_thread_counts_with_its_chat_model_s_counter() -> Non
     assert [m.text for m in sessions.session("opened-first").transcript()] == [
         "Task for opened-first."
     ]
+
+
+def test_a_claude_model_given_is_announced_once_not_at_every_thread() -> None:
+    import warnings
+    from types import SimpleNamespace
+
+    from langchain.agents.middleware import ModelRequest
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sessions = SessionMiddleware(window=WINDOW, model="claude-sonnet-4-5", retrieve_tool=False)
+        for name in ("a", "b", "c"):
+            runtime = SimpleNamespace(config={"configurable": {"thread_id": name}})
+            request = ModelRequest(
+                model=AgentModel(),
+                messages=[HumanMessage(f"Task for {name}.")],
+                runtime=runtime,  # type: ignore[arg-type]
+            )
+            sessions.pack_request(request)
+            assert (
+                sessions.session(name).counter.name
+                == ctxpack.tokens.claude_approx_counter("claude-sonnet-4-5").name
+            )
+    assert len(caught) == 1, [str(w.message) for w in caught]
