@@ -52,8 +52,16 @@ CORRECTED = {r"(?i)^true|false|null$": r"(?i)^(?:true|false|null)$"}
 # "api_key = " took 10 s at 100 kB, minutes at 1 MB. A search needs neither a leading run that
 # may be empty nor more than one character of a run before a literal; ":jar:" is found first
 # and the run before it read back once; a run that a character outside it must end is taken
-# whole (possessive).
+# whole (possessive). So is generic-api-key's value, up to 150 characters that none of the
+# characters allowed after it continues: tried at each shorter length after each "key=" of
+# "key=key=...", it cost a second a megabyte. It stays in ``re`` (possessive only from Python
+# 3.11) as a look-ahead, read whole, and the text it read.
 LINEAR = (
+    (
+        r"""([\w.=-]{10,150}|[a-z0-9][a-z0-9+/]{11,}={0,3})(?:[\x60'"\s;]|\\[nr]|$)""",
+        r"((?=(?P<value>[\w.=-]{10,150}))(?P=value)|[a-z0-9][a-z0-9+/]{11,}={0,3})"
+        r"""(?:[\x60'"\s;]|\\[nr]|$)""",
+    ),
     (r"[a-z0-9-]*?api[a-z0-9-]*?:jar:", r":jar:(?<=api[a-z0-9-]*:jar:)"),
     (
         r"(?-i:(?:[A-Z_]+=\n[A-Z_]+=|[a-z_]+=\n[a-z_]+=)(?:\n|\Z))",

@@ -3,6 +3,7 @@ values. Each goes through in about linear time and gives the result a short one 
 
 from __future__ import annotations
 
+import json
 import re
 from functools import cache
 from typing import Any
@@ -14,11 +15,11 @@ from hypothesis import strategies as st
 
 from ctxpack import ConfigError, count_tokens
 from ctxpack._internal import encodings
-from ctxpack.redaction import redact
+from ctxpack.redaction import find_secrets, redact
 from ctxpack.signals.evidence import labelled_evidence_terms
 from ctxpack.tokens import TiktokenCounter
 
-from .helpers import ROOT, load_script, run_guarded
+from .helpers import ROOT, cpu_seconds, load_script, run_guarded
 
 TOKEN = "Rk7Vq2Lx9Zm4Wt8Np3Hc6Yb1Fd5Gs0Ja"
 
@@ -185,3 +186,45 @@ def test_the_linear_path_pattern_finds_the_paths_the_quadratic_one_did(text: str
     expected = [path for path in expected if not path.replace("/", "").isdigit()]
     found = [term for kind, term in labelled_evidence_terms(text) if kind == "path"]
     assert found == expected
+
+
+def test_a_line_of_keys_each_before_a_value_too_long_costs_a_reading_of_each() -> None:
+    # The two rules that read a value after "secret=" (gitleaks' generic-api-key, up to 150
+    # characters; key=value, up to 200) tried it at each shorter length when no end followed
+    # it, though none can end earlier: one of the value's own characters follows. After each
+    # "secret=" of a line of them, that made the line cost seven times the same line without
+    # "=" (2.3 s a megabyte of "password="); read once, it costs three and a half.
+    texts = iter(range(100))
+
+    def scan(separator: str) -> float:
+        line = f"secret{separator}" * 30_000
+        return cpu_seconds(lambda: find_secrets(f"{line} {next(texts)}"))
+
+    assert scan("=") < 5 * scan("+")
+
+
+_OLD_KEY_VALUE = (
+    r"((?=[^\s'\"&;,()\[\]{}<>\\]{0,199}[\d!#$%*+/:=?@^~-])[^\s'\"&;,()\[\]{}<>\\]{4,200})"
+)
+_VALUE_PIECES = ["secret", "api_key", "=", "a", "1", " ", "(", "\n", '"', ";", "\\", "-", ":"]
+_VALUE_PIECES += ["x" * 9, "y" * 50, "z" * 97, "."]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_VALUE_PIECES), max_size=16).map("".join))
+def test_a_value_read_once_is_the_value_read_at_each_length(text: str) -> None:
+    from ctxpack._internal.secret_rules import OWN_RULES
+
+    rules = json.loads((ROOT / "ctxpack" / "data" / "secret_rules.json").read_text("utf-8"))
+    generic = next(r["regex"] for r in rules["rules"] if r["id"] == "generic-api-key")
+    key_value = [r["regex"] for r in OWN_RULES if r["id"] == "secret-assignment"][1]
+    quadratic, linear = _vendoring().LINEAR[0]  # type: ignore[attr-defined]
+    old_key_value = key_value.replace(
+        r"(?=[^\s'\"&;,()\[\]{}<>\\]{0,199}[\d!#$%*+/:=?@^~-])"
+        r"(?=([^\s'\"&;,()\[\]{}<>\\]{4,200}))\1",
+        _OLD_KEY_VALUE,
+    )
+    for new, old in ((generic, generic.replace(linear, quadratic)), (key_value, old_key_value)):
+        assert new != old
+        found = [(m.span(), m.span(1)) for m in re.finditer(new, text)]
+        assert found == [(m.span(), m.span(1)) for m in re.finditer(old, text)], (new, text)

@@ -251,11 +251,15 @@ OWN_RULES: tuple[dict[str, Any], ...] = (
         # not a lookbehind, so that the regex engine skips to those letters. The value is the
         # whole run up to its end, 200 characters at most: the look for a digit or a symbol
         # reads no further (unbounded, it read to the end of a run holding "password=" at
-        # every 9th character from each of them: quadratic, minutes for one line of 1 MB).
+        # every 9th character from each of them: quadratic, minutes for one line of 1 MB). It
+        # is read once, in a look-ahead: no shorter value can be followed by an end (one of
+        # the value's characters follows it), and each tried after each "password=" of a
+        # line of them made the rule cost a second a megabyte.
         "regex": r"(?i)[psac](?<![a-z0-9][psac])(?!(?<![_.-].)(?<=p)wd=)(?:(?<=p)ass(?:word|wd|"
         r"phrase)?|(?<=p)wd|(?<=s)ecret|(?<=a)pi[_-]?key|(?<=a)ccess[_-]?token|"
         r"(?<=a)uth[_-]?token|(?<=c)lient[_-]?secret)="
-        r"((?=[^\s'\"&;,()\[\]{}<>\\]{0,199}[\d!#$%*+/:=?@^~-])[^\s'\"&;,()\[\]{}<>\\]{4,200})"
+        r"(?=[^\s'\"&;,()\[\]{}<>\\]{0,199}[\d!#$%*+/:=?@^~-])"
+        r"(?=([^\s'\"&;,()\[\]{}<>\\]{4,200}))\1"
         r"(?=[\s'\"&;,)\]}>]|\\|$)",
         "entropy": 0.0,
         "keywords": ["pass", "pwd", "secret", "key", "token"],
