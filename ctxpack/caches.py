@@ -16,7 +16,7 @@ import sys
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Collection, Hashable, Iterable
 from functools import lru_cache
 from types import MethodType
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, ParamSpec, TypeVar
@@ -100,16 +100,22 @@ _FLAT = frozenset({str, bytes, int, float, bool, type(None)})
 _SEQUENCES = frozenset({tuple, list, set, frozenset})
 
 
-def approx_bytes(value: Any) -> int:
+def approx_bytes(value: Any, limit: int | None = None) -> int:
     """Bytes ``value`` takes, roughly: strings and bytes exactly, containers with their items,
     numpy arrays by their buffer, pydantic models by their fields; shared objects counted each
-    time they appear (an estimate that errs on the side of too much)."""
+    time they appear (an estimate that errs on the side of too much).
+
+    With a ``limit``, a sequence's items are counted only until they pass it: the result is
+    exact up to ``limit``, and over it for a value larger.
+    """
     kind = type(value)
     # Exact types first: this runs on every entry a cache stores.
     if kind in _FLAT:
         return sys.getsizeof(value)
     if kind in _SEQUENCES:
-        return sys.getsizeof(value) + sum(map(approx_bytes, value))
+        if limit is None:
+            return sys.getsizeof(value) + sum(map(approx_bytes, value))
+        return _bytes_up_to(value, limit)
     if isinstance(value, (str, bytes, int, float)):
         return sys.getsizeof(value)
     if isinstance(value, (tuple, list, set, frozenset)):
@@ -126,8 +132,20 @@ def approx_bytes(value: Any) -> int:
     return sys.getsizeof(value)
 
 
-def _weigh_entry(key: Any, value: Any) -> int:
-    return ENTRY_OVERHEAD + approx_bytes(key) + approx_bytes(value)
+def _bytes_up_to(items: Collection[Any], limit: int) -> int:
+    total = sys.getsizeof(items)
+    for item in items:
+        if total > limit:
+            break
+        total += approx_bytes(item, limit - total)
+    return total
+
+
+def _weigh_entry(key: Any, value: Any, limit: int | None = None) -> int:
+    # A result too heavy to keep (a finding at every other character of a megabyte) is weighed
+    # only until it is: walking its every item cost more than finding them.
+    weight = ENTRY_OVERHEAD + approx_bytes(key)
+    return weight + approx_bytes(value, None if limit is None else limit - weight)
 
 
 class _LruCacheStats:
@@ -233,7 +251,11 @@ class LRUCache(Generic[K, V]):
     def put(self, key: K, value: V) -> None:
         """Store ``value`` under ``key``, evicting the least recently used entries while the
         cache holds more than ``maxsize`` entries or ``maxbytes`` bytes."""
-        weight = self._weigh(key, value)
+        weigh = self._weigh
+        if weigh is _weigh_entry:
+            weight = _weigh_entry(key, value, self.maxbytes)
+        else:
+            weight = weigh(key, value)
         with self._lock:
             old = self._data.pop(key, None)
             if old is not None:
