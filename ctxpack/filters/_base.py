@@ -286,6 +286,7 @@ class OutputFilter(Protocol):
     def extract(self, output: ToolOutput, /) -> Extract | None: ...
 
 
-def first_match(patterns: Sequence[re.Pattern[str]], line: str) -> bool:
-    """Whether any of ``patterns`` is found in ``line``."""
-    return any(p.search(line) for p in patterns)
+def any_of(patterns: Sequence[str]) -> re.Pattern[str]:
+    """One pattern found in a line where any of ``patterns`` is: a line is searched once, not
+    once for each (a megabyte of short lines, searched for some 30 patterns each, took 6 s)."""
+    return re.compile("|".join(f"(?:{p})" for p in patterns))

@@ -7,7 +7,7 @@ import re
 from collections import Counter
 from pathlib import PurePosixPath
 
-from ._base import Extract, ToolOutput, first_match
+from ._base import Extract, ToolOutput, any_of
 
 __all__ = ["DiagnosticFilter"]
 
@@ -49,9 +49,8 @@ _RUST_HEAD = re.compile(r"^((error|warning)(\[\w+\])?: |[A-Z]{1,5}\d{3,4} )")
 _RUST_AT = re.compile(r"^\s*--> (?P<path>[^\s:]+):\d+")
 # eslint's stylish format: a path line, then "  12:5  error  message  rule"
 _STYLISH_ROW = re.compile(r"^\s+\d+:\d+\s+(error|warning)\s")
-_TOTALS = [
-    re.compile(p)
-    for p in (
+_TOTALS = any_of(
+    (
         r"^Found \d+ errors?",
         r"^Success: no issues found",
         r"^All checks passed",
@@ -65,7 +64,7 @@ _TOTALS = [
         r"^\[\*\] \d+ fixable",
         r"^\d+ files? (checked|would be reformatted)",
     )
-]
+)
 _PER_FILE = 25
 # Diagnostics shown in all: a run over hundreds of files showed 25 for each, 300 files 7,500
 # lines. Files are shown in order until this many are, each begun file up to its own limit.
@@ -120,7 +119,7 @@ class DiagnosticFilter:
         pending_head: str | None = None
         for i in output.body:
             line = lines[i]
-            if first_match(_TOTALS, line):
+            if _TOTALS.search(line):
                 totals.append(line)
                 continue
             located = _LOCATED.match(line)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from ._base import Extract, ToolOutput, assemble, first_match
+from ._base import Extract, ToolOutput, any_of, assemble
 from ._generic import GenericFilter
 
 __all__ = ["TestRunFilter"]
@@ -25,62 +25,57 @@ _COMMAND = re.compile(
 # filter would hide whole (pytest --collect-only, go test -list, cargo test -- --list, jest
 # --listTests).
 _LISTS_TESTS = re.compile(r"(^|\s)(--collect-only|--co|-list|--list|--listTests)(\s|=|$)")
-_TOTALS = [
-    re.compile(p)
-    for p in (
-        r"^=+ .*\b(passed|failed|errors?|skipped|xfailed|xpassed|deselected|no tests ran)\b.*=+$",
-        r"^\s*(Tests?|Test Suites|Test Files|Snapshots):\s+\d",
-        r"^Ran \d+ tests? in ",
-        r"^(OK|FAILED)( \(.*\))?$",
-        r"^test result: ",
-        r"^\[?(INFO|ERROR|WARNING)?\]?\s*Tests run: \d+, Failures: \d+",
-        r"^\s*(Test Files|Tests)  +\d+ (passed|failed|skipped)",  # vitest, without colons
-        r"^(ok|FAIL|PASS)\s+\S+\s+(\d[\d.]*m?s|\(cached\)|\[no test files\])",
-        r"^(FAIL|ok|PASS)$",
-        r"^BUILD (SUCCESS|SUCCESSFUL|FAILURE|FAILED)",
-        r"^\s*\d+ (passing|failing|pending)\b",
-        r"^collected \d+ items?",
-        r"^\d+ tests? completed, \d+ failed",
-        r"^\s*\d+ examples?, \d+ failures?",
-        r"^System check identified",
-        # pytest -q: the same totals as its "=== ... ===" line, undecorated
-        r"^(\d+ (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?|rerun),? )+"
-        r"in \d",
-        r"^no tests ran in \d",
-    )
-]
-_FAILURE_HEAD = [
-    re.compile(p)
-    for p in (
-        r"^_{3,} .+ _{3,}$",  # pytest: ____ test_name ____
-        r"^(FAIL|ERROR): \S",  # unittest, Django
-        r"^\s*● ",  # jest
-        r"^\s*(×|✕|✗|❯) ",  # vitest, jest verbose
-        r"^\s*--- FAIL: ",  # go
-        r"^(FAILED|ERROR) \S+\.\w+::",  # pytest short summary
-        r"^\s?FAIL\s+\S+\.(test|spec)\.[jt]sx?",  # jest, vitest (" FAIL  a.test.ts > t")
-        r"^---- \S+ stdout ----",  # cargo
-        r"^\s*\d+\) ",  # mocha, rspec
-        r"^\[ERROR\] \S+.*(FAILURE|ERROR)!?$",  # maven
-        r"^\S+ > \S+.* FAILED$",  # gradle
-    )
-]
-_DETAIL = [
-    re.compile(p)
-    for p in (
-        r"^E\s",  # pytest's explanation lines
-        r"^\s*>\s",  # the failing statement (pytest, jest's code frame)
-        r"\b\w*(Error|Exception|Failure)\b",
-        r"\bassert",
-        r"\bexpect\(",
-        r"^\s*(Expected|Received|expected|received|actual|Actual|left|right|got|want)\b",
-        r"[\w./-]+\.(py|pyx|ts|tsx|js|jsx|mjs|go|rs|java|kt|rb|php|c|cc|cpp|h|cs|swift):\d+",
-        r'File ".+", line \d+',
-        r"panicked at",
-        r"^\s*panic: ",  # go: the panic a failing test raised
-        r"^\s+at .+:\d+(:\d+)?\)?$",
-    )
-]
+_TOTALS_LINES = (
+    r"^=+ .*\b(passed|failed|errors?|skipped|xfailed|xpassed|deselected|no tests ran)\b.*=+$",
+    r"^\s*(Tests?|Test Suites|Test Files|Snapshots):\s+\d",
+    r"^Ran \d+ tests? in ",
+    r"^(OK|FAILED)( \(.*\))?$",
+    r"^test result: ",
+    r"^\[?(INFO|ERROR|WARNING)?\]?\s*Tests run: \d+, Failures: \d+",
+    r"^\s*(Test Files|Tests)  +\d+ (passed|failed|skipped)",  # vitest, without colons
+    r"^(ok|FAIL|PASS)\s+\S+\s+(\d[\d.]*m?s|\(cached\)|\[no test files\])",
+    r"^(FAIL|ok|PASS)$",
+    r"^BUILD (SUCCESS|SUCCESSFUL|FAILURE|FAILED)",
+    r"^\s*\d+ (passing|failing|pending)\b",
+    r"^collected \d+ items?",
+    r"^\d+ tests? completed, \d+ failed",
+    r"^\s*\d+ examples?, \d+ failures?",
+    r"^System check identified",
+    # pytest -q: the same totals as its "=== ... ===" line, undecorated
+    r"^(\d+ (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?|rerun),? )+"
+    r"in \d",
+    r"^no tests ran in \d",
+)
+_TOTALS = any_of(_TOTALS_LINES)
+_RUN_TOTALS = any_of(_TOTALS_LINES[:6])
+_FAILURE_HEAD_LINES = (
+    r"^_{3,} .+ _{3,}$",  # pytest: ____ test_name ____
+    r"^(FAIL|ERROR): \S",  # unittest, Django
+    r"^\s*● ",  # jest
+    r"^\s*(×|✕|✗|❯) ",  # vitest, jest verbose
+    r"^\s*--- FAIL: ",  # go
+    r"^(FAILED|ERROR) \S+\.\w+::",  # pytest short summary
+    r"^\s?FAIL\s+\S+\.(test|spec)\.[jt]sx?",  # jest, vitest (" FAIL  a.test.ts > t")
+    r"^---- \S+ stdout ----",  # cargo
+    r"^\s*\d+\) ",  # mocha, rspec
+    r"^\[ERROR\] \S+.*(FAILURE|ERROR)!?$",  # maven
+    r"^\S+ > \S+.* FAILED$",  # gradle
+)
+_FAILURE_HEAD = any_of(_FAILURE_HEAD_LINES)
+_DETAIL_LINES = (
+    r"^E\s",  # pytest's explanation lines
+    r"^\s*>\s",  # the failing statement (pytest, jest's code frame)
+    r"\b\w*(Error|Exception|Failure)\b",
+    r"\bassert",
+    r"\bexpect\(",
+    r"^\s*(Expected|Received|expected|received|actual|Actual|left|right|got|want)\b",
+    r"[\w./-]+\.(py|pyx|ts|tsx|js|jsx|mjs|go|rs|java|kt|rb|php|c|cc|cpp|h|cs|swift):\d+",
+    r'File ".+", line \d+',
+    r"panicked at",
+    r"^\s*panic: ",  # go: the panic a failing test raised
+    r"^\s+at .+:\d+(:\d+)?\)?$",
+)
+_DETAIL = any_of(_DETAIL_LINES)
 _LIBRARY = re.compile(
     r"site-packages|dist-packages|node_modules|/usr/lib/|/lib/python\d|<frozen |"
     r"internal/|/rustc/|\(node:|/\.cargo/registry/|jest-circus|unittest/case\.py|"
@@ -130,7 +125,7 @@ class TestRunFilter:
             or _COMMAND.search(output.command)
         ):
             return 1.0
-        totals = any(first_match(_TOTALS[:6], output.lines[i]) for i in output.body[-40:])
+        totals = any(_RUN_TOTALS.search(output.lines[i]) for i in output.body[-40:])
         return 0.75 if totals else 0.0
 
     def extract(self, output: ToolOutput, /) -> Extract | None:
@@ -144,12 +139,12 @@ class TestRunFilter:
         loose_errors = 0
         for i in output.body:
             line = lines[i]
-            if first_match(_TOTALS, line):
+            if _TOTALS.search(line):
                 keep.add(i)
                 totals += 1
                 in_failure = False
                 continue
-            if first_match(_FAILURE_HEAD, line):
+            if _FAILURE_HEAD.search(line):
                 keep.add(i)
                 failures += 1
                 if _GO_FAIL.match(line):
@@ -176,7 +171,7 @@ class TestRunFilter:
                     keep.add(i)
                     diff += 1
                 continue
-            if details < _DETAILS_PER_FAILURE and first_match(_DETAIL, line):
+            if details < _DETAILS_PER_FAILURE and _DETAIL.search(line):
                 keep.add(i)
                 details += 1
                 # The code line under a Python frame says what ran there.
