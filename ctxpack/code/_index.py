@@ -459,7 +459,7 @@ class CodeIndex:
             score = reciprocal_rank_fusion([score, meaning])
         ranked = [int(i) for i in np.argsort(-score, kind="stable") if score[i] > 0]
         out: list[FileHit] = []
-        top_unit = float(unit_scores.max()) or 1.0
+        top_unit = float(unit_scores.max(initial=0.0)) or 1.0
         for i in ranked:
             path = self._paths[i]
             if path in exclude:

@@ -184,3 +184,12 @@ def test_a_file_swapped_for_a_pipe_after_the_walk_does_not_hang_the_refresh(
             pass
         pytest.fail("the refresh waits on a named pipe")
     assert "api/db.py" not in index.files
+
+
+def test_a_tree_of_files_without_a_unit_ranks_the_file_a_query_names(tmp_path: Path) -> None:
+    # A new package's empty __init__.py has no unit to score: the best unit's score, taken of
+    # none, raised numpy's "zero-size array to reduction operation maximum".
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    hits = CodeIndex(tmp_path).rank_files("fix pkg/__init__.py")
+    assert [hit.path for hit in hits] == ["pkg/__init__.py"]
