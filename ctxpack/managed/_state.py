@@ -73,6 +73,8 @@ class WindowState(FieldErrorModel):
             ``compact_at`` since the last compaction (the same rule, for compaction).
         crowded_floor: The tokens every request carried (system prompt, user messages, pinned
             content) when the last warning said they crowd the room; 0 before any.
+        rendered: The record's length at the last request: a render of the same record again
+            (a retry) is the same request, and adds no rent.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -93,6 +95,7 @@ class WindowState(FieldErrorModel):
     rent: float = Field(default=0.0, ge=0)
     compact_rent: float = Field(default=0.0, ge=0)
     crowded_floor: int = Field(default=0, ge=0)
+    rendered: int = Field(default=0, ge=0)
 
     def _grown_since(self, before: WindowState) -> dict[str, Any]:
         """What the parts that grow with the session (``_GROWING``, ``cleared``) gained since

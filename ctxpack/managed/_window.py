@@ -74,10 +74,14 @@ def render_window(
     if policy.server_side:
         _server_side(state, policy, ctx, view, room, tool_tokens)
     else:
-        view = _manage(state, policy, ctx, view, room)
+        # Rendered again with nothing appended (a retry): the rent was paid by the request
+        # before, and an edit it times would rewrite a prefix the provider may have cached.
+        again = state.requests > 0 and state.rendered == len(record)
+        view = _manage(state, policy, ctx, view, room, timed=not again)
         if view.tokens() > room:
             raise _too_large(policy, ctx, view, tool_tokens)
     state.requests += 1
+    state.rendered = len(record)
     state.last_tokens = view.tokens()
     return view.messages
 
@@ -179,20 +183,28 @@ def _too_large(
 
 
 def _manage(
-    state: WindowState, policy: WindowPolicy, ctx: _Context, view: _View, room: int
+    state: WindowState,
+    policy: WindowPolicy,
+    ctx: _Context,
+    view: _View,
+    room: int,
+    *,
+    timed: bool = True,
 ) -> _View:
     """Clear, compact, then clear every tool result and, if need be, the answers kept whole,
-    until the view fits ``room``."""
-    plan = _Room.of(policy, view, room, ctx)
-    released = _release_instructions(state, policy, ctx, view, plan)
-    if released is not view:
-        view, plan = released, _Room.of(policy, released, room, ctx)
-    _warn_if_crowded(state, plan, view)
-    p = _cache_price(policy, ctx.model)
-    if view.tokens() > plan.level(policy.clear_at):
-        view = _maybe_clear(state, policy, ctx, view, plan, p)
-    if view.tokens() > plan.level(policy.compact_at):
-        view = _maybe_compact(state, policy, ctx, view, plan, p)
+    until the view fits ``room``; without ``timed``, only the edits that make it fit (the
+    request before decided the others on the same record)."""
+    if timed:
+        plan = _Room.of(policy, view, room, ctx)
+        released = _release_instructions(state, policy, ctx, view, plan)
+        if released is not view:
+            view, plan = released, _Room.of(policy, released, room, ctx)
+        _warn_if_crowded(state, plan, view)
+        p = _cache_price(policy, ctx.model)
+        if view.tokens() > plan.level(policy.clear_at):
+            view = _maybe_clear(state, policy, ctx, view, plan, p)
+        if view.tokens() > plan.level(policy.compact_at):
+            view = _maybe_compact(state, policy, ctx, view, plan, p)
     # The fewest tool results and thinking turns first, the oldest first; then every one (a
     # count may differ a little from the view's once built).
     for least in (True, False):
