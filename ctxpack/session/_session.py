@@ -33,7 +33,7 @@ from ..result import PackResult
 from ..retrieval import Retrieval, _answer_retrieve_call, _read_artifact_with, coerce_call
 from ..sdk import SDKObject
 from ..store import ArtifactStore, SQLiteArtifactStore, check_artifact_store
-from ..tokens import CounterLike, get_counter
+from ..tokens import CounterLike
 from ..tools_on_demand import DESCRIBE_TOOL_NAME, describe_tools
 from ._arrival import Arrival
 from ._later import frozen, hunted_text
@@ -111,7 +111,8 @@ class Session(Arrival, Rendering):
     store instead, for replicas, restarts and erasure.
 
     Args:
-        model: The model the requests go to; picks the token counter (as in :func:`pack`).
+        model: The model the requests go to; picks the token counter (as in :func:`pack`),
+            and again when set later (:attr:`model`).
         counter: A token counter instead (see :func:`ctxpack.tokens.get_counter`).
         store: Where originals go; by default an in-memory :class:`SQLiteArtifactStore`
             (pass one with a file path for originals that outlive the process).
@@ -223,8 +224,7 @@ class Session(Arrival, Rendering):
             )
         self.filter_when = filter_when
         self.supersede_batch = _supersede_batch(supersede_batch)
-        self.model = model
-        self.counter = get_counter(model, counter)
+        self._choose_model(model, counter)
         self.store = (
             SQLiteArtifactStore(":memory:") if store is None else check_artifact_store(store)
         )

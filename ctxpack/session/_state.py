@@ -24,8 +24,9 @@ from ..persistence import SessionArtifacts, decode_message, encode_message
 from ..pipeline import Decision, Stage
 from ..providers import Provider
 from ..store import ArtifactStore
-from ..tokens import REPLY_PRIMING, TokenCounter, message_sizes
+from ..tokens import REPLY_PRIMING, CounterLike, TokenCounter, get_counter, message_sizes
 from ._later import LaterValues
+from ._options import _warn_if_beyond_the_model
 from ._records import Call, FilterRecord, RecordKey, command_of, encoded_record, record_key
 from ._repeats import RepeatedLines
 
@@ -66,7 +67,9 @@ class SessionState:
 
     filter_when: Literal["arrival", "answered"]
     supersede_batch: int | None
-    model: str | None
+    _model: str | None
+    # Whether the session was given its own counter (a changed model then keeps it).
+    _own_counter: bool
     counter: TokenCounter
     store: ArtifactStore
     retrieve_tool: bool
@@ -96,6 +99,31 @@ class SessionState:
     _later: LaterValues
     _lock: threading.RLock
     _backing: Backing | None
+
+    def _choose_model(self, model: str | None, counter: CounterLike | None) -> None:
+        """The model the requests go to, and the counter: ``counter``, else the model's."""
+        self._own_counter = counter is not None
+        self.counter = get_counter(model, counter)
+        self._model = model
+
+    @property
+    def model(self) -> str | None:
+        """The model the requests go to. Set it to send the next requests to another: the
+        session then counts with that model's counter (unless it was given its own
+        ``counter``), and the next render records the prompt-cache rewrite (a ``warned``
+        decision, ``stage="cache"``).
+
+        Raises:
+            ConfigError: on setting, ``model`` is not a string or ``None``.
+        """
+        return self._model
+
+    @model.setter
+    def model(self, model: str | None) -> None:
+        with self._lock:  # a render in another thread counts with one counter throughout
+            counter = self.counter if self._own_counter else get_counter(model)
+            _warn_if_beyond_the_model(self.window, model)
+            self.counter, self._model = counter, model
 
     def _start_empty(self) -> None:
         """The state of a session with no message yet, held in this process."""

@@ -1,0 +1,69 @@
+"""``session.model = ...`` sends the next requests to another model, counted as it counts."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from ctxpack import BudgetExceededError, ConfigError, Session, get_counter
+
+SYSTEM = {"role": "system", "content": "You are a coding agent."}
+# Far more tokens for Claude's counter than for gpt-4o's.
+TASK = {"role": "user", "content": " ".join(f"wörd{i} 数据" for i in range(1150))}
+
+
+def _claude_counter() -> object:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return get_counter("claude-sonnet-4-5")
+
+
+def test_a_changed_model_counts_with_its_own_counter() -> None:
+    # The session kept gpt-4o's counter: a managed request that Claude's count puts over the
+    # window was sent, where a session made for Claude refuses it.
+    session = Session(model="gpt-4o", window=8_000, filters=False)
+    session.extend([SYSTEM, TASK])
+    session.render()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        session.model = "claude-sonnet-4-5"
+    claude = _claude_counter()
+    assert session.model == "claude-sonnet-4-5"
+    assert session.counter.name == claude.name  # type: ignore[attr-defined]
+    with pytest.raises(BudgetExceededError):
+        session.render()
+
+
+def test_a_changed_model_is_a_cache_warning_counted_by_the_new_counter() -> None:
+    session = Session(model="gpt-4o", window=64_000, filters=False)
+    session.extend([SYSTEM, TASK])
+    session.render()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        session.model = "claude-sonnet-4-5"
+    moved = session.render()
+    (warning,) = [d for d in moved.decisions if d.stage == "cache"]
+    assert "the model changed from 'gpt-4o' to 'claude-sonnet-4-5'" in warning.reason
+    assert moved.counter == _claude_counter().name  # type: ignore[attr-defined]
+
+
+def test_a_counter_given_stays_when_the_model_changes() -> None:
+    counter = get_counter(counter="cl100k_base")
+    session = Session(model="gpt-4o", counter=counter, window=8_000)
+    session.model = "gpt-4o-mini"
+    assert session.counter is counter
+
+
+def test_a_model_that_is_not_a_name_is_refused_naming_model() -> None:
+    session = Session(model="gpt-4o")
+    with pytest.raises(ConfigError, match="model"):
+        session.model = 42  # type: ignore[assignment]
+    assert session.model == "gpt-4o"
+    assert session.counter.name == "o200k_base"
+
+
+def test_a_window_beyond_the_new_model_warns() -> None:
+    session = Session(model="gpt-4.1", window=150_000)  # no warning: gpt-4.1's is larger
+    with pytest.warns(UserWarning, match="window=150000 is larger"):
+        session.model = "gpt-4o"
