@@ -65,7 +65,7 @@ def test_a_summary_over_its_share_is_cut_to_it_and_kept_whole_as_an_artifact() -
 def test_a_render_that_fails_leaves_an_in_memory_session_as_it_was() -> None:
     # A stored session restored its state; one in memory kept what the render had done before
     # the summarizer failed (the rents it added, an edit made), then did it again on the retry.
-    failures = [RuntimeError("the summarizing model is down")]
+    failures = [TypeError("a bug in the summarizer")]
 
     def flaky(messages: Sequence[Message], instructions: str | None) -> str:
         if failures:
@@ -80,10 +80,55 @@ def test_a_render_that_fails_leaves_an_in_memory_session_as_it_was() -> None:
         before = session.window_state.to_json()
         try:
             session.render()
-        except RuntimeError:
+        except TypeError:
             assert session.window_state.to_json() == before
             break
     else:
         pytest.fail("the summarizer was never called")
     session.render()
     assert session.window_state.summary == "the agent probed files"
+
+
+def test_a_summarizer_that_fails_gives_way_to_the_digest_and_says_why() -> None:
+    # Its error failed the render: a model down for the summaries took the agent's own
+    # requests down with it, at every request past compact_at.
+    calls: list[int] = []
+
+    def down(messages: Sequence[Message], instructions: str | None) -> str:
+        calls.append(len(messages))
+        raise ConnectionError("the summarizing model is down")
+
+    policy = WindowPolicy(window=8_000, summarizer=down)
+    session = Session(counter=COUNTER, filters=False, window=policy)
+    requests = run(session, 60)
+    assert calls and session.window_state.compacted
+    room = policy.room(tool_tokens=0)
+    assert max(r.tokens for r in requests) <= room
+    summary = next(m for m in requests[-1].messages if m.id.startswith("summary-"))
+    assert "## " in summary.text  # the extractive digest's sections
+    merged = [
+        d
+        for d in session.window_state.decisions
+        if d.message_id.startswith("summary-") and d.action == "merged"
+    ]
+    assert len(merged) == len(calls)
+    assert all(
+        "the summarizer raised ConnectionError: the summarizing model is down" in d.reason
+        and "extractive digest" in d.reason
+        for d in merged
+    )
+
+
+@pytest.mark.parametrize("mistake", [TypeError, NameError, AttributeError, AssertionError])
+def test_a_summarizer_with_a_programming_error_fails_the_render(
+    mistake: type[Exception],
+) -> None:
+    # A digest standing in would hide the bug from the one who must fix it.
+    def broken(messages: Sequence[Message], instructions: str | None) -> str:
+        raise mistake("a bug in the summarizer")
+
+    policy = WindowPolicy(window=8_000, summarizer=broken)
+    session = Session(counter=COUNTER, filters=False, window=policy)
+    with pytest.raises(mistake, match="a bug in the summarizer"):
+        run(session, 60)
+    assert not session.window_state.compacted

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from .._internal.server_results import result_ids
 from ..editing import summarized, summary_id_of, window_digest
-from ..errors import ArtifactNotFoundError
+from ..errors import ArtifactNotFoundError, ConfigError
 from ..filters import original_note
 from ..messages import Message
 from ..pipeline import Decision
@@ -28,6 +28,20 @@ from .view import (
 )
 
 __all__ = ["fit_digest"]
+
+# What a summarizer raises that the extractive digest must not hide: a bug in it (a wrong
+# signature, a name misspelt, a stub), or a text ctxpack refused (ConfigError). Anything else
+# (a timeout, a refused or rate-limited call) is the summarizing model's failure.
+_MISTAKES = (
+    TypeError,
+    NameError,
+    AttributeError,
+    ImportError,
+    AssertionError,
+    NotImplementedError,
+    RecursionError,
+    ConfigError,
+)
 
 
 def _tail_start(
@@ -176,21 +190,38 @@ def _summary_text(
 ) -> tuple[str, str]:
     """The summary of ``region``, the messages now summarised (``gone``: all of them so far),
     the record before ``end`` being compacted: the digest within ``budget``, or the user's
-    summarizer's (:func:`_within` it), and what its decision adds when it was cut."""
-    if policy.summarizer is None:
-        # The digest of the whole summarised history, so that a second compaction does not
-        # summarise a summary (window_digest reads on from the history read the time before).
-        history = [
-            m
-            for m in ctx.record[:end]
-            if (m.id in gone or not ctx.verbatim(m)) and _pinned_kind(m) is None
-        ]
-        return fit_digest(window_digest(history, policy.instructions), budget, ctx.counter), ""
-    previous = _summary_message(state, ctx) if state.summary is not None else None
-    text = summarized(
-        policy.summarizer, ([previous] if previous else []) + list(region), policy.instructions
-    )
-    return _within(text, budget, ctx)
+    summarizer's (:func:`_within` it), and what its decision adds when it was cut or when the
+    summarizer failed (the digest then stands in: a model down for the summaries would
+    otherwise take the agent's requests down with it; a programming error still raises)."""
+    if policy.summarizer is not None:
+        previous = _summary_message(state, ctx) if state.summary is not None else None
+        try:
+            text = summarized(
+                policy.summarizer,
+                ([previous] if previous else []) + list(region),
+                policy.instructions,
+            )
+        except _MISTAKES:
+            raise
+        except Exception as error:
+            failed = f"; the summarizer raised {type(error).__name__}: {error}"[:500]
+            return _digest(policy, ctx, end, gone, budget), (
+                f"{failed}; the extractive digest summarises instead"
+            )
+        return _within(text, budget, ctx)
+    return _digest(policy, ctx, end, gone, budget), ""
+
+
+def _digest(policy: WindowPolicy, ctx: _Context, end: int, gone: set[str], budget: int) -> str:
+    """The extractive digest of the whole summarised history (the record before ``end``,
+    ``gone`` its messages summarised), within ``budget``: a second compaction does not
+    summarise a summary (window_digest reads on from the history read the time before)."""
+    history = [
+        m
+        for m in ctx.record[:end]
+        if (m.id in gone or not ctx.verbatim(m)) and _pinned_kind(m) is None
+    ]
+    return fit_digest(window_digest(history, policy.instructions), budget, ctx.counter)
 
 
 def _within(text: str, budget: int, ctx: _Context) -> tuple[str, str]:

@@ -98,7 +98,9 @@ class WindowPolicy(CheckedModel):
             stays the hard limit either way; a server-side policy's triggers are shares of the
             whole room.
         summarizer: ``(messages, instructions) -> text``; by default
-            :func:`~ctxpack.editing.extractive_digest`, which needs no model.
+            :func:`~ctxpack.editing.extractive_digest`, which needs no model. When it raises
+            (but for a programming error: ``TypeError``, ``NameError``...), the digest
+            summarises instead, and the summary's decision names the error.
         instructions: What a summary must keep, in words.
         keep_thinking: Keep the thinking blocks (and OpenAI reasoning items) of this many of
             the last assistant turns (as Anthropic's ``clear_thinking_20251015``); the older
