@@ -10,17 +10,19 @@ from ..editing import summarized, summary_id_of, window_digest
 from ..errors import ArtifactNotFoundError, ConfigError
 from ..filters import original_note
 from ..messages import Message
-from ..pipeline import Decision
+from ..pipeline import Action, Decision
 from ..stages import exchange_starts
 from ..tokens import TokenCounter
 from ._policy import WindowPolicy
 from ._room import _Room
 from ._state import WindowState
 from .view import (
+    _PINNED_ID,
     _as_sent,
     _Context,
     _head,
     _message_artifact,
+    _pin_fates,
     _pinned_kind,
     _reinjected_tokens,
     _summary_message,
@@ -133,6 +135,7 @@ def _compact(
     # they free.
     plan = replace(plan, floor=plan.floor - sum(released.values()))
     gone = {*state.compacted, *(record[i].id for i in region)}
+    before = {m.id: text for m, text in _pin_fates(ctx, policy, state.boundary)}
     budget = plan.summary_budget(tail + reinjected - plan.pinned)
     text, cut = _summary_text(state, policy, ctx, [record[i] for i in region], end, gone, budget)
     state.compacted = [*state.compacted, *(record[i].id for i in region)]
@@ -154,7 +157,10 @@ def _compact(
         if released
         else ""
     )
+    fated = _record_pin_fates(state, policy, ctx, before, tokens_before)
     for i in region:
+        if record[i].id in fated:
+            continue
         user = why if i in released else ""
         state.decisions.append(
             Decision(
@@ -177,6 +183,51 @@ def _compact(
         )
     )
     return True
+
+
+def _record_pin_fates(
+    state: WindowState,
+    policy: WindowPolicy,
+    ctx: _Context,
+    before: dict[str, str | None],
+    tokens_before: dict[str, int],
+) -> set[str]:
+    """A decision for each pin the compaction just made re-injects, and for each pin an
+    earlier one did whose re-injection changed (a newer skill pushing it past
+    ``pinned_budget``): whole, cut to its head or dropped, each naming the stored whole. The
+    ids of the pins so recorded."""
+    recorded = set()
+    counter = ctx.counter
+    for msg, text in _pin_fates(ctx, policy, state.boundary):
+        if msg.id in before:
+            if before[msg.id] == text:
+                continue
+            was = before[msg.id]
+            tokens = 0 if was is None else counter.count(was)
+        else:
+            tokens = tokens_before[msg.id]
+        recorded.add(msg.id)
+        what = f"pinned {_pinned_kind(msg)} {msg.metadata['ctxpack'].get('pinned_name')!r}"
+        where = f"({_PINNED_ID}, after the system prompt)"
+        action: Action = "compressed"
+        how = f"re-injected cut to its head within skill_budget={policy.skill_budget} {where}"
+        if text is None:
+            action = "dropped"
+            how = f"not re-injected: the newer skills fill pinned_budget={policy.pinned_budget}"
+        elif text == msg.text:
+            action, how = "merged", f"re-injected whole {where}"
+        state.decisions.append(
+            Decision(
+                stage="window",
+                action=action,
+                message_id=msg.id,
+                reason=f"{what}, summarised into {state.summary_id}, {how}; whole in artifact "
+                f"{_message_artifact(ctx, msg, True)}",
+                tokens_before=tokens,
+                tokens_after=0 if text is None else counter.count(text),
+            )
+        )
+    return recorded
 
 
 def _summary_text(

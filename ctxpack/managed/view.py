@@ -290,26 +290,37 @@ def _new_summary_message(state: WindowState, ctx: _Context) -> Message:
     )
 
 
-def _reinjection(ctx: _Context, policy: WindowPolicy, end: int) -> Message | None:
-    """Pinned content summarised away (before ``end`` in the record, and not pinned again
-    after), re-injected: memory whole, skills within budgets (each cut to its head, the oldest
-    dropped first when together they exceed ``pinned_budget``)."""
+def _pin_fates(ctx: _Context, policy: WindowPolicy, end: int) -> list[tuple[Message, str | None]]:
+    """Each piece of pinned content summarised away (before ``end`` in the record, and not
+    pinned again after), in order, with the text its re-injection carries: memory whole,
+    skills within budgets (each cut to its head, the oldest dropped first, ``None``, when
+    together they exceed ``pinned_budget``)."""
     counter = ctx.counter
     in_tail = {m.text for m in ctx.pinned(end, len(ctx.record))}
     items = [m for m in ctx.pinned(0, end) if m.text not in in_tail]
-    if not items:
-        return None
-    memory = [m for m in items if _pinned_kind(m) == "memory"]
-    skills: list[str] = []
+    fates: dict[int, str | None] = {}
     total = 0
-    for m in reversed([m for m in items if _pinned_kind(m) == "skill"]):  # newest first
-        text = _head(m.text, policy.skill_budget, counter)
-        size = counter.count(text)
-        if total + size > policy.pinned_budget:
-            break  # this one and every older one are dropped
-        skills.append(text)
-        total += size
-    parts = [m.text for m in memory] + list(reversed(skills))
+    dropped = False
+    for k in reversed(range(len(items))):  # newest first
+        m = items[k]
+        if _pinned_kind(m) != "skill":
+            fates[k] = m.text
+            continue
+        if not dropped:  # past the budget, this one and every older skill are dropped
+            text = _head(m.text, policy.skill_budget, counter)
+            total += counter.count(text)
+            dropped = total > policy.pinned_budget
+        fates[k] = None if dropped else text
+    return [(m, fates[k]) for k, m in enumerate(items)]
+
+
+def _reinjection(ctx: _Context, policy: WindowPolicy, end: int) -> Message | None:
+    """The pinned content summarised away before ``end``, re-injected (:func:`_pin_fates`):
+    the memory files first, then the skills kept, in order."""
+    fates = _pin_fates(ctx, policy, end)
+    memory = [text for m, text in fates if _pinned_kind(m) == "memory"]
+    skills = [text for m, text in fates if _pinned_kind(m) == "skill" and text is not None]
+    parts = [text for text in [*memory, *skills] if text is not None]
     if not parts:
         return None
     return Message(
