@@ -150,6 +150,9 @@ def _compact(
     state.summary = text
     state.summary_id = summary_id_of(state.compacted)
     state.boundary = end
+    # The rent a clearing waits for was paid on results the summary now replaces: the next
+    # batch pays for itself from here.
+    state.rent = 0.0
     _forget_cleared(state, gone, [record[i] for i in region])
     why = (
         f"the user messages after the first passed instructions_share="

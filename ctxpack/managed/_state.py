@@ -67,8 +67,9 @@ class WindowState(FieldErrorModel):
         last_fingerprint: Model, tools and system prompt of the last request (cache-bust
             warnings).
         last_tokens: The last request's prompt tokens.
-        rent: What re-sending the clearable tokens has cost since the last clearing, in
-            dollars per million tokens (the clearing rule).
+        rent: What re-sending the clearable tokens has cost since the last clearing (or
+            compaction, which summarises them), in dollars per million tokens (the clearing
+            rule).
         compact_rent: What re-sending the compactable tokens has cost on the requests past
             ``compact_at`` since the last compaction (the same rule, for compaction).
         crowded_floor: The tokens every request carried (system prompt, user messages, pinned
