@@ -48,3 +48,17 @@ def test_a_render_again_leaves_the_edits_to_come_where_they_were() -> None:
     ]
     assert once.window_state.rent == twice.window_state.rent
     assert once.window_state.compact_rent == twice.window_state.compact_rent
+
+
+def test_a_render_again_with_more_tools_than_fit_still_fits() -> None:
+    session = Session(counter=COUNTER, filters=False, window=8_000)
+    session.extend([SYSTEM, TASK])
+    for i in range(6):
+        session.extend(step(i))
+    first = session.render()
+    assert not session.window_state.events
+    words = " ".join(f"field{k}" for k in range(2_400))
+    tools = [{"type": "function", "function": {"name": "big", "description": words}}]
+    again = session.render(tools=tools)
+    assert again.tokens <= 8_000 - session.window.reserve < first.tokens + again.tool_tokens
+    assert session.window_state.events  # edited to fit, and recorded

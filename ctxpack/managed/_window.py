@@ -75,8 +75,9 @@ def render_window(
         _server_side(state, policy, ctx, view, room, tool_tokens)
     else:
         # Rendered again with nothing appended (a retry): the rent was paid by the request
-        # before, and an edit it times would rewrite a prefix the provider may have cached.
-        again = state.requests > 0 and state.rendered == len(record)
+        # before, and an edit it times would rewrite a prefix the provider may have cached;
+        # unless it no longer fits (more tools, a longer system prompt): a new request then.
+        again = state.requests > 0 and state.rendered == len(record) and view.tokens() <= room
         view = _manage(state, policy, ctx, view, room, timed=not again)
         if view.tokens() > room:
             raise _too_large(policy, ctx, view, tool_tokens)
