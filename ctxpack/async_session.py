@@ -16,8 +16,9 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
+from ._internal import forks
 from ._internal.arguments import keyword_checked
-from .errors import ConfigError, StoreConflictError
+from .errors import ConfigError, ForkedWhileBusyError, StoreConflictError
 from .managed import WindowPolicy, WindowState
 from .messages import Message
 from .persistence import MAX_ATTEMPTS, Backing, backoff_delay, run_for
@@ -114,7 +115,7 @@ async def _acquired(lock: threading.Lock) -> None:
             raise cancelled
 
 
-class AsyncSession:
+class AsyncSession(forks.ProcessBound):
     """An agent session in a session store, with coroutines: ``await`` every method that
     reads or writes the store.
 
@@ -144,6 +145,8 @@ class AsyncSession:
     # loops of other threads on the thread lock: an asyncio lock shared by two loops hung.
     _locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock]
     _turns: threading.Lock
+    # Set in a forked child when a call held the session at the fork, mid-change.
+    _busy_at_fork: bool
 
     def __init__(self, *args: Any, **options: Any) -> None:
         # Opening reads the store, which a constructor cannot await.
@@ -163,11 +166,15 @@ class AsyncSession:
         session._owned = owned
         session._locks = weakref.WeakKeyDictionary()
         session._turns = threading.Lock()
+        session._busy_at_fork = False
+        forks.track(session)
         return session
 
     @contextlib.asynccontextmanager
     async def _turn(self) -> AsyncIterator[None]:
         """The session to this call alone, among the tasks of every event loop."""
+        if self._busy_at_fork:
+            raise self._forked_busy()
         # A loop runs in one thread: only that thread ever asks for its lock.
         async with self._locks.setdefault(asyncio.get_running_loop(), asyncio.Lock()):
             await _acquired(self._turns)
@@ -175,6 +182,24 @@ class AsyncSession:
                 yield
             finally:
                 self._turns.release()
+
+    def after_fork(self) -> None:
+        """In a forked child, which runs none of the parent's tasks nor its other threads:
+        locks of its own (the parent's are bound to the parent's event loops); refused if a
+        call held the session at the fork, in the middle of a change."""
+        held = [*self._locks.values()]
+        self._busy_at_fork = self._turns.locked() or any(lock.locked() for lock in held)
+        self._locks = weakref.WeakKeyDictionary()
+        self._turns = threading.Lock()
+
+    def _forked_busy(self) -> ForkedWhileBusyError:
+        return ForkedWhileBusyError(type(self).__name__, instead=self._how_to_reopen())
+
+    def _how_to_reopen(self) -> str:
+        return (
+            f"pass its id and its store's URL, and open it there: "
+            f"await AsyncSession.open({self.session_id!r}, store=url)"
+        )
 
     @classmethod
     @keyword_checked

@@ -142,6 +142,43 @@ class UnknownNameError(ConfigError, KeyError):
         return str(self.args[0])
 
 
+# Out of __all__: callers catch it as the TypeError that pickle raises for what it cannot pickle.
+class NotPicklableError(CtxpackError, TypeError):
+    """An object bound to its process (a session, a store, a code index, a wrapped client:
+    locks, connections) was pickled, to go to another process; the message says what to
+    pass there instead.
+
+    Attributes:
+        kind: The object's class name.
+    """
+
+    def __init__(self, kind: str, *, instead: str) -> None:
+        self.kind = kind
+        super().__init__(
+            f"a {kind} does not pickle: it holds this process's locks and connections, and "
+            f"does not travel to another process (a ProcessPoolExecutor, multiprocessing, "
+            f"celery); {instead}"
+        )
+
+
+# Out of __all__: callers catch it as the RuntimeError it is.
+class ForkedWhileBusyError(CtxpackError, RuntimeError):
+    """A session (or an async session) made before ``os.fork`` was used in the child, where its
+    copy was taken while another of the parent's threads (or tasks) was changing it: the copy
+    may be half changed, and is not used.
+
+    Attributes:
+        kind: The object's class name.
+    """
+
+    def __init__(self, kind: str, *, instead: str) -> None:
+        self.kind = kind
+        super().__init__(
+            f"this {kind} was in use by another thread or task of the parent process when this "
+            f"process forked, so its copy here may be half changed; {instead}"
+        )
+
+
 class ArtifactNotFoundError(CtxpackError, KeyError):
     """An artifact id is not in the store it was looked up in.
 

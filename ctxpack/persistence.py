@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ._internal import forks
 from ._internal.arguments import json_problem
 from .errors import (
     ArtifactNotFoundError,
@@ -116,7 +117,7 @@ def artifact_key(secret: str, text: str) -> str:
     return "art_" + digest[:16]
 
 
-class SessionArtifacts:
+class SessionArtifacts(forks.ProcessBound):
     """The originals of one stored session, as an :class:`~ctxpack.store.ArtifactStore`.
 
     During an append, originals are held back and written with the append's entry, all at
@@ -294,6 +295,9 @@ class SessionArtifacts:
 
     def __repr__(self) -> str:
         return f"SessionArtifacts({self.store.url!r}, session_id={self.session_id!r})"
+
+    def _how_to_reopen(self) -> str:
+        return f"open its session there: Session.open({self.session_id!r}, store=url)"
 
 
 class Backing:

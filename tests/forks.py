@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import time
 import traceback
 from collections.abc import Callable
 
@@ -29,7 +31,17 @@ def fork(work: Callable[[], None]) -> int:
     return pid
 
 
-def succeeded(pid: int) -> bool:
-    """Whether the child ``pid`` exited 0 (waited for)."""
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status) == 0
+def succeeded(pid: int, timeout: float = 60.0) -> bool:
+    """Whether the child ``pid`` exited 0 (waited for). A child still running after
+    ``timeout`` seconds (a deadlock: only a guard, not a measure) is killed, and fails the
+    test."""
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status) == 0
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise AssertionError(f"the forked child was still running after {timeout:.0f} s")
+        time.sleep(0.01)

@@ -16,9 +16,18 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from typing import Protocol
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from types import TracebackType
+from typing import Any, Protocol
+
+from ..errors import ForkedWhileBusyError, NotPicklableError
 
 __all__: list[str] = []
+
+# How long a fork waits for another thread's call into a session or a code index to end (a
+# filter, a stage, a store write): its copy in the child is then unusable (see Quiesced).
+CALL_WAIT = 5.0
 
 
 class ForkAware(Protocol):
@@ -27,17 +36,73 @@ class ForkAware(Protocol):
         unless it is only the child's) what belongs to the parent, and reset the locks."""
 
 
+class ProcessBound:
+    """An object bound to its process (its locks, its connections, its state in memory): it
+    refuses to be pickled, to go to another process, saying what to pass there instead. A
+    store made from a URL says to pass the URL: not pickled as it, as the URL may hold a
+    password, and what a ``memory://`` store holds is not in it."""
+
+    def _how_to_reopen(self) -> str:
+        url = getattr(self, "url", None)
+        if not isinstance(url, str):  # an object whose repr is how it is made
+            return f"make it again there: {self!r}"
+        if url.startswith("memory:") or url.endswith(":memory:"):
+            return (
+                "a store in memory is its process's: to share sessions between processes, "
+                "use a store on SQLite, PostgreSQL or Redis"
+            )
+        return (
+            f"pass its store URL ({url}; the password is yours to add) and open it there, "
+            "with ctxpack.store.open_store(url), or Session.open(session_id, store=url)"
+        )
+
+    def __reduce__(self) -> str | tuple[Any, ...]:
+        raise NotPicklableError(type(self).__name__, instead=self._how_to_reopen())
+
+
+class Guarded(ProcessBound):
+    """An object whose state one reentrant lock, ``_lock``, guards, taken by each of its
+    calls: a fork waits for another thread's call to end, at most ``CALL_WAIT`` seconds;
+    past that, the child's copy, perhaps half changed, refuses every call, saying what to do
+    instead (the lock, held by a thread the child does not have, would never be released)."""
+
+    _guard: Quiesced
+    _lock: AbstractContextManager[Any]
+
+    def _guard_state(self, rank: int = 1) -> None:
+        self._guard = Quiesced(CALL_WAIT, reentrant=True, rank=rank)
+        self._lock = self._guard.lock
+        track(self)
+
+    def after_fork(self) -> None:
+        if not self._guard.after_fork_in_child():
+            self._lock = Unusable(self._forked_busy)
+
+    def _forked_busy(self) -> ForkedWhileBusyError:
+        return ForkedWhileBusyError(type(self).__name__, instead=self._how_to_reopen())
+
+
 class Quiesced:
     """A lock that a fork waits for: held by the forking thread across the fork, so that no
-    other thread is inside the connection it guards at that moment, and the child's copy of
-    the connection is idle (it can be closed there). A fork waits at most ``timeout``
-    seconds (a thread held up by another process's write); then the copy is left busy."""
+    other thread is inside the connection (or the state) it guards at that moment, and the
+    child's copy of it is idle (it can be closed, or used, there). A fork waits at most
+    ``timeout`` seconds (a thread held up by another process's write); then the copy is left
+    busy. ``reentrant``: a ``threading.RLock``, which the forking thread may already hold.
+    ``rank``: above 0, the lock of an object that calls into others' under it (a wrapper into
+    its session, a session into its store): the higher ranks are taken first at a fork, so
+    that a thread inside the object does not wait there for an inner lock that the forking
+    thread holds, while the forking thread waits for it."""
 
-    def __init__(self, timeout: float) -> None:
-        self.lock = threading.Lock()
+    def __init__(self, timeout: float, *, reentrant: bool = False, rank: int = 0) -> None:
+        self._reentrant = reentrant
+        self.lock: Any = self._new_lock()
         self.timeout = timeout
+        self.rank = rank
         self._held_for_fork = False
         _quiesced.add(self)
+
+    def _new_lock(self) -> Any:
+        return threading.RLock() if self._reentrant else threading.Lock()
 
     def before_fork(self) -> None:
         self._held_for_fork = self.lock.acquire(timeout=self.timeout)
@@ -48,10 +113,39 @@ class Quiesced:
             self.lock.release()
 
     def after_fork_in_child(self) -> bool:
-        """A new lock for the child; whether the connection was idle at the fork."""
+        """The lock, free in the child; whether what it guards was idle at the fork."""
         idle, self._held_for_fork = self._held_for_fork, False
-        self.lock = threading.Lock()
+        if idle:
+            # Released as in the parent: the child's one thread is the forking thread, which
+            # may hold it from before (a fork from inside a session's call).
+            self.lock.release()
+        else:
+            self.lock = self._new_lock()  # held by a thread the child does not have
         return idle
+
+
+class Unusable:
+    """What stands for the lock of an object that another thread was using when the process
+    forked: its copy in the child may be half changed, so each call raises ``error()``."""
+
+    def __init__(self, error: Callable[[], Exception]) -> None:
+        self._error = error
+
+    def __enter__(self) -> None:
+        raise self._error()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        return None
+
+    async def __aenter__(self) -> None:
+        raise self._error()
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        return None
 
 
 _owners: weakref.WeakSet[ForkAware] = weakref.WeakSet()
@@ -73,7 +167,7 @@ def keep(handle: object) -> None:
 
 
 def _before() -> None:
-    for lock in list(_quiesced):
+    for lock in sorted(_quiesced, key=lambda q: -q.rank):  # the outer ones first
         lock.before_fork()
 
 

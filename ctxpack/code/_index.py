@@ -33,13 +33,13 @@ from __future__ import annotations
 
 import math
 import os
-import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ConfigDict
 
+from .._internal import forks
 from .._internal.arguments import keyword_checked, nonblank, string, strings
 from .._internal.arguments import tokens as check_tokens
 from .._internal.arguments import weights as check_weights
@@ -138,7 +138,7 @@ class FileHit(FieldErrorModel):
     units: tuple[SearchHit, ...] = ()
 
 
-class CodeIndex:
+class CodeIndex(forks.Guarded):
     """A searchable index of a repository's symbol units, persisted in SQLite.
 
     Nothing is read until the first search (or :meth:`refresh`); later searches reuse what is
@@ -197,15 +197,14 @@ class CodeIndex:
         self._vectors: Any = None
         self.db = check_db(db, self.root)
         weights = check_weights(weights, "weights")
-        unknown = set(weights) - set(DEFAULT_WEIGHTS)
-        if unknown:
+        if unknown := set(weights) - set(DEFAULT_WEIGHTS):
             raise ConfigError(
                 f"weights: unknown ranking signal(s) {sorted(unknown)}; the signals are "
                 f"{sorted(DEFAULT_WEIGHTS)}"
             )
         self.weights = {**DEFAULT_WEIGHTS, **weights}
         self._counter_arg = counter
-        self._lock = threading.RLock()
+        self._guard_state()  # one lock, which a fork waits for
         self._store: FileStore | None = None
         self._parsed: dict[str, ParsedFile] = {}
         self._tokens: dict[str, int] = {}

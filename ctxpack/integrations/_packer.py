@@ -25,9 +25,9 @@ from ..tokens import TokenCounter
 from . import _responses_request as responses_api
 from ._output_format import output_format
 from ._responses_request import given as _given
-from ._session_feed import Asked, SessionFeed, forced_tool
+from ._session_feed import Asked, SessionFeed
 
-__all__: list[str] = []
+__all__ = ["forced_tool"]
 
 # Each thread and each asyncio task sees the results of the requests it packed itself: a new
 # mapping is set on every request (never edited in place, since tasks share their parent's), and
@@ -36,6 +36,19 @@ __all__: list[str] = []
 _LAST_RESULTS: contextvars.ContextVar[weakref.WeakKeyDictionary[_Packer, PackResult]] = (
     contextvars.ContextVar("ctxpack_last_results")
 )
+
+
+def forced_tool(choice: Any) -> str | None:
+    """The tool a request's ``tool_choice`` forces, by name: Chat Completions'
+    ``{"type": "function", "function": {"name": ...}}``, the Responses API's
+    ``{"type": "function", "name": ...}`` or Anthropic's ``{"type": "tool", "name": ...}``;
+    ``None`` for any other choice (``"auto"``, ``"required"``, Anthropic's ``{"type": "any"}``:
+    the model may then call ``describe_tool`` first)."""
+    if not isinstance(choice, Mapping) or choice.get("type") not in ("function", "tool"):
+        return None
+    function = choice.get("function")
+    name = function.get("name") if isinstance(function, Mapping) else choice.get("name")
+    return name if isinstance(name, str) and name else None
 
 
 @dataclass(eq=False)  # hashed by identity: the key of its last results

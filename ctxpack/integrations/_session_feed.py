@@ -13,15 +13,15 @@ import hashlib
 import inspect
 import json
 import re
-import threading
 import weakref
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol, cast, runtime_checkable
 
+from .._internal import forks
 from .._internal.budgets import check_limits
 from ..adapters import from_anthropic
-from ..errors import ConfigError, InvalidMessageError
+from ..errors import ConfigError, ForkedWhileBusyError, InvalidMessageError
 from ..managed import WindowPolicy
 from ..messages import Message
 from ..providers import Provider, tool_name
@@ -30,7 +30,7 @@ from ..sdk import coerce_message, is_sdk_object
 from ..tokens import REPLY_PRIMING, TokenCounter, get_counter
 from ..tools_on_demand import _on_demand
 
-__all__ = ["SYSTEM_PREFIX", "Asked", "SessionFeed", "SessionLike", "forced_tool", "wrapper_policy"]
+__all__ = ["SYSTEM_PREFIX", "Asked", "SessionFeed", "SessionLike", "wrapper_policy"]
 
 
 @runtime_checkable
@@ -70,19 +70,6 @@ class _OwnSession(Protocol):
     system prompt, or with tools sent whole, counted so."""
 
     def _render_opening(self, opening: Any, **options: Any) -> PackResult: ...
-
-
-def forced_tool(choice: Any) -> str | None:
-    """The tool a request's ``tool_choice`` forces, by name: Chat Completions'
-    ``{"type": "function", "function": {"name": ...}}``, the Responses API's
-    ``{"type": "function", "name": ...}`` or Anthropic's ``{"type": "tool", "name": ...}``;
-    ``None`` for any other choice (``"auto"``, ``"required"``, Anthropic's ``{"type": "any"}``:
-    the model may then call ``describe_tool`` first)."""
-    if not isinstance(choice, Mapping) or choice.get("type") not in ("function", "tool"):
-        return None
-    function = choice.get("function")
-    name = function.get("name") if isinstance(function, Mapping) else choice.get("name")
-    return name if isinstance(name, str) and name else None
 
 
 class _AsyncSession(Protocol):
@@ -160,7 +147,7 @@ class Asked(NamedTuple):
 
 
 @dataclass(eq=False)
-class SessionFeed:
+class SessionFeed(forks.Guarded):
     """One session behind one wrapper: what it lacks of each request is given to it, then it
     renders the request. An :class:`~ctxpack.AsyncSession` is awaited (``arender``)."""
 
@@ -171,8 +158,6 @@ class SessionFeed:
     # What this wrapper gave the session, by the request's message index: its digest. A session
     # that can say what it holds (ctxpack's, by its messages' ids) is read instead.
     fed: dict[int, str] = field(default_factory=dict)
-    # Feeding and rendering one session's history is one step for concurrent requests.
-    lock: threading.Lock = field(default_factory=threading.Lock)
     # An asyncio lock serves one event loop (it refuses another once it was waited on): one
     # per loop, so a wrapper outlives the asyncio.run() that first used it. Requests on two
     # loops at once are two writers, as replicas are.
@@ -181,6 +166,17 @@ class SessionFeed:
     )
     # The digest of the system prompt given to a managed session: as ``fed``.
     system: str | None = None
+
+    def __post_init__(self) -> None:
+        # Feeding and rendering one session's history is one step for concurrent requests;
+        # a fork waits for it, before it waits for the session's own lock.
+        self._guard_state(rank=2)
+
+    def _how_to_reopen(self) -> str:
+        return "wrap a client made in this process, as the parent's was, and give it the session"
+
+    def _forked_busy(self) -> ForkedWhileBusyError:
+        return ForkedWhileBusyError("wrapped client", instead=self._how_to_reopen())
 
     @property
     def server_side(self) -> bool:
@@ -203,7 +199,7 @@ class SessionFeed:
         wrapper's limits."""
         messages, system = asked.messages, asked.system
         options = self._render_options(asked)
-        with self.lock:
+        with self._lock:
             for attempt in range(_ATTEMPTS):
                 given, held, opens = self._held(None)
                 batch, digests, reopen = self._batch(messages, system, given, held, opens)

@@ -25,6 +25,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any
 
+from .._internal import forks
 from .._internal.arguments import keyword_checked, optional_text
 from ..errors import ConfigError
 from ..managed import WindowPolicy
@@ -70,7 +71,7 @@ def _is_async_client(client: Any, provider: Provider) -> bool:
     return callable(method) and inspect.iscoroutinefunction(inspect.unwrap(method))
 
 
-class _Resource:
+class _Resource(forks.ProcessBound):
     """An attribute of the client on the way to (or holding) the packing methods."""
 
     def __init__(self, target: Any, path: tuple[str, ...], packer: _Packer, root: Any) -> None:
@@ -97,6 +98,9 @@ class _Resource:
 
     def __repr__(self) -> str:
         return f"<packed {self._target!r}>"
+
+    def _how_to_reopen(self) -> str:
+        return "wrap a client made there, as this one was (wrap_openai(), wrap_anthropic())"
 
 
 def _core(path: tuple[str, ...]) -> tuple[str, ...]:

@@ -7,12 +7,12 @@ import hashlib
 import hmac
 import operator
 import secrets
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from itertools import compress, count
 from typing import TYPE_CHECKING, Any, Literal
 
+from .._internal import forks
 from .._internal.reasoning import summary_text
 from .._internal.secret_values import BoundFingerprints, Fingerprints
 from .._internal.views import FileRegion, call_region
@@ -60,7 +60,7 @@ class Snapshot:
 _REWRITTEN = "rewritten"
 
 
-class SessionState:
+class SessionState(forks.Guarded):
     """A session's attributes, its options and then the state an append may change (listed
     here and nowhere else), and how that state is changed all or nothing, saved, restored and
     stored."""
@@ -97,7 +97,6 @@ class SessionState:
     _found: Fingerprints
     _own_key: bytes
     _later: LaterValues
-    _lock: threading.RLock
     _backing: Backing | None
 
     def _choose_model(self, model: str | None, counter: CounterLike | None) -> None:
@@ -149,9 +148,22 @@ class SessionState:
         # What is sent, hunted again for values found after a message arrived (a cache).
         self._later = LaterValues()
         # One lock for every read and write of the state above: a Session is shared by threads.
-        self._lock = threading.RLock()
+        # A fork waits for a call in another thread to end (see forks.Guarded).
+        self._guard_state()
         self._backing = None
         self.session_id = None
+
+    def _how_to_reopen(self) -> str:
+        """What to do in another process instead of using this object there."""
+        if self._backing is None:
+            return (
+                "a session in memory is its process's: make one there, or open it on a "
+                "session store, to share it, with Session.open(session_id, store=url)"
+            )
+        return (
+            f"pass its id and its store's URL, and open it there: "
+            f"Session.open({self._backing.session_id!r}, store=url)"
+        )
 
     def _change(self, change: Callable[[], None]) -> None:
         """Make ``change`` to the session's state, all or nothing; a stored session writes it

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from .._internal import forks
 from ..errors import ArtifactNotFoundError, ConfigError
 from ._base import check_unicode
 from ._sqlite import SQLiteFile, database_path
@@ -62,7 +63,7 @@ def check_artifact_store(store: object, argument: str = "store") -> ArtifactStor
     return store
 
 
-class SQLiteArtifactStore:
+class SQLiteArtifactStore(forks.ProcessBound):
     """Artifacts in SQLite: content-addressed, durable once ``put()`` returns, safe under threads.
 
     Args:

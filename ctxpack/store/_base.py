@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
+from .._internal import forks
 from .._internal.arguments import sendable, shown
 from ..errors import ConfigError, StoreError
 
@@ -133,7 +134,7 @@ class AsyncSessionStore(Protocol):
     async def close(self) -> None: ...
 
 
-class ThreadedAsyncStore:
+class ThreadedAsyncStore(forks.ProcessBound):
     """A :class:`SessionStore` used from asyncio: each call runs in a worker thread.
 
     Args:

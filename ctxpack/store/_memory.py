@@ -7,6 +7,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from .._internal import forks
 from ..errors import ArtifactNotFoundError, StoreConflictError
 from ._base import (
     StoredSession,
@@ -28,7 +29,7 @@ class _Stored:
     expires_at: float | None = None
 
 
-class MemoryStore:
+class MemoryStore(forks.ProcessBound):
     """Sessions in this process's memory: gone when it exits; safe under threads.
 
     Args:

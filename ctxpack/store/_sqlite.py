@@ -286,7 +286,7 @@ class SQLiteFile:
             self.conn.close()
 
 
-class SQLiteStore:
+class SQLiteStore(forks.ProcessBound):
     """Sessions in one SQLite file, shared by the threads and processes that open it.
 
     Args:

@@ -120,7 +120,7 @@ def _wrap(exc: Exception, url: str, operation: str) -> StoreError:
     return StoreError(detail, url=redact_url(url), operation=operation)
 
 
-class _Common:
+class _Common(forks.ProcessBound):
     """What the sync and async stores share: settings, names, the row's meaning."""
 
     url: str

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from typing import Any, NamedTuple, TypeVar
 
+from .._internal import forks
 from .._internal.arguments import shown
 from ..errors import ArtifactNotFoundError, ConfigError, StoreConflictError, StoreError
 from ._base import (
@@ -85,7 +86,7 @@ return 1
 """
 
 
-class _Common:
+class _Common(forks.ProcessBound):
     url: str
     ttl: float | None
     prefix: str

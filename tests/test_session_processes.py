@@ -1,0 +1,196 @@
+"""Sessions and the objects around them given to another process: pickled (they do not travel,
+and say what to pass instead) or copied by ``os.fork`` while another thread is using them (the
+child's copy works, or says that it cannot be used; it never hangs)."""
+
+from __future__ import annotations
+
+import asyncio
+import pickle
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ctxpack import AsyncSession, Session
+from ctxpack._internal import forks
+from ctxpack.code import CodeIndex
+from ctxpack.errors import CtxpackError, ForkedWhileBusyError, NotPicklableError
+from ctxpack.pipeline import PackContext
+from ctxpack.store import open_store
+
+from .forks import fork, needs_fork, succeeded
+
+
+def test_a_session_in_memory_does_not_pickle_and_says_what_to_do() -> None:
+    session = Session(model="gpt-4")
+    session.append({"role": "user", "content": "hi"})
+    with pytest.raises(NotPicklableError, match=r"Session does not pickle.*Session\.open"):
+        pickle.dumps(session)
+
+
+def test_a_stored_session_does_not_pickle_and_names_its_id(tmp_path: Path) -> None:
+    session = Session.open("u1", store=f"sqlite:///{tmp_path / 's.db'}", model="gpt-4")
+    with pytest.raises(TypeError, match=r"Session\.open\('u1', store=") as caught:
+        pickle.dumps(session)
+    assert isinstance(caught.value, CtxpackError)
+    session.close()
+
+
+def test_a_store_an_index_and_an_async_session_do_not_pickle(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 's.db'}")
+    with pytest.raises(NotPicklableError, match="store URL"):
+        pickle.dumps(store)
+    store.close()
+    with pytest.raises(NotPicklableError, match=r"CodeIndex\("):
+        pickle.dumps(CodeIndex(tmp_path, db=":memory:"))
+
+    async def main() -> None:
+        session = await AsyncSession.open("u1", store="memory://", model="gpt-4")
+        with pytest.raises(NotPicklableError, match=r"AsyncSession\.open"):
+            pickle.dumps(session)
+        await session.close()
+
+    asyncio.run(main())
+
+
+class Blocking:
+    """A stage that holds its session's render until told to go on."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.go_on = threading.Event()
+
+    def __call__(self, ctx: PackContext) -> PackContext:
+        if not self.entered.is_set():
+            self.entered.set()
+            self.go_on.wait(30)
+        return ctx
+
+
+@pytest.fixture
+def short_wait(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(forks, "CALL_WAIT", 0.2)
+    yield
+
+
+@needs_fork
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # forking with threads (3.12+)
+def test_a_fork_waits_for_another_threads_session_call_and_the_child_goes_on() -> None:
+    # The session's lock, held by a thread the child does not have, was never released there:
+    # the child's first call hung.
+    stage = Blocking()
+    session = Session(model="gpt-4", pipeline=stage)
+    session.append({"role": "user", "content": "hello"})
+    rendering = threading.Thread(target=session.render)
+    rendering.start()
+    stage.entered.wait(30)
+    threading.Timer(0.3, stage.go_on.set).start()  # the call ends while the fork waits
+
+    def child() -> None:
+        session.append({"role": "assistant", "content": "hi there"})
+        assert [m.text for m in session.render().messages] == ["hello", "hi there"]
+
+    pid = fork(child)
+    rendering.join()
+    assert succeeded(pid, timeout=20)
+
+
+@needs_fork
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_a_session_busy_past_the_wait_at_a_fork_is_refused_in_the_child(short_wait: None) -> None:
+    stage = Blocking()
+    session = Session(model="gpt-4", pipeline=stage)
+    session.append({"role": "user", "content": "hello"})
+    rendering = threading.Thread(target=session.render)
+    rendering.start()
+    stage.entered.wait(30)
+
+    def child() -> None:
+        with pytest.raises(ForkedWhileBusyError, match="another thread"):
+            session.append({"role": "assistant", "content": "hi there"})
+
+    pid = fork(child)
+    stage.go_on.set()
+    rendering.join()
+    assert succeeded(pid, timeout=20)
+    session.append({"role": "assistant", "content": "hi there"})  # the parent's goes on
+
+
+@needs_fork
+def test_an_async_session_busy_at_a_fork_is_refused_in_the_child() -> None:
+    # A task held its lock at the fork: in the child, which runs none of the parent's tasks,
+    # the lock was never released, and the child's first call waited for ever.
+    async def main() -> int:
+        session = await AsyncSession.open("u1", store="memory://", model="gpt-4")
+        await session.append({"role": "user", "content": "hello"})
+        async with session._lock:  # a task of the parent in the middle of a call
+
+            def child() -> None:
+                async def use() -> None:
+                    await session.append({"role": "assistant", "content": "hi"})
+
+                with pytest.raises(ForkedWhileBusyError, match="task"):
+                    asyncio.run(use())
+
+            pid = fork(child)
+        await session.append({"role": "assistant", "content": "hi"})
+        return pid
+
+    assert succeeded(asyncio.run(main()), timeout=20)
+
+
+@needs_fork
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_a_fork_waits_for_another_threads_code_index_call(tmp_path: Path) -> None:
+    # The index's lock, held by a thread the child does not have, hung the child's search.
+    (tmp_path / "limits.py").write_text("def throttle(request):\n    return request\n")
+    index = CodeIndex(tmp_path, db=str(tmp_path / "index.db"), workers=1)
+    index.refresh()
+    entered, go_on = threading.Event(), threading.Event()
+
+    def busy() -> None:
+        with index._lock:  # a call in the middle of a refresh
+            entered.set()
+            go_on.wait(30)
+
+    thread = threading.Thread(target=busy)
+    thread.start()
+    entered.wait(30)
+    threading.Timer(0.3, go_on.set).start()
+
+    def child() -> None:
+        assert [hit.path for hit in index.search("throttle", k=1)] == ["limits.py"]
+
+    pid = fork(child)
+    thread.join()
+    assert succeeded(pid, timeout=20)
+
+
+@needs_fork
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_a_fork_waits_for_another_threads_wrapped_request_with_a_session() -> None:
+    # The wrapper's lock over feeding and rendering its session, held by a thread the child
+    # does not have, hung the child's first request.
+    from ctxpack.integrations import wrap_openai
+
+    from .sdk_mock import Capture, chat_completion, openai_client
+
+    capture = Capture(chat_completion({"role": "assistant", "content": "hi"}))
+    stage = Blocking()
+    session = Session(model="gpt-4", pipeline=stage)
+    client = wrap_openai(openai_client(capture), session=session, window=8_000)
+
+    first = [{"role": "user", "content": "hello"}]
+    then = [*first, {"role": "assistant", "content": "hi"}, {"role": "user", "content": "and?"}]
+
+    def ask(messages: list[dict[str, str]]) -> None:
+        client.chat.completions.create(model="gpt-4", max_tokens=100, messages=messages)
+
+    asking = threading.Thread(target=ask, args=(first,))
+    asking.start()
+    stage.entered.wait(30)
+    threading.Timer(0.3, stage.go_on.set).start()
+    pid = fork(lambda: ask(then))
+    asking.join()
+    assert succeeded(pid, timeout=20)
