@@ -12,6 +12,7 @@ are given on the page "Using ctxpack in a server").
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import weakref
@@ -20,6 +21,8 @@ from collections.abc import Callable, Collection, Hashable, Iterable
 from functools import lru_cache
 from types import MethodType
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, ParamSpec, TypeVar
+
+from ._internal import forks
 
 if TYPE_CHECKING:
     from functools import _lru_cache_wrapper
@@ -37,6 +40,16 @@ V = TypeVar("V")
 # Weak: a cache owned by an object the user made (a counter, say) goes away with it.
 _CLEARABLE: weakref.WeakSet[Any] = weakref.WeakSet()
 _REGISTRY_LOCK = threading.Lock()
+
+
+def _renew_registry_lock() -> None:
+    # In a forked child: held by a parent's thread, it would never be released here.
+    global _REGISTRY_LOCK
+    _REGISTRY_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # see ctxpack._internal.forks
+    os.register_at_fork(after_in_child=_renew_registry_lock)
 
 C = TypeVar("C")
 
@@ -227,6 +240,15 @@ class LRUCache(Generic[K, V]):
         self._nbytes = 0
         self._lock = threading.Lock()
         register(self)
+        forks.track(self)
+
+    def after_fork(self) -> None:
+        """In a forked child: a lock that a parent's thread held at the fork (never to be
+        released here) is replaced, and what that thread was changing forgotten."""
+        if self._lock.locked():
+            self._lock = threading.Lock()
+            self._data = OrderedDict()
+            self._nbytes = 0
 
     def get(self, key: K) -> V | None:
         """The value for ``key`` (now the most recently used), or ``None``."""

@@ -194,3 +194,38 @@ def test_a_fork_waits_for_another_threads_wrapped_request_with_a_session() -> No
     pid = fork(lambda: ask(then))
     asking.join()
     assert succeeded(pid, timeout=20)
+
+
+@needs_fork
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_a_cache_busy_in_another_thread_at_a_fork_works_in_the_child() -> None:
+    # A cache's lock (a token count being stored) and the caches' registry lock, held by a
+    # thread the child does not have, hung the child's first count and clear_caches().
+    from ctxpack import caches
+
+    @caches.memoize(maxsize=10, maxbytes=10_000)
+    def shout(text: str) -> str:
+        return text.upper()
+
+    shout("hi")
+    entered, go_on = threading.Event(), threading.Event()
+
+    def busy() -> None:
+        with shout._cache._lock, caches._REGISTRY_LOCK:  # in the middle of a put, a register
+            entered.set()
+            go_on.wait(30)
+
+    thread = threading.Thread(target=busy)
+    thread.start()
+    entered.wait(30)
+
+    def child() -> None:
+        assert shout("hi") == "HI"
+        caches.clear_caches()
+        assert shout("ho") == "HO"
+
+    pid = fork(child)
+    go_on.set()
+    thread.join()
+    assert succeeded(pid, timeout=20)
+    assert shout("hi") == "HI"
