@@ -229,3 +229,35 @@ def test_a_cache_busy_in_another_thread_at_a_fork_works_in_the_child() -> None:
     thread.join()
     assert succeeded(pid, timeout=20)
     assert shout("hi") == "HI"
+
+
+@needs_fork
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_a_memory_store_busy_past_the_wait_at_a_fork_is_refused_in_the_child(
+    short_wait: None,
+) -> None:
+    # Its lock, held by a thread the child does not have, hung the child's first call.
+    from ctxpack.errors import StoreError
+
+    store = open_store("memory://")
+    store.append("u1", "e0", version=0, state="{}")
+    entered, go_on = threading.Event(), threading.Event()
+
+    def busy() -> None:
+        with store._lock:  # type: ignore[attr-defined]  # in the middle of an append
+            entered.set()
+            go_on.wait(30)
+
+    thread = threading.Thread(target=busy)
+    thread.start()
+    entered.wait(30)
+
+    def child() -> None:
+        with pytest.raises(StoreError, match="in-memory store when the process forked"):
+            store.load("u1")
+
+    pid = fork(child)
+    go_on.set()
+    thread.join()
+    assert succeeded(pid, timeout=20)
+    assert store.load("u1").version == 1

@@ -29,6 +29,12 @@ __all__: list[str] = []
 # filter, a stage, a store write): its copy in the child is then unusable (see Quiesced).
 CALL_WAIT = 5.0
 
+# Why a store in memory cannot be used in a child that forked while another thread changed it.
+BUSY_STORE = (
+    "another thread was using this in-memory store when the process forked; "
+    "its copy in this process cannot be read: open a new store"
+)
+
 
 class ForkAware(Protocol):
     def after_fork(self) -> None:

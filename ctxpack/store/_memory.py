@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from typing import Any
 
 from .._internal import forks
-from ..errors import ArtifactNotFoundError, StoreConflictError
+from ..errors import ArtifactNotFoundError, StoreConflictError, StoreError
 from ._base import (
     StoredSession,
     check_append,
@@ -48,7 +49,18 @@ class MemoryStore(forks.ProcessBound):
     def __init__(self, *, ttl: float | None = None) -> None:
         self.ttl = check_ttl(ttl)
         self._sessions: dict[str, _Stored] = {}
-        self._lock = threading.Lock()
+        # A fork waits for another thread's call (see after_fork).
+        self._guard = forks.Quiesced(forks.CALL_WAIT)
+        self._lock: AbstractContextManager[Any] = self._guard.lock
+        forks.track(self)
+
+    def after_fork(self) -> None:
+        """In a forked child: the store is the child's copy, usable unless another of the
+        parent's threads was changing it at the fork (its lock would never be released)."""
+        if not self._guard.after_fork_in_child():
+            self._lock = forks.Unusable(
+                lambda: StoreError(forks.BUSY_STORE, url=self.url, operation="use")
+            )
 
     def _get(self, session_id: str) -> _Stored | None:
         stored = self._sessions.get(check_session_id(session_id))

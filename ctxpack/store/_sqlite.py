@@ -108,10 +108,7 @@ class SQLiteFile:
             # The child's own copy of the database: usable, unless a parent's thread was
             # writing it at the fork.
             if busy:
-                self._unusable = (
-                    "another thread was using this in-memory store when the process forked; "
-                    "its copy in this process cannot be read: open a new store"
-                )
+                self._unusable = forks.BUSY_STORE
             return
         if busy:
             # A parent's thread was still in a transaction with it after the busy timeout.
