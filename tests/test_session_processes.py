@@ -261,3 +261,33 @@ def test_a_memory_store_busy_past_the_wait_at_a_fork_is_refused_in_the_child(
     thread.join()
     assert succeeded(pid, timeout=20)
     assert store.load("u1").version == 1
+
+
+@needs_fork
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_messages_converted_in_another_thread_at_a_fork_do_not_hang_the_child() -> None:
+    # The lock over the histories converted last, held by a thread the child does not have
+    # (in the middle of remembering one), hung the child's first pack.
+    from ctxpack import pack
+    from ctxpack.messages import _owned
+
+    history = [{"role": "user", "content": "hello"}]
+    pack(history, budget=1_000, model="gpt-4")
+    entered, go_on = threading.Event(), threading.Event()
+
+    def busy() -> None:
+        with _owned._RECENT.lock:
+            entered.set()
+            go_on.wait(30)
+
+    thread = threading.Thread(target=busy)
+    thread.start()
+    entered.wait(30)
+
+    def child() -> None:
+        assert [m.text for m in pack(history, budget=1_000, model="gpt-4").messages] == ["hello"]
+
+    pid = fork(child)
+    go_on.set()
+    thread.join()
+    assert succeeded(pid, timeout=20)

@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
+from .._internal import forks
 from .._internal.arguments import check_text, message_items
 from .._internal.prefix import common_prefix, likely_prefix
 from .._internal.trusted import trusted_frozen_instance
@@ -247,6 +248,14 @@ class _Recent:
         self.entries: list[_Seen] = []
         self.lock = threading.Lock()
         register(self)
+        forks.track(self)
+
+    def after_fork(self) -> None:
+        """In a forked child: the lock, if a parent's thread held it at the fork (never to be
+        released here), is replaced, and the histories it was changing forgotten."""
+        if self.lock.locked():
+            self.lock = threading.Lock()
+            self.entries = []
 
     def clear(self) -> None:
         """Forget every history."""
