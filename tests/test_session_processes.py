@@ -124,7 +124,7 @@ def test_an_async_session_busy_at_a_fork_is_refused_in_the_child() -> None:
     async def main() -> int:
         session = await AsyncSession.open("u1", store="memory://", model="gpt-4")
         await session.append({"role": "user", "content": "hello"})
-        async with session._lock:  # a task of the parent in the middle of a call
+        async with session._turn():  # a task of the parent in the middle of a call
 
             def child() -> None:
                 async def use() -> None:
