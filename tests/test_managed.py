@@ -531,9 +531,9 @@ def test_a_stored_session_takes_the_window_options() -> None:
 
 
 def test_a_compaction_waits_until_it_pays_for_its_cache_write() -> None:
-    # Past compact_at, each request re-sends what a compaction would remove; it goes once that
-    # has cost twice the cache write it causes, so compactions are rare and large even when
-    # every step is large for the window.
+    # Each request re-sends what a compaction would remove; past compact_at it goes once that
+    # has cost the cache write it causes, so compactions are rare and large even when every
+    # step is large for the window.
     session = Session(counter=COUNTER, filters=False, window=8_000)
     results = run(session, 60)
     compacted = [e.request for e in session.window_state.events if e.action == "compacted"]
@@ -541,6 +541,27 @@ def test_a_compaction_waits_until_it_pays_for_its_cache_write() -> None:
     assert min(b - a for a, b in itertools.pairwise(compacted)) >= 3
     room = session.window.room(tool_tokens=0)
     assert max(r.tokens for r in results) <= room
+
+
+def test_a_compaction_goes_once_its_rent_since_the_last_one_equals_its_rewrite() -> None:
+    # A compaction is certain to come (the window forces it); what costs least is to compact
+    # when the reads of what the prompt carries above where the last one left it have cost as
+    # much as the next rewrite (the economic order quantity): counted from the last
+    # compaction, not from compact_at, and without the clearing's margin of two.
+    from ctxpack.cost import price
+
+    session = Session(counter=COUNTER, filters=False, window=16_000)
+    results = run(session, 120)
+    p = price("claude-sonnet-4-5")  # what times the edits of a session naming no model
+    events = session.window_state.events
+    assert len(events) >= 5 and {e.action for e in events} == {"compacted"}
+    for last, nxt in itertools.pairwise(events):
+        premium = (p.cache_write_5m - p.cache_read) * last.rewritten
+        carried = [r.tokens for r in results[last.request + 1 : nxt.request]]
+        carried.append(nxt.tokens_before)
+        rents = list(itertools.accumulate(p.cache_read * (t - last.tokens_after) for t in carried))
+        assert rents[-1] > premium  # it paid when it went
+        assert rents[-2] <= premium  # and not a request before
 
 
 def test_thresholds_count_above_the_messages_never_removed() -> None:
@@ -725,11 +746,12 @@ def test_a_compaction_keeps_the_output_the_model_has_not_read_yet() -> None:
 
 def test_by_default_a_clearing_keeps_the_last_twenty_results() -> None:
     # A managed room this large lets results pile up before a compaction is due; the keep is
-    # the default one.
+    # the default one. The session ends before its first compaction, which would summarise
+    # the cleared results.
     session = Session(
         counter=COUNTER, filters=False, window=WindowPolicy(window=64_000, managed_room=40_000)
     )
-    run(session, 80, lines=15)
+    run(session, 60, lines=15)
     events = session.window_state.events
     assert events and events[0].action == "cleared"  # results piled up before a compaction
     tools = [m for m in session.render().messages if m.role == "tool"]
@@ -787,8 +809,10 @@ def memory_text(tokens: int) -> str:
 @pytest.mark.parametrize("window", [16_000, 32_000])
 def test_pinned_content_takes_the_room_it_takes_once_re_injected(kind: str, window: int) -> None:
     # Within its budgets, pinned content is in every request after a compaction, as a system
-    # prompt is: pinned or in the system prompt, it leaves the same room, and the compactions
-    # come at the same requests, each making the request smaller.
+    # prompt is: pinned or in the system prompt, it leaves the same room, so the compactions
+    # are as many, land alike and come no earlier, each making the request smaller. (The
+    # first one with a pin rewrites the pin in the cache, which a system prompt is not: it
+    # waits a little longer to pay for that.)
     policy = WindowPolicy(window=window, skill_budget=window, pinned_budget=window)
     text = memory_text(int(0.7 * policy.room(tool_tokens=0)))
     compactions = []
@@ -804,8 +828,11 @@ def test_pinned_content_takes_the_room_it_takes_once_re_injected(kind: str, wind
             session.extend(step(i, lines=10))
         events = [e for e in session.window_state.events if e.action == "compacted"]
         assert events and all(e.tokens_after < e.tokens_before for e in events)
-        compactions.append([e.request for e in events])
-    assert compactions[0] == compactions[1]
+        compactions.append([(e.request, e.tokens_after) for e in events])
+    assert len(compactions[0]) == len(compactions[1])
+    for (pinned_at, pinned_after), (system_at, system_after) in zip(*compactions, strict=True):
+        assert pinned_at >= system_at
+        assert abs(pinned_after - system_after) <= 0.01 * system_after
 
 
 def test_pinned_content_that_cannot_fit_says_which_budget_to_lower() -> None:

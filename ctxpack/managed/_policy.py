@@ -74,8 +74,8 @@ class WindowPolicy(CheckedModel):
             the cache from the first result it clears, and a compaction soon summarises those
             results anyway: the 20 kept by default leave most sessions to compaction alone.
         compact_at: Past this share of the managed room, compact once re-sending what a
-            compaction removes has cost twice the cache write it causes, or at once past midway
-            between this share and the whole room.
+            compaction removes, since the last one, has cost the cache write it causes, or at
+            once past midway between this share and the whole room.
         keep_recent: How many of the most recent messages a compaction keeps as they are,
             fewer when they pass a quarter of where it lands (the summary gets the rest), but
             never the last call's results.

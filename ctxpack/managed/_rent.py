@@ -3,9 +3,18 @@
 An edit (a clearing batch, a compaction) makes the prompt cache write again everything after
 its edit point. Until it is made, every request re-sends, at the cache-read price, the tokens it
 would remove: their *rent*. The edit goes once the rent since the last edit of its kind has cost
-``PATIENCE`` times (the margin of :class:`~ctxpack.editing.ToolResultClearer`) what writing the
-rewritten tokens again costs over reading them from the cache. The caller accumulates the rent
-(``state.rent``, ``state.compact_rent``); :func:`_pays` only answers.
+its *patience* times what writing the rewritten tokens again costs over reading them from the
+cache. The caller accumulates the rent (``state.rent``, ``state.compact_rent``); :func:`_pays`
+only answers.
+
+A clearing waits ``PATIENCE`` times (the margin of :class:`~ctxpack.editing.ToolResultClearer`):
+it may never be needed, a compaction soon summarising what it would clear. A compaction is
+certain to come, the window forcing it, so only its cadence is chosen: the prompt grows from
+where the last one left it, and the cadence that minimises the reads of that growth plus the
+rewrites is the one where each compaction's rent equals its rewrite (the economic order
+quantity: with the prompt growing by ``g`` tokens a request, compacting every ``n`` requests
+costs ``read * g * n / 2`` a request in rent and ``(write - read) * rewritten / n`` in
+rewrites, least where the two are equal): ``COMPACTION_PATIENCE`` is 1.
 """
 
 from __future__ import annotations
@@ -15,6 +24,8 @@ from ..editing import PATIENCE, resolve_price
 from ._policy import WindowPolicy
 
 __all__: list[str] = []  # the managed mode's internals: used by its other modules only
+
+COMPACTION_PATIENCE = 1.0
 
 
 def _cache_price(policy: WindowPolicy, model: str | None) -> Price:
@@ -28,8 +39,8 @@ def _rent(tokens: float, p: Price) -> float:
     return tokens * p.cache_read
 
 
-def _pays(rent: float, rewritten: float, p: Price) -> bool:
-    """Whether ``rent`` accumulated since the last edit pays, with the margin, for writing
-    ``rewritten`` tokens again rather than reading them: the edit then goes (and its rent starts
-    again at 0), so edits are rare and large."""
-    return rent / PATIENCE > (p.cache_write_5m - p.cache_read) * rewritten
+def _pays(rent: float, rewritten: float, p: Price, patience: float = PATIENCE) -> bool:
+    """Whether ``rent`` accumulated since the last edit pays, with the margin ``patience``, for
+    writing ``rewritten`` tokens again rather than reading them: the edit then goes (and its
+    rent starts again at 0)."""
+    return rent / patience > (p.cache_write_5m - p.cache_read) * rewritten

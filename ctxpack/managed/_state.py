@@ -70,8 +70,9 @@ class WindowState(FieldErrorModel):
         rent: What re-sending the clearable tokens has cost since the last clearing (or
             compaction, which summarises them), in dollars per million tokens (the clearing
             rule).
-        compact_rent: What re-sending the compactable tokens has cost on the requests past
-            ``compact_at`` since the last compaction (the same rule, for compaction).
+        compact_rent: What re-sending the compactable tokens (above where the last
+            compaction left the prompt) has cost since the last compaction (the compaction
+            rule).
         crowded_floor: The tokens every request carried (system prompt, user messages, pinned
             content) when the last warning said they crowd the room; 0 before any.
         rendered: The record's length at the last request: a render of the same record again

@@ -14,9 +14,9 @@ from ..store import ArtifactStore
 from ..tokens import REPLY_PRIMING, TokenCounter
 from ._compaction import _compact
 from ._policy import WindowPolicy
-from ._rent import _cache_price, _pays, _rent
+from ._rent import COMPACTION_PATIENCE, _cache_price, _pays, _rent
 from ._room import _Room
-from ._state import WindowState
+from ._state import WindowEvent, WindowState
 from .clearing import (
     _answer_batch,
     _clear,
@@ -204,6 +204,9 @@ def _manage(
         p = _cache_price(policy, ctx.model)
         if view.tokens() > plan.level(policy.clear_at):
             view = _maybe_clear(state, policy, ctx, view, plan, p)
+        # Every request since the last compaction re-sends what the next one would remove:
+        # its rent runs from there, not from compact_at, which only says how early it may go.
+        state.compact_rent += _rent(max(0.0, view.tokens() - _next_landing(state, plan)), p)
         if view.tokens() > plan.level(policy.compact_at):
             view = _maybe_compact(state, policy, ctx, view, plan, p)
     # The fewest tool results and thinking turns first, the oldest first; then every one (a
@@ -305,15 +308,12 @@ def _maybe_clear(
 def _maybe_compact(
     state: WindowState, policy: WindowPolicy, ctx: _Context, view: _View, plan: _Room, p: Price
 ) -> _View:
-    """Past ``compact_at``, compact once its rent pays for the rewrite (the clearing's rule),
-    or at once past midway between ``compact_at`` and the room."""
-    tokens = view.tokens()
-    landing = plan.level(plan.landing_share)
-    urgent = tokens > plan.level((policy.compact_at + 1) / 2)
-    if not urgent:
-        # What a compaction would remove: everything above where it lands.
-        state.compact_rent += _rent(max(0.0, tokens - landing), p)
-    if not (urgent or _pays(state.compact_rent, _compaction_rewrite(view, landing), p)):
+    """Past ``compact_at``, compact once its rent since the last compaction equals its
+    rewrite (``COMPACTION_PATIENCE``: the cadence that costs least), or at once past midway
+    between ``compact_at`` and the room."""
+    urgent = view.tokens() > plan.level((policy.compact_at + 1) / 2)
+    rewrite = _next_rewrite(state, view, plan)
+    if not (urgent or _pays(state.compact_rent, rewrite, p, COMPACTION_PATIENCE)):
         return view
     if not _compact(state, policy, ctx, plan):
         return view
@@ -327,6 +327,26 @@ def _first_change(before: _View, after: _View) -> int:
     compaction, the system prompt and the pins re-injected after it usually stay."""
     same = zip(before.messages, after.messages, strict=False)
     return next((k for k, (a, b) in enumerate(same) if a != b), len(after.messages))
+
+
+def _last_compaction(state: WindowState) -> WindowEvent | None:
+    return next((e for e in reversed(state.events) if e.action == "compacted"), None)
+
+
+def _next_landing(state: WindowState, plan: _Room) -> float:
+    """Where the next compaction should leave the prompt: where the last one did (the landing
+    is a cap, which a short summary stays well under), else the landing."""
+    last = _last_compaction(state)
+    return plan.level(plan.landing_share) if last is None else last.tokens_after
+
+
+def _next_rewrite(state: WindowState, view: _View, plan: _Room) -> float:
+    """The tokens the next compaction should make the cache write again: as many as the last
+    one did, else as many as landing at the landing would."""
+    last = _last_compaction(state)
+    if last is not None:
+        return last.rewritten
+    return _compaction_rewrite(view, plan.level(plan.landing_share))
 
 
 def _compaction_rewrite(view: _View, landing: float) -> float:
