@@ -10,7 +10,9 @@ signature included, and the messages and blocks before the last one are left out
 drops them (not before one whose null content says the compaction failed: a no-op). What the
 mapping cannot hold (the place of each ``tool_use`` among the other blocks, a
 ``tool_result``'s ``is_error`` and ``cache_control``) rides in ``metadata["anthropic"]``, so
-``to_anthropic(from_anthropic(m, system=s)) == {"system": s, "messages": m}``.
+``to_anthropic(from_anthropic(m, system=s)) == {"system": s, "messages": m}``. A message's
+fields beside ``role`` and ``content`` (OpenAI's, on a reply dumped whole) are kept there too,
+but never sent: the API refuses them.
 
 :func:`to_anthropic` merges consecutive messages with the same Anthropic role into one turn (tool
 messages and user messages are both the user's turn), which is how the round trip puts the tool
@@ -213,7 +215,8 @@ def read_anthropic(
             produced[0]["id"] = entry["id"]
         extra = _without(entry, "role", "content", "id", "tool_calls")
         if extra:
-            # Fields beside role and content are not part of the API today; keep them anyway.
+            # Fields beside role and content (OpenAI's, when a reply was dumped whole) are kept
+            # for the caller, never sent: the API refuses a message field it does not know.
             produced[0]["metadata"][META]["message"] = extra
         dicts.extend(produced)
     # Marked outside metadata: pack() then follows Anthropic's turn rules.
@@ -470,7 +473,7 @@ def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> AnthropicPa
     """
     msgs = owned_messages(messages)
     system: list[Message] = []
-    turns: list[tuple[str, list[tuple[str | None, list[dict[str, Any]]]], dict[str, Any]]] = []
+    turns: list[tuple[str, list[tuple[str | None, list[dict[str, Any]]]]]] = []
     for msg in msgs:
         if msg.role in ("system", "developer"):
             system.append(msg)
@@ -484,10 +487,9 @@ def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> AnthropicPa
         if turns and turns[-1][0] == role:
             turns[-1][1].append(piece)
         else:
-            extra = meta.get("message")
-            turns.append((role, [piece], dict(extra) if isinstance(extra, Mapping) else {}))
+            turns.append((role, [piece]))
     out: list[dict[str, Any]] = []
-    for role, pieces, extra in turns:
+    for role, pieces in turns:
         content: str | list[dict[str, Any]]
         if len(pieces) == 1 and pieces[0][0] is not None:
             content = pieces[0][0]
@@ -495,7 +497,7 @@ def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> AnthropicPa
             content = [block for _, blocks in pieces for block in blocks]
             # A turn's tool results come first: the API refuses any block before them.
             content.sort(key=lambda block: block.get("type") != "tool_result")
-        out.append({"role": role, "content": content, **extra})
+        out.append({"role": role, "content": content})
     _trim_prefill(out)
     # A payload of its own: adding cache_control to it must not reach the messages.
     return {"system": copy_value(_system_value(system)), "messages": copy_value(out)}

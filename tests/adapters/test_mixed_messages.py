@@ -20,6 +20,7 @@ from ctxpack import (
     to_openai,
 )
 from ctxpack.adapters import validate_anthropic, validate_openai
+from tests.api_rules import anthropic_problems
 
 THINKING = {"type": "thinking", "thinking": "List the files first.", "signature": "sig"}
 CALL = {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": '{"cmd": "ls"}'}}
@@ -129,3 +130,19 @@ def test_to_anthropic_sends_litellm_thinking_blocks_back_first() -> None:
     assert turn["content"][0] == THINKING
     # Sent back to LiteLLM as it came.
     assert to_openai(history)[1] == reply
+
+
+def test_openai_fields_beside_an_anthropic_message_are_never_sent_to_anthropic() -> None:
+    """An assistant message holding thinking blocks with OpenAI's fields beside it (an
+    OpenRouter or LiteLLM reply dumped whole) is read as Anthropic's; its OpenAI fields were
+    sent back beside role and content, which the Messages API refuses."""
+    reply = _mixed(
+        refusal=None, function_call=None, audio=None, name=None, reasoning_content="List."
+    )
+    history = [{"role": "user", "content": "List the files."}, reply, _result()]
+    payload = to_anthropic(from_anthropic(history[:2]) + from_openai(history[2:]))
+    assert anthropic_problems(payload) == []
+    session = Session(counter="cl100k_base")
+    session.extend(history)
+    assert anthropic_problems(session.render().to_anthropic()) == []
+    assert all(set(turn) == {"role", "content"} for turn in payload["messages"])
