@@ -189,6 +189,37 @@ def test_thinking_blocks_are_cleared_except_the_last_turns() -> None:
     ctxpack.adapters.validate_anthropic(result.to_anthropic())
 
 
+def test_thinking_litellm_returns_beside_a_message_is_cleared_as_blocks_are() -> None:
+    """LiteLLM's reply from Claude holds its thinking beside the message (``thinking_blocks``,
+    ``reasoning_content``): clear_thinking left it in every turn, sent to Claude as thinking
+    blocks, while the same thinking in content was cleared."""
+    block = {"type": "thinking", "thinking": "Think it over. " * 40, "signature": "sig"}
+    history: list[dict[str, Any]] = []
+    for i in range(3):
+        history += [
+            {"role": "user", "content": f"Question {i}?", "id": f"u{i}"},
+            {
+                "role": "assistant",
+                "content": f"Answer {i}.",
+                "reasoning_content": block["thinking"],
+                "thinking_blocks": [block],
+                "id": f"a{i}",
+            },
+        ]
+    stage = ToolResultClearer(trigger=0, keep=9, clear_thinking=1, cache_aware=False)
+    result = ctxpack.pack(history, budget=BIG, pipeline=Pipeline([stage]), counter="cl100k_base")
+    sent = {m.id: m for m in result.messages}
+    assert [i for i in ("a0", "a1", "a2") if "thinking_blocks" in sent[i].extras] == ["a2"]
+    assert "reasoning_content" not in sent["a0"].extras
+    assert sent["a0"].text == "Answer 0."
+    cleared = [d for d in result.decisions if d.action == "cleared"]
+    assert [d.message_id for d in cleared] == ["a0", "a1"]
+    assert all(d.tokens_after < d.tokens_before for d in cleared)
+    assert result.original("a0").extras["thinking_blocks"] == [block]
+    turns = result.to_anthropic()["messages"]
+    assert [isinstance(t["content"], list) for t in turns] == [False] * 5 + [True]
+
+
 def test_invalid_options_raise_config_errors() -> None:
     with pytest.raises(ctxpack.ConfigError, match="keep"):
         ToolResultClearer(keep=-1)

@@ -10,20 +10,35 @@ from ..pipeline import Decision
 from ..tokens import TokenCounter
 from .reasoning import REASONING
 
-__all__ = ["THINKING", "thinking_cleared_from", "without_thinking"]
+__all__ = ["LITELLM_THINKING", "THINKING", "thinking_cleared_from", "without_thinking"]
 
 THINKING = frozenset({"thinking", "redacted_thinking", REASONING})
 """Anthropic's thinking blocks and OpenAI's reasoning items (held as parts, see ctxpack.sdk)."""
 
 
+# The thinking LiteLLM returns beside an OpenAI-shaped message: Claude's blocks (sent back to
+# Claude as such) and their text.
+LITELLM_THINKING = ("thinking_blocks", "reasoning_content")
+
+
 def without_thinking(msg: Message) -> Message | None:
-    """``msg`` without its thinking blocks, or ``None`` when it has none (or only those)."""
-    if msg.role != "assistant" or not isinstance(msg.content, list):
+    """``msg`` without its thinking blocks (those in its content, and those LiteLLM holds beside
+    it), or ``None`` when it has none (or only those)."""
+    if msg.role != "assistant":
         return None
-    kept = [part for part in msg.content if part.get("type") not in THINKING]
-    if len(kept) == len(msg.content) or (not kept and not msg.tool_calls):
+    content = msg.content
+    parts = content if isinstance(content, list) else []
+    kept = [part for part in parts if part.get("type") not in THINKING]
+    beside = [key for key in LITELLM_THINKING if msg.extras.get(key)]
+    left = kept if isinstance(content, list) else content
+    if (len(kept) == len(parts) and not beside) or (not left and not msg.tool_calls):
         return None
-    return msg.model_copy(update={"content": kept or None})
+    update: dict[str, object] = {}
+    if len(kept) != len(parts):
+        update["content"] = kept or None
+    if beside:
+        update["extras"] = {k: v for k, v in msg.extras.items() if k not in LITELLM_THINKING}
+    return msg.model_copy(update=update)
 
 
 def thinking_cleared_from(

@@ -152,9 +152,10 @@ class ToolResultClearer(_StoreModel):
             original's artifact id (:func:`ctxpack.store.artifact_id`).
         cache_aware: Clear only in batches that pay (see above); ``False`` gives the plain
             Anthropic semantics.
-        clear_thinking: Also remove thinking blocks (and OpenAI reasoning items) from assistant
-            messages, except those of the last ``clear_thinking`` assistant messages that have
-            some; ``None`` keeps them all.
+        clear_thinking: Also remove thinking blocks (OpenAI reasoning items, and the
+            ``thinking_blocks`` and ``reasoning_content`` LiteLLM holds beside a message) from
+            assistant messages, except those of the last ``clear_thinking`` assistant messages
+            that have some; ``None`` keeps them all.
         model: Whose prices decide whether a batch pays (:func:`ctxpack.cost.price`); by default
             the context's model when it is priced, else ``claude-sonnet-4-5``.
         price: A :class:`~ctxpack.cost.Price` to use instead.
