@@ -11,7 +11,8 @@ continues, may be empty; its text may not end with whitespace); ``tool_result`` 
 first in a user message and answer, once, a ``tool_use`` of the assistant message right before;
 every ``tool_use`` but the last message's is answered in the next message; tool ids and names
 match ``^[a-zA-Z0-9_-]+$``; a ``tool_use`` input is an object; thinking blocks (with their
-signatures) are in assistant messages only; images and documents have a source the API reads;
+signatures) are in assistant messages only; no block is an OpenAI part (``image_url``,
+``input_audio``...); images and documents have a source the API reads;
 at most 4 blocks carry ``cache_control``.
 
 OpenAI Chat Completions: each assistant ``tool_calls`` id is answered by a tool message before
@@ -37,6 +38,11 @@ _IMAGE_MEDIA = ("image/jpeg", "image/png", "image/gif", "image/webp")
 _ASSISTANT_ONLY = {"tool_use", "thinking", "redacted_thinking", "server_tool_use"}
 _USER_ONLY = {"tool_result", "image", "document", "search_result"}
 _RESULT_BLOCKS = {"text", "image", "document", "search_result", "tool_reference"}
+# OpenAI's part types (Chat Completions' and the Responses API's): no Anthropic block has them.
+_OPENAI_PARTS = {
+    *("image_url", "input_audio", "file", "refusal", "reasoning"),
+    *("input_text", "input_image", "input_file", "output_text"),
+}
 
 
 def _blank(text: Any) -> bool:
@@ -68,6 +74,8 @@ def _block_problems(block: Any, where: str, role: str, *, last: bool) -> list[st
     if not isinstance(block, Mapping) or not isinstance(block.get("type"), str):
         return [f"{where}: not a typed block"]
     kind = block["type"]
+    if kind in _OPENAI_PARTS:
+        return [f"{where}.type: {kind!r} is an OpenAI part, not an Anthropic block"]
     problems: list[str] = []
     if kind in _ASSISTANT_ONLY and role != "assistant":
         problems.append(f"{where}: {kind} in a {role} message")

@@ -276,9 +276,22 @@ def _image_block(part: Mapping[str, Any]) -> dict[str, Any]:
 def _document_block(part: Mapping[str, Any]) -> dict[str, Any]:
     inner = part.get("file") if part.get("type") == "file" else part
     info: Mapping[str, Any] = inner if isinstance(inner, Mapping) else {}
-    data = info.get("file_data")
-    if not (isinstance(data, str) and data.startswith("data:") and ";base64," in data):
-        return dict(part)  # an OpenAI file id means nothing to Anthropic: its API says so
+    data, url = info.get("file_data"), info.get("file_url")
+    block: dict[str, Any]
+    if isinstance(data, str) and data.startswith("data:") and ";base64," in data:
+        block = {"type": "document", "source": _document_source(data)}
+    elif isinstance(url, str) and url:
+        block = {"type": "document", "source": {"type": "url", "url": url}}
+    else:
+        # An OpenAI file id means nothing to Anthropic.
+        return not_sent(str(part.get("type")), False, to="Anthropic")
+    if isinstance(info.get("filename"), str):
+        block["title"] = info["filename"]
+    return block
+
+
+def _document_source(data: str) -> dict[str, Any]:
+    """The source of a document sent as a data URL: a PDF's base64, a text file's text."""
     head, payload = data[5:].split(";base64,", 1)
     head = _media_type(head, "application/pdf")
     source = {"type": "base64", "media_type": head, "data": payload}
@@ -291,10 +304,7 @@ def _document_block(part: Mapping[str, Any]) -> dict[str, Any]:
         if raw is not None:
             text = raw.decode("utf-8", "replace")
             source = {"type": "text", "media_type": "text/plain", "data": text}
-    block: dict[str, Any] = {"type": "document", "source": source}
-    if isinstance(info.get("filename"), str):
-        block["title"] = info["filename"]
-    return block
+    return source
 
 
 def _to_blocks(content: str | list[dict[str, Any]] | None) -> list[dict[str, Any]]:
@@ -308,8 +318,11 @@ def _to_blocks(content: str | list[dict[str, Any]] | None) -> list[dict[str, Any
         kind = part.get("type")
         if kind == REASONING or kind in SERVER_ITEMS:
             continue  # an OpenAI model's reasoning, its tools' calls: only OpenAI reads them
-        if kind == "image_url":
+        if kind == "image_url" or (kind == "input_image" and part.get("image_url")):
             out.append(_image_block(part))
+        elif kind in ("input_audio", "input_image"):
+            # No audio input, nor an OpenAI file id: the model is told what it is not shown.
+            out.append(not_sent(kind, False, to="Anthropic"))
         elif kind in ("file", "input_file"):
             out.append(_document_block(part))
         elif kind == "input_text":
@@ -452,9 +465,11 @@ def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> AnthropicPa
     Anthropic role are merged into one turn, so tool results join the user turn they belong
     to. OpenAI parts are translated (``image_url`` to an ``image`` block, with a data URL's
     media type as the API spells it: ``image/jpg`` as ``image/jpeg``, without parameters; a
-    ``file`` sent as data to a ``document`` block, a ``refusal`` to text; the
-    ``thinking_blocks`` LiteLLM returns beside an OpenAI message lead its turn, as Claude wrote
-    them; ``name`` and the legacy ``function_call`` have no Anthropic equivalent and are left
+    ``file`` sent as data to a ``document`` block, the Responses API's ``input_image`` and an
+    ``input_file`` by URL to an image and a document; audio and an OpenAI file id, which
+    Anthropic has no form for, to a text part naming what was not sent; a ``refusal`` to text;
+    the ``thinking_blocks`` LiteLLM returns beside an OpenAI message lead its turn, as Claude
+    wrote them; ``name`` and the legacy ``function_call`` have no Anthropic equivalent and are left
     out, and so is text of only whitespace, in a tool result too, and a message left with no
     content, which the API refuses). A turn's tool results go before its other blocks, as the
     API requires. A tool id with characters the API refuses (another provider's
@@ -561,9 +576,10 @@ def anthropic_parts_to_openai(
 _MEDIA = frozenset({"image", "document", "image_url", "input_audio", "file"})
 
 
-def not_sent(kind: str, text_only: bool) -> dict[str, str]:
-    """The text part standing for a part of ``kind`` OpenAI's message cannot hold."""
-    why = "a tool message holds text only" if text_only else "OpenAI's API has no form for it"
+def not_sent(kind: str, text_only: bool, *, to: str = "OpenAI") -> dict[str, str]:
+    """The text part standing for a part of ``kind`` the message ``to`` a provider cannot
+    hold."""
+    why = "a tool message holds text only" if text_only else f"{to}'s API has no form for it"
     return {"type": "text", "text": f"[{kind} not sent: {why}]"}
 
 

@@ -112,6 +112,64 @@ def test_a_tool_result_of_blank_text_alone_is_sent_without_content() -> None:
     assert payload["messages"][2]["content"][0] == {"type": "tool_result", "tool_use_id": "c1"}
 
 
+_AUDIO = {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}}
+
+
+@pytest.mark.parametrize(
+    "part",
+    [
+        _AUDIO,
+        {"type": "file", "file": {"file_id": "file-abc"}},
+        {"type": "input_file", "file_id": "file-abc"},
+        {"type": "input_image", "file_id": "file-abc", "detail": "auto"},
+    ],
+    ids=["audio", "chat file id", "responses file id", "responses image file id"],
+)
+def test_a_part_anthropic_has_no_form_for_is_named_in_text(part: dict[str, Any]) -> None:
+    """Anthropic takes no audio, nor an OpenAI file id: such a part went to it as it was, an
+    unknown block the API refuses. It is named in a text part, as a part OpenAI cannot take
+    is (the message itself keeps it)."""
+    messages = [{"role": "user", "content": [{"type": "text", "text": "Here."}, part]}]
+    payload = ctxpack.to_anthropic(messages)
+    assert anthropic_problems(payload) == []
+    assert payload["messages"][0]["content"][1] == {
+        "type": "text",
+        "text": f"[{part['type']} not sent: Anthropic's API has no form for it]",
+    }
+    assert messages[0]["content"][1] == part
+
+
+@pytest.mark.parametrize(
+    ("part", "block"),
+    [
+        (
+            {"type": "input_image", "image_url": "data:image/png;base64,iVBO", "detail": "auto"},
+            {
+                "type": "image",
+                "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"},
+            },
+        ),
+        (
+            {"type": "input_image", "image_url": "https://example.com/a.png"},
+            {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}},
+        ),
+        (
+            {"type": "input_file", "file_url": "https://example.com/r.pdf"},
+            {"type": "document", "source": {"type": "url", "url": "https://example.com/r.pdf"}},
+        ),
+    ],
+    ids=["image data", "image url", "file url"],
+)
+def test_responses_images_and_files_by_url_reach_anthropic_as_blocks(
+    part: dict[str, Any], block: dict[str, Any]
+) -> None:
+    """The Responses API's input_image and an input_file by URL went to Anthropic as they
+    were, which it refuses; Anthropic takes each as an image or document block."""
+    payload = ctxpack.to_anthropic([{"role": "user", "content": [part]}])
+    assert anthropic_problems(payload) == []
+    assert payload["messages"][0]["content"] == [block]
+
+
 # ------------------------------------------------------------------------------ random attack
 
 
