@@ -21,7 +21,6 @@ results back into their user message.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import re
@@ -29,13 +28,21 @@ from collections.abc import Iterable, Mapping
 from typing import Any, TypedDict
 
 from .._internal.arguments import message_items
-from .._internal.documents import is_text_media
 from .._internal.jsontext import read_json
 from .._internal.reasoning import REASONING
 from .._internal.tool_items import SERVER_ITEMS
 from ..errors import InvalidMessageError
-from ..messages import Message, copy_value, ensure_messages, owned_messages, with_provider
+from ..messages import (
+    Message,
+    copy_value,
+    ensure_messages,
+    owned_messages,
+    provider_of,
+    with_provider,
+)
 from ..sdk import SDKObject, coerce_messages, coerce_value
+from ._media import document_block, image_block, not_sent
+from ._tool_errors import unmarked
 from ._validate import check_openai_tool_calls, validate_anthropic
 
 __all__ = ["AnthropicPayload", "from_anthropic", "to_anthropic"]
@@ -240,9 +247,8 @@ def _last_compaction(entries: list[Mapping[str, Any]]) -> tuple[int, int] | None
 # ------------------------------------------------------------------------- ctxpack -> Anthropic
 
 
-# What the API refuses in a tool id, and the spelling of a media type it does not know.
+# What the API refuses in a tool id.
 _NOT_ID = re.compile(r"[^a-zA-Z0-9_-]")
-_MEDIA_ALIASES = {"image/jpg": "image/jpeg"}
 
 
 def tool_id(call_id: str) -> str:
@@ -254,57 +260,6 @@ def tool_id(call_id: str) -> str:
         return call_id
     digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()[:10]
     return f"{_NOT_ID.sub('_', call_id)}_{digest}"
-
-
-def _media_type(head: str, default: str) -> str:
-    """The media type of a data URL's head (``image/png;name=a.png``), without its parameters,
-    as the API spells it."""
-    media = head.split(";", 1)[0].strip().lower() or default
-    return _MEDIA_ALIASES.get(media, media)
-
-
-def _image_block(part: Mapping[str, Any]) -> dict[str, Any]:
-    inner = part.get("image_url")
-    url = str(inner.get("url", "")) if isinstance(inner, Mapping) else str(inner or "")
-    if url.startswith("data:") and ";base64," in url:
-        head, data = url[5:].split(";base64,", 1)
-        media = _media_type(head, "image/png")
-        return {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}
-    return {"type": "image", "source": {"type": "url", "url": url}}
-
-
-def _document_block(part: Mapping[str, Any]) -> dict[str, Any]:
-    inner = part.get("file") if part.get("type") == "file" else part
-    info: Mapping[str, Any] = inner if isinstance(inner, Mapping) else {}
-    data, url = info.get("file_data"), info.get("file_url")
-    block: dict[str, Any]
-    if isinstance(data, str) and data.startswith("data:") and ";base64," in data:
-        block = {"type": "document", "source": _document_source(data)}
-    elif isinstance(url, str) and url:
-        block = {"type": "document", "source": {"type": "url", "url": url}}
-    else:
-        # An OpenAI file id means nothing to Anthropic.
-        return not_sent(str(part.get("type")), False, to="Anthropic")
-    if isinstance(info.get("filename"), str):
-        block["title"] = info["filename"]
-    return block
-
-
-def _document_source(data: str) -> dict[str, Any]:
-    """The source of a document sent as a data URL: a PDF's base64, a text file's text."""
-    head, payload = data[5:].split(";base64,", 1)
-    head = _media_type(head, "application/pdf")
-    source = {"type": "base64", "media_type": head, "data": payload}
-    if is_text_media(head):
-        # Anthropic reads a base64 document as a PDF only; a text file goes as its text.
-        try:
-            raw = base64.b64decode(payload + "=" * (-len(payload) % 4), validate=True)
-        except ValueError:
-            raw = None  # not base64 after all: sent as it is, for the API to name
-        if raw is not None:
-            text = raw.decode("utf-8", "replace")
-            source = {"type": "text", "media_type": "text/plain", "data": text}
-    return source
 
 
 def _to_blocks(content: str | list[dict[str, Any]] | None) -> list[dict[str, Any]]:
@@ -319,12 +274,12 @@ def _to_blocks(content: str | list[dict[str, Any]] | None) -> list[dict[str, Any
         if kind == REASONING or kind in SERVER_ITEMS:
             continue  # an OpenAI model's reasoning, its tools' calls: only OpenAI reads them
         if kind == "image_url" or (kind == "input_image" and part.get("image_url")):
-            out.append(_image_block(part))
+            out.append(image_block(part))
         elif kind in ("input_audio", "input_image"):
             # No audio input, nor an OpenAI file id: the model is told what it is not shown.
             out.append(not_sent(kind, False, to="Anthropic"))
         elif kind in ("file", "input_file"):
-            out.append(_document_block(part))
+            out.append(document_block(part))
         elif kind == "input_text":
             out.append({"type": "text", "text": str(part.get("text", ""))})
         elif kind == "refusal":
@@ -376,13 +331,19 @@ def _assistant_blocks(msg: Message, meta: Mapping[str, Any]) -> list[dict[str, A
 
 def _tool_result_block(msg: Message, meta: Mapping[str, Any]) -> dict[str, Any]:
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_id(msg.tool_call_id or "")}
-    if isinstance(msg.content, list):
+    # A failure read from OpenAI's formats, where its mark stands for is_error.
+    content, error = (
+        (msg.content, False) if provider_of(msg) == "anthropic" else unmarked(msg.content)
+    )
+    if isinstance(content, list):
         # The API refuses blank text here too; a result left with nothing goes without content.
-        inner = _sendable(None, _to_blocks(msg.content))[1]
-        if inner or not msg.content:
+        inner = _sendable(None, _to_blocks(content))[1]
+        if inner or not content:
             block["content"] = inner
-    elif not (meta.get("no_content") and msg.content == ""):
-        block["content"] = msg.content
+    elif not (meta.get("no_content") and content == ""):
+        block["content"] = content
+    if error:
+        block["is_error"] = True
     block.update(_mapping(meta.get("block")))
     return block
 
@@ -574,13 +535,6 @@ def anthropic_parts_to_openai(
 # What a model is shown where it would have read them (the rest, thinking and server-tool
 # blocks, mean nothing to it).
 _MEDIA = frozenset({"image", "document", "image_url", "input_audio", "file"})
-
-
-def not_sent(kind: str, text_only: bool, *, to: str = "OpenAI") -> dict[str, str]:
-    """The text part standing for a part of ``kind`` the message ``to`` a provider cannot
-    hold."""
-    why = "a tool message holds text only" if text_only else f"{to}'s API has no form for it"
-    return {"type": "text", "text": f"[{kind} not sent: {why}]"}
 
 
 def _content_text(content: Any) -> str:

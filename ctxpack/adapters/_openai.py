@@ -17,8 +17,11 @@ from .._internal.tool_items import is_server_item
 from ..errors import InvalidMessageError
 from ..messages import Message, copy_value, ensure_messages, owned_messages, provider_of
 from ..sdk import SDKObject, item_error, joined_messages
-from ._anthropic import anthropic_parts_to_openai, not_sent
+from ._anthropic import META as ANTHROPIC_META
+from ._anthropic import anthropic_parts_to_openai
+from ._media import not_sent
 from ._responses import ResponsesLink, chat_to_responses, responses_link
+from ._tool_errors import failed, marked
 from ._validate import validate_openai
 
 __all__ = ["from_openai", "to_openai"]
@@ -104,7 +107,9 @@ def to_openai(
 
     ctxpack-only fields (id, priority, pinned, source, metadata...) are left out; ``extras`` are
     written back verbatim. Messages that came from an Anthropic payload are translated: images
-    become ``image_url`` parts, thinking blocks are left out.
+    become ``image_url`` parts, thinking blocks are left out, and a failed tool result
+    (``is_error``, which OpenAI has no field for) is led by ``[tool error]``, which
+    :func:`~ctxpack.adapters.to_anthropic` reads back.
 
     Args:
         messages: The messages.
@@ -146,6 +151,9 @@ def to_openai(
             links.append(responses_link(msg))
         item: dict[str, Any] = {"role": msg.role}
         content = _openai_content(msg, api)
+        meta = msg.metadata.get(ANTHROPIC_META)
+        if msg.role == "tool" and isinstance(meta, Mapping) and failed(meta):
+            content = marked(content)  # is_error has no OpenAI field: the model reads the mark
         if not (content is None and msg.metadata.get(_NO_CONTENT)):
             item["content"] = content
         if msg.name is not None:

@@ -250,3 +250,35 @@ def test_tool_references_and_browser_state_are_named_when_sent_to_openai() -> No
         texts = [str(m.get("content", m.get("output"))) for m in outputs]
         assert "get_weather" in texts[0] and "get_forecast" in texts[0], (api, texts)
         assert "ok" in texts[1] and "browser_state" in texts[1], (api, texts)
+
+
+def _failed_call(content: Any) -> list[dict[str, Any]]:
+    use = {"type": "tool_use", "id": "t1", "name": "ls", "input": {}}
+    result = {"type": "tool_result", "tool_use_id": "t1", "content": content, "is_error": True}
+    return [
+        {"role": "user", "content": "List."},
+        {"role": "assistant", "content": [use]},
+        {"role": "user", "content": [result]},
+    ]
+
+
+@pytest.mark.parametrize(
+    "content", ["No such directory.", [{"type": "text", "text": "No such directory."}]]
+)
+def test_a_failed_tool_result_says_so_in_openai_formats_and_back(content: Any) -> None:
+    """Anthropic's is_error has no OpenAI field: it was lost, and the model read a failure as
+    the tool's answer. The text says it, and reading that text back sets is_error again."""
+    history = _failed_call(content)
+    messages = from_anthropic(history)
+    chat = to_openai(messages)
+    assert ctxpack.Message(**chat[2]).text == "[tool error] No such directory."
+    output = to_openai(messages, api="responses")[2]["output"]
+    text = output if isinstance(output, str) else output[0]["text"]
+    assert text.startswith("[tool error] ")
+    assert to_anthropic(messages)["messages"] == history
+    assert to_anthropic(from_openai(chat))["messages"][2]["content"][0] == {
+        "type": "tool_result",
+        "tool_use_id": "t1",
+        "content": content,
+        "is_error": True,
+    }

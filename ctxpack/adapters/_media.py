@@ -1,0 +1,73 @@
+"""OpenAI's images and files as Anthropic's ``image`` and ``document`` blocks, and the note
+standing for a part a provider has no form for."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from typing import Any
+
+from .._internal.documents import is_text_media
+
+__all__: list[str] = []
+
+# The spelling of a media type the API does not know.
+_MEDIA_ALIASES = {"image/jpg": "image/jpeg"}
+
+
+def _media_type(head: str, default: str) -> str:
+    """The media type of a data URL's head (``image/png;name=a.png``), without its parameters,
+    as the API spells it."""
+    media = head.split(";", 1)[0].strip().lower() or default
+    return _MEDIA_ALIASES.get(media, media)
+
+
+def image_block(part: Mapping[str, Any]) -> dict[str, Any]:
+    inner = part.get("image_url")
+    url = str(inner.get("url", "")) if isinstance(inner, Mapping) else str(inner or "")
+    if url.startswith("data:") and ";base64," in url:
+        head, data = url[5:].split(";base64,", 1)
+        media = _media_type(head, "image/png")
+        return {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}
+    return {"type": "image", "source": {"type": "url", "url": url}}
+
+
+def document_block(part: Mapping[str, Any]) -> dict[str, Any]:
+    inner = part.get("file") if part.get("type") == "file" else part
+    info: Mapping[str, Any] = inner if isinstance(inner, Mapping) else {}
+    data, url = info.get("file_data"), info.get("file_url")
+    block: dict[str, Any]
+    if isinstance(data, str) and data.startswith("data:") and ";base64," in data:
+        block = {"type": "document", "source": _document_source(data)}
+    elif isinstance(url, str) and url:
+        block = {"type": "document", "source": {"type": "url", "url": url}}
+    else:
+        # An OpenAI file id means nothing to Anthropic.
+        return not_sent(str(part.get("type")), False, to="Anthropic")
+    if isinstance(info.get("filename"), str):
+        block["title"] = info["filename"]
+    return block
+
+
+def _document_source(data: str) -> dict[str, Any]:
+    """The source of a document sent as a data URL: a PDF's base64, a text file's text."""
+    head, payload = data[5:].split(";base64,", 1)
+    head = _media_type(head, "application/pdf")
+    source = {"type": "base64", "media_type": head, "data": payload}
+    if is_text_media(head):
+        # Anthropic reads a base64 document as a PDF only; a text file goes as its text.
+        try:
+            raw = base64.b64decode(payload + "=" * (-len(payload) % 4), validate=True)
+        except ValueError:
+            raw = None  # not base64 after all: sent as it is, for the API to name
+        if raw is not None:
+            text = raw.decode("utf-8", "replace")
+            source = {"type": "text", "media_type": "text/plain", "data": text}
+    return source
+
+
+def not_sent(kind: str, text_only: bool, *, to: str = "OpenAI") -> dict[str, str]:
+    """The text part standing for a part of ``kind`` the message ``to`` a provider cannot
+    hold."""
+    why = "a tool message holds text only" if text_only else f"{to}'s API has no form for it"
+    return {"type": "text", "text": f"[{kind} not sent: {why}]"}
