@@ -308,6 +308,35 @@ def test_a_tool_that_is_not_a_mapping_is_named() -> None:
         count_tokens("hi", model="gpt-4o", tools=[WEATHER, "get_weather"])  # type: ignore[list-item]
 
 
+@pytest.mark.parametrize("name", ["t" * 65, "files.read", "read file"])
+def test_a_tool_name_both_apis_refuse_is_named(name: str) -> None:
+    """OpenAI and Anthropic take a tool name of ^[a-zA-Z0-9_-]{1,64}$ only; a longer one, or
+    one with another character (an MCP server's dotted name), was counted and sent."""
+    function = {"name": name, "parameters": {"type": "object"}}
+    anthropic = {"name": name, "input_schema": {"type": "object"}}
+    for tools, field in (
+        ([WEATHER, {"type": "function", "function": function}], r"tools\[1\]\.function\.name"),
+        ([anthropic], r"tools\[0\]\.name"),
+    ):
+        with pytest.raises(ctxpack.ConfigError, match=field) as caught:
+            count_tokens("hi", model="gpt-4o", tools=tools)
+        assert name in str(caught.value)
+        assert "^[a-zA-Z0-9_-]{1,64}$" in str(caught.value)
+
+
+def test_a_call_to_a_tool_name_anthropic_refuses_is_named() -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "files.read", "arguments": "{}"}}
+    history = [
+        {"role": "user", "content": "Read it."},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "x"},
+    ]
+    with pytest.raises(ctxpack.InvalidMessageError) as caught:
+        ctxpack.to_anthropic(history)
+    assert (caught.value.index, caught.value.field) == (1, "tool_calls[0].function.name")
+    assert "files.read" in str(caught.value)
+
+
 # ------------------------------------------------------------------------------- properties
 
 PROPERTY_SETTINGS = settings(max_examples=80, deadline=None)

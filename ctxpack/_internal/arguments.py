@@ -68,6 +68,7 @@ MAX_NESTING = 100
 # A lone surrogate is valid in a Python str and in JSON ("\ud800"), but not in UTF-8: no provider
 # accepts it, and hashing or storing the text would fail on it.
 _SURROGATE = re.compile("[\ud800-\udfff]")
+TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")  # what OpenAI and Anthropic take
 
 
 def type_name(value: Any) -> str:
@@ -366,8 +367,8 @@ def tool_definitions(tools: Any, *, argument: str = "tools") -> list[Mapping[str
     The shapes read are OpenAI's (``{"type": "function", "function": {"name": ...}}``, or the
     bare function), Anthropic's (``{"name", "input_schema"}``) and the providers' built-in tools
     (``{"type": "web_search"...}``). A definition is refused, not counted, when the provider
-    would refuse it: an empty name, a description that is not a string, a schema that is not
-    an object, or a value JSON cannot carry.
+    would refuse it: a name not of ``^[a-zA-Z0-9_-]{1,64}$``, a description that is not a
+    string, a schema that is not an object, or a value JSON cannot carry.
     """
     out = tool_list(tools, argument=argument)
     for i, tool in enumerate(out):
@@ -384,9 +385,9 @@ def _check_tool(tool: Any, where: str) -> None:
     if nested and not isinstance(function, Mapping):
         raise ConfigError(f"{path}: must be an object with a name, got {type_name(function)}")
     name = function.get("name")
-    if "name" in function and not (isinstance(name, str) and name):
+    if "name" in function and not (isinstance(name, str) and TOOL_NAME.fullmatch(name)):
         shown = repr(name) if isinstance(name, str) else type_name(name)
-        raise ConfigError(f"{path}.name: must be a non-empty string, got {shown}")
+        raise ConfigError(f"{path}.name: must be a string of ^{TOOL_NAME.pattern}$, got {shown}")
     if nested and name is None:
         raise ConfigError(f"{path}.name: a function tool needs a string name")
     built_in = isinstance(tool.get("type"), str) and tool["type"] != "function"

@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, TypedDict
 
-from .._internal.arguments import message_items
+from .._internal.arguments import TOOL_NAME, message_items
 from .._internal.jsontext import read_json
 from .._internal.reasoning import REASONING
 from .._internal.tool_items import SERVER_ITEMS
@@ -418,6 +418,19 @@ def _trim_prefill(out: list[dict[str, Any]]) -> None:
             out.pop()
 
 
+def _check_call_names(msg: Message, index: int) -> None:
+    """A call to a tool whose name the API refuses (another provider's ``files.read``) fails
+    here, named, rather than at the API."""
+    for k, call in enumerate(msg.tool_calls or ()):
+        if not TOOL_NAME.fullmatch(call.function.name):
+            raise InvalidMessageError(
+                f"{call.function.name!r} is not a tool name Anthropic takes (^{TOOL_NAME.pattern}$)"
+                "; rename the tool, in its calls and its definition",
+                index=index,
+                field=f"tool_calls[{k}].function.name",
+            )
+
+
 def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> AnthropicPayload:
     """:class:`Message` objects (or OpenAI-style dicts) -> an Anthropic Messages payload.
 
@@ -450,10 +463,11 @@ def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> AnthropicPa
     msgs = owned_messages(messages)
     system: list[Message] = []
     turns: list[tuple[str, list[tuple[str | None, list[dict[str, Any]]]]]] = []
-    for msg in msgs:
+    for index, msg in enumerate(msgs):
         if msg.role in ("system", "developer"):
             system.append(msg)
             continue
+        _check_call_names(msg, index)
         meta = msg.metadata.get(META)
         meta = meta if isinstance(meta, Mapping) else {}
         role = "assistant" if msg.role == "assistant" else "user"
