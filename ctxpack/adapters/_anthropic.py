@@ -440,12 +440,13 @@ def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> AnthropicPa
     to. OpenAI parts are translated (``image_url`` to an ``image`` block, with a data URL's
     media type as the API spells it: ``image/jpg`` as ``image/jpeg``, without parameters; a
     ``file`` sent as data to a ``document`` block, the Responses API's ``input_image`` and an
-    ``input_file`` by URL to an image and a document; audio and an OpenAI file id, which
-    Anthropic has no form for, to a text part naming what was not sent; a ``refusal`` to text;
-    the ``thinking_blocks`` LiteLLM returns beside an OpenAI message lead its turn, as Claude
-    wrote them; ``name`` and the legacy ``function_call`` have no Anthropic equivalent and are left
-    out, and so is text of only whitespace, in a tool result too, and a message left with no
-    content, which the API refuses). A turn's tool results go before its other blocks, as the
+    ``input_file`` by URL to an image and a document; audio, an OpenAI file id and a file
+    that is neither a PDF nor text, which Anthropic has no form for, to a text part naming
+    what was not sent; a ``refusal`` to text; the ``thinking_blocks`` LiteLLM returns beside
+    an OpenAI message lead its turn, as Claude wrote them; ``name`` and the legacy
+    ``function_call`` have no Anthropic equivalent and are left out, and so is text of only
+    whitespace, in a tool result too, and a message left with no content, which the API
+    refuses). A turn's tool results go before its other blocks, as the
     API requires. A tool id with characters the API refuses (another provider's
     ``functions.lookup:0``) is sent in its pattern, ``^[a-zA-Z0-9_-]+$``, the same in the call
     and its result. It does not repair tool pairing or turn order: :func:`ctxpack.pack` makes

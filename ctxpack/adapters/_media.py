@@ -36,14 +36,16 @@ def document_block(part: Mapping[str, Any]) -> dict[str, Any]:
     inner = part.get("file") if part.get("type") == "file" else part
     info: Mapping[str, Any] = inner if isinstance(inner, Mapping) else {}
     data, url = info.get("file_data"), info.get("file_url")
-    block: dict[str, Any]
+    source: dict[str, Any] | None = None
     if isinstance(data, str) and data.startswith("data:") and ";base64," in data:
-        block = {"type": "document", "source": _document_source(data)}
+        source = _document_source(data)
     elif isinstance(url, str) and url:
-        block = {"type": "document", "source": {"type": "url", "url": url}}
-    else:
-        # An OpenAI file id means nothing to Anthropic.
+        source = {"type": "url", "url": url}
+    if source is None or source.get("media_type") not in (None, "application/pdf", "text/plain"):
+        # An OpenAI file id means nothing to Anthropic, which reads a base64 document as a PDF
+        # (or text) only: a Word file, an archive has no form there.
         return not_sent(str(part.get("type")), False, to="Anthropic")
+    block: dict[str, Any] = {"type": "document", "source": source}
     if isinstance(info.get("filename"), str):
         block["title"] = info["filename"]
     return block
@@ -59,7 +61,7 @@ def _document_source(data: str) -> dict[str, Any]:
         try:
             raw = base64.b64decode(payload + "=" * (-len(payload) % 4), validate=True)
         except ValueError:
-            raw = None  # not base64 after all: sent as it is, for the API to name
+            raw = None  # not base64 after all: no form Anthropic reads
         if raw is not None:
             text = raw.decode("utf-8", "replace")
             source = {"type": "text", "media_type": "text/plain", "data": text}

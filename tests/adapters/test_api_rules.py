@@ -113,6 +113,7 @@ def test_a_tool_result_of_blank_text_alone_is_sent_without_content() -> None:
 
 
 _AUDIO = {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}}
+_DOCX = "data:application/vnd.openxmlformats-officedocument.wordprocessingml.document;base64,UEs="
 
 
 @pytest.mark.parametrize(
@@ -122,13 +123,19 @@ _AUDIO = {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "
         {"type": "file", "file": {"file_id": "file-abc"}},
         {"type": "input_file", "file_id": "file-abc"},
         {"type": "input_image", "file_id": "file-abc", "detail": "auto"},
+        {"type": "file", "file": {"filename": "a.docx", "file_data": _DOCX}},
+        {
+            "type": "input_file",
+            "filename": "a.zip",
+            "file_data": "data:application/zip;base64,UEs=",
+        },
     ],
-    ids=["audio", "chat file id", "responses file id", "responses image file id"],
+    ids=["audio", "chat file id", "responses file id", "responses image file id", "docx", "zip"],
 )
 def test_a_part_anthropic_has_no_form_for_is_named_in_text(part: dict[str, Any]) -> None:
-    """Anthropic takes no audio, nor an OpenAI file id: such a part went to it as it was, an
-    unknown block the API refuses. It is named in a text part, as a part OpenAI cannot take
-    is (the message itself keeps it)."""
+    """Anthropic takes no audio, nor an OpenAI file id, nor a base64 document other than a PDF
+    (or text): such a part went to it as it was, a block the API refuses. It is named in a
+    text part, as a part OpenAI cannot take is (the message itself keeps it)."""
     messages = [{"role": "user", "content": [{"type": "text", "text": "Here."}, part]}]
     payload = ctxpack.to_anthropic(messages)
     assert anthropic_problems(payload) == []
