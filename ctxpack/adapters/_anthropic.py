@@ -42,7 +42,7 @@ from ..messages import (
 )
 from ..sdk import SDKObject, coerce_messages, coerce_value
 from ._media import document_block, image_block, not_sent
-from ._tool_errors import unmarked
+from ._tool_errors import failed, unmarked
 from ._validate import check_openai_tool_calls, validate_anthropic
 
 __all__ = ["AnthropicPayload", "from_anthropic", "to_anthropic"]
@@ -342,7 +342,7 @@ def _tool_result_block(msg: Message, meta: Mapping[str, Any]) -> dict[str, Any]:
             block["content"] = inner
     elif not (meta.get("no_content") and content == ""):
         block["content"] = content
-    if error:
+    if error or failed(msg):
         block["is_error"] = True
     block.update(_mapping(meta.get("block")))
     return block

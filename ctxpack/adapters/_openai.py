@@ -17,7 +17,6 @@ from .._internal.tool_items import is_server_item
 from ..errors import InvalidMessageError
 from ..messages import Message, copy_value, ensure_messages, owned_messages, provider_of
 from ..sdk import SDKObject, item_error, joined_messages
-from ._anthropic import META as ANTHROPIC_META
 from ._anthropic import anthropic_parts_to_openai
 from ._media import not_sent
 from ._responses import ResponsesLink, chat_to_responses, responses_link
@@ -151,8 +150,7 @@ def to_openai(
             links.append(responses_link(msg))
         item: dict[str, Any] = {"role": msg.role}
         content = _openai_content(msg, api)
-        meta = msg.metadata.get(ANTHROPIC_META)
-        if msg.role == "tool" and isinstance(meta, Mapping) and failed(meta):
+        if msg.role == "tool" and failed(msg):
             content = marked(content)  # is_error has no OpenAI field: the model reads the mark
         if not (content is None and msg.metadata.get(_NO_CONTENT)):
             item["content"] = content

@@ -1,22 +1,34 @@
 """A tool result that reports a failure. Anthropic says so with ``is_error: true`` on the
-``tool_result``; OpenAI's formats (Chat Completions' tool message, the Responses API's output)
-have no such field, so the mark goes in the text, where the model reads it, and
-:func:`~ctxpack.adapters.to_anthropic` reads it back into the field."""
+``tool_result``, LangChain with a ToolMessage's ``status="error"``; OpenAI's formats (Chat
+Completions' tool message, the Responses API's output) have no such field, so the mark goes in
+the text, where the model reads it, and :func:`~ctxpack.adapters.to_anthropic` reads it back
+into the field."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from ..messages import Message
+
 __all__: list[str] = []
 
 MARK = "[tool error]"
 
 
-def failed(meta: Mapping[str, Any]) -> bool:
-    """Whether a tool message's Anthropic details (``metadata["anthropic"]``) say it failed."""
-    block = meta.get("block")
-    return isinstance(block, Mapping) and block.get("is_error") is True
+# Where the adapters keep a message's provider details (their META keys).
+_ANTHROPIC, _LANGCHAIN = "anthropic", "langchain"
+
+
+def failed(msg: Message) -> bool:
+    """Whether a tool message read from Anthropic (``is_error``) or LangChain
+    (``status="error"``) reports a failure."""
+    anthropic, langchain = msg.metadata.get(_ANTHROPIC), msg.metadata.get(_LANGCHAIN)
+    block = anthropic.get("block") if isinstance(anthropic, Mapping) else None
+    if isinstance(block, Mapping) and "is_error" in block:
+        return block["is_error"] is True
+    fields = langchain.get("fields") if isinstance(langchain, Mapping) else None
+    return msg.role == "tool" and isinstance(fields, Mapping) and fields.get("status") == "error"
 
 
 def marked(content: Any) -> Any:

@@ -19,6 +19,7 @@ from .._internal.arguments import message_items
 from ..errors import InvalidMessageError
 from ..messages import Message, ensure_messages
 from ._anthropic import _tool_input
+from ._tool_errors import failed
 
 __all__ = ["from_langchain", "to_langchain"]
 
@@ -180,6 +181,8 @@ def to_langchain(messages: Iterable[Message | Mapping[str, Any]]) -> list[Any]:
             else {}
         )
         fields["content"] = _content_out(msg, meta)
+        if msg.role == "tool" and failed(msg):
+            fields["status"] = "error"  # Anthropic's is_error
         if msg.name is not None:
             fields["name"] = msg.name
         try:

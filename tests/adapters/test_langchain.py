@@ -145,3 +145,32 @@ def test_a_tool_messages_artifact_keeps_no_secret_in_the_session_or_its_database
     assert token not in repr(session.transcript())
     session.close()
     assert not any(token.encode() in path.read_bytes() for path in tmp_path.iterdir())
+
+
+def test_a_failed_tool_result_crosses_langchain_and_anthropic() -> None:
+    """LangChain says a tool failed with ToolMessage(status="error"), Anthropic with is_error:
+    each was lost in the other's format, and the model read the failure as the answer."""
+    use = {"type": "tool_use", "id": "t1", "name": "ls", "input": {}}
+    history = [
+        {"role": "user", "content": "List."},
+        {"role": "assistant", "content": [use]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": "boom", "is_error": True}
+            ],
+        },
+    ]
+    assert to_langchain(ctxpack.from_anthropic(history))[2].status == "error"
+    converted = to_langchain(ctxpack.from_anthropic(history))
+    converted[2] = lc.ToolMessage(content="boom", tool_call_id="t1", status="error")
+    back = from_langchain(converted)
+    assert ctxpack.to_anthropic(back)["messages"][2]["content"][0]["is_error"] is True
+    assert ctxpack.to_openai(back)[2]["content"] == "[tool error] boom"
+    fine = lc.ToolMessage(content="ok", tool_call_id="t1")
+    assert (
+        "is_error"
+        not in ctxpack.to_anthropic(from_langchain([*converted[:2], fine]))["messages"][2][
+            "content"
+        ][0]
+    )
