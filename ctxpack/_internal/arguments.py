@@ -387,7 +387,7 @@ def _check_tool(tool: Any, where: str) -> None:
     name = function.get("name")
     if "name" in function and not (isinstance(name, str) and TOOL_NAME.fullmatch(name)):
         shown = repr(name) if isinstance(name, str) else type_name(name)
-        raise ConfigError(f"{path}.name: must be a string of ^{TOOL_NAME.pattern}$, got {shown}")
+        raise ConfigError(f"{path}.name: must be non-empty, ^{TOOL_NAME.pattern}$, got {shown}")
     if nested and name is None:
         raise ConfigError(f"{path}.name: a function tool needs a string name")
     built_in = isinstance(tool.get("type"), str) and tool["type"] != "function"
