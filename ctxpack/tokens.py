@@ -30,6 +30,8 @@ from ._internal.encodings import MODEL_PREFIXES, encoded_length, model_encoding
 from ._internal.images import CLAUDE_IMAGES, GPT_4O_IMAGES, ImageRule, image_rule
 from ._internal.parts import extras_tokens, part_tokens
 from ._internal.prefix import PrefixMemo
+from ._internal.tool_errors import MARK as FAILURE_MARK
+from ._internal.tool_errors import failed
 from ._internal.tool_schemas import ANTHROPIC_TOOL_PROMPT_TOKENS as ANTHROPIC_TOOL_PROMPT_TOKENS
 from ._internal.tool_schemas import tool_list_tokens
 from .adapters.read import counted_messages
@@ -158,10 +160,16 @@ class _FramedCounter:
 
     def _count_message_uncached(self, message: Message) -> int:
         content = message.content
-        if type(content) is str and not (message.name or message.tool_calls or message.extras):
+        if message.role == "tool" and message.metadata and failed(message):
+            # OpenAI's formats carry a failure in the text, led by a mark: counted, so that
+            # a request is never over its budget by it (Anthropic's is_error is as long).
+            total = self.count(FAILURE_MARK) + 1
+        elif type(content) is str and not (message.name or message.tool_calls or message.extras):
             # The common chat message, without the general path's checks.
             return TOKENS_PER_MESSAGE + self._counts(message.role) + self._counts(content)
-        total = TOKENS_PER_MESSAGE + self.count(message.role)
+        else:
+            total = 0
+        total += TOKENS_PER_MESSAGE + self.count(message.role)
         total += self._count_content(message.content)
         if message.name:
             total += TOKENS_PER_NAME + self.count(message.name)

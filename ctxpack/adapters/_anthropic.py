@@ -30,6 +30,7 @@ from typing import Any, TypedDict
 from .._internal.arguments import TOOL_NAME, message_items
 from .._internal.jsontext import read_json
 from .._internal.reasoning import REASONING
+from .._internal.tool_errors import failed, unmarked
 from .._internal.tool_items import SERVER_ITEMS
 from ..errors import InvalidMessageError
 from ..messages import (
@@ -42,7 +43,6 @@ from ..messages import (
 )
 from ..sdk import SDKObject, coerce_messages, coerce_value
 from ._media import document_block, image_block, not_sent
-from ._tool_errors import failed, unmarked
 from ._validate import check_openai_tool_calls, validate_anthropic
 
 __all__ = ["AnthropicPayload", "from_anthropic", "to_anthropic"]

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from .._internal.arguments import message_items, openai_api
 from .._internal.reasoning import is_reasoning
+from .._internal.tool_errors import failed, marked
 from .._internal.tool_items import is_server_item
 from ..errors import InvalidMessageError
 from ..messages import Message, copy_value, ensure_messages, owned_messages, provider_of
@@ -20,7 +21,6 @@ from ..sdk import SDKObject, item_error, joined_messages
 from ._anthropic import anthropic_parts_to_openai
 from ._media import not_sent
 from ._responses import ResponsesLink, chat_to_responses, responses_link
-from ._tool_errors import failed, marked
 from ._validate import validate_openai
 
 __all__ = ["from_openai", "to_openai"]

@@ -16,10 +16,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from .._internal.arguments import message_items
+from .._internal.tool_errors import failed
 from ..errors import InvalidMessageError
 from ..messages import Message, ensure_messages
 from ._anthropic import _tool_input
-from ._tool_errors import failed
 
 __all__ = ["from_langchain", "to_langchain"]
 

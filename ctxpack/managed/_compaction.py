@@ -139,14 +139,7 @@ def _compact(
     budget = plan.summary_budget(tail + reinjected - plan.pinned)
     text, cut = _summary_text(state, policy, ctx, [record[i] for i in region], end, gone, budget)
     state.compacted = [*state.compacted, *(record[i].id for i in region)]
-    index = _index(ctx, [i for i in range(end) if record[i].id in gone], state.index_artifact)
-    if state.index_artifact is None:
-        state.index_artifact = ctx.store.put(index, kind="compaction_index")
-    else:
-        # The index of the compaction before, and lines added: a store may keep only those.
-        state.index_artifact = ctx.store.put(
-            index, kind="compaction_index", extends=state.index_artifact
-        )
+    _store_index(state, ctx, [i for i in range(end) if record[i].id in gone])
     state.summary = text
     state.summary_id = summary_id_of(state.compacted)
     state.boundary = end
@@ -186,6 +179,18 @@ def _compact(
         )
     )
     return True
+
+
+def _store_index(state: WindowState, ctx: _Context, summarised: list[int]) -> None:
+    """Store the index of the messages summarised so far (``summarised``, record indices)."""
+    index = _index(ctx, summarised, state.index_artifact)
+    if state.index_artifact is None:
+        state.index_artifact = ctx.store.put(index, kind="compaction_index")
+    else:
+        # The index of the compaction before, and lines added: a store may keep only those.
+        state.index_artifact = ctx.store.put(
+            index, kind="compaction_index", extends=state.index_artifact
+        )
 
 
 def _record_pin_fates(

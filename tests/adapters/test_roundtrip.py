@@ -282,3 +282,20 @@ def test_a_failed_tool_result_says_so_in_openai_formats_and_back(content: Any) -
         "content": content,
         "is_error": True,
     }
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "No such directory.",
+        [{"type": "text", "text": "No such directory."}],
+        [{"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}],
+    ],
+)
+def test_a_failed_tool_result_is_counted_with_the_mark_openai_reads(content: Any) -> None:
+    # The mark was sent, not counted: a request of failed results passed its budget by it.
+    messages = from_anthropic(_failed_call(content))
+    counter = ctxpack.get_counter(model="gpt-4o")
+    for api in ("chat", "responses"):
+        sent = from_openai(to_openai(messages, api=api))
+        assert counter.count_messages(messages) >= counter.count_messages(sent)
