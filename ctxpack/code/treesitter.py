@@ -130,6 +130,33 @@ def parser_for(language: str) -> Any:
     return tree_sitter.Parser(tree_sitter.Language(getattr(grammar, spec[1])()))
 
 
+# An error node with more children than this is queried one child at a time (see _captures).
+_WIDE_ERROR = 64
+
+
+def _captures(query: Any, root: Any) -> dict[str, list[Any]]:
+    """The nodes ``query`` captures under ``root``, by capture name.
+
+    Error recovery nests the children of an error node (a run of unclosed brackets) in a
+    chain of hidden nodes as long as the run, and tree-sitter's query cursor walks that chain
+    again at each child: 80,000 "[" took 10 s. Each child of a wide error node is queried on
+    its own instead, from a cursor that starts below the chain; a leaf of punctuation is
+    skipped, no pattern captures one. The error node itself is no call, type or import.
+    """
+    import tree_sitter
+
+    found: dict[str, list[Any]] = {}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.is_error and node.child_count > _WIDE_ERROR:
+            stack.extend(c for c in node.children if c.is_named or c.child_count)
+            continue
+        for name, nodes in tree_sitter.QueryCursor(query).captures(node).items():
+            found.setdefault(name, []).extend(nodes)
+    return found
+
+
 def _span(node: Any) -> tuple[int, int]:
     return int(node.start_byte), int(node.end_byte)
 
@@ -157,9 +184,7 @@ class _TreeSitterFile:
     def parse(self) -> ParsedFile:
         root = self.tree.root_node
         # One query finds every call, type use and import; a unit takes the names on its lines.
-        import tree_sitter
-
-        captures = tree_sitter.QueryCursor(_query(self.language)).captures(root)
+        captures = _captures(_query(self.language), root)
         self.require_nodes: list[Any] = []
         # tree-sitter returns captures in an order that changes from one parse of the same text
         # to the next: put them in source order, a chained call before the call it is chained

@@ -7,6 +7,7 @@ import pytest
 
 from ctxpack.code import CodeIndex, ParserFallbackWarning, parse_source, tree_sitter_available
 from ctxpack.code.fallback import parse_python_ast
+from tests.helpers import cpu_seconds
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "coderepo"
 
@@ -118,6 +119,30 @@ def test_no_line_is_in_two_units() -> None:
             span = set(range(s.start_line, s.end_line + 1))
             assert not span & seen, (path, s.name)
             seen |= span
+
+
+@needs_tree_sitter
+@pytest.mark.parametrize(
+    ("language", "head", "opener"),
+    [
+        ("python", "def f():\n    return g(1)\n", "["),
+        ("javascript", "function f() {\n  return g(1)\n}\n", "{"),
+    ],
+)
+def test_a_long_run_of_unclosed_brackets_parses_in_time_linear_in_its_length(
+    language: str, head: str, opener: str
+) -> None:
+    # Error recovery nests such a run in a chain of hidden nodes that tree-sitter's query
+    # cursor walked again at each bracket: 80,000 took 10 s, four times as many 16 times as long.
+    def source(n: int) -> str:
+        return head + opener * n + "\nh(2)\n"
+
+    parsed = parse_source("m", language, source(40_000))
+    assert parsed.symbols[0].name == "f" and parsed.symbols[0].references == ("g",)
+    assert "h(2)" in parsed.symbols[-1].text
+    small = cpu_seconds(lambda: parse_source("m", language, source(10_000)))
+    large = cpu_seconds(lambda: parse_source("m", language, source(40_000)))
+    assert large < 8 * small, (small, large)
 
 
 def test_python_without_tree_sitter_uses_ast() -> None:
