@@ -19,7 +19,7 @@ from ctxpack.redaction import find_secrets, redact
 from ctxpack.signals.evidence import labelled_evidence_terms
 from ctxpack.tokens import TiktokenCounter
 
-from .helpers import ROOT, cpu_seconds, load_script, run_guarded
+from .helpers import ROOT, call, cpu_seconds, load_script, run_guarded
 
 TOKEN = "Rk7Vq2Lx9Zm4Wt8Np3Hc6Yb1Fd5Gs0Ja"
 
@@ -244,3 +244,26 @@ def test_a_megabyte_of_short_lines_is_filtered_at_the_cost_of_its_bytes() -> Non
         return cpu_seconds(lambda: keep(f"{text}{next(texts)} passed in 1s\n", command="pytest"))
 
     assert cost("\n") < 28 * cost("collected 2 items, as the log of a test run says\n")
+
+
+def test_a_tool_output_of_empty_lines_arrives_at_the_cost_of_its_bytes() -> None:
+    # Each filter's detect and the file view's extract did Python work on every line, empty or
+    # not: 300,000 newlines read back by read_file cost 27 times as much as the same size in
+    # lines of 50 characters (4 s a megabyte); lines that cannot match are skipped early.
+    from ctxpack import Session
+
+    def cost(line: str) -> float:
+        text = line * (300_000 // len(line))
+
+        def session() -> Session:
+            s = Session(model="gpt-4o")
+            s.append({"role": "user", "content": "please fix the expires_at handling"})
+            s.append({"role": "assistant", "content": None, "tool_calls": [call("c1", "read")]})
+            return s
+
+        sessions = iter([session() for _ in range(3)])
+        return cpu_seconds(
+            lambda: next(sessions).append({"role": "tool", "tool_call_id": "c1", "content": text})
+        )
+
+    assert cost("\n") < 10 * cost("    return self.session.refresh(token, expires)\n")

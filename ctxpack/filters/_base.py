@@ -84,17 +84,23 @@ class ToolOutput:
     @cached_property
     def lines(self) -> list[str]:
         """The output's lines, ANSI codes and carriage-return redraws removed."""
+        if "\r" not in self.text and "\x1b" not in self.text:
+            return self.text.split("\n")
         return [_clean(line) for line in self.text.split("\n")]
 
     @cached_property
     def envelope(self) -> frozenset[int]:
         """Indices of the harness's wrapper lines (``<returncode>``, ``<output>``...)."""
+        if "<" not in self.text:  # the wrapper's tags: most outputs have none
+            return frozenset()
         return frozenset(i for i, line in enumerate(self.lines) if _ENVELOPE.match(line))
 
     @cached_property
     def body(self) -> list[int]:
         """Indices of the lines that are the output proper (not the wrapper)."""
         env = self.envelope
+        if not env:
+            return list(range(len(self.lines)))
         return [i for i in range(len(self.lines)) if i not in env]
 
     @cached_property
@@ -239,7 +245,7 @@ def assemble(
         if stop <= start:
             return
         note = _gap_note(start + 1, stop)
-        if sum(len(line) + 1 for line in lines[start:stop]) <= len(note) + 1:
+        if sum(map(len, lines[start:stop])) + stop - start <= len(note) + 1:
             out.extend(lines[start:stop])
         else:
             out.append(note)

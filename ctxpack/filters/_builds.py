@@ -94,7 +94,8 @@ class BuildLogFilter:
         if output.program in _PROGRAMS:
             return 1.0
         body = output.body
-        noisy = sum(1 for i in body if _NOISE.match(output.lines[i]))
+        lines = output.lines
+        noisy = sum(1 for i in body if lines[i] and _NOISE.match(lines[i]))
         return 0.5 if len(body) >= 10 and noisy >= len(body) // 3 else 0.0
 
     def extract(self, output: ToolOutput, /) -> Extract | None:

@@ -103,7 +103,8 @@ class DiagnosticFilter:
         located = sum(
             1
             for i in body
-            if _LOCATED.match(output.lines[i])
+            if output.lines[i]
+            and _LOCATED.match(output.lines[i])
             and not output.lines[i][:1].isspace()
             and re.search(r"\b(error|warning|note|[A-Z]\d{3,4}|E\d{3}|W\d{3})\b", output.lines[i])
         )

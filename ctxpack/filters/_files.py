@@ -91,10 +91,13 @@ class FileViewFilter:
         if len(body) <= self.max_lines:
             return None
         terms = _locating_terms(output)
-        words_per_line = {
-            i: {w.lower() for w in _WORD.findall(_STRIP_NUMBER.sub("", lines[i]))} & terms
-            for i in body
-        }
+        # Only the lines naming a term count; a line under three characters holds no word.
+        words_per_line: dict[int, set[str]] = {}
+        for i in body if terms else ():
+            if len(lines[i]) >= 3:
+                words = {w.lower() for w in _WORD.findall(_STRIP_NUMBER.sub("", lines[i]))} & terms
+                if words:
+                    words_per_line[i] = words
         frequency: Counter[str] = Counter(w for ws in words_per_line.values() for w in ws)
         common = {w for w, n in frequency.items() if n > max(3, len(body) // 10)}
         score = {i: len(ws - common) for i, ws in words_per_line.items() if ws - common}
@@ -113,6 +116,8 @@ class FileViewFilter:
         for i in body:
             if len(keep) >= budget or definitions >= _MAX_DEFINITIONS:
                 break
+            if len(lines[i]) < 2:  # "fn" is the shortest definition
+                continue
             code = _STRIP_NUMBER.sub("", lines[i])
             if not code[:1].isspace() and _DEFINITION.match(code):
                 keep.add(i)

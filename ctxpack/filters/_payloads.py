@@ -85,8 +85,8 @@ class JSONPayloadFilter:
         )
 
     def _document(self, output: ToolOutput) -> tuple[Any, list[int]] | None:
-        body = output.body
-        text = "\n".join(output.lines[i] for i in body).strip()
+        body, lines = output.body, output.lines
+        text = "\n".join(lines if len(body) == len(lines) else [lines[i] for i in body]).strip()
         if not text or text[0] not in "[{":
             return None
         try:

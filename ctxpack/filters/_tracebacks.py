@@ -50,7 +50,12 @@ class TracebackFilter:
     kind = "traceback"
 
     def detect(self, output: ToolOutput, /) -> float:
-        return 0.7 if any(_START.match(output.lines[i]) for i in output.body) else 0.0
+        lines = output.lines
+        # One search of the whole text spares most outputs a match per line.
+        text = "\n".join(lines)
+        if "Traceback (most recent call last):" not in text and "Exception in thread " not in text:
+            return 0.0
+        return 0.7 if any(_START.match(lines[i]) for i in output.body) else 0.0
 
     def extract(self, output: ToolOutput, /) -> Extract | None:
         lines = output.lines
