@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import ConfigDict
 
+from ._internal import forks
 from ._internal.arguments import number, shown
 from ._internal.images import image_rule
 from ._internal.options import FieldErrorModel
@@ -80,7 +81,7 @@ class AnthropicTokenCounter(_FramedCounter):
         self.model = model
         self.name = f"anthropic:{model}"
         self._framing: tuple[int, int] | None = None
-        self._lock = threading.Lock()
+        self._lock = forks.freed_in_child(threading.Lock())
 
     def _endpoint(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None

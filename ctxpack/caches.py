@@ -12,7 +12,6 @@ are given on the page "Using ctxpack in a server").
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import weakref
@@ -39,17 +38,7 @@ V = TypeVar("V")
 
 # Weak: a cache owned by an object the user made (a counter, say) goes away with it.
 _CLEARABLE: weakref.WeakSet[Any] = weakref.WeakSet()
-_REGISTRY_LOCK = threading.Lock()
-
-
-def _renew_registry_lock() -> None:
-    # In a forked child: held by a parent's thread, it would never be released here.
-    global _REGISTRY_LOCK
-    _REGISTRY_LOCK = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):  # see ctxpack._internal.forks
-    os.register_at_fork(after_in_child=_renew_registry_lock)
+_REGISTRY_LOCK = forks.freed_in_child(threading.Lock())
 
 C = TypeVar("C")
 

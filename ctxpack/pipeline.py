@@ -20,6 +20,7 @@ from typing import Any, Literal, Protocol, overload, runtime_checkable
 from pydantic import ConfigDict, GetCoreSchemaHandler
 from pydantic_core import core_schema
 
+from ._internal import forks
 from ._internal.arguments import callable_name, item_list, misfit, strings
 from ._internal.context import artifacts_checked, context_fields, contract_break, scores
 from ._internal.options import FieldErrorModel
@@ -99,8 +100,9 @@ class _Deferred:
         self.ids = ids
         self._build: Callable[[], Iterable[Decision]] | None = build
         self._built: tuple[Decision, ...] | None = None
-        # Threads may read one result's decisions at once: the batch is built once, by one.
-        self._lock = threading.Lock()
+        # Threads may read one result's decisions at once: the batch is built once, by one (or
+        # again, in a forked child, if a thread of the parent's was building it at the fork).
+        self._lock = forks.freed_in_child(threading.Lock())
 
     def decisions(self) -> tuple[Decision, ...]:
         built = self._built

@@ -12,6 +12,7 @@ from typing import Any
 from ..errors import ApproximateTokenCountWarning
 from ..providers import Provider, provider_from_model
 from ..tokens import TokenCounter, claude_approx_counter, get_counter
+from . import forks
 from .callers import caller_level
 from .encodings import model_encoding
 
@@ -25,7 +26,7 @@ class Announcements:
     def __init__(self, who: str) -> None:
         self.who = who
         self._names: set[str] = set()
-        self._lock = threading.Lock()
+        self._lock = forks.freed_in_child(threading.Lock())
 
     def __call__(self, counter: TokenCounter, model: str | None) -> TokenCounter:
         if counter.exact:

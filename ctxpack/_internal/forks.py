@@ -13,6 +13,7 @@ once, to drop what it inherited and open its own at its next use.
 
 from __future__ import annotations
 
+import inspect
 import os
 import threading
 import weakref
@@ -162,6 +163,31 @@ _quiesced: weakref.WeakSet[Quiesced] = weakref.WeakSet()
 _inherited: list[object] = []
 
 
+# Locks a forked child frees, each with what it then forgets (see ``freed_in_child``).
+_freed: weakref.WeakKeyDictionary[Any, Callable[[], Callable[[], None] | None] | None] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def freed_in_child(lock: Any, forget: Callable[[], None] | None = None) -> Any:
+    """``lock`` (a ``threading.Lock``), which a forked child finds free: held there (by one of
+    the parent's threads, which the child does not have, so never to be released), it is
+    released, and ``forget()`` drops what that thread may have left half changed. For a lock
+    over what a child can do without (a memo, a cache, a value built at first use), taken
+    around code that does not fork: a plain lock may be released by any thread, so a lock the
+    forking thread itself held across the fork would be released under it. Held weakly, and
+    ``forget`` too when it is the lock's owner's method."""
+    if forget is None:
+        _freed[lock] = None
+    elif inspect.ismethod(forget):  # not kept alive by the lock it owns
+        # Not a WeakMethod, whose callback fails when it dies with its owner (Python 3.11).
+        owner, function = weakref.ref(forget.__self__), forget.__func__
+        _freed[lock] = lambda: None if (of := owner()) is None else function.__get__(of)
+    else:
+        _freed[lock] = lambda: forget
+    return lock
+
+
 def track(owner: ForkAware) -> None:
     """Tell ``owner`` of every fork from now on (in the child), for as long as it lives."""
     _owners.add(owner)
@@ -184,6 +210,15 @@ def _in_parent() -> None:
 
 def _in_child() -> None:
     failed: Exception | None = None
+    for lock, forgetting in list(_freed.items()):
+        if lock.locked():
+            lock.release()
+            forget = forgetting() if forgetting is not None else None
+            try:
+                if forget is not None:
+                    forget()
+            except Exception as exc:
+                failed = failed or exc
     for owner in list(_owners):
         try:
             owner.after_fork()

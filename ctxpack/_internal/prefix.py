@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
 from ..caches import register
+from . import forks
 
 __all__ = ["PrefixMemo", "common_prefix", "likely_prefix"]
 
@@ -94,7 +95,7 @@ class PrefixMemo(Generic[T, V]):
         self._slots = slots
         # Most recent first: (items, values).
         self._entries: list[tuple[tuple[T, ...], tuple[V, ...]]] = []
-        self._lock = threading.Lock()
+        self._lock = forks.freed_in_child(threading.Lock(), self.clear)
         register(self)
 
     def __reduce__(self) -> tuple[Any, ...]:

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from itertools import accumulate
 from typing import Any
 
+from .._internal import forks
 from .._internal.prefix import common_prefix
 from ..adapters.read import counted_messages
 from ..messages import Message
@@ -22,7 +23,11 @@ class _MessageKeys:
 
     def __init__(self) -> None:
         self._memo: dict[int, tuple[Message, bytes]] = {}
-        self._lock = threading.Lock()
+        self._lock = forks.freed_in_child(threading.Lock(), self.clear)
+
+    def clear(self) -> None:
+        """Forget every digest."""
+        self._memo = {}
 
     def __call__(self, message: Message) -> bytes:
         hit = self._memo.get(id(message))
@@ -74,7 +79,11 @@ class _ChainMemo:
     def __init__(self, slots: int = 8) -> None:
         self._slots = slots
         self._entries: list[tuple[bytes, tuple[Message, ...], list[bytes], list[int]]] = []
-        self._lock = threading.Lock()
+        self._lock = forks.freed_in_child(threading.Lock(), self.clear)
+
+    def clear(self) -> None:
+        """Forget every prompt."""
+        self._entries = []
 
     def __call__(
         self, tools_digest: bytes, tool_blocks: int, messages: tuple[Message, ...]

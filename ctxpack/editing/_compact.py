@@ -11,6 +11,7 @@ from typing import Annotated, ClassVar, NamedTuple
 
 from pydantic import AfterValidator, Field, PrivateAttr, field_validator
 
+from .._internal import forks
 from .._internal.arguments import callback, sendable
 from ..errors import ConfigError
 from ..messages import Message
@@ -168,7 +169,10 @@ class Compactor(_StoreModel):
     store: ArtifactStore | None = Field(default=None, exclude=True)
 
     _cache: OrderedDict[str, str] = PrivateAttr(default_factory=OrderedDict)
-    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    # Freed in a forked child: each step of the memo under it leaves it whole.
+    _lock: threading.Lock = PrivateAttr(
+        default_factory=lambda: forks.freed_in_child(threading.Lock())
+    )
 
     _CACHE_SIZE = 256
 

@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .._internal import forks
 from .._internal.arguments import optional_text
 from .._internal.jsontext import read_json
 from .._internal.prefix import common_prefix, likely_prefix
@@ -410,7 +411,7 @@ class _Reads:
         self._slots = slots
         # Most recent first: (messages, instructions, the digest having read them).
         self._entries: list[tuple[tuple[Message, ...], str | None, _Digest]] = []
-        self._lock = threading.Lock()
+        self._lock = forks.freed_in_child(threading.Lock(), self.clear)
         register(self)
 
     def read(self, messages: Sequence[Message], instructions: str | None) -> _Digest:

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, cast, overload
 from uuid import UUID
 
+from .._internal import forks
 from .._internal.approximations import Announcements, chat_model_counter
 from .._internal.arguments import json_problem, keyword_checked
 from .._internal.budgets import check_limits, pack_limits
@@ -352,7 +353,8 @@ class SessionMiddleware(_RequestMiddleware):
         self._feeds: LRUCache[str, SessionFeed] = LRUCache(
             _OPEN_SESSIONS, weigh=lambda key, value: 1, name="SessionMiddleware sessions"
         )
-        self._lock = threading.Lock()
+        # Over the open sessions, which have their own fork handling.
+        self._lock = forks.freed_in_child(threading.Lock())
 
     def session(self, thread_id: str | int | UUID) -> Session:
         """The session of the thread ``thread_id`` (opened from the store, or created)."""

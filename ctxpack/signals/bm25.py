@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .._internal import forks
 from ..caches import register
 from .lexical import Language, terms
 
@@ -291,7 +292,7 @@ class IndexPool:
     def __init__(self, size: int = 16) -> None:
         self.size = size
         self._free: list[InvertedIndex] = []  # least recently used first
-        self._lock = threading.Lock()
+        self._lock = forks.freed_in_child(threading.Lock(), self.clear)
         register(self)
 
     def clear(self) -> None:

@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Literal, get_args
 import numpy as np
 from pydantic import Field
 
+from .._internal import forks
 from .._internal.arguments import optional_text, shown, string
 from .._internal.arguments import tokens as check_tokens
 from ..caches import LRUCache
@@ -128,6 +129,13 @@ def _proper_noun_detector(mode: ProperNounMode, model: str) -> Callable[[str], b
     return _spacy_detector(model)
 
 
+def _forget_pipelines() -> None:
+    # In a forked child whose parent had a thread parsing at the fork: the child's copy of the
+    # pipeline is in the middle of that parse, inside a memory zone; the child loads its own.
+    _spacy_detector.cache_clear()
+    _load_spacy.cache_clear()
+
+
 class _SpacyProperNouns:
     """spaCy proper-noun detection, cached by text and by line, parsing in batches.
 
@@ -148,7 +156,7 @@ class _SpacyProperNouns:
     # AsyncSession's workers) corrupt its parser state and its memory zone. One lock for every
     # instance: threads asking for the first detector at once may each build one (lru_cache
     # does not lock the call) over the same loaded pipeline.
-    _lock = threading.Lock()
+    _lock = forks.freed_in_child(threading.Lock(), _forget_pipelines)
 
     def __init__(self, nlp: Any) -> None:
         self._nlp = nlp
