@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
 
 import pytest
 
@@ -45,3 +48,33 @@ def succeeded(pid: int, timeout: float = 60.0) -> bool:
             os.waitpid(pid, 0)
             raise AssertionError(f"the forked child was still running after {timeout:.0f} s")
         time.sleep(0.01)
+
+
+def forked_while_held(
+    *locks: AbstractContextManager[Any],
+    child: Callable[[], None],
+    release_after: float | None = None,
+) -> int:
+    """Fork, ``child`` the child's work, while another thread holds ``locks`` (in the middle
+    of a call); that thread lets go once the child is forked, or ``release_after`` seconds
+    after it took them (for a fork that waits for the call). The child's pid."""
+    entered, go_on = threading.Event(), threading.Event()
+
+    def busy() -> None:
+        held = [lock.__enter__() for lock in locks]
+        try:
+            entered.set()
+            go_on.wait(30)
+        finally:
+            for lock in reversed(locks[: len(held)]):
+                lock.__exit__(None, None, None)
+
+    thread = threading.Thread(target=busy)
+    thread.start()
+    entered.wait(30)
+    if release_after is not None:
+        threading.Timer(release_after, go_on.set).start()
+    pid = fork(child)
+    go_on.set()
+    thread.join()
+    return pid

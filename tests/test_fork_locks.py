@@ -3,7 +3,6 @@ at a fork: free in the child, which goes on (they hung its first call)."""
 
 from __future__ import annotations
 
-import threading
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -13,7 +12,7 @@ import pytest
 from ctxpack import Message, count_tokens
 from ctxpack.pipeline import Decision, DecisionLog
 
-from .forks import fork, needs_fork, succeeded
+from .forks import forked_while_held, needs_fork, succeeded
 
 # A case: made in the parent, the lock another thread holds at the fork and the child's call.
 Case = tuple[Any, Callable[[], None]]
@@ -178,20 +177,8 @@ def test_a_lock_held_by_another_thread_at_a_fork_is_free_in_the_child(
     case: Callable[[], Case],
 ) -> None:
     lock, work = case()
-    entered, go_on = threading.Event(), threading.Event()
-
-    def busy() -> None:
-        with lock:  # in the middle of a change, a build, a parse
-            entered.set()
-            go_on.wait(30)
-
-    thread = threading.Thread(target=busy)
-    thread.start()
-    entered.wait(30)
-    pid = fork(work)
-    go_on.set()
-    thread.join()
-    assert succeeded(pid, timeout=10)
+    # The lock held in the middle of a change, a build, a parse.
+    assert succeeded(forked_while_held(lock, child=work), timeout=10)
     work()  # the parent's goes on
 
 
@@ -205,24 +192,12 @@ def test_the_child_forgets_only_what_a_held_lock_guarded_and_the_owner_is_held_w
 
     busy_memo, idle_memo = PrefixMemo(len), PrefixMemo(len)
     busy_memo(["a"]), idle_memo(["a"])
-    entered, go_on = threading.Event(), threading.Event()
-
-    def busy() -> None:
-        with busy_memo._lock:
-            entered.set()
-            go_on.wait(30)
 
     def child() -> None:
         assert busy_memo._entries == []  # a thread the child does not have was changing them
         assert len(idle_memo._entries) == 1
 
-    thread = threading.Thread(target=busy)
-    thread.start()
-    entered.wait(30)
-    pid = fork(child)
-    go_on.set()
-    thread.join()
-    assert succeeded(pid, timeout=10)
+    assert succeeded(forked_while_held(busy_memo._lock, child=child), timeout=10)
     assert len(busy_memo._entries) == 1  # the parent's untouched
     unused = PrefixMemo(len)  # its lock does not keep it alive
     gone = weakref.ref(unused)

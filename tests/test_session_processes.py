@@ -19,7 +19,7 @@ from ctxpack.errors import CtxpackError, ForkedWhileBusyError, NotPicklableError
 from ctxpack.pipeline import PackContext
 from ctxpack.store import open_store
 
-from .forks import fork, needs_fork, succeeded
+from .forks import fork, forked_while_held, needs_fork, succeeded
 
 
 def test_a_session_in_memory_does_not_pickle_and_says_what_to_do() -> None:
@@ -147,24 +147,12 @@ def test_a_fork_waits_for_another_threads_code_index_call(tmp_path: Path) -> Non
     (tmp_path / "limits.py").write_text("def throttle(request):\n    return request\n")
     index = CodeIndex(tmp_path, db=str(tmp_path / "index.db"), workers=1)
     index.refresh()
-    entered, go_on = threading.Event(), threading.Event()
-
-    def busy() -> None:
-        with index._lock:  # a call in the middle of a refresh
-            entered.set()
-            go_on.wait(30)
-
-    thread = threading.Thread(target=busy)
-    thread.start()
-    entered.wait(30)
-    threading.Timer(0.3, go_on.set).start()
 
     def child() -> None:
         assert [hit.path for hit in index.search("throttle", k=1)] == ["limits.py"]
 
-    pid = fork(child)
-    thread.join()
-    assert succeeded(pid, timeout=20)
+    # The lock held by a call in the middle of a refresh, which ends while the fork waits.
+    assert succeeded(forked_while_held(index._lock, child=child, release_after=0.3), timeout=20)
 
 
 @needs_fork
@@ -179,7 +167,13 @@ def test_a_fork_waits_for_another_threads_wrapped_request_with_a_session() -> No
     capture = Capture(chat_completion({"role": "assistant", "content": "hi"}))
     stage = Blocking()
     session = Session(model="gpt-4", pipeline=stage)
-    client = wrap_openai(openai_client(capture), session=session, window=8_000)
+    sdk = openai_client(capture)
+    client = wrap_openai(sdk, session=session, window=8_000)
+    # The SDK builds what it sends lazily, under locks of its own (its headers name the
+    # platform, read once by running `uname -p` under functools.cached_property's lock):
+    # forked while the asking thread was there, the child waited on such a lock for ever, and
+    # the thread on the pipe the child held open. One request first, past the wrapper.
+    sdk.chat.completions.create(model="gpt-4", messages=[{"role": "user", "content": "warm"}])
 
     first = [{"role": "user", "content": "hello"}]
     then = [*first, {"role": "assistant", "content": "hi"}, {"role": "user", "content": "and?"}]
@@ -208,26 +202,15 @@ def test_a_cache_busy_in_another_thread_at_a_fork_works_in_the_child() -> None:
         return text.upper()
 
     shout("hi")
-    entered, go_on = threading.Event(), threading.Event()
-
-    def busy() -> None:
-        with shout._cache._lock, caches._REGISTRY_LOCK:  # in the middle of a put, a register
-            entered.set()
-            go_on.wait(30)
-
-    thread = threading.Thread(target=busy)
-    thread.start()
-    entered.wait(30)
 
     def child() -> None:
         assert shout("hi") == "HI"
         caches.clear_caches()
         assert shout("ho") == "HO"
 
-    pid = fork(child)
-    go_on.set()
-    thread.join()
-    assert succeeded(pid, timeout=20)
+    # In the middle of a put and of a register.
+    locks = (shout._cache._lock, caches._REGISTRY_LOCK)
+    assert succeeded(forked_while_held(*locks, child=child), timeout=20)
     assert shout("hi") == "HI"
 
 
@@ -241,24 +224,13 @@ def test_a_memory_store_busy_past_the_wait_at_a_fork_is_refused_in_the_child(
 
     store = open_store("memory://")
     store.append("u1", "e0", version=0, state="{}")
-    entered, go_on = threading.Event(), threading.Event()
-
-    def busy() -> None:
-        with store._lock:  # type: ignore[attr-defined]  # in the middle of an append
-            entered.set()
-            go_on.wait(30)
-
-    thread = threading.Thread(target=busy)
-    thread.start()
-    entered.wait(30)
 
     def child() -> None:
         with pytest.raises(StoreError, match="in-memory store when the process forked"):
             store.load("u1")
 
-    pid = fork(child)
-    go_on.set()
-    thread.join()
+    # The lock held in the middle of an append.
+    pid = forked_while_held(store._lock, child=child)  # type: ignore[attr-defined]
     assert succeeded(pid, timeout=20)
     assert store.load("u1").version == 1
 
@@ -273,21 +245,9 @@ def test_messages_converted_in_another_thread_at_a_fork_do_not_hang_the_child() 
 
     history = [{"role": "user", "content": "hello"}]
     pack(history, budget=1_000, model="gpt-4")
-    entered, go_on = threading.Event(), threading.Event()
-
-    def busy() -> None:
-        with _owned._RECENT.lock:
-            entered.set()
-            go_on.wait(30)
-
-    thread = threading.Thread(target=busy)
-    thread.start()
-    entered.wait(30)
 
     def child() -> None:
         assert [m.text for m in pack(history, budget=1_000, model="gpt-4").messages] == ["hello"]
 
-    pid = fork(child)
-    go_on.set()
-    thread.join()
-    assert succeeded(pid, timeout=20)
+    # The lock held in the middle of remembering a history.
+    assert succeeded(forked_while_held(_owned._RECENT.lock, child=child), timeout=20)
