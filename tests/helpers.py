@@ -56,6 +56,16 @@ def ctx_of(
     )
 
 
+def counter_name(model: str) -> str:
+    """The name of the counter ``get_counter(model)`` resolves, without the warning that
+    announces an approximation."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ctxpack.tokens.ApproximateTokenCountWarning)
+        return ctxpack.get_counter(model=model).name
+
+
 def ids(ctx: ctxpack.pipeline.PackContext) -> list[str]:
     return [m.id for m in ctx.messages]
 

