@@ -187,16 +187,26 @@ def pinned_after_compaction(session: Session) -> Message:
     return next(m for m in result.messages if m.id == "ctxpack-pinned")
 
 
-def test_pinned_content_is_reinjected_within_budgets_after_a_compaction() -> None:
-    policy = WindowPolicy(window=12_000, skill_budget=300, pinned_budget=500)
-    session = Session(counter=COUNTER, filters=False, window=policy)
+# Budgets a long skill passes (it is cut to its head) and two skills pass (the older dropped).
+PIN_POLICY = WindowPolicy(window=12_000, skill_budget=300, pinned_budget=500)
+MEMORY = "Always run ruff before committing."
+OLD_SKILL = "\n".join(f"old skill line {j}" for j in range(40))
+DEPLOY_SKILL = "\n".join(f"deploy step {j}: run stage {j}" for j in range(200))
+
+
+def session_with_pins() -> Session:
+    """A session under ``PIN_POLICY`` whose task is followed by a memory file (``MEMORY``), an
+    older skill (``OLD_SKILL``) and a long one (``DEPLOY_SKILL``), pinned in that order."""
+    session = Session(counter=COUNTER, filters=False, window=PIN_POLICY)
     session.extend([SYSTEM, TASK])
-    session.pin("Always run ruff before committing.", name="CLAUDE.md", kind="memory")
-    old = "\n".join(f"old skill line {j}" for j in range(40))
-    session.pin(old, name="old-skill")
-    long_skill = "\n".join(f"deploy step {j}: run stage {j}" for j in range(200))
-    session.pin(long_skill, name="deploy")
-    pinned = pinned_after_compaction(session)
+    session.pin(MEMORY, name="CLAUDE.md", kind="memory")
+    session.pin(OLD_SKILL, name="old-skill")
+    session.pin(DEPLOY_SKILL, name="deploy")
+    return session
+
+
+def test_pinned_content_is_reinjected_within_budgets_after_a_compaction() -> None:
+    pinned = pinned_after_compaction(session_with_pins())
     assert "Always run ruff before committing." in pinned.text  # memory: whole
     assert "deploy step 0: run stage 0" in pinned.text  # the head of the truncated skill
     assert "deploy step 199" not in pinned.text

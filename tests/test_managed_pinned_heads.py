@@ -6,16 +6,24 @@ import json
 import re
 
 from ctxpack import Session
-from ctxpack.managed import WindowPolicy
 
-from .test_managed import COUNTER, SYSTEM, TASK, pinned_after_compaction
+from .test_managed import (
+    COUNTER,
+    DEPLOY_SKILL,
+    MEMORY,
+    OLD_SKILL,
+    PIN_POLICY,
+    SYSTEM,
+    TASK,
+    pinned_after_compaction,
+    session_with_pins,
+)
 
 
 def test_a_one_line_skill_over_its_budget_keeps_its_first_words() -> None:
     # It was cut by whole lines: its one line passed the budget, and the skill was re-injected
     # as nothing, with no word of it left.
-    policy = WindowPolicy(window=12_000, skill_budget=300, pinned_budget=500)
-    session = Session(counter=COUNTER, filters=False, window=policy)
+    session = Session(counter=COUNTER, filters=False, window=PIN_POLICY)
     session.extend([SYSTEM, TASK])
     session.pin("Deploy: " + " ".join(f"then run deploy_{j}" for j in range(400)), name="deploy")
     pinned = pinned_after_compaction(session)
@@ -29,19 +37,12 @@ def test_a_one_line_skill_over_its_budget_keeps_its_first_words() -> None:
 def test_each_pin_cut_or_dropped_at_its_reinjection_is_a_decision_naming_the_whole() -> None:
     # The pins summarised had a "compacted into the summary" decision of 0 tokens after, and
     # nothing said that a skill went back in cut to its head, or not at all.
-    policy = WindowPolicy(window=12_000, skill_budget=300, pinned_budget=500)
-    session = Session(counter=COUNTER, filters=False, window=policy)
-    session.extend([SYSTEM, TASK])
-    session.pin("Always run ruff before committing.", name="CLAUDE.md", kind="memory")
-    old = "\n".join(f"old skill line {j}" for j in range(40))
-    session.pin(old, name="old-skill")
-    deploy = "\n".join(f"deploy step {j}: run stage {j}" for j in range(200))
-    session.pin(deploy, name="deploy")
+    session = session_with_pins()
     memory_id, old_id, deploy_id = (m.id for m in session.transcript()[2:5])
     pinned = pinned_after_compaction(session)
     decisions = session.window_state.decisions
     [kept] = [d for d in decisions if d.message_id == memory_id]
-    assert kept.tokens_after == COUNTER.count("Always run ruff before committing.")
+    assert kept.tokens_after == COUNTER.count(MEMORY)
     assert "re-injected whole" in kept.reason
     [cut] = [d for d in decisions if d.message_id == deploy_id]
     assert cut.action == "compressed" and "skill_budget=300" in cut.reason
@@ -51,14 +52,13 @@ def test_each_pin_cut_or_dropped_at_its_reinjection_is_a_decision_naming_the_who
     [dropped] = [d for d in decisions if d.message_id == old_id]
     assert dropped.action == "dropped" and dropped.tokens_after == 0
     assert "pinned_budget=500" in dropped.reason
-    for decision, text in ((cut, deploy), (dropped, old)):
+    for decision, text in ((cut, DEPLOY_SKILL), (dropped, OLD_SKILL)):
         [artifact] = re.findall(r"artifact (art_\w+)", decision.reason)
         assert json.loads(session.store.get(artifact))["content"] == text
 
 
 def test_a_pin_a_newer_skill_pushes_out_at_a_later_compaction_gets_its_decision() -> None:
-    policy = WindowPolicy(window=12_000, skill_budget=300, pinned_budget=500)
-    session = Session(counter=COUNTER, filters=False, window=policy)
+    session = Session(counter=COUNTER, filters=False, window=PIN_POLICY)
     session.extend([SYSTEM, TASK])
     session.pin("\n".join(f"first skill line {j}" for j in range(35)), name="first")
     first_id = session.transcript()[-1].id
