@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import threading
 import warnings
 from collections.abc import Iterable
 from typing import Any
@@ -152,6 +153,61 @@ def test_async_openai_client_is_packed_too() -> None:
     assert openai_prompt_tokens(capture.body["messages"]) <= 500
     assert result is not None and result.tokens <= 500
     assert client.last_result is None  # packed in a task this thread does not see into
+
+
+@pytest.mark.parametrize("session", [False, True], ids=["alone", "with a Session"])
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_an_async_client_packs_its_requests_in_a_worker_thread(
+    provider: str, session: bool
+) -> None:
+    # The async client without an AsyncSession packed on the event loop: a long history took
+    # the loop a while (token counts, every stage), and every task it served waited meanwhile.
+    packed_in: list[threading.Thread] = []
+    stages = ctxpack.default_pipeline()
+
+    def recorded(context: Any) -> Any:
+        packed_in.append(threading.current_thread())
+        return stages(context)
+
+    window = 2_000
+    if session:
+        own = ctxpack.Session(model="gpt-4", pipeline=recorded)
+        options: dict[str, Any] = {"window": window, "session": own}
+    else:
+        options = {"window": window, "pipeline": recorded}
+    ok = (
+        openai_reply()
+        if provider == "openai"
+        else anthropic_message([{"type": "text", "text": "ok"}])
+    )
+    replies = iter(
+        [
+            httpx2.Response(200, json=ok),
+            sse(STREAM_EVENTS, named=True),
+        ]
+    )
+    capture = Capture(lambda body: next(replies))
+
+    async def converse() -> tuple[Any, int]:
+        if provider == "openai":
+            client = ctxpack.wrap_openai(async_openai_client(capture), **options)
+            await client.chat.completions.create(model="gpt-4", messages=long_history())
+            return client.last_result, 1
+        raw = async_anthropic_client(capture)
+        client = ctxpack.wrap_anthropic(raw, counter="cl100k_base", **options)
+        request = {"model": "claude-sonnet-4-5", "max_tokens": 100}
+        history = anthropic_history()
+        await client.messages.create(**request, messages=history)
+        history += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "On."}]
+        async with client.messages.stream(**request, messages=history) as stream:
+            assert "".join([chunk async for chunk in stream.text_stream]) == "Hello"
+        return client.last_result, 2
+
+    result, requests = asyncio.run(converse())
+    assert len(packed_in) == requests == len(capture.requests)
+    assert threading.main_thread() not in packed_in
+    # The result is the task's own: remembered there, not in the worker thread.
+    assert result is not None and result.tokens <= window
 
 
 def sse(events: Iterable[Any], *, named: bool = False) -> httpx2.Response:

@@ -3,6 +3,7 @@ arguments with the history packed, and the result each thread or task packed las
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import weakref
 from collections.abc import Mapping, Sequence
@@ -64,6 +65,8 @@ class _Packer:
     pipeline: Stage | None
     feed: SessionFeed | None
     resources: frozenset[tuple[str, ...]] = field(default=frozenset())
+    # An async client's requests are packed off its event loop (see apacked_kwargs).
+    asynchronous: bool = False
     announce: Announcements = field(default_factory=lambda: Announcements("the wrapped client"))
 
     def counter_for(self, request_model: Any) -> TokenCounter:
@@ -99,14 +102,18 @@ class _Packer:
         # A request refused before it is sent leaves no result: the one before is not its.
         self.remember(None)
         asked, out = self._asked(kwargs, beta, responses)
+        return self._sent(asked, out, self._result(asked))
+
+    def _result(self, asked: Asked) -> PackResult:
+        """``asked`` packed: rendered by the session, else under the wrapper's limits."""
         if self.feed is not None:
-            return self._sent(asked, out, self.feed.render(asked))
+            return self.feed.render(asked)
         assert asked.limits is not None
         counter, budget, reserve = asked.limits
         history: Sequence[Any]
         if self.provider == "anthropic":
             history = from_anthropic(asked.messages, system=asked.system)
-        elif responses:
+        elif asked.responses:
             history = responses_api.with_instructions(asked.messages, asked.system)
         else:
             history = coerce_messages(asked.messages)
@@ -122,7 +129,7 @@ class _Packer:
             )
         except BudgetExceededError as exc:
             raise self._no_room(exc, history, asked, reserve) from exc
-        return self._sent(asked, out, result)
+        return result
 
     def _no_room(
         self, exc: BudgetExceededError, history: Sequence[Any], asked: Asked, reserve: int
@@ -151,13 +158,19 @@ class _Packer:
     async def apacked_kwargs(
         self, kwargs: dict[str, Any], *, beta: bool = False, responses: bool = False
     ) -> dict[str, Any]:
-        """:meth:`packed_kwargs` with an AsyncSession, awaited."""
-        assert self.feed is not None
+        """:meth:`packed_kwargs` for an async client, off the event loop: an AsyncSession
+        awaited (it renders in a worker thread), else the packing (a plain session's render)
+        in a worker thread, so that the loop serves its other tasks meanwhile. The result is
+        remembered here, in the calling task, which a worker thread's context is not."""
         if responses and not responses_api.packs(kwargs):
             return kwargs
         self.remember(None)
         asked, out = self._asked(kwargs, beta, responses)
-        return self._sent(asked, out, await self.feed.arender(asked))
+        if self.feed is not None and self.feed.is_async:
+            result = await self.feed.arender(asked)
+        else:
+            result = await asyncio.to_thread(self._result, asked)
+        return self._sent(asked, out, result)
 
     def _asked(
         self, kwargs: dict[str, Any], beta: bool, responses: bool = False

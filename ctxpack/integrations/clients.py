@@ -13,10 +13,10 @@ level of the path) packs alike. ``wrap_anthropic`` does the same for ``messages.
 The tool definitions are counted against both; the reply is left as the SDK returns it, so
 streaming is unchanged. The wrappers work for sync and async clients alike: packing happens before
 the SDK method is called, and what it returns (a response, a coroutine, a stream) is returned as
-is. With a session (``session=``) the session keeps the history and renders each request; an
-:class:`~ctxpack.AsyncSession`, given to an async client, is awaited first, so the call returns
-a coroutine (the reply, to await or to run as a task) or an object to enter with
-``async with`` (a stream).
+is; an async client's call is a coroutine (or an object to enter with ``async with``) that packs
+in a worker thread, off the event loop. With a session (``session=``) the session keeps the
+history and renders each request; an :class:`~ctxpack.AsyncSession`, given to an async client,
+is awaited (it renders in a worker thread too).
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ def _packing(
 ) -> Callable[..., Any]:
     feed = packer.feed
     call: Callable[..., Any]
-    if feed is not None and feed.is_async:
+    if packer.asynchronous:
 
         def call(*args: Any, **kwargs: Any) -> Any:
             async def packed() -> dict[str, Any]:
@@ -157,17 +157,18 @@ def _packing(
 
 
 class _PackedFirst(Coroutine[Any, Any, Any]):
-    """An async client's call with an AsyncSession: the session is awaited (the request
-    packed) before the SDK is called. Awaited, it is the SDK's reply (a coroutine's result);
-    entered, the SDK's async context manager (a stream helper's). It is a coroutine, as the
-    SDK's call is, so that ``asyncio.create_task`` takes it."""
+    """An async client's call: the request is packed off the event loop (an AsyncSession
+    awaited, else in a worker thread) before the SDK is called. Awaited, it is the SDK's
+    reply (a coroutine's result); entered, the SDK's async context manager (a stream
+    helper's). It is a coroutine, as the SDK's call is, so that ``asyncio.create_task``
+    takes it."""
 
     def __init__(
         self,
         method: Callable[..., Any],
         args: tuple[Any, ...],
         packed: Callable[[], Awaitable[dict[str, Any]]],
-        feed: SessionFeed,
+        feed: SessionFeed | None,
     ) -> None:
         self._method = method
         self._args = args
@@ -199,11 +200,12 @@ class _PackedFirst(Coroutine[Any, Any, Any]):
         response = self._method(*self._args, **await self._packed())
         if inspect.isawaitable(response):
             response = await response
-        return await self._feed.arecord(response)
+        return response if self._feed is None else await self._feed.arecord(response)
 
     async def __aenter__(self) -> Any:
+        inner = self._method(*self._args, **await self._packed())
         # A server-side session's feed wraps the stream helper, to read its reply at the end.
-        self._inner = self._feed.record(self._method(*self._args, **await self._packed()))
+        self._inner = inner if self._feed is None else self._feed.record(inner)
         return await self._inner.__aenter__()
 
     async def __aexit__(self, *exc: Any) -> Any:
@@ -295,10 +297,11 @@ def _wrap(
     policy: WindowPolicy | None,
 ) -> PackedClient:
     """``client`` behind a packer for ``provider``'s request methods."""
+    asynchronous = _is_async_client(client, provider)
     if (
         session is not None
         and inspect.iscoroutinefunction(getattr(session, "extend", None))
-        and not _is_async_client(client, provider)
+        and not asynchronous
     ):
         # A sync client packs before its call, outside any await: a coroutine would never run.
         raise ConfigError(
@@ -327,6 +330,7 @@ def _wrap(
         pipeline=pipeline,
         feed=None if session is None else SessionFeed(session, provider, policy),
         resources=resources,
+        asynchronous=asynchronous,
     )
     return PackedClient(client, packer)
 
