@@ -5,16 +5,21 @@ there. A store object outlives an ``asyncio.run()`` (an application running one 
 test suite's loop per test): used from the next loop, redis-py failed with "Event loop is
 closed", and psycopg's pool could no longer grow, nor be closed. Each loop gets its own pool,
 closed when the store is closed from that loop, or else when the loop shuts down
-(``asyncio.run`` closes the loop's async generators before the loop itself).
+(``asyncio.run`` closes the loop's async generators before the loop itself). Closing the store
+from one loop has every other loop close its own, when it next runs: a pool is closed from its
+loop only.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import weakref
 from collections.abc import AsyncGenerator, Awaitable, Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
+
+from .._internal import forks
 
 __all__: list[str] = []
 
@@ -35,6 +40,11 @@ class PerLoop(Generic[_R]):
         self._making: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Future[_R]] = (
             weakref.WeakKeyDictionary()
         )
+        # The loops of several threads add and drop their entries while close() lists them
+        # (a dictionary changed during iteration); held for no await.
+        self._entries = forks.freed_in_child(threading.Lock())
+        # The closings handed to other loops, kept until done (a loop holds its tasks weakly).
+        self._closing: set[asyncio.Future[Any]] = set()
 
     def here(self) -> _R | None:
         """The running loop's pool, if made."""
@@ -50,18 +60,21 @@ class PerLoop(Generic[_R]):
             return held[0]
         making = self._making.get(loop)
         if making is None:
-            making = self._making[loop] = asyncio.ensure_future(self._made())
+            with self._entries:
+                making = self._making[loop] = asyncio.ensure_future(self._made())
         try:
             return await asyncio.shield(making)
         finally:
             if making.done() and self._making.get(loop) is making:
-                del self._making[loop]
+                with self._entries:
+                    del self._making[loop]
 
     async def _made(self) -> _R:
         pool = await self._make()
         ender = self._ender(pool)
         await anext(ender)  # the loop now knows it: closed at its shutdown
-        self._held[asyncio.get_running_loop()] = (pool, ender)
+        with self._entries:
+            self._held[asyncio.get_running_loop()] = (pool, ender)
         return pool
 
     async def _ender(self, pool: _R) -> AsyncGenerator[None, None]:
@@ -69,9 +82,10 @@ class PerLoop(Generic[_R]):
             yield
         finally:
             # No reference to the loop while suspended: the pool's entry would keep it alive.
-            held = self._held.get(asyncio.get_running_loop())
-            if held is not None and held[0] is pool:
-                del self._held[asyncio.get_running_loop()]
+            with self._entries:
+                held = self._held.get(asyncio.get_running_loop())
+                if held is not None and held[0] is pool:
+                    del self._held[asyncio.get_running_loop()]
             await self._close(pool)
 
     async def close_here(self) -> None:
@@ -82,13 +96,34 @@ class PerLoop(Generic[_R]):
         if making is not None:
             with contextlib.suppress(Exception):
                 await asyncio.shield(making)
-        held = self._held.pop(loop, None)
+        with self._entries:
+            held = self._held.pop(loop, None)
         if held is not None:
             await held[1].aclose()
 
+    async def close_everywhere(self) -> None:
+        """Close the running loop's pool, and have every other loop that holds one (or is
+        making one) close its own when it next runs, as :meth:`close_here` there: a pool
+        serves, and is closed from, its loop only. A loop already closed closed its pool as it
+        shut down (``asyncio.run``), or left it beyond reach."""
+        here = asyncio.get_running_loop()
+        with self._entries:
+            others = {*self._held, *self._making} - {here}
+        for loop in others:
+            with contextlib.suppress(RuntimeError):  # closed meanwhile
+                loop.call_soon_threadsafe(self._close_there)
+        await self.close_here()
+
+    def _close_there(self) -> None:
+        closing = asyncio.ensure_future(self.close_here())
+        self._closing.add(closing)
+        closing.add_done_callback(self._closing.discard)
+
     def forget(self) -> list[_R]:
         """Forget every pool (a forked child's are its parent's); return them."""
-        pools = [pool for pool, _ in self._held.values()]
-        self._held.clear()
-        self._making.clear()
+        with self._entries:
+            pools = [pool for pool, _ in self._held.values()]
+            self._held.clear()
+            self._making.clear()
+        self._closing.clear()
         return pools

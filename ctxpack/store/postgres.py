@@ -484,10 +484,11 @@ class AsyncPostgresStore(_Common):
                 await conn.execute(statement, (session_id,))
 
     async def close(self) -> None:
-        """Close the pool of the event loop it is awaited in (that of another loop is closed
-        as its loop shuts down); a call made after it fails with a :class:`StoreError`."""
+        """Close the pool of the event loop it is awaited in, and have each other loop with a
+        pool close its own when it next runs; a call made after it fails with a
+        :class:`StoreError`, and :meth:`open` opens the store again."""
         self._closed = True
-        await self._pools.close_here()
+        await self._pools.close_everywhere()
 
     def after_fork(self) -> None:
         """In a forked child: leave the parent's pools alone, as :class:`PostgresStore` does;

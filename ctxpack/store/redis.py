@@ -397,8 +397,8 @@ class AsyncRedisStore(_Common):
         return await self._clients.get()
 
     async def close(self) -> None:
-        """As :meth:`RedisStore.close`, for the client of the event loop it is awaited in
-        (that of another loop is closed as its loop shuts down); :meth:`open` opens the store
-        again."""
+        """As :meth:`RedisStore.close`, for the client of the event loop it is awaited in;
+        each other loop with a client closes its own when it next runs. :meth:`open` opens the
+        store again."""
         self._closed = True
-        await self._clients.close_here()
+        await self._clients.close_everywhere()

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import socket
 import sys
+import threading
+import time
 import uuid
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -257,3 +259,64 @@ def test_a_redis_store_used_after_close_fails_as_the_sql_stores_do() -> None:
         await store.close()
 
     asyncio.run(main())
+
+
+def _named(backend: str, name: str) -> str:
+    """The server URL, its connections named ``name`` on the server."""
+    parts = urlsplit(server_url(backend))
+    key = "application_name" if backend == "postgres" else "client_name"
+    query = f"{parts.query}&{key}={name}" if parts.query else f"{key}={name}"
+    return urlunsplit(parts._replace(query=query))
+
+
+def _connections(backend: str, name: str) -> int:
+    """The connections named ``name`` the server holds open."""
+    if backend == "postgres":
+        import psycopg
+
+        with psycopg.connect(server_url(backend)) as conn:
+            listed = "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s"
+            row = conn.execute(listed, (name,)).fetchone()
+            return int(row[0]) if row else 0
+    import redis
+
+    client = redis.Redis.from_url(server_url(backend))
+    try:
+        return sum(1 for c in client.client_list() if c.get("name") == name)
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("backend", ["postgres", "redis"])
+def test_closing_an_async_store_closes_the_pools_of_its_other_event_loops(backend: str) -> None:
+    # close() closed only the pool of the loop it was awaited in: another thread's loop (a
+    # server's worker) kept its pool, and its connections, open for as long as it ran.
+    name = f"ctxpack-{uuid.uuid4().hex[:12]}"
+    store: Any = open_async_store(_named(backend, name))
+    worker = asyncio.new_event_loop()
+    thread = threading.Thread(target=worker.run_forever, daemon=True)
+    thread.start()
+
+    def on_worker(call: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(call, worker).result(10)
+
+    async def use_then_close() -> int:
+        await store.load("s")
+        held = _connections(backend, name)
+        await store.close()
+        return held
+
+    try:
+        on_worker(store.load("s"))
+        assert asyncio.run(use_then_close()) == 2  # one for each loop
+        for _ in range(200):  # the worker's loop closes its own pool as it next runs
+            if _connections(backend, name) == 0:
+                break
+            time.sleep(0.05)
+        assert _connections(backend, name) == 0
+        with pytest.raises(StoreError, match="the store is closed"):
+            on_worker(store.load("s"))
+    finally:
+        worker.call_soon_threadsafe(worker.stop)
+        thread.join(10)
+        worker.close()
