@@ -50,12 +50,15 @@ def test_a_counter_given_stays_when_the_model_changes() -> None:
     assert session.counter is counter
 
 
-def test_a_model_that_is_not_a_name_is_refused_naming_model() -> None:
-    session = Session(model="gpt-4o")
-    with pytest.raises(ConfigError, match="model"):
+@pytest.mark.parametrize("counter", [None, "cl100k_base"])
+def test_a_model_that_is_not_a_name_is_refused_naming_model(counter: str | None) -> None:
+    # With a counter of its own, the session took any value (42, b"gpt-4o") as its model, in
+    # silence: the constructor refuses it.
+    session = Session(model="gpt-4o", counter=counter)
+    with pytest.raises(ConfigError, match=r"^model must be a string or None, got int"):
         session.model = 42  # type: ignore[assignment]
     assert session.model == "gpt-4o"
-    assert session.counter.name == "o200k_base"
+    assert session.counter.name == (counter or "o200k_base")  # type: ignore[attr-defined]
 
 
 def test_a_window_beyond_the_new_model_warns() -> None:

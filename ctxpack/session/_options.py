@@ -15,7 +15,9 @@ from ..usage import known_window
 __all__: list[str] = []  # Session's option checks: used by session/_session.py only
 
 
-def _warn_if_beyond_the_model(window: WindowPolicy | None, model: str | None) -> None:
+def _warn_if_beyond_the_model(
+    window: WindowPolicy | None, model: str | None, *, stacklevel: int = 3
+) -> None:
     # A warning, not an error: a deployment may have a larger window than the price table says
     # (a long-context beta, a fine-tuned model under the same name).
     known = None if window is None or model is None else known_window(model)
@@ -26,7 +28,7 @@ def _warn_if_beyond_the_model(window: WindowPolicy | None, model: str | None) ->
             f"more than {known} tokens. Pass window={known}, or ignore this warning if your "
             f"deployment's window is larger",
             UserWarning,
-            stacklevel=3,
+            stacklevel=stacklevel,
         )
 
 

@@ -13,6 +13,7 @@ from itertools import compress, count
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._internal import forks
+from .._internal.arguments import optional_text
 from .._internal.reasoning import summary_text
 from .._internal.secret_values import BoundFingerprints, Fingerprints
 from .._internal.views import FileRegion, call_region
@@ -119,10 +120,19 @@ class SessionState(forks.Guarded):
 
     @model.setter
     def model(self, model: str | None) -> None:
+        switch = self._model_switch(model)
         with self._lock:  # a render in another thread counts with one counter throughout
-            counter = self.counter if self._own_counter else get_counter(model)
-            _warn_if_beyond_the_model(self.window, model)
-            self.counter, self._model = counter, model
+            self.counter, self._model = switch
+
+    def _model_switch(self, model: Any) -> tuple[TokenCounter, str | None]:
+        """The counter and model that setting :attr:`model` to ``model`` leaves, checked
+        (``ConfigError`` naming ``model``, a counter given or not), warning when the window
+        passes the model's; for the caller to apply. Called by a ``model`` setter."""
+        model = optional_text(model, "model")
+        # A counter given is kept, and never changes: read without the lock.
+        counter = self.counter if self._own_counter else get_counter(model)
+        _warn_if_beyond_the_model(self.window, model, stacklevel=4)  # the setter's caller
+        return counter, model
 
     def _start_empty(self) -> None:
         """The state of a session with no message yet, held in this process."""
