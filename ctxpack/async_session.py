@@ -147,6 +147,10 @@ class AsyncSession(forks.ProcessBound):
     _turns: threading.Lock
     # Set in a forked child when a call held the session at the fork, mid-change.
     _busy_at_fork: bool
+    # The model set last (its counter and name, checked), and the one the session was given
+    # last: a call applies a new one at its start (see the model setter).
+    _model_set: tuple[TokenCounter, str | None] | None
+    _model_applied: tuple[TokenCounter, str | None] | None
 
     def __init__(self, *args: Any, **options: Any) -> None:
         # Opening reads the store, which a constructor cannot await.
@@ -167,6 +171,7 @@ class AsyncSession(forks.ProcessBound):
         session._locks = weakref.WeakKeyDictionary()
         session._turns = threading.Lock()
         session._busy_at_fork = False
+        session._model_set = session._model_applied = None
         forks.track(session)
         return session
 
@@ -179,6 +184,7 @@ class AsyncSession(forks.ProcessBound):
         async with self._locks.setdefault(asyncio.get_running_loop(), asyncio.Lock()):
             await _acquired(self._turns)
             try:
+                self._apply_model()
                 yield
             finally:
                 self._turns.release()
@@ -275,7 +281,34 @@ class AsyncSession(forks.ProcessBound):
     @property
     def counter(self) -> TokenCounter:
         """The token counter (see :attr:`ctxpack.Session.counter`)."""
-        return self._core.counter
+        chosen = self._model_set
+        return self._core.counter if chosen is None else chosen[0]
+
+    @property
+    def model(self) -> str | None:
+        """The model the requests go to; set it to send the next requests to another, as
+        :attr:`ctxpack.Session.model` (the same checks, counter and warning, at once). A call
+        under way goes on with the model it started with: the next one sends to the new.
+
+        Raises:
+            ConfigError: on setting, ``model`` is not a string or ``None``.
+        """
+        chosen = self._model_set
+        return self._core.model if chosen is None else chosen[1]
+
+    @model.setter
+    def model(self, model: str | None) -> None:
+        # Kept for the next call to apply, not set on the core here: a worker thread
+        # rendering may hold the core's lock while it waits on this event loop. One
+        # assignment, which the loops of other threads read whole.
+        self._model_set = self._core._model_switch(model)
+
+    def _apply_model(self) -> None:
+        """The model set since the last call, given to the session (no call holds it)."""
+        chosen = self._model_set
+        if chosen is not None and chosen is not self._model_applied:
+            self._core._switch_model(chosen)
+            self._model_applied = chosen
 
     @property
     def window(self) -> WindowPolicy | None:

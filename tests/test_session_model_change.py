@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import warnings
 
 import pytest
 
-from ctxpack import BudgetExceededError, ConfigError, Session, get_counter
+from ctxpack import AsyncSession, BudgetExceededError, ConfigError, Session, get_counter
 
 from .helpers import counter_name
 
@@ -65,3 +66,49 @@ def test_a_window_beyond_the_new_model_warns() -> None:
     session = Session(model="gpt-4.1", window=150_000)  # no warning: gpt-4.1's is larger
     with pytest.warns(UserWarning, match="window=150000 is larger"):
         session.model = "gpt-4o"
+
+
+# --------------------------------------------------------------------------------- AsyncSession
+
+
+def test_an_async_sessions_changed_model_counts_with_its_own_counter() -> None:
+    # AsyncSession had no model setter: session.model = ... set an attribute of its own, in
+    # silence, and the session went on counting with the old model's counter.
+    async def main() -> None:
+        session = await AsyncSession.open(
+            "moved", store="memory://", model="gpt-4o", window=64_000, filters=False
+        )
+        await session.extend([SYSTEM, TASK])
+        await session.render()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            session.model = "claude-sonnet-4-5"
+        assert session.model == "claude-sonnet-4-5"
+        claude = counter_name("claude-sonnet-4-5")
+        assert session.counter.name == claude  # type: ignore[attr-defined]
+        moved = await session.render()
+        (warning,) = [d for d in moved.decisions if d.stage == "cache"]
+        assert "the model changed from 'gpt-4o' to 'claude-sonnet-4-5'" in warning.reason
+        assert moved.counter == claude
+        await session.close()
+
+    asyncio.run(main())
+
+
+def test_an_async_session_takes_a_model_as_a_session_does() -> None:
+    async def main() -> None:
+        counter = get_counter(counter="cl100k_base")
+        given = await AsyncSession.open("given", store="memory://", counter=counter)
+        given.model = "gpt-4o"
+        assert given.counter is counter and given.model == "gpt-4o"
+        with pytest.raises(ConfigError, match=r"^model must be a string or None, got int"):
+            given.model = 42  # type: ignore[assignment]
+        assert given.model == "gpt-4o"
+        session = await AsyncSession.open(
+            "wide", store="memory://", model="gpt-4.1", window=150_000
+        )
+        with pytest.warns(UserWarning, match="window=150000 is larger") as warned:
+            session.model = "gpt-4o"
+        assert warned[0].filename == __file__  # said where the model was set
+
+    asyncio.run(main())

@@ -122,7 +122,7 @@ class SessionState(forks.Guarded):
     def model(self, model: str | None) -> None:
         switch = self._model_switch(model)
         with self._lock:  # a render in another thread counts with one counter throughout
-            self.counter, self._model = switch
+            self._switch_model(switch)
 
     def _model_switch(self, model: Any) -> tuple[TokenCounter, str | None]:
         """The counter and model that setting :attr:`model` to ``model`` leaves, checked
@@ -133,6 +133,10 @@ class SessionState(forks.Guarded):
         counter = self.counter if self._own_counter else get_counter(model)
         _warn_if_beyond_the_model(self.window, model, stacklevel=4)  # the setter's caller
         return counter, model
+
+    def _switch_model(self, switch: tuple[TokenCounter, str | None]) -> None:
+        """Apply what :meth:`_model_switch` returned, no render being under way."""
+        self.counter, self._model = switch
 
     def _start_empty(self) -> None:
         """The state of a session with no message yet, held in this process."""
