@@ -224,13 +224,14 @@ class AsyncSession(forks.ProcessBound):
             store: A store URL (the async driver is used: psycopg's async pool,
                 ``redis.asyncio``; SQLite in a worker thread), an
                 :class:`~ctxpack.store.AsyncSessionStore`, or a
-                :class:`~ctxpack.store.SessionStore` (run in a worker thread).
+                :class:`~ctxpack.store.SessionStore` (run in a worker thread). A store
+                object is yours to open and close: one that is closed fails.
             model: As for :class:`~ctxpack.Session`.
             options: The other :class:`~ctxpack.Session` options.
 
         Raises:
             ConfigError: a bad id, URL or option.
-            StoreError: the store cannot be opened or read.
+            StoreError: the store cannot be opened or read, or is closed.
         """
         owned = isinstance(store, str)
         # Both protocols have the same method names: whether ``load`` is a coroutine function
@@ -252,7 +253,10 @@ class AsyncSession(forks.ProcessBound):
             core._attach(backing)
             # The core session never calls the store itself: this object does, awaiting.
             core._backing = None
-            opener = getattr(async_store, "open", None)
+            # A store it opened from the URL, at once; a store object is the caller's, which
+            # its first call opens (open() would open it again after its close(), with a
+            # pool nothing would close, where the call fails).
+            opener = getattr(async_store, "open", None) if owned else None
             if opener is not None:
                 await opener()
             session = cls._made(core, backing, async_store, owned)

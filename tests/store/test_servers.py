@@ -320,3 +320,23 @@ def test_closing_an_async_store_closes_the_pools_of_its_other_event_loops(backen
         worker.call_soon_threadsafe(worker.stop)
         thread.join(10)
         worker.close()
+
+
+@pytest.mark.parametrize("backend", ["postgres", "redis"])
+def test_a_session_opened_on_a_closed_async_store_fails_rather_than_open_it_again(
+    backend: str,
+) -> None:
+    # AsyncSession.open called the store's open(), which opens a closed store again: a
+    # request still under way when the server closed its shared store opened a pool there,
+    # which nothing would close. Session.open fails on a closed store; so does this now.
+    name = f"ctxpack-{uuid.uuid4().hex[:12]}"
+    store: Any = open_async_store(_named(backend, name))
+
+    async def main() -> None:
+        await store.open()
+        await store.close()
+        with pytest.raises(StoreError, match="the store is closed"):
+            await ctxpack.AsyncSession.open("late", store=store)
+
+    asyncio.run(main())
+    assert _connections(backend, name) == 0
