@@ -132,3 +132,45 @@ def test_a_summarizer_with_a_programming_error_fails_the_render(
     with pytest.raises(mistake, match="a bug in the summarizer"):
         run(session, 60)
     assert not session.window_state.compacted
+
+
+def test_a_compactor_whose_summarizer_fails_gives_way_to_the_digest_and_says_why() -> None:
+    # The managed session fell back to the digest; a Compactor raised the summarizer's error
+    # out of pack(), at every pack() past its trigger.
+    calls: list[int] = []
+
+    def down(messages: Sequence[Message], instructions: str | None) -> str:
+        calls.append(len(messages))
+        raise ConnectionError("the summarizing model is down")
+
+    compactor = Compactor(summarizer=down, trigger=50_000, keep_recent=2)
+    history = [SYSTEM, TASK, *(m for i in range(60) for m in step(i, lines=60))]
+    first = pack(history, budget=200_000, counter=COUNTER, pipeline=Pipeline([compactor]))
+    assert calls
+    summary = next(m for m in first.messages if m.id.startswith("summary-"))
+    assert "## " in summary.text  # the extractive digest's sections
+    merged = next(d for d in first.decisions if d.message_id == summary.id)
+    assert "the summarizer raised ConnectionError: the summarizing model is down" in merged.reason
+    assert "extractive digest" in merged.reason
+    assert first.tokens < 50_000
+    # Memoised as a summary is: the same history keeps the same prefix, the model is not
+    # called again at every pack(); clear_cache() tries it again.
+    made = len(calls)
+    again = pack(history, budget=200_000, counter=COUNTER, pipeline=Pipeline([compactor]))
+    assert len(calls) == made and again.messages == first.messages
+    compactor.clear_cache()
+    pack(history, budget=200_000, counter=COUNTER, pipeline=Pipeline([compactor]))
+    assert len(calls) == 2 * made
+
+
+@pytest.mark.parametrize("mistake", [TypeError, NameError, AttributeError, AssertionError])
+def test_a_compactor_whose_summarizer_has_a_programming_error_raises_it(
+    mistake: type[Exception],
+) -> None:
+    def broken(messages: Sequence[Message], instructions: str | None) -> str:
+        raise mistake("a bug in the summarizer")
+
+    compactor = Compactor(summarizer=broken, trigger=50_000, keep_recent=2)
+    history = [SYSTEM, TASK, *(m for i in range(60) for m in step(i, lines=60))]
+    with pytest.raises(mistake, match="a bug in the summarizer"):
+        pack(history, budget=200_000, counter=COUNTER, pipeline=Pipeline([compactor]))

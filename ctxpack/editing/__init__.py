@@ -58,7 +58,7 @@ from ._compact import (
     SummarizerOption as SummarizerOption,
 )
 from ._compact import (
-    summarized as summarized,
+    summarized_or_digest as summarized_or_digest,
 )
 from ._digest import (
     evidence_terms as evidence_terms,

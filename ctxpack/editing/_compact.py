@@ -42,6 +42,40 @@ def _takes_messages_and_instructions(value: Summarizer) -> Summarizer:
 SummarizerOption = Annotated[Summarizer, AfterValidator(_takes_messages_and_instructions)]
 
 
+# What a summarizer raises that a stand-in must not hide: a bug in it (a wrong signature, a
+# name misspelt, a stub), or a text ctxpack refused (ConfigError). Anything else (a timeout, a
+# refused or rate-limited call) is the summarizing model's failure.
+_MISTAKES = (
+    TypeError,
+    NameError,
+    AttributeError,
+    ImportError,
+    AssertionError,
+    NotImplementedError,
+    RecursionError,
+    ConfigError,
+)
+
+
+def summarized_or_digest(
+    summarize: Summarizer,
+    messages: Sequence[Message],
+    instructions: str | None,
+    digest: Callable[[], str],
+) -> tuple[str, str]:
+    """:func:`summarized`, or ``digest()`` when the summarizer fails at run time (a model down
+    for the summaries would otherwise take the agent's requests down with it), and what the
+    summary's decision then adds: the error. A programming error still raises (``_MISTAKES``):
+    a digest standing in would hide the bug from the one who must fix it."""
+    try:
+        return summarized(summarize, messages, instructions), ""
+    except _MISTAKES:
+        raise
+    except Exception as error:
+        failed = f"; the summarizer raised {type(error).__name__}: {error}"[:500]
+        return digest(), f"{failed}; the extractive digest summarises instead"
+
+
 def summarized(summarize: Summarizer, messages: Sequence[Message], instructions: str | None) -> str:
     """What ``summarize`` returns for ``messages``, checked: a text that can be sent (a lone
     surrogate would fail the summary message's own check, an error naming no summarizer)."""
@@ -124,7 +158,10 @@ class Compactor(_StoreModel):
 
     Args:
         summarizer: Any callable ``(messages, instructions) -> text``; by default
-            :func:`extractive_digest`, which needs no model.
+            :func:`extractive_digest`, which needs no model. When it raises at run time (its
+            model down, a call refused), the digest summarises instead and the summary's
+            decision names the error; a programming error (``TypeError``, ``NameError``, ...)
+            still raises.
         trigger: Compact when the prompt exceeds this many tokens; at least 50,000 (the floor
             Anthropic's compaction sets).
         keep_recent: How many of the most recent messages stay as they are.
@@ -168,7 +205,7 @@ class Compactor(_StoreModel):
     instructions: str | None = None
     store: ArtifactStore | None = Field(default=None, exclude=True)
 
-    _cache: OrderedDict[str, str] = PrivateAttr(default_factory=OrderedDict)
+    _cache: OrderedDict[str, tuple[str, str]] = PrivateAttr(default_factory=OrderedDict)
     # Freed in a forked child: each step of the memo under it leaves it whole.
     _lock: threading.Lock = PrivateAttr(
         default_factory=lambda: forks.freed_in_child(threading.Lock())
@@ -191,7 +228,10 @@ class Compactor(_StoreModel):
         with self._lock:
             self._cache.clear()
 
-    def _summarize(self, messages: Sequence[Message]) -> str:
+    def _summarize(self, messages: Sequence[Message]) -> tuple[str, str]:
+        """The summary of ``messages`` and what its decision adds (the summarizer's error, the
+        digest standing in): memoised either way, so that the same history keeps the same
+        summary, and a model down is not called again at every ``pack()``."""
         key = hashlib.sha256(
             json.dumps(
                 [[m.id, m.role, _original_text(m)] for m in messages] + [self.instructions],
@@ -203,12 +243,20 @@ class Compactor(_StoreModel):
             if hit is not None:
                 self._cache.move_to_end(key)
                 return hit
-        text = summarized(self.summarizer or extractive_digest, messages, self.instructions)
+        instructions = self.instructions
+
+        def digest() -> str:
+            return summarized(extractive_digest, messages, instructions)
+
+        if self.summarizer is None:
+            made = digest(), ""
+        else:
+            made = summarized_or_digest(self.summarizer, messages, instructions, digest)
         with self._lock:
-            self._cache[key] = text
+            self._cache[key] = made
             while len(self._cache) > self._CACHE_SIZE:
                 self._cache.popitem(last=False)
-        return text
+        return made
 
     def _tail_start(self, starts: Sequence[bool], start: int, p: int) -> int:
         t = max(start, p - self.keep_recent)
@@ -232,6 +280,13 @@ class Compactor(_StoreModel):
         ``k`` whenever ``k`` is a request point. With a ``store``, the tool outputs a summary
         names are put in it, for the summary to name them by the ids the store gives.
         """
+        done, refused, _ = self._replay(messages, counter, protected)
+        return done, refused
+
+    def _replay(
+        self, messages: Sequence[Message], counter: TokenCounter, protected: frozenset[str]
+    ) -> tuple[list[CompactionPoint], int | None, str]:
+        """:meth:`points`, and what the last compaction's decision adds (:meth:`_summarize`)."""
         messages = _history(messages, counter, protected)
         sizes = message_sizes(counter, messages)
         verbatim = _whole_exchanges(messages, [_verbatim(m, protected) for m in messages])
@@ -242,6 +297,7 @@ class Compactor(_StoreModel):
         summary_tokens = 0
         start = 0
         refused: int | None = None
+        note = ""
         for p in _request_points(messages):
             prompt = REPLY_PRIMING + kept_tokens + summary_tokens + sum(sizes[start:p])
             if prompt <= self.trigger:
@@ -255,7 +311,7 @@ class Compactor(_StoreModel):
                 continue
             previous = done[-1].summary if done else None
             replaced = (tuple(done[-1].replaced) if done else ()) + tuple(m.id for m in region)
-            text = self._summarize(([previous] if previous else []) + region)
+            text, note = self._summarize(([previous] if previous else []) + region)
             summary_id = summary_id_of(replaced)
             # The tool outputs' artifact ids, so that the model can ask for an original back.
             handles = ", ".join(
@@ -283,7 +339,7 @@ class Compactor(_StoreModel):
             done.append(CompactionPoint(p, start, end, replaced, summary))
             start = end
             refused = None
-        return done, refused
+        return done, refused, note
 
     def _tool_artifact(self, msg: Message, summary_id: str) -> str:
         """The artifact id of a summarised tool output: the store's (stored now), or without a
@@ -296,7 +352,7 @@ class Compactor(_StoreModel):
     def __call__(self, ctx: PackContext, /) -> PackContext:
         check_context(ctx, self)
         messages = ctx.messages
-        done, refused = self.points(messages, counter=ctx.counter, protected=ctx.protected)
+        done, refused, note = self._replay(messages, ctx.counter, ctx.protected)
         if not done:
             if refused is None or not messages:
                 return ctx
@@ -342,7 +398,7 @@ class Compactor(_StoreModel):
                 message_id=last.summary.id,
                 reason=(
                     f"summary of {len(last.replaced)} messages (compaction {len(done)} at message "
-                    f"{last.position})"
+                    f"{last.position}){note}"
                 ),
                 tokens_before=before,
                 tokens_after=ctx.tokens(last.summary),

@@ -6,8 +6,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from .._internal.server_results import result_ids
-from ..editing import summarized, summary_id_of, window_digest
-from ..errors import ArtifactNotFoundError, ConfigError
+from ..editing import summarized_or_digest, summary_id_of, window_digest
+from ..errors import ArtifactNotFoundError
 from ..filters import original_note
 from ..messages import Message
 from ..pipeline import Action, Decision
@@ -30,20 +30,6 @@ from .view import (
 )
 
 __all__ = ["fit_digest"]
-
-# What a summarizer raises that the extractive digest must not hide: a bug in it (a wrong
-# signature, a name misspelt, a stub), or a text ctxpack refused (ConfigError). Anything else
-# (a timeout, a refused or rate-limited call) is the summarizing model's failure.
-_MISTAKES = (
-    TypeError,
-    NameError,
-    AttributeError,
-    ImportError,
-    AssertionError,
-    NotImplementedError,
-    RecursionError,
-    ConfigError,
-)
 
 
 def _tail_start(
@@ -250,24 +236,16 @@ def _summary_text(
     """The summary of ``region``, the messages now summarised (``gone``: all of them so far),
     the record before ``end`` being compacted: the digest within ``budget``, or the user's
     summarizer's (:func:`_within` it), and what its decision adds when it was cut or when the
-    summarizer failed (the digest then stands in: a model down for the summaries would
-    otherwise take the agent's requests down with it; a programming error still raises)."""
+    summarizer failed (the digest then stands in: ``summarized_or_digest``)."""
     if policy.summarizer is not None:
         previous = _summary_message(state, ctx) if state.summary is not None else None
-        try:
-            text = summarized(
-                policy.summarizer,
-                ([previous] if previous else []) + list(region),
-                policy.instructions,
-            )
-        except _MISTAKES:
-            raise
-        except Exception as error:
-            failed = f"; the summarizer raised {type(error).__name__}: {error}"[:500]
-            return _digest(policy, ctx, end, gone, budget), (
-                f"{failed}; the extractive digest summarises instead"
-            )
-        return _within(text, budget, ctx)
+        text, failed = summarized_or_digest(
+            policy.summarizer,
+            ([previous] if previous else []) + list(region),
+            policy.instructions,
+            lambda: _digest(policy, ctx, end, gone, budget),
+        )
+        return (text, failed) if failed else _within(text, budget, ctx)
     return _digest(policy, ctx, end, gone, budget), ""
 
 
