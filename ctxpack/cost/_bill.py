@@ -284,17 +284,16 @@ def _request_cost(
     index: int,
     request: Request,
     unit: Price,
-    ttl: str,
+    ttl: Literal["5m", "1h"],
     total: int,
     uncached: int,
     written: int,
     read: int,
 ) -> RequestCost:
     """The bill's row for one request, its input split as the cache served it."""
-    write_price = unit.cache_write_5m if ttl == "5m" else unit.cache_write_1h
     dollars = (
         uncached * unit.input
-        + written * write_price
+        + written * unit.cache_write(ttl)
         + read * unit.cache_read
         + request.output_tokens * unit.output
     ) / MILLION

@@ -10,7 +10,7 @@ from decimal import Decimal
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationError
 
@@ -76,6 +76,17 @@ class Price(CheckedModel):
     min_cacheable_tokens: int = Field(default=DEFAULT_MIN_CACHEABLE, ge=0, le=MOST, strict=True)
     date: str | None = None
     source: str | None = None
+
+    def cache_write(self, ttl: Literal["5m", "1h"]) -> float:
+        """The price of a cache write that lives ``ttl``: ``cache_write_5m`` or
+        ``cache_write_1h``.
+
+        Example:
+            >>> Price(input=3, output=15, cache_write_5m=3.75, cache_write_1h=6,
+            ...       cache_read=0.3).cache_write("1h")
+            6.0
+        """
+        return self.cache_write_5m if ttl == "5m" else self.cache_write_1h
 
 
 class PriceTable(CheckedModel):

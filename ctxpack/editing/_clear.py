@@ -326,7 +326,7 @@ class ToolResultClearer(_StoreModel):
         if not self.cache_aware:
             points = points[-1:]
         p_price = _resolve_price(self.price, self.model, model)
-        write = p_price.cache_write_5m if self.ttl == "5m" else p_price.cache_write_1h
+        write = p_price.cache_write(self.ttl)
         read = p_price.cache_read
         current = sizes[:]  # each message's size with the batches so far applied
         cleared_tools = 0

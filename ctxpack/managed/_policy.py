@@ -123,6 +123,10 @@ class WindowPolicy(CheckedModel):
             default to 0.35 and 0.6 of the room, and ``keep`` to 5.
         model: Whose prices decide whether a clearing pays; by default the session's model when
             it is priced, else ``claude-sonnet-4-5``.
+        ttl: The prompt cache's lifetime the requests ask for: ``"5m"`` or ``"1h"`` (an
+            Anthropic ``cache_control`` with ``"ttl": "1h"``). It picks the write price an edit
+            must pay for (``cache_write_5m`` or ``cache_write_1h``, 1.25 and 2 times the input
+            price for Anthropic): with the dearer write, clearings and compactions wait longer.
 
     Example:
         >>> policy = WindowPolicy(window=64_000)
@@ -149,6 +153,7 @@ class WindowPolicy(CheckedModel):
     pinned_budget: int = Field(default=DEFAULT_PINNED_BUDGET, ge=0)
     server_side: bool = False
     model: str | None = None
+    ttl: Literal["5m", "1h"] = "5m"
 
     @model_validator(mode="before")
     @classmethod

@@ -39,8 +39,14 @@ def _rent(tokens: float, p: Price) -> float:
     return tokens * p.cache_read
 
 
-def _pays(rent: float, rewritten: float, p: Price, patience: float = PATIENCE) -> bool:
+def _pays(
+    rent: float,
+    rewritten: float,
+    p: Price,
+    policy: WindowPolicy,
+    patience: float = PATIENCE,
+) -> bool:
     """Whether ``rent`` accumulated since the last edit pays, with the margin ``patience``, for
-    writing ``rewritten`` tokens again rather than reading them: the edit then goes (and its
-    rent starts again at 0)."""
-    return rent / patience > (p.cache_write_5m - p.cache_read) * rewritten
+    writing ``rewritten`` tokens again (at the write price of the policy's ``ttl``) rather
+    than reading them: the edit then goes (and its rent starts again at 0)."""
+    return rent / patience > (p.cache_write(policy.ttl) - p.cache_read) * rewritten

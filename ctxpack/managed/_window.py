@@ -297,7 +297,7 @@ def _maybe_clear(
     tokens = view.tokens()
     pressed = tokens > plan.level(policy.compact_at)
     settles = tokens - removed <= plan.level(plan.landing_share)
-    if not ((pressed and settles) or (not pressed and _pays(state.rent, after, p))):
+    if not ((pressed and settles) or (not pressed and _pays(state.rent, after, p, policy))):
         return view
     state.rent = 0.0
     _clear(state, ctx, tools, thinking, f"batch at request {state.requests}")
@@ -313,7 +313,7 @@ def _maybe_compact(
     between ``compact_at`` and the room."""
     urgent = view.tokens() > plan.level((policy.compact_at + 1) / 2)
     rewrite = _next_rewrite(state, view, plan)
-    if not (urgent or _pays(state.compact_rent, rewrite, p, COMPACTION_PATIENCE)):
+    if not (urgent or _pays(state.compact_rent, rewrite, p, policy, COMPACTION_PATIENCE)):
         return view
     if not _compact(state, policy, ctx, plan):
         return view
