@@ -124,6 +124,7 @@ def _compact(
     before = {m.id: text for m, text in _pin_fates(ctx, policy, state.boundary)}
     budget = plan.summary_budget(tail + reinjected - plan.pinned)
     text, cut = _summary_text(state, policy, ctx, [record[i] for i in region], end, gone, budget)
+    previous = _summary_message(state, ctx) if state.summary is not None else None
     state.compacted = [*state.compacted, *(record[i].id for i in region)]
     _store_index(state, ctx, [i for i in range(end) if record[i].id in gone])
     state.summary = text
@@ -133,6 +134,28 @@ def _compact(
     # batch pays for itself from here.
     state.rent = 0.0
     _forget_cleared(state, gone, [record[i] for i in region])
+    replaced = (previous.id, counter.count_message(previous)) if previous is not None else None
+    _record_compaction(state, policy, ctx, region, released, before, tokens_before, replaced, cut)
+    return True
+
+
+def _record_compaction(
+    state: WindowState,
+    policy: WindowPolicy,
+    ctx: _Context,
+    region: Sequence[int],
+    released: dict[int, int],
+    before: dict[str, str | None],
+    tokens_before: dict[str, int],
+    replaced: tuple[str, int] | None,
+    cut: str,
+) -> None:
+    """The decisions of the compaction just made: one per message of ``region`` it summarised
+    (``tokens_before`` each, as sent), one per pin whose re-injection it changed (``before``:
+    the pins' texts re-injected until now), one for the summary it ``replaced`` (id, tokens),
+    if any: it leaves the request too, the new summary summarising its messages again; and
+    the summary's, with all they took, ``cut`` adding to its reason."""
+    record = ctx.record
     why = (
         f"the user messages after the first passed instructions_share="
         f"{policy.instructions_share} of the room; "
@@ -154,17 +177,30 @@ def _compact(
                 tokens_after=0,
             )
         )
+    total = sum(tokens_before.values())
+    if replaced is not None:
+        state.decisions.append(
+            Decision(
+                stage="window",
+                action="merged",
+                message_id=replaced[0],
+                reason=f"the summary before, replaced by {state.summary_id}, which summarises "
+                "its messages again",
+                tokens_before=replaced[1],
+                tokens_after=0,
+            )
+        )
+        total += replaced[1]
     state.decisions.append(
         Decision(
             stage="window",
             action="merged",
             message_id=state.summary_id,
             reason=f"summary of {len(state.compacted)} messages (request {state.requests}){cut}",
-            tokens_before=sum(tokens_before.values()),
-            tokens_after=counter.count_message(_summary_message(state, ctx)),
+            tokens_before=total,
+            tokens_after=ctx.counter.count_message(_summary_message(state, ctx)),
         )
     )
-    return True
 
 
 def _store_index(state: WindowState, ctx: _Context, summarised: list[int]) -> None:
