@@ -643,3 +643,9 @@ def test_a_dated_or_prefixed_model_finds_its_familys_price_and_shares_its_cache(
     )
     with pytest.raises(ConfigError, match="no price for model 'claude-opus-4-5'"):
         simulate([Request(messages=turn1, model="claude-opus-4-5")], price=both)
+
+
+def test_the_write_price_of_a_cache_lifetime() -> None:
+    assert (P.cache_write("5m"), P.cache_write("1h")) == (3.75, 6)
+    with pytest.raises(ConfigError, match=r"ttl must be '5m' or '1h', got '2h'"):
+        P.cache_write("2h")  # type: ignore[arg-type]

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationError
 
-from .._internal.arguments import MOST, file_path, string
+from .._internal.arguments import MOST, file_path, shown, string
 from .._internal.encodings import model_key
 from .._internal.options import CheckedModel
 from ..errors import ConfigError
@@ -81,12 +81,19 @@ class Price(CheckedModel):
         """The price of a cache write that lives ``ttl``: ``cache_write_5m`` or
         ``cache_write_1h``.
 
+        Raises:
+            ConfigError: ``ttl`` is neither.
+
         Example:
             >>> Price(input=3, output=15, cache_write_5m=3.75, cache_write_1h=6,
             ...       cache_read=0.3).cache_write("1h")
             6.0
         """
-        return self.cache_write_5m if ttl == "5m" else self.cache_write_1h
+        if ttl == "5m":
+            return self.cache_write_5m
+        if ttl == "1h":
+            return self.cache_write_1h
+        raise ConfigError(f"ttl must be '5m' or '1h', got {shown(ttl)}")
 
 
 class PriceTable(CheckedModel):
