@@ -324,16 +324,37 @@ def test_a_tool_name_both_apis_refuse_is_named(name: str) -> None:
         assert "^[a-zA-Z0-9_-]{1,64}$" in str(caught.value)
 
 
-def test_a_call_to_a_tool_name_anthropic_refuses_is_named() -> None:
-    call = {"id": "c1", "type": "function", "function": {"name": "files.read", "arguments": "{}"}}
+_CALLS = {
+    "function": {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "files.read", "arguments": "{}"},
+    },
+    "custom": {"id": "c1", "type": "custom", "custom": {"name": "files.read", "input": "a.txt"}},
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_CALLS))
+@pytest.mark.parametrize(
+    "convert",
+    [
+        ctxpack.to_anthropic,
+        ctxpack.to_openai,
+        lambda history: ctxpack.to_openai(history, api="responses"),
+    ],
+    ids=["anthropic", "openai", "responses"],
+)
+def test_a_call_to_a_tool_name_the_api_refuses_is_named(kind: str, convert: Any) -> None:
+    # OpenAI refuses it in the history too ("Invalid 'messages[1].tool_calls[0].function.name':
+    # string does not match pattern"), as Anthropic does.
     history = [
         {"role": "user", "content": "Read it."},
-        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "assistant", "content": None, "tool_calls": [_CALLS[kind]]},
         {"role": "tool", "tool_call_id": "c1", "content": "x"},
     ]
     with pytest.raises(ctxpack.InvalidMessageError) as caught:
-        ctxpack.to_anthropic(history)
-    assert (caught.value.index, caught.value.field) == (1, "tool_calls[0].function.name")
+        convert(history)
+    assert (caught.value.index, caught.value.field) == (1, f"tool_calls[0].{kind}.name")
     assert "files.read" in str(caught.value)
 
 

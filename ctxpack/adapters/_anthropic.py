@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, TypedDict
 
-from .._internal.arguments import TOOL_NAME, message_items
+from .._internal.arguments import message_items
 from .._internal.jsontext import read_json
 from .._internal.reasoning import REASONING
 from .._internal.tool_errors import failed, unmarked
@@ -42,6 +42,7 @@ from ..messages import (
     with_provider,
 )
 from ..sdk import SDKObject, coerce_messages, coerce_value
+from ._fields import check_call_names
 from ._media import document_block, image_block, not_sent
 from ._validate import check_openai_tool_calls, validate_anthropic
 
@@ -418,19 +419,6 @@ def _trim_prefill(out: list[dict[str, Any]]) -> None:
             out.pop()
 
 
-def _check_call_names(msg: Message, index: int) -> None:
-    """A call to a tool whose name the API refuses (another provider's ``files.read``) fails
-    here, named, rather than at the API."""
-    for k, call in enumerate(msg.tool_calls or ()):
-        if not TOOL_NAME.fullmatch(call.function.name):
-            raise InvalidMessageError(
-                f"{call.function.name!r} is not a tool name Anthropic takes (^{TOOL_NAME.pattern}$)"
-                "; rename the tool, in its calls and its definition",
-                index=index,
-                field=f"tool_calls[{k}].function.name",
-            )
-
-
 def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> AnthropicPayload:
     """:class:`Message` objects (or OpenAI-style dicts) -> an Anthropic Messages payload.
 
@@ -468,7 +456,7 @@ def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> AnthropicPa
         if msg.role in ("system", "developer"):
             system.append(msg)
             continue
-        _check_call_names(msg, index)
+        check_call_names(msg, index, "Anthropic")
         meta = msg.metadata.get(META)
         meta = meta if isinstance(meta, Mapping) else {}
         role = "assistant" if msg.role == "assistant" else "user"

@@ -1,12 +1,14 @@
 """The field checks both validators make: a required string, a typed content entry, the object
-a part carries; each fails naming the message index and the field."""
+a part carries, the names of a message's tool calls; each fails naming the message index and the
+field."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from .._internal.arguments import json_type_name
+from .._internal.arguments import TOOL_NAME, json_type_name
+from ..messages import Message
 from ._turns import fail as _fail
 
 __all__: list[str] = []
@@ -51,3 +53,17 @@ def payload(
             f"must be an object like {like}, got {json_type_name(inner)}", index, f"{field}.{key}"
         )
     return inner
+
+
+def check_call_names(msg: Message, index: int, provider: str) -> None:
+    """A call to a tool whose name ``provider`` refuses in a history as in a definition (another
+    provider's ``files.read``) fails here, named, rather than at the API: renaming it would
+    leave the call naming a tool its definition does not."""
+    for k, call in enumerate(msg.tool_calls or ()):
+        if not TOOL_NAME.fullmatch(call.function.name):
+            raise _fail(
+                f"{call.function.name!r} is not a tool name {provider} takes "
+                f"(^{TOOL_NAME.pattern}$); rename the tool, in its calls and its definition",
+                index,
+                f"tool_calls[{k}].{call.type}.name",
+            )

@@ -19,6 +19,7 @@ from ..errors import InvalidMessageError
 from ..messages import Message, copy_value, ensure_messages, owned_messages, provider_of
 from ..sdk import SDKObject, item_error, joined_messages
 from ._anthropic import anthropic_parts_to_openai
+from ._fields import check_call_names
 from ._media import not_sent
 from ._responses import ResponsesLink, chat_to_responses, responses_link
 from ._validate import validate_openai
@@ -123,8 +124,10 @@ def to_openai(
             ``reasoning`` item that came before it, which a chat history does not hold.
 
     Raises:
-        InvalidMessageError: with ``api="responses"``, a part the Responses API has no input
-            for (audio), index and field named.
+        InvalidMessageError: a call to a tool whose name OpenAI refuses (not
+            ``^[a-zA-Z0-9_-]{1,64}$``: another provider's ``files.read``), or, with
+            ``api="responses"``, a part the Responses API has no input for (audio); index and
+            field named.
         ConfigError: ``api`` is neither.
 
     Example:
@@ -145,7 +148,8 @@ def to_openai(
     api = openai_api(api)
     out: list[dict[str, Any]] = []
     links: list[ResponsesLink | None] = []
-    for msg in owned_messages(messages):
+    for index, msg in enumerate(owned_messages(messages)):
+        check_call_names(msg, index, "OpenAI")
         if api == "responses":
             links.append(responses_link(msg))
         item: dict[str, Any] = {"role": msg.role}
