@@ -190,6 +190,23 @@ def test_a_changed_system_prompt_or_tool_set_says_earlier_thinking_becomes_inval
     assert "prefix check" not in reasons["claude-sonnet-4-5"]
 
 
+def test_a_changed_tool_set_warns_of_thinking_held_in_litellms_shape() -> None:
+    # LiteLLM returns Claude's thinking beside an OpenAI-shaped message (thinking_blocks, and
+    # its text as reasoning_content); the prefix check refuses those blocks just the same.
+    tool = {"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}
+    call = {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+    block = {"type": "thinking", "thinking": "Run the tests first.", "signature": "sig"}
+    for beside in ({"thinking_blocks": [block]}, {"reasoning_content": "Run the tests first."}):
+        session = Session(model=PRESERVED, counter=COUNTER, filters=False, window=8_000)
+        session.extend([SYSTEM, TASK])
+        session.render(tools=[tool])
+        turn = {"role": "assistant", "content": None, "tool_calls": [call], **beside}
+        session.extend([turn, {"role": "tool", "tool_call_id": "c1", "content": "3 failed"}])
+        retooled = session.render(tools=[])
+        reason = [d.reason for d in retooled.decisions if d.stage == "cache"][-1]
+        assert "prefix check" in reason, beside
+
+
 # ------------------------------------------------------------- pack() and render(budget=...)
 
 OTHER = "claude-sonnet-4-5"

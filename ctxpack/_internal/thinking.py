@@ -10,7 +10,13 @@ from ..pipeline import Decision
 from ..tokens import TokenCounter
 from .reasoning import REASONING
 
-__all__ = ["LITELLM_THINKING", "THINKING", "thinking_cleared_from", "without_thinking"]
+__all__ = [
+    "LITELLM_THINKING",
+    "THINKING",
+    "has_thinking",
+    "thinking_cleared_from",
+    "without_thinking",
+]
 
 THINKING = frozenset({"thinking", "redacted_thinking", REASONING})
 """Anthropic's thinking blocks and OpenAI's reasoning items (held as parts, see ctxpack.sdk)."""
@@ -19,6 +25,17 @@ THINKING = frozenset({"thinking", "redacted_thinking", REASONING})
 # The thinking LiteLLM returns beside an OpenAI-shaped message: Claude's blocks (sent back to
 # Claude as such) and their text.
 LITELLM_THINKING = ("thinking_blocks", "reasoning_content")
+
+
+def has_thinking(msg: Message) -> bool:
+    """Whether ``msg`` is an assistant turn with thinking: blocks in its content, or beside it
+    in LiteLLM's shape (what :func:`without_thinking` takes out)."""
+    if msg.role != "assistant":
+        return False
+    parts = msg.content if isinstance(msg.content, list) else []
+    return any(part.get("type") in THINKING for part in parts) or any(
+        msg.extras.get(key) for key in LITELLM_THINKING
+    )
 
 
 def without_thinking(msg: Message) -> Message | None:

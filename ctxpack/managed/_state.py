@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, ValidationError
 
 from .._internal.options import FieldErrorModel
-from .._internal.parts import THINKING_TYPES
+from .._internal.thinking import has_thinking
 from ..errors import ConfigError
 from ..messages import Message
 from ..pipeline import Decision
@@ -243,7 +243,7 @@ def cache_warnings(
     prefixed = (
         last.get("tools") != fingerprint["tools"] or last.get("system") != fingerprint["system"]
     )
-    if preserved_thinking and prefixed and any(_has_thinking(m) for m in messages):
+    if preserved_thinking and prefixed and any(map(has_thinking, messages)):
         reason += (
             "; the thinking blocks of earlier turns now fail the model's prefix check (preserved "
             "thinking): the API refuses the request or drops them. Keep the system prompt and "
@@ -259,12 +259,6 @@ def cache_warnings(
     )
     state.decisions.append(warning)
     return [warning]
-
-
-def _has_thinking(msg: Message) -> bool:
-    return isinstance(msg.content, list) and any(
-        part.get("type") in THINKING_TYPES for part in msg.content
-    )
 
 
 def _digest(value: Any) -> str:
