@@ -60,7 +60,10 @@ def _source_problems(block: Mapping[str, Any], where: str) -> list[str]:
         ok = media in wanted and isinstance(source.get("data"), str) and source["data"]
         return [] if ok else [f"{where}.source: base64 {media!r} not taken"]
     if kind == "url":
-        return [] if isinstance(source.get("url"), str) and source["url"] else [f"{where}: url"]
+        url = source.get("url")
+        ok = isinstance(url, str) and url.startswith(("https://", "http://"))
+        svg = ok and url.split("?", 1)[0].split("#", 1)[0].lower().endswith(".svg")
+        return [] if ok and not svg else [f"{where}: url {url!r} not an image the API reads"]
     if kind == "file":
         return [] if isinstance(source.get("file_id"), str) else [f"{where}: file_id"]
     if block["type"] == "document" and kind == "text":

@@ -22,13 +22,30 @@ def _media_type(head: str, default: str) -> str:
     return _MEDIA_ALIASES.get(media, media)
 
 
+# The image formats the Messages API reads; it refuses any other media type (an SVG, a TIFF).
+_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+_FORMATS = "Anthropic's API takes JPEG, PNG, GIF and WebP images only"
+
+
 def image_block(part: Mapping[str, Any]) -> dict[str, Any]:
+    """An OpenAI image part as an ``image`` block, or the note standing for an image the API
+    would refuse: no URL, a data URL not in base64, a format it does not read."""
+    kind = str(part.get("type"))
     inner = part.get("image_url")
     url = str(inner.get("url", "")) if isinstance(inner, Mapping) else str(inner or "")
-    if url.startswith("data:") and ";base64," in url:
+    if not url.strip():
+        return not_sent(kind, False, why="it has no URL")
+    if url.startswith("data:"):
+        if ";base64," not in url:
+            return not_sent(kind, False, why=f"a data URL not in base64; {_FORMATS}")
         head, data = url[5:].split(";base64,", 1)
         media = _media_type(head, "image/png")
+        if media not in _IMAGE_TYPES:
+            return not_sent(kind, False, why=f"{media}; {_FORMATS}")
         return {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}
+    path = url.split("#", 1)[0].split("?", 1)[0]
+    if path.lower().endswith((".svg", ".svgz")):
+        return not_sent(kind, False, why=f"an SVG; {_FORMATS}")
     return {"type": "image", "source": {"type": "url", "url": url}}
 
 
@@ -68,8 +85,11 @@ def _document_source(data: str) -> dict[str, Any]:
     return source
 
 
-def not_sent(kind: str, text_only: bool, *, to: str = "OpenAI") -> dict[str, str]:
+def not_sent(
+    kind: str, text_only: bool, *, to: str = "OpenAI", why: str | None = None
+) -> dict[str, str]:
     """The text part standing for a part of ``kind`` the message ``to`` a provider cannot
-    hold."""
-    why = "a tool message holds text only" if text_only else f"{to}'s API has no form for it"
+    hold (``why``: the reason, when it is not the part's kind)."""
+    if why is None:
+        why = "a tool message holds text only" if text_only else f"{to}'s API has no form for it"
     return {"type": "text", "text": f"[{kind} not sent: {why}]"}

@@ -146,6 +146,35 @@ def test_a_part_anthropic_has_no_form_for_is_named_in_text(part: dict[str, Any])
     assert messages[0]["content"][1] == part
 
 
+def _image(url: str) -> dict[str, Any]:
+    return {"type": "image_url", "image_url": {"url": url}}
+
+
+@pytest.mark.parametrize(
+    "part",
+    [
+        _image(""),
+        _image("data:image/svg+xml;base64,PHN2Zy8+"),
+        _image("data:image/svg+xml;utf8,<svg/>"),
+        _image("data:image/tiff;base64,SUkq"),
+        _image("https://example.com/logo.SVG?v=2"),
+        {"type": "input_image", "image_url": "data:image/svg+xml;base64,PHN2Zy8+"},
+    ],
+    ids=["no url", "svg data", "svg text data", "tiff", "svg url", "responses svg"],
+)
+def test_an_image_anthropic_refuses_is_named_in_text(part: dict[str, Any]) -> None:
+    """Anthropic reads JPEG, PNG, GIF and WebP images only, by a base64 source or an http(s)
+    URL: an image without a URL, an SVG, a TIFF went to it as an image block the API refuses
+    ("media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'"). It
+    is named in a text part, as audio is; the message itself keeps the part."""
+    messages = [{"role": "user", "content": [{"type": "text", "text": "Here."}, part]}]
+    payload = ctxpack.to_anthropic(messages)
+    assert anthropic_problems(payload) == []
+    note = payload["messages"][0]["content"][1]
+    assert note["type"] == "text" and note["text"].startswith(f"[{part['type']} not sent: ")
+    assert messages[0]["content"][1] == part
+
+
 @pytest.mark.parametrize(
     ("part", "block"),
     [
