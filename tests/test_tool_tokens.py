@@ -185,7 +185,8 @@ def _rendered_only(schema: Any) -> bool:
 CORPUS_COUNTS = {
     "create_pull_request": (214, 612, 265),
     "get_file_contents": (173, 501, 154),
-    "create_repository_ruleset": (617, 1076, 729),
+    # Its nested objects' descriptions count twice, as OpenAI's rendering (harmony) writes them.
+    "create_repository_ruleset": (658, 1076, 729),
     "fetch": (254, 582, 235),
     "place_order": (307, 666, 288),
 }
@@ -243,6 +244,43 @@ def test_the_published_rendering_matches_the_api_on_nested_arrays() -> None:
     tool = {"type": "function", "function": recipe}
     counted = count_tokens(messages, model="gpt-3.5-turbo", tools=[tool])
     assert counted == 106
+
+
+_LONG = (
+    "Every argument is parsed by the shell wrapper before the command runs; see the manual "
+    "for the caveats, the exceptions and the escapes."
+)
+
+
+@pytest.mark.parametrize("model", ["gpt-4o", "gpt-4"])
+@pytest.mark.parametrize("where", ["parameters", "array items", "array of objects"])
+def test_an_object_or_item_description_without_a_property_is_counted(
+    model: str, where: str
+) -> None:
+    # OpenAI's rendering of functions (openai/harmony, json_schema_to_typescript) writes an
+    # object's own description as a comment, the parameters' own too: the model reads it. It
+    # was rendered nowhere, so a long one was counted as 3 tokens, or none.
+    def tool(description: dict[str, str]) -> dict[str, Any]:
+        query = {"type": "string", "description": "The query."}
+        items: dict[str, Any] = {
+            "parameters": {"type": "string"},
+            "array items": {"type": "string", **description},
+            "array of objects": {"type": "object", "properties": {"q": query}, **description},
+        }[where]
+        parameters: dict[str, Any] = {
+            "type": "object",
+            "properties": {"q": query, "xs": {"type": "array", "items": items}},
+            "required": ["q"],
+        }
+        if where == "parameters":
+            parameters.update(description)
+        function = {"name": "run", "description": "Run it.", "parameters": parameters}
+        return {"type": "function", "function": function}
+
+    counter = get_counter(model)
+    without = tool_definition_tokens([tool({})], counter)
+    with_it = tool_definition_tokens([tool({"description": _LONG})], counter)
+    assert with_it - without >= counter.count(_LONG)
 
 
 def test_a_pydantic_schema_with_defs_is_counted_whole() -> None:

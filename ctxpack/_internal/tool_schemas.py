@@ -3,13 +3,14 @@
 OpenAI's models read function definitions rendered as a TypeScript namespace (``type f = (_: {
 ... }) => any;``), with descriptions as ``//`` comments; :func:`render_function` writes that
 form with every ``$ref`` resolved in place, unions for ``anyOf``/``oneOf``, intersections for
-``allOf``, literals for enums and the remaining keywords (defaults, formats, bounds...) as
-comments. :func:`is_recipe_schema` says whether a schema stays within what OpenAI's published
-counting recipe covers (flat properties with a type, a description and an enum),
-:func:`is_rendering_schema` whether it stays within what the published rendering covers
-(nested objects and arrays too); :func:`compact_json` is the definition as sent, without
-whitespace; :func:`tool_tokens` counts one definition with a token counter, and
-:func:`tool_list_tokens` a request's list of them.
+``allOf``, literals for enums, an object's own description as a comment in its type (as
+OpenAI's harmony renderer writes it: the parameters' and an array item's too) and the remaining
+keywords (defaults, formats, bounds...) as comments. :func:`is_recipe_schema` says whether a
+schema stays within what OpenAI's published counting recipe covers (flat properties with a
+type, a description and an enum), :func:`is_rendering_schema` whether it stays within what the
+published rendering covers (nested objects and arrays too); :func:`compact_json` is the
+definition as sent, without whitespace; :func:`tool_tokens` counts one definition with a token
+counter, and :func:`tool_list_tokens` a request's list of them.
 """
 
 from __future__ import annotations
@@ -189,15 +190,26 @@ class _Renderer:
             if items is None:
                 return "any[]"
             inner = self.type(items, indent, stack)
-            union = (" | " in inner or " & " in inner) and not inner.startswith("{")
+            union = (" | " in inner or " & " in inner) and not inner.startswith(("{", "//"))
+            if isinstance(items, Mapping) and not inner.startswith("//"):
+                # An item's description has no property to lead: it leads the item's type.
+                inner = "\n".join([*self.described(items, indent), inner])
             return f"({inner})[]" if union else f"{inner}[]"
         if kind == "object" or "properties" in schema:
             body = self.object_body(schema, indent + "  ", stack)
             extra = schema.get("additionalProperties")
             if isinstance(extra, Mapping):
                 body += f"\n{indent}  [key: string]: {self.type(extra, indent + '  ', stack)},"
-            return f"{{\n{body}\n{indent}}}" if body.strip() else "object"
+            if not body.strip():
+                return "\n".join([*self.described(schema, indent), "object"])
+            # OpenAI's rendering (harmony's) writes an object's own description in its type,
+            # after the comment that leads its property.
+            return "\n".join([*self.described(schema, indent), f"{{\n{body}\n{indent}}}"])
         return "any"
+
+    def described(self, schema: Mapping[str, Any], indent: str) -> list[str]:
+        """The comment lines of ``schema``'s own description."""
+        return self.comments({"description": schema.get("description")}, indent)
 
 
 def render_function(function: Mapping[str, Any]) -> str:
@@ -216,6 +228,8 @@ def render_function(function: Mapping[str, Any]) -> str:
     parameters = parameters if isinstance(parameters, Mapping) else {}
     renderer = _Renderer(parameters)
     lines = renderer.comments({"description": function.get("description")}, "")
+    # The parameters' own description is rendered too (harmony: a comment before its "{").
+    lines += renderer.described(parameters, "")
     body = renderer.object_body(parameters, "", ())
     name = function.get("name", "")
     if body:
