@@ -55,6 +55,18 @@ def payload(
     return inner
 
 
+def check_speaker_name(msg: Message, index: int) -> None:
+    """A message's ``name`` (the participant who spoke: a LangGraph agent's "Research Agent")
+    that OpenAI refuses, as it refuses a tool's, fails here, named, rather than at the API."""
+    if msg.name is not None and not TOOL_NAME.fullmatch(msg.name):
+        raise _fail(
+            f"{msg.name!r} is not a participant name OpenAI takes (^{TOOL_NAME.pattern}$); "
+            "write it with letters, digits, _ and - only (Research_Agent), or leave it out",
+            index,
+            "name",
+        )
+
+
 def check_call_names(msg: Message, index: int, provider: str) -> None:
     """A call to a tool whose name ``provider`` refuses in a history as in a definition (another
     provider's ``files.read``) fails here, named, rather than at the API: renaming it would

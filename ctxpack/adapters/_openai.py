@@ -19,7 +19,7 @@ from ..errors import InvalidMessageError
 from ..messages import Message, copy_value, ensure_messages, owned_messages, provider_of
 from ..sdk import SDKObject, item_error, joined_messages
 from ._anthropic import anthropic_parts_to_openai
-from ._fields import check_call_names
+from ._fields import check_call_names, check_speaker_name
 from ._media import not_sent
 from ._responses import ResponsesLink, chat_to_responses, responses_link
 from ._validate import validate_openai
@@ -125,7 +125,8 @@ def to_openai(
 
     Raises:
         InvalidMessageError: a call to a tool whose name OpenAI refuses (not
-            ``^[a-zA-Z0-9_-]{1,64}$``: another provider's ``files.read``), or, with
+            ``^[a-zA-Z0-9_-]{1,64}$``: another provider's ``files.read``), with ``api="chat"``
+            a message ``name`` it refuses alike (``"Research Agent"``), or, with
             ``api="responses"``, a part the Responses API has no input for (audio); index and
             field named.
         ConfigError: ``api`` is neither.
@@ -158,7 +159,8 @@ def to_openai(
             content = marked(content)  # is_error has no OpenAI field: the model reads the mark
         if not (content is None and msg.metadata.get(_NO_CONTENT)):
             item["content"] = content
-        if msg.name is not None:
+        if msg.name is not None and api == "chat":
+            check_speaker_name(msg, index)
             item["name"] = msg.name
         if msg.tool_calls:
             item["tool_calls"] = [call.model_dump() for call in msg.tool_calls]

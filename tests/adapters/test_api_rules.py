@@ -146,6 +146,25 @@ def test_a_part_anthropic_has_no_form_for_is_named_in_text(part: dict[str, Any])
     assert messages[0]["content"][1] == part
 
 
+@pytest.mark.parametrize("role", ["user", "assistant"])
+def test_a_participant_name_openai_refuses_is_named(role: str) -> None:
+    # A LangGraph agent's name, kept by from_langchain: OpenAI refuses it ("Invalid
+    # 'messages[1].name': string does not match pattern ... '^[a-zA-Z0-9_-]+$'").
+    messages = [
+        {"role": "system", "content": "Be brief."},
+        {"role": role, "content": "The findings.", "name": "Research Agent"},
+    ]
+    with pytest.raises(ctxpack.InvalidMessageError) as caught:
+        ctxpack.to_openai(messages)
+    assert (caught.value.index, caught.value.field) == (1, "name")
+    assert "Research Agent" in str(caught.value)
+    # The Responses API has no place for a name: it is left out there, as before.
+    assert "name" not in ctxpack.to_openai(messages, api="responses")[1]
+    assert ctxpack.to_openai([{**messages[1], "name": "research_agent-2"}])[0]["name"] == (
+        "research_agent-2"
+    )
+
+
 def _image(url: str) -> dict[str, Any]:
     return {"type": "image_url", "image_url": {"url": url}}
 
