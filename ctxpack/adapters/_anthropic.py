@@ -493,10 +493,10 @@ def anthropic_parts_to_openai(
     image becomes an ``image_url`` part (a data URL for base64 sources), a base64 document (a
     PDF) a ``file`` part; a text document (its text, or its content's text blocks) or a search
     result becomes text. A document sent by URL or by Anthropic file id has no OpenAI form, nor
-    has a ``browser_state`` block, nor an image or a file in a ``text_only`` message (Chat
-    Completions' tool message): each is a text part saying what was not sent, so that the
-    model knows it is missing; a ``tool_reference`` (a tool search's find) becomes a text part
-    naming its tool.
+    has an image sent by Anthropic file id, nor a ``browser_state`` block, nor an image or a
+    file in a ``text_only`` message (Chat Completions' tool message): each is a text part
+    saying what was not sent, so that the model knows it is missing; a ``tool_reference`` (a
+    tool search's find) becomes a text part naming its tool.
     """
     if not isinstance(content, list):
         return content
@@ -507,7 +507,7 @@ def anthropic_parts_to_openai(
         src: Mapping[str, Any] = source if isinstance(source, Mapping) else {}
         if kind == "text":
             out.append({"type": "text", "text": str(block.get("text", ""))})
-        elif kind == "image" and not text_only:
+        elif kind == "image" and not text_only and src.get("type") in ("base64", "url"):
             if src.get("type") == "base64":
                 url = f"data:{src.get('media_type')};base64,{src.get('data')}"
             else:

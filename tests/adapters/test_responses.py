@@ -10,6 +10,7 @@ import pytest
 
 import ctxpack
 from ctxpack.adapters import from_anthropic, from_openai, to_openai
+from tests.api_rules import openai_problems, responses_problems
 from tests.sdk_mock import Capture, openai_client
 from tests.test_clients_responses import response
 
@@ -347,6 +348,23 @@ def test_a_document_openai_has_no_form_for_is_named_where_it_was() -> None:
         "type": "text",
         "text": "[document not sent: OpenAI's API has no form for it]",
     }
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_an_image_sent_by_anthropic_file_id_is_named_where_it_was(api: Any) -> None:
+    # An image uploaded with Anthropic's Files API has no URL OpenAI can fetch: it went as an
+    # image part with an empty URL, which the API refused.
+    image = {
+        "type": "image",
+        "source": {"type": "file", "file_id": "file_011CNha8iCJcU1wXNR6q4V8w"},
+    }
+    history = ctxpack.from_anthropic(
+        [{"role": "user", "content": [{"type": "text", "text": "What is in it?"}, image]}]
+    )
+    sent = to_openai(history, api=api)
+    assert sent[0]["content"][1]["text"] == "[image not sent: OpenAI's API has no form for it]"
+    problems = openai_problems(sent) if api == "chat" else responses_problems(sent)
+    assert problems == []
 
 
 def test_an_assistant_message_s_phase_is_sent_back() -> None:
