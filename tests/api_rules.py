@@ -251,6 +251,8 @@ def openai_problems(messages: Sequence[Mapping[str, Any]]) -> list[str]:
                 function.get("arguments"), str
             ):
                 problems.append(f"{where}.tool_calls[{k}].arguments: not a string")
+            if len(str(call["id"])) > 40:
+                problems.append(f"{where}.tool_calls[{k}].id: over 40 characters")
             waiting[call["id"]] = i
             answerable.add(call["id"])
         if "name" in msg and not _NAME.fullmatch(str(msg["name"])):
@@ -270,6 +272,8 @@ def responses_problems(items: Sequence[Mapping[str, Any]]) -> list[str]:
     for i, item in enumerate(items):
         kind = item.get("type", "message")
         where = f"input[{i}]"
+        if len(str(item.get("call_id", ""))) > 64:
+            problems.append(f"{where}.call_id: over 64 characters")
         if kind == "message":
             if item.get("role") not in ("system", "developer", "user", "assistant"):
                 problems.append(f"{where}.role: {item.get('role')!r}")

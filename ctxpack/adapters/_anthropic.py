@@ -21,7 +21,6 @@ results back into their user message.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -42,7 +41,7 @@ from ..messages import (
     with_provider,
 )
 from ..sdk import SDKObject, coerce_messages, coerce_value
-from ._fields import check_call_names
+from ._fields import check_call_names, id_digest
 from ._media import document_block, image_block, not_sent
 from ._validate import check_openai_tool_calls, validate_anthropic
 
@@ -259,8 +258,7 @@ def tool_id(call_id: str) -> str:
     ``tool_use`` and its ``tool_result`` paired."""
     if call_id and not _NOT_ID.search(call_id):
         return call_id
-    digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()[:10]
-    return f"{_NOT_ID.sub('_', call_id)}_{digest}"
+    return f"{_NOT_ID.sub('_', call_id)}_{id_digest(call_id)}"
 
 
 def _to_blocks(content: str | list[dict[str, Any]] | None) -> list[dict[str, Any]]:

@@ -4,6 +4,7 @@ field."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -79,3 +80,9 @@ def check_call_names(msg: Message, index: int, provider: str) -> None:
                 index,
                 f"tool_calls[{k}].{call.type}.name",
             )
+
+
+def id_digest(call_id: str) -> str:
+    """A short digest of a tool call's id, which keeps two ids apart once each is rewritten in
+    the form a provider takes (its characters, its length)."""
+    return hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()[:10]

@@ -19,7 +19,7 @@ from ..errors import InvalidMessageError
 from ..messages import Message, copy_value, ensure_messages, owned_messages, provider_of
 from ..sdk import SDKObject, item_error, joined_messages
 from ._anthropic import anthropic_parts_to_openai
-from ._fields import check_call_names, check_speaker_name
+from ._fields import check_call_names, check_speaker_name, id_digest
 from ._media import not_sent
 from ._responses import ResponsesLink, chat_to_responses, responses_link
 from ._validate import validate_openai
@@ -106,10 +106,12 @@ def to_openai(
     Responses API's input items.
 
     ctxpack-only fields (id, priority, pinned, source, metadata...) are left out; ``extras`` are
-    written back verbatim. Messages that came from an Anthropic payload are translated: images
-    become ``image_url`` parts, thinking blocks are left out, and a failed tool result
-    (``is_error``, which OpenAI has no field for) is led by ``[tool error]``, which
-    :func:`~ctxpack.adapters.to_anthropic` reads back.
+    written back verbatim. A tool call id longer than the API takes (40 characters in Chat
+    Completions, a ``call_id`` of 64 in the Responses API) keeps its head and gets a digest of
+    the whole, the same in the call and its result. Messages that came from an Anthropic
+    payload are translated: images become ``image_url`` parts, thinking blocks are left out,
+    and a failed tool result (``is_error``, which OpenAI has no field for) is led by
+    ``[tool error]``, which :func:`~ctxpack.adapters.to_anthropic` reads back.
 
     Args:
         messages: The messages.
@@ -170,4 +172,33 @@ def to_openai(
         out.append(item)
     # Dicts of their own: editing them (adding cache_control, say) must not reach the messages.
     copied: list[dict[str, Any]] = copy_value(out)
-    return chat_to_responses(copied, links) if api == "responses" else copied
+    return _with_fitted_ids(chat_to_responses(copied, links) if api == "responses" else copied)
+
+
+# The longest tool call id each API takes: Chat Completions refuses a longer one
+# ("messages[2].tool_calls[0].id: string too long. Expected ... maximum length 40"), the
+# Responses API a call_id over 64.
+_CHAT_ID_LIMIT, _RESPONSES_ID_LIMIT = 40, 64
+
+
+def _with_fitted_ids(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``items`` (chat messages or Responses API items, ctxpack's own copies) with every tool
+    call id within the API's length."""
+    for item in items:
+        for call in item.get("tool_calls") or ():
+            call["id"] = _fitted_id(call["id"], _CHAT_ID_LIMIT)
+        if isinstance(item.get("tool_call_id"), str):
+            item["tool_call_id"] = _fitted_id(item["tool_call_id"], _CHAT_ID_LIMIT)
+        if isinstance(item.get("call_id"), str):
+            item["call_id"] = _fitted_id(item["call_id"], _RESPONSES_ID_LIMIT)
+    return items
+
+
+def _fitted_id(call_id: str, limit: int) -> str:
+    """``call_id`` within ``limit`` characters: another provider's longer id keeps its head and
+    gets a digest of the whole, so that two ids never become one and the same id always maps
+    to the same one, which keeps each call and its result paired."""
+    if len(call_id) <= limit:
+        return call_id
+    digest = id_digest(call_id)
+    return f"{call_id[: limit - len(digest) - 1]}_{digest}"

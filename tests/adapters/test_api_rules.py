@@ -165,6 +165,33 @@ def test_a_participant_name_openai_refuses_is_named(role: str) -> None:
     )
 
 
+def test_a_tool_call_id_longer_than_openai_takes_is_sent_within_its_length() -> None:
+    # A gateway's or another provider's id (Portkey's is 44 characters): Chat Completions
+    # refuses an id over 40 ("string too long"), the Responses API a call_id over 64.
+    ids = ["portkey-6aa6db90-1b84-4155-9f32-f658c97d6b1b", "x" * 70, "x" * 69 + "y"]
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Look them up."}]
+    history.append(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": i, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+                for i in ids
+            ],
+        }
+    )
+    history += [{"role": "tool", "tool_call_id": i, "content": "found"} for i in ids]
+    chat = ctxpack.to_openai(history)
+    assert openai_problems(chat) == []
+    sent = [call["id"] for call in chat[1]["tool_calls"]]
+    assert [m["tool_call_id"] for m in chat[2:]] == sent and len(set(sent)) == 3
+    items = ctxpack.to_openai(history, api="responses")
+    assert responses_problems(items) == []
+    assert len({item["call_id"] for item in items[1:]}) == 3
+    short = _call("call_7")
+    assert ctxpack.to_openai(short) == short
+
+
 def _image(url: str) -> dict[str, Any]:
     return {"type": "image_url", "image_url": {"url": url}}
 
