@@ -429,9 +429,9 @@ def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> AnthropicPa
     ``input_file`` by URL to an image and a document; audio, an OpenAI file id and a file
     that is neither a PDF nor text, which Anthropic has no form for, to a text part naming
     what was not sent, as is an image the API cannot read (not JPEG, PNG, GIF or WebP: an
-    SVG, by data or by a URL ending in ``.svg``; no URL; a data URL not in base64); a
-    ``refusal`` to text; the ``thinking_blocks`` LiteLLM returns beside
-    an OpenAI message lead its turn, as Claude wrote them; ``name`` and the legacy
+    SVG, by data or by a URL ending in ``.svg``; no URL, or one not http(s); a data URL not
+    in base64); a ``refusal`` to text; the ``thinking_blocks`` LiteLLM returns beside an
+    OpenAI message lead its turn, as Claude wrote them; ``name`` and the legacy
     ``function_call`` have no Anthropic equivalent and are left out, and so is text of only
     whitespace, in a tool result too, and a message left with no content, which the API
     refuses). A turn's tool results go before its other blocks, as the

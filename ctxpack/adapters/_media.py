@@ -29,7 +29,8 @@ _FORMATS = "Anthropic's API takes JPEG, PNG, GIF and WebP images only"
 
 def image_block(part: Mapping[str, Any]) -> dict[str, Any]:
     """An OpenAI image part as an ``image`` block, or the note standing for an image the API
-    would refuse: no URL, a data URL not in base64, a format it does not read."""
+    would refuse: no URL or one it cannot fetch, a data URL not in base64, a format it does not
+    read."""
     kind = str(part.get("type"))
     inner = part.get("image_url")
     url = str(inner.get("url", "")) if isinstance(inner, Mapping) else str(inner or "")
@@ -43,6 +44,9 @@ def image_block(part: Mapping[str, Any]) -> dict[str, Any]:
         if media not in _IMAGE_TYPES:
             return not_sent(kind, False, why=f"{media}; {_FORMATS}")
         return {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}
+    if not url.lower().startswith(("https://", "http://")):
+        # A path, a bucket's gs:// or s3:// address: nothing the API can fetch.
+        return not_sent(kind, False, why="not an http(s) URL Anthropic's API can fetch")
     path = url.split("#", 1)[0].split("?", 1)[0]
     if path.lower().endswith((".svg", ".svgz")):
         return not_sent(kind, False, why=f"an SVG; {_FORMATS}")

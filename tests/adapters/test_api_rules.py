@@ -205,8 +205,9 @@ def _image(url: str) -> dict[str, Any]:
         _image("data:image/tiff;base64,SUkq"),
         _image("https://example.com/logo.SVG?v=2"),
         {"type": "input_image", "image_url": "data:image/svg+xml;base64,PHN2Zy8+"},
+        _image("gs://bucket/chart.png"),
     ],
-    ids=["no url", "svg data", "svg text data", "tiff", "svg url", "responses svg"],
+    ids=["no url", "svg data", "svg text data", "tiff", "svg url", "responses svg", "gs url"],
 )
 def test_an_image_anthropic_refuses_is_named_in_text(part: dict[str, Any]) -> None:
     """Anthropic reads JPEG, PNG, GIF and WebP images only, by a base64 source or an http(s)
