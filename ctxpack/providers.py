@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ._internal.arguments import shown
 from ._internal.columns import ANTHROPIC, flags
 from ._internal.encodings import model_key
-from .adapters import ANTHROPIC_BLOCKS, OPENAI_PART_TYPES
+from .adapters import has_anthropic_blocks
 from .errors import ConfigError
 
 if TYPE_CHECKING:
@@ -40,9 +40,6 @@ __all__ = [
 ]
 
 Provider = Literal["openai", "anthropic"]
-
-# Content blocks only Anthropic's Messages API has: a message holding one is Anthropic's.
-_ANTHROPIC_ONLY_BLOCKS = frozenset(ANTHROPIC_BLOCKS) - OPENAI_PART_TYPES
 
 
 def check_provider(value: object, argument: str = "provider") -> Provider:
@@ -139,18 +136,6 @@ def provider_from_chat_model(model: Any) -> Provider:
     """The provider of a LangChain chat model (``ChatAnthropic``, ``ChatOpenAI``...), by its
     class, since LangChain's own models carry no provider field."""
     return "anthropic" if "anthropic" in type(model).__name__.lower() else "openai"
-
-
-def has_anthropic_blocks(message: Mapping[str, Any]) -> bool:
-    """Whether a message dict holds a content block only Anthropic has (``tool_use``,
-    ``tool_result``, ``thinking``, ``image``...)."""
-    content = message.get("content")
-    return isinstance(content, list) and any(
-        isinstance(block, Mapping)
-        and isinstance(kind := block.get("type"), str)
-        and kind in _ANTHROPIC_ONLY_BLOCKS
-        for block in content
-    )
 
 
 def provider_from_message(message: Mapping[str, Any]) -> Provider:

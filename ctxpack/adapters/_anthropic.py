@@ -36,11 +36,11 @@ from ..messages import (
     Message,
     copy_value,
     ensure_messages,
-    owned_messages,
     provider_of,
     with_provider,
 )
 from ..sdk import SDKObject, coerce_messages, coerce_value
+from ._converted import converted_messages
 from ._fields import check_call_names, id_digest
 from ._media import document_block, image_block, not_sent
 from ._validate import check_openai_tool_calls, validate_anthropic
@@ -441,15 +441,21 @@ def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> AnthropicPa
     the conversation valid for Anthropic first, and records how. A final assistant turn (a
     prefill) is sent without its trailing whitespace, which the API refuses.
 
+    Dicts are checked as :func:`ctxpack.pack` checks them; a message holding a block only
+    Anthropic has is sent as it is.
+
     Returns:
         ``{"system": ..., "messages": [...]}``; ``system`` is ``None`` without a system prompt.
+
+    Raises:
+        InvalidMessageError: a message is malformed (index and field named).
 
     Example:
         >>> to_anthropic([{"role": "system", "content": "Be brief."},
         ...               {"role": "user", "content": "Hi"}])
         {'system': 'Be brief.', 'messages': [{'role': 'user', 'content': 'Hi'}]}
     """
-    msgs = owned_messages(messages)
+    msgs = converted_messages(messages)
     system: list[Message] = []
     turns: list[tuple[str, list[tuple[str | None, list[dict[str, Any]]]]]] = []
     for index, msg in enumerate(msgs):

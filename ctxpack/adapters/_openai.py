@@ -16,9 +16,10 @@ from .._internal.reasoning import is_reasoning
 from .._internal.tool_errors import failed, marked
 from .._internal.tool_items import is_server_item
 from ..errors import InvalidMessageError
-from ..messages import Message, copy_value, ensure_messages, owned_messages, provider_of
+from ..messages import Message, copy_value, ensure_messages, provider_of
 from ..sdk import SDKObject, item_error, joined_messages
 from ._anthropic import anthropic_parts_to_openai
+from ._converted import converted_messages
 from ._fields import check_call_names, check_speaker_name, id_digest
 from ._media import not_sent
 from ._responses import ResponsesLink, chat_to_responses, responses_link
@@ -125,10 +126,12 @@ def to_openai(
             ids a response gave them: a ``function_call`` sent with its id needs the
             ``reasoning`` item that came before it, which a chat history does not hold.
 
+    Dicts are checked as :func:`ctxpack.pack` checks them.
+
     Raises:
-        InvalidMessageError: a call to a tool whose name OpenAI refuses (not
-            ``^[a-zA-Z0-9_-]{1,64}$``: another provider's ``files.read``), with ``api="chat"``
-            a message ``name`` it refuses alike (``"Research Agent"``), or, with
+        InvalidMessageError: a message is malformed, a call to a tool whose name OpenAI refuses
+            (not ``^[a-zA-Z0-9_-]{1,64}$``: another provider's ``files.read``), with
+            ``api="chat"`` a message ``name`` it refuses alike (``"Research Agent"``), or, with
             ``api="responses"``, a part the Responses API has no input for (audio); index and
             field named.
         ConfigError: ``api`` is neither.
@@ -151,7 +154,7 @@ def to_openai(
     api = openai_api(api)
     out: list[dict[str, Any]] = []
     links: list[ResponsesLink | None] = []
-    for index, msg in enumerate(owned_messages(messages)):
+    for index, msg in enumerate(converted_messages(messages)):
         check_call_names(msg, index, "OpenAI")
         if api == "responses":
             links.append(responses_link(msg))

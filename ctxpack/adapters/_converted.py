@@ -1,0 +1,47 @@
+"""The messages the converters read: dicts in OpenAI's shape checked as :func:`ctxpack.pack`
+checks them, a message holding a block only Anthropic has taken as it is."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..messages import Message, owned_messages
+from ..sdk import SDKObject
+from ._validate import ANTHROPIC_BLOCKS, OPENAI_PART_TYPES, check_openai_message
+
+__all__: list[str] = []
+
+# Content blocks only Anthropic's Messages API has: a message holding one is Anthropic's.
+ANTHROPIC_ONLY_BLOCKS = frozenset(ANTHROPIC_BLOCKS) - OPENAI_PART_TYPES
+
+
+def has_anthropic_blocks(message: Mapping[str, Any]) -> bool:
+    """Whether a message dict holds a content block only Anthropic has (``tool_use``,
+    ``tool_result``, ``thinking``, ``image``...)."""
+    content = message.get("content")
+    return isinstance(content, list) and any(
+        isinstance(block, Mapping)
+        and isinstance(kind := block.get("type"), str)
+        and kind in ANTHROPIC_ONLY_BLOCKS
+        for block in content
+    )
+
+
+def _checked(entry: Mapping[str, Any], index: int) -> None:
+    if not has_anthropic_blocks(entry):
+        check_openai_message(entry, index)
+
+
+def converted_messages(
+    messages: Iterable[Message | Mapping[str, Any] | SDKObject],
+) -> tuple[Message, ...]:
+    """``messages`` as :func:`~ctxpack.adapters.to_openai` and
+    :func:`~ctxpack.adapters.to_anthropic` read them: a malformed OpenAI message (a tool call
+    without an id, an ``image_url`` that is not an object) refused naming its index and field,
+    rather than failing inside the conversion or going out as a request the provider refuses.
+
+    Raises:
+        InvalidMessageError: ``messages`` is not a list, or a message is malformed.
+    """
+    return owned_messages(messages, check=_checked)

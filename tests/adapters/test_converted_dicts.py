@@ -1,0 +1,53 @@
+"""The converters check dicts as :func:`ctxpack.pack` does: a malformed OpenAI message is
+ctxpack's error naming its index and field, never a traceback from inside the converter nor a
+request the provider refuses; an Anthropic message is taken as it is."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ctxpack import InvalidMessageError, to_anthropic, to_openai
+
+from .malformed import OPENAI, Case
+
+CONVERTERS = {
+    "to_openai": to_openai,
+    "to_openai(api='responses')": lambda messages: to_openai(messages, api="responses"),
+    "to_anthropic": to_anthropic,
+}
+# The mistakes of one message (pack() repairs tool pairing and turn order, the converters
+# leave them to it); a message holding an Anthropic block is taken as it is, below.
+MESSAGE_MISTAKES = [
+    c for c in OPENAI if c.index is not None and not c.pairing and c.says != "from_anthropic"
+]
+
+
+@pytest.mark.parametrize("name", CONVERTERS)
+@pytest.mark.parametrize("c", MESSAGE_MISTAKES, ids=lambda c: c.name)
+def test_a_malformed_message_is_refused_naming_its_index_and_field(c: Case, name: str) -> None:
+    with pytest.raises(InvalidMessageError) as info:
+        CONVERTERS[name](c.payload)
+    assert (info.value.index, info.value.field) == (c.index, c.field), str(info.value)
+
+
+def test_an_image_part_without_a_url_object_is_not_sent_as_an_image_of_its_repr() -> None:
+    messages = [{"role": "user", "content": [{"type": "image_url", "image_url": 5}]}]
+    for convert in CONVERTERS.values():
+        with pytest.raises(InvalidMessageError, match=r"message 0: content\[0\]\.image_url"):
+            convert(messages)
+
+
+ANTHROPIC_HISTORY: list[dict[str, Any]] = [
+    {"role": "user", "content": "List the files."},
+    {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "t1", "name": "ls", "input": {"path": "."}}],
+    },
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a.py"}]},
+]
+
+
+def test_anthropic_messages_reach_anthropic_as_they_were() -> None:
+    assert to_anthropic(ANTHROPIC_HISTORY)["messages"] == ANTHROPIC_HISTORY
