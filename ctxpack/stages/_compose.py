@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from pydantic import field_validator
+
+from .._internal.arguments import check_text
 from .._internal.columns import DEVELOPER, PINNED, SYSTEM, flags, positions
 from ..messages import Message
 from ..pipeline import Decision, PackContext, check_context
@@ -36,6 +39,14 @@ class PromptComposer(StageModel):
     developer: str | None = None
     keep_last_user: bool = True
     protect_developer: bool = True
+
+    @field_validator("system", "developer")
+    @classmethod
+    def _sendable(cls, text: str | None) -> str | None:
+        # Sent as a message's content, which refuses it at the first pack, without naming this.
+        if text is not None:
+            check_text(text, "text")
+        return text
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
         check_context(ctx, self)

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 import ctxpack
 from ctxpack import PromptComposer
 
@@ -89,3 +91,11 @@ def test_repr_reads_like_the_constructor() -> None:
         "PromptComposer(system='x', developer=None, keep_last_user=True, protect_developer=True)"
     )
     assert isinstance(PromptComposer(), ctxpack.pipeline.Stage)
+
+
+@pytest.mark.parametrize("option", ["system", "developer"])
+def test_an_instruction_no_provider_accepts_is_refused_naming_the_option(option: str) -> None:
+    # A lone surrogate: valid in a str, not in UTF-8. Refused when the stage is configured, not
+    # at the first pack as a message's content with no index.
+    with pytest.raises(ctxpack.ConfigError, match=rf"PromptComposer: {option}=.*lone surrogate"):
+        PromptComposer(**{option: "Be brief.\ud800"})
