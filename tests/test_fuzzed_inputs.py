@@ -16,6 +16,7 @@ import copy
 import datetime
 import importlib
 import inspect
+import json
 import math
 import pkgutil
 from concurrent.futures import ThreadPoolExecutor
@@ -155,6 +156,89 @@ def test_odd_conversations_give_a_result_or_an_error_naming_the_message(items: l
                 assert result.tokens <= BUDGET, name
         # Compared as text: NaN != NaN, so a conversation holding one never equals its copy.
         assert repr(items) == repr(before), f"{name} mutated its input"
+
+
+# Values a content part or an extra field (both sent as they are) may hold that JSON cannot.
+NOT_JSON = st.sampled_from(
+    [math.nan, math.inf, {1, 2}, b"bytes", object(), datetime.datetime(2025, 1, 1)]
+)
+
+
+@st.composite
+def unsendable_conversations(draw: st.DrawFn) -> list[Any]:
+    """A generated conversation with a value JSON cannot carry in a content part of one of its
+    dicts, or in an extra field beside it."""
+    items = list(draw(conversations(max_turns=6)).items)
+    k = draw(st.integers(min_value=0, max_value=len(items) - 1))
+    if isinstance(items[k], Message):
+        items[k] = items[k].model_dump(exclude_defaults=True)
+    odd = draw(NOT_JSON)
+    if draw(st.booleans()):
+        items[k]["cache_control"] = {"type": odd}
+    else:
+        text = items[k].get("content")
+        text = text if isinstance(text, str) and text.strip() else "some text"
+        items[k]["content"] = [{"type": "text", "text": text, "cache_control": odd}]
+    return items
+
+
+SENT = {
+    "to_openai(pack())": lambda items: pack(items, budget=10_000).to_openai(),
+    "to_anthropic(pack())": lambda items: pack(items, budget=10_000).to_anthropic(),
+    "to_openai": ctxpack.to_openai,
+    "to_anthropic": ctxpack.to_anthropic,
+    "Session": lambda items: _session_render(items).to_openai(),
+}
+
+
+def _session_render(items: list[Any]) -> Any:
+    session = Session()
+    session.extend(items)
+    return session.render()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(odd_conversations(), unsendable_conversations()))
+def test_what_is_packed_or_converted_is_sent_as_json_or_refused_naming_the_field(
+    items: list[Any],
+) -> None:
+    for name, call in SENT.items():
+        try:
+            sent = call(items)
+        except InvalidMessageError as exc:
+            assert exc.index is not None and exc.field, f"{name}: {exc}"
+        except CtxpackError:
+            pass
+        else:
+            json.dumps(sent, allow_nan=False)
+
+
+@pytest.mark.parametrize(
+    ("message", "field"),
+    [
+        ({"role": "user", "content": [{"type": "text", "text": "x", "c": {1}}]}, "content[0].c"),
+        (
+            {"role": "user", "content": [{"type": "text", "text": "x", "n": [math.inf]}]},
+            "content[0].n[0]",
+        ),
+        ({**USER, "audio": {"data": b"raw"}}, "audio.data"),
+        ({**USER, "trace": object()}, "trace"),
+    ],
+)
+@pytest.mark.parametrize("entry", ["pack", "Session.append", "Message"])
+def test_a_value_json_cannot_carry_where_it_is_sent_is_refused_naming_it(
+    message: dict[str, Any], field: str, entry: str
+) -> None:
+    with pytest.raises(InvalidMessageError, match="sent as JSON") as info:
+        if entry == "pack":
+            pack([USER, message], budget=BUDGET)
+        elif entry == "Session.append":
+            Session().extend([USER, message])
+        else:
+            extras = {k: v for k, v in message.items() if k not in Message.model_fields}
+            Message(**{k: message[k] for k in message.keys() - extras.keys()}, extras=extras)
+    assert info.value.field == field
+    assert info.value.index == (None if entry == "Message" else 1)
 
 
 # ------------------------------------------------------ what a custom stage hands back
@@ -564,8 +648,9 @@ def test_an_original_a_stage_kept_without_validation_is_refused_naming_it(
         ),
         ({**USER, "metadata": {"score": math.nan}}, "metadata", "metadata.score"),
         ({**USER, "metadata": {"k": {1: "x"}}}, "metadata", "metadata.k"),
-        ({**USER, "audio": {"data": b"raw"}}, "extras", "extras.audio.data"),
-        ({**USER, "trace": object()}, "extras", "extras.trace"),
+        # Bytes or an object there are refused by every session, as no request can send them.
+        ({**USER, "audio": {"data": (1, 2)}}, "extras", "extras.audio.data"),
+        ({**USER, "trace": ("a", "b")}, "extras", "extras.trace"),
         (
             {"role": "user", "content": [{"type": "text", "text": "hi", "ids": (1, 2)}]},
             "content",

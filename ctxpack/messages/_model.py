@@ -27,6 +27,7 @@ from .._internal.arguments import (
     TooLongInt,
     check_nesting,
     check_text,
+    json_problem,
     message_items,
     shown,
     too_long_int_text,
@@ -239,8 +240,9 @@ class Message(FieldErrorModel):
 
 def _check_values(message: Message) -> None:
     """Refuse what no provider accepts and nothing can process: text that is not valid Unicode
-    (a lone surrogate), lists or objects nested too deep to copy or serialise, and ints too long
-    to write as text (no JSON encoder, nor ``repr()``, can)."""
+    (a lone surrogate), lists or objects nested too deep to copy or serialise, ints too long
+    to write as text (no JSON encoder, nor ``repr()``, can), and in what is sent (the content
+    parts, the extra fields) any other value JSON cannot carry."""
     content = message.content
     if isinstance(content, str):
         check_text(content, "content")
@@ -276,6 +278,18 @@ def _check_values(message: Message) -> None:
                 ) from None
             except TooLongInt as exc:
                 raise ValueError(too_long_int_text(_holder(field, value), exc.bits)) from None
+    # The content parts and the extra fields are sent as they are: a value JSON cannot carry
+    # would fail in the SDK's encoder (a set, bytes) or have the request refused (NaN), far from
+    # the message. An extra field is named as the caller wrote it, beside the message.
+    problem = None if type(content) is not list else json_problem(content, "content", exact=False)
+    for key, value in message.extras.items():
+        problem = problem or json_problem(value, key, exact=False)
+    if problem is not None:
+        raise ValueError(
+            f"{problem}: a message's content parts and extra fields are sent as JSON, which "
+            "holds only strings, finite numbers, booleans, None, lists and objects with string "
+            "keys"
+        )
 
 
 def _holder(field: str, value: Any) -> str:
