@@ -95,15 +95,46 @@ _COMPILED = tuple(
     (name, re.compile(pattern), _NEEDLES[name]) for name, pattern in INJECTION_PATTERNS.items()
 )
 
+MAX_MARKERS = 1_000
+"""How many markers of one hidden-character pattern a text gets one by one; its others are one
+more marker, from the first of them to the end of the last."""
+
+# Where the last character a hidden-character pattern matches ends: the greedy run to the end
+# of the text gives back one character at a time until one of them matches.
+_LAST = {
+    name: re.compile(r"(?s).*(?:" + INJECTION_PATTERNS[name] + ")")
+    for name, needles in _NEEDLES.items()
+    if needles is None
+}
+
+
+def _markers(name: str, pattern: re.Pattern[str], text: str) -> list[InjectionFinding]:
+    # Hidden characters interleaved with visible ones made a marker every other character,
+    # each an object to build, sort and weigh for the cache: a megabyte cost ten times the
+    # reading of it. Past MAX_MARKERS the text is flagged all the same, so the rest is one.
+    found: list[InjectionFinding] = []
+    for m in pattern.finditer(text):
+        if len(found) == MAX_MARKERS:
+            last = _LAST[name].match(text, m.start())
+            return [*found, InjectionFinding(name, m.start(), last.end() if last else m.end())]
+        found.append(InjectionFinding(name, m.start(), m.end()))
+    return found
+
 
 @memoize(maxsize=100_000, maxbytes=16 * 2**20, name="injection markers of a text")
 def _scan(text: str) -> tuple[InjectionFinding, ...]:
     # Cached by content: a history packed again every turn holds the same tool outputs.
     lowered, ascii_only = text.lower(), text.isascii()
     found = [
+        finding
+        for name, pattern, needles in _COMPILED
+        if needles is None and not ascii_only
+        for finding in _markers(name, pattern, text)
+    ]
+    found += [
         InjectionFinding(name, m.start(), m.end())
         for name, pattern, needles in _COMPILED
-        if (not ascii_only if needles is None else any(n in lowered for n in needles))
+        if needles is not None and any(n in lowered for n in needles)
         for m in pattern.finditer(text)
     ]
     return tuple(sorted(found, key=lambda f: (f.start, f.pattern)))

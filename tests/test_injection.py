@@ -8,9 +8,11 @@ import pytest
 
 import ctxpack
 from ctxpack import ConfigError, Session, pack
-from ctxpack.injection import INJECTION_PATTERNS, find_injections
+from ctxpack.injection import INJECTION_PATTERNS, MAX_MARKERS, find_injections
 from ctxpack.stages import InjectionFlagger
 from ctxpack.testing import check_stage
+
+from .helpers import cpu_seconds
 
 
 def _tag_text(text: str) -> str:
@@ -164,3 +166,28 @@ def test_a_run_of_hidden_characters_is_one_marker(text: str, pattern: str) -> No
     # a megabyte of U+202E made a million, and packing it took 26 s, most of it weighing them
     # for the cache.
     assert [(f.pattern, f.start, f.end) for f in find_injections(text)] == [(pattern, 1, 4)]
+
+
+def test_hidden_characters_between_letters_cost_about_what_reading_the_text_does() -> None:
+    # A zero-width character after each letter made a marker every other character: a
+    # megabyte took ten times as long as a megabyte of prose (about 0.9 s).
+    texts = iter(range(100))
+
+    def cost(unit: str) -> float:
+        text = unit * (500_000 // len(unit))
+        return cpu_seconds(lambda: find_injections(f"{text}{next(texts)}"))
+
+    prose = "Le système a envoyé le rapport au développeur, sans rien ignorer. "
+    assert cost("a\u200b") < 3 * cost(prose)
+    assert cost("a\U000e0041") < 3 * cost(prose)
+
+
+def test_past_the_cap_a_pattern_s_other_markers_are_one() -> None:
+    n = MAX_MARKERS + 50
+    found = find_injections("a\u200b" * n + "end of text")
+    assert len(found) == MAX_MARKERS + 1
+    assert [(f.start, f.end) for f in found[:-1]] == [
+        (2 * i + 1, 2 * i + 2) for i in range(MAX_MARKERS)
+    ]
+    assert (found[-1].start, found[-1].end) == (2 * MAX_MARKERS + 1, 2 * n)
+    assert {f.pattern for f in found} == {"zero-width-text"}
