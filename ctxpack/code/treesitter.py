@@ -165,6 +165,46 @@ def _text(node: Any) -> str:
     return bytes(node.text).decode("utf-8", errors="replace")
 
 
+_OPENING = frozenset({"(", "[", "{"})
+
+
+def _parse(parser: Any, data: bytes) -> Any:
+    """``data``'s tree, read again without the opening brackets left unclosed in it.
+
+    tree-sitter's recovery from a run of unclosed brackets (broken or generated code) makes an
+    error node of all that follows, the definitions after the run with it: ``def f(x):`` there
+    reads as a call. The brackets are made spaces, which keeps every position, and the new
+    tree is taken when it holds fewer errors.
+    """
+    tree = parser.parse(data)
+    if not tree.root_node.has_error:
+        return tree
+    errors, stray = _errors(tree.root_node)
+    if not stray:
+        return tree
+    blanked = bytearray(data)
+    for at in stray:
+        blanked[at] = ord(" ")
+    again = parser.parse(bytes(blanked))
+    return again if _errors(again.root_node)[0] < errors else tree
+
+
+def _errors(root: Any) -> tuple[int, list[int]]:
+    """How many error nodes the tree holds, and where the opening brackets directly in them
+    start (their bytes)."""
+    count, stray, pending = 0, [], [root]
+    while pending:
+        node = pending.pop()
+        if node.type == "ERROR" or node.is_missing:
+            count += 1
+        for child in node.children:
+            if node.type == "ERROR" and child.type in _OPENING:
+                stray.append(int(child.start_byte))
+            elif child.has_error or child.is_missing:
+                pending.append(child)
+    return count, stray
+
+
 def parse_with_tree_sitter(path: str, language: str, source: str, parser: Any) -> ParsedFile:
     """Parse one file's text with a parser from :func:`parser_for`."""
     return _TreeSitterFile(path, language, source, parser).parse()
@@ -176,7 +216,7 @@ class _TreeSitterFile:
         self.language = language
         self.source = source
         self.lines = source.split("\n")
-        self.tree = parser.parse(source.encode("utf-8"))
+        self.tree = _parse(parser, source.encode("utf-8"))
         self.definitions = _DEFINITIONS[language]
         self.symbols: list[Symbol] = []
         self.covered: set[int] = set()

@@ -123,6 +123,29 @@ def test_no_line_is_in_two_units() -> None:
 
 @needs_tree_sitter
 @pytest.mark.parametrize(
+    ("language", "run", "definition"),
+    [
+        ("python", "((((((((((", "def handler(x):\n    return x + 1"),
+        ("python", "x = [[[[", "def handler(x):\n    return x + 1"),
+        ("javascript", "((((((((((", "function handler(x) {\n  return x + 1;\n}"),
+        ("typescript", "[[[[", "function handler(x: number) {\n  return x + 1;\n}"),
+        ("go", "((((", "func handler(x int) int {\n\treturn x + 1\n}"),
+        ("rust", "[[[[[[[[", "fn handler(x: i32) -> i32 {\n    x + 1\n}"),
+    ],
+)
+def test_a_definition_after_a_run_of_unclosed_brackets_is_a_unit(
+    language: str, run: str, definition: str
+) -> None:
+    # tree-sitter's recovery made one error node of the run and all that followed it: the
+    # definition was read as a call and its lines went into a module unit.
+    head = "package m\n" if language == "go" else ""
+    parsed = parse_source("m", language, f"{head}{run}\n\n{definition}\n")
+    (unit,) = [s for s in parsed.symbols if s.kind != "module"]
+    assert (unit.name, unit.kind, unit.text) == ("handler", "function", definition)
+
+
+@needs_tree_sitter
+@pytest.mark.parametrize(
     ("language", "head", "opener"),
     [
         ("python", "def f():\n    return g(1)\n", "["),
