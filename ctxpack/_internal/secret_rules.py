@@ -222,11 +222,14 @@ OWN_RULES: tuple[dict[str, Any], ...] = (
         # as shells and .env files write it, where code puts spaces; a value that is a call
         # or an index is code's.
         # The pattern starts with a letter, not a lookbehind, so that the regex engine skips
-        # to the capitals: most outputs hold the keywords ("token") and few such names.
+        # to the capitals: most outputs hold the keywords ("token") and few such names. An
+        # unquoted value is read once, in a look-ahead: none of the characters that may end
+        # it can be in it, so no shorter value has an end after it (tried at each length, a
+        # line of "X_AUTH=" cost five times the same line without "=").
         "regex": r"[A-Z](?<!(?<!\\)[\w$.-][A-Z])(?!(?<=O)LDPWD=|(?<=P)WD=)(?:[A-Z0-9_]*(?:PASSWORD|"
         r"PASSWD|PWD|SECRET|SECRET_KEY|TOKEN|API_KEY|APIKEY|PRIVATE_KEY|AUTH)|(?<=P)ASSW(?:OR)?D|"
         r"(?<=S)ECRET(?:_KEY)?|(?<=T)OKEN|(?<=A)PI_?KEY|(?<=P)RIVATE_KEY)="
-        r"(?:\"([^\"\n]{4,200})\"|'([^'\n]{4,200})'|([^\s'\"();,`\[\\]{4,200}))"
+        r"(?:\"([^\"\n]{4,200})\"|'([^'\n]{4,200})'|(?=([^\s'\"();,`\[\\]{4,200}))\3)"
         r"(?=[\s'\"`;,)]|\\|$)",
         "entropy": 0.0,
         "keywords": [
@@ -251,14 +254,15 @@ OWN_RULES: tuple[dict[str, Any], ...] = (
         # not a lookbehind, so that the regex engine skips to those letters. The value is the
         # whole run up to its end, 200 characters at most: the look for a digit or a symbol
         # reads no further (unbounded, it read to the end of a run holding "password=" at
-        # every 9th character from each of them: quadratic, minutes for one line of 1 MB). It
+        # every 9th character from each of them: quadratic, minutes for one line of 1 MB), and
+        # stops at the first (greedy, it read all 200 and came back to the last). It
         # is read once, in a look-ahead: no shorter value can be followed by an end (one of
         # the value's characters follows it), and each tried after each "password=" of a
         # line of them made the rule cost a second a megabyte.
         "regex": r"(?i)[psac](?<![a-z0-9][psac])(?!(?<![_.-].)(?<=p)wd=)(?:(?<=p)ass(?:word|wd|"
         r"phrase)?|(?<=p)wd|(?<=s)ecret|(?<=a)pi[_-]?key|(?<=a)ccess[_-]?token|"
         r"(?<=a)uth[_-]?token|(?<=c)lient[_-]?secret)="
-        r"(?=[^\s'\"&;,()\[\]{}<>\\]{0,199}[\d!#$%*+/:=?@^~-])"
+        r"(?=[^\s'\"&;,()\[\]{}<>\\]{0,199}?[\d!#$%*+/:=?@^~-])"
         r"(?=([^\s'\"&;,()\[\]{}<>\\]{4,200}))\1"
         r"(?=[\s'\"&;,)\]}>]|\\|$)",
         "entropy": 0.0,
