@@ -42,6 +42,12 @@ _DATA = (
     r"system prompt|instructions)"
 )
 
+_VERB = r"\b(?:send|post|upload|exfiltrate|leak|forward|e-?mail|transmit|curl)\b"
+_DESTINATION = (
+    r"\b(?:to|at|into)\s+(?:https?://|[\w.+-]+@[\w-]+\.|"
+    r"[\w-]+\.(?:com|net|org|io|xyz|ru|cn|app|dev)\b)"
+)
+
 INJECTION_PATTERNS: dict[str, str] = {
     "instruction-override": (
         r"(?i)\b(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+|any\s+|the\s+|your\s+)*"
@@ -58,9 +64,7 @@ INJECTION_PATTERNS: dict[str, str] = {
         r"(?:new[ \t]+)?" + _ROLE + r"[ \t]+(?:message|prompt|instructions?|override)[ \t]*:)"
     ),
     "exfiltration-request": (
-        r"(?i)\b(?:send|post|upload|exfiltrate|leak|forward|e-?mail|transmit|curl)\b[^\n]{0,80}?"
-        r"\b" + _DATA + r"\b[^\n]{0,80}?\b(?:to|at|into)\s+(?:https?://|[\w.+-]+@[\w-]+\.|"
-        r"[\w-]+\.(?:com|net|org|io|xyz|ru|cn|app|dev)\b)"
+        r"(?i)" + _VERB + r"[^\n]{0,80}?\b" + _DATA + r"\b[^\n]{0,80}?" + _DESTINATION
     ),
     "hidden-unicode-tags": r"[\U000E0000-\U000E007F]+",
     # Zero-width characters that carry no meaning in normal text; the joiner (in emoji
@@ -121,6 +125,49 @@ def _markers(name: str, pattern: re.Pattern[str], text: str) -> list[InjectionFi
     return found
 
 
+# Where an exfiltration request's parts may be: its verbs, and each place a name of data or a
+# destination starts (in look-aheads, so that none hides another).
+_EXFIL_VERBS = re.compile("(?i)" + _VERB)
+_EXFIL_DATA = re.compile(r"(?i)(?=\b" + _DATA + r"\b)")
+_EXFIL_DESTINATIONS = re.compile("(?i)(?=" + _DESTINATION + ")")
+# How far after its verb a request's destination starts at most: two gaps of 80 characters
+# and the longest name of data ("environment variables").
+_EXFIL_REACH = 80 + 21 + 80
+
+
+def _exfiltrations(pattern: re.Pattern[str], text: str) -> list[InjectionFinding]:
+    # Searched from every verb, the pattern tried each of the 80 places after it for a name
+    # of data, and after each name found each of 80 places for a destination: a line of
+    # "send " cost two seconds a megabyte. It is now tried only from a verb with a name of
+    # data and a destination after it, on its line and within reach, which any match needs,
+    # so the matches are the same. The next name and destination after a verb are kept
+    # until a verb passes them: the text after the verbs is read once.
+    found: list[InjectionFinding] = []
+    done, data, place, nowhere = 0, -1, -1, len(text) + 1
+    for verb in _EXFIL_VERBS.finditer(text):
+        start, end = verb.span()
+        if start < done:
+            continue
+        if data < end:
+            data = _next_start(_EXFIL_DATA, text, end, nowhere)
+        if place < end:
+            place = _next_start(_EXFIL_DESTINATIONS, text, end, nowhere)
+        if nowhere in (data, place):
+            break
+        if data - end > 80 or place - end > _EXFIL_REACH or "\n" in text[end:place]:
+            continue
+        match = pattern.match(text, start)
+        if match is not None:
+            found.append(InjectionFinding("exfiltration-request", start, match.end()))
+            done = match.end()
+    return found
+
+
+def _next_start(pattern: re.Pattern[str], text: str, at: int, nowhere: int) -> int:
+    match = pattern.search(text, at)
+    return nowhere if match is None else match.start()
+
+
 @memoize(maxsize=100_000, maxbytes=16 * 2**20, name="injection markers of a text")
 def _scan(text: str) -> tuple[InjectionFinding, ...]:
     # Cached by content: a history packed again every turn holds the same tool outputs.
@@ -131,12 +178,13 @@ def _scan(text: str) -> tuple[InjectionFinding, ...]:
         if needles is None and not ascii_only
         for finding in _markers(name, pattern, text)
     ]
-    found += [
-        InjectionFinding(name, m.start(), m.end())
-        for name, pattern, needles in _COMPILED
-        if needles is not None and any(n in lowered for n in needles)
-        for m in pattern.finditer(text)
-    ]
+    for name, pattern, needles in _COMPILED:
+        if needles is None or not any(n in lowered for n in needles):
+            continue
+        if name == "exfiltration-request":
+            found += _exfiltrations(pattern, text)
+        else:
+            found += [InjectionFinding(name, m.start(), m.end()) for m in pattern.finditer(text)]
     return tuple(sorted(found, key=lambda f: (f.start, f.pattern)))
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ctxpack
 from ctxpack import ConfigError, Session, pack
@@ -191,3 +194,30 @@ def test_past_the_cap_a_pattern_s_other_markers_are_one() -> None:
     ]
     assert (found[-1].start, found[-1].end) == (2 * MAX_MARKERS + 1, 2 * n)
     assert {f.pattern for f in found} == {"zero-width-text"}
+
+
+_EXFIL_PIECES = ["send ", "curl", " the ", "token", "api keys", ".env", "env variables", " to "]
+_EXFIL_PIECES += ["x.com", "a@b.", "https://", "\n", "y" * 40, "z" * 75, " at ", "-", "e-mail"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_EXFIL_PIECES), max_size=14).map("".join))
+def test_exfiltration_requests_are_the_pattern_s_matches(text: str) -> None:
+    pattern = re.compile(INJECTION_PATTERNS["exfiltration-request"])
+    expected = [(m.start(), m.end()) for m in pattern.finditer(text)]
+    found = [(f.start, f.end) for f in find_injections(text) if f.pattern == "exfiltration-request"]
+    assert found == expected
+
+
+def test_a_line_of_verbs_costs_about_what_reading_the_text_does() -> None:
+    # The exfiltration pattern tried 80 places after each verb for a name of data: a line of
+    # "send " cost two seconds a megabyte, twenty times a line of prose.
+    texts = iter(range(100))
+
+    def cost(unit: str) -> float:
+        text = unit * (300_000 // len(unit))
+        return cpu_seconds(lambda: find_injections(f"{text}{next(texts)}"))
+
+    prose = "The assistant sent the report to the developer; ignore nothing. "
+    assert cost("send ") < 4 * cost(prose)
+    assert cost("send token to ") < 4 * cost(prose)
