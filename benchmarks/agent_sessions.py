@@ -96,10 +96,13 @@ class SessionInfo:
     id: str
     counter: TokenCounter
     resolved: bool | None = None
+    # The agent's own tool definitions: every request carries them, whatever the strategy.
+    tools: Sequence[Mapping[str, Any]] = ()
 
     def tokens(self, messages: Sequence[Any], tools: Sequence[Mapping[str, Any]] = ()) -> int:
-        """The prompt tokens of ``messages`` (and ``tools``), as billed."""
-        return ctxpack.count_tokens(messages, counter=self.counter, tools=tools or None)
+        """The prompt tokens of ``messages`` with the agent's tools (and ``tools``), as billed."""
+        sent = [*self.tools, *tools]
+        return ctxpack.count_tokens(messages, counter=self.counter, tools=sent or None)
 
     def message_tokens(self, messages: Sequence[Any]) -> list[int]:
         """Tokens each message adds to a prompt (framing included)."""
@@ -312,6 +315,7 @@ class SessionStrategy:
 
     def __init__(self, session: SessionInfo, **options: Any) -> None:
         self.session = ctxpack.Session(counter=session.counter, **options)
+        self.agent_tools = list(session.tools)
         self.seen = 0
         self.append_seconds: list[float] = []
         self.render_seconds: list[float] = []
@@ -323,7 +327,9 @@ class SessionStrategy:
             self.append_seconds.append(time.perf_counter() - t0)
         self.seen = len(history)
         t0 = time.perf_counter()
-        result = self.session.render()
+        # The agent's tools are counted where the window is (replay sends them); the request
+        # adds the session's own.
+        result = self.session.render(tools=self.agent_tools or None)
         self.render_seconds.append(time.perf_counter() - t0)
         return {"messages": result.to_openai(), "tools": self.session.tools() or None}
 
@@ -667,19 +673,27 @@ class Billing:
         return cls(model=model, price=price(model), cache_points=points)  # type: ignore[arg-type]
 
 
-def _as_request(returned: Any, default_model: str | None = None) -> tuple[Request, list[Request]]:
+def _as_request(
+    returned: Any, default_model: str | None = None, tools: Sequence[Mapping[str, Any]] = ()
+) -> tuple[Request, list[Request]]:
+    """The request (and side requests) a strategy returned, each with ``tools`` (the agent's)
+    before the tools it returned."""
+
+    def sent(own: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]] | None:
+        return [dict(t) for t in (*tools, *(own or ()))] or None
+
     if isinstance(returned, Mapping):
         side = [
             Request(
                 messages=list(s["messages"]),
-                tools=s.get("tools"),
+                tools=sent(s.get("tools")),
                 output_tokens=int(s.get("output_tokens", 0)),
                 model=s.get("model", default_model),
             )
             for s in returned.get("side_requests", ())
         ]
-        return Request(messages=list(returned["messages"]), tools=returned.get("tools")), side
-    return Request(messages=list(returned)), []
+        return Request(messages=list(returned["messages"]), tools=sent(returned.get("tools"))), side
+    return Request(messages=list(returned), tools=sent(None)), []
 
 
 def replay(
@@ -688,9 +702,12 @@ def replay(
     factory: StrategyFactory,
     counter: TokenCounter,
     billings: Sequence[Billing],
+    tools: Sequence[Mapping[str, Any]] = (),
 ) -> StrategyRun:
-    """Run one strategy over one session: requests, timings, evidence, bills."""
-    info = SessionInfo(id=session.id, counter=counter, resolved=session.resolved)
+    """Run one strategy over one session: requests, timings, evidence, bills. ``tools``: the
+    agent's own tool definitions, sent first in every request (side requests too) before any
+    the strategy adds, as a provider requires of a request holding tool calls."""
+    info = SessionInfo(id=session.id, counter=counter, resolved=session.resolved, tools=tools)
     strategy = factory(info)
     recoverable = getattr(strategy, "recoverable", None)
     evidence = session_evidence(session.messages, session.task_starts)
@@ -703,7 +720,7 @@ def replay(
         t0 = time.perf_counter()
         returned = strategy(history)
         run.seconds.append(time.perf_counter() - t0)
-        request, side = _as_request(returned)
+        request, side = _as_request(returned, tools=tools)
         output = counter.count_message(owned_messages([message])[0])
         run.requests.extend(side)
         run.main.append(len(run.requests))

@@ -196,6 +196,37 @@ def _tool(name: str, description: str, params: dict[str, str]) -> dict[str, Any]
     }
 
 
+# The agent's own tool, as mini-swe-agent's harness offers it: the sessions call it every turn,
+# so every strategy's every request carries its definition (a provider requires the tools of a
+# request that holds tool calls and results).
+BASH_TOOL = _tool(
+    "bash",
+    "Run a shell command in the repository and return its output.",
+    {"command": "The command to run."},
+)
+
+
+def agent_tools(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The tool definitions the agent of ``messages`` sends with each request: one per tool
+    name its calls use, in order of first use; ``bash`` as :data:`BASH_TOOL`, any other a
+    generic definition with the argument names its calls pass."""
+    params: dict[str, dict[str, str]] = {}
+    for m in messages:
+        for call in m.get("tool_calls") or ():
+            function = call.get("function") or {}
+            seen = params.setdefault(str(function.get("name")), {})
+            try:
+                arguments = json.loads(function.get("arguments") or "{}")
+            except json.JSONDecodeError:
+                arguments = {}
+            for key in arguments if isinstance(arguments, dict) else ():
+                seen.setdefault(str(key), f"The {key} argument.")
+    return [
+        BASH_TOOL if name == "bash" else _tool(name, f"The harness's {name} tool.", p)
+        for name, p in params.items()
+    ]
+
+
 def example_tools() -> list[dict[str, Any]]:
     """A tool set shaped like a file-system and an issue-tracker MCP server (written for this
     benchmark): 16 tools, a few parameters each, described as such servers describe theirs."""
@@ -406,6 +437,22 @@ def _requests_holding(
     return kept, len(steps)
 
 
+def agent_tools_note(sent: bool, counter: Any) -> str:
+    """What the requests carry besides the messages."""
+    if not sent:
+        return (
+            "Tools: the requests carry no agent tool definitions (--no-agent-tools), only the "
+            "managed mode's retrieve tool: the modelling before issue 28's fix."
+        )
+    size = ctxpack.tokens.tool_definition_tokens([BASH_TOOL], counter)
+    return (
+        "Tools: every request of every strategy (summary requests too) carries the agent's "
+        f"`bash` tool ({size} tokens with the per-request constants, as OpenAI frames it; "
+        "Anthropic adds its tool-use system prompt), as the harness must; the managed mode "
+        "adds its retrieve tool and counts both in its window."
+    )
+
+
 def pins_note(pins: Sequence[PinnedText], counter: Any) -> str:
     """What the scenario pins, and how ``pins kept`` counts."""
     listed = ", ".join(f"{p.kind} {p.name} ({counter.count(p.text):,} tokens)" for p in pins)
@@ -441,6 +488,7 @@ def measure(
     rooms: Sequence[int | None] = (),
     pins: Sequence[PinnedText] = (),
     dedupe: bool = True,
+    send_agent_tools: bool = True,
 ) -> dict[str, Any]:
     billings = [A.Billing.parse(b) for b in BILLINGS]
     limit = window
@@ -455,7 +503,8 @@ def measure(
         per_session: dict[str, dict[str, float]] = {}
         for s in sessions:
             try:
-                run = A.replay(s, name, factories[name], counter, billings)
+                tools = agent_tools(s.messages) if send_agent_tools else ()
+                run = A.replay(s, name, factories[name], counter, billings, tools)
             except ctxpack.BudgetExceededError as exc:
                 errors.append(f"{s.id}: {exc}")
                 continue
@@ -730,6 +779,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="write the report again from a results JSON of an earlier run (no replay)",
     )
     parser.add_argument(
+        "--no-agent-tools",
+        action="store_true",
+        help="requests carry no agent tool definitions (the modelling before issue 28's fix: "
+        "only the managed mode's retrieve tool was counted)",
+    )
+    parser.add_argument(
         "--send-repeats",
         action="store_true",
         help="sessions send repeated tool-output lines as they are (dedupe_outputs=False)",
@@ -774,6 +829,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         + ". A request is over the window when its prompt passes the window less the reply room "
         "(an eighth of the window, at most 8,192 tokens)."
     )
+    md.extend(["", agent_tools_note(not args.no_agent_tools, counter)])
     if pins:
         md.extend(["", pins_note(pins, counter)])
     if args.send_repeats:
@@ -799,6 +855,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     parse_rooms(args.rooms),
                     pins,
                     not args.send_repeats,
+                    not args.no_agent_tools,
                 )
             res = results[label][str(window)]
             if window == windows[0] and "raw" in res:

@@ -87,7 +87,10 @@ def test_the_report_counts_requests_over_the_window(
             "--out",
             str(out),
             "--windows",
-            "2048",
+            # At 2,048 the managed session, counting the tools as OpenAI frames them (it
+            # renders for the messages' provider), sends a few requests past the room in
+            # Claude's count, which adds the tool-use system prompt: see the guide.
+            "3072",
             "--strategies",
             "raw,managed",
             "--name",
@@ -96,7 +99,7 @@ def test_the_report_counts_requests_over_the_window(
     )
     assert code == 0
     results = json.loads((out / "t.json").read_text("utf-8"))["results"]
-    report = results["report"]["2048"]
+    report = results["report"]["3072"]
     assert report["raw"]["requests_over_window"] > 0
     assert report["managed"]["requests_over_window"] == 0
     assert report["managed"]["instructions_kept"] == 1.0
@@ -127,7 +130,7 @@ def test_the_report_counts_requests_over_the_window(
     assert max(r["peak_request_tokens"] for r in per.values()) == managed["peak_request_tokens"]
     assert "By length" in text and "| raw peak / room | sessions | raw $ | managed |" in text
     again = tmp_path / "again"
-    args = ["--data", str(data), "--out", str(again), "--windows", "2048", "--name", "t"]
+    args = ["--data", str(data), "--out", str(again), "--windows", "3072", "--name", "t"]
     assert bench.main([*args, "--render", str(out / "t.json")]) == 0
     assert (again / "t.md").read_text("utf-8") == text
 
@@ -268,3 +271,70 @@ def test_min_tokens_keeps_only_the_longer_sessions(
     assert f"of {sizes['session-0']:,} tokens or more" in (out / "long_sessions.md").read_text()
     with pytest.raises(SystemExit):
         bench.main([*args, "--min-tokens", str(sizes["session-0"] + 1)])
+
+
+def test_the_agent_tools_are_one_per_name_its_calls_use(bench: ModuleType, data: Path) -> None:
+    session = bench.A.load_sessions(data)[0]
+    assert bench.agent_tools(session.messages) == [bench.BASH_TOOL]
+    bash = bench.BASH_TOOL["function"]
+    assert bash["parameters"]["required"] == ["command"]
+    assert list(bash["parameters"]["properties"]) == ["command"]
+    # A chained or other dataset with other tools gets a generic definition per name.
+    call = {"name": "edit", "arguments": json.dumps({"path": "a.py", "text": "x"})}
+    other = [*session.messages, {"role": "assistant", "tool_calls": [{"function": call}]}]
+    tools = bench.agent_tools(other)
+    assert [t["function"]["name"] for t in tools] == ["bash", "edit"]
+    assert list(tools[1]["function"]["parameters"]["properties"]) == ["path", "text"]
+
+
+def test_every_strategy_sends_the_agent_tools_with_every_request(
+    bench: ModuleType, data: Path
+) -> None:
+    # Sessions that call bash every turn must offer it every time (a provider rejects a request
+    # holding tool calls without tools): every strategy pays for it, not the managed mode alone.
+    session = bench.A.load_sessions(data)[0]
+    counter = get_counter(counter="cl100k_base")
+    billings = [bench.A.Billing.parse(b) for b in bench.BILLINGS]
+    tools = bench.agent_tools(session.messages)
+    window = 4096
+    for name, factory in bench.strategies(window).items():
+        run = bench.A.replay(session, name, factory, counter, billings, tools)
+        before = bench.A.replay(session, name, factory, counter, billings)
+        assert all(r.tools and r.tools[: len(tools)] == tools for r in run.requests), name
+        own = run.requests[-1].tools[len(tools) :]
+        # The sessions (filters, managed) add their retrieve tool after the agent's.
+        sessions = ("filters", "managed")
+        assert [t["function"]["name"] for t in own] == (
+            ["retrieve_original"] if name in sessions else []
+        )
+        for billing in bench.BILLINGS:
+            assert run.bills[billing].cost > before.bills[billing].cost, (name, billing)
+    # The tools are counted as each provider receives them: Claude's bill adds the tool-use
+    # system prompt to the raw requests, gpt-5's does not.
+    raw = bench.A.replay(session, "raw", bench.A.Raw, counter, billings, tools)
+    bare = bench.A.replay(session, "raw", bench.A.Raw, counter, billings)
+    first = [
+        raw.bills[b].requests[0].input_tokens - bare.bills[b].requests[0].input_tokens
+        for b in bench.BILLINGS
+    ]
+    assert first[0] - first[1] >= ctxpack.tokens.ANTHROPIC_TOOL_PROMPT_TOKENS - 20
+
+
+def test_the_managed_window_counts_the_agent_tools(
+    bench: ModuleType, data: Path, tmp_path: Path
+) -> None:
+    args = ["--data", str(data), "--windows", "3072", "--sets", "single"]
+    args += ["--strategies", "raw,clear,autocompact,managed"]
+    reports = {}
+    for flag in ([], ["--no-agent-tools"]):
+        out = tmp_path / ("old" if flag else "new")
+        assert bench.main([*args, "--out", str(out), *flag]) == 0
+        reports[bool(flag)] = json.loads((out / "long_sessions.json").read_text("utf-8"))
+        text = (out / "long_sessions.md").read_text("utf-8")
+        assert ("no agent tool definitions" in text) == bool(flag)
+    new, old = (reports[k]["results"]["report"]["3072"] for k in (False, True))
+    assert new["managed"]["requests_over_window"] == 0
+    for name in ("raw", "clear", "autocompact"):
+        assert new[name]["cost_usd"] > old[name]["cost_usd"], name
+    # Tools change cost and room, not content: the raw requests hold the same messages.
+    assert new["raw"]["evidence_survival"] == old["raw"]["evidence_survival"]
