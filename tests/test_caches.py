@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import random
 from typing import Any
 
@@ -191,3 +192,55 @@ def test_the_spacy_vocabulary_does_not_grow_with_new_texts() -> None:
     for _ in range(20):
         compress.compress_lines(report(), max_lines=3, proper_nouns="spacy")
     assert len(vocab.strings) == before
+
+
+def _holds(items: Any, value: str) -> bool:
+    """Whether ``items`` holds a string with ``value`` in it, in a nested tuple too (the
+    collector stops tracking a tuple of strings, so only its holder is seen)."""
+    for item in items:
+        if isinstance(item, str) and value in item:
+            return True
+        if isinstance(item, tuple) and _holds(item, value):
+            return True
+    return False
+
+
+def _holders_of(value: str) -> list[str]:
+    """The containers the garbage collector tracks that hold a string with ``value`` in it."""
+    gc.collect()
+    found = []
+    for obj in gc.get_objects():
+        if isinstance(obj, dict):
+            items: Any = [*dict.keys(obj), *dict.values(obj)]
+        elif isinstance(obj, (tuple, list, set, frozenset)):
+            items = obj
+        else:
+            continue
+        if _holds(items, value):
+            found.append(repr(obj)[:120])
+    return found
+
+
+def test_clear_caches_forgets_the_secret_values_a_redaction_hunted() -> None:
+    # The page on erasure says: call clear_caches() after erasing a session for nothing of it
+    # to stay in memory; a value found in one output and hunted in the others is a secret.
+    from ctxpack.pipeline import PackContext
+    from ctxpack.stages import SecretRedactor
+    from ctxpack.tokens import get_counter
+
+    value = f"hunted-{random.Random().getrandbits(64):016x}"
+    ctx = PackContext(
+        messages=(
+            ctxpack.Message(
+                role="tool", id="t1", tool_call_id="c1", content=f"DB_PASSWORD={value}"
+            ),
+            ctxpack.Message(role="tool", id="t2", tool_call_id="c2", content=value),
+        ),
+        budget=1_000,
+        counter=get_counter(None, "approx"),
+    )
+    out = SecretRedactor()(ctx)
+    assert [value in m.text for m in out.messages] == [False, False]
+    del ctx, out
+    clear_caches()
+    assert _holders_of(value) == []

@@ -7,6 +7,7 @@ from typing import ClassVar
 
 from .._internal.prefix import PrefixMemo
 from .._internal.secret_values import KnownValues
+from ..caches import register
 from ..messages import Message, Role
 from ..pipeline import Decision, PackContext, check_context
 from ..redaction import SecretFinding, redact_for_roles, secrets_reason
@@ -44,6 +45,11 @@ def _hunts(
         return (new, found, ()) if found else None
 
     return PrefixMemo(redacted)
+
+
+# Its keys hold the secret values themselves: cleared with the other caches (an erasure that
+# must reach memory clears them all).
+register(_hunts)
 
 
 class SecretRedactor(StageModel):
