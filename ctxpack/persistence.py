@@ -180,10 +180,16 @@ class SessionArtifacts(forks.ProcessBound):
     def get(self, artifact: str) -> str:
         """The text of one of the session's originals."""
         held = list(self._held_last.values()) if self._held is not None else []
-        for last in [*held, *self._last.values()]:
+        for last in held:
             if last[:2] == (self.secret, artifact):
                 return last[2]
+        # Read even when the text is known whole: the store says whether the session still
+        # holds it (erased by another replica, or a put that found the session gone, it is
+        # not to be served from memory); what is known spares rebuilding a chain of edits.
         text = self._stored(artifact)
+        for last in self._last.values():
+            if last[:2] == (self.secret, artifact):
+                return last[2]
         if text.startswith(EDIT_MARK) and artifact_key(self.secret, text) != artifact:
             # Lines added to another original (an original that begins so is its own key).
             text = self._rebuilt(artifact, text)

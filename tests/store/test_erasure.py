@@ -175,3 +175,21 @@ def test_a_replica_does_not_read_back_an_original_of_an_erased_session(
     answer = writer.handle(call)
     assert MARKER not in answer
     assert ref in answer
+
+
+def test_a_live_session_does_not_read_an_erased_original_from_its_store(
+    replicas: Callable[[], SessionStore], session_id: str
+) -> None:
+    # session.store.get(record.artifact) reads an original (the filters guide shows it); the
+    # replica that stored it last knows its text, which it must not serve once it is erased.
+    writer = write_session(replicas(), session_id)
+    (ref,) = [r.artifact for r in writer.records if r.shortened]
+    assert ref is not None and MARKER in writer.store.get(ref)
+    replicas().delete_session(session_id)
+    with pytest.raises(ArtifactNotFoundError):
+        writer.store.get(ref)
+    # Nor one it put after the erasure, which the store did not keep (no session to keep it
+    # beside).
+    late = writer.store.put(f"late {MARKER}")
+    with pytest.raises(ArtifactNotFoundError):
+        writer.store.get(late)
