@@ -35,7 +35,14 @@ from .errors import (
     StoreError,
 )
 from .messages import Message, provider_of, with_provider
-from .store import AsyncSessionStore, SessionStore, StoredSession, check_session_id, open_store
+from .store import (
+    AsyncSessionStore,
+    SessionStore,
+    StoredSession,
+    check_session_id,
+    open_store,
+    takes_life,
+)
 
 if TYPE_CHECKING:
     from .session._state import SessionState, Snapshot
@@ -299,6 +306,12 @@ class SessionArtifacts(forks.ProcessBound):
         self.secret = secrets.token_hex(16)
         self.written, self._unwritten = False, {}
 
+    def life(self) -> str:
+        """The id of this life of the session, for the store's ``append(life=...)``: derived
+        from its secret, which each life draws anew (and every replica reads from the state),
+        where the secret itself is not to be copied beside it."""
+        return hashlib.sha256(b"ctxpack-life:" + bytes.fromhex(self.secret)).hexdigest()[:32]
+
     def __repr__(self) -> str:
         return f"SessionArtifacts({self.store.url!r}, session_id={self.session_id!r})"
 
@@ -336,6 +349,10 @@ class Backing:
         self._writing = 2
         self._empty: Snapshot | None = None
         self.owns_store = False  # opened from a URL: closed with the session
+        # Whether the store's append takes life= (see SessionStore.append): without it, an
+        # append prepared before an erasure lands on a session started again and grown back
+        # to the version it read, and writes the erased life's state there.
+        self._lives = takes_life(store)
 
     def sync(self, session: SessionState) -> None:
         """Apply to ``session`` what the store holds beyond the version it has applied."""
@@ -441,6 +458,7 @@ class Backing:
                 }
             ),
             "artifacts": self.artifacts.release(),
+            **({"life": self.artifacts.life()} if self._lives else {}),
         }
 
     def committed(self) -> None:

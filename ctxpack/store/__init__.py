@@ -42,6 +42,7 @@ from ._base import (
     ThreadedAsyncStore as ThreadedAsyncStore,
 )
 from ._base import check_session_id as check_session_id
+from ._base import takes_life as takes_life
 from ._memory import MemoryStore
 from ._sqlite import SQLiteStore
 

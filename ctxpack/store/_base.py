@@ -10,11 +10,17 @@ Concurrency is optimistic: the version of a session is the number of entries it 
 :class:`~ctxpack.errors.StoreConflictError` and changes nothing. The entry, the new state and
 the artifacts of one append are written together or not at all, and are durable when
 ``append`` returns.
+
+An erased session id may start again from version 0 and reach a version a writer read before
+the erasure; the version alone cannot tell the two lives apart. A store that takes ``life=``
+in ``append`` records the life written at version 0 and refuses (as a conflict) an append
+carrying another one, so that a write prepared before an erasure never lands on the next life.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import math
 import re
 from collections.abc import Mapping
@@ -73,12 +79,21 @@ class SessionStore(Protocol):
         version: int,
         state: str,
         artifacts: Mapping[str, str] | None = None,
+        life: str | None = None,
     ) -> None:
         """Add ``entry`` as the session's entry number ``version`` (from 0), replace its state
         and add ``artifacts`` (id to text; an id already stored keeps its text), all at once.
 
+        ``life`` (optional in the protocol: a session checks the signature) names this life
+        of the session: an append at version 0 records it, and one at a later version carrying
+        another life than the recorded one is refused, the session having been erased and
+        started again since the writer read it. ``None``, or none recorded (a session written
+        before the store knew lives), is not checked; an append with ``None`` keeps the
+        recorded one.
+
         Raises:
-            StoreConflictError: the session is not at ``version``; nothing was written.
+            StoreConflictError: the session is not at ``version``, or is in another life;
+                nothing was written.
             StoreError: the store failed; nothing was written.
         """
         ...
@@ -123,6 +138,7 @@ class AsyncSessionStore(Protocol):
         version: int,
         state: str,
         artifacts: Mapping[str, str] | None = None,
+        life: str | None = None,
     ) -> None: ...
 
     async def put_artifact(self, session_id: str, artifact: str, text: str) -> None: ...
@@ -144,6 +160,7 @@ class ThreadedAsyncStore(forks.ProcessBound):
     def __init__(self, store: SessionStore) -> None:
         self.store = store
         self.url = store.url
+        self._lives = takes_life(store)
 
     async def load(self, session_id: str, *, since: int = 0) -> StoredSession:
         return await asyncio.to_thread(self.store.load, session_id, since=since)
@@ -156,7 +173,10 @@ class ThreadedAsyncStore(forks.ProcessBound):
         version: int,
         state: str,
         artifacts: Mapping[str, str] | None = None,
+        life: str | None = None,
     ) -> None:
+        # A store without lives (a third party's) is called as it was.
+        lives = {"life": life} if self._lives else {}
         await asyncio.to_thread(
             self.store.append,
             session_id,
@@ -164,6 +184,7 @@ class ThreadedAsyncStore(forks.ProcessBound):
             version=version,
             state=state,
             artifacts=artifacts,
+            **lives,
         )
 
     async def put_artifact(self, session_id: str, artifact: str, text: str) -> None:
@@ -238,6 +259,37 @@ def check_append(version: object, entry: object, state: object, artifacts: objec
         for ref, text in artifacts.items():
             check_artifact(ref, text)
     return checked
+
+
+def check_life(life: object) -> str | None:
+    """``life`` if it is what an append may carry: ``None`` or a non-empty str of at most 256
+    characters that every store can keep."""
+    if life is None:
+        return None
+    if not isinstance(life, str) or not life or len(life) > MAX_SESSION_ID_CHARS:
+        raise ConfigError(
+            f"life must be None or a non-empty str of at most {MAX_SESSION_ID_CHARS} "
+            f"characters, got {shown(life)}"
+        )
+    return check_key(life, "life")
+
+
+def other_life(recorded: str | None, life: str | None) -> bool:
+    """Whether an append carrying ``life`` is for another life of the session than the one
+    ``recorded`` at its version 0 (neither known: no)."""
+    return recorded is not None and life is not None and recorded != life
+
+
+def takes_life(store: object) -> bool:
+    """Whether ``store``'s ``append`` names a ``life`` parameter. A store written before
+    lives, or a third party's, may not: it is called without. A ``**kwargs`` does not count,
+    since a wrapper taking it may pass it on to a store that has no ``life``."""
+    try:
+        parameters = inspect.signature(store.append).parameters  # type: ignore[attr-defined]
+    except (AttributeError, TypeError, ValueError):
+        return False
+    life = parameters.get("life")
+    return life is not None and life.kind is not inspect.Parameter.POSITIONAL_ONLY
 
 
 def check_artifact(artifact: object, text: object = "") -> str:

@@ -14,9 +14,11 @@ from ._base import (
     StoredSession,
     check_append,
     check_artifact,
+    check_life,
     check_session_id,
     check_ttl,
     check_version,
+    other_life,
 )
 
 __all__ = ["MemoryStore"]
@@ -28,6 +30,7 @@ class _Stored:
     state: str | None = None
     artifacts: dict[str, str] = field(default_factory=dict)
     expires_at: float | None = None
+    life: str | None = None
 
 
 class MemoryStore(forks.ProcessBound):
@@ -85,15 +88,19 @@ class MemoryStore(forks.ProcessBound):
         version: int,
         state: str,
         artifacts: Mapping[str, str] | None = None,
+        life: str | None = None,
     ) -> None:
         check_append(version, entry, state, artifacts)
+        check_life(life)
         with self._lock:
             stored = self._get(session_id) or _Stored()
             actual = len(stored.entries)
-            if actual != version:
+            if actual != version or other_life(stored.life, life):
                 raise StoreConflictError(
                     url=self.url, session_id=session_id, expected=version, actual=actual
                 )
+            if stored.life is None:
+                stored.life = life
             stored.entries.append(entry)
             stored.state = state
             for ref, text in (artifacts or {}).items():

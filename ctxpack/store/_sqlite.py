@@ -22,17 +22,19 @@ from ._base import (
     StoredSession,
     check_append,
     check_artifact,
+    check_life,
     check_session_id,
     check_timeout,
     check_ttl,
     check_version,
+    other_life,
 )
 
 __all__ = ["SQLiteFile", "SQLiteStore"]
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS ctxpack_sessions (session_id TEXT PRIMARY KEY,"
-    " version INTEGER NOT NULL, state TEXT NOT NULL, expires_at REAL)",
+    " version INTEGER NOT NULL, state TEXT NOT NULL, expires_at REAL, life TEXT)",
     "CREATE TABLE IF NOT EXISTS ctxpack_entries (session_id TEXT NOT NULL,"
     " seq INTEGER NOT NULL, entry TEXT NOT NULL, PRIMARY KEY (session_id, seq)) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS ctxpack_artifacts (session_id TEXT NOT NULL,"
@@ -40,6 +42,18 @@ SCHEMA = (
     " WITHOUT ROWID",
 )
 TABLES = ("ctxpack_entries", "ctxpack_artifacts", "ctxpack_sessions")
+# A file made before sessions had lives gets the column (NULL: no life recorded, not checked).
+ADD_LIFE = "ALTER TABLE ctxpack_sessions ADD COLUMN life TEXT"
+
+
+def create_tables(conn: sqlite3.Connection) -> None:
+    """The store's tables, created if missing and brought to the current layout, in the
+    caller's write transaction (two openers of an old file migrate it one at a time)."""
+    for statement in SCHEMA:
+        conn.execute(statement)
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(ctxpack_sessions)")}
+    if "life" not in columns:
+        conn.execute(ADD_LIFE)
 
 
 def database_path(path: object) -> str:
@@ -319,23 +333,23 @@ class SQLiteStore(forks.ProcessBound):
         self.read_only = self._db.read_only
         if not self.read_only:
             with self._db.transaction("open") as conn:
-                for statement in SCHEMA:
-                    conn.execute(statement)
+                create_tables(conn)
 
     def _live_version(
-        self, conn: sqlite3.Connection, session_id: str
+        self, conn: sqlite3.Connection, session_id: str, *, life: bool = False
     ) -> tuple[int, str | None, bool]:
-        """The session's version and state (an expired session counts as absent), and whether
-        it expired."""
+        """The session's version and state, or its recorded life with ``life`` (an expired
+        session counts as absent), and whether it expired."""
         row = conn.execute(
-            "SELECT version, state, expires_at FROM ctxpack_sessions WHERE session_id = ?",
+            f"SELECT version, {'life' if life else 'state'}, expires_at FROM ctxpack_sessions"
+            " WHERE session_id = ?",
             (session_id,),
         ).fetchone()
         if row is None:
             return 0, None, False
         if row[2] is not None and row[2] < time.time():
             return 0, None, True
-        return int(row[0]), str(row[1]), False
+        return int(row[0]), (None if row[1] is None else str(row[1])), False
 
     def load(self, session_id: str, *, since: int = 0) -> StoredSession:
         check_session_id(session_id)
@@ -357,12 +371,14 @@ class SQLiteStore(forks.ProcessBound):
         version: int,
         state: str,
         artifacts: Mapping[str, str] | None = None,
+        life: str | None = None,
     ) -> None:
         check_session_id(session_id)
         check_append(version, entry, state, artifacts)
+        check_life(life)
         with self._db.transaction(f"append to session {session_id!r}") as conn:
-            actual, _, expired = self._live_version(conn, session_id)
-            if actual != version:
+            actual, recorded, expired = self._live_version(conn, session_id, life=True)
+            if actual != version or other_life(recorded, life):
                 raise StoreConflictError(
                     url=self.url, session_id=session_id, expected=version, actual=actual
                 )
@@ -376,11 +392,11 @@ class SQLiteStore(forks.ProcessBound):
             )
             expires = None if self.ttl is None else time.time() + self.ttl
             conn.execute(
-                "INSERT INTO ctxpack_sessions (session_id, version, state, expires_at)"
-                " VALUES (?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET"
+                "INSERT INTO ctxpack_sessions (session_id, version, state, expires_at, life)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET"
                 " version = excluded.version, state = excluded.state,"
-                " expires_at = excluded.expires_at",
-                (session_id, version + 1, state, expires),
+                " expires_at = excluded.expires_at, life = excluded.life",
+                (session_id, version + 1, state, expires, life if recorded is None else recorded),
             )
             conn.executemany(
                 "INSERT OR IGNORE INTO ctxpack_artifacts (session_id, artifact, text)"

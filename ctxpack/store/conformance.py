@@ -3,8 +3,9 @@
 :func:`check_session_store` (and :func:`check_async_session_store` for an
 :class:`~ctxpack.store.AsyncSessionStore`) exercise the protocol's promises on a live store:
 versions and conflicts, reading from a version, atomic appends, originals isolated per
-session, erasure, text kept exactly. They write only under fresh random session ids and erase
-them at the end. A failed promise raises ``AssertionError`` saying which.
+session, erasure, text kept exactly, and, for a store whose ``append`` takes ``life=``, that
+an append in another life of the session is refused. They write only under fresh random
+session ids and erase them at the end. A failed promise raises ``AssertionError`` saying which.
 
 Example:
     >>> from ctxpack.store import MemoryStore
@@ -14,12 +15,13 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import functools
 import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..errors import ArtifactNotFoundError, StoreConflictError
-from ._base import AsyncSessionStore, SessionStore, StoredSession
+from ._base import AsyncSessionStore, SessionStore, StoredSession, takes_life
 
 __all__ = ["check_async_session_store", "check_session_store"]
 
@@ -87,15 +89,17 @@ class _Checks:
         self.run = run
 
     def all(self, store: Any) -> None:
-        a, b = (f"conformance-{secrets.token_hex(6)}-{name}" for name in ("a", "b"))
+        a, b, c = (f"conformance-{secrets.token_hex(6)}-{name}" for name in ("a", "b", "c"))
         run = self.run
         try:
             self.versions(store, a)
             self.artifacts(store, a, b)
             self.erasure(store, a, b)
+            if takes_life(store):
+                self.lives(store, c)
         finally:
-            run(lambda: store.delete_session(a))
-            run(lambda: store.delete_session(b))
+            for session_id in (a, b, c):
+                run(functools.partial(store.delete_session, session_id))
 
     def versions(self, store: Any, a: str) -> None:
         run = self.run
@@ -185,4 +189,32 @@ class _Checks:
             run(lambda: store.load(a)),
             StoredSession(1, ("again",), "s"),
             "a deleted session starts again from version 0",
+        )
+
+    def lives(self, store: Any, c: str) -> None:
+        run = self.run
+        run(lambda: store.append(c, "c0", version=0, state="s", life="life-1"))
+        _raises(
+            StoreConflictError,
+            "an append in another life than the one recorded at version 0 is refused",
+            lambda: run(lambda: store.append(c, "x", version=1, state="x", life="life-2")),
+        )
+        run(lambda: store.append(c, "c1", version=1, state="s"))
+        _raises(
+            StoreConflictError,
+            "an append without a life keeps the recorded one",
+            lambda: run(lambda: store.append(c, "x", version=2, state="x", life="life-2")),
+        )
+        run(lambda: store.append(c, "c2", version=2, state="s", life="life-1"))
+        run(lambda: store.delete_session(c))
+        run(lambda: store.append(c, "again", version=0, state="s", life="life-2"))
+        _raises(
+            StoreConflictError,
+            "an erased session started again records its new life",
+            lambda: run(lambda: store.append(c, "x", version=1, state="x", life="life-1")),
+        )
+        _equal(
+            run(lambda: store.load(c)),
+            StoredSession(1, ("again",), "s"),
+            "an append refused for its life writes nothing",
         )

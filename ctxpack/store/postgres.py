@@ -22,10 +22,12 @@ from ._base import (
     StoredSession,
     check_append,
     check_artifact,
+    check_life,
     check_session_id,
     check_version,
     hide_password,
     missing_driver,
+    other_life,
     redact_url,
     store_options,
 )
@@ -42,7 +44,12 @@ SCHEMA = (
     # Entries, states and originals are UTF-8 bytes: PostgreSQL's text cannot hold NUL, which
     # a tool's output may.
     "CREATE TABLE IF NOT EXISTS ctxpack_sessions (session_id TEXT PRIMARY KEY,"
-    " version INTEGER NOT NULL, state BYTEA NOT NULL, expires_at DOUBLE PRECISION)",
+    " version INTEGER NOT NULL, state BYTEA NOT NULL, expires_at DOUBLE PRECISION, life TEXT)",
+    # A database made before sessions had lives gets the column (NULL: none recorded, and
+    # not checked); looked up first, since ALTER TABLE locks the table even when it has it.
+    "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid ="
+    " 'ctxpack_sessions'::regclass AND attname = 'life' AND NOT attisdropped) THEN"
+    " ALTER TABLE ctxpack_sessions ADD COLUMN life TEXT; END IF; END $$",
     "CREATE TABLE IF NOT EXISTS ctxpack_entries (session_id TEXT NOT NULL,"
     " seq INTEGER NOT NULL, entry BYTEA NOT NULL, PRIMARY KEY (session_id, seq))",
     "CREATE TABLE IF NOT EXISTS ctxpack_artifacts (session_id TEXT NOT NULL,"
@@ -55,6 +62,9 @@ CREATE_ROW = (
     " ON CONFLICT (session_id) DO NOTHING"
 )
 LOCK_ROW = "SELECT version, expires_at FROM ctxpack_sessions WHERE session_id = %s FOR UPDATE"
+LOCK_LIFE = (
+    "SELECT version, expires_at, life FROM ctxpack_sessions WHERE session_id = %s FOR UPDATE"
+)
 LOAD = "SELECT version, state, expires_at FROM ctxpack_sessions WHERE session_id = %s"
 ENTRIES = (
     "SELECT entry FROM ctxpack_entries WHERE session_id = %s AND seq >= %s AND seq < %s"
@@ -62,7 +72,8 @@ ENTRIES = (
 )
 INSERT_ENTRY = "INSERT INTO ctxpack_entries (session_id, seq, entry) VALUES (%s, %s, %s)"
 UPDATE_ROW = (
-    "UPDATE ctxpack_sessions SET version = %s, state = %s, expires_at = %s WHERE session_id = %s"
+    "UPDATE ctxpack_sessions SET version = %s, state = %s, expires_at = %s, life = %s"
+    " WHERE session_id = %s"
 )
 INSERT_ARTIFACT = (
     "INSERT INTO ctxpack_artifacts (session_id, artifact, text) VALUES (%s, %s, %s)"
@@ -159,17 +170,21 @@ class _Common(forks.ProcessBound):
             url=self.url, session_id=session_id, expected=version, actual=actual
         )
 
-    def _to_clear(self, row: Any, session_id: str, version: int) -> tuple[str, ...]:
-        """What to delete before an append at ``version``, its session's row locked: what an
-        expired session left, and any entry of a session at version 0. Raises the conflict when
-        the version moved, or the row was erased between its creation and the lock (the
-        writer reads again)."""
-        actual, _ = self._live(row)
-        if row is None or actual != version:
+    def _to_clear(
+        self, row: Any, session_id: str, version: int, life: str | None
+    ) -> tuple[tuple[str, ...], str | None]:
+        """What to delete before an append at ``version`` carrying ``life``, its session's row
+        locked (``LOCK_LIFE``): what an expired session left, and any entry of a session at
+        version 0; and the life to record. Raises the conflict when the version moved, the
+        session is in another life, or the row was erased between its creation and the lock
+        (the writer reads again)."""
+        actual, _ = self._live(None if row is None else row[:2])
+        recorded = row[2] if row is not None and actual else None
+        if row is None or actual != version or other_life(recorded, life):
             raise self._conflict(session_id, version, actual)
         if actual == 0:
-            return DELETE[:2] if row[0] != 0 else DELETE[:1]
-        return ()
+            return (DELETE[:2] if row[0] != 0 else DELETE[:1]), life
+        return (), life if recorded is None else recorded
 
     def _not_found(self, session_id: str, artifact: str) -> ArtifactNotFoundError:
         return ArtifactNotFoundError(artifact, store=f"{self.url} session {session_id!r}")
@@ -291,16 +306,20 @@ class PostgresStore(_Common):
         version: int,
         state: str,
         artifacts: Mapping[str, str] | None = None,
+        life: str | None = None,
     ) -> None:
         check_session_id(session_id)
         check_append(version, entry, state, artifacts)
+        check_life(life)
         with self._transaction(f"append to session {session_id!r}") as conn:
             conn.execute(CREATE_ROW, (session_id,))
-            row = conn.execute(LOCK_ROW, (session_id,)).fetchone()
-            for statement in self._to_clear(row, session_id, version):
+            row = conn.execute(LOCK_LIFE, (session_id,)).fetchone()
+            clear, life = self._to_clear(row, session_id, version, life)
+            for statement in clear:
                 conn.execute(statement, (session_id,))
             conn.execute(INSERT_ENTRY, (session_id, version, _bytes(entry)))
-            conn.execute(UPDATE_ROW, (version + 1, _bytes(state), self._expires(), session_id))
+            row_values = (version + 1, _bytes(state), self._expires(), life, session_id)
+            conn.execute(UPDATE_ROW, row_values)
             if artifacts:
                 with conn.cursor() as cur:
                     cur.executemany(
@@ -440,16 +459,19 @@ class AsyncPostgresStore(_Common):
         version: int,
         state: str,
         artifacts: Mapping[str, str] | None = None,
+        life: str | None = None,
     ) -> None:
         check_session_id(session_id)
         check_append(version, entry, state, artifacts)
+        check_life(life)
         async with self._transaction(f"append to session {session_id!r}") as conn:
             await conn.execute(CREATE_ROW, (session_id,))
-            row = await (await conn.execute(LOCK_ROW, (session_id,))).fetchone()
-            for statement in self._to_clear(row, session_id, version):
+            row = await (await conn.execute(LOCK_LIFE, (session_id,))).fetchone()
+            clear, life = self._to_clear(row, session_id, version, life)
+            for statement in clear:
                 await conn.execute(statement, (session_id,))
             await conn.execute(INSERT_ENTRY, (session_id, version, _bytes(entry)))
-            row_values = (version + 1, _bytes(state), self._expires(), session_id)
+            row_values = (version + 1, _bytes(state), self._expires(), life, session_id)
             await conn.execute(UPDATE_ROW, row_values)
             if artifacts:
                 async with conn.cursor() as cur:

@@ -22,6 +22,7 @@ from ._base import (
     StoredSession,
     check_append,
     check_artifact,
+    check_life,
     check_session_id,
     check_version,
     hide_password,
@@ -40,13 +41,16 @@ OPTIONS = ("ttl", "prefix", "timeout")
 RETRIES = 3
 
 # KEYS: meta, entries, artifacts. ARGV: version, entry, state, ttl in ms (0: none), the
-# append's token, then artifact id and text pairs. Returns the version found when it is not the
-# one expected. The token makes the script safe to run twice: the driver sends it again when the
-# connection drops before the reply, and a second run finding its own append stored says so,
-# where it would otherwise report a conflict (and the session append its messages again).
+# append's token, its life ('' for none), then artifact id and text pairs. Returns the version
+# found when it is not the one expected, or the session is in another life than the append's
+# (recorded at its first append, or at the first that carried one). The token makes the
+# script safe to run twice: the driver sends it again when the connection drops before the
+# reply, and a second run finding its own append stored says so, where it would otherwise
+# report a conflict (and the session append its messages again).
 APPEND = """
 local version = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
-if version ~= tonumber(ARGV[1]) then
+local life = redis.call('HGET', KEYS[1], 'life')
+if version ~= tonumber(ARGV[1]) or (life and ARGV[6] ~= '' and life ~= ARGV[6]) then
     if version == tonumber(ARGV[1]) + 1 and redis.call('HGET', KEYS[1], 'token') == ARGV[5] then
         return -1
     end
@@ -58,7 +62,8 @@ if version == 0 then
 end
 redis.call('RPUSH', KEYS[2], ARGV[2])
 redis.call('HSET', KEYS[1], 'version', version + 1, 'state', ARGV[3], 'token', ARGV[5])
-for i = 6, #ARGV, 2 do redis.call('HSETNX', KEYS[3], ARGV[i], ARGV[i + 1]) end
+if not life and ARGV[6] ~= '' then redis.call('HSET', KEYS[1], 'life', ARGV[6]) end
+for i = 7, #ARGV, 2 do redis.call('HSETNX', KEYS[3], ARGV[i], ARGV[i + 1]) end
 local ttl = tonumber(ARGV[4])
 if ttl > 0 then
     for _, key in ipairs(KEYS) do redis.call('PEXPIRE', key, ttl) end
@@ -148,10 +153,16 @@ class _Common(forks.ProcessBound):
         return 0 if self.ttl is None else max(1, int(self.ttl * 1000))
 
     def _append_args(
-        self, version: int, entry: str, state: str, artifacts: Mapping[str, str] | None
+        self,
+        version: int,
+        entry: str,
+        state: str,
+        artifacts: Mapping[str, str] | None,
+        life: str | None,
     ) -> list[Any]:
         version = check_append(version, entry, state, artifacts)
-        args: list[Any] = [version, entry, state, self._ttl_ms(), secrets.token_hex(16)]
+        token = secrets.token_hex(16)
+        args: list[Any] = [version, entry, state, self._ttl_ms(), token, check_life(life) or ""]
         for ref, text in (artifacts or {}).items():
             args += [ref, text]
         return args
@@ -236,9 +247,10 @@ class RedisStore(_Common):
         version: int,
         state: str,
         artifacts: Mapping[str, str] | None = None,
+        life: str | None = None,
     ) -> None:
         keys = self._keys(session_id)
-        args = self._append_args(version, entry, state, artifacts)
+        args = self._append_args(version, entry, state, artifacts, life)
         with self._errors(f"append to session {session_id!r}"):
             found = self._append(keys=keys, args=args)
         self._after_append(session_id, version, found)
@@ -357,9 +369,10 @@ class AsyncRedisStore(_Common):
         version: int,
         state: str,
         artifacts: Mapping[str, str] | None = None,
+        life: str | None = None,
     ) -> None:
         keys = self._keys(session_id)
-        args = self._append_args(version, entry, state, artifacts)
+        args = self._append_args(version, entry, state, artifacts, life)
         try:
             found = await _cancellable((await self._here()).append(keys=keys, args=args))
         except self._errors_from as exc:

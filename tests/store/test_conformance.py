@@ -34,9 +34,28 @@ class IgnoresVersions(MemoryStore):
         version: int,
         state: str,
         artifacts: Mapping[str, str] | None = None,
+        life: str | None = None,
     ) -> None:
         current = self.load(session_id).version
-        super().append(session_id, entry, version=current, state=state, artifacts=artifacts)
+        super().append(
+            session_id, entry, version=current, state=state, artifacts=artifacts, life=life
+        )
+
+
+class ForgetsLives(MemoryStore):
+    """A broken store: it takes a life and never checks it."""
+
+    def append(
+        self,
+        session_id: str,
+        entry: str,
+        *,
+        version: int,
+        state: str,
+        artifacts: Mapping[str, str] | None = None,
+        life: str | None = None,
+    ) -> None:
+        super().append(session_id, entry, version=version, state=state, artifacts=artifacts)
 
 
 class SharesOriginals(MemoryStore):
@@ -54,6 +73,7 @@ class SharesOriginals(MemoryStore):
     [
         (IgnoresVersions, "an append at a version the session has left is refused"),
         (SharesOriginals, "a session cannot read another session's originals"),
+        (ForgetsLives, "an append in another life than the one recorded at version 0"),
     ],
 )
 def test_the_check_names_the_broken_promise(broken: type[MemoryStore], promise: str) -> None:
