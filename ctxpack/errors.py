@@ -250,7 +250,8 @@ class StoreError(CtxpackError, RuntimeError):
 
 
 class StoreConflictError(StoreError):
-    """Another writer appended to the session first: the expected version is not the stored one.
+    """Another writer appended to the session first: the expected version is not the stored one,
+    or it is, in another life of the session (erased and started again since it was read).
 
     A :class:`~ctxpack.Session` catches it, reads what the other writer appended and tries
     again; a store's own caller sees it only when calling ``append`` directly.
@@ -265,9 +266,14 @@ class StoreConflictError(StoreError):
         self.session_id = session_id
         self.expected = expected
         self.actual = actual
+        why = (
+            f"the session is at version {actual}, not {expected}: another writer appended first"
+            if actual != expected
+            else f"the session at version {actual} is another life of it: it was erased and "
+            "started again since it was read"
+        )
         super().__init__(
-            f"the session is at version {actual}, not {expected}: another writer appended first; "
-            "read the new entries and append again",
+            f"{why}; read the new entries and append again",
             url=url,
             operation=f"append to session {session_id!r}",
         )

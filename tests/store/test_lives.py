@@ -110,7 +110,7 @@ def test_an_append_in_another_life_is_refused_and_without_a_life_is_not_checked(
     store: SessionStore, session_id: str
 ) -> None:
     store.append(session_id, "e0", version=0, state="s0", life="life-1")
-    with pytest.raises(StoreConflictError):
+    with pytest.raises(StoreConflictError, match="erased and started again"):
         store.append(session_id, "x", version=1, state="x", life="life-2")
     assert store.load(session_id).version == 1
     # A writer that knows no lives (a replica not yet upgraded) is not checked, and the
