@@ -146,6 +146,8 @@ class SessionArtifacts(forks.ProcessBound):
         self.session_id = session_id
         self.loop = loop
         self.secret = secrets.token_hex(16)
+        # Whether the store's put_artifact takes life= (see SessionStore.put_artifact).
+        self._lives = takes_life(store, "put_artifact")
         self._held: dict[str, str] | None = None
         # The last original stored (or rebuilt from its edits), whole, with the secret then
         # and its id; and the last stored as the lines it adds to another ("extends"): a
@@ -180,7 +182,8 @@ class SessionArtifacts(forks.ProcessBound):
             self._unwritten[ref] = stored
             self._last.update(dict.fromkeys(slots, whole))
         else:
-            self._run(self.store.put_artifact, self.session_id, ref, stored)
+            lives = {"life": self.life()} if self._lives else {}
+            self._run(self.store.put_artifact, self.session_id, ref, stored, **lives)
             self._last.update(dict.fromkeys(slots, whole))
         return ref
 
@@ -270,9 +273,9 @@ class SessionArtifacts(forks.ProcessBound):
             )
         return whole
 
-    def _run(self, method: Callable[..., Any], *args: Any) -> Any:
+    def _run(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         if self.loop is None:
-            return method(*args)
+            return method(*args, **kwargs)
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
@@ -283,7 +286,7 @@ class SessionArtifacts(forks.ProcessBound):
                 "an async session's originals are read from a worker thread; "
                 "use `await session.retrieve(...)`"
             )
-        return asyncio.run_coroutine_threadsafe(method(*args), loop).result()
+        return asyncio.run_coroutine_threadsafe(method(*args, **kwargs), loop).result()
 
     def hold(self) -> None:
         self._held = {}

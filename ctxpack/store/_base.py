@@ -79,12 +79,13 @@ class SessionStore(Protocol):
         version: int,
         state: str,
         artifacts: Mapping[str, str] | None = None,
-        life: str | None = None,
     ) -> None:
         """Add ``entry`` as the session's entry number ``version`` (from 0), replace its state
         and add ``artifacts`` (id to text; an id already stored keeps its text), all at once.
 
-        ``life`` (optional in the protocol: a session checks the signature) names this life
+        A store may take a keyword ``life=None`` too (every built-in store does; it is left
+        out of the protocol's signature so that a store without it still type-checks, and a
+        session passes it only to a store whose ``append`` names it): it names this life
         of the session: an append at version 0 records it, and one at a later version carrying
         another life than the recorded one is refused, the session having been erased and
         started again since the writer read it. ``None``, or none recorded (a session written
@@ -101,8 +102,10 @@ class SessionStore(Protocol):
     def put_artifact(self, session_id: str, artifact: str, text: str) -> None:
         """Store one original of the session under ``artifact`` (kept if already there), at
         once with respect to :meth:`delete_session`: nothing is stored for a session the store
-        does not hold (erased, expired, or never appended to), so that an original written
-        while the session is erased is never left behind."""
+        does not hold (erased, expired, or never appended to), nor (with a keyword ``life=``,
+        optional as in :meth:`append`) for a session in another life, so that an original
+        written while the session is erased, or after it started again, is never left
+        behind."""
         ...
 
     def get_artifact(self, session_id: str, artifact: str) -> str:
@@ -138,7 +141,6 @@ class AsyncSessionStore(Protocol):
         version: int,
         state: str,
         artifacts: Mapping[str, str] | None = None,
-        life: str | None = None,
     ) -> None: ...
 
     async def put_artifact(self, session_id: str, artifact: str, text: str) -> None: ...
@@ -161,6 +163,7 @@ class ThreadedAsyncStore(forks.ProcessBound):
         self.store = store
         self.url = store.url
         self._lives = takes_life(store)
+        self._put_lives = takes_life(store, "put_artifact")
 
     async def load(self, session_id: str, *, since: int = 0) -> StoredSession:
         return await asyncio.to_thread(self.store.load, session_id, since=since)
@@ -187,8 +190,11 @@ class ThreadedAsyncStore(forks.ProcessBound):
             **lives,
         )
 
-    async def put_artifact(self, session_id: str, artifact: str, text: str) -> None:
-        await asyncio.to_thread(self.store.put_artifact, session_id, artifact, text)
+    async def put_artifact(
+        self, session_id: str, artifact: str, text: str, *, life: str | None = None
+    ) -> None:
+        lives = {"life": life} if self._put_lives else {}
+        await asyncio.to_thread(self.store.put_artifact, session_id, artifact, text, **lives)
 
     async def get_artifact(self, session_id: str, artifact: str) -> str:
         return await asyncio.to_thread(self.store.get_artifact, session_id, artifact)
@@ -280,12 +286,13 @@ def other_life(recorded: str | None, life: str | None) -> bool:
     return recorded is not None and life is not None and recorded != life
 
 
-def takes_life(store: object) -> bool:
-    """Whether ``store``'s ``append`` names a ``life`` parameter. A store written before
-    lives, or a third party's, may not: it is called without. A ``**kwargs`` does not count,
-    since a wrapper taking it may pass it on to a store that has no ``life``."""
+def takes_life(store: object, method: str = "append") -> bool:
+    """Whether ``store``'s ``method`` (``append`` or ``put_artifact``) names a ``life``
+    parameter. A store written before lives, or a third party's, may not: it is called
+    without. A ``**kwargs`` does not count, since a wrapper taking it may pass it on to a store
+    that has no ``life``."""
     try:
-        parameters = inspect.signature(store.append).parameters  # type: ignore[attr-defined]
+        parameters = inspect.signature(getattr(store, method)).parameters
     except (AttributeError, TypeError, ValueError):
         return False
     life = parameters.get("life")

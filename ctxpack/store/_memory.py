@@ -122,11 +122,15 @@ class MemoryStore(forks.ProcessBound):
                 return
             del self._sessions[session_id]
 
-    def put_artifact(self, session_id: str, artifact: str, text: str) -> None:
+    def put_artifact(
+        self, session_id: str, artifact: str, text: str, *, life: str | None = None
+    ) -> None:
         check_artifact(artifact, text)
+        check_life(life)
         with self._lock:
             stored = self._get(session_id)
-            if stored is not None:  # erased or never written: nothing to attach it to
+            # Erased, never written, or started again: nothing of this life to attach it to.
+            if stored is not None and not other_life(stored.life, life):
                 stored.artifacts.setdefault(artifact, text)
 
     def get_artifact(self, session_id: str, artifact: str) -> str:

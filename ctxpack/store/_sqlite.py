@@ -406,16 +406,20 @@ class SQLiteStore(forks.ProcessBound):
         if expired:
             self._db.empty_wal(f"append to session {session_id!r}")
 
-    def put_artifact(self, session_id: str, artifact: str, text: str) -> None:
+    def put_artifact(
+        self, session_id: str, artifact: str, text: str, *, life: str | None = None
+    ) -> None:
         check_session_id(session_id)
         check_artifact(artifact, text)
+        check_life(life)
         with self._db.transaction(f"store an artifact of session {session_id!r}") as conn:
-            # Only beside the session's row, in the transaction that would erase it.
+            # Only beside the session's row (of this life), in the transaction that would
+            # erase it.
             conn.execute(
                 "INSERT OR IGNORE INTO ctxpack_artifacts (session_id, artifact, text)"
-                " SELECT ?, ?, ? WHERE EXISTS"
-                " (SELECT 1 FROM ctxpack_sessions WHERE session_id = ?)",
-                (session_id, artifact, text, session_id),
+                " SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM ctxpack_sessions WHERE"
+                " session_id = ? AND (? IS NULL OR life IS NULL OR life = ?))",
+                (session_id, artifact, text, session_id, life, life),
             )
 
     def get_artifact(self, session_id: str, artifact: str) -> str:

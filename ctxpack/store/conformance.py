@@ -218,3 +218,10 @@ class _Checks:
             StoredSession(1, ("again",), "s"),
             "an append refused for its life writes nothing",
         )
+        if takes_life(store, "put_artifact"):
+            run(lambda: store.put_artifact(c, "art_5", "earlier life", life="life-1"))
+            _raises(
+                ArtifactNotFoundError,
+                "put_artifact stores nothing for a session in another life",
+                lambda: run(lambda: store.get_artifact(c, "art_5")),
+            )

@@ -81,7 +81,7 @@ INSERT_ARTIFACT = (
 )
 # put_artifact: the row's share lock first, so that an erasure (which takes it for update)
 # either waits for the original and deletes it, or has deleted the row and nothing is put.
-SHARE_ROW = "SELECT 1 FROM ctxpack_sessions WHERE session_id = %s FOR SHARE"
+SHARE_ROW = "SELECT life FROM ctxpack_sessions WHERE session_id = %s FOR SHARE"
 GET_ARTIFACT = (
     "SELECT a.text FROM ctxpack_artifacts a LEFT JOIN ctxpack_sessions s"
     " ON s.session_id = a.session_id WHERE a.session_id = %s AND a.artifact = %s"
@@ -185,6 +185,12 @@ class _Common(forks.ProcessBound):
         if actual == 0:
             return (DELETE[:2] if row[0] != 0 else DELETE[:1]), life
         return (), life if recorded is None else recorded
+
+    @staticmethod
+    def _holds(row: Any, life: str | None) -> bool:
+        """Whether a session's row (``SHARE_ROW``) takes an original put in ``life``: it
+        exists, in that life (or one not known)."""
+        return row is not None and not other_life(row[0], life)
 
     def _not_found(self, session_id: str, artifact: str) -> ArtifactNotFoundError:
         return ArtifactNotFoundError(artifact, store=f"{self.url} session {session_id!r}")
@@ -326,11 +332,14 @@ class PostgresStore(_Common):
                         INSERT_ARTIFACT, [(session_id, k, _bytes(v)) for k, v in artifacts.items()]
                     )
 
-    def put_artifact(self, session_id: str, artifact: str, text: str) -> None:
+    def put_artifact(
+        self, session_id: str, artifact: str, text: str, *, life: str | None = None
+    ) -> None:
         check_session_id(session_id)
         check_artifact(artifact, text)
+        check_life(life)
         with self._transaction(f"store an artifact of session {session_id!r}") as conn:
-            if conn.execute(SHARE_ROW, (session_id,)).fetchone() is not None:
+            if self._holds(conn.execute(SHARE_ROW, (session_id,)).fetchone(), life):
                 conn.execute(INSERT_ARTIFACT, (session_id, artifact, _bytes(text)))
 
     def get_artifact(self, session_id: str, artifact: str) -> str:
@@ -479,12 +488,15 @@ class AsyncPostgresStore(_Common):
                         INSERT_ARTIFACT, [(session_id, k, _bytes(v)) for k, v in artifacts.items()]
                     )
 
-    async def put_artifact(self, session_id: str, artifact: str, text: str) -> None:
+    async def put_artifact(
+        self, session_id: str, artifact: str, text: str, *, life: str | None = None
+    ) -> None:
         check_session_id(session_id)
         check_artifact(artifact, text)
+        check_life(life)
         async with self._transaction(f"store an artifact of session {session_id!r}") as conn:
             cur = await conn.execute(SHARE_ROW, (session_id,))
-            if await cur.fetchone() is not None:
+            if self._holds(await cur.fetchone(), life):
                 await conn.execute(INSERT_ARTIFACT, (session_id, artifact, _bytes(text)))
 
     async def get_artifact(self, session_id: str, artifact: str) -> str:

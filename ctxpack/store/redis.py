@@ -80,10 +80,13 @@ if version > tonumber(ARGV[1]) then
 end
 return {version, state, entries}
 """
-# KEYS: meta, artifacts. ARGV: id, text. The originals expire with the session's meta, whose
-# clock only an append restarts: a full ttl from here would keep them after the session expired.
+# KEYS: meta, artifacts. ARGV: id, text, life ('' for none): nothing for a session in another
+# life. The originals expire with the session's meta, whose clock only an append restarts: a
+# full ttl from here would keep them after the session expired.
 PUT_ARTIFACT = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local life = redis.call('HGET', KEYS[1], 'life')
+if life and ARGV[3] ~= '' and life ~= ARGV[3] then return 0 end
 redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2])
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
@@ -255,11 +258,14 @@ class RedisStore(_Common):
             found = self._append(keys=keys, args=args)
         self._after_append(session_id, version, found)
 
-    def put_artifact(self, session_id: str, artifact: str, text: str) -> None:
+    def put_artifact(
+        self, session_id: str, artifact: str, text: str, *, life: str | None = None
+    ) -> None:
         check_artifact(artifact, text)
         meta, _, artifacts = self._keys(session_id)
+        args = [artifact, text, check_life(life) or ""]
         with self._errors(f"store an artifact of session {session_id!r}"):
-            self._put(keys=[meta, artifacts], args=[artifact, text])
+            self._put(keys=[meta, artifacts], args=args)
 
     def get_artifact(self, session_id: str, artifact: str) -> str:
         check_artifact(artifact)
@@ -379,12 +385,15 @@ class AsyncRedisStore(_Common):
             raise self._wrap(exc, f"append to session {session_id!r}") from exc
         self._after_append(session_id, version, found)
 
-    async def put_artifact(self, session_id: str, artifact: str, text: str) -> None:
+    async def put_artifact(
+        self, session_id: str, artifact: str, text: str, *, life: str | None = None
+    ) -> None:
         check_artifact(artifact, text)
         meta, _, artifacts = self._keys(session_id)
+        args = [artifact, text, check_life(life) or ""]
         try:
             put = (await self._here()).put
-            await _cancellable(put(keys=[meta, artifacts], args=[artifact, text]))
+            await _cancellable(put(keys=[meta, artifacts], args=args))
         except self._errors_from as exc:
             raise self._wrap(exc, f"store an artifact of session {session_id!r}") from exc
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from ctxpack import AsyncSession, Session
+from ctxpack import ArtifactNotFoundError, AsyncSession, Session
 from ctxpack.errors import StoreConflictError
 from ctxpack.store import (
     MemoryStore,
@@ -64,8 +64,11 @@ class ErasedBeforeItsWrite:
             session_id, entry, version=version, state=state, artifacts=artifacts, **lives
         )
 
-    def put_artifact(self, session_id: str, artifact: str, text: str) -> None:
-        self.store.put_artifact(session_id, artifact, text)
+    def put_artifact(
+        self, session_id: str, artifact: str, text: str, *, life: str | None = None
+    ) -> None:
+        lives = {} if life is None else {"life": life}
+        self.store.put_artifact(session_id, artifact, text, **lives)
 
     def get_artifact(self, session_id: str, artifact: str) -> str:
         return self.store.get_artifact(session_id, artifact)
@@ -125,6 +128,35 @@ def test_an_append_in_another_life_is_refused_and_without_a_life_is_not_checked(
         store.append(session_id, "x", version=1, state="x", life="life-1")
     assert store.load(session_id).entries == ("n0",)
     store.delete_session(session_id)
+
+
+def test_an_original_put_in_another_life_is_not_stored(
+    store: SessionStore, session_id: str
+) -> None:
+    store.append(session_id, "e0", version=0, state="s0", life="life-2")
+    store.put_artifact(session_id, "art_old", f"{MARKER} old", life="life-1")
+    store.put_artifact(session_id, "art_new", "new", life="life-2")
+    store.put_artifact(session_id, "art_any", "any")
+    with pytest.raises(ArtifactNotFoundError):
+        store.get_artifact(session_id, "art_old")
+    assert store.get_artifact(session_id, "art_new") == "new"
+    assert store.get_artifact(session_id, "art_any") == "any"
+    store.delete_session(session_id)
+
+
+def test_a_replica_does_not_put_an_original_of_the_erased_life_into_the_next(
+    replicas: Callable[[], SessionStore], session_id: str
+) -> None:
+    stale = Session.open(session_id, store=replicas(), model="gpt-4")
+    stale.append({"role": "user", "content": "the erased chat"})
+    other = replicas()
+    other.delete_session(session_id)
+    fresh = Session.open(session_id, store=other, model="gpt-4")
+    fresh.append({"role": "user", "content": "a new chat"})
+    ref = stale.store.put(f"{MARKER} an original of the erased chat")
+    with pytest.raises(ArtifactNotFoundError):
+        other.get_artifact(session_id, ref)
+    other.delete_session(session_id)
 
 
 def test_a_session_written_without_a_life_takes_the_first_one_given(
@@ -248,8 +280,11 @@ class AsyncErasedBeforeItsWrite:
             session_id, entry, version=version, state=state, artifacts=artifacts, **lives
         )
 
-    async def put_artifact(self, session_id: str, artifact: str, text: str) -> None:
-        await self.store.put_artifact(session_id, artifact, text)
+    async def put_artifact(
+        self, session_id: str, artifact: str, text: str, *, life: str | None = None
+    ) -> None:
+        lives = {} if life is None else {"life": life}
+        await self.store.put_artifact(session_id, artifact, text, **lives)
 
     async def get_artifact(self, session_id: str, artifact: str) -> str:
         return str(await self.store.get_artifact(session_id, artifact))
