@@ -1499,6 +1499,63 @@ def test_an_async_server_side_session_reads_a_stream_s_edits_too(async_session: 
     assert asyncio.run(run()) == [("cleared", 4_200)]
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["create", "stream"])
+def test_an_async_client_records_a_plain_session_s_reply_in_a_worker_thread(
+    stream: bool, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A plain stored session behind an async client read the provider's edits from the reply
+    # on the event loop: its store's append (SQLite, PostgreSQL, Redis I/O) blocked every task.
+    appended_in: list[threading.Thread] = []
+    append = ctxpack.store.SQLiteStore.append
+
+    def recorded(self: Any, *args: Any, **kwargs: Any) -> Any:
+        appended_in.append(threading.current_thread())
+        return append(self, *args, **kwargs)
+
+    monkeypatch.setattr(ctxpack.store.SQLiteStore, "append", recorded)
+    reply = {
+        **anthropic_message([{"type": "text", "text": "Hello"}]),
+        "context_management": {"applied_edits": [CLEARED]},
+    }
+    replies = iter(
+        [
+            sse(edited_stream_events(), named=True) if stream else httpx2.Response(200, json=reply),
+            httpx2.Response(200, json=anthropic_message([])),
+        ]
+    )
+    capture = Capture(lambda body: next(replies))
+    policy = ctxpack.managed.WindowPolicy(window=200_000, server_side=True)
+    url = f"sqlite:///{tmp_path / 'sessions.db'}"
+    session = ctxpack.Session.open(
+        "s", store=url, model="claude-sonnet-4-5", counter="cl100k_base", window=policy
+    )
+    client = ctxpack.wrap_anthropic(async_anthropic_client(capture), session=session)
+    request: dict[str, Any] = {"model": "claude-sonnet-4-5", "max_tokens": 1_000}
+    history: list[Any] = [{"role": "user", "content": "Why does the auth test fail?"}]
+
+    async def run() -> tuple[Any, Any]:
+        if stream:
+            async with client.beta.messages.stream(**request, messages=history) as events:
+                assert "".join([text async for text in events.text_stream]) == "Hello"
+        else:
+            await client.beta.messages.create(**request, messages=history)
+        first = client.last_result  # the task's own, recording the reply leaves it
+        history.extend(
+            [{"role": "assistant", "content": "Hello"}, {"role": "user", "content": "Go."}]
+        )
+        await client.beta.messages.create(**request, messages=history)
+        return first, client.last_result
+
+    first, last = asyncio.run(run())
+    assert first is not None and last is not None and first is not last
+    # The messages and the window's state each request wrote, and the edits its reply
+    # reported: none on the loop.
+    assert appended_in and threading.main_thread() not in appended_in
+    assert [(d.action, d.tokens_before) for d in last.decisions if d.stage == "server"] == [
+        ("cleared", 4_200)
+    ]
+
+
 def test_a_server_side_session_keeping_all_thinking_says_so_in_requests_that_think() -> None:
     # keep_thinking=None keeps every thinking block, but no thinking edit was sent: Anthropic
     # then keeps the last turn's thinking only.

@@ -321,10 +321,15 @@ class SessionFeed(forks.Guarded):
         return await self.arecord(await response)
 
     async def arecord(self, reply: Any) -> Any:
-        """:meth:`record` for a reply already awaited, by a sync or an async session."""
+        """:meth:`record` for a reply already awaited: an AsyncSession's awaited, a plain
+        session's in a worker thread, since a stored one writes to its store (as its render
+        runs off the loop, in ``_Packer.apacked_kwargs``)."""
         if self.server_side:
+            if not self.is_async:
+                await asyncio.to_thread(self._record, reply)
+                return reply
             recorded = self._record(reply)
-            if inspect.isawaitable(recorded):  # an AsyncSession's
+            if inspect.isawaitable(recorded):  # None for a reply that is no message
                 await recorded
         return reply
 
