@@ -21,9 +21,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._internal.arguments import shown
 from ._internal.columns import ANTHROPIC, flags
 from ._internal.encodings import model_key
+from ._internal.provider_arg import check_provider as check_provider
 from .adapters import has_anthropic_blocks
 from .errors import ConfigError
 
@@ -40,19 +40,6 @@ __all__ = [
 ]
 
 Provider = Literal["openai", "anthropic"]
-
-
-def check_provider(value: object, argument: str = "provider") -> Provider:
-    """``value`` as a :data:`Provider`.
-
-    Raises:
-        ConfigError: anything but ``"openai"`` or ``"anthropic"`` (``argument`` named).
-    """
-    if value == "anthropic":
-        return "anthropic"
-    if value == "openai":
-        return "openai"
-    raise ConfigError(f"{argument} must be 'openai' or 'anthropic', got {shown(value)}")
 
 
 def provider_from_model(model: str | None) -> Provider | None:

@@ -14,7 +14,6 @@ from ._anthropic import AnthropicPayload as AnthropicPayload
 from ._anthropic import from_anthropic as from_anthropic
 from ._anthropic import to_anthropic as to_anthropic
 from ._converted import has_anthropic_blocks as has_anthropic_blocks
-from ._openai import _NO_CONTENT
 from ._openai import from_openai as from_openai
 from ._openai import to_openai as to_openai
 from ._validate import ANTHROPIC_BLOCKS as ANTHROPIC_BLOCKS
@@ -25,6 +24,7 @@ from ._validate import validate_openai as validate_openai
 from .langchain import META as _LANGCHAIN_META
 from .langchain import from_langchain as from_langchain
 from .langchain import to_langchain as to_langchain
+from .read import NO_CONTENT as _NO_CONTENT
 
 SENT_METADATA = (_ANTHROPIC_META, _RESPONSES_META, _LANGCHAIN_META, _NO_CONTENT)
 """The metadata keys whose values the adapters write back into a request (Anthropic's block

@@ -1,5 +1,7 @@
-"""The messages the converters read: dicts in OpenAI's shape checked as :func:`ctxpack.pack`
-checks them, a message holding a block only Anthropic has taken as it is."""
+"""The messages :func:`~ctxpack.adapters.to_anthropic` reads: dicts in OpenAI's shape checked as
+:func:`ctxpack.pack` checks them, a message holding a block only Anthropic has taken as it is
+(:func:`~ctxpack.adapters.to_openai` reads those through :mod:`ctxpack.adapters.read`, which
+translates them)."""
 
 from __future__ import annotations
 
@@ -36,10 +38,10 @@ def _checked(entry: Mapping[str, Any], index: int) -> None:
 def converted_messages(
     messages: Iterable[Message | Mapping[str, Any] | SDKObject],
 ) -> tuple[Message, ...]:
-    """``messages`` as :func:`~ctxpack.adapters.to_openai` and
-    :func:`~ctxpack.adapters.to_anthropic` read them: a malformed OpenAI message (a tool call
-    without an id, an ``image_url`` that is not an object) refused naming its index and field,
-    rather than failing inside the conversion or going out as a request the provider refuses.
+    """``messages`` as :func:`~ctxpack.adapters.to_anthropic` reads them: a malformed OpenAI
+    message (a tool call without an id, an ``image_url`` that is not an object) refused naming
+    its index and field, rather than failing inside the conversion or going out as a request the
+    provider refuses.
 
     Raises:
         InvalidMessageError: ``messages`` is not a list, or a message is malformed.

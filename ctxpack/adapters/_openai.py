@@ -16,19 +16,15 @@ from .._internal.reasoning import is_reasoning
 from .._internal.tool_errors import failed, marked
 from .._internal.tool_items import is_server_item
 from ..errors import InvalidMessageError
-from ..messages import Message, copy_value, ensure_messages, provider_of
+from ..messages import Message, copy_value, provider_of
 from ..sdk import SDKObject, item_error, joined_messages
 from ._anthropic import anthropic_parts_to_openai
-from ._converted import converted_messages
 from ._fields import check_call_names, check_speaker_name, id_digest
 from ._media import not_sent
 from ._responses import ResponsesLink, chat_to_responses, responses_link
-from ._validate import validate_openai
+from .read import NO_CONTENT, counted_messages, read_openai
 
 __all__ = ["from_openai", "to_openai"]
-
-# Marks a message that had no "content" key at all, as opposed to "content": null.
-_NO_CONTENT = "openai_no_content"
 
 
 def from_openai(messages: Iterable[Mapping[str, Any] | SDKObject]) -> list[Message]:
@@ -57,17 +53,6 @@ def from_openai(messages: Iterable[Mapping[str, Any] | SDKObject]) -> list[Messa
         return read_openai(list(entries))
     except InvalidMessageError as exc:
         raise item_error(exc, origin) from None
-
-
-def read_openai(entries: list[Mapping[str, Any]]) -> list[Message]:
-    """:func:`from_openai` for messages that are plain dicts already (no SDK object)."""
-    validate_openai(entries, tool_pairing=False)
-    out: list[Mapping[str, Any]] = []
-    for entry in entries:
-        if "content" not in entry:
-            entry = {**entry, "metadata": {**dict(entry.get("metadata") or {}), _NO_CONTENT: True}}
-        out.append(entry)
-    return ensure_messages(out)
 
 
 def _openai_content(msg: Message, api: str) -> str | list[dict[str, Any]] | None:
@@ -112,7 +97,9 @@ def to_openai(
     the whole, the same in the call and its result. Messages that came from an Anthropic
     payload are translated: images become ``image_url`` parts, thinking blocks are left out,
     and a failed tool result (``is_error``, which OpenAI has no field for) is led by
-    ``[tool error]``, which :func:`~ctxpack.adapters.to_anthropic` reads back.
+    ``[tool error]``, which :func:`~ctxpack.adapters.to_anthropic` reads back. So are Anthropic
+    message dicts as they are, read as :func:`~ctxpack.adapters.from_anthropic` reads them
+    (``tool_use`` blocks become ``tool_calls``, each ``tool_result`` a ``tool`` message).
 
     Args:
         messages: The messages.
@@ -154,7 +141,7 @@ def to_openai(
     api = openai_api(api)
     out: list[dict[str, Any]] = []
     links: list[ResponsesLink | None] = []
-    for index, msg in enumerate(converted_messages(messages)):
+    for index, msg in enumerate(counted_messages(messages)):
         check_call_names(msg, index, "OpenAI")
         if api == "responses":
             links.append(responses_link(msg))
@@ -162,7 +149,7 @@ def to_openai(
         content = _openai_content(msg, api)
         if msg.role == "tool" and failed(msg):
             content = marked(content)  # is_error has no OpenAI field: the model reads the mark
-        if not (content is None and msg.metadata.get(_NO_CONTENT)):
+        if not (content is None and msg.metadata.get(NO_CONTENT)):
             item["content"] = content
         if msg.name is not None and api == "chat":
             check_speaker_name(msg, index)

@@ -3,25 +3,31 @@
 A :class:`~ctxpack.Session` appends messages one at a time, each an OpenAI or an Anthropic
 message dict (or an SDK object, or a :class:`~ctxpack.messages.Message`). :func:`read_message`
 turns one into ctxpack messages: the SDK's objects become dicts once, the format is told from
-the message (:mod:`ctxpack.providers`) unless the caller said it, and the adapter of that format
-converts it.
+the message (Anthropic's if it holds a block only Anthropic has) unless the caller said it,
+and the adapter of that format converts it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._internal.arguments import message_items
+from .._internal.provider_arg import check_provider
 from ..errors import InvalidMessageError
-from ..messages import Message, detached, owned_messages
-from ..providers import Provider, check_provider, provider_from_message
+from ..messages import Message, detached, ensure_messages, owned_messages
 from ..sdk import SDKObject, coerce_message, not_a_message
 from ._anthropic import read_anthropic
-from ._openai import read_openai
-from ._validate import check_openai_message
+from ._converted import has_anthropic_blocks
+from ._validate import check_openai_message, validate_openai
+
+if TYPE_CHECKING:
+    from ..providers import Provider
 
 __all__: list[str] = []
+
+# Marks a message that had no "content" key at all, as opposed to "content": null.
+NO_CONTENT = "openai_no_content"
 
 
 def read_message(
@@ -53,7 +59,7 @@ def read_message(
     entry = coerce_message(message, index)  # the SDKs' objects, as dicts
     if not isinstance(entry, Mapping):
         raise InvalidMessageError(not_a_message(entry), index=index)
-    kind = provider_from_message(entry) if provider is None else check_provider(provider)
+    kind = _format_of(entry) if provider is None else check_provider(provider)
     try:
         if kind == "anthropic":
             return read_anthropic([entry]), kind
@@ -65,8 +71,9 @@ def read_message(
 def counted_messages(
     messages: Iterable[Message | Mapping[str, Any] | SDKObject],
 ) -> tuple[Message, ...]:
-    """Messages given to count or bill them (count_tokens, a counter, context_usage, simulate),
-    read as the provider reads them. A list holding an Anthropic message (a block only Anthropic
+    """Messages given to count or bill them (count_tokens, a counter, context_usage, simulate)
+    or to write them in OpenAI's format (:func:`~ctxpack.adapters.to_openai`), read as the
+    provider reads them. A list holding an Anthropic message (a block only Anthropic
     has) is read message by message as :func:`read_message` reads it for ``Session.append``: a
     ``tool_result`` is counted as the tool message Claude reads, not as its JSON, and the images
     and documents it holds as such. Any other list is read as :func:`ctxpack.pack` reads it
@@ -86,4 +93,20 @@ def _is_anthropic(item: Any, index: int) -> bool:
     if isinstance(item, Message):
         return False
     entry = item if isinstance(item, Mapping) else coerce_message(item, index)
-    return isinstance(entry, Mapping) and provider_from_message(entry) == "anthropic"
+    return isinstance(entry, Mapping) and has_anthropic_blocks(entry)
+
+
+def _format_of(entry: Mapping[str, Any]) -> Provider:
+    return "anthropic" if has_anthropic_blocks(entry) else "openai"
+
+
+def read_openai(entries: list[Mapping[str, Any]]) -> list[Message]:
+    """:func:`~ctxpack.adapters.from_openai` for messages that are plain dicts already (no SDK
+    object)."""
+    validate_openai(entries, tool_pairing=False)
+    out: list[Mapping[str, Any]] = []
+    for entry in entries:
+        if "content" not in entry:
+            entry = {**entry, "metadata": {**dict(entry.get("metadata") or {}), NO_CONTENT: True}}
+        out.append(entry)
+    return ensure_messages(out)

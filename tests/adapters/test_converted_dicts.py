@@ -1,6 +1,7 @@
 """The converters check dicts as :func:`ctxpack.pack` does: a malformed OpenAI message is
 ctxpack's error naming its index and field, never a traceback from inside the converter nor a
-request the provider refuses; an Anthropic message is taken as it is."""
+request the provider refuses; an Anthropic message is taken as it is by ``to_anthropic`` and
+translated by ``to_openai``."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 import pytest
 
 from ctxpack import InvalidMessageError, to_anthropic, to_openai
+from tests.api_rules import openai_problems, responses_problems
 
 from .malformed import OPENAI, Case
 
@@ -51,3 +53,57 @@ ANTHROPIC_HISTORY: list[dict[str, Any]] = [
 
 def test_anthropic_messages_reach_anthropic_as_they_were() -> None:
     assert to_anthropic(ANTHROPIC_HISTORY)["messages"] == ANTHROPIC_HISTORY
+
+
+def test_anthropic_messages_reach_chat_completions_as_tool_calls_and_tool_messages() -> None:
+    # OpenAI refuses a tool_use or tool_result part: they are read as from_anthropic reads them.
+    sent = to_openai(ANTHROPIC_HISTORY)
+    assert sent == [
+        {"role": "user", "content": "List the files."},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "t1",
+                    "type": "function",
+                    "function": {"name": "ls", "arguments": '{"path": "."}'},
+                }
+            ],
+        },
+        {"role": "tool", "content": "a.py", "tool_call_id": "t1"},
+    ]
+    assert openai_problems(sent) == []
+
+
+def test_anthropic_messages_reach_the_responses_api_as_call_items() -> None:
+    sent = to_openai(ANTHROPIC_HISTORY, api="responses")
+    assert sent == [
+        {"role": "user", "content": "List the files."},
+        {"type": "function_call", "call_id": "t1", "name": "ls", "arguments": '{"path": "."}'},
+        {"type": "function_call_output", "call_id": "t1", "output": "a.py"},
+    ]
+    assert responses_problems(sent) == []
+
+
+def test_a_failed_anthropic_result_beside_text_reaches_openai_marked_and_in_order() -> None:
+    history = [
+        *ANTHROPIC_HISTORY[:2],
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "t1",
+                    "content": "no such dir",
+                    "is_error": True,
+                },
+                {"type": "text", "text": "Try again."},
+            ],
+        },
+    ]
+    sent = to_openai(history)
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "user"]
+    assert sent[2]["tool_call_id"] == "t1" and sent[2]["content"].startswith("[tool error]")
+    assert sent[3]["content"] == [{"type": "text", "text": "Try again."}]
+    assert openai_problems(sent) == []
