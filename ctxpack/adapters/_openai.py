@@ -22,7 +22,7 @@ from ._anthropic import anthropic_parts_to_openai
 from ._fields import check_call_names, check_speaker_name, id_digest
 from ._media import not_sent
 from ._responses import ResponsesLink, chat_to_responses, responses_link
-from .read import NO_CONTENT, counted_messages, read_openai
+from .read import NO_CONTENT, read_messages, read_openai
 
 __all__ = ["from_openai", "to_openai"]
 
@@ -139,9 +139,24 @@ def to_openai(
          {'type': 'function_call_output', 'call_id': 'c1', 'output': '3 C'}]
     """
     api = openai_api(api)
+    msgs, origin = read_messages(messages)
+    try:
+        out, links = _written(msgs, api)
+        # Dicts of their own: editing them (adding cache_control, say) must not reach the messages.
+        copied: list[dict[str, Any]] = copy_value(out)
+        items = chat_to_responses(copied, links) if api == "responses" else copied
+    except InvalidMessageError as exc:
+        raise item_error(exc, origin) from None  # the caller's index, not the message's
+    return _with_fitted_ids(items)
+
+
+def _written(
+    msgs: tuple[Message, ...], api: str
+) -> tuple[list[dict[str, Any]], list[ResponsesLink | None]]:
+    """Each message as a Chat Completions message dict, and each one's Responses API link."""
     out: list[dict[str, Any]] = []
     links: list[ResponsesLink | None] = []
-    for index, msg in enumerate(counted_messages(messages)):
+    for index, msg in enumerate(msgs):
         check_call_names(msg, index, "OpenAI")
         if api == "responses":
             links.append(responses_link(msg))
@@ -160,9 +175,7 @@ def to_openai(
             item["tool_call_id"] = msg.tool_call_id
         item.update(msg.extras)
         out.append(item)
-    # Dicts of their own: editing them (adding cache_control, say) must not reach the messages.
-    copied: list[dict[str, Any]] = copy_value(out)
-    return _with_fitted_ids(chat_to_responses(copied, links) if api == "responses" else copied)
+    return out, links
 
 
 # The longest tool call id each API takes: Chat Completions refuses a longer one

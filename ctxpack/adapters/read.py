@@ -83,10 +83,22 @@ def counted_messages(
         InvalidMessageError: ``messages`` is not a list, or a message is malformed (index and
             field named).
     """
+    return read_messages(messages)[0]
+
+
+def read_messages(
+    messages: Iterable[Message | Mapping[str, Any] | SDKObject],
+) -> tuple[tuple[Message, ...], list[int]]:
+    """:func:`counted_messages`, and the caller's entry each message was read from (an
+    Anthropic user message holding tool results is read as several), for an error found later
+    to name the caller's index (:func:`ctxpack.sdk.item_error`)."""
     items = message_items(messages)
     if not any(_is_anthropic(item, index) for index, item in enumerate(items)):
-        return owned_messages(items, check=check_openai_message)
-    return tuple(m for i, item in enumerate(items) for m in read_message(item, None, i)[0])
+        read = owned_messages(items, check=check_openai_message)
+        # owned_messages names the caller's entry itself; later errors name the message's.
+        return read, list(range(len(read)))
+    pairs = [(m, i) for i, item in enumerate(items) for m in read_message(item, None, i)[0]]
+    return tuple(m for m, _ in pairs), [i for _, i in pairs]
 
 
 def _is_anthropic(item: Any, index: int) -> bool:

@@ -107,3 +107,33 @@ def test_a_failed_anthropic_result_beside_text_reaches_openai_marked_and_in_orde
     assert sent[2]["tool_call_id"] == "t1" and sent[2]["content"].startswith("[tool error]")
     assert sent[3]["content"] == [{"type": "text", "text": "Try again."}]
     assert openai_problems(sent) == []
+
+
+def test_an_error_after_an_anthropic_message_read_as_several_names_the_caller_s_index() -> None:
+    # The user message holding two results is read as two tool messages: the call after it is
+    # the caller's message 3, not the fifth message read.
+    history = [
+        {"role": "user", "content": "Read both."},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "t1", "name": "ls", "input": {}},
+                {"type": "tool_use", "id": "t2", "name": "ls", "input": {}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": "a"},
+                {"type": "tool_result", "tool_use_id": "t2", "content": "b"},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t3", "name": "files.read", "input": {}}],
+        },
+    ]
+    for api in ("chat", "responses"):
+        with pytest.raises(InvalidMessageError) as info:
+            to_openai(history, api=api)  # type: ignore[arg-type]
+        assert (info.value.index, info.value.field) == (3, "tool_calls[0].function.name")
