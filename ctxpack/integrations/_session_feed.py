@@ -324,10 +324,9 @@ class SessionFeed(forks.Guarded):
         """:meth:`record` for a reply already awaited: an AsyncSession's awaited, a plain
         session's in a worker thread, since a stored one writes to its store (as its render
         runs off the loop, in ``_Packer.apacked_kwargs``)."""
-        if self.server_side:
-            if not self.is_async:
-                await asyncio.to_thread(self._record, reply)
-                return reply
+        if self.server_side and not self.is_async:
+            await asyncio.to_thread(self._record, reply)
+        elif self.server_side:
             recorded = self._record(reply)
             if inspect.isawaitable(recorded):  # None for a reply that is no message
                 await recorded
