@@ -25,6 +25,7 @@ from ._internal.columns import ANTHROPIC, flags
 from ._internal.encodings import model_key
 from ._internal.provider_arg import check_provider as check_provider
 from .adapters import has_anthropic_blocks
+from .adapters import provider_from_message as provider_from_message
 from .errors import ConfigError
 
 if TYPE_CHECKING:
@@ -123,11 +124,6 @@ def provider_from_chat_model(model: Any) -> Provider:
     """The provider of a LangChain chat model (``ChatAnthropic``, ``ChatOpenAI``...), by its
     class, since LangChain's own models carry no provider field."""
     return "anthropic" if "anthropic" in type(model).__name__.lower() else "openai"
-
-
-def provider_from_message(message: Mapping[str, Any]) -> Provider:
-    """The format of one message dict: Anthropic's if it holds a block only Anthropic has."""
-    return "anthropic" if has_anthropic_blocks(message) else "openai"
 
 
 def provider_from_request(data: Any) -> Provider:

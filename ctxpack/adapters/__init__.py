@@ -14,6 +14,7 @@ from ._anthropic import AnthropicPayload as AnthropicPayload
 from ._anthropic import from_anthropic as from_anthropic
 from ._anthropic import to_anthropic as to_anthropic
 from ._converted import has_anthropic_blocks as has_anthropic_blocks
+from ._converted import provider_from_message as provider_from_message
 from ._openai import from_openai as from_openai
 from ._openai import to_openai as to_openai
 from ._validate import ANTHROPIC_BLOCKS as ANTHROPIC_BLOCKS

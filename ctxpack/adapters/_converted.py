@@ -6,11 +6,14 @@ translates them)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..messages import Message, owned_messages
 from ..sdk import SDKObject
 from ._validate import ANTHROPIC_BLOCKS, OPENAI_PART_TYPES, check_openai_message
+
+if TYPE_CHECKING:
+    from ..providers import Provider
 
 __all__: list[str] = []
 
@@ -28,6 +31,11 @@ def has_anthropic_blocks(message: Mapping[str, Any]) -> bool:
         and kind in ANTHROPIC_ONLY_BLOCKS
         for block in content
     )
+
+
+def provider_from_message(message: Mapping[str, Any]) -> Provider:
+    """The format of one message dict: Anthropic's if it holds a block only Anthropic has."""
+    return "anthropic" if has_anthropic_blocks(message) else "openai"
 
 
 def _checked(entry: Mapping[str, Any], index: int) -> None:

@@ -18,7 +18,7 @@ from ..errors import InvalidMessageError
 from ..messages import Message, detached, ensure_messages, owned_messages
 from ..sdk import SDKObject, coerce_message, not_a_message
 from ._anthropic import read_anthropic
-from ._converted import has_anthropic_blocks
+from ._converted import has_anthropic_blocks, provider_from_message
 from ._validate import check_openai_message, validate_openai
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ def read_message(
     entry = coerce_message(message, index)  # the SDKs' objects, as dicts
     if not isinstance(entry, Mapping):
         raise InvalidMessageError(not_a_message(entry), index=index)
-    kind = _format_of(entry) if provider is None else check_provider(provider)
+    kind = provider_from_message(entry) if provider is None else check_provider(provider)
     try:
         if kind == "anthropic":
             return read_anthropic([entry]), kind
@@ -106,10 +106,6 @@ def _is_anthropic(item: Any, index: int) -> bool:
         return False
     entry = item if isinstance(item, Mapping) else coerce_message(item, index)
     return isinstance(entry, Mapping) and has_anthropic_blocks(entry)
-
-
-def _format_of(entry: Mapping[str, Any]) -> Provider:
-    return "anthropic" if has_anthropic_blocks(entry) else "openai"
 
 
 def read_openai(entries: list[Mapping[str, Any]]) -> list[Message]:
