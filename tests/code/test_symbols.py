@@ -227,3 +227,49 @@ def test_import_chain_and_call_graph(repo: Path) -> None:
     # The chain is walkable: routes -> users -> storage -> db.
     assert "api/db.py" in graph.neighbours("api/storage.py")
     assert "api/storage.py" in graph.neighbours("api/db.py")
+
+
+_DEFINITIONS = (
+    "\ndef alpha():\n    return beta()\n\nclass Gamma:\n    def delta(self):\n        return 1\n"
+    "\n@register\nasync def beta():\n    return 2\n"
+)
+_STRAY_BRACKETS = {
+    "unclosed": "import os\nx = foo(1,\n" + _DEFINITIONS,
+    "one too many": "import os\nx = foo(1))\n" + _DEFINITIONS,
+    "closed much later": "import os\nx = foo(1,\n" + _DEFINITIONS + "y = 2)\n",
+    "before a string": 'x = foo(1,\nS = """\ndef fake():\n"""\n' + _DEFINITIONS,
+}
+
+
+def _definitions(source: str) -> list[tuple[str, str, int]]:
+    parsed = parse_source("m.py", "python", source)
+    return [(s.name, s.kind, s.start_line) for s in parsed.symbols if s.kind != "module"]
+
+
+@pytest.mark.parametrize("source", _STRAY_BRACKETS.values(), ids=list(_STRAY_BRACKETS))
+def test_a_stray_bracket_costs_the_fallback_its_block_not_the_file(
+    source: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ast refused the whole file, which became one module unit: ranking and context lost
+    # every definition in it.
+    from ctxpack.code import _symbols as symbols
+
+    monkeypatch.setattr(symbols, "parser_for", lambda language: None)
+    first = source.split("\n").index("def alpha():") + 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ParserFallbackWarning)
+        found = _definitions(source)
+    assert found == [
+        ("alpha", "function", first),
+        ("Gamma", "class", first + 3),
+        ("delta", "method", first + 4),
+        ("beta", "function", first + 7),
+    ]
+    assert "fake" not in {name for name, _, _ in found}
+
+
+@pytest.mark.skipif(not tree_sitter_available("python"), reason="tree-sitter is not installed")
+@pytest.mark.parametrize("kind", ["unclosed", "one too many"])
+def test_a_stray_bracket_costs_tree_sitter_no_definition(kind: str) -> None:
+    names = [name for name, _, _ in _definitions(_STRAY_BRACKETS[kind])]
+    assert names == ["alpha", "Gamma", "delta", "beta"]
