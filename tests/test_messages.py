@@ -197,3 +197,24 @@ def test_messages_are_frozen() -> None:
     msg = Message(role="user", content="x", id="a")
     with pytest.raises(ValueError):
         msg.content = "y"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("pinned", "yes"), ("pinned", "false"), ("pinned", 1), ("priority", "3"), ("priority", True)],
+)
+def test_a_value_of_the_wrong_type_is_refused_not_converted(field: str, value: Any) -> None:
+    # pydantic's lax mode made "yes" and 1 pinned=True and "3" a priority of 3.0: the user's
+    # value changed without a word.
+    given = {"role": "user", "content": "a"}
+    with pytest.raises(InvalidMessageError, match=f"message 1: {field}") as info:
+        ensure_messages([given, {**given, field: value}])
+    assert (info.value.index, info.value.field) == (1, field)
+    with pytest.raises(InvalidMessageError, match=field):
+        Message(role="user", content="a", **{field: value})
+
+
+def test_pinned_and_priority_take_their_own_types() -> None:
+    (message,) = ensure_messages([{"role": "user", "content": "a", "pinned": True, "priority": 2}])
+    assert (message.pinned, message.priority) == (True, 2.0)
+    assert Message.model_validate_json(message.model_dump_json()) == message

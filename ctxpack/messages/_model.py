@@ -158,8 +158,10 @@ class Message(FieldErrorModel):
         name: Optional participant name (OpenAI ``name``).
         tool_calls: Tool calls made by an assistant message.
         tool_call_id: For a ``tool`` message, the id of the call it answers.
-        priority: Added to the message's packing score; higher survives longer.
-        pinned: A pinned message is never dropped, deduplicated or compressed.
+        priority: Added to the message's packing score; higher survives longer. A number
+            (an int or a float), not a string or a bool.
+        pinned: A pinned message is never dropped, deduplicated or compressed. ``True`` or
+            ``False``; any other value (``"yes"``, ``1``) is an :class:`InvalidMessageError`.
         source: Where the content comes from (a URL, a document id); a citation.
         timestamp: When the message was written.
         metadata: Free-form data for your own use; ctxpack reads ``metadata["important"]``.
@@ -178,8 +180,9 @@ class Message(FieldErrorModel):
     name: str | None = None
     tool_calls: list[ToolCall] | None = None
     tool_call_id: str | None = None
-    priority: Annotated[float, Field(allow_inf_nan=False)] = 0.0
-    pinned: bool = False
+    # Strict: pydantic's lax mode would read "yes" or 1 as pinned and "3" as a priority.
+    priority: Annotated[float, Field(allow_inf_nan=False, strict=True)] = 0.0
+    pinned: Annotated[bool, Field(strict=True)] = False
     source: str | None = None
     timestamp: datetime | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
