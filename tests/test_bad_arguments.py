@@ -1732,3 +1732,27 @@ def test_an_error_names_a_huge_value_without_carrying_it_whole() -> None:
     with pytest.raises(ConfigError) as info:
         ctxpack_pack([{"role": "user", "content": "hi"}], budget=100, reserve="r" * 100_000)  # type: ignore[arg-type]
     assert "reserve" in str(info.value) and len(str(info.value)) < 1_000
+
+
+@pytest.mark.parametrize(
+    ("build", "option"),
+    [
+        (lambda n: MemorySelector(window=n), "window"),
+        (lambda n: Neighbors(distance=n), "distance"),
+        (lambda n: ToolResultClearer(keep=n), "keep"),
+        (lambda n: Compactor(keep_recent=n), "keep_recent"),
+        (lambda n: WindowPolicy(window=64_000, keep=n), "keep"),
+        (lambda n: Workspace([USER], max_matches=n), "max_matches"),
+        (lambda n: Workspace([USER], match_context=n), "match_context"),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+@pytest.mark.parametrize("n", [2**53 + 1, 10**100, 10**5000], ids=["2**53+1", "1e100", "1e5000"])
+def test_an_int_option_is_bounded_as_budgets_are(
+    build: Callable[[int], object], option: str, n: int
+) -> None:
+    # A stage's int option took any size: 10**100 was kept, and 10**5000 made the stage's
+    # repr() raise ValueError, as it did every decision and error quoting it.
+    with pytest.raises(ConfigError, match=rf"{option}.*2\*\*53"):
+        build(n)
+    assert f"{option}=9007199254740992" in repr(build(2**53)) or isinstance(build(2**53), Workspace)

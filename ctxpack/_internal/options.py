@@ -11,6 +11,7 @@ from typing import Any, TypeVar, Union, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 
 from ..errors import ConfigError, CtxpackError
+from .arguments import MOST
 
 __all__ = ["CheckedModel", "FieldErrorModel", "invalid_option"]
 
@@ -38,13 +39,15 @@ def invalid_option(owner: str, model: type[BaseModel], exc: ValidationError) -> 
 
 
 def _kind(annotation: Any) -> type | None:
-    """``bool`` for a flag, ``float`` for a number (an int or a float, or ``None``), ``None``
-    for anything else."""
+    """``bool`` for a flag, ``int`` for a count (an int, or ``None``), ``float`` for a number
+    (an int or a float, or ``None``), ``None`` for anything else."""
     options = [annotation]
     if get_origin(annotation) in (Union, types.UnionType):
         options = [a for a in get_args(annotation) if a is not type(None)]
     if options == [bool]:
         return bool
+    if options == [int]:
+        return int
     if options and all(a in (int, float) for a in options):
         return float
     return None
@@ -117,7 +120,8 @@ class CheckedModel(FieldErrorModel):
     pydantic's own error type. A float option must be finite: an infinite price or weight would
     turn every sum it enters into ``inf`` or ``nan``. A flag takes ``True`` or ``False`` only,
     and a number is never a bool: pydantic alone would read ``"no"`` or ``1`` as a flag and
-    ``True`` as the number 1."""
+    ``True`` as the number 1. An int option is at most 2**53 in size, as a budget is: a larger
+    one is no count a history reaches, and one of thousands of digits has no ``repr()``."""
 
     model_config = ConfigDict(allow_inf_nan=False)
 
@@ -128,6 +132,8 @@ class CheckedModel(FieldErrorModel):
         kind = _kind(field.annotation) if field is not None else None
         if kind is bool and not isinstance(value, bool):
             raise ValueError(f"must be True or False, got {value!r}")
-        if kind is float and isinstance(value, bool):
+        if kind in (int, float) and isinstance(value, bool):
             raise ValueError("must be a number, not a bool")
+        if kind is int and isinstance(value, int) and not -MOST <= value <= MOST:
+            raise ValueError(f"must be an int up to 2**53, got an int of {value.bit_length()} bits")
         return value

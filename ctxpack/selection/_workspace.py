@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._internal.arguments import item_list, shown, string, strings
+from .._internal.arguments import item_list, shown, string, strings, tokens
 from .._internal.paths import shown_path
 from ..code import Engine, is_binary, iter_lines, resolve_file, resolve_root, walk_files
 from ..errors import ConfigError, SelectionError, WorkspacePathError
@@ -120,20 +120,14 @@ class Workspace:
         self.root: Path | None = resolve_root(root) if root is not None else None
         self.store = check_artifact_store(store) if store is not None else None
         self.counter: TokenCounter = get_counter(model, counter)
-        for option, value in (
-            ("max_file_bytes", max_file_bytes),
-            ("max_passage_lines", max_passage_lines),
-            ("max_matches", max_matches),
-            ("max_listed_files", max_listed_files),
+        for option, value, unit in (
+            ("max_file_bytes", max_file_bytes, "bytes"),
+            ("max_passage_lines", max_passage_lines, "lines"),
+            ("max_matches", max_matches, "matches"),
+            ("max_listed_files", max_listed_files, "files"),
         ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{option} must be a positive int, got {shown(value)}")
-        if (
-            isinstance(match_context, bool)
-            or not isinstance(match_context, int)
-            or match_context < 0
-        ):
-            raise ConfigError(f"match_context must be an int >= 0, got {shown(match_context)}")
+            tokens(value, option, unit=unit)
+        tokens(match_context, "match_context", minimum=0, unit="lines")
         self.max_file_bytes = max_file_bytes
         self.max_passage_lines = max_passage_lines
         self.match_context = match_context
