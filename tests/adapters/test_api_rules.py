@@ -4,6 +4,7 @@ request is checked against the providers' documented request rules (tests/api_ru
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 import ctxpack
 from ctxpack.errors import ApproximateTokenCountWarning
+from ctxpack.messages import Message
 from tests.adapters.anthropic_payloads import anthropic_payloads
 from tests.api_rules import anthropic_problems, openai_problems, responses_problems
 from tests.strategies import Conversation, pack_cases
@@ -278,14 +280,11 @@ def test_anthropic_payloads_round_trip_and_pack_into_requests_the_apis_take(
     assert openai_problems(result.to_openai()) == []
 
 
-def _leads_pinned(conv: Conversation) -> bool:
-    # A pinned assistant message is kept, even first (the first-party API takes it there).
-    first = next((m for m in conv.items if _field(m, "role") not in ("system", "developer")), None)
-    return first is not None and bool(_field(first, "pinned"))
-
-
-def _field(item: Any, key: str) -> Any:
-    return item.get(key) if isinstance(item, dict) else getattr(item, key)
+def _leads_pinned(messages: Sequence[Message]) -> bool:
+    # A pinned assistant message is kept, even first (the first-party API takes it there). The
+    # packed messages are read, not the input: an orphan tool result before it is dropped.
+    first = next((m for m in messages if m.role not in ("system", "developer")), None)
+    return first is not None and first.pinned
 
 
 @_FUZZ
@@ -303,7 +302,7 @@ def test_packed_conversations_are_requests_the_apis_take(
     if provider == "anthropic":
         sent = result.to_anthropic()
         problems = anthropic_problems(sent) if sent["messages"] else []
-        if _leads_pinned(conv):
+        if _leads_pinned(result.messages):
             problems = [p for p in problems if "first message" not in p]
         assert problems == []
         return
