@@ -242,7 +242,8 @@ def test_the_stages_keep_the_stage_contract() -> None:
 
 def test_a_clear_that_does_not_pay_for_its_cache_rewrite_is_not_made() -> None:
     history = agent_history([100] * 6)
-    # Re-sent once, the removed tokens save 0.3 $/M each; the rewrite costs 3.75 $/M a token.
+    # Re-sent once, the removed tokens save 0.3 $/M each; the rewrite costs 3.45 $/M a token
+    # (the write, 3.75, less the read it replaces).
     assert not cleared_ids(clear(history, trigger=300, keep=1, expected_resends=1))
     assert cleared_ids(clear(history, trigger=300, keep=1, expected_resends=100))
 
@@ -255,6 +256,19 @@ def test_the_rule_reads_the_price_of_the_model() -> None:
     assert not cleared_ids(
         clear(history, trigger=300, keep=1, expected_resends=100, price=free_reads)
     )
+
+
+def test_the_rewrite_costs_the_write_less_the_read_it_replaces() -> None:
+    # At the request before a2, clearing t0 and t1 removes 182 tokens and rewrites 175 (from t0
+    # on), which the next request would otherwise have read from the cache: 12 re-sends save
+    # 182 x 0.3 x 12 = 655.2, more than (3.75 - 0.3) x 175 = 603.75 though less than the full
+    # write, 3.75 x 175 = 656.25. The batch goes there, as the managed window's rule says.
+    history = ctxpack.messages.ensure_messages(agent_history([100] * 6))
+    stage = ToolResultClearer(trigger=300, keep=1, expected_resends=12)
+    batches = stage.batches(history, counter=ctxpack.get_counter(counter=words))
+    assert batches[0] == ctxpack.editing.ClearBatch(8, ("t0", "t1"), 182, 175)
+    eleven = ToolResultClearer(trigger=300, keep=1, expected_resends=11)
+    assert eleven.batches(history, counter=ctxpack.get_counter(counter=words))[0].position > 8
 
 
 def test_cache_aware_clearing_happens_in_batches_not_one_result_per_turn() -> None:

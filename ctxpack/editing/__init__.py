@@ -16,7 +16,8 @@ store is given, in an :class:`~ctxpack.store.ArtifactStore`.
 provider's prompt cache is lost from there: the next request pays the cache-write price for
 everything after the edit point instead of the cache-read price. Clearing pays only when::
 
-    removed tokens x expected re-sends x cache-read price > cache-write price x tokens after edit
+    removed tokens x expected re-sends x cache-read price
+        > (cache-write price - cache-read price) x tokens after edit
 
 and then it should happen rarely, in batches, at points that do not depend on when ``pack()``
 happens to be called. Both stages therefore replay the history from its start, request by
@@ -77,6 +78,7 @@ verbatim = _compact._verbatim
 summary_id_of = _compact.summary_id_of
 resolve_price = _clear._resolve_price
 PATIENCE = _clear._PATIENCE
+rewrite_pays = _clear._rewrite_pays
 
 __all__ = [
     "Compactor",

@@ -42,6 +42,17 @@ _DEFAULT_PRICED_MODEL = "claude-sonnet-4-5"
 _PATIENCE = 2.0
 
 
+def _rewrite_pays(
+    rent: float, rewritten: float, p: Price, ttl: Literal["5m", "1h"], patience: float = _PATIENCE
+) -> bool:
+    """Whether ``rent`` (dollars: re-sending what an edit removes, at the cache-read price) pays,
+    with the margin ``patience``, for the edit's rewrite: the ``rewritten`` tokens after its
+    edit point written to the cache again (at the write price of ``ttl``) rather than read from
+    it, as they would have been without the edit. The one rule of every edit's timing: the
+    clearer's, and the managed window's clearing and compaction."""
+    return rent / patience > (p.cache_write(ttl) - p.cache_read) * rewritten
+
+
 def _call_names(messages: Sequence[Message]) -> dict[str, tuple[str, int]]:
     """Tool call id -> (tool name, position of the assistant message that made the call), for
     the client's calls and for the calls of the tools the provider ran (by the id that pairs
@@ -135,7 +146,8 @@ class ToolResultClearer(_StoreModel):
     With ``cache_aware=True`` (the default) it replays the history request by request; a batch
     is cleared at a request whose prompt, with the earlier batches applied, exceeds ``trigger``,
     and only when the batch pays for the cache it breaks: tokens removed x expected re-sends x
-    cache-read price > cache-write price x tokens after the edit point. Unless
+    cache-read price > (cache-write price - cache-read price) x tokens after the edit point
+    (those tokens would have been read from the cache without the clear). Unless
     ``expected_resends`` is given, the re-sends expected are those the clearable tokens have
     already had since the last batch (while the prompt was over the trigger): a batch is
     cleared once what re-sending them has cost pays for the rewrite. The same history always
@@ -326,7 +338,6 @@ class ToolResultClearer(_StoreModel):
         if not self.cache_aware:
             points = points[-1:]
         p_price = _resolve_price(self.price, self.model, model)
-        write = p_price.cache_write(self.ttl)
         read = p_price.cache_read
         current = sizes[:]  # each message's size with the batches so far applied
         cleared_tools = 0
@@ -353,7 +364,7 @@ class ToolResultClearer(_StoreModel):
                 continue
             edited, edit = _apply_batch(current, batch_tools, batch_thinking)
             after = REPLY_PRIMING + sum(edited[edit:p])
-            if self.cache_aware and not self._pays(removed, rent, read, write * after):
+            if self.cache_aware and not self._pays(removed, rent, after, p_price):
                 continue
             ids = _batch_ids(messages, batch_tools, batch_thinking)
             batch = ClearBatch(p, ids, removed, after)
@@ -363,16 +374,17 @@ class ToolResultClearer(_StoreModel):
             rent = 0.0
         return out
 
-    def _pays(self, removed: int, rent: float, read: float, rewrite: float) -> bool:
-        """Whether clearing ``removed`` tokens saves more than ``rewrite`` (the cache write
-        of everything after the edit point) costs."""
+    def _pays(self, removed: int, rent: float, rewritten: int, p: Price) -> bool:
+        """Whether clearing ``removed`` tokens saves more than writing the ``rewritten`` tokens
+        after the edit point again costs (:func:`_rewrite_pays`)."""
         # Without a given number of re-sends, expect as many as these tokens have already had
         # while clearable: clear once their rent has paid for the rewrite (the break-even rule:
         # never more than twice the cost of the best choice made knowing the future, and it
         # batches, since the rent starts again at 0).
         if self.expected_resends:
-            return removed * read * self.expected_resends > rewrite
-        return rent / _PATIENCE > rewrite
+            expected = removed * p.cache_read * self.expected_resends
+            return _rewrite_pays(expected, rewritten, p, self.ttl, patience=1.0)
+        return _rewrite_pays(rent, rewritten, p, self.ttl)
 
     # ---------------------------------------------------------------------------- the stage
 

@@ -20,7 +20,7 @@ rewrites, least where the two are equal): ``COMPACTION_PATIENCE`` is 1.
 from __future__ import annotations
 
 from ..cost import Price
-from ..editing import PATIENCE, resolve_price
+from ..editing import PATIENCE, resolve_price, rewrite_pays
 from ._policy import WindowPolicy
 
 __all__: list[str] = []  # the managed mode's internals: used by its other modules only
@@ -48,5 +48,6 @@ def _pays(
 ) -> bool:
     """Whether ``rent`` accumulated since the last edit pays, with the margin ``patience``, for
     writing ``rewritten`` tokens again (at the write price of the policy's ``ttl``) rather
-    than reading them: the edit then goes (and its rent starts again at 0)."""
-    return rent / patience > (p.cache_write(policy.ttl) - p.cache_read) * rewritten
+    than reading them: the edit then goes (and its rent starts again at 0). The rule of
+    :class:`~ctxpack.editing.ToolResultClearer`, at the policy's ``ttl``."""
+    return rewrite_pays(rent, rewritten, p, policy.ttl, patience)
