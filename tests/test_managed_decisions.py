@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from ctxpack import Session
+from typing import Any
+
+from ctxpack import Decision, Session
 from ctxpack.managed import WindowPolicy
 
-from .test_managed import COUNTER, SYSTEM, TASK, step
+from .test_managed import CLEARING, COUNTER, SYSTEM, TASK, step
 
 
 def test_the_decisions_of_each_request_add_up_to_what_its_edits_removed() -> None:
@@ -38,3 +40,63 @@ def test_the_decisions_of_each_request_add_up_to_what_its_edits_removed() -> Non
                 summaries.append(summary)
         session.extend(step(i))
     assert len(summaries) >= 2
+
+
+def _thinking_turn(i: int) -> list[dict[str, Any]]:
+    """An assistant turn that thinks, runs an MCP tool (its result in the turn) and calls bash,
+    and the bash output."""
+    return [
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": f"thinking of probe {i} " * 33, "signature": "s"},
+                {
+                    "type": "mcp_tool_use",
+                    "id": f"m{i}",
+                    "name": "search_issues",
+                    "server_name": "tracker",
+                    "input": {"q": f"bug {i}"},
+                },
+                {
+                    "type": "mcp_tool_result",
+                    "tool_use_id": f"m{i}",
+                    "is_error": False,
+                    "content": [{"type": "text", "text": f"issue {i} " * 120}],
+                },
+                {"type": "tool_use", "id": f"t{i}", "name": "bash", "input": {"command": "ls"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": "x\n" * 50}],
+        },
+    ]
+
+
+def test_a_turn_cleared_twice_is_sized_as_sent_by_each_decision() -> None:
+    # A turn whose provider tool result was cleared and later its thinking: the thinking's
+    # decision sized the turn as recorded (the result whole), 620 -> 454 tokens, while the
+    # request carried it at 309 -> 143.
+    policy = CLEARING.model_copy(update={"window": 8_000, "keep_thinking": 3})
+    session = Session(counter=COUNTER, filters=False, window=policy)
+    session.extend([SYSTEM, TASK])
+    state = session.window_state
+    last: dict[str, Decision] = {}
+    checked = 0
+    for i in range(30):
+        decided = len(state.decisions)
+        result = session.render()
+        sent = {m.id: COUNTER.count_message(m) for m in result.messages}
+        for d in state.decisions[decided:]:
+            if d.action != "cleared":
+                continue
+            if d.message_id in last:
+                assert d.tokens_before == last[d.message_id].tokens_after, d.message_id
+                checked += 1
+            last[d.message_id] = d
+        # The last edit of each message still sent gives its size in this request.
+        for message_id, d in last.items():
+            if message_id in sent:
+                assert d.tokens_after == sent[message_id], message_id
+        session.extend(_thinking_turn(i))
+    assert checked

@@ -161,44 +161,52 @@ def _clear(
     why: str,
     answers: Sequence[int] = (),
 ) -> None:
-    """Clear a batch: record a decision per message; the caller rebuilds the view."""
+    """Clear a batch: record a decision per message; the caller rebuilds the view.
+
+    Each decision gives the message as the request carried it before and after its edit: an
+    earlier edit of the same message (its thinking, another of its results) is already in
+    both, so the figures are those of the request, not of the record."""
     record, counter = ctx.record, ctx.counter
 
-    def decide(msg: Message, after: Message, reason: str) -> None:
+    def decide(msg: Message, before: Message, after: Message, reason: str) -> None:
         state.decisions.append(
             Decision(
                 stage="window",
                 action="cleared",
                 message_id=msg.id,
                 reason=reason,
-                tokens_before=counter.count_message(msg),
+                tokens_before=counter.count_message(before),
                 tokens_after=counter.count_message(after),
             )
         )
 
+    # Reads the clears of tool results and answers as the state gains them; the thinking
+    # cleared as of its making.
+    sent = _as_sent(state, ctx)
     for i, rid in tools:
         msg = record[i]
-        placeholder, artifact = _cleared_unit(ctx, i, rid, True)
+        before = sent(msg)
+        artifact = _cleared_unit(ctx, i, rid, True)[1]
         if rid is None:
             state.cleared[msg.id] = artifact
             what = "old tool output"
         else:
             state.results_cleared[rid] = artifact
             what = f"old result of the provider's tool ({rid})"
-        decide(msg, placeholder, f"{what} cleared ({why}); original stored as {artifact}")
+        reason = f"{what} cleared ({why}); original stored as {artifact}"
+        decide(msg, before, sent(msg), reason)
     for i in thinking:
         msg = record[i]
+        before = sent(msg)
         state.thinking_cleared.append(msg.id)
-        decide(msg, _without_thinking(msg) or msg, f"thinking blocks cleared ({why})")
+        decide(msg, before, _without_thinking(before) or before, f"thinking blocks cleared ({why})")
+    sent = _as_sent(state, ctx)
     for i in answers:
         msg = record[i]
+        before = sent(msg)
         artifact = _message_artifact(ctx, msg, True)
         state.cleared[msg.id] = artifact
-        decide(
-            msg,
-            _answer_placeholder(msg, artifact, ctx.retrievable),
-            f"answer cleared ({why}); original stored as {artifact}",
-        )
+        decide(msg, before, sent(msg), f"answer cleared ({why}); original stored as {artifact}")
 
 
 def _edited(
