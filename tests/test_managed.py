@@ -254,6 +254,30 @@ def test_thinking_blocks_are_cleared_keeping_the_last_turns() -> None:
     assert result.tokens <= policy.window - policy.reserve
 
 
+def test_keep_thinking_zero_clears_every_turns_thinking() -> None:
+    # 0 was read as None: every turn's thinking stayed, and no batch cleared any.
+    policy = CLEARING.model_copy(update={"window": 8_000, "keep_thinking": 0})
+    session = Session(counter=COUNTER, filters=False, window=policy)
+    session.extend([SYSTEM, TASK])
+    for i in range(30):
+        session.render()
+        block = {
+            "type": "thinking",
+            "thinking": f"thinking about probe {i} " * 33,
+            "signature": "s",
+        }
+        call = {"type": "tool_use", "id": f"t{i}", "name": "bash", "input": {"command": "ls"}}
+        session.append({"role": "assistant", "content": [block, call]})
+        output = {"type": "tool_result", "tool_use_id": f"t{i}", "content": "x\n" * 50}
+        session.append({"role": "user", "content": [output]})
+    result = session.render()
+    cleared = {d.message_id for d in result.decisions if d.reason.startswith("thinking blocks")}
+    assert cleared
+    for m in result.messages:
+        if m.id in cleared and isinstance(m.content, list):
+            assert not any(p.get("type") == "thinking" for p in m.content)
+
+
 def test_instructions_that_cannot_fit_raise_a_budget_error() -> None:
     session = Session(counter=COUNTER, filters=False, window=2_000)
     session.extend([SYSTEM, {"role": "user", "content": "word " * 3_000}])

@@ -105,8 +105,9 @@ class WindowPolicy(CheckedModel):
         keep_thinking: Keep the thinking blocks (and OpenAI reasoning items) of this many of
             the last assistant turns (as Anthropic's ``clear_thinking_20251015``); the older
             ones go with the next clearing.
-            ``None`` keeps them all. Server-side, at least 1 (Anthropic keeps the thinking of
-            one turn at least).
+            ``None`` keeps them all; 0 keeps none, not even the last turn's, which Anthropic
+            needs while its tool calls are answered with thinking on. Server-side, at least 1
+            (Anthropic keeps the thinking of one turn at least).
         preserved_thinking: Whether the model checks each thinking block sent back against
             what came before it (Anthropic's preserved thinking): an edit then also clears the
             thinking of every assistant turn after it, which the check would refuse or drop,

@@ -285,7 +285,8 @@ def _maybe_clear(
 ) -> _View:
     """Past ``clear_at``, clear a batch once its rent pays for the rewrite, or at once past
     ``compact_at`` when the batch brings the prompt back down to where a compaction lands."""
-    keep_thinking = policy.keep_thinking or 10**9
+    # 0 keeps none (client-side only); None keeps every turn's.
+    keep_thinking = 10**9 if policy.keep_thinking is None else policy.keep_thinking
     tools, thinking, removed = _clear_batch(
         state, policy, ctx, keep=policy.keep, keep_thinking=keep_thinking
     )
