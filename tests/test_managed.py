@@ -214,6 +214,39 @@ def test_pinned_content_is_reinjected_within_budgets_after_a_compaction() -> Non
     assert COUNTER.count(pinned.text) < 300 + 100
 
 
+def test_a_skill_pinned_twice_is_reinjected_once_within_the_budget() -> None:
+    # Each copy was re-injected, and counted against pinned_budget: invoking a skill twice
+    # pushed an older skill out of the re-injection.
+    session = Session(counter=COUNTER, filters=False, window=PIN_POLICY)
+    session.extend([SYSTEM, TASK])
+    session.pin("lint: run ruff check, then ruff format", name="lint")
+    session.pin(DEPLOY_SKILL, name="deploy")
+    session.extend(step(0))
+    session.pin(DEPLOY_SKILL, name="deploy")
+    pinned = pinned_after_compaction(session)
+    assert pinned.text.count("deploy step 0: run stage 0") == 1
+    assert "lint: run ruff check" in pinned.text  # within the budget once the copy goes
+
+
+def test_a_skill_pinned_again_after_a_compaction_is_reinjected_once() -> None:
+    # The next compaction re-injected both copies and raised KeyError recording the older one.
+    session = Session(counter=COUNTER, filters=False, window=PIN_POLICY)
+    session.extend([SYSTEM, TASK])
+    session.pin(MEMORY, name="CLAUDE.md", kind="memory")
+    compactions = 0
+    for i in range(80):
+        session.render()
+        events = session.window_state.events
+        if compactions == 0 and any(e.action == "compacted" for e in events):
+            session.pin(MEMORY, name="CLAUDE.md", kind="memory")
+        compactions = sum(e.action == "compacted" for e in events)
+        session.extend(step(i))
+    result = session.render()
+    assert compactions >= 2
+    (pinned,) = [m for m in result.messages if m.id == "ctxpack-pinned"]
+    assert pinned.text.count(MEMORY) == 1
+
+
 def test_thinking_blocks_are_cleared_keeping_the_last_turns() -> None:
     policy = CLEARING.model_copy(update={"window": 8_000, "keep_thinking": 1})
     session = Session(counter=COUNTER, filters=False, window=policy)

@@ -292,12 +292,16 @@ def _new_summary_message(state: WindowState, ctx: _Context) -> Message:
 
 def _pin_fates(ctx: _Context, policy: WindowPolicy, end: int) -> list[tuple[Message, str | None]]:
     """Each piece of pinned content summarised away (before ``end`` in the record, and not
-    pinned again after), in order, with the text its re-injection carries: memory whole,
+    pinned again after; once when pinned twice before), in order, with the text its
+    re-injection carries: memory whole,
     skills within budgets (each cut to its head, the oldest dropped first, ``None``, when
     together they exceed ``pinned_budget``)."""
     counter = ctx.counter
     in_tail = {m.text for m in ctx.pinned(end, len(ctx.record))}
     items = [m for m in ctx.pinned(0, end) if m.text not in in_tail]
+    # A piece pinned again (a skill invoked twice) is re-injected once, where it came last.
+    last = {m.text: k for k, m in enumerate(items)}
+    items = [m for k, m in enumerate(items) if last[m.text] == k]
     fates: dict[int, str | None] = {}
     total = 0
     dropped = False
