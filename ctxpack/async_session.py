@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import inspect
 import threading
 import weakref
 from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping, Sequence
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ._internal import forks
 from ._internal.arguments import keyword_checked
@@ -41,6 +42,9 @@ from .store import (
     open_async_store,
 )
 from .tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from .session._state import Snapshot
 
 __all__ = ["AsyncSession"]
 
@@ -92,6 +96,15 @@ async def _in_thread(
     if undo is not None and failed is None:
         undo(work.result())
     raise cancelled
+
+
+def _copied(batch: _T) -> _T | None:
+    """``batch`` as it is now, to compare a later call's with (the caller may change and give
+    again the same dicts); ``None`` when it cannot be copied."""
+    try:
+        return copy.deepcopy(batch)
+    except Exception:
+        return None
 
 
 # How long a worker thread waits at a time for another thread's event loop to let go of a
@@ -151,6 +164,9 @@ class AsyncSession(forks.ProcessBound):
     # last: a call applies a new one at its start (see the model setter).
     _model_set: tuple[TokenCounter, str | None] | None
     _model_applied: tuple[TokenCounter, str | None] | None
+    # The messages of the last extend, cancelled as the store took them, with its provider:
+    # the next call retrying them is done already.
+    _landed: tuple[list[Any], Provider | None] | None
 
     def __init__(self, *args: Any, **options: Any) -> None:
         # Opening reads the store, which a constructor cannot await.
@@ -172,6 +188,7 @@ class AsyncSession(forks.ProcessBound):
         session._turns = threading.Lock()
         session._busy_at_fork = False
         session._model_set = session._model_applied = None
+        session._landed = None
         forks.track(session)
         return session
 
@@ -362,36 +379,60 @@ class AsyncSession(forks.ProcessBound):
             StoreError: the store failed; the session is unchanged.
         """
         batch = extend_batch(messages)
-        await self._commit(lambda: self._core._extend(batch, provider))
+        await self._commit(lambda: self._core._extend(batch, provider), (batch, provider))
 
-    async def _commit(self, change: Callable[[], None]) -> None:
+    async def _commit(
+        self, change: Callable[[], None], batch: tuple[list[Any], Provider | None] | None = None
+    ) -> None:
         """:meth:`ctxpack.Session._change` for an async store: ``change`` (run in a worker
         thread, reading the state it changes) applied and stored, all or nothing, again on top
-        of other writers' appends when they came first."""
+        of other writers' appends when they came first. ``batch``: the messages an extend was
+        given, for a retry of a cancelled one that was stored all the same to be let through."""
         core, backing = self._core, self._backing
         async with self._turn():
+            landed, self._landed = self._landed, None
+            if batch is not None and landed == batch:
+                return
             for attempt in range(MAX_ATTEMPTS):
                 await self._sync()
                 before = await _in_thread(
                     backing.transact, lambda: core._transact(change), undo=core._restore
                 )
-                try:
-                    await backing.store.append(  # type: ignore[misc]
-                        self.session_id, **backing.prepare(core, before)
-                    )
-                except StoreConflictError:
-                    core._restore(before)
-                    await asyncio.sleep(backoff_delay(attempt))
-                    continue
-                except Exception as exc:
-                    core._restore(before)
-                    raise backing.failed("append to", exc) from exc
-                except BaseException:  # cancelled: nothing was acknowledged
-                    core._restore(before)
-                    raise
-                backing.committed()
-                return
+                cancelled, failed = await self._written(before)
+                if failed is None:
+                    backing.committed()
+                    if cancelled is not None:
+                        self._landed = _copied(batch)
+                        raise cancelled
+                    return
+                core._restore(before)
+                if cancelled is not None:
+                    raise cancelled
+                if not isinstance(failed, Exception):
+                    raise failed  # the write cancelled by the loop shutting down
+                if not isinstance(failed, StoreConflictError):
+                    raise backing.failed("append to", failed) from failed
+                await asyncio.sleep(backoff_delay(attempt))
             raise backing.gave_up()
+
+    async def _written(
+        self, before: Snapshot
+    ) -> tuple[asyncio.CancelledError | None, BaseException | None]:
+        """The append applied since ``before`` written to the store, to its end even if the
+        caller is cancelled meanwhile: cancelled as the store commits, the session read it as
+        not stored while the store held it, and a retry stored it twice (and a store's
+        connection was left in the middle of a command). Return the cancellation that came
+        meanwhile, and the store's error."""
+        backing = self._backing
+        try:
+            arguments = backing.prepare(self._core, before)
+        except Exception as exc:
+            return None, exc
+        writing = asyncio.ensure_future(self.store.append(self.session_id, **arguments))
+        cancelled = await _to_end(writing)
+        if writing.cancelled():  # by the loop shutting down: nothing was acknowledged
+            return cancelled, asyncio.CancelledError()
+        return cancelled, writing.exception()
 
     # ------------------------------------------------------------------------------ output
 

@@ -1,0 +1,106 @@
+"""An AsyncSession cancelled in the middle of a write: the session and its store agree
+afterwards, and a retry of what was stored all the same does not store it twice."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ctxpack import AsyncSession, Session
+from ctxpack.store import AsyncSessionStore, SessionStore, ThreadedAsyncStore, open_async_store
+
+from .backends import backend_url
+
+
+class _HeldAfterCommit:
+    """An async store whose next append, once the store has taken it, waits for ``release``:
+    a caller cancelled meanwhile is cancelled after the commit, before the acknowledgement."""
+
+    def __init__(self, store: AsyncSessionStore) -> None:
+        self.store = store
+        self.url = store.url
+        self.hold = False
+        self.committed = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def load(self, session_id: str, *, since: int = 0) -> Any:
+        return await self.store.load(session_id, since=since)
+
+    async def append(
+        self,
+        session_id: str,
+        entry: str,
+        *,
+        version: int,
+        state: str,
+        artifacts: Any = None,
+        life: str | None = None,
+    ) -> None:
+        store: Any = self.store  # the stores of ctxpack take life=
+        await store.append(
+            session_id, entry, version=version, state=state, artifacts=artifacts, life=life
+        )
+        if self.hold:
+            self.hold = False
+            self.committed.set()
+            await self.release.wait()
+
+    async def put_artifact(self, session_id: str, artifact: str, text: str, **life: Any) -> None:
+        await self.store.put_artifact(session_id, artifact, text, **life)
+
+    async def get_artifact(self, session_id: str, artifact: str) -> str:
+        return await self.store.get_artifact(session_id, artifact)
+
+    async def delete_session(self, session_id: str) -> None:
+        await self.store.delete_session(session_id)
+
+    async def close(self) -> None:
+        await self.store.close()
+
+
+def _stored(session_id: str, store: SessionStore) -> list[str]:
+    return [m.text for m in Session.open(session_id, store=store, model="gpt-4").transcript()]
+
+
+def test_an_append_cancelled_after_the_store_took_it_is_stored_once_when_retried(
+    backend: str, tmp_path: Path, replicas: Callable[[], SessionStore], session_id: str
+) -> None:
+    # Cancelled between the store's commit and its acknowledgement, the append raised
+    # CancelledError with the session left without the message the store held: the caller's
+    # retry (a request timed out and sent again) stored it a second time.
+    sync_store = replicas()
+
+    async def main() -> tuple[int, list[str]]:
+        inner = (
+            ThreadedAsyncStore(sync_store)
+            if backend == "memory"
+            else open_async_store(backend_url(backend, tmp_path))
+        )
+        held = _HeldAfterCommit(inner)
+        session = await AsyncSession.open(session_id, store=held, model="gpt-4")
+        await session.append({"role": "user", "content": "hello"})
+        held.hold = True
+        message = {"role": "user", "content": "book the 9:40 train"}
+        task = asyncio.create_task(session.append(message))
+        await held.committed.wait()
+        task.cancel()
+        held.release.set()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+        else:
+            raise AssertionError("the cancellation was swallowed")
+        seen = len(session)  # as the store has it, at once
+        await session.append(message)  # the caller's retry
+        await session.append({"role": "user", "content": "thanks"})
+        texts = [m.text for m in await session.transcript()]
+        await inner.close()
+        return seen, texts
+
+    seen, texts = asyncio.run(main())
+    assert seen == 2
+    assert texts == ["hello", "book the 9:40 train", "thanks"]
+    assert _stored(session_id, sync_store) == texts
