@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ._internal import forks
 from ._internal.arguments import keyword_checked
+from ._internal.awaiting import in_thread, to_end
 from .errors import ConfigError, ForkedWhileBusyError, StoreConflictError
 from .managed import WindowPolicy, WindowState
 from .messages import Message
@@ -52,25 +53,13 @@ __all__ = ["AsyncSession"]
 _T = TypeVar("_T")
 
 
-async def _to_end(work: asyncio.Future[Any]) -> asyncio.CancelledError | None:
-    """Wait for ``work`` to end, however often the caller is cancelled meanwhile; return the
-    first cancellation, for the caller to raise once it is done."""
-    cancelled: asyncio.CancelledError | None = None
-    while not work.done():
-        try:
-            await asyncio.wait([work])  # cancelling this wait leaves the work running
-        except asyncio.CancelledError as exc:
-            cancelled = cancelled or exc
-    return cancelled
-
-
 async def _closed(store: AsyncSessionStore) -> asyncio.CancelledError | None:
     """Close ``store`` to the end, even if the caller is cancelled again meanwhile (a task
     group, an anyio scope cancelling at every step): interrupted, a PostgreSQL pool was left
     open. Return the cancellation that came meanwhile, if any (the close's own error then
     read, not raised); else raise the close's own error, if any."""
     closing = asyncio.ensure_future(store.close())
-    cancelled = await _to_end(closing)
+    cancelled = await to_end(closing)
     if cancelled is None:
         closing.result()
     elif not closing.cancelled():
@@ -81,21 +70,10 @@ async def _closed(store: AsyncSessionStore) -> asyncio.CancelledError | None:
 async def _in_thread(
     func: Callable[..., _T], /, *args: Any, undo: Callable[[_T], None] | None = None, **kwargs: Any
 ) -> _T:
-    """``func(*args, **kwargs)`` in a worker thread, awaited to its end even if the caller is
-    cancelled: the thread cannot be stopped, and the state it changes must be neither read nor
-    let go of (the session's lock released) before it ends. Cancelled, ``undo`` is given what
-    the thread returned, and the cancellation is raised."""
+    """:func:`~ctxpack._internal.awaiting.in_thread` for a call of the session: its
+    originals are read and stored on the caller's event loop (:func:`run_for`)."""
     loop = asyncio.get_running_loop()
-    work = asyncio.ensure_future(asyncio.to_thread(run_for, loop, func, *args, **kwargs))
-    cancelled = await _to_end(work)
-    if cancelled is None:
-        return work.result()
-    # Read even when nothing is undone: a thread's error nobody reads is logged by asyncio
-    # ("Task exception was never retrieved") once the caller has long gone.
-    failed = work.exception()
-    if undo is not None and failed is None:
-        undo(work.result())
-    raise cancelled
+    return await in_thread(run_for, loop, func, *args, undo=undo, **kwargs)
 
 
 def _copied(batch: _T) -> _T | None:
@@ -119,7 +97,7 @@ async def _acquired(lock: threading.Lock) -> None:
         return
     while True:
         work = asyncio.ensure_future(asyncio.to_thread(lock.acquire, True, _POLL_SECONDS))
-        cancelled = await _to_end(work)
+        cancelled = await to_end(work)
         if work.result():
             if cancelled is None:
                 return
@@ -429,7 +407,7 @@ class AsyncSession(forks.ProcessBound):
         except Exception as exc:
             return None, exc
         writing = asyncio.ensure_future(self.store.append(self.session_id, **arguments))
-        cancelled = await _to_end(writing)
+        cancelled = await to_end(writing)
         if writing.cancelled():  # by the loop shutting down: nothing was acknowledged
             return cancelled, asyncio.CancelledError()
         return cancelled, writing.exception()

@@ -26,6 +26,7 @@ from tests.sdk_mock import (
     Capture,
     anthropic_client,
     anthropic_message,
+    async_anthropic_client,
     chat_completion,
     openai_client,
 )
@@ -360,3 +361,50 @@ def test_threads_on_replicas_retrying_failed_calls_give_each_message_once(tmp_pa
     assert sum(failures) >= 4
     stored = ctxpack.Session.open("s", store=url, model="gpt-4")
     assert given(stored) == ["Be brief.", QUESTION["content"]]
+
+
+class _HeldRecording(ctxpack.Session):
+    """A session whose recording of a reply waits for ``release`` in its worker thread."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.started, self.release = threading.Event(), threading.Event()
+        self.recorded = False
+
+    def record_response(self, response: Any, *, append: bool = True) -> Any:
+        self.started.set()
+        assert self.release.wait(10)
+        decisions = super().record_response(response, append=append)
+        self.recorded = True
+        return decisions
+
+
+def test_a_request_cancelled_while_its_reply_is_recorded_raises_once_it_is_recorded() -> None:
+    # The plain session records the reply in a worker thread: cancelled meanwhile, the call
+    # raised at once while the thread went on writing the session and its store (a close
+    # then, or the next call, met a write under way, and its error went unread).
+    policy = ctxpack.managed.WindowPolicy(window=200_000, server_side=True)
+    session = _HeldRecording(model="claude-sonnet-4-5", counter="cl100k_base", window=policy)
+    reply = anthropic_message([{"type": "text", "text": "Hi"}])
+    client = ctxpack.wrap_anthropic(
+        async_anthropic_client(Capture(lambda body: httpx2.Response(200, json=reply))),
+        session=session,
+    )
+
+    async def main() -> tuple[bool, bool]:
+        task = asyncio.ensure_future(
+            client.beta.messages.create(
+                model="claude-sonnet-4-5", max_tokens=100, messages=[QUESTION]
+            )
+        )
+        assert await asyncio.to_thread(session.started.wait, 10)
+        task.cancel()
+        for _ in range(20):  # loop steps, for the cancellation to reach the call
+            await asyncio.sleep(0)
+        left_early = task.done() and not session.recorded
+        session.release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return left_early, session.recorded
+
+    assert asyncio.run(main()) == (False, True)

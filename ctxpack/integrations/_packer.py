@@ -3,7 +3,6 @@ arguments with the history packed, and the result each thread or task packed las
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import weakref
 from collections.abc import Mapping, Sequence
@@ -12,6 +11,7 @@ from typing import Any
 
 from .._internal.approximations import Announcements, request_counter
 from .._internal.arguments import message_items, shown, string, tool_list
+from .._internal.awaiting import in_thread
 from .._internal.budgets import pack_limits
 from .._internal.named import named
 from ..adapters import from_anthropic
@@ -169,7 +169,7 @@ class _Packer:
         if self.feed is not None and self.feed.is_async:
             result = await self.feed.arender(asked)
         else:
-            result = await asyncio.to_thread(self._result, asked)
+            result = await in_thread(self._result, asked)  # it feeds the session: to its end
         return self._sent(asked, out, result)
 
     def _asked(

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol, cast, runtime_checkable
 
 from .._internal import forks
+from .._internal.awaiting import in_thread
 from .._internal.budgets import check_limits
 from ..adapters import from_anthropic
 from ..errors import ConfigError, ForkedWhileBusyError, InvalidMessageError
@@ -322,10 +323,9 @@ class SessionFeed(forks.Guarded):
 
     async def arecord(self, reply: Any) -> Any:
         """:meth:`record` for a reply already awaited: an AsyncSession's awaited, a plain
-        session's in a worker thread, since a stored one writes to its store (as its render
-        runs off the loop, in ``_Packer.apacked_kwargs``)."""
+        session's in a worker thread (it may write a store), to its end though cancelled."""
         if self.server_side and not self.is_async:
-            await asyncio.to_thread(self._record, reply)
+            await in_thread(self._record, reply)
         elif self.server_side:
             recorded = self._record(reply)
             if inspect.isawaitable(recorded):  # None for a reply that is no message
