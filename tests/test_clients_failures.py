@@ -363,28 +363,45 @@ def test_threads_on_replicas_retrying_failed_calls_give_each_message_once(tmp_pa
     assert given(stored) == ["Be brief.", QUESTION["content"]]
 
 
-class _HeldRecording(ctxpack.Session):
-    """A session whose recording of a reply waits for ``release`` in its worker thread."""
+class _HeldSession(ctxpack.Session):
+    """A session whose ``held_at`` method (given a request's messages, or recording a reply)
+    waits for ``release`` in its worker thread."""
 
-    def __init__(self, **options: Any) -> None:
+    def __init__(self, held_at: str, **options: Any) -> None:
         super().__init__(**options)
+        self.held_at = held_at
         self.started, self.release = threading.Event(), threading.Event()
-        self.recorded = False
+        self.done = False
 
-    def record_response(self, response: Any, *, append: bool = True) -> Any:
+    def _held(self, name: str, call: Callable[[], Any]) -> Any:
+        if name != self.held_at:
+            return call()
         self.started.set()
         assert self.release.wait(10)
-        decisions = super().record_response(response, append=append)
-        self.recorded = True
-        return decisions
+        out = call()
+        self.done = True
+        return out
+
+    def extend(self, messages: Any, *, provider: Any = None) -> None:
+        self._held("extend", lambda: super(_HeldSession, self).extend(messages, provider=provider))
+
+    def record_response(self, response: Any, *, append: bool = True) -> Any:
+        return self._held(
+            "record_response",
+            lambda: super(_HeldSession, self).record_response(response, append=append),
+        )
 
 
-def test_a_request_cancelled_while_its_reply_is_recorded_raises_once_it_is_recorded() -> None:
-    # The plain session records the reply in a worker thread: cancelled meanwhile, the call
-    # raised at once while the thread went on writing the session and its store (a close
-    # then, or the next call, met a write under way, and its error went unread).
+@pytest.mark.parametrize("held_at", ["extend", "record_response"])
+def test_a_request_cancelled_while_a_thread_writes_its_session_raises_once_it_ended(
+    held_at: str,
+) -> None:
+    # A plain session is given the request, and records the reply, in a worker thread:
+    # cancelled meanwhile, the call raised at once while the thread went on writing the
+    # session and its store (a close then, or the next call, met a write under way, and its
+    # error went unread).
     policy = ctxpack.managed.WindowPolicy(window=200_000, server_side=True)
-    session = _HeldRecording(model="claude-sonnet-4-5", counter="cl100k_base", window=policy)
+    session = _HeldSession(held_at, model="claude-sonnet-4-5", counter="cl100k_base", window=policy)
     reply = anthropic_message([{"type": "text", "text": "Hi"}])
     client = ctxpack.wrap_anthropic(
         async_anthropic_client(Capture(lambda body: httpx2.Response(200, json=reply))),
@@ -401,10 +418,10 @@ def test_a_request_cancelled_while_its_reply_is_recorded_raises_once_it_is_recor
         task.cancel()
         for _ in range(20):  # loop steps, for the cancellation to reach the call
             await asyncio.sleep(0)
-        left_early = task.done() and not session.recorded
+        left_early = task.done() and not session.done
         session.release.set()
         with pytest.raises(asyncio.CancelledError):
             await task
-        return left_early, session.recorded
+        return left_early, session.done
 
     assert asyncio.run(main()) == (False, True)
