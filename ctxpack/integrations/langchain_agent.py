@@ -24,6 +24,7 @@ from uuid import UUID
 from .._internal import forks
 from .._internal.approximations import Announcements, chat_model_counter
 from .._internal.arguments import json_problem, keyword_checked
+from .._internal.awaiting import in_thread
 from .._internal.budgets import check_limits, pack_limits
 from ..adapters.langchain import META, from_langchain, message_from_langchain
 from ..caches import ENTRY_OVERHEAD, LRUCache
@@ -121,7 +122,8 @@ class _RequestMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """:meth:`wrap_model_call` for async agents: the request is packed (and a session's
         store read) in a worker thread, so that the event loop serves other runs meanwhile
         (packing a long history takes a while)."""
-        return await handler(await asyncio.to_thread(self.pack_request, request))
+        # To its end though cancelled: a session's packing writes it and its store.
+        return await handler(await in_thread(self.pack_request, request))
 
 
 class PackingMiddleware(_RequestMiddleware):

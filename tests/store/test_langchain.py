@@ -4,13 +4,17 @@ thread's session once, and every model call fits the window."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Callable
+from typing import Any
 
+import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from ctxpack.integrations.langchain_agent import SessionMiddleware
-from ctxpack.store import SessionStore
+from ctxpack.store import MemoryStore, SessionStore
 
 from ..adapters.test_langchain_agent import prompt_tokens
 from ..adapters.test_langchain_session import SYSTEM, WINDOW, AgentModel, agent_with, thread
@@ -66,3 +70,46 @@ def test_replicas_serve_threads_with_one_session_each(
     for middleware in middlewares:
         assert middleware.session(erased).transcript() == []
     assert middlewares[1].session(f"{session_id}-1").transcript()
+
+
+class _HeldStore(MemoryStore):
+    """A store whose appends wait for ``release``, in the worker thread packing."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started, self.release = threading.Event(), threading.Event()
+        self.appended = 0
+
+    def append(self, *args: Any, **kwargs: Any) -> None:
+        self.started.set()
+        assert self.release.wait(10)
+        super().append(*args, **kwargs)
+        self.appended += 1
+
+
+def test_an_async_run_cancelled_while_its_session_is_written_raises_once_it_is_written() -> None:
+    # An async agent's request is packed (its session written) in a worker thread: cancelled
+    # meanwhile, the run raised at once while the thread went on writing the session's store.
+    store = _HeldStore()
+    agent = agent_with(
+        SessionMiddleware(window=WINDOW, model="gpt-4", store=store),
+        AgentModel(reads=0),
+        InMemorySaver(),
+    )
+
+    async def main() -> tuple[bool, int]:
+        run = agent.ainvoke({"messages": [HumanMessage("Fix the auth test.")]}, thread("t"))
+        task = asyncio.ensure_future(run)
+        assert await asyncio.to_thread(store.started.wait, 10)
+        task.cancel()
+        for _ in range(50):  # loop steps, for the cancellation to reach the run
+            await asyncio.sleep(0)
+        left_early = task.done() and not store.appended
+        store.release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return left_early, store.appended
+
+    left_early, appended = asyncio.run(main())
+    assert not left_early
+    assert appended
