@@ -142,9 +142,9 @@ class AsyncSession(forks.ProcessBound):
     # last: a call applies a new one at its start (see the model setter).
     _model_set: tuple[TokenCounter, str | None] | None
     _model_applied: tuple[TokenCounter, str | None] | None
-    # The messages of the last extend, cancelled as the store took them, with its provider:
-    # the next call retrying them is done already.
-    _landed: tuple[list[Any], Provider | None] | None
+    # The arguments of the last write (an extend, a record_response) cancelled as the store
+    # took it: the next call retrying it is done already.
+    _landed: tuple[Any, ...] | None
 
     def __init__(self, *args: Any, **options: Any) -> None:
         # Opening reads the store, which a constructor cannot await.
@@ -357,19 +357,19 @@ class AsyncSession(forks.ProcessBound):
             StoreError: the store failed; the session is unchanged.
         """
         batch = extend_batch(messages)
-        await self._commit(lambda: self._core._extend(batch, provider), (batch, provider))
+        await self._commit(lambda: self._core._extend(batch, provider), ("extend", batch, provider))
 
     async def _commit(
-        self, change: Callable[[], None], batch: tuple[list[Any], Provider | None] | None = None
+        self, change: Callable[[], None], retry: tuple[Any, ...] | None = None
     ) -> None:
         """:meth:`ctxpack.Session._change` for an async store: ``change`` (run in a worker
         thread, reading the state it changes) applied and stored, all or nothing, again on top
-        of other writers' appends when they came first. ``batch``: the messages an extend was
-        given, for a retry of a cancelled one that was stored all the same to be let through."""
+        of other writers' appends when they came first. ``retry``: the call's arguments, for a
+        retry of a cancelled write the store took all the same to be let through."""
         core, backing = self._core, self._backing
         async with self._turn():
             landed, self._landed = self._landed, None
-            if batch is not None and landed == batch:
+            if retry is not None and landed == retry:
                 return
             for attempt in range(MAX_ATTEMPTS):
                 await self._sync()
@@ -380,7 +380,7 @@ class AsyncSession(forks.ProcessBound):
                 if failed is None:
                     backing.committed()
                     if cancelled is not None:
-                        self._landed = _copied(batch)
+                        self._landed = _copied(retry)
                         raise cancelled
                     return
                 core._restore(before)
@@ -504,7 +504,7 @@ class AsyncSession(forks.ProcessBound):
         def change() -> None:
             recorded[:] = self._core._record_response(response, append)
 
-        await self._commit(change)
+        await self._commit(change, ("record_response", response, append))
         return recorded
 
     @keyword_checked

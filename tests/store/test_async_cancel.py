@@ -4,11 +4,12 @@ afterwards, and a retry of what was stored all the same does not store it twice.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from ctxpack import AsyncSession, Session
+from ctxpack.managed import WindowPolicy
 from ctxpack.store import AsyncSessionStore, SessionStore, ThreadedAsyncStore, open_async_store
 
 from .backends import backend_url
@@ -64,6 +65,26 @@ def _stored(session_id: str, store: SessionStore) -> list[str]:
     return [m.text for m in Session.open(session_id, store=store, model="gpt-4").transcript()]
 
 
+def _inner(backend: str, tmp_path: Path, sync_store: SessionStore) -> AsyncSessionStore:
+    if backend == "memory":
+        return ThreadedAsyncStore(sync_store)
+    return open_async_store(backend_url(backend, tmp_path))
+
+
+async def _cancelled_after_commit(held: _HeldAfterCommit, call: Awaitable[Any]) -> None:
+    """``call`` cancelled once the store has taken its write, before it acknowledged it."""
+    held.hold = True
+    task = asyncio.ensure_future(call)
+    await held.committed.wait()
+    task.cancel()
+    held.release.set()
+    try:
+        await task
+    except asyncio.CancelledError:
+        return
+    raise AssertionError("the cancellation was swallowed")
+
+
 def test_an_append_cancelled_after_the_store_took_it_is_stored_once_when_retried(
     backend: str, tmp_path: Path, replicas: Callable[[], SessionStore], session_id: str
 ) -> None:
@@ -73,34 +94,53 @@ def test_an_append_cancelled_after_the_store_took_it_is_stored_once_when_retried
     sync_store = replicas()
 
     async def main() -> tuple[int, list[str]]:
-        inner = (
-            ThreadedAsyncStore(sync_store)
-            if backend == "memory"
-            else open_async_store(backend_url(backend, tmp_path))
-        )
-        held = _HeldAfterCommit(inner)
+        held = _HeldAfterCommit(_inner(backend, tmp_path, sync_store))
         session = await AsyncSession.open(session_id, store=held, model="gpt-4")
         await session.append({"role": "user", "content": "hello"})
-        held.hold = True
         message = {"role": "user", "content": "book the 9:40 train"}
-        task = asyncio.create_task(session.append(message))
-        await held.committed.wait()
-        task.cancel()
-        held.release.set()
-        try:
-            await task
-        except asyncio.CancelledError:
-            pass
-        else:
-            raise AssertionError("the cancellation was swallowed")
+        await _cancelled_after_commit(held, session.append(message))
         seen = len(session)  # as the store has it, at once
         await session.append(message)  # the caller's retry
         await session.append({"role": "user", "content": "thanks"})
         texts = [m.text for m in await session.transcript()]
-        await inner.close()
+        await held.close()
         return seen, texts
 
     seen, texts = asyncio.run(main())
     assert seen == 2
     assert texts == ["hello", "book the 9:40 train", "thanks"]
     assert _stored(session_id, sync_store) == texts
+
+
+def test_a_recorded_response_cancelled_after_the_store_took_it_is_recorded_once_when_retried(
+    backend: str, tmp_path: Path, replicas: Callable[[], SessionStore], session_id: str
+) -> None:
+    sync_store = replicas()
+    reply = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "content": [{"type": "text", "text": "Booked."}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 10, "output_tokens": 2},
+    }
+
+    async def main() -> list[str]:
+        held = _HeldAfterCommit(_inner(backend, tmp_path, sync_store))
+        session = await AsyncSession.open(
+            session_id,
+            store=held,
+            model="claude-sonnet-4-5",
+            counter="cl100k_base",
+            window=WindowPolicy(window=200_000, server_side=True),
+        )
+        await session.append({"role": "user", "content": "book the 9:40 train"})
+        await _cancelled_after_commit(held, session.record_response(reply))
+        await session.record_response(reply)  # the caller's retry
+        texts = [m.text for m in await session.transcript()]
+        await held.close()
+        return texts
+
+    texts = asyncio.run(main())
+    assert texts == ["book the 9:40 train", "Booked."]
