@@ -45,6 +45,9 @@ _OPENAI_PARTS = {
 }
 
 
+_NOT_PDF = (".docx", ".doc", ".txt", ".md", ".csv", ".html", ".json", ".zip", ".png")
+
+
 def _blank(text: Any) -> bool:
     return not isinstance(text, str) or not text.strip()
 
@@ -62,8 +65,15 @@ def _source_problems(block: Mapping[str, Any], where: str) -> list[str]:
     if kind == "url":
         url = source.get("url")
         ok = isinstance(url, str) and url.startswith(("https://", "http://"))
-        svg = ok and url.split("?", 1)[0].split("#", 1)[0].lower().endswith(".svg")
-        return [] if ok and not svg else [f"{where}: url {url!r} not an image the API reads"]
+        path = url.split("?", 1)[0].split("#", 1)[0].lower() if ok else ""
+        svg = path.endswith(".svg")
+        # A document by URL is a PDF's (the API's URL source is a PDF source).
+        not_pdf = block["type"] == "document" and path.endswith(_NOT_PDF)
+        return (
+            []
+            if ok and not svg and not not_pdf
+            else [f"{where}: url {url!r} not a {block['type']} the API reads"]
+        )
     if kind == "file":
         return [] if isinstance(source.get("file_id"), str) else [f"{where}: file_id"]
     if block["type"] == "document" and kind == "text":

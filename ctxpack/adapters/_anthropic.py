@@ -426,8 +426,10 @@ def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> AnthropicPa
     to. OpenAI parts are translated (``image_url`` to an ``image`` block, with a data URL's
     media type as the API spells it: ``image/jpg`` as ``image/jpeg``, without parameters; a
     ``file`` sent as data to a ``document`` block, the Responses API's ``input_image`` and an
-    ``input_file`` by URL to an image and a document; audio, an OpenAI file id and a file
-    that is neither a PDF nor text, which Anthropic has no form for, to a text part naming
+    ``input_file`` by URL to an image and a document; audio, an OpenAI file id, a file
+    that is neither a PDF nor text, and a file by URL that is not a PDF (its URL or file name
+    ends in ``.docx``, ``.txt``...) or not http(s), which Anthropic has no form for, to a text
+    part naming
     what was not sent, as is an image the API cannot read (not JPEG, PNG, GIF or WebP: an
     SVG, by data or by a URL ending in ``.svg``; no URL, or one not http(s); a data URL not
     in base64); a ``refusal`` to text; the ``thinking_blocks`` LiteLLM returns beside an

@@ -61,6 +61,9 @@ def document_block(part: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(data, str) and data.startswith("data:") and ";base64," in data:
         source = _document_source(data)
     elif isinstance(url, str) and url:
+        why = _unfetched(url, info.get("filename"))
+        if why is not None:
+            return not_sent(str(part.get("type")), False, why=why)
         source = {"type": "url", "url": url}
     if source is None or source.get("media_type") not in (None, "application/pdf", "text/plain"):
         # An OpenAI file id means nothing to Anthropic, which reads a base64 document as a PDF
@@ -70,6 +73,33 @@ def document_block(part: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(info.get("filename"), str):
         block["title"] = info["filename"]
     return block
+
+
+# Formats a file by URL is known to be in by its name, none of them a PDF: Anthropic's API reads
+# a document by URL as a PDF only. A name it does not list (none, a PDF's, an arXiv id's
+# "2401.00001v2", a script's ".php") may serve a PDF, and goes, for the API to fetch.
+_NOT_PDF = frozenset(
+    {
+        *("doc", "docx", "dot", "odt", "rtf", "pages", "epub", "xls", "xlsx", "ods", "numbers"),
+        *("ppt", "pptx", "odp", "key", "txt", "text", "md", "markdown", "rst", "csv", "tsv"),
+        *("json", "jsonl", "xml", "yaml", "yml", "toml", "html", "htm", "log", "tex", "py"),
+        *("zip", "gz", "tgz", "tar", "7z", "rar", "png", "jpg", "jpeg", "gif", "webp", "svg"),
+        *("mp3", "wav", "mp4", "mov"),
+    }
+)
+
+
+def _unfetched(url: str, filename: Any) -> str | None:
+    """Why Anthropic's API cannot read the document at ``url`` (named ``filename``), or
+    ``None``: it fetches http(s) only, and a PDF only."""
+    if not url.lower().startswith(("https://", "http://")):
+        return "not an http(s) URL Anthropic's API can fetch"
+    for name in (url.split("#", 1)[0].split("?", 1)[0], filename):
+        if isinstance(name, str) and "." in name.rsplit("/", 1)[-1]:
+            extension = name.rsplit(".", 1)[1].lower()
+            if extension in _NOT_PDF:
+                return f"a .{extension} file by URL; Anthropic's API reads a PDF only by URL"
+    return None
 
 
 def _document_source(data: str) -> dict[str, Any]:

@@ -255,6 +255,53 @@ def test_responses_images_and_files_by_url_reach_anthropic_as_blocks(
     assert payload["messages"][0]["content"] == [block]
 
 
+@pytest.mark.parametrize(
+    ("part", "why"),
+    [
+        ({"type": "input_file", "file_url": "https://example.com/a.docx"}, "a .docx file"),
+        ({"type": "input_file", "file_url": "https://example.com/notes.txt?v=2"}, "a .txt file"),
+        (
+            {"type": "input_file", "file_url": "https://example.com/get?id=3", "filename": "a.csv"},
+            "a .csv file",
+        ),
+    ],
+    ids=["docx", "text", "named csv"],
+)
+def test_a_document_by_url_that_is_not_a_pdf_is_named_in_text(
+    part: dict[str, Any], why: str
+) -> None:
+    """Anthropic's API reads a document by URL as a PDF only: a Word file or a text file by
+    URL went to it as a document block with a URL source, which it refuses. It is named in a
+    text part, as an image the API cannot read is."""
+    payload = ctxpack.to_anthropic([{"role": "user", "content": [part]}])
+    assert anthropic_problems(payload) == []
+    assert payload["messages"][0]["content"] == [
+        {
+            "type": "text",
+            "text": f"[input_file not sent: {why} by URL; Anthropic's API reads a PDF only by URL]",
+        }
+    ]
+
+
+def test_a_document_by_url_anthropic_cannot_fetch_is_named_in_text() -> None:
+    part = {"type": "input_file", "file_url": "gs://bucket/report.pdf"}
+    payload = ctxpack.to_anthropic([{"role": "user", "content": [part]}])
+    assert anthropic_problems(payload) == []
+    assert payload["messages"][0]["content"][0]["text"] == (
+        "[input_file not sent: not an http(s) URL Anthropic's API can fetch]"
+    )
+
+
+@pytest.mark.parametrize("url", ["https://arxiv.org/pdf/2401.00001v2", "https://example.com"])
+def test_a_document_by_url_that_may_be_a_pdf_goes_for_the_api_to_fetch(url: str) -> None:
+    payload = ctxpack.to_anthropic(
+        [{"role": "user", "content": [{"type": "input_file", "file_url": url}]}]
+    )
+    assert payload["messages"][0]["content"] == [
+        {"type": "document", "source": {"type": "url", "url": url}}
+    ]
+
+
 # ------------------------------------------------------------------------------ random attack
 
 
