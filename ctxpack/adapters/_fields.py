@@ -68,17 +68,26 @@ def check_speaker_name(msg: Message, index: int) -> None:
         )
 
 
-def check_call_names(msg: Message, index: int, provider: str) -> None:
+def check_call_names(msg: Message, index: int, provider: str, *, legacy: bool = False) -> None:
     """A call to a tool whose name ``provider`` refuses in a history as in a definition (another
     provider's ``files.read``) fails here, named, rather than at the API: renaming it would
-    leave the call naming a tool its definition does not."""
-    for k, call in enumerate(msg.tool_calls or ()):
-        if not TOOL_NAME.fullmatch(call.function.name):
+    leave the call naming a tool its definition does not. ``legacy``: the message's legacy
+    ``function_call`` is sent too (Chat Completions holds it to the same pattern)."""
+    named = [
+        (call.function.name, f"tool_calls[{k}].{call.type}.name")
+        for k, call in enumerate(msg.tool_calls or ())
+    ]
+    function_call = msg.extras.get("function_call")
+    if legacy and isinstance(function_call, Mapping):
+        # Checked as a string by the validators already.
+        named.append((str(function_call.get("name")), "function_call.name"))
+    for name, field in named:
+        if not TOOL_NAME.fullmatch(name):
             raise _fail(
-                f"{call.function.name!r} is not a tool name {provider} takes "
+                f"{name!r} is not a tool name {provider} takes "
                 f"(^{TOOL_NAME.pattern}$); rename the tool, in its calls and its definition",
                 index,
-                f"tool_calls[{k}].{call.type}.name",
+                field,
             )
 
 

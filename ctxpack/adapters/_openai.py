@@ -118,7 +118,8 @@ def to_openai(
     Raises:
         InvalidMessageError: a message is malformed, a call to a tool whose name OpenAI refuses
             (not ``^[a-zA-Z0-9_-]{1,64}$``: another provider's ``files.read``), with
-            ``api="chat"`` a message ``name`` it refuses alike (``"Research Agent"``), or, with
+            ``api="chat"`` a legacy ``function_call`` or a message ``name`` it refuses alike
+            (``"Research Agent"``), or, with
             ``api="responses"``, a part the Responses API has no input for (audio); index and
             field named.
         ConfigError: ``api`` is neither.
@@ -157,7 +158,7 @@ def _written(
     out: list[dict[str, Any]] = []
     links: list[ResponsesLink | None] = []
     for index, msg in enumerate(msgs):
-        check_call_names(msg, index, "OpenAI")
+        check_call_names(msg, index, "OpenAI", legacy=api == "chat")
         if api == "responses":
             links.append(responses_link(msg))
         item: dict[str, Any] = {"role": msg.role}

@@ -148,6 +148,24 @@ def test_a_part_anthropic_has_no_form_for_is_named_in_text(part: dict[str, Any])
     assert messages[0]["content"][1] == part
 
 
+def test_a_legacy_function_call_name_openai_refuses_is_named() -> None:
+    # OpenAI holds the legacy function_call's name to its tool name pattern as it holds a
+    # tool call's: another provider's "files.read" went out unchecked, for the API to refuse.
+    call = {"name": "files.read", "arguments": "{}"}
+    messages = [
+        {"role": "user", "content": "Read it."},
+        {"role": "assistant", "content": None, "function_call": call},
+    ]
+    with pytest.raises(ctxpack.InvalidMessageError) as caught:
+        ctxpack.to_openai(messages)
+    assert (caught.value.index, caught.value.field) == (1, "function_call.name")
+    assert "files.read" in str(caught.value)
+    # Neither Anthropic nor the Responses API is sent the legacy call: nothing to refuse there.
+    assert ctxpack.to_anthropic(messages)["messages"] == [{"role": "user", "content": "Read it."}]
+    messages[1]["function_call"] = {"name": "read_file", "arguments": "{}"}
+    assert ctxpack.to_openai(messages)[1]["function_call"]["name"] == "read_file"
+
+
 @pytest.mark.parametrize("role", ["user", "assistant"])
 def test_a_participant_name_openai_refuses_is_named(role: str) -> None:
     # A LangGraph agent's name, kept by from_langchain: OpenAI refuses it ("Invalid
