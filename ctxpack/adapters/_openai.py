@@ -3,7 +3,8 @@
 ctxpack's :class:`~ctxpack.messages.Message` has the OpenAI shape, so the mapping is direct: keys
 ctxpack does not model (``refusal``, ``audio``, the legacy ``function_call``...) are kept verbatim
 in ``extras``, and :func:`to_openai` writes back exactly the keys that were there, so
-``to_openai(from_openai(x)) == x``.
+``to_openai(from_openai(x)) == x`` (but for a tool message's ``name``, which the API has no
+field for and which is left out).
 """
 
 from __future__ import annotations
@@ -119,7 +120,8 @@ def to_openai(
         InvalidMessageError: a message is malformed, a call to a tool whose name OpenAI refuses
             (not ``^[a-zA-Z0-9_-]{1,64}$``: another provider's ``files.read``), with
             ``api="chat"`` a legacy ``function_call`` or a message ``name`` it refuses alike
-            (``"Research Agent"``), or, with
+            (``"Research Agent"``; a tool message's name, which Chat Completions has no field
+            for, is left out), or, with
             ``api="responses"``, a part the Responses API has no input for (audio); index and
             field named.
         ConfigError: ``api`` is neither.
@@ -167,7 +169,9 @@ def _written(
             content = marked(content)  # is_error has no OpenAI field: the model reads the mark
         if not (content is None and msg.metadata.get(NO_CONTENT)):
             item["content"] = content
-        if msg.name is not None and api == "chat":
+        # Chat Completions' tool message has no name (role, content and tool_call_id only: a
+        # strict gateway refuses one); its tool is named by the call it answers.
+        if msg.name is not None and api == "chat" and msg.role != "tool":
             check_speaker_name(msg, index)
             item["name"] = msg.name
         if msg.tool_calls:

@@ -166,6 +166,18 @@ def test_a_legacy_function_call_name_openai_refuses_is_named() -> None:
     assert ctxpack.to_openai(messages)[1]["function_call"]["name"] == "read_file"
 
 
+@pytest.mark.parametrize("name", ["lookup", "files.read"])
+def test_a_tool_message_name_is_left_out_of_chat_completions(name: str) -> None:
+    # Chat Completions' tool message is role, content and tool_call_id: its name (LangChain's
+    # ToolMessage has one; here another provider's "files.read") went out as it was, which a
+    # strict gateway refuses ("messages[2]: 'name' is not supported").
+    messages = _call("c1")
+    messages[2]["name"] = name
+    sent = ctxpack.to_openai(messages)
+    assert sent[2] == {"role": "tool", "content": "found", "tool_call_id": "c1"}
+    assert messages[2]["name"] == name
+
+
 @pytest.mark.parametrize("role", ["user", "assistant"])
 def test_a_participant_name_openai_refuses_is_named(role: str) -> None:
     # A LangGraph agent's name, kept by from_langchain: OpenAI refuses it ("Invalid
