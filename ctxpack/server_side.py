@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._internal.arguments import shown, type_name
+from ._internal.compaction import is_compaction
 from .editing import COMPACTION_FLOOR
 from .errors import InvalidMessageError
 from .managed import WindowPolicy
@@ -157,7 +158,7 @@ def response_decisions(response: Any, *, message_id: str) -> list[Decision]:
 def _compaction(block: Mapping[str, Any], anthropic: bool, message_id: str) -> Decision:
     """The decision of a compaction block (Anthropic's) or item (OpenAI's, always opaque)."""
     summary = block.get("content")
-    if anthropic and summary is None:
+    if anthropic and not is_compaction(block):
         # Anthropic's mark of a compaction that produced no summary: the server compacted
         # nothing, and reads the block sent back as a no-op.
         return Decision(

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from ctxpack import BudgetExceededError, ConfigError, InvalidMessageError, Session, get_counter
+from ctxpack import (
+    BudgetExceededError,
+    ConfigError,
+    InvalidMessageError,
+    Session,
+    count_tokens,
+    get_counter,
+    to_openai,
+)
 from ctxpack.adapters import from_anthropic
 from ctxpack.managed import WindowPolicy
 from ctxpack.server_side import (
@@ -346,3 +354,44 @@ def test_a_reply_with_the_mcp_connectors_or_a_fallbacks_blocks_is_recorded(
     session.record_response(anthropic_message([block, {"type": "text", "text": "Three."}]))
     session.append({"role": "user", "content": "Thanks."}, provider="anthropic")
     assert session.render().to_anthropic()["messages"][1]["content"][0] == block
+
+
+_COMPACTED = [
+    {"role": "user", "content": "Find the bug."},
+    {"role": "assistant", "content": [{"type": "text", "text": "Reading cache.py."}]},
+    {"role": "user", "content": "And?"},
+    {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "Dropped by the API too."},
+            {"type": "compaction", "content": "Summary: the bug is in cache.py line 88."},
+            {"type": "text", "text": "Fixing it."},
+        ],
+    },
+    {"role": "user", "content": "Go on."},
+]
+
+
+def test_an_anthropic_history_goes_to_openai_from_its_compaction_block_on() -> None:
+    # Anthropic reads the history from the last compaction block on; to_openai read each
+    # message alone, so OpenAI was sent the whole history the summary replaced, and not the
+    # summary itself.
+    sent = to_openai([{"role": "system", "content": "Be brief."}, *_COMPACTED])
+    summary = {"type": "text", "text": "Summary: the bug is in cache.py line 88."}
+    assert sent == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "assistant", "content": [summary, {"type": "text", "text": "Fixing it."}]},
+        {"role": "user", "content": "Go on."},
+    ]
+    assert [m.text for m in from_anthropic(_COMPACTED)[1:]] == ["Go on."]
+    assert count_tokens(_COMPACTED, model="gpt-4o") == count_tokens(
+        from_anthropic(_COMPACTED), model="gpt-4o"
+    )
+
+
+def test_a_failed_compaction_block_sends_the_history_before_it_to_openai() -> None:
+    history = [
+        *_COMPACTED[:3],
+        {"role": "assistant", "content": [{"type": "compaction", "content": None}]},
+    ]
+    assert [m["role"] for m in to_openai(history)] == ["user", "assistant", "user", "assistant"]

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, TypedDict
 
 from .._internal.arguments import message_items
+from .._internal.compaction import last_compaction
 from .._internal.jsontext import read_json
 from .._internal.reasoning import REASONING
 from .._internal.tool_errors import failed, unmarked
@@ -196,7 +197,7 @@ def read_anthropic(
 ) -> list[Message]:
     """:func:`from_anthropic` for messages that are plain dicts already (no SDK object)."""
     validate_anthropic({"system": system, "messages": entries}, tool_pairing=False)
-    start, block = _last_compaction(entries) or (0, None)
+    start, block = last_compaction([entry["content"] for entry in entries]) or (0, None)
     dicts: list[dict[str, Any]] = []
     if system is not None:
         dicts.append({"role": "system", "content": system, "metadata": _meta(system=True)})
@@ -228,20 +229,6 @@ def read_anthropic(
         dicts.extend(produced)
     # Marked outside metadata: pack() then follows Anthropic's turn rules.
     return [with_provider(m, "anthropic") for m in ensure_messages(dicts)]
-
-
-def _last_compaction(entries: list[Mapping[str, Any]]) -> tuple[int, int] | None:
-    """(message, block) of the last ``compaction`` block, where the history the API reads
-    starts (it drops every block before it); ``None`` without one. A block with null content
-    (a compaction that failed) is a no-op to the API: the history before it is still read."""
-    for turn in range(len(entries) - 1, -1, -1):
-        content = entries[turn]["content"]
-        if isinstance(content, list):
-            for j in range(len(content) - 1, -1, -1):
-                block = content[j]
-                if block.get("type") == "compaction" and block.get("content") is not None:
-                    return turn, j
-    return None
 
 
 # ------------------------------------------------------------------------- ctxpack -> Anthropic
@@ -497,12 +484,13 @@ def anthropic_parts_to_openai(
 
     Thinking and server-tool blocks only mean something to Anthropic, so they are dropped; an
     image becomes an ``image_url`` part (a data URL for base64 sources), a base64 document (a
-    PDF) a ``file`` part; a text document (its text, or its content's text blocks) or a search
-    result becomes text. A document sent by URL or by Anthropic file id has no OpenAI form, nor
-    has an image sent by Anthropic file id, nor a ``browser_state`` block, nor an image or a
-    file in a ``text_only`` message (Chat Completions' tool message): each is a text part
-    saying what was not sent, so that the model knows it is missing; a ``tool_reference`` (a
-    tool search's find) becomes a text part naming its tool.
+    PDF) a ``file`` part; a text document (its text, or its content's text blocks), a search
+    result or a ``compaction`` block's summary becomes text. A document sent by URL or by
+    Anthropic file id has no OpenAI form, nor has an image sent by Anthropic file id, nor a
+    ``browser_state`` block, nor an image or a file in a ``text_only`` message (Chat
+    Completions' tool message): each is a text part saying what was not sent, so that the
+    model knows it is missing; a ``tool_reference`` (a tool search's find) becomes a text part
+    naming its tool.
     """
     if not isinstance(content, list):
         return content
@@ -528,6 +516,9 @@ def anthropic_parts_to_openai(
             name = block.get("title") if isinstance(block.get("title"), str) else "document.pdf"
             data = f"data:{src.get('media_type')};base64,{src.get('data')}"
             out.append({"type": "file", "file": {"filename": name, "file_data": data}})
+        elif kind == "compaction" and isinstance(block.get("content"), str):
+            # The summary of the history before it, which the API reads in its place.
+            out.append({"type": "text", "text": block["content"]})
         elif kind == "search_result":
             texts = [str(b.get("text", "")) for b in block.get("content") or [] if b.get("text")]
             out.append({"type": "text", "text": "\n".join([str(block.get("title", "")), *texts])})

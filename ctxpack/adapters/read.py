@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._internal.arguments import message_items
+from .._internal.compaction import last_compaction
 from .._internal.provider_arg import check_provider
 from ..errors import InvalidMessageError
 from ..messages import Message, detached, ensure_messages, owned_messages
@@ -76,8 +77,9 @@ def counted_messages(
     provider reads them. A list holding an Anthropic message (a block only Anthropic
     has) is read message by message as :func:`read_message` reads it for ``Session.append``: a
     ``tool_result`` is counted as the tool message Claude reads, not as its JSON, and the images
-    and documents it holds as such. Any other list is read as :func:`ctxpack.pack` reads it
-    (checked, cached by identity).
+    and documents it holds as such; the messages before its last ``compaction`` block (system
+    messages aside), which the API drops, are left out. Any other list is read as
+    :func:`ctxpack.pack` reads it (checked, cached by identity).
 
     Raises:
         InvalidMessageError: ``messages`` is not a list, or a message is malformed (index and
@@ -93,19 +95,37 @@ def read_messages(
     Anthropic user message holding tool results is read as several), for an error found later
     to name the caller's index (:func:`ctxpack.sdk.item_error`)."""
     items = message_items(messages)
-    if not any(_is_anthropic(item, index) for index, item in enumerate(items)):
+    entries = [_entry(item, index) for index, item in enumerate(items)]
+    if not any(entry is not None and has_anthropic_blocks(entry) for entry in entries):
         read = owned_messages(items, check=check_openai_message)
         # owned_messages names the caller's entry itself; later errors name the message's.
         return read, list(range(len(read)))
-    pairs = [(m, i) for i, item in enumerate(items) for m in read_message(item, None, i)[0]]
+    # The API reads the history from the last compaction block on (the system prompt aside),
+    # as from_anthropic reads it: the messages before it are what the summary stands for.
+    contents = [
+        item.content if isinstance(item, Message) else entry and entry.get("content")
+        for item, entry in zip(items, entries, strict=True)
+    ]
+    start = (last_compaction(contents) or (0, 0))[0]
+    pairs = [
+        (m, i)
+        for i, item in enumerate(items)
+        if i >= start or _role(item, entries[i]) in ("system", "developer")
+        for m in read_message(item, None, i)[0]
+    ]
     return tuple(m for m, _ in pairs), [i for _, i in pairs]
 
 
-def _is_anthropic(item: Any, index: int) -> bool:
+def _entry(item: Any, index: int) -> Mapping[str, Any] | None:
+    """``item`` as a dict (an SDK object's), or ``None`` for a message or what is no dict."""
     if isinstance(item, Message):
-        return False
+        return None
     entry = item if isinstance(item, Mapping) else coerce_message(item, index)
-    return isinstance(entry, Mapping) and has_anthropic_blocks(entry)
+    return entry if isinstance(entry, Mapping) else None
+
+
+def _role(item: Any, entry: Mapping[str, Any] | None) -> Any:
+    return item.role if isinstance(item, Message) else entry and entry.get("role")
 
 
 def read_openai(entries: list[Mapping[str, Any]]) -> list[Message]:
