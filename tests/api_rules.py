@@ -113,6 +113,9 @@ def _block_problems(block: Any, where: str, role: str, *, last: bool) -> list[st
         if not _ID.fullmatch(str(block.get("tool_use_id", ""))):
             problems.append(f"{where}.tool_use_id: {block.get('tool_use_id')!r} not an id")
         inner = block.get("content")
+        empty = not inner or (isinstance(inner, str) and _blank(inner))
+        if block.get("is_error") is True and "content" in block and empty:
+            problems.append(f"{where}: content cannot be empty if `is_error` is true")
         for k, sub in enumerate(inner if isinstance(inner, list) else ()):
             sub_where = f"{where}.content[{k}]"
             if not isinstance(sub, Mapping) or sub.get("type") not in _RESULT_BLOCKS:

@@ -54,6 +54,9 @@ META = "anthropic"
 
 _PART, _CALL = "p", "t"
 
+# What a failed tool result without content says: the API refuses it empty.
+_NO_OUTPUT = "[no output]"
+
 
 class AnthropicPayload(TypedDict):
     """The part of an Anthropic Messages request ctxpack produces: pass it with ``**``.
@@ -321,16 +324,23 @@ def _tool_result_block(msg: Message, meta: Mapping[str, Any]) -> dict[str, Any]:
     content, error = (
         (msg.content, False) if provider_of(msg) == "anthropic" else unmarked(msg.content)
     )
+    empty = False
     if isinstance(content, list):
         # The API refuses blank text here too; a result left with nothing goes without content.
         inner = _sendable(None, _to_blocks(content))[1]
         if inner or not content:
             block["content"] = inner
+        empty = not inner
     elif not (meta.get("no_content") and content == ""):
         block["content"] = content
+        empty = not str(content).strip()
     if error or failed(msg):
         block["is_error"] = True
     block.update(_mapping(meta.get("block")))
+    if empty and block.get("is_error") is True:
+        # The API refuses a failure with empty content ("content cannot be empty if `is_error`
+        # is true"): a tool that failed silently, or whose text was only OpenAI's failure mark.
+        block["content"] = _NO_OUTPUT
     return block
 
 
@@ -423,7 +433,8 @@ def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> AnthropicPa
     OpenAI message lead its turn, as Claude wrote them; ``name`` and the legacy
     ``function_call`` have no Anthropic equivalent and are left out, and so is text of only
     whitespace, in a tool result too, and a message left with no content, which the API
-    refuses). A turn's tool results go before its other blocks, as the
+    refuses; a failed tool result left with no content says ``[no output]``, as the API
+    refuses it empty). A turn's tool results go before its other blocks, as the
     API requires. A tool id with characters the API refuses (another provider's
     ``functions.lookup:0``) is sent in its pattern, ``^[a-zA-Z0-9_-]+$``, the same in the call
     and its result. It does not repair tool pairing or turn order: :func:`ctxpack.pack` makes

@@ -114,6 +114,38 @@ def test_a_tool_result_of_blank_text_alone_is_sent_without_content() -> None:
     assert payload["messages"][2]["content"][0] == {"type": "tool_result", "tool_use_id": "c1"}
 
 
+@pytest.mark.parametrize(
+    "content", ["[tool error]", "[tool error]  ", [{"type": "text", "text": "[tool error]"}]]
+)
+def test_a_failed_tool_result_without_content_says_so(content: Any) -> None:
+    # A tool that failed with no output: to_openai writes it as the mark alone. Anthropic
+    # refuses a failed result left empty ("content cannot be empty if `is_error` is true").
+    messages = _call("c1")
+    messages[2]["content"] = content
+    payload = ctxpack.to_anthropic(messages)
+    assert anthropic_problems(payload) == []
+    assert payload["messages"][2]["content"][0] == {
+        "type": "tool_result",
+        "tool_use_id": "c1",
+        "content": "[no output]",
+        "is_error": True,
+    }
+
+
+def test_a_failed_anthropic_tool_result_of_blank_text_is_sent_with_content() -> None:
+    use = {"type": "tool_use", "id": "t1", "name": "lookup", "input": {}}
+    blank = [{"type": "text", "text": " "}]
+    result = {"type": "tool_result", "tool_use_id": "t1", "content": blank, "is_error": True}
+    history = [
+        {"role": "user", "content": "Look it up."},
+        {"role": "assistant", "content": [use]},
+        {"role": "user", "content": [result]},
+    ]
+    payload = ctxpack.to_anthropic(ctxpack.from_anthropic(history))
+    assert anthropic_problems(payload) == []
+    assert payload["messages"][2]["content"][0]["content"] == "[no output]"
+
+
 _AUDIO = {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}}
 _DOCX = "data:application/vnd.openxmlformats-officedocument.wordprocessingml.document;base64,UEs="
 
