@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import ast
 import functools
-import itertools
 import re
 from collections.abc import Iterable
 
+from .blocks import without_broken_blocks
 from .terms import IDENTIFIER
 from .units import ParsedFile, Symbol, module_units, unique
 
@@ -21,7 +21,7 @@ def parse_python_ast(path: str, source: str) -> ParsedFile:
     except SyntaxError:
         # One stray bracket made the whole file a single module unit; the definitions in
         # the parts that parse are kept, the broken parts read as module text.
-        tree = ast.parse(_without_broken_blocks(source))
+        tree = ast.parse(without_broken_blocks(source))
     lines = source.split("\n")
     symbols: list[Symbol] = []
     covered: set[int] = set()
@@ -83,67 +83,6 @@ def parse_python_ast(path: str, source: str) -> ParsedFile:
     return ParsedFile(
         path=path, language="python", symbols=tuple(symbols), imports=tuple(unique(imports))
     )
-
-
-# A top-level definition or decorator: Python is never inside brackets at one, only perhaps
-# inside a string spanning lines, which the blocks are checked against.
-_TOP_LEVEL_DEFINITION = re.compile(r"(?:@|(?:async[ \t]+)?def[ \t]|class[ \t])")
-# A line that starts a top-level statement, unless inside brackets: not blank, not a comment,
-# no closing bracket, no clause of the statement before it.
-_TOP_LEVEL_STATEMENT = re.compile(r"(?![\s#)\]}]|(?:else|elif|except|finally)\b)")
-_STRING_OR_COMMENT = re.compile(
-    r'#[^\n]*|"""(?:\\.|[^\\])*?(?:"""|\Z)|' + r"'''(?:\\.|[^\\])*?(?:'''|\Z)"
-    r'|"(?:\\.|[^\\\n"])*(?:"|$)|' + r"'(?:\\.|[^\\\n'])*(?:'|$)",
-    re.M,
-)
-
-
-def _without_broken_blocks(source: str) -> str:
-    """``source`` with each block that does not parse on its own made blank lines.
-
-    A block runs from a top-level definition or decorator (outside a string) to the next, so
-    a broken statement costs its own block, not the file; the line numbers are kept. A block
-    that does not parse is tried again in pieces, cut at each top-level statement, so that
-    a broken statement after a definition does not cost the definition.
-    """
-    lines = source.split("\n")
-    in_string = [False] * len(lines)
-    line, counted = 0, 0
-    for match in _STRING_OR_COMMENT.finditer(source):
-        line += source.count("\n", counted, match.start())
-        counted = match.end()
-        spans = match.group().count("\n")
-        in_string[line + 1 : line + 1 + spans] = [True] * spans
-        line += spans
-
-    def starts(first: int, end: int, at: re.Pattern[str]) -> list[int]:
-        # A decorator's definition stays in the decorator's block.
-        cuts = [
-            n
-            for n in range(first + 1, end)
-            if not in_string[n] and not lines[n - 1].startswith("@") and at.match(lines[n])
-        ]
-        return [first, *cuts, end]
-
-    kept: list[str] = []
-    blocks = starts(0, len(lines), _TOP_LEVEL_DEFINITION)
-    for first, end in itertools.pairwise(blocks):
-        if _parses("\n".join(lines[first:end])):
-            kept += lines[first:end]
-            continue
-        pieces = starts(first, end, _TOP_LEVEL_STATEMENT)
-        for start, stop in itertools.pairwise(pieces):
-            piece = lines[start:stop]
-            kept += piece if _parses("\n".join(piece)) else [""] * len(piece)
-    return "\n".join(kept)
-
-
-def _parses(text: str) -> bool:
-    try:
-        ast.parse(text)
-    except (SyntaxError, ValueError):
-        return False
-    return True
 
 
 _AST_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)

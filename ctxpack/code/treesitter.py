@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
+from .blocks import parses, without_broken_blocks
 from .terms import identifiers
 from .units import ParsedFile, Symbol, module_units, unique
 
@@ -168,25 +169,53 @@ def _text(node: Any) -> str:
 _OPENING = frozenset({"(", "[", "{"})
 
 
-def _parse(parser: Any, data: bytes) -> Any:
-    """``data``'s tree, read again without the opening brackets left unclosed in it.
+def _parse(parser: Any, data: bytes, language: str) -> Any:
+    """``data``'s tree, read again without the brackets that cost it its definitions.
 
     tree-sitter's recovery from a run of unclosed brackets (broken or generated code) makes an
     error node of all that follows, the definitions after the run with it: ``def f(x):`` there
     reads as a call. The brackets are made spaces, which keeps every position, and the new
-    tree is taken when it holds fewer errors.
+    tree is taken when it holds fewer errors. A Python bracket closed by a stray one lines
+    later swallows the definitions between them: the blocks ``ast`` cannot read are made
+    spaces too, and that tree is taken when it holds more definitions.
     """
     tree = parser.parse(data)
     if not tree.root_node.has_error:
         return tree
     errors, stray = _errors(tree.root_node)
-    if not stray:
+    if stray:
+        blanked = bytearray(data)
+        for at in stray:
+            blanked[at] = ord(" ")
+        again = parser.parse(bytes(blanked))
+        if _errors(again.root_node)[0] < errors:
+            tree, data = again, bytes(blanked)
+    if language != "python" or not tree.root_node.has_error:
         return tree
-    blanked = bytearray(data)
-    for at in stray:
-        blanked[at] = ord(" ")
-    again = parser.parse(bytes(blanked))
-    return again if _errors(again.root_node)[0] < errors else tree
+    text = data.decode("utf-8", "surrogatepass")
+    if parses(text):
+        return tree  # tree-sitter's grammar, not the file, is at fault: nothing to blank
+    again = parser.parse(without_broken_blocks(text).encode("utf-8", "surrogatepass"))
+    return (
+        again
+        if _python_definitions(again.root_node) > _python_definitions(tree.root_node)
+        else tree
+    )
+
+
+def _python_definitions(root: Any) -> int:
+    """How many definitions the units are made of: at the top level and in class bodies."""
+    count, pending = 0, list(root.named_children)
+    while pending:
+        node = pending.pop()
+        if node.type == "decorated_definition":
+            pending.extend(node.named_children)
+        elif node.type in _DEFINITIONS["python"]:
+            count += 1
+            body = node.child_by_field_name("body")
+            if node.type == "class_definition" and body is not None:
+                pending.extend(body.named_children)
+    return count
 
 
 def _errors(root: Any) -> tuple[int, list[int]]:
@@ -216,7 +245,7 @@ class _TreeSitterFile:
         self.language = language
         self.source = source
         self.lines = source.split("\n")
-        self.tree = _parse(parser, source.encode("utf-8"))
+        self.tree = _parse(parser, source.encode("utf-8"), language)
         self.definitions = _DEFINITIONS[language]
         self.symbols: list[Symbol] = []
         self.covered: set[int] = set()

@@ -238,6 +238,11 @@ _STRAY_BRACKETS = {
     "one too many": "import os\nx = foo(1))\n" + _DEFINITIONS,
     "closed much later": "import os\nx = foo(1,\n" + _DEFINITIONS + "y = 2)\n",
     "before a string": 'x = foo(1,\nS = """\ndef fake():\n"""\n' + _DEFINITIONS,
+    # Broken lines of non-ASCII text, or with carriage returns, are blanked as well.
+    "after non-ASCII text": 'x = foo("café ✓ 日本",\n' + _DEFINITIONS + 'y = "naïve")\n',
+    "with CRLF line ends": ("import os\nx = foo(1,\n" + _DEFINITIONS + "y = 2)\n").replace(
+        "\n", "\r\n"
+    ),
 }
 
 
@@ -255,7 +260,7 @@ def test_a_stray_bracket_costs_the_fallback_its_block_not_the_file(
     from ctxpack.code import _symbols as symbols
 
     monkeypatch.setattr(symbols, "parser_for", lambda language: None)
-    first = source.split("\n").index("def alpha():") + 1
+    first = source.splitlines().index("def alpha():") + 1
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ParserFallbackWarning)
         found = _definitions(source)
@@ -269,7 +274,47 @@ def test_a_stray_bracket_costs_the_fallback_its_block_not_the_file(
 
 
 @pytest.mark.skipif(not tree_sitter_available("python"), reason="tree-sitter is not installed")
-@pytest.mark.parametrize("kind", ["unclosed", "one too many"])
+@pytest.mark.parametrize("kind", list(_STRAY_BRACKETS))
 def test_a_stray_bracket_costs_tree_sitter_no_definition(kind: str) -> None:
-    names = [name for name, _, _ in _definitions(_STRAY_BRACKETS[kind])]
-    assert names == ["alpha", "Gamma", "delta", "beta"]
+    # A bracket closed many lines later, or a string after an unclosed one, made one error
+    # node of the file: tree-sitter's reading of it held no definition.
+    source = _STRAY_BRACKETS[kind]
+    first = source.splitlines().index("def alpha():") + 1
+    assert _definitions(source) == [
+        ("alpha", "function", first),
+        ("Gamma", "class", first + 3),
+        ("delta", "method", first + 4),
+        ("beta", "function", first + 7),
+    ]
+
+
+# A bracket opened at the top and closed by a stray one inside the last definition.
+_CLOSED_IN_A_DEFINITION = (
+    "import os\nx = foo(1,\n\ndef alpha():\n    return beta()\n\nclass Gamma:\n"
+    "    def delta(self):\n        return 1\n\ndef beta():\n    return 2)\n"
+)
+
+
+@pytest.mark.parametrize("parser", ["ast", "tree-sitter"])
+def test_a_bracket_closed_in_a_later_definition_costs_only_that_definition(
+    parser: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ctxpack.code import _symbols as symbols
+
+    if parser == "ast":
+        monkeypatch.setattr(symbols, "parser_for", lambda language: None)
+    elif not tree_sitter_available("python"):
+        pytest.skip("tree-sitter is not installed")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ParserFallbackWarning)
+        parsed = parse_source("m.py", "python", _CLOSED_IN_A_DEFINITION)
+    found = [(s.name, s.kind, s.start_line, s.end_line) for s in parsed.symbols]
+    assert found[:4] == [
+        ("<module>", "module", 1, 2),
+        ("alpha", "function", 4, 5),
+        ("Gamma", "class", 7, 7),
+        ("delta", "method", 8, 9),
+    ]
+    # The broken lines are module text, read from the file as it is.
+    assert parsed.symbols[0].text == "import os\nx = foo(1,"
+    assert "    return 2)" in parsed.symbols[-1].text
