@@ -1756,3 +1756,15 @@ def test_an_int_option_is_bounded_as_budgets_are(
     with pytest.raises(ConfigError, match=rf"{option}.*2\*\*53"):
         build(n)
     assert f"{option}=9007199254740992" in repr(build(2**53)) or isinstance(build(2**53), Workspace)
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [(10**5000, "<an int too long to show>"), ([10**5000], "<a list too long to show>")],
+    ids=["int", "list"],
+)
+def test_a_value_too_long_to_show_is_named_by_its_type(value: object, shown: str) -> None:
+    # The error read "<a int too long to show>".
+    with pytest.raises(ConfigError) as info:
+        Deduplicator(threshold=value)  # type: ignore[call-arg]
+    assert str(info.value).startswith(f"Deduplicator: threshold={shown}: unknown option")

@@ -31,7 +31,9 @@ def invalid_option(owner: str, model: type[BaseModel], exc: ValidationError) -> 
     try:
         shown = repr(value)
     except ValueError:  # an int inside it with more digits than Python writes
-        shown = f"<a {type(value).__name__} too long to show>"
+        kind = type(value).__name__
+        article = "an" if kind[:1].lower() in ("a", "e", "i", "o", "u") else "a"
+        shown = f"<{article} {kind} too long to show>"
     if len(shown) > 80:
         # A JSON text or a whole mapping may be long: the option and the problem are the news.
         shown = shown[:77] + "..."
