@@ -21,6 +21,9 @@ _STRING_OR_COMMENT = re.compile(
     re.M,
 )
 _NOT_CARRIAGE_RETURN = re.compile(rb"[^\r]")
+# What ast raises for text it cannot read: a nesting too deep for its parser is a MemoryError
+# ("too complex") or a RecursionError, not a SyntaxError.
+UNREADABLE = (SyntaxError, ValueError, MemoryError, RecursionError)
 
 
 def without_broken_blocks(source: str) -> str:
@@ -73,6 +76,6 @@ def parses(text: str) -> bool:
     """Whether ``ast`` reads ``text`` as Python (a nesting too deep to read counts as no)."""
     try:
         ast.parse(text)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
+    except UNREADABLE:
         return False
     return True

@@ -8,7 +8,7 @@ import functools
 import re
 from collections.abc import Iterable
 
-from .blocks import without_broken_blocks
+from .blocks import UNREADABLE, without_broken_blocks
 from .terms import IDENTIFIER
 from .units import ParsedFile, Symbol, module_units, unique
 
@@ -18,7 +18,7 @@ __all__: list[str] = []
 def parse_python_ast(path: str, source: str) -> ParsedFile:
     try:
         tree = ast.parse(source)
-    except SyntaxError:
+    except UNREADABLE:
         # One stray bracket made the whole file a single module unit; the definitions in
         # the parts that parse are kept, the broken parts read as module text.
         tree = ast.parse(without_broken_blocks(source))

@@ -318,3 +318,20 @@ def test_a_bracket_closed_in_a_later_definition_costs_only_that_definition(
     # The broken lines are module text, read from the file as it is.
     assert parsed.symbols[0].text == "import os\nx = foo(1,"
     assert "    return 2)" in parsed.symbols[-1].text
+
+
+def test_an_expression_nested_too_deep_for_ast_costs_the_fallback_its_block(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # ast.parse raised MemoryError ("too complex"), not SyntaxError, and the refresh failed.
+    from ctxpack.code import _symbols as symbols
+
+    monkeypatch.setattr(symbols, "parser_for", lambda language: None)
+    source = "x = " + "-" * 100_000 + "1\n\ndef f():\n    return g()\n"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ParserFallbackWarning)
+        parsed = parse_source("m.py", "python", source)
+    assert [(s.name, s.kind, s.start_line) for s in parsed.symbols] == [
+        ("<module>", "module", 1),
+        ("f", "function", 3),
+    ]
