@@ -181,6 +181,26 @@ def test_one_long_line_of_keys_costs_what_the_same_keys_on_their_own_lines_cost(
     assert cost(",") < 1.8 * cost(",\n")
 
 
+def test_many_values_found_are_looked_for_again_in_about_linear_time() -> None:
+    # A value found once is looked for again in the whole text (echoed, logged twice): one
+    # search a value read a CSV of a token a row once per row, seconds for 1 MB.
+    from ctxpack._internal.secret_values import KnownValues
+
+    draw = random.Random(0)
+    alphabet = string.ascii_letters + string.digits
+    rows = [f"{i},user{i},ghp_{''.join(draw.choices(alphabet, k=36))}\n" for i in range(8_000)]
+
+    def cost(n: int) -> float:
+        text = "".join(rows[:n])
+        values = KnownValues({row.split(",")[2].strip(): "github-pat" for row in rows[:n]})
+        assert len(list(values.find(text))) == n
+        return cpu_seconds(lambda: list(values.find(text)))
+
+    small, large = cost(500), cost(8_000)
+    assert large < 40 * max(small, 0.001)
+
+
+
 # An AWS key pair as the AWS CLI prints it: the secret's key names no "aws" (SecretAccessKey),
 # so only its distance to the access key id gives it away (trufflehog's AWS detectors).
 KEY_ID, TEMP_ID = "AKIA" + "ZQ3MHYJKLMNOPQR7", "ASIA" + "ZQ3MHYJKLMNOPQR7"

@@ -93,6 +93,22 @@ class Hunt(Protocol):
     def find(self, text: str) -> Iterable[tuple[int, int, str]]: ...
 
 
+# Word characters as :func:`standalone` reads them (``str.isalnum`` or ``_``), as ``\w`` is.
+_RUN = re.compile(r"\w+")
+# From this many values, the text is read once for all of them (see KnownValues.find).
+_INDEXED = 8
+
+
+def _overlaps_itself(value: str) -> bool:
+    """Whether two occurrences of ``value`` can overlap (it ends as it begins)."""
+    at = value.find(value[0], 1)
+    while at != -1:
+        if value.startswith(value[at:]):
+            return True
+        at = value.find(value[0], at + 1)
+    return False
+
+
 class KnownValues:
     """Secret values and their kinds, in clear: for one call that is given them anyway."""
 
@@ -104,9 +120,29 @@ class KnownValues:
             self.values.setdefault(value, kind)
 
     def find(self, text: str) -> Iterator[tuple[int, int, str]]:
+        runs: dict[str, list[int]] | None = None
         for value, kind in self.values.items():
-            for start, end in occurrences(text, value):
-                yield start, end, kind
+            first = _RUN.match(value)
+            if len(self.values) < _INDEXED or first is None or _overlaps_itself(value):
+                for start, end in occurrences(text, value):
+                    yield start, end, kind
+                continue
+            # Searched for one by one, thousands of values found in a long output (a .env
+            # dump, a log of api_key=...) read it once each: by the runs of word characters
+            # that start them, it is read once for all. A value beginning with a word
+            # character stands alone only where a run of them starts in the text, and that
+            # run is the value's first one; one that cannot overlap itself has no occurrence
+            # hidden by an earlier one.
+            if runs is None:
+                wanted = {m.group() for v in self.values if (m := _RUN.match(v))}
+                runs = {}
+                for m in _RUN.finditer(text):
+                    if (run := m.group()) in wanted:
+                        runs.setdefault(run, []).append(m.start())
+            for start in runs.get(first.group(), ()):
+                end = start + len(value)
+                if text.startswith(value, start) and standalone(text, start, end):
+                    yield start, end, kind
 
 
 _NOT_WORD = re.compile("[^A-Za-z0-9_]")
