@@ -38,8 +38,6 @@ from functools import cache, partial
 from importlib import resources
 from typing import Any
 
-import regex
-
 from ._internal.escapes import escaped_views
 from ._internal.part_texts import (
     as_read_edited,
@@ -49,10 +47,12 @@ from ._internal.part_texts import (
     with_quotes,
     with_texts,
 )
+from ._internal.secret_allowlists import Allowlist, allowlist, compile_rule
 from ._internal.secret_rules import OWN_RULES
 from ._internal.secret_values import Hunt, KnownValues, entropy
 from ._internal.spans import Spans
 from ._internal.text_lines import TextLines
+from ._internal.word_trie import trie_pattern
 from .adapters.langchain import META as LANGCHAIN_META
 from .caches import memoize
 from .errors import ConfigError
@@ -107,25 +107,6 @@ def placeholder(kind: str) -> str:
 
 
 @dataclass(frozen=True)
-class _Allowlist:
-    target: str  # "secret", "match" or "line"
-    patterns: tuple[Any, ...]
-    stopwords: tuple[str, ...]
-
-    def allows(self, secret: str, match: str, lines: TextLines, line: tuple[int, int]) -> bool:
-        """Whether this allowlist spares ``secret``, found in ``match`` on ``line`` (its
-        bounds in the text of ``lines``)."""
-        if self.target == "line":
-            # Many findings may share one long line: it is searched once.
-            if lines.allowed(self, self.patterns, line):
-                return True
-        elif any(p.search(match if self.target == "match" else secret) for p in self.patterns):
-            return True
-        lowered = secret.lower()
-        return any(word in lowered for word in self.stopwords)
-
-
-@dataclass(frozen=True)
 class _Rule:
     kind: str
     pattern: Any  # a compiled ``re`` or ``regex`` pattern
@@ -133,16 +114,8 @@ class _Rule:
     entropy: float
     keywords: tuple[str, ...]
     group: int
-    allowlists: tuple[_Allowlist, ...]
+    allowlists: tuple[Allowlist, ...]
     gate: Any = None  # for a rule without keywords: an ``re`` pattern the text must hold
-
-
-def _compile(pattern: str, engine: str = "regex") -> Any:
-    if engine == "re":
-        return re.compile(pattern)
-    # Version 1 reads an inline flag in the middle of a pattern as Go's RE2 does: to the end of
-    # its group.
-    return regex.compile(pattern, regex.V1)
 
 
 # gitleaks' "semi-generic" rules (a key name, an operator, a value) start with a lazy run of
@@ -165,19 +138,11 @@ def _match_start(text: str, start: int, back: int) -> int:
     return start
 
 
-def _allowlist(entry: dict[str, Any]) -> _Allowlist:
-    return _Allowlist(
-        entry.get("target", "secret"),
-        tuple(_compile(p) for p in entry.get("regexes", ())),
-        tuple(entry.get("stopwords", ())),
-    )
-
-
 # A value that names or refers to a secret instead of being one: a variable, a template, a
 # mask, a word, an elided example ("sk-..."), the secret's own name (`user:password@host` in a
 # documentation example: taken for a secret, the word would be replaced everywhere in the
 # output).
-_NOT_A_VALUE = _compile(
+_NOT_A_VALUE = compile_rule(
     r"^(?:\$\{?\w+\}?|\$\{[\w.]+\}|%\w+%|\{\{.*\}\}|<[^>]*>|\*+|x+|X+|\.+|null|none|true|false|"
     r"(?i:your[\w-]*)|(?i:pass(?:word|wd)?|pwd|secret|token)|"
     r"\[REDACTED\b.*|[a-z_]+\.[a-z_.]+|[A-Za-z_]+\(.*|.*(?:\.\.\.|…))$"
@@ -185,7 +150,7 @@ _NOT_A_VALUE = _compile(
 
 
 @cache
-def _rules() -> tuple[tuple[_Rule, ...], _Allowlist]:
+def _rules() -> tuple[tuple[_Rule, ...], Allowlist]:
     data = json.loads(
         resources.files("ctxpack").joinpath("data/secret_rules.json").read_text("utf-8")
     )
@@ -199,19 +164,18 @@ def _rules() -> tuple[tuple[_Rule, ...], _Allowlist]:
         rules.append(
             _Rule(
                 entry["id"],
-                _compile(pattern, entry.get("engine", "re")),
+                compile_rule(pattern, entry.get("engine", "re")),
                 back,
                 float(entry.get("entropy", 0.0)),
                 tuple(entry.get("keywords", ())),
                 int(entry.get("secret_group", 0)),
-                tuple(_allowlist(a) for a in entry.get("allowlists", ())),
-                _compile(entry["gate"], "re") if "gate" in entry else None,
+                tuple(allowlist(a) for a in entry.get("allowlists", ())),
+                compile_rule(entry["gate"], "re") if "gate" in entry else None,
             )
         )
-    glob = data["global_allowlist"]
-    return tuple(rules), _Allowlist(
-        "secret", tuple(_compile(p) for p in glob["regexes"]), tuple(glob["stopwords"])
-    )
+    # The generic rule last: it finds again most values the others find, and loses to them.
+    rules.sort(key=lambda rule: rule.kind == "generic-api-key")
+    return tuple(rules), allowlist(data["global_allowlist"])
 
 
 def _secret_span(match: Any, group: int) -> tuple[int, int]:
@@ -227,24 +191,7 @@ def _keyword_finder() -> tuple[re.Pattern[str], tuple[str, ...]]:
     """One pattern that finds, at every position, the longest rule keyword starting there (a
     trie of the keywords, in a lookahead so that matches may overlap), and the keywords."""
     keywords = sorted({k for rule in _rules()[0] for k in rule.keywords})
-    trie: dict[str, Any] = {}
-    for word in keywords:
-        node = trie
-        for ch in word:
-            node = node.setdefault(ch, {})
-        node[""] = {}
-
-    def alternation(node: dict[str, Any]) -> str:
-        branches = [re.escape(ch) + alternation(child) for ch, child in node.items() if ch]
-        if not branches:
-            return ""
-        inner = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
-        if "" in node:
-            # Greedy: a longer keyword first; the shorter one is its prefix, found below.
-            return "(?:" + inner + ")?" if len(branches) == 1 else inner + "?"
-        return inner
-
-    return re.compile("(?=(" + alternation(trie) + "))"), tuple(keywords)
+    return re.compile("(?=(" + trie_pattern(keywords) + "))"), tuple(keywords)
 
 
 def _keywords_in(lowered: str) -> set[str]:
@@ -315,15 +262,23 @@ def _findings(text: str) -> Iterator[SecretFinding]:
     lowered = text.lower()
     present = _keywords_in(lowered)
     lines = TextLines(text, lowered)
+    # The spans found, each with the best rank (_precedence) of a finding there: a finding
+    # ranked no better at a span found already would lose to it, so its checks are skipped
+    # (gitleaks' generic rule, run last, finds again most values the others find).
+    found: dict[tuple[int, int], tuple[bool, bool]] = {}
     for rule in rules:
         if rule.keywords and present.isdisjoint(rule.keywords):
             continue
         if rule.gate is not None and rule.gate.search(text) is None:
             continue
+        rank = _rank(rule.kind)
         for match in _near_keywords(rule, text, lines, present):
             start, end = _secret_span(match, rule.group)
+            prior = found.get((start, end))
+            if prior is not None and prior <= rank:
+                continue
             secret = text[start:end]
-            if not secret.strip() or entropy(secret) < rule.entropy:
+            if not secret.strip() or (rule.entropy > 0 and entropy(secret) < rule.entropy):
                 continue
             begin = _match_start(text, match.start(), rule.back) if rule.back else match.start()
             whole = text[begin : match.end()]
@@ -336,6 +291,7 @@ def _findings(text: str) -> Iterator[SecretFinding]:
                 continue
             if any(a.allows(secret, whole, lines, line) for a in rule.allowlists):
                 continue
+            found[start, end] = min(rank, prior) if prior is not None else rank
             yield SecretFinding(rule.kind, start, end)
 
 
@@ -352,9 +308,14 @@ _GENERIC = frozenset(
 )
 
 
-def _precedence(f: SecretFinding) -> tuple[bool, int, int, bool]:
+def _rank(kind: str) -> tuple[bool, bool]:
     # Of generic findings of one span, gitleaks' (an entropy guess) names it least well.
-    return f.kind in _GENERIC, f.start, f.start - f.end, f.kind == "generic-api-key"
+    return kind in _GENERIC, kind == "generic-api-key"
+
+
+def _precedence(f: SecretFinding) -> tuple[bool, int, int, bool]:
+    generic, guess = _rank(f.kind)
+    return generic, f.start, f.start - f.end, guess
 
 
 @memoize(maxsize=100_000, maxbytes=16 * 2**20, name="secrets of a text")
