@@ -95,8 +95,9 @@ class Hunt(Protocol):
 
 # Word characters as :func:`standalone` reads them (``str.isalnum`` or ``_``), as ``\w`` is.
 _RUN = re.compile(r"\w+")
-# From this many values, the text is read once for all of them (see KnownValues.find).
-_INDEXED = 8
+# From this many values, the text is read once for all of them (see KnownValues.find): the
+# index costs a step of Python a word of the text, about what a few hundred searches cost.
+_INDEXED = 256
 
 
 def _overlaps_itself(value: str) -> bool:
