@@ -121,7 +121,9 @@ class SessionStore(Protocol):
         ...
 
     def close(self) -> None:
-        """Release connections; the data stays."""
+        """Release connections; the data stays. A call made after it, or racing it, fails
+        with a :class:`~ctxpack.errors.StoreError` saying the store is closed (or, begun
+        before it, finishes)."""
         ...
 
 
@@ -424,6 +426,15 @@ def no_other_options(url: str, rest: str) -> None:
         raise ConfigError(
             f"unknown store option(s) in {redact_url(url)}: {', '.join(sorted(left))}"
         )
+
+
+CLOSED = "the store is closed"
+
+
+def closed_store(url: str, operation: str) -> StoreError:
+    """The error of a call made on a closed store, or racing its ``close()``, the same on
+    every backend (rather than a driver's own: a closed pool, a closed connection)."""
+    return StoreError(CLOSED, url=url, operation=operation)
 
 
 def missing_driver(package: str, extra: str, url: str) -> StoreError:

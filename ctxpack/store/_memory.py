@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from contextlib import AbstractContextManager
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +18,7 @@ from ._base import (
     check_session_id,
     check_ttl,
     check_version,
+    closed_store,
     other_life,
 )
 
@@ -55,6 +56,7 @@ class MemoryStore(forks.ProcessBound):
         # A fork waits for another thread's call (see after_fork).
         self._guard = forks.Quiesced(forks.CALL_WAIT)
         self._lock: AbstractContextManager[Any] = self._guard.lock
+        self._closed = False
         forks.track(self)
 
     def after_fork(self) -> None:
@@ -65,6 +67,16 @@ class MemoryStore(forks.ProcessBound):
                 lambda: StoreError(forks.BUSY_STORE, url=self.url, operation="use")
             )
 
+    @contextmanager
+    def _open(self, doing: str, session_id: str) -> Iterator[None]:
+        """The lock, held by a call ``doing`` something to a session on the open store:
+        closed, it fails as a server's does."""
+        check_session_id(session_id)
+        with self._lock:
+            if self._closed:
+                raise closed_store(self.url, f"{doing} {session_id!r}")
+            yield
+
     def _get(self, session_id: str) -> _Stored | None:
         stored = self._sessions.get(check_session_id(session_id))
         if stored is not None and stored.expires_at is not None and stored.expires_at < time.time():
@@ -74,7 +86,7 @@ class MemoryStore(forks.ProcessBound):
 
     def load(self, session_id: str, *, since: int = 0) -> StoredSession:
         check_version(since)
-        with self._lock:
+        with self._open("load session", session_id):
             stored = self._get(session_id)
             if stored is None:
                 return StoredSession(0)
@@ -92,7 +104,7 @@ class MemoryStore(forks.ProcessBound):
     ) -> None:
         check_append(version, entry, state, artifacts)
         check_life(life)
-        with self._lock:
+        with self._open("append to session", session_id):
             stored = self._get(session_id) or _Stored()
             actual = len(stored.entries)
             if actual != version or other_life(stored.life, life):
@@ -127,7 +139,7 @@ class MemoryStore(forks.ProcessBound):
     ) -> None:
         check_artifact(artifact, text)
         check_life(life)
-        with self._lock:
+        with self._open("store an artifact of session", session_id):
             stored = self._get(session_id)
             # Erased, never written, or started again: nothing of this life to attach it to.
             if stored is not None and not other_life(stored.life, life):
@@ -135,18 +147,21 @@ class MemoryStore(forks.ProcessBound):
 
     def get_artifact(self, session_id: str, artifact: str) -> str:
         check_artifact(artifact)
-        with self._lock:
+        with self._open("read an artifact of session", session_id):
             stored = self._get(session_id)
             if stored is None or artifact not in stored.artifacts:
                 raise ArtifactNotFoundError(artifact, store=f"{self.url} session {session_id!r}")
             return stored.artifacts[artifact]
 
     def delete_session(self, session_id: str) -> None:
-        with self._lock:
+        with self._open("delete session", session_id):
             self._sessions.pop(check_session_id(session_id), None)
 
     def close(self) -> None:
-        """Nothing to release: the sessions stay until the store is garbage-collected."""
+        """Close the store as a server's is closed: a later call fails with a
+        :class:`StoreError` saying so. The sessions stay until the store is garbage-collected."""
+        with self._lock:
+            self._closed = True
 
     def __repr__(self) -> str:
         return f"MemoryStore(ttl={self.ttl!r})"

@@ -27,6 +27,7 @@ from ._base import (
     check_timeout,
     check_ttl,
     check_version,
+    closed_store,
     other_life,
 )
 
@@ -134,6 +135,8 @@ class SQLiteFile:
 
     def _connection(self, operation: str) -> sqlite3.Connection:
         """The connection, under the lock: opened anew in a forked child."""
+        if self._closed:
+            raise closed_store(self.url, operation)
         if self._reopen:
             self.conn = self._open()
             self._reopen = False
@@ -292,6 +295,8 @@ class SQLiteFile:
             self._connection(operation).execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
 
     def close(self) -> None:
+        """Close the connection; a later call fails saying the store is closed (under the
+        lock: a call in flight finishes first)."""
         with self._guard.lock:
             self._closed = True
             self.conn.close()

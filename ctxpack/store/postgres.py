@@ -25,6 +25,7 @@ from ._base import (
     check_life,
     check_session_id,
     check_version,
+    closed_store,
     hide_password,
     missing_driver,
     other_life,
@@ -136,6 +137,15 @@ class _Common(forks.ProcessBound):
 
     url: str
     ttl: float | None
+
+    _closed: bool
+
+    def _wrap(self, exc: Exception, operation: str) -> StoreError:
+        """``exc``, a driver's error, as a :class:`StoreError`: the store's being closed when
+        the call raced its ``close()`` (the pool closed under it), else as the driver said."""
+        if self._closed:
+            return closed_store(self.url, operation)
+        return _wrap(exc, self._raw_url, operation)
 
     def _configure(self, url: str, options: dict[str, Any]) -> str:
         if not isinstance(url, str):
@@ -277,7 +287,7 @@ class PostgresStore(_Common):
         if self._pool is None:
             with self._forked_lock:
                 if self._closed:
-                    raise StoreError("the store is closed", url=self.url, operation=operation)
+                    raise closed_store(self.url, operation)
                 if self._pool is None:
                     self._pool = self._open_pool()
         return self._pool
@@ -294,7 +304,7 @@ class PostgresStore(_Common):
         except Exception as exc:
             if "psycopg" not in type(exc).__module__:
                 raise
-            raise _wrap(exc, self._raw_url, operation) from exc
+            raise self._wrap(exc, operation) from exc
 
     def load(self, session_id: str, *, since: int = 0) -> StoredSession:
         check_session_id(session_id)
@@ -437,7 +447,7 @@ class AsyncPostgresStore(_Common):
     @asynccontextmanager
     async def _transaction(self, operation: str, *, writes: bool = True) -> AsyncIterator[Any]:
         if self._closed:
-            raise StoreError("the store is closed", url=self.url, operation=operation)
+            raise closed_store(self.url, operation)
         pool = await self._pools.get()
         try:
             async with pool.connection() as conn, conn.transaction():
@@ -449,7 +459,7 @@ class AsyncPostgresStore(_Common):
         except Exception as exc:
             if "psycopg" not in type(exc).__module__:
                 raise
-            raise _wrap(exc, self._raw_url, operation) from exc
+            raise self._wrap(exc, operation) from exc
 
     async def load(self, session_id: str, *, since: int = 0) -> StoredSession:
         check_session_id(session_id)

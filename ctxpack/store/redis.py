@@ -25,6 +25,7 @@ from ._base import (
     check_life,
     check_session_id,
     check_version,
+    closed_store,
     hide_password,
     missing_driver,
     redact_url,
@@ -143,9 +144,7 @@ class _Common(forks.ProcessBound):
 
     def _keys(self, session_id: str) -> list[str]:
         if self._closed:
-            raise StoreError(
-                "the store is closed", url=self.url, operation=f"use session {session_id!r}"
-            )
+            raise closed_store(self.url, f"use session {session_id!r}")
         # The hash tag {...} keeps a session's keys in one cluster slot; braces inside an id
         # would end the tag early, so they are escaped.
         tag = check_session_id(session_id).replace("{", "{{").replace("}", "}}")
@@ -185,6 +184,8 @@ class _Common(forks.ProcessBound):
         return ArtifactNotFoundError(artifact, store=f"{self.url} session {session_id!r}")
 
     def _wrap(self, exc: Exception, operation: str) -> StoreError:
+        if self._closed:  # the call raced close(): its connection was closed under it
+            return closed_store(self.url, operation)
         detail = hide_password(f"{type(exc).__name__}: {exc}", self._raw_url)
         return StoreError(detail, url=self.url, operation=operation)
 
