@@ -131,7 +131,7 @@ def chat_to_responses(
             out.append(_output_item(msg, link, custom, index))
             continue
         if role == "assistant":
-            text = _assistant_text(content, index)
+            text = _assistant_content(content, index)
             calls = msg.get("tool_calls") or ()
             thoughts = [*pending, *(link.reasoning if link else ())]
             if not text and not calls:
@@ -247,16 +247,23 @@ def _holds_image(content: Any) -> bool:
     )
 
 
-def _output_message(text: str, item_id: str | None, phase: str | None) -> dict[str, Any]:
+def _output_message(
+    text: str | list[dict[str, Any]], item_id: str | None, phase: str | None
+) -> dict[str, Any]:
     """An assistant's text as the output message item it came as, under its id."""
+    parts = [_output_text(text)] if isinstance(text, str) else text
     return {
         "type": "message",
         "role": "assistant",
         "id": item_id,
         "status": "completed",
-        "content": [{"type": "output_text", "text": text, "annotations": []}],
+        "content": parts,
         **_phase(phase),
     }
+
+
+def _output_text(text: str) -> dict[str, Any]:
+    return {"type": "output_text", "text": text, "annotations": []}
 
 
 def _phase(phase: str | None) -> dict[str, str]:
@@ -298,21 +305,26 @@ def _parts(content: Any, index: int) -> str | list[dict[str, Any]]:
     return parts
 
 
-def _assistant_text(content: Any, index: int) -> str:
-    """An assistant message's text (its refusal too: it is what the model said)."""
+def _assistant_content(content: Any, index: int) -> str | list[dict[str, Any]]:
+    """An assistant message's content as the Responses API takes it back: a string as it is,
+    parts as ``output_text`` and ``refusal`` parts, each as the model wrote it (joined, two
+    text blocks would run together), a lone text part as its string; ``""`` when it says
+    nothing."""
     if content is None or isinstance(content, str):
         return content or ""
-    texts = []
+    parts: list[dict[str, Any]] = []
     for j, part in enumerate(content):
         kind = part.get("type")
         if kind == "text":
-            texts.append(part.get("text", ""))
+            parts.append(_output_text(part.get("text", "")))
         elif kind == "refusal":
-            texts.append(part.get("refusal", ""))
+            parts.append({"type": "refusal", "refusal": part.get("refusal", "")})
         else:
             raise InvalidMessageError(
                 f"content[{j}].type: an assistant's {kind!r} part has no Responses API input",
                 index=index,
                 field=f"content[{j}].type",
             )
-    return "".join(texts)
+    if len(parts) == 1 and parts[0]["type"] == "output_text":
+        return str(parts[0]["text"])
+    return parts if any(part.get("text") or part.get("refusal") for part in parts) else ""

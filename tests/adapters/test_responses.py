@@ -425,3 +425,35 @@ def test_a_function_call_keeps_its_namespace_and_caller() -> None:
     assert packed.to_openai(api="responses") == given
     # Chat Completions has no place for them.
     assert "namespace" not in json.dumps(packed.to_openai())
+
+
+def test_an_assistant_s_text_parts_stay_apart() -> None:
+    # Joined with "", two text blocks read "Let me look.Found it.": they go as output_text
+    # parts (the refusal as a refusal part), which the Responses API takes back from an
+    # assistant, with or without the id of the item they came as.
+    said = [
+        {"type": "text", "text": "Let me look."},
+        {"type": "text", "text": "Found it."},
+        {"type": "refusal", "refusal": "Not the key."},
+    ]
+    parts = [
+        {"type": "output_text", "text": "Let me look.", "annotations": []},
+        {"type": "output_text", "text": "Found it.", "annotations": []},
+        {"type": "refusal", "refusal": "Not the key."},
+    ]
+    history = [{"role": "user", "content": "Find it."}, {"role": "assistant", "content": said}]
+    assert to_responses(history)[1] == {"role": "assistant", "content": parts}
+    reasoning = {"type": "reasoning", "id": "rs_1", "summary": []}
+    given = [
+        {"role": "user", "content": "Find it."},
+        reasoning,
+        {
+            "type": "message",
+            "id": "msg_1",
+            "role": "assistant",
+            "status": "completed",
+            "content": parts,
+        },
+    ]
+    assert to_responses(from_openai(given))[1:] == given[1:]
+    assert responses_problems(to_responses(from_openai(given))) == []
