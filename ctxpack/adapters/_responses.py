@@ -116,7 +116,7 @@ def chat_to_responses(
 
     Raises:
         InvalidMessageError: a content part the Responses API has no input for (audio, a
-            refusal in a user message), index and field named.
+            refusal in a user message), or a legacy ``function_call``; index and field named.
     """
     out: list[dict[str, Any]] = []
     pending: list[dict[str, Any]] = []  # reasoning alone in its message, awaiting its items
@@ -131,6 +131,7 @@ def chat_to_responses(
             out.append(_output_item(msg, link, custom, index))
             continue
         if role == "assistant":
+            _refuse_legacy_call(msg, index)
             text = _assistant_content(content, index)
             calls = msg.get("tool_calls") or ()
             thoughts = [*pending, *(link.reasoning if link else ())]
@@ -166,6 +167,20 @@ def chat_to_responses(
         out.append({"role": role, "content": _parts(content, index)})
     out.extend(_server_items(pending))
     return out
+
+
+def _refuse_legacy_call(msg: dict[str, Any], index: int) -> None:
+    """A legacy ``function_call`` fails here, named, rather than being left out: its answer,
+    a ``function`` message, is not read, so no ``function_call_output`` could follow it."""
+    if msg.get("function_call") is not None:
+        raise InvalidMessageError(
+            "function_call: a legacy function call has no Responses API input without the "
+            "function message answering it, which ctxpack does not read; write it as a tool "
+            "call (tool_calls, with an id) answered by a tool message, or send the history "
+            'with api="chat"',
+            index=index,
+            field="function_call",
+        )
 
 
 def _leading_item(part: Any) -> dict[str, Any] | None:

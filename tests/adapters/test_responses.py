@@ -457,3 +457,23 @@ def test_an_assistant_s_text_parts_stay_apart() -> None:
     ]
     assert to_responses(from_openai(given))[1:] == given[1:]
     assert responses_problems(to_responses(from_openai(given))) == []
+
+
+@pytest.mark.parametrize("said", [None, "Checking."])
+def test_a_legacy_function_call_is_refused_for_the_responses_api_not_dropped(
+    said: str | None,
+) -> None:
+    # Its answer, a legacy "function" message, is not read, so the call can never be paired
+    # with a function_call_output: it was left out, and the model's call with it.
+    call = {"name": "get_weather", "arguments": '{"city": "Oslo"}'}
+    history = [
+        {"role": "user", "content": "Weather in Oslo?"},
+        {"role": "assistant", "content": said, "function_call": call},
+        {"role": "user", "content": "Well?"},
+    ]
+    with pytest.raises(ctxpack.InvalidMessageError) as raised:
+        to_responses(history)
+    assert (raised.value.index, raised.value.field) == (1, "function_call")
+    assert "tool_calls" in str(raised.value)
+    # Chat Completions takes it as it is.
+    assert to_openai(history)[1]["function_call"] == call
