@@ -489,15 +489,17 @@ def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> AnthropicPa
 
 
 def anthropic_parts_to_openai(
-    content: str | list[dict[str, Any]] | None, *, text_only: bool = False
+    content: str | list[dict[str, Any]] | None, *, text_only: bool = False, by_url: bool = False
 ) -> str | list[dict[str, Any]] | None:
     """Anthropic blocks held as parts -> OpenAI parts; blocks OpenAI cannot take are left out.
 
     Thinking and server-tool blocks only mean something to Anthropic, so they are dropped; an
     image becomes an ``image_url`` part (a data URL for base64 sources), a base64 document (a
     PDF) a ``file`` part; a text document (its text, or its content's text blocks), a search
-    result or a ``compaction`` block's summary becomes text. A document sent by URL or by
-    Anthropic file id has no OpenAI form, nor has an image sent by Anthropic file id, nor a
+    result or a ``compaction`` block's summary becomes text; a document sent by URL an
+    ``input_file`` part by ``file_url`` where the API fetches one (``by_url``: the Responses
+    API's). A document sent by URL elsewhere or by Anthropic file id has no OpenAI form, nor
+    has an image sent by Anthropic file id, nor a
     ``browser_state`` block, nor an image or a file in a ``text_only`` message (Chat
     Completions' tool message): each is a text part saying what was not sent, so that the
     model knows it is missing; a ``tool_reference`` (a tool search's find) becomes a text part
@@ -527,6 +529,8 @@ def anthropic_parts_to_openai(
             name = block.get("title") if isinstance(block.get("title"), str) else "document.pdf"
             data = f"data:{src.get('media_type')};base64,{src.get('data')}"
             out.append({"type": "file", "file": {"filename": name, "file_data": data}})
+        elif kind == "document" and src.get("type") == "url" and by_url:
+            out.append({"type": "input_file", "file_url": str(src.get("url", ""))})
         elif kind == "compaction" and isinstance(block.get("content"), str):
             # The summary of the history before it, which the API reads in its place.
             out.append({"type": "text", "text": block["content"]})

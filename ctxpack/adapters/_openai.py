@@ -60,7 +60,9 @@ def _openai_content(msg: Message, api: str) -> str | list[dict[str, Any]] | None
     if provider_of(msg) == "anthropic":
         # A Chat Completions tool message holds text only; a function_call_output takes more.
         text_only = msg.role == "tool" and api == "chat"
-        converted = anthropic_parts_to_openai(msg.content, text_only=text_only)
+        converted = anthropic_parts_to_openai(
+            msg.content, text_only=text_only, by_url=api == "responses"
+        )
     elif msg.role == "tool" and api == "chat" and isinstance(msg.content, list):
         # A function_call_output's images and files (Responses API) have no place in Chat
         # Completions' tool message, which takes text alone.

@@ -477,3 +477,29 @@ def test_a_legacy_function_call_is_refused_for_the_responses_api_not_dropped(
     assert "tool_calls" in str(raised.value)
     # Chat Completions takes it as it is.
     assert to_openai(history)[1]["function_call"] == call
+
+
+def test_an_anthropic_document_by_url_goes_to_the_responses_api_as_an_input_file() -> None:
+    # The Responses API fetches a file by URL (input_file's file_url); Chat Completions has
+    # no URL form, where a note stands for it.
+    url = "https://example.com/report.pdf"
+    doc = {"type": "document", "source": {"type": "url", "url": url}, "title": "Report"}
+    result = {"type": "tool_result", "tool_use_id": "t1", "content": [doc]}
+    history = ctxpack.from_anthropic(
+        [
+            {"role": "user", "content": [doc, {"type": "text", "text": "Summarise it."}]},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t1", "name": "get", "input": {}}],
+            },
+            {"role": "user", "content": [result]},
+        ]
+    )
+    sent = to_responses(history)
+    file = {"type": "input_file", "file_url": url}
+    assert sent[0]["content"][0] == file
+    assert sent[-1] == {"type": "function_call_output", "call_id": "t1", "output": [file]}
+    for item in sent:
+        ITEM.validate_python(item)
+    assert responses_problems(sent) == []
+    assert to_openai(history)[0]["content"][0]["text"].startswith("[document not sent")
