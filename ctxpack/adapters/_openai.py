@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from .._internal.arguments import message_items, openai_api
+from .._internal.images import IMAGE_TYPES
 from .._internal.reasoning import is_reasoning
 from .._internal.tool_errors import failed, marked
 from .._internal.tool_items import is_server_item
@@ -65,9 +66,10 @@ def _openai_content(msg: Message, api: str) -> str | list[dict[str, Any]] | None
         )
     elif msg.role == "tool" and api == "chat" and isinstance(msg.content, list):
         # A function_call_output's images and files (Responses API) have no place in Chat
-        # Completions' tool message, which takes text alone.
+        # Completions' tool message, which takes text alone. An image is named so, whatever
+        # part type it was read as (an input_image is held as an image_url).
         converted = [
-            p if p.get("type") in ("text", "input_text") else not_sent(str(p.get("type")), True)
+            p if p.get("type") in ("text", "input_text") else not_sent(_noted_kind(p), True)
             for p in msg.content
         ]
     elif isinstance(msg.content, list) and any(map(_responses_only, msg.content)):
@@ -80,6 +82,11 @@ def _openai_content(msg: Message, api: str) -> str | list[dict[str, Any]] | None
         # Nothing OpenAI can take is left (say, only thinking blocks).
         return None if msg.tool_calls else ""
     return converted
+
+
+def _noted_kind(part: dict[str, Any]) -> str:
+    kind = str(part.get("type"))
+    return "image" if kind in IMAGE_TYPES else kind
 
 
 def _responses_only(part: Any) -> bool:

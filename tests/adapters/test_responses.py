@@ -308,11 +308,12 @@ def test_a_function_call_output_with_an_image_goes_where_each_api_takes_it() -> 
         {"type": "image_url", "image_url": {"url": "https://example.com/w2.png", "detail": "low"}},
     ]
     assert to_responses(messages)[-1] == PARALLEL_SHOTS[-1]
-    # Chat Completions' tool message takes text alone: a note stands where the image was.
+    # Chat Completions' tool message takes text alone: a note stands where the image was,
+    # naming an image, not the part type it was read as (the user gave an input_image).
     chat = to_openai(messages)
     assert chat[-1]["content"] == [
         {"type": "text", "text": "window 2:"},
-        {"type": "text", "text": "[image_url not sent: a tool message holds text only]"},
+        {"type": "text", "text": "[image not sent: a tool message holds text only]"},
     ]
     ctxpack.adapters.validate_openai(chat)
     anthropic = ctxpack.to_anthropic(messages)
