@@ -119,7 +119,8 @@ def to_openai(
             ``responses.create(input=...)``: system, developer and user messages as messages
             with ``input_text`` / ``input_image`` / ``input_file`` parts, an assistant's text
             as an assistant message (with its ``phase``; its text and refusal parts kept
-            apart, as ``output_text`` and ``refusal`` parts), each tool call a ``function_call``
+            apart, as ``output_text`` and ``refusal`` parts, its ``refusal`` field a
+            ``refusal`` part), each tool call a ``function_call``
             item (a custom tool's a ``custom_tool_call``) and each tool result the output
             item of its call (other ``extras`` and names,
             which the Responses API has no place for, left out). Items are written without the

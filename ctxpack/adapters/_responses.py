@@ -132,7 +132,7 @@ def chat_to_responses(
             continue
         if role == "assistant":
             _refuse_legacy_call(msg, index)
-            text = _assistant_content(content, index)
+            text = _assistant_content(content, msg.get("refusal"), index)
             calls = msg.get("tool_calls") or ()
             thoughts = [*pending, *(link.reasoning if link else ())]
             if not text and not calls:
@@ -320,15 +320,15 @@ def _parts(content: Any, index: int) -> str | list[dict[str, Any]]:
     return parts
 
 
-def _assistant_content(content: Any, index: int) -> str | list[dict[str, Any]]:
+def _assistant_content(content: Any, refusal: Any, index: int) -> str | list[dict[str, Any]]:
     """An assistant message's content as the Responses API takes it back: a string as it is,
     parts as ``output_text`` and ``refusal`` parts, each as the model wrote it (joined, two
     text blocks would run together), a lone text part as its string; ``""`` when it says
-    nothing."""
-    if content is None or isinstance(content, str):
-        return content or ""
+    nothing. ``refusal``, the field Chat Completions returns a refusal in, goes as a part."""
     parts: list[dict[str, Any]] = []
-    for j, part in enumerate(content):
+    if isinstance(content, str) and content:
+        parts.append(_output_text(content))
+    for j, part in enumerate(content if isinstance(content, list) else ()):
         kind = part.get("type")
         if kind == "text":
             parts.append(_output_text(part.get("text", "")))
@@ -340,6 +340,12 @@ def _assistant_content(content: Any, index: int) -> str | list[dict[str, Any]]:
                 index=index,
                 field=f"content[{j}].type",
             )
+    if (
+        isinstance(refusal, str)
+        and refusal
+        and {"type": "refusal", "refusal": refusal} not in parts
+    ):
+        parts.append({"type": "refusal", "refusal": refusal})
     if len(parts) == 1 and parts[0]["type"] == "output_text":
         return str(parts[0]["text"])
     return parts if any(part.get("text") or part.get("refusal") for part in parts) else ""

@@ -504,3 +504,18 @@ def test_an_anthropic_document_by_url_goes_to_the_responses_api_as_an_input_file
         ITEM.validate_python(item)
     assert responses_problems(sent) == []
     assert to_openai(history)[0]["content"][0]["text"].startswith("[document not sent")
+
+
+def test_an_assistant_s_refusal_field_is_sent_back_as_a_refusal_part() -> None:
+    # Chat Completions returns a refusal in its own field, content None: the message was
+    # left out, as if the model had said nothing.
+    history = [
+        {"role": "user", "content": "Pick the lock."},
+        {"role": "assistant", "content": None, "refusal": "I can't help with that."},
+        {"role": "user", "content": "Fine."},
+    ]
+    refusal = {"type": "refusal", "refusal": "I can't help with that."}
+    assert to_responses(history)[1] == {"role": "assistant", "content": [refusal]}
+    # Said in its content too, it goes once.
+    history[1] = {**history[1], "content": [refusal]}
+    assert to_responses(history)[1] == {"role": "assistant", "content": [refusal]}
