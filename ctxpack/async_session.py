@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import inspect
 import threading
 import weakref
@@ -76,15 +75,6 @@ async def _in_thread(
     return await in_thread(run_for, loop, func, *args, undo=undo, **kwargs)
 
 
-def _copied(batch: _T) -> _T | None:
-    """``batch`` as it is now, to compare a later call's with (the caller may change and give
-    again the same dicts); ``None`` when it cannot be copied."""
-    try:
-        return copy.deepcopy(batch)
-    except Exception:
-        return None
-
-
 # How long a worker thread waits at a time for another thread's event loop to let go of a
 # session: a cancelled caller waits at most this long.
 _POLL_SECONDS = 0.05
@@ -142,9 +132,6 @@ class AsyncSession(forks.ProcessBound):
     # last: a call applies a new one at its start (see the model setter).
     _model_set: tuple[TokenCounter, str | None] | None
     _model_applied: tuple[TokenCounter, str | None] | None
-    # The arguments of the last write (an extend, a record_response) cancelled as the store
-    # took it: the next call retrying it is done already.
-    _landed: tuple[Any, ...] | None
 
     def __init__(self, *args: Any, **options: Any) -> None:
         # Opening reads the store, which a constructor cannot await.
@@ -166,7 +153,6 @@ class AsyncSession(forks.ProcessBound):
         session._turns = threading.Lock()
         session._busy_at_fork = False
         session._model_set = session._model_applied = None
-        session._landed = None
         forks.track(session)
         return session
 
@@ -364,15 +350,15 @@ class AsyncSession(forks.ProcessBound):
     ) -> None:
         """:meth:`ctxpack.Session._change` for an async store: ``change`` (run in a worker
         thread, reading the state it changes) applied and stored, all or nothing, again on top
-        of other writers' appends when they came first. ``retry``: the call's arguments, for a
-        retry of a cancelled write the store took all the same to be let through."""
+        of other writers' appends when they came first. ``retry``: the call's name and
+        arguments, for a retry of a write the store took unacknowledged to be let through
+        (see ``Backing.retried``)."""
         core, backing = self._core, self._backing
         async with self._turn():
-            landed, self._landed = self._landed, None
-            if retry is not None and landed == retry:
-                return
             for attempt in range(MAX_ATTEMPTS):
                 await self._sync()
+                if backing.retried(retry):
+                    return
                 before = await _in_thread(
                     backing.transact, lambda: core._transact(change), undo=core._restore
                 )
@@ -380,10 +366,11 @@ class AsyncSession(forks.ProcessBound):
                 if failed is None:
                     backing.committed()
                     if cancelled is not None:
-                        self._landed = _copied(retry)
+                        backing.unacknowledged(retry, landed=True)
                         raise cancelled
                     return
                 core._restore(before)
+                backing.unacknowledged(retry)  # a conflict too (see Backing.commit)
                 if cancelled is not None:
                     raise cancelled
                 if not isinstance(failed, Exception):

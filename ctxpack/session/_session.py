@@ -350,7 +350,7 @@ class Session(Arrival, Rendering):
                 position in the session); the session is then left as it was.
         """
         batch = extend_batch(messages)
-        self._change(lambda: self._extend(batch, provider))
+        self._change(lambda: self._extend(batch, provider), ("extend", batch, provider))
 
     # ------------------------------------------------------------------------------ output
 
@@ -504,7 +504,7 @@ class Session(Arrival, Rendering):
         def change() -> None:
             recorded[:] = self._record_response(response, append)
 
-        self._change(change)
+        self._change(change, ("record_response", response, append))
         return recorded
 
     @keyword_checked

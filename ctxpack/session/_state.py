@@ -179,16 +179,18 @@ class SessionState(forks.Guarded):
             f"Session.open({self._backing.session_id!r}, store=url)"
         )
 
-    def _change(self, change: Callable[[], None]) -> None:
+    def _change(self, change: Callable[[], None], retry: tuple[Any, ...] | None = None) -> None:
         """Make ``change`` to the session's state, all or nothing; a stored session writes it
         to its store before returning (applying it again on top of other writers' appends
         when they came first, so ``change`` must read the state it changes, not capture it).
-        Every change of state goes through here: appends, and any feature's own."""
+        Every change of state goes through here: appends, and any feature's own. ``retry``:
+        the call's name and arguments, for a retry of a write the store took unacknowledged
+        to be let through (see ``Backing.retried``)."""
         with self._lock:
             if self._backing is None:
                 self._transact(change)
             else:
-                self._backing.commit(self, lambda: self._transact(change))
+                self._backing.commit(self, lambda: self._transact(change), retry)
 
     def _transact(self, change: Callable[[], None]) -> Snapshot:
         """Apply ``change``; on any failure the session goes back to how it was. Returns the

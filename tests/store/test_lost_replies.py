@@ -1,0 +1,237 @@
+"""A write whose reply was lost (the connection dropped as the store acknowledged it): the
+caller's retry of the same call stores it once, and a write that failed is stored when
+retried."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxpack import AsyncSession, Session
+from ctxpack.errors import StoreConflictError, StoreError
+from ctxpack.managed import WindowPolicy
+from ctxpack.store import AsyncSessionStore, SessionStore, ThreadedAsyncStore, open_async_store
+
+from .backends import backend_url
+
+HELLO = {"role": "user", "content": "hello"}
+REPLY = {
+    "id": "msg_1",
+    "type": "message",
+    "role": "assistant",
+    "model": "claude-sonnet-4-5",
+    "content": [{"type": "text", "text": "Booked."}],
+    "stop_reason": "end_turn",
+    "usage": {"input_tokens": 10, "output_tokens": 2},
+}
+
+
+class _Failing:
+    """A store whose next append fails once (``fail``): ``"before"`` the store took it,
+    ``"after"`` (its reply lost with its connection), or reported a ``"conflict"`` after it
+    and ``meanwhile`` (Redis's driver sending it again, after another writer's append)."""
+
+    def __init__(self, store: Any) -> None:
+        self.store, self.url, self.fail = store, store.url, ""
+        self.meanwhile: Callable[[], None] = lambda: None
+
+    def load(self, session_id: str, *, since: int = 0) -> Any:
+        return self.store.load(session_id, since=since)
+
+    def append(self, session_id: str, entry: str, **arguments: Any) -> None:
+        failing, self.fail = self.fail, ""
+        if failing == "before":
+            raise ConnectionError("connection refused")
+        self.store.append(session_id, entry, **arguments)
+        self._failed(failing, session_id, arguments["version"])
+
+    def _failed(self, failing: str, session_id: str, version: int) -> None:
+        if failing == "after":
+            raise ConnectionError("connection lost before the reply")
+        if failing == "conflict":
+            self.meanwhile()
+            raise StoreConflictError(
+                url=self.url, session_id=session_id, expected=version, actual=version + 2
+            )
+
+    def put_artifact(self, *args: Any, **kwargs: Any) -> None:
+        self.store.put_artifact(*args, **kwargs)
+
+    def get_artifact(self, *args: Any) -> str:
+        return str(self.store.get_artifact(*args))
+
+    def delete_session(self, session_id: str) -> None:
+        self.store.delete_session(session_id)
+
+    def close(self) -> None:
+        pass  # the fixture closes the store
+
+
+class _AsyncFailing(_Failing):
+    async def load(self, session_id: str, *, since: int = 0) -> Any:
+        return await self.store.load(session_id, since=since)
+
+    async def append(self, session_id: str, entry: str, **arguments: Any) -> None:  # type: ignore[override]
+        failing, self.fail = self.fail, ""
+        if failing == "before":
+            raise ConnectionError("connection refused")
+        await self.store.append(session_id, entry, **arguments)
+        self._failed(failing, session_id, arguments["version"])
+
+    async def put_artifact(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        await self.store.put_artifact(*args, **kwargs)
+
+    async def get_artifact(self, *args: Any) -> str:  # type: ignore[override]
+        return str(await self.store.get_artifact(*args))
+
+    async def delete_session(self, session_id: str) -> None:  # type: ignore[override]
+        await self.store.delete_session(session_id)
+
+    async def close(self) -> None:  # type: ignore[override]
+        pass
+
+
+class _Caller:
+    """One session, sync or async, called alike; ``fail_next()`` fails its next append."""
+
+    def __init__(self, mode: str, backend: str, tmp_path: Path, store: SessionStore) -> None:
+        self.mode = mode
+        self.inner: AsyncSessionStore | None = None
+        if mode == "async" and backend == "memory":
+            self.inner = ThreadedAsyncStore(store)
+        elif mode == "async":
+            self.inner = open_async_store(backend_url(backend, tmp_path))
+        self.loop = asyncio.new_event_loop() if mode == "async" else None
+        self.store = store
+        self.session: Any = None
+        self.wrapper: _Failing | None = None
+
+    def open(self, session_id: str, **options: Any) -> None:
+        if self.loop is None:
+            self.wrapper = _Failing(self.store)
+            self.session = Session.open(session_id, store=self.wrapper, **options)
+        else:
+            self.wrapper = _AsyncFailing(self.inner)
+            opening = AsyncSession.open(session_id, store=self.wrapper, **options)
+            self.session = self.loop.run_until_complete(opening)
+
+    def fail_next(self, how: str) -> None:
+        assert self.wrapper is not None
+        self.wrapper.fail = how
+
+    def __call__(self, method: str, *args: Any) -> Any:
+        result = getattr(self.session, method)(*args)
+        return result if self.loop is None else self.loop.run_until_complete(result)
+
+    def texts(self) -> list[str]:
+        return [m.text for m in self("transcript")]
+
+    def close(self) -> None:
+        if self.loop is not None:
+            assert self.inner is not None
+            if not isinstance(self.inner, ThreadedAsyncStore):
+                self.loop.run_until_complete(self.inner.close())
+            self.loop.close()
+
+
+@pytest.fixture(params=["sync", "async"])
+def caller(
+    request: pytest.FixtureRequest, backend: str, tmp_path: Path, store: SessionStore
+) -> Any:
+    made = _Caller(request.param, backend, tmp_path, store)
+    yield made
+    made.close()
+
+
+def _stored(session_id: str, store: SessionStore) -> list[str]:
+    return [m.text for m in Session.open(session_id, store=store, model="gpt-4").transcript()]
+
+
+def test_an_append_whose_reply_was_lost_is_stored_once_when_retried(
+    caller: Any, store: SessionStore, session_id: str
+) -> None:
+    # The store took the append and the connection dropped before its reply: the caller got
+    # a StoreError, retried, and the message was stored twice.
+    caller.open(session_id, model="gpt-4")
+    caller("append", {"role": "user", "content": "first"})
+    caller.fail_next("after")
+    with pytest.raises(StoreError, match="connection lost"):
+        caller("append", HELLO)
+    caller("append", HELLO)  # the caller's retry
+    caller("append", {"role": "user", "content": "thanks"})
+    assert caller.texts() == ["first", "hello", "thanks"]
+    assert _stored(session_id, store) == ["first", "hello", "thanks"]
+
+
+def test_a_recorded_response_whose_reply_was_lost_is_recorded_once_when_retried(
+    caller: Any, store: SessionStore, session_id: str
+) -> None:
+    window = WindowPolicy(window=200_000, server_side=True)
+    caller.open(session_id, model="claude-sonnet-4-5", counter="cl100k_base", window=window)
+    caller("append", {"role": "user", "content": "book the 9:40 train"})
+    caller.fail_next("after")
+    with pytest.raises(StoreError):
+        caller("record_response", REPLY)
+    assert caller("record_response", REPLY) == []  # recorded already
+    assert caller.texts() == ["book the 9:40 train", "Booked."]
+
+
+def test_an_append_that_failed_is_stored_when_retried(
+    caller: Any, store: SessionStore, session_id: str
+) -> None:
+    caller.open(session_id, model="gpt-4")
+    caller.fail_next("before")
+    with pytest.raises(StoreError, match="connection refused"):
+        caller("append", HELLO)
+    caller("append", HELLO)
+    assert caller.texts() == ["hello"]
+    assert _stored(session_id, store) == ["hello"]
+
+
+def test_the_same_message_appended_by_another_replica_meanwhile_is_not_taken_for_the_retry(
+    caller: Any, replicas: Callable[[], SessionStore], store: SessionStore, session_id: str
+) -> None:
+    # Only the write itself counts as landed, not a message alike that another writer stored.
+    caller.open(session_id, model="gpt-4")
+    caller.fail_next("before")
+    with pytest.raises(StoreError):
+        caller("append", HELLO)
+    other = Session.open(session_id, store=replicas(), model="gpt-4")
+    other.append(HELLO)
+    caller("append", HELLO)
+    assert caller.texts() == ["hello", "hello"]
+    assert _stored(session_id, store) == ["hello", "hello"]
+
+
+def test_a_lost_reply_is_forgotten_once_another_write_is_made(
+    caller: Any, store: SessionStore, session_id: str
+) -> None:
+    # The next write is not the same call: the message the store took stays, once, and the
+    # same message appended later is a new one.
+    caller.open(session_id, model="gpt-4")
+    caller.fail_next("after")
+    with pytest.raises(StoreError):
+        caller("append", HELLO)
+    caller("append", {"role": "user", "content": "other"})
+    caller("append", HELLO)
+    assert caller.texts() == ["hello", "other", "hello"]
+
+
+def test_an_append_reported_as_a_conflict_after_it_landed_is_not_written_again(
+    caller: Any, replicas: Callable[[], SessionStore], store: SessionStore, session_id: str
+) -> None:
+    # Redis's driver sends an append again when its reply was lost; another replica's append
+    # meanwhile makes the second run report a conflict, and the session wrote its append
+    # again on top of both.
+    caller.open(session_id, model="gpt-4")
+    other = Session.open(session_id, store=replicas(), model="gpt-4")
+    assert caller.wrapper is not None
+    caller.wrapper.meanwhile = lambda: other.append({"role": "user", "content": "other"})
+    caller.fail_next("conflict")
+    caller("append", HELLO)
+    assert caller.texts() == ["hello", "other"]
+    assert _stored(session_id, store) == ["hello", "other"]
