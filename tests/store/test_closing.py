@@ -4,7 +4,6 @@ StoreError saying the store is closed, on every backend, sync and async."""
 from __future__ import annotations
 
 import asyncio
-import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -14,6 +13,7 @@ import pytest
 
 from ctxpack.errors import StoreError
 from ctxpack.store import SessionStore, open_async_store, open_store
+from tests.threads import switching_often
 
 from .backends import backend_url
 
@@ -135,12 +135,8 @@ def test_an_append_racing_close_is_stored_whole_or_fails_saying_so(
 
 @pytest.fixture
 def fast_switching() -> Iterator[None]:
-    before = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
+    with switching_often():
         yield
-    finally:
-        sys.setswitchinterval(before)
 
 
 def test_many_threads_racing_close_finish_or_fail_saying_so(
