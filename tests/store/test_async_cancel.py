@@ -11,6 +11,7 @@ from typing import Any
 from ctxpack import AsyncSession, Session
 from ctxpack.managed import WindowPolicy
 from ctxpack.store import AsyncSessionStore, SessionStore, ThreadedAsyncStore, open_async_store
+from tests.sdk_mock import anthropic_message
 
 from .backends import backend_url
 
@@ -120,15 +121,7 @@ def test_a_recorded_response_cancelled_after_the_store_took_it_is_recorded_once_
     backend: str, tmp_path: Path, replicas: Callable[[], SessionStore], session_id: str
 ) -> None:
     sync_store = replicas()
-    reply = {
-        "id": "msg_1",
-        "type": "message",
-        "role": "assistant",
-        "model": "claude-sonnet-4-5",
-        "content": [{"type": "text", "text": "Booked."}],
-        "stop_reason": "end_turn",
-        "usage": {"input_tokens": 10, "output_tokens": 2},
-    }
+    reply = anthropic_message([{"type": "text", "text": "Booked."}])
 
     async def main() -> list[str]:
         held = _HeldAfterCommit(_inner(backend, tmp_path, sync_store), backend)

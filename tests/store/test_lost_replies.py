@@ -15,19 +15,12 @@ from ctxpack import AsyncSession, Session
 from ctxpack.errors import StoreConflictError, StoreError
 from ctxpack.managed import WindowPolicy
 from ctxpack.store import AsyncSessionStore, SessionStore, ThreadedAsyncStore, open_async_store
+from tests.sdk_mock import anthropic_message
 
 from .backends import backend_url
 
 HELLO = {"role": "user", "content": "hello"}
-REPLY = {
-    "id": "msg_1",
-    "type": "message",
-    "role": "assistant",
-    "model": "claude-sonnet-4-5",
-    "content": [{"type": "text", "text": "Booked."}],
-    "stop_reason": "end_turn",
-    "usage": {"input_tokens": 10, "output_tokens": 2},
-}
+REPLY = anthropic_message([{"type": "text", "text": "Booked."}])
 
 
 class _Failing:
