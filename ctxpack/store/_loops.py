@@ -4,10 +4,15 @@ A pool serves the loop it was made in: its sockets are that loop's, its backgrou
 there. A store object outlives an ``asyncio.run()`` (an application running one per job, a
 test suite's loop per test): used from the next loop, redis-py failed with "Event loop is
 closed", and psycopg's pool could no longer grow, nor be closed. Each loop gets its own pool,
-closed when the store is closed from that loop, or else when the loop shuts down
-(``asyncio.run`` closes the loop's async generators before the loop itself). Closing the store
-from one loop has every other loop close its own, when it next runs: a pool is closed from its
-loop only.
+closed when the store is closed from that loop, or else when the loop shuts down. Closing the
+store from one loop has every other loop close its own, when it next runs: a pool is closed from
+its loop only.
+
+At shutdown the pool is closed by a task of its own, cancelled with every other task
+(``asyncio.run`` cancels them all, then closes the loop's async generators). An async
+generator's ``finally`` came too late: psycopg's pool workers catch the cancellation of a
+connection attempt and wait for their next job, so ``asyncio.run`` waited for them forever
+unless the pool told them to stop.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import asyncio
 import contextlib
 import threading
 import weakref
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar
 
 from .._internal import forks
@@ -35,7 +40,7 @@ class PerLoop(Generic[_R]):
     ) -> None:
         self._make, self._close = make, close
         self._held: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, tuple[_R, AsyncGenerator[None, None]]
+            asyncio.AbstractEventLoop, tuple[_R, asyncio.Task[None]]
         ] = weakref.WeakKeyDictionary()
         self._making: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Future[_R]] = (
             weakref.WeakKeyDictionary()
@@ -71,17 +76,17 @@ class PerLoop(Generic[_R]):
 
     async def _made(self) -> _R:
         pool = await self._make()
-        ender = self._ender(pool)
-        await anext(ender)  # the loop now knows it: closed at its shutdown
+        keeper = asyncio.ensure_future(self._keep(pool))
         with self._entries:
-            self._held[asyncio.get_running_loop()] = (pool, ender)
+            self._held[asyncio.get_running_loop()] = (pool, keeper)
         return pool
 
-    async def _ender(self, pool: _R) -> AsyncGenerator[None, None]:
+    async def _keep(self, pool: _R) -> None:
+        """Wait until cancelled (the store closed here, or the loop shutting down), then close
+        ``pool``."""
         try:
-            yield
+            await asyncio.Event().wait()
         finally:
-            # No reference to the loop while suspended: the pool's entry would keep it alive.
             with self._entries:
                 held = self._held.get(asyncio.get_running_loop())
                 if held is not None and held[0] is pool:
@@ -99,7 +104,13 @@ class PerLoop(Generic[_R]):
         with self._entries:
             held = self._held.pop(loop, None)
         if held is not None:
-            await held[1].aclose()
+            keeper = held[1]
+            keeper.cancel()
+            # wait(), not await: the keeper ends cancelled, and this caller is not; a failed
+            # close is still the caller's to see.
+            await asyncio.wait([keeper])
+            if not keeper.cancelled():
+                keeper.result()
 
     async def close_everywhere(self) -> None:
         """Close the running loop's pool, and have every other loop that holds one (or is

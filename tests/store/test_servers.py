@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -167,6 +168,50 @@ def test_an_async_store_serves_one_event_loop_after_another(
     if backend == "postgres":
         assert len(opened) == 4
         assert all(pool.closed for pool in opened)
+
+
+# psycopg's pool grows in worker tasks; here each of their connection attempts takes a second,
+# so asyncio.run() ends while one is under way.
+SHUTDOWN_SCRIPT = """
+import asyncio, sys
+import psycopg
+from ctxpack.store import open_async_store
+
+connect = psycopg.AsyncConnection.connect.__func__
+
+async def slow_in_workers(cls, *args, **kwargs):
+    if "worker" in asyncio.current_task().get_name():
+        await asyncio.sleep(1)
+    return await connect(cls, *args, **kwargs)
+
+psycopg.AsyncConnection.connect = classmethod(slow_in_workers)
+store = open_async_store(sys.argv[1])
+
+async def job():
+    await asyncio.gather(*(store.load("growing") for _ in range(4)))
+
+asyncio.run(job())
+asyncio.run(job())
+asyncio.run(store.close())
+print("ended")
+"""
+
+
+def test_an_event_loop_ends_while_the_postgres_pool_grows() -> None:
+    # asyncio.run() cancels every task as it ends; a pool worker connecting caught the
+    # cancellation and waited for its next job, and asyncio.run() waited for it forever (a CI
+    # run hung here). The pool is now closed as the loop cancels its tasks, stopping them.
+    try:
+        out = subprocess.run(
+            [sys.executable, "-c", SHUTDOWN_SCRIPT, server_url("postgres")],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("asyncio.run() did not end")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "ended\n"
 
 
 @pytest.mark.parametrize(
