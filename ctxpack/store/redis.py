@@ -237,6 +237,13 @@ class RedisStore(_Common):
             yield
         except self._errors_from as exc:
             raise self._wrap(exc, operation) from exc
+        finally:
+            if self._closed:
+                # redis-py connects again after close(): a call racing it, or one whose
+                # connection close() cut, opened a socket it has just put back in the pool.
+                # Each such call, its connection back, closes the idle ones as it ends: the
+                # last to end leaves none.
+                self._client.connection_pool.disconnect(inuse_connections=False)
 
     def load(self, session_id: str, *, since: int = 0) -> StoredSession:
         keys = self._keys(session_id)
@@ -350,22 +357,38 @@ class AsyncRedisStore(_Common):
         scripts = (client.register_script(script) for script in (APPEND, LOAD, PUT_ARTIFACT))
         return _Client(client, *scripts)
 
+    async def _sent(self, operation: str, command: Callable[[_Client], Awaitable[_T]]) -> _T:
+        """``command`` sent on the running loop's client, its errors ctxpack's."""
+        client = None
+        try:
+            client = await self._here()
+            return await _cancellable(command(client))
+        except self._errors_from as exc:
+            raise self._wrap(exc, operation) from exc
+        finally:
+            await self._let_go(client)
+
+    async def _let_go(self, client: _Client | None) -> None:
+        """Close what a call ending after :meth:`close` opened: redis-py connects again on a
+        closed client (a call racing close(), or one whose connection close() cut, back in
+        the pool connected), and a call that passed its check before close() made this loop
+        a new client. Each call does so as it ends: the last to end leaves none."""
+        if self._closed:
+            await self._clients.close_here()
+        if client is not None and self._clients.here() is not client:
+            await client.redis.connection_pool.disconnect(inuse_connections=False)
+
     async def open(self) -> None:
         """Check that the server answers; after :meth:`close`, open the store again."""
         self._closed = False
-        try:
-            await _cancellable((await self._clients.get()).redis.ping())
-        except self._errors_from as exc:
-            raise self._wrap(exc, "open") from exc
+        await self._sent("open", lambda client: client.redis.ping())
 
     async def load(self, session_id: str, *, since: int = 0) -> StoredSession:
         keys = self._keys(session_id)
-        try:
-            reply = await _cancellable(
-                (await self._here()).load(keys=keys[:2], args=[check_version(since)])
-            )
-        except self._errors_from as exc:
-            raise self._wrap(exc, f"load session {session_id!r}") from exc
+        args = [check_version(since)]
+        reply = await self._sent(
+            f"load session {session_id!r}", lambda client: client.load(keys=keys[:2], args=args)
+        )
         return self._stored(reply)
 
     async def append(
@@ -380,10 +403,9 @@ class AsyncRedisStore(_Common):
     ) -> None:
         keys = self._keys(session_id)
         args = self._append_args(version, entry, state, artifacts, life)
-        try:
-            found = await _cancellable((await self._here()).append(keys=keys, args=args))
-        except self._errors_from as exc:
-            raise self._wrap(exc, f"append to session {session_id!r}") from exc
+        found = await self._sent(
+            f"append to session {session_id!r}", lambda client: client.append(keys=keys, args=args)
+        )
         self._after_append(session_id, version, found)
 
     async def put_artifact(
@@ -392,29 +414,27 @@ class AsyncRedisStore(_Common):
         check_artifact(artifact, text)
         meta, _, artifacts = self._keys(session_id)
         args = [artifact, text, check_life(life) or ""]
-        try:
-            put = (await self._here()).put
-            await _cancellable(put(keys=[meta, artifacts], args=args))
-        except self._errors_from as exc:
-            raise self._wrap(exc, f"store an artifact of session {session_id!r}") from exc
+        await self._sent(
+            f"store an artifact of session {session_id!r}",
+            lambda client: client.put(keys=[meta, artifacts], args=args),
+        )
 
     async def get_artifact(self, session_id: str, artifact: str) -> str:
         check_artifact(artifact)
         _, _, artifacts = self._keys(session_id)
-        try:
-            text = await _cancellable((await self._here()).redis.hget(artifacts, artifact))
-        except self._errors_from as exc:
-            raise self._wrap(exc, f"read an artifact of session {session_id!r}") from exc
+        text = await self._sent(
+            f"read an artifact of session {session_id!r}",
+            lambda client: client.redis.hget(artifacts, artifact),
+        )
         if text is None:
             raise self._not_found(session_id, artifact)
         return _text(text)
 
     async def delete_session(self, session_id: str) -> None:
         keys = self._keys(session_id)
-        try:
-            await _cancellable((await self._here()).redis.delete(*keys))
-        except self._errors_from as exc:
-            raise self._wrap(exc, f"delete session {session_id!r}") from exc
+        await self._sent(
+            f"delete session {session_id!r}", lambda client: client.redis.delete(*keys)
+        )
 
     async def _here(self) -> _Client:
         return await self._clients.get()

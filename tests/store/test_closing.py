@@ -4,6 +4,7 @@ StoreError saying the store is closed, on every backend, sync and async."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -15,7 +16,7 @@ from ctxpack.errors import StoreError
 from ctxpack.store import SessionStore, open_async_store, open_store
 from tests.threads import switching_often
 
-from .backends import backend_url
+from .backends import backend_url, server_url
 
 CALLS: dict[str, Callable[[Any, str], Any]] = {
     "load": lambda store, sid: store.load(sid),
@@ -142,7 +143,10 @@ def fast_switching() -> Iterator[None]:
 def test_many_threads_racing_close_finish_or_fail_saying_so(
     backend: str, tmp_path: Path, session_id: str, fast_switching: None
 ) -> None:
-    store: SessionStore = open_store(backend_url(backend, tmp_path))
+    url = backend_url(backend, tmp_path)
+    if backend == "redis":  # and it leaves no connection open
+        url, connections = _redis_named(f"close-{session_id}")
+    store: SessionStore = open_store(url)
     threads, rounds = 8, 40
     start = threading.Barrier(threads + 1)
     closed = threading.Event()
@@ -174,8 +178,77 @@ def test_many_threads_racing_close_finish_or_fail_saying_so(
         worker.join(60)
     assert not any(worker.is_alive() for worker in workers)
     assert wrong == []
+    if backend == "redis":
+        assert connections() == 0
     if backend != "memory":
         cleaner = open_store(backend_url(backend, tmp_path))
         for n in range(threads):
             cleaner.delete_session(f"{session_id}-{n}")
         cleaner.close()
+
+
+def _redis_named(name: str) -> tuple[str, Callable[[], int]]:
+    """A Redis store URL whose connections carry ``name``, and a count of those the server
+    holds open, once it has seen the closed ones go (it reads a closed socket when it next
+    turns to it)."""
+    import redis
+
+    base = server_url("redis")
+    url = f"{base}{'&' if '?' in base else '?'}client_name={name}"
+
+    def count() -> int:
+        probe = redis.Redis.from_url(base)
+        try:
+            for _ in range(100):
+                found = sum(1 for c in probe.client_list() if c.get("name") == name)
+                if not found:
+                    break
+                threading.Event().wait(0.05)
+            return found
+        finally:
+            probe.close()
+
+    return url, count
+
+
+def test_redis_holds_no_connection_after_close_and_a_call_racing_it(session_id: str) -> None:
+    """redis-py connects again on a closed pool: the append held past its check of being open
+    sends its script after close(), on a new connection, which it must not leave open."""
+    url, connections = _redis_named(f"close-{session_id}")
+    store = open_store(url)
+    held = _Held(1)
+    writer = threading.Thread(
+        target=lambda: store.append(session_id, "e", version=0, state="{}", artifacts=held)
+    )
+    writer.start()
+    assert held.inside.wait(30)
+    store.close()
+    held.go.set()
+    writer.join(30)
+    assert not writer.is_alive()
+    assert connections() == 0
+    cleaner = open_store(server_url("redis"))
+    cleaner.delete_session(session_id)
+    cleaner.close()
+
+
+@pytest.mark.parametrize("first_call", [True, False])
+def test_async_redis_holds_no_connection_after_close_and_a_call_racing_it(
+    session_id: str, first_call: bool
+) -> None:
+    """As above, for a call started before close() and sent after it: on the loop's client,
+    made before, or being made (``first_call``) as close() runs."""
+    url, connections = _redis_named(f"close-{session_id}")
+
+    async def main() -> None:
+        store = open_async_store(url)
+        if not first_call:
+            await store.load(session_id)
+        loading = asyncio.ensure_future(store.load(session_id))
+        await asyncio.sleep(0)  # the load is past its check of being open
+        await store.close()
+        with contextlib.suppress(StoreError):
+            await loading
+        assert connections() == 0
+
+    asyncio.run(main())
