@@ -352,12 +352,12 @@ class AsyncSession(forks.ProcessBound):
         thread, reading the state it changes) applied and stored, all or nothing, again on top
         of other writers' appends when they came first. ``retry``: the call's name and
         arguments, for a retry of a write the store took unacknowledged to be let through
-        (see ``Backing.retried``)."""
+        (see ``_internal/lost_replies.py``)."""
         core, backing = self._core, self._backing
         async with self._turn():
             for attempt in range(MAX_ATTEMPTS):
                 await self._sync()
-                if backing.retried(retry):
+                if backing.lost.retried(retry):
                     return
                 before = await _in_thread(
                     backing.transact, lambda: core._transact(change), undo=core._restore
@@ -366,11 +366,11 @@ class AsyncSession(forks.ProcessBound):
                 if failed is None:
                     backing.committed()
                     if cancelled is not None:
-                        backing.unacknowledged(retry, landed=True)
+                        backing.lost.unacknowledged(retry, landed=True)
                         raise cancelled
                     return
                 core._restore(before)
-                backing.unacknowledged(retry)  # a conflict too (see Backing.commit)
+                backing.lost.unacknowledged(retry)  # a conflict too (see Backing.commit)
                 if cancelled is not None:
                     raise cancelled
                 if not isinstance(failed, Exception):

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import copy
 import hashlib
 import hmac
 import inspect
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._internal import forks
 from ._internal.arguments import json_problem
+from ._internal.lost_replies import LostReplies
 from .errors import (
     ArtifactNotFoundError,
     ConfigError,
@@ -357,11 +357,7 @@ class Backing:
         # append prepared before an erasure lands on a session started again and grown back
         # to the version it read, and writes the erased life's state there.
         self._lives = takes_life(store)
-        # The last write prepared (the version it makes, its entry's id), one whose reply was
-        # lost, and the key of a call whose write landed unacknowledged (see unacknowledged).
-        self._write = (0, "")
-        self._unsure: tuple[int, str, object] | None = None
-        self.landed: object = None
+        self.lost = LostReplies()  # for a retry of a call whose reply was lost to store once
 
     def sync(self, session: SessionState) -> None:
         """Apply to ``session`` what the store holds beyond the version it has applied."""
@@ -401,9 +397,9 @@ class Backing:
             self.whole_window = True
             self.format = 2
             self.artifacts.erased()
-            self._unsure = self.landed = None
+            self.lost.forget()
             return True
-        unsure, self._unsure = self._unsure, None
+        unsure = self.lost.looked_for()
         if not stored.entries and stored.state is None:
             return False
         before = session._snapshot()
@@ -418,8 +414,8 @@ class Backing:
             for version, text in enumerate(stored.entries, self.version + 1):
                 entry = json.loads(text)
                 session._apply_entry(entry)
-                if unsure is not None and unsure[:2] == (version, entry.get("write")):
-                    self.landed = unsure[2]  # landed: its reply alone was lost
+                if unsure is not None:
+                    self.lost.found(unsure, version, entry.get("write"))
             if data is not None:
                 session._set_state(data["session"], data["format"])
                 self.artifacts.secret = data["secret"]
@@ -459,9 +455,9 @@ class Backing:
         """The store's ``append`` arguments for what changed since ``snapshot``."""
         # The entry's id, for a retry to tell whether it landed when its reply was lost
         # (readers ignore a key they do not know).
-        self._write = (self.version + 1, secrets.token_hex(8))
+        write = self.lost.prepared(self.version + 1)
         entry = session._entry_since(snapshot, whole_window=self.whole_window)
-        entry["write"] = self._write[1]
+        entry["write"] = write
         # A record names a provider tool's result only when it has one (see encoded_record).
         names_results = any("result_id" in record for record in entry["records"])
         self._writing = FORMAT if names_results else self.format
@@ -486,25 +482,6 @@ class Backing:
         self.format = self._writing
         self.artifacts.settle()
 
-    def unacknowledged(self, retry: object, *, landed: bool = False) -> None:
-        """Note that the append :meth:`prepare` wrote was not acknowledged to its caller:
-        cancelled once the store took it (``landed``), or failed, perhaps after (its reply
-        lost with its connection); the next read tells."""
-        try:
-            key = copy.deepcopy(retry)  # as it is now: the caller may change and reuse its dicts
-        except Exception:
-            key = None  # never taken for a retry
-        if landed:
-            self.landed = key
-        elif key is not None:
-            self._unsure = (*self._write, key)
-
-    def retried(self, retry: object) -> bool:
-        """Whether the call with key ``retry`` (its name and arguments) is done already, its
-        write having landed unacknowledged. Any call forgets that write."""
-        landed, self.landed = self.landed, None
-        return retry is not None and landed == retry
-
     def transact(self, transact: Callable[[], Snapshot]) -> Snapshot:
         """Apply an append in memory, holding its originals back for the store."""
         self.artifacts.hold()
@@ -517,12 +494,12 @@ class Backing:
     def commit(
         self, session: SessionState, transact: Callable[[], Snapshot], retry: object = None
     ) -> None:
-        """Apply an append to ``session`` and write it, on top of other writers' (see
-        :meth:`retried` for ``retry``)."""
+        """Apply an append to ``session`` and write it, on top of other writers' (``retry``:
+        the call's key, see ``_internal/lost_replies.py``)."""
         store: Any = self.store
         for attempt in range(MAX_ATTEMPTS):
             self.sync(session)
-            if self.retried(retry):
+            if self.lost.retried(retry):
                 return
             before = self.transact(transact)
             try:
@@ -531,7 +508,7 @@ class Backing:
             except BaseException as exc:
                 session._restore(before)
                 # A conflict too: Redis resending a lost reply's append may find another's.
-                self.unacknowledged(retry)
+                self.lost.unacknowledged(retry)
                 if not isinstance(exc, StoreConflictError):
                     raise
                 time.sleep(backoff_delay(attempt))

@@ -185,7 +185,7 @@ class SessionState(forks.Guarded):
         when they came first, so ``change`` must read the state it changes, not capture it).
         Every change of state goes through here: appends, and any feature's own. ``retry``:
         the call's name and arguments, for a retry of a write the store took unacknowledged
-        to be let through (see ``Backing.retried``)."""
+        to be let through (see ``_internal/lost_replies.py``)."""
         with self._lock:
             if self._backing is None:
                 self._transact(change)

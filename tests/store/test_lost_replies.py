@@ -228,3 +228,26 @@ def test_an_append_reported_as_a_conflict_after_it_landed_is_not_written_again(
     caller("append", HELLO)
     assert caller.texts() == ["hello", "other"]
     assert _stored(session_id, store) == ["hello", "other"]
+
+
+@pytest.mark.parametrize("render_fails", [False, True])
+def test_a_render_storing_state_before_the_retry_neither_is_it_nor_forgets_the_lost_reply(
+    caller: Any, store: SessionStore, session_id: str, render_fails: bool
+) -> None:
+    # A managed render writes the window's state: a write of no caller's call. It read the
+    # append that landed, then forgot it with its own write, and the retry stored it twice.
+    caller.open(session_id, model="gpt-4", window=WindowPolicy(window=200_000))
+    caller("append", {"role": "user", "content": "first"})
+    caller.fail_next("after")
+    with pytest.raises(StoreError):
+        caller("append", HELLO)
+    if render_fails:  # landed too, its reply lost
+        caller.fail_next("after")
+        with pytest.raises(StoreError):
+            caller("render")
+    caller("render")
+    caller("append", HELLO)  # the caller's retry
+    caller("append", {"role": "user", "content": "thanks"})
+    assert caller.texts() == ["first", "hello", "thanks"]
+    # first, hello, the renders' states (each stored), thanks: nothing twice, nothing lost
+    assert store.load(session_id).version == 4 + render_fails
