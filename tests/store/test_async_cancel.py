@@ -141,3 +141,30 @@ def test_a_recorded_response_cancelled_after_the_store_took_it_is_recorded_once_
 
     texts = asyncio.run(main())
     assert texts == ["book the 9:40 train", "Booked."]
+
+
+def test_a_render_cancelled_after_the_store_took_it_leaves_the_append_before_it_retried_once(
+    backend: str, tmp_path: Path, replicas: Callable[[], SessionStore], session_id: str
+) -> None:
+    # A managed render stores the window's state, a write of no call to retry: cancelled
+    # after its commit too, it made the session forget the append cancelled before it, and
+    # the caller's retry of that append stored it a second time.
+    sync_store = replicas()
+
+    async def main() -> list[str]:
+        held = _HeldAfterCommit(_inner(backend, tmp_path, sync_store), backend)
+        session = await AsyncSession.open(
+            session_id, store=held, model="gpt-4", window=WindowPolicy(window=200_000)
+        )
+        message = {"role": "user", "content": "book the 9:40 train"}
+        await _cancelled_after_commit(held, session.append(message))
+        held.committed.clear()
+        held.release.clear()
+        await _cancelled_after_commit(held, session.render())
+        await session.append(message)  # the caller's retry
+        texts = [m.text for m in await session.transcript()]
+        await held.close()
+        return texts
+
+    assert asyncio.run(main()) == ["book the 9:40 train"]
+    assert _stored(session_id, sync_store) == ["book the 9:40 train"]
