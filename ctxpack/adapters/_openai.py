@@ -135,9 +135,11 @@ def to_openai(
             ``api="chat"`` a legacy ``function_call`` or a message ``name`` it refuses alike
             (``"Research Agent"``; a tool message's name, which Chat Completions has no field
             for, is left out), or, with
-            ``api="responses"``, a part the Responses API has no input for (audio) or a legacy
-            ``function_call`` (its answer, a ``function`` message, is not read, so it could
-            never be paired with a ``function_call_output``); index and field named.
+            ``api="responses"``, a part the Responses API has no input for (audio), an
+            assistant's ``audio`` reply (no input refers to a prior one by its id: write its
+            transcript as content) or a legacy ``function_call`` (its answer, a ``function``
+            message, is not read, so it could never be paired with a ``function_call_output``);
+            index and field named.
         ConfigError: ``api`` is neither.
 
     Example:

@@ -116,7 +116,8 @@ def chat_to_responses(
 
     Raises:
         InvalidMessageError: a content part the Responses API has no input for (audio, a
-            refusal in a user message), or a legacy ``function_call``; index and field named.
+            refusal in a user message), an assistant's audio reply, or a legacy
+            ``function_call``; index and field named.
     """
     out: list[dict[str, Any]] = []
     pending: list[dict[str, Any]] = []  # reasoning alone in its message, awaiting its items
@@ -132,6 +133,7 @@ def chat_to_responses(
             continue
         if role == "assistant":
             _refuse_legacy_call(msg, index)
+            _refuse_audio(msg, index)
             text = _assistant_content(content, msg.get("refusal"), index)
             calls = msg.get("tool_calls") or ()
             thoughts = [*pending, *(link.reasoning if link else ())]
@@ -180,6 +182,21 @@ def _refuse_legacy_call(msg: dict[str, Any], index: int) -> None:
             'with api="chat"',
             index=index,
             field="function_call",
+        )
+
+
+def _refuse_audio(msg: dict[str, Any], index: int) -> None:
+    """A prior audio reply fails here, named, rather than being left out: Chat Completions
+    takes it back by its id, but no Responses API input refers to one (an assistant message
+    holds text and refusals only), and with its content null the model's turn went with it."""
+    if msg.get("audio") is not None:
+        raise InvalidMessageError(
+            "audio: an assistant's audio reply has no Responses API input (none refers to a "
+            "prior audio response by its id); write what it said (its transcript) as the "
+            "message's content and leave audio out, or send the history "
+            'with api="chat"',
+            index=index,
+            field="audio",
         )
 
 

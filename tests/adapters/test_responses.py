@@ -480,6 +480,31 @@ def test_a_legacy_function_call_is_refused_for_the_responses_api_not_dropped(
     assert to_openai(history)[1]["function_call"] == call
 
 
+@pytest.mark.parametrize("said", [None, "Hello!"])
+def test_an_assistant_s_audio_reply_is_refused_for_the_responses_api_not_dropped(
+    said: str | None,
+) -> None:
+    # Chat Completions takes a prior audio reply back by its id; the Responses API has no
+    # input that refers to one (an assistant message holds output_text and refusal parts):
+    # the reply was left out, and with content None the model's turn with it.
+    audio = {"id": "audio_abc123"}
+    history = [
+        {"role": "user", "content": "Say hello."},
+        {"role": "assistant", "content": said, "audio": audio},
+        {"role": "user", "content": "Again."},
+    ]
+    with pytest.raises(ctxpack.InvalidMessageError) as raised:
+        to_responses(history)
+    assert (raised.value.index, raised.value.field) == (1, "audio")
+    assert "transcript" in str(raised.value)
+    with pytest.raises(ctxpack.InvalidMessageError, match="audio"):
+        to_responses(from_openai(history))
+    # Chat Completions takes it as it is; an SDK reply's audio=None is no audio.
+    assert to_openai(history)[1]["audio"] == audio
+    history[1] = {**history[1], "content": "Hello!", "audio": None}
+    assert to_responses(history)[1] == {"role": "assistant", "content": "Hello!"}
+
+
 def test_an_anthropic_document_by_url_goes_to_the_responses_api_as_an_input_file() -> None:
     # The Responses API fetches a file by URL (input_file's file_url); Chat Completions has
     # no URL form, where a note stands for it.
