@@ -498,8 +498,8 @@ def anthropic_parts_to_openai(
     PDF) a ``file`` part; a text document (its text, or its content's text blocks), a search
     result or a ``compaction`` block's summary becomes text; a document sent by URL an
     ``input_file`` part by ``file_url`` where the API fetches one (``by_url``: the Responses
-    API's). A document sent by URL elsewhere or by Anthropic file id has no OpenAI form, nor
-    has an image sent by Anthropic file id, nor a
+    API's), named by its title when it has one. A document sent by URL elsewhere or by
+    Anthropic file id has no OpenAI form, nor has an image sent by Anthropic file id, nor a
     ``browser_state`` block, nor an image or a file in a ``text_only`` message (Chat
     Completions' tool message): each is a text part saying what was not sent, so that the
     model knows it is missing; a ``tool_reference`` (a tool search's find) becomes a text part
@@ -526,11 +526,15 @@ def anthropic_parts_to_openai(
             out.append({"type": "text", "text": _content_text(src.get("content"))})
         elif kind == "document" and src.get("type") == "base64" and not text_only:
             # OpenAI's API asks a file sent as data for its name.
-            name = block.get("title") if isinstance(block.get("title"), str) else "document.pdf"
             data = f"data:{src.get('media_type')};base64,{src.get('data')}"
-            out.append({"type": "file", "file": {"filename": name, "file_data": data}})
+            file = {"filename": _file_name(block) or "document.pdf", "file_data": data}
+            out.append({"type": "file", "file": file})
         elif kind == "document" and src.get("type") == "url" and by_url:
-            out.append({"type": "input_file", "file_url": str(src.get("url", ""))})
+            # A file by URL needs no name: only a title given (an input_file's filename, as
+            # to_anthropic writes it) goes, none made up from the URL.
+            name = _file_name(block)
+            named = {"filename": name} if name else {}
+            out.append({"type": "input_file", "file_url": str(src.get("url", "")), **named})
         elif kind == "compaction" and isinstance(block.get("content"), str):
             # The summary of the history before it, which the API reads in its place.
             out.append({"type": "text", "text": block["content"]})
@@ -547,6 +551,13 @@ def anthropic_parts_to_openai(
             name = block.get("tool_name")
             out.append({"type": "text", "text": f"[tool_reference: {name}; not loaded on OpenAI]"})
     return out
+
+
+def _file_name(block: Mapping[str, Any]) -> str | None:
+    """The name a document goes to OpenAI under: its title (where to_anthropic writes an
+    OpenAI file's name), or ``None``."""
+    title = block.get("title")
+    return title if isinstance(title, str) and title else None
 
 
 # What a model is shown where it would have read them (the rest, thinking and server-tool

@@ -522,13 +522,29 @@ def test_an_anthropic_document_by_url_goes_to_the_responses_api_as_an_input_file
         ]
     )
     sent = to_responses(history)
-    file = {"type": "input_file", "file_url": url}
+    # Its title goes as the file's name, as a document sent as data's does.
+    file = {"type": "input_file", "file_url": url, "filename": "Report"}
     assert sent[0]["content"][0] == file
     assert sent[-1] == {"type": "function_call_output", "call_id": "t1", "output": [file]}
     for item in sent:
         ITEM.validate_python(item)
     assert responses_problems(sent) == []
     assert to_openai(history)[0]["content"][0]["text"].startswith("[document not sent")
+
+
+@pytest.mark.parametrize("named", [True, False])
+def test_an_input_file_by_url_keeps_its_filename_through_anthropic(named: bool) -> None:
+    # to_anthropic writes an input_file's filename as the document's title; the way back
+    # wrote the file by its URL alone, its name lost.
+    file = {"type": "input_file", "file_url": "https://example.com/q3.pdf"}
+    if named:
+        file["filename"] = "q3-results.pdf"
+    user = {"role": "user", "content": [file, {"type": "input_text", "text": "Summarise."}]}
+    payload = ctxpack.to_anthropic(from_openai([user]))
+    back = to_responses(from_anthropic(payload["messages"]))
+    # What was given comes back, no name invented: the API takes file_url alone.
+    assert back[0]["content"][0] == file
+    assert responses_problems(back) == []
 
 
 def test_an_assistant_s_refusal_field_is_sent_back_as_a_refusal_part() -> None:
