@@ -26,6 +26,7 @@ from ._internal.arguments import (
     string,
     tool_definitions,
 )
+from ._internal.compaction import last_compaction
 from ._internal.encodings import MODEL_PREFIXES, encoded_length, model_encoding
 from ._internal.images import CLAUDE_IMAGES, GPT_4O_IMAGES, ImageRule, image_rule
 from ._internal.parts import extras_tokens, part_tokens
@@ -103,8 +104,13 @@ def _read_messages(
     messages: Iterable[Message | Mapping[str, Any] | SDKObject],
 ) -> Sequence[Message]:
     """The messages a counter was given as Messages, each checked as its format's rules say."""
-    # The common case, ctxpack's own Messages, costs one pass of type checks.
-    if isinstance(messages, (list, tuple)) and all(isinstance(m, Message) for m in messages):
+    # The common case, ctxpack's own Messages, costs a pass of type checks, and one for a
+    # compaction block (from which on the API reads the history, as counted_messages does).
+    if (
+        isinstance(messages, (list, tuple))
+        and all(isinstance(m, Message) for m in messages)
+        and last_compaction([m.content for m in messages]) is None
+    ):
         return messages
     return counted_messages(messages)
 

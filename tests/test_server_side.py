@@ -9,6 +9,7 @@ from ctxpack import (
     BudgetExceededError,
     ConfigError,
     InvalidMessageError,
+    Message,
     Session,
     count_tokens,
     get_counter,
@@ -387,6 +388,26 @@ def test_an_anthropic_history_goes_to_openai_from_its_compaction_block_on() -> N
     assert count_tokens(_COMPACTED, model="gpt-4o") == count_tokens(
         from_anthropic(_COMPACTED), model="gpt-4o"
     )
+
+
+def test_messages_holding_a_compaction_block_go_to_openai_from_it_on_as_dicts_do() -> None:
+    # to_openai read a history of dicts from its last compaction block on, but a history of
+    # Messages (a session's, read one message at a time as Session.append reads them) was
+    # sent whole: the history the summary replaced went to OpenAI, and was counted.
+    dicts = [{"role": "system", "content": "Be brief."}, *_COMPACTED]
+    system = Message(role="system", content="Be brief.")
+    messages = [system, *(m for entry in _COMPACTED for m in from_anthropic([entry]))]
+    assert len(messages) == 6 and messages[4].content[0]["type"] == "compaction"
+    assert to_openai(messages) == to_openai(dicts)
+    assert to_openai(messages, api="responses") == to_openai(dicts, api="responses")
+    assert count_tokens(messages, model="gpt-4o") == count_tokens(dicts, model="gpt-4o")
+    # The blocks before it in its message (one a stage rebuilt, say) are left out too.
+    said = {"type": "text", "text": "Dropped by the API too."}
+    rebuilt = messages[4].model_copy(update={"content": [said, *messages[4].content]})
+    assert to_openai([*messages[:4], rebuilt, messages[5]]) == to_openai(dicts)
+    # A failed compaction (null content) leaves the history before it.
+    failed = messages[4].model_copy(update={"content": [{"type": "compaction", "content": None}]})
+    assert len(to_openai([*messages[:4], failed])) == 5
 
 
 def test_a_failed_compaction_block_sends_the_history_before_it_to_openai() -> None:

@@ -4,7 +4,7 @@ compaction failed, which makes the block a no-op."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__: list[str] = []
@@ -30,3 +30,18 @@ def last_compaction(contents: list[Any]) -> tuple[int, int] | None:
                 if is_compaction(content[j]):
                     return turn, j
     return None
+
+
+def read_from(
+    contents: list[Any], roles: Sequence[Any]
+) -> tuple[list[int], tuple[int, int] | None]:
+    """The positions of the messages the API reads, given each one's ``contents`` and
+    ``roles``: from the one holding the last compaction block on, and the system and developer
+    messages before it (a request sends them apart, and the API keeps them); and (message,
+    block) of that block, whose message is read from it on, or ``None`` without one."""
+    found = last_compaction(contents)
+    if found is None:
+        return list(range(len(contents))), None
+    start = found[0]
+    kept = [i for i, role in enumerate(roles) if i >= start or role in ("system", "developer")]
+    return kept, found

@@ -110,8 +110,8 @@ def to_openai(
     ``[tool error]``, which :func:`~ctxpack.adapters.to_anthropic` reads back. So are Anthropic
     message dicts as they are, read as :func:`~ctxpack.adapters.from_anthropic` reads them
     (``tool_use`` blocks become ``tool_calls``, each ``tool_result`` a ``tool`` message, and
-    the history before a ``compaction`` block, which Anthropic's API drops, is left out: its
-    summary goes as text).
+    the history before a ``compaction`` block, which Anthropic's API drops, is left out, as it
+    is from messages holding one: its summary goes as text).
 
     Args:
         messages: The messages.

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._internal.arguments import message_items
-from .._internal.compaction import last_compaction
+from .._internal.compaction import read_from
 from .._internal.provider_arg import check_provider
 from ..errors import InvalidMessageError
 from ..messages import Message, detached, ensure_messages, owned_messages
@@ -77,9 +77,10 @@ def counted_messages(
     provider reads them. A list holding an Anthropic message (a block only Anthropic
     has) is read message by message as :func:`read_message` reads it for ``Session.append``: a
     ``tool_result`` is counted as the tool message Claude reads, not as its JSON, and the images
-    and documents it holds as such; the messages before its last ``compaction`` block (system
-    messages aside), which the API drops, are left out. Any other list is read as
-    :func:`ctxpack.pack` reads it (checked, cached by identity).
+    and documents it holds as such. The messages before the last ``compaction`` block of a list
+    (system messages aside) and the blocks before it in its message, which the API drops, are
+    left out, whether the block is in a dict or a :class:`~ctxpack.messages.Message`. Any other
+    list is read as :func:`ctxpack.pack` reads it (checked, cached by identity).
 
     Raises:
         InvalidMessageError: ``messages`` is not a list, or a message is malformed (index and
@@ -96,23 +97,25 @@ def read_messages(
     to name the caller's index (:func:`ctxpack.sdk.item_error`)."""
     items = message_items(messages)
     entries = [_entry(item, index) for index, item in enumerate(items)]
-    if not any(entry is not None and has_anthropic_blocks(entry) for entry in entries):
+    # The API reads the history from the last compaction block on (the system prompt aside),
+    # as from_anthropic reads it: the messages before it are what the summary stands for. A
+    # Message holds the block as a dict does (a session's, the reply that brought it).
+    kept, found = read_from(
+        [_content(item, entry) for item, entry in zip(items, entries, strict=True)],
+        [_role(item, entry) for item, entry in zip(items, entries, strict=True)],
+    )
+    if found is None and not any(e is not None and has_anthropic_blocks(e) for e in entries):
         read = owned_messages(items, check=check_openai_message)
         # owned_messages names the caller's entry itself; later errors name the message's.
         return read, list(range(len(read)))
-    # The API reads the history from the last compaction block on (the system prompt aside),
-    # as from_anthropic reads it: the messages before it are what the summary stands for.
-    contents = [
-        item.content if isinstance(item, Message) else entry and entry.get("content")
-        for item, entry in zip(items, entries, strict=True)
-    ]
-    start = (last_compaction(contents) or (0, 0))[0]
-    pairs = [
-        (m, i)
-        for i, item in enumerate(items)
-        if i >= start or _role(item, entries[i]) in ("system", "developer")
-        for m in read_message(item, None, i)[0]
-    ]
+    message = items[found[0]] if found is not None else None
+    if found and isinstance(message, Message) and isinstance(message.content, list):
+        # A dict is read from the block on (from_anthropic's rule); a Message, which
+        # read_message keeps whole, is cut here: the blocks before it are what the summary
+        # replaced.
+        cut = message.model_copy(update={"content": message.content[found[1] :]})
+        items = (*items[: found[0]], cut, *items[found[0] + 1 :])
+    pairs = [(m, i) for i in kept for m in read_message(items[i], None, i)[0]]
     return tuple(m for m, _ in pairs), [i for _, i in pairs]
 
 
@@ -122,6 +125,10 @@ def _entry(item: Any, index: int) -> Mapping[str, Any] | None:
         return None
     entry = item if isinstance(item, Mapping) else coerce_message(item, index)
     return entry if isinstance(entry, Mapping) else None
+
+
+def _content(item: Any, entry: Mapping[str, Any] | None) -> Any:
+    return item.content if isinstance(item, Message) else entry and entry.get("content")
 
 
 def _role(item: Any, entry: Mapping[str, Any] | None) -> Any:
