@@ -9,6 +9,7 @@ version moved gets :class:`~ctxpack.errors.StoreConflictError`, which a session 
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
@@ -17,6 +18,7 @@ from typing import Any
 
 from .._internal import forks
 from .._internal.arguments import shown
+from .._internal.awaiting import to_end
 from ..errors import ArtifactNotFoundError, ConfigError, StoreConflictError, StoreError
 from ._base import (
     StoredSession,
@@ -439,8 +441,16 @@ class AsyncPostgresStore(_Common):
                 await conn.execute(self._limits())
                 for statement in SCHEMA:
                     await conn.execute(statement)
-        except Exception as exc:
-            await pool.close()
+        except BaseException as exc:
+            # Cancelled too (an asyncio.run() ending meanwhile): a worker of the pool catches
+            # the cancellation of its connection attempt and waits for its next job, so the
+            # loop would wait for it forever unless the pool tells it to stop.
+            closing = asyncio.ensure_future(pool.close())
+            await to_end(closing)  # cancelled again, the pool is still closed
+            if not closing.cancelled():
+                closing.exception()  # read: the error to raise is the opening's
+            if not isinstance(exc, Exception):
+                raise
             raise _wrap(exc, self._raw_url, "open") from exc
         return pool
 

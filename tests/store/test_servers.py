@@ -18,6 +18,7 @@ import pytest
 import ctxpack
 from ctxpack.errors import ConfigError, StoreError
 from ctxpack.store import StoredSession, open_async_store, open_store, redact_url
+from tests.helpers import run_guarded
 
 from .backends import server_url
 
@@ -385,3 +386,40 @@ def test_a_session_opened_on_a_closed_async_store_fails_rather_than_open_it_agai
 
     asyncio.run(main())
     assert _connections(backend, name) == 0
+
+
+# The pool's first connection, made by a worker task, waits here until the loop cancels it:
+# asyncio.run() ends while the store opens its pool.
+OPENING_SCRIPT = """
+import asyncio
+import psycopg
+from ctxpack.store import open_async_store
+
+connect = psycopg.AsyncConnection.connect.__func__
+connecting = None
+
+async def held_in_workers(cls, *args, **kwargs):
+    if "worker" in asyncio.current_task().get_name():
+        connecting.set()
+        await asyncio.sleep(3600)
+    return await connect(cls, *args, **kwargs)
+
+psycopg.AsyncConnection.connect = classmethod(held_in_workers)
+store = open_async_store(URL)
+
+async def job():
+    global connecting
+    connecting = asyncio.Event()
+    opening = asyncio.ensure_future(store.open())  # left under way
+    await connecting.wait()
+
+asyncio.run(job())
+print("ended")
+"""
+
+
+def test_an_event_loop_ends_while_the_postgres_pool_opens() -> None:
+    # A pool cancelled as it opened was left open: its worker caught the cancellation of its
+    # connection attempt and waited for its next job, and asyncio.run() waited for it forever.
+    code = OPENING_SCRIPT.replace("URL", repr(server_url("postgres")))
+    assert run_guarded(code, timeout=60) == "ended\n"
