@@ -8,6 +8,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -103,14 +104,20 @@ def test_sql_stores_purge_expired_sessions(tmp_path: Path) -> None:
     assert store.purge_expired() == 0  # type: ignore[attr-defined]
 
 
-def test_a_memory_store_lets_go_of_expired_sessions_nobody_reads_again() -> None:
+def test_a_memory_store_lets_go_of_expired_sessions_nobody_reads_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # A chatbot's users mostly never come back: their sessions must not stay in memory for the
-    # life of the process because no one loads them again.
-    store = MemoryStore(ttl=0.2)
+    # life of the process because no one loads them again. The store reads the test's clock:
+    # on the wall clock, a thread descheduled for the ttl between the last two appends (on a
+    # busy machine) saw "back" expire again.
+    now = [1_000.0]
+    monkeypatch.setattr("ctxpack.store._memory.time", SimpleNamespace(time=lambda: now[0]))
+    store = MemoryStore(ttl=60)
     for user in range(200):
         store.append(f"gone-{user}", "e0", version=0, state="s")
     store.append("back", "e0", version=0, state="s")
-    time.sleep(0.4)
+    now[0] += 61
     store.append("back", "e1", version=0, state="s")  # written again after its ttl: a new life
     store.append("new", "e0", version=0, state="s")
     assert sorted(store._sessions) == ["back", "new"]
