@@ -26,13 +26,18 @@ def store_with_ttl(backend: str, tmp_path: Path, ttl: float) -> SessionStore:
 
 
 def test_a_session_expires_after_its_ttl(backend: str, tmp_path: Path, session_id: str) -> None:
-    store = store_with_ttl(backend, tmp_path, ttl=0.5)
+    store = store_with_ttl(backend, tmp_path, ttl=1)
     kept = store_with_ttl(backend, tmp_path, ttl=3600)
     try:
+        appended = time.monotonic()
         store.append(session_id, "e0", version=0, state="s", artifacts={"art_1": "original"})
         kept.append(session_id + "-kept", "e0", version=0, state="s")
-        assert store.load(session_id).version == 1
-        time.sleep(0.8)
+        loaded = store.load(session_id).version
+        # Read within its ttl, it is there (a machine that stalled this thread a whole ttl,
+        # as a busy CI runner may, leaves nothing to check here; Redis expires by its clock).
+        if time.monotonic() - appended < 0.9:
+            assert loaded == 1
+        time.sleep(1.3)
         assert store.load(session_id).version == 0
         with pytest.raises(ArtifactNotFoundError):
             store.get_artifact(session_id, "art_1")
