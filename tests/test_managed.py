@@ -917,6 +917,12 @@ def test_pinned_content_that_cannot_fit_says_which_budget_to_lower() -> None:
 
 
 @settings(max_examples=50, deadline=None)
+# Two memory files of the same text arrive in the tail a compaction keeps whole.
+@example(
+    window=8_000,
+    pins=[("memory", 0.5, 19), ("memory", 0.5, 19), ("skill", 0.5, 0)],
+    sizes=[0.0] * 19 + [1.0, 0.0],
+)
 @given(
     window=st.sampled_from([8_000, 16_000, 32_000]),
     pins=st.lists(
@@ -959,6 +965,40 @@ def test_pinned_content_never_passes_the_window_nor_compacts_twice_in_a_row(
     assert all(
         b.request - a.request > 1 or b.request in arrived for a, b in itertools.pairwise(events)
     )
+
+
+def test_a_compaction_sends_a_text_pinned_twice_in_its_tail_once() -> None:
+    # The same memory file pinned twice after the last call: the tail the compaction of that
+    # request keeps holds both. The first is sent as a note naming its stored original, and
+    # the request carries the text once.
+    session = Session(counter=COUNTER, filters=False, window=WindowPolicy(window=8_000))
+    session.extend([SYSTEM, TASK])
+    for i in range(19):
+        session.render()
+        session.extend(step(i, lines=2))
+    text = memory_text(2_000)
+    session.pin(text, name="CLAUDE.md", kind="memory")
+    session.pin(text, name="CLAUDE.md", kind="memory")
+    first, second = session.transcript()[-2:]
+    request = session.render()
+    state = session.window_state
+    assert [e.action for e in state.events] == ["compacted"]
+    assert [m.text for m in request.messages].count(text) == 1
+    sent = {m.id: m for m in request.messages}
+    assert sent[second.id].text == text
+    note = sent[first.id].text
+    assert "pinned again below" in note and state.cleared[first.id] in note
+    assert request.original(first.id) == first
+    deduped = [d for d in state.decisions if d.action == "deduped"]
+    assert [d.message_id for d in deduped] == [first.id]
+    assert deduped[0].tokens_before == COUNTER.count_message(first)
+    assert deduped[0].tokens_after == COUNTER.count_message(sent[first.id])
+    assert session.transcript()[-2:] == [first, second]
+    # The next request sends the tail as this one did: no second compaction.
+    session.extend(step(19, lines=2))
+    after = session.render()
+    assert len(state.events) == 1
+    assert after.messages[: len(request.messages)] == request.messages
 
 
 def test_a_compaction_measures_its_tail_as_the_request_carries_it() -> None:

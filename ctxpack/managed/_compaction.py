@@ -23,6 +23,8 @@ from .view import (
     _head,
     _message_artifact,
     _pin_fates,
+    _pin_label,
+    _pin_note,
     _pinned_kind,
     _reinjected_tokens,
     _summary_message,
@@ -99,8 +101,17 @@ def _compact(
         # placeholder.
         return 0 if ctx.verbatim(msg) else counter.count_message(sent(msg))
 
+    again = {record[i].id for i in ctx.pinned_again(state.boundary)}
+
+    def kept(msg: Message) -> int:
+        # As the request after the compaction carries it: a pin pinned again later as a note.
+        if msg.id not in again:
+            return size(msg)
+        note = _pin_note(msg, _message_artifact(ctx, msg, False), ctx.retrievable)
+        return counter.count_message(note)
+
     end, tail = _tail_start(
-        record, state.boundary, policy.keep_recent, plan.tail_budget, size, ctx.verbatim
+        record, state.boundary, policy.keep_recent, plan.tail_budget, kept, ctx.verbatim
     )
     released = _released(record[:end], set(state.compacted), release, counter)
     if release and not released:
@@ -136,7 +147,34 @@ def _compact(
     _forget_cleared(state, gone, [record[i] for i in region])
     replaced = (previous.id, counter.count_message(previous)) if previous is not None else None
     _record_compaction(state, policy, ctx, region, released, before, tokens_before, replaced, cut)
+    _send_pinned_again_once(state, ctx)
     return True
+
+
+def _send_pinned_again_once(state: WindowState, ctx: _Context) -> None:
+    """Send as a note each pin of the tail a compaction just kept whose text is pinned again
+    later (sent whole there), and record it: the request carries the text once, as the floor
+    counts it (:func:`_pin_fates` re-injects it once). Only at a compaction, which writes the
+    tail after its new summary again anyway: between two, the cache keeps the prefix."""
+    counter = ctx.counter
+    for i in ctx.pinned_again(state.boundary):
+        msg = ctx.record[i]
+        if msg.id in state.cleared:
+            continue  # a note since an earlier compaction
+        artifact = _message_artifact(ctx, msg, True)
+        state.cleared[msg.id] = artifact
+        state.decisions.append(
+            Decision(
+                stage="window",
+                action="deduped",
+                message_id=msg.id,
+                reason=f"{_pin_label(msg)} sent as a note from the compaction at request "
+                f"{state.requests} on: the same text is pinned again later, and sent whole "
+                f"there; whole in artifact {artifact}",
+                tokens_before=counter.count_message(msg),
+                tokens_after=counter.count_message(_pin_note(msg, artifact, ctx.retrievable)),
+            )
+        )
 
 
 def _record_compaction(
@@ -237,7 +275,7 @@ def _record_pin_fates(
         else:
             tokens = tokens_before[msg.id]
         recorded.add(msg.id)
-        what = f"pinned {_pinned_kind(msg)} {msg.metadata['ctxpack'].get('pinned_name')!r}"
+        what = _pin_label(msg)
         where = f"({_PINNED_ID}, after the system prompt)"
         action: Action = "compressed"
         how = f"re-injected cut to its head within skill_budget={policy.skill_budget} {where}"

@@ -54,6 +54,11 @@ def _pinned_kind(msg: Message) -> str | None:
     return None
 
 
+def _pin_label(msg: Message) -> str:
+    """A pinned message as decisions and notes name it: its kind and name."""
+    return f"pinned {_pinned_kind(msg)} {msg.metadata['ctxpack'].get('pinned_name')!r}"
+
+
 def _verbatim(msg: Message) -> bool:
     """Never summarised (as for :class:`~ctxpack.editing.Compactor`): the system prompt, user
     instructions, pinned messages and a provider's own compaction block; but not the content
@@ -94,6 +99,14 @@ def _answer_placeholder(msg: Message, artifact: str, retrievable: bool) -> Messa
             "tool_calls": calls or None,
         }
     )
+
+
+def _pin_note(msg: Message, artifact: str, retrievable: bool) -> Message:
+    """A pinned message sent as a note naming its stored original: the same text is pinned
+    again later, and sent whole there."""
+    what = f"{_pin_label(msg)} sent once: the same text is pinned again below"
+    note = original_note(what, artifact, retrievable=retrievable)
+    return msg.model_copy(update={"content": note})
 
 
 def _message_artifact(ctx: _Context, msg: Message, store: bool) -> str:
@@ -162,6 +175,14 @@ class _Context:
         """:func:`_verbatim`, or in the tool exchange of a message that is."""
         return _verbatim(msg) or msg.id in self.whole_exchanges
 
+    def pinned_again(self, start: int) -> list[int]:
+        """Positions from ``start`` on of the pinned messages whose text is pinned again
+        later in the record (a skill invoked twice), in order."""
+        record = self.record
+        pins = [i for i, kind, _ in self.marked if i >= start and kind is not None]
+        last = {record[i].text: i for i in pins}
+        return [i for i in pins if last[record[i].text] != i]
+
     def pinned(self, start: int, end: int) -> list[Message]:
         """The pinned messages of ``record[start:end]``, in order."""
         record = self.record
@@ -227,12 +248,15 @@ def _build(state: WindowState, policy: WindowPolicy, ctx: _Context) -> _View:
 
 def _as_sent(state: WindowState, ctx: _Context) -> Callable[[Message], Message]:
     """A message of the record after the summary, as the request carries it: a cleared tool
-    result or answer as its placeholder, a turn whose thinking was cleared without it, the
+    result or answer as its placeholder, a pin whose text is pinned again later as a note
+    (once a compaction made it one), a turn whose thinking was cleared without it, the
     cleared results of the provider's tools in it with a placeholder for their text."""
     thinking = set(state.thinking_cleared)
 
     def sent(msg: Message) -> Message:
         if msg.id in state.cleared:
+            if _pinned_kind(msg) is not None:
+                return _pin_note(msg, state.cleared[msg.id], ctx.retrievable)
             if msg.role != "tool":
                 return _answer_placeholder(msg, state.cleared[msg.id], ctx.retrievable)
             placeholder = _placeholder(state.cleared[msg.id], ctx.retrievable)

@@ -515,7 +515,9 @@ class Session(Arrival, Rendering):
         re-injects it right after the system prompt (the prompt cache keeps it from one
         compaction to the next): a memory file whole, a skill cut to its head within
         the policy's ``skill_budget``, and the oldest skills dropped first when together they
-        pass ``pinned_budget``. The same text pinned twice is re-injected once.
+        pass ``pinned_budget``. The same text pinned twice is re-injected once; when a
+        compaction keeps both copies in its tail, it sends the earlier as a note naming the
+        artifact that holds it.
 
         Raises:
             ConfigError: an empty name, or a kind other than ``"memory"`` or ``"skill"``.
