@@ -511,13 +511,11 @@ class Session(Arrival, Rendering):
     def pin(self, text: str, *, name: str, kind: Literal["memory", "skill"] = "skill") -> None:
         """Add a memory file or a skill to the conversation, as a user message.
 
-        In managed mode (``window=``), a compaction summarises it away with the rest and then
-        re-injects it right after the system prompt (the prompt cache keeps it from one
-        compaction to the next): a memory file whole, a skill cut to its head within
-        the policy's ``skill_budget``, and the oldest skills dropped first when together they
-        pass ``pinned_budget``. The same text pinned twice is re-injected once; when a
-        compaction keeps both copies in its tail, it sends the earlier as a note naming the
-        artifact that holds it.
+        In managed mode (``window=``), a compaction summarises it away and re-injects it after
+        the system prompt (cached from one compaction to the next): a memory file whole, a
+        skill cut to its head within ``skill_budget``, the oldest skills dropped first past
+        ``pinned_budget``. The same text pinned twice is re-injected once (a compaction
+        keeping both in its tail sends the earlier as a note naming its stored original).
 
         Raises:
             ConfigError: an empty name, or a kind other than ``"memory"`` or ``"skill"``.
