@@ -42,10 +42,17 @@ class ScriptedModel(BaseChatModel):
     script: list[Any]
     delay: float = 0.0
     _calls: list[list[str]] = PrivateAttr(default_factory=list)
+    _started: asyncio.Event | None = PrivateAttr(default=None)
 
     @property
     def calls(self) -> list[list[str]]:
         return self._calls
+
+    def started_calls(self) -> asyncio.Event:
+        """An event set as each later async call starts, before its ``delay``: for a test that
+        acts in the middle of a call (made in the event loop that awaits it)."""
+        self._started = asyncio.Event()
+        return self._started
 
     @property
     def _llm_type(self) -> str:
@@ -65,6 +72,8 @@ class ScriptedModel(BaseChatModel):
     async def _agenerate(
         self, messages: list[BaseMessage], *args: Any, **kwargs: Any
     ) -> ChatResult:
+        if self._started is not None:
+            self._started.set()
         await asyncio.sleep(self.delay)
         return self._step(messages)
 
@@ -255,8 +264,11 @@ def test_an_async_run_cancelled_mid_model_call_leaves_the_thread_usable() -> Non
 
     async def main() -> dict[str, Any]:
         await agent.ainvoke({"messages": [HumanMessage("q0")]}, thread("t"))
+        started = model.started_calls()
         task = asyncio.create_task(agent.ainvoke({"messages": [HumanMessage("q1")]}, thread("t")))
-        await asyncio.sleep(0.1)
+        # Cancelled once the model call is under way: a fixed pause let a busy machine cancel
+        # the run before it, while it packed the request.
+        await started.wait()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
