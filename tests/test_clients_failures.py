@@ -113,21 +113,25 @@ def test_a_retry_with_another_last_message_says_how_to_retry(store: str, tmp_pat
     assert given(session) == [QUESTION["content"], rephrased["content"]]
 
 
-def slow_openai_transport() -> httpx2.MockTransport:
+def slow_openai_transport(arrived: asyncio.Event | None = None) -> httpx2.MockTransport:
+    """A transport whose API thinks a while; ``arrived``, if given, is set as a request comes."""
+
     async def reply(request: httpx2.Request) -> httpx2.Response:
+        if arrived is not None:
+            arrived.set()
         await asyncio.sleep(0.05)  # the API thinking: meanwhile the task is cancelled
         return httpx2.Response(200, json=chat_completion({"role": "assistant", "content": "ok"}))
 
     return httpx2.MockTransport(reply)
 
 
-def slow_async_client(session: ctxpack.AsyncSession) -> Any:
+def slow_async_client(session: ctxpack.AsyncSession, arrived: asyncio.Event | None = None) -> Any:
     """An async OpenAI client on :func:`slow_openai_transport`, wrapped with ``session``."""
     raw = openai.AsyncOpenAI(
         api_key="k",
         base_url="http://mock.invalid/v1",
         max_retries=0,
-        http_client=httpx2.AsyncClient(transport=slow_openai_transport()),
+        http_client=httpx2.AsyncClient(transport=slow_openai_transport(arrived)),
     )
     return ctxpack.wrap_openai(raw, window=4_000, session=session)
 
@@ -135,20 +139,23 @@ def slow_async_client(session: ctxpack.AsyncSession) -> Any:
 def test_an_async_call_is_a_task_that_can_be_cancelled_and_retried() -> None:
     async def converse() -> tuple[list[str], str | None]:
         session = await ctxpack.AsyncSession.open("s", store="memory://", model="gpt-4")
-        client = slow_async_client(session)
-        # A task, as with the SDK's own call (a coroutine): cancelled while awaiting the API.
+        arrived = asyncio.Event()
+        client = slow_async_client(session, arrived)
+        # A task, as with the SDK's own call (a coroutine): cancelled while awaiting the API,
+        # once the request reached it (a fixed pause let a busy machine cancel it earlier).
         task = asyncio.create_task(
             client.chat.completions.create(model="gpt-4", messages=[QUESTION])
         )
-        await asyncio.sleep(0.01)
+        await arrived.wait()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        # The lock is free and the retry gives nothing twice.
+        # The lock is free and the retry gives nothing twice (the bound, far beyond the call,
+        # only tells a lock never let go from a slow machine).
         retry = asyncio.create_task(
             client.chat.completions.create(model="gpt-4", messages=[QUESTION])
         )
-        reply = await asyncio.wait_for(retry, 5)
+        reply = await asyncio.wait_for(retry, 120)
         return [m.text for m in await session.transcript()], reply.choices[0].message.content
 
     assert asyncio.run(converse()) == ([QUESTION["content"]], "ok")
