@@ -35,9 +35,10 @@ def _deep_json(depth: int) -> str:
 
 
 def _answer(store: SQLiteArtifactStore, **args: object) -> tuple[str, float]:
-    start, wall = time.process_time(), time.monotonic()
+    """The call's answer and the processor time it took: its budget's measure, which a busy
+    machine's waits do not count (a call that hangs meets the suite's per-test timeout)."""
+    start = time.process_time()
     answer = handle_retrieve_call(store, args)
-    assert time.monotonic() - wall < 10, "the call hung"
     return answer, time.process_time() - start
 
 
