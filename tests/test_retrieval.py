@@ -192,7 +192,9 @@ def test_context_at_the_cap_is_answered_and_each_line_shown_once(
 ) -> None:
     start = time.process_time()
     out = read_artifact(store, store.put(SIXTY_K_LINES), regex="a", context=MAX_CONTEXT)
-    assert time.process_time() - start < 1.0
+    # Each line shown once costs half a second; shown once per match around it, tens of
+    # seconds. The bound sits between, far from both, for a slower or busier processor.
+    assert time.process_time() - start < 5.0
     assert out.matches == 60_000
     assert out.pages > 1
 
