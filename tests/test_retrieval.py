@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -163,6 +164,33 @@ def test_a_plain_search_on_a_busy_machine_is_not_failed_by_the_time_it_waits(
         perf_counter = time = monotonic
 
     monkeypatch.setattr(regex_search, "time", _BusyClock())
+    answer = handle_retrieve_call(store, {"artifact": store.put(SIXTY_K_LINES), "regex": "line 59"})
+    assert not answer.startswith("error:"), answer[:300]
+    assert "1111 matches" in answer
+
+
+def test_a_line_whose_search_ran_out_of_wall_time_while_waiting_is_searched_again(
+    store: SQLiteArtifactStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The regex package times a line's search on the wall clock: a thread the machine kept
+    # waiting longer than the CPU time left failed an ordinary search ("took more than").
+    from ctxpack._internal import regex_search
+
+    real_compile = regex_search.regex_engine.compile
+
+    class _Waited:
+        def __init__(self, pattern: Any) -> None:
+            self.pattern, self.waited = pattern, False
+
+        def search(self, line: str, timeout: float) -> Any:
+            if not self.waited and "line 59" in line:
+                self.waited = True  # its wall-time timeout ran out as the thread waited
+                raise TimeoutError
+            return self.pattern.search(line, timeout=timeout)
+
+    monkeypatch.setattr(
+        regex_search.regex_engine, "compile", lambda *a, **k: _Waited(real_compile(*a, **k))
+    )
     answer = handle_retrieve_call(store, {"artifact": store.put(SIXTY_K_LINES), "regex": "line 59"})
     assert not answer.startswith("error:"), answer[:300]
     assert "1111 matches" in answer

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import time
+from typing import Any
 
 import regex as regex_engine
 
@@ -17,6 +18,18 @@ __all__: list[str] = []
 
 _MAX_EXPANSION = 500_000
 _COUNTED = re.compile(r"\{(\d+)(?:,(\d*))?\}")
+
+
+def _search(pattern: Any, line: str, deadline: float) -> bool:
+    """Whether ``pattern`` matches in ``line``, searched until this thread's CPU time reaches
+    ``deadline``: a line's wall-time timeout that ran out while the thread waited for the
+    processor (a busy machine) is searched again with the CPU time left."""
+    while (remaining := deadline - time.thread_time()) > 0:
+        try:
+            return pattern.search(line, timeout=remaining) is not None
+        except TimeoutError:
+            continue
+    raise TimeoutError
 
 
 def _expansion(pattern: str) -> int:
@@ -83,9 +96,7 @@ def grep(all_lines: list[str], regex: str, context: int, seconds: float) -> tupl
     hits: list[int] = []
     try:
         for i, line in enumerate(all_lines):
-            if (remaining := deadline - time.thread_time()) <= 0:
-                raise TimeoutError
-            if pattern.search(line, timeout=remaining):
+            if _search(pattern, line, deadline):
                 hits.append(i)
     except TimeoutError as exc:
         raise ConfigError(
