@@ -42,7 +42,7 @@ from ..messages import (
 )
 from ..sdk import SDKObject, coerce_messages, coerce_value
 from ._converted import converted_messages
-from ._fields import check_call_names, id_digest
+from ._fields import check_call_names, id_digest, refuse_audio_reply
 from ._media import document_block, image_block, not_sent
 from ._validate import check_openai_tool_calls, validate_anthropic
 
@@ -53,6 +53,9 @@ __all__ = ["AnthropicPayload", "from_anthropic", "to_anthropic"]
 META = "anthropic"
 
 _PART, _CALL = "p", "t"
+
+# Why an assistant's audio reply (OpenAI's, by its id) has no Anthropic form.
+_NO_AUDIO = "the Messages API takes no audio, nor refers to a prior audio response"
 
 # What a failed tool result without content says: the API refuses it empty.
 _NO_OUTPUT = "[no output]"
@@ -448,7 +451,9 @@ def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> AnthropicPa
         ``{"system": ..., "messages": [...]}``; ``system`` is ``None`` without a system prompt.
 
     Raises:
-        InvalidMessageError: a message is malformed (index and field named).
+        InvalidMessageError: a message is malformed, or an assistant's ``audio`` reply, which
+            Anthropic has no input for (write its transcript as content); index and field
+            named.
 
     Example:
         >>> to_anthropic([{"role": "system", "content": "Be brief."},
@@ -463,6 +468,8 @@ def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> AnthropicPa
             system.append(msg)
             continue
         check_call_names(msg, index, "Anthropic")
+        if msg.role == "assistant":
+            refuse_audio_reply(msg.extras, index, "Anthropic input", why=_NO_AUDIO)
         meta = msg.metadata.get(META)
         meta = meta if isinstance(meta, Mapping) else {}
         role = "assistant" if msg.role == "assistant" else "user"

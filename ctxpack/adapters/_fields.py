@@ -91,6 +91,22 @@ def check_call_names(msg: Message, index: int, provider: str, *, legacy: bool = 
             )
 
 
+def refuse_audio_reply(
+    fields: Mapping[str, Any], index: int, to: str, *, why: str, instead: str = ""
+) -> None:
+    """An assistant's prior audio reply (``audio``, which Chat Completions takes back by its id)
+    fails here, named, for a ``to`` with no input for it, rather than being left out: with its
+    content null, the model's whole turn went with it. ``fields``: the message's dict, or the
+    extras of its :class:`~ctxpack.messages.Message`; ``instead``: another way out, said last."""
+    if fields.get("audio") is not None:
+        raise _fail(
+            f"an assistant's audio reply has no {to} ({why}); write what it said (its "
+            f"transcript) as the message's content and leave audio out{instead}",
+            index,
+            "audio",
+        )
+
+
 def id_digest(call_id: str) -> str:
     """A short digest of a tool call's id, which keeps two ids apart once each is rewritten in
     the form a provider takes (its characters, its length)."""

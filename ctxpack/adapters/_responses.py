@@ -25,6 +25,7 @@ from .._internal.reasoning import is_reasoning, reasoning_item
 from ..errors import InvalidMessageError
 from ..messages import Message, content_text, copy_value
 from ..sdk import RESPONSES_META
+from ._fields import refuse_audio_reply
 
 __all__: list[str] = []  # public through to_openai(messages, api="responses")
 
@@ -133,7 +134,7 @@ def chat_to_responses(
             continue
         if role == "assistant":
             _refuse_legacy_call(msg, index)
-            _refuse_audio(msg, index)
+            refuse_audio_reply(msg, index, "Responses API input", why=_NO_AUDIO, instead=_CHAT)
             text = _assistant_content(content, msg.get("refusal"), index)
             calls = msg.get("tool_calls") or ()
             thoughts = [*pending, *(link.reasoning if link else ())]
@@ -185,19 +186,9 @@ def _refuse_legacy_call(msg: dict[str, Any], index: int) -> None:
         )
 
 
-def _refuse_audio(msg: dict[str, Any], index: int) -> None:
-    """A prior audio reply fails here, named, rather than being left out: Chat Completions
-    takes it back by its id, but no Responses API input refers to one (an assistant message
-    holds text and refusals only), and with its content null the model's turn went with it."""
-    if msg.get("audio") is not None:
-        raise InvalidMessageError(
-            "audio: an assistant's audio reply has no Responses API input (none refers to a "
-            "prior audio response by its id); write what it said (its transcript) as the "
-            "message's content and leave audio out, or send the history "
-            'with api="chat"',
-            index=index,
-            field="audio",
-        )
+# Why an assistant's audio reply has no Responses API input, and where it goes as it is.
+_NO_AUDIO = "none refers to a prior audio response by its id"
+_CHAT = ', or send the history with api="chat"'
 
 
 def _leading_item(part: Any) -> dict[str, Any] | None:

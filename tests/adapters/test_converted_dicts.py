@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from ctxpack import InvalidMessageError, to_anthropic, to_openai
+import ctxpack
+from ctxpack import InvalidMessageError, from_openai, to_anthropic, to_openai
 from tests.api_rules import openai_problems, responses_problems
 
 from .malformed import OPENAI, Case
@@ -137,3 +138,34 @@ def test_an_error_after_an_anthropic_message_read_as_several_names_the_caller_s_
         with pytest.raises(InvalidMessageError) as info:
             to_openai(history, api=api)  # type: ignore[arg-type]
         assert (info.value.index, info.value.field) == (3, "tool_calls[0].function.name")
+
+
+AUDIO_REPLY: list[dict[str, Any]] = [
+    {"role": "user", "content": "Say hello."},
+    {"role": "assistant", "content": None, "audio": {"id": "audio_abc123"}},
+    {"role": "user", "content": "Again."},
+]
+
+
+@pytest.mark.parametrize("said", [None, "Hello!"])
+def test_an_assistant_s_audio_reply_is_refused_for_anthropic_not_dropped(said: str | None) -> None:
+    # Anthropic takes no audio, and no input refers to a prior audio response: the reply was
+    # left out, and with content None the model's turn with it (the user turns around it
+    # merged). Refused as the Responses API refuses it, by the same rule (audio not None).
+    history = [AUDIO_REPLY[0], {**AUDIO_REPLY[1], "content": said}, AUDIO_REPLY[2]]
+    for given in (history, from_openai(history)):
+        with pytest.raises(InvalidMessageError) as info:
+            to_anthropic(given)
+        assert (info.value.index, info.value.field) == (1, "audio")
+        assert "transcript" in str(info.value) and "Anthropic" in str(info.value)
+    # A packed history is converted by to_anthropic too (Session, the wrapped clients).
+    packed = ctxpack.pack(history, budget=1_000, provider="anthropic", counter="cl100k_base")
+    with pytest.raises(InvalidMessageError, match="message 1: audio"):
+        packed.to_anthropic()
+    session = ctxpack.Session(counter="cl100k_base")
+    session.extend(history)
+    with pytest.raises(InvalidMessageError, match="message 1: audio"):
+        session.render(provider="anthropic").to_anthropic()
+    # An SDK reply's audio=None is no audio.
+    history[1] = {**history[1], "content": "Hello!", "audio": None}
+    assert to_anthropic(history)["messages"][1] == {"role": "assistant", "content": "Hello!"}
