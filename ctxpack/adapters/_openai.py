@@ -108,7 +108,8 @@ def to_openai(
     payload are translated: images become ``image_url`` parts, thinking blocks are left out,
     and a failed tool result (``is_error``, which OpenAI has no field for) is led by
     ``[tool error]``, which :func:`~ctxpack.adapters.to_anthropic` reads back. So are Anthropic
-    message dicts as they are, read as :func:`~ctxpack.adapters.from_anthropic` reads them
+    message dicts as they are, and messages built holding a block only Anthropic has, read as
+    :func:`~ctxpack.adapters.from_anthropic` reads them
     (``tool_use`` blocks become ``tool_calls``, each ``tool_result`` a ``tool`` message, and
     the history before a ``compaction`` block, which Anthropic's API drops, is left out, as it
     is from messages holding one: its summary goes as text).

@@ -16,7 +16,7 @@ from .._internal.arguments import message_items
 from .._internal.compaction import read_from
 from .._internal.provider_arg import check_provider
 from ..errors import InvalidMessageError
-from ..messages import Message, detached, ensure_messages, owned_messages
+from ..messages import Message, detached, ensure_messages, owned_messages, provider_of
 from ..sdk import SDKObject, coerce_message, not_a_message
 from ._anthropic import read_anthropic
 from ._converted import has_anthropic_blocks, provider_from_message
@@ -77,9 +77,11 @@ def counted_messages(
     provider reads them. A list holding an Anthropic message (a block only Anthropic
     has) is read message by message as :func:`read_message` reads it for ``Session.append``: a
     ``tool_result`` is counted as the tool message Claude reads, not as its JSON, and the images
-    and documents it holds as such. The messages before the last ``compaction`` block of a list
-    (system messages aside) and the blocks before it in its message, which the API drops, are
-    left out, whether the block is in a dict or a :class:`~ctxpack.messages.Message`. Any other
+    and documents it holds as such; a :class:`~ctxpack.messages.Message` holding such a block
+    (built by hand, not by :func:`~ctxpack.adapters.from_anthropic`) is read as its dict. The
+    messages before the last ``compaction`` block of a list (system messages aside) and the
+    blocks before it in its message, which the API drops, are left out, whether the block is
+    in a dict or a :class:`~ctxpack.messages.Message`. Any other
     list is read as :func:`ctxpack.pack` reads it (checked, cached by identity).
 
     Raises:
@@ -95,7 +97,7 @@ def read_messages(
     """:func:`counted_messages`, and the caller's entry each message was read from (an
     Anthropic user message holding tool results is read as several), for an error found later
     to name the caller's index (:func:`ctxpack.sdk.item_error`)."""
-    items = message_items(messages)
+    items = tuple(_anthropic_entry(item) or item for item in message_items(messages))
     entries = [_entry(item, index) for index, item in enumerate(items)]
     # The API reads the history from the last compaction block on (the system prompt aside),
     # as from_anthropic reads it: the messages before it are what the summary stands for. A
@@ -117,6 +119,25 @@ def read_messages(
         items = (*items[: found[0]], cut, *items[found[0] + 1 :])
     pairs = [(m, i) for i in kept for m in read_message(items[i], None, i)[0]]
     return tuple(m for m, _ in pairs), [i for _, i in pairs]
+
+
+def _anthropic_entry(item: Any) -> dict[str, Any] | None:
+    """A :class:`~ctxpack.messages.Message` holding a block only Anthropic has, which
+    :func:`~ctxpack.adapters.from_anthropic` did not make (one built by hand), as the dict it
+    stands for, so that it is read as that dict is: as Anthropic's, its ``tool_use`` blocks as
+    calls, its ``tool_result`` blocks as tool messages. ``None`` for anything else."""
+    if (
+        not isinstance(item, Message)
+        or provider_of(item) == "anthropic"
+        or not has_anthropic_blocks({"content": item.content})
+    ):
+        return None
+    entry: dict[str, Any] = {**item.extras, "role": item.role, "content": item.content}
+    fields = {"id": item.id, "name": item.name, "tool_call_id": item.tool_call_id}
+    entry.update((key, value) for key, value in fields.items() if value is not None)
+    if item.tool_calls:
+        entry["tool_calls"] = [call.model_dump() for call in item.tool_calls]
+    return entry
 
 
 def _entry(item: Any, index: int) -> Mapping[str, Any] | None:

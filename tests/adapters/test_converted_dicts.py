@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import ctxpack
-from ctxpack import InvalidMessageError, from_openai, to_anthropic, to_openai
+from ctxpack import InvalidMessageError, Message, from_openai, to_anthropic, to_openai
 from tests.api_rules import openai_problems, responses_problems
 
 from .malformed import OPENAI, Case
@@ -169,3 +169,46 @@ def test_an_assistant_s_audio_reply_is_refused_for_anthropic_not_dropped(said: s
     # An SDK reply's audio=None is no audio.
     history[1] = {**history[1], "content": "Hello!", "audio": None}
     assert to_anthropic(history)["messages"][1] == {"role": "assistant", "content": "Hello!"}
+
+
+@pytest.mark.parametrize("summary", [False, True], ids=["plain", "after_compaction"])
+def test_messages_built_by_hand_with_anthropic_blocks_reach_openai_as_those_dicts_do(
+    summary: bool,
+) -> None:
+    # A Message holding a block only Anthropic has is Anthropic's as a dict holding one is,
+    # whoever built it: its tool_use and tool_result blocks went to OpenAI as they were, which
+    # it refuses; only the messages from_anthropic marked were translated.
+    compaction = [{"type": "compaction", "content": "Summary."}] if summary else []
+    history = [
+        ANTHROPIC_HISTORY[0],
+        {**ANTHROPIC_HISTORY[1], "content": [*compaction, *ANTHROPIC_HISTORY[1]["content"]]},
+        ANTHROPIC_HISTORY[2],
+    ]
+    built = [Message(**message) for message in history]
+    for api in ("chat", "responses"):
+        assert to_openai(built, api=api) == to_openai(history, api=api)
+    sent = to_openai(built)
+    assert sent[-2]["tool_calls"][0]["id"] == "t1"
+    assert sent[-1] == {"role": "tool", "content": "a.py", "tool_call_id": "t1"}
+    assert openai_problems(sent) == []
+    assert to_openai(built, api="responses")[-1]["type"] == "function_call_output"
+    # The caller's messages are read, not changed.
+    assert [m.content for m in built] == [m["content"] for m in history]
+
+
+def test_a_message_built_by_hand_holding_anthropic_blocks_is_refused_where_a_dict_is() -> None:
+    # A tool message holding an Anthropic block is no Anthropic message: refused as its dict.
+    image = {"type": "image", "source": {"type": "url", "url": "https://x.test/a.png"}}
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "Look."},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": [image]},
+    ]
+    errors = []
+    given: list[Any]
+    for given in (history, [Message(**message) for message in history]):
+        with pytest.raises(InvalidMessageError) as info:
+            to_openai(given)
+        errors.append((info.value.index, info.value.field, str(info.value)))
+    assert errors[0] == errors[1] and errors[0][:2] == (2, "role")
