@@ -26,7 +26,6 @@ from ._internal.arguments import (
     string,
     tool_definitions,
 )
-from ._internal.compaction import last_compaction
 from ._internal.encodings import MODEL_PREFIXES, encoded_length, model_encoding
 from ._internal.images import CLAUDE_IMAGES, GPT_4O_IMAGES, ImageRule, image_rule
 from ._internal.parts import extras_tokens, part_tokens
@@ -35,7 +34,7 @@ from ._internal.tool_errors import MARK as FAILURE_MARK
 from ._internal.tool_errors import failed
 from ._internal.tool_schemas import ANTHROPIC_TOOL_PROMPT_TOKENS as ANTHROPIC_TOOL_PROMPT_TOKENS
 from ._internal.tool_schemas import tool_list_tokens
-from .adapters.read import counted_messages
+from .adapters.read import counted_messages, read_as_given
 from .caches import SHORT_TEXT, LRUCache, text_memo
 from .errors import ApproximateTokenCountWarning, ConfigError, TokenizerUnavailableError
 from .messages import Message
@@ -104,13 +103,8 @@ def _read_messages(
     messages: Iterable[Message | Mapping[str, Any] | SDKObject],
 ) -> Sequence[Message]:
     """The messages a counter was given as Messages, each checked as its format's rules say."""
-    # The common case, ctxpack's own Messages, costs a pass of type checks, and one for a
-    # compaction block (from which on the API reads the history, as counted_messages does).
-    if (
-        isinstance(messages, (list, tuple))
-        and all(isinstance(m, Message) for m in messages)
-        and last_compaction([m.content for m in messages]) is None
-    ):
+    # The common case, ctxpack's own Messages, costs a few passes of checks.
+    if isinstance(messages, (list, tuple)) and read_as_given(messages):
         return messages
     return counted_messages(messages)
 

@@ -586,3 +586,21 @@ def test_claudes_newer_tokenizer_is_approximated_with_its_larger_factor(
     base = ctxpack.get_counter(counter="cl100k_base").count(text)
     assert counter.count(text) == math.ceil(base * factor)
     assert not newer or counter.count(text) >= math.ceil(base * 1.41 * 1.35)
+
+
+def test_messages_built_holding_anthropic_blocks_are_counted_as_their_dicts() -> None:
+    # A Message holding a tool_use or tool_result block is Anthropic's as its dict is, and
+    # sent so (to_openai reads it so): counted as the calls and tool messages it is sent as,
+    # not as the blocks' JSON, with or without a compaction block in the list.
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "List the files."},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "ls", "input": {"path": "."}}],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a"}]},
+    ]
+    built = [ctxpack.Message(**message) for message in history]
+    as_dicts = ctxpack.count_tokens(history, counter="cl100k_base")
+    assert ctxpack.count_tokens(built, counter="cl100k_base") == as_dicts
+    assert ctxpack.get_counter(counter="cl100k_base").count_messages(built) == as_dicts

@@ -9,11 +9,11 @@ and the adapter of that format converts it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._internal.arguments import message_items
-from .._internal.compaction import read_from
+from .._internal.compaction import last_compaction, read_from
 from .._internal.provider_arg import check_provider
 from ..errors import InvalidMessageError
 from ..messages import Message, detached, ensure_messages, owned_messages, provider_of
@@ -91,6 +91,17 @@ def counted_messages(
     return read_messages(messages)[0]
 
 
+def read_as_given(messages: Sequence[Any]) -> bool:
+    """Whether :func:`counted_messages` reads ``messages`` as they are: ctxpack's own
+    :class:`~ctxpack.messages.Message` objects, none holding a ``compaction`` block (from which
+    on the API reads the history) nor read as Anthropic's (:func:`read_as_anthropic`)."""
+    return (
+        all(isinstance(m, Message) for m in messages)
+        and last_compaction([m.content for m in messages]) is None
+        and not any(map(read_as_anthropic, messages))
+    )
+
+
 def read_messages(
     messages: Iterable[Message | Mapping[str, Any] | SDKObject],
 ) -> tuple[tuple[Message, ...], list[int]]:
@@ -126,18 +137,23 @@ def _anthropic_entry(item: Any) -> dict[str, Any] | None:
     :func:`~ctxpack.adapters.from_anthropic` did not make (one built by hand), as the dict it
     stands for, so that it is read as that dict is: as Anthropic's, its ``tool_use`` blocks as
     calls, its ``tool_result`` blocks as tool messages. ``None`` for anything else."""
-    if (
-        not isinstance(item, Message)
-        or provider_of(item) == "anthropic"
-        or not has_anthropic_blocks({"content": item.content})
-    ):
+    if not isinstance(item, Message) or not read_as_anthropic(item):
         return None
     entry: dict[str, Any] = {**item.extras, "role": item.role, "content": item.content}
-    fields = {"id": item.id, "name": item.name, "tool_call_id": item.tool_call_id}
+    # An id left empty is given one as a dict's is.
+    fields = {"id": item.id or None, "name": item.name, "tool_call_id": item.tool_call_id}
     entry.update((key, value) for key, value in fields.items() if value is not None)
     if item.tool_calls:
         entry["tool_calls"] = [call.model_dump() for call in item.tool_calls]
     return entry
+
+
+def read_as_anthropic(message: Message) -> bool:
+    """Whether ``message`` is read as the Anthropic message dict it stands for: it holds a block
+    only Anthropic has, and :func:`~ctxpack.adapters.from_anthropic` did not make it."""
+    return provider_of(message) != "anthropic" and has_anthropic_blocks(
+        {"content": message.content}
+    )
 
 
 def _entry(item: Any, index: int) -> Mapping[str, Any] | None:
