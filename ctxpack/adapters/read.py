@@ -95,11 +95,16 @@ def read_as_given(messages: Sequence[Any]) -> bool:
     """Whether :func:`counted_messages` reads ``messages`` as they are: ctxpack's own
     :class:`~ctxpack.messages.Message` objects, none holding a ``compaction`` block (from which
     on the API reads the history) nor read as Anthropic's (:func:`read_as_anthropic`)."""
-    return (
-        all(isinstance(m, Message) for m in messages)
-        and last_compaction([m.content for m in messages]) is None
-        and not any(map(read_as_anthropic, messages))
-    )
+    # One pass; a text content (most of them) holds no block to look at.
+    blocks: list[Any] = []
+    for m in messages:
+        if not isinstance(m, Message):
+            return False
+        if isinstance(m.content, list):
+            if read_as_anthropic(m):
+                return False
+            blocks.append(m.content)
+    return last_compaction(blocks) is None
 
 
 def read_messages(
