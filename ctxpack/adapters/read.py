@@ -156,9 +156,19 @@ def _anthropic_entry(item: Any) -> dict[str, Any] | None:
 def read_as_anthropic(message: Message) -> bool:
     """Whether ``message`` is read as the Anthropic message dict it stands for: it holds a block
     only Anthropic has, and :func:`~ctxpack.adapters.from_anthropic` did not make it."""
-    return provider_of(message) != "anthropic" and has_anthropic_blocks(
-        {"content": message.content}
+    content = message.content
+    return (
+        provider_of(message) != "anthropic"
+        and isinstance(content, list)
+        and has_anthropic_blocks({"content": [b for b in content if not _langchain_image(b)]})
     )
+
+
+def _langchain_image(block: Any) -> bool:
+    """An ``image`` block without Anthropic's ``source``: LangChain's (``base64``, ``url``,
+    ``source_type``...), which :func:`~ctxpack.adapters.from_langchain` keeps as it is and the
+    counters read as such."""
+    return isinstance(block, Mapping) and block.get("type") == "image" and "source" not in block
 
 
 def _entry(item: Any, index: int) -> Mapping[str, Any] | None:
