@@ -178,10 +178,9 @@ class _Context:
     def pinned_again(self, start: int) -> list[int]:
         """Positions from ``start`` on of the pinned messages whose text is pinned again
         later in the record (a skill invoked twice), in order."""
-        record = self.record
         pins = [i for i, kind, _ in self.marked if i >= start and kind is not None]
-        last = {record[i].text: i for i in pins}
-        return [i for i in pins if last[record[i].text] != i]
+        again = _earlier_copies([self.record[i].text for i in pins])
+        return [i for k, i in enumerate(pins) if k in again]
 
     def pinned(self, start: int, end: int) -> list[Message]:
         """The pinned messages of ``record[start:end]``, in order."""
@@ -314,6 +313,13 @@ def _new_summary_message(state: WindowState, ctx: _Context) -> Message:
     )
 
 
+def _earlier_copies(texts: list[str]) -> set[int]:
+    """Positions of the ``texts`` that come again later: a piece pinned twice is sent once,
+    where it came last."""
+    last = {text: k for k, text in enumerate(texts)}
+    return {k for k, text in enumerate(texts) if last[text] != k}
+
+
 def _pin_fates(ctx: _Context, policy: WindowPolicy, end: int) -> list[tuple[Message, str | None]]:
     """Each piece of pinned content summarised away (before ``end`` in the record, and not
     pinned again after; once when pinned twice before), in order, with the text its
@@ -324,8 +330,8 @@ def _pin_fates(ctx: _Context, policy: WindowPolicy, end: int) -> list[tuple[Mess
     in_tail = {m.text for m in ctx.pinned(end, len(ctx.record))}
     items = [m for m in ctx.pinned(0, end) if m.text not in in_tail]
     # A piece pinned again (a skill invoked twice) is re-injected once, where it came last.
-    last = {m.text: k for k, m in enumerate(items)}
-    items = [m for k, m in enumerate(items) if last[m.text] == k]
+    again = _earlier_copies([m.text for m in items])
+    items = [m for k, m in enumerate(items) if k not in again]
     fates: dict[int, str | None] = {}
     total = 0
     dropped = False
