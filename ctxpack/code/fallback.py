@@ -112,11 +112,12 @@ _KEYWORDS = frozenset(
 )
 
 
-def _call_names(text: str) -> Iterable[str]:
+def call_names(text: str) -> Iterable[str]:
+    """The names ``text`` calls, found by pattern (``name(``), keywords left out."""
     for match in _CALL.finditer(text):
         if match.group(1) not in _KEYWORDS:
             yield match.group(1)
 
 
 def _calls_on(lines: list[str], first: int, last: int) -> tuple[str, ...]:
-    return tuple(unique(_call_names("\n".join(lines[first : last + 1]))))
+    return tuple(unique(call_names("\n".join(lines[first : last + 1]))))

@@ -11,6 +11,7 @@ from functools import cache
 from typing import Any
 
 from .blocks import parses, without_broken_blocks
+from .fallback import call_names
 from .terms import identifiers
 from .units import ParsedFile, Symbol, module_units, unique
 
@@ -169,7 +170,7 @@ def _text(node: Any) -> str:
 _OPENING = frozenset({"(", "[", "{"})
 
 
-def _parse(parser: Any, data: bytes, language: str) -> Any:
+def _parse(parser: Any, data: bytes, language: str) -> tuple[Any, bytes]:
     """``data``'s tree, read again without the brackets that cost it its definitions.
 
     tree-sitter's recovery from a run of unclosed brackets (broken or generated code) makes an
@@ -177,11 +178,12 @@ def _parse(parser: Any, data: bytes, language: str) -> Any:
     reads as a call. The brackets are made spaces, which keeps every position, and the new
     tree is taken when it holds fewer errors. A Python bracket closed by a stray one lines
     later swallows the definitions between them: the blocks ``ast`` cannot read are made
-    spaces too, and that tree is taken when it holds more definitions.
+    spaces too, and that tree is taken when it holds more definitions. Returns the tree and the
+    text it was read from.
     """
     tree = parser.parse(data)
     if not tree.root_node.has_error:
-        return tree
+        return tree, data
     errors, stray = _errors(tree.root_node)
     if stray:
         blanked = bytearray(data)
@@ -191,16 +193,15 @@ def _parse(parser: Any, data: bytes, language: str) -> Any:
         if _errors(again.root_node)[0] < errors:
             tree, data = again, bytes(blanked)
     if language != "python" or not tree.root_node.has_error:
-        return tree
+        return tree, data
     text = data.decode("utf-8", "surrogatepass")
     if parses(text):
-        return tree  # tree-sitter's grammar, not the file, is at fault: nothing to blank
-    again = parser.parse(without_broken_blocks(text).encode("utf-8", "surrogatepass"))
-    return (
-        again
-        if _python_definitions(again.root_node) > _python_definitions(tree.root_node)
-        else tree
-    )
+        return tree, data  # tree-sitter's grammar, not the file, is at fault: nothing to blank
+    kept = without_broken_blocks(text).encode("utf-8", "surrogatepass")
+    again = parser.parse(kept)
+    if _python_definitions(again.root_node) > _python_definitions(tree.root_node):
+        return again, kept
+    return tree, data
 
 
 def _python_definitions(root: Any) -> int:
@@ -245,7 +246,11 @@ class _TreeSitterFile:
         self.language = language
         self.source = source
         self.lines = source.split("\n")
-        self.tree = _parse(parser, source.encode("utf-8"), language)
+        data = source.encode("utf-8")
+        self.tree, read = _parse(parser, data, language)
+        # Lines read with brackets or blocks made spaces: their calls are found in the file.
+        rows = zip(data.split(b"\n"), read.split(b"\n"), strict=True)
+        self.blanked = frozenset(row for row, (a, b) in enumerate(rows) if a != b)
         self.definitions = _DEFINITIONS[language]
         self.symbols: list[Symbol] = []
         self.covered: set[int] = set()
@@ -262,6 +267,8 @@ class _TreeSitterFile:
         found = [
             x for node in sorted(captures.get("ref", []), key=_span) for x in self._reference(node)
         ]
+        if self.blanked:
+            found = self._as_written(found)
         self.ref_rows = [row for row, _ in found]
         self.ref_names = [name for _, name in found]
         self._visit(root.named_children, parent=None)
@@ -369,6 +376,14 @@ class _TreeSitterFile:
                 references=self._references_in(start, end),
             )
         )
+
+    def _as_written(self, found: list[tuple[int, str]]) -> list[tuple[int, str]]:
+        """``found`` with the names on blanked lines taken from the file's text instead, by the
+        scan the parsers without a tree use: the tree does not see a call whose bracket it was
+        not given."""
+        scanned = [(row, name) for row in self.blanked for name in call_names(self.lines[row])]
+        kept = [(row, name) for row, name in found if row not in self.blanked]
+        return sorted(kept + scanned, key=lambda x: x[0])
 
     def _references_in(self, start: int, end: int) -> tuple[str, ...]:
         """Names called or used as types on lines ``start`` to ``end`` (0-based, inclusive)."""

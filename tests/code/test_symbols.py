@@ -335,3 +335,33 @@ def test_an_expression_nested_too_deep_for_ast_costs_the_fallback_its_block(
         ("<module>", "module", 1),
         ("f", "function", 3),
     ]
+
+
+# Unclosed brackets before a definition, then calls on the lines read without them.
+_BLANKED_CALLS = {
+    "unclosed": "x = foo(\n    baz(1),\n\ndef bar():\n    return qux()\n",
+    "closed much later": "x = foo(\n    baz(1),\n\ndef bar():\n    return qux()\n\nzap(2))\n",
+}
+
+
+@pytest.mark.parametrize("parser", ["ast", "tree-sitter"])
+@pytest.mark.parametrize("kind", list(_BLANKED_CALLS))
+def test_calls_on_lines_read_without_their_brackets_are_still_references(
+    kind: str, parser: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # tree-sitter read such a file again with the brackets, or the blocks ast cannot read,
+    # made spaces: the calls on those lines were missing from their module unit's references,
+    # so the call graph and the ranking did not see them.
+    from ctxpack.code import _symbols as symbols
+
+    if parser == "ast":
+        monkeypatch.setattr(symbols, "parser_for", lambda language: None)
+    elif not tree_sitter_available("python"):
+        pytest.skip("tree-sitter is not installed")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ParserFallbackWarning)
+        parsed = parse_source("m.py", "python", _BLANKED_CALLS[kind])
+    found = [(s.name, s.start_line, s.references) for s in parsed.symbols]
+    assert found[:2] == [("<module>", 1, ("foo", "baz")), ("bar", 4, ("qux",))]
+    if kind == "closed much later":
+        assert found[2:] == [("<module>", 7, ("zap",))]
