@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from ctxpack import Decision, Session
@@ -10,15 +12,15 @@ from ctxpack.managed import WindowPolicy
 from .test_managed import CLEARING, COUNTER, SYSTEM, TASK, step
 
 
-def test_the_decisions_of_each_request_add_up_to_what_its_edits_removed() -> None:
-    # A second compaction replaced the summary before it with no decision: the request lost
-    # that summary's tokens, which no decision named, and the new summary's tokens_before
-    # left them out.
-    session = Session(counter=COUNTER, filters=False, window=WindowPolicy(window=8_000))
-    session.extend([SYSTEM, TASK])
+def _assert_decisions_add_up(
+    session: Session, steps: int, skills: Mapping[int, str] = MappingProxyType({})
+) -> list[str]:
+    """Render ``steps`` requests, checking that the decisions of each add up to what its edits
+    removed, pinning the skill ``skills`` gives for a step before it; the ids of the summaries
+    made."""
     state = session.window_state
     summaries: list[str] = []
-    for i in range(60):
+    for i in range(steps):
         decided, edited = len(state.decisions), len(state.events)
         session.render()
         events = state.events[edited:]
@@ -29,17 +31,59 @@ def test_the_decisions_of_each_request_add_up_to_what_its_edits_removed() -> Non
                 d.tokens_before - d.tokens_after for d in decisions if d.message_id not in made
             )
             added = sum(d.tokens_after for d in decisions if d.message_id in made)
-            assert removed - added == events[0].tokens_before - events[-1].tokens_after
+            assert removed - added == events[0].tokens_before - events[-1].tokens_after, i
             if made:
                 (summary,) = made
                 (decision,) = [d for d in decisions if d.message_id == summary]
-                merged = [d for d in decisions if d.action == "merged" and d is not decision]
+                # What the summary replaces: the messages it summarises, the summary before.
+                replaced = {*state.compacted, *summaries[-1:]}
+                merged = [d for d in decisions if d.action == "merged" and d.message_id in replaced]
                 assert decision.tokens_before == sum(d.tokens_before for d in merged)
                 if summaries:
                     assert summaries[-1] in {d.message_id for d in decisions}
                 summaries.append(summary)
+        if i in skills:
+            session.pin(skills[i], name=f"skill-{i}")
         session.extend(step(i))
-    assert len(summaries) >= 2
+    return summaries
+
+
+def test_the_decisions_of_each_request_add_up_to_what_its_edits_removed() -> None:
+    # A second compaction replaced the summary before it with no decision: the request lost
+    # that summary's tokens, which no decision named, and the new summary's tokens_before
+    # left them out.
+    session = Session(counter=COUNTER, filters=False, window=WindowPolicy(window=8_000))
+    session.extend([SYSTEM, TASK])
+    assert len(_assert_decisions_add_up(session, 60)) >= 2
+
+
+def test_the_decisions_add_up_with_pinned_content_re_injected() -> None:
+    # The pins' decisions counted their texts, not the message re-injecting them: its framing
+    # (its header, the lines between the pieces, a message's own tokens) was in no decision.
+    session = Session(counter=COUNTER, filters=False, window=WindowPolicy(window=8_000))
+    session.extend([SYSTEM, TASK])
+    session.pin(
+        "Run the tests with pytest -x; never push to main.", name="CLAUDE.md", kind="memory"
+    )
+    session.pin("deploy: build the wheel, then upload it to the index.", name="deploy")
+    assert len(_assert_decisions_add_up(session, 60)) >= 2
+    pinned = [d for d in session.window_state.decisions if d.message_id == "ctxpack-pinned"]
+    assert [(d.action, d.tokens_before) for d in pinned[:1]] == [("merged", 0)]
+    assert pinned[0].tokens_after
+
+
+def test_the_decisions_add_up_when_a_later_pin_changes_the_framing() -> None:
+    # A skill pinned after the first compaction, re-injected by a later one: the lines between
+    # the texts change the framing's tokens (19 -> 18 here), which the framing's decision follows.
+    session = Session(counter=COUNTER, filters=False, window=WindowPolicy(window=8_000))
+    session.extend([SYSTEM, TASK])
+    session.pin(
+        "Run the tests with pytest -x; never push to main.", name="CLAUDE.md", kind="memory"
+    )
+    assert len(_assert_decisions_add_up(session, 60, {15: "\n\n  - deploy: build"})) >= 2
+    pinned = [d for d in session.window_state.decisions if d.message_id == "ctxpack-pinned"]
+    framing = [(d.tokens_before, d.tokens_after) for d in pinned if d.action == "merged"]
+    assert len(framing) == 2 and framing[1][0] == framing[0][1] != framing[1][1]
 
 
 def _thinking_turn(i: int) -> list[dict[str, Any]]:

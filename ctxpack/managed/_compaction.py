@@ -20,6 +20,7 @@ from .view import (
     _PINNED_ID,
     _as_sent,
     _Context,
+    _framing_tokens,
     _head,
     _message_artifact,
     _pin_fates,
@@ -132,7 +133,7 @@ def _compact(
     # they free.
     plan = replace(plan, floor=plan.floor - sum(released.values()))
     gone = {*state.compacted, *(record[i].id for i in region)}
-    before = {m.id: text for m, text in _pin_fates(ctx, policy, state.boundary)}
+    before = _pin_fates(ctx, policy, state.boundary)
     budget = plan.summary_budget(tail + reinjected - plan.pinned)
     text, cut = _summary_text(state, policy, ctx, [record[i] for i in region], end, gone, budget)
     previous = _summary_message(state, ctx) if state.summary is not None else None
@@ -183,7 +184,7 @@ def _record_compaction(
     ctx: _Context,
     region: Sequence[int],
     released: dict[int, int],
-    before: dict[str, str | None],
+    before: list[tuple[Message, str | None]],
     tokens_before: dict[str, int],
     replaced: tuple[str, int] | None,
     cut: str,
@@ -257,20 +258,23 @@ def _record_pin_fates(
     state: WindowState,
     policy: WindowPolicy,
     ctx: _Context,
-    before: dict[str, str | None],
+    before: list[tuple[Message, str | None]],
     tokens_before: dict[str, int],
 ) -> set[str]:
     """A decision for each pin the compaction just made re-injects, and for each pin an
     earlier one did whose re-injection changed (a newer skill pushing it past
-    ``pinned_budget``): whole, cut to its head or dropped, each naming the stored whole. The
-    ids of the pins so recorded."""
+    ``pinned_budget``): whole, cut to its head or dropped, each naming the stored whole; and
+    one for the message re-injecting them when its framing changed (``before``: the fates
+    until now). The ids of the pins so recorded."""
     recorded = set()
     counter = ctx.counter
-    for msg, text in _pin_fates(ctx, policy, state.boundary):
-        if msg.id in before:
-            if before[msg.id] == text:
+    fates = _pin_fates(ctx, policy, state.boundary)
+    was_sent = {m.id: text for m, text in before}
+    for msg, text in fates:
+        if msg.id in was_sent:
+            if was_sent[msg.id] == text:
                 continue
-            was = before[msg.id]
+            was = was_sent[msg.id]
             tokens = 0 if was is None else counter.count(was)
         else:
             tokens = tokens_before[msg.id]
@@ -293,6 +297,22 @@ def _record_pin_fates(
                 f"{_message_artifact(ctx, msg, True)}",
                 tokens_before=tokens,
                 tokens_after=0 if text is None else counter.count(text),
+            )
+        )
+    framing = (_framing_tokens(counter, before), _framing_tokens(counter, fates))
+    if framing[0] != framing[1]:
+        kept = sum(text is not None for _, text in fates)
+        texts = "text" if kept == 1 else "texts"
+        state.decisions.append(
+            Decision(
+                stage="window",
+                action="merged",
+                message_id=_PINNED_ID,
+                reason=f"the message re-injecting {kept} pinned {texts} after the system prompt: "
+                "its header, the lines between them and a message's own tokens (each text's "
+                "are its pin's decision's)",
+                tokens_before=framing[0],
+                tokens_after=framing[1],
             )
         )
     return recorded

@@ -349,9 +349,13 @@ def _pin_fates(ctx: _Context, policy: WindowPolicy, end: int) -> list[tuple[Mess
 
 
 def _reinjection(ctx: _Context, policy: WindowPolicy, end: int) -> Message | None:
-    """The pinned content summarised away before ``end``, re-injected (:func:`_pin_fates`):
-    the memory files first, then the skills kept, in order."""
-    fates = _pin_fates(ctx, policy, end)
+    """The pinned content summarised away before ``end``, re-injected (:func:`_pin_fates`)."""
+    return _reinjection_of(_pin_fates(ctx, policy, end))
+
+
+def _reinjection_of(fates: list[tuple[Message, str | None]]) -> Message | None:
+    """The message re-injecting the texts of ``fates``: the memory files first, then the skills
+    kept, in order (``None`` when none is)."""
     memory = [text for m, text in fates if _pinned_kind(m) == "memory"]
     skills = [text for m, text in fates if _pinned_kind(m) == "skill" and text is not None]
     parts = [text for text in [*memory, *skills] if text is not None]
@@ -363,6 +367,17 @@ def _reinjection(ctx: _Context, policy: WindowPolicy, end: int) -> Message | Non
         content="[ctxpack: pinned content, re-injected after a compaction]\n\n"
         + "\n\n".join(parts),
     )
+
+
+def _framing_tokens(counter: TokenCounter, fates: list[tuple[Message, str | None]]) -> int:
+    """The tokens of the message re-injecting ``fates`` (:func:`_reinjection_of`) beyond its
+    texts' own, which their decisions count: its header, the lines between the texts and a
+    message's own tokens (0 when nothing is re-injected)."""
+    pins = _reinjection_of(fates)
+    if pins is None:
+        return 0
+    texts = sum(counter.count(text) for _, text in fates if text is not None)
+    return counter.count_message(pins) - texts
 
 
 def _reinjected_tokens(ctx: _Context, policy: WindowPolicy, end: int) -> int:
