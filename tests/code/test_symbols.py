@@ -5,7 +5,13 @@ from pathlib import Path
 
 import pytest
 
-from ctxpack.code import CodeIndex, ParserFallbackWarning, parse_source, tree_sitter_available
+from ctxpack.code import (
+    CodeIndex,
+    ParsedFile,
+    ParserFallbackWarning,
+    parse_source,
+    tree_sitter_available,
+)
 from ctxpack.code.fallback import parse_python_ast
 from tests.helpers import cpu_seconds
 
@@ -295,10 +301,8 @@ _CLOSED_IN_A_DEFINITION = (
 )
 
 
-@pytest.mark.parametrize("parser", ["ast", "tree-sitter"])
-def test_a_bracket_closed_in_a_later_definition_costs_only_that_definition(
-    parser: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _parse_python(parser: str, source: str, monkeypatch: pytest.MonkeyPatch) -> ParsedFile:
+    """``source`` parsed as a Python file by ``parser``: ``"ast"`` or ``"tree-sitter"``."""
     from ctxpack.code import _symbols as symbols
 
     if parser == "ast":
@@ -307,7 +311,14 @@ def test_a_bracket_closed_in_a_later_definition_costs_only_that_definition(
         pytest.skip("tree-sitter is not installed")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ParserFallbackWarning)
-        parsed = parse_source("m.py", "python", _CLOSED_IN_A_DEFINITION)
+        return parse_source("m.py", "python", source)
+
+
+@pytest.mark.parametrize("parser", ["ast", "tree-sitter"])
+def test_a_bracket_closed_in_a_later_definition_costs_only_that_definition(
+    parser: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parsed = _parse_python(parser, _CLOSED_IN_A_DEFINITION, monkeypatch)
     found = [(s.name, s.kind, s.start_line, s.end_line) for s in parsed.symbols]
     assert found[:4] == [
         ("<module>", "module", 1, 2),
@@ -352,15 +363,7 @@ def test_calls_on_lines_read_without_their_brackets_are_still_references(
     # tree-sitter read such a file again with the brackets, or the blocks ast cannot read,
     # made spaces: the calls on those lines were missing from their module unit's references,
     # so the call graph and the ranking did not see them.
-    from ctxpack.code import _symbols as symbols
-
-    if parser == "ast":
-        monkeypatch.setattr(symbols, "parser_for", lambda language: None)
-    elif not tree_sitter_available("python"):
-        pytest.skip("tree-sitter is not installed")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ParserFallbackWarning)
-        parsed = parse_source("m.py", "python", _BLANKED_CALLS[kind])
+    parsed = _parse_python(parser, _BLANKED_CALLS[kind], monkeypatch)
     found = [(s.name, s.start_line, s.references) for s in parsed.symbols]
     assert found[:2] == [("<module>", 1, ("foo", "baz")), ("bar", 4, ("qux",))]
     if kind == "closed much later":
