@@ -36,7 +36,7 @@ from .terms import CountedTerms
 __all__ = ["FileStore", "RefreshStats", "check_db", "default_db_path"]
 
 # Bump when what is stored per file changes: an index written by another version is rebuilt.
-_SCHEMA = "7"
+_SCHEMA = "8"
 
 # The tables of an index file (history: see _history); a file holding others is not one.
 _TABLES = frozenset({"meta", "files", "history"})
