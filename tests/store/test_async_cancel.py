@@ -168,3 +168,45 @@ def test_a_render_cancelled_after_the_store_took_it_leaves_the_append_before_it_
 
     assert asyncio.run(main()) == ["book the 9:40 train"]
     assert _stored(session_id, sync_store) == ["book the 9:40 train"]
+
+
+def test_a_task_retrying_its_cancelled_append_after_another_tasks_stores_it_once(
+    backend: str, tmp_path: Path, replicas: Callable[[], SessionStore], session_id: str
+) -> None:
+    # One session object shared by tasks: another task's append between the cancellation
+    # and the retry made the session forget the append the store held, stored twice.
+    sync_store = replicas()
+    message = {"role": "user", "content": "book the 9:40 train"}
+
+    async def main() -> list[str]:
+        held = _HeldAfterCommit(_inner(backend, tmp_path, sync_store), backend)
+        session = await AsyncSession.open(session_id, store=held, model="gpt-4")
+        cancelled, written = asyncio.Event(), asyncio.Event()
+
+        async def first() -> None:
+            try:
+                await session.append(message)
+            except asyncio.CancelledError:
+                cancelled.set()  # handled in the task, as a timeout is
+            else:
+                raise AssertionError("not cancelled")
+            await written.wait()
+            await session.append(message)  # its retry, after the other task's append
+
+        async def second() -> None:
+            await cancelled.wait()
+            await session.append({"role": "user", "content": "other"})
+            written.set()
+
+        held.hold = True
+        tasks = asyncio.ensure_future(first()), asyncio.ensure_future(second())
+        await held.committed.wait()
+        tasks[0].cancel()
+        held.release.set()
+        await asyncio.wait_for(asyncio.gather(*tasks), 30)
+        texts = [m.text for m in await session.transcript()]
+        await held.close()
+        return texts
+
+    assert asyncio.run(main()) == ["book the 9:40 train", "other"]
+    assert _stored(session_id, sync_store) == ["book the 9:40 train", "other"]

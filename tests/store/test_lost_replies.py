@@ -1,10 +1,12 @@
 """A write whose reply was lost (the connection dropped as the store acknowledged it): the
 caller's retry of the same call stores it once, and a write that failed is stored when
-retried."""
+retried, whatever the other threads or tasks sharing the session object write meanwhile."""
 
 from __future__ import annotations
 
 import asyncio
+import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -31,12 +33,22 @@ class _Failing:
     def __init__(self, store: Any) -> None:
         self.store, self.url, self.fail = store, store.url, ""
         self.meanwhile: Callable[[], None] = lambda: None
+        self.lossy, self.appends = False, 0
+
+    def _failing(self) -> str:
+        """How the append being made fails: as told, else (``lossy``) every third append's
+        reply is lost and every seventh is refused before the store takes it."""
+        failing, self.fail = self.fail, ""
+        self.appends += 1
+        if failing or not self.lossy:
+            return failing
+        return "after" if self.appends % 3 == 0 else "before" if self.appends % 7 == 0 else ""
 
     def load(self, session_id: str, *, since: int = 0) -> Any:
         return self.store.load(session_id, since=since)
 
     def append(self, session_id: str, entry: str, **arguments: Any) -> None:
-        failing, self.fail = self.fail, ""
+        failing = self._failing()
         if failing == "before":
             raise ConnectionError("connection refused")
         self.store.append(session_id, entry, **arguments)
@@ -69,7 +81,7 @@ class _AsyncFailing(_Failing):
         return await self.store.load(session_id, since=since)
 
     async def append(self, session_id: str, entry: str, **arguments: Any) -> None:  # type: ignore[override]
-        failing, self.fail = self.fail, ""
+        failing = self._failing()
         if failing == "before":
             raise ConnectionError("connection refused")
         await self.store.append(session_id, entry, **arguments)
@@ -251,3 +263,212 @@ def test_a_render_storing_state_before_the_retry_neither_is_it_nor_forgets_the_l
     assert caller.texts() == ["first", "hello", "thanks"]
     # first, hello, the renders' states (each stored), thanks: nothing twice, nothing lost
     assert store.load(session_id).version == 4 + render_fails
+
+
+# One session object shared by threads (or asyncio tasks): another caller's write between a
+# lost reply and its retry made the object forget the write that landed, and the retry stored
+# it twice.
+
+OTHER = {"role": "user", "content": "other"}
+_WAIT = 30.0  # a guard against hanging the suite, never reached when the code is right
+
+
+def _in_threads(*work: Callable[[], None]) -> None:
+    """Run each of ``work`` in a thread of its own, raising the first failure among them."""
+    failures: list[BaseException] = []
+
+    def run(one: Callable[[], None]) -> None:
+        try:
+            one()
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=run, args=(one,)) for one in work]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(_WAIT)
+    assert not any(thread.is_alive() for thread in threads), "a thread hung"
+    if failures:
+        raise failures[0]
+
+
+@pytest.mark.parametrize("other_lost", [False, True])
+def test_another_threads_append_between_a_lost_reply_and_its_retry_stores_each_once(
+    backend: str, tmp_path: Path, store: SessionStore, session_id: str, other_lost: bool
+) -> None:
+    caller = _Caller("sync", backend, tmp_path, store)
+    caller.open(session_id, model="gpt-4")
+    lost, written, retried = threading.Event(), threading.Event(), threading.Event()
+
+    def first() -> None:
+        caller.fail_next("after")
+        with pytest.raises(StoreError, match="connection lost"):
+            caller("append", HELLO)
+        lost.set()
+        assert written.wait(_WAIT)
+        caller("append", HELLO)  # the retry, after the other thread's write
+        retried.set()
+
+    def second() -> None:
+        assert lost.wait(_WAIT)
+        if not other_lost:
+            caller("append", OTHER)
+            written.set()
+            return
+        # Its reply lost too, and retried after the first thread's retry.
+        caller.fail_next("after")
+        with pytest.raises(StoreError, match="connection lost"):
+            caller("append", OTHER)
+        written.set()
+        assert retried.wait(_WAIT)
+        caller("append", OTHER)
+
+    _in_threads(first, second)
+    assert caller.texts() == ["hello", "other"]
+    assert _stored(session_id, store) == ["hello", "other"]
+
+
+@pytest.mark.parametrize("other_lost", [False, True])
+def test_another_tasks_append_between_a_lost_reply_and_its_retry_stores_each_once(
+    backend: str, tmp_path: Path, store: SessionStore, session_id: str, other_lost: bool
+) -> None:
+    caller = _Caller("async", backend, tmp_path, store)
+    caller.open(session_id, model="gpt-4")
+    session = caller.session
+
+    async def both() -> None:
+        lost, written, retried = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+        async def first() -> None:
+            caller.fail_next("after")
+            with pytest.raises(StoreError, match="connection lost"):
+                await session.append(HELLO)
+            lost.set()
+            await written.wait()
+            await session.append(HELLO)  # the retry, after the other task's write
+            retried.set()
+
+        async def second() -> None:
+            await lost.wait()
+            if other_lost:  # its reply lost too, retried after the first task's retry
+                caller.fail_next("after")
+                with pytest.raises(StoreError, match="connection lost"):
+                    await session.append(OTHER)
+                written.set()
+                await retried.wait()
+            await session.append(OTHER)
+            written.set()
+
+        await asyncio.wait_for(asyncio.gather(first(), second()), _WAIT)
+
+    assert caller.loop is not None
+    try:
+        caller.loop.run_until_complete(both())
+        assert caller.texts() == ["hello", "other"]
+    finally:
+        caller.close()
+    assert _stored(session_id, store) == ["hello", "other"]
+
+
+_WRITERS, _EACH = 4, 10
+
+
+def _texts_of(writer: int) -> list[str]:
+    return [f"{writer}.{n}" for n in range(_EACH)]
+
+
+def _check_each_once(texts: list[str]) -> None:
+    """Every writer's every message once, each writer's in its order."""
+    assert sorted(texts) == sorted(t for w in range(_WRITERS) for t in _texts_of(w))
+    for writer in range(_WRITERS):
+        assert [t for t in texts if t.startswith(f"{writer}.")] == _texts_of(writer)
+
+
+def test_threads_sharing_a_session_whose_replies_are_lost_store_each_append_once(
+    backend: str, tmp_path: Path, store: SessionStore, session_id: str
+) -> None:
+    caller = _Caller("sync", backend, tmp_path, store)
+    caller.open(session_id, model="gpt-4")
+    assert caller.wrapper is not None
+    caller.wrapper.lossy = True
+
+    def writer(number: int) -> Callable[[], None]:
+        def write() -> None:
+            for text in _texts_of(number):
+                for _ in range(10):  # each failure is every third or seventh append
+                    try:
+                        caller("append", {"role": "user", "content": text})
+                        break
+                    except StoreError:
+                        continue
+                else:
+                    raise AssertionError(f"{text} failed ten times")
+
+        return write
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch often: every interleaving comes up
+    try:
+        _in_threads(*(writer(number) for number in range(_WRITERS)))
+    finally:
+        sys.setswitchinterval(interval)
+    _check_each_once(caller.texts())
+    _check_each_once(_stored(session_id, store))
+
+
+def test_tasks_sharing_a_session_whose_replies_are_lost_store_each_append_once(
+    backend: str, tmp_path: Path, store: SessionStore, session_id: str
+) -> None:
+    caller = _Caller("async", backend, tmp_path, store)
+    caller.open(session_id, model="gpt-4")
+    assert caller.wrapper is not None and caller.loop is not None
+    caller.wrapper.lossy = True
+    session = caller.session
+
+    async def writer(number: int) -> None:
+        for text in _texts_of(number):
+            for _ in range(10):  # each failure is every third or seventh append
+                try:
+                    await session.append({"role": "user", "content": text})
+                    break
+                except StoreError:
+                    await asyncio.sleep(0)  # another task's turn
+            else:
+                raise AssertionError(f"{text} failed ten times")
+
+    async def writers() -> None:
+        await asyncio.wait_for(asyncio.gather(*(writer(n) for n in range(_WRITERS))), _WAIT)
+
+    try:
+        caller.loop.run_until_complete(writers())
+        _check_each_once(caller.texts())
+    finally:
+        caller.close()
+    _check_each_once(_stored(session_id, store))
+
+
+def test_a_lost_reply_retried_from_another_thread_is_stored_once(
+    backend: str, tmp_path: Path, store: SessionStore, session_id: str
+) -> None:
+    # A pool's other worker may make the retry while the first one lives on.
+    caller = _Caller("sync", backend, tmp_path, store)
+    caller.open(session_id, model="gpt-4")
+    lost, retried = threading.Event(), threading.Event()
+
+    def first() -> None:
+        caller.fail_next("after")
+        with pytest.raises(StoreError, match="connection lost"):
+            caller("append", HELLO)
+        lost.set()
+        assert retried.wait(_WAIT)
+        caller("append", OTHER)
+
+    def retry() -> None:
+        assert lost.wait(_WAIT)
+        caller("append", HELLO)
+        retried.set()
+
+    _in_threads(first, retry)
+    assert caller.texts() == ["hello", "other"]
+    assert _stored(session_id, store) == ["hello", "other"]
