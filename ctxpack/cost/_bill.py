@@ -11,6 +11,7 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from .._internal.arguments import MOST, finite, keyword_checked, shown, tool_definitions
 from .._internal.arguments import tokens as check_tokens
+from .._internal.cache_points import DEFAULT_LOOKBACK
 from .._internal.encodings import model_encoding
 from .._internal.options import CheckedModel, FieldErrorModel, invalid_option
 from ..errors import ConfigError
@@ -21,9 +22,6 @@ from ._cache import PromptCache
 from ._prices import _DATE_SUFFIX, MILLION, Price, _shipped, resolve_model_name
 
 TTL_SECONDS: dict[str, float] = {"5m": 300.0, "1h": 3600.0}
-# Anthropic looks for an earlier cache entry at most this many content blocks before a
-# breakpoint (its prompt-caching guide); an entry further back is not found.
-DEFAULT_LOOKBACK = 20
 
 
 class Request(CheckedModel):

@@ -11,6 +11,7 @@ from itertools import accumulate
 from typing import Any
 
 from .._internal import forks
+from .._internal.cache_points import CachePoints, blocks_of, found_point
 from .._internal.prefix import common_prefix
 from ..adapters.read import counted_messages
 from ..messages import Message
@@ -101,7 +102,7 @@ class _ChainMemo:
         digest, block = chain[-1], blocks[-1]
         for message in messages[k:]:
             digest = hashlib.blake2b(digest + _KEYS(message), digest_size=16).digest()
-            block += 1 + len(message.tool_calls or ())
+            block += blocks_of(message)
             chain.append(digest)
             blocks.append(block)
         with self._lock:
@@ -137,7 +138,7 @@ class PromptCache:
     """The provider's prompt cache: prefix entries per model, each expiring ``life`` seconds
     after its last write or read."""
 
-    def __init__(self, life: float, cache_points: str, lookback: int | None) -> None:
+    def __init__(self, life: float, cache_points: CachePoints, lookback: int | None) -> None:
         self._life = life
         self._cache_points = cache_points
         self._lookback = lookback
@@ -182,14 +183,11 @@ def _longest_hit(
     chain: list[bytes],
     blocks: list[int],
     now: float,
-    cache_points: str,
+    cache_points: CachePoints,
     lookback: int | None,
 ) -> int | None:
-    end = blocks[-1]
-    for point in range(len(chain) - 1, -1, -1):
-        if cache_points == "request" and lookback is not None and end - blocks[point] > lookback:
-            return None
+    def alive(point: int) -> bool:
         expires = cache_.get(chain[point])
-        if expires is not None and expires >= now:
-            return point
-    return None
+        return expires is not None and expires >= now
+
+    return found_point(blocks, alive, cache_points, lookback)
