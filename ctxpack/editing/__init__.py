@@ -77,6 +77,7 @@ without_thinking = _thinking.without_thinking
 verbatim = _compact._verbatim
 summary_id_of = _compact.summary_id_of
 resolve_price = _clear._resolve_price
+DEFAULT_PRICED_MODEL = _clear._DEFAULT_PRICED_MODEL
 PATIENCE = _clear._PATIENCE
 rewrite_pays = _clear._rewrite_pays
 

@@ -123,7 +123,11 @@ class WindowPolicy(CheckedModel):
             bills its compaction as a summary request, so ``clear_at`` and ``compact_at`` then
             default to 0.35 and 0.6 of the room, and ``keep`` to 5.
         model: Whose prices decide whether a clearing pays; by default the session's model when
-            it is priced, else ``claude-sonnet-4-5``.
+            it is priced, else ``claude-sonnet-4-5``. Its provider's prompt cache (else the
+            session's model's, else ``claude-sonnet-4-5``'s) also says what an edit writes
+            again: a Claude model's cache, one breakpoint at the end of each request, finds
+            no entry more than 20 blocks back, so an edit further back rewrites the whole
+            prompt; another provider caches every message boundary.
         ttl: The prompt cache's lifetime the requests ask for: ``"5m"`` or ``"1h"`` (an
             Anthropic ``cache_control`` with ``"ttl": "1h"``). It picks the write price an edit
             must pay for (``cache_write_5m`` or ``cache_write_1h``, 1.25 and 2 times the input

@@ -27,7 +27,10 @@ class WindowEvent(FieldErrorModel):
         action: ``"cleared"``, ``"compacted"`` or ``"emergency"``.
         tokens_before: The prompt's tokens before the edit.
         tokens_after: Its tokens after.
-        rewritten: Tokens the prompt cache writes again (from the edit point on).
+        rewritten: Tokens the prompt cache writes again: the prompt after the last entry the
+            provider finds before the edit point (from the edit point on where every
+            message boundary is cached; for a Claude model, the whole prompt, tool
+            definitions too, when the edit is over 20 blocks before the end).
     """
 
     model_config = ConfigDict(frozen=True)

@@ -14,7 +14,7 @@ from ..store import ArtifactStore
 from ..tokens import REPLY_PRIMING, TokenCounter
 from ._compaction import _compact
 from ._policy import WindowPolicy
-from ._rent import COMPACTION_PATIENCE, _cache_price, _pays, _rent
+from ._rent import COMPACTION_PATIENCE, _cache_points, _cache_price, _pays, _rent, _rewritten
 from ._room import _Room
 from ._state import WindowEvent, WindowState
 from .clearing import (
@@ -68,7 +68,9 @@ def render_window(
             instructions, pinned content within its budgets) do not fit in the window with the
             reply room.
     """
-    ctx = _Context(record, counter, store, original_artifact, retrievable, model, arrived)
+    ctx = _Context(
+        record, counter, store, original_artifact, retrievable, model, arrived, tool_tokens
+    )
     room = policy.room(tool_tokens=tool_tokens)
     view = _build(state, policy, ctx)
     if policy.server_side:
@@ -293,7 +295,7 @@ def _maybe_clear(
     if removed <= 0:
         return view
     edit = _edit_point(view, {ctx.record[i].id for i in [*(j for j, _ in tools), *thinking]})
-    after = REPLY_PRIMING + sum(view.sizes[edit:]) - removed
+    after = _rewritten(policy, ctx, view, edit, removed)
     state.rent += _rent(removed, p)
     tokens = view.tokens()
     pressed = tokens > plan.level(policy.compact_at)
@@ -313,7 +315,7 @@ def _maybe_compact(
     rewrite (``COMPACTION_PATIENCE``: the cadence that costs least), or at once past midway
     between ``compact_at`` and the room."""
     urgent = view.tokens() > plan.level((policy.compact_at + 1) / 2)
-    rewrite = _next_rewrite(state, view, plan)
+    rewrite = _next_rewrite(state, policy, ctx, view, plan)
     if not (urgent or _pays(state.compact_rent, rewrite, p, policy, COMPACTION_PATIENCE)):
         return view
     if not _compact(state, policy, ctx, plan):
@@ -341,18 +343,24 @@ def _next_landing(state: WindowState, plan: _Room) -> float:
     return plan.level(plan.landing_share) if last is None else last.tokens_after
 
 
-def _next_rewrite(state: WindowState, view: _View, plan: _Room) -> float:
+def _next_rewrite(
+    state: WindowState, policy: WindowPolicy, ctx: _Context, view: _View, plan: _Room
+) -> float:
     """The tokens the next compaction should make the cache write again: as many as the last
     one did, else as many as landing at the landing would."""
     last = _last_compaction(state)
     if last is not None:
         return last.rewritten
-    return _compaction_rewrite(view, plan.level(plan.landing_share))
+    return _compaction_rewrite(policy, ctx, view, plan.level(plan.landing_share))
 
 
-def _compaction_rewrite(view: _View, landing: float) -> float:
-    """The tokens a compaction landing at ``landing`` makes the cache write again: the cache
-    keeps the prefix up to the first summarised message (the pins a compaction re-injected
-    stay before the summary, as instructions do), the rest is written again."""
+def _compaction_rewrite(policy: WindowPolicy, ctx: _Context, view: _View, landing: float) -> float:
+    """The tokens a compaction landing at ``landing`` makes the cache write again. Where every
+    message boundary is cached, the cache keeps the prefix up to the first summarised message
+    (the pins a compaction re-injected stay before the summary, as instructions do), the rest
+    is written again. Where one breakpoint ends each request, no earlier request ended there
+    (:func:`_rewritten`): the whole prompt, tool definitions too, is written again."""
+    if _cache_points(policy, ctx.model)[0] == "request":
+        return landing + ctx.tool_tokens
     kept = next((k for k, m in enumerate(view.messages) if not _verbatim(m)), len(view.messages))
     return max(0.0, landing - REPLY_PRIMING - sum(view.sizes[:kept]))

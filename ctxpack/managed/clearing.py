@@ -11,8 +11,8 @@ from ..editing import without_thinking as _without_thinking
 from ..messages import Message
 from ..pipeline import Decision
 from ..sdk import RESPONSES_META
-from ..tokens import REPLY_PRIMING
 from ._policy import WindowPolicy
+from ._rent import _rewritten
 from ._state import WindowEvent, WindowState
 from .view import (
     _answer_placeholder,
@@ -227,7 +227,7 @@ def _edited(
     thinking produced after this request has the edited prefix, and stays."""
     if policy.checks_thinking_prefix(ctx.model):
         after = _clear_thinking_after(state, policy, ctx, after, edit)
-    _event(state, action, before, after, edit)
+    _event(state, action, before, after, _rewritten(policy, ctx, after, edit), edit)
     return after
 
 
@@ -262,9 +262,9 @@ def _event(
     action: Literal["cleared", "compacted", "emergency"],
     before: _View,
     after: _View,
+    rewritten: int,
     edit: int,
 ) -> None:
-    rewritten = REPLY_PRIMING + sum(after.sizes[edit:])
     state.events.append(
         WindowEvent(
             request=state.requests,
@@ -282,7 +282,8 @@ def _event(
                 message_id=after.messages[edit].id,
                 reason=(
                     f"{action} at request {state.requests}: the prompt changes from this message "
-                    f"on, so the prompt cache writes {rewritten} tokens again"
+                    f"on, so the prompt cache writes {rewritten} tokens again (from the last "
+                    "entry the provider finds before it)"
                 ),
                 tokens_before=before.tokens(),
                 tokens_after=after.tokens(),

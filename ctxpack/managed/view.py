@@ -142,6 +142,9 @@ class _Context:
     # The record's message at a position as it arrived (its provider tool results unfiltered);
     # None: the record's own.
     arrived: Callable[[int], Message] | None = None
+    # Tokens of the tool definitions sent before the messages: a rewrite of the whole prompt
+    # writes them again too.
+    tool_tokens: int = 0
 
     @cached_property
     def marked(self) -> list[tuple[int, str | None, bool]]:

@@ -1,0 +1,128 @@
+"""The rewrite an edit of the managed mode records, and times edits by, is the one the provider's
+prompt cache bills: where one breakpoint ends each request (Anthropic), an edit further back
+than the lookback writes the whole prompt again."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from ctxpack import Session
+from ctxpack.cost import Bill, price, simulate
+from ctxpack.managed import WindowEvent, WindowPolicy
+from ctxpack.tokens import REPLY_PRIMING
+
+from .test_managed import COUNTER, SYSTEM, TASK, step
+
+# Clears well before it compacts, a few results kept: each batch edits far back in the prompt.
+POLICY = WindowPolicy(window=32_000, clear_at=0.2, compact_at=0.9, keep=5)
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "bash",
+            "description": "Run a shell command.",
+            "parameters": {"type": "object", "properties": {"command": {"type": "string"}}},
+        },
+    }
+]
+
+# Tool definitions of several thousand tokens (an agent's many tools); the room a 64k window
+# manages (managed_room) is the same with or without them.
+LONG_TOOLS = [
+    *TOOLS,
+    {
+        "type": "function",
+        "function": {
+            "name": "editor",
+            "description": " ".join(f"Rule {k}: edit files with care." for k in range(600)),
+            "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+        },
+    },
+]
+WIDE = WindowPolicy(window=64_000, clear_at=0.2, compact_at=0.9, keep=5)
+
+
+def replay(
+    model: str | None, steps: int = 90, policy: WindowPolicy = POLICY
+) -> tuple[list[WindowEvent], Bill]:
+    """The session's clearings, and the bill of the requests it sent, the cache modelled as
+    ``model``'s provider keeps it."""
+    session = Session(model=model, counter=COUNTER, filters=False, window=policy)
+    session.extend([SYSTEM, TASK])
+    requests = []
+    for i in range(steps):
+        result = session.render(tools=TOOLS)
+        # The agent's tools, then the session's retrieve tool: what render() counted.
+        requests.append({"messages": result.to_openai(), "tools": TOOLS + session.tools()})
+        session.extend(step(i))
+    points: Literal["request", "message"] = (
+        "request" if model is None or model.startswith("claude") else "message"
+    )
+    bill = simulate(
+        requests,
+        price=price("claude-sonnet-4-5" if points == "request" else "gpt-5"),
+        counter=COUNTER,
+        cache_points=points,
+    )
+    cleared = [e for e in session.window_state.events if e.action == "cleared"]
+    return cleared, bill
+
+
+def test_a_clearing_deep_in_an_anthropic_session_reports_the_whole_prompt_billed() -> None:
+    # One breakpoint at the end of each request, found within 20 blocks: a batch clearing
+    # results 10 steps back finds no entry, and the whole prompt (tools too) is written again,
+    # not only what follows the edit point.
+    cleared, bill = replay("claude-sonnet-4-5")
+    assert cleared
+    for event in cleared:
+        row = bill.requests[event.request]
+        assert row.cache_read_tokens == 0  # nothing reachable: the figure below is the whole
+        assert abs(event.rewritten - row.cache_write_tokens) <= REPLY_PRIMING
+        assert event.rewritten > event.tokens_after  # the tool definitions too
+
+
+def test_a_session_naming_no_model_is_timed_as_the_model_whose_prices_time_it() -> None:
+    # claude-sonnet-4-5 prices its edits, so its cache decides what they rewrite: the whole
+    # prompt (its tools counted as the session counts them: in OpenAI's form).
+    cleared, bill = replay(None)
+    assert cleared
+    for event in cleared:
+        assert bill.requests[event.request].cache_read_tokens == 0
+        assert event.rewritten > event.tokens_after
+
+
+def test_a_clearing_in_an_openai_session_reports_the_prompt_from_the_edit() -> None:
+    # Automatic prefix caching keeps every message boundary: only what follows the edit point
+    # is written again, as the bill at message cache points writes it.
+    cleared, bill = replay("gpt-5")
+    assert len(cleared) >= 2
+    for event in cleared:
+        row = bill.requests[event.request]
+        assert abs(event.rewritten - row.cache_write_tokens) <= REPLY_PRIMING
+    # The first batch edits within the model's minimum cacheable length of the start, which
+    # was never an entry: the whole prompt. The later ones keep the prefix before the edit.
+    assert bill.requests[cleared[0].request].cache_read_tokens == 0
+    for event in cleared[1:]:
+        assert bill.requests[event.request].cache_read_tokens > 0
+        assert event.rewritten < event.tokens_after
+
+
+def first_clearing(model: str, tools: list[dict[str, Any]]) -> int:
+    session = Session(model=model, counter=COUNTER, filters=False, window=WIDE)
+    session.extend([SYSTEM, TASK])
+    for i in range(120):
+        session.render(tools=tools)
+        if session.window_state.events:
+            return session.window_state.events[0].request
+        session.extend(step(i))
+    raise AssertionError("no clearing")
+
+
+def test_the_clearing_rule_pays_for_the_tool_definitions_an_anthropic_rewrite_writes() -> None:
+    # The rent rule prices the rewrite the provider bills: an Anthropic batch writes the tool
+    # definitions again with the whole prompt, so long definitions make it wait; where every
+    # message boundary is cached they stay read, and make no batch wait.
+    assert first_clearing("claude-sonnet-4-5", LONG_TOOLS) > first_clearing(
+        "claude-sonnet-4-5", TOOLS
+    )
+    assert first_clearing("gpt-5", LONG_TOOLS) <= first_clearing("gpt-5", TOOLS)
