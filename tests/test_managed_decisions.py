@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from ctxpack import Decision, Session
+from ctxpack import Decision, Message, Session
 from ctxpack.managed import WindowPolicy
 
 from .test_managed import CLEARING, COUNTER, SYSTEM, TASK, step
@@ -15,33 +15,40 @@ from .test_managed import CLEARING, COUNTER, SYSTEM, TASK, step
 def _assert_decisions_add_up(
     session: Session, steps: int, skills: Mapping[int, str] = MappingProxyType({})
 ) -> list[str]:
-    """Render ``steps`` requests, checking that the decisions of each add up to what its edits
-    removed, pinning the skill ``skills`` gives for a step before it; the ids of the summaries
-    made."""
+    """Render ``steps`` requests, checking that the decisions of each add up to what it sends
+    of the request before and the messages appended since, pinning the skill ``skills`` gives
+    for a step before it; the ids of the summaries made. A request no edit made keeps the one
+    before as its prefix (what the prompt cache holds)."""
     state = session.window_state
     summaries: list[str] = []
+    sent: list[Message] = []
+    recorded = tokens = 0
     for i in range(steps):
         decided, edited = len(state.decisions), len(state.events)
-        session.render()
+        request = session.render().messages
         events = state.events[edited:]
-        if events:
-            decisions = [d for d in state.decisions[decided:] if d.action != "warned"]
-            made = {d.message_id for d in decisions if d.reason.startswith("summary of")}
-            removed = sum(
-                d.tokens_before - d.tokens_after for d in decisions if d.message_id not in made
-            )
-            added = sum(d.tokens_after for d in decisions if d.message_id in made)
-            assert removed - added == events[0].tokens_before - events[-1].tokens_after, i
-            if made:
-                (summary,) = made
-                (decision,) = [d for d in decisions if d.message_id == summary]
-                # What the summary replaces: the messages it summarises, the summary before.
-                replaced = {*state.compacted, *summaries[-1:]}
-                merged = [d for d in decisions if d.action == "merged" and d.message_id in replaced]
-                assert decision.tokens_before == sum(d.tokens_before for d in merged)
-                if summaries:
-                    assert summaries[-1] in {d.message_id for d in decisions}
-                summaries.append(summary)
+        decisions = [d for d in state.decisions[decided:] if d.action != "warned"]
+        made = {d.message_id for d in decisions if d.reason.startswith("summary of")}
+        removed = sum(
+            d.tokens_before - d.tokens_after for d in decisions if d.message_id not in made
+        )
+        added = sum(d.tokens_after for d in decisions if d.message_id in made)
+        if sent:
+            appended = sum(map(COUNTER.count_message, session.compact()[recorded:]))
+            assert removed - added == tokens + appended - state.last_tokens, i
+            if not events:
+                assert request[: len(sent)] == sent, i
+        sent, recorded, tokens = request, len(session.compact()), state.last_tokens
+        if made:
+            (summary,) = made
+            (decision,) = [d for d in decisions if d.message_id == summary]
+            # What the summary replaces: the messages it summarises, the summary before.
+            replaced = {*state.compacted, *summaries[-1:]}
+            merged = [d for d in decisions if d.action == "merged" and d.message_id in replaced]
+            assert decision.tokens_before == sum(d.tokens_before for d in merged)
+            if summaries:
+                assert summaries[-1] in {d.message_id for d in decisions}
+            summaries.append(summary)
         if i in skills:
             session.pin(skills[i], name=f"skill-{i}")
         session.extend(step(i))
@@ -84,6 +91,37 @@ def test_the_decisions_add_up_when_a_later_pin_changes_the_framing() -> None:
     pinned = [d for d in session.window_state.decisions if d.message_id == "ctxpack-pinned"]
     framing = [(d.tokens_before, d.tokens_after) for d in pinned if d.action == "merged"]
     assert len(framing) == 2 and framing[1][0] == framing[0][1] != framing[1][1]
+
+
+def _pinned_session(skill: str) -> Session:
+    session = Session(counter=COUNTER, filters=False, window=WindowPolicy(window=8_000))
+    session.extend([SYSTEM, TASK])
+    session.pin(
+        "Run the tests with pytest -x; never push to main.", name="CLAUDE.md", kind="memory"
+    )
+    session.pin(skill, name="deploy")
+    return session
+
+
+def test_the_decisions_add_up_when_a_re_injected_skill_is_pinned_again() -> None:
+    # The skill re-injected after the first compaction, pinned again before the next: the next
+    # request dropped it from the message re-injecting it (45 -> 32 tokens) with no decision,
+    # rewriting the prompt cache from there on between two compactions. It stays re-injected;
+    # the copy pinned again is sent as a note naming its stored original, a decision saying so.
+    skill = "deploy: build the wheel, then upload it to the index."
+    session = _pinned_session(skill)
+    assert len(_assert_decisions_add_up(session, 40, {14: skill})) >= 2
+    # The request after the next, before the next compaction: the text sent once.
+    session = _pinned_session(skill)
+    _assert_decisions_add_up(session, 16, {14: skill})
+    request = session.render()
+    assert not session.window_state.events[1:]
+    (again,) = [m for m in session.transcript() if m.text == skill][1:]
+    assert sum(m.text.count(skill) for m in request.messages) == 1
+    assert request.original(again.id) == again
+    (deduped,) = [d for d in session.window_state.decisions if d.message_id == again.id]
+    assert deduped.action == "deduped"
+    assert deduped.tokens_before == COUNTER.count_message(again)
 
 
 def _thinking_turn(i: int) -> list[dict[str, Any]]:

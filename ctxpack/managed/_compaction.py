@@ -120,10 +120,10 @@ def _compact(
     region = [i for i in range(state.boundary, end) if not ctx.verbatim(record[i])]
     pins = [i for i in region if _pinned_kind(record[i]) is not None]
     # The floor counts every pin re-injected; one the tail keeps is carried there instead.
-    reinjected = _reinjected_tokens(ctx, policy, end)
+    reinjected = _reinjected_tokens(ctx, policy, end, state.cleared)
     if not released and len(region) - len(pins) < 2:
         # Too little to summarise, unless pins sent whole give way to their re-injection.
-        now = _reinjected_tokens(ctx, policy, state.boundary)
+        now = _reinjected_tokens(ctx, policy, state.boundary, state.cleared)
         if sum(size(record[i]) for i in pins) <= reinjected - now:
             return False
     tokens_before = {record[i].id: size(record[i]) for i in region}
@@ -133,7 +133,7 @@ def _compact(
     # they free.
     plan = replace(plan, floor=plan.floor - sum(released.values()))
     gone = {*state.compacted, *(record[i].id for i in region)}
-    before = _pin_fates(ctx, policy, state.boundary)
+    before = _pin_fates(ctx, policy, state.boundary, state.cleared)
     budget = plan.summary_budget(tail + reinjected - plan.pinned)
     text, cut = _summary_text(state, policy, ctx, [record[i] for i in region], end, gone, budget)
     previous = _summary_message(state, ctx) if state.summary is not None else None
@@ -157,23 +157,78 @@ def _send_pinned_again_once(state: WindowState, ctx: _Context) -> None:
     later (sent whole there), and record it: the request carries the text once, as the floor
     counts it (:func:`_pin_fates` re-injects it once). Only at a compaction, which writes the
     tail after its new summary again anyway: between two, the cache keeps the prefix."""
-    counter = ctx.counter
     for i in ctx.pinned_again(state.boundary):
         msg = ctx.record[i]
-        if msg.id in state.cleared:
-            continue  # a note since an earlier compaction
-        artifact = _message_artifact(ctx, msg, True)
-        state.cleared[msg.id] = artifact
+        if msg.id not in state.cleared:  # else a note since an earlier request
+            why = f"from the compaction at request {state.requests} on: the same text is "
+            _send_as_note(state, ctx, msg, why + "pinned again later, and sent whole there")
+
+
+def _send_reinjected_once(state: WindowState, policy: WindowPolicy, ctx: _Context) -> None:
+    """Send as a note each pin appended since the last request whose text the message after
+    the system prompt re-injects already, and record it: the request carries the text once,
+    and keeps the one before as its prefix, which the prompt cache holds (dropping the text
+    from the re-injection instead would write the whole request again, to save the few
+    tokens of a note). It stays a note until a compaction summarises it (then re-injected
+    once, :func:`_pin_fates`)."""
+    if state.summary_id is None:
+        return
+    start = max(state.rendered, state.boundary)
+    pins = [m for m in ctx.pinned(start, len(ctx.record)) if m.id not in state.cleared]
+    if not pins:
+        return
+    # As the request before re-injected them: without the pins appended since.
+    noted = {*state.cleared, *(m.id for m in pins)}
+    fates = _pin_fates(ctx, policy, state.boundary, noted)
+    sent = {m.text for m, text in fates if text is not None}
+    for msg in pins:
+        if msg.text in sent:
+            why = f"at request {state.requests}: the same text is re-injected after the system "
+            _send_as_note(state, ctx, msg, why + f"prompt ({_PINNED_ID}) already")
+
+
+def _send_as_note(state: WindowState, ctx: _Context, msg: Message, why: str) -> None:
+    """Send the pin ``msg`` as a note naming its stored original, with a decision saying
+    ``why`` (its text is sent whole elsewhere in the request)."""
+    counter = ctx.counter
+    artifact = _message_artifact(ctx, msg, True)
+    state.cleared[msg.id] = artifact
+    state.decisions.append(
+        Decision(
+            stage="window",
+            action="deduped",
+            message_id=msg.id,
+            reason=f"{_pin_label(msg)} sent as a note {why}; whole in artifact {artifact}",
+            tokens_before=counter.count_message(msg),
+            tokens_after=counter.count_message(_pin_note(msg, artifact, ctx.retrievable)),
+        )
+    )
+
+
+def _record_moved_pins(
+    state: WindowState,
+    ctx: _Context,
+    before: list[tuple[Message, str | None]],
+    fates: list[tuple[Message, str | None]],
+) -> None:
+    """A decision for each pin whose text was re-injected and now is from a copy pinned
+    after it, which the compaction just summarised (a note until then, the text re-injected
+    already: :func:`_send_reinjected_once`): the copy's own decision counts the text again."""
+    now = {m.id for m, _ in fates}
+    later = {m.text: m.id for m, _ in fates}
+    for msg, text in before:
+        if msg.id in now or text is None:
+            continue
         state.decisions.append(
             Decision(
                 stage="window",
                 action="deduped",
                 message_id=msg.id,
-                reason=f"{_pin_label(msg)} sent as a note from the compaction at request "
-                f"{state.requests} on: the same text is pinned again later, and sent whole "
-                f"there; whole in artifact {artifact}",
-                tokens_before=counter.count_message(msg),
-                tokens_after=counter.count_message(_pin_note(msg, artifact, ctx.retrievable)),
+                reason=f"{_pin_label(msg)} re-injected from its copy pinned again after it, "
+                f"{later[msg.text]}, now summarised into {state.summary_id}: a text pinned "
+                "twice is re-injected once, where it came last",
+                tokens_before=ctx.counter.count(text),
+                tokens_after=0,
             )
         )
 
@@ -268,8 +323,9 @@ def _record_pin_fates(
     until now). The ids of the pins so recorded."""
     recorded = set()
     counter = ctx.counter
-    fates = _pin_fates(ctx, policy, state.boundary)
+    fates = _pin_fates(ctx, policy, state.boundary, state.cleared)
     was_sent = {m.id: text for m, text in before}
+    _record_moved_pins(state, ctx, before, fates)
     for msg, text in fates:
         if msg.id in was_sent:
             if was_sent[msg.id] == text:

@@ -54,8 +54,8 @@ class WindowState(FieldErrorModel):
     Attributes:
         requests: Renders so far.
         cleared: Message id -> artifact id of its original, for each cleared tool result
-            (and each answer an emergency cleared, each pinned message a compaction sends as
-            a note because its text is pinned again later).
+            (and each answer an emergency cleared, each pinned message sent as a note because
+            its text is pinned again later or re-injected already).
         thinking_cleared: Ids of assistant messages sent without their thinking blocks.
         results_cleared: Result id (an Anthropic block's ``tool_use_id``, a Responses API
             item's ``id``) -> artifact id of its original, for each cleared result of a tool

@@ -12,7 +12,7 @@ from ..pipeline import Decision
 from ..providers import provider_from_model
 from ..store import ArtifactStore
 from ..tokens import REPLY_PRIMING, TokenCounter
-from ._compaction import _compact
+from ._compaction import _compact, _send_reinjected_once
 from ._policy import WindowPolicy
 from ._rent import COMPACTION_PATIENCE, _cache_points, _cache_price, _pays, _rent, _rewritten
 from ._room import _Room
@@ -72,6 +72,7 @@ def render_window(
         record, counter, store, original_artifact, retrievable, model, arrived, tool_tokens
     )
     room = policy.room(tool_tokens=tool_tokens)
+    _send_reinjected_once(state, policy, ctx)
     view = _build(state, policy, ctx)
     if policy.server_side:
         _server_side(state, policy, ctx, view, room, tool_tokens)

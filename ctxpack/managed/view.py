@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import compress
@@ -102,9 +102,12 @@ def _answer_placeholder(msg: Message, artifact: str, retrievable: bool) -> Messa
 
 
 def _pin_note(msg: Message, artifact: str, retrievable: bool) -> Message:
-    """A pinned message sent as a note naming its stored original: the same text is pinned
-    again later, and sent whole there."""
-    what = f"{_pin_label(msg)} sent once: the same text is pinned again below"
+    """A pinned message sent as a note naming its stored original: the same text is sent
+    whole elsewhere in the request, pinned again later or re-injected already."""
+    what = (
+        f"{_pin_label(msg)} sent once: the same text is re-injected after the system prompt "
+        "or pinned again below"
+    )
     note = original_note(what, artifact, retrievable=retrievable)
     return msg.model_copy(update={"content": note})
 
@@ -234,7 +237,7 @@ def _build(state: WindowState, policy: WindowPolicy, ctx: _Context) -> _View:
     ]
     lead = next((k for k, m in enumerate(head) if m.role not in _SYSTEM), len(head))
     summarised = state.summary is not None and state.summary_id is not None
-    pins = _reinjection(ctx, policy, b) if summarised else None
+    pins = _reinjection(ctx, policy, b, state.cleared) if summarised else None
     for msg in head[:lead]:
         view.add(msg)
     if pins is not None:
@@ -250,9 +253,9 @@ def _build(state: WindowState, policy: WindowPolicy, ctx: _Context) -> _View:
 
 def _as_sent(state: WindowState, ctx: _Context) -> Callable[[Message], Message]:
     """A message of the record after the summary, as the request carries it: a cleared tool
-    result or answer as its placeholder, a pin whose text is pinned again later as a note
-    (once a compaction made it one), a turn whose thinking was cleared without it, the
-    cleared results of the provider's tools in it with a placeholder for their text."""
+    result or answer as its placeholder, a pin whose text is sent whole elsewhere as a note
+    (once made one), a turn whose thinking was cleared without it, the cleared results of the
+    provider's tools in it with a placeholder for their text."""
     thinking = set(state.thinking_cleared)
 
     def sent(msg: Message) -> Message:
@@ -323,14 +326,16 @@ def _earlier_copies(texts: list[str]) -> set[int]:
     return {k for k, text in enumerate(texts) if last[text] != k}
 
 
-def _pin_fates(ctx: _Context, policy: WindowPolicy, end: int) -> list[tuple[Message, str | None]]:
+def _pin_fates(
+    ctx: _Context, policy: WindowPolicy, end: int, noted: Container[str] = ()
+) -> list[tuple[Message, str | None]]:
     """Each piece of pinned content summarised away (before ``end`` in the record, and not
-    pinned again after; once when pinned twice before), in order, with the text its
-    re-injection carries: memory whole,
+    pinned again after but in a pin sent as a note, ``noted`` their ids; once when pinned
+    twice before), in order, with the text its re-injection carries: memory whole,
     skills within budgets (each cut to its head, the oldest dropped first, ``None``, when
     together they exceed ``pinned_budget``)."""
     counter = ctx.counter
-    in_tail = {m.text for m in ctx.pinned(end, len(ctx.record))}
+    in_tail = {m.text for m in ctx.pinned(end, len(ctx.record)) if m.id not in noted}
     items = [m for m in ctx.pinned(0, end) if m.text not in in_tail]
     # A piece pinned again (a skill invoked twice) is re-injected once, where it came last.
     again = _earlier_copies([m.text for m in items])
@@ -351,9 +356,11 @@ def _pin_fates(ctx: _Context, policy: WindowPolicy, end: int) -> list[tuple[Mess
     return [(m, fates[k]) for k, m in enumerate(items)]
 
 
-def _reinjection(ctx: _Context, policy: WindowPolicy, end: int) -> Message | None:
+def _reinjection(
+    ctx: _Context, policy: WindowPolicy, end: int, noted: Container[str] = ()
+) -> Message | None:
     """The pinned content summarised away before ``end``, re-injected (:func:`_pin_fates`)."""
-    return _reinjection_of(_pin_fates(ctx, policy, end))
+    return _reinjection_of(_pin_fates(ctx, policy, end, noted))
 
 
 def _reinjection_of(fates: list[tuple[Message, str | None]]) -> Message | None:
@@ -383,9 +390,11 @@ def _framing_tokens(counter: TokenCounter, fates: list[tuple[Message, str | None
     return counter.count_message(pins) - texts
 
 
-def _reinjected_tokens(ctx: _Context, policy: WindowPolicy, end: int) -> int:
+def _reinjected_tokens(
+    ctx: _Context, policy: WindowPolicy, end: int, noted: Container[str] = ()
+) -> int:
     """The tokens of what :func:`_reinjection` re-injects (0 when nothing)."""
-    pins = _reinjection(ctx, policy, end)
+    pins = _reinjection(ctx, policy, end, noted)
     return 0 if pins is None else ctx.counter.count_message(pins)
 
 

@@ -514,8 +514,8 @@ class Session(Arrival, Rendering):
         In managed mode (``window=``), a compaction summarises it away and re-injects it after
         the system prompt (cached from one compaction to the next): a memory file whole, a
         skill cut to its head within ``skill_budget``, the oldest skills dropped first past
-        ``pinned_budget``. The same text pinned twice is re-injected once (a compaction
-        keeping both in its tail sends the earlier as a note naming its stored original).
+        ``pinned_budget``. The same text pinned twice is sent once, the other copy as a note
+        naming its stored original: from the next compaction on, at once if re-injected.
 
         Raises:
             ConfigError: an empty name, or a kind other than ``"memory"`` or ``"skill"``.
