@@ -24,6 +24,7 @@ from ._internal.arguments import number, shown
 from ._internal.images import image_rule
 from ._internal.options import FieldErrorModel
 from .adapters import from_anthropic
+from .adapters.read import read_counted
 from .errors import ConfigError, TokenizerUnavailableError
 from .messages import Message
 from .providers import anthropic_tool
@@ -32,7 +33,6 @@ from .tokens import (
     TOKENS_PER_TOOL_CALL,
     CounterLike,
     _FramedCounter,
-    _read_messages,
     claude_approx_counter,
     get_counter,
     tool_definition_tokens,
@@ -141,7 +141,7 @@ class AnthropicTokenCounter(_FramedCounter):
         return total + self._beside_content(message)
 
     def count_messages(self, messages: Iterable[Message | Mapping[str, Any] | SDKObject]) -> int:
-        found = _read_messages(messages)
+        found = read_counted(messages)
         return self.framing()[0] + sum(map(self._count_message_uncached, found))
 
     def count_tools(self, tools: Sequence[Mapping[str, Any]]) -> int:

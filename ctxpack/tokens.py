@@ -34,7 +34,7 @@ from ._internal.tool_errors import MARK as FAILURE_MARK
 from ._internal.tool_errors import failed
 from ._internal.tool_schemas import ANTHROPIC_TOOL_PROMPT_TOKENS as ANTHROPIC_TOOL_PROMPT_TOKENS
 from ._internal.tool_schemas import tool_list_tokens
-from .adapters.read import counted_messages, read_as_given
+from .adapters.read import read_counted
 from .caches import SHORT_TEXT, LRUCache, text_memo
 from .errors import ApproximateTokenCountWarning, ConfigError, TokenizerUnavailableError
 from .messages import Message
@@ -90,23 +90,14 @@ class TokenCounter(Protocol):
 
     def count_message(self, message: Message) -> int:
         """Tokens one message adds to a prompt, framing included. ctxpack's counters also
-        take an OpenAI-style dict or an SDK object."""
+        take an OpenAI-style or Anthropic dict or an SDK object, read as ``count_messages``
+        reads it (what it adds is ``count_messages([message])`` less the reply priming)."""
         ...
 
     def count_messages(self, messages: Iterable[Message]) -> int:
         """Tokens of a whole prompt: every message plus the reply priming. ctxpack's
         counters also take OpenAI-style dicts and SDK objects."""
         ...
-
-
-def _read_messages(
-    messages: Iterable[Message | Mapping[str, Any] | SDKObject],
-) -> Sequence[Message]:
-    """The messages a counter was given as Messages, each checked as its format's rules say."""
-    # The common case, ctxpack's own Messages, costs a few passes of checks.
-    if isinstance(messages, (list, tuple)) and read_as_given(messages):
-        return messages
-    return counted_messages(messages)
 
 
 class _FramedCounter:
@@ -154,9 +145,11 @@ class _FramedCounter:
     def count_message(self, message: Message | Mapping[str, Any] | SDKObject) -> int:
         # Not cached per message: a Message's content can be edited in place. Its texts'
         # counts are cached, so this is a few lookups.
-        if not isinstance(message, Message):
-            message = _read_messages([message])[0]
-        return self._count_message_uncached(message)
+        if isinstance(message, Message) and type(message.content) is str:
+            return self._count_message_uncached(message)
+        # Read as count_messages reads it: Anthropic's blocks as what they are sent as, every
+        # tool result of a user turn as its tool message, from a compaction block on.
+        return sum(map(self._count_message_uncached, read_counted([message])))
 
     def _count_message_uncached(self, message: Message) -> int:
         content = message.content
@@ -189,7 +182,7 @@ class _FramedCounter:
         return total + extras_tokens(message.extras, self.count)
 
     def count_messages(self, messages: Iterable[Message | Mapping[str, Any] | SDKObject]) -> int:
-        return REPLY_PRIMING + sum(map(self._count_message_uncached, _read_messages(messages)))
+        return REPLY_PRIMING + sum(map(self._count_message_uncached, read_counted(messages)))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
@@ -591,4 +584,4 @@ def count_tokens(
     extra = checked_tool_tokens(tools_as_sent(given, provider_from_model(model)), resolved)
     if isinstance(messages_or_text, str):
         return resolved.count(sendable(messages_or_text, "messages_or_text")) + extra
-    return resolved.count_messages(_read_messages(messages_or_text)) + extra
+    return resolved.count_messages(read_counted(messages_or_text)) + extra

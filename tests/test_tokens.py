@@ -604,3 +604,44 @@ def test_messages_built_holding_anthropic_blocks_are_counted_as_their_dicts() ->
     as_dicts = ctxpack.count_tokens(history, counter="cl100k_base")
     assert ctxpack.count_tokens(built, counter="cl100k_base") == as_dicts
     assert ctxpack.get_counter(counter="cl100k_base").count_messages(built) == as_dicts
+
+
+@pytest.mark.parametrize(
+    ("role", "content"),
+    [
+        (
+            "assistant",
+            [
+                {"type": "text", "text": "Let me look."},
+                {"type": "tool_use", "id": "t1", "name": "ls", "input": {"path": "/tmp"}},
+            ],
+        ),
+        (
+            "user",
+            [
+                {"type": "tool_result", "tool_use_id": "t1", "content": "a"},
+                {"type": "tool_result", "tool_use_id": "t2", "content": "b"},
+            ],
+        ),
+        (
+            "assistant",
+            [
+                {"type": "text", "text": "what the summary replaced " * 8},
+                {"type": "compaction", "content": "The summary."},
+                {"type": "text", "text": "Go on."},
+            ],
+        ),
+    ],
+    ids=["tool_use", "tool_results", "compaction"],
+)
+def test_count_message_reads_a_message_as_count_messages_does(
+    role: str, content: list[dict[str, Any]]
+) -> None:
+    # One message is what it adds to a prompt: a Message built holding Anthropic's blocks as
+    # its dict, and either read as the tool messages of every result it holds, not the first.
+    counter = ctxpack.get_counter(counter="cl100k_base")
+    as_dict = {"role": role, "content": content}
+    prompt = counter.count_messages([as_dict]) - 3
+    assert counter.count_message(ctxpack.Message(**as_dict)) == prompt
+    assert counter.count_message(as_dict) == prompt
+    assert counter.count_messages([ctxpack.Message(**as_dict)]) - 3 == prompt

@@ -91,6 +91,17 @@ def counted_messages(
     return read_messages(messages)[0]
 
 
+def read_counted(
+    messages: Iterable[Message | Mapping[str, Any] | SDKObject],
+) -> Sequence[Message]:
+    """The messages a counter was given, read as :func:`counted_messages` reads them; a list of
+    ctxpack's own :class:`~ctxpack.messages.Message` objects that :func:`read_as_given` passes
+    is returned as it is (the counters' common case costs a few passes of checks)."""
+    if isinstance(messages, (list, tuple)) and read_as_given(messages):
+        return messages
+    return counted_messages(messages)
+
+
 def read_as_given(messages: Sequence[Any]) -> bool:
     """Whether :func:`counted_messages` reads ``messages`` as they are: ctxpack's own
     :class:`~ctxpack.messages.Message` objects, none holding a ``compaction`` block (from which
