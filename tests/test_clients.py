@@ -1573,3 +1573,24 @@ def test_a_server_side_session_keeping_all_thinking_says_so_in_requests_that_thi
     client.beta.messages.create(model="claude-sonnet-4-5", max_tokens=4_000, messages=history)
     kinds = [edit["type"] for edit in capture.body["context_management"]["edits"]]
     assert kinds == ["clear_tool_uses_20250919", "compact_20260112"]
+
+
+@pytest.mark.parametrize("said", [None, "Hello!"])
+def test_the_wrapped_anthropic_client_refuses_an_audio_reply_by_name(said: str | None) -> None:
+    # OpenAI's audio reply in an Anthropic request: with content null it was refused as a
+    # message without content, naming the wrong field; with a transcript its audio was left
+    # out, sent as if the model had written the text. Refused by name, as to_anthropic does.
+    capture = Capture(anthropic_message([{"type": "text", "text": "ok"}]))
+    client = ctxpack.wrap_anthropic(anthropic_client(capture), window=9000, counter="cl100k_base")
+    messages = [
+        {"role": "user", "content": "Say hello."},
+        {"role": "assistant", "content": said, "audio": {"id": "audio_abc123"}},
+        {"role": "user", "content": "Again."},
+    ]
+    with pytest.raises(ctxpack.InvalidMessageError, match="message 1: audio: ") as info:
+        client.messages.create(model="claude-sonnet-4-5", max_tokens=10, messages=messages)
+    assert (info.value.index, info.value.field) == (1, "audio")
+    assert "transcript" in str(info.value) and "Anthropic" in str(info.value)
+    assert capture.requests == []
+    with pytest.raises(ctxpack.InvalidMessageError, match="message 1: audio: "):
+        ctxpack.from_anthropic(messages)

@@ -42,7 +42,7 @@ from ..messages import (
 )
 from ..sdk import SDKObject, coerce_messages, coerce_value
 from ._converted import converted_messages
-from ._fields import check_call_names, id_digest, refuse_audio_reply
+from ._fields import NO_ANTHROPIC_AUDIO, check_call_names, id_digest, refuse_audio_reply
 from ._media import document_block, image_block, not_sent
 from ._validate import check_openai_tool_calls, validate_anthropic
 
@@ -53,9 +53,6 @@ __all__ = ["AnthropicPayload", "from_anthropic", "to_anthropic"]
 META = "anthropic"
 
 _PART, _CALL = "p", "t"
-
-# Why an assistant's audio reply (OpenAI's, by its id) has no Anthropic form.
-_NO_AUDIO = "the Messages API takes no audio, nor refers to a prior audio response"
 
 # What a failed tool result without content says: the API refuses it empty.
 _NO_OUTPUT = "[no output]"
@@ -469,7 +466,7 @@ def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> AnthropicPa
             continue
         check_call_names(msg, index, "Anthropic")
         if msg.role == "assistant":
-            refuse_audio_reply(msg.extras, index, "Anthropic input", why=_NO_AUDIO)
+            refuse_audio_reply(msg.extras, index, "Anthropic input", why=NO_ANTHROPIC_AUDIO)
         meta = msg.metadata.get(META)
         meta = meta if isinstance(meta, Mapping) else {}
         role = "assistant" if msg.role == "assistant" else "user"

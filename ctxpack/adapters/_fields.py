@@ -91,6 +91,10 @@ def check_call_names(msg: Message, index: int, provider: str, *, legacy: bool = 
             )
 
 
+# Why an assistant's audio reply (OpenAI's, by its id) has no Anthropic form.
+NO_ANTHROPIC_AUDIO = "the Messages API takes no audio, nor refers to a prior audio response"
+
+
 def refuse_audio_reply(
     fields: Mapping[str, Any], index: int, to: str, *, why: str, instead: str = ""
 ) -> None:

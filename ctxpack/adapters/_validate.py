@@ -19,6 +19,7 @@ from .._internal.reasoning import check_reasoning
 from .._internal.tool_items import SERVER_ITEMS
 from ..errors import InvalidMessageError  # noqa: F401 (the examples catch it)
 from ..sdk import RESPONSES_META, coerce_messages, coerce_value
+from ._fields import NO_ANTHROPIC_AUDIO, refuse_audio_reply
 from ._fields import payload as _payload
 from ._fields import require_str as _require_str
 from ._fields import typed_entry as _typed_entry
@@ -508,6 +509,10 @@ def _check_anthropic_message(entry: Any, index: int) -> None:
         )
     if role not in ANTHROPIC_ROLES:
         raise _fail(f"{shown(role)} is not one of user, assistant", index, "role")
+    if role == "assistant":
+        # OpenAI's audio reply, sent to Claude: named, not taken for a turn without content
+        # (nor, with its transcript, sent as if the model had written it).
+        refuse_audio_reply(entry, index, "Anthropic input", why=NO_ANTHROPIC_AUDIO)
     if "content" not in entry or entry["content"] is None:
         raise _fail("is missing", index, "content")
     content = entry["content"]
