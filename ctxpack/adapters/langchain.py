@@ -117,6 +117,10 @@ def _as_dict(lc: Any, msg: Any, index: int) -> dict[str, Any]:
         item["name"] = msg.name
     if msg.type == "tool":
         item["tool_call_id"] = msg.tool_call_id
+    if role == "assistant" and (audio := msg.additional_kwargs.get("audio")) is not None:
+        # langchain-openai's place for an audio reply, which Chat Completions takes back by
+        # its id: the model's turn, which ctxpack sends (or refuses by name) as a dict's.
+        item["audio"] = audio
     calls = getattr(msg, "tool_calls", None) or []
     if calls:
         item["tool_calls"] = [
@@ -210,6 +214,13 @@ def _langchain_message(
     if msg.role == "user":
         return lc.HumanMessage(**fields)
     if msg.role == "assistant":
+        if (audio := msg.extras.get("audio")) is not None:
+            # Where langchain-openai reads an audio reply from (and writes it to).
+            kept = fields.get("additional_kwargs")
+            fields["additional_kwargs"] = {
+                **(kept if isinstance(kept, Mapping) else {}),
+                "audio": audio,
+            }
         fields["tool_calls"] = [
             {
                 "name": call.function.name,

@@ -174,3 +174,24 @@ def test_a_failed_tool_result_crosses_langchain_and_anthropic() -> None:
             "content"
         ][0]
     )
+
+
+def test_an_assistant_s_audio_reply_crosses_langchain_both_ways() -> None:
+    # langchain-openai keeps an audio reply in additional_kwargs["audio"] and sends its id
+    # back to Chat Completions: each way the reply was left out, and with it the model's turn
+    # (an empty assistant message was sent in its place).
+    history = [
+        {"role": "user", "content": "Say hello."},
+        {"role": "assistant", "content": None, "audio": {"id": "audio_abc123"}},
+        {"role": "user", "content": "Again."},
+    ]
+    converted = to_langchain(history)
+    assert converted[1].additional_kwargs == {"audio": {"id": "audio_abc123"}}
+    assert ctxpack.to_openai(from_langchain(converted))[1]["audio"] == {"id": "audio_abc123"}
+    spoken = lc.AIMessage("", additional_kwargs={"audio": {"id": "audio_abc123"}}, id="a1")
+    read = from_langchain([lc.HumanMessage("Say hello."), spoken])
+    assert read[1].extras["audio"] == {"id": "audio_abc123"}
+    assert to_langchain(read)[1] == spoken
+    # Where no input refers to it, it is refused by name, as the dict is.
+    with pytest.raises(ctxpack.InvalidMessageError, match="message 1: audio: "):
+        ctxpack.to_anthropic(read)
