@@ -25,7 +25,7 @@ from .._internal.reasoning import is_reasoning, reasoning_item
 from ..errors import InvalidMessageError
 from ..messages import Message, content_text, copy_value
 from ..sdk import RESPONSES_META
-from ._fields import refuse_audio_reply
+from ._fields import payload, refuse_audio_reply
 
 __all__: list[str] = []  # public through to_openai(messages, api="responses")
 
@@ -306,7 +306,8 @@ def _parts(content: Any, index: int) -> str | list[dict[str, Any]]:
         if kind in ("text", "input_text"):
             parts.append({"type": "input_text", "text": part.get("text", "")})
         elif kind == "image_url":
-            image = part.get("image_url") or {}
+            # A Message's parts are not checked as a dict's are: named here, not failed inside.
+            image = payload(part, "image_url", '{"url": "https://..."}', index, f"content[{j}]")
             parts.append(
                 {
                     "type": "input_image",
@@ -317,7 +318,10 @@ def _parts(content: Any, index: int) -> str | list[dict[str, Any]]:
         elif kind in ("input_image", "input_file"):
             parts.append(dict(part))
         elif kind == "file":
-            parts.append({"type": "input_file", **dict(part.get("file") or {})})
+            file = payload(
+                part, "file", '{"file_id": ...} or {"file_data": ...}', index, f"content[{j}]"
+            )
+            parts.append({"type": "input_file", **file})
         else:
             raise InvalidMessageError(
                 f"content[{j}].type: {kind!r} parts have no Responses API input (text, images "

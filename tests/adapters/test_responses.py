@@ -232,6 +232,30 @@ def test_a_part_with_no_responses_input_is_refused_with_index_and_field() -> Non
     assert (info.value.index, info.value.field) == (1, "content[0].type")
 
 
+@pytest.mark.parametrize(
+    ("part", "field"),
+    [
+        ({"type": "image_url", "image_url": 1}, "content[0].image_url"),
+        ({"type": "image_url", "image_url": None}, "content[0].image_url"),
+        ({"type": "file", "file": 1}, "content[0].file"),
+        ({"type": "file", "file": "report.pdf"}, "content[0].file"),
+    ],
+)
+def test_a_built_message_s_malformed_part_is_refused_by_name_for_the_responses_api(
+    part: dict[str, Any], field: str
+) -> None:
+    # A Message built (or read from LangChain) holding an image or file part whose payload is
+    # no object: an AttributeError or TypeError from inside the conversion, or an input_image
+    # without a URL sent to the API, which refuses it.
+    history = [
+        ctxpack.Message(role="user", content="hi"),
+        ctxpack.Message(role="user", content=[part]),
+    ]
+    with pytest.raises(ctxpack.InvalidMessageError, match="must be an object") as info:
+        to_openai(history, api="responses")
+    assert (info.value.index, info.value.field) == (1, field)
+
+
 def test_a_managed_session_renders_for_the_responses_api() -> None:
     session = ctxpack.Session(counter="cl100k_base", window=8_000)
     session.extend(
