@@ -114,8 +114,15 @@ def test_a_jpeg_with_metadata_before_its_frame_is_read() -> None:
 
 @pytest.mark.parametrize(
     "url",
-    ["https://example.com/cat.png", "data:image/png;base64,@@@@", "data:image/png;base64,AAAA"],
-    ids=["a link", "bad base64", "not an image"],
+    [
+        "https://example.com/cat.png",
+        "data:image/png;base64,@@@@",
+        "data:image/png;base64,AAAA",
+        # Headers cut before the size (a truncated upload): a struct.error from inside.
+        "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR").decode(),
+        "data:image/gif;base64," + base64.b64encode(b"GIF89a\x01\x00").decode(),
+    ],
+    ids=["a link", "bad base64", "not an image", "a cut png", "a cut gif"],
 )
 def test_an_image_of_unknown_size_is_taken_as_1024_square(url: str) -> None:
     assert ctxpack.count_tokens(with_image(url), model="gpt-4o") == FRAMING + 765

@@ -194,7 +194,10 @@ def base64_size(data: str) -> tuple[int, int] | None:
         head = base64.b64decode(chunk[: len(chunk) // 4 * 4])
     except (binascii.Error, ValueError):
         return None
-    size = _image_size(head)
+    try:
+        size = _image_size(head)
+    except struct.error:  # a header cut before the size (a truncated upload): none to read
+        return None
     return size if size and size[0] > 0 and size[1] > 0 else None
 
 
