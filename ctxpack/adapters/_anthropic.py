@@ -131,7 +131,7 @@ def _assistant_message(
                 "type": "function",
                 "function": {
                     "name": block["name"],
-                    "arguments": json.dumps(block["input"], ensure_ascii=False),
+                    "arguments": json.dumps(block["input"], ensure_ascii=False, default=_plain),
                 },
             }
         )
@@ -155,6 +155,14 @@ def _assistant_message(
         turn=turn, layout=layout if calls else None, tool_use=call_extras or None
     )
     return msg
+
+
+def _plain(value: Any) -> dict[str, Any]:
+    """``json.dumps``'s fallback for a tool's input: a mapping that is not a dict (a frozen one,
+    which the validator takes as an object) written as one; nothing else reaches here."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def from_anthropic(

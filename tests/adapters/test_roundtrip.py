@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -299,3 +300,16 @@ def test_a_failed_tool_result_is_counted_with_the_mark_openai_reads(content: Any
     for api in ("chat", "responses"):
         sent = from_openai(to_openai(messages, api=api))
         assert counter.count_messages(messages) >= counter.count_messages(sent)
+
+
+def test_a_tool_use_input_given_as_a_mapping_that_is_not_a_dict_becomes_its_arguments() -> None:
+    # The validator takes any mapping as a tool's input (an SDK's, a frozen one); json.dumps
+    # takes dicts only, and a TypeError came from inside from_anthropic and count_tokens.
+    frozen = MappingProxyType({"path": ".", "options": MappingProxyType({"all": True})})
+    use = {"type": "tool_use", "id": "t1", "name": "ls", "input": frozen}
+    history = [{"role": "user", "content": "List."}, {"role": "assistant", "content": [use]}]
+    call = (ctxpack.from_anthropic(history)[1].tool_calls or [])[0]
+    assert json.loads(call.function.arguments) == {"path": ".", "options": {"all": True}}
+    as_dict = {**use, "input": {"path": ".", "options": {"all": True}}}
+    plain = [history[0], {"role": "assistant", "content": [as_dict]}]
+    assert ctxpack.count_tokens(history) == ctxpack.count_tokens(plain)
