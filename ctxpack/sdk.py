@@ -56,6 +56,7 @@ from ._internal.arguments import (
     check_nesting,
     too_deep_error,
 )
+from ._internal.copies import copied_fields
 from ._internal.reasoning import REASONING
 from .errors import InvalidMessageError
 
@@ -296,7 +297,7 @@ def coerce_message(item: Any, index: int) -> Any:
 
 def _copied_item(item: dict[str, Any], index: int) -> dict[str, Any]:
     """A deep copy of a Responses API item written as a dict, refused (naming the field) when
-    it nests too deep to copy."""
+    it nests too deep to copy or holds a value that cannot be copied, as a message dict is."""
     for key, inner in item.items():
         try:
             check_nesting(inner, 1)
@@ -304,7 +305,7 @@ def _copied_item(item: dict[str, Any], index: int) -> dict[str, Any]:
             raise too_deep_error(index, str(key)) from None
         except TooLongInt:
             pass  # copied as any int is; the item's own checks name it where it matters
-    return copy.deepcopy(item)
+    return copied_fields(item, index)
 
 
 def not_a_message(item: Any) -> str:

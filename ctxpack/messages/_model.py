@@ -3,7 +3,6 @@ nothing, and the validation of one mapping (what :mod:`ctxpack.messages` convert
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
@@ -11,7 +10,6 @@ from datetime import datetime
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Field,
     PrivateAttr,
@@ -32,6 +30,7 @@ from .._internal.arguments import (
     shown,
     too_long_int_text,
 )
+from .._internal.copies import copy_value as copy_value
 from .._internal.options import FieldErrorModel
 from .._internal.trusted import trusted_frozen_instance
 from ..errors import InvalidMessageError
@@ -359,47 +358,6 @@ def content_digest(message: Message) -> str:
 
 
 _DIGEST_CHUNK = 1 << 20
-
-
-_SCALARS = frozenset({str, int, float, bool, type(None), datetime})
-
-
-def copy_value(value: Any) -> Any:
-    """A copy of ``value`` that shares no mutable object with it: lists, tuples and dicts are
-    copied all the way down, strings, numbers and frozen models are immutable and kept.
-
-    Example:
-        >>> parts = [{"type": "text", "text": "hi"}]
-        >>> copied = copy_value(parts)
-        >>> copied == parts, copied[0] is parts[0]
-        (True, False)
-    """
-    kind = type(value)
-    if kind in _SCALARS:
-        return value
-    if kind is dict:
-        return {k: copy_value(v) for k, v in value.items()}
-    if kind is list:
-        # A list of strings (a summary's ids of every message it replaces) copied in C.
-        if _SCALARS.issuperset(map(type, value)):
-            return value.copy()
-        return [copy_value(v) for v in value]
-    if kind is tuple:
-        return tuple(copy_value(v) for v in value)
-    # Last: isinstance() on a pydantic model class is slow, and most values are plain.
-    if isinstance(value, BaseModel) and value.model_config.get("frozen"):
-        # A frozen model's fields are immutable; the unknown fields it keeps are not.
-        return value.model_copy(deep=True) if value.__pydantic_extra__ else value
-    try:
-        return copy.deepcopy(value)
-    except (TypeError, copy.Error) as exc:
-        # A lock, an open file, a generator, a mappingproxy: what deepcopy cannot copy. The
-        # caller that knows the message adds its index and field.
-        raise InvalidMessageError(
-            f"holds a {kind.__name__} value, which cannot be copied ({exc}); a message keeps "
-            "only values it can copy (strings, numbers, lists, dicts, ...), so that editing "
-            "the input cannot change what was packed"
-        ) from exc
 
 
 _MUTABLE_FIELDS = ("content", "tool_calls", "metadata", "extras")

@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 
 from .._internal import forks
 from .._internal.arguments import check_text, message_items
+from .._internal.copies import copied_fields
 from .._internal.prefix import common_prefix, likely_prefix
 from .._internal.trusted import trusted_frozen_instance
 from ..caches import ENTRY_OVERHEAD, LRUCache, approx_bytes, register
@@ -196,8 +197,10 @@ def _convert(index: int, item: Any, check: _Check | None) -> tuple[Any, Message]
         else:
             # Validated from a private deep copy: pydantic keeps values typed Any (nested
             # parts, metadata) as they are, and they must not be the caller's.
-            snapshot = _copied(item, index)
-            msg = from_mapping(index, snapshot if converted is item else _copied(converted, index))
+            snapshot = copied_fields(item, index)
+            msg = from_mapping(
+                index, snapshot if converted is item else copied_fields(converted, index)
+            )
     elif (converted := coerce_message(item, index)) is not item:
         # An SDK object (an OpenAI ChatCompletionMessage...): reused while it equals its copy.
         if hit is not None and (check is None or hit[2] is check) and _unchanged(item, hit[0]):
@@ -213,18 +216,6 @@ def _convert(index: int, item: Any, check: _Check | None) -> tuple[Any, Message]
         raise InvalidMessageError(not_a_message(item), index=index)
     _CONVERTED.put(key, (snapshot, msg, check))
     return snapshot, msg
-
-
-def _copied(item: Mapping[str, Any], index: int) -> dict[str, Any]:
-    """A copy of the message dict ``item`` sharing no mutable object with it; a value that
-    cannot be copied is refused naming the message and the field."""
-    out = {}
-    for key, value in item.items():
-        try:
-            out[key] = copy_value(value)
-        except InvalidMessageError as exc:
-            raise InvalidMessageError(f"{key}: {exc.detail}", index=index, field=str(key)) from exc
-    return out
 
 
 class _Seen(NamedTuple):

@@ -7,6 +7,7 @@ hold text, and written back as they came with only ctxpack's edits. An ``item_re
 from __future__ import annotations
 
 import json
+from types import MappingProxyType
 from typing import Any
 
 import httpx2
@@ -275,6 +276,24 @@ def test_a_malformed_item_is_refused_naming_its_index_and_field(item: Item, fiel
         with pytest.raises(InvalidMessageError) as info:
             call([USER, item])
         assert (info.value.index, info.value.field) == (1, field), info.value
+
+
+def test_an_item_holding_a_value_that_cannot_be_copied_is_refused_naming_its_field() -> None:
+    # A Responses item written as a dict is copied (the caller may edit its own): a value
+    # deepcopy cannot copy raised a bare TypeError from inside, where a chat message's is
+    # refused naming its index and field.
+    annotations = MappingProxyType({"type": "url_citation"})
+    part = {"type": "output_text", "text": "Reading.", "annotations": annotations}
+    item = {**SAYS, "content": [part]}
+    for call in (
+        from_openai,
+        lambda items: Session().extend(items),
+        lambda items: ctxpack.pack(items, budget=5000, model="gpt-5"),
+        ctxpack.count_tokens,
+    ):
+        with pytest.raises(InvalidMessageError, match="cannot be copied") as info:
+            call([USER, item])
+        assert (info.value.index, info.value.field) == (1, "content"), info.value
 
 
 # ------------------------------------------------------------------------- item_reference
