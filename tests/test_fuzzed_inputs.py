@@ -1173,3 +1173,37 @@ def test_a_describe_tool_call_python_cannot_read_is_answered_in_words() -> None:
 def test_a_model_s_answer_python_cannot_read_is_the_selector_s_error(answer: str) -> None:
     with pytest.raises(SelectionError, match="not JSON"):
         Selection.from_answer(answer)
+
+
+SEARCH_CALL = {"type": "server_tool_use", "id": "s1", "name": "web_search", "input": {"q": "x"}}
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {
+            "role": "assistant",
+            "content": [
+                SEARCH_CALL,
+                {
+                    "type": "web_search_tool_result",
+                    "tool_use_id": "s1",
+                    "content": [{"type": ["web_search_result"], "url": "https://a", "title": "t"}],
+                },
+            ],
+        },
+        {"role": "assistant", "content": "x", "thinking_blocks": [{"type": ["thinking"]}]},
+    ],
+    ids=["a provider result's entry", "LiteLLM's thinking block"],
+)
+def test_a_type_that_is_not_a_string_where_any_shape_is_taken_is_no_type(
+    message: dict[str, Any],
+) -> None:
+    # What a provider's tool result holds, and LiteLLM's blocks beside a message, are taken in
+    # any shape; a list as a "type" there was looked up in a set: "unhashable type: 'list'"
+    # from inside count_tokens and Session.extend. It is no type, as item_type() says.
+    history = [USER, message]
+    assert ctxpack.count_tokens(history) > ctxpack.count_tokens([USER])
+    session = Session()
+    session.extend(history)
+    assert session.render().messages[-1].role == "assistant"

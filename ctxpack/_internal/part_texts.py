@@ -16,7 +16,7 @@ from typing import Any
 
 from .documents import DOCUMENT_TYPES, is_text_media
 from .images import IMAGE_TYPES
-from .tool_items import is_server_item
+from .tool_items import is_server_item, item_type
 
 __all__: list[str] = []
 
@@ -61,7 +61,7 @@ def _result_texts(value: Any, edit: _Edit) -> Any:
     if isinstance(value, Mapping):
         if value.get("type") in ("text", "document", "search_result"):
             return with_texts(value, edit)
-        if value.get("type") in IMAGE_TYPES:
+        if item_type(value) in IMAGE_TYPES:
             return value  # its data is no text: an edit there breaks the image
         return {k: v if k in _RESULT_VERBATIM else _result_texts(v, edit) for k, v in value.items()}
     return value

@@ -12,6 +12,7 @@ from .documents import DOCUMENT_TYPES, document_tokens
 from .images import IMAGE_TYPES, ImageRule, image_tokens
 from .part_texts import is_provider_tool_result
 from .reasoning import REASONING, reasoning_tokens, thinking_tokens
+from .tool_items import item_type
 from .tool_schemas import compact_json
 
 __all__: list[str] = []
@@ -67,7 +68,7 @@ def _litellm_thinking_tokens(extras: Mapping[str, Any], count: Callable[[str], i
         return sum(
             thinking_tokens(b, count)
             for b in blocks
-            if isinstance(b, Mapping) and b.get("type") in THINKING_TYPES
+            if item_type(b) in THINKING_TYPES
         )
     reasoning = extras.get("reasoning_content")
     return count(reasoning) if isinstance(reasoning, str) else 0
@@ -98,7 +99,7 @@ def _with_media(part: Mapping[str, Any], count: Callable[[str], int], images: Im
 
     def rest(value: Any) -> Any:
         if isinstance(value, Mapping):
-            if value.get("type") in _MEDIA_TYPES and value is not part:
+            if item_type(value) in _MEDIA_TYPES and value is not part:
                 media.append(value)
                 return {"type": value["type"]}
             return {k: rest(v) for k, v in value.items()}
