@@ -20,12 +20,15 @@ from ..messages import Message, detached, ensure_messages, owned_messages, provi
 from ..sdk import SDKObject, coerce_message, not_a_message
 from ._anthropic import read_anthropic
 from ._converted import has_anthropic_blocks, provider_from_message
-from ._validate import check_openai_message, validate_openai
+from ._validate import OPENAI_PART_TYPES, check_openai_message, validate_openai
 
 if TYPE_CHECKING:
     from ..providers import Provider
 
 __all__: list[str] = []
+
+# The types of OpenAI's parts, none a block only Anthropic has ("text" first: the most).
+_OPENAI_PARTS = ("text", *sorted(OPENAI_PART_TYPES - {"text"}))
 
 # Marks a message that had no "content" key at all, as opposed to "content": null.
 NO_CONTENT = "openai_no_content"
@@ -106,15 +109,20 @@ def read_as_given(messages: Sequence[Any]) -> bool:
     """Whether :func:`counted_messages` reads ``messages`` as they are: ctxpack's own
     :class:`~ctxpack.messages.Message` objects, none holding a ``compaction`` block (from which
     on the API reads the history) nor read as Anthropic's (:func:`read_as_anthropic`)."""
-    # One pass; a text content (most of them) holds no block to look at.
+    # One pass; a text content (most of them) holds no block to look at, and OpenAI's parts
+    # (a tuple: a type may be a list, which a set cannot look up) neither Anthropic's nor a
+    # compaction block.
     blocks: list[Any] = []
     for m in messages:
         if not isinstance(m, Message):
             return False
-        if isinstance(m.content, list):
+        content = m.content
+        if isinstance(content, list):
+            if all(type(b) is dict and b.get("type") in _OPENAI_PARTS for b in content):
+                continue
             if read_as_anthropic(m):
                 return False
-            blocks.append(m.content)
+            blocks.append(content)
     return last_compaction(blocks) is None
 
 
