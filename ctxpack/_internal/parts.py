@@ -65,11 +65,7 @@ def _litellm_thinking_tokens(extras: Mapping[str, Any], count: Callable[[str], i
     blocks (DeepSeek's) is sent back, so it counts only without blocks."""
     blocks = extras.get("thinking_blocks")
     if isinstance(blocks, list) and blocks:
-        return sum(
-            thinking_tokens(b, count)
-            for b in blocks
-            if item_type(b) in THINKING_TYPES
-        )
+        return sum(thinking_tokens(b, count) for b in blocks if item_type(b) in THINKING_TYPES)
     reasoning = extras.get("reasoning_content")
     return count(reasoning) if isinstance(reasoning, str) else 0
 
