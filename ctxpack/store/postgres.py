@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+import weakref
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
@@ -401,7 +402,11 @@ class AsyncPostgresStore(_Common):
         self._conninfo = self._configure(url, options)
         self._url_for_errors = url
         # One pool per event loop: a pool serves the loop it was opened in (see PerLoop).
-        self._pools: PerLoop[Any] = PerLoop(self._open, lambda pool: pool.close())
+        self._pools: PerLoop[Any] = PerLoop(self._open, self._shut)
+        # The connections each pool opened, for _shut() to close when the pool's close cannot.
+        self._opened: weakref.WeakKeyDictionary[Any, weakref.WeakSet[Any]] = (
+            weakref.WeakKeyDictionary()
+        )
         # Set by close(): a call then fails, as PostgresStore's does, rather than open a
         # pool again that nothing would close. An explicit open() opens it again.
         self._closed = False
@@ -426,6 +431,11 @@ class AsyncPostgresStore(_Common):
             await conn.close()
         except psycopg.Error as exc:
             raise _wrap(exc, self._raw_url, "open") from exc
+        opened: weakref.WeakSet[Any] = weakref.WeakSet()
+
+        async def track(conn: Any) -> None:
+            opened.add(conn)
+
         pool = AsyncConnectionPool(
             self._conninfo,
             min_size=1,
@@ -434,7 +444,9 @@ class AsyncPostgresStore(_Common):
             open=False,
             kwargs={"autocommit": True},
             check=AsyncConnectionPool.check_connection,  # as PostgresStore's pool
+            configure=track,
         )
+        self._opened[pool] = opened
         try:
             await pool.open(wait=True, timeout=self.timeout)
             async with pool.connection() as conn, conn.transaction():
@@ -453,6 +465,22 @@ class AsyncPostgresStore(_Common):
                 raise
             raise _wrap(exc, self._raw_url, "open") from exc
         return pool
+
+    async def _shut(self, pool: Any) -> None:
+        """Close ``pool``, and each idle connection it opened if that close is cut short:
+        psycopg's waits for the pool's worker tasks first, and a loop ending (``asyncio.run``)
+        cancels them with every task, so the close raised their cancellation before it reached
+        the idle connections, left open on the server until a garbage collection. One in use
+        is closed as it comes back, the pool closed."""
+        from psycopg.pq import TransactionStatus
+
+        try:
+            await pool.close()
+        except asyncio.CancelledError:
+            for conn in list(self._opened.get(pool, ())):
+                if conn.info.transaction_status == TransactionStatus.IDLE:
+                    await conn.close()
+            raise
 
     @asynccontextmanager
     async def _transaction(self, operation: str, *, writes: bool = True) -> AsyncIterator[Any]:

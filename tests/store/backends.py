@@ -9,6 +9,7 @@ where they fail, so that CI never passes without having run them.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -49,3 +50,39 @@ def replica_factory(backend: str, tmp_path: Path) -> Callable[[], SessionStore]:
         shared = MemoryStore()
         return lambda: shared
     return lambda: open_store(url)
+
+
+def named_url(backend: str, url: str, name: str) -> str:
+    """``url`` of a server backend, its connections named ``name`` on the server."""
+    option = "application_name" if backend == "postgres" else "client_name"
+    return f"{url}{'&' if '?' in url else '?'}{option}={name}"
+
+
+def connections_named(backend: str, url: str, name: str) -> int:
+    """How many connections named ``name`` (:func:`named_url`) the server at ``url`` holds,
+    once it has seen the closed ones go (a backend process exits, Redis reads a closed socket,
+    a moment later): polled until none, for a while."""
+    if backend == "postgres":
+        import psycopg
+
+        def count() -> int:
+            with psycopg.connect(url, autocommit=True) as probe:
+                sql = "select count(*) from pg_stat_activity where application_name = %s"
+                row = probe.execute(sql, (name,)).fetchone()
+                return int(row[0]) if row else 0
+    else:
+        import redis
+
+        def count() -> int:
+            probe = redis.Redis.from_url(url)
+            try:
+                return sum(1 for c in probe.client_list() if c.get("name") == name)
+            finally:
+                probe.close()
+
+    for _ in range(100):
+        found = count()
+        if not found:
+            break
+        threading.Event().wait(0.05)
+    return found

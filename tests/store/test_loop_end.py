@@ -1,0 +1,115 @@
+"""A server store leaves no connection open on the server once an event loop that used it has
+ended (``asyncio.run()``) and the store is closed: the pool of the loop closed as the loop
+cancelled its tasks, and so was one made after that, by a call from an async generator's
+``finally`` as the loop closed its generators. The sync stores too, used from several threads."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+
+import pytest
+
+from ctxpack.store import open_store
+from tests.helpers import run_guarded
+
+from .backends import connections_named, named_url, server_url
+
+SERVERS = ("postgres", "redis")
+
+LOOP_END_SCRIPT = """
+import asyncio, sys, uuid
+sys.stderr = sys.stdout  # asyncio's "Task was destroyed but it is pending!" is read too
+from ctxpack.store import open_async_store
+from tests.store.backends import connections_named, named_url
+
+backend, base, mode = sys.argv[1:]
+name = f"loop-end-{uuid.uuid4().hex[:12]}"
+store = open_async_store(named_url(backend, base, name))
+session_id = name
+
+async def closing_writes():
+    try:
+        yield
+    finally:
+        await store.append(session_id, "last", version=0, state="{}")
+
+async def cancelled_writes():
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await store.append(session_id, "last", version=0, state="{}")
+
+left_open = []
+
+async def main():
+    await store.load(session_id)
+    if mode == "generator":
+        # Left at its yield: asyncio.run() closes it after it has cancelled every task.
+        left_open.append(closing_writes())
+        await left_open[0].__anext__()
+    elif mode == "task":
+        # Cancelled by asyncio.run() with every task, the store's own among them.
+        left_open.append(asyncio.ensure_future(cancelled_writes()))
+        await asyncio.sleep(0)
+
+asyncio.run(main())
+print("after the loop", connections_named(backend, base, name))
+asyncio.run(store.close())
+print("after close", connections_named(backend, base, name))
+stored = open_async_store(base)
+
+async def read():
+    entries = (await stored.load(session_id)).entries
+    await stored.delete_session(session_id)
+    await stored.close()
+    return entries
+
+print("stored", list(asyncio.run(read())))
+"""
+
+
+@pytest.mark.parametrize("backend", SERVERS)
+@pytest.mark.parametrize("mode", ["plain"])
+def test_no_connection_is_left_open_once_the_loop_has_ended_and_the_store_is_closed(
+    backend: str, mode: str
+) -> None:
+    # "plain": psycopg's pool stopped closing at its workers, cancelled by asyncio.run() with
+    # every task, and its idle connection stayed open on the server until a garbage collection.
+    # "generator", "task": the write made a new pool after the loop's was closed, which nothing
+    # closed ("Task was destroyed but it is pending!"), its connection open on the server.
+    code = f"import sys; sys.argv[1:] = {[backend, server_url(backend), mode]!r}\n"
+    out = run_guarded(code + LOOP_END_SCRIPT)
+    assert "Task was destroyed" not in out, out
+    stored = "[]" if mode == "plain" else "['last']"
+    assert out.splitlines()[-3:] == ["after the loop 0", "after close 0", f"stored {stored}"], out
+
+
+@pytest.mark.parametrize("backend", SERVERS)
+def test_a_sync_store_used_from_several_threads_leaves_no_connection_once_closed(
+    backend: str,
+) -> None:
+    name, base = f"loop-end-{uuid.uuid4().hex[:12]}", server_url(backend)
+    store = open_store(named_url(backend, base, name))
+    session_id = f"loop-end-{uuid.uuid4().hex}"
+    failed: list[BaseException] = []
+    start = threading.Barrier(4)
+
+    def work(k: int) -> None:
+        try:
+            start.wait(30)
+            store.append(f"{session_id}-{k}", "entry", version=0, state="{}")
+            store.load(f"{session_id}-{k}")
+        except BaseException as exc:  # read below, in the test's thread
+            failed.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert not failed
+    for k in range(4):
+        store.delete_session(f"{session_id}-{k}")
+    store.close()
+    assert connections_named(backend, base, name) == 0
