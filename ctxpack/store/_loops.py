@@ -12,7 +12,10 @@ At shutdown the pool is closed by a task of its own, cancelled with every other 
 (``asyncio.run`` cancels them all, then closes the loop's async generators). An async
 generator's ``finally`` came too late: psycopg's pool workers catch the cancellation of a
 connection attempt and wait for their next job, so ``asyncio.run`` waited for them forever
-unless the pool told them to stop.
+unless the pool told them to stop. That task closes the pool once the calls using it have ended
+(cancelled too), not under them. A call made after it (a cancelled task's ``finally``, an async
+generator the loop closes, a callback) makes the loop a new pool, which no task would close:
+the loop ending, its last call closes it.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import asyncio
 import contextlib
 import threading
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Generic, TypeVar
 
 from .._internal import forks
@@ -29,6 +32,18 @@ from .._internal import forks
 __all__: list[str] = []
 
 _R = TypeVar("_R")
+
+
+class _Held(Generic[_R]):
+    """A loop's pool, the task that closes it, and the calls using it."""
+
+    __slots__ = ("idle", "keeper", "pool", "stop", "users")
+
+    def __init__(self, pool: _R) -> None:
+        self.pool, self.users = pool, 0
+        self.idle, self.stop = asyncio.Event(), asyncio.Event()
+        self.idle.set()
+        self.keeper: asyncio.Task[None] | None = None
 
 
 class PerLoop(Generic[_R]):
@@ -39,12 +54,15 @@ class PerLoop(Generic[_R]):
         self, make: Callable[[], Awaitable[_R]], close: Callable[[_R], Awaitable[None]]
     ) -> None:
         self._make, self._close = make, close
-        self._held: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, tuple[_R, asyncio.Task[None]]
-        ] = weakref.WeakKeyDictionary()
-        self._making: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Future[_R]] = (
+        self._held: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Held[_R]] = (
             weakref.WeakKeyDictionary()
         )
+        self._making: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, asyncio.Future[_Held[_R]]
+        ] = weakref.WeakKeyDictionary()
+        # The loops that cancelled a keeper of their own: ending, they close no pool made
+        # after that, so its last call closes it (see using()).
+        self._ending: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
         # The loops of several threads add and drop their entries while close() lists them
         # (a dictionary changed during iteration); held for no await.
         self._entries = forks.freed_in_child(threading.Lock())
@@ -54,15 +72,36 @@ class PerLoop(Generic[_R]):
     def here(self) -> _R | None:
         """The running loop's pool, if made."""
         held = self._held.get(asyncio.get_running_loop())
-        return None if held is None else held[0]
+        return None if held is None else held.pool
 
-    async def get(self) -> _R:
+    @contextlib.asynccontextmanager
+    async def using(self) -> AsyncIterator[_R]:
+        """The running loop's pool, for one call. Once the loop is ending (it cancelled its
+        tasks, as ``asyncio.run`` does), the last call to let go of its pool closes it: a call
+        made then (from a task's ``finally``, an async generator closed by the loop, a
+        callback) made a pool that nothing closed, its connections left open."""
+        held = await self._held_here()
+        held.users += 1
+        held.idle.clear()
+        try:
+            yield held.pool
+        finally:
+            held.users -= 1
+            if not held.users:
+                held.idle.set()
+                if asyncio.get_running_loop() in self._ending and held.keeper is not None:
+                    held.stop.set()
+                    await asyncio.wait([held.keeper])
+                    if not held.keeper.cancelled():
+                        held.keeper.exception()  # read: the call's outcome is not the close's
+
+    async def _held_here(self) -> _Held[_R]:
         """The running loop's pool; callers that come at once share one making (each would
         make a pool of its own, and closing close only the last)."""
         loop = asyncio.get_running_loop()
         held = self._held.get(loop)
         if held is not None:
-            return held[0]
+            return held
         making = self._making.get(loop)
         if making is None:
             with self._entries:
@@ -74,24 +113,36 @@ class PerLoop(Generic[_R]):
                 with self._entries:
                     del self._making[loop]
 
-    async def _made(self) -> _R:
-        pool = await self._make()
-        keeper = asyncio.ensure_future(self._keep(pool))
+    async def _made(self) -> _Held[_R]:
+        held = _Held(await self._make())
+        held.keeper = asyncio.ensure_future(self._keep(held))
         with self._entries:
-            self._held[asyncio.get_running_loop()] = (pool, keeper)
-        return pool
+            self._held[asyncio.get_running_loop()] = held
+        return held
 
-    async def _keep(self, pool: _R) -> None:
-        """Wait until cancelled (the store closed here, or the loop shutting down), then close
-        ``pool``."""
+    async def _keep(self, held: _Held[_R]) -> None:
+        """Wait until told to stop (by the last call on an ending loop) or cancelled (the store
+        closed here, or the loop ending), then close ``held``'s pool: the loop ending, once the
+        calls using it have ended (cancelled too), not under them."""
+        loop = asyncio.get_running_loop()
         try:
-            await asyncio.Event().wait()
+            await held.stop.wait()
+        except asyncio.CancelledError:
+            if self._held.get(loop) is not held:  # close_here()'s: at once
+                await self._closed(loop, held)
+                raise
+            self._ending.add(loop)
+        try:
+            while held.users:
+                await held.idle.wait()
         finally:
-            with self._entries:
-                held = self._held.get(asyncio.get_running_loop())
-                if held is not None and held[0] is pool:
-                    del self._held[asyncio.get_running_loop()]
-            await self._close(pool)
+            await self._closed(loop, held)
+
+    async def _closed(self, loop: asyncio.AbstractEventLoop, held: _Held[_R]) -> None:
+        with self._entries:
+            if self._held.get(loop) is held:
+                del self._held[loop]
+        await self._close(held.pool)
 
     async def close_here(self) -> None:
         """Close the running loop's pool, waiting first for a making in flight (shielded, it
@@ -103,8 +154,8 @@ class PerLoop(Generic[_R]):
                 await asyncio.shield(making)
         with self._entries:
             held = self._held.pop(loop, None)
-        if held is not None:
-            keeper = held[1]
+        if held is not None and held.keeper is not None:
+            keeper = held.keeper
             keeper.cancel()
             # wait(), not await: the keeper ends cancelled, and this caller is not; a failed
             # close is still the caller's to see.
@@ -133,7 +184,7 @@ class PerLoop(Generic[_R]):
     def forget(self) -> list[_R]:
         """Forget every pool (a forked child's are its parent's); return them."""
         with self._entries:
-            pools = [pool for pool, _ in self._held.values()]
+            pools = [held.pool for held in self._held.values()]
             self._held.clear()
             self._making.clear()
         self._closing.clear()

@@ -416,7 +416,8 @@ class AsyncPostgresStore(_Common):
         """Open the running event loop's pool and create the tables if missing (idempotent);
         after :meth:`close`, open it again."""
         self._closed = False
-        await self._pools.get()
+        async with self._pools.using():
+            pass
 
     async def _open(self) -> Any:
         try:
@@ -486,9 +487,8 @@ class AsyncPostgresStore(_Common):
     async def _transaction(self, operation: str, *, writes: bool = True) -> AsyncIterator[Any]:
         if self._closed:
             raise closed_store(self.url, operation)
-        pool = await self._pools.get()
         try:
-            async with pool.connection() as conn, conn.transaction():
+            async with self._pools.using() as pool, pool.connection() as conn, conn.transaction():
                 if writes:
                     await conn.execute(self._limits())
                 yield conn

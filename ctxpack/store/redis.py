@@ -359,10 +359,10 @@ class AsyncRedisStore(_Common):
 
     async def _sent(self, operation: str, command: Callable[[_Client], Awaitable[_T]]) -> _T:
         """``command`` sent on the running loop's client, its errors ctxpack's."""
-        client = None
+        client: _Client | None = None
         try:
-            client = await self._here()
-            return await _cancellable(command(client))
+            async with self._clients.using() as client:
+                return await _cancellable(command(client))
         except self._errors_from as exc:
             raise self._wrap(exc, operation) from exc
         finally:
@@ -435,9 +435,6 @@ class AsyncRedisStore(_Common):
         await self._sent(
             f"delete session {session_id!r}", lambda client: client.redis.delete(*keys)
         )
-
-    async def _here(self) -> _Client:
-        return await self._clients.get()
 
     async def close(self) -> None:
         """As :meth:`RedisStore.close`, for the client of the event loop it is awaited in;

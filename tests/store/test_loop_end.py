@@ -70,7 +70,7 @@ print("stored", list(asyncio.run(read())))
 
 
 @pytest.mark.parametrize("backend", SERVERS)
-@pytest.mark.parametrize("mode", ["plain"])
+@pytest.mark.parametrize("mode", ["plain", "generator", "task"])
 def test_no_connection_is_left_open_once_the_loop_has_ended_and_the_store_is_closed(
     backend: str, mode: str
 ) -> None:
