@@ -1,19 +1,24 @@
-"""A server store leaves no connection open on the server once an event loop that used it has
-ended (``asyncio.run()``) and the store is closed: the pool of the loop closed as the loop
-cancelled its tasks, and so was one made after that, by a call from an async generator's
-``finally`` as the loop closed its generators. The sync stores too, used from several threads."""
+"""A store leaves no connection open (on the server; on the file, for SQLite) once an event
+loop that used it has ended (``asyncio.run()``) and the store is closed: the pool of the loop
+closed as the loop cancelled its tasks, and so was one made after that, by a call from a
+cancelled task's ``finally`` or an async generator the loop closed. The sync stores too, used
+from several threads."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
-from ctxpack.store import open_store
+from ctxpack.store import open_async_store, open_store
 from tests.helpers import run_guarded
 
 from .backends import connections_named, named_url, server_url
+from .test_sqlite import _files_open_on
 
 SERVERS = ("postgres", "redis")
 
@@ -113,3 +118,37 @@ def test_a_sync_store_used_from_several_threads_leaves_no_connection_once_closed
         store.delete_session(f"{session_id}-{k}")
     store.close()
     assert connections_named(backend, base, name) == 0
+
+
+def test_an_sqlite_store_holds_no_file_once_closed_after_its_loops_and_threads(
+    tmp_path: Path,
+) -> None:
+    # No server to count on: the descriptors this process holds on the database file. The
+    # async store runs the sync one in worker threads, one connection a thread.
+    path = tmp_path / "sessions.db"
+    store = open_async_store(f"sqlite:///{path}")
+    left_open: list[AsyncIterator[None]] = []
+
+    async def closing_writes() -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await store.append("last", "entry", version=0, state="{}")
+
+    async def main() -> None:
+        await store.append("first", "entry", version=0, state="{}")
+        left_open.append(closing_writes())
+        await left_open[0].__anext__()
+
+    asyncio.run(main())
+    asyncio.run(store.close())
+    assert _files_open_on(path) == []
+    synced = open_store(f"sqlite:///{path}")
+    threads = [threading.Thread(target=synced.load, args=(name,)) for name in ("first", "last") * 2]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert [synced.load(name).entries for name in ("first", "last")] == [("entry",)] * 2
+    synced.close()
+    assert _files_open_on(path) == []
