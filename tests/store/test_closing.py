@@ -16,7 +16,7 @@ from ctxpack.errors import StoreError
 from ctxpack.store import SessionStore, open_async_store, open_store
 from tests.threads import switching_often
 
-from .backends import backend_url, server_url
+from .backends import backend_url, connections_named, named_url, server_url
 
 CALLS: dict[str, Callable[[Any, str], Any]] = {
     "load": lambda store, sid: store.load(sid),
@@ -189,26 +189,9 @@ def test_many_threads_racing_close_finish_or_fail_saying_so(
 
 def _redis_named(name: str) -> tuple[str, Callable[[], int]]:
     """A Redis store URL whose connections carry ``name``, and a count of those the server
-    holds open, once it has seen the closed ones go (it reads a closed socket when it next
-    turns to it)."""
-    import redis
-
+    holds open (see :func:`connections_named`)."""
     base = server_url("redis")
-    url = f"{base}{'&' if '?' in base else '?'}client_name={name}"
-
-    def count() -> int:
-        probe = redis.Redis.from_url(base)
-        try:
-            for _ in range(100):
-                found = sum(1 for c in probe.client_list() if c.get("name") == name)
-                if not found:
-                    break
-                threading.Event().wait(0.05)
-            return found
-        finally:
-            probe.close()
-
-    return url, count
+    return named_url("redis", base, name), lambda: connections_named("redis", base, name)
 
 
 def test_redis_holds_no_connection_after_close_and_a_call_racing_it(session_id: str) -> None:
