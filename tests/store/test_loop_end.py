@@ -152,3 +152,52 @@ def test_an_sqlite_store_holds_no_file_once_closed_after_its_loops_and_threads(
     assert [synced.load(name).entries for name in ("first", "last")] == [("entry",)] * 2
     synced.close()
     assert _files_open_on(path) == []
+
+
+def test_a_loop_ending_closes_each_pool_after_the_calls_using_it() -> None:
+    # Whichever the loop cancels first, the keeper or the call, the pool is closed after the
+    # call has ended (a pool closed under a write cut it mid-command); the pool a call made
+    # after that, from an async generator the loop closed, is closed as that call ends.
+    from ctxpack.store._loops import PerLoop
+
+    seen: list[str] = []
+
+    async def make() -> str:
+        pool = f"pool {sum(event.startswith('made') for event in seen) + 1}"
+        seen.append(f"made {pool}")
+        return pool
+
+    async def close(pool: str) -> None:
+        await asyncio.sleep(0)
+        seen.append(f"closed {pool}")
+
+    pools = PerLoop(make, close)
+
+    async def call(name: str, forever: bool = False) -> None:
+        async with pools.using():
+            try:
+                await asyncio.sleep(3600 if forever else 0)
+            finally:
+                for _ in range(5):  # a call taking a while to end (a write under way)
+                    await asyncio.sleep(0)
+                seen.append(f"{name} ended")
+
+    async def closing_call() -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await call("generator's")
+
+    left_open: list[AsyncIterator[None]] = []
+
+    async def main() -> None:
+        calls = [asyncio.ensure_future(call(f"task {k}'s", forever=True)) for k in range(3)]
+        left_open.append(closing_call())
+        await left_open[0].__anext__()
+        await asyncio.sleep(0.01)
+        assert not any(done.done() for done in calls)
+
+    asyncio.run(main())
+    assert seen[0] == "made pool 1"
+    assert sorted(seen[1:4]) == [f"task {k}'s ended" for k in range(3)]
+    assert seen[4:] == ["closed pool 1", "made pool 2", "generator's ended", "closed pool 2"]
