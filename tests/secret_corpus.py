@@ -190,3 +190,54 @@ def planted(seed: int = 0) -> Iterator[tuple[str, str, list[str]]]:
         yield f"{kind or 'pkcs8 '}private key cut", "$ head -5 id\n" + "\n".join(head), head[1:]
         tail = block.split("\n")[-4:]
         yield f"{kind or 'pkcs8 '}private key tail", "$ tail -4 id\n" + "\n".join(tail), tail[:-1]
+
+
+def dense(seed: int = 0, size: int = 1_000_000) -> dict[str, str]:
+    """Secret-dense outputs of about ``size`` characters each, by kind: the planted outputs
+    one after another (a value echoed alone now and then), an environment dump, a log with a
+    token on every line, compact JSON records, and a private key's body paged out with line
+    numbers (``cat -n``)."""
+    rng = random.Random(seed)
+    outputs: list[str] = []
+    env: list[str] = []
+    n, count = 0, 0
+    while n < size:
+        count += 1
+        for _, text, values in planted(seed + count):
+            echoed = f"$ echo $X\n{values[0]}\n" if rng.random() < 0.2 else ""
+            outputs.append(text + "\n" + echoed)
+            n += len(outputs[-1])
+    n, count = 0, 0
+    while n < size:
+        for fmt, value in secrets(seed + count):
+            env.append(f"{fmt.upper().replace('-', '_')}_{count}={value}\n")
+            n += len(env[-1])
+        count += 1
+    log = []
+    for i in range(size // 137):
+        log.append(
+            f"2026-12-04T19:{i % 60:02d}:00Z INFO req {i:08x} Authorization: Bearer "
+            f"{_r(rng, ALNUM, 32)} api_key={_r(rng, ALNUM, 24)}&user=u{i}\n"
+        )
+    records = [
+        {
+            "id": i,
+            "password": _r(rng, ALNUM, 12) + "!",
+            "token": "ghp_" + _r(rng, ALNUM, 36),
+            "name": f"svc-{i}",
+        }
+        for i in range(size // 110)
+    ]
+    pages = []
+    for i in range(size // 500):
+        kind = rng.choice(["", "RSA ", "CERTIFICATE", ""])
+        block, _ = _pem(rng, kind)
+        lines = block.split("\n")[rng.randrange(0, 3) : rng.randrange(5, 9)]
+        pages.append("".join(f"{i * 10 + j:6d}\t{line}\n" for j, line in enumerate(lines)))
+    return {
+        "planted outputs": "".join(outputs),
+        "environment dump": "".join(env),
+        "log of tokens": "".join(log),
+        "json records": json.dumps(records, separators=(",", ":")),
+        "numbered key pages": "\n".join(pages),
+    }
