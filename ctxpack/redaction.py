@@ -115,7 +115,8 @@ class _Rule:
     keywords: tuple[str, ...]
     group: int
     allowlists: tuple[Allowlist, ...]
-    gate: Any = None  # for a rule without keywords: an ``re`` pattern the text must hold
+    # For a rule without keywords: an ``re`` pattern found where each of its matches begins.
+    gate: Any = None
 
 
 # gitleaks' "semi-generic" rules (a key name, an operator, a value) start with a lazy run of
@@ -257,6 +258,19 @@ def _near_keywords(rule: _Rule, text: str, lines: TextLines, present: set[str]) 
             done = at = max(match.end(), match.start() + 1)
 
 
+def _at_gate(rule: _Rule, text: str) -> Iterator[Any]:
+    """``rule``'s matches in ``text``, as a search finds them, each tried only where its gate
+    is found (its pattern, tried at every position, is slow: look-behinds in ``regex``)."""
+    at = 0
+    while (gate := rule.gate.search(text, at)) is not None:
+        match = rule.pattern.match(text, gate.start())
+        if match is None:
+            at = gate.start() + 1
+        else:
+            yield match
+            at = max(match.end(), match.start() + 1)
+
+
 def _findings(text: str) -> Iterator[SecretFinding]:
     rules, everywhere = _rules()
     lowered = text.lower()
@@ -269,10 +283,12 @@ def _findings(text: str) -> Iterator[SecretFinding]:
     for rule in rules:
         if rule.keywords and present.isdisjoint(rule.keywords):
             continue
-        if rule.gate is not None and rule.gate.search(text) is None:
-            continue
         rank = _rank(rule.kind)
-        for match in _near_keywords(rule, text, lines, present):
+        if rule.gate is not None:
+            matches = _at_gate(rule, text)
+        else:
+            matches = _near_keywords(rule, text, lines, present)
+        for match in matches:
             start, end = _secret_span(match, rule.group)
             prior = found.get((start, end))
             if prior is not None and prior <= rank:

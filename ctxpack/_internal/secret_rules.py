@@ -398,7 +398,8 @@ OWN_RULES: tuple[dict[str, Any], ...] = (
         rf"(?!\r?\n{_NUMBERED}(?:[A-Za-z0-9+/]|-----END(?![ A-Z0-9_-]{{0,100}}PRIVATE KEY)))",
         "entropy": 4.5,
         "keywords": [],
-        # Its slow look-behinds run only where a line is a PEM body's (base64, not hex).
+        # Its slow look-behinds run only where a line is a PEM body's (base64, not hex): each
+        # match begins where the gate is found.
         "gate": rf"(?m)^{_NUMBERED}{_PEM_LINE}[ \t]*\r?$",
         "engine": "regex",
     },
