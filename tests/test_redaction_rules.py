@@ -9,6 +9,8 @@ import random
 import string
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxpack.caches import clear_caches
 from ctxpack.redaction import find_secrets, redact
@@ -198,6 +200,50 @@ def test_many_values_found_are_looked_for_again_in_about_linear_time() -> None:
 
     small, large = cost(500), cost(8_000)
     assert large < 40 * max(small, 0.001)
+
+
+def test_many_values_found_sharing_a_first_run_are_looked_for_in_about_linear_time() -> None:
+    # Every JWT begins with the same header, every Slack bot token with "xoxb": looked for by
+    # the run of word characters that starts them, each value was compared at each place of
+    # that run, the values of a log of JWTs times their places (seconds for 1 MB).
+    from ctxpack._internal.secret_values import KnownValues
+
+    draw = random.Random(0)
+    alphabet = string.ascii_letters + string.digits
+    header = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
+    rows = [f"{i} token {header}.{''.join(draw.choices(alphabet, k=40))}\n" for i in range(6_000)]
+
+    def cost(n: int) -> float:
+        text = "".join(rows[:n])
+        values = KnownValues({row.split()[2]: "jwt" for row in rows[:n]})
+        assert len(list(values.find(text))) == n
+        return cpu_seconds(lambda: list(values.find(text)))
+
+    small, large = cost(500), cost(6_000)
+    assert large < 40 * max(small, 0.001)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.text("ab1_-.:é", min_size=1, max_size=12), min_size=300, max_size=300, unique=True),
+    st.lists(st.tuples(st.integers(0, 299), st.sampled_from(["", " ", "-", "a", "\n"]))),
+    st.integers(0, 3_000),
+)
+def test_values_found_are_found_where_each_stands_alone_however_many(
+    values: list[str], pieces: list[tuple[int, str]], cut: int
+) -> None:
+    # From a few hundred values, all are looked for in one reading of the text: the places
+    # found are each value's own, in order, values in the order learnt.
+    from ctxpack._internal.secret_values import KnownValues, occurrences
+
+    text = "".join(values[i] + sep for i, sep in pieces)[:cut]
+    known = KnownValues({v: f"kind{i}" for i, v in enumerate(values)})
+    expected = [
+        (start, end, kind)
+        for value, kind in known.values.items()
+        for start, end in occurrences(text, value)
+    ]
+    assert list(known.find(text)) == expected
 
 
 def test_a_dump_of_keys_costs_a_bounded_multiple_of_lines_without_keys() -> None:

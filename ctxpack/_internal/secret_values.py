@@ -121,29 +121,47 @@ class KnownValues:
             self.values.setdefault(value, kind)
 
     def find(self, text: str) -> Iterator[tuple[int, int, str]]:
-        runs: dict[str, list[int]] | None = None
+        places = self._places(text) if len(self.values) >= _INDEXED else {}
         for value, kind in self.values.items():
-            first = _RUN.match(value)
-            if len(self.values) < _INDEXED or first is None or _overlaps_itself(value):
+            starts = places.get(value)
+            if starts is None:
                 for start, end in occurrences(text, value):
                     yield start, end, kind
                 continue
-            # Searched for one by one, thousands of values found in a long output (a .env
-            # dump, a log of api_key=...) read it once each: by the runs of word characters
-            # that start them, it is read once for all. A value beginning with a word
-            # character stands alone only where a run of them starts in the text, and that
-            # run is the value's first one; one that cannot overlap itself has no occurrence
-            # hidden by an earlier one.
-            if runs is None:
-                wanted = {m.group() for v in self.values if (m := _RUN.match(v))}
-                runs = {}
-                for m in _RUN.finditer(text):
-                    if (run := m.group()) in wanted:
-                        runs.setdefault(run, []).append(m.start())
-            for start in runs.get(first.group(), ()):
-                end = start + len(value)
-                if text.startswith(value, start) and standalone(text, start, end):
-                    yield start, end, kind
+            for start in starts:
+                yield start, start + len(value), kind
+
+    def _places(self, text: str) -> dict[str, list[int]]:
+        """Where each value that can be indexed stands alone in ``text``, in order.
+
+        Searched for one by one, thousands of values found in a long output (a .env dump, a
+        log of api_key=...) read it once each: by the runs of word characters that start
+        them, it is read once for all. A value beginning with a word character stands alone
+        only where a run of them starts in the text, and that run is the value's first one;
+        one that cannot overlap itself has no occurrence hidden by an earlier one. Many values
+        share a first run (every JWT's header, ``xoxb``): at such a run the text is read at
+        each of their lengths, not compared with each of them.
+        """
+        lengths: dict[str, set[int]] = {}
+        places: dict[str, list[int]] = {}
+        for value in self.values:
+            first = _RUN.match(value)
+            if first is not None and not _overlaps_itself(value):
+                lengths.setdefault(first.group(), set()).add(len(value))
+                places[value] = []
+        for m in _RUN.finditer(text):
+            sizes = lengths.get(m.group())
+            if sizes is None:
+                continue
+            start = m.start()
+            for size in sizes:
+                # Cut by the text's end, a slice could be a shorter value, found at its length.
+                if start + size > len(text):
+                    continue
+                starts = places.get(text[start : start + size])
+                if starts is not None and standalone(text, start, start + size):
+                    starts.append(start)
+        return places
 
 
 _NOT_WORD = re.compile("[^A-Za-z0-9_]")
