@@ -49,6 +49,7 @@ from ._internal.part_texts import (
 )
 from ._internal.secret_allowlists import Allowlist, allowlist, compile_rule
 from ._internal.secret_rules import OWN_RULES
+from ._internal.secret_starts import anchored, every, start_words
 from ._internal.secret_values import Hunt, KnownValues, entropy
 from ._internal.spans import Spans
 from ._internal.text_lines import TextLines
@@ -117,6 +118,7 @@ class _Rule:
     allowlists: tuple[Allowlist, ...]
     # For a rule without keywords: an ``re`` pattern found where each of its matches begins.
     gate: Any = None
+    starts: tuple[str, ...] = ()  # words one of which begins each match (secret_starts)
 
 
 # gitleaks' "semi-generic" rules (a key name, an operator, a value) start with a lazy run of
@@ -162,16 +164,18 @@ def _rules() -> tuple[tuple[_Rule, ...], Allowlist]:
             pattern, back = "(?i)" + pattern[len(_SEMI_GENERIC) :], 50
         elif pattern.startswith(_SEMI_GENERIC_NESTED):
             pattern, back = "(?i:" + pattern[len(_SEMI_GENERIC_NESTED) :], 100
+        engine = entry.get("engine", "re")
         rules.append(
             _Rule(
                 entry["id"],
-                compile_rule(pattern, entry.get("engine", "re")),
+                compile_rule(pattern, engine),
                 back,
                 float(entry.get("entropy", 0.0)),
                 tuple(entry.get("keywords", ())),
                 int(entry.get("secret_group", 0)),
                 tuple(allowlist(a) for a in entry.get("allowlists", ())),
                 compile_rule(entry["gate"], "re") if "gate" in entry else None,
+                start_words(pattern) if engine == "re" else (),
             )
         )
     # The generic rule last: it finds again most values the others find, and loses to them.
@@ -220,14 +224,16 @@ def _near_keywords(rule: _Rule, text: str, lines: TextLines, present: set[str]) 
     keywords, before or after it (all of them in a short text, or where keywords are
     everywhere)."""
     lowered = lines.lowered
+    search = anchored(rule.pattern, rule.starts, lines)
     if not rule.keywords or len(text) <= _LONG_TEXT or lowered is None:
-        yield from rule.pattern.finditer(text)
+        yield from rule.pattern.finditer(text) if search is None else every(search, len(text))
         return
     found = [k for k in rule.keywords if k in present]
-    if sum(map(lowered.count, found)) * _NEAR > len(text):
+    if sum(map(lines.count, found)) * _NEAR > len(text):
         # Keywords everywhere (minified code): their stretches would cover the text anyway.
-        yield from rule.pattern.finditer(text)
+        yield from rule.pattern.finditer(text) if search is None else every(search, len(text))
         return
+    search = search or partial(rule.pattern.search, text)
     near = sorted(
         (max(0, at - _NEAR), at + len(k) + _NEAR) for k in found for at in lines.occurrences(k)
     )
@@ -244,7 +250,7 @@ def _near_keywords(rule: _Rule, text: str, lines: TextLines, present: set[str]) 
         # A search that finds nothing near must not read on to the end of the text.
         limit = min(len(text), end + _SPAN)
         while at < end:
-            match = rule.pattern.search(text, at, limit)
+            match = search(at, limit)
             if match is None or match.start() >= end:
                 break
             if limit < len(text) and match.end() >= limit:

@@ -502,3 +502,44 @@ def test_a_secret_holding_true_false_or_null_is_redacted(text: str) -> None:
 @pytest.mark.parametrize("text", ["DB_PASSWORD=false", 'api_key = "null"', "token: TRUE"])
 def test_the_words_true_false_and_null_alone_are_no_secrets(text: str) -> None:
     assert redact(text).text == text
+
+
+_NAMES = ["api", "API", "Api", "aPi", "key", "\u212aey", "secret", "\u017fecret", "token"]
+_NAMES += ["passwd", "password", "creds", "auth", "access", "plaid", "twitter", "my_", "x-"]
+_ASSIGNMENTS = st.tuples(
+    st.lists(st.sampled_from(_NAMES), min_size=1, max_size=3).map("".join),
+    st.sampled_from(["=", ": ", ":=", "=>", ' = "', "'", " ", ""]),
+    st.sampled_from(["abcDEF0123456789xyzQ", "Vq8nT2zLp4Rw-9", "é", "x", "a.b=c_d-e1234"]),
+    st.sampled_from(['"', "'", " ", "\n", "\\n", ";", "", "é"]),
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_ASSIGNMENTS, max_size=30))
+def test_rules_searched_only_where_their_words_begin_find_what_a_search_finds(
+    pieces: list[str],
+) -> None:
+    # A rule whose every match begins with one of a few words (gitleaks' generic rule) is
+    # tried only where the lowered text holds one, in an ASCII text; a text that is not (the
+    # long s matches "s", case ignored, yet lowers to itself) is searched everywhere.
+    import ctxpack.redaction as r
+    from ctxpack._internal.text_lines import TextLines
+
+    text = "".join(pieces)
+    lines = TextLines(text, text.lower())
+    present = r._keywords_in(text.lower())
+    anchored = [rule for rule in r._rules()[0] if rule.starts]
+    assert any(rule.kind == "generic-api-key" for rule in anchored)
+    for rule in anchored:
+        found = [m.span() for m in r._near_keywords(rule, text, lines, present)]
+        assert found == [m.span() for m in rule.pattern.finditer(text)], rule.kind
+
+
+def test_a_rule_with_an_alternative_at_its_top_level_is_searched_everywhere() -> None:
+    from ctxpack._internal.secret_starts import start_words
+
+    assert start_words("(?i)(?:plaid)(?:[ \\t\\w.-]{0,20})=([a-z]{8})") == ("plaid",)
+    assert start_words("(?i)(?:plaid)(?:x)|y") == ()
+    assert start_words("(?i)(?:plaid)(?:[|])(a|b)") == ("plaid",)
+    assert start_words("(?i)(?:plaid)?(x)") == ()
+    assert start_words("\\b(ghp_[0-9a-zA-Z]{36})") == ()

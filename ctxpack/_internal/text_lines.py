@@ -22,6 +22,9 @@ class TextLines:
         # Positions in the lowered text are the text's only if lowering kept every length
         # (a character such as "İ" lowers to two).
         self.lowered = lowered if len(lowered) == len(text) else None
+        self.ascii = text.isascii()
+        self._places: dict[tuple[str, ...], list[int]] = {}
+        self._counts: dict[str, int] = {}
         self._keyword_at: dict[str, list[int]] = {}
         self._verdicts: dict[tuple[int, int, int], bool] = {}
 
@@ -53,6 +56,24 @@ class TextLines:
         at = self._keyword_at.get(keyword)
         if at is None:
             at = self._keyword_at[keyword] = _occurrences(self.lowered, keyword)
+        return at
+
+    def count(self, keyword: str) -> int:
+        """How often ``keyword`` (lower-case) occurs in the text, case ignored, without
+        overlaps (``str.count``; needs ``lowered``). Several rules share a keyword."""
+        assert self.lowered is not None
+        n = self._counts.get(keyword)
+        if n is None:
+            n = self._counts[keyword] = self.lowered.count(keyword)
+        return n
+
+    def places(self, keywords: tuple[str, ...]) -> list[int]:
+        """Where one of ``keywords`` (lower-case) starts in the text, case ignored, in order
+        (needs ``lowered``)."""
+        at = self._places.get(keywords)
+        if at is None:
+            merged = {i for k in keywords for i in self.occurrences(k)}
+            at = self._places[keywords] = sorted(merged)
         return at
 
     def allowed(self, owner: object, patterns: Sequence[Any], line: tuple[int, int]) -> bool:
