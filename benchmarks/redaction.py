@@ -22,6 +22,8 @@ Usage (from the repository root)::
 
     python benchmarks/redaction.py --data ../shared/data/agent-sessions \\
         --held-out ../shared/data/agent-sessions-long
+
+``--dense-only`` times secret-dense generated outputs alone (seconds per megabyte).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from ctxpack._internal.secret_values import Fingerprints
 from ctxpack.caches import clear_caches
 from ctxpack.guard import ArrivalGuard
 from ctxpack.injection import find_injections
-from ctxpack.redaction import find_secrets
+from ctxpack.redaction import find_secrets, redact
 from ctxpack.store import SQLiteArtifactStore
 from ctxpack.tokens import get_counter
 
@@ -157,17 +159,21 @@ def _percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
-def corpus_recall() -> dict[str, Any]:
+def _corpus() -> Any:
+    """tests/secret_corpus.py, the generated corpus of secrets."""
     spec = importlib.util.spec_from_file_location(
         "secret_corpus", ROOT / "tests" / "secret_corpus.py"
     )
     assert spec and spec.loader
     corpus = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(corpus)
+    return corpus
+
+
+def corpus_recall() -> dict[str, Any]:
+    corpus = _corpus()
     planted = removed = 0
     missed: list[str] = []
-    from ctxpack.redaction import redact
-
     for seed in range(5):
         for name, text, values in corpus.planted(seed):
             out = redact(text).text
@@ -297,12 +303,50 @@ def shapes(size: int = 800_000) -> list[dict[str, Any]]:
     return rows
 
 
+def dense_shapes(size: int = 1_000_000) -> list[dict[str, Any]]:
+    """Seconds per megabyte (UTF-8) to redact secret-dense outputs (``dense()`` of
+    tests/secret_corpus.py, seeded: a secret on most lines), one cold scan each."""
+    rows = []
+    for name, text in _corpus().dense(seed=0, size=size).items():
+        clear_caches()
+        start = time.perf_counter()
+        found = redact(text).findings
+        seconds = time.perf_counter() - start
+        mb = len(text.encode("utf-8")) / 1e6
+        rows.append({"shape": name, "mb": mb, "secrets": len(found), "s per MB": seconds / mb})
+    return rows
+
+
+def dense_table(rows: list[dict[str, Any]]) -> str:
+    text = (
+        "\nSecret-dense generated outputs (`dense()` of tests/secret_corpus.py, one cold scan "
+        "each, `redact()`):\n\n| output | MB | secrets | s per MB |\n|---|---|---|---|\n"
+    )
+    for row in rows:
+        text += (
+            f"| {row['shape']} | {row['mb']:.2f} | {row['secrets']:,} | {row['s per MB']:.2f} |\n"
+        )
+    return text
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", type=Path, required=True, help="folder of session JSON")
+    parser.add_argument("--data", type=Path, default=None, help="folder of session JSON")
     parser.add_argument("--held-out", type=Path, default=None, help="a second folder, held out")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument(
+        "--dense-only",
+        action="store_true",
+        help="only the secret-dense generated outputs (no sessions read), printed",
+    )
     args = parser.parse_args()
+    # Warm the rule set once: the first scan compiles the rules it needs.
+    find_secrets("warm up: key=value token ghp_ AKIA sk- xoxb- -----BEGIN")
+    if args.dense_only:
+        print(dense_table(dense_shapes()))
+        return
+    if args.data is None:
+        parser.error("--data is required (or --dense-only)")
     sessions = tool_outputs(args.data)
     ids = list(sessions)
     sets = [
@@ -311,16 +355,21 @@ def main() -> None:
     ]
     if args.held_out is not None:
         sets.append(("held out", tool_outputs(args.held_out)))
-    # Warm the rule set once: the first scan compiles the rules it needs.
-    find_secrets("warm up: key=value token ghp_ AKIA sk- xoxb- -----BEGIN")
     results = [measure(name, data) for name, data in sets]
     recall = corpus_recall()
     steps = session_steps(args.data)
     shaped = shapes()
+    dense = dense_shapes()
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "redaction.json").write_text(
         json.dumps(
-            {"sets": results, "corpus": recall, "session_steps": steps, "shapes": shaped},
+            {
+                "sets": results,
+                "corpus": recall,
+                "session_steps": steps,
+                "shapes": shaped,
+                "dense": dense,
+            },
             indent=1,
         )
         + "\n",
@@ -347,6 +396,7 @@ def main() -> None:
         "\nValues found earlier: a session that found three values (a password, a token, one "
         "with a dash and a dot) looks for them in the output by their fingerprints.\n"
     )
+    text += dense_table(dense)
     (args.out / "redaction.md").write_text(text, encoding="utf-8")
     print(text)
 
