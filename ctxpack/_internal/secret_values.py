@@ -37,6 +37,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import accumulate, compress
 from typing import Any, Protocol
 
 __all__: list[str] = []
@@ -95,6 +96,7 @@ class Hunt(Protocol):
 
 # Word characters as :func:`standalone` reads them (``str.isalnum`` or ``_``), as ``\w`` is.
 _RUN = re.compile(r"\w+")
+_RUNS_APART = re.compile(r"(\w+)")
 # From this many values, the text is read once for all of them (see KnownValues.find): the
 # index costs a step of Python a word of the text, about what a few hundred searches cost.
 _INDEXED = 256
@@ -149,12 +151,13 @@ class KnownValues:
             if first is not None and not _overlaps_itself(value):
                 lengths.setdefault(first.group(), set()).add(len(value))
                 places[value] = []
-        for m in _RUN.finditer(text):
-            sizes = lengths.get(m.group())
-            if sizes is None:
-                continue
-            start = m.start()
-            for size in sizes:
+        # The text cut into its runs and what lies between them, each part's start summed up,
+        # the parts that start a value picked out: each a step of C, not of Python.
+        parts = _RUNS_APART.split(text)
+        offsets = list(accumulate(map(len, parts), initial=0))
+        for i in compress(range(len(parts)), map(lengths.__contains__, parts)):
+            start = offsets[i]
+            for size in lengths[parts[i]]:
                 # Cut by the text's end, a slice could be a shorter value, found at its length.
                 if start + size > len(text):
                     continue
