@@ -506,10 +506,17 @@ def test_the_words_true_false_and_null_alone_are_no_secrets(text: str) -> None:
 
 _NAMES = ["api", "API", "Api", "aPi", "key", "\u212aey", "secret", "\u017fecret", "token"]
 _NAMES += ["passwd", "password", "creds", "auth", "access", "plaid", "twitter", "my_", "x-"]
+_VALUES = [
+    "AKIAZ5GMHYJKLMNOPQR7",
+    "ghp_R8sVt2Lq9ZxW4mKp7YcN3bHd6FgJ1aEu5TiO",
+    "glpat-Ab3dE6gH9jK2mN5pQ8s",
+]
 _ASSIGNMENTS = st.tuples(
     st.lists(st.sampled_from(_NAMES), min_size=1, max_size=3).map("".join),
     st.sampled_from(["=", ": ", ":=", "=>", ' = "', "'", " ", ""]),
-    st.sampled_from(["abcDEF0123456789xyzQ", "Vq8nT2zLp4Rw-9", "é", "x", "a.b=c_d-e1234"]),
+    st.sampled_from(
+        ["abcDEF0123456789xyzQ", "Vq8nT2zLp4Rw-9", "é", "x", "a.b=c_d-e1234", *_VALUES]
+    ),
     st.sampled_from(['"', "'", " ", "\n", "\\n", ";", "", "é"]),
 ).map("".join)
 
@@ -542,4 +549,9 @@ def test_a_rule_with_an_alternative_at_its_top_level_is_searched_everywhere() ->
     assert start_words("(?i)(?:plaid)(?:x)|y") == ()
     assert start_words("(?i)(?:plaid)(?:[|])(a|b)") == ("plaid",)
     assert start_words("(?i)(?:plaid)?(x)") == ()
-    assert start_words("\\b(ghp_[0-9a-zA-Z]{36})") == ()
+    assert start_words("\\b(ghp_[0-9a-zA-Z]{36})") == ("ghp_",)
+    assert start_words("\\b((?:A3T[A-Z0-9]|AKIA|ASIA)[A-Z2-7]{16})\\b") == ("a3t", "akia", "asia")
+    assert start_words("abc[0-9]|de?f") == ("abc", "d")  # "e" may be left out
+    assert start_words("(?:ab){0,1}c") == ()
+    assert start_words("(?<![\\w-])--token") == ()
+    assert start_words("[Aa]pi") == ()

@@ -2,8 +2,9 @@
 words everywhere (a dump of keys, a log of tokens) is searched only at them.
 
 A search tries a pattern at every position, and one that opens with words to be matched case
-ignored (gitleaks' generic rule: ``(?i)(?:access|auth|...|token)``) gives the regular
-expression engine no letter to skip to: the text's every position costs a try of each word.
+ignored (gitleaks' generic rule: ``(?i)(?:access|auth|...|token)``), or after a word boundary
+(``\\b((?:A3T[A-Z0-9]|AKIA|ASIA)...``), gives the regular expression engine no letter to skip
+to: the text's every position costs a try of each word.
 Where the pattern says its match begins with one of a few words, and the text is ASCII (the
 long s ``ſ`` matches ``s`` case ignored, yet lowers to itself), each match begins where the
 lowered text holds one of them, and trying the pattern there alone finds what a search finds.
@@ -34,29 +35,73 @@ _GENERIC_WORDS: tuple[str, ...] = (
     "secret",
     "token",
 )
-# A group of words, case ignored, then another group: "(?i)(?:plaid)(", "(?i)(?:a|b)(".
-_WORD_GROUP = re.compile(r"\(\?i\)\(\?:(\w+(?:\|\w+)*)\)\(", re.ASCII)
-# What a pattern's top level is read through: an escape, a class, a group's bounds, a "|".
+# What may stand before a pattern's first group and match nothing: a word boundary, a flag.
+_LEADS = ("\\b", "(?i)")
+_OPENERS = ("(?:", "(?i:", "(?-i:", "(")
+_LITERAL = re.compile(r"[A-Za-z0-9_-]+")
+# What a pattern is read through: an escape, a class, a group's bounds, a "|".
 _TOKENS = re.compile(r"\\.|\[\^?\]?(?:\\.|[^\]\\])*\]|[()|]", re.DOTALL)
+_OPTIONAL = ("?", "*", "{")
 
 
 def start_words(pattern: str) -> tuple[str, ...]:
     """The words (lower case) one of which begins every match of ``pattern``, case ignored;
-    none when the pattern does not say so in a form read here."""
+    none when the pattern does not say so in a form read here: after a word boundary or a
+    flag, groups that open one in another, the innermost a choice of alternatives each
+    beginning with letters (``\\b((?:A3T[A-Z0-9]|AKIA|ASIA)...``, ``(?i)(?:plaid)...``)."""
     if pattern.startswith(_GENERIC):
-        words = _GENERIC_WORDS
-    elif (group := _WORD_GROUP.match(pattern)) is not None:
-        words = tuple(w.lower() for w in group.group(1).split("|"))
-    else:
-        return ()
-    # An alternative at the top level ("(?i)(?:a)(...)|b") may begin anywhere.
-    depth = 0
+        return _GENERIC_WORDS if _only_choice(pattern, [4]) else ()
+    at = 0
+    while lead := next((x for x in _LEADS if pattern.startswith(x, at)), None):
+        at += len(lead)
+    path: list[int] = []
+    while opener := next((x for x in _OPENERS if pattern.startswith(x, at)), None):
+        if opener == "(" and pattern.startswith("(?", at):
+            return ()  # a look-around or a named group: not read here
+        path.append(at)
+        at += len(opener)
+    groups = _groups(pattern)
+    bars, close = groups[path[-1]] if path else groups[-1]
+    words = []
+    for begin, end in zip([at, *(b + 1 for b in bars)], [*bars, close], strict=True):
+        literal = _LITERAL.match(pattern, begin, end)
+        word = literal.group() if literal is not None else ""
+        if literal is not None and pattern.startswith(_OPTIONAL, literal.end()):
+            word = word[:-1]  # its last letter may be left out
+        if not word:
+            return ()
+        words.append(word.lower())
+    return tuple(words) if _only_choice(pattern, path) else ()
+
+
+def _groups(pattern: str) -> dict[int, tuple[list[int], int]]:
+    """For each group (by where it opens; -1 for the whole pattern), the places of the "|"
+    directly in it and where it closes."""
+    groups: dict[int, tuple[list[int], int]] = {-1: ([], len(pattern))}
+    stack = [-1]
     for token in _TOKENS.finditer(pattern):
         text = token.group()
-        depth += (text == "(") - (text == ")")
-        if text == "|" and depth == 0:
-            return ()
-    return words
+        if text == "(":
+            stack.append(token.start())
+            groups[token.start()] = ([], -1)
+        elif text == ")" and len(stack) > 1:
+            opened = stack.pop()
+            groups[opened] = (groups[opened][0], token.start())
+        elif text == "|":
+            groups[stack[-1]][0].append(token.start())
+    return groups
+
+
+def _only_choice(pattern: str, path: list[int]) -> bool:
+    """Whether the groups opening at ``path`` (outermost first) must all match where the
+    pattern does: none may be left out, and no alternative beside them (a "|" in an outer
+    one, or at the top level) may match instead."""
+    groups = _groups(pattern)
+    if (path and groups[-1][0]) or any(groups[g][0] for g in path[:-1]):
+        return False
+    return not any(
+        groups[g][1] < 0 or pattern.startswith(_OPTIONAL, groups[g][1] + 1) for g in path
+    )
 
 
 Search = Callable[[int, int], Any]
