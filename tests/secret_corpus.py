@@ -196,7 +196,7 @@ def dense(seed: int = 0, size: int = 1_000_000) -> dict[str, str]:
     """Secret-dense outputs of about ``size`` characters each, by kind: the planted outputs
     one after another (a value echoed alone now and then), an environment dump, a log with a
     token on every line, compact JSON records, and a private key's body paged out with line
-    numbers (``cat -n``)."""
+    numbers (``cat -n``), and configuration lines naming keys and tokens."""
     rng = random.Random(seed)
     outputs: list[str] = []
     env: list[str] = []
@@ -228,6 +228,14 @@ def dense(seed: int = 0, size: int = 1_000_000) -> dict[str, str]:
         }
         for i in range(size // 110)
     ]
+    names = ["key", "Key", "api_key", "auth", "secret", "token", "Credential", "creds", "passwd"]
+    config = []
+    for _ in range(size // 40):
+        key = rng.choice(names) + rng.choice(["", "_id", ".value", "Id"])
+        quote = rng.choice(["", '"', "'"])
+        value = _r(rng, rng.choice([ALNUM, HEX, "ab"]), rng.randrange(8, 40))
+        operator, end = rng.choice(["=", ": ", " = ", ":=", "=>"]), rng.choice(["", '"', ";"])
+        config.append(f"{key}{operator}{quote}{value}{end}\n")
     pages = []
     for i in range(size // 500):
         kind = rng.choice(["", "RSA ", "CERTIFICATE", ""])
@@ -240,4 +248,5 @@ def dense(seed: int = 0, size: int = 1_000_000) -> dict[str, str]:
         "log of tokens": "".join(log),
         "json records": json.dumps(records, separators=(",", ":")),
         "numbered key pages": "\n".join(pages),
+        "configuration lines": "".join(config),
     }
