@@ -1,16 +1,25 @@
 """Where a provider's prompt cache keeps its entries, and which one a request finds: the one
-rule that :func:`ctxpack.cost.simulate` bills with and that the managed window estimates an
-edit's rewrite with."""
+rule that :func:`ctxpack.cost.simulate` bills with and that the managed window and
+:class:`~ctxpack.editing.ToolResultClearer` estimate an edit's rewrite with."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import accumulate
 from typing import Literal
 
 from ..messages import Message
 from ..providers import provider_from_model
+from ..tokens import REPLY_PRIMING
 
-__all__ = ["DEFAULT_LOOKBACK", "CachePoints", "blocks_of", "cache_points_of", "found_point"]
+__all__ = [
+    "DEFAULT_LOOKBACK",
+    "CachePoints",
+    "blocks_of",
+    "cache_points_of",
+    "found_point",
+    "rewritten_tokens",
+]
 
 CachePoints = Literal["request", "message"]
 # Anthropic looks for an earlier cache entry at most this many content blocks before a
@@ -50,3 +59,35 @@ def found_point(
         if cached(point):
             return point
     return None
+
+
+def rewritten_tokens(
+    messages: Sequence[Message],
+    sizes: Sequence[int],
+    edit: int,
+    *,
+    model: str | None,
+    min_cacheable: int,
+    tool_tokens: int = 0,
+) -> int:
+    """Tokens the prompt cache writes again when the prompt ``messages`` (of ``sizes`` tokens,
+    after ``tool_tokens`` of tool definitions), edited from its position ``edit`` on, is sent
+    to ``model``: the prompt after the last entry the provider finds at or before the edit
+    point. Where every message boundary is cached, that is the edit point; where one
+    breakpoint ends each request, the end of the last earlier request (a point that a reply
+    follows) within the lookback, else none: the whole prompt, tool definitions too, is
+    written again. A prefix shorter than ``min_cacheable`` tokens is never an entry."""
+    points, lookback = cache_points_of(model)
+    blocks = list(accumulate(map(blocks_of, messages), initial=0))
+    prefixes = list(accumulate(sizes, initial=tool_tokens))
+
+    def cached(point: int) -> bool:
+        if point > edit or prefixes[point] < min_cacheable:
+            return False
+        return points == "message" or (
+            point < len(messages) and messages[point].role == "assistant"
+        )
+
+    start = found_point(blocks, cached, points, lookback)
+    written = REPLY_PRIMING + sum(sizes[start or 0 :])
+    return written + (tool_tokens if start is None else 0)

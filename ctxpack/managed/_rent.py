@@ -20,12 +20,9 @@ rewrites, least where the two are equal): ``COMPACTION_PATIENCE`` is 1.
 
 from __future__ import annotations
 
-from itertools import accumulate
-
-from .._internal.cache_points import CachePoints, blocks_of, cache_points_of, found_point
+from .._internal.cache_points import CachePoints, cache_points_of, rewritten_tokens
 from ..cost import Price
 from ..editing import DEFAULT_PRICED_MODEL, PATIENCE, resolve_price, rewrite_pays
-from ..tokens import REPLY_PRIMING
 from ._policy import WindowPolicy
 from .view import _Context, _View
 
@@ -59,38 +56,31 @@ def _pays(
     return rewrite_pays(rent, rewritten, p, policy.ttl, patience)
 
 
+def _cache_model(policy: WindowPolicy, model: str | None) -> str:
+    """The model whose provider's cache an edit is timed by: the policy's, else the
+    session's, else the one whose prices time the edits then (``claude-sonnet-4-5``)."""
+    return policy.model or model or DEFAULT_PRICED_MODEL
+
+
 def _cache_points(policy: WindowPolicy, model: str | None) -> tuple[CachePoints, int | None]:
-    """Where the provider caches the prompt, and how far back it looks for an entry: as the
-    policy's model's provider does, else the session's model's, else that of the model whose
-    prices time the edits then (``claude-sonnet-4-5``)."""
-    return cache_points_of(policy.model or model or DEFAULT_PRICED_MODEL)
+    """Where the provider caches the prompt, and how far back it looks for an entry: as
+    :func:`_cache_model`'s provider does."""
+    return cache_points_of(_cache_model(policy, model))
 
 
 def _rewritten(
     policy: WindowPolicy, ctx: _Context, view: _View, edit: int, removed: int = 0
 ) -> int:
     """Tokens the prompt cache writes again when ``view`` is sent edited from its position
-    ``edit`` on (less ``removed``, for the view before a clearing that removes them): the
-    prompt after the last entry the provider finds at or before the edit point. Where every
-    message boundary is cached, that is the edit point; where one breakpoint ends each request,
-    the end of the last earlier request (a point that a reply follows) within the lookback,
-    else none: the whole prompt, tool definitions too, is written again. A prefix shorter than
-    the model's minimum cacheable length is never an entry. The rule
-    :func:`ctxpack.cost.simulate` bills with."""
-    points, lookback = _cache_points(policy, ctx.model)
-    messages = view.messages
-    blocks = list(accumulate(map(blocks_of, messages), initial=0))
-    prefixes = list(accumulate(view.sizes, initial=ctx.tool_tokens))
-    minimum = _cache_price(policy, ctx.model).min_cacheable_tokens
-
-    def cached(point: int) -> bool:
-        # Nothing shorter than the model's minimum cacheable length is ever written.
-        if point > edit or prefixes[point] < minimum:
-            return False
-        return points == "message" or (
-            point < len(messages) and messages[point].role == "assistant"
-        )
-
-    start = found_point(blocks, cached, points, lookback)
-    written = REPLY_PRIMING + sum(view.sizes[start or 0 :]) - removed
-    return written + (ctx.tool_tokens if start is None else 0)
+    ``edit`` on (less ``removed``, for the view before a clearing that removes them), as the
+    provider of :func:`_cache_model` caches it (:func:`rewritten_tokens`, the rule
+    :func:`ctxpack.cost.simulate` bills with)."""
+    written = rewritten_tokens(
+        view.messages,
+        view.sizes,
+        edit,
+        model=_cache_model(policy, ctx.model),
+        min_cacheable=_cache_price(policy, ctx.model).min_cacheable_tokens,
+        tool_tokens=ctx.tool_tokens,
+    )
+    return written - removed
