@@ -263,11 +263,15 @@ def test_the_rewrite_costs_the_write_less_the_read_it_replaces() -> None:
     # on), which the next request would otherwise have read from the cache: 12 re-sends save
     # 182 x 0.3 x 12 = 655.2, more than (3.75 - 0.3) x 175 = 603.75 though less than the full
     # write, 3.75 x 175 = 656.25. The batch goes there, as the managed window's rule says.
+    # Sonnet's prices, with a cache at every message boundary (an OpenAI model's) that keeps
+    # prefixes of any length: what precedes t0 is read, as the rewrite assumes.
     history = ctxpack.messages.ensure_messages(agent_history([100] * 6))
-    stage = ToolResultClearer(trigger=300, keep=1, expected_resends=12)
+    sonnet = ctxpack.cost.price("claude-sonnet-4-5").model_copy(update={"min_cacheable_tokens": 0})
+    cache = {"model": "gpt-5", "price": sonnet}
+    stage = ToolResultClearer(trigger=300, keep=1, expected_resends=12, **cache)
     batches = stage.batches(history, counter=ctxpack.get_counter(counter=words))
     assert batches[0] == ctxpack.editing.ClearBatch(8, ("t0", "t1"), 182, 175)
-    eleven = ToolResultClearer(trigger=300, keep=1, expected_resends=11)
+    eleven = ToolResultClearer(trigger=300, keep=1, expected_resends=11, **cache)
     assert eleven.batches(history, counter=ctxpack.get_counter(counter=words))[0].position > 8
 
 

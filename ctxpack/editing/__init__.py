@@ -14,10 +14,13 @@ store is given, in an :class:`~ctxpack.store.ArtifactStore`.
 
 **The cache-aware rule.** An edit rewrites the prompt from the first edited message on, so the
 provider's prompt cache is lost from there: the next request pays the cache-write price for
-everything after the edit point instead of the cache-read price. Clearing pays only when::
+everything after the last cache entry it still finds before the edit point (the edit point
+where every message boundary is cached; for a Claude model, whose one breakpoint ends each
+request and is found within 20 blocks, often the whole prompt) instead of the cache-read
+price. Clearing pays only when::
 
     removed tokens x expected re-sends x cache-read price
-        > (cache-write price - cache-read price) x tokens after edit
+        > (cache-write price - cache-read price) x tokens written again
 
 and then it should happen rarely, in batches, at points that do not depend on when ``pack()``
 happens to be called. Both stages therefore replay the history from its start, request by

@@ -11,6 +11,7 @@ from typing import ClassVar, Literal, NamedTuple
 from pydantic import Field, field_validator
 
 from .._internal.arguments import optional_text
+from .._internal.cache_points import rewritten_tokens
 from .._internal.server_results import (
     call_arguments,
     clearable_results,
@@ -86,8 +87,11 @@ class ClearBatch(NamedTuple):
         position: The request's position: the prompt was ``messages[:position]``.
         message_ids: Ids of the messages edited in this batch, in order.
         tokens_removed: Tokens the batch removes from every later prompt.
-        tokens_after_edit: Tokens of the edited prompt from the first edited message on: what
-            the cache must write again.
+        tokens_after_edit: What the prompt cache must write again: the edited prompt after the
+            last entry the provider still finds before the first edited message. Where every
+            message boundary is cached, that message on; for a Claude model (one breakpoint
+            at the end of each request, found within 20 blocks), the end of an earlier
+            request within that reach, else the whole prompt.
     """
 
     position: int
@@ -146,8 +150,10 @@ class ToolResultClearer(_StoreModel):
     With ``cache_aware=True`` (the default) it replays the history request by request; a batch
     is cleared at a request whose prompt, with the earlier batches applied, exceeds ``trigger``,
     and only when the batch pays for the cache it breaks: tokens removed x expected re-sends x
-    cache-read price > (cache-write price - cache-read price) x tokens after the edit point
-    (those tokens would have been read from the cache without the clear). Unless
+    cache-read price > (cache-write price - cache-read price) x tokens the cache writes again
+    (``ClearBatch.tokens_after_edit``: those tokens would have been read from the cache
+    without the clear; for a Claude model, an edit beyond the cache's reach writes the whole
+    prompt). Unless
     ``expected_resends`` is given, the re-sends expected are those the clearable tokens have
     already had since the last batch (while the prompt was over the trigger): a batch is
     cleared once what re-sending them has cost pays for the rewrite. The same history always
@@ -169,7 +175,9 @@ class ToolResultClearer(_StoreModel):
             assistant messages, except those of the last ``clear_thinking`` assistant messages
             that have some; ``None`` keeps them all.
         model: Whose prices decide whether a batch pays (:func:`ctxpack.cost.price`); by default
-            the context's model when it is priced, else ``claude-sonnet-4-5``.
+            the context's model when it is priced, else ``claude-sonnet-4-5``. Its provider's
+            cache (by default the context's model's, else Claude's) decides what a batch
+            writes again.
         price: A :class:`~ctxpack.cost.Price` to use instead.
         ttl: The cache lifetime paid for: ``"5m"`` or ``"1h"`` (picks the write price).
         expected_resends: How many more requests will re-send a removed token; by default as
@@ -339,6 +347,9 @@ class ToolResultClearer(_StoreModel):
             points = points[-1:]
         p_price = _resolve_price(self.price, self.model, model)
         read = p_price.cache_read
+        # Whose provider's cache the rewrite is counted in: as with the prices, the stage's
+        # model, else the context's, else the default.
+        cache_model = self.model or model or _DEFAULT_PRICED_MODEL
         current = sizes[:]  # each message's size with the batches so far applied
         cleared_tools = 0
         cleared_thinking = 0
@@ -363,7 +374,13 @@ class ToolResultClearer(_StoreModel):
             if removed <= 0 or removed < self.clear_at_least:
                 continue
             edited, edit = _apply_batch(current, batch_tools, batch_thinking)
-            after = REPLY_PRIMING + sum(edited[edit:p])
+            after = rewritten_tokens(
+                messages[:p],
+                edited[:p],
+                edit,
+                model=cache_model,
+                min_cacheable=p_price.min_cacheable_tokens,
+            )
             if self.cache_aware and not self._pays(removed, rent, after, p_price):
                 continue
             ids = _batch_ids(messages, batch_tools, batch_thinking)
@@ -376,7 +393,7 @@ class ToolResultClearer(_StoreModel):
 
     def _pays(self, removed: int, rent: float, rewritten: int, p: Price) -> bool:
         """Whether clearing ``removed`` tokens saves more than writing the ``rewritten`` tokens
-        after the edit point again costs (:func:`_rewrite_pays`)."""
+        the edit makes the cache write again costs (:func:`_rewrite_pays`)."""
         # Without a given number of re-sends, expect as many as these tokens have already had
         # while clearable: clear once their rent has paid for the rewrite (the break-even rule:
         # never more than twice the cost of the best choice made knowing the future, and it

@@ -1,0 +1,73 @@
+"""The rewrite a clearing batch reports, and is timed by, is the one the provider's prompt cache
+bills: where one breakpoint ends each request (Anthropic), a batch editing further back than the
+lookback writes the whole prompt again; where every message boundary is cached, what follows the
+edit point."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import ctxpack
+from ctxpack import Pipeline
+from ctxpack.cost import Bill, price, simulate
+from ctxpack.editing import ClearBatch, ToolResultClearer
+from ctxpack.messages import ensure_messages
+from ctxpack.tokens import REPLY_PRIMING
+
+from .test_managed import COUNTER, SYSTEM, TASK, step
+
+HISTORY = ensure_messages([SYSTEM, TASK, *(m for i in range(60) for m in step(i))])
+# Request points: before each assistant message, and now.
+POINTS = [i for i, m in enumerate(HISTORY) if m.role == "assistant" and i > 0] + [len(HISTORY)]
+
+
+def replay(model: str) -> tuple[list[ClearBatch], list[int], Bill]:
+    """The clearer's batches on a long tool session, the tokens of each batch's request from
+    its edit point on (the figure of a cache at every message boundary), and the bill of the
+    requests it sent, the cache modelled as ``model``'s provider keeps it."""
+    clearer = ToolResultClearer(trigger=6_000, keep=5, model=model)
+    requests: list[dict[str, Any]] = []
+    for p in POINTS:
+        result = ctxpack.pack(
+            HISTORY[:p], budget=1_000_000, counter=COUNTER, pipeline=Pipeline([clearer])
+        )
+        requests.append({"messages": result.to_openai()})
+    points: Literal["request", "message"] = "request" if model.startswith("claude") else "message"
+    bill = simulate(requests, price=price(model), counter=COUNTER, cache_points=points)
+    batches = clearer.batches(HISTORY, counter=COUNTER)
+    sent = [requests[POINTS.index(b.position)]["messages"] for b in batches]
+    edits = [min(HISTORY.index(m) for m in HISTORY if m.id in b.message_ids) for b in batches]
+    from_edit = [
+        REPLY_PRIMING + sum(COUNTER.count_message(m) for m in ensure_messages(s)[e:])
+        for s, e in zip(sent, edits, strict=True)
+    ]
+    return batches, from_edit, bill
+
+
+def test_a_clearing_deep_in_an_anthropic_session_reports_the_whole_prompt_billed() -> None:
+    # One breakpoint at the end of each request, found within 20 blocks: a batch clearing
+    # results 5 steps back finds no entry, and the whole prompt is written again, not only
+    # what follows the edit point.
+    batches, from_edit, bill = replay("claude-sonnet-4-5")
+    assert len(batches) >= 2
+    for batch, after in zip(batches, from_edit, strict=True):
+        row = bill.requests[POINTS.index(batch.position)]
+        assert row.cache_read_tokens == 0
+        assert batch.tokens_after_edit == row.cache_write_tokens
+        assert batch.tokens_after_edit > after  # the prefix before the edit point too
+
+
+def test_a_clearing_in_an_openai_session_reports_the_prompt_from_the_edit() -> None:
+    # Automatic prefix caching keeps every message boundary: only what follows the edit point
+    # is written again, as the bill at message cache points writes it.
+    batches, from_edit, bill = replay("gpt-5")
+    assert len(batches) >= 2
+    for batch in batches:
+        row = bill.requests[POINTS.index(batch.position)]
+        assert batch.tokens_after_edit == row.cache_write_tokens
+    # The first batch edits within the model's minimum cacheable length of the start, which
+    # was never an entry: the whole prompt. The later ones keep the prefix before the edit.
+    assert bill.requests[POINTS.index(batches[0].position)].cache_read_tokens == 0
+    for batch, after in zip(batches[1:], from_edit[1:], strict=True):
+        assert bill.requests[POINTS.index(batch.position)].cache_read_tokens > 0
+        assert batch.tokens_after_edit == after
