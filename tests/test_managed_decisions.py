@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
 from ctxpack import Decision, Message, Session
-from ctxpack.managed import WindowPolicy
+from ctxpack.managed import WindowPolicy, WindowState
 
 from .test_managed import CLEARING, COUNTER, SYSTEM, TASK, step
 
@@ -25,6 +26,7 @@ def _assert_decisions_add_up(
     recorded = tokens = 0
     for i in range(steps):
         decided, edited = len(state.decisions), len(state.events)
+        summarised = len(state.compacted)
         request = session.render().messages
         events = state.events[edited:]
         decisions = [d for d in state.decisions[decided:] if d.action != "warned"]
@@ -42,9 +44,14 @@ def _assert_decisions_add_up(
         if made:
             (summary,) = made
             (decision,) = [d for d in decisions if d.message_id == summary]
-            # What the summary replaces: the messages it summarises, the summary before.
-            replaced = {*state.compacted, *summaries[-1:]}
-            merged = [d for d in decisions if d.action == "merged" and d.message_id in replaced]
+            # What the summary replaces: the messages it summarises now (a pin re-injected
+            # whole, cut or dropped), the summary before.
+            replaced = {*state.compacted[summarised:], *summaries[-1:]}
+            merged = [
+                d
+                for d in decisions
+                if d.action in ("merged", "compressed", "dropped") and d.message_id in replaced
+            ]
             assert decision.tokens_before == sum(d.tokens_before for d in merged)
             if summaries:
                 assert summaries[-1] in {d.message_id for d in decisions}
@@ -182,3 +189,64 @@ def test_a_turn_cleared_twice_is_sized_as_sent_by_each_decision() -> None:
                 assert d.tokens_after == sent[message_id], message_id
         session.extend(_thinking_turn(i))
     assert checked
+
+
+# Three skills, of which pinned_budget=60 re-injects the newest only: the middle one passes it.
+_SKILLS = (
+    "alpha: a short skill.",
+    "beta: " + "a longer skill that passes the budget with the newest one. " * 6,
+    "gamma: the newest skill, " + "kept whole within the budget. " * 5,
+)
+
+
+def _budgeted_session() -> Session:
+    policy = WindowPolicy(window=8_000, pinned_budget=60, skill_budget=100)
+    session = Session(counter=COUNTER, filters=False, window=policy)
+    session.extend([SYSTEM, TASK])
+    for name, skill in zip("abc", _SKILLS, strict=True):
+        session.pin(skill, name=name)
+    return session
+
+
+def test_the_re_injected_skills_stay_when_a_skill_dropped_for_budget_is_pinned_again() -> None:
+    # The middle skill, dropped past pinned_budget by the first compaction, pinned again
+    # before the next: the next request left it out of the budget and re-injected the oldest,
+    # which it had dropped too, with no event and no decision, rewriting the prompt cache
+    # from the system prompt on between two compactions.
+    alpha, beta, gamma = _SKILLS
+    session = _budgeted_session()
+    assert len(_assert_decisions_add_up(session, 30, {14: beta})) >= 2
+    # The request after, before the next compaction: re-injected as the compaction left it.
+    session = _budgeted_session()
+    _assert_decisions_add_up(session, 16, {14: beta})
+    assert len(session.window_state.events) == 1
+    (pinned,) = [m for m in session.render().messages if m.id == "ctxpack-pinned"]
+    assert (alpha in pinned.text, beta in pinned.text, gamma in pinned.text) == (
+        False,
+        False,
+        True,
+    )
+
+
+def test_a_state_saved_without_the_compaction_s_length_keeps_its_re_injected_skills() -> None:
+    # A state saved before it knew the record's length at its last compaction: the pins are
+    # re-injected as its last request re-injected them, not from the whole record.
+    alpha, beta, gamma = _SKILLS
+    one = _budgeted_session()
+    _assert_decisions_add_up(one, 15, {14: beta})
+    saved = json.loads(one.window_state.to_json())
+    assert saved.pop("compacted_length") is not None
+    state = WindowState.from_json(json.dumps(saved))
+    policy = WindowPolicy(window=8_000, pinned_budget=60, skill_budget=100)
+    two = Session(
+        counter=COUNTER, filters=False, window=policy, store=one.store, window_state=state
+    )
+    two.extend(one.transcript())
+    assert two.render().messages == one.render().messages
+    assert len(state.events) == 1
+    (pinned,) = [m for m in one.render().messages if m.id == "ctxpack-pinned"]
+    assert (alpha in pinned.text, beta in pinned.text, gamma in pinned.text) == (
+        False,
+        False,
+        True,
+    )

@@ -123,7 +123,7 @@ def _compact(
     reinjected = _reinjected_tokens(ctx, policy, end, state.cleared)
     if not released and len(region) - len(pins) < 2:
         # Too little to summarise, unless pins sent whole give way to their re-injection.
-        now = _reinjected_tokens(ctx, policy, state.boundary, state.cleared)
+        now = _reinjected_tokens(ctx, policy, state.boundary, state.cleared, state.compacted_length)
         if sum(size(record[i]) for i in pins) <= reinjected - now:
             return False
     tokens_before = {record[i].id: size(record[i]) for i in region}
@@ -133,7 +133,7 @@ def _compact(
     # they free.
     plan = replace(plan, floor=plan.floor - sum(released.values()))
     gone = {*state.compacted, *(record[i].id for i in region)}
-    before = _pin_fates(ctx, policy, state.boundary, state.cleared)
+    before = _pin_fates(ctx, policy, state.boundary, state.cleared, state.compacted_length)
     budget = plan.summary_budget(tail + reinjected - plan.pinned)
     text, cut = _summary_text(state, policy, ctx, [record[i] for i in region], end, gone, budget)
     previous = _summary_message(state, ctx) if state.summary is not None else None
@@ -142,6 +142,7 @@ def _compact(
     state.summary = text
     state.summary_id = summary_id_of(state.compacted)
     state.boundary = end
+    state.compacted_length = len(record)
     # The rent a clearing waits for was paid on results the summary now replaces: the next
     # batch pays for itself from here.
     state.rent = 0.0
@@ -179,7 +180,7 @@ def _send_reinjected_once(state: WindowState, policy: WindowPolicy, ctx: _Contex
         return
     # As the request before re-injected them: without the pins appended since.
     noted = {*state.cleared, *(m.id for m in pins)}
-    fates = _pin_fates(ctx, policy, state.boundary, noted)
+    fates = _pin_fates(ctx, policy, state.boundary, noted, state.compacted_length)
     sent = {m.text for m, text in fates if text is not None}
     for msg in pins:
         if msg.text in sent:
@@ -323,7 +324,7 @@ def _record_pin_fates(
     until now). The ids of the pins so recorded."""
     recorded = set()
     counter = ctx.counter
-    fates = _pin_fates(ctx, policy, state.boundary, state.cleared)
+    fates = _pin_fates(ctx, policy, state.boundary, state.cleared, state.compacted_length)
     was_sent = {m.id: text for m, text in before}
     _record_moved_pins(state, ctx, before, fates)
     for msg, text in fates:

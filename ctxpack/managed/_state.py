@@ -62,6 +62,9 @@ class WindowState(FieldErrorModel):
             the provider ran (sent in its assistant message with a stand-in for its text).
         boundary: Messages of the compact record before this position are summarised (except
             the system prompt and user instructions).
+        compacted_length: The compact record's length at the last compaction: the pinned
+            content re-injected after the system prompt is what that compaction left, a pin
+            appended since changing it only at the next one (``None`` before any).
         summary: The summary's text, once a compaction happened.
         summary_id: The summary message's id.
         index_artifact: The artifact listing every summarised message and its original.
@@ -90,6 +93,7 @@ class WindowState(FieldErrorModel):
     thinking_cleared: list[str] = Field(default_factory=list)
     results_cleared: dict[str, str] = Field(default_factory=dict)
     boundary: int = Field(default=0, ge=0)
+    compacted_length: int | None = Field(default=None, ge=0)
     summary: str | None = None
     summary_id: str | None = None
     index_artifact: str | None = None

@@ -72,6 +72,10 @@ def render_window(
         record, counter, store, original_artifact, retrievable, model, arrived, tool_tokens
     )
     room = policy.room(tool_tokens=tool_tokens)
+    if state.summary_id is not None and state.compacted_length is None:
+        # A state saved without it: the last request re-injected the pins of its record (of
+        # this one, as the render before did, when that length is unknown too).
+        state.compacted_length = state.rendered or len(record)
     _send_reinjected_once(state, policy, ctx)
     view = _build(state, policy, ctx)
     if policy.server_side:

@@ -237,7 +237,9 @@ def _build(state: WindowState, policy: WindowPolicy, ctx: _Context) -> _View:
     ]
     lead = next((k for k, m in enumerate(head) if m.role not in _SYSTEM), len(head))
     summarised = state.summary is not None and state.summary_id is not None
-    pins = _reinjection(ctx, policy, b, state.cleared) if summarised else None
+    pins = (
+        _reinjection(ctx, policy, b, state.cleared, state.compacted_length) if summarised else None
+    )
     for msg in head[:lead]:
         view.add(msg)
     if pins is not None:
@@ -327,15 +329,24 @@ def _earlier_copies(texts: list[str]) -> set[int]:
 
 
 def _pin_fates(
-    ctx: _Context, policy: WindowPolicy, end: int, noted: Container[str] = ()
+    ctx: _Context,
+    policy: WindowPolicy,
+    end: int,
+    noted: Container[str] = (),
+    until: int | None = None,
 ) -> list[tuple[Message, str | None]]:
     """Each piece of pinned content summarised away (before ``end`` in the record, and not
-    pinned again after but in a pin sent as a note, ``noted`` their ids; once when pinned
-    twice before), in order, with the text its re-injection carries: memory whole,
-    skills within budgets (each cut to its head, the oldest dropped first, ``None``, when
-    together they exceed ``pinned_budget``)."""
+    pinned again after, before ``until`` (the whole record: ``None``), but in a pin sent as a
+    note, ``noted`` their ids; once when pinned twice before), in order, with the text its
+    re-injection carries: memory whole, skills within budgets (each cut to its head, the
+    oldest dropped first, ``None``, when together they exceed ``pinned_budget``).
+
+    ``until`` the record's length at the last compaction, the fates are those it left: a pin
+    appended since changes them only at the next compaction (the message re-injecting them
+    opens every request's cached prefix)."""
     counter = ctx.counter
-    in_tail = {m.text for m in ctx.pinned(end, len(ctx.record)) if m.id not in noted}
+    until = len(ctx.record) if until is None else until
+    in_tail = {m.text for m in ctx.pinned(end, until) if m.id not in noted}
     items = [m for m in ctx.pinned(0, end) if m.text not in in_tail]
     # A piece pinned again (a skill invoked twice) is re-injected once, where it came last.
     again = _earlier_copies([m.text for m in items])
@@ -357,10 +368,14 @@ def _pin_fates(
 
 
 def _reinjection(
-    ctx: _Context, policy: WindowPolicy, end: int, noted: Container[str] = ()
+    ctx: _Context,
+    policy: WindowPolicy,
+    end: int,
+    noted: Container[str] = (),
+    until: int | None = None,
 ) -> Message | None:
     """The pinned content summarised away before ``end``, re-injected (:func:`_pin_fates`)."""
-    return _reinjection_of(_pin_fates(ctx, policy, end, noted))
+    return _reinjection_of(_pin_fates(ctx, policy, end, noted, until))
 
 
 def _reinjection_of(fates: list[tuple[Message, str | None]]) -> Message | None:
@@ -391,10 +406,14 @@ def _framing_tokens(counter: TokenCounter, fates: list[tuple[Message, str | None
 
 
 def _reinjected_tokens(
-    ctx: _Context, policy: WindowPolicy, end: int, noted: Container[str] = ()
+    ctx: _Context,
+    policy: WindowPolicy,
+    end: int,
+    noted: Container[str] = (),
+    until: int | None = None,
 ) -> int:
     """The tokens of what :func:`_reinjection` re-injects (0 when nothing)."""
-    pins = _reinjection(ctx, policy, end, noted)
+    pins = _reinjection(ctx, policy, end, noted, until)
     return 0 if pins is None else ctx.counter.count_message(pins)
 
 
