@@ -283,11 +283,12 @@ def test_what_a_server_tool_fetched_counts_as_pages_and_images_not_base64_text()
     shot = {"type": "mcp_tool_result", "tool_use_id": "mcptoolu_1", "content": [image]}
     counter = ctxpack.get_counter("claude-sonnet-4-5")
 
-    def tokens(*parts: dict[str, Any]) -> int:
-        return counter.count_message(ctxpack.Message(role="assistant", content=list(parts)))
+    def tokens(part: dict[str, Any], role: str = "assistant") -> int:
+        return counter.count_message(ctxpack.Message(role=role, content=[part]))
 
-    # The pages and the image as the same parts cost in a message, and the wrapping's text.
-    assert 0 < tokens(fetched) - tokens(document) < 100
-    assert 0 < tokens(shot) - tokens(image) < 100
-    assert tokens(document) >= 12 * PDF_PAGE_TOKENS
-    assert tokens(image) < 5_000
+    # The pages and the image as the same parts cost in a user message (the one Anthropic
+    # takes them in), and the wrapping's text.
+    assert 0 < tokens(fetched) - tokens(document, "user") < 100
+    assert 0 < tokens(shot) - tokens(image, "user") < 100
+    assert tokens(document, "user") >= 12 * PDF_PAGE_TOKENS
+    assert tokens(image, "user") < 5_000
