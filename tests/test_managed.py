@@ -1474,3 +1474,36 @@ def test_the_last_tokens_are_those_of_the_request_sent() -> None:
     assert "as in the output of c0 above" in result.messages[-1].text
     sent = session.counter.count_messages(result.messages)
     assert session.window_state.last_tokens == sent == result.tokens - result.tool_tokens
+
+
+def test_metadata_json_cannot_hold_is_kept_and_the_original_stored_with_a_placeholder() -> None:
+    # A session without a store takes any metadata value: a window compacting or clearing the
+    # message stores its original whole, the value JSON cannot write named by its type.
+    session = Session(counter=COUNTER, filters=False, window=8_000)
+    session.extend([SYSTEM, TASK, *step(0), *step(1)])
+    huge = {"role": "assistant", "content": "THOUGHT: " + "long reasoning " * 3_000}
+    session.append({**huge, "metadata": {"trace": object(), "b": b"\xff"}})
+    session.append({"role": "user", "content": "Please give exactly one command."})
+    result = session.render()
+    mid = session.transcript()[-2].id
+    assert mid in session.window_state.compacted
+    assert type(result.original(mid).metadata["trace"]) is object
+    index = session.store.get(session.window_state.index_artifact)
+    line = next(row for row in index.splitlines() if row.startswith(mid + "\t"))
+    whole = json.loads(session.store.get(line.rsplit("\t", 1)[1]))
+    assert whole["metadata"] == {"trace": "<object, not JSON>", "b": "_w=="}
+    assert whole["content"] == huge["content"]
+
+
+def test_the_stored_original_of_a_message_json_can_hold_is_unchanged() -> None:
+    # The placeholder is a fallback only: an original JSON can write keeps its text, and so
+    # its artifact id.
+    session = Session(counter=COUNTER, filters=False, window=8_000)
+    session.extend([SYSTEM, TASK, *step(0), *step(1)])
+    huge = {"role": "assistant", "content": "THOUGHT: " + "long reasoning " * 3_000}
+    session.append({**huge, "metadata": {"when": "2026-01-01", "n": [1, 2.5, None]}})
+    session.append({"role": "user", "content": "Please give exactly one command."})
+    session.render()
+    msg = session.transcript()[-2]
+    text = json.dumps(msg.model_dump(mode="json"), ensure_ascii=False)
+    assert session.store.get(ctxpack.store.artifact_id(text)) == text

@@ -12,6 +12,7 @@ from pydantic import Field, field_validator
 
 from .._internal.arguments import optional_text
 from .._internal.cache_points import rewritten_tokens
+from .._internal.originals import message_original
 from .._internal.server_results import (
     call_arguments,
     clearable_results,
@@ -30,7 +31,7 @@ from ..pipeline import Decision, PackContext, check_context
 from ..sdk import RESPONSES_META
 from ..store import ArtifactStore, artifact_id
 from ..tokens import REPLY_PRIMING, TokenCounter, message_sizes
-from ._shared import _as_json, _history, _original_text, _request_points, _StoreModel
+from ._shared import _history, _original_text, _request_points, _StoreModel
 
 __all__ = ["DEFAULT_PLACEHOLDER", "ClearBatch", "ToolResultClearer"]
 
@@ -481,7 +482,7 @@ class ToolResultClearer(_StoreModel):
             new = stripped
             what.append("thinking blocks")
         if self.store is not None and new is not msg:
-            self.store.put(_as_json(msg), message_id=msg.id, kind="assistant_message")
+            self.store.put(message_original(msg), message_id=msg.id, kind="assistant_message")
         refs: dict[str, str] = {}
         for rid in edit.results:
             text, tool = original_result(msg.content, rid), calls.get(rid, ("?", 0))[0]

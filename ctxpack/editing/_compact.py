@@ -13,6 +13,7 @@ from pydantic import AfterValidator, Field, PrivateAttr, field_validator
 
 from .._internal import forks
 from .._internal.arguments import callback, sendable
+from .._internal.originals import message_original
 from ..errors import ConfigError
 from ..messages import Message
 from ..pipeline import Decision, PackContext, check_context
@@ -20,7 +21,7 @@ from ..stages import exchange_starts, exchange_units
 from ..store import ArtifactStore, artifact_id
 from ..tokens import REPLY_PRIMING, TokenCounter, message_sizes
 from ._digest import extractive_digest
-from ._shared import _as_json, _history, _original_text, _request_points, _StoreModel
+from ._shared import _history, _original_text, _request_points, _StoreModel
 
 __all__ = ["COMPACTION_FLOOR", "NOT_ENOUGH_MESSAGES", "CompactionPoint", "Compactor", "Summarizer"]
 
@@ -378,7 +379,10 @@ class Compactor(_StoreModel):
                 # Whole, calls included (a tool output was stored by points(), under the id
                 # the summary names).
                 self.store.put(
-                    _as_json(msg), message_id=mid, kind="compacted_message", summary=last.summary.id
+                    message_original(msg),
+                    message_id=mid,
+                    kind="compacted_message",
+                    summary=last.summary.id,
                 )
             decisions.append(
                 Decision(

@@ -37,11 +37,5 @@ def _original_text(msg: Message) -> str:
     return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
 
 
-def _as_json(msg: Message) -> str:
-    """A message whole, tool calls included, as the store keeps an original that is not a tool
-    output."""
-    return json.dumps(msg.model_dump(mode="json"), ensure_ascii=False)
-
-
 class _StoreModel(StageModel):
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)

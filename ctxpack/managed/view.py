@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -10,6 +9,7 @@ from itertools import compress
 from operator import itemgetter
 from typing import cast
 
+from .._internal.originals import message_original
 from .._internal.prefix import PrefixMemo
 from .._internal.server_results import original_result, result_ids, with_results_cleared
 from ..caches import LRUCache
@@ -115,7 +115,7 @@ def _pin_note(msg: Message, artifact: str, retrievable: bool) -> Message:
 def _message_artifact(ctx: _Context, msg: Message, store: bool) -> str:
     """The artifact holding a message other than a tool result whole (as JSON); with
     ``store``, stored (the same artifact whether a clearing or a compaction stores it)."""
-    text = json.dumps(msg.model_dump(mode="json"), ensure_ascii=False)
+    text = message_original(msg)
     if not store:
         return artifact_id(text)
     return ctx.store.put(text, message_id=msg.id, kind="compacted_message")
