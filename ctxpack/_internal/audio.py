@@ -1,4 +1,5 @@
-"""Tokens of an audio content part (``input_audio``), as OpenAI bills it: by its length.
+"""Tokens of an audio content part (``input_audio``), as OpenAI bills it: by its length; and an
+assistant's audio reply as Chat Completions takes it back (by its id).
 
 Counted as its base64 text, one second of 16 kHz speech came to some 30,000 tokens, and a clip of
 ten seconds passed gpt-4o-audio's window. OpenAI publishes no per-second formula; its price of
@@ -32,6 +33,21 @@ def audio_tokens(part: Mapping[str, Any]) -> int | None:
     size = len(data) * 3 // 4 - data.endswith("=") - data.endswith("==")
     rate = _wav_byte_rate(data) or _LOW_BYTE_RATE
     return max(1, math.ceil(size / rate * AUDIO_TOKENS_PER_SECOND))
+
+
+def audio_reference(audio: Any) -> Any:
+    """An assistant's ``audio`` reply as it is sent back and counted: ``{"id": ...}`` alone,
+    which is all a request's assistant ``audio`` holds (the SDK's reply adds the base64
+    ``data``, ``expires_at`` and the ``transcript``, which the message keeps); anything
+    without an id as it is.
+
+    Example:
+        >>> audio_reference({"id": "audio_abc", "data": "UklGR...", "transcript": "Hi!"})
+        {'id': 'audio_abc'}
+    """
+    if isinstance(audio, Mapping) and "id" in audio:
+        return {"id": audio["id"]}
+    return audio
 
 
 def _wav_byte_rate(data: str) -> int | None:

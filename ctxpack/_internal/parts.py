@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .audio import audio_tokens
+from .audio import audio_reference, audio_tokens
 from .documents import DOCUMENT_TYPES, document_tokens
 from .images import IMAGE_TYPES, ImageRule, image_tokens
 from .part_texts import is_provider_tool_result
@@ -55,7 +55,8 @@ def extras_tokens(extras: Mapping[str, Any], count: Callable[[str], int]) -> int
         total += count(refusal)
     if isinstance(audio := extras.get("audio"), Mapping):
         # The model reads the answer it names, whose length only OpenAI knows: never free.
-        total += count(compact_json(audio))
+        # Counted as it is sent, by its id alone.
+        total += count(compact_json(audio_reference(audio)))
     return total
 
 

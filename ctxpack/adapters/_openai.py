@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from .._internal.arguments import message_items, openai_api
+from .._internal.audio import audio_reference
 from .._internal.images import IMAGE_TYPES
 from .._internal.reasoning import is_reasoning
 from .._internal.tool_errors import failed, marked
@@ -196,6 +197,8 @@ def _written(
         if msg.tool_call_id is not None:
             item["tool_call_id"] = msg.tool_call_id
         item.update(msg.extras)
+        if "audio" in item:
+            item["audio"] = audio_reference(item["audio"])
         out.append(item)
     return out, links
 

@@ -171,6 +171,26 @@ def test_an_assistant_s_audio_reply_is_refused_for_anthropic_not_dropped(said: s
     assert to_anthropic(history)["messages"][1] == {"role": "assistant", "content": "Hello!"}
 
 
+def test_an_assistant_s_audio_reply_is_sent_back_and_counted_by_its_id_alone() -> None:
+    # The SDK's reply carries the audio whole (base64 data, transcript); Chat Completions takes
+    # a prior audio reply back as {"id": ...} only. Sending the data, and counting it (some
+    # 28,000 tokens for 30 KB), made a short spoken turn fill the window.
+    audio = {"id": "audio_abc", "data": "UklGR" * 6_000, "expires_at": 1, "transcript": "Hi!"}
+    spoken = {"role": "assistant", "content": None, "audio": audio}
+    by_id = {**spoken, "audio": {"id": "audio_abc"}}
+    history = [AUDIO_REPLY[0], spoken, AUDIO_REPLY[2]]
+    for given in (history, from_openai(history)):
+        assert to_openai(given)[1] == by_id
+    counter = ctxpack.get_counter(counter="cl100k_base")
+    read = from_openai([spoken])[0]
+    assert counter.count_message(read) == counter.count_message(from_openai([by_id])[0])
+    # Nothing is lost: the message keeps the reply whole, its transcript among it.
+    assert read.extras["audio"] == audio
+    packed = ctxpack.pack(history, budget=1_000, counter="cl100k_base")
+    assert packed.messages[1].extras["audio"]["transcript"] == "Hi!"
+    assert packed.to_openai()[1]["audio"] == {"id": "audio_abc"}
+
+
 @pytest.mark.parametrize("summary", [False, True], ids=["plain", "after_compaction"])
 def test_messages_built_by_hand_with_anthropic_blocks_reach_openai_as_those_dicts_do(
     summary: bool,
