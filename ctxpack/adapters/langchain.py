@@ -32,6 +32,10 @@ INSTALL_HINT = (
 _ROLE_OF_TYPE = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool"}
 # Fields written by ctxpack itself; everything else LangChain dumps is kept for the round trip.
 _MAPPED = frozenset({"type", "content", "name", "tool_calls", "tool_call_id", "role"})
+# An assistant's OpenAI fields that langchain-openai reads into an AIMessage's
+# additional_kwargs (and writes back from them): an audio reply (sent back by its id), a
+# refusal, a legacy function_call. They are a Message's extras, as in OpenAI's dicts.
+_OPENAI_EXTRAS = ("audio", "refusal", "function_call")
 
 
 def _messages_module() -> Any:
@@ -117,10 +121,13 @@ def _as_dict(lc: Any, msg: Any, index: int) -> dict[str, Any]:
         item["name"] = msg.name
     if msg.type == "tool":
         item["tool_call_id"] = msg.tool_call_id
-    if role == "assistant" and (audio := msg.additional_kwargs.get("audio")) is not None:
-        # langchain-openai's place for an audio reply, which Chat Completions takes back by
-        # its id: the model's turn, which ctxpack sends (or refuses by name) as a dict's.
-        item["audio"] = audio
+    if role == "assistant":
+        # The model's turn, which ctxpack sends, counts (or refuses by name) as a dict's.
+        item.update(
+            (key, value)
+            for key in _OPENAI_EXTRAS
+            if (value := msg.additional_kwargs.get(key)) is not None
+        )
     calls = getattr(msg, "tool_calls", None) or []
     if calls:
         item["tool_calls"] = [
@@ -214,13 +221,10 @@ def _langchain_message(
     if msg.role == "user":
         return lc.HumanMessage(**fields)
     if msg.role == "assistant":
-        if (audio := msg.extras.get("audio")) is not None:
-            # Where langchain-openai reads an audio reply from (and writes it to).
+        extras = {k: v for k in _OPENAI_EXTRAS if (v := msg.extras.get(k)) is not None}
+        if extras:
             kept = fields.get("additional_kwargs")
-            fields["additional_kwargs"] = {
-                **(kept if isinstance(kept, Mapping) else {}),
-                "audio": audio,
-            }
+            fields["additional_kwargs"] = {**(kept if isinstance(kept, Mapping) else {}), **extras}
         fields["tool_calls"] = [
             {
                 "name": call.function.name,

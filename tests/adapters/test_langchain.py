@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -174,6 +175,32 @@ def test_a_failed_tool_result_crosses_langchain_and_anthropic() -> None:
             "content"
         ][0]
     )
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("refusal", "I can't help with that."),
+        ("function_call", {"name": "weather", "arguments": '{"city": "Oslo"}'}),
+    ],
+)
+def test_the_openai_fields_langchain_keeps_in_additional_kwargs_cross_both_ways(
+    key: str, value: Any
+) -> None:
+    # langchain-openai reads an assistant's refusal and legacy function_call into
+    # additional_kwargs (and sends the function_call back): each way they were left out, the
+    # refusal's text uncounted and lost to Anthropic, the legacy call lost to Chat Completions.
+    history = [
+        {"role": "user", "content": "Weather in Oslo?"},
+        {"role": "assistant", "content": None, key: value},
+    ]
+    converted = to_langchain(history)
+    assert converted[1].additional_kwargs == {key: value}
+    read = from_langchain([lc.HumanMessage("Weather in Oslo?"), converted[1]])
+    assert read[1].extras == {key: value}
+    assert ctxpack.to_openai(read)[1][key] == value
+    spoken = lc.AIMessage("", additional_kwargs={key: value}, id="a1")
+    assert to_langchain(from_langchain([spoken]))[0] == spoken
 
 
 def test_an_assistant_s_audio_reply_crosses_langchain_both_ways() -> None:
