@@ -868,37 +868,24 @@ def test_with_a_stored_session_s_store_the_stages_name_the_ids_the_store_gives()
 
 
 def test_metadata_json_cannot_hold_does_not_stop_clearing_or_compaction() -> None:
-    # The stored original names such a value by its type; the result's
-    # original is the message (its metadata copied, as a message's is).
-    store = KeptTexts()
+    # The stored original names such a value by its type; the result's original is the
+    # message (its metadata copied, as a message's is).
+    store = SQLiteArtifactStore(":memory:")
     history = agent_history([100] * 3)
     history[2] = {**history[2], "metadata": {"span": object()}}
     result = clear(
         history, trigger=200, keep=1, clear_tool_inputs=True, cache_aware=False, store=store
     )
-    original = result.original("a0")
-    assert original is not None and type(original.metadata["span"]) is object
-    stored = [json.loads(text) for text in store.texts.values() if text.startswith("{")]
-    assert {"span": "<object, not JSON>"} in [s.get("metadata") for s in stored]
+    assert_stored_with_placeholder(store, result.original("a0"))
     big = big_session()
     big[3] = {**big[3], "metadata": {"span": object()}}
-    store = KeptTexts()
+    store = SQLiteArtifactStore(":memory:")
     result = compact(big, trigger=50_000, store=store)
-    assert type(result.original(big[3]["id"]).metadata["span"]) is object
-    stored = [json.loads(text) for text in store.texts.values() if text.startswith("{")]
-    whole = next(s for s in stored if s.get("id") == big[3]["id"])
-    assert whole["metadata"] == {"span": "<object, not JSON>"}
+    assert_stored_with_placeholder(store, result.original(big[3]["id"]))
 
 
-class KeptTexts:
-    """An artifact store that keeps its texts in a dict the test reads."""
-
-    def __init__(self) -> None:
-        self.texts: dict[str, str] = {}
-
-    def put(self, text: str, **metadata: Any) -> str:
-        self.texts[artifact_id(text)] = text
-        return artifact_id(text)
-
-    def get(self, artifact: str) -> str | None:
-        return self.texts.get(artifact)
+def assert_stored_with_placeholder(store: SQLiteArtifactStore, original: Message | None) -> None:
+    assert original is not None and type(original.metadata["span"]) is object
+    stored = original.model_copy(update={"metadata": {"span": "<object, not JSON>"}})
+    text = json.dumps(stored.model_dump(mode="json"), ensure_ascii=False)
+    assert store.get(artifact_id(text)) == text
