@@ -203,6 +203,16 @@ def test_the_openai_fields_langchain_keeps_in_additional_kwargs_cross_both_ways(
     assert to_langchain(from_langchain([spoken]))[0] == spoken
 
 
+def test_a_legacy_function_call_beside_tool_calls_is_left_out_as_langchain_openai_does() -> None:
+    # OpenAI refuses a message with both; langchain-openai sends the tool calls alone.
+    call = {"name": "weather", "args": {"city": "Oslo"}, "id": "c1", "type": "tool_call"}
+    legacy = {"name": "weather", "arguments": '{"city": "Oslo"}'}
+    both = lc.AIMessage("", tool_calls=[call], additional_kwargs={"function_call": legacy})
+    read = from_langchain([lc.HumanMessage("Weather in Oslo?"), both])
+    assert "function_call" not in ctxpack.to_openai(read)[1]
+    assert to_langchain(read)[1] == both
+
+
 def test_an_assistant_s_audio_reply_crosses_langchain_both_ways() -> None:
     # langchain-openai keeps an audio reply in additional_kwargs["audio"] and sends its id
     # back to Chat Completions: each way the reply was left out, and with it the model's turn
