@@ -6,9 +6,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from ctxpack import Session
+import pytest
+
+from ctxpack import ConfigError, Session
 from ctxpack.cost import Bill, price, simulate
-from ctxpack.managed import WindowEvent, WindowPolicy
+from ctxpack.managed import WindowEvent, WindowPolicy, WindowState, render_window
+from ctxpack.messages import ensure_messages
+from ctxpack.store import SQLiteArtifactStore
 from ctxpack.tokens import REPLY_PRIMING
 
 from .test_managed import COUNTER, SYSTEM, TASK, step
@@ -83,11 +87,14 @@ def test_a_clearing_deep_in_an_anthropic_session_reports_the_whole_prompt_billed
 
 def test_a_session_naming_no_model_is_timed_as_the_model_whose_prices_time_it() -> None:
     # claude-sonnet-4-5 prices its edits, so its cache decides what they rewrite: the whole
-    # prompt (its tools counted as the session counts them: in OpenAI's form).
+    # prompt, its tools counted as Claude bills them (as Anthropic tools, with Anthropic's
+    # tool-use prompt), not in the OpenAI form the session sends them in.
     cleared, bill = replay(None)
     assert cleared
     for event in cleared:
-        assert bill.requests[event.request].cache_read_tokens == 0
+        row = bill.requests[event.request]
+        assert row.cache_read_tokens == 0
+        assert abs(event.rewritten - row.cache_write_tokens) <= REPLY_PRIMING
         assert event.rewritten > event.tokens_after
 
 
@@ -126,3 +133,18 @@ def test_the_clearing_rule_pays_for_the_tool_definitions_an_anthropic_rewrite_wr
         "claude-sonnet-4-5", TOOLS
     )
     assert first_clearing("gpt-5", LONG_TOOLS) <= first_clearing("gpt-5", TOOLS)
+
+
+def test_render_window_refuses_tools_that_are_not_tool_definitions() -> None:
+    # The tools a rewrite writes again are counted from their definitions: a bad one is the
+    # caller's mistake, named, not a TypeError from the counter.
+    with pytest.raises(ConfigError, match=r"tools\[1\]"):
+        render_window(
+            WindowState(),
+            POLICY,
+            record=ensure_messages([SYSTEM, TASK]),
+            counter=COUNTER,
+            store=SQLiteArtifactStore(":memory:"),
+            original_artifact=lambda position, store: "a",
+            tools=[*TOOLS, "bash"],
+        )

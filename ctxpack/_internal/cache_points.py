@@ -4,17 +4,18 @@ rule that :func:`ctxpack.cost.simulate` bills with and that the managed window a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import accumulate
-from typing import Literal
+from typing import Any, Literal
 
 from ..messages import Message
-from ..providers import provider_from_model
-from ..tokens import REPLY_PRIMING
+from ..providers import provider_from_model, tools_as_sent
+from ..tokens import REPLY_PRIMING, TokenCounter, checked_tool_tokens
 
 __all__ = [
     "DEFAULT_LOOKBACK",
     "CachePoints",
+    "billed_tool_tokens",
     "blocks_of",
     "cache_points_of",
     "found_point",
@@ -34,6 +35,17 @@ def cache_points_of(model: str | None) -> tuple[CachePoints, int | None]:
     if provider_from_model(model) == "anthropic":
         return "request", DEFAULT_LOOKBACK
     return "message", None
+
+
+def billed_tool_tokens(
+    tools: Sequence[Mapping[str, Any]], model: str | None, counter: TokenCounter
+) -> int:
+    """Tokens of the checked tool definitions ``tools`` as ``model``'s provider receives and
+    bills them, as :func:`ctxpack.cost.simulate` counts them: for a Claude model each as an
+    Anthropic tool, with Anthropic's tool-use prompt once, whatever form they are given in."""
+    if not tools:
+        return 0
+    return checked_tool_tokens(tools_as_sent(tools, provider_from_model(model)), counter)
 
 
 def blocks_of(message: Message) -> int:

@@ -20,9 +20,19 @@ rewrites, least where the two are equal): ``COMPACTION_PATIENCE`` is 1.
 
 from __future__ import annotations
 
-from .._internal.cache_points import CachePoints, cache_points_of, rewritten_tokens
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .._internal.arguments import tool_definitions
+from .._internal.cache_points import (
+    CachePoints,
+    billed_tool_tokens,
+    cache_points_of,
+    rewritten_tokens,
+)
 from ..cost import Price
 from ..editing import DEFAULT_PRICED_MODEL, PATIENCE, resolve_price, rewrite_pays
+from ..tokens import TokenCounter
 from ._policy import WindowPolicy
 from .view import _Context, _View
 
@@ -66,6 +76,22 @@ def _cache_points(policy: WindowPolicy, model: str | None) -> tuple[CachePoints,
     """Where the provider caches the prompt, and how far back it looks for an entry: as
     :func:`_cache_model`'s provider does."""
     return cache_points_of(_cache_model(policy, model))
+
+
+def _rewrite_tool_tokens(
+    policy: WindowPolicy,
+    ctx_model: str | None,
+    counter: TokenCounter,
+    tools: Sequence[Mapping[str, Any]] | None,
+    tool_tokens: int,
+) -> int:
+    """Tokens of the tool definitions a rewrite of the whole prompt writes again: ``tools``
+    as the provider of :func:`_cache_model` bills them, which need not be the form they are
+    sent in (a session naming no model sends OpenAI's, timed by Claude's cache); without
+    them, ``tool_tokens``."""
+    if tools is None:
+        return tool_tokens
+    return billed_tool_tokens(tool_definitions(tools), _cache_model(policy, ctx_model), counter)
 
 
 def _rewritten(

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from ..cost import Price
 from ..editing import COMPACTION_FLOOR
@@ -14,7 +15,15 @@ from ..store import ArtifactStore
 from ..tokens import REPLY_PRIMING, TokenCounter
 from ._compaction import _compact, _send_reinjected_once
 from ._policy import WindowPolicy
-from ._rent import COMPACTION_PATIENCE, _cache_points, _cache_price, _pays, _rent, _rewritten
+from ._rent import (
+    COMPACTION_PATIENCE,
+    _cache_points,
+    _cache_price,
+    _pays,
+    _rent,
+    _rewrite_tool_tokens,
+    _rewritten,
+)
 from ._room import _Room
 from ._state import WindowEvent, WindowState
 from .clearing import (
@@ -42,6 +51,7 @@ def render_window(
     model: str | None = None,
     tool_tokens: int = 0,
     arrived: Callable[[int], Message] | None = None,
+    tools: Sequence[Mapping[str, Any]] | None = None,
 ) -> list[Message]:
     """The next request's messages from the compact ``record``, within the window; updates
     ``state`` (the edits made, their decisions and cache effects).
@@ -62,14 +72,20 @@ def render_window(
         arrived: ``position`` -> the record's message at ``position`` as it arrived (the
             results of the provider's tools in it unfiltered), whose results a clearing
             stores; ``None``: the record's own.
+        tools: The tool definitions sent with the request: an edit that rewrites the whole
+            prompt writes them again, counted as the provider whose cache times the edits
+            bills them (Claude's for a policy and session naming no model); ``None``: counted
+            as ``tool_tokens``.
 
     Raises:
+        ConfigError: ``tools`` holds something that is not a tool definition, named.
         BudgetExceededError: the messages that are never removed (system prompt, user
             instructions, pinned content within its budgets) do not fit in the window with the
             reply room.
     """
+    cached_tools = _rewrite_tool_tokens(policy, model, counter, tools, tool_tokens)
     ctx = _Context(
-        record, counter, store, original_artifact, retrievable, model, arrived, tool_tokens
+        record, counter, store, original_artifact, retrievable, model, arrived, cached_tools
     )
     room = policy.room(tool_tokens=tool_tokens)
     if state.summary_id is not None and state.compacted_length is None:

@@ -145,8 +145,8 @@ class _Context:
     # The record's message at a position as it arrived (its provider tool results unfiltered);
     # None: the record's own.
     arrived: Callable[[int], Message] | None = None
-    # Tokens of the tool definitions sent before the messages: a rewrite of the whole prompt
-    # writes them again too.
+    # Tokens of the tool definitions sent before the messages, as the cache that times the
+    # edits bills them: a rewrite of the whole prompt writes them again too.
     tool_tokens: int = 0
 
     @cached_property

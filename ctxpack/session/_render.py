@@ -303,6 +303,7 @@ class Rendering(SessionState):
             model=self.model,
             tool_tokens=tool_tokens,
             arrived=self._raw.__getitem__,
+            tools=tools,
         )
         state = self.window_state
         gone = (*state.cleared, *state.compacted, *state.thinking_cleared, *unthought)
