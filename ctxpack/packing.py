@@ -296,7 +296,8 @@ def _pack(
     msgs = owned_messages(messages, check=check_openai_message)
     check_message_sizes(msgs)
     target = detect_provider(provider, model, msgs)
-    tool_tokens = checked_tool_tokens(tools_as_sent(tools, target), resolved) if tools else 0
+    sent = tools_as_sent(tools, target) if tools else []
+    tool_tokens = checked_tool_tokens(sent, resolved) if sent else 0
     input_ids = list(message_ids(msgs))
     if query is None:
         query = _last_user_text(msgs)
@@ -309,6 +310,7 @@ def _pack(
         query=query,
         model=model,
         provider=target,
+        tools=tuple(sent),
     )
     out = _run(stage, ctx, tool_tokens)
     if preserved_thinking:

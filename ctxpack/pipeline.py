@@ -297,6 +297,8 @@ class PackContext:
         signals: Named scores that stages contribute for the packer, per signal then per
             message id (``{"relevance": {"m3": 0.8}}``); a missing id scores 0.
         artifacts: Originals of messages that a stage shortened, by id: nothing is lost.
+        tools: The tool definitions sent with the request, as the provider receives them
+            (:func:`ctxpack.pack` sets them); their tokens are in ``reserve``.
     """
 
     messages: tuple[Message, ...]
@@ -311,6 +313,7 @@ class PackContext:
     artifacts: Mapping[str, Message] = field(default_factory=lambda: _EMPTY)
     # Last, so that contexts built with positional arguments keep working.
     provider: Provider = "openai"
+    tools: tuple[Mapping[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         checked = context_fields({f.name: getattr(self, f.name) for f in dataclasses.fields(self)})

@@ -5,16 +5,21 @@ edit point."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
+import pytest
+
 import ctxpack
-from ctxpack import Pipeline
+from ctxpack import ConfigError, Pipeline
 from ctxpack.cost import Bill, price, simulate
 from ctxpack.editing import ClearBatch, ToolResultClearer
 from ctxpack.messages import ensure_messages
+from ctxpack.pipeline import PackContext
 from ctxpack.tokens import REPLY_PRIMING
 
 from .test_managed import COUNTER, SYSTEM, TASK, step
+from .test_managed_cache_points import LONG_TOOLS, TOOLS
 
 HISTORY = ensure_messages([SYSTEM, TASK, *(m for i in range(60) for m in step(i))])
 # Request points: before each assistant message, and now.
@@ -71,3 +76,56 @@ def test_a_clearing_in_an_openai_session_reports_the_prompt_from_the_edit() -> N
     for batch, after in zip(batches[1:], from_edit[1:], strict=True):
         assert bill.requests[POINTS.index(batch.position)].cache_read_tokens > 0
         assert batch.tokens_after_edit == after
+
+
+def clearer() -> ToolResultClearer:
+    return ToolResultClearer(trigger=6_000, keep=5, model="claude-sonnet-4-5")
+
+
+def cleared_at(tools: Sequence[dict[str, Any]]) -> list[int]:
+    """The requests at which pack() with ``tools`` clears a result it sent whole before."""
+    stage = clearer()
+    out, seen = [], 0
+    for p in POINTS:
+        result = ctxpack.pack(
+            HISTORY[:p], budget=1_000_000, counter=COUNTER, tools=tools, pipeline=Pipeline([stage])
+        )
+        cleared = sum(d.action == "cleared" for d in result.decisions)
+        if cleared > seen:
+            out.append(p)
+        seen = cleared
+    return out
+
+
+def test_an_anthropic_batch_reports_the_tool_definitions_the_whole_prompt_rewrite_writes() -> None:
+    # The tools come first in the cached prefix: a batch that finds no entry writes them
+    # again, as Claude bills them (Anthropic tools, with its tool-use prompt), whatever form
+    # the caller gives them in.
+    stage = clearer()
+    requests = []
+    for p in POINTS:
+        result = ctxpack.pack(
+            HISTORY[:p], budget=1_000_000, counter=COUNTER, tools=TOOLS, pipeline=Pipeline([stage])
+        )
+        requests.append({"messages": result.to_openai(), "tools": TOOLS})
+    bill = simulate(requests, price=price("claude-sonnet-4-5"), counter=COUNTER)
+    batches = stage.batches(HISTORY, counter=COUNTER, tools=TOOLS)
+    assert len(batches) >= 2
+    # pack() hands the stage its tools: it clears where batches() given them does.
+    assert [b.position for b in batches] == cleared_at(TOOLS)
+    for batch in batches:
+        row = bill.requests[POINTS.index(batch.position)]
+        assert row.cache_read_tokens == 0
+        assert batch.tokens_after_edit == row.cache_write_tokens
+
+
+def test_the_clearing_rule_pays_for_the_tool_definitions_an_anthropic_rewrite_writes() -> None:
+    # Long definitions make a whole-prompt rewrite dearer: the first batch waits longer.
+    assert cleared_at(LONG_TOOLS)[0] > cleared_at(TOOLS)[0]
+
+
+def test_tools_that_are_not_tool_definitions_are_refused_by_name() -> None:
+    with pytest.raises(ConfigError, match=r"^tools\[1\]"):
+        clearer().batches(HISTORY, counter=COUNTER, tools=[*TOOLS, "bash"])
+    with pytest.raises(ConfigError, match=r"PackContext\.tools\[0\]"):
+        PackContext(messages=HISTORY, budget=1_000, counter=COUNTER, tools=["bash"])

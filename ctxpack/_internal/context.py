@@ -16,7 +16,7 @@ from ..errors import ConfigError
 from ..messages import Message, message_objects, new_originals_checked
 from ..providers import check_provider
 from ..tokens import check_counter
-from .arguments import keyed, optional_text, strings, tokens, type_name
+from .arguments import keyed, optional_text, strings, tokens, tool_definitions, type_name
 from .columns import PINNED, SYSTEM, flags, ids, items_at, positions
 
 __all__ = ["artifacts_checked", "context_fields", "contract_break", "scores"]
@@ -180,4 +180,5 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
         v, "PackContext.artifacts", values=Message, what="message ids to their original Message"
     ),
     "provider": check_provider,
+    "tools": lambda v: tuple(tool_definitions(v, argument="PackContext.tools")),
 }

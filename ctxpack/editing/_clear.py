@@ -4,14 +4,14 @@ pay for the cache they break."""
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal, NamedTuple
+from typing import Any, ClassVar, Literal, NamedTuple
 
 from pydantic import Field, field_validator
 
-from .._internal.arguments import optional_text
-from .._internal.cache_points import rewritten_tokens
+from .._internal.arguments import optional_text, tool_definitions
+from .._internal.cache_points import billed_tool_tokens, rewritten_tokens
 from .._internal.originals import message_original
 from .._internal.server_results import (
     call_arguments,
@@ -92,7 +92,7 @@ class ClearBatch(NamedTuple):
             last entry the provider still finds before the first edited message. Where every
             message boundary is cached, that message on; for a Claude model (one breakpoint
             at the end of each request, found within 20 blocks), the end of an earlier
-            request within that reach, else the whole prompt.
+            request within that reach, else the whole prompt, tool definitions too.
     """
 
     position: int
@@ -178,7 +178,8 @@ class ToolResultClearer(_StoreModel):
         model: Whose prices decide whether a batch pays (:func:`ctxpack.cost.price`); by default
             the context's model when it is priced, else ``claude-sonnet-4-5``. Its provider's
             cache (by default the context's model's, else Claude's) decides what a batch
-            writes again.
+            writes again: with the whole prompt, the context's tool definitions
+            (``ctx.tools``, as that provider bills them).
         price: A :class:`~ctxpack.cost.Price` to use instead.
         ttl: The cache lifetime paid for: ``"5m"`` or ``"1h"`` (picks the write price).
         expected_resends: How many more requests will re-send a removed token; by default as
@@ -317,17 +318,25 @@ class ToolResultClearer(_StoreModel):
         counter: TokenCounter,
         model: str | None = None,
         protected: frozenset[str] = frozenset(),
+        tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> list[ClearBatch]:
         """The batches this clearer makes on ``messages``, in order.
 
         ``batches(history[:k])`` is the list of ``batches(history)`` that happen at or before
         ``k``, whenever ``k`` is a request point (``history[k]`` is an assistant message, or
         ``k == len(history)``). With ``cache_aware=False`` there is at most one batch, for the
-        current request.
+        current request. ``tools`` are the tool definitions sent with each request (as
+        :func:`ctxpack.pack` takes them, which hands the stage its own): a batch that
+        rewrites the whole prompt writes them again.
+
+        Raises:
+            ConfigError: ``tools`` holds something that is not a tool definition, named.
         """
         messages = _history(messages, counter, protected)
         optional_text(model, "model")
-        return [found.batch for found in self._replay(messages, counter, model, protected)]
+        given = () if tools is None else tuple(tool_definitions(tools))
+        found = self._replay(messages, counter, model, protected, given)
+        return [f.batch for f in found]
 
     def _replay(
         self,
@@ -335,8 +344,10 @@ class ToolResultClearer(_StoreModel):
         counter: TokenCounter,
         model: str | None,
         protected: frozenset[str],
+        definitions: Sequence[Mapping[str, Any]],
     ) -> list[_Found]:
-        """The batches, with what each clears: the history replayed request by request."""
+        """The batches, with what each clears: the history replayed request by request, each
+        request sending the tool ``definitions`` first."""
         plan = self._plan(messages, counter)
         sizes = list(message_sizes(counter, messages))
         tools = [r for r in plan.tools if messages[r.position].id not in protected]
@@ -351,6 +362,7 @@ class ToolResultClearer(_StoreModel):
         # Whose provider's cache the rewrite is counted in: as with the prices, the stage's
         # model, else the context's, else the default.
         cache_model = self.model or model or _DEFAULT_PRICED_MODEL
+        tool_tokens = billed_tool_tokens(definitions, cache_model, counter)
         current = sizes[:]  # each message's size with the batches so far applied
         cleared_tools = 0
         cleared_thinking = 0
@@ -381,6 +393,7 @@ class ToolResultClearer(_StoreModel):
                 edit,
                 model=cache_model,
                 min_cacheable=p_price.min_cacheable_tokens,
+                tool_tokens=tool_tokens,
             )
             if self.cache_aware and not self._pays(removed, rent, after, p_price):
                 continue
@@ -409,7 +422,7 @@ class ToolResultClearer(_StoreModel):
     def __call__(self, ctx: PackContext, /) -> PackContext:
         check_context(ctx, self)
         messages = ctx.messages
-        found = self._replay(messages, ctx.counter, ctx.model, ctx.protected)
+        found = self._replay(messages, ctx.counter, ctx.model, ctx.protected, ctx.tools)
         if not found:
             return ctx
         edits, cleared_calls = _edits(messages, found, self.clear_tool_inputs)
