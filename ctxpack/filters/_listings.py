@@ -78,13 +78,33 @@ def _context_file(line: str, hit_files: frozenset[str], previous: str) -> str | 
     return None
 
 
+def _top_folder(key: str) -> str:
+    """The top-level folder of a group (``"src"`` for ``./src/main/java``); ``""`` for the
+    listing's root."""
+    parts = [p for p in key.split("/") if p not in ("", ".")]
+    return parts[0] if parts else ""
+
+
+def _in_turn(order: list[int], groups: list[tuple[str, list[int], int | None]]) -> list[int]:
+    """``order`` taken one group per top-level folder in turn (the folders in order of first
+    appearance, each folder's groups in listing order): a tree listed first, such as 400
+    folders of generated javadoc before ``src``, cannot fill every group shown in full."""
+    by_folder: dict[str, list[int]] = {}
+    for g in order:
+        by_folder.setdefault(_top_folder(groups[g][0]), []).append(g)
+    queues = list(by_folder.values())
+    return [q[k] for k in range(max(map(len, queues), default=0)) for q in queues if k < len(q)]
+
+
 class ListingFilter:
     """Listings: per group (a directory of ``ls -R``, the files' directory for ``find``, the
     file of grep hits) the first entries, then how many more it holds; the entries that share
     the most words with the goal are shown first, counting the pieces of joined names
     (``test_ext_napoleon.py`` is about ``napoleon``) and leaving out the words over half the
-    entries share (``test`` in a folder of tests says nothing about one of them). Groups keep
-    their order, and so do the entries shown.
+    entries share (``test`` in a folder of tests says nothing about one of them). Over
+    ``max_groups``, the groups naming the goal are shown in full first, then the others taken
+    in turn from each top-level folder, so that a tree listed first (generated javadoc before
+    ``src``) cannot take every place. Groups keep their order, and so do the entries shown.
 
     Args:
         per_group: Entries shown per group.
@@ -169,15 +189,15 @@ class ListingFilter:
         out: list[str] = [lines[i] for i in sorted(output.envelope) if i < (output.body or [0])[0]]
         hidden_entries = 0
         score, goal = self._relevance(output, groups)
-        # Groups whose name or entries mention the goal come first for the full view.
-        ranked = sorted(
-            range(len(groups)),
-            key=lambda g: (
-                not (_words(groups[g][0], goal) or any(score[i] for i in groups[g][1])),
-                g,
-            ),
-        )
-        full = set(ranked[: self.max_groups])
+        # Groups whose name or entries mention the goal come first for the full view; the
+        # others are shared in turn among the listing's top-level folders.
+        on_goal = {
+            g
+            for g, (key, entries, _) in enumerate(groups)
+            if _words(key, goal) or any(score[i] for i in entries)
+        }
+        others = _in_turn([g for g in range(len(groups)) if g not in on_goal], groups)
+        full = set([*sorted(on_goal), *others][: self.max_groups])
         collapsed: list[str] = []
         for g, (key, entries, header) in enumerate(groups):
             if g not in full:

@@ -277,6 +277,22 @@ def test_ls_recursive_collapses_long_directories() -> None:
     assert "./src/core:" in lines and "settings.py" in lines  # a short group stays whole
 
 
+def test_a_recursive_listing_shows_groups_from_every_top_level_folder() -> None:
+    # 60 folders of generated docs come first in the listing: taken in order, they would fill
+    # every group shown in full and hide src/ whole, header and all.
+    lines = []
+    for v in range(60):
+        lines += [f"./docs/javadoc/{v}:", "index.html", "overview.html", ""]
+    lines += ["./src/main/java/com/acme/xml:", "XmlMapper.java", "XmlFactory.java", ""]
+    out = ListingFilter(max_groups=10).extract(ToolOutput("\n".join(lines), command="ls -R"))
+    assert out is not None
+    shown = out.text.split("\n")
+    assert "./src/main/java/com/acme/xml:" in shown and "XmlMapper.java" in shown
+    # The groups shown keep the listing's order, and the docs fill the remaining slots.
+    assert shown.index("./docs/javadoc/0:") < shown.index("./src/main/java/com/acme/xml:")
+    assert sum(line.startswith("./docs/javadoc/") for line in shown) == 9
+
+
 def test_listing_shows_entries_naming_the_goal_first() -> None:
     raw = fixture("ls_recursive.txt")
     out = ListingFilter(per_group=3).extract(ToolOutput(raw, command="ls -R", goal="test_tax"))
