@@ -28,6 +28,7 @@ from ._internal.arguments import (
 )
 from ._internal.encodings import MODEL_PREFIXES, encoded_length, model_encoding
 from ._internal.images import CLAUDE_IMAGES, GPT_4O_IMAGES, ImageRule, image_rule
+from ._internal.legacy_calls import sent_extras
 from ._internal.parts import extras_tokens, part_tokens
 from ._internal.prefix import PrefixMemo
 from ._internal.tool_errors import MARK as FAILURE_MARK
@@ -175,11 +176,11 @@ class _FramedCounter:
     def _beside_content(self, message: Message) -> int:
         """What the model reads of a message beside its content, name and tool calls: a legacy
         ``function_call``, and the provider fields in its extras (see extras_tokens)."""
-        total = 0
-        if isinstance(legacy := message.extras.get("function_call"), Mapping):
+        total, extras = 0, sent_extras(message)
+        if isinstance(legacy := extras.get("function_call"), Mapping):
             total += TOKENS_PER_TOOL_CALL + self.count(str(legacy.get("name", "")))
             total += self.count(str(legacy.get("arguments", "")))
-        return total + extras_tokens(message.extras, self.count)
+        return total + extras_tokens(extras, self.count)
 
     def count_messages(self, messages: Iterable[Message | Mapping[str, Any] | SDKObject]) -> int:
         return REPLY_PRIMING + sum(map(self._count_message_uncached, read_counted(messages)))

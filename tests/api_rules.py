@@ -17,8 +17,9 @@ at most 4 blocks carry ``cache_control``.
 
 OpenAI Chat Completions: each assistant ``tool_calls`` id is answered by a tool message before
 the next other message; each tool message answers a call of the assistant message before its
-run of tool messages; content is ``null`` (or absent) only beside ``tool_calls``; function
-names match ``^[a-zA-Z0-9_-]{1,64}$``; a tool message holds text.
+run of tool messages; no message holds both ``tool_calls`` and a legacy ``function_call``;
+content is ``null`` (or absent) only beside ``tool_calls``; function names match
+``^[a-zA-Z0-9_-]{1,64}$``; a tool message holds text.
 
 OpenAI Responses: each ``function_call`` has its ``function_call_output`` (by ``call_id``) after
 it and each output a call before it; a ``reasoning`` item is followed by another item (not the
@@ -270,6 +271,8 @@ def openai_problems(messages: Sequence[Mapping[str, Any]]) -> list[str]:
             answerable.add(call["id"])
         if "name" in msg and not _NAME.fullmatch(str(msg["name"])):
             problems.append(f"{where}.name: {msg['name']!r}")
+        if calls and msg.get("function_call") is not None:
+            problems.append(f"{where}: both tool_calls and a legacy function_call")
     # The calls of a last assistant message may be waiting for their results.
     last = messages[-1]["role"] if messages else None
     if last == "tool":

@@ -139,6 +139,30 @@ def test_openai_sdk_messages_go_through_the_wrapper_across_turns() -> None:
     )
 
 
+def test_a_reply_holding_both_tool_calls_and_a_legacy_function_call_goes_back_with_the_calls() -> (
+    None
+):
+    # A gateway's reply may carry the legacy function_call beside tool_calls; sent back whole,
+    # OpenAI refuses the message. It goes back as langchain-openai sends it: the calls alone.
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'},
+    }
+    legacy = {"name": "get_weather", "arguments": '{"city": "Oslo"}'}
+    both = {"role": "assistant", "content": None, "tool_calls": [call], "function_call": legacy}
+    replies = iter([chat_completion(both), openai_reply("3 C in Oslo.")])
+    capture = Capture(lambda body: httpx2.Response(200, json=next(replies)))
+    client = ctxpack.wrap_openai(openai_client(capture), window=4000, model="gpt-4")
+    history: list[Any] = [{"role": "user", "content": "Weather in Oslo?"}]
+    first = client.chat.completions.create(model="gpt-4", messages=history, tools=[WEATHER_TOOL])
+    history.append(first.choices[0].message)
+    history.append({"role": "tool", "tool_call_id": "call_1", "content": "3 C"})
+    client.chat.completions.create(model="gpt-4", messages=history, tools=[WEATHER_TOOL])
+    sent = capture.requests[1]["messages"]
+    assert "function_call" not in sent[1] and sent[1]["tool_calls"] == [call]
+
+
 def test_async_openai_client_is_packed_too() -> None:
     capture = Capture(openai_reply())
     client = ctxpack.wrap_openai(async_openai_client(capture), window=500)

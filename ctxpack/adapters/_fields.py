@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._internal.arguments import TOOL_NAME, json_type_name
+from .._internal.legacy_calls import sent_extras
 from ..messages import Message
 from ._turns import fail as _fail
 
@@ -72,12 +73,13 @@ def check_call_names(msg: Message, index: int, provider: str, *, legacy: bool = 
     """A call to a tool whose name ``provider`` refuses in a history as in a definition (another
     provider's ``files.read``) fails here, named, rather than at the API: renaming it would
     leave the call naming a tool its definition does not. ``legacy``: the message's legacy
-    ``function_call`` is sent too (Chat Completions holds it to the same pattern)."""
+    ``function_call`` is sent too (Chat Completions holds it to the same pattern), unless tool
+    calls leave it out."""
     named = [
         (call.function.name, f"tool_calls[{k}].{call.type}.name")
         for k, call in enumerate(msg.tool_calls or ())
     ]
-    function_call = msg.extras.get("function_call")
+    function_call = sent_extras(msg).get("function_call")
     if legacy and isinstance(function_call, Mapping):
         # Checked as a string by the validators already.
         named.append((str(function_call.get("name")), "function_call.name"))

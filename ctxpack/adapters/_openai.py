@@ -15,6 +15,7 @@ from typing import Any, Literal
 from .._internal.arguments import message_items, openai_api
 from .._internal.audio import audio_reference
 from .._internal.images import IMAGE_TYPES
+from .._internal.legacy_calls import sent_extras
 from .._internal.reasoning import is_reasoning
 from .._internal.tool_errors import failed, marked
 from .._internal.tool_items import is_server_item
@@ -103,8 +104,10 @@ def to_openai(
     Responses API's input items.
 
     ctxpack-only fields (id, priority, pinned, source, metadata...) are left out; ``extras`` are
-    written back verbatim. A tool call id longer than the API takes (40 characters in Chat
-    Completions, a ``call_id`` of 64 in the Responses API) keeps its head and gets a digest of
+    written back verbatim, but for a legacy ``function_call`` beside tool calls, which OpenAI
+    refuses with them and which is left out (as ``langchain-openai`` sends it). A tool call id
+    longer than the API takes (40 characters in Chat Completions, a ``call_id`` of 64 in the
+    Responses API) keeps its head and gets a digest of
     the whole, the same in the call and its result. Messages that came from an Anthropic
     payload are translated: images become ``image_url`` parts, thinking blocks are left out,
     and a failed tool result (``is_error``, which OpenAI has no field for) is led by
@@ -196,7 +199,7 @@ def _written(
             item["tool_calls"] = [call.model_dump() for call in msg.tool_calls]
         if msg.tool_call_id is not None:
             item["tool_call_id"] = msg.tool_call_id
-        item.update(msg.extras)
+        item.update(sent_extras(msg))
         if "audio" in item:
             item["audio"] = audio_reference(item["audio"])
         out.append(item)

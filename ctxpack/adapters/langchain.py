@@ -130,8 +130,6 @@ def _as_dict(lc: Any, msg: Any, index: int) -> dict[str, Any]:
         )
     calls = getattr(msg, "tool_calls", None) or []
     if calls:
-        # As langchain-openai sends it: OpenAI refuses a message with both.
-        item.pop("function_call", None)
         item["tool_calls"] = [
             {
                 "id": call.get("id") or f"lc-{index}-{k}",

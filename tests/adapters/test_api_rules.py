@@ -198,6 +198,29 @@ def test_a_legacy_function_call_name_openai_refuses_is_named() -> None:
     assert ctxpack.to_openai(messages)[1]["function_call"]["name"] == "read_file"
 
 
+def test_a_legacy_function_call_beside_tool_calls_is_sent_by_no_openai_path() -> None:
+    # OpenAI refuses a message with both (langchain-openai sends the tool calls alone): dicts
+    # holding both went to Chat Completions whole, were counted whole, and were refused by the
+    # Responses API converter, and a superseded call's name was held to the tool name pattern.
+    call = {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}
+    legacy = {"name": "files.read", "arguments": '{"path": "' + "a/" * 40 + '"}'}
+    messages = [
+        {"role": "user", "content": "Weather in Oslo?"},
+        {"role": "assistant", "content": None, "tool_calls": [call], "function_call": legacy},
+        {"role": "tool", "tool_call_id": "c1", "content": "3 C"},
+    ]
+    sent = ctxpack.to_openai(messages)
+    assert "function_call" not in sent[1] and sent[1]["tool_calls"] == [call]
+    assert openai_problems(sent) == []
+    assert ctxpack.count_tokens(messages, model="gpt-4o") == ctxpack.count_tokens(
+        sent, model="gpt-4o"
+    )
+    items = ctxpack.to_openai(messages, api="responses")
+    assert responses_problems(items) == []
+    assert [item.get("type") for item in items[1:]] == ["function_call", "function_call_output"]
+    assert messages[1]["function_call"] == legacy  # the caller's message is left as it was
+
+
 @pytest.mark.parametrize("name", ["lookup", "files.read"])
 def test_a_tool_message_name_is_left_out_of_chat_completions(name: str) -> None:
     # Chat Completions' tool message is role, content and tool_call_id: its name (LangChain's
