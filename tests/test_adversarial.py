@@ -917,6 +917,18 @@ BAD_MESSAGES: list[tuple[str, Any, str]] = [
         },
         "tool_calls",
     ),
+    # A lone surrogate outside a text field (an image's URL, a refusal) was taken, to fail
+    # as a UnicodeEncodeError in the SDK sending it.
+    (
+        "content part url lone surrogate",
+        {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "a\udce9"}}]},
+        "content",
+    ),
+    (
+        "extra field lone surrogate",
+        {"role": "assistant", "content": "x", "refusal": "\udce9"},
+        "refusal",
+    ),
 ]
 # Each bad message comes second, after a good one: the error must say "message 1".
 MESSAGE_ENTRY_POINTS: dict[str, Callable[[list[Any]], object]] = {

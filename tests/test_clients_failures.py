@@ -432,3 +432,44 @@ def test_a_request_cancelled_while_a_thread_writes_its_session_raises_once_it_en
         return left_early, session.done
 
     assert asyncio.run(main()) == (False, True)
+
+
+def test_a_tool_result_holding_a_lone_surrogate_in_nested_text_is_refused_by_name() -> None:
+    # Tool output decoded with errors="surrogateescape" (an odd file name from ls) inside an
+    # Anthropic tool_result's text blocks went out of to_anthropic, and the wrapped OpenAI
+    # client's refusal field to the SDK, to fail there as a UnicodeEncodeError.
+    bad = "caf\udce9.txt"
+    history = [
+        {"role": "user", "content": "List the files."},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "sh", "input": {}}],
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "t1",
+                    "content": [{"type": "text", "text": bad}],
+                }
+            ],
+        },
+    ]
+    with pytest.raises(ctxpack.InvalidMessageError, match="lone surrogate") as caught:
+        ctxpack.to_anthropic(history)
+    assert caught.value.index == 2
+    capture = Capture(
+        lambda body: httpx2.Response(
+            200, json=chat_completion({"role": "assistant", "content": "ok"})
+        )
+    )
+    client = ctxpack.wrap_openai(openai_client(capture), window=8000, model="gpt-4o")
+    refused = [
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": "x", "refusal": bad},
+    ]
+    with pytest.raises(ctxpack.InvalidMessageError, match="lone surrogate") as caught:
+        client.chat.completions.create(model="gpt-4o", messages=refused)
+    assert (caught.value.index, caught.value.field) == (1, "refusal")
+    assert capture.requests == []

@@ -282,15 +282,19 @@ def _check_values(message: Message) -> None:
                 raise ValueError(too_long_int_text(_holder(field, value), exc.bits)) from None
     # The content parts and the extra fields are sent as they are: a value JSON cannot carry
     # would fail in the SDK's encoder (a set, bytes) or have the request refused (NaN), far from
-    # the message. An extra field is named as the caller wrote it, beside the message.
-    problem = None if type(content) is not list else json_problem(content, "content", exact=False)
+    # the message, and so would a lone surrogate (an image's URL, a tool result's nested text,
+    # a refusal), which the request's UTF-8 cannot hold. An extra field is named as the caller
+    # wrote it, beside the message.
+    problem = None
+    if type(content) is list:
+        problem = json_problem(content, "content", exact=False, utf8=True)
     for key, value in message.extras.items():
-        problem = problem or json_problem(value, key, exact=False)
+        problem = problem or json_problem(value, key, exact=False, utf8=True)
     if problem is not None:
         raise ValueError(
             f"{problem}: a message's content parts and extra fields are sent as JSON, which "
-            "holds only strings, finite numbers, booleans, None, lists and objects with string "
-            "keys"
+            "holds only strings of valid Unicode, finite numbers, booleans, None, lists and "
+            "objects with string keys"
         )
 
 
