@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .._internal.arguments import message_items
+from .._internal.arguments import json_type_name, message_items
 from .._internal.tool_errors import failed
 from ..errors import InvalidMessageError
 from ..messages import Message, ensure_messages
@@ -59,8 +59,10 @@ def from_langchain(messages: Iterable[Any]) -> list[Message]:
 
     Raises:
         ImportError: ``langchain-core`` is not installed (with the install command).
-        InvalidMessageError: an entry is not a LangChain message ctxpack can map, or a tool
-            call's ``args`` are not JSON.
+        InvalidMessageError: an entry is not a LangChain message ctxpack can map, a field
+            edited out of its shape (LangChain does not check assignments: ``content`` not a
+            string or a list of parts, a tool call without a name), or a tool call's ``args``
+            are not JSON; index and field named.
 
     Example:
         >>> from langchain_core.messages import HumanMessage
@@ -92,6 +94,7 @@ def _as_dict(lc: Any, msg: Any, index: int) -> dict[str, Any]:
         # A streamed reply summed (AIMessageChunk): the message its chunks make, as
         # LangGraph's add_messages reads it; its type would name no role.
         msg = lc.message_chunk_to_message(msg)
+    _check_edited(msg, index)
     dumped = msg.model_dump()
     role = dumped.get("role") if msg.type == "chat" else _ROLE_OF_TYPE.get(msg.type)
     if role is None:
@@ -139,6 +142,26 @@ def _as_dict(lc: Any, msg: Any, index: int) -> dict[str, Any]:
             for k, call in enumerate(calls)
         ]
     return item
+
+
+def _check_edited(msg: Any, index: int) -> None:
+    """What code editing a LangChain message can leave in it (its fields are not validated on
+    assignment) fails here, named, rather than deep in the conversion."""
+    content = msg.content
+    if not isinstance(content, (str, list)):
+        problem = f"must be a string or a list of parts, got {json_type_name(content)}"
+        raise InvalidMessageError(problem, index=index, field="content")
+    for j, part in enumerate(content if isinstance(content, list) else ()):
+        if not isinstance(part, (str, Mapping)):
+            problem = f"content[{j}]: a part is a string or a dict, got {json_type_name(part)}"
+            raise InvalidMessageError(problem, index=index, field="content")
+    if not isinstance(msg.additional_kwargs, Mapping):
+        problem = f"must be a dict, got {json_type_name(msg.additional_kwargs)}"
+        raise InvalidMessageError(problem, index=index, field="additional_kwargs")
+    for k, call in enumerate(getattr(msg, "tool_calls", None) or ()):
+        if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
+            problem = f"tool_calls[{k}]: a tool call is a dict with a name (a string) and args"
+            raise InvalidMessageError(problem, index=index, field="tool_calls")
 
 
 def _arguments(call: Mapping[str, Any], index: int, k: int) -> str:

@@ -76,6 +76,34 @@ def test_non_langchain_entries_are_rejected() -> None:
     assert info.value.index == 1
 
 
+def _assigned(message: Any, **fields: Any) -> Any:
+    # LangChain's messages do not validate assignment: code that edits one can leave any value.
+    for key, value in fields.items():
+        setattr(message, key, value)
+    return message
+
+
+@pytest.mark.parametrize(
+    ("make", "field"),
+    [
+        (lambda: _assigned(lc.HumanMessage("hi"), content=None), "content"),
+        (lambda: _assigned(lc.HumanMessage("hi"), content=5), "content"),
+        (lambda: _assigned(lc.HumanMessage("hi"), content=["ok", 5]), "content"),
+        (lambda: _assigned(lc.AIMessage("hi"), additional_kwargs=[]), "additional_kwargs"),
+        (lambda: _assigned(lc.AIMessage(""), tool_calls=["weather"]), "tool_calls"),
+        (lambda: _assigned(lc.AIMessage(""), tool_calls=[{"args": {}, "id": "c1"}]), "tool_calls"),
+    ],
+    ids=["content None", "content int", "content part int", "kwargs list", "call str", "no name"],
+)
+def test_a_langchain_message_edited_out_of_shape_is_refused_naming_its_field(
+    make: Any, field: str
+) -> None:
+    # A TypeError, KeyError or AttributeError escaped from the conversion.
+    with pytest.raises(ctxpack.InvalidMessageError) as caught:
+        from_langchain([lc.HumanMessage("hi"), make()])
+    assert (caught.value.index, caught.value.field) == (1, field)
+
+
 @pytest.mark.parametrize("entry_point", ["pack", "Session.extend", "ensure_messages"])
 def test_langchain_messages_given_unconverted_say_how_to_convert(entry_point: str) -> None:
     history = [{"role": "user", "content": "x"}, lc.HumanMessage("hi")]
