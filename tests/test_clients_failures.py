@@ -473,3 +473,19 @@ def test_a_tool_result_holding_a_lone_surrogate_in_nested_text_is_refused_by_nam
         client.chat.completions.create(model="gpt-4o", messages=refused)
     assert (caught.value.index, caught.value.field) == (1, "refusal")
     assert capture.requests == []
+
+
+def test_a_tool_definition_holding_a_lone_surrogate_is_refused_naming_it() -> None:
+    # The definition was counted, then failed in the SDK as a UnicodeEncodeError.
+    tool = {"name": "ls", "description": "Lists caf\udce9", "input_schema": {"type": "object"}}
+    with pytest.raises(ctxpack.ConfigError, match=r"tools\[0\]\.description: .*lone surrogate"):
+        ctxpack.count_tokens([QUESTION], model="gpt-4o", tools=[tool])
+    capture = Capture(lambda body: httpx2.Response(200, json=anthropic_message("ok")))
+    client = ctxpack.wrap_anthropic(
+        anthropic_client(capture), window=8000, model="claude-sonnet-4-5"
+    )
+    with pytest.raises(ctxpack.ConfigError, match=r"tools\[0\]\.description"):
+        client.messages.create(
+            model="claude-sonnet-4-5", max_tokens=100, messages=[QUESTION], tools=[tool]
+        )
+    assert capture.requests == []

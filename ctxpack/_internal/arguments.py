@@ -368,7 +368,7 @@ def tool_definitions(tools: Any, *, argument: str = "tools") -> list[Mapping[str
     bare function), Anthropic's (``{"name", "input_schema"}``) and the providers' built-in tools
     (``{"type": "web_search"...}``). A definition is refused, not counted, when the provider
     would refuse it: a name not of ``^[a-zA-Z0-9_-]{1,64}$``, a description that is not a
-    string, a schema that is not an object, or a value JSON cannot carry.
+    string, a schema that is not an object, a value JSON (or UTF-8) cannot carry.
     """
     out = tool_list(tools, argument=argument)
     for i, tool in enumerate(out):
@@ -409,11 +409,11 @@ def _check_tool(tool: Any, where: str) -> None:
             raise ConfigError(
                 f"{path}.{key}: must be a JSON Schema object, got {type_name(function[key])}"
             )
-    problem = json_problem(tool, where, exact=False, limit=MAX_NESTING)
+    problem = json_problem(tool, where, exact=False, limit=MAX_NESTING, utf8=True)
     if problem is not None:
         raise ConfigError(
-            f"{problem}: a tool definition is sent as JSON, so it holds only strings, finite "
-            "numbers, booleans, None, lists and objects with string keys"
+            f"{problem}: a tool definition is sent as JSON, so it holds only strings of valid "
+            "Unicode, finite numbers, booleans, None, lists and objects with string keys"
         )
 
 
