@@ -111,6 +111,20 @@ def test_openai_request_is_packed_under_the_window_minus_max_tokens() -> None:
     assert result.tool_tokens > 0
 
 
+def _weather_turns(tool_call: dict[str, Any]) -> tuple[Any, Any, Capture]:
+    """Two turns through the wrapper: the model replies ``tool_call`` (calling ``call_1``), the
+    reply goes back as the SDK gave it, with the call's result. Both replies and the capture."""
+    replies = iter([chat_completion(tool_call), openai_reply("3 C in Oslo.")])
+    capture = Capture(lambda body: httpx2.Response(200, json=next(replies)))
+    client = ctxpack.wrap_openai(openai_client(capture), window=4000, model="gpt-4")
+    history: list[Any] = [{"role": "user", "content": "Weather in Oslo?"}]
+    first = client.chat.completions.create(model="gpt-4", messages=history, tools=[WEATHER_TOOL])
+    history.append(first.choices[0].message)
+    history.append({"role": "tool", "tool_call_id": "call_1", "content": "3 C"})
+    second = client.chat.completions.create(model="gpt-4", messages=history, tools=[WEATHER_TOOL])
+    return first, second, capture
+
+
 def test_openai_sdk_messages_go_through_the_wrapper_across_turns() -> None:
     tool_call = {
         "role": "assistant",
@@ -123,14 +137,7 @@ def test_openai_sdk_messages_go_through_the_wrapper_across_turns() -> None:
             }
         ],
     }
-    replies = iter([chat_completion(tool_call), openai_reply("3 C in Oslo.")])
-    capture = Capture(lambda body: httpx2.Response(200, json=next(replies)))
-    client = ctxpack.wrap_openai(openai_client(capture), window=4000, model="gpt-4")
-    history: list[Any] = [{"role": "user", "content": "Weather in Oslo?"}]
-    first = client.chat.completions.create(model="gpt-4", messages=history, tools=[WEATHER_TOOL])
-    history.append(first.choices[0].message)
-    history.append({"role": "tool", "tool_call_id": "call_1", "content": "3 C"})
-    second = client.chat.completions.create(model="gpt-4", messages=history, tools=[WEATHER_TOOL])
+    first, second, capture = _weather_turns(tool_call)
     assert second.choices[0].message.content == "3 C in Oslo."
     sent = capture.requests[1]["messages"]
     assert sent[1]["tool_calls"][0]["id"] == "call_1"
@@ -151,14 +158,7 @@ def test_a_reply_holding_both_tool_calls_and_a_legacy_function_call_goes_back_wi
     }
     legacy = {"name": "get_weather", "arguments": '{"city": "Oslo"}'}
     both = {"role": "assistant", "content": None, "tool_calls": [call], "function_call": legacy}
-    replies = iter([chat_completion(both), openai_reply("3 C in Oslo.")])
-    capture = Capture(lambda body: httpx2.Response(200, json=next(replies)))
-    client = ctxpack.wrap_openai(openai_client(capture), window=4000, model="gpt-4")
-    history: list[Any] = [{"role": "user", "content": "Weather in Oslo?"}]
-    first = client.chat.completions.create(model="gpt-4", messages=history, tools=[WEATHER_TOOL])
-    history.append(first.choices[0].message)
-    history.append({"role": "tool", "tool_call_id": "call_1", "content": "3 C"})
-    client.chat.completions.create(model="gpt-4", messages=history, tools=[WEATHER_TOOL])
+    capture = _weather_turns(both)[2]
     sent = capture.requests[1]["messages"]
     assert "function_call" not in sent[1] and sent[1]["tool_calls"] == [call]
 

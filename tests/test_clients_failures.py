@@ -439,7 +439,7 @@ def test_a_tool_result_holding_a_lone_surrogate_in_nested_text_is_refused_by_nam
     # Anthropic tool_result's text blocks went out of to_anthropic, and the wrapped OpenAI
     # client's refusal field to the SDK, to fail there as a UnicodeEncodeError.
     bad = "caf\udce9.txt"
-    history = [
+    history: list[dict[str, Any]] = [
         {"role": "user", "content": "List the files."},
         {
             "role": "assistant",
@@ -480,7 +480,9 @@ def test_a_tool_definition_holding_a_lone_surrogate_is_refused_naming_it() -> No
     tool = {"name": "ls", "description": "Lists caf\udce9", "input_schema": {"type": "object"}}
     with pytest.raises(ctxpack.ConfigError, match=r"tools\[0\]\.description: .*lone surrogate"):
         ctxpack.count_tokens([QUESTION], model="gpt-4o", tools=[tool])
-    capture = Capture(lambda body: httpx2.Response(200, json=anthropic_message("ok")))
+    capture = Capture(
+        lambda body: httpx2.Response(200, json=anthropic_message([{"type": "text", "text": "ok"}]))
+    )
     client = ctxpack.wrap_anthropic(
         anthropic_client(capture), window=8000, model="claude-sonnet-4-5"
     )

@@ -204,7 +204,7 @@ def test_a_legacy_function_call_beside_tool_calls_is_sent_by_no_openai_path() ->
     # Responses API converter, and a superseded call's name was held to the tool name pattern.
     call = {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}
     legacy = {"name": "files.read", "arguments": '{"path": "' + "a/" * 40 + '"}'}
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"role": "user", "content": "Weather in Oslo?"},
         {"role": "assistant", "content": None, "tool_calls": [call], "function_call": legacy},
         {"role": "tool", "tool_call_id": "c1", "content": "3 C"},
