@@ -4,6 +4,7 @@ than the lookback writes the whole prompt again."""
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 import pytest
@@ -47,18 +48,24 @@ WIDE = WindowPolicy(window=64_000, clear_at=0.2, compact_at=0.9, keep=5)
 
 
 def replay(
-    model: str | None, steps: int = 90, policy: WindowPolicy = POLICY
+    model: str | None,
+    steps: int = 90,
+    policy: WindowPolicy = POLICY,
+    *,
+    every: int = 1,
+    lines: int = 25,
 ) -> tuple[list[WindowEvent], Bill]:
-    """The session's clearings, and the bill of the requests it sent, the cache modelled as
-    ``model``'s provider keeps it."""
+    """The session's clearings, and the bill of the requests it sent (one every ``every``
+    steps), the cache modelled as ``model``'s provider keeps it."""
     session = Session(model=model, counter=COUNTER, filters=False, window=policy)
     session.extend([SYSTEM, TASK])
     requests = []
     for i in range(steps):
-        result = session.render(tools=TOOLS)
-        # The agent's tools, then the session's retrieve tool: what render() counted.
-        requests.append({"messages": result.to_openai(), "tools": TOOLS + session.tools()})
-        session.extend(step(i))
+        if i % every == 0:
+            result = session.render(tools=TOOLS)
+            # The agent's tools, then the session's retrieve tool: what render() counted.
+            requests.append({"messages": result.to_openai(), "tools": TOOLS + session.tools()})
+        session.extend(step(i, lines))
     points: Literal["request", "message"] = (
         "request" if model is None or model.startswith("claude") else "message"
     )
@@ -148,3 +155,48 @@ def test_render_window_refuses_tools_that_are_not_tool_definitions() -> None:
             original_artifact=lambda position, store: "a",
             tools=[*TOOLS, "bash"],
         )
+
+
+# Long outputs and one result kept: each batch is small, and edits close to the prompt's end,
+# within the 20 blocks an Anthropic request looks back.
+CLOSE = WindowPolicy(window=64_000, clear_at=0.1, compact_at=0.9, keep=1)
+
+
+@pytest.mark.parametrize("model", ["claude-sonnet-4-5", "gpt-5"])
+@pytest.mark.parametrize("every", [1, 2, 3])
+def test_a_clearing_reports_what_the_requests_actually_sent_left_cached(
+    model: str, every: int
+) -> None:
+    # Only the ends of requests really sent are entries, and only while what precedes them is
+    # sent unchanged: not a point a reply follows when renders skip replies, nor the end of a
+    # request sent before an earlier clearing edited what it held.
+    cleared, bill = replay(model, 40, CLOSE, every=every, lines=400)
+    assert len(cleared) >= 3
+    for event in cleared:
+        row = bill.requests[event.request]
+        assert abs(event.rewritten - row.cache_write_tokens) <= REPLY_PRIMING
+
+
+def test_a_state_saved_before_the_request_ends_were_kept_goes_on_and_keeps_them() -> None:
+    # Without them, the request after reads every point a reply follows as an entry (the
+    # estimate it always made); from then on it knows the ends it sends.
+    one = Session(model="claude-sonnet-4-5", counter=COUNTER, filters=False, window=CLOSE)
+    one.extend([SYSTEM, TASK])
+    for i in range(12):
+        one.render(tools=TOOLS)
+        one.extend(step(i, 400))
+    saved = json.loads(one.window_state.to_json())
+    assert saved.pop("cache_ends")
+    two = Session(
+        model="claude-sonnet-4-5",
+        counter=COUNTER,
+        filters=False,
+        window=CLOSE,
+        store=one.store,
+        window_state=WindowState.from_json(json.dumps(saved)),
+    )
+    two.extend(one.transcript())
+    assert two.render(tools=TOOLS).messages == one.render(tools=TOOLS).messages
+    last = two.render(tools=TOOLS).messages[-1].id
+    assert two.window_state.cache_ends == [last]
+    assert (one.window_state.cache_ends or [])[-1:] == [last]

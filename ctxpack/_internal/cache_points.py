@@ -4,7 +4,7 @@ rule that :func:`ctxpack.cost.simulate` bills with and that the managed window a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from itertools import accumulate
 from typing import Any, Literal
 
@@ -81,14 +81,19 @@ def rewritten_tokens(
     model: str | None,
     min_cacheable: int,
     tool_tokens: int = 0,
+    sent: Collection[int] | None = None,
 ) -> int:
     """Tokens the prompt cache writes again when the prompt ``messages`` (of ``sizes`` tokens,
     after ``tool_tokens`` of tool definitions), edited from its position ``edit`` on, is sent
     to ``model``: the prompt after the last entry the provider finds at or before the edit
-    point. Where every message boundary is cached, that is the edit point; where one
-    breakpoint ends each request, the end of the last earlier request (a point that a reply
-    follows) within the lookback, else none: the whole prompt, tool definitions too, is
-    written again. A prefix shorter than ``min_cacheable`` tokens is never an entry."""
+    point. Where every message boundary is cached, that is the edit point (at most the end of
+    the last request ``sent``); where one breakpoint ends each request, the end of the last
+    earlier request within the lookback, else none: the whole prompt, tool definitions too,
+    is written again. A prefix shorter than ``min_cacheable`` tokens is never an entry.
+
+    ``sent``: the ends (prefix lengths) of the earlier requests whose entries still hold,
+    where the caller knows them; ``None``: every point that a reply follows, as if each
+    reply answered a request of the prompt before it, sent unchanged since."""
     points, lookback = cache_points_of(model)
     blocks = list(accumulate(map(blocks_of, messages), initial=0))
     prefixes = list(accumulate(sizes, initial=tool_tokens))
@@ -96,6 +101,8 @@ def rewritten_tokens(
     def cached(point: int) -> bool:
         if point > edit or prefixes[point] < min_cacheable:
             return False
+        if sent is not None:
+            return point <= max(sent, default=-1) if points == "message" else point in sent
         return points == "message" or (
             point < len(messages) and messages[point].role == "assistant"
         )

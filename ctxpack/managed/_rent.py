@@ -25,6 +25,7 @@ from typing import Any
 
 from .._internal.arguments import tool_definitions
 from .._internal.cache_points import (
+    DEFAULT_LOOKBACK,
     CachePoints,
     billed_tool_tokens,
     cache_points_of,
@@ -34,6 +35,7 @@ from ..cost import Price
 from ..editing import DEFAULT_PRICED_MODEL, PATIENCE, resolve_price, rewrite_pays
 from ..tokens import TokenCounter
 from ._policy import WindowPolicy
+from ._state import WindowState
 from .view import _Context, _View
 
 __all__: list[str] = []  # the managed mode's internals: used by its other modules only
@@ -95,12 +97,23 @@ def _rewrite_tool_tokens(
 
 
 def _rewritten(
-    policy: WindowPolicy, ctx: _Context, view: _View, edit: int, removed: int = 0
+    policy: WindowPolicy,
+    ctx: _Context,
+    view: _View,
+    edit: int,
+    removed: int = 0,
+    *,
+    ends: Sequence[str] | None,
 ) -> int:
     """Tokens the prompt cache writes again when ``view`` is sent edited from its position
     ``edit`` on (less ``removed``, for the view before a clearing that removes them), as the
     provider of :func:`_cache_model` caches it (:func:`rewritten_tokens`, the rule
-    :func:`ctxpack.cost.simulate` bills with)."""
+    :func:`ctxpack.cost.simulate` bills with), its entries at the ends of the earlier
+    requests (``ends``: ``WindowState.cache_ends``)."""
+    sent = None
+    if ends is not None:
+        last = set(ends)
+        sent = {k + 1 for k, m in enumerate(view.messages) if m.id in last}
     written = rewritten_tokens(
         view.messages,
         view.sizes,
@@ -108,5 +121,31 @@ def _rewritten(
         model=_cache_model(policy, ctx.model),
         min_cacheable=_cache_price(policy, ctx.model).min_cacheable_tokens,
         tool_tokens=ctx.tool_tokens,
+        sent=sent,
     )
     return written - removed
+
+
+def _request_sent(state: WindowState, view: _View) -> None:
+    """Record ``view`` sent: its end is an entry of the prompt cache (the most recent ones
+    kept, as many as an Anthropic request looks back blocks: no older one is found)."""
+    ends = [] if state.cache_ends is None else state.cache_ends
+    if view.messages and view.messages[-1].id not in ends[-1:]:
+        ends = [*ends, view.messages[-1].id]
+    state.cache_ends = ends[-(DEFAULT_LOOKBACK + 1) :]
+
+
+def _entries_edited(
+    state: WindowState, policy: WindowPolicy, ctx: _Context, before: _View, edit: int
+) -> None:
+    """Forget the entries an edit of ``before`` from its position ``edit`` on changes: the
+    ends of earlier requests after it (or summarised away). Where every message boundary is
+    cached, the prefix up to the edit point stays an entry if an earlier request sent it."""
+    if state.cache_ends is None:
+        return
+    ids = [m.id for m in before.messages]
+    ends = [ids.index(end) + 1 for end in state.cache_ends if end in ids[:edit]]
+    sent_past = any(end in ids[edit:] for end in state.cache_ends)
+    if _cache_points(policy, ctx.model)[0] == "message" and sent_past and edit > 0:
+        ends.append(edit)
+    state.cache_ends = [ids[end - 1] for end in sorted(set(ends))]

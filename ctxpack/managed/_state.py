@@ -84,6 +84,11 @@ class WindowState(FieldErrorModel):
             content) when the last warning said they crowd the room; 0 before any.
         rendered: The record's length at the last request: a render of the same record again
             (a retry) is the same request, and adds no rent.
+        cache_ends: Ids of the last messages of the recent requests whose prompt cache
+            entries still hold, the newest last: an edit since forgets those at or after its
+            edit point (what the edits' ``rewritten`` figures find). ``None`` in a state saved
+            before they were kept: every message a reply follows counts as one until the next
+            request.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -106,6 +111,7 @@ class WindowState(FieldErrorModel):
     compact_rent: float = Field(default=0.0, ge=0)
     crowded_floor: int = Field(default=0, ge=0)
     rendered: int = Field(default=0, ge=0)
+    cache_ends: list[str] | None = None
 
     def _grown_since(self, before: WindowState) -> dict[str, Any]:
         """What the parts that grow with the session (``_GROWING``, ``cleared``) gained since

@@ -21,6 +21,7 @@ from ._rent import (
     _cache_price,
     _pays,
     _rent,
+    _request_sent,
     _rewrite_tool_tokens,
     _rewritten,
 )
@@ -104,6 +105,7 @@ def render_window(
         view = _manage(state, policy, ctx, view, room, timed=not again)
         if view.tokens() > room:
             raise _too_large(policy, ctx, view, tool_tokens)
+    _request_sent(state, view)
     state.requests += 1
     state.rendered = len(record)
     state.last_tokens = view.tokens()
@@ -316,7 +318,7 @@ def _maybe_clear(
     if removed <= 0:
         return view
     edit = _edit_point(view, {ctx.record[i].id for i in [*(j for j, _ in tools), *thinking]})
-    after = _rewritten(policy, ctx, view, edit, removed)
+    after = _rewritten(policy, ctx, view, edit, removed, ends=state.cache_ends)
     state.rent += _rent(removed, p)
     tokens = view.tokens()
     pressed = tokens > plan.level(policy.compact_at)

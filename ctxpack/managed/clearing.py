@@ -12,7 +12,7 @@ from ..messages import Message
 from ..pipeline import Decision
 from ..sdk import RESPONSES_META
 from ._policy import WindowPolicy
-from ._rent import _rewritten
+from ._rent import _entries_edited, _rewritten
 from ._state import WindowEvent, WindowState
 from .view import (
     _answer_placeholder,
@@ -227,7 +227,15 @@ def _edited(
     thinking produced after this request has the edited prefix, and stays."""
     if policy.checks_thinking_prefix(ctx.model):
         after = _clear_thinking_after(state, policy, ctx, after, edit)
-    _event(state, action, before, after, _rewritten(policy, ctx, after, edit), edit)
+    _event(
+        state,
+        action,
+        before,
+        after,
+        _rewritten(policy, ctx, after, edit, ends=state.cache_ends),
+        edit,
+    )
+    _entries_edited(state, policy, ctx, before, edit)
     return after
 
 
