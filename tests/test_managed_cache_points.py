@@ -5,6 +5,7 @@ than the lookback writes the whole prompt again."""
 from __future__ import annotations
 
 import json
+import time
 from typing import Any, Literal
 
 import pytest
@@ -200,3 +201,62 @@ def test_a_state_saved_before_the_request_ends_were_kept_goes_on_and_keeps_them(
     last = two.render(tools=TOOLS).messages[-1].id
     assert two.window_state.cache_ends == [last]
     assert (one.window_state.cache_ends or [])[-1:] == [last]
+
+
+class Clock:
+    """The wall clock the session reads, moved by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def paused(clock: Clock, policy: WindowPolicy, pause: float) -> tuple[int, list[WindowEvent], Bill]:
+    """The request after the first one whose batch of results waited for its rent, sent
+    ``pause`` seconds after it (the others a few seconds apart); the session's edits, and the
+    bill of its requests at the times they were sent."""
+    session = Session(model="claude-sonnet-4-5", counter=COUNTER, filters=False, window=policy)
+    session.extend([SYSTEM, TASK])
+    waited = None
+    requests, times = [], []
+    for i in range(40):
+        clock.now += pause if waited is not None and session.window_state.requests == waited else 5
+        result = session.render(tools=TOOLS)
+        requests.append({"messages": result.to_openai(), "tools": TOOLS + session.tools()})
+        times.append(clock.now)
+        if waited is None and session.window_state.rent > 0 and not session.window_state.events:
+            waited = session.window_state.requests
+        session.extend(step(i, 400))
+    assert waited is not None
+    bill = simulate(
+        requests,
+        price=price("claude-sonnet-4-5"),
+        counter=COUNTER,
+        ttl=policy.ttl,
+        timestamps=times,
+    )
+    return waited, session.window_state.events, bill
+
+
+def test_a_batch_waiting_for_its_rent_goes_once_the_cache_has_expired(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Twenty minutes after the last request nothing is cached: the next writes the whole
+    # prompt whatever it edits, so the batch costs nothing more in rewrites and goes.
+    clock = Clock()
+    monkeypatch.setattr(time, "time", clock)
+    warm_request, warm, _ = paused(clock, CLOSE, 0)
+    cold_request, cold, bill = paused(clock, CLOSE, 20 * 60)
+    assert warm_request == cold_request
+    assert warm[0].request > warm_request  # it waited, the cache being warm
+    assert cold[0].request == cold_request and cold[0].action == "cleared"
+    # It writes the whole prompt, tool definitions too, as the bill at those times does.
+    assert cold[0].rewritten > cold[0].tokens_after
+    for event in cold:
+        row = bill.requests[event.request]
+        assert abs(event.rewritten - row.cache_write_tokens) <= REPLY_PRIMING
+    # A cache asked to live an hour is still there twenty minutes on.
+    hour = CLOSE.model_copy(update={"ttl": "1h"})
+    assert paused(clock, hour, 0)[1] == paused(clock, hour, 20 * 60)[1]

@@ -126,6 +126,19 @@ def _rewritten(
     return written - removed
 
 
+# How long an entry lives after its last use, per ``WindowPolicy.ttl``.
+_LIFE = {"5m": 300.0, "1h": 3600.0}
+
+
+def _cache_expired(state: WindowState, policy: WindowPolicy, now: float) -> bool:
+    """Whether the last request was rendered longer ago than the policy's ``ttl`` before
+    ``now``: every entry it used or wrote has expired since (and is forgotten)."""
+    if state.rendered_at is None or now - state.rendered_at <= _LIFE[policy.ttl]:
+        return False
+    state.cache_ends = []
+    return True
+
+
 def _request_sent(state: WindowState, view: _View) -> None:
     """Record ``view`` sent: its end is an entry of the prompt cache (the most recent ones
     kept, as many as an Anthropic request looks back blocks: no older one is found)."""

@@ -30,7 +30,8 @@ class WindowEvent(FieldErrorModel):
         rewritten: Tokens the prompt cache writes again: the prompt after the last entry the
             provider finds before the edit point (from the edit point on where every
             message boundary is cached; for a Claude model, the whole prompt, tool
-            definitions too, when the edit is over 20 blocks before the end).
+            definitions too, when the edit is over 20 blocks before the end; on any model,
+            the whole prompt once the cache expired since the last request).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -89,6 +90,10 @@ class WindowState(FieldErrorModel):
             edit point (what the edits' ``rewritten`` figures find). ``None`` in a state saved
             before they were kept: every message a reply follows counts as one until the next
             request.
+        rendered_at: When the last request was rendered (seconds since the epoch): a render
+            more than the policy's ``ttl`` later finds the prompt cache expired, and an edit
+            then rewrites nothing the request would not write anyway. ``None`` before the
+            first (or in a state saved before it was kept).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -112,6 +117,7 @@ class WindowState(FieldErrorModel):
     crowded_floor: int = Field(default=0, ge=0)
     rendered: int = Field(default=0, ge=0)
     cache_ends: list[str] | None = None
+    rendered_at: float | None = None
 
     def _grown_since(self, before: WindowState) -> dict[str, Any]:
         """What the parts that grow with the session (``_GROWING``, ``cleared``) gained since

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -17,6 +18,7 @@ from ._compaction import _compact, _send_reinjected_once
 from ._policy import WindowPolicy
 from ._rent import (
     COMPACTION_PATIENCE,
+    _cache_expired,
     _cache_points,
     _cache_price,
     _pays,
@@ -84,6 +86,7 @@ def render_window(
             instructions, pinned content within its budgets) do not fit in the window with the
             reply room.
     """
+    now = time.time()
     cached_tools = _rewrite_tool_tokens(policy, model, counter, tools, tool_tokens)
     ctx = _Context(
         record, counter, store, original_artifact, retrievable, model, arrived, cached_tools
@@ -102,10 +105,12 @@ def render_window(
         # before, and an edit it times would rewrite a prefix the provider may have cached;
         # unless it no longer fits (more tools, a longer system prompt): a new request then.
         again = state.requests > 0 and state.rendered == len(record) and view.tokens() <= room
-        view = _manage(state, policy, ctx, view, room, timed=not again)
+        cold = _cache_expired(state, policy, now)
+        view = _manage(state, policy, ctx, view, room, timed=not again, cold=cold)
         if view.tokens() > room:
             raise _too_large(policy, ctx, view, tool_tokens)
     _request_sent(state, view)
+    state.rendered_at = now
     state.requests += 1
     state.rendered = len(record)
     state.last_tokens = view.tokens()
@@ -216,10 +221,13 @@ def _manage(
     room: int,
     *,
     timed: bool = True,
+    cold: bool = False,
 ) -> _View:
     """Clear, compact, then clear every tool result and, if need be, the answers kept whole,
     until the view fits ``room``; without ``timed``, only the edits that make it fit (the
-    request before decided the others on the same record)."""
+    request before decided the others on the same record). With ``cold`` (the prompt cache
+    expired), an edit rewrites nothing the request would not write anyway: it goes once it
+    has any rent."""
     if timed:
         plan = _Room.of(policy, view, room, ctx)
         released = _release_instructions(state, policy, ctx, view, plan)
@@ -228,12 +236,12 @@ def _manage(
         _warn_if_crowded(state, plan, view)
         p = _cache_price(policy, ctx.model)
         if view.tokens() > plan.level(policy.clear_at):
-            view = _maybe_clear(state, policy, ctx, view, plan, p)
+            view = _maybe_clear(state, policy, ctx, view, plan, p, cold)
         # Every request since the last compaction re-sends what the next one would remove:
         # its rent runs from there, not from compact_at, which only says how early it may go.
         state.compact_rent += _rent(max(0.0, view.tokens() - _next_landing(state, plan)), p)
         if view.tokens() > plan.level(policy.compact_at):
-            view = _maybe_compact(state, policy, ctx, view, plan, p)
+            view = _maybe_compact(state, policy, ctx, view, plan, p, cold)
     # The fewest tool results and thinking turns first, the oldest first; then every one (a
     # count may differ a little from the view's once built).
     for least in (True, False):
@@ -306,7 +314,13 @@ def _warn_if_crowded(state: WindowState, plan: _Room, view: _View) -> None:
 
 
 def _maybe_clear(
-    state: WindowState, policy: WindowPolicy, ctx: _Context, view: _View, plan: _Room, p: Price
+    state: WindowState,
+    policy: WindowPolicy,
+    ctx: _Context,
+    view: _View,
+    plan: _Room,
+    p: Price,
+    cold: bool,
 ) -> _View:
     """Past ``clear_at``, clear a batch once its rent pays for the rewrite, or at once past
     ``compact_at`` when the batch brings the prompt back down to where a compaction lands."""
@@ -318,7 +332,7 @@ def _maybe_clear(
     if removed <= 0:
         return view
     edit = _edit_point(view, {ctx.record[i].id for i in [*(j for j, _ in tools), *thinking]})
-    after = _rewritten(policy, ctx, view, edit, removed, ends=state.cache_ends)
+    after = 0 if cold else _rewritten(policy, ctx, view, edit, removed, ends=state.cache_ends)
     state.rent += _rent(removed, p)
     tokens = view.tokens()
     pressed = tokens > plan.level(policy.compact_at)
@@ -332,13 +346,19 @@ def _maybe_clear(
 
 
 def _maybe_compact(
-    state: WindowState, policy: WindowPolicy, ctx: _Context, view: _View, plan: _Room, p: Price
+    state: WindowState,
+    policy: WindowPolicy,
+    ctx: _Context,
+    view: _View,
+    plan: _Room,
+    p: Price,
+    cold: bool,
 ) -> _View:
     """Past ``compact_at``, compact once its rent since the last compaction equals its
     rewrite (``COMPACTION_PATIENCE``: the cadence that costs least), or at once past midway
     between ``compact_at`` and the room."""
     urgent = view.tokens() > plan.level((policy.compact_at + 1) / 2)
-    rewrite = _next_rewrite(state, policy, ctx, view, plan)
+    rewrite = 0.0 if cold else _next_rewrite(state, policy, ctx, view, plan)
     if not (urgent or _pays(state.compact_rent, rewrite, p, policy, COMPACTION_PATIENCE)):
         return view
     if not _compact(state, policy, ctx, plan):
