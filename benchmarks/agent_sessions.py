@@ -357,8 +357,14 @@ class EditingStrategy:
         self.pipeline = ctxpack.Pipeline([stage(self.store)])
 
     def __call__(self, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        # The agent's tools go with every request, so a stage that rewrites the whole prompt
+        # counts them as the bill does.
         result = ctxpack.pack(
-            history, budget=10**9, counter=self.session.counter, pipeline=self.pipeline
+            history,
+            budget=10**9,
+            counter=self.session.counter,
+            pipeline=self.pipeline,
+            tools=list(self.session.tools) or None,
         )
         return result.to_openai()
 
