@@ -303,6 +303,24 @@ def test_messages_differing_only_in_a_provider_field_do_not_share_a_cache_entry(
     assert second.cache_read_tokens == 0 and second.cache_write_tokens == second.input_tokens
 
 
+def test_a_legacy_function_call_beside_tool_calls_is_not_part_of_the_cached_prefix() -> None:
+    # OpenAI is never sent a function_call beside tool calls (to_openai leaves it out), so two
+    # prompts differing only there are the same prefix: the second reads the first's entry.
+    call = {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+    base = [{"role": "system", "content": "word " * 1200}, {"role": "user", "content": "go"}]
+    turns = [
+        [
+            *base,
+            {"role": "assistant", "content": None, "tool_calls": [call], "function_call": legacy},
+            {"role": "tool", "tool_call_id": "c1", "content": "a.py"},
+        ]
+        for legacy in ({"name": "ls", "arguments": "{}"}, {"name": "cat", "arguments": "{}"})
+    ]
+    first, second = simulate(turns, price=price("gpt-4o")).requests
+    assert first.input_tokens == second.input_tokens
+    assert second.cache_write_tokens == 0 and second.cache_read_tokens > 1024
+
+
 def test_a_breakpoint_moved_to_the_last_message_still_reads_the_earlier_prefix() -> None:
     # Anthropic's multi-turn recipe: each request marks its last block with cache_control, so
     # the block marked in one request is unmarked in the next. The marker is not content: the

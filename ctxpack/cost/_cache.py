@@ -12,6 +12,7 @@ from typing import Any
 
 from .._internal import forks
 from .._internal.cache_points import CachePoints, blocks_of, found_point
+from .._internal.legacy_calls import sent_extras
 from .._internal.prefix import common_prefix
 from ..adapters.read import counted_messages
 from ..messages import Message
@@ -35,7 +36,8 @@ class _MessageKeys:
         if hit is not None and hit[0] is message:
             return hit[1]
         calls = [c.model_dump(mode="json") for c in message.tool_calls or ()]
-        # Everything the provider receives: the extras too (a refusal, a legacy function_call).
+        # Everything the provider receives: the extras too (a refusal, a legacy function_call
+        # unless tool calls leave it out).
         canon = json.dumps(
             [
                 message.role,
@@ -43,7 +45,7 @@ class _MessageKeys:
                 message.name,
                 message.tool_call_id,
                 calls,
-                _unmarked(message.extras),
+                _unmarked(sent_extras(message)),
             ],
             ensure_ascii=False,
             sort_keys=True,
