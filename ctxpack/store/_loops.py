@@ -16,6 +16,12 @@ unless the pool told them to stop. That task closes the pool once the calls usin
 (cancelled too), not under them. A call made after it (a cancelled task's ``finally``, an async
 generator the loop closes, a callback) makes the loop a new pool, which no task would close:
 the loop ending, its last call closes it.
+
+Cancelling its tasks does not always end a loop: a server may cancel its tasks and serve on, a
+loop may be run again. A call from a task that was not cancelled then makes the loop a pool to
+share again, kept open, as before the cancellations. A loop that ends (``asyncio.run`` closes its
+async generators after cancelling its tasks) closes that pool as it closes a watcher, an async
+generator of ours; from then on, each call's pool is closed by its last call.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ import asyncio
 import contextlib
 import threading
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any, Generic, TypeVar
 
 from .._internal import forks
@@ -60,8 +66,15 @@ class PerLoop(Generic[_R]):
         self._making: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, asyncio.Future[_Held[_R]]
         ] = weakref.WeakKeyDictionary()
-        # The loops that cancelled a keeper of their own: ending, they close no pool made
-        # after that, so its last call closes it (see using()).
+        # The loops that cancelled a keeper of their own, with their tasks then: those of them
+        # being cancelled may be the loop's last (see _ends_here()).
+        self._rounds: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, weakref.WeakSet[asyncio.Task[Any]]
+        ] = weakref.WeakKeyDictionary()
+        # A watcher of each of those loops, which the loop closes as it ends (see _watched()).
+        self._watchers: dict[asyncio.AbstractEventLoop, AsyncGenerator[None, None]] = {}
+        # The loops that have closed their watcher: ending, they close no pool made after that,
+        # so its last call closes it (see using()).
         self._ending: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
         # The loops of several threads add and drop their entries while close() lists them
         # (a dictionary changed during iteration); held for no await.
@@ -76,10 +89,11 @@ class PerLoop(Generic[_R]):
 
     @contextlib.asynccontextmanager
     async def using(self) -> AsyncIterator[_R]:
-        """The running loop's pool, for one call. Once the loop is ending (it cancelled its
-        tasks, as ``asyncio.run`` does), the last call to let go of its pool closes it: a call
-        made then (from a task's ``finally``, an async generator closed by the loop, a
-        callback) made a pool that nothing closed, its connections left open."""
+        """The running loop's pool, for one call. Once the loop is ending (it closes its async
+        generators, as ``asyncio.run`` does, or cancelled this call's task with the pool's), the
+        last call to let go of its pool closes it: a call made then (from a task's ``finally``,
+        an async generator closed by the loop) made a pool that nothing closed, its connections
+        left open."""
         held = await self._held_here()
         held.users += 1
         held.idle.clear()
@@ -89,11 +103,30 @@ class PerLoop(Generic[_R]):
             held.users -= 1
             if not held.users:
                 held.idle.set()
-                if asyncio.get_running_loop() in self._ending and held.keeper is not None:
-                    held.stop.set()
-                    await asyncio.wait([held.keeper])
-                    if not held.keeper.cancelled():
-                        held.keeper.exception()  # read: the call's outcome is not the close's
+                if self._ends_here():
+                    await self._stopped(held)
+
+    def _ends_here(self) -> bool:
+        """Whether the running loop is ending: it has closed its watcher, or this task is one
+        it cancelled with a keeper of ours. A task it did not (a server serving on after
+        cancelling its tasks, a loop run again) shares a pool again."""
+        loop = asyncio.get_running_loop()
+        if loop in self._ending:
+            return True
+        task = asyncio.current_task()
+        cancelled_with_keeper = task is not None and task in self._rounds.get(loop, ())
+        # Python 3.10's tasks do not say whether they are being cancelled: all of the round's are.
+        cancelling: Callable[[], int] = getattr(task, "cancelling", lambda: 1)
+        return cancelled_with_keeper and bool(cancelling())
+
+    async def _stopped(self, held: _Held[_R]) -> None:
+        """Have ``held``'s keeper close its pool, once unused, and wait for it."""
+        if held.keeper is None:
+            return
+        held.stop.set()
+        await asyncio.wait([held.keeper])
+        if not held.keeper.cancelled():
+            held.keeper.exception()  # read: the call's outcome is not the close's
 
     async def _held_here(self) -> _Held[_R]:
         """The running loop's pool; callers that come at once share one making (each would
@@ -131,12 +164,44 @@ class PerLoop(Generic[_R]):
             if self._held.get(loop) is not held:  # close_here()'s: at once
                 await self._closed(loop, held)
                 raise
-            self._ending.add(loop)
+            self._rounds[loop] = weakref.WeakSet(asyncio.all_tasks(loop))
+            await self._watched(loop)
         try:
             while held.users:
                 await held.idle.wait()
         finally:
             await self._closed(loop, held)
+
+    async def _watched(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Give ``loop`` a watcher, if it has none: an async generator started here, which the
+        loop closes as it ends (its asynchronous generator hooks, set while it runs)."""
+        with self._entries:
+            if loop in self._watchers:
+                return
+            # A loop closed without closing its async generators left its watcher here.
+            for closed in [other for other in self._watchers if other.is_closed()]:
+                del self._watchers[closed]
+            watcher = self._watchers[loop] = self._watcher()
+        await watcher.asend(None)
+
+    async def _watcher(self) -> AsyncGenerator[None, None]:
+        try:
+            yield
+        finally:
+            try:
+                loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+            except RuntimeError:  # collected, with no loop running (one without the hooks)
+                loop = None
+            if loop is not None:
+                await self._ended(loop)
+
+    async def _ended(self, loop: asyncio.AbstractEventLoop) -> None:
+        with self._entries:
+            self._ending.add(loop)
+            self._watchers.pop(loop, None)
+        held = self._held.get(loop)
+        if held is not None:
+            await self._stopped(held)
 
     async def _closed(self, loop: asyncio.AbstractEventLoop, held: _Held[_R]) -> None:
         with self._entries:

@@ -58,30 +58,30 @@ def named_url(backend: str, url: str, name: str) -> str:
     return f"{url}{'&' if '?' in url else '?'}{option}={name}"
 
 
+def connection_ids_named(backend: str, url: str, name: str) -> set[int]:
+    """The connections named ``name`` (:func:`named_url`) that the server at ``url`` lists now
+    (a PostgreSQL backend's process id, a Redis client's id)."""
+    if backend == "postgres":
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as probe:
+            sql = "select pid from pg_stat_activity where application_name = %s"
+            return {int(row[0]) for row in probe.execute(sql, (name,)).fetchall()}
+    import redis
+
+    probe = redis.Redis.from_url(url)
+    try:
+        return {int(c["id"]) for c in probe.client_list() if c.get("name") == name}
+    finally:
+        probe.close()
+
+
 def connections_named(backend: str, url: str, name: str) -> int:
     """How many connections named ``name`` (:func:`named_url`) the server at ``url`` holds,
     once it has seen the closed ones go (a backend process exits, Redis reads a closed socket,
     a moment later): polled until none, for a while."""
-    if backend == "postgres":
-        import psycopg
-
-        def count() -> int:
-            with psycopg.connect(url, autocommit=True) as probe:
-                sql = "select count(*) from pg_stat_activity where application_name = %s"
-                row = probe.execute(sql, (name,)).fetchone()
-                return int(row[0]) if row else 0
-    else:
-        import redis
-
-        def count() -> int:
-            probe = redis.Redis.from_url(url)
-            try:
-                return sum(1 for c in probe.client_list() if c.get("name") == name)
-            finally:
-                probe.close()
-
     for _ in range(100):
-        found = count()
+        found = len(connection_ids_named(backend, url, name))
         if not found:
             break
         threading.Event().wait(0.05)

@@ -90,6 +90,70 @@ def test_no_connection_is_left_open_once_the_loop_has_ended_and_the_store_is_clo
     assert out.splitlines()[-3:] == ["after the loop 0", "after close 0", f"stored {stored}"], out
 
 
+LOOP_GOES_ON_SCRIPT = """
+import asyncio, sys, uuid
+sys.stderr = sys.stdout  # asyncio's "Task was destroyed but it is pending!" is read too
+from ctxpack.store import open_async_store
+from tests.store.backends import connection_ids_named, connections_named, named_url
+
+backend, base, mode = sys.argv[1:]
+name = f"loop-on-{uuid.uuid4().hex[:12]}"
+store = open_async_store(named_url(backend, base, name))
+seen = []
+
+async def call():
+    await store.load(name)
+    seen.append(connection_ids_named(backend, base, name))
+
+def cancel_all_but(loop, here=None):
+    others = [task for task in asyncio.all_tasks(loop) if task is not here]
+    for task in others:
+        task.cancel()
+    return asyncio.gather(*others, return_exceptions=True)
+
+if mode == "server":
+    # Cancels its tasks (the store's among them), then serves on.
+    async def main():
+        await call()
+        await cancel_all_but(asyncio.get_running_loop(), asyncio.current_task())
+        for _ in range(5):
+            await call()
+
+    asyncio.run(main())
+else:
+    # Runs again after a round of cancellations, then shuts down as asyncio.run() would
+    # without cancelling: the loop's async generators closed, then the loop.
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(call())
+    loop.run_until_complete(cancel_all_but(loop))
+    for _ in range(5):
+        loop.run_until_complete(call())
+    loop.run_until_complete(loop.shutdown_asyncgens())
+    loop.close()
+print("held by every call after the round", len(set.intersection(*seen[1:])))
+print("after the loop", connections_named(backend, base, name))
+asyncio.run(store.close())
+print("after close", connections_named(backend, base, name))
+"""
+
+
+@pytest.mark.parametrize("backend", SERVERS)
+@pytest.mark.parametrize("mode", ["server", "run again"])
+def test_a_loop_that_goes_on_after_cancelling_its_tasks_shares_one_pool_again(
+    backend: str, mode: str
+) -> None:
+    # The loop stayed marked as ending once it had cancelled the store's task: each later call
+    # opened a pool of its own and closed it as it ended, a connection a call.
+    code = f"import sys; sys.argv[1:] = {[backend, server_url(backend), mode]!r}\n"
+    out = run_guarded(code + LOOP_GOES_ON_SCRIPT)
+    assert "Task was destroyed" not in out, out
+    assert out.splitlines()[-3:] == [
+        "held by every call after the round 1",
+        "after the loop 0",
+        "after close 0",
+    ], out
+
+
 @pytest.mark.parametrize("backend", SERVERS)
 def test_a_sync_store_used_from_several_threads_leaves_no_connection_once_closed(
     backend: str,
