@@ -265,3 +265,48 @@ def test_a_loop_ending_closes_each_pool_after_the_calls_using_it() -> None:
     assert seen[0] == "made pool 1"
     assert sorted(seen[1:4]) == [f"task {k}'s ended" for k in range(3)]
     assert seen[4:] == ["closed pool 1", "made pool 2", "generator's ended", "closed pool 2"]
+
+
+def test_a_loop_serving_on_after_cancelling_makes_one_pool_and_closes_it_as_it_ends() -> None:
+    # After the round of cancellations, the calls of tasks it did not cancel share one pool
+    # (each made and closed one of its own); the loop ending, asyncio.run() closes it, and a
+    # task made by a cancelled one's ``finally`` (not cancelled: no keeper's round names it)
+    # has its pool closed as the loop closes its async generators.
+    from ctxpack.store._loops import PerLoop
+
+    seen: list[str] = []
+
+    async def make() -> str:
+        seen.append("made")
+        return f"pool {seen.count('made')}"
+
+    async def close(pool: str) -> None:
+        seen.append(f"closed {pool}")
+
+    pools = PerLoop(make, close)
+    tasks: list[asyncio.Future[None]] = []
+
+    async def call() -> None:
+        async with pools.using():
+            await asyncio.sleep(0)
+
+    async def leaves_a_call() -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            tasks.append(asyncio.ensure_future(call()))
+
+    async def main() -> None:
+        await call()
+        here = asyncio.current_task()
+        others = [task for task in asyncio.all_tasks() if task is not here]
+        for task in others:
+            task.cancel()
+        await asyncio.gather(*others, return_exceptions=True)
+        for _ in range(5):
+            await call()
+        tasks.append(asyncio.ensure_future(leaves_a_call()))
+        await asyncio.sleep(0)
+
+    asyncio.run(main())
+    assert seen == ["made", "closed pool 1", "made", "closed pool 2", "made", "closed pool 3"]
