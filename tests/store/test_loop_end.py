@@ -83,11 +83,18 @@ def test_no_connection_is_left_open_once_the_loop_has_ended_and_the_store_is_clo
     # every task, and its idle connection stayed open on the server until a garbage collection.
     # "generator", "task": the write made a new pool after the loop's was closed, which nothing
     # closed ("Task was destroyed but it is pending!"), its connection open on the server.
-    code = f"import sys; sys.argv[1:] = {[backend, server_url(backend), mode]!r}\n"
-    out = run_guarded(code + LOOP_END_SCRIPT)
-    assert "Task was destroyed" not in out, out
+    out = _last_lines(LOOP_END_SCRIPT, backend, mode)
     stored = "[]" if mode == "plain" else "['last']"
-    assert out.splitlines()[-3:] == ["after the loop 0", "after close 0", f"stored {stored}"], out
+    assert out == ["after the loop 0", "after close 0", f"stored {stored}"]
+
+
+def _last_lines(script: str, backend: str, mode: str) -> list[str]:
+    """The last three lines ``script`` prints, run on ``backend`` in ``mode``, having checked
+    that asyncio destroyed no pending task (a pool's that nothing closed)."""
+    code = f"import sys; sys.argv[1:] = {[backend, server_url(backend), mode]!r}\n"
+    out = run_guarded(code + script)
+    assert "Task was destroyed" not in out, out
+    return out.splitlines()[-3:]
 
 
 LOOP_GOES_ON_SCRIPT = """
@@ -144,14 +151,11 @@ def test_a_loop_that_goes_on_after_cancelling_its_tasks_shares_one_pool_again(
 ) -> None:
     # The loop stayed marked as ending once it had cancelled the store's task: each later call
     # opened a pool of its own and closed it as it ended, a connection a call.
-    code = f"import sys; sys.argv[1:] = {[backend, server_url(backend), mode]!r}\n"
-    out = run_guarded(code + LOOP_GOES_ON_SCRIPT)
-    assert "Task was destroyed" not in out, out
-    assert out.splitlines()[-3:] == [
+    assert _last_lines(LOOP_GOES_ON_SCRIPT, backend, mode) == [
         "held by every call after the round 1",
         "after the loop 0",
         "after close 0",
-    ], out
+    ]
 
 
 @pytest.mark.parametrize("backend", SERVERS)
