@@ -92,5 +92,6 @@ class ReadOnlyMap(Mapping[str, float]):
 Weights = Annotated[
     Mapping[str, Annotated[float, Field(ge=0.0)]],
     AfterValidator(ReadOnlyMap),
-    PlainSerializer(dict, return_type=dict),
+    # A lambda, not dict: pydantic 2.6 reads the serializer's signature, which a builtin lacks.
+    PlainSerializer(lambda weights: dict(weights), return_type=dict),
 ]
