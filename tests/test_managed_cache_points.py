@@ -4,6 +4,7 @@ than the lookback writes the whole prompt again."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from typing import Any, Literal
@@ -260,3 +261,49 @@ def test_a_batch_waiting_for_its_rent_goes_once_the_cache_has_expired(
     # A cache asked to live an hour is still there twenty minutes on.
     hour = CLOSE.model_copy(update={"ttl": "1h"})
     assert paused(clock, hour, 0)[1] == paused(clock, hour, 20 * 60)[1]
+
+
+# A system prompt over OpenAI's minimum cacheable length: a compaction keeps it cached.
+LONG_SYSTEM = {
+    "role": "system",
+    "content": "You are a coding agent. "
+    + " ".join(f"Rule {k}: never push to main." for k in range(200)),
+}
+
+
+def compacting(clock: Clock, pause_at: int | None) -> tuple[list[WindowEvent], list[int]]:
+    """A gpt-5 session that compacts every few requests, its request ``pause_at`` sent 20
+    minutes after the one before (the others 5 seconds apart): its compactions, and the
+    prompt tokens of its requests (tool definitions excluded)."""
+    session = Session(model="gpt-5", counter=COUNTER, filters=False, window=16_000)
+    session.extend([LONG_SYSTEM, TASK])
+    tokens = []
+    for i in range(60):
+        clock.now += 20 * 60 if session.window_state.requests == pause_at else 5
+        result = session.render()
+        tokens.append(result.tokens - result.tool_tokens)
+        session.extend(step(i))
+    events = session.window_state.events
+    return [e for e in events if e.action == "compacted"], tokens
+
+
+def test_a_compaction_after_one_the_expired_cache_made_whole_is_priced_as_a_warm_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A compaction rendered after the cache expired writes the whole prompt; the next one,
+    # warm, keeps the cached system prompt: it waits for the rent of the last warm one's
+    # rewrite, not of that whole prompt.
+    clock = Clock()
+    monkeypatch.setattr(time, "time", clock)
+    warm, _ = compacting(clock, None)
+    events, tokens = compacting(clock, warm[1].request)
+    first, cold, nxt = events[:3]
+    assert cold.request == warm[1].request
+    assert cold.cold and not first.cold and not nxt.cold
+    assert cold.rewritten > first.rewritten + 1_000  # the system prompt, written again
+    p = price("gpt-5")
+    premium = (p.cache_write_5m - p.cache_read) * first.rewritten
+    carried = [*tokens[cold.request + 1 : nxt.request], nxt.tokens_before]
+    rents = list(itertools.accumulate(p.cache_read * (t - cold.tokens_after) for t in carried))
+    assert rents[-1] > premium  # it paid when it went
+    assert rents[-2] <= premium  # and not a request before

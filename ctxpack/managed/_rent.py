@@ -139,6 +139,12 @@ def _cache_expired(state: WindowState, policy: WindowPolicy, now: float) -> bool
     return True
 
 
+def _nothing_cached(state: WindowState) -> bool:
+    """Whether the prompt cache holds no entry the next edit could keep (the cache expired,
+    or an edit of this request forgot every entry): the request writes the whole prompt."""
+    return state.cache_ends == []
+
+
 def _request_sent(state: WindowState, view: _View) -> None:
     """Record ``view`` sent: its end is an entry of the prompt cache (the most recent ones
     kept, as many as an Anthropic request looks back blocks: no older one is found)."""

@@ -32,6 +32,11 @@ class WindowEvent(FieldErrorModel):
             message boundary is cached; for a Claude model, the whole prompt, tool
             definitions too, when the edit is over 20 blocks before the end; on any model,
             the whole prompt once the cache expired since the last request).
+        cold: Whether the prompt cache held no entry for the edit to keep (it expired since
+            the last request, or an earlier edit of the request left none): the request
+            writes the whole prompt, edited or not, so ``rewritten`` is no guide to what the
+            edit rewrites when the cache is warm. ``False`` in a state saved before it was
+            kept.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -41,6 +46,7 @@ class WindowEvent(FieldErrorModel):
     tokens_before: int = Field(ge=0)
     tokens_after: int = Field(ge=0)
     rewritten: int = Field(ge=0)
+    cold: bool = False
 
 
 # The lists of a WindowState that only grow as the session goes on (see _grown_since).

@@ -375,8 +375,13 @@ def _first_change(before: _View, after: _View) -> int:
     return next((k for k, (a, b) in enumerate(same) if a != b), len(after.messages))
 
 
-def _last_compaction(state: WindowState) -> WindowEvent | None:
-    return next((e for e in reversed(state.events) if e.action == "compacted"), None)
+def _last_compaction(state: WindowState, *, warm: bool = False) -> WindowEvent | None:
+    """The last compaction (with ``warm``, the last one made while the prompt cache held an
+    entry: a cold one rewrote the whole prompt, whatever a warm one would)."""
+    return next(
+        (e for e in reversed(state.events) if e.action == "compacted" and not (warm and e.cold)),
+        None,
+    )
 
 
 def _next_landing(state: WindowState, plan: _Room) -> float:
@@ -390,8 +395,8 @@ def _next_rewrite(
     state: WindowState, policy: WindowPolicy, ctx: _Context, view: _View, plan: _Room
 ) -> float:
     """The tokens the next compaction should make the cache write again: as many as the last
-    one did, else as many as landing at the landing would."""
-    last = _last_compaction(state)
+    one made with the cache warm did, else as many as landing at the landing would."""
+    last = _last_compaction(state, warm=True)
     if last is not None:
         return last.rewritten
     return _compaction_rewrite(policy, ctx, view, plan.level(plan.landing_share))

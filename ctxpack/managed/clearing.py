@@ -12,7 +12,7 @@ from ..messages import Message
 from ..pipeline import Decision
 from ..sdk import RESPONSES_META
 from ._policy import WindowPolicy
-from ._rent import _entries_edited, _rewritten
+from ._rent import _entries_edited, _nothing_cached, _rewritten
 from ._state import WindowEvent, WindowState
 from .view import (
     _answer_placeholder,
@@ -280,6 +280,7 @@ def _event(
             tokens_before=before.tokens(),
             tokens_after=after.tokens(),
             rewritten=rewritten,
+            cold=_nothing_cached(state),
         )
     )
     if edit < len(after.messages):
