@@ -307,3 +307,31 @@ def test_a_compaction_after_one_the_expired_cache_made_whole_is_priced_as_a_warm
     rents = list(itertools.accumulate(p.cache_read * (t - cold.tokens_after) for t in carried))
     assert rents[-1] > premium  # it paid when it went
     assert rents[-2] <= premium  # and not a request before
+
+
+def test_a_batch_waiting_for_its_rent_goes_with_an_edit_that_left_no_entry_to_find() -> None:
+    # A Claude request whose release of user messages edits far back finds no cache entry and
+    # writes the whole prompt: clearing the results waiting for their rent in the same request
+    # costs nothing more, and spares the rewrite of clearing them at a later one.
+    policy = WindowPolicy(
+        window=32_000, clear_at=0.1, compact_at=0.9, keep=1, instructions_share=0.1
+    )
+    session = Session(model="claude-sonnet-4-5", counter=COUNTER, filters=False, window=policy)
+    session.extend([SYSTEM, TASK])
+    requests = []
+    for i in range(30):
+        notes = " ".join(f"note {i}.{k} keep going" for k in range(20))
+        session.extend([{"role": "user", "content": f"Turn {i}: {notes}"}])
+        result = session.render(tools=TOOLS)
+        requests.append({"messages": result.to_openai(), "tools": TOOLS + session.tools()})
+        session.extend(step(i, 60))
+    bill = simulate(requests, price=price("claude-sonnet-4-5"), counter=COUNTER)
+    events = session.window_state.events
+    released = [e for e in events if e.action == "compacted"]
+    assert released
+    for event in released:
+        row = bill.requests[event.request]
+        assert row.cache_read_tokens == 0  # nothing found: the whole prompt is written
+        [cleared] = [e for e in events if e.request == event.request and e is not event]
+        assert cleared.action == "cleared" and cleared.cold
+        assert abs(cleared.rewritten - row.cache_write_tokens) <= REPLY_PRIMING

@@ -130,19 +130,19 @@ def _rewritten(
 _LIFE = {"5m": 300.0, "1h": 3600.0}
 
 
-def _cache_expired(state: WindowState, policy: WindowPolicy, now: float) -> bool:
-    """Whether the last request was rendered longer ago than the policy's ``ttl`` before
-    ``now``: every entry it used or wrote has expired since (and is forgotten)."""
-    if state.rendered_at is None or now - state.rendered_at <= _LIFE[policy.ttl]:
-        return False
-    state.cache_ends = []
-    return True
+def _forget_expired(state: WindowState, policy: WindowPolicy, now: float) -> None:
+    """Forget every entry once the last request was rendered longer ago than the policy's
+    ``ttl`` before ``now``: each it used or wrote has expired since."""
+    if state.rendered_at is not None and now - state.rendered_at > _LIFE[policy.ttl]:
+        state.cache_ends = []
 
 
-def _nothing_cached(state: WindowState) -> bool:
-    """Whether the prompt cache holds no entry the next edit could keep (the cache expired,
-    or an edit of this request forgot every entry): the request writes the whole prompt."""
-    return state.cache_ends == []
+def _writes_whole(state: WindowState, policy: WindowPolicy, ctx: _Context, view: _View) -> bool:
+    """Whether the request ``view`` finds no entry of the prompt cache (it expired since the
+    last request, an earlier edit of the request left none it can find): it writes the whole
+    prompt, tool definitions too, so an edit now costs nothing more in rewrites."""
+    found = _rewritten(policy, ctx, view, len(view.messages), ends=state.cache_ends)
+    return found >= view.tokens() + ctx.tool_tokens
 
 
 def _request_sent(state: WindowState, view: _View) -> None:

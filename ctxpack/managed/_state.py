@@ -32,11 +32,11 @@ class WindowEvent(FieldErrorModel):
             message boundary is cached; for a Claude model, the whole prompt, tool
             definitions too, when the edit is over 20 blocks before the end; on any model,
             the whole prompt once the cache expired since the last request).
-        cold: Whether the prompt cache held no entry for the edit to keep (it expired since
-            the last request, or an earlier edit of the request left none): the request
-            writes the whole prompt, edited or not, so ``rewritten`` is no guide to what the
-            edit rewrites when the cache is warm. ``False`` in a state saved before it was
-            kept.
+        cold: Whether the request found no entry of the prompt cache before the edit (it
+            expired since the last request, or an earlier edit of the request left none the
+            provider finds): the request writes the whole prompt, edited or not, so the edit
+            cost nothing more in rewrites, and ``rewritten`` is no guide to what it rewrites
+            with the cache warm. ``False`` in a state saved before it was kept.
     """
 
     model_config = ConfigDict(frozen=True)

@@ -18,14 +18,15 @@ from ._compaction import _compact, _send_reinjected_once
 from ._policy import WindowPolicy
 from ._rent import (
     COMPACTION_PATIENCE,
-    _cache_expired,
     _cache_points,
     _cache_price,
+    _forget_expired,
     _pays,
     _rent,
     _request_sent,
     _rewrite_tool_tokens,
     _rewritten,
+    _writes_whole,
 )
 from ._room import _Room
 from ._state import WindowEvent, WindowState
@@ -105,8 +106,8 @@ def render_window(
         # before, and an edit it times would rewrite a prefix the provider may have cached;
         # unless it no longer fits (more tools, a longer system prompt): a new request then.
         again = state.requests > 0 and state.rendered == len(record) and view.tokens() <= room
-        cold = _cache_expired(state, policy, now)
-        view = _manage(state, policy, ctx, view, room, timed=not again, cold=cold)
+        _forget_expired(state, policy, now)
+        view = _manage(state, policy, ctx, view, room, timed=not again)
         if view.tokens() > room:
             raise _too_large(policy, ctx, view, tool_tokens)
     _request_sent(state, view)
@@ -221,13 +222,12 @@ def _manage(
     room: int,
     *,
     timed: bool = True,
-    cold: bool = False,
 ) -> _View:
     """Clear, compact, then clear every tool result and, if need be, the answers kept whole,
     until the view fits ``room``; without ``timed``, only the edits that make it fit (the
-    request before decided the others on the same record). With ``cold`` (the prompt cache
-    expired), an edit rewrites nothing the request would not write anyway: it goes once it
-    has any rent."""
+    request before decided the others on the same record). When the request finds no cache
+    entry (the cache expired, or an edit of this request left none it can find), an edit
+    rewrites nothing the request would not write anyway: it goes once it has any rent."""
     if timed:
         plan = _Room.of(policy, view, room, ctx)
         released = _release_instructions(state, policy, ctx, view, plan)
@@ -236,12 +236,12 @@ def _manage(
         _warn_if_crowded(state, plan, view)
         p = _cache_price(policy, ctx.model)
         if view.tokens() > plan.level(policy.clear_at):
-            view = _maybe_clear(state, policy, ctx, view, plan, p, cold)
+            view = _maybe_clear(state, policy, ctx, view, plan, p)
         # Every request since the last compaction re-sends what the next one would remove:
         # its rent runs from there, not from compact_at, which only says how early it may go.
         state.compact_rent += _rent(max(0.0, view.tokens() - _next_landing(state, plan)), p)
         if view.tokens() > plan.level(policy.compact_at):
-            view = _maybe_compact(state, policy, ctx, view, plan, p, cold)
+            view = _maybe_compact(state, policy, ctx, view, plan, p)
     # The fewest tool results and thinking turns first, the oldest first; then every one (a
     # count may differ a little from the view's once built).
     for least in (True, False):
@@ -320,7 +320,6 @@ def _maybe_clear(
     view: _View,
     plan: _Room,
     p: Price,
-    cold: bool,
 ) -> _View:
     """Past ``clear_at``, clear a batch once its rent pays for the rewrite, or at once past
     ``compact_at`` when the batch brings the prompt back down to where a compaction lands."""
@@ -332,6 +331,7 @@ def _maybe_clear(
     if removed <= 0:
         return view
     edit = _edit_point(view, {ctx.record[i].id for i in [*(j for j, _ in tools), *thinking]})
+    cold = _writes_whole(state, policy, ctx, view)
     after = 0 if cold else _rewritten(policy, ctx, view, edit, removed, ends=state.cache_ends)
     state.rent += _rent(removed, p)
     tokens = view.tokens()
@@ -352,12 +352,12 @@ def _maybe_compact(
     view: _View,
     plan: _Room,
     p: Price,
-    cold: bool,
 ) -> _View:
     """Past ``compact_at``, compact once its rent since the last compaction equals its
     rewrite (``COMPACTION_PATIENCE``: the cadence that costs least), or at once past midway
     between ``compact_at`` and the room."""
     urgent = view.tokens() > plan.level((policy.compact_at + 1) / 2)
+    cold = _writes_whole(state, policy, ctx, view)
     rewrite = 0.0 if cold else _next_rewrite(state, policy, ctx, view, plan)
     if not (urgent or _pays(state.compact_rent, rewrite, p, policy, COMPACTION_PATIENCE)):
         return view

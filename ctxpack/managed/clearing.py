@@ -12,7 +12,7 @@ from ..messages import Message
 from ..pipeline import Decision
 from ..sdk import RESPONSES_META
 from ._policy import WindowPolicy
-from ._rent import _entries_edited, _nothing_cached, _rewritten
+from ._rent import _entries_edited, _rewritten, _writes_whole
 from ._state import WindowEvent, WindowState
 from .view import (
     _answer_placeholder,
@@ -234,6 +234,7 @@ def _edited(
         after,
         _rewritten(policy, ctx, after, edit, ends=state.cache_ends),
         edit,
+        cold=_writes_whole(state, policy, ctx, before),
     )
     _entries_edited(state, policy, ctx, before, edit)
     return after
@@ -272,6 +273,8 @@ def _event(
     after: _View,
     rewritten: int,
     edit: int,
+    *,
+    cold: bool,
 ) -> None:
     state.events.append(
         WindowEvent(
@@ -280,7 +283,7 @@ def _event(
             tokens_before=before.tokens(),
             tokens_after=after.tokens(),
             rewritten=rewritten,
-            cold=_nothing_cached(state),
+            cold=cold,
         )
     )
     if edit < len(after.messages):
