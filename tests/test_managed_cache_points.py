@@ -271,20 +271,25 @@ LONG_SYSTEM = {
 }
 
 
-def compacting(clock: Clock, pause_at: int | None) -> tuple[list[WindowEvent], list[int]]:
+def compacting(clock: Clock, pause_at: int | None) -> tuple[list[WindowEvent], list[int], Bill]:
     """A gpt-5 session that compacts every few requests, its request ``pause_at`` sent 20
-    minutes after the one before (the others 5 seconds apart): its compactions, and the
-    prompt tokens of its requests (tool definitions excluded)."""
+    minutes after the one before (the others 5 seconds apart): its compactions, the prompt
+    tokens of its requests (tool definitions excluded), and their bill at those times."""
     session = Session(model="gpt-5", counter=COUNTER, filters=False, window=16_000)
     session.extend([LONG_SYSTEM, TASK])
-    tokens = []
+    tokens, requests, times = [], [], []
     for i in range(60):
         clock.now += 20 * 60 if session.window_state.requests == pause_at else 5
         result = session.render()
         tokens.append(result.tokens - result.tool_tokens)
+        requests.append({"messages": result.to_openai(), "tools": session.tools()})
+        times.append(clock.now)
         session.extend(step(i))
+    bill = simulate(
+        requests, price=price("gpt-5"), counter=COUNTER, cache_points="message", timestamps=times
+    )
     events = session.window_state.events
-    return [e for e in events if e.action == "compacted"], tokens
+    return [e for e in events if e.action == "compacted"], tokens, bill
 
 
 def test_a_compaction_after_one_the_expired_cache_made_whole_is_priced_as_a_warm_one(
@@ -295,8 +300,8 @@ def test_a_compaction_after_one_the_expired_cache_made_whole_is_priced_as_a_warm
     # rewrite, not of that whole prompt.
     clock = Clock()
     monkeypatch.setattr(time, "time", clock)
-    warm, _ = compacting(clock, None)
-    events, tokens = compacting(clock, warm[1].request)
+    warm = compacting(clock, None)[0]
+    events, tokens, _ = compacting(clock, warm[1].request)
     first, cold, nxt = events[:3]
     assert cold.request == warm[1].request
     assert cold.cold and not first.cold and not nxt.cold
@@ -335,3 +340,18 @@ def test_a_batch_waiting_for_its_rent_goes_with_an_edit_that_left_no_entry_to_fi
         [cleared] = [e for e in events if e.request == event.request and e is not event]
         assert cleared.action == "cleared" and cleared.cold
         assert abs(cleared.rewritten - row.cache_write_tokens) <= REPLY_PRIMING
+
+
+def test_a_compaction_after_a_cold_one_reports_the_cached_prefix_it_keeps(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Every request since the cold compaction sent the system prompt, and cached each boundary
+    # of it: the next compaction, which summarises the ends of those requests, keeps it read.
+    clock = Clock()
+    monkeypatch.setattr(time, "time", clock)
+    warm = compacting(clock, None)[0]
+    events, _, bill = compacting(clock, warm[1].request)
+    assert len(events) >= 4
+    for event in events:
+        row = bill.requests[event.request]
+        assert abs(event.rewritten - row.cache_write_tokens) <= REPLY_PRIMING

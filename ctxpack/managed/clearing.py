@@ -227,16 +227,12 @@ def _edited(
     thinking produced after this request has the edited prefix, and stays."""
     if policy.checks_thinking_prefix(ctx.model):
         after = _clear_thinking_after(state, policy, ctx, after, edit)
-    _event(
-        state,
-        action,
-        before,
-        after,
-        _rewritten(policy, ctx, after, edit, ends=state.cache_ends),
-        edit,
-        cold=_writes_whole(state, policy, ctx, before),
-    )
+    cold = _writes_whole(state, policy, ctx, before)
+    # The entries the edit leaves first: where every boundary is cached, the prefix up to the
+    # edit point stays one even when the requests that cached it ended in what it removes.
     _entries_edited(state, policy, ctx, before, edit)
+    rewritten = _rewritten(policy, ctx, after, edit, ends=state.cache_ends)
+    _event(state, action, before, after, rewritten, edit, cold=cold)
     return after
 
 
