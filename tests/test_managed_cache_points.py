@@ -292,18 +292,23 @@ def compacting(clock: Clock, pause_at: int | None) -> tuple[list[WindowEvent], l
     return [e for e in events if e.action == "compacted"], tokens, bill
 
 
+def cold_second(monkeypatch: pytest.MonkeyPatch) -> tuple[list[WindowEvent], list[int], Bill]:
+    """:func:`compacting` paused before the request of its second compaction, on a clock
+    moved by hand: that compaction is made with the cache expired."""
+    clock = Clock()
+    monkeypatch.setattr(time, "time", clock)
+    warm = compacting(clock, None)[0]
+    return compacting(clock, warm[1].request)
+
+
 def test_a_compaction_after_one_the_expired_cache_made_whole_is_priced_as_a_warm_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # A compaction rendered after the cache expired writes the whole prompt; the next one,
     # warm, keeps the cached system prompt: it waits for the rent of the last warm one's
     # rewrite, not of that whole prompt.
-    clock = Clock()
-    monkeypatch.setattr(time, "time", clock)
-    warm = compacting(clock, None)[0]
-    events, tokens, _ = compacting(clock, warm[1].request)
+    events, tokens, _ = cold_second(monkeypatch)
     first, cold, nxt = events[:3]
-    assert cold.request == warm[1].request
     assert cold.cold and not first.cold and not nxt.cold
     assert cold.rewritten > first.rewritten + 1_000  # the system prompt, written again
     p = price("gpt-5")
@@ -347,11 +352,8 @@ def test_a_compaction_after_a_cold_one_reports_the_cached_prefix_it_keeps(
 ) -> None:
     # Every request since the cold compaction sent the system prompt, and cached each boundary
     # of it: the next compaction, which summarises the ends of those requests, keeps it read.
-    clock = Clock()
-    monkeypatch.setattr(time, "time", clock)
-    warm = compacting(clock, None)[0]
-    events, _, bill = compacting(clock, warm[1].request)
-    assert len(events) >= 4
+    events, _, bill = cold_second(monkeypatch)
+    assert len(events) >= 4 and events[1].cold
     for event in events:
         row = bill.requests[event.request]
         assert abs(event.rewritten - row.cache_write_tokens) <= REPLY_PRIMING
