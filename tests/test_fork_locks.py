@@ -178,7 +178,7 @@ def test_a_lock_held_by_another_thread_at_a_fork_is_free_in_the_child(
 ) -> None:
     lock, work = case()
     # The lock held in the middle of a change, a build, a parse.
-    assert succeeded(forked_while_held(lock, child=work), timeout=10)
+    assert succeeded(forked_while_held(lock, child=work))
     work()  # the parent's goes on
 
 
@@ -197,7 +197,7 @@ def test_the_child_forgets_only_what_a_held_lock_guarded_and_the_owner_is_held_w
         assert busy_memo._entries == []  # a thread the child does not have was changing them
         assert len(idle_memo._entries) == 1
 
-    assert succeeded(forked_while_held(busy_memo._lock, child=child), timeout=10)
+    assert succeeded(forked_while_held(busy_memo._lock, child=child))
     assert len(busy_memo._entries) == 1  # the parent's untouched
     unused = PrefixMemo(len)  # its lock does not keep it alive
     gone = weakref.ref(unused)
