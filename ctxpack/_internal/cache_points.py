@@ -14,6 +14,7 @@ from ..tokens import REPLY_PRIMING, TokenCounter, checked_tool_tokens
 
 __all__ = [
     "DEFAULT_LOOKBACK",
+    "TTL_SECONDS",
     "CachePoints",
     "billed_tool_tokens",
     "blocks_of",
@@ -26,6 +27,10 @@ CachePoints = Literal["request", "message"]
 # Anthropic looks for an earlier cache entry at most this many content blocks before a
 # breakpoint (its prompt-caching guide); an entry further back is not found.
 DEFAULT_LOOKBACK = 20
+
+
+# How long an entry lives after its last write or read, per requested ``ttl``.
+TTL_SECONDS: dict[str, float] = {"5m": 300.0, "1h": 3600.0}
 
 
 def cache_points_of(model: str | None) -> tuple[CachePoints, int | None]:

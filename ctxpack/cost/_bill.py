@@ -11,7 +11,7 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from .._internal.arguments import MOST, finite, keyword_checked, shown, tool_definitions
 from .._internal.arguments import tokens as check_tokens
-from .._internal.cache_points import DEFAULT_LOOKBACK
+from .._internal.cache_points import DEFAULT_LOOKBACK, TTL_SECONDS
 from .._internal.encodings import model_encoding
 from .._internal.options import CheckedModel, FieldErrorModel, invalid_option
 from ..errors import ConfigError
@@ -20,8 +20,6 @@ from ..providers import newer_claude_tokenizer, provider_from_model
 from ..tokens import CounterLike, TokenCounter, get_counter
 from ._cache import PromptCache
 from ._prices import _DATE_SUFFIX, MILLION, Price, _shipped, resolve_model_name
-
-TTL_SECONDS: dict[str, float] = {"5m": 300.0, "1h": 3600.0}
 
 
 class Request(CheckedModel):

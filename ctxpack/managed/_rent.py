@@ -26,6 +26,7 @@ from typing import Any
 from .._internal.arguments import tool_definitions
 from .._internal.cache_points import (
     DEFAULT_LOOKBACK,
+    TTL_SECONDS,
     CachePoints,
     billed_tool_tokens,
     cache_points_of,
@@ -126,14 +127,10 @@ def _rewritten(
     return written - removed
 
 
-# How long an entry lives after its last use, per ``WindowPolicy.ttl``.
-_LIFE = {"5m": 300.0, "1h": 3600.0}
-
-
 def _forget_expired(state: WindowState, policy: WindowPolicy, now: float) -> None:
     """Forget every entry once the last request was rendered longer ago than the policy's
     ``ttl`` before ``now``: each it used or wrote has expired since."""
-    if state.rendered_at is not None and now - state.rendered_at > _LIFE[policy.ttl]:
+    if state.rendered_at is not None and now - state.rendered_at > TTL_SECONDS[policy.ttl]:
         state.cache_ends = []
 
 
