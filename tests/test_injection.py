@@ -211,7 +211,9 @@ def test_exfiltration_requests_are_the_pattern_s_matches(text: str) -> None:
 
 def test_a_line_of_verbs_costs_about_what_reading_the_text_does() -> None:
     # The exfiltration pattern tried 80 places after each verb for a name of data: a line of
-    # "send " cost two seconds a megabyte, twenty times a line of prose.
+    # "send " cost two seconds a megabyte, twenty times a line of prose. It costs about two and
+    # a half times now; the bound sits between the two, well clear of each (a CI machine sharing
+    # its cores measures factors up to a third above this one's).
     texts = iter(range(100))
 
     def cost(unit: str) -> float:
@@ -219,8 +221,8 @@ def test_a_line_of_verbs_costs_about_what_reading_the_text_does() -> None:
         return cpu_seconds(lambda: find_injections(f"{text}{next(texts)}"))
 
     prose = "The assistant sent the report to the developer; ignore nothing. "
-    assert cost("send ") < 4 * cost(prose)
-    assert cost("send token to ") < 4 * cost(prose)
+    assert cost("send ") < 8 * cost(prose)
+    assert cost("send token to ") < 8 * cost(prose)
 
 
 _HIDDEN_IN_PHRASE = [

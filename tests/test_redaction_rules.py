@@ -198,8 +198,10 @@ def test_many_values_found_are_looked_for_again_in_about_linear_time() -> None:
         assert len(list(values.find(text))) == n
         return cpu_seconds(lambda: list(values.find(text)))
 
+    # Sixteen times the rows cost about 23 times as much (a bigger automaton); one search a
+    # value made it 256 times.
     small, large = cost(500), cost(8_000)
-    assert large < 40 * max(small, 0.001)
+    assert large < 64 * max(small, 0.001)
 
 
 def test_many_values_found_sharing_a_first_run_are_looked_for_in_about_linear_time() -> None:

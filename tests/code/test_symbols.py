@@ -163,6 +163,8 @@ def test_a_long_run_of_unclosed_brackets_parses_in_time_linear_in_its_length(
 ) -> None:
     # Error recovery nests such a run in a chain of hidden nodes that tree-sitter's query
     # cursor walked again at each bracket: 80,000 took 10 s, four times as many 16 times as long.
+    # Eight times as many brackets cost eight to ten times as much now, and 64 times if it came
+    # back: the bound is far from each.
     def source(n: int) -> str:
         return head + opener * n + "\nh(2)\n"
 
@@ -170,8 +172,8 @@ def test_a_long_run_of_unclosed_brackets_parses_in_time_linear_in_its_length(
     assert parsed.symbols[0].name == "f" and parsed.symbols[0].references == ("g",)
     assert "h(2)" in parsed.symbols[-1].text
     small = cpu_seconds(lambda: parse_source("m", language, source(10_000)))
-    large = cpu_seconds(lambda: parse_source("m", language, source(40_000)))
-    assert large < 8 * small, (small, large)
+    large = cpu_seconds(lambda: parse_source("m", language, source(80_000)))
+    assert large < 20 * small, (small, large)
 
 
 def test_python_without_tree_sitter_uses_ast() -> None:
