@@ -212,7 +212,10 @@ def read_openai(entries: list[Mapping[str, Any]]) -> list[Message]:
     validate_openai(entries, tool_pairing=False)
     out: list[Mapping[str, Any]] = []
     for entry in entries:
-        if "content" not in entry:
-            entry = {**entry, "metadata": {**dict(entry.get("metadata") or {}), NO_CONTENT: True}}
+        metadata = entry.get("metadata")
+        metadata = {} if metadata is None else metadata
+        # Metadata that is not a mapping is left for the message model to refuse, naming it.
+        if "content" not in entry and isinstance(metadata, Mapping):
+            entry = {**entry, "metadata": {**metadata, NO_CONTENT: True}}
         out.append(entry)
     return ensure_messages(out)

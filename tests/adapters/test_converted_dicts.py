@@ -42,6 +42,27 @@ def test_an_image_part_without_a_url_object_is_not_sent_as_an_image_of_its_repr(
             convert(messages)
 
 
+@pytest.mark.parametrize("metadata", [1, 0, "", [], "notes"])
+def test_metadata_that_is_not_an_object_beside_tool_calls_is_refused_naming_it(
+    metadata: Any,
+) -> None:
+    # A calling message without content is marked so in its metadata: metadata of another
+    # type raised TypeError from inside the reader, and a falsy one (0, "") was replaced.
+    calling = {"role": "assistant", "metadata": metadata, "tool_calls": [_CALL]}
+    readers = {**CONVERTERS, "from_openai": from_openai, "pack": _pack}
+    for name, read in readers.items():
+        with pytest.raises(InvalidMessageError) as info:
+            read([{"role": "user", "content": "hi"}, calling])
+        assert (info.value.index, info.value.field) == (1, "metadata"), (name, str(info.value))
+
+
+_CALL = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+
+
+def _pack(messages: list[dict[str, Any]]) -> Any:
+    return ctxpack.pack(messages, budget=100, model="gpt-4o")
+
+
 ANTHROPIC_HISTORY: list[dict[str, Any]] = [
     {"role": "user", "content": "List the files."},
     {
