@@ -7,6 +7,7 @@ import itertools
 import json
 import pickle
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -15,7 +16,9 @@ from hypothesis import strategies as st
 
 import ctxpack
 from ctxpack import BudgetExceededError, ConfigError, Message, Session, get_counter
+from ctxpack.cost import Price, price
 from ctxpack.managed import WindowPolicy, WindowState, fit_digest
+from ctxpack.tokens import REPLY_PRIMING
 
 from .helpers import ORIGINAL_NOTE, cpu_seconds
 
@@ -616,26 +619,37 @@ def test_a_compaction_waits_until_it_pays_for_its_cache_write() -> None:
     assert max(r.tokens for r in results) <= room
 
 
+def premiums(p: Price, rewritten: int, after: int, carried: Sequence[int]) -> list[float]:
+    """What a compaction rewriting ``rewritten`` tokens costs, at each request of ``carried``
+    (their prompt tokens; the request before them left ``after``), over that request sent
+    unedited with the cache warm: the tokens it writes instead of reading, at the write price
+    less the read price. Those appended since the request before are written either way."""
+    tokens = [after, *carried]
+    return [
+        (p.cache_write_5m - p.cache_read) * max(0, rewritten - (b - a + REPLY_PRIMING))
+        for a, b in itertools.pairwise(tokens)
+    ]
+
+
 def test_a_compaction_goes_once_its_rent_since_the_last_one_equals_its_rewrite() -> None:
     # A compaction is certain to come (the window forces it); what costs least is to compact
     # when the reads of what the prompt carries above where the last one left it have cost as
     # much as the next rewrite (the economic order quantity): counted from the last
-    # compaction, not from compact_at, and without the clearing's margin of two.
-    from ctxpack.cost import price
-
+    # compaction, not from compact_at, and without the clearing's margin of two. The rewrite
+    # is priced less what the request appends, which it writes anyway.
     session = Session(counter=COUNTER, filters=False, window=16_000)
     results = run(session, 120)
     p = price("claude-sonnet-4-5")  # what times the edits of a session naming no model
     events = session.window_state.events
     assert len(events) >= 5 and {e.action for e in events} == {"compacted"}
     for last, nxt in itertools.pairwise(events):
-        premium = (p.cache_write_5m - p.cache_read) * last.rewritten
         # What a compaction removes is in the messages: the tools are the same every request.
         carried = [r.tokens - r.tool_tokens for r in results[last.request + 1 : nxt.request]]
         carried.append(nxt.tokens_before)
         rents = list(itertools.accumulate(p.cache_read * (t - last.tokens_after) for t in carried))
-        assert rents[-1] > premium  # it paid when it went
-        assert rents[-2] <= premium  # and not a request before
+        premium = premiums(p, last.rewritten, last.tokens_after, carried)
+        assert rents[-1] > premium[-1]  # it paid when it went
+        assert rents[-2] <= premium[-2]  # and not a request before
 
 
 def test_thresholds_count_above_the_messages_never_removed() -> None:

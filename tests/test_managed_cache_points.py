@@ -18,7 +18,7 @@ from ctxpack.messages import ensure_messages
 from ctxpack.store import SQLiteArtifactStore
 from ctxpack.tokens import REPLY_PRIMING
 
-from .test_managed import COUNTER, SYSTEM, TASK, step
+from .test_managed import COUNTER, SYSTEM, TASK, premiums, step
 
 # Clears well before it compacts, a few results kept: each batch edits far back in the prompt.
 POLICY = WindowPolicy(window=32_000, clear_at=0.2, compact_at=0.9, keep=5)
@@ -229,7 +229,7 @@ def paused(clock: Clock, policy: WindowPolicy, pause: float) -> tuple[int, list[
         times.append(clock.now)
         if waited is None and session.window_state.rent > 0 and not session.window_state.events:
             waited = session.window_state.requests
-        session.extend(step(i, 400))
+        session.extend(step(i, 100))
     assert waited is not None
     bill = simulate(
         requests,
@@ -312,11 +312,11 @@ def test_a_compaction_after_one_the_expired_cache_made_whole_is_priced_as_a_warm
     assert cold.cold and not first.cold and not nxt.cold
     assert cold.rewritten > first.rewritten + 1_000  # the system prompt, written again
     p = price("gpt-5")
-    premium = (p.cache_write_5m - p.cache_read) * first.rewritten
     carried = [*tokens[cold.request + 1 : nxt.request], nxt.tokens_before]
     rents = list(itertools.accumulate(p.cache_read * (t - cold.tokens_after) for t in carried))
-    assert rents[-1] > premium  # it paid when it went
-    assert rents[-2] <= premium  # and not a request before
+    premium = premiums(p, first.rewritten, cold.tokens_after, carried)
+    assert rents[-1] > premium[-1]  # it paid when it went
+    assert rents[-2] <= premium[-2]  # and not a request before
 
 
 def test_a_batch_waiting_for_its_rent_goes_with_an_edit_that_left_no_entry_to_find() -> None:

@@ -5,8 +5,9 @@ the last entry the provider still finds before its edit point (:func:`_rewritten
 is made, every request re-sends, at the cache-read price, the tokens it
 would remove: their *rent*. The edit goes once the rent since the last edit of its kind has cost
 its *patience* times what writing the rewritten tokens again costs over reading them from the
-cache. The caller accumulates the rent (``state.rent``, ``state.compact_rent``); :func:`_pays`
-only answers.
+cache: only those the request would have read (:func:`_extra_rewrite`), since it writes what was
+appended since the last request (:func:`_written_anyway`) edited or not. The caller accumulates
+the rent (``state.rent``, ``state.compact_rent``); :func:`_pays` only answers.
 
 A clearing waits ``PATIENCE`` times (the margin of :class:`~ctxpack.editing.ToolResultClearer`):
 it may never be needed, a compaction soon summarising what it would clear. A compaction is
@@ -64,8 +65,9 @@ def _pays(
 ) -> bool:
     """Whether ``rent`` accumulated since the last edit pays, with the margin ``patience``, for
     writing ``rewritten`` tokens again (at the write price of the policy's ``ttl``) rather
-    than reading them: the edit then goes (and its rent starts again at 0). The rule of
-    :class:`~ctxpack.editing.ToolResultClearer`, at the policy's ``ttl``."""
+    than reading them (the edit's :func:`_extra_rewrite`): the edit then goes (and its rent
+    starts again at 0). The rule of :class:`~ctxpack.editing.ToolResultClearer`, at the
+    policy's ``ttl``."""
     return rewrite_pays(rent, rewritten, p, policy.ttl, patience)
 
 
@@ -134,12 +136,25 @@ def _forget_expired(state: WindowState, policy: WindowPolicy, now: float) -> Non
         state.cache_ends = []
 
 
+def _written_anyway(state: WindowState, policy: WindowPolicy, ctx: _Context, view: _View) -> int:
+    """Tokens the request ``view`` writes to the prompt cache unedited: the prompt after the
+    last entry it finds (what was appended since the last request; the whole prompt, tool
+    definitions too, when it finds none)."""
+    return _rewritten(policy, ctx, view, len(view.messages), ends=state.cache_ends)
+
+
 def _writes_whole(state: WindowState, policy: WindowPolicy, ctx: _Context, view: _View) -> bool:
     """Whether the request ``view`` finds no entry of the prompt cache (it expired since the
     last request, an earlier edit of the request left none it can find): it writes the whole
     prompt, tool definitions too, so an edit now costs nothing more in rewrites."""
-    found = _rewritten(policy, ctx, view, len(view.messages), ends=state.cache_ends)
-    return found >= view.tokens() + ctx.tool_tokens
+    return _written_anyway(state, policy, ctx, view) >= view.tokens() + ctx.tool_tokens
+
+
+def _extra_rewrite(rewritten: float, anyway: int) -> float:
+    """What an edit that makes the cache write ``rewritten`` tokens costs over the request
+    unedited, which writes ``anyway`` (:func:`_written_anyway`) of them in any case: only the
+    tokens it would have read are written instead, so only those are priced."""
+    return max(0.0, rewritten - anyway)
 
 
 def _request_sent(state: WindowState, view: _View) -> None:

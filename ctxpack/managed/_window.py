@@ -20,6 +20,7 @@ from ._rent import (
     COMPACTION_PATIENCE,
     _cache_points,
     _cache_price,
+    _extra_rewrite,
     _forget_expired,
     _pays,
     _rent,
@@ -27,6 +28,7 @@ from ._rent import (
     _rewrite_tool_tokens,
     _rewritten,
     _writes_whole,
+    _written_anyway,
 )
 from ._room import _Room
 from ._state import WindowEvent, WindowState
@@ -331,8 +333,10 @@ def _maybe_clear(
     if removed <= 0:
         return view
     edit = _edit_point(view, {ctx.record[i].id for i in [*(j for j, _ in tools), *thinking]})
-    cold = _writes_whole(state, policy, ctx, view)
-    after = 0 if cold else _rewritten(policy, ctx, view, edit, removed, ends=state.cache_ends)
+    # Priced: only what the batch makes the cache write that this request would have read.
+    anyway = _written_anyway(state, policy, ctx, view)
+    rewritten = _rewritten(policy, ctx, view, edit, removed, ends=state.cache_ends)
+    after = _extra_rewrite(rewritten, anyway)
     state.rent += _rent(removed, p)
     tokens = view.tokens()
     pressed = tokens > plan.level(policy.compact_at)
@@ -358,7 +362,10 @@ def _maybe_compact(
     between ``compact_at`` and the room."""
     urgent = view.tokens() > plan.level((policy.compact_at + 1) / 2)
     cold = _writes_whole(state, policy, ctx, view)
-    rewrite = 0.0 if cold else _next_rewrite(state, policy, ctx, view, plan)
+    # What the request appended since the last one is written with or without the compaction
+    # (it is in the tail kept): only the rest of the rewrite is priced.
+    anyway = _written_anyway(state, policy, ctx, view)
+    rewrite = 0.0 if cold else _extra_rewrite(_next_rewrite(state, policy, ctx, view, plan), anyway)
     if not (urgent or _pays(state.compact_rent, rewrite, p, policy, COMPACTION_PATIENCE)):
         return view
     if not _compact(state, policy, ctx, plan):
