@@ -357,3 +357,35 @@ def test_a_compaction_after_a_cold_one_reports_the_cached_prefix_it_keeps(
     for event in events:
         row = bill.requests[event.request]
         assert abs(event.rewritten - row.cache_write_tokens) <= REPLY_PRIMING
+
+
+def test_the_cache_is_timed_from_the_end_of_a_render_that_waited_for_its_summarizer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The request leaves when render() returns, after the summarizer's model call: its entry
+    # lives from then. Timed from the start of that render, a render 4 minutes after the
+    # request (6 after the render began) found the cache expired and forgot the entry.
+    clock = Clock()
+    monkeypatch.setattr(time, "time", clock)
+
+    def slow(messages: Any, instructions: str) -> str:
+        clock.now += 120  # the summarizing model's call
+        return "Probes 0 to 9 ran; nothing failed yet."
+
+    session = Session(
+        counter=COUNTER, filters=False, window=WindowPolicy(window=8_000, summarizer=slow)
+    )
+    session.extend([SYSTEM, TASK])
+    for i in range(60):
+        clock.now += 5
+        session.render()
+        if session.window_state.events:
+            break
+        session.extend(step(i))
+    assert [e.action for e in session.window_state.events] == ["compacted"]
+    ends = session.window_state.cache_ends
+    assert ends
+    session.extend(step(60))
+    clock.now += 240
+    session.render()
+    assert session.window_state.cache_ends == [*ends, session.transcript()[-1].id]

@@ -96,10 +96,11 @@ class WindowState(FieldErrorModel):
             edit point (what the edits' ``rewritten`` figures find). ``None`` in a state saved
             before they were kept: every message a reply follows counts as one until the next
             request.
-        rendered_at: When the last request was rendered (seconds since the epoch): a render
-            more than the policy's ``ttl`` later finds the prompt cache expired, and an edit
-            then rewrites nothing the request would not write anyway. ``None`` before the
-            first (or in a state saved before it was kept).
+        rendered_at: When the last render ended (seconds since the epoch; after any
+            summarizer's call, so as near as the session knows to when its request left): a
+            render beginning more than the policy's ``ttl`` later finds the prompt cache
+            expired, and an edit then rewrites nothing the request would not write anyway.
+            ``None`` before the first (or in a state saved before it was kept).
     """
 
     model_config = ConfigDict(extra="forbid")

@@ -113,7 +113,9 @@ def render_window(
         if view.tokens() > room:
             raise _too_large(policy, ctx, view, tool_tokens)
     _request_sent(state, view)
-    state.rendered_at = now
+    # The request leaves once the render returns, after any summarizer's model call: its
+    # entry lives from then, not from when the render began.
+    state.rendered_at = time.time()
     state.requests += 1
     state.rendered = len(record)
     state.last_tokens = view.tokens()
