@@ -129,3 +129,24 @@ def test_tools_that_are_not_tool_definitions_are_refused_by_name() -> None:
         clearer().batches(HISTORY, counter=COUNTER, tools=[*TOOLS, "bash"])
     with pytest.raises(ConfigError, match=r"PackContext\.tools\[0\]"):
         PackContext(messages=HISTORY, budget=1_000, counter=COUNTER, tools=["bash"])
+
+
+def first_batch(model: str, long_at: int | None = None) -> int:
+    """Where the clearer's first batch goes on a tool session whose output appended just
+    before request point ``long_at`` is 300 lines long (the others 25)."""
+    steps = [
+        step(i, 300 if long_at is not None and 2 + 2 * (i + 1) == long_at else 25)
+        for i in range(60)
+    ]
+    history = ensure_messages([SYSTEM, TASK, *(m for s in steps for m in s)])
+    clearer = ToolResultClearer(trigger=2_000, keep=5, model=model)
+    return clearer.batches(history, counter=COUNTER)[0].position
+
+
+@pytest.mark.parametrize("model", ["claude-sonnet-4-5", "gpt-5"])
+def test_what_a_request_appends_does_not_delay_a_batch(model: str) -> None:
+    # A request writes what was appended since the one before whether or not it clears: only
+    # the tokens the batch makes the cache write instead of read cost more. Priced whole, the
+    # rewrite made a long output arriving just before a batch that had paid delay it.
+    position = first_batch(model)
+    assert first_batch(model, long_at=position) == position

@@ -240,12 +240,29 @@ def test_the_stages_keep_the_stage_contract() -> None:
 # ---------------------------------------------------------------------------- cache-aware mode
 
 
+# Sonnet's prices with a cache that keeps prefixes of any length: these short prompts are
+# below its minimum cacheable length, where nothing is cached and an edit rewrites nothing the
+# request would not write anyway.
+SONNET_ANY_LENGTH = ctxpack.cost.price("claude-sonnet-4-5").model_copy(
+    update={"min_cacheable_tokens": 0}
+)
+
+
 def test_a_clear_that_does_not_pay_for_its_cache_rewrite_is_not_made() -> None:
     history = agent_history([100] * 6)
     # Re-sent once, the removed tokens save 0.3 $/M each; the rewrite costs 3.45 $/M a token
     # (the write, 3.75, less the read it replaces).
-    assert not cleared_ids(clear(history, trigger=300, keep=1, expected_resends=1))
-    assert cleared_ids(clear(history, trigger=300, keep=1, expected_resends=100))
+    cache = {"trigger": 300, "keep": 1, "price": SONNET_ANY_LENGTH}
+    assert not cleared_ids(clear(history, expected_resends=1, **cache))
+    assert cleared_ids(clear(history, expected_resends=100, **cache))
+
+
+def test_below_the_minimum_cacheable_length_a_clear_rewrites_nothing_and_goes() -> None:
+    # Nothing shorter than 1,024 tokens is cached for Sonnet: every request writes its whole
+    # prompt, edited or not, so a clear costs no rewrite and goes at once, however few re-sends
+    # it can expect.
+    history = agent_history([100] * 6)
+    assert cleared_ids(clear(history, trigger=300, keep=1, expected_resends=1))
 
 
 def test_the_rule_reads_the_price_of_the_model() -> None:
@@ -259,25 +276,25 @@ def test_the_rule_reads_the_price_of_the_model() -> None:
 
 
 def test_the_rewrite_costs_the_write_less_the_read_it_replaces() -> None:
-    # At the request before a2, clearing t0 and t1 removes 182 tokens and rewrites 175 (from t0
-    # on), which the next request would otherwise have read from the cache: 12 re-sends save
-    # 182 x 0.3 x 12 = 655.2, more than (3.75 - 0.3) x 175 = 603.75 though less than the full
-    # write, 3.75 x 175 = 656.25. The batch goes there, as the managed window's rule says.
-    # Sonnet's prices, with a cache at every message boundary (an OpenAI model's) that keeps
-    # prefixes of any length: what precedes t0 is read, as the rewrite assumes.
+    # At the request before a3, clearing t0 removes 91 tokens and rewrites 266 (from t0 on), of
+    # which the 127 appended since the request before (a2, t2 and the reply's priming) are
+    # written anyway: the other 139 would have been read from the cache. 18 re-sends save
+    # 91 x 0.3 x 18 = 491.4, more than (3.75 - 0.3) x 139 = 479.55 though less than the full
+    # write, 3.75 x 139 = 521.25, or the rewrite priced whole. The batch goes there, as the
+    # managed window's rule says. Sonnet's prices, with a cache at every message boundary (an
+    # OpenAI model's) that keeps prefixes of any length: what precedes t0 is read.
     history = ctxpack.messages.ensure_messages(agent_history([100] * 6))
-    sonnet = ctxpack.cost.price("claude-sonnet-4-5").model_copy(update={"min_cacheable_tokens": 0})
-    cache = {"model": "gpt-5", "price": sonnet}
-    stage = ToolResultClearer(trigger=300, keep=1, expected_resends=12, **cache)
+    cache = {"model": "gpt-5", "price": SONNET_ANY_LENGTH}
+    stage = ToolResultClearer(trigger=300, keep=2, expected_resends=18, **cache)
     batches = stage.batches(history, counter=ctxpack.get_counter(counter=words))
-    assert batches[0] == ctxpack.editing.ClearBatch(8, ("t0", "t1"), 182, 175)
-    eleven = ToolResultClearer(trigger=300, keep=1, expected_resends=11, **cache)
-    assert eleven.batches(history, counter=ctxpack.get_counter(counter=words))[0].position > 8
+    assert batches[0] == ctxpack.editing.ClearBatch(8, ("t0",), 91, 266)
+    fewer = ToolResultClearer(trigger=300, keep=2, expected_resends=17, **cache)
+    assert fewer.batches(history, counter=ctxpack.get_counter(counter=words))[0].position > 8
 
 
 def test_cache_aware_clearing_happens_in_batches_not_one_result_per_turn() -> None:
     history = agent_history([100] * 30)
-    stage = ToolResultClearer(trigger=800, keep=2)
+    stage = ToolResultClearer(trigger=800, keep=2, price=SONNET_ANY_LENGTH)
     counter = ctxpack.get_counter(counter=words)
     batches = stage.batches(ctxpack.messages.ensure_messages(history), counter=counter)
     assert 1 <= len(batches) <= 6

@@ -48,10 +48,10 @@ def _rewrite_pays(
     rent: float, rewritten: float, p: Price, ttl: Literal["5m", "1h"], patience: float = _PATIENCE
 ) -> bool:
     """Whether ``rent`` (dollars: re-sending what an edit removes, at the cache-read price) pays,
-    with the margin ``patience``, for the edit's rewrite: the ``rewritten`` tokens after its
-    edit point written to the cache again (at the write price of ``ttl``) rather than read from
-    it, as they would have been without the edit. The one rule of every edit's timing: the
-    clearer's, and the managed window's clearing and compaction."""
+    with the margin ``patience``, for the edit's rewrite: the ``rewritten`` tokens the request
+    writes to the cache (at the write price of ``ttl``) that it would have read without the edit
+    (not what was appended since the request before, written either way). The one rule of
+    every edit's timing: the clearer's, and the managed window's clearing and compaction."""
     return rent / patience > (p.cache_write(ttl) - p.cache_read) * rewritten
 
 
@@ -152,9 +152,9 @@ class ToolResultClearer(_StoreModel):
     is cleared at a request whose prompt, with the earlier batches applied, exceeds ``trigger``,
     and only when the batch pays for the cache it breaks: tokens removed x expected re-sends x
     cache-read price > (cache-write price - cache-read price) x tokens the cache writes again
-    (``ClearBatch.tokens_after_edit``: those tokens would have been read from the cache
-    without the clear; for a Claude model, an edit beyond the cache's reach writes the whole
-    prompt). Unless
+    that it would have read without the clear (``ClearBatch.tokens_after_edit``, less what was
+    appended since the request before, which the request writes either way; for a Claude
+    model, an edit beyond the cache's reach writes the whole prompt). Unless
     ``expected_resends`` is given, the re-sends expected are those the clearable tokens have
     already had since the last batch (while the prompt was over the trigger): a batch is
     cleared once what re-sending them has cost pays for the rewrite. The same history always
@@ -369,7 +369,7 @@ class ToolResultClearer(_StoreModel):
         # What re-sending the clearable tokens has cost since the last batch, at the read price.
         rent = 0.0
         out: list[_Found] = []
-        for p in points:
+        for before, p in zip([None, *points[:-1]], points, strict=True):
             prompt = REPLY_PRIMING + (sum(current[:p]) if self.cache_aware else sum(sizes[:p]))
             if prompt <= self.trigger:
                 continue
@@ -395,7 +395,19 @@ class ToolResultClearer(_StoreModel):
                 min_cacheable=p_price.min_cacheable_tokens,
                 tool_tokens=tool_tokens,
             )
-            if self.cache_aware and not self._pays(removed, rent, after, p_price):
+            # The request writes what was appended since the one ``before`` whether or not it
+            # clears: only the rest of the rewrite would have been read.
+            anyway = rewritten_tokens(
+                messages[:p],
+                current[:p],
+                p,
+                model=cache_model,
+                min_cacheable=p_price.min_cacheable_tokens,
+                tool_tokens=tool_tokens,
+                sent=() if before is None else (before,),
+            )
+            extra = max(0, after - anyway)
+            if self.cache_aware and not self._pays(removed, rent, extra, p_price):
                 continue
             ids = _batch_ids(messages, batch_tools, batch_thinking)
             batch = ClearBatch(p, ids, removed, after)
@@ -407,7 +419,7 @@ class ToolResultClearer(_StoreModel):
 
     def _pays(self, removed: int, rent: float, rewritten: int, p: Price) -> bool:
         """Whether clearing ``removed`` tokens saves more than writing the ``rewritten`` tokens
-        the edit makes the cache write again costs (:func:`_rewrite_pays`)."""
+        the edit makes the cache write instead of read costs (:func:`_rewrite_pays`)."""
         # Without a given number of re-sends, expect as many as these tokens have already had
         # while clearable: clear once their rent has paid for the rewrite (the break-even rule:
         # never more than twice the cost of the best choice made knowing the future, and it
