@@ -31,11 +31,13 @@ Example:
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+import sys
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, partial
 from importlib import resources
+from itertools import compress, count
+from operator import attrgetter
 from typing import Any
 
 from ._internal.escapes import escaped_views
@@ -47,15 +49,15 @@ from ._internal.part_texts import (
     with_quotes,
     with_texts,
 )
-from ._internal.secret_allowlists import Allowlist, allowlist, compile_rule
+from ._internal.secret_allowlists import Allowlist, AsciiTwin, allowlist, compile_rule
 from ._internal.secret_rules import OWN_RULES
-from ._internal.secret_starts import anchored, every, start_words
+from ._internal.secret_starts import anchored, every, match_start, start_words, without_name_run
 from ._internal.secret_values import Hunt, KnownValues, entropy
 from ._internal.spans import Spans
 from ._internal.text_lines import TextLines
-from ._internal.word_trie import trie_pattern
+from ._internal.word_trie import WordCounts
 from .adapters.langchain import META as LANGCHAIN_META
-from .caches import memoize
+from .caches import ENTRY_OVERHEAD, LRUCache, Memo, approx_bytes
 from .errors import ConfigError
 from .messages import Message, ensure_messages
 from .sdk import RESPONSES_META
@@ -121,31 +123,11 @@ class _Rule:
     starts: tuple[str, ...] = ()  # words one of which begins each match (secret_starts)
 
 
-# gitleaks' "semi-generic" rules (a key name, an operator, a value) start with a lazy run of
-# up to 50 name characters, some with two ("[\w.-]{0,50}?(?i:[\w.-]{0,50}?okta..."). Tried at
-# every position of a text it is most of the rules' cost (with two, 2,500 widths at each
-# position of a run of name characters such as a lockfile's base64 hashes), and it decides
-# only where the match starts: the pattern runs without it, from the key name, and the match
-# is then extended back over the same characters (see _match_start).
-_NAME_RUN = "[\\w.-]{0,50}?"
-_SEMI_GENERIC = "(?i)" + _NAME_RUN
-_SEMI_GENERIC_NESTED = _NAME_RUN + "(?i:" + _NAME_RUN
-_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
-
-
-def _match_start(text: str, start: int, back: int) -> int:
-    """Where a semi-generic match that begins at ``start`` without its prefix begins with it."""
-    limit = max(0, start - back)
-    while start > limit and text[start - 1] in _NAME_CHARS:
-        start -= 1
-    return start
-
-
 # A value that names or refers to a secret instead of being one: a variable, a template, a
 # mask, a word, an elided example ("sk-..."), the secret's own name (`user:password@host` in a
 # documentation example: taken for a secret, the word would be replaced everywhere in the
 # output).
-_NOT_A_VALUE = compile_rule(
+_NOT_A_VALUE = AsciiTwin(
     r"^(?:\$\{?\w+\}?|\$\{[\w.]+\}|%\w+%|\{\{.*\}\}|<[^>]*>|\*+|x+|X+|\.+|null|none|true|false|"
     r"(?i:your[\w-]*)|(?i:pass(?:word|wd)?|pwd|secret|token)|"
     r"\[REDACTED\b.*|[a-z_]+\.[a-z_.]+|[A-Za-z_]+\(.*|.*(?:\.\.\.|…))$"
@@ -159,11 +141,7 @@ def _rules() -> tuple[tuple[_Rule, ...], Allowlist]:
     )
     rules = []
     for entry in [*data["rules"], *OWN_RULES]:
-        pattern, back = entry["regex"], 0
-        if pattern.startswith(_SEMI_GENERIC):
-            pattern, back = "(?i)" + pattern[len(_SEMI_GENERIC) :], 50
-        elif pattern.startswith(_SEMI_GENERIC_NESTED):
-            pattern, back = "(?i:" + pattern[len(_SEMI_GENERIC_NESTED) :], 100
+        pattern, back = without_name_run(entry["regex"])
         engine = entry.get("engine", "re")
         rules.append(
             _Rule(
@@ -175,7 +153,7 @@ def _rules() -> tuple[tuple[_Rule, ...], Allowlist]:
                 int(entry.get("secret_group", 0)),
                 tuple(allowlist(a) for a in entry.get("allowlists", ())),
                 compile_rule(entry["gate"], "re") if "gate" in entry else None,
-                start_words(pattern) if engine == "re" else (),
+                tuple(entry.get("starts", ())) or (start_words(pattern) if engine == "re" else ()),
             )
         )
     # The generic rule last: it finds again most values the others find, and loses to them.
@@ -186,29 +164,19 @@ def _rules() -> tuple[tuple[_Rule, ...], Allowlist]:
 def _secret_span(match: Any, group: int) -> tuple[int, int]:
     if not group:
         # gitleaks: the first capture group that matched, else the whole match.
-        group = next((i for i in range(1, match.re.groups + 1) if match.group(i)), 0)
+        group = next(compress(count(1), match.groups()), 0)
     start, end = match.span(group)
     return int(start), int(end)
 
 
 @cache
-def _keyword_finder() -> tuple[re.Pattern[str], tuple[str, ...]]:
-    """One pattern that finds, at every position, the longest rule keyword starting there (a
-    trie of the keywords, in a lookahead so that matches may overlap), and the keywords."""
-    keywords = sorted({k for rule in _rules()[0] for k in rule.keywords})
-    return re.compile("(?=(" + trie_pattern(keywords) + "))"), tuple(keywords)
+def _keyword_finder() -> WordCounts:
+    return WordCounts(k for rule in _rules()[0] for k in rule.keywords)
 
 
 def _keywords_in(lowered: str) -> set[str]:
-    """The rule keywords that occur in ``lowered``.
-
-    A keyword that occurs at a position is a prefix of the longest keyword found there (the
-    text decides the trie's path), so testing each keyword against those found is exact.
-    """
-    finder, keywords = _keyword_finder()
-    longest = set(finder.findall(lowered))
-    longest.discard("")
-    return {k for k in keywords if any(m.startswith(k) for m in longest)}
+    """The rule keywords that occur in ``lowered``."""
+    return set(_keyword_finder().counts(lowered))
 
 
 # In a text longer than this, a rule with keywords is run only near them: the matches it keeps
@@ -219,7 +187,9 @@ _NEAR = 512
 _SPAN = 4096  # how far a match found near a keyword may run before it is read again whole
 
 
-def _near_keywords(rule: _Rule, text: str, lines: TextLines, present: set[str]) -> Iterator[Any]:
+def _near_keywords(
+    rule: _Rule, text: str, lines: TextLines, present: Collection[str]
+) -> Iterator[Any]:
     """``rule``'s matches in ``text`` that start within :data:`_NEAR` characters of one of its
     keywords, before or after it (all of them in a short text, or where keywords are
     everywhere)."""
@@ -280,8 +250,9 @@ def _at_gate(rule: _Rule, text: str) -> Iterator[Any]:
 def _findings(text: str) -> Iterator[SecretFinding]:
     rules, everywhere = _rules()
     lowered = text.lower()
-    present = _keywords_in(lowered)
-    lines = TextLines(text, lowered)
+    counts = _keyword_finder().counts(lowered)
+    present = counts.keys()
+    lines = TextLines(text, lowered, counts)
     # The spans found, each with the best rank (_precedence) of a finding there: a finding
     # ranked no better at a span found already would lose to it, so its checks are skipped
     # (gitleaks' generic rule, run last, finds again most values the others find).
@@ -302,12 +273,12 @@ def _findings(text: str) -> Iterator[SecretFinding]:
             secret = text[start:end]
             if not secret.strip() or (rule.entropy > 0 and entropy(secret) < rule.entropy):
                 continue
-            begin = _match_start(text, match.start(), rule.back) if rule.back else match.start()
+            begin = match_start(text, match.start(), rule.back) if rule.back else match.start()
             whole = text[begin : match.end()]
             line = lines.around(begin, match.end())
             # A keyword far from the match says nothing about it: gitleaks looks at a whole
             # file, a tool output is often many files.
-            if rule.keywords and not lines.holds(rule.keywords, line):
+            if rule.keywords and not lines.holds(rule.keywords, line, whole):
                 continue
             if everywhere.allows(secret, whole, lines, line) or _NOT_A_VALUE.match(secret):
                 continue
@@ -340,9 +311,7 @@ def _precedence(f: SecretFinding) -> tuple[bool, int, int, bool]:
     return generic, f.start, f.start - f.end, guess
 
 
-@memoize(maxsize=100_000, maxbytes=16 * 2**20, name="secrets of a text")
-def _scan(text: str) -> tuple[SecretFinding, ...]:
-    # Cached by content: a history packed again every turn holds the same tool outputs.
+def _scan_text(text: str) -> tuple[SecretFinding, ...]:
     found = sorted([*_findings(text), *_through_escapes(text)], key=_precedence)
     spans = Spans()
     # Specific rules first, then generic ones; the first, longest finding of a place wins.
@@ -354,6 +323,26 @@ def _scan(text: str) -> tuple[SecretFinding, ...]:
         values.learn(text[finding.start : finding.end], finding.kind)
     kept += [SecretFinding(k, a, b) for a, b, k in values.find(text) if spans.take(a, b)]
     return tuple(sorted(kept, key=lambda f: f.start))
+
+
+def _weight(key: Hashable, found: tuple[SecretFinding, ...]) -> int:
+    """About what ``approx_bytes`` makes of a cached scan, each finding weighed once for its
+    kind: walked through, the thousands of findings of a dense output cost 5% of the scan."""
+    each = sum(map(_finding_bytes, map(attrgetter("kind"), found)))
+    return ENTRY_OVERHEAD + approx_bytes(key) + sys.getsizeof(found) + each
+
+
+@cache
+def _finding_bytes(kind: str) -> int:
+    return approx_bytes(SecretFinding(kind, 1, 1))
+
+
+# Cached by content: a history packed again every turn holds the same tool outputs.
+_scan = Memo(
+    _scan_text,
+    LRUCache(100_000, maxbytes=16 * 2**20, weigh=_weight, name="secrets of a text"),
+    None,
+)
 
 
 def _through_escapes(text: str) -> list[SecretFinding]:

@@ -1,6 +1,12 @@
 """ctxpack's own secret rules, beside gitleaks' vendored ones (``data/secret_rules.json``):
 the formats and settings gitleaks' rules miss, each in gitleaks' shape (``id``, ``regex``,
 ``entropy``, ``keywords``, and its secret group). :mod:`ctxpack.redaction` runs them.
+
+A rule may also give ``starts``: words (lower case) one of which begins each of its matches,
+case ignored, where its pattern does not say so in a form ``secret_starts.start_words`` reads
+(a look-behind first, groups of alternatives): in an ASCII text it is then tried only where the
+lowered text holds one, not at every position (tests/test_redaction_fast_paths.py checks that
+it finds what a search finds).
 """
 
 from __future__ import annotations
@@ -212,6 +218,20 @@ OWN_RULES: tuple[dict[str, Any], ...] = (
             "rpcclient",
             "login",
         ],
+        "starts": [
+            "mysql",
+            "mariadb",
+            "sshpass",
+            "redis-cli",
+            "ldap",
+            "smbclient",
+            "rpcclient",
+            "docker",
+            "podman",
+            "buildah",
+            "nerdctl",
+            "helm",
+        ],
     },
     {
         "id": "secret-env-prefix",
@@ -268,6 +288,7 @@ OWN_RULES: tuple[dict[str, Any], ...] = (
         "entropy": 0.0,
         "keywords": ["pass", "pwd", "secret", "key", "token"],
         "allowlists": _NOT_SECRET,
+        "starts": ["pass", "pwd", "secret", "api", "access", "auth", "client"],
     },
     {
         "id": "password-option",
@@ -280,6 +301,7 @@ OWN_RULES: tuple[dict[str, Any], ...] = (
         r"([^\s'\"\-][^\s'\"]{3,199}))",
         "entropy": 0.0,
         "keywords": ["--"],
+        "starts": ["--"],
     },
     {
         "id": "cookie",
@@ -293,6 +315,7 @@ OWN_RULES: tuple[dict[str, Any], ...] = (
         r"[\w.$%!#&*+^|~-]+=([^;\s\"'\\]{8,})",
         "entropy": 3.0,
         "keywords": ["cookie"],
+        "starts": ["cookie", "--cookie", ";"],
     },
     {
         "id": "api-key-header",
@@ -328,6 +351,7 @@ OWN_RULES: tuple[dict[str, Any], ...] = (
         "entropy": 0.0,
         "keywords": ["password", "identified"],
         "allowlists": _NOT_SECRET,
+        "starts": ["with", "encrypted", "unencrypted", "login", "role", "user", "grant", "set"],
     },
     {
         "id": "discord-bot-token",

@@ -60,7 +60,7 @@ def start_words(pattern: str) -> tuple[str, ...]:
             return ()  # a look-around or a named group: not read here
         path.append(at)
         at += len(opener)
-    groups = _groups(pattern)
+    groups = pattern_groups(pattern)
     bars, close = groups[path[-1]] if path else groups[-1]
     words = []
     for begin, end in zip([at, *(b + 1 for b in bars)], [*bars, close], strict=True):
@@ -74,7 +74,7 @@ def start_words(pattern: str) -> tuple[str, ...]:
     return tuple(words) if _only_choice(pattern, path) else ()
 
 
-def _groups(pattern: str) -> dict[int, tuple[list[int], int]]:
+def pattern_groups(pattern: str) -> dict[int, tuple[list[int], int]]:
     """For each group (by where it opens; -1 for the whole pattern), the places of the "|"
     directly in it and where it closes."""
     groups: dict[int, tuple[list[int], int]] = {-1: ([], len(pattern))}
@@ -96,12 +96,41 @@ def _only_choice(pattern: str, path: list[int]) -> bool:
     """Whether the groups opening at ``path`` (outermost first) must all match where the
     pattern does: none may be left out, and no alternative beside them (a "|" in an outer
     one, or at the top level) may match instead."""
-    groups = _groups(pattern)
+    groups = pattern_groups(pattern)
     if (path and groups[-1][0]) or any(groups[g][0] for g in path[:-1]):
         return False
     return not any(
         groups[g][1] < 0 or pattern.startswith(_OPTIONAL, groups[g][1] + 1) for g in path
     )
+
+
+# gitleaks' "semi-generic" rules (a key name, an operator, a value) start with a lazy run of
+# up to 50 name characters, some with two ("[\w.-]{0,50}?(?i:[\w.-]{0,50}?okta..."). Tried at
+# every position of a text it is most of the rules' cost (with two, 2,500 widths at each
+# position of a run of name characters such as a lockfile's base64 hashes), and it decides
+# only where the match starts: the pattern runs without it, from the key name, and the match
+# is then extended back over the same characters (see match_start).
+_NAME_RUN = "[\\w.-]{0,50}?"
+_SEMI_GENERIC = "(?i)" + _NAME_RUN
+_SEMI_GENERIC_NESTED = _NAME_RUN + "(?i:" + _NAME_RUN
+NAME_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-"
+
+
+def without_name_run(pattern: str) -> tuple[str, int]:
+    """``pattern`` without a semi-generic rule's leading run of name characters, and how far
+    back of where it then matches a match may begin (0 for a pattern without one)."""
+    if pattern.startswith(_SEMI_GENERIC):
+        return "(?i)" + pattern[len(_SEMI_GENERIC) :], 50
+    if pattern.startswith(_SEMI_GENERIC_NESTED):
+        return "(?i:" + pattern[len(_SEMI_GENERIC_NESTED) :], 100
+    return pattern, 0
+
+
+def match_start(text: str, start: int, back: int) -> int:
+    """Where a semi-generic match that begins at ``start`` without its prefix begins with it."""
+    before = text[max(0, start - back) : start]
+    # The run of name characters that ends it, stripped in C, not a step of Python a character.
+    return start - len(before) + len(before.rstrip(NAME_CHARS))
 
 
 Search = Callable[[int, int], Any]

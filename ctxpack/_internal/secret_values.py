@@ -52,7 +52,23 @@ _FINGERPRINT_BYTES = 16
 def entropy(text: str) -> float:
     """Shannon entropy of ``text`` in bits per character, as gitleaks computes it."""
     n = len(text)
-    return -sum(c / n * math.log2(c / n) for c in Counter(text).values()) if n else 0.0
+    if not n:
+        return 0.0
+    counts = Counter(text).values()
+    terms = _TERMS.get(n)
+    if terms is None:
+        if n > _TABULATED:
+            return -sum(c / n * math.log2(c / n) for c in counts)
+        terms = _TERMS[n] = [0.0, *(c / n * math.log2(c / n) for c in range(1, n + 1))]
+    # The same floats summed in the same order as computing each term: every value a rule
+    # finds is weighed, and the table halves what that costs.
+    return -sum(map(terms.__getitem__, counts))
+
+
+# For a text of n characters (up to _TABULATED: the tables take n * n / 2 floats, a megabyte
+# in all), the entropy term of a character that occurs c times, by c.
+_TABULATED = 256
+_TERMS: dict[int, list[float]] = {}
 
 
 def hunted(value: str) -> bool:
@@ -102,16 +118,6 @@ _RUNS_APART = re.compile(r"(\w+)")
 _INDEXED = 256
 
 
-def _overlaps_itself(value: str) -> bool:
-    """Whether two occurrences of ``value`` can overlap (it ends as it begins)."""
-    at = value.find(value[0], 1)
-    while at != -1:
-        if value.startswith(value[at:]):
-            return True
-        at = value.find(value[0], at + 1)
-    return False
-
-
 class KnownValues:
     """Secret values and their kinds, in clear: for one call that is given them anyway."""
 
@@ -137,34 +143,63 @@ class KnownValues:
         """Where each value that can be indexed stands alone in ``text``, in order.
 
         Searched for one by one, thousands of values found in a long output (a .env dump, a
-        log of api_key=...) read it once each: by the runs of word characters that start
-        them, it is read once for all. A value beginning with a word character stands alone
-        only where a run of them starts in the text, and that run is the value's first one;
-        one that cannot overlap itself has no occurrence hidden by an earlier one. Many values
-        share a first run (every JWT's header, ``xoxb``): at such a run the text is read at
+        log of api_key=...) read it once each: by the runs of word characters in them, it is
+        read once for all. Where a value stands alone in the text, each run of word
+        characters in it is a run of the text (the value holds what ends the run, or ends
+        there and stands alone only if the run does): the value is looked for only around
+        the text's runs that are its key, its first run (the longest, for a value that begins
+        with punctuation or can overlap itself: a PEM line's, not its line number). Many
+        values share a key (every JWT's header, ``xoxb``): at such a run the text is read at
         each of their lengths, not compared with each of them.
         """
-        lengths: dict[str, set[int]] = {}
-        places: dict[str, list[int]] = {}
+        keys: dict[str, set[tuple[int, int]]] = {}
+        ahead: dict[str, int] = {}  # where its key starts in each value
+        rare: set[str] = set()  # values keyed by their longest run
         for value in self.values:
             first = _RUN.match(value)
             if first is not None and not _overlaps_itself(value):
-                lengths.setdefault(first.group(), set()).add(len(value))
-                places[value] = []
+                key, at = first.group(), 0
+            else:
+                key = max(_RUN.findall(value), key=len, default="")
+                at = value.find(key)  # the first run so long: no run holds a longer one
+                rare.add(value)
+            if key:
+                keys.setdefault(key, set()).add((at, len(value)))
+                ahead[value] = at
+        places: dict[str, list[int]] = {value: [] for value in ahead}
         # The text cut into its runs and what lies between them, each part's start summed up,
-        # the parts that start a value picked out: each a step of C, not of Python.
+        # the parts that are a key picked out: each a step of C, not of Python.
         parts = _RUNS_APART.split(text)
         offsets = list(accumulate(map(len, parts), initial=0))
-        for i in compress(range(len(parts)), map(lengths.__contains__, parts)):
-            start = offsets[i]
-            for size in lengths[parts[i]]:
-                # Cut by the text's end, a slice could be a shorter value, found at its length.
-                if start + size > len(text):
+        overlapped: set[str] = set()
+        for i in compress(range(len(parts)), map(keys.__contains__, parts)):
+            for at, size in keys[parts[i]]:
+                start = offsets[i] - at
+                # Cut by the text's ends, a slice could be a shorter value, found at its length;
+                # a value is read at its key only (another run of it may be the same).
+                value = text[start : start + size] if start >= 0 else ""
+                if len(value) != size or ahead.get(value) != at:
                     continue
-                starts = places.get(text[start : start + size])
-                if starts is not None and standalone(text, start, start + size):
-                    starts.append(start)
+                if standalone(text, start, start + size):
+                    places[value].append(start)
+                    earlier = max(0, start - size + 1)
+                    if value in rare and text.find(value, earlier, start + size - 1) >= 0:
+                        overlapped.add(value)
+        # Read in order, an occurrence that overlaps an earlier one is not taken
+        # (occurrences()): a value found so is looked for that way.
+        for value in overlapped:
+            del places[value]
         return places
+
+
+def _overlaps_itself(value: str) -> bool:
+    """Whether two occurrences of ``value`` can overlap (it ends as it begins)."""
+    at = value.find(value[0], 1)
+    while at != -1:
+        if value.startswith(value[at:]):
+            return True
+        at = value.find(value[0], at + 1)
+    return False
 
 
 _NOT_WORD = re.compile("[^A-Za-z0-9_]")

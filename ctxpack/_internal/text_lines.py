@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 __all__: list[str] = []
@@ -16,7 +16,7 @@ class TextLines:
     tool output may be one long line holding thousands of matches (minified JSON), and
     reading that line for each match made redaction quadratic: 10 s for 400 kB."""
 
-    def __init__(self, text: str, lowered: str) -> None:
+    def __init__(self, text: str, lowered: str, places: Mapping[str, int] | None = None) -> None:
         self.text = text
         self._breaks: list[int] | None = None  # found at the first match: most texts have none
         # Positions in the lowered text are the text's only if lowering kept every length
@@ -24,7 +24,9 @@ class TextLines:
         self.lowered = lowered if len(lowered) == len(text) else None
         self.ascii = text.isascii()
         self._places: dict[tuple[str, ...], list[int]] = {}
-        self._counts: dict[str, int] = {}
+        # How often a keyword occurs: where no two occurrences of it can overlap, the number
+        # of places it occurs at (``places``, counted in the text's one reading for keywords).
+        self._counts = {k: n for k, n in (places or {}).items() if not _overlaps_itself(k)}
         self._keyword_at: dict[str, list[int]] = {}
         self._verdicts: dict[tuple[int, int, int], bool] = {}
 
@@ -37,8 +39,15 @@ class TextLines:
         j = bisect.bisect_left(breaks, end, lo=i)
         return (breaks[i - 1] + 1 if i else 0), (breaks[j] if j < len(breaks) else len(self.text))
 
-    def holds(self, keywords: Iterable[str], line: tuple[int, int]) -> bool:
-        """Whether one of ``keywords`` (lower-case) occurs in ``line``, case ignored."""
+    def holds(self, keywords: Iterable[str], line: tuple[int, int], part: str = "") -> bool:
+        """Whether one of ``keywords`` (lower-case ASCII) occurs in ``line``, case ignored;
+        ``part``, a part of the line (most rules' matches name a keyword), is read first."""
+        if part:
+            # Lowered alone, a part reads as in the lowered line: only a Greek sigma lowers
+            # by what surrounds it, and no keyword holds one.
+            lowered = part.lower()
+            if any(k in lowered for k in keywords):
+                return True
         begin, end = line
         if self.lowered is None:
             lowered = self.text[begin:end].lower()
@@ -94,3 +103,8 @@ def _occurrences(text: str, word: str) -> list[int]:
         found.append(at)
         at = text.find(word, at + 1)
     return found
+
+
+def _overlaps_itself(word: str) -> bool:
+    """Whether two occurrences of ``word`` can overlap (it ends as it begins)."""
+    return any(word.startswith(word[at:]) for at in range(1, len(word)))

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
@@ -31,3 +32,25 @@ def trie_pattern(words: Iterable[str]) -> str:
         return inner
 
     return alternation(trie)
+
+
+class WordCounts:
+    """Many words counted in a text in one reading of it, a trie in a lookahead (so that the
+    words found may overlap) finding at each position the longest word that starts there."""
+
+    def __init__(self, words: Iterable[str]) -> None:
+        self.words = tuple(sorted(set(words)))
+        self._finder = re.compile("(?=(" + trie_pattern(self.words) + "))")
+
+    def counts(self, text: str) -> dict[str, int]:
+        """The words that occur in ``text``, each with the number of places where it does
+        (occurrences that overlap counted).
+
+        A word that occurs at a position is a prefix of the longest word found there (the
+        text decides the trie's path), and each prefix of it that is a word occurs there: a
+        word occurs where the longest word found begins with it.
+        """
+        longest = Counter(self._finder.findall(text))
+        longest.pop("", None)
+        found = {w: [n for m, n in longest.items() if m.startswith(w)] for w in self.words}
+        return {w: sum(counts) for w, counts in found.items() if counts}
