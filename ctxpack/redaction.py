@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, partial
@@ -326,15 +327,13 @@ def _scan_text(text: str) -> tuple[SecretFinding, ...]:
 
 
 def _weight(key: Hashable, found: tuple[SecretFinding, ...]) -> int:
-    """About what ``approx_bytes`` makes of a cached scan, each finding weighed once for its
-    kind: walked through, the thousands of findings of a dense output cost 5% of the scan."""
-    each = sum(map(_finding_bytes, map(attrgetter("kind"), found)))
-    return ENTRY_OVERHEAD + approx_bytes(key) + sys.getsizeof(found) + each
-
-
-@cache
-def _finding_bytes(kind: str) -> int:
-    return approx_bytes(SecretFinding(kind, 1, 1))
+    """About what ``approx_bytes`` makes of a cached scan, one finding of each kind weighed
+    for all: walked through, the thousands of findings of a dense output cost 5% of the scan."""
+    kinds = list(map(attrgetter("kind"), found))
+    each = dict(zip(kinds, found, strict=True))  # a finding of each kind
+    counts = Counter(kinds)
+    weights = sum(n * approx_bytes(each[kind]) for kind, n in counts.items())
+    return ENTRY_OVERHEAD + approx_bytes(key) + sys.getsizeof(found) + weights
 
 
 # Cached by content: a history packed again every turn holds the same tool outputs.

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import ctxpack.redaction as r
 from ctxpack._internal.secret_allowlists import AsciiTwin, Folded, folded
 from ctxpack._internal.secret_starts import NAME_CHARS, anchored, every, match_start
-from ctxpack._internal.secret_values import entropy
+from ctxpack._internal.secret_values import _counted, entropy
 from ctxpack._internal.text_lines import TextLines
 from ctxpack._internal.word_trie import WordCounts
 from ctxpack.caches import _weigh_entry
@@ -88,6 +88,9 @@ def test_the_entropy_read_from_a_table_is_the_entropy_computed(text: str) -> Non
         n = len(value)
         plain = -sum(c / n * math.log2(c / n) for c in Counter(value).values()) if n else 0.0
         assert entropy(value) == plain
+    counted: dict[str, int] = {}
+    _counted(counted, text)  # where collections has no counting loop in C
+    assert list(counted.items()) == list(Counter(text).items())
 
 
 @settings(max_examples=300, deadline=None)

@@ -32,11 +32,11 @@ where it stands alone, not inside a longer word or value.
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import math
 import re
-from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import accumulate, compress
 from typing import Any, Protocol
 
@@ -54,7 +54,9 @@ def entropy(text: str) -> float:
     n = len(text)
     if not n:
         return 0.0
-    counts = Counter(text).values()
+    found: dict[str, int] = {}
+    _count(found, text)
+    counts = found.values()  # in the order first seen, as Counter's
     terms = _TERMS.get(n)
     if terms is None:
         if n > _TABULATED:
@@ -63,6 +65,16 @@ def entropy(text: str) -> float:
     # The same floats summed in the same order as computing each term: every value a rule
     # finds is weighed, and the table halves what that costs.
     return -sum(map(terms.__getitem__, counts))
+
+
+def _counted(found: dict[str, int], text: str) -> None:
+    for ch in text:
+        found[ch] = found.get(ch, 0) + 1
+
+
+# What Counter(text) does once it has checked its argument (which costs as much again on a
+# value's few dozen characters): collections' own counting loop, in C where it is.
+_count: Callable[[dict[str, int], str], None] = getattr(collections, "_count_elements", _counted)
 
 
 # For a text of n characters (up to _TABULATED: the tables take n * n / 2 floats, a megabyte
@@ -155,7 +167,12 @@ class KnownValues:
         keys: dict[str, set[tuple[int, int]]] = {}
         ahead: dict[str, int] = {}  # where its key starts in each value
         rare: set[str] = set()  # values keyed by their longest run
+        # A value that is one run (a token) stands alone where a run of the text is it, and
+        # nothing hides that place: an occurrence overlapping it would hold what ends the run.
+        whole = {value for value in self.values if _RUN.fullmatch(value)}
         for value in self.values:
+            if value in whole:
+                continue
             first = _RUN.match(value)
             if first is not None and not _overlaps_itself(value):
                 key, at = first.group(), 0
@@ -166,11 +183,13 @@ class KnownValues:
             if key:
                 keys.setdefault(key, set()).add((at, len(value)))
                 ahead[value] = at
-        places: dict[str, list[int]] = {value: [] for value in ahead}
+        places: dict[str, list[int]] = {value: [] for value in [*whole, *ahead]}
         # The text cut into its runs and what lies between them, each part's start summed up,
-        # the parts that are a key picked out: each a step of C, not of Python.
+        # the parts that are a value or a key picked out: each a step of C, not of Python.
         parts = _RUNS_APART.split(text)
         offsets = list(accumulate(map(len, parts), initial=0))
+        for i in compress(range(len(parts)), map(whole.__contains__, parts)):
+            places[parts[i]].append(offsets[i])
         overlapped: set[str] = set()
         for i in compress(range(len(parts)), map(keys.__contains__, parts)):
             for at, size in keys[parts[i]]:
