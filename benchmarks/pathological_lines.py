@@ -29,19 +29,19 @@ Writes benchmarks/results/pathological_lines.md and pathological_lines.json.
 from __future__ import annotations
 
 import argparse
-import gc
+import importlib.util
 import itertools
 import json
 import os
 import platform
 import statistics
 import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 from ctxpack.redaction import find_secrets
 
+ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
 
 # (name, pathological unit, control unit, repeats, factor before each value was read once)
@@ -51,23 +51,18 @@ CASES = [
 ]
 
 
-def cpu_seconds(work: Callable[[], object], repeat: int) -> float:
-    """The least CPU time of this thread over ``repeat`` runs of ``work``, the collector off:
-    what the scan costs, not what else the machine runs."""
-    best = float("inf")
-    for _ in range(repeat):
-        gc.collect()
-        gc.disable()
-        try:
-            start = time.thread_time()
-            work()
-            best = min(best, time.thread_time() - start)
-        finally:
-            gc.enable()
-    return best
+def _cpu_seconds() -> Callable[..., float]:
+    """tests/helpers.py's ``cpu_seconds``: the least CPU time of this thread over a few runs,
+    the collector off (what the scan costs, not what else the machine runs)."""
+    spec = importlib.util.spec_from_file_location("helpers", ROOT / "tests" / "helpers.py")
+    assert spec and spec.loader
+    helpers = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(helpers)
+    return helpers.cpu_seconds  # type: ignore[no-any-return]
 
 
 def measure(rounds: int, repeat: int) -> list[dict[str, object]]:
+    cpu_seconds = _cpu_seconds()
     suffixes = itertools.count()
     rows: list[dict[str, object]] = []
     for name, unit, control, times, before in CASES:
