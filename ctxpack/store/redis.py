@@ -124,10 +124,15 @@ class _Common(forks.ProcessBound):
         client built from a URL has no retries): a URL it cannot read (no host after the
         scheme, a port that is not a number) is the caller's mistake, not the server's."""
         import redis.backoff
+        import redis.connection
 
         backoff = redis.backoff.ExponentialBackoff(cap=1.0, base=0.05)
         policy = retry(backoff, RETRIES, supported_errors=(redis.ConnectionError,))
+        # The sync client's reader, for the asyncio client too: before redis-py 8.2 the asyncio
+        # one takes "redis://" (no host) as localhost rather than refuse it.
+        read_url: Callable[[str], object] = redis.connection.parse_url
         try:
+            read_url(address)
             return factory(
                 address, socket_timeout=timeout, socket_connect_timeout=timeout, retry=policy
             )
