@@ -1,5 +1,6 @@
 """The constraints that .ci/floors installs are pyproject.toml's floors: each runtime
-dependency once, pinned to a release of the lowest version its specifier allows."""
+dependency pinned to a release of the lowest version its specifier allows, and each other pin
+a dependency of an extra, at that extra's floor."""
 
 from __future__ import annotations
 
@@ -34,14 +35,26 @@ def _pins(path: Path) -> dict[str, Version]:
     return pins
 
 
-def test_the_floor_constraints_pin_each_runtime_dependency_at_its_floor() -> None:
+def _at_floor(requirement: Requirement, pin: Version) -> None:
+    floor = _floor(requirement)
+    assert requirement.specifier.contains(pin, prereleases=False), (requirement, pin)
+    # A release of the floor itself ("3.0" is met by 3.0.0.1), not a later one.
+    assert pin.release[: len(floor.release)] == floor.release, f"{requirement}: {pin} is above"
+
+
+def test_the_floor_constraints_pin_each_dependency_at_its_floor() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    requirements = [Requirement(r) for r in project["dependencies"]]
+    runtime = [Requirement(r) for r in project["dependencies"]]
+    extras = [
+        Requirement(r)
+        for requirements in project["optional-dependencies"].values()
+        for r in requirements
+        if not r.startswith("ctxpack[")
+    ]
     pins = _pins(ROOT / ".ci" / "floors.txt")
-    assert sorted(pins) == sorted(canonicalize_name(r.name) for r in requirements)
-    for requirement in requirements:
-        pin, floor = pins[canonicalize_name(requirement.name)], _floor(requirement)
-        assert requirement.specifier.contains(pin, prereleases=False), (requirement, pin)
-        # A release of the floor itself ("3.0" is met by 3.0.0.1), not a later one.
-        release = floor.release
-        assert pin.release[: len(release)] == release, f"{requirement}: {pin} is above the floor"
+    assert {canonicalize_name(r.name) for r in runtime} <= set(pins)
+    for name, pin in pins.items():
+        declared = [r for r in runtime + extras if canonicalize_name(r.name) == name]
+        assert declared, f"{name} is pinned but no dependency of ctxpack"
+        for requirement in declared:
+            _at_floor(requirement, pin)
