@@ -175,11 +175,6 @@ def _keyword_finder() -> WordCounts:
     return WordCounts(k for rule in _rules()[0] for k in rule.keywords)
 
 
-def _keywords_in(lowered: str) -> set[str]:
-    """The rule keywords that occur in ``lowered``."""
-    return set(_keyword_finder().counts(lowered))
-
-
 # In a text longer than this, a rule with keywords is run only near them: the matches it keeps
 # hold a keyword on their line, and in one long line (a base64 blob, minified code) a keyword
 # is in every stretch by chance; beyond _NEAR characters of the match it says nothing of it.

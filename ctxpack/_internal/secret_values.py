@@ -40,6 +40,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import accumulate, compress
 from typing import Any, Protocol
 
+from .text_lines import overlaps_itself
+
 __all__: list[str] = []
 
 # A shorter value (a password such as "hunter2") may well be an ordinary word elsewhere.
@@ -174,7 +176,7 @@ class KnownValues:
             if value in whole:
                 continue
             first = _RUN.match(value)
-            if first is not None and not _overlaps_itself(value):
+            if first is not None and not overlaps_itself(value):
                 key, at = first.group(), 0
             else:
                 key = max(_RUN.findall(value), key=len, default="")
@@ -209,16 +211,6 @@ class KnownValues:
         for value in overlapped:
             del places[value]
         return places
-
-
-def _overlaps_itself(value: str) -> bool:
-    """Whether two occurrences of ``value`` can overlap (it ends as it begins)."""
-    at = value.find(value[0], 1)
-    while at != -1:
-        if value.startswith(value[at:]):
-            return True
-        at = value.find(value[0], at + 1)
-    return False
 
 
 _NOT_WORD = re.compile("[^A-Za-z0-9_]")

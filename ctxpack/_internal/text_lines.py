@@ -26,7 +26,7 @@ class TextLines:
         self._places: dict[tuple[str, ...], list[int]] = {}
         # How often a keyword occurs: where no two occurrences of it can overlap, the number
         # of places it occurs at (``places``, counted in the text's one reading for keywords).
-        self._counts = {k: n for k, n in (places or {}).items() if not _overlaps_itself(k)}
+        self._counts = {k: n for k, n in (places or {}).items() if not overlaps_itself(k)}
         self._keyword_at: dict[str, list[int]] = {}
         self._verdicts: dict[tuple[int, int, int], bool] = {}
 
@@ -105,6 +105,12 @@ def _occurrences(text: str, word: str) -> list[int]:
     return found
 
 
-def _overlaps_itself(word: str) -> bool:
+def overlaps_itself(word: str) -> bool:
     """Whether two occurrences of ``word`` can overlap (it ends as it begins)."""
-    return any(word.startswith(word[at:]) for at in range(1, len(word)))
+    # Only where the word's first character occurs again can a second occurrence begin.
+    at = word.find(word[:1], 1)
+    while at != -1:
+        if word.startswith(word[at:]):
+            return True
+        at = word.find(word[:1], at + 1)
+    return False

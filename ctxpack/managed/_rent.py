@@ -147,7 +147,12 @@ def _writes_whole(state: WindowState, policy: WindowPolicy, ctx: _Context, view:
     """Whether the request ``view`` finds no entry of the prompt cache (it expired since the
     last request, an earlier edit of the request left none it can find): it writes the whole
     prompt, tool definitions too, so an edit now costs nothing more in rewrites."""
-    return _written_anyway(state, policy, ctx, view) >= view.tokens() + ctx.tool_tokens
+    return _is_whole(_written_anyway(state, policy, ctx, view), ctx, view)
+
+
+def _is_whole(written: int, ctx: _Context, view: _View) -> bool:
+    """Whether ``written`` tokens of the request ``view`` are all of it, tool definitions too."""
+    return written >= view.tokens() + ctx.tool_tokens
 
 
 def _extra_rewrite(rewritten: float, anyway: int) -> float:

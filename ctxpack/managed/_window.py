@@ -22,12 +22,12 @@ from ._rent import (
     _cache_price,
     _extra_rewrite,
     _forget_expired,
+    _is_whole,
     _pays,
     _rent,
     _request_sent,
     _rewrite_tool_tokens,
     _rewritten,
-    _writes_whole,
     _written_anyway,
 )
 from ._room import _Room
@@ -363,10 +363,10 @@ def _maybe_compact(
     rewrite (``COMPACTION_PATIENCE``: the cadence that costs least), or at once past midway
     between ``compact_at`` and the room."""
     urgent = view.tokens() > plan.level((policy.compact_at + 1) / 2)
-    cold = _writes_whole(state, policy, ctx, view)
     # What the request appended since the last one is written with or without the compaction
     # (it is in the tail kept): only the rest of the rewrite is priced.
     anyway = _written_anyway(state, policy, ctx, view)
+    cold = _is_whole(anyway, ctx, view)
     rewrite = 0.0 if cold else _extra_rewrite(_next_rewrite(state, policy, ctx, view, plan), anyway)
     if not (urgent or _pays(state.compact_rent, rewrite, p, policy, COMPACTION_PATIENCE)):
         return view
