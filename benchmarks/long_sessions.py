@@ -15,7 +15,10 @@ sessions (one agent working through several tasks in turn), at several windows. 
 - ``filters``: ``ctxpack.Session()`` with no window: the filters at arrival alone (requests over
   the window counted), so that the managed mode's evidence loss splits into the filters' share
   and the window's;
-- ``managed``: ``ctxpack.Session(window=W)``.
+- ``managed``: ``ctxpack.Session(window=W)``;
+- ``bound``: every tool output replaced by a short note as it arrives, the prefix never
+  rewritten (the issue's bound: where tool outputs fill the prompt, no strategy that keeps the
+  conversation costs less). Not run by default.
 
 Reported per strategy and window: dollars at two price points (Sonnet-class with one cache
 breakpoint per request, and OpenAI-class automatic prefix caching), the share of ``raw``, the
@@ -174,6 +177,7 @@ def strategies(
         # the filters' share of the managed mode's.
         "filters": A._with(A.SessionStrategy, dedupe_outputs=dedupe),
         "managed": A._with(Managed, window=window, pins=pins, dedupe_outputs=dedupe),
+        "bound": A._with(Masking, keep=0),
         **frontier,
     }
 

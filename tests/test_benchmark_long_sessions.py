@@ -338,3 +338,25 @@ def test_the_managed_window_counts_the_agent_tools(
         assert new[name]["cost_usd"] > old[name]["cost_usd"], name
     # Tools change cost and room, not content: the raw requests hold the same messages.
     assert new["raw"]["evidence_survival"] == old["raw"]["evidence_survival"]
+
+
+def test_the_bound_shows_no_tool_output_and_costs_least(bench: ModuleType, data: Path) -> None:
+    # The bound is what no strategy that shows tool outputs can beat: every output a note from
+    # its arrival, so no request rewrites an earlier one's prefix.
+    session = bench.A.load_sessions(data)[0]
+    counter = get_counter(counter="cl100k_base")
+    billings = [bench.A.Billing.parse(b) for b in bench.BILLINGS]
+    tools = bench.agent_tools(session.messages)
+    factories = bench.strategies(4096)
+    assert "bound" in factories
+    runs = {
+        name: bench.A.replay(session, name, factories[name], counter, billings, tools)
+        for name in ("raw", "masking", "bound")
+    }
+    bound = runs["bound"]
+    outputs = [m for r in bound.requests for m in r.messages if m.get("role") == "tool"]
+    assert outputs and all(m["content"] == bench.MASK for m in outputs)
+    for billing in bench.BILLINGS:
+        cost = bound.bills[billing].cost
+        assert cost < runs["raw"].bills[billing].cost, billing
+        assert cost <= runs["masking"].bills[billing].cost, billing
