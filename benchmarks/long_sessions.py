@@ -16,6 +16,8 @@ sessions (one agent working through several tasks in turn), at several windows. 
   the window counted), so that the managed mode's evidence loss splits into the filters' share
   and the window's;
 - ``managed``: ``ctxpack.Session(window=W)``;
+- ``managed-gpt-5``: the same, its edits timed by OpenAI's cache (``WindowPolicy(model=
+  "gpt-5")``, as a session naming that model); not run by default;
 - ``bound``: every tool output replaced by a short note as it arrives, the prefix never
   rewritten (the issue's bound: where tool outputs fill the prompt, no strategy that keeps the
   conversation costs less). Not run by default.
@@ -177,6 +179,14 @@ def strategies(
         # the filters' share of the managed mode's.
         "filters": A._with(A.SessionStrategy, dedupe_outputs=dedupe),
         "managed": A._with(Managed, window=window, pins=pins, dedupe_outputs=dedupe),
+        # Edits timed by OpenAI's cache (every message boundary, writes at the input price), as
+        # a session naming a gpt-5 model times them; "managed" names none: Claude's cache.
+        "managed-gpt-5": A._with(
+            Managed,
+            window=WindowPolicy(window=window, model="gpt-5"),
+            pins=pins,
+            dedupe_outputs=dedupe,
+        ),
         "bound": A._with(Masking, keep=0),
         **frontier,
     }

@@ -303,7 +303,7 @@ def test_every_strategy_sends_the_agent_tools_with_every_request(
         assert all(r.tools and r.tools[: len(tools)] == tools for r in run.requests), name
         own = run.requests[-1].tools[len(tools) :]
         # The sessions (filters, managed) add their retrieve tool after the agent's.
-        sessions = ("filters", "managed")
+        sessions = ("filters", "managed", "managed-gpt-5")
         assert [t["function"]["name"] for t in own] == (
             ["retrieve_original"] if name in sessions else []
         )
@@ -360,3 +360,13 @@ def test_the_bound_shows_no_tool_output_and_costs_least(bench: ModuleType, data:
         cost = bound.bills[billing].cost
         assert cost < runs["raw"].bills[billing].cost, billing
         assert cost <= runs["masking"].bills[billing].cost, billing
+
+
+def test_managed_gpt_5_times_its_edits_by_openai_cache(bench: ModuleType) -> None:
+    # As a session naming a gpt-5 model does; "managed" names none and is timed by Claude's.
+    info = bench.A.SessionInfo(id="s", counter=get_counter(counter="cl100k_base"))
+    factories = bench.strategies(64_000)
+    timed, plain = factories["managed-gpt-5"](info), factories["managed"](info)
+    assert timed.session.window.model == "gpt-5"
+    assert plain.session.window.model is None
+    assert timed.session.window.window == plain.session.window.window == 64_000
