@@ -251,3 +251,18 @@ def _count(edit: Mapping[str, Any], key: str, where: str, unit: str) -> int:
             field=f"{where}.{key}",
         )
     return value
+
+
+def thinking_edit(management: Mapping[str, Any], thinks: bool) -> dict[str, Any]:
+    """``management`` with the thinking clearing a request can take: none in one that does
+    not think (Anthropic refuses it whole: "`clear_thinking_20251015` strategy requires
+    `thinking` to be enabled"); in one that does, the policy's, or ``keep: "all"`` for a
+    policy that keeps every thinking block (``keep_thinking=None``): without the edit,
+    Anthropic keeps the last turn's only."""
+    kind = "clear_thinking_20251015"
+    edits = [e for e in management["edits"] if e["type"] != kind]
+    thinking = [e for e in management["edits"] if e["type"] == kind]
+    if thinks:
+        # First: the API requires the thinking clearing before the other edits.
+        edits = [*(thinking or [{"type": kind, "keep": "all"}]), *edits]
+    return {**management, "edits": edits}

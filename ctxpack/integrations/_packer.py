@@ -217,7 +217,9 @@ class _Packer:
             thinks = _thinks(kwargs)
             out.update(feed.server_side_fields(beta=beta, own=own, betas=betas, thinks=thinks))
         forced = forced_tool(kwargs.get("tool_choice")) if tools else None
-        return Asked(messages, system, tools, room, limits, responses, schema, forced), out
+        model = kwargs.get("model")
+        sent_to = model if isinstance(model, str) else None
+        return Asked(messages, system, tools, room, limits, responses, schema, forced, sent_to), out
 
     @staticmethod
     def _messages(kwargs: Mapping[str, Any]) -> list[Any]:

@@ -28,6 +28,7 @@ from ..messages import Message
 from ..providers import Provider, tool_name
 from ..result import PackResult
 from ..sdk import coerce_message, is_sdk_object
+from ..server_side import thinking_edit
 from ..tokens import REPLY_PRIMING, TokenCounter, get_counter
 from ..tools_on_demand import _on_demand
 
@@ -145,6 +146,7 @@ class Asked(NamedTuple):
     responses: bool = False  # OpenAI's Responses API: input items, instructions as the system
     schema: int = 0  # the tokens of the reply's output format, which joins the prompt
     forced: str | None = None  # the tool tool_choice forces, by name
+    model: str | None = None  # the model the request goes to
 
 
 @dataclass(eq=False)
@@ -167,11 +169,22 @@ class SessionFeed(forks.Guarded):
     )
     # The digest of the system prompt given to a managed session: as ``fed``.
     system: str | None = None
+    model: str | None = None  # the wrapper's model=, the one a session made without it counts
 
     def __post_init__(self) -> None:
         # Feeding and rendering one session's history is one step for concurrent requests;
         # a fork waits for it, before it waits for the session's own lock.
         self._guard_state(rank=2)
+        # Without a model or a counter, count for each request's model (Claude's: 1.41x cl100k).
+        core = getattr(self.session, "_core", self.session)  # an AsyncSession's Session
+        own = getattr(core, "_own_counter", True)
+        self.follows = getattr(core, "_model", "") is None and own is False
+
+    def _follow(self, model: str | None) -> None:
+        """Count for the wrapper's model, else the request's (a change: a cache rewrite)."""
+        session, model = cast(Any, self.session), self.model or model
+        if self.follows and model and model != session.model:
+            session.model = model
 
     def _how_to_reopen(self) -> str:
         return "wrap a client made in this process, as the parent's was, and give it the session"
@@ -201,6 +214,7 @@ class SessionFeed(forks.Guarded):
         messages, system = asked.messages, asked.system
         options = self._render_options(asked)
         with self._lock:
+            self._follow(asked.model)
             for attempt in range(_ATTEMPTS):
                 given, held, opens = self._held(None)
                 batch, digests, reopen = self._batch(messages, system, given, held, opens)
@@ -223,6 +237,7 @@ class SessionFeed(forks.Guarded):
         session = cast(_AsyncSession, self.session)
         # A loop runs in one thread: only that thread ever asks for its lock.
         async with self.alocks.setdefault(asyncio.get_running_loop(), asyncio.Lock()):
+            self._follow(asked.model)
             for attempt in range(_ATTEMPTS):
                 given, held, opens = self._held(await session.transcript())
                 batch, digests, reopen = self._batch(messages, system, given, held, opens)
@@ -283,8 +298,8 @@ class SessionFeed(forks.Guarded):
         self, *, beta: bool, own: bool, betas: Any, thinks: bool = True
     ) -> dict[str, Any]:
         """What a server-side managed session adds to an Anthropic request: its
-        ``context_management`` (unless the request has its ``own``; its thinking clearing
-        as :func:`_thinking_edit` says) and the ``betas`` it needs beyond the request's."""
+        ``context_management`` (unless the request has its ``own``; its thinking clearing as
+        ``thinking_edit`` says) and the ``betas`` it needs beyond the request's."""
         if not self.server_side:
             return {}
         if not beta:
@@ -298,7 +313,7 @@ class SessionFeed(forks.Guarded):
         if own:
             del fields["context_management"]
         else:
-            fields["context_management"] = _thinking_edit(fields["context_management"], thinks)
+            fields["context_management"] = thinking_edit(fields["context_management"], thinks)
         given = list(betas) if isinstance(betas, (list, tuple)) else []
         fields["betas"] = [*given, *(b for b in fields["betas"] if b not in given)]
         return fields
@@ -583,18 +598,3 @@ def _digest(value: Any) -> str:
         value = value.model_dump(mode="json", exclude={"id", "metadata"})
     text = json.dumps(value, sort_keys=True, default=repr)
     return hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
-
-
-def _thinking_edit(management: Mapping[str, Any], thinks: bool) -> dict[str, Any]:
-    """``management`` with the thinking clearing a request can take: none in one that does
-    not think (Anthropic refuses it whole: "`clear_thinking_20251015` strategy requires
-    `thinking` to be enabled"); in one that does, the policy's, or ``keep: "all"`` for a
-    policy that keeps every thinking block (``keep_thinking=None``): without the edit,
-    Anthropic keeps the last turn's only."""
-    kind = "clear_thinking_20251015"
-    edits = [e for e in management["edits"] if e["type"] != kind]
-    thinking = [e for e in management["edits"] if e["type"] == kind]
-    if thinks:
-        # First: the API requires the thinking clearing before the other edits.
-        edits = [*(thinking or [{"type": kind, "keep": "all"}]), *edits]
-    return {**management, "edits": edits}

@@ -328,7 +328,7 @@ def _wrap(
         model=model,
         counter=counter,
         pipeline=pipeline,
-        feed=None if session is None else SessionFeed(session, provider, policy),
+        feed=None if session is None else SessionFeed(session, provider, policy, model=model),
         resources=resources,
         asynchronous=asynchronous,
     )
