@@ -132,3 +132,30 @@ def test_an_async_session_without_a_model_counts_for_the_request() -> None:
 
     asyncio.run(send())
     assert capture.requests == []
+
+
+def exact_count(text: str) -> int:
+    """A caller's own count function, as a wrapper's counter= takes it."""
+    return len(text) // 3
+
+
+@pytest.mark.parametrize("managed", [True, False])
+def test_a_wrappers_counter_other_than_its_sessions_is_refused(managed: bool) -> None:
+    # The session counts every request with its own counter: the wrapper's was ignored, and a
+    # caller who gave an exact count had the session's approximation (or cl100k_base) instead.
+    capture = Capture(anthropic_message([{"type": "text", "text": "ok"}]))
+    limits: dict[str, Any] = {} if managed else {"window": 8_000}
+    window = {"window": 8_000} if managed else {}
+    session = ctxpack.Session(model="claude-sonnet-4-5", **window)
+    with pytest.raises(ctxpack.ConfigError, match=r"counter=.*Session\(counter=\.\.\.\)"):
+        ctxpack.wrap_anthropic(
+            anthropic_client(capture), session=session, counter=exact_count, **limits
+        )
+    own = ctxpack.Session(counter=exact_count, **window)
+    client = ctxpack.wrap_anthropic(
+        anthropic_client(capture), session=own, counter=exact_count, **limits
+    )
+    client.messages.create(
+        model="claude-sonnet-4-5", max_tokens=100, messages=[{"role": "user", "content": "Hi."}]
+    )
+    assert own.counter.name == "exact_count"

@@ -284,6 +284,18 @@ def _protocol(client: Any, method: str, statement: str, other: str) -> None:
         )
 
 
+def _check_session_counter(owner: str, counter: TokenCounter | None, session: Any) -> None:
+    """A session counts every request with its own counter, whatever the wrapper's: a
+    ``counter=`` other than it would be ignored, and an exact count lost unnoticed."""
+    held = getattr(session, "counter", None)
+    if counter is not None and held is not None and counter != held:
+        raise ConfigError(
+            f"{owner}: counter={counter.name!r} is not the session's counter ({held.name!r}), "
+            "which counts its requests: give the counter to the session, "
+            "Session(counter=...), and leave it out here"
+        )
+
+
 def _wrap(
     client: Any,
     provider: Provider,
@@ -388,8 +400,8 @@ def wrap_openai(
             prompt in the window, or passes a managed session's reply room, or with a
             session, the request's messages are not the history the session was given;
             the request's ``model`` picks the tokenizer and is not a string), or ``budget``
-            is more than ``window``, or a Responses API request has ``previous_response_id``
-            or ``conversation`` (OpenAI holds that history, which the wrapper cannot see).
+            is more than ``window``, or ``counter`` is not the session's, or a Responses API
+            request has ``previous_response_id`` or ``conversation`` (a history OpenAI holds).
         InvalidMessageError: at a request, its ``messages`` (``input``) are missing, empty, not
             a list of messages (or hold a ``reasoning`` item), or packed down to none.
 
@@ -412,6 +424,7 @@ def wrap_openai(
     """
     policy = wrapper_policy("wrap_openai()", window, budget, reserve, session)
     resolved = get_counter(model, counter) if counter is not None else None
+    _check_session_counter("wrap_openai()", resolved, session)
     return _wrap(
         client, "openai", window, budget, reserve, model, resolved, pipeline, session, policy
     )
@@ -473,9 +486,9 @@ def wrap_anthropic(
             prompt in the window, or passes a managed session's reply room, or with a
             session, the request's messages are not the history the session was given;
             the request's ``model`` picks the tokenizer and is not a string), or ``budget``
-            is more than ``window``, or a conversation is kept in a thread on Anthropic's
-            server (``beta.messages.tool_runner`` without ``thread=False``,
-            ``beta.messages.thread``), whose history the wrapper cannot see.
+            is more than ``window``, or ``counter`` is not the session's, or a conversation is
+            kept in a thread on Anthropic's server (``beta.messages.tool_runner`` without
+            ``thread=False``, ``beta.messages.thread``), whose history the wrapper cannot see.
         InvalidMessageError: at a request, its ``messages`` are missing, empty or not a list
             of messages, or none is left once packed (an orphan tool result dropped, say).
     """
@@ -483,6 +496,7 @@ def wrap_anthropic(
     # Neither: each request's model picks its approximation (a managed session counts with
     # its own counter).
     resolved = get_counter(model, counter) if counter is not None or model is not None else None
+    _check_session_counter("wrap_anthropic()", resolved if counter is not None else None, session)
     return _wrap(
         client, "anthropic", window, budget, reserve, model, resolved, pipeline, session, policy
     )
