@@ -89,11 +89,17 @@ def _forget_cleared(state: WindowState, gone: set[str], summarised: Sequence[Mes
 
 
 def _compact(
-    state: WindowState, policy: WindowPolicy, ctx: _Context, plan: _Room, release: int = 0
+    state: WindowState,
+    policy: WindowPolicy,
+    ctx: _Context,
+    plan: _Room,
+    release: int = 0,
+    keep_recent: int | None = None,
 ) -> bool:
-    """Summarise the record before the tail, and with it the oldest user messages but the
-    first until ``release`` of their tokens are freed (:func:`_released`); ``False`` when there
-    is too little to summarise."""
+    """Summarise the record before the tail (the last ``keep_recent`` messages at most, the
+    policy's by default), and with it the oldest user messages but the first until ``release``
+    of their tokens are freed (:func:`_released`); ``False`` when there is too little to
+    summarise."""
     record, counter = ctx.record, ctx.counter
     sent = _as_sent(state, ctx)
 
@@ -111,9 +117,8 @@ def _compact(
         note = _pin_note(msg, _message_artifact(ctx, msg, False), ctx.retrievable)
         return counter.count_message(note)
 
-    end, tail = _tail_start(
-        record, state.boundary, policy.keep_recent, plan.tail_budget, kept, ctx.verbatim
-    )
+    recent = policy.keep_recent if keep_recent is None else min(keep_recent, policy.keep_recent)
+    end, tail = _tail_start(record, state.boundary, recent, plan.tail_budget, kept, ctx.verbatim)
     released = _released(record[:end], set(state.compacted), release, counter)
     if release and not released:
         return False  # the user messages to release are all in the tail: nothing to do yet

@@ -291,7 +291,13 @@ def _release_instructions(
     tokens = sum(size for m, size in users[1:] if not m.pinned)
     if tokens <= share * plan.room:
         return view
-    if not _compact(state, policy, ctx, plan, release=tokens - int(share * plan.room / 2)):
+    release = tokens - int(share * plan.room / 2)
+    # A message of the tail waits to leave it, unless no request can hold the floor: none
+    # could be sent to bring the messages that push it out. The tail then opens on the last
+    # user message, the question.
+    users_at = [i for i, m in enumerate(ctx.record) if m.role == "user" and _verbatim(m)]
+    tail = len(ctx.record) - users_at[-1] if plan.floor > plan.room and users_at else None
+    if not _compact(state, policy, ctx, plan, release=release, keep_recent=tail):
         return view
     state.compact_rent = 0.0
     new = _build(state, policy, ctx)
