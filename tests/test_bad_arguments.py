@@ -1768,3 +1768,30 @@ def test_a_value_too_long_to_show_is_named_by_its_type(value: object, shown: str
     with pytest.raises(ConfigError) as info:
         Deduplicator(threshold=value)  # type: ignore[call-arg]
     assert str(info.value).startswith(f"Deduplicator: threshold={shown}: unknown option")
+
+
+@pytest.mark.parametrize(
+    ("build", "option"),
+    [
+        (lambda v: WindowPolicy(window=64_000, keep=v), "keep"),
+        (lambda v: WindowPolicy(window=v), "window"),
+        (lambda v: ToolResultClearer(trigger=v), "trigger"),
+        (lambda v: GreedyPacker(recency_weight=v), "recency_weight"),
+    ],
+    ids=["policy keep", "policy window", "clearer trigger", "packer weight"],
+)
+def test_a_number_option_given_as_a_string_is_refused(
+    build: Callable[[Any], object], option: str
+) -> None:
+    # pydantic read "3" as 3, where pack(budget="4000") and Session(window="64000") refuse a
+    # string: an option read from the environment unconverted passed as a number here only.
+    with pytest.raises(ConfigError, match=rf"{option}='3': must be a number, not a string"):
+        build("3")
+
+
+def test_a_number_option_is_still_read_from_strings_where_they_are_expected() -> None:
+    # model_validate_strings() is for text (a form, the environment): there "3" is 3.
+    assert WindowPolicy.model_validate_strings({"window": "64000", "keep": "3"}).keep == 3
+    assert WindowPolicy.model_validate_json('{"window": 64000, "keep": 3}').keep == 3
+    with pytest.raises(ConfigError, match="keep='3': must be a number, not a string"):
+        WindowPolicy.model_validate_json('{"window": 64000, "keep": "3"}')

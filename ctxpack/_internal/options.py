@@ -121,8 +121,9 @@ class CheckedModel(FieldErrorModel):
     :class:`~ctxpack.ConfigError` naming the model, the option and the value, rather than
     pydantic's own error type. A float option must be finite: an infinite price or weight would
     turn every sum it enters into ``inf`` or ``nan``. A flag takes ``True`` or ``False`` only,
-    and a number is never a bool: pydantic alone would read ``"no"`` or ``1`` as a flag and
-    ``True`` as the number 1. An int option is at most 2**53 in size, as a budget is: a larger
+    and a number is never a bool or a string: pydantic alone would read ``"no"`` or ``1`` as a
+    flag, ``True`` as the number 1 and ``"3"`` as 3 (``model_validate_strings()`` still reads
+    text). An int option is at most 2**53 in size, as a budget is: a larger
     one is no count a history reaches, and one of thousands of digits has no ``repr()``."""
 
     model_config = ConfigDict(allow_inf_nan=False)
@@ -136,6 +137,10 @@ class CheckedModel(FieldErrorModel):
             raise ValueError(f"must be True or False, got {value!r}")
         if kind in (int, float) and isinstance(value, bool):
             raise ValueError("must be a number, not a bool")
+        if kind in (int, float) and isinstance(value, str) and info.mode != "string":
+            # As pack(budget=...) and Session(window=...) do; model_validate_strings() is
+            # for text, where "3" is 3.
+            raise ValueError("must be a number, not a string")
         if kind is int and isinstance(value, int) and not -MOST <= value <= MOST:
             raise ValueError(f"must be an int up to 2**53, got an int of {value.bit_length()} bits")
         return value
