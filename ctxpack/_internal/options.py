@@ -137,9 +137,9 @@ class CheckedModel(FieldErrorModel):
             raise ValueError(f"must be True or False, got {value!r}")
         if kind in (int, float) and isinstance(value, bool):
             raise ValueError("must be a number, not a bool")
-        if kind in (int, float) and isinstance(value, str) and info.mode != "string":
-            # As pack(budget=...) and Session(window=...) do; model_validate_strings() is
-            # for text, where "3" is 3.
+        if kind in (int, float) and isinstance(value, str) and info.mode in ("python", "json"):
+            # As pack(budget=...) and Session(window=...) do; model_validate_strings() (its
+            # mode is "string") is for text, where "3" is 3.
             raise ValueError("must be a number, not a string")
         if kind is int and isinstance(value, int) and not -MOST <= value <= MOST:
             raise ValueError(f"must be an int up to 2**53, got an int of {value.bit_length()} bits")
