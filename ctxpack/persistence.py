@@ -260,19 +260,22 @@ class SessionArtifacts(forks.ProcessBound):
                 merged.extend(rest)
                 lines = merged
         except (ValueError, KeyError, TypeError, StopIteration) as exc:
-            raise StoreError(
-                f"the stored original is damaged ({type(exc).__name__}: {exc})",
-                url=self.store.url,
-                operation=f"read artifact {artifact!r} of session {self.session_id!r}",
-            ) from exc
+            if isinstance(exc, ArtifactNotFoundError):
+                # A base gone is no damage when the session was erased (by a user, another
+                # replica) between the reads: the edit is gone too, and that is raised.
+                self._stored(artifact)
+            raise self._damaged(artifact, f"{type(exc).__name__}: {exc}") from exc
         whole = "\n".join(lines)
         if artifact_key(self.secret, whole) != artifact:
-            raise StoreError(
-                "the stored original is damaged (its text does not match its id)",
-                url=self.store.url,
-                operation=f"read artifact {artifact!r} of session {self.session_id!r}",
-            )
+            raise self._damaged(artifact, "its text does not match its id")
         return whole
+
+    def _damaged(self, artifact: str, why: str) -> StoreError:
+        return StoreError(
+            f"the stored original is damaged ({why})",
+            url=self.store.url,
+            operation=f"read artifact {artifact!r} of session {self.session_id!r}",
+        )
 
     def _run(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         if self.loop is None:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from ctxpack import to_openai
-from ctxpack.errors import StoreError
+from ctxpack.errors import ArtifactNotFoundError, ConfigError, StoreError
 from ctxpack.managed import WindowState
 from ctxpack.store import MemoryStore, SessionStore
 
@@ -203,6 +203,62 @@ def test_a_damaged_index_is_refused_with_a_store_error() -> None:
     again = managed("damaged", store)
     with pytest.raises(StoreError, match="damaged"):
         again.retrieve(index)
+
+
+class ErasedAsIndexRead(RecordingStore):
+    """A store whose session is erased (by another replica, say) just after the edit stored
+    as ``index`` is read, before the originals it extends are."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__()
+        self.session_id = session_id
+        self.index: str | None = None
+        self.erased = False
+
+    def get_artifact(self, session_id: str, artifact: str) -> str:
+        text = self.store.get_artifact(session_id, artifact)
+        if artifact == self.index and not self.erased:
+            self.erased = True
+            self.store.delete_session(self.session_id)
+        return text
+
+
+def test_an_erasure_landing_while_a_compaction_index_is_read_is_an_erasure() -> None:
+    # The index is stored as the lines it adds to the one before: erased between reading it
+    # and reading its base, the session's originals are gone, which is no damage.
+    store = ErasedAsIndexRead("raced")
+    writer = managed("raced", store)
+    for n in range(24):
+        writer.extend(agent_turn(n))
+        writer.render()
+    store.index = index = writer.window_state.index_artifact
+    assert index is not None
+    assert store.store.get_artifact("raced", index).startswith("ctxpack-edit:")
+    reader = managed("raced", store)
+    with pytest.raises(ArtifactNotFoundError):
+        reader.retrieve(index)
+    assert store.erased
+
+
+def test_a_render_compacting_as_the_session_is_erased_reads_the_erasure() -> None:
+    store = ErasedAsIndexRead("raced")
+    writer = managed("raced", store)
+    for n in range(24):
+        writer.extend(agent_turn(n))
+        writer.render()
+    store.index = index = writer.window_state.index_artifact
+    assert index is not None
+    assert store.store.get_artifact("raced", index).startswith("ctxpack-edit:")
+    reader = managed("raced", store)
+    n = 24
+    while not store.erased:  # until a render's compaction reads the index
+        reader.extend(agent_turn(n))
+        try:
+            reader.render()
+        except ConfigError as error:  # read the erasure: nothing left to send
+            assert "empty" in str(error)
+        n += 1
+    assert len(reader) == 0 and len(managed("raced", store)) == 0
 
 
 def test_a_managed_session_erased_and_started_again_is_read_back_as_written(
