@@ -69,10 +69,14 @@ LOCK_ROW = "SELECT version, expires_at FROM ctxpack_sessions WHERE session_id = 
 LOCK_LIFE = (
     "SELECT version, expires_at, life FROM ctxpack_sessions WHERE session_id = %s FOR UPDATE"
 )
-LOAD = "SELECT version, state, expires_at FROM ctxpack_sessions WHERE session_id = %s"
-ENTRIES = (
-    "SELECT entry FROM ctxpack_entries WHERE session_id = %s AND seq >= %s AND seq < %s"
-    " ORDER BY seq"
+# One statement, so one snapshot: in two (READ COMMITTED gives each its own), an erasure
+# committing between them read a session's version and state without its entries. The state
+# comes in the first row only.
+LOAD = (
+    "SELECT s.version, CASE WHEN row_number() OVER (ORDER BY e.seq) = 1 THEN s.state END,"
+    " s.expires_at, e.entry FROM ctxpack_sessions s LEFT JOIN ctxpack_entries e"
+    " ON e.session_id = s.session_id AND e.seq >= %s AND e.seq < s.version"
+    " WHERE s.session_id = %s ORDER BY e.seq"
 )
 INSERT_ENTRY = "INSERT INTO ctxpack_entries (session_id, seq, entry) VALUES (%s, %s, %s)"
 UPDATE_ROW = (
@@ -208,6 +212,14 @@ class _Common(forks.ProcessBound):
     def _not_found(self, session_id: str, artifact: str) -> ArtifactNotFoundError:
         return ArtifactNotFoundError(artifact, store=f"{self.url} session {session_id!r}")
 
+    @classmethod
+    def _loaded(cls, rows: list[Any]) -> StoredSession:
+        """The session :data:`LOAD` read: its version and state (from the first row) and the
+        entries the rows hold; an expired or missing one is empty."""
+        version, state = cls._live(rows[0][:3] if rows else None)
+        entries = tuple(_str(row[3]) for row in rows if row[3] is not None) if version else ()
+        return StoredSession(version, entries, state)
+
     @staticmethod
     def _live(row: Any) -> tuple[int, str | None]:
         """The version and state of a sessions row; an expired or missing one is empty."""
@@ -313,9 +325,8 @@ class PostgresStore(_Common):
         check_session_id(session_id)
         check_version(since)
         with self._transaction(f"load session {session_id!r}", writes=False) as conn:
-            version, state = self._live(conn.execute(LOAD, (session_id,)).fetchone())
-            rows = conn.execute(ENTRIES, (session_id, since, version)).fetchall()
-        return StoredSession(version, tuple(_str(r[0]) for r in rows), state)
+            rows = conn.execute(LOAD, (since, session_id)).fetchall()
+        return self._loaded(rows)
 
     def append(
         self,
@@ -503,10 +514,8 @@ class AsyncPostgresStore(_Common):
         check_session_id(session_id)
         check_version(since)
         async with self._transaction(f"load session {session_id!r}", writes=False) as conn:
-            version, state = self._live(await (await conn.execute(LOAD, (session_id,))).fetchone())
-            cur = await conn.execute(ENTRIES, (session_id, since, version))
-            rows = await cur.fetchall()
-        return StoredSession(version, tuple(_str(r[0]) for r in rows), state)
+            rows = await (await conn.execute(LOAD, (since, session_id))).fetchall()
+        return self._loaded(rows)
 
     async def append(
         self,

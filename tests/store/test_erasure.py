@@ -4,8 +4,10 @@ another replica."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,9 +16,10 @@ from typing import Any
 import pytest
 
 from ctxpack import ArtifactNotFoundError, Session
-from ctxpack.store import SessionStore, SQLiteStore
+from ctxpack.store import SessionStore, SQLiteStore, open_async_store, open_store
 
 from ..threads import run_threads, switching_often
+from .backends import server_url
 
 MARKER = "QZXERASEMEQZX"
 
@@ -193,3 +196,56 @@ def test_a_live_session_does_not_read_an_erased_original_from_its_store(
     late = writer.store.put(f"late {MARKER}")
     with pytest.raises(ArtifactNotFoundError):
         writer.store.get(late)
+
+
+def erased_while_loading(load: Callable[[str], Any], session_id: str, url: str) -> Any:
+    """What ``load(session_id)`` returns when the session is erased while it reads: between
+    its read of the session and its read of the entries (held up here by a lock on the
+    entries that only the erasure's own transaction holds)."""
+    import psycopg
+
+    found: dict[str, Any] = {}
+    reader = threading.Thread(target=lambda: found.setdefault("stored", load(session_id)))
+    waiting = (
+        "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation"
+        " WHERE c.relname = 'ctxpack_entries' AND NOT l.granted"
+    )
+    with psycopg.connect(url, autocommit=True) as eraser, psycopg.connect(url) as probe:
+        with eraser.transaction():
+            eraser.execute("LOCK TABLE ctxpack_entries IN ACCESS EXCLUSIVE MODE")
+            reader.start()
+            deadline = time.monotonic() + 10
+            while not probe.execute(waiting).fetchone()[0] and reader.is_alive():  # type: ignore[index]
+                assert time.monotonic() < deadline, "the load never waited for the entries"
+                probe.rollback()
+                time.sleep(0.01)
+            for table in ("ctxpack_entries", "ctxpack_artifacts", "ctxpack_sessions"):
+                eraser.execute(f"DELETE FROM {table} WHERE session_id = %s", (session_id,))
+        reader.join(timeout=30)
+    return found["stored"]
+
+
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+def test_a_postgres_load_racing_an_erasure_reads_the_session_whole_or_erased(
+    flavour: str, session_id: str
+) -> None:
+    # One consistent read: never the version and state of a session without its entries.
+    url = server_url("postgres")
+    writer = open_store(url)
+    session = Session.open(session_id, store=writer, model="gpt-4")
+    for n in range(3):
+        session.append({"role": "user", "content": f"turn {n}"})
+    if flavour == "sync":
+        store: Any = open_store(url)
+        load: Callable[[str], Any] = store.load
+    else:
+        store = open_async_store(url)
+        load = lambda sid: asyncio.run(store.load(sid))  # noqa: E731
+    try:
+        stored = erased_while_loading(load, session_id, url)
+    finally:
+        if flavour == "sync":
+            store.close()
+        writer.close()
+    assert (stored.version, len(stored.entries)) in {(3, 3), (0, 0)}
+    assert (stored.state is None) == (stored.version == 0)
