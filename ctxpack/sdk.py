@@ -56,6 +56,7 @@ from ._internal.arguments import (
     check_nesting,
     too_deep_error,
 )
+from ._internal.compaction import is_openai_compaction
 from ._internal.copies import copied_fields
 from ._internal.reasoning import REASONING
 from .errors import InvalidMessageError
@@ -367,9 +368,9 @@ def _openai_message(name: str, dumped: dict[str, Any], index: int) -> dict[str, 
         return dumped  # a Chat Completions message: already in request form
     meta = {RESPONSES_META: dumped}
     tool_items.check_fields(kind, dumped, index)
-    if kind == REASONING or kind in tool_items.SERVER_ITEMS:
-        # A part of the assistant message it leads to (see coerce_messages); the part is a copy,
-        # the item in metadata stays as it came.
+    if kind == REASONING or kind in tool_items.SERVER_ITEMS or is_openai_compaction(dumped):
+        # A part of the assistant message it leads to (see coerce_messages), a compaction item
+        # a message of its own; the part is a copy, the item in metadata stays as it came.
         return {"role": "assistant", "content": [copy.deepcopy(dumped)], "metadata": meta}
     if kind == "message" and "role" in dumped:
         content = dumped.get("content")
@@ -410,7 +411,7 @@ def _openai_message(name: str, dumped: dict[str, Any], index: int) -> dict[str, 
         "call or output it pairs with, to keep or drop them together; pass the item itself "
         "(from the response's output or client.responses.input_items.list)"
         if kind == "item_reference"
-        else "which has no Chat Completions message; ctxpack packs message, reasoning, "
+        else "which has no Chat Completions message; ctxpack packs message, reasoning, compaction, "
         "function_call, custom_tool_call, shell_call, local_shell_call, apply_patch_call, "
         "computer_call and their output items, and the calls of web search, file search, "
         "the code interpreter and MCP"

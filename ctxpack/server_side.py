@@ -22,7 +22,7 @@ from typing import Any
 from ._internal.arguments import shown, type_name
 from ._internal.compaction import is_compaction
 from .editing import COMPACTION_FLOOR
-from .errors import InvalidMessageError
+from .errors import ConfigError, InvalidMessageError
 from .managed import WindowPolicy
 from .pipeline import Decision
 from .providers import is_anthropic_response
@@ -170,16 +170,18 @@ def _compaction(block: Mapping[str, Any], anthropic: bool, message_id: str) -> D
                 "content is null): nothing was compacted"
             ),
         )
-    kind = "an opaque summary" if not isinstance(summary, str) else "a summary"
-    return Decision(
-        stage="server",
-        action="merged",
-        message_id=message_id,
-        reason=(
+    if anthropic:
+        kind = "an opaque summary" if not isinstance(summary, str) else "a summary"
+        reason = (
             f"the provider compacted the history into {kind}; send the compaction block back "
             "unchanged in the next request"
-        ),
-    )
+        )
+    else:
+        reason = (
+            "the provider compacted the history into an opaque summary, its compaction item; "
+            "send the item back unchanged in the next request (with the response's output)"
+        )
+    return Decision(stage="server", action="merged", message_id=message_id, reason=reason)
 
 
 def response_body(response: Any) -> tuple[Mapping[str, Any], bool]:
@@ -251,6 +253,27 @@ def _count(edit: Mapping[str, Any], key: str, where: str, unit: str) -> int:
             field=f"{where}.{key}",
         )
     return value
+
+
+def openai_request_fields(
+    fields: Mapping[str, Any], *, own: bool, responses: bool
+) -> dict[str, Any]:
+    """What a wrapped OpenAI request adds for a server-side session: its ``fields``
+    (``session.context_management()``) for the Responses API, nothing when the request has
+    its ``own`` ``context_management``.
+
+    Raises:
+        ConfigError: a Chat Completions request, which has no context management: the window
+            would be managed by no one.
+    """
+    if not responses:
+        raise ConfigError(
+            "a server-side managed session hands the window to OpenAI's Responses API "
+            "compaction, which Chat Completions has no field for: send with "
+            "client.responses.create (or .parse, .stream), or manage the window on the client "
+            "side (WindowPolicy(server_side=False))"
+        )
+    return {} if own else dict(fields)
 
 
 def thinking_edit(management: Mapping[str, Any], thinks: bool) -> dict[str, Any]:

@@ -1339,10 +1339,15 @@ def test_a_server_side_session_clears_thinking_only_in_requests_that_think() -> 
 
 
 def test_a_server_side_session_is_refused_by_the_chat_completions_wrapper() -> None:
+    # Chat Completions has no context management: the window would be managed by no one. The
+    # Responses API's compaction is sent (tests/test_openai_compaction_items.py).
     policy = ctxpack.managed.WindowPolicy(window=128_000, server_side=True)
     session = ctxpack.Session(model="gpt-4o", window=policy)
-    with pytest.raises(ctxpack.ConfigError, match="Responses API"):
-        ctxpack.wrap_openai(openai_client(Capture(openai_reply())), session=session)
+    capture = Capture(openai_reply())
+    client = ctxpack.wrap_openai(openai_client(capture), session=session)
+    with pytest.raises(ctxpack.ConfigError, match=r"client\.responses\.create"):
+        client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "Hi"}])
+    assert capture.requests == []
 
 
 def test_an_async_client_records_what_the_provider_did_once_the_reply_is_awaited() -> None:

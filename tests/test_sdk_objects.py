@@ -315,14 +315,14 @@ def test_a_responses_item_without_a_chat_message_is_refused_with_index_and_field
     [
         {"type": "tool_search_call", "arguments": {"query": "crm"}},
         {"type": "tool_search_output", "tools": []},
-        {"type": "compaction", "encrypted_content": "gAAA"},
     ],
     ids=lambda item: item["type"],
 )
 def test_a_responses_item_of_a_newer_tool_is_refused_by_its_type(item: dict[str, Any]) -> None:
-    """Tool search's items and a compaction item were read as chat messages and refused for a
-    missing role, which the caller's item never has (the shell and apply_patch tools' items
-    are carried: tests/adapters/test_client_tool_items.py)."""
+    """Tool search's items were read as chat messages and refused for a missing role, which the
+    caller's item never has (the shell and apply_patch tools' items are carried:
+    tests/adapters/test_client_tool_items.py; a compaction item too:
+    tests/test_openai_compaction_items.py)."""
     history = [{"role": "user", "content": "hi"}, item]
     for read in (ctxpack.from_openai, lambda h: ctxpack.pack(h, budget=1_000)):
         with pytest.raises(ctxpack.InvalidMessageError, match=f"'{item['type']}' item") as err:

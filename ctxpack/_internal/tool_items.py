@@ -26,6 +26,7 @@ from typing import Any
 
 from ..errors import InvalidMessageError
 from .arguments import MAX_NESTING, check_text, json_problem
+from .compaction import check_openai_compaction
 from .jsontext import read_json
 from .reasoning import REASONING, check_reasoning
 
@@ -183,6 +184,8 @@ def check_fields(kind: Any, item: dict[str, Any], index: int) -> None:
                 field="summary",
             )
         check_reasoning(item, index, None, "assistant")
+    if kind == "compaction":
+        check_openai_compaction(item, index, None, "assistant")
     if kind in CALLS or kind in OUTPUTS or kind in SERVER_ITEMS:
         check_item(kind, item, index)
     for field, nonempty in _ITEM_FIELDS.get(kind, ()):

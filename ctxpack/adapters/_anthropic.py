@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, TypedDict
 
 from .._internal.arguments import message_items
-from .._internal.compaction import last_compaction
+from .._internal.compaction import last_compaction, refuse_openai_compaction
 from .._internal.jsontext import read_json
 from .._internal.reasoning import REASONING
 from .._internal.tool_errors import failed, unmarked
@@ -473,6 +473,7 @@ def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> AnthropicPa
             system.append(msg)
             continue
         check_call_names(msg, index, "Anthropic")
+        refuse_openai_compaction(msg.content, index, "Anthropic")
         if msg.role == "assistant":
             refuse_audio_reply(msg.extras, index, "Anthropic input", why=NO_ANTHROPIC_AUDIO)
         meta = msg.metadata.get(META)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._internal.compaction import is_openai_compaction
 from ..messages import Message, owned_messages
 from ..sdk import SDKObject
 from ._validate import ANTHROPIC_BLOCKS, OPENAI_PART_TYPES, check_openai_message
@@ -29,6 +30,7 @@ def has_anthropic_blocks(message: Mapping[str, Any]) -> bool:
         isinstance(block, Mapping)
         and isinstance(kind := block.get("type"), str)
         and kind in ANTHROPIC_ONLY_BLOCKS
+        and not is_openai_compaction(block)  # OpenAI's item shares the block's type
         for block in content
     )
 

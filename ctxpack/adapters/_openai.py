@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from .._internal.arguments import message_items, openai_api
 from .._internal.audio import audio_reference
+from .._internal.compaction import is_openai_compaction, refuse_openai_compaction
 from .._internal.images import IMAGE_TYPES
 from .._internal.legacy_calls import sent_extras
 from .._internal.reasoning import is_reasoning
@@ -92,7 +93,7 @@ def _noted_kind(part: dict[str, Any]) -> str:
 
 
 def _responses_only(part: Any) -> bool:
-    return is_reasoning(part) or is_server_item(part)
+    return is_reasoning(part) or is_server_item(part) or is_openai_compaction(part)
 
 
 def to_openai(
@@ -182,6 +183,8 @@ def _written(
     links: list[ResponsesLink | None] = []
     for index, msg in enumerate(msgs):
         check_call_names(msg, index, "OpenAI", legacy=api == "chat")
+        if api == "chat":
+            refuse_openai_compaction(msg.content, index, "Chat Completions")
         if api == "responses":
             links.append(responses_link(msg))
         item: dict[str, Any] = {"role": msg.role}

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from .._internal import tool_items
+from .._internal.compaction import is_openai_compaction
 from .._internal.reasoning import is_reasoning, reasoning_item
 from ..errors import InvalidMessageError
 from ..messages import Message, content_text, copy_value
@@ -145,10 +146,11 @@ def chat_to_responses(
             # An easy-form message's phase rides in its extras, an output item's in the link.
             phase = msg.get("phase") if isinstance(msg.get("phase"), str) else None
             phase = link.phase if link is not None and link.phase else phase
+            # A compaction item goes back in place but pairs nothing: ids follow reasoning.
             paired = (
                 link
                 if link is not None
-                and thoughts
+                and any(not is_openai_compaction(t) for t in thoughts)
                 and (not text or link.message_id is not None)
                 and all(call["id"] in link.call_ids for call in calls)
                 else None
@@ -196,14 +198,16 @@ def _leading_item(part: Any) -> dict[str, Any] | None:
     call of a tool OpenAI ran (as it came)."""
     if is_reasoning(part):
         return reasoning_item(part)
-    if tool_items.is_server_item(part):
+    if tool_items.is_server_item(part) or is_openai_compaction(part):
         copied: dict[str, Any] = copy_value(part)
         return copied
     return None
 
 
 def _server_items(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [item for item in items if tool_items.is_server_item(item)]
+    """The items among ``items`` that go back whether or not what follows them does: the calls
+    of tools OpenAI ran, and a compaction item, which carries the context before it."""
+    return [item for item in items if tool_items.is_server_item(item) or is_openai_compaction(item)]
 
 
 def _call_item(call: dict[str, Any], link: ResponsesLink | None) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._internal.arguments import MAX_NESTING, flag, json_problem, json_type_name, shown
+from .._internal.compaction import check_openai_compaction, is_openai_compaction
 from .._internal.part_texts import is_provider_tool_result
 from .._internal.reasoning import check_reasoning
 from .._internal.tool_items import SERVER_ITEMS
@@ -111,6 +112,11 @@ def _check_openai_parts(parts: list[Any], index: int, role: str, output: bool = 
     for j, part in enumerate(parts):
         field = f"content[{j}]"
         kind = part.get("type") if isinstance(part, Mapping) else None
+        if is_openai_compaction(part):
+            # OpenAI's compaction item, in the assistant message ctxpack made of it (see
+            # ctxpack.sdk); Anthropic's block of the same type holds its summary in content.
+            check_openai_compaction(part, index, field, role)
+            continue
         if isinstance(kind, str) and kind not in OPENAI_PART_TYPES and kind in ANTHROPIC_BLOCKS:
             # provider= says whose rules the result follows, not how the input is written.
             raise _fail(

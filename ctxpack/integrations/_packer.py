@@ -215,7 +215,11 @@ class _Packer:
             own = _given(kwargs.get("context_management"))
             betas = kwargs.get("betas")
             thinks = _thinks(kwargs)
-            out.update(feed.server_side_fields(beta=beta, own=own, betas=betas, thinks=thinks))
+            out.update(
+                feed.server_side_fields(
+                    beta=beta, own=own, betas=betas, thinks=thinks, responses=responses
+                )
+            )
         forced = forced_tool(kwargs.get("tool_choice")) if tools else None
         model = kwargs.get("model")
         sent_to = model if isinstance(model, str) else None

@@ -28,7 +28,7 @@ from ..messages import Message
 from ..providers import Provider, tool_name
 from ..result import PackResult
 from ..sdk import coerce_message, is_sdk_object
-from ..server_side import thinking_edit
+from ..server_side import openai_request_fields, thinking_edit
 from ..tokens import REPLY_PRIMING, TokenCounter, get_counter
 from ..tools_on_demand import _on_demand
 
@@ -115,13 +115,6 @@ def wrapper_policy(
         raise ConfigError(
             f"{owner}: window={window!r} is not the managed session's window "
             f"({policy.window}): give the window once, to the session"
-        )
-    if policy.server_side and owner.startswith("wrap_openai"):
-        raise ConfigError(
-            f"{owner}: a server-side managed session hands the window to OpenAI's Responses "
-            "API compaction, which this wrapper does not send: manage it on the client side "
-            "(WindowPolicy(server_side=False)), or send session.context_management() with the "
-            "unwrapped client.responses yourself"
         )
     return policy
 
@@ -295,13 +288,16 @@ class SessionFeed(forks.Guarded):
             raise error
 
     def server_side_fields(
-        self, *, beta: bool, own: bool, betas: Any, thinks: bool = True
+        self, *, beta: bool, own: bool, betas: Any, thinks: bool = True, responses: bool = False
     ) -> dict[str, Any]:
-        """What a server-side managed session adds to an Anthropic request: its
-        ``context_management`` (unless the request has its ``own``; its thinking clearing as
-        ``thinking_edit`` says) and the ``betas`` it needs beyond the request's."""
+        """What a server-side managed session adds to a request: its ``context_management``
+        (unless the request has its ``own``; for Anthropic, its thinking clearing as
+        ``thinking_edit`` says, and the ``betas`` it needs beyond the request's)."""
         if not self.server_side:
             return {}
+        if self.provider == "openai":
+            fields = cast(_ServerSide, self.session).context_management(self.provider)
+            return openai_request_fields(fields, own=own, responses=responses)
         if not beta:
             raise ConfigError(
                 "a server-side managed session hands the window to Anthropic's context "
@@ -348,7 +344,10 @@ class SessionFeed(forks.Guarded):
         return reply
 
     def _record(self, reply: Any) -> Any:
-        if is_sdk_object(reply) and getattr(reply, "type", None) == "message":
+        # An Anthropic message, an OpenAI Responses response (whose output items, a
+        # compaction item among them, come back with the next request's input).
+        kind = (getattr(reply, "type", None), getattr(reply, "object", None))
+        if is_sdk_object(reply) and kind in (("message", None), (None, "response")):
             return cast(_ServerSide, self.session).record_response(reply, append=False)
         return None
 

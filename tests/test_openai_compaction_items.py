@@ -1,0 +1,168 @@
+"""OpenAI Responses ``compaction`` items: read into a session, kept verbatim, counted, stored and
+sent back in place.
+
+With ``context_management=[{"type": "compaction", ...}]`` a Responses reply starts with a
+``compaction`` item whose ``encrypted_content`` carries the context the next window needs. A
+stateless loop appends the reply's output items to its input as usual; the item must go back
+byte for byte, and only to OpenAI's Responses API.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pydantic
+import pytest
+
+import ctxpack
+from ctxpack import InvalidMessageError, Session, to_anthropic, to_openai
+from ctxpack.managed import WindowPolicy
+from ctxpack.tokens import ApproximateTokenCountWarning
+from tests.sdk_mock import Capture, openai_client
+from tests.test_clients_responses import response
+
+openai_responses = pytest.importorskip("openai.types.responses")
+ITEM = pydantic.TypeAdapter(openai_responses.ResponseInputItem)
+OUTPUT = pydantic.TypeAdapter(openai_responses.ResponseOutputItem)
+
+ENCRYPTED = "gAAAAABp" + "Q29tcGFjdGVk" * 400  # the shape of a Fernet token, 4,808 characters
+COMPACTION = {"type": "compaction", "id": "cmp_1", "encrypted_content": ENCRYPTED}
+DONE = {
+    "type": "message",
+    "id": "msg_1",
+    "role": "assistant",
+    "status": "completed",
+    "content": [{"type": "output_text", "text": "Done.", "annotations": []}],
+}
+OPENING = [{"role": "system", "content": "sys"}, {"role": "user", "content": "Fix it."}]
+
+
+def server_side(**options: Any) -> Session:
+    return Session(model="gpt-5", window=WindowPolicy(window=200_000, server_side=True), **options)
+
+
+def sent(session: Session) -> list[dict[str, Any]]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ApproximateTokenCountWarning)
+        return session.render().to_openai(api="responses")
+
+
+@pytest.mark.parametrize("typed", [False, True], ids=["dict", "sdk"])
+def test_a_reply_with_a_compaction_item_enters_the_session_and_goes_back_in_place(
+    typed: bool,
+) -> None:
+    output: list[Any] = [COMPACTION, DONE]
+    if typed:
+        output = [OUTPUT.validate_python(item) for item in output]
+    session = server_side()
+    session.extend(OPENING)
+    session.extend(output)
+    session.append({"role": "user", "content": "And the tests?"})
+    items = sent(session)
+    assert items[2] == COMPACTION  # verbatim, where it came
+    assert items[3] == {"role": "assistant", "content": "Done."}
+    assert items[-1]["content"] == "And the tests?"
+    for item in items:
+        ITEM.validate_python(item)
+
+
+def test_a_compaction_item_appended_alone_goes_back_with_the_items_around_it() -> None:
+    session = server_side()
+    session.extend(OPENING)
+    session.append(dict(COMPACTION))
+    session.append({"role": "user", "content": "Go on."})
+    assert sent(session)[1:] == [OPENING[1], COMPACTION, {"role": "user", "content": "Go on."}]
+
+
+def test_a_compaction_item_is_counted_from_its_encrypted_content_with_a_warning() -> None:
+    # Billed as input: the context it carries, estimated from the encrypted text's length as
+    # an encrypted reasoning item is (the base64 decoded, less its envelope, 4 bytes a token).
+    session = server_side()
+    session.extend(OPENING)
+    before = session.render().tokens
+    session.append(dict(COMPACTION))
+    with pytest.warns(ApproximateTokenCountWarning, match="compaction item"):
+        after = session.render().tokens
+    hidden = -(-(len(ENCRYPTED) * 3 // 4 - 650) // 4)
+    assert hidden <= after - before <= hidden + 20  # the item's few framing tokens beside
+
+
+@pytest.mark.parametrize(
+    "render",
+    [
+        pytest.param(lambda msgs: to_openai(msgs), id="chat"),
+        pytest.param(lambda msgs: to_anthropic(msgs), id="anthropic"),
+    ],
+)
+def test_a_compaction_item_is_refused_where_only_openai_responses_reads_it(render: Any) -> None:
+    session = server_side()
+    session.extend(OPENING)
+    session.extend([COMPACTION, DONE])
+    messages = session.transcript()
+    with pytest.raises(InvalidMessageError) as info:
+        render(messages)
+    assert info.value.index == 2
+    assert info.value.field == "content[0]"
+    assert "compaction item" in str(info.value) and 'api="responses"' in str(info.value)
+
+
+def test_a_compaction_item_survives_the_store(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'sessions.db'}"
+    window = WindowPolicy(window=200_000, server_side=True)
+    first = Session.open("s1", store=url, model="gpt-5", window=window)
+    first.extend(OPENING)
+    first.extend([COMPACTION, DONE])
+    again = Session.open("s1", store=url, model="gpt-5", window=window)
+    assert sent(again) == sent(first)
+    assert sent(again)[2] == COMPACTION
+
+
+def test_secret_redaction_leaves_the_encrypted_content_as_it_came() -> None:
+    # A long base64 run looks like a secret; the provider must read it back byte for byte.
+    session = server_side(redact_secrets="all")
+    session.extend(OPENING)
+    session.extend([COMPACTION, DONE])
+    assert sent(session)[2] == COMPACTION
+
+
+def test_recording_the_reply_then_extending_its_output_gives_one_decision_and_one_item() -> None:
+    session = server_side()
+    session.extend(OPENING)
+    reply = response(COMPACTION, DONE)
+    (decision,) = session.record_response(reply)
+    assert decision.action == "merged"
+    assert "compaction item" in decision.reason and "block" not in decision.reason
+    session.extend(reply["output"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ApproximateTokenCountWarning)
+        result = session.render()
+    assert [d for d in result.decisions if d.stage == "server"] == [decision]
+    items = result.to_openai(api="responses")
+    assert [item.get("type") for item in items].count("compaction") == 1
+
+
+def test_a_wrapped_client_sends_the_compaction_item_back_in_the_next_request() -> None:
+    replies = iter([response(COMPACTION, DONE), response({**DONE, "id": "msg_2"})])
+    capture = Capture(lambda body: httpx2.Response(200, json=next(replies)))
+    session = server_side()
+    client = ctxpack.wrap_openai(openai_client(capture), session=session)
+    history: list[Any] = [{"role": "user", "content": "Fix it."}]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ApproximateTokenCountWarning)
+        first = client.responses.create(model="gpt-5", input=history)
+        history += first.output  # the SDK's objects, the compaction item among them
+        history.append({"role": "user", "content": "And the tests?"})
+        client.responses.create(model="gpt-5", input=history)
+    assert (
+        capture.requests[0]["context_management"]
+        == session.context_management()["context_management"]
+    )
+    second = capture.requests[1]["input"]
+    assert second[1] == COMPACTION
+    assert second[2] == {"role": "assistant", "content": "Done."}
+    assert second[-1]["content"] == "And the tests?"
+    merged = [d for d in session.render().decisions if d.action == "merged"]
+    assert len(merged) == 1 and "compaction item" in merged[0].reason
