@@ -156,6 +156,7 @@ def test_a_wrapped_client_sends_the_compaction_item_back_in_the_next_request() -
         history += first.output  # the SDK's objects, the compaction item among them
         history.append({"role": "user", "content": "And the tests?"})
         client.responses.create(model="gpt-5", input=history)
+        decisions = session.render().decisions
     assert (
         capture.requests[0]["context_management"]
         == session.context_management()["context_management"]
@@ -164,5 +165,26 @@ def test_a_wrapped_client_sends_the_compaction_item_back_in_the_next_request() -
     assert second[1] == COMPACTION
     assert second[2] == {"role": "assistant", "content": "Done."}
     assert second[-1]["content"] == "And the tests?"
-    merged = [d for d in session.render().decisions if d.action == "merged"]
+    merged = [d for d in decisions if d.action == "merged"]
     assert len(merged) == 1 and "compaction item" in merged[0].reason
+
+
+def test_a_client_side_compaction_summarises_around_the_item_and_keeps_it_verbatim() -> None:
+    session = Session(model="gpt-5", window=WindowPolicy(window=12_000))
+    session.extend([*OPENING, COMPACTION])
+    for i in range(40):
+        call = {"id": f"c{i}", "type": "function", "function": {"name": "grep", "arguments": "{}"}}
+        session.extend(
+            [
+                {"role": "user", "content": f"Question {i} about invoices. " * 30},
+                {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": f"c{i}", "content": f"line {i}\n" * 200},
+                {"role": "assistant", "content": f"Answer {i}."},
+            ]
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ApproximateTokenCountWarning)
+            result = session.render()
+    assert "merged" in {d.action for d in result.decisions}  # the session summarised
+    items = result.to_openai(api="responses")
+    assert [item for item in items if item.get("type") == "compaction"] == [COMPACTION]
