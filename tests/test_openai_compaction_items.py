@@ -9,6 +9,7 @@ byte for byte, and only to OpenAI's Responses API.
 
 from __future__ import annotations
 
+import asyncio
 import warnings
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ import ctxpack
 from ctxpack import InvalidMessageError, Session, to_anthropic, to_openai
 from ctxpack.managed import WindowPolicy
 from ctxpack.tokens import ApproximateTokenCountWarning
-from tests.sdk_mock import Capture, openai_client
+from tests.sdk_mock import Capture, async_openai_client, openai_client
 from tests.test_clients_responses import response
 
 openai_responses = pytest.importorskip("openai.types.responses")
@@ -188,3 +189,27 @@ def test_a_client_side_compaction_summarises_around_the_item_and_keeps_it_verbat
     assert "merged" in {d.action for d in result.decisions}  # the session summarised
     items = result.to_openai(api="responses")
     assert [item for item in items if item.get("type") == "compaction"] == [COMPACTION]
+
+
+def test_an_async_wrapped_client_and_session_send_the_item_back_and_record_it_once() -> None:
+    replies = iter([response(COMPACTION, DONE), response({**DONE, "id": "msg_2"})])
+    capture = Capture(lambda body: httpx2.Response(200, json=next(replies)))
+    window = WindowPolicy(window=200_000, server_side=True)
+
+    async def main() -> list[ctxpack.Decision]:
+        session = await ctxpack.AsyncSession.open(
+            "s1", store="memory://", model="gpt-5", window=window
+        )
+        client = ctxpack.wrap_openai(async_openai_client(capture), session=session)
+        history: list[Any] = [{"role": "user", "content": "Fix it."}]
+        first = await client.responses.create(model="gpt-5", input=history)
+        history += [*first.output, {"role": "user", "content": "And the tests?"}]
+        await client.responses.create(model="gpt-5", input=history)
+        return (await session.render()).decisions
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ApproximateTokenCountWarning)
+        decisions = asyncio.run(main())
+    assert "context_management" in capture.requests[0]
+    assert capture.requests[1]["input"][1] == COMPACTION
+    assert [d.action for d in decisions if d.stage == "server"] == ["merged"]
