@@ -223,9 +223,9 @@ class ErasedAsIndexRead(RecordingStore):
         return text
 
 
-def test_an_erasure_landing_while_a_compaction_index_is_read_is_an_erasure() -> None:
-    # The index is stored as the lines it adds to the one before: erased between reading it
-    # and reading its base, the session's originals are gone, which is no damage.
+def _compacted_then_erased_as_read() -> tuple[ErasedAsIndexRead, str]:
+    """A managed session compacted twice, its index stored as the lines it adds to the one
+    before, in a store that erases the session once that index is read."""
     store = ErasedAsIndexRead("raced")
     writer = managed("raced", store)
     for n in range(24):
@@ -234,6 +234,13 @@ def test_an_erasure_landing_while_a_compaction_index_is_read_is_an_erasure() -> 
     store.index = index = writer.window_state.index_artifact
     assert index is not None
     assert store.store.get_artifact("raced", index).startswith("ctxpack-edit:")
+    return store, index
+
+
+def test_an_erasure_landing_while_a_compaction_index_is_read_is_an_erasure() -> None:
+    # The index is stored as the lines it adds to the one before: erased between reading it
+    # and reading its base, the session's originals are gone, which is no damage.
+    store, index = _compacted_then_erased_as_read()
     reader = managed("raced", store)
     with pytest.raises(ArtifactNotFoundError):
         reader.retrieve(index)
@@ -241,14 +248,7 @@ def test_an_erasure_landing_while_a_compaction_index_is_read_is_an_erasure() -> 
 
 
 def test_a_render_compacting_as_the_session_is_erased_reads_the_erasure() -> None:
-    store = ErasedAsIndexRead("raced")
-    writer = managed("raced", store)
-    for n in range(24):
-        writer.extend(agent_turn(n))
-        writer.render()
-    store.index = index = writer.window_state.index_artifact
-    assert index is not None
-    assert store.store.get_artifact("raced", index).startswith("ctxpack-edit:")
+    store, _ = _compacted_then_erased_as_read()
     reader = managed("raced", store)
     for n in range(24, 60):  # until a render's compaction reads the index
         reader.extend(agent_turn(n))
