@@ -1625,3 +1625,24 @@ def test_the_wrapped_anthropic_client_refuses_an_audio_reply_by_name(said: str |
     assert capture.requests == []
     with pytest.raises(ctxpack.InvalidMessageError, match="message 1: audio: "):
         ctxpack.from_anthropic(messages)
+
+
+def test_clear_caches_forgets_the_last_result_of_every_thread() -> None:
+    # last_result is held per thread: a pool's worker kept an erased user's last packed request
+    # until it served another, beyond the reach of clear_caches(), which an erasure calls.
+    from concurrent.futures import ThreadPoolExecutor
+
+    capture = Capture(chat_completion({"role": "assistant", "content": "Done."}))
+    client = ctxpack.wrap_openai(openai_client(capture), window=4_000)
+    history = [{"role": "user", "content": "Erase me later."}]
+    with ThreadPoolExecutor(max_workers=1) as worker:
+
+        def ask() -> Any:
+            client.chat.completions.create(model="gpt-4", messages=history)
+            return client.last_result
+
+        assert worker.submit(ask).result() is not None
+        ctxpack.caches.clear_caches()
+        assert worker.submit(lambda: client.last_result).result() is None
+        # A later request is remembered again.
+        assert worker.submit(ask).result() is not None

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import caches
 from .._internal.approximations import Announcements, request_counter
 from .._internal.arguments import message_items, shown, string, tool_list
 from .._internal.awaiting import in_thread
@@ -34,9 +35,23 @@ __all__ = ["forced_tool"]
 # mapping is set on every request (never edited in place, since tasks share their parent's), and
 # it holds its packers weakly so a wrapper made per request leaves nothing behind in a long-lived
 # worker thread.
-_LAST_RESULTS: contextvars.ContextVar[weakref.WeakKeyDictionary[_Packer, PackResult]] = (
+_LAST_RESULTS: contextvars.ContextVar[weakref.WeakKeyDictionary[_Packer, _Last]] = (
     contextvars.ContextVar("ctxpack_last_results")
 )
+
+
+class _Last:
+    """One thread's (task's) last result of one wrapper, registered so that
+    ``clear_caches()`` forgets it: nothing else reaches another thread's context, and a
+    pool's worker would keep an erased user's request until it served another."""
+
+    __slots__ = ("__weakref__", "result")
+
+    def __init__(self, result: PackResult) -> None:
+        self.result: PackResult | None = result
+
+    def clear(self) -> None:
+        self.result = None
 
 
 def forced_tool(choice: Any) -> str | None:
@@ -275,7 +290,8 @@ class _Packer:
     @property
     def last_result(self) -> PackResult | None:
         """The result of the last request packed by this thread or asyncio task."""
-        return _LAST_RESULTS.get(weakref.WeakKeyDictionary()).get(self)
+        last = _LAST_RESULTS.get(weakref.WeakKeyDictionary()).get(self)
+        return None if last is None else last.result
 
     def remember(self, result: PackResult | None) -> None:
         """Make ``result`` this thread's (task's) last; ``None``: it has none."""
@@ -285,7 +301,7 @@ class _Packer:
                 return
             del results[self]
         else:
-            results[self] = result
+            results[self] = caches.register(_Last(result))
         _LAST_RESULTS.set(results)
 
 
