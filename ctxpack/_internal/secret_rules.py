@@ -31,6 +31,12 @@ _SECRET_NAME = (
 )
 
 
+# The commands password-short-option reads a password after, by the word each begins with; a
+# registry login's commands are found by their "login" keyword.
+_PASSWORD_COMMANDS = ["mysql", "mariadb", "sshpass", "redis-cli", "ldap", "smbclient", "rpcclient"]
+_LOGIN_COMMANDS = ["docker", "podman", "buildah", "nerdctl", "helm"]
+
+
 # A digit or an ASCII symbol (quotes aside): what a word of prose ("sésame") lacks.
 _NOT_PROSE = r"[\d!#-&(-/:-@\[-`{-~]"
 
@@ -208,30 +214,8 @@ OWN_RULES: tuple[dict[str, Any], ...] = (
         r"(?<=[ \t])-p[ \t]+)"
         r"(?:\"([^\"\n]{3,200})\"|'([^'\n]{3,200})'|([^\s'\"-][^\s'\";|&]{2,199}))",
         "entropy": 0.0,
-        "keywords": [
-            "mysql",
-            "mariadb",
-            "sshpass",
-            "redis-cli",
-            "ldap",
-            "smbclient",
-            "rpcclient",
-            "login",
-        ],
-        "starts": [
-            "mysql",
-            "mariadb",
-            "sshpass",
-            "redis-cli",
-            "ldap",
-            "smbclient",
-            "rpcclient",
-            "docker",
-            "podman",
-            "buildah",
-            "nerdctl",
-            "helm",
-        ],
+        "keywords": [*_PASSWORD_COMMANDS, "login"],
+        "starts": [*_PASSWORD_COMMANDS, *_LOGIN_COMMANDS],
     },
     {
         "id": "secret-env-prefix",
