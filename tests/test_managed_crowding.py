@@ -4,6 +4,9 @@ summarises it (``instructions_share``) rather than waiting for it to leave the t
 It waited: the message stayed in the last ``keep_recent`` messages, which a compaction keeps,
 so every request raised ``BudgetExceededError`` (none could be sent to bring the messages that
 would push it out of the tail) until five more user messages had been sent in vain.
+
+Short user messages under the share that leave no room once the summary is counted give way
+too: every request raised from then on.
 """
 
 from __future__ import annotations
@@ -67,3 +70,54 @@ def test_a_user_message_that_fits_waits_for_the_tail_as_before() -> None:
     result = session.render()
     assert note in [m.text for m in result.messages]
     assert not session.window_state.compacted
+
+
+def nagged(policy: WindowPolicy, steps: int = 100) -> Session:
+    """An agent told off for its format every third step (mini-SWE-agent's "provide EXACTLY ONE
+    action"), under a task that takes most of an 8,000-token window: the floor and the
+    summary outgrow the room while the short user messages stay under instructions_share."""
+    session = Session(counter=COUNTER, filters=False, window=policy)
+    details = "\n".join(f"- module_{i} fails check {i}" for i in range(620))
+    task = "Fix the build. Details:\n" + details
+    session.extend([SYSTEM, {"role": "user", "content": task}])
+    for step in range(steps):
+        call = {"id": f"c{step}", "type": "function"}
+        call["function"] = {"name": "bash", "arguments": f'{{"cmd": "make {step}"}}'}
+        session.append({"role": "assistant", "content": f"Trying {step}.", "tool_calls": [call]})
+        output = "\n".join(f"line {j} of run {step}: ok" for j in range(60))
+        session.append({"role": "tool", "tool_call_id": f"c{step}", "content": output})
+        if step % 3 == 2:
+            found = f"found {step % 5 + 2} actions"
+            nag = f"Please always provide EXACTLY ONE action in triple backticks, {found}."
+            session.append({"role": "user", "content": nag + " Use the format shown." * 8})
+        render_and_check(session)
+    return session
+
+
+def render_and_check(session: Session) -> None:
+    """Render as the agent would before its next message, and check what must hold."""
+    result = session.render()
+    assert result.tokens <= 8_000 - session.window.reserve
+    users = [m for m in session.transcript() if m.role == "user"]
+    sent = [m.text for m in result.messages]
+    assert sent[1] == users[0].text and sent.count(users[-1].text) >= 1  # task, question
+
+
+def test_short_user_messages_give_way_when_the_floor_and_summary_leave_no_room() -> None:
+    # The floor (system prompt, task, the nags) fitted the room, but not with the summary and
+    # the reply room: every request raised BudgetExceededError from the 23rd step on.
+    session = nagged(WindowPolicy(window=8_000))
+    result = session.render()
+    merged = [d for d in result.decisions if d.action == "merged" and "no request" in d.reason]
+    assert merged, "no user message was released"
+    # All that may go goes at once: releasing only what is over rewrote the prompt cache at
+    # every third step (17 compactions in these 100 steps).
+    assert len({d.reason.split("compacted into ")[1] for d in merged}) <= 3
+    for decision in merged:
+        original = result.original(decision.message_id)
+        assert original.role == "user" and "EXACTLY ONE action" in original.text
+
+
+def test_without_an_instructions_share_the_nags_still_raise() -> None:
+    with pytest.raises(BudgetExceededError):
+        nagged(WindowPolicy(window=8_000, instructions_share=None))

@@ -18,7 +18,8 @@ again what follows the edit point:
    the last ``keep_recent`` messages is replaced by a summary (the extractive digest, with the
    names the summarised tool outputs showed, unless a summarizer is given), except the system
    prompt and the user instructions, which stay verbatim (the oldest but the first join the
-   summary once together they pass ``instructions_share`` of the room); pinned content (memory
+   summary once together they pass ``instructions_share`` of the room, or leave no request
+   room to be sent); pinned content (memory
    files, skills) is then re-injected within its budgets.
 3. **Emergency clearing.** A request that would still not fit has every tool result cleared,
    then, if that is not enough, the agent's answers after the summary (the last call's among

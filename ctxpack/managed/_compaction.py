@@ -95,11 +95,12 @@ def _compact(
     plan: _Room,
     release: int = 0,
     keep_recent: int | None = None,
+    why: str = "",
 ) -> bool:
     """Summarise the record before the tail (the last ``keep_recent`` messages at most, the
     policy's by default), and with it the oldest user messages but the first until ``release``
-    of their tokens are freed (:func:`_released`); ``False`` when there is too little to
-    summarise."""
+    of their tokens are freed (:func:`_released`; ``why``: the reason they go); ``False`` when
+    there is too little to summarise."""
     record, counter = ctx.record, ctx.counter
     sent = _as_sent(state, ctx)
 
@@ -153,7 +154,8 @@ def _compact(
     state.rent = 0.0
     _forget_cleared(state, gone, [record[i] for i in region])
     replaced = (previous.id, counter.count_message(previous)) if previous is not None else None
-    _record_compaction(state, policy, ctx, region, released, before, tokens_before, replaced, cut)
+    users = (released, why)
+    _record_compaction(state, policy, ctx, region, users, before, tokens_before, replaced, cut)
     _send_pinned_again_once(state, ctx)
     return True
 
@@ -244,29 +246,25 @@ def _record_compaction(
     policy: WindowPolicy,
     ctx: _Context,
     region: Sequence[int],
-    released: dict[int, int],
+    users: tuple[dict[int, int], str],
     before: list[tuple[Message, str | None]],
     tokens_before: dict[str, int],
     replaced: tuple[str, int] | None,
     cut: str,
 ) -> None:
     """The decisions of the compaction just made: one per message of ``region`` it summarised
-    (``tokens_before`` each, as sent), one per pin whose re-injection it changed (``before``:
-    the pins' texts re-injected until now), one for the summary it ``replaced`` (id, tokens),
-    if any: it leaves the request too, the new summary summarising its messages again; and
-    the summary's, with all they took, ``cut`` adding to its reason."""
+    (``tokens_before`` each, as sent; ``users``: the user messages released with it, and
+    why), one per pin whose re-injection it changed (``before``: the pins' texts re-injected
+    until now), one for the summary it ``replaced`` (id, tokens), if any: it leaves the
+    request too, the new summary summarising its messages again; and the summary's, with all
+    they took, ``cut`` adding to its reason."""
     record = ctx.record
-    why = (
-        f"the user messages after the first passed instructions_share="
-        f"{policy.instructions_share} of the room; "
-        if released
-        else ""
-    )
+    released, why = users
     fated = _record_pin_fates(state, policy, ctx, before, tokens_before)
     for i in region:
         if record[i].id in fated:
             continue
-        user = why if i in released else ""
+        user = f"{why}; " if i in released else ""
         state.decisions.append(
             Decision(
                 stage="window",

@@ -85,10 +85,11 @@ class WindowPolicy(CheckedModel):
         instructions_share: The share of the room the user messages after the first (the
             task) may take verbatim. Past it, the next request compacts the oldest of them into
             the summary, down to half this share, their originals kept as artifacts: a chat
-            whose user turns alone outgrow the window goes on. The system prompt, the first
-            user message and those pinned (``pinned=True``) are never summarised. ``None``:
-            every user message stays verbatim, and a request that cannot hold them raises
-            :class:`~ctxpack.BudgetExceededError`.
+            whose user turns alone outgrow the window goes on. Under the share, they are
+            summarised all at once if no request could be sent otherwise. The system prompt,
+            the first user message and those pinned (``pinned=True``) are never summarised.
+            ``None``: every user message stays verbatim, and a request that cannot hold them
+            raises :class:`~ctxpack.BudgetExceededError`.
         managed_room: The most tokens above what every request carries that the shares above
             apply to. Every request re-sends the conversation, so a bigger window need not
             mean a bigger prompt: past this size, re-sending costs more than the compactions

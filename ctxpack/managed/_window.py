@@ -246,6 +246,22 @@ def _manage(
         state.compact_rent += _rent(max(0.0, view.tokens() - _next_landing(state, plan)), p)
         if view.tokens() > plan.level(policy.compact_at):
             view = _maybe_compact(state, policy, ctx, view, plan, p)
+    view = _emergency(state, policy, ctx, view, room)
+    if view.tokens() > room:
+        # Nothing but the floor and the summary is left: the instructions crowd the window
+        # now, not only past instructions_share, and the oldest give way as they would there.
+        plan = _Room.of(policy, view, room, ctx)
+        released = _release_instructions(state, policy, ctx, view, plan, view.tokens() - room)
+        if released is not view:
+            view = _emergency(state, policy, ctx, released, room)
+    return view
+
+
+def _emergency(
+    state: WindowState, policy: WindowPolicy, ctx: _Context, view: _View, room: int
+) -> _View:
+    """Clear tool results and thinking turns, then the answers kept whole, until the view
+    fits ``room``, untimed: the request cannot be sent otherwise."""
     # The fewest tool results and thinking turns first, the oldest first; then every one (a
     # count may differ a little from the view's once built).
     for least in (True, False):
@@ -274,12 +290,18 @@ def _manage(
 
 
 def _release_instructions(
-    state: WindowState, policy: WindowPolicy, ctx: _Context, view: _View, plan: _Room
+    state: WindowState,
+    policy: WindowPolicy,
+    ctx: _Context,
+    view: _View,
+    plan: _Room,
+    over: int = 0,
 ) -> _View:
-    """Once the user messages after the first pass ``instructions_share`` of the room, compact
-    the oldest of them with the history, down to half the share: the floor no edit removes
-    would otherwise grow with every turn of a chat until no request fits. Half, so that the
-    cache is written again once per so many turns, not at every one."""
+    """Once the user messages after the first pass ``instructions_share`` of the room, or the
+    request is ``over`` the room with nothing else left to remove, compact the oldest of them
+    with the history, down to half the share: the floor no edit removes would otherwise grow
+    with every turn of a chat until no request fits. Half, so that the cache is written again
+    once per so many turns, not at every one."""
     share = policy.instructions_share
     if share is None:
         return view
@@ -289,15 +311,24 @@ def _release_instructions(
         if m.role == "user" and _verbatim(m) and m.id != _PINNED_ID
     ]
     tokens = sum(size for m, size in users[1:] if not m.pinned)
-    if tokens <= share * plan.room:
+    if tokens <= share * plan.room and not over:
         return view
-    release = tokens - int(share * plan.room / 2)
-    # A message of the tail waits to leave it, unless no request can hold the floor: none
-    # could be sent to bring the messages that push it out. The tail then opens on the last
-    # user message, the question.
+    # Over the room, every one that may go goes: releasing just what is over would rewrite the
+    # cache again at the next user message.
+    release = tokens if over else tokens - int(share * plan.room / 2)
+    # A message of the tail waits to leave it, unless no request can hold the floor (or the
+    # floor and the summary): none could be sent to bring the messages that push it out. The
+    # tail then opens on the last user message, the question.
     users_at = [i for i, m in enumerate(ctx.record) if m.role == "user" and _verbatim(m)]
-    tail = len(ctx.record) - users_at[-1] if plan.floor > plan.room and users_at else None
-    if not _compact(state, policy, ctx, plan, release=release, keep_recent=tail):
+    stuck = plan.floor > plan.room or over > 0
+    tail = len(ctx.record) - users_at[-1] if stuck and users_at else None
+    why = (
+        f"the user messages after the first passed instructions_share={share} of the room"
+        if not over
+        else "with the rest of the request, the user messages after the first left no room: "
+        "no request could be sent"
+    )
+    if not _compact(state, policy, ctx, plan, release=release, keep_recent=tail, why=why):
         return view
     state.compact_rent = 0.0
     new = _build(state, policy, ctx)
