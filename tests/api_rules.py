@@ -13,7 +13,14 @@ every ``tool_use`` but the last message's is answered in the next message; tool 
 match ``^[a-zA-Z0-9_-]+$``; a ``tool_use`` input is an object; thinking blocks (with their
 signatures) are in assistant messages only; no block is an OpenAI part (``image_url``,
 ``input_audio``...); images and documents have a source the API reads;
-at most 4 blocks carry ``cache_control``.
+at most 4 blocks carry ``cache_control``. With manual extended thinking on (``thinking``'s
+``type`` is ``"enabled"``), the assistant message whose tool calls the request's last message
+answers must start with a ``thinking`` or ``redacted_thinking`` block: during a tool loop its
+thinking comes back with the results ("Expected `thinking` or `redacted_thinking`, but found
+`tool_use`. When `thinking` is enabled, a final `assistant` message must start with a thinking
+block"; Anthropic's "Thinking in tool and multi-turn workflows": pass thinking blocks back
+complete and unmodified). Adaptive thinking is not held to it: there the model may answer
+without thinking (a forced tool call skips it), and the turn is sent back as it came.
 
 OpenAI Chat Completions: each assistant ``tool_calls`` id is answered by a tool message before
 the next other message; each tool message answers a call of the assistant message before its
@@ -161,7 +168,28 @@ def anthropic_problems(payload: Mapping[str, Any]) -> list[str]:
         problems.append("messages[0].role: the first message must be the user's")
     for i in range(len(messages)):
         problems += _message_problems(messages, i)
-    return problems
+    return problems + _tool_loop_thinking(payload)
+
+
+def _tool_loop_thinking(payload: Mapping[str, Any]) -> list[str]:
+    thinking = payload.get("thinking")
+    messages = payload["messages"]
+    if not isinstance(thinking, Mapping) or thinking.get("type") != "enabled":
+        return []
+    if len(messages) < 2 or not _ids(messages[-1], "tool_result", "tool_use_id"):
+        return []
+    i = len(messages) - 2
+    content = messages[i].get("content")
+    first = content[0] if isinstance(content, list) and content else None
+    if messages[i].get("role") != "assistant" or not isinstance(first, Mapping):
+        return []
+    if first.get("type") in ("thinking", "redacted_thinking"):
+        return []
+    return [
+        f"messages[{i}].content[0].type: Expected `thinking` or `redacted_thinking`, but found "
+        f"`{first.get('type')}`: with thinking enabled, the assistant message the tool results "
+        "answer must start with its thinking block"
+    ]
 
 
 def _cache_limit(payload: Mapping[str, Any]) -> list[str]:
