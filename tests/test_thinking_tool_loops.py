@@ -228,3 +228,34 @@ def test_on_a_model_with_preserved_thinking_only_a_request_that_edits_drops_the_
     sent_turns = [m["content"] for m in capture.body["messages"] if m["role"] == "assistant"]
     since = made[edited[-1] : len(made) - 1]
     assert len(since) >= 2 and all(turn in sent_turns for turn in since)
+
+
+@pytest.mark.parametrize("in_extra_body", [False, True])
+def test_manual_thinking_with_keep_thinking_0_is_refused_before_sending(
+    in_extra_body: bool,
+) -> None:
+    # keep_thinking=0 clears the answered turn's thinking too: Anthropic would refuse every
+    # request after a clearing inside a tool loop.
+    policy = WindowPolicy(window=20_000, keep_thinking=0)
+    session = ctxpack.Session(model=MODEL, window=policy, counter="cl100k_base")
+    capture = Capture(anthropic_message([]))
+    client = ctxpack.wrap_anthropic(anthropic_client(capture), session=session)
+    asked: dict[str, Any] = {"model": MODEL, "max_tokens": REPLY_ROOM}
+    asked |= {"extra_body": {"thinking": THINKING}} if in_extra_body else {"thinking": THINKING}
+    with pytest.raises(ctxpack.ConfigError, match=r"^thinking: .*keep_thinking=0"):
+        client.messages.create(messages=[{"role": "user", "content": "Hi"}], **asked)
+    assert capture.requests == []
+
+
+@pytest.mark.parametrize("thinking", [{"type": "adaptive"}, {"type": "disabled"}, None])
+def test_keep_thinking_0_goes_with_thinking_that_may_be_dropped(
+    thinking: dict[str, Any] | None,
+) -> None:
+    policy = WindowPolicy(window=20_000, keep_thinking=0)
+    session = ctxpack.Session(model=MODEL, window=policy, counter="cl100k_base")
+    capture = Capture(anthropic_message([]))
+    client = ctxpack.wrap_anthropic(anthropic_client(capture), session=session)
+    asked: dict[str, Any] = {} if thinking is None else {"thinking": thinking}
+    messages = [{"role": "user", "content": "Hi"}]
+    client.messages.create(model=MODEL, max_tokens=REPLY_ROOM, messages=messages, **asked)
+    assert len(capture.requests) == 1

@@ -229,7 +229,17 @@ class _Packer:
             schema = feed.count(schema_text) if schema_text else 0
             own = _given(kwargs.get("context_management"))
             betas = kwargs.get("betas")
-            thinks = _thinks(kwargs)
+            thinking = _thinking(kwargs)
+            thinks = thinking not in (None, "disabled")
+            if thinking == "enabled" and feed.policy is not None and feed.policy.keep_thinking == 0:
+                # Manual thinking needs the answered turn's thinking back in a tool loop: every
+                # request after a clearing inside one would be refused.
+                raise ConfigError(
+                    "thinking: manual extended thinking ({'type': 'enabled'}) needs the "
+                    "thinking of the assistant turn a tool result answers, which the session's "
+                    "WindowPolicy(keep_thinking=0) clears (Anthropic refuses such a request); "
+                    "use keep_thinking=1 or more, or None"
+                )
             out.update(
                 feed.server_side_fields(
                     beta=beta, own=own, betas=betas, thinks=thinks, responses=responses
@@ -321,10 +331,11 @@ def _nothing_left(key: str, result: PackResult) -> str:
     )
 
 
-def _thinks(kwargs: Mapping[str, Any]) -> bool:
-    """Whether an Anthropic request turns thinking on (``thinking=``, or in ``extra_body``)."""
+def _thinking(kwargs: Mapping[str, Any]) -> str | None:
+    """The kind of thinking an Anthropic request asks for (``thinking=``, or in
+    ``extra_body``): ``"enabled"``, ``"adaptive"``, ``"disabled"``..., ``None`` if none."""
     thinking = kwargs.get("thinking")
     extra = kwargs.get("extra_body")
     if not _given(thinking) and isinstance(extra, Mapping):
         thinking = extra.get("thinking")
-    return isinstance(thinking, Mapping) and thinking.get("type") != "disabled"
+    return str(thinking.get("type")) if isinstance(thinking, Mapping) else None
