@@ -15,7 +15,8 @@ Usage (from the repository root)::
     python benchmarks/window_stress.py --model gpt-4o --windows 8000,16000,64000 \\
         ../shared/data/agent-sessions-long SESSIONS_DIR ...
 
-The table is printed and written to ``benchmarks/results/window_stress_MODEL.md`` (and ``.json``).
+The table is printed and written to ``benchmarks/results/window_stress_MODEL.md`` (and ``.json``),
+or ``NAME.md`` with ``--name NAME``.
 """
 
 from __future__ import annotations
@@ -117,6 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--model", default="gpt-4o")
     parser.add_argument("--windows", default="8000,16000,64000")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    parser.add_argument("--name", help="file name, without suffix (window_stress_MODEL)")
     args = parser.parse_args(argv)
     windows = [int(w) for w in args.windows.split(",")]
     with warnings.catch_warnings():
@@ -126,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     text = render(rows, args.model)
     print(text)
     args.out.mkdir(parents=True, exist_ok=True)
-    name = f"window_stress_{args.model}"
+    name = args.name or f"window_stress_{args.model}"
     (args.out / f"{name}.md").write_text(text, "utf-8")
     (args.out / f"{name}.json").write_text(json.dumps(rows, indent=1) + "\n", "utf-8")
     return 1 if any(r["over"] for r in rows) else 0
