@@ -122,6 +122,8 @@ class _Rule:
     # For a rule without keywords: an ``re`` pattern found where each of its matches begins.
     gate: Any = None
     starts: tuple[str, ...] = ()  # words one of which begins each match (secret_starts)
+    # For a rule whose matches are whole lines: an ``re`` pattern found on each of them.
+    line_gate: Any = None
 
 
 # A value that names or refers to a secret instead of being one: a variable, a template, a
@@ -155,6 +157,7 @@ def _rules() -> tuple[tuple[_Rule, ...], Allowlist]:
                 tuple(allowlist(a) for a in entry.get("allowlists", ())),
                 compile_rule(entry["gate"], "re") if "gate" in entry else None,
                 tuple(entry.get("starts", ())) or (start_words(pattern) if engine == "re" else ()),
+                compile_rule(entry["line_gate"], "re") if "line_gate" in entry else None,
             )
         )
     # The generic rule last: it finds again most values the others find, and loses to them.
@@ -243,6 +246,20 @@ def _at_gate(rule: _Rule, text: str) -> Iterator[Any]:
             at = max(match.end(), match.start() + 1)
 
 
+def _at_line_gate(rule: _Rule, text: str) -> Iterator[Any]:
+    """``rule``'s matches in ``text``, as a search finds them (each a whole line), each tried
+    only from the start of a line where its line gate is found (its pattern, anchored at each
+    line's start, is tried at every position of the text)."""
+    at = 0
+    while (gate := rule.line_gate.search(text, at)) is not None:
+        match = rule.pattern.match(text, text.rfind("\n", 0, gate.start()) + 1)
+        if match is not None:
+            yield match
+        at = text.find("\n", gate.end()) + 1
+        if not at:
+            return
+
+
 def _findings(text: str) -> Iterator[SecretFinding]:
     rules, everywhere = _rules()
     lowered = text.lower()
@@ -259,6 +276,8 @@ def _findings(text: str) -> Iterator[SecretFinding]:
         rank = _rank(rule.kind)
         if rule.gate is not None:
             matches = _at_gate(rule, text)
+        elif rule.line_gate is not None:
+            matches = _at_line_gate(rule, text)
         else:
             matches = _near_keywords(rule, text, lines, present)
         for match in matches:

@@ -162,3 +162,29 @@ def test_a_scan_is_weighed_about_as_its_findings_are() -> None:
         found = r.find_secrets(text)
         plain = _weigh_entry((text,), found)
         assert abs(r._weight((text,), found) - plain) < 0.1 * plain
+
+
+# Lines of password files (host:port:database:user:password) and of what only looks like
+# them: each field drawn from good and bad ones, a line maybe numbered, ended in several ways.
+_PGPASS_LINES = st.tuples(
+    st.sampled_from(["", "     3\t", "3:", "x "]),
+    st.sampled_from(["db.internal", "*", "[::1]", "/tmp", "10.0.0.7", "app.py", "12", "", "é"]),
+    st.sampled_from(["5432", "*", "x", "", "123456", "5432:5432"]),
+    st.sampled_from(["app", "*", "my\\:db", "", "a b", "\\\\"]),
+    st.sampled_from(["alice", "*", ""]),
+    st.sampled_from(["S3cr3t-pa55", "pw\\:9", "", "a b", "x:y", "mypassword", "pw\\"]),
+    st.sampled_from(["\n", "\r\n", " \n", "", ":\n", "\r"]),
+).map(lambda parts: parts[0] + ":".join(parts[1:6]) + parts[6])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_PGPASS_LINES, max_size=6))
+def test_rules_tried_only_on_lines_their_gate_finds_find_what_a_search_finds(
+    pieces: list[str],
+) -> None:
+    text = "".join(pieces)
+    gated = [rule for rule in r._rules()[0] if rule.line_gate is not None]
+    assert {rule.kind for rule in gated} == {"pgpass-password"}
+    for rule in gated:
+        found = [m.span() for m in r._at_line_gate(rule, text)]
+        assert found == [m.span() for m in rule.pattern.finditer(text)]

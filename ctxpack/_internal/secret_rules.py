@@ -6,7 +6,9 @@ A rule may also give ``starts``: words (lower case) one of which begins each of 
 case ignored, where its pattern does not say so in a form ``secret_starts.start_words`` reads
 (a look-behind first, groups of alternatives): in an ASCII text it is then tried only where the
 lowered text holds one, not at every position (tests/test_redaction_fast_paths.py checks that
-it finds what a search finds).
+it finds what a search finds). A rule whose matches are whole lines may give ``line_gate``: a
+pattern (no line break in its matches) found on each of them, the rule then tried only from the
+start of the lines holding it.
 """
 
 from __future__ import annotations
@@ -35,6 +37,14 @@ _SECRET_NAME = (
 # registry login's commands are found by their "login" keyword.
 _PASSWORD_COMMANDS = ["mysql", "mariadb", "sshpass", "redis-cli", "ldap", "smbclient", "rpcclient"]
 _LOGIN_COMMANDS = ["docker", "podman", "buildah", "nerdctl", "helm"]
+
+
+# The extensions of the files grep -rn names before a line: a "host" so named is a path.
+_FILE_TYPES = (
+    r"py|pyi|ipynb|md|rst|txt|json|jsonl|ya?ml|toml|ini|cfg|conf|lock|[cm]?js|jsx|tsx?|go|rs|"
+    r"rb|java|kt|scala|c|h|cc|cpp|hpp|cs|php|swift|sh|bash|sql|html?|css|scss|xml|csv|tsv|"
+    r"log|env|tf|hcl|proto|gradle|properties"
+)
 
 
 # A digit or an ASCII symbol (quotes aside): what a word of prose ("sésame") lacks.
@@ -313,6 +323,19 @@ OWN_RULES: tuple[dict[str, Any], ...] = (
         "keywords": ["api-key", "apikey", "token", "subscription-key"],
     },
     {
+        "id": "gcp-private-key-id",
+        # The id of a Google Cloud service account's key (40 hexadecimal characters), in the
+        # key file's JSON beside the private key (which gitleaks' private-key rule finds), in
+        # a JSON string's escaped JSON, a YAML or TOML key, an environment variable. gitleaks'
+        # gcp-service-account rule finds such a file by its '"type": "service_account"' and
+        # no value; the id is named by its field here, as gitleaks' semi-generic rules name a
+        # key, its entropy above a run of one digit's.
+        "regex": r"(?i)private[_-]?key[_-]?id\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?([0-9a-f]{40})"
+        r"(?![0-9a-z])",
+        "entropy": 3.0,
+        "keywords": ["private_key_id", "private-key-id", "privatekeyid"],
+    },
+    {
         "id": "netrc-password",
         # A .netrc entry (curl, git, ftp, pip read it): "machine HOST login USER password
         # VALUE", on one line or several.
@@ -321,6 +344,31 @@ OWN_RULES: tuple[dict[str, Any], ...] = (
         "entropy": 0.0,
         "keywords": ["machine", "default"],
         "allowlists": _NOT_SECRET,
+    },
+    {
+        "id": "pgpass-password",
+        # A line of PostgreSQL's password file (~/.pgpass, PGPASSFILE), as `cat` prints it:
+        # hostname:port:database:username:password, the password last. As libpq reads it
+        # (https://www.postgresql.org/docs/current/libpq-pgpass.html), any of the first four
+        # fields may be "*", and a colon or a backslash in a field is escaped with a
+        # backslash. Neither gitleaks nor detect-secrets has a rule for it (detect-secrets'
+        # keyword detector needs a key naming the secret; this line has none), so the line's
+        # whole shape is the rule: five fields, none empty or holding a space, the second a
+        # port, the first a host (a name holding a letter or a dot, an address in brackets, a
+        # socket's directory): not a time (12:30:45), an IPv6 address, host:port, an
+        # /etc/passwd line (its second field is "x"), a slice or a C++ scope (empty fields).
+        # grep -rn prints "path:line:" before a line, the shape of a host and a port: a host
+        # named as a source or configuration file is no host.
+        "regex": rf"(?m)^{_NUMBERED}(?:\*|\[[0-9A-Fa-f:.]+\]|/(?:[^\s:\\]|\\\S)*|"
+        rf"(?=[\w.-]*[A-Za-z.])(?![\w.-]*\.(?i:{_FILE_TYPES}):)\w(?:[\w.-]|\\\S)*)"
+        r":(?:\*|\d{1,5})(?::(?:\*|(?:[^\s:\\]|\\\S)+)){2}:((?:[^\s:\\]|\\\S)+)[ \t]*\r?$",
+        "entropy": 0.0,
+        "keywords": [],
+        "allowlists": _NOT_SECRET,
+        # A port, then two more colons before a space (the first field after it is not
+        # empty, nor is the password): anchored at every line's start, the pattern cost ten
+        # times what this search does.
+        "line_gate": r":(?:\*|\d{1,5}):[^\s:]+:[^\s:]*:\S",
     },
     {
         "id": "sql-password",
