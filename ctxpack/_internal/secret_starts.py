@@ -38,7 +38,10 @@ _GENERIC_WORDS: tuple[str, ...] = (
 # What may stand before a pattern's first group and match nothing: a word boundary, a flag.
 _LEADS = ("\\b", "(?i)")
 _OPENERS = ("(?:", "(?i:", "(?-i:", "(")
-_LITERAL = re.compile(r"[A-Za-z0-9_-]+")
+# A literal: letters, digits, "_", "-" and escaped punctuation ("hvs\\."): a longer start word
+# is found at fewer places ("s." at far fewer than "s").
+_LITERAL = re.compile(r"(?:[A-Za-z0-9_-]|\\[^\w\s])+")
+_ESCAPE = re.compile(r"\\(.)")
 # What a pattern is read through: an escape, a class, a group's bounds, a "|".
 _TOKENS = re.compile(r"\\.|\[\^?\]?(?:\\.|[^\]\\])*\]|[()|]", re.DOTALL)
 _OPTIONAL = ("?", "*", "{")
@@ -65,7 +68,7 @@ def start_words(pattern: str) -> tuple[str, ...]:
     words = []
     for begin, end in zip([at, *(b + 1 for b in bars)], [*bars, close], strict=True):
         literal = _LITERAL.match(pattern, begin, end)
-        word = literal.group() if literal is not None else ""
+        word = _ESCAPE.sub(r"\1", literal.group()) if literal is not None else ""
         if literal is not None and pattern.startswith(_OPTIONAL, literal.end()):
             word = word[:-1]  # its last letter may be left out
         if not word:
