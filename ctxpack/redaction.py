@@ -124,6 +124,8 @@ class _Rule:
     starts: tuple[str, ...] = ()  # words one of which begins each match (secret_starts)
     # For a rule whose matches are whole lines: an ``re`` pattern found on each of them.
     line_gate: Any = None
+    # Whether each match begins at a line's start and ends in that line (secret_rules).
+    keyword_lines: bool = False
 
 
 # A value that names or refers to a secret instead of being one: a variable, a template, a
@@ -158,6 +160,7 @@ def _rules() -> tuple[tuple[_Rule, ...], Allowlist]:
                 compile_rule(entry["gate"], "re") if "gate" in entry else None,
                 tuple(entry.get("starts", ())) or (start_words(pattern) if engine == "re" else ()),
                 compile_rule(entry["line_gate"], "re") if "line_gate" in entry else None,
+                bool(entry.get("keyword_lines", False)),
             )
         )
     # The generic rule last: it finds again most values the others find, and loses to them.
@@ -246,17 +249,21 @@ def _at_gate(rule: _Rule, text: str) -> Iterator[Any]:
             at = max(match.end(), match.start() + 1)
 
 
-def _at_line_gate(rule: _Rule, text: str) -> Iterator[Any]:
-    """``rule``'s matches in ``text``, as a search finds them (each a whole line), each tried
-    only from the start of a line where its line gate is found (its pattern, anchored at each
-    line's start, is tried at every position of the text)."""
+def _on_lines(rule: _Rule, text: str, starts: Iterable[int]) -> Iterator[Any]:
+    """``rule``'s matches in ``text`` (each begins at a line's start and ends in that line), as
+    a search finds them, tried only at ``starts``, in order: the lines where they may be."""
+    for start in starts:
+        if (match := rule.pattern.match(text, start)) is not None:
+            yield match
+
+
+def _gated_lines(rule: _Rule, text: str) -> Iterator[int]:
+    """Where the lines holding ``rule``'s line gate start (the gate sought once a line): its
+    pattern, anchored at each line's start, would be tried at every position of the text."""
     at = 0
     while (gate := rule.line_gate.search(text, at)) is not None:
-        match = rule.pattern.match(text, text.rfind("\n", 0, gate.start()) + 1)
-        if match is not None:
-            yield match
-        at = text.find("\n", gate.end()) + 1
-        if not at:
+        yield text.rfind("\n", 0, gate.start()) + 1
+        if not (at := text.find("\n", gate.end()) + 1):
             return
 
 
@@ -277,7 +284,11 @@ def _findings(text: str) -> Iterator[SecretFinding]:
         if rule.gate is not None:
             matches = _at_gate(rule, text)
         elif rule.line_gate is not None:
-            matches = _at_line_gate(rule, text)
+            matches = _on_lines(rule, text, _gated_lines(rule, text))
+        elif rule.keyword_lines and lines.lowered is not None:
+            # A match on a line holding none of its keywords is dropped below: none is tried
+            # there (most lines of code hold none; the rule reads each line's first word).
+            matches = _on_lines(rule, text, lines.starts_holding(rule.keywords, present))
         else:
             matches = _near_keywords(rule, text, lines, present)
         for match in matches:

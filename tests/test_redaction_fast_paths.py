@@ -186,5 +186,40 @@ def test_rules_tried_only_on_lines_their_gate_finds_find_what_a_search_finds(
     gated = [rule for rule in r._rules()[0] if rule.line_gate is not None]
     assert {rule.kind for rule in gated} == {"pgpass-password"}
     for rule in gated:
-        found = [m.span() for m in r._at_line_gate(rule, text)]
+        found = [m.span() for m in r._on_lines(rule, text, r._gated_lines(rule, text))]
         assert found == [m.span() for m in rule.pattern.finditer(text)]
+
+
+# Lines a rule tried only on the lines holding its keywords reads: assignments, headers, code,
+# indentation, grep's prefixes, keywords in other cases and beyond ASCII.
+_KEYWORD_LINE_PIECES = st.sampled_from(
+    [
+        *["DB_PASSWORD=", "password: ", "api_key = ", "x-api-key: ", "X-Auth-Token:", "Key"],
+        *["s3cr3t-Value9", "'hunter2-prod'", "Vq8nT2zLp4Rw", "None", "token", "ſecret=", "İ"],
+        *["\n", "\n", "  ", "\t", "- ", "export ", "app.py:3:", "12\t", "# x", "def f(a):"],
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_KEYWORD_LINE_PIECES, max_size=30))
+def test_rules_tried_only_on_lines_holding_their_keywords_find_what_a_search_keeps(
+    pieces: list[str],
+) -> None:
+    text = "".join(pieces)
+    lowered = text.lower()
+    counts = r._keyword_finder().counts(lowered)
+    lines = TextLines(text, lowered, counts)
+    if lines.lowered is None:
+        return  # such a text is searched whole
+    ruled = [rule for rule in r._rules()[0] if rule.keyword_lines]
+    assert {rule.kind for rule in ruled} == {"secret-assignment", "api-key-header"}
+    for rule in ruled:
+        assert rule.pattern.pattern.startswith(("(?m)^", "(?im)^"))
+        kept = [
+            m.span()
+            for m in rule.pattern.finditer(text)
+            if lines.holds(rule.keywords, lines.around(*m.span()))
+        ]
+        found = r._on_lines(rule, text, lines.starts_holding(rule.keywords, counts.keys()))
+        assert [m.span() for m in found] == kept

@@ -8,7 +8,9 @@ case ignored, where its pattern does not say so in a form ``secret_starts.start_
 lowered text holds one, not at every position (tests/test_redaction_fast_paths.py checks that
 it finds what a search finds). A rule whose matches are whole lines may give ``line_gate``: a
 pattern (no line break in its matches) found on each of them, the rule then tried only from the
-start of the lines holding it.
+start of the lines holding it; one whose matches each begin at a line's start and end in that
+line may give ``keyword_lines``, to be tried only from the start of the lines holding one of its
+keywords.
 """
 
 from __future__ import annotations
@@ -165,6 +167,7 @@ OWN_RULES: tuple[dict[str, Any], ...] = (
         "entropy": 0.0,
         "keywords": ["pass", "pwd", "secret", "key", "token"],
         "allowlists": _NOT_SECRET,
+        "keyword_lines": True,
     },
     {
         "id": "secret-field",
@@ -321,6 +324,7 @@ OWN_RULES: tuple[dict[str, Any], ...] = (
         r"ocp-apim-subscription-key)[ \t]*:[ \t]*([^\s]{8,})[ \t]*$",
         "entropy": 3.0,
         "keywords": ["api-key", "apikey", "token", "subscription-key"],
+        "keyword_lines": True,
     },
     {
         "id": "gcp-private-key-id",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 __all__: list[str] = []
@@ -84,6 +84,13 @@ class TextLines:
             merged = {i for k in keywords for i in self.occurrences(k)}
             at = self._places[keywords] = sorted(merged)
         return at
+
+    def starts_holding(self, keywords: Iterable[str], present: Collection[str]) -> list[int]:
+        """Where the lines holding one of ``keywords`` (lower-case; those not in ``present``,
+        the text's keywords, skipped) start, in order (needs ``lowered``)."""
+        around = self.around
+        at = {around(i, i)[0] for k in keywords if k in present for i in self.occurrences(k)}
+        return sorted(at)
 
     def allowed(self, owner: object, patterns: Sequence[Any], line: tuple[int, int]) -> bool:
         """Whether one of ``patterns`` (``owner``'s, an allowlist's) is found in ``line``
