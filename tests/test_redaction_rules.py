@@ -557,3 +557,8 @@ def test_a_rule_with_an_alternative_at_its_top_level_is_searched_everywhere() ->
     assert start_words("(?:ab){0,1}c") == ()
     assert start_words("(?<![\\w-])--token") == ()
     assert start_words("[Aa]pi") == ()
+    # Escaped punctuation is a letter of the word; an escaped class ends it.
+    assert start_words("\\b((?:hvs\\.[\\w-]{90}|s\\.(?i:[a-z0-9]{24})))") == ("hvs.", "s.")
+    assert start_words("v1\\.0-[a-f0-9]{146}") == ("v1.0-",)
+    assert start_words("ab\\.?c") == ("ab",)
+    assert start_words("ab\\d+") == ("ab",)
