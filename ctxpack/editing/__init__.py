@@ -10,7 +10,8 @@ Two operations, two stages, each usable alone in a :class:`~ctxpack.Pipeline`:
   user messages are never summarised, they stay verbatim.
 
 Both keep every original: in ``result.artifacts`` (``result.original(message_id)``) and, when a
-store is given, in an :class:`~ctxpack.store.ArtifactStore`.
+store is given, in an :class:`~ctxpack.store.ArtifactStore` (in a :class:`~ctxpack.Session`'s
+pipeline, the session's own).
 
 **The cache-aware rule.** An edit rewrites the prompt from the first edited message on, so the
 provider's prompt cache is lost from there: the next request pays the cache-write price for

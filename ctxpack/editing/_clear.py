@@ -184,7 +184,8 @@ class ToolResultClearer(_StoreModel):
         ttl: The cache lifetime paid for: ``"5m"`` or ``"1h"`` (picks the write price).
         expected_resends: How many more requests will re-send a removed token; by default as
             many as the clearable tokens have been re-sent since the last batch.
-        store: Where originals are also put; they are always in ``result.artifacts``.
+        store: Where originals are also put; they are always in ``result.artifacts``. In a
+            :class:`~ctxpack.Session`'s pipeline, leave it unset: the session's store is used.
 
     Example:
         >>> import ctxpack

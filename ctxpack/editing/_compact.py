@@ -168,7 +168,8 @@ class Compactor(_StoreModel):
         keep_recent: How many of the most recent messages stay as they are.
         instructions: What the summary must keep, in words (``"focus on the auth bug fix"``);
             passed to the summarizer.
-        store: Where originals are also put; they are always in ``result.artifacts``.
+        store: Where originals are also put; they are always in ``result.artifacts``. In a
+            :class:`~ctxpack.Session`'s pipeline, leave it unset: the session's store is used.
 
     Example:
         >>> import ctxpack

@@ -6,13 +6,15 @@ import warnings
 from collections.abc import Sequence
 
 from .._internal.arguments import shown
+from ..editing import Compactor, ToolResultClearer
 from ..errors import ConfigError
 from ..filters import OutputFilter, ToolOutputFilter
 from ..managed import WindowPolicy
-from ..pipeline import Stage
+from ..pipeline import Pipeline, Stage
+from ..store import ArtifactStore
 from ..usage import known_window
 
-__all__: list[str] = []  # Session's option checks: used by session/_session.py only
+__all__: list[str] = []  # Session's option checks: used by session/ only
 
 
 def _warn_if_beyond_the_model(
@@ -50,6 +52,51 @@ def _window_policy(
         )
     # WindowPolicy's own error names it and the window: "WindowPolicy: window=0: ...".
     return WindowPolicy(window=window)
+
+
+def _pipeline(pipeline: Stage | None, store: ArtifactStore) -> Stage | None:
+    """The ``pipeline`` option, checked (see :func:`with_session_store`)."""
+    if pipeline is None:
+        return None
+    if not callable(pipeline):
+        raise ConfigError(f"pipeline must be a stage, got {type(pipeline).__name__}")
+    with_session_store(pipeline, store)
+    return pipeline
+
+
+def with_session_store(
+    stage: Stage, store: ArtifactStore, where: str = "pipeline", name: str | None = None
+) -> Stage:
+    """``stage`` with each clearer and compactor in it that has no store given the session's
+    ``store``: the artifacts its placeholders name are then ones the retrieve tool, and every
+    replica, can read (without, they would be in ``result.artifacts`` only). Each is a copy,
+    the caller's stage unchanged; it shares the caller's summary memo (``clear_cache()``).
+
+    Raises:
+        ConfigError: one has another store of its own, named by its place (``pipeline[1]``).
+    """
+    if isinstance(stage, Pipeline):
+        steps = stage.steps
+        given = [
+            (step_name, with_session_store(step, store, f"{where}[{i}]", step_name))
+            for i, (step_name, step) in enumerate(steps)
+        ]
+        if all(new is old for (_, new), (_, old) in zip(given, steps, strict=True)):
+            return stage
+        return Pipeline(given)
+    if not isinstance(stage, (ToolResultClearer, Compactor)):
+        return stage
+    if stage.store is None:
+        return stage.model_copy(update={"store": store})
+    if stage.store is not store:
+        kind = type(stage).__name__ if name is None else f"{name!r}, {type(stage).__name__}"
+        raise ConfigError(
+            f"{where} ({kind}) puts the originals it replaces in a store of its own "
+            f"({type(stage.store).__name__}), not in the session's: the retrieve tool, "
+            "session.retrieve() and the session's other replicas could not read the artifacts "
+            "its placeholders name; leave its store unset (the session gives it its own)"
+        )
+    return stage
 
 
 def _supersede_batch(value: int | None) -> int | None:

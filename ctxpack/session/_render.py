@@ -16,7 +16,7 @@ from ..limits import MAX_MESSAGE_CHARS, message_chars
 from ..managed import cache_warnings, render_window
 from ..messages import Message, detached
 from ..packing import pack
-from ..pipeline import Decision, DecisionLog
+from ..pipeline import Decision, DecisionLog, Stage
 from ..providers import (
     Provider,
     check_provider,
@@ -32,6 +32,7 @@ from ..tokens import checked_tool_tokens, history_tokens
 from ..tools_on_demand import _on_demand
 from ..usage import known_window
 from ._later import frozen, hunted_message
+from ._options import with_session_store
 from ._state import SessionState
 
 _SYSTEM = ("system", "developer")
@@ -239,7 +240,7 @@ class Rendering(SessionState):
             counter=self.counter,
             query=query,
             reserve=reserve,
-            pipeline=self.pipeline,
+            pipeline=self._stages(),
             tools=all_tools or None,
             provider=provider,
             # Done once, at arrival (self.guard).
@@ -259,6 +260,12 @@ class Rendering(SessionState):
             }
         )
         return self._with_warnings(result, all_tools)
+
+    def _stages(self) -> Stage | None:
+        """The pipeline as it runs: a clearer's or compactor's originals go to the session's
+        store, as the filters' do, so that the artifacts its placeholders name are ones the
+        retrieve tool (and every replica) can read."""
+        return None if self.pipeline is None else with_session_store(self.pipeline, self.store)
 
     def _with_warnings(self, result: PackResult, tools: Sequence[Mapping[str, Any]]) -> PackResult:
         """``result`` with the managed mode's decisions, a cache-bust warning included when the

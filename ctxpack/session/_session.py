@@ -8,14 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
-from .._internal.arguments import (
-    flag,
-    guesses,
-    keyword_checked,
-    message_items,
-    openai_api,
-    shown,
-)
+from .._internal.arguments import flag, guesses, keyword_checked, message_items, openai_api, shown
 from .._internal.options import invalid_option
 from ..errors import ConfigError, InvalidMessageError
 from ..filters import OutputFilter, ToolOutputFilter
@@ -24,11 +17,7 @@ from ..managed import PinnedText, WindowPolicy, WindowState
 from ..messages import Message, detached
 from ..persistence import open_backing
 from ..pipeline import Decision, Stage
-from ..providers import (
-    Provider,
-    flat_tools,
-    tool_call_parts,
-)
+from ..providers import Provider, flat_tools, tool_call_parts
 from ..result import PackResult
 from ..retrieval import Retrieval, _answer_retrieve_call, _read_artifact_with, coerce_call
 from ..sdk import SDKObject
@@ -37,7 +26,13 @@ from ..tokens import CounterLike
 from ..tools_on_demand import DESCRIBE_TOOL_NAME, describe_tools
 from ._arrival import Arrival
 from ._later import frozen, hunted_text
-from ._options import _supersede_batch, _tool_filter, _warn_if_beyond_the_model, _window_policy
+from ._options import (
+    _pipeline,
+    _supersede_batch,
+    _tool_filter,
+    _warn_if_beyond_the_model,
+    _window_policy,
+)
 from ._records import FilterRecord
 from ._render import Rendering, system_opening
 from ._repeats import RepeatedLines
@@ -123,7 +118,8 @@ class Session(Arrival, Rendering):
             call it, :meth:`tools` lists it and :meth:`render` counts its definition.
         pipeline: Stages run at render time on the compact record (say, a clearer or a
             compactor). With a budget, it must end with a packer; ``None`` then means
-            :func:`default_pipeline`.
+            :func:`default_pipeline`. A clearer or compactor without a store keeps its
+            originals in ``store`` (a copy of it does); one with another store is refused.
         filter_when: ``"arrival"`` (the default): a tool output is filtered when it is
             appended, and the compact record only ever grows at its end. ``"answered"``: the
             outputs the agent has not answered yet are sent whole, and each is filtered once,
@@ -230,9 +226,7 @@ class Session(Arrival, Rendering):
         )
         self.retrieve_tool = flag(retrieve_tool, "retrieve_tool")
         self.filter = _tool_filter(filters, retrieve_tool)
-        if pipeline is not None and not callable(pipeline):
-            raise ConfigError(f"pipeline must be a stage, got {type(pipeline).__name__}")
-        self.pipeline = pipeline
+        self.pipeline = _pipeline(pipeline, self.store)
         self.guard = ArrivalGuard(redact_secrets, store_secrets, flag_injections)
         self.window = _window_policy(window, pipeline)
         _warn_if_beyond_the_model(self.window, model)
