@@ -162,6 +162,10 @@ class SessionArtifacts(forks.ProcessBound):
         # while it did not, for the next append.
         self.written = False
         self._unwritten: dict[str, str] = {}
+        # The originals this life of the session is known to hold, written through by this
+        # object: a stage at render time puts the same originals at every render, and a
+        # server round trip each would cost more than the render.
+        self._known: set[str] = set()
 
     def put(self, text: str, **metadata: Any) -> str:
         """Keep ``text`` as an original of the session; return its id.
@@ -183,8 +187,10 @@ class SessionArtifacts(forks.ProcessBound):
             self._unwritten[ref] = stored
             self._last.update(dict.fromkeys(slots, whole))
         else:
-            lives = {"life": self.life()} if self._lives else {}
-            self._run(self.store.put_artifact, self.session_id, ref, stored, **lives)
+            if ref not in self._known:
+                lives = {"life": self.life()} if self._lives else {}
+                self._run(self.store.put_artifact, self.session_id, ref, stored, **lives)
+                self._known.add(ref)
             self._last.update(dict.fromkeys(slots, whole))
         return ref
 
@@ -311,7 +317,7 @@ class SessionArtifacts(forks.ProcessBound):
     def erased(self) -> None:
         """The session was erased: its next life has its own secret, and nothing of this one."""
         self.secret = secrets.token_hex(16)
-        self.written, self._unwritten = False, {}
+        self.written, self._unwritten, self._known = False, {}, set()
 
     def life(self) -> str:
         """The id of this life of the session, for the store's ``append(life=...)``: derived

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from ctxpack import AsyncSession, Pipeline, Session, to_openai
-from ctxpack.store import SessionStore
+from ctxpack.store import MemoryStore, SessionStore
 
 from ..test_session_pipeline_store import (
     agent_history,
@@ -59,6 +59,42 @@ def test_every_replica_reads_what_a_stage_without_a_store_replaced(
     sent = json.dumps(to_openai(again.render().messages), sort_keys=True)
     assert sent == json.dumps(to_openai(result.messages), sort_keys=True)
     assert stage.store is None
+
+
+class CountingStore(MemoryStore):
+    """A memory store that lists the originals put in it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.puts: list[str] = []
+
+    def put_artifact(
+        self, session_id: str, artifact: str, text: str, *, life: str | None = None
+    ) -> None:
+        self.puts.append(artifact)
+        super().put_artifact(session_id, artifact, text, life=life)
+
+
+def test_a_render_writes_only_the_originals_the_session_was_not_known_to_hold() -> None:
+    store = CountingStore()
+    options: dict[str, Any] = {"counter": words, "filters": False}
+    session = Session.open("s1", store=store, pipeline=Pipeline([clearer()]), **options)
+    session.extend(agent_history(4))
+    named = cleared_artifacts(session.render().messages)
+    assert sorted(store.puts) == sorted(named.values())
+    # Put again at every render, by the stage; written once: a round trip each would cost a
+    # server session more than the render.
+    session.render()
+    assert len(store.puts) == len(named)
+    # Erased, then started again: the new life's originals are its own, and written.
+    store.delete_session("s1")
+    session.extend(agent_history(4))
+    again = cleared_artifacts(session.render().messages)
+    assert sorted(store.puts[len(named) :]) == sorted(again.values())
+    reopened = Session.open("s1", store=store, pipeline=Pipeline([clearer()]), **options)
+    history = {m["id"]: m["content"] for m in agent_history(4)}
+    for message_id, artifact in again.items():
+        assert_retrievable(reopened, artifact, history[message_id])
 
 
 def test_an_async_sessions_replica_reads_what_its_clearer_replaced(tmp_path: Path) -> None:
