@@ -159,3 +159,15 @@ def test_a_wrappers_counter_other_than_its_sessions_is_refused(managed: bool) ->
         model="claude-sonnet-4-5", max_tokens=100, messages=[{"role": "user", "content": "Hi."}]
     )
     assert own.counter.name == "exact_count"
+
+
+@pytest.mark.parametrize("wrap", [ctxpack.wrap_openai, ctxpack.wrap_anthropic])
+def test_a_wrappers_pipeline_beside_a_session_is_refused(wrap: Any) -> None:
+    # The session's pipeline packs its requests: the wrapper's ran nowhere, silently.
+    make = openai_client if wrap is ctxpack.wrap_openai else anthropic_client
+    client = make(Capture({}))
+    pipeline = ctxpack.default_pipeline()
+    with pytest.raises(ctxpack.ConfigError, match=r"^pipeline= with session=.*Session\(pipeline"):
+        wrap(client, session=ctxpack.Session(), pipeline=pipeline, window=8_000)
+    wrap(client, pipeline=pipeline, window=8_000)  # without a session, it packs
+    wrap(client, session=ctxpack.Session(pipeline=pipeline), window=8_000)

@@ -324,6 +324,13 @@ def _wrap(
     optional_text(model, "model")
     if pipeline is not None and not callable(pipeline):
         raise ConfigError(f"pipeline must be a stage, got {type(pipeline).__name__}")
+    if pipeline is not None and session is not None:
+        # The session's own pipeline packs its requests: this one would never run.
+        raise ConfigError(
+            "pipeline= with session=: the session's pipeline packs its requests, and this one "
+            "would not be used; give it to the session, Session(pipeline=...), and leave it "
+            "out here"
+        )
     openai = provider == "openai"
     resources = _OPENAI_RESOURCES if openai else _ANTHROPIC_RESOURCES
     if not any(hasattr(client, path[0]) for path in resources):
