@@ -172,7 +172,8 @@ def describe_tools(
     """Answer a ``describe_tool`` call: the full definitions of the tools it names, as JSON.
 
     Unknown names are answered in words, with the names that exist, so that the model can
-    correct its call.
+    correct its call; with known names beside them, the answer is the known definitions'
+    JSON, then that line.
 
     Args:
         tools: The full definitions.
@@ -197,10 +198,13 @@ def describe_tools(
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         return 'error: call describe_tool with {"names": ["tool_name", ...]}'
     by_name = {_parts(tool, i)[0]: tool for i, tool in enumerate(tools) if _deferred(tool)}
+    known = [by_name[n] for n in names if n in by_name]
     unknown = [n for n in names if n not in by_name]
-    if unknown:
-        return f"error: no tools named {unknown}; the tools are {sorted(by_name)}"
-    return json.dumps([by_name[n] for n in names], ensure_ascii=False)
+    if not unknown:
+        return json.dumps(known, ensure_ascii=False)
+    missing = f"no tools named {unknown}; the tools are {sorted(by_name)}"
+    # The names the model got right are answered too: it need not ask for them again.
+    return f"{json.dumps(known, ensure_ascii=False)}\n{missing}" if known else f"error: {missing}"
 
 
 def _arguments(call: Mapping[str, Any] | str) -> dict[str, Any]:

@@ -90,6 +90,25 @@ def test_describe_answers_with_the_full_definition_or_says_what_exists() -> None
         describe_tools(TOOLS, {"type": "tool_use", "name": "other", "input": {}})
 
 
+def test_describe_gives_the_known_definitions_and_names_the_unknown_beside_them() -> None:
+    # One misspelt name among several was answered with the error alone: the model had to ask
+    # again for the definitions it had named right.
+    answer = describe_tools(TOOLS, {"names": ["close_issue", "nope", "add_label", "gone"]})
+    definitions, note = answer.split("\n")
+    assert json.loads(definitions) == [TOOLS[2], TOOLS[3]]
+    assert "no tools named ['nope', 'gone']" in note
+    assert str(sorted(t["function"]["name"] for t in TOOLS)) in note
+    session = Session(model="gpt-4", tools_on_demand=True)
+    session.extend([{"role": "user", "content": "Close issue 4."}])
+    session.render(tools=TOOLS)
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": DESCRIBE_TOOL_NAME, "arguments": '{"names": ["add_label", "x"]}'},
+    }
+    assert json.loads(session.handle(call).split("\n")[0]) == [TOOLS[3]]
+
+
 def test_a_session_sends_stubs_answers_describe_calls_and_keeps_the_tools_fixed() -> None:
     session = Session(counter=COUNTER, tools_on_demand=True, retrieve_tool=False)
     session.append({"role": "user", "content": "Close issue 7."})
