@@ -10,6 +10,8 @@ byte for byte, and only to OpenAI's Responses API.
 from __future__ import annotations
 
 import asyncio
+import itertools
+import json
 import warnings
 from pathlib import Path
 from typing import Any
@@ -213,3 +215,135 @@ def test_an_async_wrapped_client_and_session_send_the_item_back_and_record_it_on
     assert "context_management" in capture.requests[0]
     assert capture.requests[1]["input"][1] == COMPACTION
     assert [d.action for d in decisions if d.stage == "server"] == ["merged"]
+
+
+def stream_events(*, output_on_completion: bool = True) -> list[dict[str, Any]]:
+    """The events of a streamed Responses reply holding ``COMPACTION`` then ``DONE``: each item
+    added then done, the text in deltas, the whole response at the end (with its output, or,
+    as OpenAI may send it, without: the items are then the ones done before)."""
+    part = {"type": "output_text", "text": "", "annotations": []}
+    at = {"item_id": "msg_1", "output_index": 1, "content_index": 0}
+    completed = response(COMPACTION, DONE)
+    if not output_on_completion:
+        del completed["output"]
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": {**response(), "status": "in_progress"}},
+        {"type": "response.output_item.added", "output_index": 0, "item": COMPACTION},
+        {"type": "response.output_item.done", "output_index": 0, "item": COMPACTION},
+        {
+            "type": "response.output_item.added",
+            "output_index": 1,
+            "item": {**DONE, "status": "in_progress", "content": []},
+        },
+        {"type": "response.content_part.added", **at, "part": part},
+        {"type": "response.output_text.delta", **at, "delta": "Done.", "logprobs": []},
+        {"type": "response.output_item.done", "output_index": 1, "item": DONE},
+        {"type": "response.completed", "response": completed},
+    ]
+    return [{**event, "sequence_number": n} for n, event in enumerate(events)]
+
+
+def sse(events: list[dict[str, Any]]) -> httpx2.Response:
+    body = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+    return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+
+def server_decisions(session: Session) -> list[ctxpack.Decision]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ApproximateTokenCountWarning)
+        return [d for d in session.render().decisions if d.stage == "server"]
+
+
+STREAMED = ["create(stream=True)", "stream()"]
+
+
+def read_sync(client: Any, how: str, *, to_the_end: bool = True) -> list[str]:
+    request = {"model": "gpt-5", "input": [{"role": "user", "content": "Fix it."}]}
+    if how == "stream()":
+        with client.responses.stream(**request) as stream:
+            return [event.type for event in itertools.islice(stream, None if to_the_end else 3)]
+    stream = client.responses.create(**request, stream=True)
+    return [event.type for event in itertools.islice(stream, None if to_the_end else 3)]
+
+
+async def read_async(client: Any, how: str) -> list[str]:
+    request = {"model": "gpt-5", "input": [{"role": "user", "content": "Fix it."}]}
+    if how == "stream()":
+        async with client.responses.stream(**request) as stream:
+            return [event.type async for event in stream]
+    return [event.type async for event in await client.responses.create(**request, stream=True)]
+
+
+@pytest.mark.parametrize("output_on_completion", [True, False], ids=["full", "no-output"])
+@pytest.mark.parametrize("how", STREAMED)
+def test_a_streamed_reply_read_to_its_end_has_its_compaction_item_recorded(
+    how: str, output_on_completion: bool
+) -> None:
+    # The wrapper recorded a compaction from a reply object only: a streamed reply's went
+    # unrecorded, and the session's decisions said nothing of what OpenAI compacted.
+    events = stream_events(output_on_completion=output_on_completion)
+    capture = Capture(lambda body: sse(events))
+    session = server_side()
+    client = ctxpack.wrap_openai(openai_client(capture), session=session)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ApproximateTokenCountWarning)
+        seen = read_sync(client, how)
+    assert seen[-1] == "response.completed"
+    assert capture.requests[0]["stream"] is True and "context_management" in capture.requests[0]
+    (decision,) = server_decisions(session)
+    assert decision.action == "merged" and "compaction item" in decision.reason
+
+
+@pytest.mark.parametrize("how", STREAMED)
+def test_an_async_streamed_reply_has_its_compaction_item_recorded_once(how: str) -> None:
+    window = WindowPolicy(window=200_000, server_side=True)
+
+    async def main(stored: bool) -> list[ctxpack.Decision]:
+        capture = Capture(lambda body: sse(stream_events()))
+        if stored:
+            session: Any = await ctxpack.AsyncSession.open(
+                "s1", store="memory://", model="gpt-5", window=window
+            )
+        else:
+            session = server_side()
+        client = ctxpack.wrap_openai(async_openai_client(capture), session=session)
+        await read_async(client, how)
+        result = await session.render() if stored else session.render()
+        return [d for d in result.decisions if d.stage == "server"]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ApproximateTokenCountWarning)
+        for stored in (False, True):
+            assert [d.action for d in asyncio.run(main(stored))] == ["merged"]
+
+
+@pytest.mark.parametrize("how", STREAMED)
+def test_a_stream_left_before_its_end_records_nothing(how: str) -> None:
+    capture = Capture(lambda body: sse(stream_events()))
+    session = server_side()
+    client = ctxpack.wrap_openai(openai_client(capture), session=session)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ApproximateTokenCountWarning)
+        assert len(read_sync(client, how, to_the_end=False)) == 3
+    assert server_decisions(session) == []
+
+
+@pytest.mark.parametrize(("end", "recorded"), [("incomplete", ["merged"]), ("failed", [])])
+def test_a_reply_cut_short_keeps_its_compaction_and_a_failed_one_records_nothing(
+    end: str, recorded: list[str]
+) -> None:
+    # Cut short by max_output_tokens, the reply still holds the compaction OpenAI did first
+    # (a reply object with that status is recorded too); a failed one is an error.
+    events = stream_events()
+    last = events[-1]
+    events[-1] = {
+        **last,
+        "type": f"response.{end}",
+        "response": {**last["response"], "status": end},
+    }
+    capture = Capture(lambda body: sse(events))
+    session = server_side()
+    client = ctxpack.wrap_openai(openai_client(capture), session=session)
+    stream = client.responses.create(model="gpt-5", input=OPENING[1:], stream=True)
+    assert [event.type for event in stream][-1] == f"response.{end}"
+    assert [d.action for d in server_decisions(session)] == recorded

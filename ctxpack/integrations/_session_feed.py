@@ -31,6 +31,7 @@ from ..sdk import coerce_message, is_sdk_object
 from ..server_side import openai_request_fields, thinking_edit
 from ..tokens import REPLY_PRIMING, TokenCounter, get_counter
 from ..tools_on_demand import _on_demand
+from ._streams import RecordedStream, event_stream, stream_helper, watch
 
 __all__ = ["SYSTEM_PREFIX", "Asked", "SessionFeed", "SessionLike", "wrapper_policy"]
 
@@ -317,15 +318,17 @@ class SessionFeed(forks.Guarded):
     def record(self, response: Any) -> Any:
         """``response``, once a server-side session has read what the provider's context
         management did from it (a reply awaited first, for an async client; a stream's reply
-        when the stream is left after its end). The reply itself reaches the session with the
-        next request's history, so it is not appended here; a raw response, and the events of
-        ``create(stream=True)``, are left to the caller (``session.record_response``)."""
+        at its end: see ``_streams``). The reply itself reaches the session with the next
+        request's history, so it is not appended here; a raw response, and Anthropic's events
+        of ``create(stream=True)``, are left to the caller (``session.record_response``)."""
         if not self.server_side:
             return response
         if inspect.isawaitable(response):
             return self._recorded(response)
-        if _stream_helper(response):
-            return _RecordedStream(response, self)
+        if self.provider == "openai" and event_stream(response):
+            return watch(response, self)
+        if stream_helper(response):
+            return RecordedStream(response, self)
         self._record(response)
         return response
 
@@ -335,6 +338,8 @@ class SessionFeed(forks.Guarded):
     async def arecord(self, reply: Any) -> Any:
         """:meth:`record` for a reply already awaited: an AsyncSession's awaited, a plain
         session's in a worker thread (it may write a store), to its end though cancelled."""
+        if self.server_side and self.provider == "openai" and event_stream(reply):
+            return watch(reply, self)
         if self.server_side and not self.is_async:
             await in_thread(self._record, reply)
         elif self.server_side:
@@ -522,61 +527,6 @@ def _changed(message: Any, index: int, reopens: bool, *, last: bool = False) -> 
         f"{changed} (one session per conversation; send the history it has, plus new "
         "messages at the end)"
     )
-
-
-class _RecordedStream:
-    """A stream helper's context manager (sync or async) whose reply, once the stream reached
-    its end, is read into a server-side session's decisions as the stream is left."""
-
-    def __init__(self, manager: Any, feed: SessionFeed) -> None:
-        self._manager = manager
-        self._feed = feed
-        self._stream: Any = None
-
-    def __enter__(self) -> Any:
-        self._stream = self._manager.__enter__()
-        return self._stream
-
-    def __exit__(self, *exc: Any) -> Any:
-        reply = _finished(self._stream) if exc[0] is None else None
-        outcome = self._manager.__exit__(*exc)
-        if reply is not None:
-            self._feed._record(reply)
-        return outcome
-
-    async def __aenter__(self) -> Any:
-        self._stream = await self._manager.__aenter__()
-        return self._stream
-
-    async def __aexit__(self, *exc: Any) -> Any:
-        reply = _finished(self._stream) if exc[0] is None else None
-        outcome = await self._manager.__aexit__(*exc)
-        if reply is not None:
-            await self._feed.arecord(reply)
-        return outcome
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._manager, name)
-
-
-def _stream_helper(response: Any) -> bool:
-    """Whether ``response`` is a stream helper's manager (``messages.stream(...)``), entered
-    with ``with``; not the event stream of ``create(stream=True)``, which is iterated as it
-    is (the wrapper leaves it whole: it is a context manager too)."""
-    if is_sdk_object(response) or hasattr(response, "__iter__") or hasattr(response, "__aiter__"):
-        return False
-    return hasattr(response, "__exit__") or hasattr(response, "__aexit__")
-
-
-def _finished(stream: Any) -> Any:
-    """The reply a stream holds once it reached its end (its stop reason, which comes with
-    what context management did, arrived), else ``None``: a stream left early says nothing
-    of what the provider edited."""
-    try:
-        snapshot = stream.current_message_snapshot
-    except (AssertionError, AttributeError):  # no event read yet, or not a message stream
-        return None
-    return snapshot if getattr(snapshot, "stop_reason", None) is not None else None
 
 
 # The ids of what a wrapper gives a session: a request's message (its index there and its
