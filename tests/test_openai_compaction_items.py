@@ -347,3 +347,19 @@ def test_a_reply_cut_short_keeps_its_compaction_and_a_failed_one_records_nothing
     stream = client.responses.create(model="gpt-5", input=OPENING[1:], stream=True)
     assert [event.type for event in stream][-1] == f"response.{end}"
     assert [d.action for d in server_decisions(session)] == recorded
+
+
+def test_a_streamed_reply_given_again_to_record_response_is_recorded_once() -> None:
+    # Before the wrapper read streams, the guide said to record a stream's final response
+    # yourself: code that still does must not count the compaction twice.
+    capture = Capture(lambda body: sse(stream_events()))
+    session = server_side()
+    client = ctxpack.wrap_openai(openai_client(capture), session=session)
+    with client.responses.stream(model="gpt-5", input=OPENING[1:]) as stream:
+        final = stream.get_final_response()
+    assert session.record_response(final, append=False) == []
+    assert session.record_response(response(COMPACTION, DONE), append=False) == []
+    assert [d.action for d in server_decisions(session)] == ["merged"]
+    # Another response (its own id) is another compaction.
+    assert len(session.record_response({**response(COMPACTION), "id": "resp_2"})) == 1
+    assert [d.action for d in server_decisions(session)] == ["merged", "merged"]

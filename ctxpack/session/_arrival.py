@@ -345,6 +345,10 @@ class Arrival(Superseding):
 
         flag(append, "append")
         body, anthropic = response_body(response)
+        if not anthropic and _recorded(self.window_state.decisions, body.get("id")):
+            # A wrapper reads a streamed reply itself; code that also gives it here (as the
+            # guide once said to) must not count its compaction twice.
+            return []
         # An empty reply (Claude may end its turn saying nothing) is no message to keep:
         # Anthropic refuses one with no content in a later request's history.
         append = append and bool(body.get("content"))
@@ -360,3 +364,10 @@ class Arrival(Superseding):
             self._extend([message], "anthropic")
         self.window_state.decisions.extend(decisions)
         return decisions
+
+
+def _recorded(decisions: Sequence[Decision], response_id: Any) -> bool:
+    """Whether the OpenAI response of ``response_id`` (unique to it) was recorded already."""
+    return bool(response_id) and any(
+        d.stage == "server" and d.message_id == response_id for d in decisions
+    )
