@@ -1420,6 +1420,26 @@ PLOT_CASES = [
     ),
 ]
 
+# ------------------------------------------------ helpers and options an audit found unchecked
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "x"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+UNCHECKED_CASES = [
+    # A RecursionError from showing the value in the error.
+    case(
+        "pack(redact_secrets=nested)",
+        lambda: ctxpack_pack(MESSAGES, budget=100, redact_secrets=_nested(5000)),
+        ConfigError,
+        "redact_secrets",
+    ),
+]
+
 ALL_CASES: list[Case] = [
     *FINITE_CASES,
     *FLAG_CASES,
@@ -1437,6 +1457,7 @@ ALL_CASES: list[Case] = [
     *HELPER_CASES,
     *EMBEDDING_CASES,
     *PLOT_CASES,
+    *UNCHECKED_CASES,
 ]
 
 

@@ -76,17 +76,17 @@ def type_name(value: Any) -> str:
 
 
 def shown(value: Any, limit: int = 200) -> str:
-    """``repr(value)`` for an error message, its first ``limit`` characters when longer (an
-    error names a value, it need not carry a megabyte of it); where ``repr()`` itself would
-    fail (an int with more digits than Python writes as text, or a list holding one), what the
-    value is instead, so that the error naming the argument is raised rather than Python's
-    ``ValueError`` about digits."""
+    """``repr(value)`` for an error message, cut at ``limit`` characters (it need not carry a
+    megabyte); what the value is where ``repr()`` fails (an int with more digits than Python
+    writes as text, lists nested past the recursion limit, a list holding either)."""
     if isinstance(value, int) and not writable_int(value):
         return f"an int of {value.bit_length()} bits"
     try:
         text = repr(value)
     except ValueError:
         return f"a {type_name(value)} holding an int too long to write as text"
+    except RecursionError:
+        return f"a {type_name(value)} nested too deep to write as text"
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 
