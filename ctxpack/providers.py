@@ -19,17 +19,16 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
+from ._internal.arguments import check_tool, instances, optional_text
 from ._internal.columns import ANTHROPIC, flags
 from ._internal.encodings import model_key
 from ._internal.provider_arg import check_provider as check_provider
 from .adapters import has_anthropic_blocks
 from .adapters import provider_from_message as provider_from_message
 from .errors import ConfigError
-
-if TYPE_CHECKING:
-    from .messages import Message
+from .messages import Message
 
 # The names a user needs; the readers of tool calls and responses below serve ctxpack's own
 # modules (the adapters, the retrieve tool, tools on demand, the selectors).
@@ -154,10 +153,16 @@ def detect_provider(
     (never the user's metadata).
 
     Raises:
-        ConfigError: ``provider`` is neither ``"openai"`` nor ``"anthropic"``.
+        ConfigError: ``provider`` is neither ``"openai"`` nor ``"anthropic"``, ``model`` is
+            not a string or ``None``, or ``messages`` is not a list of messages.
     """
     if provider is not None:
         return check_provider(provider)
+    # Checked here, not where they are used: a bare AttributeError or TypeError came from there.
+    optional_text(model, "model")
+    messages = instances(
+        messages, "messages", Message, hint=": build them with ctxpack.messages.ensure_messages()"
+    )
     if provider_from_model(model) == "anthropic":
         return "anthropic"
     return "anthropic" if (flags(messages) & ANTHROPIC).any() else "openai"
@@ -165,16 +170,26 @@ def detect_provider(
 
 def tool_definition(name: str, description: str, schema: Any, provider: Provider) -> dict[str, Any]:
     """A tool definition in ``provider``'s shape: an OpenAI function tool, or an Anthropic
-    tool with its ``input_schema``."""
+    tool with its ``input_schema``.
+
+    Raises:
+        ConfigError: the provider would refuse the definition (a name not of
+            ``^[a-zA-Z0-9_-]{1,64}$``, a schema that is not a JSON Schema object, a value JSON
+            cannot carry); the message names its field.
+    """
     for argument, value in (("name", name), ("description", description)):
         if not isinstance(value, str):
             raise ConfigError(f"{argument} must be a string, got {type(value).__name__}")
+    tool: dict[str, Any]
     if check_provider(provider) == "openai":
-        return {
+        tool = {
             "type": "function",
             "function": {"name": name, "description": description, "parameters": schema},
         }
-    return {"name": name, "description": description, "input_schema": schema}
+    else:
+        tool = {"name": name, "description": description, "input_schema": schema}
+    check_tool(tool, "tool_definition()")  # as pack(tools=...) would check it
+    return tool
 
 
 def anthropic_tool(tool: Mapping[str, Any]) -> dict[str, Any]:

@@ -62,7 +62,7 @@ from ctxpack.managed import WindowEvent, WindowPolicy, WindowState
 from ctxpack.messages import ensure_messages
 from ctxpack.packing import semantic_pipeline
 from ctxpack.plot import plot_bills, plot_context_usage
-from ctxpack.providers import tool_definition
+from ctxpack.providers import detect_provider, tool_definition
 from ctxpack.redaction import redact, redact_message
 from ctxpack.retrieval import handle_retrieve_call, read_artifact
 from ctxpack.selection import (
@@ -1431,6 +1431,46 @@ def _nested(depth: int) -> Any:
 
 
 UNCHECKED_CASES = [
+    # A definition the provider refuses was built and handed back for the request.
+    case(
+        "tool_definition(name='')",
+        lambda: tool_definition("", "Search.", {"type": "object"}, "openai"),
+        ConfigError,
+        "name",
+    ),
+    case(
+        "tool_definition(schema='x')",
+        lambda: tool_definition("grep", "Search.", "x", "openai"),
+        ConfigError,
+        "parameters",
+        "JSON Schema object",
+    ),
+    case(
+        "tool_definition(schema={1, 2}, anthropic)",
+        lambda: tool_definition("grep", "Search.", {1, 2}, "anthropic"),
+        ConfigError,
+        "input_schema",
+    ),
+    # AttributeError ('int' object has no attribute 'lower') and TypeError from inside.
+    case(
+        "detect_provider(model=5)",
+        lambda: detect_provider(None, 5, []),  # type: ignore[arg-type]
+        ConfigError,
+        "model",
+    ),
+    case(
+        "detect_provider(messages=None)",
+        lambda: detect_provider(None, None, None),  # type: ignore[arg-type]
+        ConfigError,
+        "messages",
+    ),
+    case(
+        "detect_provider(messages=[dict])",
+        lambda: detect_provider(None, None, [USER]),  # type: ignore[list-item]
+        ConfigError,
+        "messages[0]",
+        "Message",
+    ),
     # A RecursionError from showing the value in the error.
     case(
         "pack(redact_secrets=nested)",

@@ -372,11 +372,11 @@ def tool_definitions(tools: Any, *, argument: str = "tools") -> list[Mapping[str
     """
     out = tool_list(tools, argument=argument)
     for i, tool in enumerate(out):
-        _check_tool(tool, f"{argument}[{i}]")
+        check_tool(tool, f"{argument}[{i}]")
     return out
 
 
-def _check_tool(tool: Any, where: str) -> None:
+def check_tool(tool: Any, where: str) -> None:
     if not isinstance(tool, Mapping):
         raise ConfigError(f"{where}: a tool definition must be an object, got {type_name(tool)}")
     nested = "function" in tool
