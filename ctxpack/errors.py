@@ -122,7 +122,8 @@ class ApproximateTokenCountWarning(UserWarning):
 # Out of __all__: callers catch it as the ConfigError or the TypeError it is.
 class ArgumentsError(ConfigError, TypeError):
     """A call with arguments the function does not take (a misspelt keyword, a positional
-    argument where only keywords are taken); the message names them and what is taken.
+    argument where only keywords are taken; bytes or ``None`` where a function reading text
+    takes a ``str``); the message names them and what is taken.
 
     Also a ``TypeError``: ``except TypeError`` still catches it, as it did Python's own.
     """

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .caches import memoize
+from .errors import ArgumentsError
 from .messages import Message
 
 __all__ = [
@@ -254,7 +255,7 @@ def find_injections(text: str) -> tuple[InjectionFinding, ...]:
         ()
     """
     if not isinstance(text, str):
-        raise TypeError(f"find_injections() takes a str, got {type(text).__name__}")
+        raise ArgumentsError(f"find_injections(): text must be a str, got {type(text).__name__}")
     return _scan(text)
 
 

@@ -29,6 +29,7 @@ from ._internal import forks
 from ._internal.arguments import json_problem
 from ._internal.lost_replies import LostReplies
 from .errors import (
+    ArgumentsError,
     ArtifactNotFoundError,
     ConfigError,
     InvalidMessageError,
@@ -174,7 +175,9 @@ class SessionArtifacts(forks.ProcessBound):
         compaction's index, and the one before it), only the lines added are written.
         """
         if not isinstance(text, str):
-            raise TypeError(f"an artifact is a str, got {type(text).__name__}")
+            raise ArgumentsError(
+                f"put(): text must be a str (an artifact), got {type(text).__name__}"
+            )
         ref = artifact_key(self.secret, text)
         extends = metadata.get("extends")
         stored = text if not isinstance(extends, str) else self._edit_of(text, extends)

@@ -59,7 +59,7 @@ from ._internal.text_lines import TextLines
 from ._internal.word_trie import WordCounts
 from .adapters.langchain import META as LANGCHAIN_META
 from .caches import ENTRY_OVERHEAD, LRUCache, Memo, approx_bytes
-from .errors import ConfigError
+from .errors import ArgumentsError, ConfigError
 from .messages import Message, ensure_messages
 from .sdk import RESPONSES_META
 
@@ -387,7 +387,7 @@ def find_secrets(text: str) -> tuple[SecretFinding, ...]:
         ['github-pat']
     """
     if not isinstance(text, str):
-        raise TypeError(f"find_secrets() takes a str, got {type(text).__name__}")
+        raise ArgumentsError(f"find_secrets(): text must be a str, got {type(text).__name__}")
     return _scan(text)
 
 
@@ -402,11 +402,11 @@ def redact(text: str, findings: Sequence[SecretFinding] | None = None) -> Redact
         >>> redact("postgres://app:s3cr3t-pw@db:5432/prod").text
         'postgres://app:[REDACTED url-credentials]@db:5432/prod'
     """
+    if not isinstance(text, str):
+        raise ArgumentsError(f"redact(): text must be a str, got {type(text).__name__}")
     if findings is None:
         found = find_secrets(text)
     else:
-        if not isinstance(text, str):
-            raise TypeError(f"redact() takes a str, got {type(text).__name__}")
         found = tuple(findings) if isinstance(findings, Iterable) else ()
         if not isinstance(findings, Iterable) or not all(
             isinstance(f, SecretFinding) for f in found

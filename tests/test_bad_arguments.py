@@ -57,13 +57,14 @@ from ctxpack.editing import Compactor, ToolResultClearer
 from ctxpack.errors import CtxpackError, WorkspacePathError
 from ctxpack.filters import ToolOutput, ToolOutputFilter, assemble
 from ctxpack.guard import ArrivalGuard
+from ctxpack.injection import find_injections
 from ctxpack.integrations.langchain_agent import PackingMiddleware
 from ctxpack.managed import WindowEvent, WindowPolicy, WindowState
 from ctxpack.messages import ensure_messages
 from ctxpack.packing import semantic_pipeline
 from ctxpack.plot import plot_bills, plot_context_usage
 from ctxpack.providers import detect_provider, tool_definition
-from ctxpack.redaction import redact, redact_message
+from ctxpack.redaction import find_secrets, redact, redact_message
 from ctxpack.retrieval import handle_retrieve_call, read_artifact
 from ctxpack.selection import (
     LexicalSelector,
@@ -1471,6 +1472,24 @@ UNCHECKED_CASES = [
         "messages[0]",
         "Message",
     ),
+    # A bare TypeError, where count() of the same text raises the ConfigError.
+    case("find_secrets(None)", lambda: find_secrets(None), ConfigError, "text"),  # type: ignore[arg-type]
+    case("redact(5)", lambda: redact(5), ConfigError, "text"),  # type: ignore[arg-type]
+    case("find_injections(b'x')", lambda: find_injections(b"x"), ConfigError, "text"),  # type: ignore[arg-type]
+    case(
+        "SQLiteArtifactStore.put(bytes)",
+        lambda: SQLiteArtifactStore().put(b"raw"),  # type: ignore[arg-type]
+        ConfigError,
+        "text",
+        "bytes",
+    ),
+    case(
+        "Session.open(...).store.put(bytes)",
+        lambda: Session.open("s1", store="memory://").store.put(b"raw"),  # type: ignore[arg-type]
+        ConfigError,
+        "text",
+        "bytes",
+    ),
     # A RecursionError from showing the value in the error.
     case(
         "pack(redact_secrets=nested)",
@@ -1661,6 +1680,19 @@ def test_a_type_error_inside_an_entry_point_is_not_taken_for_a_bad_argument() ->
     with pytest.raises(TypeError, match="the caller's own bug") as info:
         count_tokens("some text", counter=counter)
     assert not isinstance(info.value, CtxpackError)
+
+
+def test_text_of_another_type_is_still_the_type_error_it_was() -> None:
+    """Refused as ctxpack's error, and still caught by ``except TypeError`` as before."""
+    for call in (
+        lambda: find_secrets(b"x"),  # type: ignore[arg-type]
+        lambda: redact(None),  # type: ignore[arg-type]
+        lambda: find_injections(5),  # type: ignore[arg-type]
+        lambda: SQLiteArtifactStore().put(b"raw"),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(TypeError) as info:
+            call()
+        assert isinstance(info.value, ConfigError)
 
 
 def test_a_good_call_of_a_checked_entry_point_is_unchanged() -> None:

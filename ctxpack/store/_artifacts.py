@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from .._internal import forks
-from ..errors import ArtifactNotFoundError, ConfigError
+from ..errors import ArgumentsError, ArtifactNotFoundError, ConfigError
 from ._base import check_unicode
 from ._sqlite import SQLiteFile, database_path
 
@@ -98,7 +98,9 @@ class SQLiteArtifactStore(forks.ProcessBound):
         Metadata must be JSON-serialisable; the first ``put`` of a text sets it.
         """
         if not isinstance(text, str):
-            raise TypeError(f"an artifact is a str, got {type(text).__name__}")
+            raise ArgumentsError(
+                f"put(): text must be a str (an artifact), got {type(text).__name__}"
+            )
         ref = artifact_id(check_unicode(text, "text"))
         meta = json.dumps(metadata, sort_keys=True, default=str)
         with self._db.transaction("put an artifact") as conn:
