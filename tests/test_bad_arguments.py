@@ -1490,6 +1490,22 @@ UNCHECKED_CASES = [
         "text",
         "bytes",
     ),
+    # None passed the check (taken for "no wrong item"); a list was hashed: TypeErrors.
+    case(
+        "assemble(keep=[1, None])",
+        lambda: assemble(OUTPUT, [1, None]),  # type: ignore[list-item]
+        ConfigError,
+        "keep",
+        "None",
+    ),
+    case("assemble(keep=[[1]])", lambda: assemble(OUTPUT, [[1]]), ConfigError, "keep", "[1]"),  # type: ignore[list-item]
+    # Taken, then repr() of the filter failed.
+    case(
+        "ToolOutputFilter(min_chars=10**5000)",
+        lambda: ToolOutputFilter(min_chars=10**5000),
+        ConfigError,
+        "min_chars",
+    ),
     # A RecursionError from showing the value in the error.
     case(
         "pack(redact_secrets=nested)",

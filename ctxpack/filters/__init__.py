@@ -177,8 +177,7 @@ class ToolOutputFilter:
                     f"filters[{i}]: {type(f).__name__} is not an output filter: it needs a kind, "
                     "detect(output) -> float and extract(output) -> Extract | None"
                 )
-        if isinstance(min_chars, bool) or not isinstance(min_chars, int) or min_chars < 0:
-            raise ConfigError(f"min_chars must be an int >= 0, got {shown(min_chars)}")
+        tokens(min_chars, "min_chars", minimum=0, unit="characters")
         if not number(min_saving, "min_saving") < 1:
             raise ConfigError(f"min_saving must be in [0, 1), got {shown(min_saving)}")
         self.filters = chosen

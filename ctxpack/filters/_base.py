@@ -205,11 +205,13 @@ def _checked_assembly(
         raise ConfigError(f"output must be a ToolOutput, got {type(output).__name__}")
     if isinstance(keep, (str, bytes, Mapping)) or not isinstance(keep, Iterable):
         raise ConfigError(f"keep must be a list of line indices, got {type(keep).__name__}")
-    indices = set(keep)
-    wrong = next((i for i in indices if not _is_index(i)), None)
+    # Each item checked before the set is made: a list in it is not hashable, and a sentinel of
+    # None would take a None item for "nothing wrong".
+    items = list(keep)
+    wrong = next((i for i, item in enumerate(items) if not _is_index(item)), None)
     if wrong is not None:
-        raise ConfigError(f"keep must hold line indices (ints), got {shown(wrong)}")
-    kept = sorted(int(i) for i in indices)
+        raise ConfigError(f"keep must hold line indices (ints), got {shown(items[wrong])}")
+    kept = sorted({int(i) for i in items})
     if kept and not (kept[0] >= 0 and kept[-1] < len(output.lines)):
         raise ConfigError(
             f"keep holds {kept[0] if kept[0] < 0 else kept[-1]}, not an index of the output's "
