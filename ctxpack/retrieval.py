@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ConfigDict
 
-from ._internal.arguments import optional_text, shown, string, type_name
+from ._internal.arguments import flag, optional_text, shown, string, type_name
 from ._internal.options import FieldErrorModel
 from ._internal.regex_search import grep
 from .errors import ArtifactNotFoundError, ConfigError
@@ -165,7 +165,8 @@ def handle_retrieve_call(
         >>> handle_retrieve_call(store, {"artifact": "art_0"})
         "error: no artifact 'art_0' ...
     """
-    return _answer_retrieve_call(store, call, _by_rules if redact_secrets else None)
+    redacting = flag(redact_secrets, "redact_secrets")  # None would have shown the secrets
+    return _answer_retrieve_call(store, call, _by_rules if redacting else None)
 
 
 def _by_rules(text: str) -> str:
@@ -442,7 +443,7 @@ def read_artifact(
     return _read_artifact_with(
         store,
         artifact,
-        _by_rules if redact_secrets else None,
+        _by_rules if flag(redact_secrets, "redact_secrets") else None,
         lines=lines,
         regex=regex,
         context=context,

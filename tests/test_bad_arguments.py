@@ -1431,6 +1431,11 @@ def _nested(depth: int) -> Any:
     return value
 
 
+def _stored_artifact() -> tuple[SQLiteArtifactStore, str]:
+    store = SQLiteArtifactStore()
+    return store, store.put("line 1\nline 2\n")
+
+
 UNCHECKED_CASES = [
     # A definition the provider refuses was built and handed back for the request.
     case(
@@ -1499,6 +1504,36 @@ UNCHECKED_CASES = [
         "None",
     ),
     case("assemble(keep=[[1]])", lambda: assemble(OUTPUT, [[1]]), ConfigError, "keep", "[1]"),  # type: ignore[list-item]
+    # A truthy string or None was read as a yes or a no.
+    case(
+        "grep(regex='no')",
+        lambda: grep(_repo(), "invoice", regex="no"),  # type: ignore[arg-type]
+        ConfigError,
+        "regex",
+    ),
+    case(
+        "grep(ignore_case=None)",
+        lambda: grep(_repo(), "invoice", ignore_case=None),  # type: ignore[arg-type]
+        ConfigError,
+        "ignore_case",
+    ),
+    case(
+        "read_artifact(redact_secrets='no')",
+        lambda: read_artifact(*_stored_artifact(), redact_secrets="no"),  # type: ignore[arg-type]
+        ConfigError,
+        "redact_secrets",
+    ),
+    # Read as a no: the model was answered with the artifact's secrets.
+    case(
+        "handle_retrieve_call(redact_secrets=None)",
+        lambda: handle_retrieve_call(
+            _stored_artifact()[0],
+            {"id": "c1", "function": {"name": "retrieve_original", "arguments": "{}"}},
+            redact_secrets=None,  # type: ignore[arg-type]
+        ),
+        ConfigError,
+        "redact_secrets",
+    ),
     # Taken, then repr() of the filter failed.
     case(
         "ToolOutputFilter(min_chars=10**5000)",

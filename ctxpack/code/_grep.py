@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict
 
-from .._internal.arguments import shown, string, strings
+from .._internal.arguments import flag, shown, string, strings
 from .._internal.arguments import tokens as check_tokens
 from .._internal.options import FieldErrorModel
 from .._internal.paths import check_relative, inside_root, read_regular
@@ -118,9 +118,9 @@ def grep(
     check_tokens(context, "context", minimum=0, unit="lines")
     if not pattern:
         raise ConfigError("grep needs a non-empty pattern")
-    flags = re.IGNORECASE if ignore_case else 0
+    flags = re.IGNORECASE if flag(ignore_case, "ignore_case") else 0
     try:
-        compiled = re.compile(pattern if regex else re.escape(pattern), flags)
+        compiled = re.compile(pattern if flag(regex, "regex") else re.escape(pattern), flags)
     except re.error as exc:
         raise ConfigError(f"invalid regular expression {pattern!r}: {exc}") from exc
     files = _relative(paths, base) if paths is not None else list_files(base)
