@@ -1534,6 +1534,13 @@ UNCHECKED_CASES = [
         ConfigError,
         "redact_secrets",
     ),
+    # Python's ValueError about digits, writing the number into the error.
+    case(
+        "create(max_tokens=10**5000)",
+        lambda: _create(messages=[USER], max_tokens=10**5000),
+        ConfigError,
+        "max_tokens",
+    ),
     # Taken, then repr() of the filter failed.
     case(
         "ToolOutputFilter(min_chars=10**5000)",

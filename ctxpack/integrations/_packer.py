@@ -11,7 +11,7 @@ from typing import Any
 
 from .. import caches
 from .._internal.approximations import Announcements, request_counter
-from .._internal.arguments import message_items, shown, string, tool_list
+from .._internal.arguments import message_items, string, tokens, tool_list
 from .._internal.awaiting import in_thread
 from .._internal.budgets import pack_limits
 from .._internal.named import named
@@ -100,9 +100,7 @@ class _Packer:
         for key in keys:
             value = kwargs.get(key)
             if _given(value):
-                if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                    raise ConfigError(f"{key} must be a non-negative int, got {shown(value)}")
-                return value
+                return tokens(value, key, minimum=0)
         return 0
 
     def packed_kwargs(
