@@ -1534,6 +1534,14 @@ UNCHECKED_CASES = [
         ConfigError,
         "redact_secrets",
     ),
+    # Said "(tokens)" of a count of blocks.
+    case(
+        "simulate(lookback=0)",
+        lambda: simulate_bill([[USER]], price=price("gpt-4o"), lookback=0),
+        ConfigError,
+        "lookback",
+        "blocks",
+    ),
     # Python's ValueError about digits, writing the number into the error.
     case(
         "create(max_tokens=10**5000)",

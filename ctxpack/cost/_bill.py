@@ -321,7 +321,7 @@ def _check_options(
     if min_cacheable_tokens is not None:
         check_tokens(min_cacheable_tokens, "min_cacheable_tokens", minimum=0)
     if lookback is not None:
-        check_tokens(lookback, "lookback")
+        check_tokens(lookback, "lookback", unit="blocks")
     if timestamps is None:
         return
     if isinstance(timestamps, (str, bytes)) or not isinstance(timestamps, Sequence):
