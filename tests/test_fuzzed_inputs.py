@@ -999,6 +999,31 @@ def test_a_message_built_from_a_dict_or_json_raises_ctxpacks_error(build: Any, f
     assert info.value.field == field and field in str(info.value)
 
 
+@pytest.mark.parametrize(
+    "parts",
+    [
+        [{"type": "text", "text": 5}],
+        [{"type": "text"}],
+        [{"type": "text", "text": "fine"}, {"type": "input_text", "text": None}],
+    ],
+)
+def test_a_text_part_without_its_string_is_refused_however_the_message_is_built(
+    parts: list[dict[str, Any]],
+) -> None:
+    # As a dict it was refused; as a Message it was packed and sent as it was, for the
+    # provider to refuse the request.
+    index = len(parts) - 1
+    builds = [
+        lambda: Message(role="user", content=parts),
+        lambda: Message.model_validate({"role": "user", "content": parts}),
+        lambda: pack([{"role": "user", "content": parts}], budget=1000),
+    ]
+    for build in builds:
+        with pytest.raises(InvalidMessageError) as info:
+            build()
+        assert info.value.field == f"content[{index}].text", str(info.value)
+
+
 def test_a_valid_message_is_still_built_from_a_dict_and_json() -> None:
     message = Message.model_validate({"role": "user", "content": "hi", "id": "u1"})
     assert Message.model_validate_json(message.model_dump_json()) == message

@@ -26,6 +26,7 @@ from .._internal.arguments import (
     check_nesting,
     check_text,
     json_problem,
+    json_type_name,
     message_items,
     shown,
     too_long_int_text,
@@ -76,6 +77,8 @@ _KNOWN_KEYS = frozenset(
 )
 
 _NULL_CONTENT_KEYS = frozenset({"function_call", "refusal", "audio"})
+# The content parts whose text is a string, as the checks of a dict message require.
+_TEXT_PARTS = frozenset({"text", "input_text"})
 
 
 class _CallPart(FieldErrorModel):
@@ -224,8 +227,18 @@ class Message(FieldErrorModel):
             )
         if isinstance(self.content, list):
             for i, part in enumerate(self.content):
-                if not isinstance(part.get("type"), str):
+                kind = part.get("type")
+                if not isinstance(kind, str):
                     raise ValueError(f"content[{i}].type: every content part needs a string type")
+                # A text part holds a string in every format (OpenAI's, Anthropic's,
+                # LangChain's), as a dict message's is checked; any other is refused when sent.
+                if kind in _TEXT_PARTS and not isinstance(part.get("text"), str):
+                    problem = (
+                        f"must be a string, got {json_type_name(part['text'])}"
+                        if "text" in part
+                        else "is missing"
+                    )
+                    raise ValueError(f"content[{i}].text: {problem}")
         return self
 
     @property
