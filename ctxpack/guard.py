@@ -20,7 +20,7 @@ from .limits import MAX_MESSAGE_CHARS, message_chars
 from .messages import Message, Role
 from .pipeline import Decision
 from .redaction import redact_for_roles, secrets_reason
-from .store import ArtifactStore
+from .store import ArtifactStore, put_original
 from .tokens import TokenCounter, count_tokens_approx
 
 __all__ = [
@@ -114,7 +114,9 @@ class ArrivalGuard:
             if found:
                 reason = secrets_reason(found)
                 if self.store_secrets:
-                    raw = store.put(message.text, message_id=message.id, kind="unredacted")
+                    raw = put_original(
+                        store, message.text, message_id=message.id, kind="unredacted"
+                    )
                     reason += f"; the original with its secrets is in the store as {raw}"
                 decisions.append(
                     Decision(
@@ -133,7 +135,9 @@ class ArrivalGuard:
             if markers:
                 reason = injection_reason(markers)
                 if self.flag_injections == "quarantine":
-                    stored = store.put(message.text, message_id=message.id, kind="quarantined")
+                    stored = put_original(
+                        store, message.text, message_id=message.id, kind="quarantined"
+                    )
                     quarantined = message.model_copy(
                         update={"content": quarantine_note(markers, message.id)}
                     )

@@ -22,7 +22,7 @@ from .filters import RETRIEVE_TOOL_NAME
 from .providers import Provider, check_provider, tool_call_parts, tool_definition
 from .redaction import redact
 from .sdk import SDKObject, coerce_tool_call, is_sdk_object
-from .store import ArtifactStore, check_artifact_store
+from .store import ArtifactStore, check_artifact_store, get_original
 
 __all__ = [
     "RETRIEVE_TOOL_NAME",
@@ -469,7 +469,7 @@ def _read_artifact_with(
     anything is selected."""
     _check_read(store, artifact, lines, regex, json_path, page, max_chars, context)
     max_chars = min(max_chars, MAX_PAGE_CHARS)
-    text = store.get(artifact)
+    text = get_original(store, artifact)
     if redactor is not None:
         text = redactor(text)
     all_lines = text.split("\n")

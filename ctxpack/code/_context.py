@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from .._internal.paths import shown_path
 from ..errors import WorkspacePathError
 from ..redaction import redact
-from ..store import ArtifactStore
+from ..store import ArtifactStore, put_original
 from ._index import CodeIndex
 from ._symbols import Symbol
 
@@ -65,7 +65,7 @@ def build_context(
                 raise
             continue  # deleted since the index read the tree: nothing left to quote
         # Read for a model as a tool's output is: a key in a settings file is redacted.
-        artifact = store.put(redact(whole).text, path=path)
+        artifact = put_original(store, redact(whole).text, path=path)
         for unit in sorted(units, key=lambda u: u.start_line):
             block = f"{_header(unit, artifact)}\n{redact(unit.text).text}\n"
             # The blank line between blocks costs what it costs once joined.

@@ -29,7 +29,7 @@ from ..filters import original_note
 from ..messages import Message
 from ..pipeline import Decision, PackContext, check_context
 from ..sdk import RESPONSES_META
-from ..store import ArtifactStore, artifact_id
+from ..store import ArtifactStore, artifact_id, put_original
 from ..tokens import REPLY_PRIMING, TokenCounter, message_sizes
 from ._shared import _history, _original_text, _request_points, _StoreModel
 
@@ -479,7 +479,7 @@ class ToolResultClearer(_StoreModel):
         ref = (
             artifact_id(text)
             if self.store is None
-            else self.store.put(text, message_id=msg.id, tool=tool, kind="tool_result")
+            else put_original(self.store, text, message_id=msg.id, tool=tool, kind="tool_result")
         )
         return self._cleared_tool(msg, ref), [f"tool result of {tool!r}"]
 
@@ -508,14 +508,18 @@ class ToolResultClearer(_StoreModel):
             new = stripped
             what.append("thinking blocks")
         if self.store is not None and new is not msg:
-            self.store.put(message_original(msg), message_id=msg.id, kind="assistant_message")
+            put_original(
+                self.store, message_original(msg), message_id=msg.id, kind="assistant_message"
+            )
         refs: dict[str, str] = {}
         for rid in edit.results:
             text, tool = original_result(msg.content, rid), calls.get(rid, ("?", 0))[0]
             refs[rid] = (
                 artifact_id(text)
                 if self.store is None
-                else self.store.put(text, message_id=msg.id, tool=tool, kind="tool_result")
+                else put_original(
+                    self.store, text, message_id=msg.id, tool=tool, kind="tool_result"
+                )
             )
             what.append(f"result of the provider's tool {tool!r} ({rid})")
         if refs:

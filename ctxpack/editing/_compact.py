@@ -18,7 +18,7 @@ from ..errors import ConfigError
 from ..messages import Message
 from ..pipeline import Decision, PackContext, check_context
 from ..stages import exchange_starts, exchange_units
-from ..store import ArtifactStore, artifact_id
+from ..store import ArtifactStore, artifact_id, put_original
 from ..tokens import REPLY_PRIMING, TokenCounter, message_sizes
 from ._digest import extractive_digest
 from ._shared import _history, _original_text, _request_points, _StoreModel
@@ -349,7 +349,9 @@ class Compactor(_StoreModel):
         text = _original_text(msg)
         if self.store is None:
             return artifact_id(text)
-        return self.store.put(text, message_id=msg.id, kind="compacted_message", summary=summary_id)
+        return put_original(
+            self.store, text, message_id=msg.id, kind="compacted_message", summary=summary_id
+        )
 
     def __call__(self, ctx: PackContext, /) -> PackContext:
         check_context(ctx, self)
@@ -379,7 +381,8 @@ class Compactor(_StoreModel):
             if self.store is not None and msg.role != "tool":
                 # Whole, calls included (a tool output was stored by points(), under the id
                 # the summary names).
-                self.store.put(
+                put_original(
+                    self.store,
                     message_original(msg),
                     message_id=mid,
                     kind="compacted_message",

@@ -38,7 +38,7 @@ from .._internal.arguments import (
 )
 from .._internal.options import FieldErrorModel
 from ..errors import ConfigError
-from ..store import ArtifactStore, artifact_id, check_artifact_store
+from ..store import ArtifactStore, artifact_id, check_artifact_store, put_original
 from ._base import (
     MAX_LINE_CHARS,
     Extract,
@@ -263,7 +263,9 @@ class ToolOutputFilter:
                 reason=f"filtering would save less than {self.min_saving:.0%}",
             )
         if store is not None:
-            stored = store.put(text, kind=chosen.kind, tool=tool, command=command, **metadata)
+            stored = put_original(
+                store, text, kind=chosen.kind, tool=tool, command=command, **metadata
+            )
             if stored != ref:
                 # Another backend may name artifacts its own way: the marker must use its id.
                 ref = stored

@@ -12,6 +12,7 @@ from ..filters import original_note
 from ..messages import Message
 from ..pipeline import Action, Decision
 from ..stages import exchange_starts
+from ..store import get_original, put_original
 from ..tokens import TokenCounter
 from ._policy import WindowPolicy
 from ._room import _Room
@@ -305,11 +306,11 @@ def _store_index(state: WindowState, ctx: _Context, summarised: list[int]) -> No
     """Store the index of the messages summarised so far (``summarised``, record indices)."""
     index = _index(ctx, summarised, state.index_artifact)
     if state.index_artifact is None:
-        state.index_artifact = ctx.store.put(index, kind="compaction_index")
+        state.index_artifact = put_original(ctx.store, index, kind="compaction_index")
     else:
         # The index of the compaction before, and lines added: a store may keep only those.
-        state.index_artifact = ctx.store.put(
-            index, kind="compaction_index", extends=state.index_artifact
+        state.index_artifact = put_original(
+            ctx.store, index, kind="compaction_index", extends=state.index_artifact
         )
 
 
@@ -424,7 +425,7 @@ def _within(text: str, budget: int, ctx: _Context) -> tuple[str, str]:
     tokens = counter.count(text)
     if tokens <= budget:
         return text, ""
-    artifact = ctx.store.put(text, kind="summary")
+    artifact = put_original(ctx.store, text, kind="summary")
     what = f"the summarizer's {tokens}-token text cut to its head to fit the summary's {budget}"
     note = original_note(f"{what} tokens", artifact, retrievable=ctx.retrievable)
     head = _head(text, budget - counter.count(note) - 1, counter)
@@ -489,7 +490,7 @@ def _index_lines(ctx: _Context, index: str | None) -> dict[str, str]:
     if index is None:
         return {}
     try:
-        text = ctx.store.get(index)
+        text = get_original(ctx.store, index)
     except ArtifactNotFoundError:
         return {}
     lines = text.split("\n")[1:]

@@ -17,7 +17,7 @@ from ..editing import verbatim as _never_summarised
 from ..editing import without_thinking as _without_thinking
 from ..filters import RETRIEVE_TOOL_NAME, original_note
 from ..messages import Message
-from ..store import ArtifactStore, artifact_id
+from ..store import ArtifactStore, artifact_id, put_original
 from ..tokens import REPLY_PRIMING, TokenCounter
 from ._policy import _PINNED_KEY, WindowPolicy
 from ._state import WindowState
@@ -118,7 +118,7 @@ def _message_artifact(ctx: _Context, msg: Message, store: bool) -> str:
     text = message_original(msg)
     if not store:
         return artifact_id(text)
-    return ctx.store.put(text, message_id=msg.id, kind="compacted_message")
+    return put_original(ctx.store, text, message_id=msg.id, kind="compacted_message")
 
 
 def _result_artifact(ctx: _Context, i: int, rid: str, store: bool) -> str:
@@ -129,7 +129,7 @@ def _result_artifact(ctx: _Context, i: int, rid: str, store: bool) -> str:
     text = original_result(msg.content, rid)
     if not store:
         return artifact_id(text)
-    return ctx.store.put(text, message_id=msg.id, kind="cleared_tool_output")
+    return put_original(ctx.store, text, message_id=msg.id, kind="cleared_tool_output")
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from ..messages import Message
 from ..pipeline import Action, Decision
 from ..redaction import redact
 from ..result import PackResult
+from ..store import get_original
 from ._model import FileRequest, Selection
 from ._workspace import Passage, Workspace, check_workspace, is_artifact_id
 
@@ -153,7 +154,7 @@ class _Resolver:
         store = self.workspace.store
         if is_artifact_id(call) and store is not None:
             try:
-                text = store.get(call)
+                text = get_original(store, call)
             except KeyError as exc:
                 self.problems.append(f"tool result {call!r}: {exc}")
                 return

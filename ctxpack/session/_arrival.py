@@ -16,7 +16,7 @@ from ..messages import Message
 from ..pipeline import Decision
 from ..providers import Provider
 from ..sdk import coerce_messages
-from ..store import ArtifactStore
+from ..store import ArtifactStore, put_original
 from ..tokens import count_tokens_approx
 from ..tools_on_demand import DESCRIBE_TOOL_NAME
 from ._records import FilterRecord, command_of, record_key
@@ -144,8 +144,8 @@ class Arrival(Superseding):
             reason = "the filtered version would not be shorter in tokens"
             return self._keep_whole(msg, out.kind, before, reason, tool, command)
         # Stored only now that the shortened version is used: the store holds what markers name.
-        stored = self.store.put(
-            msg.text, message_id=msg.id, kind=out.kind, tool=tool, command=command
+        stored = put_original(
+            self.store, msg.text, message_id=msg.id, kind=out.kind, tool=tool, command=command
         )
         if stored != out.artifact:
             out = self.filter(msg.text, tool=tool, command=command, goal=goal, store=self.store)
@@ -207,7 +207,9 @@ class Arrival(Superseding):
             return self._keep_whole(msg, cuts[0][1].kind, before, reason, tool, command, rid)
         # Stored only now that the shortened texts are used: the store holds what markers name.
         stored = [
-            self.store.put(text, message_id=msg.id, kind=out.kind, tool=tool, command=command)
+            put_original(
+                self.store, text, message_id=msg.id, kind=out.kind, tool=tool, command=command
+            )
             for text, out in cuts
         ]
         if stored != [out.artifact for _, out in cuts]:
@@ -256,8 +258,8 @@ class Arrival(Superseding):
         """A message above the size limit: stored whole, shown as its head and tail, never
         filtered nor counted whole (either would take many times its size in memory)."""
         text = msg.text
-        artifact = self.store.put(
-            text, message_id=msg.id, kind="oversized", tool=tool, command=command
+        artifact = put_original(
+            self.store, text, message_id=msg.id, kind="oversized", tool=tool, command=command
         )
         compact = msg.model_copy(update={"content": oversized_view(text, artifact=artifact)})
         before = count_tokens_approx().count_message(msg)

@@ -27,7 +27,7 @@ from ..providers import (
 from ..result import Originals, PackResult
 from ..retrieval import retrieve_tool
 from ..stages import provider_conform
-from ..store import artifact_id
+from ..store import artifact_id, put_original
 from ..tokens import checked_tool_tokens, history_tokens
 from ..tools_on_demand import _on_demand
 from ..usage import known_window
@@ -343,7 +343,7 @@ class Rendering(SessionState):
         text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
         if not store:
             return artifact_id(text)
-        return self.store.put(text, message_id=raw.id, kind="cleared_tool_output")
+        return put_original(self.store, text, message_id=raw.id, kind="cleared_tool_output")
 
     def _whole(
         self,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..filters import original_note
 from ..pipeline import Decision
+from ..store import put_original
 from ._records import FilterRecord
 from ._state import SessionState
 
@@ -39,7 +40,7 @@ class Superseding(SessionState):
         """Replace the file view at ``position`` by a note naming the later view at ``by`` and
         its stored original, when the note is shorter."""
         raw, old = self._raw[position], self._compact[position]
-        artifact = self.store.put(raw.text, message_id=raw.id, kind="file_view")
+        artifact = put_original(self.store, raw.text, message_id=raw.id, kind="file_view")
         region_then = self._calls[raw.tool_call_id or ""].region
         path = region_then.path if region_then else "the file"
         what = f"superseded by a later view of {path} (message {self._raw[by].id})"

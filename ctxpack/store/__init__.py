@@ -30,6 +30,8 @@ from ._artifacts import (
 from ._artifacts import (
     check_artifact_store as check_artifact_store,
 )
+from ._artifacts import get_original as get_original
+from ._artifacts import put_original as put_original
 from ._base import (
     AsyncSessionStore,
     SessionStore,

@@ -63,6 +63,41 @@ def check_artifact_store(store: object, argument: str = "store") -> ArtifactStor
     return store
 
 
+def put_original(store: ArtifactStore, text: str, **metadata: Any) -> str:
+    """``store.put(text, **metadata)``: the id it returns, checked. A store of one's own whose
+    ``put`` forgets its ``return`` would otherwise have the model told to retrieve artifact
+    ``"None"``, and the original lost with no error.
+
+    Raises:
+        ConfigError: ``put`` returned something other than a non-empty ``str``.
+    """
+    ref = store.put(text, **metadata)
+    if not isinstance(ref, str) or not ref:
+        raise ConfigError(
+            f"store: {type(store).__name__}.put() returned {ref!r}, not an artifact id: an "
+            "ArtifactStore's put(text, **metadata) must return the id (a non-empty str) its "
+            "get(id) reads the text back by"
+        )
+    return ref
+
+
+def get_original(store: ArtifactStore, artifact: str) -> str:
+    """``store.get(artifact)``: the text it returns, checked (a store of one's own may return
+    ``None`` or bytes, which every reader of an original would fail on far from here).
+
+    Raises:
+        ConfigError: ``get`` returned something other than a ``str``.
+    """
+    text = store.get(artifact)
+    if not isinstance(text, str):
+        raise ConfigError(
+            f"store: {type(store).__name__}.get({artifact!r}) returned a "
+            f"{type(text).__name__}, not the artifact's text: an ArtifactStore's get(id) must "
+            "return the str put() was given (or raise ArtifactNotFoundError)"
+        )
+    return text
+
+
 class SQLiteArtifactStore(forks.ProcessBound):
     """Artifacts in SQLite: content-addressed, durable once ``put()`` returns, safe under threads.
 
