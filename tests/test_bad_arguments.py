@@ -1437,6 +1437,14 @@ def _stored_artifact() -> tuple[SQLiteArtifactStore, str]:
 
 
 UNCHECKED_CASES = [
+    # Past 2**53, as every other int option is refused.
+    case(
+        "Session(supersede_batch=10**100)",
+        lambda: Session(supersede_batch=10**100),
+        ConfigError,
+        "supersede_batch",
+        "2**53",
+    ),
     # A definition the provider refuses was built and handed back for the request.
     case(
         "tool_definition(name='')",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 
-from .._internal.arguments import shown
+from .._internal.arguments import tokens
 from ..editing import Compactor, ToolResultClearer
 from ..errors import ConfigError
 from ..filters import OutputFilter, ToolOutputFilter
@@ -100,11 +100,7 @@ def with_session_store(
 
 
 def _supersede_batch(value: int | None) -> int | None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ConfigError(
-            f"supersede_batch must be a positive int (tokens) or None, got {shown(value)}"
-        )
-    return value
+    return None if value is None else tokens(value, "supersede_batch")
 
 
 def _tool_filter(
