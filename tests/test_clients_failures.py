@@ -218,11 +218,13 @@ def test_the_event_stream_of_create_goes_through_a_server_side_session_as_the_sd
     stream = client.beta.messages.create(
         model="claude-sonnet-4-5", max_tokens=100, messages=[QUESTION], stream=True
     )
+    assert isinstance(stream, anthropic.Stream)
     assert [event.type for event in stream] == [e["type"] for e in STREAM_EVENTS]
     history = [QUESTION, {"role": "assistant", "content": "Hi"}, {"role": "user", "content": "Go."}]
     client.beta.messages.create(model="claude-sonnet-4-5", max_tokens=100, messages=history)
-    # Events are the caller's to read (as a raw response is): nothing is recorded from them.
-    assert server_decisions(client) == []
+    # The events pass to the caller as the SDK gives them, and the edits their message_delta
+    # reported are recorded as message_stop passes (as OpenAI's Responses events are).
+    assert server_decisions(client) == ["cleared"]
     assert given(session) == [QUESTION["content"], "Hi", "Go."]
 
 

@@ -325,7 +325,7 @@ class SessionFeed(forks.Guarded):
             return response
         if inspect.isawaitable(response):
             return self._recorded(response)
-        if self.provider == "openai" and event_stream(response):
+        if event_stream(response):
             return watch(response, self)
         if stream_helper(response):
             return RecordedStream(response, self)
@@ -338,7 +338,7 @@ class SessionFeed(forks.Guarded):
     async def arecord(self, reply: Any) -> Any:
         """:meth:`record` for a reply already awaited: an AsyncSession's awaited, a plain
         session's in a worker thread (it may write a store), to its end though cancelled."""
-        if self.server_side and self.provider == "openai" and event_stream(reply):
+        if self.server_side and event_stream(reply):
             return watch(reply, self)
         if self.server_side and not self.is_async:
             await in_thread(self._record, reply)

@@ -2,7 +2,9 @@
 
 What the provider's context management did comes with the end of the reply: Anthropic's stream
 helper (``messages.stream``) holds it once the stream reached its stop reason, read as its
-``with`` block is left; OpenAI's Responses events (``responses.create(stream=True)``, and the
+``with`` block is left; Anthropic's events (``messages.create(stream=True)``) carry it in
+``message_delta`` (the applied edits) and the content blocks (a compaction), read as
+``message_stop`` passes; OpenAI's Responses events (``responses.create(stream=True)``, and the
 stream helper ``responses.stream``) end with the whole response (``response.completed``), read
 as that event passes. A stream left early, or broken, says nothing of the edits: nothing is read.
 The stream itself is the SDK's, returned as it made it.
@@ -92,11 +94,11 @@ def event_stream(response: Any) -> bool:
 
 
 def watch(stream: Any, feed: _Recorder) -> Any:
-    """``stream``, an OpenAI event stream, its events now passing by ``feed`` on their way to
-    the caller: the response the last one carries is recorded before the caller sees it (a
-    caller that stops there has it recorded). The SDK's stream object is kept, so that it is
-    still what the SDK returns (its type, ``close()``, ``response``); its iterator is the one
-    place all its reading goes through (``for``, ``next()``, ``until_done()``)."""
+    """``stream``, an SDK's event stream, its events now passing by ``feed`` on their way to
+    the caller: the reply is recorded as its last event passes, before the caller sees that
+    event (a caller that stops there has it recorded). The SDK's stream object is kept, so
+    that it is still what the SDK returns (its type, ``close()``, ``response``); its iterator
+    is the one place all its reading goes through (``for``, ``next()``, ``until_done()``)."""
     events: Any = getattr(stream, "_iterator", None)
     if hasattr(events, "__anext__"):
         stream._iterator = _awatched(events, feed)
@@ -106,35 +108,77 @@ def watch(stream: Any, feed: _Recorder) -> Any:
 
 
 def _watched(events: Iterator[Any], feed: _Recorder) -> Iterator[Any]:
-    done: dict[int, Any] = {}
+    ended = _ResponseEnd() if feed.provider == "openai" else _MessageEnd()
     for event in events:
-        reply = _reply(event, done)
+        reply = ended(event)
         if reply is not None:
             feed._record(reply)
         yield event
 
 
 async def _awatched(events: AsyncIterator[Any], feed: _Recorder) -> AsyncIterator[Any]:
-    done: dict[int, Any] = {}
+    ended = _ResponseEnd() if feed.provider == "openai" else _MessageEnd()
     async for event in events:
-        reply = _reply(event, done)
+        reply = ended(event)
         if reply is not None:
             await feed.arecord(reply)
         yield event
 
 
-def _reply(event: Any, done: dict[int, Any]) -> Any:
-    """The response a Responses event ends the reply with, else ``None``; ``done`` gathers the
-    output items finished so far, by place, for a response sent without its output."""
-    kind = getattr(event, "type", None)
-    if kind == "response.output_item.done":
-        done[event.output_index] = event.item
-    elif kind in _ENDS:
-        reply = event.response
-        if not getattr(reply, "output", None) and done:
-            reply = reply.model_copy(update={"output": [done[i] for i in sorted(done)]})
-        return reply
-    return None
+class _ResponseEnd:
+    """The response a Responses event ends the reply with, else ``None``."""
+
+    def __init__(self) -> None:
+        # The output items finished so far, by place, for a response sent without its output.
+        self.done: dict[int, Any] = {}
+
+    def __call__(self, event: Any) -> Any:
+        kind = getattr(event, "type", None)
+        if kind == "response.output_item.done":
+            self.done[event.output_index] = event.item
+        elif kind in _ENDS:
+            reply = event.response
+            if not getattr(reply, "output", None) and self.done:
+                done = self.done
+                reply = reply.model_copy(update={"output": [done[i] for i in sorted(done)]})
+            return reply
+        return None
+
+
+class _MessageEnd:
+    """The Anthropic message an event stream has built once ``message_stop`` comes, else
+    ``None``: the message as the session reads it, from ``message_start`` on, its content
+    blocks as they started and a compaction block's summary from its delta, with the stop
+    reason and the applied edits of ``message_delta``. Text, thinking and tool input are left
+    as they started: the session reads no edit from them, and the caller reads the events.
+    Built on copies: the caller's events are never changed."""
+
+    def __init__(self) -> None:
+        self.message: Any = None
+
+    def __call__(self, event: Any) -> Any:
+        kind = getattr(event, "type", None)
+        if kind == "message_start":
+            self.message = event.message.model_copy(deep=True)
+        elif self.message is None:
+            return None  # no message_start (not a Messages stream): nothing to build
+        elif kind == "content_block_start":
+            self.message.content.append(event.content_block.model_copy(deep=True))
+        elif kind == "content_block_delta" and event.delta.type == "compaction_delta":
+            block = self.message.content[event.index]
+            block.content = event.delta.content
+            # Older SDKs' deltas lack it; the session reads the summary only.
+            if getattr(event.delta, "encrypted_content", None) is not None:
+                block.encrypted_content = event.delta.encrypted_content
+        elif kind == "message_delta":
+            self.message.stop_reason = event.delta.stop_reason
+            management = getattr(event, "context_management", None)
+            if management is not None:
+                self.message.context_management = management
+        elif kind == "message_stop":
+            message, self.message = self.message, None
+            return message
+        return None
 
 
 def _finished(stream: Any) -> Any:

@@ -1,0 +1,179 @@
+"""Anthropic's event stream (``messages.create(stream=True)``) behind a server-side session.
+
+The wrapper watches the events pass on their way to the caller and, as ``message_stop`` passes,
+records what the provider's context management did (the applied edits of ``message_delta``, a
+compaction block), once, as it does for OpenAI's Responses events. The caller gets the SDK's
+own stream, its events unchanged; a stream left early, or broken by an error event, records
+nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from typing import Any
+
+import anthropic
+import httpx2
+import pytest
+
+import ctxpack
+from tests.sdk_mock import Capture, anthropic_client, anthropic_message, async_anthropic_client
+
+QUESTION = {"role": "user", "content": "Why does the auth test fail?"}
+SUMMARY = "Summary: the auth test fails on a stale token in cache.py."
+CLEARED = {
+    "type": "clear_tool_uses_20250919",
+    "cleared_tool_uses": 3,
+    "cleared_input_tokens": 4_200,
+}
+REQUEST: dict[str, Any] = {"model": "claude-sonnet-4-5", "max_tokens": 1_000}
+# A reply opening with a compaction block (its summary in a delta), then text, its applied
+# edits in message_delta.
+EVENTS: list[dict[str, Any]] = [
+    {"type": "message_start", "message": {**anthropic_message([]), "stop_reason": None}},
+    {"type": "content_block_start", "index": 0, "content_block": {"type": "compaction"}},
+    {
+        "type": "content_block_delta",
+        "index": 0,
+        "delta": {"type": "compaction_delta", "content": SUMMARY},
+    },
+    {"type": "content_block_stop", "index": 0},
+    {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}},
+    {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "Hi"}},
+    {"type": "content_block_stop", "index": 1},
+    {
+        "type": "message_delta",
+        "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+        "usage": {"output_tokens": 2},
+        "context_management": {"applied_edits": [CLEARED]},
+    },
+    {"type": "message_stop"},
+]
+TYPES = [e["type"] for e in EVENTS]
+RECORDED = [("cleared", 4_200), ("merged", None)]
+FAILED = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+
+
+def sse(events: list[dict[str, Any]]) -> httpx2.Response:
+    body = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+    return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+
+def server_side_session() -> ctxpack.Session:
+    policy = ctxpack.managed.WindowPolicy(window=200_000, server_side=True)
+    return ctxpack.Session(model="claude-sonnet-4-5", counter="cl100k_base", window=policy)
+
+
+def recorded(session: ctxpack.Session) -> list[tuple[str, int | None]]:
+    """The server's decisions the session holds: those its next render reports."""
+    return [(d.action, d.tokens_before) for d in session.render().decisions if d.stage == "server"]
+
+
+def wrapped(events: list[dict[str, Any]] = EVENTS) -> tuple[ctxpack.Session, Any, Capture]:
+    capture = Capture(lambda body: sse(events))
+    session = server_side_session()
+    return session, ctxpack.wrap_anthropic(anthropic_client(capture), session=session), capture
+
+
+READS = ["for", "next()", "with"]
+
+
+@pytest.mark.parametrize("how", READS)
+def test_the_event_stream_read_to_its_end_records_the_edits_and_the_compaction_once(
+    how: str,
+) -> None:
+    # The wrapper left create(stream=True)'s events to the caller: a streamed turn's
+    # compaction and clearings never reached the session's decisions.
+    session, client, capture = wrapped()
+    stream = client.beta.messages.create(**REQUEST, messages=[QUESTION], stream=True)
+    assert isinstance(stream, anthropic.Stream)  # the SDK's own, as without a session
+    if how == "for":
+        events = [event for event in stream]
+    elif how == "next()":
+        events = []
+        with pytest.raises(StopIteration):
+            while True:
+                events.append(next(stream))
+    else:
+        with stream as entered:
+            events = list(entered)
+    assert [event.type for event in events] == TYPES
+    # Unchanged: the caller's compaction block still as it started, its summary in its delta.
+    assert events[1].content_block.content is None and events[2].delta.content == SUMMARY
+    assert capture.body["stream"] is True and "context_management" in capture.body
+    assert recorded(session) == RECORDED
+    assert recorded(session) == RECORDED  # read, not consumed: once
+
+
+def test_the_edits_are_recorded_before_the_caller_sees_message_stop() -> None:
+    session, client, _ = wrapped()
+    stream = client.beta.messages.create(**REQUEST, messages=[QUESTION], stream=True)
+    for event in stream:
+        if event.type == "message_stop":
+            assert recorded(session) == RECORDED
+            break
+    else:
+        pytest.fail("no message_stop")
+
+
+@pytest.mark.parametrize("async_session", [False, True], ids=["Session", "AsyncSession"])
+def test_an_async_event_stream_is_recorded_once(async_session: bool) -> None:
+    policy = ctxpack.managed.WindowPolicy(window=200_000, server_side=True)
+
+    async def main() -> list[tuple[str, int | None]]:
+        capture = Capture(lambda body: sse(EVENTS))
+        session: Any = server_side_session()
+        if async_session:
+            session = await ctxpack.AsyncSession.open(
+                "s",
+                store="memory://",
+                model="claude-sonnet-4-5",
+                counter="cl100k_base",
+                window=policy,
+            )
+        client = ctxpack.wrap_anthropic(async_anthropic_client(capture), session=session)
+        stream = await client.beta.messages.create(**REQUEST, messages=[QUESTION], stream=True)
+        assert isinstance(stream, anthropic.AsyncStream)
+        assert [event.type async for event in stream] == TYPES
+        result = await session.render() if async_session else session.render()
+        return [(d.action, d.tokens_before) for d in result.decisions if d.stage == "server"]
+
+    assert asyncio.run(main()) == RECORDED
+
+
+@pytest.mark.parametrize("breaks", ["left early", "closed", "error event"])
+def test_a_stream_left_early_or_broken_records_nothing(breaks: str) -> None:
+    events = [*EVENTS[:5], FAILED] if breaks == "error event" else EVENTS
+    session, client, _ = wrapped(events)
+    stream = client.beta.messages.create(**REQUEST, messages=[QUESTION], stream=True)
+    if breaks == "error event":
+        with pytest.raises(anthropic.APIStatusError, match="Overloaded"):
+            list(stream)
+    else:
+        # Up to the message_delta, which holds the edits, but not its message_stop.
+        assert [e.type for e in itertools.islice(stream, len(EVENTS) - 1)] == TYPES[:-1]
+        if breaks == "closed":
+            stream.close()
+    assert recorded(session) == []
+
+
+def test_the_next_request_goes_through_with_the_reply_given_once() -> None:
+    replies = iter([sse(EVENTS), httpx2.Response(200, json=anthropic_message([]))])
+    capture = Capture(lambda body: next(replies))
+    session = server_side_session()
+    client = ctxpack.wrap_anthropic(anthropic_client(capture), session=session)
+    stream = client.beta.messages.create(**REQUEST, messages=[QUESTION], stream=True)
+    assert [event.type for event in stream] == TYPES
+    compaction = {"type": "compaction", "content": SUMMARY}
+    reply = {"role": "assistant", "content": [compaction, {"type": "text", "text": "Hi"}]}
+    history = [QUESTION, reply, {"role": "user", "content": "Go."}]
+    client.beta.messages.create(**REQUEST, messages=history)
+    result = client.last_result
+    assert result is not None
+    assert [(d.action, d.tokens_before) for d in result.decisions if d.stage == "server"] == (
+        RECORDED
+    )
+    assert [m.role for m in session.transcript()] == ["user", "assistant", "user"]
+    assert capture.body["messages"][1]["content"][0] == compaction  # verbatim, in its place
