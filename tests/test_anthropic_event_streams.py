@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -177,3 +178,47 @@ def test_the_next_request_goes_through_with_the_reply_given_once() -> None:
     )
     assert [m.role for m in session.transcript()] == ["user", "assistant", "user"]
     assert capture.body["messages"][1]["content"][0] == compaction  # verbatim, in its place
+
+
+def test_a_streamed_reply_given_again_to_record_response_is_read_once() -> None:
+    # Before the wrapper read create(stream=True)'s events, the guide said to give the message
+    # they hold to record_response yourself: code that still does must not count the edits
+    # twice, nor append the reply (it reaches the session with the next request).
+    session, client, _ = wrapped()
+    stream = client.beta.messages.create(**REQUEST, messages=[QUESTION], stream=True)
+    assert [event.type for event in stream] == TYPES
+    compaction = {"type": "compaction", "content": SUMMARY}
+    message = {
+        **anthropic_message([compaction, {"type": "text", "text": "Hi"}]),
+        "context_management": {"applied_edits": [CLEARED]},
+    }
+    assert session.record_response(message, append=False) == []
+    assert session.record_response(message) == []
+    assert recorded(session) == RECORDED
+    assert [m.role for m in session.transcript()] == ["user"]
+    # Another reply (its own id) is another turn's edits.
+    assert len(session.record_response({**message, "id": "msg_2"})) == 2
+    assert recorded(session) == [*RECORDED, *RECORDED]
+    assert [m.role for m in session.transcript()] == ["user", "assistant"]
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_a_reply_read_once_is_known_to_a_replica_and_a_later_process(
+    kind: str, tmp_path: Path
+) -> None:
+    policy = ctxpack.managed.WindowPolicy(window=200_000, server_side=True)
+    url = "memory://" if kind == "memory" else f"sqlite:///{tmp_path / 'sessions.db'}"
+    store = ctxpack.store.open_store(url)
+
+    def opened() -> ctxpack.Session:
+        return ctxpack.Session.open(
+            "s", store=store, model="claude-sonnet-4-5", counter="cl100k_base", window=policy
+        )
+
+    first, second = opened(), opened()
+    first.append(QUESTION, provider="anthropic")
+    message = {**anthropic_message([]), "context_management": {"applied_edits": [CLEARED]}}
+    assert len(first.record_response(message, append=False)) == 1
+    assert second.record_response(message, append=False) == []
+    assert opened().record_response(message, append=False) == []
+    assert recorded(opened()) == [("cleared", 4_200)]

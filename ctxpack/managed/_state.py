@@ -50,7 +50,7 @@ class WindowEvent(FieldErrorModel):
 
 
 # The lists of a WindowState that only grow as the session goes on (see _grown_since).
-_GROWING = ("decisions", "events", "compacted", "thinking_cleared")
+_GROWING = ("decisions", "events", "compacted", "thinking_cleared", "replies")
 # The maps of a WindowState that grow too, an entry at a time (a compaction drops some).
 _MAPS = ("cleared", "results_cleared")
 
@@ -78,6 +78,8 @@ class WindowState(FieldErrorModel):
         compacted: Ids of the messages the summary replaces.
         decisions: Every edit, as recorded decisions.
         events: Every edit, with its cache effect.
+        replies: Ids of the Anthropic replies read with ``record_response`` (by a client
+            wrapper, or by hand): a reply is read once, whoever gives it again.
         last_fingerprint: Model, tools and system prompt of the last request (cache-bust
             warnings).
         last_tokens: The last request's prompt tokens.
@@ -117,6 +119,7 @@ class WindowState(FieldErrorModel):
     compacted: list[str] = Field(default_factory=list)
     decisions: list[Decision] = Field(default_factory=list)
     events: list[WindowEvent] = Field(default_factory=list)
+    replies: list[str] = Field(default_factory=list)
     last_fingerprint: dict[str, str | None] | None = None
     last_tokens: int = Field(default=0, ge=0)
     rent: float = Field(default=0.0, ge=0)

@@ -347,9 +347,13 @@ class Arrival(Superseding):
 
         flag(append, "append")
         body, anthropic = response_body(response)
-        if not anthropic and _recorded(self.window_state.decisions, body.get("id")):
-            # A wrapper reads a streamed reply itself; code that also gives it here (as the
-            # guide once said to) must not count its compaction twice.
+        reply_id = body.get("id")
+        # A wrapper reads each reply, a streamed one's too; code that also gives it here (as
+        # the guide once said to, for a stream) must not count its edits twice, nor append it
+        # twice. A reply's id is unique to it; an OpenAI one's names its decisions.
+        if anthropic and reply_id and reply_id in self.window_state.replies:
+            return []
+        if not anthropic and _recorded(self.window_state.decisions, reply_id):
             return []
         # An empty reply (Claude may end its turn saying nothing) is no message to keep:
         # Anthropic refuses one with no content in a later request's history.
@@ -365,6 +369,8 @@ class Arrival(Superseding):
             message = {"role": "assistant", "content": body.get("content") or []}
             self._extend([message], "anthropic")
         self.window_state.decisions.extend(decisions)
+        if anthropic and reply_id:
+            self.window_state.replies.append(str(reply_id))
         return decisions
 
 

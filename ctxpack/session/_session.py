@@ -473,8 +473,10 @@ class Session(Arrival, Rendering):
         ``compaction`` block included, kept verbatim to be sent back; an empty reply is not
         appended, Anthropic refusing an empty message in a later request), and its
         ``context_management.applied_edits`` and compaction become decisions of the next
-        :meth:`render`. An OpenAI Responses response's decisions are recorded, once per
-        response id; append its output with ``extend(response.output)`` (its compaction item as is).
+        :meth:`render`. An OpenAI Responses response's decisions are recorded; append its
+        output with ``extend(response.output)`` (its compaction item as is). A response is read
+        once, by its id: given again (a client wrapper read it already), nothing more is
+        recorded or appended.
 
         Args:
             response: The provider's response, an SDK object or its dict.
