@@ -222,3 +222,43 @@ def test_a_reply_read_once_is_known_to_a_replica_and_a_later_process(
     assert second.record_response(message, append=False) == []
     assert opened().record_response(message, append=False) == []
     assert recorded(opened()) == [("cleared", 4_200)]
+
+
+def tool_turn_events() -> list[dict[str, Any]]:
+    """A streamed turn calling get_weather (its input in a JSON delta), with EVENTS' edits."""
+    call = {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}
+    delta = {"type": "input_json_delta", "partial_json": '{"city": "Oslo"}'}
+    return [
+        EVENTS[0],
+        {"type": "content_block_start", "index": 0, "content_block": call},
+        {"type": "content_block_delta", "index": 0, "delta": delta},
+        {"type": "content_block_stop", "index": 0},
+        {**EVENTS[-2], "delta": {"stop_reason": "tool_use", "stop_sequence": None}},
+        EVENTS[-1],
+    ]
+
+
+def test_a_streaming_tool_runner_has_each_turn_s_edits_recorded() -> None:
+    # The SDK's runner streams each turn with create(stream=True) through the wrapper, and
+    # reads the events with its own helpers: the edits of every turn reach the session.
+    from anthropic import beta_tool
+
+    @beta_tool
+    def get_weather(city: str) -> str:
+        """Current weather in a city."""
+        return "3 C"
+
+    second = [{**EVENTS[0], "message": {**EVENTS[0]["message"], "id": "msg_2"}}, *EVENTS[1:]]
+    replies = iter([sse(tool_turn_events()), sse(second)])
+    capture = Capture(lambda body: next(replies))
+    session = server_side_session()
+    client = ctxpack.wrap_anthropic(anthropic_client(capture), session=session)
+    runner = client.beta.messages.tool_runner(
+        tools=[get_weather], thread=False, stream=True, **REQUEST, messages=[QUESTION]
+    )
+    finals = []
+    for stream in runner:
+        finals.append(stream.get_final_message())
+    assert [m.content[-1].type for m in finals] == ["tool_use", "text"]
+    assert [body["stream"] for body in capture.requests] == [True, True]
+    assert recorded(session) == [("cleared", 4_200), *RECORDED]
