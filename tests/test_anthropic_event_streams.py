@@ -262,3 +262,23 @@ def test_a_streaming_tool_runner_has_each_turn_s_edits_recorded() -> None:
     assert [m.content[-1].type for m in finals] == ["tool_use", "text"]
     assert [body["stream"] for body in capture.requests] == [True, True]
     assert recorded(session) == [("cleared", 4_200), *RECORDED]
+
+
+# The SDK types an unknown block as another (a text block with the unknown fields beside), and
+# pydantic warns when the session reads the message, as it does for such a reply object.
+@pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning")
+def test_a_block_the_sdk_does_not_know_passes_and_the_edits_are_still_recorded() -> None:
+    # A newer API's block (or delta) the installed SDK cannot type: the wrapper reading the
+    # events must not break the caller's stream on it.
+    unknown = {"type": "future_block", "payload": {"x": 1}}
+    events = [
+        *EVENTS[:4],
+        {"type": "content_block_start", "index": 1, "content_block": unknown},
+        {"type": "content_block_delta", "index": 1, "delta": {"type": "future_delta", "y": 2}},
+        {"type": "content_block_stop", "index": 1},
+        *EVENTS[-2:],
+    ]
+    session, client, _ = wrapped(events)
+    stream = client.beta.messages.create(**REQUEST, messages=[QUESTION], stream=True)
+    assert [event.type for event in stream] == [e["type"] for e in events]
+    assert recorded(session) == RECORDED

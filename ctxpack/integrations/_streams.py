@@ -12,6 +12,7 @@ The stream itself is the SDK's, returned as it made it.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, Protocol
 
@@ -151,7 +152,9 @@ class _MessageEnd:
     blocks as they started and a compaction block's summary from its delta, with the stop
     reason and the applied edits of ``message_delta``. Text, thinking and tool input are left
     as they started: the session reads no edit from them, and the caller reads the events.
-    Built on copies: the caller's events are never changed."""
+    Built on copies: the caller's events are never changed. A block or delta the SDK does
+    not know (a newer API's, left a dict) is copied as it is, never the cause of an error in
+    the caller's stream."""
 
     def __init__(self) -> None:
         self.message: Any = None
@@ -159,26 +162,35 @@ class _MessageEnd:
     def __call__(self, event: Any) -> Any:
         kind = getattr(event, "type", None)
         if kind == "message_start":
-            self.message = event.message.model_copy(deep=True)
+            self.message = copy.deepcopy(event.message)
         elif self.message is None:
             return None  # no message_start (not a Messages stream): nothing to build
         elif kind == "content_block_start":
-            self.message.content.append(event.content_block.model_copy(deep=True))
-        elif kind == "content_block_delta" and event.delta.type == "compaction_delta":
-            block = self.message.content[event.index]
-            block.content = event.delta.content
-            # Older SDKs' deltas lack it; the session reads the summary only.
-            if getattr(event.delta, "encrypted_content", None) is not None:
-                block.encrypted_content = event.delta.encrypted_content
+            self.message.content.append(copy.deepcopy(event.content_block))
+        elif kind == "content_block_delta":
+            delta = event.delta
+            if getattr(delta, "type", None) == "compaction_delta":
+                block = self.message.content[event.index]
+                _set(block, "content", delta.content)
+                # Older SDKs' deltas lack it; the session reads the summary only.
+                if getattr(delta, "encrypted_content", None) is not None:
+                    _set(block, "encrypted_content", delta.encrypted_content)
         elif kind == "message_delta":
             self.message.stop_reason = event.delta.stop_reason
             management = getattr(event, "context_management", None)
             if management is not None:
-                self.message.context_management = management
+                self.message.context_management = copy.deepcopy(management)
         elif kind == "message_stop":
             message, self.message = self.message, None
             return message
         return None
+
+
+def _set(block: Any, name: str, value: Any) -> None:
+    if isinstance(block, dict):
+        block[name] = value
+    else:
+        setattr(block, name, value)
 
 
 def _finished(stream: Any) -> Any:
