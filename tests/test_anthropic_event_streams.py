@@ -202,6 +202,17 @@ def test_a_streamed_reply_given_again_to_record_response_is_read_once() -> None:
     assert [m.role for m in session.transcript()] == ["user", "assistant"]
 
 
+def test_a_fake_model_answering_with_one_id_has_each_answer_appended() -> None:
+    # A test's fake model often gives every reply the same id: recorded by hand with the
+    # default append, each is a turn of its own, none remembered.
+    session = ctxpack.Session(model="claude-sonnet-4-5", counter="cl100k_base")
+    for turn in range(3):
+        session.append({"role": "user", "content": f"Question {turn}?"}, provider="anthropic")
+        session.record_response(anthropic_message([{"type": "text", "text": "Same answer."}]))
+    assert [m.role for m in session.transcript()] == ["user", "assistant"] * 3
+    assert session.window_state.replies == []
+
+
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
 def test_a_reply_read_once_is_known_to_a_replica_and_a_later_process(
     kind: str, tmp_path: Path

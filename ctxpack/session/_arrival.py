@@ -348,9 +348,13 @@ class Arrival(Superseding):
         flag(append, "append")
         body, anthropic = response_body(response)
         reply_id = body.get("id")
-        # A wrapper reads each reply, a streamed one's too; code that also gives it here (as
-        # the guide once said to, for a stream) must not count its edits twice, nor append it
-        # twice. A reply's id is unique to it; an OpenAI one's names its decisions.
+        # A wrapper reads each reply, a streamed one's too, with append=False (it reaches the
+        # session with the next request); code that also gives it here (as the guide once
+        # said to, for a stream) must not count its edits twice, nor append it twice. A
+        # reply's id is unique to it; an OpenAI one's names its decisions. Only a reply read
+        # without its append is remembered: a test's fake model that answers every turn
+        # with one id, recorded with the default append, has each answer appended.
+        remember = anthropic and bool(reply_id) and not append
         if anthropic and reply_id and reply_id in self.window_state.replies:
             return []
         if not anthropic and _recorded(self.window_state.decisions, reply_id):
@@ -369,7 +373,7 @@ class Arrival(Superseding):
             message = {"role": "assistant", "content": body.get("content") or []}
             self._extend([message], "anthropic")
         self.window_state.decisions.extend(decisions)
-        if anthropic and reply_id:
+        if remember:
             self.window_state.replies.append(str(reply_id))
         return decisions
 
