@@ -137,6 +137,15 @@ def test_timestamps_may_be_datetimes() -> None:
     assert bill.requests[1].cache_read_tokens == 0
 
 
+def test_naive_and_aware_datetimes_are_not_mixed() -> None:
+    # A naive datetime is read in the machine's local time: beside an aware one, the gap
+    # between them would move with the time zone the bill runs in.
+    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    a = [user(2000)]
+    with pytest.raises(ConfigError, match=r"timestamps\[1\].*time zone"):
+        simulate([a, a], price=P, counter=words, timestamps=[t0, datetime(2026, 1, 1, 0, 1)])
+
+
 def test_a_model_switch_rewrites_at_the_target_price_and_each_model_keeps_its_cache() -> None:
     other = Price(input=10, output=50, cache_write_5m=12.5, cache_write_1h=20, cache_read=0.25)
     a = [user(2000)]

@@ -153,8 +153,8 @@ def simulate(
             a model uses the entry ``"default"``; a dated or prefixed name finds its entry as
             :func:`price` finds a name, exact key first, and shares that entry's cache).
         ttl: The cache lifetime the requests ask for: ``"5m"`` or ``"1h"``.
-        timestamps: When each request was sent (seconds or datetimes); ``None`` treats the
-            session as continuous, with no entry ever expiring.
+        timestamps: When each request was sent (seconds or datetimes, all zoned or all naive);
+            ``None`` treats the session as continuous, with no entry ever expiring.
         counter: Token counter for every request (see :func:`ctxpack.tokens.get_counter`).
             ``None``: each request's ``Request.model``'s, as ``count_tokens(model=...)`` picks
             it; without a model, the model's whose shipped price the request is billed at
@@ -335,6 +335,7 @@ def _check_options(
             "per request, or None for a continuous session"
         )
     previous = float("-inf")
+    zoned: bool | None = None
     for i, value in enumerate(timestamps):
         if isinstance(value, bool) or not isinstance(value, (int, float, datetime)):
             raise ConfigError(
@@ -343,6 +344,14 @@ def _check_options(
             )
         if not isinstance(value, datetime):
             finite(value, f"timestamps[{i}]")
+        elif zoned is None:
+            zoned = value.utcoffset() is not None
+        elif zoned != (value.utcoffset() is not None):
+            # A naive one is read in local time: the gap would move with the machine's zone.
+            raise ConfigError(
+                f"timestamps[{i}] has {'no ' if zoned else 'a '}time zone, unlike an earlier "
+                "datetime; give every datetime a time zone, or none"
+            )
         if _seconds(value) < previous:
             raise ConfigError(f"timestamps must not go back in time (request {i})")
         previous = _seconds(value)
