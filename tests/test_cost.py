@@ -176,6 +176,31 @@ def test_an_edit_in_the_middle_breaks_the_prefix_from_there() -> None:
     assert per_message.requests[1].cache_read_tokens == 1504
 
 
+def test_an_openai_model_reads_the_cache_in_128_token_increments() -> None:
+    # OpenAI's prompt-caching guide: cached tokens come in increments of 128 after the first
+    # 1,024; the rest of the matched prefix is billed as input (its writes cost input too).
+    first = [user(1200)]  # 1204 tokens + 3 priming
+    second = [*first, assistant(10), user(5)]
+    for points in ("request", "message"):
+        bill = simulate(
+            [Request(messages=m, model="gpt-4o") for m in (first, second)],
+            price=price("gpt-4o"),
+            counter=words,
+            cache_points=points,
+        )
+        row = bill.requests[1]
+        assert row.cache_read_tokens == 1152  # 1,204 matched, cut to 1,024 + 128
+        assert row.cache_write_tokens == row.input_tokens - 1152
+        assert row.cost == pytest.approx((1152 * 1.25 + (row.input_tokens - 1152) * 2.5) / 1e6)
+    # Claude reads the whole matched prefix, whatever its length.
+    claude = simulate(
+        [Request(messages=m, model="claude-sonnet-4-5") for m in (first, second)],
+        price=price("claude-sonnet-4-5"),
+        counter=words,
+    )
+    assert claude.requests[1].cache_read_tokens == 1204
+
+
 def test_an_entry_further_back_than_the_lookback_is_not_found() -> None:
     first = [user(2000)]
     grown = [*first, *[assistant(1) for _ in range(25)]]
@@ -327,7 +352,8 @@ def test_a_legacy_function_call_beside_tool_calls_is_not_part_of_the_cached_pref
     ]
     first, second = simulate(turns, price=price("gpt-4o")).requests
     assert first.input_tokens == second.input_tokens
-    assert second.cache_write_tokens == 0 and second.cache_read_tokens > 1024
+    # The whole prompt is found; OpenAI reads it in 128-token increments.
+    assert second.cache_read_tokens == first.input_tokens - first.input_tokens % 128 > 1024
 
 
 def test_a_breakpoint_moved_to_the_last_message_still_reads_the_earlier_prefix() -> None:

@@ -281,10 +281,11 @@ def test_the_rewrite_costs_the_write_less_the_read_it_replaces() -> None:
     # written anyway: the other 139 would have been read from the cache. 18 re-sends save
     # 91 x 0.3 x 18 = 491.4, more than (3.75 - 0.3) x 139 = 479.55 though less than the full
     # write, 3.75 x 139 = 521.25, or the rewrite priced whole. The batch goes there, as the
-    # managed window's rule says. Sonnet's prices, with a cache at every message boundary (an
-    # OpenAI model's) that keeps prefixes of any length: what precedes t0 is read.
+    # managed window's rule says. Sonnet's prices, with a cache at every message boundary (a
+    # Gemini model's, which reads a prefix whole, not in OpenAI's 128-token increments) that
+    # keeps prefixes of any length: what precedes t0 is read.
     history = ctxpack.messages.ensure_messages(agent_history([100] * 6))
-    cache = {"model": "gpt-5", "price": SONNET_ANY_LENGTH}
+    cache = {"model": "gemini-2.5-pro", "price": SONNET_ANY_LENGTH}
     stage = ToolResultClearer(trigger=300, keep=2, expected_resends=18, **cache)
     batches = stage.batches(history, counter=ctxpack.get_counter(counter=words))
     assert batches[0] == ctxpack.editing.ClearBatch(8, ("t0",), 91, 266)

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from ..messages import Message
 from ..providers import provider_from_model, tools_as_sent
 from ..tokens import REPLY_PRIMING, TokenCounter, checked_tool_tokens
+from .encodings import model_encoding
 
 __all__ = [
     "DEFAULT_LOOKBACK",
@@ -20,6 +21,7 @@ __all__ = [
     "blocks_of",
     "cache_points_of",
     "found_point",
+    "read_increment",
     "rewritten_tokens",
 ]
 
@@ -28,6 +30,9 @@ CachePoints = Literal["request", "message"]
 # breakpoint (its prompt-caching guide); an entry further back is not found.
 DEFAULT_LOOKBACK = 20
 
+
+# OpenAI's cached prefix is a whole number of these (its prompt-caching guide).
+OPENAI_CACHE_INCREMENT = 128
 
 # How long an entry lives after its last write or read, per requested ``ttl``.
 TTL_SECONDS: dict[str, float] = {"5m": 300.0, "1h": 3600.0}
@@ -114,4 +119,19 @@ def rewritten_tokens(
 
     start = found_point(blocks, cached, points, lookback)
     written = REPLY_PRIMING + sum(sizes[start or 0 :])
-    return written + (tool_tokens if start is None else 0)
+    if start is None:
+        return written + tool_tokens
+    # OpenAI reads a prefix in whole increments: the tokens past the last one are written too.
+    return written + (prefixes[start] % OPENAI_CACHE_INCREMENT if _openai(model) else 0)
+
+
+def _openai(model: str | None) -> bool:
+    """Whether ``model`` is OpenAI's (a name with an OpenAI tokenizer)."""
+    return model is not None and model_encoding(model) is not None
+
+
+def read_increment(model: str | None, tokens: int) -> int:
+    """The part of a matched prefix of ``tokens`` that ``model``'s provider reads from the
+    cache: OpenAI's prompt-caching guide gives cache hits in increments of 128 tokens (after
+    the first 1,024), the rest of the prefix being processed again; others read it whole."""
+    return tokens - tokens % OPENAI_CACHE_INCREMENT if _openai(model) else tokens

@@ -144,7 +144,7 @@ def simulate(
     (at the ``ttl`` write price) if the whole prompt reaches the model's minimum cacheable
     length, else billed as plain input. Every entry lives ``ttl`` after its last write or read.
     Each model has its own cache, so switching model rewrites the whole history at the target's
-    write price.
+    write price; an OpenAI model reads the prefix it finds in whole 128-token increments.
 
     Args:
         requests: Each a list of messages, or a :class:`Request` (or a mapping of its fields)

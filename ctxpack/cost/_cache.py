@@ -11,7 +11,7 @@ from itertools import accumulate
 from typing import Any
 
 from .._internal import forks
-from .._internal.cache_points import CachePoints, blocks_of, found_point
+from .._internal.cache_points import CachePoints, blocks_of, found_point, read_increment
 from .._internal.legacy_calls import sent_extras
 from .._internal.prefix import common_prefix
 from ..adapters.read import counted_messages
@@ -168,6 +168,7 @@ class PromptCache:
         entries = self._models.setdefault(key, {})
         hit = _longest_hit(entries, chain, blocks, now, self._cache_points, self._lookback)
         read = sizes[hit] if hit is not None else 0
+        read = read_increment(model, read)
         if hit is not None:
             entries[chain[hit]] = now + self._life
         if total < minimum:

@@ -62,7 +62,12 @@ def test_replicas_serve_threads_with_one_session_each(
         name = f"{session_id}-{worker}"
         last = middlewares[(worker + turns - 1) % len(middlewares)].last_result_for(name)
         assert last is not None
-        asked = [m.text for m in last.messages if m.role == "user"]
+        # A compaction's summary of the turn's own reads may follow its task.
+        asked = [
+            m.text
+            for m in last.messages
+            if m.role == "user" and "summary_of" not in m.metadata.get("ctxpack", {})
+        ]
         assert asked[-1] == f"Worker {worker}, task {turns - 1}."
     # Erasing a thread from one replica erases it for the other.
     erased = f"{session_id}-0"
