@@ -201,6 +201,23 @@ def test_an_openai_model_reads_the_cache_in_128_token_increments() -> None:
     assert claude.requests[1].cache_read_tokens == 1204
 
 
+def test_the_default_cache_points_are_the_providers_own() -> None:
+    # OpenAI caches every prefix on its own (its prompt-caching guide): an edit keeps the head.
+    # Claude's harness sets one breakpoint per request: the head was never an entry. A price of
+    # the caller's own names no provider: one breakpoint per request, as before.
+    head, old, tail = user(2500, "h"), user(600, "o"), user(600, "t")  # the head: 2,504 tokens
+    before, after = [head, old, tail], [head, user(1, "cleared"), tail]
+    for model, read in (("gpt-5", 2432), ("gemini-2.5-pro", 2504), ("claude-sonnet-4-5", 0)):
+        requests = [Request(messages=m, model=model) for m in (before, after)]
+        bill = simulate(requests, price=price(model), counter=words)
+        assert bill.requests[1].cache_read_tokens == read, model
+    # A request naming no model: its shipped price's model (a Gemini price names none).
+    for model, read in (("gpt-5", 2432), ("claude-sonnet-4-5", 0), ("gemini-2.5-pro", 0)):
+        unnamed = simulate([before, after], price=price(model), counter=words)
+        assert unnamed.requests[1].cache_read_tokens == read, model
+    assert simulate([before, after], price=P, counter=words).requests[1].cache_read_tokens == 0
+
+
 def test_an_entry_further_back_than_the_lookback_is_not_found() -> None:
     first = [user(2000)]
     grown = [*first, *[assistant(1) for _ in range(25)]]
@@ -332,7 +349,8 @@ def test_messages_differing_only_in_a_provider_field_do_not_share_a_cache_entry(
         [*base, {"role": "assistant", "content": None, "refusal": refusal}]
         for refusal in ("I can't help with that.", "No.")
     ]
-    first, second = simulate(turns, price=price("gpt-4o")).requests
+    # One entry per request, the whole prompt: the second finds none.
+    first, second = simulate(turns, price=price("gpt-4o"), cache_points="request").requests
     assert first.cache_write_tokens == first.input_tokens
     assert second.cache_read_tokens == 0 and second.cache_write_tokens == second.input_tokens
 

@@ -11,8 +11,8 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from .._internal.arguments import MOST, finite, keyword_checked, shown, tool_definitions
 from .._internal.arguments import tokens as check_tokens
-from .._internal.cache_points import DEFAULT_LOOKBACK, TTL_SECONDS
-from .._internal.encodings import model_encoding
+from .._internal.cache_points import DEFAULT_LOOKBACK, TTL_SECONDS, CachePoints
+from .._internal.encodings import model_encoding, model_key
 from .._internal.options import CheckedModel, FieldErrorModel, invalid_option
 from ..errors import ConfigError
 from ..messages import Message
@@ -124,6 +124,11 @@ def _seconds(value: float | datetime) -> float:
     return value.timestamp() if isinstance(value, datetime) else float(value)
 
 
+def _when(timestamps: Sequence[float | datetime] | None, index: int) -> float:
+    """When request ``index`` was sent, in seconds (0 for a continuous session)."""
+    return 0.0 if timestamps is None else _seconds(timestamps[index])
+
+
 @keyword_checked
 def simulate(
     requests: Sequence[Request | Sequence[Message | Mapping[str, Any]] | Mapping[str, Any]],
@@ -132,7 +137,7 @@ def simulate(
     ttl: Literal["5m", "1h"] = "5m",
     timestamps: Sequence[float | datetime] | None = None,
     counter: CounterLike | None = None,
-    cache_points: Literal["request", "message"] = "request",
+    cache_points: Literal["request", "message"] | None = None,
     min_cacheable_tokens: int | None = None,
     lookback: int | None = DEFAULT_LOOKBACK,
 ) -> Bill:
@@ -161,9 +166,9 @@ def simulate(
             (``price("claude-sonnet-4-5")`` counts as Claude does); else exact cl100k_base, as
             for a name with no known tokenizer.
         cache_points: Where entries are written: ``"request"``, at the end of each prompt (one
-            cache breakpoint on the last message, as Anthropic's automatic caching and agent
-            harnesses do); ``"message"``, at every message boundary (automatic prefix caching,
-            as OpenAI does at a finer grain).
+            breakpoint on the last message, as Anthropic's automatic caching and harnesses set
+            it); ``"message"``, at every message boundary (OpenAI's and Gemini's prefix caching).
+            ``None``: ``"message"`` for an OpenAI or Gemini model, else ``"request"``.
         min_cacheable_tokens: A prefix shorter than this is never cached. ``None``: each
             request's price says (:attr:`Price.min_cacheable_tokens`: 1,024, or 4,096 for the
             shipped Claude Haiku 4.5 and Opus 4.5 to 4.7); an int applies to every request.
@@ -191,20 +196,31 @@ def simulate(
     _check_options(ttl, cache_points, min_cacheable_tokens, lookback, timestamps, len(requests))
     fixed = None if counter is None else get_counter(counter=counter)  # refused before any request
     counters: dict[str | None, TokenCounter] = {}
-    cache_ = PromptCache(TTL_SECONDS[ttl], cache_points, lookback)
+    cache_ = PromptCache(TTL_SECONDS[ttl], lookback)
     rows: list[RequestCost] = []
     for index, item in enumerate(requests):
         request = _as_request(item, index)
         entry, unit = _price_for(price, request.model, index)
-        now = 0.0 if timestamps is None else _seconds(timestamps[index])
-        minimum = _minimum(unit, min_cacheable_tokens)
+        now, minimum = _when(timestamps, index), _minimum(unit, min_cacheable_tokens)
         counted_as = request.model or _shipped_model(unit)  # also frames its tools
         resolved = fixed or _model_counter(counted_as, counters)
+        points = cache_points or _provider_cache_points(counted_as)
         served = cache_.serve(
-            request.messages, request.tools or [], counted_as, resolved, now, minimum, entry
+            request.messages, request.tools or [], counted_as, resolved, now, minimum, entry, points
         )
         rows.append(_request_cost(index, request, unit, ttl, *served))
     return _bill(rows, ttl)
+
+
+def _provider_cache_points(model: str | None) -> CachePoints:
+    """Where ``model``'s provider writes entries when the caller does not say: every message
+    boundary for OpenAI's and Google's models, which cache every prefix on their own; one
+    breakpoint per request for Claude's and for a model of no known provider."""
+    if model is not None and (
+        model_encoding(model) is not None or model_key(model).startswith("gemini")
+    ):
+        return "message"
+    return "request"
 
 
 def _minimum(unit: Price, given: int | None) -> int:
@@ -307,7 +323,7 @@ def _request_cost(
 
 def _check_options(
     ttl: str,
-    cache_points: str,
+    cache_points: str | None,
     min_cacheable_tokens: int | None,
     lookback: int | None,
     timestamps: Sequence[float | datetime] | None,
@@ -316,7 +332,7 @@ def _check_options(
     """Refuse :func:`simulate`'s options that are out of range, before anything is billed."""
     if not isinstance(ttl, str) or ttl not in TTL_SECONDS:
         raise ConfigError(f"ttl must be '5m' or '1h', got {shown(ttl)}")
-    if cache_points not in ("request", "message"):
+    if cache_points is not None and cache_points not in ("request", "message"):
         raise ConfigError(f"cache_points must be 'request' or 'message', got {shown(cache_points)}")
     if min_cacheable_tokens is not None:
         check_tokens(min_cacheable_tokens, "min_cacheable_tokens", minimum=0)

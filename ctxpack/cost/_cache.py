@@ -140,9 +140,8 @@ class PromptCache:
     """The provider's prompt cache: prefix entries per model, each expiring ``life`` seconds
     after its last write or read."""
 
-    def __init__(self, life: float, cache_points: CachePoints, lookback: int | None) -> None:
+    def __init__(self, life: float, lookback: int | None) -> None:
         self._life = life
-        self._cache_points = cache_points
         self._lookback = lookback
         # Per model: each cached prefix's digest, and when its entry expires.
         self._models: dict[str | None, dict[bytes, float]] = {}
@@ -156,24 +155,26 @@ class PromptCache:
         now: float,
         minimum: int,
         key: str | None,
+        cache_points: CachePoints,
     ) -> tuple[int, int, int, int]:
         """Send a prompt (``tools`` first, then ``messages``) to ``model`` at ``now``: its input
         tokens, then how many were billed uncached, written to the cache and read from it.
         Entries it reads or writes live on; nothing shorter than ``minimum`` tokens (the model's
-        minimum cacheable length) is written. The tools count as ``model``'s provider receives
-        them; ``key`` names the model's cache (one name for every spelling of the model)."""
+        minimum cacheable length) is written, and entries are written at ``cache_points``. The
+        tools count as ``model``'s provider receives them; ``key`` names the model's cache (one
+        name for every spelling of the model)."""
         tools = tools_as_sent(tools, provider_from_model(model))
         chain, sizes, blocks = _prefix_chain(messages, tools, counter)
         total = sizes[-1]
         entries = self._models.setdefault(key, {})
-        hit = _longest_hit(entries, chain, blocks, now, self._cache_points, self._lookback)
+        hit = _longest_hit(entries, chain, blocks, now, cache_points, self._lookback)
         read = sizes[hit] if hit is not None else 0
         read = read_increment(model, read)
         if hit is not None:
             entries[chain[hit]] = now + self._life
         if total < minimum:
             return total, total - read, 0, read
-        points = range(len(chain)) if self._cache_points == "message" else (len(chain) - 1,)
+        points = range(len(chain)) if cache_points == "message" else (len(chain) - 1,)
         for point in points:
             # Written anew or refreshed: either way it lives on from now.
             if sizes[point] >= minimum:
