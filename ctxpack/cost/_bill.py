@@ -11,8 +11,8 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from .._internal.arguments import MOST, finite, keyword_checked, shown, tool_definitions
 from .._internal.arguments import tokens as check_tokens
-from .._internal.cache_points import DEFAULT_LOOKBACK, TTL_SECONDS, CachePoints
-from .._internal.encodings import model_encoding, model_key
+from .._internal.cache_points import DEFAULT_LOOKBACK, TTL_SECONDS, CachePoints, cache_points_of
+from .._internal.encodings import model_encoding
 from .._internal.options import CheckedModel, FieldErrorModel, invalid_option
 from ..errors import ConfigError
 from ..messages import Message
@@ -168,7 +168,8 @@ def simulate(
         cache_points: Where entries are written: ``"request"``, at the end of each prompt (one
             breakpoint on the last message, as Anthropic's automatic caching and harnesses set
             it); ``"message"``, at every message boundary (OpenAI's and Gemini's prefix caching).
-            ``None``: ``"message"`` for an OpenAI or Gemini model, else ``"request"``.
+            ``None``: ``"request"`` for a Claude model and for no model, else ``"message"``
+            (as the managed window times its edits).
         min_cacheable_tokens: A prefix shorter than this is never cached. ``None``: each
             request's price says (:attr:`Price.min_cacheable_tokens`: 1,024, or 4,096 for the
             shipped Claude Haiku 4.5 and Opus 4.5 to 4.7); an int applies to every request.
@@ -213,14 +214,10 @@ def simulate(
 
 
 def _provider_cache_points(model: str | None) -> CachePoints:
-    """Where ``model``'s provider writes entries when the caller does not say: every message
-    boundary for OpenAI's and Google's models, which cache every prefix on their own; one
-    breakpoint per request for Claude's and for a model of no known provider."""
-    if model is not None and (
-        model_encoding(model) is not None or model_key(model).startswith("gemini")
-    ):
-        return "message"
-    return "request"
+    """Where ``model``'s provider writes entries when the caller does not say, as the managed
+    window times its edits (:func:`cache_points_of`); one breakpoint per request for a price
+    of the caller's own, which names no model."""
+    return "request" if model is None else cache_points_of(model)[0]
 
 
 def _minimum(unit: Price, given: int | None) -> int:
