@@ -78,9 +78,9 @@ class WindowState(FieldErrorModel):
         compacted: Ids of the messages the summary replaces.
         decisions: Every edit, as recorded decisions.
         events: Every edit, with its cache effect.
-        replies: Ids of the Anthropic replies read with ``record_response(append=False)``
-            (as a client wrapper reads each): such a reply is read once, whoever gives it
-            again.
+        replies: Ids of the replies read with ``record_response``, OpenAI's and Anthropic's
+            read with ``append=False`` (as a client wrapper reads each): such a reply is read
+            once, whoever gives it again.
         last_fingerprint: Model, tools and system prompt of the last request (cache-bust
             warnings).
         last_tokens: The last request's prompt tokens.

@@ -351,13 +351,12 @@ class Arrival(Superseding):
         # A wrapper reads each reply, a streamed one's too, with append=False (it reaches the
         # session with the next request); code that also gives it here (as the guide once
         # said to, for a stream) must not count its edits twice, nor append it twice. A
-        # reply's id is unique to it; an OpenAI one's names its decisions. Only a reply read
-        # without its append is remembered: a test's fake model that answers every turn
-        # with one id, recorded with the default append, has each answer appended.
-        remember = anthropic and bool(reply_id) and not append
-        if anthropic and reply_id and reply_id in self.window_state.replies:
-            return []
-        if not anthropic and _recorded(self.window_state.decisions, reply_id):
+        # reply's id is unique to it. Only an Anthropic reply read without its append is
+        # remembered (an OpenAI one is never appended here): a test's fake model that
+        # answers every turn with one id, recorded with the default append, has each answer
+        # appended.
+        remember = bool(reply_id) and (not anthropic or not append)
+        if reply_id and reply_id in self.window_state.replies:
             return []
         # An empty reply (Claude may end its turn saying nothing) is no message to keep:
         # Anthropic refuses one with no content in a later request's history.
@@ -376,10 +375,3 @@ class Arrival(Superseding):
         if remember:
             self.window_state.replies.append(str(reply_id))
         return decisions
-
-
-def _recorded(decisions: Sequence[Decision], response_id: Any) -> bool:
-    """Whether the OpenAI response of ``response_id`` (unique to it) was recorded already."""
-    return bool(response_id) and any(
-        d.stage == "server" and d.message_id == response_id for d in decisions
-    )
