@@ -251,7 +251,7 @@ def _manage(
         # Nothing but the floor and the summary is left: the instructions crowd the window
         # now, not only past instructions_share, and the oldest give way as they would there.
         plan = _Room.of(policy, view, room, ctx)
-        released = _release_instructions(state, policy, ctx, view, plan, view.tokens() - room)
+        released = _release_instructions(state, policy, ctx, view, plan, stuck=True)
         if released is not view:
             view = _emergency(state, policy, ctx, released, room)
     return view
@@ -295,13 +295,13 @@ def _release_instructions(
     ctx: _Context,
     view: _View,
     plan: _Room,
-    over: int = 0,
+    stuck: bool = False,
 ) -> _View:
-    """Once the user messages after the first pass ``instructions_share`` of the room, or the
-    request is ``over`` the room with nothing else left to remove, compact the oldest of them
-    with the history, down to half the share: the floor no edit removes would otherwise grow
-    with every turn of a chat until no request fits. Half, so that the cache is written again
-    once per so many turns, not at every one."""
+    """Once the user messages after the first pass ``instructions_share`` of the room, compact
+    the oldest of them with the history, down to half the share: the floor no edit removes
+    would otherwise grow with every turn of a chat until no request fits. Half, so that the
+    cache is written again once per so many turns, not at every one. ``stuck``: the request is
+    over the room with nothing else left to remove; every one that may go goes."""
     share = policy.instructions_share
     if share is None:
         return view
@@ -311,20 +311,20 @@ def _release_instructions(
         if m.role == "user" and _verbatim(m) and m.id != _PINNED_ID
     ]
     tokens = sum(size for m, size in users[1:] if not m.pinned)
-    if tokens <= share * plan.room and not over:
+    if tokens <= share * plan.room and not stuck:
         return view
     # Over the room, every one that may go goes: releasing just what is over would rewrite the
     # cache again at the next user message.
-    release = tokens if over else tokens - int(share * plan.room / 2)
+    release = tokens if stuck else tokens - int(share * plan.room / 2)
     # A message of the tail waits to leave it, unless no request can hold the floor (or the
     # floor and the summary): none could be sent to bring the messages that push it out. The
     # tail then opens on the last user message, the question.
     users_at = [i for i, m in enumerate(ctx.record) if m.role == "user" and _verbatim(m)]
-    stuck = plan.floor > plan.room or over > 0
-    tail = len(ctx.record) - users_at[-1] if stuck and users_at else None
+    opens = stuck or plan.floor > plan.room
+    tail = len(ctx.record) - users_at[-1] if opens and users_at else None
     why = (
         f"the user messages after the first passed instructions_share={share} of the room"
-        if not over
+        if not stuck
         else "with the rest of the request, the user messages after the first left no room: "
         "no request could be sent"
     )
