@@ -319,8 +319,8 @@ class SessionFeed(forks.Guarded):
         """``response``, once a server-side session has read what the provider's context
         management did from it (a reply awaited first, for an async client; a stream's reply
         at its end: see ``_streams``). The reply itself reaches the session with the next
-        request's history, so it is not appended here; a raw response, and Anthropic's events
-        of ``create(stream=True)``, are left to the caller (``session.record_response``)."""
+        request's history, so it is not appended here; a raw response is left to the caller
+        (``session.record_response``)."""
         if not self.server_side:
             return response
         if inspect.isawaitable(response):
