@@ -167,9 +167,8 @@ def simulate(
             for a name with no known tokenizer.
         cache_points: Where entries are written: ``"request"``, at the end of each prompt (one
             breakpoint on the last message, as Anthropic's automatic caching and harnesses set
-            it); ``"message"``, at every message boundary (OpenAI's and Gemini's prefix caching).
-            ``None``: ``"request"`` for a Claude model and for no model, else ``"message"``
-            (as the managed window times its edits).
+            it); ``"message"``, at every message boundary (OpenAI's and Gemini's prefix caching);
+            ``None``: ``"request"`` for a Claude model or none, else ``"message"``.
         min_cacheable_tokens: A prefix shorter than this is never cached. ``None``: each
             request's price says (:attr:`Price.min_cacheable_tokens`: 1,024, or 4,096 for the
             shipped Claude Haiku 4.5 and Opus 4.5 to 4.7); an int applies to every request.
