@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._internal.arguments import MAX_NESTING, flag, json_problem, json_type_name, shown
+from .._internal.arguments import flag, json_type_name, shown
 from .._internal.compaction import check_openai_compaction, is_openai_compaction
 from .._internal.part_texts import is_provider_tool_result
 from .._internal.reasoning import check_reasoning
@@ -24,6 +24,13 @@ from ._fields import NO_ANTHROPIC_AUDIO, refuse_audio_reply
 from ._fields import payload as _payload
 from ._fields import require_str as _require_str
 from ._fields import typed_entry as _typed_entry
+from ._sources import (
+    RESULT_ONLY_BLOCKS,
+    check_data_url,
+    check_result_only,
+    check_source,
+    check_tool_use,
+)
 from ._turns import check_anthropic_turns
 from ._turns import fail as _fail
 
@@ -74,10 +81,6 @@ ANTHROPIC_BLOCKS: Mapping[str, str | None] = {
 }
 # What a tool_result's content list may hold.
 _TOOL_RESULT_BLOCKS = frozenset({"text", "image", "document", "search_result"})
-# Blocks only a tool_result holds: a client-side tool search's answer (the tools it found, by
-# name) and a browser toolset's state after its call (the API renders it for the model). Each
-# by its required field.
-_RESULT_ONLY_BLOCKS = {"tool_reference": ("tool_name", str), "browser_state": ("tabs", list)}
 
 
 def _check_list(messages: Any, what: str) -> Sequence[Any]:
@@ -133,6 +136,7 @@ def _check_openai_parts(parts: list[Any], index: int, role: str, output: bool = 
         elif kind == "image_url":
             inner = _payload(part, "image_url", '{"url": "https://..."}', index, field)
             _require_str(inner, "url", index, f"{field}.image_url.url")
+            check_data_url(inner["url"], index, f"{field}.image_url.url")
             if "detail" in inner:
                 _require_str(inner, "detail", index, f"{field}.image_url.detail")
         elif kind == "input_audio":
@@ -150,6 +154,9 @@ def _check_openai_parts(parts: list[Any], index: int, role: str, output: bool = 
                 field,
             )
             _check_file(inner, ("file_id", "file_data"), index, f"{field}.file")
+        elif kind == "input_image" and isinstance(part.get("image_url"), str):
+            # The Responses API's image: its URL a string beside the type (or a file id).
+            check_data_url(part["image_url"], index, f"{field}.image_url")
         elif kind == "input_file":
             _check_file(part, ("file_id", "file_data", "file_url"), index, field)
         elif kind == "reasoning":
@@ -362,66 +369,6 @@ def _report_unanswered(pending: Mapping[str, int], entries: Sequence[Mapping[str
 # ------------------------------------------------------------------------------------ Anthropic
 
 
-# What each base64 source may hold: the API refuses any other media type.
-_BASE64_MEDIA = {
-    "image": ("image/jpeg", "image/png", "image/gif", "image/webp"),
-    "document": ("application/pdf",),
-}
-
-
-def _check_source(source: Any, kind: str, index: int | None, field: str) -> None:
-    """An image's or a document's ``source``."""
-    if not isinstance(source, Mapping):
-        raise _fail(
-            'must be an object like {"type": "base64", "media_type": ..., "data": ...}, got '
-            + json_type_name(source),
-            index,
-            field,
-        )
-    stype = source.get("type")
-    if stype == "base64":
-        _require_str(source, "media_type", index, f"{field}.media_type")
-        if source["media_type"] not in _BASE64_MEDIA[kind]:
-            raise _fail(
-                f"{source['media_type']!r} is not a base64 {kind}'s media type (one of "
-                f"{', '.join(_BASE64_MEDIA[kind])}; a text document is a 'text' source)",
-                index,
-                f"{field}.media_type",
-            )
-        _require_str(source, "data", index, f"{field}.data")
-    elif stype == "url":
-        _require_str(source, "url", index, f"{field}.url")
-    elif stype == "text":
-        _require_str(source, "data", index, f"{field}.data")
-    elif stype == "file":
-        _require_str(source, "file_id", index, f"{field}.file_id")
-    elif stype != "content":
-        raise _fail(
-            f"{shown(stype)} is not a source type (base64, url, file)", index, f"{field}.type"
-        )
-
-
-def _check_tool_use(block: Mapping[str, Any], kind: str, index: int | None, field: str) -> None:
-    """A tool call block: its id, its name and its input object."""
-    _require_str(block, "id", index, f"{field}.id")
-    _require_str(block, "name", index, f"{field}.name")
-    if "input" not in block:
-        raise _fail(f"a {kind} block needs its input object", index, f"{field}.input")
-    if not isinstance(block["input"], Mapping):
-        raise _fail(
-            f"must be an object, got {json_type_name(block['input'])}", index, f"{field}.input"
-        )
-    # The input becomes the call's JSON arguments (and is sent back as it came).
-    problem = json_problem(block["input"], "input", exact=False, limit=MAX_NESTING, utf8=True)
-    if problem is not None:
-        raise _fail(
-            f"holds {problem}; a tool's input is sent as JSON, which holds only strings (valid "
-            "Unicode), finite numbers, booleans, null, lists and objects with string keys",
-            index,
-            f"{field}.input",
-        )
-
-
 def _check_anthropic_block(block: Any, index: int | None, field: str, role: str) -> str:
     kind = _typed_entry(block, "block", list(ANTHROPIC_BLOCKS), index, field)
     allowed = ANTHROPIC_BLOCKS[kind]
@@ -433,7 +380,7 @@ def _check_anthropic_block(block: Any, index: int | None, field: str, role: str)
     if kind == "text":
         _require_str(block, "text", index, f"{field}.text")
     elif kind in ("image", "document"):
-        _check_source(block.get("source"), kind, index, f"{field}.source")
+        check_source(block.get("source"), kind, index, f"{field}.source")
     elif kind == "search_result":
         _require_str(block, "source", index, f"{field}.source")
         _require_str(block, "title", index, f"{field}.title")
@@ -453,7 +400,7 @@ def _check_anthropic_block(block: Any, index: int | None, field: str, role: str)
                     f"{field}.content[{k}].type",
                 )
     elif kind in ("tool_use", "server_tool_use", "mcp_tool_use"):
-        _check_tool_use(block, kind, index, field)
+        check_tool_use(block, kind, index, field)
     elif kind == "tool_result":
         _require_str(block, "tool_use_id", index, f"{field}.tool_use_id")
         if "is_error" in block and not isinstance(block["is_error"], bool):
@@ -464,14 +411,14 @@ def _check_anthropic_block(block: Any, index: int | None, field: str, role: str)
                 sub_field = f"{field}.content[{k}]"
                 # A type that is not a string (a list) is named by the block check below.
                 sub_type = sub.get("type") if isinstance(sub, Mapping) else None
-                if isinstance(sub_type, str) and sub_type in _RESULT_ONLY_BLOCKS:
-                    _check_result_only(sub, index, sub_field)
+                if isinstance(sub_type, str) and sub_type in RESULT_ONLY_BLOCKS:
+                    check_result_only(sub, index, sub_field)
                     continue
                 sub_kind = _check_anthropic_block(sub, index, sub_field, "user")
                 if sub_kind not in _TOOL_RESULT_BLOCKS:
                     raise _fail(
                         f"a tool_result may hold "
-                        f"{', '.join(sorted(_TOOL_RESULT_BLOCKS | _RESULT_ONLY_BLOCKS.keys()))} "
+                        f"{', '.join(sorted(_TOOL_RESULT_BLOCKS | RESULT_ONLY_BLOCKS.keys()))} "
                         f"blocks, not {sub_kind!r}",
                         index,
                         f"{sub_field}.type",
@@ -493,16 +440,6 @@ def _check_anthropic_block(block: Any, index: int | None, field: str, role: str)
         # Null content is the API's mark of a compaction that failed, sent back as a no-op.
         _require_str(block, "content", index, f"{field}.content")
     return kind
-
-
-def _check_result_only(block: Mapping[str, Any], index: int | None, field: str) -> None:
-    """A block only a ``tool_result`` holds: its required field, of its type."""
-    key, kind = _RESULT_ONLY_BLOCKS[block["type"]]
-    if key not in block:
-        raise _fail("is missing", index, f"{field}.{key}")
-    if not isinstance(block[key], kind):
-        wanted = "a string" if kind is str else "a list"
-        raise _fail(f"must be {wanted}, got {json_type_name(block[key])}", index, f"{field}.{key}")
 
 
 def _check_anthropic_message(entry: Any, index: int) -> None:

@@ -30,6 +30,12 @@ def _call(call_id: str = "c1", **function: Any) -> dict[str, Any]:
 
 
 _USER = {"role": "user", "content": "hi"}
+
+
+def _image_url(url: str) -> dict[str, Any]:
+    return {"type": "image_url", "image_url": {"url": url}}
+
+
 _CALLING = {"role": "assistant", "content": None, "tool_calls": [_call()]}
 
 OPENAI: list[Case] = [
@@ -107,6 +113,32 @@ OPENAI: list[Case] = [
         0,
         "content[0].image_url.detail",
         "must be a string",
+    ),
+    Case(
+        "data URL image not base64",
+        [{"role": "user", "content": [_image_url("data:image/png;base64,iVBO%20w0K!")]}],
+        0,
+        "content[0].image_url.url",
+        "is not valid base64",
+    ),
+    Case(
+        "data URL image with a line break in its base64",
+        [{"role": "user", "content": [_image_url("data:image/jpeg;base64,/9j/\n4AAQ")]}],
+        0,
+        "content[0].image_url.url",
+        "is not valid base64",
+    ),
+    Case(
+        "Responses image data URL not base64",
+        [
+            {
+                "role": "user",
+                "content": [{"type": "input_image", "image_url": "data:image/png;base64,é=="}],
+            }
+        ],
+        0,
+        "content[0].image_url",
+        "is not valid base64",
     ),
     Case(
         "audio without its payload",
@@ -509,6 +541,44 @@ ANTHROPIC: list[Case] = [
         0,
         "content[0].source.data",
         "is missing",
+    ),
+    Case(
+        "base64 image data not base64",
+        _messages(
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "image",
+                        "source": {"type": "base64", "media_type": "image/png", "data": "iV*BO"},
+                    }
+                ],
+            }
+        ),
+        0,
+        "content[0].source.data",
+        "is not valid base64",
+    ),
+    Case(
+        "base64 document data with excess padding",
+        _messages(
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "document",
+                        "source": {
+                            "type": "base64",
+                            "media_type": "application/pdf",
+                            "data": "JVBERg===",
+                        },
+                    }
+                ],
+            }
+        ),
+        0,
+        "content[0].source.data",
+        "is not valid base64",
     ),
     Case(
         "image source of unknown type",

@@ -221,3 +221,24 @@ def test_a_server_tool_may_wait_on_the_client_tools_its_code_calls() -> None:
     validate_anthropic([*thread, done, _ASK])
     # The turn of the pause (the last message) may leave its call waiting too.
     validate_anthropic([_ASK, {"role": "assistant", "content": [run]}])
+
+
+def test_base64_without_its_padding_passes() -> None:
+    """Only what is not base64 is refused: the padding may be left out, as encoders that strip
+    it write it."""
+    for data in ("iVBORw0KGgo", "iVBORw0KGgo=", "", "QUJD"):
+        url = f"data:image/png;base64,{data}"
+        validate_openai(
+            [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}}]}]
+        )
+        source = {"type": "base64", "media_type": "image/png", "data": data}
+        validate_anthropic([{"role": "user", "content": [{"type": "image", "source": source}]}])
+
+
+def test_the_converters_refuse_a_data_url_that_is_not_base64() -> None:
+    bad = {"type": "image_url", "image_url": {"url": "data:image/png;base64,not base64!"}}
+    history = [{"role": "user", "content": "hi"}, {"role": "user", "content": [bad]}]
+    for convert in (ctxpack.to_openai, ctxpack.to_anthropic):
+        with pytest.raises(InvalidMessageError, match="not valid base64") as info:
+            convert(history)
+        assert (info.value.index, info.value.field) == (1, "content[0].image_url.url")

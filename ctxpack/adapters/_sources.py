@@ -1,0 +1,117 @@
+"""What Anthropic's API requires of the fields of an image's or a document's ``source``, a tool
+call block and a block only a ``tool_result`` holds, and of base64 data (an Anthropic source's,
+an OpenAI data URL's); each check fails naming the message index and the field."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from typing import Any
+
+from .._internal.arguments import MAX_NESTING, json_problem, json_type_name, shown
+from ._fields import require_str as _require_str
+from ._turns import fail as _fail
+
+__all__: list[str] = []
+
+
+def check_base64(data: str, index: int | None, field: str) -> None:
+    """``data`` is base64 (its padding may be left out): anything else, the provider refuses.
+
+    Checked by decoding it once (in C).
+    """
+    try:
+        padded = data + "=" * (-len(data) % 4) if len(data) % 4 else data
+        base64.b64decode(padded, validate=True)
+    except ValueError as exc:  # binascii.Error, or a character that is not ASCII
+        raise _fail(
+            f"is not valid base64 ({exc}); encode the file's bytes with base64.b64encode "
+            "(letters, digits, + and /, no spaces or line breaks)",
+            index,
+            field,
+        ) from None
+
+
+def check_data_url(url: str, index: int | None, field: str) -> None:
+    """The base64 of a ``data:...;base64,...`` URL (any other URL is left to the provider)."""
+    if url[:5].lower() == "data:":
+        mark = url.find(";base64,", 5)
+        if mark != -1:
+            check_base64(url[mark + 8 :], index, field)
+
+
+# Blocks only a tool_result holds: a client-side tool search's answer (the tools it found, by
+# name) and a browser toolset's state after its call (the API renders it for the model). Each
+# by its required field.
+RESULT_ONLY_BLOCKS = {"tool_reference": ("tool_name", str), "browser_state": ("tabs", list)}
+
+
+# What each base64 source may hold: the API refuses any other media type.
+_BASE64_MEDIA = {
+    "image": ("image/jpeg", "image/png", "image/gif", "image/webp"),
+    "document": ("application/pdf",),
+}
+
+
+def check_source(source: Any, kind: str, index: int | None, field: str) -> None:
+    """An image's or a document's ``source``."""
+    if not isinstance(source, Mapping):
+        raise _fail(
+            'must be an object like {"type": "base64", "media_type": ..., "data": ...}, got '
+            + json_type_name(source),
+            index,
+            field,
+        )
+    stype = source.get("type")
+    if stype == "base64":
+        _require_str(source, "media_type", index, f"{field}.media_type")
+        if source["media_type"] not in _BASE64_MEDIA[kind]:
+            raise _fail(
+                f"{source['media_type']!r} is not a base64 {kind}'s media type (one of "
+                f"{', '.join(_BASE64_MEDIA[kind])}; a text document is a 'text' source)",
+                index,
+                f"{field}.media_type",
+            )
+        _require_str(source, "data", index, f"{field}.data")
+        check_base64(source["data"], index, f"{field}.data")
+    elif stype == "url":
+        _require_str(source, "url", index, f"{field}.url")
+    elif stype == "text":
+        _require_str(source, "data", index, f"{field}.data")
+    elif stype == "file":
+        _require_str(source, "file_id", index, f"{field}.file_id")
+    elif stype != "content":
+        raise _fail(
+            f"{shown(stype)} is not a source type (base64, url, file)", index, f"{field}.type"
+        )
+
+
+def check_tool_use(block: Mapping[str, Any], kind: str, index: int | None, field: str) -> None:
+    """A tool call block: its id, its name and its input object."""
+    _require_str(block, "id", index, f"{field}.id")
+    _require_str(block, "name", index, f"{field}.name")
+    if "input" not in block:
+        raise _fail(f"a {kind} block needs its input object", index, f"{field}.input")
+    if not isinstance(block["input"], Mapping):
+        raise _fail(
+            f"must be an object, got {json_type_name(block['input'])}", index, f"{field}.input"
+        )
+    # The input becomes the call's JSON arguments (and is sent back as it came).
+    problem = json_problem(block["input"], "input", exact=False, limit=MAX_NESTING, utf8=True)
+    if problem is not None:
+        raise _fail(
+            f"holds {problem}; a tool's input is sent as JSON, which holds only strings (valid "
+            "Unicode), finite numbers, booleans, null, lists and objects with string keys",
+            index,
+            f"{field}.input",
+        )
+
+
+def check_result_only(block: Mapping[str, Any], index: int | None, field: str) -> None:
+    """A block only a ``tool_result`` holds: its required field, of its type."""
+    key, kind = RESULT_ONLY_BLOCKS[block["type"]]
+    if key not in block:
+        raise _fail("is missing", index, f"{field}.{key}")
+    if not isinstance(block[key], kind):
+        wanted = "a string" if kind is str else "a list"
+        raise _fail(f"must be {wanted}, got {json_type_name(block[key])}", index, f"{field}.{key}")
