@@ -20,6 +20,7 @@ from .._internal.tool_errors import failed
 from ..errors import InvalidMessageError
 from ..messages import Message, ensure_messages
 from ._anthropic import _tool_input
+from ._sources import check_base64, check_data_url
 
 __all__ = ["from_langchain", "to_langchain"]
 
@@ -61,8 +62,9 @@ def from_langchain(messages: Iterable[Any]) -> list[Message]:
         ImportError: ``langchain-core`` is not installed (with the install command).
         InvalidMessageError: an entry is not a LangChain message ctxpack can map, a field
             edited out of its shape (LangChain does not check assignments: ``content`` not a
-            string or a list of parts, a tool call without a name), or a tool call's ``args``
-            are not JSON; index and field named.
+            string or a list of parts, a tool call without a name), an image, audio, video or
+            file block whose ``url``, ``base64`` or ``data`` is not a string (or not valid
+            base64), or a tool call's ``args`` are not JSON; index and field named.
 
     Example:
         >>> from langchain_core.messages import HumanMessage
@@ -155,6 +157,8 @@ def _check_edited(msg: Any, index: int) -> None:
         if not isinstance(part, (str, Mapping)):
             problem = f"content[{j}]: a part is a string or a dict, got {json_type_name(part)}"
             raise InvalidMessageError(problem, index=index, field="content")
+        if isinstance(part, Mapping) and part.get("type") in _MEDIA_BLOCKS:
+            _check_media_block(part, index, f"content[{j}]")
     if not isinstance(msg.additional_kwargs, Mapping):
         problem = f"must be a dict, got {json_type_name(msg.additional_kwargs)}"
         raise InvalidMessageError(problem, index=index, field="additional_kwargs")
@@ -162,6 +166,33 @@ def _check_edited(msg: Any, index: int) -> None:
         if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
             problem = f"tool_calls[{k}]: a tool call is a dict with a name (a string) and args"
             raise InvalidMessageError(problem, index=index, field="tool_calls")
+
+
+# LangChain's standard blocks for media, which carry it as a string: a URL (``url``), base64
+# (``base64``; ``data`` beside ``"source_type": "base64"``), an id (``data`` beside ``"id"``).
+_MEDIA_BLOCKS = frozenset({"image", "audio", "video", "file"})
+_MEDIA_KEYS = ("url", "base64", "data")
+
+
+def _check_media_block(block: Mapping[str, Any], index: int, field: str) -> None:
+    """A LangChain image (audio, video, file) block's URL and data: a string, its base64 valid. Any
+    other value (bytes, a number, None) the chat model would send on for the provider to
+    refuse, or fail on far from the message."""
+    for key in _MEDIA_KEYS:
+        if key not in block:
+            continue
+        value = block[key]
+        if not isinstance(value, str):
+            raise InvalidMessageError(
+                f"{field}.{key}: must be a string, got {json_type_name(value)}"
+                + ("; encode bytes with base64.b64encode(...).decode()" if key != "url" else ""),
+                index=index,
+                field=f"{field}.{key}",
+            )
+        if key == "url":
+            check_data_url(value, index, f"{field}.{key}")
+        elif key == "base64" or block.get("source_type") == "base64":
+            check_base64(value, index, f"{field}.{key}")
 
 
 def _arguments(call: Mapping[str, Any], index: int, k: int) -> str:

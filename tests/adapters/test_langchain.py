@@ -104,6 +104,64 @@ def test_a_langchain_message_edited_out_of_shape_is_refused_naming_its_field(
     assert (caught.value.index, caught.value.field) == (1, field)
 
 
+@pytest.mark.parametrize(
+    ("block", "field", "says"),
+    [
+        ({"type": "image", "source_type": "base64", "data": 5}, "data", "got int"),
+        ({"type": "image", "source_type": "url", "url": None}, "url", "got null"),
+        ({"type": "image", "url": 7}, "url", "got int"),
+        ({"type": "image", "base64": None, "mime_type": "image/png"}, "base64", "got null"),
+        ({"type": "image", "base64": b"iVBO", "mime_type": "image/png"}, "base64", "got bytes"),
+        ({"type": "file", "base64": 1.5, "mime_type": "application/pdf"}, "base64", "got float"),
+        ({"type": "image", "base64": "iV BO", "mime_type": "image/png"}, "base64", "base64"),
+        ({"type": "image", "source_type": "base64", "data": "%%"}, "data", "base64"),
+        ({"type": "image", "url": "data:image/png;base64,@@"}, "url", "base64"),
+    ],
+    ids=[
+        "v0.3 data int",
+        "v0.3 url None",
+        "v1 url int",
+        "v1 base64 None",
+        "v1 base64 bytes",
+        "file base64 float",
+        "base64 with a space",
+        "v0.3 data not base64",
+        "data URL not base64",
+    ],
+)
+def test_a_langchain_media_block_holding_no_valid_string_is_refused_naming_its_field(
+    block: dict[str, Any], field: str, says: str
+) -> None:
+    """The chat model would send it on for the provider to refuse (or fail far from it)."""
+    message = lc.HumanMessage(content=["look", block])
+    with pytest.raises(ctxpack.InvalidMessageError, match=says) as caught:
+        from_langchain([lc.HumanMessage("hi"), message])
+    assert (caught.value.index, caught.value.field) == (1, f"content[1].{field}")
+    # The LangChain agent's middleware converts one message at a time: the same error.
+    from ctxpack.adapters.langchain import message_from_langchain
+
+    with pytest.raises(ctxpack.InvalidMessageError) as one:
+        message_from_langchain(message, 4)
+    assert (one.value.index, one.value.field) == (4, f"content[1].{field}")
+
+
+def test_langchain_media_blocks_holding_strings_pass() -> None:
+    blocks = [
+        {"type": "image", "url": "https://example.com/cat.png"},
+        {"type": "image", "base64": "iVBORw0KGgo", "mime_type": "image/png"},
+        {
+            "type": "image",
+            "source_type": "base64",
+            "data": "iVBORw0KGgo=",
+            "mime_type": "image/png",
+        },
+        {"type": "image", "source_type": "url", "url": "data:image/png;base64,iVBORw0KGgo="},
+        {"type": "file", "source_type": "id", "id": "file-1"},
+    ]
+    (message,) = from_langchain([lc.HumanMessage(content=blocks)])
+    assert message.content == blocks
+
+
 @pytest.mark.parametrize("entry_point", ["pack", "Session.extend", "ensure_messages"])
 def test_langchain_messages_given_unconverted_say_how_to_convert(entry_point: str) -> None:
     history = [{"role": "user", "content": "x"}, lc.HumanMessage("hi")]
