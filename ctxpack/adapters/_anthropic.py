@@ -44,7 +44,7 @@ from ..sdk import SDKObject, coerce_messages, coerce_value
 from ._converted import converted_messages
 from ._fields import NO_ANTHROPIC_AUDIO, check_call_names, id_digest, refuse_audio_reply
 from ._media import document_block, image_block, not_sent
-from ._validate import check_openai_tool_calls, validate_anthropic
+from ._validate import check_openai_tool_calls, check_sent_blocks, validate_anthropic
 
 __all__ = ["AnthropicPayload", "from_anthropic", "to_anthropic"]
 
@@ -449,16 +449,17 @@ def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> AnthropicPa
     the conversation valid for Anthropic first, and records how. A final assistant turn (a
     prefill) is sent without its trailing whitespace, which the API refuses.
 
-    Dicts are checked as :func:`ctxpack.pack` checks them; a message holding a block only
-    Anthropic has is sent as it is.
+    Dicts are checked as :func:`ctxpack.pack` checks them; Anthropic blocks are sent as they
+    are once checked: a block of a type the API defines holds the fields it requires, of their
+    types (an ``image``'s ``source``); one of a type ctxpack does not know goes as it is.
 
     Returns:
         ``{"system": ..., "messages": [...]}``; ``system`` is ``None`` without a system prompt.
 
     Raises:
-        InvalidMessageError: a message is malformed, or an assistant's ``audio`` reply, which
-            Anthropic has no input for (write its transcript as content); index and field
-            named.
+        InvalidMessageError: a message is malformed (a block the API would refuse, as above),
+            or an assistant's ``audio`` reply, which Anthropic has no input for (write its
+            transcript as content); index and field named.
 
     Example:
         >>> to_anthropic([{"role": "system", "content": "Be brief."},
@@ -474,6 +475,7 @@ def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> AnthropicPa
             continue
         check_call_names(msg, index, "Anthropic")
         refuse_openai_compaction(msg.content, index, "Anthropic")
+        check_sent_blocks(msg.content, index)
         if msg.role == "assistant":
             refuse_audio_reply(msg.extras, index, "Anthropic input", why=NO_ANTHROPIC_AUDIO)
         meta = msg.metadata.get(META)

@@ -1,7 +1,8 @@
 """The messages :func:`~ctxpack.adapters.to_anthropic` reads: dicts in OpenAI's shape checked as
-:func:`ctxpack.pack` checks them, a message holding a block only Anthropic has taken as it is
-(:func:`~ctxpack.adapters.to_openai` reads those through :mod:`ctxpack.adapters.read`, which
-translates them)."""
+:func:`ctxpack.pack` checks them, a message holding a block only Anthropic has taken as it is,
+its blocks objects with a type (:func:`~ctxpack.adapters.to_anthropic` checks their fields as it
+sends them; :func:`~ctxpack.adapters.to_openai` reads such messages through
+:mod:`ctxpack.adapters.read`, which translates them)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,12 @@ from typing import TYPE_CHECKING, Any
 from .._internal.compaction import is_openai_compaction
 from ..messages import Message, owned_messages
 from ..sdk import SDKObject
-from ._validate import ANTHROPIC_BLOCKS, OPENAI_PART_TYPES, check_openai_message
+from ._validate import (
+    ANTHROPIC_BLOCKS,
+    OPENAI_PART_TYPES,
+    check_block_types,
+    check_openai_message,
+)
 
 if TYPE_CHECKING:
     from ..providers import Provider
@@ -43,6 +49,10 @@ def provider_from_message(message: Mapping[str, Any]) -> Provider:
 def _checked(entry: Mapping[str, Any], index: int) -> None:
     if not has_anthropic_blocks(entry):
         check_openai_message(entry, index)
+    else:
+        # Each block an object with a type, named before the message model reads them; what
+        # the API requires of each block's fields, to_anthropic checks as it sends them.
+        check_block_types(entry.get("content"), index)
 
 
 def converted_messages(

@@ -369,10 +369,11 @@ def _report_unanswered(pending: Mapping[str, int], entries: Sequence[Mapping[str
 # ------------------------------------------------------------------------------------ Anthropic
 
 
-def _check_anthropic_block(block: Any, index: int | None, field: str, role: str) -> str:
+def _check_anthropic_block(block: Any, index: int | None, field: str, role: str | None) -> str:
+    """A block's type and fields, and (unless ``role`` is None) that ``role`` may hold it."""
     kind = _typed_entry(block, "block", list(ANTHROPIC_BLOCKS), index, field)
     allowed = ANTHROPIC_BLOCKS[kind]
-    if allowed is not None and allowed != role:
+    if allowed is not None and role is not None and allowed != role:
         article = "an" if allowed == "assistant" else "a"
         raise _fail(
             f"a {kind} block belongs in {article} {allowed} message, not {role}", index, field
@@ -440,6 +441,31 @@ def _check_anthropic_block(block: Any, index: int | None, field: str, role: str)
         # Null content is the API's mark of a compaction that failed, sent back as a no-op.
         _require_str(block, "content", index, f"{field}.content")
     return kind
+
+
+def check_sent_blocks(content: Any, index: int) -> None:
+    """The parts of a message's content that :func:`~ctxpack.adapters.to_anthropic` sends as
+    they are (all but the OpenAI parts it translates): each must be an object with a string
+    ``type``, and a block of a type the API defines must hold the fields it requires, of their
+    types. A type ctxpack does not know (one newer than it) goes as it is, for the API to judge.
+    Where a block sits (its role, the turn order) is :func:`ctxpack.pack`'s to repair."""
+    for j, kind in enumerate(check_block_types(content, index)):
+        if kind == "text" or (kind in ANTHROPIC_BLOCKS and kind not in OPENAI_PART_TYPES):
+            _check_anthropic_block(content[j], index, f"content[{j}]", None)
+
+
+def check_block_types(content: Any, index: int) -> list[str]:
+    """The ``type`` of each part of a message's ``content`` (none for a string), after checking
+    that each part is an object with a string ``type``."""
+    if not isinstance(content, list):
+        return []
+    kinds: list[str] = []
+    for j, block in enumerate(content):
+        kind = block.get("type") if isinstance(block, Mapping) else None
+        if not isinstance(kind, str):
+            _typed_entry(block, "block", list(ANTHROPIC_BLOCKS), index, f"content[{j}]")
+        kinds.append(str(kind))
+    return kinds
 
 
 def _check_anthropic_message(entry: Any, index: int) -> None:

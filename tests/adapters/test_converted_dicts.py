@@ -1,7 +1,7 @@
 """The converters check dicts as :func:`ctxpack.pack` does: a malformed OpenAI message is
 ctxpack's error naming its index and field, never a traceback from inside the converter nor a
-request the provider refuses; an Anthropic message is taken as it is by ``to_anthropic`` and
-translated by ``to_openai``."""
+request the provider refuses; an Anthropic message is taken as it is by ``to_anthropic`` (its
+blocks checked for what the API requires of them) and translated by ``to_openai``."""
 
 from __future__ import annotations
 
@@ -75,6 +75,72 @@ ANTHROPIC_HISTORY: list[dict[str, Any]] = [
 
 def test_anthropic_messages_reach_anthropic_as_they_were() -> None:
     assert to_anthropic(ANTHROPIC_HISTORY)["messages"] == ANTHROPIC_HISTORY
+
+
+# Blocks the API would certainly refuse: each is named by its message index and field.
+_REFUSED_BLOCKS = [
+    ("user", "not an object", "content[0]"),
+    ("user", {"text": "no type"}, "content[0].type"),
+    ("user", {"type": 5}, "content[0].type"),
+    ("user", {"type": "image"}, "content[0].source"),
+    (
+        "user",
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png"}},
+        "content[0].source.data",
+    ),
+    (
+        "user",
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "a b"}},
+        "content[0].source.data",
+    ),
+    ("user", {"type": "image", "source": {"type": "url", "url": 7}}, "content[0].source.url"),
+    (
+        "user",
+        {"type": "document", "source": {"type": "text", "data": None}},
+        "content[0].source.data",
+    ),
+    ("user", {"type": "tool_result", "tool_use_id": 5}, "content[0].tool_use_id"),
+    ("user", {"type": "tool_result", "tool_use_id": "t1", "content": 3}, "content[0].content"),
+    ("user", {"type": "search_result", "source": "s", "title": "t"}, "content[0].content"),
+    ("assistant", {"type": "tool_use", "id": "t1", "name": "f"}, "content[0].input"),
+    ("assistant", {"type": "tool_use", "id": "t1", "name": 3, "input": {}}, "content[0].name"),
+    ("assistant", {"type": "thinking", "thinking": "hm"}, "content[0].signature"),
+    ("assistant", {"type": "redacted_thinking"}, "content[0].data"),
+    # A LangChain image block: the Messages API takes an image by its source only.
+    ("user", {"type": "image", "url": "https://x.test/a.png"}, "content[0].source"),
+]
+
+
+@pytest.mark.parametrize(("role", "block", "field"), _REFUSED_BLOCKS)
+@pytest.mark.parametrize("built", [False, True], ids=["dict", "Message"])
+def test_to_anthropic_refuses_a_block_the_api_would_refuse_naming_its_field(
+    role: str, block: Any, field: str, built: bool
+) -> None:
+    history: list[Any] = [
+        {"role": "user", "content": "hi"},
+        {
+            "role": role,
+            "content": [block, {"type": "tool_use", "id": "t0", "name": "f", "input": {}}],
+        },
+    ]
+    if built:
+        try:
+            history = [Message(**message) for message in history]
+        except InvalidMessageError as exc:  # a part that is no dict is no Message's content
+            assert (exc.field or "").startswith("content")
+            return
+    with pytest.raises(InvalidMessageError) as info:
+        to_anthropic(history)
+    assert (info.value.index, info.value.field) == (1, field)
+
+
+def test_to_anthropic_sends_a_well_formed_block_of_a_type_it_does_not_know() -> None:
+    # A block type newer than ctxpack: the API judges it.
+    future = {"type": "video", "source": {"type": "url", "url": "https://x.test/a.mp4"}}
+    image = {"type": "image", "source": {"type": "url", "url": "https://x.test/a.png"}}
+    history = [{"role": "user", "content": [future, image]}]
+    assert to_anthropic(history)["messages"] == history
+    assert to_anthropic([Message(**history[0])])["messages"] == history
 
 
 def test_anthropic_messages_reach_chat_completions_as_tool_calls_and_tool_messages() -> None:
