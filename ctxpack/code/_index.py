@@ -162,7 +162,8 @@ class CodeIndex(forks.Guarded):
 
     Raises:
         ConfigError: ``root`` is not a folder, ``db`` is a folder or a file that is not an
-            SQLite database, ``weights`` names an unknown signal, or ``workers`` is not >= 1.
+            SQLite database, ``counter`` is no counter :func:`ctxpack.get_counter` takes,
+            ``weights`` names an unknown signal, or ``workers`` is not >= 1.
 
     Example:
         >>> import pathlib, tempfile
@@ -203,7 +204,7 @@ class CodeIndex(forks.Guarded):
                 f"{sorted(DEFAULT_WEIGHTS)}"
             )
         self.weights = {**DEFAULT_WEIGHTS, **weights}
-        self._counter_arg = counter
+        self._counter = get_counter(None, counter)  # resolved now: a bad one fails here
         self._guard_state()  # one lock, which a fork waits for
         self._store: FileStore | None = None
         self._parsed: dict[str, ParsedFile] = {}
@@ -220,7 +221,7 @@ class CodeIndex(forks.Guarded):
     @property
     def counter(self) -> TokenCounter:
         """The token counter of this index."""
-        return get_counter(None, self._counter_arg)
+        return self._counter
 
     def _file_store(self) -> FileStore:
         if self._store is None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+import ctxpack
 import ctxpack.errors
 from ctxpack import ConfigError
 from ctxpack.code import DEFAULT_WEIGHTS, CodeIndex, _storage, iterative_retrieve
@@ -598,3 +599,35 @@ def test_a_row_whose_terms_cannot_be_read_is_parsed_again(repo: Path, tmp_path: 
     index = CodeIndex(repo, db=db)
     assert index.refresh().parsed == 3
     assert _rankings(index) == expected
+
+
+@pytest.mark.parametrize(
+    ("counter", "says"),
+    [
+        (42, "counter must be a TokenCounter, an encoding name or a function, got int"),
+        ("gpt-4o", "is a model's name, not an encoding's"),
+        (lambda a, b: 0, "counter"),
+    ],
+    ids=["an int", "a model's name", "a function of two arguments"],
+)
+def test_a_bad_counter_is_refused_by_the_constructor_as_at_first_use(
+    tmp_path: Path, counter: Any, says: str
+) -> None:
+    """Checked where it is given, not at the first search, far from the mistake; the error is
+    the one :func:`ctxpack.get_counter` gives for it."""
+    (tmp_path / "a.py").write_text("def f():\n    return 1\n")
+    with pytest.raises(ConfigError, match=says) as given:
+        CodeIndex(tmp_path, db=":memory:", counter=counter)
+    with pytest.raises(ConfigError) as resolved:
+        ctxpack.get_counter(None, counter)
+    assert str(given.value) == str(resolved.value)
+
+
+def test_a_counter_given_is_the_index_s(tmp_path: Path) -> None:
+    def words(text: str) -> int:
+        return len(text.split())
+
+    (tmp_path / "limits.py").write_text('def throttle(request):\n    "Rate limit."\n')
+    index = CodeIndex(tmp_path, db=":memory:", counter=words)
+    assert index.counter.count("one two three") == 3
+    assert [hit.path for hit in index.search("throttle requests", k=1)] == ["limits.py"]
