@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -160,6 +161,50 @@ def test_a_stage_given_the_sessions_own_store_keeps_it() -> None:
     session.extend(agent_history(4))
     named = cleared_artifacts(session.render().messages)
     assert named and all(store.get(a) for a in named.values())
+
+
+@pytest.mark.parametrize("how", ["the same path", "a relative path", "a symlink"])
+def test_a_stage_given_a_store_opened_on_the_sessions_database_file_keeps_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """Two SQLiteArtifactStores opened on one file keep their artifacts in one place: what the
+    stage puts, the session reads. They are one store, not two."""
+    path = tmp_path / "artifacts.db"
+    store = SQLiteArtifactStore(path)
+    if how == "a relative path":
+        monkeypatch.chdir(tmp_path)
+        own = SQLiteArtifactStore("artifacts.db")
+    elif how == "a symlink":
+        (tmp_path / "link.db").symlink_to(path)
+        own = SQLiteArtifactStore(tmp_path / "link.db")
+    else:
+        own = SQLiteArtifactStore(path)
+    stage = clearer().model_copy(update={"store": own})
+    session = Session(counter=words, filters=False, store=store, pipeline=Pipeline([stage]))
+    session.extend(agent_history(4))
+    named = cleared_artifacts(session.render().messages)
+    assert sorted(named) == ["t0", "t1", "t2"]
+    originals = {m["id"]: m["content"] for m in agent_history(4)}
+    for message_id, artifact in named.items():
+        assert_retrievable(session, artifact, originals[message_id])
+        assert own.get(artifact) == originals[message_id]
+
+
+def test_stores_on_two_files_or_in_memory_are_two_stores(tmp_path: Path) -> None:
+    cases = [
+        (SQLiteArtifactStore(tmp_path / "a.db"), SQLiteArtifactStore(tmp_path / "b.db")),
+        (SQLiteArtifactStore(":memory:"), SQLiteArtifactStore(":memory:")),
+        (SQLiteArtifactStore(tmp_path / "a.db"), SQLiteArtifactStore(":memory:")),
+    ]
+    for session_store, stage_store in cases:
+        stage = clearer().model_copy(update={"store": stage_store})
+        with pytest.raises(ConfigError, match=r"pipeline\[0\] .*a store of its own"):
+            Session(counter=words, store=session_store, pipeline=Pipeline([stage]))
+    # A stored session's originals are its own, whatever the stage's store opened.
+    stage = clearer().model_copy(update={"store": SQLiteArtifactStore(tmp_path / "a.db")})
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    with pytest.raises(ConfigError, match=r"pipeline\[0\]"):
+        Session.open("s1", store=url, counter=words, pipeline=Pipeline([stage]))
 
 
 @pytest.mark.parametrize("stage", [clearer, compactor], ids=["clearer", "compactor"])

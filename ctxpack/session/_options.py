@@ -11,7 +11,7 @@ from ..errors import ConfigError
 from ..filters import OutputFilter, ToolOutputFilter
 from ..managed import WindowPolicy
 from ..pipeline import Pipeline, Stage
-from ..store import ArtifactStore
+from ..store import ArtifactStore, same_artifact_store
 from ..usage import known_window
 
 __all__: list[str] = []  # Session's option checks: used by session/ only
@@ -72,6 +72,9 @@ def with_session_store(
     replica, can read (without, they would be in ``result.artifacts`` only). Each is a copy,
     the caller's stage unchanged; it shares the caller's summary memo (``clear_cache()``).
 
+    A stage whose store keeps its artifacts where the session's does (the same object, or an
+    :class:`~ctxpack.store.SQLiteArtifactStore` opened on the session's database file) keeps it.
+
     Raises:
         ConfigError: one has another store of its own, named by its place (``pipeline[1]``).
     """
@@ -88,7 +91,7 @@ def with_session_store(
         return stage
     if stage.store is None:
         return stage.model_copy(update={"store": store})
-    if stage.store is not store:
+    if not same_artifact_store(stage.store, store):
         kind = type(stage).__name__ if name is None else f"{name!r}, {type(stage).__name__}"
         raise ConfigError(
             f"{where} ({kind}) puts the originals it replaces in a store of its own "

@@ -32,6 +32,7 @@ from ._artifacts import (
 )
 from ._artifacts import get_original as get_original
 from ._artifacts import put_original as put_original
+from ._artifacts import same_artifact_store as same_artifact_store
 from ._base import (
     AsyncSessionStore,
     SessionStore,

@@ -63,6 +63,18 @@ def check_artifact_store(store: object, argument: str = "store") -> ArtifactStor
     return store
 
 
+def same_artifact_store(first: object, second: object) -> bool:
+    """Whether ``first`` and ``second`` keep their artifacts in one place, so that what one puts
+    the other gets: the same object, or two :class:`SQLiteArtifactStore` opened on one
+    database file (``:memory:`` databases are each their own). Any other store is itself
+    only: ctxpack cannot tell where it keeps what it is given."""
+    if first is second:
+        return True
+    if isinstance(first, SQLiteArtifactStore) and isinstance(second, SQLiteArtifactStore):
+        return first._db.same_file(second._db)
+    return False
+
+
 def put_original(store: ArtifactStore, text: str, **metadata: Any) -> str:
     """``store.put(text, **metadata)``: the id it returns, checked. A store of one's own whose
     ``put`` forgets its ``return`` would otherwise have the model told to retrieve artifact

@@ -183,6 +183,12 @@ class SQLiteFile:
             return None
         return info.st_dev, info.st_ino
 
+    def same_file(self, other: SQLiteFile) -> bool:
+        """Whether ``other`` opened the database file this one did (by device and inode, as
+        opened: a relative path, a symlink or a hard link to it is the same file). A
+        ``:memory:`` database is its connection's own, the same as no other."""
+        return self._identity is not None and self._identity == other._identity
+
     def _check_file(self, operation: str) -> None:
         """Refuse to go on with a file deleted or replaced since the store opened it: SQLite
         would go on writing to the deleted one, each write acknowledged and then lost, while
