@@ -36,6 +36,10 @@ def _kinds(text: str) -> list[str]:
         (f"     3\tdb.internal:5432:app:alice:{PASSWORD}", PASSWORD),
         (f"3:db.internal:5432:app:alice:{PASSWORD}", PASSWORD),
         (f"db.internal:5432:app:alice:{PASSWORD}\r\n", PASSWORD),
+        # libpq reads the password to the end of the line: spaces in it are its own.
+        ("db.internal:5432:app:alice:correct horse battery staple", "correct horse battery staple"),
+        ("*:*:*:bob:pa ss\tw0rd \\:x", "pa ss\tw0rd \\:x"),
+        ("     3\tlocalhost:*:*:replicator:two  spaces \r\n", "two  spaces"),
     ],
 )
 def test_a_password_file_line_has_its_password_redacted(text: str, password: str) -> None:
@@ -100,6 +104,10 @@ def test_each_line_of_a_password_file_is_redacted() -> None:
         # A placeholder line (the file format itself, documented).
         "hostname:port:database:username:password",
         "localhost:5432:mydb:myuser:mypassword",
+        # A log line's level or name before the time, and a message (with spaces) after it.
+        "INFO:12:30:45:Server started on port 80",
+        "app:09:15:02:job done in 3 s",
+        "Makefile:12:3:4: error: expected one of x y",
     ],
 )
 def test_colon_separated_text_that_is_no_password_file_survives(text: str) -> None:

@@ -357,15 +357,19 @@ OWN_RULES: tuple[dict[str, Any], ...] = (
         # fields may be "*", and a colon or a backslash in a field is escaped with a
         # backslash. Neither gitleaks nor detect-secrets has a rule for it (detect-secrets'
         # keyword detector needs a key naming the secret; this line has none), so the line's
-        # whole shape is the rule: five fields, none empty or holding a space, the second a
-        # port, the first a host (a name holding a letter or a dot, an address in brackets, a
-        # socket's directory): not a time (12:30:45), an IPv6 address, host:port, an
-        # /etc/passwd line (its second field is "x"), a slice or a C++ scope (empty fields).
+        # whole shape is the rule: five fields, none empty, the second a port, the first a
+        # host (a name holding a letter or a dot, an address in brackets, a socket's
+        # directory): not a time (12:30:45), an IPv6 address, host:port, an /etc/passwd line
+        # (its second field is "x"), a slice or a C++ scope (empty fields), a name before a
+        # time (INFO:12:30:45:message). Only the password may hold a space (libpq reads it to
+        # the end of the line): its words, apart by spaces, are matched so that no word can
+        # be split two ways, which keeps the pattern linear on a line of many spaces.
         # grep -rn prints "path:line:" before a line, the shape of a host and a port: a host
         # named as a source or configuration file is no host.
         "regex": rf"(?m)^{_NUMBERED}(?:\*|\[[0-9A-Fa-f:.]+\]|/(?:[^\s:\\]|\\\S)*|"
         rf"(?=[\w.-]*[A-Za-z.])(?![\w.-]*\.(?i:{_FILE_TYPES}):)\w(?:[\w.-]|\\\S)*)"
-        r":(?:\*|\d{1,5})(?::(?:\*|(?:[^\s:\\]|\\\S)+)){2}:((?:[^\s:\\]|\\\S)+)[ \t]*\r?$",
+        r":(?!\d{1,2}:\d\d:\d\d:)(?:\*|\d{1,5})(?::(?:\*|(?:[^\s:\\]|\\\S)+)){2}:"
+        r"((?:[^\s:\\]|\\\S)+(?:[ \t]+(?:[^\s:\\]|\\\S)+)*)[ \t]*\r?$",
         "entropy": 0.0,
         "keywords": [],
         "allowlists": _NOT_SECRET,
