@@ -168,16 +168,16 @@ def _check_edited(msg: Any, index: int) -> None:
             raise InvalidMessageError(problem, index=index, field="tool_calls")
 
 
-# LangChain's standard blocks for media, which carry it as a string: a URL (``url``), base64
-# (``base64``; ``data`` beside ``"source_type": "base64"``), an id (``data`` beside ``"id"``).
+# LangChain's standard blocks for media, which carry it as a string: a URL (``url``), or
+# base64 (``base64``; in the older blocks ``data``, beside ``"source_type": "base64"``).
 _MEDIA_BLOCKS = frozenset({"image", "audio", "video", "file"})
 _MEDIA_KEYS = ("url", "base64", "data")
 
 
 def _check_media_block(block: Mapping[str, Any], index: int, field: str) -> None:
-    """A LangChain image (audio, video, file) block's URL and data: a string, its base64 valid. Any
-    other value (bytes, a number, None) the chat model would send on for the provider to
-    refuse, or fail on far from the message."""
+    """A LangChain image (audio, video, file) block's URL and data: a string, its base64
+    valid. Any other value (bytes, a number, None) the chat model would send on for the
+    provider to refuse, or fail on far from the message."""
     for key in _MEDIA_KEYS:
         if key not in block:
             continue
