@@ -318,9 +318,11 @@ class SessionArtifacts(forks.ProcessBound):
         return held
 
     def erased(self) -> None:
-        """The session was erased: its next life has its own secret, and nothing of this one."""
+        """The session was erased: its next life has its own secret, and nothing of this one
+        (not the originals last stored, kept whole in memory)."""
         self.secret = secrets.token_hex(16)
         self.written, self._unwritten, self._known = False, {}, set()
+        self._last, self._held_last = {}, {}
 
     def life(self) -> str:
         """The id of this life of the session, for the store's ``append(life=...)``: derived
@@ -405,6 +407,7 @@ class Backing:
         ):
             # The session was erased (or expired), and perhaps started again.
             session._restore(self._empty)
+            session._forget_texts()
             self.version = 0
             self.whole_window = True
             self.format = 2

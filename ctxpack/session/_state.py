@@ -301,6 +301,14 @@ class SessionState(forks.Guarded):
         self._full_tools = list(snapshot.full_tools)
         self._found.truncate(snapshot.found)
 
+    def _forget_texts(self) -> None:
+        """Drop what this object keeps of the session's texts between calls beside its state
+        (the last request's tool outputs, the record as hunted for secret values): after an
+        erasure, so that the erased life's texts do not stay in memory until the next render."""
+        if self.repeats is not None:
+            self.repeats = RepeatedLines()
+        self._later = LaterValues()
+
     def _entry_since(self, snapshot: Snapshot, *, whole_window: bool = False) -> dict[str, Any]:
         """What changed since ``snapshot``, as JSON: the store's entry for one append. With
         ``whole_window``, the entry carries the managed mode's growing lists whole (for the

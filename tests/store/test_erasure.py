@@ -5,21 +5,24 @@ another replica."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import re
 import sqlite3
 import threading
 import time
+import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ctxpack import ArtifactNotFoundError, Session
+from ctxpack import ArtifactNotFoundError, AsyncSession, Session
+from ctxpack.caches import clear_caches
 from ctxpack.store import SessionStore, SQLiteStore, open_async_store, open_store
 
 from ..threads import run_threads, switching_often
-from .backends import server_url
+from .backends import backend_url, server_url
 
 MARKER = "QZXERASEMEQZX"
 
@@ -196,6 +199,70 @@ def test_a_live_session_does_not_read_an_erased_original_from_its_store(
     late = writer.store.put(f"late {MARKER}")
     with pytest.raises(ArtifactNotFoundError):
         writer.store.get(late)
+
+
+def texts_reachable_from(root: object, needle: str) -> list[str]:
+    """The types on the way to each str holding ``needle`` that ``root`` reaches (modules,
+    classes and functions left out: they are the process's, not the object's)."""
+    skipped = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType)
+    seen: set[int] = set()
+    found: list[str] = []
+    stack: list[tuple[object, str]] = [(root, type(root).__name__)]
+    while stack:
+        obj, path = stack.pop()
+        if id(obj) in seen or isinstance(obj, skipped):
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, str):
+            if needle in obj:
+                found.append(path)
+        elif not isinstance(obj, (bytes, int, float)):
+            stack += [(ref, f"{path}>{type(ref).__name__}") for ref in gc.get_referents(obj)]
+    return found
+
+
+def test_a_live_session_that_read_an_erasure_holds_no_erased_text(
+    replicas: Callable[[], SessionStore], session_id: str
+) -> None:
+    # A replica's session keeps texts between calls: the last original it stored, the tool
+    # outputs of its last request. Once it has read the erasure (and the process's caches are
+    # cleared, as the docs say to), none of the erased life's texts stays in it.
+    writer = write_session(replicas(), session_id)
+    (ref,) = [r.artifact for r in writer.records if r.shortened]
+    assert ref is not None and MARKER in writer.retrieve(ref).text
+    writer.render()
+    replicas().delete_session(session_id)
+    assert writer.transcript() == []
+    clear_caches()
+    assert texts_reachable_from(writer, MARKER) == []
+    writer.append({"role": "user", "content": "a new life"})
+    assert [m.text for m in writer.transcript()] == ["a new life"]
+
+
+def test_an_async_session_that_read_an_erasure_holds_no_erased_text(
+    backend: str, tmp_path: Path, session_id: str
+) -> None:
+    url = backend_url(backend, tmp_path)
+    memory = open_async_store(url)
+
+    async def main() -> list[str]:
+        store = memory if backend == "memory" else open_async_store(url)
+        eraser = memory if backend == "memory" else open_async_store(url)
+        session = await AsyncSession.open(session_id, store=store, model="gpt-4")
+        await session.extend(list(write_session(open_store("memory://"), "x").transcript()))
+        (ref,) = [r.artifact for r in await session.records() if r.shortened]
+        assert ref is not None and MARKER in (await session.retrieve(ref)).text
+        await session.render()
+        await eraser.delete_session(session_id)
+        assert await session.transcript() == []
+        clear_caches()
+        found = texts_reachable_from(session, MARKER)
+        await session.close()
+        for opened in {id(s): s for s in (store, eraser)}.values():
+            await opened.close()
+        return found
+
+    assert asyncio.run(main()) == []
 
 
 def erased_while_loading(load: Callable[[str], Any], session_id: str, url: str) -> Any:
