@@ -424,13 +424,14 @@ class SQLiteStore(forks.ProcessBound):
         check_artifact(artifact, text)
         check_life(life)
         with self._db.transaction(f"store an artifact of session {session_id!r}") as conn:
-            # Only beside the session's row (of this life), in the transaction that would
-            # erase it.
+            # Only beside the session's row (of this life, not expired), in the transaction
+            # that would erase it.
             conn.execute(
                 "INSERT OR IGNORE INTO ctxpack_artifacts (session_id, artifact, text)"
                 " SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM ctxpack_sessions WHERE"
-                " session_id = ? AND (? IS NULL OR life IS NULL OR life = ?))",
-                (session_id, artifact, text, session_id, life, life),
+                " session_id = ? AND (? IS NULL OR life IS NULL OR life = ?)"
+                " AND (expires_at IS NULL OR expires_at >= ?))",
+                (session_id, artifact, text, session_id, life, life, time.time()),
             )
 
     def get_artifact(self, session_id: str, artifact: str) -> str:

@@ -89,7 +89,7 @@ INSERT_ARTIFACT = (
 )
 # put_artifact: the row's share lock first, so that an erasure (which takes it for update)
 # either waits for the original and deletes it, or has deleted the row and nothing is put.
-SHARE_ROW = "SELECT life FROM ctxpack_sessions WHERE session_id = %s FOR SHARE"
+SHARE_ROW = "SELECT life, expires_at FROM ctxpack_sessions WHERE session_id = %s FOR SHARE"
 GET_ARTIFACT = (
     "SELECT a.text FROM ctxpack_artifacts a LEFT JOIN ctxpack_sessions s"
     " ON s.session_id = a.session_id WHERE a.session_id = %s AND a.artifact = %s"
@@ -206,8 +206,10 @@ class _Common(forks.ProcessBound):
     @staticmethod
     def _holds(row: Any, life: str | None) -> bool:
         """Whether a session's row (``SHARE_ROW``) takes an original put in ``life``: it
-        exists, in that life (or one not known)."""
-        return row is not None and not other_life(row[0], life)
+        exists, has not expired (its rows wait for a purge), and is in that life (or one not
+        known)."""
+        expired = row is not None and row[1] is not None and row[1] < time.time()
+        return row is not None and not expired and not other_life(row[0], life)
 
     def _not_found(self, session_id: str, artifact: str) -> ArtifactNotFoundError:
         return ArtifactNotFoundError(artifact, store=f"{self.url} session {session_id!r}")

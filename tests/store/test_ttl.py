@@ -203,3 +203,37 @@ class ThreadResult:
         if not ok:
             raise value
         return value
+
+
+def stored_originals(backend: str, tmp_path: Path, session_id: str) -> int:
+    """How many originals of the session the database holds, expired or not."""
+    if backend == "sqlite":
+        import sqlite3
+
+        with sqlite3.connect(tmp_path / "sessions.db") as conn:
+            sql = "SELECT COUNT(*) FROM ctxpack_artifacts WHERE session_id = ?"
+            return int(conn.execute(sql, (session_id,)).fetchone()[0])
+    import psycopg
+
+    with psycopg.connect(server_url("postgres")) as conn:
+        sql = "SELECT COUNT(*) FROM ctxpack_artifacts WHERE session_id = %s"
+        return int(conn.execute(sql, (session_id,)).fetchone()[0])  # type: ignore[index]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_an_original_put_once_the_session_expired_is_not_stored(
+    backend: str, tmp_path: Path, session_id: str
+) -> None:
+    # A session expired is one the store does not hold: an original a replica puts then (a
+    # render clearing an output of the session it still has in memory) is not written into
+    # the rows that wait for purge_expired(), as the protocol says and memory and Redis do.
+    store: Any = store_with_ttl(backend, tmp_path, ttl=0.3)
+    try:
+        store.append(session_id, "e0", version=0, state="s")
+        time.sleep(0.5)
+        store.put_artifact(session_id, "art_1", "put once expired")
+        assert stored_originals(backend, tmp_path, session_id) == 0
+        assert store.purge_expired() >= 1
+    finally:
+        store.delete_session(session_id)
+        store.close()
