@@ -117,7 +117,15 @@ class SessionStore(Protocol):
         ...
 
     def delete_session(self, session_id: str) -> None:
-        """Erase the session: its entries, its state and its originals."""
+        """Erase the session: its entries, its state and its originals, all at once. A
+        session the store does not hold (never written, already erased, expired) is no error,
+        so that an erasure may be retried.
+
+        Raises:
+            ConfigError: ``session_id`` is not an id (a non-empty str of at most 256
+                characters, no NUL).
+            StoreError: the store failed, is closed or is read-only; retry the erasure.
+        """
         ...
 
     def close(self) -> None:

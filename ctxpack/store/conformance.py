@@ -3,7 +3,8 @@
 :func:`check_session_store` (and :func:`check_async_session_store` for an
 :class:`~ctxpack.store.AsyncSessionStore`) exercise the protocol's promises on a live store:
 versions and conflicts, reading from a version, atomic appends, originals isolated per
-session, erasure, text kept exactly, and, for a store whose ``append`` takes ``life=``, that
+session, erasure (of a session the store does not hold too: nothing, no error), text kept
+exactly, and, for a store whose ``append`` takes ``life=``, that
 an append in another life of the session is refused. They write only under fresh random
 session ids and erase them at the end. A failed promise raises ``AssertionError`` saying which.
 
@@ -15,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import secrets
 from collections.abc import Awaitable, Callable
@@ -42,6 +44,13 @@ def _raises(error: type[BaseException], promise: str, call: Callable[[], object]
     except Exception as exc:
         raise AssertionError(f"{promise}: expected {error.__name__}, got {exc!r}") from exc
     raise AssertionError(f"{promise}: expected {error.__name__}, nothing was raised")
+
+
+def _succeeds(promise: str, call: Callable[[], object]) -> None:
+    try:
+        call()
+    except Exception as exc:
+        raise AssertionError(f"{promise}: got {exc!r}") from exc
 
 
 def check_session_store(store: SessionStore) -> None:
@@ -90,16 +99,22 @@ class _Checks:
 
     def all(self, store: Any) -> None:
         a, b, c = (f"conformance-{secrets.token_hex(6)}-{name}" for name in ("a", "b", "c"))
-        run = self.run
         try:
             self.versions(store, a)
             self.artifacts(store, a, b)
             self.erasure(store, a, b)
             if takes_life(store):
                 self.lives(store, c)
-        finally:
-            for session_id in (a, b, c):
-                run(functools.partial(store.delete_session, session_id))
+        except BaseException:
+            # The broken promise is the error to raise, not the clean-up's.
+            with contextlib.suppress(Exception):
+                self.clean(store, a, b, c)
+            raise
+        self.clean(store, a, b, c)
+
+    def clean(self, store: Any, *session_ids: str) -> None:
+        for session_id in session_ids:
+            self.run(functools.partial(store.delete_session, session_id))
 
     def versions(self, store: Any, a: str) -> None:
         run = self.run
@@ -172,6 +187,12 @@ class _Checks:
         run = self.run
         run(lambda: store.delete_session(a))
         _equal(run(lambda: store.load(a)), StoredSession(0), "a deleted session is empty")
+        for erased in (a, f"{a}-never-written"):
+            _succeeds(
+                "erasing a session the store does not hold does nothing (an erasure retried, "
+                "or of a user who never wrote)",
+                functools.partial(run, functools.partial(store.delete_session, erased)),
+            )
         _raises(
             ArtifactNotFoundError,
             "a deleted session's originals are erased",

@@ -68,12 +68,25 @@ class SharesOriginals(MemoryStore):
         return super().get_artifact(session_id, artifact)
 
 
+class RefusesUnknownIds(MemoryStore):
+    """A broken store: erasing a session it does not hold raises (a retried erasure, or one
+    for a user who never wrote, would fail: SessionMiddleware.delete_thread of a thread never
+    served)."""
+
+    def delete_session(self, session_id: str) -> None:
+        with self._lock:
+            if session_id not in self._sessions:
+                raise KeyError(session_id)
+        super().delete_session(session_id)
+
+
 @pytest.mark.parametrize(
     ("broken", "promise"),
     [
         (IgnoresVersions, "an append at a version the session has left is refused"),
         (SharesOriginals, "a session cannot read another session's originals"),
         (ForgetsLives, "an append in another life than the one recorded at version 0"),
+        (RefusesUnknownIds, "erasing a session the store does not hold does nothing"),
     ],
 )
 def test_the_check_names_the_broken_promise(broken: type[MemoryStore], promise: str) -> None:

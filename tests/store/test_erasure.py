@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from ctxpack import ArtifactNotFoundError, AsyncSession, Session
+from ctxpack import ArtifactNotFoundError, AsyncSession, ConfigError, Session
 from ctxpack.caches import clear_caches
 from ctxpack.store import SessionStore, SQLiteStore, open_async_store, open_store
 
@@ -263,6 +263,33 @@ def test_an_async_session_that_read_an_erasure_holds_no_erased_text(
         return found
 
     assert asyncio.run(main()) == []
+
+
+NOT_IDS = [None, 7, b"user", "", "u" * 257, "a\x00b", ["user"]]
+
+
+def test_erasing_an_unknown_id_does_nothing_and_a_bad_one_is_a_config_error(
+    backend: str, tmp_path: Path, session_id: str
+) -> None:
+    # As the protocol documents, on every backend, sync and async: an erasure may be retried.
+    url = backend_url(backend, tmp_path)
+    store = open_store(url)
+    store.delete_session(session_id)
+    store.delete_session(session_id)
+    for bad in NOT_IDS:
+        with pytest.raises(ConfigError, match="session_id"):
+            store.delete_session(bad)  # type: ignore[arg-type]
+    store.close()
+
+    async def main() -> None:
+        async_store = open_async_store(url)
+        await async_store.delete_session(session_id)
+        for bad in NOT_IDS:
+            with pytest.raises(ConfigError, match="session_id"):
+                await async_store.delete_session(bad)  # type: ignore[arg-type]
+        await async_store.close()
+
+    asyncio.run(main())
 
 
 def erased_while_loading(load: Callable[[str], Any], session_id: str, url: str) -> Any:
