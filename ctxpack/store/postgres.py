@@ -144,7 +144,6 @@ class _Common(forks.ProcessBound):
 
     url: str
     ttl: float | None
-
     _closed: bool
 
     def _wrap(self, exc: Exception, operation: str) -> StoreError:
@@ -206,10 +205,9 @@ class _Common(forks.ProcessBound):
     @staticmethod
     def _holds(row: Any, life: str | None) -> bool:
         """Whether a session's row (``SHARE_ROW``) takes an original put in ``life``: it
-        exists, has not expired (its rows wait for a purge), and is in that life (or one not
-        known)."""
-        expired = row is not None and row[1] is not None and row[1] < time.time()
-        return row is not None and not expired and not other_life(row[0], life)
+        exists, unexpired (its rows wait for a purge), in that life (or one not known)."""
+        live = row is not None and (row[1] is None or row[1] >= time.time())
+        return live and not other_life(row[0], life)
 
     def _not_found(self, session_id: str, artifact: str) -> ArtifactNotFoundError:
         return ArtifactNotFoundError(artifact, store=f"{self.url} session {session_id!r}")
@@ -389,11 +387,11 @@ class PostgresStore(_Common):
         with self._transaction("purge expired sessions") as conn:
             now = time.time()
             for (session_id,) in conn.execute(EXPIRED, (now,)).fetchall():
-                if conn.execute(LOCK_EXPIRED, (session_id, now)).fetchone() is None:
-                    continue  # appended to since it was listed: it lives again
-                for statement in DELETE:
-                    conn.execute(statement, (session_id,))
-                purged += 1
+                # None: appended to since it was listed, it lives again.
+                if conn.execute(LOCK_EXPIRED, (session_id, now)).fetchone():
+                    for statement in DELETE:
+                        conn.execute(statement, (session_id,))
+                    purged += 1
         return purged
 
     def close(self) -> None:
@@ -575,6 +573,18 @@ class AsyncPostgresStore(_Common):
         async with self._transaction(f"delete session {session_id!r}") as conn:
             for statement in ERASE:
                 await conn.execute(statement, (session_id,))
+
+    async def purge_expired(self) -> int:
+        """As :meth:`PostgresStore.purge_expired`: erase the expired sessions, say how many."""
+        purged = 0
+        async with self._transaction("purge expired sessions") as conn:
+            now = time.time()
+            for (session_id,) in await (await conn.execute(EXPIRED, (now,))).fetchall():
+                if await (await conn.execute(LOCK_EXPIRED, (session_id, now))).fetchone():
+                    for statement in DELETE:
+                        await conn.execute(statement, (session_id,))
+                    purged += 1
+        return purged
 
     async def close(self) -> None:
         """Close the pool of the event loop it is awaited in, and have each other loop with a

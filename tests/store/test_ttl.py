@@ -3,6 +3,7 @@ to for that long, on every backend; Redis keys are namespaced and carry the expi
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 import uuid
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 
 from ctxpack.errors import ArtifactNotFoundError
-from ctxpack.store import MemoryStore, SessionStore, StoredSession, open_store
+from ctxpack.store import MemoryStore, SessionStore, StoredSession, open_async_store, open_store
 
 from .backends import backend_url, server_url
 
@@ -205,6 +206,12 @@ class ThreadResult:
         return value
 
 
+def psycopg_connect(url: str) -> Any:
+    import psycopg
+
+    return psycopg.connect(url)
+
+
 def stored_originals(backend: str, tmp_path: Path, session_id: str) -> int:
     """How many originals of the session the database holds, expired or not."""
     if backend == "sqlite":
@@ -213,9 +220,7 @@ def stored_originals(backend: str, tmp_path: Path, session_id: str) -> int:
         with sqlite3.connect(tmp_path / "sessions.db") as conn:
             sql = "SELECT COUNT(*) FROM ctxpack_artifacts WHERE session_id = ?"
             return int(conn.execute(sql, (session_id,)).fetchone()[0])
-    import psycopg
-
-    with psycopg.connect(server_url("postgres")) as conn:
+    with psycopg_connect(server_url("postgres")) as conn:
         sql = "SELECT COUNT(*) FROM ctxpack_artifacts WHERE session_id = %s"
         return int(conn.execute(sql, (session_id,)).fetchone()[0])  # type: ignore[index]
 
@@ -237,3 +242,26 @@ def test_an_original_put_once_the_session_expired_is_not_stored(
     finally:
         store.delete_session(session_id)
         store.close()
+
+
+def test_an_async_postgres_store_purges_expired_sessions(session_id: str) -> None:
+    # The async store mirrors the sync one name for name: an asyncio backend erases what
+    # expired without opening a second, synchronous store for it.
+    url = server_url("postgres")
+
+    async def main() -> int:
+        store = open_async_store(url, ttl=0.2)
+        try:
+            await store.append(session_id, "e0", version=0, state="s", artifacts={"art_1": "x"})
+            await asyncio.sleep(0.4)
+            purged: int = await store.purge_expired()  # type: ignore[attr-defined]
+            return purged
+        finally:
+            await store.close()
+
+    # Other expired sessions of the shared test database may be purged too.
+    assert asyncio.run(main()) >= 1
+    assert stored_originals("postgres", Path(), session_id) == 0
+    with psycopg_connect(url) as conn:
+        sql = "SELECT COUNT(*) FROM ctxpack_sessions WHERE session_id = %s"
+        assert conn.execute(sql, (session_id,)).fetchone() == (0,)
