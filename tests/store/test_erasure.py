@@ -201,6 +201,26 @@ def test_a_live_session_does_not_read_an_erased_original_from_its_store(
         writer.store.get(late)
 
 
+def test_erasing_a_session_leaves_another_s_copy_of_the_same_original(
+    replicas: Callable[[], SessionStore], session_id: str
+) -> None:
+    # Two users' agents read the same output: each session keeps its own copy, under an id
+    # of its own (keyed by its secret), so erasing one neither breaks the other's nor is
+    # kept for it.
+    store = replicas()
+    victim, bystander = (write_session(store, f"{session_id}-{who}") for who in "ab")
+    (erased,), (kept,) = (
+        [r.artifact for r in s.records if r.shortened] for s in (victim, bystander)
+    )
+    assert erased != kept and erased is not None and kept is not None
+    store.delete_session(f"{session_id}-a")
+    with pytest.raises(ArtifactNotFoundError):
+        store.get_artifact(f"{session_id}-a", erased)
+    again = Session.open(f"{session_id}-b", store=replicas(), model="gpt-4")
+    assert again.store.get(kept) == long_output("tool")
+    store.delete_session(f"{session_id}-b")
+
+
 def texts_reachable_from(root: object, needle: str) -> list[str]:
     """The types on the way to each str holding ``needle`` that ``root`` reaches (modules,
     classes and functions left out: they are the process's, not the object's)."""
