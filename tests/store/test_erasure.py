@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import re
 import sqlite3
 import threading
@@ -219,6 +220,72 @@ def test_erasing_a_session_leaves_another_s_copy_of_the_same_original(
     again = Session.open(f"{session_id}-b", store=replicas(), model="gpt-4")
     assert again.store.get(kept) == long_output("tool")
     store.delete_session(f"{session_id}-b")
+
+
+def agent_turn(writer: int, k: int) -> list[dict[str, Any]]:
+    call = f"c{writer}_{k}"
+    output = "\n".join(f"w{writer} k{k} line {i} output {i * 7}" for i in range(200))
+    return [
+        {"role": "user", "content": f"w{writer} m{k}"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": call, "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": call, "content": output},
+    ]
+
+
+def test_an_erasure_amid_appends_keeps_exactly_what_came_after_it(
+    replicas: Callable[[], SessionStore], session_id: str
+) -> None:
+    # Replicas append turns (their outputs' originals stored beside them, some rendered) while
+    # the user's erasure comes: an append acknowledged before the erasure began is gone, one
+    # begun after it returned is kept, and what is kept is whole (each writer's last turns in
+    # order, every original readable, every replica sending the same request).
+    writers, turns = 3, 10
+    sessions = [Session.open(session_id, store=replicas(), model="gpt-4") for _ in range(writers)]
+    eraser = replicas()
+    clock = iter(range(1, 1_000_000)).__next__  # next() on one iterator: atomic under the GIL
+    spans: dict[tuple[int, int], tuple[int, int]] = {}
+    erasure: list[int] = []
+
+    def work(worker: int) -> None:
+        if worker == writers:
+            deadline = time.monotonic() + 60
+            while len(spans) < 2 * writers and time.monotonic() < deadline:
+                time.sleep(0.002)
+            erasure.append(clock())
+            eraser.delete_session(session_id)
+            erasure.append(clock())
+            return
+        for k in range(turns):
+            began = clock()
+            sessions[worker].extend(agent_turn(worker, k))
+            spans[worker, k] = (began, clock())
+            if k % 3 == 0:
+                sessions[worker].render()
+
+    with switching_often():
+        run_threads(work, writers + 1)
+    reader = Session.open(session_id, store=replicas(), model="gpt-4")
+    asked = [m.text.split() for m in reader.transcript() if m.role == "user"]
+    kept = [(int(w[1:]), int(k[1:])) for w, k in asked]
+    assert len(kept) == len(set(kept))
+    assert not {turn for turn, (_, done) in spans.items() if done < erasure[0]} & set(kept)
+    assert {turn for turn, (began, _) in spans.items() if began > erasure[1]} <= set(kept)
+    for worker in range(writers):
+        mine = [k for w, k in kept if w == worker]
+        assert mine == list(range(turns - len(mine), turns)), mine
+    for record in reader.records:
+        if record.artifact is not None:
+            reader.store.get(record.artifact)  # ArtifactNotFoundError if the append was split
+    assert (
+        len({json.dumps(s.render().to_openai(), sort_keys=True) for s in [*sessions, reader]}) == 1
+    )
+    eraser.delete_session(session_id)
 
 
 def texts_reachable_from(root: object, needle: str) -> list[str]:
