@@ -244,3 +244,31 @@ def test_clear_caches_forgets_the_secret_values_a_redaction_hunted() -> None:
     del ctx, out
     clear_caches()
     assert _holders_of(value) == []
+
+
+def test_clear_caches_forgets_a_compactor_s_summaries() -> None:
+    # A server keeps one pipeline for every conversation: its compactor memoises each
+    # history's summary, the user's words in another form. After an erasure, clear_caches()
+    # is the documented call for nothing of it to stay in memory.
+    from ctxpack import Pipeline, pack
+    from ctxpack.editing import Compactor
+
+    from .test_managed import COUNTER, SYSTEM, TASK, step
+
+    marker = f"summarised-{random.Random().getrandbits(64):016x}"
+    calls: list[int] = []
+
+    def summarize(messages: Any, instructions: str | None) -> str:
+        calls.append(len(messages))
+        return f"The user asked about {marker}."
+
+    compactor = Compactor(summarizer=summarize, trigger=50_000, keep_recent=2)
+    history = [SYSTEM, TASK, *(m for i in range(60) for m in step(i, lines=60))]
+    result = pack(history, budget=200_000, counter=COUNTER, pipeline=Pipeline([compactor]))
+    assert calls and any(marker in m.text for m in result.messages)
+    del result
+    clear_caches()
+    assert _holders_of(marker) == []
+    made = len(calls)
+    pack(history, budget=200_000, counter=COUNTER, pipeline=Pipeline([compactor]))
+    assert len(calls) == 2 * made  # summarised again: nothing was kept

@@ -126,7 +126,7 @@ def compactor() -> Case:
     from ctxpack.editing import Compactor
 
     compact = Compactor()
-    return compact._lock, compact.clear_cache
+    return compact._cache._lock, compact.clear_cache
 
 
 def window_digests() -> Case:

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Annotated, ClassVar, NamedTuple
 
 from pydantic import AfterValidator, Field, PrivateAttr, field_validator
 
-from .._internal import forks
 from .._internal.arguments import callback, sendable
 from .._internal.originals import message_original
+from ..caches import LRUCache
 from ..errors import ConfigError
 from ..messages import Message
 from ..pipeline import Decision, PackContext, check_context
@@ -207,13 +205,11 @@ class Compactor(_StoreModel):
     instructions: str | None = None
     store: ArtifactStore | None = Field(default=None, exclude=True)
 
-    _cache: OrderedDict[str, tuple[str, str]] = PrivateAttr(default_factory=OrderedDict)
-    # Freed in a forked child: each step of the memo under it leaves it whole.
-    _lock: threading.Lock = PrivateAttr(
-        default_factory=lambda: forks.freed_in_child(threading.Lock())
+    # Registered with clear_caches(), as every cache of texts between calls (an erasure
+    # reaches it), and safe under threads.
+    _cache: LRUCache[str, tuple[str, str]] = PrivateAttr(
+        default_factory=lambda: LRUCache(256, maxbytes=16 * 2**20, name="Compactor summaries")
     )
-
-    _CACHE_SIZE = 256
 
     @field_validator("trigger")
     @classmethod
@@ -226,9 +222,8 @@ class Compactor(_StoreModel):
         return value
 
     def clear_cache(self) -> None:
-        """Forget the memoised summaries."""
-        with self._lock:
-            self._cache.clear()
+        """Forget the memoised summaries (:func:`ctxpack.caches.clear_caches` does too)."""
+        self._cache.clear()
 
     def _summarize(self, messages: Sequence[Message]) -> tuple[str, str]:
         """The summary of ``messages`` and what its decision adds (the summarizer's error, the
@@ -240,11 +235,9 @@ class Compactor(_StoreModel):
                 ensure_ascii=False,
             ).encode()
         ).hexdigest()
-        with self._lock:
-            hit = self._cache.get(key)
-            if hit is not None:
-                self._cache.move_to_end(key)
-                return hit
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
         instructions = self.instructions
 
         def digest() -> str:
@@ -254,10 +247,7 @@ class Compactor(_StoreModel):
             made = digest(), ""
         else:
             made = summarized_or_digest(self.summarizer, messages, instructions, digest)
-        with self._lock:
-            self._cache[key] = made
-            while len(self._cache) > self._CACHE_SIZE:
-                self._cache.popitem(last=False)
+        self._cache.put(key, made)
         return made
 
     def _tail_start(self, starts: Sequence[bool], start: int, p: int) -> int:
