@@ -202,6 +202,56 @@ def test_a_live_session_does_not_read_an_erased_original_from_its_store(
         writer.store.get(late)
 
 
+def server_traces(backend: str, needle: str) -> list[str]:
+    """Where the server holds ``needle``: every Redis key of the test database (name and
+    value), every row of every table of the PostgreSQL schema the store writes to."""
+    url = server_url(backend)
+    found: list[str] = []
+    if backend == "redis":
+        import redis
+
+        client = redis.Redis.from_url(url)
+        for key in client.scan_iter("*"):
+            kind = client.type(key).decode()
+            value: Any = {"hash": client.hgetall, "list": lambda k: client.lrange(k, 0, -1)}.get(
+                kind, client.get
+            )(key)
+            if needle.encode() in key or needle.encode() in repr(value).encode():
+                found.append(key.decode())
+        client.close()
+        return found
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        schema = "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+        for (table,) in conn.execute(schema).fetchall():
+            for row in conn.execute(f'SELECT * FROM "{table}"').fetchall():
+                cells = [bytes(c) if isinstance(c, (bytes, memoryview)) else str(c) for c in row]
+                if any(
+                    needle.encode() in (c if isinstance(c, bytes) else c.encode()) for c in cells
+                ):
+                    found.append(table)
+    return sorted(set(found))
+
+
+@pytest.mark.parametrize("backend", ["postgres", "redis"])
+def test_an_erased_session_leaves_no_key_or_row_on_the_server(
+    backend: str, session_id: str
+) -> None:
+    # Read as the server holds it, not through the store: every key, every table.
+    store = open_store(server_url(backend))
+    writer = write_session(store, session_id)
+    call = {"id": "c2", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+    writer.append({"role": "assistant", "content": "", "tool_calls": [call]})
+    # The session's id in its text too: the needle is this test's alone.
+    writer.append({"role": "tool", "tool_call_id": "c2", "content": long_output(session_id)})
+    writer.render()
+    assert len(server_traces(backend, session_id)) == 3  # the keys, or the tables
+    store.delete_session(session_id)
+    assert server_traces(backend, session_id) == []
+    store.close()
+
+
 def test_erasing_a_session_leaves_another_s_copy_of_the_same_original(
     replicas: Callable[[], SessionStore], session_id: str
 ) -> None:
