@@ -11,7 +11,7 @@ from typing import Any
 
 from .. import caches
 from .._internal.approximations import Announcements, request_counter
-from .._internal.arguments import message_items, string, tokens, tool_list
+from .._internal.arguments import message_items, string, tool_list
 from .._internal.awaiting import in_thread
 from .._internal.budgets import pack_limits
 from .._internal.named import named
@@ -26,10 +26,11 @@ from ..sdk import coerce_messages
 from ..tokens import TokenCounter
 from . import _responses_request as responses_api
 from ._output_format import output_format
+from ._request_fields import check_fields, check_tool_choice, reply_room
 from ._responses_request import given as _given
 from ._session_feed import Asked, SessionFeed
 
-__all__ = ["forced_tool"]
+__all__: list[str] = []
 
 # Each thread and each asyncio task sees the results of the requests it packed itself: a new
 # mapping is set on every request (never edited in place, since tasks share their parent's), and
@@ -52,19 +53,6 @@ class _Last:
 
     def clear(self) -> None:
         self.result = None
-
-
-def forced_tool(choice: Any) -> str | None:
-    """The tool a request's ``tool_choice`` forces, by name: Chat Completions'
-    ``{"type": "function", "function": {"name": ...}}``, the Responses API's
-    ``{"type": "function", "name": ...}`` or Anthropic's ``{"type": "tool", "name": ...}``;
-    ``None`` for any other choice (``"auto"``, ``"required"``, Anthropic's ``{"type": "any"}``:
-    the model may then call ``describe_tool`` first)."""
-    if not isinstance(choice, Mapping) or choice.get("type") not in ("function", "tool"):
-        return None
-    function = choice.get("function")
-    name = function.get("name") if isinstance(function, Mapping) else choice.get("name")
-    return name if isinstance(name, str) and name else None
 
 
 @dataclass(eq=False)  # hashed by identity: the key of its last results
@@ -94,14 +82,6 @@ class _Packer:
         if model is None and _given(request_model):
             model = string(request_model, "model")
         return request_counter(model, self.provider, self.announce)
-
-    def reply_room(self, kwargs: Mapping[str, Any], *, responses: bool = False) -> int:
-        keys = ("max_output_tokens",) if responses else ("max_completion_tokens", "max_tokens")
-        for key in keys:
-            value = kwargs.get(key)
-            if _given(value):
-                return tokens(value, key, minimum=0)
-        return 0
 
     def packed_kwargs(
         self, kwargs: dict[str, Any], *, beta: bool = False, responses: bool = False
@@ -191,6 +171,7 @@ class _Packer:
         """What a request asks (its messages, system prompt, tools, reply and limits) and the
         keyword arguments to send beside them; InvalidMessageError without a list of messages."""
         system: Any = None
+        check_fields(kwargs)
         if responses:
             messages = responses_api.request_input(kwargs)
             system = responses_api.instructions(kwargs)
@@ -198,7 +179,7 @@ class _Packer:
             messages = self._messages(kwargs)
             if self.provider == "anthropic" and _given(kwargs.get("system")):
                 system = kwargs["system"]
-        room = self.reply_room(kwargs, responses=responses)
+        room = reply_room(kwargs, self.provider, responses=responses)
         schema_text = output_format(kwargs, provider=self.provider, responses=responses)
         limits, schema = None, 0
         feed = self.feed if self.feed is not None and self.feed.policy is not None else None
@@ -243,10 +224,23 @@ class _Packer:
                     beta=beta, own=own, betas=betas, thinks=thinks, responses=responses
                 )
             )
-        forced = forced_tool(kwargs.get("tool_choice")) if tools else None
+        forced = self._forced(kwargs, tools)
         model = kwargs.get("model")
         sent_to = model if isinstance(model, str) else None
         return Asked(messages, system, tools, room, limits, responses, schema, forced, sent_to), out
+
+    def _forced(self, kwargs: Mapping[str, Any], tools: list[Any] | None) -> str | None:
+        """The tool the request's ``tool_choice`` forces, checked against the tools sent:
+        the request's, and the session's beside them (not with the legacy ``functions=``,
+        which cannot carry them)."""
+        choice = kwargs.get("tool_choice")
+        if not _given(choice):
+            return None
+        legacy = tools is not None and not _given(kwargs.get("tools"))
+        sent = tools or []
+        if self.feed is not None and not legacy:
+            sent = self.feed.tools(tools) or []
+        return check_tool_choice(choice, sent)
 
     @staticmethod
     def _messages(kwargs: Mapping[str, Any]) -> list[Any]:

@@ -405,10 +405,10 @@ def wrap_openai(
         ConfigError: neither ``window`` nor ``budget`` is given (without a managed session),
             or a limit is invalid (at each request: ``max_tokens`` leaves no room for the
             prompt in the window, or passes a managed session's reply room, or with a
-            session, the request's messages are not the history the session was given;
-            the request's ``model`` picks the tokenizer and is not a string), or ``budget``
-            is more than ``window``, or ``counter`` is not the session's, or a Responses API
-            request has ``previous_response_id`` or ``conversation`` (a history OpenAI holds).
+            session, the request's messages are not the history the session was given; its
+            ``model`` not a non-empty string, ``stream`` not a bool, ``tool_choice`` forcing a
+            tool not sent), or ``budget`` is more than ``window``, or ``counter`` is not the
+            session's, or a Responses API request has ``previous_response_id``/``conversation``.
         InvalidMessageError: at a request, its ``messages`` (``input``) are missing, empty, not
             a list of messages (or hold a ``reasoning`` item), or packed down to none.
 
@@ -492,10 +492,12 @@ def wrap_anthropic(
             or a limit is invalid (at each request: ``max_tokens`` leaves no room for the
             prompt in the window, or passes a managed session's reply room, or with a
             session, the request's messages are not the history the session was given;
-            the request's ``model`` picks the tokenizer and is not a string), or ``budget``
-            is more than ``window``, or ``counter`` is not the session's, or a conversation is
-            kept in a thread on Anthropic's server (``beta.messages.tool_runner`` without
-            ``thread=False``, ``beta.messages.thread``), whose history the wrapper cannot see.
+            the request's ``model`` is not a non-empty string, its ``stream`` not a bool, its
+            ``max_tokens`` below 1, its ``tool_choice`` forces a tool it does not send), or
+            ``budget`` is more than ``window``, or ``counter`` is not the session's, or a
+            conversation is kept in a thread on Anthropic's server
+            (``beta.messages.tool_runner`` without ``thread=False``, ``beta.messages.thread``),
+            whose history the wrapper cannot see.
         InvalidMessageError: at a request, its ``messages`` are missing, empty or not a list
             of messages, or none is left once packed (an orphan tool result dropped, say).
     """

@@ -41,7 +41,7 @@ from ..store import SessionStore, open_store
 from ..tokens import CounterLike, TokenCounter, get_counter
 from ..tools_on_demand import DESCRIBE_TOOL_NAME
 from ._output_format import strategy_format
-from ._packer import forced_tool
+from ._request_fields import forced_tool
 from ._session_feed import Asked, HistoryChangedError, SessionFeed, wrapper_policy
 from ._threads import diverged, thread_id_or_none, thread_key
 from ._threads import thread_id as _thread_id

@@ -1,0 +1,70 @@
+"""The fields beside the history of a wrapped request, checked before it is packed: those the
+provider refuses whatever the history holds (``stream`` not a bool, a ``model`` that is no
+name, Anthropic's ``max_tokens`` below 1, a ``tool_choice`` naming a tool the request does not
+send). Said here, naming the argument, before a session is given the request's messages:
+after, the request would fail at the provider with the session already holding them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .._internal.arguments import flag, shown, string, tokens
+from ..errors import ConfigError
+from ..providers import Provider, tool_name
+from ._responses_request import given
+
+__all__ = ["check_fields", "check_tool_choice", "forced_tool", "reply_room"]
+
+
+def check_fields(kwargs: Mapping[str, Any]) -> None:
+    """``stream`` and ``model``, if given, are what every provider takes: a bool (the SDKs
+    stream on any truthy value, and the provider refuses a string), a model's name."""
+    if given(kwargs.get("stream")):
+        flag(kwargs["stream"], "stream")
+    model = kwargs.get("model")
+    if given(model) and not string(model, "model").strip():
+        raise ConfigError(f"model must be a non-empty string, got {shown(model)}")
+
+
+def reply_room(kwargs: Mapping[str, Any], provider: Provider, *, responses: bool) -> int:
+    """The tokens a request asks for its reply: ``max_output_tokens`` (the Responses API),
+    ``max_completion_tokens`` or ``max_tokens``; 0 if none is given. Anthropic requires
+    ``max_tokens``, at least 1: an explicit ``None`` or 0 would be sent and refused."""
+    keys = ("max_output_tokens",) if responses else ("max_completion_tokens", "max_tokens")
+    anthropic = provider == "anthropic"
+    for key in keys:
+        value = kwargs.get(key)
+        if given(value) or (anthropic and key == "max_tokens" and key in kwargs and value is None):
+            return tokens(value, key, minimum=1 if anthropic else 0)
+    return 0
+
+
+def forced_tool(choice: Any) -> str | None:
+    """The tool a request's ``tool_choice`` forces, by name: Chat Completions'
+    ``{"type": "function", "function": {"name": ...}}``, the Responses API's
+    ``{"type": "function", "name": ...}`` or Anthropic's ``{"type": "tool", "name": ...}``;
+    ``None`` for any other choice (``"auto"``, ``"required"``, Anthropic's ``{"type": "any"}``:
+    the model may then call ``describe_tool`` first)."""
+    if not isinstance(choice, Mapping) or choice.get("type") not in ("function", "tool"):
+        return None
+    function = choice.get("function")
+    name = function.get("name") if isinstance(function, Mapping) else choice.get("name")
+    return name if isinstance(name, str) and name else None
+
+
+def check_tool_choice(choice: Any, tools: Iterable[Any]) -> str | None:
+    """The tool ``choice`` forces (see :func:`forced_tool`), which must be one of ``tools``
+    (the request's and the session's, as sent): both providers refuse a request forcing a
+    tool it does not define."""
+    forced = forced_tool(choice)
+    if forced is None:
+        return None
+    names = [name for name in map(tool_name, tools) if isinstance(name, str)]
+    if forced not in names:
+        sent = ", ".join(map(repr, names)) if names else "no tools"
+        raise ConfigError(
+            f"tool_choice: forces the tool {forced!r}, which the request does not send (it "
+            f"sends {sent}); name one of them, or add its definition to tools"
+        )
+    return forced

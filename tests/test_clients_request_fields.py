@@ -1,0 +1,169 @@
+"""A wrapped request's own fields that the provider would refuse (``tool_choice`` naming a tool
+the request does not send, ``stream`` that is not a bool, ``model`` that is not a name,
+Anthropic's ``max_tokens`` below 1): the wrapper says so, naming the argument, before anything
+is sent and before a session is given the request's messages, with or without a session."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import ctxpack
+from tests.sdk_mock import (
+    WEATHER_TOOL,
+    Capture,
+    anthropic_client,
+    anthropic_message,
+    async_anthropic_client,
+    chat_completion,
+    openai_client,
+)
+from tests.test_clients_responses import text_reply
+
+QUESTION = {"role": "user", "content": "What is the weather in Paris?"}
+ANTHROPIC_TOOL = {"name": "get_weather", "description": "d", "input_schema": {"type": "object"}}
+FLAT_TOOL = {"type": "function", "name": "get_weather", "parameters": {"type": "object"}}
+
+Call = Callable[[Any, dict[str, Any]], Any]
+
+
+def chat(client: Any, fields: dict[str, Any]) -> Any:
+    return client.chat.completions.create(model="gpt-4o", messages=[QUESTION], **fields)
+
+
+def responses(client: Any, fields: dict[str, Any]) -> Any:
+    return client.responses.create(model="gpt-4o", input=[QUESTION], **fields)
+
+
+def messages(client: Any, fields: dict[str, Any]) -> Any:
+    fields = {"max_tokens": 100, **fields}
+    return client.messages.create(model="claude-sonnet-4-5", messages=[QUESTION], **fields)
+
+
+APIS: dict[str, tuple[Call, dict[str, Any], dict[str, Any]]] = {
+    # name: (the call, a tool it may send, a tool_choice naming a tool it does not send)
+    "chat": (chat, WEATHER_TOOL, {"type": "function", "function": {"name": "get_wether"}}),
+    "responses": (responses, FLAT_TOOL, {"type": "function", "name": "get_wether"}),
+    "messages": (messages, ANTHROPIC_TOOL, {"type": "tool", "name": "get_wether"}),
+}
+
+
+def wrapped(api: str, capture: Capture, session: ctxpack.Session | None) -> Any:
+    limits: dict[str, Any] = {} if session is not None and session.window else {"window": 50_000}
+    if api == "messages":
+        return ctxpack.wrap_anthropic(anthropic_client(capture), session=session, **limits)
+    return ctxpack.wrap_openai(openai_client(capture), session=session, **limits)
+
+
+def reply(api: str) -> dict[str, Any]:
+    if api == "chat":
+        return chat_completion({"role": "assistant", "content": "Sunny."})
+    if api == "responses":
+        return text_reply("Sunny.")
+    return anthropic_message([{"type": "text", "text": "Sunny."}])
+
+
+SESSIONS: dict[str, Callable[[], ctxpack.Session | None]] = {
+    "no session": lambda: None,
+    "plain session": lambda: ctxpack.Session(model="gpt-4o"),
+    "managed session": lambda: ctxpack.Session(model="gpt-4o", window=50_000),
+}
+
+
+def refused(
+    api: str, session_kind: str, fields: dict[str, Any], error: type[Exception]
+) -> pytest.ExceptionInfo[Exception]:
+    """The request with ``fields`` fails with ``error``; nothing is sent, the session is
+    given nothing, and the caller's fields are as they were."""
+    capture = Capture(reply(api))
+    session = SESSIONS[session_kind]()
+    client = wrapped(api, capture, session)
+    call = APIS[api][0]
+    before = repr(fields)
+    with pytest.raises(error) as info:
+        call(client, fields)
+    assert capture.requests == []
+    assert session is None or session.transcript() == []
+    assert repr(fields) == before
+    return info
+
+
+@pytest.mark.parametrize("session_kind", sorted(SESSIONS))
+@pytest.mark.parametrize("api", sorted(APIS))
+def test_a_tool_choice_naming_a_tool_not_sent_is_refused(api: str, session_kind: str) -> None:
+    _, tool, choice = APIS[api]
+    info = refused(api, session_kind, {"tools": [tool], "tool_choice": choice}, ctxpack.ConfigError)
+    assert "tool_choice" in str(info.value) and "'get_wether'" in str(info.value)
+    assert "get_weather" in str(info.value)  # the names it could be
+
+
+@pytest.mark.parametrize("api", sorted(APIS))
+def test_a_tool_choice_naming_a_tool_without_tools_is_refused(api: str) -> None:
+    choice = APIS[api][2]
+    info = refused(api, "no session", {"tool_choice": choice}, ctxpack.ConfigError)
+    assert "tool_choice" in str(info.value) and "no tools" in str(info.value)
+
+
+@pytest.mark.parametrize("api", sorted(APIS))
+def test_a_tool_choice_naming_the_sessions_own_tool_is_sent(api: str) -> None:
+    # The retrieve tool is the session's, added to the request: the model may be forced to it.
+    capture = Capture(reply(api))
+    client = wrapped(api, capture, ctxpack.Session(model="gpt-4o"))
+    name = "retrieve_original"
+    choice = {
+        "chat": {"type": "function", "function": {"name": name}},
+        "responses": {"type": "function", "name": name},
+        "messages": {"type": "tool", "name": name},
+    }[api]
+    APIS[api][0](client, {"tool_choice": choice})
+    assert capture.body["tool_choice"] == choice
+    assert name in str(capture.body["tools"])
+
+
+@pytest.mark.parametrize("value", ["yes", 1, "false"])
+@pytest.mark.parametrize("api", sorted(APIS))
+def test_a_stream_that_is_not_a_bool_is_refused(api: str, value: Any) -> None:
+    info = refused(api, "no session", {"stream": value}, ctxpack.ConfigError)
+    assert "stream must be True or False" in str(info.value)
+
+
+@pytest.mark.parametrize("session_kind", sorted(SESSIONS))
+@pytest.mark.parametrize("model", [5, ["gpt-4o"], ""])
+def test_a_request_model_that_is_not_a_name_is_refused_with_a_session_too(
+    session_kind: str, model: Any
+) -> None:
+    capture = Capture(reply("chat"))
+    session = SESSIONS[session_kind]()
+    client = wrapped("chat", capture, session)
+    with pytest.raises(ctxpack.ConfigError, match=r"model must be a (non-empty )?string"):
+        client.chat.completions.create(model=model, messages=[QUESTION])
+    assert capture.requests == []
+    assert session is None or session.transcript() == []
+
+
+@pytest.mark.parametrize("session_kind", sorted(SESSIONS))
+@pytest.mark.parametrize("max_tokens", [0, None])
+def test_anthropic_max_tokens_below_one_is_refused(session_kind: str, max_tokens: Any) -> None:
+    info = refused("messages", session_kind, {"max_tokens": max_tokens}, ctxpack.ConfigError)
+    assert "max_tokens must be a positive int" in str(info.value)
+
+
+def test_the_async_client_checks_the_same_fields() -> None:
+    capture = Capture(reply("messages"))
+    client = ctxpack.wrap_anthropic(async_anthropic_client(capture), window=50_000)
+
+    async def send() -> Any:
+        return await client.messages.create(
+            model="claude-sonnet-4-5",
+            max_tokens=100,
+            messages=[QUESTION],
+            tools=[ANTHROPIC_TOOL],
+            tool_choice={"type": "tool", "name": "nope"},
+        )
+
+    with pytest.raises(ctxpack.ConfigError, match="tool_choice"):
+        asyncio.run(send())
+    assert capture.requests == []
