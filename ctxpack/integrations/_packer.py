@@ -20,7 +20,7 @@ from ..errors import BudgetExceededError, ConfigError, InvalidMessageError
 from ..messages import owned_messages
 from ..packing import pack
 from ..pipeline import Stage
-from ..providers import Provider, flat_tools
+from ..providers import Provider, flat_tools, tool_name
 from ..result import PackResult
 from ..sdk import coerce_messages
 from ..tokens import TokenCounter
@@ -84,17 +84,25 @@ class _Packer:
         return request_counter(model, self.provider, self.announce)
 
     def packed_kwargs(
-        self, kwargs: dict[str, Any], *, beta: bool = False, responses: bool = False
+        self,
+        kwargs: dict[str, Any],
+        *,
+        beta: bool = False,
+        responses: bool = False,
+        strict: bool = False,
     ) -> dict[str, Any]:
         """The request's keyword arguments with ``messages`` (and ``system``) packed, or for
         the Responses API (``responses``) its ``input`` (``instructions`` beside it); for a
         server-side managed session, with its ``context_management`` (``beta``: the request
-        goes through ``client.beta``, the only one that takes it)."""
+        goes through ``client.beta``, the only one that takes it). ``strict``: the method
+        takes strict function tools only (``chat.completions.parse``)."""
         if responses and not responses_api.packs(kwargs):
             return kwargs
         # A request refused before it is sent leaves no result: the one before is not its.
         self.remember(None)
         asked, out = self._asked(kwargs, beta, responses)
+        if strict:
+            self._only_strict(asked.tools)
         return self._sent(asked, out, self._result(asked))
 
     def _result(self, asked: Asked) -> PackResult:
@@ -149,7 +157,12 @@ class _Packer:
         )
 
     async def apacked_kwargs(
-        self, kwargs: dict[str, Any], *, beta: bool = False, responses: bool = False
+        self,
+        kwargs: dict[str, Any],
+        *,
+        beta: bool = False,
+        responses: bool = False,
+        strict: bool = False,
     ) -> dict[str, Any]:
         """:meth:`packed_kwargs` for an async client, off the event loop: an AsyncSession
         awaited (it renders in a worker thread), else the packing (a plain session's render)
@@ -159,6 +172,8 @@ class _Packer:
             return kwargs
         self.remember(None)
         asked, out = self._asked(kwargs, beta, responses)
+        if strict:
+            self._only_strict(asked.tools)
         if self.feed is not None and self.feed.is_async:
             result = await self.feed.arender(asked)
         else:
@@ -242,6 +257,24 @@ class _Packer:
             sent = self.feed.tools(tools) or []
         return check_tool_choice(choice, sent)
 
+    def _only_strict(self, tools: list[Any] | None) -> None:
+        """Refuse the tools a session adds that are not strict function tools, for a method
+        that takes no other (``chat.completions.parse``, whose SDK refuses them before
+        sending, naming a tool the caller never gave): said before the session is given the
+        request's messages."""
+        if self.feed is None:
+            return
+        given = tools or []
+        added = [t for t in self.feed.tools(tools) or [] if t not in given]
+        loose = [str(tool_name(t)) for t in added if not _strict(t)]
+        if loose:
+            raise ConfigError(
+                f"chat.completions.parse takes strict function tools only, and the session adds "
+                f"{', '.join(map(repr, loose))}, which are not: give the session "
+                "retrieve_tool=False (and tools_on_demand=False), or send the request with "
+                "chat.completions.create"
+            )
+
     @staticmethod
     def _messages(kwargs: Mapping[str, Any]) -> list[Any]:
         """A Chat Completions or Messages request's ``messages``.
@@ -308,6 +341,11 @@ class _Packer:
 
 
 _INSTRUCTIONS = frozenset({"system", "developer"})
+
+
+def _strict(tool: Any) -> bool:
+    function = tool.get("function") if isinstance(tool, Mapping) else None
+    return isinstance(function, Mapping) and function.get("strict") is True
 
 
 def _nothing_left(key: str, result: PackResult) -> str:

@@ -87,7 +87,9 @@ class _Resource(forks.ProcessBound):
         if core in packer.resources and callable(value):
             if name in _METHODS:
                 beta, responses = "beta" in self._path, core == ("responses",)
-                return _packing(value, packer, beta=beta, responses=responses)
+                # Chat Completions' parse takes strict function tools only.
+                strict = name == "parse" and core == ("chat", "completions")
+                return _packing(value, packer, beta=beta, responses=responses, strict=strict)
             if name in _SERVER_THREADS and packer.provider == "anthropic":
                 return _threaded(value, self._root, (*self._path, name))
         path = (*self._path, name)
@@ -133,22 +135,23 @@ def _threaded(method: Any, root: Any, path: tuple[str, ...]) -> Callable[..., An
 
 
 def _packing(
-    method: Callable[..., Any], packer: _Packer, *, beta: bool, responses: bool
+    method: Callable[..., Any], packer: _Packer, *, beta: bool, responses: bool, strict: bool
 ) -> Callable[..., Any]:
     feed = packer.feed
     call: Callable[..., Any]
+    how = {"beta": beta, "responses": responses, "strict": strict}
     if packer.asynchronous:
 
         def call(*args: Any, **kwargs: Any) -> Any:
             async def packed() -> dict[str, Any]:
-                return await packer.apacked_kwargs(kwargs, beta=beta, responses=responses)
+                return await packer.apacked_kwargs(kwargs, **how)
 
             return _PackedFirst(method, args, packed, feed)
 
     else:
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            response = method(*args, **packer.packed_kwargs(kwargs, beta=beta, responses=responses))
+            response = method(*args, **packer.packed_kwargs(kwargs, **how))
             return response if feed is None else feed.record(response)
 
     call.__name__ = getattr(method, "__name__", "create")
