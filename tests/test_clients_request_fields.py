@@ -195,3 +195,31 @@ def test_chat_parse_with_a_session_without_tools_of_its_own_is_sent() -> None:
     parsed = client.chat.completions.parse(model="gpt-4o", messages=[QUESTION])
     assert parsed.choices[0].message.content == "Sunny."
     assert "tools" not in capture.body
+
+
+CHAT_TOOL = WEATHER_TOOL
+WRONG_SHAPES = [
+    # (api, the tool in another API's shape, the words the error must hold)
+    ("chat", ANTHROPIC_TOOL, "Anthropic's shape"),
+    ("chat", FLAT_TOOL, "the Responses API's flat shape"),
+    ("responses", CHAT_TOOL, "the Chat Completions shape"),
+    ("responses", ANTHROPIC_TOOL, "Anthropic's shape"),
+    ("messages", CHAT_TOOL, "the Chat Completions shape"),
+    ("messages", FLAT_TOOL, "the Responses API's flat shape"),
+]
+
+
+@pytest.mark.parametrize("session_kind", ["no session", "managed session"])
+@pytest.mark.parametrize(("api", "tool", "shape"), WRONG_SHAPES)
+def test_a_tool_in_another_apis_shape_is_refused_naming_its_position(
+    api: str, tool: dict[str, Any], shape: str, session_kind: str
+) -> None:
+    # Each API refuses the others' shapes; sent as given, the request failed at the provider.
+    builtin = {"type": "web_search"} if api == "responses" else {"type": "custom", "name": "x"}
+    tools = [APIS[api][1], tool] if api != "messages" else [ANTHROPIC_TOOL, tool]
+    info = refused(api, session_kind, {"tools": tools}, ctxpack.ConfigError)
+    assert str(info.value).startswith("tools[1]: ") and shape in str(info.value)
+    if api != "messages":  # a built-in tool is in no function shape: sent as given
+        capture = Capture(reply(api))
+        APIS[api][0](wrapped(api, capture, None), {"tools": [APIS[api][1], builtin]})
+        assert capture.body["tools"][1] == builtin

@@ -186,7 +186,7 @@ class _Packer:
         """What a request asks (its messages, system prompt, tools, reply and limits) and the
         keyword arguments to send beside them; InvalidMessageError without a list of messages."""
         system: Any = None
-        check_fields(kwargs)
+        check_fields(kwargs, self.provider, responses=responses)
         if responses:
             messages = responses_api.request_input(kwargs)
             system = responses_api.instructions(kwargs)

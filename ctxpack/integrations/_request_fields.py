@@ -17,14 +17,53 @@ from ._responses_request import given
 __all__ = ["check_fields", "check_tool_choice", "forced_tool", "reply_room"]
 
 
-def check_fields(kwargs: Mapping[str, Any]) -> None:
+def check_fields(kwargs: Mapping[str, Any], provider: Provider, *, responses: bool) -> None:
     """``stream`` and ``model``, if given, are what every provider takes: a bool (the SDKs
-    stream on any truthy value, and the provider refuses a string), a model's name."""
+    stream on any truthy value, and the provider refuses a string), a model's name; and the
+    function tools are in the shape of the API the request goes to."""
     if given(kwargs.get("stream")):
         flag(kwargs["stream"], "stream")
     model = kwargs.get("model")
     if given(model) and not string(model, "model").strip():
         raise ConfigError(f"model must be a non-empty string, got {shown(model)}")
+    tools = kwargs.get("tools")
+    if isinstance(tools, (list, tuple)):
+        api = "responses" if responses else "chat" if provider == "openai" else "anthropic"
+        for index, tool in enumerate(tools):
+            _check_shape(tool, index, api)
+
+
+# Each API's function tool, and how it reads in the others' shapes. A tool of any other type
+# (a built-in, a custom tool, Anthropic's server tools) is left for the SDK and the provider.
+_SHAPES = {
+    "chat": ("Chat Completions", "{'type': 'function', 'function': {'name': ...}}"),
+    "responses": ("the Responses API", "{'type': 'function', 'name': ..., 'parameters': ...}"),
+    "anthropic": ("Anthropic", "{'name': ..., 'input_schema': ...}"),
+}
+_SHAPE_NAMES = {
+    "chat": "the Chat Completions shape",
+    "responses": "the Responses API's flat shape",
+    "anthropic": "Anthropic's shape",
+}
+
+
+def _check_shape(tool: Any, index: int, api: str) -> None:
+    """A function tool in another API's shape, which the provider refuses, refused here."""
+    if not isinstance(tool, Mapping):
+        return  # the definitions' own check names it
+    kind = tool.get("type")
+    if kind == "function":
+        shape = "chat" if isinstance(tool.get("function"), Mapping) else "responses"
+    elif kind is None and "input_schema" in tool:
+        shape = "anthropic"
+    else:
+        return
+    if shape != api:
+        name, wanted = _SHAPES[api]
+        raise ConfigError(
+            f"tools[{index}]: {name} takes a function tool as {wanted}, got one in "
+            f"{_SHAPE_NAMES[shape]}; write it in the request's API's shape"
+        )
 
 
 def reply_room(kwargs: Mapping[str, Any], provider: Provider, *, responses: bool) -> int:
