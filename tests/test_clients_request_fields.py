@@ -223,3 +223,76 @@ def test_a_tool_in_another_apis_shape_is_refused_naming_its_position(
         capture = Capture(reply(api))
         APIS[api][0](wrapped(api, capture, None), {"tools": [APIS[api][1], builtin]})
         assert capture.body["tools"][1] == builtin
+
+
+EXTRA_BODY_CONFLICTS = [
+    # (api, a field the wrapper packs or counts, given in extra_body, which the SDK sends in
+    # place of the wrapper's)
+    ("chat", {"messages": [QUESTION, {"role": "assistant", "content": "x" * 50}, QUESTION]}),
+    ("chat", {"max_completion_tokens": 10**6}),
+    ("chat", {"tools": [WEATHER_TOOL]}),
+    ("responses", {"input": [QUESTION]}),
+    ("responses", {"previous_response_id": "resp_0"}),
+    ("messages", {"system": "Answer in French."}),
+    ("messages", {"max_tokens": 10**6}),
+]
+
+
+@pytest.mark.parametrize("session_kind", ["no session", "managed session"])
+@pytest.mark.parametrize(("api", "extra"), EXTRA_BODY_CONFLICTS)
+def test_extra_body_holding_a_field_the_wrapper_packs_is_refused(
+    api: str, extra: dict[str, Any], session_kind: str
+) -> None:
+    info = refused(api, session_kind, {"extra_body": extra}, ctxpack.ConfigError)
+    (key,) = extra
+    assert str(info.value).startswith(f"extra_body: {key!r}") and f"{key}=" in str(info.value)
+
+
+def test_extra_body_with_other_fields_is_sent_as_given() -> None:
+    capture = Capture(reply("chat"))
+    client = wrapped("chat", capture, ctxpack.Session(model="gpt-4o", window=50_000))
+    chat(client, {"extra_body": {"reasoning_effort": "low"}, "extra_headers": {"X-Probe": "1"}})
+    assert capture.body["reasoning_effort"] == "low"
+    assert capture.headers[-1]["x-probe"] == "1"
+
+
+def server_side_client(capture: Capture) -> tuple[Any, ctxpack.Session]:
+    policy = ctxpack.managed.WindowPolicy(window=200_000, server_side=True)
+    session = ctxpack.Session(model="claude-sonnet-4-5", window=policy)
+    return ctxpack.wrap_anthropic(anthropic_client(capture), session=session), session
+
+
+def test_context_management_in_extra_body_is_the_requests_own_with_a_server_side_session() -> None:
+    # As context_management= is: the session's is not added beside it (the SDK sent the
+    # caller's over it, while the session took its own edits as sent).
+    capture = Capture(reply("messages"))
+    client, _ = server_side_client(capture)
+    own = {"edits": [{"type": "clear_tool_uses_20250919"}]}
+    client.beta.messages.create(
+        model="claude-sonnet-4-5",
+        max_tokens=100,
+        messages=[QUESTION],
+        extra_body={"context_management": own},
+    )
+    assert capture.body["context_management"] == own
+    bare = Capture(reply("messages"))
+    server_side_client(bare)[0].beta.messages.create(
+        model="claude-sonnet-4-5",
+        max_tokens=100,
+        messages=[QUESTION],
+        context_management=own,
+    )
+    assert capture.headers[-1]["anthropic-beta"] == bare.headers[-1]["anthropic-beta"]
+
+
+@pytest.mark.parametrize("betas", ["context-management-2025-06-27", [5]])
+def test_anthropic_betas_that_are_not_a_list_of_names_are_refused(betas: Any) -> None:
+    # A lone string was read as its characters ("c,o,n,t,...") or, with a server-side
+    # session, replaced by the session's betas.
+    capture = Capture(reply("messages"))
+    client, session = server_side_client(capture)
+    with pytest.raises(ctxpack.ConfigError, match="betas"):
+        client.beta.messages.create(
+            model="claude-sonnet-4-5", max_tokens=100, messages=[QUESTION], betas=betas
+        )
+    assert capture.requests == [] and session.transcript() == []

@@ -1,15 +1,17 @@
 """The fields beside the history of a wrapped request, checked before it is packed: those the
 provider refuses whatever the history holds (``stream`` not a bool, a ``model`` that is no
-name, Anthropic's ``max_tokens`` below 1, a ``tool_choice`` naming a tool the request does not
-send). Said here, naming the argument, before a session is given the request's messages:
-after, the request would fail at the provider with the session already holding them."""
+name, Anthropic's ``max_tokens`` below 1 or ``betas`` not a list, a function tool in another
+API's shape, a ``tool_choice`` naming a tool the request does not send), and an ``extra_body``
+that would replace what the wrapper packed. Said here, naming the argument, before a session
+is given the request's messages: after, the request would fail at the provider with the
+session already holding them."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .._internal.arguments import flag, shown, string, tokens
+from .._internal.arguments import flag, shown, string, strings, tokens
 from ..errors import ConfigError
 from ..providers import Provider, tool_name
 from ._responses_request import given
@@ -19,18 +21,42 @@ __all__ = ["check_fields", "check_tool_choice", "forced_tool", "reply_room"]
 
 def check_fields(kwargs: Mapping[str, Any], provider: Provider, *, responses: bool) -> None:
     """``stream`` and ``model``, if given, are what every provider takes: a bool (the SDKs
-    stream on any truthy value, and the provider refuses a string), a model's name; and the
-    function tools are in the shape of the API the request goes to."""
+    stream on any truthy value, and the provider refuses a string), a model's name; the
+    function tools are in the shape of the API the request goes to; ``extra_body`` holds no
+    field the wrapper packs or counts; Anthropic's ``betas`` are a list of names."""
     if given(kwargs.get("stream")):
         flag(kwargs["stream"], "stream")
     model = kwargs.get("model")
     if given(model) and not string(model, "model").strip():
         raise ConfigError(f"model must be a non-empty string, got {shown(model)}")
+    api = "responses" if responses else "chat" if provider == "openai" else "anthropic"
     tools = kwargs.get("tools")
     if isinstance(tools, (list, tuple)):
-        api = "responses" if responses else "chat" if provider == "openai" else "anthropic"
         for index, tool in enumerate(tools):
             _check_shape(tool, index, api)
+    extra = kwargs.get("extra_body")
+    extra = extra if isinstance(extra, Mapping) else {}
+    for key in _PACKED[api]:
+        if key in extra:
+            # The SDK writes extra_body over the request it built: this one would go in place
+            # of what the wrapper packed or counted, unseen by it.
+            raise ConfigError(
+                f"extra_body: {key!r} is a field the wrapper packs or counts, and the SDK would "
+                f"send this one in its place; give it as {key}= instead"
+            )
+    if provider == "anthropic" and given(kwargs.get("betas")):
+        strings(kwargs["betas"], "betas", what="beta names")
+
+
+# The fields of a request the wrapper packs, counts or refuses, by API.
+_PACKED = {
+    "chat": ("messages", "tools", "functions", "max_completion_tokens", "max_tokens"),
+    "responses": (
+        *("input", "instructions", "tools", "max_output_tokens"),
+        *("previous_response_id", "conversation"),
+    ),
+    "anthropic": ("messages", "system", "tools", "max_tokens"),
+}
 
 
 # Each API's function tool, and how it reads in the others' shapes. A tool of any other type
