@@ -27,7 +27,9 @@ def check_fields(kwargs: Mapping[str, Any], provider: Provider, *, responses: bo
     if given(kwargs.get("stream")):
         flag(kwargs["stream"], "stream")
     model = kwargs.get("model")
-    if given(model) and not string(model, "model").strip():
+    # An explicit None too: the SDKs only check that model= is there, and send it as null.
+    named = given(model) or ("model" in kwargs and model is None)
+    if named and not string(model, "model").strip():
         raise ConfigError(f"model must be a non-empty string, got {shown(model)}")
     api = "responses" if responses else "chat" if provider == "openai" else "anthropic"
     tools = kwargs.get("tools")
