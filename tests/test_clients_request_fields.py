@@ -297,3 +297,39 @@ def test_anthropic_betas_that_are_not_a_list_of_names_are_refused(betas: Any) ->
             model="claude-sonnet-4-5", max_tokens=100, messages=[QUESTION], betas=betas
         )
     assert capture.requests == [] and session.transcript() == []
+
+
+@pytest.mark.parametrize("middleware", ["packing", "session"])
+@pytest.mark.parametrize("choice", ["get_wether", {"type": "function", "function": {"name": "x"}}])
+def test_a_langchain_tool_choice_naming_a_tool_not_sent_is_refused(
+    middleware: str, choice: Any
+) -> None:
+    # LangChain's chat models send a tool name as the forced function, unchecked.
+    from types import SimpleNamespace
+
+    from langchain.agents.middleware import ModelRequest
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from ctxpack.integrations.langchain_agent import PackingMiddleware, SessionMiddleware
+    from tests.adapters.test_langchain_agent import RecordingChatModel
+
+    packer = (
+        PackingMiddleware(window=50_000, model="gpt-4o")
+        if middleware == "packing"
+        else SessionMiddleware(window=50_000, model="gpt-4o")
+    )
+    runtime = SimpleNamespace(config={"configurable": {"thread_id": "t"}})
+
+    def request(tool_choice: Any) -> Any:
+        return ModelRequest(
+            model=RecordingChatModel(script=[AIMessage("ok")]),
+            messages=[HumanMessage("Weather in Paris?")],
+            tools=[WEATHER_TOOL],
+            tool_choice=tool_choice,
+            runtime=runtime,  # type: ignore[arg-type]
+        )
+
+    with pytest.raises(ctxpack.ConfigError, match="tool_choice: forces the tool") as info:
+        packer.pack_request(request(choice))
+    assert "'get_weather'" in str(info.value)
+    assert packer.pack_request(request("get_weather")).tool_choice == "get_weather"

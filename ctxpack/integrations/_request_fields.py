@@ -16,7 +16,7 @@ from ..errors import ConfigError
 from ..providers import Provider, tool_name
 from ._responses_request import given
 
-__all__ = ["check_fields", "check_tool_choice", "forced_tool", "reply_room"]
+__all__ = ["check_fields", "check_forced", "check_tool_choice", "forced_tool", "reply_room"]
 
 
 def check_fields(kwargs: Mapping[str, Any], provider: Provider, *, responses: bool) -> None:
@@ -124,7 +124,12 @@ def check_tool_choice(choice: Any, tools: Iterable[Any]) -> str | None:
     """The tool ``choice`` forces (see :func:`forced_tool`), which must be one of ``tools``
     (the request's and the session's, as sent): both providers refuse a request forcing a
     tool it does not define."""
-    forced = forced_tool(choice)
+    return check_forced(forced_tool(choice), tools)
+
+
+def check_forced(forced: str | None, tools: Iterable[Any]) -> str | None:
+    """``forced``, the name of the tool a request's ``tool_choice`` forces (``None``: none),
+    if it is one of ``tools``; a ``ConfigError`` naming the tools sent if not."""
     if forced is None:
         return None
     names = [name for name in map(tool_name, tools) if isinstance(name, str)]

@@ -41,7 +41,7 @@ from ..store import SessionStore, open_store
 from ..tokens import CounterLike, TokenCounter, get_counter
 from ..tools_on_demand import DESCRIBE_TOOL_NAME
 from ._output_format import strategy_format
-from ._request_fields import forced_tool
+from ._request_fields import check_forced, forced_tool
 from ._session_feed import Asked, HistoryChangedError, SessionFeed, wrapper_policy
 from ._threads import diverged, thread_id_or_none, thread_key
 from ._threads import thread_id as _thread_id
@@ -202,7 +202,8 @@ class PackingMiddleware(_RequestMiddleware):
         """The request with its system message and messages packed (a new request).
 
         Raises:
-            ConfigError: ``max_tokens`` and ``reserve`` leave no room in the window.
+            ConfigError: ``max_tokens`` and ``reserve`` leave no room in the window, or
+                ``tool_choice`` forces a tool the request does not send.
             BudgetExceededError: the system message and the current question alone do not fit.
         """
         if not hasattr(request, "messages"):
@@ -222,6 +223,7 @@ class PackingMiddleware(_RequestMiddleware):
             messages = from_langchain(_history(request))
         except InvalidMessageError as error:
             raise _in_request(error, request) from error
+        check_forced(_forced(request.tool_choice), request.tools)
         result = pack(
             messages,
             budget=budget,
@@ -412,8 +414,8 @@ class SessionMiddleware(_RequestMiddleware):
         request).
 
         Raises:
-            ConfigError: the agent runs without a ``thread_id``, or ``max_tokens`` is more
-                than the reply room.
+            ConfigError: the agent runs without a ``thread_id``, ``max_tokens`` is more
+                than the reply room, or ``tool_choice`` forces a tool not sent.
             InvalidMessageError: a message ctxpack cannot read (its index and field named).
         """
         if not hasattr(request, "messages"):
@@ -432,7 +434,8 @@ class SessionMiddleware(_RequestMiddleware):
         history = _Converted(request)
         schema_text = strategy_format(request.response_format)
         schema = feed.count(schema_text) if schema_text else 0
-        forced = _forced(request.tool_choice) if tools else None
+        # Checked against what is sent: the agent's tools and the session's own.
+        forced = check_forced(_forced(request.tool_choice), [*mine, *(feed.tools(tools) or [])])
         room = _reply_room(request)
         asked = Asked(history, None, tools, room, None, schema=schema, forced=forced)
         try:
