@@ -333,3 +333,29 @@ def test_a_langchain_tool_choice_naming_a_tool_not_sent_is_refused(
         packer.pack_request(request(choice))
     assert "'get_weather'" in str(info.value)
     assert packer.pack_request(request("get_weather")).tool_choice == "get_weather"
+
+
+@pytest.mark.parametrize("messages", [None, "Weather in Oslo?"])
+def test_the_tool_runner_refuses_messages_that_are_not_a_list_before_its_first_turn(
+    messages: Any,
+) -> None:
+    # The SDK's runner read them first: "'NoneType' object is not iterable" from inside it, or
+    # a string taken as its characters, one message each.
+    from anthropic import beta_tool
+
+    @beta_tool
+    def get_weather(city: str) -> str:
+        """Current weather in a city."""
+        return "3 C"
+
+    capture = Capture(reply("messages"))
+    client = ctxpack.wrap_anthropic(anthropic_client(capture), window=50_000)
+    with pytest.raises(ctxpack.InvalidMessageError, match=r"^messages: expected a list"):
+        client.beta.messages.tool_runner(
+            tools=[get_weather],
+            thread=False,
+            model="claude-sonnet-4-5",
+            max_tokens=100,
+            messages=messages,
+        )
+    assert capture.requests == []

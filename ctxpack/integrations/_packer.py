@@ -191,7 +191,7 @@ class _Packer:
             messages = responses_api.request_input(kwargs)
             system = responses_api.instructions(kwargs)
         else:
-            messages = self._messages(kwargs)
+            messages = self.messages(kwargs)
             if self.provider == "anthropic" and _given(kwargs.get("system")):
                 system = kwargs["system"]
         room = reply_room(kwargs, self.provider, responses=responses)
@@ -276,7 +276,7 @@ class _Packer:
             )
 
     @staticmethod
-    def _messages(kwargs: Mapping[str, Any]) -> list[Any]:
+    def messages(kwargs: Mapping[str, Any]) -> list[Any]:
         """A Chat Completions or Messages request's ``messages``.
 
         Raises:

@@ -124,6 +124,9 @@ def _threaded(method: Any, root: Any, path: tuple[str, ...]) -> Callable[..., An
                 "wrapper cannot pack: use client.beta.messages.tool_runner(..., thread=False), "
                 "whose every turn sends the whole history, packed, or client.messages.create"
             )
+        # The runner reads them before its first request: a None from inside the SDK, a
+        # string as its characters, one message each.
+        _Packer.messages(kwargs)
         # The SDK's resources take their client as their only argument; given the wrapper, the
         # runner's requests are the wrapper's.
         resource = type(method.__self__)
