@@ -359,3 +359,32 @@ def test_the_tool_runner_refuses_messages_that_are_not_a_list_before_its_first_t
             messages=messages,
         )
     assert capture.requests == []
+
+
+@pytest.mark.parametrize("middleware", ["packing", "session"])
+@pytest.mark.parametrize("max_tokens", ["4000", -1, True, 2.5])
+def test_a_langchain_max_tokens_that_is_not_a_count_is_refused(
+    middleware: str, max_tokens: Any
+) -> None:
+    # It was read as no reply room at all: the prompt could fill the window the reply needs.
+    from types import SimpleNamespace
+
+    from langchain.agents.middleware import ModelRequest
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from ctxpack.integrations.langchain_agent import PackingMiddleware, SessionMiddleware
+    from tests.adapters.test_langchain_agent import RecordingChatModel
+
+    packer = (
+        PackingMiddleware(window=50_000, model="gpt-4o")
+        if middleware == "packing"
+        else SessionMiddleware(window=50_000, model="gpt-4o")
+    )
+    request = ModelRequest(
+        model=RecordingChatModel(script=[AIMessage("ok")]),
+        messages=[HumanMessage("Weather in Paris?")],
+        model_settings={"max_tokens": max_tokens},
+        runtime=SimpleNamespace(config={"configurable": {"thread_id": "t"}}),  # type: ignore[arg-type]
+    )
+    with pytest.raises(ctxpack.ConfigError, match=r"model_settings\['max_tokens'\] must be"):
+        packer.pack_request(request)

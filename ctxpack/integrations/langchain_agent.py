@@ -23,7 +23,7 @@ from uuid import UUID
 
 from .._internal import forks
 from .._internal.approximations import Announcements, chat_model_counter
-from .._internal.arguments import json_problem, keyword_checked
+from .._internal.arguments import json_problem, keyword_checked, tokens
 from .._internal.awaiting import in_thread
 from .._internal.budgets import check_limits, pack_limits
 from ..adapters.langchain import META, from_langchain, message_from_langchain
@@ -579,13 +579,12 @@ def _with_result(
 
 
 def _reply_room(request: ModelRequest[Any]) -> int:
-    for value in (
-        request.model_settings.get("max_tokens"),
-        getattr(request.model, "max_tokens", None),
-    ):
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-    return 0
+    # The request's own is checked: read as no room, the prompt could fill the reply's.
+    asked = request.model_settings.get("max_tokens")
+    if asked is not None:
+        return tokens(asked, "model_settings['max_tokens']")
+    value = getattr(request.model, "max_tokens", None)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _tool_definitions(tools: Sequence[Any]) -> list[Mapping[str, Any]] | None:
