@@ -370,8 +370,7 @@ class SessionMiddleware(_RequestMiddleware):
         every replica reads, and what this one holds in memory (the open session, the last
         result). Another replica's last result of the thread stays in its memory until it
         serves the thread again or deletes it too. Call it when no run of the thread is under
-        way; a later run starts a new session. A thread the store does not hold (never served,
-        already deleted) is no error.
+        way; a later run starts a new session. Deleting a thread not held is no error.
 
         Raises:
             ConfigError: ``thread_id`` is not a thread id (a non-empty str, an int or a UUID).
