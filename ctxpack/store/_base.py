@@ -23,7 +23,7 @@ import asyncio
 import inspect
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
@@ -214,6 +214,23 @@ class ThreadedAsyncStore(forks.ProcessBound):
 
     async def close(self) -> None:
         await asyncio.to_thread(self.store.close)
+
+    @property
+    def purge_expired(self) -> Callable[[], Coroutine[Any, Any, int]]:
+        """The store's ``purge_expired()`` as a coroutine: erase the sessions whose ``ttl`` has
+        run out, return how many. Only for a store that has one (``hasattr`` says so): a
+        store without (one that expires by itself, or keeps no ttl) has nothing to purge."""
+        purge: Callable[[], int] | None = getattr(self.store, "purge_expired", None)
+        if purge is None:
+            raise AttributeError(
+                f"{type(self.store).__name__} has no purge_expired(), so neither has its "
+                "ThreadedAsyncStore"
+            )
+
+        async def purge_expired() -> int:
+            return await asyncio.to_thread(purge)
+
+        return purge_expired
 
     def __repr__(self) -> str:
         return f"ThreadedAsyncStore({self.store!r})"

@@ -39,7 +39,8 @@ class MemoryStore(forks.ProcessBound):
 
     Args:
         ttl: Seconds a session is kept after its last append; ``None`` keeps it. An expired
-            session is freed at the next append to the store, read again or not.
+            session reads as empty at once, and is freed at the next append to the store
+            (read again or not) or by :meth:`purge_expired`.
 
     Example:
         >>> store = MemoryStore()
@@ -156,6 +157,22 @@ class MemoryStore(forks.ProcessBound):
     def delete_session(self, session_id: str) -> None:
         with self._open("delete session", session_id):
             self._sessions.pop(check_session_id(session_id), None)
+
+    def purge_expired(self) -> int:
+        """Erase every session whose ``ttl`` has run out (as :meth:`delete_session` does);
+        return how many."""
+        with self._lock:
+            if self._closed:
+                raise closed_store(self.url, "purge expired sessions")
+            now = time.time()
+            expired = [
+                session_id
+                for session_id, stored in self._sessions.items()
+                if stored.expires_at is not None and stored.expires_at < now
+            ]
+            for session_id in expired:
+                del self._sessions[session_id]
+            return len(expired)
 
     def close(self) -> None:
         """Close the store as a server's is closed: a later call fails with a
