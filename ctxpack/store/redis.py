@@ -147,9 +147,10 @@ class _Common(forks.ProcessBound):
     # connect again, with connections nothing would close.
     _closed = False
 
-    def _keys(self, session_id: str) -> list[str]:
+    def _keys(self, session_id: str, operation: str) -> list[str]:
+        """The session's keys, for a call ``operation`` (which a closed store's error names)."""
         if self._closed:
-            raise closed_store(self.url, f"use session {session_id!r}")
+            raise closed_store(self.url, operation)
         # The hash tag {...} keeps a session's keys in one cluster slot; braces inside an id
         # would end the tag early, so they are escaped.
         tag = check_session_id(session_id).replace("{", "{{").replace("}", "}}")
@@ -251,8 +252,9 @@ class RedisStore(_Common):
                 self._client.connection_pool.disconnect(inuse_connections=False)
 
     def load(self, session_id: str, *, since: int = 0) -> StoredSession:
-        keys = self._keys(session_id)
-        with self._errors(f"load session {session_id!r}"):
+        operation = f"load session {session_id!r}"
+        keys = self._keys(session_id, operation)
+        with self._errors(operation):
             return self._stored(self._load(keys=keys[:2], args=[check_version(since)]))
 
     def append(
@@ -265,9 +267,10 @@ class RedisStore(_Common):
         artifacts: Mapping[str, str] | None = None,
         life: str | None = None,
     ) -> None:
-        keys = self._keys(session_id)
+        operation = f"append to session {session_id!r}"
+        keys = self._keys(session_id, operation)
         args = self._append_args(version, entry, state, artifacts, life)
-        with self._errors(f"append to session {session_id!r}"):
+        with self._errors(operation):
             found = self._append(keys=keys, args=args)
         self._after_append(session_id, version, found)
 
@@ -275,23 +278,26 @@ class RedisStore(_Common):
         self, session_id: str, artifact: str, text: str, *, life: str | None = None
     ) -> None:
         check_artifact(artifact, text)
-        meta, _, artifacts = self._keys(session_id)
+        operation = f"store an artifact of session {session_id!r}"
+        meta, _, artifacts = self._keys(session_id, operation)
         args = [artifact, text, check_life(life) or ""]
-        with self._errors(f"store an artifact of session {session_id!r}"):
+        with self._errors(operation):
             self._put(keys=[meta, artifacts], args=args)
 
     def get_artifact(self, session_id: str, artifact: str) -> str:
         check_artifact(artifact)
-        _, _, artifacts = self._keys(session_id)
-        with self._errors(f"read an artifact of session {session_id!r}"):
+        operation = f"read an artifact of session {session_id!r}"
+        _, _, artifacts = self._keys(session_id, operation)
+        with self._errors(operation):
             text = self._client.hget(artifacts, artifact)
         if text is None:
             raise self._not_found(session_id, artifact)
         return _text(text)
 
     def delete_session(self, session_id: str) -> None:
-        keys = self._keys(session_id)
-        with self._errors(f"delete session {session_id!r}"):
+        operation = f"delete session {session_id!r}"
+        keys = self._keys(session_id, operation)
+        with self._errors(operation):
             self._client.delete(*keys)
 
     def close(self) -> None:
@@ -389,11 +395,10 @@ class AsyncRedisStore(_Common):
         await self._sent("open", lambda client: client.redis.ping())
 
     async def load(self, session_id: str, *, since: int = 0) -> StoredSession:
-        keys = self._keys(session_id)
+        operation = f"load session {session_id!r}"
+        keys = self._keys(session_id, operation)
         args = [check_version(since)]
-        reply = await self._sent(
-            f"load session {session_id!r}", lambda client: client.load(keys=keys[:2], args=args)
-        )
+        reply = await self._sent(operation, lambda client: client.load(keys=keys[:2], args=args))
         return self._stored(reply)
 
     async def append(
@@ -406,40 +411,34 @@ class AsyncRedisStore(_Common):
         artifacts: Mapping[str, str] | None = None,
         life: str | None = None,
     ) -> None:
-        keys = self._keys(session_id)
+        operation = f"append to session {session_id!r}"
+        keys = self._keys(session_id, operation)
         args = self._append_args(version, entry, state, artifacts, life)
-        found = await self._sent(
-            f"append to session {session_id!r}", lambda client: client.append(keys=keys, args=args)
-        )
+        found = await self._sent(operation, lambda client: client.append(keys=keys, args=args))
         self._after_append(session_id, version, found)
 
     async def put_artifact(
         self, session_id: str, artifact: str, text: str, *, life: str | None = None
     ) -> None:
         check_artifact(artifact, text)
-        meta, _, artifacts = self._keys(session_id)
+        operation = f"store an artifact of session {session_id!r}"
+        meta, _, artifacts = self._keys(session_id, operation)
         args = [artifact, text, check_life(life) or ""]
-        await self._sent(
-            f"store an artifact of session {session_id!r}",
-            lambda client: client.put(keys=[meta, artifacts], args=args),
-        )
+        await self._sent(operation, lambda client: client.put(keys=[meta, artifacts], args=args))
 
     async def get_artifact(self, session_id: str, artifact: str) -> str:
         check_artifact(artifact)
-        _, _, artifacts = self._keys(session_id)
-        text = await self._sent(
-            f"read an artifact of session {session_id!r}",
-            lambda client: client.redis.hget(artifacts, artifact),
-        )
+        operation = f"read an artifact of session {session_id!r}"
+        _, _, artifacts = self._keys(session_id, operation)
+        text = await self._sent(operation, lambda client: client.redis.hget(artifacts, artifact))
         if text is None:
             raise self._not_found(session_id, artifact)
         return _text(text)
 
     async def delete_session(self, session_id: str) -> None:
-        keys = self._keys(session_id)
-        await self._sent(
-            f"delete session {session_id!r}", lambda client: client.redis.delete(*keys)
-        )
+        operation = f"delete session {session_id!r}"
+        keys = self._keys(session_id, operation)
+        await self._sent(operation, lambda client: client.redis.delete(*keys))
 
     async def close(self) -> None:
         """As :meth:`RedisStore.close`, for the client of the event loop it is awaited in;

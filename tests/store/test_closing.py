@@ -235,3 +235,48 @@ def test_async_redis_holds_no_connection_after_close_and_a_call_racing_it(
         assert connections() == 0
 
     asyncio.run(main())
+
+
+# What each call's error says was attempted: the operation called, on every backend.
+OPERATIONS = {
+    "load": "load session {sid!r}",
+    "append": "append to session {sid!r}",
+    "put_artifact": "store an artifact of session {sid!r}",
+    "get_artifact": "read an artifact of session {sid!r}",
+    "delete_session": "delete session {sid!r}",
+}
+
+
+def test_a_call_after_close_names_the_operation_called(
+    backend: str, tmp_path: Path, session_id: str
+) -> None:
+    # Redis said "use session" for every call, so that a failed erasure read as a failed read.
+    store: Any = open_store(backend_url(backend, tmp_path))
+    store.close()
+    for name, call in CALLS.items():
+        with pytest.raises(StoreError) as caught:
+            call(store, session_id)
+        assert caught.value.operation == OPERATIONS[name].format(sid=session_id), name
+    if hasattr(store, "purge_expired"):
+        with pytest.raises(StoreError) as caught:
+            store.purge_expired()
+        assert caught.value.operation == "purge expired sessions"
+
+
+def test_an_async_call_after_close_names_the_operation_called(
+    backend: str, tmp_path: Path, session_id: str
+) -> None:
+    async def main() -> None:
+        store: Any = open_async_store(backend_url(backend, tmp_path))
+        await store.load(session_id)
+        await store.close()
+        for name, call in CALLS.items():
+            with pytest.raises(StoreError) as caught:
+                await call(store, session_id)
+            assert caught.value.operation == OPERATIONS[name].format(sid=session_id), name
+        if hasattr(store, "purge_expired"):
+            with pytest.raises(StoreError) as caught:
+                await store.purge_expired()
+            assert caught.value.operation == "purge expired sessions"
+
+    asyncio.run(main())
