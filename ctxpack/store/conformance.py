@@ -4,8 +4,11 @@
 :class:`~ctxpack.store.AsyncSessionStore`) exercise the protocol's promises on a live store:
 versions and conflicts, reading from a version, atomic appends, originals isolated per
 session, erasure (of a session the store does not hold too: nothing, no error), text kept
-exactly, and, for a store whose ``append`` takes ``life=``, that
-an append in another life of the session is refused. They write only under fresh random
+exactly, for a store whose ``append`` takes ``life=``, that
+an append in another life of the session is refused, and, for a store with a
+``purge_expired()`` (a store that keeps expired sessions until they are purged), that it is a
+coroutine exactly when the store is async, returns how many sessions it erased, and erases no
+session whose ``ttl`` has not run out. They write only under fresh random
 session ids and erase them at the end. A failed promise raises ``AssertionError`` saying which.
 
 Example:
@@ -18,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import inspect
 import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -61,7 +65,7 @@ def check_session_store(store: SessionStore) -> None:
     """
     if not isinstance(store, SessionStore):
         raise AssertionError(f"{type(store).__name__} lacks a SessionStore method or url")
-    run = _Checks(lambda call: call())
+    run = _Checks(lambda call: call(), asynchronous=False)
     run.all(store)
 
 
@@ -79,7 +83,8 @@ def check_async_session_store(store: AsyncSessionStore) -> None:
         # worker thread.
         await asyncio.to_thread(
             _Checks(
-                lambda call: asyncio.run_coroutine_threadsafe(_awaited(call), loop).result()
+                lambda call: asyncio.run_coroutine_threadsafe(_awaited(call), loop).result(),
+                asynchronous=True,
             ).all,
             store,
         )
@@ -94,8 +99,9 @@ async def _awaited(call: Callable[[], Awaitable[Any]]) -> Any:
 class _Checks:
     """The checks, on any store; ``run`` performs one store call (awaiting it if async)."""
 
-    def __init__(self, run: Callable[[Callable[[], Any]], Any]) -> None:
+    def __init__(self, run: Callable[[Callable[[], Any]], Any], *, asynchronous: bool) -> None:
         self.run = run
+        self.asynchronous = asynchronous
 
     def all(self, store: Any) -> None:
         a, b, c = (f"conformance-{secrets.token_hex(6)}-{name}" for name in ("a", "b", "c"))
@@ -105,6 +111,8 @@ class _Checks:
             self.erasure(store, a, b)
             if takes_life(store):
                 self.lives(store, c)
+            if hasattr(store, "purge_expired"):
+                self.purging(store, a, b)
         except BaseException:
             # The broken promise is the error to raise, not the clean-up's.
             with contextlib.suppress(Exception):
@@ -246,3 +254,29 @@ class _Checks:
                 "put_artifact stores nothing for a session in another life",
                 lambda: run(lambda: store.get_artifact(c, "art_5")),
             )
+
+    def purging(self, store: Any, a: str, b: str) -> None:
+        run = self.run
+        kind = "a coroutine function" if self.asynchronous else "a plain function"
+        _equal(
+            inspect.iscoroutinefunction(store.purge_expired),
+            self.asynchronous,
+            f"purge_expired is {kind}, as the store's other methods",
+        )
+        before = run(lambda: store.load(a)), run(lambda: store.load(b))
+        purged = run(store.purge_expired)
+        if isinstance(purged, bool) or not isinstance(purged, int) or purged < 0:
+            raise AssertionError(
+                f"purge_expired() returns how many sessions it erased (an int >= 0), "
+                f"got {purged!r:.200}"
+            )
+        _equal(
+            (run(lambda: store.load(a)), run(lambda: store.load(b))),
+            before,
+            "purge_expired() erases no session whose ttl has not run out",
+        )
+        _equal(
+            run(lambda: store.get_artifact(b, "art_1")),
+            ODD_TEXT,
+            "purge_expired() erases no original of a session whose ttl has not run out",
+        )

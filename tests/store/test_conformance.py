@@ -3,12 +3,18 @@ the conformance check catches a store that breaks one."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
 
-from ctxpack.store import MemoryStore, SessionStore, open_async_store
+from ctxpack.store import (
+    MemoryStore,
+    SessionStore,
+    ThreadedAsyncStore,
+    open_async_store,
+    open_store,
+)
 from ctxpack.store.conformance import check_async_session_store, check_session_store
 
 from .backends import backend_url
@@ -97,3 +103,61 @@ def test_the_check_names_the_broken_promise(broken: type[MemoryStore], promise: 
 def test_an_object_without_the_protocol_is_refused() -> None:
     with pytest.raises(AssertionError, match="lacks a SessionStore method"):
         check_session_store(object())  # type: ignore[arg-type]
+
+
+class PurgesEverything(MemoryStore):
+    """A broken store: its purge erases every session, expired or not."""
+
+    def purge_expired(self) -> int:
+        with self._lock:
+            count = len(self._sessions)
+            self._sessions.clear()
+        return count
+
+
+class PurgeSaysNothing(MemoryStore):
+    """A broken store: its purge erases what expired and returns None."""
+
+    def purge_expired(self) -> None:  # type: ignore[override]
+        super().purge_expired()
+
+
+@pytest.mark.parametrize(
+    ("broken", "promise"),
+    [
+        (PurgesEverything, "purge_expired\\(\\) erases no session whose ttl has not run out"),
+        (PurgeSaysNothing, "purge_expired\\(\\) returns how many sessions it erased"),
+    ],
+)
+def test_the_check_names_a_broken_purge(broken: type[MemoryStore], promise: str) -> None:
+    with pytest.raises(AssertionError, match=promise):
+        check_session_store(broken(ttl=3600))
+
+
+class PurgesOutsideTheLoop(ThreadedAsyncStore):
+    """A broken async store: its purge_expired blocks the event loop (a plain function)."""
+
+    def __init__(self) -> None:
+        super().__init__(MemoryStore(ttl=3600))
+
+    @property
+    def purge_expired(self) -> Callable[[], int]:  # type: ignore[override]
+        return self.store.purge_expired  # type: ignore[attr-defined, no-any-return]
+
+
+def test_an_async_store_whose_purge_is_not_a_coroutine_is_caught() -> None:
+    with pytest.raises(AssertionError, match="purge_expired is a coroutine function"):
+        check_async_session_store(PurgesOutsideTheLoop())
+
+
+def test_every_backend_with_a_ttl_passes_the_conformance_check(
+    backend: str, tmp_path: Path
+) -> None:
+    # With a ttl, the stores that keep expired sessions until purged are checked for it too;
+    # the async ones purge with an await, as their other calls.
+    store = open_store(backend_url(backend, tmp_path), ttl=3600)
+    try:
+        check_session_store(store)
+    finally:
+        store.close()
+    check_async_session_store(open_async_store(backend_url(backend, tmp_path), ttl=3600))
