@@ -41,8 +41,9 @@ OPTIONS = ("ttl", "prefix", "timeout")
 # twice (see APPEND). A timeout is not sent again: the server may still be running the call.
 RETRIES = 3
 
-# KEYS: meta, entries, artifacts. ARGV: version, entry, state, ttl in ms (0: none), the
-# append's token, its life ('' for none), then artifact id and text pairs. Returns the version
+# KEYS: meta, entries, artifacts. ARGV: version, entry, state, ttl in ms (0: none, the keys
+# kept even if an earlier append's store gave them one), the append's token, its life ('' for
+# none), then artifact id and text pairs. Returns the version
 # found when it is not the one expected, or the session is in another life than the append's
 # (recorded at its first append, or at the first that carried one). The token makes the
 # script safe to run twice: the driver sends it again when the connection drops before the
@@ -66,8 +67,9 @@ redis.call('HSET', KEYS[1], 'version', version + 1, 'state', ARGV[3], 'token', A
 if not life and ARGV[6] ~= '' then redis.call('HSET', KEYS[1], 'life', ARGV[6]) end
 for i = 7, #ARGV, 2 do redis.call('HSETNX', KEYS[3], ARGV[i], ARGV[i + 1]) end
 local ttl = tonumber(ARGV[4])
-if ttl > 0 then
-    for _, key in ipairs(KEYS) do redis.call('PEXPIRE', key, ttl) end
+for _, key in ipairs(KEYS) do
+    -- Without a ttl the session is kept, whatever expiry an earlier append gave its keys.
+    if ttl > 0 then redis.call('PEXPIRE', key, ttl) else redis.call('PERSIST', key) end
 end
 return -1
 """

@@ -264,3 +264,31 @@ def test_a_purge_racing_writers_never_erases_a_live_session_nor_leaves_half_of_o
             shared.delete_session(session_id)
         for store in {id(s): s for s in stores}.values():
             store.close()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres", "redis"])
+def test_an_append_by_a_store_without_ttl_keeps_the_session(
+    backend: str, tmp_path: Path, clock: Clock, ids: list[str]
+) -> None:
+    # The last append's store decides how long a session lives (a deployment that drops its
+    # ttl): the SQL stores recorded "no expiry", while Redis left the keys the expiry an
+    # earlier append gave them, so the session and its originals vanished anyway.
+    url = backend_url(backend, tmp_path)
+    expiring, keeping = open_store(url, ttl=1), open_store(url)
+    session_id = fresh(ids, "kept")
+    try:
+        expiring.append(session_id, "e0", version=0, state="s", artifacts={"art_1": "first"})
+        keeping.append(session_id, "e1", version=1, state="s", artifacts={"art_2": "second"})
+        keeping.put_artifact(session_id, "art_3", "put")
+        if backend == "redis":
+            time.sleep(1.3)  # Redis expires by its own clock
+        else:
+            clock.advance(2)
+        for store in (expiring, keeping):
+            assert store.load(session_id) == StoredSession(2, ("e0", "e1"), "s")
+            texts = [store.get_artifact(session_id, f"art_{n}") for n in (1, 2, 3)]
+            assert texts == ["first", "second", "put"]
+    finally:
+        keeping.delete_session(session_id)
+        expiring.close()
+        keeping.close()
