@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from ctxpack import ArtifactNotFoundError, Session
+from ctxpack import ArtifactNotFoundError, AsyncSession, Session
 from ctxpack.store import SessionStore, StoredSession, open_async_store, open_store
 
 from ..threads import run_threads, switching_often
@@ -207,6 +207,57 @@ def test_a_redis_session_whose_ttl_ran_out_is_gone_for_its_readers_and_starts_ag
     finally:
         store.delete_session(session_id)
         store.close()
+
+
+async def async_expiry(url: str, session_id: str, wait: Any) -> None:
+    """:func:`assert_expired` for an :class:`AsyncSession` on ``open_async_store(url)``;
+    ``wait()`` lets the ttl run out."""
+    store = open_async_store(url, ttl=60 if wait is not None else 1)
+    writer = await AsyncSession.open(session_id, store=store, model="gpt-4", redact_secrets=False)
+    try:
+        source = Session(model="gpt-4", redact_secrets=False)
+        call = {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+        source.extend(
+            [
+                {"role": "user", "content": f"remember {MARKER}-user"},
+                {"role": "assistant", "content": "", "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "c1", "content": long_output("tool")},
+            ]
+        )
+        await writer.extend(list(source.transcript()))
+        (ref,) = [r.artifact for r in await writer.records() if r.shortened]
+        assert ref is not None and MARKER in (await writer.retrieve(ref)).text
+        await (wait() if wait is not None else asyncio.sleep(1.3))
+        reader = await AsyncSession.open(session_id, store=store, model="gpt-4")
+        assert await reader.transcript() == []
+        await reader.close()
+        with pytest.raises(ArtifactNotFoundError):
+            await writer.retrieve(ref)
+        retrieve = {
+            "id": "r1",
+            "type": "function",
+            "function": {"name": "retrieve_original", "arguments": f'{{"artifact": "{ref}"}}'},
+        }
+        assert MARKER not in await writer.handle(retrieve)
+        await writer.append({"role": "user", "content": "a new life"})
+        assert [m.text for m in await writer.transcript()] == ["a new life"]
+        assert (await store.load(session_id)).version == 1
+    finally:
+        await store.delete_session(session_id)
+        await writer.close()
+        await store.close()
+
+
+@pytest.mark.parametrize("backend", [*PURGING, "redis"])
+def test_an_async_session_whose_ttl_ran_out_is_gone_and_starts_again(
+    backend: str, tmp_path: Path, clock: Clock, ids: list[str]
+) -> None:
+    async def advance() -> None:
+        clock.advance(61)
+
+    # Redis expires by its own clock: a short ttl, waited out once.
+    wait = None if backend == "redis" else advance
+    asyncio.run(async_expiry(backend_url(backend, tmp_path), fresh(ids, "a"), wait))
 
 
 def test_a_purge_racing_writers_never_erases_a_live_session_nor_leaves_half_of_one(
