@@ -288,6 +288,16 @@ def agent_turn(writer: int, k: int) -> list[dict[str, Any]]:
     ]
 
 
+def render_unless_erased(session: Session) -> None:
+    """``session.render()``, but for an erasure landing between the writer's last append and
+    this render: the session then reads as empty, which a render refuses (so it should)."""
+    try:
+        session.render()
+    except ConfigError as exc:
+        if "the session is empty" not in str(exc):
+            raise
+
+
 def test_an_erasure_amid_appends_keeps_exactly_what_came_after_it(
     replicas: Callable[[], SessionStore], session_id: str
 ) -> None:
@@ -316,7 +326,7 @@ def test_an_erasure_amid_appends_keeps_exactly_what_came_after_it(
             sessions[worker].extend(agent_turn(worker, k))
             spans[worker, k] = (began, clock())
             if k % 3 == 0:
-                sessions[worker].render()
+                render_unless_erased(sessions[worker])
 
     with switching_often():
         run_threads(work, writers + 1)
