@@ -43,9 +43,9 @@ RETRIES = 3
 
 # KEYS: meta, entries, artifacts. ARGV: version, entry, state, ttl in ms (0: none, the keys
 # kept even if an earlier append's store gave them one), the append's token, its life ('' for
-# none), then artifact id and text pairs. Returns the version
-# found when it is not the one expected, or the session is in another life than the append's
-# (recorded at its first append, or at the first that carried one). The token makes the
+# none), then artifact id and text pairs. Returns the version found when it is not the one
+# expected, or the session is in another life than the append's (recorded at its first
+# append, or at the first that carried one). The token makes the
 # script safe to run twice: the driver sends it again when the connection drops before the
 # reply, and a second run finding its own append stored says so, where it would otherwise
 # report a conflict (and the session append its messages again).
