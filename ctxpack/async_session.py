@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mappi
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ._internal import forks
-from ._internal.arguments import keyword_checked
+from ._internal.arguments import flag, keyword_checked
 from ._internal.awaiting import in_thread, to_end
 from .errors import ConfigError, ForkedWhileBusyError, StoreConflictError
 from .managed import WindowPolicy, WindowState
@@ -411,10 +411,13 @@ class AsyncSession(forks.ProcessBound):
         reserve: int = 0,
         tools: Sequence[Mapping[str, Any]] | None = None,
         system: str | Mapping[str, Any] | None = None,
+        strict: bool = False,
     ) -> PackResult:
         """The request to send; see :meth:`ctxpack.Session.render`."""
         with system_opening(system) as opening:
-            return await self._render_opening(opening, budget, query, provider, reserve, tools)
+            return await self._render_opening(
+                opening, budget, query, provider, reserve, tools, strict=flag(strict, "strict")
+            )
 
     async def _render_opening(
         self,
@@ -425,6 +428,7 @@ class AsyncSession(forks.ProcessBound):
         reserve: int = 0,
         tools: Sequence[Mapping[str, Any]] | None = None,
         whole: Collection[str] = (),
+        strict: bool = False,
     ) -> PackResult:
         """:meth:`render`, opening with the system prompt ``opening`` unless ``None`` (see
         ``Session._render_opening``)."""
@@ -434,14 +438,17 @@ class AsyncSession(forks.ProcessBound):
             results: list[PackResult] = []
             await self._commit(
                 lambda: results.append(
-                    core._render_with(opening, budget, query, provider, reserve, tools, whole)
+                    core._render_with(
+                        opening, budget, query, provider, reserve, tools, whole, strict
+                    )
                 )
             )
             return results[-1]
         async with self._turn():
             await self._sync()
             return await _in_thread(
-                core._render_opening, opening, budget, query, provider, reserve, tools, whole
+                core._render_opening,
+                *(opening, budget, query, provider, reserve, tools, whole, strict),
             )
 
     async def transcript(self) -> list[Message]:
@@ -496,11 +503,15 @@ class AsyncSession(forks.ProcessBound):
 
     @keyword_checked
     def tools(
-        self, provider: Provider = "openai", *, api: Literal["chat", "responses"] = "chat"
+        self,
+        provider: Provider = "openai",
+        *,
+        api: Literal["chat", "responses"] = "chat",
+        strict: bool = False,
     ) -> list[dict[str, Any]]:
         """The tool definitions the session adds to a request (no I/O; see
         :meth:`ctxpack.Session.tools`)."""
-        return self._core.tools(provider, api=api)
+        return self._core.tools(provider, api=api, strict=strict)
 
     @keyword_checked
     async def retrieve(

@@ -229,6 +229,42 @@ def flat_tools(tools: Sequence[Any]) -> list[Any]:
     return out
 
 
+def strict_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """An object's flat JSON schema as OpenAI's strict mode takes it ("Structured Outputs:
+    Supported schemas": ``additionalProperties: false``, every property required): an
+    optional property is typed as nullable instead, the model sending ``null`` to leave it out.
+    Nested objects are left as they are."""
+    required = set(schema.get("required", ()))
+    properties = {
+        name: sub
+        if name in required or "type" not in sub
+        else {**sub, "type": [sub["type"], "null"]}
+        for name, sub in schema.get("properties", {}).items()
+    }
+    return {
+        **schema,
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+def all_strict(tools: Sequence[Any] | None) -> bool:
+    """Whether ``tools`` are function tools in OpenAI's strict mode, every one of them (at
+    least one): Chat Completions' (``function.strict``) or the Responses API's flat ones
+    (``strict``). A request sending them is given the strict variant of a session's own tools,
+    so that it goes out with strict tools only, as ``chat.completions.parse`` requires."""
+    if not tools:
+        return False
+    for tool in tools:
+        if not isinstance(tool, Mapping) or tool.get("type") != "function":
+            return False
+        function = tool.get("function", tool)
+        if not isinstance(function, Mapping) or function.get("strict") is not True:
+            return False
+    return True
+
+
 def tool_definition_parts(tool: Mapping[str, Any]) -> tuple[Any, Any, Any, Provider]:
     """A tool definition's name, description and schema (each as given, unchecked), and the
     shape it is in: an OpenAI function tool (``{"type": "function", "function": {...}}``) or

@@ -19,7 +19,7 @@ from ._internal.options import FieldErrorModel
 from ._internal.regex_search import grep
 from .errors import ArtifactNotFoundError, ConfigError
 from .filters import RETRIEVE_TOOL_NAME
-from .providers import Provider, check_provider, tool_call_parts, tool_definition
+from .providers import Provider, check_provider, strict_schema, tool_call_parts, tool_definition
 from .redaction import redact
 from .sdk import SDKObject, coerce_tool_call, is_sdk_object
 from .store import ArtifactStore, check_artifact_store, get_original
@@ -56,11 +56,13 @@ _PARAMETERS: dict[str, Any] = {
 }
 
 
-def retrieve_tool(provider: Provider = "openai") -> dict[str, Any]:
+def retrieve_tool(provider: Provider = "openai", *, strict: bool = False) -> dict[str, Any]:
     """The retrieve tool's definition, to put in the request's ``tools``.
 
     Args:
         provider: ``"openai"`` (Chat Completions function tool) or ``"anthropic"``.
+        strict: OpenAI's strict variant (every argument required, ``null`` for one left out),
+            for a request that takes strict function tools only (``chat.completions.parse``).
 
     Example:
         >>> retrieve_tool()["function"]["name"]
@@ -68,8 +70,14 @@ def retrieve_tool(provider: Provider = "openai") -> dict[str, Any]:
         >>> sorted(retrieve_tool("anthropic"))
         ['description', 'input_schema', 'name']
     """
+    provider = check_provider(provider)
+    strict = flag(strict, "strict") and provider == "openai"  # Anthropic's is the same either way
     parameters = json.loads(json.dumps(_PARAMETERS))  # a copy the caller may change
-    return tool_definition(RETRIEVE_TOOL_NAME, _DESCRIPTION, parameters, check_provider(provider))
+    schema = strict_schema(parameters) if strict else parameters
+    tool = tool_definition(RETRIEVE_TOOL_NAME, _DESCRIPTION, schema, provider)
+    if strict:
+        tool["function"]["strict"] = True
+    return tool
 
 
 def _arguments(call: Mapping[str, Any] | str) -> dict[str, Any]:
@@ -93,7 +101,8 @@ def _arguments(call: Mapping[str, Any] | str) -> dict[str, Any]:
             raise ValueError(f"the arguments cannot be read ({_clipped(str(exc), 120)})") from exc
     if not isinstance(raw, Mapping):
         raise ValueError("the arguments must be a JSON object")
-    return dict(raw)
+    # The strict tool's model sends every argument, null for the ones it leaves out.
+    return {key: value for key, value in raw.items() if value is not None}
 
 
 def coerce_call(call: object) -> Mapping[str, Any] | str:
@@ -131,9 +140,10 @@ def handle_retrieve_call(
 ) -> str:
     """Answer the model's call to the retrieve tool from ``store``.
 
-    The model is the caller here, and it may be steered by what it read: every bad argument
-    (an unknown id, a malformed or out-of-range line range, a regex that is invalid, too long or
-    too slow, too much context, a JSON path into JSON too deep, a page past the end) is
+    A ``null`` argument is read as absent (the strict tool's model sends ``null`` for those it
+    leaves out). The model is the caller here, and it may be steered by what it read: every bad
+    argument (an unknown id, a malformed or out-of-range line range, a regex that is invalid,
+    too long or too slow, too much context, a JSON path into JSON too deep, a page past the end) is
     answered in words starting with ``error:``, so that the model can correct its call; none
     raises, and none takes much over :data:`REGEX_TIME_LIMIT` seconds per megabyte read.
 

@@ -28,6 +28,12 @@ run of tool messages; no message holds both ``tool_calls`` and a legacy ``functi
 content is ``null`` (or absent) only beside ``tool_calls``; function names match
 ``^[a-zA-Z0-9_-]{1,64}$``; a tool message holds text.
 
+OpenAI tools: no two tools share a name. A request to ``chat.completions.parse`` (structured
+outputs) takes function tools in strict mode only (the SDK refuses any other: "`X` is not strict.
+Only `strict` function tools can be auto-parsed"), and a strict tool's schema follows
+"Structured Outputs: Supported schemas": every object sets ``additionalProperties: false`` and
+lists every property in ``required`` (an optional one is typed as nullable instead).
+
 OpenAI Responses: each ``function_call`` has its ``function_call_output`` (by ``call_id``) after
 it and each output a call before it; a ``reasoning`` item is followed by another item (not the
 end of the input), and an item that has an id the response gave (``fc_``) needs the reasoning
@@ -345,4 +351,41 @@ def responses_problems(items: Sequence[Mapping[str, Any]]) -> list[str]:
     for call_id in calls.keys() - outputs:
         if later and later[-1] > calls[call_id]:
             problems.append(f"input[{calls[call_id]}]: no tool output for call {call_id!r}")
+    return problems
+
+
+def openai_tools_problems(tools: Sequence[Any], *, strict_only: bool = False) -> list[str]:
+    """What OpenAI would refuse in a request's ``tools`` (Chat Completions' shape); with
+    ``strict_only`` (``chat.completions.parse``), any function tool that is not strict."""
+    problems: list[str] = []
+    names = [t.get("function", {}).get("name") for t in tools if isinstance(t, Mapping)]
+    problems += [f"tools: {n!r} given twice" for n in sorted(set(names)) if names.count(n) > 1]
+    for i, tool in enumerate(tools):
+        function = tool.get("function") if isinstance(tool, Mapping) else None
+        if not isinstance(function, Mapping):
+            continue
+        if function.get("strict") is not True:
+            if strict_only:
+                problems.append(f"tools[{i}]: `{function.get('name')}` is not strict")
+            continue
+        problems += _strict_schema_problems(function.get("parameters"), f"tools[{i}].parameters")
+    return problems
+
+
+def _strict_schema_problems(schema: Any, where: str) -> list[str]:
+    if not isinstance(schema, Mapping):
+        return []
+    problems: list[str] = []
+    kinds = schema.get("type")
+    if kinds == "object" or (isinstance(kinds, list) and "object" in kinds):
+        if schema.get("additionalProperties") is not False:
+            problems.append(f"{where}: additionalProperties must be false in strict mode")
+        properties = schema.get("properties", {})
+        missing = sorted(set(properties) - set(schema.get("required", [])))
+        if missing:
+            problems.append(f"{where}.required: strict mode requires every property: {missing}")
+        for name, sub in properties.items():
+            problems += _strict_schema_problems(sub, f"{where}.properties.{name}")
+    if isinstance(schema.get("items"), Mapping):
+        problems += _strict_schema_problems(schema["items"], f"{where}.items")
     return problems

@@ -170,25 +170,6 @@ def test_the_async_client_checks_the_same_fields() -> None:
     assert capture.requests == []
 
 
-@pytest.mark.parametrize(
-    "options", [{"window": 50_000}, {"window": 50_000, "tools_on_demand": True}]
-)
-def test_chat_parse_with_a_session_whose_tools_are_not_strict_is_refused_saying_why(
-    options: dict[str, Any],
-) -> None:
-    # chat.completions.parse takes strict function tools only: the SDK refused the session's
-    # retrieve tool, naming a tool the caller never gave, and the session already held the
-    # request's messages.
-    capture = Capture(reply("chat"))
-    session = ctxpack.Session(model="gpt-4o", **options)
-    client = ctxpack.wrap_openai(openai_client(capture), session=session)
-    strict = {**WEATHER_TOOL, "function": {**WEATHER_TOOL["function"], "strict": True}}
-    with pytest.raises(ctxpack.ConfigError, match="parse takes strict function tools") as info:
-        client.chat.completions.parse(model="gpt-4o", messages=[QUESTION], tools=[strict])
-    assert "retrieve_original" in str(info.value) and "retrieve_tool=False" in str(info.value)
-    assert capture.requests == [] and session.transcript() == []
-
-
 def test_chat_parse_with_a_session_without_tools_of_its_own_is_sent() -> None:
     capture = Capture(reply("chat"))
     session = ctxpack.Session(model="gpt-4o", window=50_000, retrieve_tool=False)

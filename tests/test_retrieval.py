@@ -25,6 +25,7 @@ from ctxpack.retrieval import (
 )
 from ctxpack.store import SQLiteArtifactStore
 
+from .api_rules import openai_tools_problems
 from .helpers import ORIGINAL_NOTE
 
 SIXTY_K_LINES = "\n".join(f"line {i} " + "a" * 30 for i in range(60_000))
@@ -309,3 +310,40 @@ def test_json_path_on_a_number_too_long_to_read_names_the_artifact(
         ConfigError, match=f"json_path needs an artifact whose JSON can be read; {ref}"
     ):
         read_artifact(store, ref, json_path="$.a")
+
+
+def test_the_strict_retrieve_tool_is_the_loose_one_in_openais_strict_mode() -> None:
+    # chat.completions.parse takes strict function tools only; OpenAI's strict mode needs
+    # additionalProperties false and every property required, the optional ones nullable.
+    strict, loose = retrieve_tool(strict=True), retrieve_tool()
+    assert strict["function"]["strict"] is True
+    assert openai_tools_problems([strict], strict_only=True) == []
+    schema = strict["function"]["parameters"]
+    assert sorted(schema["required"]) == sorted(loose["function"]["parameters"]["properties"])
+    assert schema["properties"]["artifact"]["type"] == "string"
+    assert schema["properties"]["context"]["type"] == ["integer", "null"]
+    # Anthropic's tool has no strict variant here: the same definition either way.
+    assert retrieve_tool("anthropic", strict=True) == retrieve_tool("anthropic")
+    with pytest.raises(ConfigError, match="strict"):
+        retrieve_tool(strict="yes")  # type: ignore[arg-type]
+
+
+def test_a_strict_call_with_null_arguments_reads_them_as_absent(
+    store: SQLiteArtifactStore,
+) -> None:
+    # The strict tool's model sends every argument: context=None and page=None were refused.
+    ref = store.put("alpha\nbeta\ngamma")
+    nulls = {"lines": None, "regex": None, "context": None, "json_path": None, "page": None}
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {
+            "name": "retrieve_original",
+            "arguments": json.dumps({"artifact": ref, **nulls, "regex": "beta"}),
+        },
+    }
+    answer = handle_retrieve_call(store, call)
+    assert answer.startswith(f"[{ref}: regex 'beta' (2 lines of context)") and "2:beta" in answer
+    whole = Session(model="gpt-4o").handle({"artifact": "art_0", **nulls})
+    assert whole.startswith("error: no artifact 'art_0'")
+    assert handle_retrieve_call(store, {"artifact": ref, **nulls}).startswith(f"[{ref}: whole")

@@ -20,7 +20,7 @@ from ..errors import BudgetExceededError, ConfigError, InvalidMessageError
 from ..messages import owned_messages
 from ..packing import pack
 from ..pipeline import Stage
-from ..providers import Provider, flat_tools, tool_name
+from ..providers import Provider, all_strict, flat_tools, tool_name
 from ..result import PackResult
 from ..sdk import coerce_messages
 from ..tokens import TokenCounter
@@ -100,9 +100,7 @@ class _Packer:
             return kwargs
         # A request refused before it is sent leaves no result: the one before is not its.
         self.remember(None)
-        asked, out = self._asked(kwargs, beta, responses)
-        if strict:
-            self._only_strict(asked.tools)
+        asked, out = self._strict_asked(kwargs, beta, responses, strict)
         return self._sent(asked, out, self._result(asked))
 
     def _result(self, asked: Asked) -> PackResult:
@@ -171,14 +169,26 @@ class _Packer:
         if responses and not responses_api.packs(kwargs):
             return kwargs
         self.remember(None)
-        asked, out = self._asked(kwargs, beta, responses)
-        if strict:
-            self._only_strict(asked.tools)
+        asked, out = self._strict_asked(kwargs, beta, responses, strict)
         if self.feed is not None and self.feed.is_async:
             result = await self.feed.arender(asked)
         else:
             result = await in_thread(self._result, asked)  # it feeds the session: to its end
         return self._sent(asked, out, result)
+
+    def _strict_asked(
+        self, kwargs: dict[str, Any], beta: bool, responses: bool, strict: bool
+    ) -> tuple[Asked, dict[str, Any]]:
+        """:meth:`_asked`, marked strict when the method takes strict function tools only
+        (``strict``) or the request's tools are all strict: the session's own then go in their
+        strict variant. A method that takes no other refuses what has none (tools on demand's
+        stubs, another session's tools), before the session is given the messages."""
+        asked, out = self._asked(kwargs, beta, responses)
+        if self.feed is None or self.provider != "openai":
+            return asked, out
+        if strict:
+            self._only_strict(asked.tools)
+        return asked._replace(strict=strict or all_strict(asked.tools)), out
 
     def _asked(
         self, kwargs: dict[str, Any], beta: bool, responses: bool = False
@@ -258,20 +268,23 @@ class _Packer:
         return check_tool_choice(choice, sent)
 
     def _only_strict(self, tools: list[Any] | None) -> None:
-        """Refuse the tools a session adds that are not strict function tools, for a method
-        that takes no other (``chat.completions.parse``, whose SDK refuses them before
-        sending, naming a tool the caller never gave): said before the session is given the
-        request's messages."""
+        """Refuse the tools a session sends in place of the request's, or beside them, that
+        are not strict function tools, for a method that takes no other
+        (``chat.completions.parse``, whose SDK refuses them before sending, naming a tool the
+        caller never gave): said before the session is given the request's messages. A
+        ctxpack session's retrieve tool goes in its strict variant; tools on demand's stubs
+        and ``describe_tool`` have none, nor have the tools of a session not ctxpack's."""
         if self.feed is None:
             return
         given = tools or []
-        added = [t for t in self.feed.tools(tools) or [] if t not in given]
+        added = [t for t in self.feed.tools(tools, strict=True) or [] if t not in given]
         loose = [str(tool_name(t)) for t in added if not _strict(t)]
         if loose:
             raise ConfigError(
-                f"chat.completions.parse takes strict function tools only, and the session adds "
-                f"{', '.join(map(repr, loose))}, which are not: give the session "
-                "retrieve_tool=False (and tools_on_demand=False), or send the request with "
+                f"chat.completions.parse takes strict function tools only, and the session "
+                f"sends {', '.join(map(repr, loose))}, which are not: give the session "
+                "tools_on_demand=False (its stubs and describe_tool are not strict; a session "
+                "of your own, strict tools or none), or send the request with "
                 "chat.completions.create"
             )
 
@@ -301,7 +314,11 @@ class _Packer:
         # The session's tools go with tools=: the legacy functions= cannot carry them.
         legacy = not _given(out.get("tools")) and _given(out.get("functions"))
         feed = self.feed
-        sent_tools = feed.tools(tools, asked.forced) if feed is not None and not legacy else tools
+        sent_tools = (
+            feed.tools(tools, asked.forced, asked.strict)
+            if feed is not None and not legacy
+            else tools
+        )
         if sent_tools is not None and sent_tools != tools:
             out["tools"] = flat_tools(sent_tools) if asked.responses else sent_tools
         if asked.responses:

@@ -74,6 +74,8 @@ class _OwnSession(Protocol):
 
     def _render_opening(self, opening: Any, **options: Any) -> PackResult: ...
 
+    def tools(self, provider: Provider = "openai", *, strict: bool = False) -> list[Any]: ...
+
 
 class _AsyncSession(Protocol):
     """An :class:`~ctxpack.AsyncSession`, as a wrapper of an async client uses it."""
@@ -141,6 +143,9 @@ class Asked(NamedTuple):
     schema: int = 0  # the tokens of the reply's output format, which joins the prompt
     forced: str | None = None  # the tool tool_choice forces, by name
     model: str | None = None  # the model the request goes to
+    # Whether the request takes strict function tools only (chat.completions.parse), or sends
+    # such tools alone: the session's own go in their strict variant.
+    strict: bool = False
 
 
 @dataclass(eq=False)
@@ -220,7 +225,7 @@ class SessionFeed(forks.Guarded):
                     continue
                 self._remember(digests)
                 break
-            if reopen is not None or "whole" in options:
+            if reopen is not None or "whole" in options or "strict" in options:
                 return cast(_OwnSession, self.session)._render_opening(reopen, **options)
             return self.session.render(**options)
 
@@ -243,7 +248,7 @@ class SessionFeed(forks.Guarded):
                     continue
                 self._remember(digests)
                 break
-            if reopen is not None or "whole" in options:
+            if reopen is not None or "whole" in options or "strict" in options:
                 return await session._render_opening(reopen, **options)
             return await session.render(**options)
 
@@ -254,6 +259,8 @@ class SessionFeed(forks.Guarded):
         whole = self._whole(asked.forced)
         if whole:
             options["whole"] = whole
+        if asked.strict and self._reopens:
+            options["strict"] = True
         policy = self.policy
         if policy is not None:
             # The session fills its window but the reply room, where the schema goes too.
@@ -356,13 +363,19 @@ class SessionFeed(forks.Guarded):
             return cast(_ServerSide, self.session).record_response(reply, append=False)
         return None
 
-    def tools(self, tools: list[Any] | None, forced: str | None = None) -> list[Any] | None:
+    def tools(
+        self, tools: list[Any] | None, forced: str | None = None, strict: bool = False
+    ) -> list[Any] | None:
         """The tools to send: the request's (as stubs and ``describe_tool`` for a session
         with tools on demand, which counted those, the ``forced`` one whole) plus the
-        session's own, each once."""
+        session's own, each once: in their strict variant if ``strict`` (only a ctxpack
+        session has one, and counts it so)."""
         if tools and self.on_demand:
             tools = _on_demand(tools, self.provider, self._whole(forced))
-        extra = self.session.tools(self.provider)
+        if strict and self._reopens:
+            extra = cast(_OwnSession, self.session).tools(self.provider, strict=True)
+        else:
+            extra = self.session.tools(self.provider)
         if not extra:
             return tools
         names = {tool_name(t) for t in tools or ()}

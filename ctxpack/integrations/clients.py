@@ -87,7 +87,8 @@ class _Resource(forks.ProcessBound):
         if core in packer.resources and callable(value):
             if name in _METHODS:
                 beta, responses = "beta" in self._path, core == ("responses",)
-                # Chat Completions' parse takes strict function tools only.
+                # Chat Completions' parse takes strict function tools only: the session's
+                # own go in their strict variant.
                 strict = name == "parse" and core == ("chat", "completions")
                 return _packing(value, packer, beta=beta, responses=responses, strict=strict)
             if name in _SERVER_THREADS and packer.provider == "anthropic":

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal
 
-from .._internal.arguments import optional_text, tool_definitions
+from .._internal.arguments import flag, keyword_checked, openai_api, optional_text, tool_definitions
 from .._internal.arguments import tokens as check_tokens
 from .._internal.server_results import result_ids
 from ..adapters.read import read_message
@@ -19,7 +19,9 @@ from ..packing import pack
 from ..pipeline import Decision, DecisionLog, Stage
 from ..providers import (
     Provider,
+    all_strict,
     check_provider,
+    flat_tools,
     preserves_thinking,
     provider_from_model,
     tools_as_sent,
@@ -81,9 +83,29 @@ def _check_arguments(budget: int | None, reserve: int, query: str | None) -> Non
 class Rendering(SessionState):
     """What a session sends: the compact record, packed or managed."""
 
-    def _own_tools(self, provider: Provider) -> list[dict[str, Any]]:
+    def _own_tools(self, provider: Provider, strict: bool = False) -> list[dict[str, Any]]:
         """The tool definitions the session adds to a request (see ``Session.tools``)."""
-        return [retrieve_tool(provider)] if self.retrieve_tool else []
+        return [retrieve_tool(provider, strict=strict)] if self.retrieve_tool else []
+
+    @keyword_checked
+    def tools(
+        self,
+        provider: Provider = "openai",
+        *,
+        api: Literal["chat", "responses"] = "chat",
+        strict: bool = False,
+    ) -> list[dict[str, Any]]:
+        """The tool definitions the session adds to a request: the retrieve tool, if offered.
+
+        ``api="responses"`` gives OpenAI's in the Responses API's flat shape
+        (``client.responses.create(tools=...)``), ``strict`` off as Chat Completions meant it.
+        ``strict=True`` gives OpenAI's strict variant (see
+        :func:`ctxpack.retrieval.retrieve_tool`), for a request that takes strict function
+        tools only (``chat.completions.parse``); render that request with ``strict=True`` too,
+        so that the variant sent is the one counted.
+        """
+        tools = self._own_tools(provider, flag(strict, "strict"))
+        return flat_tools(tools) if openai_api(api) == "responses" else tools
 
     def _target(self, provider: Any) -> Provider:
         """The provider a request is shaped for: the one asked, else Anthropic for a Claude
@@ -113,17 +135,19 @@ class Rendering(SessionState):
         reserve: int = 0,
         tools: Sequence[Mapping[str, Any]] | None = None,
         whole: Collection[str] = (),
+        strict: bool = False,
     ) -> PackResult:
         """``render()``, the request opening with its own system prompt ``opening`` (a
         wrapper's, whose caller's prompt changed since the session's first) unless ``None``;
         with tools on demand, the tools named in ``whole`` (the one a wrapper's request forces)
-        counted with their full definitions."""
+        counted with their full definitions; ``strict``: the session's own tools counted in
+        their strict variant."""
         with self._lock:
             if self._backing is None or self.window is None:
                 self._refresh()
                 if not self._renders_state(tools):
                     return self._render_with(
-                        opening, budget, query, provider, reserve, tools, whole
+                        opening, budget, query, provider, reserve, tools, whole, strict
                     )
             # A render that changes the state (a managed one: what was cleared, compacted) is
             # made like an append, all or nothing (a summarizer that raises leaves no rent nor
@@ -132,7 +156,9 @@ class Rendering(SessionState):
             results: list[PackResult] = []
             self._change(
                 lambda: results.append(
-                    self._render_with(opening, budget, query, provider, reserve, tools, whole)
+                    self._render_with(
+                        opening, budget, query, provider, reserve, tools, whole, strict
+                    )
                 )
             )
             return results[-1]
@@ -146,10 +172,11 @@ class Rendering(SessionState):
         reserve: int,
         tools: Sequence[Mapping[str, Any]] | None,
         whole: Collection[str] = (),
+        strict: bool = False,
     ) -> PackResult:
         """The request, opening with the system prompt ``opening`` unless ``None``."""
         record, decisions = (None, []) if opening is None else self._opening(opening, provider)
-        result = self._render(budget, query, provider, reserve, tools, record, whole)
+        result = self._render(budget, query, provider, reserve, tools, record, whole, strict)
         if not decisions:
             return result
         return result.model_copy(update={"decisions": result.decisions + tuple(decisions)})
@@ -189,19 +216,17 @@ class Rendering(SessionState):
         tools: Sequence[Mapping[str, Any]] | None,
         record: Sequence[Message] | None = None,
         whole: Collection[str] = (),
+        strict: bool = False,
     ) -> PackResult:
         """The request from the compact record (or ``record``, the compact record with another
-        system prompt first: see ``_opening``)."""
+        system prompt first: see ``_opening``), ``strict`` as ``Session.render`` takes it."""
         # The arguments first: a bad one is the caller's mistake whatever the session holds.
         _check_arguments(budget, reserve, query)
         provider = self._target(provider)
         given: Sequence[Mapping[str, Any]] = tool_definitions(tools) if tools is not None else []
         if not self._raw:
             raise ConfigError("the session is empty: append messages before rendering")
-        if self.tools_on_demand and given:
-            self._full_tools = list(given)
-            given = _on_demand(given, provider, whole)
-        all_tools = tools_as_sent([*given, *self._own_tools(provider)], provider)
+        all_tools = self._tools_sent(given, provider, whole, strict)
         raw_tokens = self._raw_total()
         record, found_later = self._hunted(record)
         filter_log = self._filter_log(found_later)
@@ -260,6 +285,22 @@ class Rendering(SessionState):
             }
         )
         return self._with_warnings(result, all_tools)
+
+    def _tools_sent(
+        self,
+        given: Sequence[Mapping[str, Any]],
+        provider: Provider,
+        whole: Collection[str],
+        strict: bool,
+    ) -> list[Mapping[str, Any]]:
+        """The tools a request sends, as ``provider`` takes them: ``given`` (with tools on
+        demand, as stubs and ``describe_tool``, but those named in ``whole``) and the session's
+        own, in their strict variant if ``strict`` or if ``given`` are all strict."""
+        own = self._own_tools(provider, strict or all_strict(given))
+        if self.tools_on_demand and given:
+            self._full_tools = list(given)
+            given = _on_demand(given, provider, whole)
+        return tools_as_sent([*given, *own], provider)
 
     def _stages(self) -> Stage | None:
         """The pipeline as it runs: a clearer's or compactor's originals go to the session's

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
-from .._internal.arguments import flag, guesses, keyword_checked, message_items, openai_api, shown
+from .._internal.arguments import flag, guesses, keyword_checked, message_items, shown
 from .._internal.options import invalid_option
 from ..errors import ConfigError, InvalidMessageError
 from ..filters import OutputFilter, ToolOutputFilter
@@ -17,7 +17,7 @@ from ..managed import PinnedText, WindowPolicy, WindowState
 from ..messages import Message, detached
 from ..persistence import open_backing
 from ..pipeline import Decision, Stage
-from ..providers import Provider, flat_tools, tool_call_parts
+from ..providers import Provider, tool_call_parts
 from ..result import PackResult
 from ..retrieval import Retrieval, _answer_retrieve_call, _read_artifact_with, coerce_call
 from ..sdk import SDKObject
@@ -374,18 +374,6 @@ class Session(Arrival, Rendering):
             return len(self._raw)
 
     @keyword_checked
-    def tools(
-        self, provider: Provider = "openai", *, api: Literal["chat", "responses"] = "chat"
-    ) -> list[dict[str, Any]]:
-        """The tool definitions the session adds to a request: the retrieve tool, if offered.
-
-        ``api="responses"`` gives OpenAI's in the Responses API's flat shape
-        (``client.responses.create(tools=...)``), ``strict`` off as Chat Completions meant it.
-        """
-        tools = self._own_tools(provider)
-        return flat_tools(tools) if openai_api(api) == "responses" else tools
-
-    @keyword_checked
     def render(
         self,
         budget: int | None = None,
@@ -395,6 +383,7 @@ class Session(Arrival, Rendering):
         reserve: int = 0,
         tools: Sequence[Mapping[str, Any]] | None = None,
         system: str | Mapping[str, Any] | None = None,
+        strict: bool = False,
     ) -> PackResult:
         """The compact record, ready to send, as a :class:`PackResult`.
 
@@ -428,6 +417,9 @@ class Session(Arrival, Rendering):
                 around it) but never stored, so the session, and every replica of it, keep
                 the first; a change is recorded as a prompt-cache rewrite (a ``warned``
                 decision). The session must have opened with a system message.
+            strict: Count the session's own tools in OpenAI's strict variant, as
+                ``tools(strict=True)`` gives them for ``chat.completions.parse``; so too,
+                without it, when the ``tools`` given are all strict function tools.
 
         Raises:
             BudgetExceededError: with a budget, the system, developer and pinned messages alone
@@ -436,7 +428,8 @@ class Session(Arrival, Rendering):
                 open with one.
         """
         with system_opening(system) as opening:
-            return self._render_opening(opening, budget, query, provider, reserve, tools)
+            args = (opening, budget, query, provider, reserve, tools)
+            return self._render_opening(*args, strict=flag(strict, "strict"))
 
     @keyword_checked
     def context_management(self, provider: Provider | None = None) -> dict[str, Any]:
