@@ -12,14 +12,14 @@ first in a user message and answer, once, a ``tool_use`` of the assistant messag
 every ``tool_use`` but the last message's is answered in the next message; tool ids and names
 match ``^[a-zA-Z0-9_-]+$``; a ``tool_use`` input is an object; thinking blocks (with their
 signatures) are in assistant messages only; no block is an OpenAI part (``image_url``,
-``input_audio``...); images and documents have a source the API reads;
-at most 4 blocks carry ``cache_control``. With manual extended thinking on (``thinking``'s
-``type`` is ``"enabled"``), the assistant message whose tool calls the request's last message
-answers must start with a ``thinking`` or ``redacted_thinking`` block: during a tool loop its
-thinking comes back with the results ("Expected `thinking` or `redacted_thinking`, but found
-`tool_use`. When `thinking` is enabled, a final `assistant` message must start with a thinking
-block"; Anthropic's "Thinking in tool and multi-turn workflows": pass thinking blocks back
-complete and unmodified). Adaptive thinking is not held to it: there the model may answer
+``input_audio``...); images and documents have a source the API reads; at most 4 blocks carry
+``cache_control`` (tools, system and messages together). With manual extended thinking on
+(``thinking``'s ``type`` is ``"enabled"``), the assistant message whose tool calls the request's
+last message answers must start with a ``thinking`` or ``redacted_thinking`` block: during a
+tool loop its thinking comes back with the results ("Expected `thinking` or `redacted_thinking`,
+but found `tool_use`. When `thinking` is enabled, a final `assistant` message must start with a
+thinking block"; Anthropic's "Thinking in tool and multi-turn workflows": pass thinking blocks
+back complete and unmodified). Adaptive thinking is not held to it: there the model may answer
 without thinking (a forced tool call skips it), and the turn is sent back as it came.
 
 OpenAI Chat Completions: each assistant ``tool_calls`` id is answered by a tool message before
@@ -199,7 +199,8 @@ def _tool_loop_thinking(payload: Mapping[str, Any]) -> list[str]:
 
 
 def _cache_limit(payload: Mapping[str, Any]) -> list[str]:
-    marks = _cache_marks(payload.get("system")) + _cache_marks(payload["messages"])
+    # Counted over the tools too ("A maximum of 4 blocks with cache_control may be provided").
+    marks = sum(_cache_marks(payload.get(key)) for key in ("tools", "system", "messages"))
     return [f"cache_control: {marks} blocks, at most 4 may be"] if marks > 4 else []
 
 

@@ -161,8 +161,9 @@ def test_create_with_a_loose_tool_keeps_the_loose_retrieve_tool() -> None:
     capture = Capture(reply())
     session = ctxpack.Session(model="gpt-4o")
     client = ctxpack.wrap_openai(openai_client(capture), window=3000, session=session)
+    loose = {**WEATHER_TOOL, "function": {**WEATHER_TOOL["function"], "name": "get_time"}}
     client.chat.completions.create(
-        model="gpt-4o", messages=HISTORY, tools=[STRICT_WEATHER, WEATHER_TOOL | {}], max_tokens=9
+        model="gpt-4o", messages=HISTORY, tools=[STRICT_WEATHER, loose], max_tokens=9
     )
     assert capture.body["tools"][-1] == retrieve_tool()
 

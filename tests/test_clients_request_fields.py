@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import ctxpack
+from tests.api_rules import anthropic_problems
 from tests.sdk_mock import (
     WEATHER_TOOL,
     Capture,
@@ -369,3 +370,120 @@ def test_a_langchain_max_tokens_that_is_not_a_count_is_refused(
     )
     with pytest.raises(ctxpack.ConfigError, match=r"model_settings\['max_tokens'\] must be"):
         packer.pack_request(request)
+
+
+# tool_choice that makes the model call some tool: OpenAI refuses "required" without tools
+# (tool_choice is only allowed when tools are specified), Anthropic {"type": "any"} too (any
+# of the tools given: none were).
+ANY_TOOL = {"chat": "required", "responses": "required", "messages": {"type": "any"}}
+
+
+@pytest.mark.parametrize("api", sorted(APIS))
+def test_a_tool_choice_of_any_tool_without_tools_is_refused(api: str) -> None:
+    session = ctxpack.Session(model="gpt-4o", retrieve_tool=False)
+    for fields in ({"tool_choice": ANY_TOOL[api]}, {"tool_choice": ANY_TOOL[api], "tools": []}):
+        for kind, made in (("no session", None), ("session", session)):
+            capture = Capture(reply(api))
+            with pytest.raises(ctxpack.ConfigError, match="tool_choice") as info:
+                APIS[api][0](wrapped(api, capture, made), fields)
+            assert "no tools" in str(info.value), kind
+            assert capture.requests == [] and session.transcript() == []
+
+
+@pytest.mark.parametrize("api", sorted(APIS))
+def test_a_tool_choice_of_any_tool_with_the_sessions_retrieve_tool_is_sent(api: str) -> None:
+    capture = Capture(reply(api))
+    APIS[api][0](
+        wrapped(api, capture, ctxpack.Session(model="gpt-4o")), {"tool_choice": ANY_TOOL[api]}
+    )
+    assert capture.body["tool_choice"] == ANY_TOOL[api] and "retrieve_original" in str(capture.body)
+
+
+@pytest.mark.parametrize(
+    ("api", "choice", "said"),
+    [
+        ("chat", 5, "'none', 'auto', 'required'"),
+        ("chat", "always", "'none', 'auto', 'required'"),
+        ("responses", ["auto"], "'none', 'auto', 'required'"),
+        ("messages", 5, "{'type': 'auto'}"),
+        # Anthropic's tool_choice is an object: the string OpenAI takes is refused.
+        ("messages", "auto", "{'type': 'auto'}"),
+        ("messages", {"type": "required"}, "'auto', 'any', 'tool', 'none'"),
+    ],
+)
+@pytest.mark.parametrize("session_kind", sorted(SESSIONS))
+def test_a_tool_choice_of_the_wrong_type_is_refused_naming_what_is_valid(
+    api: str, choice: Any, said: str, session_kind: str
+) -> None:
+    fields = {"tools": [APIS[api][1]], "tool_choice": choice}
+    info = refused(api, session_kind, fields, ctxpack.ConfigError)
+    assert str(info.value).startswith("tool_choice") and said in str(info.value)
+
+
+@pytest.mark.parametrize("session_kind", sorted(SESSIONS))
+@pytest.mark.parametrize("api", sorted(APIS))
+def test_tools_with_a_name_given_twice_are_refused(api: str, session_kind: str) -> None:
+    # Both providers refuse a request defining a tool name twice.
+    tool = APIS[api][1]
+    info = refused(api, session_kind, {"tools": [tool, dict(tool)]}, ctxpack.ConfigError)
+    assert "tools[1]" in str(info.value) and "'get_weather'" in str(info.value)
+
+
+def marked(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}
+
+
+@pytest.mark.parametrize("session_kind", sorted(SESSIONS))
+def test_more_than_four_cache_breakpoints_are_refused(session_kind: str) -> None:
+    # Anthropic: "A maximum of 4 blocks with cache_control may be provided", counting the
+    # tools, the system prompt and the messages.
+    tool = {**ANTHROPIC_TOOL, "cache_control": {"type": "ephemeral"}}
+    system = [marked("You are terse."), marked("Answer in French.")]
+    question = {"role": "user", "content": [marked("Weather?"), marked("In Paris.")]}
+    capture = Capture(reply("messages"))
+    session = SESSIONS[session_kind]()
+    client = wrapped("messages", capture, session)
+    with pytest.raises(ctxpack.ConfigError, match="cache_control") as info:
+        client.messages.create(
+            model="claude-sonnet-4-5",
+            max_tokens=100,
+            tools=[tool],
+            system=system,
+            messages=[question],
+        )
+    assert "5" in str(info.value) and "at most 4" in str(info.value)
+    assert capture.requests == [] and (session is None or session.transcript() == [])
+    client.messages.create(
+        model="claude-sonnet-4-5", max_tokens=100, system=system, messages=[question]
+    )
+    assert anthropic_problems(capture.body) == []
+
+
+def text_marked(text: str, mark: bool) -> list[dict[str, Any]]:
+    return [marked(text)] if mark else [{"type": "text", "text": text}]
+
+
+@pytest.mark.parametrize("session_kind", ["plain session", "managed session"])
+def test_a_session_never_sends_more_than_four_cache_breakpoints(session_kind: str) -> None:
+    # Each request marks the system prompt and its two newest user turns (3 breakpoints, the
+    # marks moving along the conversation). The session kept the marks of the messages it was
+    # given, and sent those of earlier requests too: 5 on the fourth request, which Anthropic
+    # refuses.
+    capture = Capture(reply("messages"))
+    session = SESSIONS[session_kind]()
+    client = wrapped("messages", capture, session)
+    for turn in range(1, 7):
+        history: list[dict[str, Any]] = []
+        for k in range(turn + 1):
+            history.append({"role": "user", "content": text_marked(f"q{k}", k >= max(turn - 1, 1))})
+            if k < turn:
+                history.append({"role": "assistant", "content": text_marked("ok", False)})
+        client.messages.create(
+            model="claude-sonnet-4-5",
+            max_tokens=50,
+            system=text_marked("sys", True),
+            messages=history,
+        )
+        assert anthropic_problems(capture.body) == [], turn
+        # The newest turn keeps the caller's breakpoint.
+        assert "cache_control" in capture.body["messages"][-1]["content"][-1]

@@ -26,7 +26,14 @@ from ..sdk import coerce_messages
 from ..tokens import TokenCounter
 from . import _responses_request as responses_api
 from ._output_format import output_format
-from ._request_fields import check_fields, check_tool_choice, reply_room
+from ._request_fields import (
+    MAX_CACHE_MARKS,
+    cache_marks,
+    check_fields,
+    check_tool_choice,
+    reply_room,
+    without_oldest_marks,
+)
 from ._responses_request import given as _given
 from ._session_feed import Asked, SessionFeed
 
@@ -328,6 +335,7 @@ class _Packer:
             out["messages"] = payload["messages"]
             if payload["system"] is not None:
                 out["system"] = payload["system"]
+            out["messages"] = _within_cache_marks(out)
         else:
             out["messages"] = result.to_openai()
         key = "input" if asked.responses else "messages"
@@ -358,6 +366,17 @@ class _Packer:
 
 
 _INSTRUCTIONS = frozenset({"system", "developer"})
+
+
+def _within_cache_marks(out: Mapping[str, Any]) -> Any:
+    """An Anthropic request's packed messages with at most Anthropic's 4 ``cache_control``
+    breakpoints in all: a session keeps the breakpoints of the messages it was given, and a
+    caller moving them along a conversation (each request marking its newest turns) would
+    have the ones of earlier requests sent too, until the request is refused. The oldest go
+    (the caller's own request holds 4 at most, checked before)."""
+    messages = out["messages"]
+    marks = sum(cache_marks(out.get(key)) for key in ("system", "tools")) + cache_marks(messages)
+    return without_oldest_marks(messages, marks - MAX_CACHE_MARKS)[0]
 
 
 def _strict(tool: Any) -> bool:

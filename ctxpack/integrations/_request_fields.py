@@ -1,7 +1,9 @@
 """The fields beside the history of a wrapped request, checked before it is packed: those the
 provider refuses whatever the history holds (``stream`` not a bool, a ``model`` that is no
 name, Anthropic's ``max_tokens`` below 1 or ``betas`` not a list, a function tool in another
-API's shape, a ``tool_choice`` naming a tool the request does not send), and an ``extra_body``
+API's shape or a tool name given twice, a ``tool_choice`` of a type the provider does not take,
+naming a tool the request does not send or asking for a tool call with none sent, more than
+Anthropic's 4 ``cache_control`` breakpoints), and an ``extra_body``
 that would replace what the wrapper packed. Said here, naming the argument, before a session
 is given the request's messages: after, the request would fail at the provider with the
 session already holding them."""
@@ -16,7 +18,17 @@ from ..errors import ConfigError
 from ..providers import Provider, tool_name
 from ._responses_request import given
 
-__all__ = ["check_fields", "check_forced", "check_tool_choice", "forced_tool", "reply_room"]
+__all__ = [
+    "MAX_CACHE_MARKS",
+    "cache_marks",
+    "check_cache_marks",
+    "check_fields",
+    "check_forced",
+    "check_tool_choice",
+    "forced_tool",
+    "reply_room",
+    "without_oldest_marks",
+]
 
 
 def check_fields(kwargs: Mapping[str, Any], provider: Provider, *, responses: bool) -> None:
@@ -48,6 +60,103 @@ def check_fields(kwargs: Mapping[str, Any], provider: Provider, *, responses: bo
             )
     if provider == "anthropic" and given(kwargs.get("betas")):
         strings(kwargs["betas"], "betas", what="beta names")
+    if isinstance(tools, (list, tuple)):
+        _check_names(tools)
+    if provider == "anthropic":
+        marks = sum(cache_marks(kwargs.get(key)) for key in ("system", "messages", "tools"))
+        check_cache_marks(marks, "the request marks")
+    if given(kwargs.get("tool_choice")):
+        _check_choice(kwargs["tool_choice"], provider)
+
+
+def _check_names(tools: list[Any] | tuple[Any, ...]) -> None:
+    """Both providers refuse a request defining one tool name twice (Anthropic's tool-use
+    docs: tool names are unique within a request; OpenAI answers a duplicate with a 400)."""
+    seen: dict[str, int] = {}
+    for index, tool in enumerate(tools):
+        name = tool_name(tool) if isinstance(tool, Mapping) else None
+        if isinstance(name, str) and name in seen:
+            raise ConfigError(
+                f"tools[{index}]: the tool name {name!r} is given twice (tools[{seen[name]}] "
+                "too), and the provider refuses a request defining a name twice; give each once"
+            )
+        if isinstance(name, str):
+            seen[name] = index
+
+
+# Anthropic: "A maximum of 4 blocks with cache_control may be provided" (prompt caching,
+# counted over the tools, the system prompt and the messages).
+MAX_CACHE_MARKS = 4
+
+
+def cache_marks(value: Any) -> int:
+    """The ``cache_control`` breakpoints in a request's field (blocks, messages, tools)."""
+    if isinstance(value, Mapping):
+        return (value.get("cache_control") is not None) + sum(map(cache_marks, value.values()))
+    if isinstance(value, (list, tuple)):
+        return sum(map(cache_marks, value))
+    return 0
+
+
+def check_cache_marks(marks: int, whose: str) -> None:
+    """A ``ConfigError`` for more ``cache_control`` breakpoints than Anthropic takes."""
+    if marks > MAX_CACHE_MARKS:
+        raise ConfigError(
+            f"cache_control: {whose} {marks} blocks with cache_control, and Anthropic takes at "
+            f"most {MAX_CACHE_MARKS} in a request (tools, system and messages together); keep "
+            "the last few breakpoints only"
+        )
+
+
+def without_oldest_marks(value: Any, excess: int) -> tuple[Any, int]:
+    """``value`` (a request's messages) without its first ``excess`` ``cache_control``
+    breakpoints, in document order, as new dicts and lists where one is dropped; and how many
+    are left to drop."""
+    if excess <= 0:
+        return value, 0
+    if isinstance(value, Mapping):
+        out = dict(value)
+        if out.get("cache_control") is not None:
+            del out["cache_control"]
+            excess -= 1
+        for key, item in out.items():
+            out[key], excess = without_oldest_marks(item, excess)
+        return out, excess
+    if isinstance(value, list):
+        items = []
+        for item in value:
+            item, excess = without_oldest_marks(item, excess)
+            items.append(item)
+        return items, excess
+    return value, excess
+
+
+# The tool_choice each provider takes. OpenAI: "none", "auto", "required", or an object (a
+# function, a custom or built-in tool, allowed_tools); Anthropic: an object whose type is one
+# of these (https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/implement-tool-use).
+_OPENAI_CHOICES = ("none", "auto", "required")
+_ANTHROPIC_CHOICES = ("auto", "any", "tool", "none")
+
+
+def _check_choice(choice: Any, provider: Provider) -> None:
+    """``tool_choice`` of a type or value the provider refuses, refused naming what it takes."""
+    if provider == "openai":
+        if isinstance(choice, Mapping) or (isinstance(choice, str) and choice in _OPENAI_CHOICES):
+            return
+        raise ConfigError(
+            f"tool_choice: OpenAI takes 'none', 'auto', 'required' or an object naming a tool "
+            f"({{'type': 'function', ...}}), got {shown(choice)}"
+        )
+    if not isinstance(choice, Mapping):
+        raise ConfigError(
+            f"tool_choice: Anthropic takes an object such as {{'type': 'auto'}}, {{'type': "
+            f"'any'}} or {{'type': 'tool', 'name': ...}}, got {shown(choice)}"
+        )
+    if choice.get("type") not in _ANTHROPIC_CHOICES:
+        raise ConfigError(
+            f"tool_choice.type: Anthropic takes 'auto', 'any', 'tool', 'none', got "
+            f"{shown(choice.get('type'))}"
+        )
 
 
 # The fields of a request the wrapper packs, counts or refuses, by API.
@@ -123,7 +232,15 @@ def forced_tool(choice: Any) -> str | None:
 def check_tool_choice(choice: Any, tools: Iterable[Any]) -> str | None:
     """The tool ``choice`` forces (see :func:`forced_tool`), which must be one of ``tools``
     (the request's and the session's, as sent): both providers refuse a request forcing a
-    tool it does not define."""
+    tool it does not define, or making the model call some tool (OpenAI's ``"required"``,
+    Anthropic's ``{"type": "any"}``) with none sent."""
+    tools = list(tools)
+    some = choice == "required" or (isinstance(choice, Mapping) and choice.get("type") == "any")
+    if some and not tools:
+        raise ConfigError(
+            f"tool_choice: {shown(choice)} makes the model call a tool, and the request sends "
+            "no tools (the provider refuses it); give tools, or leave tool_choice out"
+        )
     return check_forced(forced_tool(choice), tools)
 
 
