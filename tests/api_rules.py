@@ -140,8 +140,12 @@ def _block_problems(block: Any, where: str, role: str, *, last: bool) -> list[st
 
 
 def _cache_marks(value: Any) -> int:
+    # A tool's schema and a call's input are the caller's data: a key there is no breakpoint.
     if isinstance(value, Mapping):
-        return ("cache_control" in value) + sum(_cache_marks(v) for v in value.values())
+        data = ("input", "input_schema", "cache_control")
+        return ("cache_control" in value) + sum(
+            _cache_marks(v) for k, v in value.items() if k not in data
+        )
     if isinstance(value, list):
         return sum(_cache_marks(v) for v in value)
     return 0

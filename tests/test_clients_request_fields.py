@@ -487,3 +487,18 @@ def test_a_session_never_sends_more_than_four_cache_breakpoints(session_kind: st
         assert anthropic_problems(capture.body) == [], turn
         # The newest turn keeps the caller's breakpoint.
         assert "cache_control" in capture.body["messages"][-1]["content"][-1]
+
+
+def test_a_key_named_cache_control_in_a_tools_schema_or_a_calls_input_is_no_breakpoint() -> None:
+    schema = {"type": "object", "properties": {"cache_control": {"type": "string"}}}
+    tools = [{**ANTHROPIC_TOOL, "name": f"t{i}", "input_schema": schema} for i in range(5)]
+    call = {"type": "tool_use", "id": "toolu_1", "name": "t0", "input": {"cache_control": "x"}}
+    history = [
+        QUESTION,
+        {"role": "assistant", "content": [call]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1"}]},
+    ]
+    capture = Capture(reply("messages"))
+    client = wrapped("messages", capture, None)
+    client.messages.create(model="claude-sonnet-4-5", max_tokens=100, tools=tools, messages=history)
+    assert capture.body["tools"][0]["input_schema"] == schema

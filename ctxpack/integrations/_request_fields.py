@@ -89,10 +89,16 @@ def _check_names(tools: list[Any] | tuple[Any, ...]) -> None:
 MAX_CACHE_MARKS = 4
 
 
+# Where a request holds the caller's own data (a tool call's input, a tool's schema), in which a
+# key named cache_control is no breakpoint.
+_DATA = frozenset({"input", "input_schema", "parameters", "cache_control"})
+
+
 def cache_marks(value: Any) -> int:
     """The ``cache_control`` breakpoints in a request's field (blocks, messages, tools)."""
     if isinstance(value, Mapping):
-        return (value.get("cache_control") is not None) + sum(map(cache_marks, value.values()))
+        inner = sum(cache_marks(v) for k, v in value.items() if k not in _DATA)
+        return (value.get("cache_control") is not None) + inner
     if isinstance(value, (list, tuple)):
         return sum(map(cache_marks, value))
     return 0
@@ -120,7 +126,8 @@ def without_oldest_marks(value: Any, excess: int) -> tuple[Any, int]:
             del out["cache_control"]
             excess -= 1
         for key, item in out.items():
-            out[key], excess = without_oldest_marks(item, excess)
+            if key not in _DATA:
+                out[key], excess = without_oldest_marks(item, excess)
         return out, excess
     if isinstance(value, list):
         items = []
