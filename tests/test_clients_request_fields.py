@@ -502,3 +502,48 @@ def test_a_key_named_cache_control_in_a_tools_schema_or_a_calls_input_is_no_brea
     client = wrapped("messages", capture, None)
     client.messages.create(model="claude-sonnet-4-5", max_tokens=100, tools=tools, messages=history)
     assert capture.body["tools"][0]["input_schema"] == schema
+
+
+@pytest.mark.parametrize("session_kind", ["plain session", "managed session"])
+def test_a_breakpoint_moved_to_the_newest_turn_is_no_change_of_history(session_kind: str) -> None:
+    # Anthropic's prompt-caching guide marks the newest user turn and unmarks the one before
+    # (and the system prompt may be marked or not): what the messages say is the same, so
+    # the session goes on, where it refused the second request as another conversation.
+    capture = Capture(reply("messages"))
+    session = SESSIONS[session_kind]()
+    assert session is not None
+    client = wrapped("messages", capture, session)
+    for turn in range(1, 5):
+        history: list[dict[str, Any]] = []
+        for k in range(turn + 1):
+            history.append({"role": "user", "content": text_marked(f"q{k}", k == turn)})
+            if k < turn:
+                history.append({"role": "assistant", "content": text_marked("ok", False)})
+        client.messages.create(
+            model="claude-sonnet-4-5",
+            max_tokens=50,
+            system=text_marked("sys", turn % 2 == 1),
+            messages=history,
+        )
+        assert anthropic_problems(capture.body) == [], turn
+        assert "cache_control" in capture.body["messages"][-1]["content"][-1]
+    texts = [m.text for m in session.transcript()]
+    assert texts.count("q1") == 1 and texts[-1] == "q4"
+    # An edit of what a message says is still refused.
+    history[-1] = {"role": "user", "content": text_marked("q4 edited", True)}
+    with pytest.raises(ctxpack.ConfigError, match="growing history"):
+        client.messages.create(
+            model="claude-sonnet-4-5", max_tokens=50, system="sys", messages=history
+        )
+
+
+def test_a_session_given_messages_before_breakpoints_were_left_out_still_matches_them() -> None:
+    # A stored session holds each message's digest made when it was given: those made with
+    # the breakpoints in (before this rule) still match the same message sent again.
+    from ctxpack.integrations._session_feed import _digest, _same
+
+    message = {"role": "user", "content": text_marked("q1", True)}
+    before = _digest(message, marked=True)
+    assert before != _digest(message)
+    assert _same(message, before) and _same(message, _digest(message))
+    assert not _same({"role": "user", "content": text_marked("q2", True)}, before)

@@ -416,7 +416,7 @@ class SessionFeed(forks.Guarded):
         # dynamic_prompt) is sent in place of the one first given.
         for index in sorted({0, shared - 1}) if shared else ():
             message = coerce_message(messages[index], index)
-            if _digest(message) == given.get(index):
+            if _same(message, given.get(index)):
                 continue
             if index == 0 and opens and _role(message) in _SYSTEM_ROLES and self._reopens:
                 reopen = message
@@ -463,7 +463,7 @@ class SessionFeed(forks.Guarded):
                 return None, None
             (opening,) = from_anthropic([], system=system)
             return opening.model_copy(update={"id": f"{SYSTEM_PREFIX}{digest}"}), None
-        if digest == (held or ""):
+        if (system is None and not held) or (system is not None and _same(system, held)):
             return None, None
         if system is not None and held is not None and self._reopens:
             return None, from_anthropic([], system=system)[0]
@@ -552,11 +552,32 @@ _SYSTEM_ROLES = ("system", "developer")
 _ATTEMPTS = 10
 
 
-def _digest(value: Any) -> str:
-    """A digest of a message (or a system prompt) as sent, the same in every process."""
+def _digest(value: Any, *, marked: bool = False) -> str:
+    """A digest of what a message (or a system prompt) says, the same in every process: not
+    where its cache breakpoints are (``cache_control``), which a client moves to the newest
+    turn at each request, as Anthropic's prompt-caching guide does. ``marked``: with them,
+    as the digests of sessions given messages before this rule were made."""
     if isinstance(value, Message):
         # A converted message (LangChain's): what it says, not the id and the extras that
         # came with it (a LangChain id, token usage), which a client may give afresh.
         value = value.model_dump(mode="json", exclude={"id", "metadata"})
-    text = json.dumps(value, sort_keys=True, default=repr)
+    text = json.dumps(value if marked else _unmarked(value), sort_keys=True, default=repr)
     return hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
+
+
+def _same(value: Any, digest: str | None) -> bool:
+    """Whether ``value`` is what ``digest`` was made of, by either rule of :func:`_digest`."""
+    return digest is not None and digest in (_digest(value), _digest(value, marked=True))
+
+
+def _unmarked(value: Any) -> Any:
+    """``value`` without the ``cache_control`` of the message, of its system or content blocks
+    and of the blocks a tool result holds (a tool's input keeps a key of that name)."""
+    if isinstance(value, list):
+        return [_unmarked(block) for block in value]
+    if not isinstance(value, Mapping):
+        return value
+    kept = {key: item for key, item in value.items() if key != "cache_control"}
+    if isinstance(kept.get("content"), list):
+        kept["content"] = _unmarked(kept["content"])
+    return kept
