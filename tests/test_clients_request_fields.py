@@ -547,3 +547,41 @@ def test_a_session_given_messages_before_breakpoints_were_left_out_still_matches
     assert before != _digest(message)
     assert _same(message, before) and _same(message, _digest(message))
     assert not _same({"role": "user", "content": text_marked("q2", True)}, before)
+
+
+@pytest.mark.parametrize("middleware", ["packing", "session"])
+@pytest.mark.parametrize(
+    ("tools", "named"),
+    [
+        ("get_weather", "tools must be a list"),
+        ([WEATHER_TOOL, None], "tools[1]"),
+        ([5], "tools[0]"),
+    ],
+)
+def test_langchain_tools_it_cannot_read_are_a_config_error_naming_them(
+    middleware: str, tools: Any, named: str
+) -> None:
+    # LangChain's convert_to_openai_tool raised its own ValueError from inside ctxpack, and a
+    # string was read as one tool per character.
+    from types import SimpleNamespace
+
+    from langchain.agents.middleware import ModelRequest
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from ctxpack.integrations.langchain_agent import PackingMiddleware, SessionMiddleware
+    from tests.adapters.test_langchain_agent import RecordingChatModel
+
+    packer = (
+        PackingMiddleware(window=50_000, model="gpt-4o")
+        if middleware == "packing"
+        else SessionMiddleware(window=50_000, model="gpt-4o")
+    )
+    request = ModelRequest(
+        model=RecordingChatModel(script=[AIMessage("ok")]),
+        messages=[HumanMessage("Weather in Paris?")],
+        tools=tools,
+        runtime=SimpleNamespace(config={"configurable": {"thread_id": "t"}}),  # type: ignore[arg-type]
+    )
+    with pytest.raises(ctxpack.ConfigError) as info:
+        packer.pack_request(request)
+    assert named in str(info.value)

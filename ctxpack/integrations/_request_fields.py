@@ -10,10 +10,10 @@ session already holding them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from .._internal.arguments import flag, shown, string, strings, tokens
+from .._internal.arguments import flag, json_type_name, shown, string, strings, tokens
 from ..errors import ConfigError
 from ..providers import Provider, tool_name
 from ._responses_request import given
@@ -264,3 +264,36 @@ def check_forced(forced: str | None, tools: Iterable[Any]) -> str | None:
             f"sends {sent}); name one of them, or add its definition to tools"
         )
     return forced
+
+
+def langchain_tool_definitions(
+    tools: Any, *, leave_out: Collection[str] = ()
+) -> list[Mapping[str, Any]] | None:
+    """A LangChain request's ``tools`` (those not named in ``leave_out``) as OpenAI
+    definitions, to count them: a provider's definition as it is, a LangChain tool, function or
+    model converted as LangChain's chat models convert it; ``None`` without tools.
+
+    Raises:
+        ConfigError: ``tools`` is not a list, or LangChain cannot read one of them as a tool
+            (named by its place: ``tools[1]``).
+    """
+    if not tools:
+        return None
+    if not isinstance(tools, (list, tuple)):
+        raise ConfigError(f"tools must be a list of tools, got {json_type_name(tools)}")
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    out: list[Mapping[str, Any]] = []
+    for index, tool in enumerate(tools):
+        if isinstance(tool, Mapping) and ("input_schema" in tool or "function" in tool):
+            out.append(tool)  # already a provider definition
+        elif tool_name(tool) not in leave_out:
+            try:
+                out.append(convert_to_openai_tool(tool))
+            except (ValueError, TypeError) as exc:
+                raise ConfigError(
+                    f"tools[{index}]: LangChain cannot read this {json_type_name(tool)} as a tool "
+                    f"({' '.join(str(exc).split())[:160]}); give a tool, a function, a model or "
+                    "a definition"
+                ) from exc
+    return [t for t in out if tool_name(t) not in leave_out] or None

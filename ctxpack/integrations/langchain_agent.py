@@ -41,7 +41,7 @@ from ..store import SessionStore, open_store
 from ..tokens import CounterLike, TokenCounter, get_counter
 from ..tools_on_demand import DESCRIBE_TOOL_NAME
 from ._output_format import strategy_format
-from ._request_fields import check_forced, forced_tool
+from ._request_fields import check_forced, forced_tool, langchain_tool_definitions
 from ._session_feed import Asked, HistoryChangedError, SessionFeed, wrapper_policy
 from ._threads import diverged, thread_id_or_none, thread_key
 from ._threads import thread_id as _thread_id
@@ -50,7 +50,6 @@ try:
     from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
     from langchain.agents.middleware.types import ModelResponse
     from langchain_core.messages import SystemMessage, ToolMessage
-    from langchain_core.utils.function_calling import convert_to_openai_tool
     from langgraph.prebuilt.tool_node import ToolCallRequest
     from langgraph.types import Command
 except ImportError as exc:  # pragma: no cover - exercised only without langchain
@@ -229,7 +228,7 @@ class PackingMiddleware(_RequestMiddleware):
             budget=budget,
             reserve=reserve,
             counter=counter,
-            tools=_tool_definitions(request.tools),
+            tools=langchain_tool_definitions(request.tools),
             pipeline=self.pipeline,
             provider=provider,
         )
@@ -428,8 +427,8 @@ class SessionMiddleware(_RequestMiddleware):
         if self._announce is not None:
             counter = chat_model_counter(request.model, provider, self._announce)
         feed = self._feed(thread_id, provider, counter)
+        tools = langchain_tool_definitions(request.tools, leave_out=self._own)
         mine = [t for t in request.tools if tool_name(t) not in self._own]
-        tools = _tool_definitions(mine)
         history = _Converted(request)
         schema_text = strategy_format(request.response_format)
         schema = feed.count(schema_text) if schema_text else 0
@@ -584,17 +583,3 @@ def _reply_room(request: ModelRequest[Any]) -> int:
         return tokens(asked, "model_settings['max_tokens']")
     value = getattr(request.model, "max_tokens", None)
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
-def _tool_definitions(tools: Sequence[Any]) -> list[Mapping[str, Any]] | None:
-    """The request's tools as OpenAI definitions, to count them (``pack()`` counts them in
-    Anthropic's form for ``ChatAnthropic``, which sends them so)."""
-    if not tools:
-        return None
-    out: list[Mapping[str, Any]] = []
-    for tool in tools:
-        if isinstance(tool, Mapping) and ("input_schema" in tool or "function" in tool):
-            out.append(tool)  # already a provider definition
-        else:
-            out.append(convert_to_openai_tool(tool))
-    return out
