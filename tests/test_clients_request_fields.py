@@ -281,35 +281,41 @@ def test_anthropic_betas_that_are_not_a_list_of_names_are_refused(betas: Any) ->
     assert capture.requests == [] and session.transcript() == []
 
 
+def langchain_middleware(kind: str) -> Any:
+    """A ``PackingMiddleware`` or a ``SessionMiddleware`` for gpt-4o in a 50,000-token window."""
+    from ctxpack.integrations.langchain_agent import PackingMiddleware, SessionMiddleware
+
+    middleware = PackingMiddleware if kind == "packing" else SessionMiddleware
+    return middleware(window=50_000, model="gpt-4o")
+
+
+def langchain_request(**fields: Any) -> Any:
+    """A LangChain agent's model request asking the weather in Paris, with ``fields``."""
+    from types import SimpleNamespace
+
+    from langchain.agents.middleware import ModelRequest
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from tests.adapters.test_langchain_agent import RecordingChatModel
+
+    return ModelRequest(
+        model=RecordingChatModel(script=[AIMessage("ok")]),
+        messages=[HumanMessage("Weather in Paris?")],
+        runtime=SimpleNamespace(config={"configurable": {"thread_id": "t"}}),
+        **fields,
+    )
+
+
 @pytest.mark.parametrize("middleware", ["packing", "session"])
 @pytest.mark.parametrize("choice", ["get_wether", {"type": "function", "function": {"name": "x"}}])
 def test_a_langchain_tool_choice_naming_a_tool_not_sent_is_refused(
     middleware: str, choice: Any
 ) -> None:
     # LangChain's chat models send a tool name as the forced function, unchecked.
-    from types import SimpleNamespace
-
-    from langchain.agents.middleware import ModelRequest
-    from langchain_core.messages import AIMessage, HumanMessage
-
-    from ctxpack.integrations.langchain_agent import PackingMiddleware, SessionMiddleware
-    from tests.adapters.test_langchain_agent import RecordingChatModel
-
-    packer = (
-        PackingMiddleware(window=50_000, model="gpt-4o")
-        if middleware == "packing"
-        else SessionMiddleware(window=50_000, model="gpt-4o")
-    )
-    runtime = SimpleNamespace(config={"configurable": {"thread_id": "t"}})
+    packer = langchain_middleware(middleware)
 
     def request(tool_choice: Any) -> Any:
-        return ModelRequest(
-            model=RecordingChatModel(script=[AIMessage("ok")]),
-            messages=[HumanMessage("Weather in Paris?")],
-            tools=[WEATHER_TOOL],
-            tool_choice=tool_choice,
-            runtime=runtime,  # type: ignore[arg-type]
-        )
+        return langchain_request(tools=[WEATHER_TOOL], tool_choice=tool_choice)
 
     with pytest.raises(ctxpack.ConfigError, match="tool_choice: forces the tool") as info:
         packer.pack_request(request(choice))
@@ -349,25 +355,8 @@ def test_a_langchain_max_tokens_that_is_not_a_count_is_refused(
     middleware: str, max_tokens: Any
 ) -> None:
     # It was read as no reply room at all: the prompt could fill the window the reply needs.
-    from types import SimpleNamespace
-
-    from langchain.agents.middleware import ModelRequest
-    from langchain_core.messages import AIMessage, HumanMessage
-
-    from ctxpack.integrations.langchain_agent import PackingMiddleware, SessionMiddleware
-    from tests.adapters.test_langchain_agent import RecordingChatModel
-
-    packer = (
-        PackingMiddleware(window=50_000, model="gpt-4o")
-        if middleware == "packing"
-        else SessionMiddleware(window=50_000, model="gpt-4o")
-    )
-    request = ModelRequest(
-        model=RecordingChatModel(script=[AIMessage("ok")]),
-        messages=[HumanMessage("Weather in Paris?")],
-        model_settings={"max_tokens": max_tokens},
-        runtime=SimpleNamespace(config={"configurable": {"thread_id": "t"}}),  # type: ignore[arg-type]
-    )
+    packer = langchain_middleware(middleware)
+    request = langchain_request(model_settings={"max_tokens": max_tokens})
     with pytest.raises(ctxpack.ConfigError, match=r"model_settings\['max_tokens'\] must be"):
         packer.pack_request(request)
 
@@ -563,25 +552,8 @@ def test_langchain_tools_it_cannot_read_are_a_config_error_naming_them(
 ) -> None:
     # LangChain's convert_to_openai_tool raised its own ValueError from inside ctxpack, and a
     # string was read as one tool per character.
-    from types import SimpleNamespace
-
-    from langchain.agents.middleware import ModelRequest
-    from langchain_core.messages import AIMessage, HumanMessage
-
-    from ctxpack.integrations.langchain_agent import PackingMiddleware, SessionMiddleware
-    from tests.adapters.test_langchain_agent import RecordingChatModel
-
-    packer = (
-        PackingMiddleware(window=50_000, model="gpt-4o")
-        if middleware == "packing"
-        else SessionMiddleware(window=50_000, model="gpt-4o")
-    )
-    request = ModelRequest(
-        model=RecordingChatModel(script=[AIMessage("ok")]),
-        messages=[HumanMessage("Weather in Paris?")],
-        tools=tools,
-        runtime=SimpleNamespace(config={"configurable": {"thread_id": "t"}}),  # type: ignore[arg-type]
-    )
+    packer = langchain_middleware(middleware)
+    request = langchain_request(tools=tools)
     with pytest.raises(ctxpack.ConfigError) as info:
         packer.pack_request(request)
     assert named in str(info.value)
