@@ -251,18 +251,19 @@ def strict_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
 
 def all_strict(tools: Sequence[Any] | None) -> bool:
     """Whether ``tools`` are function tools in OpenAI's strict mode, every one of them (at
-    least one): Chat Completions' (``function.strict``) or the Responses API's flat ones
-    (``strict``). A request sending them is given the strict variant of a session's own tools,
-    so that it goes out with strict tools only, as ``chat.completions.parse`` requires."""
-    if not tools:
+    least one; see :func:`is_strict`). A request sending them is given the strict variant of a
+    session's own tools, so that it goes out with strict tools only, as
+    ``chat.completions.parse`` requires."""
+    return bool(tools) and all(map(is_strict, tools or ()))
+
+
+def is_strict(tool: Any) -> bool:
+    """Whether ``tool`` is a function tool in OpenAI's strict mode: Chat Completions'
+    (``function.strict``) or the Responses API's flat one (``strict``)."""
+    if not isinstance(tool, Mapping) or tool.get("type") != "function":
         return False
-    for tool in tools:
-        if not isinstance(tool, Mapping) or tool.get("type") != "function":
-            return False
-        function = tool.get("function", tool)
-        if not isinstance(function, Mapping) or function.get("strict") is not True:
-            return False
-    return True
+    function = tool.get("function", tool)
+    return isinstance(function, Mapping) and function.get("strict") is True
 
 
 def tool_definition_parts(tool: Mapping[str, Any]) -> tuple[Any, Any, Any, Provider]:

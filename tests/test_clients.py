@@ -986,19 +986,22 @@ PYTEST_LOG = "\n".join(
 )
 
 
+# The agent's call whose output is PYTEST_LOG.
+BASH_CALL = {
+    "role": "assistant",
+    "content": None,
+    "tool_calls": [
+        {
+            "id": "call_1",
+            "type": "function",
+            "function": {"name": "bash", "arguments": '{"command": "pytest -q"}'},
+        }
+    ],
+}
+
+
 def test_a_real_session_filters_tool_outputs_and_offers_its_retrieve_tool() -> None:
-    bash_call = {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [
-            {
-                "id": "call_1",
-                "type": "function",
-                "function": {"name": "bash", "arguments": '{"command": "pytest -q"}'},
-            }
-        ],
-    }
-    replies = iter([chat_completion(bash_call), openai_reply("test_refresh fails on 'exp'.")])
+    replies = iter([chat_completion(BASH_CALL), openai_reply("test_refresh fails on 'exp'.")])
     capture = Capture(lambda body: httpx2.Response(200, json=next(replies)))
     session = ctxpack.Session(model="gpt-4")
     assert isinstance(session, ctxpack.integrations.clients.SessionLike)

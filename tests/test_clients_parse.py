@@ -25,19 +25,8 @@ from tests.sdk_mock import (
     chat_completion,
     openai_client,
 )
-from tests.test_clients import PYTEST_LOG, openai_prompt_tokens
+from tests.test_clients import BASH_CALL, PYTEST_LOG, openai_prompt_tokens
 
-BASH_CALL = {
-    "role": "assistant",
-    "content": None,
-    "tool_calls": [
-        {
-            "id": "call_1",
-            "type": "function",
-            "function": {"name": "bash", "arguments": '{"command": "pytest -q"}'},
-        }
-    ],
-}
 HISTORY: list[Any] = [
     {"role": "system", "content": "You are a coding agent."},
     {"role": "user", "content": "Why does the auth test fail?"},

@@ -20,7 +20,7 @@ from ..errors import BudgetExceededError, ConfigError, InvalidMessageError
 from ..messages import owned_messages
 from ..packing import pack
 from ..pipeline import Stage
-from ..providers import Provider, all_strict, flat_tools, tool_name
+from ..providers import Provider, all_strict, flat_tools, is_strict, tool_name
 from ..result import PackResult
 from ..sdk import coerce_messages
 from ..tokens import TokenCounter
@@ -285,7 +285,7 @@ class _Packer:
             return
         given = tools or []
         added = [t for t in self.feed.tools(tools, strict=True) or [] if t not in given]
-        loose = [str(tool_name(t)) for t in added if not _strict(t)]
+        loose = [str(tool_name(t)) for t in added if not is_strict(t)]
         if loose:
             raise ConfigError(
                 f"chat.completions.parse takes strict function tools only, and the session "
@@ -377,11 +377,6 @@ def _within_cache_marks(out: Mapping[str, Any]) -> Any:
     messages = out["messages"]
     marks = sum(cache_marks(out.get(key)) for key in ("system", "tools")) + cache_marks(messages)
     return without_oldest_marks(messages, marks - MAX_CACHE_MARKS)[0]
-
-
-def _strict(tool: Any) -> bool:
-    function = tool.get("function") if isinstance(tool, Mapping) else None
-    return isinstance(function, Mapping) and function.get("strict") is True
 
 
 def _nothing_left(key: str, result: PackResult) -> str:

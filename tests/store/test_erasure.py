@@ -162,6 +162,15 @@ def test_an_erasure_succeeds_while_another_connection_holds_the_wal(tmp_path: Pa
     store.close()
 
 
+def retrieve_call(ref: str) -> dict[str, Any]:
+    """The model's call to the retrieve tool for the artifact ``ref``."""
+    return {
+        "id": "r1",
+        "type": "function",
+        "function": {"name": "retrieve_original", "arguments": f'{{"artifact": "{ref}"}}'},
+    }
+
+
 def test_a_replica_does_not_read_back_an_original_of_an_erased_session(
     replicas: Callable[[], SessionStore], session_id: str
 ) -> None:
@@ -174,12 +183,7 @@ def test_a_replica_does_not_read_back_an_original_of_an_erased_session(
     replicas().delete_session(session_id)
     with pytest.raises(ArtifactNotFoundError):
         writer.retrieve(ref)
-    call = {
-        "id": "r1",
-        "type": "function",
-        "function": {"name": "retrieve_original", "arguments": f'{{"artifact": "{ref}"}}'},
-    }
-    answer = writer.handle(call)
+    answer = writer.handle(retrieve_call(ref))
     assert MARKER not in answer
     assert ref in answer
 

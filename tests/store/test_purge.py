@@ -23,6 +23,7 @@ from ctxpack.store import SessionStore, StoredSession, open_async_store, open_st
 
 from ..threads import run_threads, switching_often
 from .backends import backend_url
+from .test_erasure import retrieve_call
 
 PURGING = ("memory", "sqlite", "postgres")
 MODULES = {
@@ -165,12 +166,7 @@ def assert_expired(store: SessionStore, session_id: str, writer: Session, ref: s
     assert Session.open(session_id, store=store, model="gpt-4").transcript() == []
     with pytest.raises(ArtifactNotFoundError):
         writer.retrieve(ref)
-    call = {
-        "id": "r1",
-        "type": "function",
-        "function": {"name": "retrieve_original", "arguments": f'{{"artifact": "{ref}"}}'},
-    }
-    assert MARKER not in writer.handle(call)
+    assert MARKER not in writer.handle(retrieve_call(ref))
     writer.append({"role": "user", "content": "a new life"})
     assert [m.text for m in writer.transcript()] == ["a new life"]
     again = Session.open(session_id, store=store, model="gpt-4")
@@ -233,12 +229,7 @@ async def async_expiry(url: str, session_id: str, wait: Any) -> None:
         await reader.close()
         with pytest.raises(ArtifactNotFoundError):
             await writer.retrieve(ref)
-        retrieve = {
-            "id": "r1",
-            "type": "function",
-            "function": {"name": "retrieve_original", "arguments": f'{{"artifact": "{ref}"}}'},
-        }
-        assert MARKER not in await writer.handle(retrieve)
+        assert MARKER not in await writer.handle(retrieve_call(ref))
         await writer.append({"role": "user", "content": "a new life"})
         assert [m.text for m in await writer.transcript()] == ["a new life"]
         assert (await store.load(session_id)).version == 1
