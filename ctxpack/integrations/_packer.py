@@ -25,15 +25,9 @@ from ..result import PackResult
 from ..sdk import coerce_messages
 from ..tokens import TokenCounter
 from . import _responses_request as responses_api
+from ._cache_marks import MAX_CACHE_MARKS, cache_marks, without_oldest_marks
 from ._output_format import output_format
-from ._request_fields import (
-    MAX_CACHE_MARKS,
-    cache_marks,
-    check_fields,
-    check_tool_choice,
-    reply_room,
-    without_oldest_marks,
-)
+from ._request_fields import check_fields, check_tool_choice, reply_room
 from ._responses_request import given as _given
 from ._session_feed import Asked, SessionFeed
 

@@ -16,18 +16,16 @@ from typing import Any
 from .._internal.arguments import flag, json_type_name, shown, string, strings, tokens
 from ..errors import ConfigError
 from ..providers import Provider, tool_name
+from ._cache_marks import cache_marks, check_cache_marks
 from ._responses_request import given
 
 __all__ = [
-    "MAX_CACHE_MARKS",
-    "cache_marks",
-    "check_cache_marks",
     "check_fields",
     "check_forced",
     "check_tool_choice",
     "forced_tool",
+    "langchain_tool_definitions",
     "reply_room",
-    "without_oldest_marks",
 ]
 
 
@@ -82,60 +80,6 @@ def _check_names(tools: list[Any] | tuple[Any, ...]) -> None:
             )
         if isinstance(name, str):
             seen[name] = index
-
-
-# Anthropic: "A maximum of 4 blocks with cache_control may be provided" (prompt caching,
-# counted over the tools, the system prompt and the messages).
-MAX_CACHE_MARKS = 4
-
-
-# Where a request holds the caller's own data (a tool call's input, a tool's schema), in which a
-# key named cache_control is no breakpoint.
-_DATA = frozenset({"input", "input_schema", "parameters", "cache_control"})
-
-
-def cache_marks(value: Any) -> int:
-    """The ``cache_control`` breakpoints in a request's field (blocks, messages, tools)."""
-    if isinstance(value, Mapping):
-        inner = sum(cache_marks(v) for k, v in value.items() if k not in _DATA)
-        return (value.get("cache_control") is not None) + inner
-    if isinstance(value, (list, tuple)):
-        return sum(map(cache_marks, value))
-    return 0
-
-
-def check_cache_marks(marks: int, whose: str) -> None:
-    """A ``ConfigError`` for more ``cache_control`` breakpoints than Anthropic takes."""
-    if marks > MAX_CACHE_MARKS:
-        raise ConfigError(
-            f"cache_control: {whose} {marks} blocks with cache_control, and Anthropic takes at "
-            f"most {MAX_CACHE_MARKS} in a request (tools, system and messages together); keep "
-            "the last few breakpoints only"
-        )
-
-
-def without_oldest_marks(value: Any, excess: int) -> tuple[Any, int]:
-    """``value`` (a request's messages) without its first ``excess`` ``cache_control``
-    breakpoints, in document order, as new dicts and lists where one is dropped; and how many
-    are left to drop."""
-    if excess <= 0:
-        return value, 0
-    if isinstance(value, Mapping):
-        out = dict(value)
-        if out.get("cache_control") is not None:
-            del out["cache_control"]
-            excess -= 1
-        for key, item in out.items():
-            if key not in _DATA:
-                out[key], excess = without_oldest_marks(item, excess)
-        return out, excess
-    if isinstance(value, list):
-        items = []
-        for item in value:
-            item, excess = without_oldest_marks(item, excess)
-            items.append(item)
-        return items, excess
-    return value, excess
 
 
 # The tool_choice each provider takes. OpenAI: "none", "auto", "required", or an object (a

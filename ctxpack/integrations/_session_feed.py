@@ -31,6 +31,7 @@ from ..sdk import coerce_message, is_sdk_object
 from ..server_side import openai_request_fields, thinking_edit
 from ..tokens import REPLY_PRIMING, TokenCounter, get_counter
 from ..tools_on_demand import _on_demand
+from ._cache_marks import without_marks
 from ._streams import RecordedStream, event_stream, stream_helper, watch
 
 __all__ = ["SYSTEM_PREFIX", "Asked", "SessionFeed", "SessionLike", "wrapper_policy"]
@@ -561,23 +562,10 @@ def _digest(value: Any, *, marked: bool = False) -> str:
         # A converted message (LangChain's): what it says, not the id and the extras that
         # came with it (a LangChain id, token usage), which a client may give afresh.
         value = value.model_dump(mode="json", exclude={"id", "metadata"})
-    text = json.dumps(value if marked else _unmarked(value), sort_keys=True, default=repr)
+    text = json.dumps(value if marked else without_marks(value), sort_keys=True, default=repr)
     return hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
 
 
 def _same(value: Any, digest: str | None) -> bool:
     """Whether ``value`` is what ``digest`` was made of, by either rule of :func:`_digest`."""
     return digest is not None and digest in (_digest(value), _digest(value, marked=True))
-
-
-def _unmarked(value: Any) -> Any:
-    """``value`` without the ``cache_control`` of the message, of its system or content blocks
-    and of the blocks a tool result holds (a tool's input keeps a key of that name)."""
-    if isinstance(value, list):
-        return [_unmarked(block) for block in value]
-    if not isinstance(value, Mapping):
-        return value
-    kept = {key: item for key, item in value.items() if key != "cache_control"}
-    if isinstance(kept.get("content"), list):
-        kept["content"] = _unmarked(kept["content"])
-    return kept
