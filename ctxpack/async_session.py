@@ -327,23 +327,42 @@ class AsyncSession(forks.ProcessBound):
 
     @keyword_checked
     async def append(
-        self, message: Mapping[str, Any] | Message, *, provider: Provider | None = None
+        self,
+        message: Mapping[str, Any] | Message,
+        *,
+        provider: Provider | None = None,
+        after: PackResult | None = None,
     ) -> None:
-        """Add one message; see :meth:`ctxpack.Session.append`."""
-        await self.extend([message], provider=provider)
+        """Add one message; see :meth:`ctxpack.Session.append` (``after=``: the result of
+        this session's :meth:`render` the message answers, refused once the session was erased
+        since)."""
+        await self.extend([message], provider=provider, after=after)
 
     @keyword_checked
     async def extend(
-        self, messages: Iterable[Mapping[str, Any] | Message], *, provider: Provider | None = None
+        self,
+        messages: Iterable[Mapping[str, Any] | Message],
+        *,
+        provider: Provider | None = None,
+        after: PackResult | None = None,
     ) -> None:
         """Add messages in order, all or none; see :meth:`ctxpack.Session.extend`.
 
         Raises:
             InvalidMessageError: a message is malformed or reuses an id.
+            SessionErasedError: ``after`` was rendered from a life of the session erased or
+                expired since; none was stored.
             StoreError: the store failed; the session is unchanged.
         """
         batch = extend_batch(messages)
-        await self._commit(lambda: self._core._extend(batch, provider), ("extend", batch, provider))
+        core = self._core
+        answered = core._check_after(after)
+
+        def change() -> None:
+            core._answers(answered)
+            core._extend(batch, provider)
+
+        await self._commit(change, ("extend", batch, provider))
 
     async def _commit(
         self, change: Callable[[], None], retry: tuple[Any, ...] | None = None
@@ -490,13 +509,18 @@ class AsyncSession(forks.ProcessBound):
         return self._core.context_management(provider)
 
     @keyword_checked
-    async def record_response(self, response: Any, *, append: bool = True) -> list[Decision]:
+    async def record_response(
+        self, response: Any, *, append: bool = True, after: PackResult | None = None
+    ) -> list[Decision]:
         """Read what the provider's context management did; see
         :meth:`ctxpack.Session.record_response`."""
         recorded: list[Decision] = []
+        core = self._core
+        answered = core._check_after(after)
 
         def change() -> None:
-            recorded[:] = self._core._record_response(response, append)
+            core._answers(answered)
+            recorded[:] = core._record_response(response, append)
 
         await self._commit(change, ("record_response", response, append))
         return recorded

@@ -17,6 +17,7 @@ __all__ = [
     "CtxpackError",
     "InvalidMessageError",
     "SelectionError",
+    "SessionErasedError",
     "StoreConflictError",
     "StoreError",
     "TokenizerUnavailableError",
@@ -275,6 +276,30 @@ class StoreConflictError(StoreError):
         )
         super().__init__(
             f"{why}; read the new entries and append again",
+            url=url,
+            operation=f"append to session {session_id!r}",
+        )
+
+
+class SessionErasedError(StoreError):
+    """A reply given with ``after=`` answers a render of an erased session: the session was
+    erased (or expired) since that render, perhaps started again, and what the reply says,
+    made from the erased history, is not stored in the session's new life.
+
+    Nothing was stored. Drop the reply (the user asked for the history it was made from to be
+    erased); the session object has read the erasure and goes on from what the store holds.
+    Not a :class:`StoreConflictError`: trying again would store the reply all the same.
+
+    Attributes:
+        session_id: The session appended to.
+    """
+
+    def __init__(self, *, url: str, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(
+            "the session was erased (or expired) since the render the message answers "
+            "(after=): a message made from the erased history is not stored in its new life; "
+            "drop it, and render the session again",
             url=url,
             operation=f"append to session {session_id!r}",
         )

@@ -6,7 +6,13 @@ import textwrap
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, WrapSerializer
+from pydantic import (
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    WrapSerializer,
+)
 
 from ._internal.arguments import string
 from ._internal.arguments import tokens as check_tokens
@@ -18,7 +24,7 @@ from .pipeline import Decision, DecisionLog
 if TYPE_CHECKING:
     from .adapters import AnthropicPayload
 
-# Originals is not among the public names (at most 150): callers read it as the Mapping
+# Originals is not among the public names (at most 151): callers read it as the Mapping
 # PackResult.artifacts is annotated with.
 __all__ = ["PackResult"]
 
@@ -129,6 +135,10 @@ class PackResult(FieldErrorModel):
     artifacts: Annotated[Mapping[str, Message], WrapSerializer(_serialized_as_dict)] = Field(
         default_factory=dict
     )
+    # The session, and the life of it, a session's render was made from: what a reply given
+    # with ``append(..., after=result)`` answers (see rendered_from). Not a field: never
+    # serialised; None for pack()'s.
+    _origin: tuple[str, str] | None = PrivateAttr(default=None)
 
     @property
     def kept_ids(self) -> list[str]:
@@ -260,3 +270,17 @@ class PackResult(FieldErrorModel):
 
     def __str__(self) -> str:
         return self.summary()
+
+
+def rendered_from(result: PackResult, origin: tuple[str, str]) -> PackResult:
+    """A copy of ``result`` (a session's render) marked as made from ``origin``: the
+    session's key and the life of it (see ``SessionState._origin``). A copy, since a stage or
+    a cache may hand the same result out again."""
+    marked = result.model_copy()
+    marked._origin = origin
+    return marked
+
+
+def origin_of(result: PackResult) -> tuple[str, str] | None:
+    """What :func:`rendered_from` marked ``result`` with, if anything."""
+    return result._origin

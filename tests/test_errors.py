@@ -14,6 +14,7 @@ from ctxpack.errors import (
     CtxpackError,
     InvalidMessageError,
     SelectionError,
+    SessionErasedError,
     StoreConflictError,
     StoreError,
     TokenizerUnavailableError,
@@ -30,6 +31,7 @@ ERRORS = [
     SelectionError(["file 'a.py' is not in the workspace", "no unit 'f' in 'b.py'"]),
     StoreError("connection refused", url="postgresql://u:***@h/db", operation="open"),
     StoreConflictError(url="sqlite:///s.db", session_id="u1", expected=3, actual=4),
+    SessionErasedError(url="sqlite:///s.db", session_id="u1"),
 ]
 
 

@@ -13,11 +13,11 @@ changed all or nothing and stored), ``_records`` (what was done to each tool out
 ``_session`` (the class itself).
 """
 
+from ._arrival import extend_batch as extend_batch
+from ._arrival import pinned_message as pinned_message
 from ._records import FilterRecord as FilterRecord
 from ._render import system_opening as system_opening
 from ._session import Session as Session
-from ._session import extend_batch as extend_batch
-from ._session import pinned_message as pinned_message
 
 __all__ = [
     "Session",

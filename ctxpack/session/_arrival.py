@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
-from .._internal.arguments import flag
+from pydantic import ValidationError
+
+from .._internal.arguments import flag, message_items
+from .._internal.options import invalid_option
 from .._internal.part_texts import with_texts
 from .._internal.server_results import result_id, result_ids, tool_calls
 from ..adapters.read import read_message
-from ..errors import InvalidMessageError
+from ..errors import ConfigError, InvalidMessageError
 from ..filters import RETRIEVE_TOOL_NAME, FilteredOutput
 from ..limits import MAX_MESSAGE_CHARS, message_chars, oversized_view
+from ..managed import PinnedText
 from ..messages import Message
 from ..pipeline import Decision
 from ..providers import Provider
@@ -21,6 +25,36 @@ from ..tokens import count_tokens_approx
 from ..tools_on_demand import DESCRIBE_TOOL_NAME
 from ._records import FilterRecord, command_of, record_key
 from ._supersede import Superseding
+
+
+def pinned_message(text: str, name: str, kind: Literal["memory", "skill"]) -> Message:
+    """The user message :meth:`Session.pin` adds.
+
+    Raises:
+        ConfigError: an empty name, or a kind other than ``"memory"`` or ``"skill"``.
+    """
+    try:
+        item = PinnedText(name=name, text=text, kind=kind)
+    except ConfigError as exc:
+        if not isinstance(exc.__cause__, ValidationError):
+            raise
+        # Worded again to name what the caller called rather than the model.
+        raise invalid_option("pin()", PinnedText, exc.__cause__) from exc.__cause__
+    return item.message()
+
+
+def extend_batch(messages: Any) -> list[Any]:
+    """What ``extend()`` was given, as a list (a stored session may have to apply it twice).
+
+    Raises:
+        InvalidMessageError: ``messages`` is not a list of messages (one message, ``None``...).
+    """
+    if isinstance(messages, (str, bytes, Mapping)):
+        raise InvalidMessageError(
+            f"extend() takes a list of messages, got {type(messages).__name__}; "
+            "use append() for one message"
+        )
+    return list(message_items(messages))
 
 
 class Arrival(Superseding):

@@ -26,7 +26,7 @@ from ..providers import (
     provider_from_model,
     tools_as_sent,
 )
-from ..result import Originals, PackResult
+from ..result import Originals, PackResult, rendered_from
 from ..retrieval import retrieve_tool
 from ..stages import provider_conform
 from ..store import artifact_id, put_original
@@ -177,9 +177,10 @@ class Rendering(SessionState):
         """The request, opening with the system prompt ``opening`` unless ``None``."""
         record, decisions = (None, []) if opening is None else self._opening(opening, provider)
         result = self._render(budget, query, provider, reserve, tools, record, whole, strict)
-        if not decisions:
-            return result
-        return result.model_copy(update={"decisions": result.decisions + tuple(decisions)})
+        if decisions:
+            result = result.model_copy(update={"decisions": result.decisions + tuple(decisions)})
+        # What a reply answering it names (append(after=result)).
+        return rendered_from(result, self._origin())
 
     def _opening(
         self, message: Mapping[str, Any] | Message, provider: Provider | None

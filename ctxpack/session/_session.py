@@ -6,14 +6,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import ValidationError
-
-from .._internal.arguments import flag, guesses, keyword_checked, message_items, shown
-from .._internal.options import invalid_option
-from ..errors import ConfigError, InvalidMessageError
+from .._internal.arguments import flag, guesses, keyword_checked, shown
+from ..errors import ConfigError
 from ..filters import OutputFilter, ToolOutputFilter
 from ..guard import ArrivalGuard
-from ..managed import PinnedText, WindowPolicy, WindowState
+from ..managed import WindowPolicy, WindowState
 from ..messages import Message, detached
 from ..persistence import open_backing
 from ..pipeline import Decision, Stage
@@ -24,7 +21,7 @@ from ..sdk import SDKObject
 from ..store import ArtifactStore, SQLiteArtifactStore, check_artifact_store
 from ..tokens import CounterLike
 from ..tools_on_demand import DESCRIBE_TOOL_NAME, describe_tools
-from ._arrival import Arrival
+from ._arrival import Arrival, extend_batch, pinned_message
 from ._later import frozen, hunted_text
 from ._options import (
     _pipeline,
@@ -40,36 +37,6 @@ from ._repeats import RepeatedLines
 if TYPE_CHECKING:
     from ..persistence import Backing
     from ..store import SessionStore
-
-
-def pinned_message(text: str, name: str, kind: Literal["memory", "skill"]) -> Message:
-    """The user message :meth:`Session.pin` adds.
-
-    Raises:
-        ConfigError: an empty name, or a kind other than ``"memory"`` or ``"skill"``.
-    """
-    try:
-        item = PinnedText(name=name, text=text, kind=kind)
-    except ConfigError as exc:
-        if not isinstance(exc.__cause__, ValidationError):
-            raise
-        # Worded again to name what the caller called rather than the model.
-        raise invalid_option("pin()", PinnedText, exc.__cause__) from exc.__cause__
-    return item.message()
-
-
-def extend_batch(messages: Any) -> list[Any]:
-    """What ``extend()`` was given, as a list (a stored session may have to apply it twice).
-
-    Raises:
-        InvalidMessageError: ``messages`` is not a list of messages (one message, ``None``...).
-    """
-    if isinstance(messages, (str, bytes, Mapping)):
-        raise InvalidMessageError(
-            f"extend() takes a list of messages, got {type(messages).__name__}; "
-            "use append() for one message"
-        )
-    return list(message_items(messages))
 
 
 # The options Session.open passes on to the constructor.
@@ -317,7 +284,11 @@ class Session(Arrival, Rendering):
 
     @keyword_checked
     def append(
-        self, message: Mapping[str, Any] | Message, *, provider: Provider | None = None
+        self,
+        message: Mapping[str, Any] | Message,
+        *,
+        provider: Provider | None = None,
+        after: PackResult | None = None,
     ) -> None:
         """Add one message as the agent produced it; a tool output is filtered now.
 
@@ -327,24 +298,48 @@ class Session(Arrival, Rendering):
                 by ``provider="anthropic"``), or a :class:`Message`. An Anthropic user message
                 holding tool results becomes one tool message per result.
             provider: Say which format ``message`` is in, when it cannot be told apart.
+            after: The result of this session's :meth:`render` that ``message`` answers (the
+                model's reply, the tool outputs it asked for): should the session be erased
+                (or expire) while the request is in flight, the message, made from the erased
+                history, is then refused rather than stored in the session's new life.
 
         Raises:
             InvalidMessageError: the message is malformed, or its id is already used.
+            SessionErasedError: ``after`` was rendered from a life of the session that was
+                erased or expired since; nothing was stored.
+            ConfigError: ``after`` is not a result this session rendered.
+
+        Example:
+            >>> session = Session(model="gpt-4")
+            >>> session.append({"role": "user", "content": "Hello"})
+            >>> result = session.render()  # sent to the model
+            >>> session.append({"role": "assistant", "content": "Hi!"}, after=result)
         """
-        self.extend([message], provider=provider)
+        self.extend([message], provider=provider, after=after)
 
     @keyword_checked
     def extend(
-        self, messages: Iterable[Mapping[str, Any] | Message], *, provider: Provider | None = None
+        self,
+        messages: Iterable[Mapping[str, Any] | Message],
+        *,
+        provider: Provider | None = None,
+        after: PackResult | None = None,
     ) -> None:
         """:meth:`append` each message, in order: all of them, or none if one is malformed.
 
         Raises:
             InvalidMessageError: a message is malformed or reuses an id (the error names its
                 position in the session); the session is then left as it was.
+            SessionErasedError: as for :meth:`append` (``after=``); none was stored.
         """
         batch = extend_batch(messages)
-        self._change(lambda: self._extend(batch, provider), ("extend", batch, provider))
+        answered = self._check_after(after)
+
+        def change() -> None:
+            self._answers(answered)
+            self._extend(batch, provider)
+
+        self._change(change, ("extend", batch, provider))
 
     # ------------------------------------------------------------------------------ output
 
@@ -459,7 +454,9 @@ class Session(Arrival, Rendering):
         return {"context_management": openai_context_management(self.window)}
 
     @keyword_checked
-    def record_response(self, response: Any, *, append: bool = True) -> list[Decision]:
+    def record_response(
+        self, response: Any, *, append: bool = True, after: PackResult | None = None
+    ) -> list[Decision]:
         """Read what the provider's context management did for ``response`` into the session.
 
         An Anthropic Messages response is appended as the assistant message (its
@@ -477,6 +474,8 @@ class Session(Arrival, Rendering):
                 with the next request's history (a client wrapper does this); they then name
                 the last message the session holds, the end of the request the provider
                 edited, rather than the reply.
+            after: The result of this session's :meth:`render` the request sent: as for
+                :meth:`append`, nothing is recorded once the session was erased since.
 
         Returns:
             The decisions recorded.
@@ -485,12 +484,15 @@ class Session(Arrival, Rendering):
             InvalidMessageError: ``response`` is not a response, or a field of it is malformed
                 (``context_management.applied_edits[0].cleared_input_tokens`` not a count);
                 the session is then left as it was.
+            SessionErasedError: as for :meth:`append` (``after=``); nothing was recorded.
         """
         recorded: list[Decision] = []
+        answered = self._check_after(after)
 
         # One change, read afresh on each attempt: the message and its decisions are stored
         # together, on top of other writers' appends.
         def change() -> None:
+            self._answers(answered)
             recorded[:] = self._record_response(response, append)
 
         self._change(change, ("record_response", response, append))

@@ -17,6 +17,7 @@ from .._internal.arguments import optional_text
 from .._internal.reasoning import summary_text
 from .._internal.secret_values import BoundFingerprints, Fingerprints
 from .._internal.views import FileRegion, call_region
+from ..errors import ConfigError, SessionErasedError
 from ..filters import ToolOutputFilter
 from ..guard import ArrivalGuard
 from ..managed import WindowPolicy, WindowState
@@ -24,6 +25,7 @@ from ..messages import Message
 from ..persistence import SessionArtifacts, decode_message, encode_message
 from ..pipeline import Decision, Stage
 from ..providers import Provider
+from ..result import PackResult, origin_of
 from ..store import ArtifactStore
 from ..tokens import REPLY_PRIMING, CounterLike, TokenCounter, get_counter, message_sizes
 from ._later import LaterValues
@@ -159,6 +161,8 @@ class SessionState(forks.Guarded):
         # wherever it reappears alone (echo $DB_PASSWORD); see _hunt for a stored session's key.
         self._found = Fingerprints()
         self._own_key = secrets.token_bytes(32)
+        # Names this session in memory in the results it renders (see _origin): never stored.
+        self._memory_key = secrets.token_hex(8)
         # What is sent, hunted again for values found after a message arrived (a cache).
         self._later = LaterValues()
         # One lock for every read and write of the state above: a Session is shared by threads.
@@ -202,6 +206,45 @@ class SessionState(forks.Guarded):
             self._restore(before)
             raise
         return before
+
+    def _origin(self) -> tuple[str, str]:
+        """The session, and the life of it, a render is made from: a stored session's id and
+        its life (the store's ``append(life=...)``, renewed by an erasure or an expiry), so
+        that every replica reads one render alike; a session in memory, which nothing erases,
+        is itself."""
+        if isinstance(self.store, SessionArtifacts):
+            return f"stored:{self.session_id}", self.store.life()
+        return f"memory:{self._memory_key}", ""
+
+    def _check_after(self, after: object) -> PackResult | None:
+        """``after=`` as an append takes it: ``None``, or a result this session rendered (a
+        ``ConfigError`` naming ``after`` otherwise); whether its life is still the session's is
+        read with the store (:meth:`_answers`)."""
+        if after is None:
+            return None
+        if not isinstance(after, PackResult):
+            raise ConfigError(
+                "after must be the PackResult of this session's render() that the message "
+                f"answers, or None; got {type(after).__name__}"
+            )
+        origin = origin_of(after)
+        if origin is None or origin[0] != self._origin()[0]:
+            made = "by pack()" if origin is None else "by another session"
+            raise ConfigError(
+                f"after: the result was rendered {made}, not by this session; give the result "
+                "of this session's render() that the message answers"
+            )
+        return after
+
+    def _answers(self, after: PackResult | None) -> None:
+        """Refuse an append answering ``after`` (checked by :meth:`_check_after`) when the
+        session left the life it was rendered in: called within the change, once the store
+        was read, so that an erasure read on the way is seen."""
+        origin = None if after is None else origin_of(after)
+        if origin is not None and origin != self._origin():
+            store = self.store
+            url = store.store.url if isinstance(store, SessionArtifacts) else "memory"
+            raise SessionErasedError(url=url, session_id=str(self.session_id))
 
     def _hunt(self) -> BoundFingerprints:
         """The secret values found so far, under the session's key, for the guard."""
