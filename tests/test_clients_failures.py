@@ -391,13 +391,16 @@ class _HeldSession(ctxpack.Session):
         self.done = True
         return out
 
-    def extend(self, messages: Any, *, provider: Any = None) -> None:
-        self._held("extend", lambda: super(_HeldSession, self).extend(messages, provider=provider))
+    def extend(self, messages: Any, *, provider: Any = None, after: Any = None) -> None:
+        self._held(
+            "extend",
+            lambda: super(_HeldSession, self).extend(messages, provider=provider, after=after),
+        )
 
-    def record_response(self, response: Any, *, append: bool = True) -> Any:
+    def record_response(self, response: Any, *, append: bool = True, after: Any = None) -> Any:
         return self._held(
             "record_response",
-            lambda: super(_HeldSession, self).record_response(response, append=append),
+            lambda: super(_HeldSession, self).record_response(response, append=append, after=after),
         )
 
 

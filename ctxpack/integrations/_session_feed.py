@@ -9,6 +9,7 @@ requests and a digest), so replicas of a stored session, and a process started s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import inspect
 import json
@@ -22,7 +23,7 @@ from .._internal import forks
 from .._internal.awaiting import in_thread
 from .._internal.budgets import check_limits
 from ..adapters import from_anthropic
-from ..errors import ConfigError, ForkedWhileBusyError, InvalidMessageError
+from ..errors import ConfigError, ForkedWhileBusyError, InvalidMessageError, SessionErasedError
 from ..managed import WindowPolicy
 from ..messages import Message
 from ..providers import Provider, tool_name
@@ -31,6 +32,7 @@ from ..sdk import coerce_message, is_sdk_object
 from ..server_side import openai_request_fields, thinking_edit
 from ..tokens import REPLY_PRIMING, TokenCounter, get_counter
 from ..tools_on_demand import _on_demand
+from ._answers import LastRender, Recorder
 from ._cache_marks import without_marks
 from ._streams import RecordedStream, event_stream, stream_helper, watch
 
@@ -66,7 +68,7 @@ class SessionLike(Protocol):
 class _ServerSide(Protocol):
     def context_management(self, provider: Provider | None = None) -> dict[str, Any]: ...
 
-    def record_response(self, response: Any, *, append: bool = True) -> Any: ...
+    def record_response(self, response: Any, **options: Any) -> Any: ...
 
 
 class _OwnSession(Protocol):
@@ -85,7 +87,7 @@ class _AsyncSession(Protocol):
 
     async def transcript(self) -> list[Message]: ...
 
-    async def extend(self, messages: Iterable[Any], *, provider: Provider | None = None) -> Any: ...
+    async def extend(self, messages: Iterable[Any], **options: Any) -> Any: ...
 
     async def render(self, **options: Any) -> PackResult: ...
 
@@ -170,6 +172,8 @@ class SessionFeed(forks.Guarded):
     # The digest of the system prompt given to a managed session: as ``fed``.
     system: str | None = None
     model: str | None = None  # the wrapper's model=, the one a session made without it counts
+    # The render sent last, which the next request's new messages answer (see _answers.py).
+    last: LastRender | None = None
 
     def __post_init__(self) -> None:
         # Feeding and rendering one session's history is one step for concurrent requests;
@@ -215,20 +219,24 @@ class SessionFeed(forks.Guarded):
         options = self._render_options(asked)
         with self._lock:
             self._follow(asked.model)
+            answers = self._answering(messages)
             for attempt in range(_ATTEMPTS):
                 given, held, opens = self._held(None)
                 batch, digests, reopen = self._batch(messages, system, given, held, opens)
                 try:
                     if batch:
-                        self.session.extend(batch, provider=self.provider)
+                        self.session.extend(batch, provider=self.provider, **answers)
                 except InvalidMessageError as error:
                     self._lost_to_another(error, attempt)
                     continue
                 self._remember(digests)
                 break
             if reopen is not None or "whole" in options or "strict" in options:
-                return cast(_OwnSession, self.session)._render_opening(reopen, **options)
-            return self.session.render(**options)
+                result = cast(_OwnSession, self.session)._render_opening(reopen, **options)
+            else:
+                result = self.session.render(**options)
+            self.last = LastRender.of(result, messages, _digest)
+            return result
 
     async def arender(self, asked: Asked) -> PackResult:
         """:meth:`render` for an AsyncSession, awaited."""
@@ -238,20 +246,34 @@ class SessionFeed(forks.Guarded):
         # A loop runs in one thread: only that thread ever asks for its lock.
         async with self.alocks.setdefault(asyncio.get_running_loop(), asyncio.Lock()):
             self._follow(asked.model)
+            answers = self._answering(messages)
             for attempt in range(_ATTEMPTS):
                 given, held, opens = self._held(await session.transcript())
                 batch, digests, reopen = self._batch(messages, system, given, held, opens)
                 try:
                     if batch:
-                        await session.extend(batch, provider=self.provider)
+                        await session.extend(batch, provider=self.provider, **answers)
                 except InvalidMessageError as error:
                     self._lost_to_another(error, attempt)
                     continue
                 self._remember(digests)
                 break
             if reopen is not None or "whole" in options or "strict" in options:
-                return await session._render_opening(reopen, **options)
-            return await session.render(**options)
+                result = await session._render_opening(reopen, **options)
+            else:
+                result = await session.render(**options)
+            self.last = LastRender.of(result, messages, _digest)
+            return result
+
+    def _answering(self, messages: Sequence[Any]) -> dict[str, Any]:
+        """``extend``'s ``after=`` for a request continuing the render sent last (see
+        ``_answers.py``); kept while requests continue it, the erased history sent again is
+        refused again. A request that does not continue it is a new history."""
+        last = self.last
+        if last is not None and last.continued_by(messages, _same):
+            return {"after": last.receipt}
+        self.last = None
+        return {}
 
     def _render_options(self, asked: Asked) -> dict[str, Any]:
         """``render``'s arguments for the session; a ``ConfigError`` for one that cannot fit."""
@@ -323,45 +345,52 @@ class SessionFeed(forks.Guarded):
         fields["betas"] = [*given, *(b for b in fields["betas"] if b not in given)]
         return fields
 
-    def record(self, response: Any) -> Any:
+    def record(self, response: Any, after: PackResult | None = None) -> Any:
         """``response``, once a server-side session has read what the provider's context
         management did from it (a reply awaited first, for an async client; a stream's reply
         at its end: see ``_streams``). The reply itself reaches the session with the next
         request's history, so it is not appended here; a raw response is left to the caller
-        (``session.record_response``)."""
+        (``session.record_response``). ``after``: the render the request sent, which the
+        reply answers: a session erased since records nothing of it (the caller still gets the
+        reply; the next request continuing its history is refused)."""
         if not self.server_side:
             return response
         if inspect.isawaitable(response):
-            return self._recorded(response)
+            return self._recorded(response, after)
         if event_stream(response):
-            return watch(response, self)
+            return watch(response, Recorder(self, after))
         if stream_helper(response):
-            return RecordedStream(response, self)
-        self._record(response)
+            return RecordedStream(response, Recorder(self, after))
+        self._record(response, after)
         return response
 
-    async def _recorded(self, response: Awaitable[Any]) -> Any:
-        return await self.arecord(await response)
+    async def _recorded(self, response: Awaitable[Any], after: PackResult | None) -> Any:
+        return await self.arecord(await response, after)
 
-    async def arecord(self, reply: Any) -> Any:
+    async def arecord(self, reply: Any, after: PackResult | None = None) -> Any:
         """:meth:`record` for a reply already awaited: an AsyncSession's awaited, a plain
         session's in a worker thread (it may write a store), to its end though cancelled."""
         if self.server_side and event_stream(reply):
-            return watch(reply, self)
+            return watch(reply, Recorder(self, after))
         if self.server_side and not self.is_async:
-            await in_thread(self._record, reply)
+            await in_thread(self._record, reply, after)
         elif self.server_side:
-            recorded = self._record(reply)
+            recorded = self._record(reply, after)
             if inspect.isawaitable(recorded):  # None for a reply that is no message
-                await recorded
+                with contextlib.suppress(SessionErasedError):  # as in _record
+                    await recorded
         return reply
 
-    def _record(self, reply: Any) -> Any:
+    def _record(self, reply: Any, after: PackResult | None = None) -> Any:
         # An Anthropic message, an OpenAI Responses response (whose output items, a
-        # compaction item among them, come back with the next request's input).
+        # compaction item among them, come back with the next request's input). A reply to a
+        # render of a session erased since is not recorded; the caller still gets it.
         kind = (getattr(reply, "type", None), getattr(reply, "object", None))
         if is_sdk_object(reply) and kind in (("message", None), (None, "response")):
-            return cast(_ServerSide, self.session).record_response(reply, append=False)
+            answers = {} if after is None else {"after": after}
+            with contextlib.suppress(SessionErasedError):
+                session = cast(_ServerSide, self.session)
+                return session.record_response(reply, append=False, **answers)
         return None
 
     def tools(

@@ -147,20 +147,29 @@ def _packing(
     if packer.asynchronous:
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            async def packed() -> dict[str, Any]:
-                return await packer.apacked_kwargs(kwargs, **how)
+            async def packed() -> tuple[dict[str, Any], PackResult | None]:
+                sent = await packer.apacked_kwargs(kwargs, **how)
+                return sent, _render_of(packer, sent, kwargs)
 
             return _PackedFirst(method, args, packed, feed)
 
     else:
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            response = method(*args, **packer.packed_kwargs(kwargs, **how))
-            return response if feed is None else feed.record(response)
+            sent = packer.packed_kwargs(kwargs, **how)
+            after = _render_of(packer, sent, kwargs)
+            response = method(*args, **sent)
+            return response if feed is None else feed.record(response, after)
 
     call.__name__ = getattr(method, "__name__", "create")
     call.__doc__ = getattr(method, "__doc__", None)
     return call
+
+
+def _render_of(packer: _Packer, sent: dict[str, Any], given: dict[str, Any]) -> PackResult | None:
+    """The render a request was sent from, which its reply answers (the calling thread's or
+    task's last, just packed); ``None`` for a request sent as given (not packed)."""
+    return None if sent is given else packer.last_result
 
 
 class _PackedFirst(Coroutine[Any, Any, Any]):
@@ -174,7 +183,7 @@ class _PackedFirst(Coroutine[Any, Any, Any]):
         self,
         method: Callable[..., Any],
         args: tuple[Any, ...],
-        packed: Callable[[], Awaitable[dict[str, Any]]],
+        packed: Callable[[], Awaitable[tuple[dict[str, Any], PackResult | None]]],
         feed: SessionFeed | None,
     ) -> None:
         self._method = method
@@ -204,15 +213,17 @@ class _PackedFirst(Coroutine[Any, Any, Any]):
         return self._running
 
     async def _reply(self) -> Any:
-        response = self._method(*self._args, **await self._packed())
+        sent, after = await self._packed()
+        response = self._method(*self._args, **sent)
         if inspect.isawaitable(response):
             response = await response
-        return response if self._feed is None else await self._feed.arecord(response)
+        return response if self._feed is None else await self._feed.arecord(response, after)
 
     async def __aenter__(self) -> Any:
-        inner = self._method(*self._args, **await self._packed())
+        sent, after = await self._packed()
+        inner = self._method(*self._args, **sent)
         # A server-side session's feed wraps the stream helper, to read its reply at the end.
-        self._inner = inner if self._feed is None else self._feed.record(inner)
+        self._inner = inner if self._feed is None else self._feed.record(inner, after)
         return await self._inner.__aenter__()
 
     async def __aexit__(self, *exc: Any) -> Any:

@@ -40,6 +40,7 @@ from ..session import Session
 from ..store import SessionStore, open_store
 from ..tokens import CounterLike, TokenCounter, get_counter
 from ..tools_on_demand import DESCRIBE_TOOL_NAME
+from ._answers import LastRender
 from ._output_format import strategy_format
 from ._request_fields import check_forced, forced_tool, langchain_tool_definitions
 from ._session_feed import Asked, HistoryChangedError, SessionFeed, wrapper_policy
@@ -356,6 +357,9 @@ class SessionMiddleware(_RequestMiddleware):
         self._feeds: LRUCache[str, SessionFeed] = LRUCache(
             _OPEN_SESSIONS, weigh=lambda key, value: 1, name="SessionMiddleware sessions"
         )
+        # The render each thread deleted here sent last (no text: see _answers.py), so that a
+        # run still under way cannot bring the erased history into the thread's next session.
+        self._erased: dict[str, LastRender] = {}
         # Over the open sessions, which have their own fork handling.
         self._lock = forks.freed_in_child(threading.Lock())
 
@@ -368,8 +372,10 @@ class SessionMiddleware(_RequestMiddleware):
         its transcript, records and originals in the store (``store.delete_session``), which
         every replica reads, and what this one holds in memory (the open session, the last
         result). Another replica's last result of the thread stays in its memory until it
-        serves the thread again or deletes it too. Call it when no run of the thread is under
-        way; a later run starts a new session. Deleting a thread not held is no error.
+        serves the thread again or deletes it too. A later run starts a new session; a run
+        under way, its model's reply in flight, is refused at its next model call
+        (``SessionErasedError``), which would bring the erased history (and that reply) into
+        the new session. Deleting a thread not held is no error.
 
         Raises:
             ConfigError: ``thread_id`` is not a thread id (a non-empty str, an int or a UUID).
@@ -377,7 +383,11 @@ class SessionMiddleware(_RequestMiddleware):
         """
         thread_id = thread_key(thread_id)
         with self._lock:
-            self._feeds.pop(thread_id)
+            feed = self._feeds.pop(thread_id)
+            if feed is not None and feed.last is not None:
+                self._erased[thread_id] = feed.last
+                if len(self._erased) > _OPEN_SESSIONS:
+                    del self._erased[next(iter(self._erased))]
         self.store.delete_session(thread_id)
         super().delete_thread(thread_id)
 
@@ -401,6 +411,7 @@ class SessionMiddleware(_RequestMiddleware):
                 )
                 session = Session.open(thread_id, store=self.store, model=self._model, **options)
                 feed = SessionFeed(session, provider or self.provider or "openai", self.policy)
+                feed.last = self._erased.pop(thread_id, feed.last)
                 self._feeds.put(thread_id, feed)
             elif provider is not None:
                 # Opened for a tool call first: the model's provider is known from its request.
