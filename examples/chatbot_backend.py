@@ -19,7 +19,8 @@ The HTTP API:
   names the user's turn, so that a client retrying a request (its replica died, the response
   was lost) gets the same reply, and the conversation holds the turn once.
 - ``GET /chat/{user}``: the conversation, every message as it was said.
-- ``DELETE /chat/{user}``: erase the user's conversation, its record and its originals.
+- ``DELETE /chat/{user}``: erase the user's conversation, its record and its originals. A turn
+  being answered meanwhile answers 409: its reply, made from the erased chat, is not kept.
 - ``GET /health``: ``{"replica": ...}``.
 """
 
@@ -41,6 +42,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 import ctxpack
+from ctxpack.errors import SessionErasedError
 from ctxpack.store import AsyncSessionStore, open_async_store
 
 WINDOW = 1_000  # the model's context window: prompt and reply together
@@ -136,7 +138,10 @@ class Backend:
         reply, used = await self.model.reply(prompt, max_tokens=REPLY_TOKENS)
         start = time.perf_counter()
         try:
-            await session.append({"role": "assistant", "content": reply, "id": answered})
+            # after=: the render the reply answers; erased meanwhile (DELETE /chat/{user} on
+            # another replica), the reply is refused, not kept in the conversation's next life.
+            reply_message = {"role": "assistant", "content": reply, "id": answered}
+            await session.append(reply_message, after=result)
         except ctxpack.InvalidMessageError:
             # Another replica answered the same turn meanwhile: that answer is the one kept.
             said = {m.id: m for m in await session.transcript()}
@@ -194,6 +199,8 @@ def create_app(store_url: str, *, model: MockModel | None = None) -> Starlette:
             return JSONResponse({"error": f"the message is too long for the window: {error}"}, 413)
         except ctxpack.InvalidMessageError as error:
             return JSONResponse({"error": f"invalid message: {error}"}, 422)
+        except SessionErasedError:  # the reply, made from the erased chat, is dropped
+            return JSONResponse({"error": "the conversation was erased during this turn"}, 409)
         except ctxpack.CtxpackError as error:  # a store failure, an invalid message...
             return JSONResponse({"error": str(error)}, 503)
         return JSONResponse({**answer, "replica": replica})

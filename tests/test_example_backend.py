@@ -72,6 +72,26 @@ def test_a_question_stored_by_a_replica_that_died_is_answered_once(
         assert [m["id"] for m in replica.get("/chat/carol").json()] == ["u-0", "a-0"]
 
 
+def test_a_turn_answered_while_the_user_erases_the_chat_keeps_nothing(
+    backend: ModuleType, tmp_path: Path
+) -> None:
+    from ctxpack.store import open_store
+
+    url = f"sqlite:///{tmp_path / 'sessions.db'}"
+
+    class ErasedMeanwhile(backend.MockModel):  # type: ignore[name-defined,misc]
+        async def reply(self, messages: object, max_tokens: int) -> tuple[str, int]:
+            other = open_store(url)  # another replica takes DELETE /chat/dave meanwhile
+            other.delete_session("dave")
+            other.close()
+            return await super().reply(messages, max_tokens)  # type: ignore[no-any-return]
+
+    with TestClient(backend.create_app(url, model=ErasedMeanwhile())) as replica:
+        answer = replica.post("/chat/dave", json={"turn": "0", "message": "My PIN is 4711."})
+        assert answer.status_code == 409, answer.text
+        assert replica.get("/chat/dave").json() == []
+
+
 def test_a_bad_request_says_what_to_send(backend: ModuleType) -> None:
     with TestClient(backend.create_app("memory://")) as client:
         answer = client.post("/chat/dave", json={"message": "no turn"})
