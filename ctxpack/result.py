@@ -117,6 +117,10 @@ class PackResult(FieldErrorModel):
             :func:`ctxpack.pack`, a read-only mapping from a session's render, which copies
             each original when it is first read (``dict(result.artifacts)`` for a dict); each
             message is the result's own copy.
+
+    A session's render also knows, privately, which session and which life of it it was made
+    from (never serialised): give it as ``after=`` with the reply to the request it made
+    (:meth:`ctxpack.Session.append`), so that a session erased meanwhile refuses the reply.
     """
 
     model_config = ConfigDict(frozen=True)
