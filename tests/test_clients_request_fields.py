@@ -478,6 +478,71 @@ def test_a_session_never_sends_more_than_four_cache_breakpoints(session_kind: st
         assert "cache_control" in capture.body["messages"][-1]["content"][-1]
 
 
+def marks_of(body: dict[str, Any]) -> list[str]:
+    """Where a sent Anthropic request's breakpoints are, in the prompt's order: ``system`` or
+    the text of the marked message block."""
+    system = body.get("system")
+    found = ["system" for b in system if "cache_control" in b] if isinstance(system, list) else []
+    for message in body["messages"]:
+        content = message["content"]
+        blocks = content if isinstance(content, list) else []
+        found += [b["text"] for b in blocks if "cache_control" in b]
+    return found
+
+
+def moving_marks_history(turn: int, first_marked: bool) -> list[dict[str, Any]]:
+    """A growing history whose newest two user turns are marked (Anthropic's recipe, the
+    breakpoints moving along), and its first turn too when ``first_marked`` (a stable
+    document every conversation starts with)."""
+    history: list[dict[str, Any]] = []
+    for k in range(turn + 1):
+        mark = k >= max(turn - 1, 1) or (k == 0 and first_marked)
+        history.append({"role": "user", "content": text_marked(f"q{k}", mark)})
+        if k < turn:
+            history.append({"role": "assistant", "content": text_marked("ok", False)})
+    return history
+
+
+@pytest.mark.parametrize("session_kind", ["plain session", "managed session"])
+def test_a_session_keeps_the_earliest_and_the_newest_breakpoints(session_kind: str) -> None:
+    # The first breakpoint caches the prefix every conversation shares (tools, system, a
+    # document the first turn holds); the newest cache the growing conversation. Those in the
+    # middle, left from earlier requests, go first: the first turn's mark stays.
+    capture = Capture(reply("messages"))
+    client = wrapped("messages", capture, SESSIONS[session_kind]())
+    for turn in range(1, 7):
+        client.messages.create(
+            model="claude-sonnet-4-5",
+            max_tokens=50,
+            system="sys",
+            messages=moving_marks_history(turn, first_marked=True),
+        )
+        assert anthropic_problems(capture.body) == [], turn
+        marks = marks_of(capture.body)
+        assert marks[0] == "q0" and marks[-2:] == [f"q{turn - 1}", f"q{turn}"], (turn, marks)
+    assert marks == ["q0", "q4", "q5", "q6"]
+
+
+@pytest.mark.parametrize("session_kind", ["plain session", "managed session"])
+def test_a_session_keeps_the_system_prompts_breakpoint_beside_four_of_the_messages(
+    session_kind: str,
+) -> None:
+    # At the fourth request the session holds marks on the system prompt and on four user
+    # turns (each request's two newest): the system prompt's, the first, stays with the
+    # newest three.
+    capture = Capture(reply("messages"))
+    client = wrapped("messages", capture, SESSIONS[session_kind]())
+    for turn in range(1, 5):
+        client.messages.create(
+            model="claude-sonnet-4-5",
+            max_tokens=50,
+            system=text_marked("sys", True),
+            messages=moving_marks_history(turn, first_marked=False),
+        )
+        assert anthropic_problems(capture.body) == [], turn
+    assert marks_of(capture.body) == ["system", "q2", "q3", "q4"]
+
+
 def test_a_key_named_cache_control_in_a_tools_schema_or_a_calls_input_is_no_breakpoint() -> None:
     schema = {"type": "object", "properties": {"cache_control": {"type": "string"}}}
     tools = [{**ANTHROPIC_TOOL, "name": f"t{i}", "input_schema": schema} for i in range(5)]

@@ -25,7 +25,7 @@ from ..result import PackResult
 from ..sdk import coerce_messages
 from ..tokens import TokenCounter
 from . import _responses_request as responses_api
-from ._cache_marks import MAX_CACHE_MARKS, cache_marks, without_oldest_marks
+from ._cache_marks import MAX_CACHE_MARKS, cache_marks, without_middle_marks
 from ._output_format import output_format
 from ._request_fields import check_fields, check_tool_choice, reply_room
 from ._responses_request import given as _given
@@ -366,11 +366,16 @@ def _within_cache_marks(out: Mapping[str, Any]) -> Any:
     """An Anthropic request's packed messages with at most Anthropic's 4 ``cache_control``
     breakpoints in all: a session keeps the breakpoints of the messages it was given, and a
     caller moving them along a conversation (each request marking its newest turns) would
-    have the ones of earlier requests sent too, until the request is refused. The oldest go
-    (the caller's own request holds 4 at most, checked before)."""
+    have the ones of earlier requests sent too, until the request is refused. The first
+    breakpoint (of the tools, the system prompt or the messages) and the newest stay; those
+    right after the first go (see :func:`without_middle_marks`). The tools' and the system
+    prompt's are the caller's own request's, which holds 4 at most (checked before): only
+    the messages' go."""
     messages = out["messages"]
-    marks = sum(cache_marks(out.get(key)) for key in ("system", "tools")) + cache_marks(messages)
-    return without_oldest_marks(messages, marks - MAX_CACHE_MARKS)[0]
+    before = sum(cache_marks(out.get(key)) for key in ("tools", "system"))
+    excess = before + cache_marks(messages) - MAX_CACHE_MARKS
+    # With none on the tools or the system prompt, the first is the messages' own.
+    return without_middle_marks(messages, excess, keep=0 if before else 1)[0]
 
 
 def _nothing_left(key: str, result: PackResult) -> str:
