@@ -51,6 +51,7 @@ from .stages import (
     exchange_units,
     turn_rule_breaks,
     unanswered_calls,
+    without_unsent_reasoning,
 )
 from .tokens import (
     CounterLike,
@@ -301,8 +302,12 @@ def _pack(
     input_ids = list(message_ids(msgs))
     if query is None:
         query = _last_user_text(msgs)
+    # Dropped before the stages, which would give its room to what is never sent, and after
+    # them, for reasoning whose response they dropped.
+    sendable, unsent = without_unsent_reasoning(msgs, resolved.count_message)
     ctx = PackContext(
-        messages=msgs,
+        messages=tuple(sendable) if unsent else msgs,
+        decisions=DecisionLog(unsent),
         budget=budget,
         counter=resolved,
         # Tool definitions ride with every request, so stages see them as reserved room.
@@ -315,6 +320,9 @@ def _pack(
     out = _run(stage, ctx, tool_tokens)
     if preserved_thinking:
         out = _prefix_checked_repacked(out, ctx, stage, tool_tokens)
+    sendable, unsent = without_unsent_reasoning(out.messages, out.tokens)
+    if unsent:
+        out = out.decide(*unsent, messages=tuple(sendable))
     # Counted afresh (text counts aside), not read from the memo the stages used.
     tokens = resolved.count_messages(out.messages) + tool_tokens
     _check_fits(tokens, budget, reserve, ctx, out)

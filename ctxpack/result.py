@@ -101,7 +101,9 @@ class PackResult(FieldErrorModel):
     Attributes:
         messages: The messages to send, chronological.
         tokens: Exactly what they cost as a prompt with ``counter``
-            (``count_tokens(result.messages, model=...)``).
+            (``count_tokens(result.messages, model=...)``). A message no writer would send (a
+            reasoning model's reasoning alone, nothing of its response after it) is not among
+            them: dropped, a decision under ``writer``.
         budget: The budget asked for; ``None`` when none was (a session rendered whole).
         reserve: Tokens kept free for the reply.
         input_tokens: What the whole input would have cost.

@@ -196,6 +196,44 @@ def test_every_input_message_has_a_decision(case: tuple[Conversation, int, int])
             )
 
 
+def _reasoning_alone(n: int, size: int) -> dict[str, Any]:
+    """An assistant message of a reasoning model's reasoning alone (raw text, counted
+    exactly): a reply cut short while reasoning, which no writer sends."""
+    part = {
+        "type": "reasoning",
+        "id": f"rs_{n}",
+        "summary": [],
+        "content": [{"type": "reasoning_text", "text": "think " * size}],
+    }
+    return {"role": "assistant", "content": [part]}
+
+
+@SETTINGS
+@given(pack_cases(), st.lists(st.tuples(st.integers(1, 10_000), st.integers(1, 300)), max_size=3))
+def test_reasoning_no_writer_sends_is_dropped_and_not_counted(
+    case: tuple[Conversation, int, int], inserts: list[tuple[int, int]]
+) -> None:
+    # Reasoning with nothing of its response after it (at the end, or before any message but
+    # the one it led to) goes in no request: it is dropped with a decision, never counted.
+    conv, budget, reserve = case
+    items = list(conv.items)
+    for n, (where, size) in enumerate(inserts):
+        items.insert(1 + where % len(items), _reasoning_alone(n, size))
+    conv = Conversation(items, conv.query, conv.tools, conv.provider, conv.notes)
+    result = _pack(conv, budget, reserve)
+    if result is None:
+        return
+    assert result.tokens <= budget - reserve
+    assert result.tokens == _fresh_count(result.messages, conv)
+    sent = result.to_openai(api="responses")
+    for message in result.messages:
+        parts = message.content if isinstance(message.content, list) else []
+        assert not any(p.get("type") == "reasoning" and p not in sent for p in parts), message.id
+    for mid in result.dropped_ids:
+        decisions = [d for d in result.decisions_for(mid) if d.stage != "pack()"]
+        assert {d.action for d in decisions} & {"dropped", "deduped"}, (mid, decisions)
+
+
 def _outcome(conv: Conversation, items: list[Any], budget: int, reserve: int) -> Any:
     """Everything a pack() gives, as plain data: the result and its decisions, or the error."""
     try:

@@ -251,6 +251,64 @@ def test_reasoning_whose_items_are_gone_is_not_sent() -> None:
     assert [i.get("type") for i in sent] == [None, "function_call", "function_call_output"]
 
 
+def unsent_reasoning_histories() -> list[list[dict[str, Any]]]:
+    """Reasoning no request sends: a reply cut short while reasoning, at the end and before
+    the user's next question; and one followed by an answer written without its ids."""
+    return [
+        [{"role": "user", "content": "A?"}, reasoning(1)],
+        [{"role": "user", "content": "A?"}, reasoning(1), {"role": "user", "content": "Well?"}],
+        [
+            {"role": "user", "content": "A?"},
+            reasoning(1),
+            {"role": "assistant", "content": "3 C"},
+            {"role": "user", "content": "Thanks"},
+        ],
+    ]
+
+
+@pytest.mark.parametrize("history", unsent_reasoning_histories())
+def test_packed_reasoning_no_request_sends_is_dropped_and_not_counted(
+    history: list[dict[str, Any]],
+) -> None:
+    # The writers leave it out (the Responses API refuses reasoning followed by nothing of its
+    # response; the other APIs have no place for it): the result says so, and counts what goes.
+    messages = from_openai(history)
+    alone = next(m for m in messages if m.content == [reasoning(1)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ApproximateTokenCountWarning)
+        result = ctxpack.pack(messages, budget=100_000, model="gpt-4o")
+    sent = [m for m in messages if m is not alone]
+    assert result.to_openai(api="responses") == to_openai(sent, api="responses")
+    assert result.kept_ids == [m.id for m in sent] and result.dropped_ids == [alone.id]
+    assert result.tokens == ctxpack.count_tokens(sent, model="gpt-4o")
+    last = result.decisions_for(alone.id)[-1]
+    assert (last.stage, last.action, last.tokens_after) == ("writer", "dropped", 0)
+    assert "reasoning" in last.reason and result.original(alone.id) is None
+    assert f"{alone.id} dropped" in result.report()
+
+
+@pytest.mark.parametrize("managed", [False, True])
+def test_a_session_counts_reasoning_appended_alone_only_once_sent(managed: bool) -> None:
+    session = ctxpack.Session(counter="o200k_base", window=100_000 if managed else None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ApproximateTokenCountWarning)
+        session.append({"role": "user", "content": "A?"})
+        session.append(reasoning(1))
+        waiting = session.render()
+        assert waiting.to_openai(api="responses") == [{"role": "user", "content": "A?"}]
+        shown = ctxpack.count_tokens(waiting.messages, counter="o200k_base")
+        assert waiting.tokens == shown + waiting.tool_tokens
+        assert len(waiting.messages) == 1 and len(waiting.dropped_ids) == 1
+        decision = waiting.decisions_for(waiting.dropped_ids[0])[-1]
+        assert (decision.stage, decision.action) == ("writer", "dropped")
+        # Its call arrives: the reasoning goes before it, paired, and counts.
+        session.append(call("A"))
+        session.append(output("A"))
+        sent = session.render().to_openai(api="responses")
+    check_pairing(sent)
+    assert [i.get("type") for i in sent][:3] == [None, "reasoning", "function_call"]
+
+
 def test_cleared_reasoning_leaves_its_calls_without_ids() -> None:
     history = [{"role": "user", "content": "Weather in A, B and C?"}]
     for n, city in enumerate("ABC"):
@@ -303,6 +361,13 @@ def test_packed_histories_send_reasoning_only_with_its_items(
     # Every reasoning item sent is one the history held, verbatim.
     given_reasoning = [i for i in history if i.get("type") == "reasoning"]
     assert all(i in given_reasoning for i in sent if i.get("type") == "reasoning")
+    # A message of reasoning alone that is kept is sent (its tokens in result.tokens are);
+    # one no request sends is dropped, so decided.
+    for message in result.messages:
+        if message.role == "assistant" and not message.tool_calls and not message.text:
+            assert all(part in sent for part in message.content or ()), message.id
+    for mid in result.dropped_ids:
+        assert {d.action for d in result.decisions_for(mid)} & {"dropped", "deduped"}, mid
 
 
 # --------------------------------------------------------------------------- the client wrapper

@@ -18,7 +18,12 @@ from ..pipeline import Decision, DecisionLog, PackContext, check_context
 from ..providers import Provider
 from ..tokens import TokenCounter
 from ._base import StageModel
-from ._tool_pairs import REPEATED_RESULT, provider_pairs, strip_unanswered_calls
+from ._tool_pairs import (
+    REPEATED_RESULT,
+    provider_pairs,
+    strip_unanswered_calls,
+    without_unsent_reasoning,
+)
 
 __all__ = ["TurnAlternator", "leading_assistant", "provider_conform", "turn_rule_breaks"]
 
@@ -208,10 +213,13 @@ def provider_conform(
     """``messages`` as ``provider`` takes them, for a request sent without packing: Anthropic's
     turn rules as :class:`TurnAlternator` applies them, or OpenAI's pairing of calls and results
     (:func:`~ctxpack.stages._tool_pairs.provider_pairs`, decisions under ``session``). Returns
-    the messages, the decisions and the originals of the messages changed, by id."""
+    the messages, the decisions and the originals of the messages changed, by id. Reasoning
+    no writer sends goes first (:func:`~ctxpack.stages._tool_pairs.without_unsent_reasoning`)."""
+    sendable, unsent = without_unsent_reasoning(messages, counter.count_message)
     if provider != "anthropic":
-        return provider_pairs(messages, counter.count_message, "session")
+        paired, decisions, changed = provider_pairs(sendable, counter.count_message, "session")
+        return paired, unsent + decisions, changed
     # It only removes, so no budget binds it.
-    ctx = PackContext(messages=tuple(messages), budget=1, counter=counter, provider="anthropic")
+    ctx = PackContext(messages=tuple(sendable), budget=1, counter=counter, provider="anthropic")
     ctx = TurnAlternator()(ctx)
-    return list(ctx.messages), list(ctx.decisions), dict(ctx.artifacts)
+    return list(ctx.messages), unsent + list(ctx.decisions), dict(ctx.artifacts)

@@ -12,6 +12,7 @@ import numpy.typing as npt
 from .._internal.columns import ANTHROPIC, TOOL, flags
 from .._internal.part_texts import is_provider_tool_result
 from .._internal.prefix import PrefixMemo
+from ..adapters import unsent_reasoning
 from ..messages import Message
 from ..pipeline import Decision, PackContext
 
@@ -24,6 +25,7 @@ __all__ = [
     "stray_dropped",
     "strip_unanswered_calls",
     "unanswered_calls",
+    "without_unsent_reasoning",
 ]
 
 # Why a second result of one call is dropped: every provider takes one result per call.
@@ -287,3 +289,38 @@ def _cleared_calls(
         tokens_before=before,
         tokens_after=after,
     )
+
+
+# The stage a drop of what no writer sends is recorded under: the writers would leave it out.
+WRITER = "writer"
+
+UNSENT_REASONING = (
+    "reasoning alone, with nothing of its response after it that it pairs with: "
+    'to_openai(api="responses") leaves it out (the Responses API refuses reasoning followed by '
+    "nothing of its response), and Chat Completions and Anthropic have no place for it"
+)
+
+
+def without_unsent_reasoning(
+    messages: Sequence[Message], tokens: Callable[[Message], int]
+) -> tuple[list[Message], list[Decision]]:
+    """``messages`` without the messages of reasoning alone that no writer sends
+    (``ctxpack.adapters.unsent_reasoning``), and a ``dropped`` decision for each
+    under ``writer``, its tokens by ``tokens``: a result counts only what is sent, and says
+    where the rest went."""
+    gone = unsent_reasoning(messages)
+    if not gone:
+        return list(messages), []
+    decisions = [
+        Decision(
+            stage=WRITER,
+            action="dropped",
+            message_id=messages[k].id,
+            reason=UNSENT_REASONING,
+            tokens_before=tokens(messages[k]),
+            tokens_after=0,
+        )
+        for k in gone
+    ]
+    dropped = set(gone)
+    return [m for k, m in enumerate(messages) if k not in dropped], decisions

@@ -1,0 +1,91 @@
+"""Messages no writer sends anything of: a reasoning model's reasoning, alone in its message,
+with nothing of its response after it.
+
+A ``reasoning`` item is kept as a part of the assistant message it led to; appended alone (a
+reply cut short while reasoning, a session given the items one by one) it is a message of its
+own until what it led to arrives. The Responses API refuses a reasoning item followed by
+nothing of its response, so ``to_openai(api="responses")`` writes it only right before the
+message or calls it led to, with their ids, and Chat Completions and Anthropic have no place for
+it. Packing drops such a message, recorded (see
+:func:`~ctxpack.stages._tool_pairs.without_unsent_reasoning`), so that a result counts only what
+is sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .._internal import tool_items
+from .._internal.compaction import is_openai_compaction
+from .._internal.reasoning import is_reasoning
+from ..errors import InvalidMessageError
+from ..messages import Message
+from ._openai import to_openai
+
+__all__: list[str] = []  # ctxpack's own (through ctxpack.adapters): packing drops these
+
+
+def unsent_reasoning(messages: Sequence[Message]) -> list[int]:
+    """The positions of the messages of reasoning alone that no writer sends.
+
+    The Responses writer holds such reasoning, and the calls of tools OpenAI ran, until an
+    assistant message with text or calls, and writes the reasoning before it when it pairs
+    with that message's ids; so a run of assistant messages without text or calls is sent
+    with the message after it, or not at all. Whether it pairs is the writer's own answer,
+    asked of that run and message alone.
+    """
+    unsent: list[int] = []
+    start: int | None = None  # where the run of messages waiting for their response began
+    for index, message in enumerate(messages):
+        # Most messages are not an assistant's parts alone: the cheap test first.
+        if type(message.content) is list and message.role == "assistant" and _waiting(message):
+            start = index if start is None else start
+        elif start is not None:
+            unsent += _unpaired(messages, start, index, message)
+            start = None
+    if start is not None:
+        unsent += _unpaired(messages, start, len(messages), None)
+    return unsent
+
+
+def _unpaired(
+    messages: Sequence[Message], start: int, end: int, after: Message | None
+) -> list[int]:
+    """The messages of reasoning alone among ``messages[start:end]``, a run waiting for its
+    response, when the reasoning does not go before ``after`` (the next message, if any)."""
+    run = messages[start:end]
+    if _paired(run, after):
+        return []
+    return [start + k for k, message in enumerate(run) if _reasoning_alone(message)]
+
+
+def _waiting(message: Message) -> bool:
+    """An assistant message without text or calls whose parts go before what its response
+    said next: reasoning, the calls of tools OpenAI ran, a compaction item."""
+    content = message.content
+    return (
+        not message.tool_calls
+        and isinstance(content, list)
+        and bool(content)
+        and not message.extras
+        and all(
+            is_reasoning(p) or tool_items.is_server_item(p) or is_openai_compaction(p)
+            for p in content
+        )
+    )
+
+
+def _reasoning_alone(message: Message) -> bool:
+    return all(is_reasoning(part) for part in message.content or ())
+
+
+def _paired(run: Sequence[Message], after: Message | None) -> bool:
+    """Whether the Responses writer sends the reasoning of ``run`` before ``after``."""
+    if after is None or after.role != "assistant" or not any(map(_reasoning_alone, run)):
+        return False
+    try:
+        items = to_openai([*run, after], api="responses")
+    except InvalidMessageError:
+        # What the Responses API cannot take is refused when written: not this step's to say.
+        return True
+    return any(is_reasoning(item) for item in items)
