@@ -401,6 +401,23 @@ def test_a_wrapped_client_sends_a_reasoning_models_output_back_paired() -> None:
     assert result is not None and result.tokens > math.ceil((len(ENCRYPTED) * 3 // 4 - 650) / 4)
 
 
+def test_a_wrapped_client_counts_only_the_reasoning_it_sends() -> None:
+    # A reply cut short while reasoning (max_output_tokens), passed back with the question
+    # asked again: the reasoning goes nowhere, and the result neither counts nor keeps it.
+    capture = Capture(lambda body: httpx2.Response(200, json=response(answer(2, "Cold."))))
+    client = ctxpack.wrap_openai(openai_client(capture), window=20_000)
+    question = {"role": "user", "content": "Oslo?"}
+    history: list[Any] = [question, reasoning(1), {"role": "user", "content": "Well?"}]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ApproximateTokenCountWarning)
+        client.responses.create(model="o4-mini", input=history, store=False)
+    assert capture.body["input"] == [question, history[-1]]
+    result = client.last_result
+    assert result is not None and len(result.dropped_ids) == 1
+    assert result.tokens == ctxpack.count_tokens(result.messages, model="o4-mini")
+    assert [d.stage for d in result.decisions_for(result.dropped_ids[0])][-1] == "writer"
+
+
 # ----------------------------------------------------------------------------------- LangChain
 
 
