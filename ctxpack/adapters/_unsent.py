@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from .._internal import tool_items
 from .._internal.compaction import is_openai_compaction
+from .._internal.prefix import PrefixMemo
 from .._internal.reasoning import is_reasoning
 from ..errors import InvalidMessageError
 from ..messages import Message
@@ -34,11 +35,13 @@ def unsent_reasoning(messages: Sequence[Message]) -> list[int]:
     with the message after it, or not at all. Whether it pairs is the writer's own answer,
     asked of that run and message alone.
     """
+    waiting = _WAITING(messages)
     unsent: list[int] = []
+    if True not in waiting:  # most histories: a scan in C, the flags memoised across packs
+        return unsent
     start: int | None = None  # where the run of messages waiting for their response began
     for index, message in enumerate(messages):
-        # Most messages are not an assistant's parts alone: the cheap test first.
-        if type(message.content) is list and message.role == "assistant" and _waiting(message):
+        if waiting[index]:
             start = index if start is None else start
         elif start is not None:
             unsent += _unpaired(messages, start, index, message)
@@ -64,7 +67,8 @@ def _waiting(message: Message) -> bool:
     said next: reasoning, the calls of tools OpenAI ran, a compaction item."""
     content = message.content
     return (
-        not message.tool_calls
+        message.role == "assistant"
+        and not message.tool_calls
         and isinstance(content, list)
         and bool(content)
         and not message.extras
@@ -73,6 +77,9 @@ def _waiting(message: Message) -> bool:
             for p in content
         )
     )
+
+
+_WAITING: PrefixMemo[Message, bool] = PrefixMemo(_waiting)
 
 
 def _reasoning_alone(message: Message) -> bool:
