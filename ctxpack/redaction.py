@@ -41,7 +41,7 @@ from itertools import compress, count
 from operator import attrgetter
 from typing import Any
 
-from ._internal.escapes import escaped_views
+from ._internal.escapes import escaped_views, through_views
 from ._internal.part_texts import (
     as_read_edited,
     is_provider_tool_result,
@@ -347,7 +347,8 @@ def _scan_text(text: str) -> tuple[SecretFinding, ...]:
     values = KnownValues()
     for finding in kept:
         values.learn(text[finding.start : finding.end], finding.kind)
-    kept += [SecretFinding(k, a, b) for a, b, k in values.find(text) if spans.take(a, b)]
+    alone = [*values.find(text), *through_views(text, values.find)]
+    kept += [SecretFinding(k, a, b) for a, b, k in alone if spans.take(a, b)]
     return tuple(sorted(kept, key=lambda f: f.start))
 
 
@@ -484,7 +485,8 @@ def _with_hunt(text: str, hunt: Hunt, found: Sequence[SecretFinding]) -> Redacti
     spans = Spans()
     for f in found:
         spans.take(f.start, f.end)
-    seen = [SecretFinding(k, a, b) for a, b, k in hunt.find(text) if spans.take(a, b)]
+    alone = [*hunt.find(text), *through_views(text, hunt.find)]
+    seen = [SecretFinding(k, a, b) for a, b, k in alone if spans.take(a, b)]
     if not seen:
         return redact(text, found)
     return redact(text, sorted([*found, *seen], key=lambda f: f.start))

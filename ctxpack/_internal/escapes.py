@@ -1,19 +1,36 @@
 """Text read through the escapes that hide a secret's shape, with a map back to where each
 character was written: JSON's ``\\/`` (``"postgres:\\/\\/app:pw@db"``), JSON's ``\\u``
-escapes of printable ASCII (Go's encoder writes every ``&`` of a URL's query as ``\\u0026``)
-and a URL percent-encoded inside other text (a redirect's or a callback's URL as a query's
-value)."""
+escapes of printable ASCII (Go's encoder writes every ``&`` of a URL's query as ``\\u0026``),
+JSON escaped twice (a tool's JSON holding a command's JSON holding JSON), a URL
+percent-encoded inside other text (a redirect's or a callback's URL as a query's value),
+terminal codes (``jq -C``, ``grep --color`` marking a match inside a token) and the NUL after
+each character of UTF-16 text read as UTF-8."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 from .jsontext import slashes_unescaped
 
-__all__: list[str] = []
+__all__ = ["TERMINAL_CODE", "escaped_views", "through_views"]
 
 # A view of a text: the text read, and where each of its characters starts and ends in the text.
 View = tuple[str, list[int], list[int]]
+_T = TypeVar("_T")
+
+TERMINAL_CODE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[@-Z\\-_]")
+"""A terminal's control sequence: a colour, a cursor move, a link (OSC 8). The filters remove
+them from the lines they keep, and redaction reads a text without them: inside a secret they
+hide its shape, and a filter would then hand it on whole."""
+
+# A NUL between characters: UTF-16 text (a file PowerShell wrote) read as UTF-8.
+_NULS = re.compile("\x00+")
+# A quote escaped twice (JSON inside a JSON string inside JSON), read once: JSON escaped once
+# is what the rules read.
+_TWICE = '\\\\\\"'
+_ONCE = re.compile(r'\\(["\\/])')
 
 # A URL percent-encoded inside other text: its "://" written so.
 _ENCODED_URL = re.compile(r"%3[Aa]%2[Ff]%2[Ff]")
@@ -26,9 +43,27 @@ def escaped_views(text: str) -> list[View]:
         views.append(slashes_unescaped(text))
     if _JSON_ASCII.search(text):
         views.append(_read(text, _JSON_ASCII))
+    if _TWICE in text:
+        views.append(_read(text, _ONCE, _escaped))
     if _ENCODED_URL.search(text):
         views.append(percent_decoded(text))
+    if "\x1b" in text:
+        views.append(_without(text, TERMINAL_CODE))
+    if "\x00" in text:
+        views.append(_without(text, _NULS))
     return views
+
+
+def through_views(
+    text: str, find: Callable[[str], Iterable[tuple[int, int, _T]]]
+) -> list[tuple[int, int, _T]]:
+    """What ``find`` finds (spans, each with what it is) in the views of ``text`` with its
+    escapes read, as spans of ``text``."""
+    return [
+        (starts[a], ends[b - 1], what)
+        for view, starts, ends in escaped_views(text)
+        for a, b, what in find(view)
+    ]
 
 
 # A printable ASCII character JSON-escaped (a control character's escape, as in a terminal's
@@ -54,9 +89,17 @@ def percent_decoded(text: str) -> View:
     return _read(text, _ESCAPE)
 
 
-def _read(text: str, escape: re.Pattern[str]) -> View:
-    """``text`` with each match of ``escape`` read as the character its last two hex digits
-    name, and where each character of it is in ``text``."""
+def _hex(escape: re.Match[str]) -> str:
+    return chr(int(escape.group()[-2:], 16))
+
+
+def _escaped(escape: re.Match[str]) -> str:
+    return escape.group(1)
+
+
+def _read(text: str, escape: re.Pattern[str], read: Callable[[re.Match[str]], str] = _hex) -> View:
+    """``text`` with each match of ``escape`` read as one character (by default the one its
+    last two hex digits name), and where each character of it is in ``text``."""
     pieces: list[str] = []
     starts: list[int] = []
     ends: list[int] = []
@@ -65,7 +108,7 @@ def _read(text: str, escape: re.Pattern[str]) -> View:
         pieces.append(text[at : m.start()])
         starts.extend(range(at, m.start()))
         ends.extend(range(at + 1, m.start() + 1))
-        pieces.append(chr(int(m.group()[-2:], 16)))
+        pieces.append(read(m))
         starts.append(m.start())
         ends.append(m.end())
         at = m.end()
@@ -73,3 +116,18 @@ def _read(text: str, escape: re.Pattern[str]) -> View:
     starts.extend(range(at, len(text)))
     ends.extend(range(at + 1, len(text) + 1))
     return "".join(pieces), starts, ends
+
+
+def _without(text: str, removed: re.Pattern[str]) -> View:
+    """``text`` without the matches of ``removed``, and where each character of it is in
+    ``text``: a span found across a removed match covers it."""
+    pieces: list[str] = []
+    starts: list[int] = []
+    at = 0
+    for m in removed.finditer(text):
+        pieces.append(text[at : m.start()])
+        starts.extend(range(at, m.start()))
+        at = m.end()
+    pieces.append(text[at:])
+    starts.extend(range(at, len(text)))
+    return "".join(pieces), starts, [start + 1 for start in starts]

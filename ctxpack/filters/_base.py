@@ -16,6 +16,7 @@ from numbers import Integral
 from typing import Protocol, runtime_checkable
 
 from .._internal.arguments import optional_text, shown, string, strings
+from .._internal.escapes import TERMINAL_CODE
 from ..errors import ConfigError
 from ..signals.stop_words import GOAL_STOP_WORDS
 
@@ -38,7 +39,6 @@ MAX_LINE_CHARS = 4_000
 """The longest line (or JSON string) a filtered tool output keeps whole: about 1,000 tokens of
 prose or code, 3,000 of base64."""
 
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[@-Z\\-_]")
 # The wrapper a harness puts around a command's output (mini-swe-agent's, among others): short
 # lines that frame the output rather than belong to it.
 _ENVELOPE = re.compile(
@@ -51,7 +51,7 @@ def _clean(line: str) -> str:
     # A progress bar redraws its line with carriage returns: what a terminal shows is the last.
     if "\r" in line:
         line = line.rstrip("\r").rsplit("\r", 1)[-1]
-    return _ANSI.sub("", line) if "\x1b" in line else line
+    return TERMINAL_CODE.sub("", line) if "\x1b" in line else line
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,108 @@
+"""Secrets whose shape a tool's output hides from the rules: terminal colour codes inside or
+around them (jq -C, grep --color, git diff --color), text read as UTF-16 with a NUL between
+its characters, JSON escaped twice. The filters remove colour codes, so a secret they cut
+went to the model whole."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from ctxpack import Session
+from ctxpack.redaction import redact
+
+GITHUB_TOKEN = "ghp_" + "R8sVt2Lq9ZxW4mKp7YcN3bHd6FgJ1aEu5TiO"
+PASSWORD = "Vq8nT2zLp4Rw"
+
+# What jq -C prints for {"password": PASSWORD}, and grep --color=always marking a token's
+# prefix or a password's key: each colour code a terminal reads and a filter removes.
+JQ_COLOURED = (
+    '\x1b[1;39m{\n  \x1b[0m\x1b[34;1m"password"\x1b[0m\x1b[1;39m: \x1b[0m'
+    f'\x1b[0;32m"{PASSWORD}"\x1b[0m\x1b[1;39m\n\x1b[1;39m}}\x1b[0m\n'
+)
+GREP_TOKEN = (
+    "\x1b[35m\x1b[Kconfig.yml\x1b[m\x1b[K\x1b[36m\x1b[K:\x1b[m\x1b[K  token: "
+    f"\x1b[01;31m\x1b[K{GITHUB_TOKEN[:4]}\x1b[m\x1b[K{GITHUB_TOKEN[4:]}\n"
+)
+GREP_KEY = "\x1b[32m\x1b[K2\x1b[m\x1b[K:DB_\x1b[01;31m\x1b[KPASSWORD\x1b[m\x1b[K=" + PASSWORD
+DIFF = f"\x1b[1m--- a/.env\x1b[m\n\x1b[31m-DB_PASSWORD={PASSWORD}\x1b[m\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        (JQ_COLOURED, PASSWORD),
+        (GREP_TOKEN, GITHUB_TOKEN[4:]),
+        (GREP_KEY, PASSWORD),
+        (DIFF, PASSWORD),
+        # A link a terminal shows (OSC 8) around the line.
+        (f"\x1b]8;;file:///app/.env\x07DB_PASSWORD={PASSWORD}\x1b]8;;\x07", PASSWORD),
+    ],
+    ids=["jq -C", "grep --color token", "grep --color key", "git diff --color", "osc link"],
+)
+def test_a_secret_among_terminal_colour_codes_is_replaced(text: str, secret: str) -> None:
+    out = redact(text)
+    assert secret not in out.text.replace("\x1b[m\x1b[K", ""), out.text
+    assert "[REDACTED " in out.text
+
+
+def _exchange(call_id: str, text: str, command: str = "cat config") -> list[dict[str, Any]]:
+    args = json.dumps({"command": command})
+    call = {"id": call_id, "type": "function", "function": {"name": "bash", "arguments": args}}
+    return [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": call_id, "content": text},
+    ]
+
+
+def _tool_turn(text: str, command: str = "cat config") -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "content": "Why does the deploy fail?"},
+        *_exchange("c1", text, command),
+    ]
+
+
+def test_a_filter_removing_colour_codes_never_joins_a_secret_for_the_model() -> None:
+    # grep --color=always marks the match "ghp_" inside the token; the listing filter removes
+    # the codes from the lines it keeps, and sent the token whole.
+    lines = [f"src/module_{i}.py:{i}: ordinary line" for i in range(300)]
+    text = "\n".join([*lines[:150], GREP_TOKEN.rstrip("\n"), *lines[150:]])
+    session = Session(model="gpt-4o")
+    session.extend(_tool_turn(text, "grep -rn --color=always ghp_ ."))
+    assert any(r.shortened for r in session.records)
+    sent = json.dumps(session.render().to_openai()) + json.dumps(session.render().to_anthropic())
+    assert GITHUB_TOKEN[4:] not in sent
+    assert GITHUB_TOKEN[4:] not in "".join(m.text for m in session.compact())
+
+
+def test_a_value_found_is_hunted_after_a_colour_code() -> None:
+    # A later output colours the bare value: the letter ending the code ("m") touches it.
+    session = Session(model="gpt-4o", filters=False)
+    session.extend(_tool_turn(f"DB_PASSWORD={PASSWORD}\n"))
+    session.extend(_exchange("c2", f"\x1b[32m{PASSWORD}\x1b[0m\n", "echo $DB_PASSWORD"))
+    sent = json.dumps(session.render().to_openai())
+    assert PASSWORD not in sent
+    assert "[REDACTED secret-assignment]" in session.compact()[-1].text
+
+
+def test_text_read_as_utf16_is_read_without_its_nuls() -> None:
+    # A file PowerShell wrote (UTF-16LE) decoded as UTF-8: a NUL after every ASCII character.
+    text = f"DB_PASSWORD={PASSWORD}\r\nTOKEN={GITHUB_TOKEN}\r\n".encode("utf-16-le").decode()
+    out = redact(text)
+    assert len(out.kinds) == 2 and out.kinds[1] == "github-pat"
+    for secret in (PASSWORD, GITHUB_TOKEN):
+        assert "\x00".join(secret[2:]) not in out.text, out.text
+
+
+def test_json_escaped_twice_is_read_through() -> None:
+    # A tool's JSON holding kubectl's JSON, which holds the applied manifest as JSON again.
+    applied = {"kind": "Secret", "stringData": {"DB_PASSWORD": PASSWORD}}
+    annotations = {"kubectl.kubernetes.io/last-applied-configuration": json.dumps(applied)}
+    stdout = json.dumps({"metadata": {"annotations": annotations}}, indent=2)
+    text = json.dumps({"stdout": stdout, "exit_code": 0})
+    out = redact(text)
+    assert PASSWORD not in out.text, out.text
+    assert json.loads(json.loads(out.text)["stdout"])["metadata"]  # still JSON
+    assert out.kinds == ("secret-field",)
