@@ -1,11 +1,15 @@
 """Secrets whose shape a tool's output hides from the rules: terminal colour codes inside or
 around them (jq -C, grep --color, git diff --color), text read as UTF-16 with a NUL between
-its characters, JSON escaped twice. The filters remove colour codes, so a secret they cut
-went to the model whole."""
+its characters, JSON escaped twice, a private key encoded in base64 (a kubeconfig's
+client-key-data). The filters remove colour codes, so a secret they cut went to the model
+whole."""
 
 from __future__ import annotations
 
+import base64
 import json
+import random
+import string
 from typing import Any
 
 import pytest
@@ -106,3 +110,45 @@ def test_json_escaped_twice_is_read_through() -> None:
     assert PASSWORD not in out.text, out.text
     assert json.loads(json.loads(out.text)["stdout"])["metadata"]  # still JSON
     assert out.kinds == ("secret-field",)
+
+
+def _private_key(kind: str = "RSA ") -> str:
+    rng = random.Random(7)
+    alphabet = string.ascii_letters + string.digits + "+/"
+    body = ["".join(rng.choice(alphabet) for _ in range(64)) for _ in range(8)]
+    return "\n".join(
+        [f"-----BEGIN {kind}PRIVATE KEY-----", *body, f"-----END {kind}PRIVATE KEY-----\n"]
+    )
+
+
+@pytest.mark.parametrize("kind", ["RSA ", "EC ", "", "OPENSSH ", "ENCRYPTED "])
+def test_a_private_key_in_base64_is_replaced(kind: str) -> None:
+    # kubectl config view --raw, a kubeconfig: the client's key as base64 of its PEM block.
+    encoded = base64.b64encode(_private_key(kind).encode()).decode()
+    cert = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nMIIB" + b"x" * 300).decode()
+    text = (
+        "users:\n- name: admin\n  user:\n"
+        f"    client-certificate-data: {cert}\n    client-key-data: {encoded}\n"
+    )
+    out = redact(text)
+    assert encoded not in out.text and encoded[40:80] not in out.text
+    assert out.text.endswith("client-key-data: [REDACTED private-key]\n")
+    assert cert in out.text  # a certificate is no secret
+
+
+@pytest.mark.parametrize("offset", [0, 1, 2])
+def test_a_private_key_anywhere_in_base64_is_replaced(offset: int) -> None:
+    # A whole file encoded (a Secret's tls.key after comments), wrapped as base64(1) wraps.
+    data = ("#" * (offset + 3) + "\n" + _private_key()).encode()
+    encoded = base64.encodebytes(data).decode()
+    out = redact(f"$ base64 key.pem\n{encoded}$ echo done\n")
+    lines = encoded.splitlines()
+    assert not any(line in out.text for line in lines[1:]), out.text
+    assert out.text.endswith("$ echo done\n")
+
+
+def test_base64_that_holds_no_private_key_is_left() -> None:
+    image = base64.b64encode(bytes(random.Random(3).randrange(256) for _ in range(3000))).decode()
+    public = base64.b64encode(b"-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOC").decode()
+    text = f"data:image/png;base64,{image}\nkey: {public}\n"
+    assert redact(text).text == text

@@ -15,6 +15,7 @@ keywords.
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 __all__ = ["OWN_RULES"]
@@ -96,6 +97,20 @@ def _near_aws_key_id(kind: str, value: str) -> tuple[dict[str, Any], ...]:
         }
         for pattern in (key_id + near + value, value + near + key_id)
     )
+
+
+def _in_base64(word: str) -> list[str]:
+    """How ``word`` reads in base64, wherever it falls in the encoded bytes: one form for each
+    of its three alignments, without the characters that mix in the bytes around it."""
+    forms = []
+    for before in range(3):
+        data = b"\0" * before + word.encode()
+        encoded = base64.b64encode(data + b"\0\0").decode()
+        forms.append(encoded[-(-8 * before // 6) : 8 * len(data) // 6])
+    return forms
+
+
+_BEGIN_64, _PRIVATE_KEY_64 = _in_base64("-----BEGIN "), _in_base64("PRIVATE KEY")
 
 
 OWN_RULES: tuple[dict[str, Any], ...] = (
@@ -466,5 +481,16 @@ OWN_RULES: tuple[dict[str, Any], ...] = (
         # match begins where the gate is found.
         "gate": rf"(?m)^{_NUMBERED}{_PEM_LINE}[ \t]*\r?$",
         "engine": "regex",
+    },
+    {
+        "id": "private-key",
+        # A private key's PEM block in base64: a kubeconfig's client-key-data, a Kubernetes
+        # Secret's tls.key, `base64 key.pem` (its lines wrapped). The BEGIN line's words are
+        # read in base64 (a certificate's or a public key's BEGIN line is no secret); the
+        # whole run goes, and the whole lines of base64 after it.
+        "regex": rf"(?<![A-Za-z0-9+/])([A-Za-z0-9+/]*?(?:{'|'.join(_BEGIN_64)})"
+        rf"[A-Za-z0-9+/]{{0,140}}?(?:{'|'.join(_PRIVATE_KEY_64)})[A-Za-z0-9+/]*={{0,2}}"
+        r"(?:\r?\n[A-Za-z0-9+/]{16,}={0,2}(?![^\r\n]))*)",
+        "keywords": [form.lower() for form in _BEGIN_64],
     },
 )
