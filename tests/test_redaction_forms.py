@@ -76,6 +76,17 @@ PASSWORD = "Zq8#vLp;2x,R(y)9"  # the symbols a config line's value may hold
         # key=value inside a line, in any case: a log, a URL's query.
         ("retrying with password=pg-4xQ7w! in 5s", "pg-4xQ7w!", "secret-assignment"),
         ("GET /v1/items?user=app&api_key=pg4xQ7w2026&page=2", "pg4xQ7w2026", "secret-assignment"),
+        # A table's row: Vault's "Key  Value" (vault kv get, vault read), a drawn table.
+        (
+            "Key                Value\n---                -----\nlease_duration     768h\n"
+            "password           A1a-8GAmZZDm8sGaGdbD\nusername           v-root-ro-x\n",
+            "A1a-8GAmZZDm8sGaGdbD",
+            "secret-assignment",
+        ),
+        ("====== Data ======\napi_key     pg4xQ7w2026\n", "pg4xQ7w2026", "secret-assignment"),
+        ("| password | pg-4xQ7w! |\n", "pg-4xQ7w!", "secret-assignment"),
+        ("│ DB_PASSWORD      │ pg-4xQ7w!    │\n", "pg-4xQ7w!", "secret-assignment"),
+        ("user\tpassword\napp\tx\npassword\tpg-4xQ7w!\n", "pg-4xQ7w!", "secret-assignment"),
     ],
 )
 def test_a_secret_in_a_config_line_header_or_command_is_redacted(
@@ -162,6 +173,13 @@ def test_urls_without_credentials_stay(text: str) -> None:
         # Cookies that identify nothing: attributes, flags, a locale.
         "Set-Cookie: lang=en-US; Path=/; Max-Age=3600\n",
         "Cookie: theme=dark; sidebar=collapsed\n",
+        # Tables whose secret-named rows hold a state, a size, a mask or a description.
+        "password           required\n",
+        "secret_key         12 bytes\n",
+        "| password | ******** |\n",
+        "  --password         Password to log in with\n",
+        "api_key            <none>\n",
+        "passlib            1.7.4\n",
     ],
 )
 def test_code_references_and_prose_beside_secret_names_survive(text: str) -> None:

@@ -303,6 +303,23 @@ OWN_RULES: tuple[dict[str, Any], ...] = (
         "starts": ["pass", "pwd", "secret", "api", "access", "auth", "client"],
     },
     {
+        "id": "secret-assignment",
+        # A table's row whose first cell names a secret, the value the only other cell:
+        # Vault's "Key  Value" table (vault kv get, vault read database/creds/...), a table
+        # drawn with "|" or "│" (Markdown, doppler, infisical). Cells apart by two spaces or
+        # more, or a bar; the value holds a digit or a symbol (a word there is a setting's
+        # state: "password    required").
+        "regex": r"(?m)^[ \t]*(?:[│|][ \t]*)?[\"']?"
+        + _SECRET_NAME
+        + r"[\"']?(?:[ \t]{2,}|\t|[ \t]*[│|][ \t]*)(?=[^\s│|]*"
+        + _NOT_PROSE
+        + r")([^\s│|'\"]{4,200})[ \t]*(?:[│|][ \t]*)?$",
+        "entropy": 0.0,
+        "keywords": ["pass", "pwd", "secret", "key", "token"],
+        "allowlists": _NOT_SECRET,
+        "keyword_lines": True,
+    },
+    {
         "id": "password-option",
         # A command-line option that takes a password or token: --password=VALUE, or
         # --password VALUE where VALUE is not a word of prose (it holds a digit or a symbol).
