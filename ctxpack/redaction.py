@@ -41,7 +41,7 @@ from itertools import compress, count
 from operator import attrgetter
 from typing import Any
 
-from ._internal.escapes import escaped_views, through_views
+from ._internal.escapes import View, escaped_views, through_views
 from ._internal.part_texts import (
     as_read_edited,
     is_provider_tool_result,
@@ -338,7 +338,8 @@ def _precedence(f: SecretFinding) -> tuple[bool, int, int, bool]:
 
 
 def _scan_text(text: str) -> tuple[SecretFinding, ...]:
-    found = sorted([*_findings(text), *_through_escapes(text)], key=_precedence)
+    views = escaped_views(text)
+    found = sorted([*_findings(text), *_through_escapes(views)], key=_precedence)
     spans = Spans()
     # Specific rules first, then generic ones; the first, longest finding of a place wins.
     kept = [finding for finding in found if spans.take(finding.start, finding.end)]
@@ -347,7 +348,7 @@ def _scan_text(text: str) -> tuple[SecretFinding, ...]:
     values = KnownValues()
     for finding in kept:
         values.learn(text[finding.start : finding.end], finding.kind)
-    alone = [*values.find(text), *through_views(text, values.find)]
+    alone = [*values.find(text), *through_views(views, values.find)]
     kept += [SecretFinding(k, a, b) for a, b, k in alone if spans.take(a, b)]
     return tuple(sorted(kept, key=lambda f: f.start))
 
@@ -370,12 +371,12 @@ _scan = Memo(
 )
 
 
-def _through_escapes(text: str) -> list[SecretFinding]:
+def _through_escapes(views: Iterable[View]) -> list[SecretFinding]:
     """What the rules find once escapes that hide a secret's shape are read (a URL's ``://``
-    written ``:\\/\\/`` or ``%3A%2F%2F``), as spans of ``text``."""
+    written ``:\\/\\/`` or ``%3A%2F%2F``), in ``views`` of a text, as spans of the text."""
     return [
         SecretFinding(f.kind, starts[f.start], ends[f.end - 1])
-        for view, starts, ends in escaped_views(text)
+        for view, starts, ends in views
         for f in _findings(view)
     ]
 
@@ -485,7 +486,7 @@ def _with_hunt(text: str, hunt: Hunt, found: Sequence[SecretFinding]) -> Redacti
     spans = Spans()
     for f in found:
         spans.take(f.start, f.end)
-    alone = [*hunt.find(text), *through_views(text, hunt.find)]
+    alone = [*hunt.find(text), *through_views(escaped_views(text), hunt.find)]
     seen = [SecretFinding(k, a, b) for a, b, k in alone if spans.take(a, b)]
     if not seen:
         return redact(text, found)

@@ -52,6 +52,16 @@ def test_a_secret_among_terminal_colour_codes_is_replaced(text: str, secret: str
     assert "[REDACTED " in out.text
 
 
+def test_the_codes_around_a_secret_stay_where_they_were() -> None:
+    # The span found without the codes is mapped back: the codes inside the secret go with
+    # it, those around it stay.
+    token = redact(GREP_TOKEN).text
+    assert token.endswith("  token: \x1b[01;31m\x1b[K[REDACTED github-pat]\n")
+    assert token.startswith("\x1b[35m\x1b[Kconfig.yml\x1b[m\x1b[K\x1b[36m\x1b[K:\x1b[m\x1b[K")
+    diff = "\x1b[1m--- a/.env\x1b[m\n\x1b[31m-DB_PASSWORD=[REDACTED secret-assignment]\x1b[m\n"
+    assert redact(DIFF).text == diff
+
+
 def _exchange(call_id: str, text: str, command: str = "cat config") -> list[dict[str, Any]]:
     args = json.dumps({"command": command})
     call = {"id": call_id, "type": "function", "function": {"name": "bash", "arguments": args}}
@@ -152,3 +162,4 @@ def test_base64_that_holds_no_private_key_is_left() -> None:
     public = base64.b64encode(b"-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOC").decode()
     text = f"data:image/png;base64,{image}\nkey: {public}\n"
     assert redact(text).text == text
+

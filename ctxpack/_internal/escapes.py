@@ -9,15 +9,23 @@ each character of UTF-16 text read as UTF-8."""
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Iterable
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from .jsontext import slashes_unescaped
 
 __all__ = ["TERMINAL_CODE", "escaped_views", "through_views"]
 
+
+class Places(Protocol):
+    """Where each character of a view is in the text it was read from, by its position."""
+
+    def __getitem__(self, position: int, /) -> int: ...
+
+
 # A view of a text: the text read, and where each of its characters starts and ends in the text.
-View = tuple[str, list[int], list[int]]
+View = tuple[str, Places, Places]
 _T = TypeVar("_T")
 
 TERMINAL_CODE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[@-Z\\-_]")
@@ -38,7 +46,7 @@ _ENCODED_URL = re.compile(r"%3[Aa]%2[Ff]%2[Ff]")
 
 def escaped_views(text: str) -> list[View]:
     """The views of ``text`` with its escapes read, for each kind of escape it holds."""
-    views = []
+    views: list[View] = []
     if "\\/" in text:
         views.append(slashes_unescaped(text))
     if _JSON_ASCII.search(text):
@@ -55,14 +63,12 @@ def escaped_views(text: str) -> list[View]:
 
 
 def through_views(
-    text: str, find: Callable[[str], Iterable[tuple[int, int, _T]]]
+    views: Iterable[View], find: Callable[[str], Iterable[tuple[int, int, _T]]]
 ) -> list[tuple[int, int, _T]]:
-    """What ``find`` finds (spans, each with what it is) in the views of ``text`` with its
-    escapes read, as spans of ``text``."""
+    """What ``find`` finds (spans, each with what it is) in ``views`` (a text's
+    :func:`escaped_views`), as spans of the text."""
     return [
-        (starts[a], ends[b - 1], what)
-        for view, starts, ends in escaped_views(text)
-        for a, b, what in find(view)
+        (starts[a], ends[b - 1], what) for view, starts, ends in views for a, b, what in find(view)
     ]
 
 
@@ -121,13 +127,20 @@ def _read(text: str, escape: re.Pattern[str], read: Callable[[re.Match[str]], st
 def _without(text: str, removed: re.Pattern[str]) -> View:
     """``text`` without the matches of ``removed``, and where each character of it is in
     ``text``: a span found across a removed match covers it."""
-    pieces: list[str] = []
-    starts: list[int] = []
-    at = 0
+    at, gone = [0], [0]  # where in the view each match was removed, and what was, all told
     for m in removed.finditer(text):
-        pieces.append(text[at : m.start()])
-        starts.extend(range(at, m.start()))
-        at = m.end()
-    pieces.append(text[at:])
-    starts.extend(range(at, len(text)))
-    return "".join(pieces), starts, [start + 1 for start in starts]
+        at.append(m.start() - gone[-1])
+        gone.append(gone[-1] + m.end() - m.start())
+    return removed.sub("", text), _Kept(at, gone, 0), _Kept(at, gone, 1)
+
+
+class _Kept:
+    """The places of a view's characters in a text some stretches were removed from: its
+    position, plus what was removed before it (a terminal's codes come every few characters:
+    listed, their places would cost a list as long as the text)."""
+
+    def __init__(self, at: list[int], gone: list[int], shift: int) -> None:
+        self._at, self._gone, self._shift = at, gone, shift
+
+    def __getitem__(self, position: int, /) -> int:
+        return position + self._gone[bisect_right(self._at, position) - 1] + self._shift
