@@ -163,3 +163,53 @@ def test_base64_that_holds_no_private_key_is_left() -> None:
     text = f"data:image/png;base64,{image}\nkey: {public}\n"
     assert redact(text).text == text
 
+
+# Where mini-swe-agent cuts a long output: its head, how much it left out, its tail.
+ELIDED = (
+    "\n</output_head>\n<elided_chars>\n5210 characters elided\n</elided_chars>\n<output_tail>\n"
+)
+ANTHROPIC_KEY = (
+    "sk-ant-api03-" + "Zq8Kw3LmNsRtYuVb7Mc9Kd1Pf4Gh6Jw0Ye3Ua5Si8Ro2Qt7Np1Mv4Lz6Kx9Cy3Bw5Ds7Fe0"
+)
+
+
+@pytest.mark.parametrize("at", [6, 20, 30])
+def test_a_token_cut_by_the_harness_is_replaced_on_both_sides(at: int) -> None:
+    # The head ends inside the token, the tail resumes inside it: each part is too short for
+    # the format's rule, and a GitHub token's last six characters are a checksum.
+    text = (
+        f"<output_head>\nHOME=/root\nremote: {GITHUB_TOKEN[:at]}{ELIDED}{GITHUB_TOKEN[-8:]}\nX=1\n"
+    )
+    out = redact(text)
+    assert GITHUB_TOKEN[-8:] not in out.text, out.text
+    assert GITHUB_TOKEN[4:at] not in out.text or at < 8  # a part too short to tell
+    assert "5210 characters elided" in out.text and out.text.endswith("\nX=1\n")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f'client = Anthropic(api_key="{ANTHROPIC_KEY[:50]}',
+        f"sent {ANTHROPIC_KEY[:50]}\n[output truncated: 40 kB]\n",
+        f"key {ANTHROPIC_KEY[:50]}... [2000 characters truncated]",
+        f"{GITHUB_TOKEN[:24]}\n",
+    ],
+    ids=["end", "truncation line", "inline", "bare"],
+)
+def test_a_token_cut_at_the_end_of_what_is_shown_is_replaced(text: str) -> None:
+    out = redact(text)
+    assert "Zq8Kw3LmNs" not in out.text and GITHUB_TOKEN[8:24] not in out.text, out.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "npm run build\n> npm_lifecycle_event\n",
+        "GitHub tokens start with ghp_\n",
+        "$ cat ghp_import-2.1.0.dist-info/top_level.txt\nghp_import\n",
+        "EXPORT TO ASIA\n",
+        f"{GITHUB_TOKEN[:24]} is not ended by a cut, and leads nowhere\n",
+    ],
+)
+def test_prefixes_not_cut_by_the_output_are_left(text: str) -> None:
+    assert redact(text).text == text

@@ -42,6 +42,34 @@ _PASSWORD_COMMANDS = ["mysql", "mariadb", "sshpass", "redis-cli", "ldap", "smbcl
 _LOGIN_COMMANDS = ["docker", "podman", "buildah", "nerdctl", "helm"]
 
 
+# Provider tokens by their prefixes, each with what its body is made of: cut by an output's
+# truncation, the part shown is too short for the format's rule, yet what is left is little to
+# guess (a GitHub token's last six characters are a checksum of the others).
+_TOKEN_PREFIXES = {
+    "gh[pousr]_|npm_|[rs]k_live_": "[A-Za-z0-9]",
+    "github_pat_": "[A-Za-z0-9_]",
+    "glpat-|sk-ant-(?:api|admin)\\d\\d-|sk-(?:proj|svcacct|admin)-|xox[abeprs]-": "[\\w-]",
+    "AKIA|ASIA": "[A-Z0-9]",
+}
+# A random body holds a digit or a capital: a word after a prefix is a name (ghp_import).
+_CUT_TOKEN, _CUT_HEAD = (
+    "|".join(f"(?:{prefix}){random}{body}{{{least},}}" for prefix, body in _TOKEN_PREFIXES.items())
+    for least, random in ((4, "(?=[a-z_-]*[A-Z0-9])"), (0, ""))
+)
+_CUT_KEYWORDS = [
+    *(f"gh{c}_" for c in "pousr"),
+    *("npm_", "rk_live_", "sk_live_", "github_pat_", "glpat-", "sk-ant-", "sk-proj-"),
+    *("sk-svcacct-", "sk-admin-", *(f"xox{c}-" for c in "abeprs"), "akia", "asia"),
+]
+# Where an output was cut: its end, an elision written inline, or a line a harness writes
+# where it cut (mini-swe-agent's "</output_head>", "[... truncated]", "<elided...>").
+_CUT = r"(?=\s*$|\.\.\.|…|[ \t]*\r?\n[ \t]*(?:</output_head>|<elided|\[(?:…|\.\.\.|output)))"
+_ELIDED = (
+    r"\r?\n</output_head>\r?\n<elided_chars>\r?\n\d+ characters elided\r?\n"
+    r"</elided_chars>\r?\n<output_tail>\r?\n"
+)
+
+
 # The extensions of the files grep -rn names before a line: a "host" so named is a path.
 _FILE_TYPES = (
     r"py|pyi|ipynb|md|rst|txt|json|jsonl|ya?ml|toml|ini|cfg|conf|lock|[cm]?js|jsx|tsx?|go|rs|"
@@ -424,6 +452,21 @@ OWN_RULES: tuple[dict[str, Any], ...] = (
         "keywords": ["password", "identified"],
         "allowlists": _NOT_SECRET,
         "starts": ["with", "encrypted", "unencrypted", "login", "role", "user", "grant", "set"],
+    },
+    {
+        "id": "cut-token",
+        # A provider's token cut by the output's truncation, its prefix and part of its body
+        # shown: replaced as far as it goes.
+        "regex": rf"(?<![\w-])({_CUT_TOKEN})(?![\w-]){_CUT}",
+        "keywords": _CUT_KEYWORDS,
+        "starts": _CUT_KEYWORDS,
+    },
+    {
+        "id": "cut-token",
+        # The rest of such a token, where mini-swe-agent's envelope resumes the output.
+        "regex": rf"(?<![\w-])(?:{_CUT_HEAD}){_ELIDED}([\w-]{{4,}})",
+        "keywords": _CUT_KEYWORDS,
+        "starts": _CUT_KEYWORDS,
     },
     {
         "id": "discord-bot-token",
