@@ -8,7 +8,6 @@ respected the same way and the hits are the same whichever engine ran.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
@@ -86,6 +85,10 @@ def grep(
     paths: Sequence[str] | None = None,
 ) -> list[GrepHit]:
     """Every line of the repository's source files that matches ``pattern``.
+
+    Both engines read lines as ripgrep does: a line ends at ``"\n"`` (a ``"\r"`` before it is
+    left out of the text shown), ``^`` and ``$`` anchor at each line, and a file that goes away
+    or changes while grep runs is skipped rather than failing the search.
 
     Args:
         root: The repository's root folder.
@@ -203,11 +206,13 @@ def _ripgrep(
         proc = subprocess.run(
             [*args, *batch], cwd=base, capture_output=True, text=True, check=False
         )
-        # 0: matches, 1: none; anything else is an error (a bad expression, mostly).
-        if proc.returncode not in (0, 1):
+        events = [json.loads(raw) for raw in proc.stdout.splitlines()]
+        # 0: matches, 1: none. 2 with a summary: the search ran, and a file could not be read
+        # (gone since the listing, as the Python scan skips it); 2 without: a bad expression.
+        searched = any(event.get("type") == "summary" for event in events)
+        if proc.returncode not in (0, 1) and not (proc.returncode == 2 and searched):
             raise ConfigError(f"ripgrep failed on {pattern!r}: {proc.stderr.strip()}")
-        for raw in proc.stdout.splitlines():
-            event = json.loads(raw)
+        for event in events:
             if event.get("type") != "match":
                 continue
             data = event["data"]
@@ -220,9 +225,12 @@ def _ripgrep(
 
 def _python(base: Path, real: dict[str, str], compiled: re.Pattern[str]) -> dict[str, list[int]]:
     found: dict[str, list[int]] = {}
+    # A file with no match anywhere is skipped whole; ^ and $ then anchor at every line, as
+    # they do in the scan of each line below.
+    anywhere = re.compile(compiled.pattern, compiled.flags | re.MULTILINE)
     for rel, full in real.items():
         text = _text(base, full, rel)
-        if text is None or not compiled.search(text):
+        if text is None or not anywhere.search(text):
             continue
         lines = [n for n, line in enumerate(_lines(text), start=1) if compiled.search(line)]
         if lines:
@@ -237,13 +245,17 @@ def _text(base: Path, full: str, rel: str) -> str | None:
         raw = read_regular(base, full, rel)
     except (OSError, WorkspacePathError):
         return None
-    # Read as read_text reads, universal newlines and all.
-    return io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8", errors="replace").read()
+    # Line ends as they are: ripgrep ends a line at "\n" only.
+    return raw.decode("utf-8", errors="replace")
 
 
 def _lines(text: str) -> list[str]:
-    # Lines as ripgrep numbers them: split on \n only (a \r stays part of its line).
-    return text.split("\n")
+    """Lines as ripgrep numbers and matches them: split at ``"\n"`` only (a ``"\r"`` stays
+    part of its line), and none after a final line end."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines
 
 
 def _with_context(
@@ -258,6 +270,8 @@ def _with_context(
             continue
         lines = [line.rstrip("\r") for line in _lines(text)]
         for number in sorted(set(matches[rel])):
+            if number > len(lines):
+                continue  # the file was cut short since the match
             i = number - 1
             hits.append(
                 GrepHit(
