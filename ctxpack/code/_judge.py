@@ -21,6 +21,7 @@ from .._internal.arguments import instances
 from .._internal.arguments import tokens as check_tokens
 from .._internal.jsontext import read_json
 from .._internal.options import CheckedModel, FieldErrorModel
+from .._internal.paths import shown_path
 from ..errors import ConfigError, CtxpackError
 from ._index import FileHit
 
@@ -239,11 +240,17 @@ class ModelJudge:
 
     def prompt(self, task: str, candidates: Sequence[Candidate]) -> str:
         """The prompt sent to the model."""
-        files = "\n\n".join(f"--- {c.path}\n{c.excerpt[: self.excerpt_chars]}" for c in candidates)
+        # A name is shown as text: a line end in it would forge a line of the prompt.
+        files = "\n\n".join(
+            f"--- {shown_path(c.path)}\n{c.excerpt[: self.excerpt_chars]}" for c in candidates
+        )
         return _RUBRIC.format(task=task, files=files)
 
     def __call__(self, task: str, candidates: Sequence[Candidate], /) -> list[Judgement]:
-        answer = self.complete(self.prompt(task, instances(candidates, "candidates", Candidate)))
+        candidates = instances(candidates, "candidates", Candidate)
+        if not candidates:
+            return []  # no file to ask the model about
+        answer = self.complete(self.prompt(task, candidates))
         if not isinstance(answer, str):
             raise JudgeError(
                 f"the model's answer is a {type(answer).__name__}, not text", answer=repr(answer)
@@ -257,8 +264,15 @@ class ModelJudge:
         except (ValueError, ValidationError) as exc:
             detail = re.sub(r"\s+", " ", str(exc))[:200]
             raise JudgeError(f"unreadable judgements ({detail})", answer=answer) from exc
-        known = {c.path for c in candidates}
-        by_path = {j.path: j for j in judged if j.path in known}
+        # The model names a file as it was shown (see prompt), or as it is.
+        known = {shown_path(c.path): c.path for c in candidates} | {
+            c.path: c.path for c in candidates
+        }
+        by_path = {
+            known[j.path]: j.model_copy(update={"path": known[j.path]})
+            for j in judged
+            if j.path in known
+        }
         # A candidate the model left out is recorded as judged irrelevant, with that reason.
         return [
             by_path.get(c.path)

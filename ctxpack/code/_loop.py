@@ -12,8 +12,9 @@ needs. :func:`iterative_retrieve` finds out in cycles:
    below 0.2 (unless they hold one of the words just learnt), and target the gaps (names the
    relevant files use that are defined in files not retrieved yet);
 4. **repeat**, until 3 or more files are highly relevant (>= 0.7) with no critical gap, a cycle
-   does not raise the judge's confidence (the mean relevance of the 3 best files in hand), or
-   ``max_cycles`` cycles have run.
+   does not raise the judge's confidence (the mean relevance of the 3 best files in hand), no
+   candidate is left to dispatch (the judge is not asked about none), or ``max_cycles`` cycles
+   have run.
 
 It returns the first cycle's candidates that the judge did not rule out (>= 0.2), in rank
 order, with the files later cycles judged highly relevant placed among them: after every file
@@ -35,6 +36,8 @@ from pydantic import ConfigDict
 from .._internal.arguments import callback, instances, keyword_checked, nonblank
 from .._internal.arguments import tokens as check_tokens
 from .._internal.options import FieldErrorModel
+from .._internal.paths import shown_path
+from ..errors import ConfigError
 from ..redaction import redact
 from ..store import ArtifactStore, SQLiteArtifactStore, check_artifact_store
 from ._context import build_context
@@ -136,11 +139,11 @@ class RetrievalResult(FieldErrorModel):
             learnt = ", ".join(c.added_terms) or "-"
             lines.append(f"cycle {c.cycle}: {len(c.candidates)} candidates, learnt: {learnt}")
             for j in c.judgements:
-                lines.append(f"  {j.relevance:.2f} {j.path}: {j.reason}")
+                lines.append(f"  {j.relevance:.2f} {shown_path(j.path)}: {j.reason}")
             if c.gaps:
                 lines.append("  gaps: " + "; ".join(c.gaps))
             if c.newly_excluded:
-                lines.append("  excluded: " + ", ".join(c.newly_excluded))
+                lines.append("  excluded: " + ", ".join(map(shown_path, c.newly_excluded)))
             if c.stop:
                 lines.append(f"  stop: {c.stop}")
         lines.append(
@@ -183,8 +186,9 @@ def iterative_retrieve(
         The files, the context to send and its token count, and every cycle.
 
     Raises:
-        ConfigError: ``max_cycles``, ``candidates`` or ``budget`` is not positive, or ``root``
-            is not a folder.
+        ConfigError: ``max_cycles``, ``candidates`` or ``budget`` is not positive, ``root``
+            is not a folder, or the judge's answer is not a list of judgements, one at most
+            per candidate (it is read in rank order, whatever order it comes in).
 
     Example:
         >>> import pathlib, tempfile
@@ -220,6 +224,10 @@ def _retrieve(
     confidence = 0.0
     for cycle in range(1, max_cycles + 1):
         record = search.evaluate(cycle, judge, candidates)
+        if not record.candidates:
+            stop = "no file matches the task" if cycle == 1 else "no candidates left to judge"
+            cycles.append(record.model_copy(update={"stop": stop}))
+            break
         if len(search.best) >= ENOUGH and not record.gaps:
             cycles.append(record.model_copy(update={"stop": "enough: 3+ highly relevant files"}))
             break
@@ -277,13 +285,8 @@ class _Search:
         top = ranked[0].score if ranked else 0.0
         hits = [h for h in ranked if h.path not in best][:candidates]
         shown = _candidates(self.index, hits, self.boost, self.task_terms, known=set(best), top=top)
-        # Anything but Judgements would stop the loop at the first attribute it lacks.
-        judged = instances(
-            judge(self.task, shown),
-            "the judge's answer",
-            Judgement,
-            hint="; a judge returns Judgement(path=..., relevance=..., reason=...) per candidate",
-        )
+        # Nothing to judge: a model judge would be asked about no file at all.
+        judged = _answer(judge(self.task, shown), shown) if shown else []
         by_path = {j.path: j for j in judged}
         high = [j.path for j in judged if j.relevance >= HIGH]
         for j in judged:
@@ -303,7 +306,7 @@ class _Search:
             candidates=tuple(c.hit for c in shown),  # as the judge saw them
             judgements=tuple(judged),
             high=tuple(high),
-            gaps=tuple(f"{path}: {m}" for path in high for m in by_path[path].missing),
+            gaps=tuple(f"{shown_path(path)}: {m}" for path in high for m in by_path[path].missing),
         )
 
     def _place(self, path: str, relevance: float) -> None:
@@ -403,7 +406,7 @@ def _candidates(
                 # A name defined in one or two files says where to look; more says nothing.
                 if not definers or len(definers) > 2 or definers & retrieved:
                     continue
-                gap = f"{name} ({', '.join(sorted(definers))})"
+                gap = f"{name} ({', '.join(map(shown_path, sorted(definers)))})"
                 if gap not in unresolved:
                     unresolved.append(gap)
         # What a judge (a model's, perhaps) reads of the file: redacted as a tool's output is.
@@ -424,6 +427,40 @@ def _candidates(
             )
         )
     return out
+
+
+def _answer(answer: object, candidates: Sequence[Candidate]) -> list[Judgement]:
+    """A judge's answer as judgements of the candidates, each judged once, in rank order
+    (the order :attr:`RetrievalResult.files` keeps, whatever order the judge answers in).
+
+    Raises:
+        ConfigError: the answer is not a list of judgements, or judges a file that is not a
+            candidate, or one twice.
+    """
+    # Anything but Judgements would stop the loop at the first attribute it lacks.
+    judged: list[Judgement] = instances(
+        answer,
+        "the judge's answer",
+        Judgement,
+        hint="; a judge returns Judgement(path=..., relevance=..., reason=...) per candidate",
+    )
+    rank = {c.path: c.rank for c in candidates}
+    seen: set[str] = set()
+    for j in judged:
+        if j.path not in rank:
+            shown = ", ".join(shown_path(c.path) for c in candidates[:5])
+            raise ConfigError(
+                f"the judge's answer judges {shown_path(j.path)!r}, which is not one of the "
+                f"candidates ({shown}{', ...' if len(candidates) > 5 else ''}); a judge "
+                "returns a Judgement per candidate it was given"
+            )
+        if j.path in seen:
+            raise ConfigError(
+                f"the judge's answer judges {shown_path(j.path)!r} twice; a judge returns one "
+                "Judgement per candidate"
+            )
+        seen.add(j.path)
+    return sorted(judged, key=lambda j: rank[j.path])
 
 
 def _check_arguments(
