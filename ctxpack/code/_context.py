@@ -13,6 +13,7 @@ from .._internal.paths import shown_path
 from ..errors import WorkspacePathError
 from ..redaction import redact
 from ..store import ArtifactStore, put_original
+from ..tokens import TokenCounter
 from ._index import CodeIndex
 from ._symbols import Symbol
 
@@ -43,16 +44,17 @@ def build_context(
     Every file is stored whole in ``store``; a file whose units match nothing shows its first
     unit (its imports and module docstring, mostly). Passages and stored files are redacted as
     tool outputs are (:func:`ctxpack.redaction.redact`): the context goes to a model. A passage
-    that would overflow the budget is left out and the next, smaller one may still fit.
+    that would overflow the budget is left out and the next, smaller one may still fit; the
+    token count returned is the text's own, at most ``budget``.
 
     Returns:
         The text, its token count, and the artifact id of each file that has a passage.
     """
     counter = index.counter
     scored = index.unit_scores(query, files, boost=boost)
-    blocks: list[str] = []
+    blocks: list[tuple[str, str]] = []  # (path, block)
     used = 0
-    artifacts: dict[str, str] = {}
+    stored: dict[str, str] = {}
     for path in files:
         units = [u for u, _ in scored.get(path, [])[:_UNITS_PER_FILE]]
         if not units:
@@ -72,8 +74,21 @@ def build_context(
             cost = counter.count(block + "\n")
             if used + cost > budget:
                 continue
-            blocks.append(block)
+            blocks.append((path, block))
             used += cost
-            artifacts[path] = artifact
-    text = "\n".join(blocks)
-    return text, counter.count(text), artifacts
+            stored[path] = artifact
+    text, tokens = _within(blocks, counter, budget)
+    kept = {path for path, _ in blocks}
+    return text, tokens, {path: a for path, a in stored.items() if path in kept}
+
+
+def _within(blocks: list[tuple[str, str]], counter: TokenCounter, budget: int) -> tuple[str, int]:
+    """The blocks joined, and their count: the last ones left out (from ``blocks`` too) while
+    the whole is over ``budget``. The blocks' own counts are what chose them, and a count of
+    joined texts may be more than the sum of theirs (a counter that rounds each text down)."""
+    while True:
+        text = "\n".join(block for _, block in blocks)
+        tokens = counter.count(text)
+        if tokens <= budget or not blocks:
+            return text, tokens
+        blocks.pop()
