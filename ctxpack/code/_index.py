@@ -40,11 +40,11 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ConfigDict
 
 from .._internal import forks
-from .._internal.arguments import keyword_checked, nonblank, string, strings
+from .._internal.arguments import callback, keyword_checked, nonblank, string, strings
 from .._internal.arguments import tokens as check_tokens
 from .._internal.arguments import weights as check_weights
 from .._internal.options import FieldErrorModel
-from .._internal.paths import confined_file
+from .._internal.paths import read_confined
 from ..errors import ConfigError
 from ..signals.bm25 import InvertedIndex
 from ..tokens import CounterLike, TokenCounter, get_counter
@@ -52,6 +52,7 @@ from ._files import resolve_root
 from ._graph import CodeGraph, personalised_pagerank
 from ._history import CommitHistory
 from ._issue import issue_words
+from ._parallel import decoded
 from ._storage import FileStore, RefreshStats, check_db
 from ._symbols import ParsedFile, Symbol
 from .literals import LiteralIndex
@@ -163,7 +164,8 @@ class CodeIndex(forks.Guarded):
     Raises:
         ConfigError: ``root`` is not a folder, ``db`` is a folder or a file that is not an
             SQLite database, ``counter`` is no counter :func:`ctxpack.get_counter` takes,
-            ``weights`` names an unknown signal, or ``workers`` is not >= 1.
+            ``weights`` names an unknown signal, ``embedder`` is no plain one-argument
+            callable, or ``workers`` is not >= 1.
 
     Example:
         >>> import pathlib, tempfile
@@ -189,12 +191,9 @@ class CodeIndex(forks.Guarded):
         self.workers = (
             None if workers is None else check_tokens(workers, "workers", unit="processes")
         )
-        if embedder is not None and not callable(embedder):
-            raise ConfigError(
-                "embedder must be a callable list[str] -> array (n, d), got "
-                f"{type(embedder).__name__}"
-            )
         self.embedder = embedder
+        if embedder is not None:
+            callback(embedder, "embedder", "list[str] -> array (n, d)", 1)
         self._vectors: Any = None
         self.db = check_db(db, self.root)
         weights = check_weights(weights, "weights")
@@ -241,6 +240,7 @@ class CodeIndex(forks.Guarded):
             How many files were parsed, removed, and left unchanged; the files too large.
 
         Raises:
+            ConfigError: the root is no longer a folder (the index is left as it was).
             StoreError: the index's file cannot be read or written (read-only, or busy 30 s).
         """
         with self._lock:
@@ -269,11 +269,11 @@ class CodeIndex(forks.Guarded):
         self._paths: list[str] = sorted(self._parsed)
         self._units: list[Symbol] = []
         self._unit_file: list[int] = []
-        self._file_terms: list[set[str]] = []
+        self._file_terms: list[frozenset[str]] = []
         for position, path in enumerate(self._paths):
             self._units.extend(self._parsed[path].symbols)
             self._unit_file.extend([position] * len(self._parsed[path].symbols))
-            self._file_terms.append(set(self._terms[path][1][0]))
+            self._file_terms.append(frozenset(self._terms[path][1][0]))
         self._unit_index = InvertedIndex()
         self._unit_index.extend_counted(u for p in self._paths for u in self._terms[p][0])
         self._file_index = InvertedIndex()
@@ -347,11 +347,11 @@ class CodeIndex(forks.Guarded):
         Raises:
             ConfigError: ``path`` is not an indexed file.
             WorkspacePathError: the file now leads outside the root (a symlink swapped in
-                since indexing) or has several hard links.
+                since indexing), is gone or no regular file, or has several hard links.
         """
         self.parsed(path)
-        # Checked again now: the tree may have changed since it was indexed.
-        return confined_file(self.root, path).read_text(encoding="utf-8", errors="replace")
+        # Checked again now, and as it is opened: the tree may have changed since it was indexed.
+        return decoded(read_confined(self.root, path))
 
     def definitions(self, name: str) -> list[Symbol]:
         """Every symbol unit named ``name`` (where it is defined)."""
@@ -580,7 +580,7 @@ class CodeIndex(forks.Guarded):
                 units.sort(key=lambda x: -x[1])
             return out
 
-    def file_terms(self, path: str) -> set[str]:
+    def file_terms(self, path: str) -> frozenset[str]:
         """The index terms of an indexed file."""
         self.parsed(path)
         with self._lock:

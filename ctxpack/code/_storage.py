@@ -27,7 +27,7 @@ from .._internal.options import FieldErrorModel
 from .._internal.paths import read_confined
 from ..errors import ConfigError, StoreError, WorkspacePathError
 from ..tokens import TokenCounter
-from ._files import LeftOut, source_files
+from ._files import LeftOut, resolve_root, source_files
 from ._history import Commit, cached_history
 from ._parallel import Parsed, decoded, parse_files
 from ._symbols import ParsedFile
@@ -239,7 +239,12 @@ class FileStore:
 
         Files are read and parsed first, then written in one short transaction, so that
         indexes of one root sharing the file do not wait on each other's parsing.
+
+        Raises:
+            ConfigError: the root is no longer a folder (moved, deleted, a drive unmounted):
+                its stored files are kept, not removed as if the tree had none.
         """
+        resolve_root(self.root)
         try:
             return self._refresh_file()
         except (ConfigError, StoreError) as exc:

@@ -193,3 +193,26 @@ def test_a_tree_of_files_without_a_unit_ranks_the_file_a_query_names(tmp_path: P
     (tmp_path / "pkg" / "__init__.py").write_text("")
     hits = CodeIndex(tmp_path).rank_files("fix pkg/__init__.py")
     assert [hit.path for hit in hits] == ["pkg/__init__.py"]
+
+
+def test_a_file_swapped_for_a_symlink_out_after_reads_check_is_not_read(
+    repo: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # CodeIndex.read checked the file, then opened it by name, following whatever link took
+    # its place in between: a file outside the root was read (a named pipe, waited on).
+    from ctxpack._internal import paths
+
+    index = CodeIndex(repo, db=":memory:")
+    assert "api/db.py" in index.files
+    checked = paths.confined_file
+
+    def then_swapped(root: Path, relative: str) -> Path:
+        real = checked(root, relative)
+        (repo / "api" / "db.py").unlink()
+        (repo / "api" / "db.py").symlink_to(outside / "secret.py")
+        return real
+
+    monkeypatch.setattr(paths, "confined_file", then_swapped)
+    monkeypatch.setattr("ctxpack.code._index.confined_file", then_swapped, raising=False)
+    with pytest.raises(WorkspacePathError, match="symlink"):
+        index.read("api/db.py")

@@ -1,0 +1,65 @@
+"""A CodeIndex against a user who keeps what it hands out, passes odd callables, and a root
+that goes away: its state is its own, and what cannot be done is said, not done quietly."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ctxpack import ConfigError
+from ctxpack.code import CodeIndex, iterative_retrieve
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "tree"
+    root.mkdir()
+    (root / "auth.py").write_text("def refresh_token(session):\n    return session.token\n")
+    (root / "users.py").write_text("import auth\n\ndef profile(user):\n    return user\n")
+    return root
+
+
+def test_the_terms_handed_out_are_not_the_indexs_own(tree: Path) -> None:
+    # file_terms returned the set the loop reads: a caller's .clear() emptied the file's
+    # terms for every later cycle of every loop on the index.
+    index = CodeIndex(tree, db=":memory:")
+    before = set(index.file_terms("auth.py"))
+    terms = index.file_terms("auth.py")
+    with pytest.raises(AttributeError):
+        terms.clear()  # type: ignore[attr-defined]
+    assert index.file_terms("auth.py") == before and "refresh" in before
+
+
+async def _async_embedder(texts: list[str]) -> list[list[float]]:
+    return [[1.0] for _ in texts]
+
+
+@pytest.mark.parametrize(
+    "embedder", [_async_embedder, lambda: [[1.0]], lambda texts, more: [[1.0]]], ids=str
+)
+def test_an_embedder_that_cannot_be_called_so_is_refused_when_given(
+    tree: Path, embedder: object
+) -> None:
+    # As a counter is: refused by the constructor, not at the first query (an async one then
+    # left a coroutine never awaited, and the error came from inside the ranking).
+    with pytest.raises(ConfigError, match="embedder must be"):
+        CodeIndex(tree, db=":memory:", embedder=embedder)  # type: ignore[arg-type]
+
+
+def test_a_root_gone_is_an_error_and_leaves_the_stored_index_alone(tree: Path) -> None:
+    # A root that is gone (moved, an unmounted drive) read as a tree of no files: the refresh
+    # deleted every stored file's row, and the loop answered with nothing found.
+    db = tree.parent / "index.sqlite"
+    CodeIndex(tree, db=db).refresh()
+    index = CodeIndex(tree, db=db)
+    index.refresh()
+    moved = tree.parent / "moved"
+    shutil.move(tree, moved)
+    for call in (index.refresh, lambda: iterative_retrieve("refresh token", index)):
+        with pytest.raises(ConfigError, match=r"root .* is not a directory"):
+            call()
+    assert index.files == ("auth.py", "users.py")
+    shutil.move(moved, tree)
+    assert CodeIndex(tree, db=db).refresh().unchanged == 2
