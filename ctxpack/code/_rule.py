@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import ConfigDict
 
-from .._internal.arguments import flag, nonblank, number
+from .._internal.arguments import flag, nonblank, number, string
 from .._internal.arguments import tokens as check_tokens
 from .._internal.options import FieldErrorModel
 from ..errors import ConfigError
@@ -59,12 +59,16 @@ def is_whole_repository_task(task: str) -> bool:
     """Whether a task reads as being about the whole repository: a verb such as review,
     summarise or explain with a subject such as the codebase, the architecture, every file.
 
+    Raises:
+        ConfigError: ``task`` is not a string.
+
     Example:
         >>> is_whole_repository_task("Review the whole codebase for unsafe SQL")
         True
         >>> is_whole_repository_task("Fix the session refresh bug in auth")
         False
     """
+    string(task, "task")
     return bool(_WHOLE_VERB.search(task) and _WHOLE_SUBJECT.search(task))
 
 

@@ -58,3 +58,10 @@ def test_the_share_is_a_parameter(repo: Path) -> None:
 )
 def test_whole_repository_tasks_are_read_from_their_words(task: str, whole: bool) -> None:
     assert is_whole_repository_task(task) is whole
+
+
+@pytest.mark.parametrize("task", [None, 3, b"review the codebase"])
+def test_a_task_that_is_not_text_is_named(task: object) -> None:
+    # The regular expressions raised a bare TypeError ("expected string or bytes-like object").
+    with pytest.raises(ConfigError, match="task must be a string"):
+        is_whole_repository_task(task)  # type: ignore[arg-type]
