@@ -205,7 +205,11 @@ def iterative_retrieve(
         with root._lock:
             root.refresh()
             return _retrieve(task, root, judge, max_cycles, candidates, budget, store)
-    return _retrieve(task, CodeIndex(root), judge, max_cycles, candidates, budget, store)
+    index = CodeIndex(root)
+    try:
+        return _retrieve(task, index, judge, max_cycles, candidates, budget, store)
+    finally:
+        index.close()  # made for this call: its connection is not left for the collector
 
 
 def _retrieve(

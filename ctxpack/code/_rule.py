@@ -110,8 +110,14 @@ def decide_loading(
         raise ConfigError(f"share must be in (0, 1], got {share}")
     if whole_task is not None:
         flag(whole_task, "whole_task")
-    index = root if isinstance(root, CodeIndex) else CodeIndex(root)
-    tokens = index.tokens()
+    if isinstance(root, CodeIndex):
+        tokens = root.tokens()
+    else:
+        index = CodeIndex(root)
+        try:
+            tokens = index.tokens()
+        finally:
+            index.close()  # made for this call: its connection is not left for the collector
     threshold = int(share * window)
     whole = is_whole_repository_task(task) if whole_task is None else whole_task
     fits = tokens <= threshold

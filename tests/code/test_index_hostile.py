@@ -63,3 +63,30 @@ def test_a_root_gone_is_an_error_and_leaves_the_stored_index_alone(tree: Path) -
     assert index.files == ("auth.py", "users.py")
     shutil.move(moved, tree)
     assert CodeIndex(tree, db=db).refresh().unchanged == 2
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts /proc/self/fd")
+def test_an_index_made_for_one_call_is_closed_when_it_returns(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a folder, iterative_retrieve and decide_loading make an index in the default
+    # file and left its SQLite connection open until the garbage collector found it: an agent
+    # calling them in a loop held more files open at each call.
+    import gc
+
+    from ctxpack.code import decide_loading
+
+    def open_files() -> int:
+        return len(list(Path("/proc/self/fd").iterdir()))
+
+    iterative_retrieve("refresh token", tree)  # the index file exists from here on
+    gc.collect()
+    gc.disable()
+    try:
+        before = open_files()
+        for _ in range(3):
+            iterative_retrieve("refresh token", tree)
+            decide_loading("refresh token", tree, window=100_000)
+        assert open_files() == before
+    finally:
+        gc.enable()
