@@ -54,9 +54,6 @@ _RACY_NS = 2_000_000_000
 # a 20 MB module took 9 s and 1.6 GB, and reading it back 8.6 s at every start.
 MAX_SOURCE_BYTES = 2_000_000
 
-# The first bytes of every SQLite database file.
-_SQLITE_HEADER = b"SQLite format 3\x00"
-
 
 class RefreshStats(FieldErrorModel):
     """What :meth:`CodeIndex.refresh` did: files parsed anew, removed, and left as they were;
@@ -101,15 +98,26 @@ def check_db(given: object, root: Path) -> str:
             )
         if not path.exists():
             return db
-        with path.open("rb") as file:
-            header = file.read(len(_SQLITE_HEADER))
-    except OSError as exc:  # a name too long, a file it may not read...
+        uri = f"{path.absolute().as_uri()}?mode=ro"
+    except OSError as exc:  # a name too long...
         raise ConfigError(f"db: {db!r} cannot be used: {exc}") from exc
-    # An empty file is a new database to SQLite.
-    if header and header != _SQLITE_HEADER:
-        raise ConfigError(
-            f"db: {db!r} is not an SQLite database; give a new file path, or ':memory:'"
-        )
+    # Read by SQLite, never by open() and close(): a close drops every POSIX lock this process
+    # holds on the file, SQLite's own included, and another process then takes itself for the
+    # file's last user and deletes its write-ahead log under an index using it.
+    try:
+        conn = sqlite3.connect(uri, uri=True)
+        try:
+            conn.execute("PRAGMA schema_version")  # an empty file is a new database
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        if "not a database" in str(exc):
+            raise ConfigError(
+                f"db: {db!r} is not an SQLite database; give a new file path, or ':memory:'"
+            ) from exc
+        if "unable to open" in str(exc):  # a file it may not read...
+            raise ConfigError(f"db: {db!r} cannot be used: {exc}") from exc
+        # Anything else (busy, a damaged page) is the open's to report, with its own advice.
     return db
 
 

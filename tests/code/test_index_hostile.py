@@ -90,3 +90,25 @@ def test_an_index_made_for_one_call_is_closed_when_it_returns(
         assert open_files() == before
     finally:
         gc.enable()
+
+
+def test_a_second_index_on_a_file_in_use_keeps_the_first_ones_locks(tree: Path) -> None:
+    # CodeIndex(...) read the first bytes of its file with a plain open() and close(): a close
+    # drops every POSIX lock the process holds on the file, SQLite's included, so another
+    # process took itself for the file's last user and deleted the write-ahead log under the
+    # open index (indexes sharing a file then failed with "disk I/O error").
+    import subprocess
+    import sys
+
+    db = tree.parent / "shared.sqlite"
+    first = CodeIndex(tree, db=db)
+    first.refresh()  # its connection stays open, holding its lock
+    wal = Path(f"{db}-wal")
+    assert wal.exists()
+    CodeIndex(tree, db=db)
+    other = (
+        "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('SELECT 1 FROM files')"
+    )
+    subprocess.run([sys.executable, "-c", other + "; c.close()", str(db)], check=True)
+    assert wal.exists()  # the other process saw the first index's lock: not the last user
+    assert first.refresh().unchanged == 2
