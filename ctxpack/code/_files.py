@@ -172,16 +172,19 @@ def walk_files(
 @dataclass
 class LeftOut:
     """What a walk would list but cannot: names that are not text (see :func:`shown_invalid`),
-    and files and folders it may not read; folders with a trailing ``/`` (the root is ``./``)."""
+    files and folders it may not read (folders with a trailing ``/``, the root ``./``), and
+    files with several hard links (another name may lie outside the root)."""
 
     invalid_names: list[str] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)
+    hard_linked: list[str] = field(default_factory=list)
 
     def as_fields(self) -> dict[str, tuple[str, ...]]:
         """Each list sorted, by its name (the fields of a refresh's stats)."""
         return {
             "invalid_names": tuple(sorted(self.invalid_names)),
             "unreadable": tuple(sorted(self.unreadable)),
+            "hard_linked": tuple(sorted(self.hard_linked)),
         }
 
 
@@ -253,7 +256,9 @@ def _walk(
                 except PermissionError:
                     left_out.unreadable.append(rel)
                     continue
-                if stat is not None:
+                if stat is not None and hard_linked(stat):
+                    left_out.hard_linked.append(rel)  # another name may lie outside the root
+                elif stat is not None:
                     yield rel, stat
         stack.extend((sub, active) for sub in reversed(subfolders))
 
@@ -287,7 +292,7 @@ def _listable(
     source_only: bool,
     known: Callable[[str, os.stat_result], bool] | None,
 ) -> os.stat_result | None:
-    """The file's ``stat`` if it is listed.
+    """The file's ``stat`` if it is listed, or is left out only for its hard links.
 
     Raises:
         PermissionError: the file may not be read.
@@ -295,7 +300,7 @@ def _listable(
     try:
         stat = entry.stat(follow_symlinks=False)
         if hard_linked(stat):
-            return None  # another name may lie outside the root
+            return stat  # never opened: the caller leaves it out
         if source_only and not (known and known(rel, stat)) and is_binary(Path(entry.path)):
             return None
         return stat

@@ -62,7 +62,9 @@ class RefreshStats(FieldErrorModel):
     a trailing ``/``) left out because their name is not valid text in the file system's
     encoding, each byte that is not UTF-8 written ``\\xNN`` (rename them to index them);
     ``unreadable``, the source files and folders left out because this process may not read
-    them (the root itself is ``./``)."""
+    them (the root itself is ``./``); ``hard_linked``, the source files left out because they
+    have several hard links (another name may lie outside the root: copy such a file to index
+    it)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -72,6 +74,7 @@ class RefreshStats(FieldErrorModel):
     too_large: tuple[str, ...] = ()
     invalid_names: tuple[str, ...] = ()
     unreadable: tuple[str, ...] = ()
+    hard_linked: tuple[str, ...] = ()
 
 
 def default_db_path(root: Path) -> Path:

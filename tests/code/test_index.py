@@ -73,6 +73,7 @@ def test_index_is_incremental_and_persistent(repo: Path, tmp_path: Path) -> None
         "too_large": (),
         "invalid_names": (),
         "unreadable": (),
+        "hard_linked": (),
     }
     # Touched but unchanged: its hash says so, nothing is parsed.
     target = repo / "api" / "db.py"

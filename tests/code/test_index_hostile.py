@@ -112,3 +112,15 @@ def test_a_second_index_on_a_file_in_use_keeps_the_first_ones_locks(tree: Path) 
     subprocess.run([sys.executable, "-c", other + "; c.close()", str(db)], check=True)
     assert wal.exists()  # the other process saw the first index's lock: not the last user
     assert first.refresh().unchanged == 2
+
+
+def test_a_file_left_out_for_its_hard_links_is_named(tree: Path) -> None:
+    # A tree made with `cp -al` or rsync --link-dest: its files have several names, one of
+    # which may lie outside the root, so they are not read; they were left out unnamed, where
+    # every other file left out is named in the refresh's stats.
+    import os
+
+    os.link(tree / "auth.py", tree.parent / "backup_auth.py")
+    stats = CodeIndex(tree, db=":memory:").refresh()
+    assert stats.hard_linked == ("auth.py",)
+    assert (stats.parsed, stats.invalid_names, stats.unreadable) == (1, (), ())
