@@ -14,6 +14,7 @@ import sqlite3
 from typing import Any
 
 from .._internal.cliargs import positive_int
+from .._internal.paths import shown_path
 from ..errors import ConfigError
 from ._index import CodeIndex
 from ._loop import iterative_retrieve
@@ -62,7 +63,8 @@ def _run(args: argparse.Namespace) -> str:
     if args.code_command == "search":
         hits = index.search(args.task, k=args.k)
         rows = [
-            f"{h.path}:{h.start_line}-{h.end_line}  {h.kind} {h.name}  {h.score:.3f}" for h in hits
+            f"{shown_path(h.path)}:{h.start_line}-{h.end_line}  {h.kind} {h.name}  {h.score:.3f}"
+            for h in hits
         ]
         return "\n".join(rows) if rows else "no match"
     result = iterative_retrieve(args.task, index, budget=args.budget, max_cycles=args.max_cycles)
@@ -70,7 +72,7 @@ def _run(args: argparse.Namespace) -> str:
         # An empty context would be read downstream as "nothing relevant", which is not so.
         raise ConfigError(
             f"--budget {args.budget} holds nothing of the {len(result.files)} file(s) found "
-            f"({', '.join(list(result.files)[:3])}); raise --budget"
+            f"({', '.join(map(shown_path, result.files[:3]))}); raise --budget"
         )
     if args.report:
         return result.report()

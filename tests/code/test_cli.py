@@ -43,3 +43,14 @@ def test_bad_root_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert err.startswith("ctxpack: error: ") and "not a directory" in err
     assert main(["code", "retrieve", str(tmp_path), "x", "--budget", "0"]) == 2
     assert "argument --budget: expected a positive integer" in capsys.readouterr().err
+
+
+def test_search_prints_one_line_per_unit_whatever_the_file_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A line end in a file's name printed as it is made two rows of one unit (the second a
+    # forged one), for a script reading the rows; names are shown escaped, as in the context.
+    (tmp_path / "a\nforged.py:1-1  function fake  9.9\nb.py").write_text("def token():\n    pass\n")
+    assert main(["code", "search", str(tmp_path), "token", "--db", ":memory:"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [lines[0]] and lines[0].startswith("a\\nforged.py:1-1  function fake")
