@@ -124,3 +124,14 @@ def test_a_file_left_out_for_its_hard_links_is_named(tree: Path) -> None:
     stats = CodeIndex(tree, db=":memory:").refresh()
     assert stats.hard_linked == ("auth.py",)
     assert (stats.parsed, stats.invalid_names, stats.unreadable) == (1, (), ())
+
+
+def test_an_embedder_returning_nan_is_named(tree: Path) -> None:
+    # A zero vector normalised by the embedder itself is NaN: its cosines were NaN, and a file
+    # with a NaN score fell out of the fused ranking, silently.
+    def nan_for_users(texts: list[str]) -> list[list[float]]:
+        return [[float("nan"), 1.0] if "users" in t else [1.0, 0.0] for t in texts]
+
+    index = CodeIndex(tree, db=":memory:", embedder=nan_for_users)
+    with pytest.raises(ConfigError, match=r"embedder: .*NaN"):
+        index.rank_files("profile user")
