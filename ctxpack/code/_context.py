@@ -42,7 +42,8 @@ def build_context(
     ``budget`` tokens.
 
     Every file is stored whole in ``store``; a file whose units match nothing shows its first
-    unit (its imports and module docstring, mostly). Passages and stored files are redacted as
+    unit (its imports and module docstring, mostly); one deleted or made unreadable since it
+    was indexed shows nothing. Passages and stored files are redacted as
     tool outputs are (:func:`ctxpack.redaction.redact`): the context goes to a model. A passage
     that would overflow the budget is left out and the next, smaller one may still fit; the
     token count returned is the text's own, at most ``budget``.
@@ -66,6 +67,8 @@ def build_context(
             if os.path.lexists(index.root / path):
                 raise
             continue  # deleted since the index read the tree: nothing left to quote
+        except OSError:
+            continue  # unreadable since (a chmod): left out, as a refresh leaves it out
         # Read for a model as a tool's output is: a key in a settings file is redacted.
         artifact = put_original(store, redact(whole).text, path=path)
         for unit in sorted(units, key=lambda u: u.start_line):
