@@ -17,10 +17,14 @@ from functools import cache
 
 from .._internal.arguments import sendable, string
 from ..errors import ConfigError
+from ._files import LANGUAGES
 from .fallback import parse_python_ast, parse_whole_file
 from .treesitter import parse_with_tree_sitter, parser_for
 from .units import ParsedFile as ParsedFile
 from .units import Symbol as Symbol
+
+# The languages parse_source reads (see LANGUAGES, by extension).
+_LANGUAGES = frozenset(LANGUAGES.values())
 
 __all__ = [
     "ParsedFile",
@@ -49,6 +53,9 @@ def parse_source(path: str, language: str, source: str) -> ParsedFile:
             ``java``.
         source: The file's text.
 
+    Raises:
+        ConfigError: ``language`` is not one of these, or ``source`` is not text.
+
     Example:
         >>> source = "import os\\n\\ndef f():\\n    return g()\\n"
         >>> parsed = parse_source("app.py", "python", source)
@@ -58,7 +65,10 @@ def parse_source(path: str, language: str, source: str) -> ParsedFile:
         ('os',)
     """
     string(path, "path")
-    string(language, "language")
+    if string(language, "language") not in _LANGUAGES:
+        raise ConfigError(
+            f"language must be one of {', '.join(sorted(_LANGUAGES))}, got {language!r}"
+        )
     string(source, "source")
     # Tree-sitter reads UTF-8: a lone surrogate would stop it with UnicodeEncodeError.
     sendable(source, "source", ConfigError)

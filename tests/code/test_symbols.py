@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from ctxpack import ConfigError
 from ctxpack.code import (
     CodeIndex,
     ParsedFile,
@@ -370,3 +371,11 @@ def test_calls_on_lines_read_without_their_brackets_are_still_references(
     assert found[:2] == [("<module>", 1, ("foo", "baz")), ("bar", 4, ("qux",))]
     if kind == "closed much later":
         assert found[2:] == [("<module>", 7, ("zap",))]
+
+
+@pytest.mark.parametrize("language", ["ruby", "Python", "", "text"])
+def test_a_language_it_does_not_parse_is_named(language: str) -> None:
+    # Any other name was parsed as one unit, with a warning to install the grammars "for
+    # symbol units in every language", which would not give it any.
+    with pytest.raises(ConfigError, match=r"language must be one of .*python"):
+        parse_source("a.rb", language, "def f\nend\n")
