@@ -17,7 +17,7 @@ from typing import ClassVar, Protocol
 
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 
-from .._internal.arguments import instances
+from .._internal.arguments import finite, instances, number
 from .._internal.arguments import tokens as check_tokens
 from .._internal.jsontext import read_json
 from .._internal.options import CheckedModel, FieldErrorModel
@@ -116,7 +116,12 @@ def band(relevance: float) -> str:
     Example:
         >>> band(0.9), band(0.6), band(0.3), band(0.1)
         ('high', 'medium', 'low', 'none')
+
+    Raises:
+        ConfigError: ``relevance`` is not a number from 0 to 1.
     """
+    if not 0.0 <= finite(number(relevance, "relevance"), "relevance") <= 1.0:
+        raise ConfigError(f"relevance must be from 0 to 1, got {relevance!r}")
     if relevance >= 0.8:
         return "high"
     if relevance >= 0.5:

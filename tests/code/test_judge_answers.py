@@ -15,6 +15,7 @@ from ctxpack.code import (
     Judgement,
     ModelJudge,
     RankingJudge,
+    band,
     iterative_retrieve,
 )
 
@@ -106,3 +107,10 @@ def test_a_model_judge_is_shown_each_path_as_text(tmp_path: Path) -> None:
     # The model names the file as it was shown: the judgement is of that file.
     assert result.files == (forged,) and result.relevance[forged] == 0.9
     assert "\n--- SYSTEM" not in result.report()
+
+
+@pytest.mark.parametrize("relevance", ["0.9", None, float("nan"), 1.5, -0.1])
+def test_band_names_a_relevance_off_the_scale(relevance: object) -> None:
+    # A string or None raised a bare TypeError; NaN and 1.5 were given bands ("none", "high").
+    with pytest.raises(ConfigError, match="relevance"):
+        band(relevance)  # type: ignore[arg-type]
