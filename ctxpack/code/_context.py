@@ -43,10 +43,10 @@ def build_context(
 
     Every file is stored whole in ``store``; a file whose units match nothing shows its first
     unit (its imports and module docstring, mostly); one deleted or made unreadable since it
-    was indexed shows nothing. Passages and stored files are redacted as
-    tool outputs are (:func:`ctxpack.redaction.redact`): the context goes to a model. A passage
-    that would overflow the budget is left out and the next, smaller one may still fit; the
-    token count returned is the text's own, at most ``budget``.
+    was indexed shows nothing. Passages and stored files are redacted as tool outputs are
+    (:func:`ctxpack.redaction.redact`): the context goes to a model. A passage that would
+    overflow the budget is left out and the next, smaller one may still fit; the token count
+    returned is the text's own, at most ``budget``.
 
     Returns:
         The text, its token count, and the artifact id of each file that has a passage.
