@@ -10,21 +10,12 @@ from typing import Any
 
 from .._internal.arguments import TOOL_NAME, json_type_name
 from .._internal.legacy_calls import sent_extras
+from .._internal.part_fields import payload as payload
+from .._internal.part_fields import require_str as require_str
 from ..messages import Message
 from ._turns import fail as _fail
 
 __all__: list[str] = []
-
-
-def require_str(
-    entry: Mapping[str, Any], key: str, index: int | None, field: str, *, empty: bool = True
-) -> None:
-    if key not in entry:
-        raise _fail("is missing", index, field)
-    if not isinstance(entry[key], str):
-        raise _fail(f"must be a string, got {json_type_name(entry[key])}", index, field)
-    if not empty and not entry[key]:
-        raise _fail("must be a non-empty string", index, field)
 
 
 def typed_entry(entry: Any, noun: str, allowed: list[str], index: int | None, field: str) -> str:
@@ -43,18 +34,6 @@ def typed_entry(entry: Any, noun: str, allowed: list[str], index: int | None, fi
             f"{field}.type",
         )
     return kind
-
-
-def payload(
-    part: Mapping[str, Any], key: str, like: str, index: int, field: str
-) -> Mapping[str, Any]:
-    """The object a part of type ``key`` carries under ``key``."""
-    inner = part.get(key)
-    if not isinstance(inner, Mapping):
-        raise _fail(
-            f"must be an object like {like}, got {json_type_name(inner)}", index, f"{field}.{key}"
-        )
-    return inner
 
 
 def check_speaker_name(msg: Message, index: int) -> None:

@@ -37,12 +37,14 @@ def image_block(part: Mapping[str, Any]) -> dict[str, Any]:
     if not url.strip():
         return not_sent(kind, False, why="it has no URL")
     if url.startswith("data:"):
-        if ";base64," not in url:
+        mark = url.find(";base64,", 5)
+        if mark == -1:
             return not_sent(kind, False, why=f"a data URL not in base64; {_FORMATS}")
-        head, data = url[5:].split(";base64,", 1)
-        media = _media_type(head, "image/png")
+        media = _media_type(url[5:mark], "image/png")
         if media not in _IMAGE_TYPES:
             return not_sent(kind, False, why=f"{media}; {_FORMATS}")
+        # One copy of the data (a render converts the history each turn): no split of the URL.
+        data = url[mark + 8 :]
         return {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}
     if not url.lower().startswith(("https://", "http://")):
         # A path, a bucket's gs:// or s3:// address: nothing the API can fetch.
@@ -104,8 +106,8 @@ def _unfetched(url: str, filename: Any) -> str | None:
 
 def _document_source(data: str) -> dict[str, Any]:
     """The source of a document sent as a data URL: a PDF's base64, a text file's text."""
-    head, payload = data[5:].split(";base64,", 1)
-    head = _media_type(head, "application/pdf")
+    mark = data.find(";base64,", 5)  # a data URL in base64, as the caller found it
+    head, payload = _media_type(data[5:mark], "application/pdf"), data[mark + 8 :]
     source = {"type": "base64", "media_type": head, "data": payload}
     if is_text_media(head):
         # Anthropic reads a base64 document as a PDF only; a text file goes as its text.

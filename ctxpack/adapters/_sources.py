@@ -4,11 +4,11 @@ an OpenAI data URL's); each check fails naming the message index and the field."
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Mapping
 from typing import Any
 
 from .._internal.arguments import MAX_NESTING, json_problem, json_type_name, shown
+from .._internal.base64_data import base64_problem, data_url_problem
 from ._fields import require_str as _require_str
 from ._turns import fail as _fail
 
@@ -16,28 +16,17 @@ __all__: list[str] = []
 
 
 def check_base64(data: str, index: int | None, field: str) -> None:
-    """``data`` is base64 (its padding may be left out): anything else, the provider refuses.
-
-    Checked by decoding it once (in C).
-    """
-    try:
-        padded = data + "=" * (-len(data) % 4) if len(data) % 4 else data
-        base64.b64decode(padded, validate=True)
-    except ValueError as exc:  # binascii.Error, or a character that is not ASCII
-        raise _fail(
-            f"is not valid base64 ({exc}); encode the file's bytes with base64.b64encode "
-            "(letters, digits, + and /, no spaces or line breaks)",
-            index,
-            field,
-        ) from None
+    """``data`` is base64 (its padding may be left out): anything else, the provider refuses."""
+    problem = base64_problem(data)
+    if problem is not None:
+        raise _fail(problem, index, field)
 
 
 def check_data_url(url: str, index: int | None, field: str) -> None:
     """The base64 of a ``data:...;base64,...`` URL (any other URL is left to the provider)."""
-    if url[:5].lower() == "data:":
-        mark = url.find(";base64,", 5)
-        if mark != -1:
-            check_base64(url[mark + 8 :], index, field)
+    problem = data_url_problem(url)
+    if problem is not None:
+        raise _fail(problem, index, field)
 
 
 # Blocks only a tool_result holds: a client-side tool search's answer (the tools it found, by

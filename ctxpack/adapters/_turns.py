@@ -10,16 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .._internal.part_fields import fail as fail
 from .._internal.part_texts import is_provider_tool_result
-from ..errors import InvalidMessageError
 
 __all__: list[str] = []
-
-
-def fail(detail: str, index: int | None, field: str | None) -> InvalidMessageError:
-    """The error for a problem in message ``index`` (``None``: the payload) at ``field``."""
-    where = f"{field}: " if field else ""
-    return InvalidMessageError(where + detail, index=index, field=field)
 
 
 def opens_with_compaction(entry: Mapping[str, Any]) -> bool:

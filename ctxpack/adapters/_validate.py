@@ -15,18 +15,17 @@ from typing import Any
 
 from .._internal.arguments import flag, json_type_name, shown
 from .._internal.compaction import check_openai_compaction, is_openai_compaction
+from .._internal.part_fields import CHECKED_PART_TYPES, check_part_fields
 from .._internal.part_texts import is_provider_tool_result
 from .._internal.reasoning import check_reasoning
 from .._internal.tool_items import SERVER_ITEMS
 from ..errors import InvalidMessageError  # noqa: F401 (the examples catch it)
 from ..sdk import RESPONSES_META, coerce_messages, coerce_value
 from ._fields import NO_ANTHROPIC_AUDIO, refuse_audio_reply
-from ._fields import payload as _payload
 from ._fields import require_str as _require_str
 from ._fields import typed_entry as _typed_entry
 from ._sources import (
     RESULT_ONLY_BLOCKS,
-    check_data_url,
     check_result_only,
     check_source,
     check_tool_use,
@@ -94,16 +93,6 @@ def _check_list(messages: Any, what: str) -> Sequence[Any]:
 # --------------------------------------------------------------------------------------- OpenAI
 
 
-def _check_file(file: Mapping[str, Any], sources: tuple[str, ...], index: int, field: str) -> None:
-    """A file part's fields: one of ``sources`` at least, each a string, as is its name."""
-    if not any(key in file for key in sources):
-        wanted = " or ".join(f'"{key}"' for key in sources)
-        raise _fail(f"needs {wanted}", index, field)
-    for key in (*sources, "filename"):
-        if key in file:
-            _require_str(file, key, index, f"{field}.{key}")
-
-
 # What a Responses API function_call_output may hold beside text (a screenshot a tool took),
 # read as these parts; Chat Completions' tool message takes text alone.
 _OUTPUT_MEDIA = frozenset({"image_url", "file", "input_image", "input_file"})
@@ -129,36 +118,8 @@ def _check_openai_parts(parts: list[Any], index: int, role: str, output: bool = 
                 f"{field}.type",
             )
         kind = _typed_entry(part, "part", sorted(OPENAI_PART_TYPES), index, field)
-        if kind in ("text", "input_text"):
-            _require_str(part, "text", index, f"{field}.text")
-        elif kind == "refusal":
-            _require_str(part, "refusal", index, f"{field}.refusal")
-        elif kind == "image_url":
-            inner = _payload(part, "image_url", '{"url": "https://..."}', index, field)
-            _require_str(inner, "url", index, f"{field}.image_url.url")
-            check_data_url(inner["url"], index, f"{field}.image_url.url")
-            if "detail" in inner:
-                _require_str(inner, "detail", index, f"{field}.image_url.detail")
-        elif kind == "input_audio":
-            inner = _payload(
-                part, "input_audio", '{"data": "<base64>", "format": "wav"}', index, field
-            )
-            _require_str(inner, "data", index, f"{field}.input_audio.data")
-            _require_str(inner, "format", index, f"{field}.input_audio.format")
-        elif kind == "file":
-            inner = _payload(
-                part,
-                "file",
-                '{"file_id": ...} or {"file_data": ..., "filename": ...}',
-                index,
-                field,
-            )
-            _check_file(inner, ("file_id", "file_data"), index, f"{field}.file")
-        elif kind == "input_image" and isinstance(part.get("image_url"), str):
-            # The Responses API's image: its URL a string beside the type (or a file id).
-            check_data_url(part["image_url"], index, f"{field}.image_url")
-        elif kind == "input_file":
-            _check_file(part, ("file_id", "file_data", "file_url"), index, field)
+        if kind in CHECKED_PART_TYPES:
+            check_part_fields(part, index, field)
         elif kind == "reasoning":
             check_reasoning(part, index, field, role)
         elif kind in SERVER_ITEMS and role != "assistant":

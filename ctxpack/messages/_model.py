@@ -26,13 +26,13 @@ from .._internal.arguments import (
     check_nesting,
     check_text,
     json_problem,
-    json_type_name,
     message_items,
     shown,
     too_long_int_text,
 )
 from .._internal.copies import copy_value as copy_value
 from .._internal.options import FieldErrorModel
+from .._internal.part_fields import CHECKED_PART_TYPES, check_part_fields, is_langchain_file
 from .._internal.trusted import trusted_frozen_instance
 from ..errors import InvalidMessageError
 
@@ -77,8 +77,6 @@ _KNOWN_KEYS = frozenset(
 )
 
 _NULL_CONTENT_KEYS = frozenset({"function_call", "refusal", "audio"})
-# The content parts whose text is a string, as the checks of a dict message require.
-_TEXT_PARTS = frozenset({"text", "input_text"})
 
 
 class _CallPart(FieldErrorModel):
@@ -154,7 +152,9 @@ class Message(FieldErrorModel):
         role: One of ``system``, ``developer``, ``user``, ``assistant``, ``tool``.
         content: A string, a list of content parts (``{"type": "text", "text": ...}``,
             ``{"type": "image_url", ...}``...), or ``None`` for an assistant turn that only calls
-            tools.
+            tools. OpenAI's parts are checked as a message dict's are (each field of its type,
+            an image's data URL, an audio clip's or a file's data valid base64): a problem is an
+            :class:`~ctxpack.InvalidMessageError` naming the field (``content[1].image_url.url``).
         id: Stable identifier used by every decision. Kept when given; otherwise
             :func:`ensure_messages` derives one from the content (see :func:`stable_id`).
         name: Optional participant name (OpenAI ``name``).
@@ -230,15 +230,15 @@ class Message(FieldErrorModel):
                 kind = part.get("type")
                 if not isinstance(kind, str):
                     raise ValueError(f"content[{i}].type: every content part needs a string type")
-                # A text part holds a string in every format (OpenAI's, Anthropic's,
-                # LangChain's), as a dict message's is checked; any other is refused when sent.
-                if kind in _TEXT_PARTS and not isinstance(part.get("text"), str):
-                    problem = (
-                        f"must be a string, got {json_type_name(part['text'])}"
-                        if "text" in part
-                        else "is missing"
-                    )
-                    raise ValueError(f"content[{i}].text: {problem}")
+                # OpenAI's parts hold what a dict message's must (a text part a string in every
+                # format: OpenAI's, Anthropic's, LangChain's; an image's data URL base64...);
+                # any other part is refused when sent. LangChain's file block shares the type
+                # of OpenAI's file part, not its shape (from_langchain checks it).
+                if kind in CHECKED_PART_TYPES and not (kind == "file" and is_langchain_file(part)):
+                    try:
+                        check_part_fields(part, None, f"content[{i}]")
+                    except InvalidMessageError as exc:
+                        raise ValueError(exc.detail) from None
         return self
 
     @property

@@ -30,6 +30,7 @@ def _call(call_id: str = "c1", **function: Any) -> dict[str, Any]:
 
 
 _USER = {"role": "user", "content": "hi"}
+_PDF_URL = "data:application/pdf;base64,"
 
 
 def _image_url(url: str) -> dict[str, Any]:
@@ -371,6 +372,27 @@ OPENAI: list[Case] = [
         "tool_call_id",
         "already answered",
         pairing=True,
+    ),
+    Case(
+        "audio data not base64",
+        [{"role": "user", "content": [{"type": "input_audio", "input_audio": {"data": "Ukl!"}}]}],
+        0,
+        "content[0].input_audio.data",
+        "is not valid base64",
+    ),
+    Case(
+        "file data URL not base64",
+        [{"role": "user", "content": [{"type": "file", "file": {"file_data": _PDF_URL + "J%"}}]}],
+        0,
+        "content[0].file.file_data",
+        "is not valid base64",
+    ),
+    Case(
+        "Responses file data not base64",
+        [{"role": "user", "content": [{"type": "input_file", "file_data": "JVBE\nRg=="}]}],
+        0,
+        "content[0].file_data",
+        "is not valid base64",
     ),
 ]
 

@@ -244,12 +244,16 @@ def test_a_part_with_no_responses_input_is_refused_with_index_and_field() -> Non
 def test_a_built_message_s_malformed_part_is_refused_by_name_for_the_responses_api(
     part: dict[str, Any], field: str
 ) -> None:
-    # A Message built (or read from LangChain) holding an image or file part whose payload is
-    # no object: an AttributeError or TypeError from inside the conversion, or an input_image
-    # without a URL sent to the API, which refuses it.
+    # A Message holding an image or file part whose payload is no object: an AttributeError or
+    # TypeError from inside the conversion, or an input_image without a URL sent to the API,
+    # which refuses it. Building one is refused, as a dict is; one that skipped validation
+    # (model_construct, model_copy(update=...)) is refused by the conversion.
+    with pytest.raises(ctxpack.InvalidMessageError, match="must be an object") as info:
+        ctxpack.Message(role="user", content=[part])
+    assert info.value.field == field
     history = [
         ctxpack.Message(role="user", content="hi"),
-        ctxpack.Message(role="user", content=[part]),
+        ctxpack.Message.model_construct(role="user", content=[part], id="u2"),
     ]
     with pytest.raises(ctxpack.InvalidMessageError, match="must be an object") as info:
         to_openai(history, api="responses")

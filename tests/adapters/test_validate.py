@@ -153,12 +153,12 @@ def test_a_text_file_goes_to_anthropic_as_a_text_document() -> None:
     }
 
 
-def test_a_text_file_that_is_not_base64_is_named_by_the_validator_not_a_crash() -> None:
+def test_a_text_file_that_is_not_base64_is_named_not_a_crash() -> None:
+    # Refused as the file it is, before a document block the API refuses is made of it.
     part = {"type": "file", "file": {"filename": "a.txt", "file_data": "data:text/plain;base64,@@"}}
-    payload = ctxpack.to_anthropic([{"role": "user", "content": [part]}])
-    with pytest.raises(InvalidMessageError) as info:
-        validate_anthropic(payload)
-    assert info.value.field == "content[0].source.media_type"
+    with pytest.raises(InvalidMessageError, match="is not valid base64") as info:
+        ctxpack.to_anthropic([{"role": "user", "content": [part]}])
+    assert (info.value.index, info.value.field) == (0, "content[0].file.file_data")
 
 
 _ASK = {"role": "user", "content": "And Paris?"}
