@@ -75,6 +75,35 @@ def check_source(source: Any, kind: str, index: int | None, field: str) -> None:
         )
 
 
+def check_described(block: Mapping[str, Any], kind: str, index: int | None, field: str) -> None:
+    """The optional fields of a block beside its content: a document's ``title`` and
+    ``context`` (strings), a document's or a search result's ``citations`` (``{"enabled":
+    true}``), a text block's ``citations`` (a list); each may be null."""
+    keys = ("title", "context") if kind == "document" else ()
+    for key in keys:
+        value = block.get(key)
+        if value is not None and not isinstance(value, str):
+            raise _fail(
+                f"must be a string or null, got {json_type_name(value)}", index, f"{field}.{key}"
+            )
+    citations = block.get("citations")
+    if citations is None:
+        return
+    if kind == "text":
+        if not isinstance(citations, list):
+            raise _fail(
+                f"must be a list of citations, got {json_type_name(citations)}",
+                index,
+                f"{field}.citations",
+            )
+    elif not isinstance(citations, Mapping) or not isinstance(citations.get("enabled", True), bool):
+        raise _fail(
+            'must be an object like {"enabled": true}, got ' + json_type_name(citations),
+            index,
+            f"{field}.citations",
+        )
+
+
 def check_tool_use(block: Mapping[str, Any], kind: str, index: int | None, field: str) -> None:
     """A tool call block: its id, its name and its input object."""
     _require_str(block, "id", index, f"{field}.id")

@@ -26,6 +26,7 @@ from ._fields import require_str as _require_str
 from ._fields import typed_entry as _typed_entry
 from ._sources import (
     RESULT_ONLY_BLOCKS,
+    check_described,
     check_result_only,
     check_source,
     check_tool_use,
@@ -341,11 +342,15 @@ def _check_anthropic_block(block: Any, index: int | None, field: str, role: str 
         )
     if kind == "text":
         _require_str(block, "text", index, f"{field}.text")
+        check_described(block, kind, index, field)
     elif kind in ("image", "document"):
         check_source(block.get("source"), kind, index, f"{field}.source")
+        if kind == "document":
+            check_described(block, kind, index, field)
     elif kind == "search_result":
         _require_str(block, "source", index, f"{field}.source")
         _require_str(block, "title", index, f"{field}.title")
+        check_described(block, kind, index, field)
         inner = block.get("content")
         if not isinstance(inner, list):
             raise _fail(

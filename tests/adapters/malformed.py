@@ -31,6 +31,16 @@ def _call(call_id: str = "c1", **function: Any) -> dict[str, Any]:
 
 _USER = {"role": "user", "content": "hi"}
 _PDF_URL = "data:application/pdf;base64,"
+_PDF = {
+    "type": "document",
+    "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERg=="},
+}
+_FOUND = {
+    "type": "search_result",
+    "source": "https://x",
+    "title": "X",
+    "content": [{"type": "text", "text": "x"}],
+}
 
 
 def _image_url(url: str) -> dict[str, Any]:
@@ -1045,5 +1055,40 @@ ANTHROPIC: list[Case] = [
         "content[0].caller.tool_id",
         "still waiting",
         pairing=True,
+    ),
+    Case(
+        "document title not a string",
+        _messages({"role": "user", "content": [{**_PDF, "title": 5}]}),
+        0,
+        "content[0].title",
+        "a string or null, got int",
+    ),
+    Case(
+        "document context a list",
+        _messages({"role": "user", "content": [{**_PDF, "context": ["a"]}]}),
+        0,
+        "content[0].context",
+        "a string or null, got list",
+    ),
+    Case(
+        "document citations a flag",
+        _messages({"role": "user", "content": [{**_PDF, "citations": True}]}),
+        0,
+        "content[0].citations",
+        '{"enabled": true}',
+    ),
+    Case(
+        "search result citations enabled not a flag",
+        _messages({"role": "user", "content": [{**_FOUND, "citations": {"enabled": "yes"}}]}),
+        0,
+        "content[0].citations",
+        '{"enabled": true}',
+    ),
+    Case(
+        "text citations a string",
+        _messages({"role": "user", "content": [{"type": "text", "text": "x", "citations": "a"}]}),
+        0,
+        "content[0].citations",
+        "a list of citations",
     ),
 ]
