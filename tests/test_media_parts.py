@@ -47,6 +47,8 @@ MALFORMED = [
         "content[1].image_url",
         "valid base64",
     ),
+    ({"type": "input_image", "image_url": 5}, "content[1].image_url", "must be a string"),
+    ({"type": "input_image", "file_id": "f", "detail": 1}, "content[1].detail", "must be a string"),
     (_audio("UklGR!=="), "content[1].input_audio.data", "valid base64"),
     # The API takes the clip as bare base64, not as a data URL.
     (_audio("data:audio/wav;base64,UklGRg=="), "content[1].input_audio.data", "valid base64"),

@@ -95,9 +95,13 @@ def check_part_fields(part: Mapping[str, Any], index: int | None, field: str) ->
         like = '{"file_id": ...} or {"file_data": ..., "filename": ...}'
         inner = payload(part, "file", like, index, field)
         _check_file(inner, ("file_id", "file_data"), index, f"{field}.file")
-    elif kind == "input_image" and isinstance(part.get("image_url"), str):
+    elif kind == "input_image":
         # The Responses API's image: its URL a string beside the type (or a file id).
-        _check_data(data_url_problem(part["image_url"]), index, f"{field}.image_url")
+        for key in ("image_url", "file_id", "detail"):
+            if part.get(key) is not None:
+                require_str(part, key, index, f"{field}.{key}")
+        if isinstance(part.get("image_url"), str):
+            _check_data(data_url_problem(part["image_url"]), index, f"{field}.image_url")
     elif kind == "input_file":
         _check_file(part, ("file_id", "file_data", "file_url"), index, field)
 

@@ -196,6 +196,23 @@ def check_openai_tool_calls(entry: Mapping[str, Any], role: Any, index: int) -> 
         _check_openai_function(call[kind], index, f"{field}.{kind}", custom=kind == "custom")
 
 
+def _check_reply_fields(entry: Mapping[str, Any], index: int) -> None:
+    """An assistant's ``refusal`` (a string) and ``audio`` reply (``{"id": ...}``, by which
+    Chat Completions takes it back), each of which may be null."""
+    if entry.get("refusal") is not None and not isinstance(entry["refusal"], str):
+        raise _fail(f"must be a string, got {json_type_name(entry['refusal'])}", index, "refusal")
+    audio = entry.get("audio")
+    if audio is None:
+        return
+    if not isinstance(audio, Mapping):
+        raise _fail(
+            f'must be an object like {{"id": "audio_..."}}, got {json_type_name(audio)}',
+            index,
+            "audio",
+        )
+    _require_str(audio, "id", index, "audio.id", empty=False)
+
+
 def check_openai_message(entry: Any, index: int) -> None:
     role = _role_of(entry, index)
     if role == "function":
@@ -218,6 +235,8 @@ def check_openai_message(entry: Any, index: int) -> None:
                 "function_call",
             )
         _check_openai_function(entry["function_call"], index, "function_call", what="function call")
+    if role == "assistant":
+        _check_reply_fields(entry, index)
     if role == "tool":
         if "tool_call_id" not in entry or entry["tool_call_id"] is None:
             raise _fail(
