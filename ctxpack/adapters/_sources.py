@@ -1,6 +1,7 @@
-"""What Anthropic's API requires of the fields of an image's or a document's ``source``, a tool
-call block and a block only a ``tool_result`` holds, and of base64 data (an Anthropic source's,
-an OpenAI data URL's); each check fails naming the message index and the field."""
+"""What Anthropic's API requires of the fields of an image's or a document's ``source``, of a
+block's optional fields (a document's title and context, citations), a tool call block and a
+block only a ``tool_result`` holds, and of base64 data (an Anthropic source's, an OpenAI data
+URL's); each check fails naming the message index and the field."""
 
 from __future__ import annotations
 
