@@ -160,7 +160,9 @@ def test_large_base64_found_valid_is_remembered_and_cleared() -> None:
         ctxpack.to_anthropic(history)
     stats = _valid_stats()
     assert stats.entries == 1
-    assert len(data) <= stats.nbytes <= stats.max_bytes
+    # Remembered by its length and hash: the cache holds nothing of a user's file.
+    assert stats.nbytes < 1_000 < len(data)
+    assert stats.nbytes <= stats.max_bytes
     clear_caches()
     assert _valid_stats().entries == 0
 

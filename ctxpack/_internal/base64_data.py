@@ -3,17 +3,19 @@ provider requires: the problem to name, or ``None``.
 
 A history is checked again each time it is packed, counted or converted (a render converts it
 every turn), and decoding a large file each time costs more than the rest of that work, so a
-long text found valid is remembered: keyed by the text itself, whose hash Python keeps on the
-string, a repeated check of the same string is a lookup.
+long text found valid is remembered. Not the text itself: its length and the hash Python keeps
+on the string, so that a repeated check of the same string is a lookup, and the cache holds
+neither a user's files (nothing of them outlives the history, an erasure included) nor their
+megabytes. Two texts of one length whose 64-bit hashes collide would let the second pass
+unchecked: the provider would then refuse it, as it does today without the check.
 """
 
 from __future__ import annotations
 
 import base64
-import sys
 from typing import Literal
 
-from ..caches import ENTRY_OVERHEAD, LRUCache
+from ..caches import LRUCache
 
 __all__: list[str] = []
 
@@ -22,13 +24,10 @@ _REMEMBERED_FROM = 8_192
 
 _Kind = Literal["base64", "data URL"]
 
-# (kind, text) -> True for a text found valid. The kind keeps a data URL found valid from
-# passing as raw base64 (which its "data:" head is not).
-_VALID: LRUCache[tuple[_Kind, str], bool] = LRUCache(
-    1_024,
-    maxbytes=64 << 20,
-    weigh=lambda key, _: ENTRY_OVERHEAD + sys.getsizeof(key[1]),
-    name="valid base64 data",
+# (kind, length, hash) -> True for a text found valid. The kind keeps a data URL found valid
+# from passing as raw base64 (which its "data:" head is not).
+_VALID: LRUCache[tuple[_Kind, int, int], bool] = LRUCache(
+    1_024, maxbytes=256 << 10, name="valid base64 data"
 )
 
 _HINT = (
@@ -63,7 +62,8 @@ def data_url_problem(url: str) -> str | None:
 
 def _problem(kind: _Kind, text: str, start: int) -> str | None:
     remembered = len(text) >= _REMEMBERED_FROM
-    if remembered and _VALID.get((kind, text)):
+    key = (kind, len(text), hash(text))
+    if remembered and _VALID.get(key):
         return None
     data = text[start:] if start else text
     try:
@@ -72,5 +72,5 @@ def _problem(kind: _Kind, text: str, start: int) -> str | None:
     except ValueError as exc:  # binascii.Error, or a character that is not ASCII
         return f"is not valid base64 ({exc}); {_HINT}"
     if remembered:
-        _VALID.put((kind, text), True)
+        _VALID.put(key, True)
     return None
