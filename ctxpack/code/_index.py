@@ -37,13 +37,10 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ConfigDict
-
 from .._internal import forks
 from .._internal.arguments import callback, keyword_checked, nonblank, string, strings
 from .._internal.arguments import tokens as check_tokens
 from .._internal.arguments import weights as check_weights
-from .._internal.options import FieldErrorModel
 from .._internal.paths import read_confined
 from ..errors import ConfigError
 from ..signals.bm25 import InvertedIndex
@@ -51,6 +48,7 @@ from ..tokens import CounterLike, TokenCounter, get_counter
 from ._files import resolve_root
 from ._graph import CodeGraph, personalised_pagerank
 from ._history import CommitHistory
+from ._hits import FileHit, SearchHit
 from ._issue import issue_words
 from ._parallel import decoded
 from ._storage import FileStore, RefreshStats, check_db
@@ -95,48 +93,6 @@ _EVIDENCE_TESTS = 5
 _TITLE_WEIGHT = 2.0
 _BM25_K1 = 1.2
 _BM25_B = 0.75
-
-
-class SearchHit(FieldErrorModel):
-    """A symbol unit that matched a query.
-
-    Attributes:
-        path: Repository-relative path of its file.
-        name: Symbol name (``"<module>"`` for lines outside any symbol).
-        kind: ``function``, ``method``, ``class``, ``interface``, ``type``, ``impl``, ``module``.
-        start_line: First line (1-based).
-        end_line: Last line (inclusive).
-        score: The unit's own BM25 score plus its file's score.
-        text: The unit's source.
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    path: str
-    name: str
-    kind: str
-    start_line: int
-    end_line: int
-    score: float
-    text: str
-
-
-class FileHit(FieldErrorModel):
-    """A file ranked for a query, with the signals that put it there and its best units.
-
-    Attributes:
-        path: Repository-relative path.
-        score: Weighted sum of the signals.
-        signals: Each signal's normalised value (see :data:`DEFAULT_WEIGHTS`).
-        units: Its symbol units that matched, best first.
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    path: str
-    score: float
-    signals: dict[str, float]
-    units: tuple[SearchHit, ...] = ()
 
 
 class CodeIndex(forks.Guarded):
@@ -232,6 +188,14 @@ class CodeIndex(forks.Guarded):
         with self._lock:
             if self._store is not None:
                 self._store.close()
+
+    def __enter__(self) -> CodeIndex:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        """Close the connection at the block's end, rather than when the index is collected
+        (each open index holds the database file and its write-ahead log open)."""
+        self.close()
 
     def refresh(self) -> RefreshStats:
         """Bring the index up to date with the files on disk; parse only what changed.

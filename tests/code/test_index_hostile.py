@@ -92,6 +92,29 @@ def test_an_index_made_for_one_call_is_closed_when_it_returns(
         gc.enable()
 
 
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts /proc/self/fd")
+def test_an_index_used_in_a_with_block_is_closed_at_its_end(tree: Path) -> None:
+    # As a sqlite3 connection or a file: the block's end closes it, not the garbage collector.
+    import gc
+
+    def open_files() -> int:
+        return len(list(Path("/proc/self/fd").iterdir()))
+
+    CodeIndex(tree).close()  # the index file exists from here on
+    gc.collect()
+    gc.disable()
+    try:
+        before = open_files()
+        with CodeIndex(tree) as index:
+            assert index.rank_files("refresh token")[0].path == "auth.py"
+            assert open_files() > before
+        assert open_files() == before
+        assert index.rank_files("user profile")[0].path == "users.py"  # opens it again
+        index.close()
+    finally:
+        gc.enable()
+
+
 def test_a_second_index_on_a_file_in_use_keeps_the_first_ones_locks(tree: Path) -> None:
     # CodeIndex(...) read the first bytes of its file with a plain open() and close(): a close
     # drops every POSIX lock the process holds on the file, SQLite's included, so another
