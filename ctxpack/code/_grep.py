@@ -92,12 +92,14 @@ def grep(
 
     Args:
         root: The repository's root folder.
-        pattern: A literal string, or a regular expression when ``regex`` is true (keep to the
-            syntax Python's ``re`` and ripgrep share: classes, groups, ``|``, ``\\b``, ``\\w``).
+        pattern: A literal string, or a regular expression when ``regex`` is true (in the
+            syntax Python's ``re`` and ripgrep share, both engines find the same lines: classes,
+            groups, ``|``, ``\\b``, ``\\w``).
         regex: Read ``pattern`` as a regular expression.
         ignore_case: Match regardless of case.
         context: Lines of context kept before and after each hit.
-        engine: ``"ripgrep"``, ``"python"`` or ``"auto"`` (ripgrep when installed).
+        engine: ``"ripgrep"``, ``"python"`` or ``"auto"`` (ripgrep when installed, the
+            Python scan for an expression only Python's ``re`` takes).
         paths: Search only these repository-relative files (default: every listed source file).
 
     Returns:
@@ -141,10 +143,12 @@ def grep(
             "ripgrep is not installed; pip install 'ctxpack[code]' (or your system's ripgrep), "
             "or use engine='python'"
         )
-    if rg is not None:
-        matches = _ripgrep(rg, base, files, pattern, regex=regex, ignore_case=ignore_case)
-    else:
-        matches = _python(base, real, compiled)
+    found = None if rg is None else _ripgrep(rg, base, files, pattern, regex, ignore_case)
+    if isinstance(found, str) and engine == "ripgrep":
+        raise ConfigError(f"ripgrep failed on {pattern!r}: {found}")
+    # An expression ripgrep refused and Python's re took (a look-around, a back-reference):
+    # the Python scan finds its lines.
+    matches = found if isinstance(found, dict) else _python(base, real, compiled)
     return _with_context(base, real, matches, context)
 
 
@@ -193,8 +197,10 @@ def _confined(base: Path, files: list[str]) -> dict[str, str]:
 
 
 def _ripgrep(
-    rg: str, base: Path, files: list[str], pattern: str, *, regex: bool, ignore_case: bool
-) -> dict[str, list[int]]:
+    rg: str, base: Path, files: list[str], pattern: str, regex: bool, ignore_case: bool
+) -> dict[str, list[int]] | str:
+    """The lines of ``files`` that match, by path; or, for an expression ripgrep refuses, its
+    message."""
     found: dict[str, list[int]] = {}
     args = [rg, "--json", "--no-config", "--line-number", "--text"]
     args += ["--ignore-case"] if ignore_case else ["--case-sensitive"]
@@ -211,7 +217,7 @@ def _ripgrep(
         # (gone since the listing, as the Python scan skips it); 2 without: a bad expression.
         searched = any(event.get("type") == "summary" for event in events)
         if proc.returncode not in (0, 1) and not (proc.returncode == 2 and searched):
-            raise ConfigError(f"ripgrep failed on {pattern!r}: {proc.stderr.strip()}")
+            return proc.stderr.strip()
         for event in events:
             if event.get("type") != "match":
                 continue

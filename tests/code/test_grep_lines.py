@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from ctxpack import ConfigError
 from ctxpack.code import grep, ripgrep_path
 
 ENGINES = ["python", "ripgrep"] if ripgrep_path() else ["python"]
@@ -100,3 +101,18 @@ def test_a_file_cut_short_between_the_match_and_its_lines_is_no_crash(
 
     monkeypatch.setattr(_grep, "_ripgrep" if engine == "ripgrep" else "_python", then_cut)
     assert _where(grep(tree, "a", engine=engine)) == [("calc.py", 1, "a = 1")]
+
+
+@pytest.mark.skipif(ripgrep_path() is None, reason="needs ripgrep")
+@pytest.mark.parametrize(("pattern", "lines"), [(r"x(?= \+)", [4]), (r"(\w) = \1", [])])
+def test_an_expression_only_python_takes_is_scanned_in_python_by_auto(
+    tree: Path, pattern: str, lines: list[int]
+) -> None:
+    # ripgrep refuses look-arounds and back-references, which Python's re takes: "auto" (the
+    # default) failed with "ripgrep failed" where the Python scan finds the lines.
+    assert [h.line for h in grep(tree, pattern, regex=True, context=0)] == lines
+    assert grep(tree, pattern, regex=True, context=0, engine="python") == grep(
+        tree, pattern, regex=True, context=0
+    )
+    with pytest.raises(ConfigError, match="ripgrep failed"):
+        grep(tree, pattern, regex=True, engine="ripgrep")
