@@ -51,6 +51,8 @@ def build_context(
     Returns:
         The text, its token count, and the artifact id of each file that has a passage.
     """
+    if not files:  # scoring every unit of the tree for no file took seconds on a long task
+        return "", index.counter.count(""), {}
     counter = index.counter
     scored = index.unit_scores(query, files, boost=boost)
     blocks: list[tuple[str, str]] = []  # (path, block)

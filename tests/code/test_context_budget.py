@@ -28,3 +28,17 @@ def test_the_context_never_takes_more_than_the_budget(index: CodeIndex, budget: 
     result = iterative_retrieve("token x return", index, budget=budget)
     assert result.tokens == quarter_chars(result.context) <= budget
     assert result.context  # the budget holds at least one unit
+
+
+def test_a_task_that_finds_no_file_scores_no_unit(
+    index: CodeIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With no file found, scoring the tree's units for the context was seconds of work on a
+    # long task, for an empty context.
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("units scored for no file")
+
+    monkeypatch.setattr(index, "unit_scores", refuse)
+    result = iterative_retrieve("zyxwvut qponmlk", index)
+    assert result.files == ()
+    assert result.context == "" and result.tokens == quarter_chars("") == 0
