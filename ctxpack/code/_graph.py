@@ -182,6 +182,10 @@ class CodeGraph:
         for path, weights in self.calls.items():
             for target, weight in weights.items():
                 self.callers[target][path] = weight
+        # Plain dicts once built: a caller reading index.graph.definers["name"] of a name no
+        # file defines inserted it, an empty set the index's own lookups then found.
+        self.definers, self.importers = dict(self.definers), dict(self.importers)
+        self.callers = dict(self.callers)
 
     def neighbours(self, path: str) -> dict[str, float]:
         """Files linked to ``path`` either way, weighted in [0, 1] (imports weigh most, calls

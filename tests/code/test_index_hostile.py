@@ -188,3 +188,15 @@ def test_a_file_made_unreadable_while_the_loop_runs_is_left_out(
     assert "### auth.py:" not in result.context and result.tokens == index.counter.count(
         result.context
     )
+
+
+def test_reading_the_graph_does_not_change_it(tree: Path) -> None:
+    # Its maps were defaultdicts: reading a name no file defines inserted it.
+    index = CodeIndex(tree, db=":memory:")
+    graph = index.graph
+    before = (dict(graph.definers), dict(graph.importers), dict(graph.callers))
+    for table in (graph.definers, graph.importers, graph.callers):
+        with pytest.raises(KeyError):
+            table["no_such_name"]
+    assert (graph.definers, graph.importers, graph.callers) == before
+    assert graph.definers["refresh_token"] == {"auth.py"}
