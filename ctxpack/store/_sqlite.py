@@ -104,11 +104,27 @@ class SQLiteFile:
             conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
         else:
             if self.path != ":memory:":
-                conn.execute("PRAGMA journal_mode=WAL")
+                self._into_wal(conn)
             # FULL: a write that returned survives the process being killed, and a
             # power cut.
             conn.execute("PRAGMA synchronous=FULL")
         return conn
+
+    def _into_wal(self, conn: sqlite3.Connection) -> None:
+        """Put the file in WAL mode, waiting up to the busy timeout as every other statement
+        does: SQLite may answer this pragma "database is locked" at once, without its busy
+        handler, while another connection to the file runs WAL recovery or, closing last,
+        checkpoints and removes the log (seen with replicas opening and closing the store on
+        threads)."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(0.005)
 
     def after_fork(self) -> None:
         """In a forked child: close the parent's connection here and open one at the next

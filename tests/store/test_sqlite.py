@@ -213,3 +213,35 @@ def test_a_reader_that_cannot_write_the_folder_refuses_writes_it_cannot_see(
     reader = open_store(f"sqlite:///{path}")
     assert reader.load("u1").entries == ("e0", "e1")
     reader.close()
+
+
+def test_opening_waits_out_a_wal_pragma_answered_locked_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # SQLite may answer PRAGMA journal_mode=WAL "database is locked" at once, without its busy
+    # handler, while another connection recovers or removes the log: a replica opening the
+    # store then failed (seen in CI with replicas opening and closing on threads).
+    from ctxpack.store._sqlite import SQLiteFile
+
+    refusals = [2]
+
+    class Answering:
+        def __init__(self, conn: sqlite3.Connection) -> None:
+            self._conn = conn
+
+        def execute(self, sql: str, *args: Any) -> Any:
+            if sql == "PRAGMA journal_mode=WAL" and refusals[0]:
+                refusals[0] -= 1
+                raise sqlite3.OperationalError("database is locked")
+            return self._conn.execute(sql, *args)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._conn, name)
+
+    connect = SQLiteFile._connect
+    monkeypatch.setattr(SQLiteFile, "_connect", lambda self: Answering(connect(self)))
+    store = SQLiteStore(tmp_path / "s.db")
+    assert refusals == [0]
+    store.close()
+    with sqlite3.connect(tmp_path / "s.db") as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
