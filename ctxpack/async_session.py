@@ -356,12 +356,7 @@ class AsyncSession(forks.ProcessBound):
         """
         batch = extend_batch(messages)
         core = self._core
-        answered = core._check_after(after)
-
-        def change() -> None:
-            core._answers(answered)
-            core._extend(batch, provider)
-
+        change = core._answering(after, lambda: core._extend(batch, provider))
         await self._commit(change, ("extend", batch, provider))
 
     async def _commit(
@@ -516,13 +511,11 @@ class AsyncSession(forks.ProcessBound):
         :meth:`ctxpack.Session.record_response`."""
         recorded: list[Decision] = []
         core = self._core
-        answered = core._check_after(after)
 
         def change() -> None:
-            core._answers(answered)
             recorded[:] = core._record_response(response, append)
 
-        await self._commit(change, ("record_response", response, append))
+        await self._commit(core._answering(after, change), ("record_response", response, append))
         return recorded
 
     @keyword_checked

@@ -333,12 +333,7 @@ class Session(Arrival, Rendering):
             SessionErasedError: as for :meth:`append` (``after=``); none was stored.
         """
         batch = extend_batch(messages)
-        answered = self._check_after(after)
-
-        def change() -> None:
-            self._answers(answered)
-            self._extend(batch, provider)
-
+        change = self._answering(after, lambda: self._extend(batch, provider))
         self._change(change, ("extend", batch, provider))
 
     # ------------------------------------------------------------------------------ output
@@ -487,15 +482,13 @@ class Session(Arrival, Rendering):
             SessionErasedError: as for :meth:`append` (``after=``); nothing was recorded.
         """
         recorded: list[Decision] = []
-        answered = self._check_after(after)
 
         # One change, read afresh on each attempt: the message and its decisions are stored
         # together, on top of other writers' appends.
         def change() -> None:
-            self._answers(answered)
             recorded[:] = self._record_response(response, append)
 
-        self._change(change, ("record_response", response, append))
+        self._change(self._answering(after, change), ("record_response", response, append))
         return recorded
 
     @keyword_checked

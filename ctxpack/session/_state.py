@@ -216,12 +216,14 @@ class SessionState(forks.Guarded):
             return f"stored:{self.session_id}", self.store.life()
         return f"memory:{self._memory_key}", ""
 
-    def _check_after(self, after: object) -> PackResult | None:
-        """``after=`` as an append takes it: ``None``, or a result this session rendered (a
-        ``ConfigError`` naming ``after`` otherwise); whether its life is still the session's is
-        read with the store (:meth:`_answers`)."""
+    def _answering(self, after: object, change: Callable[[], None]) -> Callable[[], None]:
+        """``change`` (an append's), as answering the render ``after`` (``append(after=)``):
+        ``after`` is checked now, ``None`` or a result this session rendered (a ``ConfigError``
+        naming ``after`` otherwise); the change refuses to run when the session left the life
+        that render was made in, checked once the store was read (so that an erasure read on
+        the way is seen), on each attempt."""
         if after is None:
-            return None
+            return change
         if not isinstance(after, PackResult):
             raise ConfigError(
                 "after must be the PackResult of this session's render() that the message "
@@ -234,17 +236,15 @@ class SessionState(forks.Guarded):
                 f"after: the result was rendered {made}, not by this session; give the result "
                 "of this session's render() that the message answers"
             )
-        return after
 
-    def _answers(self, after: PackResult | None) -> None:
-        """Refuse an append answering ``after`` (checked by :meth:`_check_after`) when the
-        session left the life it was rendered in: called within the change, once the store
-        was read, so that an erasure read on the way is seen."""
-        origin = None if after is None else origin_of(after)
-        if origin is not None and origin != self._origin():
-            store = self.store
-            url = store.store.url if isinstance(store, SessionArtifacts) else "memory"
-            raise SessionErasedError(url=url, session_id=str(self.session_id))
+        def answering() -> None:
+            if origin != self._origin():
+                store = self.store
+                url = store.store.url if isinstance(store, SessionArtifacts) else "memory"
+                raise SessionErasedError(url=url, session_id=str(self.session_id))
+            change()
+
+        return answering
 
     def _hunt(self) -> BoundFingerprints:
         """The secret values found so far, under the session's key, for the guard."""
