@@ -491,11 +491,16 @@ class AsyncSession(forks.ProcessBound):
 
     @keyword_checked
     async def pin(
-        self, text: str, *, name: str, kind: Literal["memory", "skill"] = "skill"
+        self,
+        text: str,
+        *,
+        name: str,
+        kind: Literal["memory", "skill"] = "skill",
+        after: PackResult | None = None,
     ) -> None:
         """Add a memory file or a skill to the conversation; see :meth:`ctxpack.Session.pin`."""
         message = await asyncio.to_thread(pinned_message, text, name, kind)
-        await self.append(message)
+        await self.append(message, after=after)
 
     @keyword_checked
     def context_management(self, provider: Provider | None = None) -> dict[str, Any]:

@@ -492,7 +492,14 @@ class Session(Arrival, Rendering):
         return recorded
 
     @keyword_checked
-    def pin(self, text: str, *, name: str, kind: Literal["memory", "skill"] = "skill") -> None:
+    def pin(
+        self,
+        text: str,
+        *,
+        name: str,
+        kind: Literal["memory", "skill"] = "skill",
+        after: PackResult | None = None,
+    ) -> None:
         """Add a memory file or a skill to the conversation, as a user message.
 
         In managed mode (``window=``), a compaction summarises it away and re-injects it after
@@ -501,10 +508,19 @@ class Session(Arrival, Rendering):
         ``pinned_budget``. The same text pinned twice is sent once, the other copy as a note
         naming its stored original: from the next compaction on, at once if re-injected.
 
+        Args:
+            text: The file's or the skill's text.
+            name: Its name, shown to the model and kept in the records.
+            kind: ``"memory"`` (re-injected whole) or ``"skill"`` (cut to its head).
+            after: The render the pin answers (a skill the model asked for): as for
+                :meth:`append`, refused if the session was erased or expired since.
+
         Raises:
-            ConfigError: an empty name, or a kind other than ``"memory"`` or ``"skill"``.
+            ConfigError: an empty name, a kind other than ``"memory"`` or ``"skill"``, or an
+                ``after`` this session did not render.
+            SessionErasedError: as for :meth:`append` (``after=``); nothing was stored.
         """
-        self.append(pinned_message(text, name, kind))
+        self.append(pinned_message(text, name, kind), after=after)
 
     # --------------------------------------------------------------------------- originals
 

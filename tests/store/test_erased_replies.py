@@ -106,6 +106,22 @@ def test_a_response_recorded_after_an_erasure_is_not(
     assert replicas().load(session_id).version == 0
 
 
+def test_a_skill_pinned_after_an_erasure_is_not(
+    replicas: Callable[[], SessionStore], session_id: str
+) -> None:
+    # The model asked for a skill, quoting the erased history in its request: the pin answers
+    # that render, as a reply does.
+    session, result = started(replicas(), session_id)
+    session.pin(f"Steps for {SECRET}", name="plan-skill", after=result)
+    assert len(session) == 2
+    replicas().delete_session(session_id)
+    with pytest.raises(SessionErasedError, match=repr(session_id)):
+        session.pin(f"More steps for {SECRET}", name="plan-skill-2", after=result)
+    assert replicas().load(session_id).version == 0
+    with pytest.raises(ConfigError, match="after"):
+        session.pin("x", name="y", after=pack([{"role": "user", "content": "hi"}], budget=50))
+
+
 def test_after_takes_only_a_result_this_session_rendered(
     replicas: Callable[[], SessionStore], session_id: str
 ) -> None:
@@ -180,6 +196,8 @@ def test_an_async_reply_to_a_render_of_an_erased_session_is_not_stored(
             await session.extend([REPLY], after=result)
         with pytest.raises(SessionErasedError):
             await session.record_response(response, after=result)
+        with pytest.raises(SessionErasedError):
+            await session.pin(SECRET, name="a-skill", after=result)
         with pytest.raises(ConfigError, match="after"):
             await session.append(REPLY, after={"messages": []})  # type: ignore[arg-type]
         texts = [str(m.content) for m in await session.transcript()]
