@@ -36,6 +36,10 @@ Engine = Literal["auto", "ripgrep", "python"]
 # Paths handed to one rg process: well under the smallest ARG_MAX in use.
 _BATCH = 500
 
+# Characters of a line shown by default: code lines are far shorter, and a minified bundle or
+# a data file is one line of megabytes that an agent would otherwise paste whole into a prompt.
+MAX_COLUMNS = 1_000
+
 
 class GrepHit(FieldErrorModel):
     """One matching line: where it is, what it says, and the lines around it.
@@ -83,6 +87,7 @@ def grep(
     context: int = 2,
     engine: Engine = "auto",
     paths: Sequence[str] | None = None,
+    max_columns: int | None = MAX_COLUMNS,
 ) -> list[GrepHit]:
     """Every line of the repository's source files that matches ``pattern``.
 
@@ -101,6 +106,10 @@ def grep(
         engine: ``"ripgrep"``, ``"python"`` or ``"auto"`` (ripgrep when installed, the
             Python scan for an expression only Python's ``re`` takes).
         paths: Search only these repository-relative files (default: every listed source file).
+        max_columns: The most characters of a line shown, ``None`` for whole lines. A longer
+            matching line is cut to that many characters around its first match, a longer
+            context line to its head, and each cut is marked in the text with the number of
+            characters left out (``"[... 52,110 characters cut]"``).
 
     Returns:
         The hits, sorted by path and line.
@@ -121,6 +130,8 @@ def grep(
     base = resolve_root(root)
     string(pattern, "pattern")
     check_tokens(context, "context", minimum=0, unit="lines")
+    if max_columns is not None:
+        check_tokens(max_columns, "max_columns", minimum=1, unit="characters")
     if not pattern:
         raise ConfigError("grep needs a non-empty pattern")
     flags = re.IGNORECASE if flag(ignore_case, "ignore_case") else 0
@@ -149,7 +160,7 @@ def grep(
     # An expression ripgrep refused and Python's re took (a look-around, a back-reference):
     # the Python scan finds its lines.
     matches = found if isinstance(found, dict) else _python(base, real, compiled)
-    return _with_context(base, real, matches, context)
+    return _with_context(base, real, matches, context, _Cutter(compiled, max_columns))
 
 
 def _argument_for_rg(pattern: str) -> bool:
@@ -264,8 +275,42 @@ def _lines(text: str) -> list[str]:
     return lines
 
 
+class _Cutter:
+    """Cuts lines longer than ``width`` characters, marking each cut with its size."""
+
+    def __init__(self, compiled: re.Pattern[str], width: int | None) -> None:
+        self.compiled = compiled
+        self.width = width
+
+    def around_match(self, line: str) -> str:
+        if self.width is None or len(line) <= self.width:
+            return line
+        found = self.compiled.search(line)
+        # The window starts a third of its width before the match, so the code leading to it
+        # shows; a match ripgrep found and re misses (none in the syntax both share) shows
+        # the head.
+        start = 0 if found is None else max(0, found.start() - self.width // 3)
+        return _window(line, min(start, len(line) - self.width), self.width)
+
+    def head(self, line: str) -> str:
+        if self.width is None or len(line) <= self.width:
+            return line
+        return _window(line, 0, self.width)
+
+
+def _window(line: str, start: int, width: int) -> str:
+    end = start + width
+    before = f"[... {start:,} characters cut] " if start else ""
+    after = f" [... {len(line) - end:,} characters cut]" if end < len(line) else ""
+    return before + line[start:end] + after
+
+
 def _with_context(
-    base: Path, real: dict[str, str], matches: dict[str, list[int]], context: int
+    base: Path,
+    real: dict[str, str],
+    matches: dict[str, list[int]],
+    context: int,
+    cut: _Cutter,
 ) -> list[GrepHit]:
     hits: list[GrepHit] = []
     for rel in sorted(matches):
@@ -283,9 +328,9 @@ def _with_context(
                 GrepHit(
                     path=rel,
                     line=number,
-                    text=lines[i],
-                    before=tuple(lines[max(0, i - context) : i]),
-                    after=tuple(lines[i + 1 : i + 1 + context]),
+                    text=cut.around_match(lines[i]),
+                    before=tuple(map(cut.head, lines[max(0, i - context) : i])),
+                    after=tuple(map(cut.head, lines[i + 1 : i + 1 + context])),
                 )
             )
     return hits

@@ -116,3 +116,35 @@ def test_an_expression_only_python_takes_is_scanned_in_python_by_auto(
     )
     with pytest.raises(ConfigError, match="ripgrep failed"):
         grep(tree, pattern, regex=True, engine="ripgrep")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_long_line_is_cut_around_its_match_and_the_cut_is_said(
+    tmp_path: Path, engine: Any
+) -> None:
+    # A minified bundle is one line of megabytes: grep returned it whole, and an agent pasting
+    # the hit into its prompt sent all of it.
+    head, tail = "var a=1;" * 20_000, ";b=2" * 30_000
+    long_context = "x" * 5_000
+    (tmp_path / "bundle.js").write_text(f"{long_context}\n{head}THROTTLE(){tail}\nshort\n")
+    [hit] = grep(tmp_path, "throttle", engine=engine, context=1)
+    assert "THROTTLE()" in hit.text
+    cut_before = len(head) - 1_000 // 3
+    cut_after = len(head) + len("THROTTLE()") + len(tail) - cut_before - 1_000
+    assert hit.text == (
+        f"[... {cut_before:,} characters cut] "
+        + f"{head}THROTTLE(){tail}"[cut_before : cut_before + 1_000]
+        + f" [... {cut_after:,} characters cut]"
+    )
+    assert hit.before == ("x" * 1_000 + " [... 4,000 characters cut]",)
+    assert hit.after == ("short",)
+    [whole] = grep(tmp_path, "throttle", engine=engine, context=0, max_columns=None)
+    assert whole.text == f"{head}THROTTLE(){tail}"
+    [narrow] = grep(tmp_path, "b=2;b=2$", regex=True, engine=engine, context=0, max_columns=20)
+    assert narrow.text.startswith("[... ") and narrow.text.endswith(";b=2;b=2")
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, "100", True])
+def test_max_columns_is_a_positive_int(tree: Path, bad: Any) -> None:
+    with pytest.raises(ConfigError, match="max_columns"):
+        grep(tree, "return", max_columns=bad)
