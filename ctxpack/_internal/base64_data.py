@@ -54,10 +54,26 @@ def data_url_problem(url: str) -> str | None:
         >>> data_url_problem("data:image/png;base64,iVBORw0K"), data_url_problem("https://x")
         (None, None)
     """
+    start = base64_start(url)
+    return None if start is None else _problem("data URL", url, start)
+
+
+def base64_start(url: str, *, within: int | None = None) -> int | None:
+    """Where the base64 of a ``data:<media type>;base64,<data>`` URL starts, or ``None`` for
+    any other text. The scheme and the ``base64`` mark are read in any case, as URL schemes
+    and MIME tokens are (RFC 3986, RFC 2045) and as browsers read them; ``within``: the head
+    (up to the comma) is looked for in the first ``within`` characters only.
+
+    Example:
+        >>> base64_start("DATA:image/png;BASE64,iVBO"), base64_start("data:text/plain,hi")
+        (22, None)
+    """
     if url[:5].lower() != "data:":
         return None
-    mark = url.find(";base64,", 5)
-    return None if mark == -1 else _problem("data URL", url, mark + 8)
+    comma = url.find(",", 5) if within is None else url.find(",", 5, within)
+    if comma == -1 or url[max(5, comma - 7) : comma].lower() != ";base64":
+        return None
+    return comma + 1
 
 
 def _problem(kind: _Kind, text: str, start: int) -> str | None:

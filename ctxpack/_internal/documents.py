@@ -57,7 +57,8 @@ picture together, so that a PDF is not under-counted."""
 _PAGE = re.compile(rb"/Type\s*/Page(?![A-Za-z])")
 # Object streams (PDF 1.5) pack many objects, the pages among them, into a compressed stream.
 _OBJECT_STREAM = re.compile(rb"<<(?:(?!>>).)*?/Type\s*/ObjStm(?:(?!>>).)*?>>\s*stream\r?\n", re.S)
-_DATA_URL = re.compile(r"data:([^;,]*)(?:;[^,]*)?,", re.A)
+# The scheme in any case, as URL schemes are read.
+_DATA_URL = re.compile(r"data:([^;,]*)(?:;[^,]*)?,", re.A | re.I)
 
 # Keyed by the file's base64 text, which its message holds anyway; bounded in bytes.
 _PAGES: LRUCache[str, int] = LRUCache(256, maxbytes=16 << 20, name="PDF page counts")

@@ -22,6 +22,7 @@ import struct
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from .base64_data import base64_start
 from .encodings import model_key
 
 __all__: list[str] = []
@@ -181,9 +182,9 @@ _HEADER_CHARS = 64 * 1024
 
 def data_url_size(url: Any) -> tuple[int, int] | None:
     """The width and height of an image sent as a base64 data URL, read from its header."""
-    if not isinstance(url, str) or not url.startswith("data:") or ";base64," not in url[:100]:
+    start = base64_start(url, within=100) if isinstance(url, str) else None
+    if start is None:
         return None
-    start = url.index(";base64,") + 8
     return base64_size(url[start : start + _HEADER_CHARS])
 
 

@@ -173,9 +173,10 @@ def _source(source: Mapping[str, Any], edit: _Edit) -> Mapping[str, Any]:
 def _data_url(data: str, edit: _Edit) -> str:
     """A file sent as data: a text file's text edited, any other's data as it is."""
     head, comma, payload = data.partition(",")
-    if not (comma and head.startswith("data:") and head.endswith(";base64")):
+    # The scheme and the base64 mark in any case, as the part checks read them.
+    if not (comma and head[:5].lower() == "data:" and head[-7:].lower() == ";base64"):
         return data
-    if not is_text_media(head[5:].removesuffix(";base64")):
+    if not is_text_media(head[5:-7]):
         return data
     return head + comma + _base64_text(payload, edit)
 

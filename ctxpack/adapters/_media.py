@@ -7,6 +7,7 @@ import base64
 from collections.abc import Mapping
 from typing import Any
 
+from .._internal.base64_data import base64_start
 from .._internal.documents import is_text_media
 
 __all__: list[str] = []
@@ -36,15 +37,15 @@ def image_block(part: Mapping[str, Any]) -> dict[str, Any]:
     url = str(inner.get("url", "")) if isinstance(inner, Mapping) else str(inner or "")
     if not url.strip():
         return not_sent(kind, False, why="it has no URL")
-    if url.startswith("data:"):
-        mark = url.find(";base64,", 5)
-        if mark == -1:
+    if url[:5].lower() == "data:":
+        start = base64_start(url)
+        if start is None:
             return not_sent(kind, False, why=f"a data URL not in base64; {_FORMATS}")
-        media = _media_type(url[5:mark], "image/png")
+        media = _media_type(url[5 : start - 8], "image/png")
         if media not in _IMAGE_TYPES:
             return not_sent(kind, False, why=f"{media}; {_FORMATS}")
         # One copy of the data (a render converts the history each turn): no split of the URL.
-        data = url[mark + 8 :]
+        data = url[start:]
         return {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}
     if not url.lower().startswith(("https://", "http://")):
         # A path, a bucket's gs:// or s3:// address: nothing the API can fetch.
@@ -60,8 +61,9 @@ def document_block(part: Mapping[str, Any]) -> dict[str, Any]:
     info: Mapping[str, Any] = inner if isinstance(inner, Mapping) else {}
     data, url = info.get("file_data"), info.get("file_url")
     source: dict[str, Any] | None = None
-    if isinstance(data, str) and data.startswith("data:") and ";base64," in data:
-        source = _document_source(data)
+    start = base64_start(data) if isinstance(data, str) else None
+    if isinstance(data, str) and start is not None:
+        source = _document_source(data, start)
     elif isinstance(url, str) and url:
         why = _unfetched(url, info.get("filename"))
         if why is not None:
@@ -104,10 +106,10 @@ def _unfetched(url: str, filename: Any) -> str | None:
     return None
 
 
-def _document_source(data: str) -> dict[str, Any]:
-    """The source of a document sent as a data URL: a PDF's base64, a text file's text."""
-    mark = data.find(";base64,", 5)  # a data URL in base64, as the caller found it
-    head, payload = _media_type(data[5:mark], "application/pdf"), data[mark + 8 :]
+def _document_source(data: str, start: int) -> dict[str, Any]:
+    """The source of a document sent as a data URL whose base64 starts at ``start``: a PDF's
+    base64, a text file's text."""
+    head, payload = _media_type(data[5 : start - 8], "application/pdf"), data[start:]
     source = {"type": "base64", "media_type": head, "data": payload}
     if is_text_media(head):
         # Anthropic reads a base64 document as a PDF only; a text file goes as its text.
