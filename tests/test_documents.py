@@ -145,12 +145,13 @@ def test_a_file_sent_by_reference_counts_as_a_page_and_warns(part: dict[str, Any
 def test_data_that_is_not_a_pdf_still_costs_a_page() -> None:
     part = {
         "type": "file",
-        "file": {"filename": "x.pdf", "file_data": "data:application/pdf;base64,@@@"},
+        "file": {"filename": "x.pdf", "file_data": "data:application/pdf;base64,QUJD"},
     }
     counter = ctxpack.get_counter("gpt-4o")
-    # Building such a message is refused (see test_file_data_that_is_not_base64_is_named);
-    # one that skipped validation is still counted, at a page.
-    message = ctxpack.Message.model_construct(role="user", content=[part], id="u")
+    # Base64 that is not a PDF (data that is not base64 is refused: see
+    # test_file_data_that_is_not_base64_is_named, and a Message made without validation is
+    # checked where it is counted) still costs a page.
+    message = ctxpack.Message(role="user", content=[part], id="u")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         tokens = counter.count_message(message)

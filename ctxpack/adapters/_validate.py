@@ -270,6 +270,9 @@ def check_openai_message(entry: Any, index: int) -> None:
 # A dict of only role (not tool), string content and optional string id and name passes every
 # rule of check_openai_message by construction: ensure_messages() may skip the check for it.
 check_openai_message.passes_plain_dicts = True  # type: ignore[attr-defined]
+# It checks each OpenAI content part's fields as Message's validation does (check_part_fields):
+# the message made of a dict it passed need not check them again.
+check_openai_message.checks_parts = True  # type: ignore[attr-defined]
 
 
 def validate_openai(messages: Any, *, tool_pairing: bool = True) -> None:

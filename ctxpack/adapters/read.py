@@ -16,7 +16,14 @@ from .._internal.arguments import message_items
 from .._internal.compaction import last_compaction, read_from
 from .._internal.provider_arg import check_provider
 from ..errors import InvalidMessageError
-from ..messages import Message, detached, ensure_messages, owned_messages, provider_of
+from ..messages import (
+    Message,
+    checked_copy,
+    ensure_messages,
+    is_unchecked,
+    owned_messages,
+    provider_of,
+)
 from ..sdk import SDKObject, coerce_message, not_a_message
 from ._anthropic import read_anthropic
 from ._converted import has_anthropic_blocks, provider_from_message
@@ -59,7 +66,7 @@ def read_message(
     """
     if isinstance(message, Message):
         # A copy: the caller may go on editing its message's content parts or metadata.
-        return [detached(message, index)], None
+        return [checked_copy(message, index, "the messages given")], None
     entry = coerce_message(message, index)  # the SDKs' objects, as dicts
     if not isinstance(entry, Mapping):
         raise InvalidMessageError(not_a_message(entry), index=index)
@@ -108,13 +115,14 @@ def read_counted(
 def read_as_given(messages: Sequence[Any]) -> bool:
     """Whether :func:`counted_messages` reads ``messages`` as they are: ctxpack's own
     :class:`~ctxpack.messages.Message` objects, none holding a ``compaction`` block (from which
-    on the API reads the history) nor read as Anthropic's (:func:`read_as_anthropic`)."""
+    on the API reads the history) nor read as Anthropic's (:func:`read_as_anthropic`), and
+    each validated by pydantic (one made by ``model_construct()`` is checked as it is read)."""
     # One pass; a text content (most of them) holds no block to look at, and OpenAI's parts
     # (a tuple: a type may be a list, which a set cannot look up) neither Anthropic's nor a
     # compaction block.
     blocks: list[Any] = []
     for m in messages:
-        if not isinstance(m, Message):
+        if not isinstance(m, Message) or is_unchecked(m):
             return False
         content = m.content
         if isinstance(content, list):
@@ -218,4 +226,14 @@ def read_openai(entries: list[Mapping[str, Any]]) -> list[Message]:
         if "content" not in entry and isinstance(metadata, Mapping):
             entry = {**entry, "metadata": {**metadata, NO_CONTENT: True}}
         out.append(entry)
-    return ensure_messages(out)
+    # Checked above: the parts' fields are not checked again as the messages are made.
+    return ensure_messages(out, check=_checked_above)
+
+
+def _checked_above(entry: Mapping[str, Any], index: int) -> None:
+    """The check :func:`read_openai` ran already (validate_openai's), as ensure_messages'
+    check: it says of itself what that check does (see check_openai_message)."""
+
+
+_checked_above.passes_plain_dicts = True  # type: ignore[attr-defined]
+_checked_above.checks_parts = True  # type: ignore[attr-defined]

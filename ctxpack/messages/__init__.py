@@ -13,9 +13,8 @@ from ._model import ToolCall as ToolCall
 from ._model import content_text as content_text
 from ._model import copy_value as copy_value
 from ._model import detached as detached
+from ._model import is_unchecked as is_unchecked
 from ._model import message_objects as message_objects
-from ._model import new_messages_checked as new_messages_checked
-from ._model import new_originals_checked as new_originals_checked
 from ._model import provider_of as provider_of
 from ._model import stable_id as stable_id
 from ._model import with_provider as with_provider
@@ -23,6 +22,9 @@ from ._owned import check_shared_empties as check_shared_empties
 from ._owned import ensure_messages as ensure_messages
 from ._owned import message_bytes as message_bytes
 from ._owned import owned_messages as owned_messages
+from ._revalidation import checked_copy as checked_copy
+from ._revalidation import new_messages_checked as new_messages_checked
+from ._revalidation import new_originals_checked as new_originals_checked
 
 __all__ = [
     "FunctionCall",

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+import sys
+import weakref
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Annotated, Any, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, get_args
 
 from pydantic import (
     ConfigDict,
@@ -15,6 +17,7 @@ from pydantic import (
     PrivateAttr,
     SerializerFunctionWrapHandler,
     ValidationError,
+    ValidationInfo,
     model_serializer,
     model_validator,
 )
@@ -46,9 +49,9 @@ __all__ = [
     "copy_value",
     "detached",
     "from_mapping",
+    "invalid",
+    "is_unchecked",
     "message_objects",
-    "new_messages_checked",
-    "new_originals_checked",
     "provider_of",
     "stable_id",
     "with_provider",
@@ -77,6 +80,7 @@ _KNOWN_KEYS = frozenset(
 )
 
 _NULL_CONTENT_KEYS = frozenset({"function_call", "refusal", "audio"})
+_M = TypeVar("_M", bound="Message")
 
 
 class _CallPart(FieldErrorModel):
@@ -155,6 +159,7 @@ class Message(FieldErrorModel):
             tools. OpenAI's parts are checked as a message dict's are (each field of its type,
             an image's data URL, an audio clip's or a file's data valid base64): a problem is an
             :class:`~ctxpack.InvalidMessageError` naming the field (``content[1].image_url.url``).
+            A data URL's ``data:`` and ``;base64,`` are read in any case (``DATA:...;BASE64,``).
         id: Stable identifier used by every decision. Kept when given; otherwise
             :func:`ensure_messages` derives one from the content (see :func:`stable_id`).
         name: Optional participant name (OpenAI ``name``).
@@ -195,10 +200,38 @@ class Message(FieldErrorModel):
 
     @classmethod
     def _error(cls, exc: ValidationError) -> InvalidMessageError:
-        return _invalid(exc, None)
+        return invalid(exc, None)
+
+    # Hidden from type checkers, which keep pydantic's signatures (the mypy plugin's, with
+    # each field): these only mark what they return.
+    if not TYPE_CHECKING:
+
+        @classmethod
+        def model_construct(cls, _fields_set=None, **values):
+            """A message built without validation (pydantic's ``model_construct``): ctxpack
+            checks it, naming the field of the first problem, where it takes it in
+            (``pack()``, the converters, ``Session.append``...)."""
+            made = super().model_construct(_fields_set, **values)
+            return made if _made_by_ctxpack() else _marked_unchecked(made)
+
+        def model_copy(self, *, update=None, deep=False):
+            """A copy (pydantic's ``model_copy``); with ``update``, its new values are not
+            validated here but where ctxpack takes the copy in, as for
+            :meth:`model_construct`."""
+            copied = super().model_copy(update=update, deep=deep)
+            return _marked_unchecked(copied) if update and not _made_by_ctxpack() else copied
+
+        # A copy of a message not validated is not validated either.
+        def __copy__(self):
+            copied = super().__copy__()
+            return _marked_unchecked(copied) if is_unchecked(self) else copied
+
+        def __deepcopy__(self, memo=None):
+            copied = super().__deepcopy__(memo)
+            return _marked_unchecked(copied) if is_unchecked(self) else copied
 
     @model_validator(mode="after")
-    def _check_consistency(self) -> Message:
+    def _check_consistency(self, info: ValidationInfo) -> Message:
         _check_values(self)
         if self.role == "tool" and not self.tool_call_id:
             raise ValueError("tool_call_id: a tool message needs the id of the call it answers")
@@ -225,7 +258,10 @@ class Message(FieldErrorModel):
             raise ValueError(
                 "content: missing (only an assistant message with tool_calls may omit it)"
             )
-        if isinstance(self.content, list):
+        # A dict that passed the OpenAI message check had these parts checked already.
+        context = info.context
+        parts_checked = isinstance(context, dict) and context.get(PARTS_CHECKED) is True
+        if isinstance(self.content, list) and not parts_checked:
             for i, part in enumerate(self.content):
                 kind = part.get("type")
                 if not isinstance(kind, str):
@@ -251,6 +287,46 @@ class Message(FieldErrorModel):
     def is_tool_exchange(self) -> bool:
         """Whether this message belongs to a tool exchange (it calls tools or answers a call)."""
         return bool(self.tool_calls) or self.role == "tool"
+
+
+# The validation context's key saying the content parts were checked by the OpenAI message
+# check (see from_mapping).
+PARTS_CHECKED = "ctxpack_parts_checked"
+
+
+# id -> a weak reference to each message pydantic did not validate (model_construct(),
+# model_copy(update=...)), dropped with the message. Not a private attribute: pydantic's
+# equality compares those, and such a message equals the validated one with its values.
+_UNCHECKED: dict[int, weakref.ref[Message]] = {}
+
+
+def _forget(key: int) -> Callable[[weakref.ref[Message]], None]:
+    def forget(_: weakref.ref[Message]) -> None:
+        _UNCHECKED.pop(key, None)
+
+    return forget
+
+
+def _made_by_ctxpack() -> bool:
+    """Whether the caller of the Message method calling this is ctxpack's own code, whose
+    copies hold values it checked (its stages, the ids it gives): marking them would have them
+    validated again where they come back in, a render's messages at every new one."""
+    caller = sys._getframe(2).f_globals.get("__name__", "")
+    return isinstance(caller, str) and caller.startswith("ctxpack.")
+
+
+def _marked_unchecked(message: _M) -> _M:
+    key = id(message)
+    _UNCHECKED[key] = weakref.ref(message, _forget(key))
+    return message
+
+
+def is_unchecked(message: Message) -> bool:
+    """Whether pydantic did not validate ``message`` (see :meth:`Message.model_construct`)."""
+    if not _UNCHECKED:  # the common case
+        return False
+    ref = _UNCHECKED.get(id(message))
+    return ref is not None and ref() is message
 
 
 def _check_values(message: Message) -> None:
@@ -434,61 +510,6 @@ def message_objects(messages: Any, *, argument: str = "messages") -> tuple[Messa
     return items
 
 
-def new_messages_checked(
-    before: Sequence[Message], after: Sequence[Message], *, where: str
-) -> None:
-    """Raise :class:`~ctxpack.InvalidMessageError` for the first message of ``after`` that is
-    not one of ``before`` (by identity) and fails Message's validation, naming its index and
-    field and ``where`` it came from: ``model_copy(update=...)`` and ``model_construct()``
-    skip validation, so a stage may return a message that was never checked."""
-    if after is before:
-        return
-    known = set(map(id, before))
-    # The common case, in C: every message is one of the input's (kept, dropped or reordered).
-    if known.issuperset(map(id, after)):
-        return
-    for index, message in enumerate(after):
-        if id(message) not in known:
-            _revalidated(message, index, where)
-
-
-def new_originals_checked(
-    before: Iterable[Message], after: Mapping[str, Message], *, where: str
-) -> None:
-    """:func:`new_messages_checked` for a context's artifacts (message id -> original): raise
-    :class:`~ctxpack.InvalidMessageError` for the first original of ``after`` that is not one
-    of ``before`` (by identity) and fails Message's validation, naming its id and field."""
-    known = set(map(id, before))
-    for mid, message in after.items():
-        if id(message) not in known:
-            _revalidated(message, None, f"the artifact {mid!r} of {where}")
-
-
-def _revalidated(message: Message, index: int | None, where: str) -> None:
-    hint = (
-        f"{where}; model_copy(update=...) does not validate: build the message with "
-        "Message(...) or give each field a value of its type"
-    )
-    values = message.__dict__
-    try:
-        # Strict: a value pydantic would convert ("1" for a priority) is stored unconverted.
-        valid = type(message).__pydantic_validator__.validate_python(values, strict=True)
-    except ValidationError as exc:
-        error = _invalid(exc, index)
-        raise InvalidMessageError(
-            f"{error.detail} ({hint})", index=index, field=error.field
-        ) from exc
-    # What strict mode still converts (a dict for a ToolCall) differs from what it made of it.
-    field = next((k for k, v in valid.__dict__.items() if values.get(k) != v), None)
-    if field is not None:
-        raise InvalidMessageError(
-            f"{field}: holds {values.get(field)!r}, which a Message would hold as "
-            f"{valid.__dict__[field]!r} ({hint})",
-            index=index,
-            field=field,
-        )
-
-
 def provider_of(message: Message) -> str | None:
     """The provider whose payload the message was converted from (``"anthropic"`` for
     :func:`ctxpack.from_anthropic`), or ``None``. Held in a private attribute, not in
@@ -526,7 +547,7 @@ def _first_problem(exc: ValidationError) -> tuple[str, str]:
     return loc, str(err["msg"]).removeprefix("Value error, ")
 
 
-def _invalid(exc: ValidationError, index: int | None) -> InvalidMessageError:
+def invalid(exc: ValidationError, index: int | None) -> InvalidMessageError:
     """The message's error for the first problem pydantic found, naming the field."""
     loc, msg = _first_problem(exc)
     if loc:
@@ -539,7 +560,9 @@ def _invalid(exc: ValidationError, index: int | None) -> InvalidMessageError:
     return InvalidMessageError(msg, index=index, field=msg.split(":", 1)[0])
 
 
-def from_mapping(index: int, data: Mapping[str, Any]) -> Message:
+def from_mapping(index: int, data: Mapping[str, Any], *, parts_checked: bool = False) -> Message:
+    """The Message of the dict ``data``, message ``index`` of a list; ``parts_checked``: the
+    OpenAI message check passed it (its content parts' fields need no second check)."""
     role = data.get("role")
     if role is None:
         raise InvalidMessageError("role is missing", index=index, field="role")
@@ -570,6 +593,7 @@ def from_mapping(index: int, data: Mapping[str, Any]) -> Message:
     if fields.get("id") is None:
         fields.pop("id", None)
     try:
-        return Message.model_validate(fields)
+        context = {PARTS_CHECKED: True} if parts_checked else None
+        return Message.model_validate(fields, context=context)
     except InvalidMessageError as exc:
         raise InvalidMessageError(exc.detail, index=index, field=exc.field) from exc.__cause__

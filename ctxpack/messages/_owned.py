@@ -26,6 +26,7 @@ from ..sdk import (
     not_a_message,
 )
 from ._model import Message, content_digest, copy_value, detached, from_mapping
+from ._revalidation import checked_copy
 
 __all__ = ["check_shared_empties", "ensure_messages", "message_bytes", "owned_messages"]
 
@@ -162,6 +163,12 @@ def _same_message(item: Message, owned: Message) -> bool:
     )
 
 
+def _checks_parts(check: _Check | None) -> bool:
+    """Whether ``check`` checks the fields of OpenAI's content parts as Message's validation
+    does (a true ``checks_parts`` attribute), so that a dict it passed is not checked twice."""
+    return check is not None and getattr(check, "checks_parts", False) is True
+
+
 def _unchanged(item: Any, snapshot: Any) -> bool:
     if isinstance(item, Message):
         return isinstance(snapshot, Message) and _same_message(item, snapshot)
@@ -180,10 +187,11 @@ def _convert(index: int, item: Any, check: _Check | None) -> tuple[Any, Message]
     hit = _CONVERTED.get(key)
     snapshot: Any
     if isinstance(item, Message):
-        # A Message is valid already: the OpenAI rules (check) apply to dicts.
+        # A Message pydantic validated is valid already (the OpenAI rules, check, apply to
+        # dicts); one it did not is validated once, here.
         if hit is not None and _unchanged(item, hit[0]):
             return hit[0], hit[1]
-        snapshot = msg = detached(item, index)
+        snapshot = msg = checked_copy(item, index)
     elif isinstance(item, Mapping):
         # A conversion is reused by a call with the same check, or with none.
         if hit is not None and (check is None or hit[2] is check) and _unchanged(item, hit[0]):
@@ -199,7 +207,9 @@ def _convert(index: int, item: Any, check: _Check | None) -> tuple[Any, Message]
             # parts, metadata) as they are, and they must not be the caller's.
             snapshot = copied_fields(item, index)
             msg = from_mapping(
-                index, snapshot if converted is item else copied_fields(converted, index)
+                index,
+                snapshot if converted is item else copied_fields(converted, index),
+                parts_checked=_checks_parts(check),
             )
     elif (converted := coerce_message(item, index)) is not item:
         # An SDK object (an OpenAI ChatCompletionMessage...): reused while it equals its copy.
@@ -207,7 +217,7 @@ def _convert(index: int, item: Any, check: _Check | None) -> tuple[Any, Message]
             return hit[0], hit[1]
         if check is not None:
             check(converted, index)
-        msg = from_mapping(index, converted)
+        msg = from_mapping(index, converted, parts_checked=_checks_parts(check))
         try:
             snapshot = copy_value(item)
         except InvalidMessageError as exc:
