@@ -470,3 +470,68 @@ def test_a_silent_calls_reasoning_summary_is_the_goal_its_output_is_filtered_for
     body = "return int(year), int(month), int(day)"
     assert body in kept("Look at parse_date: the year and the day look swapped.")
     assert body not in kept("Check the file.")  # the user's question names no function either
+
+
+def _kept_message_reasoning_histories() -> list[list[dict[str, Any]]]:
+    """A kept message holding reasoning no request sends: reasoning with neither an id nor
+    encrypted content (nothing the API could resolve), and reasoning whose calls were written
+    by hand, without the ids the Responses API pairs it by."""
+    no_id = {"type": "reasoning", "summary": [{"type": "summary_text", "text": "Plan: " * 300}]}
+    by_hand_call = {
+        "id": "call_A",
+        "type": "function",
+        "function": {"name": "f", "arguments": "{}"},
+    }
+    return [
+        [
+            {"role": "user", "content": "A?"},
+            {"role": "assistant", "content": [no_id, {"type": "text", "text": "3 C"}]},
+            {"role": "user", "content": "Thanks"},
+        ],
+        [
+            {"role": "user", "content": "A?"},
+            {"role": "assistant", "content": [reasoning(1)], "tool_calls": [by_hand_call]},
+            {"role": "tool", "tool_call_id": "call_A", "content": "3 C"},
+        ],
+    ]
+
+
+@pytest.mark.parametrize("history", _kept_message_reasoning_histories())
+def test_reasoning_no_request_sends_inside_a_kept_message_is_cleared_and_not_counted(
+    history: list[dict[str, Any]],
+) -> None:
+    # It was counted (thousands of tokens for encrypted reasoning), yet no writer sent it.
+    messages = from_openai(history)
+    holder = messages[1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ApproximateTokenCountWarning)
+        result = ctxpack.pack(messages, budget=100_000, model="gpt-4o")
+        assert result.kept_ids == [m.id for m in messages]
+        kept = result.messages[1]
+        assert not any(p.get("type") == "reasoning" for p in kept.content or ())
+        assert result.to_openai(api="responses") == to_openai(messages, api="responses")
+        assert result.tokens == ctxpack.count_tokens(result.messages, model="gpt-4o")
+        assert result.tokens < ctxpack.count_tokens(messages, model="gpt-4o")
+    # Recorded before the stages, which then count the message as it is sent.
+    (cleared,) = [d for d in result.decisions_for(holder.id) if d.stage == "writer"]
+    assert cleared.action == "cleared"
+    assert "reasoning" in cleared.reason and cleared.tokens_after < cleared.tokens_before
+
+
+def test_apply_selection_drops_reasoning_no_request_sends() -> None:
+    from ctxpack.selection import Selection, Workspace, apply_selection
+
+    history = [
+        {"role": "user", "content": "A?"},
+        reasoning(1),
+        {"role": "user", "content": "Well?"},
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ApproximateTokenCountWarning)
+        workspace = Workspace(from_openai(history))
+        alone = workspace.messages[1]
+        result = apply_selection(Selection(include_messages=[0, 1, 2]), workspace)
+        assert alone.id not in result.kept_ids
+        assert result.tokens == ctxpack.count_tokens(result.messages, model="gpt-4o")
+    last = result.decisions_for(alone.id)[-1]
+    assert (last.stage, last.action, last.tokens_after) == ("writer", "dropped", 0)

@@ -18,6 +18,7 @@ from ._converted import provider_from_message as provider_from_message
 from ._openai import from_openai as from_openai
 from ._openai import to_openai as to_openai
 from ._unsent import unsent_reasoning as unsent_reasoning
+from ._unsent import unsent_reasoning_parts as unsent_reasoning_parts
 from ._validate import ANTHROPIC_BLOCKS as ANTHROPIC_BLOCKS
 from ._validate import OPENAI_PART_TYPES as OPENAI_PART_TYPES
 from ._validate import check_openai_message as check_openai_message

@@ -8,7 +8,8 @@ nothing of its response, so ``to_openai(api="responses")`` writes it only right 
 message or calls it led to, with their ids, and Chat Completions and Anthropic have no place for
 it. Packing drops such a message, recorded (see
 :func:`~ctxpack.stages._tool_pairs.without_unsent_reasoning`), so that a result counts only what
-is sent.
+is sent; and from a message it keeps, the reasoning parts the writer leaves out (with neither an
+id nor encrypted content, or before calls or text written without the ids of their response).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Sequence
 from .._internal import tool_items
 from .._internal.compaction import is_openai_compaction
 from .._internal.prefix import PrefixMemo
-from .._internal.reasoning import is_reasoning
+from .._internal.reasoning import is_reasoning, reasoning_item
 from ..errors import InvalidMessageError
 from ..messages import Message
 from ._openai import to_openai
@@ -49,6 +50,42 @@ def unsent_reasoning(messages: Sequence[Message]) -> list[int]:
     if start is not None:
         unsent += _unpaired(messages, start, len(messages), None)
     return unsent
+
+
+def unsent_reasoning_parts(messages: Sequence[Message]) -> dict[int, tuple[int, ...]]:
+    """By message position, the positions of the reasoning parts no writer sends in the
+    messages that hold reasoning beside text or calls (those of reasoning alone are
+    :func:`unsent_reasoning`'s)."""
+    found = _UNSENT_PARTS(messages)
+    if not any(found):  # most histories: a scan in C, memoised across packs
+        return {}
+    return {index: parts for index, parts in enumerate(found) if parts}
+
+
+def _unsent_parts(message: Message) -> tuple[int, ...]:
+    """The positions of ``message``'s reasoning parts the Responses writer leaves out, asked
+    of the message alone: its own reasoning goes before it when the message's ids pair it
+    (reasoning appended alone before it is :func:`unsent_reasoning`'s)."""
+    content = message.content
+    if (
+        message.role != "assistant"
+        or not isinstance(content, list)
+        or not any(map(is_reasoning, content))
+        or _waiting(message)
+    ):
+        return ()
+    reasoning = [k for k, part in enumerate(content) if is_reasoning(part)]
+    try:
+        items = to_openai([message], api="responses")
+    except InvalidMessageError:
+        return ()  # refused when written: not this step's to say
+    if not any(is_reasoning(item) for item in items):
+        return tuple(reasoning)  # not paired: none of it goes
+    # Paired: what the API could not resolve (no id, nothing encrypted) is left out.
+    return tuple(k for k in reasoning if reasoning_item(content[k]) is None)
+
+
+_UNSENT_PARTS: PrefixMemo[Message, tuple[int, ...]] = PrefixMemo(_unsent_parts)
 
 
 def _unpaired(

@@ -13,6 +13,7 @@ from ..messages import Message
 from ..pipeline import Action, Decision
 from ..redaction import redact
 from ..result import PackResult
+from ..stages import without_unsent_reasoning
 from ..store import get_original
 from ._model import FileRequest, Selection
 from ._workspace import Passage, Workspace, check_workspace, is_artifact_id
@@ -230,6 +231,9 @@ def apply_selection(
     with why it is kept anyway, or ``dropped`` with the selector's omit reason. Each file
     passage, stored original and durable note gets one too (ids ``file:path:start-end``,
     ``artifact:id``, ``note:n``), and ``"selection"`` records who chose, and any fallback.
+    Reasoning no request sends (a reasoning model's reasoning whose response is left out) is
+    dropped or cleared as :func:`ctxpack.pack` does, a decision under ``writer``, and not
+    counted.
 
     Args:
         selection: What the selector chose.
@@ -269,6 +273,8 @@ def apply_selection(
     counter = workspace.counter
     messages = workspace.messages
     out, decisions = _selected(selection, workspace, resolved, new_notes)
+    out, unsent = without_unsent_reasoning(out, counter.count_message)
+    decisions += unsent
     tokens = counter.count_messages(out)
     if budget is not None and tokens > budget:
         # A selection that is refused leaves the workspace as it was.

@@ -12,7 +12,7 @@ import numpy.typing as npt
 from .._internal.columns import ANTHROPIC, TOOL, flags
 from .._internal.part_texts import is_provider_tool_result
 from .._internal.prefix import PrefixMemo
-from ..adapters import unsent_reasoning
+from ..adapters import unsent_reasoning, unsent_reasoning_parts
 from ..messages import Message
 from ..pipeline import Decision, PackContext
 
@@ -301,16 +301,30 @@ UNSENT_REASONING = (
 )
 
 
+UNSENT_REASONING_PARTS = (
+    "removed its reasoning, which no request sends: the Responses API pairs reasoning with "
+    "the ids of the message or calls it led to, which these were written without (or it has "
+    "neither an id nor encrypted content to resolve it by), and Chat Completions and Anthropic "
+    "have no place for it"
+)
+
+
 def without_unsent_reasoning(
     messages: Sequence[Message], tokens: Callable[[Message], int]
 ) -> tuple[list[Message], list[Decision]]:
     """``messages`` without the messages of reasoning alone that no writer sends
-    (``ctxpack.adapters.unsent_reasoning``), and a ``dropped`` decision for each
-    under ``writer``, its tokens by ``tokens``: a result counts only what is sent, and says
+    (``ctxpack.adapters.unsent_reasoning``), a ``dropped`` decision for each, and without the
+    reasoning parts no writer sends of the messages kept
+    (``ctxpack.adapters.unsent_reasoning_parts``), a ``cleared`` decision for each such
+    message; under ``writer``, tokens by ``tokens``: a result counts only what is sent, and says
     where the rest went."""
     gone = unsent_reasoning(messages)
-    if not gone:
+    parts = unsent_reasoning_parts(messages)
+    if not gone and not parts:
         return list(messages), []
+    kept, cleared = _without_unsent_parts(messages, parts, tokens)
+    if not gone:
+        return kept, cleared
     decisions = [
         Decision(
             stage=WRITER,
@@ -323,4 +337,32 @@ def without_unsent_reasoning(
         for k in gone
     ]
     dropped = set(gone)
-    return [m for k, m in enumerate(messages) if k not in dropped], decisions
+    return [m for k, m in enumerate(kept) if k not in dropped], decisions + cleared
+
+
+def _without_unsent_parts(
+    messages: Sequence[Message],
+    parts: Mapping[int, tuple[int, ...]],
+    tokens: Callable[[Message], int],
+) -> tuple[list[Message], list[Decision]]:
+    """``messages`` with the reasoning parts ``parts`` names (by message and part position)
+    removed, and a ``cleared`` decision for each message changed."""
+    out = list(messages)
+    decisions: list[Decision] = []
+    for k, positions in parts.items():
+        msg = messages[k]
+        content = [p for j, p in enumerate(msg.content or ()) if j not in positions]
+        if not content and not msg.tool_calls:
+            continue  # nothing else to send: its text is somewhere the writer reads (extras)
+        out[k] = msg.model_copy(update={"content": content or None})
+        decisions.append(
+            Decision(
+                stage=WRITER,
+                action="cleared",
+                message_id=msg.id,
+                reason=UNSENT_REASONING_PARTS,
+                tokens_before=tokens(msg),
+                tokens_after=tokens(out[k]),
+            )
+        )
+    return out, decisions
