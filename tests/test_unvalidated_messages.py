@@ -135,3 +135,11 @@ def test_a_dict_s_image_part_is_checked_once_when_packed(monkeypatch: pytest.Mon
         model="gpt-4o",
     )
     assert checked == [url]
+
+
+def test_the_error_names_the_argument_that_held_the_message() -> None:
+    made = Message.model_construct(role="user", content=_BAD_AUDIO, id="b")
+    with pytest.raises(InvalidMessageError) as caught:
+        ctxpack.pack([_GOOD, made], budget=50_000, model="gpt-4o")
+    assert str(caught.value).startswith("message 1: content[0].input_audio.data: ")
+    assert "in the argument messages" in str(caught.value)

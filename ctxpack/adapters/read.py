@@ -66,7 +66,7 @@ def read_message(
     """
     if isinstance(message, Message):
         # A copy: the caller may go on editing its message's content parts or metadata.
-        return [checked_copy(message, index, "the messages given")], None
+        return [checked_copy(message, index, None)], None
     entry = coerce_message(message, index)  # the SDKs' objects, as dicts
     if not isinstance(entry, Mapping):
         raise InvalidMessageError(not_a_message(entry), index=index)

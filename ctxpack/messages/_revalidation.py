@@ -19,16 +19,17 @@ _BUILT = (
 )
 
 
-def checked_copy(message: Message, index: int | None, argument: str = "messages") -> Message:
+def checked_copy(message: Message, index: int | None, argument: str | None = "messages") -> Message:
     """:func:`~ctxpack.messages.detached` for a message a caller hands over: one pydantic did
     not validate is validated first, so that a bad value fails here, named, rather than deep
     inside a stage or at the provider (the copy, a new object, is not marked unchecked).
 
     Raises:
-        InvalidMessageError: naming ``index``, the field and ``argument``.
+        InvalidMessageError: naming ``index``, the field and ``argument`` (the caller's argument
+            holding the message, if any).
     """
     if is_unchecked(message):
-        _revalidated(message, index, f"{_BUILT}, given in {argument}")
+        _revalidated(message, index, _BUILT + (f", in the argument {argument}" if argument else ""))
     return detached(message, index)
 
 
