@@ -143,3 +143,16 @@ def test_the_error_names_the_argument_that_held_the_message() -> None:
         ctxpack.pack([_GOOD, made], budget=50_000, model="gpt-4o")
     assert str(caught.value).startswith("message 1: content[0].input_audio.data: ")
     assert "in the argument messages" in str(caught.value)
+
+
+def test_a_wrapped_client_refuses_an_unvalidated_message_before_sending_it() -> None:
+    pytest.importorskip("openai")
+    from tests.sdk_mock import Capture, chat_completion, openai_client
+
+    capture = Capture(chat_completion({"role": "assistant", "content": "ok"}))
+    client = ctxpack.wrap_openai(openai_client(capture), window=4_000)
+    made = Message.model_construct(role="user", content=_BAD_AUDIO, id="b")
+    with pytest.raises(InvalidMessageError) as caught:
+        client.chat.completions.create(model="gpt-4o", messages=[_GOOD, made])
+    assert (caught.value.index, caught.value.field) == (1, "content[0].input_audio.data")
+    assert capture.requests == []
