@@ -149,10 +149,8 @@ def chat_to_responses(
             # A compaction item goes back in place but pairs nothing: ids follow reasoning.
             paired = (
                 link
-                if link is not None
-                and any(not is_openai_compaction(t) for t in thoughts)
-                and (not text or link.message_id is not None)
-                and all(call["id"] in link.call_ids for call in calls)
+                if any(not is_openai_compaction(t) for t in thoughts)
+                and pairs_reasoning(link, bool(text), [call["id"] for call in calls])
                 else None
             )
             # The calls of tools OpenAI ran go back with or without the reasoning among them.
@@ -172,6 +170,16 @@ def chat_to_responses(
         out.append({"role": role, "content": _parts(content, index)})
     out.extend(_server_items(pending))
     return out
+
+
+def pairs_reasoning(link: ResponsesLink | None, text: bool, call_ids: Sequence[str]) -> bool:
+    """Whether the reasoning before an assistant message goes with it: the message's ``link``
+    holds the ids the response gave its text (if it has ``text``) and each of its calls."""
+    return (
+        link is not None
+        and (not text or link.message_id is not None)
+        and all(call_id in link.call_ids for call_id in call_ids)
+    )
 
 
 def _refuse_legacy_call(msg: dict[str, Any], index: int) -> None:

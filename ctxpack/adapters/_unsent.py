@@ -23,6 +23,7 @@ from .._internal.reasoning import is_reasoning, reasoning_item
 from ..errors import InvalidMessageError
 from ..messages import Message
 from ._openai import to_openai
+from ._responses import pairs_reasoning, responses_link
 
 __all__: list[str] = []  # ctxpack's own (through ctxpack.adapters): packing drops these
 
@@ -75,14 +76,22 @@ def _unsent_parts(message: Message) -> tuple[int, ...]:
     ):
         return ()
     reasoning = [k for k, part in enumerate(content) if is_reasoning(part)]
-    try:
-        items = to_openai([message], api="responses")
-    except InvalidMessageError:
-        return ()  # refused when written: not this step's to say
-    if not any(is_reasoning(item) for item in items):
+    # The writer's own rule, asked of the message's ids (writing it would cost a conversion
+    # of each such message of a history: a third of a cold pack of a reasoning model's).
+    calls = [call.id for call in message.tool_calls or ()]
+    if not pairs_reasoning(responses_link(message), _says(message), calls):
         return tuple(reasoning)  # not paired: none of it goes
     # Paired: what the API could not resolve (no id, nothing encrypted) is left out.
     return tuple(k for k in reasoning if reasoning_item(content[k]) is None)
+
+
+def _says(message: Message) -> bool:
+    """Whether the Responses writer writes an assistant message's text (its text and refusal
+    parts, its refusal field): the text the response's message id goes with."""
+    refusal, content = message.extras.get("refusal"), message.content
+    if isinstance(content, str) or (isinstance(refusal, str) and refusal):
+        return bool(content) or bool(refusal)
+    return any(part.get("type") in ("text", "refusal") for part in content or ())
 
 
 _UNSENT_PARTS: PrefixMemo[Message, tuple[int, ...]] = PrefixMemo(_unsent_parts)
