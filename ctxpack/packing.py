@@ -323,7 +323,12 @@ def _pack(
     sendable, unsent = without_unsent_reasoning(out.messages, out.tokens)
     if unsent:
         out = out.decide(*unsent, messages=tuple(sendable))
-    # Counted afresh (text counts aside), not read from the memo the stages used.
+    # Counted afresh (text counts aside), not read from the memo the stages used. The stages
+    # reserved the tools' room for a prompt without a system message (the larger); what they
+    # cost beside the messages kept is what the request is billed.
+    input_tokens = priming_tokens(resolved) + sum(message_sizes(resolved, msgs))
+    input_tokens += checked_tool_tokens(sent, resolved, msgs) if sent else 0
+    tool_tokens = checked_tool_tokens(sent, resolved, out.messages) if sent else 0
     tokens = resolved.count_messages(out.messages) + tool_tokens
     _check_fits(tokens, budget, reserve, ctx, out)
     # Every value here was produced and checked above; validating thousands of decisions and
@@ -334,7 +339,7 @@ def _pack(
         tokens=tokens,
         budget=budget,
         reserve=reserve,
-        input_tokens=priming_tokens(resolved) + sum(message_sizes(resolved, msgs)) + tool_tokens,
+        input_tokens=input_tokens,
         tool_tokens=tool_tokens,
         input_ids=input_ids,
         counter=resolved.name,

@@ -34,7 +34,7 @@ from ._internal.prefix import PrefixMemo
 from ._internal.tool_errors import MARK as FAILURE_MARK
 from ._internal.tool_errors import failed
 from ._internal.tool_schemas import ANTHROPIC_TOOL_PROMPT_TOKENS as ANTHROPIC_TOOL_PROMPT_TOKENS
-from ._internal.tool_schemas import tool_list_tokens
+from ._internal.tool_schemas import system_text, tool_list_tokens
 from .adapters.read import read_counted
 from .caches import SHORT_TEXT, LRUCache, text_memo
 from .errors import ApproximateTokenCountWarning, ConfigError, TokenizerUnavailableError
@@ -120,7 +120,7 @@ class _FramedCounter:
         # Over ctxpack's own messages only, which never change (see message_sizes).
         self._sizes = PrefixMemo(self._count_message_uncached)
         # Tool definitions by their JSON (see tool_definition_tokens).
-        self._tool_sizes: LRUCache[str, int] = LRUCache(
+        self._tool_sizes: LRUCache[str | tuple[str, ...], int] = LRUCache(
             TOOL_CACHE_SIZE, maxbytes=TOOL_CACHE_BYTES, name="tool definition counts"
         )
 
@@ -390,16 +390,20 @@ def tool_definition_tokens(tools: Iterable[Mapping[str, Any]], counter: TokenCou
     """Tokens that tool definitions add to a prompt, never fewer than the provider renders.
 
     An OpenAI function (``{"type": "function", "function": {...}}``, or the bare function as
-    the Responses API sends it) whose parameters are flat properties with a type, a
-    description and an enum is counted by OpenAI's published recipe, which matches the API's
-    figures. Nested objects, arrays and enums are counted as OpenAI's TypeScript rendering of
-    functions (never under the recipe). A schema with anything else (``$ref`` and ``$defs``,
-    ``anyOf``/``oneOf``/``allOf``, defaults, formats, bounds...) has no published rendering: it
-    is counted as the larger of its compact JSON as sent and that rendering with every
-    reference resolved in place, so it is never under-counted. An Anthropic tool (``{"name",
-    "description", "input_schema"}``) is counted as its compact JSON (references resolved when
-    larger), one of Anthropic's own (``bash_20250124``...) as Anthropic publishes it, and
-    either adds Anthropic's tool-use prompt once; other built-in tools as their compact JSON.
+    the Responses API sends it) whose parameters are flat properties with a type, a description
+    and an enum is counted by OpenAI's published recipe, which matches the API's figures for a
+    prompt with a system message; without one, OpenAI writes the functions into a system
+    message of its own, up to 4 tokens more, and this count (which does not see the prompt) is
+    that larger one (``count_tokens(messages, tools=...)`` and ``pack()`` count the smaller
+    where the prompt has a system message). Nested objects, arrays and enums are counted as
+    OpenAI's TypeScript rendering of functions (never under the recipe). A schema with anything
+    else (``$ref`` and ``$defs``, ``anyOf``/``oneOf``/``allOf``, defaults, formats, bounds...)
+    has no published rendering: it is counted as the larger of its compact JSON as sent and
+    that rendering with every reference resolved in place, so it is never under-counted. An
+    Anthropic tool (``{"name", "description", "input_schema"}``) is counted as its compact JSON
+    (references resolved when larger), one of Anthropic's own (``bash_20250124``...) as
+    Anthropic publishes it, and either adds Anthropic's tool-use prompt once; other built-in
+    tools as their compact JSON.
 
     Raises:
         ConfigError: a tool is not a tool definition its provider would take (not a mapping,
@@ -409,17 +413,22 @@ def tool_definition_tokens(tools: Iterable[Mapping[str, Any]], counter: TokenCou
         >>> tool = {"type": "function", "function": {"name": "f", "description": "Do it.",
         ...         "parameters": {"type": "object", "properties": {}}}}
         >>> tool_definition_tokens([tool], get_counter("gpt-4o"))
-        23
+        26
     """
     return checked_tool_tokens(tool_definitions(tools), check_counter(counter))
 
 
-def checked_tool_tokens(tools: Sequence[Mapping[str, Any]], counter: TokenCounter) -> int:
+def checked_tool_tokens(
+    tools: Sequence[Mapping[str, Any]], counter: TokenCounter, messages: Sequence[Message] = ()
+) -> int:
     """:func:`tool_definition_tokens` of definitions that :func:`tool_definitions` has checked
     where they entered (``pack()``, ``render()``, ``simulate()``...): checking walks every
-    definition, and a request's tools would be walked twice."""
+    definition, and a request's tools would be walked twice. Beside the prompt's ``messages``
+    (as read), where a system message makes OpenAI's functions cheaper; without, as the larger
+    count, so that one made before the messages are chosen is never short."""
     sizes = counter._tool_sizes if isinstance(counter, _FramedCounter) else None
-    return tool_list_tokens(tools, counter, sizes)
+    system = system_text(messages) if tools else None
+    return tool_list_tokens(tools, counter, sizes, system)
 
 
 @cache
@@ -582,7 +591,9 @@ def count_tokens(
     from .providers import provider_from_model, tools_as_sent
 
     resolved, given = get_counter(model, counter), tool_definitions(() if tools is None else tools)
-    extra = checked_tool_tokens(tools_as_sent(given, provider_from_model(model)), resolved)
+    sent = tools_as_sent(given, provider_from_model(model))
     if isinstance(messages_or_text, str):
-        return resolved.count(sendable(messages_or_text, "messages_or_text")) + extra
-    return resolved.count_messages(read_counted(messages_or_text)) + extra
+        text = sendable(messages_or_text, "messages_or_text")
+        return resolved.count(text) + checked_tool_tokens(sent, resolved)
+    messages = read_counted(messages_or_text)
+    return resolved.count_messages(messages) + checked_tool_tokens(sent, resolved, messages)

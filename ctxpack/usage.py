@@ -317,7 +317,7 @@ def _buckets(
     sizes = list(message_sizes(counter, msgs))
     memory_items = _move_memory(memory_files, msgs, sizes, counter)
     per_bucket = _message_items(msgs, sizes)
-    tool_tokens = checked_tool_tokens(tool_list, counter) if tool_list else 0
+    tool_tokens = checked_tool_tokens(tool_list, counter, msgs) if tool_list else 0
     tool_items = _tool_items(tool_list, counter, tool_tokens)
     buckets = [
         _bucket(SYSTEM, per_bucket[SYSTEM]),

@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from ..caches import LRUCache
     from ..tokens import TokenCounter
 
+    # A counter's counts of definitions, by their JSON, and of a request's functions together.
+    ToolSizes = LRUCache[str | tuple[str, ...], int]
+
 # Keywords the rendering expresses itself; any other keyword becomes a comment, so it is counted.
 _RENDERED = frozenset(
     {
@@ -285,6 +288,12 @@ TOOLS_FUNC_END = 12
 # API's counts): its rendered text plus 4, the namespace around the functions (7 tokens) and the
 # 9 that library measured per request, less the 12 the tool block already counts.
 TOOLS_RENDER_INIT = 4
+# A request's functions as openai-chat-tokens counts them (checked against the API's counts):
+# their namespace's text plus 9 when the prompt has no system message. With one, OpenAI writes
+# the namespace into it: 4 fewer, and its text ends with a line break (what the cookbook's recipe
+# was fitted on); without, the recipe comes up to 4 tokens short.
+TOOLS_NAMESPACE_EXTRA = 9
+TOOLS_IN_SYSTEM = -4
 # Anthropic adds its own tool-use system prompt when a request has tools: 346 tokens for Claude 4
 # and 3.7 models with tool_choice auto (published on Anthropic's pricing page), more than for any
 # older model, so it is the safe figure.
@@ -322,48 +331,103 @@ def tool_tokens(tool: Mapping[str, Any], counter: TokenCounter) -> int:
         return max(published, counter.count(compact_json(tool)))
     if "input_schema" in tool:
         return max(counter.count(compact_json(tool)), counter.count(_inlined_json(tool)))
-    function = tool.get("function", tool)
-    if not isinstance(function, Mapping) or (
-        "parameters" not in function and tool.get("type", "function") != "function"
-    ):
+    function = _function_of(tool)
+    if function is None:
         # A provider's built-in tool (web search, code interpreter...): its JSON.
         return counter.count(compact_json(tool))
     return _function_tokens(function, counter)
 
 
+def _function_of(tool: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The function ``tool`` (not Anthropic's) defines, in the chat shape or the Responses
+    API's, or None for a built-in tool."""
+    function = tool.get("function", tool)
+    if not isinstance(function, Mapping) or (
+        "parameters" not in function and tool.get("type", "function") != "function"
+    ):
+        return None
+    return function
+
+
 def tool_list_tokens(
     tools: Sequence[Mapping[str, Any]],
     counter: TokenCounter,
-    sizes: LRUCache[str, int] | None,
+    sizes: ToolSizes | None,
+    system: str | None = None,
 ) -> int:
     """A request's tool definitions with the per-request constants, each definition counted
-    once per counter where it has ``sizes`` (the counter's own cache of them)."""
+    once per counter where it has ``sizes`` (the counter's own cache of them). ``system`` is the
+    text of the prompt's first system message when the prompt is known to have one: OpenAI's
+    functions then cost less; without it they are counted for a prompt without one (more)."""
     own = getattr(counter, "count_tools", None)
     if callable(own):
         # A counter that asks the provider (Anthropic's endpoint) counts them exactly itself.
         return int(own(tools))
-    total = 0
+    total = functions_total = 0
     anthropic = openai = False
+    functions: list[Mapping[str, Any]] = []
+    keys: list[str] = []
     for tool in tools:
+        function = None
         if anthropic_tool(tool):
             anthropic = True
         else:
             openai = True
-        if sizes is None:
-            total += tool_tokens(tool, counter)
-            continue
-        # The same definitions ride with every request: count each once per counter.
-        key = compact_json(tool)
-        size = sizes.get(key)
+            function = _function_of(tool)
+        key = compact_json(tool) if sizes is not None else ""
+        size = None if sizes is None else sizes.get(key)
         if size is None:
             size = tool_tokens(tool, counter)
-            sizes.put(key, size)
+            if sizes is not None:
+                # The same definitions ride with every request: count each once per counter.
+                sizes.put(key, size)
         total += size
+        if function is not None:
+            functions.append(function)
+            functions_total += size
+            keys.append(key)
     if openai:
         total += TOOLS_FUNC_END
+    if functions:
+        namespace = _namespace_tokens(functions, counter, sizes, keys)
+        if system is not None:
+            # The namespace is written into the system message, whose text gains a line break.
+            namespace += TOOLS_IN_SYSTEM + counter.count(f"{system}\n") - counter.count(system)
+        total += max(0, namespace - functions_total - TOOLS_FUNC_END)
     if anthropic:
         total += ANTHROPIC_TOOL_PROMPT_TOKENS
     return total
+
+
+def system_text(messages: Sequence[Any]) -> str | None:
+    """The text of the first system message of a prompt (ctxpack's messages) that has one,
+    which OpenAI writes its functions into; None when it has none, or one whose content is not
+    a text (counted as without one: more)."""
+    for message in messages:
+        if message.role == "system":
+            return message.content if isinstance(message.content, str) else None
+    return None
+
+
+def _namespace_tokens(
+    functions: Sequence[Mapping[str, Any]],
+    counter: TokenCounter,
+    sizes: ToolSizes | None,
+    keys: Sequence[str],
+) -> int:
+    """What OpenAI functions add to a prompt without a system message: their namespace of
+    TypeScript definitions plus 9 (openai-chat-tokens' model, which reproduces every prompt
+    count of its API-checked tests, and the cookbook's with the system message's 4 off)."""
+    # The definitions' own keys, whose hashes are computed already: no text to hash again.
+    key = tuple(keys)
+    size = None if sizes is None else sizes.get(key)
+    if size is None:
+        blocks = "".join(f"{render_function(function)}\n\n" for function in functions)
+        text = f"namespace functions {{\n\n{blocks}}} // namespace functions"
+        size = counter.count(text) + TOOLS_NAMESPACE_EXTRA
+        if sizes is not None:
+            sizes.put(key, size)
+    return size
 
 
 def _inlined_json(tool: Mapping[str, Any]) -> str:

@@ -244,11 +244,10 @@ class Rendering(SessionState):
             )
             return self._with_warnings(result, all_tools)
         if budget is None:
-            tool_tokens = checked_tool_tokens(all_tools, self.counter) if all_tools else 0
             if self.pipeline is None:
                 result = self._whole(
                     query,
-                    tool_tokens,
+                    all_tools,
                     raw_tokens,
                     filter_log,
                     self._originals(unthought),
@@ -259,6 +258,7 @@ class Rendering(SessionState):
             budget = asked = None if self.model is None else known_window(self.model)
             if budget is None:
                 # No known limit: the stages run on the whole record, which then fits.
+                tool_tokens = checked_tool_tokens(all_tools, self.counter) if all_tools else 0
                 budget = self.counter.count_messages(record) + tool_tokens + reserve + 1
         packed = pack(
             record,
@@ -361,7 +361,7 @@ class Rendering(SessionState):
             gone += tuple(m.id for m in record if any(r in cleared for r in result_ids(m.content)))
         result = self._whole(
             query,
-            tool_tokens,
+            tools,
             raw_tokens,
             filter_log,
             self._originals(gone),
@@ -371,7 +371,7 @@ class Rendering(SessionState):
             reserve=policy.reserve,
         )
         # What is sent: a repeated output shortened to a note is counted as the note.
-        state.last_tokens = result.tokens - tool_tokens
+        state.last_tokens = result.tokens - result.tool_tokens
         return result
 
     def _original_artifact(self, position: int, store: bool = True) -> str:
@@ -390,7 +390,7 @@ class Rendering(SessionState):
     def _whole(
         self,
         query: str | None,
-        tool_tokens: int,
+        tools: Sequence[Mapping[str, Any]],
         raw_tokens: int,
         filter_log: DecisionLog,
         originals: Callable[[], dict[str, Message]],
@@ -414,6 +414,8 @@ class Rendering(SessionState):
         # output is the same object from one render to the next): a history whose texts
         # outgrow the counter's text cache is not counted again at every render.
         tokens, sizes = history_tokens(self.counter, messages)
+        # Beside the messages sent: OpenAI's functions cost less with a system message.
+        tool_tokens = checked_tool_tokens(tools, self.counter, messages) if tools else 0
         tokens += tool_tokens
         filtered = set(filter_log.message_ids()) | {d.message_id for d in [*repeats, *repairs]}
         # Every message gets its decision, as pack() promises: here, sent as it is.

@@ -1,0 +1,159 @@
+"""Tool definitions against the prompt tokens the API reported, with and without a system message.
+
+The figures are the test data of hmarr/openai-chat-tokens (tests/token-counts.test.ts, commit
+b8e3b11, MIT), each checked against the API's ``usage.prompt_tokens`` for gpt-3.5-turbo
+(cl100k_base), and the cookbook's ("How to count tokens with tiktoken"). The cookbook's recipe
+was fitted on a prompt with a system message; without one, OpenAI adds its own for the functions
+and the request costs more, which a count must not miss.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import ctxpack
+from ctxpack import count_tokens, pack
+from ctxpack.tokens import get_counter, tool_definition_tokens
+
+HELLO = [{"role": "user", "content": "hello"}]
+GREETING = [{"role": "system", "content": "Hello"}, {"role": "user", "content": "Hi there"}]
+FOO = {"name": "foo", "description": "Do a foo", "parameters": {"type": "object", "properties": {}}}
+BING_BONG = {
+    "name": "bing_bong",
+    "description": "Do a bing bong",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "foo": {"type": "string"},
+            "bar": {"type": "number", "description": "A number"},
+        },
+    },
+}
+NESTED = {
+    "name": "bing_bong",
+    "description": "Do a bing bong",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "foo": {
+                "type": "object",
+                "properties": {
+                    "bar": {"type": "string", "enum": ["a", "b", "c"]},
+                    "baz": {"type": "boolean"},
+                },
+            }
+        },
+    },
+}
+EMPTY = {"name": "do_stuff", "parameters": {"type": "object", "properties": {}}}
+OTHER = {"name": "do_other_stuff", "parameters": {"type": "object", "properties": {}}}
+WEATHER = {
+    "name": "get_current_weather",
+    "description": "Get the current weather in a given location",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "location": {
+                "type": "string",
+                "description": "The city and state, e.g. San Francisco, CA",
+            },
+            "unit": {
+                "type": "string",
+                "description": "The unit of temperature to return",
+                "enum": ["celsius", "fahrenheit"],
+            },
+        },
+        "required": ["location"],
+    },
+}
+WEATHER_MESSAGES = [
+    {
+        "role": "system",
+        "content": "You are a helpful assistant that can answer to questions about the weather.",
+    },
+    {"role": "user", "content": "What's the weather like in San Francisco?"},
+]
+
+
+def _tools(*functions: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"type": "function", "function": f} for f in functions]
+
+
+# (messages, functions, the API's prompt tokens): counted exactly.
+EXACT = [
+    pytest.param(HELLO, [FOO], 36, id="a description, no system message"),
+    pytest.param(HELLO, [BING_BONG], 57, id="two properties, no system message"),
+    pytest.param(HELLO, [NESTED], 68, id="a nested object, no system message"),
+    pytest.param(
+        [{"role": "user", "content": "hello"}],
+        [
+            {
+                **BING_BONG,
+                "parameters": {"type": "object", "properties": {"foo": {"type": "string"}}},
+            }
+        ],
+        49,
+        id="one property, no system message",
+    ),
+    pytest.param(WEATHER_MESSAGES, [WEATHER], 105, id="the cookbook's, with its system message"),
+]
+# Counted at least as the API did (never under).
+AT_LEAST = [
+    pytest.param(HELLO, [EMPTY | {"name": "foo"}], 31, id="no description"),
+    pytest.param(GREETING, [EMPTY], 35, id="a system message"),
+    pytest.param([{"role": "system", "content": "Hello:"}, *GREETING[1:]], [EMPTY], 35, id="colon"),
+    pytest.param(
+        [{"role": "system", "content": "Hello:"}, *GREETING], [EMPTY, OTHER], 49, id="two systems"
+    ),
+]
+
+
+@pytest.mark.parametrize(("messages", "functions", "api_prompt_tokens"), EXACT)
+def test_functions_count_what_the_api_reported(
+    messages: list[dict[str, Any]], functions: list[dict[str, Any]], api_prompt_tokens: int
+) -> None:
+    # Before: the recipe alone, 1 short on the first two (35 and 56).
+    tools = _tools(*functions)
+    assert count_tokens(messages, model="gpt-3.5-turbo", tools=tools) == api_prompt_tokens
+
+
+@pytest.mark.parametrize(("messages", "functions", "api_prompt_tokens"), AT_LEAST)
+def test_functions_never_count_under_what_the_api_reported(
+    messages: list[dict[str, Any]], functions: list[dict[str, Any]], api_prompt_tokens: int
+) -> None:
+    tools = _tools(*functions)
+    assert count_tokens(messages, model="gpt-3.5-turbo", tools=tools) >= api_prompt_tokens
+
+
+@pytest.mark.parametrize(("model", "with_system"), [("gpt-4", 105), ("gpt-4o", 101)])
+def test_without_a_system_message_functions_cost_four_more(model: str, with_system: int) -> None:
+    # The cookbook's example, its system message left out: OpenAI writes the functions into a
+    # system message of its own. Before: 4 short (the recipe's figure is the one with it).
+    tools = _tools(WEATHER)
+    assert count_tokens(WEATHER_MESSAGES, model=model, tools=tools) == with_system
+    system = count_tokens(WEATHER_MESSAGES[:1], model=model) - 3
+    without = count_tokens(WEATHER_MESSAGES[1:], model=model, tools=tools)
+    assert without == with_system - system + 4
+    # A count that does not see the prompt is the larger, so that packing is never short.
+    alone = tool_definition_tokens(tools, get_counter(model))
+    assert without == count_tokens(WEATHER_MESSAGES[1:], model=model) + alone
+
+
+def test_pack_counts_the_functions_as_the_api_bills_them() -> None:
+    # Before: 35 tokens, within a budget of 35; the API bills 36 for this request.
+    tools = _tools(FOO)
+    with pytest.raises(ctxpack.BudgetExceededError):
+        pack(HELLO, budget=35, model="gpt-3.5-turbo", tools=tools)
+    result = pack(HELLO, budget=36, model="gpt-3.5-turbo", tools=tools)
+    assert (
+        result.tokens == 36 == count_tokens(result.to_openai(), model="gpt-3.5-turbo", tools=tools)
+    )
+
+
+def test_pack_with_a_system_message_counts_what_the_payload_costs() -> None:
+    tools = _tools(WEATHER)
+    result = pack(WEATHER_MESSAGES, budget=200, model="gpt-4o", tools=tools)
+    assert result.tokens == 101 == count_tokens(result.to_openai(), model="gpt-4o", tools=tools)
+    assert result.tool_tokens == 101 - count_tokens(WEATHER_MESSAGES, model="gpt-4o")
