@@ -157,3 +157,35 @@ def test_pack_with_a_system_message_counts_what_the_payload_costs() -> None:
     result = pack(WEATHER_MESSAGES, budget=200, model="gpt-4o", tools=tools)
     assert result.tokens == 101 == count_tokens(result.to_openai(), model="gpt-4o", tools=tools)
     assert result.tool_tokens == 101 - count_tokens(WEATHER_MESSAGES, model="gpt-4o")
+
+
+@pytest.mark.parametrize(
+    ("choice", "extra"),
+    [
+        ({"tool_choice": {"type": "function", "function": {"name": "foo"}}}, 5),
+        ({"function_call": {"name": "foo"}}, 5),
+        ({"tool_choice": "none"}, 1),
+        ({"tool_choice": "auto"}, 0),
+    ],
+)
+def test_a_wrapped_request_forcing_a_function_leaves_room_for_it(
+    choice: dict[str, Any], extra: int
+) -> None:
+    # The API's figures: 31 prompt tokens for HELLO and FOO, 36 forcing foo, 32 with "none".
+    from tests.sdk_mock import Capture, chat_completion, openai_client
+
+    capture = Capture(chat_completion({"role": "assistant", "content": "Done."}))
+    history = [
+        {"role": "user", "content": "an older question, to drop when room is short"},
+        {"role": "assistant", "content": "an older answer"},
+        *HELLO,
+    ]
+    key = "functions" if "function_call" in choice else "tools"
+    tools = [FOO] if key == "functions" else _tools(FOO)
+    whole = count_tokens(history, model="gpt-4o", tools=_tools(FOO))
+    client = ctxpack.wrap_openai(openai_client(capture), budget=whole)
+    client.chat.completions.create(model="gpt-4o", messages=history, **{key: tools}, **choice)
+    sent = count_tokens(capture.body["messages"], model="gpt-4o", tools=_tools(FOO))
+    assert sent + extra <= whole
+    # Before: every message sent, the request billed up to 5 tokens over the budget.
+    assert (len(capture.body["messages"]) < 3) == (extra > 0)

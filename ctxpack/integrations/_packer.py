@@ -27,7 +27,7 @@ from ..tokens import TokenCounter
 from . import _responses_request as responses_api
 from ._cache_marks import MAX_CACHE_MARKS, cache_marks, without_middle_marks
 from ._output_format import output_format
-from ._request_fields import check_fields, check_tool_choice, reply_room
+from ._request_fields import check_fields, check_tool_choice, choice_tokens, reply_room
 from ._responses_request import given as _given
 from ._session_feed import Asked, SessionFeed
 
@@ -212,9 +212,11 @@ class _Packer:
         if feed is None:  # the wrapper's limits; a managed session sizes its own requests
             counter = self.counter_for(kwargs.get("model"))
             schema = counter.count(schema_text) if schema_text else 0
+            # Beside the prompt too: a forced function's name, reserved as the schema is.
+            choice = 0 if self.provider == "anthropic" else choice_tokens(kwargs, counter.count)
             asked = "max_output_tokens" if responses else "max_tokens"
             budget, reserve = pack_limits(
-                self.window, self.budget, self.reserve, room, asked=asked, schema=schema
+                self.window, self.budget, self.reserve + choice, room, asked=asked, schema=schema
             )
             limits = (counter, budget, reserve)
         tools: Any = kwargs.get("tools")

@@ -10,7 +10,7 @@ session already holding them."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from .._internal.arguments import flag, json_type_name, shown, string, strings, tokens
@@ -23,6 +23,7 @@ __all__ = [
     "check_fields",
     "check_forced",
     "check_tool_choice",
+    "choice_tokens",
     "forced_tool",
     "langchain_tool_definitions",
     "reply_room",
@@ -178,6 +179,27 @@ def forced_tool(choice: Any) -> str | None:
     function = choice.get("function")
     name = function.get("name") if isinstance(function, Mapping) else choice.get("name")
     return name if isinstance(name, str) and name else None
+
+
+# What OpenAI adds to the prompt for a request that forces a function: the name plus 4, and 1
+# for one that allows none (openai-chat-tokens' prompt counts, checked against the API for
+# function_call=, which tool_choice replaced; counted alike, so that a request is never short).
+FORCED_FUNCTION_TOKENS = 4
+NO_FUNCTION_TOKENS = 1
+
+
+def choice_tokens(kwargs: Mapping[str, Any], count: Callable[[str], int]) -> int:
+    """The tokens an OpenAI request's ``tool_choice`` (or legacy ``function_call``) adds to
+    its prompt, ``count`` counting a text."""
+    choice = kwargs.get("tool_choice")
+    if not given(choice):
+        choice = kwargs.get("function_call")
+        if isinstance(choice, Mapping) and "type" not in choice:
+            choice = {"type": "function", "name": choice.get("name")}
+    if choice == "none":
+        return NO_FUNCTION_TOKENS
+    name = forced_tool(choice)
+    return 0 if name is None else count(name) + FORCED_FUNCTION_TOKENS
 
 
 def check_tool_choice(choice: Any, tools: Iterable[Any]) -> str | None:
