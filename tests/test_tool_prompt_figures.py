@@ -9,6 +9,7 @@ and the request costs more, which a count must not miss.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -189,3 +190,29 @@ def test_a_wrapped_request_forcing_a_function_leaves_room_for_it(
     assert sent + extra <= whole
     # Before: every message sent, the request billed up to 5 tokens over the budget.
     assert (len(capture.body["messages"]) < 3) == (extra > 0)
+
+
+@pytest.mark.parametrize("function", [FOO, NESTED], ids=["flat", "nested"])
+def test_a_tool_edited_while_it_is_counted_never_leaves_a_wrong_count_behind(
+    function: dict[str, Any],
+) -> None:
+    # Another thread edits the definition in place while this one counts it: the count of that
+    # call may be either's, but the counter must not remember one definition's count for the
+    # other's JSON. The edit is made from inside the counting function, where a thread switch
+    # would fall.
+    def edit_once(text: str) -> int:
+        if edited == [False] and "Do a" in text:
+            edited[0] = True
+            tool["function"]["description"] += " and much more" * 40
+        return len(text.split())
+
+    tool = copy.deepcopy(_tools(function)[0])
+    edited = [False]
+    counter = ctxpack.tokens.CallableCounter(edit_once, name="words")
+    tool_definition_tokens([tool], counter)
+    assert edited == [True]
+    fresh = ctxpack.tokens.CallableCounter(lambda text: len(text.split()), name="words")
+    for definition in (copy.deepcopy(_tools(function)[0]), tool):
+        assert tool_definition_tokens([definition], counter) == tool_definition_tokens(
+            [definition], fresh
+        )

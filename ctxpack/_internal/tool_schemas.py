@@ -374,13 +374,19 @@ def tool_list_tokens(
         else:
             openai = True
             function = _function_of(tool)
-        key = compact_json(tool) if sizes is not None else ""
-        size = None if sizes is None else sizes.get(key)
-        if size is None:
-            size = tool_tokens(tool, counter)
-            if sizes is not None:
-                # The same definitions ride with every request: count each once per counter.
+        if sizes is not None:
+            # The same definitions ride with every request: count each once per counter, as
+            # its JSON reads (a copy that another thread's edit in place cannot reach, which
+            # would leave one definition's count under another's JSON).
+            key = compact_json(tool)
+            size = sizes.get(key)
+            if size is None:
+                tool = json.loads(key)
+                function = None if function is None else _function_of(tool)
+                size = tool_tokens(tool, counter)
                 sizes.put(key, size)
+        else:
+            key, size = "", tool_tokens(tool, counter)
         total += size
         if function is not None:
             functions.append(function)
@@ -422,6 +428,9 @@ def _namespace_tokens(
     key = tuple(keys)
     size = None if sizes is None else sizes.get(key)
     if size is None:
+        if sizes is not None:
+            # From the JSON the key holds, as tool_list_tokens counts a definition.
+            functions = [_function_of(json.loads(key)) or {} for key in keys]
         blocks = "".join(f"{render_function(function)}\n\n" for function in functions)
         text = f"namespace functions {{\n\n{blocks}}} // namespace functions"
         size = counter.count(text) + TOOLS_NAMESPACE_EXTRA
