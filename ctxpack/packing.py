@@ -11,6 +11,7 @@ from ._internal.arguments import keyword_checked, optional_text, shown, tool_def
 from ._internal.arguments import tokens as check_tokens
 from ._internal.columns import ids as message_ids
 from ._internal.thinking import thinking_cleared_from, without_thinking
+from ._internal.tool_schemas import system_text
 from .adapters import SENT_METADATA, check_openai_message
 from .errors import BudgetExceededError, ConfigError
 from .limits import check_message_sizes
@@ -56,7 +57,7 @@ from .stages import (
 from .tokens import (
     CounterLike,
     TokenCounter,
-    checked_tool_tokens,
+    checked_tool_counts,
     get_counter,
     message_sizes,
     priming_tokens,
@@ -298,7 +299,9 @@ def _pack(
     check_message_sizes(msgs)
     target = detect_provider(provider, model, msgs)
     sent = tools_as_sent(tools, target) if tools else []
-    tool_tokens = checked_tool_tokens(sent, resolved) if sent else 0
+    tool_counts = checked_tool_counts(sent, resolved) if sent else None
+    # Reserved for a prompt without a system message, the larger: the stages may drop it.
+    tool_tokens = tool_counts.total(resolved) if tool_counts else 0
     input_ids = list(message_ids(msgs))
     if query is None:
         query = _last_user_text(msgs)
@@ -323,12 +326,12 @@ def _pack(
     sendable, unsent = without_unsent_reasoning(out.messages, out.tokens)
     if unsent:
         out = out.decide(*unsent, messages=tuple(sendable))
-    # Counted afresh (text counts aside), not read from the memo the stages used. The stages
-    # reserved the tools' room for a prompt without a system message (the larger); what they
-    # cost beside the messages kept is what the request is billed.
+    # Counted afresh (text counts aside), not read from the memo the stages used; the tools
+    # as they cost beside the messages kept, what the request is billed.
     input_tokens = priming_tokens(resolved) + sum(message_sizes(resolved, msgs))
-    input_tokens += checked_tool_tokens(sent, resolved, msgs) if sent else 0
-    tool_tokens = checked_tool_tokens(sent, resolved, out.messages) if sent else 0
+    if tool_counts is not None:
+        input_tokens += tool_counts.total(resolved, system_text(msgs))
+        tool_tokens = tool_counts.total(resolved, system_text(out.messages))
     tokens = resolved.count_messages(out.messages) + tool_tokens
     _check_fits(tokens, budget, reserve, ctx, out)
     # Every value here was produced and checked above; validating thousands of decisions and

@@ -34,7 +34,7 @@ from ._internal.prefix import PrefixMemo
 from ._internal.tool_errors import MARK as FAILURE_MARK
 from ._internal.tool_errors import failed
 from ._internal.tool_schemas import ANTHROPIC_TOOL_PROMPT_TOKENS as ANTHROPIC_TOOL_PROMPT_TOKENS
-from ._internal.tool_schemas import system_text, tool_list_tokens
+from ._internal.tool_schemas import ToolCounts, system_text, tool_list_counts
 from .adapters.read import read_counted
 from .caches import SHORT_TEXT, LRUCache, text_memo
 from .errors import ApproximateTokenCountWarning, ConfigError, TokenizerUnavailableError
@@ -393,13 +393,12 @@ def tool_definition_tokens(tools: Iterable[Mapping[str, Any]], counter: TokenCou
     the Responses API sends it) whose parameters are flat properties with a type, a description
     and an enum is counted by OpenAI's published recipe, which matches the API's figures for a
     prompt with a system message; without one, OpenAI writes the functions into a system
-    message of its own, up to 4 tokens more, and this count (which does not see the prompt) is
-    that larger one (``count_tokens(messages, tools=...)`` and ``pack()`` count the smaller
-    where the prompt has a system message). Nested objects, arrays and enums are counted as
-    OpenAI's TypeScript rendering of functions (never under the recipe). A schema with anything
-    else (``$ref`` and ``$defs``, ``anyOf``/``oneOf``/``allOf``, defaults, formats, bounds...)
-    has no published rendering: it is counted as the larger of its compact JSON as sent and
-    that rendering with every reference resolved in place, so it is never under-counted. An
+    message of its own, up to 4 tokens more: this count, blind to the prompt, is that larger
+    one (``count_tokens`` and ``pack()`` see the prompt). Nested objects, arrays and enums are
+    counted as OpenAI's TypeScript rendering of functions (never under the recipe). A schema
+    with anything else (``$ref`` and ``$defs``, ``anyOf``/``oneOf``/``allOf``, defaults,
+    formats, bounds...) has no published rendering: it is counted as the larger of its compact
+    JSON as sent and that rendering with every reference resolved in place, never under. An
     Anthropic tool (``{"name", "description", "input_schema"}``) is counted as its compact JSON
     (references resolved when larger), one of Anthropic's own (``bash_20250124``...) as
     Anthropic publishes it, and either adds Anthropic's tool-use prompt once; other built-in
@@ -421,14 +420,16 @@ def tool_definition_tokens(tools: Iterable[Mapping[str, Any]], counter: TokenCou
 def checked_tool_tokens(
     tools: Sequence[Mapping[str, Any]], counter: TokenCounter, messages: Sequence[Message] = ()
 ) -> int:
-    """:func:`tool_definition_tokens` of definitions that :func:`tool_definitions` has checked
-    where they entered (``pack()``, ``render()``, ``simulate()``...): checking walks every
-    definition, and a request's tools would be walked twice. Beside the prompt's ``messages``
-    (as read), where a system message makes OpenAI's functions cheaper; without, as the larger
-    count, so that one made before the messages are chosen is never short."""
-    sizes = counter._tool_sizes if isinstance(counter, _FramedCounter) else None
+    """:func:`tool_definition_tokens` of definitions checked where they entered (``pack()``,
+    ``render()``...), beside the prompt's ``messages`` (as read)."""
     system = system_text(messages) if tools else None
-    return tool_list_tokens(tools, counter, sizes, system)
+    return checked_tool_counts(tools, counter).total(counter, system)
+
+
+def checked_tool_counts(tools: Sequence[Mapping[str, Any]], counter: TokenCounter) -> ToolCounts:
+    """Checked definitions counted before the prompt is known (``total()``: for which)."""
+    sizes = counter._tool_sizes if isinstance(counter, _FramedCounter) else None
+    return tool_list_counts(tools, counter, sizes)
 
 
 @cache

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from ..caches import LRUCache
@@ -349,20 +349,46 @@ def _function_of(tool: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return function
 
 
+class ToolCounts(NamedTuple):
+    """A request's tool definitions counted, before the prompt's system message is known."""
+
+    base: int  # every definition and the per-request constants
+    functions: int  # the OpenAI functions' own counts, within base
+    namespace: int  # openai-chat-tokens' count of their namespace (0: no function)
+
+    def total(self, counter: TokenCounter, system: str | None = None) -> int:
+        """What the definitions add to a prompt whose first system message is ``system``
+        (``None``: one without, the larger count)."""
+        if not self.namespace:
+            return self.base
+        namespace = self.namespace
+        if system is not None:
+            # The namespace is written into the system message, whose text gains a line break.
+            namespace += TOOLS_IN_SYSTEM + counter.count(f"{system}\n") - counter.count(system)
+        return self.base + max(0, namespace - self.functions - TOOLS_FUNC_END)
+
+
 def tool_list_tokens(
     tools: Sequence[Mapping[str, Any]],
     counter: TokenCounter,
     sizes: ToolSizes | None,
     system: str | None = None,
 ) -> int:
-    """A request's tool definitions with the per-request constants, each definition counted
-    once per counter where it has ``sizes`` (the counter's own cache of them). ``system`` is the
-    text of the prompt's first system message when the prompt is known to have one: OpenAI's
-    functions then cost less; without it they are counted for a prompt without one (more)."""
+    """A request's tool definitions with the per-request constants (see
+    :func:`tool_list_counts`), beside a prompt whose first system message is ``system``:
+    OpenAI's functions then cost less; without it they are counted for a prompt without one."""
+    return tool_list_counts(tools, counter, sizes).total(counter, system)
+
+
+def tool_list_counts(
+    tools: Sequence[Mapping[str, Any]], counter: TokenCounter, sizes: ToolSizes | None
+) -> ToolCounts:
+    """A request's tool definitions counted, each once per counter where it has ``sizes`` (the
+    counter's own cache of them)."""
     own = getattr(counter, "count_tools", None)
     if callable(own):
         # A counter that asks the provider (Anthropic's endpoint) counts them exactly itself.
-        return int(own(tools))
+        return ToolCounts(int(own(tools)), 0, 0)
     total = functions_total = 0
     anthropic = openai = False
     functions: list[Mapping[str, Any]] = []
@@ -392,17 +418,9 @@ def tool_list_tokens(
             functions.append(function)
             functions_total += size
             keys.append(key)
-    if openai:
-        total += TOOLS_FUNC_END
-    if functions:
-        namespace = _namespace_tokens(functions, counter, sizes, keys)
-        if system is not None:
-            # The namespace is written into the system message, whose text gains a line break.
-            namespace += TOOLS_IN_SYSTEM + counter.count(f"{system}\n") - counter.count(system)
-        total += max(0, namespace - functions_total - TOOLS_FUNC_END)
-    if anthropic:
-        total += ANTHROPIC_TOOL_PROMPT_TOKENS
-    return total
+    total += (TOOLS_FUNC_END if openai else 0) + (ANTHROPIC_TOOL_PROMPT_TOKENS if anthropic else 0)
+    namespace = _namespace_tokens(functions, counter, sizes, keys) if functions else 0
+    return ToolCounts(total, functions_total, namespace)
 
 
 def system_text(messages: Sequence[Any]) -> str | None:
