@@ -21,6 +21,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ._internal.escapes import INVISIBLE
 from .caches import memoize
 from .errors import ArgumentsError
 from .messages import Message
@@ -172,16 +173,9 @@ def _next_start(pattern: re.Pattern[str], text: str, at: int, nowhere: int) -> i
     return nowhere if match is None else match.start()
 
 
-# Characters a reader does not see: every format character (Unicode category Cf: zero-width,
-# bidirectional, soft hyphen, tags), the variation selectors, the combining grapheme joiner and
-# the Hangul fillers. One between two letters of "ignore" hid the phrase from the patterns but
-# not from the model reading it, so the phrases are also sought in the text without them.
-_INVISIBLE = re.compile(
-    "[\u00ad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160"
-    "\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164"
-    "\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
-    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]+"
-)
+# The phrases are also sought in the text without the characters a reader does not see: one
+# between two letters of "ignore" hid the phrase from the patterns but not from the model.
+_INVISIBLE = INVISIBLE
 
 
 def _phrases(text: str) -> list[InjectionFinding]:

@@ -3,19 +3,23 @@ character was written: JSON's ``\\/`` (``"postgres:\\/\\/app:pw@db"``), JSON's `
 escapes of printable ASCII (Go's encoder writes every ``&`` of a URL's query as ``\\u0026``),
 JSON escaped twice (a tool's JSON holding a command's JSON holding JSON), a URL
 percent-encoded inside other text (a redirect's or a callback's URL as a query's value),
-terminal codes (``jq -C``, ``grep --color`` marking a match inside a token) and the NUL after
-each character of UTF-16 text read as UTF-8."""
+terminal codes (``jq -C``, ``grep --color`` marking a match inside a token), the NUL after
+each character of UTF-16 text read as UTF-8, and what a model reads where a reader sees nothing
+(a zero-width space, a soft hyphen) or letters in another form (full-width ``ｇｈｐ＿``,
+mathematical ``𝐠𝐡𝐩``): the text without the one, the other read as the ASCII it stands for."""
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
+from functools import cache
 from typing import Protocol, TypeVar
 
 from .jsontext import slashes_unescaped
 
-__all__ = ["TERMINAL_CODE", "escaped_views", "through_views"]
+__all__ = ["INVISIBLE", "TERMINAL_CODE", "escaped_views", "through_views"]
 
 
 class Places(Protocol):
@@ -32,6 +36,40 @@ TERMINAL_CODE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[@-Z
 """A terminal's control sequence: a colour, a cursor move, a link (OSC 8). The filters remove
 them from the lines they keep, and redaction reads a text without them: inside a secret they
 hide its shape, and a filter would then hand it on whole."""
+
+# Characters a reader does not see: every format character (Unicode category Cf: zero-width,
+# bidirectional, soft hyphen, tags), the variation selectors, the combining grapheme joiner and
+# the Hangul fillers. A model reads the text around them as if they were not there: one inside
+# a token or a secret's name hid it from the rules (and "ignore" from the injection phrases).
+INVISIBLE = re.compile(
+    "[\u00ad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160"
+    "\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164"
+    "\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]+"
+)
+# Letters and digits in a form NFKC reads as ASCII ones, which a model reads as those: the
+# full-width forms (CJK input methods) and the mathematical alphanumerics (bold, italic,
+# monospace...). Their punctuation is read too, but only a text holding such a letter or digit
+# is read so: CJK prose writes its commas, colons and brackets full-width, and holds no secret
+# in them alone.
+_LOOKALIKE_FORMS = ((0xFF01, 0xFF5E), (0x1D400, 0x1D7FF))
+_LOOKALIKE = "\uff10-\uff19\uff21-\uff3a\uff41-\uff5a\U0001d400-\U0001d7ff"
+_AS_READ = re.compile(INVISIBLE.pattern[:-2] + _LOOKALIKE + "]")
+
+
+@cache
+def _ascii_forms() -> dict[int, str]:
+    """For each character of :data:`_LOOKALIKE_FORMS` that NFKC reads as one ASCII character,
+    that character (a table for ``str.translate``: one character for one, so that a place in
+    the text read is the same place in the text)."""
+    table = {}
+    for first, last in _LOOKALIKE_FORMS:
+        for code in range(first, last + 1):
+            read = unicodedata.normalize("NFKC", chr(code))
+            if len(read) == 1 and read.isascii():
+                table[code] = read
+    return table
+
 
 # A NUL between characters: UTF-16 text (a file PowerShell wrote) read as UTF-8.
 _NULS = re.compile("\x00+")
@@ -59,7 +97,22 @@ def escaped_views(text: str) -> list[View]:
         views.append(_without(text, TERMINAL_CODE))
     if "\x00" in text:
         views.append(_without(text, _NULS))
+    if _AS_READ.search(text):
+        views.append(as_read(text))
     return views
+
+
+def as_read(text: str) -> View:
+    """``text`` as a model reads it: without the characters nobody sees, and with letters,
+    digits and punctuation in full-width or mathematical form read as ASCII.
+
+    Example:
+        >>> view, starts, ends = as_read("ｇｈｐ\u200b_x")
+        >>> view, (starts[3], ends[3])
+        ('ghp_x', (4, 5))
+    """
+    view, starts, ends = _without(text, INVISIBLE)
+    return view.translate(_ascii_forms()), starts, ends
 
 
 def through_views(
