@@ -56,17 +56,44 @@ _CUT_TOKEN, _CUT_HEAD = (
     "|".join(f"(?:{prefix}){random}{body}{{{least},}}" for prefix, body in _TOKEN_PREFIXES.items())
     for least, random in ((4, "(?=[a-z_-]*[A-Z0-9])"), (0, ""))
 )
+_PREFIXES = "|".join(f"(?:{prefix})" for prefix in _TOKEN_PREFIXES)
 _CUT_KEYWORDS = [
     *(f"gh{c}_" for c in "pousr"),
     *("npm_", "rk_live_", "sk_live_", "github_pat_", "glpat-", "sk-ant-", "sk-proj-"),
     *("sk-svcacct-", "sk-admin-", *(f"xox{c}-" for c in "abeprs"), "akia", "asia"),
 ]
-# Where an output was cut: its end, an elision written inline, or a line a harness writes
-# where it cut (mini-swe-agent's "</output_head>", "[... truncated]", "<elided...>").
-_CUT = r"(?=\s*$|\.\.\.|…|[ \t]*\r?\n[ \t]*(?:</output_head>|<elided|\[(?:…|\.\.\.|output)))"
+# A note a harness writes where it cut an output, naming the cut: in brackets, or between
+# ellipses. Read by its words rather than listed, as each agent words its own:
+# SWE-agent's "<response clipped><NOTE>...</NOTE>" (tools/edit_anthropic/bin/str_replace_editor,
+# and TemplateConfig.next_step_truncated_observation_template in sweagent/agent/agents.py),
+# also the OpenHands SDK's (openhands/sdk/utils/truncate.py, between the head and the tail);
+# OpenHands' "[... Observation truncated due to length ...]" (truncate_content,
+# openhands/events/serialization/event.py); Codex's "…N tokens truncated…",
+# "[... omitted N of M lines ...]" and "[... output truncated to fit N bytes ...]"
+# (codex-rs/core/src/truncate.rs); "... [N lines truncated] ..." as Claude Code's transcripts
+# show a long output's end; "[truncated]", "(truncated)", "[N chars omitted]".
+_CUT_WORD = r"(?i:truncat|clipped|omitted|elided|trimmed|snipped|shortened)"
+_NOTE = (
+    rf"[\[(<][^\[\]()<>\n]{{0,80}}?{_CUT_WORD}[^\[\]()<>\n]{{0,80}}[\])>]"
+    rf"|…[^…\n]{{0,40}}?{_CUT_WORD}[^…\n]{{0,40}}…"
+)
+# From the end of what was shown to such a note: on its line, or one or two lines below.
+_TO_NOTE = rf"[ \t]*(?:\r?\n[ \t]*){{0,2}}(?:(?:\.\.\.|…)[ \t]*)?(?:{_NOTE})"
+# Where an output was cut: its end, an elision written inline, a harness's note, or a line
+# mini-swe-agent writes where it cut ("</output_head>", "<elided...>").
+_CUT = (
+    rf"(?=\s*$|\.\.\.|…|{_TO_NOTE}|"
+    r"[ \t]*\r?\n[ \t]*(?:</output_head>|<elided|\[(?:…|\.\.\.|output)))"
+)
 _ELIDED = (
     r"\r?\n</output_head>\r?\n<elided_chars>\r?\n\d+ characters elided\r?\n"
     r"</elided_chars>\r?\n<output_tail>\r?\n"
+)
+# From a harness's note to where the output resumes: SWE-agent's and OpenHands' NOTE after it,
+# an ellipsis, a line break or two.
+_RESUMED = (
+    rf"{_TO_NOTE}(?:<NOTE>[^<\n]{{0,1000}}</NOTE>)?(?:[ \t]*(?:\.\.\.|…))?"
+    r"[ \t]*(?:\r?\n[ \t]*){0,2}"
 )
 
 
@@ -463,8 +490,12 @@ OWN_RULES: tuple[dict[str, Any], ...] = (
     },
     {
         "id": "cut-token",
-        # The rest of such a token, where mini-swe-agent's envelope resumes the output.
-        "regex": rf"(?<![\w-])(?:{_CUT_HEAD}){_ELIDED}([\w-]{{4,}})",
+        # The rest of such a token, where the output resumes after the cut: mini-swe-agent's
+        # envelope, another harness's note (the head and the tail of the output kept).
+        # After a note, what was shown before it must look random, or be the prefix alone (a
+        # name such as ghp_import is no token's head).
+        "regex": rf"(?<![\w-])(?:(?:{_CUT_HEAD}){_ELIDED}|(?:{_CUT_TOKEN}|{_PREFIXES}){_RESUMED})"
+        r"([\w-]{4,})",
         "keywords": _CUT_KEYWORDS,
         "starts": _CUT_KEYWORDS,
     },
