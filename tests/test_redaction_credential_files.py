@@ -114,6 +114,24 @@ def test_colon_separated_text_that_is_no_password_file_survives(text: str) -> No
     assert "pgpass-password" not in _kinds(text)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Five fields, the second a number, that are no password file's line: a log's host,
+        # port, method, status and message; grep -rn in a file without an extension, whose
+        # line number is no port (PostgreSQL listens on a port of four or five digits).
+        "node1:8080:GET:200:took 5 ms",
+        "web-2:8443:POST:502:upstream timed out",
+        "Makefile:12:build:test:lint",
+        "Dockerfile:3:FROM:alpine:3.19",
+        "LICENSE:7:a:b:c",
+    ],
+)
+def test_five_colon_fields_that_are_no_password_file_line_survive(text: str) -> None:
+    assert "pgpass-password" not in _kinds(text)
+    assert redact(text).text == text
+
+
 def _service_account(key_id: str = KEY_ID) -> dict[str, str]:
     body = "\n".join(["MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7" + "q" * 12] * 4)
     return {

@@ -444,18 +444,21 @@ OWN_RULES: tuple[dict[str, Any], ...] = (
         # fields may be "*", and a colon or a backslash in a field is escaped with a
         # backslash. Neither gitleaks nor detect-secrets has a rule for it (detect-secrets'
         # keyword detector needs a key naming the secret; this line has none), so the line's
-        # whole shape is the rule: five fields, none empty, the second a port, the first a
-        # host (a name holding a letter or a dot, an address in brackets, a socket's
-        # directory): not a time (12:30:45), an IPv6 address, host:port, an /etc/passwd line
-        # (its second field is "x"), a slice or a C++ scope (empty fields), a name before a
-        # time (INFO:12:30:45:message). Only the password may hold a space (libpq reads it to
+        # whole shape is the rule: five fields, none empty, the second a port (four or five
+        # digits: PostgreSQL listens on 5432, 6432...; a line number or a time's hour has
+        # fewer), the first a host (a name holding a letter or a dot, an address in brackets,
+        # a socket's directory), the database and the user names, not numbers (a log's
+        # "node1:8080:GET:200:took 5 ms"): not a time (12:30:45), an IPv6 address, host:port,
+        # an /etc/passwd line (its second field is "x"), a slice or a C++ scope (empty
+        # fields), a name before a time (INFO:12:30:45:message), grep -n of a file without
+        # an extension (Makefile:12:a:b:c). Only the password may hold a space (libpq reads it to
         # the end of the line): its words, apart by spaces, are matched so that no word can
         # be split two ways, which keeps the pattern linear on a line of many spaces.
         # grep -rn prints "path:line:" before a line, the shape of a host and a port: a host
         # named as a source or configuration file is no host.
         "regex": rf"(?m)^{_NUMBERED}(?:\*|\[[0-9A-Fa-f:.]+\]|/(?:[^\s:\\]|\\\S)*|"
         rf"(?=[\w.-]*[A-Za-z.])(?![\w.-]*\.(?i:{_FILE_TYPES}):)\w(?:[\w.-]|\\\S)*)"
-        r":(?!\d{1,2}:\d\d:\d\d:)(?:\*|\d{1,5})(?::(?:\*|(?:[^\s:\\]|\\\S)+)){2}:"
+        r":(?:\*|[1-9]\d{3,4})(?::(?:\*|(?!\d+:)(?:[^\s:\\]|\\\S)+)){2}:"
         r"((?:[^\s:\\]|\\\S)+(?:[ \t]+(?:[^\s:\\]|\\\S)+)*)[ \t]*\r?$",
         "entropy": 0.0,
         "keywords": [],
