@@ -97,7 +97,8 @@ def escaped_views(text: str) -> list[View]:
         views.append(_without(text, TERMINAL_CODE))
     if "\x00" in text:
         views.append(_without(text, _NULS))
-    if _AS_READ.search(text):
+    # An ASCII text holds none (str knows it is ASCII: no search of a long output).
+    if not text.isascii() and _AS_READ.search(text):
         views.append(as_read(text))
     return views
 

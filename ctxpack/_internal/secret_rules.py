@@ -497,8 +497,10 @@ OWN_RULES: tuple[dict[str, Any], ...] = (
         # envelope, another harness's note (the head and the tail of the output kept).
         # After a note, what was shown before it must look random, or be the prefix alone (a
         # name such as ghp_import is no token's head).
-        "regex": rf"(?<![\w-])(?:(?:{_CUT_HEAD}){_ELIDED}|(?:{_CUT_TOKEN}|{_PREFIXES}){_RESUMED})"
-        r"([\w-]{4,})",
+        # Each ends where the token's characters do, (?![\w-]) says so at once: a search
+        # backtracking through a token's length tried the envelope and the note at each.
+        "regex": rf"(?<![\w-])(?:(?:{_CUT_HEAD})(?![\w-]){_ELIDED}|"
+        rf"(?:{_CUT_TOKEN}|{_PREFIXES})(?![\w-]){_RESUMED})([\w-]{{4,}})",
         "keywords": _CUT_KEYWORDS,
         "starts": _CUT_KEYWORDS,
     },
