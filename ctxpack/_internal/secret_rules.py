@@ -72,7 +72,8 @@ _CUT_KEYWORDS = [
 # "[... omitted N of M lines ...]" and "[... output truncated to fit N bytes ...]"
 # (codex-rs/core/src/truncate.rs); "... [N lines truncated] ..." as Claude Code's transcripts
 # show a long output's end; "[truncated]", "(truncated)", "[N chars omitted]".
-_CUT_WORD = r"(?i:truncat|clipped|omitted|elided|trimmed|snipped|shortened)"
+_CUT_WORDS = ["truncat", "clipped", "omitted", "elided", "trimmed", "snipped", "shortened"]
+_CUT_WORD = f"(?i:{'|'.join(_CUT_WORDS)})"
 _NOTE = (
     rf"[\[(<][^\[\]()<>\n]{{0,80}}?{_CUT_WORD}[^\[\]()<>\n]{{0,80}}[\])>]"
     rf"|…[^…\n]{{0,40}}?{_CUT_WORD}[^…\n]{{0,40}}…"
@@ -493,15 +494,19 @@ OWN_RULES: tuple[dict[str, Any], ...] = (
     },
     {
         "id": "cut-token",
-        # The rest of such a token, where the output resumes after the cut: mini-swe-agent's
-        # envelope, another harness's note (the head and the tail of the output kept).
-        # After a note, what was shown before it must look random, or be the prefix alone (a
-        # name such as ghp_import is no token's head).
-        # Each ends where the token's characters do, (?![\w-]) says so at once: a search
-        # backtracking through a token's length tried the envelope and the note at each.
-        "regex": rf"(?<![\w-])(?:(?:{_CUT_HEAD})(?![\w-]){_ELIDED}|"
-        rf"(?:{_CUT_TOKEN}|{_PREFIXES})(?![\w-]){_RESUMED})([\w-]{{4,}})",
+        # The rest of such a token, where mini-swe-agent's envelope resumes the output.
+        "regex": rf"(?<![\w-])(?:{_CUT_HEAD}){_ELIDED}([\w-]{{4,}})",
         "keywords": _CUT_KEYWORDS,
+        "starts": _CUT_KEYWORDS,
+    },
+    {
+        "id": "cut-token",
+        # The rest of such a token after another harness's note (the head and the tail of the
+        # output kept). What was shown before the note must look random, or be the prefix
+        # alone: a name such as ghp_import is no token's head. Tried only in a text holding a
+        # note's word: every token of a text is a head to try.
+        "regex": rf"(?<![\w-])(?:{_CUT_TOKEN}|{_PREFIXES})(?![\w-]){_RESUMED}([\w-]{{4,}})",
+        "keywords": _CUT_WORDS,
         "starts": _CUT_KEYWORDS,
     },
     {
