@@ -141,6 +141,22 @@ def grep(
         raise ConfigError(f"invalid regular expression {pattern!r}: {exc}") from exc
     files = _relative(paths, base) if paths is not None else list_files(base)
     real = _confined(base, files)
+    rg = _ripgrep_for(engine, pattern)
+    found = None if rg is None else _ripgrep(rg, base, files, pattern, regex, ignore_case)
+    if isinstance(found, str) and engine == "ripgrep":
+        raise ConfigError(f"ripgrep failed on {pattern!r}: {found}")
+    # An expression ripgrep refused and Python's re took (a look-around, a back-reference):
+    # the Python scan finds its lines.
+    matches = found if isinstance(found, dict) else _python(base, real, compiled)
+    return _with_context(base, real, matches, context, _Cutter(compiled, max_columns))
+
+
+def _ripgrep_for(engine: Any, pattern: str) -> str | None:
+    """The ``rg`` binary to run for ``engine`` and ``pattern``; ``None``: the Python scan.
+
+    Raises:
+        ConfigError: an unknown engine, or ``"ripgrep"`` that cannot run.
+    """
     if engine not in ("auto", "ripgrep", "python"):
         raise ConfigError(f"engine must be 'auto', 'ripgrep' or 'python', got {shown(engine)}")
     rg = ripgrep_path() if engine != "python" and _argument_for_rg(pattern) else None
@@ -154,13 +170,7 @@ def grep(
             "ripgrep is not installed; pip install 'ctxpack[code]' (or your system's ripgrep), "
             "or use engine='python'"
         )
-    found = None if rg is None else _ripgrep(rg, base, files, pattern, regex, ignore_case)
-    if isinstance(found, str) and engine == "ripgrep":
-        raise ConfigError(f"ripgrep failed on {pattern!r}: {found}")
-    # An expression ripgrep refused and Python's re took (a look-around, a back-reference):
-    # the Python scan finds its lines.
-    matches = found if isinstance(found, dict) else _python(base, real, compiled)
-    return _with_context(base, real, matches, context, _Cutter(compiled, max_columns))
+    return rg
 
 
 def _argument_for_rg(pattern: str) -> bool:
