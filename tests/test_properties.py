@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import ctxpack
 from ctxpack.providers import tools_as_sent
-from ctxpack.tokens import TiktokenCounter, tool_definition_tokens
+from ctxpack.tokens import TiktokenCounter
 
 from .strategies import Conversation, Edit, apply_edit, conversations, edits, pack_cases
 
@@ -43,8 +43,8 @@ def _fresh_count(messages: list[ctxpack.Message], conv: Conversation) -> int:
     counter = TiktokenCounter("cl100k_base")
     # Claude receives each tool as an Anthropic tool, and Anthropic's tool-use prompt with them.
     sent = tools_as_sent(conv.tools or [], conv.provider)
-    tools = tool_definition_tokens(sent, counter) if sent else 0
-    return counter.count_messages(messages) + tools
+    # The prompt's own count: OpenAI's functions cost less beside a system message.
+    return ctxpack.count_tokens(messages, counter=counter, tools=sent or None)
 
 
 def _mandatory(msgs: list[ctxpack.Message]) -> list[ctxpack.Message]:
