@@ -14,7 +14,7 @@ from ..pipeline import Decision
 from ..providers import provider_from_model
 from ..store import ArtifactStore
 from ..tokens import REPLY_PRIMING, TokenCounter
-from ._compaction import _compact, _send_reinjected_once
+from ._compaction import _compact, _send_reinjected_once, _within, fit_digest
 from ._policy import WindowPolicy
 from ._rent import (
     COMPACTION_PATIENCE,
@@ -254,7 +254,43 @@ def _manage(
         released = _release_instructions(state, policy, ctx, view, plan, stuck=True)
         if released is not view:
             view = _emergency(state, policy, ctx, released, room)
-    return view
+    return _shrink_summary(state, policy, ctx, view, room)
+
+
+def _shrink_summary(
+    state: WindowState, policy: WindowPolicy, ctx: _Context, view: _View, room: int
+) -> _View:
+    """The summary cut by what the request is still over ``room``, once nothing else can go:
+    a compaction fitted it to the room as it was, and the floor grew under it since (a long
+    question). The digest loses its oldest lines first, a summarizer's text keeps its head
+    (whole in an artifact); the index artifact still lists every summarised original."""
+    over = view.tokens() - room
+    if over <= 0 or not state.summary:
+        return view
+    counter = ctx.counter
+    tokens = counter.count(state.summary)
+    budget = max(0, tokens - over)
+    if policy.summarizer is None:
+        text, how = fit_digest(state.summary, budget, counter), "its oldest lines dropped"
+    else:
+        text, how = _within(state.summary, budget, ctx)[0], "cut to its head"
+    if counter.count(text) > budget:
+        text, how = "", "emptied (its header names the index of the originals)"
+    state.summary = text
+    new = _build(state, policy, ctx)
+    at = _edit_point(view, {state.summary_id or ""})
+    if at < len(view.messages):
+        state.decisions.append(
+            Decision(
+                stage="window",
+                action="compressed",
+                message_id=view.messages[at].id,
+                reason=f"summary {how}: the request would not fit the window",
+                tokens_before=view.sizes[at],
+                tokens_after=new.sizes[at],
+            )
+        )
+    return _edited(state, policy, ctx, "emergency", view, new, at)
 
 
 def _emergency(
