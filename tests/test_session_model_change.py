@@ -112,3 +112,22 @@ def test_an_async_session_takes_a_model_as_a_session_does() -> None:
         assert warned[0].filename == __file__  # said where the model was set
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("window", [None, 64_000])
+def test_a_cache_warning_is_in_the_request_that_loses_the_cache_only(window: int | None) -> None:
+    # Every later render carried the warning again ("this request writes its N tokens again"),
+    # so an application watching each request for a lost cache saw one at every request.
+    session = Session(model="gpt-4o", window=window, filters=False)
+    session.extend([SYSTEM, TASK])
+    session.render()
+    session.model = "gpt-4o-mini"
+    moved = session.render()
+    session.append({"role": "user", "content": "and then?"})
+    later = session.render()
+    assert [d.stage for d in moved.decisions].count("cache") == 1
+    assert [d for d in later.decisions if d.stage == "cache"] == []
+    session.model = "gpt-4o"
+    again = session.render()
+    (warning,) = [d for d in again.decisions if d.stage == "cache"]
+    assert "from 'gpt-4o-mini' to 'gpt-4o'" in warning.reason

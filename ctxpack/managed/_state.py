@@ -245,7 +245,7 @@ def cache_warnings(
     (the whole prompt: tools and system prompt come first), and, on a model with preserved
     thinking (``preserved_thinking``, by default as the model's name says), that the thinking
     blocks of earlier turns fail its prefix check after another tool set or system prompt.
-    Updates ``state``."""
+    Updates ``state``'s fingerprint of the last request."""
     system = [m for m in messages[:2] if m.role in ("system", "developer")]
     fingerprint: dict[str, str | None] = {
         "model": model,
@@ -288,7 +288,8 @@ def cache_warnings(
         tokens_before=tokens,
         tokens_after=tokens,
     )
-    state.decisions.append(warning)
+    # Not kept in ``state``: the warning is about this request, and a later render listing it
+    # again would read as another lost cache.
     return [warning]
 
 

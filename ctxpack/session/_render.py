@@ -312,7 +312,7 @@ class Rendering(SessionState):
     def _with_warnings(self, result: PackResult, tools: Sequence[Mapping[str, Any]]) -> PackResult:
         """``result`` with the managed mode's decisions, a cache-bust warning included when the
         model, the tools or the system prompt changed since the last render."""
-        cache_warnings(
+        warned = cache_warnings(
             self.window_state,
             model=self.model,
             tools=tools,
@@ -320,10 +320,10 @@ class Rendering(SessionState):
             tokens=result.tokens,
             preserved_thinking=self._checks_thinking_prefix(),
         )
-        if not self.window_state.decisions:
+        if not self.window_state.decisions and not warned:
             return result
         # Appended to the log as it is: its deferred decisions stay unbuilt until read.
-        added = result.decisions + tuple(self.window_state.decisions)
+        added = result.decisions + tuple(self.window_state.decisions) + tuple(warned)
         return result.model_copy(update={"decisions": added})
 
     def _render_window(
