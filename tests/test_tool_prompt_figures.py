@@ -18,6 +18,9 @@ import ctxpack
 from ctxpack import count_tokens, pack
 from ctxpack.tokens import get_counter, tool_definition_tokens
 
+from .test_tool_tokens import WEATHER as WEATHER_TOOL
+from .test_tool_tokens import WEATHER_MESSAGES
+
 HELLO = [{"role": "user", "content": "hello"}]
 GREETING = [{"role": "system", "content": "Hello"}, {"role": "user", "content": "Hi there"}]
 FOO = {"name": "foo", "description": "Do a foo", "parameters": {"type": "object", "properties": {}}}
@@ -50,32 +53,7 @@ NESTED = {
 }
 EMPTY = {"name": "do_stuff", "parameters": {"type": "object", "properties": {}}}
 OTHER = {"name": "do_other_stuff", "parameters": {"type": "object", "properties": {}}}
-WEATHER = {
-    "name": "get_current_weather",
-    "description": "Get the current weather in a given location",
-    "parameters": {
-        "type": "object",
-        "properties": {
-            "location": {
-                "type": "string",
-                "description": "The city and state, e.g. San Francisco, CA",
-            },
-            "unit": {
-                "type": "string",
-                "description": "The unit of temperature to return",
-                "enum": ["celsius", "fahrenheit"],
-            },
-        },
-        "required": ["location"],
-    },
-}
-WEATHER_MESSAGES = [
-    {
-        "role": "system",
-        "content": "You are a helpful assistant that can answer to questions about the weather.",
-    },
-    {"role": "user", "content": "What's the weather like in San Francisco?"},
-]
+WEATHER = WEATHER_TOOL["function"]  # the cookbook's example, as a bare function
 
 
 def _tools(*functions: dict[str, Any]) -> list[dict[str, Any]]:
