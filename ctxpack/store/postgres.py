@@ -59,16 +59,17 @@ SCHEMA = (
     "CREATE TABLE IF NOT EXISTS ctxpack_artifacts (session_id TEXT NOT NULL,"
     " artifact TEXT NOT NULL, text BYTEA NOT NULL, PRIMARY KEY (session_id, artifact))",
 )
-# The row is created if missing, so that the lock below holds for a new session too; a
-# transaction that ends in a conflict rolls it back.
-CREATE_ROW = (
+# The session's row, created if missing, locked and read in one statement: an upsert is
+# atomic where an INSERT ... DO NOTHING then a SELECT ... FOR UPDATE were not, a purge deleting
+# the expired row the INSERT found while the SELECT waited for its lock (the SELECT then found
+# nothing: a conflict for a version-0 append). A transaction that ends in a conflict rolls
+# a created row back.
+LOCK_LIFE = (
     "INSERT INTO ctxpack_sessions (session_id, version, state) VALUES (%s, 0, '\\x')"
-    " ON CONFLICT (session_id) DO NOTHING"
+    " ON CONFLICT (session_id) DO UPDATE SET session_id = EXCLUDED.session_id"
+    " RETURNING version, expires_at, life"
 )
 LOCK_ROW = "SELECT version, expires_at FROM ctxpack_sessions WHERE session_id = %s FOR UPDATE"
-LOCK_LIFE = (
-    "SELECT version, expires_at, life FROM ctxpack_sessions WHERE session_id = %s FOR UPDATE"
-)
 # One statement, so one snapshot: in two (READ COMMITTED gives each its own), an erasure
 # committing between them read a session's version and state without its entries. The state
 # comes in the first row only.
@@ -342,7 +343,6 @@ class PostgresStore(_Common):
         check_append(version, entry, state, artifacts)
         check_life(life)
         with self._transaction(f"append to session {session_id!r}") as conn:
-            conn.execute(CREATE_ROW, (session_id,))
             row = conn.execute(LOCK_LIFE, (session_id,)).fetchone()
             clear, life = self._to_clear(row, session_id, version, life)
             for statement in clear:
@@ -531,7 +531,6 @@ class AsyncPostgresStore(_Common):
         check_append(version, entry, state, artifacts)
         check_life(life)
         async with self._transaction(f"append to session {session_id!r}") as conn:
-            await conn.execute(CREATE_ROW, (session_id,))
             row = await (await conn.execute(LOCK_LIFE, (session_id,))).fetchone()
             clear, life = self._to_clear(row, session_id, version, life)
             for statement in clear:
