@@ -173,11 +173,6 @@ def _next_start(pattern: re.Pattern[str], text: str, at: int, nowhere: int) -> i
     return nowhere if match is None else match.start()
 
 
-# The phrases are also sought in the text without the characters a reader does not see: one
-# between two letters of "ignore" hid the phrase from the patterns but not from the model.
-_INVISIBLE = INVISIBLE
-
-
 def _phrases(text: str) -> list[InjectionFinding]:
     # The patterns made of words, each only on a text holding one of its words.
     lowered, found = text.lower(), []
@@ -193,8 +188,9 @@ def _phrases(text: str) -> list[InjectionFinding]:
 
 def _phrases_through_invisible(text: str, found: list[InjectionFinding]) -> list[InjectionFinding]:
     # The phrases of the text without its invisible characters that are not already found,
-    # at their places in the text.
-    visible = _INVISIBLE.sub("", text)
+    # at their places in the text: one between two letters of "ignore" hid the phrase from the
+    # patterns but not from the model.
+    visible = INVISIBLE.sub("", text)
     if len(visible) == len(text):
         return []
     hidden = _phrases(visible)
@@ -210,7 +206,7 @@ def _positions_in(text: str) -> Callable[[int], int]:
     # Where the character at an index of the text without its invisible characters is in the
     # text: after each run of them before it, its index is as much further on.
     kept_before, removed_through, removed = [], [], 0
-    for run in _INVISIBLE.finditer(text):
+    for run in INVISIBLE.finditer(text):
         kept_before.append(run.start() - removed)
         removed += run.end() - run.start()
         removed_through.append(removed)

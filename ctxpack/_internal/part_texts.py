@@ -14,6 +14,7 @@ import itertools
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .base64_data import base64_start
 from .documents import DOCUMENT_TYPES, is_text_media
 from .images import IMAGE_TYPES
 from .tool_items import is_server_item, item_type
@@ -172,13 +173,10 @@ def _source(source: Mapping[str, Any], edit: _Edit) -> Mapping[str, Any]:
 
 def _data_url(data: str, edit: _Edit) -> str:
     """A file sent as data: a text file's text edited, any other's data as it is."""
-    head, comma, payload = data.partition(",")
-    # The scheme and the base64 mark in any case, as the part checks read them.
-    if not (comma and head[:5].lower() == "data:" and head[-7:].lower() == ";base64"):
+    start = base64_start(data)  # as the part checks read a data URL: in any case
+    if start is None or not is_text_media(data[5 : start - 8]):
         return data
-    if not is_text_media(head[5:-7]):
-        return data
-    return head + comma + _base64_text(payload, edit)
+    return data[:start] + _base64_text(data[start:], edit)
 
 
 def _base64_text(payload: str, edit: _Edit) -> str:
