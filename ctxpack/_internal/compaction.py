@@ -53,6 +53,14 @@ def read_from(
     return kept, found
 
 
+
+def unread(contents: list[Any], roles: Sequence[Any]) -> list[int]:
+    """The positions of the messages the API skips, given each one's ``contents`` and
+    ``roles``: those before the last compaction block, but the system and developer
+    messages (see :func:`read_from`); none without such a block."""
+    kept, found = read_from(contents, roles)
+    return [] if found is None else sorted(set(range(len(contents))) - set(kept))
+
 # ------------------------------------------------------------------------- OpenAI's item
 #
 # OpenAI's Responses API compaction returns a ``compaction`` output item: an id and the compacted

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from .._internal.arguments import flag, keyword_checked, openai_api, optional_text, tool_definitions
 from .._internal.arguments import tokens as check_tokens
+from .._internal.compaction import unread
 from .._internal.server_results import result_ids
 from ..adapters.read import read_message
 from ..errors import ConfigError, InvalidMessageError
@@ -38,6 +39,11 @@ from ._options import with_session_store
 from ._state import SessionState
 
 _SYSTEM = ("system", "developer")
+# The decision of a message sent before the last compaction block, which the API skips.
+_UNREAD = (
+    "sent as the record holds it, not read: the provider reads the history from the last "
+    "compaction block on"
+)
 
 
 @contextmanager
@@ -414,6 +420,12 @@ class Rendering(SessionState):
         # output is the same object from one render to the next): a history whose texts
         # outgrow the counter's text cache is not counted again at every render.
         tokens, sizes = history_tokens(self.counter, messages)
+        # The API reads an Anthropic history from its last compaction block on, as count_tokens
+        # counts it: the messages before it are sent (as the caller's record holds them) but
+        # cost nothing, and counted they made a compacted session report the whole history.
+        skipped = set(unread([m.content for m in messages], [m.role for m in messages]))
+        if skipped:
+            tokens -= sum(sizes[i] for i in skipped)
         # Beside the messages sent: OpenAI's functions cost less with a system message.
         tool_tokens = checked_tool_tokens(tools, self.counter, messages) if tools else 0
         tokens += tool_tokens
@@ -424,11 +436,11 @@ class Rendering(SessionState):
                 stage="session",
                 action="kept",
                 message_id=m.id,
-                reason="kept, not filtered",
+                reason=_UNREAD if i in skipped else "kept, not filtered",
                 tokens_before=n,
-                tokens_after=n,
+                tokens_after=0 if i in skipped else n,
             )
-            for m, n in zip(messages, sizes, strict=True)
+            for i, (m, n) in enumerate(zip(messages, sizes, strict=True))
             if m.id not in filtered
         ]
         return PackResult.model_construct(

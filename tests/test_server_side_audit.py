@@ -1,0 +1,76 @@
+"""An adversarial audit of server-side context management: what a session reports and sends
+once the provider compacted, and the warnings it owes, as a real user's session meets them."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from ctxpack import Session, count_tokens, get_counter
+from ctxpack.managed import WindowPolicy
+from ctxpack.store import open_store
+
+COUNTER = get_counter(counter="cl100k_base")
+SUMMARY = "SUMMARY: probes 0 to 24 ran; the bug is in probe 3, line 88."
+
+
+def _reply(i: int, compaction: bool = False) -> dict[str, Any]:
+    content: list[dict[str, Any]] = [
+        {"type": "tool_use", "id": f"tu{i}", "name": "bash", "input": {"command": f"./probe {i}"}}
+    ]
+    if compaction:
+        content.insert(0, {"type": "compaction", "content": SUMMARY})
+    return {
+        "id": f"msg_{i}",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "content": content,
+        "stop_reason": "tool_use",
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    }
+
+
+def _result(i: int) -> dict[str, Any]:
+    rows = "\n".join(f"probe {i} row {j}: value_{i}_{j}" for j in range(25))
+    return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"tu{i}", "content": rows}]}
+
+
+def _compacted_loop(session: Session, turns: int = 30, at: int = 25) -> None:
+    session.append({"role": "system", "content": "You are a coding agent."})
+    session.append({"role": "user", "content": "Find why probe 3 fails."}, provider="anthropic")
+    for i in range(turns):
+        session.record_response(_reply(i, compaction=i == at))
+        session.append(_result(i), provider="anthropic")
+
+
+@pytest.mark.parametrize("window", [None, 200_000, "server"])
+def test_a_render_counts_the_history_from_the_last_compaction_block_as_count_tokens_does(
+    window: Any,
+) -> None:
+    # Anthropic reads the history from the last compaction block on (ctxpack's count_tokens,
+    # from_anthropic and to_openai all read it so), but render() counted every message before
+    # it too: a server-side session reported several times the tokens the API reads.
+    policy = WindowPolicy(window=200_000, server_side=True) if window == "server" else window
+    session = Session(model="claude-sonnet-4-5", counter=COUNTER, window=policy)
+    _compacted_loop(session)
+    result = session.render()
+    payload = result.to_anthropic()
+    read = count_tokens(
+        [{"role": "system", "content": payload["system"]}, *payload["messages"]], counter=COUNTER
+    )
+    assert result.tokens - result.tool_tokens == read == count_tokens(
+        session.transcript(), counter=COUNTER
+    )
+    # Each message still has its decision, those the API skips at 0 tokens, saying why.
+    unread = [d for d in result.decisions if d.stage == "session" and d.tokens_after == 0]
+    assert unread and all("compaction block" in (d.reason or "") for d in unread)
+    ids = [m.id for m in result.messages]
+    start = next(
+        i
+        for i, m in enumerate(result.messages)
+        if isinstance(m.content, list) and any(b.get("type") == "compaction" for b in m.content)
+    )
+    assert {d.message_id for d in unread} <= set(ids[1:start])  # the system prompt is read
