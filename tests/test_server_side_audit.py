@@ -74,3 +74,27 @@ def test_a_render_counts_the_history_from_the_last_compaction_block_as_count_tok
         if isinstance(m.content, list) and any(b.get("type") == "compaction" for b in m.content)
     )
     assert {d.message_id for d in unread} <= set(ids[1:start])  # the system prompt is read
+
+
+@pytest.mark.parametrize("model", [None, "gpt-4o"])
+def test_a_session_sending_anthropics_field_warns_when_its_compaction_cannot_trigger(
+    model: str | None,
+) -> None:
+    # context_management() gives Anthropic's field to the provider render() targets (the
+    # messages' when the model is not Claude's), with a compaction trigger raised to the
+    # 50,000-token floor, over this 16,000-token window; the warning went by the model's
+    # name alone, so such a session was never told its compaction cannot trigger.
+    session = Session(
+        model=model, counter=COUNTER, window=WindowPolicy(window=16_000, server_side=True)
+    )
+    session.append({"role": "user", "content": "Go"}, provider="anthropic")
+    edits = session.context_management()["context_management"]["edits"]
+    assert edits[-1]["trigger"]["value"] == 50_000
+    notes = [d.reason for d in session.render().decisions if d.stage == "room"]
+    assert len(notes) == 1 and "compaction cannot trigger under 50000" in (notes[0] or "")
+    # Rendered for OpenAI, whose compaction has no floor, it says nothing.
+    other = Session(
+        model=model, counter=COUNTER, window=WindowPolicy(window=16_000, server_side=True)
+    )
+    other.append({"role": "user", "content": "Go"}, provider="anthropic")
+    assert not [d for d in other.render(provider="openai").decisions if d.stage == "room"]

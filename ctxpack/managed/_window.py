@@ -58,6 +58,7 @@ def render_window(
     tool_tokens: int = 0,
     arrived: Callable[[int], Message] | None = None,
     tools: Sequence[Mapping[str, Any]] | None = None,
+    provider: str | None = None,
 ) -> list[Message]:
     """The next request's messages from the compact ``record``, within the window; updates
     ``state`` (the edits made, their decisions and cache effects).
@@ -82,6 +83,8 @@ def render_window(
             prompt writes them again, counted as the provider whose cache times the edits
             bills them (Claude's for a policy and session naming no model); ``None``: counted
             as ``tool_tokens``.
+        provider: The provider the request is for, whose context management a server-side
+            policy hands the window to; ``None``: the ``model``'s.
 
     Raises:
         ConfigError: ``tools`` holds something that is not a tool definition, named.
@@ -102,7 +105,8 @@ def render_window(
     _send_reinjected_once(state, policy, ctx)
     view = _build(state, policy, ctx)
     if policy.server_side:
-        _server_side(state, policy, ctx, view, room, tool_tokens)
+        anthropic = (provider or provider_from_model(ctx.model)) == "anthropic"
+        _server_side(state, policy, view, room, tool_tokens, anthropic=anthropic)
     else:
         # Rendered again with nothing appended (a retry): the rent was paid by the request
         # before, and an edit it times would rewrite a prefix the provider may have cached;
@@ -125,14 +129,17 @@ def render_window(
 def _server_side(
     state: WindowState,
     policy: WindowPolicy,
-    ctx: _Context,
     view: _View,
     room: int,
     tool_tokens: int,
+    *,
+    anthropic: bool,
 ) -> None:
     """The provider edits what a server-side session sends, past its triggers, but never the
     system prompt: that must fit. Anthropic's compaction cannot trigger under its floor, said
-    at the first request when the floor is above the room (only clearing then edits)."""
+    at the first request when the floor is above the room (only clearing then edits), for a
+    request to ``anthropic`` (the provider whose field the session sends, not only a Claude
+    model's: a session naming no model sends Anthropic's for Anthropic's messages)."""
     system = [m.id for m in view.messages if m.role in _SYSTEM]
     tokens = sum(size for m, size in zip(view.messages, view.sizes, strict=True) if m.id in system)
     if tokens > room:
@@ -145,8 +152,7 @@ def _server_side(
             fixes=f"raise window, lower reply_room ({policy.reserve})",
             remedy="shorten",
         )
-    first = state.requests == 0 and provider_from_model(ctx.model) == "anthropic"
-    if first and room < COMPACTION_FLOOR:
+    if anthropic and state.requests == 0 and room < COMPACTION_FLOOR:
         _room_warning(
             state,
             view,

@@ -359,6 +359,7 @@ class Rendering(SessionState):
             tool_tokens=tool_tokens,
             arrived=self._raw.__getitem__,
             tools=tools,
+            provider=provider,
         )
         state = self.window_state
         gone = (*state.cleared, *state.compacted, *state.thinking_cleared, *unthought)
