@@ -151,6 +151,15 @@ def response_decisions(response: Any, *, message_id: str) -> list[Decision]:
         if not isinstance(block, Mapping):
             raise _malformed(f"{key}[{i}]", "must be an object", block)
         if block.get("type") == "compaction":
+            encrypted = block.get("encrypted_content")
+            if not anthropic and (not isinstance(encrypted, str) or not encrypted):
+                # The item is the whole compacted context: without it there is nothing to
+                # send back, and a `merged` decision would tell of a compaction that is lost.
+                raise _malformed(
+                    f"{key}[{i}].encrypted_content",
+                    "a compaction item carries its context, a non-empty string",
+                    encrypted,
+                )
             out.append(_compaction(block, anthropic, message_id))
     return out
 

@@ -98,3 +98,26 @@ def test_a_session_sending_anthropics_field_warns_when_its_compaction_cannot_tri
     )
     other.append({"role": "user", "content": "Go"}, provider="anthropic")
     assert not [d for d in other.render(provider="openai").decisions if d.stage == "room"]
+
+
+@pytest.mark.parametrize("encrypted", [None, 5, ""])
+def test_an_openai_compaction_item_without_its_context_is_refused_naming_the_field(
+    encrypted: Any,
+) -> None:
+    # It was read as a `merged` decision (the history compacted), and the item, which carries
+    # the whole compacted context, was then refused when appended: the decision told of a
+    # compaction no request could send back.
+    from ctxpack import InvalidMessageError
+
+    session = Session(
+        model="gpt-5", counter=COUNTER, window=WindowPolicy(window=200_000, server_side=True)
+    )
+    session.append({"role": "user", "content": "Go on."})
+    item: dict[str, Any] = {"type": "compaction", "id": "cmp_1"}
+    if encrypted is not None:
+        item["encrypted_content"] = encrypted
+    response = {"id": "resp_1", "object": "response", "status": "completed", "output": [item]}
+    with pytest.raises(InvalidMessageError, match=r"^output\[0\]\.encrypted_content: ") as caught:
+        session.record_response(response)
+    assert caught.value.field == "output[0].encrypted_content"
+    assert session.window_state.decisions == [] and session.window_state.replies == []
