@@ -3,14 +3,12 @@ once the provider compacted, and the warnings it owes, as a real user's session 
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
-from ctxpack import Session, count_tokens, get_counter
+from ctxpack import InvalidMessageError, Session, count_tokens, get_counter
 from ctxpack.managed import WindowPolicy
-from ctxpack.store import open_store
 
 COUNTER = get_counter(counter="cl100k_base")
 SUMMARY = "SUMMARY: probes 0 to 24 ran; the bug is in probe 3, line 88."
@@ -35,7 +33,10 @@ def _reply(i: int, compaction: bool = False) -> dict[str, Any]:
 
 def _result(i: int) -> dict[str, Any]:
     rows = "\n".join(f"probe {i} row {j}: value_{i}_{j}" for j in range(25))
-    return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"tu{i}", "content": rows}]}
+    return {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": f"tu{i}", "content": rows}],
+    }
 
 
 def _compacted_loop(session: Session, turns: int = 30, at: int = 25) -> None:
@@ -61,8 +62,10 @@ def test_a_render_counts_the_history_from_the_last_compaction_block_as_count_tok
     read = count_tokens(
         [{"role": "system", "content": payload["system"]}, *payload["messages"]], counter=COUNTER
     )
-    assert result.tokens - result.tool_tokens == read == count_tokens(
-        session.transcript(), counter=COUNTER
+    assert (
+        result.tokens - result.tool_tokens
+        == read
+        == count_tokens(session.transcript(), counter=COUNTER)
     )
     # Each message still has its decision, those the API skips at 0 tokens, saying why.
     unread = [d for d in result.decisions if d.stage == "session" and d.tokens_after == 0]
@@ -107,8 +110,6 @@ def test_an_openai_compaction_item_without_its_context_is_refused_naming_the_fie
     # It was read as a `merged` decision (the history compacted), and the item, which carries
     # the whole compacted context, was then refused when appended: the decision told of a
     # compaction no request could send back.
-    from ctxpack import InvalidMessageError
-
     session = Session(
         model="gpt-5", counter=COUNTER, window=WindowPolicy(window=200_000, server_side=True)
     )
