@@ -122,3 +122,37 @@ def test_an_openai_compaction_item_without_its_context_is_refused_naming_the_fie
         session.record_response(response)
     assert caught.value.field == "output[0].encrypted_content"
     assert session.window_state.decisions == [] and session.window_state.replies == []
+
+
+def _b64(n_bytes: int, seed: int = 0) -> str:
+    import base64
+    import random
+
+    return base64.b64encode(random.Random(seed).randbytes(n_bytes)).decode()
+
+
+def _added_by(block: dict[str, Any]) -> int:
+    """Tokens ``block`` adds to an assistant message (the first: nothing before it to skip)."""
+    said = {"type": "text", "text": "Continuing."}
+    return count_tokens(
+        [{"role": "assistant", "content": [block, said]}], counter=COUNTER
+    ) - count_tokens([{"role": "assistant", "content": [said]}], counter=COUNTER)
+
+
+def test_a_compaction_block_counts_its_summary_not_its_opaque_fields_as_text() -> None:
+    # A compaction block was counted as the text of its Python repr: its encrypted_content and
+    # signature, base64, cost a token for every 1.3 characters, four times what the bytes
+    # can hold (the rule thinking signatures and OpenAI's compaction items are counted by).
+    summary = "Summary: the bug is in cache.py line 88; the fix is to evict on write. " * 8
+    plain = {"type": "compaction", "content": summary}
+    assert _added_by(plain) == COUNTER.count(summary)
+    encrypted = _b64(6_000)
+    carried = -(-(len(encrypted) * 3 // 4 - 650) // 4)  # the bytes less an envelope, 4 a token
+    sealed = {**plain, "encrypted_content": encrypted, "signature": _b64(200, seed=1)}
+    assert _added_by(sealed) == COUNTER.count(summary) + carried
+    assert _added_by(sealed) < COUNTER.count(summary) + COUNTER.count(encrypted) / 3
+    # A failed compaction (null content) carries no summary.
+    assert _added_by({"type": "compaction", "content": None}) == 0
+    # The tool changes of the compacted range are read: counted as their JSON.
+    changes = [{"type": "tool_addition", "name": "grep"}]
+    assert _added_by({**plain, "tool_changes": changes}) > _added_by(plain)

@@ -5,8 +5,9 @@ unless its null content says the compaction failed, which makes the block a no-o
 
 from __future__ import annotations
 
+import json
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..errors import ApproximateTokenCountWarning, InvalidMessageError
@@ -53,13 +54,31 @@ def read_from(
     return kept, found
 
 
-
 def unread(contents: list[Any], roles: Sequence[Any]) -> list[int]:
     """The positions of the messages the API skips, given each one's ``contents`` and
     ``roles``: those before the last compaction block, but the system and developer
     messages (see :func:`read_from`); none without such a block."""
     kept, found = read_from(contents, roles)
     return [] if found is None else sorted(set(range(len(contents))) - set(kept))
+
+
+def anthropic_compaction_tokens(part: Mapping[str, Any], count: Callable[[str], int]) -> int:
+    """The tokens of an Anthropic ``compaction`` block sent back: its summary, which the
+    model reads as a text; the context its ``encrypted_content`` carries and whatever its
+    ``signature`` may hold, estimated from their length as an encrypted reasoning item's is
+    (counted as text, their base64 cost four times what the bytes can hold); its
+    ``tool_changes`` as their JSON. A failed compaction's null content counts nothing."""
+    summary = part.get("content")
+    total = count(summary) if isinstance(summary, str) else 0
+    for key in ("encrypted_content", "signature"):
+        opaque = part.get(key)
+        if isinstance(opaque, str):
+            total += encrypted_tokens(opaque)
+    changes = part.get("tool_changes")
+    if changes:
+        total += count(json.dumps(changes, ensure_ascii=False, separators=(",", ":")))
+    return total
+
 
 # ------------------------------------------------------------------------- OpenAI's item
 #

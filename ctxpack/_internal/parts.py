@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .audio import audio_reference, audio_tokens
-from .compaction import compaction_tokens, is_openai_compaction
+from .compaction import anthropic_compaction_tokens, compaction_tokens, is_openai_compaction
 from .documents import DOCUMENT_TYPES, document_tokens
 from .images import IMAGE_TYPES, ImageRule, image_tokens
 from .part_texts import is_provider_tool_result
@@ -38,6 +38,8 @@ def part_tokens(part: Mapping[str, Any], count: Callable[[str], int], images: Im
         return reasoning_tokens(part, count)
     if is_openai_compaction(part):
         return compaction_tokens(part)
+    if kind == "compaction":
+        return anthropic_compaction_tokens(part, count)
     if kind in THINKING_TYPES:
         return thinking_tokens(part, count)
     if kind == "input_audio" and (audio := audio_tokens(part)) is not None:
