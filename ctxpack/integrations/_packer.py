@@ -257,13 +257,14 @@ class _Packer:
         sent_to = model if isinstance(model, str) else None
         return Asked(messages, system, tools, room, limits, responses, schema, forced, sent_to), out
 
-    def _forced(self, kwargs: Mapping[str, Any], tools: list[Any] | None) -> str | None:
-        """The tool the request's ``tool_choice`` forces, checked against the tools sent:
+    def _forced(self, kwargs: Mapping[str, Any], tools: list[Any] | None) -> tuple[str, ...]:
+        """The tools the request's ``tool_choice`` forces or limits the model to (see
+        ``check_tool_choice``), checked against the tools sent:
         the request's, and the session's beside them (not with the legacy ``functions=``,
         which cannot carry them)."""
         choice = kwargs.get("tool_choice")
         if not _given(choice):
-            return None
+            return ()
         legacy = tools is not None and not _given(kwargs.get("tools"))
         sent = tools or []
         if self.feed is not None and not legacy:

@@ -16,6 +16,7 @@ from typing import Any
 from .._internal.arguments import flag, json_type_name, shown, string, strings, tokens
 from ..errors import ConfigError
 from ..providers import Provider, tool_name
+from ..tools_on_demand import DESCRIBE_TOOL_NAME
 from ._cache_marks import cache_marks, check_cache_marks
 from ._responses_request import given
 
@@ -202,11 +203,13 @@ def choice_tokens(kwargs: Mapping[str, Any], count: Callable[[str], int]) -> int
     return 0 if name is None else count(name) + FORCED_FUNCTION_TOKENS
 
 
-def check_tool_choice(choice: Any, tools: Iterable[Any]) -> str | None:
-    """The tool ``choice`` forces (see :func:`forced_tool`), which must be one of ``tools``
-    (the request's and the session's, as sent): both providers refuse a request forcing a
-    tool it does not define, or making the model call some tool (OpenAI's ``"required"``,
-    Anthropic's ``{"type": "any"}``) with none sent."""
+def check_tool_choice(choice: Any, tools: Iterable[Any]) -> tuple[str, ...]:
+    """The tools ``choice`` has the model call with no turn to ask ``describe_tool`` first, by
+    name: the one it forces (see :func:`forced_tool`), which must be one of ``tools`` (the
+    request's and the session's, as sent), or those of OpenAI's ``allowed_tools`` (see
+    :func:`allowed_only`). Both providers refuse a request forcing a tool it does not define,
+    or making the model call some tool (OpenAI's ``"required"``, Anthropic's
+    ``{"type": "any"}``) with none sent."""
     tools = list(tools)
     some = choice == "required" or (isinstance(choice, Mapping) and choice.get("type") == "any")
     if some and not tools:
@@ -214,7 +217,24 @@ def check_tool_choice(choice: Any, tools: Iterable[Any]) -> str | None:
             f"tool_choice: {shown(choice)} makes the model call a tool, and the request sends "
             "no tools (the provider refuses it); give tools, or leave tool_choice out"
         )
-    return check_forced(forced_tool(choice), tools)
+    forced = check_forced(forced_tool(choice), tools)
+    return (forced,) if forced is not None else allowed_only(choice)
+
+
+def allowed_only(choice: Any) -> tuple[str, ...]:
+    """The function tools OpenAI's ``allowed_tools`` choice limits the model to (Chat
+    Completions' ``{"type": "allowed_tools", "allowed_tools": {"mode": ..., "tools": [...]}}``,
+    the Responses API's ``{"type": "allowed_tools", "mode": ..., "tools": [...]}``), by name,
+    unless it allows ``describe_tool``: the model can call no other, so it cannot load their
+    definitions first, in either mode. Empty for any other choice."""
+    if not isinstance(choice, Mapping) or choice.get("type") != "allowed_tools":
+        return ()
+    inner = choice.get("allowed_tools")
+    listed = (inner if isinstance(inner, Mapping) else choice).get("tools")
+    names = [forced_tool(t) for t in listed] if isinstance(listed, list) else []
+    if DESCRIBE_TOOL_NAME in names:
+        return ()
+    return tuple(n for n in names if n is not None)
 
 
 def check_forced(forced: str | None, tools: Iterable[Any]) -> str | None:

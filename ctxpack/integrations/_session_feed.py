@@ -144,7 +144,7 @@ class Asked(NamedTuple):
     limits: tuple[TokenCounter, int, int] | None  # counter, budget, reserve; None: managed
     responses: bool = False  # OpenAI's Responses API: input items, instructions as the system
     schema: int = 0  # the tokens of the reply's output format, which joins the prompt
-    forced: str | None = None  # the tool tool_choice forces, by name
+    forced: tuple[str, ...] = ()  # the tools tool_choice leaves no turn to load, by name
     model: str | None = None  # the model the request goes to
     # Whether the request takes strict function tools only (chat.completions.parse), or sends
     # such tools alone: the session's own go in their strict variant.
@@ -394,10 +394,10 @@ class SessionFeed(forks.Guarded):
         return None
 
     def tools(
-        self, tools: list[Any] | None, forced: str | None = None, strict: bool = False
+        self, tools: list[Any] | None, forced: tuple[str, ...] = (), strict: bool = False
     ) -> list[Any] | None:
         """The tools to send: the request's (as stubs and ``describe_tool`` for a session
-        with tools on demand, which counted those, the ``forced`` one whole) plus the
+        with tools on demand, which counted those, the ``forced`` ones whole) plus the
         session's own, each once: in their strict variant if ``strict`` (only a ctxpack
         session has one, and counts it so)."""
         if tools and self.on_demand:
@@ -464,11 +464,11 @@ class SessionFeed(forks.Guarded):
             batch.append(message)
         return batch, digests, reopen
 
-    def _whole(self, forced: str | None) -> tuple[str, ...]:
-        """The tools to send whole with tools on demand: the one the request forces, which the
-        model calls at once, with no turn to load its definition. Only a ctxpack session can
-        count it so (``_render_opening``); another is sent the stubs it counted."""
-        return (forced,) if forced and self.on_demand and self._reopens else ()
+    def _whole(self, forced: tuple[str, ...]) -> tuple[str, ...]:
+        """The tools to send whole with tools on demand: those the request forces or limits
+        the model to, called with no turn to load their definitions. Only a ctxpack session
+        counts them so (``_render_opening``); another is sent the stubs it counted."""
+        return forced if forced and self.on_demand and self._reopens else ()
 
     @property
     def on_demand(self) -> bool:

@@ -444,7 +444,8 @@ class SessionMiddleware(_RequestMiddleware):
         schema_text = strategy_format(request.response_format)
         schema = feed.count(schema_text) if schema_text else 0
         # Checked against what is sent: the agent's tools and the session's own.
-        forced = check_forced(_forced(request.tool_choice), [*mine, *(feed.tools(tools) or [])])
+        one = check_forced(_forced(request.tool_choice), [*mine, *(feed.tools(tools) or [])])
+        forced = () if one is None else (one,)
         room = _reply_room(request)
         asked = Asked(history, None, tools, room, None, schema=schema, forced=forced)
         try:
