@@ -151,6 +151,13 @@ def response_decisions(response: Any, *, message_id: str) -> list[Decision]:
         if not isinstance(block, Mapping):
             raise _malformed(f"{key}[{i}]", "must be an object", block)
         if block.get("type") == "compaction":
+            if anthropic and block.get("content") == "":
+                # The API refuses it sent back; null is its mark of a failed compaction.
+                raise _malformed(
+                    f"{key}[{i}].content",
+                    "a compaction block's summary must not be empty (null marks a failed one)",
+                    "",
+                )
             encrypted = block.get("encrypted_content")
             if not anthropic and (not isinstance(encrypted, str) or not encrypted):
                 # The item is the whole compacted context: without it there is nothing to

@@ -156,3 +156,22 @@ def test_a_compaction_block_counts_its_summary_not_its_opaque_fields_as_text() -
     # The tool changes of the compacted range are read: counted as their JSON.
     changes = [{"type": "tool_addition", "name": "grep"}]
     assert _added_by({**plain, "tool_changes": changes}) > _added_by(plain)
+
+
+def test_a_compaction_block_with_an_empty_summary_is_refused_naming_the_field() -> None:
+    # Anthropic refuses a compaction block whose content is "" (null marks a failed one): it
+    # was read as a `merged` decision and appended, and every later request was refused.
+    session = Session(
+        model="claude-sonnet-4-5",
+        counter=COUNTER,
+        window=WindowPolicy(window=200_000, server_side=True),
+    )
+    session.append({"role": "user", "content": "Go on."}, provider="anthropic")
+    reply = _reply(0)
+    reply["content"].insert(0, {"type": "compaction", "content": ""})
+    with pytest.raises(InvalidMessageError, match=r"content\[0\]\.content: .*empty") as caught:
+        session.record_response(reply)
+    assert caught.value.field == "content[0].content"
+    assert len(session.transcript()) == 1 and session.window_state.decisions == []
+    with pytest.raises(InvalidMessageError, match=r"content\[0\]\.content: .*empty"):
+        session.append({"role": "assistant", "content": reply["content"]}, provider="anthropic")

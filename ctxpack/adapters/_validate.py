@@ -428,6 +428,13 @@ def _check_anthropic_block(block: Any, index: int | None, field: str, role: str 
     elif kind == "compaction" and block.get("content", "") is not None:
         # Null content is the API's mark of a compaction that failed, sent back as a no-op.
         _require_str(block, "content", index, f"{field}.content")
+        if not block["content"]:
+            # The API refuses it: every request sending the block back would fail.
+            raise _fail(
+                "a compaction block's summary must not be empty (null marks a failed one)",
+                index,
+                f"{field}.content",
+            )
     return kind
 
 
