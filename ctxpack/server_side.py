@@ -102,7 +102,8 @@ def response_decisions(response: Any, *, message_id: str) -> list[Decision]:
         message_id: The id the decisions name (the assistant message the response becomes).
 
     Returns:
-        One ``cleared`` decision per applied clearing edit (with the input tokens it cleared),
+        One ``cleared`` decision per applied clearing edit (with the input tokens it cleared;
+        ``None`` when the reply leaves the count out),
         one ``merged`` decision per compaction block or item (``warned`` for an Anthropic
         block whose null content says the compaction failed); none when nothing was applied.
 
@@ -125,10 +126,15 @@ def response_decisions(response: Any, *, message_id: str) -> list[Decision]:
             raise _malformed(
                 f"{where}.type", "must name the edit (such as 'clear_tool_uses_20250919')", kind
             )
-        cleared = _count(edit, "cleared_input_tokens", where, "tokens")
+        # A count the reply leaves out is unknown, not 0: the provider did clear something.
+        cleared = None
+        if edit.get("cleared_input_tokens") is not None:
+            cleared = _count(edit, "cleared_input_tokens", where, "tokens")
         # An edit names what it cleared by its own count: tool uses, thinking turns, or (an
         # edit this code does not know yet) only the tokens.
-        what = f"{cleared} input tokens"
+        what = (
+            "an unreported number of input tokens" if cleared is None else f"{cleared} input tokens"
+        )
         for key, unit in (
             ("cleared_tool_uses", "tool uses"),
             ("cleared_thinking_turns", "thinking turns"),
@@ -143,7 +149,7 @@ def response_decisions(response: Any, *, message_id: str) -> list[Decision]:
                 message_id=message_id,
                 reason=f"the provider's {kind} cleared {what}",
                 tokens_before=cleared,
-                tokens_after=0,
+                tokens_after=None if cleared is None else 0,
             )
         )
     key = "content" if anthropic else "output"

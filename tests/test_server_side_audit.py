@@ -175,3 +175,23 @@ def test_a_compaction_block_with_an_empty_summary_is_refused_naming_the_field() 
     assert len(session.transcript()) == 1 and session.window_state.decisions == []
     with pytest.raises(InvalidMessageError, match=r"content\[0\]\.content: .*empty"):
         session.append({"role": "assistant", "content": reply["content"]}, provider="anthropic")
+
+
+@pytest.mark.parametrize("tokens", [None, "missing"])
+def test_an_applied_edit_without_its_token_count_is_recorded_as_unreported_not_as_zero(
+    tokens: Any,
+) -> None:
+    # A clearing whose cleared_input_tokens is null or absent was recorded as clearing 0
+    # tokens: a decision claiming the provider removed nothing, beside "3 tool uses".
+    from ctxpack.server_side import response_decisions
+
+    edit: dict[str, Any] = {"type": "clear_tool_uses_20250919", "cleared_tool_uses": 3}
+    if tokens is None:
+        edit["cleared_input_tokens"] = None
+    reply = {**_reply(0), "context_management": {"applied_edits": [edit]}}
+    (decision,) = response_decisions(reply, message_id="m")
+    assert decision.action == "cleared" and decision.tokens_before is None
+    assert "3 tool uses" in (decision.reason or "") and "0 input tokens" not in (
+        decision.reason or ""
+    )
+    assert "unreported" in (decision.reason or "")
