@@ -157,24 +157,29 @@ def response_decisions(response: Any, *, message_id: str) -> list[Decision]:
         if not isinstance(block, Mapping):
             raise _malformed(f"{key}[{i}]", "must be an object", block)
         if block.get("type") == "compaction":
-            if anthropic and block.get("content") == "":
-                # The API refuses it sent back; null is its mark of a failed compaction.
-                raise _malformed(
-                    f"{key}[{i}].content",
-                    "a compaction block's summary must not be empty (null marks a failed one)",
-                    "",
-                )
-            encrypted = block.get("encrypted_content")
-            if not anthropic and (not isinstance(encrypted, str) or not encrypted):
-                # The item is the whole compacted context: without it there is nothing to
-                # send back, and a `merged` decision would tell of a compaction that is lost.
-                raise _malformed(
-                    f"{key}[{i}].encrypted_content",
-                    "a compaction item carries its context, a non-empty string",
-                    encrypted,
-                )
+            _check_compaction(block, anthropic, f"{key}[{i}]")
             out.append(_compaction(block, anthropic, message_id))
     return out
+
+
+def _check_compaction(block: Mapping[str, Any], anthropic: bool, where: str) -> None:
+    """A compaction block or item that cannot be sent back, refused naming its field."""
+    if anthropic and block.get("content") == "":
+        # The API refuses it sent back; null is its mark of a failed compaction.
+        raise _malformed(
+            f"{where}.content",
+            "a compaction block's summary must not be empty (null marks a failed one)",
+            "",
+        )
+    encrypted = block.get("encrypted_content")
+    if not anthropic and (not isinstance(encrypted, str) or not encrypted):
+        # The item is the whole compacted context: without it there is nothing to send back,
+        # and a `merged` decision would tell of a compaction that is lost.
+        raise _malformed(
+            f"{where}.encrypted_content",
+            "a compaction item carries its context, a non-empty string",
+            encrypted,
+        )
 
 
 def _compaction(block: Mapping[str, Any], anthropic: bool, message_id: str) -> Decision:

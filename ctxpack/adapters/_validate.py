@@ -425,17 +425,24 @@ def _check_anthropic_block(block: Any, index: int | None, field: str, role: str 
         _require_str(block, "signature", index, f"{field}.signature")
     elif kind == "redacted_thinking":
         _require_str(block, "data", index, f"{field}.data")
-    elif kind == "compaction" and block.get("content", "") is not None:
-        # Null content is the API's mark of a compaction that failed, sent back as a no-op.
-        _require_str(block, "content", index, f"{field}.content")
-        if not block["content"]:
-            # The API refuses it: every request sending the block back would fail.
-            raise _fail(
-                "a compaction block's summary must not be empty (null marks a failed one)",
-                index,
-                f"{field}.content",
-            )
+    elif kind == "compaction":
+        _check_compaction(block, index, field)
     return kind
+
+
+def _check_compaction(block: Mapping[str, Any], index: int | None, field: str) -> None:
+    """A compaction block's summary: a non-empty string (the API refuses an empty one, and
+    every request sending it back would fail), or null, the API's mark of a compaction that
+    failed, sent back as a no-op."""
+    if block.get("content", "") is None:
+        return
+    _require_str(block, "content", index, f"{field}.content")
+    if not block["content"]:
+        raise _fail(
+            "a compaction block's summary must not be empty (null marks a failed one)",
+            index,
+            f"{field}.content",
+        )
 
 
 def check_sent_blocks(content: Any, index: int) -> None:
