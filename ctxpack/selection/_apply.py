@@ -13,7 +13,7 @@ from ..messages import Message
 from ..pipeline import Action, Decision
 from ..redaction import redact
 from ..result import PackResult
-from ..stages import without_unsent_reasoning
+from ..stages import exchange_units, without_unsent_reasoning
 from ..store import get_original
 from ._model import FileRequest, Selection
 from ._workspace import Passage, Workspace, check_workspace, is_artifact_id
@@ -25,6 +25,15 @@ STAGE = "selection"
 CONTEXT_ID = "selection-context"
 _EXCHANGE = (
     "same tool exchange as message {}: kept whole (a provider rejects a call without its result)"
+)
+# Tool results no request can carry, whatever the selection says: left out, and recorded why.
+_ORPHAN = (
+    "tool result whose call is not in the workspace: left out (a provider rejects a result "
+    "that answers no call before it)"
+)
+_REPEAT = (
+    "a second result for a call an earlier tool message answers: left out (a provider takes "
+    "one result per call)"
 )
 
 
@@ -228,7 +237,9 @@ def apply_selection(
     them.
 
     Every workspace message gets a decision: ``selected`` with the selector's reason, ``kept``
-    with why it is kept anyway, or ``dropped`` with the selector's omit reason. Each file
+    with why it is kept anyway, or ``dropped`` with the selector's omit reason, or with why no
+    request can carry it (a tool result whose call is not in the workspace, or a second result
+    of one call: a provider rejects both, selected or not). Each file
     passage, stored original and durable note gets one too (ids ``file:path:start-end``,
     ``artifact:id``, ``note:n``), and ``"selection"`` records who chose, and any fallback.
     Reasoning no request sends (a reasoning model's reasoning whose response is left out) is
@@ -319,7 +330,7 @@ def _selected(
     """The context's messages, in order, the context message last, and every decision."""
     messages = workspace.messages
     decided = _decide(messages, resolved, selection.selector)
-    _complete_exchanges(workspace, decided)
+    stray = _complete_exchanges(workspace, decided)
     omitted = [i for i in range(len(messages)) if i not in decided]
     context = _context(selection, workspace, resolved, omitted)
 
@@ -328,7 +339,7 @@ def _selected(
     ]
     decisions += _item_decisions(workspace, resolved, new_notes, selection.selector)
     out = [m for i, m in enumerate(messages) if i in decided]
-    decisions += _message_decisions(selection, workspace, decided)
+    decisions += _message_decisions(selection, workspace, decided, stray)
     if context is not None:
         out.append(context)
         decisions.append(
@@ -420,15 +431,19 @@ def _item_decisions(
 
 
 def _message_decisions(
-    selection: Selection, workspace: Workspace, decided: dict[int, tuple[Action, str]]
+    selection: Selection,
+    workspace: Workspace,
+    decided: dict[int, tuple[Action, str]],
+    stray: dict[int, str],
 ) -> list[Decision]:
-    """One decision per workspace message: its ``decided`` action, else dropped as omitted."""
+    """One decision per workspace message: its ``decided`` action, else dropped, as a tool
+    result no request can carry (``stray``) or as omitted."""
     counter = workspace.counter
     dropped = f"omitted by {selection.selector}: {selection.omit_reason or 'no reason given'}"
     decisions: list[Decision] = []
     for i, msg in enumerate(workspace.messages):
         tokens = counter.count_message(msg)
-        action, reason = decided.get(i, ("dropped", dropped))
+        action, reason = decided.get(i, ("dropped", stray.get(i, dropped)))
         decisions.append(
             Decision(
                 stage=STAGE,
@@ -476,19 +491,30 @@ def _over_budget(
     )
 
 
-def _complete_exchanges(workspace: Workspace, decided: dict[int, tuple[Action, str]]) -> None:
-    """Add to ``decided`` the rest of every tool exchange one of its messages is in."""
+def _complete_exchanges(
+    workspace: Workspace, decided: dict[int, tuple[Action, str]]
+) -> dict[int, str]:
+    """Add to ``decided`` the rest of every tool exchange one of its messages is in, and take
+    out of it the tool results no request can carry (a result whose call is not in the
+    workspace, a second result of one call); returns those, by index, with why.
+
+    The exchanges are the packer's (``exchange_units``): a call with the first result after
+    it, so that a call id an agent reuses, or a tool it re-ran, still pairs each call with the
+    result the model read."""
+    units = exchange_units(workspace.messages)
     members: dict[int, list[int]] = {}
-    for caller, answer in workspace.calls().values():
-        group = members.setdefault(caller, [caller])
-        if answer is not None:
-            group.append(answer)
+    for i, unit in enumerate(units.of.tolist()):
+        members.setdefault(unit, []).append(i)
     for group in members.values():
         chosen = [i for i in group if i in decided]
-        if chosen:
+        if chosen and len(group) > 1:
             for i in group:
                 if i not in decided:
                     decided[i] = ("kept", _EXCHANGE.format(chosen[0]))
+    stray = {i: _ORPHAN for i in units.orphans} | {i: _REPEAT for i in units.repeats}
+    for i in stray:
+        decided.pop(i, None)
+    return stray
 
 
 def _context(

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from ..errors import BudgetExceededError
 from ..packing import default_pipeline, pack
-from ..stages import StageModel
+from ..stages import StageModel, exchange_units
 from ._model import FileRequest, ItemReason, Selection
 from ._search import keywords
 from ._workspace import Workspace, check_workspace
@@ -68,10 +68,14 @@ class LexicalSelector(StageModel):
         messages = workspace.messages
         reasons: dict[int, str] = {}
         if messages:
-            # The recent messages are pinned, so that they count within the budget.
+            # The recent messages are pinned, so that they count within the budget; but not a
+            # tool result no request can carry (its call is not there, or an earlier result
+            # answers it): pack() would have to keep it, and cannot.
             first_recent = max(0, len(messages) - self.recent)
+            units = exchange_units(messages)
+            stray = {*units.orphans, *units.repeats}
             pinned = [
-                m.model_copy(update={"pinned": True}) if i >= first_recent else m
+                m.model_copy(update={"pinned": True}) if i >= first_recent and i not in stray else m
                 for i, m in enumerate(messages)
             ]
             result = None
@@ -97,13 +101,21 @@ class LexicalSelector(StageModel):
                     said = said or result.decisions_for(msg.id)
                     reasons[i] = said[0].reason if said else "kept by pack()"
             for i in range(first_recent, len(messages)):
-                reasons.setdefault(i, f"one of the last {self.recent} messages")
+                if i not in stray:
+                    reasons.setdefault(i, f"one of the last {self.recent} messages")
         include_messages: list[int | str] = []
         include_tool_results: list[str] = []
         items: list[ItemReason] = []
+        calls = workspace.calls()
         for i in sorted(reasons):
             msg = messages[i]
-            if msg.role == "tool" and msg.tool_call_id:
+            # By call id when that id names this result: an id the agent reused names its
+            # last call, so an earlier result of it goes by index, with its call.
+            if (
+                msg.role == "tool"
+                and msg.tool_call_id
+                and calls.get(msg.tool_call_id, (0, -1))[1] == i
+            ):
                 include_tool_results.append(msg.tool_call_id)
                 items.append(ItemReason(item=msg.tool_call_id, reason=reasons[i]))
             else:

@@ -190,14 +190,19 @@ class Workspace:
 
     def calls(self) -> dict[str, tuple[int, int | None]]:
         """Each tool call id: the index of the assistant message that made it, and of the tool
-        message answering it (``None`` while unanswered)."""
+        message answering it (``None`` while unanswered).
+
+        The answer is the first result after the call, the one the model read (a provider
+        takes one result per call: a tool re-run later answers nothing); an id an agent
+        reuses names its last call."""
         out: dict[str, tuple[int, int | None]] = {}
         for i, msg in enumerate(self._messages):
             for call in msg.tool_calls or ():
                 out[call.id] = (i, None)
-        for i, msg in enumerate(self._messages):
             if msg.role == "tool" and msg.tool_call_id in out:
-                out[msg.tool_call_id] = (out[msg.tool_call_id][0], i)
+                caller, answer = out[msg.tool_call_id]
+                if answer is None:
+                    out[msg.tool_call_id] = (caller, i)
         return out
 
     def index_of(self, ref: int | str) -> int:
@@ -215,8 +220,11 @@ class Workspace:
         for i, msg in enumerate(self._messages):
             if msg.id == ref:
                 return i
-        if isinstance(ref, str) and ref.strip().isdigit():
-            return self.index_of(int(ref.strip()))
+        # Decimal digits only: "²" is a digit to str.isdigit() but not to int(), and a text
+        # of thousands of digits is past int()'s limit; either names no message.
+        digits = ref.strip() if isinstance(ref, str) else ""
+        if digits.isdecimal() and len(digits) <= 18:
+            return self.index_of(int(digits))
         ids = ", ".join(m.id for m in self._messages[:8]) + (", ..." if n > 8 else "")
         raise SelectionError([f"no message with id {ref!r}: {self._extent()} (ids {ids})"])
 

@@ -1,0 +1,177 @@
+"""Selections over real agent histories: a call id reused, a tool re-run, a result whose call was
+trimmed. Each request the selection builds must be one a provider accepts, every message must
+have its decision, and an odd reference from a small model is a SelectionError, not a crash."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ctxpack import count_tokens
+from ctxpack.errors import SelectionError
+from ctxpack.selection import (
+    LexicalSelector,
+    ModelSelector,
+    Selection,
+    Workspace,
+    apply_selection,
+)
+
+from ..api_rules import openai_problems
+from ..strategies import conversations
+from .helpers import FakeOpenAI, answer, openai_response
+
+
+def _call(call_id: str, command: str) -> dict[str, Any]:
+    arguments = json.dumps({"command": command})
+    return {"id": call_id, "type": "function", "function": {"name": "bash", "arguments": arguments}}
+
+
+def reused_ids() -> list[dict[str, Any]]:
+    """Two exchanges under one call id, as agents on local models number each turn's calls
+    from 0; then the first tool re-run, its second result appended after a user turn."""
+    return [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Why does the login test fail?"},
+        {"role": "assistant", "content": None, "tool_calls": [_call("call_0", "pytest -q")]},
+        {"role": "tool", "tool_call_id": "call_0", "content": "FAILED test_login: 401"},
+        {"role": "user", "content": "Now look at the config."},
+        {"role": "assistant", "content": None, "tool_calls": [_call("call_0", "cat app.cfg")]},
+        {"role": "tool", "tool_call_id": "call_0", "content": "token_ttl = 0"},
+        {"role": "tool", "tool_call_id": "call_0", "content": "token_ttl = 0 (re-run)"},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("selection", "shown"),
+    [
+        # Used to send the first call without its result (the call id pointed at the last one).
+        (Selection(include_messages=[2]), "FAILED test_login: 401"),
+        # Used to send the first result without the call it answers.
+        (Selection(include_messages=[3]), "FAILED test_login: 401"),
+        (Selection(include_tool_results=["call_0"]), "token_ttl = 0"),
+    ],
+)
+def test_an_exchange_under_a_reused_call_id_is_sent_whole(selection: Selection, shown: str) -> None:
+    ws = Workspace(reused_ids())
+    result = apply_selection(selection, ws)
+    payload = result.to_openai()
+    assert openai_problems(payload) == []
+    assert shown in [m.get("content") for m in payload]
+
+
+def test_a_second_result_of_one_call_is_left_out_with_its_reason() -> None:
+    ws = Workspace(reused_ids())
+    repeat = ws.messages[7]
+    # Used to send it after its exchange's result: two results for one call.
+    result = apply_selection(Selection(include_messages=[5, 7]), ws)
+    assert openai_problems(result.to_openai()) == []
+    assert repeat.id not in [m.id for m in result.messages]
+    (decision,) = [d for d in result.decisions if d.message_id == repeat.id]
+    assert decision.action == "dropped"
+    assert "second result for a call" in decision.reason
+    # The workspace says which result answers the call: the first after it.
+    assert ws.calls()["call_0"] == (5, 6)
+
+
+def test_a_result_whose_call_was_trimmed_is_left_out_with_its_reason() -> None:
+    ws = Workspace(
+        [
+            {"role": "system", "content": "You are a coding agent."},
+            {"role": "user", "content": "Run the tests."},
+            {"role": "tool", "tool_call_id": "gone_1", "content": "12 passed"},
+        ]
+    )
+    result = apply_selection(Selection(include_messages=[2], omit_reason="old"), ws)
+    assert openai_problems(result.to_openai()) == []
+    (decision,) = [d for d in result.decisions if d.message_id == ws.messages[2].id]
+    assert (decision.action, "call is not in the workspace" in decision.reason) == ("dropped", True)
+
+
+def test_the_lexical_selector_takes_a_recent_result_whose_call_was_trimmed() -> None:
+    ws = Workspace(
+        [
+            {"role": "system", "content": "You are a coding agent."},
+            {"role": "user", "content": "Run the tests."},
+            {"role": "tool", "tool_call_id": "gone_1", "content": "12 passed"},
+        ]
+    )
+    # Used to raise a ConfigError from inside pack(): the recent orphan was pinned.
+    selection = LexicalSelector(recent=4)(ws, "tests")
+    assert selection.include_tool_results == []
+    assert openai_problems(apply_selection(selection, ws).to_openai()) == []
+
+
+def test_the_lexical_selector_names_an_earlier_result_of_a_reused_id_by_index() -> None:
+    ws = Workspace(reused_ids())
+    selection = LexicalSelector(budget=400, recent=0)(ws, "FAILED test_login 401")
+    result = apply_selection(selection, ws)
+    assert "FAILED test_login: 401" in [m.text for m in result.messages]
+    assert openai_problems(result.to_openai()) == []
+
+
+@pytest.mark.parametrize("ref", ["²", "٣٣٣", "9" * 5000, " 12 "])
+def test_an_index_written_oddly_is_a_selection_error(ref: str) -> None:
+    ws = Workspace(reused_ids())
+    # "²" and 5,000 digits used to raise ValueError from int().
+    with pytest.raises(SelectionError, match="message"):
+        apply_selection(Selection(include_messages=[ref]), ws)
+    with pytest.raises(SelectionError, match="uncertain item"):
+        apply_selection(Selection(uncertain=[ref]), ws)
+
+
+def test_an_index_in_other_decimal_digits_still_names_its_message() -> None:
+    ws = Workspace(reused_ids())
+    result = apply_selection(Selection(include_messages=["٣"]), ws)
+    assert "FAILED test_login: 401" in [m.text for m in result.messages]
+
+
+def test_a_model_answering_an_odd_index_is_asked_again() -> None:
+    ws = Workspace(reused_ids())
+    client = FakeOpenAI(
+        openai_response(json.dumps(answer(include_messages=["²"]))),
+        openai_response(json.dumps(answer(include_messages=[3]))),
+    )
+    # Used to raise ValueError out of the selector, neither retried nor fallen back from.
+    selection = ModelSelector(client, model="small")(ws, "login")
+    assert selection.include_messages == [3]
+    assert "'²'" in client.requests[1]["messages"][-1]["content"]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(conv=conversations(), data=st.data())
+def test_any_selection_of_any_history_is_a_request_the_provider_accepts(
+    conv: Any, data: st.DataObject
+) -> None:
+    before = copy.deepcopy(conv.items)
+    ws = Workspace(conv.items)
+    n = len(ws.messages)
+    chosen = data.draw(st.lists(st.integers(0, n - 1), max_size=6))
+    calls = sorted(ws.calls())
+    picked = data.draw(st.lists(st.sampled_from(calls), max_size=3)) if calls else []
+    selection = Selection(include_messages=list(chosen), include_tool_results=picked)
+    result = apply_selection(selection, ws)
+    payload = result.to_openai()
+    assert openai_problems(payload) == []
+    # Every message has its one decision of the selection; nothing else changed the input.
+    ids = [m.id for m in ws.messages]
+    decided = [d.message_id for d in result.decisions if d.stage == "selection"]
+    assert sorted(i for i in decided if i in ids) == sorted(ids)
+    assert conv.items == before
+    assert result.tokens >= count_tokens(payload)
+    # The same selection of the same history gives the same request.
+    again = apply_selection(selection, Workspace(copy.deepcopy(before)))
+    assert again.to_openai() == payload
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(conv=conversations(), budget=st.integers(200, 3_000), recent=st.integers(0, 5))
+def test_the_lexical_selection_of_any_history_applies(conv: Any, budget: int, recent: int) -> None:
+    ws = Workspace(conv.items)
+    selection = LexicalSelector(budget=budget, recent=recent)(ws, conv.query or "login token")
+    assert openai_problems(apply_selection(selection, ws).to_openai()) == []
