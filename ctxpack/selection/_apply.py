@@ -233,15 +233,13 @@ def apply_selection(
     file passages (labelled with path and line numbers), the stored originals the selection
     names and the list of messages left out. That message comes last because it changes at
     every step: what comes before it can stay a cached prompt prefix from one step to the next.
-    The selection's durable notes are added to the workspace and every later context carries
-    them.
+    The selection's durable notes are added to the workspace; every later context carries them.
 
     Every workspace message gets a decision: ``selected`` with the selector's reason, ``kept``
-    with why it is kept anyway, or ``dropped`` with the selector's omit reason, or with why no
-    request can carry it (a tool result whose call is not in the workspace, or a second result
-    of one call: a provider rejects both, selected or not). Each file
-    passage, stored original and durable note gets one too (ids ``file:path:start-end``,
-    ``artifact:id``, ``note:n``), and ``"selection"`` records who chose, and any fallback.
+    with why it is kept anyway, or ``dropped`` with the omit reason (or why no request can
+    carry it: a result of no call there, a second result of one call). Each file passage,
+    stored original and durable note gets one too (ids ``file:path:start-end``, ``artifact:id``,
+    ``note:n``), and ``"selection"`` records who chose, and any fallback.
     Reasoning no request sends (a reasoning model's reasoning whose response is left out) is
     dropped or cleared as :func:`ctxpack.pack` does, a decision under ``writer``, and not
     counted.

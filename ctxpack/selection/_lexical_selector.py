@@ -66,43 +66,7 @@ class LexicalSelector(StageModel):
     def __call__(self, workspace: Workspace, goal: str, /) -> Selection:
         check_workspace(workspace, goal)
         messages = workspace.messages
-        reasons: dict[int, str] = {}
-        if messages:
-            # The recent messages are pinned, so that they count within the budget; but not a
-            # tool result no request can carry (its call is not there, or an earlier result
-            # answers it): pack() would have to keep it, and cannot.
-            first_recent = max(0, len(messages) - self.recent)
-            units = exchange_units(messages)
-            stray = {*units.orphans, *units.repeats}
-            pinned = [
-                m.model_copy(update={"pinned": True}) if i >= first_recent and i not in stray else m
-                for i, m in enumerate(messages)
-            ]
-            result = None
-            for candidates in (pinned, messages):
-                try:
-                    result = pack(
-                        candidates,
-                        budget=self.budget,
-                        counter=workspace.counter,
-                        query=goal,
-                        pipeline=default_pipeline().without("compress"),
-                    )
-                    break
-                except BudgetExceededError:
-                    continue  # the recent messages alone overflow: ranked like the others
-            if result is not None:
-                position = {m.id: i for i, m in enumerate(messages)}
-                for msg in result.messages:
-                    i = position[msg.id]
-                    if i >= first_recent and not messages[i].pinned:
-                        continue  # pinned here for being recent: pack() would say "pinned"
-                    said = [d for d in result.decisions_for(msg.id) if d.stage == "relevance"]
-                    said = said or result.decisions_for(msg.id)
-                    reasons[i] = said[0].reason if said else "kept by pack()"
-            for i in range(first_recent, len(messages)):
-                if i not in stray:
-                    reasons.setdefault(i, f"one of the last {self.recent} messages")
+        reasons = self._messages(workspace, goal) if messages else {}
         include_messages: list[int | str] = []
         include_tool_results: list[str] = []
         items: list[ItemReason] = []
@@ -136,6 +100,47 @@ class LexicalSelector(StageModel):
             selector="LexicalSelector",
             goal=goal,
         )
+
+    def _messages(self, workspace: Workspace, goal: str) -> dict[int, str]:
+        """The messages chosen, by index, with why: those pack() keeps, and the recent ones."""
+        messages = workspace.messages
+        reasons: dict[int, str] = {}
+        # The recent messages are pinned, so that they count within the budget; but not a
+        # tool result no request can carry (its call is not there, or an earlier result
+        # answers it): pack() would have to keep it, and cannot.
+        first_recent = max(0, len(messages) - self.recent)
+        units = exchange_units(messages)
+        stray = {*units.orphans, *units.repeats}
+        pinned = [
+            m.model_copy(update={"pinned": True}) if i >= first_recent and i not in stray else m
+            for i, m in enumerate(messages)
+        ]
+        result = None
+        for candidates in (pinned, messages):
+            try:
+                result = pack(
+                    candidates,
+                    budget=self.budget,
+                    counter=workspace.counter,
+                    query=goal,
+                    pipeline=default_pipeline().without("compress"),
+                )
+                break
+            except BudgetExceededError:
+                continue  # the recent messages alone overflow: ranked like the others
+        if result is not None:
+            position = {m.id: i for i, m in enumerate(messages)}
+            for msg in result.messages:
+                i = position[msg.id]
+                if i >= first_recent and not messages[i].pinned:
+                    continue  # pinned here for being recent: pack() would say "pinned"
+                said = [d for d in result.decisions_for(msg.id) if d.stage == "relevance"]
+                said = said or result.decisions_for(msg.id)
+                reasons[i] = said[0].reason if said else "kept by pack()"
+        for i in range(first_recent, len(messages)):
+            if i not in stray:
+                reasons.setdefault(i, f"one of the last {self.recent} messages")
+        return reasons
 
     def _files(self, workspace: Workspace, goal: str, items: list[ItemReason]) -> list[FileRequest]:
         if workspace.root is None:
