@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ._internal.arguments import TooDeep, check_nesting
 from ._internal.cliargs import UsageError, non_negative_int, positive_int
 from ._internal.named import named
+from ._internal.paths import shown_path
 from .adapters import from_anthropic, from_openai
 from .code.cli import add_code_parser, run_code_command
 from .errors import BudgetExceededError, CtxpackError, TokenizerUnavailableError
@@ -473,6 +474,7 @@ def _print_context(usage: ContextUsage) -> None:
     try:
         from rich.console import Console
         from rich.table import Table
+        from rich.text import Text
     except ImportError:
         # The plain table says the same; rich only colours it (pip install 'ctxpack[cli]').
         print(usage.report())
@@ -485,7 +487,9 @@ def _print_context(usage: ContextUsage) -> None:
     table.add_column("largest items")
     for bucket in usage.buckets:
         share = f"{bucket.tokens / usage.total:.1%}" if usage.total else "-"
-        items = ", ".join(f"{i.name} ({i.tokens:,})" for i in bucket.items[:3])
+        # As Text, never markup: a name is a tool's or a command's ("grep '[/]'" would be a
+        # closing tag with nothing to close, "[red]" would vanish).
+        items = Text(", ".join(f"{shown_path(i.name)} ({i.tokens:,})" for i in bucket.items[:3]))
         kind = "fixed" if bucket.fixed else "growing"
         table.add_row(bucket.name, f"{bucket.tokens:,}", share, kind, items)
     if usage.window is not None and usage.free is not None:
@@ -499,9 +503,9 @@ def _print_context(usage: ContextUsage) -> None:
     console = _Console()
     console.print(table)
     for warning in usage.warnings:
-        console.print(f"[bold red]warning:[/] {warning}")
+        console.print(Text.assemble(("warning:", "bold red"), " ", shown_path(warning)))
     for suggestion in usage.suggestions:
-        console.print(f"[yellow]suggestion:[/] {suggestion}")
+        console.print(Text.assemble(("suggestion:", "yellow"), " ", shown_path(suggestion)))
 
 
 # --- main -----------------------------------------------------------------------------------

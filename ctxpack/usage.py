@@ -19,6 +19,7 @@ from ._internal.arguments import keyed, keyword_checked, tool_definitions
 from ._internal.arguments import tokens as check_tokens
 from ._internal.jsontext import read_json
 from ._internal.options import FieldErrorModel
+from ._internal.paths import shown_path
 from ._internal.spans import Spans
 from ._internal.tool_schemas import tool_tokens
 from .adapters.read import counted_messages
@@ -174,7 +175,7 @@ def _tool_items(
     added up to more than the bucket)."""
     groups: dict[str, list[int]] = {}
     for at, tool in enumerate(tools):
-        name = str(tool_name(tool) or "?")
+        name = shown_path(str(tool_name(tool) or "?"))
         if name.startswith(MCP_PREFIX) and "__" in name[len(MCP_PREFIX) :]:
             server = name[len(MCP_PREFIX) :].split("__", 1)[0]
             groups.setdefault(f"MCP server {server}", []).append(at)
@@ -210,9 +211,11 @@ def _call_names(messages: list[Message]) -> dict[str, str]:
             if isinstance(parsed, dict) and len(parsed) == 1:
                 (only,) = parsed.values()
                 args = only if isinstance(only, str) else args
-            args = " ".join(args.split())
+            # Printable: a name is shown on a terminal, where a control sequence in a command
+            # the model wrote (a title, a screen clear) would act rather than show.
+            args = shown_path(" ".join(args.split()))
             short = args if len(args) <= 48 else args[:45] + "..."
-            names[call.id] = f"{call.function.name} {short}"
+            names[call.id] = f"{shown_path(call.function.name)} {short}"
     return names
 
 
@@ -373,7 +376,7 @@ def _message_items(msgs: list[Message], sizes: list[int]) -> dict[str, list[Usag
         if m.role in ("system", "developer"):
             per_bucket[SYSTEM].append(UsageItem(name=f"{index}: {m.role}", tokens=tokens))
         elif m.role == "tool":
-            label = calls.get(m.tool_call_id or "", m.tool_call_id or "tool")
+            label = calls.get(m.tool_call_id or "", shown_path(m.tool_call_id or "tool"))
             per_bucket[TOOL_RESULTS].append(UsageItem(name=f"{index}: {label}", tokens=tokens))
         else:
             per_bucket[HISTORY].append(UsageItem(name=f"{index}: {m.role}", tokens=tokens))
