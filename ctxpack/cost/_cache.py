@@ -124,8 +124,9 @@ def _prefix_chain(
     # tokens) is cached by identity, so a history re-sent costs only its new messages (an
     # Anthropic history is read anew each time, as from_anthropic reads it).
     messages = counted_messages(messages_in)
-    # Checked where they entered (simulate's Request).
-    tool_tokens = checked_tool_tokens(tools, counter) if tools else 0
+    # Checked where they entered (simulate's Request); counted beside the messages, as
+    # count_tokens() counts them: OpenAI's recipe frames them otherwise with a system prompt.
+    tool_tokens = checked_tool_tokens(tools, counter, messages) if tools else 0
     tools_digest = hashlib.blake2b(
         json.dumps(_unmarked(tools), sort_keys=True, default=str).encode("utf-8"), digest_size=16
     ).digest()

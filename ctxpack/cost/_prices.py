@@ -211,6 +211,13 @@ class PriceTable(CheckedModel):
             cost_in, cost_out = row.get("input_cost_per_token"), row.get("output_cost_per_token")
             if not isinstance(cost_in, (int, float)) or not isinstance(cost_out, (int, float)):
                 continue
+            for field, value in (("input", cost_in), ("output", cost_out)):
+                # A bool is an int to isinstance, and no price: refused rather than billed as 1.
+                if isinstance(value, bool):
+                    raise ConfigError(
+                        f"LiteLLM row {model!r}: {field}_cost_per_token must be a number "
+                        f"(dollars per token), got {value!r}"
+                    )
             write_5m = _cost(row, "cache_creation_input_token_cost", cost_in, model)
             write_1h = _cost(row, "cache_creation_input_token_cost_above_1hr", write_5m, model)
             read = _cost(row, "cache_read_input_token_cost", cost_in, model)
