@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
 from .._internal.arguments import tokens as check_tokens
+from .._internal.arguments import tool_definitions
 from ..errors import ConfigError, CtxpackError, SelectionError
 from ..messages import Message
 from ..pipeline import Action, Decision
+from ..providers import Provider, detect_provider, tools_as_sent
 from ..redaction import redact
 from ..result import PackResult
 from ..stages import exchange_units, without_unsent_reasoning
 from ..store import get_original
+from ..tokens import TokenCounter, checked_tool_tokens
 from ._model import FileRequest, Selection
 from ._workspace import Passage, Workspace, check_workspace, is_artifact_id
 
@@ -222,7 +225,12 @@ def _ranges(indexes: Iterable[int]) -> str:
 
 
 def apply_selection(
-    selection: Selection, workspace: Workspace, *, budget: int | None = None
+    selection: Selection,
+    workspace: Workspace,
+    *,
+    budget: int | None = None,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    provider: Provider | None = None,
 ) -> PackResult:
     """Build the large model's context from a selection, with a decision per item.
 
@@ -248,6 +256,10 @@ def apply_selection(
         selection: What the selector chose.
         workspace: Where the items come from; its durable notes grow by the selection's.
         budget: When given, the context must fit in it (else a :class:`SelectionError`).
+        tools: Tool definitions sent with the request (OpenAI or Anthropic format): counted
+            in ``budget`` and ``result.tokens``, as :func:`ctxpack.pack` counts them.
+        provider: Whose framing counts the tools; by default Anthropic's for messages
+            :func:`ctxpack.from_anthropic` made, else OpenAI's.
 
     Returns:
         A :class:`~ctxpack.PackResult` (``budget`` is the context's tokens when none is given).
@@ -276,25 +288,38 @@ def apply_selection(
         >>> [d.action for d in result.decisions_for(ws.messages[2].id)]
         ['dropped']
     """
-    _check_arguments(selection, workspace, budget)
+    sent = _check_arguments(selection, workspace, budget, tools, provider)
     resolved = _Resolver(selection, workspace).run()
     new_notes = set(workspace.add_notes(selection.durable_notes))
     counter = workspace.counter
-    messages = workspace.messages
     out, decisions = _selected(selection, workspace, resolved, new_notes)
     out, unsent = without_unsent_reasoning(out, counter.count_message)
     decisions += unsent
-    tokens = counter.count_messages(out)
+    tokens = _prompt_tokens(counter, out, sent)
     if budget is not None and tokens > budget:
         # A selection that is refused leaves the workspace as it was.
         for note in new_notes:
             workspace.forget_note(note)
-        raise _over_budget(workspace, decisions, tokens, budget)
+        raise _over_budget(workspace, decisions, tokens, budget, sent)
+    return _result(selection, workspace, out, decisions, tokens, budget, sent)
+
+
+def _result(
+    selection: Selection,
+    workspace: Workspace,
+    out: list[Message],
+    decisions: list[Decision],
+    tokens: int,
+    budget: int | None,
+    sent: Sequence[Mapping[str, Any]],
+) -> PackResult:
+    """The result: ``out`` and its ``decisions``, beside what the whole workspace takes."""
+    counter, messages = workspace.counter, workspace.messages
     return PackResult(
         messages=out,
         tokens=tokens,
         budget=budget,
-        input_tokens=counter.count_messages(messages),
+        input_tokens=_prompt_tokens(counter, messages, sent),
         input_ids=[m.id for m in messages],
         counter=counter.name,
         exact=counter.exact,
@@ -303,7 +328,32 @@ def apply_selection(
     )
 
 
-def _check_arguments(selection: Any, workspace: Any, budget: int | None) -> None:
+def _tools_sent(
+    tools: Sequence[Mapping[str, Any]] | None, provider: Provider | None, workspace: Workspace
+) -> list[Mapping[str, Any]]:
+    """The tool definitions as the request carries them (checked), for counting."""
+    target = detect_provider(provider, None, workspace.messages)  # refuses a bad provider
+    return [] if tools is None else tools_as_sent(tool_definitions(tools), target)
+
+
+def _prompt_tokens(
+    counter: TokenCounter, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]
+) -> int:
+    """A request's tokens as :func:`ctxpack.count_tokens` counts it: its messages, with the
+    reply priming, and its tools beside them."""
+    return counter.count_messages(messages) + (
+        checked_tool_tokens(tools, counter, messages) if tools else 0
+    )
+
+
+def _check_arguments(
+    selection: Any,
+    workspace: Any,
+    budget: int | None,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    provider: Provider | None = None,
+) -> list[Mapping[str, Any]]:
+    """Refuse a bad argument; returns the tool definitions as the request carries them."""
     if not isinstance(selection, Selection):
         raise ConfigError(
             f"selection must be a Selection (Selection.from_answer() parses a selector's answer "
@@ -320,6 +370,7 @@ def _check_arguments(selection: Any, workspace: Any, budget: int | None) -> None
                 "the context message it adds; leave an earlier step's context message out of "
                 "the workspace (each step builds its own), or give the message another id"
             )
+    return _tools_sent(tools, provider, workspace)
 
 
 def _selected(
@@ -456,19 +507,26 @@ def _message_decisions(
 
 
 def _over_budget(
-    workspace: Workspace, decisions: list[Decision], tokens: int, budget: int
+    workspace: Workspace,
+    decisions: list[Decision],
+    tokens: int,
+    budget: int,
+    tools: Sequence[Mapping[str, Any]],
 ) -> SelectionError:
     """The error for a context over its budget: what is kept whatever is selected, when that
     alone is over, else the three largest selected items."""
     floor = _decide(workspace.messages, _Resolved(), "")
     _complete_exchanges(workspace, floor)
-    kept = workspace.counter.count_messages([workspace.messages[i] for i in sorted(floor)])
+    always = [workspace.messages[i] for i in sorted(floor)]
+    kept = _prompt_tokens(workspace.counter, always, tools)
     if kept > budget:
+        with_tools = ", and the tool definitions" if tools else ""
         return SelectionError(
             [
                 f"the selected context takes {tokens} tokens, over the budget of {budget}; the "
                 f"messages kept whatever is selected (system, developer, pinned and user "
-                f"messages, with their tool exchanges) take {kept} tokens alone: raise the budget"
+                f"messages, with their tool exchanges{with_tools}) take {kept} tokens alone: "
+                "raise the budget"
             ]
         )
     # Items only: the "selection" decision records who chose, and holds no tokens.

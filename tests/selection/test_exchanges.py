@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxpack import count_tokens
-from ctxpack.errors import SelectionError
+from ctxpack.errors import ConfigError, SelectionError
 from ctxpack.selection import (
     LexicalSelector,
     ModelSelector,
@@ -175,3 +175,51 @@ def test_the_lexical_selection_of_any_history_applies(conv: Any, budget: int, re
     ws = Workspace(conv.items)
     selection = LexicalSelector(budget=budget, recent=recent)(ws, conv.query or "login token")
     assert openai_problems(apply_selection(selection, ws).to_openai()) == []
+
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The weather of a city, today or on a date.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "date": {"type": "string"}},
+            "required": ["city"],
+        },
+    },
+}
+
+
+def test_the_tools_a_request_carries_count_in_its_budget_and_tokens() -> None:
+    ws = Workspace(reused_ids())
+    selection = Selection(include_tool_results=["call_0"])
+    alone = apply_selection(selection, ws)
+    with_tools = apply_selection(selection, ws, tools=[WEATHER])
+    assert with_tools.tokens == count_tokens(with_tools.to_openai(), tools=[WEATHER])
+    assert with_tools.input_tokens == count_tokens(list(ws.messages), tools=[WEATHER])
+    # A budget the messages fit but the request does not: used to pass, and the request sent
+    # exceeded it by the tools' tokens.
+    with pytest.raises(SelectionError, match="over the budget"):
+        apply_selection(selection, ws, budget=alone.tokens, tools=[WEATHER])
+    with pytest.raises(SelectionError, match="and the tool definitions"):
+        apply_selection(selection, ws, budget=alone.tokens - 30, tools=[WEATHER])
+
+
+def test_the_tools_of_an_anthropic_request_are_counted_as_anthropic_frames_them() -> None:
+    from ctxpack import from_anthropic
+
+    history = from_anthropic(
+        [{"role": "user", "content": "What is the weather in Paris?"}], system="Be brief."
+    )
+    tool = {
+        "name": "get_weather",
+        "description": "The weather of a city.",
+        "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}},
+    }
+    ws = Workspace(history)
+    result = apply_selection(Selection(include_messages=[0]), ws, tools=[tool])
+    assert result.tokens == count_tokens(result.to_openai(), tools=[tool])
+    assert result.tokens > apply_selection(Selection(), ws).tokens
+    with pytest.raises(ConfigError, match="provider"):
+        apply_selection(Selection(), ws, provider="mistral")  # type: ignore[arg-type]
