@@ -166,6 +166,8 @@ class _Resolver:
             return
         store = self.workspace.store
         if is_artifact_id(call) and store is not None:
+            if any(ref == call for ref, _, _ in self.out.stored):
+                return  # named twice (or also uncertain): shown once, as a passage is
             try:
                 text = get_original(store, call)
             except KeyError as exc:

@@ -223,3 +223,15 @@ def test_the_tools_of_an_anthropic_request_are_counted_as_anthropic_frames_them(
     assert result.tokens > apply_selection(Selection(), ws).tokens
     with pytest.raises(ConfigError, match="provider"):
         apply_selection(Selection(), ws, provider="mistral")  # type: ignore[arg-type]
+
+
+def test_a_stored_original_named_twice_is_shown_once() -> None:
+    from ctxpack.store import SQLiteArtifactStore
+
+    store = SQLiteArtifactStore(":memory:")
+    ref = store.put("FAIL tests/auth.test.ts\n" + "noise\n" * 50)
+    ws = Workspace(reused_ids(), store=store)
+    # Used to be shown three times, each with its decision: its tokens paid three times.
+    result = apply_selection(Selection(include_tool_results=[ref, ref], uncertain=[ref]), ws)
+    assert result.messages[-1].text.count(f"Stored original {ref}:") == 1
+    assert [d.message_id for d in result.decisions].count(f"artifact:{ref}") == 1
