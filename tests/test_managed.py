@@ -337,23 +337,22 @@ def test_instructions_that_cannot_fit_raise_a_budget_error() -> None:
     )
 
 
-def test_a_request_too_large_for_what_is_left_besides_the_instructions_says_so() -> None:
-    # Every tool result and answer cleared, the summary and the placeholders still do not fit
-    # beside the instructions: the message must not blame the instructions alone.
+def test_a_request_too_large_for_its_instructions_says_so_once_all_else_is_gone() -> None:
+    # Every tool result and answer cleared, then the last call summarised and the summary left
+    # out: what the error blames is what is left, the instructions, and nothing else is sent.
+    # (Until the last call could be summarised, its notes and the summary's header were a
+    # "rest" the error named; a request held up by them now fits.)
     session = Session(counter=COUNTER, filters=False, window=2_000)
     task = {"role": "user", "content": "word " * 1_600}
     session.extend([SYSTEM, task, *step(0), {"role": "assistant", "content": "why " * 2_500}])
     with pytest.raises(BudgetExceededError) as info:
         session.render()
     message = str(info.value)
-    rest = re.search(
-        r"and the rest of the request, which clearing and compaction shorten no further "
-        r"\((\d+) tokens; the largest message, '([^']+)', has (\d+)\)",
-        message,
-    )
-    assert rest is not None, message
-    floor = sum(COUNTER.count_message(m) for m in session.transcript()[:2])
-    assert info.value.required > floor + int(rest[1]) >= floor + int(rest[3])
+    assert "the rest of the request" not in message
+    floor = sum(COUNTER.count_message(m) for m in session.transcript()[:2]) + REPLY_PRIMING
+    assert f"the system prompt and user messages ({floor} tokens" in message
+    assert session.window is not None
+    assert info.value.required == floor + info.value.tool_tokens + session.window.reserve
 
 
 def _writes(size: int) -> list[dict[str, Any]]:

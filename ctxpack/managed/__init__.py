@@ -24,7 +24,9 @@ again what follows the edit point:
 3. **Emergency clearing.** A request that would still not fit has every tool result cleared,
    then, if that is not enough, the agent's answers after the summary (the last call's among
    them), largest first, each sent as a note naming its stored original with its calls'
-   arguments ``{}``.
+   arguments ``{}``; then the summary is cut, then everything after it is summarised (the
+   last call too), and last the summary is left out of a request its header alone would
+   pass.
 
 Every removed message stays in the session's store, named by the placeholder or the summary's
 index artifact, and every edit is a decision with the tokens the cache writes again.

@@ -97,11 +97,13 @@ def _compact(
     release: int = 0,
     keep_recent: int | None = None,
     why: str = "",
+    force: bool = False,
 ) -> bool:
     """Summarise the record before the tail (the last ``keep_recent`` messages at most, the
-    policy's by default), and with it the oldest user messages but the first until ``release``
-    of their tokens are freed (:func:`_released`; ``why``: the reason they go); ``False`` when
-    there is too little to summarise."""
+    policy's by default; 0: none, the last call among them), and with it the oldest user
+    messages but the first and the latest until ``release`` of their tokens are freed
+    (:func:`_released`; ``why``: the reason they go); ``False`` when there is too little to
+    summarise (with ``force``, nothing at all)."""
     record, counter = ctx.record, ctx.counter
     sent = _as_sent(state, ctx)
 
@@ -121,14 +123,16 @@ def _compact(
 
     recent = policy.keep_recent if keep_recent is None else min(keep_recent, policy.keep_recent)
     end, tail = _tail_start(record, state.boundary, recent, plan.tail_budget, kept, ctx.verbatim)
-    released = _released(record[:end], set(state.compacted), release, counter)
+    # The latest instruction is the one the model is answering: it stays, whatever it takes.
+    latest = max((i for i, _, v in ctx.marked if v and record[i].role == "user"), default=end)
+    released = _released(record[: min(end, latest)], set(state.compacted), release, counter)
     if release and not released:
         return False  # the user messages to release are all in the tail: nothing to do yet
     region = [i for i in range(state.boundary, end) if not ctx.verbatim(record[i])]
     pins = [i for i in region if _pinned_kind(record[i]) is not None]
     # The floor counts every pin re-injected; one the tail keeps is carried there instead.
     reinjected = _reinjected_tokens(ctx, policy, end, state.cleared)
-    if not released and len(region) - len(pins) < 2:
+    if not released and len(region) - len(pins) < (1 if force else 2):
         # Too little to summarise, unless pins sent whole give way to their re-injection.
         now = _reinjected_tokens(ctx, policy, state.boundary, state.cleared, state.compacted_length)
         if sum(size(record[i]) for i in pins) <= reinjected - now:

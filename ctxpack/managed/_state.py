@@ -72,8 +72,10 @@ class WindowState(FieldErrorModel):
         compacted_length: The compact record's length at the last compaction: the pinned
             content re-injected after the system prompt is what that compaction left, a pin
             appended since changing it only at the next one (``None`` before any).
-        summary: The summary's text, once a compaction happened.
-        summary_id: The summary message's id.
+        summary: The summary's text, once a compaction happened; ``None`` again, until the next
+            compaction, once even the summary's header left a request over the window.
+        summary_id: The summary message's id (kept while the summary is left out: the pinned
+            content is still re-injected).
         index_artifact: The artifact listing every summarised message and its original.
         compacted: Ids of the messages the summary replaces.
         decisions: Every edit, as recorded decisions.

@@ -260,6 +260,27 @@ def _manage(
         released = _release_instructions(state, policy, ctx, view, plan, stuck=True)
         if released is not view:
             view = _emergency(state, policy, ctx, released, room)
+    view = _shrink_summary(state, policy, ctx, view, room)
+    if view.tokens() > room:
+        view = _summarise_the_rest(state, policy, ctx, view, room)
+    return _drop_summary(state, policy, ctx, view, room)
+
+
+def _summarise_the_rest(
+    state: WindowState, policy: WindowPolicy, ctx: _Context, view: _View, room: int
+) -> _View:
+    """Summarise every message after the summary, the last call and its results too, once
+    their notes alone leave the request over ``room`` (a window of a few thousand tokens, a
+    call made in parallel many times): the request is then the instructions, the pins and the
+    summary, which the model reads back through the index its header names, rather than none.
+    """
+    plan = _Room.of(policy, view, room, ctx)
+    why = "the notes standing for the last call and its results left no room"
+    if not _compact(state, policy, ctx, plan, keep_recent=0, why=why, force=True):
+        return view
+    state.compact_rent = 0.0
+    new = _build(state, policy, ctx)
+    view = _edited(state, policy, ctx, "compacted", view, new, _first_change(view, new))
     return _shrink_summary(state, policy, ctx, view, room)
 
 
@@ -296,6 +317,32 @@ def _shrink_summary(
                 tokens_after=new.sizes[at],
             )
         )
+    return _edited(state, policy, ctx, "emergency", view, new, at)
+
+
+def _drop_summary(
+    state: WindowState, policy: WindowPolicy, ctx: _Context, view: _View, room: int
+) -> _View:
+    """The summary left out of the request, once nothing but its header is left of it and
+    that header alone leaves the request over ``room``: what is left is what the request
+    must carry. Until the next compaction, which makes a new one; the index of the
+    originals stays stored (``state.index_artifact``), every original in it."""
+    if view.tokens() <= room or state.summary is None or state.summary_id is None:
+        return view
+    at = _edit_point(view, {state.summary_id})
+    state.summary = None
+    new = _build(state, policy, ctx)
+    state.decisions.append(
+        Decision(
+            stage="window",
+            action="dropped",
+            message_id=state.summary_id,
+            reason=f"summary left out until the next compaction: even its header would not fit "
+            f"the window; the index of the originals is artifact {state.index_artifact}",
+            tokens_before=view.sizes[at],
+            tokens_after=0,
+        )
+    )
     return _edited(state, policy, ctx, "emergency", view, new, at)
 
 

@@ -236,9 +236,10 @@ def _build(state: WindowState, policy: WindowPolicy, ctx: _Context) -> _View:
         if i < b and verbatim and record[i].id not in gone
     ]
     lead = next((k for k, m in enumerate(head) if m.role not in _SYSTEM), len(head))
-    summarised = state.summary is not None and state.summary_id is not None
+    # A summary left out for lack of room (None, its id kept) still re-injects the pins.
+    compacted = state.summary_id is not None
     pins = (
-        _reinjection(ctx, policy, b, state.cleared, state.compacted_length) if summarised else None
+        _reinjection(ctx, policy, b, state.cleared, state.compacted_length) if compacted else None
     )
     for msg in head[:lead]:
         view.add(msg)
@@ -246,7 +247,7 @@ def _build(state: WindowState, policy: WindowPolicy, ctx: _Context) -> _View:
         view.add(pins)
     for msg in head[lead:]:
         view.add(msg)
-    if summarised:
+    if compacted and state.summary is not None:
         view.add(_summary_message(state, ctx))
     for msg in map(_as_sent(state, ctx), record[b:]):
         view.add(msg)
