@@ -426,11 +426,13 @@ class AsyncSession(forks.ProcessBound):
         tools: Sequence[Mapping[str, Any]] | None = None,
         system: str | Mapping[str, Any] | None = None,
         strict: bool = False,
+        tool_choice: Any = None,
     ) -> PackResult:
         """The request to send; see :meth:`ctxpack.Session.render`."""
         with system_opening(system) as opening:
+            args = (opening, budget, query, provider, reserve, tools)
             return await self._render_opening(
-                opening, budget, query, provider, reserve, tools, strict=flag(strict, "strict")
+                *args, strict=flag(strict, "strict"), choice=tool_choice
             )
 
     async def _render_opening(
@@ -443,27 +445,20 @@ class AsyncSession(forks.ProcessBound):
         tools: Sequence[Mapping[str, Any]] | None = None,
         whole: Collection[str] = (),
         strict: bool = False,
+        choice: Any = None,
     ) -> PackResult:
         """:meth:`render`, opening with the system prompt ``opening`` unless ``None`` (see
         ``Session._render_opening``)."""
         core = self._core
+        args = (opening, budget, query, provider, reserve, tools, whole, strict, choice)
         if core._renders_state(tools):
             # Stored like an append (see Session.render).
             results: list[PackResult] = []
-            await self._commit(
-                lambda: results.append(
-                    core._render_with(
-                        opening, budget, query, provider, reserve, tools, whole, strict
-                    )
-                )
-            )
+            await self._commit(lambda: results.append(core._render_with(*args)))
             return results[-1]
         async with self._turn():
             await self._sync()
-            return await _in_thread(
-                core._render_opening,
-                *(opening, budget, query, provider, reserve, tools, whole, strict),
-            )
+            return await _in_thread(core._render_opening, *args)
 
     async def transcript(self) -> list[Message]:
         """The full record; see :meth:`ctxpack.Session.transcript`."""

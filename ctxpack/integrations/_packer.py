@@ -27,7 +27,13 @@ from ..tokens import TokenCounter
 from . import _responses_request as responses_api
 from ._cache_marks import MAX_CACHE_MARKS, cache_marks, without_middle_marks
 from ._output_format import output_format
-from ._request_fields import check_fields, check_tool_choice, choice_tokens, reply_room
+from ._request_fields import (
+    check_fields,
+    choice_tokens,
+    reply_room,
+    request_choice,
+    tools_sent_whole,
+)
 from ._responses_request import given as _given
 from ._session_feed import Asked, SessionFeed
 
@@ -255,11 +261,15 @@ class _Packer:
         forced = self._forced(kwargs, tools)
         model = kwargs.get("model")
         sent_to = model if isinstance(model, str) else None
-        return Asked(messages, system, tools, room, limits, responses, schema, forced, sent_to), out
+        tool_choice = request_choice(kwargs)
+        return Asked(
+            *(messages, system, tools, room, limits, responses, schema, forced, sent_to),
+            choice=tool_choice,
+        ), out
 
     def _forced(self, kwargs: Mapping[str, Any], tools: list[Any] | None) -> tuple[str, ...]:
         """The tools the request's ``tool_choice`` forces or limits the model to (see
-        ``check_tool_choice``), checked against the tools sent:
+        ``tools_sent_whole``), checked against the tools sent:
         the request's, and the session's beside them (not with the legacy ``functions=``,
         which cannot carry them)."""
         choice = kwargs.get("tool_choice")
@@ -269,7 +279,7 @@ class _Packer:
         sent = tools or []
         if self.feed is not None and not legacy:
             sent = self.feed.tools(tools) or []
-        return check_tool_choice(choice, sent)
+        return tools_sent_whole(choice, sent)
 
     def _only_strict(self, tools: list[Any] | None) -> None:
         """Refuse the tools a session sends in place of the request's, or beside them, that

@@ -14,6 +14,13 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from .._internal.arguments import flag, json_type_name, shown, string, strings, tokens
+from .._internal.tool_choice import (
+    check_choice,
+    check_forced,
+    check_tool_choice,
+    forced_tool,
+    tool_choice_tokens,
+)
 from ..errors import ConfigError
 from ..providers import Provider, tool_name
 from ..tools_on_demand import DESCRIBE_TOOL_NAME
@@ -23,11 +30,12 @@ from ._responses_request import given
 __all__ = [
     "check_fields",
     "check_forced",
-    "check_tool_choice",
     "choice_tokens",
     "forced_tool",
     "langchain_tool_definitions",
     "reply_room",
+    "request_choice",
+    "tools_sent_whole",
 ]
 
 
@@ -66,7 +74,7 @@ def check_fields(kwargs: Mapping[str, Any], provider: Provider, *, responses: bo
         marks = sum(cache_marks(kwargs.get(key)) for key in ("system", "messages", "tools"))
         check_cache_marks(marks, "the request marks")
     if given(kwargs.get("tool_choice")):
-        _check_choice(kwargs["tool_choice"], provider)
+        check_choice(kwargs["tool_choice"], provider)
 
 
 def _check_names(tools: list[Any] | tuple[Any, ...]) -> None:
@@ -82,34 +90,6 @@ def _check_names(tools: list[Any] | tuple[Any, ...]) -> None:
             )
         if isinstance(name, str):
             seen[name] = index
-
-
-# The tool_choice each provider takes. OpenAI: "none", "auto", "required", or an object (a
-# function, a custom or built-in tool, allowed_tools); Anthropic: an object whose type is one
-# of these (https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/implement-tool-use).
-_OPENAI_CHOICES = ("none", "auto", "required")
-_ANTHROPIC_CHOICES = ("auto", "any", "tool", "none")
-
-
-def _check_choice(choice: Any, provider: Provider) -> None:
-    """``tool_choice`` of a type or value the provider refuses, refused naming what it takes."""
-    if provider == "openai":
-        if isinstance(choice, Mapping) or (isinstance(choice, str) and choice in _OPENAI_CHOICES):
-            return
-        raise ConfigError(
-            f"tool_choice: OpenAI takes 'none', 'auto', 'required' or an object naming a tool "
-            f"({{'type': 'function', ...}}), got {shown(choice)}"
-        )
-    if not isinstance(choice, Mapping):
-        raise ConfigError(
-            f"tool_choice: Anthropic takes an object such as {{'type': 'auto'}}, {{'type': "
-            f"'any'}} or {{'type': 'tool', 'name': ...}}, got {shown(choice)}"
-        )
-    if choice.get("type") not in _ANTHROPIC_CHOICES:
-        raise ConfigError(
-            f"tool_choice.type: Anthropic takes 'auto', 'any', 'tool', 'none', got "
-            f"{shown(choice.get('type'))}"
-        )
 
 
 # The fields of a request the wrapper packs, counts or refuses, by API.
@@ -169,55 +149,29 @@ def reply_room(kwargs: Mapping[str, Any], provider: Provider, *, responses: bool
     return 0
 
 
-def forced_tool(choice: Any) -> str | None:
-    """The tool a request's ``tool_choice`` forces, by name: Chat Completions'
-    ``{"type": "function", "function": {"name": ...}}``, the Responses API's
-    ``{"type": "function", "name": ...}`` or Anthropic's ``{"type": "tool", "name": ...}``;
-    ``None`` for any other choice (``"auto"``, ``"required"``, Anthropic's ``{"type": "any"}``:
-    the model may then call ``describe_tool`` first)."""
-    if not isinstance(choice, Mapping) or choice.get("type") not in ("function", "tool"):
-        return None
-    function = choice.get("function")
-    name = function.get("name") if isinstance(function, Mapping) else choice.get("name")
-    return name if isinstance(name, str) and name else None
-
-
-# What OpenAI adds to the prompt for a request that forces a function: the name plus 4, and 1
-# for one that allows none (openai-chat-tokens' prompt counts, checked against the API for
-# function_call=, which tool_choice replaced; counted alike, so that a request is never short).
-FORCED_FUNCTION_TOKENS = 4
-NO_FUNCTION_TOKENS = 1
-
-
 def choice_tokens(kwargs: Mapping[str, Any], count: Callable[[str], int]) -> int:
     """The tokens an OpenAI request's ``tool_choice`` (or legacy ``function_call``) adds to
     its prompt, ``count`` counting a text."""
+    return tool_choice_tokens(request_choice(kwargs), count)
+
+
+def request_choice(kwargs: Mapping[str, Any]) -> Any:
+    """A request's ``tool_choice``, or its legacy ``function_call`` as one (``None``: none)."""
     choice = kwargs.get("tool_choice")
-    if not given(choice):
-        choice = kwargs.get("function_call")
-        if isinstance(choice, Mapping) and "type" not in choice:
-            choice = {"type": "function", "name": choice.get("name")}
-    if choice == "none":
-        return NO_FUNCTION_TOKENS
-    name = forced_tool(choice)
-    return 0 if name is None else count(name) + FORCED_FUNCTION_TOKENS
+    if given(choice):
+        return choice
+    choice = kwargs.get("function_call")
+    if isinstance(choice, Mapping) and "type" not in choice:
+        return {"type": "function", "name": choice.get("name")}
+    return choice if given(choice) else None
 
 
-def check_tool_choice(choice: Any, tools: Iterable[Any]) -> tuple[str, ...]:
+def tools_sent_whole(choice: Any, tools: Iterable[Any]) -> tuple[str, ...]:
     """The tools ``choice`` has the model call with no turn to ask ``describe_tool`` first, by
-    name: the one it forces (see :func:`forced_tool`), which must be one of ``tools`` (the
-    request's and the session's, as sent), or those of OpenAI's ``allowed_tools`` (see
-    :func:`allowed_only`). Both providers refuse a request forcing a tool it does not define,
-    or making the model call some tool (OpenAI's ``"required"``, Anthropic's
-    ``{"type": "any"}``) with none sent."""
-    tools = list(tools)
-    some = choice == "required" or (isinstance(choice, Mapping) and choice.get("type") == "any")
-    if some and not tools:
-        raise ConfigError(
-            f"tool_choice: {shown(choice)} makes the model call a tool, and the request sends "
-            "no tools (the provider refuses it); give tools, or leave tool_choice out"
-        )
-    forced = check_forced(forced_tool(choice), tools)
+    name, checked against ``tools`` (the request's and the session's, as sent; see
+    :func:`~ctxpack._internal.tool_choice.check_tool_choice`): the one it forces, or those of
+    OpenAI's ``allowed_tools`` (see :func:`allowed_only`)."""
+    forced = check_tool_choice(choice, tools)
     return (forced,) if forced is not None else allowed_only(choice)
 
 
@@ -235,21 +189,6 @@ def allowed_only(choice: Any) -> tuple[str, ...]:
     if DESCRIBE_TOOL_NAME in names:
         return ()
     return tuple(n for n in names if n is not None)
-
-
-def check_forced(forced: str | None, tools: Iterable[Any]) -> str | None:
-    """``forced``, the name of the tool a request's ``tool_choice`` forces (``None``: none),
-    if it is one of ``tools``; a ``ConfigError`` naming the tools sent if not."""
-    if forced is None:
-        return None
-    names = [name for name in map(tool_name, tools) if isinstance(name, str)]
-    if forced not in names:
-        sent = ", ".join(map(repr, names)) if names else "no tools"
-        raise ConfigError(
-            f"tool_choice: forces the tool {forced!r}, which the request does not send (it "
-            f"sends {sent}); name one of them, or add its definition to tools"
-        )
-    return forced
 
 
 def langchain_tool_definitions(

@@ -17,6 +17,7 @@ import re
 import weakref
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, NamedTuple, Protocol, cast, runtime_checkable
 
 from .._internal import forks
@@ -149,6 +150,7 @@ class Asked(NamedTuple):
     # Whether the request takes strict function tools only (chat.completions.parse), or sends
     # such tools alone: the session's own go in their strict variant.
     strict: bool = False
+    choice: Any = None  # tool_choice (or function_call), which a managed session makes room for
 
 
 @dataclass(eq=False)
@@ -231,10 +233,11 @@ class SessionFeed(forks.Guarded):
                     continue
                 self._remember(digests)
                 break
-            if reopen is not None or "whole" in options or "strict" in options:
-                result = cast(_OwnSession, self.session)._render_opening(reopen, **options)
-            else:
-                result = self.session.render(**options)
+            own = reopen is not None or options.keys() & {"whole", "strict", "choice"}
+            render = self.session.render
+            if own:  # with options only ctxpack's own sessions take
+                render = partial(cast(_OwnSession, self.session)._render_opening, reopen)
+            result = render(**options)
             self.last = LastRender.of(result, messages, _digest)
             return result
 
@@ -258,10 +261,9 @@ class SessionFeed(forks.Guarded):
                     continue
                 self._remember(digests)
                 break
-            if reopen is not None or "whole" in options or "strict" in options:
-                result = await session._render_opening(reopen, **options)
-            else:
-                result = await session.render(**options)
+            own = reopen is not None or options.keys() & {"whole", "strict", "choice"}
+            render = partial(session._render_opening, reopen) if own else session.render
+            result = await render(**options)
             self.last = LastRender.of(result, messages, _digest)
             return result
 
@@ -277,14 +279,12 @@ class SessionFeed(forks.Guarded):
 
     def _render_options(self, asked: Asked) -> dict[str, Any]:
         """``render``'s arguments for the session; a ``ConfigError`` for one that cannot fit."""
-        system, room, limits = asked.system, asked.room, asked.limits
+        system, room, limits, policy = asked.system, asked.room, asked.limits, self.policy
         options: dict[str, Any] = {"tools": asked.tools, "provider": self.provider}
-        whole = self._whole(asked.forced)
-        if whole:
-            options["whole"] = whole
-        if asked.strict and self._reopens:
-            options["strict"] = True
-        policy = self.policy
+        # Options only ctxpack's own sessions take; a plain one's wrapper reserves the choice.
+        own = {"whole": self._whole(asked.forced), "strict": asked.strict and self._reopens}
+        own["choice"] = asked.choice if policy is not None and self._reopens else None
+        options.update((key, value) for key, value in own.items() if value)
         if policy is not None:
             # The session fills its window but the reply room, where the schema goes too.
             if room + asked.schema > policy.reserve:

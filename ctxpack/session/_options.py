@@ -16,6 +16,24 @@ from ..usage import known_window
 
 __all__: list[str] = []  # Session's option checks: used by session/ only
 
+# The options Session.open passes on to the constructor.
+SESSION_OPTIONS = frozenset(
+    {
+        "counter",
+        "filters",
+        "retrieve_tool",
+        "pipeline",
+        "filter_when",
+        "supersede_batch",
+        "window",
+        "tools_on_demand",
+        "dedupe_outputs",
+        "redact_secrets",
+        "store_secrets",
+        "flag_injections",
+    }
+)
+
 
 def _warn_if_beyond_the_model(
     window: WindowPolicy | None, model: str | None, *, stacklevel: int = 3

@@ -11,6 +11,7 @@ from .._internal.arguments import flag, keyword_checked, openai_api, optional_te
 from .._internal.arguments import tokens as check_tokens
 from .._internal.compaction import unread
 from .._internal.server_results import result_ids
+from .._internal.tool_choice import check_choice, check_tool_choice, tool_choice_tokens
 from ..adapters.read import read_message
 from ..errors import ConfigError, InvalidMessageError
 from ..limits import MAX_MESSAGE_CHARS, message_chars
@@ -31,7 +32,7 @@ from ..result import Originals, PackResult, rendered_from
 from ..retrieval import retrieve_tool
 from ..stages import provider_conform
 from ..store import artifact_id, put_original
-from ..tokens import checked_tool_tokens, history_tokens
+from ..tokens import TokenCounter, checked_tool_tokens, history_tokens
 from ..tools_on_demand import _on_demand
 from ..usage import known_window
 from ._later import frozen, hunted_message
@@ -77,6 +78,19 @@ def system_opening(system: Any) -> Iterator[Mapping[str, Any] | Message | None]:
         raise InvalidMessageError(
             f"render(system=...): {where}{error.detail}", field=field
         ) from error
+
+
+def _choice_tokens(
+    choice: Any, provider: Provider, tools: Sequence[Mapping[str, Any]], counter: TokenCounter
+) -> int:
+    """The tokens ``render(tool_choice=choice)`` adds to the prompt (OpenAI's; Anthropic's
+    tool prompt is counted with the tools), once checked against ``provider`` and the tools
+    sent: a ``ConfigError`` naming ``tool_choice`` otherwise."""
+    if choice is None:
+        return 0
+    check_choice(choice, provider)
+    check_tool_choice(choice, tools)
+    return tool_choice_tokens(choice, counter.count) if provider == "openai" else 0
 
 
 def _check_arguments(budget: int | None, reserve: int, query: str | None) -> None:
@@ -142,31 +156,25 @@ class Rendering(SessionState):
         tools: Sequence[Mapping[str, Any]] | None = None,
         whole: Collection[str] = (),
         strict: bool = False,
+        choice: Any = None,
     ) -> PackResult:
         """``render()``, the request opening with its own system prompt ``opening`` (a
         wrapper's, whose caller's prompt changed since the session's first) unless ``None``;
         with tools on demand, the tools named in ``whole`` (the one a wrapper's request forces)
         counted with their full definitions; ``strict``: the session's own tools counted in
-        their strict variant."""
+        their strict variant; ``choice``: the request's ``tool_choice``."""
+        args = (opening, budget, query, provider, reserve, tools, whole, strict, choice)
         with self._lock:
             if self._backing is None or self.window is None:
                 self._refresh()
                 if not self._renders_state(tools):
-                    return self._render_with(
-                        opening, budget, query, provider, reserve, tools, whole, strict
-                    )
+                    return self._render_with(*args)
             # A render that changes the state (a managed one: what was cleared, compacted) is
             # made like an append, all or nothing (a summarizer that raises leaves no rent nor
             # edit behind), and stored on top of the newest stored state, so that every replica
             # goes on from the last request sent, whoever sent it.
             results: list[PackResult] = []
-            self._change(
-                lambda: results.append(
-                    self._render_with(
-                        opening, budget, query, provider, reserve, tools, whole, strict
-                    )
-                )
-            )
+            self._change(lambda: results.append(self._render_with(*args)))
             return results[-1]
 
     def _render_with(
@@ -179,10 +187,13 @@ class Rendering(SessionState):
         tools: Sequence[Mapping[str, Any]] | None,
         whole: Collection[str] = (),
         strict: bool = False,
+        choice: Any = None,
     ) -> PackResult:
         """The request, opening with the system prompt ``opening`` unless ``None``."""
         record, decisions = (None, []) if opening is None else self._opening(opening, provider)
-        result = self._render(budget, query, provider, reserve, tools, record, whole, strict)
+        result = self._render(
+            budget, query, provider, reserve, tools, record, whole, strict, choice
+        )
         if decisions:
             result = result.model_copy(update={"decisions": result.decisions + tuple(decisions)})
         # What a reply answering it names (append(after=result)).
@@ -224,9 +235,11 @@ class Rendering(SessionState):
         record: Sequence[Message] | None = None,
         whole: Collection[str] = (),
         strict: bool = False,
+        tool_choice: Any = None,
     ) -> PackResult:
         """The request from the compact record (or ``record``, the compact record with another
-        system prompt first: see ``_opening``), ``strict`` as ``Session.render`` takes it."""
+        system prompt first: see ``_opening``), ``strict`` and ``tool_choice`` as
+        ``Session.render`` takes them."""
         # The arguments first: a bad one is the caller's mistake whatever the session holds.
         _check_arguments(budget, reserve, query)
         provider = self._target(provider)
@@ -234,11 +247,11 @@ class Rendering(SessionState):
         if not self._raw:
             raise ConfigError("the session is empty: append messages before rendering")
         all_tools = self._tools_sent(given, provider, whole, strict)
+        choice = _choice_tokens(tool_choice, provider, all_tools, self.counter)
         raw_tokens = self._raw_total()
         record, found_later = self._hunted(record)
         filter_log = self._filter_log(found_later)
         unthought = [d.message_id for d in found_later if d.action == "cleared"]
-        asked = budget
         if self.window is not None:
             if budget is not None or reserve:
                 raise ConfigError(
@@ -246,52 +259,71 @@ class Rendering(SessionState):
                     "budget or reserve; set the reply room with WindowPolicy(reply_room=...)"
                 )
             result = self._render_window(
-                query, all_tools, raw_tokens, filter_log, provider, record, unthought
+                query, all_tools, raw_tokens, filter_log, provider, record, unthought, choice
             )
             return self._with_warnings(result, all_tools)
+        originals = self._originals(unthought)
+        if budget is None and self.pipeline is None:
+            result = self._whole(
+                query, all_tools, raw_tokens, filter_log, originals, provider, list(record), choice
+            )
+            return self._with_warnings(result, all_tools)
+        limits = (budget, query, reserve, choice)
+        result = self._packed(
+            record, limits, all_tools, provider, raw_tokens, filter_log, originals
+        )
+        return self._with_warnings(result, all_tools)
+
+    def _packed(
+        self,
+        record: Sequence[Message],
+        limits: tuple[int | None, str | None, int, int],
+        tools: Sequence[Mapping[str, Any]],
+        provider: Provider,
+        raw_tokens: int,
+        filter_log: DecisionLog,
+        originals: Callable[[], dict[str, Message]],
+    ) -> PackResult:
+        """The record packed by the session's pipeline within ``limits``: the budget (``None``:
+        the model's window, when known), the query, the reserve, and the tokens the request's
+        ``tool_choice`` adds, which the prompt counts as it counts the tools."""
+        budget, query, reserve, choice = limits
+        asked = budget
         if budget is None:
-            if self.pipeline is None:
-                result = self._whole(
-                    query,
-                    all_tools,
-                    raw_tokens,
-                    filter_log,
-                    self._originals(unthought),
-                    provider,
-                    messages=list(record),
-                )
-                return self._with_warnings(result, all_tools)
             budget = asked = None if self.model is None else known_window(self.model)
             if budget is None:
                 # No known limit: the stages run on the whole record, which then fits.
-                tool_tokens = checked_tool_tokens(all_tools, self.counter) if all_tools else 0
-                budget = self.counter.count_messages(record) + tool_tokens + reserve + 1
+                tool_tokens = checked_tool_tokens(tools, self.counter) if tools else 0
+                budget = self.counter.count_messages(record) + tool_tokens + choice + reserve + 1
         packed = pack(
             record,
             budget=budget,
             counter=self.counter,
             query=query,
-            reserve=reserve,
+            # The choice as pack() would count it beside the tools: out of the same budget.
+            reserve=reserve + choice,
             pipeline=self._stages(),
-            tools=all_tools or None,
+            tools=list(tools) or None,
             provider=provider,
             # Done once, at arrival (self.guard).
             redact_secrets=False,
             flag_injections=False,
             preserved_thinking=self._checks_thinking_prefix(),
         )
-        result = PackResult.model_construct(
+        return PackResult.model_construct(
             **{
                 **{name: getattr(packed, name) for name in PackResult.model_fields},
                 "budget": asked,
-                "input_tokens": raw_tokens + packed.tool_tokens,
+                "reserve": reserve,
+                "tokens": packed.tokens + choice,
+                "tool_tokens": packed.tool_tokens + choice,
+                "input_tokens": raw_tokens + packed.tool_tokens + choice,
                 "decisions": filter_log + packed.decisions,
                 # The session's originals win: a stage's "original" of a filtered message is
                 # the filtered text, not what the tool returned.
-                "artifacts": Originals({**packed.artifacts, **self._originals(unthought)()}),
+                "artifacts": Originals({**packed.artifacts, **originals()}),
             }
         )
-        return self._with_warnings(result, all_tools)
 
     def _tools_sent(
         self,
@@ -341,12 +373,14 @@ class Rendering(SessionState):
         provider: Provider,
         record: Sequence[Message],
         unthought: Sequence[str] = (),
+        choice: int = 0,
     ) -> PackResult:
         """One request of the managed mode (see :mod:`ctxpack.managed`); ``unthought``, the
-        turns of ``record`` whose thinking the prefix check took."""
+        turns of ``record`` whose thinking the prefix check took; ``choice``, the tokens the
+        request's ``tool_choice`` adds, which take room as the tools do."""
         policy = self.window
         assert policy is not None
-        tool_tokens = checked_tool_tokens(tools, self.counter) if tools else 0
+        tool_tokens = (checked_tool_tokens(tools, self.counter) if tools else 0) + choice
         messages = render_window(
             self.window_state,
             policy,
@@ -373,7 +407,8 @@ class Rendering(SessionState):
             filter_log,
             self._originals(gone),
             provider,
-            messages=messages,
+            messages,
+            choice,
             budget=policy.window,
             reserve=policy.reserve,
         )
@@ -402,12 +437,14 @@ class Rendering(SessionState):
         filter_log: DecisionLog,
         originals: Callable[[], dict[str, Message]],
         provider: Provider,
-        *,
         messages: list[Message] | None = None,
+        choice: int = 0,
+        *,
         budget: int | None = None,
         reserve: int = 0,
     ) -> PackResult:
-        """The compact record whole (or ``messages``, a managed request), as a result."""
+        """The compact record whole (or ``messages``, a managed request), as a result;
+        ``choice``: the tokens the request's ``tool_choice`` adds, counted with the tools'."""
         messages = list(self._compact) if messages is None else messages
         # The record holds what the caller gave; a request must hold what the provider takes.
         messages, repairs, changed = provider_conform(messages, self.counter, provider)
@@ -428,7 +465,7 @@ class Rendering(SessionState):
         if skipped:
             tokens -= sum(sizes[i] for i in skipped)
         # Beside the messages sent: OpenAI's functions cost less with a system message.
-        tool_tokens = checked_tool_tokens(tools, self.counter, messages) if tools else 0
+        tool_tokens = (checked_tool_tokens(tools, self.counter, messages) if tools else 0) + choice
         tokens += tool_tokens
         filtered = set(filter_log.message_ids()) | {d.message_id for d in [*repeats, *repairs]}
         # Every message gets its decision, as pack() promises: here, sent as it is.

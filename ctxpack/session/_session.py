@@ -24,6 +24,7 @@ from ..tools_on_demand import DESCRIBE_TOOL_NAME, describe_tools
 from ._arrival import Arrival, extend_batch, pinned_message
 from ._later import frozen, hunted_text
 from ._options import (
+    SESSION_OPTIONS,
     _pipeline,
     _supersede_batch,
     _tool_filter,
@@ -37,25 +38,6 @@ from ._repeats import RepeatedLines
 if TYPE_CHECKING:
     from ..persistence import Backing
     from ..store import SessionStore
-
-
-# The options Session.open passes on to the constructor.
-_OPTIONS = frozenset(
-    {
-        "counter",
-        "filters",
-        "retrieve_tool",
-        "pipeline",
-        "filter_when",
-        "supersede_batch",
-        "window",
-        "tools_on_demand",
-        "dedupe_outputs",
-        "redact_secrets",
-        "store_secrets",
-        "flag_injections",
-    }
-)
 
 
 class Session(Arrival, Rendering):
@@ -259,9 +241,9 @@ class Session(Arrival, Rendering):
     @classmethod
     def _configured(cls, model: str | None, options: Mapping[str, Any]) -> Session:
         """A new session with the options given to ``open``, checked."""
-        unknown = sorted(set(options) - _OPTIONS)
+        unknown = sorted(set(options) - SESSION_OPTIONS)
         if unknown:
-            valid = sorted(_OPTIONS)
+            valid = sorted(SESSION_OPTIONS)
             raise ConfigError(
                 f"unknown option(s) for opening a session: {guesses(unknown, valid)}; "
                 f"valid: {', '.join(valid)}"
@@ -374,6 +356,7 @@ class Session(Arrival, Rendering):
         tools: Sequence[Mapping[str, Any]] | None = None,
         system: str | Mapping[str, Any] | None = None,
         strict: bool = False,
+        tool_choice: Any = None,
     ) -> PackResult:
         """The compact record, ready to send, as a :class:`PackResult`.
 
@@ -410,16 +393,21 @@ class Session(Arrival, Rendering):
             strict: Count the session's own tools in OpenAI's strict variant, as
                 ``tools(strict=True)`` gives them for ``chat.completions.parse``; so too,
                 without it, when the ``tools`` given are all strict function tools.
+            tool_choice: The ``tool_choice`` the request is sent with, as ``provider`` takes it:
+                OpenAI adds a forced function's name and 4 tokens to the prompt (``"none"``, 1),
+                counted in ``result.tokens`` and ``tool_tokens`` (a managed session leaves them
+                room); a tool it forces must be one of the tools sent.
 
         Raises:
             BudgetExceededError: with a budget, the system, developer and pinned messages alone
                 do not fit.
             InvalidMessageError: ``system`` is not a system prompt, or the session did not
                 open with one.
+            ConfigError: ``tool_choice`` is not one ``provider`` takes, or forces a tool not sent.
         """
         with system_opening(system) as opening:
             args = (opening, budget, query, provider, reserve, tools)
-            return self._render_opening(*args, strict=flag(strict, "strict"))
+            return self._render_opening(*args, strict=flag(strict, "strict"), choice=tool_choice)
 
     @keyword_checked
     def context_management(self, provider: Provider | None = None) -> dict[str, Any]:
