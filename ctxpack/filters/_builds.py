@@ -53,6 +53,19 @@ _ERROR = re.compile(
     r"\bException\b|\bcannot\b|\bnot found\b|\bconflict",
     re.IGNORECASE,
 )
+# What a build, an install or a container's log prints when something it ran crashed: the
+# exception (a class name, case kept: -Werror is a flag), the traceback that led there, a
+# panic, a signal. "error" alone missed "ZeroDivisionError: division by zero" in `docker logs`
+# and pip's "ModuleNotFoundError: No module named 'numpy'" under a setup.py that failed.
+_CRASH = re.compile(
+    r"\b[A-Z][A-Za-z]*(Error|Exception)\b|^\s*Traceback \(most recent call last\)|"
+    r"\bpanicked at\b|^\s*panic: |Segmentation fault|core dumped|undefined reference to|"
+    r"^\s*Killed\s*$"
+)
+# A Python frame in the project's files (a library's is left out), kept with its code line.
+_PROJECT_FRAME = re.compile(
+    r'^\s*File "(?![^"]*(site-packages|dist-packages|/lib/python\d|<frozen ))[^"]+", line \d+'
+)
 _WARNING = re.compile(r"\bwarn(ing)?\b|\bWARN\b|\bdeprecated\b", re.IGNORECASE)
 _OUTCOME = re.compile(
     r"^(Successfully (installed|built|uninstalled|tagged)|added \d+ packages?|"
@@ -65,7 +78,8 @@ _OUTCOME = re.compile(
 
 
 class BuildLogFilter:
-    """Build and install logs: errors (with the two lines after each), distinct warnings (at
+    """Build and install logs: errors and crashes (an exception, a traceback's frames in the
+    project's files, a panic; with the two lines after each), distinct warnings (at
     most ``max_warnings``: those naming a word of the goal first, then the first ones; the
     others counted), outcome lines and the last lines; download and progress chatter is
     counted.
@@ -110,9 +124,11 @@ class BuildLogFilter:
                 continue
             if _OUTCOME.match(line):
                 keep.add(i)
-            elif _ERROR.search(line) and not _NOISE.match(line):
+            elif (_ERROR.search(line) or _CRASH.search(line)) and not _NOISE.match(line):
                 errors += 1
                 keep.update(j for j in (i, i + 1, i + 2) if j < len(lines))
+            elif _PROJECT_FRAME.match(line):
+                keep.update(j for j in (i, i + 1) if j < len(lines))
             elif _WARNING.search(line):
                 warnings[line] += 1
                 if warnings[line] == 1:

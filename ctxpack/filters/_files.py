@@ -15,7 +15,7 @@ _VIEW_PROGRAMS = frozenset(
     ["cat", "nl", "head", "tail", "sed", "less", "more", "bat", "view", "type"]
 )
 _VIEW_TOOLS = re.compile(r"read|view|open|cat|str_replace_editor|file", re.IGNORECASE)
-_NUMBERED = re.compile(r"^\s*\d+[\t:|]|^\s*\d+\s{2,}")
+_NUMBERED = re.compile(r"^\s*(\d+)(?:[\t:|]|\s{2,})")
 _DEFINITION = re.compile(
     r"^\s*(async\s+def|def|class|function|func|fn|pub(\(crate\))?\s+(fn|struct|enum|trait)|"
     r"impl|struct|enum|interface|type|export\s+(default\s+)?(function|class|const|interface)|"
@@ -31,6 +31,18 @@ _DIFF_HEAD = re.compile(
     r"^(diff --git |diff -|Index: |--- |\+\+\+ |@@ |index [0-9a-f]+|new file|"
     r"deleted file|similarity|rename (from|to)|commit [0-9a-f]{7,})"
 )
+
+
+def _numbered_lines(body: list[str]) -> bool:
+    """Whether most of ``body``'s lines open with a line number, counting up one by one as a
+    file view's do (``cat -n``, ``nl``, an editor's view). A log's ``12:00:03`` and a grep's
+    ``1500:`` open with a number too, but not one that counts lines: read as a file view, its
+    head, tail and the goal's windows were kept, and the error in its middle hidden."""
+    numbers = [int(m[1]) for line in body if (m := _NUMBERED.match(line))]
+    if len(numbers) < 0.8 * len(body):
+        return False
+    steps = sum(b == a + 1 for a, b in zip(numbers, numbers[1:]))
+    return steps >= 0.8 * (len(numbers) - 1)
 
 
 def _locating_terms(output: ToolOutput) -> frozenset[str]:
@@ -82,8 +94,7 @@ class FileViewFilter:
         if output.tool and output.tool != "bash" and _VIEW_TOOLS.search(output.tool):
             return 0.9
         body = [output.lines[i] for i in output.body if output.lines[i].strip()]
-        numbered = sum(1 for b in body if _NUMBERED.match(b))
-        return 0.5 if len(body) >= 20 and numbered >= 0.8 * len(body) else 0.0
+        return 0.5 if len(body) >= 20 and _numbered_lines(body) else 0.0
 
     def extract(self, output: ToolOutput, /) -> Extract | None:
         lines = output.lines

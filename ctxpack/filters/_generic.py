@@ -1,5 +1,5 @@
 """The fallback for any other output: repeated lines folded, the head and the tail, and in
-between the lines with errors, warnings or failure states, the odd lines of a listing of
+between the lines with errors or failure states, then warnings, the odd lines of a listing of
 records, the goal's words, numbers or paths."""
 
 from __future__ import annotations
@@ -13,11 +13,14 @@ from ._base import Extract, ToolOutput, assemble
 __all__ = ["GenericFilter"]
 
 _SIGNAL = re.compile(
-    r"\b\w*(error|exception|warning|fail|fatal|denied|refused|timeout|traceback|panic|backoff|"
+    r"\b\w*(error|exception|fail|fatal|denied|refused|timeout|traceback|panic|backoff|"
     r"crash|abort|killed|evicted|unhealthy|segfault)\w*\b|"
     r"\bnot found\b|\bmissing\b|\binvalid\b",
     re.IGNORECASE,
 )
+# Warnings are looked for after errors: a log warning every tenth line (a slow query, a
+# deprecation) filled the budget before the one error in its middle.
+_WARNING = re.compile(r"\b\w*warning\w*\b", re.IGNORECASE)
 _PATH_OR_NUMBER = re.compile(r"[\w.-]*/[\w./-]+|\b\d+(\.\d+)?\b")
 # What varies between the lines one template prints (counts, ids, hashes, addresses): a
 # line with these masked is its template.
@@ -30,10 +33,10 @@ _REPEATED = 3
 
 class GenericFilter:
     """Any output: runs of identical lines folded to the first (with a count), the first
-    ``head`` and last ``tail`` lines, and, up to ``max_lines``, the lines with errors, failure
-    states or warnings, then, when most lines repeat a template (numbers and hex ids aside),
-    the lines whose template is their own, then those sharing a word with the goal, then those
-    with a path or a number; a line the same as one already kept is not kept again.
+    ``head`` and last ``tail`` lines, and, up to ``max_lines``, the lines with errors or failure
+    states, then those with warnings, then, when most lines repeat a template (numbers and hex
+    ids aside), the lines whose template is their own, then those sharing a word with the goal,
+    then those with a path or a number; a line the same as one already kept is not kept again.
     ``odd_lines=False`` leaves the odd lines to the other passes.
 
     Example:
@@ -99,6 +102,7 @@ class GenericFilter:
         shown = {lines[i].strip() for i in keep}
         for pattern_hit in (
             lambda line: bool(_SIGNAL.search(line)),
+            lambda line: bool(_WARNING.search(line)),
             is_odd,
             output.mentions_goal,
             lambda line: bool(_PATH_OR_NUMBER.search(line)),
