@@ -7,6 +7,7 @@ A session uses it to tell when a later view of a file supersedes an earlier one.
 
 from __future__ import annotations
 
+import posixpath
 import re
 import shlex
 from collections.abc import Mapping
@@ -14,7 +15,7 @@ from typing import Any, NamedTuple
 
 from .jsontext import read_json
 
-__all__ = ["PATH_KEYS", "FileRegion", "call_region", "view_region"]
+__all__ = ["PATH_KEYS", "FileRegion", "call_region", "read_failed", "view_region"]
 
 _RANGE = re.compile(r"^(\d+)(?:,(\d+))?p$")
 _WHOLE = (1, 10**9)
@@ -75,13 +76,16 @@ def view_region(command: str) -> FileRegion | None:
 
     Example:
         >>> view_region("cd /repo && nl -ba src/a.py | sed -n '10,40p'")
-        FileRegion(path='src/a.py', start=10, end=40, basis='')
+        FileRegion(path='/repo/src/a.py', start=10, end=40, basis='')
         >>> view_region("cat src/a.py").end
         1000000000
         >>> view_region("grep -n foo src/a.py") is None
         True
     """
-    segment = re.split(r"&&|;|\|\|", command)[-1]
+    *before, segment = re.split(r"&&|;|\|\|", command)
+    folder = _folder(before)
+    if folder is None:
+        return None
     stages = [_words(part) for part in segment.split("|")]
     if not stages or not stages[0]:
         return None
@@ -109,7 +113,43 @@ def view_region(command: str) -> FileRegion | None:
         region = (start, min(region[1], region[0] + narrowed[1] - 1))
     if region is None:
         return None
-    return FileRegion(args[0], region[0], region[1])
+    # The file as the folder the command ran in names it: `cd a && cat setup.py` and
+    # `cd b && cat setup.py` read two files, and `./x.py` is `x.py`.
+    return FileRegion(posixpath.normpath(posixpath.join(folder, args[0])), region[0], region[1])
+
+
+def _folder(segments: list[str]) -> str | None:
+    """Where the ``cd``s among ``segments`` (the commands before a view) lead, from the folder
+    the command started in (``""``); ``None`` when one goes where nobody can tell (``cd -``,
+    ``cd ~``, ``cd $DIR``, ``cd`` alone)."""
+    folder = ""
+    for segment in segments:
+        words = _words(segment)
+        if not words or words[0] != "cd":
+            continue
+        if len(words) != 2 or words[1][:1] in ("-", "~", "$") or "$" in words[1]:
+            return None
+        folder = posixpath.join(folder, words[1])
+    return folder
+
+
+# What a read that failed prints: the file is missing or is a folder, a tool refused.
+_FAILED_READ = re.compile(
+    r"No such file or directory|[Dd]oes not exist|Is a directory|Permission denied|"
+    r"cannot open|can't read|<tool_use_error>|^\s*<returncode>[1-9]\d*</returncode>",
+    re.MULTILINE,
+)
+
+
+def read_failed(text: str) -> bool:
+    """Whether a view's output shows none of its file: empty, or a few lines saying the read
+    failed (a file's own text that mentions such an error is longer than that)."""
+    shown = [line for line in text.splitlines() if line.strip()]
+    if not shown:
+        return True
+    return bool(_FAILED_READ.search(text)) and (
+        len(shown) <= 5 or bool(re.match(r"\s*<returncode>[1-9]", text))
+    )
 
 
 # Tools that read one file, by the last part of their name (``mcp__fs__read_file``): Claude

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .._internal.views import read_failed
 from ..filters import original_note
 from ..pipeline import Decision
 from ..store import put_original
@@ -16,7 +17,13 @@ class Superseding(SessionState):
         """Note the file views the view at ``index`` makes obsolete; replace them in a batch."""
         call = self._calls.get(self._raw[index].tool_call_id or "")
         region = call.region if call else None
-        if region is None:
+        # A read that failed (the file gone, a wrong folder) shows nothing of the file: the
+        # earlier view is still the latest one that does.
+        if region is None or read_failed(self._raw[index].text):
+            return
+        if not self._shown_whole(index) and index not in self._pending:
+            # Shortened, it covers no earlier view (see _shown_whole); a later one may cover it.
+            self._views.append((index, region))
             return
         live = []
         for position, earlier in self._views:
@@ -30,11 +37,25 @@ class Superseding(SessionState):
         # rarely, for enough tokens at once.
         if waiting < self.supersede_batch:  # type: ignore[operator]
             return
+        waiting_still = []
         for position, by in self._superseded:
-            if position in self._pending:
-                continue  # still waiting for its filtering: it goes once the agent answers
-            self._replace_view(position, by)
-        self._superseded = []
+            if position in self._pending or by in self._pending:
+                # Still waiting for its filtering, or for the later view's: decided once the
+                # agent answers, with the next batch.
+                waiting_still.append((position, by))
+            elif self._shown_whole(by):
+                self._replace_view(position, by)
+            else:  # the later view was shortened once answered: the earlier one stays live
+                region_then = self._calls[self._raw[position].tool_call_id or ""].region
+                if region_then is not None:
+                    self._views.append((position, region_then))
+        self._superseded = waiting_still
+
+    def _shown_whole(self, index: int) -> bool:
+        """Whether the view at ``index`` is sent as it came. A view the filter shortened (a
+        long file's head, tail and the goal's windows), one too large to keep or quarantined
+        may not show the lines an earlier view was opened for: it supersedes nothing."""
+        return self._compact[index] is self._raw[index]
 
     def _replace_view(self, position: int, by: int) -> None:
         """Replace the file view at ``position`` by a note naming the later view at ``by`` and
