@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from itertools import pairwise
 
 from .._internal.arguments import tokens
 from ._base import Extract, ToolOutput, assemble, goal_terms
@@ -41,7 +42,7 @@ def _numbered_lines(body: list[str]) -> bool:
     numbers = [int(m[1]) for line in body if (m := _NUMBERED.match(line))]
     if len(numbers) < 0.8 * len(body):
         return False
-    steps = sum(b == a + 1 for a, b in zip(numbers, numbers[1:]))
+    steps = sum(b == a + 1 for a, b in pairwise(numbers))
     return steps >= 0.8 * (len(numbers) - 1)
 
 

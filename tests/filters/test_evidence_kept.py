@@ -98,7 +98,7 @@ def test_the_cause_of_a_failed_install_is_kept() -> None:
         '        File "/tmp/pip-build-env/lib/python3.11/site-packages/pyproject_hooks/'
         '_in_process.py", line 353, in <module>',
         "          main()",
-        "        File \"<string>\", line 8, in <module>",
+        '        File "<string>", line 8, in <module>',
         "          import numpy",
         "      ModuleNotFoundError: No module named 'numpy'",
         "      [end of output]",
