@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ._internal.arguments import shown
+from ._internal.part_texts import is_provider_tool_result, with_texts
 from ._internal.secret_values import Hunt
 from .errors import ConfigError
-from .injection import injection_reason, message_injections, quarantine_note
+from .injection import find_injections, injection_reason, quarantined, result_injections
 from .limits import MAX_MESSAGE_CHARS, message_chars
 from .messages import Message, Role
 from .pipeline import Decision
@@ -58,7 +59,8 @@ class ArrivalGuard:
         store_secrets: Also put the original, secrets and all, in the artifact store (its id is
             in the ``redacted`` decision). Dangerous: anyone who can read the store can read
             the secrets. Retrieve answers are redacted all the same.
-        flag_injections: ``True``: flag tool outputs holding injection markers; ``"quarantine"``:
+        flag_injections: ``True``: flag tool outputs holding injection markers (and the
+            results of tools a provider ran, inside an assistant's turn); ``"quarantine"``:
             also withhold their text from the compact record (the transcript and the store keep
             it); ``False``: do neither.
     """
@@ -129,27 +131,42 @@ class ArrivalGuard:
                     )
                 )
                 message = clean
-        quarantined, stored = None, None
-        if self.flag_injections and message.role == "tool":
-            markers = message_injections(message)
-            if markers:
-                reason = injection_reason(markers)
-                if self.flag_injections == "quarantine":
-                    stored = put_original(
-                        store, message.text, message_id=message.id, kind="quarantined"
-                    )
-                    quarantined = message.model_copy(
-                        update={"content": quarantine_note(markers, message.id)}
-                    )
-                    reason += f"; quarantined: the compact record holds a note, original {stored}"
-                decisions.append(
-                    Decision(
-                        stage="flag",
-                        action="flagged",
-                        message_id=message.id,
-                        reason=reason,
-                        tokens_before=counter.count_message(message),
-                        tokens_after=counter.count_message(quarantined or message),
-                    )
+        withheld, stored = None, None
+        # A tool message's text, and the results of the tools a provider ran (a web fetch's
+        # page is where an injection most often comes from), as redaction reads them.
+        markers = result_injections(message) if self.flag_injections else ()
+        if markers:
+            reason = injection_reason(markers)
+            if self.flag_injections == "quarantine":
+                withheld = quarantined(message, markers)
+                # The session's transcript keeps the whole turn; the store, the text withheld.
+                text = message.text if message.role == "tool" else _results_text(message)
+                stored = put_original(store, text, message_id=message.id, kind="quarantined")
+                reason += f"; quarantined: the compact record holds a note, original {stored}"
+            decisions.append(
+                Decision(
+                    stage="flag",
+                    action="flagged",
+                    message_id=message.id,
+                    reason=reason,
+                    tokens_before=counter.count_message(message),
+                    tokens_after=counter.count_message(withheld or message),
                 )
-        return Arrival(message, quarantined, tuple(decisions), stored)
+            )
+        return Arrival(message, withheld, tuple(decisions), stored)
+
+
+def _results_text(message: Message) -> str:
+    """The texts of the results of the tools a provider ran in ``message`` that hold an
+    injection marker, one after the other: what a quarantine withholds from its turn."""
+    texts: list[str] = []
+
+    def take(text: str) -> str:
+        if find_injections(text):
+            texts.append(text)
+        return text
+
+    for part in message.content if isinstance(message.content, list) else ():
+        if is_provider_tool_result(part):
+            with_texts(part, take)
+    return "\n\n".join(texts)

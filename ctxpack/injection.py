@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ._internal.escapes import INVISIBLE
+from ._internal.part_texts import is_provider_tool_result, with_texts
 from .caches import memoize
 from .errors import ArgumentsError
 from .messages import Message
@@ -252,6 +253,45 @@ def find_injections(text: str) -> tuple[InjectionFinding, ...]:
 def message_injections(message: Message) -> tuple[InjectionFinding, ...]:
     """The injection markers in a message's text (its content string or text parts)."""
     return find_injections(message.text)
+
+
+def result_injections(message: Message) -> tuple[InjectionFinding, ...]:
+    """The injection markers in what tools returned in ``message``: a tool message's text, or
+    each text of the results of the tools the provider ran inside an assistant's turn (a web
+    fetch's page, an MCP server's blocks, code execution's output), the assistant's own words
+    left out. Each marker's place is in the text that holds it."""
+    if message.role == "tool":
+        return message_injections(message)
+    if message.role != "assistant" or not isinstance(message.content, list):
+        return ()
+    found: list[InjectionFinding] = []
+
+    def scan(text: str) -> str:
+        found.extend(find_injections(text))
+        return text
+
+    for part in message.content:
+        if is_provider_tool_result(part):
+            with_texts(part, scan)
+    return tuple(found)
+
+
+def quarantined(message: Message, findings: Sequence[InjectionFinding]) -> Message:
+    """``message`` with what its tools returned withheld: a tool message's text, or each text
+    holding a marker in the results of the tools the provider ran (the turn's own words, its
+    calls and the results' types and ids kept, so that the turn still pairs)."""
+    if message.role == "tool" or not isinstance(message.content, list):
+        return message.model_copy(update={"content": quarantine_note(findings, message.id)})
+    note = quarantine_note(findings, message.id)
+
+    def withheld(text: str) -> str:
+        return note if find_injections(text) else text
+
+    content = [
+        with_texts(part, withheld) if is_provider_tool_result(part) else part
+        for part in message.content
+    ]
+    return message.model_copy(update={"content": content})
 
 
 def injection_reason(findings: Sequence[InjectionFinding]) -> str:

@@ -131,6 +131,11 @@ class Arrival(Superseding):
                 self._pending.append(index)
             else:
                 compact = self._filtered(msg)
+        elif arrival.quarantined is not None:
+            # An assistant's turn holding a provider tool's result withheld: its other parts
+            # go as they came, the result is a note and is filtered no further.
+            compact = arrival.quarantined
+            self._record_quarantine(msg, compact, arrival.stored)
         elif message_chars(msg) > MAX_MESSAGE_CHARS:
             compact = self._oversized(msg)
         elif msg.role == "assistant" and self.filter is not None:

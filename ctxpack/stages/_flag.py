@@ -6,7 +6,14 @@ from functools import lru_cache
 from typing import ClassVar
 
 from .._internal.prefix import PrefixMemo
-from ..injection import InjectionFinding, injection_reason, message_injections, quarantine_note
+from ..injection import (
+    InjectionFinding,
+    injection_reason,
+    message_injections,
+    quarantine_note,
+    quarantined,
+    result_injections,
+)
 from ..messages import Message, Role
 from ..pipeline import Decision, PackContext, check_context
 from ._base import StageModel
@@ -19,7 +26,12 @@ def _markers(roles: frozenset[str]) -> PrefixMemo[Message, tuple[InjectionFindin
     """Each message's injection markers, memoised across packs of a growing history."""
 
     def markers(message: Message) -> tuple[InjectionFinding, ...]:
-        return message_injections(message) if message.role in roles else ()
+        if message.role in roles:
+            return message_injections(message)
+        if "tool" in roles and message.role == "assistant":
+            # The results of the tools a provider ran (a web fetch's page) are tool outputs.
+            return result_injections(message)
+        return ()
 
     return PrefixMemo(markers)
 
@@ -33,7 +45,9 @@ class InjectionFlagger(StageModel):
     original is kept in ``result.artifacts``.
 
     Args:
-        roles: Whose messages are checked; by default tool outputs only.
+        roles: Whose messages are checked; by default tool outputs only (with ``"tool"``, the
+            results of the tools a provider ran inside an assistant's turn too, each text of
+            them; quarantined, those texts alone are replaced, so the turn still pairs).
         quarantine: Replace a flagged message's text by a note.
 
     Example:
@@ -68,7 +82,11 @@ class InjectionFlagger(StageModel):
             reason = injection_reason(found)
             new = msg
             if self.quarantine:
-                new = msg.model_copy(update={"content": quarantine_note(found, msg.id)})
+                new = (
+                    quarantined(msg, found)
+                    if msg.role == "assistant"
+                    else msg.model_copy(update={"content": quarantine_note(found, msg.id)})
+                )
                 messages[i] = new
                 artifacts.setdefault(msg.id, msg)
                 reason += "; quarantined: text replaced by a note, original kept as an artifact"
