@@ -114,13 +114,10 @@ class Session(Arrival, Rendering):
             audit them (a value hunted in one included). Anyone who can read the store can
             then read the secrets; the model still cannot (retrieve answers are redacted, and
             hunted for every value found).
-        flag_injections: Record a ``flagged`` decision for each tool output holding
-            prompt-injection markers (see :mod:`ctxpack.injection`), the results of the tools
-            the provider ran inside an assistant's turn included (a web fetch's page); its
-            text is kept. ``"quarantine"``: the compact record holds a note instead of the
-            text (of a provider's result, instead of each of its texts holding a marker; the
-            turn's own words and calls are kept); the transcript and the store keep it;
-            ``False``: no check.
+        flag_injections: Record a ``flagged`` decision for each tool output holding injection
+            markers (:mod:`ctxpack.injection`), a provider tool's result in an assistant's turn
+            too; its text is kept. ``"quarantine"``: the compact record holds a note instead
+            (the transcript and the store keep the text); ``False``: no check.
 
     Example:
         >>> session = Session(model="gpt-4")
