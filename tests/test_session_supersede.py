@@ -96,3 +96,17 @@ def test_a_later_view_filtered_once_answered_is_judged_then() -> None:
     assert superseded(session) == []
     sent = "\n".join(m.text for m in session.render().messages)
     assert "   245\tdef func_122(x):" in sent
+
+
+@pytest.mark.parametrize(
+    ("first", "shows"),
+    [
+        ("head --lines=50 src/m.py", (1, 50)),
+        ("head -c 2000 src/m.py", (1, 70)),  # bytes, not lines
+        ("head -n -5 src/m.py", (1, 1_995)),  # all but the last five lines
+    ],
+)
+def test_heads_are_read_for_the_lines_they_show(first: str, shows: tuple[int, int]) -> None:
+    # Each shows more than ten lines: the default head of ten lines after it covers none.
+    session = views((first, numbered(*shows)[:6_000]), ("head src/m.py", numbered(1, 10)))
+    assert superseded(session) == []

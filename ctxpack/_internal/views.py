@@ -63,10 +63,14 @@ def _range_of(words: list[str]) -> tuple[int, int] | None:
         return None
     if program == "head":
         for i, word in enumerate(words[1:], start=1):
-            if word == "-n" and i + 1 < len(words) and words[i + 1].isdigit():
+            if word in ("-n", "--lines") and i + 1 < len(words) and words[i + 1].isdigit():
                 return 1, int(words[i + 1])
-            if re.fullmatch(r"-n?\d+", word):
-                return 1, int(word.lstrip("-n"))
+            if m := re.fullmatch(r"-n?(\d+)|--lines=(\d+)", word):
+                return 1, int(m[1] or m[2])
+            # Bytes (-c), all but the last lines (-n -5), a count in units (-n 2K): not a
+            # range of lines anyone can place.
+            if word.startswith(("-c", "--bytes", "-n", "--lines")):
+                return None
         return 1, 10
     return None
 
