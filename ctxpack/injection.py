@@ -64,7 +64,8 @@ INJECTION_PATTERNS: dict[str, str] = {
         # A line that opens a message of a role the text has no right to: chat-template tokens,
         # tags, bracketed or ruled-off headers.
         r"(?im)^[ \t>*#-]*(?:<\|im_start\|>[ \t]*" + _ROLE + r"|<\|" + _ROLE + r"\|>|"
-        r"</?" + _ROLE + r"(?:[-_ ](?:message|prompt|instructions?))?>|"
+        # Not a tag around one word on its line: Maven's <system>GitHub</system>, a value.
+        r"</?" + _ROLE + r"(?:[-_ ](?:message|prompt|instructions?))?>(?![^\s<]+</)|"
         r"\[/?" + _ROLE + r"(?:[ _-](?:message|note|prompt|instructions?))?\]|"
         r"-{2,}[ \t]*" + _ROLE + r"[ \t]+(?:message|note|prompt|instructions?)\b|"
         r"(?:new[ \t]+)?" + _ROLE + r"[ \t]+(?:message|prompt|instructions?|override)[ \t]*:)"
