@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import warnings
 from collections.abc import Sequence
 
@@ -133,7 +134,14 @@ def _tool_filter(
     if filters is None or filters is True:
         return ToolOutputFilter(retrievable=retrieve_tool)
     if isinstance(filters, ToolOutputFilter):
-        return filters
+        if filters.retrievable == retrieve_tool:
+            return filters
+        # Its markers must say what the model is offered: with retrieve_tool=False, a marker
+        # telling it to call retrieve_original had it call a tool it was never given. A copy,
+        # so that the caller's filter is left as it is.
+        chosen = copy.copy(filters)
+        chosen.retrievable = retrieve_tool
+        return chosen
     # A string is a Sequence too, but of characters, not filters.
     if isinstance(filters, Sequence) and not isinstance(filters, (str, bytes)):
         return ToolOutputFilter(list(filters), retrievable=retrieve_tool)

@@ -60,9 +60,9 @@ class Session(Arrival, Rendering):
         counter: A token counter instead (see :func:`ctxpack.tokens.get_counter`).
         store: Where originals go; by default an in-memory :class:`SQLiteArtifactStore`
             (pass one with a file path for originals that outlive the process).
-        filters: A :class:`~ctxpack.filters.ToolOutputFilter`, a list of filters for one, or
-            ``False`` to keep tool outputs whole. By default, every filter of
-            :func:`~ctxpack.filters.default_filters`.
+        filters: A :class:`~ctxpack.filters.ToolOutputFilter` (its markers offer the retrieve
+            tool as ``retrieve_tool`` says), a list of filters for one, or ``False`` to keep
+            tool outputs whole. By default, every filter of ``filters.default_filters()``.
         retrieve_tool: Whether the model is offered the retrieve tool. Markers then say how to
             call it, :meth:`tools` lists it and :meth:`render` counts its definition.
         pipeline: Stages run at render time on the compact record (say, a clearer or a
