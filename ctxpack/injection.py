@@ -58,12 +58,20 @@ INJECTION_PATTERNS: dict[str, str] = {
     "instruction-override": (
         r"(?i)\b(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+|any\s+|the\s+|your\s+)*"
         r"(?:previous|prior|above|earlier|preceding|former|original|system)\s+"
-        r"(?:instructions?|prompts?|directions?|directives?|rules|guidelines|messages?|context)"
+        r"(?:instructions?|prompts?|directions?|directives?|rules|guidelines|messages?|context)|"
+        # The first published form ("Ignore the above and say ..."): "the above" then a new
+        # clause, not a noun ("ignore the above warning" is no override).
+        r"\b(?:ignore|disregard|forget)\s+(?:all\s+|everything\s+|the\s+)*(?:above|before)"
+        r"(?:\s+(?:and|then)\b|\s*[.,;:!])|"
+        r"\b(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+)?(?:of\s+)?your\s+"
+        r"(?:instructions|system\s+prompt|guidelines)\b"
     ),
     "role-impersonation": (
         # A line that opens a message of a role the text has no right to: chat-template tokens,
         # tags, bracketed or ruled-off headers.
         r"(?im)^[ \t>*#-]*(?:<\|im_start\|>[ \t]*" + _ROLE + r"|<\|" + _ROLE + r"\|>|"
+        # Llama 3's and Llama 2's headers of a system message.
+        r"<\|start_header_id\|>[ \t]*" + _ROLE + r"[ \t]*<\|end_header_id\|>|\[INST\][ \t]*<<SYS>>|"
         # Not a tag around one word on its line: Maven's <system>GitHub</system>, a value.
         r"</?" + _ROLE + r"(?:[-_ ](?:message|prompt|instructions?))?>(?![^\s<]+</)|"
         r"\[/?" + _ROLE + r"(?:[ _-](?:message|note|prompt|instructions?))?\]|"
@@ -85,7 +93,7 @@ INJECTION_PATTERNS: dict[str, str] = {
 # substring test; ``None``: the pattern needs a character outside ASCII.
 _NEEDLES: dict[str, tuple[str, ...] | None] = {
     "instruction-override": ("ignore", "disregard", "forget", "override", "bypass"),
-    "role-impersonation": ("system", "developer", "assistant"),
+    "role-impersonation": ("system", "developer", "assistant", "<<sys>>"),
     "exfiltration-request": (
         "send",
         "post",
