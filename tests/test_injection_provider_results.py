@@ -121,3 +121,36 @@ def test_pack_flags_a_provider_result_as_a_session_does(quarantine: bool) -> Non
     sent = json.dumps(result.messages[1].content)
     assert ("Ignore all previous" in sent) is not quarantine
     assert "Here is the summary." in sent
+
+
+def test_the_other_results_of_a_quarantined_turn_are_still_filtered() -> None:
+    log = "\n".join(f"step {i}: ok" for i in range(3_000)) + "\nERROR: step 3000 failed"
+    turn = fetched()
+    turn[1]["content"][2:2] = [
+        {
+            "type": "server_tool_use",
+            "id": "srvtoolu_2",
+            "name": "bash_code_execution",
+            "input": {"command": "python run.py"},
+        },
+        {
+            "type": "bash_code_execution_tool_result",
+            "tool_use_id": "srvtoolu_2",
+            "content": {
+                "type": "bash_code_execution_result",
+                "stdout": log,
+                "stderr": "",
+                "return_code": 1,
+                "content": [],
+            },
+        },
+    ]
+    session = Session(model="claude-sonnet-4-5", counter=COUNTER, flag_injections="quarantine")
+    session.extend(turn)
+    sent = session.render().to_anthropic()["messages"]
+    validate_anthropic(sent)
+    ran = sent[1]["content"][3]["content"]
+    assert len(ran["stdout"]) < len(log) and "ERROR: step 3000 failed" in ran["stdout"]
+    assert "Ignore all previous" not in json.dumps(sent)
+    records = {(r.kind, r.result_id) for r in session.records}
+    assert ("quarantined", None) in records and ("generic", "srvtoolu_2") in records

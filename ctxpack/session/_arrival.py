@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import ValidationError
@@ -132,10 +132,17 @@ class Arrival(Superseding):
             else:
                 compact = self._filtered(msg)
         elif arrival.quarantined is not None:
-            # An assistant's turn holding a provider tool's result withheld: its other parts
-            # go as they came, the result is a note and is filtered no further.
+            # An assistant's turn holding a provider tool's result withheld: that result is a
+            # note, and the turn's other results are filtered as ever.
             compact = arrival.quarantined
             self._record_quarantine(msg, compact, arrival.stored)
+            if self.filter is not None and isinstance(msg.content, list):
+                withheld = {
+                    result_id(part)
+                    for part, now in zip(msg.content, compact.content or [], strict=False)
+                    if now is not part
+                }
+                compact = self._provider_results_filtered(compact, withheld)
         elif message_chars(msg) > MAX_MESSAGE_CHARS:
             compact = self._oversized(msg)
         elif msg.role == "assistant" and self.filter is not None:
@@ -197,7 +204,9 @@ class Arrival(Superseding):
         )
         return compact
 
-    def _provider_results_filtered(self, msg: Message) -> Message:
+    def _provider_results_filtered(
+        self, msg: Message, withheld: Collection[str | None] = ()
+    ) -> Message:
         """``msg`` (an assistant's turn) with the texts of the results of the tools its
         provider ran (an MCP server's blocks, code execution's stdout and stderr, an
         ``mcp_call``'s output, the code interpreter's logs...) filtered as a tool message's
@@ -205,7 +214,8 @@ class Arrival(Superseding):
         other fields, as they came.
 
         Filtered at arrival, whatever ``filter_when`` says: the turn already holds what the
-        model made of them (its text, which is part of their goal)."""
+        model made of them (its text, which is part of their goal). The results ``withheld``
+        (by their ids: quarantined, a note now) are left as they are."""
         if not isinstance(msg.content, list) or not any(result_ids(msg.content)):
             return msg
         calls = {rid: (tool, arguments) for rid, tool, arguments in tool_calls(msg.content)}
@@ -213,7 +223,7 @@ class Arrival(Superseding):
         compact = msg
         for k, part in enumerate(msg.content):
             rid = result_id(part)
-            if rid is not None:
+            if rid is not None and rid not in withheld:  # a quarantined one is a note now
                 # A result whose use is not in the turn is filtered by its content alone.
                 tool, arguments = calls.get(rid, (None, ""))
                 compact = self._provider_result_filtered(
