@@ -4,6 +4,8 @@ nothing."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -110,3 +112,16 @@ def test_heads_are_read_for_the_lines_they_show(first: str, shows: tuple[int, in
     # Each shows more than ten lines: the default head of ten lines after it covers none.
     session = views((first, numbered(*shows)[:6_000]), ("head src/m.py", numbered(1, 10)))
     assert superseded(session) == []
+
+
+def test_a_real_sessions_view_is_not_superseded_by_its_failed_read() -> None:
+    # sphinx-doc__sphinx-10614 (mini-swe-agent, Gemini 3 Pro): the agent reads a generated
+    # SVG, removes the build, and reads it again: "No such file or directory".
+    fixture = Path(__file__).parent / "fixtures" / "view_then_failed_read.json"
+    messages = json.loads(fixture.read_text())["messages"]
+    session = Session(model="gpt-4o", supersede_batch=1)
+    session.extend(messages)
+    assert superseded(session) == []
+    svg = messages[2]["content"]
+    assert "<ns0:title>MyClass1</ns0:title>" in svg
+    assert svg in [m.text for m in session.render().messages]
