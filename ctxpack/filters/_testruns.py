@@ -62,6 +62,14 @@ _FAILURE_HEAD_LINES = (
     r"^\S+ > \S+.* FAILED$",  # gradle
 )
 _FAILURE_HEAD = any_of(_FAILURE_HEAD_LINES)
+# A test's own status line when it failed: pytest -v's "path::name FAILED [ 50%]" (xdist's
+# "[gw0] [ 50%] FAILED path::name"), cargo's "test a::b ... FAILED", unittest's and Django's
+# "name (module.Class) ... FAIL". A run without its failures' report (pytest -rN, an output cut
+# in its middle) names the failing test there only: its totals said "1 failed", not which.
+_FAILED_STATUS = re.compile(
+    r"^\S.*?(::.+?|\s\.\.\.)\s+(FAILED|FAIL|ERROR)(\s+\[\s*\d+%\])?\s*$|"
+    r"^\[gw\d+\]\s+\[\s*\d+%\]\s+(FAILED|ERROR)\s+\S+::"
+)
 _DETAIL_LINES = (
     r"^E\s",  # pytest's explanation lines
     r"^\s*>\s",  # the failing statement (pytest, jest's code frame)
@@ -88,6 +96,9 @@ _GO_FAIL = re.compile(r"^\s*--- FAIL: ")
 _DIFF = re.compile(r"^\s*[-+](?![-+])\s*\S")
 _LOOSE_ERROR = re.compile(r"\b\w*(Error|Exception)\b|^error\b|^Traceback ", re.IGNORECASE)
 _DETAILS_PER_FAILURE = 14
+# The failing tests' status lines kept at most: the names, when the report of each failure (which
+# names them too) is missing; a run of hundreds of failures has that report.
+_MAX_FAILED_STATUS = 40
 
 
 class TestRunFilter:
@@ -137,6 +148,7 @@ class TestRunFilter:
         failures = 0
         totals = 0
         loose_errors = 0
+        failed_status = 0
         for i in output.body:
             line = lines[i]
             if _TOTALS.search(line):
@@ -156,6 +168,10 @@ class TestRunFilter:
                 in_failure, details, diff = True, 0, 0
                 continue
             if not line.strip():
+                continue
+            if failed_status < _MAX_FAILED_STATUS and _FAILED_STATUS.search(line):
+                keep.add(i)
+                failed_status += 1
                 continue
             if not in_failure:
                 # A run that crashed before its tests (an import error, a bad option) says why.
@@ -178,10 +194,14 @@ class TestRunFilter:
                 if line.lstrip().startswith('File "') and i + 1 < len(lines):
                     keep.add(i + 1)
         if not totals and not failures:
+            # A run cut before its totals: its tail says where it stopped (generic keeps it,
+            # and its FAILED lines as any error line).
             return _unread(output)
         if len(keep) >= len(lines) - 1:
             return None
-        summary = "totals and failures kept" if failures else "totals kept, no failure"
+        summary = (
+            "totals and failures kept" if failures or failed_status else "totals kept, no failure"
+        )
         if library:
             summary += f", {library} library frames hidden"
         return Extract(assemble(output, keep), summary)

@@ -119,3 +119,25 @@ def test_a_crash_in_a_build_log_is_kept() -> None:
     assert out.shortened and crashes[0] in out.text.split("\n")
     # -Werror is a flag, not an error: the compile lines stay hidden.
     assert sum(line.startswith("gcc ") for line in out.text.split("\n")) <= 10
+
+
+def test_a_failing_tests_status_line_is_kept_when_it_alone_names_it() -> None:
+    # pytest -v -rN prints no summary of failures: the run's totals say "1 failed", and the
+    # status line in the middle of 2,000 says which.
+    run = ["=" * 29 + " test session starts " + "=" * 30, "collected 2000 items", ""]
+    run += [
+        f"tests/test_api.py::test_case_{i} PASSED{' ' * 20}[{i // 20:3d}%]" for i in range(2000)
+    ]
+    run[1_000] = "tests/test_api.py::test_refund_rounding FAILED                     [ 50%]"
+    run += ["", "=" * 24 + " 1 failed, 1999 passed in 9.81s " + "=" * 24]
+    out = ToolOutputFilter()("\n".join(run), command="pytest -v -rN", goal="fix the failing test")
+    assert out.kind == "test_run" and out.shortened
+    kept = out.text.split("\n")
+    assert run[1_000] in kept and run[-1] in kept
+    assert "no failure" not in out.summary
+    # cargo's and unittest's status lines likewise.
+    cargo = ["running 300 tests"] + [f"test api::case_{i} ... ok" for i in range(300)]
+    cargo[150] = "test api::refund_rounding ... FAILED"
+    cargo += ["", "test result: FAILED. 299 passed; 1 failed; 0 ignored; finished in 0.4s"]
+    out = ToolOutputFilter()("\n".join(cargo), command="cargo test", goal="fix it")
+    assert cargo[150] in out.text.split("\n")
