@@ -21,7 +21,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ._internal.escapes import INVISIBLE
+from ._internal.escapes import INVISIBLE, TERMINAL_CODE
 from ._internal.part_texts import is_provider_tool_result, with_texts
 from .caches import memoize
 from .errors import ArgumentsError
@@ -196,11 +196,17 @@ def _phrases(text: str) -> list[InjectionFinding]:
     return found
 
 
+# What a reader of a text does not see: its invisible characters, and its terminal codes (a
+# colour, bold), which a terminal does not print and the filters remove from what they keep.
+_UNSEEN = re.compile("(?:" + TERMINAL_CODE.pattern + "|" + INVISIBLE.pattern[:-1] + ")+")
+
+
 def _phrases_through_invisible(text: str, found: list[InjectionFinding]) -> list[InjectionFinding]:
-    # The phrases of the text without its invisible characters that are not already found,
+    # The phrases of the text without what a reader does not see that are not already found,
     # at their places in the text: one between two letters of "ignore" hid the phrase from the
-    # patterns but not from the model.
-    visible = INVISIBLE.sub("", text)
+    # patterns but not from the model, and so did a colour code before "Ignore" (no word
+    # boundary after its "m") or around "previous".
+    visible = _UNSEEN.sub("", text)
     if len(visible) == len(text):
         return []
     hidden = _phrases(visible)
@@ -216,7 +222,7 @@ def _positions_in(text: str) -> Callable[[int], int]:
     # Where the character at an index of the text without its invisible characters is in the
     # text: after each run of them before it, its index is as much further on.
     kept_before, removed_through, removed = [], [], 0
-    for run in INVISIBLE.finditer(text):
+    for run in _UNSEEN.finditer(text):
         kept_before.append(run.start() - removed)
         removed += run.end() - run.start()
         removed_through.append(removed)
@@ -240,7 +246,7 @@ def _scan(text: str) -> tuple[InjectionFinding, ...]:
             for finding in _markers(name, pattern, text)
         ]
     found += _phrases(text)
-    if not text.isascii():
+    if not text.isascii() or "\x1b" in text:
         found += _phrases_through_invisible(text, found)
     return tuple(sorted(found, key=lambda f: (f.start, f.pattern)))
 
