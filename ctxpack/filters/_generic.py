@@ -8,7 +8,7 @@ import re
 from collections import Counter
 
 from .._internal.arguments import flag, tokens
-from ._base import Extract, ToolOutput, assemble
+from ._base import Extract, ToolOutput, assemble, gap_note
 
 __all__ = ["GenericFilter"]
 
@@ -149,9 +149,7 @@ def _fold_notes(output: ToolOutput, keep: set[int], runs: dict[int, int]) -> str
                 f"{previous + 2}-{end + 1}]"
             )
             gap_start = end + 1
-        gap = i - gap_start
-        if gap > 0:
-            out.append(f"[… {gap} lines hidden: {gap_start + 1}-{i}]")
+        _gap(out, lines, gap_start, i)
         out.append(lines[i])
         previous = i
     end = runs.get(previous)
@@ -159,6 +157,18 @@ def _fold_notes(output: ToolOutput, keep: set[int], runs: dict[int, int]) -> str
         copies = end - previous
         out.append(f"[… repeated {copies} more times: lines {previous + 2}-{end + 1}]")
         previous = end
-    if len(lines) - previous - 1 > 0:
-        out.append(f"[… {len(lines) - previous - 1} lines hidden: {previous + 2}-{len(lines)}]")
+    _gap(out, lines, previous + 1, len(lines))
     return "\n".join(out)
+
+
+def _gap(out: list[str], lines: list[str], start: int, stop: int) -> None:
+    """``lines[start:stop]``, hidden, as :func:`assemble` words it: one note naming them, or
+    the lines themselves when they are no longer than it ("[… 1 lines hidden: 5-5]" stood for
+    a line of two characters)."""
+    if stop <= start:
+        return
+    note = gap_note(start + 1, stop)
+    if sum(map(len, lines[start:stop])) + stop - start <= len(note) + 1:
+        out.extend(lines[start:stop])
+    else:
+        out.append(note)

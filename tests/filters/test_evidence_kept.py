@@ -3,7 +3,7 @@ error in the middle of a long log, an exception a build or a container printed."
 
 from __future__ import annotations
 
-from ctxpack.filters import ToolOutputFilter
+from ctxpack.filters import GenericFilter, ToolOutput, ToolOutputFilter
 
 
 def service_log(lines: int = 3_000, stamp: str = "2026-12-07 12:00") -> list[str]:
@@ -141,3 +141,20 @@ def test_a_failing_tests_status_line_is_kept_when_it_alone_names_it() -> None:
     cargo += ["", "test result: FAILED. 299 passed; 1 failed; 0 ignored; finished in 0.4s"]
     out = ToolOutputFilter()("\n".join(cargo), command="cargo test", goal="fix it")
     assert cargo[150] in out.text.split("\n")
+
+
+def test_a_note_of_the_generic_filter_never_stands_for_less_than_itself() -> None:
+    # Runs of copies are folded; between the lines kept, each hidden "x" (the same as one kept)
+    # was replaced by "[… 1 lines hidden: 46-46]", longer than what it hid.
+    lines = ["starting"] * 40 + [f"worker {i} ready" for i in range(60)]
+    for i in range(41, 100, 2):
+        lines[i] = "x"
+    out = GenericFilter(head=5, tail=5, max_lines=40).extract(ToolOutput("\n".join(lines)))
+    assert out is not None
+    kept = out.text.split("\n")
+    assert not any("1 lines" in line for line in kept)
+    for line in kept:
+        if line.startswith("[… ") and " hidden: " in line:
+            first, _, last = line.rstrip("]").rpartition(" ")[2].partition("-")
+            hidden = lines[int(first) - 1 : int(last or first)]
+            assert sum(map(len, hidden)) + len(hidden) > len(line) + 1, line
