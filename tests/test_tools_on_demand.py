@@ -358,7 +358,10 @@ def test_a_choice_of_any_tool_keeps_the_stubs(api: str, choice: Any) -> None:
     assert [_schema(t) == {"type": "object"} for t in sent][:4] == [True] * 4
 
 
-def test_an_async_session_counts_the_forced_tool_whole_too() -> None:
+def sent_async(tool_choice: Any) -> tuple[list[dict[str, Any]], Any]:
+    """The tools an async wrapped client around an AsyncSession with tools on demand sends
+    with ``tool_choice``, and its result."""
+
     async def ask() -> tuple[list[dict[str, Any]], Any]:
         session = await AsyncSession.open("s", store="memory://", tools_on_demand=True)
         capture = Capture(chat_completion({"role": "assistant", "content": "ok"}))
@@ -367,11 +370,15 @@ def test_an_async_session_counts_the_forced_tool_whole_too() -> None:
             model="gpt-4o",
             messages=[{"role": "user", "content": "Close issue 7."}],
             tools=TOOLS,
-            tool_choice={"type": "function", "function": {"name": "add_label"}},
+            tool_choice=tool_choice,
         )
         return capture.body["tools"], client.last_result
 
-    sent, result = asyncio.run(ask())
+    return asyncio.run(ask())
+
+
+def test_an_async_session_counts_the_forced_tool_whole_too() -> None:
+    sent, result = sent_async({"type": "function", "function": {"name": "add_label"}})
     assert sent[3] == TOOLS[3] and sent[0] != TOOLS[0]
     # A session made without a model counts for the request's (gpt-4o: o200k_base).
     assert result.tool_tokens == tool_definition_tokens(sent, get_counter(model="gpt-4o"))

@@ -3,17 +3,15 @@ request allows, so one not allowed to call describe_tool must get the allowed to
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
 
-from ctxpack import AsyncSession, get_counter, wrap_openai
+from ctxpack import get_counter
 from ctxpack.tokens import tool_definition_tokens
 from ctxpack.tools_on_demand import DESCRIBE_TOOL_NAME
 
-from .sdk_mock import Capture, async_openai_client, chat_completion
-from .test_tools_on_demand import COUNTER, TOOLS, _forced, _schema
+from .test_tools_on_demand import COUNTER, TOOLS, _forced, _schema, sent_async
 
 _FULL = [t["function"]["parameters"] for t in TOOLS]
 
@@ -49,18 +47,6 @@ def test_an_allowed_tools_choice_that_allows_describe_tool_keeps_the_stubs(api: 
 
 
 def test_an_async_session_sends_the_allowed_tools_whole_too() -> None:
-    async def ask() -> tuple[list[dict[str, Any]], Any]:
-        session = await AsyncSession.open("s", store="memory://", tools_on_demand=True)
-        capture = Capture(chat_completion({"role": "assistant", "content": "ok"}))
-        client = wrap_openai(async_openai_client(capture), window=8_000, session=session)
-        await client.chat.completions.create(
-            model="gpt-4o",
-            messages=[{"role": "user", "content": "Label issue 7."}],
-            tools=TOOLS,
-            tool_choice=_allowed("chat", ["add_label"]),
-        )
-        return capture.body["tools"], client.last_result
-
-    sent, result = asyncio.run(ask())
+    sent, result = sent_async(_allowed("chat", ["add_label"]))
     assert sent[3] == TOOLS[3] and _schema(sent[2]) == {"type": "object"}
     assert result.tool_tokens == tool_definition_tokens(sent, get_counter(model="gpt-4o"))

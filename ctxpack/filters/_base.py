@@ -26,9 +26,9 @@ __all__ = [
     "Extract",
     "OutputFilter",
     "ToolOutput",
+    "add_gap",
     "assemble",
     "cut_middle",
-    "gap_note",
     "goal_terms",
     "hidden",
     "is_note",
@@ -186,11 +186,24 @@ def cut_middle(text: str, limit: int) -> str:
     return text[:head] + hidden(len(text) - head - tail, "characters") + text[len(text) - tail :]
 
 
-def gap_note(first: int, last: int) -> str:
+def _gap_note(first: int, last: int) -> str:
     """The note for hidden lines ``first..last`` (1-based, inclusive)."""
     if first == last:
         return f"[… 1 line hidden: {first}]"
     return f"[… {last - first + 1} lines hidden: {first}-{last}]"
+
+
+def add_gap(out: list[str], lines: Sequence[str], start: int, stop: int) -> None:
+    """``lines[start:stop]``, hidden, added to ``out``: one note naming them, or the lines
+    themselves when they are no longer than it (a note standing for a line of two characters
+    costs more than the line)."""
+    if stop <= start:
+        return
+    note = _gap_note(start + 1, stop)
+    if sum(map(len, lines[start:stop])) + stop - start <= len(note) + 1:
+        out.extend(lines[start:stop])
+    else:
+        out.append(note)
 
 
 def _is_index(value: object) -> bool:
@@ -244,22 +257,13 @@ def assemble(
     out: list[str] = []
     previous = -1
 
-    def gap(start: int, stop: int) -> None:  # hidden: lines[start:stop]
-        if stop <= start:
-            return
-        note = gap_note(start + 1, stop)
-        if sum(map(len, lines[start:stop])) + stop - start <= len(note) + 1:
-            out.extend(lines[start:stop])
-        else:
-            out.append(note)
-
     for i in kept:
-        gap(previous + 1, i)
+        add_gap(out, lines, previous + 1, i)
         if i in extra:
             out.append(extra[i])
         out.append(lines[i])
         previous = i
-    gap(previous + 1, len(lines))
+    add_gap(out, lines, previous + 1, len(lines))
     out.extend(note for i, note in sorted(extra.items()) if i >= len(lines) or i not in kept)
     return "\n".join(out)
 

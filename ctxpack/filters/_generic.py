@@ -8,7 +8,7 @@ import re
 from collections import Counter
 
 from .._internal.arguments import flag, tokens
-from ._base import Extract, ToolOutput, assemble, gap_note
+from ._base import Extract, ToolOutput, add_gap, assemble
 
 __all__ = ["GenericFilter"]
 
@@ -149,7 +149,7 @@ def _fold_notes(output: ToolOutput, keep: set[int], runs: dict[int, int]) -> str
                 f"{previous + 2}-{end + 1}]"
             )
             gap_start = end + 1
-        _gap(out, lines, gap_start, i)
+        add_gap(out, lines, gap_start, i)
         out.append(lines[i])
         previous = i
     end = runs.get(previous)
@@ -157,18 +157,5 @@ def _fold_notes(output: ToolOutput, keep: set[int], runs: dict[int, int]) -> str
         copies = end - previous
         out.append(f"[… repeated {copies} more times: lines {previous + 2}-{end + 1}]")
         previous = end
-    _gap(out, lines, previous + 1, len(lines))
+    add_gap(out, lines, previous + 1, len(lines))
     return "\n".join(out)
-
-
-def _gap(out: list[str], lines: list[str], start: int, stop: int) -> None:
-    """``lines[start:stop]``, hidden, as :func:`assemble` words it: one note naming them, or
-    the lines themselves when they are no longer than it ("[… 1 lines hidden: 5-5]" stood for
-    a line of two characters)."""
-    if stop <= start:
-        return
-    note = gap_note(start + 1, stop)
-    if sum(map(len, lines[start:stop])) + stop - start <= len(note) + 1:
-        out.extend(lines[start:stop])
-    else:
-        out.append(note)
