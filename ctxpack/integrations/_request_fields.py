@@ -32,6 +32,8 @@ __all__ = [
     "check_forced",
     "choice_tokens",
     "forced_tool",
+    "langchain_choice",
+    "langchain_forced",
     "langchain_tool_definitions",
     "reply_room",
     "request_choice",
@@ -189,6 +191,29 @@ def allowed_only(choice: Any) -> tuple[str, ...]:
     if DESCRIBE_TOOL_NAME in names:
         return ()
     return tuple(n for n in names if n is not None)
+
+
+def langchain_choice(choice: Any, provider: Provider) -> Any:
+    """A LangChain ``tool_choice`` as OpenAI's chat models send it (a tool's name forces that
+    function, ``"any"`` is ``"required"``), for counting what it adds to an OpenAI prompt;
+    ``None`` for another provider, whose tool prompt is counted with the tools."""
+    if provider != "openai" or choice is None:
+        return None
+    if isinstance(choice, str):
+        if choice in ("auto", "none", "required"):
+            return choice
+        if choice == "any":
+            return "required"
+        return {"type": "function", "function": {"name": choice}}
+    return choice if isinstance(choice, Mapping) else None
+
+
+def langchain_forced(choice: Any) -> str | None:
+    """The tool a request's ``tool_choice`` forces: LangChain's tool name, or a provider's
+    form (see :func:`forced_tool`); ``None`` for a choice of any tool or none."""
+    if isinstance(choice, str):
+        return None if choice in ("auto", "any", "none", "required") else choice
+    return forced_tool(choice)
 
 
 def langchain_tool_definitions(

@@ -26,6 +26,7 @@ from .._internal.approximations import Announcements, chat_model_counter
 from .._internal.arguments import json_problem, keyword_checked, tokens
 from .._internal.awaiting import in_thread
 from .._internal.budgets import check_limits, pack_limits
+from .._internal.tool_choice import tool_choice_tokens
 from ..adapters.langchain import META, from_langchain, message_from_langchain
 from ..caches import ENTRY_OVERHEAD, LRUCache
 from ..errors import ConfigError, InvalidMessageError
@@ -42,7 +43,12 @@ from ..tokens import CounterLike, TokenCounter, get_counter
 from ..tools_on_demand import DESCRIBE_TOOL_NAME
 from ._answers import LastRender
 from ._output_format import strategy_format
-from ._request_fields import check_forced, forced_tool, langchain_tool_definitions
+from ._request_fields import (
+    check_forced,
+    langchain_choice,
+    langchain_forced,
+    langchain_tool_definitions,
+)
 from ._session_feed import Asked, HistoryChangedError, SessionFeed, wrapper_policy
 from ._threads import diverged, thread_id_or_none, thread_key
 from ._threads import thread_id as _thread_id
@@ -216,14 +222,17 @@ class PackingMiddleware(_RequestMiddleware):
         counter = self.counter or chat_model_counter(request.model, provider, self._announce)
         schema_text = strategy_format(request.response_format)
         schema = counter.count(schema_text) if schema_text else 0
+        check_forced(langchain_forced(request.tool_choice), request.tools)
+        # Beside the prompt too: what OpenAI adds for a forced function, reserved as the
+        # schema is (the wrappers do the same).
+        choice = tool_choice_tokens(langchain_choice(request.tool_choice, provider), counter.count)
         budget, reserve = pack_limits(
-            self.window, self.budget, self.reserve, _reply_room(request), schema=schema
+            self.window, self.budget, self.reserve + choice, _reply_room(request), schema=schema
         )
         try:
             messages = from_langchain(_history(request))
         except InvalidMessageError as error:
             raise _in_request(error, request) from error
-        check_forced(_forced(request.tool_choice), request.tools)
         result = pack(
             messages,
             budget=budget,
@@ -444,10 +453,12 @@ class SessionMiddleware(_RequestMiddleware):
         schema_text = strategy_format(request.response_format)
         schema = feed.count(schema_text) if schema_text else 0
         # Checked against what is sent: the agent's tools and the session's own.
-        one = check_forced(_forced(request.tool_choice), [*mine, *(feed.tools(tools) or [])])
+        offered = [*mine, *(feed.tools(tools) or [])]
+        one = check_forced(langchain_forced(request.tool_choice), offered)
         forced = () if one is None else (one,)
         room = _reply_room(request)
-        asked = Asked(history, None, tools, room, None, schema=schema, forced=forced)
+        choice = langchain_choice(request.tool_choice, provider)
+        asked = Asked(history, None, tools, room, None, schema=schema, forced=forced, choice=choice)
         try:
             result = feed.render(asked)
         except HistoryChangedError as error:
@@ -499,14 +510,6 @@ def _result_weight(thread_id: str, result: PackResult) -> int:
     # Weighing every message would cost as much as packing. A result holds at most its input
     # (what it sends, and the originals of what it cut), a few bytes of text per token.
     return ENTRY_OVERHEAD + 8 * result.input_tokens
-
-
-def _forced(choice: Any) -> str | None:
-    """The tool a request's ``tool_choice`` forces: LangChain's tool name, or a provider's
-    form (see :func:`forced_tool`); ``None`` for a choice of any tool or none."""
-    if isinstance(choice, str):
-        return None if choice in ("auto", "any", "none", "required") else choice
-    return forced_tool(choice)
 
 
 def _history(request: ModelRequest[Any]) -> list[Any]:
