@@ -125,7 +125,9 @@ def _compact(
     end, tail = _tail_start(record, state.boundary, recent, plan.tail_budget, kept, ctx.verbatim)
     # The latest instruction is the one the model is answering: it stays, whatever it takes.
     latest = max((i for i, _, v in ctx.marked if v and record[i].role == "user"), default=end)
-    released = _released(record[: min(end, latest)], set(state.compacted), release, counter)
+    # What the provider skips stays as it is: releasing it would free nothing.
+    kept_as_is = {*state.compacted, *ctx.unread_ids}
+    released = _released(record[: min(end, latest)], kept_as_is, release, counter)
     if release and not released:
         return False  # the user messages to release are all in the tail: nothing to do yet
     region = [i for i in range(state.boundary, end) if not ctx.verbatim(record[i])]
@@ -439,9 +441,10 @@ def _within(text: str, budget: int, ctx: _Context) -> tuple[str, str]:
 def _released(
     head: Sequence[Message], compacted: set[str], tokens: int, counter: TokenCounter
 ) -> dict[int, int]:
-    """The oldest user messages of ``head`` still sent verbatim, but the first (the task) and
-    those the caller pinned, whose tokens together reach ``tokens`` (all of them when they do
-    not): position -> tokens."""
+    """The oldest user messages of ``head`` still sent verbatim, but the first (the task),
+    those the caller pinned and those in ``compacted`` (summarised already, or skipped by the
+    provider), whose tokens together reach ``tokens`` (all of them when they do not):
+    position -> tokens."""
     out: dict[int, int] = {}
     freed = 0
     first = True

@@ -62,7 +62,7 @@ def _clear_batch(
     out_thinking: list[int] = []
     turns = [
         i
-        for i in _positions(record, state.boundary, "assistant")
+        for i in _positions(record, _editable(state, ctx), "assistant")
         if _without_thinking(record[i]) is not None
     ]
     done = set(state.thinking_cleared)
@@ -75,10 +75,16 @@ def _clear_batch(
     return out_tools, out_thinking, removed
 
 
+def _editable(state: WindowState, ctx: _Context) -> int:
+    """Where the messages a clearing may edit begin: after the summary, and from the
+    provider's last compaction block on (what it skips costs nothing to clear)."""
+    return max(state.boundary, ctx.read_start)
+
+
 def _tool_units(state: WindowState, ctx: _Context) -> list[_Unit]:
     """Every tool result after the summary that clearing may replace, oldest first."""
     units: list[tuple[int, int, str | None]] = []
-    for i in range(state.boundary, len(ctx.record)):
+    for i in range(_editable(state, ctx), len(ctx.record)):
         msg = ctx.record[i]
         # A computer's screenshot has no text form to send in its place.
         if msg.role == "tool" and not is_textless_output(msg.metadata, RESPONSES_META):
@@ -131,7 +137,7 @@ def _answer_batch(state: WindowState, ctx: _Context, over: int) -> list[int]:
     record, counter = ctx.record, ctx.counter
     sent = _as_sent(state, ctx)
     savings = []
-    for i in _positions(record, state.boundary, "assistant"):
+    for i in _positions(record, _editable(state, ctx), "assistant"):
         msg = record[i]
         if msg.id in state.cleared:
             continue
@@ -245,7 +251,7 @@ def _clear_thinking_after(
     # their thinking: the view's copy of one cleared before has none left.
     turns = [
         i
-        for i in range(min(state.boundary, len(ctx.record)), len(ctx.record))
+        for i in range(min(_editable(state, ctx), len(ctx.record)), len(ctx.record))
         if ctx.record[i].id in ids and _without_thinking(ctx.record[i]) is not None
     ]
     if not turns:

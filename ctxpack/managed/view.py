@@ -9,6 +9,7 @@ from itertools import compress
 from operator import itemgetter
 from typing import cast
 
+from .._internal.compaction import last_compaction, unread
 from .._internal.originals import message_original
 from .._internal.prefix import PrefixMemo
 from .._internal.server_results import original_result, result_ids, with_results_cleared
@@ -43,6 +44,14 @@ class _View:
 
     def tokens(self) -> int:
         return REPLY_PRIMING + sum(self.sizes)
+
+    def skip_unread(self) -> None:
+        """Count nothing for the messages the provider skips, those before the last compaction
+        block (see :func:`~ctxpack._internal.compaction.unread`), as ``render()`` counts the
+        request: counted, they made the window clear and compact a history the provider had
+        compacted already."""
+        for i in unread([m.content for m in self.messages], [m.role for m in self.messages]):
+            self.sizes[i] = 0
 
 
 def _pinned_kind(msg: Message) -> str | None:
@@ -152,12 +161,16 @@ class _Context:
     @cached_property
     def marked(self) -> list[tuple[int, str | None, bool]]:
         """Position, pinned kind and whether verbatim, in order, of each message of the record
-        that is pinned content or never summarised (:func:`_marks`), or in the tool exchange
-        of one that is (:attr:`whole_exchanges`)."""
-        if not self._partners:
+        that is pinned content or never summarised (:func:`_marks`), in the tool exchange of
+        one that is (:attr:`whole_exchanges`), or before the provider's compaction block
+        (:attr:`unread_ids`: sent as it is, whatever it is)."""
+        if not self._partners and not self._unread:
             return self._own_marks
-        partners = ((i, None, True) for i in self._partners)
-        return sorted([*self._own_marks, *partners], key=itemgetter(0))
+        skipped = set(self._unread)
+        own = [mark for mark in self._own_marks if mark[0] not in skipped]
+        partners = ((i, None, True) for i in self._partners if i not in skipped)
+        unread_marks = ((i, None, True) for i in self._unread)
+        return sorted([*own, *partners, *unread_marks], key=itemgetter(0))
 
     @cached_property
     def _own_marks(self) -> list[tuple[int, str | None, bool]]:
@@ -177,9 +190,33 @@ class _Context:
         leave that message orphaned, and the request refused."""
         return frozenset(self.record[i].id for i in self._partners)
 
+    @cached_property
+    def read_start(self) -> int:
+        """The position of the message holding the record's last compaction block (Anthropic's,
+        not a failed one), from which the provider reads the history; 0 without one. The
+        window edits nothing before it: what the provider skips costs nothing, and clearing or
+        summarising it would free nothing and rewrite the prompt cache."""
+        # A compaction block's message is never summarised: the marks find it without reading
+        # the rest of the record.
+        blocks = [i for i, _, verbatim in self._own_marks if verbatim]
+        found = last_compaction([self.record[i].content for i in blocks])
+        return 0 if found is None else blocks[found[0]]
+
+    @cached_property
+    def _unread(self) -> list[int]:
+        return [i for i in range(self.read_start) if self.record[i].role not in _SYSTEM]
+
+    @cached_property
+    def unread_ids(self) -> frozenset[str]:
+        """Ids of the messages the provider skips (before :attr:`read_start`, the system and
+        developer messages aside): sent as the record holds them, never cleared nor summarised,
+        counted at 0 tokens."""
+        return frozenset(self.record[i].id for i in self._unread)
+
     def verbatim(self, msg: Message) -> bool:
-        """:func:`_verbatim`, or in the tool exchange of a message that is."""
-        return _verbatim(msg) or msg.id in self.whole_exchanges
+        """:func:`_verbatim`, in the tool exchange of a message that is, or skipped by the
+        provider (:attr:`unread_ids`)."""
+        return _verbatim(msg) or msg.id in self.whole_exchanges or msg.id in self.unread_ids
 
     def pinned_again(self, start: int) -> list[int]:
         """Positions from ``start`` on of the pinned messages whose text is pinned again
@@ -224,7 +261,9 @@ def _build(state: WindowState, policy: WindowPolicy, ctx: _Context) -> _View:
 
     The pins come right after the system prompt: they are the same from one compaction to the
     next, and the instructions a compaction moves out of the tail land after them, so the
-    prompt cache keeps them."""
+    prompt cache keeps them; after the provider's compaction block when the head holds it,
+    which the provider reads the history from. The messages before that block are counted at
+    0 tokens (:meth:`_View.skip_unread`)."""
     view = _View(ctx.counter)
     record = ctx.record
     b = min(state.boundary, len(record))
@@ -241,16 +280,30 @@ def _build(state: WindowState, policy: WindowPolicy, ctx: _Context) -> _View:
     pins = (
         _reinjection(ctx, policy, b, state.cleared, state.compacted_length) if compacted else None
     )
-    for msg in head[:lead]:
-        view.add(msg)
-    if pins is not None:
+    sent = _as_sent(state, ctx)
+    at = lead
+    if pins is not None and ctx.read_start:
+        # After the provider's compaction block when the head holds it (and the results of
+        # its calls, which must follow it): the provider reads the history from there, and
+        # would never read the pins sent before it.
+        block = record[ctx.read_start].id
+        at = next((k + 1 for k, m in enumerate(head) if m.id == block), lead)
+        while lead < at < len(head) and head[at].role == "tool":
+            at += 1
+    for k, msg in enumerate(head):
+        if k == at and pins is not None:
+            view.add(pins)
+        # One the provider skips is sent as the requests before carried it (a result cleared
+        # before the provider compacted stays a placeholder): its bytes do not change.
+        view.add(sent(msg) if msg.id in ctx.unread_ids else msg)
+    if at == len(head) and pins is not None:
         view.add(pins)
-    for msg in head[lead:]:
-        view.add(msg)
     if compacted and state.summary is not None:
         view.add(_summary_message(state, ctx))
-    for msg in map(_as_sent(state, ctx), record[b:]):
+    for msg in map(sent, record[b:]):
         view.add(msg)
+    if ctx.read_start:
+        view.skip_unread()
     return view
 
 
