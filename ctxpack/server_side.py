@@ -40,7 +40,8 @@ def anthropic_context_management(policy: WindowPolicy, *, tool_tokens: int = 0) 
 
     ``clear_thinking_20251015`` comes first when the policy clears thinking (the API requires
     it first), then ``clear_tool_uses_20250919`` (trigger at ``clear_at`` of the room, keep the
-    ``keep`` most recent tool uses), then ``compact_20260112`` (trigger at ``compact_at`` of the
+    ``keep`` most recent tool uses, and clear at least ``clear_at_least`` input tokens when the
+    policy sets it), then ``compact_20260112`` (trigger at ``compact_at`` of the
     room, at least the 50,000-token floor, with the policy's instructions).
 
     Example:
@@ -59,13 +60,14 @@ def anthropic_context_management(policy: WindowPolicy, *, tool_tokens: int = 0) 
                 "keep": {"type": "thinking_turns", "value": policy.keep_thinking},
             }
         )
-    edits.append(
-        {
-            "type": "clear_tool_uses_20250919",
-            "trigger": {"type": "input_tokens", "value": int(policy.clear_at * room)},
-            "keep": {"type": "tool_uses", "value": policy.keep},
-        }
-    )
+    clear: dict[str, Any] = {
+        "type": "clear_tool_uses_20250919",
+        "trigger": {"type": "input_tokens", "value": int(policy.clear_at * room)},
+        "keep": {"type": "tool_uses", "value": policy.keep},
+    }
+    if policy.clear_at_least:
+        clear["clear_at_least"] = {"type": "input_tokens", "value": policy.clear_at_least}
+    edits.append(clear)
     compact: dict[str, Any] = {
         "type": "compact_20260112",
         "trigger": {

@@ -195,3 +195,42 @@ def test_an_applied_edit_without_its_token_count_is_recorded_as_unreported_not_a
         decision.reason or ""
     )
     assert "unreported" in (decision.reason or "")
+
+
+def test_a_policys_clear_at_least_is_sent_in_anthropics_clearing_edit() -> None:
+    # Anthropic's clear_tool_uses_20250919 takes clear_at_least ({"type": "input_tokens",
+    # "value": N}: a clearing that would free fewer tokens is not made, so that it does not
+    # break the prompt cache for a few tokens), as ToolResultClearer(clear_at_least=...) does
+    # client-side; the policy the field is built from had no such option, and the field never
+    # carried it.
+    from ctxpack.server_side import anthropic_context_management
+
+    policy = WindowPolicy(window=200_000, server_side=True, clear_at_least=20_000)
+    session = Session(model="claude-sonnet-4-5", counter=COUNTER, window=policy)
+    for field in (
+        anthropic_context_management(policy),
+        session.context_management()["context_management"],
+    ):
+        (clear,) = [e for e in field["edits"] if e["type"] == "clear_tool_uses_20250919"]
+        assert clear["clear_at_least"] == {"type": "input_tokens", "value": 20_000}
+    # Unset (0), nothing is sent: Anthropic's own default applies.
+    plain = anthropic_context_management(WindowPolicy(window=200_000, server_side=True))
+    assert all("clear_at_least" not in e for e in plain["edits"])
+
+
+def test_a_client_side_window_makes_no_clearing_under_its_clear_at_least() -> None:
+    # The same option client-side: a batch that would remove fewer tokens waits (its rent
+    # goes on), as ToolResultClearer's does; the request still fits the window.
+    from .test_managed import CLEARING, run
+
+    def cleared(policy: WindowPolicy) -> list[int]:
+        session = Session(counter=COUNTER, filters=False, window=policy)
+        results = run(session, 30)
+        assert max(r.tokens for r in results) <= policy.window - policy.reserve
+        events = session.window_state.events
+        return [e.tokens_before - e.tokens_after for e in events if e.action == "cleared"]
+
+    freed = cleared(CLEARING)
+    assert freed and min(freed) < 4_500
+    bigger = cleared(CLEARING.model_copy(update={"clear_at_least": 4_500}))
+    assert bigger and bigger != freed and all(tokens >= 4_500 for tokens in bigger)

@@ -73,6 +73,14 @@ class WindowPolicy(CheckedModel):
         keep: How many of the most recent tool results a clearing keeps. A clearing rewrites
             the cache from the first result it clears, and a compaction soon summarises those
             results anyway: the 20 kept by default leave most sessions to compaction alone.
+        clear_at_least: A clearing that would remove fewer tokens is not made (as
+            :class:`~ctxpack.editing.ToolResultClearer`'s, and Anthropic's
+            ``clear_tool_uses_20250919`` edit's, to which a server-side policy sends it),
+            but when the request would not fit the window otherwise; 0 (the default): no
+            minimum, and none sent. Client-side, a clearing already waits until its batch pays
+            for the cache write it causes; server-side, the provider clears at every crossing
+            of ``clear_at``, and this minimum is what keeps a clearing from breaking the cache
+            for a few tokens.
         compact_at: Past this share of the managed room, compact once re-sending what a
             compaction removes, since the last one, has cost the cache write it causes, or at
             once past midway between this share and the whole room.
@@ -146,6 +154,7 @@ class WindowPolicy(CheckedModel):
     reply_room: int | None = Field(default=None, ge=0)
     clear_at: float = Field(default=0.1, gt=0, le=1)
     keep: int = Field(default=20, ge=0)
+    clear_at_least: int = Field(default=0, ge=0)
     compact_at: float = Field(default=0.35, gt=0, le=1)
     keep_recent: int = Field(default=6, ge=1)
     summary_share: float = Field(default=0.25, gt=0, lt=1)

@@ -471,6 +471,8 @@ def _maybe_clear(
     settles = tokens - removed <= plan.level(plan.landing_share)
     if not ((pressed and settles) or (not pressed and _pays(state.rent, after, p, policy))):
         return view
+    if removed < policy.clear_at_least:
+        return view  # its rent goes on: the batch is cleared once it is big enough
     state.rent = 0.0
     _clear(state, ctx, tools, thinking, f"batch at request {state.requests}")
     new = _build(state, policy, ctx)
