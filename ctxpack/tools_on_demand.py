@@ -20,6 +20,7 @@ from typing import Any
 
 from ._internal.arguments import shown, tool_definitions
 from ._internal.jsontext import read_json
+from ._internal.tool_choice import check_tool_choice, forced_tool
 from .errors import ConfigError
 from .providers import (
     Provider,
@@ -83,8 +84,33 @@ def _first_line(text: str, limit: int = 160) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
+def _sent_whole(choice: Any) -> tuple[str, ...]:
+    """The tools a request's ``tool_choice`` has the model call with no turn to ask
+    ``describe_tool`` first, by name: the one it forces (see
+    :func:`~ctxpack._internal.tool_choice.forced_tool`), or those of OpenAI's
+    ``allowed_tools`` (see :func:`_allowed_only`); none for any other choice."""
+    forced = forced_tool(choice)
+    return (forced,) if forced is not None else _allowed_only(choice)
+
+
+def _allowed_only(choice: Any) -> tuple[str, ...]:
+    """The function tools OpenAI's ``allowed_tools`` choice limits the model to (Chat
+    Completions' ``{"type": "allowed_tools", "allowed_tools": {"mode": ..., "tools": [...]}}``,
+    the Responses API's ``{"type": "allowed_tools", "mode": ..., "tools": [...]}``), by name,
+    unless it allows ``describe_tool``: the model can call no other, so it cannot load their
+    definitions first, in either mode. Empty for any other choice."""
+    if not isinstance(choice, Mapping) or choice.get("type") != "allowed_tools":
+        return ()
+    inner = choice.get("allowed_tools")
+    listed = (inner if isinstance(inner, Mapping) else choice).get("tools")
+    names = [forced_tool(t) for t in listed] if isinstance(listed, list) else []
+    if DESCRIBE_TOOL_NAME in names:
+        return ()
+    return tuple(n for n in names if n is not None)
+
+
 def on_demand_tools(
-    tools: Sequence[Mapping[str, Any]], provider: Provider = "openai"
+    tools: Sequence[Mapping[str, Any]], provider: Provider = "openai", *, tool_choice: Any = None
 ) -> list[dict[str, Any]]:
     """What to send instead of ``tools``: a stub per tool, and the ``describe_tool`` tool.
 
@@ -94,10 +120,14 @@ def on_demand_tools(
             as it is, for the provider to run.
         provider: The shape of the stubs and of ``describe_tool`` (OpenAI's in the Responses
             API's flat shape, ``strict`` off, when ``tools`` hold functions in that shape).
+        tool_choice: The request's ``tool_choice``: a tool it forces, or the tools OpenAI's
+            ``allowed_tools`` limits the model to (unless it allows ``describe_tool``), go
+            with their full definitions, as ``Session.render(tool_choice=...)`` counts them:
+            the model calls them with no turn to load a definition first.
 
     Raises:
-        ConfigError: a definition without a name, a name used twice, or a tool of yours
-            named ``describe_tool``.
+        ConfigError: a definition without a name, a name used twice, a tool of yours
+            named ``describe_tool``, or a ``tool_choice`` forcing a tool not in ``tools``.
 
     Example:
         >>> weather = {"type": "function", "function": {"name": "get_weather",
@@ -109,7 +139,9 @@ def on_demand_tools(
         >>> sent[1]["function"]["name"]
         'describe_tool'
     """
-    return _on_demand(tools, provider)
+    sent = _on_demand(tools, provider, _sent_whole(tool_choice))
+    check_tool_choice(tool_choice, sent)
+    return sent
 
 
 def _on_demand(

@@ -23,7 +23,7 @@ from .._internal.tool_choice import (
 )
 from ..errors import ConfigError
 from ..providers import Provider, tool_name
-from ..tools_on_demand import DESCRIBE_TOOL_NAME
+from ..tools_on_demand import _sent_whole
 from ._cache_marks import cache_marks, check_cache_marks
 from ._responses_request import given
 
@@ -172,25 +172,10 @@ def tools_sent_whole(choice: Any, tools: Iterable[Any]) -> tuple[str, ...]:
     """The tools ``choice`` has the model call with no turn to ask ``describe_tool`` first, by
     name, checked against ``tools`` (the request's and the session's, as sent; see
     :func:`~ctxpack._internal.tool_choice.check_tool_choice`): the one it forces, or those of
-    OpenAI's ``allowed_tools`` (see :func:`allowed_only`)."""
-    forced = check_tool_choice(choice, tools)
-    return (forced,) if forced is not None else allowed_only(choice)
-
-
-def allowed_only(choice: Any) -> tuple[str, ...]:
-    """The function tools OpenAI's ``allowed_tools`` choice limits the model to (Chat
-    Completions' ``{"type": "allowed_tools", "allowed_tools": {"mode": ..., "tools": [...]}}``,
-    the Responses API's ``{"type": "allowed_tools", "mode": ..., "tools": [...]}``), by name,
-    unless it allows ``describe_tool``: the model can call no other, so it cannot load their
-    definitions first, in either mode. Empty for any other choice."""
-    if not isinstance(choice, Mapping) or choice.get("type") != "allowed_tools":
-        return ()
-    inner = choice.get("allowed_tools")
-    listed = (inner if isinstance(inner, Mapping) else choice).get("tools")
-    names = [forced_tool(t) for t in listed] if isinstance(listed, list) else []
-    if DESCRIBE_TOOL_NAME in names:
-        return ()
-    return tuple(n for n in names if n is not None)
+    OpenAI's ``allowed_tools`` (as :func:`~ctxpack.tools_on_demand.on_demand_tools` sends
+    them)."""
+    check_tool_choice(choice, tools)
+    return _sent_whole(choice)
 
 
 def langchain_choice(choice: Any, provider: Provider) -> Any:

@@ -33,7 +33,7 @@ from ..retrieval import retrieve_tool
 from ..stages import provider_conform
 from ..store import artifact_id, put_original
 from ..tokens import TokenCounter, checked_tool_tokens, history_tokens
-from ..tools_on_demand import _on_demand
+from ..tools_on_demand import _on_demand, _sent_whole
 from ..usage import known_window
 from ._later import frozen, hunted_message
 from ._options import with_session_store
@@ -246,6 +246,11 @@ class Rendering(SessionState):
         given: Sequence[Mapping[str, Any]] = tool_definitions(tools) if tools is not None else []
         if not self._raw:
             raise ConfigError("the session is empty: append messages before rendering")
+        if self.tools_on_demand and tool_choice is not None:
+            # The tools it has the model call at once go whole, as on_demand_tools(...,
+            # tool_choice=...) sends them: counted as stubs, the request was short by their
+            # schemas, and a stub's open schema left the forced call's arguments to guesses.
+            whole = {*whole, *_sent_whole(tool_choice)}
         all_tools = self._tools_sent(given, provider, whole, strict)
         choice = _choice_tokens(tool_choice, provider, all_tools, self.counter)
         raw_tokens = self._raw_total()
