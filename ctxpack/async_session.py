@@ -27,6 +27,7 @@ from .pipeline import Decision
 from .providers import Provider
 from .result import PackResult
 from .retrieval import Retrieval
+from .sdk import SDKObject
 from .session import (
     FilterRecord,
     Session,
@@ -557,8 +558,10 @@ class AsyncSession(forks.ProcessBound):
         )
 
     @keyword_checked
-    async def handle(self, call: Mapping[str, Any]) -> str:
-        """Answer the model's call to the retrieve tool; see :meth:`ctxpack.Session.handle`."""
+    async def handle(self, call: Mapping[str, Any] | SDKObject | str) -> str:
+        """Answer the model's call to the retrieve tool (or, with ``tools_on_demand``, to
+        ``describe_tool``): a dict, the SDK's own object or the call's arguments as JSON, as
+        :meth:`ctxpack.Session.handle` takes it."""
         async with self._turn():
             # describe_tool answers from the tools rendered last; a retrieve answer is hunted
             # for the secret values another replica found.
