@@ -272,3 +272,26 @@ def test_clear_caches_forgets_a_compactor_s_summaries() -> None:
     made = len(calls)
     pack(history, budget=200_000, counter=COUNTER, pipeline=Pipeline([compactor]))
     assert len(calls) == 2 * made  # summarised again: nothing was kept
+
+
+def test_clear_caches_forgets_the_conversations_a_bill_read() -> None:
+    # The bill digests each message to find the prefix the provider's cache holds, memoised by
+    # identity: that memo kept the messages themselves, unbounded by bytes and out of reach of
+    # clear_caches(), which the page on erasure says leaves nothing of a session in memory.
+    from ctxpack.cost import price, simulate
+
+    marker = f"billed-{random.Random().getrandbits(64):016x}"
+    history = [
+        {"role": "system", "content": "You are terse."},
+        *(
+            {"role": role, "content": f"{marker} turn {i}: " + "word " * 60}
+            for i in range(12)
+            for role in ("user", "assistant")
+        ),
+    ]
+    bill = simulate([history[:-2], history], price=price("gpt-4o"))
+    assert bill.requests[1].cache_read_tokens > 0
+    assert "prompt cache keys" in {s.name for s in cache_stats()}
+    del bill, history
+    clear_caches()
+    assert _holders_of(marker) == []

@@ -15,51 +15,47 @@ from .._internal.cache_points import CachePoints, blocks_of, found_point, read_i
 from .._internal.legacy_calls import sent_extras
 from .._internal.prefix import common_prefix
 from ..adapters.read import counted_messages
-from ..messages import Message
+from ..caches import ENTRY_OVERHEAD, LRUCache, register
+from ..messages import Message, message_bytes
 from ..providers import provider_from_model, tools_as_sent
 from ..tokens import TokenCounter, checked_tool_tokens, message_sizes
 
-
-class _MessageKeys:
-    """A content digest per message, memoised by identity (messages are frozen)."""
-
-    def __init__(self) -> None:
-        self._memo: dict[int, tuple[Message, bytes]] = {}
-        self._lock = forks.freed_in_child(threading.Lock(), self.clear)
-
-    def clear(self) -> None:
-        """Forget every digest."""
-        self._memo = {}
-
-    def __call__(self, message: Message) -> bytes:
-        hit = self._memo.get(id(message))
-        if hit is not None and hit[0] is message:
-            return hit[1]
-        calls = [c.model_dump(mode="json") for c in message.tool_calls or ()]
-        # Everything the provider receives: the extras too (a refusal, a legacy function_call
-        # unless tool calls leave it out).
-        canon = json.dumps(
-            [
-                message.role,
-                _unmarked(message.content),
-                message.name,
-                message.tool_call_id,
-                calls,
-                _unmarked(sent_extras(message)),
-            ],
-            ensure_ascii=False,
-            sort_keys=True,
-            default=str,
-        )
-        digest = hashlib.blake2b(canon.encode("utf-8"), digest_size=16).digest()
-        with self._lock:
-            if len(self._memo) >= 200_000:
-                self._memo.clear()
-            self._memo[id(message)] = (message, digest)
-        return digest
+# Message -> (that message, its digest), by identity: the entry holds the message, so its
+# identity cannot be recycled while cached. Bounded and cleared as every cache is (a plain dict
+# here kept up to 200,000 messages alive, out of reach of clear_caches()).
+_KEY_MEMO: LRUCache[int, tuple[Message, bytes]] = LRUCache(
+    200_000,
+    maxbytes=8 * 2**20,
+    weigh=lambda key, entry: ENTRY_OVERHEAD + message_bytes(entry[0]) + 49,
+    name="prompt cache keys",
+)
 
 
-_KEYS = _MessageKeys()
+def _message_key(message: Message) -> bytes:
+    """A content digest of ``message`` as the provider receives it, memoised by identity
+    (messages are frozen)."""
+    hit = _KEY_MEMO.get(id(message))
+    if hit is not None and hit[0] is message:
+        return hit[1]
+    calls = [c.model_dump(mode="json") for c in message.tool_calls or ()]
+    # Everything the provider receives: the extras too (a refusal, a legacy function_call
+    # unless tool calls leave it out).
+    canon = json.dumps(
+        [
+            message.role,
+            _unmarked(message.content),
+            message.name,
+            message.tool_call_id,
+            calls,
+            _unmarked(sent_extras(message)),
+        ],
+        ensure_ascii=False,
+        sort_keys=True,
+        default=str,
+    )
+    digest = hashlib.blake2b(canon.encode("utf-8"), digest_size=16).digest()
+    _KEY_MEMO.put(id(message), (message, digest))
+    return digest
 
 
 def _unmarked(value: Any) -> Any:
@@ -83,6 +79,7 @@ class _ChainMemo:
         self._slots = slots
         self._entries: list[tuple[bytes, tuple[Message, ...], list[bytes], list[int]]] = []
         self._lock = forks.freed_in_child(threading.Lock(), self.clear)
+        register(self)
 
     def clear(self) -> None:
         """Forget every prompt."""
@@ -103,7 +100,7 @@ class _ChainMemo:
         chain, blocks = list(chain), list(blocks)
         digest, block = chain[-1], blocks[-1]
         for message in messages[k:]:
-            digest = hashlib.blake2b(digest + _KEYS(message), digest_size=16).digest()
+            digest = hashlib.blake2b(digest + _message_key(message), digest_size=16).digest()
             block += blocks_of(message)
             chain.append(digest)
             blocks.append(block)
