@@ -84,8 +84,7 @@ class LexicalSelector(StageModel):
                 items.append(ItemReason(item=msg.tool_call_id, reason=reasons[i]))
             else:
                 include_messages.append(i)
-                # By id: ids are unique, while "3" names the message whose id is "3" first.
-                items.append(ItemReason(item=msg.id, reason=reasons[i]))
+                items.append(ItemReason(item=_message_name(workspace, i), reason=reasons[i]))
         files = self._files(workspace, goal, items)
         return Selection(
             include_messages=include_messages,
@@ -171,3 +170,11 @@ class LexicalSelector(StageModel):
                 ItemReason(item=hit.path, reason=f"lines matching the goal's words: {counts}")
             )
         return chosen
+
+
+def _message_name(workspace: Workspace, index: int) -> str:
+    """How the answer names message ``index``: by its [index], as the listing a model selector
+    reads shows it (the answer stands for that selector's, and is billed as such), unless that
+    text names another message by id ("3" is read as the id "3" first); then by its id."""
+    name = str(index)
+    return name if workspace.index_of(name) == index else workspace.messages[index].id
