@@ -15,7 +15,7 @@ from ..pipeline import Action, Decision
 from ..providers import Provider, detect_provider, tools_as_sent
 from ..redaction import redact
 from ..result import PackResult
-from ..stages import exchange_units, without_unsent_reasoning
+from ..stages import exchange_units, provider_pairs, without_unsent_reasoning
 from ..store import get_original
 from ..tokens import TokenCounter, checked_tool_tokens
 from ._model import FileRequest, Selection
@@ -249,10 +249,10 @@ def apply_selection(
     with why it is kept anyway, or ``dropped`` with the omit reason (or why no request can
     carry it: a result of no call there, a second result of one call). Each file passage,
     stored original and durable note gets one too (ids ``file:path:start-end``, ``artifact:id``,
-    ``note:n``), and ``"selection"`` records who chose, and any fallback.
-    Reasoning no request sends (a reasoning model's reasoning whose response is left out) is
-    dropped or cleared as :func:`ctxpack.pack` does, a decision under ``writer``, and not
-    counted.
+    ``note:n``), and ``"selection"`` records who chose, and any fallback. As :func:`ctxpack.pack`
+    does, a call no result answers is removed unless its message is sent last (its results may
+    be on the way; the original in ``result.artifacts``), and reasoning no request sends (its
+    response left out) is dropped or cleared, a decision under ``writer``, and not counted.
 
     Args:
         selection: What the selector chose.
@@ -295,15 +295,16 @@ def apply_selection(
     new_notes = set(workspace.add_notes(selection.durable_notes))
     counter = workspace.counter
     out, decisions = _selected(selection, workspace, resolved, new_notes)
+    out, unanswered, originals = provider_pairs(out, counter.count_message, STAGE)
     out, unsent = without_unsent_reasoning(out, counter.count_message)
-    decisions += unsent
+    decisions += unanswered + unsent
     tokens = _prompt_tokens(counter, out, sent)
     if budget is not None and tokens > budget:
         # A selection that is refused leaves the workspace as it was.
         for note in new_notes:
             workspace.forget_note(note)
         raise _over_budget(workspace, decisions, tokens, budget, sent)
-    return _result(selection, workspace, out, decisions, tokens, budget, sent)
+    return _result(selection, workspace, out, decisions, tokens, budget, sent, originals)
 
 
 def _result(
@@ -314,6 +315,7 @@ def _result(
     tokens: int,
     budget: int | None,
     sent: Sequence[Mapping[str, Any]],
+    originals: dict[str, Message],
 ) -> PackResult:
     """The result: ``out`` and its ``decisions``, beside what the whole workspace takes."""
     counter, messages = workspace.counter, workspace.messages
@@ -327,15 +329,8 @@ def _result(
         exact=counter.exact,
         query=selection.goal,
         decisions=decisions,
+        artifacts=originals,
     )
-
-
-def _tools_sent(
-    tools: Sequence[Mapping[str, Any]] | None, provider: Provider | None, workspace: Workspace
-) -> list[Mapping[str, Any]]:
-    """The tool definitions as the request carries them (checked), for counting."""
-    target = detect_provider(provider, None, workspace.messages)  # refuses a bad provider
-    return [] if tools is None else tools_as_sent(tool_definitions(tools), target)
 
 
 def _prompt_tokens(
@@ -372,7 +367,8 @@ def _check_arguments(
                 "the context message it adds; leave an earlier step's context message out of "
                 "the workspace (each step builds its own), or give the message another id"
             )
-    return _tools_sent(tools, provider, workspace)
+    target = detect_provider(provider, None, workspace.messages)  # refuses a bad provider
+    return [] if tools is None else tools_as_sent(tool_definitions(tools), target)
 
 
 def _selected(

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxpack import count_tokens
+from ctxpack import count_tokens, pack
 from ctxpack.errors import ConfigError, SelectionError
 from ctxpack.selection import (
     LexicalSelector,
@@ -235,3 +235,59 @@ def test_a_stored_original_named_twice_is_shown_once() -> None:
     result = apply_selection(Selection(include_tool_results=[ref, ref], uncertain=[ref]), ws)
     assert result.messages[-1].text.count(f"Stored original {ref}:") == 1
     assert [d.message_id for d in result.decisions].count(f"artifact:{ref}") == 1
+
+
+def unanswered() -> list[dict[str, Any]]:
+    """An agent whose tool crashed before it answered: its call has no result, and the user
+    went on."""
+    return [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Why does the login test fail?"},
+        {"role": "assistant", "content": None, "tool_calls": [_call("call_1", "pytest -q")]},
+        {"role": "user", "content": "The runner crashed; read app.cfg instead."},
+        {
+            "role": "assistant",
+            "content": "Reading it.",
+            "tool_calls": [_call("call_2", "cat app.cfg"), _call("call_3", "ls")],
+        },
+        {"role": "tool", "tool_call_id": "call_2", "content": "token_ttl = 0"},
+        {"role": "user", "content": "And?"},
+    ]
+
+
+@pytest.mark.parametrize(
+    "selection",
+    [
+        Selection(include_messages=[2, 4]),
+        Selection(include_tool_results=["call_1", "call_3"]),
+        Selection(uncertain=["call_1", "4"]),
+    ],
+)
+def test_a_call_without_its_result_is_not_sent_and_says_why(selection: Selection) -> None:
+    ws = Workspace(unanswered())
+    # Used to send call_1 and call_3 as they were: every provider refuses a call unanswered.
+    result = apply_selection(selection, ws)
+    assert openai_problems(result.to_openai()) == []
+    sent = [c.id for m in result.messages for c in m.tool_calls or ()]
+    assert sent == ["call_2"]
+    (dropped,) = [d for d in result.decisions_for(ws.messages[2].id) if d.action == "dropped"]
+    assert "'call_1'" in dropped.reason and "no results" in dropped.reason
+    (cleared,) = [d for d in result.decisions_for(ws.messages[4].id) if d.action == "cleared"]
+    assert "'call_3'" in cleared.reason
+    assert result.original(ws.messages[4].id) == ws.messages[4]  # kept, as pack() keeps it
+    assert result.tokens == count_tokens(result.to_openai())
+
+
+def test_a_last_call_waits_for_its_results_as_in_pack_unless_the_context_follows_it() -> None:
+    # It ends with the agent's calls: their results may be on the way.
+    history = [unanswered()[0], unanswered()[3], unanswered()[4]]
+    ws = Workspace(history)
+    # As pack() does, the last message's calls are sent: the caller appends their results.
+    alone = apply_selection(Selection(include_messages=[2]), ws)
+    assert [c.id for c in alone.messages[-1].tool_calls or ()] == ["call_2", "call_3"]
+    assert alone.messages[-1].tool_calls == pack(history, budget=10_000).messages[-1].tool_calls
+    # With a context message after them they are no longer last, and no result can follow.
+    noted = apply_selection(Selection(include_messages=[2], durable_notes=["ttl is 0"]), ws)
+    assert noted.messages[-1].id == "selection-context"
+    assert openai_problems(noted.to_openai()) == []
+    assert noted.messages[-2].text == "Reading it." and not noted.messages[-2].tool_calls
