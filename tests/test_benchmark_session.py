@@ -34,8 +34,10 @@ def call(call_id: str, command: str) -> dict[str, Any]:
 
 def _tool_tokens(A: Any, tools: Any, billing: Any, counter: Any) -> int:
     """The input tokens ``tools`` add to a request, as ``billing`` bills them."""
+    # Beside one user message: simulate() refuses a request without a message, as providers do.
+    asked = [{"role": "user", "content": "Go on."}]
     with_tools, without = (
-        A.simulate([{"messages": [], "tools": t}], price=billing.price, counter=counter)
+        A.simulate([{"messages": asked, "tools": t}], price=billing.price, counter=counter)
         for t in (tools, None)
     )
     return int(with_tools.input_tokens - without.input_tokens)

@@ -253,6 +253,23 @@ def test_requests_may_be_mappings_and_bad_ones_are_named() -> None:
         simulate([Request(messages=[user(3)], model="x")], price={"y": P})
 
 
+@pytest.mark.parametrize(
+    "empty",
+    [[], {"messages": []}, Request(messages=[], output_tokens=10), Request(messages=[], tools=[])],
+)
+def test_a_request_without_a_message_is_refused_naming_it(empty: Any) -> None:
+    # Used to be billed $0 (or its output alone): no provider takes it, so none was billed.
+    with pytest.raises(ConfigError, match="request 1: messages is empty"):
+        simulate([[user(3)], empty], price=P, counter=words)
+    tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
+    with pytest.raises(ConfigError, match="request 0: messages is empty, only tools"):
+        simulate([Request(messages=[], tools=[tool])], price=P)
+    # Not empty: a system prompt alone, and no request at all costs nothing.
+    alone = simulate([[{"role": "system", "content": "Be brief."}]], price=P, counter=words)
+    assert alone.input_tokens > 0
+    assert simulate([], price=P).cost == 0
+
+
 def test_the_default_counter_counts_like_count_tokens() -> None:
     from ctxpack import count_tokens
 

@@ -120,6 +120,18 @@ def _as_request(item: Any, index: int) -> Request:
     return Request(messages=list(item))
 
 
+def _sendable(request: Request, index: int) -> Request:
+    """``request``, refused when it holds no message: no provider takes one (Chat Completions
+    and Anthropic's Messages both ask for at least one message), so none was ever billed."""
+    if not request.messages:
+        with_tools = ", only tools" if request.tools else ""
+        raise ConfigError(
+            f"request {index}: messages is empty{with_tools}; a provider refuses a request "
+            "without a message, so there is nothing to bill (a system prompt alone is a message)"
+        )
+    return request
+
+
 def _seconds(value: float | datetime) -> float:
     return value.timestamp() if isinstance(value, datetime) else float(value)
 
@@ -180,7 +192,7 @@ def simulate(
         A :class:`Bill`: totals and one :class:`RequestCost` row per request.
 
     Raises:
-        ConfigError: a bad request, ttl, price or timestamps list.
+        ConfigError: a bad request (or one without a message), ttl, price or timestamps list.
         InvalidMessageError: a malformed message.
 
     Example:
@@ -199,7 +211,7 @@ def simulate(
     cache_ = PromptCache(TTL_SECONDS[ttl], lookback)
     rows: list[RequestCost] = []
     for index, item in enumerate(requests):
-        request = _as_request(item, index)
+        request = _sendable(_as_request(item, index), index)
         entry, unit = _price_for(price, request.model, index)
         now, minimum = _when(timestamps, index), _minimum(unit, min_cacheable_tokens)
         counted_as = request.model or _shipped_model(unit)  # also frames its tools
