@@ -499,21 +499,44 @@ def test_a_litellm_map_is_imported_per_million() -> None:
         PriceTable.from_litellm({"m": {"input_cost_per_token": -1, "output_cost_per_token": 0}})
 
 
-@pytest.mark.parametrize("value", [None, "3e-07", True])
-@pytest.mark.parametrize(
-    "field",
-    [
-        "cache_read_input_token_cost",
-        "cache_creation_input_token_cost",
-        "cache_creation_input_token_cost_above_1hr",
-    ],
-)
-def test_a_litellm_cache_price_that_is_not_a_number_names_the_row_and_field(
+LITELLM_PRICES = [
+    "input_cost_per_token",
+    "output_cost_per_token",
+    "cache_read_input_token_cost",
+    "cache_creation_input_token_cost",
+    "cache_creation_input_token_cost_above_1hr",
+]
+
+
+@pytest.mark.parametrize("value", ["3e-07", "see docs", True, [3e-07]])
+@pytest.mark.parametrize("field", LITELLM_PRICES)
+def test_a_litellm_price_that_is_not_a_number_names_the_row_and_field(
     field: str, value: Any
 ) -> None:
+    # An input or output price written as a text used to skip its row unsaid: the model was
+    # then unknown to price(), far from the cause.
     row = {"input_cost_per_token": 3e-06, "output_cost_per_token": 1.5e-05, field: value}
     with pytest.raises(ConfigError, match=f"LiteLLM row 'm': {field} must be a number"):
         PriceTable.from_litellm({"m": row})
+
+
+def test_a_litellm_null_price_is_absent_as_litellm_reads_it() -> None:
+    litellm = {
+        # LiteLLM's description row: words in some versions, zeros in others.
+        "sample_spec": {"input_cost_per_token": "float", "output_cost_per_token": 0.0},
+        # A subscription's model, billed per seat: no per-token price.
+        "chatgpt/gpt-5.4": {"input_cost_per_token": None, "output_cost_per_token": None},
+        "gpt-x": {
+            "input_cost_per_token": 1.25e-06,
+            "output_cost_per_token": 1e-05,
+            "cache_read_input_token_cost": None,  # as get_model_info() lists an unknown price
+            "cache_creation_input_token_cost": None,
+        },
+    }
+    table = PriceTable.from_litellm(litellm)
+    assert set(table.prices) == {"gpt-x"}
+    gpt = table.price("gpt-x")
+    assert (gpt.cache_write_5m, gpt.cache_write_1h, gpt.cache_read) == (1.25, 1.25, 1.25)
 
 
 # ------------------------------------------------------------------------ the shipped table

@@ -183,9 +183,11 @@ class PriceTable(CheckedModel):
         (OpenAI bills no write premium), one without a read price reads at its input price (no
         cache discount). The map has no minimum cacheable length: a Claude model that needs more
         than 1,024 tokens (Haiku 4.5, Opus 4.5 to 4.7: 4,096; Haiku 3 and 3.5: 2,048) gets its
-        minimum from ctxpack, by its name resolved as :meth:`price` resolves it. Rows without
-        input and output prices (images, audio, the ``sample_spec`` row) are skipped.
-        ``max_input_tokens`` becomes the context window.
+        minimum from ctxpack, by its name resolved as :meth:`price` resolves it. A price that is
+        null counts as absent, as LiteLLM counts it; rows without an input or an output price
+        (images, audio, a subscription's ``chatgpt/`` rows) and the ``sample_spec`` row are
+        skipped. A price written as a text ("3e-06") is refused, as LiteLLM's arithmetic and
+        :class:`Price` refuse it. ``max_input_tokens`` becomes the context window.
 
         Args:
             data: The parsed map, or a path to the JSON file.
@@ -194,7 +196,7 @@ class PriceTable(CheckedModel):
 
         Raises:
             ConfigError: the file cannot be read or is not a JSON object, or a price is negative
-                or not a number (the message names the row and the field).
+                or neither a number nor null (the message names the row and the field).
 
         Example:
             >>> PriceTable.from_litellm({"m": {"input_cost_per_token": 3e-06,
@@ -206,18 +208,13 @@ class PriceTable(CheckedModel):
             raise ConfigError("a LiteLLM price map is a JSON object: model name -> row")
         prices: dict[str, Price] = {}
         for model, row in raw.items():
-            if not isinstance(row, Mapping):
+            # sample_spec describes the fields, in words in some versions of the map.
+            if not isinstance(row, Mapping) or model == "sample_spec":
                 continue
-            cost_in, cost_out = row.get("input_cost_per_token"), row.get("output_cost_per_token")
-            if not isinstance(cost_in, (int, float)) or not isinstance(cost_out, (int, float)):
-                continue
-            for field, value in (("input", cost_in), ("output", cost_out)):
-                # A bool is an int to isinstance, and no price: refused rather than billed as 1.
-                if isinstance(value, bool):
-                    raise ConfigError(
-                        f"LiteLLM row {model!r}: {field}_cost_per_token must be a number "
-                        f"(dollars per token), got {value!r}"
-                    )
+            cost_in = _cost(row, "input_cost_per_token", None, model)
+            cost_out = _cost(row, "output_cost_per_token", None, model)
+            if cost_in is None or cost_out is None:
+                continue  # not billed per token (an image model, a subscription's chatgpt/ row)
             write_5m = _cost(row, "cache_creation_input_token_cost", cost_in, model)
             write_1h = _cost(row, "cache_creation_input_token_cost_above_1hr", write_5m, model)
             read = _cost(row, "cache_read_input_token_cost", cost_in, model)
@@ -299,12 +296,14 @@ def _known_minimum(model: str) -> int:
     return KNOWN_MIN_CACHEABLE[family] if family is not None else DEFAULT_MIN_CACHEABLE
 
 
-def _cost(row: Mapping[str, Any], field: str, default: float, model: Any) -> float:
+def _cost(row: Mapping[str, Any], field: str, default: float | None, model: Any) -> float | None:
     """A LiteLLM row's ``field`` (dollars per token), ``default`` when the row has none."""
-    if field not in row:
+    value = row.get(field)
+    # Null is LiteLLM's "no such price" (its cost code tests `is not None`): as if absent.
+    if value is None:
         return default
-    value = row[field]
-    # A null or a text here is a broken map, not a missing price: refused, not guessed at.
+    # A text is no JSON number, and LiteLLM's own arithmetic fails on it; a bool would be
+    # billed as 1: a broken map, refused rather than guessed at or skipped unsaid.
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigError(
             f"LiteLLM row {model!r}: {field} must be a number (dollars per token), got "
