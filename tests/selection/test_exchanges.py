@@ -291,3 +291,29 @@ def test_a_last_call_waits_for_its_results_as_in_pack_unless_the_context_follows
     assert noted.messages[-1].id == "selection-context"
     assert openai_problems(noted.to_openai()) == []
     assert noted.messages[-2].text == "Reading it." and not noted.messages[-2].tool_calls
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(conv=conversations(), data=st.data())
+def test_any_selection_of_a_history_that_lost_results_is_accepted(
+    conv: Any, data: st.DataObject
+) -> None:
+    items = list(Workspace(conv.items).messages)
+    answered = sorted({m.tool_call_id or "" for m in items if m.role == "tool"})
+    lost = data.draw(st.lists(st.sampled_from(answered), max_size=2)) if answered else []
+    # Their tools crashed: no result at all (a late result after other turns is another shape,
+    # which pack() does not repair either).
+    items = [m for m in items if not (m.role == "tool" and m.tool_call_id in lost)]
+    ws = Workspace(items)
+    chosen = data.draw(st.lists(st.integers(0, len(items) - 1), max_size=6))
+    calls = sorted(ws.calls())
+    picked = data.draw(st.lists(st.sampled_from(calls), max_size=3)) if calls else []
+    for selection in (
+        Selection(include_messages=list(chosen), include_tool_results=picked),
+        LexicalSelector(budget=data.draw(st.integers(300, 3_000)))(ws, "lookup"),
+    ):
+        result = apply_selection(selection, Workspace(items))
+        assert openai_problems(result.to_openai()) == []
+        decided = {d.message_id for d in result.decisions}
+        assert {m.id for m in ws.messages} <= decided
+        assert result.tokens >= count_tokens(result.to_openai())
