@@ -39,11 +39,11 @@ def message_digests() -> Case:
     from ctxpack.cost import _cache
 
     def child() -> None:
-        assert _cache._KEYS(Message(role="user", content="hi")) == _cache._KEYS(
+        assert _cache._message_key(Message(role="user", content="hi")) == _cache._message_key(
             Message(role="user", content="hi")
         )
 
-    return _cache._KEYS._lock, child
+    return _cache._KEY_MEMO._lock, child
 
 
 def prompt_chains() -> Case:
