@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from ._internal.prefix import PrefixMemo
 from .errors import InvalidMessageError
+from .filters import gap_note, hidden, original_note
 from .messages import Message
 
 __all__ = [
@@ -72,25 +73,42 @@ def check_message_sizes(messages: Sequence[Message]) -> None:
     )
 
 
-def oversized_view(text: str, *, artifact: str | None) -> str:
-    """What the model is shown of ``text``, longer than :data:`MAX_MESSAGE_CHARS`: its first
-    and last :data:`OVERSIZED_VIEW_CHARS` / 2 characters around a note that says how much was
-    left out and, when the original was stored, its artifact id to retrieve it by.
+def oversized_view(text: str, *, artifact: str, retrievable: bool) -> str:
+    """What the model is shown of ``text``, longer than :data:`MAX_MESSAGE_CHARS`: its whole
+    lines within its first and last :data:`OVERSIZED_VIEW_CHARS` / 2 characters (a part of a
+    line longer than that), a note in between naming what is hidden, and at the end the
+    marker every shortened output ends with: how much was hidden, the artifact ``artifact``
+    the original is stored as and, when ``retrievable`` (the retrieve tool is offered), how
+    to read the rest.
 
     Example:
-        >>> view = oversized_view("a" * 20_000_000, artifact="art-1")
-        >>> len(view) < 9_000, "20,000,000 characters" in view, "art-1" in view
-        (True, True, True)
+        >>> view = oversized_view("a\\n" * 10_000_000, artifact="art_1", retrievable=True)
+        >>> print(view[3_990:].replace("a\\n", ""))
+        [… 9996001 lines hidden: 2001-9998001]
+        [ctxpack: oversized message shortened (above ctxpack's limit of 10,000,000 characters;
+        its head and tail kept, 19,992,002 of its 20,000,000 characters hidden); original:
+        10000001 lines, artifact art_1; more with retrieve_original(artifact="art_1",
+        lines="A-B" or regex="...")]
     """
     half = OVERSIZED_VIEW_CHARS // 2
-    where = (
-        f"the original is stored as artifact {artifact}: retrieve a part of it by that id"
-        if artifact
-        else "the original is not stored"
+    # Cut where a line ends when that keeps at least half of each end (a note then names
+    # whole lines); else within the line, which shows more of it.
+    start = text.rfind("\n", 0, half) + 1
+    start = start if start >= half // 2 else half
+    after = text.find("\n", len(text) - half) + 1
+    stop = after if 0 < after <= len(text) - half // 2 else len(text) - half
+    first, last = text.count("\n", 0, start) + 1, text.count("\n", 0, stop - 1) + 1
+    if text[start - 1] == "\n" and text[stop - 1] == "\n":
+        gap = gap_note(first, last)
+    else:
+        lines = f"line {first}" if first == last else f"lines {first}-{last}"
+        gap = hidden(stop - start, "characters", f": part of {lines}")
+    what = (
+        f"oversized message shortened (above ctxpack's limit of {MAX_MESSAGE_CHARS:,} "
+        f"characters; its head and tail kept, {stop - start:,} of its {len(text):,} characters "
+        "hidden)"
     )
-    note = (
-        f"\n[... output shortened: {len(text):,} characters, above ctxpack's limit of "
-        f"{MAX_MESSAGE_CHARS:,}; {len(text) - 2 * half:,} characters left out between the "
-        f"first and last {half:,}; {where} ...]\n"
-    )
-    return text[:half] + note + text[-half:]
+    marker = original_note(what, artifact, lines=text.count("\n") + 1, retrievable=retrievable)
+    head = text[:start].removesuffix("\n")
+    tail = text[stop:].removesuffix("\n")
+    return "\n".join([head, gap, tail, marker])

@@ -51,7 +51,13 @@ from ._base import (
     command_program as command_program,
 )
 from ._base import (
+    gap_note as gap_note,
+)
+from ._base import (
     goal_terms as goal_terms,
+)
+from ._base import (
+    hidden as hidden,
 )
 from ._base import (
     is_note as is_note,
@@ -324,7 +330,7 @@ def original_note(
         '[ctxpack: old tool output cleared; original: artifact art_0123456789abcdef;
         retrieve_original(artifact="art_0123456789abcdef") reads it]'
     """
-    size = f"{lines} lines, " if lines is not None else ""
+    size = f"{lines} line{'s' * (lines != 1)}, " if lines is not None else ""
     how = ""
     if retrievable and lines is not None:
         how = f'; more with {RETRIEVE_TOOL_NAME}(artifact="{artifact}", lines="A-B" or regex="...")'

@@ -29,6 +29,7 @@ __all__ = [
     "add_gap",
     "assemble",
     "cut_middle",
+    "gap_note",
     "goal_terms",
     "hidden",
     "is_note",
@@ -186,7 +187,7 @@ def cut_middle(text: str, limit: int) -> str:
     return text[:head] + hidden(len(text) - head - tail, "characters") + text[len(text) - tail :]
 
 
-def _gap_note(first: int, last: int) -> str:
+def gap_note(first: int, last: int) -> str:
     """The note for hidden lines ``first..last`` (1-based, inclusive)."""
     if first == last:
         return f"[… 1 line hidden: {first}]"
@@ -199,7 +200,7 @@ def add_gap(out: list[str], lines: Sequence[str], start: int, stop: int) -> None
     costs more than the line)."""
     if stop <= start:
         return
-    note = _gap_note(start + 1, stop)
+    note = gap_note(start + 1, stop)
     if sum(map(len, lines[start:stop])) + stop - start <= len(note) + 1:
         out.extend(lines[start:stop])
     else:

@@ -310,7 +310,8 @@ class Arrival(Superseding):
         artifact = put_original(
             self.store, text, message_id=msg.id, kind="oversized", tool=tool, command=command
         )
-        compact = msg.model_copy(update={"content": oversized_view(text, artifact=artifact)})
+        view = oversized_view(text, artifact=artifact, retrievable=self.retrieve_tool)
+        compact = msg.model_copy(update={"content": view})
         before = count_tokens_approx().count_message(msg)
         reason = (
             f"{len(text):,} characters, above the limit of {MAX_MESSAGE_CHARS:,}: shown as its "
