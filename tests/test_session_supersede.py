@@ -79,10 +79,11 @@ def test_files_of_one_name_in_two_folders_are_two_files() -> None:
         ("cd pkg_b && cat setup.py", numbered(41, 80)),
     )
     assert superseded(session) == []
-    # The same file by two names (a folder and a path through it, ./) is still one.
+    # The same file by two names (a folder and a path through it, ./) is still one (in this
+    # order: a shell kept between commands stays in pkg_a after its cd).
     session = views(
-        ("cd pkg_a && cat setup.py", numbered(1, 40)),
         ("cat ./pkg_a/setup.py", numbered(1, 40)),
+        ("cd pkg_a && cat setup.py", numbered(1, 40)),
     )
     assert superseded(session) == [session.transcript()[2].id]
 

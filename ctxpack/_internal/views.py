@@ -15,7 +15,14 @@ from typing import Any, NamedTuple
 
 from .jsontext import read_json
 
-__all__ = ["PATH_KEYS", "FileRegion", "call_region", "read_failed", "view_region"]
+__all__ = [
+    "PATH_KEYS",
+    "FileRegion",
+    "ShellFolders",
+    "call_region",
+    "read_failed",
+    "view_region",
+]
 
 _RANGE = re.compile(r"^(\d+)(?:,(\d+))?p$")
 _WHOLE = (1, 10**9)
@@ -32,10 +39,14 @@ class FileRegion(NamedTuple):
     start: int
     end: int
     basis: str = ""
+    # What a relative ``path`` is relative to: "" the folder the agent's shell started in
+    # (or an absolute path), "shell N" its folder after the N-th command that may have moved
+    # it, "tool T" the folder a tool other than a shell reads from (unknown to the session).
+    within: str = ""
 
     def covers(self, other: FileRegion) -> bool:
         """Whether this region shows everything ``other`` showed, of the same file."""
-        if self.path != other.path:
+        if self.path != other.path or self.within != other.within:
             return False
         if (self.start, self.end) == _WHOLE:
             return True
@@ -75,19 +86,20 @@ def _range_of(words: list[str]) -> tuple[int, int] | None:
     return None
 
 
-def view_region(command: str) -> FileRegion | None:
-    """The file region a command shows, or ``None`` when it is not a plain view of one file.
+def view_region(command: str, workdir: str = "") -> FileRegion | None:
+    """The file region a command shows, or ``None`` when it is not a plain view of one file;
+    ``workdir``, the folder the command starts in, when a call says it.
 
     Example:
         >>> view_region("cd /repo && nl -ba src/a.py | sed -n '10,40p'")
-        FileRegion(path='/repo/src/a.py', start=10, end=40, basis='')
+        FileRegion(path='/repo/src/a.py', start=10, end=40, basis='', within='')
         >>> view_region("cat src/a.py").end
         1000000000
         >>> view_region("grep -n foo src/a.py") is None
         True
     """
     *before, segment = re.split(r"&&|;|\|\|", command)
-    folder = _folder(before)
+    folder = _folder(before, workdir)
     if folder is None:
         return None
     stages = [_words(part) for part in segment.split("|")]
@@ -122,11 +134,10 @@ def view_region(command: str) -> FileRegion | None:
     return FileRegion(posixpath.normpath(posixpath.join(folder, args[0])), region[0], region[1])
 
 
-def _folder(segments: list[str]) -> str | None:
+def _folder(segments: list[str], folder: str = "") -> str | None:
     """Where the ``cd``s among ``segments`` (the commands before a view) lead, from the folder
-    the command started in (``""``); ``None`` when one goes where nobody can tell (``cd -``,
-    ``cd ~``, ``cd $DIR``, ``cd`` alone)."""
-    folder = ""
+    the command started in (``folder``, ``""`` when unknown); ``None`` when one goes where
+    nobody can tell (``cd -``, ``cd ~``, ``cd $DIR``, ``cd`` alone)."""
     for segment in segments:
         words = _words(segment)
         if not words or words[0] != "cd":
@@ -135,6 +146,89 @@ def _folder(segments: list[str]) -> str | None:
             return None
         folder = posixpath.join(folder, words[1])
     return folder
+
+
+# A word that may move a shell: where the session cannot tell, it takes the shell as moved.
+_MOVE = re.compile(r"(?<![\w./$-])(?:cd|pushd|popd)(?![\w./-])")
+_PWD = re.compile(r"\s*pwd(?:\s+-[LP])?\s*")
+# What mini-swe-agent wraps an output in, when the command succeeded.
+_WRAPPER = re.compile(r"</?output>|<returncode>0</returncode>")
+
+
+class ShellFolders:
+    """Where the relative paths of a session's shell views lead, read from its calls in turn.
+
+    A shell the agent keeps (SWE-agent's, OpenHands', Claude Code's Bash) stays where a ``cd``
+    left it, so ``cat a.py`` before and after ``cd pkg`` may read two files; a harness that
+    starts each command afresh (mini-swe-agent) does not. Not knowing which, a relative path
+    is compared only with those written before the next command that may move the shell (its
+    ``within``); a bare ``pwd``'s output names where that stretch's paths lead, so that they
+    compare with absolute ones. ``state`` is JSON, changed in place (the session stores it):
+    ``moves``, the commands that may have moved the shell; ``known``, the folders of the
+    stretches, by their ``within``.
+    """
+
+    def __init__(self, state: dict[str, Any]) -> None:
+        self.state = state
+
+    @property
+    def within(self) -> str:
+        """What a shell's relative path is relative to now."""
+        moves = self.state.get("moves", 0)
+        return f"shell {moves}" if moves else ""
+
+    def place(self, region: FileRegion | None) -> FileRegion | None:
+        """A shell view's ``region``, a relative path tied to the stretch it was written in."""
+        if region is None or region.within or region.path.startswith("/"):
+            return region
+        return region._replace(within=self.within)
+
+    def ran(self, arguments: str) -> str | None:
+        """Note a call with these ``arguments``: a command that may move the shell ends the
+        stretch, unless where its ``cd`` leads is the folder known. Returns the stretch a bare
+        ``pwd`` runs in, for :meth:`learn` to read its output; else ``None``."""
+        args = _arguments(arguments)
+        command = None if args is None else _command(args)
+        if args is None or not isinstance(command, str):
+            return None
+        if _PWD.fullmatch(command) and not _workdir(args):
+            return self.within
+        if _MOVE.search(command):
+            known = self.state.get("known", {}).get(self.within)
+            end = _moved_to(command)
+            if end is None or known != posixpath.normpath(posixpath.join(known or "", end)):
+                self.state["moves"] = self.state.get("moves", 0) + 1
+        return None
+
+    def learn(self, within: str, output: str) -> None:
+        """A ``pwd`` run in the stretch ``within`` printed ``output``: that stretch's folder,
+        when it is one absolute path."""
+        lines = [line.strip() for line in output.splitlines() if line.strip()]
+        shown = [line for line in lines if not _WRAPPER.fullmatch(line)]
+        if len(shown) == 1 and re.fullmatch(r"/[^\x00-\x1f<>]*", shown[0]):
+            self.state.setdefault("known", {})[within] = posixpath.normpath(shown[0])
+
+    def resolved(self, region: FileRegion) -> FileRegion:
+        """``region`` with its relative path made absolute when its stretch's folder is known."""
+        if region.path.startswith("/") or region.within.startswith("tool "):
+            return region
+        folder = self.state.get("known", {}).get(region.within)
+        if folder is None:
+            return region
+        path = posixpath.normpath(posixpath.join(folder, region.path))
+        return region._replace(path=path, within="")
+
+
+def _moved_to(command: str) -> str | None:
+    """Where the ``cd`` commands of ``command`` leave its shell, from where it started (``""``
+    for nowhere else); ``None`` when the session cannot tell (a ``pushd``, a ``cd`` in a
+    subshell or after a ``then``, a ``cd -``)."""
+    segments = re.split(r"&&|\|\||[;|\n]", command)
+    for segment in segments:
+        words = _words(segment)
+        if any(_MOVE.fullmatch(w) for w in words) and words[0] != "cd":
+            return None
+    return _folder(segments)
 
 
 # What a read that failed prints: the file is missing or is a folder, a tool refused.
@@ -168,35 +262,64 @@ def call_region(tool: str, arguments: str) -> FileRegion | None:
 
     Example:
         >>> call_region("bash", '{"command": "sed -n 5,9p a.py"}')
-        FileRegion(path='a.py', start=5, end=9, basis='')
+        FileRegion(path='a.py', start=5, end=9, basis='', within='')
         >>> call_region("str_replace_editor", '{"command": "view", "path": "/r/a.py",'
         ...             ' "view_range": [10, -1]}')
-        FileRegion(path='/r/a.py', start=10, end=1000000000, basis='')
+        FileRegion(path='/r/a.py', start=10, end=1000000000, basis='', within='')
         >>> call_region("Read", '{"file_path": "/r/a.py", "offset": 100, "limit": 50}')
-        FileRegion(path='/r/a.py', start=100, end=150, basis='read')
+        FileRegion(path='/r/a.py', start=100, end=150, basis='read', within='')
         >>> call_region("shell", '{"command": ["bash", "-lc", "cat a.py"]}').path
         'a.py'
     """
+    args = _arguments(arguments)
+    if args is None:
+        return None
+    command = _command(args)
+    path = next((v for k in PATH_KEYS if isinstance(v := args.get(k), str) and v), None)
+    if command == "view" and path is not None:
+        return _placed(_editor_view(path, args.get("view_range")), tool)
+    if isinstance(command, str):
+        return view_region(command, _workdir(args))
+    name = re.split(r"__|[./:]", tool)[-1].lower()
+    if name in _READ_TOOLS and path is not None:
+        return _placed(_read_view(path, args, name), tool)
+    return None
+
+
+def _arguments(arguments: str) -> Mapping[str, Any] | None:
     try:
         args = read_json(arguments) if arguments.strip() else {}
     except ValueError:
         return None
-    if not isinstance(args, Mapping):
-        return None
+    return args if isinstance(args, Mapping) else None
+
+
+def _command(args: Mapping[str, Any]) -> Any:
+    """A call's ``command`` (or ``cmd``) argument, a shell's argv as one command line."""
     command = args.get("command", args.get("cmd"))
     if isinstance(command, list) and command and all(isinstance(w, str) for w in command):
         # Codex's shell tool: ["bash", "-lc", "cat a.py"] runs its last word as a script.
         script = len(command) >= 3 and command[-2] in ("-c", "-lc")
         command = command[-1] if script else shlex.join(command)
-    path = next((v for k in PATH_KEYS if isinstance(v := args.get(k), str) and v), None)
-    if command == "view" and path is not None:
-        return _editor_view(path, args.get("view_range"))
-    if isinstance(command, str):
-        return view_region(command)
-    name = re.split(r"__|[./:]", tool)[-1].lower()
-    if name in _READ_TOOLS and path is not None:
-        return _read_view(path, args, name)
-    return None
+    return command
+
+
+def _workdir(args: Mapping[str, Any]) -> str:
+    """The folder a shell call says it runs in (Codex's ``workdir``), or ``""``."""
+    folder = next((v for k in _WORKDIR_KEYS if isinstance(v := args.get(k), str)), "")
+    return "" if "$" in folder or folder.startswith("~") else folder
+
+
+_WORKDIR_KEYS = ("workdir", "cwd", "working_dir")
+
+
+def _placed(region: FileRegion | None, tool: str) -> FileRegion | None:
+    """A tool's view with its path normalised; a relative path is the tool's own (it reads
+    from a folder a shell's ``cd`` does not move, and the session does not know)."""
+    if region is None:
+        return None
+    path = posixpath.normpath(region.path)
+    return region._replace(path=path, within="" if path.startswith("/") else f"tool {tool}")
 
 
 def _editor_view(path: str, view_range: Any) -> FileRegion | None:

@@ -77,6 +77,8 @@ class Call:
     command: str | None
     goal: str
     region: FileRegion | None = None  # the file region it shows, when it is a file view
+    # For a bare `pwd`, the stretch of the shell's life it ran in (see ShellFolders).
+    pwd_within: str | None = None
 
 
 def command_of(arguments: str) -> str | None:

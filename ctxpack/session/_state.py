@@ -16,7 +16,7 @@ from .._internal import forks
 from .._internal.arguments import optional_text
 from .._internal.reasoning import summary_text
 from .._internal.secret_values import BoundFingerprints, Fingerprints
-from .._internal.views import FileRegion, call_region
+from .._internal.views import FileRegion, ShellFolders, call_region
 from ..errors import ConfigError, SessionErasedError
 from ..filters import ToolOutputFilter
 from ..guard import ArrivalGuard
@@ -61,6 +61,8 @@ class Snapshot:
 # The extension (see SessionState._extensions) holding the first compact message rewritten
 # after it arrived.
 _REWRITTEN = "rewritten"
+# The extension holding what the session knows of its shell's folder (see ShellFolders).
+_SHELL_FOLDERS = "shell_folders"
 
 
 class SessionState(forks.Guarded):
@@ -276,15 +278,28 @@ class SessionState(forks.Guarded):
             self._backing.sync(self)
 
     def _note_calls(self, msg: Message) -> None:
+        """Note the calls ``msg`` makes, and what a tool output says of the shell's folder."""
+        shells = self._shell_folders()
+        answered = self._calls.get(msg.tool_call_id or "") if msg.role == "tool" else None
+        if answered is not None and answered.pwd_within is not None:
+            shells.learn(answered.pwd_within, msg.text)
         for call in msg.tool_calls or ():
+            region = shells.place(call_region(call.function.name, call.function.arguments))
             self._calls[call.id] = Call(
                 tool=call.function.name,
                 command=command_of(call.function.arguments),
                 # A reasoning model often calls without a word: its reasoning's summary says
                 # what it is after, closer to the call than the user's question.
                 goal=msg.text or summary_text(msg.content),
-                region=call_region(call.function.name, call.function.arguments),
+                region=region,
+                pwd_within=shells.ran(call.function.arguments),
             )
+        if shells.state:
+            self._extensions[_SHELL_FOLDERS] = shells.state
+
+    def _shell_folders(self) -> ShellFolders:
+        """Where the shell views' relative paths lead (its state is the session's)."""
+        return ShellFolders(self._extensions.get(_SHELL_FOLDERS, {}))
 
     def _raw_total(self) -> int:
         """The tokens of the transcript as one prompt (the reply priming and every message)."""
@@ -416,7 +431,12 @@ class SessionState(forks.Guarded):
         state: dict[str, Any] = {
             "provider": self.provider,
             "pending": self._pending,
-            "views": [[position, *region] for position, region in self._views],
+            # A region's `within` only when it has one: a replica of the release before reads
+            # the rest.
+            "views": [
+                [position, *(region if region.within else region[:4])]
+                for position, region in self._views
+            ],
             "superseded": self._superseded,
             "extensions": self._extensions,
         }
@@ -435,7 +455,8 @@ class SessionState(forks.Guarded):
         format 2, the window's state was whole in it, not partly in the entries."""
         self.provider = state["provider"]
         self._pending = list(state["pending"])
-        # A view stored before regions had a basis has 4 fields; FileRegion's default fills it.
+        # A view stored before regions had a basis has 4 fields, one without `within` 5:
+        # FileRegion's defaults fill them.
         self._views = [(p, FileRegion(*region)) for p, *region in state["views"]]
         self._superseded = [(p, by) for p, by in state["superseded"]]
         self._extensions = dict(state["extensions"])

@@ -26,8 +26,11 @@ class Superseding(SessionState):
             self._views.append((index, region))
             return
         live = []
+        # A relative path compares with an absolute one once a `pwd` said where it leads.
+        shells = self._shell_folders()
+        placed = shells.resolved(region)
         for position, earlier in self._views:
-            if region.covers(earlier):
+            if placed.covers(shells.resolved(earlier)):
                 self._superseded.append((position, index))
             else:
                 live.append((position, earlier))
