@@ -60,8 +60,10 @@ EDIT_MARK = "ctxpack-edit:"
 # kept them whole in the state, rewritten at every append); format 1 is still read. Format 3:
 # a filter record may name the result of a tool the provider ran (its result_id), which the
 # releases reading format 2 cannot read; a session with no such record is still written as
-# format 2, so that they go on reading it during a rolling deploy.
-FORMAT = 3
+# format 2, so that they go on reading it during a rolling deploy. Format 4: a file view may
+# say which stretch of a kept shell's life its relative path belongs to (its ``within``), a
+# sixth field the releases reading format 3 cannot read; written only by a session holding one.
+FORMAT = 4
 
 # The event loop of the AsyncSession call a worker thread runs for (see run_for): an
 # original is read or stored on it, the loop the session was opened in being long closed
@@ -475,14 +477,17 @@ class Backing:
         entry["write"] = write
         # A record names a provider tool's result only when it has one (see encoded_record).
         names_results = any("result_id" in record for record in entry["records"])
-        self._writing = FORMAT if names_results else self.format
+        state = session._state()
+        # A view is [position, path, start, end, basis] before format 4, `within` its sixth.
+        places_views = any(len(view) > 5 for view in state["views"])
+        self._writing = max(self.format, 4 if places_views else 3 if names_results else 2)
         return {
             "entry": json.dumps(entry),
             "version": self.version,
             "state": json.dumps(
                 {
                     "format": self._writing,
-                    "session": session._state(),
+                    "session": state,
                     "secret": self.artifacts.secret,
                 }
             ),

@@ -146,3 +146,34 @@ def test_the_shells_folder_is_stored_with_the_session(tmp_path: Any) -> None:
         assert [(r.message_id, r.reason) for r in session.records if r.kind == "superseded"] == [
             (first, f"superseded by the view in message {last}")
         ]
+
+
+def test_replicas_on_the_release_before_are_told_to_upgrade_once_a_view_names_its_stretch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A view's stretch of the shell's life is a sixth field the releases reading store format
+    # 3 cannot read: they called such a session damaged (FileRegion took 4 to 5 fields).
+    from ctxpack import persistence
+    from ctxpack.errors import StoreError
+    from ctxpack.store import MemoryStore
+
+    store = MemoryStore()
+
+    def stored_format(session_id: str) -> int:
+        return int(json.loads(store.load(session_id).state or "")["format"])
+
+    def play(session_id: str, steps: list[Step]) -> None:
+        session = Session.open(session_id, store=store, supersede_batch=1, model="gpt-4o")
+        for k, (tool, arguments, output) in enumerate(steps):
+            function = {"name": tool, "arguments": json.dumps(arguments)}
+            turn = {"role": "assistant", "content": None, "tool_calls": [
+                {"id": f"c{k}", "type": "function", "function": function}]}  # fmt: skip
+            session.extend([turn, result(f"c{k}", output)])
+
+    play("fresh", [shell("cat a.py"), shell("cat ./a.py")])
+    play("moved", [shell("cat a.py"), shell("cd pkg"), shell("cat a.py")])
+    assert (stored_format("fresh"), stored_format("moved")) == (2, 4)
+    monkeypatch.setattr(persistence, "FORMAT", 3)
+    with pytest.raises(StoreError, match=r"newer ctxpack \(format 4"):
+        Session.open("moved", store=store, supersede_batch=1, model="gpt-4o")
+    Session.open("fresh", store=store, supersede_batch=1, model="gpt-4o").render()
