@@ -31,8 +31,8 @@ _EXCHANGE = (
 )
 # Tool results no request can carry, whatever the selection says: left out, and recorded why.
 _ORPHAN = (
-    "tool result whose call is not in the workspace: left out (a provider rejects a result "
-    "that answers no call before it)"
+    "tool result whose call is not in the workspace, or comes after other turns: left out (a "
+    "provider rejects a result that answers no call waiting for it)"
 )
 _REPEAT = (
     "a second result for a call an earlier tool message answers: left out (a provider takes "
@@ -550,10 +550,11 @@ def _complete_exchanges(
 ) -> dict[int, str]:
     """Add to ``decided`` the rest of every tool exchange one of its messages is in, and take
     out of it the tool results no request can carry (a result whose call is not in the
-    workspace, a second result of one call); returns those, by index, with why.
+    workspace or after other turns, a second result of one call); returns those, by index,
+    with why.
 
-    The exchanges are the packer's (``exchange_units``): a call with the first result after
-    it, so that a call id an agent reuses, or a tool it re-ran, still pairs each call with the
+    The exchanges are the packer's (``exchange_units``): a call with the first result in its
+    turn, so that a call id an agent reuses, or a tool it re-ran, still pairs each call with the
     result the model read."""
     units = exchange_units(workspace.messages)
     members: dict[int, list[int]] = {}

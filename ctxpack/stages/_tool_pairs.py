@@ -50,7 +50,8 @@ class Units:
     count: int
     """How many units there are."""
     orphans: list[int]
-    """Positions of tool messages whose call is not in the messages (each a unit by itself)."""
+    """Positions of tool messages whose call is not in the messages, or whose call's turn had
+    closed before them: other turns came between (each a unit by itself)."""
     repeats: list[int]
     """Positions of tool messages answering a call an earlier one already answers (each a unit
     by itself): a provider takes one result per call."""
@@ -96,31 +97,74 @@ def _server_of(messages: Sequence[Message]) -> Sequence[_Server | None]:
     return _SERVER(messages) if (flags(messages) & ANTHROPIC).any() else ()
 
 
+@dataclass(frozen=True, slots=True)
+class _Pairing:
+    """Which call each tool message answers, under the one rule providers apply: a call's
+    turn stays open, after the assistant message holding it, only while tool messages follow;
+    the first non-tool message closes it, and a result coming later answers nothing."""
+
+    answers: dict[int, int]
+    """Position of each answering tool message -> position of the message holding its call."""
+    orphans: list[int]
+    """Tool messages whose call is not in the messages or whose call's turn had closed."""
+    repeats: list[int]
+    """Tool messages answering a call an earlier tool message already answers."""
+    unanswered: dict[int, list[str]]
+    """Calls whose turn closed (or the messages ended) without a result, by position; the
+    last message is left out: its results may be on the way."""
+
+
+def _pairing(messages: Sequence[Message]) -> _Pairing:
+    answers: dict[int, int] = {}
+    orphans: list[int] = []
+    repeats: list[int] = []
+    holder: dict[str, int] = {}  # each call id's latest assistant message
+    answered: set[tuple[int, str]] = set()
+    open_at = -1
+    for i, msg in enumerate(messages):
+        if msg.role != "tool":
+            open_at = i if msg.tool_calls else -1
+            holder.update((call.id, i) for call in msg.tool_calls or ())
+            continue
+        call_id = msg.tool_call_id or ""
+        at = holder.get(call_id)
+        # A call id is unique within its message, so (position, id) is one call; its first
+        # result answers it (the one the model read before its next turn).
+        if at is not None and (at, call_id) in answered:
+            repeats.append(i)
+        elif at is not None and at == open_at:
+            answered.add((at, call_id))
+            answers[i] = at
+        else:
+            orphans.append(i)
+    unanswered: dict[int, list[str]] = {}
+    for i, msg in enumerate(messages[:-1]):
+        missing = [c.id for c in msg.tool_calls or () if (i, c.id) not in answered]
+        if missing:
+            unanswered[i] = missing
+    return _Pairing(answers, orphans, repeats, unanswered)
+
+
 def exchange_units(messages: Sequence[Message]) -> Units:
-    """Group ``messages`` into :class:`Units`: each tool exchange together, the rest alone."""
+    """Group ``messages`` into :class:`Units`: each tool exchange together, the rest alone.
+
+    A tool message joins its call's unit only while the call's turn is open (see
+    :func:`unanswered_calls`); a result coming after other turns is an orphan."""
     marks = flags(messages)
     server = _server_of(messages)
     if not (marks & TOOL).any() and not any(server):
         return Units(np.arange(len(messages), dtype=np.intp), len(messages), [], [])
+    pairing = _pairing(messages) if (marks & TOOL).any() else _Pairing({}, [], [], {})
     of: list[int] = []
-    owner: dict[str, int] = {}
     server_owner: dict[str, int] = {}
     merged = False
-    answered: set[tuple[int, str]] = set()
-    orphans: list[int] = []
-    repeats: list[int] = []
     count = 0
     for i, msg in enumerate(messages):
         if msg.role == "tool":
-            call_id = msg.tool_call_id or ""
-            unit = owner.get(call_id)
-            # A call id is unique within its message, so (unit, id) is one call; its first
-            # result answers it (the one the model read before its next turn).
-            if unit is not None and (unit, call_id) not in answered:
-                answered.add((unit, call_id))
-                of.append(unit)
+            at = pairing.answers.get(i)
+            if at is not None:
+                of.append(of[at])
                 continue
-            (orphans if unit is None else repeats).append(i)
             of.append(count)
             count += 1
             continue
@@ -131,11 +175,7 @@ def exchange_units(messages: Sequence[Message]) -> Units:
             # One result may close calls of two units: they become one.
             merged = True
             of = [unit if u == other else u for u in of]
-            for table in (owner, server_owner):
-                table.update({k: unit for k, u in table.items() if u == other})
-            answered = {(unit if u == other else u, call) for u, call in answered}
-        for call in msg.tool_calls or ():
-            owner[call.id] = unit
+            server_owner.update({k: unit for k, u in server_owner.items() if u == other})
         for use in uses:
             server_owner[use] = unit
         of.append(unit)
@@ -146,7 +186,7 @@ def exchange_units(messages: Sequence[Message]) -> Units:
         # Numbered again in the order of their first member, without the merged ones' gaps.
         labels, numbers = np.unique(numbers, return_inverse=True)
         count = len(labels)
-    return Units(numbers.astype(np.intp), count, orphans, repeats)
+    return Units(numbers.astype(np.intp), count, pairing.orphans, pairing.repeats)
 
 
 def exchange_starts(messages: Sequence[Message]) -> list[bool]:
@@ -175,20 +215,18 @@ def exchange_starts(messages: Sequence[Message]) -> list[bool]:
 
 
 def unanswered_calls(messages: Sequence[Message]) -> dict[int, list[str]]:
-    """Tool calls that no later tool message answers, by position of their assistant message.
+    """Tool calls left without a result, by position of their assistant message.
 
-    The last message is left out: an assistant turn at the end may still be waiting for its
+    A call is answered only by a tool message that comes while its turn is open: after the
+    assistant message holding it, only tool messages (its results, in any order) may come
+    first; the first other message closes the turn, and the calls still unanswered then stay
+    so whatever comes later (Chat Completions and Anthropic want the results at once). The
+    last message is left out: an assistant turn at the end may still be waiting for its
     results. Every other unanswered call makes the provider reject the request.
     """
     if not (flags(messages) & TOOL).any():
         return {}
-    answered_at = {m.tool_call_id: i for i, m in enumerate(messages) if m.role == "tool"}
-    out: dict[int, list[str]] = {}
-    for i, msg in enumerate(messages[:-1]):
-        missing = [c.id for c in msg.tool_calls or () if answered_at.get(c.id, -1) < i]
-        if missing:
-            out[i] = missing
-    return out
+    return _pairing(messages).unanswered
 
 
 def strip_unanswered_calls(ctx: PackContext, stage: str) -> PackContext:
@@ -223,8 +261,9 @@ def provider_pairs(
 
 
 def stray_dropped(message_id: str, size: int, stage: str, *, repeat: bool = False) -> Decision:
-    """The decision for a tool result whose call is not in the conversation or, with
-    ``repeat``, whose call an earlier tool message already answers."""
+    """The decision for a tool result that answers no call waiting for it (its call is not
+    in the conversation, or other turns came between them) or, with ``repeat``, whose call an
+    earlier tool message already answers."""
     return Decision(
         stage=stage,
         action="dropped",
@@ -232,8 +271,9 @@ def stray_dropped(message_id: str, size: int, stage: str, *, repeat: bool = Fals
         reason=(
             REPEATED_RESULT
             if repeat
-            else "tool result whose call is not in the conversation (an orphan the "
-            "provider would reject)"
+            else "tool result that answers no call waiting for it: its call is not in the "
+            "conversation, or other turns came between them (an orphan the provider would "
+            "reject)"
         ),
         tokens_before=size,
         tokens_after=0,
