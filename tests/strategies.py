@@ -3,7 +3,8 @@
 A conversation starts with a system message, then mixes user, assistant and developer turns,
 tool exchanges (an assistant turn with 1-3 tool calls followed by their results), orphan tool
 results (no call answers them), retried results (a second result for a call already answered,
-as an agent that re-runs a tool may append), exact repetitions of earlier turns, pinned,
+as an agent that re-runs a tool may append), late results (a call's result arriving after other
+turns, which answers nothing: providers want a call's results right after it), exact repetitions of earlier turns, pinned,
 prioritised, sourced, named and tagged (``metadata``) messages, and content given as parts
 (text and images). Most are short, some run to a few hundred messages. Words come from a
 vocabulary of several hundred, so queries hit some messages and miss others. Each message is a
@@ -215,6 +216,7 @@ def conversations(draw: st.DrawFn, *, max_turns: int = 14) -> Conversation:
     items: list[Any] = []
     said: list[tuple[str, Any]] = []
     answered: list[str] = []  # the call ids of the last tool exchange
+    late: list[str] = []  # calls whose result comes after other turns, if a "late" turn comes
 
     def add(data: dict[str, Any]) -> None:
         items.append(_finish(draw, len(items), data, explicit_ids=explicit_ids))
@@ -234,6 +236,7 @@ def conversations(draw: st.DrawFn, *, max_turns: int = 14) -> Conversation:
                     "long",
                     "orphan",
                     "retry",
+                    "late",
                 ]
             ),
             max_size=turns,
@@ -253,7 +256,10 @@ def conversations(draw: st.DrawFn, *, max_turns: int = 14) -> Conversation:
             ]
             content = draw(st.one_of(st.none(), texts(max_lines=1)))
             add({"role": "assistant", "content": content, "tool_calls": calls})
-            for call in calls:
+            # Sometimes the last call's result comes later, after other turns (see "late").
+            if draw(st.integers(0, 3)) == 0:
+                late.append(calls[-1]["id"])
+            for call in calls if late[-1:] != calls[-1:] else calls[:-1]:
                 result = draw(st.one_of(texts(), long_texts()))
                 add({"role": "tool", "tool_call_id": call["id"], "content": result})
             answered = [call["id"] for call in calls]
@@ -261,6 +267,10 @@ def conversations(draw: st.DrawFn, *, max_turns: int = 14) -> Conversation:
         if kind == "retry" and answered:
             call_id = draw(st.sampled_from(answered))
             add({"role": "tool", "tool_call_id": call_id, "content": draw(texts())})
+            continue
+        if kind == "late" and late:
+            # A result that comes after other turns: its call's turn had closed.
+            add({"role": "tool", "tool_call_id": late.pop(0), "content": draw(texts())})
             continue
         if kind == "orphan":
             # A result whose call is not in the conversation (trimmed earlier, say).

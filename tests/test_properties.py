@@ -20,6 +20,7 @@ import ctxpack
 from ctxpack.providers import tools_as_sent
 from ctxpack.tokens import TiktokenCounter
 
+from .api_rules import anthropic_problems, openai_problems
 from .strategies import Conversation, Edit, apply_edit, conversations, edits, pack_cases
 
 SETTINGS = settings(
@@ -194,6 +195,28 @@ def test_every_input_message_has_a_decision(case: tuple[Conversation, int, int])
             assert {d.action for d in decisions} & {"dropped", "deduped"}, (
                 f"{mid} was dropped without a dropped/deduped decision: {decisions}"
             )
+
+
+@SETTINGS
+@given(pack_cases())
+def test_what_pack_returns_the_provider_accepts(case: tuple[Conversation, int, int]) -> None:
+    # Late results among them: a call's result after other turns answers nothing (the call is
+    # stripped, the result dropped), as Chat Completions and Anthropic want results at once.
+    conv, budget, reserve = case
+    result = _pack(conv, budget, reserve)
+    if result is not None:
+        assert openai_problems(result.to_openai()) == []
+        for mid in result.dropped_ids:
+            assert {d.action for d in result.decisions_for(mid)} & {"dropped", "deduped"}
+    kwargs = {**conv.pack_kwargs(), "model": "claude-sonnet-4-5"}
+    try:
+        claude = ctxpack.pack(conv.items, budget=10**7, **kwargs)
+    except ctxpack.BudgetExceededError:
+        return
+    payload = claude.to_anthropic()
+    # The tool rules only: a request without a user turn is another matter (not checked here).
+    tools = [p for p in anthropic_problems(payload) if "tool_" in p] if payload["messages"] else []
+    assert tools == []
 
 
 def _reasoning_alone(n: int, size: int) -> dict[str, Any]:
