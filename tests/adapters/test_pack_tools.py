@@ -23,6 +23,7 @@ from ctxpack.pipeline import Decision, PackContext, Pipeline
 from ctxpack.stages import GreedyPacker, TurnAlternator, turn_rule_breaks
 from ctxpack.testing import check_stage
 from ctxpack.tokens import get_counter
+from tests.api_rules import anthropic_problems, openai_problems
 
 WORDS = ["weather", "oslo", "paris", "flight", "price", "hotel", "check", "please", "file", "42"]
 
@@ -562,3 +563,39 @@ def test_without_the_alternate_step_anthropic_packs_are_valid_or_refused(
     event("valid as the pipeline returned it")
     assert_valid_anthropic(result.to_anthropic())
     ctxpack.adapters.validate_anthropic(result.to_anthropic())
+
+
+def _late_result() -> list[dict[str, Any]]:
+    """A call whose result comes after other turns: its turn closed without it."""
+    return [
+        {"role": "system", "content": "s", "id": "s"},
+        {"role": "assistant", "content": None, "tool_calls": [_call("c1")], "id": "a1"},
+        {"role": "user", "content": "wait", "id": "u1"},
+        {"role": "assistant", "content": "ok", "id": "a2"},
+        {"role": "tool", "tool_call_id": "c1", "content": "res", "id": "t1"},
+        {"role": "user", "content": "go on", "id": "u2"},
+    ]
+
+
+def test_a_result_after_other_turns_answers_nothing() -> None:
+    # Chat Completions wants a call's results right after it, Anthropic in the next user turn:
+    # the late result is a stray, dropped, and its call unanswered, dropped with its message.
+    result = pack(_late_result(), budget=1000, model="gpt-4o")
+    out = result.to_openai()
+    assert openai_problems(out) == []
+    assert [m.get("content") for m in out] == ["s", "wait", "ok", "go on"]
+    (late,) = [d for d in result.decisions_for("t1") if d.action == "dropped"]
+    assert "other turns came between" in late.reason
+    assert any(d.action == "dropped" and "'c1'" in d.reason for d in result.decisions_for("a1"))
+    claude = pack(_late_result(), budget=1000, model="claude-sonnet-4-5", counter="cl100k_base")
+    assert [m.id for m in claude.messages] == ["s", "u1", "a2", "u2"]
+    assert anthropic_problems(claude.to_anthropic()) == []
+
+
+def test_a_call_with_words_keeps_them_and_its_original_when_its_result_comes_late() -> None:
+    messages = _late_result()
+    messages[1]["content"] = "Looking."
+    result = pack(messages, budget=1000, model="gpt-4o")
+    assert openai_problems(result.to_openai()) == []
+    assert result.messages[1].id == "a1" and result.messages[1].tool_calls is None
+    assert [c.id for c in result.original("a1").tool_calls or ()] == ["c1"]
