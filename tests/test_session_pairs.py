@@ -16,6 +16,7 @@ from ctxpack import Session
 from ctxpack.adapters import validate_anthropic, validate_openai
 from ctxpack.messages import ensure_messages
 
+from .api_rules import anthropic_problems, openai_problems
 from .strategies import Conversation, conversations
 
 USER = {"role": "user", "content": "Why does the build fail?"}
@@ -88,6 +89,42 @@ def test_a_call_left_without_result_is_removed_and_its_original_kept(
     assert [c["id"] for c in sent[1]["tool_calls"]] == ["c1"]
     assert _last_decision(result, "a").action == "cleared"
     assert [c.id for c in result.original("a").tool_calls or ()] == ["c1", "c2"]
+
+
+LATE = [
+    {"role": "system", "content": "s"},
+    USER,
+    {**CALL, "content": None, "id": "a"},
+    {"role": "user", "content": "wait"},
+    {"role": "assistant", "content": "ok"},
+    {**ANSWER, "id": "t"},
+    {"role": "user", "content": "go on"},
+]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [*SESSIONS.values(), *CLAUDE.values()],
+    ids=["gpt", "gpt-managed", "claude", "claude-managed"],
+)
+def test_a_result_after_other_turns_is_left_out_and_its_call_removed(
+    options: dict[str, Any],
+) -> None:
+    """A call's results must follow it at once: one coming after other turns answers nothing,
+    and its call, its turn closed without it, is unanswered."""
+    session = Session(**options)
+    session.extend(LATE)
+    result = session.render()
+    assert openai_problems(result.to_openai()) == []
+    assert anthropic_problems(result.to_anthropic()) == []
+    sent = [m.content for m in result.messages if m.role != "system"]
+    assert sent == [USER["content"], "wait", "ok", "go on"]
+    late = _last_decision(result, "t")
+    assert late.action == "dropped"
+    # Anthropic's rule in its words: a tool_result answers the assistant turn right before it.
+    assert "other turns came between" in late.reason or "right before it" in late.reason
+    assert _last_decision(result, "a").action == "dropped"
+    assert [m.id for m in session.transcript()][2:6:3] == ["a", "t"]  # still the session's
 
 
 def test_the_last_call_may_wait_for_its_results() -> None:
