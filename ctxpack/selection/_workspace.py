@@ -17,6 +17,7 @@ from .._internal.paths import shown_path
 from ..code import Engine, is_binary, iter_lines, resolve_file, resolve_root, walk_files
 from ..errors import ConfigError, SelectionError, WorkspacePathError
 from ..messages import Message, ensure_messages
+from ..stages import tool_answers
 from ..store import ArtifactStore, check_artifact_store
 from ..tokens import CounterLike, TokenCounter, get_counter
 from ._model import FileRequest
@@ -192,17 +193,18 @@ class Workspace:
         """Each tool call id: the index of the assistant message that made it, and of the tool
         message answering it (``None`` while unanswered).
 
-        The answer is the first result after the call, the one the model read (a provider
-        takes one result per call: a tool re-run later answers nothing); an id an agent
-        reuses names its last call."""
+        The answer is the first result in the call's turn, the one the model read, as the
+        packer pairs them (``ctxpack.stages.unanswered_calls``): a provider takes one result
+        per call, right after it, so a tool re-run, or a result after other turns, answers
+        nothing; an id an agent reuses names its last call."""
         out: dict[str, tuple[int, int | None]] = {}
         for i, msg in enumerate(self._messages):
             for call in msg.tool_calls or ():
                 out[call.id] = (i, None)
-            if msg.role == "tool" and msg.tool_call_id in out:
-                caller, answer = out[msg.tool_call_id]
-                if answer is None:
-                    out[msg.tool_call_id] = (caller, i)
+        for answer, caller in tool_answers(self._messages).items():
+            call_id = self._messages[answer].tool_call_id or ""
+            if out.get(call_id, (-1, None))[0] == caller:
+                out[call_id] = (caller, answer)
         return out
 
     def index_of(self, ref: int | str) -> int:

@@ -21,6 +21,7 @@ from ._semantic import SemanticScorer as SemanticScorer
 from ._tool_pairs import exchange_starts as exchange_starts
 from ._tool_pairs import exchange_units as exchange_units
 from ._tool_pairs import provider_pairs as provider_pairs
+from ._tool_pairs import tool_answers as tool_answers
 from ._tool_pairs import unanswered_calls as unanswered_calls
 from ._tool_pairs import without_unsent_reasoning as without_unsent_reasoning
 

@@ -24,6 +24,7 @@ __all__ = [
     "provider_pairs",
     "stray_dropped",
     "strip_unanswered_calls",
+    "tool_answers",
     "unanswered_calls",
     "without_unsent_reasoning",
 ]
@@ -212,6 +213,15 @@ def exchange_starts(messages: Sequence[Message]) -> list[bool]:
         lowest = min(lowest, first[of[i]])
         out[i] = lowest == i and messages[i].role != "tool"
     return out
+
+
+def tool_answers(messages: Sequence[Message]) -> dict[int, int]:
+    """The position of the message holding the call each answering tool message answers, by
+    the tool message's position (the rule :func:`unanswered_calls` describes); stray results
+    (orphans, late ones, repeats) are not in it."""
+    if not (flags(messages) & TOOL).any():
+        return {}
+    return _pairing(messages).answers
 
 
 def unanswered_calls(messages: Sequence[Message]) -> dict[int, list[str]]:

@@ -293,6 +293,43 @@ def test_a_last_call_waits_for_its_results_as_in_pack_unless_the_context_follows
     assert noted.messages[-2].text == "Reading it." and not noted.messages[-2].tool_calls
 
 
+def _later(items: list[Any], call_id: str, turns: int) -> list[Any]:
+    """``items`` with the first result of ``call_id`` moved past the next ``turns`` messages
+    that are not tool results (as far as there are)."""
+    at = next((i for i, m in enumerate(items) if m.role == "tool" and m.tool_call_id == call_id), -1)
+    if at < 0:
+        return items  # lost too
+    moved, rest = items[at], items[:at] + items[at + 1 :]
+    to = at
+    for _ in range(turns):
+        while to < len(rest) and rest[to].role == "tool":
+            to += 1
+        to = min(to + 1, len(rest))
+    return rest[:to] + [moved] + rest[to:]
+
+
+def test_a_result_after_other_turns_is_left_out_and_its_call_removed() -> None:
+    ws = Workspace(
+        [
+            {"role": "system", "content": "s"},
+            {"role": "assistant", "content": None, "tool_calls": [_call("c1", "ls")]},
+            {"role": "user", "content": "wait"},
+            {"role": "assistant", "content": "ok"},
+            {"role": "tool", "tool_call_id": "c1", "content": "res"},
+            {"role": "user", "content": "go on"},
+        ]
+    )
+    assert ws.calls()["c1"] == (1, None)  # its turn closed unanswered
+    result = apply_selection(Selection(include_messages=[1, 2, 3, 4]), ws)
+    assert openai_problems(result.to_openai()) == []
+    assert [m.content for m in result.messages][:4] == ["s", "wait", "ok", "go on"]
+    assert "Left out of this step: messages 4." in result.messages[-1].text
+    ids = [m.id for m in ws.messages]
+    late = [d for d in result.decisions if d.message_id == ids[4]]
+    assert [d.action for d in late] == ["dropped"] and "after other turns" in late[0].reason
+    assert {m.id for m in ws.messages} <= {d.message_id for d in result.decisions}
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(conv=conversations(), data=st.data())
 def test_any_selection_of_a_history_that_lost_results_is_accepted(
@@ -301,9 +338,13 @@ def test_any_selection_of_a_history_that_lost_results_is_accepted(
     items = list(Workspace(conv.items).messages)
     answered = sorted({m.tool_call_id or "" for m in items if m.role == "tool"})
     lost = data.draw(st.lists(st.sampled_from(answered), max_size=2)) if answered else []
-    # Their tools crashed: no result at all (a late result after other turns is another shape,
-    # which pack() does not repair either).
+    late = data.draw(st.lists(st.sampled_from(answered), max_size=2)) if answered else []
+    # Their tools crashed: no result at all.
     items = [m for m in items if not (m.role == "tool" and m.tool_call_id in lost)]
+    # Or their results came after other turns, which answers nothing (conversations() makes
+    # some too).
+    for call_id in late:
+        items = _later(items, call_id, data.draw(st.integers(1, 3)))
     ws = Workspace(items)
     chosen = data.draw(st.lists(st.integers(0, len(items) - 1), max_size=6))
     calls = sorted(ws.calls())
