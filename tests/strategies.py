@@ -237,6 +237,7 @@ def conversations(draw: st.DrawFn, *, max_turns: int = 14) -> Conversation:
                     "orphan",
                     "retry",
                     "late",
+                    "late",
                 ]
             ),
             max_size=turns,
@@ -257,9 +258,10 @@ def conversations(draw: st.DrawFn, *, max_turns: int = 14) -> Conversation:
             content = draw(st.one_of(st.none(), texts(max_lines=1)))
             add({"role": "assistant", "content": content, "tool_calls": calls})
             # Sometimes the last call's result comes later, after other turns (see "late").
-            if draw(st.integers(0, 3)) == 0:
+            deferred = draw(st.booleans())
+            if deferred:
                 late.append(calls[-1]["id"])
-            for call in calls if late[-1:] != calls[-1:] else calls[:-1]:
+            for call in calls[:-1] if deferred else calls:
                 result = draw(st.one_of(texts(), long_texts()))
                 add({"role": "tool", "tool_call_id": call["id"], "content": result})
             answered = [call["id"] for call in calls]
