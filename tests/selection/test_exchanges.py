@@ -296,7 +296,9 @@ def test_a_last_call_waits_for_its_results_as_in_pack_unless_the_context_follows
 def _later(items: list[Any], call_id: str, turns: int) -> list[Any]:
     """``items`` with the first result of ``call_id`` moved past the next ``turns`` messages
     that are not tool results (as far as there are)."""
-    at = next((i for i, m in enumerate(items) if m.role == "tool" and m.tool_call_id == call_id), -1)
+    at = next(
+        (i for i, m in enumerate(items) if m.role == "tool" and m.tool_call_id == call_id), -1
+    )
     if at < 0:
         return items  # lost too
     moved, rest = items[at], items[:at] + items[at + 1 :]
@@ -305,7 +307,7 @@ def _later(items: list[Any], call_id: str, turns: int) -> list[Any]:
         while to < len(rest) and rest[to].role == "tool":
             to += 1
         to = min(to + 1, len(rest))
-    return rest[:to] + [moved] + rest[to:]
+    return [*rest[:to], moved, *rest[to:]]
 
 
 def test_a_result_after_other_turns_is_left_out_and_its_call_removed() -> None:
