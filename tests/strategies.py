@@ -1,16 +1,16 @@
 """Hypothesis strategies for random conversations, budgets and in-place edits.
 
-A conversation starts with a system message, then mixes user, assistant and developer turns,
-tool exchanges (an assistant turn with 1-3 tool calls followed by their results), orphan tool
-results (no call answers them), retried results (a second result for a call already answered,
-as an agent that re-runs a tool may append), late results (a call's result arriving after other
-turns, which answers nothing: providers want a call's results right after it), exact
-repetitions of earlier turns, pinned, prioritised, sourced, named and tagged (``metadata``)
-messages, and content given as parts (text and images). Most are short, some run to a few hundred messages. Words come from a
-vocabulary of several hundred, so queries hit some messages and miss others. Each message is a
-plain dict or a ``Message``, with or without an explicit id. A case may also carry an explicit
-query, tool definitions (a fixed one, or random schemas with nested objects, unions, defaults
-and ``$ref``), or be converted to an Anthropic payload and back (``from_anthropic``).
+A conversation starts with a system message, then mixes user, assistant and developer turns, tool
+exchanges (an assistant turn with 1-3 tool calls followed by their results), orphan tool results (no
+call answers them), retried results (a second result for a call already answered, as an agent that
+re-runs a tool may append), late results (a call's result arriving after other turns, which answers
+nothing: providers want a call's results right after it), exact repetitions of earlier turns,
+pinned, prioritised, sourced, named and tagged (``metadata``) messages, and content given as parts
+(text and images). Most are short, some run to a few hundred messages. Words come from a vocabulary
+of several hundred, so queries hit some messages and miss others. Each message is a plain dict or a
+``Message``, with or without an explicit id. A case may also carry an explicit query, tool
+definitions (a fixed one, or random schemas with nested objects, unions, defaults and ``$ref``), or
+be converted to an Anthropic payload and back (``from_anthropic``).
 """
 
 from __future__ import annotations
