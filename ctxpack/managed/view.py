@@ -18,6 +18,7 @@ from ..editing import verbatim as _never_summarised
 from ..editing import without_thinking as _without_thinking
 from ..filters import RETRIEVE_TOOL_NAME, original_note
 from ..messages import Message
+from ..stages import exchange_units
 from ..store import ArtifactStore, artifact_id, put_original
 from ..tokens import REPLY_PRIMING, TokenCounter
 from ._policy import _PINNED_KEY, WindowPolicy
@@ -233,26 +234,15 @@ class _Context:
 
 def _exchange_partners(record: Sequence[Message], verbatim: Sequence[int]) -> list[int]:
     """Positions of the other members of the tool exchanges (a call and every result of its
-    message's calls) that the messages at ``verbatim`` positions are part of, as
-    :class:`~ctxpack.editing.Compactor` keeps them."""
-    halves = [record[i] for i in verbatim if record[i].role == "tool" or record[i].tool_calls]
+    message's calls in its turn: ``exchange_units``) that the messages at ``verbatim``
+    positions are part of, as :class:`~ctxpack.editing.Compactor` keeps them."""
+    halves = [i for i in verbatim if record[i].role == "tool" or record[i].tool_calls]
     if not halves:
         return []  # the common case: instructions only, no record scanned
-    wanted = {c.id for m in halves for c in m.tool_calls or ()}
-    wanted |= {m.tool_call_id for m in halves if m.role == "tool" and m.tool_call_id}
-    # A call's message goes whole: each call it makes must keep its results.
-    for m in record:
-        ids = {c.id for c in m.tool_calls or ()}
-        if ids & wanted:
-            wanted |= ids
+    of = exchange_units(record).of.tolist()
+    wanted = {of[i] for i in halves}
     own = set(verbatim)
-
-    def member(m: Message) -> bool:
-        if m.role == "tool":
-            return m.tool_call_id in wanted
-        return any(c.id in wanted for c in m.tool_calls or ())
-
-    return [i for i, m in enumerate(record) if i not in own and member(m)]
+    return [i for i, unit in enumerate(of) if unit in wanted and i not in own]
 
 
 def _build(state: WindowState, policy: WindowPolicy, ctx: _Context) -> _View:
