@@ -70,17 +70,22 @@ def replay(
     last: list[Any] = []
     for step, message in enumerate(history):
         if message["role"] == "assistant" and step > 0:
+            tools = None
             if strategy == "raw":
                 sent: list[Any] = history[:step]
+                size = counter.count_messages(ctxpack.messages.ensure_messages(sent))
             else:
                 try:
-                    sent = session.render().messages
+                    result = session.render()
                 except BudgetExceededError:
                     failed = len(requests)
                     break
+                # The session's retrieve tool goes with every request it renders: billed, and
+                # counted against the window as the session counts it.
+                sent, tools, size = result.messages, session.tools() or None, result.tokens
             output = counter.count_message(ctxpack.Message.model_validate(message))
-            requests.append(Request(messages=list(sent), output_tokens=output))
-            sizes.append(counter.count_messages(ctxpack.messages.ensure_messages(sent)))
+            requests.append(Request(messages=list(sent), tools=tools, output_tokens=output))
+            sizes.append(size)
             last = sent
         if strategy != "raw":
             session.append(message)
