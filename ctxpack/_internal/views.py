@@ -19,8 +19,10 @@ __all__ = [
     "PATH_KEYS",
     "FileRegion",
     "ShellFolders",
+    "call_arguments",
     "call_region",
     "read_failed",
+    "region_of_call",
     "view_region",
 ]
 
@@ -183,11 +185,11 @@ class ShellFolders:
             return region
         return region._replace(within=self.within)
 
-    def ran(self, arguments: str) -> str | None:
-        """Note a call with these ``arguments``: a command that may move the shell ends the
-        stretch, unless where its ``cd`` leads is the folder known. Returns the stretch a bare
-        ``pwd`` runs in, for :meth:`learn` to read its output; else ``None``."""
-        args = _arguments(arguments)
+    def ran(self, args: Mapping[str, Any] | None) -> str | None:
+        """Note a call with these arguments (:func:`call_arguments`): a command that may move
+        the shell ends the stretch, unless where its ``cd`` leads is the folder known. Returns
+        the stretch a bare ``pwd`` runs in, for :meth:`learn` to read its output; else
+        ``None``."""
         command = None if args is None else _command(args)
         if args is None or not isinstance(command, str):
             return None
@@ -271,7 +273,12 @@ def call_region(tool: str, arguments: str) -> FileRegion | None:
         >>> call_region("shell", '{"command": ["bash", "-lc", "cat a.py"]}').path
         'a.py'
     """
-    args = _arguments(arguments)
+    return region_of_call(tool, call_arguments(arguments))
+
+
+def region_of_call(tool: str, args: Mapping[str, Any] | None) -> FileRegion | None:
+    """:func:`call_region` of arguments already read (:func:`call_arguments`): a session reads
+    a call's arguments once for its region and for :meth:`ShellFolders.ran`."""
     if args is None:
         return None
     command = _command(args)
@@ -286,7 +293,8 @@ def call_region(tool: str, arguments: str) -> FileRegion | None:
     return None
 
 
-def _arguments(arguments: str) -> Mapping[str, Any] | None:
+def call_arguments(arguments: str) -> Mapping[str, Any] | None:
+    """A call's arguments as read from their JSON text; ``None`` when they are no object."""
     try:
         args = read_json(arguments) if arguments.strip() else {}
     except ValueError:

@@ -16,7 +16,7 @@ from .._internal import forks
 from .._internal.arguments import optional_text
 from .._internal.reasoning import summary_text
 from .._internal.secret_values import BoundFingerprints, Fingerprints
-from .._internal.views import FileRegion, ShellFolders, call_region
+from .._internal.views import FileRegion, ShellFolders, call_arguments, region_of_call
 from ..errors import ConfigError, SessionErasedError
 from ..filters import ToolOutputFilter
 from ..guard import ArrivalGuard
@@ -284,7 +284,8 @@ class SessionState(forks.Guarded):
         if answered is not None and answered.pwd_within is not None:
             shells.learn(answered.pwd_within, msg.text)
         for call in msg.tool_calls or ():
-            region = shells.place(call_region(call.function.name, call.function.arguments))
+            args = call_arguments(call.function.arguments)
+            region = shells.place(region_of_call(call.function.name, args))
             self._calls[call.id] = Call(
                 tool=call.function.name,
                 command=command_of(call.function.arguments),
@@ -292,7 +293,7 @@ class SessionState(forks.Guarded):
                 # what it is after, closer to the call than the user's question.
                 goal=msg.text or summary_text(msg.content),
                 region=region,
-                pwd_within=shells.ran(call.function.arguments),
+                pwd_within=shells.ran(args),
             )
         if shells.state:
             self._extensions[_SHELL_FOLDERS] = shells.state
